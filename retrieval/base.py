@@ -1,0 +1,50 @@
+"""The retriever contract shared by BM25 and the dense retrievers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from retrieval.chunking import Chunk
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A retrieved chunk with its score and its rank (0 = best)."""
+
+    chunk: Chunk
+    score: float
+    rank: int
+
+
+@runtime_checkable
+class Retriever(Protocol):
+    """Scores the chunks of one corpus against a query.
+
+    A retriever is built once over a chunk list, saved to a folder, and loaded back
+    by a fresh instance constructed with the same parameters.
+    """
+
+    name: str
+
+    def cache_params(self) -> dict[str, Any]:
+        """Everything that changes the index (engine, model, ...); part of the cache key."""
+        ...
+
+    def build(self, chunks: Sequence[Chunk], *, work_dir: Path, show_progress: bool = False) -> None:
+        """Index ``chunks``; ``work_dir`` may hold partial work to resume."""
+        ...
+
+    def search(self, query: str, k: int) -> list[tuple[int, float]]:
+        """Up to ``k`` ``(chunk_id, score)`` pairs, best first."""
+        ...
+
+    def save(self, folder: Path) -> None:
+        """Write the index into ``folder`` (no pickles)."""
+        ...
+
+    def load(self, folder: Path) -> None:
+        """Read an index written by :meth:`save` with the same parameters."""
+        ...

@@ -1,0 +1,189 @@
+"""Splitting a corpus into chunks, by tokens (default) or by words the LongBench v1 way."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Literal
+
+from tqdm.auto import tqdm
+
+from retrieval.corpus import Corpus, Document
+from retrieval.tokens import count_tokens_batch, get_encoding
+
+#: LongBench v1 ``retrieval/splitter.py`` sentence delimiters (kept with their sentence).
+SENTENCE_SPLIT = re.compile(r"([。？！；\n.!?;]\s*)")
+_CJK = "\u4e00-\u9fff\u3400-\u4dbf\uf900-\ufaff"
+#: A "word" as LongBench v1 counts it: one CJK character, or a run of other word characters.
+WORD = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChunkingConfig:
+    """How a corpus is cut into chunks.
+
+    Attributes:
+        unit: ``"tokens"`` (cl100k tokens) or ``"words"`` (LongBench v1: sentence split,
+            greedy packing, one CJK character = one word).
+        size: Maximum chunk length in ``unit``s.
+        overlap: Units shared by consecutive chunks of a document.
+    """
+
+    unit: Literal["tokens", "words"] = field(default="tokens", metadata={"source": "token chunks: LongBench v2 RAG"})
+    size: int = field(default=512, metadata={"source": "LongBench v2 paper: 512-token chunks"})
+    overlap: int = 0
+
+    def __post_init__(self) -> None:
+        if self.unit not in ("tokens", "words"):
+            raise ValueError(f"chunk unit must be 'tokens' or 'words', got {self.unit!r}")
+        if self.size <= 0:
+            raise ValueError(f"chunk size must be positive, got {self.size}")
+        if not 0 <= self.overlap < self.size:
+            raise ValueError(f"chunk overlap must be in [0, size), got {self.overlap} for size {self.size}")
+
+    def as_dict(self) -> dict:
+        """Plain-dict form, used in cache keys and result manifests."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A contiguous span of one document.
+
+    Attributes:
+        chunk_id: Position in the corpus-wide chunk list (document order).
+        doc_index: Position of the document in the corpus.
+        doc_id: Id of the document.
+        title: Title of the document.
+        position: Index of this chunk within its document.
+        text: The chunk's text, an exact substring of the document.
+        num_tokens: cl100k tokens in ``text``.
+    """
+
+    chunk_id: int
+    doc_index: int
+    doc_id: str
+    title: str
+    position: int
+    text: str
+    num_tokens: int
+
+
+def chunk_corpus(corpus: Corpus, config: ChunkingConfig | None = None, *, show_progress: bool = False) -> list[Chunk]:
+    """All chunks of ``corpus`` in document order, numbered from 0."""
+    config = config or ChunkingConfig()
+    chunks: list[Chunk] = []
+    bar = tqdm(total=len(corpus), desc="Chunking", unit="doc", disable=not show_progress)
+    for doc_index, doc in enumerate(corpus):
+        if config.unit == "tokens":
+            spans = list(split_tokens(doc.text, config.size, config.overlap))
+        else:
+            spans = [(text, -1) for text in split_words(doc.text, config.size, config.overlap)]
+        missing = [i for i, (_, n) in enumerate(spans) if n < 0]
+        if missing:
+            counts = count_tokens_batch([spans[i][0] for i in missing])
+            for i, n in zip(missing, counts):
+                spans[i] = (spans[i][0], n)
+        base = len(chunks)
+        chunks.extend(_make_chunk(base + pos, doc_index, doc, pos, text, n) for pos, (text, n) in enumerate(spans))
+        bar.update()
+    bar.close()
+    return chunks
+
+
+def _make_chunk(chunk_id: int, doc_index: int, doc: Document, position: int, text: str, num_tokens: int) -> Chunk:
+    return Chunk(chunk_id, doc_index, doc.doc_id, doc.title, position, text, num_tokens)
+
+
+def split_tokens(text: str, size: int, overlap: int = 0) -> Iterator[tuple[str, int]]:
+    """Windows of ``size`` tokens (stride ``size - overlap``) as ``(text, n_tokens)``.
+
+    Window edges are moved forward to the next UTF-8 character start, so a character
+    split across tokens (common in CJK) is never cut in half and every chunk is an
+    exact substring of ``text``.
+    """
+    if not text.strip():
+        return
+    enc = get_encoding()
+    ids = enc.encode_ordinary(text)
+    stride = size - overlap
+    starts = list(range(0, max(len(ids) - overlap, 1), stride))
+    bounds = sorted({0, len(ids), *starts, *(min(s + size, len(ids)) for s in starts)})
+    offset, byte_at = 0, {0: 0}
+    for a, b in zip(bounds, bounds[1:]):
+        offset += len(enc.decode_bytes(ids[a:b]))
+        byte_at[b] = offset
+    raw = text.encode("utf-8", errors="surrogatepass")
+    for s in starts:
+        e = min(s + size, len(ids))
+        lo, hi = _char_start(raw, byte_at[s]), _char_start(raw, byte_at[e])
+        piece = raw[lo:hi].decode("utf-8", errors="surrogatepass")
+        if piece.strip():
+            yield piece, e - s
+
+
+def _char_start(raw: bytes, pos: int) -> int:
+    """Smallest offset >= pos that starts a UTF-8 character."""
+    while pos < len(raw) and (raw[pos] & 0xC0) == 0x80:
+        pos += 1
+    return pos
+
+
+def word_len(text: str) -> int:
+    """Words in ``text`` counted the LongBench v1 way (a CJK character is one word)."""
+    return len(WORD.findall(text))
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences with their trailing delimiter, as LongBench v1's splitter cuts them."""
+    parts = SENTENCE_SPLIT.split(text)
+    sentences = ["".join(parts[i : i + 2]) for i in range(0, len(parts), 2)]
+    return [s for s in sentences if s]
+
+
+def split_words(text: str, size: int, overlap: int = 0) -> Iterator[str]:
+    """Chunks of at most ``size`` words, packed greedily from whole sentences.
+
+    Follows LongBench v1 ``split_long_sentence``. One deliberate difference: a single
+    sentence longer than ``size`` is cut at word boundaries instead of becoming an
+    over-long chunk, so every chunk honours the cap (embedders truncate silently).
+    ``overlap`` carries whole trailing sentences of up to that many words forward.
+    """
+    current: list[tuple[str, int]] = []
+    total = 0
+    for sentence in _bounded_sentences(text, size):
+        n = word_len(sentence)
+        if current and total + n > size:
+            chunk = "".join(s for s, _ in current)
+            if chunk.strip():
+                yield chunk
+            current, total = _tail(current, overlap, room=size - n)
+        current.append((sentence, n))
+        total += n
+    chunk = "".join(s for s, _ in current)
+    if chunk.strip():
+        yield chunk
+
+
+def _bounded_sentences(text: str, size: int) -> Iterator[str]:
+    for sentence in split_sentences(text):
+        starts = [m.start() for m in WORD.finditer(sentence)]
+        if len(starts) <= size:
+            yield sentence
+            continue
+        cuts = [0, *starts[size::size], len(sentence)]
+        yield from (sentence[a:b] for a, b in zip(cuts, cuts[1:]))
+
+
+def _tail(items: list[tuple[str, int]], overlap: int, room: int) -> tuple[list[tuple[str, int]], int]:
+    """The longest suffix of ``items`` with at most ``min(overlap, room)`` words."""
+    budget = min(overlap, room)
+    kept: list[tuple[str, int]] = []
+    total = 0
+    for sentence, n in reversed(items):
+        if total + n > budget:
+            break
+        kept.insert(0, (sentence, n))
+        total += n
+    return kept, total

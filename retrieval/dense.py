@@ -1,0 +1,86 @@
+"""Dense retrieval: an embedder plus an exact FAISS inner-product index.
+
+Embedding 10M tokens with MiniLM takes about an hour on 2 CPU cores, so embeddings are
+written in shards as they are computed: an interrupted build resumes from the last
+finished shard instead of starting over.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from retrieval.chunking import Chunk
+from retrieval.embedders import Embedder, warn_if_truncated
+from retrieval.faiss_index import VectorIndex
+
+
+class DenseRetriever:
+    """Nearest chunks by embedding inner product (cosine for normalized embedders).
+
+    Args:
+        embedder: Any :class:`~retrieval.embedders.Embedder`.
+        name: Registry name, recorded in the cache key.
+        shard_size: Chunks embedded per saved shard (the resume granularity).
+    """
+
+    def __init__(self, embedder: Embedder, *, name: str = "dense", shard_size: int = 1024):
+        self.embedder = embedder
+        self.name = name
+        self.shard_size = shard_size
+        self._index: VectorIndex | None = None
+
+    def cache_params(self) -> dict[str, Any]:
+        """Retriever name and embedding model id."""
+        return {"retriever": self.name, "model": self.embedder.model_id}
+
+    def build(self, chunks: Sequence[Chunk], *, work_dir: Path, show_progress: bool = False) -> None:
+        """Embed all chunks shard by shard (reusing shards already in ``work_dir``) and index them."""
+        texts = [c.text for c in chunks]
+        warn_if_truncated(self.embedder, texts)
+        shards_dir = work_dir / "shards"
+        shards_dir.mkdir(parents=True, exist_ok=True)
+        shards = []
+        with tqdm(total=len(texts), desc=f"Embedding ({self.embedder.model_id})", unit="chunk", disable=not show_progress) as bar:
+            for n, start in enumerate(range(0, len(texts), self.shard_size)):
+                batch = texts[start : start + self.shard_size]
+                path = shards_dir / f"{n:06d}.npy"
+                vecs = _load_shard(path, len(batch))
+                if vecs is None:
+                    vecs = self.embedder.embed_documents(batch)
+                    tmp = path.with_suffix(".tmp.npy")
+                    np.save(tmp, vecs, allow_pickle=False)
+                    tmp.replace(path)
+                shards.append(vecs)
+                bar.update(len(batch))
+        if not shards:
+            raise ValueError("Cannot build a dense index over zero chunks")
+        vectors = np.concatenate(shards)
+        self._index = VectorIndex(vectors.shape[1])
+        self._index.add(vectors)
+
+    def search(self, query: str, k: int) -> list[tuple[int, float]]:
+        """Top ``k`` chunks by inner product with the query embedding."""
+        if self._index is None:
+            raise RuntimeError("Dense index is not built; call build() or load() first")
+        return self._index.search(self.embedder.embed_query(query), k)
+
+    def save(self, folder: Path) -> None:
+        """FAISS's native format."""
+        self._index.save(folder)
+
+    def load(self, folder: Path) -> None:
+        """Read the FAISS index; the embedder itself loads lazily on the first query."""
+        self._index = VectorIndex.load(folder)
+
+
+def _load_shard(path: Path, expected_rows: int) -> np.ndarray | None:
+    """A finished shard of the right size, or None (missing or from another chunking)."""
+    if not path.exists():
+        return None
+    vecs = np.load(path, allow_pickle=False)
+    return vecs if vecs.shape[0] == expected_rows else None

@@ -1,0 +1,48 @@
+"""The retriever registry: name -> factory taking the retriever's options."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+
+from retrieval.base import Retriever
+from retrieval.bm25 import BM25Retriever
+from retrieval.dense import DenseRetriever
+from retrieval.embedders import ContrieverEmbedder, OpenAIEmbedder, SentenceTransformerEmbedder
+from retrieval.registry import Registry
+
+RETRIEVERS: Registry[Callable[..., Retriever]] = Registry("retriever")
+
+
+@RETRIEVERS.register("bm25")
+def bm25(*, engine: str = "bm25s", k1: float = 1.5, b: float = 0.75) -> Retriever:
+    """Okapi BM25 over word tokens (``engine``: bm25s or rank_bm25)."""
+    return BM25Retriever(engine=engine, k1=k1, b=b)
+
+
+@RETRIEVERS.register("dense")
+def dense(*, model: str | None = None, batch_size: int = 32) -> Retriever:
+    """Any sentence-transformers model; default the offline all-MiniLM-L6-v2."""
+    return DenseRetriever(SentenceTransformerEmbedder(model, batch_size=batch_size), name="dense")
+
+
+@RETRIEVERS.register("contriever")
+def contriever(*, model: str | None = None, batch_size: int = 32) -> Retriever:
+    """Contriever (mean pooling); default facebook/contriever-msmarco, any local checkpoint."""
+    return DenseRetriever(ContrieverEmbedder(model, batch_size=batch_size), name="contriever")
+
+
+@RETRIEVERS.register("openai")
+def openai_embeddings(*, model: str | None = None, base_url: str | None = None, api_key: str | None = None) -> Retriever:
+    """OpenAI-compatible embeddings (default text-embedding-3-small)."""
+    return DenseRetriever(OpenAIEmbedder(model, base_url=base_url, api_key=api_key), name="openai")
+
+
+def make_retriever(name: str, **options) -> Retriever:
+    """Instantiate the retriever ``name``; unknown options raise a ``TypeError`` listing the valid ones."""
+    factory = RETRIEVERS.get(name)
+    params = inspect.signature(factory).parameters
+    unknown = sorted(set(options) - set(params))
+    if unknown:
+        raise TypeError(f"Retriever {name!r} has no option(s) {unknown}; valid: {sorted(params)}")
+    return factory(**options)
