@@ -186,16 +186,20 @@ class OpenAIEmbedder:
                 resp = self.client.embeddings.create(model=self.model_id, input=list(texts[i : i + self.batch_size]))
             except openai.APIConnectionError as exc:
                 raise EmbedderError(f"The embeddings server at {self.base_url} does not answer: {exc}") from exc
-            rows.extend(d.embedding for d in sorted(resp.data, key=lambda d: d.index))
+            rows.extend(_pooled(d.embedding) for d in sorted(resp.data, key=lambda d: d.index))
         vecs = np.asarray(rows, dtype=np.float32)
-        if vecs.ndim == 3:  # some servers return one vector per token: pool them
-            vecs = vecs.mean(axis=1)
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
         return vecs / np.maximum(norms, 1e-12)
 
     def embed_query(self, text: str) -> np.ndarray:
         """Unit-length embedding of one query."""
         return self.embed_documents([text])[0]
+
+
+def _pooled(embedding) -> np.ndarray:
+    """One vector per text: servers without a pooling setting return one vector per token."""
+    vec = np.asarray(embedding, dtype=np.float32)
+    return vec.mean(axis=0) if vec.ndim == 2 else vec
 
 
 def warn_if_truncated(embedder: Embedder, texts: Sequence[str]) -> None:

