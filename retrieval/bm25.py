@@ -52,15 +52,14 @@ def tokenize(text: str) -> list[str]:
 
 def top_k(scores: np.ndarray, k: int) -> list[tuple[int, float]]:
     """Best ``k`` positive-score ``(index, score)`` pairs; ties broken by lower index."""
-    k = min(k, len(scores))
-    if k <= 0:
+    candidates = np.flatnonzero(scores > 0)
+    if k <= 0 or candidates.size == 0:
         return []
-    candidates = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
-    # Include every index tied with the k-th score so the tie-break is by index, not by partition order.
-    threshold = scores[candidates].min()
-    candidates = np.flatnonzero(scores >= threshold)
+    if candidates.size > k:
+        kth_best = np.partition(scores[candidates], candidates.size - k)[candidates.size - k]
+        candidates = candidates[scores[candidates] >= kth_best]  # keeps every tie of the k-th score
     order = sorted(candidates.tolist(), key=lambda i: (-float(scores[i]), i))[:k]
-    return [(i, float(scores[i])) for i in order if scores[i] > 0]
+    return [(i, float(scores[i])) for i in order]
 
 
 class LuceneOkapi(BM25Okapi):

@@ -1,0 +1,152 @@
+"""Retrieval benchmark: prints figures side by side in one run (not a test; nothing is asserted).
+
+    python -m experiments.perf.bench_retrieval                 # 1M and 10M tokens, dense on 512 chunks
+    python -m experiments.perf.bench_retrieval --sizes 1000000 --dense-chunks 128
+
+Reports, on generated corpora:
+* BM25 build seconds (chunking, then tokenize + index) and query latency p50/p95 for
+  ``bm25s`` vs ``rank_bm25``, and the time to load the cached bm25s index from disk;
+* dense indexing throughput of our pipeline (sharded embedding + FAISS) vs a bare
+  ``SentenceTransformer.encode`` on the same chunks (overhead ratio) and vs a plain
+  LlamaIndex ``VectorStoreIndex`` build with the same embedder;
+* peak RSS after each phase.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from experiments.perf.synthetic_text import generate_corpus, sample_queries
+from retrieval import ChunkingConfig, build_index, chunk_corpus
+from retrieval import index as index_module
+from retrieval.bm25 import BM25Retriever
+from retrieval.dense import DenseRetriever
+from retrieval.embedders import SentenceTransformerEmbedder, offline_minilm_path
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process so far, in MiB."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile (0-100) by nearest rank."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered)) - 1))]
+
+
+def bench_bm25(num_tokens: int, n_queries: int, engines: list[str]) -> None:
+    """Build and query BM25 with each engine over one generated corpus."""
+    t = time.perf_counter()
+    corpus = generate_corpus(num_tokens)
+    gen_s = time.perf_counter() - t
+    t = time.perf_counter()
+    chunking = ChunkingConfig(unit="words", size=200)  # the RAG default (LongBench v1)
+    chunks = chunk_corpus(corpus, chunking)
+    chunk_s = time.perf_counter() - t
+    print(f"\n## BM25 over {corpus.num_tokens:,} tokens ({len(corpus):,} documents, {len(chunks):,} chunks of 200 words)")
+    print(f"generated in {gen_s:.1f}s, chunked in {chunk_s:.1f}s")
+    queries = sample_queries(n_queries)
+    print(f"| engine | tokenize+index s | build incl. chunking s | query p50 ms | query p95 ms | peak RSS MiB |")
+    print("|---|---|---|---|---|---|")
+    for engine in engines:
+        retriever = BM25Retriever(engine=engine)
+        t = time.perf_counter()
+        with tempfile.TemporaryDirectory() as tmp:
+            retriever.build(chunks, work_dir=Path(tmp))
+        build_s = time.perf_counter() - t
+        retriever.search(queries[0], 10)  # warm-up
+        latencies = []
+        for q in queries:
+            t = time.perf_counter()
+            retriever.search(q, 10)
+            latencies.append((time.perf_counter() - t) * 1000)
+        print(
+            f"| {engine} | {build_s:.1f} | {build_s + chunk_s:.1f} | {statistics.median(latencies):.2f} | "
+            f"{percentile(latencies, 95):.2f} | {peak_rss_mb():,.0f} |"
+        )
+        del retriever
+    with tempfile.TemporaryDirectory() as cache:
+        t = time.perf_counter()
+        build_index(corpus, "bm25", chunking=chunking, cache_dir=cache)
+        cold = time.perf_counter() - t
+        index_module._MEMORY_CACHE.clear()
+        t = time.perf_counter()
+        loaded = build_index(corpus, "bm25", chunking=chunking, cache_dir=cache)
+        load_s = time.perf_counter() - t
+        t = time.perf_counter()
+        loaded.search(queries[0], 10)
+        first_q = (time.perf_counter() - t) * 1000
+    print(f"cached bm25s index: built+saved in {cold:.1f}s, loaded from disk in {load_s:.2f}s, first query {first_q:.1f} ms")
+
+
+def bench_dense(n_chunks: int, skip_llamaindex: bool) -> None:
+    """Embedding throughput: bare encode vs our pipeline vs LlamaIndex, same chunks and model."""
+    corpus = generate_corpus(n_chunks * 200, doc_tokens=2000, seed=7)
+    chunks = chunk_corpus(corpus, ChunkingConfig(unit="tokens", size=200))[:n_chunks]  # fits MiniLM's 256 pieces
+    texts = [c.text for c in chunks]
+    path = str(offline_minilm_path())
+    print(f"\n## Dense indexing, all-MiniLM-L6-v2 on CPU, {len(texts)} chunks of <=200 tokens, batch 32")
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(path, device="cpu")
+    model.encode(texts[:64], batch_size=32)  # warm-up: load weights, allocate
+    results = {}
+    t = time.perf_counter()
+    model.encode(texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True)
+    results["bare SentenceTransformer.encode"] = time.perf_counter() - t
+
+    embedder = SentenceTransformerEmbedder(batch_size=32)
+    embedder._model = model  # same loaded weights: measure the pipeline, not a second load
+    with tempfile.TemporaryDirectory() as tmp:
+        t = time.perf_counter()
+        DenseRetriever(embedder).build(chunks, work_dir=Path(tmp))
+        results["ours (shards + FAISS)"] = time.perf_counter() - t
+
+    if not skip_llamaindex:
+        try:
+            from llama_index.core import Settings, VectorStoreIndex
+            from llama_index.core.schema import TextNode
+            from llama_index.embeddings.huggingface import HuggingFaceEmbedding
+        except ImportError:
+            print("(LlamaIndex comparison skipped: pip install -e '.[bench]')")
+        else:
+            Settings.llm = None
+            embed = HuggingFaceEmbedding(model_name=path, device="cpu", embed_batch_size=32)
+            embed.get_text_embedding_batch(texts[:64])  # warm-up
+            nodes = [TextNode(text=x, id_=str(i)) for i, x in enumerate(texts)]
+            t = time.perf_counter()
+            VectorStoreIndex(nodes, embed_model=embed)
+            results["LlamaIndex VectorStoreIndex"] = time.perf_counter() - t
+
+    bare = results["bare SentenceTransformer.encode"]
+    print("| pipeline | seconds | chunks/s | time vs bare encode |")
+    print("|---|---|---|---|")
+    for name, secs in results.items():
+        print(f"| {name} | {secs:.1f} | {len(texts) / secs:.1f} | {secs / bare:.3f}x |")
+    print(f"peak RSS {peak_rss_mb():,.0f} MiB")
+
+
+def main() -> None:
+    """Parse arguments and run the selected benchmarks."""
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 10_000_000], help="corpus sizes in tokens")
+    p.add_argument("--queries", type=int, default=100)
+    p.add_argument("--rank-bm25-max", type=int, default=10_000_000, help="largest size to run rank_bm25 on")
+    p.add_argument("--dense-chunks", type=int, default=512, help="chunks embedded per dense pipeline (0 to skip)")
+    p.add_argument("--skip-llamaindex", action="store_true")
+    args = p.parse_args()
+    for size in args.sizes:
+        engines = ["bm25s"] + (["rank_bm25"] if size <= args.rank_bm25_max else [])
+        bench_bm25(size, args.queries, engines)
+    if args.dense_chunks:
+        bench_dense(args.dense_chunks, args.skip_llamaindex)
+
+
+if __name__ == "__main__":
+    main()
