@@ -12,11 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, TypedDict
 
-from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from graphs.llm import context_window, prompt_codec
-from graphs.nodes import generate
+from graphs.nodes import generate, linear_graph
 from graphs.prompts import FULL_CONTEXT_TEMPLATE, fill, format_documents
 from graphs.registry import Strategy, register_strategy
 from graphs.types import Question, StrategyContext
@@ -94,13 +93,7 @@ def build_prompt(state: FullContextState, runtime: Runtime[StrategyContext]) -> 
 
 def build_graph(config: FullContextConfig | None = None):
     """START -> build_prompt -> generate -> END."""
-    graph = StateGraph(FullContextState, context_schema=StrategyContext)
-    graph.add_node("build_prompt", build_prompt)
-    graph.add_node("generate", generate)
-    graph.add_edge(START, "build_prompt")
-    graph.add_edge("build_prompt", "generate")
-    graph.add_edge("generate", END)
-    return graph.compile(name="full_context")
+    return linear_graph("full_context", FullContextState, ("build_prompt", build_prompt), ("generate", generate))
 
 
 register_strategy(

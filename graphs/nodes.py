@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from graphs.llm import complete
@@ -15,3 +17,15 @@ def generate(state: dict[str, Any], runtime: Runtime[StrategyContext]) -> dict:
     cfg = runtime.context.config
     raw = complete(runtime.context.llm, state["prompt"], max_tokens=cfg.max_new_tokens, temperature=cfg.temperature)
     return {"raw": raw, "answer": raw.strip(), "steps": [{"node": "generate", "chars": len(raw)}]}
+
+
+def linear_graph(name: str, state_schema: type, *nodes: tuple[str, Callable]):
+    """Compile START -> nodes[0] -> ... -> nodes[-1] -> END with the shared run context."""
+    graph = StateGraph(state_schema, context_schema=StrategyContext)
+    previous = START
+    for node_name, fn in nodes:
+        graph.add_node(node_name, fn)
+        graph.add_edge(previous, node_name)
+        previous = node_name
+    graph.add_edge(previous, END)
+    return graph.compile(name=name)

@@ -13,10 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, TypedDict
 
-from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from graphs.nodes import generate
+from graphs.nodes import generate, linear_graph
 from graphs.prompts import RAG_TEMPLATE, fill, format_chunks
 from graphs.registry import Strategy, register_strategy
 from graphs.types import Question, StrategyContext
@@ -98,15 +97,7 @@ def build_prompt(state: RagState, runtime: Runtime[StrategyContext]) -> dict:
 
 def build_graph(config: RagConfig | None = None):
     """START -> retrieve -> build_prompt -> generate -> END."""
-    graph = StateGraph(RagState, context_schema=StrategyContext)
-    graph.add_node("retrieve", retrieve)
-    graph.add_node("build_prompt", build_prompt)
-    graph.add_node("generate", generate)
-    graph.add_edge(START, "retrieve")
-    graph.add_edge("retrieve", "build_prompt")
-    graph.add_edge("build_prompt", "generate")
-    graph.add_edge("generate", END)
-    return graph.compile(name="rag")
+    return linear_graph("rag", RagState, ("retrieve", retrieve), ("build_prompt", build_prompt), ("generate", generate))
 
 
 register_strategy(
