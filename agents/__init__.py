@@ -6,7 +6,7 @@
     result.answer, result.evidence, result.usage
 """
 
-from agents.api import answer, index_for
+from agents.api import answer, answer_many, index_for
 from agents.chat_models import ChatModelError, EmbeddedChatModel, make_chat_model
 from agents.types import Answer, Evidence, Usage
 from graphs import STRATEGIES, Question
@@ -23,6 +23,7 @@ __all__ = [
     "Question",
     "Usage",
     "answer",
+    "answer_many",
     "index_for",
     "make_chat_model",
 ]

@@ -48,13 +48,14 @@ def answer(
     Raises:
         ChatModelError: The chat model's server does not answer or rejects the key.
     """
-    if not isinstance(corpus, Corpus):
-        raise TypeError(f"corpus must be a retrieval.Corpus (see Corpus.from_path / from_texts), got {type(corpus).__name__}")
+    _check_corpus(corpus)
     started = time.perf_counter()
     spec = STRATEGIES.get(strategy)
     cfg = spec.make_config(preset, **config)
     q = as_question(question)
     chat = make_chat_model(llm)
+    if spec.batched:
+        return _run_batched(spec, corpus, [q], chat, cfg, cache_dir, show_progress)[0]
     index = None
     if spec.uses_index:
         index = index_for(corpus, cfg, cache_dir=cache_dir, show_progress=show_progress)
@@ -87,6 +88,62 @@ def answer(
         question=q,
         config={"strategy": strategy, "llm": describe(chat), **dataclasses.asdict(cfg)},
     )
+
+
+def answer_many(
+    corpus: Corpus,
+    questions: list[str | Question],
+    *,
+    strategy: str = "memagent",
+    llm: str | BaseChatModel | None = None,
+    preset: str | None = None,
+    cache_dir: str | Path | None = None,
+    show_progress: bool = True,
+    concurrency: int = 4,
+    **config: Any,
+) -> list[Answer]:
+    """Answer several questions over one corpus, in order of ``questions``.
+
+    Batched strategies (``memagent``) advance all questions over each chunk together and
+    send their calls as one concurrent batch (bounded by the config's ``concurrency``);
+    the run is checkpointed and resumes after a crash. Other strategies build their
+    index once and answer ``concurrency`` questions at a time.
+    """
+    _check_corpus(corpus)
+    spec = STRATEGIES.get(strategy)
+    cfg = spec.make_config(preset, **config)
+    qs = [as_question(q) for q in questions]
+    if not qs:
+        return []
+    chat = make_chat_model(llm)
+    if spec.batched:
+        return _run_batched(spec, corpus, qs, chat, cfg, cache_dir, show_progress)
+    if spec.uses_index:
+        index_for(corpus, cfg, cache_dir=cache_dir, show_progress=show_progress)
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(q: Question) -> Answer:
+        return answer(corpus, q, strategy=strategy, llm=chat, preset=preset, cache_dir=cache_dir, **config)
+
+    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        return list(pool.map(one, qs))
+
+
+def _run_batched(spec, corpus, questions, chat, cfg, cache_dir, show_progress) -> list[Answer]:
+    from agents.streaming import run_batched
+
+    try:
+        return run_batched(spec, corpus, questions, chat, cfg, cache_dir=cache_dir, show_progress=show_progress)
+    except Exception as exc:
+        explained = _explain(exc, chat)
+        if explained is exc:
+            raise
+        raise explained from exc
+
+
+def _check_corpus(corpus: Any) -> None:
+    if not isinstance(corpus, Corpus):
+        raise TypeError(f"corpus must be a retrieval.Corpus (see Corpus.from_path / from_texts), got {type(corpus).__name__}")
 
 
 def index_for(corpus: Corpus, cfg: Any, *, cache_dir: str | Path | None = None, show_progress: bool = False) -> Index:

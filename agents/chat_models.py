@@ -133,6 +133,7 @@ class EmbeddedChatModel(BaseChatModel):
                 messages=payload,
                 max_tokens=kwargs.get("max_tokens") or 256,
                 temperature=kwargs.get("temperature", 0.0),
+                top_p=kwargs.get("top_p", 1.0),
                 stop=stop or [],
                 seed=self.seed,
             )

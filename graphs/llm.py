@@ -14,11 +14,38 @@ def complete(
     llm: BaseChatModel, prompt: str, *, max_tokens: int, temperature: float = 0.0, stop: Sequence[str] | None = None
 ) -> str:
     """One user-turn chat call; returns the reply text (greedy by default, as LongBench)."""
-    message = llm.invoke([HumanMessage(content=prompt)], max_tokens=max_tokens, temperature=temperature, stop=stop)
+    return complete_with_usage(llm, prompt, max_tokens=max_tokens, temperature=temperature, stop=stop)[0]
+
+
+def complete_with_usage(
+    llm: BaseChatModel, prompt: str, *, max_tokens: int, temperature: float = 0.0, stop: Sequence[str] | None = None, **kwargs
+) -> tuple[str, dict]:
+    """One call, returning the reply and its usage ``{calls, prompt_tokens, completion_tokens, estimated}``.
+
+    Strategies that checkpoint keep usage in their state so it survives a resume; a model
+    that reports no usage is counted with cl100k and marked ``estimated``.
+    """
+    message = llm.invoke([HumanMessage(content=prompt)], max_tokens=max_tokens, temperature=temperature, stop=stop, **kwargs)
     content = message.content
-    if isinstance(content, str):
-        return content
-    return "".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content)
+    if not isinstance(content, str):
+        content = "".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content)
+    meta = getattr(message, "usage_metadata", None)
+    if meta:
+        usage = {"calls": 1, "prompt_tokens": meta.get("input_tokens", 0), "completion_tokens": meta.get("output_tokens", 0), "estimated": False}
+    else:
+        usage = {"calls": 1, "prompt_tokens": tokens.count_tokens(prompt), "completion_tokens": tokens.count_tokens(content), "estimated": True}
+    return content, usage
+
+
+def add_usage(a: dict[int, dict] | None, b: dict[int, dict] | None) -> dict[int, dict]:
+    """Reducer summing per-question usage dicts (question index -> usage)."""
+    out = {k: dict(v) for k, v in (a or {}).items()}
+    for key, u in (b or {}).items():
+        cur = out.setdefault(key, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "estimated": False})
+        for field in ("calls", "prompt_tokens", "completion_tokens"):
+            cur[field] += u.get(field, 0)
+        cur["estimated"] = cur["estimated"] or u.get("estimated", False)
+    return out
 
 
 def prompt_codec(llm: BaseChatModel) -> tuple[Callable[[str], list[int]], Callable[[list[int]], str]]:

@@ -22,6 +22,8 @@ class Strategy:
         uses_index: Whether the strategy needs a retrieval index built before it runs.
         presets: Named configs (e.g. LongBench v1's ``500x3``).
         description: One line for ``--help`` and the README.
+        batched: The graph answers many questions in one resumable run (its module
+            provides ``prepare_context``, ``initial_state`` and ``collect``).
     """
 
     name: str
@@ -30,6 +32,7 @@ class Strategy:
     uses_index: bool
     presets: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
+    batched: bool = False
 
     def make_config(self, preset: str | None = None, **overrides: Any) -> Any:
         """The default (or preset) config with ``overrides``; unknown keys raise ``TypeError``."""

@@ -1,5 +1,10 @@
-"""Bounded memory for the streaming (MemAgent) strategy and PAI's sub-answer store.
+"""Bounded memory for the streaming (MemAgent) strategy, its per-step trace, and checkpointing.
 
-Empty until the MemAgent and PAI strategies land (issues #3 and #4); the package exists
-so the fixed top-level layout installs as one distribution.
+PAI's property/sub-answer store joins this package with the PAI strategy.
 """
+
+from memory.buffer import NO_MEMORY, MemoryUpdate, bound_memory, strip_think
+from memory.checkpoints import open_checkpointer, thread_key
+from memory.trace import MemoryTrace
+
+__all__ = ["NO_MEMORY", "MemoryTrace", "MemoryUpdate", "bound_memory", "open_checkpointer", "strip_think", "thread_key"]

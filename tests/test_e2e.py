@@ -85,3 +85,28 @@ def test_missing_api_key_for_openai_is_explained(monkeypatch):
         make_chat_model("openai:gpt-4o-mini")
     with pytest.raises(ChatModelError, match="Unknown chat model spec"):
         make_chat_model("claude")
+
+
+def test_memagent_on_the_embedded_model_reads_a_20k_token_corpus(planted_corpus, capsys):
+    """The run completes with ceil(T/chunk)+1 calls; whether the fact survived is reported, not asserted."""
+    import math
+
+    from agents import make_chat_model
+    from graphs.prompts import format_documents
+    from tests.conftest import filler_document
+
+    texts = [filler_document(i, 120) for i in range(6)]
+    texts[4] = filler_document(4, 60) + " The secret code of the museum vault is 7421. " + filler_document(5, 60)
+    corpus = planted_corpus.__class__.from_texts(texts)
+    llm = make_chat_model("embedded")
+    stream = len(llm.tokenize(format_documents(corpus.documents)))
+    result = answer(corpus, QUESTION, strategy="memagent", llm=llm, max_new_tokens=256, temperature=0.0, show_progress=False)
+    n = math.ceil(stream / 5000)
+    assert corpus.num_tokens > 18_000 and n >= 4
+    assert result.usage.llm_calls == n + 1 and result.usage.failed_calls == 0 and not result.usage.estimated
+    snaps = [s for s in result.steps if s["node"] == "update_memory"]
+    assert len(snaps) == n and all(s["tokens"] <= 256 for s in snaps)
+    survived = any("7421" in s["memory"] for s in snaps[3:])
+    with capsys.disabled():
+        print(f"\n[memagent e2e] {corpus.num_tokens} tokens, {n} chunks, fact in memory after chunk 4+: {survived}, "
+              f"answer: {result.answer[:80]!r}, {result.usage.seconds:.0f}s")

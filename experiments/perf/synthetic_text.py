@@ -44,8 +44,13 @@ def generate_corpus(num_tokens: int, *, doc_tokens: int = 4000, vocab_size: int 
     return Corpus.from_texts(texts, titles=[f"Synthetic {i}" for i in range(n_docs)])
 
 
-def sample_queries(n: int, *, vocab_size: int = 50_000, seed: int = 1) -> list[str]:
-    """``n`` queries of 3-6 words drawn uniformly from the vocabulary (content words, mostly tail terms)."""
+def sample_queries(n: int, *, vocab_size: int = 50_000, zipf: bool = False, seed: int = 1) -> list[str]:
+    """``n`` queries of 3-6 words: uniform over the vocabulary (mostly tail terms, short
+    postings), or with the corpus's Zipf skew (head terms, long postings: the slow case)."""
     rng = np.random.default_rng(seed)
     vocab = vocabulary(vocab_size, 0)
-    return [" ".join(vocab[int(i)] for i in rng.integers(0, vocab_size, int(rng.integers(3, 7)))) for _ in range(n)]
+    probs = None
+    if zipf:
+        probs = 1.0 / np.arange(1, vocab_size + 1) ** 1.07
+        probs /= probs.sum()
+    return [" ".join(vocab[int(i)] for i in rng.choice(vocab_size, int(rng.integers(3, 7)), p=probs)) for _ in range(n)]

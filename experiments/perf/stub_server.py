@@ -1,0 +1,114 @@
+"""A minimal OpenAI-compatible chat server with a fixed latency, for orchestration benchmarks.
+
+    python -m experiments.perf.stub_server --port 8099 --latency 0.05 --reply-tokens 200
+
+It answers ``POST /v1/chat/completions`` after sleeping ``latency`` seconds, with a reply
+of ``reply-tokens`` words and usage counted with cl100k, so a benchmark can subtract the
+known server time and see the client's own overhead. Serves loopback only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from retrieval.tokens import count_tokens
+
+
+def make_handler(latency: float, reply_tokens: int):
+    """A request handler class bound to one latency and reply size."""
+    reply = " ".join(f"note{i}" for i in range(reply_tokens))
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args) -> None:  # keep benchmark output clean
+            return
+
+        def setup(self) -> None:
+            super().setup()
+            # Headers and body go out in two writes: without TCP_NODELAY, Nagle's algorithm
+            # and the client's delayed ACK add ~40 ms to every response.
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+        def _send(self, code: int, body: dict) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            self._send(200, {"object": "list", "data": [{"id": "stub", "object": "model"}]})
+
+        def do_POST(self) -> None:
+            request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+            prompt = "\n".join(m.get("content", "") for m in request.get("messages", []))
+            time.sleep(latency)
+            text = "Therefore, the answer is stub." if prompt.rstrip().endswith("Your answer:") else reply
+            usage = {"prompt_tokens": count_tokens(prompt), "completion_tokens": count_tokens(text)}
+            usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+            self._send(
+                200,
+                {
+                    "id": "stub",
+                    "object": "chat.completion",
+                    "created": int(time.time()),
+                    "model": request.get("model", "stub"),
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                    "usage": usage,
+                },
+            )
+
+    return Handler
+
+
+@contextlib.contextmanager
+def stub_server(latency: float = 0.05, reply_tokens: int = 200, startup_timeout: float = 30.0) -> Iterator[str]:
+    """Run the stub in its own process (so it shares no GIL with the client); yields its base URL."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = [sys.executable, "-m", "experiments.perf.stub_server", "--port", str(port)]
+    cmd += ["--latency", str(latency), "--reply-tokens", str(reply_tokens)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + startup_timeout
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/models", timeout=1).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("the stub server did not start") from None
+                time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def main() -> None:
+    """Serve until interrupted."""
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--latency", type=float, default=0.05, help="seconds per call")
+    p.add_argument("--reply-tokens", type=int, default=200, help="words in each memory reply")
+    args = p.parse_args()
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(args.latency, args.reply_tokens))
+    server.daemon_threads = True
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
