@@ -118,15 +118,15 @@ def load_records(folder: Path, stem: str, *, hub: tuple[str, str | None, str] | 
     local = find_file(folder, stem)
     if local is not None:
         return read_records(local)
-    expected = folder / f"{stem}.jsonl"
+    expected = folder / f"{stem}.{{jsonl,json,parquet}}"
     if hub is None:
-        raise BenchmarkDataError(f"{what}: no local file {expected} (or .json/.parquet). See docs/benchmarks-data.md.")
+        raise BenchmarkDataError(f"{what}: no local file {expected}. See docs/benchmarks-data.md.")
     return load_from_hub(*hub, what=what, expected=expected)
 
 
 def load_from_hub(repo_id: str, config: str | None, split: str, *, what: str, expected: Path) -> list[dict[str, Any]]:
     """Records from the Hugging Face hub through ``datasets``; fails fast with a clear error offline."""
-    hint = f"Put the official file at {expected} (or .json/.parquet), or install 'datasets' and go online."
+    hint = f"Put the official file at {expected}, or install 'datasets' and go online."
     try:
         from datasets import load_dataset
     except ImportError:
