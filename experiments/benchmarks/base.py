@@ -95,9 +95,9 @@ def read_records(path: Path) -> list[dict[str, Any]]:
             raise ValueError(f"{path}: expected a JSON list of records, got {type(data).__name__}")
         return data
     if suffix == ".parquet":
-        import pandas as pd
+        import pyarrow.parquet as pq  # to_pylist gives plain lists, not numpy arrays
 
-        return pd.read_parquet(path).to_dict(orient="records")
+        return pq.read_table(path).to_pylist()
     raise ValueError(f"{path}: unsupported file type {suffix!r}; use one of {', '.join(RECORD_SUFFIXES)}")
 
 

@@ -31,21 +31,23 @@ SETS = {1: "10K-50K", 2: "50K-100K", 3: "100K-200K", 4: "200K-250K"}
 _LEGAL_MATCHING = "阅读以上判决文书，我将给你若干份判决结果："
 
 
-def _financial(folder: Path, name: str, level: int) -> tuple[str, str]:
+def _financial(folder: Path, name: str, level: int, fix_titles: bool) -> tuple[str, str]:
     pattern = f"*2024-{name}*.txt" if str(level).strip() != "4" else f"*{name}*.txt"
     # The official code takes glob(...)[0] in filesystem order; we sort so the choice is reproducible.
     matches = sorted(folder.glob(pattern))
     if not matches:
         raise BenchmarkDataError(f"Loong: no financial report matching {folder / pattern}.")
-    title = matches[0].stem.split("-")[-1]
+    # Quirk: the official title is the file stem's last '-' part, which for the 2024 reports
+    # ("2024-<Company>-j.txt") is just "j" or "n"; fix_titles uses the item's document name.
+    title = name if fix_titles else matches[0].stem.split("-")[-1]
     return f"《{title}》\n", matches[0].read_text(encoding="utf-8")
 
 
-def _document(root: Path, item: dict[str, Any], name: str, idx: int, legal: dict | None) -> tuple[str, str, str]:
+def _document(root: Path, item: dict[str, Any], name: str, idx: int, legal: dict | None, fix_titles: bool) -> tuple[str, str, str]:
     """(header, title, text) of one document, exactly as the official prompt shows it."""
     doc_type = item["type"]
     if doc_type == "financial":
-        header, text = _financial(root / "doc" / "financial", name, item["level"])
+        header, text = _financial(root / "doc" / "financial", name, item["level"], fix_titles)
         return header, header[1:-2], text
     if doc_type == "paper":
         path = root / "doc" / "paper" / name
@@ -62,8 +64,8 @@ def _document(root: Path, item: dict[str, Any], name: str, idx: int, legal: dict
     raise ValueError(f"Loong item {item.get('id')!r}: type must be one of {DOMAINS}, got {doc_type!r}")
 
 
-def _sample(root: Path, item: dict[str, Any], rng: random.Random, shuffle: bool, legal: dict | None) -> Sample:
-    docs = [_document(root, item, name, i, legal) for i, name in enumerate(item["doc"])]
+def _sample(root: Path, item: dict[str, Any], rng: random.Random, shuffle: bool, legal: dict | None, fix_titles: bool) -> Sample:
+    docs = [_document(root, item, name, i, legal, fix_titles) for i, name in enumerate(item["doc"])]
     if shuffle and item.get("shuffle_doc", True):
         if item["type"] == "financial":
             rng.shuffle(docs)  # the official code shuffles financial contents once before packing...
@@ -84,12 +86,18 @@ def _sample(root: Path, item: dict[str, Any], rng: random.Random, shuffle: bool,
             "type": item["type"], "level": item["level"], "set": item["set"],
             "task": LEVELS.get(item["level"]), "prompt_template": item["prompt_template"],
             "instruction": item["instruction"], "doc_names": list(item["doc"]),
+            "titles": "fixed (document names)" if fix_titles else "official",
         },
     )  # fmt: skip
 
 
 def load(
-    path: str | Path | None = None, *, datasets: Sequence[str] | None = None, seed: int | None = SEED, shuffle: bool = True
+    path: str | Path | None = None,
+    *,
+    datasets: Sequence[str] | None = None,
+    seed: int | None = SEED,
+    shuffle: bool = True,
+    fix_titles: bool = False,
 ) -> list[Sample]:
     """Loong samples from ``<path or $LONGCTX_DATA_DIR/loong>/loong.jsonl`` and ``doc/``.
 
@@ -99,6 +107,8 @@ def load(
             shuffling, as the official ``--domain`` flag does.
         seed: Seed of the document-order RNG (official 1000000007).
         shuffle: Shuffle document order (items with ``shuffle_doc: false`` never are).
+        fix_titles: Title 2024 financial reports by company name instead of the official
+            ``《j》``/``《n》`` that the file-name parsing yields (labelled in ``metadata["titles"]``).
     """
     root = data_root("loong", path)
     items = load_records(root, "loong", hub=None, what="Loong")
@@ -110,7 +120,7 @@ def load(
             raise BenchmarkDataError(f"Loong: legal items need {legal_path}.")
         legal = json.loads(legal_path.read_text(encoding="utf-8"))
     rng = random.Random(seed)
-    return [_sample(root, item, rng, shuffle, legal) for item in items if item["type"] in keep]
+    return [_sample(root, item, rng, shuffle, legal, fix_titles) for item in items if item["type"] in keep]
 
 
 def docs_string(sample: Sample) -> str:
