@@ -1,0 +1,83 @@
+"""Benchmark loaders behind one registry, with their official prompts and scoring.
+
+    from experiments.benchmarks import load_benchmark
+    from experiments import score
+    samples = load_benchmark("longbench_v2")            # $LONGCTX_DATA_DIR/longbench_v2/data.json
+    preds = {s.sample_id: my_model(s) for s in samples}  # None marks a failed call
+    score("longbench_v2", preds, samples=samples)
+
+Registered: ``longbench`` (v1, 21 datasets), ``longbench_e``, ``longbench_v2``,
+``lveval``, ``loong``, ``corpusqa``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from experiments.benchmarks import corpusqa, longbench_v1, longbench_v2, loong, lveval
+from experiments.benchmarks.base import BenchmarkDataError, BenchmarkSpec, Sample
+from experiments.benchmarks.predictions import Prediction, pair_predictions
+from retrieval.registry import Registry
+
+BENCHMARKS: Registry[BenchmarkSpec] = Registry("benchmark")
+
+for _spec in (
+    BenchmarkSpec("longbench", longbench_v1.VERSION, longbench_v1.load, longbench_v1.prompt, longbench_v1.score),
+    BenchmarkSpec("longbench_e", longbench_v1.VERSION, longbench_v1.load_e, longbench_v1.prompt, longbench_v1.score),
+    BenchmarkSpec("longbench_v2", longbench_v2.VERSION, longbench_v2.load, longbench_v2.prompt, longbench_v2.score),
+    BenchmarkSpec("lveval", lveval.VERSION, lveval.load, lveval.prompt, lveval.score),
+    BenchmarkSpec("loong", loong.VERSION, loong.load, loong.prompt, loong.score),
+    BenchmarkSpec("corpusqa", corpusqa.VERSION, corpusqa.load, corpusqa.prompt, corpusqa.score),
+):
+    BENCHMARKS.register(_spec.name, _spec)
+
+
+def load_benchmark(name: str, path: str | Path | None = None, **options: Any) -> list[Sample]:
+    """Samples of benchmark ``name`` from ``path`` (default ``$LONGCTX_DATA_DIR/<benchmark>``).
+
+    ``options`` go to the benchmark's loader (``datasets=``, and ``lengths=`` for LV-Eval,
+    ``seed=``/``shuffle=`` for Loong).
+    """
+    return BENCHMARKS.get(name).load(path, **options)
+
+
+def full_context_prompt(sample: Sample) -> str:
+    """The official full-context prompt for ``sample`` (before middle truncation)."""
+    return BENCHMARKS.get(sample.benchmark).prompt(sample)
+
+
+def score(benchmark: str, predictions: Any, *, samples: Any = None, **options: Any) -> dict:
+    """Score predictions with the benchmark's official aggregation; a plain dict.
+
+    Args:
+        benchmark: Registry name (``longbench``, ``longbench_e``, ``longbench_v2``,
+            ``lveval``, ``loong``, ``corpusqa``).
+        predictions: :class:`Prediction` objects, ``(sample_or_id, text[, error])``
+            tuples, or a ``{sample_id: text}`` mapping; ``None`` text marks a failed call.
+        samples: The loaded samples, needed when predictions name samples by id.
+        **options: Scorer options: ``judge=`` (Loong, CorpusQA), ``all_answers=`` (LV-Eval).
+
+    Returns:
+        The benchmark's aggregates plus ``benchmark``, ``version`` and ``metric_versions``.
+    """
+    from experiments.metrics import VERSIONS
+
+    spec = BENCHMARKS.get(benchmark)
+    pairs = pair_predictions(predictions, samples)
+    wrong = sorted({s.benchmark for s, _ in pairs} - {benchmark})
+    if wrong:
+        raise ValueError(f"Predictions for {wrong} samples cannot be scored as {benchmark!r}.")
+    return {"benchmark": benchmark, "version": spec.version, "metric_versions": dict(VERSIONS)} | spec.score(pairs, **options)
+
+
+__all__ = [
+    "BENCHMARKS",
+    "BenchmarkDataError",
+    "BenchmarkSpec",
+    "Prediction",
+    "Sample",
+    "full_context_prompt",
+    "load_benchmark",
+    "score",
+]

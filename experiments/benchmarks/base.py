@@ -1,0 +1,150 @@
+"""What every benchmark loader shares: the sample type, the data root and file readers.
+
+A loader turns an official record into a :class:`Sample` (corpus, question with the
+benchmark's output-format instruction, gold answers, metadata). Files are read from
+``$LONGCTX_DATA_DIR/<benchmark>/`` (json, jsonl or parquet); when a file is missing the
+Hugging Face hub is tried through ``datasets`` (imported lazily), and when neither
+works :class:`BenchmarkDataError` names the dataset and the path it expected.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from graphs.types import Question
+from retrieval import Corpus
+
+#: Where benchmark files live unless a path is given: ``$LONGCTX_DATA_DIR`` or this default.
+DEFAULT_DATA_DIR = Path("~/longctx-data").expanduser()
+
+RECORD_SUFFIXES = (".jsonl", ".json", ".parquet")
+
+
+class BenchmarkDataError(FileNotFoundError):
+    """Benchmark files are neither on disk nor reachable on the hub."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sample:
+    """One benchmark item, ready for ``agents.answer(sample.corpus, sample.question)``.
+
+    Attributes:
+        sample_id: Unique id within the benchmark (predictions are keyed by it).
+        benchmark: Registry name of the benchmark.
+        dataset: Sub-dataset (``hotpotqa``, ``cmrc_mixup_16k``, ``financial``, ...).
+        corpus: The documents to answer over.
+        question: Question text, choices and output-format instruction.
+        answers: Gold answers (several for some LongBench / LV-Eval items).
+        metadata: Benchmark fields needed for scoring and slicing (length bucket,
+            difficulty, domain, keywords, classes, ...).
+    """
+
+    sample_id: str
+    benchmark: str
+    dataset: str
+    corpus: Corpus
+    question: Question
+    answers: tuple[str, ...]
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BenchmarkSpec:
+    """A registered benchmark: how to load it, prompt the full-context baseline and score it.
+
+    Attributes:
+        name: Registry name.
+        version: Loader / prompt / scoring version recorded with results.
+        load: ``load(path=None, *, datasets=None, **options) -> list[Sample]``.
+        prompt: ``prompt(sample) -> str``, the official full-context prompt.
+        score: ``score(pairs, **options) -> dict`` over ``(Sample, ScoredPrediction)`` pairs.
+    """
+
+    name: str
+    version: int
+    load: Callable[..., list[Sample]]
+    prompt: Callable[[Sample], str]
+    score: Callable[..., dict]
+
+
+def data_root(benchmark_dir: str, path: str | os.PathLike | None = None) -> Path:
+    """The folder holding a benchmark's files: ``path`` if given, else ``$LONGCTX_DATA_DIR/<dir>``."""
+    if path is not None:
+        return Path(path).expanduser()
+    base = os.environ.get("LONGCTX_DATA_DIR")
+    return (Path(base).expanduser() if base else DEFAULT_DATA_DIR) / benchmark_dir
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """Records of a ``.jsonl``, ``.json`` (a list, or ``{"data": [...]}``) or ``.parquet`` file."""
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        with path.open(encoding="utf-8") as f:
+            return [json.loads(line) for line in f if line.strip()]
+    if suffix == ".json":
+        with path.open(encoding="utf-8") as f:
+            data = json.load(f)
+        if isinstance(data, Mapping) and isinstance(data.get("data"), list):
+            data = data["data"]
+        if not isinstance(data, list):
+            raise ValueError(f"{path}: expected a JSON list of records, got {type(data).__name__}")
+        return data
+    if suffix == ".parquet":
+        import pyarrow.parquet as pq  # to_pylist gives plain lists, not numpy arrays
+
+        return pq.read_table(path).to_pylist()
+    raise ValueError(f"{path}: unsupported file type {suffix!r}; use one of {', '.join(RECORD_SUFFIXES)}")
+
+
+def find_file(folder: Path, stem: str) -> Path | None:
+    """The first ``folder/stem{.jsonl,.json,.parquet}`` that exists, or ``None``."""
+    return next((folder / f"{stem}{s}" for s in RECORD_SUFFIXES if (folder / f"{stem}{s}").is_file()), None)
+
+
+def load_records(folder: Path, stem: str, *, hub: tuple[str, str | None, str] | None, what: str) -> list[dict[str, Any]]:
+    """Records from ``folder/stem.*``, else from the hub, else a clear :class:`BenchmarkDataError`.
+
+    Args:
+        folder: Local folder to look in.
+        stem: File name without suffix.
+        hub: ``(repo_id, config_name, split)`` on the Hugging Face hub, or ``None``.
+        what: Human-readable dataset name for the error message.
+    """
+    local = find_file(folder, stem)
+    if local is not None:
+        return read_records(local)
+    expected = folder / f"{stem}.{{jsonl,json,parquet}}"
+    if hub is None:
+        raise BenchmarkDataError(f"{what}: no local file {expected}. See docs/benchmarks-data.md.")
+    return load_from_hub(*hub, what=what, expected=expected)
+
+
+def load_from_hub(repo_id: str, config: str | None, split: str, *, what: str, expected: Path) -> list[dict[str, Any]]:
+    """Records from the Hugging Face hub through ``datasets``; fails fast with a clear error offline."""
+    hint = f"Put the official file at {expected}, or install 'datasets' and go online."
+    try:
+        from datasets import load_dataset
+    except ImportError:
+        raise BenchmarkDataError(f"{what}: no local file and the 'datasets' package is not installed. {hint}") from None
+    try:
+        return list(load_dataset(repo_id, config, split=split))
+    except Exception as exc:  # network, auth or missing-config errors all mean: not available here
+        raise BenchmarkDataError(
+            f"{what}: not found locally and loading {repo_id!r} ({config or 'default'}) from the hub failed "
+            f"({type(exc).__name__}: {exc}). {hint}"
+        ) from exc
+
+
+def only_known(requested: Sequence[str] | None, known: Sequence[str], benchmark: str) -> list[str]:
+    """Validate a ``datasets=`` selection against the known names (all when ``None``)."""
+    if requested is None:
+        return list(known)
+    unknown = [d for d in requested if d not in known]
+    if unknown:
+        raise KeyError(f"{benchmark}: unknown dataset(s) {unknown}; known: {', '.join(known)}")
+    return list(requested)

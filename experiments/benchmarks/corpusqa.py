@@ -1,0 +1,162 @@
+"""CorpusQA: 1,316 corpus-level questions, 128K-10M tokens, whose prompt holds the corpus.
+
+Records (``{"id", "prompt": [{"role": "user", "content": ...}], "question", "answer"}``,
+one file per domain and length set, e.g. ``financial_en_set1.jsonl``) carry the whole
+corpus inside the user message. We split the documents back out on the
+``# Document N:`` headers of the paper's template (Appendix C), keep the question
+and output requirements, and rebuild the identical prompt for the full-context baseline.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from experiments.benchmarks.base import BenchmarkDataError, Sample, data_root, read_records
+from experiments.metrics import corpusqa as m
+from experiments.metrics import judge as judge_mod
+from experiments.metrics.equivalence import equivalent
+from graphs.types import Question
+from retrieval import Corpus, Document
+
+VERSION = 1
+
+#: The output rule of the official template (Appendix C), given to every strategy.
+INSTRUCTION = """# Output requirements:
+
+1. Your answer can only be one of the following types: a list of strings (including empty list "[]"), a single short string, a number (floating point numbers should retain 2 decimal places, without units), or a percentage (retain 2 decimal places).
+
+2. To output the date, use the format "YYYY-MM".
+
+3. If multiple files contain a conflicting value for the same item, please use the value from the latest file.
+
+4. Please place the final answer at the end, and strictly use the format: The answer is: xxx.
+
+# Answer format examples:
+
+• For a list of strings: The answer is: ["NETFLIX INC", "H&R BLOCK INC"]
+• For a single string: The answer is: "South"
+• For a number: The answer is: 1234567.89
+• For a percentage: The answer is: 12.34%"""
+
+_HEADER = re.compile(r"^# Document (\d+):[ \t]*\n", re.MULTILINE)
+_QUESTION = re.compile(r"^# Question:", re.MULTILINE)
+_REQUIREMENTS = re.compile(r"^# Output requirements:", re.MULTILINE)
+
+
+def split_prompt(content: str) -> tuple[list[str], str, str]:
+    """(document texts, text before the first header, text from ``# Question:`` on).
+
+    Raises:
+        ValueError: The prompt has no ``# Document N:`` header or no ``# Question:`` section.
+    """
+    headers = list(_HEADER.finditer(content))
+    question = _QUESTION.search(content, headers[-1].end() if headers else 0)
+    if not headers or question is None:
+        raise ValueError("CorpusQA prompt lacks '# Document N:' headers or a '# Question:' section.")
+    bounds = [h.end() for h in headers] + [question.start()]
+    starts = [h.start() for h in headers[1:]] + [question.start()]
+    texts = [content[bounds[i] : starts[i]].removesuffix("\n\n") for i in range(len(headers))]
+    return texts, content[: headers[0].start()], content[question.start() :]
+
+
+def _question_text(tail: str, fallback: str) -> str:
+    body = tail.split("\n", 1)[1] if "\n" in tail else ""
+    req = _REQUIREMENTS.search(body)
+    text = (body[: req.start()] if req else body).strip()
+    return text or fallback
+
+
+def _sample(record: dict[str, Any], dataset: str, set_level: int | None) -> Sample:
+    content = "\n".join(msg["content"] for msg in record["prompt"] if msg.get("role", "user") == "user")
+    texts, head, tail = split_prompt(content)
+    sample_id = str(record["id"])
+    docs = [Document(doc_id=f"{sample_id}-{i + 1}", text=t, title=f"Document {i + 1}") for i, t in enumerate(texts)]
+    req = _REQUIREMENTS.search(tail)
+    return Sample(
+        sample_id=sample_id,
+        benchmark="corpusqa",
+        dataset=m.domain_of(sample_id) or dataset,
+        corpus=Corpus(docs),
+        question=Question(
+            text=_question_text(tail, str(record["question"])),
+            instruction=tail[req.start() :].strip() if req else INSTRUCTION,
+            metadata={"sample_id": sample_id},
+        ),
+        answers=(record["answer"] if isinstance(record["answer"], str) else str(record["answer"]),),
+        metadata={"set": set_level, "file": dataset, "question": record["question"], "prompt_head": head,
+                  "prompt_tail": tail, "difficulty": record.get("difficulty")},
+    )  # fmt: skip
+
+
+def load(path: str | Path | None = None, *, datasets: Sequence[str] | None = None) -> list[Sample]:
+    """CorpusQA samples from every ``*.jsonl``/``*.json``/``*.parquet`` under the folder.
+
+    Args:
+        path: Folder with the official files (default ``$LONGCTX_DATA_DIR/corpusqa``).
+        datasets: File stems to keep (e.g. ``["financial_en_set1"]``); all when ``None``.
+    """
+    root = data_root("corpusqa", path)
+    files = sorted(p for p in root.glob("*") if p.suffix in (".jsonl", ".json", ".parquet")) if root.is_dir() else []
+    if datasets is not None:
+        files = [f for f in files if f.stem in datasets]
+    if not files:
+        raise BenchmarkDataError(
+            f"CorpusQA: no data files in {root} (expected e.g. {root / 'financial_en_set1.jsonl'}); "
+            "the dataset is not on the hub, download it as docs/benchmarks-data.md explains."
+        )
+    samples = []
+    for f in files:
+        match = re.search(r"set(\d+)", f.stem)
+        samples += [_sample(r, f.stem, int(match.group(1)) if match else None) for r in read_records(f)]
+    return samples
+
+
+def prompt(sample: Sample) -> str:
+    """The original user message, rebuilt from the documents and the stored head and tail."""
+    docs = "".join(f"# Document {i + 1}:\n{d.text}\n\n" for i, d in enumerate(sample.corpus))
+    return sample.metadata["prompt_head"] + docs + sample.metadata["prompt_tail"]
+
+
+def _correct(sample: Sample, pred: Any, judge: Any) -> tuple[bool, bool]:
+    """(correct, judge_error) for one prediction; failed calls and judge errors are wrong."""
+    if pred.failed:
+        return False, False
+    answer = m.extract_answer(pred.text_or_empty)
+    if judge is None:
+        return equivalent(answer, sample.answers[0]), False
+    user = m.judge_user_prompt(sample.metadata["question"], answer, sample.answers[0])
+    reply = judge_mod.call_judge(judge, user, system=m.JUDGE_SYSTEM_PROMPT)
+    return m.judge_verdict(reply.text), reply.error is not None
+
+
+def score(pairs: Sequence[tuple[Sample, Any]], *, judge: Any = None, **_: Any) -> dict:
+    """Accuracy per domain, macro over domains (paper) and micro (official ``eval.py``), x 100.
+
+    Args:
+        pairs: ``(Sample, Prediction)`` pairs; failed calls count as wrong.
+        judge: A LangChain chat model for the official equivalence judge. Without one
+            the deterministic checker is used and ``judge`` reads ``deterministic-equivalence``.
+    """
+    per_domain: dict[str, list[bool]] = {}
+    per_set: dict[str, list[bool]] = {}
+    errors = 0
+    for sample, pred in pairs:
+        ok, err = _correct(sample, pred, judge)
+        errors += err
+        per_domain.setdefault(sample.dataset, []).append(ok)
+        per_set.setdefault(f"set{sample.metadata.get('set')}", []).append(ok)
+    domains = {d: round(100 * sum(v) / len(v), 2) for d, v in per_domain.items()}
+    everything = [ok for v in per_domain.values() for ok in v]
+    return {
+        "overall": round(sum(domains.values()) / len(domains), 2),
+        "overall_micro_official": round(100 * sum(everything) / len(everything), 2),
+        "domains": domains,
+        "sets": {k: round(100 * sum(v) / len(v), 2) for k, v in sorted(per_set.items())},
+        "n": len(pairs),
+        "n_failed": sum(1 for _, p in pairs if p.failed),
+        "n_judge_errors": errors,
+        "judge": "llm" if judge is not None else "deterministic-equivalence",
+    }

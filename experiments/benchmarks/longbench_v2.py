@@ -1,0 +1,99 @@
+"""LongBench v2: 503 multiple-choice questions over 8k-2M-word contexts.
+
+Records (``data.json`` of the hub dataset ``THUDM/LongBench-v2``) have ``_id, domain,
+sub_domain, difficulty, length, question, choice_A..choice_D, answer, context``.
+Full-context prompts use the official ``0shot`` template; every strategy gets the
+official output-format instruction in ``Question.instruction``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from experiments.benchmarks.base import Sample, data_root, load_records
+from experiments.metrics import longbench_v2 as m
+from graphs.types import Question
+from retrieval import Corpus, Document
+
+VERSION = 1
+HUB_REPO = "THUDM/LongBench-v2"
+
+INSTRUCTION = 'Format your response as follows: "The correct answer is (insert answer here)".'
+
+#: Official ``prompts/0shot.txt`` (placeholders ``$DOC$ $Q$ $C_A$ .. $C_D$``).
+PROMPT_0SHOT = (
+    "Please read the following text and answer the question below.\n\n<text>\n$DOC$\n</text>\n\n"
+    "What is the correct answer to this question: $Q$\nChoices:\n(A) $C_A$\n(B) $C_B$\n(C) $C_C$\n(D) $C_D$\n\n"
+    + INSTRUCTION
+)
+
+#: Official ``config/model2maxlen.json`` budget for 128k models (200000 for claude-3.5-sonnet).
+MAX_PROMPT_TOKENS = 120000
+MAX_NEW_TOKENS = 128
+
+
+def _sample(record: dict[str, Any]) -> Sample:
+    choices = {k: str(record[f"choice_{k}"]) for k in "ABCD"}
+    sample_id = str(record["_id"])
+    return Sample(
+        sample_id=sample_id,
+        benchmark="longbench_v2",
+        dataset=str(record.get("domain") or "longbench_v2"),
+        corpus=Corpus([Document(doc_id=f"{sample_id}-context", text=record["context"], title=record.get("domain", ""))]),
+        question=Question(
+            text=record["question"], choices=choices, instruction=INSTRUCTION, metadata={"sample_id": sample_id}
+        ),
+        answers=(str(record["answer"]),),
+        metadata={k: record.get(k) for k in ("domain", "sub_domain", "difficulty", "length")},
+    )
+
+
+def load(path: str | Path | None = None, *, datasets: Sequence[str] | None = None) -> list[Sample]:
+    """LongBench v2 samples from ``<path or $LONGCTX_DATA_DIR/longbench_v2>/data.json``.
+
+    Args:
+        path: Folder with ``data.json`` (or ``data.jsonl`` / ``data.parquet``).
+        datasets: Optional list of domains to keep (e.g. ``["Single-Document QA"]``).
+    """
+    records = load_records(data_root("longbench_v2", path), "data", hub=(HUB_REPO, None, "train"), what="LongBench v2")
+    samples = [_sample(r) for r in records]
+    return [s for s in samples if datasets is None or s.dataset in datasets]
+
+
+def prompt(sample: Sample) -> str:
+    """The official ``0shot`` prompt (sequential ``str.replace``, as ``pred.py`` does)."""
+    choices = sample.question.choices or {}
+    text = PROMPT_0SHOT.replace("$DOC$", sample.corpus[0].text.strip()).replace("$Q$", sample.question.text.strip())
+    for k in "ABCD":
+        text = text.replace(f"$C_{k}$", choices[k].strip())
+    return text
+
+
+def score(pairs: Sequence[tuple[Sample, Any]], **_: Any) -> dict:
+    """Accuracy tables: ours (failed calls count as invalid) and the official one (failed dropped).
+
+    Returns:
+        ``overall/easy/hard/short/medium/long`` (x100, 1 decimal) counting failed calls as
+        invalid; ``compensated`` (invalid = 0.25); ``official_drops_failed`` and
+        ``official_drops_failed_compensated`` reproduce ``result.py`` on a results file
+        that lacks the failed samples; ``n_failed`` and ``n_invalid`` counts.
+    """
+    judged = [
+        m.JudgedAnswer(
+            difficulty=str(s.metadata.get("difficulty")),
+            length=str(s.metadata.get("length")),
+            gold=s.answers[0],
+            choice=None if p.failed else m.extract_choice(p.text_or_empty),
+            failed=p.failed,
+        )
+        for s, p in pairs
+    ]
+    return m.accuracy_table(judged) | {
+        "compensated": m.accuracy_table(judged, compensated=True),
+        "official_drops_failed": m.accuracy_table(judged, drop_failed=True),
+        "official_drops_failed_compensated": m.accuracy_table(judged, compensated=True, drop_failed=True),
+        "n_failed": sum(1 for j in judged if j.failed),
+        "n_invalid": sum(1 for j in judged if j.choice is None),
+    }
