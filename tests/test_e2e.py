@@ -95,8 +95,8 @@ def test_memagent_on_the_embedded_model_reads_a_20k_token_corpus(planted_corpus,
     from graphs.prompts import format_documents
     from tests.conftest import filler_document
 
-    texts = [filler_document(i, 120) for i in range(6)]
-    texts[4] = filler_document(4, 60) + " The secret code of the museum vault is 7421. " + filler_document(5, 60)
+    texts = [filler_document(i, 190) for i in range(6)]  # ~3.4k tokens each, ~20k in all
+    texts[4] = filler_document(4, 95) + " The secret code of the museum vault is 7421. " + filler_document(5, 95)
     corpus = planted_corpus.__class__.from_texts(texts)
     llm = make_chat_model("embedded")
     stream = len(llm.tokenize(format_documents(corpus.documents)))
