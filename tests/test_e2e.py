@@ -100,12 +100,12 @@ def test_memagent_on_the_embedded_model_reads_a_20k_token_corpus(planted_corpus,
     corpus = planted_corpus.__class__.from_texts(texts)
     llm = make_chat_model("embedded")
     stream = len(llm.tokenize(format_documents(corpus.documents)))
-    result = answer(corpus, QUESTION, strategy="memagent", llm=llm, max_new_tokens=256, temperature=0.0, show_progress=False)
+    result = answer(corpus, QUESTION, strategy="memagent", llm=llm, max_new_tokens=128, temperature=0.0, show_progress=False)
     n = math.ceil(stream / 5000)
     assert corpus.num_tokens > 18_000 and n >= 4
     assert result.usage.llm_calls == n + 1 and result.usage.failed_calls == 0 and not result.usage.estimated
     snaps = [s for s in result.steps if s["node"] == "update_memory"]
-    assert len(snaps) == n and all(s["tokens"] <= 256 for s in snaps)
+    assert len(snaps) == n and all(s["tokens"] <= 128 for s in snaps)
     survived = any("7421" in s["memory"] for s in snaps[3:])
     with capsys.disabled():
         print(f"\n[memagent e2e] {corpus.num_tokens} tokens, {n} chunks, fact in memory after chunk 4+: {survived}, "
