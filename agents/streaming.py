@@ -109,6 +109,7 @@ def _answer(spec, module, final, i, question, trace, thread, cfg, chat, seconds,
         completion_tokens=u.get("completion_tokens", 0),
         seconds=seconds,
         estimated=u.get("estimated", False),
+        cached_calls=u.get("cached_calls", 0),
     )
     steps: list[dict[str, Any]] = []
     if resumed_from:

@@ -20,6 +20,7 @@ class Usage:
         seconds: Wall time of the whole answer, retrieval included.
         index_seconds: Part of ``seconds`` spent building or loading the index.
         estimated: True when some call reported no usage and its tokens were counted with cl100k.
+        cached_calls: Calls answered from the on-disk LLM cache (free: not in the other counts).
     """
 
     llm_calls: int = 0
@@ -29,6 +30,7 @@ class Usage:
     seconds: float = 0.0
     index_seconds: float = 0.0
     estimated: bool = False
+    cached_calls: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -44,6 +46,7 @@ class Usage:
             seconds=self.seconds + other.seconds,
             index_seconds=self.index_seconds + other.index_seconds,
             estimated=self.estimated or other.estimated,
+            cached_calls=self.cached_calls + other.cached_calls,
         )
 
 

@@ -36,11 +36,14 @@ class UsageTracker(BaseCallbackHandler):
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         """Add one call and its tokens."""
         prompt_tokens = completion_tokens = 0
-        estimated = False
+        estimated = cached = False
         for generations in response.generations:
             for gen in generations:
-                meta = getattr(getattr(gen, "message", None), "usage_metadata", None)
-                if meta:
+                message = getattr(gen, "message", None)
+                meta = getattr(message, "usage_metadata", None)
+                if getattr(message, "response_metadata", {}).get("cache_hit"):
+                    cached = True
+                elif meta:
                     prompt_tokens += meta.get("input_tokens", 0)
                     completion_tokens += meta.get("output_tokens", 0)
                 else:
@@ -48,6 +51,9 @@ class UsageTracker(BaseCallbackHandler):
                     completion_tokens += count_tokens(gen.text)
         with self._lock:
             prompt = self._prompts.pop(run_id, "")
+            if cached:
+                self.usage.cached_calls += 1
+                return
             if estimated:
                 prompt_tokens += count_tokens(prompt)
             self.usage.llm_calls += 1

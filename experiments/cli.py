@@ -1,4 +1,4 @@
-"""The ``longctx`` command line: answer a question over a corpus, or prebuild its index."""
+"""The ``longctx`` command line: answer, index, run experiments, report on them."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from agents import STRATEGIES, ChatModelError, Corpus, Question, answer, index_for
 from retrieval import RETRIEVERS, CorpusError
@@ -56,7 +57,78 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", help="a file or folder (.txt .md .json .jsonl .pdf .html)")
     p.add_argument("--strategy", default="rag", choices=[s for s in STRATEGIES.names() if STRATEGIES.get(s).uses_index])
     _add_retrieval_args(p)
+
+    p = sub.add_parser("run", help="compare strategies on a benchmark (resumable)", description="Run strategies x samples; rerun to resume.")
+    p.add_argument("--benchmark", required=True, help="benchmark registry name, e.g. longbench_v2, lveval, corpusqa")
+    p.add_argument("--strategies", required=True, help="comma-separated strategy names, e.g. rag,full_context,memagent")
+    p.add_argument("--llm", help="'embedded' (default), 'embedded:PATH.gguf' or 'openai:MODEL'")
+    p.add_argument("--data", help="benchmark files folder (default $LONGCTX_DATA_DIR/<benchmark>)")
+    p.add_argument("--subset", nargs="+", default=[], metavar="DATASET", help="only these datasets of the benchmark")
+    p.add_argument("--limit", type=int, help="first N samples only")
+    p.add_argument("--concurrency", type=int, default=2, help="answers in flight at once (default 2)")
+    p.add_argument("--option", action="append", default=[], metavar="STRATEGY.KEY=JSON", help="strategy option, e.g. rag.top_k=5")
+    p.add_argument("--no-llm-cache", action="store_true", help="do not replay temperature-0 calls from the run's cache")
+    p.add_argument("--out", required=True, help="result folder; rerunning into it resumes")
+
+    p = sub.add_parser("report", help="tables and plots of a run folder", description="Score a run and write tables and plots.")
+    p.add_argument("dir", help="a folder written by 'longctx run'")
+    p.add_argument("--judge", help="chat model spec for LLM-judged benchmarks (Loong; CorpusQA)")
+    p.add_argument("--no-plots", action="store_true")
     return parser
+
+
+def _parse_options(items: list[str]) -> dict[str, dict]:
+    """``["rag.top_k=5", 'rag.retriever="dense"']`` -> ``{"rag": {"top_k": 5, "retriever": "dense"}}``."""
+    options: dict[str, dict] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        strategy, dot, field = key.partition(".")
+        if not sep or not dot:
+            raise ValueError(f"--option must look like STRATEGY.KEY=VALUE, got {item!r}")
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError:
+            parsed = value  # bare strings need no quotes
+        options.setdefault(strategy, {})[field] = parsed
+    return options
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run (or resume) an experiment and print what this invocation did."""
+    from experiments.runner import RunConfig, run_experiment
+
+    config = RunConfig(
+        benchmark=args.benchmark,
+        strategies=tuple(s.strip() for s in args.strategies.split(",") if s.strip()),
+        llm=args.llm,
+        data_path=args.data,
+        datasets=tuple(args.subset),
+        limit=args.limit,
+        concurrency=args.concurrency,
+        strategy_options=_parse_options(args.option),
+        llm_cache=not args.no_llm_cache,
+    )
+    counts = run_experiment(config, args.out)
+    print(
+        f"{counts['pairs']} answers in {args.out}: {counts['skipped']} already done, "
+        f"{counts['ok']} answered now, {counts['failed']} failed (rerun to retry them)"
+    )
+    return 0 if counts["failed"] == 0 else 1
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Score a run folder and print its summary table."""
+    from agents import make_chat_model
+    from experiments.report import build_report
+
+    judge = make_chat_model(args.judge) if args.judge else None
+    result = build_report(args.dir, judge=judge, plots=not args.no_plots)
+    folder = Path(result["folder"])
+    print(f"# {result['benchmark']}\n")
+    print((folder / "summary.md").read_text())
+    print((folder / "by_length.md").read_text())
+    print(f"Tables, scores.json and plots in {folder}")
+    return 0
 
 
 def cmd_answer(args: argparse.Namespace) -> int:
@@ -99,7 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``longctx`` console script."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    commands = {"answer": cmd_answer, "index": cmd_index}
+    commands = {"answer": cmd_answer, "index": cmd_index, "run": cmd_run, "report": cmd_report}
     try:
         return commands[args.command](args)
     except (CorpusError, ChatModelError, KeyError, TypeError, ValueError) as exc:

@@ -20,7 +20,7 @@ def complete(
 def complete_with_usage(
     llm: BaseChatModel, prompt: str, *, max_tokens: int, temperature: float = 0.0, stop: Sequence[str] | None = None, **kwargs
 ) -> tuple[str, dict]:
-    """One call, returning the reply and its usage ``{calls, prompt_tokens, completion_tokens, estimated}``.
+    """One call, returning the reply and its usage ``{calls, cached_calls, prompt_tokens, completion_tokens, estimated}``.
 
     Strategies that checkpoint keep usage in their state so it survives a resume; a model
     that reports no usage is counted with cl100k and marked ``estimated``.
@@ -30,7 +30,9 @@ def complete_with_usage(
     if not isinstance(content, str):
         content = "".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content)
     meta = getattr(message, "usage_metadata", None)
-    if meta:
+    if message.response_metadata.get("cache_hit"):  # replayed from the LLM cache: free
+        usage = {"calls": 0, "cached_calls": 1, "prompt_tokens": 0, "completion_tokens": 0, "estimated": False}
+    elif meta:
         usage = {"calls": 1, "prompt_tokens": meta.get("input_tokens", 0), "completion_tokens": meta.get("output_tokens", 0), "estimated": False}
     else:
         usage = {"calls": 1, "prompt_tokens": tokens.count_tokens(prompt), "completion_tokens": tokens.count_tokens(content), "estimated": True}
@@ -41,8 +43,8 @@ def add_usage(a: dict[int, dict] | None, b: dict[int, dict] | None) -> dict[int,
     """Reducer summing per-question usage dicts (question index -> usage)."""
     out = {k: dict(v) for k, v in (a or {}).items()}
     for key, u in (b or {}).items():
-        cur = out.setdefault(key, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "estimated": False})
-        for field in ("calls", "prompt_tokens", "completion_tokens"):
+        cur = out.setdefault(key, {"calls": 0, "cached_calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "estimated": False})
+        for field in ("calls", "cached_calls", "prompt_tokens", "completion_tokens"):
             cur[field] += u.get(field, 0)
         cur["estimated"] = cur["estimated"] or u.get("estimated", False)
     return out

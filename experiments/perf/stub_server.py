@@ -4,17 +4,20 @@
 
 It answers ``POST /v1/chat/completions`` after sleeping ``latency`` seconds, with a reply
 of ``reply-tokens`` words and usage counted with cl100k, so a benchmark can subtract the
-known server time and see the client's own overhead. Serves loopback only.
+known server time and see the client's own overhead. ``--fail-every N`` injects failures
+for fault-tolerance tests. Serves loopback only.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -23,9 +26,18 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from retrieval.tokens import count_tokens
 
 
-def make_handler(latency: float, reply_tokens: int):
-    """A request handler class bound to one latency and reply size."""
+FAILURE_MODES = ("500", "429", "timeout", "malformed")
+
+
+def make_handler(latency: float, reply_tokens: int, fail_every: int = 0, hang_seconds: float = 30.0):
+    """A request handler class bound to one latency and reply size.
+
+    With ``fail_every=N``, every N-th chat request fails, cycling through HTTP 500, 429
+    with ``Retry-After: 0``, a hang past the client's timeout, and malformed JSON.
+    """
     reply = " ".join(f"note{i}" for i in range(reply_tokens))
+    counter = itertools.count(1)
+    lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -50,8 +62,37 @@ def make_handler(latency: float, reply_tokens: int):
         def do_GET(self) -> None:
             self._send(200, {"object": "list", "data": [{"id": "stub", "object": "model"}]})
 
+        def _fail(self, mode: str) -> None:
+            if mode == "500":
+                self._send(500, {"error": {"message": "injected server error", "type": "server_error"}})
+            elif mode == "429":
+                self.send_response(429)
+                body = b'{"error": {"message": "injected rate limit", "type": "rate_limit"}}'
+                self.send_header("Retry-After", "0")
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            elif mode == "timeout":
+                time.sleep(hang_seconds)
+                self._send(200, {})
+            else:
+                data = b'{"id": "stub", "choices": [{"message": '
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
         def do_POST(self) -> None:
-            request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+            raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            if fail_every:
+                with lock:
+                    n = next(counter)
+                if n % fail_every == 0:
+                    self._fail(FAILURE_MODES[(n // fail_every - 1) % len(FAILURE_MODES)])
+                    return
+            request = json.loads(raw)
             prompt = "\n".join(m.get("content", "") for m in request.get("messages", []))
             time.sleep(latency)
             text = "Therefore, the answer is stub." if prompt.rstrip().endswith("Your answer:") else reply
@@ -73,13 +114,16 @@ def make_handler(latency: float, reply_tokens: int):
 
 
 @contextlib.contextmanager
-def stub_server(latency: float = 0.05, reply_tokens: int = 200, startup_timeout: float = 30.0) -> Iterator[str]:
+def stub_server(
+    latency: float = 0.05, reply_tokens: int = 200, startup_timeout: float = 30.0, fail_every: int = 0, hang_seconds: float = 30.0
+) -> Iterator[str]:
     """Run the stub in its own process (so it shares no GIL with the client); yields its base URL."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     cmd = [sys.executable, "-m", "experiments.perf.stub_server", "--port", str(port)]
-    cmd += ["--latency", str(latency), "--reply-tokens", str(reply_tokens)]
+    cmd += ["--latency", str(latency), "--reply-tokens", str(reply_tokens), "--fail-every", str(fail_every)]
+    cmd += ["--hang-seconds", str(hang_seconds)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/v1"
     try:
@@ -104,8 +148,11 @@ def main() -> None:
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--latency", type=float, default=0.05, help="seconds per call")
     p.add_argument("--reply-tokens", type=int, default=200, help="words in each memory reply")
+    p.add_argument("--fail-every", type=int, default=0, help="fail every N-th chat request (0: never)")
+    p.add_argument("--hang-seconds", type=float, default=30.0, help="how long an injected timeout hangs")
     args = p.parse_args()
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(args.latency, args.reply_tokens))
+    handler = make_handler(args.latency, args.reply_tokens, args.fail_every, args.hang_seconds)
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), handler)
     server.daemon_threads = True
     server.serve_forever()
 

@@ -1,0 +1,223 @@
+"""The experiment runner: strategies x benchmark samples, resumable, every failure recorded.
+
+Each finished (sample, strategy) pair is appended to ``results.jsonl`` at once (flushed
+and fsynced), so an interrupted run loses only what was in flight. A rerun skips pairs
+that succeeded and retries pairs that failed; the report reads the last row of each
+pair. ``manifest.json`` records the library version, git revision, config, model and
+the start and end of every invocation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import platform
+import subprocess
+import threading
+import time
+import traceback
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from tqdm.auto import tqdm
+
+from agents import STRATEGIES, answer, make_chat_model
+from agents.chat_models import describe
+from agents.llm_cache import SQLiteLLMCache
+
+RESULTS_FILE = "results.jsonl"
+MANIFEST_FILE = "manifest.json"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunConfig:
+    """One experiment: a benchmark, the strategies to compare, the model.
+
+    Attributes:
+        benchmark: Registry name (``longbench_v2``, ``lveval``, ``synthetic``, ...).
+        strategies: Strategy registry names, compared on the same samples.
+        llm: Chat model spec (``embedded``, ``openai:MODEL``); ignored when a model object is passed.
+        data_path: Where the benchmark's files are (default ``$LONGCTX_DATA_DIR/<benchmark>``).
+        datasets: Subsets of the benchmark (e.g. LongBench dataset names); all when empty.
+        limit: First N samples only.
+        concurrency: (sample, strategy) pairs in flight at once.
+        strategy_options: Per-strategy config overrides, e.g. ``{"rag": {"top_k": 5}}``.
+        llm_cache: Replay temperature-0 calls from ``<out>/llm_cache.sqlite``.
+    """
+
+    benchmark: str
+    strategies: tuple[str, ...]
+    llm: str | None = None
+    data_path: str | None = None
+    datasets: tuple[str, ...] = ()
+    limit: int | None = None
+    concurrency: int = 2
+    strategy_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    llm_cache: bool = True
+
+    def __post_init__(self) -> None:
+        for name in self.strategies:
+            STRATEGIES.get(name)  # unknown names fail before any work, with suggestions
+        unknown = sorted(set(self.strategy_options) - set(self.strategies))
+        if unknown:
+            raise ValueError(f"strategy_options name strategies not being run: {unknown}")
+        if self.concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+
+
+def read_rows(out: Path) -> list[dict[str, Any]]:
+    """All result rows written so far (a torn last line from a kill is ignored)."""
+    path = Path(out) / RESULTS_FILE
+    if not path.exists():
+        return []
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
+
+
+def latest_rows(rows: Sequence[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+    """The last row of each (sample, strategy) pair."""
+    return {(r["sample_id"], r["strategy"]): r for r in rows}
+
+
+def run_experiment(
+    config: RunConfig,
+    out: str | Path,
+    *,
+    llm: BaseChatModel | None = None,
+    samples: Sequence[Any] | None = None,
+    show_progress: bool = True,
+) -> dict[str, Any]:
+    """Run (or resume) an experiment into ``out``; returns counts of this invocation.
+
+    Args:
+        config: What to run.
+        out: Result folder (created); rerunning into it resumes.
+        llm: A chat model object, overriding ``config.llm`` (tests, custom clients).
+        samples: Preloaded samples, overriding the benchmark loader.
+        show_progress: A progress bar over (sample, strategy) pairs.
+    """
+    from experiments.benchmarks import load_benchmark
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    if samples is None:
+        options = {"datasets": list(config.datasets)} if config.datasets else {}
+        samples = load_benchmark(config.benchmark, config.data_path, **options)
+    samples = list(samples)[: config.limit] if config.limit else list(samples)
+    chat = make_chat_model(llm or config.llm)
+    if config.llm_cache and chat.cache is None:
+        chat.cache = SQLiteLLMCache(out / "llm_cache.sqlite")
+    done = {key for key, row in latest_rows(read_rows(out)).items() if row["status"] == "ok"}
+    todo = [(s, name) for s in samples for name in config.strategies if (s.sample_id, name) not in done]
+    invocation = _start_manifest(out, config, chat, len(samples), len(todo))
+    counts = {"samples": len(samples), "pairs": len(samples) * len(config.strategies), "skipped": len(done), "ok": 0, "failed": 0}
+    lock = threading.Lock()
+    with open(out / RESULTS_FILE, "a", encoding="utf-8") as sink, ThreadPoolExecutor(config.concurrency) as pool:
+        futures = [pool.submit(_run_one, s, name, chat, config) for s, name in todo]
+        with tqdm(total=len(futures), desc=f"{config.benchmark}", unit="answer", disable=not show_progress) as bar:
+            for future in as_completed(futures):
+                row = future.result()
+                with lock:
+                    sink.write(json.dumps(row, ensure_ascii=False) + "\n")
+                    sink.flush()
+                    os.fsync(sink.fileno())
+                counts[row["status"]] += 1
+                bar.update(1)
+    _finish_manifest(out, invocation, counts)
+    return counts
+
+
+def _run_one(sample: Any, strategy: str, chat: BaseChatModel, config: RunConfig) -> dict[str, Any]:
+    """Answer one sample with one strategy; an exception becomes a failed row, never a lost one."""
+    base = {
+        "sample_id": sample.sample_id,
+        "benchmark": sample.benchmark,
+        "dataset": sample.dataset,
+        "strategy": strategy,
+        "corpus_tokens": sample.corpus.num_tokens,
+        "metadata": {k: v for k, v in dict(sample.metadata).items() if isinstance(v, (str, int, float, bool, type(None)))},
+    }
+    started = time.perf_counter()
+    try:
+        options = dict(config.strategy_options.get(strategy, {}))
+        result = answer(sample.corpus, sample.question, strategy=strategy, llm=chat, **options)
+    except Exception as exc:  # recorded as a failed row; the rerun retries it
+        return {
+            **base,
+            "status": "failed",
+            "error": f"{type(exc).__name__}: {exc}",
+            "traceback": traceback.format_exc(limit=8)[-4000:],
+            "seconds": round(time.perf_counter() - started, 3),
+        }
+    usage = dataclasses.asdict(result.usage)
+    return {
+        **base,
+        "status": "ok",
+        "prediction": result.raw,
+        "answer": result.answer,
+        "usage": usage,
+        "seconds": round(time.perf_counter() - started, 3),
+        "evidence_doc_ids": sorted({e.doc_id for e in result.evidence}),
+        "route": next((s.get("route") for s in result.steps if "route" in s), None),
+    }
+
+
+def _git_revision() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None
+
+
+def _library_version() -> str:
+    try:
+        return metadata.version("longctx")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _start_manifest(out: Path, config: RunConfig, chat: BaseChatModel, n_samples: int, n_todo: int) -> int:
+    path = out / MANIFEST_FILE
+    manifest = json.loads(path.read_text()) if path.exists() else {"invocations": []}
+    from experiments.benchmarks import BENCHMARKS
+
+    spec = BENCHMARKS.get(config.benchmark) if config.benchmark in BENCHMARKS else None
+    manifest.update(
+        {
+            "config": json.loads(json.dumps(dataclasses.asdict(config), default=list)),
+            "model": describe(chat),
+            "library_version": _library_version(),
+            "benchmark_version": getattr(spec, "version", None),
+            "python": platform.python_version(),
+        }
+    )
+    manifest["invocations"].append(
+        {"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "git_revision": _git_revision(), "samples": n_samples, "todo": n_todo}
+    )
+    _write_json(path, manifest)
+    return len(manifest["invocations"]) - 1
+
+
+def _finish_manifest(out: Path, invocation: int, counts: dict[str, Any]) -> None:
+    path = out / MANIFEST_FILE
+    manifest = json.loads(path.read_text())
+    manifest["invocations"][invocation].update({"finished": time.strftime("%Y-%m-%dT%H:%M:%S"), **counts})
+    _write_json(path, manifest)
+
+
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False))
+    tmp.replace(path)
