@@ -64,7 +64,7 @@ def answer(
     run_config = {
         "callbacks": [tracker],
         "run_name": f"longctx.{strategy}",
-        "tags": [f"strategy:{strategy}"],
+        "tags": trace_tags(strategy, q),
         "metadata": {"strategy": strategy, "corpus": corpus.fingerprint[:16], **dict(q.metadata)},
     }
     context = StrategyContext(llm=chat, config=cfg, corpus=corpus, index=index)
@@ -156,6 +156,15 @@ def index_for(corpus: Corpus, cfg: Any, *, cache_dir: str | Path | None = None, 
         show_progress=show_progress,
         **dict(cfg.retriever_options),
     )
+
+
+def trace_tags(strategy: str, question: Question) -> list[str]:
+    """LangSmith tags of one answer: the strategy, and the benchmark and sample when known."""
+    tags = [f"strategy:{strategy}"]
+    for key, prefix in (("benchmark", "benchmark"), ("sample_id", "sample")):
+        if question.metadata.get(key) is not None:
+            tags.append(f"{prefix}:{question.metadata[key]}")
+    return tags
 
 
 def _evidence(hit) -> Evidence:

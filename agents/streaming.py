@@ -19,6 +19,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from tqdm.auto import tqdm
 
 from agents.chat_models import describe
+from agents.api import trace_tags
 from agents.types import Answer, Usage
 from agents.usage import UsageTracker
 from graphs import Question, Strategy, StrategyContext
@@ -60,7 +61,7 @@ def run_batched(
         "max_concurrency": cfg.concurrency,
         "callbacks": [tracker],
         "run_name": f"longctx.{spec.name}",
-        "tags": [f"strategy:{spec.name}"],
+        "tags": trace_tags(spec.name, questions[0]) if len(questions) == 1 else [f"strategy:{spec.name}"],
         "metadata": {"strategy": spec.name, "corpus": corpus.fingerprint[:16], "questions": len(questions)},
     }
     snapshot = graph.get_state(run_config)

@@ -151,7 +151,9 @@ def _run_one(sample: Any, strategy: str, chat: BaseChatModel, config: RunConfig)
     started = time.perf_counter()
     try:
         options = dict(config.strategy_options.get(strategy, {}))
-        result = answer(sample.corpus, sample.question, strategy=strategy, llm=chat, **options)
+        traced = {**dict(sample.question.metadata), "benchmark": sample.benchmark, "sample_id": sample.sample_id}
+        question = dataclasses.replace(sample.question, metadata=traced)
+        result = answer(sample.corpus, question, strategy=strategy, llm=chat, **options)
     except Exception as exc:  # recorded as a failed row; the rerun retries it
         return {
             **base,
