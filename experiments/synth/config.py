@@ -95,3 +95,13 @@ class SynthConfig:
             raise ValueError("restatement_rate must be in [0, 1] and noise_rate in [0, 0.5)")
         if self.num_questions < 1:
             raise ValueError(f"num_questions must be positive, got {self.num_questions}")
+
+
+def config_from_dict(data: dict) -> SynthConfig:
+    """Rebuild a :class:`SynthConfig` from its ``asdict`` form (e.g. a manifest's ``config``)."""
+    data = dict(data)
+    needle = data.pop("needle", None)
+    for key in ("report_years", "difficulty_mix"):
+        if key in data:
+            data[key] = tuple(data[key])
+    return SynthConfig(**data, needle=NeedleConfig(**needle) if needle else None)
