@@ -78,16 +78,19 @@ def _write_documents(base: FactBase, docs_dir: Path, plants) -> tuple[dict[str, 
     names = [e["name"] for e in base.entities]
     counts: dict[str, int] = {}
     placed: list[dict] = []
-    cum = 0
+    cum, cum_budget = 0, 0
     for i, plan in enumerate(base.docs):
         last = i == len(base.docs) - 1
-        local = [(o - cum, t) for o, t, _ in plants if cum <= o < cum + plan.budget or (last and o >= cum)]
+        # Plants are placed in budget space (the renderer's own token estimates), which
+        # keeps the planted depth exact even when documents land slightly off budget.
+        local = [(o - cum_budget, t) for o, t, _ in plants if cum_budget <= o < cum_budget + plan.budget or (last and o >= cum_budget)]
+        cum_budget += plan.budget
         text = _render(base, plan, by_doc[plan.doc_id], names, local)
         (docs_dir / plan.doc_id).write_text(text, encoding="utf-8")
         n = count_tokens(text)
         for o, t, label in plants:
             idx = text.find(t)
-            if (o - cum, t) in local and idx >= 0:
+            if (o - cum_budget + plan.budget, t) in local and idx >= 0:
                 placed.append({"label": label, "doc_id": plan.doc_id, "text": t, "token_offset": cum + count_tokens(text[:idx])})
         counts[plan.doc_id] = n
         cum += n
