@@ -111,6 +111,7 @@ def _rows(t, y):
 
 # -- easy ---------------------------------------------------------------------------------
 def top_k(c: _Ctx) -> Query | None:
+    """Easy, basic ranking: the top k entities by a field, highest first."""
     y = c.year()
     f = c.numeric(y)
     vals = sorted(c.vals(f.name, y).values(), reverse=True)
@@ -124,6 +125,7 @@ def top_k(c: _Ctx) -> Query | None:
 
 
 def filter_gt(c: _Ctx) -> Query | None:
+    """Easy, single-condition filter: entities whose field exceeds a threshold."""
     y = c.year()
     f = c.numeric(y)
     thr = _threshold(c.rng, c.vals(f.name, y).values())
@@ -136,6 +138,7 @@ def filter_gt(c: _Ctx) -> Query | None:
 
 
 def extreme(c: _Ctx) -> Query | None:
+    """Easy, simple aggregation: the entity with the highest or lowest field."""
     y = c.year()
     f = c.numeric(y)
     high = c.rng.random() < 0.6
@@ -149,7 +152,8 @@ def extreme(c: _Ctx) -> Query | None:
     return Query("extreme", "easy", text, "string", sql, (f.name,), (y,), python=py)
 
 
-def count_gt(c: _Ctx) -> Query | None:
+def count_lt(c: _Ctx) -> Query | None:
+    """Easy: how many entities have a field below a threshold."""
     y = c.year()
     f = c.numeric(y)
     thr = _threshold(c.rng, c.vals(f.name, y).values())
@@ -163,6 +167,7 @@ def count_gt(c: _Ctx) -> Query | None:
 
 # -- medium -------------------------------------------------------------------------------
 def multi_filter(c: _Ctx) -> Query | None:
+    """Medium, multi-condition combination: one field above and another below a threshold."""
     y = c.year()
     f1, f2 = c.rng.sample(list(c.domain.fields), 2)
     t1 = _threshold(c.rng, c.vals(f1.name, y).values(), 0.0)
@@ -177,6 +182,7 @@ def multi_filter(c: _Ctx) -> Query | None:
 
 
 def field_compare(c: _Ctx) -> Query | None:
+    """Medium: entities whose one field exceeds another (CorpusQA's basic vs diluted EPS)."""
     y = c.year()
     a, b = (c.domain.field(n) for n in c.rng.choice(COMPARISONS[c.domain.name]))
     text = f"List the {c.domain.plural} whose {a.label} was higher than their {b.label} in {c.p(y)}." + _SORTED
@@ -186,6 +192,7 @@ def field_compare(c: _Ctx) -> Query | None:
 
 
 def metric_extreme(c: _Ctx) -> Query | None:
+    """Medium, ratio calculation: the entity with the highest custom metric."""
     y = c.year()
     m: Metric = c.rng.choice(c.domain.metrics)
     vals = sorted(c.vals(m.sql, y).values(), reverse=True)
@@ -198,6 +205,7 @@ def metric_extreme(c: _Ctx) -> Query | None:
 
 
 def metric_average(c: _Ctx) -> Query | None:
+    """Medium, simple custom metric: the metric's mean over all entities."""
     y = c.year()
     m: Metric = c.rng.choice(c.domain.metrics)
     text = f"What was the average {m.description} across all {c.domain.plural} in {c.p(y)}?"
@@ -207,6 +215,7 @@ def metric_average(c: _Ctx) -> Query | None:
 
 
 def group_difference(c: _Ctx) -> Query | None:
+    """Medium, grouped comparison: difference of a field's mean between two categories."""
     y = c.year()
     cat = c.rng.choice(c.domain.categoricals)
     f = c.numeric(y)
@@ -228,6 +237,7 @@ def group_difference(c: _Ctx) -> Query | None:
 
 
 def growth_filter(c: _Ctx) -> Query | None:
+    """Medium: entities whose field grew by more than a percentage across two years."""
     y = c.year()
     f = c.numeric(y - 1, positive=True)
     pct = c.rng.choice((0, 5, 10, 15))
@@ -245,7 +255,7 @@ def growth_filter(c: _Ctx) -> Query | None:
 
 # -- hard ---------------------------------------------------------------------------------
 def multi_step(c: _Ctx) -> Query | None:
-    """CorpusQA appendix B: filter a group, average a field, list members above it by a margin."""
+    """Hard, multi-step (CorpusQA appendix B): filter, average a field, list members above it by a margin."""
     y = c.year()
     f1, f2 = c.rng.sample(list(c.domain.fields), 2)
     t1 = _threshold(c.rng, c.vals(f1.name, y).values(), 0.0)
@@ -270,6 +280,7 @@ def multi_step(c: _Ctx) -> Query | None:
 
 
 def metric_filter(c: _Ctx) -> Query | None:
+    """Hard, advanced metric construction: a custom metric above a threshold within a group."""
     y = c.year()
     m: Metric = c.rng.choice(c.domain.metrics)
     cat = c.rng.choice(c.domain.categoricals)
@@ -287,6 +298,7 @@ def metric_filter(c: _Ctx) -> Query | None:
 
 
 def metric_change(c: _Ctx) -> Query | None:
+    """Hard: entities whose custom metric rose by more than a margin across two years."""
     y = c.year()
     m: Metric = c.rng.choice(c.domain.metrics)
     d = c.rng.choice((0.5, 1, 2)) if m.answer_type == "percentage" else c.rng.choice((0, 0.5, 1))
@@ -304,6 +316,7 @@ def metric_change(c: _Ctx) -> Query | None:
 
 
 def group_metric_extreme(c: _Ctx) -> Query | None:
+    """Hard, complex business logic: the category with the highest mean metric after a filter."""
     y = c.year()
     m: Metric = c.rng.choice(c.domain.metrics)
     cat = c.rng.choice(c.domain.categoricals)
@@ -336,7 +349,7 @@ def _qualify(m: Metric, alias: str) -> str:
 
 
 MAKERS: dict[str, tuple[Callable[[_Ctx], Query | None], ...]] = {
-    "easy": (top_k, filter_gt, extreme, count_gt),
+    "easy": (top_k, filter_gt, extreme, count_lt),
     "medium": (multi_filter, field_compare, metric_extreme, metric_average, group_difference, growth_filter),
     "hard": (multi_step, metric_filter, metric_change, group_metric_extreme),
 }

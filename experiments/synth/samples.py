@@ -82,7 +82,7 @@ def load_samples(path: str | Path) -> list[SynthSample]:
     for rec in records:
         meta = {k: rec[k] for k in ("kind", "sql", "fields", "fiscal_years") if k in rec}
         question = Question(text=rec["question"], instruction=CORPUSQA_INSTRUCTION,
-                            metadata={"sample_id": rec["id"], "benchmark": "synth", **meta})
+                            metadata={"sample_id": rec["id"], "benchmark": "synth", "kind": rec.get("kind")})
         out.append(SynthSample(
             sample_id=rec["id"], corpus=corpus, question=question, answer=rec["answer"],
             answer_type=rec["answer_type"], difficulty=rec["difficulty"], domain=rec["domain"],
