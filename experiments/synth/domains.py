@@ -115,6 +115,11 @@ def _new_company(rng: random.Random, taken: set[str]) -> dict:
         "shares": rng.uniform(40, 1500),  # millions of shares
         "margin": rng.gauss(0.08, 0.08),
         "rd": rng.uniform(0.0, 0.16) if sector in ("Technology", "Healthcare") else rng.uniform(0.0, 0.04),
+        # Ratios that drift slowly, so a company's balance sheet looks like itself year to year.
+        "asset_turn": rng.uniform(0.8, 2.6),
+        "leverage": rng.uniform(0.25, 0.85),
+        "ocf": rng.uniform(0.01, 0.12),
+        "staff": rng.uniform(1.5, 6.0),
     }
 
 
@@ -122,18 +127,18 @@ def _company_year(rng: random.Random, ent: dict, prev: dict | None) -> dict[str,
     revenue = prev["revenue"] * (1 + rng.gauss(0.05, 0.12)) if prev else ent["scale"]
     revenue = max(revenue, 20.0)
     net = revenue * (ent["margin"] + rng.gauss(0, 0.03))
-    assets = revenue * rng.uniform(0.8, 2.6)
+    assets = revenue * ent["asset_turn"] * rng.uniform(0.95, 1.05)
     basic = net / ent["shares"]
     diluted = basic * rng.choice([1.0, rng.uniform(0.93, 0.995)]) if basic > 0 else basic
     return {
         "revenue": _m(revenue),
         "net_income": _m(net),
-        "operating_cash_flow": _m(net + revenue * rng.uniform(0.01, 0.12)),
+        "operating_cash_flow": _m(net + revenue * ent["ocf"] * rng.uniform(0.8, 1.2)),
         "financing_cash_flow": _m(revenue * rng.gauss(-0.03, 0.06)),
         "rd_expense": _m(revenue * ent["rd"] + 0.1),
         "total_assets": _m(assets),
-        "total_liabilities": _m(assets * rng.uniform(0.25, 0.85)),
-        "employees": float(max(30, int(revenue * rng.uniform(1.5, 6.0)))),
+        "total_liabilities": _m(assets * min(0.95, ent["leverage"] * rng.uniform(0.93, 1.07))),
+        "employees": float(max(30, int(revenue * ent["staff"] * rng.uniform(0.95, 1.05)))),
         "basic_eps": round(basic, 2),
         "diluted_eps": round(diluted, 2),
     }
@@ -199,7 +204,7 @@ _US_REGIONS = ("Northeast", "Midwest", "South", "West")
 
 def _new_university(rng: random.Random, taken: set[str]) -> dict:
     control = rng.choice(_CONTROL)
-    return {
+    ent = {
         "name": _draw_name(rng, taken, names.university_name),
         "control": control,
         "setting": rng.choice(_SETTING),
@@ -208,23 +213,30 @@ def _new_university(rng: random.Random, taken: set[str]) -> dict:
         "selectivity": rng.uniform(0.05, 0.9),
         "tuition": rng.uniform(30_000, 62_000) if control == "Private" else rng.uniform(7_000, 16_000),
         "research": rng.uniform(0.0005, 0.03),
+        # Slowly drifting ratios: faculty per student, part-time share, undergraduate share.
+        "sfr": rng.uniform(9, 24),
+        "part_time": rng.uniform(0.1, 1.4),
+        "undergrad": rng.uniform(0.55, 0.85),
+        "demand": rng.uniform(1.2, 3.5),
     }
+    ent["grad"] = 97 - 45 * ent["selectivity"] + rng.gauss(0, 5)
+    return ent
 
 
 def _university_year(rng: random.Random, ent: dict, prev: dict | None) -> dict[str, float]:
     total = prev["total_enrollment"] * (1 + rng.gauss(0.01, 0.04)) if prev else ent["size"]
-    apps = total * rng.uniform(1.2, 3.5)
+    apps = total * ent["demand"] * rng.uniform(0.92, 1.08)
     rate = min(0.97, max(0.03, ent["selectivity"] + rng.gauss(0, 0.02)))
-    full = total / rng.uniform(9, 24)
-    grad = min(98.5, max(25.0, 97 - 45 * rate + rng.gauss(0, 5)))
+    full = total / (ent["sfr"] * rng.uniform(0.95, 1.05))
+    grad = min(98.5, max(25.0, ent["grad"] - 45 * (rate - ent["selectivity"]) + rng.gauss(0, 1)))
     tuition = prev["tuition"] * rng.uniform(1.01, 1.05) if prev else ent["tuition"]
     return {
         "applications": float(int(apps)),
         "admits": float(int(apps * rate)),
         "total_enrollment": float(int(total)),
-        "undergraduate_enrollment": float(int(total * rng.uniform(0.55, 0.85))),
+        "undergraduate_enrollment": float(int(total * ent["undergrad"] * rng.uniform(0.98, 1.02))),
         "full_time_faculty": float(max(20, int(full))),
-        "part_time_faculty": float(int(full * rng.uniform(0.1, 1.4))),
+        "part_time_faculty": float(int(full * ent["part_time"] * rng.uniform(0.9, 1.1))),
         "graduation_rate": round(grad, 1),
         "retention_rate": round(min(99.5, grad + rng.uniform(2, 12)), 1),
         "research_expenditure": _m(total * ent["research"] * rng.uniform(0.9, 1.1)),
