@@ -74,6 +74,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dir", help="a folder written by 'longctx run'")
     p.add_argument("--judge", help="chat model spec for LLM-judged benchmarks (Loong; CorpusQA)")
     p.add_argument("--no-plots", action="store_true")
+
+    p = sub.add_parser(
+        "synth", help="generate a synthetic CorpusQA-style corpus", description="Generate documents, facts and questions."
+    )
+    p.add_argument("--domain", default="finance", help="finance or education (default: finance)")
+    p.add_argument("--tokens", default="128K", help="corpus size: 128K, 1M, 4M, 10M or an integer (default 128K)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", required=True, help="output directory (must be new or empty)")
+    p.add_argument("--questions", type=int, default=30, help="questions to generate (default 30)")
+    p.add_argument("--doc-tokens", type=int, default=4000, help="typical document length in tokens (default 4000)")
+    p.add_argument("--noise", type=float, default=0.1, help="share of noise documents (default 0.1)")
+    p.add_argument("--needle-depth", type=float, help="plant a factrecall needle at this depth (0-1)")
+    p.add_argument("--no-cfi", action="store_true", help="needle without confusing facts")
+    p.add_argument("--no-kpr", action="store_true", help="needle without keyword replacement")
     return parser
 
 
@@ -167,11 +181,31 @@ def cmd_index(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_synth(args: argparse.Namespace) -> int:
+    """Generate a synthetic corpus directory and print its size and time."""
+    from experiments.synth import NeedleConfig, SynthConfig, generate, get_domain, parse_tokens
+
+    get_domain(args.domain)
+    needle = None
+    if args.needle_depth is not None:
+        needle = NeedleConfig(depth=args.needle_depth, confusing_facts=not args.no_cfi, keyword_replacement=not args.no_kpr)
+    cfg = SynthConfig(
+        domain=args.domain, target_tokens=parse_tokens(args.tokens), seed=args.seed, num_questions=args.questions,
+        doc_tokens=args.doc_tokens, noise_rate=args.noise, needle=needle,
+    )
+    result = generate(cfg, args.out)
+    print(
+        f"{result.num_documents} documents, {result.total_tokens:,} tokens (target {cfg.target_tokens:,}), "
+        f"{result.num_questions} questions in {result.seconds:.1f}s -> {result.out_dir}"
+    )
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``longctx`` console script."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    commands = {"answer": cmd_answer, "index": cmd_index, "run": cmd_run, "report": cmd_report}
+    commands = {"answer": cmd_answer, "index": cmd_index, "run": cmd_run, "report": cmd_report, "synth": cmd_synth}
     try:
         return commands[args.command](args)
     except (CorpusError, ChatModelError, KeyError, TypeError, ValueError) as exc:
