@@ -3,8 +3,8 @@
 The RAG prompt carries one extra instruction, "Write unanswerable if the query can not be
 answered based on the provided text", so routing costs no extra call. A reply that
 declines goes to the full-context strategy when the whole corpus fits the model window
-(Li et al.'s route). On 4M-10M-token corpora nothing fits, and a middle-truncated prompt
-would keep under 3% of the text, so the declined question goes to a configurable
+(Li et al.'s route). On 4M-10M-token corpora nothing fits: a middle-truncated 128k prompt
+keeps about 3% of 4M tokens, so the declined question goes to a configurable
 fallback strategy instead (default ``memagent``, which reads every token); set
 ``fallback="full_context"`` for the paper's truncate-anyway behaviour.
 
