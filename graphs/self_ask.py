@@ -74,6 +74,7 @@ class SelfAskConfig(RetrievalSettings):
     temperature: float = 0.0
 
     def __post_init__(self) -> None:
+        """Reject a negative cap at construction, before any call."""
         if self.max_iterations < 0:
             raise ValueError(f"max_iterations must be >= 0, got {self.max_iterations}")
 
@@ -180,7 +181,9 @@ def retrieve_follow_up(state: SelfAskState, runtime: Runtime[StrategyContext]) -
     query = state["follow_up"]
     hits = ctx.index.search(query, ctx.config.top_k)
     step = {"node": "retrieve", "query": query, "retriever": ctx.index.retriever.name, "chunk_ids": [h.chunk.chunk_id for h in hits]}
-    return {"follow_up_hits": hits, "hits": hits, "steps": [step | {"scores": [round(h.score, 6) for h in hits]}]}
+    seen = {h.chunk.chunk_id for h in state.get("hits", [])}
+    new = [h for h in hits if h.chunk.chunk_id not in seen]  # evidence lists each chunk once
+    return {"follow_up_hits": hits, "hits": new, "steps": [step | {"scores": [round(h.score, 6) for h in hits]}]}
 
 
 def answer_follow_up(state: SelfAskState, runtime: Runtime[StrategyContext]) -> dict:

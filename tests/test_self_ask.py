@@ -70,6 +70,8 @@ def test_every_follow_up_triggers_its_own_retrieval(planted_corpus, search_log):
     retrievals = [s for s in result.steps if s["node"] == "retrieve"]
     assert [s["query"] for s in retrievals] == search_log and all(len(s["chunk_ids"]) <= 2 for s in retrievals)
     assert result.answer == "7421" and result.usage.llm_calls == 5
+    ids = [e.chunk_id for e in result.evidence]
+    assert len(ids) == len(set(ids)) and set(ids) == {i for s in retrievals for i in s["chunk_ids"]}
 
 
 def test_stop_sequences_keep_the_model_from_writing_intermediate_answers(planted_corpus):
