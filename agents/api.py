@@ -67,7 +67,7 @@ def answer(
         "tags": trace_tags(strategy, q),
         "metadata": {"strategy": strategy, "corpus": corpus.fingerprint[:16], **dict(q.metadata)},
     }
-    context = StrategyContext(llm=chat, config=cfg, corpus=corpus, index=index)
+    context = StrategyContext(llm=chat, config=cfg, corpus=corpus, index=index, cache_dir=Path(cache_dir) if cache_dir else None)
     try:
         final = spec.build_graph(cfg).invoke({"question": q, "steps": []}, context=context, config=run_config)
     except Exception as exc:

@@ -5,11 +5,13 @@ Each module defines its config (paper defaults), its state, small node functions
 run context, so every graph runs offline against a scripted chat model in tests.
 """
 
-from graphs import full_context, memagent, rag  # noqa: F401  (modules register their strategies)
+from graphs import full_context, memagent, rag, self_ask, self_route  # noqa: F401  (modules register their strategies)
 from graphs.full_context import FullContextConfig
 from graphs.memagent import MemAgentConfig
 from graphs.rag import RagConfig, RetrievalSettings
 from graphs.registry import STRATEGIES, Strategy, register_strategy
+from graphs.self_ask import SelfAskConfig
+from graphs.self_route import SelfRouteConfig
 from graphs.types import Question, StrategyContext, as_question
 
 __all__ = [
@@ -19,6 +21,8 @@ __all__ = [
     "Question",
     "RagConfig",
     "RetrievalSettings",
+    "SelfAskConfig",
+    "SelfRouteConfig",
     "Strategy",
     "StrategyContext",
     "as_question",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -59,9 +60,12 @@ class StrategyContext:
         config: The strategy's config object.
         corpus: The corpus being answered over.
         index: The retrieval index, for strategies that retrieve.
+        cache_dir: Root of the on-disk cache (``None`` = ``$LONGCTX_CACHE_DIR`` or
+            ``~/.cache/longctx``), for strategies that checkpoint a sub-run.
     """
 
     llm: BaseChatModel
     config: Any
     corpus: Corpus
     index: Index | None = None
+    cache_dir: Path | None = None

@@ -1,0 +1,80 @@
+"""Self-Ask and Self-Route end to end on the embedded model (SmolLM2-135M, in-process), kept short."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+
+from agents import answer, make_chat_model
+
+pytestmark = pytest.mark.e2e
+QUESTION = "What is the secret code of the museum vault?"
+
+
+@pytest.fixture(scope="module")
+def embedded():
+    return make_chat_model("embedded")
+
+
+class DecliningRag(BaseChatModel):
+    """The embedded model, except that it declines every RAG prompt (SmolLM2-135M never declines on its own)."""
+
+    inner: Any
+
+    @property
+    def _llm_type(self) -> str:
+        return "declining-rag"
+
+    @property
+    def context_window(self) -> int:
+        return self.inner.context_window
+
+    def tokenize(self, text: str) -> list[int]:
+        return self.inner.tokenize(text)
+
+    def detokenize(self, ids: list[int]) -> str:
+        return self.inner.detokenize(ids)
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs: Any) -> ChatResult:
+        if str(messages[-1].content).startswith("Please read the following retrieved text chunks"):
+            usage = {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}
+            return ChatResult(generations=[ChatGeneration(message=AIMessage(content="Unanswerable.", usage_metadata=usage))])
+        return self.inner._generate(messages, stop=stop, **kwargs)
+
+
+def test_self_route_answers_from_rag_on_the_embedded_model(planted_corpus, embedded):
+    result = answer(planted_corpus, QUESTION, strategy="self_route", llm=embedded, top_k=2, chunk_size=60)
+    route = next(s for s in result.steps if s["node"] == "route")
+    assert route["route"] == "rag" and result.usage.llm_calls == 1  # SmolLM2-135M answers rather than declines
+    assert result.evidence[0].title == "Vault" and "7421" in result.answer
+    assert not result.usage.estimated and result.usage.failed_calls == 0
+
+
+def test_self_route_memagent_leg_on_the_embedded_model(planted_corpus, embedded):
+    """Declined (scripted) and larger than a 2,000-token window: memagent reads the corpus on the real model."""
+    llm = DecliningRag(inner=embedded)
+    options = {"chunk_tokens": 1500, "max_new_tokens": 48, "temperature": 0.0}
+    result = answer(planted_corpus, QUESTION, strategy="self_route", llm=llm, top_k=2, chunk_size=60, context_window=2000, fallback_options=options)
+    route = next(s for s in result.steps if s["node"] == "route")
+    leg = next(s for s in result.steps if s["node"] == "fallback")
+    assert route["route"] == "memagent" and leg["chunks"] >= 2 and result.evidence == []
+    assert result.usage.llm_calls == 1 + leg["chunks"] + 1 and not result.usage.estimated  # both legs counted
+    assert result.usage.prompt_tokens > 1500 * leg["chunks"] // 2 and result.answer
+
+
+def test_self_ask_runs_its_loop_on_the_embedded_model(planted_corpus, embedded, capsys):
+    """The loop completes within its cap and every call is counted; what the 135M model asks is reported."""
+    result = answer(planted_corpus, QUESTION, strategy="self_ask", llm=embedded, top_k=2, chunk_size=60, max_iterations=2)
+    finish = result.steps[-1]
+    nodes = [s["node"] for s in result.steps]
+    assert finish["node"] == "finish" and finish["iterations"] <= 2 and result.answer
+    calls = nodes.count("ask") + nodes.count("force_final") + sum(1 for s in result.steps if s["node"] == "answer_follow_up")
+    assert result.usage.llm_calls <= calls and result.usage.llm_calls >= nodes.count("ask")
+    assert nodes.count("retrieve") == finish["iterations"] and not result.usage.estimated
+    with capsys.disabled():
+        print(f"\n[self_ask e2e] follow-ups: {[s['query'] for s in result.steps if s['node'] == 'retrieve']}, "
+              f"source: {finish['final_answer_source']}, answer: {result.answer[:80]!r}, {result.usage.llm_calls} calls")
