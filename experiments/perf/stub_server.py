@@ -1,10 +1,15 @@
 """A minimal OpenAI-compatible chat server with a fixed latency, for orchestration benchmarks.
 
-    python -m experiments.perf.stub_server --port 8099 --latency 0.05 --reply-tokens 200
+    python -m experiments.perf.stub_server --port 8099 --latency 0.05 --reply-tokens 200 [--tools --properties 4]
 
 It answers ``POST /v1/chat/completions`` after sleeping ``latency`` seconds, with a reply
 of ``reply-tokens`` words and usage counted with cl100k, so a benchmark can subtract the
 known server time and see the client's own overhead. Serves loopback only.
+
+With ``--tools``, a request that carries ``tools`` is answered with tool calls (PAI's
+functions): ``properties`` parallel ``{metric, subject}`` calls (or one ``{"items": [...]}``
+call for a list-valued schema), and a deterministic ``keep_context`` verdict (true for about
+one chunk in ten). Without the flag, tools are ignored as before.
 """
 
 from __future__ import annotations
@@ -17,14 +22,37 @@ import subprocess
 import sys
 import time
 import urllib.request
+import zlib
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from retrieval.tokens import count_tokens
 
 
-def make_handler(latency: float, reply_tokens: int):
-    """A request handler class bound to one latency and reply size."""
+def tool_arguments(function: dict, prompt: str, properties: int) -> list[dict]:
+    """The arguments of the tool calls answering a request for ``function`` (PAI's schemas)."""
+    fields = function.get("parameters", {}).get("properties", {})
+    items = [{"metric": "revenue", "subject": f"Company {i} annual report"} for i in range(properties)]
+    if "keep_context" in fields:
+        return [{"keep_context": zlib.crc32(prompt.encode()) % 10 == 0}]
+    if "sub_question" in fields:
+        return [{"sub_question": f"What was the revenue of Company {i}?"} for i in range(properties)]
+    if "items" in fields:
+        return [{"items": items}]
+    return items
+
+
+def tool_message(request: dict, prompt: str, properties: int) -> tuple[dict, str]:
+    """An assistant message with tool calls for the request's first tool, and its argument text."""
+    calls = [
+        {"id": f"call_{i}", "type": "function", "function": {"name": request["tools"][0]["function"]["name"], "arguments": json.dumps(args)}}
+        for i, args in enumerate(tool_arguments(request["tools"][0]["function"], prompt, properties))
+    ]
+    return {"role": "assistant", "content": None, "tool_calls": calls}, "".join(c["function"]["arguments"] for c in calls)
+
+
+def make_handler(latency: float, reply_tokens: int, tools: bool = False, properties: int = 4):
+    """A request handler class bound to one latency and reply size (and tool answering, if asked)."""
     reply = " ".join(f"note{i}" for i in range(reply_tokens))
 
     class Handler(BaseHTTPRequestHandler):
@@ -55,6 +83,9 @@ def make_handler(latency: float, reply_tokens: int):
             prompt = "\n".join(m.get("content", "") for m in request.get("messages", []))
             time.sleep(latency)
             text = "Therefore, the answer is stub." if prompt.rstrip().endswith("Your answer:") else reply
+            message, finish = {"role": "assistant", "content": text}, "stop"
+            if tools and request.get("tools"):
+                (message, text), finish = tool_message(request, prompt, properties), "tool_calls"
             usage = {"prompt_tokens": count_tokens(prompt), "completion_tokens": count_tokens(text)}
             usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
             self._send(
@@ -64,7 +95,7 @@ def make_handler(latency: float, reply_tokens: int):
                     "object": "chat.completion",
                     "created": int(time.time()),
                     "model": request.get("model", "stub"),
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                    "choices": [{"index": 0, "message": message, "finish_reason": finish}],
                     "usage": usage,
                 },
             )
@@ -73,13 +104,17 @@ def make_handler(latency: float, reply_tokens: int):
 
 
 @contextlib.contextmanager
-def stub_server(latency: float = 0.05, reply_tokens: int = 200, startup_timeout: float = 30.0) -> Iterator[str]:
+def stub_server(
+    latency: float = 0.05, reply_tokens: int = 200, startup_timeout: float = 30.0, *, tools: bool = False, properties: int = 4
+) -> Iterator[str]:
     """Run the stub in its own process (so it shares no GIL with the client); yields its base URL."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     cmd = [sys.executable, "-m", "experiments.perf.stub_server", "--port", str(port)]
     cmd += ["--latency", str(latency), "--reply-tokens", str(reply_tokens)]
+    if tools:
+        cmd += ["--tools", "--properties", str(properties)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/v1"
     try:
@@ -104,8 +139,11 @@ def main() -> None:
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--latency", type=float, default=0.05, help="seconds per call")
     p.add_argument("--reply-tokens", type=int, default=200, help="words in each memory reply")
+    p.add_argument("--tools", action="store_true", help="answer requests that carry tools with tool calls")
+    p.add_argument("--properties", type=int, default=4, help="property calls per extraction request (with --tools)")
     args = p.parse_args()
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(args.latency, args.reply_tokens))
+    ThreadingHTTPServer.request_queue_size = 256  # the default backlog of 5 drops bursts of new connections
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(args.latency, args.reply_tokens, args.tools, args.properties))
     server.daemon_threads = True
     server.serve_forever()
 
