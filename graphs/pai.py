@@ -246,6 +246,7 @@ def render_cot(properties: list[dict], sub_questions: list[dict], sub_answers: l
 
 
 def _graph(name: str, decompose) -> Any:
+    """The PAI wiring with ``decompose`` (properties or direct sub-questions) as the first node."""
     graph = StateGraph(PaiState, context_schema=StrategyContext)
     graph.add_node("decompose", decompose)
     graph.add_node("plan_judging", plan_judging)

@@ -60,6 +60,7 @@ def dedupe_and_cap(items: list[dict[str, Any]], cap: int) -> tuple[list[dict[str
 
 
 def _step(node: str, out: CallOutcome, mode: str, items: list, repeats: int, cut: list, **extra: Any) -> dict:
+    """The decomposition's trace entry: items, attempts, every error, and whether it degraded."""
     step = {"node": node, "tool_mode": mode, "attempts": out.attempts, "items": items, "repeats_removed": repeats, "cut_over_max_items": cut, **extra}
     if out.errors:
         step["errors"] = out.errors
@@ -69,6 +70,7 @@ def _step(node: str, out: CallOutcome, mode: str, items: list, repeats: int, cut
 
 
 def _fallback(question: Question) -> list[dict[str, Any]]:
+    """The degraded plan: the question itself as the only sub-question."""
     return [{"text": question.text, "metric": None, "subject": None}]
 
 
