@@ -5,9 +5,10 @@ Each module defines its config (paper defaults), its state, small node functions
 run context, so every graph runs offline against a scripted chat model in tests.
 """
 
-from graphs import full_context, memagent, rag, self_ask, self_route  # noqa: F401  (modules register their strategies)
+from graphs import full_context, memagent, pai, rag, self_ask, self_route  # noqa: F401  (modules register their strategies)
 from graphs.full_context import FullContextConfig
 from graphs.memagent import MemAgentConfig
+from graphs.pai import PaiConfig
 from graphs.rag import RagConfig, RetrievalSettings
 from graphs.registry import STRATEGIES, Strategy, register_strategy
 from graphs.self_ask import SelfAskConfig
@@ -18,6 +19,7 @@ __all__ = [
     "STRATEGIES",
     "FullContextConfig",
     "MemAgentConfig",
+    "PaiConfig",
     "Question",
     "RagConfig",
     "RetrievalSettings",

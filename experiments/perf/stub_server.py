@@ -1,11 +1,16 @@
 """A minimal OpenAI-compatible chat server with a fixed latency, for orchestration benchmarks.
 
-    python -m experiments.perf.stub_server --port 8099 --latency 0.05 --reply-tokens 200
+    python -m experiments.perf.stub_server --port 8099 --latency 0.05 --reply-tokens 200 [--tools --properties 4]
 
 It answers ``POST /v1/chat/completions`` after sleeping ``latency`` seconds, with a reply
 of ``reply-tokens`` words and usage counted with cl100k, so a benchmark can subtract the
 known server time and see the client's own overhead. ``--fail-every N`` injects failures
 for fault-tolerance tests. Serves loopback only.
+
+With ``--tools``, a request that carries ``tools`` is answered with tool calls (PAI's
+functions): ``properties`` parallel ``{metric, subject}`` calls (or one ``{"items": [...]}``
+call for a list-valued schema), and a deterministic ``keep_context`` verdict (true for about
+one chunk in ten). Without the flag, tools are ignored as before.
 """
 
 from __future__ import annotations
@@ -20,20 +25,46 @@ import sys
 import threading
 import time
 import urllib.request
+import zlib
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from retrieval.tokens import count_tokens
 
 
+def tool_arguments(function: dict, prompt: str, properties: int) -> list[dict]:
+    """The arguments of the tool calls answering a request for ``function`` (PAI's schemas)."""
+    fields = function.get("parameters", {}).get("properties", {})
+    items = [{"metric": "revenue", "subject": f"Company {i} annual report"} for i in range(properties)]
+    if "keep_context" in fields:
+        return [{"keep_context": zlib.crc32(prompt.encode()) % 10 == 0}]
+    if "sub_question" in fields:
+        return [{"sub_question": f"What was the revenue of Company {i}?"} for i in range(properties)]
+    if "items" in fields:
+        return [{"items": items}]
+    return items
+
+
+def tool_message(request: dict, prompt: str, properties: int) -> tuple[dict, str]:
+    """An assistant message with tool calls for the request's first tool, and its argument text."""
+    calls = [
+        {"id": f"call_{i}", "type": "function", "function": {"name": request["tools"][0]["function"]["name"], "arguments": json.dumps(args)}}
+        for i, args in enumerate(tool_arguments(request["tools"][0]["function"], prompt, properties))
+    ]
+    return {"role": "assistant", "content": None, "tool_calls": calls}, "".join(c["function"]["arguments"] for c in calls)
+
+
 FAILURE_MODES = ("500", "429", "timeout", "malformed")
 
 
-def make_handler(latency: float, reply_tokens: int, fail_every: int = 0, hang_seconds: float = 30.0):
+def make_handler(
+    latency: float, reply_tokens: int, *, tools: bool = False, properties: int = 4, fail_every: int = 0, hang_seconds: float = 30.0
+):
     """A request handler class bound to one latency and reply size.
 
-    With ``fail_every=N``, every N-th chat request fails, cycling through HTTP 500, 429
-    with ``Retry-After: 0``, a hang past the client's timeout, and malformed JSON.
+    With ``tools``, requests carrying tools get tool calls. With ``fail_every=N``, every
+    N-th chat request fails, cycling through HTTP 500, 429 with ``Retry-After: 0``, a hang
+    past the client's timeout, and malformed JSON.
     """
     reply = " ".join(f"note{i}" for i in range(reply_tokens))
     counter = itertools.count(1)
@@ -96,6 +127,9 @@ def make_handler(latency: float, reply_tokens: int, fail_every: int = 0, hang_se
             prompt = "\n".join(m.get("content", "") for m in request.get("messages", []))
             time.sleep(latency)
             text = "Therefore, the answer is stub." if prompt.rstrip().endswith("Your answer:") else reply
+            message, finish = {"role": "assistant", "content": text}, "stop"
+            if tools and request.get("tools"):
+                (message, text), finish = tool_message(request, prompt, properties), "tool_calls"
             usage = {"prompt_tokens": count_tokens(prompt), "completion_tokens": count_tokens(text)}
             usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
             self._send(
@@ -105,7 +139,7 @@ def make_handler(latency: float, reply_tokens: int, fail_every: int = 0, hang_se
                     "object": "chat.completion",
                     "created": int(time.time()),
                     "model": request.get("model", "stub"),
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                    "choices": [{"index": 0, "message": message, "finish_reason": finish}],
                     "usage": usage,
                 },
             )
@@ -113,9 +147,23 @@ def make_handler(latency: float, reply_tokens: int, fail_every: int = 0, hang_se
     return Handler
 
 
+class _Server(ThreadingHTTPServer):
+    """Loopback server with a deep accept backlog: the default 5 drops bursts of 32 connections."""
+
+    request_queue_size = 256
+    daemon_threads = True
+
+
 @contextlib.contextmanager
 def stub_server(
-    latency: float = 0.05, reply_tokens: int = 200, startup_timeout: float = 30.0, fail_every: int = 0, hang_seconds: float = 30.0
+    latency: float = 0.05,
+    reply_tokens: int = 200,
+    startup_timeout: float = 30.0,
+    *,
+    tools: bool = False,
+    properties: int = 4,
+    fail_every: int = 0,
+    hang_seconds: float = 30.0,
 ) -> Iterator[str]:
     """Run the stub in its own process (so it shares no GIL with the client); yields its base URL."""
     with socket.socket() as s:
@@ -124,6 +172,8 @@ def stub_server(
     cmd = [sys.executable, "-m", "experiments.perf.stub_server", "--port", str(port)]
     cmd += ["--latency", str(latency), "--reply-tokens", str(reply_tokens), "--fail-every", str(fail_every)]
     cmd += ["--hang-seconds", str(hang_seconds)]
+    if tools:
+        cmd += ["--tools", "--properties", str(properties)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/v1"
     try:
@@ -150,10 +200,14 @@ def main() -> None:
     p.add_argument("--reply-tokens", type=int, default=200, help="words in each memory reply")
     p.add_argument("--fail-every", type=int, default=0, help="fail every N-th chat request (0: never)")
     p.add_argument("--hang-seconds", type=float, default=30.0, help="how long an injected timeout hangs")
+    p.add_argument("--tools", action="store_true", help="answer requests that carry tools with tool calls")
+    p.add_argument("--properties", type=int, default=4, help="property calls per extraction request (with --tools)")
     args = p.parse_args()
-    handler = make_handler(args.latency, args.reply_tokens, args.fail_every, args.hang_seconds)
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), handler)
-    server.daemon_threads = True
+    handler = make_handler(
+        args.latency, args.reply_tokens, tools=args.tools, properties=args.properties,
+        fail_every=args.fail_every, hang_seconds=args.hang_seconds,
+    )  # fmt: skip
+    server = _Server(("127.0.0.1", args.port), handler)
     server.serve_forever()
 
 

@@ -1,0 +1,110 @@
+"""PAI judge-stage benchmark against a local OpenAI-compatible stub with fixed latency.
+
+    python -m experiments.perf.bench_pai [--pairs 2000] [--latency 0.2] [--concurrency 1,8,32] [--serial-pairs 100]
+
+Runs full PAI answers (tool calling: the stub returns ``--properties`` parallel property
+calls and a ``keep_context`` verdict per chunk) over a synthetic corpus of 1,024-token
+chunks sized so that properties x chunks = the pair count, exhaustively judged. The judge
+stage is timed from the first judge call's start to the last one's end (a callback on
+the chat model, keyed by LangGraph's node name). Prints, per concurrency: pairs, judge
+makespan, the ideal ``pairs / concurrency x latency``, their ratio, calls/s, and prompt
+tokens sent per pair. Concurrency 1 runs on ``--serial-pairs`` pairs (2,000 serial calls
+would take pairs x latency). Nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import tempfile
+import threading
+import time
+from typing import Any
+
+from langchain_core.callbacks import BaseCallbackHandler
+
+from agents import answer, make_chat_model
+from experiments.perf.stub_server import stub_server
+from experiments.perf.synthetic_text import generate_corpus
+from retrieval import ChunkingConfig, Corpus, chunk_corpus
+
+
+class JudgeTimer(BaseCallbackHandler):
+    """First start, last end, call count and prompt tokens of the calls made by the ``judge`` node."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.runs: set = set()
+        self.first = math.inf
+        self.last = 0.0
+        self.calls = 0
+        self.prompt_tokens = 0
+
+    def on_chat_model_start(self, serialized, messages, *, run_id, metadata: dict | None = None, **kwargs: Any) -> None:
+        """Note the start of a judge call."""
+        if (metadata or {}).get("langgraph_node") == "judge":
+            with self.lock:
+                self.runs.add(run_id)
+                self.first = min(self.first, time.perf_counter())
+
+    def on_llm_end(self, response, *, run_id, **kwargs: Any) -> None:
+        """Note the end and the prompt tokens of a judge call."""
+        with self.lock:
+            if run_id not in self.runs:
+                return
+            self.last = max(self.last, time.perf_counter())
+            self.calls += 1
+            meta = response.generations[0][0].message.usage_metadata or {}
+            self.prompt_tokens += meta.get("input_tokens", 0)
+
+
+def chunk_corpus_of(n_chunks: int, size: int = 1024) -> Corpus:
+    """``n_chunks`` documents of just under ``size`` tokens each, so each is exactly one chunk."""
+    source = generate_corpus(int(n_chunks * (size - 40) * 1.05), doc_tokens=8 * size)
+    pieces = chunk_corpus(source, ChunkingConfig(unit="tokens", size=size - 24))[:n_chunks]
+    corpus = Corpus.from_texts([c.text for c in pieces], titles=[f"Report {i}" for i in range(len(pieces))])
+    assert len(chunk_corpus(corpus, ChunkingConfig(unit="tokens", size=size))) == n_chunks
+    return corpus
+
+
+def run_once(pairs: int, properties: int, concurrency: int, cache: str) -> dict[str, float]:
+    """One PAI answer judging ``pairs`` pairs at ``concurrency``; the judge stage's figures."""
+    timer = JudgeTimer()
+    llm = make_chat_model("openai:stub", max_retries=0, callbacks=[timer])
+    corpus = chunk_corpus_of(pairs // properties)
+    started = time.perf_counter()
+    result = answer(corpus, "How did the revenue of the companies change?", strategy="pai", llm=llm, cache_dir=cache,
+                    judge_mode="exhaustive", concurrency=concurrency)
+    total = time.perf_counter() - started
+    judged = next(s for s in result.steps if s["node"] == "judge")
+    return {"pairs": timer.calls, "expected": judged["calls"], "makespan": timer.last - timer.first,
+            "tokens_per_pair": timer.prompt_tokens / max(timer.calls, 1), "total": total, "calls": result.usage.llm_calls}
+
+
+def main() -> None:
+    """Run the measurements and print them."""
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--pairs", type=int, default=2000)
+    p.add_argument("--serial-pairs", type=int, default=100, help="pairs for concurrency 1")
+    p.add_argument("--latency", type=float, default=0.2, help="stub seconds per call (a remote judge call takes 0.3-0.8 s)")
+    p.add_argument("--properties", type=int, default=4)
+    p.add_argument("--concurrency", default="1,8,32")
+    args = p.parse_args()
+    levels = [int(c) for c in args.concurrency.split(",")]
+    print(f"PAI judge stage: stub latency {args.latency * 1000:.0f} ms, {args.properties} properties, 1,024-token chunks, "
+          f"exhaustive judging; concurrency 1 runs {args.serial_pairs} pairs, the others {args.pairs}")
+    print("| concurrency | pairs | judge makespan | ideal (pairs / c x latency) | ratio | judge calls/s | prompt tokens per pair | whole answer |")
+    print("|---|---|---|---|---|---|---|---|")
+    with stub_server(args.latency, reply_tokens=20, tools=True, properties=args.properties) as url, tempfile.TemporaryDirectory() as cache:
+        os.environ["OPENAI_BASE_URL"] = url
+        for c in levels:
+            pairs = args.serial_pairs if c == 1 else args.pairs
+            r = run_once(pairs, args.properties, c, cache)
+            ideal = r["pairs"] / c * args.latency
+            print(f"| {c} | {r['pairs']:,} (graph: {r['expected']:,}) | {r['makespan']:.2f} s | {ideal:.2f} s | {r['makespan'] / ideal:.3f}x "
+                  f"| {r['pairs'] / r['makespan']:.0f} | {r['tokens_per_pair']:,.0f} | {r['total']:.2f} s, {r['calls']:,} calls |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,296 @@
+"""PAI, property-based agentic inference (seed 002, Fig. 2, App. A.2), and its PAI- ablation.
+
+1. Property extraction from the question alone, by function calling (Fig. 4 top):
+   ``{metric, subject}`` items, each turned into "What was the <metric> of the <subject>?".
+   PAI- asks for the sub-questions directly instead.
+2. Property-based retrieval: the corpus in 1,024-token chunks; one boolean ``keep_context``
+   call (Fig. 4 bottom) per (sub-question, chunk) pair, fanned out with ``Send`` under the
+   run's ``max_concurrency``. Exhaustive (the paper) up to ``exhaustive_max_tokens`` of
+   corpus, above it only each sub-question's retriever top-K (``top_k``) is judged. The
+   kept chunks, in document order, are packed into one sub-answer call per sub-question.
+3. Summarization: question + sub-answers -> the conclusion, in the benchmark's format.
+
+The output is the paper's CoT (Fig. 8): properties, sub-answers, then "Conclusion: ...".
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import Send
+
+from graphs import pai_prompts as P
+from graphs.llm import complete
+from graphs.pai_calls import KeepContextArgs, call_structured
+from graphs.pai_decompose import extract_properties, generate_sub_questions
+from graphs.prompts import format_chunks
+from graphs.rag import RetrievalSettings
+from graphs.registry import Strategy, register_strategy
+from graphs.types import Question, StrategyContext
+from retrieval import Chunk, Hit, chunk_corpus
+
+
+@dataclass(frozen=True, kw_only=True)
+class PaiConfig(RetrievalSettings):
+    """PAI's settings; the paper's numbers where it gives them.
+
+    Attributes:
+        retriever / top_k: The candidate prefilter: each sub-question's top-K chunks by
+            any registered retriever are judged instead of every chunk.
+        judge_mode: ``"exhaustive"`` (the paper), ``"prefilter"``, or ``"auto"``:
+            exhaustive while the corpus has at most ``exhaustive_max_tokens`` tokens.
+        domain: Examples filled into the property schema; ``"auto"`` reads
+            ``Question.metadata["domain"]`` (Loong's ``financial``/``legal``/``paper``).
+        property_calls: How several properties come back: ``"parallel"`` tool calls of
+            the paper's one-property function (default), or one call with a list.
+        tool_mode: ``"tools"``, ``"json"`` (validated JSON text, for servers without
+            tools) or ``"auto"`` (tools when the model implements ``bind_tools``).
+        max_items: Properties (sub-questions) kept; extra ones are recorded, not judged.
+        retries / judge_retries: Extra calls after a malformed extraction / verdict.
+        on_malformed_judgment: Verdict used when a judge call stays malformed.
+        sub_answer_context_tokens: Budget of kept-chunk tokens packed per sub-answer.
+        concurrency: ``max_concurrency`` of the run: judge calls in flight at once.
+        output: ``"cot"`` (the paper's reasoning + conclusion) or ``"conclusion"`` only.
+    """
+
+    retriever: str = field(default="bm25", metadata={"source": "ours (no model download); the paper's RAG baseline used BGE-M3"})
+    chunk_unit: Literal["words", "tokens"] = field(default="tokens", metadata={"source": "seed 002 App. A.2: 1024-token chunks"})
+    chunk_size: int = field(default=1024, metadata={"source": "seed 002 App. A.2: 1024-token chunks"})
+    top_k: int = field(default=50, metadata={"source": "prefilter K; seed 002 §4.4 RAG baseline K=50 on Loong"})
+    judge_mode: Literal["auto", "exhaustive", "prefilter"] = field(default="auto", metadata={"source": "seed 002: exhaustive"})
+    exhaustive_max_tokens: int = field(default=262_144, metadata={"source": "Loong Set4 <= 250K; LongFinanceQA keeps <= 256K"})
+    domain: Literal["auto", "general", "finance", "legal", "academic"] = field(default="auto", metadata={"source": "seed 002 App. A.2"})
+    property_calls: Literal["parallel", "list"] = field(default="parallel", metadata={"source": "Fig. 4: one {metric, subject} per call"})
+    tool_mode: Literal["auto", "tools", "json"] = "auto"
+    max_items: int = field(default=16, metadata={"source": "ours: bounds judge calls (Fig. 8 shows up to 5)"})
+    retries: int = 2
+    judge_retries: int = 1
+    on_malformed_judgment: Literal["drop", "keep"] = "drop"
+    sub_answer_context_tokens: int = field(default=32_000, metadata={"source": "ours; GPT-4o-mini (the paper's agent) has 128K"})
+    extract_max_tokens: int = 512
+    judge_max_tokens: int = 64
+    sub_answer_max_tokens: int = 256
+    summary_max_tokens: int = 512
+    temperature: float = 0.0
+    concurrency: int = field(default=8, metadata={"source": "ours; raise for remote APIs (see bench_pai)"})
+    output: Literal["cot", "conclusion"] = "cot"
+
+
+class PaiState(TypedDict, total=False):
+    """What evolves during one PAI answer (keys written by ``Send`` branches have reducers)."""
+
+    question: Question
+    tool_mode: str
+    properties: list[dict[str, str]]
+    sub_questions: list[dict[str, Any]]
+    mode: str
+    candidates: list[list[Hit]]
+    judgments: Annotated[list[dict[str, Any]], operator.add]
+    kept: list[list[Chunk]]
+    sub_answers: Annotated[list[dict[str, Any]], operator.add]
+    hits: list[Hit]
+    raw: str
+    answer: str
+    steps: Annotated[list[dict], operator.add]
+
+
+def choose_mode(cfg: PaiConfig, corpus_tokens: int) -> Literal["exhaustive", "prefilter"]:
+    """The judge mode that runs: the configured one, or by corpus size under ``"auto"``."""
+    if cfg.judge_mode != "auto":
+        return cfg.judge_mode
+    return "exhaustive" if corpus_tokens <= cfg.exhaustive_max_tokens else "prefilter"
+
+
+def all_chunks(ctx: StrategyContext) -> list[Chunk]:
+    """The index's chunks (built by ``answer()`` with the config's chunking), else chunk now."""
+    if ctx.index is not None:
+        return list(ctx.index.chunks)
+    return chunk_corpus(ctx.corpus, ctx.config.chunking())
+
+
+def plan_judging(state: PaiState, runtime: Runtime[StrategyContext]) -> dict:
+    """Candidate chunks per sub-question: all of them (exhaustive) or the retriever's top-K."""
+    ctx, cfg = runtime.context, runtime.context.config
+    mode = choose_mode(cfg, ctx.corpus.num_tokens)
+    if mode == "exhaustive":
+        everything = [Hit(c, 1.0, i) for i, c in enumerate(all_chunks(ctx))]
+        candidates = [everything for _ in state["sub_questions"]]
+    elif ctx.index is None:
+        raise ValueError("PAI's prefilter needs a retrieval index: run it through agents.answer(), which builds one.")
+    else:
+        candidates = [ctx.index.search(sq["text"], cfg.top_k) for sq in state["sub_questions"]]
+    step = {
+        "node": "plan_judging",
+        "mode": mode,
+        "corpus_tokens": ctx.corpus.num_tokens,
+        "exhaustive_max_tokens": cfg.exhaustive_max_tokens,
+        "retriever": ctx.index.retriever.name if mode == "prefilter" else None,
+        "top_k": cfg.top_k if mode == "prefilter" else None,
+        "pairs": sum(len(c) for c in candidates),
+    }
+    return {"mode": mode, "candidates": candidates, "steps": [step]}
+
+
+def route_judges(state: PaiState) -> list[Send] | Literal["gather"]:
+    """One ``judge`` task per (sub-question, candidate chunk) pair."""
+    sends = [
+        Send("judge", {"sq": i, "sub_question": sq["text"], "hit": hit, "tool_mode": state["tool_mode"]})
+        for i, sq in enumerate(state["sub_questions"])
+        for hit in state["candidates"][i]
+    ]
+    return sends or "gather"
+
+
+def judge(task: dict[str, Any], runtime: Runtime[StrategyContext]) -> dict:
+    """One ``keep_context`` verdict; a reply still malformed after the retries is recorded."""
+    ctx, cfg, chunk = runtime.context, runtime.context.config, task["hit"].chunk
+    tools = task["tool_mode"] == "tools"
+    template = P.JUDGE_PROMPT if tools else P.JUDGE_JSON_PROMPT
+    prompt = template.format(sub_question=task["sub_question"], title=chunk.title, chunk=chunk.text.strip())
+    out = call_structured(
+        ctx.llm, prompt, item_model=KeepContextArgs, mode=task["tool_mode"], function=P.KEEP_CONTEXT_FUNCTION,
+        tool_choice="Query", retries=cfg.judge_retries, max_tokens=cfg.judge_max_tokens, temperature=cfg.temperature,
+    )
+    keep = bool(out.items[0]["keep_context"]) if out.ok else cfg.on_malformed_judgment == "keep"
+    verdict = {"sq": task["sq"], "chunk_id": chunk.chunk_id, "keep": keep, "attempts": out.attempts}
+    if not out.ok:
+        verdict["error"] = out.errors[-1]
+    return {"judgments": [verdict]}
+
+
+def gather(state: PaiState) -> dict:
+    """Kept chunks per sub-question in document order (the evidence), and the verdict counts."""
+    verdicts: dict[tuple[int, int], dict] = {(v["sq"], v["chunk_id"]): v for v in state.get("judgments", [])}
+    hits: list[Hit] = []
+    per_sq, malformed, kept_chunks = [], [], []
+    for i, sq in enumerate(state["sub_questions"]):
+        judged = [(h, verdicts[(i, h.chunk.chunk_id)]) for h in state["candidates"][i]]
+        kept = sorted((h for h, v in judged if v["keep"]), key=lambda h: (h.chunk.doc_index, h.chunk.position))
+        hits.extend(kept)
+        kept_chunks.append([h.chunk for h in kept])
+        bad = [{"sub_question": i, "chunk_id": h.chunk.chunk_id, "error": v["error"]} for h, v in judged if "error" in v]
+        malformed.extend(bad)
+        per_sq.append({"sub_question": sq["text"], "judged": len(judged), "kept": len(kept), "malformed": len(bad),
+                       "kept_chunk_ids": [h.chunk.chunk_id for h in kept]})
+    step = {"node": "judge", "mode": state["mode"], "calls": sum(v["attempts"] for v in verdicts.values()),
+            "per_sub_question": per_sq, "malformed": malformed}
+    return {"hits": hits, "kept": kept_chunks, "steps": [step]}
+
+
+def route_sub_answers(state: PaiState) -> list[Send]:
+    """One ``sub_answer`` task per sub-question, with its kept chunks (document order)."""
+    return [Send("sub_answer", {"sq": i, "sub_question": sq, "chunks": state["kept"][i]}) for i, sq in enumerate(state["sub_questions"])]
+
+
+def pack(chunks: list[Chunk], budget: int) -> tuple[list[Chunk], int]:
+    """The leading chunks (document order) that fit ``budget`` tokens, and how many did not."""
+    packed, used = [], 0
+    for chunk in chunks:
+        if used + chunk.num_tokens > budget and packed:
+            break
+        packed.append(chunk)
+        used += chunk.num_tokens
+    return packed, len(chunks) - len(packed)
+
+
+def sub_answer(task: dict[str, Any], runtime: Runtime[StrategyContext]) -> dict:
+    """The sub-answer from the packed kept chunks; "not found" without a call when none was kept."""
+    ctx, cfg, sq = runtime.context, runtime.context.config, task["sub_question"]
+    has_property = sq.get("metric") is not None
+    if not task["chunks"]:
+        template = P.NOT_FOUND_PROPERTY if has_property else P.NOT_FOUND_SUB_QUESTION
+        text = template.format(metric=sq.get("metric"), subject=sq.get("subject"), sub_question=sq["text"])
+        return {"sub_answers": [{"sq": task["sq"], "text": text, "packed": 0, "over_budget": 0, "called": False}]}
+    packed, over = pack(task["chunks"], cfg.sub_answer_context_tokens)
+    form = P.PROPERTY_ANSWER_FORM.format(**sq) if has_property else P.SUB_QUESTION_ANSWER_FORM
+    prompt = P.SUB_ANSWER_PROMPT.format(context=format_chunks(packed), sub_question=sq["text"], form=form.strip())
+    text = complete(ctx.llm, prompt, max_tokens=cfg.sub_answer_max_tokens, temperature=cfg.temperature).strip()
+    return {"sub_answers": [{"sq": task["sq"], "text": text, "packed": len(packed), "over_budget": over, "called": True}]}
+
+
+def summarize(state: PaiState, runtime: Runtime[StrategyContext]) -> dict:
+    """Question + sub-answers -> conclusion (benchmark format), then the CoT output."""
+    ctx, cfg, question = runtime.context, runtime.context.config, state["question"]
+    answers = sorted(state.get("sub_answers", []), key=lambda a: a["sq"])
+    findings = "\n".join(f"- {a['text']}" for a in answers)
+    prompt = P.SUMMARY_PROMPT.format(question=question.render(), findings=findings, instruction=question.instruction or P.DEFAULT_SUMMARY_INSTRUCTION)
+    raw = complete(ctx.llm, prompt, max_tokens=cfg.summary_max_tokens, temperature=cfg.temperature)
+    conclusion = strip_conclusion_label(raw)
+    output = render_cot(state.get("properties") or [], state["sub_questions"], [a["text"] for a in answers], conclusion)
+    steps = [
+        {"node": "sub_answer", "sub_answers": [{"sub_question": state["sub_questions"][a["sq"]]["text"], **{k: v for k, v in a.items() if k != "sq"}} for a in answers]},
+        {"node": "summarize", "conclusion": conclusion},
+    ]
+    return {"raw": raw, "answer": output if cfg.output == "cot" else conclusion, "steps": steps}
+
+
+def strip_conclusion_label(text: str) -> str:
+    """The reply without a leading "Conclusion:" (the CoT adds its own)."""
+    text = text.strip()
+    return text[len("Conclusion:") :].strip() if text.lower().startswith("conclusion:") else text
+
+
+def render_cot(properties: list[dict], sub_questions: list[dict], sub_answers: list[str], conclusion: str) -> str:
+    """The paper's output (Fig. 8): properties (or PAI- sub-questions), sub-answers, conclusion."""
+    if properties:
+        items = "\n".join(repr({"metric": p["metric"], "subject": p["subject"]}) for p in properties)
+        template = P.COT_TEMPLATE
+    else:
+        items = "\n".join(sq["text"] for sq in sub_questions)
+        template = P.COT_TEMPLATE_MINUS
+    return template.format(properties=items, sub_answers="\n".join(sub_answers), conclusion=conclusion)
+
+
+def _graph(name: str, decompose) -> Any:
+    """The PAI wiring with ``decompose`` (properties or direct sub-questions) as the first node."""
+    graph = StateGraph(PaiState, context_schema=StrategyContext)
+    graph.add_node("decompose", decompose)
+    graph.add_node("plan_judging", plan_judging)
+    graph.add_node("judge", judge)
+    graph.add_node("gather", gather)
+    graph.add_node("sub_answer", sub_answer)
+    graph.add_node("summarize", summarize)
+    graph.add_edge(START, "decompose")
+    graph.add_edge("decompose", "plan_judging")
+    graph.add_conditional_edges("plan_judging", route_judges, ["judge", "gather"])
+    graph.add_edge("judge", "gather")
+    graph.add_conditional_edges("gather", route_sub_answers, ["sub_answer"])
+    graph.add_edge("sub_answer", "summarize")
+    graph.add_edge("summarize", END)
+    return graph.compile(name=name)
+
+
+def build_graph(config: PaiConfig | None = None):
+    """START -> decompose (properties) -> plan_judging -> judge x pairs -> gather -> sub_answer x N -> summarize -> END."""
+    cfg = config or PaiConfig()
+    return _graph("pai", extract_properties).with_config(max_concurrency=cfg.concurrency)
+
+
+def build_graph_minus(config: PaiConfig | None = None):
+    """PAI-: the same graph with sub-questions generated directly (no properties)."""
+    cfg = config or PaiConfig()
+    return _graph("pai_minus", generate_sub_questions).with_config(max_concurrency=cfg.concurrency)
+
+
+register_strategy(
+    Strategy(
+        name="pai",
+        config_cls=PaiConfig,
+        build_graph=build_graph,
+        uses_index=True,
+        description="Property-based agentic inference: properties -> keep_context per (sub-question, 1,024-token chunk) -> sub-answers -> conclusion.",
+    )
+)
+register_strategy(
+    Strategy(
+        name="pai_minus",
+        config_cls=PaiConfig,
+        build_graph=build_graph_minus,
+        uses_index=True,
+        description="PAI- ablation: sub-questions generated directly, no properties, then PAI's judging and summary.",
+    )
+)
