@@ -67,6 +67,15 @@ class FakeLangSmith:
         return runs
 
 
+def reset_langsmith_caches() -> None:
+    """langsmith caches env lookups and its client per process; tests switch them."""
+    from langsmith import run_trees, utils
+
+    utils.get_env_var.cache_clear()
+    utils.get_tracer_project.cache_clear()
+    run_trees._CLIENT = None
+
+
 @pytest.fixture
 def langsmith(monkeypatch):
     fake = FakeLangSmith()
@@ -74,6 +83,7 @@ def langsmith(monkeypatch):
     monkeypatch.setenv("LANGSMITH_ENDPOINT", fake.url)
     monkeypatch.setenv("LANGSMITH_API_KEY", LANGSMITH_KEY)
     monkeypatch.setenv("LANGSMITH_PROJECT", "longctx-tests")
+    reset_langsmith_caches()
     yield fake
     from langchain_core.tracers.langchain import get_client, wait_for_all_tracers
 
@@ -82,6 +92,8 @@ def langsmith(monkeypatch):
     wait_for_all_tracers()
     get_client().flush()
     fake.close()
+    monkeypatch.undo()
+    reset_langsmith_caches()
 
 
 def test_one_trace_per_answer_with_nodes_llm_usage_and_tags(langsmith, monkeypatch, planted_corpus):
