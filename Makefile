@@ -1,6 +1,6 @@
 # The two set-up commands of the README, and CI's:
-#   make demo   fresh virtual environment, install, answer a question over examples/corpus
-#               offline on the embedded model (no API key, no network)
+#   make demo   fresh virtual environment, install, compare every strategy on a small
+#               synthetic corpus offline on the embedded model (no API key, no network)
 #   make test   fresh virtual environment, install with test extras, run the default test suite
 SHELL := /bin/bash
 VENV ?= .venv
@@ -13,7 +13,6 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 # Every model the library uses ships inside a package: never reach for the hub.
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
-QUESTION ?= What was Halvorsen Maritime's revenue in 2023?
 
 .PHONY: install demo test test-all bench
 install: $(VENV)/.installed
@@ -25,7 +24,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: install
-	$(BIN)/longctx answer --corpus examples/corpus --question "$(QUESTION)" --top-k 2
+	$(BIN)/longctx demo
 
 test: install
 	$(BIN)/python -m pytest

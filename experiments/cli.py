@@ -75,6 +75,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--judge", help="chat model spec for LLM-judged benchmarks (Loong; CorpusQA)")
     p.add_argument("--no-plots", action="store_true")
 
+    p = sub.add_parser("demo", help="compare every strategy on a small synthetic corpus, offline", description="Run the demo comparison.")
+    p.add_argument("--out", default="runs/demo", help="result folder (default runs/demo); rerunning resumes")
+    p.add_argument("--llm", help="chat model spec (default: the embedded model)")
+    p.add_argument("--questions", type=int, default=2, help="questions to ask (default 2)")
+    p.add_argument("--tokens", type=int, default=20_000, help="corpus size in tokens (default 20000)")
+
     p = sub.add_parser(
         "synth", help="generate a synthetic CorpusQA-style corpus", description="Generate documents, facts and questions."
     )
@@ -201,11 +207,23 @@ def cmd_synth(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Run the demo and print its comparison table."""
+    from experiments.demo import run_demo
+
+    result = run_demo(args.out, llm=args.llm, questions=args.questions, tokens=args.tokens)
+    folder = Path(result["folder"])
+    print(f"\n# Demo: {result['benchmark']} ({args.questions} questions, {args.tokens:,}-token corpus)\n")
+    print((folder / "summary.md").read_text())
+    print(f"Tables, scores.json and plots (accuracy_vs_length.png, accuracy_vs_tokens.png) in {folder}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``longctx`` console script."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    commands = {"answer": cmd_answer, "index": cmd_index, "run": cmd_run, "report": cmd_report, "synth": cmd_synth}
+    commands = {"answer": cmd_answer, "index": cmd_index, "run": cmd_run, "report": cmd_report, "synth": cmd_synth, "demo": cmd_demo}
     try:
         return commands[args.command](args)
     except (CorpusError, ChatModelError, KeyError, TypeError, ValueError) as exc:

@@ -67,7 +67,7 @@ def build_report(out: str | Path, *, samples: Sequence[Any] | None = None, judge
         per_strategy[name] = {"official": official, "rows": mine, "per_sample": per_sample}
     report = out / "report"
     report.mkdir(exist_ok=True)
-    summary = [_summary_row(benchmark, name, d) for name, d in per_strategy.items()]
+    summary = [_summary_row(benchmark, name, d, by_id) for name, d in per_strategy.items()]
     by_length = _by_length(per_strategy)
     _write_table(report / "summary", summary)
     _write_table(report / "by_length", by_length)
@@ -92,10 +92,10 @@ def _mean(values: Sequence[float]) -> float | None:
     return round(sum(values) / len(values), 2) if values else None
 
 
-def _summary_row(benchmark: str, name: str, data: dict[str, Any]) -> dict[str, Any]:
+def _summary_row(benchmark: str, name: str, data: dict[str, Any], by_id: dict[str, Any]) -> dict[str, Any]:
     ok = [r for r in data["rows"] if r["status"] == "ok"]
     usage = [r["usage"] for r in ok]
-    return {
+    row = {
         "strategy": name,
         "score": headline(benchmark, data["official"]),
         "answers": len(data["rows"]),
@@ -106,6 +106,20 @@ def _summary_row(benchmark: str, name: str, data: dict[str, Any]) -> dict[str, A
         "seconds": _mean([r["seconds"] for r in ok]),
         "cached_calls": sum(u.get("cached_calls", 0) for u in usage),
     }
+    recalls = [_recall(by_id[r["sample_id"]], r) for r in ok]
+    if any(v is not None for v in recalls):  # generated corpora know their evidence documents
+        row["evidence_recall"] = _mean([v for v in recalls if v is not None])
+    return row
+
+
+def _recall(sample: Any, row: dict[str, Any]) -> float | None:
+    """Share of the sample's evidence documents among the documents the answer cited."""
+    from experiments.synth import retrieval_recall
+
+    evidence = sample.metadata.get("evidence_doc_ids")
+    if not evidence or not row.get("evidence_doc_ids"):
+        return None
+    return retrieval_recall(list(evidence), row["evidence_doc_ids"])
 
 
 def _by_length(per_strategy: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:

@@ -27,7 +27,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from tqdm.auto import tqdm
 
-from agents import STRATEGIES, answer, make_chat_model
+from agents import STRATEGIES, answer, answer_many, make_chat_model
 from agents.chat_models import describe
 from agents.llm_cache import SQLiteLLMCache
 
@@ -124,23 +124,59 @@ def run_experiment(
     counts = {"samples": len(samples), "pairs": len(samples) * len(config.strategies), "skipped": len(done), "ok": 0, "failed": 0}
     lock = threading.Lock()
     with open(out / RESULTS_FILE, "a", encoding="utf-8") as sink, ThreadPoolExecutor(config.concurrency) as pool:
-        futures = [pool.submit(_run_one, s, name, chat, config) for s, name in todo]
-        with tqdm(total=len(futures), desc=f"{config.benchmark}", unit="answer", disable=not show_progress) as bar:
+        futures = [pool.submit(_run_group, group, name, chat, config) for name, group in _groups(todo)]
+        with tqdm(total=len(todo), desc=f"{config.benchmark}", unit="answer", disable=not show_progress) as bar:
             for future in as_completed(futures):
-                row = future.result()
-                with lock:
-                    sink.write(json.dumps(row, ensure_ascii=False) + "\n")
-                    sink.flush()
-                    os.fsync(sink.fileno())
-                counts[row["status"]] += 1
-                bar.update(1)
+                for row in future.result():
+                    with lock:
+                        sink.write(json.dumps(row, ensure_ascii=False) + "\n")
+                        sink.flush()
+                        os.fsync(sink.fileno())
+                    counts[row["status"]] += 1
+                    bar.update(1)
     _finish_manifest(out, invocation, counts)
     return counts
 
 
-def _run_one(sample: Any, strategy: str, chat: BaseChatModel, config: RunConfig) -> dict[str, Any]:
-    """Answer one sample with one strategy; an exception becomes a failed row, never a lost one."""
-    base = {
+def _groups(todo: list[tuple[Any, str]]) -> list[tuple[str, list[Any]]]:
+    """Work units: one sample each, except that a batched strategy (MemAgent) gets all samples
+    sharing a corpus in one unit, so their questions share one pass over it (``answer_many``)."""
+    units: list[tuple[str, list[Any]]] = []
+    shared: dict[tuple[str, str], list[Any]] = {}
+    for sample, name in todo:
+        if STRATEGIES.get(name).batched:
+            key = (name, sample.corpus.fingerprint)
+            if key not in shared:
+                shared[key] = []
+                units.append((name, shared[key]))
+            shared[key].append(sample)
+        else:
+            units.append((name, [sample]))
+    return units
+
+
+def _run_group(samples: list[Any], strategy: str, chat: BaseChatModel, config: RunConfig) -> list[dict[str, Any]]:
+    """Rows of one work unit; a batched unit that fails falls back to one sample at a time."""
+    if len(samples) == 1:
+        return [_run_one(samples[0], strategy, chat, config)]
+    started = time.perf_counter()
+    try:
+        options = dict(config.strategy_options.get(strategy, {}))
+        results = answer_many(samples[0].corpus, [_traced(s) for s in samples], strategy=strategy, llm=chat, show_progress=False, **options)
+    except Exception:  # one bad question must not fail its neighbours: retry them singly
+        return [_run_one(s, strategy, chat, config) for s in samples]
+    seconds = round((time.perf_counter() - started) / len(samples), 3)
+    return [_ok_row(_base(s, strategy), r, seconds) for s, r in zip(samples, results)]
+
+
+def _traced(sample: Any) -> Any:
+    """The sample's question, with benchmark and sample id for tracing tags."""
+    traced = {**dict(sample.question.metadata), "benchmark": sample.benchmark, "sample_id": sample.sample_id}
+    return dataclasses.replace(sample.question, metadata=traced)
+
+
+def _base(sample: Any, strategy: str) -> dict[str, Any]:
+    return {
         "sample_id": sample.sample_id,
         "benchmark": sample.benchmark,
         "dataset": sample.dataset,
@@ -148,12 +184,15 @@ def _run_one(sample: Any, strategy: str, chat: BaseChatModel, config: RunConfig)
         "corpus_tokens": sample.corpus.num_tokens,
         "metadata": {k: v for k, v in dict(sample.metadata).items() if isinstance(v, (str, int, float, bool, type(None)))},
     }
+
+
+def _run_one(sample: Any, strategy: str, chat: BaseChatModel, config: RunConfig) -> dict[str, Any]:
+    """Answer one sample with one strategy; an exception becomes a failed row, never a lost one."""
+    base = _base(sample, strategy)
     started = time.perf_counter()
     try:
         options = dict(config.strategy_options.get(strategy, {}))
-        traced = {**dict(sample.question.metadata), "benchmark": sample.benchmark, "sample_id": sample.sample_id}
-        question = dataclasses.replace(sample.question, metadata=traced)
-        result = answer(sample.corpus, question, strategy=strategy, llm=chat, **options)
+        result = answer(sample.corpus, _traced(sample), strategy=strategy, llm=chat, **options)
     except Exception as exc:  # recorded as a failed row; the rerun retries it
         return {
             **base,
@@ -162,14 +201,17 @@ def _run_one(sample: Any, strategy: str, chat: BaseChatModel, config: RunConfig)
             "traceback": traceback.format_exc(limit=8)[-4000:],
             "seconds": round(time.perf_counter() - started, 3),
         }
-    usage = dataclasses.asdict(result.usage)
+    return _ok_row(base, result, round(time.perf_counter() - started, 3))
+
+
+def _ok_row(base: dict[str, Any], result: Any, seconds: float) -> dict[str, Any]:
     return {
         **base,
         "status": "ok",
         "prediction": result.raw,
         "answer": result.answer,
-        "usage": usage,
-        "seconds": round(time.perf_counter() - started, 3),
+        "usage": dataclasses.asdict(result.usage),
+        "seconds": seconds,
         "evidence_doc_ids": sorted({e.doc_id for e in result.evidence}),
         "route": next((s.get("route") for s in result.steps if "route" in s), None),
     }

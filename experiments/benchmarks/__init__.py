@@ -7,7 +7,7 @@
     score("longbench_v2", preds, samples=samples)
 
 Registered: ``longbench`` (v1, 21 datasets), ``longbench_e``, ``longbench_v2``,
-``lveval``, ``loong``, ``corpusqa``.
+``lveval``, ``loong``, ``corpusqa``, and ``synth`` (a folder from ``longctx synth``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from experiments.benchmarks import corpusqa, longbench_v1, longbench_v2, loong, lveval
+from experiments.benchmarks import corpusqa, longbench_v1, longbench_v2, loong, lveval, synth
 from experiments.benchmarks.base import BenchmarkDataError, BenchmarkSpec, Sample
 from experiments.benchmarks.predictions import Prediction, pair_predictions
 from retrieval.registry import Registry
@@ -29,6 +29,7 @@ for _spec in (
     BenchmarkSpec("lveval", lveval.VERSION, lveval.load, lveval.prompt, lveval.score),
     BenchmarkSpec("loong", loong.VERSION, loong.load, loong.prompt, loong.score),
     BenchmarkSpec("corpusqa", corpusqa.VERSION, corpusqa.load, corpusqa.prompt, corpusqa.score),
+    BenchmarkSpec("synth", synth.VERSION, synth.load, synth.prompt, synth.score),
 ):
     BENCHMARKS.register(_spec.name, _spec)
 

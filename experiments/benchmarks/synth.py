@@ -1,0 +1,57 @@
+"""The synthetic CorpusQA-style benchmark: a folder written by ``longctx synth``, scored as CorpusQA.
+
+Answers are exact by construction (SQL over the generated fact table) and every sample
+carries its evidence documents, so retrieval recall is measurable without an LLM.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from experiments.benchmarks import corpusqa
+from experiments.benchmarks.base import BenchmarkDataError, Sample
+
+VERSION = 1
+
+
+def load(path: str | Path | None = None, **_: Any) -> list[Sample]:
+    """Samples of a generated corpus folder (``longctx synth --out DIR``)."""
+    from experiments.synth import load_samples
+
+    if path is None:
+        raise BenchmarkDataError("The synthetic benchmark needs its folder: generate one with 'longctx synth --out DIR' and pass DIR.")
+    if not (Path(path) / "questions.jsonl").exists():
+        raise BenchmarkDataError(f"{path} holds no generated corpus (questions.jsonl is missing); run 'longctx synth --out {path}'.")
+    samples = []
+    for s in load_samples(path):
+        scalars = {k: v for k, v in dict(s.metadata).items() if isinstance(v, (str, int, float, bool))}
+        metadata = {
+            **scalars,
+            "difficulty": s.difficulty,
+            "answer_type": s.answer_type,
+            "domain": s.domain,
+            "evidence_doc_ids": tuple(s.evidence_doc_ids),
+        }
+        samples.append(
+            Sample(sample_id=s.sample_id, benchmark="synth", dataset=s.domain, corpus=s.corpus, question=s.question, answers=(s.answer,), metadata=metadata)
+        )
+    return samples
+
+
+def prompt(sample: Sample) -> str:
+    """A CorpusQA-style full-context prompt: numbered documents, the question, the output rules."""
+    docs = "\n\n".join(f"# Document {i}: {d.title}\n{d.text}" for i, d in enumerate(sample.corpus, 1))
+    return f"{docs}\n\n# Question:\n{sample.question.text}\n\n{sample.question.instruction}"
+
+
+def score(pairs: Sequence[tuple[Sample, Any]], *, judge: Any = None, **options: Any) -> dict:
+    """CorpusQA's scoring, plus accuracy per difficulty (easy / medium / hard / needle)."""
+    result = corpusqa.score(pairs, judge=judge, **options)
+    by_difficulty: dict[str, list] = {}
+    for pair in pairs:
+        by_difficulty.setdefault(pair[0].metadata.get("difficulty", "?"), []).append(pair)
+    if judge is None:  # the deterministic checker is free; an LLM judge would be asked twice
+        result["difficulty"] = {d: corpusqa.score(p)["overall_micro_official"] for d, p in sorted(by_difficulty.items())}
+    return result
