@@ -79,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="runs/demo", help="result folder (default runs/demo); rerunning resumes")
     p.add_argument("--llm", help="chat model spec (default: the embedded model)")
     p.add_argument("--questions", type=int, default=2, help="questions to ask (default 2)")
-    p.add_argument("--tokens", type=int, default=20_000, help="corpus size in tokens (default 20000)")
+    p.add_argument("--tokens", type=int, default=13_500, help="corpus size in tokens (default 13500, the generator's smallest)")
 
     p = sub.add_parser(
         "synth", help="generate a synthetic CorpusQA-style corpus", description="Generate documents, facts and questions."
