@@ -26,6 +26,7 @@ def plot_accuracy_vs_length(by_length: list[dict[str, Any]], path: Path, *, titl
         if points:
             ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name)
     ax.set_xticks(range(len(labels)), labels)
+    ax.set_ylim(-3, 103)  # scores are percentages
     ax.set_xlabel("corpus length (tokens)")
     ax.set_ylabel("score")
     ax.set_title(f"{title}: accuracy vs context length")
@@ -40,13 +41,15 @@ def plot_accuracy_vs_tokens(summary: list[dict[str, Any]], path: Path, *, title:
     """One point per strategy: official score against mean tokens spent per answer (log x)."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for row in summary:
+    for i, row in enumerate(sorted(summary, key=lambda r: (r["prompt_tokens"] or 0) + (r["completion_tokens"] or 0))):
         tokens = (row["prompt_tokens"] or 0) + (row["completion_tokens"] or 0)
         if row["score"] is None or tokens <= 0:
             continue
         ax.scatter(tokens, row["score"], s=60)
-        ax.annotate(row["strategy"], (tokens, row["score"]), textcoords="offset points", xytext=(6, 4))
+        # neighbours on the log axis often sit close: stagger their labels vertically
+        ax.annotate(row["strategy"], (tokens, row["score"]), textcoords="offset points", xytext=(6, 6 + 12 * (i % 4)))
     ax.set_xscale("log")
+    ax.set_ylim(-3, 103)  # scores are percentages
     ax.set_xlabel("tokens per answer (prompt + completion)")
     ax.set_ylabel("score")
     ax.set_title(f"{title}: accuracy vs tokens spent")

@@ -137,7 +137,8 @@ def _write_table(stem: Path, rows: list[dict[str, Any]]) -> None:
     if not rows:
         stem.with_suffix(".md").write_text("(no rows)\n")
         return
-    columns = list(rows[0])
+    columns = list(dict.fromkeys(key for row in rows for key in row))  # union, first-seen order
+    rows = [{c: row.get(c) for c in columns} for row in rows]
     with open(stem.with_suffix(".csv"), "w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, fieldnames=columns)
         writer.writeheader()

@@ -29,6 +29,7 @@ from rank_bm25 import BM25Okapi
 from retrieval.chunking import _CJK, Chunk
 
 STOPWORDS = frozenset(STOPWORDS_EN)
+logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s logs every index build at DEBUG
 _TOKEN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+")
 _HAS_CJK = re.compile(rf"[{_CJK}]")
 
