@@ -194,8 +194,7 @@ def server_url(llm: BaseChatModel) -> str | None:
 
 
 def describe(llm: BaseChatModel) -> str:
-    """A short identifier of the model for manifests and logs."""
-    name = getattr(llm, "model_name", None) or getattr(llm, "model", None) or llm.__class__.__name__
-    url = server_url(llm)
-    return f"{name} @ {url}" if url else str(name)
+    """A short identifier of the model for manifests and logs (``name @ url``)."""
+    from graphs.llm import model_id
 
+    return model_id(llm)

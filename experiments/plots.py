@@ -26,15 +26,8 @@ def plot_accuracy_vs_length(by_length: list[dict[str, Any]], path: Path, *, titl
         if points:
             ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name)
     ax.set_xticks(range(len(labels)), labels)
-    ax.set_ylim(-3, 103)  # scores are percentages
-    ax.set_xlabel("corpus length (tokens)")
-    ax.set_ylabel("score")
-    ax.set_title(f"{title}: accuracy vs context length")
-    ax.grid(alpha=0.3)
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _finish(plt, fig, ax, path, xlabel="corpus length (tokens)", title=f"{title}: accuracy vs context length")
 
 
 def plot_accuracy_vs_tokens(summary: list[dict[str, Any]], path: Path, *, title: str = "") -> None:
@@ -49,10 +42,15 @@ def plot_accuracy_vs_tokens(summary: list[dict[str, Any]], path: Path, *, title:
         # neighbours on the log axis often sit close: stagger their labels vertically
         ax.annotate(row["strategy"], (tokens, row["score"]), textcoords="offset points", xytext=(6, 6 + 12 * (i % 4)))
     ax.set_xscale("log")
-    ax.set_ylim(-3, 103)  # scores are percentages
-    ax.set_xlabel("tokens per answer (prompt + completion)")
+    _finish(plt, fig, ax, path, xlabel="tokens per answer (prompt + completion)", title=f"{title}: accuracy vs tokens spent")
+
+
+def _finish(plt, fig, ax, path: Path, *, xlabel: str, title: str) -> None:
+    """Shared axes (scores are percentages), then write the PNG and free the figure."""
+    ax.set_ylim(-3, 103)
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("score")
-    ax.set_title(f"{title}: accuracy vs tokens spent")
+    ax.set_title(title)
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=120)

@@ -67,3 +67,10 @@ def context_window(llm: BaseChatModel, default: int) -> int:
     """The model's context window in tokens when it reports one, else ``default``."""
     window = getattr(llm, "context_window", None)
     return int(window) if window else default
+
+
+def model_id(llm: BaseChatModel) -> str:
+    """Model name and server (``name @ url``), for run keys and manifests: runs of different models never mix."""
+    name = getattr(llm, "model_name", None) or getattr(llm, "model", None) or type(llm).__name__
+    url = getattr(llm, "openai_api_base", None)
+    return f"{name} @ {url}" if url else str(name)

@@ -26,7 +26,6 @@ fallback resumes and a repeated question replays it without calls.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import operator
 import re
 from collections.abc import Mapping
@@ -34,11 +33,11 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, TypedDict
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from graphs import full_context
+from graphs.batched import run_batched_graph
 from graphs.full_context import FullContextConfig
 from graphs.llm import prompt_codec
 from graphs.nodes import generate
@@ -46,7 +45,6 @@ from graphs.prompts import DEFAULT_INSTRUCTION, RAG_TEMPLATE, fill, format_chunk
 from graphs.rag import RetrievalSettings, order_hits, retrieve
 from graphs.registry import STRATEGIES, Strategy, register_strategy
 from graphs.types import Question, StrategyContext
-from memory import MemoryTrace, open_checkpointer, thread_key
 from retrieval import Hit, build_index, default_cache_dir
 
 PROMPTS_VERSION = 1
@@ -199,62 +197,23 @@ def _index_for(spec: Strategy, sub_cfg: Any, ctx: StrategyContext):
 def _run_batched_leg(spec: Strategy, sub_cfg: Any, question: Question, ctx: StrategyContext, config: RunnableConfig):
     """Run a batched strategy (memagent) for one question, checkpointed as a direct run would be.
 
-    The sub-run gets a ``configurable`` of its own (its thread id), so LangGraph treats it
-    as a root run with its own checkpointer rather than a checkpoint-less child of ours,
-    and it keeps our callbacks, so the usage tracker of ``answer()`` counts every call.
+    The sub-run has a thread id of its own, so LangGraph treats it as a root run with its
+    own checkpointer rather than a checkpoint-less child of ours, and it keeps our
+    callbacks, so the usage tracker of ``answer()`` counts every call.
     """
-    module = importlib.import_module(spec.build_graph.__module__)
-    folder = (ctx.cache_dir or default_cache_dir()) / "self_route"
-    options = {k: v for k, v in dataclasses.asdict(sub_cfg).items() if k not in ("concurrency", "resume", "trace_chars")}
-    thread = thread_key(
-        strategy=f"self_route>{spec.name}",
-        corpus=ctx.corpus.fingerprint,
-        questions=[(question.render(), question.instruction)],
-        config=options,
-        model=_model_id(ctx.llm),
+    run = run_batched_graph(
+        spec,
+        sub_cfg,
+        [question],
+        ctx.llm,
+        ctx.corpus,
+        folder=(ctx.cache_dir or default_cache_dir()) / "self_route",
+        key_prefix=f"self_route>{spec.name}",
+        callbacks=config.get("callbacks"),
     )
-    trace = MemoryTrace(folder / "trace.sqlite" if sub_cfg.resume else ":memory:")
-    saver = open_checkpointer(folder / "checkpoints.sqlite") if sub_cfg.resume else InMemorySaver()
-    try:
-        sub_ctx = module.prepare_context(StrategyContext(llm=ctx.llm, config=sub_cfg, corpus=ctx.corpus), trace=trace, thread=thread)
-        graph = spec.build_graph(sub_cfg, checkpointer=saver)
-        run_config: RunnableConfig = {
-            "callbacks": config.get("callbacks"),
-            "configurable": {"thread_id": thread},
-            "recursion_limit": 2 * len(sub_ctx.chunks) + 10,
-            "max_concurrency": sub_cfg.concurrency,
-        }
-        snapshot = graph.get_state(run_config)
-        resumed_from = snapshot.values.get("chunk_index") if snapshot.next else None
-        replayed = bool(snapshot.values) and not snapshot.next
-        if not replayed:
-            payload = None if snapshot.next else module.initial_state([question], sub_ctx)
-            graph.invoke(payload, run_config, context=sub_ctx, durability="sync")
-        final = graph.get_state(run_config).values
-        fields = module.collect(final, 0)
-        steps = _trace_steps(trace, thread, sub_cfg)
-    finally:
-        trace.close()
-        if hasattr(saver, "conn"):
-            saver.conn.close()
-    head = {"node": "fallback", "strategy": spec.name, "chunks": final.get("n_chunks"), "resumed_from": resumed_from, "replayed": replayed}
-    return fields, [head, *steps, {"node": "final_answer", "memory_cuts": fields.get("memory_cuts", 0)}]
-
-
-def _trace_steps(trace: MemoryTrace, thread: str, sub_cfg: Any) -> list[dict]:
-    """The memory snapshots of the sub-run, cut to ``trace_chars`` as memagent's own answers are."""
-    limit = getattr(sub_cfg, "trace_chars", None)
-    return [
-        {"node": "update_memory", "chunk": s["chunk"], "memory": s["memory"] if limit is None else s["memory"][:limit], "tokens": s["tokens"]}
-        for s in trace.snapshots(thread, 0)
-    ]
-
-
-def _model_id(llm: Any) -> str:
-    """Model name and server, so checkpoints of different models never mix."""
-    name = getattr(llm, "model_name", None) or getattr(llm, "model", None) or type(llm).__name__
-    url = getattr(llm, "openai_api_base", None)
-    return f"{name} @ {url}" if url else str(name)
+    fields = run.module.collect(run.final, 0)
+    head = {"node": "fallback", "strategy": spec.name, "chunks": run.final.get("n_chunks"), "resumed_from": run.resumed_from, "replayed": run.replayed}
+    return fields, [head, *run.steps[0], {"node": "final_answer", "memory_cuts": fields.get("memory_cuts", 0)}]
 
 
 def build_graph(config: SelfRouteConfig | None = None):

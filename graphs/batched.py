@@ -1,0 +1,115 @@
+"""Running a batched, checkpointed strategy graph (MemAgent) to completion, resuming if it can.
+
+One implementation serves ``answer()`` / ``answer_many()`` and Self-Route's fallback leg:
+the run is keyed by (strategy, corpus fingerprint, questions, config, model); every step
+is checkpointed in SQLite (``durability="sync"``: a step is on disk before the next
+starts); an interrupted run continues from its last step; a finished one is replayed from
+its checkpoint with no model call.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.checkpoint.memory import InMemorySaver
+
+from graphs.llm import model_id
+from graphs.registry import Strategy
+from graphs.types import Question, StrategyContext
+from memory import MemoryTrace, open_checkpointer, thread_key
+from retrieval import Corpus
+
+#: Config fields that change how a run executes, not what it computes (kept out of its key).
+RUNTIME_FIELDS = ("concurrency", "resume", "trace_chars")
+
+
+@dataclass
+class BatchedRun:
+    """What a batched run left: final state, per-question memory steps, and how it ran."""
+
+    final: dict[str, Any]
+    steps: list[list[dict[str, Any]]]
+    resumed_from: int | None
+    replayed: bool
+    module: Any
+
+
+def run_batched_graph(
+    spec: Strategy,
+    cfg: Any,
+    questions: list[Question],
+    llm: BaseChatModel,
+    corpus: Corpus,
+    *,
+    folder: Path,
+    key_prefix: str | None = None,
+    callbacks: Any = None,
+    run_name: str | None = None,
+    tags: list[str] | None = None,
+    metadata: dict[str, Any] | None = None,
+    on_start: Callable[[Any, int], None] | None = None,
+    on_advance: Callable[[int], None] | None = None,
+) -> BatchedRun:
+    """Run (or resume, or replay) ``spec``'s graph for ``questions``; checkpoints go under ``folder``.
+
+    ``on_start(context, start_chunk)`` and ``on_advance(chunk_index)`` let a caller drive
+    a progress bar; ``key_prefix`` separates runs of the same strategy made for another
+    purpose (Self-Route's fallback leg).
+    """
+    module = importlib.import_module(spec.build_graph.__module__)
+    thread = thread_key(
+        strategy=key_prefix or spec.name,
+        corpus=corpus.fingerprint,
+        questions=[(q.render(), q.instruction) for q in questions],
+        config={k: v for k, v in dataclasses.asdict(cfg).items() if k not in RUNTIME_FIELDS},
+        model=model_id(llm),
+    )
+    trace = MemoryTrace(folder / "trace.sqlite" if cfg.resume else ":memory:")
+    saver = open_checkpointer(folder / "checkpoints.sqlite") if cfg.resume else InMemorySaver()
+    try:
+        ctx = module.prepare_context(StrategyContext(llm=llm, config=cfg, corpus=corpus), trace=trace, thread=thread)
+        graph = spec.build_graph(cfg, checkpointer=saver)
+        run_config: dict[str, Any] = {
+            "configurable": {"thread_id": thread},
+            "recursion_limit": 2 * len(ctx.chunks) + 10,
+            "max_concurrency": cfg.concurrency,
+            "callbacks": callbacks,
+        }
+        run_config.update({k: v for k, v in (("run_name", run_name), ("tags", tags), ("metadata", metadata)) if v})
+        snapshot = graph.get_state(run_config)
+        resumed_from = snapshot.values.get("chunk_index") if snapshot.next else None
+        replayed = bool(snapshot.values) and not snapshot.next
+        if not replayed:
+            if on_start:
+                on_start(ctx, resumed_from or 0)
+            payload = None if snapshot.next else module.initial_state(questions, ctx)
+            for update in graph.stream(payload, run_config, context=ctx, stream_mode="updates", durability="sync"):
+                if "advance" in update and on_advance:
+                    on_advance(update["advance"]["chunk_index"])
+        final = graph.get_state(run_config).values
+        steps = [trace_steps(trace.snapshots(thread, i), cfg.trace_chars) for i in range(len(questions))]
+    finally:
+        trace.close()
+        if hasattr(saver, "conn"):
+            saver.conn.close()
+    return BatchedRun(final=final, steps=steps, resumed_from=resumed_from, replayed=replayed, module=module)
+
+
+def trace_steps(snapshots: list[dict[str, Any]], trace_chars: int | None) -> list[dict[str, Any]]:
+    """Memory snapshots as ``Answer.steps`` entries, each memory cut to ``trace_chars``."""
+    return [
+        {
+            "node": "update_memory",
+            "chunk": s["chunk"],
+            "memory": s["memory"] if trace_chars is None else s["memory"][:trace_chars],
+            "tokens": s["tokens"],
+            "cut": s["cut"],
+        }
+        for s in snapshots
+    ]
