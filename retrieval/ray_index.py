@@ -118,20 +118,21 @@ def build_index_ray(
         show_progress: Progress bars of the local steps.
         **retriever_options: Options of the named retriever.
     """
-    from retrieval.ray_support import ensure_ray
+    from retrieval.ray_support import ensure_ray, require_ray
 
+    require_ray()
     chunking = chunking or ChunkingConfig()
     if isinstance(retriever, str):
         retriever = make_retriever(retriever, **retriever_options)
     elif retriever_options:
         raise TypeError("retriever options are only accepted with a retriever name")
-    ensure_ray(address)
     if not isinstance(retriever, DenseRetriever):
         log.info("%s has no embeddings to distribute; building it locally", retriever.name)
         return build_index(corpus, retriever, chunking=chunking, cache_dir=cache_dir, show_progress=show_progress)
     key = index_key(corpus, chunking, retriever)
     folder = (Path(cache_dir) if cache_dir else default_cache_dir()) / "indexes" / key
     if not (folder / "meta.json").exists():
+        ensure_ray(address)
         chunks = chunk_corpus(corpus, chunking, show_progress=show_progress)
         vectors = embed_on_ray([c.text for c in chunks], retriever.embedder, workers=workers, batch_size=batch_size)
         _write_shards(folder.with_name(folder.name + ".partial") / "shards", vectors, retriever.shard_size)

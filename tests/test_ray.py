@@ -1,6 +1,7 @@
 """Ray paths: the runner fanned out as Ray tasks, and chunk embedding as a Ray Data pipeline."""
 
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -125,3 +126,17 @@ def test_ray_index_equals_local_index_and_loads_locally(tmp_path):
     loaded = build_index(corpus, DenseRetriever(embedder), chunking=chunking, cache_dir=tmp_path / "ray")
     assert embedder.embedded == 0 and loaded.path == remote.path  # loaded from disk, not rebuilt
     assert [h.chunk.chunk_id for h in loaded.search("topic 3", 3)] == [h.chunk.chunk_id for h in local.search("topic 3", 3)]
+
+
+def test_without_ray_the_cli_says_how_to_install_it(monkeypatch, capsys, tmp_path):
+    from experiments.cli import main
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray now fails as if not installed
+    (tmp_path / "a.txt").write_text("alpha beta gamma")
+    assert main(["index", str(tmp_path / "a.txt"), "--retriever", "dense", "--ray"]) == 2
+    assert "pip install 'longctx[ray]'" in capsys.readouterr().err
+    args = ["run", "--benchmark", "longbench_v2", "--data", V2, "--strategies", "rag", "--llm", "openai:stub", "--out", str(tmp_path / "o")]
+    assert main([*args, "--ray", "auto"]) == 2
+    assert "pip install 'longctx[ray]'" in capsys.readouterr().err
+    assert main([*args, "--endpoints", "http://a/v1"]) == 2  # --endpoints without --ray
+    assert "--endpoints needs --ray" in capsys.readouterr().err
