@@ -11,6 +11,7 @@ from pathlib import Path
 
 from agents import STRATEGIES, ChatModelError, Corpus, Question, answer, index_for
 from retrieval import RETRIEVERS, CorpusError
+from retrieval.ray_support import RayNotInstalledError
 
 
 def _add_retrieval_args(p: argparse.ArgumentParser) -> None:
@@ -20,6 +21,14 @@ def _add_retrieval_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--chunk-size", type=int, help="chunk length in units (default 200 words)")
     p.add_argument("--chunk-overlap", type=int, help="units shared by consecutive chunks")
     p.add_argument("--cache-dir", help="index cache root (default $LONGCTX_CACHE_DIR or ~/.cache/longctx)")
+
+
+def _add_ray_arg(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument(
+        "--ray", nargs="?", const="", metavar="ADDRESS",
+        help=f"{what} on Ray (needs pip install 'longctx[ray]'): a cluster address such as 'auto' or HOST:6379; "
+        "none: $RAY_ADDRESS or a new local instance",
+    )
 
 
 def _retrieval_overrides(args: argparse.Namespace) -> dict:
@@ -57,6 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", help="a file or folder (.txt .md .json .jsonl .pdf .html)")
     p.add_argument("--strategy", default="rag", choices=[s for s in STRATEGIES.names() if STRATEGIES.get(s).uses_index])
     _add_retrieval_args(p)
+    _add_ray_arg(p, "embed the chunks")
+    p.add_argument("--ray-workers", type=int, default=2, help="embedding actors on Ray (default 2)")
 
     p = sub.add_parser("run", help="compare strategies on a benchmark (resumable)", description="Run strategies x samples; rerun to resume.")
     p.add_argument("--benchmark", required=True, help="benchmark registry name, e.g. longbench_v2, lveval, corpusqa")
@@ -69,6 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--option", action="append", default=[], metavar="STRATEGY.KEY=JSON", help="strategy option, e.g. rag.top_k=5")
     p.add_argument("--no-llm-cache", action="store_true", help="do not replay temperature-0 calls from the run's cache")
     p.add_argument("--out", required=True, help="result folder; rerunning into it resumes")
+    _add_ray_arg(p, "run the work units as tasks")
+    p.add_argument("--endpoints", help="with --ray and openai:MODEL: comma-separated base URLs to spread the work over")
 
     p = sub.add_parser("report", help="tables and plots of a run folder", description="Score a run and write tables and plots.")
     p.add_argument("dir", help="a folder written by 'longctx run'")
@@ -128,7 +141,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         strategy_options=_parse_options(args.option),
         llm_cache=not args.no_llm_cache,
     )
-    counts = run_experiment(config, args.out)
+    if args.ray is not None:
+        from experiments.ray_runner import run_experiment_ray
+
+        endpoints = [u.strip() for u in (args.endpoints or "").split(",") if u.strip()]
+        counts = run_experiment_ray(config, args.out, address=args.ray or None, endpoints=endpoints)
+    elif args.endpoints:
+        raise ValueError("--endpoints needs --ray")
+    else:
+        counts = run_experiment(config, args.out)
     print(
         f"{counts['pairs']} answers in {args.out}: {counts['skipped']} already done, "
         f"{counts['ok']} answered now, {counts['failed']} failed (rerun to retry them)"
@@ -182,7 +203,15 @@ def cmd_index(args: argparse.Namespace) -> int:
     """Build (or find) the cached index of a corpus and print where it is."""
     corpus = Corpus.from_path(args.path, show_progress=True)
     cfg = STRATEGIES.get(args.strategy).make_config(**_retrieval_overrides(args))
-    index = index_for(corpus, cfg, cache_dir=args.cache_dir, show_progress=True)
+    if args.ray is not None:
+        from retrieval.ray_index import build_index_ray
+
+        index = build_index_ray(
+            corpus, cfg.retriever, chunking=cfg.chunking(), cache_dir=args.cache_dir, address=args.ray or None,
+            workers=args.ray_workers, show_progress=True, **dict(cfg.retriever_options),
+        )
+    else:
+        index = index_for(corpus, cfg, cache_dir=args.cache_dir, show_progress=True)
     print(f"{len(corpus)} documents, {corpus.num_tokens} tokens -> {len(index)} chunks, {index.retriever.name} index at {index.path}")
     return 0
 
@@ -226,7 +255,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = {"answer": cmd_answer, "index": cmd_index, "run": cmd_run, "report": cmd_report, "synth": cmd_synth, "demo": cmd_demo}
     try:
         return commands[args.command](args)
-    except (CorpusError, ChatModelError, KeyError, TypeError, ValueError) as exc:
+    except (CorpusError, ChatModelError, KeyError, TypeError, ValueError, RayNotInstalledError) as exc:
         if args.verbose:
             raise
         print(f"longctx: error: {exc}", file=sys.stderr)

@@ -1,0 +1,152 @@
+"""The experiment runner on Ray: work units as Ray tasks, rows written by the driver.
+
+Same output folder as :func:`experiments.runner.run_experiment` (``results.jsonl`` rows
+appended and fsynced one at a time as tasks finish, ``manifest.json``), same resume rule
+(pairs whose latest row is ok are skipped) and failures are rows, including a task that
+Ray itself lost. Each LLM endpoint has at most ``config.concurrency`` work units in
+flight; units go to the endpoint with the fewest in flight, so several
+OpenAI-compatible servers share the load.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import traceback
+from collections import deque
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from tqdm.auto import tqdm
+
+from agents import make_chat_model
+from agents.llm_cache import SQLiteLLMCache
+from experiments.runner import (
+    RESULTS_FILE,
+    RunConfig,
+    _base,
+    _finish_manifest,
+    _groups,
+    _run_group,
+    _start_manifest,
+    latest_rows,
+    read_rows,
+)
+from retrieval.ray_support import ensure_ray
+
+
+class EndpointPool:
+    """Bounded in-flight work per endpoint; :meth:`acquire` picks the least busy one with room.
+
+    Args:
+        endpoints: Base URLs (``None`` stands for the model's own default).
+        concurrency: Work units in flight per endpoint.
+    """
+
+    def __init__(self, endpoints: Sequence[str | None], concurrency: int):
+        if not endpoints:
+            raise ValueError("at least one endpoint is needed")
+        self.concurrency = concurrency
+        self.in_flight = {i: 0 for i in range(len(endpoints))}
+        self.endpoints = list(endpoints)
+
+    def acquire(self) -> int | None:
+        """Index of the endpoint to use next, or ``None`` when every one is full."""
+        slot = min(self.in_flight, key=lambda i: (self.in_flight[i], i))
+        if self.in_flight[slot] >= self.concurrency:
+            return None
+        self.in_flight[slot] += 1
+        return slot
+
+    def release(self, slot: int) -> None:
+        """One unit on endpoint ``slot`` finished."""
+        self.in_flight[slot] -= 1
+
+
+def _unit_task(samples: list[Any], strategy: str, config: RunConfig, llm: Any, base_url: str | None, cache: str | None) -> list[dict]:
+    """One work unit on a Ray worker: its own chat client for the unit's endpoint, then the local code."""
+    chat = make_chat_model(llm, base_url=base_url) if base_url else make_chat_model(llm)
+    if cache and chat.cache is None and Path(cache).parent.is_dir():  # the run folder is shared with this node
+        chat.cache = SQLiteLLMCache(cache)
+    return _run_group(samples, strategy, chat, config)
+
+
+def run_experiment_ray(
+    config: RunConfig,
+    out: str | Path,
+    *,
+    address: str | None = None,
+    endpoints: Sequence[str] = (),
+    llm: BaseChatModel | None = None,
+    samples: Sequence[Any] | None = None,
+    show_progress: bool = True,
+    task_cpus: float = 1.0,
+) -> dict[str, Any]:
+    """Run (or resume) an experiment on Ray into ``out``; returns counts as ``run_experiment`` does.
+
+    Args:
+        config: What to run; ``config.concurrency`` bounds the units in flight per endpoint.
+        out: Result folder on the driver (created); rerunning into it resumes.
+        address: Ray cluster address (``auto``, ``HOST:6379``, ``ray://HOST:10001``); none: ``$RAY_ADDRESS``
+            or a new local instance.
+        endpoints: OpenAI-compatible base URLs for an ``openai:MODEL`` spec; default ``$OPENAI_BASE_URL``
+            as the driver sees it.
+        llm: A (picklable) chat model object instead of ``config.llm``; endpoints are then not allowed.
+        samples: Preloaded samples, overriding the benchmark loader.
+        show_progress: A progress bar over (sample, strategy) pairs.
+        task_cpus: CPUs Ray reserves per work unit.
+    """
+    from experiments.benchmarks import load_benchmark
+
+    spec = llm or config.llm
+    is_openai = isinstance(spec, str) and spec.startswith("openai:")
+    if endpoints and not is_openai:
+        raise ValueError("--endpoints needs an 'openai:MODEL' chat model spec")
+    urls: list[str | None] = list(endpoints) or [os.environ.get("OPENAI_BASE_URL") if is_openai else None]
+    ray = ensure_ray(address)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    if samples is None:
+        options = {"datasets": list(config.datasets)} if config.datasets else {}
+        samples = load_benchmark(config.benchmark, config.data_path, **options)
+    samples = list(samples)[: config.limit] if config.limit else list(samples)
+    chat = make_chat_model(spec, base_url=urls[0]) if is_openai and urls[0] else make_chat_model(spec)
+    done = {key for key, row in latest_rows(read_rows(out)).items() if row["status"] == "ok"}
+    todo = [(s, name) for s in samples for name in config.strategies if (s.sample_id, name) not in done]
+    invocation = _start_manifest(out, config, chat, len(samples), len(todo))
+    counts = {"samples": len(samples), "pairs": len(samples) * len(config.strategies), "skipped": len(done), "ok": 0, "failed": 0}
+    cache = str((out / "llm_cache.sqlite").resolve()) if config.llm_cache else None
+    task = ray.remote(num_cpus=task_cpus, max_retries=0)(_unit_task)
+    pool = EndpointPool(urls, config.concurrency)
+    pending = deque((name, group) for name, group in _groups(todo))
+    running: dict[Any, tuple[str, list[Any], int]] = {}
+    with open(out / RESULTS_FILE, "a", encoding="utf-8") as sink:
+        with tqdm(total=len(todo), desc=f"{config.benchmark} (ray)", unit="answer", disable=not show_progress) as bar:
+            while pending or running:
+                while pending and (slot := pool.acquire()) is not None:
+                    name, group = pending.popleft()
+                    ref = task.remote(group, name, config, spec, urls[slot], cache)
+                    running[ref] = (name, group, slot)
+                finished, _ = ray.wait(list(running), num_returns=1)
+                name, group, slot = running.pop(finished[0])
+                pool.release(slot)
+                for row in _rows_of(ray, finished[0], name, group):
+                    sink.write(json.dumps(row, ensure_ascii=False) + "\n")
+                    sink.flush()
+                    os.fsync(sink.fileno())
+                    counts[row["status"]] += 1
+                    bar.update(1)
+    _finish_manifest(out, invocation, counts)
+    return counts
+
+
+def _rows_of(ray: Any, ref: Any, strategy: str, samples: list[Any]) -> list[dict[str, Any]]:
+    """A finished task's rows; a task Ray lost (worker died, unpicklable result) fails each of its pairs."""
+    try:
+        return ray.get(ref)
+    except Exception as exc:  # RayError and friends: recorded as failed rows, retried on rerun
+        error = f"{type(exc).__name__}: {str(exc)[:2000]}"
+        trace = traceback.format_exc(limit=8)[-4000:]
+        return [{**_base(s, strategy), "status": "failed", "error": error, "traceback": trace, "seconds": 0.0} for s in samples]

@@ -1,0 +1,149 @@
+"""Corpus indexing on Ray: chunk embedding as a Ray Data pipeline across a cluster.
+
+The embedding of a dense index is the expensive part (about an hour per 10M tokens on two
+CPU cores). Here it runs as ``map_batches`` over chunk batches on a pool of actors, each
+holding the embedding model once. The vectors are then written as the finished embedding
+shards of the local build's ``<key>.partial/`` folder, and the ordinary
+:func:`~retrieval.index.build_index` finishes the index from them: same cache key, same
+folder, same files, so a later local ``build_index`` or ``answer()`` loads it unchanged.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from retrieval.chunking import ChunkingConfig, chunk_corpus
+from retrieval.corpus import Corpus
+from retrieval.dense import DenseRetriever
+from retrieval.embedders import Embedder, SentenceTransformerEmbedder
+from retrieval.index import Index, build_index, default_cache_dir, index_key
+from retrieval.retrievers import make_retriever
+
+log = logging.getLogger(__name__)
+
+
+class _EmbedActor:
+    """A Ray Data actor: loads the embedder once, embeds one batch of chunk texts per call."""
+
+    def __init__(self, embedder: Embedder):
+        self.embedder = _portable(embedder)
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        vectors = self.embedder.embed_documents([str(t) for t in batch["text"]])
+        return {"id": batch["id"], "vector": vectors}
+
+
+def _portable(embedder: Embedder) -> Embedder:
+    """An unloaded copy of ``embedder`` that finds its model on the node it runs on."""
+    if type(embedder) is SentenceTransformerEmbedder:  # the offline model's path differs per node
+        return SentenceTransformerEmbedder(embedder.model_id, batch_size=embedder.batch_size, device=embedder.device)
+    clone = copy.copy(embedder)
+    for attr in ("_model", "_loaded"):
+        if hasattr(clone, attr):
+            setattr(clone, attr, None)
+    return clone
+
+
+def embed_on_ray(
+    texts: Sequence[str], embedder: Embedder, *, workers: int = 2, batch_size: int = 64, cpus_per_worker: float = 1.0
+) -> np.ndarray:
+    """Embed ``texts`` with a Ray Data pipeline; rows come back in the order of ``texts``.
+
+    Args:
+        texts: The chunk texts.
+        embedder: The embedder (shipped unloaded; each actor loads its own model).
+        workers: Actors in the pool (one model each).
+        batch_size: Chunks per ``map_batches`` call.
+        cpus_per_worker: CPUs reserved per actor (its torch threads).
+    """
+    from retrieval.ray_support import require_ray
+
+    ray = require_ray()
+    if not texts:
+        raise ValueError("Cannot build a dense index over zero chunks")
+    items = [{"id": i, "text": t} for i, t in enumerate(texts)]
+    ds = ray.data.from_items(items, override_num_blocks=max(1, min(len(items) // batch_size, 4 * workers)))
+    ds = ds.map_batches(
+        _EmbedActor,
+        fn_constructor_args=(_portable(embedder),),
+        batch_size=batch_size,
+        batch_format="numpy",
+        compute=ray.data.ActorPoolStrategy(size=workers),
+        num_cpus=cpus_per_worker,
+    )
+    vectors: np.ndarray | None = None
+    seen = 0
+    for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
+        part = np.asarray(batch["vector"], dtype=np.float32)
+        if vectors is None:
+            vectors = np.zeros((len(texts), part.shape[1]), dtype=np.float32)
+        vectors[np.asarray(batch["id"], dtype=np.int64)] = part
+        seen += len(part)
+    if vectors is None or seen != len(texts):
+        raise RuntimeError(f"Ray embedding returned {seen} of {len(texts)} vectors")
+    return vectors
+
+
+def build_index_ray(
+    corpus: Corpus,
+    retriever: str | DenseRetriever = "dense",
+    *,
+    chunking: ChunkingConfig | None = None,
+    cache_dir: str | Path | None = None,
+    address: str | None = None,
+    workers: int = 2,
+    batch_size: int = 64,
+    show_progress: bool = False,
+    **retriever_options: Any,
+) -> Index:
+    """:func:`~retrieval.index.build_index` with the embedding done on Ray; same index on disk.
+
+    A cached index is loaded as is. Retrievers without embeddings (BM25) have nothing to
+    distribute and are built locally.
+
+    Args:
+        corpus: The corpus to index.
+        retriever: A dense registry name (``dense``, ``contriever``, ``openai``) or a :class:`DenseRetriever`.
+        chunking: How to chunk; default as in ``build_index``.
+        cache_dir: Root of the on-disk cache (default :func:`~retrieval.index.default_cache_dir`).
+        address: Ray cluster address (``auto``, ``HOST:6379``, ``ray://HOST:10001``); none: a local instance.
+        workers: Embedding actors.
+        batch_size: Chunks per actor call.
+        show_progress: Progress bars of the local steps.
+        **retriever_options: Options of the named retriever.
+    """
+    from retrieval.ray_support import ensure_ray, require_ray
+
+    require_ray()
+    chunking = chunking or ChunkingConfig()
+    if isinstance(retriever, str):
+        retriever = make_retriever(retriever, **retriever_options)
+    elif retriever_options:
+        raise TypeError("retriever options are only accepted with a retriever name")
+    if not isinstance(retriever, DenseRetriever):
+        log.info("%s has no embeddings to distribute; building it locally", retriever.name)
+        return build_index(corpus, retriever, chunking=chunking, cache_dir=cache_dir, show_progress=show_progress)
+    key = index_key(corpus, chunking, retriever)
+    folder = (Path(cache_dir) if cache_dir else default_cache_dir()) / "indexes" / key
+    if not (folder / "meta.json").exists():
+        ensure_ray(address)
+        chunks = chunk_corpus(corpus, chunking, show_progress=show_progress)
+        vectors = embed_on_ray([c.text for c in chunks], retriever.embedder, workers=workers, batch_size=batch_size)
+        _write_shards(folder.with_name(folder.name + ".partial") / "shards", vectors, retriever.shard_size)
+    return build_index(corpus, retriever, chunking=chunking, cache_dir=cache_dir, show_progress=show_progress)
+
+
+def _write_shards(shards_dir: Path, vectors: np.ndarray, shard_size: int) -> None:
+    """The vectors as the finished shards a local dense build resumes from."""
+    shards_dir.mkdir(parents=True, exist_ok=True)
+    for n, start in enumerate(range(0, len(vectors), shard_size)):
+        path = shards_dir / f"{n:06d}.npy"
+        tmp = path.with_suffix(".tmp.npy")
+        np.save(tmp, vectors[start : start + shard_size], allow_pickle=False)
+        tmp.replace(path)
