@@ -102,6 +102,8 @@ def _answer(spec: Strategy, run: BatchedRun, i: int, question: Question, cfg: An
     steps: list[dict[str, Any]] = []
     if run.resumed_from:
         steps.append({"node": "resume", "from_chunk": run.resumed_from})
+    if run.replayed:  # finished earlier: answered from the checkpoint, no call made now
+        steps.append({"node": "replay"})
     steps += run.steps[i]
     steps.append({"node": "final_answer", "memory_cuts": fields["memory_cuts"], "chunks": run.final.get("n_chunks")})
     return Answer(

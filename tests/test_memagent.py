@@ -165,6 +165,7 @@ def test_a_finished_run_is_replayed_without_calls():
     again = echo_model()
     second = answer(corpus, "q", strategy="memagent", llm=again, show_progress=False)
     assert again.calls == [] and second.answer == first.answer and second.usage.llm_calls == first.usage.llm_calls
+    assert second.steps[0] == {"node": "replay"} and first.steps[0]["node"] != "replay"
 
 
 def test_resume_after_the_process_is_killed(tmp_path):
