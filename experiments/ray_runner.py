@@ -10,7 +10,6 @@ OpenAI-compatible servers share the load.
 
 from __future__ import annotations
 
-import json
 import os
 import traceback
 from collections import deque
@@ -30,9 +29,9 @@ from experiments.runner import (
     _finish_manifest,
     _groups,
     _run_group,
-    _start_manifest,
-    latest_rows,
-    read_rows,
+    append_row,
+    plan_run,
+    select_samples,
 )
 from retrieval.ray_support import ensure_ray
 
@@ -98,8 +97,6 @@ def run_experiment_ray(
         show_progress: A progress bar over (sample, strategy) pairs.
         task_cpus: CPUs Ray reserves per work unit.
     """
-    from experiments.benchmarks import load_benchmark
-
     spec = llm or config.llm
     is_openai = isinstance(spec, str) and spec.startswith("openai:")
     if endpoints and not is_openai:
@@ -108,15 +105,9 @@ def run_experiment_ray(
     ray = ensure_ray(address)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    if samples is None:
-        options = {"datasets": list(config.datasets)} if config.datasets else {}
-        samples = load_benchmark(config.benchmark, config.data_path, **options)
-    samples = list(samples)[: config.limit] if config.limit else list(samples)
+    samples = select_samples(config, samples)
     chat = make_chat_model(spec, base_url=urls[0]) if is_openai and urls[0] else make_chat_model(spec)
-    done = {key for key, row in latest_rows(read_rows(out)).items() if row["status"] == "ok"}
-    todo = [(s, name) for s in samples for name in config.strategies if (s.sample_id, name) not in done]
-    invocation = _start_manifest(out, config, chat, len(samples), len(todo))
-    counts = {"samples": len(samples), "pairs": len(samples) * len(config.strategies), "skipped": len(done), "ok": 0, "failed": 0}
+    todo, counts, invocation = plan_run(out, config, chat, samples)
     cache = str((out / "llm_cache.sqlite").resolve()) if config.llm_cache else None
     task = ray.remote(num_cpus=task_cpus, max_retries=0)(_unit_task)
     pool = EndpointPool(urls, config.concurrency)
@@ -133,10 +124,7 @@ def run_experiment_ray(
                 name, group, slot = running.pop(finished[0])
                 pool.release(slot)
                 for row in _rows_of(ray, finished[0], name, group):
-                    sink.write(json.dumps(row, ensure_ascii=False) + "\n")
-                    sink.flush()
-                    os.fsync(sink.fileno())
-                    counts[row["status"]] += 1
+                    append_row(sink, row, counts)
                     bar.update(1)
     _finish_manifest(out, invocation, counts)
     return counts

@@ -14,7 +14,6 @@ import json
 import os
 import platform
 import subprocess
-import threading
 import time
 import traceback
 from collections.abc import Mapping, Sequence
@@ -107,35 +106,49 @@ def run_experiment(
         samples: Preloaded samples, overriding the benchmark loader.
         show_progress: A progress bar over (sample, strategy) pairs.
     """
-    from experiments.benchmarks import load_benchmark
-
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    if samples is None:
-        options = {"datasets": list(config.datasets)} if config.datasets else {}
-        samples = load_benchmark(config.benchmark, config.data_path, **options)
-    samples = list(samples)[: config.limit] if config.limit else list(samples)
+    samples = select_samples(config, samples)
     chat = make_chat_model(llm or config.llm)
     if config.llm_cache and chat.cache is None:
         chat.cache = SQLiteLLMCache(out / "llm_cache.sqlite")
+    todo, counts, invocation = plan_run(out, config, chat, samples)
+    with open(out / RESULTS_FILE, "a", encoding="utf-8") as sink, ThreadPoolExecutor(config.concurrency) as pool:
+        futures = [pool.submit(_run_group, group, name, chat, config) for name, group in _groups(todo)]
+        with tqdm(total=len(todo), desc=f"{config.benchmark}", unit="answer", disable=not show_progress) as bar:
+            for future in as_completed(futures):  # rows are written by this (the driver) thread only
+                for row in future.result():
+                    append_row(sink, row, counts)
+                    bar.update(1)
+    _finish_manifest(out, invocation, counts)
+    return counts
+
+
+def select_samples(config: RunConfig, samples: Sequence[Any] | None) -> list[Any]:
+    """The run's samples: preloaded ones, or the benchmark's, cut to ``config.limit``."""
+    from experiments.benchmarks import load_benchmark
+
+    if samples is None:
+        options = {"datasets": list(config.datasets)} if config.datasets else {}
+        samples = load_benchmark(config.benchmark, config.data_path, **options)
+    return list(samples)[: config.limit] if config.limit else list(samples)
+
+
+def plan_run(out: Path, config: RunConfig, chat: BaseChatModel, samples: list[Any]) -> tuple[list, dict[str, int], int]:
+    """Pairs still to answer (not ok in ``out`` yet), this invocation's counters, and its manifest entry."""
     done = {key for key, row in latest_rows(read_rows(out)).items() if row["status"] == "ok"}
     todo = [(s, name) for s in samples for name in config.strategies if (s.sample_id, name) not in done]
     invocation = _start_manifest(out, config, chat, len(samples), len(todo))
     counts = {"samples": len(samples), "pairs": len(samples) * len(config.strategies), "skipped": len(done), "ok": 0, "failed": 0}
-    lock = threading.Lock()
-    with open(out / RESULTS_FILE, "a", encoding="utf-8") as sink, ThreadPoolExecutor(config.concurrency) as pool:
-        futures = [pool.submit(_run_group, group, name, chat, config) for name, group in _groups(todo)]
-        with tqdm(total=len(todo), desc=f"{config.benchmark}", unit="answer", disable=not show_progress) as bar:
-            for future in as_completed(futures):
-                for row in future.result():
-                    with lock:
-                        sink.write(json.dumps(row, ensure_ascii=False) + "\n")
-                        sink.flush()
-                        os.fsync(sink.fileno())
-                    counts[row["status"]] += 1
-                    bar.update(1)
-    _finish_manifest(out, invocation, counts)
-    return counts
+    return todo, counts, invocation
+
+
+def append_row(sink: Any, row: dict[str, Any], counts: dict[str, int]) -> None:
+    """Append one result row durably (flushed and fsynced: a kill loses only what is in flight)."""
+    sink.write(json.dumps(row, ensure_ascii=False) + "\n")
+    sink.flush()
+    os.fsync(sink.fileno())
+    counts[row["status"]] += 1
 
 
 def _groups(todo: list[tuple[Any, str]]) -> list[tuple[str, list[Any]]]:
