@@ -13,7 +13,7 @@ from agents.chat_models import ChatModelError, describe, make_chat_model, server
 from agents.types import Answer, Evidence
 from agents.usage import UsageTracker
 from graphs import STRATEGIES, Question, StrategyContext, as_question
-from retrieval import Corpus, Index, build_index
+from retrieval import Corpus, Index
 
 
 def answer(
@@ -148,14 +148,7 @@ def _check_corpus(corpus: Any) -> None:
 
 def index_for(corpus: Corpus, cfg: Any, *, cache_dir: str | Path | None = None, show_progress: bool = False) -> Index:
     """The (cached) index a retrieval-using strategy config asks for."""
-    return build_index(
-        corpus,
-        cfg.retriever,
-        chunking=cfg.chunking(),
-        cache_dir=cache_dir,
-        show_progress=show_progress,
-        **dict(cfg.retriever_options),
-    )
+    return cfg.build_index(corpus, cache_dir=cache_dir, show_progress=show_progress)
 
 
 def trace_tags(strategy: str, question: Question) -> list[str]:

@@ -10,7 +10,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import LLMResult
 
 from agents.types import Usage
-from retrieval.tokens import count_tokens
+from graphs.llm import reply_usage
 
 
 class UsageTracker(BaseCallbackHandler):
@@ -34,32 +34,20 @@ class UsageTracker(BaseCallbackHandler):
             self._prompts[run_id] = text
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
-        """Add one call and its tokens."""
-        prompt_tokens = completion_tokens = 0
-        estimated = cached = False
-        for generations in response.generations:
-            for gen in generations:
-                message = getattr(gen, "message", None)
-                meta = getattr(message, "usage_metadata", None)
-                if getattr(message, "response_metadata", {}).get("cache_hit"):
-                    cached = True
-                elif meta:
-                    prompt_tokens += meta.get("input_tokens", 0)
-                    completion_tokens += meta.get("output_tokens", 0)
-                else:
-                    estimated = True
-                    completion_tokens += count_tokens(gen.text)
+        """Add one call and its tokens (a cache hit counts as a free cached call)."""
         with self._lock:
             prompt = self._prompts.pop(run_id, "")
-            if cached:
+        generations = [gen for batch in response.generations for gen in batch]
+        # the prompt is sent once per call, however many generations come back
+        parts = [reply_usage(getattr(g, "message", None), prompt if i == 0 else "", g.text) for i, g in enumerate(generations)]
+        with self._lock:
+            if any(p.get("cached_calls") for p in parts):
                 self.usage.cached_calls += 1
                 return
-            if estimated:
-                prompt_tokens += count_tokens(prompt)
             self.usage.llm_calls += 1
-            self.usage.prompt_tokens += prompt_tokens
-            self.usage.completion_tokens += completion_tokens
-            self.usage.estimated = self.usage.estimated or estimated
+            self.usage.prompt_tokens += sum(p["prompt_tokens"] for p in parts)
+            self.usage.completion_tokens += sum(p["completion_tokens"] for p in parts)
+            self.usage.estimated = self.usage.estimated or any(p["estimated"] for p in parts)
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         """Record a failed call; failures are never dropped silently."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
@@ -29,14 +30,18 @@ def complete_with_usage(
     content = message.content
     if not isinstance(content, str):
         content = "".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content)
+    return content, reply_usage(message, prompt, content)
+
+
+def reply_usage(message: Any, prompt: str, text: str) -> dict:
+    """What one reply cost: free when replayed from the LLM cache, the model's own counts when
+    it reports them, else cl100k counts of ``prompt`` and ``text`` marked ``estimated``."""
     meta = getattr(message, "usage_metadata", None)
-    if message.response_metadata.get("cache_hit"):  # replayed from the LLM cache: free
-        usage = {"calls": 0, "cached_calls": 1, "prompt_tokens": 0, "completion_tokens": 0, "estimated": False}
-    elif meta:
-        usage = {"calls": 1, "prompt_tokens": meta.get("input_tokens", 0), "completion_tokens": meta.get("output_tokens", 0), "estimated": False}
-    else:
-        usage = {"calls": 1, "prompt_tokens": tokens.count_tokens(prompt), "completion_tokens": tokens.count_tokens(content), "estimated": True}
-    return content, usage
+    if getattr(message, "response_metadata", {}).get("cache_hit"):
+        return {"calls": 0, "cached_calls": 1, "prompt_tokens": 0, "completion_tokens": 0, "estimated": False}
+    if meta:
+        return {"calls": 1, "prompt_tokens": meta.get("input_tokens", 0), "completion_tokens": meta.get("output_tokens", 0), "estimated": False}
+    return {"calls": 1, "prompt_tokens": tokens.count_tokens(prompt), "completion_tokens": tokens.count_tokens(text), "estimated": True}
 
 
 def add_usage(a: dict[int, dict] | None, b: dict[int, dict] | None) -> dict[int, dict]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Mapping
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, TypedDict
 
@@ -19,7 +20,7 @@ from graphs.nodes import generate, linear_graph
 from graphs.prompts import RAG_TEMPLATE, fill, format_chunks
 from graphs.registry import Strategy, register_strategy
 from graphs.types import Question, StrategyContext
-from retrieval import ChunkingConfig, Hit
+from retrieval import ChunkingConfig, Corpus, Hit, Index, build_index
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,6 +37,17 @@ class RetrievalSettings:
     def chunking(self) -> ChunkingConfig:
         """The :class:`ChunkingConfig` these settings describe."""
         return ChunkingConfig(unit=self.chunk_unit, size=self.chunk_size, overlap=self.chunk_overlap)
+
+    def build_index(self, corpus: Corpus, *, cache_dir: str | Path | None = None, show_progress: bool = False) -> Index:
+        """The (cached) index these settings describe over ``corpus``."""
+        return build_index(
+            corpus,
+            self.retriever,
+            chunking=self.chunking(),
+            cache_dir=cache_dir,
+            show_progress=show_progress,
+            **dict(self.retriever_options),
+        )
 
 
 @dataclass(frozen=True, kw_only=True)

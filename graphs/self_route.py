@@ -45,7 +45,7 @@ from graphs.prompts import DEFAULT_INSTRUCTION, RAG_TEMPLATE, fill, format_chunk
 from graphs.rag import RetrievalSettings, order_hits, retrieve
 from graphs.registry import STRATEGIES, Strategy, register_strategy
 from graphs.types import Question, StrategyContext
-from retrieval import Hit, build_index, default_cache_dir
+from retrieval import Hit, default_cache_dir
 
 PROMPTS_VERSION = 1
 
@@ -190,8 +190,7 @@ def _index_for(spec: Strategy, sub_cfg: Any, ctx: StrategyContext):
     if ctx.index is not None and sub_cfg.retriever == ctx.config.retriever and sub_cfg.chunking() == ctx.config.chunking():
         if dict(sub_cfg.retriever_options) == dict(ctx.config.retriever_options):
             return ctx.index
-    chunking = sub_cfg.chunking()
-    return build_index(ctx.corpus, sub_cfg.retriever, chunking=chunking, cache_dir=ctx.cache_dir, **dict(sub_cfg.retriever_options))
+    return sub_cfg.build_index(ctx.corpus, cache_dir=ctx.cache_dir)
 
 
 def _run_batched_leg(spec: Strategy, sub_cfg: Any, question: Question, ctx: StrategyContext, config: RunnableConfig):
