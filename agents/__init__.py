@@ -1,26 +1,28 @@
 """The public API: ``answer(corpus, question)``, chat models, and the answer contract.
 
     from agents import answer, Corpus
-    corpus = Corpus.from_path("reports/")
-    result = answer(corpus, "Which company had the highest revenue in 2023?", strategy="rag")
+    corpus = Corpus.from_path("examples/corpus")
+    result = answer(corpus, "What was Halvorsen Maritime's revenue in 2023?", strategy="rag")
     result.answer, result.evidence, result.usage
 """
 
 from agents.api import answer, answer_many, index_for
 from agents.chat_models import ChatModelError, EmbeddedChatModel, make_chat_model
-from agents.types import Answer, Evidence, Usage
-from graphs import STRATEGIES, Question
-from retrieval import Corpus, Document
+from graphs import STRATEGIES, ConfigError
+from retrieval.contract import Answer, Corpus, CorpusError, Document, Evidence, Question, Step, Usage
 
 __all__ = [
     "STRATEGIES",
     "Answer",
     "ChatModelError",
+    "ConfigError",
     "Corpus",
+    "CorpusError",
     "Document",
     "EmbeddedChatModel",
     "Evidence",
     "Question",
+    "Step",
     "Usage",
     "answer",
     "answer_many",

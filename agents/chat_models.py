@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,9 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ConfigDict, PrivateAttr
+
+from graphs.llm import model_id
+from retrieval.contract import Registry
 
 DEFAULT_LLM = "embedded"
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
@@ -151,28 +155,41 @@ class EmbeddedChatModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=message)])
 
 
+#: Provider name (the part of a spec before ``:``) -> ``factory(arg, **options) -> BaseChatModel``;
+#: third-party providers join through the ``longctx.chat_models`` entry-point group.
+CHAT_MODELS: Registry[Callable[..., BaseChatModel]] = Registry("chat model provider", group="longctx.chat_models")
+
+
 def make_chat_model(spec: str | BaseChatModel | None = None, **options: Any) -> BaseChatModel:
     """A chat model from a spec string, ``$LONGCTX_LLM``, or ``"embedded"``; models pass through.
 
     Args:
-        spec: ``"embedded"``, ``"embedded:PATH.gguf"``, ``"openai:MODEL"``, or a LangChain chat model.
+        spec: ``"embedded"``, ``"embedded:PATH.gguf"``, ``"openai:MODEL"``, ``"<provider>:<arg>"``
+            of a registered provider, or a LangChain chat model.
         **options: Passed to the model constructor (e.g. ``n_ctx=4096``, ``timeout=60``).
     """
     if isinstance(spec, BaseChatModel):
         return spec
     spec = spec or os.environ.get("LONGCTX_LLM") or DEFAULT_LLM
     kind, _, arg = spec.partition(":")
-    if kind == "embedded":
-        return EmbeddedChatModel(model_path=arg or None, **options)
-    if kind == "openai":
-        if not arg:
-            raise ChatModelError("Give the model name: 'openai:MODEL', e.g. 'openai:gpt-4o-mini'.")
-        return _openai_chat_model(arg, **options)
-    raise ChatModelError(f"Unknown chat model spec {spec!r}; use 'embedded', 'embedded:PATH.gguf' or 'openai:MODEL'.")
+    if kind not in CHAT_MODELS:
+        raise ChatModelError(f"Unknown chat model spec {spec!r}; use {', '.join(repr(n + ':...') for n in CHAT_MODELS.names())} (e.g. 'embedded', 'openai:MODEL').")
+    return CHAT_MODELS.get(kind)(arg, **options)
 
 
+@CHAT_MODELS.register("embedded")
+def _embedded_chat_model(path: str, **options: Any) -> BaseChatModel:
+    """``embedded`` (the packaged SmolLM2) or ``embedded:PATH.gguf``."""
+    return EmbeddedChatModel(model_path=path or None, **options)
+
+
+@CHAT_MODELS.register("openai")
 def _openai_chat_model(model: str, **options: Any) -> BaseChatModel:
+    """``openai:MODEL`` on ``OPENAI_BASE_URL`` with ``OPENAI_API_KEY`` (no key needed for a local server)."""
     from langchain_openai import ChatOpenAI
+
+    if not model:
+        raise ChatModelError("Give the model name: 'openai:MODEL', e.g. 'openai:gpt-4o-mini'.")
 
     base_url = options.pop("base_url", None) or os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_URL
     api_key = options.pop("api_key", None) or os.environ.get("OPENAI_API_KEY")
@@ -195,6 +212,19 @@ def server_url(llm: BaseChatModel) -> str | None:
 
 def describe(llm: BaseChatModel) -> str:
     """A short identifier of the model for manifests and logs (``name @ url``)."""
-    from graphs.llm import model_id
-
     return model_id(llm)
+
+
+def as_chat_model_error(exc: Exception, llm: BaseChatModel) -> Exception:
+    """A client's connection or auth failure as a :class:`ChatModelError` naming the server; others unchanged."""
+    import openai
+
+    url = server_url(llm) or "the configured server"
+    if isinstance(exc, openai.APIConnectionError):
+        return ChatModelError(
+            f"The chat model server at {url} did not answer ({type(exc).__name__}: {exc}). "
+            "Check that it is running and that OPENAI_BASE_URL points to it."
+        )
+    if isinstance(exc, openai.AuthenticationError):
+        return ChatModelError(f"The chat model server at {url} rejected the API key (check OPENAI_API_KEY).")
+    return exc

@@ -25,10 +25,10 @@ from agents.llm_cache import SQLiteLLMCache
 from experiments.runner import (
     RESULTS_FILE,
     RunConfig,
-    _base,
-    _finish_manifest,
-    _groups,
-    _run_group,
+    base_row,
+    finish_manifest,
+    work_units,
+    run_unit,
     append_row,
     plan_run,
     select_samples,
@@ -69,7 +69,7 @@ def _unit_task(samples: list[Any], strategy: str, config: RunConfig, llm: Any, b
     chat = make_chat_model(llm, base_url=base_url) if base_url else make_chat_model(llm)
     if cache and chat.cache is None and Path(cache).parent.is_dir():  # the run folder is shared with this node
         chat.cache = SQLiteLLMCache(cache)
-    return _run_group(samples, strategy, chat, config)
+    return run_unit(samples, strategy, chat, config)
 
 
 def run_experiment_ray(
@@ -111,7 +111,7 @@ def run_experiment_ray(
     cache = str((out / "llm_cache.sqlite").resolve()) if config.llm_cache else None
     task = ray.remote(num_cpus=task_cpus, max_retries=0)(_unit_task)
     pool = EndpointPool(urls, config.concurrency)
-    pending = deque((name, group) for name, group in _groups(todo))
+    pending = deque((name, group) for name, group in work_units(todo))
     running: dict[Any, tuple[str, list[Any], int]] = {}
     with open(out / RESULTS_FILE, "a", encoding="utf-8") as sink:
         with tqdm(total=len(todo), desc=f"{config.benchmark} (ray)", unit="answer", disable=not show_progress) as bar:
@@ -126,7 +126,7 @@ def run_experiment_ray(
                 for row in _rows_of(ray, finished[0], name, group):
                     append_row(sink, row, counts)
                     bar.update(1)
-    _finish_manifest(out, invocation, counts)
+    finish_manifest(out, invocation, counts)
     return counts
 
 
@@ -137,4 +137,4 @@ def _rows_of(ray: Any, ref: Any, strategy: str, samples: list[Any]) -> list[dict
     except Exception as exc:  # RayError and friends: recorded as failed rows, retried on rerun
         error = f"{type(exc).__name__}: {str(exc)[:2000]}"
         trace = traceback.format_exc(limit=8)[-4000:]
-        return [{**_base(s, strategy), "status": "failed", "error": error, "traceback": trace, "seconds": 0.0} for s in samples]
+        return [{**base_row(s, strategy), "status": "failed", "error": error, "traceback": trace, "seconds": 0.0} for s in samples]

@@ -26,7 +26,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from tqdm.auto import tqdm
 
-from agents import STRATEGIES, answer, answer_many, make_chat_model
+from agents import STRATEGIES, answer_many, make_chat_model
 from agents.chat_models import describe
 from agents.llm_cache import SQLiteLLMCache
 
@@ -114,13 +114,13 @@ def run_experiment(
         chat.cache = SQLiteLLMCache(out / "llm_cache.sqlite")
     todo, counts, invocation = plan_run(out, config, chat, samples)
     with open(out / RESULTS_FILE, "a", encoding="utf-8") as sink, ThreadPoolExecutor(config.concurrency) as pool:
-        futures = [pool.submit(_run_group, group, name, chat, config) for name, group in _groups(todo)]
+        futures = [pool.submit(run_unit, group, name, chat, config) for name, group in work_units(todo)]
         with tqdm(total=len(todo), desc=f"{config.benchmark}", unit="answer", disable=not show_progress) as bar:
             for future in as_completed(futures):  # rows are written by this (the driver) thread only
                 for row in future.result():
                     append_row(sink, row, counts)
                     bar.update(1)
-    _finish_manifest(out, invocation, counts)
+    finish_manifest(out, invocation, counts)
     return counts
 
 
@@ -151,9 +151,9 @@ def append_row(sink: Any, row: dict[str, Any], counts: dict[str, int]) -> None:
     counts[row["status"]] += 1
 
 
-def _groups(todo: list[tuple[Any, str]]) -> list[tuple[str, list[Any]]]:
+def work_units(todo: list[tuple[Any, str]]) -> list[tuple[str, list[Any]]]:
     """Work units: one sample each, except that a batched strategy (MemAgent) gets all samples
-    sharing a corpus in one unit, so their questions share one pass over it (``answer_many``)."""
+    sharing a corpus in one unit, so their questions share one pass over it."""
     units: list[tuple[str, list[Any]]] = []
     shared: dict[tuple[str, str], list[Any]] = {}
     for sample, name in todo:
@@ -168,18 +168,25 @@ def _groups(todo: list[tuple[Any, str]]) -> list[tuple[str, list[Any]]]:
     return units
 
 
-def _run_group(samples: list[Any], strategy: str, chat: BaseChatModel, config: RunConfig) -> list[dict[str, Any]]:
-    """Rows of one work unit; a batched unit that fails falls back to one sample at a time."""
-    if len(samples) == 1:
-        return [_run_one(samples[0], strategy, chat, config)]
+def run_unit(samples: list[Any], strategy: str, chat: BaseChatModel, config: RunConfig) -> list[dict[str, Any]]:
+    """Rows of one work unit, through the one run path (``answer_many``).
+
+    A failure is recorded in the row of every sample of the unit, with its error; a
+    batched unit keeps its checkpoint, so the rerun resumes it where it stopped.
+    """
     started = time.perf_counter()
     try:
         options = dict(config.strategy_options.get(strategy, {}))
         results = answer_many(samples[0].corpus, [_traced(s) for s in samples], strategy=strategy, llm=chat, show_progress=False, **options)
-    except Exception:  # one bad question must not fail its neighbours: retry them singly
-        return [_run_one(s, strategy, chat, config) for s in samples]
-    seconds = round((time.perf_counter() - started) / len(samples), 3)
-    return [_ok_row(_base(s, strategy), r, seconds) for s, r in zip(samples, results)]
+    except Exception as exc:  # recorded as failed rows; the rerun retries (and resumes) them
+        failure = {
+            "status": "failed",
+            "error": f"{type(exc).__name__}: {exc}",
+            "traceback": traceback.format_exc(limit=8)[-4000:],
+            "seconds": round((time.perf_counter() - started) / len(samples), 3),
+        }
+        return [{**base_row(s, strategy), **failure} for s in samples]
+    return [_ok_row(base_row(s, strategy), r) for s, r in zip(samples, results)]
 
 
 def _traced(sample: Any) -> Any:
@@ -188,7 +195,7 @@ def _traced(sample: Any) -> Any:
     return dataclasses.replace(sample.question, metadata=traced)
 
 
-def _base(sample: Any, strategy: str) -> dict[str, Any]:
+def base_row(sample: Any, strategy: str) -> dict[str, Any]:
     return {
         "sample_id": sample.sample_id,
         "benchmark": sample.benchmark,
@@ -199,34 +206,21 @@ def _base(sample: Any, strategy: str) -> dict[str, Any]:
     }
 
 
-def _run_one(sample: Any, strategy: str, chat: BaseChatModel, config: RunConfig) -> dict[str, Any]:
-    """Answer one sample with one strategy; an exception becomes a failed row, never a lost one."""
-    base = _base(sample, strategy)
-    started = time.perf_counter()
-    try:
-        options = dict(config.strategy_options.get(strategy, {}))
-        result = answer(sample.corpus, _traced(sample), strategy=strategy, llm=chat, **options)
-    except Exception as exc:  # recorded as a failed row; the rerun retries it
-        return {
-            **base,
-            "status": "failed",
-            "error": f"{type(exc).__name__}: {exc}",
-            "traceback": traceback.format_exc(limit=8)[-4000:],
-            "seconds": round(time.perf_counter() - started, 3),
-        }
-    return _ok_row(base, result, round(time.perf_counter() - started, 3))
-
-
-def _ok_row(base: dict[str, Any], result: Any, seconds: float) -> dict[str, Any]:
+def _ok_row(base: dict[str, Any], result: Any) -> dict[str, Any]:
+    """A finished answer as a row that explains itself: prediction, usage, evidence, steps and
+    the effective config (preset, model, tokenizer, prompt versions; secrets redacted)."""
     return {
         **base,
         "status": "ok",
         "prediction": result.raw,
         "answer": result.answer,
-        "usage": dataclasses.asdict(result.usage),
-        "seconds": seconds,
+        "usage": result.usage.to_dict(),
+        "seconds": round(result.usage.seconds, 3),
         "evidence_doc_ids": sorted({e.doc_id for e in result.evidence}),
+        "evidence": [{"doc_id": e.doc_id, "title": e.title, "chunk_id": e.chunk_id, "score": e.score, "snippet": e.text[:300]} for e in result.evidence],
         "route": next((s.get("route") for s in result.steps if "route" in s), None),
+        "steps": [dict(s) for s in result.steps],
+        "config": result.config,
     }
 
 
@@ -267,7 +261,7 @@ def _start_manifest(out: Path, config: RunConfig, chat: BaseChatModel, n_samples
     return len(manifest["invocations"]) - 1
 
 
-def _finish_manifest(out: Path, invocation: int, counts: dict[str, Any]) -> None:
+def finish_manifest(out: Path, invocation: int, counts: dict[str, Any]) -> None:
     path = out / MANIFEST_FILE
     manifest = json.loads(path.read_text())
     manifest["invocations"][invocation].update({"finished": time.strftime("%Y-%m-%dT%H:%M:%S"), **counts})

@@ -1,32 +1,41 @@
-"""Strategies as LangGraph state machines, one module each, registered by name.
+"""Strategies as LangGraph state machines, one package each, registered by name.
 
-Each module defines its config (paper defaults), its state, small node functions and
-``build_graph(config)``; dependencies (chat model, corpus, index) arrive through the
-run context, so every graph runs offline against a scripted chat model in tests.
+Every strategy package has the same shape (see ``graphs/README.md``): ``config.py`` (a
+validated config whose defaults are the paper's numbers), ``prompts.py`` (verbatim
+templates and their ``PROMPTS_VERSION``), ``graph.py`` (state, small node functions,
+``build_graph`` registered with ``@STRATEGIES.register``) and, where a strategy needs
+them, modules for its model calls. Dependencies (chat model, corpus, index) arrive
+through the run context, so every graph runs offline against a scripted model in tests.
 """
 
-from graphs import full_context, memagent, pai, rag, self_ask, self_route  # noqa: F401  (modules register their strategies)
+from graphs import full_context, memagent, pai, rag, self_ask, self_route
+from graphs.config import ConfigError, StrategyConfig
+from graphs.context import StrategyContext
 from graphs.full_context import FullContextConfig
 from graphs.memagent import MemAgentConfig
 from graphs.pai import PaiConfig
 from graphs.rag import RagConfig, RetrievalSettings
-from graphs.registry import STRATEGIES, Strategy, register_strategy
+from graphs.registry import STRATEGIES, BatchRun, SingleRun, Strategy
 from graphs.self_ask import SelfAskConfig
 from graphs.self_route import SelfRouteConfig
-from graphs.types import Question, StrategyContext, as_question
+
+#: The strategy packages, each registered on import.
+STRATEGY_PACKAGES = (full_context, memagent, pai, rag, self_ask, self_route)
 
 __all__ = [
     "STRATEGIES",
+    "STRATEGY_PACKAGES",
+    "BatchRun",
+    "ConfigError",
     "FullContextConfig",
     "MemAgentConfig",
     "PaiConfig",
-    "Question",
     "RagConfig",
     "RetrievalSettings",
     "SelfAskConfig",
     "SelfRouteConfig",
+    "SingleRun",
     "Strategy",
+    "StrategyConfig",
     "StrategyContext",
-    "as_question",
-    "register_strategy",
 ]

@@ -10,7 +10,6 @@ its checkpoint with no model call.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,11 +18,11 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.memory import InMemorySaver
 
+from graphs.context import StrategyContext
 from graphs.llm import model_id
 from graphs.registry import Strategy
-from graphs.types import Question, StrategyContext
 from memory import MemoryTrace, open_checkpointer, thread_key
-from retrieval import Corpus
+from retrieval.contract import Corpus, Question, Step
 
 #: Config fields that change how a run executes, not what it computes (kept out of its key).
 RUNTIME_FIELDS = ("concurrency", "resume", "trace_chars")
@@ -34,10 +33,9 @@ class BatchedRun:
     """What a batched run left: final state, per-question memory steps, and how it ran."""
 
     final: dict[str, Any]
-    steps: list[list[dict[str, Any]]]
+    steps: list[list[Step]]
     resumed_from: int | None
     replayed: bool
-    module: Any
 
 
 def run_batched_graph(
@@ -62,7 +60,7 @@ def run_batched_graph(
     a progress bar; ``key_prefix`` separates runs of the same strategy made for another
     purpose (Self-Route's fallback leg).
     """
-    module = importlib.import_module(spec.build_graph.__module__)
+    mode = spec.run_mode
     thread = thread_key(
         strategy=key_prefix or spec.name,
         corpus=corpus.fingerprint,
@@ -73,7 +71,7 @@ def run_batched_graph(
     trace = MemoryTrace(folder / "trace.sqlite" if cfg.resume else ":memory:")
     saver = open_checkpointer(folder / "checkpoints.sqlite") if cfg.resume else InMemorySaver()
     try:
-        ctx = module.prepare_context(StrategyContext(llm=llm, config=cfg, corpus=corpus), trace=trace, thread=thread)
+        ctx = mode.prepare_context(StrategyContext(llm=llm, config=cfg, corpus=corpus), trace=trace, thread=thread)
         graph = spec.build_graph(cfg, checkpointer=saver)
         run_config: dict[str, Any] = {
             "configurable": {"thread_id": thread},
@@ -88,7 +86,7 @@ def run_batched_graph(
         if not replayed:
             if on_start:
                 on_start(ctx, resumed_from or 0)
-            payload = None if snapshot.next else module.initial_state(questions, ctx)
+            payload = None if snapshot.next else mode.initial_state(questions, ctx)
             for update in graph.stream(payload, run_config, context=ctx, stream_mode="updates", durability="sync"):
                 if "advance" in update and on_advance:
                     on_advance(update["advance"]["chunk_index"])
@@ -98,18 +96,18 @@ def run_batched_graph(
         trace.close()
         if hasattr(saver, "conn"):
             saver.conn.close()
-    return BatchedRun(final=final, steps=steps, resumed_from=resumed_from, replayed=replayed, module=module)
+    return BatchedRun(final=final, steps=steps, resumed_from=resumed_from, replayed=replayed)
 
 
-def trace_steps(snapshots: list[dict[str, Any]], trace_chars: int | None) -> list[dict[str, Any]]:
+def trace_steps(snapshots: list[dict[str, Any]], trace_chars: int | None) -> list[Step]:
     """Memory snapshots as ``Answer.steps`` entries, each memory cut to ``trace_chars``."""
     return [
-        {
-            "node": "update_memory",
-            "chunk": s["chunk"],
-            "memory": s["memory"] if trace_chars is None else s["memory"][:trace_chars],
-            "tokens": s["tokens"],
-            "cut": s["cut"],
-        }
+        Step(
+            "update_memory",
+            chunk=s["chunk"],
+            memory=s["memory"] if trace_chars is None else s["memory"][:trace_chars],
+            tokens=s["tokens"],
+            cut=s["cut"],
+        )
         for s in snapshots
     ]

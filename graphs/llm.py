@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import asdict
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 
 from retrieval import tokens
+from retrieval.contract import Usage
 
 
 def complete(
@@ -34,29 +36,27 @@ def complete_with_usage(
 
 
 def reply_usage(message: Any, prompt: str, text: str) -> dict:
-    """What one reply cost: free when replayed from the LLM cache, the model's own counts when
-    it reports them, else cl100k counts of ``prompt`` and ``text`` marked ``estimated``."""
+    """What one reply cost, as :class:`~retrieval.contract.Usage` fields: free when replayed
+    from the LLM cache, the model's own counts when it reports them, else cl100k counts of
+    ``prompt`` and ``text`` marked ``estimated``."""
     meta = getattr(message, "usage_metadata", None)
     if getattr(message, "response_metadata", {}).get("cache_hit"):
-        return {"calls": 0, "cached_calls": 1, "prompt_tokens": 0, "completion_tokens": 0, "estimated": False}
+        return {"llm_calls": 0, "cached_calls": 1, "prompt_tokens": 0, "completion_tokens": 0, "estimated": False}
     if meta:
-        return {"calls": 1, "prompt_tokens": meta.get("input_tokens", 0), "completion_tokens": meta.get("output_tokens", 0), "estimated": False}
-    return {"calls": 1, "prompt_tokens": tokens.count_tokens(prompt), "completion_tokens": tokens.count_tokens(text), "estimated": True}
+        return {"llm_calls": 1, "prompt_tokens": meta.get("input_tokens", 0), "completion_tokens": meta.get("output_tokens", 0), "estimated": False}
+    return {"llm_calls": 1, "prompt_tokens": tokens.count_tokens(prompt), "completion_tokens": tokens.count_tokens(text), "estimated": True}
 
 
-def add_usage(a: dict[int, dict] | None, b: dict[int, dict] | None) -> dict[int, dict]:
-    """Reducer summing per-question usage dicts (question index -> usage)."""
+def add_usage(a: dict[str, dict] | None, b: dict[str, dict] | None) -> dict[str, dict]:
+    """Reducer summing per-question usage dicts (question key -> :class:`Usage` fields)."""
     out = {k: dict(v) for k, v in (a or {}).items()}
     for key, u in (b or {}).items():
-        cur = out.setdefault(key, {"calls": 0, "cached_calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "estimated": False})
-        for field in ("calls", "cached_calls", "prompt_tokens", "completion_tokens"):
-            cur[field] += u.get(field, 0)
-        cur["estimated"] = cur["estimated"] or u.get("estimated", False)
+        out[key] = asdict(Usage.from_dict(out.get(key)) + Usage.from_dict(u))
     return out
 
 
 def prompt_codec(llm: BaseChatModel) -> tuple[Callable[[str], list[int]], Callable[[list[int]], str]]:
-    """``(encode, decode)`` in the model's own tokens when it exposes them, else cl100k.
+    """``(encode, decode)`` in the model's own tokens when it exposes them, else cl100k (see :func:`tokenizer_id`).
 
     Truncating by the serving model's tokenizer matters for small windows (the embedded
     model's 8k); for remote models cl100k is what LongBench v2 uses for GPT models.
@@ -66,6 +66,13 @@ def prompt_codec(llm: BaseChatModel) -> tuple[Callable[[str], list[int]], Callab
     if callable(encode) and callable(decode):
         return encode, decode
     return tokens.encode, tokens.decode
+
+
+def tokenizer_id(llm: BaseChatModel) -> str:
+    """Which tokenizer :func:`prompt_codec` counts in for ``llm``, recorded with every answer."""
+    if callable(getattr(llm, "tokenize", None)) and callable(getattr(llm, "detokenize", None)):
+        return f"model:{model_id(llm)}"
+    return f"tiktoken:{tokens.get_encoding().name}"
 
 
 def context_window(llm: BaseChatModel, default: int) -> int:

@@ -9,7 +9,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from graphs.llm import complete
-from graphs.types import StrategyContext
+from graphs.context import StrategyContext
 
 
 def generate(state: dict[str, Any], runtime: Runtime[StrategyContext]) -> dict:

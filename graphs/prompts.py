@@ -1,41 +1,17 @@
-"""Prompt templates of the retrieval and full-context strategies (verbatim constants).
-
-Both follow LongBench v2's ``0shot_rag.txt`` / ``0shot.txt`` frame: instructions, the text
-in ``<text>`` tags, then the question and the output-format instruction last, so the
-instructions survive middle truncation at both ends. Bump ``PROMPTS_VERSION`` on any edit.
-"""
+"""Prompt pieces several strategies share: how chunks and documents are laid out, and
+the default output-format instruction. Bump ``PROMPTS_VERSION`` on any edit."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from graphs.types import Question
+from retrieval.contract import Question
 from retrieval import Chunk, Document
 
 PROMPTS_VERSION = 1
 
 #: Used when the benchmark gives no output-format instruction (LongBench v1 QA wording).
 DEFAULT_INSTRUCTION = """Only give me the answer and do not output any other words."""
-
-RAG_TEMPLATE = """Please read the following retrieved text chunks and answer the question below.
-
-<text>
-{context}
-</text>
-
-Question: {question}
-
-{instruction}"""
-
-FULL_CONTEXT_TEMPLATE = """Please read the following text and answer the question below.
-
-<text>
-{context}
-</text>
-
-Question: {question}
-
-{instruction}"""
 
 CHUNK_TEMPLATE = """Retrieved chunk {number} (from "{title}"):
 {text}"""

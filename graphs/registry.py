@@ -1,4 +1,13 @@
-"""The strategy registry: name -> config class, graph builder and presets."""
+"""The strategy registry: name -> config class, graph builder, how it runs, presets.
+
+Strategies register with the decorator every plug-in kind uses, on their graph builder::
+
+    @STRATEGIES.register("rag", config_cls=RagConfig, uses_index=True, presets={...})
+    def build_graph(config): ...
+
+A third-party package adds one through the ``longctx.strategies`` entry-point group
+(its module registers on import, or the entry point names a :class:`Strategy`).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +17,32 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from retrieval import Registry
+from graphs.config import ConfigError
+from retrieval.contract import Question, Registry
+
+
+@dataclass(frozen=True)
+class SingleRun:
+    """The graph answers one question per invocation (``{"question": q}`` in, answer fields out)."""
+
+    def __repr__(self) -> str:
+        return "SingleRun()"
+
+
+@dataclass(frozen=True)
+class BatchRun:
+    """The graph answers many questions over one corpus in one checkpointed invocation.
+
+    Attributes:
+        prepare_context: ``(StrategyContext) -> context`` with what the nodes need (e.g. the
+            corpus cut into chunks).
+        initial_state: ``(questions, context) -> state`` of a fresh run.
+        collect: ``(final_state, i) -> {"raw", "answer", "usage", "steps"...}`` of question ``i``.
+    """
+
+    prepare_context: Callable[..., Any]
+    initial_state: Callable[[list[Question], Any], dict[str, Any]]
+    collect: Callable[[dict[str, Any], int], dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -17,25 +51,37 @@ class Strategy:
 
     Attributes:
         name: Registry name used by ``answer(strategy=...)`` and the CLI.
-        config_cls: Frozen dataclass whose defaults are the paper's numbers.
         build_graph: ``config -> compiled LangGraph`` (dependencies come in the run context).
+        config_cls: Frozen, validated dataclass whose defaults are the paper's numbers.
         uses_index: Whether the strategy needs a retrieval index built before it runs.
-        presets: Named configs (e.g. LongBench v1's ``500x3``).
+        run_mode: How it runs: :class:`SingleRun` (default) or a :class:`BatchRun`.
+        presets: Named configs (``paper`` reproduces the source's setting where it differs).
         description: One line for ``--help`` and the README.
-        batched: The graph answers many questions in one resumable run (its module
-            provides ``prepare_context``, ``initial_state`` and ``collect``).
+        prompts_version: The strategy's ``PROMPTS_VERSION``, recorded with every answer.
     """
 
     name: str
+    build_graph: Callable[..., Any]
     config_cls: type
-    build_graph: Callable[[Any], Any]
-    uses_index: bool
+    uses_index: bool = False
+    run_mode: SingleRun | BatchRun = field(default_factory=SingleRun)
     presets: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
-    batched: bool = False
+    prompts_version: int = 1
+
+    @property
+    def batched(self) -> bool:
+        """Whether many questions share one run of the graph."""
+        return isinstance(self.run_mode, BatchRun)
 
     def make_config(self, preset: str | None = None, **overrides: Any) -> Any:
-        """The default (or preset) config with ``overrides``; unknown keys raise ``TypeError``."""
+        """The default (or preset) config with ``overrides``; every value is validated.
+
+        Raises:
+            TypeError: An unknown option name (with the closest valid one).
+            ConfigError: A value the option cannot take.
+            KeyError: An unknown preset.
+        """
         if preset is not None and preset not in self.presets:
             raise KeyError(f"Strategy {self.name!r} has no preset {preset!r}; presets: {sorted(self.presets) or 'none'}")
         base = self.presets[preset] if preset else self.config_cls()
@@ -44,12 +90,14 @@ class Strategy:
         if unknown:
             hints = [f"{k!r} (did you mean {close[0]!r}?)" if (close := difflib.get_close_matches(k, valid, n=1)) else repr(k) for k in unknown]
             raise TypeError(f"Unknown option(s) for strategy {self.name!r}: {', '.join(hints)}. Valid: {', '.join(valid)}")
-        return dataclasses.replace(base, **overrides)
+        try:
+            return dataclasses.replace(base, **overrides)
+        except ConfigError as exc:
+            raise ConfigError(f"Strategy {self.name!r}: {exc}") from None
 
 
-STRATEGIES: Registry[Strategy] = Registry("strategy")
+def _strategy(name: str, build_graph: Callable[..., Any], **attrs: Any) -> Strategy:
+    return Strategy(name=name, build_graph=build_graph, **attrs)
 
 
-def register_strategy(strategy: Strategy) -> Strategy:
-    """Add ``strategy`` to :data:`STRATEGIES` (collisions raise)."""
-    return STRATEGIES.register(strategy.name, strategy)
+STRATEGIES: Registry[Strategy] = Registry("strategy", group="longctx.strategies", make_entry=_strategy)

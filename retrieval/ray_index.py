@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from retrieval.chunking import ChunkingConfig, chunk_corpus
-from retrieval.corpus import Corpus
+from retrieval.contract import Corpus
 from retrieval.dense import DenseRetriever
 from retrieval.embedders import Embedder, SentenceTransformerEmbedder
 from retrieval.index import Index, build_index, default_cache_dir, index_key

@@ -10,7 +10,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from retrieval.corpus import CorpusError, Document
+from retrieval.contract import CorpusError, Document
 
 log = logging.getLogger(__name__)
 

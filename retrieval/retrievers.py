@@ -7,11 +7,12 @@ from collections.abc import Callable
 
 from retrieval.base import Retriever
 from retrieval.bm25 import BM25Retriever
+from retrieval.contract import Registry
 from retrieval.dense import DenseRetriever
 from retrieval.embedders import ContrieverEmbedder, OpenAIEmbedder, SentenceTransformerEmbedder
-from retrieval.registry import Registry
 
-RETRIEVERS: Registry[Callable[..., Retriever]] = Registry("retriever")
+#: name -> factory taking the retriever's options; third parties add to ``longctx.retrievers``.
+RETRIEVERS: Registry[Callable[..., Retriever]] = Registry("retriever", group="longctx.retrievers")
 
 
 @RETRIEVERS.register("bm25")

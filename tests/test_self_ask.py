@@ -5,7 +5,7 @@ import pytest
 from agents import Question, answer
 from graphs import STRATEGIES
 from graphs.self_ask import NOT_FOUND, clean_final, cut_at_stops, parse_step
-from graphs.self_ask_prompts import EXEMPLARS, FINAL, FOLLOW_UP, INTERMEDIATE, NEEDED
+from graphs.self_ask.prompts import EXEMPLARS, FINAL, FOLLOW_UP, INTERMEDIATE, NEEDED
 from retrieval import Index
 from tests.scripted import ScriptedChatModel
 

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from agents import answer
-from graphs import STRATEGIES, SelfRouteConfig
+from graphs import STRATEGIES, ConfigError, SelfRouteConfig
 from graphs.prompts import DEFAULT_INSTRUCTION, format_documents
 from graphs.self_route import UNANSWERABLE_INSTRUCTION, find_decline
 from retrieval import count_tokens
@@ -140,9 +140,9 @@ def test_full_context_fallback_truncates_like_li_et_al(planted_corpus):
 
 def test_unknown_fallback_fails_before_any_call(planted_corpus):
     llm = ScriptedChatModel(replies=[])
-    with pytest.raises(KeyError, match="memagent"):
+    with pytest.raises(ConfigError, match="memagent"):
         answer(planted_corpus, QUESTION, strategy="self_route", llm=llm, fallback="memagnet")
-    with pytest.raises(TypeError, match="did you mean 'chunk_tokens'"):
+    with pytest.raises(ConfigError, match="did you mean 'chunk_tokens'"):
         answer(planted_corpus, QUESTION, strategy="self_route", llm=llm, fallback_options={"chunk_token": 10})
     with pytest.raises(ValueError, match="own fallback"):
         answer(planted_corpus, QUESTION, strategy="self_route", llm=llm, fallback="self_route")

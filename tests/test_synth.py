@@ -76,7 +76,7 @@ def test_corpus_size_is_within_5_percent_of_target(request, fixture, target):
 def test_too_small_target_and_bad_config_raise(tmp_path):
     with pytest.raises(ValueError, match="too small"):
         generate(SynthConfig(target_tokens=12_000), tmp_path / "x")
-    with pytest.raises(KeyError, match="Unknown domain"):
+    with pytest.raises(KeyError, match="Unknown synth domain"):
         generate(SynthConfig(domain="astrology"), tmp_path / "y")
     with pytest.raises(ValueError):
         NeedleConfig(depth=1.5)

@@ -15,24 +15,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from experiments.benchmarks import corpusqa, longbench_v1, longbench_v2, loong, lveval, synth
-from experiments.benchmarks.base import BenchmarkDataError, BenchmarkSpec, Sample
+from experiments.benchmarks import corpusqa, longbench_v1, longbench_v2, loong, lveval, synth  # noqa: F401  (register)
+from experiments.benchmarks.base import BENCHMARKS, BenchmarkDataError, BenchmarkSpec, Sample
 from experiments.benchmarks.predictions import Prediction, pair_predictions
-from retrieval.registry import Registry
-
-BENCHMARKS: Registry[BenchmarkSpec] = Registry("benchmark")
-
-for _spec in (
-    BenchmarkSpec("longbench", longbench_v1.VERSION, longbench_v1.load, longbench_v1.prompt, longbench_v1.score),
-    BenchmarkSpec("longbench_e", longbench_v1.VERSION, longbench_v1.load_e, longbench_v1.prompt, longbench_v1.score),
-    BenchmarkSpec("longbench_v2", longbench_v2.VERSION, longbench_v2.load, longbench_v2.prompt, longbench_v2.score),
-    BenchmarkSpec("lveval", lveval.VERSION, lveval.load, lveval.prompt, lveval.score),
-    BenchmarkSpec("loong", loong.VERSION, loong.load, loong.prompt, loong.score),
-    BenchmarkSpec("corpusqa", corpusqa.VERSION, corpusqa.load, corpusqa.prompt, corpusqa.score),
-    BenchmarkSpec("synth", synth.VERSION, synth.load, synth.prompt, synth.score),
-):
-    BENCHMARKS.register(_spec.name, _spec)
-
 
 def load_benchmark(name: str, path: str | Path | None = None, **options: Any) -> list[Sample]:
     """Samples of benchmark ``name`` from ``path`` (default ``$LONGCTX_DATA_DIR/<benchmark>``).

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from graphs.types import Question
+from retrieval.contract import Question
 from retrieval import Corpus
+from retrieval.contract import Registry
 
 #: Where benchmark files live unless a path is given: ``$LONGCTX_DATA_DIR`` or this default.
 DEFAULT_DATA_DIR = Path("~/longctx-data").expanduser()
@@ -70,6 +71,19 @@ class BenchmarkSpec:
     load: Callable[..., list[Sample]]
     prompt: Callable[[Sample], str]
     score: Callable[..., dict]
+
+
+def _benchmark(name: str, score: Callable[..., dict], *, version: int, load: Callable[..., list[Sample]], prompt: Callable[[Sample], str]) -> BenchmarkSpec:
+    return BenchmarkSpec(name=name, version=version, load=load, prompt=prompt, score=score)
+
+
+#: name -> :class:`BenchmarkSpec`. A benchmark module registers by decorating its scorer::
+#:
+#:     @BENCHMARKS.register("longbench_v2", version=VERSION, load=load, prompt=prompt)
+#:     def score(pairs, **options): ...
+#:
+#: Third-party benchmarks join through the ``longctx.benchmarks`` entry-point group.
+BENCHMARKS: Registry[BenchmarkSpec] = Registry("benchmark", group="longctx.benchmarks", make_entry=_benchmark)
 
 
 def data_root(benchmark_dir: str, path: str | os.PathLike | None = None) -> Path:

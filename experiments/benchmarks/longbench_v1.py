@@ -15,9 +15,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from experiments.benchmarks.base import Sample, data_root, load_records, only_known
+from experiments.benchmarks.base import BENCHMARKS, Sample, data_root, load_records, only_known
 from experiments.metrics import longbench_v1 as m
-from graphs.types import Question
+from retrieval.contract import Question
 from retrieval import Corpus, Document
 
 VERSION = 1
@@ -147,6 +147,8 @@ def prompt(sample: Sample) -> str:
     return PROMPTS[sample.dataset].format(context=sample.corpus[0].text, input=sample.metadata["input"])
 
 
+@BENCHMARKS.register("longbench_e", version=VERSION, load=load_e, prompt=prompt)
+@BENCHMARKS.register("longbench", version=VERSION, load=load, prompt=prompt)
 def score(pairs: Sequence[tuple[Sample, Any]], **_: Any) -> dict:
     """Official LongBench aggregation: dataset means x 100, category means, macro overall.
 

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.benchmarks.base import Sample, data_root, load_records
+from experiments.benchmarks.base import BENCHMARKS, Sample, data_root, load_records
 from experiments.metrics import longbench_v2 as m
-from graphs.types import Question
+from retrieval.contract import Question
 from retrieval import Corpus, Document
 
 VERSION = 1
@@ -71,6 +71,7 @@ def prompt(sample: Sample) -> str:
     return text
 
 
+@BENCHMARKS.register("longbench_v2", version=VERSION, load=load, prompt=prompt)
 def score(pairs: Sequence[tuple[Sample, Any]], **_: Any) -> dict:
     """Accuracy tables: ours (failed calls count as invalid) and the official one (failed dropped).
 

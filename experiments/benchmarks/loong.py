@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.benchmarks.base import BenchmarkDataError, Sample, data_root, load_records
+from experiments.benchmarks.base import BENCHMARKS, BenchmarkDataError, Sample, data_root, load_records
 from experiments.metrics import judge as judge_mod
 from experiments.metrics import loong as m
-from graphs.types import Question
+from retrieval.contract import Question
 from retrieval import Corpus, Document
 
 VERSION = 1
@@ -148,6 +148,7 @@ def _bucket_stats(ratings: dict[str, list[float | None]], total: int) -> dict[st
     return out
 
 
+@BENCHMARKS.register("loong", version=VERSION, load=load, prompt=prompt)
 def score(pairs: Sequence[tuple[Sample, Any]], *, judge: Any = None, **_: Any) -> dict:
     """Judge every prediction and aggregate as ``step4_cal_metric.py`` does.
 

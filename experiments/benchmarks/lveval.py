@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.benchmarks.base import Sample, data_root, find_file, load_records, only_known
+from experiments.benchmarks.base import BENCHMARKS, Sample, data_root, find_file, load_records, only_known
 from experiments.metrics import longbench_v1 as lb
 from experiments.metrics import lveval as m
-from graphs.types import Question
+from retrieval.contract import Question
 from retrieval import Corpus, Document
 
 VERSION = 1
@@ -100,6 +100,7 @@ def prompt(sample: Sample) -> str:
     return PROMPTS[sample.dataset].format(context=sample.corpus[0].text, input=sample.question.text)
 
 
+@BENCHMARKS.register("lveval", version=VERSION, load=load, prompt=prompt)
 def score(pairs: Sequence[tuple[Sample, Any]], *, all_answers: bool = False, **_: Any) -> dict:
     """Official aggregation: mean x 100 per ``{dataset}_{level}``, pivoted dataset x level.
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.benchmarks import corpusqa
-from experiments.benchmarks.base import BenchmarkDataError, Sample
+from experiments.benchmarks.base import BENCHMARKS, BenchmarkDataError, Sample
 
 VERSION = 1
 
@@ -46,6 +46,7 @@ def prompt(sample: Sample) -> str:
     return f"{docs}\n\n# Question:\n{sample.question.text}\n\n{sample.question.instruction}"
 
 
+@BENCHMARKS.register("synth", version=VERSION, load=load, prompt=prompt)
 def score(pairs: Sequence[tuple[Sample, Any]], *, judge: Any = None, **options: Any) -> dict:
     """CorpusQA's scoring, plus accuracy per difficulty (easy / medium / hard / needle)."""
     result = corpusqa.score(pairs, judge=judge, **options)

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import re
 
+from experiments.metrics.equivalence import equivalent
+from experiments.metrics.registry import METRICS
+
 VERSION = 1
 
 JUDGE_SYSTEM_PROMPT = """You are an expert in verifying if two answers are the same.
@@ -39,6 +42,12 @@ def extract_answer(response: str) -> str:
     """Text after ``The answer is: `` on its line (stripped), else the whole response stripped."""
     match = _ANSWER.search(response)
     return match.group(1).strip() if match else response.strip()
+
+
+@METRICS.register("corpusqa_equivalence")
+def equivalence_score(prediction: str, ground_truth: str, **_: object) -> float:
+    """1.0 when the extracted answer is deterministically equivalent to the gold answer."""
+    return float(equivalent(extract_answer(prediction), ground_truth))
 
 
 def judge_user_prompt(question: str, predicted: str, gold: str) -> str:

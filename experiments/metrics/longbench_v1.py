@@ -16,7 +16,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from experiments.metrics.text import qa_f1, qa_f1_zh, rouge_l, rouge_l_zh
+from experiments.metrics import text  # noqa: F401  (registers the text metrics)
+from experiments.metrics.registry import METRICS
 
 VERSION = 1
 
@@ -27,6 +28,7 @@ FIRST_LINE_DATASETS = frozenset({"trec", "triviaqa", "samsum", "lsht"})
 LONGBENCH_E_BUCKETS = ("0-4k", "4-8k", "8k+")
 
 
+@METRICS.register("classification")
 def classification_score(prediction: str, ground_truth: str, *, all_classes: Sequence[str], **_: object) -> float:
     """Official ``classification_score`` (TREC, LSHT), including its list-mutation quirk.
 
@@ -52,21 +54,25 @@ def _fraction_equal(prediction: str, target: str) -> float:
     return sum(1 for n in numbers if n == target) / len(numbers)
 
 
+@METRICS.register("retrieval")
 def retrieval_score(prediction: str, ground_truth: str, **_: object) -> float:
     """Share of the numbers in the prediction equal to the gold ``Paragraph N`` id."""
     return _fraction_equal(prediction, re.findall(r"Paragraph (\d+)", ground_truth)[0])
 
 
+@METRICS.register("retrieval_zh")
 def retrieval_zh_score(prediction: str, ground_truth: str, **_: object) -> float:
     """Share of the numbers in the prediction equal to the gold ``段落N`` id."""
     return _fraction_equal(prediction, re.findall(r"段落(\d+)", ground_truth)[0])
 
 
+@METRICS.register("count")
 def count_score(prediction: str, ground_truth: str, **_: object) -> float:
     """Share of the numbers in the prediction equal to the gold count."""
     return _fraction_equal(prediction, str(ground_truth))
 
 
+@METRICS.register("code_sim")
 def code_sim_score(prediction: str, ground_truth: str, **_: object) -> float:
     """Edit similarity of the first code-looking line of the prediction, in [0, 1].
 
@@ -83,29 +89,29 @@ def code_sim_score(prediction: str, ground_truth: str, **_: object) -> float:
     return int(round(fuzz.ratio(line, ground_truth))) / 100
 
 
-#: Official ``dataset2metric`` map.
+#: Official ``dataset2metric`` map, as registered metric names.
 DATASET_METRIC = {
-    "narrativeqa": qa_f1,
-    "qasper": qa_f1,
-    "multifieldqa_en": qa_f1,
-    "multifieldqa_zh": qa_f1_zh,
-    "hotpotqa": qa_f1,
-    "2wikimqa": qa_f1,
-    "musique": qa_f1,
-    "dureader": rouge_l_zh,
-    "gov_report": rouge_l,
-    "qmsum": rouge_l,
-    "multi_news": rouge_l,
-    "vcsum": rouge_l_zh,
-    "trec": classification_score,
-    "triviaqa": qa_f1,
-    "samsum": rouge_l,
-    "lsht": classification_score,
-    "passage_retrieval_en": retrieval_score,
-    "passage_count": count_score,
-    "passage_retrieval_zh": retrieval_zh_score,
-    "lcc": code_sim_score,
-    "repobench-p": code_sim_score,
+    "narrativeqa": "qa_f1",
+    "qasper": "qa_f1",
+    "multifieldqa_en": "qa_f1",
+    "multifieldqa_zh": "qa_f1_zh",
+    "hotpotqa": "qa_f1",
+    "2wikimqa": "qa_f1",
+    "musique": "qa_f1",
+    "dureader": "rouge_l_zh",
+    "gov_report": "rouge_l",
+    "qmsum": "rouge_l",
+    "multi_news": "rouge_l",
+    "vcsum": "rouge_l_zh",
+    "trec": "classification",
+    "triviaqa": "qa_f1",
+    "samsum": "rouge_l",
+    "lsht": "classification",
+    "passage_retrieval_en": "retrieval",
+    "passage_count": "count",
+    "passage_retrieval_zh": "retrieval_zh",
+    "lcc": "code_sim",
+    "repobench-p": "code_sim",
 }
 
 
@@ -115,7 +121,7 @@ def score_item(dataset: str, prediction: str, answers: Sequence[str], all_classe
         raise KeyError(f"Unknown LongBench dataset {dataset!r}; known: {', '.join(sorted(DATASET_METRIC))}")
     if dataset in FIRST_LINE_DATASETS:
         prediction = prediction.lstrip("\n").split("\n")[0]
-    metric = DATASET_METRIC[dataset]
+    metric = METRICS.get(DATASET_METRIC[dataset])
     score = 0.0
     for gold in answers:
         score = max(score, metric(prediction, gold, all_classes=all_classes or ()))

@@ -12,6 +12,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from experiments.metrics.registry import METRICS
+
 VERSION = 1
 
 _PRIMARY = re.compile(r"The correct answer is \(([A-D])\)")
@@ -30,6 +32,12 @@ def extract_choice(response: str) -> str | None:
     text = response.replace("*", "")
     match = _PRIMARY.search(text) or _FALLBACK.search(text)
     return match.group(1) if match else None
+
+
+@METRICS.register("longbench_v2_choice")
+def choice_accuracy(prediction: str, ground_truth: str, **_: object) -> float:
+    """1.0 when the extracted letter is the gold letter, else 0.0."""
+    return float(extract_choice(prediction) == ground_truth)
 
 
 @dataclass(frozen=True)

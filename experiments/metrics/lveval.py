@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from experiments.metrics.registry import METRICS
 from experiments.metrics.text import (
     jieba_tokens,
     normalize_answer,
@@ -56,6 +57,7 @@ def keyword_recall(prediction_tokens: list[str], keyword_tokens: list[str], blac
     return same / len(keyword_tokens)
 
 
+@METRICS.register("lveval_qa_f1_gated")
 def qa_f1_gated(prediction: str, ground_truth: str, keywords: str | None = None, **_: object) -> float:
     """English ``qa_f1_score_with_gold_ans``: F1 gated by keyword recall >= 0.2."""
     pred = normalize_answer(prediction).split()
@@ -67,6 +69,7 @@ def qa_f1_gated(prediction: str, ground_truth: str, keywords: str | None = None,
     return token_f1(pred, normalize_answer(ground_truth).split())
 
 
+@METRICS.register("lveval_qa_f1_zh_gated")
 def qa_f1_zh_gated(prediction: str, ground_truth: str, keywords: str | None = None, **_: object) -> float:
     """Chinese ``qa_f1_zh_score_with_gold_ans``: F1 gated by keyword recall >= 0.4.
 
@@ -79,6 +82,7 @@ def qa_f1_zh_gated(prediction: str, ground_truth: str, keywords: str | None = No
     return token_f1(pred, zh_tokens(ground_truth))
 
 
+@METRICS.register("lveval_rouge_zh_blacklist")
 def rouge_zh_blacklist(prediction: str, ground_truth: str, **_: object) -> float:
     """``rouge_zh_score_blacklist``: jieba twice (as official), normalise, drop blacklist, ROUGE-L F."""
 
@@ -89,19 +93,19 @@ def rouge_zh_blacklist(prediction: str, ground_truth: str, **_: object) -> float
     return rouge_l(prepare(prediction), prepare(ground_truth))
 
 
-#: Official ``DATASET_METRIC`` map (keys are dataset names without the length suffix).
+#: Official ``DATASET_METRIC`` map as registered metric names (keys are dataset names without the length suffix).
 DATASET_METRIC = {
-    "hotpotwikiqa_mixup": qa_f1_gated,
-    "loogle_SD_mixup": qa_f1_gated,
-    "loogle_CR_mixup": qa_f1_gated,
-    "loogle_MIR_mixup": qa_f1_gated,
-    "multifieldqa_en_mixup": qa_f1_gated,
-    "multifieldqa_zh_mixup": qa_f1_zh_gated,
-    "factrecall_en": qa_f1,
-    "factrecall_zh": qa_f1_zh,
-    "cmrc_mixup": qa_f1_zh_gated,
-    "lic_mixup": qa_f1_zh_gated,
-    "dureader_mixup": rouge_zh_blacklist,
+    "hotpotwikiqa_mixup": "lveval_qa_f1_gated",
+    "loogle_SD_mixup": "lveval_qa_f1_gated",
+    "loogle_CR_mixup": "lveval_qa_f1_gated",
+    "loogle_MIR_mixup": "lveval_qa_f1_gated",
+    "multifieldqa_en_mixup": "lveval_qa_f1_gated",
+    "multifieldqa_zh_mixup": "lveval_qa_f1_zh_gated",
+    "factrecall_en": "qa_f1",
+    "factrecall_zh": "qa_f1_zh",
+    "cmrc_mixup": "lveval_qa_f1_zh_gated",
+    "lic_mixup": "lveval_qa_f1_zh_gated",
+    "dureader_mixup": "lveval_rouge_zh_blacklist",
 }
 
 
@@ -120,6 +124,6 @@ def score_item(dataset: str, prediction: str, answers: list[str], keywords: str 
         raise KeyError(f"Unknown LV-Eval dataset {dataset!r}; known: {', '.join(sorted(DATASET_METRIC))}")
     if not answers:
         return 0.0
-    metric = DATASET_METRIC[dataset]
+    metric = METRICS.get(DATASET_METRIC[dataset])
     golds = answers if all_answers else answers[:1]
     return max(metric(prediction, gold, keywords=keywords) for gold in golds)

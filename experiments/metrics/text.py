@@ -12,6 +12,8 @@ import string
 from collections import Counter
 from collections.abc import Sequence
 
+from experiments.metrics.registry import METRICS
+
 VERSION = 1
 
 #: Chinese punctuation stripped by the official ``normalize_zh_answer`` (plus ASCII punctuation).
@@ -56,16 +58,19 @@ def token_f1(prediction: Sequence[str], ground_truth: Sequence[str]) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
+@METRICS.register("qa_f1")
 def qa_f1(prediction: str, ground_truth: str, **_: object) -> float:
     """LongBench ``qa_f1_score``: F1 over whitespace tokens of the normalised strings."""
     return token_f1(normalize_answer(prediction).split(), normalize_answer(ground_truth).split())
 
 
+@METRICS.register("qa_f1_zh")
 def qa_f1_zh(prediction: str, ground_truth: str, **_: object) -> float:
     """LongBench ``qa_f1_zh_score``: F1 over normalised jieba tokens of the raw strings."""
     return token_f1(zh_tokens(prediction), zh_tokens(ground_truth))
 
 
+@METRICS.register("rouge_l")
 def rouge_l(prediction: str, ground_truth: str, **_: object) -> float:
     """ROUGE-L F of the ``rouge`` package, as the official code computes it.
 
@@ -82,6 +87,7 @@ def rouge_l(prediction: str, ground_truth: str, **_: object) -> float:
     return float(scores["rouge-l"]["f"])
 
 
+@METRICS.register("rouge_l_zh")
 def rouge_l_zh(prediction: str, ground_truth: str, **_: object) -> float:
     """LongBench ``rouge_zh_score``: jieba-tokenise, join with spaces, then ROUGE-L F."""
     return rouge_l(" ".join(jieba_tokens(prediction)), " ".join(jieba_tokens(ground_truth)))

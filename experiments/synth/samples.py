@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from graphs.types import Question
+from retrieval.contract import Question
 from retrieval import Corpus
 
 QUESTIONS_FILE = "questions.jsonl"

@@ -13,77 +13,21 @@ Templates: BytedTsinghua-SIA/MemAgent ``taskutils/memory_eval/utils/recurrent.py
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Annotated, Any, TypedDict
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
+from graphs.context import StrategyContext
 from graphs.llm import add_usage, complete_with_usage, prompt_codec
+from graphs.memagent.config import MemAgentConfig
+from graphs.memagent.prompts import PROMPTS_VERSION, DEFAULT_FINAL_INSTRUCTION, FINAL_TEMPLATE, MEMORY_TEMPLATE
 from graphs.prompts import format_documents
-from graphs.registry import Strategy, register_strategy
-from graphs.types import Question, StrategyContext
+from graphs.registry import STRATEGIES, BatchRun
 from memory import NO_MEMORY, MemoryTrace, bound_memory
-
-PROMPTS_VERSION = 1
-
-#: Verbatim (note the space after ``<problem>`` and the trailing newline).
-MEMORY_TEMPLATE = """You are presented with a problem, a section of an article that may contain the answer to the problem, and a previous memory. Please read the provided section carefully and update the memory with the new information that helps to answer the problem. Be sure to retain all relevant details from the previous memory while adding any new, useful information.
-
-<problem> 
-{prompt}
-</problem>
-
-<memory>
-{memory}
-</memory>
-
-<section>
-{chunk}
-</section>
-
-Updated memory:
-"""
-
-#: Verbatim with ``{instruction}`` = DEFAULT_FINAL_INSTRUCTION; a benchmark's instruction replaces it.
-FINAL_TEMPLATE = """You are presented with a problem and a previous memory. Please answer the problem based on the previous memory{instruction}
-
-<problem> 
-{prompt}
-</problem>
-
-<memory>
-{memory}
-</memory>
-
-Your answer:
-"""
-
-DEFAULT_FINAL_INSTRUCTION = """ and format your response as follows "Therefore, the answer is (insert answer here)"."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class MemAgentConfig:
-    """MemAgent's paper defaults.
-
-    Attributes:
-        chunk_tokens: Tokens of corpus per step, in the serving model's tokenizer when it
-            exposes one (as the official loop), else cl100k.
-        max_new_tokens: Budget of every generated memory and of the final answer.
-        temperature / top_p: The official evaluation's sampling.
-        concurrency: Calls in flight at once (questions advanced together per chunk).
-        resume: Checkpoint every step on disk and resume an interrupted run.
-        trace_chars: Characters of each memory snapshot kept in ``Answer.steps`` (None = all).
-    """
-
-    chunk_tokens: int = field(default=5000, metadata={"source": "MemAgent RECURRENT_CHUNK_SIZE=5000"})
-    max_new_tokens: int = field(default=1024, metadata={"source": "MemAgent RECURRENT_MAX_NEW=1024"})
-    temperature: float = field(default=0.7, metadata={"source": "MemAgent memory_eval: temperature=0.7"})
-    top_p: float = field(default=0.95, metadata={"source": "MemAgent memory_eval: top_p=0.95"})
-    concurrency: int = field(default=8, metadata={"source": "official --n_proc 64; 8 suits one local server"})
-    resume: bool = True
-    trace_chars: int | None = 2000
+from retrieval.contract import Question
 
 
 @dataclass(frozen=True)
@@ -201,19 +145,6 @@ def final_answer(task: dict[str, Any], runtime: Runtime[MemAgentContext]) -> dic
     return {"finals": {qi: text}, "usage": {qi: usage}}
 
 
-def build_graph(config: MemAgentConfig | None = None, checkpointer: Any = None):
-    """START -> (update_memory per question -> advance)* -> final_answer per question -> END."""
-    graph = StateGraph(MemAgentState, context_schema=MemAgentContext)
-    graph.add_node("update_memory", update_memory)
-    graph.add_node("advance", advance)
-    graph.add_node("final_answer", final_answer)
-    graph.add_conditional_edges(START, fan_out, ["update_memory", "final_answer"])
-    graph.add_edge("update_memory", "advance")
-    graph.add_conditional_edges("advance", fan_out, ["update_memory", "final_answer"])
-    graph.add_edge("final_answer", END)
-    return graph.compile(checkpointer=checkpointer, name="memagent")
-
-
 def collect(state: MemAgentState, i: int) -> dict[str, Any]:
     """Answer fields of question ``i`` from the final state."""
     raw = state.get("finals", {}).get(str(i), "")
@@ -227,13 +158,21 @@ def collect(state: MemAgentState, i: int) -> dict[str, Any]:
     }
 
 
-register_strategy(
-    Strategy(
-        name="memagent",
-        config_cls=MemAgentConfig,
-        build_graph=build_graph,
-        uses_index=False,
-        description="Stream the whole corpus through a 1,024-token overwritten memory, 5,000 tokens per step.",
-        batched=True,
-    )
+@STRATEGIES.register(
+    "memagent",
+    config_cls=MemAgentConfig,
+    prompts_version=PROMPTS_VERSION,
+    run_mode=BatchRun(prepare_context=prepare_context, initial_state=initial_state, collect=collect),
+    description="Stream the whole corpus through a 1,024-token overwritten memory, 5,000 tokens per step.",
 )
+def build_graph(config: MemAgentConfig | None = None, checkpointer: Any = None):
+    """START -> (update_memory per question -> advance)* -> final_answer per question -> END."""
+    graph = StateGraph(MemAgentState, context_schema=MemAgentContext)
+    graph.add_node("update_memory", update_memory)
+    graph.add_node("advance", advance)
+    graph.add_node("final_answer", final_answer)
+    graph.add_conditional_edges(START, fan_out, ["update_memory", "final_answer"])
+    graph.add_edge("update_memory", "advance")
+    graph.add_conditional_edges("advance", fan_out, ["update_memory", "final_answer"])
+    graph.add_edge("final_answer", END)
+    return graph.compile(checkpointer=checkpointer, name="memagent")

@@ -9,39 +9,26 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Annotated, TypedDict
+
+from langchain_core.language_models import BaseChatModel
 
 from langgraph.runtime import Runtime
 
+from graphs.config import ConfigError
+from graphs.context import StrategyContext
+from graphs.full_context.config import FullContextConfig
+from graphs.full_context.prompts import PROMPTS_VERSION, FULL_CONTEXT_TEMPLATE
 from graphs.llm import context_window, prompt_codec
 from graphs.nodes import generate, linear_graph
-from graphs.prompts import FULL_CONTEXT_TEMPLATE, fill, format_documents
-from graphs.registry import Strategy, register_strategy
-from graphs.types import Question, StrategyContext
+from graphs.prompts import fill, format_documents
+from graphs.registry import STRATEGIES
 from retrieval import middle_truncate
+from retrieval.contract import Corpus, Question, Step
 
 #: Characters kept per side before tokenizing a huge prompt; no tokenizer packs 16 chars per token.
 _CHARS_PER_TOKEN_BOUND = 16
-
-
-@dataclass(frozen=True, kw_only=True)
-class FullContextConfig:
-    """Full-context baseline.
-
-    Attributes:
-        context_window: Model window in tokens; ``None`` asks the model (the embedded
-            model reports its own), else 128000 (GPT-4o class; LongBench v2 truncates to 120000).
-        max_new_tokens: Answer budget, subtracted from the window.
-        prompt_reserve_tokens: Room for chat-template tokens around the prompt.
-        temperature: 0 = greedy.
-    """
-
-    context_window: int | None = None
-    default_context_window: int = field(default=128_000, metadata={"source": "LongBench v2 model2maxlen: 120000 for 128k models"})
-    max_new_tokens: int = field(default=128, metadata={"source": "LongBench v2 pred.py max_tokens=128"})
-    prompt_reserve_tokens: int = 64
-    temperature: float = 0.0
 
 
 class FullContextState(TypedDict, total=False):
@@ -51,7 +38,7 @@ class FullContextState(TypedDict, total=False):
     prompt: str
     raw: str
     answer: str
-    steps: Annotated[list[dict], operator.add]
+    steps: Annotated[list[Step], operator.add]
 
 
 def truncate_prompt(
@@ -76,32 +63,45 @@ def truncate_prompt(
     return decode(kept[:half]) + decode(kept[half:]), True
 
 
-def build_prompt(state: FullContextState, runtime: Runtime[StrategyContext]) -> dict:
-    """Fill the template with every document, then middle-truncate to the input budget."""
-    ctx = runtime.context
-    cfg: FullContextConfig = ctx.config
-    window = cfg.context_window or context_window(ctx.llm, cfg.default_context_window)
+@dataclass(frozen=True)
+class FullContextPrompt:
+    """The filled, truncated full-context prompt and how it was fitted to the window."""
+
+    text: str
+    context_window: int
+    max_input_tokens: int
+    truncated: bool
+
+
+def full_context_prompt(corpus: Corpus, question: Question, llm: BaseChatModel, cfg: FullContextConfig) -> FullContextPrompt:
+    """Fill the template with every document, then middle-truncate to the input budget.
+
+    A pure function of its inputs, shared by this strategy and Self-Route's full-context leg.
+    """
+    window = cfg.context_window or context_window(llm, cfg.default_context_window)
     budget = window - cfg.max_new_tokens - cfg.prompt_reserve_tokens
     if budget <= 0:
-        raise ValueError(f"Context window {window} leaves no room for input after {cfg.max_new_tokens} output tokens")
-    prompt = fill(FULL_CONTEXT_TEMPLATE, format_documents(ctx.corpus.documents), state["question"])
-    encode, decode = prompt_codec(ctx.llm)
+        raise ConfigError(f"Context window {window} leaves no room for input after {cfg.max_new_tokens} output tokens")
+    prompt = fill(FULL_CONTEXT_TEMPLATE, format_documents(corpus.documents), question)
+    encode, decode = prompt_codec(llm)
     text, truncated = truncate_prompt(prompt, budget, encode, decode)
-    step = {"node": "build_prompt", "context_window": window, "max_input_tokens": budget, "truncated": truncated}
-    return {"prompt": text, "steps": [step]}
+    return FullContextPrompt(text=text, context_window=window, max_input_tokens=budget, truncated=truncated)
 
 
+def build_prompt(state: FullContextState, runtime: Runtime[StrategyContext]) -> dict:
+    """The full-context prompt of :func:`full_context_prompt`."""
+    ctx = runtime.context
+    built = full_context_prompt(ctx.corpus, state["question"], ctx.llm, ctx.config)
+    step = Step("build_prompt", context_window=built.context_window, max_input_tokens=built.max_input_tokens, truncated=built.truncated)
+    return {"prompt": built.text, "steps": [step]}
+
+
+@STRATEGIES.register(
+    "full_context",
+    config_cls=FullContextConfig,
+    prompts_version=PROMPTS_VERSION,
+    description="The whole corpus in one prompt, middle-truncated to the model window.",
+)
 def build_graph(config: FullContextConfig | None = None):
     """START -> build_prompt -> generate -> END."""
     return linear_graph("full_context", FullContextState, ("build_prompt", build_prompt), ("generate", generate))
-
-
-register_strategy(
-    Strategy(
-        name="full_context",
-        config_cls=FullContextConfig,
-        build_graph=build_graph,
-        uses_index=False,
-        description="The whole corpus in one prompt, middle-truncated to the model window.",
-    )
-)

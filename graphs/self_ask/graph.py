@@ -22,17 +22,19 @@ from __future__ import annotations
 
 import operator
 import re
-from dataclasses import dataclass, field
 from typing import Annotated, Literal, NamedTuple, TypedDict
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
+from graphs.context import StrategyContext
 from graphs.llm import complete
-from graphs.prompts import RAG_TEMPLATE, fill, format_chunks
-from graphs.rag import RetrievalSettings, order_hits
-from graphs.registry import Strategy, register_strategy
-from graphs.self_ask_prompts import (
+from graphs.prompts import fill, format_chunks
+from graphs.rag import RAG_TEMPLATE, order_hits
+from graphs.registry import STRATEGIES
+from graphs.self_ask.config import SelfAskConfig
+from graphs.self_ask.prompts import (
+    PROMPTS_VERSION,
     EXEMPLARS,
     FINAL,
     FOLLOW_UP_INSTRUCTION,
@@ -41,8 +43,8 @@ from graphs.self_ask_prompts import (
     INTERMEDIATE,
     SELF_ASK_TEMPLATE,
 )
-from graphs.types import Question, StrategyContext
 from retrieval import Hit
+from retrieval.contract import Question
 
 #: Stop before the model writes an intermediate answer or starts a new exemplar.
 STOPS = (INTERMEDIATE, "\nQuestion:")
@@ -51,32 +53,6 @@ FinalSource = Literal["model", "forced", "last_intermediate_answer", "raw"]
 
 _FOLLOW_UP_LINE = re.compile(r"^[\s*_>#-]*follow[\s-]*up\s*:\s*(.*)$", re.I)
 _FINAL_CUE = re.compile(r"so,?\s+the\s+final\s+answer\s+is\s*:?", re.I)
-
-
-@dataclass(frozen=True, kw_only=True)
-class SelfAskConfig(RetrievalSettings):
-    """Retrieval-backed Self-Ask.
-
-    Attributes:
-        max_iterations: Follow-up questions answered at most; then the final answer is forced.
-        order: Order of a follow-up's chunks in the reader prompt (see ``rag``).
-        max_new_tokens: Budget of each Self-Ask step (one follow-up line, or the final answer).
-        follow_up_max_new_tokens: Budget of each intermediate answer.
-        temperature: 0 = greedy.
-    """
-
-    chunk_size: int = field(default=300, metadata={"source": "ours: same retrieval as self_route (Li et al. 2024: 300 words x 5)"})
-    top_k: int = field(default=5, metadata={"source": "ours: same retrieval as self_route (Li et al. 2024: 300 words x 5)"})
-    max_iterations: int = field(default=5, metadata={"source": "FlashRAG SelfAskPipeline max_iter=5"})
-    order: Literal["document", "rank"] = field(default="document", metadata={"source": "LongBench v2 pred.py --rag: sort by c_idx"})
-    max_new_tokens: int = field(default=128, metadata={"source": "LongBench v2 pred.py max_tokens=128"})
-    follow_up_max_new_tokens: int = field(default=64, metadata={"source": "ours: one short sentence"})
-    temperature: float = 0.0
-
-    def __post_init__(self) -> None:
-        """Reject a negative cap at construction, before any call."""
-        if self.max_iterations < 0:
-            raise ValueError(f"max_iterations must be >= 0, got {self.max_iterations}")
 
 
 class SelfAskState(TypedDict, total=False):
@@ -227,6 +203,13 @@ def finish(state: SelfAskState) -> dict:
     return {"answer": state["final"], "raw": state.get("scratchpad", "").strip(), "steps": [step]}
 
 
+@STRATEGIES.register(
+    "self_ask",
+    config_cls=SelfAskConfig,
+    prompts_version=PROMPTS_VERSION,
+    uses_index=True,
+    description="Self-Ask: follow-up questions, each answered from chunks retrieved for it, then a final answer (at most 5 rounds).",
+)
 def build_graph(config: SelfAskConfig | None = None):
     """The Self-Ask loop (module docstring), with a recursion limit that fits the iteration cap."""
     cfg = config or SelfAskConfig()
@@ -243,14 +226,3 @@ def build_graph(config: SelfAskConfig | None = None):
     graph.add_edge("force_final", "finish")
     graph.add_edge("finish", END)
     return graph.compile(name="self_ask").with_config(recursion_limit=3 * cfg.max_iterations + 10)
-
-
-register_strategy(
-    Strategy(
-        name="self_ask",
-        config_cls=SelfAskConfig,
-        build_graph=build_graph,
-        uses_index=True,
-        description="Self-Ask: follow-up questions, each answered from chunks retrieved for it, then a final answer (at most 5 rounds).",
-    )
-)

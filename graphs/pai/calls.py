@@ -18,7 +18,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from graphs.pai_prompts import KEEP_CONTEXT_FUNCTION, RETRY_NOTE
+from graphs.pai.prompts import KEEP_CONTEXT_FUNCTION, RETRY_NOTE
 
 ToolMode = Literal["tools", "json"]
 

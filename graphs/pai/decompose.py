@@ -17,9 +17,10 @@ from typing import Any
 from langgraph.runtime import Runtime
 from pydantic import BaseModel
 
-from graphs import pai_prompts as P
-from graphs.pai_calls import CallOutcome, PropertyArgs, SubQuestionArgs, call_structured, resolve_tool_mode
-from graphs.types import Question, StrategyContext
+from graphs.pai import prompts as P
+from graphs.pai.calls import CallOutcome, PropertyArgs, SubQuestionArgs, call_structured, resolve_tool_mode
+from graphs.context import StrategyContext
+from retrieval.contract import Question
 
 
 def resolve_domain(domain: str, question: Question) -> str:

@@ -16,68 +16,22 @@ The output is the paper's CoT (Fig. 8): properties, sub-answers, then "Conclusio
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, TypedDict
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from graphs import pai_prompts as P
+from graphs.context import StrategyContext
 from graphs.llm import complete
-from graphs.pai_calls import KeepContextArgs, call_structured
-from graphs.pai_decompose import extract_properties, generate_sub_questions
+from graphs.pai import prompts as P
+from graphs.pai.calls import KeepContextArgs, call_structured
+from graphs.pai.config import PaiConfig
+from graphs.pai.decompose import extract_properties, generate_sub_questions
 from graphs.prompts import format_chunks
-from graphs.rag import RetrievalSettings
-from graphs.registry import Strategy, register_strategy
-from graphs.types import Question, StrategyContext
+from graphs.registry import STRATEGIES
 from retrieval import Chunk, Hit, chunk_corpus
-
-
-@dataclass(frozen=True, kw_only=True)
-class PaiConfig(RetrievalSettings):
-    """PAI's settings; the paper's numbers where it gives them.
-
-    Attributes:
-        retriever / top_k: The candidate prefilter: each sub-question's top-K chunks by
-            any registered retriever are judged instead of every chunk.
-        judge_mode: ``"exhaustive"`` (the paper), ``"prefilter"``, or ``"auto"``:
-            exhaustive while the corpus has at most ``exhaustive_max_tokens`` tokens.
-        domain: Examples filled into the property schema; ``"auto"`` reads
-            ``Question.metadata["domain"]`` (Loong's ``financial``/``legal``/``paper``).
-        property_calls: How several properties come back: ``"parallel"`` tool calls of
-            the paper's one-property function (default), or one call with a list.
-        tool_mode: ``"tools"``, ``"json"`` (validated JSON text, for servers without
-            tools) or ``"auto"`` (tools when the model implements ``bind_tools``).
-        max_items: Properties (sub-questions) kept; extra ones are recorded, not judged.
-        retries / judge_retries: Extra calls after a malformed extraction / verdict.
-        on_malformed_judgment: Verdict used when a judge call stays malformed.
-        sub_answer_context_tokens: Budget of kept-chunk tokens packed per sub-answer.
-        concurrency: ``max_concurrency`` of the run: judge calls in flight at once.
-        output: ``"cot"`` (the paper's reasoning + conclusion) or ``"conclusion"`` only.
-    """
-
-    retriever: str = field(default="bm25", metadata={"source": "ours (no model download); the paper's RAG baseline used BGE-M3"})
-    chunk_unit: Literal["words", "tokens"] = field(default="tokens", metadata={"source": "seed 002 App. A.2: 1024-token chunks"})
-    chunk_size: int = field(default=1024, metadata={"source": "seed 002 App. A.2: 1024-token chunks"})
-    top_k: int = field(default=50, metadata={"source": "prefilter K; seed 002 §4.4 RAG baseline K=50 on Loong"})
-    judge_mode: Literal["auto", "exhaustive", "prefilter"] = field(default="auto", metadata={"source": "seed 002: exhaustive"})
-    exhaustive_max_tokens: int = field(default=262_144, metadata={"source": "Loong Set4 <= 250K; LongFinanceQA keeps <= 256K"})
-    domain: Literal["auto", "general", "finance", "legal", "academic"] = field(default="auto", metadata={"source": "seed 002 App. A.2"})
-    property_calls: Literal["parallel", "list"] = field(default="parallel", metadata={"source": "Fig. 4: one {metric, subject} per call"})
-    tool_mode: Literal["auto", "tools", "json"] = "auto"
-    max_items: int = field(default=16, metadata={"source": "ours: bounds judge calls (Fig. 8 shows up to 5)"})
-    retries: int = 2
-    judge_retries: int = 1
-    on_malformed_judgment: Literal["drop", "keep"] = "drop"
-    sub_answer_context_tokens: int = field(default=32_000, metadata={"source": "ours; GPT-4o-mini (the paper's agent) has 128K"})
-    extract_max_tokens: int = 512
-    judge_max_tokens: int = 64
-    sub_answer_max_tokens: int = 256
-    summary_max_tokens: int = 512
-    temperature: float = 0.0
-    concurrency: int = field(default=8, metadata={"source": "ours; raise for remote APIs (see bench_pai)"})
-    output: Literal["cot", "conclusion"] = "cot"
+from retrieval.contract import Question
 
 
 class PaiState(TypedDict, total=False):
@@ -264,33 +218,27 @@ def _graph(name: str, decompose) -> Any:
     return graph.compile(name=name)
 
 
+@STRATEGIES.register(
+    "pai",
+    config_cls=PaiConfig,
+    prompts_version=P.PROMPTS_VERSION,
+    uses_index=True,
+    description="Property-based agentic inference: properties -> keep_context per (sub-question, 1,024-token chunk) -> sub-answers -> conclusion.",
+)
 def build_graph(config: PaiConfig | None = None):
     """START -> decompose (properties) -> plan_judging -> judge x pairs -> gather -> sub_answer x N -> summarize -> END."""
     cfg = config or PaiConfig()
     return _graph("pai", extract_properties).with_config(max_concurrency=cfg.concurrency)
 
 
+@STRATEGIES.register(
+    "pai_minus",
+    config_cls=PaiConfig,
+    prompts_version=P.PROMPTS_VERSION,
+    uses_index=True,
+    description="PAI- ablation: sub-questions generated directly, no properties, then PAI's judging and summary.",
+)
 def build_graph_minus(config: PaiConfig | None = None):
     """PAI-: the same graph with sub-questions generated directly (no properties)."""
     cfg = config or PaiConfig()
     return _graph("pai_minus", generate_sub_questions).with_config(max_concurrency=cfg.concurrency)
-
-
-register_strategy(
-    Strategy(
-        name="pai",
-        config_cls=PaiConfig,
-        build_graph=build_graph,
-        uses_index=True,
-        description="Property-based agentic inference: properties -> keep_context per (sub-question, 1,024-token chunk) -> sub-answers -> conclusion.",
-    )
-)
-register_strategy(
-    Strategy(
-        name="pai_minus",
-        config_cls=PaiConfig,
-        build_graph=build_graph_minus,
-        uses_index=True,
-        description="PAI- ablation: sub-questions generated directly, no properties, then PAI's judging and summary.",
-    )
-)

@@ -9,8 +9,8 @@ from uuid import UUID
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import LLMResult
 
-from agents.types import Usage
 from graphs.llm import reply_usage
+from retrieval.contract import Usage
 
 
 class UsageTracker(BaseCallbackHandler):

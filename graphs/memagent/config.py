@@ -1,0 +1,30 @@
+"""MemAgent's settings (BytedTsinghua-SIA/MemAgent's evaluation defaults)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from graphs.config import StrategyConfig, option
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemAgentConfig(StrategyConfig):
+    """MemAgent's paper defaults.
+
+    Attributes:
+        chunk_tokens: Tokens of corpus per step, in the serving model's tokenizer when it
+            exposes one (as the official loop), else cl100k.
+        max_new_tokens: Budget of every generated memory and of the final answer.
+        temperature / top_p: The official evaluation's sampling.
+        concurrency: Calls in flight at once (questions advanced together per chunk).
+        resume: Checkpoint every step on disk and resume an interrupted run.
+        trace_chars: Characters of each memory snapshot kept in ``Answer.steps`` (None = all).
+    """
+
+    chunk_tokens: int = option(5000, min=1, source="MemAgent RECURRENT_CHUNK_SIZE=5000")
+    max_new_tokens: int = option(1024, min=1, source="MemAgent RECURRENT_MAX_NEW=1024")
+    temperature: float = option(0.7, min=0.0, source="MemAgent memory_eval: temperature=0.7")
+    top_p: float = option(0.95, min=0.0, max=1.0, source="MemAgent memory_eval: top_p=0.95")
+    concurrency: int = option(8, min=1, source="official --n_proc 64; 8 suits one local server")
+    resume: bool = True
+    trace_chars: int | None = option(2000, min=0)

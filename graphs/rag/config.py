@@ -1,0 +1,61 @@
+"""RAG's settings: the retrieval settings every retrieving strategy shares, and ``RagConfig``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from graphs.config import ConfigError, StrategyConfig, option
+from retrieval import RETRIEVERS, ChunkingConfig, Index, build_index
+from retrieval.contract import Corpus
+
+
+@dataclass(frozen=True, kw_only=True)
+class RetrievalSettings(StrategyConfig):
+    """Chunking and retrieval settings shared by every strategy that retrieves."""
+
+    retriever: str = option("bm25", source="LongBench v1 retrievers: E (ada-002), C (Contriever), B (BM25)")
+    retriever_options: Mapping[str, Any] = option({}, help="e.g. {'model': PATH}")
+    chunk_unit: Literal["words", "tokens"] = option("words", source="LongBench v1: word chunks")
+    chunk_size: int = option(200, min=1, source="LongBench v1 Table 5: 200 x 7")
+    chunk_overlap: int = option(0, min=0)
+    top_k: int = option(7, min=1, source="LongBench v1 Table 5: 200 x 7")
+
+    def check(self) -> None:
+        """The retriever must exist and the overlap must leave each chunk new text."""
+        if self.retriever not in RETRIEVERS:
+            raise ConfigError(f"Option 'retriever' must be one of {', '.join(RETRIEVERS.names())}, got {self.retriever!r}")
+        if self.chunk_overlap >= self.chunk_size:
+            raise ConfigError(f"Option 'chunk_overlap' ({self.chunk_overlap}) must be smaller than 'chunk_size' ({self.chunk_size})")
+
+    def chunking(self) -> ChunkingConfig:
+        """The :class:`ChunkingConfig` these settings describe."""
+        return ChunkingConfig(unit=self.chunk_unit, size=self.chunk_size, overlap=self.chunk_overlap)
+
+    def build_index(self, corpus: Corpus, *, cache_dir: str | Path | None = None, show_progress: bool = False) -> Index:
+        """The (cached) index these settings describe over ``corpus``."""
+        return build_index(
+            corpus,
+            self.retriever,
+            chunking=self.chunking(),
+            cache_dir=cache_dir,
+            show_progress=show_progress,
+            **dict(self.retriever_options),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class RagConfig(RetrievalSettings):
+    """Chunked top-N RAG.
+
+    Attributes:
+        order: ``"document"`` (corpus order, LongBench v2) or ``"rank"`` (LongBench v1).
+        max_new_tokens: Answer budget (LongBench v2 ``pred.py``: 128).
+        temperature: 0 = greedy, as LongBench v1.
+    """
+
+    order: Literal["document", "rank"] = option("document", source="LongBench v2 pred.py --rag: sort by c_idx")
+    max_new_tokens: int = option(128, min=1, source="LongBench v2 pred.py max_tokens=128")
+    temperature: float = option(0.0, min=0.0)

@@ -1,0 +1,242 @@
+"""One run path: any registered strategy over one or many questions.
+
+``run_strategy`` is what ``agents.answer`` / ``answer_many``, the experiment runner and
+Self-Route's fallback leg call. How a strategy runs is declared on its registry entry
+(:class:`~graphs.registry.SingleRun` or :class:`~graphs.registry.BatchRun`), never
+guessed here. Every answer's usage is its own: single runs count each question's calls
+with their own tracker; batched runs keep per-question usage in the checkpointed state,
+and share out the batch's wall time, so sums over answers add up to the run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from langchain_core.callbacks import BaseCallbackManager
+from langchain_core.language_models import BaseChatModel
+from tqdm.auto import tqdm
+
+from graphs.batched import BatchedRun, run_batched_graph
+from graphs.config import redact_secrets
+from graphs.context import StrategyContext
+from graphs.llm import model_id, tokenizer_id
+from graphs.prompts import PROMPTS_VERSION as SHARED_PROMPTS_VERSION
+from graphs.registry import BatchRun, Strategy
+from graphs.usage import UsageTracker
+from retrieval import Hit, Index, default_cache_dir
+from retrieval.contract import Answer, Corpus, Evidence, Question, Step, Usage
+
+
+def run_strategy(
+    spec: Strategy,
+    cfg: Any,
+    questions: Sequence[Question],
+    *,
+    llm: BaseChatModel,
+    corpus: Corpus,
+    index: Index | None = None,
+    preset: str | None = None,
+    cache_dir: str | Path | None = None,
+    callbacks: Any = None,
+    concurrency: int = 1,
+    show_progress: bool = False,
+    key_prefix: str | None = None,
+) -> list[Answer]:
+    """Answer ``questions`` over ``corpus`` with ``spec`` and its (validated) ``cfg``.
+
+    Args:
+        spec: The registered strategy.
+        cfg: Its config (``spec.make_config(...)``).
+        questions: One or many; answers come back in the same order.
+        llm: The chat model.
+        corpus: The documents.
+        index: A prebuilt index; built (or loaded from the cache) when the strategy needs one.
+        preset: The preset ``cfg`` came from, recorded with each answer.
+        cache_dir: Root of the index cache and of batched runs' checkpoints.
+        callbacks: Extra LangChain callbacks (a list, or a parent run's callback manager).
+        concurrency: Questions in flight at once for single-question strategies (a
+            batched strategy's own ``concurrency`` option bounds its calls instead).
+        show_progress: Progress bars (index build, MemAgent's chunks).
+        key_prefix: Separates a batched run made for another purpose (Self-Route's leg).
+    """
+    started = time.perf_counter()
+    cache = Path(cache_dir) if cache_dir else None
+    if spec.uses_index and index is None:
+        index = cfg.build_index(corpus, cache_dir=cache, show_progress=show_progress)
+    index_seconds = time.perf_counter() - started
+    effective = effective_config(spec, cfg, llm, preset)
+    if isinstance(spec.run_mode, BatchRun):
+        answers = _run_batch(spec, cfg, list(questions), llm, corpus, cache, callbacks, show_progress, key_prefix, effective)
+    else:
+        context = StrategyContext(llm=llm, config=cfg, corpus=corpus, index=index, cache_dir=cache)
+        graph = spec.build_graph(cfg)
+
+        def one(question: Question) -> Answer:
+            return _run_single(spec, graph, context, question, callbacks, effective)
+
+        with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(questions)))) as pool:
+            answers = list(pool.map(one, questions))
+    for a in answers:
+        a.usage.index_seconds = index_seconds / len(answers)
+        a.usage.seconds += index_seconds / len(answers)
+    return answers
+
+
+def effective_config(spec: Strategy, cfg: Any, llm: BaseChatModel, preset: str | None) -> dict[str, Any]:
+    """What ran, as recorded with each answer: strategy, preset, model, tokenizer, prompt
+    versions and every config field (secrets redacted)."""
+    return {
+        "strategy": spec.name,
+        "preset": preset,
+        "llm": model_id(llm),
+        "tokenizer": tokenizer_id(llm),
+        "prompts_version": {spec.name: spec.prompts_version, "shared": SHARED_PROMPTS_VERSION},
+        **redact_secrets(dataclasses.asdict(cfg)),
+    }
+
+
+def trace_tags(strategy: str, question: Question) -> list[str]:
+    """LangSmith tags of one answer: the strategy, and the benchmark and sample when known."""
+    tags = [f"strategy:{strategy}"]
+    for key, prefix in (("benchmark", "benchmark"), ("sample_id", "sample")):
+        if question.metadata.get(key) is not None:
+            tags.append(f"{prefix}:{question.metadata[key]}")
+    return tags
+
+
+def with_handler(callbacks: Any, handler: Any) -> Any:
+    """``callbacks`` (None, a list, or a parent's callback manager) plus ``handler``."""
+    if callbacks is None:
+        return [handler]
+    if isinstance(callbacks, BaseCallbackManager):
+        manager = callbacks.copy()
+        manager.add_handler(handler, inherit=True)
+        return manager
+    return [*callbacks, handler]
+
+
+def evidence(hit: Hit) -> Evidence:
+    """A retrieved chunk as answer evidence."""
+    c = hit.chunk
+    return Evidence(doc_id=c.doc_id, title=c.title, text=c.text, score=hit.score, chunk_id=c.chunk_id, rank=hit.rank)
+
+
+def _run_single(spec: Strategy, graph: Any, context: StrategyContext, question: Question, callbacks: Any, effective: dict) -> Answer:
+    started = time.perf_counter()
+    tracker = UsageTracker()
+    run_config = {
+        "callbacks": with_handler(callbacks, tracker),
+        "run_name": f"longctx.{spec.name}",
+        "tags": trace_tags(spec.name, question),
+        "metadata": {"strategy": spec.name, "corpus": context.corpus.fingerprint[:16], **dict(question.metadata)},
+    }
+    final = graph.invoke({"question": question, "steps": []}, context=context, config=run_config)
+    usage = tracker.usage
+    usage.seconds = time.perf_counter() - started
+    return Answer(
+        answer=final.get("answer", ""),
+        raw=final.get("raw", ""),
+        evidence=[evidence(h) for h in final.get("hits", [])],
+        usage=usage,
+        steps=[Step.coerce(s) for s in final.get("steps", [])],
+        strategy=spec.name,
+        question=question,
+        config=dict(effective),
+    )
+
+
+def _run_batch(
+    spec: Strategy,
+    cfg: Any,
+    questions: list[Question],
+    llm: BaseChatModel,
+    corpus: Corpus,
+    cache: Path | None,
+    callbacks: Any,
+    show_progress: bool,
+    key_prefix: str | None,
+    effective: dict,
+) -> list[Answer]:
+    started = time.perf_counter()
+    tracker = UsageTracker()  # LangSmith and failure accounting; per-answer usage comes from the state
+    progress = ChunkProgress(show_progress, f"{spec.name}: reading the corpus")
+    tags = trace_tags(spec.name, questions[0]) if len(questions) == 1 else [f"strategy:{spec.name}"]
+    try:
+        run = run_batched_graph(
+            spec,
+            cfg,
+            questions,
+            llm,
+            corpus,
+            folder=(cache or default_cache_dir()) / spec.name,
+            key_prefix=key_prefix,
+            callbacks=with_handler(callbacks, tracker),
+            run_name=f"longctx.{spec.name}",
+            tags=tags,
+            metadata={"strategy": spec.name, "corpus": corpus.fingerprint[:16], "questions": len(questions)},
+            on_start=progress.start,
+            on_advance=progress.advance,
+        )
+    finally:
+        progress.close()
+    share = (time.perf_counter() - started) / len(questions)
+    return [_batch_answer(spec, run, i, q, share, effective) for i, q in enumerate(questions)]
+
+
+def _batch_answer(spec: Strategy, run: BatchedRun, i: int, question: Question, seconds: float, effective: dict) -> Answer:
+    fields = spec.run_mode.collect(run.final, i)
+    usage = Usage.from_dict(fields.get("usage"))
+    usage.seconds = seconds
+    steps: list[Step] = []
+    if run.resumed_from:
+        steps.append(Step("resume", from_chunk=run.resumed_from))
+    if run.replayed:  # finished earlier: answered from the checkpoint, no call made now
+        steps.append(Step("replay"))
+    steps += run.steps[i]
+    steps.append(Step("final_answer", memory_cuts=fields.get("memory_cuts", 0), chunks=run.final.get("n_chunks")))
+    return Answer(
+        answer=fields["answer"],
+        raw=fields["raw"],
+        evidence=[],
+        usage=usage,
+        steps=steps,
+        strategy=spec.name,
+        question=question,
+        config=dict(effective),
+    )
+
+
+class ChunkProgress:
+    """A progress bar over a batched run's chunks, with tokens per second and the ETA."""
+
+    def __init__(self, enabled: bool, label: str):
+        self.enabled = enabled
+        self.label = label
+        self.bar: Any = None
+
+    def start(self, ctx: Any, start_chunk: int) -> None:
+        """Open the bar at ``start_chunk`` (a resumed run starts part-way)."""
+        self.sizes = ctx.chunk_sizes
+        self.start_chunk = start_chunk
+        self.began = time.perf_counter()
+        self.bar = tqdm(total=len(ctx.chunks), initial=start_chunk, desc=self.label, unit="chunk", disable=not self.enabled)
+
+    def advance(self, chunk_index: int) -> None:
+        """All questions have read chunk ``chunk_index - 1``."""
+        done = sum(self.sizes[self.start_chunk : chunk_index])
+        rate = done / max(time.perf_counter() - self.began, 1e-9)
+        self.bar.set_postfix(tokens_per_s=f"{rate:,.0f}", tokens=f"{sum(self.sizes[:chunk_index]):,}/{sum(self.sizes):,}")
+        self.bar.update(1)
+
+    def close(self) -> None:
+        """Close the bar if it was opened."""
+        if self.bar is not None:
+            self.bar.close()
+
+
+__all__ = ["ChunkProgress", "effective_config", "evidence", "run_strategy", "trace_tags", "with_handler"]

@@ -1,0 +1,7 @@
+"""Self-Route (Li et al., EMNLP 2024): RAG first; a declined question reads more."""
+
+from graphs.self_route.config import SelfRouteConfig
+from graphs.self_route.graph import build_graph, find_decline
+from graphs.self_route.prompts import PROMPTS_VERSION, UNANSWERABLE_INSTRUCTION
+
+__all__ = ["PROMPTS_VERSION", "UNANSWERABLE_INSTRUCTION", "SelfRouteConfig", "build_graph", "find_decline"]

@@ -1,0 +1,195 @@
+"""Self-Route (Li et al., EMNLP 2024): answer with RAG, and only when the model declines, read more.
+
+The RAG prompt carries one extra instruction, "Write unanswerable if the query can not be
+answered based on the provided text", so routing costs no extra call. A reply that
+declines goes to the full-context strategy when the whole corpus fits the model window
+(Li et al.'s route). On 4M-10M-token corpora nothing fits: a middle-truncated 128k prompt
+keeps about 3% of 4M tokens, so the declined question goes to a configurable
+fallback strategy instead (default ``memagent``, which reads every token); set
+``fallback="full_context"`` for the paper's truncate-anyway behaviour.
+
+Graph::
+
+    START -> retrieve -> build_prompt -> generate -> check_answer
+        check_answer --answered--> END
+        check_answer --declined--> measure_context
+        measure_context --fits--> full_context -> END
+        measure_context --too big--> fallback -> END
+
+The fallback legs reuse the other strategies' code: ``full_context_prompt`` (its
+template and middle truncation), and the one run path (``graphs.run.run_strategy``) for
+the fallback strategy. A batched fallback (memagent) is checkpointed on disk like a
+direct memagent run, under its own thread key, so a crash in a 2,000-call fallback
+resumes and a repeated question replays it without calls.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+import re
+from typing import Annotated, Any, Literal, TypedDict
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+
+from graphs.context import StrategyContext
+from graphs.full_context import full_context_prompt
+from graphs.llm import prompt_codec
+from graphs.nodes import generate
+from graphs.prompts import DEFAULT_INSTRUCTION, fill, format_chunks
+from graphs.rag import RAG_TEMPLATE, order_hits, retrieve
+from graphs.registry import STRATEGIES, Strategy
+from graphs.run import run_strategy
+from graphs.self_route.config import SelfRouteConfig
+from graphs.self_route.prompts import PROMPTS_VERSION, UNANSWERABLE_INSTRUCTION
+from retrieval import Hit
+from retrieval.contract import Question, Step
+
+
+_DECLINE_WORD = re.compile(r"\bun-?answerable\b")
+_NEGATIONS = {"not", "never", "isn't", "isnt", "no", "hardly"}
+_MARKUP = re.compile(r"[*_`\"“”«»#>\[\]()]")
+
+
+class SelfRouteState(TypedDict, total=False):
+    """What evolves during one Self-Route answer."""
+
+    question: Question
+    hits: list[Hit]
+    prompt: str
+    raw: str
+    answer: str
+    declined: bool
+    fits: bool
+    steps: Annotated[list[dict], operator.add]
+
+
+def find_decline(reply: str) -> str | None:
+    """Why ``reply`` counts as declining, or ``None`` when it answers.
+
+    Tolerant of case, markup and punctuation, and of the word inside a sentence ("The
+    query is unanswerable from the text."); "not unanswerable" is no decline. An empty
+    reply declines too: it answers nothing.
+    """
+    text = _MARKUP.sub(" ", reply.lower())
+    if not text.strip():
+        return "empty reply"
+    for match in _DECLINE_WORD.finditer(text):
+        before = re.findall(r"[a-z']+", text[: match.start()])[-2:]
+        if not _NEGATIONS.intersection(before):
+            return f"reply says {match.group(0)!r}"
+    return None
+
+
+def build_prompt(state: SelfRouteState, runtime: Runtime[StrategyContext]) -> dict:
+    """The RAG prompt with the unanswerable instruction after the answer-format instruction."""
+    cfg: SelfRouteConfig = runtime.context.config
+    question = state["question"]
+    instruction = f"{question.instruction or DEFAULT_INSTRUCTION}\n{UNANSWERABLE_INSTRUCTION}"
+    chunks = [h.chunk for h in order_hits(state["hits"], cfg.order)]
+    return {"prompt": fill(RAG_TEMPLATE, format_chunks(chunks), dataclasses.replace(question, instruction=instruction))}
+
+
+def check_answer(state: SelfRouteState) -> dict:
+    """Record whether the RAG reply declined; a declined reply's hits are no evidence."""
+    reason = find_decline(state.get("raw", ""))
+    if reason is None:
+        return {"declined": False, "steps": [{"node": "route", "route": "rag", "reason": "RAG answered"}]}
+    return {"declined": True, "hits": [], "steps": [{"node": "check_answer", "declined": True, "reason": reason}]}
+
+
+def after_check(state: SelfRouteState) -> Literal["measure_context", "__end__"]:
+    """Declined replies go on to the context check; answers are final."""
+    return "measure_context" if state["declined"] else END
+
+
+def measure_context(state: SelfRouteState, runtime: Runtime[StrategyContext]) -> dict:
+    """Build the full-context prompt with ``full_context``'s own function and see whether it was cut."""
+    ctx = runtime.context
+    cfg: SelfRouteConfig = ctx.config
+    leg = full_context_prompt(ctx.corpus, state["question"], ctx.llm, cfg.full_context())
+    window = {"context_window": leg.context_window, "max_input_tokens": leg.max_input_tokens}
+    if not leg.truncated:
+        tokens = len(prompt_codec(ctx.llm)[0](leg.text))
+        why = f"RAG declined; the full-context prompt ({tokens} tokens) fits the {leg.max_input_tokens}-token input budget"
+        return {"fits": True, "prompt": leg.text, "steps": [Step("route", route="full_context", reason=why, prompt_tokens=tokens, **window)]}
+    why = f"RAG declined; the corpus exceeds the {leg.max_input_tokens}-token input budget, so {cfg.fallback} answers"
+    return {"fits": False, "steps": [Step("route", route=cfg.fallback, reason=why, **window)]}
+
+
+def after_measure(state: SelfRouteState) -> Literal["full_context", "fallback"]:
+    """The whole corpus when it fits the window, else the fallback strategy."""
+    return "full_context" if state["fits"] else "fallback"
+
+
+def fallback(state: SelfRouteState, runtime: Runtime[StrategyContext], config: RunnableConfig) -> dict:
+    """Answer with the fallback strategy through the one run path, under this run's callbacks
+    (so this answer's usage counts every call of the leg).
+
+    A batched fallback (memagent) is checkpointed under a thread key of its own
+    (``self_route>memagent``), so a crash in a 2,000-call leg resumes, and a repeated
+    question replays it without calls.
+    """
+    ctx = runtime.context
+    cfg: SelfRouteConfig = ctx.config
+    spec = STRATEGIES.get(cfg.fallback)
+    sub_cfg = spec.make_config(**dict(cfg.fallback_options))
+    leg = run_strategy(
+        spec,
+        sub_cfg,
+        [state["question"]],
+        llm=ctx.llm,
+        corpus=ctx.corpus,
+        index=_shared_index(spec, sub_cfg, ctx),
+        cache_dir=ctx.cache_dir,
+        callbacks=config.get("callbacks"),
+        key_prefix=f"self_route>{spec.name}",
+    )[0]
+    marks = {s.node: s for s in leg.steps}
+    head = Step(
+        "fallback",
+        strategy=spec.name,
+        chunks=marks.get("final_answer", {}).get("chunks"),
+        resumed_from=marks.get("resume", {}).get("from_chunk"),
+        replayed="replay" in marks,
+    )
+    steps = [head, *(s for s in leg.steps if s.node not in ("resume", "replay"))]
+    return {"raw": leg.raw, "answer": leg.answer, "steps": [Step({**s, "leg": spec.name}) for s in steps]}
+
+
+def _shared_index(spec: Strategy, sub_cfg: Any, ctx: StrategyContext):
+    """Our index when the fallback retrieves with the same settings (else it builds its own)."""
+    if not spec.uses_index or ctx.index is None:
+        return None
+    same = (sub_cfg.retriever, sub_cfg.chunking(), dict(sub_cfg.retriever_options))
+    return ctx.index if same == (ctx.config.retriever, ctx.config.chunking(), dict(ctx.config.retriever_options)) else None
+
+
+@STRATEGIES.register(
+    "self_route",
+    config_cls=SelfRouteConfig,
+    prompts_version=PROMPTS_VERSION,
+    uses_index=True,
+    description="RAG that may answer 'unanswerable'; declined questions get the full context, or memagent beyond the window.",
+)
+def build_graph(config: SelfRouteConfig | None = None):
+    """The Self-Route graph (module docstring); the config has checked the fallback and its options."""
+    graph = StateGraph(SelfRouteState, context_schema=StrategyContext)
+    graph.add_node("retrieve", retrieve)
+    graph.add_node("build_prompt", build_prompt)
+    graph.add_node("generate", generate)
+    graph.add_node("check_answer", check_answer)
+    graph.add_node("measure_context", measure_context)
+    graph.add_node("full_context", generate)
+    graph.add_node("fallback", fallback)
+    graph.add_edge(START, "retrieve")
+    graph.add_edge("retrieve", "build_prompt")
+    graph.add_edge("build_prompt", "generate")
+    graph.add_edge("generate", "check_answer")
+    graph.add_conditional_edges("check_answer", after_check)
+    graph.add_conditional_edges("measure_context", after_measure)
+    graph.add_edge("full_context", END)
+    graph.add_edge("fallback", END)
+    return graph.compile(name="self_route")
