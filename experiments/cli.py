@@ -47,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``longctx`` and its subcommands."""
     parser = argparse.ArgumentParser(prog="longctx", description="Agentic long-context reasoning over large corpora.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("answer", help="answer a question over a corpus", description="Answer a question over a corpus.")
@@ -60,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--top-k", type=int, help="chunks retrieved (default 7)")
     p.add_argument("--max-new-tokens", type=int, help="answer token budget")
     p.add_argument("--json", action="store_true", help="print the whole answer as JSON")
+    p.add_argument("--option", action="append", default=[], metavar="[STRATEGY.]KEY=JSON", help="strategy option, e.g. chunk_tokens=4000 or pai.domain=finance")
     _add_retrieval_args(p)
 
     p = sub.add_parser("index", help="prebuild and cache a corpus index", description="Chunk and index a corpus once.")
@@ -180,6 +182,11 @@ def cmd_answer(args: argparse.Namespace) -> int:
     spec = STRATEGIES.get(args.strategy)
     overrides = {"top_k": args.top_k, "max_new_tokens": args.max_new_tokens, **(_retrieval_overrides(args) if spec.uses_index else {})}
     overrides = {k: v for k, v in overrides.items() if v is not None}
+    options = _parse_options([o if "." in o.partition("=")[0] else f"{args.strategy}.{o}" for o in args.option])
+    wrong = sorted(set(options) - {args.strategy})
+    if wrong:
+        raise ValueError(f"--option names {wrong} but the strategy is {args.strategy!r}")
+    overrides.update(options.get(args.strategy, {}))
     result = answer(
         corpus, question, strategy=args.strategy, llm=args.llm, preset=args.preset, cache_dir=args.cache_dir, show_progress=True, **overrides
     )
@@ -256,7 +263,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return commands[args.command](args)
     except (CorpusError, ChatModelError, KeyError, TypeError, ValueError, RayNotInstalledError) as exc:
-        if args.verbose:
+        if args.debug:
             raise
         print(f"longctx: error: {exc}", file=sys.stderr)
         return 2

@@ -29,6 +29,7 @@ from tqdm.auto import tqdm
 from agents import STRATEGIES, answer_many, make_chat_model
 from agents.chat_models import describe
 from agents.llm_cache import SQLiteLLMCache
+from graphs.config import redact_secrets
 
 RESULTS_FILE = "results.jsonl"
 MANIFEST_FILE = "manifest.json"
@@ -61,13 +62,17 @@ class RunConfig:
     llm_cache: bool = True
 
     def __post_init__(self) -> None:
-        for name in self.strategies:
-            STRATEGIES.get(name)  # unknown names fail before any work, with suggestions
+        if not self.strategies:
+            raise ValueError("Give at least one strategy to run.")
         unknown = sorted(set(self.strategy_options) - set(self.strategies))
         if unknown:
             raise ValueError(f"strategy_options name strategies not being run: {unknown}")
+        for name in self.strategies:  # unknown names, options and values fail before any work
+            STRATEGIES.get(name).make_config(**dict(self.strategy_options.get(name, {})))
         if self.concurrency < 1:
             raise ValueError("concurrency must be at least 1")
+        if self.limit is not None and self.limit < 1:
+            raise ValueError("limit must be at least 1")
 
 
 def read_rows(out: Path) -> list[dict[str, Any]]:
@@ -247,7 +252,7 @@ def _start_manifest(out: Path, config: RunConfig, chat: BaseChatModel, n_samples
     spec = BENCHMARKS.get(config.benchmark) if config.benchmark in BENCHMARKS else None
     manifest.update(
         {
-            "config": json.loads(json.dumps(dataclasses.asdict(config), default=list)),
+            "config": redact_secrets(json.loads(json.dumps(dataclasses.asdict(config), default=list))),
             "model": describe(chat),
             "library_version": _library_version(),
             "benchmark_version": getattr(spec, "version", None),

@@ -192,13 +192,16 @@ def _batch_answer(spec: Strategy, run: BatchedRun, i: int, question: Question, s
     fields = spec.run_mode.collect(run.final, i)
     usage = Usage.from_dict(fields.get("usage"))
     usage.seconds = seconds
-    steps: list[Step] = []
-    if run.resumed_from:
-        steps.append(Step("resume", from_chunk=run.resumed_from))
-    if run.replayed:  # finished earlier: answered from the checkpoint, no call made now
-        steps.append(Step("replay"))
-    steps += run.steps[i]
-    steps.append(Step("final_answer", memory_cuts=fields.get("memory_cuts", 0), chunks=run.final.get("n_chunks")))
+    # resumed_from: the chunk an interrupted run continued from; replayed: finished earlier,
+    # answered from the checkpoint with no call made now
+    last = Step(
+        "final_answer",
+        memory_cuts=fields.get("memory_cuts", 0),
+        chunks=run.final.get("n_chunks"),
+        resumed_from=run.resumed_from,
+        replayed=run.replayed,
+    )
+    steps = [*run.steps[i], last]
     return Answer(
         answer=fields["answer"],
         raw=fields["raw"],

@@ -155,7 +155,7 @@ def test_resume_after_a_crash_reads_no_chunk_twice(isolated_cache):
     assert "".join(sections_first + sections_second) == format_documents(corpus.documents)
     assert memory_in(second.calls[0]["prompt"]) == f"mem after {sections_first[-1][:20]}"  # memory carried over
     assert result.usage.llm_calls == n + 1  # usage survives the crash
-    assert result.steps[0] == {"node": "resume", "from_chunk": 3}
+    assert result.steps[-1]["resumed_from"] == 3
     assert [s["chunk"] for s in result.steps if s["node"] == "update_memory"] == list(range(n))
 
 
@@ -165,7 +165,7 @@ def test_a_finished_run_is_replayed_without_calls():
     again = echo_model()
     second = answer(corpus, "q", strategy="memagent", llm=again, show_progress=False)
     assert again.calls == [] and second.answer == first.answer and second.usage.llm_calls == first.usage.llm_calls
-    assert second.steps[0] == {"node": "replay"} and first.steps[0]["node"] != "replay"
+    assert second.steps[-1]["replayed"] and not first.steps[-1]["replayed"]
 
 
 def test_resume_after_the_process_is_killed(tmp_path):

@@ -67,7 +67,7 @@ def test_every_follow_up_triggers_its_own_retrieval(planted_corpus, search_log):
     asks = [" Yes.\nFollow up: Which museum has a vault?", "Follow up: What is the vault code?", "So the final answer is: 7421."]
     result = answer(planted_corpus, QUESTION, strategy="self_ask", llm=script(asks), top_k=2)
     assert search_log == ["Which museum has a vault?", "What is the vault code?"]
-    retrievals = [s for s in result.steps if s["node"] == "retrieve"]
+    retrievals = [s for s in result.steps if s["node"] == "retrieve_follow_up"]
     assert [s["query"] for s in retrievals] == search_log and all(len(s["chunk_ids"]) <= 2 for s in retrievals)
     assert result.answer == "7421" and result.usage.llm_calls == 5
     ids = [e.chunk_id for e in result.evidence]

@@ -156,7 +156,7 @@ def retrieve_follow_up(state: SelfAskState, runtime: Runtime[StrategyContext]) -
     ctx = runtime.context
     query = state["follow_up"]
     hits = ctx.index.search(query, ctx.config.top_k)
-    step = {"node": "retrieve", "query": query, "retriever": ctx.index.retriever.name, "chunk_ids": [h.chunk.chunk_id for h in hits]}
+    step = {"node": "retrieve_follow_up", "query": query, "retriever": ctx.index.retriever.name, "chunk_ids": [h.chunk.chunk_id for h in hits]}
     seen = {h.chunk.chunk_id for h in state.get("hits", [])}
     new = [h for h in hits if h.chunk.chunk_id not in seen]  # evidence lists each chunk once
     return {"follow_up_hits": hits, "hits": new, "steps": [step | {"scores": [round(h.score, 6) for h in hits]}]}

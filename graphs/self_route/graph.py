@@ -96,7 +96,7 @@ def check_answer(state: SelfRouteState) -> dict:
     """Record whether the RAG reply declined; a declined reply's hits are no evidence."""
     reason = find_decline(state.get("raw", ""))
     if reason is None:
-        return {"declined": False, "steps": [{"node": "route", "route": "rag", "reason": "RAG answered"}]}
+        return {"declined": False, "steps": [Step("check_answer", route="rag", reason="RAG answered")]}
     return {"declined": True, "hits": [], "steps": [{"node": "check_answer", "declined": True, "reason": reason}]}
 
 
@@ -114,9 +114,9 @@ def measure_context(state: SelfRouteState, runtime: Runtime[StrategyContext]) ->
     if not leg.truncated:
         tokens = len(prompt_codec(ctx.llm)[0](leg.text))
         why = f"RAG declined; the full-context prompt ({tokens} tokens) fits the {leg.max_input_tokens}-token input budget"
-        return {"fits": True, "prompt": leg.text, "steps": [Step("route", route="full_context", reason=why, prompt_tokens=tokens, **window)]}
+        return {"fits": True, "prompt": leg.text, "steps": [Step("measure_context", route="full_context", reason=why, prompt_tokens=tokens, **window)]}
     why = f"RAG declined; the corpus exceeds the {leg.max_input_tokens}-token input budget, so {cfg.fallback} answers"
-    return {"fits": False, "steps": [Step("route", route=cfg.fallback, reason=why, **window)]}
+    return {"fits": False, "steps": [Step("measure_context", route=cfg.fallback, reason=why, **window)]}
 
 
 def after_measure(state: SelfRouteState) -> Literal["full_context", "fallback"]:
@@ -147,16 +147,9 @@ def fallback(state: SelfRouteState, runtime: Runtime[StrategyContext], config: R
         callbacks=config.get("callbacks"),
         key_prefix=f"self_route>{spec.name}",
     )[0]
-    marks = {s.node: s for s in leg.steps}
-    head = Step(
-        "fallback",
-        strategy=spec.name,
-        chunks=marks.get("final_answer", {}).get("chunks"),
-        resumed_from=marks.get("resume", {}).get("from_chunk"),
-        replayed="replay" in marks,
-    )
-    steps = [head, *(s for s in leg.steps if s.node not in ("resume", "replay"))]
-    return {"raw": leg.raw, "answer": leg.answer, "steps": [Step({**s, "leg": spec.name}) for s in steps]}
+    last = leg.steps[-1] if leg.steps else {}
+    head = Step("fallback", strategy=spec.name, chunks=last.get("chunks"), resumed_from=last.get("resumed_from"), replayed=last.get("replayed", False))
+    return {"raw": leg.raw, "answer": leg.answer, "steps": [Step({**s, "leg": spec.name}) for s in [head, *leg.steps]]}
 
 
 def _shared_index(spec: Strategy, sub_cfg: Any, ctx: StrategyContext):

@@ -1,0 +1,121 @@
+"""A recording OpenAI-compatible server on loopback, for tests that check what a run *sends*.
+
+It answers ``/v1/chat/completions`` with ``reply(request) -> str`` after ``latency``
+seconds, ``/v1/embeddings`` with deterministic bag-of-words vectors, and records every
+request body (``requests``, ``embedding_requests``), the headers of each, and the most
+requests in flight at once (``max_in_flight``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import numpy as np
+
+EMBEDDING_DIM = 64
+
+
+def bag_of_words_vector(text: str) -> list[float]:
+    """A unit vector over hashed lowercase words: texts sharing words are similar."""
+    v = np.zeros(EMBEDDING_DIM, dtype=np.float32)
+    for word in text.lower().split():
+        v[int(hashlib.md5(word.encode()).hexdigest(), 16) % EMBEDDING_DIM] += 1.0
+    norm = float(np.linalg.norm(v)) or 1.0
+    return (v / norm).tolist()
+
+
+def prompt_of(request: dict[str, Any]) -> str:
+    """The text of every message of a chat request, joined."""
+    return "\n".join(str(m.get("content") or "") for m in request.get("messages", []))
+
+
+class RecordingServer:
+    """Serve on ``127.0.0.1`` in a background thread; use as a context manager."""
+
+    def __init__(self, reply: Callable[[dict[str, Any]], str] | None = None, *, latency: float = 0.0):
+        self.reply = reply or (lambda request: "Paris")
+        self.latency = latency
+        self.requests: list[dict[str, Any]] = []
+        self.embedding_requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        """The base URL (``http://127.0.0.1:PORT/v1``)."""
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def __enter__(self) -> RecordingServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _chat(self, request: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            time.sleep(self.latency)
+            text = self.reply(request)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+        prompt_tokens = len(prompt_of(request).split())
+        return {
+            "id": "rec",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": request.get("model", "rec"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(text.split()), "total_tokens": prompt_tokens + len(text.split())},
+        }
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                return
+
+            def _send(self, body: dict[str, Any]) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                self._send({"object": "list", "data": [{"id": "rec", "object": "model"}]})
+
+            def do_POST(self) -> None:
+                request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                with server._lock:
+                    server.headers.append(dict(self.headers))
+                if self.path.endswith("/embeddings"):
+                    server.embedding_requests.append(request)
+                    inputs = request["input"] if isinstance(request["input"], list) else [request["input"]]
+                    data = [{"object": "embedding", "index": i, "embedding": bag_of_words_vector(str(t))} for i, t in enumerate(inputs)]
+                    self._send({"object": "list", "data": data, "model": request.get("model"), "usage": {"prompt_tokens": 0, "total_tokens": 0}})
+                    return
+                with server._lock:
+                    server.requests.append(request)
+                self._send(server._chat(request))
+
+        return Handler
