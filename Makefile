@@ -1,7 +1,7 @@
 # The two set-up commands of the README, and CI's:
 #   make demo   fresh virtual environment, install, compare every strategy on a small
 #               synthetic corpus offline on the embedded model (no API key, no network)
-#   make test   fresh virtual environment, install with test extras, run the default test suite
+#   make test   fresh virtual environment, install with test extras, lint (ruff), run the default test suite
 SHELL := /bin/bash
 VENV ?= .venv
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
@@ -27,6 +27,7 @@ demo: install
 	$(BIN)/longctx demo
 
 test: install
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 
 test-all: install

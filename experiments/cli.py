@@ -9,7 +9,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from agents import STRATEGIES, ChatModelError, Corpus, Question, answer, index_for
+from agents import STRATEGIES, ChatModelError, Corpus, Question, answer, index_for, make_chat_model
+from experiments.demo import run_demo
+from experiments.runner import RunConfig, run_experiment
+from experiments.synth import NeedleConfig, SynthConfig, generate, get_domain, parse_tokens
 from retrieval import RETRIEVERS, CorpusError
 from retrieval.ray_support import RayNotInstalledError
 
@@ -130,8 +133,6 @@ def _parse_options(items: list[str]) -> dict[str, dict]:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run (or resume) an experiment and print what this invocation did."""
-    from experiments.runner import RunConfig, run_experiment
-
     config = RunConfig(
         benchmark=args.benchmark,
         strategies=tuple(s.strip() for s in args.strategies.split(",") if s.strip()),
@@ -161,7 +162,6 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Score a run folder and print its summary table."""
-    from agents import make_chat_model
     from experiments.report import build_report
 
     judge = make_chat_model(args.judge) if args.judge else None
@@ -225,8 +225,6 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 def cmd_synth(args: argparse.Namespace) -> int:
     """Generate a synthetic corpus directory and print its size and time."""
-    from experiments.synth import NeedleConfig, SynthConfig, generate, get_domain, parse_tokens
-
     get_domain(args.domain)
     needle = None
     if args.needle_depth is not None:
@@ -245,8 +243,6 @@ def cmd_synth(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """Run the demo and print its comparison table."""
-    from experiments.demo import run_demo
-
     result = run_demo(args.out, llm=args.llm, questions=args.questions, tokens=args.tokens)
     folder = Path(result["folder"])
     print(f"\n# Demo: {result['benchmark']} ({args.questions} questions, {args.tokens:,}-token corpus)\n")

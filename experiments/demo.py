@@ -14,6 +14,7 @@ from typing import Any
 from experiments.benchmarks import load_benchmark
 from experiments.report import build_report
 from experiments.runner import RunConfig, run_experiment
+from experiments.synth import SynthConfig, generate
 
 #: A demo-scale window: the embedded model prefills ~100-250 tokens/s on 2 cores, so its
 #: full 8k window would make full_context alone take minutes per question.
@@ -45,8 +46,6 @@ def run_demo(
 
     Rerunning into the same folder resumes: finished answers are not asked again.
     """
-    from experiments.synth import SynthConfig, generate
-
     out = Path(out)
     corpus_dir = out / "corpus"
     if not (corpus_dir / "questions.jsonl").exists():

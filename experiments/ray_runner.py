@@ -25,13 +25,13 @@ from agents.llm_cache import SQLiteLLMCache
 from experiments.runner import (
     RESULTS_FILE,
     RunConfig,
+    append_row,
     base_row,
     finish_manifest,
-    work_units,
-    run_unit,
-    append_row,
     plan_run,
+    run_unit,
     select_samples,
+    work_units,
 )
 from retrieval.ray_support import ensure_ray
 
@@ -134,7 +134,7 @@ def _rows_of(ray: Any, ref: Any, strategy: str, samples: list[Any]) -> list[dict
     """A finished task's rows; a task Ray lost (worker died, unpicklable result) fails each of its pairs."""
     try:
         return ray.get(ref)
-    except Exception as exc:  # RayError and friends: recorded as failed rows, retried on rerun
+    except Exception as exc:  # noqa: BLE001 - RayError and friends: recorded as failed rows, retried on rerun
         error = f"{type(exc).__name__}: {str(exc)[:2000]}"
         trace = traceback.format_exc(limit=8)[-4000:]
         return [{**base_row(s, strategy), "status": "failed", "error": error, "traceback": trace, "seconds": 0.0} for s in samples]

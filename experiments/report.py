@@ -16,7 +16,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from experiments.benchmarks import load_benchmark, score
 from experiments.runner import MANIFEST_FILE, latest_rows, read_rows
+from experiments.synth import retrieval_recall
 
 #: Corpus-length buckets (tokens) for accuracy-vs-length; CorpusQA's tiers fall one per bucket.
 LENGTH_BUCKETS = ((0, 32_000, "<32K"), (32_000, 160_000, "32K-160K"), (160_000, 1_500_000, "160K-1.5M"),
@@ -46,8 +48,6 @@ def build_report(out: str | Path, *, samples: Sequence[Any] | None = None, judge
             uses the deterministic equivalence checker).
         plots: Write the PNG plots.
     """
-    from experiments.benchmarks import score
-
     out = Path(out)
     manifest = json.loads((out / MANIFEST_FILE).read_text())
     cfg = manifest["config"]
@@ -81,8 +81,6 @@ def build_report(out: str | Path, *, samples: Sequence[Any] | None = None, judge
 
 
 def _reload(cfg: dict[str, Any]) -> list[Any]:
-    from experiments.benchmarks import load_benchmark
-
     options = {"datasets": list(cfg["datasets"])} if cfg.get("datasets") else {}
     samples = load_benchmark(cfg["benchmark"], cfg.get("data_path"), **options)
     return samples[: cfg["limit"]] if cfg.get("limit") else samples
@@ -114,8 +112,6 @@ def _summary_row(benchmark: str, name: str, data: dict[str, Any], by_id: dict[st
 
 def _recall(sample: Any, row: dict[str, Any]) -> float | None:
     """Share of the sample's evidence documents among the documents the answer cited."""
-    from experiments.synth import retrieval_recall
-
     evidence = sample.metadata.get("evidence_doc_ids")
     if not evidence or not row.get("evidence_doc_ids"):
         return None

@@ -29,6 +29,7 @@ from tqdm.auto import tqdm
 from agents import STRATEGIES, answer_many, make_chat_model
 from agents.chat_models import describe
 from agents.llm_cache import SQLiteLLMCache
+from experiments.benchmarks import BENCHMARKS, load_benchmark
 from graphs.config import redact_secrets
 
 RESULTS_FILE = "results.jsonl"
@@ -131,8 +132,6 @@ def run_experiment(
 
 def select_samples(config: RunConfig, samples: Sequence[Any] | None) -> list[Any]:
     """The run's samples: preloaded ones, or the benchmark's, cut to ``config.limit``."""
-    from experiments.benchmarks import load_benchmark
-
     if samples is None:
         options = {"datasets": list(config.datasets)} if config.datasets else {}
         samples = load_benchmark(config.benchmark, config.data_path, **options)
@@ -183,7 +182,7 @@ def run_unit(samples: list[Any], strategy: str, chat: BaseChatModel, config: Run
     try:
         options = dict(config.strategy_options.get(strategy, {}))
         results = answer_many(samples[0].corpus, [_traced(s) for s in samples], strategy=strategy, llm=chat, show_progress=False, **options)
-    except Exception as exc:  # recorded as failed rows; the rerun retries (and resumes) them
+    except Exception as exc:  # noqa: BLE001 - recorded as failed rows; the rerun retries (and resumes) them
         failure = {
             "status": "failed",
             "error": f"{type(exc).__name__}: {exc}",
@@ -201,6 +200,7 @@ def _traced(sample: Any) -> Any:
 
 
 def base_row(sample: Any, strategy: str) -> dict[str, Any]:
+    """The fields every row of ``sample`` x ``strategy`` carries, ok or failed."""
     return {
         "sample_id": sample.sample_id,
         "benchmark": sample.benchmark,
@@ -247,8 +247,6 @@ def _library_version() -> str:
 def _start_manifest(out: Path, config: RunConfig, chat: BaseChatModel, n_samples: int, n_todo: int) -> int:
     path = out / MANIFEST_FILE
     manifest = json.loads(path.read_text()) if path.exists() else {"invocations": []}
-    from experiments.benchmarks import BENCHMARKS
-
     spec = BENCHMARKS.get(config.benchmark) if config.benchmark in BENCHMARKS else None
     manifest.update(
         {
@@ -267,6 +265,7 @@ def _start_manifest(out: Path, config: RunConfig, chat: BaseChatModel, n_samples
 
 
 def finish_manifest(out: Path, invocation: int, counts: dict[str, Any]) -> None:
+    """Record the end of invocation ``invocation`` and its counts in the manifest."""
     path = out / MANIFEST_FILE
     manifest = json.loads(path.read_text())
     manifest["invocations"][invocation].update({"finished": time.strftime("%Y-%m-%dT%H:%M:%S"), **counts})

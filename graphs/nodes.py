@@ -8,8 +8,8 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from graphs.llm import complete
 from graphs.context import StrategyContext
+from graphs.llm import complete
 
 
 def generate(state: dict[str, Any], runtime: Runtime[StrategyContext]) -> dict:

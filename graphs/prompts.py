@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from retrieval.contract import Question
 from retrieval import Chunk, Document
+from retrieval.contract import Question
 
 PROMPTS_VERSION = 1
 

@@ -102,7 +102,7 @@ class Registry(Generic[T]):
         for ep in metadata.entry_points(group=self.group):
             try:
                 obj = ep.load()
-            except Exception as exc:  # a third-party package must not break the library
+            except Exception as exc:  # noqa: BLE001 - a third-party package must not break the library
                 log.warning("Cannot load %s plug-in %r (%s): %s: %s", self.kind, ep.name, ep.value, type(exc).__name__, exc)
                 continue
             if ep.name not in self._entries and not _is_module(obj):

@@ -23,6 +23,7 @@ from retrieval.contract import Corpus
 from retrieval.dense import DenseRetriever
 from retrieval.embedders import Embedder, SentenceTransformerEmbedder
 from retrieval.index import Index, build_index, default_cache_dir, index_key
+from retrieval.ray_support import ensure_ray, require_ray
 from retrieval.retrievers import make_retriever
 
 log = logging.getLogger(__name__)
@@ -62,8 +63,6 @@ def embed_on_ray(
         batch_size: Chunks per ``map_batches`` call.
         cpus_per_worker: CPUs reserved per actor (its torch threads).
     """
-    from retrieval.ray_support import require_ray
-
     ray = require_ray()
     if not texts:
         raise ValueError("Cannot build a dense index over zero chunks")
@@ -118,8 +117,6 @@ def build_index_ray(
         show_progress: Progress bars of the local steps.
         **retriever_options: Options of the named retriever.
     """
-    from retrieval.ray_support import ensure_ray, require_ray
-
     require_ray()
     chunking = chunking or ChunkingConfig()
     if isinstance(retriever, str):

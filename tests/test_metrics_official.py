@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.metrics import METRICS
+from experiments.metrics import METRICS, loong
 from experiments.metrics import corpusqa as cq
 from experiments.metrics import longbench_v1 as lb1
 from experiments.metrics import longbench_v2 as lb2
-from experiments.metrics import loong
 from experiments.metrics import lveval as lv
 from experiments.metrics.equivalence import equivalent
 from experiments.metrics.text import normalize_answer, normalize_zh_answer, qa_f1, qa_f1_zh, rouge_l, rouge_l_zh

@@ -9,8 +9,8 @@ import time
 import pytest
 
 from agents import Question, answer
-from graphs.pai import prompts as P
 from graphs.pai import PaiConfig, build_graph, choose_mode
+from graphs.pai import prompts as P
 from retrieval import ChunkingConfig, Corpus, chunk_corpus
 from tests.scripted_tools import ToolScriptedChatModel, malformed_tool_call
 

@@ -12,6 +12,7 @@ from experiments.cli import main
 from experiments.synth import (
     NeedleConfig,
     SynthConfig,
+    filler,
     generate,
     get_domain,
     load_samples,
@@ -19,7 +20,6 @@ from experiments.synth import (
     read_questions,
     retrieval_recall,
 )
-from experiments.synth import filler
 from experiments.synth.config import config_from_dict
 from experiments.synth.facts import STATIC
 from experiments.synth.queries import build_queries

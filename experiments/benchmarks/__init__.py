@@ -18,6 +18,8 @@ from typing import Any
 from experiments.benchmarks import corpusqa, longbench_v1, longbench_v2, loong, lveval, synth  # noqa: F401  (register)
 from experiments.benchmarks.base import BENCHMARKS, BenchmarkDataError, BenchmarkSpec, Sample
 from experiments.benchmarks.predictions import Prediction, pair_predictions
+from experiments.metrics import VERSIONS
+
 
 def load_benchmark(name: str, path: str | Path | None = None, **options: Any) -> list[Sample]:
     """Samples of benchmark ``name`` from ``path`` (default ``$LONGCTX_DATA_DIR/<benchmark>``).
@@ -47,8 +49,6 @@ def score(benchmark: str, predictions: Any, *, samples: Any = None, **options: A
     Returns:
         The benchmark's aggregates plus ``benchmark``, ``version`` and ``metric_versions``.
     """
-    from experiments.metrics import VERSIONS
-
     spec = BENCHMARKS.get(benchmark)
     pairs = pair_predictions(predictions, samples)
     wrong = sorted({s.benchmark for s, _ in pairs} - {benchmark})

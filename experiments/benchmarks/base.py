@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from retrieval.contract import Question
 from retrieval import Corpus
-from retrieval.contract import Registry
+from retrieval.contract import Question, Registry
 
 #: Where benchmark files live unless a path is given: ``$LONGCTX_DATA_DIR`` or this default.
 DEFAULT_DATA_DIR = Path("~/longctx-data").expanduser()

@@ -18,8 +18,8 @@ from experiments.benchmarks.base import BENCHMARKS, BenchmarkDataError, Sample, 
 from experiments.metrics import corpusqa as m
 from experiments.metrics import judge as judge_mod
 from experiments.metrics.equivalence import equivalent
-from retrieval.contract import Question
 from retrieval import Corpus, Document
+from retrieval.contract import Question
 
 VERSION = 1
 

@@ -17,8 +17,8 @@ from typing import Any
 
 from experiments.benchmarks.base import BENCHMARKS, Sample, data_root, load_records, only_known
 from experiments.metrics import longbench_v1 as m
-from retrieval.contract import Question
 from retrieval import Corpus, Document
+from retrieval.contract import Question
 
 VERSION = 1
 HUB_REPO = "THUDM/LongBench"

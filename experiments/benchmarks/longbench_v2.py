@@ -14,8 +14,8 @@ from typing import Any
 
 from experiments.benchmarks.base import BENCHMARKS, Sample, data_root, load_records
 from experiments.metrics import longbench_v2 as m
-from retrieval.contract import Question
 from retrieval import Corpus, Document
+from retrieval.contract import Question
 
 VERSION = 1
 HUB_REPO = "THUDM/LongBench-v2"

@@ -20,8 +20,8 @@ from typing import Any
 from experiments.benchmarks.base import BENCHMARKS, BenchmarkDataError, Sample, data_root, load_records
 from experiments.metrics import judge as judge_mod
 from experiments.metrics import loong as m
-from retrieval.contract import Question
 from retrieval import Corpus, Document
+from retrieval.contract import Question
 
 VERSION = 1
 SEED = 1000000007

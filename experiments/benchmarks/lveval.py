@@ -16,8 +16,8 @@ from typing import Any
 from experiments.benchmarks.base import BENCHMARKS, Sample, data_root, find_file, load_records, only_known
 from experiments.metrics import longbench_v1 as lb
 from experiments.metrics import lveval as m
-from retrieval.contract import Question
 from retrieval import Corpus, Document
+from retrieval.contract import Question
 
 VERSION = 1
 HUB_REPO = "infini-ai/LVEval"

@@ -12,14 +12,13 @@ from typing import Any
 
 from experiments.benchmarks import corpusqa
 from experiments.benchmarks.base import BENCHMARKS, BenchmarkDataError, Sample
+from experiments.synth import load_samples
 
 VERSION = 1
 
 
 def load(path: str | Path | None = None, **_: Any) -> list[Sample]:
     """Samples of a generated corpus folder (``longctx synth --out DIR``)."""
-    from experiments.synth import load_samples
-
     if path is None:
         raise BenchmarkDataError("The synthetic benchmark needs its folder: generate one with 'longctx synth --out DIR' and pass DIR.")
     if not (Path(path) / "questions.jsonl").exists():

@@ -37,7 +37,7 @@ def call_judge(judge: Any, prompt: str, system: str | None = None) -> JudgeResul
     messages = ([SystemMessage(system)] if system else []) + [HumanMessage(prompt)]
     try:
         reply = judge.invoke(messages)
-    except Exception as exc:  # any provider error is an outcome to record, not to crash a 1,600-item run on
+    except Exception as exc:  # noqa: BLE001 - any provider error is an outcome to record, not to crash a 1,600-item run on
         return JudgeResult(text=None, error=f"{type(exc).__name__}: {exc}")
     content = reply.content if isinstance(reply.content, str) else str(reply.content)
     return JudgeResult(text=content)

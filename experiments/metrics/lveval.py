@@ -21,8 +21,6 @@ from experiments.metrics.text import (
     jieba_tokens,
     normalize_answer,
     normalize_zh_answer,
-    qa_f1,
-    qa_f1_zh,
     rouge_l,
     token_f1,
     zh_tokens,

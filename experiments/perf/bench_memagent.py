@@ -58,7 +58,7 @@ def main() -> None:
         single_s = time.perf_counter() - t
         calls = one.usage.llm_calls
         overhead_ms = (single_s - calls * args.latency) / calls * 1000
-        print(f"\n| measure | value |\n|---|---|")
+        print("\n| measure | value |\n|---|---|")
         print(f"| calls for one question | {calls} (expected {n_chunks + 1}) |")
         print(f"| wall time, one question (checkpointed) | {single_s:.2f} s |")
         print(f"| overhead per call beyond the stub's latency | {overhead_ms:.1f} ms |")

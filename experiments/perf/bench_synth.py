@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from experiments.synth import SynthConfig, TIERS, NeedleConfig, generate, load_samples, parse_tokens, retrieval_recall
+from experiments.synth import TIERS, NeedleConfig, SynthConfig, generate, load_samples, parse_tokens, retrieval_recall
 from retrieval import ChunkingConfig, build_index
 
 DIFFICULTIES = ("easy", "medium", "hard", "needle")

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from retrieval.contract import Question
 from retrieval import Corpus
+from retrieval.contract import Question
 
 QUESTIONS_FILE = "questions.jsonl"
 MANIFEST_FILE = "manifest.json"

@@ -13,13 +13,12 @@ from dataclasses import dataclass
 from typing import Annotated, TypedDict
 
 from langchain_core.language_models import BaseChatModel
-
 from langgraph.runtime import Runtime
 
 from graphs.config import ConfigError
 from graphs.context import StrategyContext
 from graphs.full_context.config import FullContextConfig
-from graphs.full_context.prompts import PROMPTS_VERSION, FULL_CONTEXT_TEMPLATE
+from graphs.full_context.prompts import FULL_CONTEXT_TEMPLATE, PROMPTS_VERSION
 from graphs.llm import context_window, prompt_codec
 from graphs.nodes import generate, linear_graph
 from graphs.prompts import fill, format_documents

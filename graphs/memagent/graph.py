@@ -23,7 +23,7 @@ from langgraph.types import Send
 from graphs.context import StrategyContext
 from graphs.llm import add_usage, complete_with_usage, prompt_codec
 from graphs.memagent.config import MemAgentConfig
-from graphs.memagent.prompts import PROMPTS_VERSION, DEFAULT_FINAL_INSTRUCTION, FINAL_TEMPLATE, MEMORY_TEMPLATE
+from graphs.memagent.prompts import DEFAULT_FINAL_INSTRUCTION, FINAL_TEMPLATE, MEMORY_TEMPLATE, PROMPTS_VERSION
 from graphs.prompts import format_documents
 from graphs.registry import STRATEGIES, BatchRun
 from memory import NO_MEMORY, MemoryTrace, bound_memory

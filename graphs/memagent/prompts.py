@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-
 PROMPTS_VERSION = 1
 
 

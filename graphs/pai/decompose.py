@@ -17,9 +17,9 @@ from typing import Any
 from langgraph.runtime import Runtime
 from pydantic import BaseModel
 
+from graphs.context import StrategyContext
 from graphs.pai import prompts as P
 from graphs.pai.calls import CallOutcome, PropertyArgs, SubQuestionArgs, call_structured, resolve_tool_mode
-from graphs.context import StrategyContext
 from retrieval.contract import Question
 
 

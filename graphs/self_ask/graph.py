@@ -34,13 +34,13 @@ from graphs.rag import RAG_TEMPLATE, order_hits
 from graphs.registry import STRATEGIES
 from graphs.self_ask.config import SelfAskConfig
 from graphs.self_ask.prompts import (
-    PROMPTS_VERSION,
     EXEMPLARS,
     FINAL,
     FOLLOW_UP_INSTRUCTION,
     FORMAT_NOTE,
     HEADER,
     INTERMEDIATE,
+    PROMPTS_VERSION,
     SELF_ASK_TEMPLATE,
 )
 from retrieval import Hit

@@ -47,7 +47,6 @@ from graphs.self_route.prompts import PROMPTS_VERSION, UNANSWERABLE_INSTRUCTION
 from retrieval import Hit
 from retrieval.contract import Question, Step
 
-
 _DECLINE_WORD = re.compile(r"\bun-?answerable\b")
 _NEGATIONS = {"not", "never", "isn't", "isnt", "no", "hardly"}
 _MARKUP = re.compile(r"[*_`\"“”«»#>\[\]()]")

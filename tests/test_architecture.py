@@ -1,0 +1,177 @@
+"""The shape the architecture promises: no import cycles, a contract module at the bottom of the
+import graph, one registration idiom, and third-party plug-ins through entry points."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("retrieval", "memory", "graphs", "agents", "experiments")
+
+
+def _modules() -> list[str]:
+    """Every importable module of the library, in dependency order (bottom layer first)."""
+    names = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            if "perf" in parts:  # benchmark scripts are not part of the installed package
+                continue
+            names.append(".".join(parts))
+    return [n for n in names if not n.startswith(("retrieval.ray_index", "experiments.ray_runner"))]
+
+
+def _run(code: str) -> str:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out.stdout
+
+
+def _module_level_imports(name: str) -> set[str]:
+    """First-party modules ``name`` imports at module level (function-level imports excluded)."""
+    path = ROOT / (name.replace(".", "/") + ".py")
+    if not path.exists():
+        path = ROOT / name.replace(".", "/") / "__init__.py"
+    found = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+    return {m for m in found if m.split(".")[0] in PACKAGES}
+
+
+def test_the_module_import_graph_has_no_cycle():
+    modules = set(_modules())
+    graph = {m: {d for d in _module_level_imports(m) if d in modules and d != m} for m in modules}
+    # a package's __init__ importing its submodules, and a submodule importing a sibling
+    # through its package (``from graphs.pai import prompts``), are how packages are built
+    state: dict[str, int] = {}
+
+    def visit(m: str, path: list[str]) -> None:
+        state[m] = 1
+        for d in sorted(graph[m]):
+            if state.get(d) == 1 and not (m.startswith(d + ".") or d.startswith(m + ".")):
+                raise AssertionError("import cycle: " + " -> ".join([*path, m, d]))
+            if d not in state:
+                visit(d, [*path, m])
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [])
+
+
+def test_no_function_level_imports_of_our_own_modules():
+    """Function-level imports are for optional or heavy dependencies only, never to dodge a cycle."""
+    allowed = {("retrieval/contract.py", "retrieval.readers"), ("retrieval/contract.py", "retrieval.tokens"),
+               ("experiments/cli.py", "experiments.report"), ("experiments/cli.py", "experiments.ray_runner"),
+               ("experiments/cli.py", "retrieval.ray_index"), ("experiments/report.py", "experiments.plots")}
+    found = set()
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    for sub in ast.walk(node):
+                        if isinstance(sub, ast.ImportFrom) and sub.module and sub.module.split(".")[0] in PACKAGES:
+                            found.add((str(path.relative_to(ROOT)), sub.module))
+    assert found <= allowed, sorted(found - allowed)
+
+
+@pytest.mark.parametrize("order", ["forward", "reverse"])
+def test_every_module_imports_in_a_fresh_interpreter(order):
+    modules = _modules() if order == "forward" else list(reversed(_modules()))
+    _run("import importlib\nfor name in " + repr(modules) + ":\n    importlib.import_module(name)")
+
+
+def test_the_contract_module_imports_no_other_package():
+    loaded = json.loads(_run("import json, sys, retrieval.contract; print(json.dumps(sorted(sys.modules)))"))
+    ours = [m for m in loaded if m.split(".")[0] in PACKAGES]
+    assert ours == ["retrieval", "retrieval.contract"]
+
+
+def test_contract_types_have_one_home():
+    import agents
+    import retrieval
+    from retrieval import contract
+
+    for name in ("Answer", "Evidence", "Usage", "Question", "Step", "Corpus", "Document"):
+        assert getattr(agents, name) is getattr(contract, name)
+    assert retrieval.Registry is contract.Registry
+
+
+def test_third_party_strategy_through_an_entry_point(tmp_path):
+    """A throw-away package installed with pip adds a strategy that ``answer()`` runs."""
+    src = tmp_path / "src"
+    (src / "echo_strategy").mkdir(parents=True)
+    (src / "pyproject.toml").write_text(textwrap.dedent("""
+        [build-system]
+        requires = ["setuptools"]
+        build-backend = "setuptools.build_meta"
+        [project]
+        name = "echo-strategy"
+        version = "0.1"
+        [project.entry-points."longctx.strategies"]
+        echo = "echo_strategy"
+    """))
+    (src / "echo_strategy" / "__init__.py").write_text(textwrap.dedent('''
+        """A third-party strategy: answers with the first document's title."""
+        from dataclasses import dataclass
+        from langgraph.graph import END, START, StateGraph
+        from graphs import STRATEGIES, StrategyConfig, StrategyContext
+        from graphs.config import option
+
+        @dataclass(frozen=True, kw_only=True)
+        class EchoConfig(StrategyConfig):
+            repeat: int = option(1, min=1)
+
+        def echo(state, runtime):
+            title = runtime.context.corpus.documents[0].title
+            return {"answer": " ".join([title] * runtime.context.config.repeat), "raw": title}
+
+        @STRATEGIES.register("echo", config_cls=EchoConfig, description="echoes the first title")
+        def build_graph(config=None):
+            graph = StateGraph(dict, context_schema=StrategyContext)
+            graph.add_node("echo", echo)
+            graph.add_edge(START, "echo")
+            graph.add_edge("echo", END)
+            return graph.compile()
+    '''))
+    target = tmp_path / "site"
+    pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index", "--target", str(target), str(src)]
+    subprocess.run(pip, check=True, capture_output=True, timeout=300)
+    code = textwrap.dedent(f"""
+        import sys; sys.path.insert(0, {str(target)!r})
+        from agents import answer, Corpus, STRATEGIES
+        from tests.scripted import ScriptedChatModel
+        assert "echo" in STRATEGIES.names()
+        result = answer(Corpus.from_texts(["x"], titles=["Alpha"]), "Which title?", strategy="echo", llm=ScriptedChatModel(replies=[]), repeat=2)
+        print(result.answer, result.config["repeat"])
+    """)
+    assert _run(code).strip() == "Alpha Alpha 2"
+
+
+def test_registries_share_one_idiom():
+    from agents.chat_models import CHAT_MODELS
+    from experiments.benchmarks import BENCHMARKS
+    from experiments.metrics import METRICS
+    from experiments.synth.domains import DOMAINS
+    from graphs import STRATEGIES
+    from retrieval import EMBEDDERS, RETRIEVERS
+    from retrieval.contract import Registry
+
+    registries = (STRATEGIES, RETRIEVERS, EMBEDDERS, CHAT_MODELS, BENCHMARKS, METRICS, DOMAINS)
+    assert all(isinstance(r, Registry) and r.group and r.group.startswith("longctx.") for r in registries)
+    assert len({r.group for r in registries}) == len(registries)
