@@ -62,8 +62,8 @@ def build_report(out: str | Path, *, samples: Sequence[Any] | None = None, judge
         if not mine:
             continue
         preds = [(by_id[r["sample_id"]], r.get("prediction"), r.get("error")) for r in mine]
-        official = score(benchmark, preds, **options)
-        per_sample = [(r, headline(benchmark, score(benchmark, [p], **options))) for r, p in zip(mine, preds)]
+        official = score(benchmark, preds, **options)  # each prediction scored (and judged) once
+        per_sample = [(r, official["per_sample"].get(r["sample_id"])) for r in mine]
         per_strategy[name] = {"official": official, "rows": mine, "per_sample": per_sample}
     report = out / "report"
     report.mkdir(exist_ok=True)

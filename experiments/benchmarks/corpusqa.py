@@ -143,9 +143,11 @@ def score(pairs: Sequence[tuple[Sample, Any]], *, judge: Any = None, **_: Any) -
     """
     per_domain: dict[str, list[bool]] = {}
     per_set: dict[str, list[bool]] = {}
+    per_sample: dict[str, float] = {}
     errors = 0
     for sample, pred in pairs:
         ok, err = _correct(sample, pred, judge)
+        per_sample[sample.sample_id] = 100.0 * ok
         errors += err
         per_domain.setdefault(sample.dataset, []).append(ok)
         per_set.setdefault(f"set{sample.metadata.get('set')}", []).append(ok)
@@ -160,4 +162,5 @@ def score(pairs: Sequence[tuple[Sample, Any]], *, judge: Any = None, **_: Any) -
         "n_failed": sum(1 for _, p in pairs if p.failed),
         "n_judge_errors": errors,
         "judge": "llm" if judge is not None else "deterministic-equivalence",
+        "per_sample": per_sample,
     }

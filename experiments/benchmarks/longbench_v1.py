@@ -157,8 +157,10 @@ def score(pairs: Sequence[tuple[Sample, Any]], **_: Any) -> dict:
     """
     per_dataset: dict[str, list[float]] = {}
     per_bucket: dict[str, dict[str, list[float]]] = {}
+    per_sample: dict[str, float] = {}
     for sample, pred in pairs:
         s = m.score_item(sample.dataset, pred.text_or_empty, sample.answers, sample.metadata.get("all_classes"))
+        per_sample[sample.sample_id] = round(100 * s, 2)
         per_dataset.setdefault(sample.dataset, []).append(s)
         if "length_bucket" in sample.metadata:
             per_bucket.setdefault(sample.dataset, {b: [] for b in m.LONGBENCH_E_BUCKETS})[sample.metadata["length_bucket"]].append(s)
@@ -170,6 +172,7 @@ def score(pairs: Sequence[tuple[Sample, Any]], **_: Any) -> dict:
         "overall": m.macro_average(categories),
         "n": len(pairs),
         "n_failed": sum(1 for _, p in pairs if p.failed),
+        "per_sample": per_sample,
     }
     if per_bucket:
         buckets = {d: {b: m.mean_percent(v) for b, v in bs.items()} for d, bs in per_bucket.items()}

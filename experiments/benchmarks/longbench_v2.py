@@ -97,4 +97,5 @@ def score(pairs: Sequence[tuple[Sample, Any]], **_: Any) -> dict:
         "official_drops_failed_compensated": m.accuracy_table(judged, compensated=True, drop_failed=True),
         "n_failed": sum(1 for j in judged if j.failed),
         "n_invalid": sum(1 for j in judged if j.choice is None),
+        "per_sample": {s.sample_id: 100.0 * (j.choice == j.gold) for (s, _), j in zip(pairs, judged)},
     }

@@ -165,6 +165,7 @@ def score(pairs: Sequence[tuple[Sample, Any]], *, judge: Any = None, **_: Any) -
     if judge is None:
         raise ValueError("Loong is scored by an LLM judge: pass judge=<LangChain chat model> (GPT-4 officially).")
     groups: dict[str, list[float | None]] = {"overall": []}
+    per_sample: dict[str, float | None] = {}
     errors = 0
     for sample, pred in pairs:
         rating = None
@@ -174,6 +175,7 @@ def score(pairs: Sequence[tuple[Sample, Any]], *, judge: Any = None, **_: Any) -
             reply = judge_mod.call_judge(judge, m.judge_prompt(question, sample.answers[0], pred.text_or_empty))
             errors += reply.error is not None
             rating = m.parse_rating(reply.text)
+        per_sample[sample.sample_id] = rating
         for key in ("overall", f"set{md_get(sample, 'set')}_level{md_get(sample, 'level')}", f"set{md_get(sample, 'set')}",
                     f"level{md_get(sample, 'level')}", sample.dataset):  # fmt: skip
             groups.setdefault(key, []).append(rating)
@@ -186,6 +188,7 @@ def score(pairs: Sequence[tuple[Sample, Any]], *, judge: Any = None, **_: Any) -
         "by_domain": {k: v for k, v in stats.items() if k in DOMAINS},
         "n_failed": sum(1 for _, p in pairs if p.failed),
         "n_judge_errors": errors,
+        "per_sample": per_sample,
     }
 
 

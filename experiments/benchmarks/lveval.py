@@ -114,8 +114,10 @@ def score(pairs: Sequence[tuple[Sample, Any]], *, all_answers: bool = False, **_
         ``overall`` (mean over all dataset x level cells), counts and the scoring label.
     """
     cells: dict[str, dict[str, list[float]]] = {}
+    per_sample: dict[str, float] = {}
     for s, p in pairs:
         value = m.score_item(s.dataset, p.text_or_empty, list(s.answers), s.metadata.get("answer_keywords"), all_answers=all_answers)
+        per_sample[s.sample_id] = round(100 * value, 2)
         cells.setdefault(s.dataset, {}).setdefault(s.metadata["length_level"], []).append(value)
     table = {d: {lv: lb.mean_percent(v) for lv, v in sorted(levels.items(), key=lambda kv: LENGTH_LEVELS.index(kv[0]))} for d, levels in cells.items()}
     levels = {lv: lb.macro_average({d: table[d][lv] for d in table if lv in table[d]}) for lv in LENGTH_LEVELS}
@@ -127,4 +129,5 @@ def score(pairs: Sequence[tuple[Sample, Any]], *, all_answers: bool = False, **_
         "n": len(pairs),
         "n_failed": sum(1 for _, p in pairs if p.failed),
         "scoring": "all_answers (fixed)" if all_answers else "answers[0] only (official)",
+        "per_sample": per_sample,
     }

@@ -49,9 +49,8 @@ def prompt(sample: Sample) -> str:
 def score(pairs: Sequence[tuple[Sample, Any]], *, judge: Any = None, **options: Any) -> dict:
     """CorpusQA's scoring, plus accuracy per difficulty (easy / medium / hard / needle)."""
     result = corpusqa.score(pairs, judge=judge, **options)
-    by_difficulty: dict[str, list] = {}
-    for pair in pairs:
-        by_difficulty.setdefault(pair[0].metadata.get("difficulty", "?"), []).append(pair)
-    if judge is None:  # the deterministic checker is free; an LLM judge would be asked twice
-        result["difficulty"] = {d: corpusqa.score(p)["overall_micro_official"] for d, p in sorted(by_difficulty.items())}
+    by_difficulty: dict[str, list[float]] = {}
+    for sample, _ in pairs:  # from the per-sample verdicts: each prediction is judged once
+        by_difficulty.setdefault(sample.metadata.get("difficulty", "?"), []).append(result["per_sample"][sample.sample_id])
+    result["difficulty"] = {d: round(sum(v) / len(v), 2) for d, v in sorted(by_difficulty.items())}
     return result
