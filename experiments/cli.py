@@ -11,6 +11,7 @@ from pathlib import Path
 
 from agents import STRATEGIES, ChatModelError, Corpus, Question, answer, index_for
 from retrieval import RETRIEVERS, CorpusError
+from retrieval.locks import LockHeld
 from retrieval.ray_support import RayNotInstalledError
 
 
@@ -255,7 +256,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = {"answer": cmd_answer, "index": cmd_index, "run": cmd_run, "report": cmd_report, "synth": cmd_synth, "demo": cmd_demo}
     try:
         return commands[args.command](args)
-    except (CorpusError, ChatModelError, KeyError, TypeError, ValueError, RayNotInstalledError) as exc:
+    except (CorpusError, ChatModelError, KeyError, TypeError, ValueError, RayNotInstalledError, LockHeld) as exc:
         if args.verbose:
             raise
         print(f"longctx: error: {exc}", file=sys.stderr)
