@@ -13,7 +13,7 @@ import pytest
 from experiments.perf.stub_server import stub_server
 from experiments.runner import RESULTS_FILE, RunFolderLocked, latest_rows, read_rows, run_experiment
 from tests.scripted import ScriptedChatModel
-from tests.test_runner import V2, _run_cli, config
+from tests.test_runner import _run_cli, config
 
 ROOT = Path(__file__).resolve().parent.parent
 
