@@ -9,7 +9,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from agents.chat_models import ChatModelError, describe, make_chat_model, server_url
+from agents.chat_models import as_chat_model_error, describe, make_chat_model
 from agents.types import Answer, Evidence
 from agents.usage import UsageTracker
 from graphs import STRATEGIES, Question, StrategyContext, as_question
@@ -166,17 +166,5 @@ def _evidence(hit) -> Evidence:
 
 
 def _explain(exc: Exception, llm: BaseChatModel) -> Exception:
-    """Turn a client's connection or auth failure into an error that names the server."""
-    try:
-        import openai
-    except ImportError:  # pragma: no cover - openai is a hard dependency
-        return exc
-    url = server_url(llm) or "the configured server"
-    if isinstance(exc, openai.APIConnectionError):
-        return ChatModelError(
-            f"The chat model server at {url} did not answer ({type(exc).__name__}: {exc}). "
-            "Check that it is running and that OPENAI_BASE_URL points to it."
-        )
-    if isinstance(exc, openai.AuthenticationError):
-        return ChatModelError(f"The chat model server at {url} rejected the API key (check OPENAI_API_KEY).")
-    return exc
+    """Turn a provider failure into a :class:`ChatModelError` naming the server (see ``as_chat_model_error``)."""
+    return as_chat_model_error(exc, llm)
