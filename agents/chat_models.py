@@ -7,14 +7,21 @@
 * ``"embedded:/path/model.gguf"``: any local GGUF.
 * ``"openai:MODEL"``: ``ChatOpenAI`` on ``OPENAI_BASE_URL`` (OpenAI, vLLM, Ollama,
   llama.cpp server) with ``OPENAI_API_KEY``; the SDK retries transient errors
-  (connection, 408/409/429/5xx) with exponential backoff.
+  (connection, 408/409/429/5xx) with exponential backoff, and malformed replies (a body
+  that is not JSON, an empty ``choices`` list) are retried the same way, up to
+  ``$LONGCTX_MAX_RETRIES`` times. Whatever still fails becomes a :class:`ChatModelError`
+  naming the server, the HTTP status and the retries made (:func:`as_chat_model_error`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
+import json
 import os
+import random
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -34,7 +41,89 @@ _ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"
 
 
 class ChatModelError(RuntimeError):
-    """A chat model cannot be built (bad spec, missing key or file) or its server does not answer."""
+    """A chat model cannot be built (bad spec, missing key or file) or its server does not answer.
+
+    For a server failure: ``url`` (the server), ``status`` (the last HTTP status, ``None``
+    if no response came) and ``retries`` (retries made before giving up), when known.
+    """
+
+    def __init__(self, message: str, *, url: str | None = None, status: int | None = None, retries: int | None = None):
+        super().__init__(message)
+        self.url = url
+        self.status = status
+        self.retries = retries
+
+
+class MalformedResponseError(ValueError):
+    """A 200 reply that is not a usable chat completion (not JSON, no ``choices``); retried."""
+
+    status = 200
+
+
+#: HTTP statuses the openai SDK retries (besides connection errors and timeouts).
+_RETRIED_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
+
+
+def max_retries_setting() -> int:
+    """``$LONGCTX_MAX_RETRIES`` (default 3): retries of a failed or malformed chat request."""
+    return int(os.environ.get("LONGCTX_MAX_RETRIES", "3"))
+
+
+def retry_delay(retry: int) -> float:
+    """Seconds before retry number ``retry`` (1-based): the openai SDK's schedule, 0.5 s doubling to 8 s, jittered."""
+    return min(0.5 * 2 ** (retry - 1), 8.0) * (1 - 0.25 * random.random())
+
+
+def _is_malformed(exc: BaseException) -> bool:
+    try:
+        import openai
+    except ImportError:  # pragma: no cover - openai is a hard dependency
+        return isinstance(exc, (MalformedResponseError, json.JSONDecodeError))
+    return isinstance(exc, (MalformedResponseError, json.JSONDecodeError, openai.APIResponseValidationError))
+
+
+def as_chat_model_error(exc: BaseException, llm: Any, *, retries: int | None = None) -> BaseException:
+    """A provider failure as a :class:`ChatModelError` naming the server, HTTP status and retries.
+
+    Connection failures and timeouts, authentication errors, HTTP error statuses and
+    malformed replies are mapped; anything else (a bug, a bad argument) is returned
+    unchanged. ``retries`` defaults to what the client did: the model's ``max_retries``
+    for statuses the SDK retries, none for others.
+    """
+    if isinstance(exc, ChatModelError):
+        return exc
+    try:
+        import openai
+    except ImportError:  # pragma: no cover - openai is a hard dependency
+        return exc
+    url = server_url(llm) or "the configured server"
+    configured = getattr(llm, "max_retries", None)
+    configured = max_retries_setting() if configured is None else int(configured)
+    if isinstance(exc, openai.AuthenticationError):
+        return ChatModelError(
+            f"The chat model server at {url} rejected the API key (HTTP {exc.status_code}; check OPENAI_API_KEY).",
+            url=url, status=exc.status_code, retries=0,
+        )  # fmt: skip
+    if isinstance(exc, openai.APIConnectionError):  # includes timeouts
+        n = configured if retries is None else retries
+        return ChatModelError(
+            f"The chat model server at {url} did not answer after {n} retries ({type(exc).__name__}: {exc}). "
+            "Check that it is running and that OPENAI_BASE_URL points to it.",
+            url=url, status=None, retries=n,
+        )  # fmt: skip
+    if isinstance(exc, openai.APIStatusError):
+        n = retries if retries is not None else (configured if exc.status_code in _RETRIED_STATUSES else 0)
+        return ChatModelError(
+            f"The chat model server at {url} failed with HTTP {exc.status_code} after {n} retries: {exc.message}",
+            url=url, status=exc.status_code, retries=n,
+        )  # fmt: skip
+    if _is_malformed(exc):
+        n = configured if retries is None else retries
+        return ChatModelError(
+            f"The chat model server at {url} sent a malformed reply (HTTP 200) after {n} retries: {type(exc).__name__}: {exc}",
+            url=url, status=200, retries=n,
+        )  # fmt: skip
+    return exc
 
 
 def embedded_model_path() -> Path:
@@ -186,11 +275,8 @@ def _embedded_chat_model(path: str, **options: Any) -> BaseChatModel:
 @CHAT_MODELS.register("openai")
 def _openai_chat_model(model: str, **options: Any) -> BaseChatModel:
     """``openai:MODEL`` on ``OPENAI_BASE_URL`` with ``OPENAI_API_KEY`` (no key needed for a local server)."""
-    from langchain_openai import ChatOpenAI
-
     if not model:
         raise ChatModelError("Give the model name: 'openai:MODEL', e.g. 'openai:gpt-4o-mini'.")
-
     base_url = options.pop("base_url", None) or os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_URL
     api_key = options.pop("api_key", None) or os.environ.get("OPENAI_API_KEY")
     if not api_key:
@@ -200,31 +286,94 @@ def _openai_chat_model(model: str, **options: Any) -> BaseChatModel:
                 "OpenAI-compatible server (vLLM, Ollama, llama.cpp) that needs no key."
             )
         api_key = "not-needed"  # local servers ignore the key but the SDK requires one
-    options.setdefault("max_retries", int(os.environ.get("LONGCTX_MAX_RETRIES", "3")))
+    options.setdefault("max_retries", max_retries_setting())
     options.setdefault("timeout", float(os.environ.get("LONGCTX_TIMEOUT", "600")))
-    return ChatOpenAI(model=model, base_url=base_url, api_key=api_key, **options)
+    return _openai_class()(model=model, base_url=base_url, api_key=api_key, **options)
+
+
+_OPENAI_CLASS: type | None = None
+
+
+def _openai_class() -> type:
+    """``ChatOpenAI`` that retries malformed replies and raises :class:`ChatModelError` (built lazily)."""
+    global _OPENAI_CLASS
+    if _OPENAI_CLASS is not None:
+        return _OPENAI_CLASS
+    from langchain_openai import ChatOpenAI
+
+    class RetryingChatOpenAI(ChatOpenAI):
+        """``ChatOpenAI`` whose malformed replies are retried like 5xx and whose failures are
+        :class:`ChatModelError`; serialized (and so cached) as plain ``ChatOpenAI``."""
+
+        @classmethod
+        def lc_id(cls) -> list[str]:
+            return ChatOpenAI.lc_id()
+
+        def _create_chat_result(self, response: Any, generation_info: dict | None = None) -> ChatResult:
+            if isinstance(response, dict):
+                error, choices = response.get("error"), response.get("choices")
+                messages = [c.get("message") if isinstance(c, dict) else None for c in choices or []]
+            elif hasattr(response, "choices"):  # the SDK's parsed model
+                error, choices = getattr(response, "error", None), response.choices
+                messages = [getattr(c, "message", None) for c in choices or []]
+            else:
+                raise MalformedResponseError(f"the reply is not a JSON object: {str(response)[:200]!r}")
+            if not error:  # an error body is ChatOpenAI's to report
+                if not choices:
+                    raise MalformedResponseError(f"the reply has no choices (choices={choices!r})")
+                if any(m is None for m in messages):
+                    raise MalformedResponseError("a choice of the reply has no message")
+            return super()._create_chat_result(response, generation_info)
+
+        def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+            retry = 0
+            while True:
+                try:
+                    return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+                except Exception as exc:
+                    if _is_malformed(exc) and retry < self.max_retries:
+                        retry += 1
+                        time.sleep(retry_delay(retry))
+                        continue
+                    mapped = as_chat_model_error(exc, self, retries=retry if _is_malformed(exc) else None)
+                    if mapped is exc:
+                        raise
+                    raise mapped from exc
+
+        async def _agenerate(self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+            retry = 0
+            while True:
+                try:
+                    return await super()._agenerate(messages, stop=stop, run_manager=run_manager, **kwargs)
+                except Exception as exc:
+                    if _is_malformed(exc) and retry < self.max_retries:
+                        retry += 1
+                        await asyncio.sleep(retry_delay(retry))
+                        continue
+                    mapped = as_chat_model_error(exc, self, retries=retry if _is_malformed(exc) else None)
+                    if mapped is exc:
+                        raise
+                    raise mapped from exc
+
+    RetryingChatOpenAI.__qualname__ = "RetryingChatOpenAI"  # picklable as agents.chat_models.RetryingChatOpenAI
+    RetryingChatOpenAI.__module__ = __name__
+    _OPENAI_CLASS = RetryingChatOpenAI
+    return _OPENAI_CLASS
+
+
+def __getattr__(name: str) -> Any:
+    """``RetryingChatOpenAI`` is built on first use (langchain_openai is imported lazily)."""
+    if name == "RetryingChatOpenAI":
+        return _openai_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def server_url(llm: BaseChatModel) -> str | None:
     """The base URL an OpenAI-compatible model talks to, for error messages."""
-    return getattr(llm, "openai_api_base", None) or (OPENAI_DEFAULT_URL if llm.__class__.__name__ == "ChatOpenAI" else None)
+    is_openai = any(c.__name__ == "ChatOpenAI" for c in type(llm).__mro__)
+    return getattr(llm, "openai_api_base", None) or (OPENAI_DEFAULT_URL if is_openai else None)
 
 
 def describe(llm: BaseChatModel) -> str:
     """A short identifier of the model for manifests and logs (``name @ url``)."""
     return model_id(llm)
-
-
-def as_chat_model_error(exc: Exception, llm: BaseChatModel) -> Exception:
-    """A client's connection or auth failure as a :class:`ChatModelError` naming the server; others unchanged."""
-    import openai
-
-    url = server_url(llm) or "the configured server"
-    if isinstance(exc, openai.APIConnectionError):
-        return ChatModelError(
-            f"The chat model server at {url} did not answer ({type(exc).__name__}: {exc}). "
-            "Check that it is running and that OPENAI_BASE_URL points to it."
-        )
-    if isinstance(exc, openai.AuthenticationError):
-        return ChatModelError(f"The chat model server at {url} rejected the API key (check OPENAI_API_KEY).")
-    return exc

@@ -14,6 +14,7 @@ from experiments.demo import run_demo
 from experiments.runner import RunConfig, run_experiment
 from experiments.synth import NeedleConfig, SynthConfig, generate, get_domain, parse_tokens
 from retrieval import RETRIEVERS, CorpusError
+from retrieval.locks import LockHeld
 from retrieval.ray_support import RayNotInstalledError
 
 
@@ -258,7 +259,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = {"answer": cmd_answer, "index": cmd_index, "run": cmd_run, "report": cmd_report, "synth": cmd_synth, "demo": cmd_demo}
     try:
         return commands[args.command](args)
-    except (CorpusError, ChatModelError, KeyError, TypeError, ValueError, RayNotInstalledError) as exc:
+    except (CorpusError, ChatModelError, KeyError, TypeError, ValueError, RayNotInstalledError, LockHeld) as exc:
         if args.debug:
             raise
         print(f"longctx: error: {exc}", file=sys.stderr)

@@ -9,14 +9,17 @@ the start and end of every invocation.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import logging
 import os
 import platform
 import subprocess
+import threading
 import time
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -31,9 +34,35 @@ from agents.chat_models import describe
 from agents.llm_cache import SQLiteLLMCache
 from experiments.benchmarks import BENCHMARKS, load_benchmark
 from graphs.config import redact_secrets
+from retrieval.locks import LockHeld, describe_holder, exclusive_lock
 
 RESULTS_FILE = "results.jsonl"
 MANIFEST_FILE = "manifest.json"
+#: Held by the run using a result folder (released by the kernel if that process dies).
+RUN_LOCK_FILE = ".run.lock"
+
+
+class RunFolderLocked(LockHeld):
+    """Another run (named in the message: pid, host, start time) is using the result folder."""
+
+
+@contextlib.contextmanager
+def run_lock(out: str | Path) -> Iterator[Path]:
+    """Hold ``out``'s run lock: a second run on the same folder gets :class:`RunFolderLocked`
+    instead of repeating the first one's work; a killed run's lock is taken over."""
+    out = Path(out)
+    try:
+        with exclusive_lock(out / RUN_LOCK_FILE, wait=False, what=f"run folder {out}"):
+            yield out
+    except LockHeld as exc:
+        if isinstance(exc, RunFolderLocked) or exc.path != (out / RUN_LOCK_FILE).absolute():
+            raise
+        raise RunFolderLocked(
+            f"{out} is in use by another run ({describe_holder(exc.holder)}); wait for it to finish, "
+            "or give another --out",
+            path=exc.path,
+            holder=exc.holder,
+        ) from None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,7 +106,7 @@ class RunConfig:
 
 
 def read_rows(out: Path) -> list[dict[str, Any]]:
-    """All result rows written so far (a torn last line from a kill is ignored)."""
+    """All result rows written so far (a torn line from a kill is ignored; the next append repairs it)."""
     path = Path(out) / RESULTS_FILE
     if not path.exists():
         return []
@@ -114,6 +143,11 @@ def run_experiment(
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    with run_lock(out):
+        return _run_locked(config, out, llm, samples, show_progress)
+
+
+def _run_locked(config: RunConfig, out: Path, llm: Any, samples: Any, show_progress: bool) -> dict[str, Any]:
     samples = select_samples(config, samples)
     chat = make_chat_model(llm or config.llm)
     if config.llm_cache and chat.cache is None:
@@ -142,17 +176,46 @@ def plan_run(out: Path, config: RunConfig, chat: BaseChatModel, samples: list[An
     """Pairs still to answer (not ok in ``out`` yet), this invocation's counters, and its manifest entry."""
     done = {key for key, row in latest_rows(read_rows(out)).items() if row["status"] == "ok"}
     todo = [(s, name) for s in samples for name in config.strategies if (s.sample_id, name) not in done]
-    invocation = _start_manifest(out, config, chat, len(samples), len(todo))
+    invocation = start_manifest(out, config, chat, len(samples), len(todo))
     counts = {"samples": len(samples), "pairs": len(samples) * len(config.strategies), "skipped": len(done), "ok": 0, "failed": 0}
     return todo, counts, invocation
 
 
 def append_row(sink: Any, row: dict[str, Any], counts: dict[str, int]) -> None:
-    """Append one result row durably (flushed and fsynced: a kill loses only what is in flight)."""
+    """Append one result row durably (flushed and fsynced: a kill loses only what is in flight).
+
+    A torn last line left by a killed writer is cut off first, so it cannot swallow this row.
+    """
+    _repair_tail(sink)
     sink.write(json.dumps(row, ensure_ascii=False) + "\n")
     sink.flush()
     os.fsync(sink.fileno())
     counts[row["status"]] += 1
+
+
+def _repair_tail(sink: Any) -> None:
+    """Truncate the file behind ``sink`` (opened for appending) to its last complete line."""
+    sink.flush()
+    fd = sink.fileno()
+    size = os.fstat(fd).st_size
+    if size == 0:
+        return
+    with open(sink.name, "rb") as f:
+        f.seek(size - 1)
+        if f.read(1) == b"\n":
+            return
+        end = size
+        while end > 0:  # the last newline, read backwards in blocks
+            start = max(0, end - 65536)
+            f.seek(start)
+            block = f.read(end - start)
+            cut = block.rfind(b"\n")
+            if cut >= 0:
+                end = start + cut + 1
+                break
+            end = start
+    logging.getLogger(__name__).warning("%s: dropping a torn last line of %d bytes (a killed run)", sink.name, size - end)
+    os.ftruncate(fd, end)
 
 
 def work_units(todo: list[tuple[Any, str]]) -> list[tuple[str, list[Any]]]:
@@ -244,7 +307,19 @@ def _library_version() -> str:
         return "unknown"
 
 
-def _start_manifest(out: Path, config: RunConfig, chat: BaseChatModel, n_samples: int, n_todo: int) -> int:
+def _manifest_lock(out: Path):
+    """Serializes manifest read-modify-writes across threads and processes (no lost updates)."""
+    return exclusive_lock(out / (MANIFEST_FILE + ".lock"), wait=True, what=f"manifest of {out}")
+
+
+def start_manifest(out: Path, config: RunConfig, chat: BaseChatModel, n_samples: int, n_todo: int) -> int:
+    """Record a new invocation (config redacted, model, versions) and return its index."""
+    revision = _git_revision()
+    with _manifest_lock(out):
+        return _start_manifest_locked(out, config, chat, n_samples, n_todo, revision)
+
+
+def _start_manifest_locked(out: Path, config: RunConfig, chat: BaseChatModel, n_samples: int, n_todo: int, revision: str | None) -> int:
     path = out / MANIFEST_FILE
     manifest = json.loads(path.read_text()) if path.exists() else {"invocations": []}
     spec = BENCHMARKS.get(config.benchmark) if config.benchmark in BENCHMARKS else None
@@ -258,7 +333,7 @@ def _start_manifest(out: Path, config: RunConfig, chat: BaseChatModel, n_samples
         }
     )
     manifest["invocations"].append(
-        {"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "git_revision": _git_revision(), "samples": n_samples, "todo": n_todo}
+        {"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "git_revision": revision, "samples": n_samples, "todo": n_todo}
     )
     _write_json(path, manifest)
     return len(manifest["invocations"]) - 1
@@ -267,12 +342,13 @@ def _start_manifest(out: Path, config: RunConfig, chat: BaseChatModel, n_samples
 def finish_manifest(out: Path, invocation: int, counts: dict[str, Any]) -> None:
     """Record the end of invocation ``invocation`` and its counts in the manifest."""
     path = out / MANIFEST_FILE
-    manifest = json.loads(path.read_text())
-    manifest["invocations"][invocation].update({"finished": time.strftime("%Y-%m-%dT%H:%M:%S"), **counts})
-    _write_json(path, manifest)
+    with _manifest_lock(out):
+        manifest = json.loads(path.read_text())
+        manifest["invocations"][invocation].update({"finished": time.strftime("%Y-%m-%dT%H:%M:%S"), **counts})
+        _write_json(path, manifest)
 
 
 def _write_json(path: Path, data: dict) -> None:
-    tmp = path.with_suffix(".tmp")
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False))
     tmp.replace(path)

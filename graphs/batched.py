@@ -3,12 +3,14 @@
 One implementation serves ``answer()`` / ``answer_many()`` and Self-Route's fallback leg:
 the run is keyed by (strategy, corpus fingerprint, questions, config, model); every step
 is checkpointed in SQLite (``durability="sync"``: a step is on disk before the next
-starts); an interrupted run continues from its last step; a finished one is replayed from
-its checkpoint with no model call.
+starts) in the run's own folder ``<folder>/<key>/`` (see :mod:`memory.checkpoints`); an
+interrupted run continues from its last step; a finished one is pruned to its final
+checkpoint and replayed from it with no model call. The run key is locked while it runs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,7 +23,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from graphs.context import StrategyContext
 from graphs.llm import model_id
 from graphs.registry import Strategy
-from memory import MemoryTrace, open_checkpointer, thread_key
+from memory import CHECKPOINTS_FILE, TRACE_FILE, MemoryTrace, lock_run, open_checkpointer, prune_checkpoints, run_folder, thread_key
 from retrieval.contract import Corpus, Question, Step
 
 #: Config fields that change how a run executes, not what it computes (kept out of its key).
@@ -68,8 +70,12 @@ def run_batched_graph(
         config={k: v for k, v in dataclasses.asdict(cfg).items() if k not in RUNTIME_FIELDS},
         model=model_id(llm),
     )
-    trace = MemoryTrace(folder / "trace.sqlite" if cfg.resume else ":memory:")
-    saver = open_checkpointer(folder / "checkpoints.sqlite") if cfg.resume else InMemorySaver()
+    run_dir = run_folder(folder, thread)  # one checkpoint + trace database per run key
+    held = contextlib.ExitStack()
+    if cfg.resume:
+        held.enter_context(lock_run(run_dir))  # a second identical run at once: RunInUse, naming this one
+    trace = MemoryTrace(run_dir / TRACE_FILE if cfg.resume else ":memory:")
+    saver = open_checkpointer(run_dir / CHECKPOINTS_FILE) if cfg.resume else InMemorySaver()
     try:
         ctx = mode.prepare_context(StrategyContext(llm=llm, config=cfg, corpus=corpus), trace=trace, thread=thread)
         graph = spec.build_graph(cfg, checkpointer=saver)
@@ -91,11 +97,14 @@ def run_batched_graph(
                 if "advance" in update and on_advance:
                     on_advance(update["advance"]["chunk_index"])
         final = graph.get_state(run_config).values
+        if not replayed and cfg.resume:
+            prune_checkpoints(saver, thread)  # finished: keep only the final state replay reads
         steps = [trace_steps(trace.snapshots(thread, i), cfg.trace_chars) for i in range(len(questions))]
     finally:
         trace.close()
         if hasattr(saver, "conn"):
             saver.conn.close()
+        held.close()
     return BatchedRun(final=final, steps=steps, resumed_from=resumed_from, replayed=replayed)
 
 

@@ -4,7 +4,30 @@ PAI's property/sub-answer store joins this package with the PAI strategy.
 """
 
 from memory.buffer import NO_MEMORY, MemoryUpdate, bound_memory, strip_think
-from memory.checkpoints import open_checkpointer, thread_key
+from memory.checkpoints import (
+    CHECKPOINTS_FILE,
+    TRACE_FILE,
+    RunInUse,
+    lock_run,
+    open_checkpointer,
+    prune_checkpoints,
+    run_folder,
+    thread_key,
+)
 from memory.trace import MemoryTrace
 
-__all__ = ["NO_MEMORY", "MemoryTrace", "MemoryUpdate", "bound_memory", "open_checkpointer", "strip_think", "thread_key"]
+__all__ = [
+    "CHECKPOINTS_FILE",
+    "NO_MEMORY",
+    "TRACE_FILE",
+    "MemoryTrace",
+    "MemoryUpdate",
+    "RunInUse",
+    "bound_memory",
+    "lock_run",
+    "open_checkpointer",
+    "prune_checkpoints",
+    "run_folder",
+    "strip_think",
+    "thread_key",
+]

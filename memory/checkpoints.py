@@ -1,28 +1,157 @@
-"""On-disk LangGraph checkpointing for long streams: a killed run resumes where it stopped."""
+"""On-disk LangGraph checkpointing for long streams: a killed run resumes where it stopped.
+
+Layout: one folder per run key (``thread_key``) under the strategy's folder,
+``<strategy folder>/<key>/`` holding ``checkpoints.sqlite``, ``trace.sqlite`` and
+``run.lock``. So a damaged database costs only its own run, and a finished run is pruned
+to what replay needs (its final checkpoint): storage follows the live runs, not every
+step of every run ever made.
+
+* A database that is not SQLite or fails SQLite's ``quick_check`` is named in a warning
+  and moved aside as ``<name>.corrupt-<timestamp>``; that run restarts from scratch.
+* A run key is locked (``flock`` on ``run.lock``) by the process using it: a second
+  identical run at the same time is refused with :class:`RunInUse`, naming the holder
+  (pid, host, start time), instead of racing the first on the same checkpoints. The
+  kernel drops the lock when its holder dies, so a killed run is resumed by the next one.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import logging
 import sqlite3
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.sqlite import SqliteSaver
 
+from retrieval.locks import LockHeld, describe_holder, exclusive_lock
 
-def open_checkpointer(path: str | Path) -> SqliteSaver:
-    """A SQLite checkpointer at ``path`` (created with its folder), usable from worker threads."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
+log = logging.getLogger(__name__)
+
+CHECKPOINTS_FILE = "checkpoints.sqlite"
+TRACE_FILE = "trace.sqlite"
+RUN_LOCK_FILE = "run.lock"
+
+
+class RunInUse(LockHeld):
+    """Another process (named in the message) is running the same resumable run right now."""
+
+
+def run_folder(folder: str | Path, thread: str) -> Path:
+    """The folder of one resumable run: ``<folder>/<thread>/``."""
+    return Path(folder) / thread
+
+
+@contextlib.contextmanager
+def lock_run(run_dir: str | Path) -> Iterator[Path]:
+    """Hold the run's lock for the ``with`` block, or raise :class:`RunInUse` naming its holder."""
+    run_dir = Path(run_dir)
+    path = run_dir / RUN_LOCK_FILE
+    try:
+        with exclusive_lock(path, wait=False, what=f"resumable run {run_dir.name}"):
+            yield run_dir
+    except LockHeld as exc:
+        if isinstance(exc, RunInUse) or exc.path != path.absolute():
+            raise
+        raise RunInUse(
+            f"The same run ({run_dir}) is in progress in {describe_holder(exc.holder)}; wait for it to "
+            "finish (a rerun then replays its answers), or stop it",
+            path=exc.path,
+            holder=exc.holder,
+        ) from None
+
+
+def move_aside(path: str | Path, reason: str) -> Path:
+    """Rename a damaged database (and its WAL) to ``<name>.corrupt-<timestamp>``, with a warning naming it."""
+    path = Path(path)
+    aside = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}")
+    n = 1
+    while aside.exists():
+        aside = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{n}")
+        n += 1
+    path.rename(aside)
+    wal, shm = path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")
+    if wal.exists():
+        wal.rename(aside.with_name(aside.name + "-wal"))
+    shm.unlink(missing_ok=True)
+    log.warning("%s is corrupt (%s); moved it aside to %s and starting that run afresh", path, reason, aside.name)
+    return aside
+
+
+def check_database(path: str | Path) -> str | None:
+    """Why the SQLite file at ``path`` cannot be trusted, or ``None`` if it is sound (or absent)."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            rows = conn.execute("PRAGMA quick_check").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        return f"{type(exc).__name__}: {exc}"
+    if rows != [("ok",)]:
+        return "quick_check: " + "; ".join(str(r[0]) for r in rows[:3])
+    return None
+
+
+def open_database(path: str | Path) -> sqlite3.Connection:
+    """A WAL connection to ``path`` (folder created), usable from worker threads; a corrupt file is moved aside first."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    problem = check_database(path)
+    if problem:
+        move_aside(path, problem)
     conn = sqlite3.connect(str(path), check_same_thread=False)
     # WAL + synchronous=NORMAL: a killed process loses nothing committed (the WAL is in the OS
     # page cache); only a power cut can lose the last steps, which a rerun then redoes. Full
     # fsync per step cost ~15 ms a commit here, several times the orchestration itself.
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
-    saver = SqliteSaver(conn)
+    return conn
+
+
+def open_checkpointer(path: str | Path) -> SqliteSaver:
+    """A SQLite checkpointer at ``path`` (created with its folder), usable from worker threads.
+
+    A corrupt database is named in a warning and moved aside; the run then starts afresh.
+    """
+    saver = SqliteSaver(open_database(path))
     saver.setup()
     return saver
+
+
+def prune_checkpoints(saver: SqliteSaver, thread: str) -> None:
+    """Drop a finished run's intermediate checkpoints: only the latest one per namespace (what
+    replay reads) and its writes are kept, and the file is compacted."""
+    conn = saver.conn
+    with saver.lock:
+        conn.execute(
+            """DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_id NOT IN (
+                   SELECT MAX(checkpoint_id) FROM checkpoints WHERE thread_id = ? GROUP BY checkpoint_ns)""",
+            (thread, thread),
+        )
+        conn.execute(
+            "DELETE FROM writes WHERE thread_id = ? AND checkpoint_id NOT IN (SELECT checkpoint_id FROM checkpoints WHERE thread_id = ?)",
+            (thread, thread),
+        )
+        conn.commit()
+        conn.execute("VACUUM")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def checkpoint_rows(path: str | Path) -> int:
+    """Checkpoints stored in the database at ``path`` (for tests and storage reports)."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return conn.execute("SELECT COUNT(*) FROM checkpoints").fetchone()[0]
+    finally:
+        conn.close()
 
 
 def thread_key(**parts: Any) -> str:

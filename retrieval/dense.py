@@ -7,6 +7,7 @@ finished shard instead of starting over.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,8 @@ from tqdm.auto import tqdm
 from retrieval.chunking import Chunk
 from retrieval.embedders import Embedder, warn_if_truncated
 from retrieval.faiss_index import VectorIndex
+
+log = logging.getLogger(__name__)
 
 
 class DenseRetriever:
@@ -48,13 +51,11 @@ class DenseRetriever:
         with tqdm(total=len(texts), desc=f"Embedding ({self.embedder.model_id})", unit="chunk", disable=not show_progress) as bar:
             for n, start in enumerate(range(0, len(texts), self.shard_size)):
                 batch = texts[start : start + self.shard_size]
-                path = shards_dir / f"{n:06d}.npy"
-                vecs = _load_shard(path, len(batch))
+                path = shard_path(shards_dir, n)
+                vecs = read_shard(path, len(batch))
                 if vecs is None:
                     vecs = self.embedder.embed_documents(batch)
-                    tmp = path.with_suffix(".tmp.npy")
-                    np.save(tmp, vecs, allow_pickle=False)
-                    tmp.replace(path)
+                    write_shard(path, vecs)
                 shards.append(vecs)
                 bar.update(len(batch))
         if not shards:
@@ -78,9 +79,30 @@ class DenseRetriever:
         self._index = VectorIndex.load(folder)
 
 
-def _load_shard(path: Path, expected_rows: int) -> np.ndarray | None:
-    """A finished shard of the right size, or None (missing or from another chunking)."""
+def shard_path(shards_dir: Path, n: int) -> Path:
+    """The file of embedding shard ``n`` (rows ``n * shard_size`` onwards) in ``shards_dir``."""
+    return Path(shards_dir) / f"{n:06d}.npy"
+
+
+def write_shard(path: Path, vectors: np.ndarray) -> None:
+    """Save one shard atomically (temporary file, then rename): a kill never leaves half a shard."""
+    tmp = path.with_suffix(".tmp.npy")
+    np.save(tmp, np.asarray(vectors, dtype=np.float32), allow_pickle=False)
+    tmp.replace(path)
+
+
+def read_shard(path: Path, expected_rows: int) -> np.ndarray | None:
+    """A finished shard of the right size, or None: missing, from another chunking, or corrupt
+    (unreadable, not a 2-d float matrix, non-finite values); a corrupt one is named in a
+    warning and deleted, so it is re-embedded rather than trusted."""
     if not path.exists():
         return None
-    vecs = np.load(path, allow_pickle=False)
+    try:
+        vecs = np.load(path, allow_pickle=False)
+        if vecs.ndim != 2 or vecs.dtype.kind != "f" or not np.isfinite(vecs).all():
+            raise ValueError(f"not a finite 2-d float matrix (shape {vecs.shape}, dtype {vecs.dtype})")
+    except (OSError, ValueError, EOFError) as exc:
+        log.warning("Discarding corrupt embedding shard %s (%s); re-embedding it", path, exc)
+        path.unlink(missing_ok=True)
+        return None
     return vecs if vecs.shape[0] == expected_rows else None

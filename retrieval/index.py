@@ -1,9 +1,18 @@
 """Index once, query many: chunked, indexed corpora persisted on disk and reused.
 
 An index is keyed by (corpus fingerprint, chunking config, retriever parameters, format
-version). It is built into ``<key>.partial/`` and renamed into place when complete, so
-an interrupted build never leaves a half index that a later run would trust, and a
-dense build resumes from its finished embedding shards. Nothing is pickled: chunks are
+version). Layout under ``<cache>/indexes/``:
+
+* ``<key>/``: the finished index (``meta.json``, ``chunks.jsonl``, the retriever's files);
+* ``<key>.lock``: held (``flock``) by the one thread/process building that key; others
+  wait, then load what it built;
+* ``<key>.partial/shards/``: embedding shards of an unfinished dense build, owned by the
+  lock holder, so an interrupted build resumes from them (a corrupt shard is re-embedded);
+* ``<key>.build-<pid>-<id>/``: the holder's private output folder, renamed to ``<key>/``
+  when complete, so nothing ever sees half an index.
+
+Every load is validated (files present and readable, chunk count as in the meta, one
+vector per chunk); a damaged index is named in a warning, moved aside and rebuilt. Nothing is pickled: chunks are
 JSON lines, vectors FAISS's format, BM25 matrices ``.npy`` loaded with pickles off.
 """
 
@@ -14,14 +23,20 @@ import json
 import logging
 import os
 import shutil
+import threading
 import time
+import uuid
 from collections import OrderedDict
 from dataclasses import asdict
 from pathlib import Path
 
+import numpy as np
+
 from retrieval.base import Hit, Retriever
 from retrieval.chunking import Chunk, ChunkingConfig, chunk_corpus
 from retrieval.contract import Corpus
+from retrieval.dense import shard_path, write_shard
+from retrieval.locks import exclusive_lock
 from retrieval.retrievers import make_retriever
 
 log = logging.getLogger(__name__)
@@ -30,6 +45,12 @@ log = logging.getLogger(__name__)
 INDEX_FORMAT_VERSION = 1
 _MEMORY_CACHE: OrderedDict[str, Index] = OrderedDict()
 _MEMORY_CACHE_SIZE = 4
+
+
+def clear_memory_cache() -> None:
+    """Forget the indexes kept in this process (the next lookup loads from disk); for tests and long-lived services."""
+    _MEMORY_CACHE.clear()
+_MEMORY_LOCK = threading.Lock()
 
 
 def default_cache_dir() -> Path:
@@ -71,6 +92,47 @@ def index_key(corpus: Corpus, chunking: ChunkingConfig, retriever: Retriever) ->
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:32]
 
 
+def index_folder(cache_dir: str | Path | None, key: str) -> Path:
+    """Where the finished index of ``key`` lives: ``<cache_dir>/indexes/<key>/``."""
+    return (Path(cache_dir) if cache_dir else default_cache_dir()) / "indexes" / key
+
+
+def partial_folder(folder: Path) -> Path:
+    """``<key>.partial/``: the resumable work of an unfinished build (its embedding shards).
+
+    Owned by whoever holds :func:`build_lock`; it survives a crash so the next build
+    resumes, and is deleted once the index is in place.
+    """
+    return folder.with_name(folder.name + ".partial")
+
+
+def shards_folder(folder: Path) -> Path:
+    """The embedding shards of an unfinished dense build of ``folder`` (see :mod:`retrieval.dense`)."""
+    return partial_folder(folder) / "shards"
+
+
+def lock_file(folder: Path) -> Path:
+    """``<key>.lock`` beside the index: held by its one builder (never deleted)."""
+    return folder.with_name(folder.name + ".lock")
+
+
+def build_lock(folder: Path):
+    """Context manager: the exclusive right to build (or repair) the index at ``folder``.
+
+    Other threads and processes wait on it, then load what the holder built. Re-entrant
+    in the holding thread, so a caller may hold it around :func:`build_index`.
+    """
+    return exclusive_lock(lock_file(folder), wait=True, what=f"index {folder.name}")
+
+
+def write_shards(folder: Path, vectors: np.ndarray, shard_size: int) -> None:
+    """``vectors`` as the finished shards a dense build of ``folder`` resumes from (hold :func:`build_lock`)."""
+    shards = shards_folder(folder)
+    shards.mkdir(parents=True, exist_ok=True)
+    for n, start in enumerate(range(0, len(vectors), shard_size)):
+        write_shard(shard_path(shards, n), vectors[start : start + shard_size])
+
+
 def build_index(
     corpus: Corpus,
     retriever: str | Retriever = "bm25",
@@ -82,6 +144,10 @@ def build_index(
     **retriever_options,
 ) -> Index:
     """Chunk ``corpus`` and index it with ``retriever``, reusing a cached index when one matches.
+
+    One builder per index key: concurrent calls (threads or processes) for the same key
+    wait for it and load its result. A cached index is validated on load; a damaged one
+    is named in a warning, moved aside and rebuilt.
 
     Args:
         corpus: The corpus to index.
@@ -98,21 +164,53 @@ def build_index(
     elif retriever_options:
         raise TypeError("retriever options are only accepted with a retriever name")
     key = index_key(corpus, chunking, retriever)
-    if key in _MEMORY_CACHE and use_cache:
-        _MEMORY_CACHE.move_to_end(key)
-        return _MEMORY_CACHE[key]
-    root = Path(cache_dir) if cache_dir else default_cache_dir()
-    folder = root / "indexes" / key
-    index = _load(folder, key, chunking, retriever) if use_cache else None
+    if not use_cache:
+        return _build(corpus, chunking, retriever, key, None, show_progress)
+    cached = _remembered(key)
+    if cached is not None:
+        return cached
+    folder = index_folder(cache_dir, key)
+    index = _load(folder, key, chunking, retriever, quiet=True) if (folder / "meta.json").exists() else None
     if index is None:
-        if use_cache and folder.exists():  # stale or corrupt: never trusted, replaced
-            shutil.rmtree(folder, ignore_errors=True)
-        index = _build(corpus, chunking, retriever, key, folder if use_cache else None, show_progress)
-    if use_cache:
-        _MEMORY_CACHE[key] = index
+        with build_lock(folder):  # one builder; the others wait here, then find its index
+            cached = _remembered(key)
+            if cached is not None:
+                return cached
+            index = _load(folder, key, chunking, retriever) if folder.exists() else None
+            if index is None:
+                if folder.exists():
+                    _move_aside(folder)
+                index = _build(corpus, chunking, retriever, key, folder, show_progress)
+            _remember(key, index)
+            return index
+    return _remember(key, index)
+
+
+def _remembered(key: str) -> Index | None:
+    with _MEMORY_LOCK:
+        if key in _MEMORY_CACHE:
+            _MEMORY_CACHE.move_to_end(key)
+            return _MEMORY_CACHE[key]
+    return None
+
+
+def _remember(key: str, index: Index) -> Index:
+    with _MEMORY_LOCK:
+        index = _MEMORY_CACHE.setdefault(key, index)  # a concurrent loader's object wins: one per key
+        _MEMORY_CACHE.move_to_end(key)
         while len(_MEMORY_CACHE) > _MEMORY_CACHE_SIZE:
             _MEMORY_CACHE.popitem(last=False)
     return index
+
+
+def _move_aside(folder: Path) -> None:
+    """Take a damaged or stale index out of the way (renamed, then deleted)."""
+    aside = folder.with_name(f"{folder.name}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
+    try:
+        folder.rename(aside)
+    except OSError:
+        aside = folder
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 def _build(corpus, chunking, retriever, key, folder: Path | None, show_progress: bool) -> Index:
@@ -124,46 +222,84 @@ def _build(corpus, chunking, retriever, key, folder: Path | None, show_progress:
         with tempfile.TemporaryDirectory() as tmp:
             retriever.build(chunks, work_dir=Path(tmp), show_progress=show_progress)
         return Index(chunks, retriever, chunking, key, None)
-    partial = folder.with_name(folder.name + ".partial")
+    for stale in folder.parent.glob(f"{folder.name}.build-*"):  # left by killed builders (we hold the lock)
+        shutil.rmtree(stale, ignore_errors=True)
+    partial = partial_folder(folder)
     partial.mkdir(parents=True, exist_ok=True)
-    retriever.build(chunks, work_dir=partial, show_progress=show_progress)
-    retriever.save(partial)
-    with open(partial / "chunks.jsonl", "w", encoding="utf-8") as f:
-        for c in chunks:
-            f.write(json.dumps(asdict(c), ensure_ascii=False) + "\n")
-    meta = {
-        "format": INDEX_FORMAT_VERSION,
-        "key": key,
-        "corpus_fingerprint": corpus.fingerprint,
-        "num_documents": len(corpus),
-        "num_chunks": len(chunks),
-        "chunking": chunking.as_dict(),
-        "retriever": retriever.cache_params(),
-        "build_seconds": round(time.perf_counter() - started, 3),
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
-    }
-    (partial / "meta.json").write_text(json.dumps(meta, indent=2))
-    shutil.rmtree(partial / "shards", ignore_errors=True)
+    tmp = folder.with_name(f"{folder.name}.build-{os.getpid()}-{uuid.uuid4().hex[:8]}")  # this builder's own
+    tmp.mkdir()
     try:
-        partial.rename(folder)
-    except OSError:  # another process finished the same index first: theirs is equivalent
-        shutil.rmtree(partial, ignore_errors=True)
+        retriever.build(chunks, work_dir=partial, show_progress=show_progress)
+        retriever.save(tmp)
+        with open(tmp / "chunks.jsonl", "w", encoding="utf-8") as f:
+            f.writelines(json.dumps(asdict(c), ensure_ascii=False) + "\n" for c in chunks)
+        meta = {
+            "format": INDEX_FORMAT_VERSION,
+            "key": key,
+            "corpus_fingerprint": corpus.fingerprint,
+            "num_documents": len(corpus),
+            "num_chunks": len(chunks),
+            "chunking": chunking.as_dict(),
+            "retriever": retriever.cache_params(),
+            "build_seconds": round(time.perf_counter() - started, 3),
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        }
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=2))  # written last: its presence means complete
+        _fsync_tree(tmp)
+        tmp.rename(folder)  # atomic: readers see no index or a whole one
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)  # the shards in .partial stay, for the next build to resume
+        raise
+    shutil.rmtree(partial, ignore_errors=True)
     log.info("Built %s index of %d chunks in %.1fs at %s", retriever.name, len(chunks), meta["build_seconds"], folder)
     return Index(chunks, retriever, chunking, key, folder)
 
 
-def _load(folder: Path, key: str, chunking: ChunkingConfig, retriever: Retriever) -> Index | None:
-    meta_path = folder / "meta.json"
-    if not meta_path.exists():
-        return None
+def _fsync_tree(folder: Path) -> None:
+    """Flush a finished index to disk before it is renamed into place (a power cut leaves no torn index)."""
+    for path in folder.rglob("*"):
+        if path.is_file():
+            with open(path, "rb") as f:
+                os.fsync(f.fileno())
+
+
+def _retriever_size(retriever: Retriever) -> int | None:
+    """Vectors / documents the loaded retriever holds, when it can tell."""
+    for attr in ("_index",):  # dense: the FAISS index
+        inner = getattr(retriever, attr, None)
+        if inner is not None and hasattr(inner, "__len__"):
+            return len(inner)
+    model = getattr(retriever, "_model", None)
+    scores = getattr(model, "scores", None)
+    if isinstance(scores, dict) and "num_docs" in scores:  # bm25s
+        return int(scores["num_docs"])
+    tokens = getattr(retriever, "_tokens", None)
+    return len(tokens) if isinstance(tokens, list) else None
+
+
+def _load(folder: Path, key: str, chunking: ChunkingConfig, retriever: Retriever, *, quiet: bool = False) -> Index | None:
+    """The validated index at ``folder``, or None (with a warning naming it unless ``quiet``).
+
+    Checks: meta present and for this key and format; ``chunks.jsonl`` parses and holds
+    ``num_chunks`` chunks numbered in order; the retriever's files load; the retriever
+    holds as many vectors (documents) as there are chunks.
+    """
     try:
-        meta = json.loads(meta_path.read_text())
+        meta = json.loads((folder / "meta.json").read_text())
         if meta.get("key") != key or meta.get("format") != INDEX_FORMAT_VERSION:
-            return None
+            raise ValueError(f"meta.json is for key {meta.get('key')!r}, format {meta.get('format')!r}")
         with open(folder / "chunks.jsonl", encoding="utf-8") as f:
             chunks = [Chunk(**json.loads(line)) for line in f]
+        if len(chunks) != meta.get("num_chunks"):
+            raise ValueError(f"chunks.jsonl holds {len(chunks)} chunks, meta.json says {meta.get('num_chunks')}")
+        if any(c.chunk_id != i for i, c in enumerate(chunks)):
+            raise ValueError("chunks.jsonl is out of order")
         retriever.load(folder)
-    except (OSError, ValueError, TypeError, KeyError) as exc:
-        log.warning("Ignoring unreadable cached index at %s (%s); rebuilding", folder, exc)
+        size = _retriever_size(retriever)
+        if size is not None and size != len(chunks):
+            raise ValueError(f"the {retriever.name} index holds {size} entries for {len(chunks)} chunks")
+    except Exception as exc:  # noqa: BLE001 - anything unreadable means: never trusted, rebuilt
+        if not quiet:
+            log.warning("Cached index at %s is damaged or stale (%s: %s); moving it aside and rebuilding", folder, type(exc).__name__, exc)
         return None
     return Index(chunks, retriever, chunking, key, folder)

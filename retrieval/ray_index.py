@@ -2,8 +2,9 @@
 
 The embedding of a dense index is the expensive part (about an hour per 10M tokens on two
 CPU cores). Here it runs as ``map_batches`` over chunk batches on a pool of actors, each
-holding the embedding model once. The vectors are then written as the finished embedding
-shards of the local build's ``<key>.partial/`` folder, and the ordinary
+holding the embedding model once. The vectors are then written (under the key's build
+lock, with :func:`~retrieval.index.write_shards`) as the finished embedding shards of
+the local build, and the ordinary
 :func:`~retrieval.index.build_index` finishes the index from them: same cache key, same
 folder, same files, so a later local ``build_index`` or ``answer()`` loads it unchanged.
 """
@@ -22,7 +23,7 @@ from retrieval.chunking import ChunkingConfig, chunk_corpus
 from retrieval.contract import Corpus
 from retrieval.dense import DenseRetriever
 from retrieval.embedders import Embedder, SentenceTransformerEmbedder
-from retrieval.index import Index, build_index, default_cache_dir, index_key
+from retrieval.index import Index, build_index, build_lock, index_folder, index_key, write_shards
 from retrieval.ray_support import ensure_ray, require_ray
 from retrieval.retrievers import make_retriever
 
@@ -126,21 +127,11 @@ def build_index_ray(
     if not isinstance(retriever, DenseRetriever):
         log.info("%s has no embeddings to distribute; building it locally", retriever.name)
         return build_index(corpus, retriever, chunking=chunking, cache_dir=cache_dir, show_progress=show_progress)
-    key = index_key(corpus, chunking, retriever)
-    folder = (Path(cache_dir) if cache_dir else default_cache_dir()) / "indexes" / key
-    if not (folder / "meta.json").exists():
-        ensure_ray(address)
-        chunks = chunk_corpus(corpus, chunking, show_progress=show_progress)
-        vectors = embed_on_ray([c.text for c in chunks], retriever.embedder, workers=workers, batch_size=batch_size)
-        _write_shards(folder.with_name(folder.name + ".partial") / "shards", vectors, retriever.shard_size)
-    return build_index(corpus, retriever, chunking=chunking, cache_dir=cache_dir, show_progress=show_progress)
-
-
-def _write_shards(shards_dir: Path, vectors: np.ndarray, shard_size: int) -> None:
-    """The vectors as the finished shards a local dense build resumes from."""
-    shards_dir.mkdir(parents=True, exist_ok=True)
-    for n, start in enumerate(range(0, len(vectors), shard_size)):
-        path = shards_dir / f"{n:06d}.npy"
-        tmp = path.with_suffix(".tmp.npy")
-        np.save(tmp, vectors[start : start + shard_size], allow_pickle=False)
-        tmp.replace(path)
+    folder = index_folder(cache_dir, index_key(corpus, chunking, retriever))
+    with build_lock(folder):  # the shards are the lock holder's; build_index re-enters the lock
+        if not (folder / "meta.json").exists():
+            ensure_ray(address)
+            chunks = chunk_corpus(corpus, chunking, show_progress=show_progress)
+            vectors = embed_on_ray([c.text for c in chunks], retriever.embedder, workers=workers, batch_size=batch_size)
+            write_shards(folder, vectors, retriever.shard_size)
+        return build_index(corpus, retriever, chunking=chunking, cache_dir=cache_dir, show_progress=show_progress)

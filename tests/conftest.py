@@ -27,7 +27,7 @@ def isolated_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("LONGCTX_CACHE_DIR", str(tmp_path / "cache"))
     from retrieval import index as index_module
 
-    index_module._MEMORY_CACHE.clear()
+    index_module.clear_memory_cache()
     return tmp_path / "cache"
 
 

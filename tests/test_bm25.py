@@ -76,7 +76,7 @@ def test_bm25_save_load_round_trip(engine, tmp_path):
     built = build_index(corpus, "bm25", engine=engine, cache_dir=tmp_path)
     from retrieval import index as index_module
 
-    index_module._MEMORY_CACHE.clear()
+    index_module.clear_memory_cache()
     loaded = build_index(corpus, "bm25", engine=engine, cache_dir=tmp_path)
     assert loaded is not built and loaded.path == built.path
     for q in ["river castle", "ember harbor jasmine"]:

@@ -25,7 +25,7 @@ class CountingEmbedder(SentenceTransformerEmbedder):
 
 
 def fresh_process():
-    index_module._MEMORY_CACHE.clear()
+    index_module.clear_memory_cache()
 
 
 def test_second_build_loads_from_disk(isolated_cache):

@@ -111,7 +111,7 @@ def test_ray_index_equals_local_index_and_loads_locally(tmp_path):
     corpus = Corpus.from_texts([f"Document {i} discusses topic {i % 7} and the number {i * 13}." for i in range(60)])
     chunking = ChunkingConfig(size=12)
     local = build_index(corpus, "dense", chunking=chunking, cache_dir=tmp_path / "local")
-    index_module._MEMORY_CACHE.clear()
+    index_module.clear_memory_cache()
     driver = CountingEmbedder()
     remote = build_index_ray(corpus, DenseRetriever(driver), chunking=chunking, cache_dir=tmp_path / "ray", workers=2, batch_size=16)
     assert driver.embedded == 0  # every chunk was embedded by the Ray actors
@@ -121,7 +121,7 @@ def test_ray_index_equals_local_index_and_loads_locally(tmp_path):
     a = local.retriever._index.index.reconstruct_n(0, n)
     b = remote.retriever._index.index.reconstruct_n(0, n)
     np.testing.assert_allclose(a, b, atol=1e-5)
-    index_module._MEMORY_CACHE.clear()
+    index_module.clear_memory_cache()
     embedder = CountingEmbedder()
     loaded = build_index(corpus, DenseRetriever(embedder), chunking=chunking, cache_dir=tmp_path / "ray")
     assert embedder.embedded == 0 and loaded.path == remote.path  # loaded from disk, not rebuilt

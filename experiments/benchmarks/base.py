@@ -93,6 +93,20 @@ def data_root(benchmark_dir: str, path: str | os.PathLike | None = None) -> Path
     return (Path(base).expanduser() if base else DEFAULT_DATA_DIR) / benchmark_dir
 
 
+def resolve_inside(root: str | os.PathLike, relative: str | os.PathLike, *, what: str) -> Path:
+    """``root / relative`` resolved (symlinks followed), or :class:`BenchmarkDataError` if it leaves ``root``.
+
+    Every path a loader takes from a data file goes through here: an absolute path, a
+    ``..`` climb or a symlink out of the data root is rejected with the offending path
+    named, so a crafted data file cannot read e.g. ``/etc/hostname`` into a corpus.
+    """
+    base = Path(root).expanduser().resolve()
+    target = (base / relative).resolve()  # an absolute ``relative`` replaces base: caught below
+    if target != base and base not in target.parents:
+        raise BenchmarkDataError(f"{what}: path {str(relative)!r} from the data file resolves to {target}, outside the data root {base}.")
+    return target
+
+
 def read_records(path: Path) -> list[dict[str, Any]]:
     """Records of a ``.jsonl``, ``.json`` (a list, or ``{"data": [...]}``) or ``.parquet`` file."""
     suffix = path.suffix.lower()

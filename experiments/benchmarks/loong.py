@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.benchmarks.base import BENCHMARKS, BenchmarkDataError, Sample, data_root, load_records
+from experiments.benchmarks.base import BENCHMARKS, BenchmarkDataError, Sample, data_root, load_records, resolve_inside
 from experiments.metrics import judge as judge_mod
 from experiments.metrics import loong as m
 from retrieval import Corpus, Document
@@ -32,9 +32,11 @@ _LEGAL_MATCHING = "阅读以上判决文书，我将给你若干份判决结果�
 
 
 def _financial(folder: Path, name: str, level: int, fix_titles: bool) -> tuple[str, str]:
+    if Path(name).name != name or name in ("", ".", ".."):  # a name, never a path: glob must stay in folder
+        raise BenchmarkDataError(f"Loong: financial document name {name!r} is a path, outside the data root {folder}.")
     pattern = f"*2024-{name}*.txt" if str(level).strip() != "4" else f"*{name}*.txt"
     # The official code takes glob(...)[0] in filesystem order; we sort so the choice is reproducible.
-    matches = sorted(folder.glob(pattern))
+    matches = [resolve_inside(folder, p.relative_to(folder), what="Loong") for p in sorted(folder.glob(pattern))]
     if not matches:
         raise BenchmarkDataError(f"Loong: no financial report matching {folder / pattern}.")
     # Quirk: the official title is the file stem's last '-' part, which for the 2024 reports
@@ -50,7 +52,7 @@ def _document(root: Path, item: dict[str, Any], name: str, idx: int, legal: dict
         header, text = _financial(root / "doc" / "financial", name, item["level"], fix_titles)
         return header, header[1:-2], text
     if doc_type == "paper":
-        path = root / "doc" / "paper" / name
+        path = resolve_inside(root / "doc" / "paper", name, what="Loong")
         if not path.is_file():
             raise BenchmarkDataError(f"Loong: paper {path} not found.")
         text = path.read_text(encoding="utf-8")

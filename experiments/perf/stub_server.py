@@ -55,20 +55,35 @@ def tool_message(request: dict, prompt: str, properties: int) -> tuple[dict, str
 
 
 FAILURE_MODES = ("500", "429", "timeout", "malformed")
+#: Modes of ``--fault``: the failure modes plus a well-formed reply with an empty ``choices`` list.
+FAULT_MODES = (*FAILURE_MODES, "empty_choices")
 
 
 def make_handler(
-    latency: float, reply_tokens: int, *, tools: bool = False, properties: int = 4, fail_every: int = 0, hang_seconds: float = 30.0
+    latency: float,
+    reply_tokens: int,
+    *,
+    tools: bool = False,
+    properties: int = 4,
+    fail_every: int = 0,
+    hang_seconds: float = 30.0,
+    fault: str | None = None,
+    fault_first: int = 0,
 ):
     """A request handler class bound to one latency and reply size.
 
     With ``tools``, requests carrying tools get tool calls. With ``fail_every=N``, every
     N-th chat request fails, cycling through HTTP 500, 429 with ``Retry-After: 0``, a hang
-    past the client's timeout, and malformed JSON.
+    past the client's timeout, and malformed JSON. With ``fault=MODE`` (one of
+    :data:`FAULT_MODES`), the first ``fault_first`` chat requests fail that way (every
+    request when ``fault_first`` is 0). ``GET /stats`` returns ``{"chat_requests": N}``.
     """
+    if fault is not None and fault not in FAULT_MODES:
+        raise ValueError(f"fault must be one of {FAULT_MODES}, got {fault!r}")
     reply = " ".join(f"note{i}" for i in range(reply_tokens))
     counter = itertools.count(1)
     lock = threading.Lock()
+    requests_seen = [0]
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -91,6 +106,9 @@ def make_handler(
             self.wfile.write(data)
 
         def do_GET(self) -> None:
+            if self.path.rstrip("/").endswith("/stats"):
+                self._send(200, {"chat_requests": requests_seen[0]})
+                return
             self._send(200, {"object": "list", "data": [{"id": "stub", "object": "model"}]})
 
         def _fail(self, mode: str) -> None:
@@ -104,6 +122,8 @@ def make_handler(
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
+            elif mode == "empty_choices":
+                self._send(200, {"id": "stub", "object": "chat.completion", "created": 0, "model": "stub", "choices": []})
             elif mode == "timeout":
                 time.sleep(hang_seconds)
                 self._send(200, {})
@@ -117,6 +137,12 @@ def make_handler(
 
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            with lock:
+                requests_seen[0] += 1
+                seen = requests_seen[0]
+            if fault is not None and (fault_first == 0 or seen <= fault_first):
+                self._fail(fault)
+                return
             if fail_every:
                 with lock:
                     n = next(counter)
@@ -164,6 +190,8 @@ def stub_server(
     properties: int = 4,
     fail_every: int = 0,
     hang_seconds: float = 30.0,
+    fault: str | None = None,
+    fault_first: int = 0,
 ) -> Iterator[str]:
     """Run the stub in its own process (so it shares no GIL with the client); yields its base URL."""
     with socket.socket() as s:
@@ -174,6 +202,8 @@ def stub_server(
     cmd += ["--hang-seconds", str(hang_seconds)]
     if tools:
         cmd += ["--tools", "--properties", str(properties)]
+    if fault:
+        cmd += ["--fault", fault, "--fault-first", str(fault_first)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/v1"
     try:
@@ -200,12 +230,14 @@ def main() -> None:
     p.add_argument("--reply-tokens", type=int, default=200, help="words in each memory reply")
     p.add_argument("--fail-every", type=int, default=0, help="fail every N-th chat request (0: never)")
     p.add_argument("--hang-seconds", type=float, default=30.0, help="how long an injected timeout hangs")
+    p.add_argument("--fault", choices=FAULT_MODES, help="fail chat requests this way (see --fault-first)")
+    p.add_argument("--fault-first", type=int, default=0, help="with --fault: fail only the first N chat requests (0: all)")
     p.add_argument("--tools", action="store_true", help="answer requests that carry tools with tool calls")
     p.add_argument("--properties", type=int, default=4, help="property calls per extraction request (with --tools)")
     args = p.parse_args()
     handler = make_handler(
         args.latency, args.reply_tokens, tools=args.tools, properties=args.properties,
-        fail_every=args.fail_every, hang_seconds=args.hang_seconds,
+        fail_every=args.fail_every, hang_seconds=args.hang_seconds, fault=args.fault, fault_first=args.fault_first,
     )  # fmt: skip
     server = _Server(("127.0.0.1", args.port), handler)
     server.serve_forever()

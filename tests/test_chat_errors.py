@@ -1,0 +1,70 @@
+"""Provider failures after retries: one ChatModelError naming server, HTTP status and retries.
+
+Against a real loopback OpenAI-compatible stub server that injects 500s, 429s, empty
+``choices`` and malformed JSON bodies.
+"""
+
+import json
+import urllib.request
+
+import pytest
+
+from agents import ChatModelError, answer
+from agents.chat_models import as_chat_model_error, make_chat_model
+from experiments.perf.stub_server import stub_server
+from retrieval import Corpus
+
+
+def chat_requests(url: str) -> int:
+    with urllib.request.urlopen(f"{url}/stats", timeout=5) as resp:
+        return json.load(resp)["chat_requests"]
+
+
+@pytest.fixture(autouse=True)
+def two_retries(monkeypatch):
+    monkeypatch.setenv("LONGCTX_MAX_RETRIES", "2")
+
+
+@pytest.mark.parametrize("fault,status", [("500", 500), ("429", 429), ("empty_choices", 200), ("malformed", 200)])
+def test_every_failure_after_retries_is_a_chat_model_error(fault, status):
+    with stub_server(latency=0.0, fault=fault) as url:
+        llm = make_chat_model("openai:stub", base_url=url)
+        with pytest.raises(ChatModelError) as info:
+            llm.invoke("What is the vault code?")
+        assert chat_requests(url) == 3  # the first try and two retries
+    err = info.value
+    assert err.url == url and err.status == status and err.retries == 2
+    message = str(err)
+    assert url in message and f"HTTP {status}" in message and "after 2 retries" in message
+
+
+@pytest.mark.parametrize("fault", ["empty_choices", "malformed"])
+def test_malformed_replies_are_retried_like_server_errors(fault):
+    with stub_server(latency=0.0, fault=fault, fault_first=2) as url:
+        reply = make_chat_model("openai:stub", base_url=url).invoke("What is the vault code?")
+        assert chat_requests(url) == 3
+    assert reply.content and reply.usage_metadata["input_tokens"] > 0
+
+
+def test_answer_raises_the_chat_model_error_too():
+    corpus = Corpus.from_texts(["The vault code is 7421."])
+    with stub_server(latency=0.0, fault="500") as url:
+        with pytest.raises(ChatModelError, match="HTTP 500") as info:
+            answer(corpus, "What is the vault code?", strategy="full_context", llm=make_chat_model("openai:stub", base_url=url))
+    assert url in str(info.value) and not isinstance(info.value.__cause__, ChatModelError)
+
+
+def test_a_plain_chat_openai_error_is_mapped_with_its_status():
+    from langchain_openai import ChatOpenAI
+
+    with stub_server(latency=0.0, fault="429") as url:
+        llm = ChatOpenAI(model="stub", base_url=url, api_key="x", max_retries=1)
+        with pytest.raises(Exception) as info:
+            llm.invoke("hi")
+        mapped = as_chat_model_error(info.value, llm)
+    assert isinstance(mapped, ChatModelError) and mapped.status == 429 and mapped.retries == 1 and url in str(mapped)
+
+
+def test_unrelated_errors_pass_through():
+    exc = KeyError("x")
+    assert as_chat_model_error(exc, make_chat_model("openai:stub", base_url="http://127.0.0.1:9/v1")) is exc
