@@ -166,3 +166,30 @@ def _write(corpus: Corpus, folder: Path) -> Path:
     for d in corpus:
         (folder / f"{d.title}.txt").write_text(d.text)
     return folder
+
+
+# -- 8. a failed batch is recorded in every affected row and resumes from its checkpoint ----------
+def test_failed_batch_fails_every_row_and_the_rerun_resumes(corpus, tmp_path, monkeypatch):
+    from experiments.benchmarks import Sample
+
+    monkeypatch.setenv("LONGCTX_CACHE_DIR", str(tmp_path / "cache"))
+    samples = [Sample(sample_id=f"s{i}", benchmark="synth", dataset="d", corpus=corpus, question=Question(text=f"Q{i}?"), answers=("101",))
+               for i in range(2)]
+    cfg = RunConfig(benchmark="synth", strategies=("memagent",), llm_cache=False, strategy_options={"memagent": {"chunk_tokens": 800}})
+    calls = {"n": 0}
+
+    def flaky(prompt: str) -> str:
+        calls["n"] += 1
+        if calls["n"] == 5:
+            raise RuntimeError("server fell over")
+        return "Therefore, the answer is 101." if prompt.rstrip().endswith("Your answer:") else "m"
+
+    first = run_experiment(cfg, tmp_path / "run", llm=ScriptedChatModel(reply_fn=flaky), samples=samples, show_progress=False)
+    rows = read_rows(tmp_path / "run")
+    assert first["failed"] == 2 and all("server fell over" in r["error"] for r in rows)
+    before = calls["n"]
+    second = run_experiment(cfg, tmp_path / "run", llm=ScriptedChatModel(reply_fn=flaky), samples=samples, show_progress=False)
+    latest = read_rows(tmp_path / "run")[-2:]
+    assert second["ok"] == 2 and all(r["steps"][-1]["resumed_from"] for r in latest)
+    n_chunks = latest[0]["steps"][-1]["chunks"]
+    assert calls["n"] - before < 2 * (n_chunks + 1)  # resumed: completed steps are not called again
