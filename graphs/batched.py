@@ -66,7 +66,7 @@ def run_batched_graph(
     thread = thread_key(
         strategy=key_prefix or spec.name,
         corpus=corpus.fingerprint,
-        questions=[(q.render(), q.instruction) for q in questions],
+        questions=[(q.render(), q.instruction, q.answer_budget(cfg.max_new_tokens)) for q in questions],
         config={k: v for k, v in dataclasses.asdict(cfg).items() if k not in RUNTIME_FIELDS},
         model=model_id(llm),
     )

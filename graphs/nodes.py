@@ -10,13 +10,16 @@ from langgraph.runtime import Runtime
 
 from graphs.context import StrategyContext
 from graphs.llm import complete
+from retrieval.contract import Step
 
 
 def generate(state: dict[str, Any], runtime: Runtime[StrategyContext]) -> dict:
-    """One call on the filled prompt; the reply is the answer (benchmarks extract their format)."""
-    cfg = runtime.context.config
-    raw = complete(runtime.context.llm, state["prompt"], max_tokens=cfg.max_new_tokens, temperature=cfg.temperature)
-    return {"raw": raw, "answer": raw.strip(), "steps": [{"node": "generate", "chars": len(raw)}]}
+    """The final call on the filled prompt, with the benchmark's answer budget and temperature
+    when the question carries a protocol; the reply is the answer (benchmarks extract their format)."""
+    cfg, question = runtime.context.config, state["question"]
+    max_tokens, temperature = question.answer_budget(cfg.max_new_tokens), question.answer_temperature(cfg.temperature)
+    raw = complete(runtime.context.llm, state["prompt"], max_tokens=max_tokens, temperature=temperature)
+    return {"raw": raw, "answer": raw.strip(), "steps": [Step("generate", chars=len(raw), max_new_tokens=max_tokens, temperature=temperature)]}
 
 
 def linear_graph(name: str, state_schema: type, *nodes: tuple[str, Callable]):

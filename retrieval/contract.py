@@ -70,8 +70,13 @@ class Registry(Generic[T]):
         return entry
 
     def get(self, name: str) -> T:
-        """The entry called ``name``; an unknown name raises ``KeyError`` with suggestions."""
-        self._load_plugins()
+        """The entry called ``name``; an unknown name raises ``KeyError`` with suggestions.
+
+        Plug-ins are loaded only when the name is not registered yet, so lookups made while
+        the library itself is importing never import a third-party package half-way.
+        """
+        if name not in self._entries:
+            self._load_plugins()
         try:
             return self._entries[name]
         except KeyError:
@@ -85,7 +90,8 @@ class Registry(Generic[T]):
         return sorted(self._entries)
 
     def __contains__(self, name: object) -> bool:
-        self._load_plugins()
+        if name not in self._entries:
+            self._load_plugins()
         return name in self._entries
 
     def __iter__(self) -> Iterator[str]:
@@ -248,6 +254,46 @@ def _as_document(obj: Any, index: int) -> Document:
 
 # -- question -------------------------------------------------------------------------
 @dataclass(frozen=True, kw_only=True)
+class Protocol:
+    """What a benchmark's official code sends for one item; every strategy follows it.
+
+    A benchmark loader attaches one to each question, so strategies honour the protocol
+    without knowing the benchmark: the final call of every strategy uses
+    ``max_new_tokens`` (intermediate calls keep the strategy's own budgets); the
+    full-context baseline sends ``prompt()`` middle-truncated to the input budget; RAG
+    with ``assembly="benchmark"`` fills ``prompt(context)`` or ``rag_prompt(chunks)``.
+
+    Attributes:
+        benchmark: The benchmark's registry name.
+        max_new_tokens: The official answer budget (LongBench ``dataset2maxlen``, ...).
+        max_input_tokens: An absolute input budget of the official loop (LongBench v2
+            ``model2maxlen``: 120,000), capped by the model's own window.
+        window_reserve: Tokens the official loop keeps free of the model window for the
+            answer (LongBench v1 / LV-Eval ``model2maxlen`` = window - 500).
+        temperature: The official sampling temperature of the final call (``None``: the strategy's).
+        chat_template: ``False`` where the official loop sends a raw completion (LongBench v1
+            trec, triviaqa, samsum, lsht, lcc, repobench-p); chat endpoints still get one user message.
+        prompt: ``prompt(context=None) -> str``, the official prompt around ``context``
+            (``None``: the item's own full context).
+        rag_prompt: ``rag_prompt(chunks) -> str``, the official RAG prompt around retrieved chunks.
+    """
+
+    benchmark: str
+    max_new_tokens: int | None = None
+    max_input_tokens: int | None = None
+    window_reserve: int | None = None
+    temperature: float | None = None
+    chat_template: bool = True
+    prompt: Callable[..., str] | None = field(default=None, repr=False, compare=False)
+    rag_prompt: Callable[[Sequence[str]], str] | None = field(default=None, repr=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The protocol's settings, JSON-ready (the prompt builders are named, not dumped)."""
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("prompt", "rag_prompt")}
+        return data | {"official_prompt": self.prompt is not None, "official_rag_prompt": self.rag_prompt is not None}
+
+
+@dataclass(frozen=True, kw_only=True)
 class Question:
     """A question, optionally multiple-choice, with the output format the benchmark wants.
 
@@ -258,12 +304,14 @@ class Question:
             response as follows: "The correct answer is (insert answer here)".``); strategies
             append it verbatim and never invent their own when it is given.
         metadata: Free-form fields (sample id, benchmark) carried into traces.
+        protocol: The benchmark's official settings for this item (``None`` outside benchmarks).
     """
 
     text: str
     choices: Mapping[str, str] | None = None
     instruction: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    protocol: Protocol | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.text, str) or not self.text.strip():
@@ -275,6 +323,24 @@ class Question:
             return self.text
         options = "\n".join(f"({letter}) {option}" for letter, option in self.choices.items())
         return f"{self.text}\nChoices:\n{options}"
+
+    def answer_budget(self, default: int) -> int:
+        """Max new tokens of a strategy's final call: the protocol's, else ``default``."""
+        return self.protocol.max_new_tokens if self.protocol and self.protocol.max_new_tokens else default
+
+    def answer_temperature(self, default: float) -> float:
+        """Temperature of a strategy's final call: the protocol's, else ``default``."""
+        return self.protocol.temperature if self.protocol and self.protocol.temperature is not None else default
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "text": self.text,
+            "choices": dict(self.choices) if self.choices else None,
+            "instruction": self.instruction,
+            "metadata": dict(self.metadata),
+            "protocol": self.protocol.to_dict() if self.protocol else None,
+        }
 
 
 def as_question(question: str | Question) -> Question:
@@ -401,8 +467,13 @@ class Answer:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (for result files)."""
-        data = asdict(self)
-        data["usage"] = self.usage.to_dict()
-        data["steps"] = [dict(s) for s in self.steps]
-        data["question"] = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in data["question"].items()}
-        return data
+        return {
+            "answer": self.answer,
+            "raw": self.raw,
+            "evidence": [asdict(e) for e in self.evidence],
+            "usage": self.usage.to_dict(),
+            "steps": [dict(s) for s in self.steps],
+            "strategy": self.strategy,
+            "question": self.question.to_dict(),
+            "config": self.config,
+        }

@@ -27,16 +27,16 @@ def chunk_order_in_prompt(prompt: str) -> list[str]:
 
 def test_rag_prompt_holds_top_k_chunks_in_document_order():
     llm = ScriptedChatModel(replies=["stripes"])
-    result = answer(numbered_corpus(), "zebra stripes", llm=llm, top_k=3)
+    result = answer(numbered_corpus(), "zebra stripes", llm=llm, top_k=3, order="document")
     assert result.answer == "stripes"
     assert [e.title for e in result.evidence] == ["Doc8", "Doc2", "Doc5"]  # evidence stays ranked
     assert chunk_order_in_prompt(llm.calls[0]["prompt"]) == ["Doc2", "Doc5", "Doc8"]  # prompt in corpus order
     assert llm.calls[0]["max_tokens"] == 128 and llm.calls[0]["temperature"] == 0.0
 
 
-def test_rag_rank_order_option():
+def test_rag_rank_order_is_the_default():
     llm = ScriptedChatModel(replies=["x"])
-    answer(numbered_corpus(), "zebra stripes", llm=llm, top_k=3, order="rank")
+    answer(numbered_corpus(), "zebra stripes", llm=llm, top_k=3)
     assert chunk_order_in_prompt(llm.calls[0]["prompt"]) == ["Doc8", "Doc2", "Doc5"]
 
 

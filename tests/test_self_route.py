@@ -49,7 +49,9 @@ def test_decline_detection_is_tolerant(reply, declined):
 
 def test_defaults_are_li_et_al():
     cfg = STRATEGIES.get("self_route").make_config()
-    assert (cfg.chunk_size, cfg.chunk_unit, cfg.top_k, cfg.fallback) == (300, "words", 5, "memagent")
+    assert (cfg.chunk_size, cfg.chunk_unit, cfg.top_k, cfg.fallback) == (300, "words", 5, "full_context")
+    assert STRATEGIES.get("self_route").make_config("beyond-window").fallback == "memagent"
+    assert STRATEGIES.get("self_route").make_config("paper").retriever == "contriever"
 
 
 def test_route_1_rag_answers(planted_corpus):
@@ -94,7 +96,7 @@ def memagent_model(fact_reply: str = "Therefore, the answer is 7421.") -> Script
 def test_route_3_declined_and_too_big_goes_to_memagent(planted_corpus):
     llm = memagent_model()
     options = {"chunk_tokens": 1000, "max_new_tokens": 64}
-    result = answer(planted_corpus, QUESTION, strategy="self_route", llm=llm, fallback_options=options)
+    result = answer(planted_corpus, QUESTION, strategy="self_route", llm=llm, fallback="memagent", fallback_options=options)
     n_chunks = math.ceil(count_tokens(format_documents(planted_corpus.documents)) / 1000)
     assert count_tokens(format_documents(planted_corpus.documents)) > 1000 and n_chunks >= 3
     assert len(llm.calls) == 1 + n_chunks + 1
@@ -113,9 +115,9 @@ def test_route_3_declined_and_too_big_goes_to_memagent(planted_corpus):
 
 def test_memagent_fallback_is_checkpointed_and_replays(planted_corpus):
     options = {"chunk_tokens": 1000}
-    first = answer(planted_corpus, QUESTION, strategy="self_route", llm=memagent_model(), fallback_options=options)
+    first = answer(planted_corpus, QUESTION, strategy="self_route", llm=memagent_model(), fallback="memagent", fallback_options=options)
     llm = memagent_model(fact_reply="never asked")
-    again = answer(planted_corpus, QUESTION, strategy="self_route", llm=llm, fallback_options=options)
+    again = answer(planted_corpus, QUESTION, strategy="self_route", llm=llm, fallback="memagent", fallback_options=options)
     assert len(llm.calls) == 1 and is_rag(llm.calls[0]["prompt"])  # only the RAG leg runs again
     assert again.answer == first.answer == "7421"
     assert next(s for s in again.steps if s["node"] == "fallback")["replayed"]
@@ -124,7 +126,7 @@ def test_memagent_fallback_is_checkpointed_and_replays(planted_corpus):
 
 def test_memagent_fallback_without_resume_leaves_no_checkpoint(planted_corpus, isolated_cache):
     options = {"chunk_tokens": 1000, "resume": False}
-    result = answer(planted_corpus, QUESTION, strategy="self_route", llm=memagent_model(), fallback_options=options)
+    result = answer(planted_corpus, QUESTION, strategy="self_route", llm=memagent_model(), fallback="memagent", fallback_options=options)
     assert result.answer == "7421"
     assert not (isolated_cache / "self_route").exists()
 
@@ -143,7 +145,7 @@ def test_unknown_fallback_fails_before_any_call(planted_corpus):
     with pytest.raises(ConfigError, match="memagent"):
         answer(planted_corpus, QUESTION, strategy="self_route", llm=llm, fallback="memagnet")
     with pytest.raises(ConfigError, match="did you mean 'chunk_tokens'"):
-        answer(planted_corpus, QUESTION, strategy="self_route", llm=llm, fallback_options={"chunk_token": 10})
+        answer(planted_corpus, QUESTION, strategy="self_route", llm=llm, fallback="memagent", fallback_options={"chunk_token": 10})
     with pytest.raises(ValueError, match="own fallback"):
         answer(planted_corpus, QUESTION, strategy="self_route", llm=llm, fallback="self_route")
     assert llm.calls == []

@@ -25,9 +25,11 @@ def load_benchmark(name: str, path: str | Path | None = None, **options: Any) ->
     """Samples of benchmark ``name`` from ``path`` (default ``$LONGCTX_DATA_DIR/<benchmark>``).
 
     ``options`` go to the benchmark's loader (``datasets=``, and ``lengths=`` for LV-Eval,
-    ``seed=``/``shuffle=`` for Loong).
+    ``seed=``/``shuffle=`` for Loong). Each question carries the benchmark's protocol
+    (official prompt, answer and input budgets), which every strategy follows.
     """
-    return BENCHMARKS.get(name).load(path, **options)
+    spec = BENCHMARKS.get(name)
+    return [spec.with_protocol(s) for s in spec.load(path, **options)]
 
 
 def full_context_prompt(sample: Sample) -> str:

@@ -9,6 +9,8 @@ works :class:`BenchmarkDataError` names the dataset and the path it expected.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -17,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval import Corpus
-from retrieval.contract import Question, Registry
+from retrieval.contract import Protocol, Question, Registry
 
 #: Where benchmark files live unless a path is given: ``$LONGCTX_DATA_DIR`` or this default.
 DEFAULT_DATA_DIR = Path("~/longctx-data").expanduser()
@@ -61,19 +63,37 @@ class BenchmarkSpec:
         name: Registry name.
         version: Loader / prompt / scoring version recorded with results.
         load: ``load(path=None, *, datasets=None, **options) -> list[Sample]``.
-        prompt: ``prompt(sample) -> str``, the official full-context prompt.
-        score: ``score(pairs, **options) -> dict`` over ``(Sample, ScoredPrediction)`` pairs.
+        prompt: ``prompt(sample, context=None) -> str``, the official prompt around
+            ``context`` (``None``: the sample's whole context, the full-context baseline).
+        score: ``score(pairs, **options) -> dict`` over ``(Sample, ScoredPrediction)`` pairs;
+            the dict holds ``per_sample`` (sample id -> 0-100 or None) beside the aggregates.
+        protocol: ``protocol(sample) -> dict`` of :class:`~retrieval.contract.Protocol`
+            settings (answer budget, input budget, temperature, chat-template flag).
+        rag_prompt: ``rag_prompt(sample, chunks) -> str``, the official RAG prompt, where the
+            benchmark's code has one (LongBench v2 ``0shot_rag``).
     """
 
     name: str
     version: int
     load: Callable[..., list[Sample]]
-    prompt: Callable[[Sample], str]
+    prompt: Callable[..., str]
     score: Callable[..., dict]
+    protocol: Callable[[Sample], dict[str, Any]] | None = None
+    rag_prompt: Callable[[Sample, Sequence[str]], str] | None = None
+
+    def with_protocol(self, sample: Sample) -> Sample:
+        """``sample`` whose question carries this benchmark's :class:`~retrieval.contract.Protocol`."""
+        protocol = Protocol(
+            benchmark=self.name,
+            prompt=functools.partial(self.prompt, sample),
+            rag_prompt=functools.partial(self.rag_prompt, sample) if self.rag_prompt else None,
+            **(self.protocol(sample) if self.protocol else {}),
+        )
+        return dataclasses.replace(sample, question=dataclasses.replace(sample.question, protocol=protocol))
 
 
-def _benchmark(name: str, score: Callable[..., dict], *, version: int, load: Callable[..., list[Sample]], prompt: Callable[[Sample], str]) -> BenchmarkSpec:
-    return BenchmarkSpec(name=name, version=version, load=load, prompt=prompt, score=score)
+def _benchmark(name: str, score: Callable[..., dict], **attrs: Any) -> BenchmarkSpec:
+    return BenchmarkSpec(name=name, score=score, **attrs)
 
 
 #: name -> :class:`BenchmarkSpec`. A benchmark module registers by decorating its scorer::

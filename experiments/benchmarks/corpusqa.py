@@ -114,9 +114,9 @@ def load(path: str | Path | None = None, *, datasets: Sequence[str] | None = Non
     return samples
 
 
-def prompt(sample: Sample) -> str:
-    """The original user message, rebuilt from the documents and the stored head and tail."""
-    docs = "".join(f"# Document {i + 1}:\n{d.text}\n\n" for i, d in enumerate(sample.corpus))
+def prompt(sample: Sample, context: str | None = None) -> str:
+    """The original user message, rebuilt from the documents (or ``context``) and the stored head and tail."""
+    docs = "".join(f"# Document {i + 1}:\n{d.text}\n\n" for i, d in enumerate(sample.corpus)) if context is None else context
     return sample.metadata["prompt_head"] + docs + sample.metadata["prompt_tail"]
 
 

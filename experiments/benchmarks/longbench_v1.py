@@ -142,13 +142,31 @@ def load_e(path: str | Path | None = None, *, datasets: Sequence[str] | None = N
     return _load("longbench_e", LONGBENCH_E_DATASETS, path, datasets)
 
 
-def prompt(sample: Sample) -> str:
-    """The official full-context prompt: the dataset's template filled with context and input."""
-    return PROMPTS[sample.dataset].format(context=sample.corpus[0].text, input=sample.metadata["input"])
+def prompt(sample: Sample, context: str | None = None) -> str:
+    """The official prompt: the dataset's template filled with the context and input.
+
+    ``context`` replaces the item's own context: LongBench v1's retrieval runs fill the
+    same template with the retrieved chunks joined in rank order (``retrieval/pred.py``).
+    """
+    return PROMPTS[sample.dataset].format(context=sample.corpus[0].text if context is None else context, input=sample.metadata["input"])
 
 
-@BENCHMARKS.register("longbench_e", version=VERSION, load=load_e, prompt=prompt)
-@BENCHMARKS.register("longbench", version=VERSION, load=load, prompt=prompt)
+#: Official ``model2maxlen`` budgets are the model window minus 500 (e.g. 31500 for 32k models).
+WINDOW_RESERVE = 500
+
+
+def protocol(sample: Sample) -> dict[str, Any]:
+    """``dataset2maxlen`` answer budget, window - 500 input budget, greedy, chat template per dataset."""
+    return {
+        "max_new_tokens": MAX_NEW_TOKENS[sample.dataset],
+        "window_reserve": WINDOW_RESERVE,
+        "temperature": 0.0,
+        "chat_template": sample.dataset not in NO_CHAT_TEMPLATE,
+    }
+
+
+@BENCHMARKS.register("longbench_e", version=VERSION, load=load_e, prompt=prompt, protocol=protocol)
+@BENCHMARKS.register("longbench", version=VERSION, load=load, prompt=prompt, protocol=protocol)
 def score(pairs: Sequence[tuple[Sample, Any]], **_: Any) -> dict:
     """Official LongBench aggregation: dataset means x 100, category means, macro overall.
 

@@ -29,9 +29,14 @@ PROMPT_0SHOT = (
     + INSTRUCTION
 )
 
+#: Official ``prompts/0shot_rag.txt``; ``$DOC$`` holds ``Retrieved chunk {k}: {content}`` blocks.
+PROMPT_RAG = PROMPT_0SHOT.replace("Please read the following text and", "Please read the following retrieved text chunks and", 1)
+
 #: Official ``config/model2maxlen.json`` budget for 128k models (200000 for claude-3.5-sonnet).
 MAX_PROMPT_TOKENS = 120000
+#: ``pred.py``: ``max_new_tokens=128`` and ``temperature=0.1`` for the 0-shot and RAG settings.
 MAX_NEW_TOKENS = 128
+TEMPERATURE = 0.1
 
 
 def _sample(record: dict[str, Any]) -> Sample:
@@ -62,16 +67,31 @@ def load(path: str | Path | None = None, *, datasets: Sequence[str] | None = Non
     return [s for s in samples if datasets is None or s.dataset in datasets]
 
 
-def prompt(sample: Sample) -> str:
-    """The official ``0shot`` prompt (sequential ``str.replace``, as ``pred.py`` does)."""
+def _fill(template: str, sample: Sample, context: str) -> str:
+    """Sequential ``str.replace`` of the placeholders, as ``pred.py`` does."""
     choices = sample.question.choices or {}
-    text = PROMPT_0SHOT.replace("$DOC$", sample.corpus[0].text.strip()).replace("$Q$", sample.question.text.strip())
+    text = template.replace("$DOC$", context.strip()).replace("$Q$", sample.question.text.strip())
     for k in "ABCD":
         text = text.replace(f"$C_{k}$", choices[k].strip())
     return text
 
 
-@BENCHMARKS.register("longbench_v2", version=VERSION, load=load, prompt=prompt)
+def prompt(sample: Sample, context: str | None = None) -> str:
+    """The official ``0shot`` prompt around ``context`` (default: the item's whole context)."""
+    return _fill(PROMPT_0SHOT, sample, sample.corpus[0].text if context is None else context)
+
+
+def rag_prompt(sample: Sample, chunks: Sequence[str]) -> str:
+    """The official ``--rag`` prompt: chunks (already in ``c_idx`` order) as ``Retrieved chunk {k}: ...``."""
+    return _fill(PROMPT_RAG, sample, "\n\n".join(f"Retrieved chunk {k}: {c}" for k, c in enumerate(chunks, 1)))
+
+
+def protocol(sample: Sample) -> dict[str, Any]:
+    """128 new tokens at temperature 0.1; prompts middle-truncated to 120,000 tokens."""
+    return {"max_new_tokens": MAX_NEW_TOKENS, "max_input_tokens": MAX_PROMPT_TOKENS, "temperature": TEMPERATURE}
+
+
+@BENCHMARKS.register("longbench_v2", version=VERSION, load=load, prompt=prompt, protocol=protocol, rag_prompt=rag_prompt)
 def score(pairs: Sequence[tuple[Sample, Any]], **_: Any) -> dict:
     """Accuracy tables: ours (failed calls count as invalid) and the official one (failed dropped).
 

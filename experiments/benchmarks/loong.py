@@ -24,6 +24,8 @@ from retrieval import Corpus, Document
 from retrieval.contract import Question
 
 VERSION = 1
+#: ``src/run.sh``: ``--max_length 120000`` tokens of documents per prompt.
+MAX_LENGTH = 120_000
 SEED = 1000000007
 DOMAINS = ("financial", "paper", "legal")
 LEVELS = {1: "Spotlight Locating", 2: "Comparison", 3: "Clustering", 4: "Chain of Reasoning"}
@@ -130,15 +132,21 @@ def docs_string(sample: Sample) -> str:
     return "".join(f"{d.metadata['header']}{d.text}\n\n" for d in sample.corpus)
 
 
-def prompt(sample: Sample) -> str:
-    """The official generation prompt: question and instruction first, then ``{docs}``.
+def prompt(sample: Sample, context: str | None = None) -> str:
+    """The official generation prompt: question and instruction first, then ``{docs}``
+    (``context`` in place of the documents when given).
 
     The official ``--max_length`` document skipping is not applied here; the
     full-context baseline's middle truncation handles over-long prompts.
     """
     md = sample.metadata
     text = md["prompt_template"].replace("{question}", sample.question.text).replace("{instruction}", md["instruction"])
-    return text.replace("{docs}", docs_string(sample))
+    return text.replace("{docs}", docs_string(sample) if context is None else context)
+
+
+def protocol(sample: Sample) -> dict[str, Any]:
+    """``run.sh``: ``--max_length 120000`` of input; no answer budget is set (the model's default)."""
+    return {"max_input_tokens": MAX_LENGTH}
 
 
 def _bucket_stats(ratings: dict[str, list[float | None]], total: int) -> dict[str, dict]:
@@ -150,7 +158,7 @@ def _bucket_stats(ratings: dict[str, list[float | None]], total: int) -> dict[st
     return out
 
 
-@BENCHMARKS.register("loong", version=VERSION, load=load, prompt=prompt)
+@BENCHMARKS.register("loong", version=VERSION, load=load, prompt=prompt, protocol=protocol)
 def score(pairs: Sequence[tuple[Sample, Any]], *, judge: Any = None, **_: Any) -> dict:
     """Judge every prediction and aggregate as ``step4_cal_metric.py`` does.
 

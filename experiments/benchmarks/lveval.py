@@ -95,12 +95,21 @@ def load(
     return samples
 
 
-def prompt(sample: Sample) -> str:
-    """The official full-context prompt of the sample's dataset."""
-    return PROMPTS[sample.dataset].format(context=sample.corpus[0].text, input=sample.question.text)
+def prompt(sample: Sample, context: str | None = None) -> str:
+    """The official prompt of the sample's dataset around ``context`` (default: its whole context)."""
+    return PROMPTS[sample.dataset].format(context=sample.corpus[0].text if context is None else context, input=sample.question.text)
 
 
-@BENCHMARKS.register("lveval", version=VERSION, load=load, prompt=prompt)
+#: The official loop truncates to the model's max length minus 500 (e.g. 31500).
+WINDOW_RESERVE = 500
+
+
+def protocol(sample: Sample) -> dict[str, Any]:
+    """``DATASET_MAXGEN`` (64; factrecall 16), greedy, window - 500 input budget."""
+    return {"max_new_tokens": MAX_NEW_TOKENS[sample.dataset], "window_reserve": WINDOW_RESERVE, "temperature": 0.0}
+
+
+@BENCHMARKS.register("lveval", version=VERSION, load=load, prompt=prompt, protocol=protocol)
 def score(pairs: Sequence[tuple[Sample, Any]], *, all_answers: bool = False, **_: Any) -> dict:
     """Official aggregation: mean x 100 per ``{dataset}_{level}``, pivoted dataset x level.
 

@@ -39,9 +39,9 @@ def load(path: str | Path | None = None, **_: Any) -> list[Sample]:
     return samples
 
 
-def prompt(sample: Sample) -> str:
-    """A CorpusQA-style full-context prompt: numbered documents, the question, the output rules."""
-    docs = "\n\n".join(f"# Document {i}: {d.title}\n{d.text}" for i, d in enumerate(sample.corpus, 1))
+def prompt(sample: Sample, context: str | None = None) -> str:
+    """A CorpusQA-style full-context prompt: numbered documents (or ``context``), the question, the output rules."""
+    docs = "\n\n".join(f"# Document {i}: {d.title}\n{d.text}" for i, d in enumerate(sample.corpus, 1)) if context is None else context
     return f"{docs}\n\n# Question:\n{sample.question.text}\n\n{sample.question.instruction}"
 
 

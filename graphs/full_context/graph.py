@@ -70,34 +70,58 @@ class FullContextPrompt:
     context_window: int
     max_input_tokens: int
     truncated: bool
+    official: bool = False
+
+
+def input_budget(window: int, question: Question, cfg: FullContextConfig) -> int:
+    """Tokens of prompt the window leaves: the benchmark's rule when the question carries one
+    (window - reserve, capped by an absolute budget such as LongBench v2's 120,000), else
+    window - answer budget - chat-template reserve."""
+    protocol = question.protocol
+    if protocol and protocol.window_reserve is not None:
+        budget = window - protocol.window_reserve
+    else:
+        budget = window - question.answer_budget(cfg.max_new_tokens) - cfg.prompt_reserve_tokens
+    if protocol and protocol.max_input_tokens:
+        budget = min(budget, protocol.max_input_tokens)
+    if budget <= 0:
+        raise ConfigError(f"Context window {window} leaves no room for input after {question.answer_budget(cfg.max_new_tokens)} output tokens")
+    return budget
 
 
 def full_context_prompt(corpus: Corpus, question: Question, llm: BaseChatModel, cfg: FullContextConfig) -> FullContextPrompt:
-    """Fill the template with every document, then middle-truncate to the input budget.
+    """The benchmark's official prompt when the question carries one (else our template with
+    every document), middle-truncated to the input budget in the model's tokens.
 
     A pure function of its inputs, shared by this strategy and Self-Route's full-context leg.
     """
     window = cfg.context_window or context_window(llm, cfg.default_context_window)
-    budget = window - cfg.max_new_tokens - cfg.prompt_reserve_tokens
-    if budget <= 0:
-        raise ConfigError(f"Context window {window} leaves no room for input after {cfg.max_new_tokens} output tokens")
-    prompt = fill(FULL_CONTEXT_TEMPLATE, format_documents(corpus.documents), question)
+    budget = input_budget(window, question, cfg)
+    official = question.protocol.prompt if question.protocol and cfg.prompt == "benchmark" else None
+    prompt = official() if official else fill(FULL_CONTEXT_TEMPLATE, format_documents(corpus.documents), question)
     encode, decode = prompt_codec(llm)
     text, truncated = truncate_prompt(prompt, budget, encode, decode)
-    return FullContextPrompt(text=text, context_window=window, max_input_tokens=budget, truncated=truncated)
+    return FullContextPrompt(text=text, context_window=window, max_input_tokens=budget, truncated=truncated, official=official is not None)
 
 
 def build_prompt(state: FullContextState, runtime: Runtime[StrategyContext]) -> dict:
     """The full-context prompt of :func:`full_context_prompt`."""
     ctx = runtime.context
     built = full_context_prompt(ctx.corpus, state["question"], ctx.llm, ctx.config)
-    step = Step("build_prompt", context_window=built.context_window, max_input_tokens=built.max_input_tokens, truncated=built.truncated)
+    step = Step(
+        "build_prompt",
+        context_window=built.context_window,
+        max_input_tokens=built.max_input_tokens,
+        truncated=built.truncated,
+        prompt="benchmark" if built.official else "ours",
+    )
     return {"prompt": built.text, "steps": [step]}
 
 
 @STRATEGIES.register(
     "full_context",
     config_cls=FullContextConfig,
+    presets={"paper": FullContextConfig(), "ours": FullContextConfig(prompt="ours")},
     prompts_version=PROMPTS_VERSION,
     description="The whole corpus in one prompt, middle-truncated to the model window.",
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from graphs.config import StrategyConfig, option
 
@@ -19,6 +20,9 @@ class MemAgentConfig(StrategyConfig):
         concurrency: Calls in flight at once (questions advanced together per chunk).
         resume: Checkpoint every step on disk and resume an interrupted run.
         trace_chars: Characters of each memory snapshot kept in ``Answer.steps`` (None = all).
+        final_instruction: ``"benchmark"``: the final call ends with the benchmark's output
+            format and answer budget when the question gives them (what its scorer reads);
+            ``"memagent"`` (preset ``paper``): always MemAgent's own "Therefore, the answer is".
     """
 
     chunk_tokens: int = option(5000, min=1, source="MemAgent RECURRENT_CHUNK_SIZE=5000")
@@ -28,3 +32,4 @@ class MemAgentConfig(StrategyConfig):
     concurrency: int = option(8, min=1, source="official --n_proc 64; 8 suits one local server")
     resume: bool = True
     trace_chars: int | None = option(2000, min=0)
+    final_instruction: Literal["benchmark", "memagent"] = option("benchmark", source="the benchmark's output format; 'memagent' = the paper's own")

@@ -99,7 +99,15 @@ def prepare_context(ctx: StrategyContext, *, trace: MemoryTrace, thread: str) ->
 def initial_state(questions: list[Question], ctx: MemAgentContext) -> MemAgentState:
     """Every question starts with "No previous memory" at chunk 0."""
     return {
-        "questions": [{"problem": q.render(), "instruction": q.instruction} for q in questions],
+        "questions": [
+            {
+                "problem": q.render(),
+                "instruction": q.instruction if ctx.config.final_instruction == "benchmark" else None,
+                "max_new_tokens": q.answer_budget(ctx.config.max_new_tokens),
+                "temperature": q.answer_temperature(ctx.config.temperature),
+            }
+            for q in questions
+        ],
         "n_chunks": len(ctx.chunks),
         "chunk_index": 0,
         "memories": {str(i): NO_MEMORY for i in range(len(questions))},
@@ -141,7 +149,9 @@ def final_answer(task: dict[str, Any], runtime: Runtime[MemAgentContext]) -> dic
     prompt = FINAL_TEMPLATE.format(
         instruction=final_instruction(task["question"]["instruction"]), prompt=task["question"]["problem"], memory=task["memory"]
     )
-    text, usage = complete_with_usage(ctx.llm, prompt, max_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p)
+    budget = task["question"].get("max_new_tokens", cfg.max_new_tokens)  # the benchmark's answer budget
+    temperature = task["question"].get("temperature", cfg.temperature)
+    text, usage = complete_with_usage(ctx.llm, prompt, max_tokens=budget, temperature=temperature, top_p=cfg.top_p)
     return {"finals": {qi: text}, "usage": {qi: usage}}
 
 
@@ -163,6 +173,7 @@ def collect(state: MemAgentState, i: int) -> dict[str, Any]:
     config_cls=MemAgentConfig,
     prompts_version=PROMPTS_VERSION,
     run_mode=BatchRun(prepare_context=prepare_context, initial_state=initial_state, collect=collect),
+    presets={"paper": MemAgentConfig(final_instruction="memagent")},
     description="Stream the whole corpus through a 1,024-token overwritten memory, 5,000 tokens per step.",
 )
 def build_graph(config: MemAgentConfig | None = None, checkpointer: Any = None):

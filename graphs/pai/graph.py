@@ -172,7 +172,7 @@ def summarize(state: PaiState, runtime: Runtime[StrategyContext]) -> dict:
     answers = sorted(state.get("sub_answers", []), key=lambda a: a["sq"])
     findings = "\n".join(f"- {a['text']}" for a in answers)
     prompt = P.SUMMARY_PROMPT.format(question=question.render(), findings=findings, instruction=question.instruction or P.DEFAULT_SUMMARY_INSTRUCTION)
-    raw = complete(ctx.llm, prompt, max_tokens=cfg.summary_max_tokens, temperature=cfg.temperature)
+    raw = complete(ctx.llm, prompt, max_tokens=question.answer_budget(cfg.summary_max_tokens), temperature=question.answer_temperature(cfg.temperature))
     conclusion = strip_conclusion_label(raw)
     output = render_cot(state.get("properties") or [], state["sub_questions"], [a["text"] for a in answers], conclusion)
     steps = [
@@ -221,6 +221,7 @@ def _graph(name: str, decompose) -> Any:
 @STRATEGIES.register(
     "pai",
     config_cls=PaiConfig,
+    presets={"paper": PaiConfig(judge_mode="exhaustive")},
     prompts_version=P.PROMPTS_VERSION,
     uses_index=True,
     description="Property-based agentic inference: properties -> keep_context per (sub-question, 1,024-token chunk) -> sub-answers -> conclusion.",
@@ -234,6 +235,7 @@ def build_graph(config: PaiConfig | None = None):
 @STRATEGIES.register(
     "pai_minus",
     config_cls=PaiConfig,
+    presets={"paper": PaiConfig(judge_mode="exhaustive")},
     prompts_version=P.PROMPTS_VERSION,
     uses_index=True,
     description="PAI- ablation: sub-questions generated directly, no properties, then PAI's judging and summary.",

@@ -19,7 +19,7 @@ from graphs.prompts import fill, format_chunks
 from graphs.rag.config import RagConfig
 from graphs.rag.prompts import PROMPTS_VERSION, RAG_TEMPLATE
 from graphs.registry import STRATEGIES
-from retrieval import Hit
+from retrieval import Chunk, Hit
 from retrieval.contract import Question, Step
 
 
@@ -59,10 +59,28 @@ def retrieve(state: RagState, runtime: Runtime[StrategyContext]) -> dict:
     return {"hits": hits, "steps": [step]}
 
 
+def rag_prompt(question: Question, chunks: list[Chunk], assembly: str) -> tuple[str, str]:
+    """The prompt around ``chunks`` (already ordered), and which assembly made it.
+
+    ``assembly="benchmark"`` with a benchmark protocol: its official RAG prompt, or its
+    official prompt around the chunk texts joined with nothing (LongBench v1
+    ``retrieval/pred.py``: ``"".join(retrieved[:top_k])``). Otherwise our template.
+    """
+    protocol = question.protocol
+    if assembly == "benchmark" and protocol is not None:
+        if protocol.rag_prompt is not None:
+            return protocol.rag_prompt([c.text for c in chunks]), "benchmark-rag"
+        if protocol.prompt is not None:
+            return protocol.prompt("".join(c.text for c in chunks)), "benchmark"
+    return fill(RAG_TEMPLATE, format_chunks(chunks), question), "ours"
+
+
 def build_prompt(state: RagState, runtime: Runtime[StrategyContext]) -> dict:
-    """Fill the RAG template with the hits in the configured order."""
-    ordered = order_hits(state["hits"], runtime.context.config.order)
-    return {"prompt": fill(RAG_TEMPLATE, format_chunks([h.chunk for h in ordered]), state["question"])}
+    """Fill the prompt with the hits in the configured order."""
+    cfg = runtime.context.config
+    ordered = order_hits(state["hits"], cfg.order)
+    prompt, assembly = rag_prompt(state["question"], [h.chunk for h in ordered], cfg.assembly)
+    return {"prompt": prompt, "steps": [Step("build_prompt", order=cfg.order, assembly=assembly)]}
 
 
 @STRATEGIES.register(
@@ -71,8 +89,13 @@ def build_prompt(state: RagState, runtime: Runtime[StrategyContext]) -> dict:
     prompts_version=PROMPTS_VERSION,
     uses_index=True,
     presets={
+        "paper": RagConfig(),
         "longbench-200x7": RagConfig(),
         "longbench-500x3": RagConfig(chunk_size=500, top_k=3),
+        # seed 000 §4.2: 512-token chunks, query = question + choices, top-N in document order;
+        # N=64 (32K tokens of context), where Qwen2.5 and GLM-4-Plus peak in its Fig. 4
+        "longbench-v2": RagConfig(chunk_unit="tokens", chunk_size=512, top_k=64, order="document"),
+        "document-order": RagConfig(order="document"),
     },
     description="Chunked top-N retrieval, then one answer call (LongBench v1: 200 words x 7).",
 )

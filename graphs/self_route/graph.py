@@ -164,7 +164,11 @@ def _shared_index(spec: Strategy, sub_cfg: Any, ctx: StrategyContext):
     config_cls=SelfRouteConfig,
     prompts_version=PROMPTS_VERSION,
     uses_index=True,
-    description="RAG that may answer 'unanswerable'; declined questions get the full context, or memagent beyond the window.",
+    presets={
+        "paper": SelfRouteConfig(retriever="contriever"),
+        "beyond-window": SelfRouteConfig(fallback="memagent", order="document"),
+    },
+    description="RAG that may answer 'unanswerable'; declined questions get the full context (or memagent beyond the window, preset beyond-window).",
 )
 def build_graph(config: SelfRouteConfig | None = None):
     """The Self-Route graph (module docstring); the config has checked the fallback and its options."""
