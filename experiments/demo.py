@@ -25,7 +25,7 @@ DEMO_STRATEGIES: dict[str, dict[str, Any]] = {
     "rag": {"top_k": 3},
     "full_context": {"context_window": DEMO_WINDOW, "max_new_tokens": 64},
     "memagent": _MEMAGENT,
-    "self_route": {"top_k": 3, "context_window": DEMO_WINDOW, "fallback_options": _MEMAGENT},
+    "self_route": {"top_k": 3, "context_window": DEMO_WINDOW, "fallback": "memagent", "fallback_options": _MEMAGENT},
     "self_ask": {"top_k": 3, "max_iterations": 2},
     "pai": {"judge_mode": "prefilter", "top_k": 4},
     "pai_minus": {"judge_mode": "prefilter", "top_k": 4},
