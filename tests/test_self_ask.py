@@ -143,7 +143,7 @@ def test_each_follow_up_triggers_its_own_retrieval_and_evidence_lists_chunks_onc
     assert len(ids) == len(set(ids)) and set(ids) == {i for s in result.steps if "chunk_ids" in s for i in s["chunk_ids"]}
 
 
-@pytest.mark.parametrize("cap", [1, 2, 5, 12])
+@pytest.mark.parametrize("cap", [0, 1, 2, 5, 12])
 def test_cap_counts_generator_calls_and_no_final_call_is_forced(planted_corpus, search_log, cap):
     def reply(prompt: str) -> str:  # asks, then answers, never concludes
         return "Intermediate answer: not sure yet." if prompt.rsplit("\n", 1)[-1].startswith(FOLLOW_UP) else "Follow up: What is the vault code?"
@@ -152,7 +152,7 @@ def test_cap_counts_generator_calls_and_no_final_call_is_forced(planted_corpus, 
     result = answer(planted_corpus, QUESTION, strategy="self_ask", llm=llm, max_iterations=cap)
     assert len(llm.calls) == cap and result.usage.llm_calls == cap  # 12: beyond LangGraph's default recursion limit
     assert [c["stop"] for c in llm.calls] == [IA_STOPS, FU_STOPS] * (cap // 2) + [IA_STOPS] * (cap % 2)
-    assert len(search_log) == 1 + sum(1 for c in range(1, cap) if c % 2)  # no retrieval after the last call
+    assert len(search_log) == 1 + sum(1 for c in range(1, cap) if c % 2)  # no retrieval after the last call; 0: the initial one only
     assert not any(c["prompt"].endswith(FINAL) for c in llm.calls)
     assert result.answer == result.raw == "" and result.steps[-1]["exit"] == "cap" and not result.steps[-1]["final_answer_found"]
 
