@@ -26,7 +26,7 @@ DEMO_STRATEGIES: dict[str, dict[str, Any]] = {
     "full_context": {"context_window": DEMO_WINDOW, "max_new_tokens": 64},
     "memagent": _MEMAGENT,
     "self_route": {"top_k": 3, "context_window": DEMO_WINDOW, "fallback": "memagent", "fallback_options": _MEMAGENT},
-    "self_ask": {"top_k": 3, "max_iterations": 2},
+    "self_ask": {"top_k": 3, "max_iterations": 3},  # generator calls: a follow-up, its answer, the final answer
     "pai": {"judge_mode": "prefilter", "top_k": 4},
     "pai_minus": {"judge_mode": "prefilter", "top_k": 4},
 }

@@ -1,7 +1,31 @@
-"""Self-Ask (Press et al. 2023), retrieval-backed: follow-up questions answered from the corpus."""
+"""Self-Ask (Press et al. 2023), retrieval-backed: FlashRAG's SelfAskPipeline by default, or the reader variant."""
 
 from graphs.self_ask.config import SelfAskConfig
-from graphs.self_ask.graph import NOT_FOUND, build_graph, clean_final, cut_at_stops, parse_step
+from graphs.self_ask.graph import (
+    FINAL_PREFIX,
+    NOT_FOUND,
+    build_graph,
+    clean_final,
+    cut_at_stops,
+    first_follow_up,
+    flashrag_prompt,
+    format_contexts,
+    parse_final_answer,
+    parse_step,
+)
 from graphs.self_ask.prompts import PROMPTS_VERSION
 
-__all__ = ["NOT_FOUND", "PROMPTS_VERSION", "SelfAskConfig", "build_graph", "clean_final", "cut_at_stops", "parse_step"]
+__all__ = [
+    "FINAL_PREFIX",
+    "NOT_FOUND",
+    "PROMPTS_VERSION",
+    "SelfAskConfig",
+    "build_graph",
+    "clean_final",
+    "cut_at_stops",
+    "first_follow_up",
+    "flashrag_prompt",
+    "format_contexts",
+    "parse_final_answer",
+    "parse_step",
+]

@@ -1,21 +1,35 @@
-"""Self-Ask (Press et al. 2023), retrieval-backed: follow-up questions answered from the corpus.
+"""Self-Ask (Press et al. 2023), retrieval-backed, in two variants (``SelfAskConfig.variant``).
 
-The model continues the Self-Ask transcript until it writes a follow-up question; the
-stop sequence ``Intermediate answer:`` ends the call there, so the model never writes
-its own intermediate answers (any text past a stop is cut client-side too, for servers
-that ignore stops). Each follow-up becomes the query of a retrieval over the corpus
-index, a reader call answers it from those chunks alone, and the answer is written into
-the transcript as ``Intermediate answer: ...``. The loop ends when the model writes
-"So the final answer is:", or after ``max_iterations`` follow-ups (FlashRAG's
-``max_iter=5``), when the cue is appended and the model completes it, as the original
-self-ask code does. If even that yields nothing, the last intermediate answer stands in,
-and ``Answer.steps`` records which source the final answer came from.
+``flashrag`` (the default) runs as FlashRAG's ``SelfAskPipeline.run_item``: the question
+is retrieved for once and its top-k go into the prompt as ``Context{i}:`` lines. Each
+generator call continues the transcript; its stop sequences alternate between
+``Intermediate answer:`` (the call writes a follow-up question) and ``Follow up:`` (the
+call writes the intermediate answer itself, from the contexts), both with ``Context:``
+and ``#``. A follow-up is retrieved for and its top-k replace the contexts of the next
+call. The loop ends when a call writes "So the final answer is: ", when the transcript
+is still empty after a call, or after ``max_iterations`` generator calls; the answer is
+parsed from the transcript's first "So the final answer is: " line, and is empty when
+there is none (no forced final call). ``docs/self_ask.md`` lists what we do differently.
 
-Graph::
+Graph (flashrag)::
+
+    START -> retrieve -> generate --follow up--> retrieve_follow_up -> generate
+                         generate --neither--> generate
+                         generate --final answer / empty / cap--> finish -> END
+
+``reader`` is the project's earlier algorithm: the model stops before every
+intermediate answer; each follow-up is retrieved for and a reader call answers it from
+those chunks alone; after ``max_iterations`` follow-ups the final-answer cue is appended
+and the model completes it; if that is empty, the last intermediate answer stands in.
+
+Graph (reader)::
 
     START -> ask --follow up--> retrieve_follow_up -> answer_follow_up -> ask
              ask --final answer--> finish -> END
              ask --no follow up / cap reached--> force_final -> finish
+
+In both, ``raw`` and ``answer`` are the parsed final answer (what a benchmark scores);
+the transcript is kept in the ``finish`` step.
 """
 
 from __future__ import annotations
@@ -34,34 +48,53 @@ from graphs.rag import RAG_TEMPLATE, order_hits
 from graphs.registry import STRATEGIES
 from graphs.self_ask.config import SelfAskConfig
 from graphs.self_ask.prompts import (
+    CONTEXT_STOP,
+    EXEMPLAR_SEPARATOR,
     EXEMPLARS,
     FINAL,
+    FLASHRAG_HEADER,
+    FOLLOW_UP,
     FOLLOW_UP_INSTRUCTION,
     FORMAT_NOTE,
     HEADER,
     INTERMEDIATE,
+    MULTI_HOP_EXEMPLARS,
+    NEEDED,
     PROMPTS_VERSION,
     SELF_ASK_TEMPLATE,
+    SINGLE_HOP_EXEMPLARS,
 )
 from retrieval import Hit
-from retrieval.contract import Question
+from retrieval.contract import Question, Step
 
-#: Stop before the model writes an intermediate answer or starts a new exemplar.
+#: reader: stop before the model writes an intermediate answer or starts a new exemplar.
 STOPS = (INTERMEDIATE, "\nQuestion:")
 NOT_FOUND = "The text does not say."
+#: flashrag: the final-answer marker FlashRAG's ``selfask_pred_parse`` and loop look for (trailing space included).
+FINAL_PREFIX = f"{FINAL} "
 FinalSource = Literal["model", "forced", "last_intermediate_answer", "raw"]
+#: flashrag: why the loop ended (a final answer, an empty transcript after a call, the cap).
+Exit = Literal["final_answer", "empty", "cap"]
 
 _FOLLOW_UP_LINE = re.compile(r"^[\s*_>#-]*follow[\s-]*up\s*:\s*(.*)$", re.I)
 _FINAL_CUE = re.compile(r"so,?\s+the\s+final\s+answer\s+is\s*:?", re.I)
 
 
 class SelfAskState(TypedDict, total=False):
-    """What evolves during one Self-Ask answer."""
+    """What evolves during one Self-Ask answer (``flashrag`` and ``reader`` keys)."""
 
     question: Question
-    scratchpad: str
+    # flashrag
+    contexts: list[Hit]
+    transcript: str
+    stop_cue: str
+    generator_calls: int
+    exit: Exit | None
+    # both
     follow_up: str | None
     follow_up_hits: list[Hit]
+    # reader
+    scratchpad: str
     iterations: int
     capped: bool
     final: str | None
@@ -69,9 +102,146 @@ class SelfAskState(TypedDict, total=False):
     hits: Annotated[list[Hit], operator.add]
     raw: str
     answer: str
-    steps: Annotated[list[dict], operator.add]
+    steps: Annotated[list[Step], operator.add]
 
 
+def cut_at_stops(text: str, stops: tuple[str, ...] | list[str] = STOPS) -> str:
+    """``text`` up to the first stop sequence (for servers that ignore ``stop``)."""
+    cut = min((i for s in stops if (i := text.find(s)) >= 0), default=len(text))
+    return text[:cut]
+
+
+def _retrieval_facts(ctx: StrategyContext, query: str, hits: list[Hit]) -> dict:
+    return {
+        "query": query,
+        "retriever": ctx.index.retriever.name,
+        "top_k": ctx.config.top_k,
+        "chunk_ids": [h.chunk.chunk_id for h in hits],
+        "scores": [round(h.score, 6) for h in hits],
+    }
+
+
+def _new_hits(state: SelfAskState, hits: list[Hit]) -> list[Hit]:
+    """Hits not yet in the answer's evidence (evidence lists each chunk once)."""
+    seen = {h.chunk.chunk_id for h in state.get("hits", [])}
+    return [h for h in hits if h.chunk.chunk_id not in seen]
+
+
+# -- flashrag variant ------------------------------------------------------------------
+def format_contexts(hits: list[Hit]) -> str:
+    """FlashRAG's ``format_reference``: one ``Context{i}: {text}`` line per hit, rank order, no title."""
+    return "".join(f"Context{i}: {h.chunk.text}\n" for i, h in enumerate(hits, 1))
+
+
+def flashrag_prompt(question: Question, contexts: list[Hit], transcript: str, *, single_hop: bool) -> str:
+    """Instruction and ``#``-separated exemplars, the contexts, the question, the needed-line and the transcript.
+
+    FlashRAG's assembly: ``P_INS + "\\n" + contexts + "\\nQuestion: q" +
+    "\\nAre follow up questions needed here: " + ("No." | "Yes.") + "\\n" + transcript``,
+    where ``P_INS`` ends with a ``#`` line. A benchmark's output-format instruction, when
+    the question carries one, is appended to the instruction line (FlashRAG has none).
+    """
+    note = FORMAT_NOTE.format(instruction=question.instruction) if question.instruction else ""
+    exemplars = SINGLE_HOP_EXEMPLARS if single_hop else MULTI_HOP_EXEMPLARS
+    sep = f"\n{EXEMPLAR_SEPARATOR}\n"
+    instructions = FLASHRAG_HEADER + note + sep + sep.join(exemplars) + f"\n{EXEMPLAR_SEPARATOR}"
+    needed = "No." if single_hop else "Yes."
+    return f"{instructions}\n{format_contexts(contexts)}\nQuestion: {question.render()}\n{NEEDED} {needed}\n{transcript}"
+
+
+def first_follow_up(text: str) -> str | None:
+    """FlashRAG's follow-up query: the first line holding ``"Follow up: "``, after its last occurrence."""
+    line = next((ln for ln in text.split("\n") if f"{FOLLOW_UP} " in ln), None)
+    return None if line is None else line.split(f"{FOLLOW_UP} ")[-1]
+
+
+def parse_final_answer(transcript: str) -> str:
+    """FlashRAG's ``selfask_pred_parse``: the text after "So the final answer is: " on the
+    first line holding it, stripped; ``""`` when no line does."""
+    line = next((ln for ln in transcript.split("\n") if FINAL_PREFIX in ln), None)
+    return "" if line is None else line.split(FINAL_PREFIX)[1].strip()
+
+
+def retrieve(state: SelfAskState, runtime: Runtime[StrategyContext]) -> dict:
+    """The initial retrieval: top-k for the question, which become the first prompt's contexts."""
+    ctx = runtime.context
+    query = state["question"].render()
+    hits = ctx.index.search(query, ctx.config.top_k)
+    return {"contexts": hits, "hits": hits, "steps": [Step("retrieve", **_retrieval_facts(ctx, query, hits))]}
+
+
+def generate(state: SelfAskState, runtime: Runtime[StrategyContext]) -> dict:
+    """One generator call: continue the transcript up to the current stop cue, then alternate the cue."""
+    ctx = runtime.context
+    cfg: SelfAskConfig = ctx.config
+    cue = state.get("stop_cue", INTERMEDIATE)
+    stops = [CONTEXT_STOP, EXEMPLAR_SEPARATOR, cue]
+    transcript = state.get("transcript", "")
+    prompt = flashrag_prompt(state["question"], state.get("contexts", []), transcript, single_hop=cfg.single_hop)
+    text = complete(ctx.llm, prompt, max_tokens=cfg.max_new_tokens, temperature=cfg.temperature, stop=stops)
+    kept = cut_at_stops(text, stops)
+    if transcript and kept and not kept[0].isspace() and not transcript.endswith("\n"):
+        transcript += "\n"  # a chat reply does not start with the newline a completion model writes
+    transcript += kept
+    calls = state.get("generator_calls", 0) + 1
+    follow_up, done = None, None
+    if not transcript:
+        done = "empty"
+    else:
+        transcript = transcript[:-1] if transcript.endswith("\n") else transcript
+        follow_up = first_follow_up(kept)
+        if FINAL_PREFIX in kept:
+            done = "final_answer"
+        elif calls >= cfg.max_iterations:
+            done = "cap"
+    step = Step("generate", call=calls, stop=stops, generated=text, follow_up=follow_up, exit=done)
+    next_cue = FOLLOW_UP if cue == INTERMEDIATE else INTERMEDIATE
+    return {"transcript": transcript, "stop_cue": next_cue, "generator_calls": calls, "follow_up": follow_up, "exit": done, "steps": [step]}
+
+
+def after_generate(state: SelfAskState) -> Literal["finish", "retrieve_follow_up", "generate"]:
+    """Finish when the loop ended; retrieve for a new follow-up; else call the generator again."""
+    if state.get("exit"):
+        return "finish"
+    return "retrieve_follow_up" if state.get("follow_up") else "generate"
+
+
+def retrieve_follow_up(state: SelfAskState, runtime: Runtime[StrategyContext]) -> dict:
+    """Top-k chunks with the follow-up question as the query.
+
+    ``flashrag``: they replace the prompt's contexts (or join them, ``contexts="accumulate"``);
+    ``reader``: the reader answers the follow-up from them.
+    """
+    ctx = runtime.context
+    query = state["follow_up"]
+    hits = ctx.index.search(query, ctx.config.top_k)
+    contexts = hits
+    if ctx.config.contexts == "accumulate":
+        previous = state.get("contexts", [])
+        ids = {h.chunk.chunk_id for h in previous}
+        contexts = previous + [h for h in hits if h.chunk.chunk_id not in ids]
+    step = Step("retrieve_follow_up", **_retrieval_facts(ctx, query, hits))
+    if ctx.config.variant == "flashrag":
+        step["contexts"] = [h.chunk.chunk_id for h in contexts]
+    return {"follow_up_hits": hits, "contexts": contexts, "hits": _new_hits(state, hits), "steps": [step]}
+
+
+def finish_flashrag(state: SelfAskState) -> dict:
+    """The final answer parsed from the transcript (empty when absent); the transcript goes in the step."""
+    transcript = state.get("transcript", "")
+    final = parse_final_answer(transcript)
+    step = Step(
+        "finish",
+        variant="flashrag",
+        generator_calls=state.get("generator_calls", 0),
+        exit=state.get("exit") or "cap",
+        final_answer_found=FINAL_PREFIX in transcript,
+        transcript=transcript,
+    )
+    return {"answer": final, "raw": final, "steps": [step]}
+
+
+# -- reader variant --------------------------------------------------------------------
 class ParsedStep(NamedTuple):
     """What one Self-Ask generation asked for, and the transcript text it contributes."""
 
@@ -79,12 +249,6 @@ class ParsedStep(NamedTuple):
     value: str
     keep: str
     line_start: int
-
-
-def cut_at_stops(text: str, stops: tuple[str, ...] = STOPS) -> str:
-    """``text`` up to the first stop sequence (for servers that ignore ``stop``)."""
-    cut = min((i for s in stops if (i := text.find(s)) >= 0), default=len(text))
-    return text[:cut]
 
 
 def clean_final(text: str) -> str:
@@ -114,7 +278,7 @@ def parse_step(text: str) -> ParsedStep:
 
 
 def self_ask_prompt(question: Question, scratchpad: str) -> str:
-    """Header, exemplars, the question and the transcript so far."""
+    """reader: header, exemplars, the question and the transcript so far."""
     note = FORMAT_NOTE.format(instruction=question.instruction) if question.instruction else ""
     return SELF_ASK_TEMPLATE.format(header=HEADER, format_note=note, exemplars=EXEMPLARS, question=question.render(), scratchpad=scratchpad)
 
@@ -133,7 +297,7 @@ def ask(state: SelfAskState, runtime: Runtime[StrategyContext]) -> dict:
     parsed = parse_step(cut_at_stops(text))
     iteration = state.get("iterations", 0)
     capped = parsed.kind == "follow_up" and iteration >= cfg.max_iterations
-    step = {"node": "ask", "iteration": iteration, "generated": text, "parsed": parsed.kind, "capped": capped}
+    step = Step("ask", iteration=iteration, generated=text, parsed=parsed.kind, capped=capped)
     if capped:  # the unanswered follow-up leaves the transcript; force_final appends the cue
         return {"scratchpad": pad + parsed.keep[: parsed.line_start], "follow_up": None, "capped": True, "steps": [step]}
     update = {"scratchpad": pad + parsed.keep, "follow_up": parsed.value if parsed.kind == "follow_up" else None, "steps": [step]}
@@ -151,17 +315,6 @@ def after_ask(state: SelfAskState) -> Literal["retrieve_follow_up", "force_final
     return "force_final"
 
 
-def retrieve_follow_up(state: SelfAskState, runtime: Runtime[StrategyContext]) -> dict:
-    """Top-k chunks with the follow-up question as the query."""
-    ctx = runtime.context
-    query = state["follow_up"]
-    hits = ctx.index.search(query, ctx.config.top_k)
-    step = {"node": "retrieve_follow_up", "query": query, "retriever": ctx.index.retriever.name, "chunk_ids": [h.chunk.chunk_id for h in hits]}
-    seen = {h.chunk.chunk_id for h in state.get("hits", [])}
-    new = [h for h in hits if h.chunk.chunk_id not in seen]  # evidence lists each chunk once
-    return {"follow_up_hits": hits, "hits": new, "steps": [step | {"scores": [round(h.score, 6) for h in hits]}]}
-
-
 def answer_follow_up(state: SelfAskState, runtime: Runtime[StrategyContext]) -> dict:
     """Answer the follow-up from its chunks alone and write it into the transcript."""
     ctx = runtime.context
@@ -176,7 +329,7 @@ def answer_follow_up(state: SelfAskState, runtime: Runtime[StrategyContext]) -> 
     sub = lines[0] if lines else NOT_FOUND
     pad = state.get("scratchpad", "").rstrip() + f"\n{INTERMEDIATE} {sub}\n"
     iterations = state.get("iterations", 0) + 1
-    step = {"node": "answer_follow_up", "follow_up": state["follow_up"], "intermediate_answer": sub, "iteration": iterations}
+    step = Step("answer_follow_up", follow_up=state["follow_up"], intermediate_answer=sub, iteration=iterations)
     return {"scratchpad": pad, "iterations": iterations, "follow_up": None, "steps": [step]}
 
 
@@ -193,36 +346,62 @@ def force_final(state: SelfAskState, runtime: Runtime[StrategyContext]) -> dict:
     if not final:
         previous = intermediate_answers(pad)
         final, source = (previous[-1], "last_intermediate_answer") if previous else (clean_final(state.get("scratchpad", "")), "raw")
-    step = {"node": "force_final", "generated": text, "capped": state.get("capped", False)}
+    step = Step("force_final", generated=text, capped=state.get("capped", False))
     return {"scratchpad": f"{pad} {line.strip()}\n", "final": final, "final_source": source, "steps": [step]}
 
 
-def finish(state: SelfAskState) -> dict:
-    """The parsed final answer; ``raw`` is the whole transcript after the question."""
-    step = {"node": "finish", "iterations": state.get("iterations", 0), "final_answer_source": state["final_source"]}
-    return {"answer": state["final"], "raw": state.get("scratchpad", "").strip(), "steps": [step]}
+def finish_reader(state: SelfAskState) -> dict:
+    """The parsed (or forced) final answer; the transcript after the question goes in the step."""
+    step = Step(
+        "finish",
+        variant="reader",
+        iterations=state.get("iterations", 0),
+        final_answer_source=state["final_source"],
+        transcript=state.get("scratchpad", "").strip(),
+    )
+    return {"answer": state["final"], "raw": state["final"], "steps": [step]}
 
 
+# -- graph -----------------------------------------------------------------------------
 @STRATEGIES.register(
     "self_ask",
     config_cls=SelfAskConfig,
     prompts_version=PROMPTS_VERSION,
     uses_index=True,
-    description="Self-Ask: follow-up questions, each answered from chunks retrieved for it, then a final answer (at most 5 rounds).",
+    presets={
+        "paper": SelfAskConfig(),
+        "reader": SelfAskConfig(variant="reader", chunk_size=300, top_k=5, max_new_tokens=128),
+    },
+    description=(
+        "Self-Ask as FlashRAG runs it: the question's top-5 in the prompt, the model writes follow-ups and their "
+        "answers, each follow-up re-retrieves; at most 5 generator calls (variant='reader': a reader answers each follow-up)."
+    ),
 )
 def build_graph(config: SelfAskConfig | None = None):
-    """The Self-Ask loop (module docstring), with a recursion limit that fits the iteration cap."""
+    """The loop of ``config.variant`` (module docstring), with a recursion limit that fits the cap."""
     cfg = config or SelfAskConfig()
     graph = StateGraph(SelfAskState, context_schema=StrategyContext)
-    graph.add_node("ask", ask)
-    graph.add_node("retrieve_follow_up", retrieve_follow_up)
-    graph.add_node("answer_follow_up", answer_follow_up)
-    graph.add_node("force_final", force_final)
-    graph.add_node("finish", finish)
-    graph.add_edge(START, "ask")
-    graph.add_conditional_edges("ask", after_ask)
-    graph.add_edge("retrieve_follow_up", "answer_follow_up")
-    graph.add_edge("answer_follow_up", "ask")
-    graph.add_edge("force_final", "finish")
+    if cfg.variant == "flashrag":
+        graph.add_node("retrieve", retrieve)
+        graph.add_node("generate", generate)
+        graph.add_node("retrieve_follow_up", retrieve_follow_up)
+        graph.add_node("finish", finish_flashrag)
+        graph.add_edge(START, "retrieve")
+        graph.add_edge("retrieve", "generate" if cfg.max_iterations else "finish")  # FlashRAG: range(max_iter)
+        graph.add_conditional_edges("generate", after_generate)
+        graph.add_edge("retrieve_follow_up", "generate")
+        limit = 2 * cfg.max_iterations + 10
+    else:
+        graph.add_node("ask", ask)
+        graph.add_node("retrieve_follow_up", retrieve_follow_up)
+        graph.add_node("answer_follow_up", answer_follow_up)
+        graph.add_node("force_final", force_final)
+        graph.add_node("finish", finish_reader)
+        graph.add_edge(START, "ask")
+        graph.add_conditional_edges("ask", after_ask)
+        graph.add_edge("retrieve_follow_up", "answer_follow_up")
+        graph.add_edge("answer_follow_up", "ask")
+        graph.add_edge("force_final", "finish")
+        limit = 3 * cfg.max_iterations + 10
     graph.add_edge("finish", END)
-    return graph.compile(name="self_ask").with_config(recursion_limit=3 * cfg.max_iterations + 10)
+    return graph.compile(name="self_ask").with_config(recursion_limit=limit)
