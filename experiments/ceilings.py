@@ -535,3 +535,36 @@ def ceilings_json(ceilings: Sequence[Ceiling], *, per_question: bool = True) -> 
             d.pop("per_question")
         rows.append(d)
     return {"note": UPPER_BOUND_NOTE, "ceilings": rows}
+
+
+# -- report hook -------------------------------------------------------------------------
+
+
+def report_ceilings(cfg: Mapping[str, Any], samples: Sequence[Any], summary: list[dict[str, Any]], folder: Path) -> list[Ceiling]:
+    """``longctx report``'s hook: when the run's samples name evidence, add each strategy's ceiling.
+
+    Adds ``ceiling`` (complete-evidence share, in percent like the scores) to each summary
+    row whose strategy has a rule, and writes ``ceilings.md`` / ``ceilings.json`` into
+    ``folder``. Returns the ceilings (empty when no sample names evidence).
+    """
+    if not any((getattr(s, "evidence_doc_ids", None) or dict(getattr(s, "metadata", {}) or {}).get("evidence_doc_ids")) for s in samples):
+        return []
+    names = [n for n in cfg.get("strategies", []) if n in RULES and n in STRATEGIES.names()]
+    if not names:
+        return []
+    options = {k: v for k, v in dict(cfg.get("strategy_options") or {}).items() if k in names}
+    ceilings = compute_ceilings(samples, names, options)
+    by_name = {c.strategy: c for c in ceilings}
+    for row in summary:
+        c = by_name.get(row["strategy"])
+        if c is not None and c.complete_share is not None:
+            items = list(row.items())  # the ceiling goes right after the score
+            row.clear()
+            for key, value in items:
+                row[key] = value
+                if key == "score":
+                    row["ceiling"] = round(100 * c.complete_share, 1)
+            row.setdefault("ceiling", round(100 * c.complete_share, 1))
+    (folder / "ceilings.md").write_text(format_table(ceilings, title=str(cfg.get("benchmark", ""))))
+    (folder / "ceilings.json").write_text(json.dumps(ceilings_json(ceilings), indent=2))
+    return ceilings

@@ -182,6 +182,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     print(f"# {result['benchmark']}\n")
     print((folder / "summary.md").read_text())
     print((folder / "by_length.md").read_text())
+    if (folder / "ceilings.md").exists():
+        print((folder / "ceilings.md").read_text())
     print(f"Tables, scores.json and plots in {folder}")
     return 0
 
