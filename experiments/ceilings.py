@@ -290,7 +290,12 @@ def _full_context_spans(cfg: Any, item: Item, env: Env) -> tuple[list[tuple[str,
     Mirrors :func:`graphs.full_context.truncate_prompt` (tests check the kept text equals it).
     """
     from graphs.full_context import _CHARS_PER_TOKEN_BOUND
-    from graphs.prompts import DOCUMENT_TEMPLATE, FULL_CONTEXT_TEMPLATE, fill, format_documents
+    from graphs.prompts import (
+        DOCUMENT_TEMPLATE,
+        FULL_CONTEXT_TEMPLATE,
+        fill,
+        format_documents,
+    )
 
     window = cfg.context_window or cfg.default_context_window
     budget = window - cfg.max_new_tokens - cfg.prompt_reserve_tokens

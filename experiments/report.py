@@ -89,7 +89,7 @@ def _add_ceilings(cfg: dict[str, Any], samples: list[Any], summary: list[dict[st
 
     try:
         report_ceilings(cfg, samples, summary, report)
-    except Exception as exc:  # a ceiling is a bonus column: never lose the report over it
+    except (ValueError, TypeError, KeyError, OSError, RuntimeError) as exc:  # a bonus column: never lose the report over it
         import logging
 
         logging.getLogger(__name__).warning("Evidence ceilings skipped: %s", exc)

@@ -8,17 +8,16 @@ import json
 import pytest
 
 from experiments.ceilings import (
+    RULES,
     UPPER_BOUND_NOTE,
     Env,
     Item,
-    RULES,
     _full_context_spans,
     compute_ceilings,
     format_table,
     full_context_ceiling,
     memagent_ceiling,
     pai_ceiling,
-    rag_ceiling,
     self_ask_ceiling,
 )
 from experiments.synth.records import Record, render_records

@@ -20,8 +20,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-from experiments.ceilings import UPPER_BOUND_NOTE, ceilings_json, compute_ceilings, format_table
-from experiments.synth import TIERS, NeedleConfig, SynthConfig, generate, load_samples, parse_tokens
+from experiments.ceilings import (
+    UPPER_BOUND_NOTE,
+    ceilings_json,
+    compute_ceilings,
+    format_table,
+)
+from experiments.synth import (
+    TIERS,
+    NeedleConfig,
+    SynthConfig,
+    generate,
+    load_samples,
+    parse_tokens,
+)
 
 
 def tier_folder(root: Path, tier: str, domain: str, seed: int) -> tuple[Path, float | None]:
