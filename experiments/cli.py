@@ -94,6 +94,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--judge", help="chat model spec for LLM-judged benchmarks (Loong; CorpusQA)")
     p.add_argument("--no-plots", action="store_true")
 
+    p = sub.add_parser(
+        "ceilings", help="evidence ceilings per strategy, LLM-free (upper bounds, not accuracies)",
+        description="Share of questions whose complete evidence can reach each strategy's final call (see docs/ceilings.md).",
+    )
+    p.add_argument("data", help="a 'longctx synth' folder, or a benchmark's data folder with --benchmark")
+    p.add_argument("--benchmark", help="benchmark whose samples name evidence_doc_ids (default: synth)")
+    p.add_argument("--strategies", help="comma-separated strategy names (default: every one with a rule)")
+    p.add_argument("--option", action="append", default=[], metavar="STRATEGY.KEY=JSON", help="strategy option, e.g. rag.top_k=50")
+    p.add_argument("--gold-sub-questions", action="store_true", help="self_ask / pai follow-ups are the gold sub-questions")
+    p.add_argument("--tokenizer", help="memagent / full_context tokenizer: cl100k (default) or a local Hugging Face tokenizer")
+    p.add_argument("--limit", type=int, help="first N questions only")
+    p.add_argument("--cache-dir", help="index cache root (default $LONGCTX_CACHE_DIR or ~/.cache/longctx)")
+    p.add_argument("--json", action="store_true", help="print JSON (with per-question reach)")
+
     p = sub.add_parser("demo", help="compare every strategy on a small synthetic corpus, offline", description="Run the demo comparison.")
     p.add_argument("--out", default="runs/demo", help="result folder (default runs/demo); rerunning resumes")
     p.add_argument("--llm", help="chat model spec (default: the embedded model)")
@@ -171,6 +185,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     print(f"# {result['benchmark']}\n")
     print((folder / "summary.md").read_text())
     print((folder / "by_length.md").read_text())
+    if (folder / "ceilings.md").exists():
+        print((folder / "ceilings.md").read_text())
     print(f"Tables, scores.json and plots in {folder}")
     return 0
 
@@ -242,6 +258,31 @@ def cmd_synth(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_ceilings(args: argparse.Namespace) -> int:
+    """Compute and print the evidence ceilings of a data folder."""
+    from experiments.ceilings import ceilings_json, compute_ceilings, format_table, load_tokenizer
+
+    if args.benchmark:
+        from experiments.benchmarks import load_benchmark
+
+        samples = load_benchmark(args.benchmark, args.data)
+    else:
+        from experiments.synth import load_samples
+
+        samples = load_samples(args.data)
+    samples = samples[: args.limit] if args.limit else samples
+    strategies = [s.strip() for s in args.strategies.split(",") if s.strip()] if args.strategies else None
+    ceilings = compute_ceilings(
+        samples, strategies, _parse_options(args.option), gold_sub_questions=args.gold_sub_questions,
+        tokenizer=load_tokenizer(args.tokenizer), cache_dir=args.cache_dir,
+    )
+    if args.json:
+        print(json.dumps(ceilings_json(ceilings), indent=2))
+    else:
+        print(format_table(ceilings, title=str(args.data)))
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     """Run the demo and print its comparison table."""
     result = run_demo(args.out, llm=args.llm, questions=args.questions, tokens=args.tokens)
@@ -256,7 +297,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``longctx`` console script."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    commands = {"answer": cmd_answer, "index": cmd_index, "run": cmd_run, "report": cmd_report, "synth": cmd_synth, "demo": cmd_demo}
+    commands = {"answer": cmd_answer, "index": cmd_index, "run": cmd_run, "report": cmd_report, "synth": cmd_synth, "demo": cmd_demo,
+                "ceilings": cmd_ceilings}
     try:
         return commands[args.command](args)
     except (CorpusError, ChatModelError, KeyError, TypeError, ValueError, RayNotInstalledError, LockHeld) as exc:

@@ -3,7 +3,9 @@
 ``longctx report DIR`` writes into ``DIR/report/``: ``summary.md`` / ``summary.csv``
 (one row per strategy: official headline score, failures, mean calls, tokens and
 seconds per answer), ``by_length.md`` / ``by_length.csv`` (mean per-sample score by
-corpus-length bucket), ``scores.json`` (every strategy's full official aggregation), and
+corpus-length bucket), ``scores.json`` (every strategy's full official aggregation),
+``ceilings.md`` / ``ceilings.json`` and a ``ceiling`` summary column when the samples name
+their evidence (upper bounds, see ``experiments.ceilings``), and
 two PNG plots: accuracy vs context length, and accuracy vs tokens spent.
 """
 
@@ -68,6 +70,7 @@ def build_report(out: str | Path, *, samples: Sequence[Any] | None = None, judge
     report = out / "report"
     report.mkdir(exist_ok=True)
     summary = [_summary_row(benchmark, name, d, by_id) for name, d in per_strategy.items()]
+    _add_ceilings(cfg, samples, summary, report)
     by_length = _by_length(per_strategy)
     _write_table(report / "summary", summary)
     _write_table(report / "by_length", by_length)
@@ -78,6 +81,18 @@ def build_report(out: str | Path, *, samples: Sequence[Any] | None = None, judge
         plot_accuracy_vs_length(by_length, report / "accuracy_vs_length.png", title=benchmark)
         plot_accuracy_vs_tokens(summary, report / "accuracy_vs_tokens.png", title=benchmark)
     return {"benchmark": benchmark, "summary": summary, "by_length": by_length, "folder": str(report)}
+
+
+def _add_ceilings(cfg: dict[str, Any], samples: list[Any], summary: list[dict[str, Any]], report: Path) -> None:
+    """Evidence ceilings beside accuracy when the samples name their evidence (``experiments.ceilings``)."""
+    from experiments.ceilings import report_ceilings
+
+    try:
+        report_ceilings(cfg, samples, summary, report)
+    except (ValueError, TypeError, KeyError, OSError, RuntimeError) as exc:  # a bonus column: never lose the report over it
+        import logging
+
+        logging.getLogger(__name__).warning("Evidence ceilings skipped: %s", exc)
 
 
 def _reload(cfg: dict[str, Any]) -> list[Any]:
