@@ -56,8 +56,12 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from experiments.synth.records import load_records, render_records
+from graphs import full_context, pai, rag
+from graphs.context import StrategyContext
+from graphs.pai.graph import pack, plan_judging
 from graphs.registry import STRATEGIES
-from graphs.types import StrategyContext
+from graphs.self_ask.graph import retrieve_follow_up
 from retrieval import Corpus, tokens
 
 #: Printed and stored with every ceiling table.
@@ -147,8 +151,6 @@ class Env:
 
 def items_from_samples(samples: Iterable[Any]) -> list[Item]:
     """Questions that name their evidence (``evidence_doc_ids`` attribute or metadata), with synth records when known."""
-    from experiments.synth.records import load_records
-
     records_by_path: dict[str, dict] = {}
     out = []
     for s in samples:
@@ -196,8 +198,6 @@ def _queries(item: Item, env: Env, cap: int) -> list[str]:
 
 def rag_ceiling(cfg: Any, item: Item, env: Env) -> Reach:
     """RAG: evidence documents among the chunks the ``retrieve`` node returns; all of them are packed."""
-    from graphs import rag
-
     index = _index(cfg, item.corpus, env)
     hits = rag.retrieve({"question": item.question}, _ctx(cfg, item.corpus, index))["hits"]
     packed = rag.order_hits(hits, cfg.order)  # the prompt holds every hit: nothing is dropped
@@ -227,14 +227,12 @@ def self_route_fallback(cfg: Any, item: Item, env: Env) -> tuple[str, Reach | No
 
 def self_ask_ceiling(cfg: Any, item: Item, env: Env) -> Reach:
     """Self-Ask: union of the documents ``retrieve_follow_up`` returns for each follow-up (capped at ``max_iterations``)."""
-    from graphs import self_ask
-
     index = _index(cfg, item.corpus, env)
     runtime = _ctx(cfg, item.corpus, index)
     seen: list = []
     docs: set[str] = set()
     for query in _queries(item, env, max(cfg.max_iterations, 1)):
-        out = self_ask.retrieve_follow_up({"follow_up": query, "hits": seen}, runtime)
+        out = retrieve_follow_up({"follow_up": query, "hits": seen}, runtime)
         seen = seen + out["hits"]
         docs.update(h.chunk.doc_id for h in out["follow_up_hits"])
     return _reach(item.evidence, docs)
@@ -242,12 +240,10 @@ def self_ask_ceiling(cfg: Any, item: Item, env: Env) -> Reach:
 
 def pai_ceiling(cfg: Any, item: Item, env: Env) -> Reach:
     """PAI / PAI-: perfect judges keep one chunk per evidence document among ``plan_judging``'s candidates, packed per sub-question."""
-    from graphs import pai
-
     mode = pai.choose_mode(cfg, item.corpus.num_tokens)
     index = _index(cfg, item.corpus, env) if mode == "prefilter" else None
     subs = [{"text": q} for q in _queries(item, env, cfg.max_items)]
-    plan = pai.plan_judging({"sub_questions": subs}, _ctx(cfg, item.corpus, index))
+    plan = plan_judging({"sub_questions": subs}, _ctx(cfg, item.corpus, index))
     wanted = set(item.evidence)
     docs: set[str] = set()
     for candidates in plan["candidates"]:
@@ -255,7 +251,7 @@ def pai_ceiling(cfg: Any, item: Item, env: Env) -> Reach:
         for hit in sorted(candidates, key=lambda h: (h.chunk.doc_index, h.chunk.position)):
             if hit.chunk.doc_id in wanted and hit.chunk.doc_id not in kept:
                 kept[hit.chunk.doc_id] = hit.chunk
-        packed, _ = pai.pack(list(kept.values()), cfg.sub_answer_context_tokens)
+        packed, _ = pack(list(kept.values()), cfg.sub_answer_context_tokens)
         docs.update(c.doc_id for c in packed)
     return _reach(item.evidence, docs)
 
@@ -266,8 +262,6 @@ class _Skip(Exception):
 
 def memagent_ceiling(cfg: Any, item: Item, env: Env) -> Reach:
     """MemAgent: the records (in corpus order) whose minimal rendering fits the ``max_new_tokens`` memory."""
-    from experiments.synth.records import render_records
-
     if item.records is None:
         raise _Skip("needs the records each question reads (synthetic corpora)")
     records = list(item.records)
@@ -285,41 +279,27 @@ def memagent_ceiling(cfg: Any, item: Item, env: Env) -> Reach:
 
 
 def _full_context_spans(cfg: Any, item: Item, env: Env) -> tuple[list[tuple[str, int, int]], bool, int, int, int]:
-    """Documents' character spans in the filled prompt, whether it is truncated, and the kept head / tail / length.
+    """Documents' character spans in the prompt the strategy builds (the benchmark's official
+    one when the question carries it), whether it is truncated, and the kept head / tail / length.
 
-    Mirrors :func:`graphs.full_context.truncate_prompt` (tests check the kept text equals it).
+    Uses the strategy's own functions (``untruncated_prompt``, ``input_budget``,
+    ``truncation_cut``), so the ceiling follows every change to the strategy.
     """
-    from graphs.full_context import _CHARS_PER_TOKEN_BOUND
-    from graphs.prompts import (
-        DOCUMENT_TEMPLATE,
-        FULL_CONTEXT_TEMPLATE,
-        fill,
-        format_documents,
-    )
-
     window = cfg.context_window or cfg.default_context_window
-    budget = window - cfg.max_new_tokens - cfg.prompt_reserve_tokens
-    if budget <= 0:
-        raise ValueError(f"Context window {window} leaves no room for input after {cfg.max_new_tokens} output tokens")
-    docs = item.corpus.documents
-    prompt = fill(FULL_CONTEXT_TEMPLATE, format_documents(docs), item.question)
-    pos = FULL_CONTEXT_TEMPLATE.index("{context}")
-    spans = []
-    for i, d in enumerate(docs, 1):
-        n = len(DOCUMENT_TEMPLATE.format(number=i, title=d.title, text=d.text.strip()))
-        spans.append((d.doc_id, pos, pos + n))
-        pos += n + 2
-    length = len(prompt)
-    bound = _CHARS_PER_TOKEN_BOUND * budget
-    if length > 2 * bound:
-        half = budget // 2
-        head, tail = env.encode(prompt[:bound]), env.encode(prompt[-bound:])
-        return spans, True, len(env.decode(head[:half])), len(env.decode(tail[len(tail) - half :])), length
-    ids = env.encode(prompt)
-    if len(ids) <= budget:
-        return spans, False, length, 0, length
-    half = budget // 2
-    return spans, True, len(env.decode(ids[:half])), len(env.decode(ids[len(ids) - half :])), length
+    budget = full_context.input_budget(window, item.question, cfg)
+    prompt, _ = full_context.untruncated_prompt(item.corpus, item.question, cfg)
+    spans, pos = [], 0
+    for d in item.corpus.documents:  # documents appear in corpus order, each text verbatim
+        body = d.text.strip()
+        start = prompt.find(body, pos) if body else -1
+        if start < 0:
+            continue
+        spans.append((d.doc_id, start, start + len(body)))
+        pos = start + len(body)
+    cut = full_context.truncation_cut(prompt, budget, env.encode, env.decode)
+    if cut is None:
+        return spans, False, len(prompt), 0, len(prompt)
+    return spans, True, cut[0], cut[1], len(prompt)
 
 
 def full_context_ceiling(cfg: Any, item: Item, env: Env) -> Reach:
@@ -359,9 +339,7 @@ def describe_rule(name: str, cfg: Any, env: Env, corpus_tokens: int | None = Non
         q = f"<= {cfg.max_iterations} gold sub-questions" if gold else "the question"
         return f"evidence docs in the top-{cfg.top_k} {cfg.retriever} chunks ({cfg.chunk_size} {cfg.chunk_unit}) for {q}"
     if name in ("pai", "pai_minus"):
-        from graphs.pai import choose_mode
-
-        mode = choose_mode(cfg, corpus_tokens) if corpus_tokens is not None else cfg.judge_mode
+        mode = pai.choose_mode(cfg, corpus_tokens) if corpus_tokens is not None else cfg.judge_mode
         what = "every chunk judged" if mode == "exhaustive" else f"top-{cfg.top_k} {cfg.retriever} candidates"
         q = f"<= {cfg.max_items} gold sub-questions" if gold else "the question"
         return f"{mode}: {what} for {q}; perfect judges; <= {cfg.sub_answer_context_tokens} tokens packed per sub-question"
@@ -459,9 +437,7 @@ def _one(name: str, cfg: Any, items: list[Item], env: Env) -> Ceiling:
             by.setdefault(item.difficulty, []).append(r.complete)
     ceiling.by_difficulty = {d: sum(v) / len(v) for d, v in sorted(by.items())}
     if name in ("pai", "pai_minus"):
-        from graphs.pai import choose_mode
-
-        ceiling.detail["judge_mode"] = sorted({choose_mode(cfg, i.corpus.num_tokens) for i in items})
+        ceiling.detail["judge_mode"] = sorted({pai.choose_mode(cfg, i.corpus.num_tokens) for i in items})
     if name == "self_route":
         routed, legs = [], {}
         for item, r in zip(items, reaches):

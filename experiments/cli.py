@@ -10,9 +10,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from agents import STRATEGIES, ChatModelError, Corpus, Question, answer, index_for, make_chat_model
+from experiments.benchmarks import load_benchmark
+from experiments.ceilings import ceilings_json, compute_ceilings, format_table, load_tokenizer
 from experiments.demo import run_demo
 from experiments.runner import RunConfig, run_experiment
-from experiments.synth import NeedleConfig, SynthConfig, generate, get_domain, parse_tokens
+from experiments.synth import NeedleConfig, SynthConfig, generate, get_domain, load_samples, parse_tokens
 from retrieval import RETRIEVERS, CorpusError
 from retrieval.locks import LockHeld
 from retrieval.ray_support import RayNotInstalledError
@@ -260,16 +262,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
 
 def cmd_ceilings(args: argparse.Namespace) -> int:
     """Compute and print the evidence ceilings of a data folder."""
-    from experiments.ceilings import ceilings_json, compute_ceilings, format_table, load_tokenizer
-
-    if args.benchmark:
-        from experiments.benchmarks import load_benchmark
-
-        samples = load_benchmark(args.benchmark, args.data)
-    else:
-        from experiments.synth import load_samples
-
-        samples = load_samples(args.data)
+    samples = load_benchmark(args.benchmark, args.data) if args.benchmark else load_samples(args.data)
     samples = samples[: args.limit] if args.limit else samples
     strategies = [s.strip() for s in args.strategies.split(",") if s.strip()] if args.strategies else None
     ceilings = compute_ceilings(

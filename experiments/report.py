@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.benchmarks import load_benchmark, score
+from experiments.ceilings import report_ceilings
 from experiments.runner import MANIFEST_FILE, latest_rows, read_rows
 from experiments.synth import retrieval_recall
 
@@ -85,8 +86,6 @@ def build_report(out: str | Path, *, samples: Sequence[Any] | None = None, judge
 
 def _add_ceilings(cfg: dict[str, Any], samples: list[Any], summary: list[dict[str, Any]], report: Path) -> None:
     """Evidence ceilings beside accuracy when the samples name their evidence (``experiments.ceilings``)."""
-    from experiments.ceilings import report_ceilings
-
     try:
         report_ceilings(cfg, samples, summary, report)
     except (ValueError, TypeError, KeyError, OSError, RuntimeError) as exc:  # a bonus column: never lose the report over it

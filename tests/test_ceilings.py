@@ -22,8 +22,8 @@ from experiments.ceilings import (
 )
 from experiments.synth.records import Record, render_records
 from graphs.registry import STRATEGIES
-from graphs.types import Question
 from retrieval import Corpus, tokens
+from retrieval.contract import Question
 
 TOPICS = {
     "Harbour": "The harbour authority repainted the lighthouse and inspected the breakwater.",
@@ -132,8 +132,8 @@ def test_full_context_rule_keeps_the_documents_inside_the_truncated_window(corpu
 
 @pytest.mark.parametrize("window", [700, 1_200, 100_000])
 def test_full_context_rule_mirrors_the_strategys_own_truncation(corpus, window):
-    from graphs.full_context import truncate_prompt
-    from graphs.prompts import FULL_CONTEXT_TEMPLATE, fill, format_documents
+    from graphs.full_context import FULL_CONTEXT_TEMPLATE, truncate_prompt
+    from graphs.prompts import fill, format_documents
 
     c = cfg("full_context", context_window=window)
     it = item(corpus, "q?", ["0"])
@@ -142,7 +142,7 @@ def test_full_context_rule_mirrors_the_strategys_own_truncation(corpus, window):
     expected, was_truncated = truncate_prompt(prompt, window - c.max_new_tokens - c.prompt_reserve_tokens, tokens.encode, tokens.decode)
     assert truncated == was_truncated and length == len(prompt)
     assert (prompt[:head] + prompt[length - tail :] if truncated else prompt) == expected
-    assert all(prompt[s:e].startswith(f"Document {i}: ") for i, (_, s, e) in enumerate(spans, 1))
+    assert [prompt[s:e] for _, s, e in spans] == [d.text.strip() for d in corpus.documents]
 
 
 def test_structured_is_skipped_unless_registered(corpus):

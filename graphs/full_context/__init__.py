@@ -1,7 +1,15 @@
 """The full-context baseline: the whole corpus in one prompt, middle-truncated to the window."""
 
 from graphs.full_context.config import FullContextConfig
-from graphs.full_context.graph import FullContextPrompt, build_graph, full_context_prompt, truncate_prompt
+from graphs.full_context.graph import (
+    FullContextPrompt,
+    build_graph,
+    full_context_prompt,
+    input_budget,
+    truncate_prompt,
+    truncation_cut,
+    untruncated_prompt,
+)
 from graphs.full_context.prompts import FULL_CONTEXT_TEMPLATE, PROMPTS_VERSION
 
-__all__ = ["FULL_CONTEXT_TEMPLATE", "PROMPTS_VERSION", "FullContextConfig", "FullContextPrompt", "build_graph", "full_context_prompt", "truncate_prompt"]
+__all__ = ["FULL_CONTEXT_TEMPLATE", "PROMPTS_VERSION", "FullContextConfig", "FullContextPrompt", "build_graph", "full_context_prompt", "input_budget", "truncate_prompt", "truncation_cut", "untruncated_prompt"]

@@ -27,7 +27,7 @@ from retrieval import middle_truncate
 from retrieval.contract import Corpus, Question, Step
 
 #: Characters kept per side before tokenizing a huge prompt; no tokenizer packs 16 chars per token.
-_CHARS_PER_TOKEN_BOUND = 16
+CHARS_PER_TOKEN_BOUND = 16
 
 
 class FullContextState(TypedDict, total=False):
@@ -40,6 +40,24 @@ class FullContextState(TypedDict, total=False):
     steps: Annotated[list[Step], operator.add]
 
 
+def truncation_cut(
+    prompt: str, max_tokens: int, encode: Callable[[str], list[int]], decode: Callable[[list[int]], str]
+) -> tuple[int, int] | None:
+    """Characters of ``prompt`` that :func:`truncate_prompt` keeps at the head and at the tail,
+    or ``None`` when the prompt fits (for measuring what reaches the model without a call)."""
+    bound = CHARS_PER_TOKEN_BOUND * max_tokens
+    if len(prompt) > 2 * bound:
+        half = max_tokens // 2
+        head, tail = encode(prompt[:bound]), encode(prompt[-bound:])
+        return len(decode(head[:half])), len(decode(tail[len(tail) - half :]))
+    ids = encode(prompt)
+    if len(ids) <= max_tokens:
+        return None
+    kept = middle_truncate(ids, max_tokens)
+    half = len(kept) // 2
+    return len(decode(kept[:half])), len(decode(kept[half:]))
+
+
 def truncate_prompt(
     prompt: str, max_tokens: int, encode: Callable[[str], list[int]], decode: Callable[[list[int]], str]
 ) -> tuple[str, bool]:
@@ -49,7 +67,7 @@ def truncate_prompt(
     tokenized: a slice of ``16 * max_tokens`` characters per side always holds more than
     half the budget in tokens, so the result equals tokenizing everything.
     """
-    bound = _CHARS_PER_TOKEN_BOUND * max_tokens
+    bound = CHARS_PER_TOKEN_BOUND * max_tokens
     if len(prompt) > 2 * bound:
         half = max_tokens // 2
         head, tail = encode(prompt[:bound]), encode(prompt[-bound:])
@@ -89,19 +107,27 @@ def input_budget(window: int, question: Question, cfg: FullContextConfig) -> int
     return budget
 
 
+def untruncated_prompt(corpus: Corpus, question: Question, cfg: FullContextConfig) -> tuple[str, bool]:
+    """The whole prompt before truncation, and whether it is the benchmark's official one."""
+    official = question.protocol.prompt if question.protocol and cfg.prompt == "benchmark" else None
+    if official is not None:
+        return official(), True
+    return fill(FULL_CONTEXT_TEMPLATE, format_documents(corpus.documents), question), False
+
+
 def full_context_prompt(corpus: Corpus, question: Question, llm: BaseChatModel, cfg: FullContextConfig) -> FullContextPrompt:
     """The benchmark's official prompt when the question carries one (else our template with
     every document), middle-truncated to the input budget in the model's tokens.
 
-    A pure function of its inputs, shared by this strategy and Self-Route's full-context leg.
+    A pure function of its inputs, shared by this strategy, Self-Route's full-context leg
+    and the evidence ceilings.
     """
     window = cfg.context_window or context_window(llm, cfg.default_context_window)
     budget = input_budget(window, question, cfg)
-    official = question.protocol.prompt if question.protocol and cfg.prompt == "benchmark" else None
-    prompt = official() if official else fill(FULL_CONTEXT_TEMPLATE, format_documents(corpus.documents), question)
+    prompt, official = untruncated_prompt(corpus, question, cfg)
     encode, decode = prompt_codec(llm)
     text, truncated = truncate_prompt(prompt, budget, encode, decode)
-    return FullContextPrompt(text=text, context_window=window, max_input_tokens=budget, truncated=truncated, official=official is not None)
+    return FullContextPrompt(text=text, context_window=window, max_input_tokens=budget, truncated=truncated, official=official)
 
 
 def build_prompt(state: FullContextState, runtime: Runtime[StrategyContext]) -> dict:
