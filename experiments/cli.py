@@ -8,6 +8,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from agents import STRATEGIES, ChatModelError, Corpus, Question, answer, index_for, make_chat_model
 from experiments.benchmarks import load_benchmark
@@ -83,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--llm", help="'embedded' (default), 'embedded:PATH.gguf' or 'openai:MODEL'")
     p.add_argument("--data", help="benchmark files folder (default $LONGCTX_DATA_DIR/<benchmark>)")
     p.add_argument("--subset", nargs="+", default=[], metavar="DATASET", help="only these datasets of the benchmark")
+    p.add_argument("--loader-option", action="append", default=[], metavar="KEY=JSON", help='benchmark loader option, e.g. lengths=["16k"] (LV-Eval)')
     p.add_argument("--limit", type=int, help="first N samples only")
     p.add_argument("--concurrency", type=int, default=2, help="answers in flight at once (default 2)")
     p.add_argument("--option", action="append", default=[], metavar="STRATEGY.KEY=JSON", help="strategy option, e.g. rag.top_k=5")
@@ -132,19 +134,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _parse_value(item: str) -> tuple[str, Any]:
+    """``"key=JSON"`` -> ``(key, value)``; a bare string value needs no quotes."""
+    key, sep, value = item.partition("=")
+    if not sep or not key:
+        raise ValueError(f"Expected KEY=VALUE, got {item!r}")
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value
+
+
 def _parse_options(items: list[str]) -> dict[str, dict]:
     """``["rag.top_k=5", 'rag.retriever="dense"']`` -> ``{"rag": {"top_k": 5, "retriever": "dense"}}``."""
     options: dict[str, dict] = {}
     for item in items:
-        key, sep, value = item.partition("=")
-        strategy, dot, field = key.partition(".")
-        if not sep or not dot:
+        strategy, dot, field = item.partition("=")[0].partition(".")
+        if "=" not in item or not dot:
             raise ValueError(f"--option must look like STRATEGY.KEY=VALUE, got {item!r}")
-        try:
-            parsed = json.loads(value)
-        except json.JSONDecodeError:
-            parsed = value  # bare strings need no quotes
-        options.setdefault(strategy, {})[field] = parsed
+        options.setdefault(strategy, {})[field] = _parse_value(item)[1]
     return options
 
 
@@ -159,6 +167,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         limit=args.limit,
         concurrency=args.concurrency,
         strategy_options=_parse_options(args.option),
+        loader_options={k: v for k, v in (_parse_value(item) for item in args.loader_option)},
         llm_cache=not args.no_llm_cache,
     )
     if args.ray is not None:

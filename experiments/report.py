@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.benchmarks import load_benchmark, score
+from experiments.benchmarks import score
 from experiments.ceilings import report_ceilings
-from experiments.runner import MANIFEST_FILE, latest_rows, read_rows
+from experiments.runner import MANIFEST_FILE, latest_rows, read_rows, run_samples
 from experiments.synth import retrieval_recall
 
 #: Corpus-length buckets (tokens) for accuracy-vs-length; CorpusQA's tiers fall one per bucket.
@@ -55,7 +55,7 @@ def build_report(out: str | Path, *, samples: Sequence[Any] | None = None, judge
     manifest = json.loads((out / MANIFEST_FILE).read_text())
     cfg = manifest["config"]
     benchmark = cfg["benchmark"]
-    samples = list(samples) if samples is not None else _reload(cfg)
+    samples = list(samples) if samples is not None else run_samples(cfg)
     by_id = {s.sample_id: s for s in samples}
     rows = [r for r in latest_rows(read_rows(out)).values() if r["sample_id"] in by_id]
     options = {"judge": judge} if judge is not None else {}
@@ -92,12 +92,6 @@ def _add_ceilings(cfg: dict[str, Any], samples: list[Any], summary: list[dict[st
         import logging
 
         logging.getLogger(__name__).warning("Evidence ceilings skipped: %s", exc)
-
-
-def _reload(cfg: dict[str, Any]) -> list[Any]:
-    options = {"datasets": list(cfg["datasets"])} if cfg.get("datasets") else {}
-    samples = load_benchmark(cfg["benchmark"], cfg.get("data_path"), **options)
-    return samples[: cfg["limit"]] if cfg.get("limit") else samples
 
 
 def _mean(values: Sequence[float]) -> float | None:

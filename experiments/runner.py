@@ -79,6 +79,8 @@ class RunConfig:
         concurrency: (sample, strategy) pairs in flight at once.
         strategy_options: Per-strategy config overrides, e.g. ``{"rag": {"top_k": 5}}``.
         llm_cache: Replay temperature-0 calls from ``<out>/llm_cache.sqlite``.
+        loader_options: Options of the benchmark's loader, e.g. ``{"lengths": ["16k"]}`` for
+            LV-Eval or ``{"seed": 1}`` for Loong.
     """
 
     benchmark: str
@@ -90,6 +92,7 @@ class RunConfig:
     concurrency: int = 2
     strategy_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     llm_cache: bool = True
+    loader_options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.strategies:
@@ -167,9 +170,17 @@ def _run_locked(config: RunConfig, out: Path, llm: Any, samples: Any, show_progr
 def select_samples(config: RunConfig, samples: Sequence[Any] | None) -> list[Any]:
     """The run's samples: preloaded ones, or the benchmark's, cut to ``config.limit``."""
     if samples is None:
-        options = {"datasets": list(config.datasets)} if config.datasets else {}
-        samples = load_benchmark(config.benchmark, config.data_path, **options)
+        return run_samples(dataclasses.asdict(config))
     return list(samples)[: config.limit] if config.limit else list(samples)
+
+
+def run_samples(config: Mapping[str, Any]) -> list[Any]:
+    """The samples a run's config (a :class:`RunConfig` as a dict, e.g. from its manifest) selects."""
+    options = dict(config.get("loader_options") or {})
+    if config.get("datasets"):
+        options["datasets"] = list(config["datasets"])
+    samples = load_benchmark(config["benchmark"], config.get("data_path"), **options)
+    return samples[: config["limit"]] if config.get("limit") else samples
 
 
 def plan_run(out: Path, config: RunConfig, chat: BaseChatModel, samples: list[Any]) -> tuple[list, dict[str, int], int]:
