@@ -11,6 +11,10 @@
   that is not JSON, an empty ``choices`` list) are retried the same way, up to
   ``$LONGCTX_MAX_RETRIES`` times. Whatever still fails becomes a :class:`ChatModelError`
   naming the server, the HTTP status and the retries made (:func:`as_chat_model_error`).
+
+Every spec takes ``tokenizer=`` (or ``$LONGCTX_TOKENIZER``): which tokenizer counts for
+the model (``"auto"``, ``"model"``, ``"hf:PATH"``, ``"server"``, ``"tiktoken:o200k_base"``,
+``"cl100k"``; see :func:`graphs.llm.set_tokenizer`).
 """
 
 from __future__ import annotations
@@ -32,8 +36,9 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ConfigDict, PrivateAttr
 
-from graphs.llm import model_id
+from graphs.llm import model_id, set_tokenizer
 from retrieval.contract import Registry
+from retrieval.tokenizers import TokenizerError
 
 DEFAULT_LLM = "embedded"
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
@@ -255,15 +260,26 @@ def make_chat_model(spec: str | BaseChatModel | None = None, **options: Any) -> 
     Args:
         spec: ``"embedded"``, ``"embedded:PATH.gguf"``, ``"openai:MODEL"``, ``"<provider>:<arg>"``
             of a registered provider, or a LangChain chat model.
-        **options: Passed to the model constructor (e.g. ``n_ctx=4096``, ``timeout=60``).
+        **options: Passed to the model constructor (e.g. ``n_ctx=4096``, ``timeout=60``), except
+            ``tokenizer`` (default ``$LONGCTX_TOKENIZER`` or ``"auto"``): the tokenizer every
+            count for this model uses, validated here (see :func:`graphs.llm.set_tokenizer`).
     """
+    tokenizer = options.pop("tokenizer", None) or os.environ.get("LONGCTX_TOKENIZER")
     if isinstance(spec, BaseChatModel):
-        return spec
+        return with_tokenizer(spec, tokenizer) if tokenizer else spec
     spec = spec or os.environ.get("LONGCTX_LLM") or DEFAULT_LLM
     kind, _, arg = spec.partition(":")
     if kind not in CHAT_MODELS:
         raise ChatModelError(f"Unknown chat model spec {spec!r}; use {', '.join(repr(n + ':...') for n in CHAT_MODELS.names())} (e.g. 'embedded', 'openai:MODEL').")
-    return CHAT_MODELS.get(kind)(arg, **options)
+    return with_tokenizer(CHAT_MODELS.get(kind)(arg, **options), tokenizer)
+
+
+def with_tokenizer(llm: BaseChatModel, tokenizer: str | None) -> BaseChatModel:
+    """``llm`` with its tokenizer choice set (``None``/``"auto"``: the default order), or a :class:`ChatModelError`."""
+    try:
+        return set_tokenizer(llm, tokenizer)
+    except TokenizerError as exc:
+        raise ChatModelError(str(exc)) from exc
 
 
 @CHAT_MODELS.register("embedded")

@@ -34,6 +34,7 @@ from agents.chat_models import describe
 from agents.llm_cache import SQLiteLLMCache
 from experiments.benchmarks import BENCHMARKS, load_benchmark
 from graphs.config import redact_secrets
+from graphs.llm import tokenizer_manifest
 from retrieval.locks import LockHeld, describe_holder, exclusive_lock
 
 RESULTS_FILE = "results.jsonl"
@@ -338,6 +339,7 @@ def _start_manifest_locked(out: Path, config: RunConfig, chat: BaseChatModel, n_
         {
             "config": redact_secrets(json.loads(json.dumps(dataclasses.asdict(config), default=list))),
             "model": describe(chat),
+            "tokenizer": tokenizer_manifest(chat),
             "library_version": _library_version(),
             "benchmark_version": getattr(spec, "version", None),
             "python": platform.python_version(),

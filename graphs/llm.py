@@ -1,7 +1,13 @@
-"""Calling a chat model from a node, and the model facts nodes need (tokenizer, window)."""
+"""Calling a chat model from a node, and the model facts nodes need (tokenizer, window).
+
+The tokenizer is chosen once per model (see :func:`tokenizer_for` and
+:func:`retrieval.tokenizers.select_tokenizer`) and is the one every count for that model
+uses: MemAgent's chunks and memory bound, full-context truncation, usage estimates.
+"""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any
@@ -11,6 +17,10 @@ from langchain_core.messages import HumanMessage
 
 from retrieval import tokens
 from retrieval.contract import Usage
+from retrieval.tokenizers import ModelFacts, Tokenizer, select_tokenizer, validate_spec
+
+#: Key of the tokenizer spec in a chat model's ``metadata`` (set by :func:`set_tokenizer`).
+TOKENIZER_KEY = "tokenizer"
 
 
 def complete(
@@ -26,25 +36,27 @@ def complete_with_usage(
     """One call, returning the reply and its usage ``{calls, cached_calls, prompt_tokens, completion_tokens, estimated}``.
 
     Strategies that checkpoint keep usage in their state so it survives a resume; a model
-    that reports no usage is counted with cl100k and marked ``estimated``.
+    that reports no usage is counted with its tokenizer (:func:`tokenizer_for`) and marked
+    ``estimated``.
     """
     message = llm.invoke([HumanMessage(content=prompt)], max_tokens=max_tokens, temperature=temperature, stop=stop, **kwargs)
     content = message.content
     if not isinstance(content, str):
         content = "".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content)
-    return content, reply_usage(message, prompt, content)
+    return content, reply_usage(message, prompt, content, count=lambda text: tokenizer_for(llm).count(text))
 
 
-def reply_usage(message: Any, prompt: str, text: str) -> dict:
+def reply_usage(message: Any, prompt: str, text: str, *, count: Callable[[str], int] | None = None) -> dict:
     """What one reply cost, as :class:`~retrieval.contract.Usage` fields: free when replayed
-    from the LLM cache, the model's own counts when it reports them, else cl100k counts of
-    ``prompt`` and ``text`` marked ``estimated``."""
+    from the LLM cache, the model's own counts when it reports them, else ``count`` (the
+    model's tokenizer; cl100k when not given) of ``prompt`` and ``text`` marked ``estimated``."""
     meta = getattr(message, "usage_metadata", None)
     if getattr(message, "response_metadata", {}).get("cache_hit"):
         return {"llm_calls": 0, "cached_calls": 1, "prompt_tokens": 0, "completion_tokens": 0, "estimated": False}
     if meta:
         return {"llm_calls": 1, "prompt_tokens": meta.get("input_tokens", 0), "completion_tokens": meta.get("output_tokens", 0), "estimated": False}
-    return {"llm_calls": 1, "prompt_tokens": tokens.count_tokens(prompt), "completion_tokens": tokens.count_tokens(text), "estimated": True}
+    count = count or tokens.count_tokens
+    return {"llm_calls": 1, "prompt_tokens": count(prompt), "completion_tokens": count(text), "estimated": True}
 
 
 def add_usage(a: dict[str, dict] | None, b: dict[str, dict] | None) -> dict[str, dict]:
@@ -55,24 +67,90 @@ def add_usage(a: dict[str, dict] | None, b: dict[str, dict] | None) -> dict[str,
     return out
 
 
+def set_tokenizer(llm: BaseChatModel, spec: str | None) -> BaseChatModel:
+    """Make ``spec`` the tokenizer of ``llm`` (validated now; stored in ``llm.metadata``); returns ``llm``.
+
+    Specs: ``"auto"`` (the default order of :func:`~retrieval.tokenizers.select_tokenizer`),
+    ``"model"``, ``"hf:PATH"``, ``"server"`` / ``"server:<dialect>"``, ``"tiktoken:<encoding>"``,
+    ``"cl100k"``.
+
+    Raises:
+        retrieval.tokenizers.TokenizerError: An invalid spec, or an ``hf:`` / ``tiktoken:``
+            tokenizer that cannot be loaded offline.
+    """
+    normalised = validate_spec(spec)
+    if normalised != tokenizer_spec(llm):  # "auto" on a model without a choice leaves it untouched
+        llm.metadata = {**(llm.metadata or {}), TOKENIZER_KEY: normalised}
+    return llm
+
+
+def tokenizer_spec(llm: BaseChatModel) -> str:
+    """The tokenizer spec set on ``llm`` (``"auto"`` when none)."""
+    return str((getattr(llm, "metadata", None) or {}).get(TOKENIZER_KEY) or "auto")
+
+
+def model_facts(llm: BaseChatModel) -> ModelFacts:
+    """What :func:`~retrieval.tokenizers.select_tokenizer` needs to know about ``llm``."""
+    encode, decode = getattr(llm, "tokenize", None), getattr(llm, "detokenize", None)
+    key = getattr(llm, "openai_api_key", None)
+    secret = key.get_secret_value() if hasattr(key, "get_secret_value") else key
+    return ModelFacts(
+        model_id=model_id(llm),
+        model_name=str(getattr(llm, "model_name", None) or getattr(llm, "model", None) or ""),
+        base_url=getattr(llm, "openai_api_base", None),
+        api_key=secret if secret and secret != "not-needed" else None,
+        own=(encode, decode) if callable(encode) and callable(decode) else None,
+    )
+
+
+_CHOSEN: dict[tuple, Tokenizer] = {}
+_CHOSEN_LOCK = threading.Lock()
+
+
+def tokenizer_for(llm: BaseChatModel) -> Tokenizer:
+    """The one tokenizer every count for ``llm`` uses, chosen once per (spec, model, server).
+
+    The model's own tokenizer is bound to ``llm`` itself and not shared; a choice made
+    while the server did not answer is used but not remembered.
+    """
+    facts = model_facts(llm)
+    spec = tokenizer_spec(llm)
+    if facts.own is not None and spec in ("auto", "model"):
+        return select_tokenizer(spec, facts)  # a cheap wrapper around the model's own methods
+    key = (spec, facts.model_id, facts.base_url)
+    with _CHOSEN_LOCK:
+        found = _CHOSEN.get(key)
+        if found is not None:
+            return found
+        chosen = select_tokenizer(spec, facts)
+        if not chosen.provisional:
+            _CHOSEN[key] = chosen
+        return chosen
+
+
 def prompt_codec(llm: BaseChatModel) -> tuple[Callable[[str], list[int]], Callable[[list[int]], str]]:
-    """``(encode, decode)`` in the model's own tokens when it exposes them, else cl100k (see :func:`tokenizer_id`).
+    """``(encode, decode)`` in ``llm``'s tokenizer (see :func:`tokenizer_for`, labelled by :func:`tokenizer_id`).
 
     Truncating by the serving model's tokenizer matters for small windows (the embedded
-    model's 8k); for remote models cl100k is what LongBench v2 uses for GPT models.
+    model's 8k) and is what the official loops do (LongBench v2: the model's tokenizer,
+    tiktoken's encoding for GPT models).
     """
-    encode = getattr(llm, "tokenize", None)
-    decode = getattr(llm, "detokenize", None)
-    if callable(encode) and callable(decode):
-        return encode, decode
-    return tokens.encode, tokens.decode
+    tok = tokenizer_for(llm)
+    return tok.encode, tok.decode
 
 
 def tokenizer_id(llm: BaseChatModel) -> str:
-    """Which tokenizer :func:`prompt_codec` counts in for ``llm``, recorded with every answer."""
-    if callable(getattr(llm, "tokenize", None)) and callable(getattr(llm, "detokenize", None)):
-        return f"model:{model_id(llm)}"
-    return f"tiktoken:{tokens.get_encoding().name}"
+    """Which tokenizer counts for ``llm`` (``model:...``, ``hf:...``, ``server:...``,
+    ``tiktoken:...`` or ``fallback:cl100k_base``), recorded with every answer."""
+    return tokenizer_for(llm).id
+
+
+def tokenizer_manifest(llm: BaseChatModel) -> dict[str, Any]:
+    """The tokenizer entry of a run manifest: ``{"tokenizer", "fallback", "note", "spec"}``.
+
+    The runner records this once per run (``manifest["tokenizer"] = tokenizer_manifest(chat)``).
+    """
+    return {**tokenizer_for(llm).manifest(), "spec": tokenizer_spec(llm)}
 
 
 def context_window(llm: BaseChatModel, default: int) -> int:

@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 from graphs.batched import BatchedRun, run_batched_graph
 from graphs.config import redact_secrets
 from graphs.context import StrategyContext
-from graphs.llm import model_id, tokenizer_id
+from graphs.llm import model_id, tokenizer_for, tokenizer_id
 from graphs.prompts import PROMPTS_VERSION as SHARED_PROMPTS_VERSION
 from graphs.registry import BatchRun, Strategy
 from graphs.usage import UsageTracker
@@ -128,7 +128,7 @@ def evidence(hit: Hit) -> Evidence:
 
 def _run_single(spec: Strategy, graph: Any, context: StrategyContext, question: Question, callbacks: Any, effective: dict) -> Answer:
     started = time.perf_counter()
-    tracker = UsageTracker()
+    tracker = UsageTracker(count=tokenizer_for(context.llm).count)
     run_config = {
         "callbacks": with_handler(callbacks, tracker),
         "run_name": f"longctx.{spec.name}",
@@ -163,7 +163,7 @@ def _run_batch(
     effective: dict,
 ) -> list[Answer]:
     started = time.perf_counter()
-    tracker = UsageTracker()  # LangSmith and failure accounting; per-answer usage comes from the state
+    tracker = UsageTracker(count=tokenizer_for(llm).count)  # failure accounting; per-answer usage comes from the state
     progress = ChunkProgress(show_progress, f"{spec.name}: reading the corpus")
     tags = trace_tags(spec.name, questions[0]) if len(questions) == 1 else [f"strategy:{spec.name}"]
     try:

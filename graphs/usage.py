@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
@@ -17,11 +18,12 @@ class UsageTracker(BaseCallbackHandler):
     """Counts calls, failures and tokens across all chat-model calls of a run (thread-safe).
 
     Token counts come from the model's ``usage_metadata`` (OpenAI-compatible servers and
-    the embedded model report it). A model that reports none is counted with cl100k and
+    the embedded model report it). A model that reports none is counted with its tokenizer and
     the usage is flagged ``estimated``.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, count: Callable[[str], int] | None = None) -> None:
+        self.count = count  # the model's tokenizer, for replies that report no usage
         self._lock = threading.Lock()
         self._prompts: dict[UUID, str] = {}
         self.usage = Usage()
@@ -39,7 +41,7 @@ class UsageTracker(BaseCallbackHandler):
             prompt = self._prompts.pop(run_id, "")
         generations = [gen for batch in response.generations for gen in batch]
         # the prompt is sent once per call, however many generations come back
-        parts = [reply_usage(getattr(g, "message", None), prompt if i == 0 else "", g.text) for i, g in enumerate(generations)]
+        parts = [reply_usage(getattr(g, "message", None), prompt if i == 0 else "", g.text, count=self.count) for i, g in enumerate(generations)]
         with self._lock:
             if any(p.get("cached_calls") for p in parts):
                 self.usage.cached_calls += 1

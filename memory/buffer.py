@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from retrieval.tokenizers import decode_prefix
+
 #: MemAgent's initial memory (``taskutils/memory_eval``: ``NO_MEMORY``).
 NO_MEMORY = "No previous memory"
 
@@ -39,6 +41,9 @@ def bound_memory(
     A backend that honours ``max_tokens`` never needs the cut; one that ignores it (some
     servers do) would let the memory grow without bound, so the buffer keeps the first
     ``max_tokens`` tokens, as a compliant backend would have stopped there, and says so.
+    ``encode`` / ``decode`` must be the model's own tokenizer: counted in another (cl100k),
+    a memory the model wrote within its budget can look longer and be cut wrongly. The
+    cut never splits a character (it moves back to the last whole one).
     """
     if max_tokens <= 0:
         raise ValueError(f"memory budget must be positive, got {max_tokens}")
@@ -46,4 +51,5 @@ def bound_memory(
     ids = encode(memory)
     if len(ids) <= max_tokens:
         return MemoryUpdate(memory, len(ids), False, len(ids))
-    return MemoryUpdate(decode(ids[:max_tokens]), max_tokens, True, len(ids))
+    kept, cut = decode_prefix(ids, 0, max_tokens, decode)
+    return MemoryUpdate(kept, cut, True, len(ids))

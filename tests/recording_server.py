@@ -3,7 +3,8 @@
 It answers ``/v1/chat/completions`` with ``reply(request) -> str`` after ``latency``
 seconds, ``/v1/embeddings`` with deterministic bag-of-words vectors, and records every
 request body (``requests``, ``embedding_requests``), the headers of each, and the most
-requests in flight at once (``max_in_flight``).
+requests in flight at once (``max_in_flight``). Other routes (a tokenizer's probe of
+``/tokenize``) get 404 and are not recorded.
 """
 
 from __future__ import annotations
@@ -106,6 +107,10 @@ class RecordingServer:
 
             def do_POST(self) -> None:
                 request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                if not self.path.endswith(("/chat/completions", "/embeddings")):
+                    # like the OpenAI API: no tokenize routes (a tokenizer probe falls back)
+                    self.send_error(404)
+                    return
                 with server._lock:
                     server.headers.append(dict(self.headers))
                 if self.path.endswith("/embeddings"):

@@ -137,6 +137,9 @@ def make_handler(
 
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            if not self.path.endswith("/chat/completions"):
+                self.send_error(404)  # no tokenize routes: a tokenizer probe falls back to cl100k
+                return
             with lock:
                 requests_seen[0] += 1
                 seen = requests_seen[0]

@@ -13,8 +13,10 @@ class MemAgentConfig(StrategyConfig):
     """MemAgent's paper defaults.
 
     Attributes:
-        chunk_tokens: Tokens of corpus per step, in the serving model's tokenizer when it
-            exposes one (as the official loop), else cl100k.
+        chunk_tokens: Tokens of corpus per step, in the model's tokenizer (as the official
+            loop): its own, a local HF one, the server's tokenize endpoint, tiktoken's for
+            OpenAI models, cl100k last (see ``graphs.llm.tokenizer_for``; recorded as
+            ``config["tokenizer"]``).
         max_new_tokens: Budget of every generated memory and of the final answer.
         temperature / top_p: The official evaluation's sampling.
         concurrency: Calls in flight at once (questions advanced together per chunk).

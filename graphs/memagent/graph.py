@@ -21,13 +21,14 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from graphs.context import StrategyContext
-from graphs.llm import add_usage, complete_with_usage, prompt_codec
+from graphs.llm import add_usage, complete_with_usage, tokenizer_for
 from graphs.memagent.config import MemAgentConfig
 from graphs.memagent.prompts import DEFAULT_FINAL_INSTRUCTION, FINAL_TEMPLATE, MEMORY_TEMPLATE, PROMPTS_VERSION
 from graphs.prompts import format_documents
 from graphs.registry import STRATEGIES, BatchRun
 from memory import NO_MEMORY, MemoryTrace, bound_memory
 from retrieval.contract import Question
+from retrieval.tokenizers import Tokenizer, split_ids
 
 
 @dataclass(frozen=True)
@@ -75,15 +76,19 @@ def extract_answer(text: str) -> str | None:
 
 
 def split_stream(text: str, size: int, encode, decode) -> list[tuple[str, int]]:
-    """The token stream of ``text`` in windows of ``size`` tokens, as ``(text, n_tokens)``."""
-    ids = encode(text)
-    return [(decode(ids[i : i + size]), len(ids[i : i + size])) for i in range(0, len(ids), size)]
+    """The token stream of ``text`` in windows of ``size`` tokens, as ``(text, n_tokens)``
+    (cut at character boundaries; see :func:`retrieval.tokenizers.split_ids`)."""
+    return split_ids(text, size, Tokenizer(id="given", encode_fn=encode, decode_fn=decode))
 
 
 def prepare_context(ctx: StrategyContext, *, trace: MemoryTrace, thread: str) -> MemAgentContext:
-    """Cut the whole corpus (documents in order, titled) into ``chunk_tokens`` windows."""
-    encode, decode = prompt_codec(ctx.llm)
-    pieces = split_stream(format_documents(ctx.corpus.documents), ctx.config.chunk_tokens, encode, decode)
+    """Cut the whole corpus (documents in order, titled) into ``chunk_tokens`` windows of the model's tokens.
+
+    The tokenizer is the model's (:func:`graphs.llm.tokenizer_for`: its own, a local HF
+    tokenizer, the server's tokenize endpoint, tiktoken's for OpenAI models, cl100k last),
+    as the official loop cuts with the served model's HF tokenizer.
+    """
+    pieces = split_ids(format_documents(ctx.corpus.documents), ctx.config.chunk_tokens, tokenizer_for(ctx.llm))
     return MemAgentContext(
         llm=ctx.llm,
         config=ctx.config,
@@ -130,8 +135,9 @@ def update_memory(task: dict[str, Any], runtime: Runtime[MemAgentContext]) -> di
     cfg: MemAgentConfig = ctx.config
     prompt = MEMORY_TEMPLATE.format(prompt=task["question"]["problem"], memory=task["memory"], chunk=ctx.chunks[k])
     text, usage = complete_with_usage(ctx.llm, prompt, max_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p)
-    encode, decode = prompt_codec(ctx.llm)
-    update = bound_memory(text, cfg.max_new_tokens, encode, decode)
+    tok = tokenizer_for(ctx.llm)
+    # cut only beyond the budget in the model's own tokens (a server may ignore max_tokens)
+    update = bound_memory(text, cfg.max_new_tokens, tok.encode, tok.decode)
     if ctx.trace is not None:
         ctx.trace.record(ctx.thread, int(qi), k, update.text, update.tokens, update.cut)
     return {"memories": {qi: update.text}, "usage": {qi: usage}, "cuts": {qi: int(update.cut)}}
