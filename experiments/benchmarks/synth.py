@@ -16,6 +16,16 @@ from experiments.synth import load_samples
 
 VERSION = 1
 
+#: The full-context prompt (CorpusQA's layout: documents, then the question and output rules).
+PROMPT_TEMPLATE = """{docs}
+
+# Question:
+{question}
+
+{instruction}"""
+DOCUMENT_TEMPLATE = """# Document {i}: {title}
+{text}"""
+
 
 def load(path: str | Path | None = None, **_: Any) -> list[Sample]:
     """Samples of a generated corpus folder (``longctx synth --out DIR``)."""
@@ -41,8 +51,8 @@ def load(path: str | Path | None = None, **_: Any) -> list[Sample]:
 
 def prompt(sample: Sample, context: str | None = None) -> str:
     """A CorpusQA-style full-context prompt: numbered documents (or ``context``), the question, the output rules."""
-    docs = "\n\n".join(f"# Document {i}: {d.title}\n{d.text}" for i, d in enumerate(sample.corpus, 1)) if context is None else context
-    return f"{docs}\n\n# Question:\n{sample.question.text}\n\n{sample.question.instruction}"
+    docs = "\n\n".join(DOCUMENT_TEMPLATE.format(i=i, title=d.title, text=d.text) for i, d in enumerate(sample.corpus, 1)) if context is None else context
+    return PROMPT_TEMPLATE.format(docs=docs, question=sample.question.text, instruction=sample.question.instruction)
 
 
 @BENCHMARKS.register("synth", version=VERSION, load=load, prompt=prompt)
