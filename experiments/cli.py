@@ -79,7 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ray-workers", type=int, default=2, help="embedding actors on Ray (default 2)")
 
     p = sub.add_parser("run", help="compare strategies on a benchmark (resumable)", description="Run strategies x samples; rerun to resume.")
-    p.add_argument("--benchmark", required=True, help="benchmark registry name, e.g. longbench_v2, lveval, corpusqa")
+    p.add_argument("--benchmark", help="benchmark registry name, e.g. longbench_v2, lveval, corpusqa, synth")
+    p.add_argument("--corpus", help="your own documents (a file or folder), with --questions instead of --benchmark")
+    p.add_argument("--questions", help="your questions: JSONL or CSV with 'question' and optional 'answer', 'answer_type', 'id'")
     p.add_argument("--strategies", required=True, help="comma-separated strategy names, e.g. rag,full_context,memagent")
     p.add_argument("--llm", help="'embedded' (default), 'embedded:PATH.gguf' or 'openai:MODEL'")
     p.add_argument("--data", help="benchmark files folder (default $LONGCTX_DATA_DIR/<benchmark>)")
@@ -158,18 +160,27 @@ def _parse_options(items: list[str]) -> dict[str, dict]:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run (or resume) an experiment and print what this invocation did."""
-    config = RunConfig(
-        benchmark=args.benchmark,
-        strategies=tuple(s.strip() for s in args.strategies.split(",") if s.strip()),
-        llm=args.llm,
-        data_path=args.data,
-        datasets=tuple(args.subset),
-        limit=args.limit,
-        concurrency=args.concurrency,
-        strategy_options=_parse_options(args.option),
-        loader_options={k: v for k, v in (_parse_value(item) for item in args.loader_option)},
-        llm_cache=not args.no_llm_cache,
-    )
+    own = args.corpus is not None or args.questions is not None
+    if own and (args.benchmark or args.data):
+        raise ValueError("Give either --benchmark (with --data) or --corpus with --questions, not both.")
+    if own and not (args.corpus and args.questions):
+        raise ValueError("Your own run needs both --corpus PATH and --questions FILE.")
+    if not own and not args.benchmark:
+        raise ValueError("Give --benchmark NAME (see 'longctx run --help'), or --corpus PATH --questions FILE for your own documents.")
+    options = {
+        "strategies": tuple(s.strip() for s in args.strategies.split(",") if s.strip()),
+        "llm": args.llm,
+        "datasets": tuple(args.subset),
+        "limit": args.limit,
+        "concurrency": args.concurrency,
+        "strategy_options": _parse_options(args.option),
+        "loader_options": {k: v for k, v in (_parse_value(item) for item in args.loader_option)},
+        "llm_cache": not args.no_llm_cache,
+    }
+    if own:
+        config = RunConfig.for_corpus(args.corpus, args.questions, **options)
+    else:
+        config = RunConfig(benchmark=args.benchmark, data_path=args.data, **options)
     if args.ray is not None:
         from experiments.ray_runner import run_experiment_ray
 

@@ -95,6 +95,12 @@ class RunConfig:
     llm_cache: bool = True
     loader_options: Mapping[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def for_corpus(cls, corpus: str | Path, questions: str | Path, strategies: Sequence[str], **options: Any) -> RunConfig:
+        """Your own documents and questions file (see :mod:`experiments.benchmarks.own`)."""
+        loader = {**dict(options.pop("loader_options", {})), "corpus": str(Path(corpus).resolve())}
+        return cls(benchmark="own", data_path=str(Path(questions).resolve()), strategies=tuple(strategies), loader_options=loader, **options)
+
     def __post_init__(self) -> None:
         if not self.strategies:
             raise ValueError("Give at least one strategy to run.")
@@ -159,7 +165,7 @@ def _run_locked(config: RunConfig, out: Path, llm: Any, samples: Any, show_progr
     todo, counts, invocation = plan_run(out, config, chat, samples)
     with open(out / RESULTS_FILE, "a", encoding="utf-8") as sink, ThreadPoolExecutor(config.concurrency) as pool:
         futures = [pool.submit(run_unit, group, name, chat, config) for name, group in work_units(todo)]
-        with tqdm(total=len(todo), desc=f"{config.benchmark}", unit="answer", disable=not show_progress) as bar:
+        with tqdm(total=len(todo), desc=f"{config.benchmark}: answering with {', '.join(config.strategies)}", unit="answer", disable=not show_progress) as bar:
             for future in as_completed(futures):  # rows are written by this (the driver) thread only
                 for row in future.result():
                     append_row(sink, row, counts)

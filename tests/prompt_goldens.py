@@ -33,6 +33,7 @@ PROMPT_MODULES = {
     "experiments.benchmarks.lveval": "VERSION",
     "experiments.benchmarks.corpusqa": "VERSION",
     "experiments.benchmarks.synth": "VERSION",
+    "experiments.benchmarks.own": "VERSION",
     "experiments.metrics.loong": "VERSION",
     "experiments.metrics.corpusqa": "VERSION",
 }

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from experiments.benchmarks import corpusqa, longbench_v1, longbench_v2, loong, lveval, synth  # noqa: F401  (register)
+from experiments.benchmarks import corpusqa, longbench_v1, longbench_v2, loong, lveval, own, synth  # noqa: F401  (register)
 from experiments.benchmarks.base import BENCHMARKS, BenchmarkDataError, BenchmarkSpec, Sample
 from experiments.benchmarks.predictions import Prediction, pair_predictions
 from experiments.metrics import VERSIONS

@@ -1,0 +1,98 @@
+"""Your corpus, your questions: a folder of PDFs and a questions file through several strategies."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from experiments.benchmarks import BenchmarkDataError, load_benchmark, score
+from experiments.benchmarks.own import extract, read_questions
+from experiments.cli import main as cli_main
+from experiments.perf.stub_server import stub_server
+from experiments.runner import read_rows
+from tests.test_corpus import minimal_pdf
+
+QUESTIONS = """id,question,answer,answer_type
+rev,What was Halvorsen's revenue in 2023 in NOK billion?,4.7,number
+hq,Where is Halvorsen headquartered?,Bergen,text
+fleet,How many vessels does Halvorsen operate?,42,number
+plans,What does management plan for 2024?,,
+risks,Which risks does the report name?,,
+"""
+
+
+@pytest.fixture
+def own_data(tmp_path):
+    docs = tmp_path / "pdfs"
+    docs.mkdir()
+    (docs / "halvorsen.pdf").write_bytes(minimal_pdf("Halvorsen Maritime revenue 2023 was NOK 4.7 billion. HQ Bergen. 42 vessels."))
+    (docs / "kestrel.pdf").write_bytes(minimal_pdf("Kestrel Aviation revenue 2023 was EUR 1.2 billion. HQ Tampere."))
+    (docs / "sorrento.pdf").write_bytes(minimal_pdf("Sorrento Foods revenue 2023 was EUR 800 million. HQ Naples."))
+    questions = tmp_path / "questions.csv"
+    questions.write_text(QUESTIONS)
+    return docs, questions
+
+
+def test_pdfs_and_a_questions_file_run_through_rag_memagent_and_pai_with_one_command(own_data, tmp_path, monkeypatch, capsys):
+    docs, questions = own_data
+    monkeypatch.setenv("LONGCTX_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    with stub_server(latency=0.0, reply_tokens=5, tools=True, properties=1) as url:
+        monkeypatch.setenv("OPENAI_BASE_URL", url)
+        code = cli_main(["run", "--corpus", str(docs), "--questions", str(questions), "--strategies", "rag,memagent,pai",
+                         "--llm", "openai:stub", "--out", str(out), "--option", "memagent.chunk_tokens=200"])
+    assert code == 0, capsys.readouterr().err
+    rows = read_rows(out)
+    assert len(rows) == 15 and all(r["status"] == "ok" for r in rows)
+    assert {r["strategy"] for r in rows} == {"rag", "memagent", "pai"}
+    assert cli_main(["report", str(out), "--no-plots"]) == 0
+    scores = json.loads((out / "report" / "scores.json").read_text())
+    assert {s["n_scored"] for s in scores.values()} == {3} and {s["n_unscored"] for s in scores.values()} == {2}
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["config"]["benchmark"] == "own" and manifest["config"]["loader_options"]["corpus"] == str(docs.resolve())
+
+
+def test_the_corpus_is_shared_by_every_question(own_data):
+    docs, questions = own_data
+    samples = load_benchmark("own", questions, corpus=docs)
+    assert len(samples) == 5 and len({id(s.corpus) for s in samples}) == 1
+    assert [s.answers for s in samples][:3] == [("4.7",), ("Bergen",), ("42",)] and samples[3].answers == ()
+
+
+@pytest.mark.parametrize(
+    ("prediction", "gold", "kind", "expected"),
+    [
+        ("Revenue was high. The answer is: 4.70", "4.7", "number", 100.0),
+        ("The answer is: NOK 4.7 billion", "4.7", "number", 0.0),
+        ("The answer is: Bergen, Norway", "Bergen", "text", 100.0),
+        ("The answer is: 43", "42", "number", 0.0),
+        ('The answer is: ["Bergen", "Oslo"]', '["Oslo", "Bergen"]', "list", 100.0),
+    ],
+)
+def test_scoring_by_answer_type(own_data, prediction, gold, kind, expected, tmp_path):
+    docs, _ = own_data
+    q = tmp_path / "q.jsonl"
+    q.write_text(json.dumps({"id": "a", "question": "?", "answer": gold, "answer_type": kind}) + "\n")
+    (sample,) = load_benchmark("own", q, corpus=docs)
+    assert score("own", [(sample, prediction)])["per_sample"]["a"] == expected
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [("id,answer\n1,2\n", "no 'question'"), ("id,question\na,x\na,y\n", "used twice"), ("question,answer_type\nx,money\n", "answer_type"), ("", "no questions")],
+)
+def test_bad_questions_files_are_explained(tmp_path, content, message):
+    path = tmp_path / "q.csv"
+    path.write_text(content)
+    with pytest.raises(BenchmarkDataError, match=message):
+        read_questions(path)
+
+
+def test_cli_needs_both_paths(tmp_path, capsys):
+    assert cli_main(["run", "--corpus", str(tmp_path), "--strategies", "rag", "--out", str(tmp_path / "o")]) == 2
+    assert "--questions" in capsys.readouterr().err
+
+
+def test_extract_takes_the_last_answer_line():
+    assert extract("The answer is: 1\n**The answer is: 2.**") == "2"
