@@ -13,7 +13,7 @@ from typing import Any
 from agents import STRATEGIES, ChatModelError, Corpus, Question, answer, index_for, make_chat_model
 from experiments.benchmarks import load_benchmark
 from experiments.ceilings import ceilings_json, compute_ceilings, format_table, load_tokenizer
-from experiments.demo import run_demo
+from experiments.demo import READING, run_demo
 from experiments.runner import RunConfig, run_experiment
 from experiments.synth import NeedleConfig, SynthConfig, generate, get_domain, load_samples, parse_tokens
 from retrieval import RETRIEVERS, CorpusError
@@ -114,11 +114,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cache-dir", help="index cache root (default $LONGCTX_CACHE_DIR or ~/.cache/longctx)")
     p.add_argument("--json", action="store_true", help="print JSON (with per-question reach)")
 
-    p = sub.add_parser("demo", help="compare every strategy on a small synthetic corpus, offline", description="Run the demo comparison.")
+    p = sub.add_parser("demo", help="compare the strategies on five short reports (examples/), offline", description="Run the demo comparison.")
     p.add_argument("--out", default="runs/demo", help="result folder (default runs/demo); rerunning resumes")
     p.add_argument("--llm", help="chat model spec (default: the embedded model)")
-    p.add_argument("--questions", type=int, default=2, help="questions to ask (default 2)")
-    p.add_argument("--tokens", type=int, default=13_500, help="corpus size in tokens (default 13500, the generator's smallest)")
+    p.add_argument("--questions", type=int, help="ask only the first N questions of examples/questions.csv")
 
     p = sub.add_parser(
         "synth", help="generate a synthetic CorpusQA-style corpus", description="Generate documents, facts and questions."
@@ -297,12 +296,13 @@ def cmd_ceilings(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    """Run the demo and print its comparison table."""
-    result = run_demo(args.out, llm=args.llm, questions=args.questions, tokens=args.tokens)
+    """Run the demo and print its comparison table and how to read it."""
+    result = run_demo(args.out, llm=args.llm, questions=args.questions)
     folder = Path(result["folder"])
-    print(f"\n# Demo: {result['benchmark']} ({args.questions} questions, {args.tokens:,}-token corpus)\n")
+    print(f"\n# Demo: {len(result['summary'])} strategies on your-corpus questions (examples/)\n")
     print((folder / "summary.md").read_text())
-    print(f"Tables, scores.json and plots (accuracy_vs_length.png, accuracy_vs_tokens.png) in {folder}")
+    print(READING)
+    print(f"\nTables, scores.json, report.html and plots in {folder}")
     return 0
 
 

@@ -5,8 +5,9 @@
 The questions file is JSONL or CSV with a ``question`` column and optional ``answer``,
 ``answer_type`` (``number``, ``list``, ``date``, ``text``) and ``id``. Every question is
 asked over the same corpus, read once and indexed once for all strategies. Rows with a
-gold answer are scored (deterministic equivalence of the text after "The answer is:", or
-an LLM judge given to ``longctx report --judge``); rows without one are reported unscored.
+gold answer are scored (deterministic equivalence of the answer, for text answers also the
+gold phrase inside it; or an LLM judge given to ``longctx report --judge``); rows without
+one are reported unscored.
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ from retrieval.contract import Question
 VERSION = 1
 ANSWER_TYPES = ("number", "list", "date", "text")
 
-#: The output rule every strategy is given, so an answer can be checked without a judge.
-INSTRUCTION = """Answer from the documents. End your reply with one line of the form "The answer is: <answer>", giving a number without units, a list as a JSON array of strings, a date as YYYY-MM, or a short phrase."""
+#: The output rule every strategy is given (LongBench v1's QA wording: small models follow it;
+#: the answer is the whole reply, or the text after "The answer is:" when the model writes one).
+INSTRUCTION = """Only give me the answer and do not output any other words."""
 
 #: The full-context prompt around the documents (our template; there is no official one).
 PROMPT_TEMPLATE = """Read the documents below and answer the question.

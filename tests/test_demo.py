@@ -1,0 +1,23 @@
+"""The demo's wiring: the shipped corpus and questions through every demo strategy, with a plan first."""
+
+from __future__ import annotations
+
+from experiments.demo import DEMO_STRATEGIES, run_demo
+from graphs import STRATEGIES
+from tests.scripted import ScriptedChatModel
+
+
+def test_demo_options_are_valid_configs():
+    for name, options in DEMO_STRATEGIES.items():
+        STRATEGIES.get(name).make_config(**options)
+
+
+def test_demo_says_what_it_will_do_then_compares_every_strategy(tmp_path, monkeypatch):
+    monkeypatch.setenv("LONGCTX_CACHE_DIR", str(tmp_path / "cache"))
+    said: list[str] = []
+    llm = ScriptedChatModel(reply_fn=lambda prompt: "So the final answer is: Bergen" if "follow up" in prompt else "Bergen")
+    report = run_demo(tmp_path / "demo", llm=llm, questions=2, show_progress=False, say=said.append)
+    assert said and "minutes" in said[0] and "6 strategies" in said[0]
+    assert {r["strategy"] for r in report["summary"]} == set(DEMO_STRATEGIES)
+    rag = next(r for r in report["summary"] if r["strategy"] == "rag")
+    assert rag["score"] == 50.0  # "Bergen" is right for the first question only
