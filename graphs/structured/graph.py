@@ -64,6 +64,7 @@ from graphs.structured.schema import (
     schema_hash,
 )
 from retrieval.contract import Evidence, Question, Step
+from retrieval.tokens import count_tokens_batch
 
 #: Tokens kept free of the model window for the extraction prompt's own text.
 PROMPT_OVERHEAD = 1_024
@@ -79,6 +80,7 @@ class StructuredState(TypedDict, total=False):
     window: int
     loaded: dict[int, list[dict]]
     pending: list[int]
+    split: list[int]
     extractions: Annotated[list[dict[str, Any]], operator.add]
     table: Table
     sql: str
@@ -170,15 +172,21 @@ def map_documents(state: StructuredState, runtime: Runtime[StrategyContext]) -> 
             loaded[i] = hit["records"]
         else:
             pending.append(i)
-    step = Step("map", documents=len(ctx.corpus), cached=len(loaded), to_extract=len(pending), schema_key=key[:16],
-                model=model_id(ctx.llm), window_tokens=window, cache=cfg.cache)
-    return {"cache_key": key, "window": window, "loaded": loaded, "pending": pending, "steps": [step]}
+    # documents that may exceed the window are counted here, in one batch before the fan-out,
+    # so an extraction task tokenizes only a document it has to split (a token is >= 1 character)
+    long = [i for i in pending if len(ctx.corpus[i].text) > window]
+    counts = dict(zip(long, count_tokens_batch([ctx.corpus[i].text for i in long]))) if long else {}
+    split = [i for i in long if counts[i] > window]
+    step = Step("map", documents=len(ctx.corpus), cached=len(loaded), to_extract=len(pending), split_documents=len(split),
+                schema_key=key[:16], model=model_id(ctx.llm), window_tokens=window, cache=cfg.cache)
+    return {"cache_key": key, "window": window, "loaded": loaded, "pending": pending, "split": split, "steps": [step]}
 
 
 def route_extract(state: StructuredState) -> list[Send] | str:
     """One ``extract`` task per document not in the cache."""
+    split = set(state.get("split", []))
     sends = [Send("extract", {"doc_index": i, "schema": state["schema"], "cache_key": state["cache_key"], "window": state["window"],
-                              "tool_mode": state["tool_mode"]}) for i in state["pending"]]
+                              "tool_mode": state["tool_mode"], "split": i in split}) for i in state["pending"]]
     return sends or "reduce"
 
 
@@ -189,7 +197,7 @@ def extract(task: dict[str, Any], runtime: Runtime[StrategyContext]) -> dict:
     schema = TableSchema.model_validate(task["schema"])
     mode = task["tool_mode"]
     encode, decode = prompt_codec(ctx.llm)
-    parts = windows(doc.text, task["window"], cfg.window_overlap, encode, decode)
+    parts = windows(doc.text, task["window"], cfg.window_overlap, encode, decode) if task.get("split", True) else [doc.text]
     function = records_function(schema)
     parse = parse_records(schema, records_model(schema))
     period = schema.time.name if schema.time else "entity"
