@@ -141,7 +141,7 @@ def _run_single(spec: Strategy, graph: Any, context: StrategyContext, question: 
     return Answer(
         answer=final.get("answer", ""),
         raw=final.get("raw", ""),
-        evidence=[evidence(h) for h in final.get("hits", [])],
+        evidence=[evidence(h) for h in final.get("hits", [])] + list(final.get("evidence", [])),
         usage=usage,
         steps=[Step.coerce(s) for s in final.get("steps", [])],
         strategy=spec.name,

@@ -10,7 +10,8 @@ for fault-tolerance tests. Serves loopback only.
 With ``--tools``, a request that carries ``tools`` is answered with tool calls (PAI's
 functions): ``properties`` parallel ``{metric, subject}`` calls (or one ``{"items": [...]}``
 call for a list-valued schema), and a deterministic ``keep_context`` verdict (true for about
-one chunk in ten). Without the flag, tools are ignored as before.
+one chunk in ten); the structured strategy's ``record_rows`` gets ``{"records": []}``.
+Without the flag, tools are ignored as before.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ def tool_arguments(function: dict, prompt: str, properties: int) -> list[dict]:
         return [{"sub_question": f"What was the revenue of Company {i}?"} for i in range(properties)]
     if "items" in fields:
         return [{"items": items}]
+    if "records" in fields:  # the structured strategy's extraction: a document stating no row
+        return [{"records": []}]
     return items
 
 

@@ -1,0 +1,68 @@
+"""Settings of the structured strategy. There is no paper to reproduce (CorpusQA, seed 004,
+builds its ground truth this way but ships no reader), so there is no ``paper`` preset;
+each default names where it comes from."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from graphs.config import ConfigError, StrategyConfig, option
+
+
+@dataclass(frozen=True, kw_only=True)
+class StructuredConfig(StrategyConfig):
+    """Plan (schema) -> Map (records per document) -> Reduce (one table) -> Query (SQL) -> answer.
+
+    Attributes:
+        schema: A fixed table schema (``TableSchema`` fields); skips the Plan call.
+        reuse_schemas: Reuse a schema planned earlier on the same corpus when it covers the new one.
+        max_attributes: Most attributes a planned schema may have (more is a validation error).
+        window_tokens: Longest text one extraction call reads; longer documents are read in
+            windows (capped by the model's window minus the prompt and the reply).
+        window_overlap: Tokens repeated between consecutive windows (a row cut at a border).
+        tool_mode: ``"tools"``, ``"json"`` or ``"auto"`` (tools when the model binds them).
+        retries: Extra calls after a malformed plan or extraction (the error is shown).
+        sql_retries: Extra SQL calls after an error (the message goes back to the model).
+        sql_timeout_s: Time limit of one query.
+        sample_rows / distinct_values: Rows and per-column distinct text values shown to the SQL writer.
+        max_result_rows: Result rows kept (and shown to the final call).
+        conflict_rule: Which document's value a cell keeps when several state it.
+        cache: Keep records on disk per (document, schema, model) for later questions.
+        concurrency: Extraction calls in flight at once (``max_concurrency`` of the run).
+        max_evidence: Cells returned as evidence.
+    """
+
+    schema: Mapping[str, Any] | None = option(None, source="ours: a fixed schema for repeated analyses")
+    reuse_schemas: bool = option(True, source="issue 15: one schema may serve several questions")
+    max_attributes: int = option(16, min=1, source="ours; CorpusQA questions read at most 4 fields plus 2 categoricals")
+    window_tokens: int = option(8_000, min=256, source="ours: one call per synthetic report (4K tokens); capped by the model window")
+    window_overlap: int = option(200, min=0, source="ours: a table row is under 200 tokens")
+    tool_mode: Literal["auto", "tools", "json"] = option("auto", source="as PAI (graphs/pai/config.py)")
+    retries: int = option(2, min=0, source="as PAI's retries (graphs/pai/config.py)")
+    sql_retries: int = option(2, min=0, source="ours")
+    sql_timeout_s: float = option(5.0, min=0.01, source="ours: a scan of thousands of rows takes milliseconds")
+    sample_rows: int = option(5, min=0, source="ours; DIN-SQL/DAIL-SQL show 3-5 rows")
+    distinct_values: int = option(12, min=0, source="ours: categorical values the SQL must match exactly")
+    max_result_rows: int = option(200, min=1, source="ours")
+    conflict_rule: Literal["latest_document", "first_document"] = option("latest_document", source="CorpusQA appendix C, rule 3")
+    cache: bool = option(True, source="issue 15: records reused by later questions")
+    plan_max_tokens: int = option(1_024, min=1)
+    extract_max_tokens: int = option(2_048, min=1, source="ours: ~25 values with quotes per report")
+    sql_max_tokens: int = option(512, min=1)
+    answer_max_tokens: int = option(256, min=1, source="the final call uses the benchmark's budget when it has one")
+    temperature: float = option(0.0, min=0.0)
+    concurrency: int = option(8, min=1, source="as PAI; raise for remote APIs (bench_structured uses 32)")
+    max_evidence: int = option(50, min=0)
+
+    def check(self) -> None:
+        if self.window_overlap * 2 >= self.window_tokens:
+            raise ConfigError(f"Option 'window_overlap' ({self.window_overlap}) must be under half of 'window_tokens' ({self.window_tokens})")
+        if self.schema is not None:
+            from graphs.structured.schema import parse_schema
+
+            try:
+                parse_schema(dict(self.schema))
+            except ValueError as exc:
+                raise ConfigError(f"Option 'schema' is not a valid table schema: {exc}") from None

@@ -1,0 +1,142 @@
+"""Plan and Map calls: a schema, and zero or more records per document window, validated and retried.
+
+PAI's pieces are reused (tool-mode detection, JSON-in-text parsing, the retry note);
+the loop is our own because a document may state no row: an empty ``records`` list is a
+valid reply here, where PAI's ``call_structured`` treats "no item" as malformed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, HumanMessage
+from pydantic import BaseModel, ValidationError
+
+from graphs.pai.calls import MalformedOutput, first_json, text_of
+from graphs.pai.prompts import RETRY_NOTE
+from graphs.structured.normalize import ValueNotUnderstood, normalize_value
+from graphs.structured.schema import TableSchema
+
+
+@dataclass
+class Outcome:
+    """A validated reply (``value``), or why none came: every error in order."""
+
+    value: Any = None
+    attempts: int = 0
+    errors: list[str] = field(default_factory=list)
+    ok: bool = False
+    usage: dict[str, int] = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0})
+
+
+def reply_arguments(message: AIMessage) -> list[Any]:
+    """The argument objects of a reply: each tool call's, or the JSON object in its text.
+
+    Raises:
+        MalformedOutput: tool-call arguments that are not JSON, or text without JSON.
+    """
+    calls = list(getattr(message, "tool_calls", None) or [])
+    invalid = list(getattr(message, "invalid_tool_calls", None) or [])
+    if calls:
+        return [c.get("args") or {} for c in calls]
+    if invalid:
+        raise MalformedOutput(f"tool call arguments are not valid JSON: {str(invalid[0].get('args'))[:200]!r}")
+    return [first_json(text_of(message))]
+
+
+def _errors(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'reply'}: {e['msg']}" for e in exc.errors()[:8])
+
+
+def call_validated(
+    llm: BaseChatModel,
+    prompt: str,
+    parse: Callable[[list[Any]], Any],
+    *,
+    mode: str,
+    function: Mapping[str, Any] | None,
+    retries: int,
+    max_tokens: int,
+    temperature: float,
+) -> Outcome:
+    """Call until ``parse(arguments)`` accepts the reply, at most ``1 + retries`` times; each
+    retry carries the previous error (PAI's retry note)."""
+    name = function["function"]["name"] if function else None
+    model = llm.bind_tools([dict(function)], tool_choice=name) if mode == "tools" and function else llm
+    out = Outcome()
+    for attempt in range(1, retries + 2):
+        text = prompt if not out.errors else prompt + RETRY_NOTE.format(error=out.errors[-1])
+        message = model.invoke([HumanMessage(content=text)], max_tokens=max_tokens, temperature=temperature)
+        meta = getattr(message, "usage_metadata", None) or {}
+        out.usage["prompt_tokens"] += meta.get("input_tokens", 0)
+        out.usage["completion_tokens"] += meta.get("output_tokens", 0)
+        out.attempts = attempt
+        try:
+            out.value = parse(reply_arguments(message))
+            out.ok = True
+            return out
+        except MalformedOutput as exc:
+            out.errors.append(str(exc))
+        except ValidationError as exc:
+            out.errors.append(f"invalid arguments: {_errors(exc)}")
+        except ValueError as exc:
+            out.errors.append(str(exc))
+    return out
+
+
+def parse_records(schema: TableSchema, model: type[BaseModel]) -> Callable[[list[Any]], list[dict]]:
+    """A parser of extraction replies: every call's ``records`` validated, numbers readable."""
+    kinds = {a.name: a for a in schema.attributes}
+
+    def parse(arguments: list[Any]) -> list[dict]:
+        records: list[dict] = []
+        for args in arguments:
+            if isinstance(args, list):
+                args = {"records": args}
+            if isinstance(args, dict) and "records" not in args and "entity" in args:
+                args = {"records": [args]}
+            validated = model.model_validate(args).model_dump()
+            records.extend(validated["records"])
+        unreadable = []
+        for rec in records:
+            rec["values"] = {k: v for k, v in rec["values"].items() if v is not None and v.get("value") is not None}
+            for attr, cell in rec["values"].items():
+                a = kinds[attr]
+                try:
+                    normalize_value(cell["value"], a.type, a.unit)
+                except ValueNotUnderstood as exc:
+                    unreadable.append(f"{rec['entity']}.{attr}: {exc}")
+        if unreadable:
+            raise ValueError("values with no number readable in their unit (give the value as written, e.g. '$12.3 million'): " + "; ".join(unreadable[:5]))
+        return records
+
+    return parse
+
+
+def windows(text: str, size: int, overlap: int, encode: Callable[[str], list[int]], decode: Callable[[list[int]], str]) -> list[str]:
+    """``text`` in windows of at most ``size`` tokens overlapping by ``overlap`` (one window when it fits)."""
+    if len(text) <= size:  # a token is at least one character: no need to tokenize
+        return [text]
+    ids = encode(text)
+    if len(ids) <= size:
+        return [text]
+    step = size - overlap
+    return [decode(ids[i : i + size]) for i in range(0, max(1, len(ids) - overlap), step)]
+
+
+def quote_found(quote: str, text: str) -> bool:
+    """Whether a value's quote occurs in the text read (whitespace and case ignored)."""
+    q = " ".join(quote.split()).lower()
+    return bool(q) and q in " ".join(text.split()).lower()
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON for prompts and steps."""
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+__all__ = ["Outcome", "call_validated", "dumps", "parse_records", "quote_found", "reply_arguments", "windows"]

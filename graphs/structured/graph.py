@@ -1,0 +1,386 @@
+"""Structured corpus analysis: Plan a table, Map every document to records, Reduce them to
+one table, Query it with model-written SQL, answer in the benchmark's format.
+
+    START -> plan -> map -> extract x documents (Send, max_concurrency) -> reduce -> query -> format_answer -> END
+
+* ``plan``: the table schema by tool calling (validated, retried; a config ``schema``
+  skips the call; a schema planned earlier on the same corpus that covers the new one is
+  reused, so its records are too).
+* ``map``: records of documents already extracted for (schema, model) come from the
+  on-disk cache; the others are sent to ``extract``.
+* ``extract``: one document, in windows when longer than the window; zero or more records
+  per window, each value with its quote; a reply that stays malformed after the retries
+  is recorded in an ``extract`` step (the document then gives no records and is not
+  cached). Finished documents are cached at once: a killed run resumes from there.
+* ``reduce``: normalised values (:mod:`~graphs.structured.normalize`), restatements
+  resolved (latest document wins by default) into one table.
+* ``query``: SQL from the model over the schema, a few rows and the text columns' values;
+  run read-only with a time limit; errors go back to the model (bounded retries).
+* ``format_answer``: the final call (the benchmark's answer budget and format) over the
+  SQL result; the evidence is the cells behind the result with their documents and quotes.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+import sqlite3
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import Send
+
+from graphs.context import StrategyContext
+from graphs.llm import complete, context_window, model_id, prompt_codec
+from graphs.pai.calls import resolve_tool_mode
+from graphs.registry import STRATEGIES
+from graphs.structured import prompts as P
+from graphs.structured.cache import RecordCache, SchemaStore, document_fingerprint
+from graphs.structured.config import StructuredConfig
+from graphs.structured.database import (
+    QueryRefused,
+    QueryResult,
+    QueryTimeout,
+    Table,
+    build_database,
+    clean_sql,
+    create_statement,
+    normalise_records,
+    reduce_cells,
+    run_query,
+)
+from graphs.structured.extract import call_validated, dumps, parse_records, quote_found, windows
+from graphs.structured.normalize import entity_key
+from graphs.structured.schema import (
+    SCHEMA_FUNCTION,
+    Attribute,
+    TableSchema,
+    describe,
+    parse_schema,
+    records_function,
+    records_model,
+    schema_hash,
+)
+from retrieval.contract import Evidence, Question, Step
+from retrieval.tokens import count_tokens_batch
+
+#: Tokens kept free of the model window for the extraction prompt's own text.
+PROMPT_OVERHEAD = 1_024
+
+
+class StructuredState(TypedDict, total=False):
+    """What evolves during one answer (``extractions`` is written by ``Send`` branches)."""
+
+    question: Question
+    schema: dict[str, Any]
+    tool_mode: str
+    cache_key: str
+    window: int
+    loaded: dict[int, list[dict]]
+    pending: list[int]
+    split: list[int]
+    extractions: Annotated[list[dict[str, Any]], operator.add]
+    table: Table
+    sql: str
+    result: dict[str, Any] | None
+    query_error: str | None
+    raw: str
+    answer: str
+    evidence: list[Evidence]
+    steps: Annotated[list[dict], operator.add]
+
+
+def cache_root(ctx: StrategyContext) -> Path:
+    """The cache folder of the run (``cache_dir``, else ``$LONGCTX_CACHE_DIR`` or ``~/.cache/longctx``)."""
+    if ctx.cache_dir is not None:
+        return Path(ctx.cache_dir)
+    from retrieval import default_cache_dir
+
+    return Path(default_cache_dir())
+
+
+def fallback_schema(question: Question) -> TableSchema:
+    """The degraded plan: one text fact per entity answering the question, stated per document."""
+    return TableSchema(entity="entity", entity_description="what the fact is about",
+                       attributes=[Attribute(name="fact", type="text", description=f"a fact that helps answer: {question.text}")])
+
+
+def plan(state: StructuredState, runtime: Runtime[StrategyContext]) -> dict:
+    """The table schema: from the config, or by a validated tool call; an earlier covering schema is reused."""
+    ctx, cfg, question = runtime.context, runtime.context.config, state["question"]
+    mode = resolve_tool_mode(ctx.llm, cfg.tool_mode)
+    step: dict[str, Any] = {"tool_mode": mode}
+    if cfg.schema is not None:
+        schema = parse_schema(dict(cfg.schema))
+        step["source"] = "config"
+    else:
+        how = P.PLAN_TOOLS if mode == "tools" else P.PLAN_JSON
+        prompt = P.PLAN_PROMPT.format(question=question.render(), max_attributes=cfg.max_attributes, how=how)
+        out = call_validated(ctx.llm, prompt, lambda args: parse_schema(args[0], cfg.max_attributes), mode=mode,
+                             function=SCHEMA_FUNCTION, retries=cfg.retries, max_tokens=cfg.plan_max_tokens, temperature=cfg.temperature)
+        step.update(source="model", attempts=out.attempts)
+        if out.errors:
+            step["errors"] = out.errors
+        if out.ok:
+            schema = out.value
+        else:
+            schema = fallback_schema(question)
+            step["degraded"] = "no valid schema after the retries: one text fact per entity is extracted instead"
+    if cfg.cache:
+        store = SchemaStore(cache_root(ctx), ctx.corpus.fingerprint)
+        if cfg.reuse_schemas:
+            for known in store.load():
+                try:
+                    earlier = TableSchema.model_validate(known)
+                except ValueError:
+                    continue
+                if earlier.covers(schema):
+                    step["reused_schema"] = earlier != schema
+                    schema = earlier
+                    break
+        store.add(schema.model_dump())
+    step["schema"] = schema.model_dump()
+    return {"schema": schema.model_dump(), "tool_mode": mode, "steps": [Step("plan", **step)]}
+
+
+def effective_window(ctx: StrategyContext) -> int:
+    """The window of one extraction call: the config's, capped by the model's own window."""
+    cfg = ctx.config
+    room = context_window(ctx.llm, 10**9) - cfg.extract_max_tokens - PROMPT_OVERHEAD
+    return max(256, min(cfg.window_tokens, room))
+
+
+def record_cache(ctx: StrategyContext, key: str) -> RecordCache:
+    """The record cache of (schema key, model) under the run's cache folder."""
+    return RecordCache(cache_root(ctx), key, model_id(ctx.llm))
+
+
+def map_documents(state: StructuredState, runtime: Runtime[StrategyContext]) -> dict:
+    """Cached records where this (schema, model) already read a document; the rest to extract."""
+    ctx, cfg = runtime.context, runtime.context.config
+    schema = TableSchema.model_validate(state["schema"])
+    window = effective_window(ctx)
+    key = schema_hash(schema, P.PROMPTS_VERSION, state["tool_mode"], window, cfg.window_overlap)
+    loaded: dict[int, list[dict]] = {}
+    pending: list[int] = []
+    cache = record_cache(ctx, key) if cfg.cache else None
+    for i, doc in enumerate(ctx.corpus):
+        hit = cache.get(document_fingerprint(doc)) if cache else None
+        if hit is not None:
+            loaded[i] = hit["records"]
+        else:
+            pending.append(i)
+    # documents that may exceed the window are counted here, in one batch before the fan-out,
+    # so an extraction task tokenizes only a document it has to split (a token is >= 1 character)
+    long = [i for i in pending if len(ctx.corpus[i].text) > window]
+    counts = dict(zip(long, count_tokens_batch([ctx.corpus[i].text for i in long]))) if long else {}
+    split = [i for i in long if counts[i] > window]
+    step = Step("map", documents=len(ctx.corpus), cached=len(loaded), to_extract=len(pending), split_documents=len(split),
+                schema_key=key[:16], model=model_id(ctx.llm), window_tokens=window, cache=cfg.cache)
+    return {"cache_key": key, "window": window, "loaded": loaded, "pending": pending, "split": split, "steps": [step]}
+
+
+def route_extract(state: StructuredState) -> list[Send] | str:
+    """One ``extract`` task per document not in the cache."""
+    split = set(state.get("split", []))
+    sends = [Send("extract", {"doc_index": i, "schema": state["schema"], "cache_key": state["cache_key"], "window": state["window"],
+                              "tool_mode": state["tool_mode"], "split": i in split}) for i in state["pending"]]
+    return sends or "reduce"
+
+
+def extract(task: dict[str, Any], runtime: Runtime[StrategyContext]) -> dict:
+    """One document's records (in windows when long); cached when every window gave a valid reply."""
+    ctx, cfg = runtime.context, runtime.context.config
+    doc = ctx.corpus[task["doc_index"]]
+    schema = TableSchema.model_validate(task["schema"])
+    mode = task["tool_mode"]
+    encode, decode = prompt_codec(ctx.llm)
+    parts = windows(doc.text, task["window"], cfg.window_overlap, encode, decode) if task.get("split", True) else [doc.text]
+    function = records_function(schema)
+    parse = parse_records(schema, records_model(schema))
+    period = schema.time.name if schema.time else "entity"
+    if mode == "tools":
+        how = P.EXTRACT_TOOLS
+    else:
+        names = ", ".join(a.name for a in schema.attributes)
+        example = f'"{schema.attributes[0].name}": {{"value": "...", "quote": "..."}}'
+        how = P.EXTRACT_JSON.format(period_example='"..."' if schema.time else "null", value_example=example, names=names)
+    records: list[dict] = []
+    calls, errors, failed, unverified = 0, [], 0, 0
+    for w, text in enumerate(parts):
+        part = f" (part {w + 1} of {len(parts)})" if len(parts) > 1 else ""
+        prompt = P.EXTRACT_PROMPT.format(entity=schema.entity, period=period, table=schema.table, columns=describe(schema),
+                                         title=doc.title, part=part, text=text.strip(), how=how)
+        out = call_validated(ctx.llm, prompt, parse, mode=mode, function=function, retries=cfg.retries,
+                             max_tokens=cfg.extract_max_tokens, temperature=cfg.temperature)
+        calls += out.attempts
+        errors += [f"window {w}: {e}" for e in out.errors]
+        if not out.ok:
+            failed += 1
+            continue
+        for rec in out.value:
+            rec["window"] = w
+            unverified += sum(not quote_found(c.get("quote") or "", text) for c in rec["values"].values())
+        records.extend(out.value)
+    complete_doc = failed == 0
+    if complete_doc and cfg.cache:
+        record_cache(ctx, task["cache_key"]).put(document_fingerprint(doc), records, windows=len(parts), calls=calls, doc_id=doc.doc_id)
+    result = {"doc_index": task["doc_index"], "records": records, "calls": calls, "windows": len(parts), "failed_windows": failed,
+              "errors": errors, "unverified_quotes": unverified}
+    out_state: dict[str, Any] = {"extractions": [result]}
+    if failed:
+        out_state["steps"] = [Step("extract", doc_id=doc.doc_id, title=doc.title, windows=len(parts), failed_windows=failed, calls=calls,
+                                   errors=errors, degraded="malformed after the retries: these windows gave no records (not cached)")]
+    return out_state
+
+
+def reduce(state: StructuredState, runtime: Runtime[StrategyContext]) -> dict:
+    """Every document's records -> normalised cells -> one table (restatements resolved)."""
+    ctx, cfg = runtime.context, runtime.context.config
+    schema = TableSchema.model_validate(state["schema"])
+    new = {e["doc_index"]: e for e in state.get("extractions", [])}
+    per_doc = {**{i: r for i, r in state.get("loaded", {}).items()}, **{i: e["records"] for i, e in new.items()}}
+    docs = ctx.corpus.documents
+    cells, stats = normalise_records(schema, ((i, docs[i].doc_id, docs[i].title, per_doc[i]) for i in sorted(per_doc)))
+    table = reduce_cells(schema, cells, cfg.conflict_rule)
+    extraction = {
+        "documents": len(docs),
+        "cached": len(state.get("loaded", {})),
+        "extracted": len(new),
+        "calls": sum(e["calls"] for e in new.values()),
+        "windows": sum(e["windows"] for e in new.values()),
+        "degraded_documents": [docs[i].doc_id for i, e in new.items() if e["failed_windows"]],
+        "unverified_quotes": sum(e["unverified_quotes"] for e in new.values()),
+        "documents_with_records": sum(1 for r in per_doc.values() if r),
+    }
+    step = Step("reduce", extraction=extraction, records=stats["records"], values=stats["values"], unreadable=stats["unreadable"][:20],
+                unreadable_count=len(stats["unreadable"]), unit_notes=stats["notes"], values_without_period=stats["no_period"], **table.stats)
+    return {"table": table, "steps": [step]}
+
+
+def _samples(table: Table, n: int) -> str:
+    if not n or not table.rows:
+        return ""
+    shown = table.rows[:n]
+    lines = "\n".join(dumps([r[c] for c in table.schema.columns]) for r in shown)
+    return f"\nFirst {len(shown)} of {len(table.rows)} rows ({', '.join(table.schema.columns)}):\n{lines}\n"
+
+
+def _distinct(table: Table, n: int) -> str:
+    if not n:
+        return ""
+    lines = []
+    for a in table.schema.attributes:
+        if a.type in ("text", "boolean"):
+            values = sorted({str(r[a.name]) for r in table.rows if r.get(a.name) is not None})
+            if values:
+                more = f" (and {len(values) - n} more)" if len(values) > n else ""
+                lines.append(f"- {a.name}: {dumps(values[:n])}{more}")
+    return "\nValues of the text columns:\n" + "\n".join(lines) + "\n" if lines else ""
+
+
+def query(state: StructuredState, runtime: Runtime[StrategyContext]) -> dict:
+    """Model-written SQL run read-only; an error goes back to the model, at most ``sql_retries`` times."""
+    ctx, cfg, question, table = runtime.context, runtime.context.config, state["question"], state["table"]
+    schema = table.schema
+    conn = build_database(table)
+    per_period = f" and {schema.time.name}" if schema.time else ""
+    rule = "the latest document's value is kept" if cfg.conflict_rule == "latest_document" else "the first document's value is kept"
+    base = P.SQL_PROMPT.format(create=create_statement(schema), entity=schema.entity, per_period=per_period, rule=rule,
+                               samples=_samples(table, cfg.sample_rows), distinct=_distinct(table, cfg.distinct_values),
+                               question=question.render(), table=schema.table)
+    attempts: list[dict[str, Any]] = []
+    result: QueryResult | None = None
+    sql, error = "", None
+    try:
+        for _ in range(cfg.sql_retries + 1):
+            prompt = base if error is None else base + P.SQL_RETRY.format(sql=sql, error=error)
+            sql = clean_sql(complete(ctx.llm, prompt, max_tokens=cfg.sql_max_tokens, temperature=cfg.temperature))
+            try:
+                result = run_query(conn, sql, timeout_s=cfg.sql_timeout_s, max_rows=cfg.max_result_rows)
+                error = None
+                attempts.append({"sql": sql})
+                break
+            except (QueryRefused, QueryTimeout, sqlite3.Error) as exc:
+                error = f"{type(exc).__name__}: {exc}"
+                attempts.append({"sql": sql, "error": error})
+    finally:
+        conn.close()
+    data = {"columns": result.columns, "rows": result.rows, "truncated": result.truncated} if result else None
+    step = Step("query", sql=sql, attempts=attempts, ok=result is not None, error=error,
+                columns=result.columns if result else None, rows=result.rows[:20] if result else None,
+                n_rows=len(result.rows) if result else 0, truncated=result.truncated if result else False,
+                seconds=round(result.seconds, 4) if result else None)
+    return {"sql": sql, "result": data, "query_error": error, "steps": [step]}
+
+
+def evidence_cells(table: Table, sql: str, result: dict[str, Any] | None, limit: int) -> list[Evidence]:
+    """The cells behind the result: the columns the SQL names, for the entities in the result rows
+    (every entity when the result names none, e.g. a count), in the periods the SQL names."""
+    if not result or not limit:
+        return []
+    schema = table.schema
+    units = {a.name: a.unit for a in schema.attributes}
+    named = [a.name for a in schema.attributes if re.search(rf"\b{re.escape(a.name)}\b", sql)] or [a.name for a in schema.attributes]
+    in_rows = {entity_key(v) for row in result["rows"] for v in row if isinstance(v, str)} & set(table.display)
+    periods = {int(y) for y in re.findall(r"\b(\d{4})\b", sql)} if schema.time and schema.time.type == "year" else set()
+    periods &= {k[1] for k in table.cells}
+    chosen = [c for (ek, p, attr), c in table.cells.items()
+              if attr in named and (not in_rows or ek in in_rows) and (p is None or not periods or p in periods)]
+    chosen.sort(key=lambda c: (entity_key(c.entity), str(c.period), c.attribute))
+    out = []
+    for rank, c in enumerate(chosen[:limit]):
+        when = f" | {c.period}" if c.period is not None else ""
+        unit = f" {units[c.attribute]}" if units.get(c.attribute) else ""
+        text = f"{table.display[entity_key(c.entity)]}{when} | {c.attribute} = {c.value}{unit} (as written: {c.raw}): \"{c.quote}\""
+        out.append(Evidence(doc_id=c.doc_id, title=c.title, text=text, rank=rank))
+    return out
+
+
+def format_answer(state: StructuredState, runtime: Runtime[StrategyContext]) -> dict:
+    """The final call over the SQL result, in the benchmark's format and answer budget."""
+    ctx, cfg, question, table = runtime.context, runtime.context.config, state["question"], state["table"]
+    instruction = question.instruction or P.DEFAULT_INSTRUCTION
+    result = state.get("result")
+    if result is not None:
+        rows = "\n".join(dumps(r) for r in result["rows"]) or "(no rows)"
+        prompt = P.ANSWER_PROMPT.format(question=question.render(), table=table.schema.table, columns=describe(table.schema),
+                                        sql=state["sql"], n_rows=len(result["rows"]), truncated=", cut" if result["truncated"] else "",
+                                        header=", ".join(result["columns"]), result=rows, instruction=instruction)
+    else:
+        prompt = P.ANSWER_NO_SQL.format(error=state.get("query_error"), samples=_samples(table, cfg.sample_rows).strip() or "(empty table)",
+                                        question=question.render(), instruction=instruction)
+    max_tokens = question.answer_budget(cfg.answer_max_tokens)
+    raw = complete(ctx.llm, prompt, max_tokens=max_tokens, temperature=question.answer_temperature(cfg.temperature))
+    evidence = evidence_cells(table, state.get("sql", ""), result, cfg.max_evidence)
+    step = Step("format_answer", max_new_tokens=max_tokens, from_sql=result is not None, evidence=len(evidence),
+                evidence_documents=len({e.doc_id for e in evidence}))
+    return {"raw": raw, "answer": raw.strip(), "evidence": evidence, "steps": [step]}
+
+
+@STRATEGIES.register(
+    "structured",
+    config_cls=StructuredConfig,
+    prompts_version=P.PROMPTS_VERSION,
+    description="Structured corpus analysis: a table schema -> records from every document (cached) -> one table -> SQL -> answer.",
+)
+def build_graph(config: StructuredConfig | None = None):
+    """START -> plan -> map -> extract x documents -> reduce -> query -> format_answer -> END."""
+    cfg = config or StructuredConfig()
+    graph = StateGraph(StructuredState, context_schema=StrategyContext)
+    graph.add_node("plan", plan)
+    graph.add_node("map", map_documents)
+    graph.add_node("extract", extract)
+    graph.add_node("reduce", reduce)
+    graph.add_node("query", query)
+    graph.add_node("format_answer", format_answer)
+    graph.add_edge(START, "plan")
+    graph.add_edge("plan", "map")
+    graph.add_conditional_edges("map", route_extract, ["extract", "reduce"])
+    graph.add_edge("extract", "reduce")
+    graph.add_edge("reduce", "query")
+    graph.add_edge("query", "format_answer")
+    graph.add_edge("format_answer", END)
+    return graph.compile(name="structured").with_config(max_concurrency=cfg.concurrency)
