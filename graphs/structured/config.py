@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from graphs.config import ConfigError, StrategyConfig, option
+from graphs.structured.schema import parse_schema
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,8 +61,6 @@ class StructuredConfig(StrategyConfig):
         if self.window_overlap * 2 >= self.window_tokens:
             raise ConfigError(f"Option 'window_overlap' ({self.window_overlap}) must be under half of 'window_tokens' ({self.window_tokens})")
         if self.schema is not None:
-            from graphs.structured.schema import parse_schema
-
             try:
                 parse_schema(dict(self.schema))
             except ValueError as exc:

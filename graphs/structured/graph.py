@@ -64,6 +64,7 @@ from graphs.structured.schema import (
     schema_hash,
 )
 from retrieval.contract import Evidence, Question, Step
+from retrieval.index import default_cache_dir
 from retrieval.tokens import count_tokens_batch
 
 #: Tokens kept free of the model window for the extraction prompt's own text.
@@ -94,11 +95,7 @@ class StructuredState(TypedDict, total=False):
 
 def cache_root(ctx: StrategyContext) -> Path:
     """The cache folder of the run (``cache_dir``, else ``$LONGCTX_CACHE_DIR`` or ``~/.cache/longctx``)."""
-    if ctx.cache_dir is not None:
-        return Path(ctx.cache_dir)
-    from retrieval import default_cache_dir
-
-    return Path(default_cache_dir())
+    return Path(ctx.cache_dir) if ctx.cache_dir is not None else default_cache_dir()
 
 
 def fallback_schema(question: Question) -> TableSchema:
