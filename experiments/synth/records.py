@@ -7,7 +7,7 @@ of PAI and Self-Ask name the entities and fields the records cover.
 
 The queries are drawn again from the fact table with the manifest's config (the draw is
 deterministic for a seed) and matched to ``questions.jsonl`` by text; the cells are read
-from ``resolved`` with the same clauses as :func:`experiments.synth.truth.evidence_doc_ids`
+from ``resolved`` with the clause of :func:`experiments.synth.truth.cells_clause`
 (a test checks that the records' documents are exactly the evidence documents).
 """
 
@@ -24,6 +24,7 @@ from experiments.synth.domains import Domain, get_domain
 from experiments.synth.facts import STATIC
 from experiments.synth.queries import Query, build_queries
 from experiments.synth.samples import MANIFEST_FILE, read_questions
+from experiments.synth.truth import cells_clause
 
 
 @dataclass(frozen=True)
@@ -54,24 +55,10 @@ def _value_text(value: float | None, text: str | None) -> str:
 
 def needed_cells(conn: sqlite3.Connection, query: Query) -> list[Record]:
     """The resolved cells ``query`` reads (fields x years in scope, plus its categoricals), in corpus order."""
-    params: list = []
-    clauses = []
-    if query.fields:
-        scope = ""
-        if query.scope:
-            cat, value = query.scope
-            scope = f" AND r.entity IN (SELECT entity FROM resolved WHERE field = ? AND fiscal_year = {STATIC} AND text = ?)"
-            params += [cat, value]
-        marks_f = ",".join("?" * len(query.fields))
-        marks_y = ",".join("?" * len(query.years))
-        clauses.append(f"(r.field IN ({marks_f}) AND r.fiscal_year IN ({marks_y}){scope})")
-        params = list(query.fields) + list(query.years) + params
-    if query.categoricals:
-        clauses.append(f"(r.field IN ({','.join('?' * len(query.categoricals))}) AND r.fiscal_year = {STATIC})")
-        params += list(query.categoricals)
+    where, params = cells_clause(query)
     sql = (
         "SELECT r.entity, r.field, r.fiscal_year, r.value, r.text, r.doc_id FROM resolved r "
-        f"JOIN documents d ON d.doc_id = r.doc_id WHERE {' OR '.join(clauses)} ORDER BY d.ord, r.entity, r.fiscal_year, r.field"
+        f"JOIN documents d ON d.doc_id = r.doc_id WHERE {where} ORDER BY d.ord, r.entity, r.fiscal_year, r.field"
     )
     return [Record(e, f, y, _value_text(v, t), d) for e, f, y, v, t, d in conn.execute(sql, params)]
 

@@ -61,12 +61,9 @@ def python_answer(table: Mapping[int, list[dict]], query) -> str:
     return format_answer(query.python(table), query.answer_type)
 
 
-def evidence_doc_ids(conn: sqlite3.Connection, query) -> list[str]:
-    """Documents whose statements the answer depends on, in corpus order.
-
-    These are the latest documents stating each cell the query reads: its numeric fields
-    in its fiscal years (for the entities in its scope) and its categorical attributes.
-    """
+def cells_clause(query) -> tuple[str, list]:
+    """The ``WHERE`` clause (over ``resolved r``) selecting the cells ``query`` reads, and its parameters:
+    its numeric fields in its fiscal years (for the entities in its scope) and its categorical attributes."""
     params: list = []
     clauses = []
     if query.fields:
@@ -82,8 +79,12 @@ def evidence_doc_ids(conn: sqlite3.Connection, query) -> list[str]:
     if query.categoricals:
         clauses.append(f"(r.field IN ({','.join('?' * len(query.categoricals))}) AND r.fiscal_year = {STATIC})")
         params += list(query.categoricals)
-    sql = (
-        "SELECT DISTINCT r.doc_id FROM resolved r JOIN documents d ON d.doc_id = r.doc_id "
-        f"WHERE {' OR '.join(clauses)} ORDER BY d.ord"
-    )
+    return " OR ".join(clauses), params
+
+
+def evidence_doc_ids(conn: sqlite3.Connection, query) -> list[str]:
+    """Documents whose statements the answer depends on, in corpus order: the latest documents
+    stating each cell the query reads (:func:`cells_clause`)."""
+    where, params = cells_clause(query)
+    sql = f"SELECT DISTINCT r.doc_id FROM resolved r JOIN documents d ON d.doc_id = r.doc_id WHERE {where} ORDER BY d.ord"
     return [r[0] for r in conn.execute(sql, params)]
