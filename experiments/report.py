@@ -6,7 +6,8 @@ seconds per answer), ``by_length.md`` / ``by_length.csv`` (mean per-sample score
 corpus-length bucket), ``scores.json`` (every strategy's full official aggregation),
 ``ceilings.md`` / ``ceilings.json`` and a ``ceiling`` summary column when the samples name
 their evidence (upper bounds, see ``experiments.ceilings``), and
-two PNG plots: accuracy vs context length, and accuracy vs tokens spent.
+two PNG plots: accuracy vs context length (when the run spans two length buckets or more),
+and accuracy vs tokens spent.
 """
 
 from __future__ import annotations
@@ -79,8 +80,10 @@ def build_report(out: str | Path, *, samples: Sequence[Any] | None = None, judge
     if plots and summary:
         from experiments.plots import plot_accuracy_vs_length, plot_accuracy_vs_tokens
 
-        plot_accuracy_vs_length(by_length, report / "accuracy_vs_length.png", title=benchmark)
-        plot_accuracy_vs_tokens(summary, report / "accuracy_vs_tokens.png", title=benchmark)
+        for plot, data, name in ((plot_accuracy_vs_length, by_length, "accuracy_vs_length.png"),
+                                 (plot_accuracy_vs_tokens, summary, "accuracy_vs_tokens.png")):  # fmt: skip
+            if not plot(data, report / name, title=benchmark):  # nothing to show (one length bucket): no stale plot either
+                (report / name).unlink(missing_ok=True)
     return {"benchmark": benchmark, "summary": summary, "by_length": by_length, "folder": str(report)}
 
 
