@@ -202,10 +202,11 @@ def _swatch(name: str) -> str:
 
 
 def _num(value: Any, digits: int = 2) -> str:
+    """A number for a table cell (unescaped: callers escape)."""
     if value is None:
         return ""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return e(value)
+        return str(value)  # callers escape
     return f"{value:,.{digits}f}".rstrip("0").rstrip(".") if isinstance(value, float) else f"{value:,}"
 
 
@@ -247,7 +248,7 @@ def _summary(table: list[dict[str, Any]]) -> str:
     return (
         '<section id="summary"><h2>Summary</h2><p class="note">score: the benchmark\'s official headline; llm_calls, tokens and '
         "seconds: means per answered question; cost_usd: estimated USD per answer, total_usd: the whole run (see below).</p>"
-        f'<table class="summary"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></section>'
+        f'<div class="wide"><table class="summary"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div></section>'
     )
 
 
@@ -385,7 +386,7 @@ def _answer(name: str, row: Mapping[str, Any], value: Any, cost: Mapping[str, An
 
 def _evidence(evidence: Sequence[Mapping[str, Any]]) -> str:
     if not evidence:
-        return '<div class="evidence"><b>Evidence</b> <span class="na">none recorded (this strategy reads the corpus without citing chunks)</span></div>'
+        return '<div class="evidence"><b>Evidence</b> <span class="na">none recorded (no chunks cited: the strategy read the corpus or its context whole)</span></div>'
     items = "".join(
         f'<li><span class="title">{e(ev.get("title") or ev.get("doc_id"))}</span> <span class="meta">doc {e(ev.get("doc_id"))}'
         f'{" · chunk " + e(ev.get("chunk_id")) if ev.get("chunk_id") is not None else ""}'
@@ -527,8 +528,8 @@ def _r_finish(step, _):
 
 
 def _r_route(step, _):
-    return (f'<p class="route">Route: <b>{e(step.get("route"))}</b> · reason: <span class="reason">{cut(step.get("reason"), 1000)}</span></p>',
-            {"route", "reason"})  # fmt: skip
+    route = f'Route: <b>{e(step["route"])}</b> · ' if step.get("route") else ("RAG declined · " if step.get("declined") else "")
+    return f'<p class="route">{route}reason: <span class="reason">{cut(step.get("reason"), 1000)}</span></p>', {"route", "reason"}
 
 
 _RENDERERS = {
@@ -554,6 +555,7 @@ dl.facts{display:flex;flex-wrap:wrap;gap:4px 18px;margin:4px 0;color:#555}dl.fac
 dl.facts dt:after{content:":"}dl.facts div{display:flex}
 table{border-collapse:collapse;margin:6px 0}th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f4f4f6}td.num{text-align:right;font-variant-numeric:tabular-nums}
+.wide{overflow-x:auto}table.summary td:first-child{white-space:nowrap}
 .swatch{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:5px;vertical-align:baseline}
 .note{color:#666;font-size:13px}.na{color:#999}.fail{color:#b00020}.score{font-weight:600}
 ul.winners li{margin:3px 0}
