@@ -132,10 +132,11 @@ def place_labels(ax: Any, points: Sequence[tuple[float, float]], names: Sequence
 
 def _spread(anchors, lefts, sizes, *, gap: float, bottom: float, top: float) -> list[float]:
     """Vertical label centres (pixels): start at each point's height, then separate every pair
-    whose boxes overlap horizontally until none overlaps (deterministic, bounded passes)."""
+    whose boxes overlap horizontally, each label kept inside the axes, until none overlaps
+    (deterministic, bounded passes)."""
     ys = [py for _, py in anchors]
     order = sorted(range(len(ys)), key=lambda i: (ys[i], i))
-    for _ in range(200):
+    for _ in range(500):
         moved = False
         for a in range(len(order)):
             for b in range(a + 1, len(order)):
@@ -149,12 +150,8 @@ def _spread(anchors, lefts, sizes, *, gap: float, bottom: float, top: float) -> 
                     ys[low] -= overlap / 2
                     ys[high] += overlap / 2
                     moved = True
-        # keep labels inside the axes: shift the whole stack back when it leaves them
-        if ys:
-            over = max(y + sizes[i][1] / 2 for i, y in enumerate(ys)) - top
-            under = bottom - min(y - sizes[i][1] / 2 for i, y in enumerate(ys))
-            shift = -over if over > 0 else (under if under > 0 else 0)
-            ys = [y + shift for y in ys]
+        # keep every label inside the axes (a label held at an edge makes its neighbour move on the next pass)
+        ys = [min(max(y, bottom + sizes[i][1] / 2), top - sizes[i][1] / 2) for i, y in enumerate(ys)]
         order = sorted(range(len(ys)), key=lambda i: (ys[i], i))
         if not moved:
             break

@@ -111,6 +111,7 @@ def test_every_string_from_the_data_is_escaped(run):
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &quot;Co&quot;" in page
     assert "<b>bold</b>" not in page and "&lt;b&gt;bold&lt;/b&gt;" in page
     assert "<i>." not in page and "&lt;i&gt;." in page  # a memory written by the model
+    assert "&amp;lt;" not in page and '<td class="num">&lt;32K</td>' in page  # escaped once, not twice
 
 
 def test_drill_down_shows_each_strategys_answer_score_cost_evidence_and_steps(run):

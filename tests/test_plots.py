@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from experiments.plots import STRATEGY_COLORS, place_labels, plot_accuracy_vs_length, plot_accuracy_vs_tokens, strategy_color
 
 NAMES = ["rag", "full_context", "memagent", "pai", "pai_minus", "self_ask", "self_route"]
@@ -15,14 +17,15 @@ def test_each_strategy_has_one_fixed_colour_and_unknown_names_are_stable():
     assert strategy_color("my_plugin") == strategy_color("my_plugin") and strategy_color("my_plugin").startswith("#")
 
 
-def test_labels_of_coincident_points_do_not_overlap():
+@pytest.mark.parametrize("score", [0.0, 100.0])  # stacked against the bottom, and against the top of the axes
+def test_labels_of_coincident_points_do_not_overlap(score):
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    points = [(1000.0, 0.0)] * 7  # the demo's case: every strategy at the same place
+    points = [(1000.0, score)] * 7  # the demo's case: every strategy at the same place
     ax.scatter([p[0] for p in points], [p[1] for p in points])
     ax.set_xscale("log")
     ax.set_ylim(-3, 103)
