@@ -99,6 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dir", help="a folder written by 'longctx run'")
     p.add_argument("--judge", help="chat model spec for LLM-judged benchmarks (Loong; CorpusQA)")
     p.add_argument("--no-plots", action="store_true")
+    p.add_argument("--prices", metavar="FILE", help='JSON of USD per 1M tokens per model id for report.html\'s cost estimate, '
+                   'e.g. {"gpt-4o-mini": {"prompt": 0.15, "completion": 0.6}} (default: built-in list prices; local models free)')
+    p.add_argument("--no-html", action="store_true", help="do not write report.html")
 
     p = sub.add_parser(
         "ceilings", help="evidence ceilings per strategy, LLM-free (upper bounds, not accuracies)",
@@ -201,7 +204,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from experiments.report import build_report
 
     judge = make_chat_model(args.judge) if args.judge else None
-    result = build_report(args.dir, judge=judge, plots=not args.no_plots)
+    result = build_report(args.dir, judge=judge, plots=not args.no_plots, html=not args.no_html, prices=args.prices)
     folder = Path(result["folder"])
     print(f"# {result['benchmark']}\n")
     print((folder / "summary.md").read_text())
@@ -209,6 +212,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     if (folder / "ceilings.md").exists():
         print((folder / "ceilings.md").read_text())
     print(f"Tables, scores.json and plots in {folder}")
+    if result.get("html"):
+        print(f"HTML report (open in a browser): {result['html']}")
     return 0
 
 

@@ -1,9 +1,41 @@
-"""PNG plots of a run's report (matplotlib, headless Agg backend)."""
+"""PNG plots of a run's report (matplotlib, headless Agg backend).
+
+Every plot gives a strategy the same colour (:func:`strategy_color`, fixed by name), keeps
+its legend outside the data, and places point labels so that they do not overlap
+(:func:`place_labels`). Accuracy vs context length is drawn only when the run spans at
+least two length buckets: one bucket is no trend.
+"""
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+#: One colour per built-in strategy, the same in every plot and in the HTML report.
+STRATEGY_COLORS = {
+    "rag": "#1f77b4",
+    "full_context": "#ff7f0e",
+    "memagent": "#2ca02c",
+    "pai": "#d62728",
+    "pai_minus": "#9467bd",
+    "self_ask": "#8c564b",
+    "self_route": "#e377c2",
+    "structured": "#17becf",
+}
+#: Colours for strategies not listed above (third-party plug-ins), picked by a hash of the name.
+EXTRA_COLORS = ("#7f7f7f", "#bcbd22", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd", "#31a354", "#756bb1")
+#: Strategies beside each other in a length bucket are spread over this share of the bucket's width.
+DODGE = 0.3
+
+
+def strategy_color(name: str) -> str:
+    """The colour of a strategy in every plot (fixed by name, so runs and plots agree)."""
+    if name in STRATEGY_COLORS:
+        return STRATEGY_COLORS[name]
+    digest = int(hashlib.sha256(name.encode("utf-8")).hexdigest(), 16)
+    return EXTRA_COLORS[digest % len(EXTRA_COLORS)]
 
 
 def _pyplot():
@@ -15,43 +47,156 @@ def _pyplot():
     return plt
 
 
-def plot_accuracy_vs_length(by_length: list[dict[str, Any]], path: Path, *, title: str = "") -> None:
-    """One line per strategy: mean per-sample score in each corpus-length bucket."""
+def plot_accuracy_vs_length(by_length: list[dict[str, Any]], path: Path, *, title: str = "") -> bool:
+    """One line per strategy: mean per-sample score in each corpus-length bucket.
+
+    Returns False, writing nothing, when the run spans fewer than two buckets.
+    """
+    if len(by_length) < 2:
+        return False
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     labels = [row["length"] for row in by_length]
-    strategies = [k for k in (by_length[0] if by_length else {}) if k != "length"]
-    for name in strategies:
-        points = [(i, row[name]) for i, row in enumerate(by_length) if row.get(name) is not None]
+    strategies = list(dict.fromkeys(k for row in by_length for k in row if k != "length"))
+    for k, name in enumerate(strategies):
+        # strategies side by side within a bucket, so equal scores stay visible
+        offset = (k - (len(strategies) - 1) / 2) * (DODGE / max(len(strategies) - 1, 1))
+        points = [(i + offset, row[name]) for i, row in enumerate(by_length) if row.get(name) is not None]
         if points:
-            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name)
+            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name, color=strategy_color(name))
     ax.set_xticks(range(len(labels)), labels)
-    ax.legend()
+    ax.set_xlim(-0.5, len(labels) - 0.5)
+    _legend_outside(ax)
     _finish(plt, fig, ax, path, xlabel="corpus length (tokens)", title=f"{title}: accuracy vs context length")
+    return True
 
 
-def plot_accuracy_vs_tokens(summary: list[dict[str, Any]], path: Path, *, title: str = "") -> None:
-    """One point per strategy: official score against mean tokens spent per answer (log x)."""
+def plot_accuracy_vs_tokens(summary: list[dict[str, Any]], path: Path, *, title: str = "") -> bool:
+    """One point per strategy: official score against mean tokens spent per answer (log x).
+
+    Returns False, writing nothing, when no strategy has both a score and tokens.
+    """
+    points = []
+    for row in summary:
+        tokens = (row.get("prompt_tokens") or 0) + (row.get("completion_tokens") or 0)
+        if row.get("score") is not None and tokens > 0:
+            points.append((row["strategy"], tokens, row["score"]))
+    if not points:
+        return False
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for i, row in enumerate(sorted(summary, key=lambda r: (r["prompt_tokens"] or 0) + (r["completion_tokens"] or 0))):
-        tokens = (row["prompt_tokens"] or 0) + (row["completion_tokens"] or 0)
-        if row["score"] is None or tokens <= 0:
-            continue
-        ax.scatter(tokens, row["score"], s=60)
-        # neighbours on the log axis often sit close: stagger their labels vertically
-        ax.annotate(row["strategy"], (tokens, row["score"]), textcoords="offset points", xytext=(6, 6 + 12 * (i % 4)))
+    for name, tokens, value in points:
+        ax.scatter(tokens, value, s=60, color=strategy_color(name), label=name, zorder=3, edgecolors="white", linewidths=0.8)
+    _log_token_axis(ax)
+    low, high = min(p[1] for p in points), max(p[1] for p in points)
+    ax.set_xlim(low / 2.5, high * 4)  # room on the right for the labels
+    _legend_outside(ax)
+    _axes_style(ax, xlabel="tokens per answer (prompt + completion)", title=f"{title}: accuracy vs tokens spent")
+    fig.tight_layout()
+    place_labels(ax, [(t, v) for _, t, v in points], [n for n, _, _ in points])
+    _save(plt, fig, path)
+    return True
+
+
+def place_labels(ax: Any, points: Sequence[tuple[float, float]], names: Sequence[str], *, gap: float = 3.0) -> list[Any]:
+    """Label each point beside it, pushing labels apart vertically until none overlap.
+
+    Labels sit right of their point (left when that leaves the axes); a label that had to
+    move is joined to its point by a thin line. Works in display pixels, so log axes and
+    coincident points are handled alike. Returns the text artists.
+    """
+    fig = ax.figure
+    fig.canvas.draw()  # sizes of text need a renderer
+    renderer = fig.canvas.get_renderer()
+    box = ax.get_window_extent(renderer)
+    sizes = []
+    for name in names:  # measure each label once, with the font it will have
+        probe = ax.text(0, 0, name, fontsize=9)
+        extent = probe.get_window_extent(renderer)
+        sizes.append((extent.width, extent.height))
+        probe.remove()
+    anchors = [tuple(ax.transData.transform(xy)) for xy in points]
+    pad = 8 * fig.dpi / 72
+    lefts = [px + pad if px + pad + w <= box.x1 else px - pad - w for (px, _), (w, _) in zip(anchors, sizes)]
+    ys = _spread(anchors, lefts, sizes, gap=gap, bottom=box.y0, top=box.y1)
+    to_points = 72 / fig.dpi
+    texts = []
+    for name, xy, (px, py), left, y, (w, _) in zip(names, points, anchors, lefts, ys, sizes):
+        right_side = left > px
+        offset = ((left - px if right_side else left + w - px) * to_points, (y - py) * to_points)
+        arrow = {"arrowstyle": "-", "color": "0.6", "lw": 0.6, "shrinkA": 1, "shrinkB": 4} if abs(y - py) > 2 else None
+        texts.append(ax.annotate(name, xy, xytext=offset, textcoords="offset points", va="center", ha="left" if right_side else "right",
+                                 fontsize=9, color=strategy_color(name), arrowprops=arrow))
+    return texts
+
+
+def _spread(anchors, lefts, sizes, *, gap: float, bottom: float, top: float) -> list[float]:
+    """Vertical label centres (pixels): start at each point's height, then separate every pair
+    whose boxes overlap horizontally, each label kept inside the axes, until none overlaps
+    (deterministic, bounded passes)."""
+    ys = [py for _, py in anchors]
+    order = sorted(range(len(ys)), key=lambda i: (ys[i], i))
+    for _ in range(500):
+        moved = False
+        for a in range(len(order)):
+            for b in range(a + 1, len(order)):
+                i, j = order[a], order[b]
+                if lefts[i] + sizes[i][0] <= lefts[j] or lefts[j] + sizes[j][0] <= lefts[i]:
+                    continue  # side by side: no vertical conflict
+                need = (sizes[i][1] + sizes[j][1]) / 2 + gap
+                overlap = need - abs(ys[j] - ys[i])
+                if overlap > 0.01:
+                    low, high = (i, j) if (ys[i], a) <= (ys[j], b) else (j, i)
+                    ys[low] -= overlap / 2
+                    ys[high] += overlap / 2
+                    moved = True
+        # keep every label inside the axes (a label held at an edge makes its neighbour move on the next pass)
+        ys = [min(max(y, bottom + sizes[i][1] / 2), top - sizes[i][1] / 2) for i, y in enumerate(ys)]
+        order = sorted(range(len(ys)), key=lambda i: (ys[i], i))
+        if not moved:
+            break
+    return ys
+
+
+def _log_token_axis(ax: Any) -> None:
+    """Log x axis with ticks at 1, 2 and 5 per decade, written 500, 2K, 1M (no crowded minor labels)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
     ax.set_xscale("log")
-    _finish(plt, fig, ax, path, xlabel="tokens per answer (prompt + completion)", title=f"{title}: accuracy vs tokens spent")
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: human_tokens(x)))
+    ax.xaxis.set_minor_formatter(NullFormatter())
 
 
-def _finish(plt, fig, ax, path: Path, *, xlabel: str, title: str) -> None:
-    """Shared axes (scores are percentages), then write the PNG and free the figure."""
+def human_tokens(value: float) -> str:
+    """500, 2K, 1.5M."""
+    for size, unit in ((1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if value >= size:
+            return f"{value / size:.3g}{unit}"
+    return f"{value:.3g}"
+
+
+def _legend_outside(ax: Any) -> None:
+    """The legend right of the axes, never over the data."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, frameon=False, fontsize=9)
+
+
+def _axes_style(ax: Any, *, xlabel: str, title: str) -> None:
+    """Shared axes (scores are percentages)."""
     ax.set_ylim(-3, 103)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("score")
     ax.set_title(title)
     ax.grid(alpha=0.3)
+
+
+def _finish(plt, fig, ax, path: Path, *, xlabel: str, title: str) -> None:
+    """Shared axes, then write the PNG and free the figure."""
+    _axes_style(ax, xlabel=xlabel, title=title)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    _save(plt, fig, path)
+
+
+def _save(plt, fig, path: Path) -> None:
+    fig.savefig(path, dpi=120, bbox_inches="tight")  # "tight" keeps the outside legend in the file
     plt.close(fig)

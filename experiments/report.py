@@ -5,8 +5,11 @@
 seconds per answer), ``by_length.md`` / ``by_length.csv`` (mean per-sample score by
 corpus-length bucket), ``scores.json`` (every strategy's full official aggregation),
 ``ceilings.md`` / ``ceilings.json`` and a ``ceiling`` summary column when the samples name
-their evidence (upper bounds, see ``experiments.ceilings``), and
-two PNG plots: accuracy vs context length, and accuracy vs tokens spent.
+their evidence (upper bounds, see ``experiments.ceilings``), ``report.html`` (everything in
+one self-contained page, with winners, estimated cost and a per-question drill-down, see
+``experiments.html_report``), and
+two PNG plots: accuracy vs context length (when the run spans two length buckets or more),
+and accuracy vs tokens spent.
 """
 
 from __future__ import annotations
@@ -41,7 +44,15 @@ def headline(benchmark: str, scores: dict[str, Any]) -> float | None:
     return float(value) if isinstance(value, (int, float)) else None
 
 
-def build_report(out: str | Path, *, samples: Sequence[Any] | None = None, judge: Any = None, plots: bool = True) -> dict[str, Any]:
+def build_report(
+    out: str | Path,
+    *,
+    samples: Sequence[Any] | None = None,
+    judge: Any = None,
+    plots: bool = True,
+    html: bool = True,
+    prices: str | Path | dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Score every strategy of the run in ``out`` and write tables and plots to ``out/report``.
 
     Args:
@@ -50,8 +61,13 @@ def build_report(out: str | Path, *, samples: Sequence[Any] | None = None, judge
         judge: A chat model for LLM-judged benchmarks (Loong; CorpusQA, which otherwise
             uses the deterministic equivalence checker).
         plots: Write the PNG plots.
+        html: Write ``report.html`` (``experiments.html_report``): tables, plots, winners,
+            estimated cost and a per-question drill-down in one self-contained file.
+        prices: USD per 1M prompt/completion tokens per model id for the cost estimate: a JSON
+            file or a mapping (``experiments.prices``); built-in estimates otherwise.
     """
     out = Path(out)
+    price_table = _price_table(prices)  # a bad file fails before any scoring
     manifest = json.loads((out / MANIFEST_FILE).read_text())
     cfg = manifest["config"]
     benchmark = cfg["benchmark"]
@@ -79,9 +95,25 @@ def build_report(out: str | Path, *, samples: Sequence[Any] | None = None, judge
     if plots and summary:
         from experiments.plots import plot_accuracy_vs_length, plot_accuracy_vs_tokens
 
-        plot_accuracy_vs_length(by_length, report / "accuracy_vs_length.png", title=benchmark)
-        plot_accuracy_vs_tokens(summary, report / "accuracy_vs_tokens.png", title=benchmark)
-    return {"benchmark": benchmark, "summary": summary, "by_length": by_length, "folder": str(report)}
+        for plot, data, name in ((plot_accuracy_vs_length, by_length, "accuracy_vs_length.png"),
+                                 (plot_accuracy_vs_tokens, summary, "accuracy_vs_tokens.png")):  # fmt: skip
+            if not plot(data, report / name, title=benchmark):  # nothing to show (one length bucket): no stale plot either
+                (report / name).unlink(missing_ok=True)
+    result = {"benchmark": benchmark, "summary": summary, "by_length": by_length, "folder": str(report)}
+    if html:
+        from experiments.html_report import write_html_report
+
+        result["html"] = str(write_html_report(report, benchmark=benchmark, manifest=manifest, summary=summary, by_length=by_length,
+                                               per_strategy=per_strategy, samples=by_id, prices=price_table))  # fmt: skip
+    return result
+
+
+def _price_table(prices: str | Path | dict[str, Any] | None) -> dict[str, tuple[float, float]] | None:
+    from experiments.prices import load_prices, parse_prices
+
+    if prices is None:
+        return None
+    return parse_prices(prices) if isinstance(prices, dict) else load_prices(prices)
 
 
 def _add_ceilings(cfg: dict[str, Any], samples: list[Any], summary: list[dict[str, Any]], report: Path) -> None:

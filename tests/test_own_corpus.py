@@ -12,6 +12,7 @@ from experiments.cli import main as cli_main
 from experiments.perf.stub_server import stub_server
 from experiments.runner import read_rows
 from tests.test_corpus import minimal_pdf
+from tests.test_html_report import _chromium, answer_block, open_in_chromium, question_block
 
 QUESTIONS = """id,question,answer,answer_type
 rev,What was Halvorsen's revenue in 2023 in NOK billion?,4.7,number
@@ -96,3 +97,23 @@ def test_cli_needs_both_paths(tmp_path, capsys):
 
 def test_extract_takes_the_last_answer_line():
     assert extract("The answer is: 1\n**The answer is: 2.**") == "2"
+
+
+@pytest.mark.skipif(_chromium() is None, reason="no Chromium installed (apt-get install -y chromium)")
+def test_own_corpus_report_opens_in_headless_chromium(own_data, tmp_path, monkeypatch):
+    """The Done-when of the own-corpus road: PDFs + a questions file -> one command -> a report a browser opens."""
+    docs, questions = own_data
+    monkeypatch.setenv("LONGCTX_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    with stub_server(latency=0.0, reply_tokens=5, tools=True, properties=1) as url:
+        monkeypatch.setenv("OPENAI_BASE_URL", url)
+        assert cli_main(["run", "--corpus", str(docs), "--questions", str(questions), "--strategies", "rag,memagent,pai",
+                         "--llm", "openai:stub", "--out", str(out), "--option", "memagent.chunk_tokens=200"]) == 0
+    assert cli_main(["report", str(out)]) == 0
+    dom, console = open_in_chromium((out / "report" / "report.html").as_uri() + "#q-rev", tmp_path)
+    assert console == [] and 'data-ready="1"' in dom and '<table class="summary">' in dom
+    block = question_block(dom, "rev")
+    for strategy in ("rag", "memagent", "pai"):
+        answer = answer_block(block, strategy)
+        assert '<pre class="ans">' in answer and 'class="step"' in answer, strategy
+    assert '<div class="evidence">' in answer_block(block, "rag")

@@ -49,7 +49,7 @@ def _parse_number(text: str) -> tuple[float, int, bool] | None:
     t = text.strip(_STRIP).replace(" ", "")
     percent = t.endswith("%")
     t = t.rstrip("%").lstrip(_CURRENCY)
-    if t[:1] in "+-" and t[1:2] in _CURRENCY:
+    if t[:1] and t[0] in "+-" and t[1:2] and t[1] in _CURRENCY:  # "" is "in" every string: an empty reply is no number
         t = t[0] + t[2:]
     match = _NUMBER.match(t)
     if not match:

@@ -1,0 +1,606 @@
+"""``report/report.html``: one self-contained page that compares the strategies of a run and
+shows why each one answered as it did.
+
+The page has the summary table, the plots (embedded PNG), the winner per metric (best
+value; the cheaper strategy wins a tie), an estimated money cost per strategy
+(:mod:`experiments.prices`), and a collapsible drill-down per question: the question, the
+gold answers, and for each strategy its answer, score, cost, evidence and steps
+(MemAgent's memory after each chunk, PAI's properties, kept chunks and sub-answers,
+Self-Ask's follow-ups, Self-Route's route and reason, every other node's facts).
+
+Self-contained: inline CSS and a little inline JavaScript, images as ``data:`` URIs, no
+request at view time. Every string that comes from the data is HTML-escaped. Per-sample
+scores are the benchmark scorer's (``official["per_sample"]``), never recomputed here.
+Opening ``report.html#q-<sample id>`` opens that question's drill-down.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from experiments.plots import strategy_color
+from experiments.prices import DEFAULT_PRICES_DATE, Price, price_for, row_cost
+
+HTML_FILE = "report.html"
+#: Longest text shown for one value of a step (memories, transcripts); the rest is cut with a note.
+MAX_TEXT = 4000
+#: Memory rows shown per MemAgent answer (first and last halves when there are more).
+MAX_MEMORY_ROWS = 200
+#: Metrics that can have a winner: (summary key, label, higher is better).
+METRICS = (
+    ("score", "Best score", True),
+    ("evidence_recall", "Best evidence recall", True),
+    ("cost_usd", "Cheapest (estimated USD per answer)", False),
+    ("tokens", "Fewest tokens per answer", False),
+    ("seconds", "Fastest (seconds per answer)", False),
+)
+
+
+def e(value: Any) -> str:
+    """HTML-escaped text of any value (``None`` is empty)."""
+    return "" if value is None else html.escape(str(value), quote=True)
+
+
+def cut(text: Any, limit: int = MAX_TEXT) -> str:
+    """Escaped text, cut to ``limit`` characters with a note of how much was left out."""
+    text = "" if text is None else str(text)
+    if len(text) <= limit:
+        return e(text)
+    return f'{e(text[:limit])}<span class="more"> … ({len(text) - limit:,} more characters)</span>'
+
+
+def anchor(sample_id: Any) -> str:
+    """The element id of a question's drill-down (``q-<id>``, safe characters only)."""
+    return "q-" + re.sub(r"[^A-Za-z0-9_.-]", "_", str(sample_id))
+
+
+# -- costs and winners ------------------------------------------------------------------------------
+def row_model(row: Mapping[str, Any], manifest: Mapping[str, Any]) -> str | None:
+    """The model that answered a row: its own config, else the run's manifest."""
+    return (row.get("config") or {}).get("llm") or manifest.get("model")
+
+
+def strategy_costs(per_strategy: Mapping[str, Mapping[str, Any]], manifest: Mapping[str, Any],
+                   prices: Mapping[str, tuple[float, float]] | None) -> dict[str, dict[str, Any]]:  # fmt: skip
+    """Per strategy: total and per-answer estimated USD over its answered rows, and the prices used
+    (``None`` costs when some model has no price)."""
+    out = {}
+    for name, data in per_strategy.items():
+        ok = [r for r in data["rows"] if r.get("status") == "ok"]
+        used: dict[str, Price | None] = {}
+        costs = []
+        for row in ok:
+            model = row_model(row, manifest) or "unknown"
+            if model not in used:
+                used[model] = price_for(model, prices)
+            costs.append(row_cost(row, used[model]))
+        known = bool(costs) and all(c is not None for c in costs)
+        total = sum(costs) if known else None  # type: ignore[arg-type]
+        out[name] = {"total_usd": total, "usd_per_answer": total / len(costs) if known else None, "prices": used}
+    return out
+
+
+def pick_winners(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The winner of each metric: the best value; among equal values the cheaper strategy (USD,
+    then tokens), or for the cost metrics the better-scoring one. Ties that remain are all named.
+
+    ``rows`` are summary rows with ``strategy``, ``score``, ``cost_usd``, ``tokens`` and
+    ``seconds`` (missing or ``None`` values take no part).
+    """
+    winners = []
+    for key, label, higher in METRICS:
+        candidates = [r for r in rows if isinstance(r.get(key), (int, float))]
+        if not candidates:
+            continue
+        best = max(r[key] for r in candidates) if higher else min(r[key] for r in candidates)
+        top = [r for r in candidates if abs(r[key] - best) <= 1e-9]
+        tiebreak = _cheaper if key in ("score", "evidence_recall") else _better_scoring
+        top = tiebreak(top)
+        note = ""
+        if len(top) < len([r for r in candidates if abs(r[key] - best) <= 1e-9]):
+            note = "tie on this metric, won by the cheaper strategy" if tiebreak is _cheaper else "tie on this metric, won by the better score"
+        winners.append({"metric": key, "label": label, "strategies": [r["strategy"] for r in top], "value": best, "note": note})
+    return winners
+
+
+def _cheaper(rows: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    for key in ("cost_usd", "tokens"):
+        known = [r for r in rows if isinstance(r.get(key), (int, float))]
+        if len(known) == len(rows) and len(rows) > 1:
+            low = min(r[key] for r in rows)
+            rows = [r for r in rows if abs(r[key] - low) <= 1e-12]
+    return rows
+
+
+def _better_scoring(rows: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    known = [r for r in rows if isinstance(r.get("score"), (int, float))]
+    if len(known) == len(rows) and len(rows) > 1:
+        high = max(r["score"] for r in rows)
+        rows = [r for r in rows if abs(r["score"] - high) <= 1e-9]
+    return rows
+
+
+# -- the page ---------------------------------------------------------------------------------------
+def write_html_report(
+    folder: str | Path,
+    *,
+    benchmark: str,
+    manifest: Mapping[str, Any],
+    summary: Sequence[Mapping[str, Any]],
+    by_length: Sequence[Mapping[str, Any]],
+    per_strategy: Mapping[str, Mapping[str, Any]],
+    samples: Mapping[str, Any],
+    prices: Mapping[str, tuple[float, float]] | None = None,
+) -> Path:
+    """Write ``folder/report.html`` (see the module docstring) and return its path.
+
+    Args:
+        folder: The report folder (plots already written there are embedded).
+        benchmark: Benchmark name, for the title.
+        manifest: The run's ``manifest.json``.
+        summary: :func:`experiments.report.build_report`'s summary rows.
+        by_length: Its accuracy-by-length rows.
+        per_strategy: Strategy -> ``{"official", "rows", "per_sample": [(row, score)]}``.
+        samples: Sample id -> sample (question and gold answers).
+        prices: The user's price table (:func:`experiments.prices.load_prices`).
+    """
+    folder = Path(folder)
+    costs = strategy_costs(per_strategy, manifest, prices)
+    table = []
+    for row in summary:
+        cost = costs.get(row["strategy"], {})
+        tokens = (row.get("prompt_tokens") or 0) + (row.get("completion_tokens") or 0) if row.get("prompt_tokens") is not None else None
+        table.append({**row, "tokens": tokens, "cost_usd": cost.get("usd_per_answer"), "total_usd": cost.get("total_usd")})
+    parts = [
+        _head(benchmark),
+        _header(benchmark, manifest, per_strategy, samples),
+        _winners(pick_winners(table)),
+        _summary(table),
+        _costs(costs, prices),
+        _by_length(by_length),
+        _plots(folder),
+        _drilldown(per_strategy, samples, costs, manifest),
+        _SCRIPT,
+        "</body></html>\n",
+    ]
+    path = folder / HTML_FILE
+    path.write_text("\n".join(parts), encoding="utf-8")
+    return path
+
+
+def _head(benchmark: str) -> str:
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'\">"
+        f"<title>longctx report: {e(benchmark)}</title><style>{_CSS}</style></head><body>"
+    )
+
+
+def _header(benchmark: str, manifest: Mapping[str, Any], per_strategy: Mapping[str, Any], samples: Mapping[str, Any]) -> str:
+    invocations = manifest.get("invocations") or [{}]
+    facts = {
+        "model": manifest.get("model"),
+        "strategies": ", ".join(per_strategy),
+        "questions": len(samples),
+        "run": f"{invocations[0].get('started', '?')} to {invocations[-1].get('finished', '?')}",
+        "library": manifest.get("library_version"),
+        "git": (invocations[-1].get("git_revision") or "")[:12] or None,
+    }
+    items = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in facts.items() if v not in (None, ""))
+    return f'<header><h1>longctx report: {e(benchmark)}</h1><dl class="facts">{items}</dl></header>'
+
+
+def _swatch(name: str) -> str:
+    return f'<span class="swatch" style="background:{e(strategy_color(name))}"></span>{e(name)}'
+
+
+def _num(value: Any, digits: int = 2) -> str:
+    """A number for a table cell (unescaped: callers escape)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)  # callers escape
+    return f"{value:,.{digits}f}".rstrip("0").rstrip(".") if isinstance(value, float) else f"{value:,}"
+
+
+def _usd(value: float | None) -> str:
+    if value is None:
+        return '<span class="na" title="no price for this model: give one with --prices">n/a</span>'
+    return f"${value:,.4f}" if value < 1 else f"${value:,.2f}"
+
+
+def _winners(winners: list[dict[str, Any]]) -> str:
+    if not winners:
+        return ""
+    items = []
+    for w in winners:
+        value = _usd(w["value"]) if w["metric"] == "cost_usd" else e(_num(w["value"]))
+        names = ", ".join(_swatch(n) for n in w["strategies"])
+        note = f' <span class="note">({e(w["note"])})</span>' if w["note"] else ""
+        items.append(f'<li data-metric="{e(w["metric"])}"><b>{e(w["label"])}</b>: {names} ({value}){note}</li>')
+    return f'<section id="winners"><h2>Winner per metric</h2><ul class="winners">{"".join(items)}</ul></section>'
+
+
+def _summary(table: list[dict[str, Any]]) -> str:
+    if not table:
+        return '<section id="summary"><h2>Summary</h2><p>No answers in this run.</p></section>'
+    columns = list(dict.fromkeys(k for row in table for k in row))
+    head = "".join(f"<th>{e(c)}</th>" for c in columns)
+    body = []
+    for row in table:
+        cells = []
+        for c in columns:
+            value = row.get(c)
+            if c == "strategy":
+                cells.append(f"<td>{_swatch(value)}</td>")
+            elif c in ("cost_usd", "total_usd"):
+                cells.append(f'<td class="num">{_usd(value)}</td>')
+            else:
+                cells.append(f'<td class="num">{e(_num(value))}</td>')
+        body.append(f'<tr data-strategy="{e(row["strategy"])}">{"".join(cells)}</tr>')
+    return (
+        '<section id="summary"><h2>Summary</h2><p class="note">score: the benchmark\'s official headline; llm_calls, tokens and '
+        "seconds: means per answered question; cost_usd: estimated USD per answer, total_usd: the whole run (see below).</p>"
+        f'<div class="wide"><table class="summary"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div></section>'
+    )
+
+
+def _costs(costs: Mapping[str, Mapping[str, Any]], prices: Mapping[str, Any] | None) -> str:
+    used: dict[str, Price | None] = {}
+    for data in costs.values():
+        used.update(data["prices"])
+    rows = []
+    for model, price in used.items():
+        if price is None:
+            how, prompt, completion = "unknown: add it to a --prices file", "", ""
+        else:
+            how = {"user": "your --prices file", "local": "local model: free",
+                   "default": f"built-in list price as of {DEFAULT_PRICES_DATE} (estimate)"}[price.source]  # fmt: skip
+            if price.source != "local" and price.key != model:
+                how += f", entry {price.key!r}"
+            prompt, completion = f"${price.prompt:g}", f"${price.completion:g}"
+        rows.append(f"<tr><td>{e(model)}</td><td class=\"num\">{e(prompt)}</td><td class=\"num\">{e(completion)}</td><td>{e(how)}</td></tr>")
+    return (
+        '<section id="costs"><h2>Estimated cost</h2><p class="note">An <b>estimate</b>: tokens as the model reported them '
+        f"(or counted), times USD per 1M tokens; built-in prices are public list prices as of {e(DEFAULT_PRICES_DATE)}, without "
+        "batch or cached-input discounts. Calls replayed from the LLM cache cost nothing. Set your own with "
+        '<code>longctx report DIR --prices prices.json</code>, e.g. <code>{"gpt-4o-mini": {"prompt": 0.15, "completion": 0.6}}</code>.</p>'
+        '<table class="prices"><thead><tr><th>model</th><th>USD / 1M prompt</th><th>USD / 1M completion</th><th>price from</th></tr></thead>'
+        f'<tbody>{"".join(rows)}</tbody></table></section>'
+    )
+
+
+def _by_length(by_length: Sequence[Mapping[str, Any]]) -> str:
+    if not by_length:
+        return ""
+    columns = list(dict.fromkeys(k for row in by_length for k in row))
+    head = "".join(f"<th>{_swatch(c) if c != 'length' else e(c)}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(f'<td class="num">{e(_num(row.get(c)))}</td>' for c in columns) + "</tr>" for row in by_length)
+    return (
+        '<section id="by-length"><h2>Score by corpus length</h2><p class="note">Mean per-question score in each corpus-length bucket (tokens).</p>'
+        f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></section>"
+    )
+
+
+def _plots(folder: Path) -> str:
+    images = []
+    for name, caption in (("accuracy_vs_tokens.png", "Accuracy vs tokens spent per answer"),
+                          ("accuracy_vs_length.png", "Accuracy vs corpus length")):  # fmt: skip
+        path = folder / name
+        if path.is_file():
+            data = base64.b64encode(path.read_bytes()).decode("ascii")
+            images.append(f'<figure><img alt="{e(caption)}" src="data:image/png;base64,{data}"><figcaption>{e(caption)}</figcaption></figure>')
+    return f'<section id="plots"><h2>Plots</h2>{"".join(images)}</section>' if images else ""
+
+
+# -- drill-down -------------------------------------------------------------------------------------
+def _drilldown(per_strategy: Mapping[str, Mapping[str, Any]], samples: Mapping[str, Any], costs: Mapping[str, Any],
+               manifest: Mapping[str, Any]) -> str:  # fmt: skip
+    answers: dict[str, dict[str, tuple[dict[str, Any], Any]]] = {}
+    for name, data in per_strategy.items():
+        for row, value in data["per_sample"]:
+            answers.setdefault(row["sample_id"], {})[name] = (row, value)
+    order = [sid for sid in samples if sid in answers] + [sid for sid in answers if sid not in samples]
+    blocks = [_question(sid, samples.get(sid), answers[sid], costs, manifest) for sid in order]
+    return (
+        '<section id="questions"><h2>Questions</h2><p class="note">Click a question to see each strategy\'s answer, evidence and steps.</p>'
+        '<div class="tools"><input id="filter" type="search" placeholder="filter questions" aria-label="filter questions">'
+        '<button type="button" id="expand">expand all</button><button type="button" id="collapse">collapse all</button></div>'
+        f'{"".join(blocks)}</section>'
+    )
+
+
+def _question(sample_id: str, sample: Any, answers: Mapping[str, tuple[dict[str, Any], Any]], costs: Mapping[str, Any],
+              manifest: Mapping[str, Any]) -> str:  # fmt: skip
+    question = getattr(sample, "question", None)
+    text = getattr(question, "text", None) or next(iter(answers.values()))[0].get("metadata", {}).get("question") or sample_id
+    gold = [str(a) for a in (getattr(sample, "answers", None) or ())]
+    badges = "".join(
+        f'<span class="badge" style="border-color:{e(strategy_color(n))}" title="{e(n)}">{e(n)}: {_score(v, row)}</span>'
+        for n, (row, v) in answers.items()
+    )
+    choices = getattr(question, "choices", None) or {}
+    choice_html = "".join(f"<li><b>{e(k)}</b> {e(v)}</li>" for k, v in choices.items())
+    info = [f'<p class="q"><b>Question</b> <span class="qtext">{cut(text)}</span></p>']
+    if choice_html:
+        info.append(f'<ul class="choices">{choice_html}</ul>')
+    info.append(
+        f'<p class="gold"><b>Gold answer</b> {" | ".join(f"<span>{cut(g, 1000)}</span>" for g in gold)}</p>' if gold
+        else '<p class="gold"><b>Gold answer</b> <span class="na">none: unscored</span></p>'
+    )
+    info.append(f'<p class="meta">id {e(sample_id)}{_sample_meta(sample)}</p>')
+    strategies = "".join(_answer(n, row, v, costs[n], manifest) for n, (row, v) in answers.items())
+    return (
+        f'<details class="question" id="{e(anchor(sample_id))}" data-sample="{e(sample_id)}"><summary><span class="qtext">{cut(text, 300)}</span>'
+        f'<span class="badges">{badges}</span></summary>{"".join(info)}<div class="answers">{strategies}</div></details>'
+    )
+
+
+def _sample_meta(sample: Any) -> str:
+    if sample is None:
+        return ""
+    bits = [f"{k} {v}" for k, v in (("dataset", getattr(sample, "dataset", None)),) if v]
+    corpus = getattr(sample, "corpus", None)
+    if corpus is not None:
+        bits.append(f"corpus {getattr(corpus, 'num_tokens', '?'):,} tokens in {len(getattr(corpus, 'documents', ()) or ())} documents")
+    return "".join(f" · {e(b)}" for b in bits)
+
+
+def _score(value: Any, row: Mapping[str, Any]) -> str:
+    if row.get("status") != "ok":
+        return '<span class="fail">failed</span>'
+    if not isinstance(value, (int, float)):
+        return '<span class="na">unscored</span>'
+    return f'<span class="score">{e(_num(float(value), 1))}</span>'
+
+
+def _answer(name: str, row: Mapping[str, Any], value: Any, cost: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
+    model = row_model(row, manifest) or "unknown"
+    usd = row_cost(row, cost["prices"].get(model))
+    head = f'<summary>{_swatch(name)} <span class="sc">score {_score(value, row)}</span> <span class="cost">{_usd(usd) if row.get("status") == "ok" else ""}</span></summary>'
+    if row.get("status") != "ok":
+        body = (f'<p class="fail"><b>Failed</b>: {cut(row.get("error"))}</p>'
+                f'<details class="tb"><summary>traceback</summary><pre>{cut(row.get("traceback"))}</pre></details>')  # fmt: skip
+        return f'<details class="answer" data-strategy="{e(name)}">{head}{body}</details>'
+    usage = row.get("usage") or {}
+    facts = (f'{e(_num(usage.get("llm_calls")))} calls · {e(_num(usage.get("prompt_tokens")))} prompt + '
+             f'{e(_num(usage.get("completion_tokens")))} completion tokens{" (estimated)" if usage.get("estimated") else ""} · '
+             f'{e(_num(row.get("seconds")))} s · model {e(model)}')  # fmt: skip
+    prediction = row.get("prediction")
+    parts = [f'<div class="reply"><b>Answer</b><pre class="ans">{cut(row.get("answer"))}</pre></div>']
+    if prediction is not None and prediction != row.get("answer"):
+        parts.append(f'<div class="reply"><b>Scored reply</b><pre>{cut(prediction)}</pre></div>')
+    parts.append(f'<p class="usage">{facts}</p>')
+    evidence = row.get("evidence") or []
+    parts.append(_evidence(evidence))
+    parts.append(_steps(row.get("steps") or [], evidence))
+    return f'<details class="answer" data-strategy="{e(name)}">{head}{"".join(parts)}</details>'
+
+
+def _evidence(evidence: Sequence[Mapping[str, Any]]) -> str:
+    if not evidence:
+        return '<div class="evidence"><b>Evidence</b> <span class="na">none recorded (no chunks cited: the strategy read the corpus or its context whole)</span></div>'
+    items = "".join(
+        f'<li><span class="title">{e(ev.get("title") or ev.get("doc_id"))}</span> <span class="meta">doc {e(ev.get("doc_id"))}'
+        f'{" · chunk " + e(ev.get("chunk_id")) if ev.get("chunk_id") is not None else ""}'
+        f'{" · score " + e(_num(ev.get("score"), 3)) if isinstance(ev.get("score"), (int, float)) else ""}</span>'
+        f'<blockquote class="snippet">{cut(ev.get("snippet"), 1000)}</blockquote></li>'
+        for ev in evidence
+    )
+    return f'<div class="evidence"><b>Evidence</b> ({len(evidence)})<ol>{items}</ol></div>'
+
+
+def _steps(steps: Sequence[Mapping[str, Any]], evidence: Sequence[Mapping[str, Any]]) -> str:
+    if not steps:
+        return '<div class="steps"><b>Steps</b> <span class="na">none recorded</span></div>'
+    by_chunk = {ev.get("chunk_id"): ev for ev in evidence if ev.get("chunk_id") is not None}
+    blocks, i = [], 0
+    while i < len(steps):
+        if steps[i].get("node") == "update_memory":  # MemAgent: one table of the memory after each chunk
+            j = i
+            while j < len(steps) and steps[j].get("node") == "update_memory":
+                j += 1
+            blocks.append(_memory(steps[i:j]))
+            i = j
+            continue
+        blocks.append(_step(steps[i], by_chunk))
+        i += 1
+    return f'<details class="steps" open><summary><b>Steps</b> ({len(steps)})</summary>{"".join(blocks)}</details>'
+
+
+def _step_box(node: str, body: str, extra: str = "") -> str:
+    return f'<div class="step" data-node="{e(node)}"><div class="node">{e(node)}</div>{body}{extra}</div>'
+
+
+def _facts(step: Mapping[str, Any], skip: Iterable[str] = ()) -> str:
+    """The step's remaining facts as a definition list (non-scalars as JSON)."""
+    skip = {"node", *skip}
+    items = []
+    for key, value in step.items():
+        if key in skip:
+            continue
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+        tag = "pre" if isinstance(value, str) and "\n" in value else "span"
+        items.append(f"<dt>{e(key)}</dt><dd><{tag}>{cut(text)}</{tag}></dd>")
+    return f'<dl class="kv">{"".join(items)}</dl>' if items else ""
+
+
+def _memory(steps: Sequence[Mapping[str, Any]]) -> str:
+    """MemAgent's memory after each chunk; runs of unchanged memory collapse into one row."""
+    rows: list[tuple[int, int, Mapping[str, Any]]] = []  # (first chunk, last chunk, step)
+    for s in steps:
+        chunk = s.get("chunk", len(rows))
+        if rows and rows[-1][2].get("memory") == s.get("memory"):
+            rows[-1] = (rows[-1][0], chunk, rows[-1][2])
+        else:
+            rows.append((chunk, chunk, s))
+    shown, hidden = rows, 0
+    if len(rows) > MAX_MEMORY_ROWS:
+        half = MAX_MEMORY_ROWS // 2
+        shown, hidden = rows[:half] + rows[-half:], len(rows) - MAX_MEMORY_ROWS
+    body = []
+    for k, (first, last, s) in enumerate(shown):
+        if hidden and k == MAX_MEMORY_ROWS // 2:
+            body.append(f'<tr><td colspan="3" class="na">… {hidden:,} more memory versions …</td></tr>')
+        chunks = f"{first}" if first == last else f"{first}–{last} (unchanged)"
+        cut_note = " · cut to budget" if s.get("cut") else ""
+        body.append(f'<tr><td class="num">{e(chunks)}</td><td class="num">{e(_num(s.get("tokens")))}{e(cut_note)}</td>'
+                    f'<td><pre class="memory">{cut(s.get("memory"))}</pre></td></tr>')  # fmt: skip
+    table = f'<table class="memory"><thead><tr><th>after chunk</th><th>tokens</th><th>memory</th></tr></thead><tbody>{"".join(body)}</tbody></table>'
+    return _step_box("update_memory", f'<p class="what">Memory after each chunk ({len(steps)} chunks read)</p>{table}')
+
+
+def _list(items: Iterable[str]) -> str:
+    return "<ul>" + "".join(f"<li>{i}</li>" for i in items) + "</ul>"
+
+
+def _step(step: Mapping[str, Any], by_chunk: Mapping[Any, Mapping[str, Any]]) -> str:
+    node = str(step.get("node", "?"))
+    render = _RENDERERS.get(node)
+    if render is None:
+        return _step_box(node, _facts(step))
+    body, used = render(step, by_chunk)
+    return _step_box(node, body, _facts(step, used))
+
+
+def _r_properties(step, _):
+    items = step.get("items") or []
+    props = [f'<b>{e(i.get("metric"))}</b> of <b>{e(i.get("subject"))}</b>' if "metric" in i else e(i.get("sub_question", i)) for i in items]
+    body = f'<p class="what">Properties</p>{_list(props)}' if step.get("node") == "extract_properties" else ""
+    subs = step.get("sub_questions") or []
+    body += f'<p class="what">Sub-questions</p>{_list(cut(q) for q in subs)}'
+    if step.get("degraded"):
+        body += f'<p class="fail">{e(step["degraded"])}</p>'
+    return body, {"items", "sub_questions", "degraded"}
+
+
+def _r_judge(step, by_chunk):
+    blocks = []
+    for sq in step.get("per_sub_question") or []:
+        kept = sq.get("kept_chunk_ids") or []
+        chunks = []
+        for cid in kept:
+            ev = by_chunk.get(cid)
+            text = f' <span class="title">{e(ev.get("title"))}</span>: <span class="snippet">{cut(ev.get("snippet"), 300)}</span>' if ev else ""
+            chunks.append(f"chunk {e(cid)}{text}")
+        blocks.append(f'<li><b>{cut(sq.get("sub_question"), 500)}</b>: kept {e(sq.get("kept"))} of {e(sq.get("judged"))} chunks'
+                      f'{" (" + e(sq.get("malformed")) + " malformed verdicts)" if sq.get("malformed") else ""}'
+                      f'{_list(chunks) if chunks else ""}</li>')  # fmt: skip
+    return f'<p class="what">Kept chunks per sub-question</p><ul class="kept">{"".join(blocks)}</ul>', {"per_sub_question"}
+
+
+def _r_sub_answer(step, _):
+    items = [f'<b>{cut(a.get("sub_question"), 500)}</b> → <span class="sub">{cut(a.get("text"))}</span>' for a in step.get("sub_answers") or []]
+    return f'<p class="what">Sub-answers</p>{_list(items)}', {"sub_answers"}
+
+
+def _r_summarize(step, _):
+    return f'<p class="what">Conclusion</p><pre>{cut(step.get("conclusion"))}</pre>', {"conclusion"}
+
+
+def _r_retrieve(step, _):
+    query = f'<p class="what">Query: <span class="follow">{cut(step.get("query"), 500)}</span></p>' if step.get("query") else ""
+    ids = ", ".join(e(c) for c in step.get("chunk_ids") or [])
+    return f'{query}<p>chunks {ids or "none"}</p>', {"query", "chunk_ids"}
+
+
+def _r_generate(step, _):
+    if "generated" not in step:
+        return "", set()
+    follow = f'<p class="what">Follow-up: <span class="follow">{cut(step["follow_up"], 500)}</span></p>' if step.get("follow_up") else ""
+    return f"{follow}<pre>{cut(step.get('generated'))}</pre>", {"generated", "follow_up"}
+
+
+def _r_answer_follow_up(step, _):
+    return (f'<p class="what">Follow-up: <span class="follow">{cut(step.get("follow_up"), 500)}</span></p>'
+            f'<p>Intermediate answer: <span class="sub">{cut(step.get("intermediate_answer"))}</span></p>'), {"follow_up", "intermediate_answer"}  # fmt: skip
+
+
+def _r_finish(step, _):
+    return f'<p class="what">Transcript</p><pre class="transcript">{cut(step.get("transcript"))}</pre>', {"transcript"}
+
+
+def _r_route(step, _):
+    route = f'Route: <b>{e(step["route"])}</b> · ' if step.get("route") else ("RAG declined · " if step.get("declined") else "")
+    return f'<p class="route">{route}reason: <span class="reason">{cut(step.get("reason"), 1000)}</span></p>', {"route", "reason"}
+
+
+_RENDERERS = {
+    "extract_properties": _r_properties,
+    "generate_sub_questions": _r_properties,
+    "judge": _r_judge,
+    "sub_answer": _r_sub_answer,
+    "summarize": _r_summarize,
+    "retrieve": _r_retrieve,
+    "retrieve_follow_up": _r_retrieve,
+    "generate": _r_generate,
+    "ask": _r_generate,
+    "answer_follow_up": _r_answer_follow_up,
+    "finish": _r_finish,
+    "check_answer": _r_route,
+    "measure_context": _r_route,
+}
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1200px;padding:16px 24px;color:#1d1d1f}
+h1{font-size:22px;margin:4px 0}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
+dl.facts{display:flex;flex-wrap:wrap;gap:4px 18px;margin:4px 0;color:#555}dl.facts dt{font-weight:600}dl.facts dd{margin:0 0 0 4px}
+dl.facts dt:after{content:":"}dl.facts div{display:flex}
+table{border-collapse:collapse;margin:6px 0}th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#f4f4f6}td.num{text-align:right;font-variant-numeric:tabular-nums}
+.wide{overflow-x:auto}table.summary td:first-child{white-space:nowrap}
+.swatch{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:5px;vertical-align:baseline}
+.note{color:#666;font-size:13px}.na{color:#999}.fail{color:#b00020}.score{font-weight:600}
+ul.winners li{margin:3px 0}
+figure{display:inline-block;margin:6px 12px 6px 0}figure img{max-width:100%;border:1px solid #eee}figcaption{color:#666;font-size:12px}
+details.question{border:1px solid #ddd;border-radius:6px;margin:6px 0;padding:4px 10px;background:#fff}
+details.question>summary{cursor:pointer;display:flex;flex-wrap:wrap;gap:6px;align-items:baseline}
+details.question>summary .qtext{font-weight:600;margin-right:8px}
+.badge{border:1px solid;border-radius:10px;padding:0 7px;font-size:12px;white-space:nowrap}
+details.answer{border-left:4px solid #ccc;margin:8px 0 8px 6px;padding:2px 10px;background:#fafafa}
+details.answer>summary{cursor:pointer;font-weight:600}details.answer .sc,details.answer .cost{font-weight:400;margin-left:10px;color:#444}
+pre{white-space:pre-wrap;word-break:break-word;background:#f4f4f6;padding:6px 8px;border-radius:4px;margin:4px 0;font-size:12.5px}
+blockquote.snippet{margin:2px 0 6px 0;padding:2px 8px;border-left:3px solid #ddd;color:#333;white-space:pre-wrap;font-size:12.5px}
+.evidence .title{font-weight:600}.meta{color:#777;font-size:12px}
+.step{border:1px solid #e4e4e8;border-radius:4px;margin:6px 0;padding:4px 8px;background:#fff}
+.step .node{font-family:ui-monospace,Menlo,monospace;font-size:12px;color:#fff;background:#555;display:inline-block;padding:0 6px;border-radius:3px}
+.what{font-weight:600;margin:4px 0 2px}.route{background:#fff4d6;padding:3px 6px;border-radius:3px}
+.follow{font-style:italic}.sub{color:#0b5}
+dl.kv{display:grid;grid-template-columns:max-content 1fr;gap:1px 10px;margin:4px 0;font-size:12px;color:#555}dl.kv dd{margin:0}dl.kv pre{margin:0}
+table.memory pre{margin:0;max-height:12em;overflow:auto}
+.tools{margin:6px 0}.tools input{padding:3px 6px;width:280px;margin-right:8px}.hidden{display:none}
+"""
+
+_SCRIPT = """<script>
+(function () {
+  "use strict";
+  var questions = Array.prototype.slice.call(document.querySelectorAll("details.question"));
+  function openQuestion(el) {
+    el.open = true;
+    Array.prototype.forEach.call(el.querySelectorAll("details.answer"), function (d) { d.open = true; });
+  }
+  function fromHash() {
+    var id = decodeURIComponent((window.location.hash || "").slice(1));
+    var el = id ? document.getElementById(id) : null;
+    if (el && el.classList.contains("question")) { openQuestion(el); el.scrollIntoView(); }
+  }
+  document.getElementById("expand").addEventListener("click", function () { questions.forEach(openQuestion); });
+  document.getElementById("collapse").addEventListener("click", function () {
+    Array.prototype.forEach.call(document.querySelectorAll("details.question, details.answer"), function (d) { d.open = false; });
+  });
+  document.getElementById("filter").addEventListener("input", function (ev) {
+    var needle = ev.target.value.toLowerCase();
+    questions.forEach(function (q) { q.classList.toggle("hidden", needle !== "" && q.textContent.toLowerCase().indexOf(needle) < 0); });
+  });
+  window.addEventListener("hashchange", fromHash);
+  fromHash();
+  document.body.setAttribute("data-ready", "1");
+})();
+</script>"""
