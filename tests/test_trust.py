@@ -193,3 +193,16 @@ def test_failed_batch_fails_every_row_and_the_rerun_resumes(corpus, tmp_path, mo
     assert second["ok"] == 2 and all(r["steps"][-1]["resumed_from"] for r in latest)
     n_chunks = latest[0]["steps"][-1]["chunks"]
     assert calls["n"] - before < 2 * (n_chunks + 1)  # resumed: completed steps are not called again
+
+
+def test_a_long_embedded_run_warns_up_front_with_an_estimate(monkeypatch):
+    from agents.api import warn_if_slow
+    from agents.chat_models import EmbeddedChatModel
+
+    big = Corpus.from_texts(["word " * 1000])
+    monkeypatch.setattr(type(big), "num_tokens", property(lambda self: 4_000_000))
+    chat = EmbeddedChatModel.model_construct()
+    message = warn_if_slow("memagent", big, 2, chat)
+    assert message and "hours" in message and "8,000,000 tokens" in message
+    assert warn_if_slow("rag", big, 2, chat) is None
+    assert warn_if_slow("memagent", big, 2, ScriptedChatModel(replies=[])) is None
