@@ -99,7 +99,7 @@ class BM25Retriever:
         """Tokenize every chunk and build the engine's index."""
         from tqdm.auto import tqdm
 
-        tokens = [tokenize(c.text) for c in tqdm(chunks, desc="Tokenizing for BM25", unit="chunk", disable=not show_progress)]
+        tokens = [tokenize(c.text) for c in tqdm(chunks, desc="Indexing: BM25 tokenizing", unit="chunk", disable=not show_progress)]
         self._fit(tokens)
         self._tokens = tokens
 

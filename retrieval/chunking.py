@@ -74,7 +74,7 @@ def chunk_corpus(corpus: Corpus, config: ChunkingConfig | None = None, *, show_p
     """All chunks of ``corpus`` in document order, numbered from 0."""
     config = config or ChunkingConfig()
     chunks: list[Chunk] = []
-    bar = tqdm(total=len(corpus), desc="Chunking", unit="doc", disable=not show_progress)
+    bar = tqdm(total=len(corpus), desc="Indexing: chunking", unit="doc", disable=not show_progress)
     for doc_index, doc in enumerate(corpus):
         if config.unit == "tokens":
             spans = list(split_tokens(doc.text, config.size, config.overlap))

@@ -41,7 +41,7 @@ def read_path(path: Path, *, show_progress: bool = False) -> list[Document]:
             raise CorpusError(f"No readable documents under {path}; supported types: {sorted(SUPPORTED_SUFFIXES)}")
         root = path
     docs: list[Document] = []
-    for file in tqdm(files, desc="Reading corpus", unit="file", disable=not show_progress):
+    for file in tqdm(files, desc="Reading files", unit="file", disable=not show_progress):
         docs.extend(read_file(file, doc_id=str(file.relative_to(root))))
     return docs
 
