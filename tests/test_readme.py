@@ -84,3 +84,15 @@ def test_readme_block_runs(lang, body, readme_env, capsys):
         except SystemExit as exc:  # --help exits through argparse
             code = exc.code
         assert code == 0, f"{command}\n{capsys.readouterr().err[-3000:]}"
+
+
+def test_call_counts_stated_in_the_readme_follow_from_the_defaults():
+    """The README's MemAgent call counts are what the default config gives (a fact checked, not typed)."""
+    import math
+
+    from graphs import STRATEGIES
+
+    chunk = STRATEGIES.get("memagent").make_config().chunk_tokens
+    text = (ROOT / "README.md").read_text()
+    for tokens, label in ((4_000_000, "4M"), (10_000_000, "10M")):
+        assert f"{math.ceil(tokens / chunk) + 1:,} at {label}" in text or f"{math.ceil(tokens / chunk) + 1:,} calls at {label}" in text
