@@ -14,12 +14,14 @@ would take pairs x latency). Nothing is asserted.
 Each level runs on both run paths, side by side in one run: ``sync`` drives the graph with
 ``invoke`` (the judges in LangGraph's thread pool over the sync client, the path before the
 async fan-out) and ``async`` with ``ainvoke`` (the judges as coroutines over the async
-client, what ``answer()`` uses for PAI now).
+client, what ``aanswer()`` uses), and ``client`` makes the same judge calls with bare
+``ainvoke`` under a semaphore (no graph, no parsing): the async client's own ceiling.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import math
 import os
 import tempfile
@@ -28,11 +30,13 @@ import time
 from typing import Any
 
 from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import HumanMessage
 
 from agents import STRATEGIES, make_chat_model
 from experiments.perf.stub_server import stub_server
 from experiments.perf.synthetic_text import generate_corpus
-from graphs.run import run_strategy
+from graphs.pai import prompts as P
+from graphs.run import run_strategy, run_sync
 from retrieval import ChunkingConfig, Corpus, chunk_corpus
 from retrieval.contract import as_question
 
@@ -93,6 +97,30 @@ def run_once(pairs: int, properties: int, concurrency: int, cache: str, use_asyn
             "tokens_per_pair": timer.prompt_tokens / max(timer.calls, 1), "total": total, "calls": result.usage.llm_calls}
 
 
+def client_floor(pairs: int, concurrency: int) -> dict[str, float]:
+    """The same judge calls (prompt of one 1,024-token chunk, bound ``keep_context`` tool) made
+    with bare ``ainvoke`` under a semaphore: no graph, no parsing. The async client's own ceiling."""
+    llm = make_chat_model("openai:stub", max_retries=0)
+    model = llm.bind_tools([dict(P.KEEP_CONTEXT_FUNCTION)], tool_choice="Query")
+    chunk = chunk_corpus_of(1).documents[0].text
+
+    async def run() -> float:
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(i: int) -> None:
+            async with gate:
+                prompt = P.JUDGE_PROMPT.format(sub_question=f"What was the revenue of Company {i % 4}?", title=f"Report {i}", chunk=chunk)
+                await model.ainvoke([HumanMessage(content=prompt)], max_tokens=64)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(one(i) for i in range(pairs)))
+        return time.perf_counter() - started
+
+    cpu = time.process_time()
+    makespan = run_sync(run())
+    return {"makespan": makespan, "cpu_ms": (time.process_time() - cpu) / pairs * 1000}
+
+
 def main() -> None:
     """Run the measurements and print them."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -101,7 +129,7 @@ def main() -> None:
     p.add_argument("--latency", type=float, default=0.2, help="stub seconds per call (a remote judge call takes 0.3-0.8 s)")
     p.add_argument("--properties", type=int, default=4)
     p.add_argument("--concurrency", default="1,8,32")
-    p.add_argument("--paths", default="sync,async", help="run paths to compare: sync (invoke, thread pool), async (ainvoke)")
+    p.add_argument("--paths", default="sync,async,client", help="sync (invoke, threads), async (ainvoke), client (bare ainvoke, no graph)")
     args = p.parse_args()
     levels = [int(c) for c in args.concurrency.split(",")]
     paths = [x.strip() for x in args.paths.split(",")]
@@ -113,6 +141,12 @@ def main() -> None:
         os.environ["OPENAI_BASE_URL"] = url
         for c, path in ((c, path) for c in levels for path in paths):
             pairs = args.serial_pairs if c == 1 else args.pairs
+            if path == "client":
+                f = client_floor(pairs, c)
+                ideal = pairs / c * args.latency
+                print(f"| {c} | client only (bare ainvoke, {f['cpu_ms']:.2f} ms CPU per call) | {pairs:,} | {f['makespan']:.2f} s | {ideal:.2f} s "
+                      f"| {f['makespan'] / ideal:.3f}x | {pairs / f['makespan']:.0f} | | |")
+                continue
             r = run_once(pairs, args.properties, c, cache, use_async=path == "async")
             ideal = r["pairs"] / c * args.latency
             print(f"| {c} | {path} | {r['pairs']:,} (graph: {r['expected']:,}) | {r['makespan']:.2f} s | {ideal:.2f} s | {r['makespan'] / ideal:.3f}x "
