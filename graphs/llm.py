@@ -48,17 +48,6 @@ def complete_with_usage(
     return content, reply_usage(message, prompt, content, count=lambda text: tokenizer_for(llm).count(text))
 
 
-async def acomplete_with_usage(
-    llm: BaseChatModel, prompt: str, *, max_tokens: int, temperature: float = 0.0, stop: Sequence[str] | None = None, **kwargs
-) -> tuple[str, dict]:
-    """:func:`complete_with_usage` through the model's async interface (``ainvoke``)."""
-    message = await llm.ainvoke([HumanMessage(content=prompt)], max_tokens=max_tokens, temperature=temperature, stop=stop, **kwargs)
-    content = message.content
-    if not isinstance(content, str):
-        content = "".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content)
-    return content, reply_usage(message, prompt, content, count=lambda text: tokenizer_for(llm).count(text))
-
-
 _PER_LOOP: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
