@@ -4,9 +4,11 @@
     corpus = Corpus.from_path("examples/corpus")
     result = answer(corpus, "What was Halvorsen Maritime's revenue in 2023?", strategy="rag")
     result.answer, result.evidence, result.usage
+
+In async code (FastAPI and the like): ``result = await aanswer(corpus, question, strategy="pai")``.
 """
 
-from agents.api import answer, answer_many, index_for
+from agents.api import aanswer, aanswer_many, answer, answer_many, index_for
 from agents.chat_models import ChatModelError, EmbeddedChatModel, make_chat_model
 from graphs import STRATEGIES, ConfigError
 from retrieval.contract import Answer, Corpus, CorpusError, Document, Evidence, Question, Step, Usage
@@ -24,6 +26,8 @@ __all__ = [
     "Question",
     "Step",
     "Usage",
+    "aanswer",
+    "aanswer_many",
     "answer",
     "answer_many",
     "index_for",

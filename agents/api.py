@@ -1,14 +1,17 @@
 """``answer(corpus, question)`` and ``answer_many``: the entry points every user and experiment uses.
 
-Both are thin: validate the inputs, make the chat model, and hand over to the one run
+``aanswer`` / ``aanswer_many`` are the same for async code (run on the caller's event loop).
+All are thin: validate the inputs, make the chat model, and hand over to the one run
 path (:func:`graphs.run.run_strategy`), which runs any registered strategy over one or
 many questions the way its registry entry declares.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +19,7 @@ from langchain_core.language_models import BaseChatModel
 
 from agents.chat_models import EmbeddedChatModel, as_chat_model_error, make_chat_model
 from graphs import STRATEGIES
-from graphs.run import run_strategy
+from graphs.run import arun_strategy, run_strategy
 from retrieval import Index
 from retrieval.contract import Answer, Corpus, Question, as_question
 
@@ -108,6 +111,64 @@ def answer_many(
         index: A prebuilt index to use instead of the cached one.
         Others: as :func:`answer`.
     """
+    spec, cfg, qs, chat, progress = _prepare(corpus, questions, strategy, llm, preset, show_progress, concurrency, config)
+    if not qs:
+        return []
+    with _explained(chat):
+        return run_strategy(
+            spec, cfg, qs, llm=chat, corpus=corpus, index=index, preset=preset, cache_dir=cache_dir,
+            concurrency=concurrency or DEFAULT_CONCURRENCY, show_progress=progress,
+        )  # fmt: skip
+
+
+async def aanswer(
+    corpus: Corpus,
+    question: str | Question,
+    *,
+    strategy: str = "rag",
+    llm: str | BaseChatModel | None = None,
+    preset: str | None = None,
+    cache_dir: str | Path | None = None,
+    show_progress: bool | None = None,
+    **config: Any,
+) -> Answer:
+    """:func:`answer` for async code (FastAPI and the like): the same arguments and answer.
+
+    The strategy's graph runs with ``ainvoke`` on the caller's event loop (PAI's judges
+    await the model under its ``concurrency``); MemAgent runs in a worker thread. Cancelling
+    the task stops issuing model calls; a cancelled MemAgent run keeps its checkpoint and
+    the next identical call resumes it.
+    """
+    answers = await aanswer_many(corpus, [question], strategy=strategy, llm=llm, preset=preset, cache_dir=cache_dir, show_progress=show_progress, **config)
+    return answers[0]
+
+
+async def aanswer_many(
+    corpus: Corpus,
+    questions: list[str | Question],
+    *,
+    strategy: str = "memagent",
+    llm: str | BaseChatModel | None = None,
+    preset: str | None = None,
+    cache_dir: str | Path | None = None,
+    show_progress: bool | None = None,
+    concurrency: int | None = None,
+    index: Index | None = None,
+    **config: Any,
+) -> list[Answer]:
+    """:func:`answer_many` for async code; see :func:`aanswer` for how it runs and cancels."""
+    spec, cfg, qs, chat, progress = _prepare(corpus, questions, strategy, llm, preset, show_progress, concurrency, config)
+    if not qs:
+        return []
+    with _explained(chat):
+        return await arun_strategy(
+            spec, cfg, qs, llm=chat, corpus=corpus, index=index, preset=preset, cache_dir=cache_dir,
+            concurrency=concurrency or DEFAULT_CONCURRENCY, show_progress=progress,
+        )  # fmt: skip
+
+
+def _prepare(corpus: Corpus, questions: list, strategy: str, llm: Any, preset: str | None, show_progress: bool | None, concurrency: int | None, config: dict) -> tuple:
+    """Validated inputs of one call: strategy, config, questions, chat model, progress flag."""
     _check_corpus(corpus)
     spec = STRATEGIES.get(strategy)
     fields = {f for f in spec.config_cls.__dataclass_fields__}
@@ -115,24 +176,18 @@ def answer_many(
         config = {**config, "concurrency": concurrency}
     cfg = spec.make_config(preset, **config)
     qs = [as_question(q) for q in questions]
-    if not qs:
-        return []
-    chat = make_chat_model(llm)
-    warn_if_slow(strategy, corpus, len(qs), chat)
+    chat = make_chat_model(llm) if qs else None
+    if chat is not None:
+        warn_if_slow(strategy, corpus, len(qs), chat)
     progress = sys.stderr.isatty() if show_progress is None else show_progress
+    return spec, cfg, qs, chat, progress
+
+
+@contextlib.contextmanager
+def _explained(chat: BaseChatModel) -> Iterator[None]:
+    """Chat-model failures raised as :class:`ChatModelError` with what to check."""
     try:
-        return run_strategy(
-            spec,
-            cfg,
-            qs,
-            llm=chat,
-            corpus=corpus,
-            index=index,
-            preset=preset,
-            cache_dir=cache_dir,
-            concurrency=concurrency or DEFAULT_CONCURRENCY,
-            show_progress=progress,
-        )
+        yield
     except Exception as exc:
         explained = as_chat_model_error(exc, chat)
         if explained is exc:

@@ -23,6 +23,8 @@ from typing import Any
 
 from experiments.benchmarks import score
 from experiments.ceilings import report_ceilings
+from experiments.html_report import write_html_report
+from experiments.prices import load_prices, parse_prices
 from experiments.runner import MANIFEST_FILE, latest_rows, read_rows, run_samples
 from experiments.synth import retrieval_recall
 
@@ -101,16 +103,12 @@ def build_report(
                 (report / name).unlink(missing_ok=True)
     result = {"benchmark": benchmark, "summary": summary, "by_length": by_length, "folder": str(report)}
     if html:
-        from experiments.html_report import write_html_report
-
         result["html"] = str(write_html_report(report, benchmark=benchmark, manifest=manifest, summary=summary, by_length=by_length,
                                                per_strategy=per_strategy, samples=by_id, prices=price_table))  # fmt: skip
     return result
 
 
 def _price_table(prices: str | Path | dict[str, Any] | None) -> dict[str, tuple[float, float]] | None:
-    from experiments.prices import load_prices, parse_prices
-
     if prices is None:
         return None
     return parse_prices(prices) if isinstance(prices, dict) else load_prices(prices)

@@ -7,7 +7,9 @@ uses: MemAgent's chunks and memory bound, full-context truncation, usage estimat
 
 from __future__ import annotations
 
+import asyncio
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any
@@ -44,6 +46,32 @@ def complete_with_usage(
     if not isinstance(content, str):
         content = "".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content)
     return content, reply_usage(message, prompt, content, count=lambda text: tokenizer_for(llm).count(text))
+
+
+_PER_LOOP: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def for_running_loop(llm: BaseChatModel) -> BaseChatModel:
+    """``llm``, or for an OpenAI-client model a shallow copy whose async client belongs to the running loop.
+
+    LangChain's ``ChatOpenAI`` shares one async HTTP connection pool per server across all
+    instances; pooled connections belong to the event loop that opened them, so a second
+    ``asyncio.run`` (or another thread's loop) reusing them fails with "Event loop is
+    closed". The copy (made once per loop and model) has its own pool; everything else,
+    callbacks included, is shared. A model given its own ``http_async_client`` is left as is.
+    """
+    root = getattr(llm, "root_async_client", None)
+    if root is None or getattr(llm, "http_async_client", None) is not None or not hasattr(root, "copy"):
+        return llm
+    import openai  # only models that already carry an openai client get here
+
+    per_model = _PER_LOOP.setdefault(asyncio.get_running_loop(), {})
+    found = per_model.get(id(llm))
+    if found is None or found[0] is not llm:
+        own = root.copy(http_client=openai.DefaultAsyncHttpxClient())
+        found = (llm, llm.model_copy(update={"root_async_client": own, "async_client": own.chat.completions}))
+        per_model[id(llm)] = found
+    return found[1]
 
 
 def reply_usage(message: Any, prompt: str, text: str, *, count: Callable[[str], int] | None = None) -> dict:

@@ -10,26 +10,33 @@ and share out the batch's wall time, so sums over answers add up to the run.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import contextvars
 import dataclasses
+import functools
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from langchain_core.callbacks import BaseCallbackManager
+from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
 from langchain_core.language_models import BaseChatModel
 from tqdm.auto import tqdm
 
 from graphs.batched import BatchedRun, run_batched_graph
 from graphs.config import redact_secrets
 from graphs.context import StrategyContext
-from graphs.llm import model_id, tokenizer_for, tokenizer_id
+from graphs.llm import for_running_loop, model_id, tokenizer_for, tokenizer_id
 from graphs.prompts import PROMPTS_VERSION as SHARED_PROMPTS_VERSION
 from graphs.registry import BatchRun, Strategy
 from graphs.usage import UsageTracker
 from retrieval import Hit, Index, default_cache_dir
 from retrieval.contract import Answer, Corpus, Evidence, Question, Step, Usage
+
+T = TypeVar("T")
 
 
 def run_strategy(
@@ -46,6 +53,7 @@ def run_strategy(
     concurrency: int = 1,
     show_progress: bool = False,
     key_prefix: str | None = None,
+    use_async: bool = False,
 ) -> list[Answer]:
     """Answer ``questions`` over ``corpus`` with ``spec`` and its (validated) ``cfg``.
 
@@ -63,7 +71,22 @@ def run_strategy(
             batched strategy's own ``concurrency`` option bounds its calls instead).
         show_progress: Progress bars (index build, MemAgent's chunks).
         key_prefix: Separates a batched run made for another purpose (Self-Route's leg).
+        use_async: Drive single-question graphs with ``ainvoke`` on the library's private
+            event loop (:func:`run_sync`; native async nodes such as PAI's judges await the
+            model) instead of ``invoke`` in threads (their sync twins). Off by default: on a
+            2-core machine the async client costs as much CPU per call as the threaded one
+            (see docs/pai.md); async services use :func:`arun_strategy` (``aanswer``).
+            Batched strategies run as before.
     """
+    if not isinstance(spec.run_mode, BatchRun):
+        graph = spec.build_graph(cfg)
+        if use_async:
+            return run_sync(
+                arun_strategy(
+                    spec, cfg, questions, llm=llm, corpus=corpus, index=index, preset=preset, cache_dir=cache_dir,
+                    callbacks=callbacks, concurrency=concurrency, show_progress=show_progress, key_prefix=key_prefix, graph=graph,
+                )
+            )  # fmt: skip
     started = time.perf_counter()
     cache = Path(cache_dir) if cache_dir else None
     if spec.uses_index and index is None:
@@ -74,13 +97,76 @@ def run_strategy(
         answers = _run_batch(spec, cfg, list(questions), llm, corpus, cache, callbacks, show_progress, key_prefix, effective)
     else:
         context = StrategyContext(llm=llm, config=cfg, corpus=corpus, index=index, cache_dir=cache)
-        graph = spec.build_graph(cfg)
 
         def one(question: Question) -> Answer:
             return _run_single(spec, graph, context, question, callbacks, effective)
 
         with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(questions)))) as pool:
             answers = list(pool.map(one, questions))
+    return _share_index_time(answers, index_seconds)
+
+
+async def arun_strategy(
+    spec: Strategy,
+    cfg: Any,
+    questions: Sequence[Question],
+    *,
+    llm: BaseChatModel,
+    corpus: Corpus,
+    index: Index | None = None,
+    preset: str | None = None,
+    cache_dir: str | Path | None = None,
+    callbacks: Any = None,
+    concurrency: int = 1,
+    show_progress: bool = False,
+    key_prefix: str | None = None,
+    graph: Any = None,
+) -> list[Answer]:
+    """:func:`run_strategy` for an event loop: the same answers, with the graphs' ``ainvoke``.
+
+    Single-question strategies run each question's graph with ``ainvoke`` (native async
+    nodes await the model; sync nodes run in the loop's executor), at most ``concurrency``
+    questions at once. A batched strategy (MemAgent: a sync SQLite checkpointer) runs in a
+    worker thread. Cancelling the awaiting task stops issuing model calls: single runs are
+    cancelled where they wait; a batched run stops before its next call, waits for the calls
+    in flight, and keeps its checkpoint, so the next identical call resumes where it stopped.
+    Building the index runs in a worker thread too, so the loop stays responsive.
+    """
+    started = time.perf_counter()
+    cache = Path(cache_dir) if cache_dir else None
+    if spec.uses_index and index is None:
+        index = await asyncio.to_thread(cfg.build_index, corpus, cache_dir=cache, show_progress=show_progress)
+    index_seconds = time.perf_counter() - started
+    effective = effective_config(spec, cfg, llm, preset)
+    if isinstance(spec.run_mode, BatchRun):
+        answers = await _arun_batch(spec, cfg, list(questions), llm, corpus, cache, callbacks, show_progress, key_prefix, effective)
+    else:
+        context = StrategyContext(llm=for_running_loop(llm), config=cfg, corpus=corpus, index=index, cache_dir=cache)
+        graph = graph if graph is not None else spec.build_graph(cfg)
+        gate = asyncio.Semaphore(max(1, concurrency))
+
+        async def one(question: Question) -> Answer:
+            async with gate:
+                return await _arun_single(spec, graph, context, question, callbacks, effective)
+
+        answers = await gather_or_cancel([one(q) for q in questions])
+    return _share_index_time(answers, index_seconds)
+
+
+async def gather_or_cancel(coros: Sequence[Any]) -> list[Any]:
+    """The results of ``coros`` run as tasks, in order; if one fails or the caller is
+    cancelled, the others are cancelled (and awaited) before the error propagates."""
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
+def _share_index_time(answers: list[Answer], index_seconds: float) -> list[Answer]:
     for a in answers:
         a.usage.index_seconds = index_seconds / len(answers)
         a.usage.seconds += index_seconds / len(answers)
@@ -128,6 +214,20 @@ def evidence(hit: Hit) -> Evidence:
 
 def _run_single(spec: Strategy, graph: Any, context: StrategyContext, question: Question, callbacks: Any, effective: dict) -> Answer:
     started = time.perf_counter()
+    tracker, run_config = _single_run_config(spec, context, question, callbacks)
+    final = graph.invoke({"question": question, "steps": []}, context=context, config=run_config)
+    return _single_answer(spec, final, tracker, started, question, effective)
+
+
+async def _arun_single(spec: Strategy, graph: Any, context: StrategyContext, question: Question, callbacks: Any, effective: dict) -> Answer:
+    started = time.perf_counter()
+    tracker, run_config = _single_run_config(spec, context, question, callbacks)
+    tracker.run_inline = True  # thread-safe and cheap: called on the loop, not through its executor
+    final = await graph.ainvoke({"question": question, "steps": []}, context=context, config=run_config)
+    return _single_answer(spec, final, tracker, started, question, effective)
+
+
+def _single_run_config(spec: Strategy, context: StrategyContext, question: Question, callbacks: Any) -> tuple[UsageTracker, dict]:
     tracker = UsageTracker(count=tokenizer_for(context.llm).count)
     run_config = {
         "callbacks": with_handler(callbacks, tracker),
@@ -135,7 +235,10 @@ def _run_single(spec: Strategy, graph: Any, context: StrategyContext, question: 
         "tags": trace_tags(spec.name, question),
         "metadata": {"strategy": spec.name, "corpus": context.corpus.fingerprint[:16], **dict(question.metadata)},
     }
-    final = graph.invoke({"question": question, "steps": []}, context=context, config=run_config)
+    return tracker, run_config
+
+
+def _single_answer(spec: Strategy, final: dict, tracker: UsageTracker, started: float, question: Question, effective: dict) -> Answer:
     usage = tracker.usage
     usage.seconds = time.perf_counter() - started
     return Answer(
@@ -161,10 +264,18 @@ def _run_batch(
     show_progress: bool,
     key_prefix: str | None,
     effective: dict,
+    cancel: threading.Event | None = None,
 ) -> list[Answer]:
     started = time.perf_counter()
     tracker = UsageTracker(count=tokenizer_for(llm).count)  # failure accounting; per-answer usage comes from the state
     progress = ChunkProgress(show_progress, f"{spec.name}: reading the corpus")
+    on_advance = progress.advance
+    if cancel is not None:
+        callbacks = with_handler(callbacks, CancelGuard(cancel))
+
+        def on_advance(chunk_index: int) -> None:
+            progress.advance(chunk_index)
+            cancel_point(cancel)
     tags = trace_tags(spec.name, questions[0]) if len(questions) == 1 else [f"strategy:{spec.name}"]
     try:
         run = run_batched_graph(
@@ -180,12 +291,66 @@ def _run_batch(
             tags=tags,
             metadata={"strategy": spec.name, "corpus": corpus.fingerprint[:16], "questions": len(questions)},
             on_start=progress.start,
-            on_advance=progress.advance,
+            on_advance=on_advance,
         )
     finally:
         progress.close()
     share = (time.perf_counter() - started) / len(questions)
     return [_batch_answer(spec, run, i, q, share, effective) for i, q in enumerate(questions)]
+
+
+async def _arun_batch(
+    spec: Strategy,
+    cfg: Any,
+    questions: list[Question],
+    llm: BaseChatModel,
+    corpus: Corpus,
+    cache: Path | None,
+    callbacks: Any,
+    show_progress: bool,
+    key_prefix: str | None,
+    effective: dict,
+) -> list[Answer]:
+    """:func:`_run_batch` in a worker thread; cancelling the caller stops it before its next
+    model call and waits for the calls in flight, so the checkpoint holds all finished work."""
+    cancel = threading.Event()
+    call = functools.partial(_run_batch, spec, cfg, questions, llm, corpus, cache, callbacks, show_progress, key_prefix, effective, cancel)
+    worker = asyncio.get_running_loop().run_in_executor(None, functools.partial(contextvars.copy_context().run, call))
+    try:
+        return await asyncio.shield(worker)
+    except asyncio.CancelledError:
+        cancel.set()
+        with contextlib.suppress(RunCancelled):
+            await worker  # the run's lock is released and its checkpoint closed when this returns
+        raise
+
+
+class RunCancelled(Exception):
+    """Raised inside a run whose caller was cancelled, at its next model call or step."""
+
+
+def cancel_point(cancel: threading.Event) -> None:
+    """Raise :class:`RunCancelled` when ``cancel`` is set."""
+    if cancel.is_set():
+        raise RunCancelled("the run was cancelled; its checkpoint is kept and the next identical call resumes it")
+
+
+class CancelGuard(BaseCallbackHandler):
+    """Stops a run at its next chat-model call once ``cancel`` is set (a callback that raises)."""
+
+    raise_error = True
+    run_inline = True
+
+    def __init__(self, cancel: threading.Event) -> None:
+        self.cancel = cancel
+
+    def on_chat_model_start(self, serialized: dict[str, Any], messages: list[list[Any]], **kwargs: Any) -> None:
+        """Refuse to start a call after cancellation."""
+        cancel_point(self.cancel)
+
+    def on_llm_start(self, serialized: dict[str, Any], prompts: list[str], **kwargs: Any) -> None:
+        """Refuse to start a (completion-model) call after cancellation."""
+        cancel_point(self.cancel)
 
 
 def _batch_answer(spec: Strategy, run: BatchedRun, i: int, question: Question, seconds: float, effective: dict) -> Answer:
@@ -212,6 +377,47 @@ def _batch_answer(spec: Strategy, run: BatchedRun, i: int, question: Question, s
         question=question,
         config=dict(effective),
     )
+
+
+_LOOP: asyncio.AbstractEventLoop | None = None
+_LOOP_LOCK = threading.Lock()
+
+
+def private_loop() -> asyncio.AbstractEventLoop:
+    """The library's own event loop, running in a daemon thread (started on first use).
+
+    One long-lived loop rather than ``asyncio.run`` per call: async HTTP clients keep
+    connection pools that belong to the loop that opened them (LangChain's OpenAI client is
+    shared per server), so every sync call drives its graphs on the same loop. Its default
+    executor, where sync nodes run under ``ainvoke``, has room for wide fan-outs.
+    """
+    global _LOOP
+    with _LOOP_LOCK:
+        if _LOOP is None or _LOOP.is_closed():
+            loop = asyncio.new_event_loop()
+            loop.set_default_executor(ThreadPoolExecutor(max_workers=64, thread_name_prefix="longctx-node"))
+            threading.Thread(target=loop.run_forever, name="longctx-event-loop", daemon=True).start()
+            _LOOP = loop
+        return _LOOP
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` to completion from sync code, in a plain script or inside a running
+    event loop (Jupyter): it runs on :func:`private_loop` while this thread waits. An
+    interrupt (Ctrl-C) while waiting cancels it, which stops its model calls."""
+    loop = private_loop()
+    try:
+        if asyncio.get_running_loop() is loop:  # called from the private loop's own thread: it cannot wait on itself
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                return pool.submit(asyncio.run, coro).result()
+    except RuntimeError:
+        pass  # no loop runs in this thread
+    future = asyncio.run_coroutine_threadsafe(coro, loop)
+    try:
+        return future.result()
+    except BaseException:
+        future.cancel()
+        raise
 
 
 class ChunkProgress:
@@ -242,4 +448,15 @@ class ChunkProgress:
             self.bar.close()
 
 
-__all__ = ["ChunkProgress", "effective_config", "evidence", "run_strategy", "trace_tags", "with_handler"]
+__all__ = [
+    "ChunkProgress",
+    "RunCancelled",
+    "arun_strategy",
+    "effective_config",
+    "evidence",
+    "private_loop",
+    "run_strategy",
+    "run_sync",
+    "trace_tags",
+    "with_handler",
+]

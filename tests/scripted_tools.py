@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -64,3 +65,26 @@ class ToolScriptedChatModel(BaseChatModel):
 def malformed_tool_call(args: str = '{"metric": "revenue", ') -> AIMessage:
     """A reply whose tool-call arguments are not valid JSON (LangChain's ``invalid_tool_calls``)."""
     return AIMessage(content="", invalid_tool_calls=[{"name": "Query", "args": args, "id": "bad", "error": "bad json", "type": "invalid_tool_call"}])
+
+
+class AsyncToolScriptedChatModel(ToolScriptedChatModel):
+    """:class:`ToolScriptedChatModel` with a native ``_agenerate`` that waits ``delay`` seconds
+    (without a thread) and tracks the most calls in flight at once (``max_in_flight``)."""
+
+    delay: float = 0.0
+    _in_flight: int = PrivateAttr(default=0)
+    _max_in_flight: int = PrivateAttr(default=0)
+
+    @property
+    def max_in_flight(self) -> int:
+        """The most async calls in flight at once so far."""
+        return self._max_in_flight
+
+    async def _agenerate(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs: Any) -> ChatResult:
+        self._in_flight += 1
+        self._max_in_flight = max(self._max_in_flight, self._in_flight)
+        try:
+            await asyncio.sleep(self.delay)
+            return self._generate(messages, stop=stop, run_manager=None, **kwargs)
+        finally:
+            self._in_flight -= 1

@@ -1,6 +1,6 @@
 """PAI judge-stage benchmark against a local OpenAI-compatible stub with fixed latency.
 
-    python -m experiments.perf.bench_pai [--pairs 2000] [--latency 0.2] [--concurrency 1,8,32] [--serial-pairs 100]
+    python -m experiments.perf.bench_pai [--pairs 2000] [--latency 0.2] [--concurrency 1,8,32] [--serial-pairs 100] [--paths sync,async]
 
 Runs full PAI answers (tool calling: the stub returns ``--properties`` parallel property
 calls and a ``keep_context`` verdict per chunk) over a synthetic corpus of 1,024-token
@@ -10,11 +10,18 @@ the chat model, keyed by LangGraph's node name). Prints, per concurrency: pairs,
 makespan, the ideal ``pairs / concurrency x latency``, their ratio, calls/s, and prompt
 tokens sent per pair. Concurrency 1 runs on ``--serial-pairs`` pairs (2,000 serial calls
 would take pairs x latency). Nothing is asserted.
+
+Each level runs on both run paths, side by side in one run: ``sync`` drives the graph with
+``invoke`` (the judges in LangGraph's thread pool over the sync client, the path before the
+async fan-out) and ``async`` with ``ainvoke`` (the judges as coroutines over the async
+client, what ``aanswer()`` uses), and ``client`` makes the same judge calls with bare
+``ainvoke`` under a semaphore (no graph, no parsing): the async client's own ceiling.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import math
 import os
 import tempfile
@@ -23,15 +30,21 @@ import time
 from typing import Any
 
 from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import HumanMessage
 
-from agents import answer, make_chat_model
+from agents import STRATEGIES, make_chat_model
 from experiments.perf.stub_server import stub_server
 from experiments.perf.synthetic_text import generate_corpus
+from graphs.pai import prompts as P
+from graphs.run import run_strategy, run_sync
 from retrieval import ChunkingConfig, Corpus, chunk_corpus
+from retrieval.contract import as_question
 
 
 class JudgeTimer(BaseCallbackHandler):
     """First start, last end, call count and prompt tokens of the calls made by the ``judge`` node."""
+
+    run_inline = True  # thread-safe: on the async path, called on the loop rather than through its executor
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -68,18 +81,44 @@ def chunk_corpus_of(n_chunks: int, size: int = 1024) -> Corpus:
     return corpus
 
 
-def run_once(pairs: int, properties: int, concurrency: int, cache: str) -> dict[str, float]:
-    """One PAI answer judging ``pairs`` pairs at ``concurrency``; the judge stage's figures."""
+def run_once(pairs: int, properties: int, concurrency: int, cache: str, use_async: bool) -> dict[str, float]:
+    """One PAI answer judging ``pairs`` pairs at ``concurrency`` on one run path; the judge stage's figures."""
     timer = JudgeTimer()
     llm = make_chat_model("openai:stub", max_retries=0, callbacks=[timer])
     corpus = chunk_corpus_of(pairs // properties)
+    spec = STRATEGIES.get("pai")
+    cfg = spec.make_config(None, judge_mode="exhaustive", concurrency=concurrency)
+    question = as_question("How did the revenue of the companies change?")
     started = time.perf_counter()
-    result = answer(corpus, "How did the revenue of the companies change?", strategy="pai", llm=llm, cache_dir=cache,
-                    judge_mode="exhaustive", concurrency=concurrency)
+    (result,) = run_strategy(spec, cfg, [question], llm=llm, corpus=corpus, cache_dir=cache, use_async=use_async)
     total = time.perf_counter() - started
     judged = next(s for s in result.steps if s["node"] == "judge")
     return {"pairs": timer.calls, "expected": judged["calls"], "makespan": timer.last - timer.first,
             "tokens_per_pair": timer.prompt_tokens / max(timer.calls, 1), "total": total, "calls": result.usage.llm_calls}
+
+
+def client_floor(pairs: int, concurrency: int) -> dict[str, float]:
+    """The same judge calls (prompt of one 1,024-token chunk, bound ``keep_context`` tool) made
+    with bare ``ainvoke`` under a semaphore: no graph, no parsing. The async client's own ceiling."""
+    llm = make_chat_model("openai:stub", max_retries=0)
+    model = llm.bind_tools([dict(P.KEEP_CONTEXT_FUNCTION)], tool_choice="Query")
+    chunk = chunk_corpus_of(1).documents[0].text
+
+    async def run() -> float:
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(i: int) -> None:
+            async with gate:
+                prompt = P.JUDGE_PROMPT.format(sub_question=f"What was the revenue of Company {i % 4}?", title=f"Report {i}", chunk=chunk)
+                await model.ainvoke([HumanMessage(content=prompt)], max_tokens=64)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(one(i) for i in range(pairs)))
+        return time.perf_counter() - started
+
+    cpu = time.process_time()
+    makespan = run_sync(run())
+    return {"makespan": makespan, "cpu_ms": (time.process_time() - cpu) / pairs * 1000}
 
 
 def main() -> None:
@@ -90,19 +129,27 @@ def main() -> None:
     p.add_argument("--latency", type=float, default=0.2, help="stub seconds per call (a remote judge call takes 0.3-0.8 s)")
     p.add_argument("--properties", type=int, default=4)
     p.add_argument("--concurrency", default="1,8,32")
+    p.add_argument("--paths", default="sync,async,client", help="sync (invoke, threads), async (ainvoke), client (bare ainvoke, no graph)")
     args = p.parse_args()
     levels = [int(c) for c in args.concurrency.split(",")]
+    paths = [x.strip() for x in args.paths.split(",")]
     print(f"PAI judge stage: stub latency {args.latency * 1000:.0f} ms, {args.properties} properties, 1,024-token chunks, "
           f"exhaustive judging; concurrency 1 runs {args.serial_pairs} pairs, the others {args.pairs}")
-    print("| concurrency | pairs | judge makespan | ideal (pairs / c x latency) | ratio | judge calls/s | prompt tokens per pair | whole answer |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| concurrency | path | pairs | judge makespan | ideal (pairs / c x latency) | ratio | judge calls/s | prompt tokens per pair | whole answer |")
+    print("|---|---|---|---|---|---|---|---|---|")
     with stub_server(args.latency, reply_tokens=20, tools=True, properties=args.properties) as url, tempfile.TemporaryDirectory() as cache:
         os.environ["OPENAI_BASE_URL"] = url
-        for c in levels:
+        for c, path in ((c, path) for c in levels for path in paths):
             pairs = args.serial_pairs if c == 1 else args.pairs
-            r = run_once(pairs, args.properties, c, cache)
+            if path == "client":
+                f = client_floor(pairs, c)
+                ideal = pairs / c * args.latency
+                print(f"| {c} | client only (bare ainvoke, {f['cpu_ms']:.2f} ms CPU per call) | {pairs:,} | {f['makespan']:.2f} s | {ideal:.2f} s "
+                      f"| {f['makespan'] / ideal:.3f}x | {pairs / f['makespan']:.0f} | | |")
+                continue
+            r = run_once(pairs, args.properties, c, cache, use_async=path == "async")
             ideal = r["pairs"] / c * args.latency
-            print(f"| {c} | {r['pairs']:,} (graph: {r['expected']:,}) | {r['makespan']:.2f} s | {ideal:.2f} s | {r['makespan'] / ideal:.3f}x "
+            print(f"| {c} | {path} | {r['pairs']:,} (graph: {r['expected']:,}) | {r['makespan']:.2f} s | {ideal:.2f} s | {r['makespan'] / ideal:.3f}x "
                   f"| {r['pairs'] / r['makespan']:.0f} | {r['tokens_per_pair']:,.0f} | {r['total']:.2f} s, {r['calls']:,} calls |")
 
 

@@ -8,9 +8,13 @@ with the error appended to the prompt; after the last retry the caller receives 
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
+import functools
 import json
 import re
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -111,16 +115,73 @@ def call_structured(
         max_tokens: Completion budget per call.
         temperature: Sampling temperature (0 = greedy).
     """
-    model = llm.bind_tools([dict(function)], tool_choice=tool_choice) if mode == "tools" and function else llm
+    model = _structured_model(llm, mode, function, tool_choice)
     errors: list[str] = []
     for attempt in range(1, retries + 2):
-        text = prompt if not errors else prompt + RETRY_NOTE.format(error=errors[-1])
-        message = model.invoke([HumanMessage(content=text)], max_tokens=max_tokens, temperature=temperature)
+        message = model.invoke([HumanMessage(content=_attempt_text(prompt, errors))], max_tokens=max_tokens, temperature=temperature)
         try:
             return CallOutcome(parse_items(message, item_model), attempt, errors, mode)
         except MalformedOutput as exc:
             errors.append(str(exc))
     return CallOutcome([], retries + 1, errors, mode)
+
+
+async def acall_structured(
+    llm: BaseChatModel,
+    prompt: str,
+    *,
+    item_model: type[BaseModel],
+    mode: ToolMode,
+    function: Mapping[str, Any] | None = None,
+    tool_choice: str | None = None,
+    retries: int = 2,
+    max_tokens: int = 256,
+    temperature: float = 0.0,
+) -> CallOutcome:
+    """:func:`call_structured` through the model's async interface (``ainvoke``): the same
+    prompts, validation and retries, without holding a thread per call in flight.
+
+    A model with no async implementation of its own (LangChain would run its sync call in
+    the event loop's default executor, a handful of threads) is called in a thread of
+    :data:`SYNC_MODEL_POOL` instead, so the graph's ``max_concurrency`` still bounds it.
+    """
+    model = _structured_model(llm, mode, function, tool_choice)
+    errors: list[str] = []
+    for attempt in range(1, retries + 2):
+        message = await ainvoke_model(llm, model, [HumanMessage(content=_attempt_text(prompt, errors))], max_tokens=max_tokens, temperature=temperature)
+        try:
+            return CallOutcome(parse_items(message, item_model), attempt, errors, mode)
+        except MalformedOutput as exc:
+            errors.append(str(exc))
+    return CallOutcome([], retries + 1, errors, mode)
+
+
+#: Threads for the async calls of models that only implement the sync interface.
+SYNC_MODEL_POOL = ThreadPoolExecutor(max_workers=64, thread_name_prefix="longctx-sync-model")
+
+
+def has_native_async(llm: BaseChatModel) -> bool:
+    """Whether ``llm`` implements ``_agenerate`` itself (LangChain's default runs ``_generate`` in a thread)."""
+    return type(llm)._agenerate is not BaseChatModel._agenerate
+
+
+async def ainvoke_model(llm: BaseChatModel, model: Any, messages: list, **kwargs: Any) -> AIMessage:
+    """``await model.ainvoke(messages, **kwargs)`` (``model``: ``llm`` or a binding of it);
+    a sync-only ``llm`` runs in :data:`SYNC_MODEL_POOL` with the caller's context (callbacks, tracing)."""
+    if has_native_async(llm):
+        return await model.ainvoke(messages, **kwargs)
+    call = functools.partial(contextvars.copy_context().run, model.invoke, messages, **kwargs)
+    return await asyncio.get_running_loop().run_in_executor(SYNC_MODEL_POOL, call)
+
+
+def _structured_model(llm: BaseChatModel, mode: ToolMode, function: Mapping[str, Any] | None, tool_choice: str | None) -> Any:
+    """``llm`` with ``function`` bound in tools mode, else ``llm`` itself."""
+    return llm.bind_tools([dict(function)], tool_choice=tool_choice) if mode == "tools" and function else llm
+
+
+def _attempt_text(prompt: str, errors: list[str]) -> str:
+    """The prompt of the next attempt: the original, with the last error appended after a malformed reply."""
+    return prompt if not errors else prompt + RETRY_NOTE.format(error=errors[-1])
 
 
 def parse_items(message: AIMessage, item_model: type[BaseModel]) -> list[dict[str, Any]]:

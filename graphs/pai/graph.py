@@ -18,6 +18,7 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any, Literal, TypedDict
 
+from langgraph._internal._runnable import RunnableCallable
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
@@ -25,7 +26,7 @@ from langgraph.types import Send
 from graphs.context import StrategyContext
 from graphs.llm import complete
 from graphs.pai import prompts as P
-from graphs.pai.calls import KeepContextArgs, call_structured
+from graphs.pai.calls import CallOutcome, KeepContextArgs, acall_structured, call_structured
 from graphs.pai.config import PaiConfig
 from graphs.pai.decompose import extract_properties, generate_sub_questions
 from graphs.prompts import format_chunks
@@ -101,16 +102,33 @@ def route_judges(state: PaiState) -> list[Send] | Literal["gather"]:
 
 def judge(task: dict[str, Any], runtime: Runtime[StrategyContext]) -> dict:
     """One ``keep_context`` verdict; a reply still malformed after the retries is recorded."""
-    ctx, cfg, chunk = runtime.context, runtime.context.config, task["hit"].chunk
-    tools = task["tool_mode"] == "tools"
-    template = P.JUDGE_PROMPT if tools else P.JUDGE_JSON_PROMPT
-    prompt = template.format(sub_question=task["sub_question"], title=chunk.title, chunk=chunk.text.strip())
-    out = call_structured(
-        ctx.llm, prompt, item_model=KeepContextArgs, mode=task["tool_mode"], function=P.KEEP_CONTEXT_FUNCTION,
-        tool_choice="Query", retries=cfg.judge_retries, max_tokens=cfg.judge_max_tokens, temperature=cfg.temperature,
-    )
+    ctx = runtime.context
+    return _verdict(task, ctx.config, call_structured(ctx.llm, _judge_prompt(task), **_judge_call(task, ctx.config)))
+
+
+async def ajudge(task: dict[str, Any], runtime: Runtime[StrategyContext]) -> dict:
+    """:func:`judge` through the model's async interface (what ``ainvoke`` / ``astream`` of the graph run):
+    one coroutine per pair instead of one thread, under the same ``max_concurrency`` and retries."""
+    ctx = runtime.context
+    return _verdict(task, ctx.config, await acall_structured(ctx.llm, _judge_prompt(task), **_judge_call(task, ctx.config)))
+
+
+def _judge_prompt(task: dict[str, Any]) -> str:
+    chunk = task["hit"].chunk
+    template = P.JUDGE_PROMPT if task["tool_mode"] == "tools" else P.JUDGE_JSON_PROMPT
+    return template.format(sub_question=task["sub_question"], title=chunk.title, chunk=chunk.text.strip())
+
+
+def _judge_call(task: dict[str, Any], cfg: PaiConfig) -> dict[str, Any]:
+    return {
+        "item_model": KeepContextArgs, "mode": task["tool_mode"], "function": P.KEEP_CONTEXT_FUNCTION, "tool_choice": "Query",
+        "retries": cfg.judge_retries, "max_tokens": cfg.judge_max_tokens, "temperature": cfg.temperature,
+    }  # fmt: skip
+
+
+def _verdict(task: dict[str, Any], cfg: PaiConfig, out: CallOutcome) -> dict:
     keep = bool(out.items[0]["keep_context"]) if out.ok else cfg.on_malformed_judgment == "keep"
-    verdict = {"sq": task["sq"], "chunk_id": chunk.chunk_id, "keep": keep, "attempts": out.attempts}
+    verdict = {"sq": task["sq"], "chunk_id": task["hit"].chunk.chunk_id, "keep": keep, "attempts": out.attempts}
     if not out.ok:
         verdict["error"] = out.errors[-1]
     return {"judgments": [verdict]}
@@ -204,7 +222,7 @@ def _graph(name: str, decompose) -> Any:
     graph = StateGraph(PaiState, context_schema=StrategyContext)
     graph.add_node("decompose", decompose)
     graph.add_node("plan_judging", plan_judging)
-    graph.add_node("judge", judge)
+    graph.add_node("judge", RunnableCallable(judge, ajudge, name="judge"))  # sync and async twins
     graph.add_node("gather", gather)
     graph.add_node("sub_answer", sub_answer)
     graph.add_node("summarize", summarize)

@@ -1,0 +1,161 @@
+"""The async run path: PAI's judges through ``ainvoke``, ``aanswer`` / ``aanswer_many``, cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import time
+
+import pytest
+
+from agents import STRATEGIES, aanswer, aanswer_many, answer
+from graphs.pai import graph as pai_graph
+from graphs.prompts import format_documents
+from graphs.run import arun_strategy, run_strategy
+from retrieval.contract import as_question
+from tests.recording_server import RecordingServer, prompt_of
+from tests.scripted import ScriptedChatModel
+from tests.scripted_tools import AsyncToolScriptedChatModel, ToolScriptedChatModel
+from tests.test_memagent import corpus_of, echo_model, section_in, stream_tokens
+from tests.test_pai import CHUNK, calls_of, company_corpus, n_chunks, world
+
+QUESTION = "Which company had the highest revenue?"
+
+
+def judge_step(result) -> dict:
+    return next(s for s in result.steps if s["node"] == "judge")
+
+
+def flaky_world(prompt: str, tools):
+    """``world``, but every verdict for Beta's sub-question is malformed (retried, then recorded)."""
+    if prompt.startswith("Query: ") and "Beta Ltd" in prompt.split("\n", 1)[0]:
+        return "no JSON here"
+    return world(prompt, tools)
+
+
+@pytest.mark.parametrize("reply_fn", [world, flaky_world])
+def test_async_judges_give_the_sync_paths_answer_steps_and_usage(reply_fn):
+    spec = STRATEGIES.get("pai")
+    cfg = spec.make_config(None, chunk_size=CHUNK, concurrency=4, judge_retries=1)
+    q = as_question(QUESTION)
+    sync_llm, async_llm = ToolScriptedChatModel(reply_fn=reply_fn), AsyncToolScriptedChatModel(reply_fn=reply_fn)
+    (before,) = run_strategy(spec, cfg, [q], llm=sync_llm, corpus=company_corpus())
+    (after,) = asyncio.run(arun_strategy(spec, cfg, [q], llm=async_llm, corpus=company_corpus()))
+    assert after.answer == before.answer and after.raw == before.raw
+    assert [e.chunk_id for e in after.evidence] == [e.chunk_id for e in before.evidence]
+    assert judge_step(after) == judge_step(before)
+    assert after.usage.llm_calls == before.usage.llm_calls == len(async_llm.calls)
+    if reply_fn is flaky_world:  # retries: every Beta verdict made 1 + judge_retries calls, then was recorded
+        malformed = judge_step(after)["malformed"]
+        assert malformed and all("no JSON object" in m["error"] for m in malformed)
+        assert judge_step(after)["calls"] == 3 * n_chunks(company_corpus()) + len(malformed)
+
+
+def test_the_judge_node_has_a_sync_and_an_async_twin():
+    node = pai_graph.build_graph().builder.nodes["judge"].runnable
+    assert node.func is pai_graph.judge and node.afunc is pai_graph.ajudge
+
+
+def test_async_judges_await_the_model_under_the_concurrency_bound():
+    llm = AsyncToolScriptedChatModel(reply_fn=world, delay=0.01)
+    result = asyncio.run(aanswer(company_corpus(), QUESTION, strategy="pai", llm=llm, chunk_size=CHUNK, concurrency=3))
+    assert llm.max_in_flight == 3  # the judges really overlap, and never beyond the bound
+    assert len(calls_of(llm, "Query: ")) == 3 * n_chunks(company_corpus())
+    assert result.answer.endswith("Gamma Inc")
+
+
+def server_world(request: dict) -> str:
+    """``world`` over HTTP: the recording server replies with text, so structured replies are JSON."""
+    reply = world(prompt_of(request), request.get("tools"))
+    return reply if isinstance(reply, str) else json.dumps({"items": reply} if len(reply) > 1 else reply[0])
+
+
+def test_the_async_fan_out_never_exceeds_concurrency_against_a_real_server(monkeypatch, tmp_path):
+    with RecordingServer(server_world, latency=0.02) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        result = asyncio.run(aanswer(company_corpus(), QUESTION, strategy="pai", llm="openai:rec", chunk_size=CHUNK, concurrency=4, cache_dir=tmp_path))
+    judged = 3 * n_chunks(company_corpus())
+    assert judge_step(result)["calls"] == judged and not judge_step(result)["malformed"]
+    assert server.max_in_flight == 4
+    assert len(server.requests) == 1 + judged + 3 + 1
+
+
+def test_aanswer_under_asyncio_run_again_and_answer_inside_a_running_loop(monkeypatch, tmp_path):
+    """Two ``asyncio.run`` calls reuse no connection of a closed loop; the sync API works inside a loop."""
+    with RecordingServer(server_world) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        kw = {"strategy": "pai", "chunk_size": CHUNK, "cache_dir": tmp_path}
+        first = asyncio.run(aanswer(company_corpus(), QUESTION, llm="openai:rec", **kw))
+        second = asyncio.run(aanswer_many(company_corpus(), [QUESTION, QUESTION], llm="openai:rec", **kw))
+
+        async def inside_a_loop():
+            spec = STRATEGIES.get("pai")
+            cfg = spec.make_config(None, chunk_size=CHUNK)
+            sync_in_loop = answer(company_corpus(), QUESTION, llm="openai:rec", **kw)  # threads: the loop only waits
+            (private,) = run_strategy(spec, cfg, [as_question(QUESTION)], llm=ToolScriptedChatModel(reply_fn=world), corpus=company_corpus(), use_async=True)
+            return sync_in_loop, private
+
+        sync_in_loop, private = asyncio.run(inside_a_loop())
+    assert {first.answer, second[0].answer, second[1].answer, sync_in_loop.answer, private.answer} == {first.answer}
+    assert first.answer.endswith("Gamma Inc")
+
+
+@pytest.mark.filterwarnings("ignore:coroutine 'arun_with_retry' was never awaited:RuntimeWarning")  # LangGraph's gated tasks never started
+def test_cancelling_aanswer_stops_issuing_calls():
+    llm = AsyncToolScriptedChatModel(reply_fn=world, delay=0.05)
+
+    async def main():
+        task = asyncio.create_task(aanswer(company_corpus(), QUESTION, strategy="pai", llm=llm, chunk_size=CHUNK, concurrency=2))
+        while len(calls_of(llm, "Query: ")) < 4:
+            await asyncio.sleep(0.005)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        made = len(llm.calls)
+        await asyncio.sleep(0.3)
+        return made
+
+    made = asyncio.run(main())
+    assert len(llm.calls) == made < 1 + 3 * n_chunks(company_corpus())
+
+
+def slow_echo_model(delay: float) -> ScriptedChatModel:
+    inner = echo_model()
+
+    def reply(prompt: str) -> str:
+        time.sleep(delay)
+        return inner.reply_fn(prompt)
+
+    return ScriptedChatModel(reply_fn=reply)
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_a_cancelled_memagent_run_keeps_its_checkpoint_and_the_next_call_resumes_it(tmp_path, k):
+    corpus = corpus_of([26000])
+    n = math.ceil(stream_tokens(corpus) / 5000)
+    first = slow_echo_model(0.05)
+
+    async def cancel_after_k_chunks():
+        task = asyncio.create_task(aanswer(corpus, "q", strategy="memagent", llm=first, cache_dir=tmp_path, show_progress=False))
+        while len(first.calls) < k + 1:  # chunks 0..k-1 done, chunk k's call started
+            await asyncio.sleep(0.002)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        made = len(first.calls)
+        await asyncio.sleep(0.2)
+        assert len(first.calls) == made  # nothing issued after the cancellation returned
+        return made
+
+    made = asyncio.run(cancel_after_k_chunks())
+    assert k + 1 <= made < n
+    second = echo_model()
+    result = asyncio.run(aanswer(corpus, "q", strategy="memagent", llm=second, cache_dir=tmp_path, show_progress=False))
+    sections_first = [section_in(c["prompt"]) for c in first.calls]
+    sections_second = [section_in(c["prompt"]) for c in second.calls[:-1]]
+    assert not set(sections_first) & set(sections_second)  # no completed chunk is called again
+    assert "".join(sections_first + sections_second) == format_documents(corpus.documents)
+    assert result.steps[-1]["resumed_from"] == made
+    assert result.usage.llm_calls == n + 1  # usage of the cancelled part survives
+    assert [s["chunk"] for s in result.steps if s["node"] == "update_memory"] == list(range(n))
