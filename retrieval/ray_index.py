@@ -42,7 +42,9 @@ class _EmbedActor:
 def _portable(embedder: Embedder) -> Embedder:
     """An unloaded copy of ``embedder`` that finds its model on the node it runs on."""
     if type(embedder) is SentenceTransformerEmbedder:  # the offline model's path differs per node
-        return SentenceTransformerEmbedder(embedder.model_id, batch_size=embedder.batch_size, device=embedder.device)
+        return SentenceTransformerEmbedder(
+            embedder.model_id, batch_size=embedder.batch_size, device=embedder.device, backend=embedder.backend
+        )
     clone = copy.copy(embedder)
     for attr in ("_model", "_loaded"):
         if hasattr(clone, attr):
