@@ -163,6 +163,19 @@ def export_onnx_model(location: str, backend: str, cache_dir: Path | None = None
     return folder, file_name
 
 
+def _session_options():
+    """ONNX Runtime session options: worker threads sleep instead of spinning between ops.
+
+    Spinning threads pay off on an idle machine and cost badly on a shared one: on this
+    project's 2 busy cores, int8 throughput went from 1.1x to 2.0x torch's with spinning off.
+    """
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return options
+
+
 def _require_onnx_runtime(backend: str) -> None:
     """Explain a missing ONNX Runtime / Optimum before sentence-transformers fails on it."""
     try:
@@ -209,7 +222,10 @@ class SentenceTransformerEmbedder:
                 else:
                     folder, file_name = export_onnx_model(self._location, self.backend)
                     self._model = SentenceTransformer(
-                        str(folder), device="cpu", backend="onnx", model_kwargs={"file_name": file_name}
+                        str(folder),
+                        device="cpu",
+                        backend="onnx",
+                        model_kwargs={"file_name": file_name, "session_options": _session_options()},
                     )
             except Exception as exc:  # hub, file-format or config errors all mean "cannot load"
                 raise _hub_error(self.model_id, exc) from exc
