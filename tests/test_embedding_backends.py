@@ -49,3 +49,12 @@ def test_onnx_int8_is_exported_once_offline_and_agrees_with_torch(isolated_cache
     index = build_index(corpus, "dense", backend="onnx-int8")
     assert index.retriever.cache_params()["backend"] == "onnx-int8"
     assert index.search("How much did the company's income grow?", 3)[0].chunk.doc_index == 1
+
+
+def test_the_cli_passes_the_embedding_backend_to_the_dense_retriever():
+    from experiments.cli import _retrieval_overrides, build_parser
+
+    args = build_parser().parse_args(["index", "docs/", "--retriever", "dense", "--embedding-backend", "onnx-int8"])
+    assert _retrieval_overrides(args)["retriever_options"] == {"backend": "onnx-int8"}
+    args = build_parser().parse_args(["index", "docs/"])
+    assert "retriever_options" not in _retrieval_overrides(args)
