@@ -1,7 +1,10 @@
 # The two set-up commands of the README, and CI's:
-#   make demo   fresh virtual environment, install, compare every strategy on a small
-#               synthetic corpus offline on the embedded model (no API key, no network)
+#   make demo   fresh virtual environment, install, compare every strategy on five short reports
+#               (examples/) offline on the embedded model (no API key, no network)
 #   make test   fresh virtual environment, install with test extras, lint (ruff), run the default test suite
+#               (prints the 15 slowest tests)
+#   make test-all   the default suite plus the slow end-to-end tests (-m slow), not Ray
+#   make test-ray   install the [ray] extra and run the Ray tests on a local Ray instance (CI runs it)
 SHELL := /bin/bash
 VENV ?= .venv
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
@@ -14,13 +17,18 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 
-.PHONY: install demo test test-all bench
+.PHONY: install install-ray demo test test-all test-ray bench
 install: $(VENV)/.installed
+install-ray: $(VENV)/.installed-ray
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e ".[test]"
+	touch $@
+
+$(VENV)/.installed-ray: $(VENV)/.installed
+	$(BIN)/python -m pip install -q -e ".[test,ray]"
 	touch $@
 
 demo: install
@@ -31,7 +39,11 @@ test: install
 	$(BIN)/python -m pytest
 
 test-all: install
-	$(BIN)/python -m pytest -m "slow or not slow"
+	$(BIN)/python -m pytest -m "not ray"
+
+# LONGCTX_REQUIRE_RAY: a missing Ray fails the run instead of skipping its tests.
+test-ray: install-ray
+	LONGCTX_REQUIRE_RAY=1 $(BIN)/python -m pytest -m ray tests/test_ray.py
 
 bench: install
 	$(BIN)/python -m pip install -q -e ".[bench]"

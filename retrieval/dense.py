@@ -38,8 +38,17 @@ class DenseRetriever:
         self._index: VectorIndex | None = None
 
     def cache_params(self) -> dict[str, Any]:
-        """Retriever name and embedding model id."""
-        return {"retriever": self.name, "model": self.embedder.model_id}
+        """Retriever name, embedding model id and, when not torch, the embedding backend.
+
+        ``torch`` is left out of the key so that indexes built before backends existed
+        (all torch) stay valid; ``onnx`` / ``onnx-int8`` vectors differ slightly, so they get
+        their own index.
+        """
+        params = {"retriever": self.name, "model": self.embedder.model_id}
+        backend = getattr(self.embedder, "backend", "torch")
+        if backend != "torch":
+            params["backend"] = backend
+        return params
 
     def build(self, chunks: Sequence[Chunk], *, work_dir: Path, show_progress: bool = False) -> None:
         """Embed all chunks shard by shard (reusing shards already in ``work_dir``) and index them."""
@@ -48,7 +57,7 @@ class DenseRetriever:
         shards_dir = work_dir / "shards"
         shards_dir.mkdir(parents=True, exist_ok=True)
         shards = []
-        with tqdm(total=len(texts), desc=f"Indexing: embedding ({self.embedder.model_id})", unit="chunk", disable=not show_progress) as bar:
+        with tqdm(total=len(texts), desc=f"Indexing: embedding ({self.embedder.model_id}, {getattr(self.embedder, 'backend', 'torch')})", unit="chunk", disable=not show_progress) as bar:
             for n, start in enumerate(range(0, len(texts), self.shard_size)):
                 batch = texts[start : start + self.shard_size]
                 path = shard_path(shards_dir, n)

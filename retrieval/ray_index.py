@@ -11,7 +11,6 @@ folder, same files, so a later local ``build_index`` or ``answer()`` loads it un
 
 from __future__ import annotations
 
-import copy
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,7 +21,7 @@ import numpy as np
 from retrieval.chunking import ChunkingConfig, chunk_corpus
 from retrieval.contract import Corpus
 from retrieval.dense import DenseRetriever
-from retrieval.embedders import Embedder, SentenceTransformerEmbedder
+from retrieval.embedders import Embedder
 from retrieval.index import Index, build_index, build_lock, index_folder, index_key, write_shards
 from retrieval.ray_support import ensure_ray, require_ray
 from retrieval.retrievers import make_retriever
@@ -43,13 +42,7 @@ class _EmbedActor:
 
 def _portable(embedder: Embedder) -> Embedder:
     """An unloaded copy of ``embedder`` that finds its model on the node it runs on."""
-    if type(embedder) is SentenceTransformerEmbedder:  # the offline model's path differs per node
-        return SentenceTransformerEmbedder(embedder.model_id, batch_size=embedder.batch_size, device=embedder.device)
-    clone = copy.copy(embedder)
-    for attr in ("_model", "_loaded"):
-        if hasattr(clone, attr):
-            setattr(clone, attr, None)
-    return clone
+    return embedder.unloaded()
 
 
 def embed_on_ray(

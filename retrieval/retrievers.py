@@ -22,9 +22,13 @@ def bm25(*, engine: str = "bm25s", k1: float = 1.5, b: float = 0.75) -> Retrieve
 
 
 @RETRIEVERS.register("dense")
-def dense(*, model: str | None = None, batch_size: int = 32) -> Retriever:
-    """Any sentence-transformers model; default the offline all-MiniLM-L6-v2."""
-    return DenseRetriever(SentenceTransformerEmbedder(model, batch_size=batch_size), name="dense")
+def dense(*, model: str | None = None, batch_size: int = 32, backend: str | None = None) -> Retriever:
+    """Any sentence-transformers model; default the offline all-MiniLM-L6-v2.
+
+    ``backend``: ``torch``, ``onnx`` or ``onnx-int8`` (ONNX Runtime, int8-quantised weights);
+    default the CPU default of :data:`retrieval.embedders.DEFAULT_CPU_BACKEND`.
+    """
+    return DenseRetriever(SentenceTransformerEmbedder(model, batch_size=batch_size, backend=backend), name="dense")
 
 
 @RETRIEVERS.register("contriever")

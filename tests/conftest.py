@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
-import pytest
+import os
 
-from retrieval import Corpus
+# Every model the tests use ships inside a package. Set before anything imports
+# huggingface_hub / transformers (they read these once, at import): set later, a lookup of a
+# hub name waits on network time-outs instead of failing at once.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import pytest  # noqa: E402
+
+from retrieval import Corpus  # noqa: E402
 
 FILLER_TOPICS = [
     "The harbour authority repainted the lighthouse and inspected the breakwater after the winter storms.",

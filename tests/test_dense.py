@@ -73,9 +73,13 @@ def test_contriever_retriever_through_the_registry(planted_corpus):
     assert any(h.chunk.title == "Vault" for h in index.search("What is the secret code of the museum vault?", 3))
 
 
-def test_missing_contriever_checkpoint_offline_gives_a_clear_error(monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+def test_missing_contriever_checkpoint_offline_gives_a_clear_error():
+    """Offline (set by conftest before any hub import): a hub name fails at once, naming the fix."""
+    import os
+
     from retrieval.embedders import EmbedderError
+
+    assert os.environ["HF_HUB_OFFLINE"] == "1"
 
     with pytest.raises(EmbedderError, match="local folder"):
         ContrieverEmbedder("facebook/contriever-msmarco").embed_documents(["x"])

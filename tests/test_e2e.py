@@ -26,6 +26,7 @@ def test_rag_on_the_embedded_model_finds_the_planted_fact(planted_corpus):
     assert result.config["llm"] == "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
+@pytest.mark.slow  # minutes on 2 cores: run by make test-all
 def test_full_context_on_the_embedded_model_truncates_to_its_8k_window(planted_corpus):
     big = planted_corpus.__class__.from_texts([d.text * 8 for d in planted_corpus], titles=[d.title for d in planted_corpus])
     result = answer(big, QUESTION, strategy="full_context")
@@ -56,6 +57,7 @@ def test_rag_through_an_openai_compatible_server(planted_corpus, server_url, mon
     assert server_url in result.config["llm"]
 
 
+@pytest.mark.slow  # minutes on 2 cores: run by make test-all
 def test_openai_embeddings_retriever_against_a_real_server(planted_corpus):
     with llama_server("--embedding", "true") as url:
         chunking = ChunkingConfig(unit="words", size=60)
@@ -87,6 +89,7 @@ def test_missing_api_key_for_openai_is_explained(monkeypatch):
         make_chat_model("claude")
 
 
+@pytest.mark.slow  # minutes on 2 cores: run by make test-all
 def test_memagent_on_the_embedded_model_reads_a_20k_token_corpus(planted_corpus, capsys):
     """The run completes with ceil(T/chunk)+1 calls; whether the fact survived is reported, not asserted."""
     import math

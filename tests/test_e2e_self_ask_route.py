@@ -54,6 +54,7 @@ def test_self_route_answers_from_rag_on_the_embedded_model(planted_corpus, embed
     assert not result.usage.estimated and result.usage.failed_calls == 0
 
 
+@pytest.mark.slow  # minutes on 2 cores: run by make test-all
 def test_self_route_memagent_leg_on_the_embedded_model(planted_corpus, embedded):
     """Declined (scripted) and larger than a 2,000-token window: memagent reads the corpus on the real model."""
     llm = DecliningRag(inner=embedded)

@@ -112,19 +112,33 @@ def test_llm_cache_replays_a_rerun_at_no_cost(tmp_path):
 
 def _run_cli(out: Path, url: str, extra_env: dict | None = None) -> subprocess.Popen:
     env = {**os.environ, "OPENAI_BASE_URL": url, **(extra_env or {})}
-    cmd = [sys.executable, "-m", "experiments.cli", "run", "--benchmark", "longbench_v2", "--data", V2]
-    cmd += ["--strategies", "rag,full_context", "--llm", "openai:stub", "--concurrency", "1", "--no-llm-cache", "--out", str(out)]
+    cmd = [sys.executable, "-m", "experiments.cli", *_cli_args(out)]
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _cli_args(out: Path) -> list[str]:
+    args = ["run", "--benchmark", "longbench_v2", "--data", V2, "--strategies", "rag,full_context", "--llm", "openai:stub"]
+    return args + ["--concurrency", "1", "--no-llm-cache", "--out", str(out)]
+
+
+def _run_cli_in_process(out: Path, url: str, monkeypatch, extra_env: dict | None = None) -> int:
+    """The same command as ``_run_cli``, in this process: the subprocess start (~3 s of imports) is not the point."""
+    from experiments.cli import main
+
+    with monkeypatch.context() as m:
+        for k, v in {"OPENAI_BASE_URL": url, **(extra_env or {})}.items():
+            m.setenv(k, v)
+        return main(_cli_args(out))
 
 
 def _predictions(out: Path) -> dict:
     return {k: (r["status"], r.get("prediction")) for k, r in latest_rows(read_rows(out)).items()}
 
 
-def test_killed_run_resumes_to_the_same_rows_as_an_uninterrupted_one(tmp_path):
+def test_killed_run_resumes_to_the_same_rows_as_an_uninterrupted_one(tmp_path, monkeypatch, capsys):
+    """Only the killed run is a process of its own (SIGKILL is the point); the others run in-process."""
     with stub_server(latency=0.4) as url:
-        whole = _run_cli(tmp_path / "whole", url)
-        assert whole.wait(timeout=120) == 0
+        assert _run_cli_in_process(tmp_path / "whole", url, monkeypatch) == 0
         killed = _run_cli(tmp_path / "killed", url)
         deadline = time.monotonic() + 60
         while len(read_rows(tmp_path / "killed")) < 2 and time.monotonic() < deadline:
@@ -133,19 +147,19 @@ def test_killed_run_resumes_to_the_same_rows_as_an_uninterrupted_one(tmp_path):
         killed.wait(timeout=30)
         partial = len(read_rows(tmp_path / "killed"))
         assert 2 <= partial < 6
-        resumed = _run_cli(tmp_path / "killed", url)
-        out, _ = resumed.communicate(timeout=120)
+        capsys.readouterr()
+        assert _run_cli_in_process(tmp_path / "killed", url, monkeypatch) == 0
+        out = capsys.readouterr().out
     assert f"{partial} already done" in out
     assert _predictions(tmp_path / "killed") == _predictions(tmp_path / "whole")
     assert len(read_rows(tmp_path / "killed")) == 6  # nothing answered twice
 
 
-def test_faults_are_survived_and_accounted_for(tmp_path):
+def test_faults_are_survived_and_accounted_for(tmp_path, monkeypatch):
     """500, 429 + Retry-After, timeouts and malformed JSON: every pair ends as a row; reruns finish."""
     env = {"LONGCTX_MAX_RETRIES": "0", "LONGCTX_TIMEOUT": "1"}
     with stub_server(latency=0.0, fail_every=2, hang_seconds=3) as url:
-        first = _run_cli(tmp_path, url, env)
-        first.communicate(timeout=120)
+        _run_cli_in_process(tmp_path, url, monkeypatch, env)
         rows = read_rows(tmp_path)
         assert len(rows) == 6  # answered or failed with a reason, none dropped
         errors = [r["error"] for r in rows if r["status"] == "failed"]
@@ -153,7 +167,7 @@ def test_faults_are_survived_and_accounted_for(tmp_path):
         for _ in range(6):  # each rerun retries only the failed pairs
             if all(r["status"] == "ok" for r in latest_rows(read_rows(tmp_path)).values()):
                 break
-            _run_cli(tmp_path, url, env).communicate(timeout=120)
+            _run_cli_in_process(tmp_path, url, monkeypatch, env)
     latest = latest_rows(read_rows(tmp_path))
     assert len(latest) == 6 and all(r["status"] == "ok" for r in latest.values())
     kinds = " ".join(errors)

@@ -2,6 +2,7 @@
 
     python -m experiments.perf.bench_retrieval                 # 1M and 10M tokens, dense on 512 chunks
     python -m experiments.perf.bench_retrieval --sizes 1000000 --dense-chunks 128
+    python -m experiments.perf.bench_retrieval --only backends      # the embedding-backend guard alone
 
 Reports, on generated corpora:
 * BM25 build seconds (chunking, then tokenize + index) and query latency p50/p95 for
@@ -9,6 +10,11 @@ Reports, on generated corpora:
 * dense indexing throughput of our pipeline (sharded embedding + FAISS) vs a bare
   ``SentenceTransformer.encode`` on the same chunks (overhead ratio) and vs a plain
   LlamaIndex ``VectorStoreIndex`` build with the same embedder;
+* per embedding backend (``torch``, ``onnx``, ``onnx-int8``): throughput against a bare
+  torch ``SentenceTransformer.encode`` on the same chunks (rounds interleaved, best round
+  of each), and the quality guard on a synthetic tier (``longctx synth --domain finance
+  --tokens 1M --seed 0``, 200-token chunks): mean top-10 overlap of each backend's index
+  with the torch index on the tier's questions, and evidence recall at top-10 / top-50;
 * peak RSS after each phase.
 """
 
@@ -26,7 +32,7 @@ from retrieval import ChunkingConfig, build_index, chunk_corpus
 from retrieval import index as index_module
 from retrieval.bm25 import BM25Retriever
 from retrieval.dense import DenseRetriever
-from retrieval.embedders import SentenceTransformerEmbedder, offline_minilm_path
+from retrieval.embedders import EMBEDDING_BACKENDS, SentenceTransformerEmbedder, offline_minilm_path
 
 
 def peak_rss_mb() -> float:
@@ -134,6 +140,85 @@ def bench_dense(n_chunks: int, skip_llamaindex: bool) -> None:
     print(f"peak RSS {peak_rss_mb():,.0f} MiB")
 
 
+def dense_texts(n_chunks: int) -> list:
+    """``n_chunks`` generated chunks of <=200 tokens (they fit MiniLM's 256 word pieces)."""
+    corpus = generate_corpus(n_chunks * 200, doc_tokens=2000, seed=7)
+    return chunk_corpus(corpus, ChunkingConfig(unit="tokens", size=200))[:n_chunks]
+
+
+def bench_backend_throughput(n_chunks: int, backends: list[str], rounds: int) -> None:
+    """Embedding throughput per backend vs bare torch encode, same chunks, rounds interleaved."""
+    texts = [c.text for c in dense_texts(n_chunks)]
+    from sentence_transformers import SentenceTransformer
+
+    print(f"\n## Embedding backends, all-MiniLM-L6-v2 on CPU, {len(texts)} chunks of <=200 tokens, batch 32")
+    bare = SentenceTransformer(str(offline_minilm_path()), device="cpu")
+    encoders = {"bare SentenceTransformer.encode (torch)": lambda xs: bare.encode(xs, batch_size=32, normalize_embeddings=True)}
+    for b in backends:
+        embedder = SentenceTransformerEmbedder(batch_size=32, backend=b)
+        t = time.perf_counter()
+        embedder.model  # export once (cached under the cache dir's onnx/) and load
+        print(f"{b}: model ready in {time.perf_counter() - t:.1f}s")
+        encoders[f"{b} (our embedder)"] = embedder.embed_documents
+    for encode in encoders.values():  # warm-up: allocate, first-call set-up
+        encode(texts[:64])
+    runs = {name: (lambda encode=encode: encode(texts)) for name, encode in encoders.items()}
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(rounds):
+        for name, run in runs.items():
+            t = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - t)
+    base = min(times["bare SentenceTransformer.encode (torch)"])
+    print(f"best of {rounds} interleaved rounds; throughput ratio = bare torch seconds / pipeline seconds")
+    print("| pipeline | best s | median s | chunks/s | throughput vs bare torch encode |")
+    print("|---|---|---|---|---|")
+    for name, ts in times.items():
+        print(f"| {name} | {min(ts):.1f} | {statistics.median(ts):.1f} | {len(texts) / min(ts):.1f} | {base / min(ts):.2f}x |")
+    print(f"peak RSS {peak_rss_mb():,.0f} MiB")
+
+
+def bench_backend_quality(tier: str, backends: list[str], k: int = 10, recall_ks: tuple[int, ...] = (10, 50)) -> None:
+    """Top-k overlap with the torch index and evidence recall per backend on a synthetic tier."""
+    from experiments.cli import main as cli_main
+    from experiments.synth import load_samples, retrieval_recall
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / f"finance-{tier}"
+        t = time.perf_counter()
+        cli_main(["synth", "--domain", "finance", "--tokens", tier, "--seed", "0", "--out", str(out)])
+        print(f"(generated in {time.perf_counter() - t:.1f}s)")
+        samples = load_samples(out)
+        corpus = samples[0].corpus
+        chunking = ChunkingConfig(unit="tokens", size=200)
+        hits: dict[str, list[list]] = {}
+        rows = []
+        for b in ["torch", *[x for x in backends if x != "torch"]]:
+            t = time.perf_counter()
+            index = build_index(corpus, "dense", backend=b, chunking=chunking, cache_dir=Path(tmp) / "cache")
+            build_s = time.perf_counter() - t
+            hits[b] = [index.search(s.question.text, max(k, *recall_ks)) for s in samples]
+            overlap = statistics.mean(
+                len({h.chunk.chunk_id for h in mine[:k]} & {h.chunk.chunk_id for h in ref[:k]}) / k
+                for mine, ref in zip(hits[b], hits["torch"])
+            )
+            recalls = [
+                statistics.mean(retrieval_recall(s.evidence_doc_ids, [h.chunk.doc_id for h in hs[:rk]]) for s, hs in zip(samples, hits[b]))
+                for rk in recall_ks
+            ]
+            rows.append((b, overlap, recalls, build_s, len(index)))
+        print(f"\n## Embedding backends: quality on the synthetic {tier} finance tier (seed 0), {corpus.num_tokens:,} tokens, "
+              f"{rows[0][4]:,} chunks of 200 tokens, {len(samples)} questions")
+        print(f"| backend | mean top-{k} overlap with torch | " + " | ".join(f"evidence recall@{rk}" for rk in recall_ks)
+              + " | " + " | ".join(f"recall@{rk} vs torch" for rk in recall_ks) + " | index build s | chunks/s |")
+        print("|---|---|" + "---|" * (2 * len(recall_ks) + 2))
+        ref = rows[0][2]
+        for b, overlap, recalls, build_s, n in rows:
+            print(f"| {b} | {overlap:.3f} | " + " | ".join(f"{r:.3f}" for r in recalls) + " | "
+                  + " | ".join(f"{r - r0:+.3f}" for r, r0 in zip(recalls, ref)) + f" | {build_s:.1f} | {n / build_s:.1f} |")
+        print(f"peak RSS {peak_rss_mb():,.0f} MiB")
+
+
 def main() -> None:
     """Parse arguments and run the selected benchmarks."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -142,12 +227,24 @@ def main() -> None:
     p.add_argument("--rank-bm25-max", type=int, default=10_000_000, help="largest size to run rank_bm25 on")
     p.add_argument("--dense-chunks", type=int, default=512, help="chunks embedded per dense pipeline (0 to skip)")
     p.add_argument("--skip-llamaindex", action="store_true")
+    p.add_argument("--only", choices=["bm25", "dense", "backends"], nargs="+", help="run only these parts (default: all)")
+    p.add_argument("--backends", nargs="+", default=list(EMBEDDING_BACKENDS), choices=EMBEDDING_BACKENDS)
+    p.add_argument("--backend-chunks", type=int, default=512, help="chunks per backend throughput round (0 to skip)")
+    p.add_argument("--backend-rounds", type=int, default=3, help="interleaved throughput rounds (best one counts)")
+    p.add_argument("--quality-tier", default="1M", help="synthetic tier of the backend quality guard ('' to skip)")
     args = p.parse_args()
-    for size in args.sizes:
-        engines = ["bm25s"] + (["rank_bm25"] if size <= args.rank_bm25_max else [])
-        bench_bm25(size, args.queries, engines)
-    if args.dense_chunks:
+    parts = set(args.only or ["bm25", "dense", "backends"])
+    if "bm25" in parts:
+        for size in args.sizes:
+            engines = ["bm25s"] + (["rank_bm25"] if size <= args.rank_bm25_max else [])
+            bench_bm25(size, args.queries, engines)
+    if "dense" in parts and args.dense_chunks:
         bench_dense(args.dense_chunks, args.skip_llamaindex)
+    if "backends" in parts:
+        if args.backend_chunks:
+            bench_backend_throughput(args.backend_chunks, args.backends, args.backend_rounds)
+        if args.quality_tier:
+            bench_backend_quality(args.quality_tier, args.backends)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,60 @@
+"""The dense retriever's embedding backends: torch, onnx and onnx-int8 (ONNX Runtime)."""
+
+import numpy as np
+import pytest
+
+from retrieval import Corpus, build_index, make_retriever
+from retrieval.chunking import ChunkingConfig
+from retrieval.embedders import EMBEDDING_BACKENDS, SentenceTransformerEmbedder, onnx_model_dir, resolve_backend
+from retrieval.index import index_key
+
+TEXTS = ["The orchestra performed Beethoven's ninth symphony.", "Quarterly revenue rose 12 percent on car sales."]
+
+
+def test_an_unknown_backend_is_refused_naming_the_option():
+    with pytest.raises(ValueError, match=r"backend='onx'.*backend option: torch, onnx, onnx-int8"):
+        make_retriever("dense", backend="onx")
+    with pytest.raises(ValueError, match="CPU only"):
+        resolve_backend("onnx", device="cuda")
+    assert resolve_backend(None, device="cuda") == "torch"
+    assert resolve_backend(None) in EMBEDDING_BACKENDS
+
+
+def test_the_backend_is_part_of_the_index_cache_key():
+    corpus, chunking = Corpus.from_texts(TEXTS), ChunkingConfig()
+    keys = {b: index_key(corpus, chunking, make_retriever("dense", backend=b)) for b in EMBEDDING_BACKENDS}
+    assert len(set(keys.values())) == 3
+    # torch indexes built before backends existed keep their key
+    assert make_retriever("dense", backend="torch").cache_params() == {"retriever": "dense", "model": "all-MiniLM-L6-v2"}
+    assert make_retriever("dense", backend="onnx-int8").cache_params()["backend"] == "onnx-int8"
+
+
+def test_onnx_int8_is_exported_once_offline_and_agrees_with_torch(isolated_cache):
+    torch_vecs = SentenceTransformerEmbedder(backend="torch").embed_documents(TEXTS)
+    int8 = SentenceTransformerEmbedder(backend="onnx-int8")
+    vecs = int8.embed_documents(TEXTS)
+    folder = onnx_model_dir(int8._location)
+    assert folder.is_relative_to(isolated_cache / "onnx")
+    exported = sorted(p.name for p in (folder / "onnx").glob("*.onnx"))
+    assert exported[0] == "model.onnx" and "int8" in exported[1] and len(exported) == 2
+    assert vecs.shape == (2, 384) and vecs.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, rtol=1e-4)
+    assert (vecs * torch_vecs).sum(1).min() > 0.95  # int8 weights: close to, not equal to, torch
+    mtimes = {p: p.stat().st_mtime_ns for p in folder.rglob("*.onnx")}
+    fp32 = SentenceTransformerEmbedder(backend="onnx").embed_documents(TEXTS)  # reuses the export
+    assert {p: p.stat().st_mtime_ns for p in folder.rglob("*.onnx")} == mtimes
+    np.testing.assert_allclose(fp32, torch_vecs, atol=1e-4)
+
+    corpus = Corpus.from_texts([*TEXTS, "The football team won the championship after penalties."])
+    index = build_index(corpus, "dense", backend="onnx-int8")
+    assert index.retriever.cache_params()["backend"] == "onnx-int8"
+    assert index.search("How much did the company's income grow?", 3)[0].chunk.doc_index == 1
+
+
+def test_the_cli_passes_the_embedding_backend_to_the_dense_retriever():
+    from experiments.cli import _retrieval_overrides, build_parser
+
+    args = build_parser().parse_args(["index", "docs/", "--retriever", "dense", "--embedding-backend", "onnx-int8"])
+    assert _retrieval_overrides(args)["retriever_options"] == {"backend": "onnx-int8"}
+    args = build_parser().parse_args(["index", "docs/"])
+    assert "retriever_options" not in _retrieval_overrides(args)
