@@ -31,3 +31,57 @@ def test_split_ids_still_covers_the_stream_in_windows():
     windows = split_ids(text, 1_000, tok)
     assert "".join(w for w, _ in windows) == text
     assert [n for _, n in windows] == [1_000] * 50
+
+
+# -- MemAgent's checkpoint storage stays bounded while a long run goes on --------------------
+
+
+def _checkpoint_rows_now(cache) -> int:
+    from memory import CHECKPOINTS_FILE
+    from memory.checkpoints import checkpoint_rows
+
+    dbs = list((cache / "memagent").glob(f"*/{CHECKPOINTS_FILE}"))
+    return checkpoint_rows(dbs[0]) if dbs else 0
+
+
+def test_a_long_memagent_run_keeps_few_checkpoints_while_it_runs(isolated_cache):
+    from agents import answer
+    from graphs.batched import PRUNE_EVERY_CHUNKS
+    from tests.scripted import ScriptedChatModel
+    from tests.test_memagent import corpus_of, echo_model
+
+    echo = echo_model()
+    seen: list[int] = []
+
+    def reply(prompt: str) -> str:
+        seen.append(_checkpoint_rows_now(isolated_cache))
+        return echo.reply_fn(prompt)
+
+    corpus = corpus_of([24_000])  # ~240 chunks of 100 tokens: ~2 checkpoints a chunk without pruning
+    result = answer(corpus, "q", strategy="memagent", llm=ScriptedChatModel(reply_fn=reply), chunk_tokens=100, show_progress=False)
+    chunks = result.steps[-1]["chunks"]
+    assert chunks > 4 * PRUNE_EVERY_CHUNKS and result.answer == "42"
+    assert max(seen) <= 2 * PRUNE_EVERY_CHUNKS + 5 < chunks  # bounded by the pruning period, not the corpus
+
+
+def test_a_run_pruned_while_running_resumes_where_it_stopped(isolated_cache):
+    from agents import answer
+    from graphs.batched import PRUNE_EVERY_CHUNKS
+    from tests.test_memagent import Crash, corpus_of, crashing_model, echo_model, memory_in, section_in
+
+    corpus = corpus_of([24_000])
+    crash_at = 2 * PRUNE_EVERY_CHUNKS + 20  # after two in-run prunes
+    first = crashing_model(crash_at=crash_at)
+    try:
+        answer(corpus, "q", strategy="memagent", llm=first, chunk_tokens=100, show_progress=False)
+    except Crash:
+        pass
+    else:
+        raise AssertionError("the scripted model should have crashed")
+    second = echo_model()
+    result = answer(corpus, "q", strategy="memagent", llm=second, chunk_tokens=100, show_progress=False)
+    n = result.steps[-1]["chunks"]
+    assert result.steps[-1]["resumed_from"] == crash_at - 1
+    assert len(second.calls) == n + 1 - (crash_at - 1) and result.usage.llm_calls == n + 1
+    assert memory_in(second.calls[0]["prompt"]) == f"mem after {section_in(first.calls[crash_at - 2]['prompt'])[:20]}"
+    assert [s["chunk"] for s in result.steps if s["node"] == "update_memory"] == list(range(n))
