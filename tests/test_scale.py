@@ -85,3 +85,42 @@ def test_a_run_pruned_while_running_resumes_where_it_stopped(isolated_cache):
     assert len(second.calls) == n + 1 - (crash_at - 1) and result.usage.llm_calls == n + 1
     assert memory_in(second.calls[0]["prompt"]) == f"mem after {section_in(first.calls[crash_at - 2]['prompt'])[:20]}"
     assert [s["chunk"] for s in result.steps if s["node"] == "update_memory"] == list(range(n))
+
+
+# -- full context: only as much of a huge prompt's ends is tokenized as the window keeps -----
+
+def _texts() -> dict[str, str]:
+    import random
+
+    rng = random.Random(0)
+    words = " ".join(f"word{rng.randint(0, 10**6)}" for _ in range(40_000))
+    mixed = "".join(rng.choice(["Revenue 12,345.6 million. ", "鼹鼠饕餮魑魅。", "   \n\n", "naïve café ", "x" * 37]) for _ in range(20_000))
+    dense = ("=" * 30 + " revenue ") * 20_000  # ~13 characters a token: the first slice is too short and doubles
+    return {"words": words, "mixed": mixed, "dense": dense}
+
+
+def test_truncating_a_huge_prompt_tokenizes_a_little_more_than_it_keeps_and_equals_truncating_everything():
+    from graphs.full_context import truncate_prompt, truncation_cut
+    from graphs.full_context.graph import CHARS_PER_TOKEN_BOUND
+    from retrieval import middle_truncate
+    from retrieval.tokenizers import tiktoken_tokenizer
+
+    tok = tiktoken_tokenizer("cl100k_base")
+    budget = 4_000
+    for name, prompt in _texts().items():
+        assert len(prompt) > 2 * CHARS_PER_TOKEN_BOUND * budget, name  # the ends-only path
+        encoded: list[int] = []
+
+        def encode(text: str) -> list[int]:
+            encoded.append(len(text))
+            return tok.encode(text)
+
+        text, truncated = truncate_prompt(prompt, budget, encode, tok.decode)
+        kept = middle_truncate(tok.encode(prompt), budget)
+        assert truncated and text == tok.decode(kept[: budget // 2]) + tok.decode(kept[budget // 2 :]), name
+        head, tail = truncation_cut(prompt, budget, tok.encode, tok.decode)
+        assert text == prompt[:head] + prompt[len(prompt) - tail :], name
+        if name == "words":  # ~3 tokens a word: the first slice per end is enough, less than the bound
+            assert len(encoded) == 2 and sum(encoded) < 2 * CHARS_PER_TOKEN_BOUND * budget * 0.6
+        if name == "dense":  # the first slice held too few tokens: it doubled
+            assert len(encoded) > 2
