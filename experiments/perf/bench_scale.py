@@ -44,6 +44,7 @@ from typing import Any
 
 #: Every strategy, in the order they are run.
 ALL_STRATEGIES = ("rag", "full_context", "self_route", "self_ask", "pai", "pai_minus", "memagent", "structured")
+CHECKPOINTS_FILE = "checkpoints.sqlite"  # memory.CHECKPOINTS_FILE, matched with its -wal and -shm files
 RSS_BAR_MIB = 4096
 OVERHEAD_BAR_MS = 15.0
 CHECKPOINT_BAR_MB = 200.0
@@ -54,11 +55,13 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def disk_bytes(path: Path) -> int:
-    """Bytes allocated on disk under ``path`` (files that vanish while walking are skipped)."""
+def disk_bytes(path: Path, prefix: str = "") -> int:
+    """Bytes allocated on disk under ``path`` by files named ``prefix...`` (files that vanish while walking are skipped)."""
     total = 0
     for root, _dirs, files in os.walk(path):
         for name in files:
+            if not name.startswith(prefix):
+                continue
             try:
                 total += os.lstat(os.path.join(root, name)).st_blocks * 512
             except FileNotFoundError:
@@ -70,14 +73,19 @@ class DiskSampler:
     """The largest size of a folder seen while a block runs, sampled every ``interval`` seconds."""
 
     def __init__(self, path: Path, interval: float = 0.5) -> None:
-        self.path, self.interval, self.peak = path, interval, 0
+        self.path, self.interval, self.peak, self.checkpoints_peak = path, interval, 0, 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.peak = max(self.peak, disk_bytes(self.path))
+            self.sample()
             self._stop.wait(self.interval)
+
+    def sample(self) -> None:
+        """Note the folder's size now, and that of its checkpoint databases (with their WAL)."""
+        self.peak = max(self.peak, disk_bytes(self.path))
+        self.checkpoints_peak = max(self.checkpoints_peak, disk_bytes(self.path, CHECKPOINTS_FILE))
 
     def __enter__(self) -> DiskSampler:
         self._thread.start()
@@ -86,7 +94,7 @@ class DiskSampler:
     def __exit__(self, *exc: Any) -> None:
         self._stop.set()
         self._thread.join()
-        self.peak = max(self.peak, disk_bytes(self.path))
+        self.sample()
 
 
 def strategy_options(name: str) -> dict[str, Any]:
@@ -175,6 +183,8 @@ def worker_run(args: argparse.Namespace) -> dict[str, Any]:
         "rss_mib": peak_rss_mib(),
         "run_peak_bytes": disk.peak,
         "run_final_bytes": disk_bytes(run_dir),
+        "checkpoints_peak_bytes": disk.checkpoints_peak,
+        "checkpoints_final_bytes": disk_bytes(run_dir, CHECKPOINTS_FILE),
         "modes": modes,
     }
 
@@ -229,7 +239,7 @@ def mib(n: float) -> str:
 def format_row(name: str, latency: float, r: dict[str, Any], index: dict[str, Any] | None, concurrency: int) -> tuple[str, list[str]]:
     """One table row and the Done-when bars it misses."""
     if "error" in r:
-        return f"| {name} | {latency * 1000:.0f} | failed: {r['error']} |" + " |" * 11, [f"{name}: {r['error']}"]
+        return f"| {name} | {latency * 1000:.0f} | failed: {r['error']} |" + " |" * 12, [f"{name}: {r['error']}"]
     calls = max(r["calls"], 1)
     overhead_ms = (r["wall_s"] - latency * r["calls"] / concurrency) / calls * 1000
     ours_ms = overhead_ms - r["bare_ms"]
@@ -240,15 +250,16 @@ def format_row(name: str, latency: float, r: dict[str, Any], index: dict[str, An
         misses.append("RSS")
     if latency == 0 and ours_ms > OVERHEAD_BAR_MS:
         misses.append("overhead")
-    if name == "memagent" and r["run_peak_bytes"] / 1e6 >= CHECKPOINT_BAR_MB:
+    if name == "memagent" and r["checkpoints_peak_bytes"] / 1e6 >= CHECKPOINT_BAR_MB:
         misses.append("checkpoints")
     idx = "-" if not index else (f"{mib(index['index_bytes'])} ({index['chunks']:,} chunks, {index['build_s']:.0f} s)"
                                  if "error" not in index else "failed")
     mode = f" ({', '.join(r['modes'])})" if r.get("modes") else ""
     empty = f" ({r['empty']} empty)" if r.get("empty") else ""
+    ckpt = f"{r['checkpoints_peak_bytes'] / 1e6:,.1f} / {r['checkpoints_final_bytes'] / 1e6:,.1f}" if r["checkpoints_peak_bytes"] else "-"
     row = (f"| {name}{mode} | {latency * 1000:.0f} | {r['answered']}/{r['questions']}{empty} | {r['calls']:,} | {r['prompt_tokens']:,} "
            f"| {r['load_s']:.1f} | {r['wall_s']:.1f} | {overhead_ms:.2f} | {r['bare_ms']:.2f} | {ours_ms:.2f} | {r['rss_mib']:,.0f} | {idx} "
-           f"| {mib(r['run_peak_bytes'])} / {mib(r['run_final_bytes'])} | {'ok' if not misses else ', '.join(misses)} |")
+           f"| {mib(r['run_peak_bytes'])} / {mib(r['run_final_bytes'])} | {ckpt} | {'ok' if not misses else ', '.join(misses)} |")
     return row, [f"{name} at {latency * 1000:.0f} ms: {m}" for m in misses]
 
 
@@ -332,7 +343,7 @@ def main() -> None:
 
     results: dict[str, Any] = {"indexes": indexes, "runs": []}
     header = ("| strategy | latency ms | answered | calls | prompt tokens | load s | wall s | overhead ms/call | bare call ms "
-              "| ours ms/call | peak RSS MiB | index MiB | run folder MiB (peak / after) | bars |\n" + "|---" * 14 + "|")
+              "| ours ms/call | peak RSS MiB | index MiB | run folder MiB (peak / after) | checkpoints MB (peak / after) | bars |\n" + "|---" * 15 + "|")
     rows, misses = [], []
     for latency in latencies:
         with stub_server(latency, args.reply_tokens, tools=True) as url:
