@@ -124,3 +124,31 @@ def test_truncating_a_huge_prompt_tokenizes_a_little_more_than_it_keeps_and_equa
             assert len(encoded) == 2 and sum(encoded) < 2 * CHARS_PER_TOKEN_BOUND * budget * 0.6
         if name == "dense":  # the first slice held too few tokens: it doubled
             assert len(encoded) > 2
+
+
+def test_questions_over_one_huge_corpus_share_its_tokenized_head_and_get_the_same_prompt():
+    from graphs.full_context import FULL_CONTEXT_TEMPLATE, truncate_prompt
+    from graphs.full_context.graph import truncate_our_prompt
+    from graphs.prompts import fill, format_documents
+    from retrieval import Corpus
+    from retrieval.contract import Question
+    from retrieval.tokenizers import tiktoken_tokenizer
+
+    tok = tiktoken_tokenizer("cl100k_base")
+    texts = _texts()
+    corpus = Corpus.from_texts([texts["words"], texts["mixed"]], titles=["Words", "Mixed"])
+    budget = 4_000
+    questions = [Question(text="Which {braces} stay?"), Question(text="q2 " * 300, instruction="Answer with a number.")]
+    encoded: list[list[int]] = []
+    for q in questions:
+        sizes: list[int] = []
+        encoded.append(sizes)
+
+        def encode(text: str, sizes=sizes) -> list[int]:
+            sizes.append(len(text))
+            return tok.encode(text)
+
+        text, truncated = truncate_our_prompt(corpus, q, budget, encode, tok.decode, "tiktoken:cl100k_base")
+        prompt = fill(FULL_CONTEXT_TEMPLATE, format_documents(corpus.documents), q)
+        assert truncated and (text, True) == truncate_prompt(prompt, budget, tok.encode, tok.decode)
+    assert len(encoded[0]) == 2 and len(encoded[1]) == 1  # the second question encodes only its tail
