@@ -95,7 +95,7 @@ def _texts() -> dict[str, str]:
     rng = random.Random(0)
     words = " ".join(f"word{rng.randint(0, 10**6)}" for _ in range(40_000))
     mixed = "".join(rng.choice(["Revenue 12,345.6 million. ", "鼹鼠饕餮魑魅。", "   \n\n", "naïve café ", "x" * 37]) for _ in range(20_000))
-    dense = ("=" * 30 + " revenue ") * 20_000  # ~13 characters a token: the first slice is too short and doubles
+    dense = ("=" * 30 + " revenue ") * 20_000  # ~13 characters a token: the first slice is too short and grows
     return {"words": words, "mixed": mixed, "dense": dense}
 
 
@@ -122,7 +122,7 @@ def test_truncating_a_huge_prompt_tokenizes_a_little_more_than_it_keeps_and_equa
         assert text == prompt[:head] + prompt[len(prompt) - tail :], name
         if name == "words":  # ~3 tokens a word: the first slice per end is enough, less than the bound
             assert len(encoded) == 2 and sum(encoded) < 2 * CHARS_PER_TOKEN_BOUND * budget * 0.6
-        if name == "dense":  # the first slice held too few tokens: it doubled
+        if name == "dense":  # the first slice held too few tokens: it grew
             assert len(encoded) > 2
 
 

@@ -29,7 +29,7 @@ from retrieval.contract import Corpus, Question, Step
 
 #: Characters kept per side before tokenizing a huge prompt; no tokenizer packs 16 chars per token.
 CHARS_PER_TOKEN_BOUND = 16
-#: First guess of characters per token when slicing a huge prompt's ends (doubled until enough).
+#: First guess of characters per token when slicing a huge prompt's ends (grown until enough).
 FIRST_CHARS_PER_TOKEN = 6
 #: Tokens tokenized beyond the kept half at each end, so the cut of the slice cannot change the
 #: kept tokens (a cut only re-tokenizes the word or character run it falls in).
@@ -39,7 +39,8 @@ END_MARGIN_TOKENS = 4096
 def end_ids(prompt: str, half: int, encode: Callable[[str], list[int]], *, tail: bool) -> list[int]:
     """The tokens of a slice at the start (or end, ``tail``) of ``prompt`` holding at least
     ``half`` tokens plus a margin: the slice starts at ``FIRST_CHARS_PER_TOKEN`` characters a
-    token and doubles until it holds enough, up to the ``CHARS_PER_TOKEN_BOUND`` bound.
+    token and grows by the density it found until it holds enough, up to the
+    ``CHARS_PER_TOKEN_BOUND`` bound.
 
     Tokenizing 16 characters a token by default meant ~1M tokens encoded per question for a
     128K window over a 10M-token corpus (~0.5 s); this encodes ~1.5x the kept tokens.
@@ -49,9 +50,10 @@ def end_ids(prompt: str, half: int, encode: Callable[[str], list[int]], *, tail:
     while True:
         chars = min(chars, bound)
         ids = encode(prompt[-chars:] if tail else prompt[:chars])
-        if len(ids) >= half + END_MARGIN_TOKENS or chars >= bound:
+        need = half + END_MARGIN_TOKENS
+        if len(ids) >= need or chars >= bound:
             return ids
-        chars *= 2
+        chars = max(int(chars * need / max(len(ids), 1) * 1.1), chars + chars // 4)  # the density seen, 10% spare
 
 
 class FullContextState(TypedDict, total=False):
