@@ -306,7 +306,7 @@ def main() -> None:
     p.add_argument("--tokens", default="10M", help="corpus size (a tier name or a number)")
     p.add_argument("--questions", type=int, default=8)
     p.add_argument("--latency", type=float, action="append", help="stub seconds per call (repeatable; default 0)")
-    p.add_argument("--strategies", nargs="+", default=list(ALL_STRATEGIES))
+    p.add_argument("--strategies", nargs="*", default=list(ALL_STRATEGIES), help="default: all (none: only --dense-probe)")
     p.add_argument("--concurrency", type=int, default=8, help="answer_many's concurrency")
     p.add_argument("--reply-tokens", type=int, default=200, help="words in the stub's text replies (MemAgent's memory)")
     p.add_argument("--root", default="runs/scale", help="corpus, index caches and run folders")
@@ -364,6 +364,8 @@ def main() -> None:
                   f"{r['retriever']} over {r['chunks']:,} chunks of {r['chunking']} built in {r['build_s']:.1f} s, "
                   f"{mib(r['index_bytes'])} MiB on disk, build peak RSS {r['rss_mib']:,.0f} MiB" + (" (built by an earlier run)" if r.get("reused") else "")), flush=True)
 
+    if not args.strategies:
+        return
     results: dict[str, Any] = {"indexes": indexes, "runs": []}
     header = ("| strategy | latency ms | answered | calls | prompt tokens | load s | wall s | overhead ms/call | bare call ms "
               "| ours ms/call | peak RSS MiB | index MiB | run folder MiB (peak / after) | checkpoints MB (peak / after) | bars |\n" + "|---" * 15 + "|")
