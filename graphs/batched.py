@@ -3,9 +3,9 @@
 One implementation serves ``answer()`` / ``answer_many()`` and Self-Route's fallback leg:
 the run is keyed by (strategy, corpus fingerprint, questions, config, model); every step
 is checkpointed in SQLite (``durability="sync"``: a step is on disk before the next
-starts) in the run's own folder ``<folder>/<key>/`` (see :mod:`memory.checkpoints`); an
-interrupted run continues from its last step; a finished one is pruned to its final
-checkpoint and replayed from it with no model call. The run key is locked while it runs.
+starts) in the run's own folder ``<folder>/<key>/`` (see :mod:`memory.checkpoints`),
+superseded checkpoints dropped every ``PRUNE_EVERY_CHUNKS`` chunks; an interrupted run
+continues from its last step; a finished one is pruned to its final checkpoint and replayed from it with no model call. The run key is locked while it runs.
 """
 
 from __future__ import annotations
@@ -28,6 +28,10 @@ from retrieval.contract import Corpus, Question, Step
 
 #: Config fields that change how a run executes, not what it computes (kept out of its key).
 RUNTIME_FIELDS = ("concurrency", "resume", "trace_chars")
+#: A running run drops its superseded checkpoints every this many chunks. Resuming reads only
+#: the latest, so storage stays a few dozen steps instead of growing with the corpus (a
+#: 10M-token corpus is 2,000 steps: ~190 MB of checkpoints for 8 questions before this).
+PRUNE_EVERY_CHUNKS = 50
 
 
 @dataclass
@@ -94,8 +98,12 @@ def run_batched_graph(
                 on_start(ctx, resumed_from or 0)
             payload = None if snapshot.next else mode.initial_state(questions, ctx)
             for update in graph.stream(payload, run_config, context=ctx, stream_mode="updates", durability="sync"):
-                if "advance" in update and on_advance:
-                    on_advance(update["advance"]["chunk_index"])
+                if "advance" in update:
+                    k = update["advance"]["chunk_index"]
+                    if on_advance:
+                        on_advance(k)
+                    if cfg.resume and k % PRUNE_EVERY_CHUNKS == 0:
+                        prune_checkpoints(saver, thread, compact=False)
         final = graph.get_state(run_config).values
         if not replayed and cfg.resume:
             prune_checkpoints(saver, thread)  # finished: keep only the final state replay reads

@@ -126,9 +126,10 @@ def open_checkpointer(path: str | Path) -> SqliteSaver:
     return saver
 
 
-def prune_checkpoints(saver: SqliteSaver, thread: str) -> None:
-    """Drop a finished run's intermediate checkpoints: only the latest one per namespace (what
-    replay reads) and its writes are kept, and the file is compacted."""
+def prune_checkpoints(saver: SqliteSaver, thread: str, *, compact: bool = True) -> None:
+    """Drop a run's superseded checkpoints: only the latest one per namespace (what replay and
+    resume read) and its writes are kept; with ``compact`` the file is shrunk too (a run
+    still going skips that: SQLite reuses the freed pages, so its file stops growing)."""
     conn = saver.conn
     with saver.lock:
         conn.execute(
@@ -141,8 +142,9 @@ def prune_checkpoints(saver: SqliteSaver, thread: str) -> None:
             (thread, thread),
         )
         conn.commit()
-        conn.execute("VACUUM")
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        if compact:
+            conn.execute("VACUUM")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
 def checkpoint_rows(path: str | Path) -> int:

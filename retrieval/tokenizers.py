@@ -102,6 +102,13 @@ class Tokenizer:
 # -- cutting a token stream -----------------------------------------------------------------
 
 
+def as_list(ids: Sequence[int]) -> list[int]:
+    """``ids`` as a list (slices then give lists, what decoders take), copied only when it is
+    not one: :func:`split_ids` cuts a 10M-token stream into 2,000 windows, and a copy of
+    the whole stream per window made that quadratic (minutes at 10M tokens)."""
+    return ids if isinstance(ids, list) else list(ids)
+
+
 def clean_cut(ids: Sequence[int], end: int, decode: Callable[[list[int]], str], *, max_back: int = 8, look: int = 8) -> int:
     """The last cut at or before ``end`` (at most ``max_back`` tokens back) that splits no character.
 
@@ -111,7 +118,7 @@ def clean_cut(ids: Sequence[int], end: int, decode: Callable[[list[int]], str], 
     that refuses partial characters (raises) gets ``end`` back unchanged: the caller's
     decode of the prefix then fails, and :func:`decode_prefix` steps back instead.
     """
-    ids = list(ids)
+    ids = as_list(ids)
     if end <= 0 or end >= len(ids):
         return end
     for b in range(end, max(end - max_back, 0), -1):
@@ -126,7 +133,7 @@ def clean_cut(ids: Sequence[int], end: int, decode: Callable[[list[int]], str], 
 
 def decode_prefix(ids: Sequence[int], start: int, end: int, decode: Callable[[list[int]], str], *, max_back: int = 8) -> tuple[str, int]:
     """``(text, cut)``: ``ids[start:cut]`` decoded, with ``cut <= end`` moved back to a character boundary."""
-    ids = list(ids)
+    ids = as_list(ids)
     cut = clean_cut(ids, end, decode, max_back=max_back) if end < len(ids) else end
     error: Exception | None = None
     for b in range(cut, max(cut - max_back, start), -1):
