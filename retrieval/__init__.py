@@ -24,7 +24,7 @@ _EXPORTS = {
     "EMBEDDERS": "retrieval.embedders",
     "Index": "retrieval.index",
     "build_index": "retrieval.index",
-    "default_cache_dir": "retrieval.index",
+    "default_cache_dir": "retrieval.paths",
     "RETRIEVERS": "retrieval.retrievers",
     "make_retriever": "retrieval.retrievers",
     "count_tokens": "retrieval.tokens",

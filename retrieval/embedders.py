@@ -17,6 +17,7 @@ from typing import Protocol
 import numpy as np
 
 from retrieval.contract import Registry
+from retrieval.paths import default_cache_dir
 
 log = logging.getLogger(__name__)
 
@@ -117,8 +118,6 @@ def _onnx_file(folder: Path, backend: str, target: str) -> str | None:
 
 def onnx_model_dir(location: str, cache_dir: Path | None = None) -> Path:
     """Where the ONNX export of the sentence-transformers model at ``location`` is cached."""
-    from retrieval.index import default_cache_dir
-
     source = Path(location)
     name = source.name if source.exists() else location.replace("/", "--")
     digest = hashlib.sha256(str(source.resolve() if source.exists() else location).encode()).hexdigest()[:12]
@@ -220,11 +219,11 @@ class SentenceTransformerEmbedder:
         self.backend = resolve_backend(backend, device)
         self._model = None
 
-    @property
     def unloaded(self) -> SentenceTransformerEmbedder:
         """A copy that loads its model where it runs (another process or node finds its own path)."""
         return SentenceTransformerEmbedder(self.model_id, batch_size=self.batch_size, device=self.device, backend=self.backend)
 
+    @property
     def model(self):
         """The loaded ``SentenceTransformer`` (loaded, and for ONNX exported, on first use)."""
         if self._model is None:

@@ -37,6 +37,7 @@ from retrieval.chunking import Chunk, ChunkingConfig, chunk_corpus
 from retrieval.contract import Corpus
 from retrieval.dense import shard_path, write_shard
 from retrieval.locks import exclusive_lock
+from retrieval.paths import default_cache_dir
 from retrieval.retrievers import make_retriever
 
 log = logging.getLogger(__name__)
@@ -51,11 +52,6 @@ def clear_memory_cache() -> None:
     """Forget the indexes kept in this process (the next lookup loads from disk); for tests and long-lived services."""
     _MEMORY_CACHE.clear()
 _MEMORY_LOCK = threading.Lock()
-
-
-def default_cache_dir() -> Path:
-    """``$LONGCTX_CACHE_DIR`` or ``~/.cache/longctx``; indexes go under ``indexes/``."""
-    return Path(os.environ.get("LONGCTX_CACHE_DIR") or Path.home() / ".cache" / "longctx")
 
 
 class Index:

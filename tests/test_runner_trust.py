@@ -46,7 +46,7 @@ def _wait_for(predicate, proc, what: str) -> None:
 
 
 def test_a_second_run_on_the_same_folder_is_refused_naming_the_holder(tmp_path):
-    with stub_server(latency=0.5) as url:
+    with stub_server(latency=2.0) as url:  # slow enough that the first run still holds the folder under load
         first = _run_cli(tmp_path, url)
         _wait_for(lambda: len(read_rows(tmp_path)) >= 1, first, "first run")
         with pytest.raises(RunFolderLocked) as info:
