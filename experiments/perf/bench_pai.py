@@ -22,54 +22,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import math
 import os
 import tempfile
-import threading
 import time
-from typing import Any
 
-from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import HumanMessage
 
 from agents import STRATEGIES, make_chat_model
 from experiments.perf.stub_server import stub_server
 from experiments.perf.synthetic_text import generate_corpus
+from experiments.perf.timing import NodeTimer
 from graphs.pai import prompts as P
 from graphs.run import run_strategy, run_sync
 from retrieval import ChunkingConfig, Corpus, chunk_corpus
 from retrieval.contract import as_question
-
-
-class JudgeTimer(BaseCallbackHandler):
-    """First start, last end, call count and prompt tokens of the calls made by the ``judge`` node."""
-
-    run_inline = True  # thread-safe: on the async path, called on the loop rather than through its executor
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.runs: set = set()
-        self.first = math.inf
-        self.last = 0.0
-        self.calls = 0
-        self.prompt_tokens = 0
-
-    def on_chat_model_start(self, serialized, messages, *, run_id, metadata: dict | None = None, **kwargs: Any) -> None:
-        """Note the start of a judge call."""
-        if (metadata or {}).get("langgraph_node") == "judge":
-            with self.lock:
-                self.runs.add(run_id)
-                self.first = min(self.first, time.perf_counter())
-
-    def on_llm_end(self, response, *, run_id, **kwargs: Any) -> None:
-        """Note the end and the prompt tokens of a judge call."""
-        with self.lock:
-            if run_id not in self.runs:
-                return
-            self.last = max(self.last, time.perf_counter())
-            self.calls += 1
-            meta = response.generations[0][0].message.usage_metadata or {}
-            self.prompt_tokens += meta.get("input_tokens", 0)
 
 
 def chunk_corpus_of(n_chunks: int, size: int = 1024) -> Corpus:
@@ -83,7 +49,7 @@ def chunk_corpus_of(n_chunks: int, size: int = 1024) -> Corpus:
 
 def run_once(pairs: int, properties: int, concurrency: int, cache: str, use_async: bool) -> dict[str, float]:
     """One PAI answer judging ``pairs`` pairs at ``concurrency`` on one run path; the judge stage's figures."""
-    timer = JudgeTimer()
+    timer = NodeTimer("judge")
     llm = make_chat_model("openai:stub", max_retries=0, callbacks=[timer])
     corpus = chunk_corpus_of(pairs // properties)
     spec = STRATEGIES.get("pai")

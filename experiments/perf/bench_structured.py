@@ -18,18 +18,14 @@ Nothing is asserted.
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import tempfile
-import threading
 import time
 from pathlib import Path
-from typing import Any
-
-from langchain_core.callbacks import BaseCallbackHandler
 
 from agents import answer, make_chat_model
 from experiments.perf.stub_server import stub_server
+from experiments.perf.timing import NodeTimer
 from experiments.synth import SynthConfig, generate, load_samples, parse_tokens
 from experiments.synth.domains import get_domain
 
@@ -42,37 +38,6 @@ def finance_schema() -> dict:
     attrs = [{"name": f.name, "type": UNITS[f.kind][0], "unit": UNITS[f.kind][1], "description": f.label} for f in domain.fields]
     attrs += [{"name": c.name, "type": "text", "description": c.label, "static": True} for c in domain.categoricals]
     return {"entity": "entity", "time": {"name": "fiscal_year", "type": "year"}, "attributes": attrs}
-
-
-class NodeTimer(BaseCallbackHandler):
-    """First start, last end, calls and prompt tokens of the calls one graph node makes."""
-
-    def __init__(self, node: str) -> None:
-        self.node = node
-        self.lock = threading.Lock()
-        self.reset()
-
-    def reset(self) -> None:
-        """Forget what was measured."""
-        self.runs: set = set()
-        self.first, self.last, self.calls, self.prompt_tokens = math.inf, 0.0, 0, 0
-
-    def on_chat_model_start(self, serialized, messages, *, run_id, metadata: dict | None = None, **kwargs: Any) -> None:
-        """Note the start of one of the node's calls."""
-        if (metadata or {}).get("langgraph_node") == self.node:
-            with self.lock:
-                self.runs.add(run_id)
-                self.first = min(self.first, time.perf_counter())
-
-    def on_llm_end(self, response, *, run_id, **kwargs: Any) -> None:
-        """Note the end and the prompt tokens of one of the node's calls."""
-        with self.lock:
-            if run_id not in self.runs:
-                return
-            self.last = max(self.last, time.perf_counter())
-            self.calls += 1
-            meta = response.generations[0][0].message.usage_metadata or {}
-            self.prompt_tokens += meta.get("input_tokens", 0)
 
 
 def main() -> None:
