@@ -13,7 +13,7 @@ from typing import Any
 from agents import STRATEGIES, ChatModelError, Corpus, Question, answer, index_for, make_chat_model
 from experiments.benchmarks import load_benchmark
 from experiments.ceilings import ceilings_json, compute_ceilings, format_table, load_tokenizer
-from experiments.demo import READING, run_demo
+from experiments.demo import DEMO_STRATEGIES, READING, run_demo
 from experiments.runner import RunConfig, run_experiment
 from experiments.synth import NeedleConfig, SynthConfig, generate, get_domain, load_samples, parse_tokens
 from retrieval import RETRIEVERS, CorpusError
@@ -125,7 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="compare the strategies on five short reports (examples/), offline", description="Run the demo comparison.")
     p.add_argument("--out", default="runs/demo", help="result folder (default runs/demo); rerunning resumes")
     p.add_argument("--llm", help="chat model spec (default: the embedded model)")
-    p.add_argument("--questions", type=int, help="ask only the first N questions of examples/questions.csv")
+    p.add_argument("--questions", type=int, help="ask the first N questions of examples/questions.csv (default 4)")
+    p.add_argument("--strategies", help="comma-separated strategies, or 'all' (default: rag,full_context,memagent,self_route)")
 
     p = sub.add_parser(
         "synth", help="generate a synthetic CorpusQA-style corpus", description="Generate documents, facts and questions."
@@ -307,7 +308,11 @@ def cmd_ceilings(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """Run the demo and print its comparison table and how to read it."""
-    result = run_demo(args.out, llm=args.llm, questions=args.questions)
+    names = list(DEMO_STRATEGIES) if args.strategies == "all" else [s.strip() for s in (args.strategies or "").split(",") if s.strip()]
+    unknown = sorted(set(names) - set(DEMO_STRATEGIES))
+    if unknown:
+        raise ValueError(f"The demo runs {', '.join(DEMO_STRATEGIES)} (or 'all'); unknown: {', '.join(unknown)}")
+    result = run_demo(args.out, llm=args.llm, questions=args.questions, strategies={n: DEMO_STRATEGIES[n] for n in names} or None)
     folder = Path(result["folder"])
     print(f"\n# Demo: {len(result['summary'])} strategies on your-corpus questions (examples/)\n")
     print((folder / "summary.md").read_text())

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from experiments.demo import DEMO_STRATEGIES, run_demo
+from experiments.demo import DEFAULT_DEMO, DEMO_STRATEGIES, run_demo
 from graphs import STRATEGIES
 from tests.scripted import ScriptedChatModel
 
@@ -17,7 +17,14 @@ def test_demo_says_what_it_will_do_then_compares_every_strategy(tmp_path, monkey
     said: list[str] = []
     llm = ScriptedChatModel(reply_fn=lambda prompt: "So the final answer is: Bergen" if "follow up" in prompt else "Bergen")
     report = run_demo(tmp_path / "demo", llm=llm, questions=2, show_progress=False, say=said.append)
-    assert said and "minutes" in said[0] and "6 strategies" in said[0]
-    assert {r["strategy"] for r in report["summary"]} == set(DEMO_STRATEGIES)
+    assert said and "minutes" in said[0] and "4 strategies" in said[0]
+    assert {r["strategy"] for r in report["summary"]} == set(DEFAULT_DEMO)
     rag = next(r for r in report["summary"] if r["strategy"] == "rag")
     assert rag["score"] == 50.0  # "Bergen" is right for the first question only
+
+
+def test_demo_can_run_every_strategy(tmp_path, monkeypatch):
+    monkeypatch.setenv("LONGCTX_CACHE_DIR", str(tmp_path / "cache"))
+    llm = ScriptedChatModel(reply_fn=lambda prompt: "So the final answer is: Bergen" if "follow up" in prompt else "Bergen")
+    report = run_demo(tmp_path / "demo", llm=llm, questions=1, strategies=DEMO_STRATEGIES, show_progress=False, say=lambda m: None)
+    assert {r["strategy"] for r in report["summary"]} == set(DEMO_STRATEGIES)
