@@ -19,12 +19,15 @@ questions. For each strategy, in its own subprocess (so peak RSS is per strategy
    a fresh run folder ``--root``/run-<latency>/<strategy>.
 
 Printed per strategy and latency: questions answered, calls (the stub's request count),
-prompt tokens, wall time of ``answer_many``, our own overhead per call ``(wall - latency
-x calls / concurrency) / calls``, the process's peak RSS, the index on disk, and the run
-folder on disk (largest seen while running, sampled twice a second, and after the run;
-for MemAgent that is its checkpoint and trace storage). Nothing is asserted; the
-Done-when bars of issue 16 (RSS < 4 GiB, overhead <= 15 ms per call at 0 ms, MemAgent's
-checkpoints < 200 MB) are marked in the last column.
+prompt tokens, wall time of ``answer_many``, the overhead per call ``(wall - latency x
+calls / concurrency) / calls``, what a bare ``ChatOpenAI`` call of the run's mean prompt
+size costs by the same formula (HTTP, SDK, the stub's token counting), our own overhead
+(the difference; with ``--repeat`` also for a second batch in the same process), the
+process's peak RSS, the index on disk, the run folder on disk (largest seen while
+running, sampled twice a second, and after the run) and, apart, its checkpoint
+databases. Nothing is asserted; the Done-when bars of issue 16 (RSS < 4 GiB, own
+overhead <= 15 ms per call at 0 ms, MemAgent's checkpoints < 200 MB) are marked in the
+last column. Results: docs/scale.md.
 """
 
 from __future__ import annotations
@@ -41,6 +44,19 @@ import time
 import urllib.request
 from pathlib import Path
 from typing import Any
+
+from agents import answer_many, make_chat_model
+from experiments.perf.bench_ceilings import tier_folder
+from experiments.perf.bench_structured import finance_schema
+from experiments.perf.stub_server import stub_server
+from experiments.synth import load_samples
+from experiments.synth.samples import DOCS_DIR
+from graphs import STRATEGIES
+from graphs.llm import tokenizer_for
+from graphs.rag.config import RagConfig
+from retrieval import chunk_corpus
+from retrieval.contract import Corpus
+from retrieval.embedders import SentenceTransformerEmbedder
 
 #: Every strategy, in the order they are run.
 ALL_STRATEGIES = ("rag", "full_context", "self_route", "self_ask", "pai", "pai_minus", "memagent", "structured")
@@ -101,8 +117,6 @@ def strategy_options(name: str) -> dict[str, Any]:
     """Config options a strategy needs against the stub (structured: a fixed schema, since the
     stub cannot plan one); every other strategy runs with its defaults."""
     if name == "structured":
-        from experiments.perf.bench_structured import finance_schema
-
         return {"schema": finance_schema()}
     return {}
 
@@ -118,9 +132,6 @@ def stub_requests(url: str) -> int:
 
 def worker_index(args: argparse.Namespace) -> dict[str, Any]:
     """Build the strategy's default index cold into its own cache folder."""
-    from experiments.synth.samples import DOCS_DIR
-    from graphs import STRATEGIES
-    from retrieval.contract import Corpus
 
     corpus = Corpus.from_path(Path(args.data) / DOCS_DIR)
     cfg = STRATEGIES.get(args.strategy).make_config(None, **strategy_options(args.strategy))
@@ -135,10 +146,6 @@ def worker_index(args: argparse.Namespace) -> dict[str, Any]:
 
 def worker_run(args: argparse.Namespace) -> dict[str, Any]:
     """Load the corpus, questions and index; time ``answer_many`` over all questions."""
-    from agents import answer_many, make_chat_model
-    from experiments.synth import load_samples
-    from graphs import STRATEGIES
-    from graphs.llm import tokenizer_for
 
     os.environ["OPENAI_BASE_URL"] = args.url
     started = time.perf_counter()
@@ -280,11 +287,6 @@ def format_row(name: str, latency: float, r: dict[str, Any], index: dict[str, An
 
 def dense_probe(args: argparse.Namespace, folder: Path) -> None:
     """Embed ``--dense-probe`` chunks of RAG's chunking with the default dense embedder; extrapolate to the corpus."""
-    from experiments.synth.samples import DOCS_DIR
-    from graphs.rag.config import RagConfig
-    from retrieval import chunk_corpus
-    from retrieval.contract import Corpus
-    from retrieval.embedders import SentenceTransformerEmbedder
 
     corpus = Corpus.from_path(folder / DOCS_DIR)
     chunks = chunk_corpus(corpus, RagConfig(retriever="dense").chunking())
@@ -333,9 +335,6 @@ def main() -> None:
         Path(args.result).write_text(json.dumps(result))
         return
 
-    from experiments.perf.bench_ceilings import tier_folder
-    from experiments.perf.stub_server import stub_server
-    from graphs import STRATEGIES
 
     unknown = [s for s in args.strategies if s not in STRATEGIES]
     if unknown:
