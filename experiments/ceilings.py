@@ -63,6 +63,7 @@ from graphs.pai.graph import pack, plan_judging
 from graphs.registry import STRATEGIES
 from graphs.self_ask.graph import retrieve_follow_up
 from retrieval import Corpus, tokens
+from retrieval.tokenizers import Tokenizer, TokenizerError, hf_tokenizer, parse_spec, tiktoken_tokenizer
 
 #: Printed and stored with every ceiling table.
 UPPER_BOUND_NOTE = (
@@ -455,6 +456,8 @@ def _one(name: str, cfg: Any, items: list[Item], env: Env) -> Ceiling:
 def _codec(tokenizer: Any) -> tuple[Callable[[str], list[int]], Callable[[list[int]], str]]:
     if isinstance(tokenizer, tuple) and len(tokenizer) == 2:
         return tokenizer
+    if isinstance(tokenizer, Tokenizer):
+        return tokenizer.encode, tokenizer.decode
     if hasattr(tokenizer, "encode") and hasattr(tokenizer, "decode"):
         try:
             tokenizer.encode("x", add_special_tokens=False)
@@ -464,13 +467,17 @@ def _codec(tokenizer: Any) -> tuple[Callable[[str], list[int]], Callable[[list[i
     raise TypeError("tokenizer must have encode/decode or be an (encode, decode) pair")
 
 
-def load_tokenizer(spec: str | None) -> Any:
-    """``None`` / ``cl100k``: the library's counter; anything else: a local Hugging Face tokenizer (path or name)."""
+def load_tokenizer(spec: str | None) -> Tokenizer | None:
+    """``None`` / ``cl100k``: the library's counter; ``tiktoken:NAME``; ``hf:PATH`` or a bare path:
+    a local Hugging Face tokenizer, loaded offline by :func:`retrieval.tokenizers.hf_tokenizer`."""
     if spec in (None, "", "cl100k"):
         return None
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(spec)
+    kind, arg = parse_spec(spec if ":" in spec else f"hf:{spec}")
+    if kind == "tiktoken":
+        return tiktoken_tokenizer(arg)
+    if kind != "hf":
+        raise TokenizerError(f"--tokenizer for ceilings takes cl100k, tiktoken:NAME or a local Hugging Face tokenizer (hf:PATH), got {spec!r}")
+    return hf_tokenizer(arg)
 
 
 # -- output ------------------------------------------------------------------------------

@@ -224,3 +224,16 @@ def test_format_table_marks_skipped_strategies():
 
     text = format_table([Ceiling("structured", {}, "reads every document", skipped="not registered")])
     assert "skipped: not registered" in text and UPPER_BOUND_NOTE in text
+
+
+def test_load_tokenizer_uses_the_librarys_offline_tokenizers(tmp_path):
+    from experiments.ceilings import load_tokenizer
+    from retrieval.tokenizers import Tokenizer, TokenizerError
+
+    assert load_tokenizer(None) is None and load_tokenizer("cl100k") is None
+    tok = load_tokenizer("tiktoken:cl100k_base")
+    assert isinstance(tok, Tokenizer) and tok.count("hello world") == tokens.count_tokens("hello world")
+    with pytest.raises(TokenizerError):
+        load_tokenizer(str(tmp_path / "no-such-tokenizer"))  # offline only: a missing folder is an error, not a download
+    with pytest.raises(TokenizerError):
+        load_tokenizer("server")
