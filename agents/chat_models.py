@@ -341,11 +341,39 @@ def _openai_class() -> type:
                     raise MalformedResponseError("a choice of the reply has no message")
             return super()._create_chat_result(response, generation_info)
 
+        def _lean_request(self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]) -> dict[str, Any] | None:
+            """``post`` arguments for a plain Chat Completions call, or ``None`` for ChatOpenAI's own path.
+
+            ChatOpenAI sends the same payload through ``chat.completions.create``, which walks
+            every message through the SDK's parameter transform and parses the reply into
+            pydantic models (about 1 ms of CPU per call, the bound of a wide judge fan-out:
+            ``experiments/perf/bench_pai.py``). The payload needs neither, so it is posted as
+            built and the reply read as JSON: same body, same retries, timeouts and errors (the
+            SDK's request loop), about 40% less client CPU. Streaming, structured-output
+            ``response_format``, the Responses API and response headers keep ChatOpenAI's path.
+            """
+            payload = self._get_request_payload(messages, stop=stop, **kwargs)
+            if payload.get("stream") or "response_format" in payload or self.include_response_headers or self._use_responses_api(payload):
+                return None
+            options: dict[str, Any] = {}
+            if "extra_headers" in payload:
+                options["headers"] = payload.pop("extra_headers")
+            if "extra_query" in payload:
+                options["params"] = payload.pop("extra_query")
+            if "timeout" in payload:
+                options["timeout"] = payload.pop("timeout")
+            payload.update(payload.pop("extra_body", None) or {})
+            return {"body": payload, "options": options}
+
         def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
             retry = 0
             while True:
                 try:
-                    return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+                    request = self._lean_request(messages, stop, kwargs)
+                    if request is None:
+                        return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+                    self._ensure_sync_client_available()
+                    return self._create_chat_result(json.loads(self.root_client.post("/chat/completions", cast_to=bytes, **request)))
                 except Exception as exc:
                     if _is_malformed(exc) and retry < self.max_retries:
                         retry += 1
@@ -360,7 +388,10 @@ def _openai_class() -> type:
             retry = 0
             while True:
                 try:
-                    return await super()._agenerate(messages, stop=stop, run_manager=run_manager, **kwargs)
+                    request = self._lean_request(messages, stop, kwargs)
+                    if request is None:
+                        return await super()._agenerate(messages, stop=stop, run_manager=run_manager, **kwargs)
+                    return self._create_chat_result(json.loads(await self.root_async_client.post("/chat/completions", cast_to=bytes, **request)))
                 except Exception as exc:
                     if _is_malformed(exc) and retry < self.max_retries:
                         retry += 1
