@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,3 +31,17 @@ class StrategyContext:
     corpus: Corpus
     index: Index | None = None
     cache_dir: Path | None = None
+    _gates: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def call_gate(self, limit: int) -> asyncio.Semaphore:
+        """The run's semaphore of ``limit`` model calls in flight on the running event loop.
+
+        A node task that makes several calls at once (PAI judges one chunk for every
+        sub-question) holds it per call, so calls in flight stay within the run's
+        concurrency whatever the tasks' sizes.
+        """
+        key = (asyncio.get_running_loop(), limit)
+        gate = self._gates.get(key)
+        if gate is None:
+            gate = self._gates[key] = asyncio.Semaphore(limit)
+        return gate

@@ -23,10 +23,19 @@ from retrieval.contract import Question, Registry
 
 @dataclass(frozen=True)
 class SingleRun:
-    """The graph answers one question per invocation (``{"question": q}`` in, answer fields out)."""
+    """The graph answers one question per invocation (``{"question": q}`` in, answer fields out).
+
+    Attributes:
+        async_fan_out: The graph fans out many model calls from native async nodes (PAI's
+            judges): :func:`graphs.run.run_strategy` then drives it with ``ainvoke`` when the
+            model has an async client of its own, which sustains wider fan-outs per CPU
+            cycle than threads over the sync client (``experiments/perf/bench_pai.py``).
+    """
+
+    async_fan_out: bool = False
 
     def __repr__(self) -> str:
-        return "SingleRun()"
+        return f"SingleRun(async_fan_out={self.async_fan_out})" if self.async_fan_out else "SingleRun()"
 
 
 @dataclass(frozen=True)

@@ -159,3 +159,51 @@ def test_a_cancelled_memagent_run_keeps_its_checkpoint_and_the_next_call_resumes
     assert result.steps[-1]["resumed_from"] == made
     assert result.usage.llm_calls == n + 1  # usage of the cancelled part survives
     assert [s["chunk"] for s in result.steps if s["node"] == "update_memory"] == list(range(n))
+
+
+def test_answer_drives_pai_async_when_the_model_has_an_async_client(monkeypatch, tmp_path):
+    """PAI declares an async fan-out: ``answer()`` awaits the judges over an async client, and
+    keeps the threads (sync twins) for a model that only has a sync interface."""
+
+    def no_sync_twin(task, runtime):  # the signature LangGraph inspects to inject the runtime
+        raise AssertionError("the threaded judge ran")
+
+    async def no_async_twin(task, runtime):
+        raise AssertionError("the async judge ran")
+
+    with RecordingServer(server_world) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        with monkeypatch.context() as m:
+            m.setattr(pai_graph, "judge", no_sync_twin)
+            remote = answer(company_corpus(), QUESTION, strategy="pai", llm="openai:rec", chunk_size=CHUNK, cache_dir=tmp_path)
+    monkeypatch.setattr(pai_graph, "ajudge", no_async_twin)
+    local = answer(company_corpus(), QUESTION, strategy="pai", llm=ToolScriptedChatModel(reply_fn=world), chunk_size=CHUNK)
+    assert remote.answer == local.answer and remote.answer.endswith("Gamma Inc")
+    assert STRATEGIES.get("pai").run_mode.async_fan_out and not STRATEGIES.get("rag").run_mode.async_fan_out
+
+
+def test_judge_tasks_are_one_per_chunk_with_every_pair():
+    chunks = [pai_graph.Chunk(chunk_id=i, doc_id=f"d{i}", doc_index=i, title=f"T{i}", text=f"text {i}", position=0, num_tokens=2) for i in range(3)]
+    hits = [pai_graph.Hit(chunk=c, score=1.0, rank=r) for r, c in enumerate(chunks)]
+    state = {"sub_questions": [{"text": "A?"}, {"text": "B?"}], "candidates": [hits, hits[1:]], "tool_mode": "tools"}
+    sends = pai_graph.route_judges(state)
+    assert [s.arg["hit"].chunk.chunk_id for s in sends] == [0, 1, 2]
+    assert [[p["sq"] for p in s.arg["pairs"]] for s in sends] == [[0], [0, 1], [0, 1]]
+
+
+def test_a_runs_connection_pool_is_its_own_and_closed_when_the_run_ends(monkeypatch):
+    from agents.chat_models import make_chat_model
+    from graphs.llm import run_client
+
+    with RecordingServer() as server:
+        llm = make_chat_model("openai:rec", base_url=server.url)
+
+        async def one_run():
+            async with run_client(llm) as run_llm:
+                assert run_llm is not llm and run_llm.root_async_client is not llm.root_async_client
+                await run_llm.ainvoke("Hi")
+                return run_llm.root_async_client._client
+
+        pools = [asyncio.run(one_run()), asyncio.run(one_run())]  # two loops, two pools, both closed
+    assert pools[0] is not pools[1] and all(p.is_closed for p in pools)
+    assert len(server.requests) == 2

@@ -32,6 +32,7 @@ from agents import STRATEGIES, make_chat_model
 from experiments.perf.stub_server import stub_server
 from experiments.perf.synthetic_text import generate_corpus
 from experiments.perf.timing import NodeTimer
+from graphs.llm import run_client
 from graphs.pai import prompts as P
 from graphs.run import run_strategy, run_sync
 from retrieval import ChunkingConfig, Corpus, chunk_corpus
@@ -66,21 +67,21 @@ def run_once(pairs: int, properties: int, concurrency: int, cache: str, use_asyn
 def client_floor(pairs: int, concurrency: int) -> dict[str, float]:
     """The same judge calls (prompt of one 1,024-token chunk, bound ``keep_context`` tool) made
     with bare ``ainvoke`` under a semaphore: no graph, no parsing. The async client's own ceiling."""
-    llm = make_chat_model("openai:stub", max_retries=0)
-    model = llm.bind_tools([dict(P.KEEP_CONTEXT_FUNCTION)], tool_choice="Query")
     chunk = chunk_corpus_of(1).documents[0].text
 
     async def run() -> float:
         gate = asyncio.Semaphore(concurrency)
+        async with run_client(make_chat_model("openai:stub", max_retries=0)) as llm:  # the transport a run uses
+            model = llm.bind_tools([dict(P.KEEP_CONTEXT_FUNCTION)], tool_choice="Query")
 
-        async def one(i: int) -> None:
-            async with gate:
-                prompt = P.JUDGE_PROMPT.format(sub_question=f"What was the revenue of Company {i % 4}?", title=f"Report {i}", chunk=chunk)
-                await model.ainvoke([HumanMessage(content=prompt)], max_tokens=64)
+            async def one(i: int) -> None:
+                async with gate:
+                    prompt = P.JUDGE_PROMPT.format(sub_question=f"What was the revenue of Company {i % 4}?", title=f"Report {i}", chunk=chunk)
+                    await model.ainvoke([HumanMessage(content=prompt)], max_tokens=64)
 
-        started = time.perf_counter()
-        await asyncio.gather(*(one(i) for i in range(pairs)))
-        return time.perf_counter() - started
+            started = time.perf_counter()
+            await asyncio.gather(*(one(i) for i in range(pairs)))
+            return time.perf_counter() - started
 
     cpu = time.process_time()
     makespan = run_sync(run())

@@ -22,6 +22,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from graphs.llm import has_native_async
 from graphs.pai.prompts import KEEP_CONTEXT_FUNCTION, RETRY_NOTE
 
 ToolMode = Literal["tools", "json"]
@@ -158,11 +159,6 @@ async def acall_structured(
 
 #: Threads for the async calls of models that only implement the sync interface.
 SYNC_MODEL_POOL = ThreadPoolExecutor(max_workers=64, thread_name_prefix="longctx-sync-model")
-
-
-def has_native_async(llm: BaseChatModel) -> bool:
-    """Whether ``llm`` implements ``_agenerate`` itself (LangChain's default runs ``_generate`` in a thread)."""
-    return type(llm)._agenerate is not BaseChatModel._agenerate
 
 
 async def ainvoke_model(llm: BaseChatModel, model: Any, messages: list, **kwargs: Any) -> AIMessage:

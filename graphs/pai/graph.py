@@ -4,8 +4,9 @@
    ``{metric, subject}`` items, each turned into "What was the <metric> of the <subject>?".
    PAI- asks for the sub-questions directly instead.
 2. Property-based retrieval: the corpus in 1,024-token chunks; one boolean ``keep_context``
-   call (Fig. 4 bottom) per (sub-question, chunk) pair, fanned out with ``Send`` under the
-   run's ``max_concurrency``. Exhaustive (the paper) up to ``exhaustive_max_tokens`` of
+   call (Fig. 4 bottom) per (sub-question, chunk) pair, fanned out with one ``Send`` per
+   chunk (its pairs) under the run's ``max_concurrency``, at most ``concurrency`` calls in
+   flight. Exhaustive (the paper) up to ``exhaustive_max_tokens`` of
    corpus, above it only each sub-question's retriever top-K (``top_k``) is judged. The
    kept chunks, in document order, are packed into one sub-answer call per sub-question.
 3. Summarization: question + sub-answers -> the conclusion, in the benchmark's format.
@@ -15,6 +16,7 @@ The output is the paper's CoT (Fig. 8): properties, sub-answers, then "Conclusio
 
 from __future__ import annotations
 
+import asyncio
 import operator
 from typing import Annotated, Any, Literal, TypedDict
 
@@ -30,7 +32,7 @@ from graphs.pai.calls import CallOutcome, KeepContextArgs, acall_structured, cal
 from graphs.pai.config import PaiConfig
 from graphs.pai.decompose import extract_properties, generate_sub_questions
 from graphs.prompts import format_chunks
-from graphs.registry import STRATEGIES
+from graphs.registry import STRATEGIES, SingleRun
 from retrieval import Chunk, Hit, chunk_corpus
 from retrieval.contract import Question
 
@@ -91,32 +93,47 @@ def plan_judging(state: PaiState, runtime: Runtime[StrategyContext]) -> dict:
 
 
 def route_judges(state: PaiState) -> list[Send] | Literal["gather"]:
-    """One ``judge`` task per (sub-question, candidate chunk) pair."""
-    sends = [
-        Send("judge", {"sq": i, "sub_question": sq["text"], "hit": hit, "tool_mode": state["tool_mode"]})
-        for i, sq in enumerate(state["sub_questions"])
-        for hit in state["candidates"][i]
-    ]
-    return sends or "gather"
+    """One ``judge`` task per candidate chunk, carrying its (sub-question, chunk) pairs.
+
+    A task per chunk rather than per pair: LangGraph's own cost per task (~0.3 ms of CPU)
+    would otherwise rival the client's per call in a wide fan-out (``bench_pai``).
+    """
+    by_chunk: dict[int, dict[str, Any]] = {}
+    for i, sq in enumerate(state["sub_questions"]):
+        for hit in state["candidates"][i]:
+            task = by_chunk.setdefault(hit.chunk.chunk_id, {"hit": hit, "pairs": [], "tool_mode": state["tool_mode"]})
+            task["pairs"].append({"sq": i, "sub_question": sq["text"]})
+    return [Send("judge", task) for task in by_chunk.values()] or "gather"
 
 
 def judge(task: dict[str, Any], runtime: Runtime[StrategyContext]) -> dict:
-    """One ``keep_context`` verdict; a reply still malformed after the retries is recorded."""
+    """One ``keep_context`` verdict per pair of the chunk; a reply still malformed after the retries is recorded."""
     ctx = runtime.context
-    return _verdict(task, ctx.config, call_structured(ctx.llm, _judge_prompt(task), **_judge_call(task, ctx.config)))
+    return {"judgments": [
+        _verdict(pair, task, ctx.config, call_structured(ctx.llm, _judge_prompt(pair, task), **_judge_call(task, ctx.config)))
+        for pair in task["pairs"]
+    ]}  # fmt: skip
 
 
 async def ajudge(task: dict[str, Any], runtime: Runtime[StrategyContext]) -> dict:
     """:func:`judge` through the model's async interface (what ``ainvoke`` / ``astream`` of the graph run):
-    one coroutine per pair instead of one thread, under the same ``max_concurrency`` and retries."""
+    the chunk's pairs as coroutines, each holding the run's call gate (``concurrency`` calls in
+    flight), with the same retries."""
     ctx = runtime.context
-    return _verdict(task, ctx.config, await acall_structured(ctx.llm, _judge_prompt(task), **_judge_call(task, ctx.config)))
+    gate = ctx.call_gate(ctx.config.concurrency)
+
+    async def one(pair: dict[str, Any]) -> dict:
+        async with gate:
+            out = await acall_structured(ctx.llm, _judge_prompt(pair, task), **_judge_call(task, ctx.config))
+        return _verdict(pair, task, ctx.config, out)
+
+    return {"judgments": list(await asyncio.gather(*(one(pair) for pair in task["pairs"])))}
 
 
-def _judge_prompt(task: dict[str, Any]) -> str:
+def _judge_prompt(pair: dict[str, Any], task: dict[str, Any]) -> str:
     chunk = task["hit"].chunk
     template = P.JUDGE_PROMPT if task["tool_mode"] == "tools" else P.JUDGE_JSON_PROMPT
-    return template.format(sub_question=task["sub_question"], title=chunk.title, chunk=chunk.text.strip())
+    return template.format(sub_question=pair["sub_question"], title=chunk.title, chunk=chunk.text.strip())
 
 
 def _judge_call(task: dict[str, Any], cfg: PaiConfig) -> dict[str, Any]:
@@ -126,12 +143,12 @@ def _judge_call(task: dict[str, Any], cfg: PaiConfig) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _verdict(task: dict[str, Any], cfg: PaiConfig, out: CallOutcome) -> dict:
+def _verdict(pair: dict[str, Any], task: dict[str, Any], cfg: PaiConfig, out: CallOutcome) -> dict:
     keep = bool(out.items[0]["keep_context"]) if out.ok else cfg.on_malformed_judgment == "keep"
-    verdict = {"sq": task["sq"], "chunk_id": task["hit"].chunk.chunk_id, "keep": keep, "attempts": out.attempts}
+    verdict = {"sq": pair["sq"], "chunk_id": task["hit"].chunk.chunk_id, "keep": keep, "attempts": out.attempts}
     if not out.ok:
         verdict["error"] = out.errors[-1]
-    return {"judgments": [verdict]}
+    return verdict
 
 
 def gather(state: PaiState) -> dict:
@@ -242,10 +259,11 @@ def _graph(name: str, decompose) -> Any:
     presets={"paper": PaiConfig(judge_mode="exhaustive")},
     prompts_version=P.PROMPTS_VERSION,
     uses_index=True,
+    run_mode=SingleRun(async_fan_out=True),
     description="Property-based agentic inference: properties -> keep_context per (sub-question, 1,024-token chunk) -> sub-answers -> conclusion.",
 )
 def build_graph(config: PaiConfig | None = None):
-    """START -> decompose (properties) -> plan_judging -> judge x pairs -> gather -> sub_answer x N -> summarize -> END."""
+    """START -> decompose (properties) -> plan_judging -> judge x chunks -> gather -> sub_answer x N -> summarize -> END."""
     cfg = config or PaiConfig()
     return _graph("pai", extract_properties).with_config(max_concurrency=cfg.concurrency)
 
@@ -256,6 +274,7 @@ def build_graph(config: PaiConfig | None = None):
     presets={"paper": PaiConfig(judge_mode="exhaustive")},
     prompts_version=P.PROMPTS_VERSION,
     uses_index=True,
+    run_mode=SingleRun(async_fan_out=True),
     description="PAI- ablation: sub-questions generated directly, no properties, then PAI's judging and summary.",
 )
 def build_graph_minus(config: PaiConfig | None = None):
