@@ -68,3 +68,37 @@ def test_a_plain_chat_openai_error_is_mapped_with_its_status():
 def test_unrelated_errors_pass_through():
     exc = KeyError("x")
     assert as_chat_model_error(exc, make_chat_model("openai:stub", base_url="http://127.0.0.1:9/v1")) is exc
+
+
+@pytest.mark.parametrize("fault,status", [("500", 500), ("429", 429), ("empty_choices", 200), ("malformed", 200)])
+def test_async_runs_map_failures_the_same_through_their_own_pool(fault, status):
+    """The async path (a run's own aiohttp-backed pool, ``graphs.llm.run_client``) retries and
+    maps every failure like the sync one."""
+    import asyncio
+
+    from graphs.llm import run_client
+
+    async def call(url):
+        async with run_client(make_chat_model("openai:stub", base_url=url)) as llm:
+            return await llm.ainvoke("What is the vault code?")
+
+    with stub_server(latency=0.0, fault=fault) as url:
+        with pytest.raises(ChatModelError) as info:
+            asyncio.run(call(url))
+        assert chat_requests(url) == 3
+    assert info.value.status == status and info.value.retries == 2 and url in str(info.value)
+
+
+def test_async_timeout_is_a_chat_model_error_naming_no_status():
+    import asyncio
+
+    from graphs.llm import run_client
+
+    async def call(url):
+        async with run_client(make_chat_model("openai:stub", base_url=url, timeout=0.3, max_retries=0)) as llm:
+            return await llm.ainvoke("What is the vault code?")
+
+    with stub_server(latency=0.0, fault="timeout", hang_seconds=3) as url:
+        with pytest.raises(ChatModelError, match="did not answer") as info:
+            asyncio.run(call(url))
+    assert info.value.status is None and info.value.retries == 0
