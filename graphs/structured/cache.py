@@ -11,7 +11,9 @@ with ``os.replace`` while holding the folder's ``exclusive_lock`` (threads and p
 a reader sees the old file or the new one, never a torn one, and two writers of one key
 (same document, schema and model: the same records) leave one complete file. A file that
 does not parse or does not belong to its key is named in a warning, moved aside as
-``<name>.corrupt-<timestamp>`` and re-extracted.
+``<name>.corrupt-<timestamp>`` and re-extracted. That lock covers the write only; that a
+document is extracted once across questions and processes is the single flight's work
+(:mod:`graphs.structured.flight`, whose ``.flights.lock`` lives in the same folder).
 """
 
 from __future__ import annotations

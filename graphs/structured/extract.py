@@ -16,7 +16,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from pydantic import BaseModel, ValidationError
 
-from graphs.pai.calls import MalformedOutput, first_json, text_of
+from graphs.pai.calls import MalformedOutput, ainvoke_model, first_json, text_of
 from graphs.pai.prompts import RETRY_NOTE
 from graphs.structured.normalize import ValueNotUnderstood, normalize_value
 from graphs.structured.schema import TableSchema
@@ -52,6 +52,36 @@ def _errors(exc: ValidationError) -> str:
     return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'reply'}: {e['msg']}" for e in exc.errors()[:8])
 
 
+def bound_model(llm: BaseChatModel, mode: str, function: Mapping[str, Any] | None) -> Any:
+    """``llm`` with ``function`` bound as the forced tool (tools mode), else ``llm`` itself."""
+    if mode == "tools" and function:
+        return llm.bind_tools([dict(function)], tool_choice=function["function"]["name"])
+    return llm
+
+
+def _take(out: Outcome, message: AIMessage, parse: Callable[[list[Any]], Any], attempt: int) -> bool:
+    """Count one reply into ``out``; whether ``parse`` accepted it (else its error is noted)."""
+    meta = getattr(message, "usage_metadata", None) or {}
+    out.usage["prompt_tokens"] += meta.get("input_tokens", 0)
+    out.usage["completion_tokens"] += meta.get("output_tokens", 0)
+    out.attempts = attempt
+    try:
+        out.value = parse(reply_arguments(message))
+        out.ok = True
+        return True
+    except MalformedOutput as exc:
+        out.errors.append(str(exc))
+    except ValidationError as exc:
+        out.errors.append(f"invalid arguments: {_errors(exc)}")
+    except ValueError as exc:
+        out.errors.append(str(exc))
+    return False
+
+
+def _text(prompt: str, out: Outcome) -> str:
+    return prompt if not out.errors else prompt + RETRY_NOTE.format(error=out.errors[-1])
+
+
 def call_validated(
     llm: BaseChatModel,
     prompt: str,
@@ -62,29 +92,40 @@ def call_validated(
     retries: int,
     max_tokens: int,
     temperature: float,
+    model: Any = None,
 ) -> Outcome:
     """Call until ``parse(arguments)`` accepts the reply, at most ``1 + retries`` times; each
-    retry carries the previous error (PAI's retry note)."""
-    name = function["function"]["name"] if function else None
-    model = llm.bind_tools([dict(function)], tool_choice=name) if mode == "tools" and function else llm
+    retry carries the previous error (PAI's retry note). ``model``: ``bound_model(llm, mode,
+    function)`` made once by the caller (bound here when not given)."""
+    model = model if model is not None else bound_model(llm, mode, function)
     out = Outcome()
     for attempt in range(1, retries + 2):
-        text = prompt if not out.errors else prompt + RETRY_NOTE.format(error=out.errors[-1])
-        message = model.invoke([HumanMessage(content=text)], max_tokens=max_tokens, temperature=temperature)
-        meta = getattr(message, "usage_metadata", None) or {}
-        out.usage["prompt_tokens"] += meta.get("input_tokens", 0)
-        out.usage["completion_tokens"] += meta.get("output_tokens", 0)
-        out.attempts = attempt
-        try:
-            out.value = parse(reply_arguments(message))
-            out.ok = True
+        message = model.invoke([HumanMessage(content=_text(prompt, out))], max_tokens=max_tokens, temperature=temperature)
+        if _take(out, message, parse, attempt):
             return out
-        except MalformedOutput as exc:
-            out.errors.append(str(exc))
-        except ValidationError as exc:
-            out.errors.append(f"invalid arguments: {_errors(exc)}")
-        except ValueError as exc:
-            out.errors.append(str(exc))
+    return out
+
+
+async def acall_validated(
+    llm: BaseChatModel,
+    prompt: str,
+    parse: Callable[[list[Any]], Any],
+    *,
+    mode: str,
+    function: Mapping[str, Any] | None,
+    retries: int,
+    max_tokens: int,
+    temperature: float,
+    model: Any = None,
+) -> Outcome:
+    """:func:`call_validated` through the model's async interface (PAI's ``ainvoke_model``:
+    a sync-only model runs in a thread of PAI's pool)."""
+    model = model if model is not None else bound_model(llm, mode, function)
+    out = Outcome()
+    for attempt in range(1, retries + 2):
+        message = await ainvoke_model(llm, model, [HumanMessage(content=_text(prompt, out))], max_tokens=max_tokens, temperature=temperature)
+        if _take(out, message, parse, attempt):
+            return out
     return out
 
 
@@ -117,9 +158,16 @@ def parse_records(schema: TableSchema, model: type[BaseModel]) -> Callable[[list
     return parse
 
 
+def fits_untokenized(text: str, size: int) -> bool:
+    """Whether ``text`` surely fits ``size`` tokens, told without tokenizing: a token of a
+    byte-level tokenizer is at least one UTF-8 byte (a character of CJK text may take
+    several tokens, so characters alone are no bound)."""
+    return len(text) <= size and (text.isascii() or len(text.encode("utf-8", errors="surrogatepass")) <= size)
+
+
 def windows(text: str, size: int, overlap: int, encode: Callable[[str], list[int]], decode: Callable[[list[int]], str]) -> list[str]:
     """``text`` in windows of at most ``size`` tokens overlapping by ``overlap`` (one window when it fits)."""
-    if len(text) <= size:  # a token is at least one character: no need to tokenize
+    if fits_untokenized(text, size):
         return [text]
     ids = encode(text)
     if len(ids) <= size:
@@ -128,10 +176,16 @@ def windows(text: str, size: int, overlap: int, encode: Callable[[str], list[int
     return [decode(ids[i : i + size]) for i in range(0, max(1, len(ids) - overlap), step)]
 
 
-def quote_found(quote: str, text: str) -> bool:
-    """Whether a value's quote occurs in the text read (whitespace and case ignored)."""
-    q = " ".join(quote.split()).lower()
-    return bool(q) and q in " ".join(text.split()).lower()
+def squeeze(text: str) -> str:
+    """``text`` with whitespace runs as one space, lower case: what quotes are matched in."""
+    return " ".join(text.split()).lower()
+
+
+def quote_found(quote: str, text: str, *, squeezed: str | None = None) -> bool:
+    """Whether a value's quote occurs in the text read (whitespace and case ignored);
+    ``squeezed``: ``squeeze(text)`` when the caller checks several quotes in one text."""
+    q = squeeze(quote)
+    return bool(q) and q in (squeezed if squeezed is not None else squeeze(text))
 
 
 def dumps(value: Any) -> str:
@@ -139,4 +193,4 @@ def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-__all__ = ["Outcome", "call_validated", "dumps", "parse_records", "quote_found", "reply_arguments", "windows"]
+__all__ = ["Outcome", "acall_validated", "bound_model", "call_validated", "dumps", "fits_untokenized", "parse_records", "quote_found", "reply_arguments", "squeeze", "windows"]

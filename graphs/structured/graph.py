@@ -28,12 +28,13 @@ import sqlite3
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
+from langgraph._internal._runnable import RunnableCallable
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from graphs.context import StrategyContext
-from graphs.llm import complete, context_window, model_id, prompt_codec
+from graphs.llm import complete, context_window, model_id
 from graphs.pai.calls import resolve_tool_mode
 from graphs.registry import STRATEGIES
 from graphs.structured import prompts as P
@@ -51,7 +52,8 @@ from graphs.structured.database import (
     reduce_cells,
     run_query,
 )
-from graphs.structured.extract import call_validated, dumps, parse_records, quote_found, windows
+from graphs.structured.extract import call_validated, dumps, fits_untokenized
+from graphs.structured.mapping import aextract_document, extract_document
 from graphs.structured.normalize import entity_key
 from graphs.structured.schema import (
     SCHEMA_FUNCTION,
@@ -59,8 +61,6 @@ from graphs.structured.schema import (
     TableSchema,
     describe,
     parse_schema,
-    records_function,
-    records_model,
     schema_hash,
 )
 from retrieval.contract import Evidence, Question, Step
@@ -81,6 +81,7 @@ class StructuredState(TypedDict, total=False):
     window: int
     loaded: dict[int, list[dict]]
     pending: list[int]
+    fingerprints: dict[int, str]
     split: list[int]
     extractions: Annotated[list[dict[str, Any]], operator.add]
     table: Table
@@ -162,75 +163,48 @@ def map_documents(state: StructuredState, runtime: Runtime[StrategyContext]) -> 
     key = schema_hash(schema, P.PROMPTS_VERSION, state["tool_mode"], window, cfg.window_overlap)
     loaded: dict[int, list[dict]] = {}
     pending: list[int] = []
+    fingerprints: dict[int, str] = {}
     cache = record_cache(ctx, key) if cfg.cache else None
     for i, doc in enumerate(ctx.corpus):
-        hit = cache.get(document_fingerprint(doc)) if cache else None
+        fp = fingerprints[i] = document_fingerprint(doc)
+        hit = cache.get(fp) if cache else None
         if hit is not None:
             loaded[i] = hit["records"]
         else:
             pending.append(i)
     # documents that may exceed the window are counted here, in one batch before the fan-out,
-    # so an extraction task tokenizes only a document it has to split (a token is >= 1 character)
-    long = [i for i in pending if len(ctx.corpus[i].text) > window]
+    # so an extraction task tokenizes only a document it has to split
+    long = [i for i in pending if not fits_untokenized(ctx.corpus[i].text, window)]
     counts = dict(zip(long, count_tokens_batch([ctx.corpus[i].text for i in long]))) if long else {}
     split = [i for i in long if counts[i] > window]
     step = Step("map", documents=len(ctx.corpus), cached=len(loaded), to_extract=len(pending), split_documents=len(split),
                 schema_key=key[:16], model=model_id(ctx.llm), window_tokens=window, cache=cfg.cache)
-    return {"cache_key": key, "window": window, "loaded": loaded, "pending": pending, "split": split, "steps": [step]}
+    return {"cache_key": key, "window": window, "loaded": loaded, "pending": pending, "split": split,
+            "fingerprints": {i: fingerprints[i] for i in pending}, "steps": [step]}
 
 
 def route_extract(state: StructuredState) -> list[Send] | str:
     """One ``extract`` task per document not in the cache."""
     split = set(state.get("split", []))
-    sends = [Send("extract", {"doc_index": i, "schema": state["schema"], "cache_key": state["cache_key"], "window": state["window"],
-                              "tool_mode": state["tool_mode"], "split": i in split}) for i in state["pending"]]
+    fps = state["fingerprints"]
+    sends = [Send("extract", {"doc_index": i, "fingerprint": fps[i], "schema": state["schema"], "cache_key": state["cache_key"],
+                              "window": state["window"], "tool_mode": state["tool_mode"], "split": i in split}) for i in state["pending"]]
     return sends or "reduce"
 
 
 def extract(task: dict[str, Any], runtime: Runtime[StrategyContext]) -> dict:
-    """One document's records (in windows when long); cached when every window gave a valid reply."""
-    ctx, cfg = runtime.context, runtime.context.config
-    doc = ctx.corpus[task["doc_index"]]
-    schema = TableSchema.model_validate(task["schema"])
-    mode = task["tool_mode"]
-    encode, decode = prompt_codec(ctx.llm)
-    parts = windows(doc.text, task["window"], cfg.window_overlap, encode, decode) if task.get("split", True) else [doc.text]
-    function = records_function(schema)
-    parse = parse_records(schema, records_model(schema))
-    period = schema.time.name if schema.time else "entity"
-    if mode == "tools":
-        how = P.EXTRACT_TOOLS
-    else:
-        names = ", ".join(a.name for a in schema.attributes)
-        example = f'"{schema.attributes[0].name}": {{"value": "...", "quote": "..."}}'
-        how = P.EXTRACT_JSON.format(period_example='"..."' if schema.time else "null", value_example=example, names=names)
-    records: list[dict] = []
-    calls, errors, failed, unverified = 0, [], 0, 0
-    for w, text in enumerate(parts):
-        part = f" (part {w + 1} of {len(parts)})" if len(parts) > 1 else ""
-        prompt = P.EXTRACT_PROMPT.format(entity=schema.entity, period=period, table=schema.table, columns=describe(schema),
-                                         title=doc.title, part=part, text=text.strip(), how=how)
-        out = call_validated(ctx.llm, prompt, parse, mode=mode, function=function, retries=cfg.retries,
-                             max_tokens=cfg.extract_max_tokens, temperature=cfg.temperature)
-        calls += out.attempts
-        errors += [f"window {w}: {e}" for e in out.errors]
-        if not out.ok:
-            failed += 1
-            continue
-        for rec in out.value:
-            rec["window"] = w
-            unverified += sum(not quote_found(c.get("quote") or "", text) for c in rec["values"].values())
-        records.extend(out.value)
-    complete_doc = failed == 0
-    if complete_doc and cfg.cache:
-        record_cache(ctx, task["cache_key"]).put(document_fingerprint(doc), records, windows=len(parts), calls=calls, doc_id=doc.doc_id)
-    result = {"doc_index": task["doc_index"], "records": records, "calls": calls, "windows": len(parts), "failed_windows": failed,
-              "errors": errors, "unverified_quotes": unverified}
-    out_state: dict[str, Any] = {"extractions": [result]}
-    if failed:
-        out_state["steps"] = [Step("extract", doc_id=doc.doc_id, title=doc.title, windows=len(parts), failed_windows=failed, calls=calls,
-                                   errors=errors, degraded="malformed after the retries: these windows gave no records (not cached)")]
-    return out_state
+    """One document's records (in windows when long); cached when every window gave a valid reply.
+    Single flight: a document another question is reading for the same schema and model is
+    waited for and its records reused (:mod:`graphs.structured.flight`)."""
+    ctx = runtime.context
+    return extract_document(task, ctx, record_cache(ctx, task["cache_key"]) if ctx.config.cache else None)
+
+
+async def aextract(task: dict[str, Any], runtime: Runtime[StrategyContext]) -> dict:
+    """:func:`extract` through the model's async interface (what the graph's ``ainvoke`` runs):
+    one coroutine per document instead of one thread, under the same ``max_concurrency``."""
+    ctx = runtime.context
+    return await aextract_document(task, ctx, record_cache(ctx, task["cache_key"]) if ctx.config.cache else None)
 
 
 def reduce(state: StructuredState, runtime: Runtime[StrategyContext]) -> dict:
@@ -245,7 +219,8 @@ def reduce(state: StructuredState, runtime: Runtime[StrategyContext]) -> dict:
     extraction = {
         "documents": len(docs),
         "cached": len(state.get("loaded", {})),
-        "extracted": len(new),
+        "extracted": sum(1 for e in new.values() if not e.get("shared")),
+        "shared": sum(1 for e in new.values() if e.get("shared")),
         "calls": sum(e["calls"] for e in new.values()),
         "windows": sum(e["windows"] for e in new.values()),
         "degraded_documents": [docs[i].doc_id for i, e in new.items() if e["failed_windows"]],
@@ -369,7 +344,7 @@ def build_graph(config: StructuredConfig | None = None):
     graph = StateGraph(StructuredState, context_schema=StrategyContext)
     graph.add_node("plan", plan)
     graph.add_node("map", map_documents)
-    graph.add_node("extract", extract)
+    graph.add_node("extract", RunnableCallable(extract, aextract, name="extract"))  # sync and async twins
     graph.add_node("reduce", reduce)
     graph.add_node("query", query)
     graph.add_node("format_answer", format_answer)

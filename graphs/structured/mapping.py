@@ -1,0 +1,202 @@
+"""The Map stage's work on one document: its records, read once per (document, schema, model).
+
+:func:`extract_document` (threads) and :func:`aextract_document` (coroutines) are the two
+faces of the graph's ``extract`` node. Both go through the single flight of
+:mod:`graphs.structured.flight` (one extraction of a document at a time across the
+questions of a process, and, with the record cache, across processes) and share
+everything else: what depends on the schema alone (the record validator, the function,
+the prompt's fixed parts, the tool-bound model) is built once per schema key and model
+(:func:`extractor`), not once per document.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+
+from graphs.context import StrategyContext
+from graphs.llm import model_id, prompt_codec
+from graphs.structured import prompts as P
+from graphs.structured.cache import RecordCache
+from graphs.structured.extract import Outcome, acall_validated, bound_model, call_validated, parse_records, quote_found, squeeze, windows
+from graphs.structured.flight import FLIGHTS, adocument_lock, await_flight, document_lock
+from graphs.structured.schema import TableSchema, describe, records_function, records_model
+from retrieval.contract import Step
+
+
+@dataclass
+class Extractor:
+    """What one schema key needs for every document: validator, function, prompt parts."""
+
+    mode: str
+    function: dict[str, Any] | None
+    parse: Callable[[list[Any]], list[dict]]
+    fixed: dict[str, str]
+    _bound: dict[int, tuple[BaseChatModel, Any]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def prompt(self, title: str, part: str, text: str) -> str:
+        """The extraction prompt of one window."""
+        return P.EXTRACT_PROMPT.format(**self.fixed, title=title, part=part, text=text.strip())
+
+    def model(self, llm: BaseChatModel) -> Any:
+        """``llm`` with the function bound (tools mode), made once per model object."""
+        with self._lock:
+            found = self._bound.get(id(llm))
+            if found is None or found[0] is not llm:
+                if len(self._bound) > 16:
+                    self._bound.clear()
+                found = self._bound[id(llm)] = (llm, bound_model(llm, self.mode, self.function))  # llm kept: its id stays its own
+            return found[1]
+
+
+_EXTRACTORS: dict[tuple[str, str], Extractor] = {}
+_EXTRACTORS_LOCK = threading.Lock()
+
+
+def extractor(cache_key: str, schema_data: Mapping[str, Any], mode: str) -> Extractor:
+    """The :class:`Extractor` of a schema key (the key hashes the schema, prompts, mode and window)."""
+    with _EXTRACTORS_LOCK:
+        found = _EXTRACTORS.get((cache_key, mode))
+    if found is not None:
+        return found
+    schema = TableSchema.model_validate(schema_data)
+    period = schema.time.name if schema.time else "entity"
+    if mode == "tools":
+        how = P.EXTRACT_TOOLS
+    else:
+        names = ", ".join(a.name for a in schema.attributes)
+        example = f'"{schema.attributes[0].name}": {{"value": "...", "quote": "..."}}'
+        how = P.EXTRACT_JSON.format(period_example='"..."' if schema.time else "null", value_example=example, names=names)
+    made = Extractor(mode=mode, function=records_function(schema), parse=parse_records(schema, records_model(schema)),
+                     fixed={"entity": schema.entity, "period": period, "table": schema.table, "columns": describe(schema), "how": how})
+    with _EXTRACTORS_LOCK:
+        if len(_EXTRACTORS) > 64:
+            _EXTRACTORS.clear()
+        return _EXTRACTORS.setdefault((cache_key, mode), made)
+
+
+class Job:
+    """One ``extract`` task: the document, its flight key, and how its outcome becomes state."""
+
+    def __init__(self, task: dict[str, Any], ctx: StrategyContext, cache: RecordCache | None):
+        self.task, self.ctx, self.cfg = task, ctx, ctx.config
+        self.doc = ctx.corpus[task["doc_index"]]
+        self.fingerprint = task["fingerprint"]
+        self.cache = cache
+        self.ex = extractor(task["cache_key"], task["schema"], task["tool_mode"])
+        self.model = model_id(ctx.llm)
+        self.key = (str(cache.folder) if cache else None, task["cache_key"], self.model, self.fingerprint)
+        self.lock_folder: Path | None = cache.folder if cache else None
+
+    def prompts(self) -> list[tuple[str, str]]:
+        """``(window text, prompt)`` per window of the document."""
+        if self.task.get("split", True):
+            encode, decode = prompt_codec(self.ctx.llm)
+            parts = windows(self.doc.text, self.task["window"], self.cfg.window_overlap, encode, decode)
+        else:
+            parts = [self.doc.text]
+        n = len(parts)
+        return [(text, self.ex.prompt(self.doc.title, f" (part {w + 1} of {n})" if n > 1 else "", text)) for w, text in enumerate(parts)]
+
+    def call_options(self) -> dict[str, Any]:
+        cfg = self.cfg
+        return {"mode": self.ex.mode, "function": self.ex.function, "retries": cfg.retries, "max_tokens": cfg.extract_max_tokens,
+                "temperature": cfg.temperature, "model": self.ex.model(self.ctx.llm)}
+
+    def cached(self) -> dict[str, Any] | None:
+        """The document's records in the cache, as a shareable result (written since ``map`` looked)."""
+        hit = self.cache.get(self.fingerprint) if self.cache is not None else None
+        if hit is None:
+            return None
+        return {"records": hit["records"], "windows": hit.get("windows", 1), "unverified_quotes": hit.get("unverified_quotes", 0)}
+
+    def finish(self, parts: list[tuple[str, str]], outs: list[Outcome]) -> dict[str, Any]:
+        """The leader's result from its calls' outcomes (cached when every window gave a valid reply)."""
+        records: list[dict] = []
+        calls, errors, failed, unverified = 0, [], 0, 0
+        for w, ((text, _), out) in enumerate(zip(parts, outs)):
+            calls += out.attempts
+            errors += [f"window {w}: {e}" for e in out.errors]
+            if not out.ok:
+                failed += 1
+                continue
+            squeezed = squeeze(text) if out.value else ""
+            for rec in out.value:
+                rec["window"] = w
+                unverified += sum(not quote_found(c.get("quote") or "", text, squeezed=squeezed) for c in rec["values"].values())
+            records.extend(out.value)
+        if failed == 0 and self.cache is not None:
+            self.cache.put(self.fingerprint, records, windows=len(parts), calls=calls, doc_id=self.doc.doc_id, unverified_quotes=unverified)
+        return {"records": records, "calls": calls, "windows": len(parts), "failed_windows": failed, "errors": errors,
+                "unverified_quotes": unverified}
+
+    def state(self, result: dict[str, Any], *, shared: bool = False) -> dict[str, Any]:
+        """The node's update: this document's extraction (``shared``: read by another task, no call made here)."""
+        if shared:
+            result = {"records": result["records"], "calls": 0, "windows": result["windows"], "failed_windows": 0, "errors": [],
+                      "unverified_quotes": result["unverified_quotes"], "shared": True}
+        out: dict[str, Any] = {"extractions": [{"doc_index": self.task["doc_index"], **result}]}
+        if result["failed_windows"]:
+            out["steps"] = [Step("extract", doc_id=self.doc.doc_id, title=self.doc.title, windows=result["windows"],
+                                 failed_windows=result["failed_windows"], calls=result["calls"], errors=result["errors"],
+                                 degraded="malformed after the retries: these windows gave no records (not cached)")]
+        return out
+
+
+def extract_document(task: dict[str, Any], ctx: StrategyContext, cache: RecordCache | None) -> dict[str, Any]:
+    """One document's records (in windows when long), extracted here or by the task leading its flight."""
+    job = Job(task, ctx, cache)
+    while True:
+        leader, fut = FLIGHTS.join(job.key)
+        if not leader:
+            shared = fut.result()
+            if shared is not None:
+                return job.state(shared, shared=True)
+            continue  # the leader ended without records: try again (lead, or wait for the next leader)
+        usable = None
+        try:
+            with document_lock(job.lock_folder, job.fingerprint):
+                usable = job.cached()
+                if usable is not None:
+                    return job.state(usable, shared=True)
+                parts, options = job.prompts(), job.call_options()
+                outs = [call_validated(ctx.llm, prompt, job.ex.parse, **options) for _, prompt in parts]
+                result = job.finish(parts, outs)
+                usable = result if not result["failed_windows"] else None
+                return job.state(result)
+        finally:
+            FLIGHTS.land(job.key, fut, usable)
+
+
+async def aextract_document(task: dict[str, Any], ctx: StrategyContext, cache: RecordCache | None) -> dict[str, Any]:
+    """:func:`extract_document` for a coroutine: the model's ``ainvoke``, waits without a thread."""
+    job = Job(task, ctx, cache)
+    while True:
+        leader, fut = FLIGHTS.join(job.key)
+        if not leader:
+            shared = await await_flight(fut)
+            if shared is not None:
+                return job.state(shared, shared=True)
+            continue
+        usable = None
+        try:
+            async with adocument_lock(job.lock_folder, job.fingerprint):
+                usable = job.cached()
+                if usable is not None:
+                    return job.state(usable, shared=True)
+                parts, options = job.prompts(), job.call_options()
+                outs = [await acall_validated(ctx.llm, prompt, job.ex.parse, **options) for _, prompt in parts]
+                result = job.finish(parts, outs)
+                usable = result if not result["failed_windows"] else None
+                return job.state(result)
+        finally:
+            FLIGHTS.land(job.key, fut, usable)
+
+
+__all__ = ["Extractor", "Job", "aextract_document", "extract_document", "extractor"]
