@@ -211,9 +211,14 @@ class Corpus:
     @cached_property
     def num_tokens(self) -> int:
         """Total cl100k tokens over all document texts."""
+        return sum(self.token_counts)
+
+    @cached_property
+    def token_counts(self) -> tuple[int, ...]:
+        """cl100k tokens of each document's text, counted once per corpus object."""
         from retrieval.tokens import count_tokens_batch  # heavy: loads the BPE ranks
 
-        return sum(count_tokens_batch([d.text for d in self.documents]))
+        return tuple(count_tokens_batch([d.text for d in self.documents]))
 
     @cached_property
     def num_words(self) -> int:

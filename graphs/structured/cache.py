@@ -6,14 +6,14 @@ Layout: ``<cache_dir>/structured/records/<schema hash[:16]>/<model hash[:12]>/<f
 and ``<cache_dir>/structured/schemas/<corpus fingerprint[:32]>.json`` (the schemas used on
 a corpus, so a later question reuses one that covers it).
 
-Concurrency: a file is written to a temporary name in its own folder and moved into place
-with ``os.replace`` while holding the folder's ``exclusive_lock`` (threads and processes):
-a reader sees the old file or the new one, never a torn one, and two writers of one key
-(same document, schema and model: the same records) leave one complete file. A file that
-does not parse or does not belong to its key is named in a warning, moved aside as
-``<name>.corrupt-<timestamp>`` and re-extracted. That lock covers the write only; that a
-document is extracted once across questions and processes is the single flight's work
-(:mod:`graphs.structured.flight`, whose ``.flights.lock`` lives in the same folder).
+Concurrency: a file is written to a temporary name unique to its process and thread, in its
+own folder, and moved into place with ``os.replace``: a reader sees the old file or the new
+one, never a torn one, and two writers of one key (same document, schema and model: the
+same records) leave one complete file. A file that does not parse or does not belong to
+its key is named in a warning, moved aside as ``<name>.corrupt-<timestamp>`` and
+re-extracted. That a document is extracted once across questions and processes is the
+single flight's work (:mod:`graphs.structured.flight`, whose ``.flights.lock`` lives in the
+records folder).
 """
 
 from __future__ import annotations
@@ -49,13 +49,41 @@ def _short(text: str, n: int) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:n]
 
 
+_MADE: set[str] = set()
+_MADE_LOCK = threading.Lock()
+
+
+def _write_file(tmp: str, data: bytes) -> None:
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+
+
 def atomic_write_json(path: Path, data: Any) -> None:
-    """Write ``data`` as JSON to ``path`` via a temporary file and ``os.replace`` under the folder's lock."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    with exclusive_lock(path.parent / ".write.lock", what="structured record cache"):
-        tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-        os.replace(tmp, path)
+    """Write ``data`` as JSON to ``path`` via a temporary file and ``os.replace``.
+
+    No lock is needed: the temporary name is unique to the writing process and thread, it is
+    written in one synchronous call, and ``os.replace`` is atomic, so a reader sees the old
+    file or the new one and two writers of one key leave one complete file. Folders made
+    once are remembered (one ``mkdir`` per folder and process, not per file).
+    """
+    parent = str(path.parent)
+    if parent not in _MADE:
+        os.makedirs(parent, exist_ok=True)
+        with _MADE_LOCK:
+            _MADE.add(parent)
+    tmp = f"{parent}/.{path.name}.{os.getpid()}.{threading.get_ident()}.tmp"
+    body = json.dumps(data, ensure_ascii=False).encode("utf-8")
+    try:
+        _write_file(tmp, body)
+    except FileNotFoundError:  # the folder was removed since it was made
+        os.makedirs(parent, exist_ok=True)
+        _write_file(tmp, body)
+    os.replace(tmp, path)
 
 
 def _quarantine(path: Path, why: str) -> None:

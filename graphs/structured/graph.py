@@ -22,6 +22,7 @@ one table, Query it with model-written SQL, answer in the benchmark's format.
 
 from __future__ import annotations
 
+import functools
 import operator
 import re
 import sqlite3
@@ -63,7 +64,7 @@ from graphs.structured.schema import (
     parse_schema,
     schema_hash,
 )
-from retrieval.contract import Evidence, Question, Step
+from retrieval.contract import Corpus, Evidence, Question, Step
 from retrieval.index import default_cache_dir
 from retrieval.tokens import count_tokens_batch
 
@@ -152,7 +153,24 @@ def effective_window(ctx: StrategyContext) -> int:
 
 def record_cache(ctx: StrategyContext, key: str) -> RecordCache:
     """The record cache of (schema key, model) under the run's cache folder."""
-    return RecordCache(cache_root(ctx), key, model_id(ctx.llm))
+    return _record_cache(str(cache_root(ctx)), key, model_id(ctx.llm))
+
+
+@functools.lru_cache(maxsize=64)
+def _record_cache(root: str, key: str, model: str) -> RecordCache:
+    return RecordCache(root, key, model)  # made once per run, not per document
+
+
+def long_token_counts(corpus: Corpus, indices: list[int]) -> list[int]:
+    """cl100k tokens of the documents at ``indices``: the corpus's own counts (made once per
+    corpus object and shared by every question on it) when they exist or most documents are
+    asked for, else those documents alone."""
+    if not indices:
+        return []
+    if "token_counts" in corpus.__dict__ or 2 * len(indices) > len(corpus):
+        counts = corpus.token_counts
+        return [counts[i] for i in indices]
+    return count_tokens_batch([corpus[i].text for i in indices])
 
 
 def map_documents(state: StructuredState, runtime: Runtime[StrategyContext]) -> dict:
@@ -175,8 +193,7 @@ def map_documents(state: StructuredState, runtime: Runtime[StrategyContext]) -> 
     # documents that may exceed the window are counted here, in one batch before the fan-out,
     # so an extraction task tokenizes only a document it has to split
     long = [i for i in pending if not fits_untokenized(ctx.corpus[i].text, window)]
-    counts = dict(zip(long, count_tokens_batch([ctx.corpus[i].text for i in long]))) if long else {}
-    split = [i for i in long if counts[i] > window]
+    split = [i for i, n in zip(long, long_token_counts(ctx.corpus, long)) if n > window]
     step = Step("map", documents=len(ctx.corpus), cached=len(loaded), to_extract=len(pending), split_documents=len(split),
                 schema_key=key[:16], model=model_id(ctx.llm), window_tokens=window, cache=cfg.cache)
     return {"cache_key": key, "window": window, "loaded": loaded, "pending": pending, "split": split,
