@@ -366,26 +366,54 @@ def _write_many(args):
     return True
 
 
-def test_concurrent_writers_never_leave_a_torn_file(tmp_path):
+def test_concurrent_writers_never_leave_a_torn_line(tmp_path):
     with ThreadPoolExecutor(8) as pool:
         assert all(pool.map(_write_many, [(tmp_path, w) for w in range(8)]))
     with ProcessPoolExecutor(3) as pool:
         assert all(pool.map(_write_many, [(tmp_path, w) for w in range(3)]))
     cache = RecordCache(tmp_path, "k" * 64, "model")
     assert cache.get("ab" + "0" * 62)["records"][0]["entity"] == "E"
-    assert not list(cache.folder.rglob("*.tmp")) and not list(cache.folder.rglob("*.corrupt-*"))
+    lines = cache.path.read_bytes().split(b"\n")
+    assert lines[-1] == b"" and len(lines) - 1 == 11 * 30  # one whole line per put, from threads and processes
+    assert all(json.loads(line.split(b"\t", 1)[1])["fingerprint"] == "ab" + "0" * 62 for line in lines[:-1])
+    assert [p.name for p in cache.folder.iterdir()] == ["records.jsonl"]
 
 
-def test_corrupt_cache_file_is_moved_aside_and_extracted_again(tmp_path, caplog):
-    llm = scripted(["SELECT COUNT(*) FROM facts"] * 2)
+def test_unusable_log_line_is_skipped_and_extracted_again(tmp_path, caplog):
+    llm = scripted(["SELECT COUNT(*) FROM facts"] * 3)
     answer(small_corpus(), "How many?", strategy="structured", llm=llm, cache_dir=tmp_path, schema=SCHEMA)
-    files = sorted((tmp_path / "structured" / "records").rglob("*.json"))
-    assert len(files) == 3
-    files[0].write_text('{"version": 1, "records": [tru')
+    (log_file,) = (tmp_path / "structured" / "records").rglob("records.jsonl")
+    data = log_file.read_bytes()
+    assert data.count(b"\n") == 3
+    log_file.write_bytes(data.replace(b'"records": [', b'"records": {', 1))  # one line no longer parses
+    from graphs.structured import cache as cache_module
+    from graphs.structured import graph as graph_module
+
+    cache_module._LOGS.clear()  # a new process's view
+    graph_module._record_cache.cache_clear()
     b = answer(small_corpus(), "How many?", strategy="structured", llm=llm, cache_dir=tmp_path, schema=SCHEMA)
     assert next(s for s in b.steps if s["node"] == "map")["to_extract"] == 1
-    assert "unusable" in caplog.text and list(files[0].parent.glob("*.corrupt-*"))
+    assert "unusable" in caplog.text
     assert next(s for s in b.steps if s["node"] == "query")["rows"] == [[2]]
+    c = answer(small_corpus(), "How many?", strategy="structured", llm=llm, cache_dir=tmp_path, schema=SCHEMA)
+    assert next(s for s in c.steps if s["node"] == "map")["to_extract"] == 0  # the new line supersedes the torn one
+
+
+def test_record_log_reads_what_other_writers_appended(tmp_path):
+    mine, theirs = RecordCache(tmp_path, "k" * 64, "model"), None
+    assert mine.get("a" * 64) is None
+    from graphs.structured import cache as cache_module
+
+    theirs = cache_module.RecordCache.__new__(cache_module.RecordCache)
+    theirs.__dict__.update(mine.__dict__, log=cache_module.RecordLog(mine.path))  # another process's view
+    theirs.put("a" * 64, [{"entity": "A", "period": None, "values": {}}])
+    with open(mine.path, "ab") as f:
+        f.write(b"b" * 64 + b"\t{\"version\": 2")  # an unfinished line: not indexed until complete
+    assert mine.get("a" * 64)["records"][0]["entity"] == "A" and mine.get("b" * 64) is None
+    mine.path.unlink()  # removed under us: forgotten, then written anew
+    assert mine.get("a" * 64) is None
+    mine.put("c" * 64, [])
+    assert mine.get("c" * 64)["records"] == []
 
 
 # -- normalisation and config ----------------------------------------------------------------

@@ -1,33 +1,48 @@
 """Structured strategy: extraction makespan and reuse against a local stub with fixed latency.
 
-    python -m experiments.perf.bench_structured [--tokens 1M] [--latency 0.05] [--concurrency 32] [--compare]
+    python -m experiments.perf.bench_structured [--tokens 1M] [--latency 0.05] [--concurrency 32] [--repeat 5] [--compare]
 
 Generates a synthetic CorpusQA-style corpus (``experiments.synth``, finance, seed 0),
 starts the stub (``experiments.perf.stub_server --tools``: every extraction call answers
-``{"records": []}`` after ``latency``) and answers two questions with ``structured`` and
-the finance table as a fixed schema. The Map stage is timed from the first ``extract``
-call's start to the last one's end (a callback keyed by LangGraph's node name). Prints:
-documents, extraction calls, makespan, the ideal ``documents / concurrency x latency``,
-their ratio, prompt tokens per document and per corpus token (the cost model), and the
-second question's extraction calls (0: its schema's records come from the cache).
-``--compare`` also answers the first question with ``pai`` and ``memagent`` (default
-configs) on the same corpus and stub, for calls and prompt tokens side by side.
-Nothing is asserted.
+``{"records": []}`` after ``latency``) and answers with ``structured`` and the finance table
+as a fixed schema. The Map stage is timed from the first ``extract`` call's start to the
+last one's end (a callback keyed by LangGraph's node name). Measured, each on a fresh
+record cache:
+
+* question 1 with ``answer()`` (threads) and with ``aanswer()`` (asyncio), ``--repeat``
+  times, interleaved; the min and median makespan against the ideal
+  ``documents / concurrency x latency``;
+* the client alone: the same extraction requests with bare ``ainvoke`` under a semaphore
+  (no graph, no parsing, no cache), the floor this machine allows;
+* question 2 after question 1 (no extraction call: the records come from the cache);
+* 8 questions started together (``answer_many(..., concurrency=8)``: 8 questions at once,
+  8 extraction calls each): extraction calls (the single flight: one per document) and the makespan;
+* the same extraction against a 0 ms stub: what client and stub cost per call.
+
+Prints load averages before and after (the machine is shared). ``--compare`` also answers
+the first question with ``pai`` and ``memagent`` (default configs) on the same corpus and
+stub, for calls and prompt tokens side by side. Nothing is asserted.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
+import statistics
 import tempfile
 import time
 from pathlib import Path
 
-from agents import answer, make_chat_model
+from langchain_core.messages import HumanMessage
+
+from agents import aanswer, answer, answer_many, make_chat_model
 from experiments.perf.stub_server import stub_server
 from experiments.perf.timing import NodeTimer
 from experiments.synth import SynthConfig, generate, load_samples, parse_tokens
 from experiments.synth.domains import get_domain
+from graphs.llm import for_running_loop
+from graphs.structured.mapping import extractor
 
 UNITS = {"usd_m": ("number", "USD million"), "count": ("number", "count"), "percent": ("percent", "%"), "usd2": ("number", "USD"), "usd_int": ("number", "USD")}
 
@@ -40,15 +55,45 @@ def finance_schema() -> dict:
     return {"entity": "entity", "time": {"name": "fiscal_year", "type": "year"}, "attributes": attrs}
 
 
+def load() -> str:
+    """The 1/5/15-minute load averages."""
+    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def client_only(url: str, prompts: list[str], concurrency: int) -> float:
+    """Seconds for the extraction requests with bare ``ainvoke`` (tools bound), ``concurrency`` at once."""
+    from graphs.structured.schema import TableSchema, records_function
+
+    function = records_function(TableSchema.model_validate(finance_schema()))
+
+    async def run() -> float:
+        llm = for_running_loop(make_chat_model("openai:stub", base_url=url, max_retries=0))
+        bound = llm.bind_tools([function], tool_choice="record_rows")
+        gate = asyncio.Semaphore(concurrency)
+        await bound.ainvoke([HumanMessage(content="warm up")])
+
+        async def one(prompt: str):
+            async with gate:
+                return await bound.ainvoke([HumanMessage(content=prompt)], max_tokens=2048, temperature=0.0)
+
+        started = time.perf_counter()
+        await asyncio.gather(*[one(p) for p in prompts])
+        return time.perf_counter() - started
+
+    return asyncio.run(run())
+
+
 def main() -> None:
     """Run the measurements and print them."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tokens", default="1M")
     p.add_argument("--latency", type=float, default=0.05)
     p.add_argument("--concurrency", type=int, default=32)
+    p.add_argument("--repeat", type=int, default=5, help="runs of question 1 per path (min and median reported)")
     p.add_argument("--corpus", help="a corpus generated by `longctx synth` (default: generate one)")
     p.add_argument("--compare", action="store_true", help="also run pai and memagent on the first question")
     args = p.parse_args()
+    print(f"load average at start: {load()}")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(args.corpus) if args.corpus else Path(tmp) / "corpus"
         if not args.corpus:
@@ -56,39 +101,66 @@ def main() -> None:
             generate(SynthConfig(domain="finance", target_tokens=parse_tokens(args.tokens), seed=0), root)
             print(f"generated {args.tokens} finance corpus in {time.perf_counter() - started:.1f} s")
         samples = load_samples(root)
-        corpus, questions = samples[0].corpus, [s.question for s in samples[:2]]
+        corpus, questions = samples[0].corpus, [s.question for s in samples[:8]]
         n_docs, n_tokens = len(corpus), corpus.num_tokens
+        ideal = n_docs / args.concurrency * args.latency
         timer = NodeTimer("extract")
+        caches = iter(Path(tmp) / f"cache{i}" for i in range(10_000))
+        kw = {"strategy": "structured", "schema": finance_schema(), "concurrency": args.concurrency}
         with stub_server(args.latency, reply_tokens=20, tools=True) as url:
-            os.environ["OPENAI_BASE_URL"] = url
-            llm = make_chat_model("openai:stub", max_retries=0, callbacks=[timer])
-            cache = Path(tmp) / "cache"
-            rows = []
-            for i, q in enumerate(questions):
-                timer.reset()
-                started = time.perf_counter()
-                a = answer(corpus, q, strategy="structured", llm=llm, cache_dir=cache, schema=finance_schema(), concurrency=args.concurrency)
-                total = time.perf_counter() - started
-                m = next(s for s in a.steps if s["node"] == "map")
-                rows.append((i + 1, m, timer.calls, timer.last - timer.first if timer.calls else 0.0, timer.prompt_tokens, total, a.usage))
-            # the same extraction against a 0 ms stub: what the client and the stub themselves cost per call
+            llm = make_chat_model("openai:stub", base_url=url, max_retries=0, callbacks=[timer])
+            llm.invoke("warm up")  # the tokenizer probe and the connection, once per process
+            ex = extractor("bench", finance_schema(), "tools")
+            prompts = [ex.prompt(d.title, "", d.text) for d in corpus]  # what the extract node sends
+            spans: dict[str, list[float]] = {"threads": [], "asyncio": [], "client only": []}
+            first = None
+            for _ in range(args.repeat):
+                for path in spans:
+                    timer.reset()
+                    if path == "client only":
+                        spans[path].append(client_only(url, prompts, args.concurrency))
+                        continue
+                    cache = next(caches)
+                    started = time.perf_counter()
+                    if path == "threads":
+                        a = answer(corpus, questions[0], llm=llm, cache_dir=cache, **kw)
+                    else:
+                        a = asyncio.run(aanswer(corpus, questions[0], llm=llm, cache_dir=cache, **kw))
+                    spans[path].append(timer.last - timer.first)
+                    if first is None:
+                        first = (cache, a, timer.calls, timer.prompt_tokens, time.perf_counter() - started)
+            cache, a1, calls1, tokens1, total1 = first
+            timer.reset()
+            started = time.perf_counter()
+            a2 = answer(corpus, questions[1], llm=llm, cache_dir=cache, **kw)
+            total2, calls2 = time.perf_counter() - started, timer.calls
+            timer.reset()
+            started = time.perf_counter()
+            many = answer_many(corpus, questions, llm=llm, cache_dir=next(caches), **kw | {"concurrency": 8})
+            many_wall, many_calls, many_span = time.perf_counter() - started, timer.calls, timer.last - timer.first
             with stub_server(0.0, reply_tokens=20, tools=True) as url0:
-                os.environ["OPENAI_BASE_URL"] = url0
                 timer.reset()
-                answer(corpus, questions[0], strategy="structured", llm=make_chat_model("openai:stub", max_retries=0, callbacks=[timer]),
-                       cache_dir=Path(tmp) / "cache0", schema=finance_schema(), concurrency=args.concurrency)
+                answer(corpus, questions[0], llm=make_chat_model("openai:stub", base_url=url0, max_retries=0, callbacks=[timer]),
+                       cache_dir=next(caches), **kw)
                 overhead = timer.last - timer.first
-                os.environ["OPENAI_BASE_URL"] = url
-            ideal = n_docs / args.concurrency * args.latency
-            print(f"\nstructured, {n_docs} documents, {n_tokens:,} tokens, stub latency {args.latency * 1000:.0f} ms, concurrency {args.concurrency}")
-            print("| question | documents extracted / cached | extraction calls | extraction makespan | ideal (docs / c x latency) | ratio "
-                  "| extraction prompt tokens (per corpus token) | whole answer |")
-            print("|---|---|---|---|---|---|---|---|")
-            for n, m, calls, span, toks, total, usage in rows:
-                ratio = f"{span / ideal:.3f}x" if calls else "-"
+
+            print(f"\nstructured, {n_docs} documents, {n_tokens:,} tokens, stub latency {args.latency * 1000:.0f} ms, concurrency {args.concurrency}, "
+                  f"{args.repeat} runs per path; load average at the end: {load()}")
+            print("| question 1 extraction | makespan min | median | ideal (docs / c x latency) | ratio min / median |")
+            print("|---|---|---|---|---|")
+            for path, values in spans.items():
+                lo, mid = min(values), statistics.median(values)
+                print(f"| {path} | {lo:.3f} s | {mid:.3f} s | {ideal:.3f} s | {lo / ideal:.2f}x / {mid / ideal:.2f}x |")
+            print("\n| run | documents extracted / shared / cached | extraction calls | extraction prompt tokens (per corpus token) | whole answer |")
+            print("|---|---|---|---|---|")
+            for name, a, calls, toks, total in (("question 1", a1, calls1, tokens1, total1), ("question 2, same schema", a2, calls2, 0, total2)):
+                e = next(s for s in a.steps if s["node"] == "reduce")["extraction"]
                 per = f"{toks:,} ({toks / n_tokens:.2f})" if calls else "0"
-                print(f"| {n} | {m['to_extract']} / {m['cached']} | {calls} | {span:.3f} s | {ideal:.3f} s | {ratio} | {per} "
-                      f"| {total:.2f} s, {usage.llm_calls} calls, {usage.prompt_tokens:,} prompt tokens |")
+                print(f"| {name} | {e['extracted']} / {e['shared']} / {e['cached']} | {calls} | {per} | {total:.2f} s, {a.usage.llm_calls} calls |")
+            ex = [next(s for s in a.steps if s["node"] == "reduce")["extraction"] for a in many]
+            print(f"| {len(many)} questions together (answer_many, concurrency 8) | {sum(e['extracted'] for e in ex)} / "
+                  f"{sum(e['shared'] for e in ex)} / {sum(e['cached'] for e in ex)} | {many_calls} (makespan {many_span:.3f} s) | | "
+                  f"{many_wall:.2f} s, {sum(a.usage.llm_calls for a in many)} calls |")
             print(f"\noverhead: the same {n_docs} extraction calls against a 0 ms stub take {overhead:.3f} s "
                   f"({overhead / n_docs * 1000:.2f} ms per call: client, stub and tokenizer CPU on {os.cpu_count()} cores); "
                   f"ideal + overhead = {ideal + overhead:.3f} s")
@@ -96,10 +168,10 @@ def main() -> None:
                 print("\nsame corpus, first question, default configs:")
                 print("| strategy | calls | prompt tokens | seconds |")
                 print("|---|---|---|---|")
-                print(f"| structured | {rows[0][6].llm_calls} | {rows[0][6].prompt_tokens:,} | {rows[0][5]:.1f} |")
+                print(f"| structured | {a1.usage.llm_calls} | {a1.usage.prompt_tokens:,} | {total1:.1f} |")
                 for name, extra in (("pai", {"concurrency": args.concurrency}), ("memagent", {})):
                     started = time.perf_counter()
-                    a = answer(corpus, questions[0], strategy=name, llm=llm, cache_dir=cache, **extra)
+                    a = answer(corpus, questions[0], strategy=name, llm=llm, cache_dir=next(caches), **extra)
                     print(f"| {name} | {a.usage.llm_calls} | {a.usage.prompt_tokens:,} | {time.perf_counter() - started:.1f} |")
 
 

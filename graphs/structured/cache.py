@@ -2,18 +2,25 @@
 questions and runs, and the Map stage's checkpoint (a killed run re-reads only the
 documents it had not finished).
 
-Layout: ``<cache_dir>/structured/records/<schema hash[:16]>/<model hash[:12]>/<fp[:2]>/<fp>.json``
-and ``<cache_dir>/structured/schemas/<corpus fingerprint[:32]>.json`` (the schemas used on
-a corpus, so a later question reuses one that covers it).
+Layout: ``<cache_dir>/structured/records/<schema hash[:16]>/<model hash[:12]>/records.jsonl``,
+one line per extracted document (``<fingerprint>\t<JSON>``; the last line of a fingerprint
+wins), and ``<cache_dir>/structured/schemas/<corpus fingerprint[:32]>.json`` (the schemas
+used on a corpus, so a later question reuses one that covers it).
 
-Concurrency: a file is written to a temporary name unique to its process and thread, in its
-own folder, and moved into place with ``os.replace``: a reader sees the old file or the new
-one, never a torn one, and two writers of one key (same document, schema and model: the
-same records) leave one complete file. A file that does not parse or does not belong to
-its key is named in a warning, moved aside as ``<name>.corrupt-<timestamp>`` and
-re-extracted. That a document is extracted once across questions and processes is the
-single flight's work (:mod:`graphs.structured.flight`, whose ``.flights.lock`` lives in the
-records folder).
+One append-only log per (schema, model) rather than one file per document: storing a
+document is one ``write`` of one line (no file to create, no rename, no folder per
+fingerprint prefix: at 10M tokens, 2,500 files and 256 folders fewer per schema), and a
+question's ``map`` reads the log once instead of opening a file per document.
+
+Concurrency: every process appends through its own ``O_APPEND`` descriptor, one ``write``
+per line, so lines from threads and processes never interleave on a local file system
+(appends to a network file system are not atomic: keep the cache on a local disk). Each
+process indexes the log (fingerprint -> offset and length) and reads what others appended
+since, incrementally. A line that does not parse or does not belong to its key (a torn
+write of a killed process) is named in a warning and skipped: its document is extracted
+again and a new line supersedes it. That a document is extracted once across questions
+and processes is the single flight's work (:mod:`graphs.structured.flight`, whose
+``.flights.lock`` lives in the same folder).
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ from retrieval.locks import exclusive_lock
 
 log = logging.getLogger(__name__)
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: one append-only log per (schema, model); 1: a file per document (not read)
 
 
 def document_fingerprint(doc: Document) -> str:
@@ -95,41 +102,146 @@ def _quarantine(path: Path, why: str) -> None:
         pass
 
 
+LOG_NAME = "records.jsonl"
+
+
+class RecordLog:
+    """One process's view of a record log: an index of the lines read so far, and an append descriptor."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.lock = threading.Lock()
+        self.index: dict[str, tuple[int, int]] = {}  # fingerprint -> (offset, length) of its JSON
+        self.end = 0  # bytes indexed (complete lines only)
+        self.inode: tuple[int, int] | None = None
+        self.read_fd: int | None = None
+        self.append_fd: int | None = None
+
+    def _reset(self) -> None:
+        for fd in (self.read_fd, self.append_fd):
+            if fd is not None:
+                os.close(fd)
+        self.index, self.end, self.inode, self.read_fd, self.append_fd = {}, 0, None, None, None
+
+    def refresh(self) -> None:
+        """Index the lines appended since the last look (by any process)."""
+        with self.lock:
+            try:
+                st = os.stat(self.path)
+            except FileNotFoundError:
+                if self.inode is not None:
+                    self._reset()
+                return
+            if self.inode is not None and (self.inode != (st.st_dev, st.st_ino) or st.st_size < self.end):
+                self._reset()  # replaced or truncated under us: index it again
+            if self.read_fd is None:
+                self.read_fd = os.open(self.path, os.O_RDONLY)
+                fst = os.fstat(self.read_fd)
+                self.inode = (fst.st_dev, fst.st_ino)
+            size = os.fstat(self.read_fd).st_size
+            if size <= self.end:
+                return
+            data = os.pread(self.read_fd, size - self.end, self.end)
+            start = 0
+            while True:
+                newline = data.find(b"\n", start)
+                if newline < 0:
+                    break  # an incomplete last line: read again next time
+                tab = data.find(b"\t", start, newline)
+                if tab > start:
+                    fingerprint = data[start:tab].decode("ascii", errors="replace")
+                    self.index[fingerprint] = (self.end + tab + 1, newline - tab - 1)
+                elif newline > start:
+                    log.warning("Structured record log %s has an unreadable line at byte %d; skipped", self.path, self.end + start)
+                start = newline + 1
+            self.end += start
+
+    def read(self, fingerprint: str) -> bytes | None:
+        """The JSON of a fingerprint's last indexed line, or ``None``."""
+        with self.lock:
+            where = self.index.get(fingerprint)
+            if where is None or self.read_fd is None:
+                return None
+            return os.pread(self.read_fd, where[1], where[0])
+
+    def forget(self, fingerprint: str) -> None:
+        """Drop an unusable line from the index (a later line of the fingerprint supersedes it)."""
+        with self.lock:
+            self.index.pop(fingerprint, None)
+
+    def append(self, fingerprint: str, body: bytes) -> None:
+        """Add one line in one ``write`` (atomic among appenders on a local file system)."""
+        line = fingerprint.encode("ascii") + b"\t" + body + b"\n"
+        with self.lock:  # held through the write: a refresh that finds the file replaced closes the descriptor
+            if self.append_fd is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self.append_fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            written = os.write(self.append_fd, line)
+        if written != len(line):  # a regular file takes the whole line unless the disk is full
+            raise OSError(f"short write to {self.path} ({written} of {len(line)} bytes)")
+
+
+_LOGS: dict[str, RecordLog] = {}
+_LOGS_LOCK = threading.Lock()
+
+
+def record_log(path: Path) -> RecordLog:
+    """The process's one :class:`RecordLog` of ``path``."""
+    key = str(path.absolute())
+    with _LOGS_LOCK:
+        found = _LOGS.get(key)
+        if found is None:
+            found = _LOGS[key] = RecordLog(Path(key))
+        return found
+
+
 class RecordCache:
-    """The records of one (schema, model) pair, one JSON file per document fingerprint."""
+    """The records of one (schema, model) pair: one log line per document fingerprint."""
 
     def __init__(self, root: str | Path, schema_key: str, model: str):
         self.schema_key = schema_key
         self.model = model
         self.folder = Path(root) / "structured" / "records" / schema_key[:16] / _short(model, 12)
+        self.log = record_log(self.folder / LOG_NAME)
 
-    def path(self, fingerprint: str) -> Path:
-        """Where a document's records live."""
-        return self.folder / fingerprint[:2] / f"{fingerprint}.json"
+    @property
+    def path(self) -> Path:
+        """The log file."""
+        return self.log.path
 
-    def get(self, fingerprint: str) -> dict[str, Any] | None:
-        """The cached extraction of a document, or ``None`` (missing, or corrupt and moved aside)."""
-        path = self.path(fingerprint)
+    def refresh(self) -> None:
+        """Read what was appended since the last look (``get(..., refresh=False)`` then skips it)."""
+        self.log.refresh()
+
+    def get(self, fingerprint: str, *, refresh: bool = True) -> dict[str, Any] | None:
+        """The cached extraction of a document, or ``None`` (missing, or unusable: warned about and skipped)."""
+        if refresh:
+            self.log.refresh()
+        raw = self.log.read(fingerprint)
+        if raw is None:
+            return None
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError) as exc:
-            _quarantine(path, f"{type(exc).__name__}: {exc}")
-            return None
+            data = json.loads(raw)
+        except ValueError as exc:
+            return self._unusable(fingerprint, f"{type(exc).__name__}: {exc}")
         ok = (
             isinstance(data, dict) and data.get("version") == CACHE_VERSION and data.get("fingerprint") == fingerprint
             and data.get("schema") == self.schema_key and isinstance(data.get("records"), list)
         )
         if not ok:
-            _quarantine(path, "not a record file of this document and schema")
-            return None
+            return self._unusable(fingerprint, "not a record line of this document and schema")
         return data
+
+    def _unusable(self, fingerprint: str, why: str) -> None:
+        log.warning("Structured record log %s: the line of document %s is unusable (%s); skipped and extracted again",
+                    self.path, fingerprint[:16], why)
+        self.log.forget(fingerprint)
+        return None
 
     def put(self, fingerprint: str, records: list[dict], **facts: Any) -> None:
         """Store a document's records (only complete extractions are stored)."""
         payload = {"version": CACHE_VERSION, "fingerprint": fingerprint, "schema": self.schema_key, "model": self.model, "records": records, **facts}
-        atomic_write_json(self.path(fingerprint), payload)
+        self.log.append(fingerprint, json.dumps(payload, ensure_ascii=False).encode("utf-8"))
 
 
 class SchemaStore:
@@ -161,4 +273,4 @@ class SchemaStore:
                 os.replace(tmp, self.path)
 
 
-__all__ = ["CACHE_VERSION", "RecordCache", "SchemaStore", "atomic_write_json", "document_fingerprint"]
+__all__ = ["CACHE_VERSION", "LOG_NAME", "RecordCache", "RecordLog", "SchemaStore", "atomic_write_json", "document_fingerprint"]

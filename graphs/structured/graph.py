@@ -26,6 +26,7 @@ import functools
 import operator
 import re
 import sqlite3
+import zlib
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
@@ -183,9 +184,11 @@ def map_documents(state: StructuredState, runtime: Runtime[StrategyContext]) -> 
     pending: list[int] = []
     fingerprints: dict[int, str] = {}
     cache = record_cache(ctx, key) if cfg.cache else None
+    if cache is not None:
+        cache.refresh()  # the log read once, then looked up per document
     for i, doc in enumerate(ctx.corpus):
         fp = fingerprints[i] = document_fingerprint(doc)
-        hit = cache.get(fp) if cache else None
+        hit = cache.get(fp, refresh=False) if cache else None
         if hit is not None:
             loaded[i] = hit["records"]
         else:
@@ -201,11 +204,15 @@ def map_documents(state: StructuredState, runtime: Runtime[StrategyContext]) -> 
 
 
 def route_extract(state: StructuredState) -> list[Send] | str:
-    """One ``extract`` task per document not in the cache."""
+    """One ``extract`` task per document not in the cache, in corpus order from an offset
+    taken from the question: questions started together then lead different documents
+    rather than all waiting on the same ``concurrency`` ones (the single flight)."""
     split = set(state.get("split", []))
-    fps = state["fingerprints"]
+    fps, pending = state["fingerprints"], state["pending"]
+    start = zlib.crc32(state["question"].text.encode("utf-8", errors="surrogatepass")) % len(pending) if pending else 0
     sends = [Send("extract", {"doc_index": i, "fingerprint": fps[i], "schema": state["schema"], "cache_key": state["cache_key"],
-                              "window": state["window"], "tool_mode": state["tool_mode"], "split": i in split}) for i in state["pending"]]
+                              "window": state["window"], "tool_mode": state["tool_mode"], "split": i in split})
+             for i in pending[start:] + pending[:start]]
     return sends or "reduce"
 
 
