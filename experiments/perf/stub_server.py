@@ -10,7 +10,8 @@ for fault-tolerance tests. Serves loopback only.
 With ``--tools``, a request that carries ``tools`` is answered with tool calls (PAI's
 functions): ``properties`` parallel ``{metric, subject}`` calls (or one ``{"items": [...]}``
 call for a list-valued schema), and a deterministic ``keep_context`` verdict (true for about
-one chunk in ten); the structured strategy's ``record_rows`` gets ``{"records": []}``.
+one chunk in ten); the structured strategy's ``define_table`` gets a one-column table and its
+``record_rows`` gets ``{"records": []}``.
 Without the flag, tools are ignored as before.
 """
 
@@ -45,6 +46,9 @@ def tool_arguments(function: dict, prompt: str, properties: int) -> list[dict]:
         return [{"items": items}]
     if "records" in fields:  # the structured strategy's extraction: a document stating no row
         return [{"records": []}]
+    if "attributes" in fields:  # the structured strategy's plan: a one-column table
+        return [{"table": "facts", "entity": "entity", "entity_description": "what a row is about", "time": None,
+                 "attributes": [{"name": "fact", "type": "text", "unit": "", "description": "a fact", "static": False}]}]
     return items
 
 
