@@ -9,8 +9,9 @@ as a fixed schema. The Map stage is timed from the first ``extract`` call's star
 last one's end (a callback keyed by LangGraph's node name). Measured, each on a fresh
 record cache:
 
-* question 1 with ``answer()`` (threads) and with ``aanswer()`` (asyncio), ``--repeat``
-  times, interleaved; the min and median makespan against the ideal
+* question 1 with ``answer()`` (which awaits the async ``extract`` over the run's own async
+  client) and with ``run_strategy(..., use_async=False)`` (the sync twin in threads over the
+  sync client), ``--repeat`` times, interleaved; the min and median makespan against the ideal
   ``documents / concurrency x latency``;
 * the client alone: the same extraction requests with bare ``ainvoke`` under a semaphore
   (no graph, no parsing, no cache), the floor this machine allows;
@@ -36,12 +37,14 @@ from pathlib import Path
 
 from langchain_core.messages import HumanMessage
 
-from agents import aanswer, answer, answer_many, make_chat_model
+from agents import answer, answer_many, make_chat_model
 from experiments.perf.stub_server import stub_server
 from experiments.perf.timing import NodeTimer
 from experiments.synth import SynthConfig, generate, load_samples, parse_tokens
 from experiments.synth.domains import get_domain
-from graphs.llm import for_running_loop
+from graphs import STRATEGIES
+from graphs.llm import run_client
+from graphs.run import run_strategy
 from graphs.structured.mapping import extractor
 
 UNITS = {"usd_m": ("number", "USD million"), "count": ("number", "count"), "percent": ("percent", "%"), "usd2": ("number", "USD"), "usd_int": ("number", "USD")}
@@ -67,18 +70,18 @@ def client_only(url: str, prompts: list[str], concurrency: int) -> float:
     function = records_function(TableSchema.model_validate(finance_schema()))
 
     async def run() -> float:
-        llm = for_running_loop(make_chat_model("openai:stub", base_url=url, max_retries=0))
-        bound = llm.bind_tools([function], tool_choice="record_rows")
-        gate = asyncio.Semaphore(concurrency)
-        await bound.ainvoke([HumanMessage(content="warm up")])
+        async with run_client(make_chat_model("openai:stub", base_url=url, max_retries=0)) as llm:
+            bound = llm.bind_tools([function], tool_choice="record_rows")
+            gate = asyncio.Semaphore(concurrency)
+            await bound.ainvoke([HumanMessage(content="warm up")])
 
-        async def one(prompt: str):
-            async with gate:
-                return await bound.ainvoke([HumanMessage(content=prompt)], max_tokens=2048, temperature=0.0)
+            async def one(prompt: str):
+                async with gate:
+                    return await bound.ainvoke([HumanMessage(content=prompt)], max_tokens=2048, temperature=0.0)
 
-        started = time.perf_counter()
-        await asyncio.gather(*[one(p) for p in prompts])
-        return time.perf_counter() - started
+            started = time.perf_counter()
+            await asyncio.gather(*[one(p) for p in prompts])
+            return time.perf_counter() - started
 
     return asyncio.run(run())
 
@@ -107,12 +110,14 @@ def main() -> None:
         timer = NodeTimer("extract")
         caches = iter(Path(tmp) / f"cache{i}" for i in range(10_000))
         kw = {"strategy": "structured", "schema": finance_schema(), "concurrency": args.concurrency}
+        spec = STRATEGIES.get("structured")
+        cfg = spec.make_config(schema=finance_schema(), concurrency=args.concurrency)
         with stub_server(args.latency, reply_tokens=20, tools=True) as url:
             llm = make_chat_model("openai:stub", base_url=url, max_retries=0, callbacks=[timer])
             llm.invoke("warm up")  # the tokenizer probe and the connection, once per process
             ex = extractor("bench", finance_schema(), "tools")
             prompts = [ex.prompt(d.title, "", d.text) for d in corpus]  # what the extract node sends
-            spans: dict[str, list[float]] = {"threads": [], "asyncio": [], "client only": []}
+            spans: dict[str, list[float]] = {"answer() (async)": [], "threads (use_async=False)": [], "client only": []}
             first = None
             for _ in range(args.repeat):
                 for path in spans:
@@ -122,10 +127,10 @@ def main() -> None:
                         continue
                     cache = next(caches)
                     started = time.perf_counter()
-                    if path == "threads":
+                    if path.startswith("answer()"):
                         a = answer(corpus, questions[0], llm=llm, cache_dir=cache, **kw)
                     else:
-                        a = asyncio.run(aanswer(corpus, questions[0], llm=llm, cache_dir=cache, **kw))
+                        (a,) = run_strategy(spec, cfg, [questions[0]], llm=llm, corpus=corpus, cache_dir=cache, use_async=False)
                     spans[path].append(timer.last - timer.first)
                     if first is None:
                         first = (cache, a, timer.calls, timer.prompt_tokens, time.perf_counter() - started)

@@ -38,7 +38,7 @@ from langgraph.types import Send
 from graphs.context import StrategyContext
 from graphs.llm import complete, context_window, model_id
 from graphs.pai.calls import resolve_tool_mode
-from graphs.registry import STRATEGIES
+from graphs.registry import STRATEGIES, SingleRun
 from graphs.structured import prompts as P
 from graphs.structured.cache import RecordCache, SchemaStore, document_fingerprint
 from graphs.structured.config import StructuredConfig
@@ -360,6 +360,7 @@ def format_answer(state: StructuredState, runtime: Runtime[StrategyContext]) -> 
     "structured",
     config_cls=StructuredConfig,
     prompts_version=P.PROMPTS_VERSION,
+    run_mode=SingleRun(async_fan_out=True),  # extract has an async twin: answer() awaits it over an async client
     description="Structured corpus analysis: a table schema -> records from every document (cached) -> one table -> SQL -> answer.",
 )
 def build_graph(config: StructuredConfig | None = None):
