@@ -18,8 +18,11 @@ import pytest
 
 from agents import aanswer_many, answer, answer_many, make_chat_model
 from experiments.perf.stub_server import stub_server
+from graphs import STRATEGIES
+from graphs.run import run_strategy
 from graphs.structured.flight import FLIGHTS, Flights, await_flight
 from retrieval import Corpus
+from retrieval.contract import as_question
 from tests.scripted_tools import AsyncToolScriptedChatModel, ToolScriptedChatModel, malformed_tool_call
 
 SCHEMA = {"entity": "company", "time": {"name": "fiscal_year", "type": "year"},
@@ -118,8 +121,11 @@ def test_threads_and_asyncio_tasks_share_one_flight(tmp_path):
     script = Script(delay=0.03)
     llm = AsyncToolScriptedChatModel(reply_fn=script, delay=0.03)
     threaded: list = []
-    worker = threading.Thread(target=lambda: threaded.extend(
-        answer_many(corpus(), QUESTIONS[:4], strategy="structured", llm=llm, cache_dir=tmp_path, schema=SCHEMA, concurrency=4)))
+    spec = STRATEGIES.get("structured")
+    cfg = spec.make_config(schema=SCHEMA, concurrency=4)
+    questions = [as_question(q) for q in QUESTIONS[:4]]
+    worker = threading.Thread(target=lambda: threaded.extend(  # the sync twin in LangGraph's threads
+        run_strategy(spec, cfg, questions, llm=llm, corpus=corpus(), cache_dir=tmp_path, concurrency=4, use_async=False)))
     worker.start()
     awaited = asyncio.run(aanswer_many(corpus(), QUESTIONS[4:], strategy="structured", llm=llm, cache_dir=tmp_path, schema=SCHEMA, concurrency=4))
     worker.join()
