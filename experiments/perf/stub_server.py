@@ -76,6 +76,7 @@ def make_handler(
     hang_seconds: float = 30.0,
     fault: str | None = None,
     fault_first: int = 0,
+    usage: str = "cl100k",
 ):
     """A request handler class bound to one latency and reply size.
 
@@ -84,7 +85,13 @@ def make_handler(
     past the client's timeout, and malformed JSON. With ``fault=MODE`` (one of
     :data:`FAULT_MODES`), the first ``fault_first`` chat requests fail that way (every
     request when ``fault_first`` is 0). ``GET /stats`` returns ``{"chat_requests": N}``.
+    ``usage="approx"`` reports UTF-8 bytes / 4 as token counts instead of cl100k's: exact
+    counting costs the stub ~1 ms of CPU per 4K-token prompt, more than a 32-way fan-out
+    against 50 ms leaves per request on a 2-core machine (``bench_structured``).
     """
+    if usage not in ("cl100k", "approx"):
+        raise ValueError(f"usage must be 'cl100k' or 'approx', got {usage!r}")
+    count = count_tokens if usage == "cl100k" else (lambda text: len(text.encode()) // 4)
     if fault is not None and fault not in FAULT_MODES:
         raise ValueError(f"fault must be one of {FAULT_MODES}, got {fault!r}")
     reply = " ".join(f"note{i}" for i in range(reply_tokens))
@@ -166,7 +173,7 @@ def make_handler(
             message, finish = {"role": "assistant", "content": text}, "stop"
             if tools and request.get("tools"):
                 (message, text), finish = tool_message(request, prompt, properties), "tool_calls"
-            usage = {"prompt_tokens": count_tokens(prompt), "completion_tokens": count_tokens(text)}
+            usage = {"prompt_tokens": count(prompt), "completion_tokens": count(text)}
             usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
             self._send(
                 200,
@@ -202,14 +209,18 @@ def stub_server(
     hang_seconds: float = 30.0,
     fault: str | None = None,
     fault_first: int = 0,
+    usage: str = "cl100k",
 ) -> Iterator[str]:
-    """Run the stub in its own process (so it shares no GIL with the client); yields its base URL."""
+    """Run the stub in its own process (so it shares no GIL with the client); yields its base URL.
+
+    ``usage``: how the replies count tokens (``"cl100k"``, exact; ``"approx"``, bytes / 4, cheap).
+    """
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     cmd = [sys.executable, "-m", "experiments.perf.stub_server", "--port", str(port)]
     cmd += ["--latency", str(latency), "--reply-tokens", str(reply_tokens), "--fail-every", str(fail_every)]
-    cmd += ["--hang-seconds", str(hang_seconds)]
+    cmd += ["--hang-seconds", str(hang_seconds), "--usage", usage]
     if tools:
         cmd += ["--tools", "--properties", str(properties)]
     if fault:
@@ -244,10 +255,12 @@ def main() -> None:
     p.add_argument("--fault-first", type=int, default=0, help="with --fault: fail only the first N chat requests (0: all)")
     p.add_argument("--tools", action="store_true", help="answer requests that carry tools with tool calls")
     p.add_argument("--properties", type=int, default=4, help="property calls per extraction request (with --tools)")
+    p.add_argument("--usage", choices=("cl100k", "approx"), default="cl100k", help="token counts of the usage: exact cl100k, or UTF-8 bytes / 4 (cheap)")
     args = p.parse_args()
     handler = make_handler(
         args.latency, args.reply_tokens, tools=args.tools, properties=args.properties,
         fail_every=args.fail_every, hang_seconds=args.hang_seconds, fault=args.fault, fault_first=args.fault_first,
+        usage=args.usage,
     )  # fmt: skip
     server = _Server(("127.0.0.1", args.port), handler)
     server.serve_forever()
