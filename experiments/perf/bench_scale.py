@@ -12,10 +12,7 @@ questions. For each strategy, in its own subprocess (so peak RSS is per strategy
    and the build's peak RSS.
 2. **run** (per stub latency): the corpus and questions loaded, the index loaded from
    that cache, the process warmed up (the model's tokenizer resolved, one call made:
-   one-time costs of about half a second, in ``load s``); for ``full_context``, the prompt
-   prepared once per corpus (the corpus formatted into the prompt body and the two ends of
-   the window tokenized, kept in memory: its counterpart of an index build), timed and shown
-   in the index column; then ``answer_many`` over all questions with ``concurrency=--concurrency``
+   one-time costs of about half a second, in ``load s``), then ``answer_many`` over all questions with ``concurrency=--concurrency``
    (MemAgent: every question in one batched pass; PAI: ``judge_mode="auto"``, which picks
    the prefilter at 10M; full_context: truncated to the 128K window; structured: the
    finance table as a fixed schema, as ``bench_structured``), checkpoints and caches in
@@ -55,7 +52,6 @@ from experiments.perf.stub_server import stub_server
 from experiments.synth import load_samples
 from experiments.synth.samples import DOCS_DIR
 from graphs import STRATEGIES
-from graphs.full_context.graph import full_context_prompt
 from graphs.llm import tokenizer_for
 from graphs.rag.config import RagConfig
 from retrieval import chunk_corpus
@@ -166,11 +162,6 @@ def worker_run(args: argparse.Namespace) -> dict[str, Any]:
     tokenizer_for(llm).count("warm up")
     llm.invoke("warm up", max_tokens=1)
     load_s = time.perf_counter() - started
-    prepare_s = None
-    if args.strategy == "full_context":  # once per corpus, as an index build is: the corpus formatted into
-        t = time.perf_counter()  # the prompt body, the two ends of the window tokenized (cached per process)
-        full_context_prompt(corpus, questions[0], llm, spec.make_config(None, **options))
-        prepare_s = time.perf_counter() - t
     run_dir = Path(args.run_dir)
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True)
@@ -204,7 +195,6 @@ def worker_run(args: argparse.Namespace) -> dict[str, Any]:
         "bare_ms": bare_ms,
         "corpus_tokens": corpus.num_tokens,
         "load_s": load_s,
-        "prepare_s": prepare_s,
         "wall_s": wall,
         "rss_mib": peak_rss_mib(),
         "run_peak_bytes": disk.peak,
@@ -286,8 +276,6 @@ def format_row(name: str, latency: float, r: dict[str, Any], index: dict[str, An
         misses.append("checkpoints")
     idx = "-" if not index else (f"{mib(index['index_bytes'])} ({index['chunks']:,} chunks, {index['build_s']:.0f} s)"
                                  if "error" not in index else "failed")
-    if r.get("prepare_s") is not None:
-        idx = f"prompt prepared in {r['prepare_s']:.2f} s (in memory)"
     mode = f" ({', '.join(r['modes'])})" if r.get("modes") else ""
     empty = f" ({r['empty']} empty)" if r.get("empty") else ""
     ckpt = f"{r['checkpoints_peak_bytes'] / 1e6:,.1f} / {r['checkpoints_final_bytes'] / 1e6:,.1f}" if r["checkpoints_peak_bytes"] else "-"
