@@ -151,5 +151,4 @@ def test_questions_over_one_huge_corpus_share_its_tokenized_head_and_get_the_sam
         text, truncated = truncate_our_prompt(corpus, q, budget, encode, tok.decode, "tiktoken:cl100k_base")
         prompt = fill(FULL_CONTEXT_TEMPLATE, format_documents(corpus.documents), q)
         assert truncated and (text, True) == truncate_prompt(prompt, budget, tok.encode, tok.decode)
-    assert len(encoded[0]) >= 2 and len(encoded[1]) == 1  # the second question encodes only the stretch after the anchor
-    assert encoded[1][0] < 20_000
+    assert len(encoded[0]) == 2 and len(encoded[1]) == 1  # the second question encodes only its tail

@@ -143,22 +143,8 @@ def untruncated_prompt(corpus: Corpus, question: Question, cfg: FullContextConfi
 
 
 _HEADS: dict[tuple, str] = {}  # (corpus fingerprint, tokenizer, budget) -> the kept head text
-_TAILS: dict[tuple, _TailAnchor | None] = {}  # the same key -> the body's tail tokens up to an anchor (None: no anchor)
 _BODIES: dict[str, str] = {}  # corpus fingerprint -> the template's text before the question (the last corpus only)
 _CACHE_LOCK = threading.Lock()
-#: Where an anchor is looked for: after a newline, this many characters or more before the body's end.
-ANCHOR_MIN_CHARS, ANCHOR_MAX_CHARS = 256, 16_384
-
-
-@dataclass
-class _TailAnchor:
-    """The body's last tokens before ``start`` (a newline a few hundred characters before the
-    body's end), such that ``prefix + encode(body[start:] + question tail)`` is the tokenization
-    of the prompt's end; ``verified`` once a question's stitched tail matched the exact one."""
-
-    prefix: list[int]
-    start: int
-    verified: bool = False
 
 
 def _template_body(corpus: Corpus) -> str:
@@ -179,44 +165,15 @@ def _question_tail(question: Question) -> str:
     return rest.format(question=question.render(), instruction=question.instruction or DEFAULT_INSTRUCTION)
 
 
-def tail_anchor(body: str, half: int, encode: Callable[[str], list[int]]) -> _TailAnchor | None:
-    """The body's end tokenized once, cut at an anchor where tokenizing from the anchor on gives
-    the same tokens: a position just after a newline followed by a non-space character,
-    ``ANCHOR_MIN_CHARS`` to ``ANCHOR_MAX_CHARS`` before the body's end (or ``None``).
-
-    A byte-level BPE tokenizer splits text into pre-tokens left to right before merging, and
-    at such a position a pre-token always ends (the newline) and the next begins; everything
-    before it is decided by text before it, so what follows (the question) cannot change
-    those tokens. That is checked here (the tokens from the anchor on must equal the cached
-    ones) and once more per corpus against the exact method (:func:`truncate_our_prompt`).
-    """
-    cached = end_ids(body, half + END_MARGIN_TOKENS, encode, tail=True)  # half + 2 margins of tokens
-    lo = max(0, len(body) - ANCHOR_MAX_CHARS)
-    at = body.rfind("\n", lo, len(body) - ANCHOR_MIN_CHARS)
-    tries = 0
-    while at >= lo and tries < 8:
-        start = at + 1
-        if start < len(body) and not body[start].isspace():
-            rest = encode(body[start:])
-            if len(rest) < len(cached) and cached[len(cached) - len(rest) :] == rest:
-                return _TailAnchor(prefix=cached[: len(cached) - len(rest)], start=start)
-            tries += 1
-        at = body.rfind("\n", lo, at)
-    return None
-
-
 def truncate_our_prompt(
     corpus: Corpus, question: Question, max_tokens: int, encode: Callable[[str], list[int]], decode: Callable[[list[int]], str], tokenizer: str
 ) -> tuple[str, bool]:
     """:func:`truncate_prompt` of our filled template, the same text, without building the
     whole prompt per question: for a prompt far beyond the budget the kept head comes from
     the corpus and the template alone, so it is tokenized once per (corpus, tokenizer,
-    budget) and shared by every question; so is the body's end up to an anchor a few hundred
-    characters before the question (:func:`tail_anchor`), and each question tokenizes only
-    the stretch after it. At 10M tokens and a 128K window, building the 60 MB prompt and
-    tokenizing both ends took ~0.3 s a question; the tail alone (~70K tokens) ~40 ms; from the
-    anchor, a few hundred tokens. The first question of a corpus also runs the exact method
-    and keeps the stitching only if both agree."""
+    budget) and shared by every question; each question tokenizes only its tail (at 10M
+    tokens and a 128K window this took ~0.3 s a question, building a 60 MB prompt and
+    tokenizing both ends)."""
     body, tail_text = _template_body(corpus), _question_tail(question)
     bound = CHARS_PER_TOKEN_BOUND * max_tokens
     if len(body) + len(tail_text) <= 2 * bound or len(tail_text) >= bound:
@@ -224,36 +181,15 @@ def truncate_our_prompt(
     half = max_tokens // 2
     key = (corpus.fingerprint, tokenizer, max_tokens)
     with _CACHE_LOCK:
-        head, known, anchor = _HEADS.get(key), key in _TAILS, _TAILS.get(key)
+        head = _HEADS.get(key)
     if head is None:
         head = decode(end_ids(body, half, encode, tail=False)[:half])  # the prompt's first `bound` chars are the body's
-    if not known:
-        anchor = tail_anchor(body, half, encode)
-    with _CACHE_LOCK:
-        if len(_HEADS) > 16:
-            _HEADS.clear()
-            _TAILS.clear()
-        _HEADS[key] = head
-        _TAILS.setdefault(key, anchor)
-        anchor = _TAILS[key]
-    exact = None
-    if anchor is None or not anchor.verified:
-        tail = end_ids(body[-bound:] + tail_text, half, encode, tail=True)  # holds the prompt's last `bound` chars
-        exact = decode(tail[len(tail) - half :])
-    if anchor is not None:
-        ids = anchor.prefix + encode(body[anchor.start :] + tail_text)
-        stitched = decode(ids[len(ids) - half :]) if len(ids) >= half + END_MARGIN_TOKENS else None
-        if exact is None and stitched is not None:
-            return head + stitched, True
         with _CACHE_LOCK:
-            if stitched is not None and stitched == exact:
-                anchor.verified = True
-            elif _TAILS.get(key) is anchor:
-                _TAILS[key] = None  # this tokenizer does not stitch here: the exact method from now on
-    if exact is None:  # a verified anchor, but this question's tail is too long to stitch
-        tail = end_ids(body[-bound:] + tail_text, half, encode, tail=True)
-        exact = decode(tail[len(tail) - half :])
-    return head + exact, True
+            if len(_HEADS) > 16:
+                _HEADS.clear()
+            _HEADS[key] = head
+    tail = end_ids(body[-bound:] + tail_text, half, encode, tail=True)  # holds the prompt's last `bound` chars
+    return head + decode(tail[len(tail) - half :]), True
 
 
 def full_context_prompt(corpus: Corpus, question: Question, llm: BaseChatModel, cfg: FullContextConfig) -> FullContextPrompt:
