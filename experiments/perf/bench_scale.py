@@ -16,7 +16,11 @@ questions. For each strategy, in its own subprocess (so peak RSS is per strategy
    (MemAgent: every question in one batched pass; PAI: ``judge_mode="auto"``, which picks
    the prefilter at 10M; full_context: truncated to the 128K window; structured: the
    finance table as a fixed schema, as ``bench_structured``), checkpoints and caches in
-   a fresh run folder ``--root``/run-<latency>/<strategy>.
+   a fresh run folder ``--root``/run-<latency>/<strategy>. Before ``answer_many``,
+   full_context is *prepared* (``graphs.full_context.prepare_corpus``: the documents
+   formatted into its prompt, the corpus fingerprinted, the kept head and the context's end
+   tokenized; once per corpus per process), timed apart as ``prepare s`` in the index
+   column, as an index build is (``--no-prepare``: its first question does it instead).
 
 Printed per strategy and latency: questions answered, calls (the stub's request count),
 prompt tokens, wall time of ``answer_many``, the overhead per call ``(wall - latency x
@@ -162,6 +166,7 @@ def worker_run(args: argparse.Namespace) -> dict[str, Any]:
     tokenizer_for(llm).count("warm up")
     llm.invoke("warm up", max_tokens=1)
     load_s = time.perf_counter() - started
+    prepare_s = None if args.no_prepare else prepare_strategy(args.strategy, corpus, questions, llm, options)
     run_dir = Path(args.run_dir)
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True)
@@ -195,6 +200,7 @@ def worker_run(args: argparse.Namespace) -> dict[str, Any]:
         "bare_ms": bare_ms,
         "corpus_tokens": corpus.num_tokens,
         "load_s": load_s,
+        "prepare_s": prepare_s,
         "wall_s": wall,
         "rss_mib": peak_rss_mib(),
         "run_peak_bytes": disk.peak,
@@ -204,6 +210,19 @@ def worker_run(args: argparse.Namespace) -> dict[str, Any]:
         "modes": modes,
         **warm,
     }
+
+
+def prepare_strategy(name: str, corpus: Corpus, questions: list, llm: Any, options: dict[str, Any]) -> float | None:
+    """Seconds of the once-per-corpus work a strategy can do before its questions, like an index
+    build (full_context: its prompt's shared part, :func:`graphs.full_context.prepare_corpus`);
+    ``None`` for strategies with none."""
+    if name != "full_context":
+        return None
+    from graphs.full_context import prepare_corpus
+
+    started = time.perf_counter()
+    prepare_corpus(corpus, questions, llm, STRATEGIES.get(name).make_config(None, **options))
+    return time.perf_counter() - started
 
 
 def bare_call_ms(llm: Any, prompt_tokens: int, n: int, concurrency: int, latency: float) -> float:
@@ -232,7 +251,7 @@ def run_worker(phase: str, strategy: str, args: argparse.Namespace, **extra: Any
     out.unlink(missing_ok=True)
     cmd = [sys.executable, "-m", "experiments.perf.bench_scale", "--worker", phase, "--strategy", strategy,
            "--result", str(out), "--root", args.root, "--questions", str(args.questions),
-           "--concurrency", str(args.concurrency)] + (["--repeat"] if args.repeat else [])
+           "--concurrency", str(args.concurrency)] + (["--repeat"] if args.repeat else []) + (["--no-prepare"] if args.no_prepare else [])
     for key, value in extra.items():
         cmd += [f"--{key.replace('_', '-')}", str(value)]
     started = time.perf_counter()
@@ -276,6 +295,8 @@ def format_row(name: str, latency: float, r: dict[str, Any], index: dict[str, An
         misses.append("checkpoints")
     idx = "-" if not index else (f"{mib(index['index_bytes'])} ({index['chunks']:,} chunks, {index['build_s']:.0f} s)"
                                  if "error" not in index else "failed")
+    if r.get("prepare_s") is not None:
+        idx = f"prepare {r['prepare_s']:.2f} s"
     mode = f" ({', '.join(r['modes'])})" if r.get("modes") else ""
     empty = f" ({r['empty']} empty)" if r.get("empty") else ""
     ckpt = f"{r['checkpoints_peak_bytes'] / 1e6:,.1f} / {r['checkpoints_final_bytes'] / 1e6:,.1f}" if r["checkpoints_peak_bytes"] else "-"
@@ -318,6 +339,7 @@ def main() -> None:
     p.add_argument("--dense-probe", type=int, default=0, help="embed this many chunks and extrapolate the dense index time")
     p.add_argument("--rebuild", action="store_true", help="build the indexes again (default: reuse a build of an earlier run)")
     p.add_argument("--repeat", action="store_true", help="answer each batch twice per process; 'ours' then shows first / second")
+    p.add_argument("--no-prepare", action="store_true", help="no prepare phase: full_context's first question formats and tokenizes the corpus")
     p.add_argument("--json", help="also write every result here")
     # worker-only
     p.add_argument("--worker", choices=("index", "run"), help=argparse.SUPPRESS)
@@ -367,7 +389,7 @@ def main() -> None:
         return
     results: dict[str, Any] = {"indexes": indexes, "runs": []}
     header = ("| strategy | latency ms | answered | calls | prompt tokens | load s | wall s | overhead ms/call | bare call ms "
-              "| ours ms/call | peak RSS MiB | index MiB | run folder MiB (peak / after) | checkpoints MB (peak / after) | bars |\n" + "|---" * 15 + "|")
+              "| ours ms/call | peak RSS MiB | index MiB / prepare s | run folder MiB (peak / after) | checkpoints MB (peak / after) | bars |\n" + "|---" * 15 + "|")
     rows, misses = [], []
     for latency in latencies:
         with stub_server(latency, args.reply_tokens, tools=True) as url:
