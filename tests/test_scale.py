@@ -129,6 +129,7 @@ def test_truncating_a_huge_prompt_tokenizes_a_little_more_than_it_keeps_and_equa
 def test_questions_over_one_huge_corpus_share_its_tokenized_head_and_get_the_same_prompt():
     from graphs.full_context import FULL_CONTEXT_TEMPLATE, truncate_prompt
     from graphs.full_context.graph import truncate_our_prompt
+    from graphs.full_context.prepared import clear_prepared, prepared_context, question_suffix
     from graphs.prompts import fill, format_documents
     from retrieval import Corpus
     from retrieval.contract import Question
@@ -140,6 +141,7 @@ def test_questions_over_one_huge_corpus_share_its_tokenized_head_and_get_the_sam
     budget = 4_000
     questions = [Question(text="Which {braces} stay?"), Question(text="q2 " * 300, instruction="Answer with a number.")]
     encoded: list[list[int]] = []
+    clear_prepared()
     for q in questions:
         sizes: list[int] = []
         encoded.append(sizes)
@@ -151,4 +153,7 @@ def test_questions_over_one_huge_corpus_share_its_tokenized_head_and_get_the_sam
         text, truncated = truncate_our_prompt(corpus, q, budget, encode, tok.decode, "tiktoken:cl100k_base")
         prompt = fill(FULL_CONTEXT_TEMPLATE, format_documents(corpus.documents), q)
         assert truncated and (text, True) == truncate_prompt(prompt, budget, tok.encode, tok.decode)
-    assert len(encoded[0]) == 2 and len(encoded[1]) == 1  # the second question encodes only its tail
+    # the first question prepares the corpus (its head, its end, a check of the stretch) and
+    # encodes the stretch with its suffix; the second encodes only that: ~500 characters and its own text
+    stretch = prepared_context(corpus, budget, tok.encode, tok.decode, "tiktoken:cl100k_base").stretch_text
+    assert len(encoded[0]) == 4 and encoded[1] == [len(stretch) + len(question_suffix(questions[1]))]

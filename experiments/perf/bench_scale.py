@@ -11,18 +11,24 @@ questions. For each strategy, in its own subprocess (so peak RSS is per strategy
    index (BM25) built cold into ``--root``/index/<strategy>; build seconds, size on disk
    and the build's peak RSS.
 2. **run** (per stub latency): the corpus and questions loaded, the index loaded from
-   that cache, the process warmed up (the model's tokenizer resolved, one call made:
-   one-time costs of about half a second, in ``load s``), then ``answer_many`` over all questions with ``concurrency=--concurrency``
+   that cache, the process warmed up (the model's tokenizer resolved, one call made, a
+   full garbage collection: one-time costs of about half a second, in ``load s``), then ``answer_many`` over all questions with ``concurrency=--concurrency``
    (MemAgent: every question in one batched pass; PAI: ``judge_mode="auto"``, which picks
    the prefilter at 10M; full_context: truncated to the 128K window; structured: the
    finance table as a fixed schema, as ``bench_structured``), checkpoints and caches in
-   a fresh run folder ``--root``/run-<latency>/<strategy>.
+   a fresh run folder ``--root``/run-<latency>/<strategy>. Before ``answer_many``,
+   full_context is *prepared* (``graphs.full_context.prepare_corpus``: the documents
+   formatted into its prompt, the corpus fingerprinted, the kept head and the context's end
+   tokenized; once per corpus per process), timed apart as ``prepare s`` in the index
+   column, as an index build is (``--no-prepare``: its first question does it instead).
 
 Printed per strategy and latency: questions answered, calls (the stub's request count),
 prompt tokens, wall time of ``answer_many``, the overhead per call ``(wall - latency x
 calls / concurrency) / calls``, what a bare ``ChatOpenAI`` call of the run's mean prompt
-size costs by the same formula (HTTP, SDK, the stub's token counting), our own overhead
-(the difference; with ``--repeat`` also for a second batch in the same process), the
+size costs by the same formula (HTTP, SDK, the stub's token counting), its prompt the
+corpus's own text (the figure with a prompt of ``"word "`` repeated, used before, is shown
+beside it: at 128K tokens it is ~12 ms cheaper, the stub counting and the client encoding
+shorter, simpler text), our own overhead (the difference; with ``--repeat`` also for a second batch in the same process), the
 process's peak RSS, the index on disk, the run folder on disk (largest seen while
 running, sampled twice a second, and after the run) and, apart, its checkpoint
 databases. Nothing is asserted; the Done-when bars of issue 16 (RSS < 4 GiB, own
@@ -33,6 +39,7 @@ last column. Results: docs/scale.md.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import resource
@@ -158,10 +165,14 @@ def worker_run(args: argparse.Namespace) -> dict[str, Any]:
         index = spec.make_config(None, **options).build_index(corpus, cache_dir=args.index_dir)
     llm = make_chat_model("openai:stub", max_retries=0)
     # one-time per process, not per call: resolve the model's tokenizer (a probe of the
-    # server, loading cl100k) and open the connection
+    # server, loading cl100k), open the connection, and collect the garbage of loading (the
+    # process's first full collection, ~0.1 s over every object the libraries, corpus and
+    # index made, fell in the first batch: 12 ms a call of full_context's 8)
     tokenizer_for(llm).count("warm up")
     llm.invoke("warm up", max_tokens=1)
+    gc.collect()
     load_s = time.perf_counter() - started
+    prepare_s = None if args.no_prepare else prepare_strategy(args.strategy, corpus, questions, llm, options)
     run_dir = Path(args.run_dir)
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True)
@@ -182,7 +193,9 @@ def worker_run(args: argparse.Namespace) -> dict[str, Any]:
         warm = {"again_wall_s": time.perf_counter() - t, "again_calls": stub_requests(args.url) - again_before}
         shutil.rmtree(f"{run_dir}-again", ignore_errors=True)
     prompt_tokens = sum(a.usage.prompt_tokens for a in answers)
-    bare_ms = bare_call_ms(llm, prompt_tokens // max(calls, 1), min(calls, 64), args.concurrency, args.worker_latency)
+    mean_tokens, bare_n = prompt_tokens // max(calls, 1), min(calls, 64)
+    bare_ms = bare_call_ms(llm, corpus_text(corpus, mean_tokens), bare_n, args.concurrency, args.worker_latency)
+    bare_word_ms = bare_call_ms(llm, "word " * max(mean_tokens, 1), bare_n, args.concurrency, args.worker_latency)
     steps = [s for a in answers for s in a.steps]
     modes = sorted({str(s["mode"]) for s in steps if s.get("node") == "plan_judging" and "mode" in s})
     return {
@@ -193,8 +206,10 @@ def worker_run(args: argparse.Namespace) -> dict[str, Any]:
         "usage_calls": sum(a.usage.llm_calls for a in answers),
         "prompt_tokens": prompt_tokens,
         "bare_ms": bare_ms,
+        "bare_word_ms": bare_word_ms,
         "corpus_tokens": corpus.num_tokens,
         "load_s": load_s,
+        "prepare_s": prepare_s,
         "wall_s": wall,
         "rss_mib": peak_rss_mib(),
         "run_peak_bytes": disk.peak,
@@ -206,17 +221,51 @@ def worker_run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def bare_call_ms(llm: Any, prompt_tokens: int, n: int, concurrency: int, latency: float) -> float:
-    """What a call of the run's mean prompt size costs outside our code (HTTP, the SDK, the
-    stub's token counting): ``n`` bare ``invoke`` calls at the run's concurrency, per call,
-    beyond the latency, by the same formula as the run's overhead."""
+def prepare_strategy(name: str, corpus: Corpus, questions: list, llm: Any, options: dict[str, Any]) -> float | None:
+    """Seconds of the once-per-corpus work a strategy can do before its questions, like an index
+    build (full_context: its prompt's shared part, :func:`graphs.full_context.prepare_corpus`);
+    ``None`` for strategies with none."""
+    if name != "full_context":
+        return None
+    from graphs.full_context import prepare_corpus
+
+    started = time.perf_counter()
+    prepare_corpus(corpus, questions, llm, STRATEGIES.get(name).make_config(None, **options))
+    return time.perf_counter() - started
+
+
+def corpus_text(corpus: Corpus, tokens: int) -> str:
+    """The corpus's first ``tokens`` cl100k tokens of document text (documents joined by blank
+    lines, repeated if the corpus is shorter): a bare prompt of the run's size in the kind of
+    text the strategies send."""
+    from retrieval.tokens import decode, encode
+
+    tokens = max(tokens, 1)
+    parts: list[str] = []
+    chars = 0
+    while chars < 8 * tokens:  # cl100k holds well under 8 characters a token of prose
+        for doc in corpus.documents:
+            parts.append(doc.text)
+            chars += len(doc.text) + 2
+            if chars >= 8 * tokens:
+                break
+    ids = encode("\n\n".join(parts))
+    while len(ids) < tokens:
+        ids += ids
+    return decode(ids[:tokens])
+
+
+def bare_call_ms(llm: Any, prompt_text: str, n: int, concurrency: int, latency: float) -> float:
+    """What a call with ``prompt_text`` (the run's mean prompt size) costs outside our code
+    (HTTP, the SDK, the stub's token counting): ``n`` bare ``invoke`` calls at the run's
+    concurrency, per call, beyond the latency, by the same formula as the run's overhead."""
     from concurrent.futures import ThreadPoolExecutor
 
     from langchain_core.messages import HumanMessage
 
     if n == 0:
         return 0.0
-    prompt = [HumanMessage("word " * max(prompt_tokens, 1))]
+    prompt = [HumanMessage(prompt_text)]
     started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=min(concurrency, n)) as pool:
         list(pool.map(lambda _: llm.invoke(prompt, max_tokens=16), range(n)))
@@ -232,7 +281,7 @@ def run_worker(phase: str, strategy: str, args: argparse.Namespace, **extra: Any
     out.unlink(missing_ok=True)
     cmd = [sys.executable, "-m", "experiments.perf.bench_scale", "--worker", phase, "--strategy", strategy,
            "--result", str(out), "--root", args.root, "--questions", str(args.questions),
-           "--concurrency", str(args.concurrency)] + (["--repeat"] if args.repeat else [])
+           "--concurrency", str(args.concurrency)] + (["--repeat"] if args.repeat else []) + (["--no-prepare"] if args.no_prepare else [])
     for key, value in extra.items():
         cmd += [f"--{key.replace('_', '-')}", str(value)]
     started = time.perf_counter()
@@ -276,11 +325,14 @@ def format_row(name: str, latency: float, r: dict[str, Any], index: dict[str, An
         misses.append("checkpoints")
     idx = "-" if not index else (f"{mib(index['index_bytes'])} ({index['chunks']:,} chunks, {index['build_s']:.0f} s)"
                                  if "error" not in index else "failed")
+    if r.get("prepare_s") is not None:
+        idx = f"prepare {r['prepare_s']:.2f} s"
     mode = f" ({', '.join(r['modes'])})" if r.get("modes") else ""
     empty = f" ({r['empty']} empty)" if r.get("empty") else ""
+    bare = f"{r['bare_ms']:.2f}" + (f" (word {r['bare_word_ms']:.2f})" if "bare_word_ms" in r else "")
     ckpt = f"{r['checkpoints_peak_bytes'] / 1e6:,.1f} / {r['checkpoints_final_bytes'] / 1e6:,.1f}" if r["checkpoints_peak_bytes"] else "-"
     row = (f"| {name}{mode} | {latency * 1000:.0f} | {r['answered']}/{r['questions']}{empty} | {r['calls']:,} | {r['prompt_tokens']:,} "
-           f"| {r['load_s']:.1f} | {r['wall_s']:.1f} | {overhead_ms:.2f} | {r['bare_ms']:.2f} | {ours} | {r['rss_mib']:,.0f} | {idx} "
+           f"| {r['load_s']:.1f} | {r['wall_s']:.1f} | {overhead_ms:.2f} | {bare} | {ours} | {r['rss_mib']:,.0f} | {idx} "
            f"| {mib(r['run_peak_bytes'])} / {mib(r['run_final_bytes'])} | {ckpt} | {'ok' if not misses else ', '.join(misses)} |")
     return row, [f"{name} at {latency * 1000:.0f} ms: {m}" for m in misses]
 
@@ -318,6 +370,7 @@ def main() -> None:
     p.add_argument("--dense-probe", type=int, default=0, help="embed this many chunks and extrapolate the dense index time")
     p.add_argument("--rebuild", action="store_true", help="build the indexes again (default: reuse a build of an earlier run)")
     p.add_argument("--repeat", action="store_true", help="answer each batch twice per process; 'ours' then shows first / second")
+    p.add_argument("--no-prepare", action="store_true", help="no prepare phase: full_context's first question formats and tokenizes the corpus")
     p.add_argument("--json", help="also write every result here")
     # worker-only
     p.add_argument("--worker", choices=("index", "run"), help=argparse.SUPPRESS)
@@ -367,7 +420,7 @@ def main() -> None:
         return
     results: dict[str, Any] = {"indexes": indexes, "runs": []}
     header = ("| strategy | latency ms | answered | calls | prompt tokens | load s | wall s | overhead ms/call | bare call ms "
-              "| ours ms/call | peak RSS MiB | index MiB | run folder MiB (peak / after) | checkpoints MB (peak / after) | bars |\n" + "|---" * 15 + "|")
+              "| ours ms/call | peak RSS MiB | index MiB / prepare s | run folder MiB (peak / after) | checkpoints MB (peak / after) | bars |\n" + "|---" * 15 + "|")
     rows, misses = [], []
     for latency in latencies:
         with stub_server(latency, args.reply_tokens, tools=True) as url:

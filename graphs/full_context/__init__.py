@@ -6,10 +6,11 @@ from graphs.full_context.graph import (
     build_graph,
     full_context_prompt,
     input_budget,
+    prepare_corpus,
     truncate_prompt,
     truncation_cut,
     untruncated_prompt,
 )
 from graphs.full_context.prompts import FULL_CONTEXT_TEMPLATE, PROMPTS_VERSION
 
-__all__ = ["FULL_CONTEXT_TEMPLATE", "PROMPTS_VERSION", "FullContextConfig", "FullContextPrompt", "build_graph", "full_context_prompt", "input_budget", "truncate_prompt", "truncation_cut", "untruncated_prompt"]
+__all__ = ["FULL_CONTEXT_TEMPLATE", "PROMPTS_VERSION", "FullContextConfig", "FullContextPrompt", "build_graph", "full_context_prompt", "input_budget", "prepare_corpus", "truncate_prompt", "truncation_cut", "untruncated_prompt"]

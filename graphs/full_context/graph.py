@@ -8,8 +8,7 @@ the model window minus the answer budget and a small reserve for the chat templa
 from __future__ import annotations
 
 import operator
-import threading
-from collections.abc import Callable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Annotated, TypedDict
 
@@ -19,41 +18,21 @@ from langgraph.runtime import Runtime
 from graphs.config import ConfigError
 from graphs.context import StrategyContext
 from graphs.full_context.config import FullContextConfig
+from graphs.full_context.prepared import prepared_context, truncate_our_prompt
 from graphs.full_context.prompts import FULL_CONTEXT_TEMPLATE, PROMPTS_VERSION
+from graphs.full_context.truncation import (  # noqa: F401 - re-exported: the truncation rule's home before it moved
+    CHARS_PER_TOKEN_BOUND,
+    END_MARGIN_TOKENS,
+    FIRST_CHARS_PER_TOKEN,
+    end_ids,
+    truncate_prompt,
+    truncation_cut,
+)
 from graphs.llm import context_window, prompt_codec, tokenizer_id
 from graphs.nodes import generate, linear_graph
-from graphs.prompts import DEFAULT_INSTRUCTION, fill, format_documents
+from graphs.prompts import fill, format_documents
 from graphs.registry import STRATEGIES
-from retrieval import middle_truncate
 from retrieval.contract import Corpus, Question, Step
-
-#: Characters kept per side before tokenizing a huge prompt; no tokenizer packs 16 chars per token.
-CHARS_PER_TOKEN_BOUND = 16
-#: First guess of characters per token when slicing a huge prompt's ends (grown until enough).
-FIRST_CHARS_PER_TOKEN = 6
-#: Tokens tokenized beyond the kept half at each end, so the cut of the slice cannot change the
-#: kept tokens (a cut only re-tokenizes the word or character run it falls in).
-END_MARGIN_TOKENS = 4096
-
-
-def end_ids(prompt: str, half: int, encode: Callable[[str], list[int]], *, tail: bool) -> list[int]:
-    """The tokens of a slice at the start (or end, ``tail``) of ``prompt`` holding at least
-    ``half`` tokens plus a margin: the slice starts at ``FIRST_CHARS_PER_TOKEN`` characters a
-    token and grows by the density it found until it holds enough, up to the
-    ``CHARS_PER_TOKEN_BOUND`` bound.
-
-    Tokenizing 16 characters a token by default meant ~1M tokens encoded per question for a
-    128K window over a 10M-token corpus (~0.5 s); this encodes ~1.5x the kept tokens.
-    """
-    bound = CHARS_PER_TOKEN_BOUND * 2 * half
-    chars = FIRST_CHARS_PER_TOKEN * (half + END_MARGIN_TOKENS)
-    while True:
-        chars = min(chars, bound)
-        ids = encode(prompt[-chars:] if tail else prompt[:chars])
-        need = half + END_MARGIN_TOKENS
-        if len(ids) >= need or chars >= bound:
-            return ids
-        chars = max(int(chars * need / max(len(ids), 1) * 1.1), chars + chars // 4)  # the density seen, 10% spare
 
 
 class FullContextState(TypedDict, total=False):
@@ -64,47 +43,6 @@ class FullContextState(TypedDict, total=False):
     raw: str
     answer: str
     steps: Annotated[list[Step], operator.add]
-
-
-def truncation_cut(
-    prompt: str, max_tokens: int, encode: Callable[[str], list[int]], decode: Callable[[list[int]], str]
-) -> tuple[int, int] | None:
-    """Characters of ``prompt`` that :func:`truncate_prompt` keeps at the head and at the tail,
-    or ``None`` when the prompt fits (for measuring what reaches the model without a call)."""
-    bound = CHARS_PER_TOKEN_BOUND * max_tokens
-    if len(prompt) > 2 * bound:
-        half = max_tokens // 2
-        head, tail = end_ids(prompt, half, encode, tail=False), end_ids(prompt, half, encode, tail=True)
-        return len(decode(head[:half])), len(decode(tail[len(tail) - half :]))
-    ids = encode(prompt)
-    if len(ids) <= max_tokens:
-        return None
-    kept = middle_truncate(ids, max_tokens)
-    half = len(kept) // 2
-    return len(decode(kept[:half])), len(decode(kept[half:]))
-
-
-def truncate_prompt(
-    prompt: str, max_tokens: int, encode: Callable[[str], list[int]], decode: Callable[[list[int]], str]
-) -> tuple[str, bool]:
-    """Middle-truncate ``prompt`` to ``max_tokens`` tokens; returns ``(text, was_truncated)``.
-
-    For prompts far beyond the budget (a 10M-token corpus) only the two ends are
-    tokenized (:func:`end_ids`): a slice per side holding half the budget plus a margin
-    of tokens (at most ``16 * max_tokens`` characters, which always holds more than half
-    the budget), so the result equals tokenizing everything.
-    """
-    bound = CHARS_PER_TOKEN_BOUND * max_tokens
-    if len(prompt) > 2 * bound:
-        half = max_tokens // 2
-        head, tail = end_ids(prompt, half, encode, tail=False), end_ids(prompt, half, encode, tail=True)
-        return decode(head[:half]) + decode(tail[len(tail) - half :]), True
-    ids = encode(prompt)
-    if len(ids) <= max_tokens:
-        return prompt, False
-    kept = middle_truncate(ids, max_tokens)
-    half = len(kept) // 2
-    return decode(kept[:half]) + decode(kept[half:]), True
 
 
 @dataclass(frozen=True)
@@ -142,56 +80,6 @@ def untruncated_prompt(corpus: Corpus, question: Question, cfg: FullContextConfi
     return fill(FULL_CONTEXT_TEMPLATE, format_documents(corpus.documents), question), False
 
 
-_HEADS: dict[tuple, str] = {}  # (corpus fingerprint, tokenizer, budget) -> the kept head text
-_BODIES: dict[str, str] = {}  # corpus fingerprint -> the template's text before the question (the last corpus only)
-_CACHE_LOCK = threading.Lock()
-
-
-def _template_body(corpus: Corpus) -> str:
-    """``FULL_CONTEXT_TEMPLATE`` up to ``{context}``, filled with every document: the part of
-    the prompt no question changes (kept for the last corpus seen, so questions share it)."""
-    with _CACHE_LOCK:
-        body = _BODIES.get(corpus.fingerprint)
-        if body is None:
-            body = FULL_CONTEXT_TEMPLATE.split("{context}")[0] + format_documents(corpus.documents)
-            _BODIES.clear()
-            _BODIES[corpus.fingerprint] = body
-        return body
-
-
-def _question_tail(question: Question) -> str:
-    """``FULL_CONTEXT_TEMPLATE`` after ``{context}``, filled with the question."""
-    rest = FULL_CONTEXT_TEMPLATE.split("{context}")[1]
-    return rest.format(question=question.render(), instruction=question.instruction or DEFAULT_INSTRUCTION)
-
-
-def truncate_our_prompt(
-    corpus: Corpus, question: Question, max_tokens: int, encode: Callable[[str], list[int]], decode: Callable[[list[int]], str], tokenizer: str
-) -> tuple[str, bool]:
-    """:func:`truncate_prompt` of our filled template, the same text, without building the
-    whole prompt per question: for a prompt far beyond the budget the kept head comes from
-    the corpus and the template alone, so it is tokenized once per (corpus, tokenizer,
-    budget) and shared by every question; each question tokenizes only its tail (at 10M
-    tokens and a 128K window this took ~0.3 s a question, building a 60 MB prompt and
-    tokenizing both ends)."""
-    body, tail_text = _template_body(corpus), _question_tail(question)
-    bound = CHARS_PER_TOKEN_BOUND * max_tokens
-    if len(body) + len(tail_text) <= 2 * bound or len(tail_text) >= bound:
-        return truncate_prompt(body + tail_text, max_tokens, encode, decode)
-    half = max_tokens // 2
-    key = (corpus.fingerprint, tokenizer, max_tokens)
-    with _CACHE_LOCK:
-        head = _HEADS.get(key)
-    if head is None:
-        head = decode(end_ids(body, half, encode, tail=False)[:half])  # the prompt's first `bound` chars are the body's
-        with _CACHE_LOCK:
-            if len(_HEADS) > 16:
-                _HEADS.clear()
-            _HEADS[key] = head
-    tail = end_ids(body[-bound:] + tail_text, half, encode, tail=True)  # holds the prompt's last `bound` chars
-    return head + decode(tail[len(tail) - half :]), True
-
-
 def full_context_prompt(corpus: Corpus, question: Question, llm: BaseChatModel, cfg: FullContextConfig) -> FullContextPrompt:
     """The benchmark's official prompt when the question carries one (else our template with
     every document), middle-truncated to the input budget in the model's tokens.
@@ -202,13 +90,39 @@ def full_context_prompt(corpus: Corpus, question: Question, llm: BaseChatModel, 
     window = cfg.context_window or context_window(llm, cfg.default_context_window)
     budget = input_budget(window, question, cfg)
     encode, decode = prompt_codec(llm)
-    official = bool(question.protocol and question.protocol.prompt is not None and cfg.prompt == "benchmark")
+    official = _official(question, cfg)
     if official:
         prompt, official = untruncated_prompt(corpus, question, cfg)
         text, truncated = truncate_prompt(prompt, budget, encode, decode)
     else:
         text, truncated = truncate_our_prompt(corpus, question, budget, encode, decode, tokenizer_id(llm))
     return FullContextPrompt(text=text, context_window=window, max_input_tokens=budget, truncated=truncated, official=official)
+
+
+def _official(question: Question, cfg: FullContextConfig) -> bool:
+    """Whether ``question`` gets its benchmark's official prompt rather than our template."""
+    return bool(question.protocol and question.protocol.prompt is not None and cfg.prompt == "benchmark")
+
+
+def prepare_corpus(corpus: Corpus, questions: Iterable[Question], llm: BaseChatModel, cfg: FullContextConfig | None = None) -> int:
+    """Do now, once, what every question over ``corpus`` shares of :func:`full_context_prompt`
+    with our template: format the documents, fingerprint the corpus, tokenize the kept head and
+    the context's end (:func:`~graphs.full_context.prepared.prepared_context`, cached in this
+    process). Optional: the first question does it otherwise. Returns the number of (budget)
+    contexts prepared; questions that get a benchmark's official prompt need none.
+
+    At 10M tokens and a 128K window this is 0.4-0.9 s (mostly formatting the 60 MB
+    prompt), and each question's cut then costs ~2.4 ms instead of ~40 ms.
+    """
+    cfg = cfg or FullContextConfig()
+    window = cfg.context_window or context_window(llm, cfg.default_context_window)
+    budgets = {input_budget(window, q, cfg) for q in questions if not _official(q, cfg)}
+    if budgets:
+        encode, decode = prompt_codec(llm)
+        tokenizer = tokenizer_id(llm)
+        for budget in sorted(budgets):
+            prepared_context(corpus, budget, encode, decode, tokenizer)
+    return len(budgets)
 
 
 def build_prompt(state: FullContextState, runtime: Runtime[StrategyContext]) -> dict:
