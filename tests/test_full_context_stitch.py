@@ -295,3 +295,32 @@ def test_questions_after_the_first_tokenize_only_a_short_stretch_and_prepare_onc
         truncate_our_prompt(corpus, q, budget, encode, tok.decode, tok.id)
     assert sizes == [len(prepared_context(corpus, budget, tok.encode, tok.decode, tok.id).stretch_text) + len(question_suffix(q))
                      for q in QUESTIONS[:8]]
+
+
+@pytest.fixture(scope="module")
+def embedded_bpe():
+    """The embedded SmolLM2's own byte-level BPE (llama.cpp), the library's default model."""
+    from agents.chat_models import EmbeddedChatModel
+
+    llm = EmbeddedChatModel()
+    return llm.tokenize, llm.detokenize
+
+
+@pytest.mark.parametrize("text", [
+    "Revenue grew 12.5% in FY2024 at Acme Ltd.\n" * 3000,
+    "".join(["naïve café 鼹鼠饕餮 Zürich – 東京 🚀\n", "   \n\n", "1,234,567.89 USD\n"][i % 3] for i in range(6000)),
+])  # fmt: skip
+def test_the_stitched_cut_equals_the_exact_cut_with_the_embedded_models_bpe(text, embedded_bpe):
+    from graphs.full_context import FULL_CONTEXT_TEMPLATE, truncate_prompt
+    from graphs.full_context.prepared import clear_prepared, truncate_our_prompt
+    from graphs.prompts import fill, format_documents
+    from retrieval import Corpus
+    from retrieval.contract import Question
+
+    encode, decode = embedded_bpe
+    clear_prepared()
+    corpus = Corpus.from_texts([text, text[::-1]], titles=["A", "B"])
+    for q in [Question(text="Which company grew fastest?"), Question(text="鼹鼠的收入是多少？", instruction="Answer with a number."), Question(text="\n\n x")]:
+        got = truncate_our_prompt(corpus, q, 2_000, encode, decode, "test:embedded")
+        prompt = fill(FULL_CONTEXT_TEMPLATE, format_documents(corpus.documents), q)
+        assert got == truncate_prompt(prompt, 2_000, encode, decode), q.text
