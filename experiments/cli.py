@@ -17,6 +17,7 @@ from experiments.demo import DEMO_STRATEGIES, READING, run_demo
 from experiments.runner import RunConfig, run_experiment
 from experiments.synth import NeedleConfig, SynthConfig, generate, get_domain, load_samples, parse_tokens
 from retrieval import RETRIEVERS, CorpusError
+from retrieval.embedders import EMBEDDING_BACKENDS
 from retrieval.locks import LockHeld
 from retrieval.ray_support import RayNotInstalledError
 
@@ -25,8 +26,8 @@ def _add_retrieval_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--retriever", choices=RETRIEVERS.names(), help="retriever (default: the strategy's, bm25)")
     p.add_argument("--retriever-model", help="embedding model name or local path for dense/contriever/openai")
     p.add_argument(
-        "--embedding-backend", choices=["torch", "onnx", "onnx-int8"],
-        help="dense retriever's embedding backend (default: the CPU default; onnx-int8 is the fastest on a CPU)",
+        "--embedding-backend", choices=list(EMBEDDING_BACKENDS),
+        help="dense retriever's embedding backend (default on a CPU: torch-bf16 where it has native bfloat16, else torch)",
     )
     p.add_argument("--chunk-unit", choices=["words", "tokens"], help="chunk by words (LongBench v1) or tokens")
     p.add_argument("--chunk-size", type=int, help="chunk length in units (default 200 words)")

@@ -41,7 +41,7 @@ class DenseRetriever:
         """Retriever name, embedding model id and, when not torch, the embedding backend.
 
         ``torch`` is left out of the key so that indexes built before backends existed
-        (all torch) stay valid; ``onnx`` / ``onnx-int8`` vectors differ slightly, so they get
+        (all torch) stay valid; ``torch-bf16`` / ``onnx`` / ``onnx-int8`` vectors differ slightly, so they get
         their own index.
         """
         params = {"retriever": self.name, "model": self.embedder.model_id}

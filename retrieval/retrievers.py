@@ -25,8 +25,10 @@ def bm25(*, engine: str = "bm25s", k1: float = 1.5, b: float = 0.75) -> Retrieve
 def dense(*, model: str | None = None, batch_size: int = 32, backend: str | None = None) -> Retriever:
     """Any sentence-transformers model; default the offline all-MiniLM-L6-v2.
 
-    ``backend``: ``torch``, ``onnx`` or ``onnx-int8`` (ONNX Runtime, int8-quantised weights);
-    default the CPU default of :data:`retrieval.embedders.DEFAULT_CPU_BACKEND`.
+    ``backend``: ``torch``, ``torch-bf16`` (bfloat16 weights and activations), ``onnx`` or
+    ``onnx-int8`` (ONNX Runtime, int8-quantised weights); default
+    :func:`retrieval.embedders.default_cpu_backend`: ``torch-bf16`` on a CPU with native
+    bfloat16 (AMX or AVX-512 BF16), else ``torch``.
     """
     return DenseRetriever(SentenceTransformerEmbedder(model, batch_size=batch_size, backend=backend), name="dense")
 

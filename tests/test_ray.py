@@ -101,10 +101,14 @@ def test_endpoints_need_an_openai_model(tmp_path):
 
 
 class CountingEmbedder(SentenceTransformerEmbedder):
-    """The real MiniLM embedder, counting the texts it embeds in this process."""
+    """The real MiniLM embedder (float32 torch), counting the texts it embeds in this process.
+
+    float32 pinned: bfloat16 vectors (the CPU default where the CPU has it) move by up to 2e-3
+    with the batch a text is embedded in, and Ray's batches are not the local build's.
+    """
 
     def __init__(self):
-        super().__init__()
+        super().__init__(backend="torch")
         self.embedded = 0
 
     def embed_documents(self, texts):
@@ -115,7 +119,7 @@ class CountingEmbedder(SentenceTransformerEmbedder):
 def test_ray_index_equals_local_index_and_loads_locally(tmp_path):
     corpus = Corpus.from_texts([f"Document {i} discusses topic {i % 7} and the number {i * 13}." for i in range(60)])
     chunking = ChunkingConfig(size=12)
-    local = build_index(corpus, "dense", chunking=chunking, cache_dir=tmp_path / "local")
+    local = build_index(corpus, "dense", backend="torch", chunking=chunking, cache_dir=tmp_path / "local")
     index_module.clear_memory_cache()
     driver = CountingEmbedder()
     remote = build_index_ray(corpus, DenseRetriever(driver), chunking=chunking, cache_dir=tmp_path / "ray", workers=2, batch_size=16)
