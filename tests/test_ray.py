@@ -292,9 +292,11 @@ def test_a_lost_ray_task_degrades_its_documents_like_a_malformed_extraction(tmp_
     assert not any(p.read_text() for p in tmp_path.glob("structured/records/*/*/records.jsonl"))  # nothing cached: a rerun extracts them
 
 
+@pytest.mark.timeout(180)  # the nested run deadlocked when its extraction tasks reserved a CPU
 def test_longctx_run_structured_on_ray_and_answer_with_ray(tmp_path, capsys):
     """``longctx run --strategies structured --ray`` on a synthetic corpus (work units as Ray tasks,
-    each Map in its worker); ``longctx answer --strategy structured --ray`` (the Map as Ray tasks)."""
+    each Map in its worker), also with the Map as Ray tasks inside those units;
+    ``longctx answer --strategy structured --ray`` (the Map as Ray tasks)."""
     from experiments.cli import main
     from experiments.synth import SynthConfig, generate, parse_tokens
 
@@ -308,17 +310,24 @@ def test_longctx_run_structured_on_ray_and_answer_with_ray(tmp_path, capsys):
         try:
             code = main(["run", "--benchmark", "synth", "--data", str(data), "--strategies", "structured", "--llm", "openai:stub",
                          "--limit", "2", "--out", str(tmp_path / "run"), "--ray"])
+            nested = main(["run", "--benchmark", "synth", "--data", str(data), "--strategies", "structured", "--llm", "openai:stub-nested",
+                           "--limit", "2", "--out", str(tmp_path / "nested"), "--ray", "--option", "structured.map_executor=ray"])
             capsys.readouterr()
             answered = main(["answer", "--corpus", str(tmp_path / "docs"), "--question", "Total revenue?", "--strategy", "structured",
                              "--llm", "openai:stub", "--cache-dir", str(tmp_path / "cache"), "--ray", "--json"])
         finally:
             del os.environ["OPENAI_BASE_URL"]
-    assert code == 0
-    rows = read_rows(tmp_path / "run")
-    assert len(rows) == 2 and all(r["status"] == "ok" and r["strategy"] == "structured" for r in rows)
-    for r in rows:
-        extraction = next(s for s in r["steps"] if s["node"] == "reduce")["extraction"]
-        assert extraction["degraded_documents"] == [] and extraction["extracted"] + extraction["shared"] == extraction["documents"]
+    assert code == nested == 0
+    for out in ("run", "nested"):
+        rows = read_rows(tmp_path / out)
+        assert len(rows) == 2 and all(r["status"] == "ok" and r["strategy"] == "structured" for r in rows)
+        for r in rows:
+            extraction = next(s for s in r["steps"] if s["node"] == "reduce")["extraction"]
+            assert extraction["degraded_documents"] == [] and extraction["extracted"] + extraction["shared"] == extraction["documents"]
+            assert any(s["node"] == "extract_ray" for s in r["steps"]) == (out == "nested")
+        if out == "nested":  # a new model: nothing cached, each document extracted once by the two questions' Ray tasks
+            extracted = sum(next(s for s in r["steps"] if s["node"] == "reduce")["extraction"]["extracted"] for r in rows)
+            assert extracted == next(s for s in rows[0]["steps"] if s["node"] == "map")["documents"]
     assert answered == 0
     steps = {s["node"]: s for s in json.loads(capsys.readouterr().out)["steps"]}
     assert steps["extract_ray"]["documents"] == 3 and steps["extract_ray"]["failed_tasks"] == 0
