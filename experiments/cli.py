@@ -19,7 +19,7 @@ from experiments.synth import NeedleConfig, SynthConfig, generate, get_domain, l
 from retrieval import RETRIEVERS, CorpusError
 from retrieval.embedders import EMBEDDING_BACKENDS
 from retrieval.locks import LockHeld
-from retrieval.ray_support import RayNotInstalledError
+from retrieval.ray_support import RayNotInstalledError, require_ray
 
 
 def _add_retrieval_args(p: argparse.ArgumentParser) -> None:
@@ -76,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the whole answer as JSON")
     p.add_argument("--option", action="append", default=[], metavar="[STRATEGY.]KEY=JSON", help="strategy option, e.g. chunk_tokens=4000 or pai.domain=finance")
     _add_retrieval_args(p)
+    _add_ray_arg(p, "with --strategy structured, extract the documents (the Map stage)")
 
     p = sub.add_parser("index", help="prebuild and cache a corpus index", description="Chunk and index a corpus once.")
     p.add_argument("path", help="a file or folder (.txt .md .json .jsonl .pdf .html)")
@@ -237,6 +238,12 @@ def cmd_answer(args: argparse.Namespace) -> int:
     if wrong:
         raise ValueError(f"--option names {wrong} but the strategy is {args.strategy!r}")
     overrides.update(options.get(args.strategy, {}))
+    if args.ray is not None:
+        if args.strategy != "structured":
+            raise ValueError("--ray on 'answer' runs the structured strategy's Map stage on Ray (--strategy structured); "
+                             "for an index use 'longctx index --ray', for many questions 'longctx run --ray'")
+        require_ray()  # the install hint now, not after the plan call
+        overrides.update(map_executor="ray", **({"ray_address": args.ray} if args.ray else {}))
     result = answer(
         corpus, question, strategy=args.strategy, llm=args.llm, preset=args.preset, cache_dir=args.cache_dir, show_progress=True, **overrides
     )

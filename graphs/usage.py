@@ -13,6 +13,10 @@ from langchain_core.outputs import LLMResult
 from graphs.llm import reply_usage
 from retrieval.contract import Usage
 
+#: Custom callback event carrying the usage of calls made outside this process (a Ray worker's
+#: extraction calls): ``dispatch_custom_event(USAGE_EVENT, usage_dict, config=config)``.
+USAGE_EVENT = "longctx.usage"
+
 
 class UsageTracker(BaseCallbackHandler):
     """Counts calls, failures and tokens across all chat-model calls of a run (thread-safe).
@@ -57,3 +61,16 @@ class UsageTracker(BaseCallbackHandler):
             self._prompts.pop(run_id, None)
             self.usage.failed_calls += 1
             self.errors.append(f"{type(error).__name__}: {error}")
+
+    def on_custom_event(self, name: str, data: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        """Add the usage of calls made elsewhere and reported as a :data:`USAGE_EVENT`."""
+        if name != USAGE_EVENT:
+            return
+        other = Usage.from_dict(data)
+        with self._lock:
+            self.usage.llm_calls += other.llm_calls
+            self.usage.failed_calls += other.failed_calls
+            self.usage.cached_calls += other.cached_calls
+            self.usage.prompt_tokens += other.prompt_tokens
+            self.usage.completion_tokens += other.completion_tokens
+            self.usage.estimated = self.usage.estimated or other.estimated

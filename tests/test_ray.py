@@ -1,6 +1,9 @@
-"""Ray paths: the runner fanned out as Ray tasks, and chunk embedding as a Ray Data pipeline."""
+"""Ray paths: the runner fanned out as Ray tasks, chunk embedding as a Ray Data pipeline, and
+the structured strategy's Map stage as Ray tasks."""
 
+import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -14,6 +17,11 @@ else:
 
 pytestmark = pytest.mark.ray
 
+from langchain_core.language_models import BaseChatModel  # noqa: E402
+from langchain_core.messages import AIMessage  # noqa: E402
+from langchain_core.outputs import ChatGeneration, ChatResult  # noqa: E402
+
+from agents import ChatModelError, answer, make_chat_model  # noqa: E402
 from experiments.perf.stub_server import stub_server  # noqa: E402
 from experiments.ray_runner import EndpointPool, run_experiment_ray  # noqa: E402
 from experiments.runner import RunConfig, latest_rows, read_rows, run_experiment  # noqa: E402
@@ -22,6 +30,7 @@ from retrieval import index as index_module  # noqa: E402
 from retrieval.dense import DenseRetriever  # noqa: E402
 from retrieval.embedders import SentenceTransformerEmbedder  # noqa: E402
 from retrieval.ray_index import build_index_ray  # noqa: E402
+from tests.recording_server import RecordingServer, prompt_of  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 V2 = str(ROOT / "tests" / "fixtures" / "benchmarks" / "longbench_v2")
@@ -149,3 +158,181 @@ def test_without_ray_the_cli_says_how_to_install_it(monkeypatch, capsys, tmp_pat
     assert "pip install 'longctx[ray]'" in capsys.readouterr().err
     assert main([*args, "--endpoints", "http://a/v1"]) == 2  # --endpoints without --ray
     assert "--endpoints needs --ray" in capsys.readouterr().err
+    ask = ["answer", "--corpus", str(tmp_path / "a.txt"), "--question", "q", "--llm", "openai:stub", "--ray"]
+    assert main([*ask, "--strategy", "structured"]) == 2
+    assert "pip install 'longctx[ray]'" in capsys.readouterr().err
+    assert main([*ask, "--strategy", "rag"]) == 2  # --ray on answer is the structured Map stage's
+    assert "--strategy structured" in capsys.readouterr().err
+
+
+# -- the structured strategy's Map stage on Ray ------------------------------------------------
+SCHEMA = {"entity": "company", "time": {"name": "fiscal_year", "type": "year"},
+          "attributes": [{"name": "revenue", "type": "number", "unit": "USD million"}]}
+N_DOCS = 12
+TOTAL = "The answer is: [780.0]"  # 10 + 20 + ... + 120
+
+
+def structured_corpus() -> Corpus:
+    return Corpus.from_texts([f"Company {i} reported revenue of USD {10 * (i + 1)} million in FY2023." for i in range(N_DOCS)],
+                             titles=[f"Company {i}" for i in range(N_DOCS)])
+
+
+def structured_reply(prompt: str) -> str:
+    """A true-record extractor in JSON mode, SQL that sums the revenue, and the result as the answer."""
+    if prompt.startswith("Extract rows"):
+        title = re.search(r"^Document: (.+?)$", prompt, re.M).group(1)
+        value = f"USD {10 * (int(title.split()[1]) + 1)} million"
+        return json.dumps({"records": [{"entity": title, "period": "FY2023", "values": {"revenue": {"value": value, "quote": value}}}]})
+    if prompt.startswith("Every document"):
+        return "```sql\nSELECT SUM(revenue) FROM facts\n```"
+    found = re.search(r"<result>\n(.*?)\n</result>", prompt, re.S)
+    return "The answer is: " + (found.group(1) if found else "none")
+
+
+class ExtractionServer(RecordingServer):
+    """The recording server answering :func:`structured_reply`; ``fail``: titles whose next extraction breaks the connection."""
+
+    def __init__(self):
+        self.fail: set[str] = set()
+        super().__init__(self._reply)
+
+    def _reply(self, request: dict) -> str:
+        prompt = prompt_of(request)
+        title = re.search(r"^Document: (.+?)$", prompt, re.M)
+        if prompt.startswith("Extract rows") and title and title.group(1) in self.fail:
+            self.fail.discard(title.group(1))
+            raise ConnectionAbortedError("the server went away")  # the client sees a dropped connection
+        return structured_reply(prompt)
+
+    def extraction_calls(self) -> int:
+        return sum(prompt_of(r).startswith("Extract rows") for r in self.requests)
+
+
+def steps_of(a, node: str) -> list[dict]:
+    return [s for s in a.steps if s["node"] == node]
+
+
+def structured_kwargs(llm, cache, **kw) -> dict:
+    return {"strategy": "structured", "llm": llm, "cache_dir": cache, "schema": SCHEMA, "tool_mode": "json", **kw}
+
+
+def test_structured_map_on_ray_equals_local_and_a_second_question_extracts_nothing(tmp_path):
+    docs = structured_corpus()
+    with ExtractionServer() as server:
+        llm = make_chat_model("openai:rec", base_url=server.url, max_retries=0)
+        local = answer(docs, "Total revenue in FY2023?", **structured_kwargs(llm, tmp_path / "local"))
+        before = (len(server.requests), server.extraction_calls())
+        remote = answer(docs, "Total revenue in FY2023?", **structured_kwargs(llm, tmp_path / "ray", map_executor="ray", ray_batch_documents=5))
+        during = (len(server.requests) - before[0], server.extraction_calls() - before[1])
+        again = answer(docs, "What was the total revenue?", **structured_kwargs(llm, tmp_path / "ray", map_executor="ray"))
+        after = server.extraction_calls() - before[1] - during[1]
+    assert remote.answer == local.answer == TOTAL
+    assert steps_of(remote, "query")[0]["rows"] == steps_of(local, "query")[0]["rows"]
+    assert [(e.doc_id, e.text) for e in remote.evidence] == [(e.doc_id, e.text) for e in local.evidence]
+    assert before[1] == during[1] == N_DOCS and after == 0  # one extraction call per document; none for the second question
+    ray_step = steps_of(remote, "extract_ray")[0]
+    assert (ray_step["documents"], ray_step["tasks"], ray_step["failed_tasks"], ray_step["calls"]) == (N_DOCS, 3, 0, N_DOCS)
+    assert steps_of(remote, "reduce")[0]["extraction"] == steps_of(local, "reduce")[0]["extraction"]
+    assert remote.usage.llm_calls == during[0] == local.usage.llm_calls  # the workers' calls are in the answer's usage
+    assert remote.usage.prompt_tokens == local.usage.prompt_tokens
+    assert steps_of(again, "map")[0]["cached"] == N_DOCS and not steps_of(again, "extract_ray")
+    assert again.answer == TOTAL
+
+
+def test_structured_map_on_ray_resumes_after_a_run_that_stopped(tmp_path):
+    """A document that fails on a worker fails the answer once the tasks in flight finish (as
+    locally); what they finished is in the log, and the rerun extracts only the rest."""
+    docs = structured_corpus()
+    kwargs = structured_kwargs(None, tmp_path, map_executor="ray", ray_batch_documents=3, ray_max_in_flight=1)
+    with ExtractionServer() as server:
+        kwargs["llm"] = make_chat_model("openai:rec", base_url=server.url, max_retries=0)
+        server.fail = {"Company 7"}
+        with pytest.raises(ChatModelError):
+            answer(docs, "Total revenue?", **kwargs)
+        first = server.extraction_calls()
+        log = next(tmp_path.glob("structured/records/*/*/records.jsonl"))
+        stored = len(log.read_text().splitlines())
+        with open(log, "a") as f:
+            f.write("0" * 64 + '\t{"version": 2, "records": [')  # a torn last line, as a killed writer leaves
+        a = answer(docs, "Total revenue?", **kwargs)
+        second = server.extraction_calls() - first
+    assert 1 <= stored < N_DOCS and first == stored + 1  # the failing call is not stored
+    m, extraction = steps_of(a, "map")[0], steps_of(a, "reduce")[0]["extraction"]
+    assert (m["cached"], m["to_extract"]) == (stored, N_DOCS - stored)
+    assert second == extraction["extracted"] == N_DOCS - stored and extraction["degraded_documents"] == []
+    assert a.answer == TOTAL
+
+
+def _rebuild_on_driver_only():
+    if ray.get_runtime_context().get_task_id() is not None:
+        raise RuntimeError("this model cannot be rebuilt on a Ray worker")
+    return DriverOnlyModel()
+
+
+class DriverOnlyModel(BaseChatModel):
+    """Answers the SQL and final calls on the driver; unpickling it on a worker fails, so its Ray tasks are lost."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "driver-only"
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+        text = structured_reply("\n".join(str(m.content) for m in messages))
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+
+    def __reduce__(self):
+        return (_rebuild_on_driver_only, ())
+
+
+def test_a_lost_ray_task_degrades_its_documents_like_a_malformed_extraction(tmp_path):
+    a = answer(structured_corpus(), "Total revenue?", **structured_kwargs(DriverOnlyModel(), tmp_path, map_executor="ray", ray_batch_documents=6))
+    ray_step = steps_of(a, "extract_ray")[0]
+    assert (ray_step["tasks"], ray_step["failed_tasks"]) == (2, 2)
+    degraded = steps_of(a, "extract")
+    assert len(degraded) == N_DOCS and all(s["degraded"] and "Ray task failed" in s["errors"][0] for s in degraded)
+    assert "cannot be rebuilt on a Ray worker" in degraded[0]["errors"][0]
+    extraction = steps_of(a, "reduce")[0]["extraction"]
+    assert len(extraction["degraded_documents"]) == N_DOCS and extraction["documents_with_records"] == 0
+    assert not any(p.read_text() for p in tmp_path.glob("structured/records/*/*/records.jsonl"))  # nothing cached: a rerun extracts them
+
+
+@pytest.mark.timeout(180)  # the nested run deadlocked when its extraction tasks reserved a CPU
+def test_longctx_run_structured_on_ray_and_answer_with_ray(tmp_path, capsys):
+    """``longctx run --strategies structured --ray`` on a synthetic corpus (work units as Ray tasks,
+    each Map in its worker), also with the Map as Ray tasks inside those units;
+    ``longctx answer --strategy structured --ray`` (the Map as Ray tasks)."""
+    from experiments.cli import main
+    from experiments.synth import SynthConfig, generate, parse_tokens
+
+    data = tmp_path / "synth"
+    generate(SynthConfig(domain="finance", target_tokens=parse_tokens("32K"), seed=0, num_questions=2), data)
+    (tmp_path / "docs").mkdir()
+    for i in range(3):
+        (tmp_path / "docs" / f"report{i}.txt").write_text(f"Company {i} reported revenue of USD {i + 1} million in FY2023.")
+    with stub_server(0.0, reply_tokens=5, tools=True) as url:
+        os.environ["OPENAI_BASE_URL"] = url
+        try:
+            code = main(["run", "--benchmark", "synth", "--data", str(data), "--strategies", "structured", "--llm", "openai:stub",
+                         "--limit", "2", "--out", str(tmp_path / "run"), "--ray"])
+            nested = main(["run", "--benchmark", "synth", "--data", str(data), "--strategies", "structured", "--llm", "openai:stub-nested",
+                           "--limit", "2", "--out", str(tmp_path / "nested"), "--ray", "--option", "structured.map_executor=ray"])
+            capsys.readouterr()
+            answered = main(["answer", "--corpus", str(tmp_path / "docs"), "--question", "Total revenue?", "--strategy", "structured",
+                             "--llm", "openai:stub", "--cache-dir", str(tmp_path / "cache"), "--ray", "--json"])
+        finally:
+            del os.environ["OPENAI_BASE_URL"]
+    assert code == nested == 0
+    for out in ("run", "nested"):
+        rows = read_rows(tmp_path / out)
+        assert len(rows) == 2 and all(r["status"] == "ok" and r["strategy"] == "structured" for r in rows)
+        for r in rows:
+            extraction = next(s for s in r["steps"] if s["node"] == "reduce")["extraction"]
+            assert extraction["degraded_documents"] == [] and extraction["extracted"] + extraction["shared"] == extraction["documents"]
+            assert any(s["node"] == "extract_ray" for s in r["steps"]) == (out == "nested")
+        if out == "nested":  # a new model: nothing cached, each document extracted once by the two questions' Ray tasks
+            extracted = sum(next(s for s in r["steps"] if s["node"] == "reduce")["extraction"]["extracted"] for r in rows)
+            assert extracted == next(s for s in rows[0]["steps"] if s["node"] == "map")["documents"]
+    assert answered == 0
+    steps = {s["node"]: s for s in json.loads(capsys.readouterr().out)["steps"]}
+    assert steps["extract_ray"]["documents"] == 3 and steps["extract_ray"]["failed_tasks"] == 0
+    assert steps["reduce"]["extraction"]["extracted"] == 3

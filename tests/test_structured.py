@@ -457,6 +457,35 @@ def test_config_is_validated():
         spec.make_config(conflict_rule="newest")
     assert spec.make_config(schema=SCHEMA).schema == SCHEMA
     assert TableSchema.model_validate(SCHEMA).covers(TableSchema.model_validate({**SCHEMA, "attributes": SCHEMA["attributes"][:1]}))
+    with pytest.raises(ConfigError, match="map_executor"):
+        spec.make_config(map_executor="dask")
+    with pytest.raises(ConfigError, match="ray_address.*map_executor='ray'"):
+        spec.make_config(ray_address="auto")
+    with pytest.raises(ConfigError, match="ray_batch_documents"):
+        spec.make_config(map_executor="ray", ray_batch_documents=0)
+    assert spec.make_config(map_executor="ray", ray_address="auto").ray_address == "auto"
+
+
+def test_ray_workers_rebuild_an_openai_model_and_its_usage_reaches_the_answer():
+    """No Ray needed: the recipe a Ray task gets, and the usage event the caller reports."""
+    from langchain_core.callbacks import CallbackManager
+
+    from agents import make_chat_model
+    from graphs.llm import model_id, tokenizer_spec
+    from graphs.structured.ray_map import model_recipe
+    from graphs.usage import USAGE_EVENT, UsageTracker
+
+    llm = make_chat_model("openai:m", base_url="http://127.0.0.1:9/v1", timeout=7, max_retries=1, tokenizer="cl100k")
+    recipe = model_recipe(llm)
+    assert recipe.model is None and recipe.spec == "openai:m" and "api_key" not in recipe.options  # the key stays home
+    rebuilt = recipe.build()
+    assert model_id(rebuilt) == model_id(llm) and tokenizer_spec(rebuilt) == "cl100k"
+    assert (rebuilt.request_timeout, rebuilt.max_retries) == (7.0, 1)
+    tracker = UsageTracker()
+    manager = CallbackManager(handlers=[tracker])
+    manager.on_custom_event(USAGE_EVENT, {"llm_calls": 3, "prompt_tokens": 30, "completion_tokens": 5}, run_id=None)
+    manager.on_custom_event("other", {"llm_calls": 9}, run_id=None)
+    assert (tracker.usage.llm_calls, tracker.usage.prompt_tokens, tracker.usage.completion_tokens) == (3, 30, 5)
 
 
 # -- end to end on the embedded model --------------------------------------------------------

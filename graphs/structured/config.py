@@ -31,8 +31,17 @@ class StructuredConfig(StrategyConfig):
         max_result_rows: Result rows kept (and shown to the final call).
         conflict_rule: Which document's value a cell keeps when several state it.
         cache: Keep records on disk per (document, schema, model) for later questions.
-        concurrency: Extraction calls in flight at once (``max_concurrency`` of the run).
+        concurrency: Extraction calls in flight at once (``max_concurrency`` of the run); with
+            ``map_executor="ray"``, per Ray task.
         max_evidence: Cells returned as evidence.
+        map_executor: Where the Map stage extracts the documents missing from the record cache:
+            ``"local"`` (this process, ``Send`` fan-out) or ``"ray"`` (Ray tasks, batches of
+            documents; :mod:`graphs.structured.ray_map`).
+        ray_address: Ray cluster to join with ``map_executor="ray"`` (``auto``, ``HOST:6379``,
+            ``ray://HOST:10001``); none: a running session, ``$RAY_ADDRESS`` or a new local instance.
+        ray_batch_documents: Documents per Ray task.
+        ray_max_in_flight: Ray tasks in flight at once per answer (extraction calls in flight:
+            at most this times ``concurrency``).
     """
 
     schema: Mapping[str, Any] | None = option(None, source="ours: a fixed schema for repeated analyses")
@@ -56,8 +65,14 @@ class StructuredConfig(StrategyConfig):
     temperature: float = option(0.0, min=0.0)
     concurrency: int = option(8, min=1, source="as PAI; raise for remote APIs (bench_structured uses 32)")
     max_evidence: int = option(50, min=0)
+    map_executor: Literal["local", "ray"] = option("local", source="issue 15: the Map stage runs on Ray with --ray, like the indexer")
+    ray_address: str | None = option(None, source="as longctx index --ray / run --ray: none is $RAY_ADDRESS or a local instance")
+    ray_batch_documents: int = option(16, min=1, source="ours: a task's fixed cost (model and tokenizer built on the worker) over two rounds of 8 calls")
+    ray_max_in_flight: int = option(4, min=1, source="ours: a few tasks per node of a small cluster; raise with the cluster")
 
     def check(self) -> None:
+        if self.ray_address is not None and self.map_executor != "ray":
+            raise ConfigError(f"Option 'ray_address' ({self.ray_address!r}) needs map_executor='ray'")
         if self.window_overlap * 2 >= self.window_tokens:
             raise ConfigError(f"Option 'window_overlap' ({self.window_overlap}) must be under half of 'window_tokens' ({self.window_tokens})")
         if self.schema is not None:

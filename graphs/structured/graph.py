@@ -2,6 +2,7 @@
 one table, Query it with model-written SQL, answer in the benchmark's format.
 
     START -> plan -> map -> extract x documents (Send, max_concurrency) -> reduce -> query -> format_answer -> END
+                              (map_executor="ray": map -> extract_ray -> reduce)
 
 * ``plan``: the table schema by tool calling (validated, retried; a config ``schema``
   skips the call; a schema planned earlier on the same corpus that covers the new one is
@@ -12,6 +13,8 @@ one table, Query it with model-written SQL, answer in the benchmark's format.
   per window, each value with its quote; a reply that stays malformed after the retries
   is recorded in an ``extract`` step (the document then gives no records and is not
   cached). Finished documents are cached at once: a killed run resumes from there.
+  With ``map_executor="ray"``, ``extract_ray`` instead: the same extraction in Ray tasks
+  (:mod:`~graphs.structured.ray_map`), into the same record log.
 * ``reduce``: normalised values (:mod:`~graphs.structured.normalize`), restatements
   resolved (latest document wins by default) into one table.
 * ``query``: SQL from the model over the schema, a few rows and the text columns' values;
@@ -30,6 +33,7 @@ import zlib
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
+from langchain_core.runnables import RunnableConfig
 from langgraph._internal._runnable import RunnableCallable
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
@@ -203,17 +207,26 @@ def map_documents(state: StructuredState, runtime: Runtime[StrategyContext]) -> 
             "fingerprints": {i: fingerprints[i] for i in pending}, "steps": [step]}
 
 
-def route_extract(state: StructuredState) -> list[Send] | str:
+def extract_tasks(state: StructuredState) -> list[dict[str, Any]]:
     """One ``extract`` task per document not in the cache, in corpus order from an offset
     taken from the question: questions started together then lead different documents
     rather than all waiting on the same ``concurrency`` ones (the single flight)."""
     split = set(state.get("split", []))
     fps, pending = state["fingerprints"], state["pending"]
     start = zlib.crc32(state["question"].text.encode("utf-8", errors="surrogatepass")) % len(pending) if pending else 0
-    sends = [Send("extract", {"doc_index": i, "fingerprint": fps[i], "schema": state["schema"], "cache_key": state["cache_key"],
-                              "window": state["window"], "tool_mode": state["tool_mode"], "split": i in split})
-             for i in pending[start:] + pending[:start]]
-    return sends or "reduce"
+    return [{"doc_index": i, "fingerprint": fps[i], "schema": state["schema"], "cache_key": state["cache_key"],
+             "window": state["window"], "tool_mode": state["tool_mode"], "split": i in split}
+            for i in pending[start:] + pending[:start]]
+
+
+def route_extract(state: StructuredState) -> list[Send] | str:
+    """The :func:`extract_tasks` sent to ``extract`` (one branch each), or on to ``reduce``."""
+    return [Send("extract", task) for task in extract_tasks(state)] or "reduce"
+
+
+def route_extract_ray(state: StructuredState) -> str:
+    """``map_executor="ray"``: the documents to extract go to ``extract_ray`` together."""
+    return "extract_ray" if state.get("pending") else "reduce"
 
 
 def extract(task: dict[str, Any], runtime: Runtime[StrategyContext]) -> dict:
@@ -229,6 +242,17 @@ async def aextract(task: dict[str, Any], runtime: Runtime[StrategyContext]) -> d
     one coroutine per document instead of one thread, under the same ``max_concurrency``."""
     ctx = runtime.context
     return await aextract_document(task, ctx, record_cache(ctx, task["cache_key"]) if ctx.config.cache else None)
+
+
+def extract_ray(state: StructuredState, runtime: Runtime[StrategyContext], config: RunnableConfig) -> dict:
+    """The documents not in the cache, extracted by Ray tasks (batches of ``ray_batch_documents``,
+    at most ``ray_max_in_flight`` at once) into the same record log, under the same single
+    flight: the same updates as the ``extract`` branches (:mod:`graphs.structured.ray_map`)."""
+    from graphs.structured.ray_map import run_on_ray  # Ray only on this path
+
+    ctx = runtime.context
+    cache = record_cache(ctx, state["cache_key"]) if ctx.config.cache else None
+    return run_on_ray(extract_tasks(state), ctx, cache, cache_root(ctx) if cache is not None else None, config)
 
 
 def reduce(state: StructuredState, runtime: Runtime[StrategyContext]) -> dict:
@@ -364,19 +388,26 @@ def format_answer(state: StructuredState, runtime: Runtime[StrategyContext]) -> 
     description="Structured corpus analysis: a table schema -> records from every document (cached) -> one table -> SQL -> answer.",
 )
 def build_graph(config: StructuredConfig | None = None):
-    """START -> plan -> map -> extract x documents -> reduce -> query -> format_answer -> END."""
+    """START -> plan -> map -> extract x documents (or extract_ray) -> reduce -> query -> format_answer -> END."""
     cfg = config or StructuredConfig()
     graph = StateGraph(StructuredState, context_schema=StrategyContext)
     graph.add_node("plan", plan)
     graph.add_node("map", map_documents)
-    graph.add_node("extract", RunnableCallable(extract, aextract, name="extract"))  # sync and async twins
+    if cfg.map_executor == "ray":
+        graph.add_node("extract_ray", extract_ray)
+    else:
+        graph.add_node("extract", RunnableCallable(extract, aextract, name="extract"))  # sync and async twins
     graph.add_node("reduce", reduce)
     graph.add_node("query", query)
     graph.add_node("format_answer", format_answer)
     graph.add_edge(START, "plan")
     graph.add_edge("plan", "map")
-    graph.add_conditional_edges("map", route_extract, ["extract", "reduce"])
-    graph.add_edge("extract", "reduce")
+    if cfg.map_executor == "ray":
+        graph.add_conditional_edges("map", route_extract_ray, ["extract_ray", "reduce"])
+        graph.add_edge("extract_ray", "reduce")
+    else:
+        graph.add_conditional_edges("map", route_extract, ["extract", "reduce"])
+        graph.add_edge("extract", "reduce")
     graph.add_edge("reduce", "query")
     graph.add_edge("query", "format_answer")
     graph.add_edge("format_answer", END)

@@ -26,7 +26,7 @@ from graphs.structured.cache import RecordCache
 from graphs.structured.extract import Outcome, acall_validated, bound_model, call_validated, parse_records, quote_found, squeeze, windows
 from graphs.structured.flight import FLIGHTS, adocument_lock, await_flight, document_lock
 from graphs.structured.schema import TableSchema, describe, records_function, records_model
-from retrieval.contract import Step
+from retrieval.contract import Document, Step
 
 
 @dataclass
@@ -84,9 +84,9 @@ def extractor(cache_key: str, schema_data: Mapping[str, Any], mode: str) -> Extr
 class Job:
     """One ``extract`` task: the document, its flight key, and how its outcome becomes state."""
 
-    def __init__(self, task: dict[str, Any], ctx: StrategyContext, cache: RecordCache | None):
+    def __init__(self, task: dict[str, Any], ctx: StrategyContext, cache: RecordCache | None, doc: Document | None = None):
         self.task, self.ctx, self.cfg = task, ctx, ctx.config
-        self.doc = ctx.corpus[task["doc_index"]]
+        self.doc = doc if doc is not None else ctx.corpus[task["doc_index"]]  # given: a Ray worker holds its batch alone
         self.fingerprint = task["fingerprint"]
         self.cache = cache
         self.ex = extractor(task["cache_key"], task["schema"], task["tool_mode"])
@@ -149,9 +149,10 @@ class Job:
         return out
 
 
-def extract_document(task: dict[str, Any], ctx: StrategyContext, cache: RecordCache | None) -> dict[str, Any]:
-    """One document's records (in windows when long), extracted here or by the task leading its flight."""
-    job = Job(task, ctx, cache)
+def extract_document(task: dict[str, Any], ctx: StrategyContext, cache: RecordCache | None, doc: Document | None = None) -> dict[str, Any]:
+    """One document's records (in windows when long), extracted here or by the task leading its flight
+    (``doc``: the document itself, when ``ctx.corpus`` is not the whole corpus)."""
+    job = Job(task, ctx, cache, doc)
     while True:
         leader, fut = FLIGHTS.join(job.key)
         if not leader:
