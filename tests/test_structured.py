@@ -4,6 +4,7 @@ synthetic query template; malformed extractions, SQL errors and unsafe SQL; the 
 from __future__ import annotations
 
 import json
+import pickle
 import re
 import sqlite3
 import threading
@@ -477,7 +478,8 @@ def test_ray_workers_rebuild_an_openai_model_and_its_usage_reaches_the_answer():
 
     llm = make_chat_model("openai:m", base_url="http://127.0.0.1:9/v1", timeout=7, max_retries=1, tokenizer="cl100k")
     recipe = model_recipe(llm)
-    assert recipe.model is None and recipe.spec == "openai:m" and "api_key" not in recipe.options  # the key stays home
+    assert recipe.model is None and recipe.name == "m" and "api_key" not in recipe.options  # the key stays home
+    assert pickle.loads(pickle.dumps(recipe)).model_class is type(llm)  # the class travels by reference
     rebuilt = recipe.build()
     assert model_id(rebuilt) == model_id(llm) and tokenizer_spec(rebuilt) == "cl100k"
     assert (rebuilt.request_timeout, rebuilt.max_retries) == (7.0, 1)

@@ -61,6 +61,7 @@ from graphs.structured.database import (
 from graphs.structured.extract import call_validated, dumps, fits_untokenized
 from graphs.structured.mapping import aextract_document, extract_document
 from graphs.structured.normalize import entity_key
+from graphs.structured.ray_map import run_on_ray
 from graphs.structured.schema import (
     SCHEMA_FUNCTION,
     Attribute,
@@ -248,7 +249,6 @@ def extract_ray(state: StructuredState, runtime: Runtime[StrategyContext], confi
     """The documents not in the cache, extracted by Ray tasks (batches of ``ray_batch_documents``,
     at most ``ray_max_in_flight`` at once) into the same record log, under the same single
     flight: the same updates as the ``extract`` branches (:mod:`graphs.structured.ray_map`)."""
-    from graphs.structured.ray_map import run_on_ray  # Ray only on this path
 
     ctx = runtime.context
     cache = record_cache(ctx, state["cache_key"]) if ctx.config.cache else None

@@ -25,6 +25,7 @@ holds them.
 from __future__ import annotations
 
 import logging
+import os
 import pickle
 import time
 import traceback
@@ -40,7 +41,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 
 from graphs.context import StrategyContext
-from graphs.llm import model_id, tokenizer_for, tokenizer_spec
+from graphs.llm import model_id, set_tokenizer, tokenizer_for, tokenizer_spec
 from graphs.run import with_handler
 from graphs.structured.cache import RecordCache
 from graphs.structured.config import StructuredConfig
@@ -62,23 +63,30 @@ TASK_RETRIES = 1
 
 @dataclass(frozen=True)
 class ModelRecipe:
-    """How a Ray worker gets the caller's chat model: ``model`` pickled as is, or built from ``spec``."""
+    """How a Ray worker gets the caller's chat model: ``model`` pickled as is, or an OpenAI-client
+    model rebuilt as ``model_class(model=name, **options)`` with the worker's own API key.
+
+    The class travels by reference (pickle imports its module on the worker), so this module
+    needs no import of the layer that defines the chat models (``agents`` imports ``graphs``).
+    """
 
     model: BaseChatModel | None = None
-    spec: str | None = None
+    model_class: type | None = None
+    name: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    tokenizer: str | None = None
 
     def build(self) -> BaseChatModel:
         """The chat model on this worker."""
         if self.model is not None:
             return self.model
-        from agents.chat_models import make_chat_model  # agents imports graphs: not at module import
-
-        return make_chat_model(self.spec, **self.options)
+        api_key = os.environ.get("OPENAI_API_KEY") or "not-needed"  # a local server ignores it, as make_chat_model does
+        llm = self.model_class(model=self.name, api_key=api_key, **self.options)
+        return set_tokenizer(llm, self.tokenizer) if self.tokenizer else llm
 
 
 def model_recipe(llm: BaseChatModel) -> ModelRecipe:
-    """The :class:`ModelRecipe` of ``llm``; a model that neither pickles nor has a spec is a ``TypeError``."""
+    """The :class:`ModelRecipe` of ``llm``; a model that neither pickles nor is an OpenAI-client model is a ``TypeError``."""
     if getattr(llm, "root_client", None) is not None and getattr(llm, "model_name", None):  # langchain_openai's ChatOpenAI
         options: dict[str, Any] = {"base_url": llm.openai_api_base or str(llm.root_client.base_url), "max_retries": llm.max_retries}
         if isinstance(llm.request_timeout, (int, float)):
@@ -87,9 +95,8 @@ def model_recipe(llm: BaseChatModel) -> ModelRecipe:
             value = getattr(llm, name, None)
             if value:
                 options[name if name != "organization" else "openai_organization"] = value
-        if tokenizer_spec(llm) != "auto":
-            options["tokenizer"] = tokenizer_spec(llm)
-        return ModelRecipe(spec=f"openai:{llm.model_name}", options=options)
+        tokenizer = tokenizer_spec(llm)
+        return ModelRecipe(model_class=type(llm), name=llm.model_name, options=options, tokenizer=None if tokenizer == "auto" else tokenizer)
     from ray import cloudpickle
 
     try:
@@ -117,8 +124,6 @@ def extract_batch(recipe: ModelRecipe, cfg: StructuredConfig, root: str | None, 
 
     Returns ``{"results": [node update or {"doc_index", "error"}], "usage": Usage fields}``.
     """
-    from agents.chat_models import as_chat_model_error
-
     tracker = UsageTracker()
     built = recipe.build()
     llm = built.model_copy(update={"callbacks": with_handler(built.callbacks, tracker)})  # this task's calls, counted
@@ -131,8 +136,8 @@ def extract_batch(recipe: ModelRecipe, cfg: StructuredConfig, root: str | None, 
         try:
             return extract_document(task, ctx, cache, doc)
         except Exception as exc:  # noqa: BLE001 - raised in the caller, after the other documents
-            error = as_chat_model_error(exc, llm)
-            return {"doc_index": task["doc_index"], "error": _portable_error(error), "traceback": traceback.format_exc(limit=6)[-3000:]}
+            # an OpenAI-client model already raises ChatModelError (server, status, retries)
+            return {"doc_index": task["doc_index"], "error": _portable_error(exc), "traceback": traceback.format_exc(limit=6)[-3000:]}
 
     with ThreadPoolExecutor(max_workers=max(1, min(cfg.concurrency, len(batch)))) as pool:
         results = list(pool.map(one, batch))
