@@ -31,7 +31,7 @@ class StrategyContext:
     corpus: Corpus
     index: Index | None = None
     cache_dir: Path | None = None
-    _gates: dict = field(default_factory=dict, compare=False, repr=False)
+    _gates: dict = field(default_factory=dict, init=False, compare=False, repr=False)
 
     def call_gate(self, limit: int) -> asyncio.Semaphore:
         """The run's semaphore of ``limit`` model calls in flight on the running event loop.

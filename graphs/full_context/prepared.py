@@ -200,12 +200,9 @@ def prepare_context(context: str, budget: int, encode: Encode, decode: Decode) -
         ids, end = encode(context), context
         total, head = len(ids), None
     n, text, agree = _stretch(context, ids, encode, decode)
-    if total is not None:
-        if total - n >= half:
-            head = decode(ids[:half])
-        ids = ids[max(len(ids) - n - half, 0) :]  # what a tail can need
-    else:
-        ids = ids[max(len(ids) - n - half, 0) :]
+    if total is not None and total - n >= half:
+        head = decode(ids[:half])
+    ids = ids[max(len(ids) - n - half, 0) :]  # what a tail can need
     return PreparedContext(budget=budget, total=total, head=head, ids=ids, end=end, stretch=n, stretch_text=text, agree=agree)
 
 
