@@ -23,7 +23,6 @@ import asyncio
 import importlib.util
 import json
 import os
-import random
 import threading
 import time
 from collections.abc import Callable
@@ -36,6 +35,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ConfigDict, PrivateAttr
 
+from agents.lean_transport import LeanTransport, retry_delay
 from graphs.llm import model_id, set_tokenizer
 from retrieval.contract import Registry
 from retrieval.tokenizers import TokenizerError
@@ -72,11 +72,6 @@ _RETRIED_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
 def max_retries_setting() -> int:
     """``$LONGCTX_MAX_RETRIES`` (default 3): retries of a failed or malformed chat request."""
     return int(os.environ.get("LONGCTX_MAX_RETRIES", "3"))
-
-
-def retry_delay(retry: int) -> float:
-    """Seconds before retry number ``retry`` (1-based): the openai SDK's schedule, 0.5 s doubling to 8 s, jittered."""
-    return min(0.5 * 2 ** (retry - 1), 8.0) * (1 - 0.25 * random.random())
 
 
 def _is_malformed(exc: BaseException) -> bool:
@@ -321,9 +316,20 @@ def _openai_class() -> type:
         """``ChatOpenAI`` whose malformed replies are retried like 5xx and whose failures are
         :class:`ChatModelError`; serialized (and so cached) as plain ``ChatOpenAI``."""
 
+        _transport: Any = PrivateAttr(default=None)
+
         @classmethod
         def lc_id(cls) -> list[str]:
             return ChatOpenAI.lc_id()
+
+        def use_http_session(self, session: Any) -> bool:
+            """Post async Chat Completions calls through ``session`` (an aiohttp session owned by
+            one run, see :func:`graphs.llm.run_client`) when :class:`LeanTransport` can reproduce
+            this model's requests; whether it will."""
+            if not LeanTransport.serves(self.root_async_client):
+                return False
+            self._transport = LeanTransport(self.root_async_client, session)
+            return True
 
         def _create_chat_result(self, response: Any, generation_info: dict | None = None) -> ChatResult:
             if isinstance(response, dict):
@@ -391,7 +397,11 @@ def _openai_class() -> type:
                     request = self._lean_request(messages, stop, kwargs)
                     if request is None:
                         return await super()._agenerate(messages, stop=stop, run_manager=run_manager, **kwargs)
-                    return self._create_chat_result(json.loads(await self.root_async_client.post("/chat/completions", cast_to=bytes, **request)))
+                    if self._transport is not None and not request["options"].get("params"):
+                        content = await self._transport.post(request["body"], request["options"])
+                    else:
+                        content = await self.root_async_client.post("/chat/completions", cast_to=bytes, **request)
+                    return self._create_chat_result(json.loads(content))
                 except Exception as exc:
                     if _is_malformed(exc) and retry < self.max_retries:
                         retry += 1

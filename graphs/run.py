@@ -29,6 +29,7 @@ from tqdm.auto import tqdm
 from graphs.batched import BatchedRun, run_batched_graph
 from graphs.config import redact_secrets
 from graphs.context import StrategyContext
+from graphs.heap import during_runs
 from graphs.llm import has_native_async, model_id, run_client, tokenizer_for, tokenizer_id
 from graphs.prompts import PROMPTS_VERSION as SHARED_PROMPTS_VERSION
 from graphs.registry import BatchRun, Strategy
@@ -39,6 +40,7 @@ from retrieval.contract import Answer, Corpus, Evidence, Question, Step, Usage
 T = TypeVar("T")
 
 
+@during_runs
 def run_strategy(
     spec: Strategy,
     cfg: Any,
@@ -111,6 +113,7 @@ def run_strategy(
     return _share_index_time(answers, index_seconds)
 
 
+@during_runs
 async def arun_strategy(
     spec: Strategy,
     cfg: Any,

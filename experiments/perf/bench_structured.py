@@ -14,7 +14,9 @@ record cache:
   sync client), ``--repeat`` times, interleaved; the min and median makespan against the ideal
   ``documents / concurrency x latency``;
 * the client alone: the same extraction requests with bare ``ainvoke`` under a semaphore
-  (no graph, no parsing, no cache), the floor this machine allows;
+  (no graph, no parsing, no cache);
+* the HTTP floor: the same request bodies posted with aiohttp alone (no LangChain, no SDK),
+  what this machine allows at all with the stub on the other core;
 * question 2 after question 1 (no extraction call: the records come from the cache);
 * 8 questions started together (``answer_many(..., concurrency=8)``: 8 questions at once,
   8 extraction calls each): extraction calls (the single flight: one per document) and the makespan;
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import statistics
 import tempfile
@@ -87,6 +90,35 @@ def client_only(url: str, prompts: list[str], concurrency: int) -> float:
     return asyncio.run(run())
 
 
+def http_floor(url: str, prompts: list[str], concurrency: int) -> float:
+    """Seconds for the extraction request bodies posted with aiohttp alone, ``concurrency`` at once."""
+    import aiohttp
+
+    from agents.lean_transport import encode_body
+    from graphs.structured.schema import TableSchema, records_function
+
+    function = records_function(TableSchema.model_validate(finance_schema()))
+
+    def body(prompt: str) -> bytes:
+        return encode_body({"messages": [{"role": "user", "content": prompt}], "model": "stub", "stream": False, "max_completion_tokens": 2048,
+                            "temperature": 0.0, "tools": [function], "tool_choice": {"type": "function", "function": {"name": "record_rows"}}})
+
+    async def run() -> float:
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=1000)) as session:
+            gate = asyncio.Semaphore(concurrency)
+
+            async def one(prompt: str) -> dict:
+                async with gate, session.post(f"{url}/chat/completions", data=body(prompt), headers={"Content-Type": "application/json"}) as r:
+                    return json.loads(await r.read())
+
+            await one("warm up")
+            started = time.perf_counter()
+            await asyncio.gather(*[one(p) for p in prompts])
+            return time.perf_counter() - started
+
+    return asyncio.run(run())
+
+
 def main() -> None:
     """Run the measurements and print them."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -121,13 +153,17 @@ def main() -> None:
             llm.invoke("warm up")  # the tokenizer probe and the connection, once per process
             ex = extractor("bench", finance_schema(), "tools")
             prompts = [ex.prompt(d.title, "", d.text) for d in corpus]  # what the extract node sends
-            spans: dict[str, list[float]] = {"answer() (async)": [], "threads (use_async=False)": [], "client only": []}
+            spans: dict[str, list[float]] = {"answer() (async)": [], "threads (use_async=False)": [], "client only": [],
+                                              "HTTP floor (aiohttp alone)": []}
             first = None
             for _ in range(args.repeat):
                 for path in spans:
                     timer.reset()
                     if path == "client only":
                         spans[path].append(client_only(url, prompts, args.concurrency))
+                        continue
+                    if path.startswith("HTTP floor"):
+                        spans[path].append(http_floor(url, prompts, args.concurrency))
                         continue
                     cache = next(caches)
                     started = time.perf_counter()
