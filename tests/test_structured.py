@@ -296,6 +296,37 @@ def test_plan_by_tool_call_with_retry_and_schema_reuse(tmp_path):
     assert next(s for s in b.steps if s["node"] == "map")["to_extract"] == 0
 
 
+def test_the_planner_sees_the_tables_already_filled_and_naming_one_again_reads_nothing(tmp_path):
+    prompts = []
+
+    def reply(prompt, tools):
+        if prompt.startswith("A question will be answered"):
+            prompts.append(prompt)
+            if "Tables already filled" not in prompt:
+                return [SCHEMA]
+            # the listed table, named again with only the column the question needs
+            assert "- facts: one row per company and fiscal_year (year); columns: revenue (number, USD million), sector (text, static)" in prompt
+            return [{**SCHEMA, "attributes": SCHEMA["attributes"][1:]}]
+        if prompt.startswith("Extract rows"):
+            return [{"records": TRUE[re.search(r"^Document: (.+?)$", prompt, re.M).group(1)]}]
+        if prompt.startswith("Every document"):
+            return "SELECT COUNT(DISTINCT sector) FROM facts"
+        return "The answer is: 2"
+
+    llm = ToolScriptedChatModel(reply_fn=reply)
+    first = answer(small_corpus(), "Highest revenue?", strategy="structured", llm=llm, cache_dir=tmp_path)
+    assert next(s for s in first.steps if s["node"] == "plan")["known_tables"] == 0
+    extracted = sum(c["prompt"].startswith("Extract rows") for c in llm.calls)
+    second = answer(small_corpus(), "How many sectors?", strategy="structured", llm=llm, cache_dir=tmp_path)
+    plan = next(s for s in second.steps if s["node"] == "plan")
+    assert plan["known_tables"] == 1 and plan["reused_schema"] is True
+    assert next(s for s in second.steps if s["node"] == "map")["to_extract"] == 0
+    assert sum(c["prompt"].startswith("Extract rows") for c in llm.calls) == extracted
+    # known_tables=0 keeps the plan prompt as it was
+    answer(small_corpus(), "Highest revenue?", strategy="structured", llm=llm, cache_dir=tmp_path, known_tables=0)
+    assert "Tables already filled" not in prompts[-1]
+
+
 def test_json_mode_without_tools(tmp_path):
     def reply(prompt, tools):
         assert tools is None

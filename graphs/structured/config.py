@@ -19,6 +19,8 @@ class StructuredConfig(StrategyConfig):
     Attributes:
         schema: A fixed table schema (``TableSchema`` fields); skips the Plan call.
         reuse_schemas: Reuse a schema planned earlier on the same corpus when it covers the new one.
+        known_tables: With ``reuse_schemas``, the most recent tables already filled from the
+            corpus listed in the plan prompt, so the planner can name one again (0: none).
         max_attributes: Most attributes a planned schema may have (more is a validation error).
         window_tokens: Longest text one extraction call reads; longer documents are read in
             windows (capped by the model's window minus the prompt and the reply).
@@ -46,6 +48,7 @@ class StructuredConfig(StrategyConfig):
 
     schema: Mapping[str, Any] | None = option(None, source="ours: a fixed schema for repeated analyses")
     reuse_schemas: bool = option(True, source="issue 15: one schema may serve several questions")
+    known_tables: int = option(5, min=0, source="ours: a few one-line tables keep the plan prompt short")
     max_attributes: int = option(16, min=1, source="ours; CorpusQA questions read at most 4 fields plus 2 categoricals")
     window_tokens: int = option(8_000, min=256, source="ours: one call per synthetic report (4K tokens); capped by the model window")
     window_overlap: int = option(200, min=0, source="ours: a table row is under 200 tokens")

@@ -69,6 +69,7 @@ from graphs.structured.schema import (
     describe,
     parse_schema,
     schema_hash,
+    summary,
 )
 from retrieval.contract import Corpus, Evidence, Question, Step
 from retrieval.index import default_cache_dir
@@ -112,20 +113,36 @@ def fallback_schema(question: Question) -> TableSchema:
                        attributes=[Attribute(name="fact", type="text", description=f"a fact that helps answer: {question.text}")])
 
 
+def known_schemas(store: SchemaStore | None) -> list[TableSchema]:
+    """The valid schemas stored for the corpus, oldest first (none without a store)."""
+    found = []
+    for data in store.load() if store is not None else []:
+        try:
+            found.append(TableSchema.model_validate(data))
+        except ValueError:
+            continue
+    return found
+
+
 def plan(state: StructuredState, runtime: Runtime[StrategyContext]) -> dict:
-    """The table schema: from the config, or by a validated tool call; an earlier covering schema is reused."""
+    """The table schema: from the config, or by a validated tool call that sees the tables
+    already filled from the corpus; an earlier covering schema is reused."""
     ctx, cfg, question = runtime.context, runtime.context.config, state["question"]
     mode = resolve_tool_mode(ctx.llm, cfg.tool_mode)
     step: dict[str, Any] = {"tool_mode": mode}
+    store = SchemaStore(cache_root(ctx), ctx.corpus.fingerprint) if cfg.cache else None
+    known = known_schemas(store) if cfg.reuse_schemas else []
     if cfg.schema is not None:
         schema = parse_schema(dict(cfg.schema))
         step["source"] = "config"
     else:
         how = P.PLAN_TOOLS if mode == "tools" else P.PLAN_JSON
-        prompt = P.PLAN_PROMPT.format(question=question.render(), max_attributes=cfg.max_attributes, how=how)
+        shown = known[-cfg.known_tables:] if cfg.known_tables else []
+        listed = P.PLAN_KNOWN.format(tables="\n".join(summary(k) for k in reversed(shown))) if shown else ""
+        prompt = P.PLAN_PROMPT.format(question=question.render(), max_attributes=cfg.max_attributes, known=listed, how=how)
         out = call_validated(ctx.llm, prompt, lambda args: parse_schema(args[0], cfg.max_attributes), mode=mode,
                              function=SCHEMA_FUNCTION, retries=cfg.retries, max_tokens=cfg.plan_max_tokens, temperature=cfg.temperature)
-        step.update(source="model", attempts=out.attempts)
+        step.update(source="model", attempts=out.attempts, known_tables=len(shown))
         if out.errors:
             step["errors"] = out.errors
         if out.ok:
@@ -133,18 +150,12 @@ def plan(state: StructuredState, runtime: Runtime[StrategyContext]) -> dict:
         else:
             schema = fallback_schema(question)
             step["degraded"] = "no valid schema after the retries: one text fact per entity is extracted instead"
-    if cfg.cache:
-        store = SchemaStore(cache_root(ctx), ctx.corpus.fingerprint)
-        if cfg.reuse_schemas:
-            for known in store.load():
-                try:
-                    earlier = TableSchema.model_validate(known)
-                except ValueError:
-                    continue
-                if earlier.covers(schema):
-                    step["reused_schema"] = earlier != schema
-                    schema = earlier
-                    break
+    if store is not None:
+        for earlier in known_schemas(store) if cfg.reuse_schemas else []:  # read again: a concurrent question may have added one
+            if earlier.covers(schema):
+                step["reused_schema"] = earlier != schema
+                schema = earlier
+                break
         store.add(schema.model_dump())
     step["schema"] = schema.model_dump()
     return {"schema": schema.model_dump(), "tool_mode": mode, "steps": [Step("plan", **step)]}
@@ -184,7 +195,7 @@ def map_documents(state: StructuredState, runtime: Runtime[StrategyContext]) -> 
     ctx, cfg = runtime.context, runtime.context.config
     schema = TableSchema.model_validate(state["schema"])
     window = effective_window(ctx)
-    key = schema_hash(schema, P.PROMPTS_VERSION, state["tool_mode"], window, cfg.window_overlap)
+    key = schema_hash(schema, P.EXTRACT_PROMPTS_VERSION, state["tool_mode"], window, cfg.window_overlap)
     loaded: dict[int, list[dict]] = {}
     pending: list[int] = []
     fingerprints: dict[int, str] = {}

@@ -1,16 +1,25 @@
 """Prompts of the structured strategy (ours: CorpusQA, seed 004, describes its pipeline
 -- schema extraction per document, one table, NL2SQL -- but publishes no prompt text).
-Bump ``PROMPTS_VERSION`` on any edit: it is part of the record-cache key."""
+Bump ``PROMPTS_VERSION`` on any edit (the prompt goldens check it), and
+``EXTRACT_PROMPTS_VERSION`` on an edit of the ``EXTRACT_*`` templates: that one is part of
+the record-cache key, so a change of the other prompts keeps the extracted records."""
 
 from __future__ import annotations
 
-PROMPTS_VERSION = 1
+PROMPTS_VERSION = 2  # 2: the plan prompt lists the tables already filled from the corpus (PLAN_KNOWN)
+EXTRACT_PROMPTS_VERSION = 1
 
 PLAN_PROMPT = """A question will be answered over a large collection of documents by first filling one table from every document, then running SQL over that table.
 
 Question: {question}
 
-Design the table that answers the question: the entity each row is about (e.g. company, university), the time dimension when values are reported per period (e.g. fiscal_year; null when not), and the attributes the question needs, each with its type (number, integer, percent, text, boolean, date) and the unit every value will be stored in (e.g. "USD million", "%", "count"). Include the attributes needed to filter or group (e.g. sector, region) and every value the computation reads; mark attributes that never change over time as static. Use at most {max_attributes} attributes.{how}"""
+Design the table that answers the question: the entity each row is about (e.g. company, university), the time dimension when values are reported per period (e.g. fiscal_year; null when not), and the attributes the question needs, each with its type (number, integer, percent, text, boolean, date) and the unit every value will be stored in (e.g. "USD million", "%", "count"). Include the attributes needed to filter or group (e.g. sector, region) and every value the computation reads; mark attributes that never change over time as static. Use at most {max_attributes} attributes.{known}{how}"""
+
+PLAN_KNOWN = """
+
+Tables already filled from every document of this collection (reusing one reads nothing again; a new table means reading every document again):
+{tables}
+If one of them holds every value the question needs, define that table again: the same table name, entity, time dimension, and the columns the question needs with the same names, types and units."""
 
 PLAN_JSON = """
 

@@ -242,7 +242,14 @@ def describe(schema: TableSchema) -> str:
     return "\n".join(lines)
 
 
+def summary(schema: TableSchema) -> str:
+    """One line naming a table's row, period and columns (type, unit): what a planner reuses."""
+    period = f" and {schema.time.name} ({schema.time.type})" if schema.time else ""
+    columns = ", ".join(f"{a.name} ({a.type}{', ' + a.unit if a.unit else ''}{', static' if a.static else ''})" for a in schema.attributes)
+    return f"- {schema.table}: one row per {schema.entity}{period}; columns: {columns}"
+
+
 __all__ = [
-    "Attribute", "Cell", "SCHEMA_FUNCTION", "SQL_TYPES", "TableSchema", "TimeDimension", "describe", "identifier",
+    "Attribute", "Cell", "SCHEMA_FUNCTION", "SQL_TYPES", "TableSchema", "TimeDimension", "describe", "identifier", "summary",
     "parse_schema", "records_function", "records_model", "schema_hash",
 ]
