@@ -8,6 +8,7 @@ uses: MemAgent's chunks and memory bound, full-context truncation, usage estimat
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -98,13 +99,24 @@ def _lean_session(llm: BaseChatModel) -> Any:
     return session
 
 
+@functools.lru_cache(maxsize=1)
+def _ssl_context() -> Any:
+    """The TLS context of the SDK's default client, made once per process: loading the CA
+    bundle cost 20-60 ms of every run when each run's client made its own."""
+    try:
+        import httpx2 as httpx  # the openai SDK's vendored httpx
+    except ImportError:  # an SDK before it
+        import httpx
+    return httpx.create_ssl_context()
+
+
 def _async_http_client() -> Any:
     """The openai SDK's aiohttp-backed async client when aiohttp is installed, else its httpx default."""
     import openai  # only models that already carry an openai client get here
 
     if importlib.util.find_spec("aiohttp") is not None:
-        return openai.DefaultAioHttpClient()
-    return openai.DefaultAsyncHttpxClient()
+        return openai.DefaultAioHttpClient(verify=_ssl_context())
+    return openai.DefaultAsyncHttpxClient(verify=_ssl_context())
 
 
 def reply_usage(message: Any, prompt: str, text: str, *, count: Callable[[str], int] | None = None) -> dict:
