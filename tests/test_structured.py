@@ -272,20 +272,29 @@ def test_reading_a_file_in_the_graph_is_refused_and_reported(tmp_path):
 
 
 # -- plan ---------------------------------------------------------------------------------
-def test_plan_by_tool_call_with_retry_and_schema_reuse(tmp_path):
-    planned = iter([[{"entity": "company", "attributes": []}], [SCHEMA], [{**SCHEMA, "attributes": SCHEMA["attributes"][:1]}]])
+def planning_model(plan_reply, sql: str, final: str) -> ToolScriptedChatModel:
+    """Plans with ``plan_reply(prompt, tools)``, extracts the true records, writes ``sql``, answers ``final``."""
 
     def reply(prompt, tools):
         if prompt.startswith("A question will be answered"):
-            assert tools and tools[0]["function"]["name"] == "define_table"
-            return next(planned)
+            return plan_reply(prompt, tools)
         if prompt.startswith("Extract rows"):
             return [{"records": TRUE[re.search(r"^Document: (.+?)$", prompt, re.M).group(1)]}]
         if prompt.startswith("Every document"):
-            return "SELECT MAX(revenue) FROM facts"
-        return "The answer is: 1250"
+            return sql
+        return final
 
-    llm = ToolScriptedChatModel(reply_fn=reply)
+    return ToolScriptedChatModel(reply_fn=reply)
+
+
+def test_plan_by_tool_call_with_retry_and_schema_reuse(tmp_path):
+    planned = iter([[{"entity": "company", "attributes": []}], [SCHEMA], [{**SCHEMA, "attributes": SCHEMA["attributes"][:1]}]])
+
+    def plan_reply(prompt, tools):
+        assert tools and tools[0]["function"]["name"] == "define_table"
+        return next(planned)
+
+    llm = planning_model(plan_reply, "SELECT MAX(revenue) FROM facts", "The answer is: 1250")
     a = answer(small_corpus(), "Highest revenue?", strategy="structured", llm=llm, cache_dir=tmp_path)
     plan = next(s for s in a.steps if s["node"] == "plan")
     assert plan["attempts"] == 2 and "attributes" in plan["errors"][0] and plan["tool_mode"] == "tools"
@@ -299,21 +308,15 @@ def test_plan_by_tool_call_with_retry_and_schema_reuse(tmp_path):
 def test_the_planner_sees_the_tables_already_filled_and_naming_one_again_reads_nothing(tmp_path):
     prompts = []
 
-    def reply(prompt, tools):
-        if prompt.startswith("A question will be answered"):
-            prompts.append(prompt)
-            if "Tables already filled" not in prompt:
-                return [SCHEMA]
-            # the listed table, named again with only the column the question needs
-            assert "- facts: one row per company and fiscal_year (year); columns: revenue (number, USD million), sector (text, static)" in prompt
-            return [{**SCHEMA, "attributes": SCHEMA["attributes"][1:]}]
-        if prompt.startswith("Extract rows"):
-            return [{"records": TRUE[re.search(r"^Document: (.+?)$", prompt, re.M).group(1)]}]
-        if prompt.startswith("Every document"):
-            return "SELECT COUNT(DISTINCT sector) FROM facts"
-        return "The answer is: 2"
+    def plan_reply(prompt, tools):
+        prompts.append(prompt)
+        if "Tables already filled" not in prompt:
+            return [SCHEMA]
+        # the listed table, named again with only the column the question needs
+        assert "- facts: one row per company and fiscal_year (year); columns: revenue (number, USD million), sector (text, static)" in prompt
+        return [{**SCHEMA, "attributes": SCHEMA["attributes"][1:]}]
 
-    llm = ToolScriptedChatModel(reply_fn=reply)
+    llm = planning_model(plan_reply, "SELECT COUNT(DISTINCT sector) FROM facts", "The answer is: 2")
     first = answer(small_corpus(), "Highest revenue?", strategy="structured", llm=llm, cache_dir=tmp_path)
     assert next(s for s in first.steps if s["node"] == "plan")["known_tables"] == 0
     extracted = sum(c["prompt"].startswith("Extract rows") for c in llm.calls)
