@@ -1,4 +1,7 @@
-"""MemAgent on a real llama_cpp.server counts chunks and memory in that server's tokens."""
+"""MemAgent on a real llama_cpp.server counts chunks and memory in that server's tokens.
+
+Slow (~19 s on 2 cores: a server start and MemAgent generating on the embedded model): run by
+``make test-all``, like the other end-to-end runs on a generating model."""
 
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ from retrieval import Corpus
 from retrieval.tokens import count_tokens
 from tests.servers import llama_server
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 ZH_DOCS = [
     "长江是中国最长的河流，全长约六千三百公里，流经十一个省级行政区，最后注入东海。" * 4,
