@@ -7,7 +7,7 @@ converting it to aiohttp and the response back), and an extraction fan-out of 25
 32 in flight against a 50 ms server spends longer on the client than on the server
 (``experiments/perf/bench_structured.py``). This transport sends the same bytes with the
 same headers and keeps the SDK's behaviour where it matters, measured against it in
-``tests/test_lean_transport.py``:
+``tests/test_transport_parity.py``:
 
 * **Retries**: ``max_retries`` of the client; connection errors, timeouts and the statuses
   the SDK retries (408, 409, 429, 5xx; the server's ``x-should-retry`` wins), waiting what
@@ -67,7 +67,7 @@ def encode_body(body: Any) -> bytes:
     """``body`` as the SDK encodes a JSON request: UTF-8, compact, no NaN, datetimes and pydantic models readable.
 
     orjson writes the same bytes as the SDK's ``json.dumps`` for request payloads (checked on
-    every extraction body of the structured benchmark and in ``tests/test_lean_transport.py``)
+    every extraction body of the structured benchmark and in ``tests/test_transport_parity.py``)
     in a tenth of the time: ~20 against ~260 microseconds for a 25,000-character prompt, 8% of
     a fan-out's client CPU. It writes NaN as ``null`` where the SDK refuses it, so a payload
     with a non-finite number at its top level (temperature, penalties), a key that is not a
