@@ -87,8 +87,9 @@ def as_chat_model_error(exc: BaseException, llm: Any, *, retries: int | None = N
 
     Connection failures and timeouts, authentication errors, HTTP error statuses and
     malformed replies are mapped; anything else (a bug, a bad argument) is returned
-    unchanged. ``retries`` defaults to what the client did: the model's ``max_retries``
-    for statuses the SDK retries, none for others.
+    unchanged. ``retries`` defaults to what the client did: the count a run's lean transport
+    noted on the error, else the model's ``max_retries`` for statuses the SDK retries, none
+    for others (the SDK's errors do not say how many it made).
     """
     if isinstance(exc, ChatModelError):
         return exc
@@ -97,6 +98,8 @@ def as_chat_model_error(exc: BaseException, llm: Any, *, retries: int | None = N
     except ImportError:  # pragma: no cover - openai is a hard dependency
         return exc
     url = server_url(llm) or "the configured server"
+    if retries is None:
+        retries = getattr(exc, "retries_made", None)  # known when a run's lean transport made the call
     configured = getattr(llm, "max_retries", None)
     configured = max_retries_setting() if configured is None else int(configured)
     if isinstance(exc, openai.AuthenticationError):

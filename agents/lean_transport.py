@@ -237,16 +237,22 @@ class LeanTransport:
                     if retry >= self.max_retries or not should_retry(response.status, response.headers):
                         failed = _httpx().Response(response.status, headers=list(response.headers.items()), content=content,
                                                    request=self._sdk_request(headers, data))
-                        raise self.client._make_status_error_from_response(failed) from None
+                        raise _made(self.client._make_status_error_from_response(failed), retry) from None
                     wait_headers = response.headers
             except asyncio.TimeoutError as exc:
                 if retry >= self.max_retries:
-                    raise openai.APITimeoutError(request=self._sdk_request(headers, data)) from exc
+                    raise _made(openai.APITimeoutError(request=self._sdk_request(headers, data)), retry) from exc
             except self._aiohttp.ClientError as exc:
                 if retry >= self.max_retries:
-                    raise openai.APIConnectionError(request=self._sdk_request(headers, data)) from exc
+                    raise _made(openai.APIConnectionError(request=self._sdk_request(headers, data)), retry) from exc
             retry += 1
             await asyncio.sleep(wait_before(retry, wait_headers))
 
+
+def _made(error: BaseException, retries: int) -> BaseException:
+    """``error`` noting the retries actually made (``retries_made``), which the SDK's errors do not
+    carry: :func:`agents.chat_models.as_chat_model_error` reports it instead of the configured count."""
+    error.retries_made = retries
+    return error
 
 __all__ = ["LeanTransport", "MAX_RETRY_AFTER", "encode_body", "env_proxy", "retry_after", "retry_delay", "should_retry", "wait_before"]
