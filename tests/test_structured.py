@@ -29,9 +29,11 @@ from graphs.structured.database import (
     reduce_cells,
     run_query,
 )
+from graphs.structured.graph import extract_tasks, group_size, route_extract
 from graphs.structured.normalize import normalize_period, to_unit
 from graphs.structured.schema import TableSchema, parse_schema
 from retrieval import Corpus
+from retrieval.contract import Question
 from tests.scripted_tools import ToolScriptedChatModel, malformed_tool_call
 
 UNITS = {"usd_m": ("number", "USD million"), "count": ("number", "count"), "percent": ("percent", "%"), "usd2": ("number", "USD"), "usd_int": ("number", "USD")}
@@ -345,6 +347,45 @@ def test_json_mode_without_tools(tmp_path):
     a = answer(small_corpus(), "Which company had the highest revenue?", strategy="structured", llm=llm, cache_dir=tmp_path)
     assert next(s for s in a.steps if s["node"] == "query")["rows"] == [["ACME CORP"]]
     assert [e.title for e in a.evidence] == ["Acme 2024"]  # the restated revenue, the column the SQL reads
+
+
+@pytest.mark.parametrize("documents,concurrency,size", [(250, 32, 4), (2_500, 32, 40), (10, 8, 1), (0, 8, 1), (17, 1, 9)])
+def test_documents_per_extract_task(documents, concurrency, size):
+    assert group_size(documents, concurrency) == size
+
+
+def test_extract_tasks_go_out_in_groups_covering_every_document_once():
+    state = {"question": Question(text="q"), "pending": list(range(10)), "fingerprints": {i: f"fp{i}" for i in range(10)},
+             "schema": SCHEMA, "cache_key": "k", "window": 8000, "tool_mode": "tools", "split": [3], "group_size": 4}
+    sends = route_extract(state)
+    groups = [send.arg["documents"] for send in sends]
+    assert [len(g) for g in groups] == [4, 4, 2] and all(send.node == "extract" for send in sends)
+    flat = [t["doc_index"] for g in groups for t in g]
+    assert sorted(flat) == list(range(10)) and flat == [t["doc_index"] for t in extract_tasks(state)]
+    assert [t["split"] for g in groups for t in g if t["doc_index"] == 3] == [True]
+    assert route_extract({**state, "pending": [], "fingerprints": {}}) == "reduce"
+
+
+def test_extraction_calls_in_flight_stay_within_concurrency_on_a_real_server(tmp_path):
+    """Groups run their documents concurrently under one gate per run: never more than
+    ``concurrency`` extraction calls at the server, and all of them used."""
+    from agents.chat_models import make_chat_model
+    from tests.recording_server import RecordingServer
+
+    corpus = Corpus.from_texts([f"Company {i} (Retail) had revenue of ${i} million in FY2023." for i in range(24)], titles=[f"D{i}" for i in range(24)])
+
+    def reply(request):
+        prompt = request["messages"][-1]["content"]
+        if prompt.startswith("Extract rows"):
+            return json.dumps({"records": []})
+        return "```sql\nSELECT COUNT(*) FROM facts\n```" if prompt.startswith("Every document") else "0"
+
+    with RecordingServer(reply, latency=0.05) as server:
+        llm = make_chat_model("openai:rec", base_url=server.url, max_retries=0)
+        a = answer(corpus, "How many companies?", strategy="structured", llm=llm, cache_dir=tmp_path, schema=SCHEMA, concurrency=3, tool_mode="json")
+    assert sum(r["messages"][-1]["content"].startswith("Extract rows") for r in server.requests) == 24
+    assert server.max_in_flight == 3
+    assert next(s for s in a.steps if s["node"] == "reduce")["extraction"]["calls"] == 24
 
 
 def test_long_documents_are_read_in_windows(tmp_path):

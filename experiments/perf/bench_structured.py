@@ -18,8 +18,9 @@ record cache:
 * the HTTP floor: the same request bodies posted with aiohttp alone (no LangChain, no SDK),
   what this machine allows at all with the stub on the other core;
 * question 2 after question 1 (no extraction call: the records come from the cache);
-* 8 questions started together (``answer_many(..., concurrency=8)``: 8 questions at once,
-  8 extraction calls each): extraction calls (the single flight: one per document) and the makespan;
+* 8 questions started together (``answer_many(..., concurrency=C)``: the 8 questions at once,
+  ``C`` extraction calls in flight across them): extraction calls (the single flight: one per
+  document) and the makespan;
 * the same extraction against a 0 ms stub: what client and stub cost per call.
 
 Prints load averages before and after (the machine is shared). ``--compare`` also answers
@@ -183,7 +184,7 @@ def main() -> None:
             total2, calls2 = time.perf_counter() - started, timer.calls
             timer.reset()
             started = time.perf_counter()
-            many = answer_many(corpus, questions, llm=llm, cache_dir=next(caches), **kw | {"concurrency": 8})
+            many = answer_many(corpus, questions, llm=llm, cache_dir=next(caches), **kw)
             many_wall, many_calls, many_span = time.perf_counter() - started, timer.calls, timer.last - timer.first
             with stub_server(0.0, reply_tokens=20, tools=True, usage=args.stub_usage) as url0:
                 timer.reset()
@@ -206,7 +207,7 @@ def main() -> None:
                 per = f"{toks:,} ({toks / n_tokens:.2f})" if calls else "0"
                 print(f"| {name} | {e['extracted']} / {e['shared']} / {e['cached']} | {calls} | {per} | {total:.2f} s, {a.usage.llm_calls} calls |")
             ex = [next(s for s in a.steps if s["node"] == "reduce")["extraction"] for a in many]
-            print(f"| {len(many)} questions together (answer_many, concurrency 8) | {sum(e['extracted'] for e in ex)} / "
+            print(f"| {len(many)} questions together (answer_many, concurrency {args.concurrency}) | {sum(e['extracted'] for e in ex)} / "
                   f"{sum(e['shared'] for e in ex)} / {sum(e['cached'] for e in ex)} | {many_calls} (makespan {many_span:.3f} s) | | "
                   f"{many_wall:.2f} s, {sum(a.usage.llm_calls for a in many)} calls |")
             print(f"\noverhead: the same {n_docs} extraction calls against a 0 ms stub take {overhead:.3f} s "

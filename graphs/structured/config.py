@@ -33,8 +33,9 @@ class StructuredConfig(StrategyConfig):
         max_result_rows: Result rows kept (and shown to the final call).
         conflict_rule: Which document's value a cell keeps when several state it.
         cache: Keep records on disk per (document, schema, model) for later questions.
-        concurrency: Extraction calls in flight at once (``max_concurrency`` of the run); with
-            ``map_executor="ray"``, per Ray task.
+        concurrency: Extraction calls in flight at once, across the questions of a run (a gate
+            per run on the async path; on the threaded path, extraction tasks in flight per
+            question); with ``map_executor="ray"``, per Ray task.
         max_evidence: Cells returned as evidence.
         map_executor: Where the Map stage extracts the documents missing from the record cache:
             ``"local"`` (this process, ``Send`` fan-out) or ``"ray"`` (Ray tasks, batches of

@@ -7,6 +7,7 @@ valid reply here, where PAI's ``call_structured`` treats "no item" as malformed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -117,13 +118,16 @@ async def acall_validated(
     max_tokens: int,
     temperature: float,
     model: Any = None,
+    gate: Any = None,
 ) -> Outcome:
     """:func:`call_validated` through the model's async interface (PAI's ``ainvoke_model``:
-    a sync-only model runs in a thread of PAI's pool)."""
+    a sync-only model runs in a thread of PAI's pool); ``gate``: a semaphore held around each call."""
     model = model if model is not None else bound_model(llm, mode, function)
+    gate = gate if gate is not None else contextlib.nullcontext()
     out = Outcome()
     for attempt in range(1, retries + 2):
-        message = await ainvoke_model(llm, model, [HumanMessage(content=_text(prompt, out))], max_tokens=max_tokens, temperature=temperature)
+        async with gate:
+            message = await ainvoke_model(llm, model, [HumanMessage(content=_text(prompt, out))], max_tokens=max_tokens, temperature=temperature)
         if _take(out, message, parse, attempt):
             return out
     return out

@@ -25,6 +25,7 @@ one table, Query it with model-written SQL, answer in the benchmark's format.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import operator
 import re
@@ -91,6 +92,7 @@ class StructuredState(TypedDict, total=False):
     pending: list[int]
     fingerprints: dict[int, str]
     split: list[int]
+    group_size: int
     extractions: Annotated[list[dict[str, Any]], operator.add]
     table: Table
     sql: str
@@ -216,7 +218,19 @@ def map_documents(state: StructuredState, runtime: Runtime[StrategyContext]) -> 
     step = Step("map", documents=len(ctx.corpus), cached=len(loaded), to_extract=len(pending), split_documents=len(split),
                 schema_key=key[:16], model=model_id(ctx.llm), window_tokens=window, cache=cfg.cache)
     return {"cache_key": key, "window": window, "loaded": loaded, "pending": pending, "split": split,
-            "fingerprints": {i: fingerprints[i] for i in pending}, "steps": [step]}
+            "group_size": group_size(len(pending), cfg.concurrency), "fingerprints": {i: fingerprints[i] for i in pending}, "steps": [step]}
+
+
+def group_size(documents: int, concurrency: int) -> int:
+    """Documents per ``extract`` task: about two tasks per call slot, at least one document.
+
+    A LangGraph task (and the callback and config copies each node run makes) costs ~0.6-1 ms
+    of client CPU, as much as the extraction call's own client work; at 32 calls in flight
+    against a 50 ms server that overhead, not the server, set the makespan
+    (``experiments/perf/bench_structured.py``). Two tasks per slot keep every slot busy on the
+    threaded path too, where a task reads its documents one after the other.
+    """
+    return max(1, -(-documents // (2 * concurrency)))
 
 
 def extract_tasks(state: StructuredState) -> list[dict[str, Any]]:
@@ -232,8 +246,9 @@ def extract_tasks(state: StructuredState) -> list[dict[str, Any]]:
 
 
 def route_extract(state: StructuredState) -> list[Send] | str:
-    """The :func:`extract_tasks` sent to ``extract`` (one branch each), or on to ``reduce``."""
-    return [Send("extract", task) for task in extract_tasks(state)] or "reduce"
+    """The :func:`extract_tasks` sent to ``extract`` in groups of ``group_size`` documents, or on to ``reduce``."""
+    tasks, size = extract_tasks(state), state.get("group_size", 1)
+    return [Send("extract", {"documents": tasks[i : i + size]}) for i in range(0, len(tasks), size)] or "reduce"
 
 
 def route_extract_ray(state: StructuredState) -> str:
@@ -241,19 +256,35 @@ def route_extract_ray(state: StructuredState) -> str:
     return "extract_ray" if state.get("pending") else "reduce"
 
 
-def extract(task: dict[str, Any], runtime: Runtime[StrategyContext]) -> dict:
-    """One document's records (in windows when long); cached when every window gave a valid reply.
-    Single flight: a document another question is reading for the same schema and model is
-    waited for and its records reused (:mod:`graphs.structured.flight`)."""
+def merged(updates: list[dict[str, Any]]) -> dict[str, Any]:
+    """The state updates of several documents as one (lists joined in order)."""
+    out: dict[str, Any] = {"extractions": [e for u in updates for e in u["extractions"]]}
+    steps = [st for u in updates for st in u.get("steps", [])]
+    if steps:
+        out["steps"] = steps
+    return out
+
+
+def extract(group: dict[str, Any], runtime: Runtime[StrategyContext]) -> dict:
+    """A group of documents' records, one document after the other (each in windows when long;
+    cached when every window gave a valid reply). Single flight: a document another question
+    is reading for the same schema and model is waited for and its records reused
+    (:mod:`graphs.structured.flight`)."""
     ctx = runtime.context
-    return extract_document(task, ctx, record_cache(ctx, task["cache_key"]) if ctx.config.cache else None)
+    cache = record_cache(ctx, group["documents"][0]["cache_key"]) if ctx.config.cache else None
+    return merged([extract_document(task, ctx, cache) for task in group["documents"]])
 
 
-async def aextract(task: dict[str, Any], runtime: Runtime[StrategyContext]) -> dict:
+async def aextract(group: dict[str, Any], runtime: Runtime[StrategyContext]) -> dict:
     """:func:`extract` through the model's async interface (what the graph's ``ainvoke`` runs):
-    one coroutine per document instead of one thread, under the same ``max_concurrency``."""
+    the group's documents concurrently, their calls under the run's gate of ``concurrency``
+    calls in flight (a failure cancels the group's other documents)."""
     ctx = runtime.context
-    return await aextract_document(task, ctx, record_cache(ctx, task["cache_key"]) if ctx.config.cache else None)
+    cache = record_cache(ctx, group["documents"][0]["cache_key"]) if ctx.config.cache else None
+    gate = ctx.call_gate(ctx.config.concurrency)
+    async with asyncio.TaskGroup() as tasks:
+        running = [tasks.create_task(aextract_document(task, ctx, cache, gate=gate)) for task in group["documents"]]
+    return merged([t.result() for t in running])
 
 
 def extract_ray(state: StructuredState, runtime: Runtime[StrategyContext], config: RunnableConfig) -> dict:

@@ -175,8 +175,9 @@ def extract_document(task: dict[str, Any], ctx: StrategyContext, cache: RecordCa
             FLIGHTS.land(job.key, fut, usable)
 
 
-async def aextract_document(task: dict[str, Any], ctx: StrategyContext, cache: RecordCache | None) -> dict[str, Any]:
-    """:func:`extract_document` for a coroutine: the model's ``ainvoke``, waits without a thread."""
+async def aextract_document(task: dict[str, Any], ctx: StrategyContext, cache: RecordCache | None, *, gate: Any = None) -> dict[str, Any]:
+    """:func:`extract_document` for a coroutine: the model's ``ainvoke``, waits without a thread
+    (``gate``: an ``asyncio.Semaphore`` held around each model call)."""
     job = Job(task, ctx, cache)
     while True:
         leader, fut = FLIGHTS.join(job.key)
@@ -192,7 +193,7 @@ async def aextract_document(task: dict[str, Any], ctx: StrategyContext, cache: R
                 if usable is not None:
                     return job.state(usable, shared=True)
                 parts, options = job.prompts(), job.call_options()
-                outs = [await acall_validated(ctx.llm, prompt, job.ex.parse, **options) for _, prompt in parts]
+                outs = [await acall_validated(ctx.llm, prompt, job.ex.parse, gate=gate, **options) for _, prompt in parts]
                 result = job.finish(parts, outs)
                 usable = result if not result["failed_windows"] else None
                 return job.state(result)
