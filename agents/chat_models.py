@@ -35,7 +35,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ConfigDict, PrivateAttr
 
-from agents.lean_transport import LeanTransport, retry_delay
+from agents.lean_transport import LeanTransport, retry_delay, should_retry
 from graphs.llm import model_id, set_tokenizer
 from retrieval.contract import Registry
 from retrieval.tokenizers import TokenizerError
@@ -82,6 +82,15 @@ def _is_malformed(exc: BaseException) -> bool:
     return isinstance(exc, (MalformedResponseError, json.JSONDecodeError, openai.APIResponseValidationError))
 
 
+def _was_retried(exc: Any) -> bool:
+    """Whether the SDK retried a failed status: its rule read from the response (``x-should-retry``,
+    a ``retry-after`` beyond 120 s), or the status alone when the response is not at hand."""
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    if headers is None:
+        return exc.status_code in _RETRIED_STATUSES
+    return should_retry(exc.status_code, headers)
+
+
 def as_chat_model_error(exc: BaseException, llm: Any, *, retries: int | None = None) -> BaseException:
     """A provider failure as a :class:`ChatModelError` naming the server, HTTP status and retries.
 
@@ -115,7 +124,7 @@ def as_chat_model_error(exc: BaseException, llm: Any, *, retries: int | None = N
             url=url, status=None, retries=n,
         )  # fmt: skip
     if isinstance(exc, openai.APIStatusError):
-        n = retries if retries is not None else (configured if exc.status_code in _RETRIED_STATUSES else 0)
+        n = retries if retries is not None else (configured if _was_retried(exc) else 0)
         return ChatModelError(
             f"The chat model server at {url} failed with HTTP {exc.status_code} after {n} retries: {exc.message}",
             url=url, status=exc.status_code, retries=n,
