@@ -578,3 +578,17 @@ def test_structured_on_the_embedded_model_over_examples(tmp_path):
         assert {"plan", "map", "reduce", "query", "format_answer"} <= steps
         print(f"\nstructured/embedded: {text!r} -> {a.answer!r} (expected to mention {expected!r}: {expected in a.answer.lower()}); "
               f"calls {a.usage.llm_calls}, steps {[(s['node'], s.get('ok', s.get('rows'))) for s in a.steps]}")
+
+
+def test_a_failing_extraction_raises_the_chat_model_error_itself_on_the_async_path(tmp_path):
+    """A document whose calls fail after the retries fails the answer with its ChatModelError
+    (not an exception group of the task's documents), and the group's other documents stop."""
+    from agents.chat_models import ChatModelError, make_chat_model
+    from experiments.perf.stub_server import stub_server
+
+    corpus = Corpus.from_texts([f"Company {i} had revenue of ${i} million in FY2023." for i in range(12)], titles=[f"D{i}" for i in range(12)])
+    with stub_server(latency=0.0, tools=True, fault="500") as url:
+        llm = make_chat_model("openai:stub", base_url=url, max_retries=0)
+        with pytest.raises(ChatModelError) as info:
+            answer(corpus, "How many companies?", strategy="structured", llm=llm, cache_dir=tmp_path, schema=SCHEMA, concurrency=2)
+    assert info.value.status == 500

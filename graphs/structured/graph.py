@@ -282,9 +282,14 @@ async def aextract(group: dict[str, Any], runtime: Runtime[StrategyContext]) -> 
     ctx = runtime.context
     cache = record_cache(ctx, group["documents"][0]["cache_key"]) if ctx.config.cache else None
     gate = ctx.call_gate(ctx.config.concurrency)
-    async with asyncio.TaskGroup() as tasks:
-        running = [tasks.create_task(aextract_document(task, ctx, cache, gate=gate)) for task in group["documents"]]
-    return merged([t.result() for t in running])
+    running = [asyncio.ensure_future(aextract_document(task, ctx, cache, gate=gate)) for task in group["documents"]]
+    try:
+        return merged(await asyncio.gather(*running))
+    except BaseException:  # the document's own error goes up as it is (a TaskGroup would wrap it); the others stop
+        for task in running:
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+        raise
 
 
 def extract_ray(state: StructuredState, runtime: Runtime[StrategyContext], config: RunnableConfig) -> dict:
