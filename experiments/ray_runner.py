@@ -10,6 +10,7 @@ OpenAI-compatible servers share the load.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import traceback
 from collections import deque
@@ -64,6 +65,16 @@ class EndpointPool:
         self.in_flight[slot] -= 1
 
 
+def with_map_endpoints(config: RunConfig, endpoints: Sequence[str]) -> RunConfig:
+    """``config`` whose structured runs with ``map_executor="ray"`` spread their Map tasks over
+    ``endpoints`` too (their ``ray_endpoints``, unless the options set it): a unit is one
+    question's answer, and its extraction batches are where the calls are."""
+    options = dict(config.strategy_options.get("structured", {}))
+    if len(endpoints) < 2 or "structured" not in config.strategies or options.get("map_executor") != "ray" or "ray_endpoints" in options:
+        return config
+    return dataclasses.replace(config, strategy_options={**config.strategy_options, "structured": {**options, "ray_endpoints": list(endpoints)}})
+
+
 def _unit_task(samples: list[Any], strategy: str, config: RunConfig, llm: Any, base_url: str | None, cache: str | None) -> list[dict]:
     """One work unit on a Ray worker: its own chat client for the unit's endpoint, then the local code."""
     chat = make_chat_model(llm, base_url=base_url) if base_url else make_chat_model(llm)
@@ -102,6 +113,7 @@ def run_experiment_ray(
     if endpoints and not is_openai:
         raise ValueError("--endpoints needs an 'openai:MODEL' chat model spec")
     urls: list[str | None] = list(endpoints) or [os.environ.get("OPENAI_BASE_URL") if is_openai else None]
+    config = with_map_endpoints(config, endpoints)
     ray = ensure_ray(address)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

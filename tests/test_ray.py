@@ -239,6 +239,37 @@ def test_structured_map_on_ray_equals_local_and_a_second_question_extracts_nothi
     assert again.answer == TOTAL
 
 
+def test_structured_map_on_ray_spreads_its_tasks_over_the_endpoints(tmp_path):
+    """ray_endpoints: each Ray task goes to the server with the fewest tasks in flight; every
+    document is still extracted once, into the caller's record log."""
+    docs = structured_corpus()
+    with ExtractionServer() as first, ExtractionServer() as second:
+        llm = make_chat_model("openai:rec", base_url=first.url, max_retries=0)
+        a = answer(docs, "Total revenue in FY2023?", **structured_kwargs(llm, tmp_path, map_executor="ray", ray_batch_documents=3,
+                                                                          ray_endpoints=[first.url, second.url]))
+        again = answer(docs, "What was the total revenue?", **structured_kwargs(llm, tmp_path, map_executor="ray"))
+    assert a.answer == again.answer == TOTAL
+    assert first.extraction_calls() > 0 and second.extraction_calls() > 0
+    assert first.extraction_calls() + second.extraction_calls() == N_DOCS
+    step = steps_of(a, "extract_ray")[0]
+    assert step["endpoints"] == 2 and step["tasks"] == 4 and step["calls"] == N_DOCS
+    assert steps_of(again, "map")[0]["cached"] == N_DOCS
+
+
+def test_ray_runner_gives_its_endpoints_to_the_structured_map_stage():
+    from experiments.ray_runner import with_map_endpoints
+
+    base = {"benchmark": "synth", "strategies": ("structured",), "llm": "openai:m"}
+    config = RunConfig(**base, strategy_options={"structured": {"map_executor": "ray"}})
+    spread = with_map_endpoints(config, ["http://a/v1", "http://b/v1"])
+    assert spread.strategy_options["structured"] == {"map_executor": "ray", "ray_endpoints": ["http://a/v1", "http://b/v1"]}
+    assert with_map_endpoints(config, ["http://a/v1"]) is config  # one server: nothing to spread
+    local = RunConfig(**base)
+    assert with_map_endpoints(local, ["http://a/v1", "http://b/v1"]) is local  # the local Map stage: calls go to the unit's server
+    own = RunConfig(**base, strategy_options={"structured": {"map_executor": "ray", "ray_endpoints": ["http://c/v1"]}})
+    assert with_map_endpoints(own, ["http://a/v1", "http://b/v1"]) is own  # the user's own list wins
+
+
 def test_structured_map_on_ray_resumes_after_a_run_that_stopped(tmp_path):
     """A document that fails on a worker fails the answer once the tasks in flight finish (as
     locally); what they finished is in the log, and the rerun extracts only the rest."""

@@ -592,3 +592,20 @@ def test_a_failing_extraction_raises_the_chat_model_error_itself_on_the_async_pa
         with pytest.raises(ChatModelError) as info:
             answer(corpus, "How many companies?", strategy="structured", llm=llm, cache_dir=tmp_path, schema=SCHEMA, concurrency=2)
     assert info.value.status == 500
+
+
+@pytest.mark.parametrize("options,message", [
+    ({"ray_endpoints": ["http://a/v1"]}, "needs map_executor='ray'"),
+    ({"map_executor": "ray", "ray_endpoints": ["gpu1:8000"]}, "http(s) base URLs"),
+    ({"map_executor": "ray", "ray_endpoints": "http://a/v1"}, "ray_endpoints"),
+])
+def test_ray_endpoints_are_validated(options, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        STRATEGIES.get("structured").make_config(**options)
+
+
+def test_ray_endpoints_need_an_openai_model():
+    from graphs.structured.ray_map import model_recipe
+
+    with pytest.raises(TypeError, match="OpenAI-compatible"):
+        model_recipe(ToolScriptedChatModel(reply_fn=lambda prompt, tools: ""), "http://a/v1")

@@ -45,6 +45,9 @@ class StructuredConfig(StrategyConfig):
         ray_batch_documents: Documents per Ray task.
         ray_max_in_flight: Ray tasks in flight at once per answer (extraction calls in flight:
             at most this times ``concurrency``).
+        ray_endpoints: With ``map_executor="ray"`` and an OpenAI-compatible model: base URLs of
+            servers running the same model; each Ray task goes to the one with the fewest tasks
+            in flight (``longctx run --ray --endpoints`` fills it in). Empty: the model's own server.
     """
 
     schema: Mapping[str, Any] | None = option(None, source="ours: a fixed schema for repeated analyses")
@@ -73,10 +76,16 @@ class StructuredConfig(StrategyConfig):
     ray_address: str | None = option(None, source="as longctx index --ray / run --ray: none is $RAY_ADDRESS or a local instance")
     ray_batch_documents: int = option(16, min=1, source="ours: a task's fixed cost (model and tokenizer built on the worker) over two rounds of 8 calls")
     ray_max_in_flight: int = option(4, min=1, source="ours: a few tasks per node of a small cluster; raise with the cluster")
+    ray_endpoints: tuple[str, ...] = option((), source="as longctx run --endpoints: several servers of one model share the Map stage")
 
     def check(self) -> None:
         if self.ray_address is not None and self.map_executor != "ray":
             raise ConfigError(f"Option 'ray_address' ({self.ray_address!r}) needs map_executor='ray'")
+        if self.ray_endpoints and self.map_executor != "ray":
+            raise ConfigError(f"Option 'ray_endpoints' ({list(self.ray_endpoints)}) needs map_executor='ray'")
+        for url in self.ray_endpoints:
+            if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+                raise ConfigError(f"Option 'ray_endpoints' takes http(s) base URLs, got {url!r}")
         if self.window_overlap * 2 >= self.window_tokens:
             raise ConfigError(f"Option 'window_overlap' ({self.window_overlap}) must be under half of 'window_tokens' ({self.window_tokens})")
         if self.schema is not None:

@@ -85,10 +85,12 @@ class ModelRecipe:
         return set_tokenizer(llm, self.tokenizer) if self.tokenizer else llm
 
 
-def model_recipe(llm: BaseChatModel) -> ModelRecipe:
-    """The :class:`ModelRecipe` of ``llm``; a model that neither pickles nor is an OpenAI-client model is a ``TypeError``."""
+def model_recipe(llm: BaseChatModel, base_url: str | None = None) -> ModelRecipe:
+    """The :class:`ModelRecipe` of ``llm`` (an OpenAI-client model: on ``base_url`` when given);
+    a model that neither pickles nor is an OpenAI-client model is a ``TypeError``, as is a
+    ``base_url`` for a model that is not an OpenAI-client one."""
     if getattr(llm, "root_client", None) is not None and getattr(llm, "model_name", None):  # langchain_openai's ChatOpenAI
-        options: dict[str, Any] = {"base_url": llm.openai_api_base or str(llm.root_client.base_url), "max_retries": llm.max_retries}
+        options: dict[str, Any] = {"base_url": base_url or llm.openai_api_base or str(llm.root_client.base_url), "max_retries": llm.max_retries}
         if isinstance(llm.request_timeout, (int, float)):
             options["timeout"] = float(llm.request_timeout)
         for name in ("default_headers", "default_query", "model_kwargs", "organization"):
@@ -97,6 +99,8 @@ def model_recipe(llm: BaseChatModel) -> ModelRecipe:
                 options[name if name != "organization" else "openai_organization"] = value
         tokenizer = tokenizer_spec(llm)
         return ModelRecipe(model_class=type(llm), name=llm.model_name, options=options, tokenizer=None if tokenizer == "auto" else tokenizer)
+    if base_url is not None:
+        raise TypeError(f"ray_endpoints needs an OpenAI-compatible chat model ('openai:MODEL'), not {type(llm).__name__}")
     from ray import cloudpickle
 
     try:
@@ -180,7 +184,8 @@ def run_on_ray(tasks: list[dict[str, Any]], ctx: StrategyContext, cache: RecordC
     """
     cfg: StructuredConfig = ctx.config
     ray = ensure_ray(cfg.ray_address)
-    recipe = ray.put(model_recipe(ctx.llm))
+    recipes = [ray.put(model_recipe(ctx.llm, url)) for url in cfg.ray_endpoints] or [ray.put(model_recipe(ctx.llm))]
+    busy = [0] * len(recipes)  # tasks in flight per endpoint
     nested = ray.get_runtime_context().get_task_id() is not None  # inside a Ray task (a worker of the runner)
     cpus = 0 if nested else TASK_CPUS
     remote = _remote(ray, cpus)
@@ -189,7 +194,7 @@ def run_on_ray(tasks: list[dict[str, Any]], ctx: StrategyContext, cache: RecordC
     docs = ctx.corpus.documents
     n = cfg.ray_batch_documents
     waiting = deque([(t, docs[t["doc_index"]]) for t in tasks[i : i + n]] for i in range(0, len(tasks), n))
-    running: dict[Any, list[tuple[dict, Document]]] = {}
+    running: dict[Any, tuple[list[tuple[dict, Document]], int]] = {}
     extractions: list[dict] = []
     steps: list[dict] = []
     usage = Usage()
@@ -199,12 +204,15 @@ def run_on_ray(tasks: list[dict[str, Any]], ctx: StrategyContext, cache: RecordC
         while waiting or running:
             while waiting and len(running) < cfg.ray_max_in_flight and not errors:
                 batch = waiting.popleft()
-                running[remote.remote(recipe, cfg, where, model, batch)] = batch
+                slot = min(range(len(recipes)), key=lambda i: (busy[i], i))
+                busy[slot] += 1
+                running[remote.remote(recipes[slot], cfg, where, model, batch)] = (batch, slot)
                 submitted += 1
             if not running:
                 break
             done, _ = ray.wait(list(running), num_returns=1)
-            batch = running.pop(done[0])
+            batch, slot = running.pop(done[0])
+            busy[slot] -= 1
             try:
                 out = ray.get(done[0])
             except Exception as exc:  # noqa: BLE001 - RayTaskError, WorkerCrashedError, ...: the batch's documents degrade
@@ -235,7 +243,7 @@ def run_on_ray(tasks: list[dict[str, Any]], ctx: StrategyContext, cache: RecordC
         _store_missing(cache, extractions, {t["doc_index"]: (t["fingerprint"], docs[t["doc_index"]].doc_id) for t in tasks})
     if errors:
         raise errors[0]
-    summary = Step("extract_ray", documents=len(tasks), tasks=submitted, failed_tasks=lost, batch_documents=n,
+    summary = Step("extract_ray", documents=len(tasks), tasks=submitted, failed_tasks=lost, batch_documents=n, endpoints=max(1, len(cfg.ray_endpoints)),
                    max_in_flight=cfg.ray_max_in_flight, task_cpus=cpus, calls=usage.llm_calls, seconds=round(time.perf_counter() - started, 3))
     return {"extractions": extractions, "steps": [summary, *steps]}
 
