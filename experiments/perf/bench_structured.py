@@ -24,8 +24,10 @@ record cache:
 * the same extraction against a 0 ms stub: what client and stub cost per call.
 
 Prints load averages before and after (the machine is shared). ``--compare`` also answers
-the first question with ``pai`` and ``memagent`` (default configs) on the same corpus and
-stub, for calls and prompt tokens side by side. Nothing is asserted.
+the first two questions with ``structured``, ``pai`` and ``memagent`` (default configs) on
+the same corpus, against a stub that counts usage exactly: calls, prompt tokens and seconds
+per question side by side (the second question shows what each strategy reuses). Nothing
+is asserted.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from langchain_core.messages import HumanMessage
 
@@ -131,7 +134,7 @@ def main() -> None:
     p.add_argument("--stub-usage", choices=("approx", "cl100k"), default="approx",
                    help="how the stub counts usage tokens: UTF-8 bytes / 4 (default; exact cl100k counting costs the stub "
                         "~1 ms of CPU per 4K-token request, beyond what 32 x 50 ms leaves it on 2 cores) or exact cl100k")
-    p.add_argument("--compare", action="store_true", help="also run pai and memagent on the first question")
+    p.add_argument("--compare", action="store_true", help="also answer two questions with structured, pai and memagent (calls, tokens, seconds)")
     args = p.parse_args()
     print(f"load average at start: {load()}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -214,15 +217,27 @@ def main() -> None:
                   f"({overhead / n_docs * 1000:.2f} ms per call: client, stub and tokenizer CPU on {os.cpu_count()} cores); "
                   f"ideal + overhead = {ideal + overhead:.3f} s")
             if args.compare:
-                print("\nsame corpus, first question, default configs:")
-                print("| strategy | calls | prompt tokens | seconds |")
-                print("|---|---|---|---|")
-                print(f"| structured | {a1.usage.llm_calls} | {a1.usage.prompt_tokens:,} | {total1:.1f} |")
-                for name, extra in (("pai", {"concurrency": args.concurrency}), ("memagent", {})):
-                    started = time.perf_counter()
-                    a = answer(corpus, questions[0], strategy=name, llm=llm, cache_dir=next(caches), **extra)
-                    print(f"| {name} | {a.usage.llm_calls} | {a.usage.prompt_tokens:,} | {time.perf_counter() - started:.1f} |")
+                compare(corpus, questions[:2], args, kw, next(caches))
 
+
+def compare(corpus: Any, questions: list[Any], args: argparse.Namespace, kw: dict[str, Any], cache_root: Path) -> None:
+    """Two questions with ``structured``, ``pai`` and ``memagent`` (default configs) on the same corpus,
+    against a stub that counts usage exactly (cl100k): calls, prompt tokens and seconds per question."""
+    print(f"\nsame corpus, two questions per strategy, default configs, stub {args.latency * 1000:.0f} ms counting usage with cl100k:")
+    print("| strategy | question 1: calls / prompt tokens (per corpus token) / seconds | question 2: calls / prompt tokens / seconds |")
+    print("|---|---|---|")
+    runs = (("structured", kw), ("pai", {"strategy": "pai", "concurrency": args.concurrency}), ("memagent", {"strategy": "memagent"}))
+    with stub_server(args.latency, reply_tokens=20, tools=True, usage="cl100k") as url:
+        llm = make_chat_model("openai:stub", base_url=url, max_retries=0)
+        llm.invoke("warm up")
+        for name, options in runs:
+            cells = []
+            for q in questions:  # the same cache folder: what the first question stored, the second may reuse
+                started = time.perf_counter()
+                a = answer(corpus, q, llm=llm, cache_dir=cache_root / name, **options)
+                u = a.usage
+                cells.append(f"{u.llm_calls} / {u.prompt_tokens:,} ({u.prompt_tokens / corpus.num_tokens:.2f}) / {time.perf_counter() - started:.1f} s")
+            print(f"| {name} | {cells[0]} | {cells[1]} |")
 
 if __name__ == "__main__":
     main()
