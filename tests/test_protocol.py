@@ -136,3 +136,54 @@ def test_every_strategy_stores_its_final_answer_as_the_prediction(tmp_path, monk
     assert row["status"] == "ok", row.get("error")
     expected = "Therefore, the answer is GOLD" if strategy == "memagent" and benchmark == "corpusqa" else "GOLD"
     assert row["prediction"] in ("GOLD", expected), (strategy, row["prediction"])
+
+
+# -- structured: each call's budget and tools, the benchmark's instruction on the final call ------------
+_FACTS = {"table": "facts", "entity": "company", "entity_description": "a company", "time": None,
+          "attributes": [{"name": "revenue", "type": "number", "unit": "USD million", "description": "revenue", "static": False}]}
+
+
+def _structured_reply(request: dict) -> str:
+    prompt = prompt_of(request)
+    if prompt.startswith("A question will be answered"):
+        return json.dumps(_FACTS)
+    if prompt.startswith("Extract rows"):
+        return json.dumps({"records": []})
+    if prompt.startswith("Every document"):
+        return "```sql\nSELECT COUNT(*) AS n FROM facts\n```"
+    return "The answer is: 0"
+
+
+@pytest.mark.parametrize("benchmark", ["corpusqa", "loong"])
+def test_structured_sends_its_budgets_and_the_benchmarks_instruction(tmp_path, monkeypatch, benchmark):
+    """Plan, one extraction per document, SQL and the final call, each with its own budget and
+    tool at temperature 0; the final call ends with the benchmark's instruction and carries the
+    default answer budget (neither benchmark sets one); the stored prediction is its reply."""
+    monkeypatch.setenv("LONGCTX_CACHE_DIR", str(tmp_path / "cache"))
+    (sample,) = load_benchmark(benchmark, FIXTURES / benchmark)[:1]
+    with RecordingServer(_structured_reply) as server:
+        llm = make_chat_model("openai:rec", base_url=server.url, max_retries=0)
+        cfg = RunConfig(benchmark=benchmark, strategies=("structured",), data_path=str(FIXTURES / benchmark), llm_cache=False, limit=1)
+        run_experiment(cfg, tmp_path / "run", llm=llm, show_progress=False)
+    kinds = {"plan": "A question will be answered", "extract": "Extract rows", "sql": "Every document", "answer": "A question about a collection"}
+    sent = {k: [r for r in server.requests if prompt_of(r).startswith(v)] for k, v in kinds.items()}
+    assert sum(map(len, sent.values())) == len(server.requests)
+    assert len(sent["plan"]) == len(sent["sql"]) == len(sent["answer"]) == 1
+    assert len(sent["extract"]) == len(sample.corpus)  # every document read once, in one window each
+    budgets = {k: {_budget(r) for r in rs} for k, rs in sent.items()}
+    assert budgets == {"plan": {1024}, "extract": {2048}, "sql": {512}, "answer": {256}}
+    assert all(r["temperature"] == 0.0 and len(r["messages"]) == 1 and r["messages"][0]["role"] == "user" for r in server.requests)
+    def forced(name: str) -> dict:
+        return {"tools": [name], "tool_choice": {"type": "function", "function": {"name": name}}}
+
+    tools = {k: [{"tools": [t["function"]["name"] for t in r.get("tools", [])], "tool_choice": r.get("tool_choice")} for r in rs]
+             for k, rs in sent.items()}
+    assert tools["plan"] == [forced("define_table")] and all(t == forced("record_rows") for t in tools["extract"])
+    assert tools["sql"] == tools["answer"] == [{"tools": [], "tool_choice": None}]
+    (final,) = sent["answer"]
+    assert prompt_of(final).endswith(sample.question.instruction) and sample.question.text in prompt_of(final)
+    for doc in sample.corpus:  # each document's whole text, under its title, in exactly one extraction request
+        assert sum(f"Document: {doc.title}\n<document>\n{doc.text.strip()}\n</document>" in prompt_of(r) for r in sent["extract"]) == 1
+    (row,) = read_rows(tmp_path / "run")
+    assert row["status"] == "ok" and row["prediction"] == "The answer is: 0"
+    assert row["config"]["extract_max_tokens"] == 2048 and row["config"]["answer_max_tokens"] == 256
