@@ -93,9 +93,10 @@ def atomic_write_json(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
-def _quarantine(path: Path, why: str) -> None:
+def _quarantine(path: Path, why: str, then: str) -> None:
+    """Move an unusable cache file aside (``<name>.corrupt-<time>-<pid>``), saying why and what follows."""
     aside = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
-    log.warning("Structured record cache file %s is unusable (%s); moved aside as %s and extracted again", path, why, aside.name)
+    log.warning("Structured cache file %s is unusable (%s); moved aside as %s; %s", path, why, aside.name, then)
     try:
         os.replace(path, aside)
     except OSError:
@@ -245,32 +246,51 @@ class RecordCache:
 
 
 class SchemaStore:
-    """The schemas used on one corpus, so a later question reuses one that covers it."""
+    """The schemas used on one corpus, so a later question reuses one that covers it.
+
+    Readers take no lock: the file is only ever replaced whole (``os.replace``), so a reader
+    sees the old list or the new one. A writer reads, adds and replaces under the folder's
+    lock, and only a writer moves an unreadable file aside: a reader doing it could move
+    aside the good file a writer had just put in its place. Under the lock a writer also
+    removes the temporary files of writers killed before their ``os.replace``.
+    """
 
     def __init__(self, root: str | Path, corpus_fingerprint: str):
         self.path = Path(root) / "structured" / "schemas" / f"{corpus_fingerprint[:32]}.json"
 
+    def _read(self) -> list[dict[str, Any]]:
+        """The stored list; ``FileNotFoundError`` when there is none, ``ValueError``/``OSError`` when unreadable."""
+        data = json.loads(self.path.read_text(encoding="utf-8"))
+        if not isinstance(data, list):
+            raise ValueError(f"a JSON {type(data).__name__}, not a list of schemas")
+        return data
+
     def load(self) -> list[dict[str, Any]]:
-        """The stored schemas (oldest first); an unreadable file counts as empty and is moved aside."""
+        """The stored schemas (oldest first); an unreadable file reads as none (the next :meth:`add` sets it aside)."""
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            return self._read()
         except FileNotFoundError:
             return []
         except (OSError, ValueError) as exc:
-            _quarantine(self.path, f"{type(exc).__name__}: {exc}")
+            log.warning("Structured schema store %s is unreadable (%s); no earlier schema is reused", self.path, f"{type(exc).__name__}: {exc}")
             return []
-        return data if isinstance(data, list) else []
 
     def add(self, schema: dict[str, Any]) -> None:
         """Remember ``schema`` (read-modify-write under the folder's lock)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with exclusive_lock(self.path.parent / ".schemas.lock", what="structured schema store"):
-            known = self.load()
+            for stale in self.path.parent.glob(f".{self.path.name}.*.tmp"):  # no writer is active: these are killed writers'
+                stale.unlink(missing_ok=True)
+            try:
+                known = self._read()
+            except FileNotFoundError:
+                known = []
+            except (OSError, ValueError) as exc:
+                _quarantine(self.path, f"{type(exc).__name__}: {exc}", "the schemas it held are planned again when asked")
+                known = []
             if schema not in known:
                 known.append(schema)
-                tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-                tmp.write_text(json.dumps(known, ensure_ascii=False), encoding="utf-8")
-                os.replace(tmp, self.path)
+                atomic_write_json(self.path, known)
 
 
 __all__ = ["CACHE_VERSION", "LOG_NAME", "RecordCache", "RecordLog", "SchemaStore", "atomic_write_json", "document_fingerprint"]
