@@ -388,6 +388,37 @@ def test_extraction_calls_in_flight_stay_within_concurrency_on_a_real_server(tmp
     assert next(s for s in a.steps if s["node"] == "reduce")["extraction"]["calls"] == 24
 
 
+@pytest.mark.parametrize("rule", ["keep", "drop"])
+def test_a_value_whose_quote_is_not_in_the_text_is_marked_and_dropped_on_request(tmp_path, rule):
+    """A made-up value (its quote is nowhere in the document) is counted and marked in the
+    evidence when kept (the default), and left out of the table with ``unverified_values="drop"``."""
+    corpus = Corpus.from_texts(["Acme Corp had revenue of $5 million in FY2023.", "Birch Ltd is a retailer."], titles=["Acme", "Birch"])
+
+    def reply(prompt, tools):
+        if prompt.startswith("Extract rows"):
+            if "Acme Corp had revenue" in prompt:
+                return [{"records": [{"entity": "Acme Corp", "period": "FY2023", "values": {"revenue": {"value": "$5 million", "quote": "Acme Corp had  REVENUE of $5 million"}}}]}]
+            return [{"records": [{"entity": "Birch Ltd", "period": "FY2023", "values": {"revenue": {"value": "$12,345.6 million", "quote": "Birch revenue was $12,345.6 million"}}}]}]
+        if prompt.startswith("Every document"):
+            return "SELECT company, revenue FROM facts ORDER BY company"
+        return "answered"
+
+    a = answer(corpus, "Revenue of each company in FY2023?", strategy="structured", llm=ToolScriptedChatModel(reply_fn=reply),
+               cache_dir=tmp_path, schema=SCHEMA, unverified_values=rule)
+    red = next(s for s in a.steps if s["node"] == "reduce")
+    rows = next(s for s in a.steps if s["node"] == "query")["rows"]
+    assert red["extraction"]["unverified_quotes"] == 1
+    if rule == "keep":
+        assert rows == [["Acme Corp", 5.0], ["Birch Ltd", 12345.6]]
+        assert (red["unverified_values"], red["dropped_unverified"], red["unverified_cells"]) == (1, 0, 1)
+        marked = [e.text for e in a.evidence if "quote not found" in e.text]
+        assert len(marked) == 1 and marked[0].startswith("Birch Ltd")
+    else:
+        assert rows == [["Acme Corp", 5.0]]
+        assert (red["unverified_values"], red["dropped_unverified"], red["unverified_cells"]) == (0, 1, 0)
+        assert not [e for e in a.evidence if "quote not found" in e.text]
+
+
 def test_long_documents_are_read_in_windows(tmp_path):
     filler = " ".join(["The fleet sailed along the coast."] * 400)
     corpus = Corpus.from_texts([filler + " Acme Corp revenue FY2023 was $5 million. " + filler], titles=["Long"])
@@ -531,6 +562,10 @@ def test_config_is_validated():
         spec.make_config(window_tokens=400, window_overlap=300)
     with pytest.raises(ConfigError):
         spec.make_config(conflict_rule="newest")
+    with pytest.raises(ConfigError, match="unverified_values"):
+        spec.make_config(unverified_values="warn")
+    with pytest.raises(ConfigError, match="temperature"):
+        spec.make_config(temperature=3.0)
     assert spec.make_config(schema=SCHEMA).schema == SCHEMA
     assert TableSchema.model_validate(SCHEMA).covers(TableSchema.model_validate({**SCHEMA, "attributes": SCHEMA["attributes"][:1]}))
     with pytest.raises(ConfigError, match="map_executor"):

@@ -32,6 +32,8 @@ class StructuredConfig(StrategyConfig):
         sample_rows / distinct_values: Rows and per-column distinct text values shown to the SQL writer.
         max_result_rows: Result rows kept (and shown to the final call).
         conflict_rule: Which document's value a cell keeps when several state it.
+        unverified_values: ``"keep"`` or ``"drop"`` the values whose quote is not found in the
+            text the model read (counted in the ``reduce`` step and marked in the evidence either way).
         cache: Keep records on disk per (document, schema, model) for later questions.
         concurrency: Extraction calls in flight at once, across the questions of a run (a gate
             per run on the async path; on the threaded path, extraction tasks in flight per
@@ -64,6 +66,7 @@ class StructuredConfig(StrategyConfig):
     distinct_values: int = option(12, min=0, source="ours: categorical values the SQL must match exactly")
     max_result_rows: int = option(200, min=1, source="ours")
     conflict_rule: Literal["latest_document", "first_document"] = option("latest_document", source="CorpusQA appendix C, rule 3")
+    unverified_values: Literal["keep", "drop"] = option("keep", source="ours: a right value's quote may not be verbatim (a re-spaced table row); 'drop' keeps only values whose quote is found in the text read")
     cache: bool = option(True, source="issue 15: records reused by later questions")
     plan_max_tokens: int = option(1_024, min=1, source="ours: a 16-attribute schema is ~600 tokens of JSON")
     extract_max_tokens: int = option(2_048, min=1, source="ours: ~25 values with quotes per report")

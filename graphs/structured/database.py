@@ -43,6 +43,7 @@ class Cell:
     doc_id: str
     title: str
     note: str | None = None
+    quote_found: bool | None = None  # whether the quote occurs in the text read (None: records cached before the check was kept)
 
 
 @dataclass
@@ -56,12 +57,14 @@ class Table:
     stats: dict[str, Any] = field(default_factory=dict)
 
 
-def normalise_records(schema: TableSchema, extractions: Iterable[tuple[int, str, str, list[dict]]]) -> tuple[list[Cell], dict[str, Any]]:
+def normalise_records(schema: TableSchema, extractions: Iterable[tuple[int, str, str, list[dict]]], *,
+                      drop_unverified: bool = False) -> tuple[list[Cell], dict[str, Any]]:
     """Cells from per-document records ``(doc_index, doc_id, title, records)``, with counts of
-    what could not be read (never dropped silently: the counts go into the ``reduce`` step)."""
+    what could not be read (never dropped silently: the counts go into the ``reduce`` step);
+    ``drop_unverified``: leave out values whose quote was not found in the text read."""
     attrs = {a.name: a for a in schema.attributes}
     cells: list[Cell] = []
-    stats: dict[str, Any] = {"records": 0, "values": 0, "unreadable": [], "notes": 0, "no_period": 0}
+    stats: dict[str, Any] = {"records": 0, "values": 0, "unreadable": [], "notes": 0, "no_period": 0, "unverified": 0, "dropped_unverified": 0}
     for doc_index, doc_id, title, records in extractions:
         for rec in records:
             stats["records"] += 1
@@ -71,6 +74,10 @@ def normalise_records(schema: TableSchema, extractions: Iterable[tuple[int, str,
             period = normalize_period(rec.get("period"), schema.time.type) if schema.time else None
             for attr, cell in (rec.get("values") or {}).items():
                 if not cell or attr not in attrs or cell.get("value") is None:
+                    continue
+                found = cell.get("quote_found")
+                if found is False and drop_unverified:
+                    stats["dropped_unverified"] += 1
                     continue
                 a = attrs[attr]
                 try:
@@ -85,7 +92,8 @@ def normalise_records(schema: TableSchema, extractions: Iterable[tuple[int, str,
                     stats["no_period"] += 1
                 stats["values"] += 1
                 stats["notes"] += note is not None
-                cells.append(Cell(name, when, attr, value, cell["value"], str(cell.get("quote") or ""), doc_index, doc_id, title, note))
+                stats["unverified"] += found is False
+                cells.append(Cell(name, when, attr, value, cell["value"], str(cell.get("quote") or ""), doc_index, doc_id, title, note, found))
     return cells, stats
 
 

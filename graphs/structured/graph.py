@@ -309,7 +309,8 @@ def reduce(state: StructuredState, runtime: Runtime[StrategyContext]) -> dict:
     new = {e["doc_index"]: e for e in state.get("extractions", [])}
     per_doc = {**{i: r for i, r in state.get("loaded", {}).items()}, **{i: e["records"] for i, e in new.items()}}
     docs = ctx.corpus.documents
-    cells, stats = normalise_records(schema, ((i, docs[i].doc_id, docs[i].title, per_doc[i]) for i in sorted(per_doc)))
+    cells, stats = normalise_records(schema, ((i, docs[i].doc_id, docs[i].title, per_doc[i]) for i in sorted(per_doc)),
+                                     drop_unverified=cfg.unverified_values == "drop")
     table = reduce_cells(schema, cells, cfg.conflict_rule)
     extraction = {
         "documents": len(docs),
@@ -323,7 +324,9 @@ def reduce(state: StructuredState, runtime: Runtime[StrategyContext]) -> dict:
         "documents_with_records": sum(1 for r in per_doc.values() if r),
     }
     step = Step("reduce", extraction=extraction, records=stats["records"], values=stats["values"], unreadable=stats["unreadable"][:20],
-                unreadable_count=len(stats["unreadable"]), unit_notes=stats["notes"], values_without_period=stats["no_period"], **table.stats)
+                unreadable_count=len(stats["unreadable"]), unit_notes=stats["notes"], values_without_period=stats["no_period"],
+                unverified_values=stats["unverified"], dropped_unverified=stats["dropped_unverified"],
+                unverified_cells=sum(c.quote_found is False for c in table.cells.values()), **table.stats)
     return {"table": table, "steps": [step]}
 
 
@@ -401,7 +404,8 @@ def evidence_cells(table: Table, sql: str, result: dict[str, Any] | None, limit:
     for rank, c in enumerate(chosen[:limit]):
         when = f" | {c.period}" if c.period is not None else ""
         unit = f" {units[c.attribute]}" if units.get(c.attribute) else ""
-        text = f"{table.display[entity_key(c.entity)]}{when} | {c.attribute} = {c.value}{unit} (as written: {c.raw}): \"{c.quote}\""
+        unchecked = " [quote not found in the text read]" if c.quote_found is False else ""
+        text = f"{table.display[entity_key(c.entity)]}{when} | {c.attribute} = {c.value}{unit} (as written: {c.raw}): \"{c.quote}\"{unchecked}"
         out.append(Evidence(doc_id=c.doc_id, title=c.title, text=text, rank=rank))
     return out
 

@@ -129,7 +129,9 @@ class Job:
             squeezed = squeeze(text) if out.value else ""
             for rec in out.value:
                 rec["window"] = w
-                unverified += sum(not quote_found(c.get("quote") or "", text, squeezed=squeezed) for c in rec["values"].values())
+                for cell in rec["values"].values():  # kept with the record: reduce may drop, evidence marks what is not found
+                    cell["quote_found"] = quote_found(cell.get("quote") or "", text, squeezed=squeezed)
+                    unverified += not cell["quote_found"]
             records.extend(out.value)
         if failed == 0 and self.cache is not None:
             self.cache.put(self.fingerprint, records, windows=len(parts), calls=calls, doc_id=self.doc.doc_id, unverified_quotes=unverified)
