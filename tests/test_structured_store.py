@@ -89,8 +89,8 @@ def test_a_corrupt_store_reads_as_empty_and_only_a_writer_sets_it_aside(tmp_path
         assert "moved aside" in caplog.text
         assert store.load() == [_schema("employees")]
         store.path.write_text(json.dumps([_schema("revenue")]))
-    aside = sorted(p.name for p in store.path.parent.glob(f"{store.path.name}.corrupt-*"))
-    assert len(aside) >= 1  # the unreadable files are kept for a look, not deleted
+    aside = sorted(p.read_text() for p in store.path.parent.glob(f"{store.path.name}.corrupt-*"))
+    assert aside == sorted(['[{"table": "facts", "entity"', '{"not": "a list"}'])  # each kept for a look, none overwritten
 
 
 def test_a_question_on_a_corpus_whose_store_is_corrupt_plans_and_answers(tmp_path):

@@ -26,6 +26,7 @@ and processes is the single flight's work (:mod:`graphs.structured.flight`, whos
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -93,9 +94,13 @@ def atomic_write_json(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
+_SET_ASIDE = itertools.count(1)
+
+
 def _quarantine(path: Path, why: str, then: str) -> None:
-    """Move an unusable cache file aside (``<name>.corrupt-<time>-<pid>``), saying why and what follows."""
-    aside = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
+    """Move an unusable cache file aside (``<name>.corrupt-<time>-<pid>-<n>``: two in one second of
+    one process keep both), saying why and what follows."""
+    aside = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{next(_SET_ASIDE)}")
     log.warning("Structured cache file %s is unusable (%s); moved aside as %s; %s", path, why, aside.name, then)
     try:
         os.replace(path, aside)
