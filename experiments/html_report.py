@@ -364,7 +364,8 @@ def _score(value: Any, row: Mapping[str, Any]) -> str:
 def _answer(name: str, row: Mapping[str, Any], value: Any, cost: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
     model = row_model(row, manifest) or "unknown"
     usd = row_cost(row, cost["prices"].get(model))
-    head = f'<summary>{_swatch(name)} <span class="sc">score {_score(value, row)}</span> <span class="cost">{_usd(usd) if row.get("status") == "ok" else ""}</span></summary>'
+    head = (f'<summary>{_swatch(name)} <span class="sc">score {_score(value, row)}</span>{_rule(row, value)} '
+            f'<span class="cost">{_usd(usd) if row.get("status") == "ok" else ""}</span></summary>')
     if row.get("status") != "ok":
         body = (f'<p class="fail"><b>Failed</b>: {cut(row.get("error"))}</p>'
                 f'<details class="tb"><summary>traceback</summary><pre>{cut(row.get("traceback"))}</pre></details>')  # fmt: skip
@@ -382,6 +383,15 @@ def _answer(name: str, row: Mapping[str, Any], value: Any, cost: Mapping[str, An
     parts.append(_evidence(evidence))
     parts.append(_steps(row.get("steps") or [], evidence))
     return f'<details class="answer" data-strategy="{e(name)}">{head}{"".join(parts)}</details>'
+
+
+def _rule(row: Mapping[str, Any], value: Any) -> str:
+    """Why the answer counted (or not), where the scorer says: exact, typed, phrase, judge."""
+    if "match_rule" not in row or row.get("status") != "ok" or not isinstance(value, (int, float)):
+        return ""
+    rule = row["match_rule"]
+    label = f"matched: {rule}" if rule else "no rule matched"
+    return f' <span class="rule" data-rule="{e(rule or "none")}" title="the scoring rule that decided this answer">{e(label)}</span>'
 
 
 def _evidence(evidence: Sequence[Mapping[str, Any]]) -> str:
@@ -565,7 +575,7 @@ details.question>summary{cursor:pointer;display:flex;flex-wrap:wrap;gap:6px;alig
 details.question>summary .qtext{font-weight:600;margin-right:8px}
 .badge{border:1px solid;border-radius:10px;padding:0 7px;font-size:12px;white-space:nowrap}
 details.answer{border-left:4px solid #ccc;margin:8px 0 8px 6px;padding:2px 10px;background:#fafafa}
-details.answer>summary{cursor:pointer;font-weight:600}details.answer .sc,details.answer .cost{font-weight:400;margin-left:10px;color:#444}
+details.answer>summary{cursor:pointer;font-weight:600}details.answer .sc,details.answer .cost,details.answer .rule{font-weight:400;margin-left:10px;color:#444}
 pre{white-space:pre-wrap;word-break:break-word;background:#f4f4f6;padding:6px 8px;border-radius:4px;margin:4px 0;font-size:12.5px}
 blockquote.snippet{margin:2px 0 6px 0;padding:2px 8px;border-left:3px solid #ddd;color:#333;white-space:pre-wrap;font-size:12.5px}
 .evidence .title{font-weight:600}.meta{color:#777;font-size:12px}

@@ -84,7 +84,9 @@ def build_report(
             continue
         preds = [(by_id[r["sample_id"]], r.get("prediction"), r.get("error")) for r in mine]
         official = score(benchmark, preds, **options)  # each prediction scored (and judged) once
-        per_sample = [(r, official["per_sample"].get(r["sample_id"])) for r in mine]
+        rules = official.get("match_rule") or {}  # which rule credited each answer, where the scorer says (own corpus)
+        per_sample = [({**r, "match_rule": rules[r["sample_id"]]} if r["sample_id"] in rules else r,
+                       official["per_sample"].get(r["sample_id"])) for r in mine]  # fmt: skip
         per_strategy[name] = {"official": official, "rows": mine, "per_sample": per_sample}
     report = out / "report"
     report.mkdir(exist_ok=True)

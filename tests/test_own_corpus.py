@@ -117,3 +117,57 @@ def test_own_corpus_report_opens_in_headless_chromium(own_data, tmp_path, monkey
         answer = answer_block(block, strategy)
         assert '<pre class="ans">' in answer and 'class="step"' in answer, strategy
     assert '<div class="evidence">' in answer_block(block, "rag")
+
+
+ADM_REPLIES = {
+    "q1": 'The package "base-passwd-README" is not available.',
+    "q2": "Ask the administrator.",
+    "q3": "The adm group can read it.",
+}
+
+
+def test_gold_phrase_inside_other_words_scores_wrong_and_the_drilldown_shows_the_rule(tmp_path):
+    """Issue #30's three answers to "Which group can read /var/log?" (gold adm): wrong, wrong, right,
+    through a real run and report; each answer's card says which rule decided it."""
+    from experiments.report import build_report
+    from experiments.runner import RunConfig, run_experiment
+    from tests.scripted_tools import ToolScriptedChatModel
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "logs.md").write_text("Members of the adm group can read the files under /var/log.\n")
+    questions = tmp_path / "q.jsonl"
+    questions.write_text("".join(json.dumps({"id": k, "question": f"Which group can read /var/log? ({k})", "answer": "adm"}) + "\n"
+                                 for k in ADM_REPLIES))  # fmt: skip
+    samples = load_benchmark("own", questions, corpus=docs)
+
+    def reply(prompt, tools):
+        return next(text for k, text in ADM_REPLIES.items() if f"({k})" in prompt)
+
+    out = tmp_path / "run"
+    cfg = RunConfig(benchmark="own", strategies=("full_context",), llm_cache=False)
+    run_experiment(cfg, out, llm=ToolScriptedChatModel(reply_fn=reply), samples=samples, show_progress=False)
+    build_report(out, samples=samples, plots=False)
+    scores = json.loads((out / "report" / "scores.json").read_text())["full_context"]
+    assert scores["per_sample"] == {"q1": 0.0, "q2": 0.0, "q3": 100.0}
+    assert scores["match_rule"] == {"q1": None, "q2": None, "q3": "phrase"}
+    page = (out / "report" / "report.html").read_text()
+    assert page.count('data-rule="none"') == 2 and page.count('data-rule="phrase"') == 1 and "matched: phrase" in page
+
+
+@pytest.mark.parametrize(
+    ("prediction", "question", "expected", "rule"),
+    [
+        ("adm, sudo or root", "Which group can read /var/log?", 0.0, None),
+        ("adm, sudo or root", "Which groups can read /var/log?", 100.0, "phrase"),
+        ("The answer is: not adm", "Which group can read /var/log?", 0.0, None),
+        ("The answer is: adm", "Which group can read /var/log?", 100.0, "exact"),
+    ],
+)
+def test_several_candidates_are_credited_only_when_the_question_asks_for_a_list(own_data, tmp_path, prediction, question, expected, rule):
+    docs, _ = own_data
+    q = tmp_path / "q.jsonl"
+    q.write_text(json.dumps({"id": "a", "question": question, "answer": "adm"}) + "\n")
+    (sample,) = load_benchmark("own", q, corpus=docs)
+    result = score("own", [(sample, prediction)])
+    assert (result["per_sample"]["a"], result["match_rule"]["a"]) == (expected, rule)

@@ -21,11 +21,11 @@ from typing import Any
 from experiments.benchmarks.base import BENCHMARKS, BenchmarkDataError, Sample, read_records
 from experiments.metrics import corpusqa as cq
 from experiments.metrics import judge as judge_mod
-from experiments.metrics.equivalence import equivalent
+from experiments.metrics.answer_match import Match, match_answer
 from retrieval import Corpus
 from retrieval.contract import Question
 
-VERSION = 1
+VERSION = 2  # 2: the gold phrase matches whole tokens only (experiments.metrics.answer_match)
 ANSWER_TYPES = ("number", "list", "date", "text")
 
 #: The output rule every strategy is given (LongBench v1's QA wording: small models follow it;
@@ -113,17 +113,15 @@ def extract(reply: str) -> str:
     return (matches[-1] if matches else reply).strip().rstrip(".").strip()
 
 
-def correct(sample: Sample, prediction: str, judge: Any = None) -> tuple[bool, bool]:
-    """(correct, judge_error): an LLM judge when given, else deterministic equivalence
-    (for text answers also the gold phrase inside the answer, case-insensitive)."""
+def correct(sample: Sample, prediction: str, judge: Any = None) -> tuple[Match, bool]:
+    """(verdict with its rule, judge_error): an LLM judge when given, else the deterministic rule of
+    ``experiments.metrics.answer_match`` (exact, typed, or the gold phrase as whole tokens)."""
     gold, answer = sample.answers[0], extract(prediction)
     if judge is not None:
         reply = judge_mod.call_judge(judge, cq.judge_user_prompt(sample.metadata["question"], answer, gold), system=cq.JUDGE_SYSTEM_PROMPT)
-        return cq.judge_verdict(reply.text), reply.error is not None
-    if equivalent(answer, gold):
-        return True, False
-    text_answer = sample.metadata.get("answer_type") in (None, "text")
-    return text_answer and gold.lower() in answer.lower(), False
+        ok = cq.judge_verdict(reply.text)
+        return Match(ok, "judge" if ok else None), reply.error is not None
+    return match_answer(answer, gold, answer_type=sample.metadata.get("answer_type"), question=sample.metadata.get("question")), False
 
 
 @BENCHMARKS.register("own", version=VERSION, load=load, prompt=prompt)
@@ -132,17 +130,21 @@ def score(pairs: Sequence[tuple[Sample, Any]], *, judge: Any = None, **_: Any) -
 
     Returns:
         ``overall`` (None when no question has a gold answer), ``n_scored``, ``n_unscored``,
-        ``n_failed``, ``n_judge_errors``, ``judge`` and ``per_sample`` (None for unscored).
+        ``n_failed``, ``n_judge_errors``, ``judge``, ``per_sample`` (None for unscored) and
+        ``match_rule`` (sample id -> the rule that credited it: ``exact``, ``typed``, ``phrase``,
+        ``judge``, or None when it scored wrong).
     """
     per_sample: dict[str, float | None] = {}
+    rules: dict[str, str | None] = {}
     errors = 0
     for sample, pred in pairs:
         if not sample.answers:
             per_sample[sample.sample_id] = None
             continue
-        ok, err = (False, False) if pred.failed else correct(sample, pred.text_or_empty, judge)
+        verdict, err = (Match(False, None), False) if pred.failed else correct(sample, pred.text_or_empty, judge)
         errors += err
-        per_sample[sample.sample_id] = 100.0 * ok
+        per_sample[sample.sample_id] = 100.0 * verdict.correct
+        rules[sample.sample_id] = verdict.rule
     scored = [v for v in per_sample.values() if v is not None]
     return {
         "overall": round(sum(scored) / len(scored), 2) if scored else None,
@@ -153,4 +155,5 @@ def score(pairs: Sequence[tuple[Sample, Any]], *, judge: Any = None, **_: Any) -
         "n_judge_errors": errors,
         "judge": "llm" if judge is not None else "deterministic-equivalence",
         "per_sample": per_sample,
+        "match_rule": rules,
     }
