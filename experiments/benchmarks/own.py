@@ -25,7 +25,7 @@ from experiments.metrics.answer_match import Match, match_answer
 from retrieval import Corpus
 from retrieval.contract import Question
 
-VERSION = 2  # 2: the gold phrase matches whole tokens only (experiments.metrics.answer_match)
+VERSION = 1  # the prompts' version; the scoring rule has its own (experiments.metrics.answer_match.VERSION)
 ANSWER_TYPES = ("number", "list", "date", "text")
 
 #: The output rule every strategy is given (LongBench v1's QA wording: small models follow it;
