@@ -110,6 +110,13 @@ def build_parser() -> argparse.ArgumentParser:
                    'e.g. {"gpt-4o-mini": {"prompt": 0.15, "completion": 0.6}} (default: built-in list prices; local models free)')
     p.add_argument("--no-html", action="store_true", help="do not write report.html")
 
+    p = sub.add_parser("compare", help="paired comparison of the same strategies across run folders",
+                       description="Compare run folders of one benchmark on their shared questions (two models, two configs): "
+                                   "mean difference, 95%% paired-bootstrap interval, paired test, Holm-adjusted.")  # fmt: skip
+    p.add_argument("dirs", nargs="+", metavar="RUN", help="two or more folders written by 'longctx run'")
+    p.add_argument("--judge", help="chat model spec for LLM-judged benchmarks (Loong; CorpusQA)")
+    p.add_argument("--out", metavar="CSV", help="also write the table to this CSV file")
+
     p = sub.add_parser(
         "ceilings", help="evidence ceilings per strategy, LLM-free (upper bounds, not accuracies)",
         description="Share of questions whose complete evidence can reach each strategy's final call (see docs/ceilings.md).",
@@ -216,12 +223,34 @@ def cmd_report(args: argparse.Namespace) -> int:
     folder = Path(result["folder"])
     print(f"# {result['benchmark']}\n")
     print((folder / "summary.md").read_text())
+    print((folder / "significance.md").read_text())
     print((folder / "by_length.md").read_text())
     if (folder / "ceilings.md").exists():
         print((folder / "ceilings.md").read_text())
     print(f"Tables, scores.json and plots in {folder}")
     if result.get("html"):
         print(f"HTML report (open in a browser): {result['html']}")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Compare the same strategies across run folders on their shared questions and print the paired table."""
+    from experiments.comparison import PAIRWISE_COLUMNS, write_pairwise
+    from experiments.report import compare_runs
+
+    judge = make_chat_model(args.judge) if args.judge else None
+    pairs = compare_runs(args.dirs, judge=judge)
+    columns = [c for c in PAIRWISE_COLUMNS if c != "metric"]
+    print("| " + " | ".join(columns) + " |\n|" + "---|" * len(columns))
+    for r in pairs:
+        print("| " + " | ".join("" if r[c] is None else str(r[c]) for c in columns) + " |")
+    if not pairs:
+        print("(no pair of strategies to compare)")
+    print("\nmean_diff = a - b on the questions both answered; ci: 95% paired bootstrap; p: McNemar exact (0/1 scores) or paired "
+          "sign-flip permutation, Holm-adjusted across the rows.")
+    if args.out:
+        write_pairwise(Path(args.out), pairs)
+        print(f"Written to {args.out}")
     return 0
 
 
@@ -324,6 +353,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     folder = Path(result["folder"])
     print(f"\n# Demo: {len(result['summary'])} strategies on your-corpus questions (examples/)\n")
     print((folder / "summary.md").read_text())
+    print((folder / "significance.md").read_text())
     print(READING)
     print(f"\nTables, scores.json, report.html and plots in {folder}")
     return 0
@@ -334,7 +364,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     commands = {"answer": cmd_answer, "index": cmd_index, "run": cmd_run, "report": cmd_report, "synth": cmd_synth, "demo": cmd_demo,
-                "ceilings": cmd_ceilings}
+                "ceilings": cmd_ceilings, "compare": cmd_compare}
     try:
         return commands[args.command](args)
     except (CorpusError, ChatModelError, KeyError, TypeError, ValueError, RayNotInstalledError, LockHeld) as exc:

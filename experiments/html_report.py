@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from experiments import comparison
 from experiments.plots import strategy_color
 from experiments.prices import DEFAULT_PRICES_DATE, Price, price_for, row_cost
 
@@ -86,9 +87,19 @@ def strategy_costs(per_strategy: Mapping[str, Mapping[str, Any]], manifest: Mapp
     return out
 
 
-def pick_winners(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The winner of each metric: the best value; among equal values the cheaper strategy (USD,
-    then tokens), or for the cost metrics the better-scoring one. Ties that remain are all named.
+#: How each metric's differences read in a sentence.
+UNITS = {"score": "points", "evidence_recall": "points", "cost_usd": "USD", "tokens": "tokens", "seconds": "seconds"}
+
+
+def pick_winners(rows: Sequence[Mapping[str, Any]], per_question: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None) -> list[dict[str, Any]]:
+    """Per metric, the leader (the best value; among equal values the cheaper strategy, or for the
+    cost metrics the better-scoring one) and whether the data makes it the winner.
+
+    A winner is named (``strategies``) only when the leader beats every other strategy on the
+    questions they share with a Holm-adjusted paired p below 0.05 (``experiments.comparison``);
+    otherwise ``strategies`` is empty and ``note`` says so, with n and the smallest difference
+    these questions could detect. Without ``per_question`` (metric -> strategy -> question id ->
+    value) nothing can be tested and no winner is named.
 
     ``rows`` are summary rows with ``strategy``, ``score``, ``cost_usd``, ``tokens`` and
     ``seconds`` (missing or ``None`` values take no part).
@@ -99,14 +110,42 @@ def pick_winners(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         if not candidates:
             continue
         best = max(r[key] for r in candidates) if higher else min(r[key] for r in candidates)
-        top = [r for r in candidates if abs(r[key] - best) <= 1e-9]
-        tiebreak = _cheaper if key in ("score", "evidence_recall") else _better_scoring
-        top = tiebreak(top)
-        note = ""
-        if len(top) < len([r for r in candidates if abs(r[key] - best) <= 1e-9]):
-            note = "tie on this metric, won by the cheaper strategy" if tiebreak is _cheaper else "tie on this metric, won by the better score"
-        winners.append({"metric": key, "label": label, "strategies": [r["strategy"] for r in top], "value": best, "note": note})
+        tied = [r for r in candidates if abs(r[key] - best) <= 1e-9]
+        top = (_cheaper if key in ("score", "evidence_recall") else _better_scoring)(tied)
+        leader = top[0]["strategy"]
+        others = [r["strategy"] for r in candidates if r["strategy"] != leader]
+        values = (per_question or {}).get(key)
+        if not others:
+            verdict = {"significant": False, "n": 0, "detectable": None, "closest": None, "p_adjusted": None}
+            note = f"{label}: only {leader} has a value; nothing to compare."
+        elif values is None:
+            verdict = {"significant": False, "n": 0, "detectable": None, "closest": None, "p_adjusted": None}
+            note = f"{label}: not tested (no per-question values); best value {leader}."
+        else:
+            pairs = comparison.pairwise({r["strategy"]: values.get(r["strategy"], {}) for r in candidates}, metric=key)
+            verdict = comparison.significant_winner(leader, others, pairs, higher=higher)
+            note = comparison.verdict_line(label, leader, verdict, UNITS.get(key, "points"))
+        winners.append({"metric": key, "label": label, "strategies": [leader] if verdict["significant"] else [], "leader": leader,
+                        "value": best, "significant": verdict["significant"], "n": verdict["n"], "detectable": verdict["detectable"],
+                        "note": note})  # fmt: skip
     return winners
+
+
+def significance_text(winners: Sequence[Mapping[str, Any]], *, samples: int | None = None) -> str:
+    """The verdict of every metric, one line each (the terminal's and ``significance.md``'s text)."""
+    head = "Winners (paired tests on the shared questions, Holm-adjusted, 5%)"
+    lines = [f"{head}:"] + [f"- {w['note']}" for w in winners]
+    return "\n".join(lines) + "\n"
+
+
+def summary_table(summary: Sequence[Mapping[str, Any]], costs: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Summary rows with ``tokens`` (prompt + completion per answer), ``cost_usd`` and ``total_usd``."""
+    table = []
+    for row in summary:
+        cost = costs.get(row["strategy"], {})
+        tokens = (row.get("prompt_tokens") or 0) + (row.get("completion_tokens") or 0) if row.get("prompt_tokens") is not None else None
+        table.append({**row, "tokens": tokens, "cost_usd": cost.get("usd_per_answer"), "total_usd": cost.get("total_usd")})
+    return table
 
 
 def _cheaper(rows: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -137,6 +176,8 @@ def write_html_report(
     per_strategy: Mapping[str, Mapping[str, Any]],
     samples: Mapping[str, Any],
     prices: Mapping[str, tuple[float, float]] | None = None,
+    winners: Sequence[Mapping[str, Any]] | None = None,
+    pairwise: Sequence[Mapping[str, Any]] | None = None,
 ) -> Path:
     """Write ``folder/report.html`` (see the module docstring) and return its path.
 
@@ -149,19 +190,18 @@ def write_html_report(
         per_strategy: Strategy -> ``{"official", "rows", "per_sample": [(row, score)]}``.
         samples: Sample id -> sample (question and gold answers).
         prices: The user's price table (:func:`experiments.prices.load_prices`).
+        winners: :func:`pick_winners` with per-question values (the report's); none named without.
+        pairwise: The score's pairwise table (``experiments.comparison.pairwise``), shown as a matrix.
     """
     folder = Path(folder)
     costs = strategy_costs(per_strategy, manifest, prices)
-    table = []
-    for row in summary:
-        cost = costs.get(row["strategy"], {})
-        tokens = (row.get("prompt_tokens") or 0) + (row.get("completion_tokens") or 0) if row.get("prompt_tokens") is not None else None
-        table.append({**row, "tokens": tokens, "cost_usd": cost.get("usd_per_answer"), "total_usd": cost.get("total_usd")})
+    table = summary_table(summary, costs)
     parts = [
         _head(benchmark),
         _header(benchmark, manifest, per_strategy, samples),
-        _winners(pick_winners(table)),
+        _winners(list(winners) if winners is not None else pick_winners(table)),
         _summary(table),
+        _pairwise(pairwise or [], list(per_strategy)),
         _costs(costs, prices),
         _by_length(by_length),
         _plots(folder),
@@ -216,16 +256,56 @@ def _usd(value: float | None) -> str:
     return f"${value:,.4f}" if value < 1 else f"${value:,.2f}"
 
 
-def _winners(winners: list[dict[str, Any]]) -> str:
+def _winners(winners: list[Mapping[str, Any]]) -> str:
     if not winners:
         return ""
     items = []
     for w in winners:
-        value = _usd(w["value"]) if w["metric"] == "cost_usd" else e(_num(w["value"]))
-        names = ", ".join(_swatch(n) for n in w["strategies"])
-        note = f' <span class="note">({e(w["note"])})</span>' if w["note"] else ""
-        items.append(f'<li data-metric="{e(w["metric"])}"><b>{e(w["label"])}</b>: {names} ({value}){note}</li>')
-    return f'<section id="winners"><h2>Winner per metric</h2><ul class="winners">{"".join(items)}</ul></section>'
+        if w["strategies"]:
+            value = _usd(w["value"]) if w["metric"] == "cost_usd" else e(_num(w["value"]))
+            names = ", ".join(_swatch(n) for n in w["strategies"])
+            items.append(f'<li data-metric="{e(w["metric"])}" data-significant="1"><b>{e(w["label"])}</b>: {names} ({value}) '
+                         f'<span class="note">{e(w["note"])}</span></li>')  # fmt: skip
+        else:
+            items.append(f'<li data-metric="{e(w["metric"])}" data-significant="0"><span class="nowin">{e(w["note"])}</span></li>')
+    return (
+        '<section id="winners"><h2>Winner per metric</h2><p class="note">A winner is named only when it beats every other '
+        "strategy on the questions they share (paired test, Holm-adjusted p &lt; 0.05); see the matrix below.</p>"
+        f'<ul class="winners">{"".join(items)}</ul></section>'
+    )
+
+
+def _pairwise(pairs: Sequence[Mapping[str, Any]], names: Sequence[str]) -> str:
+    """The score's paired comparisons as a matrix: row minus column, 95% interval, adjusted p."""
+    if len(names) < 2 or not pairs:
+        return ""
+    cell: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for r in pairs:
+        cell[(r["strategy_a"], r["strategy_b"])] = r
+        flipped = {**r, "mean_diff": None if r["mean_diff"] is None else -r["mean_diff"],
+                   "ci_low": None if r["ci_high"] is None else -r["ci_high"], "ci_high": None if r["ci_low"] is None else -r["ci_low"]}  # fmt: skip
+        cell[(r["strategy_b"], r["strategy_a"])] = flipped
+    head = "".join(f"<th>{_swatch(n)}</th>" for n in names)
+    body = []
+    for a in names:
+        cells = []
+        for b in names:
+            r = cell.get((a, b))
+            if a == b or r is None or r["mean_diff"] is None:
+                cells.append('<td class="na">·</td>')
+                continue
+            significant = r["p_adjusted"] is not None and r["p_adjusted"] < 0.05
+            p_text = "" if r["p_adjusted"] is None else f"{r['p_adjusted']:.3g}"
+            cells.append(f'<td class="num{" sig" if significant else ""}" data-pair="{e(a)}|{e(b)}">{e(_num(r["mean_diff"], 1))}'
+                         f'<br><span class="ci">[{e(_num(r["ci_low"], 1))}, {e(_num(r["ci_high"], 1))}]</span>'
+                         f'<br><span class="p">p {e(p_text)} · n {e(r["n"])}</span></td>')  # fmt: skip
+        body.append(f"<tr><th>{_swatch(a)}</th>{''.join(cells)}</tr>")
+    return (
+        '<section id="pairwise"><h2>Paired comparison of scores</h2><p class="note">Each cell: row minus column on the questions both '
+        "answered, its 95% paired-bootstrap interval, and the p-value of McNemar's exact test (0/1 scores) or a paired sign-flip "
+        "permutation test, Holm-adjusted across the pairs; bold cells differ beyond chance. Also in <code>pairwise.csv</code>.</p>"
+        f'<div class="wide"><table class="pairwise"><thead><tr><th></th>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div></section>'
+    )
 
 
 def _summary(table: list[dict[str, Any]]) -> str:
@@ -568,7 +648,7 @@ th{background:#f4f4f6}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .wide{overflow-x:auto}table.summary td:first-child{white-space:nowrap}
 .swatch{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:5px;vertical-align:baseline}
 .note{color:#666;font-size:13px}.na{color:#999}.fail{color:#b00020}.score{font-weight:600}
-ul.winners li{margin:3px 0}
+ul.winners li{margin:3px 0}.nowin{color:#555}table.pairwise td.sig{font-weight:700;background:#eef6ee}table.pairwise .ci,table.pairwise .p{font-size:11px;color:#555}
 figure{display:inline-block;margin:6px 12px 6px 0}figure img{max-width:100%;border:1px solid #eee}figcaption{color:#666;font-size:12px}
 details.question{border:1px solid #ddd;border-radius:6px;margin:6px 0;padding:4px 10px;background:#fff}
 details.question>summary{cursor:pointer;display:flex;flex-wrap:wrap;gap:6px;align-items:baseline}

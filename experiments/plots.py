@@ -72,21 +72,30 @@ def plot_accuracy_vs_length(by_length: list[dict[str, Any]], path: Path, *, titl
 
 
 def plot_accuracy_vs_tokens(summary: list[dict[str, Any]], path: Path, *, title: str = "") -> bool:
-    """One point per strategy: official score against mean tokens spent per answer (log x).
+    """One point per strategy: official score against mean tokens spent per answer (log x), with the
+    score's 95% interval as an error bar and the (score, tokens) Pareto frontier as a dashed line.
 
     Returns False, writing nothing, when no strategy has both a score and tokens.
     """
-    points = []
+    points, rows = [], {}
     for row in summary:
         tokens = (row.get("prompt_tokens") or 0) + (row.get("completion_tokens") or 0)
         if row.get("score") is not None and tokens > 0:
             points.append((row["strategy"], tokens, row["score"]))
+            rows[row["strategy"]] = row
     if not points:
         return False
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for name, tokens, value in points:
+        low, high = rows[name].get("score_ci_low"), rows[name].get("score_ci_high")
+        if low is not None and high is not None:  # the score's 95% interval (experiments.stats)
+            ax.errorbar(tokens, value, yerr=[[max(0.0, value - low)], [max(0.0, high - value)]], color=strategy_color(name),
+                        capsize=3, linewidth=1, zorder=2)  # fmt: skip
         ax.scatter(tokens, value, s=60, color=strategy_color(name), label=name, zorder=3, edgecolors="white", linewidths=0.8)
+    front = sorted((t, v) for n, t, v in points if rows[n].get("frontier_tokens") == "frontier")
+    if len(front) > 1:  # the cost-accuracy frontier: no other strategy scores higher for fewer tokens
+        ax.plot([t for t, _ in front], [v for _, v in front], linestyle="--", color="#888", linewidth=1, zorder=1, label="frontier")
     _log_token_axis(ax)
     low, high = min(p[1] for p in points), max(p[1] for p in points)
     ax.set_xlim(low / 2.5, high * 4)  # room on the right for the labels

@@ -1,8 +1,11 @@
 """Reports of a run folder: official scores, accuracy by context length, cost, and plots.
 
 ``longctx report DIR`` writes into ``DIR/report/``: ``summary.md`` / ``summary.csv``
-(one row per strategy: official headline score, failures, mean calls, tokens and
-seconds per answer), ``by_length.md`` / ``by_length.csv`` (mean per-sample score by
+(one row per strategy: official headline score with its 95% bootstrap interval, standard
+error and n, failures, mean calls, tokens and seconds per answer, and whether it sits on the
+cost-accuracy frontier), ``pairwise.csv`` (every pair of strategies: paired difference,
+interval, Holm-adjusted p) and ``significance.md`` (the winner per metric where the paired
+tests support one, else why none is named; see ``experiments.comparison`` and docs/statistics.md), ``by_length.md`` / ``by_length.csv`` (mean per-sample score by
 corpus-length bucket), ``scores.json`` (every strategy's full official aggregation),
 ``ceilings.md`` / ``ceilings.json`` and a ``ceiling`` summary column when the samples name
 their evidence (upper bounds, see ``experiments.ceilings``), ``report.html`` (everything in
@@ -21,10 +24,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.benchmarks import score
+from experiments import comparison, stats
+from experiments.benchmarks import BENCHMARKS, score
 from experiments.ceilings import report_ceilings
-from experiments.html_report import write_html_report
-from experiments.prices import load_prices, parse_prices
+from experiments.html_report import pick_winners, row_model, significance_text, strategy_costs, summary_table, write_html_report
+from experiments.prices import load_prices, parse_prices, row_cost
 from experiments.runner import MANIFEST_FILE, latest_rows, read_rows, run_samples
 from experiments.synth import retrieval_recall
 
@@ -70,28 +74,21 @@ def build_report(
     """
     out = Path(out)
     price_table = _price_table(prices)  # a bad file fails before any scoring
-    manifest = json.loads((out / MANIFEST_FILE).read_text())
+    manifest, samples, per_strategy = score_run(out, samples=samples, judge=judge)
     cfg = manifest["config"]
     benchmark = cfg["benchmark"]
-    samples = list(samples) if samples is not None else run_samples(cfg)
     by_id = {s.sample_id: s for s in samples}
-    rows = [r for r in latest_rows(read_rows(out)).values() if r["sample_id"] in by_id]
-    options = {"judge": judge} if judge is not None else {}
-    per_strategy: dict[str, dict[str, Any]] = {}
-    for name in cfg["strategies"]:
-        mine = [r for r in rows if r["strategy"] == name]
-        if not mine:
-            continue
-        preds = [(by_id[r["sample_id"]], r.get("prediction"), r.get("error")) for r in mine]
-        official = score(benchmark, preds, **options)  # each prediction scored (and judged) once
-        rules = official.get("match_rule") or {}  # which rule credited each answer, where the scorer says (own corpus)
-        per_sample = [({**r, "match_rule": rules[r["sample_id"]]} if r["sample_id"] in rules else r,
-                       official["per_sample"].get(r["sample_id"])) for r in mine]  # fmt: skip
-        per_strategy[name] = {"official": official, "rows": mine, "per_sample": per_sample}
     report = out / "report"
     report.mkdir(exist_ok=True)
     summary = [_summary_row(benchmark, name, d, by_id) for name, d in per_strategy.items()]
     _add_ceilings(cfg, samples, summary, report)
+    per_question = _per_question(per_strategy, by_id, manifest, price_table)
+    _add_intervals(benchmark, samples, summary, per_question["score"])
+    _add_frontiers(summary, per_strategy, manifest, price_table)
+    pairs = comparison.pairwise(per_question["score"])
+    comparison.write_pairwise(report / "pairwise.csv", pairs)
+    winners = pick_winners(summary_table(summary, strategy_costs(per_strategy, manifest, price_table)), per_question)
+    (report / "significance.md").write_text(significance_text(winners, samples=len(samples)), encoding="utf-8")
     by_length = _by_length(per_strategy)
     _write_table(report / "summary", summary)
     _write_table(report / "by_length", by_length)
@@ -103,11 +100,70 @@ def build_report(
                                  (plot_accuracy_vs_tokens, summary, "accuracy_vs_tokens.png")):  # fmt: skip
             if not plot(data, report / name, title=benchmark):  # nothing to show (one length bucket): no stale plot either
                 (report / name).unlink(missing_ok=True)
-    result = {"benchmark": benchmark, "summary": summary, "by_length": by_length, "folder": str(report)}
+    result = {"benchmark": benchmark, "summary": summary, "by_length": by_length, "folder": str(report), "pairwise": pairs, "winners": winners}
     if html:
         result["html"] = str(write_html_report(report, benchmark=benchmark, manifest=manifest, summary=summary, by_length=by_length,
-                                               per_strategy=per_strategy, samples=by_id, prices=price_table))  # fmt: skip
+                                               per_strategy=per_strategy, samples=by_id, prices=price_table, winners=winners,
+                                               pairwise=pairs))  # fmt: skip
     return result
+
+
+def score_run(out: str | Path, *, samples: Sequence[Any] | None = None, judge: Any = None) -> tuple[dict[str, Any], list[Any], dict[str, dict[str, Any]]]:
+    """(manifest, samples, per strategy ``{"official", "rows", "per_sample": [(row, score)]}``) of a run folder,
+    each prediction scored (and judged) once by the benchmark's scorer."""
+    out = Path(out)
+    manifest = json.loads((out / MANIFEST_FILE).read_text())
+    cfg = manifest["config"]
+    samples = list(samples) if samples is not None else run_samples(cfg)
+    by_id = {s.sample_id: s for s in samples}
+    rows = [r for r in latest_rows(read_rows(out)).values() if r["sample_id"] in by_id]
+    options = {"judge": judge} if judge is not None else {}
+    per_strategy: dict[str, dict[str, Any]] = {}
+    for name in cfg["strategies"]:
+        mine = [r for r in rows if r["strategy"] == name]
+        if not mine:
+            continue
+        preds = [(by_id[r["sample_id"]], r.get("prediction"), r.get("error")) for r in mine]
+        official = score(cfg["benchmark"], preds, **options)
+        rules = official.get("match_rule") or {}  # which rule credited each answer, where the scorer says (own corpus)
+        per_sample = [({**r, "match_rule": rules[r["sample_id"]]} if r["sample_id"] in rules else r,
+                       official["per_sample"].get(r["sample_id"])) for r in mine]  # fmt: skip
+        per_strategy[name] = {"official": official, "rows": mine, "per_sample": per_sample}
+    return manifest, samples, per_strategy
+
+
+def compare_runs(folders: Sequence[str | Path], *, judge: Any = None) -> list[dict[str, Any]]:
+    """Paired comparison of the same strategies across run folders (two models, two configs).
+
+    Strategies named in several runs are compared run against run (``rag @ runA`` vs ``rag @ runB``);
+    when the runs share no strategy name, every strategy of one run meets every strategy of the
+    others. Questions are matched by id; p-values are Holm-adjusted across all the pairs shown.
+
+    Raises:
+        ValueError: Fewer than two folders, or runs of different benchmarks.
+    """
+    if len(folders) < 2:
+        raise ValueError("compare needs two run folders or more")
+    runs = []
+    for folder in folders:
+        manifest, _, per_strategy = score_run(folder, judge=judge)
+        runs.append((Path(folder).name or str(folder), manifest["config"]["benchmark"], per_strategy))
+    benchmarks = {b for _, b, _ in runs}
+    if len(benchmarks) > 1:
+        raise ValueError(f"compare needs runs of one benchmark; these are {sorted(benchmarks)}")
+    labels = [name for name, _, _ in runs]
+    if len(set(labels)) < len(labels):
+        labels = [str(Path(f)) for f in folders]
+    scores = {f"{s} @ {label}": {r["sample_id"]: v for r, v in d["per_sample"]} for label, (_, _, per) in zip(labels, runs) for s, d in per.items()}
+    names = [set(per) for _, _, per in runs]
+    shared = set.intersection(*names) if names else set()
+    def wanted(a: str, b: str) -> bool:
+        (sa, ra), (sb, rb) = a.split(" @ ", 1), b.split(" @ ", 1)
+        return ra != rb and (sa == sb if shared else True)
+    pairs = [r for r in comparison.pairwise(scores) if wanted(r["strategy_a"], r["strategy_b"])]
+    for row, p in zip(pairs, stats.holm([r["p_value"] for r in pairs])):
+        row["p_adjusted"] = None if p is None else round(p, 6)  # the family is the pairs shown
+    return pairs
 
 
 def _price_table(prices: str | Path | dict[str, Any] | None) -> dict[str, tuple[float, float]] | None:
@@ -124,6 +180,53 @@ def _add_ceilings(cfg: dict[str, Any], samples: list[Any], summary: list[dict[st
         import logging
 
         logging.getLogger(__name__).warning("Evidence ceilings skipped: %s", exc)
+
+
+def _per_question(per_strategy: dict[str, dict[str, Any]], by_id: dict[str, Any], manifest: dict[str, Any],
+                  prices: dict[str, tuple[float, float]] | None) -> dict[str, dict[str, dict[str, float | None]]]:  # fmt: skip
+    """metric -> strategy -> question id -> value: the paired data behind every interval and winner.
+
+    Scores are the scorer's (failed rows count as its rule says, unscored questions are None);
+    tokens, seconds, cost and evidence recall exist for answered rows only."""
+    costs = strategy_costs(per_strategy, manifest, prices)
+    out: dict[str, dict[str, dict[str, float | None]]] = {m: {} for m in ("score", "tokens", "seconds", "cost_usd", "evidence_recall")}
+    for name, data in per_strategy.items():
+        out["score"][name] = {r["sample_id"]: v for r, v in data["per_sample"]}
+        ok = [r for r in data["rows"] if r["status"] == "ok"]
+        out["tokens"][name] = {r["sample_id"]: r["usage"]["prompt_tokens"] + r["usage"]["completion_tokens"] for r in ok}
+        out["seconds"][name] = {r["sample_id"]: r["seconds"] for r in ok}
+        price = costs[name]["prices"]
+        out["cost_usd"][name] = {r["sample_id"]: row_cost(r, price.get(row_model(r, manifest) or "unknown")) for r in ok}
+        out["evidence_recall"][name] = {r["sample_id"]: _recall(by_id[r["sample_id"]], r) for r in ok}
+    return out
+
+
+def _add_intervals(benchmark: str, samples: list[Any], summary: list[dict[str, Any]], scores: dict[str, dict[str, float | None]]) -> None:
+    """Each summary row's score gets its 95% bootstrap interval, standard error and n (stratified as
+    the benchmark's headline averages sub-sets)."""
+    spec = BENCHMARKS.get(benchmark) if benchmark in BENCHMARKS else None
+    strata, weights = spec.strata(samples) if spec is not None and spec.strata is not None else (None, None)
+    for row in summary:
+        values = scores.get(row["strategy"], {})
+        ids = [q for q, v in values.items() if v is not None]
+        ci = stats.interval([values[q] for q in ids], [strata[q] for q in ids] if strata else None, weights)
+        row.update({"n_scored": ci.n, "score_ci_low": _round(ci.low), "score_ci_high": _round(ci.high), "score_se": _round(ci.se)})
+
+
+def _add_frontiers(summary: list[dict[str, Any]], per_strategy: dict[str, dict[str, Any]], manifest: dict[str, Any],
+                   prices: dict[str, tuple[float, float]] | None) -> None:  # fmt: skip
+    """``frontier_cost`` / ``frontier_tokens``: on the Pareto front of (score, estimated USD per
+    answer) and of (score, tokens per answer), or dominated by some other strategy."""
+    table = summary_table(summary, strategy_costs(per_strategy, manifest, prices))
+    for key, column in (("cost_usd", "frontier_cost"), ("tokens", "frontier_tokens")):
+        front = comparison.frontier(table, key)
+        known = {r["strategy"] for r in table if r.get("score") is not None and r.get(key) is not None}
+        for row in summary:
+            row[column] = ("frontier" if front[row["strategy"]] else "dominated") if row["strategy"] in known else None
+
+
+def _round(value: float | None, digits: int = 2) -> float | None:
+    return None if value is None else round(value, digits)
 
 
 def _mean(values: Sequence[float]) -> float | None:

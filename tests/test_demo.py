@@ -28,3 +28,19 @@ def test_demo_can_run_every_strategy(tmp_path, monkeypatch):
     llm = ScriptedChatModel(reply_fn=lambda prompt: "So the final answer is: Bergen" if "follow up" in prompt else "Bergen")
     report = run_demo(tmp_path / "demo", llm=llm, questions=1, strategies=DEMO_STRATEGIES, show_progress=False, say=lambda m: None)
     assert {r["strategy"] for r in report["summary"]} == set(DEMO_STRATEGIES)
+
+
+def test_the_demo_report_names_no_winner_on_its_few_scored_questions_and_says_why(tmp_path, monkeypatch):
+    monkeypatch.setenv("LONGCTX_CACHE_DIR", str(tmp_path / "cache"))
+    llm = ScriptedChatModel(reply_fn=lambda prompt: "So the final answer is: Bergen" if "follow up" in prompt else "Bergen")
+    report = run_demo(tmp_path / "demo", llm=llm, show_progress=False, say=lambda m: None)
+    score = next(w for w in report["winners"] if w["metric"] == "score")
+    assert score["strategies"] == [] and "no significant difference" in score["note"]
+    folder = tmp_path / "demo" / "run" / "report"
+    assert "no significant difference on n=" in (folder / "significance.md").read_text()
+    header = (folder / "pairwise.csv").read_text().splitlines()[0].split(",")
+    assert header[:1] + header[1:] == ["metric", "strategy_a", "strategy_b", "n", "mean_a", "mean_b", "mean_diff", "ci_low", "ci_high",
+                                       "p_value", "p_adjusted", "test", "detectable_difference"]  # fmt: skip
+    summary = (folder / "summary.csv").read_text().splitlines()[0].split(",")
+    assert {"n_scored", "score_ci_low", "score_ci_high", "score_se", "frontier_tokens"} <= set(summary)
+    assert 'id="pairwise"' in (folder / "report.html").read_text()

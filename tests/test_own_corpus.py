@@ -171,3 +171,38 @@ def test_several_candidates_are_credited_only_when_the_question_asks_for_a_list(
     (sample,) = load_benchmark("own", q, corpus=docs)
     result = score("own", [(sample, prediction)])
     assert (result["per_sample"]["a"], result["match_rule"]["a"]) == (expected, rule)
+
+
+def test_compare_prints_the_paired_table_of_two_runs_of_the_same_questions(tmp_path, capsys):
+    """Two models on the same 24 questions: `longctx compare` pairs them question by question."""
+    from experiments.runner import RunConfig, run_experiment
+    from tests.scripted_tools import ToolScriptedChatModel
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "codes.md").write_text("".join(f"Item {i} has code C{i}.\n" for i in range(24)))
+    questions = tmp_path / "q.jsonl"
+    questions.write_text("".join(json.dumps({"id": f"i{i}", "question": f"What is the code of item {i}?", "answer": f"C{i}"}) + "\n"
+                                 for i in range(24)))  # fmt: skip
+
+    def model(right_until: int) -> ToolScriptedChatModel:
+        def reply(prompt, tools):
+            i = int(prompt.rsplit("code of item ", 1)[1].split("?")[0])
+            return f"C{i}" if i < right_until else "I do not know."
+        return ToolScriptedChatModel(reply_fn=reply)
+
+    folders = []
+    for name, right in (("strong", 24), ("weak", 4)):
+        out = tmp_path / name
+        cfg = RunConfig.for_corpus(docs, questions, ("full_context",), llm_cache=False)
+        run_experiment(cfg, out, llm=model(right), show_progress=False)
+        folders.append(str(out))
+    capsys.readouterr()
+    assert cli_main(["compare", *folders, "--out", str(tmp_path / "pairs.csv")]) == 0
+    printed = capsys.readouterr().out
+    line = next(x for x in printed.splitlines() if x.startswith("| full_context @ strong"))
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[1] == "full_context @ weak" and cells[2] == "24" and float(cells[5]) == pytest.approx(100 * 20 / 24, abs=0.01)
+    assert float(cells[9]) < 1e-4 and cells[10] == "mcnemar-exact"  # 20 discordant pairs, all one way: p = 2 / 2^20
+    assert "strategy_a" in (tmp_path / "pairs.csv").read_text()
+    assert cli_main(["compare", folders[0]]) == 2 and "two run folders" in capsys.readouterr().err

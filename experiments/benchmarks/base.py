@@ -71,6 +71,10 @@ class BenchmarkSpec:
             settings (answer budget, input budget, temperature, chat-template flag).
         rag_prompt: ``rag_prompt(sample, chunks) -> str``, the official RAG prompt, where the
             benchmark's code has one (LongBench v2 ``0shot_rag``).
+        strata: ``strata(samples) -> (sample id -> stratum, stratum -> weight)`` where the
+            headline averages sub-sets (LongBench's macro over datasets and categories): the
+            report's bootstrap resamples within each stratum and weighs them so (``experiments.stats``).
+            ``None``: the headline is the plain mean over questions.
     """
 
     name: str
@@ -80,6 +84,7 @@ class BenchmarkSpec:
     score: Callable[..., dict]
     protocol: Callable[[Sample], dict[str, Any]] | None = None
     rag_prompt: Callable[[Sample, Sequence[str]], str] | None = None
+    strata: Callable[[Sequence[Sample]], tuple[dict[str, Any], dict[Any, float]]] | None = None
 
     def with_protocol(self, sample: Sample) -> Sample:
         """``sample`` whose question carries this benchmark's :class:`~retrieval.contract.Protocol`."""
@@ -90,6 +95,16 @@ class BenchmarkSpec:
             **(self.protocol(sample) if self.protocol else {}),
         )
         return dataclasses.replace(sample, question=dataclasses.replace(sample.question, protocol=protocol))
+
+
+def macro_strata(key: Callable[[Sample], Any]) -> Callable[[Sequence[Sample]], tuple[dict[str, Any], dict[Any, float]]]:
+    """A ``strata`` rule for a headline that is the plain mean of the sub-set means (equal weights)."""
+
+    def strata(samples: Sequence[Sample]) -> tuple[dict[str, Any], dict[Any, float]]:
+        keys = {s.sample_id: key(s) for s in samples}
+        return keys, dict.fromkeys(keys.values(), 1.0)
+
+    return strata
 
 
 def _benchmark(name: str, score: Callable[..., dict], **attrs: Any) -> BenchmarkSpec:

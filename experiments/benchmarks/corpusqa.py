@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.benchmarks.base import BENCHMARKS, BenchmarkDataError, Sample, data_root, read_records
+from experiments.benchmarks.base import BENCHMARKS, BenchmarkDataError, Sample, data_root, macro_strata, read_records
 from experiments.metrics import corpusqa as m
 from experiments.metrics import judge as judge_mod
 from experiments.metrics.equivalence import equivalent
@@ -132,7 +132,7 @@ def _correct(sample: Sample, pred: Any, judge: Any) -> tuple[bool, bool]:
     return m.judge_verdict(reply.text), reply.error is not None
 
 
-@BENCHMARKS.register("corpusqa", version=VERSION, load=load, prompt=prompt)
+@BENCHMARKS.register("corpusqa", version=VERSION, load=load, prompt=prompt, strata=macro_strata(lambda s: s.dataset))  # macro over domains
 def score(pairs: Sequence[tuple[Sample, Any]], *, judge: Any = None, **_: Any) -> dict:
     """Accuracy per domain, macro over domains (paper) and micro (official ``eval.py``), x 100.
 

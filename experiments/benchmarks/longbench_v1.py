@@ -165,8 +165,16 @@ def protocol(sample: Sample) -> dict[str, Any]:
     }
 
 
-@BENCHMARKS.register("longbench_e", version=VERSION, load=load_e, prompt=prompt, protocol=protocol)
-@BENCHMARKS.register("longbench", version=VERSION, load=load, prompt=prompt, protocol=protocol)
+def headline_strata(samples: Sequence[Sample]) -> tuple[dict[str, Any], dict[Any, float]]:
+    """Datasets weighed as the overall macro-averages them: categories equally, datasets equally within one."""
+    keys = {s.sample_id: s.dataset for s in samples}
+    present = {c: [d for d in names if d in set(keys.values())] for c, names in CATEGORIES.items()}
+    present = {c: names for c, names in present.items() if names}
+    return keys, {d: 1 / (len(present) * len(names)) for names in present.values() for d in names}
+
+
+@BENCHMARKS.register("longbench_e", version=VERSION, load=load_e, prompt=prompt, protocol=protocol, strata=headline_strata)
+@BENCHMARKS.register("longbench", version=VERSION, load=load, prompt=prompt, protocol=protocol, strata=headline_strata)
 def score(pairs: Sequence[tuple[Sample, Any]], **_: Any) -> dict:
     """Official LongBench aggregation: dataset means x 100, category means, macro overall.
 

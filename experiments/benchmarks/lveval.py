@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.benchmarks.base import BENCHMARKS, Sample, data_root, find_file, load_records, only_known
+from experiments.benchmarks.base import BENCHMARKS, Sample, data_root, find_file, load_records, macro_strata, only_known
 from experiments.metrics import longbench_v1 as lb
 from experiments.metrics import lveval as m
 from retrieval import Corpus, Document
@@ -109,7 +109,8 @@ def protocol(sample: Sample) -> dict[str, Any]:
     return {"max_new_tokens": MAX_NEW_TOKENS[sample.dataset], "window_reserve": WINDOW_RESERVE, "temperature": 0.0}
 
 
-@BENCHMARKS.register("lveval", version=VERSION, load=load, prompt=prompt, protocol=protocol)
+@BENCHMARKS.register("lveval", version=VERSION, load=load, prompt=prompt, protocol=protocol,
+                     strata=macro_strata(lambda s: (s.dataset, s.metadata["length_level"])))  # overall: mean of dataset x level cells
 def score(pairs: Sequence[tuple[Sample, Any]], *, all_answers: bool = False, **_: Any) -> dict:
     """Official aggregation: mean x 100 per ``{dataset}_{level}``, pivoted dataset x level.
 

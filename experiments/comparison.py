@@ -1,0 +1,99 @@
+"""Strategies compared on the same questions: pairwise tables, winners the data supports, frontiers.
+
+Built on :mod:`experiments.stats`; used by the report (``report/pairwise.csv``, the summary's
+intervals, the page's matrix and winners) and by ``longctx compare`` across run folders.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from experiments import stats
+
+#: Columns of ``pairwise.csv`` (mean_diff = a - b, on the questions both answered).
+PAIRWISE_COLUMNS = ("metric", "strategy_a", "strategy_b", "n", "mean_a", "mean_b", "mean_diff", "ci_low", "ci_high",
+                    "p_value", "p_adjusted", "test", "detectable_difference")  # fmt: skip
+
+Scores = Mapping[str, Mapping[str, "float | None"]]  # strategy -> question id -> value (None: unscored)
+
+
+def pairwise(scores: Scores, *, metric: str = "score") -> list[dict[str, Any]]:
+    """Every pair of strategies on the questions both have a value for, Holm-adjusted across the pairs."""
+    names = list(scores)
+    rows = []
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            shared = [q for q, v in scores[a].items() if v is not None and scores[b].get(q) is not None]
+            xa = [float(scores[a][q]) for q in shared]  # type: ignore[arg-type]
+            xb = [float(scores[b][q]) for q in shared]  # type: ignore[arg-type]
+            r = stats.paired_test(xa, xb)
+            rows.append({
+                "metric": metric, "strategy_a": a, "strategy_b": b, "n": r.n,
+                "mean_a": _round(sum(xa) / len(xa)) if xa else None, "mean_b": _round(sum(xb) / len(xb)) if xb else None,
+                "mean_diff": _round(r.mean_diff), "ci_low": _round(r.ci_low), "ci_high": _round(r.ci_high),
+                "p_value": _round(r.p_value, 6), "test": r.test,
+                "detectable_difference": _round(stats.detectable_difference(r.sd_diff, r.n)),
+            })  # fmt: skip
+    for row, p in zip(rows, stats.holm([r["p_value"] for r in rows])):
+        row["p_adjusted"] = _round(p, 6)
+    return [{c: r.get(c) for c in PAIRWISE_COLUMNS} for r in rows]
+
+
+def _round(value: float | None, digits: int = 4) -> float | None:
+    return None if value is None else round(float(value), digits)
+
+
+def _versus(pairs: Sequence[Mapping[str, Any]], a: str, b: str) -> tuple[float | None, float | None, int, float | None]:
+    """(difference a - b, adjusted p, n, detectable difference) from a pairwise table, either orientation."""
+    for r in pairs:
+        if (r["strategy_a"], r["strategy_b"]) == (a, b):
+            return r["mean_diff"], r["p_adjusted"], r["n"], r["detectable_difference"]
+        if (r["strategy_a"], r["strategy_b"]) == (b, a):
+            return (None if r["mean_diff"] is None else -r["mean_diff"]), r["p_adjusted"], r["n"], r["detectable_difference"]
+    return None, None, 0, None
+
+
+def significant_winner(leader: str, others: Sequence[str], pairs: Sequence[Mapping[str, Any]], *, higher: bool = True) -> dict[str, Any]:
+    """Whether ``leader`` beats every other strategy with an adjusted p below 0.05.
+
+    Returns ``{"significant": bool, "n": the fewest shared questions, "detectable": the detectable
+    difference against the closest rival, "closest": that rival, "p_adjusted": its adjusted p}``.
+    """
+    verdicts = []
+    for other in others:
+        diff, p, n, mde = _versus(pairs, leader, other)
+        better = diff is not None and (diff > 0 if higher else diff < 0)
+        verdicts.append((p if p is not None else 1.0, other, bool(better and p is not None and p < stats.ALPHA), n, mde))
+    if not verdicts:
+        return {"significant": False, "n": 0, "detectable": None, "closest": None, "p_adjusted": None}
+    worst = max(verdicts, key=lambda v: (not v[2], v[0]))  # the rival the leader is least sure to beat
+    return {"significant": all(v[2] for v in verdicts), "n": min(v[3] for v in verdicts), "detectable": worst[4],
+            "closest": worst[1], "p_adjusted": worst[0]}  # fmt: skip
+
+
+def verdict_line(label: str, leader: str | None, verdict: Mapping[str, Any], unit: str = "points") -> str:
+    """One sentence for the terminal and the page: the winner, or why none is named."""
+    if leader is None:
+        return f"{label}: no strategy has a value."
+    if verdict["significant"]:
+        return f"{label}: {leader} beats every other strategy (adjusted p {verdict['p_adjusted']:.3g} against {verdict['closest']}, n={verdict['n']})."
+    mde = verdict.get("detectable")
+    detect = f"; these questions detect differences of about {mde:.3g} {unit} or more" if mde else ""
+    closest = f" (best: {leader}; against {verdict['closest']} adjusted p {verdict['p_adjusted']:.3g})" if verdict.get("closest") else ""
+    return f"{label}: no significant difference on n={verdict['n']} questions{closest}{detect}."
+
+
+def write_pairwise(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
+    """``pairwise.csv`` with :data:`PAIRWISE_COLUMNS` (a header only when there is one strategy)."""
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=PAIRWISE_COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def frontier(rows: Sequence[Mapping[str, Any]], cost_key: str) -> dict[str, bool]:
+    """Per strategy of the summary rows: on the (score, ``cost_key``) Pareto front or not."""
+    return stats.pareto_front({r["strategy"]: (r.get("score"), r.get(cost_key)) for r in rows})
