@@ -235,12 +235,11 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Compare the same strategies across run folders on their shared questions and print the paired table."""
-    from experiments.comparison import PAIRWISE_COLUMNS, write_pairwise
-    from experiments.report import compare_runs
+    from experiments.report import comparison, compare_runs  # scipy: loaded only for the commands that score
 
     judge = make_chat_model(args.judge) if args.judge else None
     pairs = compare_runs(args.dirs, judge=judge)
-    columns = [c for c in PAIRWISE_COLUMNS if c != "metric"]
+    columns = [c for c in comparison.PAIRWISE_COLUMNS if c != "metric"]
     print("| " + " | ".join(columns) + " |\n|" + "---|" * len(columns))
     for r in pairs:
         print("| " + " | ".join("" if r[c] is None else str(r[c]) for c in columns) + " |")
@@ -249,7 +248,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     print("\nmean_diff = a - b on the questions both answered; ci: 95% paired bootstrap; p: McNemar exact (0/1 scores) or paired "
           "sign-flip permutation, Holm-adjusted across the rows.")
     if args.out:
-        write_pairwise(Path(args.out), pairs)
+        comparison.write_pairwise(Path(args.out), pairs)
         print(f"Written to {args.out}")
     return 0
 
