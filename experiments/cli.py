@@ -235,7 +235,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Compare the same strategies across run folders on their shared questions and print the paired table."""
-    from experiments.report import comparison, compare_runs  # scipy: loaded only for the commands that score
+    from experiments.report import compare_runs, comparison  # scipy: loaded only for the commands that score
 
     judge = make_chat_model(args.judge) if args.judge else None
     pairs = compare_runs(args.dirs, judge=judge)
