@@ -118,7 +118,8 @@ def correct(sample: Sample, prediction: str, judge: Any = None) -> tuple[bool, b
     (for text answers also the gold phrase inside the answer, case-insensitive)."""
     gold, answer = sample.answers[0], extract(prediction)
     if judge is not None:
-        reply = judge_mod.call_judge(judge, cq.judge_user_prompt(sample.metadata["question"], answer, gold), system=cq.JUDGE_SYSTEM_PROMPT)
+        reply = judge_mod.call_judge(judge, cq.judge_user_prompt(sample.metadata["question"], answer, gold), system=cq.JUDGE_SYSTEM_PROMPT,
+                                   params=judge_mod.CORPUSQA_JUDGE)
         return cq.judge_verdict(reply.text), reply.error is not None
     if equivalent(answer, gold):
         return True, False
