@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from agents.chat_models import make_chat_model
+from experiments.benchmarks import BenchmarkDataError, load_benchmark
 from experiments.runner import RunConfig, read_rows, run_experiment
 from tests.recording_server import RecordingServer
 
@@ -26,3 +27,8 @@ def test_generation_runs_at_the_official_temperature_and_input_budget(tmp_path, 
     assert len(server.requests) == 2 and {r["temperature"] for r in server.requests} == {0.0}  # rag's own 0.7 is overridden
     rows = {r["strategy"]: r for r in read_rows(tmp_path / "run")}
     assert rows["full_context"]["status"] == "ok" and rows["full_context"]["steps"][0]["max_input_tokens"] == max_input
+
+
+def test_corpusqa_without_files_points_to_the_hub_dataset(tmp_path):
+    with pytest.raises(BenchmarkDataError, match="hub dataset Tongyi-Zhiwen/CorpusQA"):
+        load_benchmark("corpusqa", tmp_path)

@@ -107,7 +107,7 @@ def load(path: str | Path | None = None, *, datasets: Sequence[str] | None = Non
     if not files:
         raise BenchmarkDataError(
             f"CorpusQA: no data files in {root} (expected e.g. {root / 'financial_en_set1.jsonl'}); "
-            "the dataset is not on the hub, download it as docs/benchmarks-data.md explains."
+            "get the .jsonl files of the hub dataset Tongyi-Zhiwen/CorpusQA (its README: git clone it) as docs/benchmarks-data.md explains."
         )
     samples = []
     for f in files:
