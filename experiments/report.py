@@ -3,10 +3,12 @@
 ``longctx report DIR`` writes into ``DIR/report/``: ``summary.md`` / ``summary.csv``
 (one row per strategy: official headline score with its 95% bootstrap interval, standard
 error and n, failures, mean calls, tokens and seconds per answer, and whether it sits on the
-cost-accuracy frontier), ``pairwise.csv`` (every pair of strategies: paired difference,
-interval, Holm-adjusted p) and ``significance.md`` (the winner per metric where the paired
-tests support one, else why none is named; see ``experiments.comparison`` and docs/statistics.md), ``by_length.md`` / ``by_length.csv`` (mean per-sample score by
-corpus-length bucket), ``scores.json`` (every strategy's full official aggregation),
+cost-accuracy frontier; for LongBench v2 and CorpusQA also ``score_official_denominator``,
+the headline with failed calls left out of the denominator as their official scripts do),
+``pairwise.csv`` (every pair of strategies: paired difference, interval, Holm-adjusted p) and
+``significance.md`` (the winner per metric where the paired tests support one, else why none
+is named; see ``experiments.comparison`` and docs/statistics.md), ``by_length.md`` /
+``by_length.csv`` (mean per-sample score by corpus-length bucket), ``scores.json`` (every strategy's full official aggregation),
 ``ceilings.md`` / ``ceilings.json`` and a ``ceiling`` summary column when the samples name
 their evidence (upper bounds, see ``experiments.ceilings``), ``report.html`` (everything in
 one self-contained page, with winners, estimated cost and a per-question drill-down, see
@@ -37,6 +39,10 @@ LENGTH_BUCKETS = ((0, 32_000, "<32K"), (32_000, 160_000, "32K-160K"), (160_000, 
                   (1_500_000, 6_000_000, "1.5M-6M"), (6_000_000, 10**12, "6M+"))  # fmt: skip
 #: The aggregate key that headlines each benchmark (Loong reports its judge's average score).
 HEADLINE = {"loong": "avg_score"}
+#: Benchmarks whose official script leaves failed calls out of the denominator (LongBench v2
+#: ``pred.py`` and CorpusQA ``infer.py`` write no line for them): the aggregation holding the
+#: headline computed that way, shown beside ours as ``score_official_denominator``.
+OFFICIAL_DENOMINATOR = {"longbench_v2": "official_drops_failed", "corpusqa": "official_drops_failed"}
 
 
 def length_bucket(tokens: int) -> str:
@@ -48,6 +54,13 @@ def headline(benchmark: str, scores: dict[str, Any]) -> float | None:
     """The one number that summarizes a benchmark's official aggregation."""
     value = scores.get(HEADLINE.get(benchmark, "overall"))
     return float(value) if isinstance(value, (int, float)) else None
+
+
+def headline_official_denominator(benchmark: str, scores: dict[str, Any]) -> float | None:
+    """The headline with failed calls left out of the denominator, as the official script
+    computes it, or ``None`` where the official denominator is ours (see :data:`OFFICIAL_DENOMINATOR`)."""
+    key = OFFICIAL_DENOMINATOR.get(benchmark)
+    return headline(benchmark, scores.get(key) or {}) if key else None
 
 
 def build_report(
@@ -239,6 +252,8 @@ def _summary_row(benchmark: str, name: str, data: dict[str, Any], by_id: dict[st
     row = {
         "strategy": name,
         "score": headline(benchmark, data["official"]),
+        **({"score_official_denominator": headline_official_denominator(benchmark, data["official"])}
+           if benchmark in OFFICIAL_DENOMINATOR else {}),
         "answers": len(data["rows"]),
         "failed": len(data["rows"]) - len(ok),
         "llm_calls": _mean([u["llm_calls"] for u in usage]),

@@ -135,12 +135,12 @@ def test_loong_assembles_titled_documents_and_shuffles_like_the_official_rng():
 
 def test_loong_scores_through_a_judge():
     samples = load_benchmark("loong", FIXTURES / "loong")
-    judge = ScriptedChatModel(replies=["Good. Rating: [[100]]", "Unparseable."])
+    judge = ScriptedChatModel(replies=["Good. Rating: [[100]]", "Unparseable.", "Empty answer. Rating: [[1]]"])
     preds = [(samples[0], "GammaCo"), (samples[1], "attention"), (samples[2], None)]
     result = experiments.score("loong", preds, judge=judge)
-    assert len(judge.calls) == 2 and "[Gold Answer]\nGammaCo" in judge.calls[0]["prompt"]
+    assert len(judge.calls) == 3 and "[Gold Answer]\nGammaCo" in judge.calls[0]["prompt"]  # a failed generation is judged as ""
     assert "{docs}" not in judge.calls[0]["prompt"] and "{docs}" in judge.calls[1]["prompt"]  # paper quirk
-    assert (result["avg_score"], result["perfect_rate"], result["parse_success_rate"]) == (100.0, 1.0, 0.3333)
+    assert (result["avg_score"], result["perfect_rate"], result["parse_success_rate"]) == (50.5, 0.5, 0.6667)
     assert result["by_set_level"]["set1_level2"]["avg_score"] == 100.0 and result["n_failed"] == 1
     with pytest.raises(ValueError, match="judge"):
         experiments.score("loong", preds)

@@ -23,9 +23,13 @@ from experiments.metrics import loong as m
 from retrieval import Corpus, Document
 from retrieval.contract import Question
 
-VERSION = 1
-#: ``src/run.sh``: ``--max_length 120000`` tokens of documents per prompt.
-MAX_LENGTH = 120_000
+VERSION = 2  # 2: 128,000-token input budget (run.sh at HEAD), generation at temperature 0.0, failed generations judged as ""
+#: ``src/run.sh`` at HEAD (7ad6cc8): ``MAX_LENGTH="128000"`` tokens per prompt (the first
+#: release said 120000, then 300000); ``step1_load_data.py`` packs documents under it.
+MAX_LENGTH = 128_000
+#: Every ``config/models/*.yaml`` runs generation at ``temperature: 0.0`` (README: "We set
+#: temperature = 0").
+TEMPERATURE = 0.0
 SEED = 1000000007
 DOMAINS = ("financial", "paper", "legal")
 LEVELS = {1: "Spotlight Locating", 2: "Comparison", 3: "Clustering", 4: "Chain of Reasoning"}
@@ -145,8 +149,8 @@ def prompt(sample: Sample, context: str | None = None) -> str:
 
 
 def protocol(sample: Sample) -> dict[str, Any]:
-    """``run.sh``: ``--max_length 120000`` of input; no answer budget is set (the model's default)."""
-    return {"max_input_tokens": MAX_LENGTH}
+    """``run.sh``: ``--max_length 128000`` of input, temperature 0.0; no answer budget is set (the model's default)."""
+    return {"max_input_tokens": MAX_LENGTH, "temperature": TEMPERATURE}
 
 
 def _bucket_stats(ratings: dict[str, list[float | None]], total: int) -> dict[str, dict]:
@@ -163,10 +167,12 @@ def score(pairs: Sequence[tuple[Sample, Any]], *, judge: Any = None, **_: Any) -
     """Judge every prediction and aggregate as ``step4_cal_metric.py`` does.
 
     Args:
-        pairs: ``(Sample, Prediction)`` pairs. Failed calls are not sent to the judge;
-            they count as unparsable (excluded from ``avg_score``, as official) and in
-            ``n_failed``.
-        judge: A LangChain chat model (temperature 0, GPT-4 officially). Required.
+        pairs: ``(Sample, Prediction)`` pairs. A failed call is judged as the empty
+            answer ``""``, as the official loop writes and judges it (``generate.py``:
+            ``response_content or ""``), so it counts as a rated wrong answer; ``n_failed``
+            says how many there were.
+        judge: A LangChain chat model (GPT-4 officially), called at the official
+            ``temperature=0.0`` (:data:`~experiments.metrics.judge.LOONG_JUDGE`). Required.
 
     Returns:
         Overall stats plus ``by_set_level`` (``"set1_level2"``), ``by_set``, ``by_level``,
@@ -178,13 +184,12 @@ def score(pairs: Sequence[tuple[Sample, Any]], *, judge: Any = None, **_: Any) -
     per_sample: dict[str, float | None] = {}
     errors = 0
     for sample, pred in pairs:
-        rating = None
-        if not pred.failed:
-            md = sample.metadata
-            question = m.judge_question(md["prompt_template"], sample.question.text, md["instruction"], md["type"])
-            reply = judge_mod.call_judge(judge, m.judge_prompt(question, sample.answers[0], pred.text_or_empty))
-            errors += reply.error is not None
-            rating = m.parse_rating(reply.text)
+        md = sample.metadata
+        question = m.judge_question(md["prompt_template"], sample.question.text, md["instruction"], md["type"])
+        prediction = "" if pred.failed else pred.text_or_empty  # official: a failed generation is judged as ""
+        reply = judge_mod.call_judge(judge, m.judge_prompt(question, sample.answers[0], prediction), params=judge_mod.LOONG_JUDGE)
+        errors += reply.error is not None
+        rating = m.parse_rating(reply.text)
         per_sample[sample.sample_id] = rating
         for key in ("overall", f"set{md_get(sample, 'set')}_level{md_get(sample, 'level')}", f"set{md_get(sample, 'set')}",
                     f"level{md_get(sample, 'level')}", sample.dataset):  # fmt: skip

@@ -118,7 +118,8 @@ def correct(sample: Sample, prediction: str, judge: Any = None) -> tuple[Match, 
     ``experiments.metrics.answer_match`` (exact, typed, or the gold phrase as whole tokens)."""
     gold, answer = sample.answers[0], extract(prediction)
     if judge is not None:
-        reply = judge_mod.call_judge(judge, cq.judge_user_prompt(sample.metadata["question"], answer, gold), system=cq.JUDGE_SYSTEM_PROMPT)
+        reply = judge_mod.call_judge(judge, cq.judge_user_prompt(sample.metadata["question"], answer, gold), system=cq.JUDGE_SYSTEM_PROMPT,
+                                   params=judge_mod.CORPUSQA_JUDGE)
         ok = cq.judge_verdict(reply.text)
         return Match(ok, "judge" if ok else None), reply.error is not None
     return match_answer(answer, gold, answer_type=sample.metadata.get("answer_type"), question=sample.metadata.get("question")), False

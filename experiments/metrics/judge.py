@@ -1,5 +1,9 @@
 """Calling an LLM judge through any LangChain chat model, with failures made explicit.
 
+Each benchmark sends its judge the sampling parameters its official script sends
+(:data:`LOONG_JUDGE`, :data:`CORPUSQA_JUDGE`), whatever the chat model was built with,
+so ``longctx report --judge MODEL`` reproduces the official judge calls.
+
 A judge call that raises is recorded as a :class:`JudgeResult` with ``error`` set,
 never swallowed: each benchmark decides what an error means (CorpusQA: wrong;
 Loong: not a parseable rating).
@@ -7,10 +11,29 @@ Loong: not a parseable rating).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
-VERSION = 1
+VERSION = 2  # 2: the official judge parameters are sent with every call
+
+
+@dataclass(frozen=True)
+class JudgeParams:
+    """Sampling parameters sent with every judge call (``None``: not sent)."""
+
+    temperature: float | None = 0.0
+    n: int | None = None
+
+    def kwargs(self) -> dict[str, Any]:
+        """The parameters to send, as chat-model call keyword arguments."""
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+#: Loong ``config/models/gpt4.yaml`` (the ``--eval_model`` of ``src/run.sh``): ``run_args:
+#: temperature: 0.0``, which ``src/utils/generate.py`` sends alone for OpenAI models.
+LOONG_JUDGE = JudgeParams(temperature=0.0)
+#: CorpusQA ``src/eval.py``: ``client.chat.completions.create(..., temperature=0.0, n=1)``.
+CORPUSQA_JUDGE = JudgeParams(temperature=0.0, n=1)
 
 
 @dataclass(frozen=True)
@@ -21,13 +44,15 @@ class JudgeResult:
     error: str | None = None
 
 
-def call_judge(judge: Any, prompt: str, system: str | None = None) -> JudgeResult:
-    """Ask ``judge`` (a LangChain chat model) once, at its own temperature.
+def call_judge(judge: Any, prompt: str, system: str | None = None, *, params: JudgeParams = JudgeParams()) -> JudgeResult:
+    """Ask ``judge`` (a LangChain chat model) once, with the official sampling parameters.
 
     Args:
-        judge: A ``BaseChatModel``; configure temperature 0 on it, as the official judges run.
+        judge: A ``BaseChatModel``.
         prompt: The user turn.
         system: Optional system turn.
+        params: The benchmark's official judge parameters (default: temperature 0), sent with
+            the call; they override the model's own (e.g. a temperature it was built with).
 
     Returns:
         The reply text, or the exception's type and message in ``error``.
@@ -36,7 +61,7 @@ def call_judge(judge: Any, prompt: str, system: str | None = None) -> JudgeResul
 
     messages = ([SystemMessage(system)] if system else []) + [HumanMessage(prompt)]
     try:
-        reply = judge.invoke(messages)
+        reply = judge.invoke(messages, **params.kwargs())
     except Exception as exc:  # noqa: BLE001 - any provider error is an outcome to record, not to crash a 1,600-item run on
         return JudgeResult(text=None, error=f"{type(exc).__name__}: {exc}")
     content = reply.content if isinstance(reply.content, str) else str(reply.content)

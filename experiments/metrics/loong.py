@@ -8,7 +8,8 @@ Perfect rate = share of effective samples scored exactly 100.
 Quirk and fix: per (set, level) the official success rate divides by the number of
 *all* lines, not the bucket's; ``parse_success_rate_official`` keeps that number and
 ``parse_success_rate`` is the bucket's own. ``avg_score_unparsed_as_zero`` is the
-stricter variant where an unparsable reply (or failed call) counts as 0.
+stricter variant where an unparsable reply (or a judge call that failed) counts as 0.
+A failed *generation* is judged as the empty answer, as the official loop does.
 """
 
 from __future__ import annotations
