@@ -473,8 +473,10 @@ class Answer:
 
     Attributes:
         answer: Final answer text (the model's reply, stripped; benchmarks extract their format).
-        raw: The model's unprocessed final reply (a multi-step strategy's final call only,
-            never its transcript): the text a benchmark scores.
+        raw: The text a benchmark scores: the model's final reply (a multi-step strategy's
+            final call only, never its transcript), or, where the strategy's own paper defines
+            how its reply is read (MemAgent's "the answer is" extraction), what that keeps; the
+            whole reply is then in the last step's ``reply``.
         evidence: What the answer was based on, best first.
         usage: Calls, tokens and seconds of this answer alone.
         steps: One :class:`Step` per graph node that ran (retrievals, routes, memories...).
