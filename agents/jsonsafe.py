@@ -18,6 +18,7 @@ stop a run or write a file that is not JSON:
 from __future__ import annotations
 
 import dataclasses
+import decimal
 import enum
 import json
 import math
@@ -106,7 +107,7 @@ class _Converter:
             return self.items(value, len(value), depth)
         if isinstance(value, numbers.Integral):
             return self.convert(int(value), depth)
-        if isinstance(value, numbers.Real):
+        if isinstance(value, (numbers.Real, decimal.Decimal)):
             return self.convert(float(value), depth)
         try:
             text = str(value)
@@ -137,7 +138,7 @@ class _Converter:
             if self.left <= 0:
                 out["..."] = f"[cut: {size - i:,} more entries]"
                 break
-            name = key if isinstance(key, str) else bytes_text(bytes(key)) if isinstance(key, bytes) else str(self.convert(key, depth + 1))
-            out[self.text(name)] = self.convert(item, depth + 1)
+            name = self.text(key if isinstance(key, str) else bytes_text(key) if isinstance(key, bytes) else str(self.convert(key, depth + 1)))
+            out[name] = self.convert(item, depth + 1)  # the key first: it is spent from the budget before its value
         self.left -= 2
         return out
