@@ -19,7 +19,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from agents.chat_models import EmbeddedChatModel, as_chat_model_error, make_chat_model
-from agents.jsonsafe import json_safe
+from agents.jsonsafe import is_plain, json_safe
 from graphs import STRATEGIES
 from graphs.run import arun_strategy, run_strategy
 from retrieval import Index
@@ -175,11 +175,11 @@ def json_ready(result: Answer) -> Answer:
     """``result`` with every field a strategy filled made JSON-safe (bytes from a SQL result,
     ``inf`` scores, numpy numbers become text, null and Python numbers; nothing is cut), so
     ``result.to_dict()`` always serializes, e.g. for ``longctx answer --json``."""
-    def safe(value: Any) -> Any:
-        return json_safe(value, max_chars=None, max_total=None)
+    def safe(value: Any) -> Any:  # values that are JSON already are kept as they are (tuples stay tuples)
+        return value if is_plain(value) else json_safe(value, max_chars=None, max_total=None)
 
     evidence = [dataclasses.replace(e, **{f.name: safe(getattr(e, f.name)) for f in dataclasses.fields(e)}) for e in result.evidence]
-    steps = [Step.coerce(safe(dict(s))) for s in result.steps]
+    steps = [s if is_plain(s) else Step.coerce(json_safe(dict(s), max_chars=None, max_total=None)) for s in result.steps]
     return dataclasses.replace(result, answer=safe(result.answer), raw=safe(result.raw), evidence=evidence, steps=steps, config=safe(result.config))
 
 

@@ -60,6 +60,26 @@ def dumps(value: Any, *, indent: int | None = None, **limits: Any) -> str:
     return json.dumps(json_safe(value, **limits), ensure_ascii=False, allow_nan=False, indent=indent)
 
 
+def is_plain(value: Any, depth: int = 0) -> bool:
+    """Whether ``value`` is already strict JSON data (then :func:`json_safe` need not copy it;
+    tuples count, JSON writes them as lists)."""
+    if value is None or isinstance(value, bool):
+        return True
+    if isinstance(value, int):
+        return value.bit_length() <= MAX_INT_BITS
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, str):
+        return _SURROGATE.search(value) is None
+    if depth >= MAX_DEPTH:
+        return False
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and is_plain(k) and is_plain(v, depth + 1) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return all(is_plain(v, depth + 1) for v in value)
+    return False
+
+
 def bytes_text(data: bytes) -> str:
     """Text of ``data``: itself when it is UTF-8, else its size and a hex preview."""
     try:

@@ -8,7 +8,7 @@ from decimal import Decimal
 import numpy as np
 import pytest
 
-from agents.jsonsafe import MAX_DEPTH, bytes_text, dumps, json_safe
+from agents.jsonsafe import MAX_DEPTH, bytes_text, dumps, is_plain, json_safe
 
 
 @dataclasses.dataclass
@@ -105,3 +105,21 @@ def test_a_100_mb_string_costs_no_more_than_its_cut():
 def test_bytes_text_keeps_utf8_and_previews_the_rest():
     assert bytes_text("\u4e2d".encode()) == "\u4e2d"
     assert bytes_text(b"\xe4\xb8") == "<2 bytes: e4b8>"
+
+
+@pytest.mark.parametrize(
+    "value,plain",
+    [
+        ({"a": [1, 2.5, None, True, "x", (1, 2)]}, True),
+        ({"a": float("inf")}, False),
+        ([b"x"], False),
+        ({1: "a"}, False),
+        ("\ud800", False),
+        (np.int64(1), False),
+        ({"s": {1}}, False),
+        (10**5000, False),
+    ],
+    ids=lambda v: type(v).__name__,
+)
+def test_is_plain_tells_what_needs_no_conversion(value, plain):
+    assert is_plain(value) is plain

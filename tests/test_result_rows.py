@@ -4,6 +4,7 @@ and retries that do not replay the cached reply that failed them."""
 
 import json
 import logging
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,7 +31,7 @@ class HostileConfig(StrategyConfig):
 
 def hostile(state, runtime):
     """What a strategy (or a SQL result inside one) may hand back, per sample."""
-    sample = state["question"].metadata["sample_id"]
+    sample = state["question"].metadata.get("sample_id", "v2-1")
     huge = "z" * HUGE
     if sample == "v2-1":  # bytes, 1e999, nan, numpy, a lone surrogate and a 100 MB string: all converted, the row ok
         evidence = [Evidence(doc_id="d1", title=b"\x00\xffblob", text=huge, score=1e999)]
@@ -81,6 +82,20 @@ def test_hostile_results_never_stop_a_run_and_the_rerun_finishes(tmp_path, hosti
     assert len(_strict_lines(tmp_path / RESULTS_FILE)) == 5
     build_report(tmp_path, plots=False)  # the report reads them too
     assert json.loads((tmp_path / "report" / "scores.json").read_text(), parse_constant=_refuse)["hostile"]
+
+
+def test_answer_json_is_strict_json_whatever_the_strategy_returns(tmp_path, hostile_strategy, capsys, monkeypatch):
+    from experiments.cli import main
+    from experiments.perf.stub_server import stub_server
+
+    monkeypatch.setattr(sys.modules[__name__], "HUGE", 2 * MAX_CHARS)  # printing and parsing 100 MB is not the point here
+    (tmp_path / "a.txt").write_text("Alpha reported revenue.")
+    with stub_server(latency=0.0) as url:
+        monkeypatch.setenv("OPENAI_BASE_URL", url)
+        assert main(["answer", "--corpus", str(tmp_path / "a.txt"), "--question", "q", "--strategy", "hostile", "--llm", "openai:stub", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out, parse_constant=_refuse)
+    assert out["evidence"][0]["score"] is None and out["evidence"][0]["title"] == "<6 bytes: 00ff626c6f62>"
+    assert out["steps"][0]["rows"] == [["<5 bytes: 89504e47ff>", None, None, 4]] and len(out["steps"][0]["cell"]) == 2 * MAX_CHARS  # nothing cut
 
 
 def test_a_retry_does_not_replay_the_cached_reply_that_failed_it(tmp_path):
