@@ -218,3 +218,22 @@ def test_duplicate_strategies_run_once_with_a_warning(tmp_path, caplog):
     chat = ScriptedChatModel(reply_fn=lambda p: "The correct answer is (A)")
     counts = run_experiment(cfg, tmp_path, llm=chat, show_progress=False)
     assert counts["pairs"] == 6 and len(read_rows(tmp_path)) == 6 and len(chat.calls) == 6
+
+
+def test_a_retry_over_a_served_model_asks_the_server_again(tmp_path, monkeypatch):
+    """The same rule with the real OpenAI-compatible client: the retried pair's call is sent,
+    the others of an ordinary rerun are replayed."""
+    from experiments.perf.stub_server import stub_server
+
+    cfg = config(llm="openai:stub", llm_cache=True, strategies=("rag",), limit=2)
+    with stub_server(latency=0.0) as url:
+        monkeypatch.setenv("OPENAI_BASE_URL", url)
+        run_experiment(cfg, tmp_path, show_progress=False)
+        rows = read_rows(tmp_path)
+        failed = {**rows[0], "status": "failed", "error": "ValueError: the reply made the row fail"}
+        with open(tmp_path / RESULTS_FILE, "a", encoding="utf-8") as f:
+            f.write(json.dumps(failed) + "\n")
+        again = run_experiment(cfg, tmp_path, show_progress=False)
+    assert again["ok"] == 1 and again["skipped"] == 1
+    retried = read_rows(tmp_path)[-1]
+    assert retried["sample_id"] == rows[0]["sample_id"] and retried["usage"]["llm_calls"] == 1 and retried["usage"]["cached_calls"] == 0
