@@ -12,7 +12,8 @@ stop a run or write a file that is not JSON:
 - strings lose lone surrogates (they cannot be written as UTF-8);
 - with limits, a string over ``max_chars`` is cut with a marker saying how much was cut,
   and the whole value is bounded by ``max_total`` characters: once spent, the remaining
-  items of a list or mapping are replaced by one marker.
+  items of a list or mapping are replaced by one marker (a ``{"...": marker}`` mapping in
+  a list of mappings).
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ import numpy as np
 
 #: Characters one string keeps in a result row (an answer longer than this fails its row).
 MAX_CHARS = 100_000
-#: Characters one result row keeps in all (at most 12 MB of UTF-8: a CJK character is 3 bytes).
-MAX_TOTAL_CHARS = 4_000_000
+#: Characters one result row keeps in all: room for MemAgent's memory after each of the 2,000
+#: chunks of a 10M-token corpus (1,024 tokens each, about 9M characters), under 50 MB of UTF-8.
+MAX_TOTAL_CHARS = 16_000_000
 #: Nesting kept; deeper levels (or a value that contains itself) become a marker.
 MAX_DEPTH = 64
 #: Bytes shown (as hex) of a value that is not UTF-8 text.
@@ -145,8 +147,9 @@ class _Converter:
     def items(self, values: Any, size: int, depth: int) -> list[Any]:
         out: list[Any] = []
         for i, item in enumerate(values):
-            if self.left <= 0:
-                out.append(f"...[cut: {size - i:,} more items]")
+            if self.left <= 0:  # the marker is a mapping among mappings (steps, evidence), so readers of those still read it
+                marker = f"...[cut: {size - i:,} more items]"
+                out.append({"...": marker} if out and isinstance(out[-1], dict) else marker)
                 break
             out.append(self.convert(item, depth + 1))
         self.left -= 2

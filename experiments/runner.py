@@ -5,6 +5,11 @@ and fsynced), so an interrupted run loses only what was in flight. A rerun skips
 that succeeded and retries pairs that failed; the report reads the last row of each
 pair. ``manifest.json`` records the library version, git revision, config, model and
 the start and end of every invocation.
+
+Rows are strict JSON whatever a strategy returns (:mod:`agents.jsonsafe`); one that
+cannot be kept is a failed row saying why. Reading tolerates what kills and editors
+leave (torn tails, bad lines, a BOM, a corrupt manifest); a retried pair's calls are not
+replayed from the LLM cache.
 """
 
 from __future__ import annotations

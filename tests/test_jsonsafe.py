@@ -82,6 +82,12 @@ def test_the_whole_value_is_bounded():
     assert "after" not in out and out["..."] == "[cut: 1 more entries]"
 
 
+def test_a_list_of_mappings_past_the_budget_ends_with_a_mapping():
+    steps = [{"node": "update_memory", "memory": "m" * 50} for _ in range(100)]
+    out = json_safe(steps, max_total=500)
+    assert all(isinstance(s, dict) for s in out) and out[-1]["..."].endswith(" more items]")
+
+
 def test_a_mapping_past_the_budget_says_how_much_was_cut():
     out = json_safe({f"k{i}": i for i in range(1000)}, max_total=100)
     assert out["..."].startswith("[cut: ") and out["..."].endswith(" more entries]")
