@@ -19,7 +19,7 @@ from graphs import STRATEGIES, StrategyConfig, StrategyContext
 from graphs.registry import Strategy
 from retrieval.contract import Evidence
 from tests.scripted import ScriptedChatModel
-from tests.test_runner import V2, config
+from tests.test_runner import V2, config, v2_samples
 
 HUGE = 100_000_000  # characters: the 100 MB cell of issue 27
 
@@ -237,3 +237,18 @@ def test_a_retry_over_a_served_model_asks_the_server_again(tmp_path, monkeypatch
     assert again["ok"] == 1 and again["skipped"] == 1
     retried = read_rows(tmp_path)[-1]
     assert retried["sample_id"] == rows[0]["sample_id"] and retried["usage"]["llm_calls"] == 1 and retried["usage"]["cached_calls"] == 0
+
+
+def test_a_ray_unit_retrying_a_pair_does_not_replay_the_cache(tmp_path):
+    """The Ray worker's unit (run here without Ray: it is a plain function) follows the same rule."""
+    from experiments.ray_runner import _unit_task
+
+    cfg = config(strategies=("full_context",), strategy_options={}, llm_cache=True)
+    sample = v2_samples()[:1]
+    cache = str(tmp_path / "llm_cache.sqlite")
+    first = ScriptedChatModel(reply_fn=lambda p: "The correct answer is (A)")
+    assert _unit_task(sample, "full_context", cfg, first, None, cache)[0]["prediction"] == "The correct answer is (A)"
+    replay = ScriptedChatModel(reply_fn=lambda p: "The correct answer is (B)")
+    assert _unit_task(sample, "full_context", cfg, replay, None, cache)[0]["prediction"] == "The correct answer is (A)" and not replay.calls
+    retry = ScriptedChatModel(reply_fn=lambda p: "The correct answer is (B)")
+    assert _unit_task(sample, "full_context", cfg, retry, None, cache, True)[0]["prediction"] == "The correct answer is (B)" and len(retry.calls) == 1
