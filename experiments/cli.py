@@ -340,8 +340,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (CorpusError, ChatModelError, KeyError, TypeError, ValueError, RayNotInstalledError, LockHeld, BenchmarkDataError, EmbedderError) as exc:
         if args.debug:
             raise
-        print(f"longctx: error: {exc}", file=sys.stderr)
+        print(f"longctx: error: {one_line(exc)}", file=sys.stderr)
         return 2
+
+
+def one_line(exc: BaseException) -> str:
+    """The error's message on one line (a ``KeyError`` without the quotes ``str()`` adds)."""
+    text = str(exc.args[0]) if isinstance(exc, KeyError) and len(exc.args) == 1 else str(exc)
+    return " ".join(text.split()) or type(exc).__name__
 
 
 if __name__ == "__main__":

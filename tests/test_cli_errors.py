@@ -55,6 +55,22 @@ def test_report_on_a_corrupt_manifest(tmp_path, capsys):
     _one_line_error(capsys, ["report", str(tmp_path)], "manifest.json is unreadable", "rerun the same 'longctx run' command")
 
 
+def test_an_unknown_benchmark_is_named_without_quotes_around_the_message(tmp_path, capsys):
+    _one_line_error(capsys, ["run", "--benchmark", "longbench_v3", "--strategies", "rag", "--out", str(tmp_path)], "error: Unknown benchmark 'longbench_v3'")
+
+
+def test_a_message_over_several_lines_is_printed_on_one(tmp_path, capsys, monkeypatch):
+    from experiments import runner
+    from experiments.benchmarks import BenchmarkDataError
+
+    def unreadable(*args, **kwargs):
+        raise BenchmarkDataError("LV-Eval: loading failed (HTTPError: 503\nService Unavailable\n). Put the file at X.")
+
+    monkeypatch.setattr(runner, "load_benchmark", unreadable)
+    argv = ["run", "--benchmark", "lveval", "--strategies", "rag", "--out", str(tmp_path)]
+    _one_line_error(capsys, argv, "(HTTPError: 503 Service Unavailable ). Put the file at X.")
+
+
 def test_duplicate_strategies_on_the_command_line_run_once(tmp_path, capsys, monkeypatch, caplog):
     from experiments.perf.stub_server import stub_server
 
