@@ -72,7 +72,7 @@ def is_plain(value: Any, depth: int = 0) -> bool:
     if isinstance(value, float):
         return math.isfinite(value)
     if isinstance(value, str):
-        return _SURROGATE.search(value) is None
+        return value.isascii() or _SURROGATE.search(value) is None
     if depth >= MAX_DEPTH:
         return False
     if isinstance(value, dict):
@@ -142,7 +142,7 @@ class _Converter:
         if len(value) > keep:
             value = f"{value[: int(keep)]}...[cut: {len(value) - int(keep):,} more characters]"
         self.left -= len(value) + 2
-        return _SURROGATE.sub("\ufffd", value)
+        return value if value.isascii() else _SURROGATE.sub("\ufffd", value)  # isascii: a fast scan, no surrogate
 
     def items(self, values: Any, size: int, depth: int) -> list[Any]:
         out: list[Any] = []
