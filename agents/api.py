@@ -9,6 +9,7 @@ many questions the way its registry entry declares.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import sys
 from collections.abc import Iterator
@@ -18,10 +19,11 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from agents.chat_models import EmbeddedChatModel, as_chat_model_error, make_chat_model
+from agents.jsonsafe import is_plain, json_safe
 from graphs import STRATEGIES
 from graphs.run import arun_strategy, run_strategy
 from retrieval import Index
-from retrieval.contract import Answer, Corpus, Question, as_question
+from retrieval.contract import Answer, Corpus, Question, Step, as_question
 
 #: Questions in flight at once in ``answer_many`` for single-question strategies.
 DEFAULT_CONCURRENCY = 4
@@ -115,10 +117,11 @@ def answer_many(
     if not qs:
         return []
     with _explained(chat):
-        return run_strategy(
+        answers = run_strategy(
             spec, cfg, qs, llm=chat, corpus=corpus, index=index, preset=preset, cache_dir=cache_dir,
             concurrency=concurrency or DEFAULT_CONCURRENCY, show_progress=progress,
         )  # fmt: skip
+    return [json_ready(a) for a in answers]
 
 
 async def aanswer(
@@ -161,10 +164,23 @@ async def aanswer_many(
     if not qs:
         return []
     with _explained(chat):
-        return await arun_strategy(
+        answers = await arun_strategy(
             spec, cfg, qs, llm=chat, corpus=corpus, index=index, preset=preset, cache_dir=cache_dir,
             concurrency=concurrency or DEFAULT_CONCURRENCY, show_progress=progress,
         )  # fmt: skip
+    return [json_ready(a) for a in answers]
+
+
+def json_ready(result: Answer) -> Answer:
+    """``result`` with every field a strategy filled made JSON-safe (bytes from a SQL result,
+    ``inf`` scores, numpy numbers become text, null and Python numbers; nothing is cut), so
+    ``result.to_dict()`` always serializes, e.g. for ``longctx answer --json``."""
+    def safe(value: Any) -> Any:  # values that are JSON already are kept as they are (tuples stay tuples)
+        return value if is_plain(value) else json_safe(value, max_chars=None, max_total=None)
+
+    evidence = [dataclasses.replace(e, **{f.name: safe(getattr(e, f.name)) for f in dataclasses.fields(e)}) for e in result.evidence]
+    steps = [s if is_plain(s) else Step.coerce(json_safe(dict(s), max_chars=None, max_total=None)) for s in result.steps]
+    return dataclasses.replace(result, answer=safe(result.answer), raw=safe(result.raw), evidence=evidence, steps=steps, config=safe(result.config))
 
 
 def _prepare(corpus: Corpus, questions: list, strategy: str, llm: Any, preset: str | None, show_progress: bool | None, concurrency: int | None, config: dict) -> tuple:

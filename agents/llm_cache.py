@@ -91,3 +91,28 @@ class SQLiteLLMCache(BaseCache):
         with self._lock:
             self._conn.execute("DELETE FROM responses")
             self._conn.commit()
+
+    def refreshing(self) -> RefreshingCache:
+        """A view of this cache that replays nothing and stores every reply (for retries)."""
+        return RefreshingCache(self)
+
+
+class RefreshingCache(BaseCache):
+    """Writes through to a :class:`SQLiteLLMCache` but never replays it: a retried answer
+    makes its calls afresh, and their replies replace the entries a failed attempt used
+    (a cached reply that failed a row is not replayed blindly)."""
+
+    def __init__(self, cache: SQLiteLLMCache):
+        self.cache = cache
+
+    def lookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
+        """Always a miss."""
+        return None
+
+    def update(self, prompt: str, llm_string: str, return_val: Sequence[Any]) -> None:
+        """Store (replace) the fresh generations in the underlying cache."""
+        self.cache.update(prompt, llm_string, return_val)
+
+    def clear(self, **kwargs: Any) -> None:
+        """Remove every entry of the underlying cache."""
+        self.cache.clear(**kwargs)

@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from agents import STRATEGIES, ChatModelError, Corpus, Question, answer, index_for, make_chat_model
-from experiments.benchmarks import load_benchmark
+from experiments.benchmarks import BenchmarkDataError, load_benchmark
 from experiments.ceilings import ceilings_json, compute_ceilings, format_table, load_tokenizer
 from experiments.demo import DEMO_STRATEGIES, READING, run_demo
 from experiments.runner import RunConfig, run_experiment
 from experiments.synth import NeedleConfig, SynthConfig, generate, get_domain, load_samples, parse_tokens
 from retrieval import RETRIEVERS, CorpusError
-from retrieval.embedders import EMBEDDING_BACKENDS
+from retrieval.embedders import EMBEDDING_BACKENDS, EmbedderError
 from retrieval.locks import LockHeld
 from retrieval.ray_support import RayNotInstalledError, require_ray
 
@@ -366,11 +366,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "ceilings": cmd_ceilings, "compare": cmd_compare}
     try:
         return commands[args.command](args)
-    except (CorpusError, ChatModelError, KeyError, TypeError, ValueError, RayNotInstalledError, LockHeld) as exc:
+    except (CorpusError, ChatModelError, KeyError, TypeError, ValueError, RayNotInstalledError, LockHeld, BenchmarkDataError, EmbedderError) as exc:
         if args.debug:
             raise
-        print(f"longctx: error: {exc}", file=sys.stderr)
+        print(f"longctx: error: {one_line(exc)}", file=sys.stderr)
         return 2
+
+
+def one_line(exc: BaseException) -> str:
+    """The error's message on one line (a ``KeyError`` without the quotes ``str()`` adds)."""
+    text = str(exc.args[0]) if isinstance(exc, KeyError) and len(exc.args) == 1 else str(exc)
+    return " ".join(text.split()) or type(exc).__name__
 
 
 if __name__ == "__main__":

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import base64
 import html
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from agents.jsonsafe import dumps
 from experiments import comparison
 from experiments.plots import strategy_color
 from experiments.prices import DEFAULT_PRICES_DATE, Price, price_for, row_cost
@@ -516,7 +516,7 @@ def _facts(step: Mapping[str, Any], skip: Iterable[str] = ()) -> str:
     for key, value in step.items():
         if key in skip:
             continue
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+        text = value if isinstance(value, str) else dumps(value)
         tag = "pre" if isinstance(value, str) and "\n" in value else "span"
         items.append(f"<dt>{e(key)}</dt><dd><{tag}>{cut(text)}</{tag}></dd>")
     return f'<dl class="kv">{"".join(items)}</dl>' if items else ""

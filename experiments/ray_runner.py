@@ -29,6 +29,7 @@ from experiments.runner import (
     append_row,
     base_row,
     finish_manifest,
+    is_retry,
     plan_run,
     run_unit,
     select_samples,
@@ -75,12 +76,14 @@ def with_map_endpoints(config: RunConfig, endpoints: Sequence[str]) -> RunConfig
     return dataclasses.replace(config, strategy_options={**config.strategy_options, "structured": {**options, "ray_endpoints": list(endpoints)}})
 
 
-def _unit_task(samples: list[Any], strategy: str, config: RunConfig, llm: Any, base_url: str | None, cache: str | None) -> list[dict]:
+def _unit_task(
+    samples: list[Any], strategy: str, config: RunConfig, llm: Any, base_url: str | None, cache: str | None, retry: bool = False
+) -> list[dict]:
     """One work unit on a Ray worker: its own chat client for the unit's endpoint, then the local code."""
     chat = make_chat_model(llm, base_url=base_url) if base_url else make_chat_model(llm)
     if cache and chat.cache is None and Path(cache).parent.is_dir():  # the run folder is shared with this node
         chat.cache = SQLiteLLMCache(cache)
-    return run_unit(samples, strategy, chat, config)
+    return run_unit(samples, strategy, chat, config, retry=retry)
 
 
 def run_experiment_ray(
@@ -119,7 +122,7 @@ def run_experiment_ray(
     out.mkdir(parents=True, exist_ok=True)
     samples = select_samples(config, samples)
     chat = make_chat_model(spec, base_url=urls[0]) if is_openai and urls[0] else make_chat_model(spec)
-    todo, counts, invocation = plan_run(out, config, chat, samples)
+    todo, counts, invocation, retries = plan_run(out, config, chat, samples)
     cache = str((out / "llm_cache.sqlite").resolve()) if config.llm_cache else None
     task = ray.remote(num_cpus=task_cpus, max_retries=0)(_unit_task)
     pool = EndpointPool(urls, config.concurrency)
@@ -130,7 +133,7 @@ def run_experiment_ray(
             while pending or running:
                 while pending and (slot := pool.acquire()) is not None:
                     name, group = pending.popleft()
-                    ref = task.remote(group, name, config, spec, urls[slot], cache)
+                    ref = task.remote(group, name, config, spec, urls[slot], cache, is_retry(group, name, retries))
                     running[ref] = (name, group, slot)
                 finished, _ = ray.wait(list(running), num_returns=1)
                 name, group, slot = running.pop(finished[0])

@@ -20,18 +20,18 @@ and accuracy vs tokens spent.
 from __future__ import annotations
 
 import csv
-import json
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from agents.jsonsafe import dumps
 from experiments import comparison, stats
 from experiments.benchmarks import BENCHMARKS, score
 from experiments.ceilings import report_ceilings
 from experiments.html_report import pick_winners, row_model, significance_text, strategy_costs, summary_table, write_html_report
 from experiments.prices import load_prices, parse_prices, row_cost
-from experiments.runner import MANIFEST_FILE, latest_rows, read_rows, run_samples
+from experiments.runner import RunFolderError, latest_rows, read_manifest, read_rows, run_samples
 from experiments.synth import retrieval_recall
 
 #: Corpus-length buckets (tokens) for accuracy-vs-length; CorpusQA's tiers fall one per bucket.
@@ -86,6 +86,8 @@ def build_report(
             file or a mapping (``experiments.prices``); built-in estimates otherwise.
     """
     out = Path(out)
+    if not out.is_dir():
+        raise RunFolderError(f"{out} is not a folder: give a folder written by 'longctx run'")
     price_table = _price_table(prices)  # a bad file fails before any scoring
     manifest, samples, per_strategy = score_run(out, samples=samples, judge=judge)
     cfg = manifest["config"]
@@ -105,7 +107,7 @@ def build_report(
     by_length = _by_length(per_strategy)
     _write_table(report / "summary", summary)
     _write_table(report / "by_length", by_length)
-    (report / "scores.json").write_text(json.dumps({n: d["official"] for n, d in per_strategy.items()}, indent=2, default=str))
+    (report / "scores.json").write_text(dumps({n: d["official"] for n, d in per_strategy.items()}, indent=2, max_chars=None, max_total=None))
     if plots and summary:
         from experiments.plots import plot_accuracy_vs_length, plot_accuracy_vs_tokens
 
@@ -125,7 +127,9 @@ def score_run(out: str | Path, *, samples: Sequence[Any] | None = None, judge: A
     """(manifest, samples, per strategy ``{"official", "rows", "per_sample": [(row, score)]}``) of a run folder,
     each prediction scored (and judged) once by the benchmark's scorer."""
     out = Path(out)
-    manifest = json.loads((out / MANIFEST_FILE).read_text())
+    if not out.is_dir():
+        raise RunFolderError(f"{out} is not a folder: give a folder written by 'longctx run'")
+    manifest = read_manifest(out)
     cfg = manifest["config"]
     samples = list(samples) if samples is not None else run_samples(cfg)
     by_id = {s.sample_id: s for s in samples}

@@ -5,6 +5,11 @@ and fsynced), so an interrupted run loses only what was in flight. A rerun skips
 that succeeded and retries pairs that failed; the report reads the last row of each
 pair. ``manifest.json`` records the library version, git revision, config, model and
 the start and end of every invocation.
+
+Rows are strict JSON whatever a strategy returns (:mod:`agents.jsonsafe`); one that
+cannot be kept is a failed row saying why. Reading tolerates what kills and editors
+leave (torn tails, bad lines, a BOM, a corrupt manifest); a retried pair's calls are not
+replayed from the LLM cache.
 """
 
 from __future__ import annotations
@@ -31,16 +36,27 @@ from tqdm.auto import tqdm
 
 from agents import STRATEGIES, answer_many, make_chat_model
 from agents.chat_models import describe
+from agents.jsonsafe import MAX_CHARS, dumps
 from agents.llm_cache import SQLiteLLMCache
 from experiments.benchmarks import BENCHMARKS, load_benchmark
 from graphs.config import redact_secrets
 from graphs.llm import tokenizer_manifest
 from retrieval.locks import LockHeld, describe_holder, exclusive_lock
 
+log = logging.getLogger(__name__)
+
 RESULTS_FILE = "results.jsonl"
 MANIFEST_FILE = "manifest.json"
+#: A byte-order mark some editors put before the first line.
+BOM = b"\xef\xbb\xbf"
+#: Unreadable result lines named one by one in the warnings (the rest are counted).
+MAX_REPORTED = 5
 #: Held by the run using a result folder (released by the kernel if that process dies).
 RUN_LOCK_FILE = ".run.lock"
+
+
+class RunFolderError(ValueError):
+    """A result folder, or its manifest, is missing or unreadable."""
 
 
 class RunFolderLocked(LockHeld):
@@ -104,6 +120,10 @@ class RunConfig:
     def __post_init__(self) -> None:
         if not self.strategies:
             raise ValueError("Give at least one strategy to run.")
+        unique = tuple(dict.fromkeys(self.strategies))
+        if len(unique) < len(self.strategies):  # each pair is answered (and paid for) once
+            log.warning("Strategies named more than once run once: %s", ", ".join(sorted({s for s in self.strategies if self.strategies.count(s) > 1})))
+        object.__setattr__(self, "strategies", unique)
         unknown = sorted(set(self.strategy_options) - set(self.strategies))
         if unknown:
             raise ValueError(f"strategy_options name strategies not being run: {unknown}")
@@ -116,17 +136,71 @@ class RunConfig:
 
 
 def read_rows(out: Path) -> list[dict[str, Any]]:
-    """All result rows written so far (a torn line from a kill is ignored; the next append repairs it)."""
+    """All result rows written so far, read to survive what a kill or a hand edit leaves.
+
+    Read as bytes and split on newlines before decoding, so a torn last line (a killed
+    writer, cut anywhere, inside a multi-byte character too) is dropped alone; the next
+    append cuts it off. A line that is not UTF-8, not JSON, or JSON that is not a row
+    (``[1,2]``, ``{}``) is skipped with a warning naming the file and line. A BOM is ignored.
+    """
     path = Path(out) / RESULTS_FILE
     if not path.exists():
         return []
-    rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
+    lines = path.read_bytes().split(b"\n")
+    tail = lines.pop()  # b"" when the file ends with a newline
+    rows, problems = [], []
+    for number, line in enumerate(lines, 1):
+        row, problem = parse_row(line)
+        if row is not None:
+            rows.append(row)
+        elif problem:
+            problems.append(f"line {number}: {problem}")
+    if tail.strip():
+        row, _ = parse_row(tail)
+        if row is not None:  # a whole row whose newline is missing: kept (the next append adds the newline)
+            rows.append(row)
+        else:
+            log.warning("%s: line %d is torn (%d bytes, left by a killed run); ignored, the next run cuts it off", path, len(lines) + 1, len(tail))
+    for problem in problems[:MAX_REPORTED]:
+        log.warning("%s, %s; skipped", path, problem)
+    if len(problems) > MAX_REPORTED:
+        log.warning("%s: %d more unreadable lines skipped", path, len(problems) - MAX_REPORTED)
     return rows
+
+
+def parse_row(line: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    """``(row, None)`` for a line holding a result row, else ``(None, what is wrong)``
+    (``(None, None)`` for a blank line)."""
+    line = line.removeprefix(BOM).strip()
+    if not line:
+        return None, None
+    try:
+        row = json.loads(line.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        return None, f"not UTF-8 ({exc.reason} at byte {exc.start})"
+    except (ValueError, RecursionError) as exc:
+        return None, f"not JSON ({getattr(exc, 'msg', type(exc).__name__)})"
+    problem = row_problem(row)
+    return (None, problem) if problem else (row, None)
+
+
+def row_problem(row: Any) -> str | None:
+    """What makes ``row`` (parsed JSON) not a result row, or ``None``: the fields the runner
+    and the report rely on must be there with their types."""
+    if not isinstance(row, dict):
+        return f"a JSON {type(row).__name__}, not a row object"
+    missing = [k for k in ("sample_id", "strategy", "status", "corpus_tokens") if k not in row]
+    if missing:
+        return f"a JSON object without {', '.join(missing)}"
+    if not isinstance(row["sample_id"], (str, int)) or isinstance(row["sample_id"], bool) or not isinstance(row["strategy"], str):
+        return "sample_id or strategy is not a string"
+    if not isinstance(row["corpus_tokens"], int):
+        return "corpus_tokens is not an integer"
+    if row["status"] not in ("ok", "failed"):
+        return f"status {str(row['status'])[:40]!r} is neither 'ok' nor 'failed'"
+    if row["status"] == "ok" and not (isinstance(row.get("usage"), dict) and isinstance(row.get("seconds"), (int, float))):
+        return "an ok row without usage or seconds"
+    return None
 
 
 def latest_rows(rows: Sequence[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
@@ -162,9 +236,11 @@ def _run_locked(config: RunConfig, out: Path, llm: Any, samples: Any, show_progr
     chat = make_chat_model(llm or config.llm)
     if config.llm_cache and chat.cache is None:
         chat.cache = SQLiteLLMCache(out / "llm_cache.sqlite")
-    todo, counts, invocation = plan_run(out, config, chat, samples)
+    todo, counts, invocation, retries = plan_run(out, config, chat, samples)
     with open(out / RESULTS_FILE, "a", encoding="utf-8") as sink, ThreadPoolExecutor(config.concurrency) as pool:
-        futures = [pool.submit(run_unit, group, name, chat, config) for name, group in work_units(todo)]
+        futures = [
+            pool.submit(run_unit, group, name, chat, config, retry=is_retry(group, name, retries)) for name, group in work_units(todo)
+        ]
         with tqdm(total=len(todo), desc=f"{config.benchmark}: answering with {', '.join(config.strategies)}", unit="answer", disable=not show_progress) as bar:
             for future in as_completed(futures):  # rows are written by this (the driver) thread only
                 for row in future.result():
@@ -190,29 +266,67 @@ def run_samples(config: Mapping[str, Any]) -> list[Any]:
     return samples[: config["limit"]] if config.get("limit") else samples
 
 
-def plan_run(out: Path, config: RunConfig, chat: BaseChatModel, samples: list[Any]) -> tuple[list, dict[str, int], int]:
-    """Pairs still to answer (not ok in ``out`` yet), this invocation's counters, and its manifest entry."""
-    done = {key for key, row in latest_rows(read_rows(out)).items() if row["status"] == "ok"}
+def plan_run(out: Path, config: RunConfig, chat: BaseChatModel, samples: list[Any]) -> tuple[list, dict[str, int], int, set]:
+    """Pairs still to answer (not ok in ``out`` yet), this invocation's counters, its manifest
+    entry, and the pairs among them that failed before (retries)."""
+    latest = latest_rows(read_rows(out))
+    done = {key for key, row in latest.items() if row["status"] == "ok"}
+    retries = {key for key, row in latest.items() if row["status"] == "failed"}
     todo = [(s, name) for s in samples for name in config.strategies if (s.sample_id, name) not in done]
     invocation = start_manifest(out, config, chat, len(samples), len(todo))
     counts = {"samples": len(samples), "pairs": len(samples) * len(config.strategies), "skipped": len(done), "ok": 0, "failed": 0}
-    return todo, counts, invocation
+    return todo, counts, invocation, retries
+
+
+def is_retry(group: list[Any], strategy: str, retries: set) -> bool:
+    """Whether a work unit answers a pair whose last row failed."""
+    return any((s.sample_id, strategy) in retries for s in group)
 
 
 def append_row(sink: Any, row: dict[str, Any], counts: dict[str, int]) -> None:
     """Append one result row durably (flushed and fsynced: a kill loses only what is in flight).
 
-    A torn last line left by a killed writer is cut off first, so it cannot swallow this row.
+    The row goes through :func:`row_line` (JSON-safe, bounded; a row that cannot be
+    written becomes a failed row saying why). A torn last line left by a killed writer is
+    cut off first, so it cannot swallow this row.
     """
+    line, status = row_line(row)
     _repair_tail(sink)
-    sink.write(json.dumps(row, ensure_ascii=False) + "\n")
+    sink.write(line)
     sink.flush()
     os.fsync(sink.fileno())
-    counts[row["status"]] += 1
+    counts[status] += 1
+
+
+def row_line(row: dict[str, Any]) -> tuple[str, str]:
+    """The JSONL line of ``row`` and its status: every value JSON-safe and bounded
+    (:func:`agents.jsonsafe.json_safe`); an answer too long to keep, or a row that still
+    cannot be serialized, is written as a failed row naming why (its rerun retries it)."""
+    try:
+        problem = _unkeepable_answer(row)
+        if problem is None:
+            return dumps(row) + "\n", row["status"]
+    except Exception as exc:  # noqa: BLE001 - whatever it is, the row is recorded as failed, never the run lost
+        problem = f"{type(exc).__name__}: {exc}"
+    keep = {k: row.get(k) for k in ("sample_id", "benchmark", "dataset", "strategy", "corpus_tokens", "metadata", "seconds")}
+    failed = {**keep, "status": "failed", "error": f"ResultNotWritable: {problem}"}
+    log.warning("%s / %s: the result cannot be written (%s); recorded as failed", row.get("sample_id"), row.get("strategy"), problem)
+    return dumps(failed) + "\n", "failed"
+
+
+def _unkeepable_answer(row: dict[str, Any]) -> str | None:
+    """Why the scored text of an ok row cannot be kept whole, or ``None`` (a cut prediction
+    would be scored as if the model had said it)."""
+    for key in ("prediction", "answer"):
+        value = row.get(key) if row.get("status") == "ok" else None
+        if isinstance(value, (str, bytes)) and len(value) > MAX_CHARS:
+            return f"its {key} holds {len(value):,} characters, more than the {MAX_CHARS:,} a row keeps"
+    return None
 
 
 def _repair_tail(sink: Any) -> None:
-    """Truncate the file behind ``sink`` (opened for appending) to its last complete line."""
+    """End the file behind ``sink`` (opened for appending) with a complete line: a torn last
+    line is cut off; a whole row that only lacks its newline gets one."""
     sink.flush()
     fd = sink.fileno()
     size = os.fstat(fd).st_size
@@ -232,7 +346,12 @@ def _repair_tail(sink: Any) -> None:
                 end = start + cut + 1
                 break
             end = start
-    logging.getLogger(__name__).warning("%s: dropping a torn last line of %d bytes (a killed run)", sink.name, size - end)
+        f.seek(end)
+        tail = f.read()
+    if parse_row(tail)[0] is not None:
+        os.write(fd, b"\n")
+        return
+    log.warning("%s: dropping a torn last line of %d bytes (a killed run)", sink.name, size - end)
     os.ftruncate(fd, end)
 
 
@@ -253,25 +372,41 @@ def work_units(todo: list[tuple[Any, str]]) -> list[tuple[str, list[Any]]]:
     return units
 
 
-def run_unit(samples: list[Any], strategy: str, chat: BaseChatModel, config: RunConfig) -> list[dict[str, Any]]:
+def run_unit(samples: list[Any], strategy: str, chat: BaseChatModel, config: RunConfig, *, retry: bool = False) -> list[dict[str, Any]]:
     """Rows of one work unit, through the one run path (``answer_many``).
 
     A failure is recorded in the row of every sample of the unit, with its error; a
-    batched unit keeps its checkpoint, so the rerun resumes it where it stopped.
+    batched unit keeps its checkpoint, so the rerun resumes it where it stopped. A
+    ``retry`` (the unit failed before) does not replay the run's LLM cache: a cached reply
+    may be what failed it, so its calls are made afresh and their replies replace the entries.
     """
     started = time.perf_counter()
+    if retry and isinstance(chat.cache, SQLiteLLMCache):
+        chat = chat.model_copy(update={"cache": chat.cache.refreshing()})
     try:
         options = dict(config.strategy_options.get(strategy, {}))
         results = answer_many(samples[0].corpus, [_traced(s) for s in samples], strategy=strategy, llm=chat, show_progress=False, **options)
     except Exception as exc:  # noqa: BLE001 - recorded as failed rows; the rerun retries (and resumes) them
-        failure = {
-            "status": "failed",
-            "error": f"{type(exc).__name__}: {exc}",
-            "traceback": traceback.format_exc(limit=8)[-4000:],
-            "seconds": round((time.perf_counter() - started) / len(samples), 3),
-        }
-        return [{**base_row(s, strategy), **failure} for s in samples]
-    return [_ok_row(base_row(s, strategy), r) for s, r in zip(samples, results)]
+        seconds = (time.perf_counter() - started) / len(samples)
+        return [failed_row(s, strategy, exc, seconds) for s in samples]
+    rows = []
+    for sample, result in zip(samples, results):
+        try:
+            rows.append(_ok_row(base_row(sample, strategy), result))
+        except Exception as exc:  # noqa: BLE001 - an answer whose fields cannot make a row fails its row only
+            rows.append(failed_row(sample, strategy, exc, 0.0, what="ResultNotWritable: "))
+    return rows
+
+
+def failed_row(sample: Any, strategy: str, exc: BaseException, seconds: float, *, what: str = "") -> dict[str, Any]:
+    """The row of a pair that failed with ``exc`` (the exception being handled)."""
+    return {
+        **base_row(sample, strategy),
+        "status": "failed",
+        "error": f"{what}{type(exc).__name__}: {exc}",
+        "traceback": traceback.format_exc(limit=8)[-4000:],
+        "seconds": round(seconds, 3),
+    }
 
 
 def _traced(sample: Any) -> Any:
@@ -339,7 +474,7 @@ def start_manifest(out: Path, config: RunConfig, chat: BaseChatModel, n_samples:
 
 def _start_manifest_locked(out: Path, config: RunConfig, chat: BaseChatModel, n_samples: int, n_todo: int, revision: str | None) -> int:
     path = out / MANIFEST_FILE
-    manifest = json.loads(path.read_text()) if path.exists() else {"invocations": []}
+    manifest = read_manifest(out, repair=True) if path.exists() else {"invocations": []}
     spec = BENCHMARKS.get(config.benchmark) if config.benchmark in BENCHMARKS else None
     manifest.update(
         {
@@ -362,9 +497,44 @@ def finish_manifest(out: Path, invocation: int, counts: dict[str, Any]) -> None:
     """Record the end of invocation ``invocation`` and its counts in the manifest."""
     path = out / MANIFEST_FILE
     with _manifest_lock(out):
-        manifest = json.loads(path.read_text())
-        manifest["invocations"][invocation].update({"finished": time.strftime("%Y-%m-%dT%H:%M:%S"), **counts})
+        manifest = read_manifest(out, repair=True)
+        finished = {"finished": time.strftime("%Y-%m-%dT%H:%M:%S"), **counts}
+        if invocation < len(manifest["invocations"]):
+            manifest["invocations"][invocation].update(finished)
+        else:  # rebuilt since this invocation started: its entry is gone
+            manifest["invocations"].append(finished)
         _write_json(path, manifest)
+
+
+def read_manifest(out: Path, *, repair: bool = False) -> dict[str, Any]:
+    """``out``'s manifest. One that is not a manifest (torn, corrupt, wrong shape) raises
+    :class:`RunFolderError` naming it; with ``repair`` it is set aside instead (as
+    ``manifest.json.corrupt-<time>``) and rebuilt from the rows (called under the manifest lock)."""
+    path = Path(out) / MANIFEST_FILE
+    try:
+        manifest = json.loads(path.read_bytes().removeprefix(BOM).decode("utf-8"))
+        if not isinstance(manifest, dict) or not isinstance(manifest.get("invocations"), list):
+            raise ValueError("not a manifest object with a list of invocations")
+        return manifest
+    except FileNotFoundError:
+        raise RunFolderError(f"{path} does not exist: {out} is not a folder written by 'longctx run'") from None
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        problem = f"{path} is unreadable ({type(exc).__name__}: {str(exc)[:200]})"
+        if not repair:
+            raise RunFolderError(f"{problem}; rerun the same 'longctx run' command into {out} to rebuild it") from None
+    aside = path.with_name(f"{MANIFEST_FILE}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
+    path.replace(aside)
+    log.warning("%s; set aside as %s and rebuilt from the rows", problem, aside.name)
+    return _manifest_from_rows(out, aside)
+
+
+def _manifest_from_rows(out: Path, aside: Path) -> dict[str, Any]:
+    """A manifest for a folder whose own was lost: one invocation summing up its rows (the
+    config, model and versions are written by the invocation that rebuilds it)."""
+    latest = latest_rows(read_rows(out)).values()
+    ok = sum(r["status"] == "ok" for r in latest)
+    summary = {"rebuilt": time.strftime("%Y-%m-%dT%H:%M:%S"), "set_aside": aside.name, "pairs": len(latest), "ok": ok, "failed": len(latest) - ok}
+    return {"invocations": [summary]}
 
 
 def _write_json(path: Path, data: dict) -> None:

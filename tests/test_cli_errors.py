@@ -1,0 +1,82 @@
+"""User errors on the command line: one line on stderr, exit code 2, no traceback."""
+
+import pytest
+
+from experiments.cli import main
+from tests.test_runner import V2
+
+QUESTIONS = {
+    "no_question_column": "text,answer\nWhat?,A\n",
+    "duplicate_ids": "id,question\n1,What?\n1,Why?\n",
+}
+
+
+def _one_line_error(capsys, argv, *words):
+    assert main(argv) == 2
+    err = capsys.readouterr().err  # progress bars may come first
+    line = err.rstrip("\n").split("\n")[-1]
+    assert line.startswith("longctx: error: ") and err.count("longctx:") == 1 and "Traceback" not in err, err
+    for word in words:
+        assert word in line, err
+
+
+@pytest.mark.parametrize("name,words", [("no_question_column", ["row 1: no 'question'"]), ("duplicate_ids", ["row 2: id '1' is used twice"])])
+def test_a_bad_questions_file(tmp_path, capsys, name, words):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.txt").write_text("Alpha reported revenue.")
+    questions = tmp_path / "q.csv"
+    questions.write_text(QUESTIONS[name])
+    argv = ["run", "--corpus", str(tmp_path / "docs"), "--questions", str(questions), "--strategies", "rag", "--out", str(tmp_path / "run")]
+    _one_line_error(capsys, argv, str(questions), *words)
+
+
+def test_missing_benchmark_data(tmp_path, capsys):
+    argv = ["run", "--benchmark", "synth", "--data", str(tmp_path / "nothing"), "--strategies", "rag", "--out", str(tmp_path / "run")]
+    _one_line_error(capsys, argv, "holds no generated corpus")
+
+
+def test_an_embedder_that_cannot_be_made(tmp_path, capsys, monkeypatch, isolated_cache):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    (tmp_path / "a.txt").write_text("Alpha reported revenue.")
+    _one_line_error(capsys, ["index", str(tmp_path / "a.txt"), "--retriever", "openai"], "OpenAI embeddings need OPENAI_API_KEY")
+
+
+def test_report_on_a_missing_folder(tmp_path, capsys):
+    _one_line_error(capsys, ["report", str(tmp_path / "nope")], str(tmp_path / "nope"), "is not a folder")
+
+
+def test_report_on_a_folder_that_is_not_a_run(tmp_path, capsys):
+    _one_line_error(capsys, ["report", str(tmp_path)], "manifest.json does not exist")
+
+
+def test_report_on_a_corrupt_manifest(tmp_path, capsys):
+    (tmp_path / "manifest.json").write_text('{"config": ')
+    _one_line_error(capsys, ["report", str(tmp_path)], "manifest.json is unreadable", "rerun the same 'longctx run' command")
+
+
+def test_an_unknown_benchmark_is_named_without_quotes_around_the_message(tmp_path, capsys):
+    _one_line_error(capsys, ["run", "--benchmark", "longbench_v3", "--strategies", "rag", "--out", str(tmp_path)], "error: Unknown benchmark 'longbench_v3'")
+
+
+def test_a_message_over_several_lines_is_printed_on_one(tmp_path, capsys, monkeypatch):
+    from experiments import runner
+    from experiments.benchmarks import BenchmarkDataError
+
+    def unreadable(*args, **kwargs):
+        raise BenchmarkDataError("LV-Eval: loading failed (HTTPError: 503\nService Unavailable\n). Put the file at X.")
+
+    monkeypatch.setattr(runner, "load_benchmark", unreadable)
+    argv = ["run", "--benchmark", "lveval", "--strategies", "rag", "--out", str(tmp_path)]
+    _one_line_error(capsys, argv, "(HTTPError: 503 Service Unavailable ). Put the file at X.")
+
+
+def test_duplicate_strategies_on_the_command_line_run_once(tmp_path, capsys, monkeypatch, caplog):
+    from experiments.perf.stub_server import stub_server
+
+    with stub_server(latency=0.0) as url:
+        monkeypatch.setenv("OPENAI_BASE_URL", url)
+        argv = ["run", "--benchmark", "longbench_v2", "--data", V2, "--strategies", "full_context,full_context", "--llm", "openai:stub",
+                "--limit", "1", "--no-llm-cache", "--out", str(tmp_path)]  # fmt: skip
+        assert main(argv) == 0
+    assert "1 answers in" in capsys.readouterr().out and "more than once run once: full_context" in caplog.text
