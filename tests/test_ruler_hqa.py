@@ -8,6 +8,7 @@ independently of the loader's and metric module's own copies.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -121,9 +122,21 @@ def test_score_ours_and_the_official_number():
     assert result["official"] == {"7K": 50.0} and result["official_overall"] == 50.0
     assert result["overall"] == round(100 / 3, 2) and result["n_failed"] == 1 and result["n_without_answer_phrase"] == 1
     # an already-extracted answer (a strategy that returns MemAgent's extraction) is scored as given by us, 0 officially;
-    # a whole reply without the phrase is matched as a substring too (generous: "no" is in "I do not know")
-    extracted = score("ruler_hqa", [Prediction("eval_50-0", "London"), Prediction("eval_50-1", "I do not know")], samples=samples)
-    assert extracted["per_sample"] == {"eval_50-0": 100.0, "eval_50-1": 100.0} and extracted["official_overall"] == 0.0
+    # a longer reply without the phrase is 0 for both, even where sub_em would match ("no" is in "not")
+    long_reply = "I have read the memory carefully and I do not know who that is."
+    extracted = score("ruler_hqa", [Prediction("eval_50-0", "London"), Prediction("eval_50-1", long_reply)], samples=samples)
+    assert extracted["per_sample"] == {"eval_50-0": 100.0, "eval_50-1": 0.0} and extracted["official_overall"] == 0.0
+
+
+@pytest.mark.parametrize(
+    "reply, expected",
+    [("London", "London"), (" Nine Mile, Jamaica ", "Nine Mile, Jamaica"), ("one two three four five six seven eight nine ten", "one two three four five six seven eight nine ten"),
+     ("one two three four five six seven eight nine ten eleven", None), ("London\nParis", None), ("", None)],
+)  # fmt: skip
+def test_a_reply_without_the_phrase_counts_only_when_it_reads_as_an_extracted_answer(reply, expected):
+    from experiments.benchmarks.ruler_hqa import as_given
+
+    assert as_given(reply) == expected
 
 
 def test_full_context_sends_memagents_prompt_budget_and_temperature(tmp_path):
@@ -140,3 +153,25 @@ def test_full_context_sends_memagents_prompt_budget_and_temperature(tmp_path):
     assert {r["temperature"] for r in server.requests} == {0.7}
     rows = read_rows(tmp_path)
     assert {r["prediction"] for r in rows} == {"Therefore, the answer is London."}
+
+
+def test_the_documented_cli_chain_runs_reports_and_exports(tmp_path, monkeypatch, capsys):
+    """``longctx run --benchmark ruler_hqa --data PATH``, then ``report`` and ``export``, against a server."""
+    from experiments.cli import main
+
+    def reply(request: dict) -> str:
+        return "Therefore, the answer is London." if "Ada" in request["messages"][0]["content"] else "Bob Marley was a singer from Jamaica, not a cat at all."
+
+    run = tmp_path / "run"
+    with RecordingServer(reply) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        argv = ["run", "--benchmark", "ruler_hqa", "--data", str(DATA), "--strategies", "full_context", "--llm", "openai:rec", "--out", str(run)]
+        assert main(argv) == 0
+    assert main(["report", str(run), "--no-plots", "--no-html"]) == 0
+    scores = json.loads((run / "report" / "scores.json").read_text())["full_context"]
+    assert scores["lengths"]["7K"]["sub_em"] == 50.0 and scores["lengths"]["1.75M"]["sub_em"] == 100.0
+    assert scores["official"] == {"7K": 50.0, "1.75M": 100.0} and scores["n_without_answer_phrase"] == 1
+    assert main(["export", str(run)]) == 0
+    assert "cd " in capsys.readouterr().out
+    lines = (run / "official" / "results" / "ruler_hqa_50" / "full_context.jsonl").read_text().splitlines()
+    assert [json.loads(line)["judge_sub_em"] for line in lines] == [1.0, 0]  # no phrase: pred None, judged 0 as official

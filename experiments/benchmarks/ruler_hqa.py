@@ -107,6 +107,18 @@ def protocol(sample: Sample) -> dict[str, Any]:
     return {"max_new_tokens": MAX_NEW_TOKENS, "max_input_tokens": MAX_INPUT_TOKENS, "temperature": TEMPERATURE}
 
 
+#: A reply without "the answer is" counts as an answer already extracted (what a strategy returning
+#: MemAgent's extraction gives) when it is one line of at most this many words; HotpotQA answers are
+#: short, and a longer reply that ignores the format scores 0, as official.
+EXTRACTED_MAX_WORDS = 10
+
+
+def as_given(reply: str) -> str | None:
+    """``reply`` when it reads as an extracted answer (one line, at most :data:`EXTRACTED_MAX_WORDS` words), else ``None``."""
+    text = reply.strip()
+    return text if text and "\n" not in text and len(text.split()) <= EXTRACTED_MAX_WORDS else None
+
+
 def _percent(values: Sequence[float]) -> float | None:
     return round(100 * sum(values) / len(values), 2) if values else None
 
@@ -116,9 +128,10 @@ def score(pairs: Sequence[tuple[Sample, Any]], **_: Any) -> dict:
     """``sub_em`` x 100 overall and per length bucket: ours and the number ``ruler_hqa.py`` prints.
 
     Ours (``overall``, ``lengths``) counts a failed call as 0 and, where the reply has no
-    ``the answer is``, scores the reply itself (a strategy may return the extracted answer
-    already). ``official`` scores such a reply 0 and leaves failed calls out of the
-    denominator, as ``ruler_hqa.py`` does. ``em`` and ``f1`` follow our rule.
+    ``the answer is``, scores it as an extracted answer if it reads as one (:func:`as_given`:
+    a strategy may return MemAgent's extraction already), else 0. ``official`` scores every
+    reply without the phrase 0 and leaves failed calls out of the denominator, as
+    ``ruler_hqa.py`` does. ``em`` and ``f1`` follow our rule.
     """
     ours: dict[str, dict[str, list[float]]] = {}
     official: dict[str, list[float]] = {}
@@ -134,8 +147,8 @@ def score(pairs: Sequence[tuple[Sample, Any]], **_: Any) -> dict:
             extracted = m.official_prediction(response)
             no_phrase += extracted is None
             official.setdefault(bucket, []).append(m.sub_em(extracted, gold) if extracted else 0.0)
-            answer = extracted if extracted is not None else m.strip_thinking(response)
-            values = {"sub_em": m.sub_em(answer, gold) if answer else 0.0, "em": m.exact_match(answer, gold), "f1": m.hotpotqa_f1(answer, gold)}
+            answer = extracted if extracted is not None else as_given(m.strip_thinking(response))
+            values = {k: metric(answer, gold) if answer else 0.0 for k, metric in (("sub_em", m.sub_em), ("em", m.exact_match), ("f1", m.hotpotqa_f1))}
         per_sample[sample.sample_id] = 100.0 * values["sub_em"]
         for key, value in values.items():
             cells[key].append(value)
