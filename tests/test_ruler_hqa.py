@@ -98,6 +98,10 @@ def test_loader_errors_name_what_is_missing(tmp_path):
     (tmp_path / "eval_12800.json").write_text((DATA / "eval_12800.json").read_text())
     with pytest.raises(BenchmarkDataError, match="hotpotqa_dev.json"):
         load_benchmark("ruler_hqa", tmp_path)
+    (tmp_path / "hotpotqa_dev.json").write_text((DATA / "hotpotqa_dev.json").read_text())
+    (tmp_path / "eval_12800.json").write_text(json.dumps([{"context": [0, 3], "input": "Q?", "answers": ["a"]}]))
+    with pytest.raises(BenchmarkDataError, match="index 3 is not among the 3 paragraphs"):
+        load_benchmark("ruler_hqa", tmp_path)
     with pytest.raises(KeyError, match="known"):
         load_benchmark("ruler_hqa", DATA, datasets=["eval_7"])
 

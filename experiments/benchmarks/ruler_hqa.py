@@ -49,11 +49,14 @@ def hotpotqa_paragraphs(path: Path) -> list[str]:
     return sorted({f"{title}\n{''.join(sentences)}" for item in data for title, sentences in item["context"]})
 
 
-def _context(record: dict[str, Any], pool: list[str] | None) -> str:
+def _context(record: dict[str, Any], pool: list[str] | None, what: str) -> str:
     context = record["context"]
     if isinstance(context, str):
         return context
-    assert pool is not None  # _load fetched it for index records
+    assert pool is not None  # load() read it for any file holding index records
+    bad = next((idx for idx in context if not isinstance(idx, int) or not 0 <= idx < len(pool)), None)
+    if bad is not None:
+        raise BenchmarkDataError(f"{what}: document index {bad!r} is not among the {len(pool)} paragraphs of {HOTPOTQA_DEV}; is it HotpotQA's distractor dev set?")
     return "\n\n".join(f"Document {i + 1}:\n{pool[idx]}" for i, idx in enumerate(context))
 
 
@@ -64,7 +67,7 @@ def _sample(record: dict[str, Any], stem: str, position: int, pool: list[str] | 
         sample_id=sample_id,
         benchmark="ruler_hqa",
         dataset=stem,
-        corpus=Corpus([Document(doc_id=f"{sample_id}-context", text=_context(record, pool), title="ruler_hqa")]),
+        corpus=Corpus([Document(doc_id=f"{sample_id}-context", text=_context(record, pool, f"RULER-HotpotQA {sample_id}"), title="ruler_hqa")]),
         question=Question(text=record["input"], instruction=INSTRUCTION, metadata={"sample_id": sample_id}),
         answers=tuple(str(a) for a in record["answers"]),
         metadata={"num_docs": record.get("num_docs", docs), "index": record.get("index"), "position": position,
