@@ -14,6 +14,7 @@ from agents import STRATEGIES, ChatModelError, Corpus, Question, answer, index_f
 from experiments.benchmarks import load_benchmark
 from experiments.ceilings import ceilings_json, compute_ceilings, format_table, load_tokenizer
 from experiments.demo import DEMO_STRATEGIES, READING, run_demo
+from experiments.export import export_official, official_command
 from experiments.runner import RunConfig, run_experiment
 from experiments.synth import NeedleConfig, SynthConfig, generate, get_domain, load_samples, parse_tokens
 from retrieval import RETRIEVERS, CorpusError
@@ -235,8 +236,6 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     """Write a run's official prediction files and print how the official code scores them."""
-    from experiments.export import export_official, official_command
-
     out = Path(args.out) if args.out else Path(args.dir) / "official"
     written = export_official(args.dir, out)
     for strategy, files in written.items():
