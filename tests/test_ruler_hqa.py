@@ -179,3 +179,30 @@ def test_the_documented_cli_chain_runs_reports_and_exports(tmp_path, monkeypatch
     assert "cd " in capsys.readouterr().out
     lines = (run / "official" / "results" / "ruler_hqa_50" / "full_context.jsonl").read_text().splitlines()
     assert [json.loads(line)["judge_sub_em"] for line in lines] == [1.0, 0]  # no phrase: pred None, judged 0 as official
+
+
+RECURRENT_FINAL = (  # MemAgent utils/recurrent.py TEMPLATE_FINAL
+    "You are presented with a problem and a previous memory. Please answer the problem based on the previous memory and format "
+    'your response as follows "Therefore, the answer is (insert answer here)".\n\n<problem> \n{prompt}\n</problem>\n\n'
+    "<memory>\n{memory}\n</memory>\n\nYour answer:\n"
+)
+
+
+def test_memagent_sends_the_recurrent_loops_problem_budgets_and_final_prompt(tmp_path):
+    def reply(request: dict) -> str:
+        text = request["messages"][0]["content"]
+        return "Therefore, the answer is London." if text.startswith("You are presented with a problem and a previous") else "Ada: London."
+
+    with RecordingServer(reply) as server:
+        llm = make_chat_model("openai:rec", base_url=server.url, max_retries=0)
+        cfg = RunConfig(benchmark="ruler_hqa", strategies=("memagent",), data_path=str(DATA), datasets=("eval_50",), limit=1,
+                        strategy_options={"memagent": {"final_instruction": "memagent"}}, llm_cache=False)  # fmt: skip
+        run_experiment(cfg, tmp_path, llm=llm, show_progress=False)
+    *updates, final = server.requests
+    assert updates and all("<problem> \nWhere was Ada Lovelace born?\n</problem>" in r["messages"][0]["content"] for r in updates)
+    assert {(r.get("max_tokens", r.get("max_completion_tokens")), r["temperature"], r["top_p"]) for r in updates} == {(1024, 0.7, 0.95)}
+    assert final["messages"] == [{"role": "user", "content": RECURRENT_FINAL.format(prompt="Where was Ada Lovelace born?", memory="Ada: London.")}]
+    # recurrent.py's final call also has 1,024 tokens; ours gets the protocol's 10,000 (declared in docs/protocols.md)
+    assert (final.get("max_tokens", final.get("max_completion_tokens")), final["temperature"], final["top_p"]) == (10000, 0.7, 0.95)
+    row = read_rows(tmp_path)[0]
+    assert score("ruler_hqa", [(load_benchmark("ruler_hqa", DATA, datasets=["eval_50"])[0], row["prediction"])])["overall"] == 100.0
