@@ -14,7 +14,7 @@ from agents import STRATEGIES, ChatModelError, Corpus, Question, answer, index_f
 from experiments.benchmarks import load_benchmark
 from experiments.ceilings import ceilings_json, compute_ceilings, format_table, load_tokenizer
 from experiments.demo import DEMO_STRATEGIES, READING, run_demo
-from experiments.export import export_official, official_command
+from experiments.export import FORMATS, export_official, official_command
 from experiments.runner import RunConfig, run_experiment
 from experiments.synth import NeedleConfig, SynthConfig, generate, get_domain, load_samples, parse_tokens
 from retrieval import RETRIEVERS, CorpusError
@@ -116,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Write the files the benchmark's official scorer reads (LongBench pred/, v2 results/, LV-Eval, Loong, CorpusQA, RULER-HotpotQA).",
     )
     p.add_argument("dir", help="a folder written by 'longctx run'")
-    p.add_argument("--format", default="official", choices=["official"], help="official: the official scripts' layouts (default)")
+    p.add_argument("--format", default="official", choices=FORMATS, help="official: the official scripts' layouts (default)")
     p.add_argument("--out", help="where to write (default DIR/official)")
 
     p = sub.add_parser(

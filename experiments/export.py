@@ -32,6 +32,7 @@ from experiments.metrics import longbench_v2 as v2
 from experiments.metrics import ruler_hqa as rq
 from experiments.runner import MANIFEST_FILE, latest_rows, read_rows, run_samples
 
+#: Export formats: the official scripts' layouts (the only one so far).
 FORMATS = ("official",)
 
 
@@ -44,7 +45,8 @@ class ExportedFile:
     omitted_failed: int = 0
 
 
-Pair = tuple[Sample, "str | None"]  # a sample and its scored text (None: the call failed)
+#: A sample and its scored text (``None``: the call failed).
+Pair = tuple[Sample, str | None]
 
 
 def _jsonl(path: Path, lines: Iterable[dict[str, Any]]) -> int:
