@@ -14,6 +14,7 @@ from agents import STRATEGIES, ChatModelError, Corpus, Question, answer, index_f
 from experiments.benchmarks import BenchmarkDataError, load_benchmark
 from experiments.ceilings import ceilings_json, compute_ceilings, format_table, load_tokenizer
 from experiments.demo import DEMO_STRATEGIES, READING, run_demo
+from experiments.export import FORMATS, export_official, official_command
 from experiments.runner import RunConfig, run_experiment
 from experiments.synth import NeedleConfig, SynthConfig, generate, get_domain, load_samples, parse_tokens
 from retrieval import RETRIEVERS, CorpusError
@@ -116,6 +117,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dirs", nargs="+", metavar="RUN", help="two or more folders written by 'longctx run'")
     p.add_argument("--judge", help="chat model spec for LLM-judged benchmarks (Loong; CorpusQA)")
     p.add_argument("--out", metavar="CSV", help="also write the table to this CSV file")
+
+    p = sub.add_parser(
+        "export", help="write a run's answers as each benchmark's official prediction files",
+        description="Write the files the benchmark's official scorer reads (LongBench pred/, v2 results/, LV-Eval, Loong, CorpusQA, RULER-HotpotQA).",
+    )
+    p.add_argument("dir", help="a folder written by 'longctx run'")
+    p.add_argument("--format", default="official", choices=FORMATS, help="official: the official scripts' layouts (default)")
+    p.add_argument("--out", help="where to write (default DIR/official)")
 
     p = sub.add_parser(
         "ceilings", help="evidence ceilings per strategy, LLM-free (upper bounds, not accuracies)",
@@ -253,6 +262,20 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    """Write a run's official prediction files and print how the official code scores them."""
+    out = Path(args.out) if args.out else Path(args.dir) / "official"
+    written = export_official(args.dir, out)
+    for strategy, files in written.items():
+        omitted = sum(f.omitted_failed for f in files)
+        note = f", {omitted} failed answers left out as the official script does" if omitted else ""
+        print(f"{strategy}: {sum(f.lines for f in files)} answers in {len(files)} file(s){note}")
+        print(f"  score: {official_command(args.dir, out, strategy, files)}")
+    if not written:
+        print(f"No answers in {args.dir} yet.")
+    return 0
+
+
 def cmd_answer(args: argparse.Namespace) -> int:
     """Run one question and print answer, evidence titles and usage."""
     corpus = Corpus.from_path(args.corpus, show_progress=True)
@@ -363,7 +386,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     commands = {"answer": cmd_answer, "index": cmd_index, "run": cmd_run, "report": cmd_report, "synth": cmd_synth, "demo": cmd_demo,
-                "ceilings": cmd_ceilings, "compare": cmd_compare}
+                "ceilings": cmd_ceilings, "compare": cmd_compare, "export": cmd_export}
     try:
         return commands[args.command](args)
     except (CorpusError, ChatModelError, KeyError, TypeError, ValueError, RayNotInstalledError, LockHeld, BenchmarkDataError, EmbedderError) as exc:

@@ -35,6 +35,7 @@ PROMPT_MODULES = {
     "experiments.benchmarks.corpusqa": "VERSION",
     "experiments.benchmarks.synth": "VERSION",
     "experiments.benchmarks.own": "VERSION",
+    "experiments.benchmarks.ruler_hqa": "VERSION",
     "experiments.metrics.loong": "VERSION",
     "experiments.metrics.corpusqa": "VERSION",
 }

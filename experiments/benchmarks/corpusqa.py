@@ -89,7 +89,7 @@ def _sample(record: dict[str, Any], dataset: str, set_level: int | None) -> Samp
         ),
         answers=(record["answer"] if isinstance(record["answer"], str) else str(record["answer"]),),
         metadata={"set": set_level, "file": dataset, "question": record["question"], "prompt_head": head,
-                  "prompt_tail": tail, "difficulty": record.get("difficulty")},
+                  "prompt_tail": tail, "difficulty": record.get("difficulty"), "answer_raw": record["answer"]},
     )  # fmt: skip
 
 

@@ -95,6 +95,7 @@ def _sample(root: Path, item: dict[str, Any], rng: random.Random, shuffle: bool,
             "task": LEVELS.get(item["level"]), "prompt_template": item["prompt_template"],
             "instruction": item["instruction"], "doc_names": list(item["doc"]),
             "titles": "fixed (document names)" if fix_titles else "official",
+            "answer_raw": item["answer"],  # the JSON answer as given (dict/list/str), for the official export
         },
     )  # fmt: skip
 

@@ -1,0 +1,235 @@
+"""Official prediction files from a run folder, so each benchmark's own scorer can check ours.
+
+``longctx export RUN --format official`` turns ``results.jsonl`` into the files the
+official evaluation scripts read, one "model" per strategy (the strategy name):
+
+- longbench: ``pred/<strategy>/<dataset>.jsonl``, read by LongBench ``eval.py``;
+- longbench_e: ``pred_e/<strategy>/<dataset>.jsonl``, read by ``eval.py --e``;
+- longbench_v2: ``results/<strategy>.jsonl``, read by LongBench v2 ``result.py``;
+- lveval: ``outputs/<strategy>/<dataset>_<level>.jsonl``, read by LV-Eval ``evaluation.py``;
+- loong: ``output/<strategy>/loong_generate.jsonl``, read by Loong's ``step3`` (judge) and ``step4``;
+- corpusqa: ``runs/<strategy>_<file>.jsonl`` (``_`` in the strategy becomes ``-``), read by ``src/eval.py``;
+- ruler_hqa: ``results/ruler_hqa_<docs>/<strategy>.jsonl``, read by MemAgent's ``visualize.py``.
+
+Each line carries the keys the official script reads, with the values the official
+prediction script would have written. Failed calls follow the official prediction
+script too: LongBench v1/E and LV-Eval (local generation, no failure) get ``pred: ""``;
+Loong writes ``generate_response: ""`` as its ``api()`` does; LongBench v2, CorpusQA and
+MemAgent's script never write a failed item, so neither do we (the count is returned).
+The scored text is the row's ``prediction``, the text ``longctx report`` scores.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from experiments.benchmarks.base import Sample
+from experiments.metrics import longbench_v2 as v2
+from experiments.metrics import ruler_hqa as rq
+from experiments.runner import MANIFEST_FILE, latest_rows, read_rows, run_samples
+
+#: Export formats: the official scripts' layouts (the only one so far).
+FORMATS = ("official",)
+
+
+@dataclass(frozen=True)
+class ExportedFile:
+    """One written file: where, how many lines, and how many failed answers were left out."""
+
+    path: Path
+    lines: int
+    omitted_failed: int = 0
+
+
+#: A sample and its scored text (``None``: the call failed).
+Pair = tuple[Sample, str | None]
+
+
+def _jsonl(path: Path, lines: Iterable[dict[str, Any]]) -> int:
+    """Write ``lines`` to ``path`` (parents created, replaced atomically); the line count."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    n = 0
+    with tmp.open("w", encoding="utf-8") as f:
+        for line in lines:
+            f.write(json.dumps(line, ensure_ascii=False) + "\n")
+            n += 1
+    tmp.replace(path)
+    return n
+
+
+def _grouped(pairs: Sequence[Pair], key: Callable[[Sample], str]) -> dict[str, list[Pair]]:
+    groups: dict[str, list[Pair]] = {}
+    for sample, text in pairs:
+        groups.setdefault(key(sample), []).append((sample, text))
+    return groups
+
+
+def longbench_v1_line(sample: Sample, text: str | None) -> dict[str, Any]:
+    """LongBench ``pred.py``'s line: ``pred, answers, all_classes, length``."""
+    md = sample.metadata
+    return {"pred": text or "", "answers": list(sample.answers), "all_classes": md.get("all_classes") or None, "length": md.get("length")}
+
+
+def longbench_v2_line(sample: Sample, text: str) -> dict[str, Any]:
+    """LongBench v2 ``pred.py``'s line: the item (context cut to 1,000 characters), response, pred, judge."""
+    md, choices = sample.metadata, sample.question.choices or {}
+    response = text.strip()
+    pred = v2.extract_choice(response)
+    item = {"_id": sample.sample_id, **{k: md.get(k) for k in ("domain", "sub_domain", "difficulty", "length")}}
+    item |= {"question": sample.question.text, **{f"choice_{k}": choices.get(k) for k in "ABCD"}, "answer": sample.answers[0]}
+    return item | {"context": sample.corpus[0].text[:1000], "response": response, "pred": pred, "judge": pred == sample.answers[0]}
+
+
+def lveval_line(sample: Sample, text: str | None) -> dict[str, Any]:
+    """LV-Eval ``prediction.py``'s line: ``pred, answers, gold_ans, input, all_classes, length``."""
+    md = sample.metadata
+    return {"pred": text or "", "answers": list(sample.answers), "gold_ans": md.get("answer_keywords"), "input": sample.question.text,
+            "all_classes": None, "length": md.get("length")}  # fmt: skip
+
+
+def loong_line(sample: Sample, text: str | None) -> dict[str, Any]:
+    """Loong ``step2``'s line: the ``loong.jsonl`` item plus ``generate_response`` ("" when generation failed)."""
+    md = sample.metadata
+    return {
+        "id": sample.sample_id, "type": md["type"], "level": md["level"], "set": md["set"], "question": sample.question.text,
+        "instruction": md["instruction"], "prompt_template": md["prompt_template"], "doc": list(md["doc_names"]),
+        "answer": md.get("answer_raw", sample.answers[0]), "generate_response": text or "",
+    }  # fmt: skip
+
+
+def corpusqa_line(sample: Sample, text: str, model: str) -> dict[str, Any]:
+    """CorpusQA ``infer.py``'s line: ``id, question, answer, response, model``."""
+    answer = sample.metadata.get("answer_raw", sample.answers[0])
+    return {"id": sample.sample_id, "question": sample.metadata["question"], "answer": answer, "response": text.strip(), "model": model}
+
+
+def ruler_hqa_line(sample: Sample, text: str) -> dict[str, Any]:
+    """MemAgent ``ruler_hqa.py``'s line: the item without its context, response, pred and the judge_* scores."""
+    md = sample.metadata
+    response = text.strip()
+    pred = rq.official_prediction(response)
+    scores = rq.item_scores(pred, sample.answers[0]) if pred else {"f1": 0, "em": 0, "sub_em": 0}
+    item = {"input": sample.question.text, "answers": list(sample.answers), "num_docs": md["num_docs"], "index": md["index"], "_id": md["position"]}
+    return item | {"response": response, "answer": sample.answers[0], "pred": pred} | {f"judge_{k}": v for k, v in scores.items()}
+
+
+def _files(groups: dict[str, list[Pair]], path: Callable[[str], Path], line: Callable[[Sample, str | None], dict[str, Any]]) -> list[ExportedFile]:
+    """One file per group, every pair written (failed ones with the empty prediction)."""
+    return [ExportedFile(path(name), _jsonl(path(name), (line(s, t) for s, t in pairs))) for name, pairs in groups.items()]
+
+
+def _files_without_failed(groups: dict[str, list[Pair]], path: Callable[[str], Path], line: Callable[[Sample, str], dict[str, Any]]) -> list[ExportedFile]:
+    """One file per group, failed pairs left out (counted in ``omitted_failed``)."""
+    files = []
+    for name, pairs in groups.items():
+        kept = [(s, t) for s, t in pairs if t is not None]
+        files.append(ExportedFile(path(name), _jsonl(path(name), (line(s, t) for s, t in kept)), omitted_failed=len(pairs) - len(kept)))
+    return files
+
+
+def _write_longbench(pairs: Sequence[Pair], out: Path, label: str, folder: str) -> list[ExportedFile]:
+    return _files(_grouped(pairs, lambda s: s.dataset), lambda d: out / folder / label / f"{d}.jsonl", longbench_v1_line)
+
+
+def _write_longbench_v2(pairs: Sequence[Pair], out: Path, label: str) -> list[ExportedFile]:
+    return _files_without_failed({label: list(pairs)}, lambda name: out / "results" / f"{name}.jsonl", longbench_v2_line)
+
+
+def _write_lveval(pairs: Sequence[Pair], out: Path, label: str) -> list[ExportedFile]:
+    groups = _grouped(pairs, lambda s: f"{s.dataset}_{s.metadata['length_level']}")
+    return _files(groups, lambda name: out / "outputs" / label / f"{name}.jsonl", lveval_line)
+
+
+def _write_loong(pairs: Sequence[Pair], out: Path, label: str) -> list[ExportedFile]:
+    return _files({label: list(pairs)}, lambda name: out / "output" / name / "loong_generate.jsonl", loong_line)
+
+
+def _write_corpusqa(pairs: Sequence[Pair], out: Path, label: str) -> list[ExportedFile]:
+    model = label.replace("_", "-")  # eval.py reads the model as the file name's first "_" part
+    groups = _grouped(pairs, lambda s: s.metadata["file"])
+    return _files_without_failed(groups, lambda f: out / "runs" / f"{model}_{f}.jsonl", lambda s, t: corpusqa_line(s, t, model))
+
+
+def _write_ruler_hqa(pairs: Sequence[Pair], out: Path, label: str) -> list[ExportedFile]:
+    groups = _grouped(pairs, lambda s: s.dataset.removeprefix("eval_"))
+    return _files_without_failed(groups, lambda n: out / "results" / f"ruler_hqa_{n}" / f"{label}.jsonl", ruler_hqa_line)
+
+
+#: benchmark -> writer(pairs, out, label) of its official prediction files.
+WRITERS: dict[str, Callable[[Sequence[Pair], Path, str], list[ExportedFile]]] = {
+    "longbench": lambda pairs, out, label: _write_longbench(pairs, out, label, "pred"),
+    "longbench_e": lambda pairs, out, label: _write_longbench(pairs, out, label, "pred_e"),
+    "longbench_v2": _write_longbench_v2,
+    "lveval": _write_lveval,
+    "loong": _write_loong,
+    "corpusqa": _write_corpusqa,
+    "ruler_hqa": _write_ruler_hqa,
+}
+
+
+def export_official(run: str | Path, out: str | Path | None = None, *, samples: Sequence[Sample] | None = None) -> dict[str, list[ExportedFile]]:
+    """Write the official prediction files of every strategy in the run folder ``run``.
+
+    Args:
+        run: A folder written by ``longctx run``.
+        out: Where to write (default ``<run>/official``); files already there are replaced.
+        samples: The run's samples (default: reloaded as its manifest describes; the gold
+            answers and fields the official files carry come from them).
+
+    Returns:
+        strategy -> the files written for it.
+
+    Raises:
+        ValueError: ``run`` is not a run folder, or its benchmark has no official format
+            (own corpora, synth).
+    """
+    run = Path(run)
+    manifest_path = run / MANIFEST_FILE
+    if not manifest_path.is_file():
+        raise ValueError(f"{run} is not a run folder: no {MANIFEST_FILE} (write one with 'longctx run').")
+    cfg = json.loads(manifest_path.read_text(encoding="utf-8"))["config"]
+    benchmark = cfg["benchmark"]
+    if benchmark not in WRITERS:
+        raise ValueError(f"Benchmark {benchmark!r} has no official prediction format; exportable: {', '.join(WRITERS)}.")
+    samples = list(samples) if samples is not None else run_samples(cfg)
+    rows = latest_rows(read_rows(run))
+    target = Path(out) if out is not None else run / "official"
+    written: dict[str, list[ExportedFile]] = {}
+    for strategy in cfg["strategies"]:
+        pairs = [(s, _scored_text(rows[(s.sample_id, strategy)])) for s in samples if (s.sample_id, strategy) in rows]
+        if pairs:
+            written[strategy] = WRITERS[benchmark](pairs, target, strategy)
+    return written
+
+
+def _scored_text(row: dict[str, Any]) -> str | None:
+    """The text ``longctx report`` scores for a row; ``None`` for a failed call."""
+    text = row.get("prediction")
+    return text if row.get("status") == "ok" and isinstance(text, str) and not row.get("error") else None
+
+
+#: How the official code scores an export (``{dir}``: the export folder, ``{model}``: a strategy, ``{file}``: a file
+#: name under ``runs/``; ``<Repo>``: where that official repository is cloned).
+OFFICIAL_COMMANDS = {
+    "longbench": "cd {dir} && python <LongBench>/LongBench/eval.py --model {model}",
+    "longbench_e": "cd {dir} && python <LongBench>/LongBench/eval.py --model {model} --e",
+    "longbench_v2": "cd {dir} && python <LongBench>/result.py",
+    "lveval": "python <LVEval>/evaluation.py --input-dir {dir}/outputs/{model}",
+    "loong": "cd <Loong>/src && python step3_model_evaluate.py --eval_model gpt4.yaml "
+    "--output_path {dir}/output/{model}/loong_generate.jsonl --evaluate_output_path {dir}/output/{model}/loong_evaluate.jsonl "
+    "&& python step4_cal_metric.py --evaluate_output_path {dir}/output/{model}/loong_evaluate.jsonl",
+    "corpusqa": "cd {dir} && python <CorpusQA>/src/eval.py --input_file {file} --model deepseek-v3",
+    "ruler_hqa": "cd {dir} && python <MemAgent>/taskutils/memory_eval/visualize.py",
+}
+
+
+def official_command(run: str | Path, out: str | Path, strategy: str, files: Sequence[ExportedFile]) -> str:
+    """The shell command that scores ``strategy``'s export with the official code."""
+    benchmark = json.loads((Path(run) / MANIFEST_FILE).read_text(encoding="utf-8"))["config"]["benchmark"]
+    first = files[0].path.name if files else ""
+    return OFFICIAL_COMMANDS[benchmark].format(dir=Path(out).resolve(), model=strategy, file=first)
