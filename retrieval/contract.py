@@ -196,6 +196,21 @@ class Corpus:
 
         return cls(read_path(Path(path), show_progress=show_progress))
 
+    def as_retriever(self, retriever: str = "bm25", *, k: int = 7, chunk_size: int = 200, chunk_unit: str = "words",
+                     cache_dir: str | Path | None = None, show_progress: bool = False, **retriever_options: Any) -> Any:  # fmt: skip
+        """This corpus as a LangChain ``BaseRetriever`` over its cached index: the top ``k`` chunks per query.
+
+        Defaults are LongBench v1's RAG setting (200-word chunks, top-7, BM25); ``retriever`` is any
+        registered retriever (``dense``, ``contriever``, ``openai``) with its options. The index is
+        built once and shared with every strategy that asks for the same chunking and retriever.
+        """
+        from retrieval.chunking import ChunkingConfig
+        from retrieval.index import build_index  # heavy, and it imports this module
+
+        index = build_index(self, retriever, chunking=ChunkingConfig(unit=chunk_unit, size=chunk_size),  # type: ignore[arg-type]
+                            cache_dir=cache_dir, show_progress=show_progress, **retriever_options)  # fmt: skip
+        return index.as_retriever(k=k)
+
     def __len__(self) -> int:
         return len(self.documents)
 
