@@ -81,7 +81,7 @@ def run_batched_graph(
     trace = MemoryTrace(run_dir / TRACE_FILE if cfg.resume else ":memory:")
     saver = open_checkpointer(run_dir / CHECKPOINTS_FILE) if cfg.resume else InMemorySaver()
     try:
-        ctx = mode.prepare_context(StrategyContext(llm=llm, config=cfg, corpus=corpus), trace=trace, thread=thread)
+        ctx = mode.prepare_context(StrategyContext(llm=llm, config=cfg, corpus=corpus), trace=trace, thread=thread, questions=questions)
         graph = spec.build_graph(cfg, checkpointer=saver)
         run_config: dict[str, Any] = {
             "configurable": {"thread_id": thread},

@@ -14,12 +14,27 @@ from retrieval.contract import Step
 
 
 def generate(state: dict[str, Any], runtime: Runtime[StrategyContext]) -> dict:
-    """The final call on the filled prompt, with the benchmark's answer budget and temperature
-    when the question carries a protocol; the reply is the answer (benchmarks extract their format)."""
-    cfg, question = runtime.context.config, state["question"]
+    """The final call on the filled prompt, with the benchmark's answer budget, temperature and
+    stop sequences when the question carries a protocol; the reply is the answer (benchmarks
+    extract their format).
+
+    When the prompt is the benchmark's own (``state["official_prompt"]``) and its protocol has
+    an ``answer_prompt`` (LongBench v2 CoT), this is the official two-call setting: the prompt
+    gets ``reasoning_max_new_tokens``, then the answer prompt around that reply gets the
+    answer budget, and its reply is the answer.
+    """
+    cfg, question, llm = runtime.context.config, state["question"], runtime.context.llm
     max_tokens, temperature = question.answer_budget(cfg.max_new_tokens), question.answer_temperature(cfg.temperature)
-    raw = complete(runtime.context.llm, state["prompt"], max_tokens=max_tokens, temperature=temperature)
-    return {"raw": raw, "answer": raw.strip(), "steps": [Step("generate", chars=len(raw), max_new_tokens=max_tokens, temperature=temperature)]}
+    stop = question.answer_stop()
+    protocol, prompt, facts = question.protocol, state["prompt"], {}
+    if protocol is not None and protocol.answer_prompt is not None and state.get("official_prompt"):
+        reasoning_budget = protocol.reasoning_max_new_tokens or max_tokens
+        reasoning = complete(llm, prompt, max_tokens=reasoning_budget, temperature=temperature)
+        prompt = protocol.answer_prompt(reasoning.strip())
+        facts = {"reasoning": reasoning, "reasoning_max_new_tokens": reasoning_budget}
+    raw = complete(llm, prompt, max_tokens=max_tokens, temperature=temperature, stop=stop)
+    step = Step("generate", chars=len(raw), max_new_tokens=max_tokens, temperature=temperature, **({"stop": stop} if stop else {}), **facts)
+    return {"raw": raw, "answer": raw.strip(), "steps": [step]}
 
 
 def linear_graph(name: str, state_schema: type, *nodes: tuple[str, Callable]):

@@ -43,10 +43,11 @@ class BatchRun:
     """The graph answers many questions over one corpus in one checkpointed invocation.
 
     Attributes:
-        prepare_context: ``(StrategyContext) -> context`` with what the nodes need (e.g. the
-            corpus cut into chunks).
+        prepare_context: ``(StrategyContext, *, trace, thread, questions) -> context`` with what
+            the nodes need (e.g. the corpus cut into chunks, laid out for these questions).
         initial_state: ``(questions, context) -> state`` of a fresh run.
-        collect: ``(final_state, i) -> {"raw", "answer", "usage", "steps"...}`` of question ``i``.
+        collect: ``(final_state, i) -> {"raw", "answer", "usage", "final_step"...}`` of question ``i``
+            (``final_step``: facts added to the answer's last step).
     """
 
     prepare_context: Callable[..., Any]

@@ -374,6 +374,7 @@ def _batch_answer(spec: Strategy, run: BatchedRun, i: int, question: Question, s
     # answered from the checkpoint with no call made now
     last = Step(
         "final_answer",
+        **fields.get("final_step", {}),  # the strategy's own facts (MemAgent: stream layout, whole reply)
         memory_cuts=fields.get("memory_cuts", 0),
         chunks=run.final.get("n_chunks"),
         resumed_from=run.resumed_from,

@@ -293,9 +293,19 @@ class Protocol:
         temperature: The official sampling temperature of the final call (``None``: the strategy's).
         chat_template: ``False`` where the official loop sends a raw completion (LongBench v1
             trec, triviaqa, samsum, lsht, lcc, repobench-p); chat endpoints still get one user message.
+        stop: Stop sequences of the official final call (LongBench v1 samsum: ``"\n"``, its
+            ``eos_token_id`` list); ``None``: none.
         prompt: ``prompt(context=None) -> str``, the official prompt around ``context``
             (``None``: the item's own full context).
         rag_prompt: ``rag_prompt(chunks) -> str``, the official RAG prompt around retrieved chunks.
+        reasoning_max_new_tokens: Budget of the official prompt's call when ``answer_prompt`` follows
+            it (LongBench v2 CoT: 1,024); ``max_new_tokens`` is then the answer call's.
+        answer_prompt: ``answer_prompt(reasoning) -> str``, the official second call around the first
+            reply (LongBench v2 CoT ``0shot_cot_ans.txt``), whose reply is scored. Strategies that send
+            the benchmark's own prompt (full context, RAG's ``benchmark`` assembly, Self-Route) make it.
+        rag_order: The chunk order of the official RAG prompt, which RAG's ``benchmark`` assembly
+            follows: ``"document"`` (LongBench v2 ``pred.py --rag`` sorts by ``c_idx``); ``None``:
+            the strategy's own ``order``.
     """
 
     benchmark: str
@@ -304,13 +314,21 @@ class Protocol:
     window_reserve: int | None = None
     temperature: float | None = None
     chat_template: bool = True
+    stop: tuple[str, ...] | None = None
+    rag_order: str | None = None
+    reasoning_max_new_tokens: int | None = None
     prompt: Callable[..., str] | None = field(default=None, repr=False, compare=False)
     rag_prompt: Callable[[Sequence[str]], str] | None = field(default=None, repr=False, compare=False)
+    answer_prompt: Callable[[str], str] | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The protocol's settings, JSON-ready (the prompt builders are named, not dumped)."""
-        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("prompt", "rag_prompt")}
-        return data | {"official_prompt": self.prompt is not None, "official_rag_prompt": self.rag_prompt is not None}
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("prompt", "rag_prompt", "answer_prompt")}
+        return data | {
+            "official_prompt": self.prompt is not None,
+            "official_rag_prompt": self.rag_prompt is not None,
+            "official_answer_prompt": self.answer_prompt is not None,
+        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -351,6 +369,10 @@ class Question:
     def answer_temperature(self, default: float) -> float:
         """Temperature of a strategy's final call: the protocol's, else ``default``."""
         return self.protocol.temperature if self.protocol and self.protocol.temperature is not None else default
+
+    def answer_stop(self) -> list[str] | None:
+        """Stop sequences of a strategy's final call: the protocol's, else none."""
+        return list(self.protocol.stop) if self.protocol and self.protocol.stop else None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -466,8 +488,10 @@ class Answer:
 
     Attributes:
         answer: Final answer text (the model's reply, stripped; benchmarks extract their format).
-        raw: The model's unprocessed final reply (a multi-step strategy's final call only,
-            never its transcript): the text a benchmark scores.
+        raw: The text a benchmark scores: the model's final reply (a multi-step strategy's
+            final call only, never its transcript), or, where the strategy's own paper defines
+            how its reply is read (MemAgent's "the answer is" extraction), what that keeps; the
+            whole reply is then in the last step's ``reply``.
         evidence: What the answer was based on, best first.
         usage: Calls, tokens and seconds of this answer alone.
         steps: One :class:`Step` per graph node that ran (retrievals, routes, memories...).

@@ -98,7 +98,7 @@ def test_longbench_v2_failed_calls_counted_and_official_number_kept():
     assert (result["overall"], result["n_failed"], result["n_invalid"]) == (33.3, 1, 2)
     assert result["official_drops_failed"]["overall"] == 50.0 and result["official_drops_failed"]["n"] == 2
     assert result["compensated"]["overall"] == 50.0  # (1 + .25 + .25) / 3
-    assert result["version"] == 1 and "longbench_v2" in result["metric_versions"]
+    assert result["version"] == 2 and "longbench_v2" in result["metric_versions"]
 
 
 def test_lveval_flat_and_nested_files_keywords_and_scoring():

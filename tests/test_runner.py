@@ -40,7 +40,7 @@ def test_rows_and_manifest(tmp_path):
     assert row["status"] == "ok" and row["prediction"] == "The correct answer is (A)" and row["usage"]["llm_calls"] == 1
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["config"]["strategies"] == ["rag", "full_context"] and manifest["model"] == "ScriptedChatModel"
-    assert manifest["library_version"] and manifest["benchmark_version"] == 1
+    assert manifest["library_version"] and manifest["benchmark_version"] == 2
     inv = manifest["invocations"][0]
     assert inv["started"] <= inv["finished"] and inv["ok"] == 6 and "git_revision" in inv
 

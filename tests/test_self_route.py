@@ -103,7 +103,7 @@ def test_route_3_declined_and_too_big_goes_to_memagent(planted_corpus):
     assert not any(is_full(c["prompt"]) for c in llm.calls)
     step = route_step(result)
     assert step["route"] == "memagent" and "exceeds" in step["reason"]
-    assert result.answer == "7421" and "Therefore, the answer is 7421." == result.raw
+    assert result.answer == result.raw == "7421"  # MemAgent's own format: scored as its extract_answer keeps it
     legs = [s for s in result.steps if s.get("leg") == "memagent"]
     assert legs[0]["node"] == "fallback" and legs[0]["chunks"] == n_chunks and not legs[0]["replayed"]
     assert sum(s["node"] == "update_memory" for s in legs) == n_chunks

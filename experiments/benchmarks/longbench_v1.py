@@ -51,6 +51,10 @@ LONGBENCH_E_DATASETS = (
     "trec", "triviaqa", "samsum", "passage_count", "passage_retrieval_en", "lcc", "repobench-p",
 )  # fmt: skip
 
+#: Stop sequences of the official generation: ``pred.py`` (and ``retrieval/pred.py``) add the
+#: newline token to ``eos_token_id`` for samsum only ("prevent illegal output on samsum").
+STOP = {"samsum": ("\n",)}
+
 #: Chat template is NOT applied to these in the official pred.py (they are completion-style).
 NO_CHAT_TEMPLATE = frozenset({"trec", "triviaqa", "samsum", "lsht", "lcc", "repobench-p"})
 
@@ -156,12 +160,13 @@ WINDOW_RESERVE = 500
 
 
 def protocol(sample: Sample) -> dict[str, Any]:
-    """``dataset2maxlen`` answer budget, window - 500 input budget, greedy, chat template per dataset."""
+    """``dataset2maxlen`` answer budget, window - 500 input budget, greedy, chat template and stop per dataset."""
     return {
         "max_new_tokens": MAX_NEW_TOKENS[sample.dataset],
         "window_reserve": WINDOW_RESERVE,
         "temperature": 0.0,
         "chat_template": sample.dataset not in NO_CHAT_TEMPLATE,
+        "stop": STOP.get(sample.dataset),
     }
 
 

@@ -2,12 +2,16 @@
 
 Records (``data.json`` of the hub dataset ``THUDM/LongBench-v2``) have ``_id, domain,
 sub_domain, difficulty, length, question, choice_A..choice_D, answer, context``.
-Full-context prompts use the official ``0shot`` template; every strategy gets the
-official output-format instruction in ``Question.instruction``.
+Full-context prompts use the official ``0shot`` template, or with the loader option
+``setting="cot"`` (``--loader-option setting=cot``) the official chain-of-thought setting:
+``0shot_cot`` with 1,024 tokens, then ``0shot_cot_ans`` around that reasoning with 128
+tokens, whose reply is scored. Every strategy gets the official output-format
+instruction in ``Question.instruction``.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,7 +21,7 @@ from experiments.metrics import longbench_v2 as m
 from retrieval import Corpus, Document
 from retrieval.contract import Question
 
-VERSION = 1
+VERSION = 2
 HUB_REPO = "THUDM/LongBench-v2"
 
 INSTRUCTION = 'Format your response as follows: "The correct answer is (insert answer here)".'
@@ -32,14 +36,34 @@ PROMPT_0SHOT = (
 #: Official ``prompts/0shot_rag.txt``; ``$DOC$`` holds ``Retrieved chunk {k}: {content}`` blocks.
 PROMPT_RAG = PROMPT_0SHOT.replace("Please read the following text and", "Please read the following retrieved text chunks and", 1)
 
+#: Official ``prompts/0shot_cot.txt``: the reasoning call (note "questions" and the curly apostrophe, as official).
+PROMPT_COT = (
+    "Please read the following text and answer the questions below.\n\n<text>\n$DOC$\n</text>\n\n"
+    "What is the correct answer to this question: $Q$\nChoices:\n(A) $C_A$\n(B) $C_B$\n(C) $C_C$\n(D) $C_D$\n\n"
+    "Let\u2019s think step by step:"
+)
+
+#: Official ``prompts/0shot_cot_ans.txt``: the answer call; ``$COT$`` is the first reply, stripped.
+PROMPT_COT_ANS = (
+    "Please read the following text and answer the questions below.\n\nThe text is too long and omitted here.\n\n"
+    "What is the correct answer to this question: $Q$\nChoices:\n(A) $C_A$\n(B) $C_B$\n(C) $C_C$\n(D) $C_D$\n\n"
+    "Let\u2019s think step by step: $COT$\n\nBased on the above, what is the single, most likely answer choice? "
+    + INSTRUCTION
+)
+
+#: The published settings of ``pred.py``: ``0shot`` (default) and ``cot`` (``--cot``).
+SETTINGS = ("0shot", "cot")
+
 #: Official ``config/model2maxlen.json`` budget for 128k models (200000 for claude-3.5-sonnet).
 MAX_PROMPT_TOKENS = 120000
-#: ``pred.py``: ``max_new_tokens=128`` and ``temperature=0.1`` for the 0-shot and RAG settings.
+#: ``pred.py``: ``max_new_tokens=128`` and ``temperature=0.1`` for the 0-shot and RAG settings
+#: and for the answer call of the CoT setting, whose reasoning call gets 1,024 tokens.
 MAX_NEW_TOKENS = 128
+COT_MAX_NEW_TOKENS = 1024
 TEMPERATURE = 0.1
 
 
-def _sample(record: dict[str, Any]) -> Sample:
+def _sample(record: dict[str, Any], setting: str) -> Sample:
     choices = {k: str(record[f"choice_{k}"]) for k in "ABCD"}
     sample_id = str(record["_id"])
     return Sample(
@@ -51,19 +75,23 @@ def _sample(record: dict[str, Any]) -> Sample:
             text=record["question"], choices=choices, instruction=INSTRUCTION, metadata={"sample_id": sample_id}
         ),
         answers=(str(record["answer"]),),
-        metadata={k: record.get(k) for k in ("domain", "sub_domain", "difficulty", "length")},
+        metadata={**{k: record.get(k) for k in ("domain", "sub_domain", "difficulty", "length")}, "setting": setting},
     )
 
 
-def load(path: str | Path | None = None, *, datasets: Sequence[str] | None = None) -> list[Sample]:
+def load(path: str | Path | None = None, *, datasets: Sequence[str] | None = None, setting: str = "0shot") -> list[Sample]:
     """LongBench v2 samples from ``<path or $LONGCTX_DATA_DIR/longbench_v2>/data.json``.
 
     Args:
         path: Folder with ``data.json`` (or ``data.jsonl`` / ``data.parquet``).
         datasets: Optional list of domains to keep (e.g. ``["Single-Document QA"]``).
+        setting: ``"0shot"`` (the default) or ``"cot"``: the full-context prompt and calls of
+            ``pred.py`` without or with ``--cot``.
     """
+    if setting not in SETTINGS:
+        raise ValueError(f"LongBench v2: setting must be one of {', '.join(SETTINGS)}, got {setting!r}")
     records = load_records(data_root("longbench_v2", path), "data", hub=(HUB_REPO, None, "train"), what="LongBench v2")
-    samples = [_sample(r) for r in records]
+    samples = [_sample(r, setting) for r in records]
     return [s for s in samples if datasets is None or s.dataset in datasets]
 
 
@@ -77,8 +105,16 @@ def _fill(template: str, sample: Sample, context: str) -> str:
 
 
 def prompt(sample: Sample, context: str | None = None) -> str:
-    """The official ``0shot`` prompt around ``context`` (default: the item's whole context)."""
-    return _fill(PROMPT_0SHOT, sample, sample.corpus[0].text if context is None else context)
+    """The official ``0shot`` (or, in the CoT setting, ``0shot_cot``) prompt around ``context``
+    (default: the item's whole context)."""
+    template = PROMPT_COT if sample.metadata.get("setting") == "cot" else PROMPT_0SHOT
+    return _fill(template, sample, sample.corpus[0].text if context is None else context)
+
+
+def cot_answer_prompt(sample: Sample, reasoning: str) -> str:
+    """The official ``0shot_cot_ans`` prompt: the question, its choices and the reasoning reply
+    (``$COT$`` replaced last, after the other placeholders, as ``pred.py`` does)."""
+    return _fill(PROMPT_COT_ANS, sample, "").replace("$COT$", reasoning.strip())
 
 
 def rag_prompt(sample: Sample, chunks: Sequence[str]) -> str:
@@ -87,8 +123,13 @@ def rag_prompt(sample: Sample, chunks: Sequence[str]) -> str:
 
 
 def protocol(sample: Sample) -> dict[str, Any]:
-    """128 new tokens at temperature 0.1; prompts middle-truncated to 120,000 tokens."""
-    return {"max_new_tokens": MAX_NEW_TOKENS, "max_input_tokens": MAX_PROMPT_TOKENS, "temperature": TEMPERATURE}
+    """128 new tokens at temperature 0.1; prompts middle-truncated to 120,000 tokens; RAG chunks in
+    document (``c_idx``) order; in the CoT setting a 1,024-token reasoning call comes first."""
+    settings: dict[str, Any] = {"max_new_tokens": MAX_NEW_TOKENS, "max_input_tokens": MAX_PROMPT_TOKENS, "temperature": TEMPERATURE,
+                                "rag_order": "document"}
+    if sample.metadata.get("setting") == "cot":
+        settings |= {"reasoning_max_new_tokens": COT_MAX_NEW_TOKENS, "answer_prompt": functools.partial(cot_answer_prompt, sample)}
+    return settings
 
 
 @BENCHMARKS.register("longbench_v2", version=VERSION, load=load, prompt=prompt, protocol=protocol, rag_prompt=rag_prompt)

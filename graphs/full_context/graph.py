@@ -40,6 +40,7 @@ class FullContextState(TypedDict, total=False):
 
     question: Question
     prompt: str
+    official_prompt: bool
     raw: str
     answer: str
     steps: Annotated[list[Step], operator.add]
@@ -136,7 +137,7 @@ def build_prompt(state: FullContextState, runtime: Runtime[StrategyContext]) -> 
         truncated=built.truncated,
         prompt="benchmark" if built.official else "ours",
     )
-    return {"prompt": built.text, "steps": [step]}
+    return {"prompt": built.text, "official_prompt": built.official, "steps": [step]}
 
 
 @STRATEGIES.register(

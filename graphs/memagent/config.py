@@ -24,7 +24,11 @@ class MemAgentConfig(StrategyConfig):
         trace_chars: Characters of each memory snapshot kept in ``Answer.steps`` (None = all).
         final_instruction: ``"benchmark"``: the final call ends with the benchmark's output
             format and answer budget when the question gives them (what its scorer reads);
-            ``"memagent"`` (preset ``paper``): always MemAgent's own "Therefore, the answer is".
+            ``"memagent"`` (preset ``paper``): always MemAgent's own "Therefore, the answer is", and the
+            scored text is what MemAgent's ``extract_answer`` keeps of the reply.
+        stream: What is read: ``"auto"`` streams a benchmark item's context as the official loop
+            does (``context.strip()``, no header) and own corpora with ``Document i: <title>``
+            headers; ``"plain"`` / ``"titled"`` force one layout (see ``graphs.memagent.graph.stream_text``).
     """
 
     chunk_tokens: int = option(5000, min=1, source="MemAgent RECURRENT_CHUNK_SIZE=5000")
@@ -35,3 +39,4 @@ class MemAgentConfig(StrategyConfig):
     resume: bool = True
     trace_chars: int | None = option(2000, min=0)
     final_instruction: Literal["benchmark", "memagent"] = option("benchmark", source="the benchmark's output format; 'memagent' = the paper's own")
+    stream: Literal["auto", "plain", "titled"] = option("auto", source="MemAgent recurrent.py: tokenizer.encode(item['context'].strip())")

@@ -13,6 +13,7 @@ Templates: BytedTsinghua-SIA/MemAgent ``taskutils/memory_eval/utils/recurrent.py
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, TypedDict
 
@@ -26,8 +27,8 @@ from graphs.memagent.config import MemAgentConfig
 from graphs.memagent.prompts import DEFAULT_FINAL_INSTRUCTION, FINAL_TEMPLATE, MEMORY_TEMPLATE, PROMPTS_VERSION
 from graphs.prompts import format_documents
 from graphs.registry import STRATEGIES, BatchRun
-from memory import NO_MEMORY, MemoryTrace, bound_memory
-from retrieval.contract import Question
+from memory import NO_MEMORY, MemoryTrace, bound_memory, strip_think
+from retrieval.contract import Corpus, Question
 from retrieval.tokenizers import Tokenizer, split_ids
 
 
@@ -39,6 +40,7 @@ class MemAgentContext(StrategyContext):
     chunk_sizes: tuple[int, ...] = ()
     trace: MemoryTrace | None = None
     thread: str = ""
+    layout: str = "titled"
 
 
 def _merge(a: dict | None, b: dict | None) -> dict:
@@ -55,6 +57,7 @@ class MemAgentState(TypedDict, total=False):
 
     questions: list[dict[str, Any]]
     n_chunks: int
+    layout: str
     chunk_index: int
     memories: Annotated[dict[str, str], _merge]
     finals: Annotated[dict[str, str], _merge]
@@ -67,12 +70,30 @@ def final_instruction(instruction: str | None) -> str:
     return DEFAULT_FINAL_INSTRUCTION if not instruction else ". " + instruction
 
 
+#: Special tokens the official ``extract_answer`` removes from the extracted answer (DeepSeek-R1's).
+_ANSWER_NOISE = ("<\uff5cAssistant\uff5c>", "<\uff5cend\u2581of\u2581sentence\uff5c>")
+
+
 def extract_answer(text: str) -> str | None:
-    """MemAgent's ``extract_answer``: text after the last "the answer is", stripped of ``*``, spaces and dots."""
+    """MemAgent's ``extract_answer``: the text after the last "the answer is" (case-sensitive), with
+    ``*`` removed, R1's special tokens removed and spaces and dots stripped; ``None`` without the phrase."""
     text = text.replace("*", "")
     if "the answer is" not in text:
         return None
-    return text.rsplit("the answer is", 1)[-1].strip().strip(".").strip()
+    answer = text.rsplit("the answer is", 1)[-1].strip()
+    for token in _ANSWER_NOISE:
+        answer = answer.replace(token, "")
+    return answer.strip().strip(".").strip()
+
+
+def official_prediction(reply: str) -> str:
+    """What MemAgent's evaluation scores of a final reply (``taskutils/memory_eval/ruler_hqa.py``
+    ``get_pred``): the reply stripped, the text after its last ``</think>`` (``extract_solution``),
+    then :func:`extract_answer` of that (of the whole reply when nothing follows ``</think>``);
+    ``""`` when there is no "the answer is", which the official loop scores 0."""
+    response = reply.strip()
+    body = strip_think(response).strip()
+    return extract_answer(body or response) or ""
 
 
 def split_stream(text: str, size: int, encode, decode) -> list[tuple[str, int]]:
@@ -81,14 +102,37 @@ def split_stream(text: str, size: int, encode, decode) -> list[tuple[str, int]]:
     return split_ids(text, size, Tokenizer(id="given", encode_fn=encode, decode_fn=decode))
 
 
-def prepare_context(ctx: StrategyContext, *, trace: MemoryTrace, thread: str) -> MemAgentContext:
-    """Cut the whole corpus (documents in order, titled) into ``chunk_tokens`` windows of the model's tokens.
+def stream_text(corpus: Corpus, questions: Sequence[Question], stream: str) -> tuple[str, str]:
+    """The text MemAgent reads, and which layout made it.
+
+    ``"plain"``: the documents' texts stripped, joined by blank lines; for one document
+    exactly the official loop's ``item["context"].strip()`` (``taskutils/memory_eval/utils/
+    recurrent.py``). ``"titled"``: ``Document i: <title>`` headers before each text. ``"auto"``:
+    plain for a benchmark item (every question carries a benchmark protocol and the corpus is
+    the item's one context), titled otherwise (own corpora, and multi-document benchmark items,
+    which MemAgent's evaluation never streams and whose titles name what the questions ask about).
+    """
+    if stream == "auto":
+        benchmark_item = bool(questions) and all(q.protocol is not None for q in questions) and len(corpus) == 1
+        stream = "plain" if benchmark_item else "titled"
+    if stream == "plain":
+        return "\n\n".join(d.text.strip() for d in corpus.documents), "plain"
+    if stream == "titled":
+        return format_documents(corpus.documents), "titled"
+    raise ValueError(f"stream must be 'auto', 'plain' or 'titled', got {stream!r}")
+
+
+def prepare_context(ctx: StrategyContext, *, trace: MemoryTrace, thread: str, questions: Sequence[Question] = ()) -> MemAgentContext:
+    """Cut the corpus stream (:func:`stream_text`) into ``chunk_tokens`` windows of the model's tokens.
 
     The tokenizer is the model's (:func:`graphs.llm.tokenizer_for`: its own, a local HF
     tokenizer, the server's tokenize endpoint, tiktoken's for OpenAI models, cl100k last),
-    as the official loop cuts with the served model's HF tokenizer.
+    as the official loop cuts with the served model's HF tokenizer: ``encode`` the whole
+    stream, windows of ``chunk_tokens`` ids, each decoded (moved back to a character
+    boundary where a window would split one).
     """
-    pieces = split_ids(format_documents(ctx.corpus.documents), ctx.config.chunk_tokens, tokenizer_for(ctx.llm))
+    text, layout = stream_text(ctx.corpus, questions, ctx.config.stream)
+    pieces = split_ids(text, ctx.config.chunk_tokens, tokenizer_for(ctx.llm))
     return MemAgentContext(
         llm=ctx.llm,
         config=ctx.config,
@@ -98,22 +142,32 @@ def prepare_context(ctx: StrategyContext, *, trace: MemoryTrace, thread: str) ->
         chunk_sizes=tuple(n for _, n in pieces),
         trace=trace,
         thread=thread,
+        layout=layout,
     )
 
 
 def initial_state(questions: list[Question], ctx: MemAgentContext) -> MemAgentState:
-    """Every question starts with "No previous memory" at chunk 0."""
+    """Every question starts with "No previous memory" at chunk 0.
+
+    The final call follows the benchmark (its instruction, answer budget, temperature and
+    stop sequences) unless ``final_instruction="memagent"`` (preset ``paper``), which runs
+    MemAgent's own evaluation: its instruction, ``max_new_tokens`` and ``temperature``.
+    """
+    cfg: MemAgentConfig = ctx.config
+    benchmark = cfg.final_instruction == "benchmark"
     return {
         "questions": [
             {
-                "problem": q.render(),
-                "instruction": q.instruction if ctx.config.final_instruction == "benchmark" else None,
-                "max_new_tokens": q.answer_budget(ctx.config.max_new_tokens),
-                "temperature": q.answer_temperature(ctx.config.temperature),
+                "problem": q.render().strip(),  # official: item["input"].strip()
+                "instruction": q.instruction if benchmark else None,
+                "max_new_tokens": q.answer_budget(cfg.max_new_tokens) if benchmark else cfg.max_new_tokens,
+                "temperature": q.answer_temperature(cfg.temperature) if benchmark else cfg.temperature,
+                "stop": q.answer_stop() if benchmark else None,
             }
             for q in questions
         ],
         "n_chunks": len(ctx.chunks),
+        "layout": ctx.layout,
         "chunk_index": 0,
         "memories": {str(i): NO_MEMORY for i in range(len(questions))},
     }
@@ -157,18 +211,28 @@ def final_answer(task: dict[str, Any], runtime: Runtime[MemAgentContext]) -> dic
     )
     budget = task["question"].get("max_new_tokens", cfg.max_new_tokens)  # the benchmark's answer budget
     temperature = task["question"].get("temperature", cfg.temperature)
-    text, usage = complete_with_usage(ctx.llm, prompt, max_tokens=budget, temperature=temperature, top_p=cfg.top_p)
+    stop = task["question"].get("stop")
+    text, usage = complete_with_usage(ctx.llm, prompt, max_tokens=budget, temperature=temperature, top_p=cfg.top_p, stop=stop)
     return {"finals": {qi: text}, "usage": {qi: usage}}
 
 
 def collect(state: MemAgentState, i: int) -> dict[str, Any]:
-    """Answer fields of question ``i`` from the final state."""
-    raw = state.get("finals", {}).get(str(i), "")
-    instruction = state["questions"][i]["instruction"]
-    extracted = extract_answer(raw) if not instruction else None
+    """Answer fields of question ``i`` from the final state.
+
+    When the final call asked for MemAgent's own format ("Therefore, the answer is ...":
+    preset ``paper``, or a question without a benchmark instruction), the scored text
+    (``raw``) is what MemAgent's evaluation extracts (:func:`official_prediction`) and the
+    whole reply is kept in the final step's ``reply``; otherwise ``raw`` is the reply, which the benchmark's
+    own scorer reads.
+    """
+    reply = state.get("finals", {}).get(str(i), "")
+    own_format = not state["questions"][i]["instruction"]
+    scored = official_prediction(reply) if own_format else reply
+    facts = {"stream": state.get("layout")} | ({"reply": reply} if scored != reply else {})
     return {
-        "raw": raw,
-        "answer": extracted if extracted is not None else raw.strip(),
+        "raw": scored,
+        "answer": (scored if own_format else "") or reply.strip(),
+        "final_step": facts,
         "usage": state.get("usage", {}).get(str(i), {}),
         "memory_cuts": state.get("cuts", {}).get(str(i), 0),
     }

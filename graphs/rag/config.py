@@ -54,7 +54,8 @@ class RagConfig(RetrievalSettings):
         order: ``"rank"`` (LongBench v1, the default) or ``"document"`` (corpus order, LongBench v2's
             RAG and the stronger DOS-RAG baseline; preset ``longbench-v2``).
         assembly: ``"benchmark"``: when the question carries a benchmark protocol, the chunks fill
-            the benchmark's official prompt (LongBench v2's RAG prompt with "Retrieved chunk {i}: ";
+            the benchmark's official prompt in its official order where it has one (LongBench v2's
+            RAG prompt with "Retrieved chunk {i}: ", chunks in document order as ``0shot_rag``;
             elsewhere the full-context prompt around the chunks joined, as LongBench v1's
             ``retrieval/pred.py``); ``"ours"``: our labelled-chunk template always.
         max_new_tokens: Answer budget (LongBench v2 ``pred.py``: 128).

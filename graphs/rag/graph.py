@@ -2,8 +2,10 @@
 
 Defaults are LongBench v1's best retrieval setting (200-word chunks x top-7, about 1,400
 words of context; seed 001, Table 5); ``longbench-500x3`` is its other preset. Chunks go
-into the prompt in document order by default (LongBench v2 ``--rag`` re-sorts by chunk
-index, the stronger DOS-RAG baseline); ``order="rank"`` reproduces LongBench v1.
+into the prompt in rank order by default (LongBench v1 ``retrieval/pred.py``);
+``order="document"`` keeps corpus order (the stronger DOS-RAG baseline), and the
+``benchmark`` assembly follows a benchmark's official order where it has one (LongBench
+v2 ``--rag`` re-sorts by chunk index).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ class RagState(TypedDict, total=False):
     question: Question
     hits: list[Hit]
     prompt: str
+    official_prompt: bool
     raw: str
     answer: str
     steps: Annotated[list[Step], operator.add]
@@ -75,12 +78,22 @@ def rag_prompt(question: Question, chunks: list[Chunk], assembly: str) -> tuple[
     return fill(RAG_TEMPLATE, format_chunks(chunks), question), "ours"
 
 
+def chunk_order(question: Question, order: str, assembly: str) -> str:
+    """The order chunks go into the prompt: the benchmark's official one under ``assembly="benchmark"``
+    when its protocol names one (LongBench v2: document order, ``c_idx``), else ``order``."""
+    protocol = question.protocol
+    if assembly == "benchmark" and protocol is not None and protocol.rag_order:
+        return protocol.rag_order
+    return order
+
+
 def build_prompt(state: RagState, runtime: Runtime[StrategyContext]) -> dict:
-    """Fill the prompt with the hits in the configured order."""
+    """Fill the prompt with the hits in the configured (or the benchmark's official) order."""
     cfg = runtime.context.config
-    ordered = order_hits(state["hits"], cfg.order)
+    order = chunk_order(state["question"], cfg.order, cfg.assembly)
+    ordered = order_hits(state["hits"], order)
     prompt, assembly = rag_prompt(state["question"], [h.chunk for h in ordered], cfg.assembly)
-    return {"prompt": prompt, "steps": [Step("build_prompt", order=cfg.order, assembly=assembly)]}
+    return {"prompt": prompt, "official_prompt": assembly != "ours", "steps": [Step("build_prompt", order=order, assembly=assembly)]}
 
 
 @STRATEGIES.register(

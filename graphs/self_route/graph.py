@@ -58,6 +58,7 @@ class SelfRouteState(TypedDict, total=False):
     question: Question
     hits: list[Hit]
     prompt: str
+    official_prompt: bool
     raw: str
     answer: str
     declined: bool
@@ -113,7 +114,7 @@ def measure_context(state: SelfRouteState, runtime: Runtime[StrategyContext]) ->
     if not leg.truncated:
         tokens = len(prompt_codec(ctx.llm)[0](leg.text))
         why = f"RAG declined; the full-context prompt ({tokens} tokens) fits the {leg.max_input_tokens}-token input budget"
-        return {"fits": True, "prompt": leg.text, "steps": [Step("measure_context", route="full_context", reason=why, prompt_tokens=tokens, **window)]}
+        return {"fits": True, "prompt": leg.text, "official_prompt": leg.official, "steps": [Step("measure_context", route="full_context", reason=why, prompt_tokens=tokens, **window)]}
     why = f"RAG declined; the corpus exceeds the {leg.max_input_tokens}-token input budget, so {cfg.fallback} answers"
     return {"fits": False, "steps": [Step("measure_context", route=cfg.fallback, reason=why, **window)]}
 
