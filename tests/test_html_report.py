@@ -322,3 +322,29 @@ def test_report_opens_in_headless_chromium_with_a_drill_down(run, tmp_path):
         assert re.match(r'<details class="answer" data-strategy="[a-z_]+" open=""', block), strategy
         assert '<pre class="ans">' in block and '<div class="evidence">' in block and 'class="step"' in block, strategy
     assert 'open=""' not in question_block(dom, "q1").split(">", 1)[0]
+
+
+def test_an_interrupted_run_lists_every_strategy_and_question_and_names_no_winner(tmp_path):
+    """Rows of one answer of three strategies x two questions: the report keeps all of them in view."""
+    samples = make_samples()
+    out = tmp_path / "run"
+    cfg = RunConfig(benchmark="synth", strategies=("rag", "full_context", "memagent"), llm_cache=False,
+                    strategy_options={"rag": {"top_k": 2}, "memagent": {"chunk_tokens": 64}})  # fmt: skip
+    run_experiment(cfg, out, llm=ToolScriptedChatModel(reply_fn=world), samples=samples, show_progress=False)
+    lines = (out / "results.jsonl").read_text().splitlines()
+    kept = [line for line in lines if json.loads(line)["strategy"] == "rag" and json.loads(line)["sample_id"] == "q0"]
+    (out / "results.jsonl").write_text(kept[0] + "\n")  # as if killed after the first answer
+    result = build_report(out, samples=samples, plots=False)
+    summary = {r["strategy"]: r for r in result["summary"]}
+    assert set(summary) == {"rag", "full_context", "memagent"}
+    assert (summary["rag"]["answers"], summary["rag"]["missing"]) == (1, 1)
+    assert (summary["memagent"]["answers"], summary["memagent"]["missing"], summary["memagent"]["score"]) == (0, 2, None)
+    assert result["winners"] == [] and result["missing"] == {"rag": 1, "full_context": 2, "memagent": 2}
+    text = (out / "report" / "significance.md").read_text()
+    assert text.startswith("Incomplete run") and "memagent 2 of 2" in text and "No winner" in text
+    page = Path(result["html"]).read_text()
+    assert 'id="incomplete"' in page and 'data-significant="1"' not in page and "Best score" not in page
+    assert all(f'data-sample="{s.sample_id}"' in page for s in samples)
+    q1 = question_block(page, "q1")
+    assert q1.count("not answered yet") == 3
+    assert "memagent" in re.search(r"<dt>strategies</dt><dd>(.*?)</dd>", page).group(1)
