@@ -484,10 +484,35 @@ def _answer(name: str, row: Mapping[str, Any], value: Any, cost: Mapping[str, An
     if prediction is not None and prediction != row.get("answer"):
         parts.append(f'<div class="reply"><b>Scored reply</b><pre>{cut(prediction)}</pre></div>')
     parts.append(f'<p class="usage">{facts}</p>')
+    parts.append(_context_cut(row))
+    parts.append(_messages(row.get("messages") or []))
     evidence = row.get("evidence") or []
     parts.append(_evidence(evidence))
     parts.append(_steps(row.get("steps") or [], evidence))
     return f'<details class="answer" data-strategy="{e(name)}">{head}{"".join(parts)}</details>'
+
+
+def _context_cut(row: Mapping[str, Any]) -> str:
+    """How much of the corpus a full-context prompt kept: the prompt tokens sent against the corpus."""
+    built = next((st for st in row.get("steps") or [] if "truncated" in st), None)
+    if built is None:
+        return ""
+    sent = (row.get("usage") or {}).get("prompt_tokens")
+    corpus = row.get("corpus_tokens")
+    if not built.get("truncated"):
+        return f'<p class="cut">Context: the whole corpus ({e(_num(corpus))} tokens) fitted in the prompt.</p>'
+    cut = f" (about {_num(max(0, corpus - sent))} cut from the middle)" if isinstance(corpus, int) and isinstance(sent, int) else ""
+    return (f'<p class="cut"><b>Context cut</b>: {e(_num(sent))} prompt tokens sent of a {e(_num(corpus))}-token corpus{e(cut)}; '
+            f'input budget {e(_num(built.get("max_input_tokens")))} tokens of a {e(_num(built.get("context_window")))}-token window.</p>')  # fmt: skip
+
+
+def _messages(messages: Sequence[Mapping[str, Any]]) -> str:
+    """The last model call's messages, collapsed: the exact prompt behind the answer."""
+    if not messages:
+        return ""
+    body = "".join(f'<div class="msg"><div class="role">{e(m.get("role"))}</div><pre>{cut(m.get("content"), 30_000)}</pre></div>' for m in messages)
+    size = sum(len(str(m.get("content") or "")) for m in messages)
+    return f'<details class="messages"><summary>Messages sent (last model call, {len(messages)} message(s), {size:,} characters)</summary>{body}</details>'
 
 
 def _rule(row: Mapping[str, Any], value: Any) -> str:
@@ -673,7 +698,7 @@ th{background:#f4f4f6}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .wide{overflow-x:auto}table.summary td:first-child{white-space:nowrap}
 .swatch{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:5px;vertical-align:baseline}
 .note{color:#666;font-size:13px}.na{color:#999}.fail{color:#b00020}.score{font-weight:600}
-ul.winners li{margin:3px 0}.incomplete{border:2px solid #c62828;background:#fdecea;padding:4px 12px;border-radius:4px}.nowin{color:#555}table.pairwise td.sig{font-weight:700;background:#eef6ee}table.pairwise .ci,table.pairwise .p{font-size:11px;color:#555}
+ul.winners li{margin:3px 0}details.messages .role{font-weight:600;font-size:12px;color:#555}p.cut{font-size:13px}.incomplete{border:2px solid #c62828;background:#fdecea;padding:4px 12px;border-radius:4px}.nowin{color:#555}table.pairwise td.sig{font-weight:700;background:#eef6ee}table.pairwise .ci,table.pairwise .p{font-size:11px;color:#555}
 figure{display:inline-block;margin:6px 12px 6px 0}figure img{max-width:100%;border:1px solid #eee}figcaption{color:#666;font-size:12px}
 details.question{border:1px solid #ddd;border-radius:6px;margin:6px 0;padding:4px 10px;background:#fff}
 details.question>summary{cursor:pointer;display:flex;flex-wrap:wrap;gap:6px;align-items:baseline}

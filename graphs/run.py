@@ -262,6 +262,7 @@ def _single_answer(spec: Strategy, final: dict, tracker: UsageTracker, started: 
         strategy=spec.name,
         question=question,
         config=dict(effective),
+        messages=list(tracker.last_messages),
     )
 
 

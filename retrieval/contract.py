@@ -498,6 +498,9 @@ class Answer:
         strategy: Registry name of the strategy that answered.
         question: The question as asked.
         config: The effective strategy config (preset, model, secrets redacted).
+        messages: The messages of the answer's last model call (``role``, ``content``; each
+            content kept up to 24,000 characters, head and tail): the prompt that produced it.
+            Empty for batched strategies (MemAgent's final prompts are in its steps).
     """
 
     answer: str
@@ -508,6 +511,7 @@ class Answer:
     strategy: str
     question: Question
     config: dict[str, Any] = field(default_factory=dict)
+    messages: list[dict[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (for result files)."""
@@ -520,4 +524,5 @@ class Answer:
             "strategy": self.strategy,
             "question": self.question.to_dict(),
             "config": self.config,
+            "messages": self.messages,
         }
