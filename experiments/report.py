@@ -265,6 +265,8 @@ def _summary_row(benchmark: str, name: str, data: dict[str, Any], by_id: dict[st
         "completion_tokens": _mean([u["completion_tokens"] for u in usage]),
         "seconds": _mean([r["seconds"] for r in ok]),
         "cached_calls": sum(u.get("cached_calls", 0) for u in usage),
+        # answers whose steps say they ran degraded (a fallback plan, malformed extractions, a lost task)
+        "degraded": sum(1 for r in ok if any(isinstance(st, dict) and st.get("degraded") for st in r.get("steps") or [])),
     }
     recalls = [_recall(by_id[r["sample_id"]], r) for r in ok]
     if any(v is not None for v in recalls):  # generated corpora know their evidence documents
