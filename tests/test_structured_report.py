@@ -95,5 +95,8 @@ def test_the_summary_counts_answers_that_ran_degraded(tmp_path):
     ok = {"status": "ok", "usage": {"llm_calls": 1, "prompt_tokens": 1, "completion_tokens": 1}, "seconds": 1.0, "sample_id": "a"}
     rows = [{**ok, "steps": [{"node": "plan", "degraded": "no valid schema"}]}, {**ok, "sample_id": "b", "steps": [{"node": "plan"}]},
             {"status": "failed", "sample_id": "c", "steps": [{"degraded": "x"}]}]
-    row = _summary_row("own", "structured", {"official": {}, "rows": rows}, {"a": None, "b": None, "c": None})
+    from types import SimpleNamespace
+
+    sample = SimpleNamespace(metadata={})
+    row = _summary_row("own", "structured", {"official": {}, "rows": rows}, {"a": sample, "b": sample, "c": sample})
     assert row["degraded"] == 1 and row["missing"] == 0 and row["failed"] == 1
