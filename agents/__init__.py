@@ -10,6 +10,7 @@ In async code (FastAPI and the like): ``result = await aanswer(corpus, question,
 
 from agents.api import aanswer, aanswer_many, answer, answer_many, index_for
 from agents.chat_models import ChatModelError, EmbeddedChatModel, make_chat_model
+from agents.interop import as_runnable, as_tool
 from graphs import STRATEGIES, ConfigError
 from retrieval.contract import Answer, Corpus, CorpusError, Document, Evidence, Question, Step, Usage
 
@@ -30,6 +31,8 @@ __all__ = [
     "aanswer_many",
     "answer",
     "answer_many",
+    "as_runnable",
+    "as_tool",
     "index_for",
     "make_chat_model",
 ]

@@ -61,6 +61,7 @@ def answer(
     preset: str | None = None,
     cache_dir: str | Path | None = None,
     show_progress: bool | None = None,
+    callbacks: Any = None,
     **config: Any,
 ) -> Answer:
     """Answer ``question`` over ``corpus`` with one strategy.
@@ -75,6 +76,8 @@ def answer(
         preset: A named config of the strategy (e.g. ``"longbench-500x3"`` for ``rag``).
         cache_dir: Root of the index cache and checkpoints (default ``~/.cache/longctx``).
         show_progress: Progress bars while indexing and reading (default: when stderr is a terminal).
+        callbacks: LangChain callback handlers (or a parent run's callback manager): they see
+            the strategy's graph run, its nodes and every model call, nested under the caller's run.
         **config: Fields of the strategy's config (e.g. ``top_k=5``, ``retriever="dense"``);
             unknown names raise ``TypeError``, invalid values ``ConfigError``.
 
@@ -84,7 +87,8 @@ def answer(
     Raises:
         ChatModelError: The chat model's server does not answer, rejects the key, or keeps failing.
     """
-    return answer_many(corpus, [question], strategy=strategy, llm=llm, preset=preset, cache_dir=cache_dir, show_progress=show_progress, **config)[0]
+    return answer_many(corpus, [question], strategy=strategy, llm=llm, preset=preset, cache_dir=cache_dir, show_progress=show_progress,
+                       callbacks=callbacks, **config)[0]  # fmt: skip
 
 
 def answer_many(
@@ -98,6 +102,7 @@ def answer_many(
     show_progress: bool | None = None,
     concurrency: int | None = None,
     index: Index | None = None,
+    callbacks: Any = None,
     **config: Any,
 ) -> list[Answer]:
     """Answer several questions over one corpus, in the order of ``questions``.
@@ -119,7 +124,7 @@ def answer_many(
     with _explained(chat):
         answers = run_strategy(
             spec, cfg, qs, llm=chat, corpus=corpus, index=index, preset=preset, cache_dir=cache_dir,
-            concurrency=concurrency or DEFAULT_CONCURRENCY, show_progress=progress,
+            concurrency=concurrency or DEFAULT_CONCURRENCY, show_progress=progress, callbacks=callbacks,
         )  # fmt: skip
     return [json_ready(a) for a in answers]
 
@@ -133,6 +138,7 @@ async def aanswer(
     preset: str | None = None,
     cache_dir: str | Path | None = None,
     show_progress: bool | None = None,
+    callbacks: Any = None,
     **config: Any,
 ) -> Answer:
     """:func:`answer` for async code (FastAPI and the like): the same arguments and answer.
@@ -142,7 +148,8 @@ async def aanswer(
     the task stops issuing model calls; a cancelled MemAgent run keeps its checkpoint and
     the next identical call resumes it.
     """
-    answers = await aanswer_many(corpus, [question], strategy=strategy, llm=llm, preset=preset, cache_dir=cache_dir, show_progress=show_progress, **config)
+    answers = await aanswer_many(corpus, [question], strategy=strategy, llm=llm, preset=preset, cache_dir=cache_dir, show_progress=show_progress,
+                                 callbacks=callbacks, **config)  # fmt: skip
     return answers[0]
 
 
@@ -157,6 +164,7 @@ async def aanswer_many(
     show_progress: bool | None = None,
     concurrency: int | None = None,
     index: Index | None = None,
+    callbacks: Any = None,
     **config: Any,
 ) -> list[Answer]:
     """:func:`answer_many` for async code; see :func:`aanswer` for how it runs and cancels."""
@@ -166,7 +174,7 @@ async def aanswer_many(
     with _explained(chat):
         answers = await arun_strategy(
             spec, cfg, qs, llm=chat, corpus=corpus, index=index, preset=preset, cache_dir=cache_dir,
-            concurrency=concurrency or DEFAULT_CONCURRENCY, show_progress=progress,
+            concurrency=concurrency or DEFAULT_CONCURRENCY, show_progress=progress, callbacks=callbacks,
         )  # fmt: skip
     return [json_ready(a) for a in answers]
 

@@ -131,8 +131,17 @@ def pick_winners(rows: Sequence[Mapping[str, Any]], per_question: Mapping[str, M
     return winners
 
 
-def significance_text(winners: Sequence[Mapping[str, Any]], *, samples: int | None = None) -> str:
+def incomplete_line(missing: Mapping[str, int], questions: int) -> str:
+    """What an unfinished run lacks, and how to finish it."""
+    parts = ", ".join(f"{name} {n} of {questions}" for name, n in missing.items())
+    return (f"Incomplete run: answers missing ({parts}). No winner is named until every strategy has answered every "
+            "question: rerun the same 'longctx run' command (same --out) to finish it.")  # fmt: skip
+
+
+def significance_text(winners: Sequence[Mapping[str, Any]], *, missing: Mapping[str, int] | None = None, questions: int = 0) -> str:
     """The verdict of every metric, one line each (the terminal's and ``significance.md``'s text)."""
+    if missing:
+        return incomplete_line(missing, questions) + "\n"
     head = "Winners (paired tests on the shared questions, Holm-adjusted, 5%)"
     lines = [f"{head}:"] + [f"- {w['note']}" for w in winners]
     return "\n".join(lines) + "\n"
@@ -178,6 +187,7 @@ def write_html_report(
     prices: Mapping[str, tuple[float, float]] | None = None,
     winners: Sequence[Mapping[str, Any]] | None = None,
     pairwise: Sequence[Mapping[str, Any]] | None = None,
+    missing: Mapping[str, int] | None = None,
 ) -> Path:
     """Write ``folder/report.html`` (see the module docstring) and return its path.
 
@@ -192,6 +202,8 @@ def write_html_report(
         prices: The user's price table (:func:`experiments.prices.load_prices`).
         winners: :func:`pick_winners` with per-question values (the report's); none named without.
         pairwise: The score's pairwise table (``experiments.comparison.pairwise``), shown as a matrix.
+        missing: Strategy -> questions it has not answered: an incomplete run says so at the top
+            and names no winner.
     """
     folder = Path(folder)
     costs = strategy_costs(per_strategy, manifest, prices)
@@ -199,7 +211,8 @@ def write_html_report(
     parts = [
         _head(benchmark),
         _header(benchmark, manifest, per_strategy, samples),
-        _winners(list(winners) if winners is not None else pick_winners(table)),
+        _incomplete(missing or {}, len(samples)),
+        _winners([] if missing else list(winners) if winners is not None else pick_winners(table)),
         _summary(table),
         _pairwise(pairwise or [], list(per_strategy)),
         _costs(costs, prices),
@@ -273,6 +286,12 @@ def _winners(winners: list[Mapping[str, Any]]) -> str:
         "strategy on the questions they share (paired test, Holm-adjusted p &lt; 0.05); see the matrix below.</p>"
         f'<ul class="winners">{"".join(items)}</ul></section>'
     )
+
+
+def _incomplete(missing: Mapping[str, int], questions: int) -> str:
+    if not missing:
+        return ""
+    return f'<section id="incomplete" class="incomplete"><p><b>{e(incomplete_line(missing, questions))}</b></p></section>'
 
 
 def _pairwise(pairs: Sequence[Mapping[str, Any]], names: Sequence[str]) -> str:
@@ -387,8 +406,8 @@ def _drilldown(per_strategy: Mapping[str, Mapping[str, Any]], samples: Mapping[s
     for name, data in per_strategy.items():
         for row, value in data["per_sample"]:
             answers.setdefault(row["sample_id"], {})[name] = (row, value)
-    order = [sid for sid in samples if sid in answers] + [sid for sid in answers if sid not in samples]
-    blocks = [_question(sid, samples.get(sid), answers[sid], costs, manifest) for sid in order]
+    order = list(samples) + [sid for sid in answers if sid not in samples]  # every question, answered or not
+    blocks = [_question(sid, samples.get(sid), answers.get(sid, {}), costs, manifest, list(per_strategy)) for sid in order]
     return (
         '<section id="questions"><h2>Questions</h2><p class="note">Click a question to see each strategy\'s answer, evidence and steps.</p>'
         '<div class="tools"><input id="filter" type="search" placeholder="filter questions" aria-label="filter questions">'
@@ -398,14 +417,16 @@ def _drilldown(per_strategy: Mapping[str, Mapping[str, Any]], samples: Mapping[s
 
 
 def _question(sample_id: str, sample: Any, answers: Mapping[str, tuple[dict[str, Any], Any]], costs: Mapping[str, Any],
-              manifest: Mapping[str, Any]) -> str:  # fmt: skip
+              manifest: Mapping[str, Any], strategies: Sequence[str] = ()) -> str:  # fmt: skip
     question = getattr(sample, "question", None)
-    text = getattr(question, "text", None) or next(iter(answers.values()))[0].get("metadata", {}).get("question") or sample_id
+    first = next(iter(answers.values()), ({}, None))[0]
+    text = getattr(question, "text", None) or first.get("metadata", {}).get("question") or sample_id
     gold = [str(a) for a in (getattr(sample, "answers", None) or ())]
+    missing = [n for n in strategies if n not in answers]
     badges = "".join(
         f'<span class="badge" style="border-color:{e(strategy_color(n))}" title="{e(n)}">{e(n)}: {_score(v, row)}</span>'
         for n, (row, v) in answers.items()
-    )
+    ) + "".join(f'<span class="badge missing" title="{e(n)}">{e(n)}: <span class="na">not answered</span></span>' for n in missing)
     choices = getattr(question, "choices", None) or {}
     choice_html = "".join(f"<li><b>{e(k)}</b> {e(v)}</li>" for k, v in choices.items())
     info = [f'<p class="q"><b>Question</b> <span class="qtext">{cut(text)}</span></p>']
@@ -416,7 +437,11 @@ def _question(sample_id: str, sample: Any, answers: Mapping[str, tuple[dict[str,
         else '<p class="gold"><b>Gold answer</b> <span class="na">none: unscored</span></p>'
     )
     info.append(f'<p class="meta">id {e(sample_id)}{_sample_meta(sample)}</p>')
-    strategies = "".join(_answer(n, row, v, costs[n], manifest) for n, (row, v) in answers.items())
+    strategies = "".join(_answer(n, row, v, costs[n], manifest) for n, (row, v) in answers.items()) + "".join(
+        f'<details class="answer missing" data-strategy="{e(n)}"><summary>{_swatch(n)} <span class="na">not answered yet</span></summary>'
+        '<p class="na">This strategy has no row for this question: the run was interrupted or is still going.</p></details>'
+        for n in missing
+    )
     return (
         f'<details class="question" id="{e(anchor(sample_id))}" data-sample="{e(sample_id)}"><summary><span class="qtext">{cut(text, 300)}</span>'
         f'<span class="badges">{badges}</span></summary>{"".join(info)}<div class="answers">{strategies}</div></details>'
@@ -459,10 +484,35 @@ def _answer(name: str, row: Mapping[str, Any], value: Any, cost: Mapping[str, An
     if prediction is not None and prediction != row.get("answer"):
         parts.append(f'<div class="reply"><b>Scored reply</b><pre>{cut(prediction)}</pre></div>')
     parts.append(f'<p class="usage">{facts}</p>')
+    parts.append(_context_cut(row))
+    parts.append(_messages(row.get("messages") or []))
     evidence = row.get("evidence") or []
     parts.append(_evidence(evidence))
     parts.append(_steps(row.get("steps") or [], evidence))
     return f'<details class="answer" data-strategy="{e(name)}">{head}{"".join(parts)}</details>'
+
+
+def _context_cut(row: Mapping[str, Any]) -> str:
+    """How much of the corpus a full-context prompt kept: the prompt tokens sent against the corpus."""
+    built = next((st for st in row.get("steps") or [] if "truncated" in st), None)
+    if built is None:
+        return ""
+    sent = (row.get("usage") or {}).get("prompt_tokens")
+    corpus = row.get("corpus_tokens")
+    if not built.get("truncated"):
+        return f'<p class="cut">Context: the whole corpus ({e(_num(corpus))} tokens) fitted in the prompt.</p>'
+    cut = f" (about {_num(max(0, corpus - sent))} cut from the middle)" if isinstance(corpus, int) and isinstance(sent, int) else ""
+    return (f'<p class="cut"><b>Context cut</b>: {e(_num(sent))} prompt tokens sent of a {e(_num(corpus))}-token corpus{e(cut)}; '
+            f'input budget {e(_num(built.get("max_input_tokens")))} tokens of a {e(_num(built.get("context_window")))}-token window.</p>')  # fmt: skip
+
+
+def _messages(messages: Sequence[Mapping[str, Any]]) -> str:
+    """The last model call's messages, collapsed: the exact prompt behind the answer."""
+    if not messages:
+        return ""
+    body = "".join(f'<div class="msg"><div class="role">{e(m.get("role"))}</div><pre>{cut(m.get("content"), 30_000)}</pre></div>' for m in messages)
+    size = sum(len(str(m.get("content") or "")) for m in messages)
+    return f'<details class="messages"><summary>Messages sent (last model call, {len(messages)} message(s), {size:,} characters)</summary>{body}</details>'
 
 
 def _rule(row: Mapping[str, Any], value: Any) -> str:
@@ -648,7 +698,7 @@ th{background:#f4f4f6}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .wide{overflow-x:auto}table.summary td:first-child{white-space:nowrap}
 .swatch{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:5px;vertical-align:baseline}
 .note{color:#666;font-size:13px}.na{color:#999}.fail{color:#b00020}.score{font-weight:600}
-ul.winners li{margin:3px 0}.nowin{color:#555}table.pairwise td.sig{font-weight:700;background:#eef6ee}table.pairwise .ci,table.pairwise .p{font-size:11px;color:#555}
+ul.winners li{margin:3px 0}details.messages .role{font-weight:600;font-size:12px;color:#555}p.cut{font-size:13px}.incomplete{border:2px solid #c62828;background:#fdecea;padding:4px 12px;border-radius:4px}.nowin{color:#555}table.pairwise td.sig{font-weight:700;background:#eef6ee}table.pairwise .ci,table.pairwise .p{font-size:11px;color:#555}
 figure{display:inline-block;margin:6px 12px 6px 0}figure img{max-width:100%;border:1px solid #eee}figcaption{color:#666;font-size:12px}
 details.question{border:1px solid #ddd;border-radius:6px;margin:6px 0;padding:4px 10px;background:#fff}
 details.question>summary{cursor:pointer;display:flex;flex-wrap:wrap;gap:6px;align-items:baseline}

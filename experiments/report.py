@@ -102,8 +102,9 @@ def build_report(
     _add_frontiers(summary, per_strategy, manifest, price_table)
     pairs = comparison.pairwise(per_question["score"])
     comparison.write_pairwise(report / "pairwise.csv", pairs)
-    winners = pick_winners(summary_table(summary, strategy_costs(per_strategy, manifest, price_table)), per_question)
-    (report / "significance.md").write_text(significance_text(winners, samples=len(samples)), encoding="utf-8")
+    missing = {r["strategy"]: r["missing"] for r in summary if r["missing"]}
+    winners = [] if missing else pick_winners(summary_table(summary, strategy_costs(per_strategy, manifest, price_table)), per_question)
+    (report / "significance.md").write_text(significance_text(winners, missing=missing, questions=len(samples)), encoding="utf-8")
     by_length = _by_length(per_strategy)
     _write_table(report / "summary", summary)
     _write_table(report / "by_length", by_length)
@@ -115,11 +116,12 @@ def build_report(
                                  (plot_accuracy_vs_tokens, summary, "accuracy_vs_tokens.png")):  # fmt: skip
             if not plot(data, report / name, title=benchmark):  # nothing to show (one length bucket): no stale plot either
                 (report / name).unlink(missing_ok=True)
-    result = {"benchmark": benchmark, "summary": summary, "by_length": by_length, "folder": str(report), "pairwise": pairs, "winners": winners}
+    result = {"benchmark": benchmark, "summary": summary, "by_length": by_length, "folder": str(report), "pairwise": pairs, "winners": winners,
+              "missing": missing}  # fmt: skip
     if html:
         result["html"] = str(write_html_report(report, benchmark=benchmark, manifest=manifest, summary=summary, by_length=by_length,
                                                per_strategy=per_strategy, samples=by_id, prices=price_table, winners=winners,
-                                               pairwise=pairs))  # fmt: skip
+                                               pairwise=pairs, missing=missing))  # fmt: skip
     return result
 
 
@@ -138,7 +140,8 @@ def score_run(out: str | Path, *, samples: Sequence[Any] | None = None, judge: A
     per_strategy: dict[str, dict[str, Any]] = {}
     for name in cfg["strategies"]:
         mine = [r for r in rows if r["strategy"] == name]
-        if not mine:
+        if not mine:  # a strategy of the run with no answer yet: shown as missing, never dropped
+            per_strategy[name] = {"official": {"per_sample": {}}, "rows": [], "per_sample": []}
             continue
         preds = [(by_id[r["sample_id"]], r.get("prediction"), r.get("error")) for r in mine]
         official = score(cfg["benchmark"], preds, **options)
@@ -260,11 +263,14 @@ def _summary_row(benchmark: str, name: str, data: dict[str, Any], by_id: dict[st
            if benchmark in OFFICIAL_DENOMINATOR else {}),
         "answers": len(data["rows"]),
         "failed": len(data["rows"]) - len(ok),
+        "missing": len(by_id) - len(data["rows"]),  # questions of the run this strategy has not answered yet
         "llm_calls": _mean([u["llm_calls"] for u in usage]),
         "prompt_tokens": _mean([u["prompt_tokens"] for u in usage]),
         "completion_tokens": _mean([u["completion_tokens"] for u in usage]),
         "seconds": _mean([r["seconds"] for r in ok]),
         "cached_calls": sum(u.get("cached_calls", 0) for u in usage),
+        # answers whose steps say they ran degraded (a fallback plan, malformed extractions, a lost task)
+        "degraded": sum(1 for r in ok if any(isinstance(st, dict) and st.get("degraded") for st in r.get("steps") or [])),
     }
     recalls = [_recall(by_id[r["sample_id"]], r) for r in ok]
     if any(v is not None for v in recalls):  # generated corpora know their evidence documents

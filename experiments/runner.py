@@ -442,6 +442,7 @@ def _ok_row(base: dict[str, Any], result: Any) -> dict[str, Any]:
         "route": next((s.get("route") for s in result.steps if "route" in s), None),
         "steps": [dict(s) for s in result.steps],
         "config": result.config,
+        "messages": list(getattr(result, "messages", None) or []),  # the last call's prompt, for the drill-down
     }
 
 

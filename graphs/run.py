@@ -195,11 +195,14 @@ def effective_config(spec: Strategy, cfg: Any, llm: BaseChatModel, preset: str |
     }
 
 
-def trace_tags(strategy: str, question: Question) -> list[str]:
-    """LangSmith tags of one answer: the strategy, and the benchmark and sample when known."""
+def trace_tags(strategy: str, question: Question | None, llm: Any = None) -> list[str]:
+    """LangSmith tags of a root run: the strategy, the model, and the benchmark, sample and run
+    (``run_id`` in the question's metadata, set by the experiment runner) when known."""
     tags = [f"strategy:{strategy}"]
-    for key, prefix in (("benchmark", "benchmark"), ("sample_id", "sample")):
-        if question.metadata.get(key) is not None:
+    if llm is not None:
+        tags.append(f"model:{model_id(llm).split(' @ ')[0]}")  # the model name, not its server address
+    for key, prefix in (("benchmark", "benchmark"), ("sample_id", "sample"), ("run_id", "run")):
+        if question is not None and question.metadata.get(key) is not None:
             tags.append(f"{prefix}:{question.metadata[key]}")
     return tags
 
@@ -241,8 +244,8 @@ def _single_run_config(spec: Strategy, context: StrategyContext, question: Quest
     run_config = {
         "callbacks": with_handler(callbacks, tracker),
         "run_name": f"longctx.{spec.name}",
-        "tags": trace_tags(spec.name, question),
-        "metadata": {"strategy": spec.name, "corpus": context.corpus.fingerprint[:16], **dict(question.metadata)},
+        "tags": trace_tags(spec.name, question, context.llm),
+        "metadata": {"strategy": spec.name, "model": model_id(context.llm), "corpus": context.corpus.fingerprint[:16], **dict(question.metadata)},
     }
     return tracker, run_config
 
@@ -259,6 +262,7 @@ def _single_answer(spec: Strategy, final: dict, tracker: UsageTracker, started: 
         strategy=spec.name,
         question=question,
         config=dict(effective),
+        messages=list(tracker.last_messages),
     )
 
 
@@ -285,7 +289,7 @@ def _run_batch(
         def on_advance(chunk_index: int) -> None:
             progress.advance(chunk_index)
             cancel_point(cancel)
-    tags = trace_tags(spec.name, questions[0]) if len(questions) == 1 else [f"strategy:{spec.name}"]
+    tags = trace_tags(spec.name, questions[0] if len(questions) == 1 else None, llm)
     try:
         run = run_batched_graph(
             spec,
@@ -298,7 +302,8 @@ def _run_batch(
             callbacks=with_handler(callbacks, tracker),
             run_name=f"longctx.{spec.name}",
             tags=tags,
-            metadata={"strategy": spec.name, "corpus": corpus.fingerprint[:16], "questions": len(questions)},
+            metadata={"strategy": spec.name, "model": model_id(llm), "corpus": corpus.fingerprint[:16], "questions": len(questions),
+                      **({"run_id": questions[0].metadata["run_id"]} if questions[0].metadata.get("run_id") else {})},
             on_start=progress.start,
             on_advance=on_advance,
         )

@@ -18,6 +18,23 @@ from retrieval.contract import Usage
 USAGE_EVENT = "longctx.usage"
 
 
+#: Characters of one sent message kept for the record (its head and tail; a 128K-token prompt is ~500 KB).
+MAX_MESSAGE_CHARS = 24_000
+
+
+def sent_messages(messages: list[Any], limit: int = MAX_MESSAGE_CHARS) -> list[dict[str, str]]:
+    """``[{"role", "content"}]`` of one call's messages, each content cut in the middle beyond ``limit``
+    characters with a marker saying how many were left out (the drill-down's "messages sent")."""
+    out = []
+    for m in messages:
+        content = m.content if isinstance(m.content, str) else str(m.content)
+        if len(content) > limit:
+            half = limit // 2
+            content = f"{content[:half]}\n[... {len(content) - 2 * half:,} characters not kept in this record ...]\n{content[-half:]}"
+        out.append({"role": getattr(m, "type", "user"), "content": content})
+    return out
+
+
 class UsageTracker(BaseCallbackHandler):
     """Counts calls, failures and tokens across all chat-model calls of a run (thread-safe).
 
@@ -30,19 +47,24 @@ class UsageTracker(BaseCallbackHandler):
         self.count = count  # the model's tokenizer, for replies that report no usage
         self._lock = threading.Lock()
         self._prompts: dict[UUID, str] = {}
+        self._messages: dict[UUID, list[dict[str, str]]] = {}
         self.usage = Usage()
         self.errors: list[str] = []
+        #: The messages of the last call that finished: what produced the answer (capped, see :func:`sent_messages`).
+        self.last_messages: list[dict[str, str]] = []
 
     def on_chat_model_start(self, serialized: dict[str, Any], messages: list[list[Any]], *, run_id: UUID, **kwargs: Any) -> None:
-        """Remember the prompt text in case the reply carries no usage."""
+        """Remember the prompt text in case the reply carries no usage, and the messages sent."""
         text = "\n".join(str(m.content) for batch in messages for m in batch)
         with self._lock:
             self._prompts[run_id] = text
+            self._messages[run_id] = sent_messages(messages[0] if messages else [])
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         """Add one call and its tokens (a cache hit counts as a free cached call)."""
         with self._lock:
             prompt = self._prompts.pop(run_id, "")
+            self.last_messages = self._messages.pop(run_id, self.last_messages)
         generations = [gen for batch in response.generations for gen in batch]
         # the prompt is sent once per call, however many generations come back
         parts = [reply_usage(getattr(g, "message", None), prompt if i == 0 else "", g.text, count=self.count) for i, g in enumerate(generations)]
@@ -59,6 +81,7 @@ class UsageTracker(BaseCallbackHandler):
         """Record a failed call; failures are never dropped silently."""
         with self._lock:
             self._prompts.pop(run_id, None)
+            self._messages.pop(run_id, None)
             self.usage.failed_calls += 1
             self.errors.append(f"{type(error).__name__}: {error}")
 

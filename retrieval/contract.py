@@ -196,6 +196,21 @@ class Corpus:
 
         return cls(read_path(Path(path), show_progress=show_progress))
 
+    def as_retriever(self, retriever: str = "bm25", *, k: int = 7, chunk_size: int = 200, chunk_unit: str = "words",
+                     cache_dir: str | Path | None = None, show_progress: bool = False, **retriever_options: Any) -> Any:  # fmt: skip
+        """This corpus as a LangChain ``BaseRetriever`` over its cached index: the top ``k`` chunks per query.
+
+        Defaults are LongBench v1's RAG setting (200-word chunks, top-7, BM25); ``retriever`` is any
+        registered retriever (``dense``, ``contriever``, ``openai``) with its options. The index is
+        built once and shared with every strategy that asks for the same chunking and retriever.
+        """
+        from retrieval.chunking import ChunkingConfig
+        from retrieval.index import build_index  # heavy, and it imports this module
+
+        index = build_index(self, retriever, chunking=ChunkingConfig(unit=chunk_unit, size=chunk_size),  # type: ignore[arg-type]
+                            cache_dir=cache_dir, show_progress=show_progress, **retriever_options)  # fmt: skip
+        return index.as_retriever(k=k)
+
     def __len__(self) -> int:
         return len(self.documents)
 
@@ -483,6 +498,9 @@ class Answer:
         strategy: Registry name of the strategy that answered.
         question: The question as asked.
         config: The effective strategy config (preset, model, secrets redacted).
+        messages: The messages of the answer's last model call (``role``, ``content``; each
+            content kept up to 24,000 characters, head and tail): the prompt that produced it.
+            Empty for batched strategies (MemAgent's final prompts are in its steps).
     """
 
     answer: str
@@ -493,6 +511,7 @@ class Answer:
     strategy: str
     question: Question
     config: dict[str, Any] = field(default_factory=dict)
+    messages: list[dict[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (for result files)."""
@@ -505,4 +524,5 @@ class Answer:
             "strategy": self.strategy,
             "question": self.question.to_dict(),
             "config": self.config,
+            "messages": self.messages,
         }

@@ -29,6 +29,7 @@ import uuid
 from collections import OrderedDict
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -75,6 +76,18 @@ class Index:
         if not query.strip():
             raise ValueError("Cannot search with an empty query")
         return [Hit(self.chunks[i], score, rank) for rank, (i, score) in enumerate(self.retriever.search(query, k))]
+
+    def as_retriever(self, k: int = 7) -> Any:
+        """This index as a LangChain ``BaseRetriever`` returning the top ``k`` chunks as documents."""
+        from retrieval.langchain_retriever import IndexRetriever  # langchain_core's retriever stack costs ~1 s to import
+
+        return IndexRetriever(index=self, k=k)
+
+    def as_llama_index_retriever(self, k: int = 7) -> Any:
+        """This index as a LlamaIndex ``BaseRetriever`` (``NodeWithScore`` results)."""
+        from retrieval.langchain_retriever import llama_index_retriever
+
+        return llama_index_retriever(self, k)
 
 
 def index_key(corpus: Corpus, chunking: ChunkingConfig, retriever: Retriever) -> str:

@@ -322,3 +322,56 @@ def test_report_opens_in_headless_chromium_with_a_drill_down(run, tmp_path):
         assert re.match(r'<details class="answer" data-strategy="[a-z_]+" open=""', block), strategy
         assert '<pre class="ans">' in block and '<div class="evidence">' in block and 'class="step"' in block, strategy
     assert 'open=""' not in question_block(dom, "q1").split(">", 1)[0]
+
+
+def test_an_interrupted_run_lists_every_strategy_and_question_and_names_no_winner(tmp_path):
+    """Rows of one answer of three strategies x two questions: the report keeps all of them in view."""
+    samples = make_samples()
+    out = tmp_path / "run"
+    cfg = RunConfig(benchmark="synth", strategies=("rag", "full_context", "memagent"), llm_cache=False,
+                    strategy_options={"rag": {"top_k": 2}, "memagent": {"chunk_tokens": 64}})  # fmt: skip
+    run_experiment(cfg, out, llm=ToolScriptedChatModel(reply_fn=world), samples=samples, show_progress=False)
+    lines = (out / "results.jsonl").read_text().splitlines()
+    kept = [line for line in lines if json.loads(line)["strategy"] == "rag" and json.loads(line)["sample_id"] == "q0"]
+    (out / "results.jsonl").write_text(kept[0] + "\n")  # as if killed after the first answer
+    result = build_report(out, samples=samples, plots=False)
+    summary = {r["strategy"]: r for r in result["summary"]}
+    assert set(summary) == {"rag", "full_context", "memagent"}
+    assert (summary["rag"]["answers"], summary["rag"]["missing"]) == (1, 1)
+    assert (summary["memagent"]["answers"], summary["memagent"]["missing"], summary["memagent"]["score"]) == (0, 2, None)
+    assert result["winners"] == [] and result["missing"] == {"rag": 1, "full_context": 2, "memagent": 2}
+    text = (out / "report" / "significance.md").read_text()
+    assert text.startswith("Incomplete run") and "memagent 2 of 2" in text and "No winner" in text
+    page = Path(result["html"]).read_text()
+    assert 'id="incomplete"' in page and 'data-significant="1"' not in page and "Best score" not in page
+    assert all(f'data-sample="{s.sample_id}"' in page for s in samples)
+    q1 = question_block(page, "q1")
+    assert q1.count("not answered yet") == 3
+    assert "memagent" in re.search(r"<dt>strategies</dt><dd>(.*?)</dd>", page).group(1)
+
+
+def test_the_drilldown_shows_the_messages_sent_and_how_much_full_context_cut(tmp_path):
+    long_doc = "Filler about parking rules and ferry timetables. " * 400 + "The secret code of the museum vault is 7421."
+    corpus = Corpus.from_texts([long_doc], titles=["Vault"])
+    sample = Sample(sample_id="q0", benchmark="synth", dataset="finance", corpus=corpus,
+                    question=Question(text="What is the secret code of the museum vault?", instruction='Reply "The answer is: X".'),
+                    answers=("7421",), metadata={"question": "What is the secret code of the museum vault?"})  # fmt: skip
+    out = tmp_path / "run"
+    cfg = RunConfig(benchmark="synth", strategies=("full_context",), llm_cache=False, strategy_options={"full_context": {"context_window": 1200}})
+    run_experiment(cfg, out, llm=ToolScriptedChatModel(reply_fn=world), samples=[sample], show_progress=False)
+    (row,) = read_rows(out)
+    assert row["messages"][0]["role"] == "human" and "What is the secret code of the museum vault?" in row["messages"][0]["content"]
+    page = Path(build_report(out, samples=[sample], plots=False)["html"]).read_text()
+    block = answer_block(question_block(page, "q0"), "full_context")
+    assert '<details class="messages">' in block and "Messages sent (last model call, 1 message(s)" in block
+    assert "Context cut" in block and f"-token corpus (about {corpus.num_tokens - row['usage']['prompt_tokens']:,} cut" in block
+
+
+def test_a_huge_message_is_kept_by_its_head_and_tail_with_a_marker():
+    from langchain_core.messages import HumanMessage
+
+    from graphs.usage import sent_messages
+
+    (kept,) = sent_messages([HumanMessage(content="A" * 100 + "B" * 1000 + "C" * 100)], limit=200)
+    assert kept["content"].startswith("A" * 100) and kept["content"].endswith("C" * 100) and "1,000 characters not kept" in kept["content"]
+    assert sent_messages([HumanMessage(content="short")]) == [{"role": "human", "content": "short"}]

@@ -220,11 +220,18 @@ def test_malformed_extraction_is_retried_then_recorded(tmp_path):
     assert red["extraction"]["calls"] == 2 + 3 + 1 and red["extraction"]["degraded_documents"] == ["1"]
     retried = [c for c in llm.calls if c["prompt"].startswith("Extract rows") and "Acme 2023" in c["prompt"]]
     assert len(retried) == 2 and "could not be used" in retried[1]["prompt"] and "a lot" in retried[1]["prompt"]
-    # the degraded document is not cached: the next run extracts it again, the others not
+    # the degraded document is cached as such: the next question reads nothing again and says so
     llm2 = scripted(["SELECT COUNT(*) FROM facts"])
     b = answer(small_corpus(), "How many companies?", strategy="structured", llm=llm2, cache_dir=tmp_path, schema=SCHEMA)
-    assert next(s for s in b.steps if s["node"] == "map")["to_extract"] == 1
-    assert next(s for s in b.steps if s["node"] == "query")["rows"] == [[2]]
+    mapped = next(s for s in b.steps if s["node"] == "map")
+    assert mapped["to_extract"] == 0 and "1 document(s) read degraded" in mapped["degraded"] and "retry_degraded" in mapped["degraded"]
+    assert not [c for c in llm2.calls if c["prompt"].startswith("Extract rows")]
+    assert next(s for s in b.steps if s["node"] == "query")["rows"] == [[1]]
+    # unless asked: retry_degraded reads that document again, the others not
+    llm3 = scripted(["SELECT COUNT(*) FROM facts"])
+    c = answer(small_corpus(), "How many companies?", strategy="structured", llm=llm3, cache_dir=tmp_path, schema=SCHEMA, retry_degraded=True)
+    assert next(s for s in c.steps if s["node"] == "map")["to_extract"] == 1
+    assert next(s for s in c.steps if s["node"] == "query")["rows"] == [[2]]
 
 
 def test_sql_error_is_repaired(tmp_path):

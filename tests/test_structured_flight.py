@@ -132,11 +132,22 @@ def test_threads_and_asyncio_tasks_share_one_flight(tmp_path):
     check_shared(threaded + awaited, script)
 
 
-def test_a_malformed_leader_is_not_reused_as_empty_records(tmp_path):
+def test_a_malformed_leader_is_shared_as_degraded_unless_retry_degraded(tmp_path):
+    """By default a degraded extraction is final: every question sees it, marked, and nobody pays for it again."""
     script = Script(fail={"Company 3": "malformed"})
     llm = ToolScriptedChatModel(reply_fn=script)
     answers = answer_many(corpus(), QUESTIONS[:4], strategy="structured", llm=llm, cache_dir=tmp_path, schema=SCHEMA, concurrency=4,
                           retries=0)
+    assert all(rows(a) == [[N_DOCS - 1]] for a in answers)
+    assert all(any(s.get("degraded") for s in a.steps) for a in answers)  # each answer says it read a degraded document
+    assert script.calls["Company 3"] == 1 and script.extraction_calls == N_DOCS
+
+
+def test_with_retry_degraded_a_malformed_leader_is_not_reused_as_empty_records(tmp_path):
+    script = Script(fail={"Company 3": "malformed"})
+    llm = ToolScriptedChatModel(reply_fn=script)
+    answers = answer_many(corpus(), QUESTIONS[:4], strategy="structured", llm=llm, cache_dir=tmp_path, schema=SCHEMA, concurrency=4,
+                          retries=0, retry_degraded=True)
     degraded = [a for a in answers if any(s["node"] == "extract" for s in a.steps)]
     assert len(degraded) == 1 and rows(degraded[0]) == [[N_DOCS - 1]]  # the leader's own answer says so
     others = [a for a in answers if a not in degraded]

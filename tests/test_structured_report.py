@@ -87,3 +87,16 @@ def test_longctx_run_structured_offline_against_a_stub_server(benchmark, tmp_pat
         assert m["documents"] >= 1 and red["degraded_documents"] == []
         assert red["extracted"] + red["shared"] + red["cached"] == m["documents"]
         assert "query" in steps and "format_answer" in steps
+
+
+def test_the_summary_counts_answers_that_ran_degraded(tmp_path):
+    from experiments.report import _summary_row
+
+    ok = {"status": "ok", "usage": {"llm_calls": 1, "prompt_tokens": 1, "completion_tokens": 1}, "seconds": 1.0, "sample_id": "a"}
+    rows = [{**ok, "steps": [{"node": "plan", "degraded": "no valid schema"}]}, {**ok, "sample_id": "b", "steps": [{"node": "plan"}]},
+            {"status": "failed", "sample_id": "c", "steps": [{"degraded": "x"}]}]
+    from types import SimpleNamespace
+
+    sample = SimpleNamespace(metadata={})
+    row = _summary_row("own", "structured", {"official": {}, "rows": rows}, {"a": sample, "b": sample, "c": sample})
+    assert row["degraded"] == 1 and row["missing"] == 0 and row["failed"] == 1

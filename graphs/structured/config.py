@@ -35,6 +35,9 @@ class StructuredConfig(StrategyConfig):
         unverified_values: ``"keep"`` or ``"drop"`` the values whose quote is not found in the
             text the model read (counted in the ``reduce`` step and marked in the evidence either way).
         cache: Keep records on disk per (document, schema, model) for later questions.
+        retry_degraded: Read again the documents whose extraction degraded earlier (windows still
+            malformed after the retries, cached as such with the records of their good windows);
+            by default a later question reuses the degraded extraction and says so.
         concurrency: Extraction calls in flight at once, across the questions of a run (a gate
             per run on the async path; on the threaded path, extraction tasks in flight per
             question); with ``map_executor="ray"``, per Ray task.
@@ -68,6 +71,7 @@ class StructuredConfig(StrategyConfig):
     conflict_rule: Literal["latest_document", "first_document"] = option("latest_document", source="CorpusQA appendix C, rule 3")
     unverified_values: Literal["keep", "drop"] = option("keep", source="ours: a right value's quote may not be verbatim (a re-spaced table row); 'drop' keeps only values whose quote is found in the text read")
     cache: bool = option(True, source="issue 15: records reused by later questions")
+    retry_degraded: bool = option(False, source="issue 31: a degraded extraction is cached as such; True reads those documents again")
     plan_max_tokens: int = option(1_024, min=1, source="ours: a 16-attribute schema is ~600 tokens of JSON")
     extract_max_tokens: int = option(2_048, min=1, source="ours: ~25 values with quotes per report")
     sql_max_tokens: int = option(512, min=1, source="ours: a CorpusQA-style query (filter, group, rank) is under 200 tokens")

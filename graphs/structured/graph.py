@@ -201,14 +201,17 @@ def map_documents(state: StructuredState, runtime: Runtime[StrategyContext]) -> 
     loaded: dict[int, list[dict]] = {}
     pending: list[int] = []
     fingerprints: dict[int, str] = {}
+    degraded: list[str] = []  # documents whose cached extraction is degraded (reused unless retry_degraded)
     cache = record_cache(ctx, key) if cfg.cache else None
     if cache is not None:
         cache.refresh()  # the log read once, then looked up per document
     for i, doc in enumerate(ctx.corpus):
         fp = fingerprints[i] = document_fingerprint(doc)
         hit = cache.get(fp, refresh=False) if cache else None
-        if hit is not None:
+        if hit is not None and not (hit.get("failed_windows") and cfg.retry_degraded):
             loaded[i] = hit["records"]
+            if hit.get("failed_windows"):
+                degraded.append(doc.doc_id)
         else:
             pending.append(i)
     # documents that may exceed the window are counted here, in one batch before the fan-out,
@@ -217,6 +220,9 @@ def map_documents(state: StructuredState, runtime: Runtime[StrategyContext]) -> 
     split = [i for i, n in zip(long, long_token_counts(ctx.corpus, long)) if n > window]
     step = Step("map", documents=len(ctx.corpus), cached=len(loaded), to_extract=len(pending), split_documents=len(split),
                 schema_key=key[:16], model=model_id(ctx.llm), window_tokens=window, cache=cfg.cache)
+    if degraded:
+        step["degraded"] = (f"{len(degraded)} document(s) read degraded by an earlier question (cached): "
+                            f"{', '.join(degraded[:10])}{' ...' if len(degraded) > 10 else ''}; retry_degraded=True reads them again")  # fmt: skip
     return {"cache_key": key, "window": window, "loaded": loaded, "pending": pending, "split": split,
             "group_size": group_size(len(pending), cfg.concurrency), "fingerprints": {i: fingerprints[i] for i in pending}, "steps": [step]}
 

@@ -110,11 +110,13 @@ class Job:
                 "temperature": cfg.temperature, "model": self.ex.model(self.ctx.llm)}
 
     def cached(self) -> dict[str, Any] | None:
-        """The document's records in the cache, as a shareable result (written since ``map`` looked)."""
+        """The document's records in the cache, as a shareable result (written since ``map`` looked);
+        a degraded one only when the config does not ask to read it again."""
         hit = self.cache.get(self.fingerprint) if self.cache is not None else None
-        if hit is None:
+        if hit is None or (hit.get("failed_windows") and self.cfg.retry_degraded):
             return None
-        return {"records": hit["records"], "windows": hit.get("windows", 1), "unverified_quotes": hit.get("unverified_quotes", 0)}
+        return {"records": hit["records"], "windows": hit.get("windows", 1), "unverified_quotes": hit.get("unverified_quotes", 0),
+                "failed_windows": hit.get("failed_windows", 0)}
 
     def finish(self, parts: list[tuple[str, str]], outs: list[Outcome]) -> dict[str, Any]:
         """The leader's result from its calls' outcomes (cached when every window gave a valid reply)."""
@@ -133,21 +135,23 @@ class Job:
                     cell["quote_found"] = quote_found(cell.get("quote") or "", text, squeezed=squeezed)
                     unverified += not cell["quote_found"]
             records.extend(out.value)
-        if failed == 0 and self.cache is not None:
-            self.cache.put(self.fingerprint, records, windows=len(parts), calls=calls, doc_id=self.doc.doc_id, unverified_quotes=unverified)
+        if self.cache is not None:  # a degraded extraction too, marked: a later question does not pay for it again
+            self.cache.put(self.fingerprint, records, windows=len(parts), calls=calls, doc_id=self.doc.doc_id, unverified_quotes=unverified,
+                           failed_windows=failed)
         return {"records": records, "calls": calls, "windows": len(parts), "failed_windows": failed, "errors": errors,
                 "unverified_quotes": unverified}
 
     def state(self, result: dict[str, Any], *, shared: bool = False) -> dict[str, Any]:
         """The node's update: this document's extraction (``shared``: read by another task, no call made here)."""
         if shared:
-            result = {"records": result["records"], "calls": 0, "windows": result["windows"], "failed_windows": 0, "errors": [],
-                      "unverified_quotes": result["unverified_quotes"], "shared": True}
+            result = {"records": result["records"], "calls": 0, "windows": result["windows"], "failed_windows": result.get("failed_windows", 0),
+                      "errors": [], "unverified_quotes": result["unverified_quotes"], "shared": True}
         out: dict[str, Any] = {"extractions": [{"doc_index": self.task["doc_index"], **result}]}
         if result["failed_windows"]:
+            why = ("read degraded earlier (cached): its malformed windows gave no records; retry_degraded=True reads it again" if shared
+                   else "malformed after the retries: these windows gave no records (cached as degraded; retry_degraded=True reads it again)")  # fmt: skip
             out["steps"] = [Step("extract", doc_id=self.doc.doc_id, title=self.doc.title, windows=result["windows"],
-                                 failed_windows=result["failed_windows"], calls=result["calls"], errors=result["errors"],
-                                 degraded="malformed after the retries: these windows gave no records (not cached)")]
+                                 failed_windows=result["failed_windows"], calls=result["calls"], errors=result["errors"], degraded=why)]
         return out
 
 
@@ -171,7 +175,7 @@ def extract_document(task: dict[str, Any], ctx: StrategyContext, cache: RecordCa
                 parts, options = job.prompts(), job.call_options()
                 outs = [call_validated(ctx.llm, prompt, job.ex.parse, **options) for _, prompt in parts]
                 result = job.finish(parts, outs)
-                usable = result if not result["failed_windows"] else None
+                usable = result if not (result["failed_windows"] and job.cfg.retry_degraded) else None
                 return job.state(result)
         finally:
             FLIGHTS.land(job.key, fut, usable)
@@ -197,7 +201,7 @@ async def aextract_document(task: dict[str, Any], ctx: StrategyContext, cache: R
                 parts, options = job.prompts(), job.call_options()
                 outs = [await acall_validated(ctx.llm, prompt, job.ex.parse, gate=gate, **options) for _, prompt in parts]
                 result = job.finish(parts, outs)
-                usable = result if not result["failed_windows"] else None
+                usable = result if not (result["failed_windows"] and job.cfg.retry_degraded) else None
                 return job.state(result)
         finally:
             FLIGHTS.land(job.key, fut, usable)
