@@ -353,7 +353,7 @@ def test_cli_answer_with_the_structured_strategy_prints_its_evidence(tmp_path, m
         if prompt.startswith("Extract rows"):
             return json.dumps({"records": RECORDS[re.search(r"^Document: (.+?)$", prompt, re.M).group(1)]})
         if prompt.startswith("Every document"):
-            return "```sql\nSELECT company, revenue FROM facts WHERE company = 'C1--x' -- the one\n```"
+            return "```sql\nSELECT company, revenue FROM facts WHERE revenue > 1000\n```"
         return "1200"
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")

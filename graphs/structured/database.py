@@ -6,9 +6,10 @@ in the standard library (no dependency), its dialect is the one the synthetic ge
 and CorpusQA's NL2SQL ground truth are computed in (same arithmetic, same ``AVG``, same
 ordering), and its authorizer gives a statement-level allow-list: only ``SELECT``, reads
 and scalar/aggregate functions pass, so ATTACH, PRAGMA, writes and extension loading are
-refused by the engine itself, not only by a text filter. A progress handler enforces the
-time limit. DuckDB would add file readers (``read_csv``, ``COPY``, ``httpfs``) that have
-to be switched off one by one.
+refused by the engine itself, not only by a text filter. Its connection limits, heap limits
+and interrupt bound a query's value sizes, memory and time (:func:`build_database`,
+:func:`run_query`). DuckDB would add file readers (``read_csv``, ``COPY``, ``httpfs``)
+that have to be switched off one by one.
 
 Resolution (``conflict_rule``): each cell (entity, period, attribute) takes the value of
 the latest document that states it (corpus order; CorpusQA appendix C rule 3 and the
