@@ -210,6 +210,10 @@ def test_a_number_too_large_for_a_double_is_unreadable_not_infinity():
     ("%.*c", (9e8, "x"), [900000000]),
     ("%5.2f|%-10s|%%|%d", (1.0, "a", 3), [5, 2, 10]),
     ("%*d and %.*s", (-20, 5, 7, "abc"), [20, 7]),
+    ("%.*c", ("9e8 wide", "x"), [900000000]),  # SQLite reads the number a text starts with
+    ("%.*c", (b"900000000", "x"), [900000000]),  # and a blob's text
+    ("%.*c", (float("inf"), "x"), [2**63]),
+    ("%0005d|%,d", (1, 2), [5]),
     ("no specs", (), []),
     (None, (), []),
 ])
@@ -237,13 +241,17 @@ def test_each_attack_stops_at_its_own_limit():
         run_query(conn, f"SELECT length(replace({MEGABYTE}, replace(printf('%.*c', 100, 'b'), 'b', printf('%.*c', 100, 'b')), 'x'))")
     with pytest.raises(QueryTooLarge, match=r"trim\(\)"):
         run_query(conn, f"SELECT trim({MEGABYTE}, printf('%.*c', 100, 'z') || 'b')")
+    # LIKE/GLOB with a 1,000-byte pattern over 1 MB (3.7 s in one call unguarded)
+    for op, wild in (("LIKE", "%"), ("GLOB", "*")):
+        with pytest.raises(QueryTooLarge, match=rf"{op.lower()}\(\) over"):
+            run_query(conn, f"SELECT {MEGABYTE} {op} '{wild}' || replace(printf('%.*c', 990, 'x'), 'x', 'b') || 'c'")
     # the max_rows limit
     r = run_query(conn, ROWS.format(n=500) + "SELECT i FROM n", max_rows=7)
     assert r.truncated and [row[0] for row in r.rows] == list(range(1, 8))
     # the connection still answers ordinary queries, through the guarded functions too
-    ok = run_query(conn, "SELECT printf('%.1f', revenue), replace(company, '-', '_'), instr(company, 'x'), trim('  a '), rtrim('a..', '.') "
-                         "FROM facts WHERE company LIKE 'C1%'")
-    assert ok.rows == [["1200.0", "C1__x", 5, "a", "a"]] and not ok.truncated
+    ok = run_query(conn, "SELECT printf('%.1f', revenue), replace(company, '-', '_'), instr(company, 'x'), trim('  a '), rtrim('a..', '.'), "
+                         "company GLOB 'C*', company LIKE 'c1!-%' ESCAPE '!' FROM facts WHERE company LIKE 'c1%'")
+    assert ok.rows == [["1200.0", "C1__x", 5, "a", "a", 1, 1]] and not ok.truncated
 
 
 def test_a_long_query_is_stopped_by_the_watchdog_within_twice_the_limit():
@@ -272,6 +280,7 @@ attacks = {
     "replace_chain": "SELECT " + "replace(" * 20 + "printf('%.*c', 1000, 'b')" + ", 'b', 'bb')" * 20,
     "sort_of_1mb_values": ROWS.format(n=2000) + f"SELECT i, replace({MB}, 'b', 'c') || i AS v FROM n ORDER BY v DESC",
     "endless": ROWS.format(n=10**12) + f"SELECT max(length(replace({MB}, 'b', 'c'))) FROM n",
+    "like_1kb_pattern_over_1mb": f"SELECT {MB} LIKE '%' || replace(printf('%.*c', 990, 'x'), 'x', 'b') || 'c'",
 }
 out = {}
 for name, sql in attacks.items():
@@ -297,7 +306,8 @@ def test_every_attack_of_issue_27_stops_within_twice_the_time_limit_and_under_1_
     out = json.loads(proc.stdout)
     expected = {"printf": "QueryTooLarge: printf", "printf_max": "QueryTooLarge: printf", "randomblob": "QueryRefused",
                 "rows_of_20mb": "QueryTooLarge: a value longer than", "replace_chain": "QueryTooLarge: a value longer than",
-                "sort_of_1mb_values": "QueryTooLarge: the query needed more memory", "endless": "QueryTimeout"}
+                "sort_of_1mb_values": "QueryTooLarge: the query needed more memory", "endless": "QueryTimeout",
+                "like_1kb_pattern_over_1mb": "QueryTooLarge: like() over"}
     for name, prefix in expected.items():
         got = out[name]
         assert (got["error"] or "").startswith(prefix), (name, got)

@@ -364,7 +364,10 @@ def run_query(conn: sqlite3.Connection, sql: str, *, timeout_s: float = 5.0, max
 
     def interrupt() -> None:
         fired.set()
-        conn.interrupt()
+        try:
+            conn.interrupt()
+        except sqlite3.ProgrammingError:  # closed meanwhile: nothing left to stop
+            pass
 
     guards = getattr(conn, "guards", None)
     if guards is not None:

@@ -2,9 +2,11 @@
 
 SQLite checks an interrupt (and its progress handler) between instructions, never inside a
 function: ``printf('%.*c', 2147483647, 'x')`` loops 2 billion times in one call (about 6 s
-here, even with a 1 MB value limit, which makes it return NULL), and ``replace``, ``instr``
-and two-argument ``trim``/``ltrim``/``rtrim`` compare every position of a text with every
-byte of the other argument (a 1 MB text and a 500 KB pattern: 2.5e11 byte comparisons).
+here, even with a 1 MB value limit, which makes it return NULL), and ``replace``, ``instr``,
+two-argument ``trim``/``ltrim``/``rtrim`` and ``LIKE``/``GLOB`` (the ``like``/``glob``
+functions) compare every position of a text with every byte of the other argument (a 1 MB
+text and a 500 KB pattern: 2.5e11 byte comparisons; ``LIKE '%aaa...b'`` with a 1,000-byte
+pattern over 1 MB: 3.7 s).
 The query's watchdog cannot cut such a call.
 
 :func:`install` replaces these functions on the model's connection by Python functions that
@@ -24,7 +26,7 @@ from typing import Any
 
 #: Largest printf/format width or precision (a padded column is under 100 characters).
 MAX_PRINTF_WIDTH = 1_000
-#: Largest product of the byte lengths of a replace/instr/trim call's text and pattern:
+#: Largest product of the byte lengths of a replace/instr/trim/like/glob call's text and pattern:
 #: ~10 ms of comparisons at worst; a cell is under 1 KB, a GROUP_CONCAT of names ~50 KB.
 MAX_CALL_WORK = 10_000_000
 
@@ -47,11 +49,22 @@ def _size(value: Any) -> int:
     return len(str(value).encode("utf-8", errors="surrogatepass"))
 
 
+_LEADING_NUMBER = re.compile(r"\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)")
+
+
 def _as_int(value: Any) -> int:
+    """A ``*`` argument as SQLite reads it (at least as large): a number, or the number a text or
+    blob starts with (``'9e8 wide'`` is 900,000,000); an infinity counts as unbounded."""
+    if value is None or isinstance(value, (int, float)):
+        number = value or 0
+    else:
+        text = value.decode("utf-8", errors="ignore") if isinstance(value, (bytes, bytearray)) else str(value)
+        m = _LEADING_NUMBER.match(text)
+        number = float(m.group(1)) if m else 0
     try:
-        return int(float(value)) if not isinstance(value, (bytes, bytearray)) else 0
-    except (TypeError, ValueError, OverflowError):
-        return 0
+        return int(number)
+    except (OverflowError, ValueError):  # inf, nan
+        return 0 if number != number else 2**63
 
 
 def printf_widths(fmt: Any, args: tuple[Any, ...]) -> list[int]:
@@ -122,14 +135,16 @@ class Guards:
 
 
 def install(conn: sqlite3.Connection, max_value_bytes: int) -> Guards:
-    """Replace ``printf``, ``format``, ``replace``, ``instr`` and two-argument ``trim``/``ltrim``/``rtrim``
-    on ``conn`` by their guarded versions; the returned :class:`Guards` holds the deadline."""
+    """Replace ``printf``, ``format``, ``replace``, ``instr``, two-argument ``trim``/``ltrim``/``rtrim``,
+    ``like`` and ``glob`` (what the ``LIKE`` and ``GLOB`` operators call) and ``json_patch`` on
+    ``conn`` by their guarded versions; the returned :class:`Guards` holds the deadline."""
     guards = Guards(max_value_bytes)
     for name in ("printf", "format"):
         conn.create_function(name, -1, guards.printf(name), deterministic=True)
     conn.create_function("replace", 3, guards.pairwise("replace"), deterministic=True)
-    for name in ("instr", "trim", "ltrim", "rtrim"):
+    for name in ("instr", "trim", "ltrim", "rtrim", "like", "glob", "json_patch"):  # json_patch: every patch key looked up in the target's keys
         conn.create_function(name, 2, guards.pairwise(name), deterministic=True)
+    conn.create_function("like", 3, guards.pairwise("like"), deterministic=True)  # LIKE ... ESCAPE
     return guards
 
 
