@@ -392,3 +392,43 @@ def test_cli_answer_with_the_structured_strategy_prints_its_evidence(tmp_path, m
     assert "Answer: 1200" in out and "Usage: " in out
     evidence = out.split("Evidence:")[1].split("Usage:")[0]
     assert "[1] Acme 2023: C1--x | 2023 | revenue = 1200.0 USD million" in evidence and "score" not in evidence
+
+
+# -- 1. a run over such SQL writes every row, and its rerun completes --------------------------------
+def test_a_run_whose_sql_returns_a_blob_an_infinity_and_a_huge_string_writes_every_row(tmp_path, monkeypatch):
+    from experiments.benchmarks import Sample
+    from experiments.runner import RunConfig, read_rows, run_experiment
+    from retrieval.contract import Question
+
+    monkeypatch.setenv("LONGCTX_CACHE_DIR", str(tmp_path / "cache"))
+    sql = {"Blob?": "SELECT company, randomblob(4) FROM facts", "Blob again?": "SELECT company, CAST(company AS BLOB) FROM facts",
+           "Infinity?": "SELECT 1e999, -1e999", "Huge?": f"SELECT replace({MEGABYTE}, 'b', printf('%.*c', 100, 'c'))",
+           "Long?": f"SELECT {MEGABYTE}"}
+
+    def reply(prompt, tools):
+        if prompt.startswith("Extract rows"):
+            return [{"records": RECORDS[re.search(r"^Document: (.+?)$", prompt, re.M).group(1)]}]
+        question = re.search(r"^Question: (.+?)$", prompt, re.M).group(1)
+        if prompt.startswith("Every document"):
+            return f"```sql\n{sql[question]}\n```"
+        return "Answer: " + (re.search(r"<result>\n(.*?)\n</result>", prompt, re.S) or re.search(r"(.*)", "no result")).group(1)[:100]
+
+    corpus = Corpus.from_texts(list(DOCS.values()), titles=list(DOCS))
+    samples = [Sample(sample_id=f"s{i}", benchmark="synth", dataset="d", corpus=corpus, question=Question(text=q), answers=("x",))
+               for i, q in enumerate(sql)]
+    cfg = RunConfig(benchmark="synth", strategies=("structured",), llm="scripted", strategy_options={"structured": {"schema": SCHEMA}})
+    out = tmp_path / "run"
+    for _ in range(2):  # the rerun replays nothing that fails and completes too
+        run_experiment(cfg, out, llm=ToolScriptedChatModel(reply_fn=reply), samples=samples, show_progress=False)
+        rows = read_rows(out)
+        assert sorted(r["sample_id"] for r in rows) == [f"s{i}" for i in range(len(sql))]
+        assert all(r["status"] == "ok" for r in rows), [r.get("error") for r in rows]
+    text = (out / "results.jsonl").read_text()
+    for line in text.splitlines():
+        json.loads(line, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c} in results.jsonl"))
+    by_id = {r["sample_id"]: {s["node"]: s for s in r["steps"]} for r in rows}
+    assert "randomblob" in by_id["s0"]["query"]["attempts"][0]["error"] and not by_id["s0"]["query"]["ok"]
+    assert by_id["s1"]["query"]["rows"][0][1].startswith("<blob ")
+    assert by_id["s2"]["query"]["rows"] == [["Infinity", "-Infinity"]]
+    assert "too big" in by_id["s3"]["query"]["attempts"][0]["error"]
+    assert by_id["s4"]["query"]["rows"][0][0].endswith("... [cut: 999,000 characters]") and len(text) < 200_000
