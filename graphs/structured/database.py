@@ -183,7 +183,7 @@ def build_database(table: Table, *, max_value_bytes: int = 1_000_000, heap_limit
 
     Limits are set on the connection before the authorizer (which refuses every PRAGMA of the
     model's SQL): values longer than ``max_value_bytes`` fail with "string or blob too big"
-    (``SQLITE_LIMIT_LENGTH``: ``printf('%.*c', 9e8, 'x')`` or a 20 MB cell stop at once);
+    (``SQLITE_LIMIT_LENGTH``: a 20 MB cell or a doubling ``replace`` chain stops at once);
     temporary b-trees (sorts, ``DISTINCT``) stay in memory, under SQLite's hard heap limit of
     ``heap_limit_bytes`` (an allocation past it fails, the query ends with a memory error; the
     soft limit at half of it makes SQLite shed cache first). SQLite's heap limits hold for the
