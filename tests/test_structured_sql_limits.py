@@ -90,7 +90,8 @@ def test_the_keyword_constant_is_the_sqlite_library_s_own_list():
     assert live == SQLITE_KEYWORDS and len(SQLITE_KEYWORDS) == 147
 
 
-FILTERED = ["export", "import", "load", "copy", "edit", "http", "https_share", "read_count", "install", "s3", "pragma", "attach", "sqlar_x"]
+FILTERED = ["export", "import", "load", "copy", "edit", "http", "https_share", "read_count", "install", "s3", "pragma", "attach", "sqlar_x",
+            "sqlite_master", "sqlite_stat1"]
 
 
 def test_every_keyword_and_filtered_word_becomes_a_usable_name():
@@ -110,6 +111,7 @@ def test_every_keyword_and_filtered_word_becomes_a_usable_name():
     assert identifier("transaction") == "transaction_" and identifier("Export") == "export_" and identifier("http") == "c_http" and identifier("read_count") == "c_read_count"
     assert identifier("revenue") == "revenue" and identifier("2024 sales") == "c_2024_sales"  # ordinary names unchanged
     assert not FORBIDDEN.search(identifier("http")) and identifier("https share") == "c_https_share"
+    assert identifier("sqlite_master") == "c_sqlite_master"
 
 
 def test_a_config_schema_with_keyword_columns_is_renamed_when_the_config_is_made():

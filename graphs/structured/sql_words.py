@@ -1,4 +1,5 @@
-"""The words a table or column name may not be: SQLite's keywords and the words the SQL filter refuses.
+"""The words a table or column name may not be: SQLite's keywords, the words the SQL filter refuses
+and SQLite's reserved ``sqlite_`` prefix.
 
 A column named ``transaction`` or ``in`` makes every query over it a syntax error, and a
 column named ``export`` or ``load`` makes every query naming it refused by the text filter
@@ -71,6 +72,8 @@ def refused_name(name: str) -> str | None:
     refuses), or None when it can."""
     if name.upper() in keywords():
         return f"{name!r} is an SQLite keyword"
+    if name.lower().startswith("sqlite_"):
+        return f"{name!r} starts with 'sqlite_', which SQLite reserves for its own tables"
     if FORBIDDEN.search(name):
         return f"{name!r} is refused by the SQL filter (file, network or settings word)"
     return None
