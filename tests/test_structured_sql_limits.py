@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import resource
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -268,6 +269,8 @@ def test_each_attack_stops_at_its_own_limit():
     ok = run_query(conn, "SELECT printf('%.1f', revenue), replace(company, '-', '_'), instr(company, 'x'), trim('  a '), rtrim('a..', '.'), "
                          "company GLOB 'C*', company LIKE 'c1!-%' ESCAPE '!' FROM facts WHERE company LIKE 'c1%'")
     assert ok.rows == [["1200.0", "C1__x", 5, "a", "a", 1, 1]] and not ok.truncated
+    with pytest.raises(sqlite3.OperationalError, match="ESCAPE expression must be a single character"):  # SQLite's own error, as it words it
+        run_query(conn, "SELECT company LIKE 'x' ESCAPE 'ab' FROM facts")
 
 
 def test_a_long_query_is_stopped_by_the_watchdog_within_twice_the_limit():

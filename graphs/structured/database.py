@@ -371,7 +371,7 @@ def run_query(conn: sqlite3.Connection, sql: str, *, timeout_s: float = 5.0, max
 
     guards = getattr(conn, "guards", None)
     if guards is not None:
-        guards.deadline, guards.reason = deadline, None
+        guards.deadline, guards.reason, guards.error = deadline, None, None
     watchdog = threading.Timer(timeout_s, interrupt)
     watchdog.daemon = True
     conn.set_progress_handler(lambda: int(time.perf_counter() > deadline), 1_000)
@@ -404,6 +404,8 @@ def run_query(conn: sqlite3.Connection, sql: str, *, timeout_s: float = 5.0, max
             raise QueryTimeout(f"the query ran longer than {timeout_s:g} s") from None
         if reason and reason != TOO_BIG:
             raise QueryTooLarge(f"{reason}: the query may not build large strings") from None
+        if guards is not None and guards.error and "user-defined function" in message:
+            raise sqlite3.OperationalError(guards.error) from None
         if "too big" in message or reason == TOO_BIG:
             limit = conn.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
             raise QueryTooLarge(f"a value longer than {limit:,} bytes was made (string or blob too big): the query may not build large strings or blobs") from None

@@ -86,14 +86,15 @@ def printf_widths(fmt: Any, args: tuple[Any, ...]) -> list[int]:
 
 
 class Guards:
-    """The guarded functions of one connection, the deadline of the query running on it, and
-    why the last call was refused (``reason``)."""
+    """The guarded functions of one connection, the deadline of the query running on it, why the
+    last call was refused (``reason``) and the last error of SQLite's own function (``error``)."""
 
     def __init__(self, max_value_bytes: int):
         self.private = sqlite3.connect(":memory:", check_same_thread=False)
         self.private.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max_value_bytes)
         self.deadline = float("inf")
-        self.reason: str | None = None
+        self.reason: str | None = None  # why a call was refused: "timeout", TOO_BIG or a limit
+        self.error: str | None = None  # the error of SQLite's own function (ESCAPE of two characters...)
 
     def _refuse(self, reason: str) -> None:
         self.reason = reason
@@ -108,7 +109,10 @@ class Guards:
         try:
             return self.private.execute(f"SELECT {name}({marks})", args).fetchone()[0]
         except sqlite3.Error as exc:  # "string or blob too big" past the value limit, or a wrong argument
-            self._refuse(TOO_BIG if "too big" in str(exc).lower() else f"{name}(): {exc}")
+            if "too big" in str(exc).lower():
+                self._refuse(TOO_BIG)
+            self.error = str(exc)  # the function's own error, reported as SQLite would
+            raise CallRefused(self.error) from None
 
     def printf(self, name: str) -> Any:
         def call(*args: Any) -> Any:
