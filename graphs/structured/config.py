@@ -28,9 +28,16 @@ class StructuredConfig(StrategyConfig):
         tool_mode: ``"tools"``, ``"json"`` or ``"auto"`` (tools when the model binds them).
         retries: Extra calls after a malformed plan or extraction (the error is shown).
         sql_retries: Extra SQL calls after an error (the message goes back to the model).
-        sql_timeout_s: Time limit of one query.
+        sql_timeout_s: Wall-clock limit of one query (a watchdog interrupts the connection).
+        sql_max_value_bytes: Longest string or blob a query may make (SQLite's ``SQLITE_LIMIT_LENGTH``).
+        sql_heap_limit_mb: SQLite's hard heap limit (process-wide, only ever lowered; sorts
+            and temporary tables are kept in memory under it).
         sample_rows / distinct_values: Rows and per-column distinct text values shown to the SQL writer.
         max_result_rows: Result rows kept (and shown to the final call).
+        max_result_bytes: JSON bytes of result rows kept (the first row always is).
+        max_cell_chars: A longer text cell of the result is cut, with a marker.
+        answer_result_tokens: Most tokens of SQL result in the final prompt (the rows past it
+            are named on a marker line); capped by the model's window less the answer budget.
         conflict_rule: Which document's value a cell keeps when several state it.
         unverified_values: ``"keep"`` or ``"drop"`` the values whose quote is not found in the
             text the model read (counted in the ``reduce`` step and marked in the evidence either way).
@@ -67,7 +74,12 @@ class StructuredConfig(StrategyConfig):
     sql_timeout_s: float = option(5.0, min=0.01, source="ours: a scan of thousands of rows takes milliseconds")
     sample_rows: int = option(5, min=0, source="ours; DIN-SQL/DAIL-SQL show 3-5 rows")
     distinct_values: int = option(12, min=0, source="ours: categorical values the SQL must match exactly")
+    sql_max_value_bytes: int = option(1_000_000, min=1_000, source="ours: a cell is under 1 KB; a GROUP_CONCAT of thousands of names ~50 KB (issue 27)")
+    sql_heap_limit_mb: int = option(256, min=16, source="ours: a table of thousands of rows takes ~1 MB; issue 27's attacks took 5-8 GB")
     max_result_rows: int = option(200, min=1, source="ours")
+    max_result_bytes: int = option(65_536, min=1_024, source="ours: 200 rows of a few short cells are ~10 KB")
+    max_cell_chars: int = option(1_000, min=16, source="ours: a name, a number or a date is under 100 characters")
+    answer_result_tokens: int = option(4_000, min=64, source="ours: 200 short rows are ~3K tokens")
     conflict_rule: Literal["latest_document", "first_document"] = option("latest_document", source="CorpusQA appendix C, rule 3")
     unverified_values: Literal["keep", "drop"] = option("keep", source="ours: a right value's quote may not be verbatim (a re-spaced table row); 'drop' keeps only values whose quote is found in the text read")
     cache: bool = option(True, source="issue 15: records reused by later questions")

@@ -51,6 +51,7 @@ from graphs.structured.database import (
     QueryRefused,
     QueryResult,
     QueryTimeout,
+    QueryTooLarge,
     Table,
     build_database,
     clean_sql,
@@ -74,7 +75,7 @@ from graphs.structured.schema import (
 )
 from retrieval.contract import Corpus, Evidence, Question, Step
 from retrieval.index import default_cache_dir
-from retrieval.tokens import count_tokens_batch
+from retrieval.tokens import count_tokens, count_tokens_batch, decode, encode
 
 #: Tokens kept free of the model window for the extraction prompt's own text.
 PROMPT_OVERHEAD = 1_024
@@ -361,7 +362,7 @@ def query(state: StructuredState, runtime: Runtime[StrategyContext]) -> dict:
     """Model-written SQL run read-only; an error goes back to the model, at most ``sql_retries`` times."""
     ctx, cfg, question, table = runtime.context, runtime.context.config, state["question"], state["table"]
     schema = table.schema
-    conn = build_database(table)
+    conn = build_database(table, max_value_bytes=cfg.sql_max_value_bytes, heap_limit_bytes=cfg.sql_heap_limit_mb * 2**20)
     per_period = f" and {schema.time.name}" if schema.time else ""
     rule = "the latest document's value is kept" if cfg.conflict_rule == "latest_document" else "the first document's value is kept"
     base = P.SQL_PROMPT.format(create=create_statement(schema), entity=schema.entity, per_period=per_period, rule=rule,
@@ -375,11 +376,12 @@ def query(state: StructuredState, runtime: Runtime[StrategyContext]) -> dict:
             prompt = base if error is None else base + P.SQL_RETRY.format(sql=sql, error=error)
             sql = clean_sql(complete(ctx.llm, prompt, max_tokens=cfg.sql_max_tokens, temperature=cfg.temperature))
             try:
-                result = run_query(conn, sql, timeout_s=cfg.sql_timeout_s, max_rows=cfg.max_result_rows)
+                result = run_query(conn, sql, timeout_s=cfg.sql_timeout_s, max_rows=cfg.max_result_rows,
+                                   max_result_bytes=cfg.max_result_bytes, max_cell_chars=cfg.max_cell_chars)
                 error = None
                 attempts.append({"sql": sql})
                 break
-            except (QueryRefused, QueryTimeout, sqlite3.Error) as exc:
+            except (QueryRefused, QueryTimeout, QueryTooLarge, sqlite3.Error) as exc:
                 error = f"{type(exc).__name__}: {exc}"
                 attempts.append({"sql": sql, "error": error})
     finally:
@@ -388,6 +390,7 @@ def query(state: StructuredState, runtime: Runtime[StrategyContext]) -> dict:
     step = Step("query", sql=sql, attempts=attempts, ok=result is not None, error=error,
                 columns=result.columns if result else None, rows=result.rows[:20] if result else None,
                 n_rows=len(result.rows) if result else 0, truncated=result.truncated if result else False,
+                result_bytes=result.nbytes if result else 0, cut_cells=result.cut_cells if result else 0,
                 seconds=round(result.seconds, 4) if result else None)
     return {"sql": sql, "result": data, "query_error": error, "steps": [step]}
 
@@ -416,23 +419,48 @@ def evidence_cells(table: Table, sql: str, result: dict[str, Any] | None, limit:
     return out
 
 
+def result_text(rows: list[list[Any]], max_tokens: int) -> tuple[str, int]:
+    """The result rows as JSON lines for the final prompt, within ``max_tokens`` (cl100k), and how
+    many rows it shows whole: a row past the budget ends the text with a visible marker line
+    naming the rows left out (a first row longer than the budget is shown cut)."""
+    if not rows:
+        return "(no rows)", 0
+    lines: list[str] = []
+    used = 0
+    for i, row in enumerate(rows):
+        line = dumps(row)
+        n = count_tokens(line)
+        if used + n > max_tokens:
+            if i == 0:  # the first row alone is over the budget: its start, cut
+                lines.append(decode(encode(line)[: max(0, max_tokens - 32)]) + " ... [row cut]")
+            left = len(rows) - i - (i == 0)
+            lines.append(f"... [{left} of {len(rows)} rows not shown: the result shown is limited to {max_tokens:,} tokens]")
+            return "\n".join(lines), i
+        lines.append(line)
+        used += n
+    return "\n".join(lines), len(rows)
+
+
 def format_answer(state: StructuredState, runtime: Runtime[StrategyContext]) -> dict:
     """The final call over the SQL result, in the benchmark's format and answer budget."""
     ctx, cfg, question, table = runtime.context, runtime.context.config, state["question"], state["table"]
     instruction = question.instruction or P.DEFAULT_INSTRUCTION
     result = state.get("result")
+    max_tokens = question.answer_budget(cfg.answer_max_tokens)
+    shown = 0
     if result is not None:
-        rows = "\n".join(dumps(r) for r in result["rows"]) or "(no rows)"
+        room = max(64, min(cfg.answer_result_tokens, context_window(ctx.llm, 10**9) - max_tokens - 2 * PROMPT_OVERHEAD))
+        rows, shown = result_text(result["rows"], room)
+        cut = result["truncated"] or shown < len(result["rows"])
         prompt = P.ANSWER_PROMPT.format(question=question.render(), table=table.schema.table, columns=describe(table.schema),
-                                        sql=state["sql"], n_rows=len(result["rows"]), truncated=", cut" if result["truncated"] else "",
+                                        sql=state["sql"], n_rows=len(result["rows"]), truncated=", cut" if cut else "",
                                         header=", ".join(result["columns"]), result=rows, instruction=instruction)
     else:
         prompt = P.ANSWER_NO_SQL.format(error=state.get("query_error"), samples=_samples(table, cfg.sample_rows).strip() or "(empty table)",
                                         question=question.render(), instruction=instruction)
-    max_tokens = question.answer_budget(cfg.answer_max_tokens)
     raw = complete(ctx.llm, prompt, max_tokens=max_tokens, temperature=question.answer_temperature(cfg.temperature))
     evidence = evidence_cells(table, state.get("sql", ""), result, cfg.max_evidence)
-    step = Step("format_answer", max_new_tokens=max_tokens, from_sql=result is not None, evidence=len(evidence),
+    step = Step("format_answer", max_new_tokens=max_tokens, from_sql=result is not None, result_rows_shown=shown, evidence=len(evidence),
                 evidence_documents=len({e.doc_id for e in evidence}))
     return {"raw": raw, "answer": raw.strip(), "evidence": evidence, "steps": [step]}
 

@@ -23,6 +23,7 @@ Rules (also in ``docs/structured.md``):
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -155,7 +156,7 @@ def to_unit(value: str | int | float, unit: str) -> tuple[float, str | None]:
     """``value`` as a number in ``unit``, and a note when something was not converted (currency).
 
     Raises:
-        ValueNotUnderstood: no number in ``value``.
+        ValueNotUnderstood: no number in ``value``, or one too large for a double.
     """
     q = parse_quantity(value)
     target = parse_unit(unit)
@@ -167,7 +168,10 @@ def to_unit(value: str | int | float, unit: str) -> tuple[float, str | None]:
     note = None
     if q.currency and target.currency and q.currency != target.currency:
         note = f"currency {q.currency} kept as stated (unit {target.currency}; no exchange rate applied)"
-    return float(number), note
+    out = float(number)
+    if not math.isfinite(out):  # 400 digits, or an inf/nan given as a number: SQL over it gives Infinity, not a value
+        raise ValueNotUnderstood(f"not a finite number: {str(value)[:80]!r}")
+    return out, note
 
 
 def normalize_value(value: object, kind: str, unit: str = "") -> tuple[object, str | None]:

@@ -19,21 +19,29 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
+from graphs.structured.sql_words import refused_name
+
 AttributeType = Literal["number", "integer", "percent", "text", "boolean", "date"]
 #: SQLite column type of each attribute type.
 SQL_TYPES = {"number": "REAL", "integer": "INTEGER", "percent": "REAL", "text": "TEXT", "boolean": "INTEGER", "date": "TEXT"}
-#: Names the table's columns may not take (SQL keywords a model would have to quote).
-RESERVED = {"select", "from", "where", "group", "order", "by", "table", "index", "values", "limit", "join", "on", "as", "and", "or", "not", "null", "case", "when", "end", "having", "union", "all", "default", "check", "key", "primary"}
 
 
 def identifier(text: str) -> str:
-    """``"Net Income (USD m)"`` -> ``"net_income_usd_m"``: lower snake case, starting with a letter."""
+    """``"Net Income (USD m)"`` -> ``"net_income_usd_m"``: lower snake case, starting with a letter.
+
+    A name SQL cannot use as written (an SQLite keyword such as ``transaction``, a word the
+    SQL filter refuses such as ``export``; :mod:`graphs.structured.sql_words`) is renamed:
+    ``transaction_``, ``export_``, else a prefix: ``c_http``; the model then writes SQL over the new name.
+    """
     name = re.sub(r"[^0-9a-z]+", "_", str(text).strip().lower()).strip("_")
     if not name:
         raise ValueError(f"{text!r} gives an empty column name")
     if name[0].isdigit():
         name = "c_" + name
-    return name + "_" if name in RESERVED else name
+    for candidate in (name, name + "_", "c_" + name):
+        if refused_name(candidate) is None:
+            return candidate
+    raise ValueError(f"{text!r} cannot be a table or column name: {refused_name(name)}")  # pragma: no cover - a prefix always helps
 
 
 class _Named(BaseModel):
