@@ -11,6 +11,9 @@
   that is not JSON, an empty ``choices`` list) are retried the same way, up to
   ``$LONGCTX_MAX_RETRIES`` times. Whatever still fails becomes a :class:`ChatModelError`
   naming the server, the HTTP status and the retries made (:func:`as_chat_model_error`).
+  The answer budget goes out as ``max_tokens``, the field every OpenAI-compatible server
+  honours, and as ``max_completion_tokens`` only for OpenAI's reasoning models, which
+  refuse the older name (:func:`budget_field`).
 
 Every spec takes ``tokenizer=`` (or ``$LONGCTX_TOKENIZER``): which tokenizer counts for
 the model (``"auto"``, ``"model"``, ``"hf:PATH"``, ``"server"``, ``"tiktoken:o200k_base"``,
@@ -24,6 +27,7 @@ import importlib.util
 import inspect
 import json
 import os
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -44,6 +48,12 @@ from retrieval.tokenizers import TokenizerError
 DEFAULT_LLM = "embedded"
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 _ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
+
+#: The two names of the answer budget in a Chat Completions body.
+BUDGET_FIELDS = ("max_tokens", "max_completion_tokens")
+#: OpenAI's reasoning models (o1, o3, o4-mini, the gpt-5 family), which reject ``max_tokens``
+#: and take only ``max_completion_tokens`` (OpenAI's Chat Completions reference).
+_REASONING_MODEL = re.compile(r"^(o\d|gpt-5)", re.IGNORECASE)
 
 
 class ChatModelError(RuntimeError):
@@ -68,6 +78,30 @@ class MalformedResponseError(ValueError):
 
 #: HTTP statuses the openai SDK retries (besides connection errors and timeouts).
 _RETRIED_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
+
+
+def budget_field(model: str | None) -> str:
+    """The Chat Completions field that carries the answer budget for ``model``.
+
+    ``max_tokens`` for every model but OpenAI's reasoning models: it is what the official
+    benchmark scripts send and what vLLM, llama.cpp's server, Ollama and OpenAI's chat
+    models honour; llama-cpp-python's server (0.3.x) ignores ``max_completion_tokens`` and
+    generates to the end of its window. ``max_completion_tokens`` for the o-series and the
+    gpt-5 family, which reject ``max_tokens``. LangChain's ``ChatOpenAI`` always renames the
+    budget to ``max_completion_tokens``; ``RetryingChatOpenAI`` sends what this returns.
+    """
+    return "max_completion_tokens" if _REASONING_MODEL.match((model or "").strip()) else "max_tokens"
+
+
+def with_budget_field(payload: dict[str, Any], model: str | None) -> dict[str, Any]:
+    """``payload`` with its answer budget (under either name) sent as :func:`budget_field` says; in place."""
+    present = [key for key in BUDGET_FIELDS if key in payload]
+    if present:
+        value = payload.pop(present[-1])  # ChatOpenAI's own rename leaves only max_completion_tokens
+        for key in present[:-1]:
+            payload.pop(key)
+        payload[budget_field(model)] = value
+    return payload
 
 
 def max_retries_setting() -> int:
@@ -359,6 +393,23 @@ def _openai_class() -> type:
                 if any(m is None for m in messages):
                     raise MalformedResponseError("a choice of the reply has no message")
             return super()._create_chat_result(response, generation_info)
+
+        def _get_request_payload(self, input_: Any, *, stop: list[str] | None = None, **kwargs: Any) -> dict:
+            """ChatOpenAI's payload with the answer budget under the field the model honours
+            (:func:`budget_field`); both request paths, lean and SDK, build their body here."""
+            payload = super()._get_request_payload(input_, stop=stop, **kwargs)
+            if "messages" not in payload:  # the Responses API names its budget max_output_tokens
+                return payload
+            return with_budget_field(payload, payload.get("model") or self.model_name)
+
+        def _get_llm_string(self, stop: list[str] | None = None, **kwargs: Any) -> str:
+            """LangChain's cache key, plus the budget's field where it is ``max_tokens``: replies
+            cached while the budget went out as ``max_completion_tokens`` (ignored by some
+            servers) are not replayed for the request that now carries it."""
+            key = super()._get_llm_string(stop=stop, **kwargs)
+            field = budget_field(kwargs.get("model") or self.model_name)
+            has_budget = kwargs.get("max_tokens") is not None or kwargs.get("max_completion_tokens") is not None or self.max_tokens is not None
+            return f"{key}---budget_field={field}" if has_budget and field == "max_tokens" else key
 
         def _lean_request(self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]) -> dict[str, Any] | None:
             """``post`` arguments for a plain Chat Completions call, or ``None`` for ChatOpenAI's own path.

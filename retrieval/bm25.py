@@ -52,15 +52,23 @@ def tokenize(text: str) -> list[str]:
 
 
 def top_k(scores: np.ndarray, k: int) -> list[tuple[int, float]]:
-    """Best ``k`` positive-score ``(index, score)`` pairs; ties broken by lower index."""
-    candidates = np.flatnonzero(scores > 0)
-    if k <= 0 or candidates.size == 0:
+    """The ``min(k, len(scores))`` best ``(index, score)`` pairs, zero scores included; ties by lower index.
+
+    As ``rank_bm25``'s ``get_top_n`` (LongBench v1) and FlashRAG's retrievers, every chunk is
+    ranked: a chunk sharing no word with the query still fills one of the ``k`` places.
+    Ties (zero scores above all) come in chunk order; ``get_top_n`` reverses numpy's
+    ``argsort`` and so puts them last chunk first. Dropping zero scores is a strategy option
+    (``RetrievalSettings.drop_zero_scores``).
+    """
+    n = int(scores.size)
+    if k <= 0 or n == 0:
         return []
-    if candidates.size > k:
-        kth_best = np.partition(scores[candidates], candidates.size - k)[candidates.size - k]
-        candidates = candidates[scores[candidates] >= kth_best]  # keeps every tie of the k-th score
-    order = sorted(candidates.tolist(), key=lambda i: (-float(scores[i]), i))[:k]
-    return [(i, float(scores[i])) for i in order]
+    candidates = np.arange(n)
+    if n > k:
+        kth_best = np.partition(scores, n - k)[n - k]
+        candidates = np.flatnonzero(scores >= kth_best)  # keeps every tie of the k-th score
+    order = candidates[np.lexsort((candidates, -scores[candidates]))][:k]  # score descending, then chunk order
+    return [(int(i), float(scores[i])) for i in order]
 
 
 class LuceneOkapi(BM25Okapi):
@@ -126,7 +134,7 @@ class BM25Retriever:
         return np.asarray(self._model.get_scores(q), dtype=np.float32)
 
     def search(self, query: str, k: int) -> list[tuple[int, float]]:
-        """Top ``k`` chunks with a positive score."""
+        """The ``min(k, chunks)`` best chunks (zero scores included, ties in chunk order)."""
         return top_k(self.scores(query), k)
 
     def save(self, folder: Path) -> None:

@@ -41,8 +41,11 @@ def test_tokenize_chinese_uses_jieba_words_not_characters():
     [
         ([0.1, 0.5, 0.3], 2, [(1, 0.5), (2, 0.3)]),
         ([1.0, 1.0, 1.0, 0.5], 2, [(0, 1.0), (1, 1.0)]),  # ties: lower index first
-        ([0.0, 2.0, 0.0], 3, [(1, 2.0)]),  # zero scores are not hits
+        ([0.0, 2.0, 0.0], 3, [(1, 2.0), (0, 0.0), (2, 0.0)]),  # zero scores fill the k places, in chunk order
+        ([0.0, 0.0, 0.0, 0.0], 2, [(0, 0.0), (1, 0.0)]),  # ties in chunk order
+        ([0.2, 0.0, 0.9, 0.0, 0.2], 4, [(2, 0.9), (0, 0.2), (4, 0.2), (1, 0.0)]),
         ([3.0], 5, [(0, 3.0)]),
+        ([1.0, 2.0], 0, []),
         ([], 3, []),
     ],
 )
@@ -65,9 +68,10 @@ def test_bm25s_and_rank_bm25_agree_on_top_k():
         assert [i for i, _ in fast.search(query, 10)] == [i for i, _ in ref.search(query, 10)]
 
 
-def test_unknown_query_words_return_no_hits():
+def test_unknown_query_words_return_the_first_chunks_with_zero_scores():
     index = build_index(random_corpus(20), "bm25")
-    assert index.search("xylophone zeppelin", 5) == []
+    hits = index.search("xylophone zeppelin", 5)
+    assert [(h.chunk.chunk_id, h.score) for h in hits] == [(c.chunk_id, 0.0) for c in index.chunks[:5]]
 
 
 @pytest.mark.parametrize("engine", ["bm25s", "rank_bm25"])

@@ -3,7 +3,10 @@
 ``RetryingChatOpenAI`` posts the payload ChatOpenAI builds without the SDK's parameter
 transform and reads the reply as JSON (the client CPU bound of wide fan-outs). These tests
 hold it to the plain ``ChatOpenAI`` on the same server: identical request bodies, identical
-messages back (text, tool calls, usage), on the sync and async paths.
+messages back (text, tool calls, usage), on the sync and async paths. One difference is
+ours on purpose: the answer budget goes out as ``max_tokens`` (ChatOpenAI renames it to
+``max_completion_tokens``, which llama-cpp-python's server ignores) except for OpenAI's
+reasoning models (``agents.chat_models.budget_field``).
 """
 
 import asyncio
@@ -27,11 +30,19 @@ CALLS = {
 }
 
 
-def pair(url: str, **options):
+def pair(url: str, model: str = "rec", **options):
     """Our chat model (lean path) and a plain ChatOpenAI on the same server and options."""
-    ours = make_chat_model("openai:rec", base_url=url, max_retries=0, **options)
-    plain = ChatOpenAI(model="rec", base_url=url, api_key="not-needed", max_retries=0, **options)
+    ours = make_chat_model(f"openai:{model}", base_url=url, max_retries=0, **options)
+    plain = ChatOpenAI(model=model, base_url=url, api_key="not-needed", max_retries=0, **options)
     return ours, plain
+
+
+def as_we_send(body: dict) -> dict:
+    """ChatOpenAI's body with its budget under ``max_tokens``, the one field ours sends differently."""
+    body = dict(body)
+    if "max_completion_tokens" in body:
+        body["max_tokens"] = body.pop("max_completion_tokens")
+    return body
 
 
 def same_message(a, b) -> None:
@@ -53,8 +64,22 @@ def test_lean_path_sends_the_same_body_and_returns_the_same_message(name, use_as
         else:
             mine, theirs = ours.invoke(messages, **kwargs), plain.invoke(messages, **kwargs)
     assert len(server.requests) == 2
-    assert server.requests[0] == server.requests[1]
+    assert server.requests[0] == as_we_send(server.requests[1])
+    assert "max_completion_tokens" not in server.requests[0]
+    if "max_tokens" in kwargs:
+        assert server.requests[0]["max_tokens"] == kwargs["max_tokens"]
     same_message(mine, theirs)
+
+
+@pytest.mark.parametrize("model", ["o1", "o3-mini", "o4-mini", "gpt-5", "gpt-5-nano"])
+def test_reasoning_models_get_the_sdks_body_budget_included(model):
+    messages, kwargs = CALLS["system, budget, temperature, stop"]
+    with RecordingServer() as server:
+        ours, plain = pair(server.url, model=model)
+        ours.invoke(messages, **kwargs)
+        plain.invoke(messages, **kwargs)
+    assert server.requests[0] == server.requests[1]
+    assert server.requests[0]["max_completion_tokens"] == 32 and "max_tokens" not in server.requests[0]
 
 
 async def _both(ours, plain, messages, kwargs):

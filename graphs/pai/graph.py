@@ -79,7 +79,7 @@ def plan_judging(state: PaiState, runtime: Runtime[StrategyContext]) -> dict:
     elif ctx.index is None:
         raise ValueError("PAI's prefilter needs a retrieval index: run it through agents.answer(), which builds one.")
     else:
-        candidates = [ctx.index.search(sq["text"], cfg.top_k) for sq in state["sub_questions"]]
+        candidates = [cfg.retrieve(ctx.index, sq["text"]) for sq in state["sub_questions"]]
     step = {
         "node": "plan_judging",
         "mode": mode,

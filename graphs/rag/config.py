@@ -8,13 +8,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 from graphs.config import ConfigError, StrategyConfig, option
-from retrieval import RETRIEVERS, ChunkingConfig, Index, build_index
+from retrieval import RETRIEVERS, ChunkingConfig, Hit, Index, build_index
 from retrieval.contract import Corpus
 
 
 @dataclass(frozen=True, kw_only=True)
 class RetrievalSettings(StrategyConfig):
-    """Chunking and retrieval settings shared by every strategy that retrieves."""
+    """Chunking and retrieval settings shared by every strategy that retrieves.
+
+    ``top_k`` chunks are retrieved, ``min(top_k, chunks)`` of them, whatever their scores
+    (rank_bm25's ``get_top_n`` and FlashRAG do the same); ``drop_zero_scores`` keeps only
+    those scoring above zero (for BM25, sharing a word with the query).
+    """
 
     retriever: str = option("bm25", source="LongBench v1 retrievers: E (ada-002), C (Contriever), B (BM25)")
     retriever_options: Mapping[str, Any] = option({}, help="e.g. {'model': PATH}")
@@ -22,6 +27,7 @@ class RetrievalSettings(StrategyConfig):
     chunk_size: int = option(200, min=1, source="LongBench v1 Table 5: 200 x 7")
     chunk_overlap: int = option(0, min=0)
     top_k: int = option(7, min=1, source="LongBench v1 Table 5: 200 x 7")
+    drop_zero_scores: bool = option(False, source="rank_bm25 get_top_n (LongBench v1) and FlashRAG keep all top_k chunks")
 
     def check(self) -> None:
         """The retriever must exist and the overlap must leave each chunk new text."""
@@ -33,6 +39,13 @@ class RetrievalSettings(StrategyConfig):
     def chunking(self) -> ChunkingConfig:
         """The :class:`ChunkingConfig` these settings describe."""
         return ChunkingConfig(unit=self.chunk_unit, size=self.chunk_size, overlap=self.chunk_overlap)
+
+    def retrieve(self, index: Index, query: str) -> list[Hit]:
+        """The ``top_k`` best chunks for ``query`` (``min(top_k, chunks)`` of them, as the official
+        retrievers return); with ``drop_zero_scores``, only those scoring above zero (for BM25:
+        sharing a word with the query)."""
+        hits = index.search(query, self.top_k)
+        return [h for h in hits if h.score > 0] if self.drop_zero_scores else hits
 
     def build_index(self, corpus: Corpus, *, cache_dir: str | Path | None = None, show_progress: bool = False) -> Index:
         """The (cached) index these settings describe over ``corpus``."""

@@ -50,7 +50,7 @@ def retrieve(state: RagState, runtime: Runtime[StrategyContext]) -> dict:
     """Top-k chunks for the question and its choices (LongBench v2: query = question + choices)."""
     ctx = runtime.context
     query = state["question"].render()
-    hits = ctx.index.search(query, ctx.config.top_k)
+    hits = ctx.config.retrieve(ctx.index, query)
     step = Step(
         "retrieve",
         retriever=ctx.index.retriever.name,

@@ -166,7 +166,7 @@ def retrieve(state: SelfAskState, runtime: Runtime[StrategyContext]) -> dict:
     """The initial retrieval: top-k for the question, which become the first prompt's contexts."""
     ctx = runtime.context
     query = state["question"].render()
-    hits = ctx.index.search(query, ctx.config.top_k)
+    hits = ctx.config.retrieve(ctx.index, query)
     return {"contexts": hits, "hits": hits, "steps": [Step("retrieve", **_retrieval_facts(ctx, query, hits))]}
 
 
@@ -214,7 +214,7 @@ def retrieve_follow_up(state: SelfAskState, runtime: Runtime[StrategyContext]) -
     """
     ctx = runtime.context
     query = state["follow_up"]
-    hits = ctx.index.search(query, ctx.config.top_k)
+    hits = ctx.config.retrieve(ctx.index, query)
     contexts = hits
     if ctx.config.contexts == "accumulate":
         previous = state.get("contexts", [])

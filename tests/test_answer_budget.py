@@ -1,0 +1,149 @@
+"""The answer budget goes out as ``max_tokens``, the field servers honour (issue 25, item 1).
+
+LangChain's ``ChatOpenAI`` sends every budget as ``max_completion_tokens``, which
+llama-cpp-python's server (0.3.x) ignores: a budget of 8 generated hundreds of tokens. Our
+OpenAI model sends ``max_tokens`` except to OpenAI's reasoning models, which only take
+``max_completion_tokens`` (``agents.chat_models.budget_field``).
+
+The fast tests check the request bodies against the recording stub; the ones marked ``slow``
+run ``rag``, ``full_context``, ``memagent`` and ``longctx answer`` against a real
+``python -m llama_cpp.server`` on the embedded model and read the completion tokens it reports.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from langchain_openai import ChatOpenAI
+
+from agents import answer
+from agents.chat_models import budget_field, make_chat_model
+from experiments.cli import main
+from retrieval import Corpus
+from tests.recording_server import RecordingServer
+
+BUDGET = 8
+DOCS = {
+    "River": "The Long River is the longest river of the region. It runs for six thousand kilometres through "
+    "eleven provinces, past three old capitals and many harbours, and flows into the eastern sea.",
+    "Museum": "The city museum keeps its treasures in a vault under the main hall. The vault code is 7421; "
+    "only the director knows it, and it changes every spring after the annual inventory.",
+    "Orchestra": "The city orchestra rehearsed a new symphony for its spring season. All concerts in the old "
+    "theatre sold out within a week, and a second series was added in the summer.",
+}
+#: Asks for a long reply, so that a budget the server ignores shows in the completion tokens.
+QUESTION = "Describe in detail, at length and in several paragraphs, everything the documents say."
+STRATEGIES = {
+    "rag": {"top_k": 3},
+    "full_context": {},
+    "memagent": {"resume": False},  # one memory update over the tiny corpus, then the final call
+}
+
+
+def corpus() -> Corpus:
+    return Corpus.from_texts(list(DOCS.values()), titles=list(DOCS))
+
+
+@pytest.mark.parametrize(
+    "model,field",
+    [
+        ("smollm2", "max_tokens"),
+        ("gpt-4o-mini", "max_tokens"),
+        ("gpt-4.1", "max_tokens"),
+        ("Qwen/Qwen2.5-7B-Instruct", "max_tokens"),
+        ("llama3.1:8b", "max_tokens"),
+        ("", "max_tokens"),
+        (None, "max_tokens"),
+        ("o1", "max_completion_tokens"),
+        ("o1-mini", "max_completion_tokens"),
+        ("o3-mini", "max_completion_tokens"),
+        ("o4-mini", "max_completion_tokens"),
+        ("gpt-5", "max_completion_tokens"),
+        ("gpt-5-mini", "max_completion_tokens"),
+        ("GPT-5.1", "max_completion_tokens"),
+    ],
+)
+def test_budget_field(model, field):
+    assert budget_field(model) == field
+
+
+@pytest.mark.parametrize("strategy", list(STRATEGIES))
+def test_every_call_of_a_strategy_sends_max_tokens(strategy):
+    with RecordingServer(lambda request: "The vault code is 7421.") as server:
+        llm = make_chat_model("openai:smollm2", base_url=server.url, max_retries=0)
+        answer(corpus(), QUESTION, strategy=strategy, llm=llm, max_new_tokens=BUDGET, **STRATEGIES[strategy])
+    assert server.requests
+    assert all(r.get("max_tokens") == BUDGET and "max_completion_tokens" not in r for r in server.requests)
+
+
+def test_a_reasoning_model_gets_max_completion_tokens():
+    with RecordingServer() as server:
+        llm = make_chat_model("openai:o3-mini", base_url=server.url, max_retries=0)
+        answer(corpus(), QUESTION, strategy="rag", llm=llm, max_new_tokens=BUDGET, top_k=3)
+    assert [r.get("max_completion_tokens") for r in server.requests] == [BUDGET]
+    assert not any("max_tokens" in r for r in server.requests)
+
+
+def test_replies_cached_under_the_old_field_are_not_replayed(tmp_path):
+    """The cache key says which field carried the budget: a reply cached while it went out as
+    ``max_completion_tokens`` (which a server may have ignored) is not replayed for ``max_tokens``."""
+    from langchain_core.load import dumps
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langchain_core.outputs import ChatGeneration
+
+    from agents.llm_cache import SQLiteLLMCache
+
+    with RecordingServer(lambda request: "short") as server:
+        cache = SQLiteLLMCache(tmp_path / "llm.sqlite")
+        llm = make_chat_model("openai:smollm2", base_url=server.url, max_retries=0, temperature=0.0)
+        llm.cache = cache
+        messages = [HumanMessage(content=QUESTION)]
+        prompt = dumps(messages)  # how LangChain keys the messages
+        old_key = ChatOpenAI._get_llm_string(llm, max_tokens=BUDGET)  # the key before the budget field counted
+        cache.update(prompt, old_key, [ChatGeneration(message=AIMessage(content="an unbounded old reply"))])
+        assert cache.lookup(prompt, old_key) is not None
+        reply = llm.invoke(messages, max_tokens=BUDGET)
+        assert reply.content == "short" and len(server.requests) == 1  # asked the server, not the old entry
+        assert llm.invoke(messages, max_tokens=BUDGET).content == "short" and len(server.requests) == 1  # its own entry replays
+    reasoning = make_chat_model("openai:o3-mini", base_url="http://127.0.0.1:9/v1", max_retries=0)
+    assert reasoning._get_llm_string(max_tokens=BUDGET) == ChatOpenAI._get_llm_string(reasoning, max_tokens=BUDGET)  # its body is unchanged
+
+
+@pytest.fixture(scope="module")
+def served():
+    """``python -m llama_cpp.server`` on the embedded model (alias ``smollm2``), for the module."""
+    from tests.servers import llama_server
+
+    with llama_server() as url:
+        yield url
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+@pytest.mark.parametrize("strategy", list(STRATEGIES))
+def test_a_real_server_generates_at_most_the_budget(served, strategy):
+    llm = make_chat_model("openai:smollm2", base_url=served, max_retries=0)
+    result = answer(corpus(), QUESTION, strategy=strategy, llm=llm, max_new_tokens=BUDGET, **STRATEGIES[strategy])
+    usage = result.usage
+    assert usage.llm_calls >= 1 and not usage.estimated
+    assert 0 < usage.completion_tokens <= BUDGET * usage.llm_calls
+    if strategy != "memagent":
+        assert usage.llm_calls == 1
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+def test_longctx_answer_reports_at_most_the_budget(served, tmp_path, monkeypatch, capsys):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for title, text in DOCS.items():
+        (folder / f"{title}.txt").write_text(text, encoding="utf-8")
+    monkeypatch.setenv("OPENAI_BASE_URL", served)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    code = main(["answer", "--corpus", str(folder), "--question", QUESTION, "--llm", "openai:smollm2",
+                 "--option", f"max_new_tokens={BUDGET}"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    calls, completion = map(int, re.search(r"Usage: (\d+) LLM call\(s\), \d+ prompt \+ (\d+) completion tokens", out).groups())
+    assert calls == 1 and 0 < completion <= BUDGET
