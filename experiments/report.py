@@ -27,6 +27,7 @@ from experiments.html_report import write_html_report
 from experiments.prices import load_prices, parse_prices
 from experiments.runner import MANIFEST_FILE, latest_rows, read_rows, run_samples
 from experiments.synth import retrieval_recall
+from retrieval.redaction import redact_value
 
 #: Corpus-length buckets (tokens) for accuracy-vs-length; CorpusQA's tiers fall one per bucket.
 LENGTH_BUCKETS = ((0, 32_000, "<32K"), (32_000, 160_000, "32K-160K"), (160_000, 1_500_000, "160K-1.5M"),
@@ -70,12 +71,12 @@ def build_report(
     """
     out = Path(out)
     price_table = _price_table(prices)  # a bad file fails before any scoring
-    manifest = json.loads((out / MANIFEST_FILE).read_text())
+    manifest = redact_value(json.loads((out / MANIFEST_FILE).read_text()))  # a folder written before redaction too
     cfg = manifest["config"]
     benchmark = cfg["benchmark"]
     samples = list(samples) if samples is not None else run_samples(cfg)
     by_id = {s.sample_id: s for s in samples}
-    rows = [r for r in latest_rows(read_rows(out)).values() if r["sample_id"] in by_id]
+    rows = [r for r in latest_rows(redact_value(read_rows(out))).values() if r["sample_id"] in by_id]
     options = {"judge": judge} if judge is not None else {}
     per_strategy: dict[str, dict[str, Any]] = {}
     for name in cfg["strategies"]:

@@ -36,6 +36,7 @@ from experiments.benchmarks import BENCHMARKS, load_benchmark
 from graphs.config import redact_secrets
 from graphs.llm import tokenizer_manifest
 from retrieval.locks import LockHeld, describe_holder, exclusive_lock
+from retrieval.redaction import redact_value
 
 RESULTS_FILE = "results.jsonl"
 MANIFEST_FILE = "manifest.json"
@@ -203,9 +204,11 @@ def append_row(sink: Any, row: dict[str, Any], counts: dict[str, int]) -> None:
     """Append one result row durably (flushed and fsynced: a kill loses only what is in flight).
 
     A torn last line left by a killed writer is cut off first, so it cannot swallow this row.
+    Every string of the row is redacted first (:func:`retrieval.redaction.redact_value`): an
+    error may quote a provider's reply that echoes the request's credentials.
     """
     _repair_tail(sink)
-    sink.write(json.dumps(row, ensure_ascii=False) + "\n")
+    sink.write(json.dumps(redact_value(row), ensure_ascii=False) + "\n")
     sink.flush()
     os.fsync(sink.fileno())
     counts[row["status"]] += 1
@@ -369,5 +372,5 @@ def finish_manifest(out: Path, invocation: int, counts: dict[str, Any]) -> None:
 
 def _write_json(path: Path, data: dict) -> None:
     tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False))
+    tmp.write_text(json.dumps(redact_value(data), indent=2, ensure_ascii=False))
     tmp.replace(path)
