@@ -50,7 +50,7 @@ class EchoServer:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
                 headers = dict(self.headers.items())
                 outer.seen_headers.append({k.lower(): v for k, v in headers.items()})
-                embeddings = "/embeddings" in self.path
+                embeddings = "embeddings" in self.path  # a base URL with a query makes it /v1/?api_key=...embeddings
                 status = outer.embeddings_status if embeddings else outer.chat_status
                 if status != 200:
                     echo = f"bad request {self.requestline}; headers: {json.dumps(headers)}; Authorization: {headers.get('Authorization')}"
@@ -159,12 +159,16 @@ def test_an_embeddings_error_with_an_option_key_reaches_no_file_and_no_output(pl
 
 
 def test_credentials_in_the_base_url_of_a_successful_run_reach_no_file(planted, monkeypatch, capsys):
+    """Chat and embeddings both answer; the embedder's key and URL come from the options."""
     with EchoServer() as server:
         monkeypatch.setenv("OPENAI_BASE_URL", base_url(server.port))
+        options = json.dumps({"api_key": OPTION_KEY, "base_url": base_url(server.port, userinfo=False)})
         out = planted / "run"
-        assert run_cli(planted, out, "rag") == 0
+        assert run_cli(planted, out, "rag", "--option", "rag.retriever=openai", "--option", f"rag.retriever_options={options}") == 0
         assert main(["report", str(out), "--no-plots"]) == 0
     captured = capsys.readouterr()
+    assert any(OPTION_KEY in h.get("authorization", "") for h in server.seen_headers)  # the embedder sent its key
+    assert list((planted / "cache").rglob("meta.json"))  # the dense index was built, and is searched too
     assert (out / "report" / "report.html").exists()
     manifest = json.loads((out / "manifest.json").read_text())
     assert "127.0.0.1" in manifest["model"]  # the server is still named, without its credentials
