@@ -132,9 +132,12 @@ def _literal_pattern() -> re.Pattern | None:
 
 def redact(text: Any) -> Any:
     """``text`` with every known secret and credential shape replaced by ``***`` (non-strings unchanged)."""
+    return _redact(text, _literal_pattern())
+
+
+def _redact(text: Any, pattern: re.Pattern | None) -> Any:
     if not isinstance(text, str) or not text:
         return text
-    pattern = _literal_pattern()
     if pattern is not None:
         text = pattern.sub(REDACTED, text)
     for shape, replacement in _PATTERNS:
@@ -145,17 +148,21 @@ def redact(text: Any) -> Any:
 def redact_value(value: Any, *, by_name: bool = False) -> Any:
     """``value`` with :func:`redact` applied to every string (keys too) of nested mappings, lists and
     tuples; with ``by_name`` (configs), the value of every secret-named key is replaced by ``***`` too."""
+    return _walk(value, _literal_pattern(), by_name)
+
+
+def _walk(value: Any, pattern: re.Pattern | None, by_name: bool) -> Any:
     if isinstance(value, str):
-        return redact(value)
+        return _redact(value, pattern)
     if isinstance(value, Mapping):
         return {
-            redact(k): (REDACTED if by_name and isinstance(k, str) and SECRET_NAME.search(k) and v else redact_value(v, by_name=by_name))
+            _redact(k, pattern): (REDACTED if by_name and isinstance(k, str) and SECRET_NAME.search(k) and v else _walk(v, pattern, by_name))
             for k, v in value.items()
         }
     if isinstance(value, list):
-        return [redact_value(v, by_name=by_name) for v in value]
+        return [_walk(v, pattern, by_name) for v in value]
     if isinstance(value, tuple):
-        return tuple(redact_value(v, by_name=by_name) for v in value)
+        return tuple(_walk(v, pattern, by_name) for v in value)
     return value
 
 
