@@ -43,6 +43,7 @@ from pydantic import ConfigDict, PrivateAttr
 from agents.lean_transport import LeanTransport, retry_delay, should_retry
 from graphs.llm import model_id, set_tokenizer
 from retrieval.contract import Registry
+from retrieval.redaction import redact, register_secret, register_url
 from retrieval.tokenizers import TokenizerError
 
 DEFAULT_LLM = "embedded"
@@ -60,12 +61,14 @@ class ChatModelError(RuntimeError):
     """A chat model cannot be built (bad spec, missing key or file) or its server does not answer.
 
     For a server failure: ``url`` (the server), ``status`` (the last HTTP status, ``None``
-    if no response came) and ``retries`` (retries made before giving up), when known.
+    if no response came) and ``retries`` (retries made before giving up), when known. The
+    message and URL are redacted (:func:`retrieval.redaction.redact`): a provider's error
+    body may echo the request's credentials.
     """
 
     def __init__(self, message: str, *, url: str | None = None, status: int | None = None, retries: int | None = None):
-        super().__init__(message)
-        self.url = url
+        super().__init__(redact(message))
+        self.url = redact(url)
         self.status = status
         self.retries = retries
 
@@ -344,6 +347,8 @@ def _openai_chat_model(model: str, **options: Any) -> BaseChatModel:
                 "OpenAI-compatible server (vLLM, Ollama, llama.cpp) that needs no key."
             )
         api_key = "not-needed"  # local servers ignore the key but the SDK requires one
+    register_secret(api_key)  # redacted from every output from now on
+    register_url(base_url)
     options.setdefault("max_retries", max_retries_setting())
     options.setdefault("timeout", float(os.environ.get("LONGCTX_TIMEOUT", "600")))
     return _openai_class()(model=model, base_url=base_url, api_key=api_key, **options)

@@ -21,6 +21,7 @@ from retrieval import RETRIEVERS, CorpusError
 from retrieval.embedders import EMBEDDING_BACKENDS, EmbedderError
 from retrieval.locks import LockHeld
 from retrieval.ray_support import RayNotInstalledError, require_ray
+from retrieval.redaction import redacted_terminal
 
 
 def _add_retrieval_args(p: argparse.ArgumentParser) -> None:
@@ -383,7 +384,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``longctx`` console script."""
+    """Entry point of the ``longctx`` console script; nothing it prints carries a key (see :mod:`retrieval.redaction`)."""
+    with redacted_terminal():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     commands = {"answer": cmd_answer, "index": cmd_index, "run": cmd_run, "report": cmd_report, "synth": cmd_synth, "demo": cmd_demo,

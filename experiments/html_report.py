@@ -27,6 +27,7 @@ from agents.jsonsafe import dumps
 from experiments import comparison
 from experiments.plots import strategy_color
 from experiments.prices import DEFAULT_PRICES_DATE, Price, price_for, row_cost
+from retrieval.redaction import redact
 
 HTML_FILE = "report.html"
 #: Longest text shown for one value of a step (memories, transcripts); the rest is cut with a note.
@@ -223,7 +224,7 @@ def write_html_report(
         "</body></html>\n",
     ]
     path = folder / HTML_FILE
-    path.write_text("\n".join(parts), encoding="utf-8")
+    path.write_text(redact("\n".join(parts)), encoding="utf-8")
     return path
 
 

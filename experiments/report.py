@@ -33,6 +33,7 @@ from experiments.html_report import pick_winners, row_model, significance_text, 
 from experiments.prices import load_prices, parse_prices, row_cost
 from experiments.runner import RunFolderError, latest_rows, read_manifest, read_rows, run_samples
 from experiments.synth import retrieval_recall
+from retrieval.redaction import redact_value
 
 #: Corpus-length buckets (tokens) for accuracy-vs-length; CorpusQA's tiers fall one per bucket.
 LENGTH_BUCKETS = ((0, 32_000, "<32K"), (32_000, 160_000, "32K-160K"), (160_000, 1_500_000, "160K-1.5M"),
@@ -131,11 +132,11 @@ def score_run(out: str | Path, *, samples: Sequence[Any] | None = None, judge: A
     out = Path(out)
     if not out.is_dir():
         raise RunFolderError(f"{out} is not a folder: give a folder written by 'longctx run'")
-    manifest = read_manifest(out)
+    manifest = redact_value(read_manifest(out))  # a folder written before redaction too
     cfg = manifest["config"]
     samples = list(samples) if samples is not None else run_samples(cfg)
     by_id = {s.sample_id: s for s in samples}
-    rows = [r for r in latest_rows(read_rows(out)).values() if r["sample_id"] in by_id]
+    rows = [r for r in latest_rows(redact_value(read_rows(out))).values() if r["sample_id"] in by_id]
     options = {"judge": judge} if judge is not None else {}
     per_strategy: dict[str, dict[str, Any]] = {}
     for name in cfg["strategies"]:

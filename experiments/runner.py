@@ -36,12 +36,13 @@ from tqdm.auto import tqdm
 
 from agents import STRATEGIES, answer_many, make_chat_model
 from agents.chat_models import describe
-from agents.jsonsafe import MAX_CHARS, dumps
+from agents.jsonsafe import MAX_CHARS, dumps, json_safe
 from agents.llm_cache import SQLiteLLMCache
 from experiments.benchmarks import BENCHMARKS, load_benchmark
 from graphs.config import redact_secrets
 from graphs.llm import tokenizer_manifest
 from retrieval.locks import LockHeld, describe_holder, exclusive_lock
+from retrieval.redaction import redact_value
 
 log = logging.getLogger(__name__)
 
@@ -286,9 +287,12 @@ def is_retry(group: list[Any], strategy: str, retries: set) -> bool:
 def append_row(sink: Any, row: dict[str, Any], counts: dict[str, int]) -> None:
     """Append one result row durably (flushed and fsynced: a kill loses only what is in flight).
 
-    The row goes through :func:`row_line` (JSON-safe, bounded; a row that cannot be
-    written becomes a failed row saying why). A torn last line left by a killed writer is
-    cut off first, so it cannot swallow this row.
+    The row is made plain JSON data, then every string of it is redacted
+    (:func:`retrieval.redaction.redact_value`: an error may quote a provider's reply that
+    echoes the request's credentials, and bytes may hold them too), then written by
+    :func:`row_line` (JSON-safe, bounded; a row that cannot be written becomes a failed row
+    saying why). A torn last line left by a killed writer is cut off first, so it cannot
+    swallow this row.
     """
     line, status = row_line(row)
     _repair_tail(sink)
@@ -304,14 +308,14 @@ def row_line(row: dict[str, Any]) -> tuple[str, str]:
     cannot be serialized, is written as a failed row naming why (its rerun retries it)."""
     try:
         problem = _unkeepable_answer(row)
-        if problem is None:
-            return dumps(row) + "\n", row["status"]
+        if problem is None:  # plain data first, so bytes that hold a key are redacted too
+            return dumps(redact_value(json_safe(row, max_chars=None, max_total=None))) + "\n", row["status"]
     except Exception as exc:  # noqa: BLE001 - whatever it is, the row is recorded as failed, never the run lost
-        problem = f"{type(exc).__name__}: {exc}"
+        problem = redact_value(f"{type(exc).__name__}: {exc}")
     keep = {k: row.get(k) for k in ("sample_id", "benchmark", "dataset", "strategy", "corpus_tokens", "metadata", "seconds")}
     failed = {**keep, "status": "failed", "error": f"ResultNotWritable: {problem}"}
     log.warning("%s / %s: the result cannot be written (%s); recorded as failed", row.get("sample_id"), row.get("strategy"), problem)
-    return dumps(failed) + "\n", "failed"
+    return dumps(redact_value(json_safe(failed))) + "\n", "failed"
 
 
 def _unkeepable_answer(row: dict[str, Any]) -> str | None:
@@ -540,5 +544,5 @@ def _manifest_from_rows(out: Path, aside: Path) -> dict[str, Any]:
 
 def _write_json(path: Path, data: dict) -> None:
     tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False))
+    tmp.write_text(json.dumps(redact_value(data), indent=2, ensure_ascii=False))
     tmp.replace(path)

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 import types
 import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args, get_origin
+
+from retrieval.redaction import redact_value, register_options
 
 
 class ConfigError(ValueError):
@@ -45,6 +46,7 @@ class StrategyConfig:
     def __post_init__(self) -> None:
         validate(self)
         self.check()
+        register_options({f.name: getattr(self, f.name) for f in dataclasses.fields(self)})  # keys in options never reach an output
 
     def check(self) -> None:
         """Cross-field rules of a strategy (override; raise :class:`ConfigError`)."""
@@ -104,15 +106,7 @@ def _describe(hint: Any) -> str:
     return {bool: "a boolean", int: "an integer", float: "a number", str: "a string"}.get(hint, getattr(hint, "__name__", str(hint)))
 
 
-#: Option names whose values are secrets (API keys, tokens, passwords); never written out.
-SECRET_NAME = re.compile(r"(api[_-]?key|secret|password|passwd|authorization|bearer|access[_-]?token|auth[_-]?token|(^|_)key$)", re.I)
-REDACTED = "***"
-
-
 def redact_secrets(value: Any) -> Any:
-    """``value`` with every secret-named entry of every nested mapping replaced by ``***``."""
-    if isinstance(value, Mapping):
-        return {k: (REDACTED if isinstance(k, str) and SECRET_NAME.search(k) and v else redact_secrets(v)) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(redact_secrets(v) for v in value)
-    return value
+    """``value`` with every secret-named entry of every nested mapping replaced by ``***``, and
+    every string through :func:`retrieval.redaction.redact` (known keys, URL credentials)."""
+    return redact_value(value, by_name=True)

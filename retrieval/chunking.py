@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -10,7 +11,7 @@ from typing import Literal
 from tqdm.auto import tqdm
 
 from retrieval.contract import Corpus, Document
-from retrieval.tokens import count_tokens_batch, get_encoding
+from retrieval.tokens import SEGMENT_CHARS, count_tokens_batch, encode_segments, get_encoding
 
 #: LongBench v1 ``retrieval/splitter.py`` sentence delimiters (kept with their sentence).
 SENTENCE_SPLIT = re.compile(r"([。？！；\n.!?;]\s*)")
@@ -79,12 +80,8 @@ def chunk_corpus(corpus: Corpus, config: ChunkingConfig | None = None, *, show_p
         if config.unit == "tokens":
             spans = list(split_tokens(doc.text, config.size, config.overlap))
         else:
-            spans = [(text, -1) for text in split_words(doc.text, config.size, config.overlap)]
-        missing = [i for i, (_, n) in enumerate(spans) if n < 0]
-        if missing:
-            counts = count_tokens_batch([spans[i][0] for i in missing])
-            for i, n in zip(missing, counts):
-                spans[i] = (spans[i][0], n)
+            texts = list(split_words(doc.text, config.size, config.overlap))
+            spans = list(zip(texts, count_tokens_batch(texts)))
         base = len(chunks)
         chunks.extend(_make_chunk(base + pos, doc_index, doc, pos, text, n) for pos, (text, n) in enumerate(spans))
         bar.update()
@@ -96,35 +93,51 @@ def _make_chunk(chunk_id: int, doc_index: int, doc: Document, position: int, tex
     return Chunk(chunk_id, doc_index, doc.doc_id, doc.title, position, text, num_tokens)
 
 
-def split_tokens(text: str, size: int, overlap: int = 0) -> Iterator[tuple[str, int]]:
+#: Tokens read past a window's end: a UTF-8 character (at most 4 bytes) cut there ends within them.
+_LOOKAHEAD = 3
+
+
+def split_tokens(text: str, size: int, overlap: int = 0, *, segment_chars: int = SEGMENT_CHARS) -> Iterator[tuple[str, int]]:
     """Windows of ``size`` tokens (stride ``size - overlap``) as ``(text, n_tokens)``.
 
     Window edges are moved forward to the next UTF-8 character start, so a character
     split across tokens (common in CJK) is never cut in half and every chunk is an
-    exact substring of ``text``.
+    exact substring of ``text``. The text is encoded ``segment_chars`` at a time
+    (:func:`retrieval.tokens.encode_segments`) and only the ids of the current window are
+    kept, so a huge single-line file never has all its token ids in memory at once.
     """
     if not text.strip():
         return
     enc = get_encoding()
-    ids = enc.encode_ordinary(text)
     stride = size - overlap
-    starts = list(range(0, max(len(ids) - overlap, 1), stride))
-    bounds = sorted({0, len(ids), *starts, *(min(s + size, len(ids)) for s in starts)})
-    offset, byte_at = 0, {0: 0}
-    for a, b in zip(bounds, bounds[1:]):
-        offset += len(enc.decode_bytes(ids[a:b]))
-        byte_at[b] = offset
-    raw = text.encode("utf-8", errors="surrogatepass")
-    for s in starts:
-        e = min(s + size, len(ids))
-        lo, hi = _char_start(raw, byte_at[s]), _char_start(raw, byte_at[e])
-        piece = raw[lo:hi].decode("utf-8", errors="surrogatepass")
+    segments = encode_segments(text, segment_chars)
+    buf: list[int] = []  # token ids from index ``first`` on
+    first, start, exhausted = 0, 0, False
+    while True:
+        while not exhausted and first + len(buf) < start + size + _LOOKAHEAD:
+            ids = next(segments, None)
+            if ids is None:
+                exhausted = True
+            else:
+                buf.extend(ids)
+        known = first + len(buf)  # the text's token count once ``exhausted``
+        if start > 0 and exhausted and start >= known - overlap:
+            return  # windows start at 0, stride, ... below max(n - overlap, 1)
+        end = min(start + size, known)
+        window = enc.decode_bytes(buf[start - first : end - first])
+        after = enc.decode_bytes(buf[end - first : end - first + _LOOKAHEAD])
+        raw = window + after[: _continuation(after, 0)]  # the rest of a character cut at the end
+        piece = raw[_continuation(raw, 0) :].decode("utf-8", errors="surrogatepass")  # minus one cut at the start
         if piece.strip():
-            yield piece, e - s
+            yield piece, end - start
+        start += stride
+        if start - first > len(buf) // 2:  # drop what no later window reads (amortized)
+            del buf[: start - first]
+            first = start
 
 
-def _char_start(raw: bytes, pos: int) -> int:
-    """Smallest offset >= pos that starts a UTF-8 character."""
+def _continuation(raw: bytes, pos: int) -> int:
+    """Smallest offset >= pos that starts a UTF-8 character (skips continuation bytes)."""
     while pos < len(raw) and (raw[pos] & 0xC0) == 0x80:
         pos += 1
     return pos
@@ -137,9 +150,18 @@ def word_len(text: str) -> int:
 
 def split_sentences(text: str) -> list[str]:
     """Sentences with their trailing delimiter, as LongBench v1's splitter cuts them."""
-    parts = SENTENCE_SPLIT.split(text)
-    sentences = ["".join(parts[i : i + 2]) for i in range(0, len(parts), 2)]
-    return [s for s in sentences if s]
+    return list(iter_sentences(text))
+
+
+def iter_sentences(text: str) -> Iterator[str]:
+    """:func:`split_sentences` one at a time (a huge text is not split into a list at once)."""
+    pos = 0
+    for m in SENTENCE_SPLIT.finditer(text):
+        if m.end() > pos:
+            yield text[pos : m.end()]
+        pos = m.end()
+    if pos < len(text):
+        yield text[pos:]
 
 
 def split_words(text: str, size: int, overlap: int = 0) -> Iterator[str]:
@@ -167,13 +189,18 @@ def split_words(text: str, size: int, overlap: int = 0) -> Iterator[str]:
 
 
 def _bounded_sentences(text: str, size: int) -> Iterator[str]:
-    for sentence in split_sentences(text):
-        starts = [m.start() for m in WORD.finditer(sentence)]
-        if len(starts) <= size:
+    """Sentences, a longer-than-``size`` one cut before every ``size``-th word (found lazily:
+    a single-line file of one "sentence" never has all its word offsets in a list)."""
+    for sentence in iter_sentences(text):
+        if sum(1 for _ in itertools.islice(WORD.finditer(sentence), size + 1)) <= size:
             yield sentence
             continue
-        cuts = [0, *starts[size::size], len(sentence)]
-        yield from (sentence[a:b] for a, b in zip(cuts, cuts[1:]))
+        a = 0
+        for i, m in enumerate(WORD.finditer(sentence)):
+            if i and i % size == 0:
+                yield sentence[a : m.start()]
+                a = m.start()
+        yield sentence[a:]
 
 
 def _tail(items: list[tuple[str, int]], overlap: int, room: int) -> tuple[list[tuple[str, int]], int]:

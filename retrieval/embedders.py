@@ -19,6 +19,7 @@ import numpy as np
 
 from retrieval.contract import Registry
 from retrieval.paths import default_cache_dir
+from retrieval.redaction import redact, register_secret, register_url
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +34,11 @@ EMBEDDERS: Registry[type] = Registry("embedder", group="longctx.embedders")
 
 
 class EmbedderError(RuntimeError):
-    """An embedding model cannot be loaded or an embedding endpoint does not answer."""
+    """An embedding model cannot be loaded or an embedding endpoint does not answer (message redacted:
+    a server's error body may echo the request's credentials)."""
+
+    def __init__(self, message: str):
+        super().__init__(redact(message))
 
 
 class Embedder(Protocol):
@@ -414,6 +419,8 @@ class OpenAIEmbedder:
         if not key and "api.openai.com" in self.base_url:
             raise EmbedderError("OpenAI embeddings need OPENAI_API_KEY (or OPENAI_BASE_URL for a local server).")
         self.batch_size = batch_size
+        register_secret(key)  # redacted from every output from now on
+        register_url(self.base_url)
         self.client = openai.OpenAI(base_url=self.base_url, api_key=key or "unused", max_retries=max_retries, timeout=timeout)
 
     def unloaded(self) -> OpenAIEmbedder:
@@ -430,6 +437,8 @@ class OpenAIEmbedder:
                 resp = self.client.embeddings.create(model=self.model_id, input=list(texts[i : i + self.batch_size]))
             except openai.APIConnectionError as exc:
                 raise EmbedderError(f"The embeddings server at {self.base_url} does not answer: {exc}") from exc
+            except openai.APIStatusError as exc:
+                raise EmbedderError(f"The embeddings server at {self.base_url} failed with HTTP {exc.status_code}: {exc.message}") from exc
             rows.extend(_pooled(d.embedding) for d in sorted(resp.data, key=lambda d: d.index))
         vecs = np.asarray(rows, dtype=np.float32)
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)

@@ -11,6 +11,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from retrieval.contract import CorpusError, Document
+from retrieval.paths import OutsideRoot, resolve_inside
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +33,7 @@ def read_path(path: Path, *, show_progress: bool = False) -> list[Document]:
             raise CorpusError(f"Unsupported file type {path.suffix!r} for {path}; supported: {sorted(SUPPORTED_SUFFIXES)}")
         files, root = [path], path.parent
     else:
-        all_files = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
+        all_files = [p for p in sorted(path.rglob("*")) if p.is_file() and not p.name.startswith(".") and _stays_inside(path, p)]
         files = [p for p in all_files if p.suffix.lower() in SUPPORTED_SUFFIXES]
         skipped = len(all_files) - len(files)
         if skipped:
@@ -44,6 +45,17 @@ def read_path(path: Path, *, show_progress: bool = False) -> list[Document]:
     for file in tqdm(files, desc="Reading files", unit="file", disable=not show_progress):
         docs.extend(read_file(file, doc_id=str(file.relative_to(root))))
     return docs
+
+
+def _stays_inside(root: Path, file: Path) -> bool:
+    """Whether ``file`` (under ``root``) resolves inside ``root``; a symlink leading out is skipped
+    with a warning naming it, so a corpus folder never sends text from elsewhere to the model."""
+    try:
+        resolve_inside(root, file.relative_to(root))
+    except OutsideRoot as exc:
+        log.warning("Skipped %s: it is a link to %s, outside the corpus folder %s", file, exc.target, exc.root)
+        return False
+    return True
 
 
 def read_file(file: Path, doc_id: str) -> Iterator[Document]:

@@ -42,6 +42,21 @@ SERVER_DIALECTS = ("llama-cpp-python", "vllm", "llama.cpp")
 #: A probe cut where :func:`split_pieces` cuts: its pieces' tokens must concatenate to the whole's.
 _PROBE_PIECES = ("Tokenizers agree on words.", " 分词器在句子边界切分文本。", "Numbers 12345 and  two  spaces.\n\nNew", " paragraph 第二段。")
 _PROBE_TEXT = "".join(_PROBE_PIECES)
+#: Seconds a probe request waits when ``$LONGCTX_TIMEOUT`` is not set (a probe must not hold a run up).
+PROBE_TIMEOUT = 10.0
+#: Seconds a tokenize request of a chosen server tokenizer waits when ``$LONGCTX_TIMEOUT`` is not set.
+TOKENIZE_TIMEOUT = 60.0
+
+
+def request_timeout(default: float) -> float:
+    """``$LONGCTX_TIMEOUT`` (seconds per request, as for chat calls) when set, else ``default``."""
+    value = os.environ.get("LONGCTX_TIMEOUT")
+    return float(value) if value else default
+
+
+def request_retries() -> int:
+    """``$LONGCTX_MAX_RETRIES`` (default 3): retries of a tokenize request that timed out, as for chat calls."""
+    return int(os.environ.get("LONGCTX_MAX_RETRIES", "3"))
 
 
 class TokenizerError(ValueError):
@@ -362,6 +377,8 @@ class ServerTokenizer:
         dialect: One of :data:`SERVER_DIALECTS`.
         max_chars: Characters per request piece (None: whole text in one request).
         workers: Requests in flight at once.
+        timeout: Seconds each request waits.
+        retries: Retries of a request that timed out before its ``httpx.TimeoutException`` is raised.
     """
 
     root: str
@@ -369,7 +386,8 @@ class ServerTokenizer:
     dialect: str
     max_chars: int | None = 16_000
     workers: int = 8
-    timeout: float = 60.0
+    timeout: float = TOKENIZE_TIMEOUT
+    retries: int = 0
     headers: dict[str, str] = field(default_factory=dict)
     prefix: list[int] = field(default_factory=list)
     _client: Any = None
@@ -382,8 +400,25 @@ class ServerTokenizer:
         )
         self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="tokenize")
 
+    def set_timing(self, timeout: float, retries: int) -> None:
+        """Wait ``timeout`` seconds per request, retrying a timed-out one ``retries`` times."""
+        import httpx
+
+        self.timeout, self.retries = timeout, retries
+        self._client.timeout = httpx.Timeout(timeout)
+
     def _post(self, path: str, body: dict) -> dict:
-        resp = self._client.post(self.root + path, json=body)
+        import httpx
+
+        attempt = 0
+        while True:
+            try:
+                resp = self._client.post(self.root + path, json=body)
+                break
+            except httpx.TimeoutException:
+                if attempt >= self.retries:
+                    raise
+                attempt += 1
         if resp.status_code != 200:
             raise TokenizerError(f"{self.root}{path} answered HTTP {resp.status_code}: {resp.text[:200]}")
         data = resp.json()
@@ -441,7 +476,8 @@ class ServerTokenizer:
 
 
 def probe_server(
-    base_url: str, model: str, *, dialects: Sequence[str] = SERVER_DIALECTS, api_key: str | None = None, timeout: float = 10.0
+    base_url: str, model: str, *, dialects: Sequence[str] = SERVER_DIALECTS, api_key: str | None = None,
+    timeout: float | None = None, retries: int | None = None,
 ) -> ServerTokenizer | None:
     """The first dialect whose tokenize and detokenize routes answer on ``base_url``, else None.
 
@@ -449,15 +485,24 @@ def probe_server(
     pieces cut by :func:`split_pieces` concatenate to the whole text's tokens; where they
     do not, the server gets the whole text in one request.
 
+    Each request waits ``timeout`` seconds (default ``$LONGCTX_TIMEOUT``, else
+    :data:`PROBE_TIMEOUT`) and a timed-out one is retried ``retries`` times (default
+    ``$LONGCTX_MAX_RETRIES``); a server that still does not answer is hanging, so the other
+    dialects are not tried: a probe of a hung server fails after about
+    ``timeout * (retries + 1)`` seconds.
+
     Raises:
         httpx.ConnectError: The server does not answer at all (the caller decides).
+        httpx.TimeoutException: The server accepts connections but does not answer in time.
     """
     import httpx
 
+    timeout = request_timeout(PROBE_TIMEOUT) if timeout is None else timeout
+    retries = request_retries() if retries is None else retries
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     root = server_root(base_url)
     for name in dialects:
-        tok = ServerTokenizer(root=root, model=model, dialect=name, timeout=timeout, headers=headers)
+        tok = ServerTokenizer(root=root, model=model, dialect=name, timeout=timeout, retries=retries, headers=headers)
         try:
             tok.prefix = tok._encode_one("")
             ids = tok._encode_one(_PROBE_TEXT)
@@ -465,12 +510,12 @@ def probe_server(
                 raise TokenizerError("detokenize does not invert tokenize")
         except (TokenizerError, httpx.TransportError, ValueError) as exc:
             tok.close()
-            if isinstance(exc, httpx.ConnectError):
+            if isinstance(exc, (httpx.ConnectError, httpx.TimeoutException)):
                 raise
             continue
         if sum((tok._encode_one(p) for p in _PROBE_PIECES), []) != ids:
             tok.max_chars = None
-        tok.timeout = max(timeout, 60.0)
+        tok.set_timing(request_timeout(max(timeout, TOKENIZE_TIMEOUT)), request_retries())
         return tok
     return None
 

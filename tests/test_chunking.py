@@ -85,3 +85,45 @@ def test_word_overlap_carries_trailing_sentences():
 def test_invalid_chunking_config(bad):
     with pytest.raises(ValueError):
         ChunkingConfig(**bad)
+
+
+#: Pieces that stress tokenization at a cut: CJK, emoji, accents and combining marks, digits,
+#: contractions, runs of spaces and newlines, punctuation.
+_PIECES = ["the", "a", "ünïcode", "Straße", "长上下文", "推理", "😀", "🇫🇷", "123", "4567890", "x²", "don't", "we'll",
+           "  ", " ", "\n", "\n\n", "\t", ".", "!?", "—", "'s", "Ⅻ", "мир", "e\u0301", "_x", "$%^", "http://x.y/z?q=1", "。", "；"]
+
+
+def _random_text(rng, n):
+    return "".join(rng.choice(_PIECES) + rng.choice(["", " ", " ", "  "]) for _ in range(n))
+
+
+def test_a_text_encoded_a_segment_at_a_time_has_the_same_tokens_and_chunks():
+    """Streaming a long text (tiny segments here) changes no token and no chunk: the result is the
+    whole text's, for 300 random texts of mixed scripts, sizes and overlaps."""
+    import random
+
+    from retrieval.tokens import encode, encode_segments, text_segments
+
+    rng = random.Random(0)
+    for _ in range(300):
+        text = _random_text(rng, rng.randint(1, 300))
+        segment = rng.randint(1, 60)
+        assert "".join(text_segments(text, segment)) == text
+        assert [i for ids in encode_segments(text, segment) for i in ids] == encode(text)
+        size = rng.randint(1, 40)
+        overlap = rng.randint(0, size - 1)
+        whole = list(split_tokens(text, size, overlap, segment_chars=10**9))
+        assert list(split_tokens(text, size, overlap, segment_chars=segment)) == whole
+        if whole:
+            assert whole[0][0] in text
+
+
+def test_count_tokens_of_long_and_batched_texts_matches_one_encode(monkeypatch):
+    import retrieval.tokens as tokens
+
+    monkeypatch.setattr(tokens, "SEGMENT_CHARS", 50)
+    monkeypatch.setattr(tokens, "_BATCH_CHARS", 120)
+    texts = ["word " * 100, "", "short text", "长上下文推理 " * 30, "a b c"] * 3
+    expected = [len(tokens.encode(t)) for t in texts]
+    assert tokens.count_tokens_batch(texts) == expected
+    assert [tokens.count_tokens(t) for t in texts] == expected

@@ -1,4 +1,5 @@
-"""Data files never make a loader read outside its data root (crafted Loong fixtures)."""
+"""Data files never make a loader read outside its data root (crafted Loong fixtures), and corpus
+folders never follow a symlink out of themselves."""
 
 import json
 import shutil
@@ -8,6 +9,7 @@ import pytest
 
 from experiments.benchmarks import load_benchmark
 from experiments.benchmarks.base import BenchmarkDataError, resolve_inside
+from retrieval import Corpus
 
 FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks" / "loong"
 
@@ -53,3 +55,41 @@ def test_resolve_inside_rejects_symlink_escapes(tmp_path):
     assert resolve_inside(tmp_path / "root", "a/../b.txt", what="T") == (tmp_path / "root" / "b.txt").resolve()
     with pytest.raises(BenchmarkDataError, match="link.txt"):
         resolve_inside(tmp_path / "root", "link.txt", what="T")
+
+
+def _folder_with_escapes(tmp_path):
+    """A corpus folder holding one real file, a link to a file outside, a link to a folder outside
+    and a link to its own file; the outside text must never be read."""
+    outside = tmp_path / "outside"
+    (outside / "dir").mkdir(parents=True)
+    (outside / "secret.txt").write_text("OUTSIDE-SECRET-TEXT")
+    (outside / "dir" / "more.txt").write_text("OUTSIDE-DIR-TEXT")
+    root = tmp_path / "corpus"
+    root.mkdir()
+    (root / "real.txt").write_text("inside text")
+    (root / "leak.txt").symlink_to(outside / "secret.txt")
+    (root / "leakdir").symlink_to(outside / "dir", target_is_directory=True)
+    (root / "alias.txt").symlink_to(root / "real.txt")
+    return root
+
+
+def test_a_corpus_folder_skips_links_leading_outside_it_with_a_warning(tmp_path, caplog):
+    root = _folder_with_escapes(tmp_path)
+    with caplog.at_level("WARNING", logger="retrieval.readers"):
+        corpus = Corpus.from_path(root)
+    assert sorted(d.doc_id for d in corpus) == ["alias.txt", "real.txt"]  # a link inside the folder is kept
+    assert not any("OUTSIDE" in d.text for d in corpus)
+    assert "leak.txt" in caplog.text and "outside the corpus folder" in caplog.text
+
+
+def test_the_synth_benchmark_docs_folder_stays_inside_too(tmp_path):
+    from experiments.synth.samples import DOCS_DIR, QUESTIONS_FILE, load_samples
+
+    data = tmp_path / "synth"
+    data.mkdir()
+    docs = _folder_with_escapes(tmp_path)
+    docs.rename(data / DOCS_DIR)
+    record = {"id": "q1", "question": "?", "answer": "1", "answer_type": "number", "difficulty": "easy", "domain": "finance", "evidence_doc_ids": []}
+    (data / QUESTIONS_FILE).write_text(json.dumps(record) + "\n")
+    (sample,) = load_samples(data)
+    assert not any("OUTSIDE" in d.text for d in sample.corpus)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -199,6 +200,54 @@ def test_an_unreachable_server_falls_back_without_remembering_it():
     llm = make_chat_model("openai:m", base_url="http://127.0.0.1:9/v1")
     first = tokenizer_for(llm)
     assert first.id == FALLBACK_ID and first.provisional and "did not answer" in first.note
+
+
+class HangingServer:
+    """Accepts each request, reads it, and never answers (until the client gives up); counts them."""
+
+    def __init__(self):
+        self.requests = 0
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                return
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                outer.requests += 1
+                self.rfile.read(1)  # blocks until the client closes the connection
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def close(self):
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def test_a_hanging_server_fails_the_probe_within_longctx_timeout_and_its_retries(monkeypatch):
+    """LONGCTX_TIMEOUT=1 with 1 retry: two requests of 1 s, then the fallback (the fixed 10 s per
+    dialect made it three requests and 30 s)."""
+    monkeypatch.setenv("LONGCTX_TIMEOUT", "1")
+    monkeypatch.setenv("LONGCTX_MAX_RETRIES", "1")
+    server = HangingServer()
+    try:
+        started = time.monotonic()
+        tok = select_tokenizer("auto", ModelFacts(model_id="m @ x", model_name="m", base_url=server.url))
+        elapsed = time.monotonic() - started
+    finally:
+        server.close()
+    assert tok.id == FALLBACK_ID and tok.provisional and "did not answer" in tok.note
+    assert server.requests == 2  # the first request and its one retry; no other dialect is tried on a hung server
+    assert elapsed < 20  # about 2 s; a generous bound far below the 30 s of a fixed 10 s per dialect
 
 
 def test_explicit_choices_override_the_order(char_tokenizer_dir):

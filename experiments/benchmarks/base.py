@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from retrieval import Corpus
+from retrieval import Corpus, paths
 from retrieval.contract import Protocol, Question, Registry
 
 #: Where benchmark files live unless a path is given: ``$LONGCTX_DATA_DIR`` or this default.
@@ -131,15 +131,17 @@ def data_root(benchmark_dir: str, path: str | os.PathLike | None = None) -> Path
 def resolve_inside(root: str | os.PathLike, relative: str | os.PathLike, *, what: str) -> Path:
     """``root / relative`` resolved (symlinks followed), or :class:`BenchmarkDataError` if it leaves ``root``.
 
-    Every path a loader takes from a data file goes through here: an absolute path, a
+    Every path a loader takes from a data file goes through here (the rule of
+    :func:`retrieval.paths.resolve_inside`, shared with corpus folders): an absolute path, a
     ``..`` climb or a symlink out of the data root is rejected with the offending path
     named, so a crafted data file cannot read e.g. ``/etc/hostname`` into a corpus.
     """
-    base = Path(root).expanduser().resolve()
-    target = (base / relative).resolve()  # an absolute ``relative`` replaces base: caught below
-    if target != base and base not in target.parents:
-        raise BenchmarkDataError(f"{what}: path {str(relative)!r} from the data file resolves to {target}, outside the data root {base}.")
-    return target
+    try:
+        return paths.resolve_inside(root, relative)
+    except paths.OutsideRoot as exc:
+        raise BenchmarkDataError(
+            f"{what}: path {str(relative)!r} from the data file resolves to {exc.target}, outside the data root {exc.root}."
+        ) from None
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
