@@ -195,12 +195,18 @@ def effective_config(spec: Strategy, cfg: Any, llm: BaseChatModel, preset: str |
     }
 
 
+def model_name(llm: Any) -> str:
+    """The model's name without its server address (which may carry credentials): for tags and
+    trace metadata, which LangGraph also stores in checkpoints."""
+    return model_id(llm).split(" @ ")[0]
+
+
 def trace_tags(strategy: str, question: Question | None, llm: Any = None) -> list[str]:
     """LangSmith tags of a root run: the strategy, the model, and the benchmark, sample and run
     (``run_id`` in the question's metadata, set by the experiment runner) when known."""
     tags = [f"strategy:{strategy}"]
     if llm is not None:
-        tags.append(f"model:{model_id(llm).split(' @ ')[0]}")  # the model name, not its server address
+        tags.append(f"model:{model_name(llm)}")
     for key, prefix in (("benchmark", "benchmark"), ("sample_id", "sample"), ("run_id", "run")):
         if question is not None and question.metadata.get(key) is not None:
             tags.append(f"{prefix}:{question.metadata[key]}")
@@ -245,7 +251,7 @@ def _single_run_config(spec: Strategy, context: StrategyContext, question: Quest
         "callbacks": with_handler(callbacks, tracker),
         "run_name": f"longctx.{spec.name}",
         "tags": trace_tags(spec.name, question, context.llm),
-        "metadata": {"strategy": spec.name, "model": model_id(context.llm), "corpus": context.corpus.fingerprint[:16], **dict(question.metadata)},
+        "metadata": {"strategy": spec.name, "model": model_name(context.llm), "corpus": context.corpus.fingerprint[:16], **dict(question.metadata)},
     }
     return tracker, run_config
 
@@ -302,7 +308,7 @@ def _run_batch(
             callbacks=with_handler(callbacks, tracker),
             run_name=f"longctx.{spec.name}",
             tags=tags,
-            metadata={"strategy": spec.name, "model": model_id(llm), "corpus": corpus.fingerprint[:16], "questions": len(questions),
+            metadata={"strategy": spec.name, "model": model_name(llm), "corpus": corpus.fingerprint[:16], "questions": len(questions),
                       **({"run_id": questions[0].metadata["run_id"]} if questions[0].metadata.get("run_id") else {})},
             on_start=progress.start,
             on_advance=on_advance,

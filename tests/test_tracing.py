@@ -111,7 +111,8 @@ def test_one_trace_per_answer_with_nodes_llm_usage_and_tags(langsmith, monkeypat
     assert len(roots) == 1
     root = roots[0]
     assert root["name"] == "longctx.rag"
-    assert {"strategy:rag", "benchmark:synth", "sample:q-7"} <= set(root["tags"])
+    assert {"strategy:rag", "model:stub", "benchmark:synth", "sample:q-7"} <= set(root["tags"])
+    assert root["extra"]["metadata"]["model"] == "stub"  # the name only: a server address may carry credentials
     children = {r["name"]: r for r in runs.values() if r.get("trace_id") == root["id"] and r is not root}
     assert {"retrieve", "build_prompt", "generate"} <= set(children)
     llm_runs = [r for r in runs.values() if r.get("run_type") == "llm" and r.get("trace_id") == root["id"]]
