@@ -11,14 +11,18 @@ version). Layout under ``<cache>/indexes/``:
 * ``<key>.build-<pid>-<id>/``: the holder's private output folder, renamed to ``<key>/``
   when complete, so nothing ever sees half an index.
 
-Every load is validated (files present and readable, chunk count as in the meta, one
-vector per chunk); a damaged index is named in a warning, moved aside and rebuilt. Nothing is pickled: chunks are
-JSON lines, vectors FAISS's format, BM25 matrices ``.npy`` loaded with pickles off.
+``meta.json`` records the size and XXH3-128 digest of every other file, computed while
+the file is written (:mod:`retrieval.checksums`). Every load is validated (files present,
+of their recorded size and digest, readable, chunk count as in the meta, one vector per
+chunk); a damaged index, truncated or corrupted in place, is named in a warning, moved
+aside and rebuilt. Nothing is pickled: chunks are JSON lines, vectors FAISS's format,
+BM25 matrices ``.npy`` loaded with pickles off.
 """
 
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import logging
 import os
@@ -33,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from retrieval.base import Hit, Retriever
+from retrieval.checksums import Checksums, check, digest_bytes, verify_folder
 from retrieval.chunking import Chunk, ChunkingConfig, chunk_corpus
 from retrieval.contract import Corpus
 from retrieval.dense import shard_path, write_shard
@@ -44,6 +49,7 @@ log = logging.getLogger(__name__)
 
 #: Bump when chunking, tokenization or the on-disk layout changes: old indexes are then rebuilt.
 INDEX_FORMAT_VERSION = 1
+CHUNKS_FILE = "chunks.jsonl"
 _MEMORY_CACHE: OrderedDict[str, Index] = OrderedDict()
 _MEMORY_CACHE_SIZE = 4
 
@@ -226,9 +232,13 @@ def _build(corpus, chunking, retriever, key, folder: Path | None, show_progress:
     tmp.mkdir()
     try:
         retriever.build(chunks, work_dir=partial, show_progress=show_progress)
-        retriever.save(tmp)
-        with open(tmp / "chunks.jsonl", "w", encoding="utf-8") as f:
+        checksums = Checksums(tmp)
+        _save_retriever(retriever, tmp, checksums)
+        with checksums.open(tmp / CHUNKS_FILE, text=True) as f:
             f.writelines(json.dumps(asdict(c), ensure_ascii=False) + "\n" for c in chunks)
+        hashed_after = checksums.add_unrecorded()  # files a library wrote itself (bm25s), hashed from the page cache
+        if hashed_after:
+            log.debug("Hashed after writing (written by %s itself): %s", retriever.name, ", ".join(hashed_after))
         meta = {
             "format": INDEX_FORMAT_VERSION,
             "key": key,
@@ -239,6 +249,7 @@ def _build(corpus, chunking, retriever, key, folder: Path | None, show_progress:
             "retriever": retriever.cache_params(),
             "build_seconds": round(time.perf_counter() - started, 3),
             "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "files": checksums.as_dict(),
         }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2))  # written last: its presence means complete
         _fsync_tree(tmp)
@@ -249,6 +260,16 @@ def _build(corpus, chunking, retriever, key, folder: Path | None, show_progress:
     shutil.rmtree(partial, ignore_errors=True)
     log.info("Built %s index of %d chunks in %.1fs at %s", retriever.name, len(chunks), meta["build_seconds"], folder)
     return Index(chunks, retriever, chunking, key, folder)
+
+
+def _save_retriever(retriever: Retriever, folder: Path, checksums: Checksums) -> None:
+    """``retriever.save(folder)``, handing it ``checksums`` when its ``save`` takes them (ours do)
+    so that its files are hashed as they are written; the files of any other retriever are
+    hashed from disk afterwards."""
+    if "checksums" in inspect.signature(retriever.save).parameters:
+        retriever.save(folder, checksums=checksums)
+    else:
+        retriever.save(folder)
 
 
 def _fsync_tree(folder: Path) -> None:
@@ -273,19 +294,32 @@ def _retriever_size(retriever: Retriever) -> int | None:
     return len(tokens) if isinstance(tokens, list) else None
 
 
-def _load(folder: Path, key: str, chunking: ChunkingConfig, retriever: Retriever, *, quiet: bool = False) -> Index | None:
+def _load(
+    folder: Path, key: str, chunking: ChunkingConfig, retriever: Retriever, *, quiet: bool = False, verify: bool = True
+) -> Index | None:
     """The validated index at ``folder``, or None (with a warning naming it unless ``quiet``).
 
-    Checks: meta present and for this key and format; ``chunks.jsonl`` parses and holds
+    Checks: meta present and for this key and format; every file of the size and digest
+    recorded in the meta (``chunks.jsonl`` hashed from the bytes it is parsed from, the
+    others read once before the retriever loads them); ``chunks.jsonl`` parses and holds
     ``num_chunks`` chunks numbered in order; the retriever's files load; the retriever
-    holds as many vectors (documents) as there are chunks.
+    holds as many vectors (documents) as there are chunks. ``verify=False`` skips the
+    digests (for measuring what they cost).
     """
     try:
         meta = json.loads((folder / "meta.json").read_text())
         if meta.get("key") != key or meta.get("format") != INDEX_FORMAT_VERSION:
             raise ValueError(f"meta.json is for key {meta.get('key')!r}, format {meta.get('format')!r}")
-        with open(folder / "chunks.jsonl", encoding="utf-8") as f:
-            chunks = [Chunk(**json.loads(line)) for line in f]
+        files = meta.get("files")
+        raw = (folder / CHUNKS_FILE).read_bytes()
+        if verify:
+            verify_folder(folder, files, skip=(CHUNKS_FILE,))
+            check(CHUNKS_FILE, files, len(raw), digest_bytes(raw))
+        lines = raw.split(b"\n")
+        if lines[-1]:
+            raise ValueError(f"{CHUNKS_FILE} does not end with a newline")
+        chunks = [Chunk(**json.loads(line)) for line in lines[:-1]]
+        del raw, lines
         if len(chunks) != meta.get("num_chunks"):
             raise ValueError(f"chunks.jsonl holds {len(chunks)} chunks, meta.json says {meta.get('num_chunks')}")
         if any(c.chunk_id != i for i, c in enumerate(chunks)):
