@@ -100,15 +100,16 @@ class Checksums:
         """Note the digest of ``data``, just written to ``path`` by the caller."""
         self.files[self._name(path)] = {"bytes": len(data), ALGORITHM: digest_bytes(data)}
 
-    def add_unrecorded(self) -> list[str]:
+    def add_unrecorded(self, skip_prefix: str | None = None) -> list[str]:
         """Hash, from disk, every file in the folder not written through :meth:`open` (files a
-        third-party library wrote itself, such as bm25s's); returns their names."""
+        third-party library wrote itself, such as bm25s's), but those whose path starts with
+        ``skip_prefix``; returns their names."""
         added = []
         for root, _dirs, names in os.walk(self.folder):
             for n in sorted(names):
                 path = Path(root) / n
                 name = self._name(path)
-                if name not in self.files:
+                if name not in self.files and not (skip_prefix and name.startswith(skip_prefix)):
                     size, digest = digest_file(path)
                     self.files[name] = {"bytes": size, ALGORITHM: digest}
                     added.append(name)

@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from retrieval.base import Hit, Retriever
-from retrieval.checksums import Checksums, check, digest_bytes, verify_folder
+from retrieval.checksums import ChecksumMismatch, Checksums, check, digest_bytes, verify_folder
 from retrieval.chunking import Chunk, ChunkingConfig, chunk_corpus
 from retrieval.contract import Corpus
 from retrieval.dense import shard_path, write_shard
@@ -178,7 +178,7 @@ def build_index(
             cached = _remembered(key)
             if cached is not None:
                 return cached
-            index = _load(folder, key, chunking, retriever) if folder.exists() else None
+            index = _load(folder, key, chunking, retriever, upgrade=True) if folder.exists() else None
             if index is None:
                 if folder.exists():
                     _move_aside(folder)
@@ -280,6 +280,21 @@ def _fsync_tree(folder: Path) -> None:
                 os.fsync(f.fileno())
 
 
+def _record_checksums(folder: Path, meta: dict) -> None:
+    """Add the checksums of the files of an index written before them to its ``meta.json``
+    (replaced atomically; the caller holds the build lock)."""
+    checksums = Checksums(folder)
+    checksums.add_unrecorded(skip_prefix="meta.json")
+    meta = {**meta, "files": checksums.as_dict()}
+    tmp = folder / f"meta.json.tmp-{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write(json.dumps(meta, indent=2))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, folder / "meta.json")
+    log.info("Recorded the checksums of the index at %s (written before checksums existed)", folder)
+
+
 def _retriever_size(retriever: Retriever) -> int | None:
     """Vectors / documents the loaded retriever holds, when it can tell."""
     for attr in ("_index",):  # dense: the FAISS index
@@ -295,7 +310,14 @@ def _retriever_size(retriever: Retriever) -> int | None:
 
 
 def _load(
-    folder: Path, key: str, chunking: ChunkingConfig, retriever: Retriever, *, quiet: bool = False, verify: bool = True
+    folder: Path,
+    key: str,
+    chunking: ChunkingConfig,
+    retriever: Retriever,
+    *,
+    quiet: bool = False,
+    verify: bool = True,
+    upgrade: bool = False,
 ) -> Index | None:
     """The validated index at ``folder``, or None (with a warning naming it unless ``quiet``).
 
@@ -305,14 +327,22 @@ def _load(
     ``num_chunks`` chunks numbered in order; the retriever's files load; the retriever
     holds as many vectors (documents) as there are chunks. ``verify=False`` skips the
     digests (for measuring what they cost).
+
+    An index written before checksums existed (no ``files`` in its meta) is refused,
+    unless ``upgrade`` (the caller holds :func:`build_lock`): then, once every other check
+    passes, its files' checksums are recorded in its meta, so an hour of embedding is not
+    redone for want of them.
     """
     try:
         meta = json.loads((folder / "meta.json").read_text())
         if meta.get("key") != key or meta.get("format") != INDEX_FORMAT_VERSION:
             raise ValueError(f"meta.json is for key {meta.get('key')!r}, format {meta.get('format')!r}")
         files = meta.get("files")
+        legacy = "files" not in meta
+        if legacy and not upgrade:
+            raise ChecksumMismatch("meta.json records no file checksums (written before they existed)")
         raw = (folder / CHUNKS_FILE).read_bytes()
-        if verify:
+        if verify and not legacy:
             verify_folder(folder, files, skip=(CHUNKS_FILE,))
             check(CHUNKS_FILE, files, len(raw), digest_bytes(raw))
         lines = raw.split(b"\n")
@@ -328,6 +358,8 @@ def _load(
         size = _retriever_size(retriever)
         if size is not None and size != len(chunks):
             raise ValueError(f"the {retriever.name} index holds {size} entries for {len(chunks)} chunks")
+        if legacy:
+            _record_checksums(folder, meta)
     except Exception as exc:  # noqa: BLE001 - anything unreadable means: never trusted, rebuilt
         if not quiet:
             log.warning("Cached index at %s is damaged or stale (%s: %s); moving it aside and rebuilding", folder, type(exc).__name__, exc)

@@ -16,10 +16,10 @@ from retrieval import ChunkingConfig, Corpus, build_index
 from retrieval.bm25 import BM25Retriever
 from retrieval.checksums import ALGORITHM, ChecksumMismatch, Checksums, digest_file, verify_folder
 from retrieval.dense import DenseRetriever
-from retrieval.embedders import SentenceTransformerEmbedder
 from retrieval.faiss_index import VectorIndex
 from tests.scripted import ScriptedChatModel
-from tests.test_index_cache import fresh_process
+from tests.test_index_cache import CountingEmbedder, fresh_process
+from tests.test_index_trust import damage_chunks_missing_lines, dense
 
 QUESTION = "What is the museum vault code?"
 
@@ -36,7 +36,14 @@ def reader(prompt: str) -> str:
     return found.group(1) if found else "unknown"
 
 
-_EMBEDDER: list[SentenceTransformerEmbedder] = []
+_EMBEDDER: list[CountingEmbedder] = []
+
+
+def shared_embedder() -> CountingEmbedder:
+    """One MiniLM embedder for the module (loading one per call would take seconds)."""
+    if not _EMBEDDER:
+        _EMBEDDER.append(CountingEmbedder())
+    return _EMBEDDER[0]
 
 
 def ask(retriever: str):
@@ -45,9 +52,7 @@ def ask(retriever: str):
     llm = ScriptedChatModel(reply_fn=reader)
     if retriever == "bm25":
         return answer(corpus_with_needle(), QUESTION, llm=llm, retriever=retriever, chunk_size=16, top_k=1)
-    if not _EMBEDDER:
-        _EMBEDDER.append(SentenceTransformerEmbedder())
-    index = build_index(corpus_with_needle(), DenseRetriever(_EMBEDDER[0]), chunking=ChunkingConfig(unit="words", size=16))
+    index = build_index(corpus_with_needle(), DenseRetriever(shared_embedder()), chunking=ChunkingConfig(unit="words", size=16))
     return answer_many(corpus_with_needle(), [QUESTION], strategy="rag", llm=llm, index=index, chunk_size=16, top_k=1)[0]
 
 
@@ -147,16 +152,56 @@ def test_rank_bm25_tokens_are_checked_too(caplog):
     assert rebuilt.search("vault code", 1)[0].chunk.doc_index == 23
 
 
-def test_an_index_written_before_checksums_is_rebuilt(caplog):
+def without_checksums(folder: Path) -> None:
+    """The index as written before checksums existed: no ``files`` in its meta."""
+    meta = json.loads((folder / "meta.json").read_text())
+    del meta["files"]
+    (folder / "meta.json").write_text(json.dumps(meta))
+
+
+def test_an_index_written_before_checksums_gets_them_without_a_rebuild(caplog):
+    caplog.set_level(logging.INFO, logger="retrieval.index")
+    corpus = corpus_with_needle()
+    chunking = ChunkingConfig(size=16)
+    embedder = shared_embedder()
+    first = build_index(corpus, dense(embedder), chunking=chunking)
+    recorded = json.loads((first.path / "meta.json").read_text())["files"]
+    without_checksums(first.path)
+    fresh_process()
+    before = embedder.embedded
+    loaded = build_index(corpus, dense(embedder), chunking=chunking)
+    assert embedder.embedded == before and loaded.path == first.path  # loaded, not re-embedded
+    assert json.loads((first.path / "meta.json").read_text())["files"] == recorded
+    assert any("Recorded the checksums" in r.getMessage() for r in caplog.records)
+    assert sorted(p.name for p in first.path.iterdir()) == ["chunks.jsonl", "meta.json", "vectors.faiss"]
+    garbled_vectors(first.path)  # and from now on it is verified
+    fresh_process()
+    rebuilt = build_index(corpus, dense(embedder), chunking=chunking)
+    assert embedder.embedded == before + len(rebuilt)  # rebuilt in full
+    assert any("vectors.faiss fails" in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
+
+
+def test_an_index_written_before_checksums_is_still_checked_otherwise(caplog):
+    corpus = corpus_with_needle()
+    first = build_index(corpus, "bm25", chunking=ChunkingConfig(size=16))
+    without_checksums(first.path)
+    damage_chunks_missing_lines(first.path)
+    fresh_process()
+    rebuilt = build_index(corpus, "bm25", chunking=ChunkingConfig(size=16))
+    assert any("chunks.jsonl holds" in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
+    assert rebuilt.search("vault code", 1)[0].chunk.doc_index == 23
+    assert "files" in json.loads((rebuilt.path / "meta.json").read_text())
+
+
+def test_a_meta_with_a_malformed_checksum_list_is_not_taken_for_an_old_index(caplog):
     corpus = corpus_with_needle()
     first = build_index(corpus, "bm25", chunking=ChunkingConfig(size=16))
     meta = json.loads((first.path / "meta.json").read_text())
-    del meta["files"]
+    meta["files"] = {}
     (first.path / "meta.json").write_text(json.dumps(meta))
     fresh_process()
-    rebuilt = build_index(corpus, "bm25", chunking=ChunkingConfig(size=16))
+    build_index(corpus, "bm25", chunking=ChunkingConfig(size=16))
     assert any("no file checksums" in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
-    assert "files" in json.loads((rebuilt.path / "meta.json").read_text())
 
 
 class PlainSaveBM25(BM25Retriever):
