@@ -56,6 +56,36 @@ class _HashingWriter(io.RawIOBase):
             self._file.close()
 
 
+class HashingReader(io.RawIOBase):
+    """A binary file that hashes every byte read from it, so a file is verified in the same
+    pass that parses it (wrap it in ``io.TextIOWrapper(io.BufferedReader(...))`` for lines)."""
+
+    def __init__(self, path: Path):
+        self._file = open(path, "rb", buffering=0)  # noqa: SIM115 - closed by close()
+        self.hash = xxhash.xxh3_128()
+        self.size = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        n = self._file.readinto(buffer)
+        if n:
+            self.hash.update(memoryview(buffer)[:n])
+            self.size += n
+        return n
+
+    def drain(self) -> None:
+        """Hash the rest of the file (what a reader that stopped early left)."""
+        while self.readinto(bytearray(_BLOCK)):
+            pass
+
+    def close(self) -> None:
+        if not self.closed:
+            super().close()
+            self._file.close()
+
+
 def digest_bytes(data: bytes) -> str:
     """The recorded digest of ``data`` (hex)."""
     return xxhash.xxh3_128_hexdigest(data)
