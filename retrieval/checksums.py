@@ -56,36 +56,6 @@ class _HashingWriter(io.RawIOBase):
             self._file.close()
 
 
-class HashingReader(io.RawIOBase):
-    """A binary file that hashes every byte read from it, so a file is verified in the same
-    pass that parses it (wrap it in ``io.TextIOWrapper(io.BufferedReader(...))`` for lines)."""
-
-    def __init__(self, path: Path):
-        self._file = open(path, "rb", buffering=0)  # noqa: SIM115 - closed by close()
-        self.hash = xxhash.xxh3_128()
-        self.size = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        n = self._file.readinto(buffer)
-        if n:
-            self.hash.update(memoryview(buffer)[:n])
-            self.size += n
-        return n
-
-    def drain(self) -> None:
-        """Hash the rest of the file (what a reader that stopped early left)."""
-        while self.readinto(bytearray(_BLOCK)):
-            pass
-
-    def close(self) -> None:
-        if not self.closed:
-            super().close()
-            self._file.close()
-
-
 def digest_bytes(data: bytes) -> str:
     """The recorded digest of ``data`` (hex)."""
     return xxhash.xxh3_128_hexdigest(data)
@@ -125,10 +95,6 @@ class Checksums:
         with f:
             yield f
         self.files[self._name(path)] = {"bytes": raw.size, ALGORITHM: raw.hash.hexdigest()}
-
-    def record_bytes(self, path: Path, data: bytes) -> None:
-        """Note the digest of ``data``, just written to ``path`` by the caller."""
-        self.files[self._name(path)] = {"bytes": len(data), ALGORITHM: digest_bytes(data)}
 
     def add_unrecorded(self, skip_prefix: str | None = None) -> list[str]:
         """Hash, from disk, every file in the folder not written through :meth:`open` (files a
@@ -180,12 +146,11 @@ def verify_file(folder: Path, name: str, recorded: Any) -> None:
     check(name, recorded, *digest_file(path))
 
 
-def verify_folder(folder: Path, recorded: Any, *, skip: tuple[str, ...] = ()) -> None:
-    """Check every recorded file of ``folder`` but those in ``skip`` (checked by their reader)."""
+def verify_folder(folder: Path, recorded: Any) -> None:
+    """Check every file recorded for ``folder``; :class:`ChecksumMismatch` names the first that differs."""
     if not isinstance(recorded, dict) or not recorded:
         raise ChecksumMismatch("meta.json records no file checksums (written before they existed)")
     for name in sorted(recorded):
         if Path(name).is_absolute() or ".." in Path(name).parts:
             raise ChecksumMismatch(f"meta.json records a file outside the index: {name!r}")
-        if name not in skip:
-            verify_file(folder, name, recorded)
+        verify_file(folder, name, recorded)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-import io
 import json
 import logging
 import os
@@ -38,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from retrieval.base import Hit, Retriever
-from retrieval.checksums import ChecksumMismatch, Checksums, HashingReader, check, verify_folder
+from retrieval.checksums import ChecksumMismatch, Checksums, verify_folder
 from retrieval.chunking import Chunk, ChunkingConfig, chunk_corpus
 from retrieval.contract import Corpus
 from retrieval.dense import shard_path, write_shard
@@ -281,22 +280,10 @@ def _fsync_tree(folder: Path) -> None:
                 os.fsync(f.fileno())
 
 
-def _read_chunks(path: Path, files: dict | None, verify: bool) -> list[Chunk]:
-    """The chunks of ``chunks.jsonl``, its checksum verified in the same pass (when ``verify``);
-    a file that does not parse is named by its checksum first, when that is what is wrong."""
-    if not verify:
-        with open(path, encoding="utf-8") as f:
-            return [Chunk(**json.loads(line)) for line in f]
-    reader = HashingReader(path)
-    with io.TextIOWrapper(io.BufferedReader(reader, buffer_size=1 << 20), encoding="utf-8") as f:
-        try:
-            chunks = [Chunk(**json.loads(line)) for line in f]
-        except Exception:
-            reader.drain()
-            check(CHUNKS_FILE, files, reader.size, reader.hash.hexdigest())
-            raise
-        check(CHUNKS_FILE, files, reader.size, reader.hash.hexdigest())
-    return chunks
+def _read_chunks(path: Path) -> list[Chunk]:
+    """The chunks of a ``chunks.jsonl``, one JSON object a line."""
+    with open(path, encoding="utf-8") as f:
+        return [Chunk(**json.loads(line)) for line in f]
 
 
 def _record_checksums(folder: Path, meta: dict) -> None:
@@ -341,11 +328,10 @@ def _load(
     """The validated index at ``folder``, or None (with a warning naming it unless ``quiet``).
 
     Checks: meta present and for this key and format; every file of the size and digest
-    recorded in the meta (``chunks.jsonl`` hashed in the pass that parses it, the others
-    read once before the retriever loads them); ``chunks.jsonl`` parses and holds
-    ``num_chunks`` chunks numbered in order; the retriever's files load; the retriever
-    holds as many vectors (documents) as there are chunks. ``verify=False`` skips the
-    digests (for measuring what they cost).
+    recorded in the meta (each hashed straight from its memory map, before anything is
+    parsed or loaded); ``chunks.jsonl`` parses and holds ``num_chunks`` chunks numbered in
+    order; the retriever's files load; the retriever holds as many vectors (documents) as
+    there are chunks. ``verify=False`` skips the digests (for measuring what they cost).
 
     An index written before checksums existed (no ``files`` in its meta) is refused,
     unless ``upgrade`` (the caller holds :func:`build_lock`): then, once every other check
@@ -360,10 +346,9 @@ def _load(
         legacy = "files" not in meta
         if legacy and not upgrade:
             raise ChecksumMismatch("meta.json records no file checksums (written before they existed)")
-        verify = verify and not legacy
-        if verify:
-            verify_folder(folder, files, skip=(CHUNKS_FILE,))
-        chunks = _read_chunks(folder / CHUNKS_FILE, files, verify)
+        if verify and not legacy:
+            verify_folder(folder, files)  # before anything is parsed or loaded
+        chunks = _read_chunks(folder / CHUNKS_FILE)
         if len(chunks) != meta.get("num_chunks"):
             raise ValueError(f"chunks.jsonl holds {len(chunks)} chunks, meta.json says {meta.get('num_chunks')}")
         if any(c.chunk_id != i for i, c in enumerate(chunks)):
