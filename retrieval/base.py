@@ -42,7 +42,12 @@ class Retriever(Protocol):
         ...
 
     def save(self, folder: Path) -> None:
-        """Write the index into ``folder`` (no pickles)."""
+        """Write the index into ``folder`` (no pickles).
+
+        A ``save`` that also takes ``checksums`` (a :class:`retrieval.checksums.Checksums`)
+        gets one and should write through ``checksums.open(path)``, so each file is hashed as
+        it is written; files written otherwise are hashed from disk afterwards.
+        """
         ...
 
     def load(self, folder: Path) -> None:

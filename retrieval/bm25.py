@@ -27,6 +27,7 @@ import numpy as np
 from bm25s.stopwords import STOPWORDS_EN
 from rank_bm25 import BM25Okapi
 
+from retrieval.checksums import Checksums
 from retrieval.chunking import _CJK, Chunk
 
 STOPWORDS = frozenset(STOPWORDS_EN)
@@ -139,12 +140,17 @@ class BM25Retriever:
         """The ``min(k, chunks)`` best chunks (zero scores included, ties in chunk order)."""
         return top_k(self.scores(query), k)
 
-    def save(self, folder: Path) -> None:
-        """bm25s writes its sparse matrix as .npy and vocabulary as JSON; rank_bm25 keeps tokens as JSON."""
+    def save(self, folder: Path, checksums: Checksums | None = None) -> None:
+        """bm25s writes its sparse matrix as .npy and vocabulary as JSON; rank_bm25 keeps tokens as JSON.
+
+        rank_bm25's tokens are hashed into ``checksums`` as they are written; bm25s opens
+        its own files, so the index hashes them once they are written (page cache, ~ms).
+        """
         if self.engine == "bm25s":
-            self._model.save(str(folder / "bm25s"), allow_pickle=False)
+            self._model.save(str(folder / "bm25s"), allow_pickle=False, show_progress=False)
         else:
-            with open(folder / "bm25_tokens.json", "w", encoding="utf-8") as f:
+            path = folder / "bm25_tokens.json"
+            with checksums.open(path, text=True) if checksums else open(path, "w", encoding="utf-8") as f:
                 json.dump(self._tokens, f, ensure_ascii=False)
 
     def load(self, folder: Path) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from retrieval.checksums import Checksums
 from retrieval.chunking import Chunk
 from retrieval.embedders import Embedder, warn_if_truncated
 from retrieval.faiss_index import VectorIndex
@@ -79,9 +80,9 @@ class DenseRetriever:
             raise RuntimeError("Dense index is not built; call build() or load() first")
         return self._index.search(self.embedder.embed_query(query), k)
 
-    def save(self, folder: Path) -> None:
-        """FAISS's native format."""
-        self._index.save(folder)
+    def save(self, folder: Path, checksums: Checksums | None = None) -> None:
+        """FAISS's native format (hashed into ``checksums`` as it is written)."""
+        self._index.save(folder, checksums)
 
     def load(self, folder: Path) -> None:
         """Read the FAISS index; the embedder itself loads lazily on the first query."""

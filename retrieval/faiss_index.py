@@ -7,6 +7,8 @@ from pathlib import Path
 import faiss
 import numpy as np
 
+from retrieval.checksums import Checksums
+
 
 class VectorIndex:
     """Exact maximum-inner-product search (``IndexFlatIP``).
@@ -44,9 +46,16 @@ class VectorIndex:
         scores, ids = self.index.search(q, min(k, len(self)))
         return [(int(i), float(s)) for i, s in zip(ids[0], scores[0]) if i >= 0]
 
-    def save(self, folder: Path) -> None:
-        """Write the index to ``folder/vectors.faiss``."""
-        faiss.write_index(self.index, str(folder / self.FILENAME))
+    def save(self, folder: Path, checksums: Checksums | None = None) -> None:
+        """Write the index to ``folder/vectors.faiss``, hashed into ``checksums`` as FAISS writes it."""
+        path = folder / self.FILENAME
+        if checksums is None:
+            faiss.write_index(self.index, str(path))
+            return
+        with checksums.open(path) as f:
+            writer = faiss.PyCallbackIOWriter(f.write)
+            faiss.write_index(self.index, writer)
+            del writer  # FAISS flushes through the callback when its writer is freed
 
     @classmethod
     def load(cls, folder: Path) -> VectorIndex:

@@ -11,14 +11,18 @@ version). Layout under ``<cache>/indexes/``:
 * ``<key>.build-<pid>-<id>/``: the holder's private output folder, renamed to ``<key>/``
   when complete, so nothing ever sees half an index.
 
-Every load is validated (files present and readable, chunk count as in the meta, one
-vector per chunk); a damaged index is named in a warning, moved aside and rebuilt. Nothing is pickled: chunks are
-JSON lines, vectors FAISS's format, BM25 matrices ``.npy`` loaded with pickles off.
+``meta.json`` records the size and XXH3-128 digest of every other file, computed while
+the file is written (:mod:`retrieval.checksums`). Every load is validated (files present,
+of their recorded size and digest, readable, chunk count as in the meta, one vector per
+chunk); a damaged index, truncated or corrupted in place, is named in a warning, moved
+aside and rebuilt. Nothing is pickled: chunks are JSON lines, vectors FAISS's format,
+BM25 matrices ``.npy`` loaded with pickles off.
 """
 
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import logging
 import os
@@ -34,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from retrieval.base import Hit, Retriever
+from retrieval.checksums import ChecksumMismatch, Checksums, verify_folder
 from retrieval.chunking import Chunk, ChunkingConfig, chunk_corpus
 from retrieval.contract import Corpus
 from retrieval.dense import shard_path, write_shard
@@ -45,6 +50,7 @@ log = logging.getLogger(__name__)
 
 #: Bump when chunking, tokenization or the on-disk layout changes: old indexes are then rebuilt.
 INDEX_FORMAT_VERSION = 1
+CHUNKS_FILE = "chunks.jsonl"
 _MEMORY_CACHE: OrderedDict[str, Index] = OrderedDict()
 _MEMORY_CACHE_SIZE = 4
 
@@ -185,7 +191,7 @@ def build_index(
             cached = _remembered(key)
             if cached is not None:
                 return cached
-            index = _load(folder, key, chunking, retriever) if folder.exists() else None
+            index = _load(folder, key, chunking, retriever, upgrade=True) if folder.exists() else None
             if index is None:
                 if folder.exists():
                     _move_aside(folder)
@@ -239,9 +245,13 @@ def _build(corpus, chunking, retriever, key, folder: Path | None, show_progress:
     tmp.mkdir()
     try:
         retriever.build(chunks, work_dir=partial, show_progress=show_progress)
-        retriever.save(tmp)
-        with open(tmp / "chunks.jsonl", "w", encoding="utf-8") as f:
+        checksums = Checksums(tmp)
+        _save_retriever(retriever, tmp, checksums)
+        with checksums.open(tmp / CHUNKS_FILE, text=True) as f:
             f.writelines(json.dumps(asdict(c), ensure_ascii=False) + "\n" for c in chunks)
+        hashed_after = checksums.add_unrecorded()  # files a library wrote itself (bm25s), hashed from the page cache
+        if hashed_after:
+            log.debug("Hashed after writing (written by %s itself): %s", retriever.name, ", ".join(hashed_after))
         meta = {
             "format": INDEX_FORMAT_VERSION,
             "key": key,
@@ -252,6 +262,7 @@ def _build(corpus, chunking, retriever, key, folder: Path | None, show_progress:
             "retriever": retriever.cache_params(),
             "build_seconds": round(time.perf_counter() - started, 3),
             "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "files": checksums.as_dict(),
         }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2))  # written last: its presence means complete
         _fsync_tree(tmp)
@@ -264,12 +275,43 @@ def _build(corpus, chunking, retriever, key, folder: Path | None, show_progress:
     return Index(chunks, retriever, chunking, key, folder)
 
 
+def _save_retriever(retriever: Retriever, folder: Path, checksums: Checksums) -> None:
+    """``retriever.save(folder)``, handing it ``checksums`` when its ``save`` takes them (ours do)
+    so that its files are hashed as they are written; the files of any other retriever are
+    hashed from disk afterwards."""
+    if "checksums" in inspect.signature(retriever.save).parameters:
+        retriever.save(folder, checksums=checksums)
+    else:
+        retriever.save(folder)
+
+
 def _fsync_tree(folder: Path) -> None:
     """Flush a finished index to disk before it is renamed into place (a power cut leaves no torn index)."""
     for path in folder.rglob("*"):
         if path.is_file():
             with open(path, "rb") as f:
                 os.fsync(f.fileno())
+
+
+def _read_chunks(path: Path) -> list[Chunk]:
+    """The chunks of a ``chunks.jsonl``, one JSON object a line."""
+    with open(path, encoding="utf-8") as f:
+        return [Chunk(**json.loads(line)) for line in f]
+
+
+def _record_checksums(folder: Path, meta: dict) -> None:
+    """Add the checksums of the files of an index written before them to its ``meta.json``
+    (replaced atomically; the caller holds the build lock)."""
+    checksums = Checksums(folder)
+    checksums.add_unrecorded(skip_prefix="meta.json")
+    meta = {**meta, "files": checksums.as_dict()}
+    tmp = folder / f"meta.json.tmp-{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write(json.dumps(meta, indent=2))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, folder / "meta.json")
+    log.info("Recorded the checksums of the index at %s (written before checksums existed)", folder)
 
 
 def _retriever_size(retriever: Retriever) -> int | None:
@@ -286,19 +328,40 @@ def _retriever_size(retriever: Retriever) -> int | None:
     return len(tokens) if isinstance(tokens, list) else None
 
 
-def _load(folder: Path, key: str, chunking: ChunkingConfig, retriever: Retriever, *, quiet: bool = False) -> Index | None:
+def _load(
+    folder: Path,
+    key: str,
+    chunking: ChunkingConfig,
+    retriever: Retriever,
+    *,
+    quiet: bool = False,
+    verify: bool = True,
+    upgrade: bool = False,
+) -> Index | None:
     """The validated index at ``folder``, or None (with a warning naming it unless ``quiet``).
 
-    Checks: meta present and for this key and format; ``chunks.jsonl`` parses and holds
-    ``num_chunks`` chunks numbered in order; the retriever's files load; the retriever
-    holds as many vectors (documents) as there are chunks.
+    Checks: meta present and for this key and format; every file of the size and digest
+    recorded in the meta (each hashed straight from its memory map, before anything is
+    parsed or loaded); ``chunks.jsonl`` parses and holds ``num_chunks`` chunks numbered in
+    order; the retriever's files load; the retriever holds as many vectors (documents) as
+    there are chunks. ``verify=False`` skips the digests (for measuring what they cost).
+
+    An index written before checksums existed (no ``files`` in its meta) is refused,
+    unless ``upgrade`` (the caller holds :func:`build_lock`): then, once every other check
+    passes, its files' checksums are recorded in its meta, so an hour of embedding is not
+    redone for want of them.
     """
     try:
         meta = json.loads((folder / "meta.json").read_text())
         if meta.get("key") != key or meta.get("format") != INDEX_FORMAT_VERSION:
             raise ValueError(f"meta.json is for key {meta.get('key')!r}, format {meta.get('format')!r}")
-        with open(folder / "chunks.jsonl", encoding="utf-8") as f:
-            chunks = [Chunk(**json.loads(line)) for line in f]
+        files = meta.get("files")
+        legacy = "files" not in meta
+        if legacy and not upgrade:
+            raise ChecksumMismatch("meta.json records no file checksums (written before they existed)")
+        if verify and not legacy:
+            verify_folder(folder, files)  # before anything is parsed or loaded
+        chunks = _read_chunks(folder / CHUNKS_FILE)
         if len(chunks) != meta.get("num_chunks"):
             raise ValueError(f"chunks.jsonl holds {len(chunks)} chunks, meta.json says {meta.get('num_chunks')}")
         if any(c.chunk_id != i for i, c in enumerate(chunks)):
@@ -307,6 +370,8 @@ def _load(folder: Path, key: str, chunking: ChunkingConfig, retriever: Retriever
         size = _retriever_size(retriever)
         if size is not None and size != len(chunks):
             raise ValueError(f"the {retriever.name} index holds {size} entries for {len(chunks)} chunks")
+        if legacy:
+            _record_checksums(folder, meta)
     except Exception as exc:  # noqa: BLE001 - anything unreadable means: never trusted, rebuilt
         if not quiet:
             log.warning("Cached index at %s is damaged or stale (%s: %s); moving it aside and rebuilding", folder, type(exc).__name__, exc)

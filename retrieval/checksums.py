@@ -1,0 +1,158 @@
+"""Checksums of an index's files: computed while each file is written, verified when it is loaded.
+
+A same-size corruption (flipped bytes in a BM25 matrix, garbled vector bytes, an edited
+chunk or vocabulary) leaves every file readable and every count right, so only a digest
+of the bytes catches it. The digest is XXH3-128 (``xxhash``, a dependency of LangGraph):
+about 11 GB/s on one core here, against about 1 GB/s for ``blake2b`` or ``sha256``, so
+verifying a 10M-token index costs milliseconds. It guards against accidents (disk,
+copy, editor), not against an attacker, who could rewrite ``meta.json`` as well.
+"""
+
+from __future__ import annotations
+
+import io
+import mmap
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import xxhash
+
+#: The digest recorded in ``meta.json``; a different name there means "written by another version".
+ALGORITHM = "xxh3_128"
+_BLOCK = 1 << 20
+#: Map every page at once where the OS can (Linux): 10-15% faster to hash than faulting them in one by one.
+_MAP_FLAGS = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+
+
+class ChecksumMismatch(ValueError):
+    """A file of an index is missing, of another size, or holds other bytes than were written."""
+
+
+class _HashingWriter(io.RawIOBase):
+    """A binary file that hashes every byte on its way to disk."""
+
+    def __init__(self, path: Path):
+        self._file = open(path, "wb")  # noqa: SIM115 - closed by close()
+        self.hash = xxhash.xxh3_128()
+        self.size = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        view = memoryview(data).cast("B")
+        self.hash.update(view)
+        self.size += len(view)
+        self._file.write(view)
+        return len(view)
+
+    def flush(self) -> None:
+        self._file.flush()
+
+    def close(self) -> None:
+        if not self.closed:
+            super().close()  # flushes first
+            self._file.close()
+
+
+def digest_bytes(data: bytes) -> str:
+    """The recorded digest of ``data`` (hex)."""
+    return xxhash.xxh3_128_hexdigest(data)
+
+
+def digest_file(path: Path) -> tuple[int, str]:
+    """``(size, digest)`` of a file on disk, hashed straight from its memory map (no copy out of the page cache)."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
+            return 0, digest_bytes(b"")
+        with mmap.mmap(f.fileno(), 0, flags=_MAP_FLAGS, prot=mmap.PROT_READ) as mapped:
+            return size, xxhash.xxh3_128_hexdigest(mapped)
+
+
+class Checksums:
+    """The size and digest of each file written into ``folder``, by its path relative to it (``/``-separated)."""
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+        self.files: dict[str, dict[str, Any]] = {}
+
+    def _name(self, path: Path) -> str:
+        return Path(path).relative_to(self.folder).as_posix()
+
+    @contextmanager
+    def open(self, path: Path, *, text: bool = False) -> Iterator[Any]:
+        """A new file at ``path`` (inside the folder) whose digest is recorded as it is written.
+
+        Binary by default; ``text=True`` gives a UTF-8 text file. The digest is recorded
+        once the file is closed without error.
+        """
+        raw = _HashingWriter(path)
+        f: Any = io.BufferedWriter(raw, buffer_size=_BLOCK)
+        if text:
+            f = io.TextIOWrapper(f, encoding="utf-8", newline="\n")
+        with f:
+            yield f
+        self.files[self._name(path)] = {"bytes": raw.size, ALGORITHM: raw.hash.hexdigest()}
+
+    def add_unrecorded(self, skip_prefix: str | None = None) -> list[str]:
+        """Hash, from disk, every file in the folder not written through :meth:`open` (files a
+        third-party library wrote itself, such as bm25s's), but those whose path starts with
+        ``skip_prefix``; returns their names."""
+        added = []
+        for root, _dirs, names in os.walk(self.folder):
+            for n in sorted(names):
+                path = Path(root) / n
+                name = self._name(path)
+                if name not in self.files and not (skip_prefix and name.startswith(skip_prefix)):
+                    size, digest = digest_file(path)
+                    self.files[name] = {"bytes": size, ALGORITHM: digest}
+                    added.append(name)
+        return added
+
+    def as_dict(self) -> dict[str, dict[str, Any]]:
+        """``{relative path: {"bytes": n, "xxh3_128": hex}}``, sorted by path, for ``meta.json``."""
+        return dict(sorted(self.files.items()))
+
+
+def expected(recorded: Any, name: str) -> tuple[int, str]:
+    """The recorded ``(size, digest)`` of ``name``; :class:`ChecksumMismatch` when none is recorded."""
+    entry = recorded.get(name) if isinstance(recorded, dict) else None
+    if not isinstance(entry, dict) or not isinstance(entry.get(ALGORITHM), str) or not isinstance(entry.get("bytes"), int):
+        raise ChecksumMismatch(f"meta.json records no {ALGORITHM} checksum for {name}")
+    return entry["bytes"], entry[ALGORITHM]
+
+
+def check(name: str, recorded: Any, size: int, digest: str) -> None:
+    """Raise :class:`ChecksumMismatch` naming ``name`` unless ``size`` and ``digest`` are the recorded ones."""
+    want_size, want_digest = expected(recorded, name)
+    if size != want_size:
+        raise ChecksumMismatch(f"{name} holds {size} bytes, meta.json records {want_size}")
+    if digest != want_digest:
+        raise ChecksumMismatch(f"{name} fails its {ALGORITHM} checksum (same size, other bytes)")
+
+
+def verify_file(folder: Path, name: str, recorded: Any) -> None:
+    """Check one file of ``folder`` against its recorded size and digest."""
+    want_size, _ = expected(recorded, name)
+    path = Path(folder) / name
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise ChecksumMismatch(f"{name} is missing") from None
+    if size != want_size:
+        raise ChecksumMismatch(f"{name} holds {size} bytes, meta.json records {want_size}")
+    check(name, recorded, *digest_file(path))
+
+
+def verify_folder(folder: Path, recorded: Any) -> None:
+    """Check every file recorded for ``folder``; :class:`ChecksumMismatch` names the first that differs."""
+    if not isinstance(recorded, dict) or not recorded:
+        raise ChecksumMismatch("meta.json records no file checksums (written before they existed)")
+    for name in sorted(recorded):
+        if Path(name).is_absolute() or ".." in Path(name).parts:
+            raise ChecksumMismatch(f"meta.json records a file outside the index: {name!r}")
+        verify_file(folder, name, recorded)
