@@ -64,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("answer", help="answer a question over a corpus", description="Answer a question over a corpus.")
-    p.add_argument("--corpus", required=True, help="a file or folder (.txt .md .json .jsonl .pdf .html)")
+    p.add_argument("--corpus", required=True, help="a file or folder (.txt .md .rst .json .jsonl .pdf .html)")
     p.add_argument("--question", required=True, help="the question")
     p.add_argument("--choices", nargs="+", metavar="CHOICE", help="multiple-choice options, lettered A, B, C, ...")
     p.add_argument("--instruction", help="output-format instruction appended to the prompt")
@@ -79,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_ray_arg(p, "with --strategy structured, extract the documents (the Map stage)")
 
     p = sub.add_parser("index", help="prebuild and cache a corpus index", description="Chunk and index a corpus once.")
-    p.add_argument("path", help="a file or folder (.txt .md .json .jsonl .pdf .html)")
+    p.add_argument("path", help="a file or folder (.txt .md .rst .json .jsonl .pdf .html)")
     p.add_argument("--strategy", default="rag", choices=[s for s in STRATEGIES.names() if STRATEGIES.get(s).uses_index])
     _add_retrieval_args(p)
     _add_ray_arg(p, "embed the chunks")

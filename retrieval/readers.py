@@ -1,4 +1,4 @@
-"""Reading documents from files: plain text and JSON natively, PDF and HTML through LlamaIndex."""
+"""Reading documents from files: plain text (with reStructuredText) and JSON natively, PDF and HTML through LlamaIndex."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from retrieval.contract import CorpusError, Document
 
 log = logging.getLogger(__name__)
 
-TEXT_SUFFIXES = {".txt", ".md", ".markdown"}
+#: Read as plain text; ``.rst`` too, as LlamaIndex's ``SimpleDirectoryReader`` reads it.
+TEXT_SUFFIXES = {".txt", ".md", ".markdown", ".rst"}
 JSON_SUFFIXES = {".json", ".jsonl"}
 LLAMA_SUFFIXES = {".pdf", ".html", ".htm"}
 SUPPORTED_SUFFIXES = TEXT_SUFFIXES | JSON_SUFFIXES | LLAMA_SUFFIXES
@@ -34,9 +35,9 @@ def read_path(path: Path, *, show_progress: bool = False) -> list[Document]:
     else:
         all_files = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
         files = [p for p in all_files if p.suffix.lower() in SUPPORTED_SUFFIXES]
-        skipped = len(all_files) - len(files)
+        skipped = [p for p in all_files if p.suffix.lower() not in SUPPORTED_SUFFIXES]
         if skipped:
-            log.warning("Skipped %d file(s) under %s with unsupported types", skipped, path)
+            log.warning("Skipped %d file(s) under %s with unsupported types: %s", len(skipped), path, skipped_names(skipped, path))
         if not files:
             raise CorpusError(f"No readable documents under {path}; supported types: {sorted(SUPPORTED_SUFFIXES)}")
         root = path
@@ -44,6 +45,13 @@ def read_path(path: Path, *, show_progress: bool = False) -> list[Document]:
     for file in tqdm(files, desc="Reading files", unit="file", disable=not show_progress):
         docs.extend(read_file(file, doc_id=str(file.relative_to(root))))
     return docs
+
+
+def skipped_names(files: list[Path], root: Path, shown: int = 10) -> str:
+    """The skipped files' paths under ``root``, the first ``shown`` of them, for the warning."""
+    names = [str(p.relative_to(root)) for p in files[:shown]]
+    more = len(files) - shown
+    return ", ".join(names) + (f" and {more} more" if more > 0 else "")
 
 
 def read_file(file: Path, doc_id: str) -> Iterator[Document]:
