@@ -5,16 +5,17 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from agents import STRATEGIES, ChatModelError, Corpus, Question, answer, index_for, make_chat_model
-from experiments.benchmarks import load_benchmark
+from experiments.benchmarks import BenchmarkDataError, load_benchmark
 from experiments.ceilings import ceilings_json, compute_ceilings, format_table, load_tokenizer
 from experiments.demo import DEMO_STRATEGIES, READING, run_demo
-from experiments.runner import RunConfig, run_experiment
+from experiments.runner import RunConfig, RunInterrupted, run_experiment
 from experiments.synth import NeedleConfig, SynthConfig, generate, get_domain, load_samples, parse_tokens
 from retrieval import RETRIEVERS, CorpusError
 from retrieval.embedders import EMBEDDING_BACKENDS
@@ -227,7 +228,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     print((folder / "by_length.md").read_text())
     if (folder / "ceilings.md").exists():
         print((folder / "ceilings.md").read_text())
-    print(f"Tables, scores.json and plots in {folder}")
+    print(f"{'Tables and scores.json' if args.no_plots else 'Tables, scores.json and plots'} in {folder}")
     if result.get("html"):
         print(f"HTML report (open in a browser): {result['html']}")
     return 0
@@ -255,7 +256,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_answer(args: argparse.Namespace) -> int:
     """Run one question and print answer, evidence titles and usage."""
-    corpus = Corpus.from_path(args.corpus, show_progress=True)
     choices = {chr(ord("A") + i): c for i, c in enumerate(args.choices or [])} or None
     question = Question(text=args.question, choices=choices, instruction=args.instruction)
     spec = STRATEGIES.get(args.strategy)
@@ -272,8 +272,11 @@ def cmd_answer(args: argparse.Namespace) -> int:
                              "for an index use 'longctx index --ray', for many questions 'longctx run --ray'")
         require_ray()  # the install hint now, not after the plan call
         overrides.update(map_executor="ray", **({"ray_address": args.ray} if args.ray else {}))
+    spec.make_config(args.preset, **overrides)  # bad options and a bad model fail before the corpus is read
+    llm = make_chat_model(args.llm)
+    corpus = Corpus.from_path(args.corpus, show_progress=True)
     result = answer(
-        corpus, question, strategy=args.strategy, llm=args.llm, preset=args.preset, cache_dir=args.cache_dir, show_progress=True, **overrides
+        corpus, question, strategy=args.strategy, llm=llm, preset=args.preset, cache_dir=args.cache_dir, show_progress=True, **overrides
     )
     if args.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
@@ -358,6 +361,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+#: Exit status after Ctrl-C (128 + SIGINT, as shells report it).
+EXIT_INTERRUPTED = 130
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``longctx`` console script."""
     args = build_parser().parse_args(argv)
@@ -366,11 +373,22 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "ceilings": cmd_ceilings, "compare": cmd_compare}
     try:
         return commands[args.command](args)
-    except (CorpusError, ChatModelError, KeyError, TypeError, ValueError, RayNotInstalledError, LockHeld) as exc:
+    except (CorpusError, BenchmarkDataError, ChatModelError, KeyError, TypeError, ValueError, RayNotInstalledError, LockHeld) as exc:
         if args.debug:
             raise
-        print(f"longctx: error: {exc}", file=sys.stderr)
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc  # str(KeyError) adds quotes
+        print(f"longctx: error: {message}", file=sys.stderr)
         return 2
+    except RunInterrupted as exc:  # Ctrl-C: finished answers kept, the rerun resumes
+        print(f"\nlongctx: {exc}", file=sys.stderr)
+        if exc.in_flight:  # answers still running in threads that cannot be stopped: do not wait for them
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(EXIT_INTERRUPTED)
+        return EXIT_INTERRUPTED
+    except KeyboardInterrupt:
+        print("\nlongctx: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -15,12 +15,13 @@ import json
 import logging
 import os
 import platform
+import signal
 import subprocess
 import threading
 import time
 import traceback
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -35,6 +36,7 @@ from agents.llm_cache import SQLiteLLMCache
 from experiments.benchmarks import BENCHMARKS, load_benchmark
 from graphs.config import redact_secrets
 from graphs.llm import tokenizer_manifest
+from graphs.run import CancelGuard
 from retrieval.locks import LockHeld, describe_holder, exclusive_lock
 
 RESULTS_FILE = "results.jsonl"
@@ -152,26 +154,106 @@ def run_experiment(
         show_progress: A progress bar over (sample, strategy) pairs.
     """
     out = Path(out)
+    samples = select_samples(config, samples)  # a bad questions file or model fails before the folder exists
+    chat = make_chat_model(llm or config.llm)
     out.mkdir(parents=True, exist_ok=True)
     with run_lock(out):
-        return _run_locked(config, out, llm, samples, show_progress)
+        return _run_locked(config, out, chat, samples, show_progress)
 
 
-def _run_locked(config: RunConfig, out: Path, llm: Any, samples: Any, show_progress: bool) -> dict[str, Any]:
-    samples = select_samples(config, samples)
-    chat = make_chat_model(llm or config.llm)
+def _run_locked(config: RunConfig, out: Path, chat: BaseChatModel, samples: list[Any], show_progress: bool) -> dict[str, Any]:
     if config.llm_cache and chat.cache is None:
         chat.cache = SQLiteLLMCache(out / "llm_cache.sqlite")
     todo, counts, invocation = plan_run(out, config, chat, samples)
-    with open(out / RESULTS_FILE, "a", encoding="utf-8") as sink, ThreadPoolExecutor(config.concurrency) as pool:
-        futures = [pool.submit(run_unit, group, name, chat, config) for name, group in work_units(todo)]
-        with tqdm(total=len(todo), desc=f"{config.benchmark}: answering with {', '.join(config.strategies)}", unit="answer", disable=not show_progress) as bar:
-            for future in as_completed(futures):  # rows are written by this (the driver) thread only
-                for row in future.result():
-                    append_row(sink, row, counts)
-                    bar.update(1)
+    stop = threading.Event()
+    pool = ThreadPoolExecutor(config.concurrency)
+    with open(out / RESULTS_FILE, "a", encoding="utf-8") as sink, _guarded(chat, stop):
+        pending = {pool.submit(run_unit, group, name, chat, config) for name, group in work_units(todo)}
+        try:
+            with tqdm(total=len(todo), desc=f"{config.benchmark}: answering with {', '.join(config.strategies)}", unit="answer", disable=not show_progress) as bar:
+                for future in as_completed(list(pending)):  # rows are written by this (the driver) thread only
+                    for row in future.result():
+                        append_row(sink, row, counts)
+                        bar.update(1)
+                    pending.discard(future)
+        except KeyboardInterrupt:
+            raise _interrupt(out, invocation, counts, pending, pool, stop, sink) from None
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+    pool.shutdown()
     finish_manifest(out, invocation, counts)
     return counts
+
+
+#: Seconds an interrupted run waits for the answers in flight before it stops without them.
+INTERRUPT_GRACE_SECONDS = 2.0
+
+
+class RunInterrupted(Exception):
+    """A run stopped by Ctrl-C: finished rows and checkpoints are kept; rerunning resumes it.
+
+    Attributes:
+        counts: This invocation's counts (``interrupted``: answers not written).
+        in_flight: Work units still running (their threads are abandoned, not joined).
+    """
+
+    def __init__(self, message: str, counts: dict[str, int], in_flight: int) -> None:
+        super().__init__(message)
+        self.counts = counts
+        self.in_flight = in_flight
+
+
+def _interrupt(out: Path, invocation: int, counts: dict[str, int], futures: set, pool: ThreadPoolExecutor, stop: threading.Event, sink: Any) -> RunInterrupted:
+    """Stop a run on Ctrl-C: no new units or model calls, the rows of units that finish within
+    :data:`INTERRUPT_GRACE_SECONDS` written (a unit stopped mid-way writes none; its checkpoint
+    stays), the invocation closed in the manifest. A second Ctrl-C meanwhile exits at once."""
+    previous = _exit_on_next_interrupt()
+    stop.set()
+    pool.shutdown(wait=False, cancel_futures=True)
+    finished, running = wait(futures, timeout=INTERRUPT_GRACE_SECONDS)
+    for future in finished:
+        if future.cancelled() or future.exception() is not None:
+            continue
+        for row in future.result():
+            if row["status"] == "ok":  # a unit stopped by the interrupt failed because of it: not a result
+                append_row(sink, row, counts)
+    counts["interrupted"] = counts["pairs"] - counts["skipped"] - counts["ok"] - counts["failed"]
+    finish_manifest(out, invocation, counts)
+    if previous is not None and not running:
+        signal.signal(signal.SIGINT, previous)
+    return RunInterrupted(
+        f"interrupted: {counts['ok']} answered now, {counts['interrupted']} not answered; "
+        f"rerun the same command to resume (finished answers are kept in {out})",
+        counts,
+        len(running),
+    )
+
+
+def _exit_on_next_interrupt() -> Any:
+    """Make a second Ctrl-C end the process at once (exit status 130); returns the old handler."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def exit_now(signum: int, frame: Any) -> None:
+        os.write(2, b"\nlongctx: interrupted again, exiting now\n")
+        os._exit(130)
+
+    return signal.signal(signal.SIGINT, exit_now)
+
+
+@contextlib.contextmanager
+def _guarded(chat: BaseChatModel, stop: threading.Event) -> Iterator[None]:
+    """``chat`` refuses to start a call once ``stop`` is set, for the duration of a run."""
+    before = chat.callbacks
+    if before is not None and not isinstance(before, list):  # a callback manager: left as it is
+        yield
+        return
+    chat.callbacks = [*(before or []), CancelGuard(stop)]
+    try:
+        yield
+    finally:
+        chat.callbacks = before
 
 
 def select_samples(config: RunConfig, samples: Sequence[Any] | None) -> list[Any]:
