@@ -33,6 +33,7 @@ from tqdm.auto import tqdm
 from agents import STRATEGIES, answer_many, make_chat_model
 from agents.chat_models import describe
 from agents.llm_cache import SQLiteLLMCache
+from experiments.activity import RunActivity
 from experiments.benchmarks import BENCHMARKS, load_benchmark
 from graphs.config import redact_secrets
 from graphs.llm import tokenizer_manifest
@@ -167,15 +168,15 @@ def _run_locked(config: RunConfig, out: Path, chat: BaseChatModel, samples: list
     todo, counts, invocation = plan_run(out, config, chat, samples)
     stop = threading.Event()
     pool = ThreadPoolExecutor(config.concurrency)
-    with open(out / RESULTS_FILE, "a", encoding="utf-8") as sink, _guarded(chat, stop):
+    bar = tqdm(total=len(todo), desc=f"{config.benchmark}: answering with {', '.join(config.strategies)}", unit="answer", disable=not show_progress)
+    with open(out / RESULTS_FILE, "a", encoding="utf-8") as sink, bar, _attached(chat, CancelGuard(stop), RunActivity(bar)):
         pending = {pool.submit(run_unit, group, name, chat, config) for name, group in work_units(todo)}
         try:
-            with tqdm(total=len(todo), desc=f"{config.benchmark}: answering with {', '.join(config.strategies)}", unit="answer", disable=not show_progress) as bar:
-                for future in as_completed(list(pending)):  # rows are written by this (the driver) thread only
-                    for row in future.result():
-                        append_row(sink, row, counts)
-                        bar.update(1)
-                    pending.discard(future)
+            for future in as_completed(list(pending)):  # rows are written by this (the driver) thread only
+                for row in future.result():
+                    append_row(sink, row, counts)
+                    bar.update(1)
+                pending.discard(future)
         except KeyboardInterrupt:
             raise _interrupt(out, invocation, counts, pending, pool, stop, sink) from None
         except BaseException:
@@ -243,13 +244,14 @@ def _exit_on_next_interrupt() -> Any:
 
 
 @contextlib.contextmanager
-def _guarded(chat: BaseChatModel, stop: threading.Event) -> Iterator[None]:
-    """``chat`` refuses to start a call once ``stop`` is set, for the duration of a run."""
+def _attached(chat: BaseChatModel, *handlers: Any) -> Iterator[None]:
+    """``handlers`` on every call of ``chat`` for the duration of a run: the guard that refuses
+    calls after Ctrl-C, and the activity shown on the progress bar."""
     before = chat.callbacks
     if before is not None and not isinstance(before, list):  # a callback manager: left as it is
         yield
         return
-    chat.callbacks = [*(before or []), CancelGuard(stop)]
+    chat.callbacks = [*(before or []), *handlers]
     try:
         yield
     finally:
