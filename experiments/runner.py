@@ -173,10 +173,10 @@ def _run_locked(config: RunConfig, out: Path, chat: BaseChatModel, samples: list
         pending = {pool.submit(run_unit, group, name, chat, config) for name, group in work_units(todo)}
         try:
             for future in as_completed(list(pending)):  # rows are written by this (the driver) thread only
+                pending.discard(future)  # before its rows: an interrupt while writing them never writes one twice
                 for row in future.result():
                     append_row(sink, row, counts)
                     bar.update(1)
-                pending.discard(future)
         except KeyboardInterrupt:
             raise _interrupt(out, invocation, counts, pending, pool, stop, sink) from None
         except BaseException:
@@ -221,7 +221,7 @@ def _interrupt(out: Path, invocation: int, counts: dict[str, int], futures: set,
                 append_row(sink, row, counts)
     counts["interrupted"] = counts["pairs"] - counts["skipped"] - counts["ok"] - counts["failed"]
     finish_manifest(out, invocation, counts)
-    if previous is not None and not running:
+    if previous is not None:
         signal.signal(signal.SIGINT, previous)
     return RunInterrupted(
         f"interrupted: {counts['ok']} answered now, {counts['interrupted']} not answered; "
