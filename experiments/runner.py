@@ -17,6 +17,7 @@ import os
 import platform
 import signal
 import subprocess
+import sys
 import threading
 import time
 import traceback
@@ -212,6 +213,7 @@ def _interrupt(out: Path, invocation: int, counts: dict[str, int], futures: set,
     previous = _exit_on_next_interrupt()
     stop.set()
     pool.shutdown(wait=False, cancel_futures=True)
+    tqdm.write(f"\nStopping: no new calls; waiting up to {INTERRUPT_GRACE_SECONDS:.0f} s for the answers in flight (Ctrl-C again quits now)", file=sys.stderr)
     finished, running = wait(futures, timeout=INTERRUPT_GRACE_SECONDS)
     for future in finished:
         if future.cancelled() or future.exception() is not None:

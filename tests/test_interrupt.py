@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -47,16 +48,25 @@ def _chat_requests(url: str) -> int:
 
 
 def _stop(proc: subprocess.Popen, *, times: int = 1) -> tuple[int, str, float]:
+    """SIGINT ``proc`` (a second time once it says it is stopping); its exit status, stderr and
+    the seconds from the first signal to its exit."""
+    err: list[str] = []
+    reader = threading.Thread(target=lambda: err.extend(iter(lambda: proc.stderr.read(1), "")), daemon=True)
+    reader.start()
     sent = time.monotonic()
-    for _ in range(times):
+    proc.send_signal(signal.SIGINT)
+    if times == 2:
+        while "Stopping:" not in "".join(err) and proc.poll() is None and time.monotonic() - sent < 30:
+            time.sleep(0.01)
         proc.send_signal(signal.SIGINT)
-        time.sleep(0.2)
     try:
-        _, err = proc.communicate(timeout=30)
+        proc.wait(timeout=30)
     except subprocess.TimeoutExpired:
         proc.kill()
         pytest.fail("the run did not stop within 30 s of SIGINT")
-    return proc.returncode, err, time.monotonic() - sent
+    took = time.monotonic() - sent
+    reader.join(timeout=10)
+    return proc.returncode, "".join(err), took
 
 
 @pytest.mark.slow
@@ -75,6 +85,7 @@ def test_sigint_stops_the_run_and_the_rerun_resumes_it(tmp_path):
         assert all(r["status"] == "ok" for r in rows) and len(done) == len(rows) < QUESTIONS
         invocation = json.loads((out / "manifest.json").read_text())["invocations"][-1]
         assert invocation["interrupted"] == QUESTIONS - len(rows) and "finished" in invocation
+        time.sleep(0.5)  # a request sent just before the exit is counted by the stub
         before = _chat_requests(url)
 
         rerun = _start(tmp_path, url)
@@ -89,15 +100,15 @@ def test_sigint_stops_the_run_and_the_rerun_resumes_it(tmp_path):
 @pytest.mark.slow
 def test_calls_in_flight_do_not_hold_the_exit_and_a_second_sigint_exits_at_once(tmp_path):
     out = tmp_path / "run"
-    with stub_server(latency=1.0, reply_tokens=5) as url:
+    with stub_server(latency=4.0, reply_tokens=5) as url:  # calls outlast the 2 s the run waits for them
         proc = _start(tmp_path, url)
         _wait_for_rows(proc, out, 2)
-        time.sleep(0.3)  # the next calls are in flight
-        code, err, took = _stop(proc, times=2)
-        assert code == 130 and took < 2, (took, err)
+        code, err, took = _stop(proc, times=2)  # the second while the first waits for the calls in flight
+        assert code == 130 and took < 5, (took, err)  # without the grace wait for the calls in flight
         assert "exiting now" in err and "Traceback" not in err
 
         proc = _start(tmp_path, url)
         _wait_for_rows(proc, out, len(read_rows(out)) + 1)
-        code, err, took = _stop(proc)  # once: 1 s calls outlast no grace, but the exit does not wait for threads
+        code, err, took = _stop(proc)  # once: the run waits 2 s, then exits without the calls still in flight
         assert code == 130 and took < 5, (took, err)
+        assert "rerun the same command to resume" in err and "exiting now" not in err
