@@ -1,5 +1,5 @@
 # The two set-up commands of the README, and CI's:
-#   make demo   fresh virtual environment, install, compare every strategy on five short reports
+#   make demo   fresh virtual environment, install, compare four strategies on four questions over five short reports
 #               (examples/) offline on the embedded model (no API key, no network)
 #   make test   fresh virtual environment, install with test extras, lint (ruff), run the default test suite
 #               (prints the 15 slowest tests)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import math
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,8 +19,10 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
+from agents.calibration import ModelSpeed
 from agents.chat_models import EmbeddedChatModel, as_chat_model_error, make_chat_model
 from agents.jsonsafe import is_plain, json_safe
+from agents.run_plan import plan_for, too_slow
 from graphs import STRATEGIES
 from graphs.run import arun_strategy, run_strategy
 from retrieval import Index
@@ -27,26 +30,24 @@ from retrieval.contract import Answer, Corpus, Question, Step, as_question
 
 #: Questions in flight at once in ``answer_many`` for single-question strategies.
 DEFAULT_CONCURRENCY = 4
-#: Prefill speed of the embedded 135M model on 2 CPU cores (measured 300-500 tokens/s), for the up-front warning.
-EMBEDDED_TOKENS_PER_SECOND = 400
-#: Strategies whose model calls read the whole corpus (once per question, or once per schema).
-READS_EVERYTHING = {"memagent": "per_question", "structured": "once"}
 
 log = logging.getLogger(__name__)
 
 
-def warn_if_slow(strategy: str, corpus: Corpus, questions: int, chat: BaseChatModel) -> str | None:
-    """Say up front when a run will take long on the embedded model (it reads the whole corpus);
-    returns the message (also logged as a warning), or ``None``."""
-    if not isinstance(chat, EmbeddedChatModel) or strategy not in READS_EVERYTHING:
+def warn_if_slow(strategy: str, corpus: Corpus, questions: int, chat: BaseChatModel, cfg: Any = None, *, speed: ModelSpeed | None = None) -> str | None:
+    """Say up front when a run will take long on the embedded model, at its speed measured on this
+    machine (:mod:`agents.calibration`); returns the message (also logged as a warning), or ``None``."""
+    if not isinstance(chat, EmbeddedChatModel):
         return None
-    tokens = corpus.num_tokens * (questions if READS_EVERYTHING[strategy] == "per_question" else 1)
-    hours = tokens / EMBEDDED_TOKENS_PER_SECOND / 3600
-    if hours < 0.25:
+    cfg = cfg if cfg is not None else STRATEGIES.get(strategy).make_config()
+    plans, speed = plan_for({strategy: cfg}, [(corpus.num_tokens, len(corpus), questions)], chat, speed=speed)
+    if not too_slow(plans):
         return None
+    (plan,) = plans
     message = (
-        f"{strategy} will read about {tokens:,} tokens on the embedded model: roughly {hours:.1f} hours at "
-        f"~{EMBEDDED_TOKENS_PER_SECOND} tokens/s on 2 CPU cores. Point llm=/--llm at a served model for corpora this size."
+        f"{strategy} will read about {round(plan.prompt_tokens):,} tokens in ~{math.ceil(plan.calls):,} calls on the embedded model: "
+        f"roughly {plan.seconds / 3600:.1f} hours at the {speed.prompt_tokens_per_second:,.0f} prompt tokens/s measured on this machine. "
+        "Point llm=/--llm at a served model for corpora this size."
     )
     log.warning(message)
     return message
@@ -202,7 +203,7 @@ def _prepare(corpus: Corpus, questions: list, strategy: str, llm: Any, preset: s
     qs = [as_question(q) for q in questions]
     chat = make_chat_model(llm) if qs else None
     if chat is not None:
-        warn_if_slow(strategy, corpus, len(qs), chat)
+        warn_if_slow(strategy, corpus, len(qs), chat, cfg)
     progress = sys.stderr.isatty() if show_progress is None else show_progress
     return spec, cfg, qs, chat, progress
 

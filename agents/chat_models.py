@@ -42,6 +42,7 @@ from pydantic import ConfigDict, PrivateAttr
 
 from agents.lean_transport import LeanTransport, retry_delay, should_retry
 from graphs.llm import model_id, set_tokenizer
+from graphs.usage import shared_model_lock
 from retrieval.contract import Registry
 from retrieval.redaction import redact, register_secret, register_url
 from retrieval.tokenizers import TokenizerError
@@ -249,13 +250,13 @@ class EmbeddedChatModel(BaseChatModel):
     def tokenize(self, text: str) -> list[int]:
         """Token ids in the model's own vocabulary (no BOS)."""
         llama, lock = self._llama()
-        with lock:
+        with shared_model_lock(lock):
             return llama.tokenize(text.encode("utf-8"), add_bos=False, special=False)
 
     def detokenize(self, ids: list[int]) -> str:
         """Text of model token ids."""
         llama, lock = self._llama()
-        with lock:
+        with shared_model_lock(lock):
             return llama.detokenize(list(ids)).decode("utf-8", errors="ignore")
 
     def get_num_tokens(self, text: str) -> int:
@@ -271,7 +272,7 @@ class EmbeddedChatModel(BaseChatModel):
     ) -> ChatResult:
         llama, lock = self._llama()
         payload = [{"role": _ROLES.get(m.type, "user"), "content": m.content} for m in messages]
-        with lock:
+        with shared_model_lock(lock):
             out = llama.create_chat_completion(
                 messages=payload,
                 max_tokens=kwargs.get("max_tokens") or 256,

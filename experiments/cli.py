@@ -5,18 +5,22 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from agents import STRATEGIES, ChatModelError, Corpus, Question, answer, index_for, make_chat_model
+from agents.run_plan import CONFIRM_MINUTES, announce_plan, plan_for
 from experiments.benchmarks import BenchmarkDataError, load_benchmark
 from experiments.ceilings import ceilings_json, compute_ceilings, format_table, load_tokenizer
 from experiments.demo import DEMO_STRATEGIES, READING, run_demo
 from experiments.export import FORMATS, export_official, official_command
-from experiments.runner import RunConfig, run_experiment
+from experiments.planning import plan_experiment
+from experiments.runner import RunConfig, RunInterrupted, run_experiment, select_samples
 from experiments.synth import NeedleConfig, SynthConfig, generate, get_domain, load_samples, parse_tokens
+from graphs.llm import model_id
 from retrieval import RETRIEVERS, CorpusError
 from retrieval.embedders import EMBEDDING_BACKENDS, EmbedderError
 from retrieval.locks import LockHeld
@@ -45,6 +49,11 @@ def _add_ray_arg(p: argparse.ArgumentParser, what: str) -> None:
     )
 
 
+def _add_yes_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-y", "--yes", action="store_true",
+                   help=f"do not ask before a run estimated over {CONFIRM_MINUTES:.0f} minutes (nobody is asked when stdin is not a terminal)")
+
+
 def _retrieval_overrides(args: argparse.Namespace) -> dict:
     overrides = {
         "retriever": args.retriever,
@@ -66,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("answer", help="answer a question over a corpus", description="Answer a question over a corpus.")
-    p.add_argument("--corpus", required=True, help="a file or folder (.txt .md .json .jsonl .pdf .html)")
+    p.add_argument("--corpus", required=True, help="a file or folder (.txt .md .rst .json .jsonl .pdf .html)")
     p.add_argument("--question", required=True, help="the question")
     p.add_argument("--choices", nargs="+", metavar="CHOICE", help="multiple-choice options, lettered A, B, C, ...")
     p.add_argument("--instruction", help="output-format instruction appended to the prompt")
@@ -77,11 +86,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-new-tokens", type=int, help="answer token budget")
     p.add_argument("--json", action="store_true", help="print the whole answer as JSON")
     p.add_argument("--option", action="append", default=[], metavar="[STRATEGY.]KEY=JSON", help="strategy option, e.g. chunk_tokens=4000 or pai.domain=finance")
+    _add_yes_arg(p)
     _add_retrieval_args(p)
     _add_ray_arg(p, "with --strategy structured, extract the documents (the Map stage)")
 
     p = sub.add_parser("index", help="prebuild and cache a corpus index", description="Chunk and index a corpus once.")
-    p.add_argument("path", help="a file or folder (.txt .md .json .jsonl .pdf .html)")
+    p.add_argument("path", help="a file or folder (.txt .md .rst .json .jsonl .pdf .html)")
     p.add_argument("--strategy", default="rag", choices=[s for s in STRATEGIES.names() if STRATEGIES.get(s).uses_index])
     _add_retrieval_args(p)
     _add_ray_arg(p, "embed the chunks")
@@ -101,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--option", action="append", default=[], metavar="STRATEGY.KEY=JSON", help="strategy option, e.g. rag.top_k=5")
     p.add_argument("--no-llm-cache", action="store_true", help="do not replay temperature-0 calls from the run's cache")
     p.add_argument("--out", required=True, help="result folder; rerunning into it resumes")
+    _add_yes_arg(p)
     _add_ray_arg(p, "run the work units as tasks")
     p.add_argument("--endpoints", help="with --ray and openai:MODEL: comma-separated base URLs to spread the work over")
 
@@ -146,6 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--llm", help="chat model spec (default: the embedded model)")
     p.add_argument("--questions", type=int, help="ask the first N questions of examples/questions.csv (default 4)")
     p.add_argument("--strategies", help="comma-separated strategies, or 'all' (default: rag,full_context,memagent,self_route)")
+    _add_yes_arg(p)
 
     p = sub.add_parser(
         "synth", help="generate a synthetic CorpusQA-style corpus", description="Generate documents, facts and questions."
@@ -216,7 +228,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     elif args.endpoints:
         raise ValueError("--endpoints needs --ray")
     else:
-        counts = run_experiment(config, args.out)
+        samples = select_samples(config, None)
+        chat = make_chat_model(config.llm)
+        if not announce_plan(*plan_experiment(config, samples, chat, args.out), model_id(chat), yes=args.yes):
+            print("Not started.", file=sys.stderr)
+            return 1
+        counts = run_experiment(config, args.out, llm=chat, samples=samples)
     print(
         f"{counts['pairs']} answers in {args.out}: {counts['skipped']} already done, "
         f"{counts['ok']} answered now, {counts['failed']} failed (rerun to retry them)"
@@ -237,7 +254,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     print((folder / "by_length.md").read_text())
     if (folder / "ceilings.md").exists():
         print((folder / "ceilings.md").read_text())
-    print(f"Tables, scores.json and plots in {folder}")
+    print(f"{'Tables and scores.json' if args.no_plots else 'Tables, scores.json and plots'} in {folder}")
     if result.get("html"):
         print(f"HTML report (open in a browser): {result['html']}")
     return 0
@@ -279,7 +296,6 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_answer(args: argparse.Namespace) -> int:
     """Run one question and print answer, evidence titles and usage."""
-    corpus = Corpus.from_path(args.corpus, show_progress=True)
     choices = {chr(ord("A") + i): c for i, c in enumerate(args.choices or [])} or None
     question = Question(text=args.question, choices=choices, instruction=args.instruction)
     spec = STRATEGIES.get(args.strategy)
@@ -296,8 +312,15 @@ def cmd_answer(args: argparse.Namespace) -> int:
                              "for an index use 'longctx index --ray', for many questions 'longctx run --ray'")
         require_ray()  # the install hint now, not after the plan call
         overrides.update(map_executor="ray", **({"ray_address": args.ray} if args.ray else {}))
+    cfg = spec.make_config(args.preset, **overrides)  # bad options and a bad model fail before the corpus is read
+    llm = make_chat_model(args.llm)
+    corpus = Corpus.from_path(args.corpus, show_progress=True)
+    plans, speed = plan_for({args.strategy: cfg}, [(corpus.num_tokens, len(corpus), 1)], llm, calibrate=True)
+    if not announce_plan(plans, speed, model_id(llm), yes=args.yes):
+        print("Not started.", file=sys.stderr)
+        return 1
     result = answer(
-        corpus, question, strategy=args.strategy, llm=args.llm, preset=args.preset, cache_dir=args.cache_dir, show_progress=True, **overrides
+        corpus, question, strategy=args.strategy, llm=llm, preset=args.preset, cache_dir=args.cache_dir, show_progress=True, **overrides
     )
     if args.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
@@ -373,7 +396,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     unknown = sorted(set(names) - set(DEMO_STRATEGIES))
     if unknown:
         raise ValueError(f"The demo runs {', '.join(DEMO_STRATEGIES)} (or 'all'); unknown: {', '.join(unknown)}")
-    result = run_demo(args.out, llm=args.llm, questions=args.questions, strategies={n: DEMO_STRATEGIES[n] for n in names} or None)
+    result = run_demo(args.out, llm=args.llm, questions=args.questions, strategies={n: DEMO_STRATEGIES[n] for n in names} or None, yes=args.yes)
+    if result is None:
+        print("Not started.", file=sys.stderr)
+        return 1
     folder = Path(result["folder"])
     print(f"\n# Demo: {len(result['summary'])} strategies on your-corpus questions (examples/)\n")
     print((folder / "summary.md").read_text())
@@ -381,6 +407,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print(READING)
     print(f"\nTables, scores.json, report.html and plots in {folder}")
     return 0
+
+
+#: Exit status after Ctrl-C (128 + SIGINT, as shells report it).
+EXIT_INTERRUPTED = 130
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -401,6 +431,16 @@ def _main(argv: Sequence[str] | None) -> int:
             raise
         print(f"longctx: error: {one_line(exc)}", file=sys.stderr)
         return 2
+    except RunInterrupted as exc:  # Ctrl-C: finished answers kept, the rerun resumes
+        print(f"\nlongctx: {exc}", file=sys.stderr)
+        if exc.in_flight:  # answers still running in threads that cannot be stopped: do not wait for them
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(EXIT_INTERRUPTED)
+        return EXIT_INTERRUPTED
+    except KeyboardInterrupt:
+        print("\nlongctx: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 def one_line(exc: BaseException) -> str:

@@ -15,10 +15,14 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
+from agents.chat_models import EmbeddedChatModel, make_chat_model
+from agents.run_plan import announce_plan
 from experiments.benchmarks import load_benchmark
 from experiments.benchmarks.own import read_questions
+from experiments.planning import plan_experiment
 from experiments.report import build_report
 from experiments.runner import RunConfig, run_experiment
+from graphs.llm import model_id
 from retrieval import Corpus
 
 #: The corpus and questions shipped with the repository.
@@ -42,19 +46,6 @@ DEFAULT_DEMO = ("rag", "full_context", "memagent", "self_route")
 #: Questions asked by default: two lookups, the aggregation, and the one without a gold answer.
 DEFAULT_QUESTIONS = 4
 
-#: Measured on 2 quiet cores (SmolLM2-135M, llama.cpp): seconds per call of about 500 prompt tokens.
-SECONDS_PER_CALL = 1.5
-#: Typical calls per question at demo scale (memagent: 2 chunks + final; pai: decompose, judges, sub-answers, summary;
-#: structured: plan, one extraction per report and a retry for most, SQL and its retry, answer).
-CALLS_PER_QUESTION = {"rag": 1, "full_context": 1, "memagent": 3, "self_route": 1.5, "self_ask": 2, "pai": 7, "pai_minus": 7, "structured": 14}
-
-
-def plan(strategies: dict[str, dict[str, Any]], questions: int) -> tuple[int, float]:
-    """(model calls, seconds) the demo is expected to take, printed before it starts."""
-    calls = sum(CALLS_PER_QUESTION.get(name, 3) for name in strategies) * questions
-    return round(calls), calls * SECONDS_PER_CALL + 20  # + loading the model and indexing
-
-
 def run_demo(
     out: str | Path,
     *,
@@ -63,27 +54,45 @@ def run_demo(
     strategies: dict[str, dict[str, Any]] | None = None,
     show_progress: bool = True,
     say: Any = print,
-) -> dict[str, Any]:
+    yes: bool = False,
+) -> dict[str, Any] | None:
     """Run the shipped questions over the shipped corpus with every strategy and write the report.
 
-    Rerunning into the same folder resumes: finished answers are not asked again.
+    It first says what it will do and the plan (calls, tokens, minutes at the model's measured
+    speed); a plan over :data:`~agents.run_plan.CONFIRM_MINUTES` asks on a terminal whether to go on
+    (``yes`` skips; ``None`` is returned when declined). Rerunning into the same folder resumes:
+    finished answers are not asked again.
     """
     chosen = strategies or {name: DEMO_STRATEGIES[name] for name in DEFAULT_DEMO}
     n = min(questions or DEFAULT_QUESTIONS, len(read_questions(DEMO_QUESTIONS)))
     corpus = Corpus.from_path(DEMO_CORPUS)
-    calls, seconds = plan(chosen, n)
-    say(
-        f"Demo: {len(chosen)} strategies ({', '.join(chosen)}) x {n} questions over {len(corpus)} annual reports "
-        f"({corpus.num_tokens:,} tokens) on {llm if isinstance(llm, str) else 'the embedded SmolLM2-135M' if llm is None else type(llm).__name__}: "
-        f"about {calls} model calls, "
-        f"roughly {seconds / 60:.0f}-{seconds / 60 * 1.6:.0f} minutes on 2 cores. Results go to {out}."
-    )
     config = RunConfig.for_corpus(
         DEMO_CORPUS, DEMO_QUESTIONS, tuple(chosen), llm=llm if isinstance(llm, str) else None, limit=n, concurrency=1, strategy_options={k: v for k, v in chosen.items() if v}
     )
     samples = load_benchmark("own", DEMO_QUESTIONS, corpus=DEMO_CORPUS)[:n]
-    run_experiment(config, Path(out) / "run", llm=None if isinstance(llm, str) else llm, samples=samples, show_progress=show_progress)
+    chat = make_chat_model(llm)
+    plans, speed = plan_experiment(config, samples, chat, Path(out) / "run")
+    name = "the embedded SmolLM2-135M" if isinstance(chat, EmbeddedChatModel) else model_id(chat)
+    say(f"Demo: {len(chosen)} strategies ({', '.join(chosen)}) x {n} questions over {len(corpus)} annual reports "
+        f"({corpus.num_tokens:,} tokens) on {name}. Results go to {out}.")  # fmt: skip
+    if not announce_plan(plans, speed, name, yes=yes, out=_Said(say)):
+        return None
+    run_experiment(config, Path(out) / "run", llm=chat, samples=samples, show_progress=show_progress)
     return build_report(Path(out) / "run", samples=samples)
+
+
+class _Said:
+    """A file-like object that hands each printed message to ``say`` (the demo's output)."""
+
+    def __init__(self, say: Any) -> None:
+        self.say = say
+
+    def write(self, text: str) -> None:
+        if text.strip():
+            self.say(text.rstrip("\n"))
+
+    def flush(self) -> None:
+        return None
 
 
 READING = """How to read this: the embedded model is SmolLM2-135M, chosen because it ships inside a package

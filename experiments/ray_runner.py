@@ -119,8 +119,8 @@ def run_experiment_ray(
     config = with_map_endpoints(config, endpoints)
     ray = ensure_ray(address)
     out = Path(out)
+    samples = select_samples(config, samples)  # a bad questions file fails before the folder exists
     out.mkdir(parents=True, exist_ok=True)
-    samples = select_samples(config, samples)
     chat = make_chat_model(spec, base_url=urls[0]) if is_openai and urls[0] else make_chat_model(spec)
     todo, counts, invocation, retries = plan_run(out, config, chat, samples)
     cache = str((out / "llm_cache.sqlite").resolve()) if config.llm_cache else None

@@ -20,12 +20,14 @@ import json
 import logging
 import os
 import platform
+import signal
 import subprocess
+import sys
 import threading
 import time
 import traceback
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -38,9 +40,11 @@ from agents import STRATEGIES, answer_many, make_chat_model
 from agents.chat_models import describe
 from agents.jsonsafe import MAX_CHARS, dumps, json_safe
 from agents.llm_cache import SQLiteLLMCache
+from experiments.activity import RunActivity
 from experiments.benchmarks import BENCHMARKS, load_benchmark
 from graphs.config import redact_secrets
 from graphs.llm import tokenizer_manifest
+from graphs.run import CancelGuard
 from retrieval.locks import LockHeld, describe_holder, exclusive_lock
 from retrieval.redaction import redact_value
 
@@ -227,28 +231,109 @@ def run_experiment(
         show_progress: A progress bar over (sample, strategy) pairs.
     """
     out = Path(out)
+    samples = select_samples(config, samples)  # a bad questions file or model fails before the folder exists
+    chat = make_chat_model(llm or config.llm)
     out.mkdir(parents=True, exist_ok=True)
     with run_lock(out):
-        return _run_locked(config, out, llm, samples, show_progress)
+        return _run_locked(config, out, chat, samples, show_progress)
 
 
-def _run_locked(config: RunConfig, out: Path, llm: Any, samples: Any, show_progress: bool) -> dict[str, Any]:
-    samples = select_samples(config, samples)
-    chat = make_chat_model(llm or config.llm)
+def _run_locked(config: RunConfig, out: Path, chat: BaseChatModel, samples: list[Any], show_progress: bool) -> dict[str, Any]:
     if config.llm_cache and chat.cache is None:
         chat.cache = SQLiteLLMCache(out / "llm_cache.sqlite")
     todo, counts, invocation, retries = plan_run(out, config, chat, samples)
-    with open(out / RESULTS_FILE, "a", encoding="utf-8") as sink, ThreadPoolExecutor(config.concurrency) as pool:
-        futures = [
-            pool.submit(run_unit, group, name, chat, config, retry=is_retry(group, name, retries)) for name, group in work_units(todo)
-        ]
-        with tqdm(total=len(todo), desc=f"{config.benchmark}: answering with {', '.join(config.strategies)}", unit="answer", disable=not show_progress) as bar:
-            for future in as_completed(futures):  # rows are written by this (the driver) thread only
+    stop = threading.Event()
+    pool = ThreadPoolExecutor(config.concurrency)
+    bar = tqdm(total=len(todo), desc=f"{config.benchmark}: answering with {', '.join(config.strategies)}", unit="answer", disable=not show_progress)
+    with open(out / RESULTS_FILE, "a", encoding="utf-8") as sink, bar, _attached(chat, CancelGuard(stop), RunActivity(bar)):
+        pending = {pool.submit(run_unit, group, name, chat, config, retry=is_retry(group, name, retries), run_id=out.name)
+                   for name, group in work_units(todo)}  # fmt: skip
+        try:
+            for future in as_completed(list(pending)):  # rows are written by this (the driver) thread only
+                pending.discard(future)  # before its rows: an interrupt while writing them never writes one twice
                 for row in future.result():
                     append_row(sink, row, counts)
                     bar.update(1)
+        except KeyboardInterrupt:
+            raise _interrupt(out, invocation, counts, pending, pool, stop, sink) from None
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+    pool.shutdown()
     finish_manifest(out, invocation, counts)
     return counts
+
+
+#: Seconds an interrupted run waits for the answers in flight before it stops without them.
+INTERRUPT_GRACE_SECONDS = 2.0
+
+
+class RunInterrupted(Exception):
+    """A run stopped by Ctrl-C: finished rows and checkpoints are kept; rerunning resumes it.
+
+    Attributes:
+        counts: This invocation's counts (``interrupted``: answers not written).
+        in_flight: Work units still running (their threads are abandoned, not joined).
+    """
+
+    def __init__(self, message: str, counts: dict[str, int], in_flight: int) -> None:
+        super().__init__(message)
+        self.counts = counts
+        self.in_flight = in_flight
+
+
+def _interrupt(out: Path, invocation: int, counts: dict[str, int], futures: set, pool: ThreadPoolExecutor, stop: threading.Event, sink: Any) -> RunInterrupted:
+    """Stop a run on Ctrl-C: no new units or model calls, the rows of units that finish within
+    :data:`INTERRUPT_GRACE_SECONDS` written (a unit stopped mid-way writes none; its checkpoint
+    stays), the invocation closed in the manifest. A second Ctrl-C meanwhile exits at once."""
+    previous = _exit_on_next_interrupt()
+    stop.set()
+    pool.shutdown(wait=False, cancel_futures=True)
+    tqdm.write(f"\nStopping: no new calls; waiting up to {INTERRUPT_GRACE_SECONDS:.0f} s for the answers in flight (Ctrl-C again quits now)", file=sys.stderr)
+    finished, running = wait(futures, timeout=INTERRUPT_GRACE_SECONDS)
+    for future in finished:
+        if future.cancelled() or future.exception() is not None:
+            continue
+        for row in future.result():
+            if row["status"] == "ok":  # a unit stopped by the interrupt failed because of it: not a result
+                append_row(sink, row, counts)
+    counts["interrupted"] = counts["pairs"] - counts["skipped"] - counts["ok"] - counts["failed"]
+    finish_manifest(out, invocation, counts)
+    if previous is not None:
+        signal.signal(signal.SIGINT, previous)
+    return RunInterrupted(
+        f"interrupted: {counts['ok']} answered now, {counts['interrupted']} not answered; "
+        f"rerun the same command to resume (finished answers are kept in {out})",
+        counts,
+        len(running),
+    )
+
+
+def _exit_on_next_interrupt() -> Any:
+    """Make a second Ctrl-C end the process at once (exit status 130); returns the old handler."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def exit_now(signum: int, frame: Any) -> None:
+        os.write(2, b"\nlongctx: interrupted again, exiting now\n")
+        os._exit(130)
+
+    return signal.signal(signal.SIGINT, exit_now)
+
+
+@contextlib.contextmanager
+def _attached(chat: BaseChatModel, *handlers: Any) -> Iterator[None]:
+    """``handlers`` on every call of ``chat`` for the duration of a run: the guard that refuses
+    calls after Ctrl-C, and the activity shown on the progress bar."""
+    before = chat.callbacks
+    if before is not None and not isinstance(before, list):  # a callback manager: left as it is
+        yield
+        return
+    chat.callbacks = [*(before or []), *handlers]
+    try:
+        yield
+    finally:
+        chat.callbacks = before
 
 
 def select_samples(config: RunConfig, samples: Sequence[Any] | None) -> list[Any]:
@@ -376,7 +461,8 @@ def work_units(todo: list[tuple[Any, str]]) -> list[tuple[str, list[Any]]]:
     return units
 
 
-def run_unit(samples: list[Any], strategy: str, chat: BaseChatModel, config: RunConfig, *, retry: bool = False) -> list[dict[str, Any]]:
+def run_unit(samples: list[Any], strategy: str, chat: BaseChatModel, config: RunConfig, *, retry: bool = False,
+             run_id: str | None = None) -> list[dict[str, Any]]:  # fmt: skip
     """Rows of one work unit, through the one run path (``answer_many``).
 
     A failure is recorded in the row of every sample of the unit, with its error; a
@@ -389,7 +475,7 @@ def run_unit(samples: list[Any], strategy: str, chat: BaseChatModel, config: Run
         chat = chat.model_copy(update={"cache": chat.cache.refreshing()})
     try:
         options = dict(config.strategy_options.get(strategy, {}))
-        results = answer_many(samples[0].corpus, [_traced(s) for s in samples], strategy=strategy, llm=chat, show_progress=False, **options)
+        results = answer_many(samples[0].corpus, [_traced(s, run_id) for s in samples], strategy=strategy, llm=chat, show_progress=False, **options)
     except Exception as exc:  # noqa: BLE001 - recorded as failed rows; the rerun retries (and resumes) them
         seconds = (time.perf_counter() - started) / len(samples)
         return [failed_row(s, strategy, exc, seconds) for s in samples]
@@ -413,9 +499,10 @@ def failed_row(sample: Any, strategy: str, exc: BaseException, seconds: float, *
     }
 
 
-def _traced(sample: Any) -> Any:
-    """The sample's question, with benchmark and sample id for tracing tags."""
-    traced = {**dict(sample.question.metadata), "benchmark": sample.benchmark, "sample_id": sample.sample_id}
+def _traced(sample: Any, run_id: str | None = None) -> Any:
+    """The sample's question, with benchmark, sample id and run (the run folder's name) for tracing tags."""
+    traced = {**dict(sample.question.metadata), "benchmark": sample.benchmark, "sample_id": sample.sample_id,
+              **({"run_id": run_id} if run_id else {})}  # fmt: skip
     return dataclasses.replace(sample.question, metadata=traced)
 
 
@@ -441,6 +528,7 @@ def _ok_row(base: dict[str, Any], result: Any) -> dict[str, Any]:
         "answer": result.answer,
         "usage": result.usage.to_dict(),
         "seconds": round(result.usage.seconds, 3),
+        "queued_seconds": round(result.usage.queued_seconds, 3),  # waiting for a model shared with other answers
         "evidence_doc_ids": sorted({e.doc_id for e in result.evidence}),
         "evidence": [{"doc_id": e.doc_id, "title": e.title, "chunk_id": e.chunk_id, "score": e.score, "snippet": e.text[:300]} for e in result.evidence],
         "route": next((s.get("route") for s in result.steps if "route" in s), None),

@@ -33,7 +33,7 @@ from graphs.heap import during_runs
 from graphs.llm import has_native_async, model_id, run_client, tokenizer_for, tokenizer_id
 from graphs.prompts import PROMPTS_VERSION as SHARED_PROMPTS_VERSION
 from graphs.registry import BatchRun, Strategy
-from graphs.usage import UsageTracker
+from graphs.usage import UsageTracker, metering_queue
 from retrieval import Hit, Index, default_cache_dir
 from retrieval.contract import Answer, Corpus, Evidence, Question, Step, Usage
 
@@ -233,16 +233,18 @@ def evidence(hit: Hit) -> Evidence:
 def _run_single(spec: Strategy, graph: Any, context: StrategyContext, question: Question, callbacks: Any, effective: dict) -> Answer:
     started = time.perf_counter()
     tracker, run_config = _single_run_config(spec, context, question, callbacks)
-    final = graph.invoke({"question": question, "steps": []}, context=context, config=run_config)
-    return _single_answer(spec, final, tracker, started, question, effective)
+    with metering_queue() as queue:
+        final = graph.invoke({"question": question, "steps": []}, context=context, config=run_config)
+    return _single_answer(spec, final, tracker, started, queue.seconds, question, effective)
 
 
 async def _arun_single(spec: Strategy, graph: Any, context: StrategyContext, question: Question, callbacks: Any, effective: dict) -> Answer:
     started = time.perf_counter()
     tracker, run_config = _single_run_config(spec, context, question, callbacks)
     tracker.run_inline = True  # thread-safe and cheap: called on the loop, not through its executor
-    final = await graph.ainvoke({"question": question, "steps": []}, context=context, config=run_config)
-    return _single_answer(spec, final, tracker, started, question, effective)
+    with metering_queue() as queue:  # this task's context: its executor calls copy it
+        final = await graph.ainvoke({"question": question, "steps": []}, context=context, config=run_config)
+    return _single_answer(spec, final, tracker, started, queue.seconds, question, effective)
 
 
 def _single_run_config(spec: Strategy, context: StrategyContext, question: Question, callbacks: Any) -> tuple[UsageTracker, dict]:
@@ -256,9 +258,10 @@ def _single_run_config(spec: Strategy, context: StrategyContext, question: Quest
     return tracker, run_config
 
 
-def _single_answer(spec: Strategy, final: dict, tracker: UsageTracker, started: float, question: Question, effective: dict) -> Answer:
+def _single_answer(spec: Strategy, final: dict, tracker: UsageTracker, started: float, queued: float, question: Question, effective: dict) -> Answer:
     usage = tracker.usage
-    usage.seconds = time.perf_counter() - started
+    usage.queued_seconds = queued
+    usage.seconds = time.perf_counter() - started - queued
     return Answer(
         answer=final.get("answer", ""),
         raw=final.get("raw", ""),
@@ -296,27 +299,29 @@ def _run_batch(
             progress.advance(chunk_index)
             cancel_point(cancel)
     tags = trace_tags(spec.name, questions[0] if len(questions) == 1 else None, llm)
-    try:
-        run = run_batched_graph(
-            spec,
-            cfg,
-            questions,
-            llm,
-            corpus,
-            folder=(cache or default_cache_dir()) / spec.name,
-            key_prefix=key_prefix,
-            callbacks=with_handler(callbacks, tracker),
-            run_name=f"longctx.{spec.name}",
-            tags=tags,
-            metadata={"strategy": spec.name, "model": model_name(llm), "corpus": corpus.fingerprint[:16], "questions": len(questions),
-                      **({"run_id": questions[0].metadata["run_id"]} if questions[0].metadata.get("run_id") else {})},
-            on_start=progress.start,
-            on_advance=on_advance,
-        )
-    finally:
-        progress.close()
-    share = (time.perf_counter() - started) / len(questions)
-    return [_batch_answer(spec, run, i, q, share, effective) for i, q in enumerate(questions)]
+    with metering_queue() as queue:
+        try:
+            run = run_batched_graph(
+                spec,
+                cfg,
+                questions,
+                llm,
+                corpus,
+                folder=(cache or default_cache_dir()) / spec.name,
+                key_prefix=key_prefix,
+                callbacks=with_handler(callbacks, tracker),
+                run_name=f"longctx.{spec.name}",
+                tags=tags,
+                metadata={"strategy": spec.name, "model": model_name(llm), "corpus": corpus.fingerprint[:16], "questions": len(questions),
+                          **({"run_id": questions[0].metadata["run_id"]} if questions[0].metadata.get("run_id") else {})},
+                on_start=progress.start,
+                on_advance=on_advance,
+            )
+        finally:
+            progress.close()
+    queued = queue.seconds / len(questions)
+    share = (time.perf_counter() - started) / len(questions) - queued
+    return [_batch_answer(spec, run, i, q, share, queued, effective) for i, q in enumerate(questions)]
 
 
 async def _arun_batch(
@@ -373,10 +378,11 @@ class CancelGuard(BaseCallbackHandler):
         cancel_point(self.cancel)
 
 
-def _batch_answer(spec: Strategy, run: BatchedRun, i: int, question: Question, seconds: float, effective: dict) -> Answer:
+def _batch_answer(spec: Strategy, run: BatchedRun, i: int, question: Question, seconds: float, queued: float, effective: dict) -> Answer:
     fields = spec.run_mode.collect(run.final, i)
     usage = Usage.from_dict(fields.get("usage"))
     usage.seconds = seconds
+    usage.queued_seconds = queued
     # resumed_from: the chunk an interrupted run continued from; replayed: finished earlier,
     # answered from the checkpoint with no call made now
     last = Step(

@@ -1,9 +1,13 @@
-"""Usage accounting: a LangChain callback that counts every chat-model call of one answer."""
+"""Usage accounting: a LangChain callback that counts every chat-model call of one answer, and
+a meter of the time an answer waits for a model it shares with other answers (queued, not its own)."""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 from uuid import UUID
 
@@ -97,3 +101,71 @@ class UsageTracker(BaseCallbackHandler):
             self.usage.prompt_tokens += other.prompt_tokens
             self.usage.completion_tokens += other.completion_tokens
             self.usage.estimated = self.usage.estimated or other.estimated
+
+
+class QueueMeter:
+    """Seconds one answer spent queued for a shared model: while at least one of its calls waits
+    for the model's lock and none of its calls holds it (thread-safe; parallel calls of one answer
+    waiting on each other are its own time, not queueing)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._waiting = 0
+        self._holding = 0
+        self._since: float | None = None
+        self._seconds = 0.0
+
+    @property
+    def seconds(self) -> float:
+        """Queued seconds so far (an interval still open counts up to now)."""
+        with self._lock:
+            return self._seconds + (time.perf_counter() - self._since if self._since is not None else 0.0)
+
+    def _change(self, waiting: int, holding: int) -> None:
+        with self._lock:
+            now = time.perf_counter()
+            self._waiting += waiting
+            self._holding += holding
+            queued = self._waiting > 0 and self._holding == 0
+            if queued and self._since is None:
+                self._since = now
+            elif not queued and self._since is not None:
+                self._seconds += now - self._since
+                self._since = None
+
+
+_METER: contextvars.ContextVar[QueueMeter | None] = contextvars.ContextVar("longctx_queue_meter", default=None)
+
+
+@contextlib.contextmanager
+def metering_queue() -> Iterator[QueueMeter]:
+    """Meter the queueing of the code run inside (this context, and the threads and tasks that copy it)."""
+    meter = QueueMeter()
+    token = _METER.set(meter)
+    try:
+        yield meter
+    finally:
+        _METER.reset(token)
+
+
+@contextlib.contextmanager
+def shared_model_lock(lock: threading.Lock) -> Iterator[None]:
+    """Hold ``lock`` (one model instance shared by concurrent answers); the wait for it is
+    metered as the current answer's queued time, not its own."""
+    meter = _METER.get()
+    if meter is None:
+        with lock:
+            yield
+        return
+    meter._change(+1, 0)
+    try:
+        lock.acquire()
+    except BaseException:
+        meter._change(-1, 0)
+        raise
+    meter._change(-1, +1)
+    try:
+        yield
+    finally:
+        lock.release()
+        meter._change(0, -1)

@@ -404,9 +404,12 @@ class Usage:
         failed_calls: Chat-model calls that raised (after the client's own retries).
         prompt_tokens: Input tokens as reported by the model (or counted, see ``estimated``).
         completion_tokens: Output tokens as reported by the model (or counted).
-        seconds: Wall time of the answer, retrieval included (a batch's wall time is
-            shared out over its answers, so sums over answers add up to the batch).
+        seconds: The answer's own wall time, retrieval included, waiting for a model shared
+            with concurrent answers excluded (a batch's time is shared out over its answers,
+            so sums over answers add up to the batch).
         index_seconds: Part of ``seconds`` spent building or loading the index.
+        queued_seconds: Wall time spent waiting for a model busy with other answers (the
+            embedded model serves one call at a time); not part of ``seconds``.
         estimated: True when some call reported no usage and its tokens were counted.
         cached_calls: Calls answered from the on-disk LLM cache (free: not in the other counts).
     """
@@ -419,6 +422,7 @@ class Usage:
     index_seconds: float = 0.0
     estimated: bool = False
     cached_calls: int = 0
+    queued_seconds: float = 0.0
 
     @property
     def total_tokens(self) -> int:

@@ -1,4 +1,4 @@
-"""Reading documents from files: plain text and JSON natively, PDF and HTML through LlamaIndex."""
+"""Reading documents from files: plain text (with reStructuredText) and JSON natively, PDF and HTML through LlamaIndex."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from retrieval.paths import OutsideRoot, resolve_inside
 
 log = logging.getLogger(__name__)
 
-TEXT_SUFFIXES = {".txt", ".md", ".markdown"}
+#: Read as plain text; ``.rst`` too, as LlamaIndex's ``SimpleDirectoryReader`` reads it.
+TEXT_SUFFIXES = {".txt", ".md", ".markdown", ".rst"}
 JSON_SUFFIXES = {".json", ".jsonl"}
 LLAMA_SUFFIXES = {".pdf", ".html", ".htm"}
 SUPPORTED_SUFFIXES = TEXT_SUFFIXES | JSON_SUFFIXES | LLAMA_SUFFIXES
@@ -35,9 +36,9 @@ def read_path(path: Path, *, show_progress: bool = False) -> list[Document]:
     else:
         all_files = [p for p in sorted(path.rglob("*")) if p.is_file() and not p.name.startswith(".") and _stays_inside(path, p)]
         files = [p for p in all_files if p.suffix.lower() in SUPPORTED_SUFFIXES]
-        skipped = len(all_files) - len(files)
+        skipped = [p for p in all_files if p.suffix.lower() not in SUPPORTED_SUFFIXES]
         if skipped:
-            log.warning("Skipped %d file(s) under %s with unsupported types", skipped, path)
+            log.warning("Skipped %d file(s) under %s with unsupported types: %s", len(skipped), path, skipped_names(skipped, path))
         if not files:
             raise CorpusError(f"No readable documents under {path}; supported types: {sorted(SUPPORTED_SUFFIXES)}")
         root = path
@@ -56,6 +57,13 @@ def _stays_inside(root: Path, file: Path) -> bool:
         log.warning("Skipped %s: it is a link to %s, outside the corpus folder %s", file, exc.target, exc.root)
         return False
     return True
+
+
+def skipped_names(files: list[Path], root: Path, shown: int = 10) -> str:
+    """The skipped files' paths under ``root``, the first ``shown`` of them, for the warning."""
+    names = [str(p.relative_to(root)) for p in files[:shown]]
+    more = len(files) - shown
+    return ", ".join(names) + (f" and {more} more" if more > 0 else "")
 
 
 def read_file(file: Path, doc_id: str) -> Iterator[Document]:

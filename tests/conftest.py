@@ -29,6 +29,14 @@ def filler_document(i: int, sentences: int = 30) -> str:
     return " ".join(FILLER_TOPICS[(i + j) % len(FILLER_TOPICS)] for j in range(sentences))
 
 
+@pytest.fixture(autouse=True, scope="session")
+def shared_calibration(tmp_path_factory):
+    """The embedded model's speed is measured once per test session, not once per isolated cache."""
+    os.environ["LONGCTX_CALIBRATION"] = str(tmp_path_factory.mktemp("calibration") / "calibration.json")
+    yield
+    os.environ.pop("LONGCTX_CALIBRATION", None)
+
+
 @pytest.fixture(autouse=True)
 def isolated_cache(tmp_path, monkeypatch):
     """Every test gets its own index cache directory."""

@@ -112,6 +112,22 @@ def test_undecodable_file_is_named(tmp_path):
         Corpus.from_path(tmp_path)
 
 
+def test_rst_is_read_as_text(tmp_path):
+    (tmp_path / "guide.rst").write_text("Guide\n=====\n\nThe vault code is 4417.", encoding="utf-8")
+    (doc,) = Corpus.from_path(tmp_path)
+    assert doc.doc_id == "guide.rst" and doc.title == "guide" and "vault code is 4417" in doc.text
+
+
+def test_skipped_files_are_named(tmp_path, caplog):
+    (tmp_path / "a.txt").write_text("kept", encoding="utf-8")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "x.docx").write_bytes(b"\x00")
+    (tmp_path / "y.bin").write_bytes(b"\x00")
+    with caplog.at_level("WARNING", logger="retrieval.readers"):
+        assert len(Corpus.from_path(tmp_path)) == 1
+    assert "Skipped 2 file(s)" in caplog.text and "sub/x.docx, y.bin" in caplog.text
+
+
 def test_folder_without_supported_files(tmp_path):
     (tmp_path / "x.bin").write_bytes(b"\x00")
     with pytest.raises(CorpusError, match="No readable documents"):

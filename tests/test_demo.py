@@ -17,7 +17,7 @@ def test_demo_says_what_it_will_do_then_compares_every_strategy(tmp_path, monkey
     said: list[str] = []
     llm = ScriptedChatModel(reply_fn=lambda prompt: "So the final answer is: Bergen" if "follow up" in prompt else "Bergen")
     report = run_demo(tmp_path / "demo", llm=llm, questions=2, show_progress=False, say=said.append)
-    assert said and "minutes" in said[0] and "4 strategies" in said[0]
+    assert said and "4 strategies" in said[0] and "Plan on ScriptedChatModel" in said[1] and "rag: 2 question(s), ~2 calls" in said[1]
     assert {r["strategy"] for r in report["summary"]} == set(DEFAULT_DEMO)
     rag = next(r for r in report["summary"] if r["strategy"] == "rag")
     assert rag["score"] == 50.0  # "Bergen" is right for the first question only

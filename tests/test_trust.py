@@ -197,12 +197,17 @@ def test_failed_batch_fails_every_row_and_the_rerun_resumes(corpus, tmp_path, mo
 
 def test_a_long_embedded_run_warns_up_front_with_an_estimate(monkeypatch):
     from agents.api import warn_if_slow
+    from agents.calibration import ModelSpeed
     from agents.chat_models import EmbeddedChatModel
 
     big = Corpus.from_texts(["word " * 1000])
     monkeypatch.setattr(type(big), "num_tokens", property(lambda self: 4_000_000))
     chat = EmbeddedChatModel.model_construct()
-    message = warn_if_slow("memagent", big, 2, chat)
-    assert message and "hours" in message and "8,000,000 tokens" in message
-    assert warn_if_slow("rag", big, 2, chat) is None
+    slow = ModelSpeed(prompt_tokens_per_second=50, completion_tokens_per_second=10, measured="now", key="k")
+    message = warn_if_slow("memagent", big, 2, chat, speed=slow)
+    assert message and "hours" in message and "50 prompt tokens/s measured" in message
+    assert "9,880,748 tokens" in message  # 2 x (the corpus + 800 chunks x (1,024 memory + 150) + the final call)
+    fast = ModelSpeed(prompt_tokens_per_second=1e9, completion_tokens_per_second=1e9, measured="now", key="k")
+    assert warn_if_slow("memagent", big, 2, chat, speed=fast) is None
+    assert warn_if_slow("rag", big, 2, chat, speed=slow) is None
     assert warn_if_slow("memagent", big, 2, ScriptedChatModel(replies=[])) is None

@@ -1,0 +1,246 @@
+"""The up-front plan of a run: model calls, tokens and minutes per strategy, before any call.
+
+Calls and tokens follow from each strategy's config and the corpus size (typical counts, not
+bounds: a model may stop early or write to its budget); minutes come from the model's speed
+as measured on this machine (:mod:`agents.calibration`), so the estimate holds for a busy
+2-core laptop as well as a quiet server. ``longctx run``, ``demo`` and ``answer`` print the
+plan, and on a terminal ask before a run estimated above :data:`CONFIRM_MINUTES`.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+
+from agents.calibration import ModelSpeed, model_speed
+from agents.chat_models import EmbeddedChatModel
+
+#: Prompt tokens of a call beyond what it reads: instructions, the question, the format.
+CALL_OVERHEAD_TOKENS = 150
+#: A short answer's length; the reply budget (``max_new_tokens``) bounds it.
+ANSWER_TOKENS = 32
+#: A run estimated longer than this asks for confirmation on a terminal (and warns elsewhere).
+CONFIRM_MINUTES = 15.0
+#: Prompt tokens/s of the embedded model on 2 busy cores (the slowest measured, issue 31): a plan under
+#: ``CONFIRM_MINUTES`` at this rate needs no calibration to know it is not too slow.
+SLOWEST_PROMPT_RATE = 45
+#: Typical properties of a PAI question (its judge calls multiply by this).
+PAI_PROPERTIES = 2
+
+
+@dataclass(frozen=True)
+class StrategyPlan:
+    """What one strategy is expected to cost over the questions of a run.
+
+    Attributes:
+        strategy: Registry name.
+        questions: Questions it answers.
+        calls: Model calls.
+        prompt_tokens: Tokens the model reads.
+        completion_tokens: Tokens the model writes.
+        seconds: At the measured speed; ``None`` when the model's speed is not known.
+    """
+
+    strategy: str
+    questions: int
+    calls: float
+    prompt_tokens: float
+    completion_tokens: float
+    seconds: float | None = None
+
+    def __add__(self, other: StrategyPlan) -> StrategyPlan:
+        seconds = None if self.seconds is None or other.seconds is None else self.seconds + other.seconds
+        return StrategyPlan(
+            self.strategy, self.questions + other.questions, self.calls + other.calls,
+            self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens, seconds,
+        )  # fmt: skip
+
+
+def estimate(strategy: str, cfg: Any, corpus_tokens: int, documents: int, questions: int, window: int | None = None,
+             speed: ModelSpeed | None = None) -> StrategyPlan:  # fmt: skip
+    """The plan of ``strategy`` (with its config ``cfg``) over one corpus and ``questions`` questions.
+
+    ``window`` is the model's context window (full-context reads are cut to it).
+    """
+    per_question, once = _COSTS.get(strategy, _retrieval_calls(2))(cfg, corpus_tokens, documents, window)
+    calls, prompt, completion = (per_question[i] * questions + once[i] for i in range(3))
+    seconds = speed.seconds(prompt, completion) if speed is not None else None
+    return StrategyPlan(strategy, questions, calls, prompt, completion, seconds)
+
+
+Corpora = Sequence[tuple[int, int, int]]
+
+
+def plan_for(configs: Mapping[str, Any], corpora: Corpora | Mapping[str, Corpora], chat: BaseChatModel, *,
+             speed: ModelSpeed | None = None, calibrate: bool | None = None) -> tuple[list[StrategyPlan], ModelSpeed | None]:  # fmt: skip
+    """Plans of the strategies in ``configs`` (name -> config) over ``corpora`` ((tokens, documents,
+    questions) per corpus; or per strategy, name -> those), and the speed they assume: ``speed``, else,
+    for the embedded model, its calibrated speed (measured once per machine). ``calibrate=None``
+    measures only when the plan could exceed :data:`CONFIRM_MINUTES` at the slowest rate seen;
+    ``False`` never (no minutes then)."""
+    window = getattr(chat, "context_window", None)
+    work = {name: (cfg, corpora.get(name, ()) if isinstance(corpora, Mapping) else corpora) for name, cfg in configs.items()}
+    plans = [p for p in (total(estimate(name, cfg, tokens, docs, n, window) for tokens, docs, n in todo if n) for name, (cfg, todo) in work.items()) if p]
+    if speed is None and isinstance(chat, EmbeddedChatModel) and calibrate is not False:
+        prompt = sum(p.prompt_tokens for p in plans)
+        if calibrate or prompt > CONFIRM_MINUTES * 60 * SLOWEST_PROMPT_RATE:
+            speed = model_speed(chat)
+    if speed is not None:
+        plans = [_timed(p, speed) for p in plans]
+    return plans, speed
+
+
+def _timed(plan: StrategyPlan, speed: ModelSpeed) -> StrategyPlan:
+    return StrategyPlan(plan.strategy, plan.questions, plan.calls, plan.prompt_tokens, plan.completion_tokens, speed.seconds(plan.prompt_tokens, plan.completion_tokens))
+
+
+def total(plans: Iterable[StrategyPlan]) -> StrategyPlan | None:
+    """All plans added up (``None`` for none)."""
+    result = None
+    for p in plans:
+        result = p if result is None else result + p
+    return result
+
+
+def describe_plan(plans: Sequence[StrategyPlan], model: str, speed: ModelSpeed | None) -> str:
+    """Lines saying, per strategy, calls, tokens and minutes, and the speed they assume."""
+    lines = [f"Plan on {model}:"]
+    for p in plans:
+        minutes = f", about {_minutes(p.seconds)}" if p.seconds is not None else ""
+        lines.append(f"  {p.strategy}: {p.questions} question(s), ~{math.ceil(p.calls):,} calls, "
+                     f"~{round(p.prompt_tokens):,} prompt + ~{round(p.completion_tokens):,} completion tokens{minutes}")  # fmt: skip
+    whole = total(plans)
+    if speed is not None and whole is not None and whole.seconds is not None:
+        lines.append(f"  in all about {_minutes(whole.seconds)} at {speed.prompt_tokens_per_second:,.0f} prompt and "
+                     f"{speed.completion_tokens_per_second:,.0f} completion tokens/s (measured on this machine, {speed.measured})")  # fmt: skip
+    return "\n".join(lines)
+
+
+def too_slow(plans: Sequence[StrategyPlan], minutes: float = CONFIRM_MINUTES) -> bool:
+    """Whether the plans add up to more than ``minutes`` at the measured speed."""
+    whole = total(plans)
+    return whole is not None and whole.seconds is not None and whole.seconds > minutes * 60
+
+
+def confirm(message: str, *, yes: bool = False, stdin: Any = None, out: Any = None) -> bool:
+    """Print ``message`` and, on a terminal, ask to go on (``--yes`` skips the question). Where
+    stdin is not a terminal (scripts, CI, pipes) nobody is asked: the run goes on."""
+    stdin = stdin or sys.stdin
+    out = out or sys.stderr
+    print(message, file=out, flush=True)
+    if yes or not stdin.isatty():
+        return True
+    print("Go on? [y/N] ", end="", file=out, flush=True)
+    reply = stdin.readline().strip().lower()
+    return reply in ("y", "yes")
+
+
+def announce_plan(plans: Sequence[StrategyPlan], speed: ModelSpeed | None, model: str, *, yes: bool = False, out: Any = None) -> bool:
+    """Print the plan; when it exceeds :data:`CONFIRM_MINUTES`, warn and (on a terminal, without
+    ``yes``) ask whether to go on. Returns whether to go on."""
+    text = describe_plan(plans, model, speed)
+    if not too_slow(plans):
+        print(text, file=out or sys.stderr, flush=True)
+        return True
+    text += (f"\nWarning: that is over {CONFIRM_MINUTES:.0f} minutes on this machine. A served model (--llm openai:MODEL) "
+             "is much faster; fewer questions (--limit) or strategies are quicker.")  # fmt: skip
+    return confirm(text, yes=yes, out=out)
+
+
+def _minutes(seconds: float) -> str:
+    if seconds < 90:
+        return f"{max(seconds, 1):.0f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+# -- per strategy: ((calls, prompt, completion) per question, (calls, prompt, completion) once) ---------------------
+def _reply(cfg: Any, field: str = "max_new_tokens") -> int:
+    return min(getattr(cfg, field, ANSWER_TOKENS) or ANSWER_TOKENS, ANSWER_TOKENS)
+
+
+def _retrieved(cfg: Any, corpus_tokens: int) -> float:
+    """Tokens of ``top_k`` chunks (a word is about 4/3 tokens), at most the corpus."""
+    size = cfg.chunk_size * (4 / 3 if getattr(cfg, "chunk_unit", "tokens") == "words" else 1)
+    return min(corpus_tokens, cfg.top_k * size)
+
+
+def _full_read(cfg: Any, corpus_tokens: int, window: int | None) -> float:
+    """Tokens full_context keeps: the corpus, cut to the window less the reply and reserve."""
+    window = getattr(cfg, "context_window", None) or window or getattr(cfg, "default_context_window", 128_000)
+    room = window - getattr(cfg, "max_new_tokens", 128) - getattr(cfg, "prompt_reserve_tokens", 64) - CALL_OVERHEAD_TOKENS
+    return min(corpus_tokens, max(room, 0))
+
+
+_NONE = (0, 0, 0)
+
+
+def _rag(cfg: Any, corpus: int, docs: int, window: int | None) -> tuple:
+    return (1, _retrieved(cfg, corpus) + CALL_OVERHEAD_TOKENS, _reply(cfg)), _NONE
+
+
+def _full_context(cfg: Any, corpus: int, docs: int, window: int | None) -> tuple:
+    return (1, _full_read(cfg, corpus, window) + CALL_OVERHEAD_TOKENS, _reply(cfg)), _NONE
+
+
+def _self_route(cfg: Any, corpus: int, docs: int, window: int | None) -> tuple:
+    """The RAG call, and the full context for a declined question (about half of them)."""
+    rag, full = _retrieved(cfg, corpus) + CALL_OVERHEAD_TOKENS, _full_read(cfg, corpus, window) + CALL_OVERHEAD_TOKENS
+    return (1.5, rag + full / 2, 1.5 * _reply(cfg)), _NONE
+
+
+def _retrieval_calls(calls: float):
+    """A strategy of ``calls`` retrieval-sized calls per question (Self-Ask: a follow-up and the answer)."""
+
+    def cost(cfg: Any, corpus: int, docs: int, window: int | None) -> tuple:
+        return (calls, calls * (_retrieved(cfg, corpus) + CALL_OVERHEAD_TOKENS), calls * _reply(cfg)), _NONE
+
+    return cost
+
+
+def _memagent(cfg: Any, corpus: int, docs: int, window: int | None) -> tuple:
+    """One memory update per chunk (the memory, up to its budget, is re-read and rewritten), then the answer."""
+    chunks = max(1, math.ceil(corpus / cfg.chunk_tokens))
+    memory = cfg.max_new_tokens
+    prompt = corpus + chunks * (CALL_OVERHEAD_TOKENS + memory) + memory + CALL_OVERHEAD_TOKENS
+    return (chunks + 1, prompt, chunks * memory + ANSWER_TOKENS), _NONE
+
+
+def _pai(cfg: Any, corpus: int, docs: int, window: int | None) -> tuple:
+    """Decompose; judge chunks per property (all of them when exhaustive); a sub-answer per property; summary."""
+    size = cfg.chunk_size * (4 / 3 if cfg.chunk_unit == "words" else 1)
+    chunks = max(1, math.ceil(corpus / size))
+    exhaustive = cfg.judge_mode == "exhaustive" or (cfg.judge_mode == "auto" and corpus <= cfg.exhaustive_max_tokens)
+    judged = chunks if exhaustive else min(cfg.top_k, chunks)
+    properties = min(cfg.max_items, PAI_PROPERTIES)
+    calls = 2 + properties * (judged + 1)
+    prompt = 2 * CALL_OVERHEAD_TOKENS + properties * (judged * (size + CALL_OVERHEAD_TOKENS) + min(corpus, cfg.sub_answer_context_tokens) / 2)
+    completion = 2 * ANSWER_TOKENS + properties * (judged * 8 + ANSWER_TOKENS)
+    return (calls, prompt, completion), _NONE
+
+
+def _structured(cfg: Any, corpus: int, docs: int, window: int | None) -> tuple:
+    """Once per corpus: a plan and an extraction per document window (records are cached for the next
+    question); per question: the SQL and the answer."""
+    windows = max(docs, math.ceil(corpus / cfg.window_tokens))
+    once = (1 + windows, 2 * CALL_OVERHEAD_TOKENS + corpus + windows * CALL_OVERHEAD_TOKENS, min(cfg.plan_max_tokens, 300) + windows * 150)
+    per_question = (2, 2 * (CALL_OVERHEAD_TOKENS + 400), 100 + _reply(cfg, "answer_max_tokens"))
+    return per_question, once
+
+
+_COSTS = {
+    "rag": _rag,
+    "full_context": _full_context,
+    "self_route": _self_route,
+    "self_ask": _retrieval_calls(2),
+    "memagent": _memagent,
+    "pai": _pai,
+    "pai_minus": _pai,
+    "structured": _structured,
+}

@@ -1,0 +1,30 @@
+"""The up-front plan of an experiment: per strategy, the calls, tokens and minutes of the answers
+still to give (finished ones in the result folder are not counted), at the measured model speed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+
+from agents.calibration import ModelSpeed
+from agents.run_plan import StrategyPlan, plan_for
+from experiments.runner import RunConfig, latest_rows, read_rows
+from graphs import STRATEGIES
+
+
+def plan_experiment(config: RunConfig, samples: list[Any], chat: BaseChatModel, out: str | Path | None = None, *,
+                    calibrate: bool | None = True) -> tuple[list[StrategyPlan], ModelSpeed | None]:  # fmt: skip
+    """Plans of ``config``'s strategies over the ``samples`` not yet answered in ``out``, and the
+    speed they assume (the embedded model is calibrated once per machine; see :func:`agents.run_plan.plan_for`)."""
+    done = {key for key, row in latest_rows(read_rows(Path(out))).items() if row["status"] == "ok"} if out else set()
+    corpora: dict[str, list[tuple[int, int, int]]] = {}
+    for name in config.strategies:
+        groups: dict[str, list[int]] = {}
+        for s in samples:
+            if (s.sample_id, name) not in done:
+                groups.setdefault(s.corpus.fingerprint, [s.corpus.num_tokens, len(s.corpus), 0])[2] += 1
+        corpora[name] = [(tokens, docs, n) for tokens, docs, n in groups.values()]
+    configs = {name: STRATEGIES.get(name).make_config(**dict(config.strategy_options.get(name, {}))) for name in config.strategies}
+    return plan_for(configs, corpora, chat, calibrate=calibrate)

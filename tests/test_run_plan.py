@@ -1,0 +1,196 @@
+"""Time estimates from measurement (#31 item 2): the embedded model's speed measured once per machine
+and cached, plans at that speed, and a confirmation asked only on a terminal."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from agents.calibration import ModelSpeed, calibration_key, calibration_path, model_speed
+from agents.chat_models import EmbeddedChatModel
+from agents.run_plan import estimate, plan_for, too_slow
+from experiments.cli import main
+from experiments.perf.stub_server import stub_server
+from graphs import STRATEGIES
+from tests.scripted import ScriptedChatModel
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+
+def _slow_model(seconds_per_call: float = 0.05) -> ScriptedChatModel:
+    def reply(prompt: str) -> str:
+        time.sleep(seconds_per_call)
+        return "one, two, three"
+
+    return ScriptedChatModel(reply_fn=reply)
+
+
+def test_the_calibration_is_measured_once_and_then_read_from_the_cache(tmp_path):
+    chat = _slow_model()
+    first = model_speed(chat, cache_dir=tmp_path)
+    calls = len(chat.calls)
+    assert calls == 5  # a warm-up, three prefill calls and the generation call
+    assert first.prompt_tokens_per_second > 0 and first.completion_tokens_per_second > 0
+    again = model_speed(chat, cache_dir=tmp_path)
+    assert len(chat.calls) == calls and again == first  # no call: read back
+    stored = json.loads((tmp_path / "calibration.json").read_text())
+    assert stored[calibration_key(chat)]["measured"] == first.measured
+    model_speed(chat, cache_dir=tmp_path, refresh=True)
+    assert len(chat.calls) == calls + 5
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+def test_the_embedded_model_is_measured_on_this_machine_once(tmp_path):
+    chat = EmbeddedChatModel()
+    speed = model_speed(chat, cache_dir=tmp_path)
+    assert speed.prompt_tokens_per_second > speed.completion_tokens_per_second > 0  # prefill is batched, generation is not
+    assert model_speed(EmbeddedChatModel(), cache_dir=tmp_path) == speed  # read back: the same measurement
+
+
+def test_the_calibration_is_kept_per_model_and_cpu():
+    key = calibration_key(EmbeddedChatModel())
+    model, threads, cpu = key.split("|")
+    assert model.startswith("SmolLM2") and model.endswith(f":{Path(EmbeddedChatModel()._resolved).stat().st_size}")
+    assert threads == "threads=None" and cpu.endswith(f"x{os.cpu_count()}")
+    assert calibration_key(EmbeddedChatModel(n_threads=1)) != key
+
+
+def test_the_plan_uses_the_measured_rate(tmp_path, monkeypatch):
+    monkeypatch.setenv("LONGCTX_CALIBRATION", str(tmp_path / "calibration.json"))
+    chat = EmbeddedChatModel()
+    measured = ModelSpeed(prompt_tokens_per_second=50.0, completion_tokens_per_second=5.0, measured="2026-01-01T00:00:00", key=calibration_key(chat))
+    calibration_path().write_text(json.dumps({measured.key: measured.__dict__}))
+    cfg = STRATEGIES.get("memagent").make_config(chunk_tokens=500, max_new_tokens=96)
+    (plan,), speed = plan_for({"memagent": cfg}, [(1_000, 5, 4)], chat, calibrate=True)
+    assert speed == measured
+    assert plan.calls == 4 * 3  # two chunks and the answer per question
+    assert plan.seconds == pytest.approx(plan.prompt_tokens / 50 + plan.completion_tokens / 5)
+    faster = ModelSpeed(prompt_tokens_per_second=500.0, completion_tokens_per_second=50.0, measured="x", key="k")
+    assert plan_for({"memagent": cfg}, [(1_000, 5, 4)], chat, speed=faster)[0][0].seconds == pytest.approx(plan.seconds / 10)
+
+
+@pytest.mark.parametrize(
+    ("strategy", "options", "calls", "reads_at_least"),
+    [
+        ("rag", {}, 1, 7 * 200),  # LongBench v1: 7 chunks of 200 words
+        ("full_context", {}, 1, 7_000),  # the embedded model's 8K window, less the reply
+        ("memagent", {}, 21, 100_000),  # 20 chunks of 5,000 tokens and the answer
+        ("structured", {}, 1 + 20 + 2, 100_000),  # plan, a window per document, SQL and answer
+    ],
+)
+def test_plans_follow_the_configs(strategy, options, calls, reads_at_least):
+    cfg = STRATEGIES.get(strategy).make_config(**options)
+    plan = estimate(strategy, cfg, corpus_tokens=100_000, documents=20, questions=1, window=8192)
+    assert plan.calls == calls and plan.prompt_tokens >= reads_at_least and plan.seconds is None
+
+
+def test_no_calibration_where_no_plan_could_be_slow():
+    cfg = STRATEGIES.get("rag").make_config()
+    plans, speed = plan_for({"rag": cfg}, [(800, 5, 4)], EmbeddedChatModel.model_construct())  # a model that cannot run
+    assert speed is None and plans[0].seconds is None and not too_slow(plans)
+
+
+def _ask(stdin_is_tty: bool) -> tuple[str, str]:
+    """Run ``confirm`` in a child whose stdin is a real terminal (a pty) or a pipe; answer 'y'."""
+    code = "from agents.run_plan import confirm; print('GO' if confirm('a long run', yes=False) else 'STOP')"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    if not stdin_is_tty:
+        out = subprocess.run([sys.executable, "-c", code], input="n\n", capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+        return out.stdout, out.stderr
+    controller, terminal = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=terminal, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    os.close(terminal)
+    os.write(controller, b"y\n")
+    out, err = proc.communicate(timeout=120)
+    os.close(controller)
+    return out, err
+
+
+def test_the_question_is_asked_only_on_a_terminal():
+    out, err = _ask(stdin_is_tty=True)
+    assert "Go on? [y/N]" in err and out.strip() == "GO"
+    out, err = _ask(stdin_is_tty=False)
+    assert "a long run" in err and "Go on?" not in err and out.strip() == "GO"  # a pipe is never asked: the run goes on
+
+
+def test_yes_and_a_pipe_skip_the_question_and_a_terminal_no_declines():
+    from agents.run_plan import confirm
+
+    class Terminal:
+        def __init__(self, reply: str) -> None:
+            self.reply = reply
+
+        def isatty(self) -> bool:
+            return True
+
+        def readline(self) -> str:
+            return self.reply
+
+    said: list[str] = []
+
+    class Err:
+        def write(self, text: str) -> None:
+            said.append(text)
+
+        def flush(self) -> None:
+            pass
+
+    assert confirm("slow", yes=True, stdin=Terminal("n\n"), out=Err()) and not any("Go on" in s for s in said)
+    assert not confirm("slow", stdin=Terminal("\n"), out=Err()) and any("Go on" in s for s in said)
+    assert confirm("slow", stdin=Terminal("y\n"), out=Err())
+
+
+def test_a_plan_over_the_threshold_warns_with_minutes_and_the_speed():
+    from agents.run_plan import StrategyPlan, announce_plan
+
+    speed = ModelSpeed(prompt_tokens_per_second=50.0, completion_tokens_per_second=5.0, measured="2026-01-01T00:00:00", key="k")
+    said: list[str] = []
+
+    class Err:
+        def write(self, text: str) -> None:
+            said.append(text)
+
+        def flush(self) -> None:
+            pass
+
+    quick = [StrategyPlan("rag", 4, 4, 2_000, 100, 60.0)]
+    assert announce_plan(quick, speed, "SmolLM2", out=Err()) and "Warning" not in "".join(said)
+    slow = [StrategyPlan("memagent", 4, 400, 200_000, 40_000, 12_000.0)]
+    assert announce_plan(slow, speed, "SmolLM2", yes=True, out=Err())
+    text = "".join(said)
+    assert "memagent: 4 question(s), ~400 calls, ~200,000 prompt + ~40,000 completion tokens, about 3.3 h" in text
+    assert "Warning: that is over 15 minutes" in text and "50 prompt and 5 completion tokens/s (measured on this machine" in text
+
+
+def test_run_prints_its_plan(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("LONGCTX_CACHE_DIR", str(tmp_path / "cache"))
+    with stub_server(latency=0.0, reply_tokens=5) as url:
+        monkeypatch.setenv("OPENAI_BASE_URL", url)
+        args = ["run", "--corpus", str(EXAMPLES / "corpus"), "--questions", str(EXAMPLES / "questions.csv"), "--strategies", "rag,memagent",
+                "--llm", "openai:stub", "--limit", "2", "--option", "memagent.chunk_tokens=500", "--out", str(tmp_path / "run")]
+        assert main(args) == 0
+    err = capsys.readouterr().err
+    assert "Plan on stub @ " in err and "rag: 2 question(s), ~2 calls" in err and "memagent: 2 question(s), ~6 calls" in err
+    assert "Warning" not in err and " min" not in err  # a served model's speed is not measured: no minutes, no warning
+
+
+def test_the_run_bar_shows_the_calls_and_the_step_of_a_long_answer(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("LONGCTX_CACHE_DIR", str(tmp_path / "cache"))
+    with stub_server(latency=0.0, reply_tokens=5, tools=True, properties=1) as url:
+        monkeypatch.setenv("OPENAI_BASE_URL", url)
+        args = ["run", "--corpus", str(EXAMPLES / "corpus"), "--questions", str(EXAMPLES / "questions.csv"), "--strategies", "memagent,structured",
+                "--llm", "openai:stub", "--limit", "1", "--concurrency", "1", "--option", "memagent.chunk_tokens=300", "--out", str(tmp_path / "run")]
+        assert main(args) == 0
+    err = capsys.readouterr().err
+    assert "memagent/update_memory" in err  # the inner step, posted while MemAgent reads its chunks
+    assert "structured/" in err
+    assert "tokens read at" in err and "calls " in err
