@@ -84,7 +84,8 @@ def plan_for(configs: Mapping[str, Any], corpora: Corpora | Mapping[str, Corpora
     measures only when the plan could exceed :data:`CONFIRM_MINUTES` at the slowest rate seen;
     ``False`` never (no minutes then)."""
     window = getattr(chat, "context_window", None)
-    work = {name: (cfg, corpora.get(name, ()) if isinstance(corpora, Mapping) else corpora) for name, cfg in configs.items()}
+    work = {name: (cfg, corpora.get(name, ()) if isinstance(corpora, Mapping) else corpora)
+            for name, cfg in configs.items() if name in _COSTS}  # a plug-in strategy has no cost formula here: not planned  # fmt: skip
     plans = [p for p in (total(estimate(name, cfg, tokens, docs, n, window) for tokens, docs, n in todo if n) for name, (cfg, todo) in work.items()) if p]
     if speed is None and isinstance(chat, EmbeddedChatModel) and calibrate is not False:
         prompt = sum(p.prompt_tokens for p in plans)
