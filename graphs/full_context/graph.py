@@ -15,6 +15,7 @@ from typing import Annotated, TypedDict
 from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
 
+from graphs import costs
 from graphs.config import ConfigError
 from graphs.context import StrategyContext
 from graphs.full_context.config import FullContextConfig
@@ -142,6 +143,7 @@ def build_prompt(state: FullContextState, runtime: Runtime[StrategyContext]) -> 
 
 @STRATEGIES.register(
     "full_context",
+    cost_plan=costs.full_context_plan,
     config_cls=FullContextConfig,
     presets={"paper": FullContextConfig(), "ours": FullContextConfig(prompt="ours")},
     prompts_version=PROMPTS_VERSION,

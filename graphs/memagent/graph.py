@@ -21,6 +21,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
+from graphs import costs
 from graphs.context import StrategyContext
 from graphs.llm import add_usage, complete_with_usage, tokenizer_for
 from graphs.memagent.config import MemAgentConfig
@@ -240,6 +241,7 @@ def collect(state: MemAgentState, i: int) -> dict[str, Any]:
 
 @STRATEGIES.register(
     "memagent",
+    cost_plan=costs.memagent_plan,
     config_cls=MemAgentConfig,
     prompts_version=PROMPTS_VERSION,
     run_mode=BatchRun(prepare_context=prepare_context, initial_state=initial_state, collect=collect),

@@ -25,6 +25,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
+from graphs import costs
 from graphs.context import StrategyContext
 from graphs.llm import complete
 from graphs.pai import prompts as P
@@ -255,6 +256,7 @@ def _graph(name: str, decompose) -> Any:
 
 @STRATEGIES.register(
     "pai",
+    cost_plan=costs.pai_plan,
     config_cls=PaiConfig,
     presets={"paper": PaiConfig(judge_mode="exhaustive")},
     prompts_version=P.PROMPTS_VERSION,
@@ -270,6 +272,7 @@ def build_graph(config: PaiConfig | None = None):
 
 @STRATEGIES.register(
     "pai_minus",
+    cost_plan=costs.pai_minus_plan,
     config_cls=PaiConfig,
     presets={"paper": PaiConfig(judge_mode="exhaustive")},
     prompts_version=P.PROMPTS_VERSION,

@@ -15,6 +15,7 @@ from typing import Annotated, Literal, TypedDict
 
 from langgraph.runtime import Runtime
 
+from graphs import costs
 from graphs.context import StrategyContext
 from graphs.nodes import generate, linear_graph
 from graphs.prompts import fill, format_chunks
@@ -98,6 +99,7 @@ def build_prompt(state: RagState, runtime: Runtime[StrategyContext]) -> dict:
 
 @STRATEGIES.register(
     "rag",
+    cost_plan=costs.rag_plan,
     config_cls=RagConfig,
     prompts_version=PROMPTS_VERSION,
     uses_index=True,

@@ -41,6 +41,7 @@ from typing import Annotated, Literal, NamedTuple, TypedDict
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
+from graphs import costs
 from graphs.context import StrategyContext
 from graphs.llm import complete
 from graphs.prompts import fill, format_chunks
@@ -365,6 +366,7 @@ def finish_reader(state: SelfAskState) -> dict:
 # -- graph -----------------------------------------------------------------------------
 @STRATEGIES.register(
     "self_ask",
+    cost_plan=costs.self_ask_plan,
     config_cls=SelfAskConfig,
     prompts_version=PROMPTS_VERSION,
     uses_index=True,

@@ -34,6 +34,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
+from graphs import costs
 from graphs.context import StrategyContext
 from graphs.full_context import full_context_prompt
 from graphs.llm import prompt_codec
@@ -162,6 +163,7 @@ def _shared_index(spec: Strategy, sub_cfg: Any, ctx: StrategyContext):
 
 @STRATEGIES.register(
     "self_route",
+    cost_plan=costs.self_route_plan,
     config_cls=SelfRouteConfig,
     prompts_version=PROMPTS_VERSION,
     uses_index=True,

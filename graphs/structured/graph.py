@@ -40,6 +40,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
+from graphs import costs
 from graphs.context import StrategyContext
 from graphs.llm import complete, context_window, model_id
 from graphs.pai.calls import resolve_tool_mode
@@ -467,6 +468,7 @@ def format_answer(state: StructuredState, runtime: Runtime[StrategyContext]) -> 
 
 @STRATEGIES.register(
     "structured",
+    cost_plan=costs.structured_plan,
     config_cls=StructuredConfig,
     prompts_version=P.PROMPTS_VERSION,
     run_mode=SingleRun(async_fan_out=True),  # extract has an async twin: answer() awaits it over an async client
