@@ -36,12 +36,14 @@ from __future__ import annotations
 
 import operator
 import re
-from typing import Annotated, Literal, NamedTuple, TypedDict
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal, NamedTuple, TypedDict
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from graphs import costs
+from graphs.budget import CostPlan
 from graphs.context import StrategyContext
 from graphs.llm import complete
 from graphs.prompts import fill, format_chunks
@@ -66,7 +68,7 @@ from graphs.self_ask.prompts import (
     SINGLE_HOP_EXEMPLARS,
 )
 from retrieval import Hit
-from retrieval.contract import Question, Step
+from retrieval.contract import Corpus, Question, Step
 
 #: reader: stop before the model writes an intermediate answer or starts a new exemplar.
 STOPS = (INTERMEDIATE, "\nQuestion:")
@@ -364,9 +366,23 @@ def finish_reader(state: SelfAskState) -> dict:
 
 
 # -- graph -----------------------------------------------------------------------------
+def self_ask_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: Any = None) -> CostPlan:
+    """Up to ``max_iterations`` generator calls (FlashRAG); the reader variant also answers each follow-up."""
+    q = costs.question_tokens(questions)
+    prompt = min(corpus.num_tokens, cfg.top_k * costs.tokens_of(cfg.chunk_size, "words")) + q + costs.TEMPLATE_TOKENS
+    if cfg.variant == "flashrag":
+        least, most = min(1, cfg.max_iterations), cfg.max_iterations
+        formula = f"1 to max_iterations ({cfg.max_iterations}) generator calls"
+    else:
+        least, most = 1, 2 * cfg.max_iterations + 2
+        formula = f"1 to 2 x max_iterations + 2 ({most}) calls"
+    per_call = cfg.max_new_tokens
+    return costs.per_question_plan("self_ask", questions, least, most, least * prompt, most * prompt, least * per_call, formula)
+
+
 @STRATEGIES.register(
     "self_ask",
-    cost_plan=costs.self_ask_plan,
+    cost_plan=self_ask_plan,
     config_cls=SelfAskConfig,
     prompts_version=PROMPTS_VERSION,
     uses_index=True,
