@@ -16,6 +16,7 @@ gives it) or leaves ``max_cost_usd`` unset.
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 from collections.abc import Callable
@@ -254,6 +255,17 @@ class BudgetGuard(BaseCallbackHandler):
                 tokens += usage.get("output_tokens") or self.count(gen.text)
         with self._lock:
             self.completion_tokens += tokens
+
+
+class _QuietBudgetStop(logging.Filter):
+    """Drops LangChain's warning about a callback that raised when it is the guard's planned stop
+    (the answer says ``stopped="budget"``; a warning per stopped run would read as a failure)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not any(isinstance(a, str) and a.startswith("BudgetReached(") for a in (record.args or ()))
+
+
+logging.getLogger("langchain_core.callbacks.manager").addFilter(_QuietBudgetStop())
 
 
 def stopped_by(exc: BaseException) -> bool:

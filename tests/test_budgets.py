@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
 from agents import Budget, BudgetExceeded, aanswer, answer, answer_many, estimate
+from experiments.cli import main
 from graphs.budget import BudgetGuard, BudgetReached, CostPlan
 from retrieval import Corpus
+from tests.recording_server import RecordingServer
 from tests.scripted import ScriptedChatModel
 from tests.test_memagent import corpus_of, echo_model, format_documents, section_in
 
@@ -129,3 +132,64 @@ def test_guard_counts_tokens_and_cost_before_each_call():
     assert cost.spent_usd == pytest.approx(0.8)
     with pytest.raises(BudgetReached, match=r"\$1.00"):
         cost.on_llm_start({}, ["a b c"])
+
+
+@pytest.fixture
+def docs_folder(tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for i, doc in enumerate(DOCS):
+        (folder / f"site{i}.txt").write_text(doc.text)
+    return folder
+
+
+def test_cli_refuses_a_plan_over_max_calls_on_one_line(docs_folder, capsys, monkeypatch, isolated_cache):
+    with RecordingServer(lambda request: "1003") as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        code = main(["answer", "--corpus", str(docs_folder), "--question", "code of site 3?", "--llm", "openai:smollm2", "--max-calls", "0"])
+    err = capsys.readouterr().err
+    assert code == 2 and server.requests == []
+    last = err.strip().splitlines()[-1]  # after the progress bar of reading the files
+    assert last.startswith("longctx: error: Budget exceeded before any call: rag plans 1 calls") and "over the budget: 1 calls > 0" in last
+
+
+def test_cli_stops_memagent_at_max_calls_and_says_so(docs_folder, capsys, monkeypatch, isolated_cache):
+    with RecordingServer(lambda request: "memory") as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        code = main(["answer", "--corpus", str(docs_folder), "--question", "code of site 3?", "--llm", "openai:smollm2", "--strategy", "memagent",
+                     "--option", "chunk_tokens=300", "--max-calls", "3", "--max-tokens", "100000", "--max-cost", "1", "--json"])  # fmt: skip
+    out = capsys.readouterr()
+    assert code == 0 and len(server.requests) == 3  # a local server is free: --max-cost does not stop it
+    assert json.loads(out.out)["stopped"] == "budget" and "Stopped: the run reached its budget (3 calls" in out.err
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [(["--max-calls", "-1"], "Budget max_llm_calls must be a non-negative whole number"),
+     (["--max-cost", "5"], "--max-cost needs the price of 'mystery-model'")],
+)
+def test_cli_budget_errors_are_one_line(docs_folder, tmp_path, capsys, monkeypatch, argv, message):
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://models.example.invalid/v1")  # never reached: the error comes first
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(json.dumps({"question": "code of site 3?", "answer": "1003"}) + "\n")
+    code = main(["run", "--corpus", str(docs_folder), "--questions", str(questions), "--strategies", "rag", "--llm", "openai:mystery-model",
+                 "--out", str(tmp_path / "out"), *argv])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and err.count("\n") == 1
+
+
+def test_run_rows_keep_stopped_and_a_rerun_answers_them_again(docs_folder, tmp_path, isolated_cache, caplog):
+    from experiments.runner import RunConfig, read_rows, run_experiment
+
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(json.dumps({"question": "code of site 3?", "answer": "1003"}) + "\n")
+    model = echo_model()
+    options = {"strategy_options": {"memagent": {"chunk_tokens": 300}}}
+    stopped = RunConfig.for_corpus(docs_folder, questions, ["memagent"], budget=Budget(max_llm_calls=2), **options)
+    run_experiment(stopped, tmp_path / "out", llm=model, show_progress=False)
+    assert [r["stopped"] for r in read_rows(tmp_path / "out")] == ["budget"] and len(model.calls) == 2
+    assert "BudgetReached" not in caplog.text  # a planned stop, not a callback failure
+    run_experiment(RunConfig.for_corpus(docs_folder, questions, ["memagent"], **options), tmp_path / "out", llm=model, show_progress=False)
+    rows = read_rows(tmp_path / "out")
+    assert [r["stopped"] for r in rows] == ["budget", None] and rows[-1]["answer"].endswith("42.")
+    assert len(model.calls) == estimate(Corpus.from_path(docs_folder), "q", strategy="memagent", chunk_tokens=300).calls  # resumed: no call twice
