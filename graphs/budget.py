@@ -156,7 +156,7 @@ class CostPlan:
         """The limits of ``budget`` the least run already passes (empty: it may fit)."""
         problems = []
         if budget.max_llm_calls is not None and self.calls > budget.max_llm_calls:
-            problems.append(f"{self.calls:,} calls > {budget.max_llm_calls:,}")
+            problems.append(f"{self.calls:,} call{'' if self.calls == 1 else 's'} > {budget.max_llm_calls:,}")
         if budget.max_prompt_tokens is not None and self.prompt_tokens > budget.max_prompt_tokens:
             problems.append(f"~{self.prompt_tokens:,} prompt tokens > {budget.max_prompt_tokens:,}")
         cost = self.cost_usd(budget.price)
@@ -169,7 +169,7 @@ class CostPlan:
         calls = f"{self.calls:,}" if self.calls == self.max_calls else f"{self.calls:,}-{self.max_calls:,}"
         tokens = f"~{self.prompt_tokens:,}" if self.prompt_tokens == self.max_prompt_tokens else f"~{self.prompt_tokens:,}-{self.max_prompt_tokens:,}"
         per = f" for {self.questions} questions" if self.questions != 1 else ""
-        return f"{self.strategy} plans {calls} calls and {tokens} prompt tokens{per} ({self.formula})"
+        return f"{self.strategy} plans {calls} call{'' if self.max_calls == 1 else 's'} and {tokens} prompt tokens{per} ({self.formula})"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""

@@ -88,7 +88,7 @@ def test_pai_plan_counts_judges_per_chunk():
 
 def test_a_plan_over_the_budget_is_refused_before_any_call(isolated_cache):
     model = ScriptedChatModel(reply_fn=lambda prompt: "x")
-    with pytest.raises(BudgetExceeded, match=r"rag plans 1 calls .* over the budget: 1 calls > 0"):
+    with pytest.raises(BudgetExceeded, match=r"rag plans 1 call and .* over the budget: 1 call > 0"):
         answer(DOCS, "q", strategy="rag", llm=model, budget=Budget(max_llm_calls=0), show_progress=False)
     with pytest.raises(BudgetExceeded, match="prompt tokens > 100"):
         answer(DOCS, "q", strategy="full_context", llm=model, budget=Budget(max_prompt_tokens=100), show_progress=False)
@@ -150,7 +150,7 @@ def test_cli_refuses_a_plan_over_max_calls_on_one_line(docs_folder, capsys, monk
     err = capsys.readouterr().err
     assert code == 2 and server.requests == []
     last = err.strip().splitlines()[-1]  # after the progress bar of reading the files
-    assert last.startswith("longctx: error: Budget exceeded before any call: rag plans 1 calls") and "over the budget: 1 calls > 0" in last
+    assert last.startswith("longctx: error: Budget exceeded before any call: rag plans 1 call and") and "over the budget: 1 call > 0" in last
 
 
 def test_cli_stops_memagent_at_max_calls_and_says_so(docs_folder, capsys, monkeypatch, isolated_cache):
