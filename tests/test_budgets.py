@@ -193,3 +193,17 @@ def test_run_rows_keep_stopped_and_a_rerun_answers_them_again(docs_folder, tmp_p
     rows = read_rows(tmp_path / "out")
     assert [r["stopped"] for r in rows] == ["budget", None] and rows[-1]["answer"].endswith("42.")
     assert len(model.calls) == estimate(Corpus.from_path(docs_folder), "q", strategy="memagent", chunk_tokens=300).calls  # resumed: no call twice
+
+
+def test_async_single_run_stops_at_its_budget(isolated_cache):
+    model = ScriptedChatModel(reply_fn=lambda prompt: "Follow up: What is the code?")
+    result = asyncio.run(aanswer(DOCS, "q", strategy="self_ask", llm=model, budget=Budget(max_llm_calls=3)))
+    assert len(model.calls) == 3 and result.stopped == "budget"
+
+
+def test_self_route_stops_when_its_fallback_reaches_the_budget(isolated_cache):
+    """RAG declines (1 call), the memagent fallback reads 1 chunk and reaches the budget: the whole answer is stopped."""
+    model = ScriptedChatModel(reply_fn=lambda prompt: "unanswerable")
+    result = answer(DOCS, "q", strategy="self_route", llm=model, fallback="memagent", fallback_options={"chunk_tokens": 300}, context_window=600,
+                    budget=Budget(max_llm_calls=2))  # fmt: skip
+    assert len(model.calls) == 2 and result.stopped == "budget"

@@ -36,7 +36,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from graphs import costs
-from graphs.budget import CostPlan
+from graphs.budget import BudgetReached, CostPlan
 from graphs.context import StrategyContext
 from graphs.full_context import full_context_prompt
 from graphs.llm import prompt_codec
@@ -150,6 +150,8 @@ def fallback(state: SelfRouteState, runtime: Runtime[StrategyContext], config: R
         callbacks=config.get("callbacks"),
         key_prefix=f"self_route>{spec.name}",
     )[0]
+    if leg.stopped == "budget":  # the caller's budget (its guard is in the callbacks) ran out in the leg: stop the whole answer
+        raise BudgetReached(f"budget reached in the {spec.name} fallback after {leg.usage.llm_calls} call(s)")
     last = leg.steps[-1] if leg.steps else {}
     head = Step("fallback", strategy=spec.name, chunks=last.get("chunks"), resumed_from=last.get("resumed_from"), replayed=last.get("replayed", False))
     return {"raw": leg.raw, "answer": leg.answer, "steps": [Step({**s, "leg": spec.name}) for s in [head, *leg.steps]]}
