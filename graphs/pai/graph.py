@@ -265,15 +265,16 @@ def pai_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: Any =
     mode = choose_mode(cfg, t)
     judged = c if mode == "exhaustive" else min(cfg.top_k, c)
     q = costs.question_tokens(questions)
-    judge_prompt = min(chunk, t) + q + costs.TEMPLATE_TOKENS
+    fixed = q + costs.TEMPLATE_TOKENS  # a call's own text beyond the corpus
+    judge_tokens = min(t, judged * chunk) + judged * fixed  # one property's judges read the judged chunks once
     n_max = cfg.max_items
-    sub_prompt = min(t, cfg.sub_answer_context_tokens) + q + costs.TEMPLATE_TOKENS
-    # at least: one decomposition call, one property judged over its chunks, its sub-answer, the summary
+    sub_prompt = min(t, cfg.sub_answer_context_tokens) + fixed
+    # at least: one decomposition call, one property judged over its chunks, its sub-answer (no kept chunk), the summary
     calls = 1 + judged + 1 + 1
-    prompt = (q + costs.TEMPLATE_TOKENS) + judged * judge_prompt + sub_prompt + (q + costs.TEMPLATE_TOKENS)
+    prompt = fixed + judge_tokens + fixed + fixed
     # at most: decomposition retried, max_items properties, every judge retried, sub-answers, summary
     max_calls = (1 + cfg.retries) + n_max * judged * (1 + cfg.judge_retries) + n_max + 1
-    max_prompt = (1 + cfg.retries) * (q + costs.TEMPLATE_TOKENS) + n_max * judged * (1 + cfg.judge_retries) * judge_prompt + n_max * sub_prompt + q + costs.TEMPLATE_TOKENS
+    max_prompt = (1 + cfg.retries) * fixed + n_max * (1 + cfg.judge_retries) * judge_tokens + n_max * sub_prompt + fixed
     completion = cfg.extract_max_tokens + judged * cfg.judge_max_tokens + cfg.sub_answer_max_tokens + cfg.summary_max_tokens
     formula = f"N_p x {judged:,} judge calls ({mode}: {'C = T/' + str(chunk) if mode == 'exhaustive' else 'min(K, C)'}), N_p 1-{n_max}, + N_p sub-answers + 2"
     return costs.per_question_plan(strategy, questions, calls, max_calls, prompt, max_prompt, completion, formula, judged_chunks=judged, mode=mode)
