@@ -24,6 +24,7 @@ from agents.chat_models import EmbeddedChatModel, as_chat_model_error, make_chat
 from agents.jsonsafe import is_plain, json_safe
 from agents.run_plan import plan_for, too_slow
 from graphs import STRATEGIES
+from graphs.budget import Budget, CostPlan, check_plan
 from graphs.run import arun_strategy, run_strategy
 from retrieval import Index
 from retrieval.contract import Answer, Corpus, Question, Step, as_question
@@ -63,6 +64,7 @@ def answer(
     cache_dir: str | Path | None = None,
     show_progress: bool | None = None,
     callbacks: Any = None,
+    budget: Budget | None = None,
     **config: Any,
 ) -> Answer:
     """Answer ``question`` over ``corpus`` with one strategy.
@@ -79,6 +81,9 @@ def answer(
         show_progress: Progress bars while indexing and reading (default: when stderr is a terminal).
         callbacks: LangChain callback handlers (or a parent run's callback manager): they see
             the strategy's graph run, its nodes and every model call, nested under the caller's run.
+        budget: At most this many calls / prompt tokens / USD (:class:`~graphs.budget.Budget`):
+            a plan that cannot fit is refused before any call; a run that reaches it stops
+            issuing calls and returns what it did, marked ``stopped="budget"``.
         **config: Fields of the strategy's config (e.g. ``top_k=5``, ``retriever="dense"``);
             unknown names raise ``TypeError``, invalid values ``ConfigError``.
 
@@ -87,9 +92,10 @@ def answer(
 
     Raises:
         ChatModelError: The chat model's server does not answer, rejects the key, or keeps failing.
+        BudgetExceeded: The strategy's cost plan cannot fit ``budget`` (the message has the plan).
     """
     return answer_many(corpus, [question], strategy=strategy, llm=llm, preset=preset, cache_dir=cache_dir, show_progress=show_progress,
-                       callbacks=callbacks, **config)[0]  # fmt: skip
+                       callbacks=callbacks, budget=budget, **config)[0]  # fmt: skip
 
 
 def answer_many(
@@ -104,6 +110,7 @@ def answer_many(
     concurrency: int | None = None,
     index: Index | None = None,
     callbacks: Any = None,
+    budget: Budget | None = None,
     **config: Any,
 ) -> list[Answer]:
     """Answer several questions over one corpus, in the order of ``questions``.
@@ -117,15 +124,16 @@ def answer_many(
             (memagent, pai) it sets that option; for the others it is the number of
             questions answered at once (default 4). ``None`` keeps the strategy's option.
         index: A prebuilt index to use instead of the cached one.
+        budget: Limits for all the questions together (see :func:`answer`).
         Others: as :func:`answer`.
     """
-    spec, cfg, qs, chat, progress = _prepare(corpus, questions, strategy, llm, preset, show_progress, concurrency, config)
+    spec, cfg, qs, chat, progress = _prepare(corpus, questions, strategy, llm, preset, show_progress, concurrency, config, budget)
     if not qs:
         return []
     with _explained(chat):
         answers = run_strategy(
             spec, cfg, qs, llm=chat, corpus=corpus, index=index, preset=preset, cache_dir=cache_dir,
-            concurrency=concurrency or DEFAULT_CONCURRENCY, show_progress=progress, callbacks=callbacks,
+            concurrency=concurrency or DEFAULT_CONCURRENCY, show_progress=progress, callbacks=callbacks, budget=budget,
         )  # fmt: skip
     return [json_ready(a) for a in answers]
 
@@ -140,6 +148,7 @@ async def aanswer(
     cache_dir: str | Path | None = None,
     show_progress: bool | None = None,
     callbacks: Any = None,
+    budget: Budget | None = None,
     **config: Any,
 ) -> Answer:
     """:func:`answer` for async code (FastAPI and the like): the same arguments and answer.
@@ -150,7 +159,7 @@ async def aanswer(
     the next identical call resumes it.
     """
     answers = await aanswer_many(corpus, [question], strategy=strategy, llm=llm, preset=preset, cache_dir=cache_dir, show_progress=show_progress,
-                                 callbacks=callbacks, **config)  # fmt: skip
+                                 callbacks=callbacks, budget=budget, **config)  # fmt: skip
     return answers[0]
 
 
@@ -166,16 +175,17 @@ async def aanswer_many(
     concurrency: int | None = None,
     index: Index | None = None,
     callbacks: Any = None,
+    budget: Budget | None = None,
     **config: Any,
 ) -> list[Answer]:
     """:func:`answer_many` for async code; see :func:`aanswer` for how it runs and cancels."""
-    spec, cfg, qs, chat, progress = _prepare(corpus, questions, strategy, llm, preset, show_progress, concurrency, config)
+    spec, cfg, qs, chat, progress = _prepare(corpus, questions, strategy, llm, preset, show_progress, concurrency, config, budget)
     if not qs:
         return []
     with _explained(chat):
         answers = await arun_strategy(
             spec, cfg, qs, llm=chat, corpus=corpus, index=index, preset=preset, cache_dir=cache_dir,
-            concurrency=concurrency or DEFAULT_CONCURRENCY, show_progress=progress, callbacks=callbacks,
+            concurrency=concurrency or DEFAULT_CONCURRENCY, show_progress=progress, callbacks=callbacks, budget=budget,
         )  # fmt: skip
     return [json_ready(a) for a in answers]
 
@@ -192,8 +202,51 @@ def json_ready(result: Answer) -> Answer:
     return dataclasses.replace(result, answer=safe(result.answer), raw=safe(result.raw), evidence=evidence, steps=steps, config=safe(result.config))
 
 
-def _prepare(corpus: Corpus, questions: list, strategy: str, llm: Any, preset: str | None, show_progress: bool | None, concurrency: int | None, config: dict) -> tuple:
-    """Validated inputs of one call: strategy, config, questions, chat model, progress flag."""
+def estimate(
+    corpus: Corpus,
+    question: str | Question | list[str | Question],
+    *,
+    strategy: str = "rag",
+    llm: str | BaseChatModel | None = None,
+    preset: str | None = None,
+    **config: Any,
+) -> CostPlan:
+    """What ``answer`` (or ``answer_many``, given a list) would spend, before any model call.
+
+    The strategy's cost plan (:attr:`graphs.registry.Strategy.cost_plan`): model calls at least
+    and at most, prompt tokens (estimated), and the formula they follow. ``llm`` (optional,
+    never called) gives the tokenizer MemAgent cuts chunks with and full context's window.
+    ``plan.cost_usd(price)`` turns it into USD at a price.
+
+    Raises:
+        ValueError: The strategy declares no cost plan (a plug-in).
+    """
+    _check_corpus(corpus)
+    spec = STRATEGIES.get(strategy)
+    cfg = spec.make_config(preset, **config)
+    qs = [as_question(q) for q in (question if isinstance(question, list) else [question])]
+    chat = make_chat_model(llm) if llm is not None else None
+    return _plan(spec, cfg, corpus, qs, chat)
+
+
+def _plan(spec: Any, cfg: Any, corpus: Corpus, qs: list[Question], chat: BaseChatModel | None) -> CostPlan:
+    if spec.cost_plan is None:
+        raise ValueError(f"Strategy {spec.name!r} declares no cost plan (cost_plan= on its registration), so it cannot be estimated")
+    return spec.cost_plan(cfg, corpus, qs, chat)
+
+
+def resumable(spec: Any, cfg: Any) -> bool:
+    """Whether a run stopped part-way keeps its work (a checkpointed batched run: MemAgent with
+    ``resume``). Such a run is not refused up front by its budget: it spends the budget on
+    chunks the checkpoint keeps, and a larger budget later makes only the remaining calls
+    (which a plan of the whole run would overstate)."""
+    return bool(spec.batched and getattr(cfg, "resume", False))
+
+
+def _prepare(corpus: Corpus, questions: list, strategy: str, llm: Any, preset: str | None, show_progress: bool | None, concurrency: int | None,
+             config: dict, budget: Budget | None = None) -> tuple:  # fmt: skip
+    """Validated inputs of one call: strategy, config, questions, chat model, progress flag;
+    a plan that cannot fit ``budget`` is refused here, before any call."""
     _check_corpus(corpus)
     spec = STRATEGIES.get(strategy)
     fields = {f for f in spec.config_cls.__dataclass_fields__}
@@ -202,6 +255,10 @@ def _prepare(corpus: Corpus, questions: list, strategy: str, llm: Any, preset: s
     cfg = spec.make_config(preset, **config)
     qs = [as_question(q) for q in questions]
     chat = make_chat_model(llm) if qs else None
+    if budget is not None and not isinstance(budget, Budget):
+        raise TypeError(f"budget must be an agents.Budget, got {type(budget).__name__}")
+    if chat is not None and budget is not None and budget.limited and spec.cost_plan is not None and not resumable(spec, cfg):
+        check_plan(_plan(spec, cfg, corpus, qs, chat), budget)
     if chat is not None:
         warn_if_slow(strategy, corpus, len(qs), chat, cfg)
     progress = sys.stderr.isatty() if show_progress is None else show_progress

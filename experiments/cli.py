@@ -11,13 +11,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agents import STRATEGIES, ChatModelError, Corpus, Question, answer, index_for, make_chat_model
+from agents import STRATEGIES, Budget, ChatModelError, Corpus, Question, answer, index_for, make_chat_model
 from agents.run_plan import CONFIRM_MINUTES, announce_plan, plan_for
 from experiments.benchmarks import BenchmarkDataError, load_benchmark
 from experiments.ceilings import ceilings_json, compute_ceilings, format_table, load_tokenizer
 from experiments.demo import DEMO_STRATEGIES, READING, run_demo
 from experiments.export import FORMATS, export_official, official_command
 from experiments.planning import plan_experiment
+from experiments.prices import price_for
 from experiments.runner import RunConfig, RunInterrupted, run_experiment, select_samples
 from experiments.synth import NeedleConfig, SynthConfig, generate, get_domain, load_samples, parse_tokens
 from graphs.llm import model_id
@@ -52,6 +53,31 @@ def _add_ray_arg(p: argparse.ArgumentParser, what: str) -> None:
 def _add_yes_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("-y", "--yes", action="store_true",
                    help=f"do not ask before a run estimated over {CONFIRM_MINUTES:.0f} minutes (nobody is asked when stdin is not a terminal)")
+
+
+def _add_budget_args(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--max-calls", type=int, metavar="N", help=f"at most N model calls {what}")
+    p.add_argument("--max-tokens", type=int, metavar="N", help=f"at most N prompt tokens {what}")
+    p.add_argument("--max-cost", type=float, metavar="USD", help=f"at most this many USD {what}, at the report's price table")
+
+
+def budget_from_args(args: argparse.Namespace, llm: Any) -> tuple[Budget | None, Any]:
+    """The :class:`~agents.Budget` of ``--max-calls/--max-tokens/--max-cost`` (``None`` without them)
+    and the model to run (made here when ``--max-cost`` needs its price, else ``llm`` as given).
+
+    The price comes from the report's table (:func:`experiments.prices.price_for`; local models
+    are free): the library's budget takes a price rather than reading a table above its layer.
+    """
+    if args.max_calls is None and args.max_tokens is None and args.max_cost is None:
+        return None, llm
+    price = None
+    if args.max_cost is not None:
+        llm = make_chat_model(llm)
+        price = price_for(model_id(llm))
+        if price is None:
+            raise ValueError(f"--max-cost needs the price of {model_id(llm).split(' @ ')[0]!r}, which the price table "
+                             "(experiments/prices.py) does not list; use --max-calls / --max-tokens instead")  # fmt: skip
+    return Budget(max_llm_calls=args.max_calls, max_prompt_tokens=args.max_tokens, max_cost_usd=args.max_cost, price=price), llm
 
 
 def _retrieval_overrides(args: argparse.Namespace) -> dict:
@@ -89,6 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_yes_arg(p)
     _add_retrieval_args(p)
     _add_ray_arg(p, "with --strategy structured, extract the documents (the Map stage)")
+    _add_budget_args(p, "for this answer: a plan over it is refused before any call; a run reaching it stops and says so")
 
     p = sub.add_parser("index", help="prebuild and cache a corpus index", description="Chunk and index a corpus once.")
     p.add_argument("path", help="a file or folder (.txt .md .rst .json .jsonl .pdf .html)")
@@ -114,6 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_yes_arg(p)
     _add_ray_arg(p, "run the work units as tasks")
     p.add_argument("--endpoints", help="with --ray and openai:MODEL: comma-separated base URLs to spread the work over")
+    _add_budget_args(p, "per work unit (a sample x strategy; a batched strategy's group of questions)")
 
     p = sub.add_parser("report", help="tables and plots of a run folder", description="Score a run and write tables and plots.")
     p.add_argument("dir", help="a folder written by 'longctx run'")
@@ -216,6 +244,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         "loader_options": {k: v for k, v in (_parse_value(item) for item in args.loader_option)},
         "llm_cache": not args.no_llm_cache,
     }
+    options["budget"], _ = budget_from_args(args, args.llm)
     if own:
         config = RunConfig.for_corpus(args.corpus, args.questions, **options)
     else:
@@ -313,15 +342,18 @@ def cmd_answer(args: argparse.Namespace) -> int:
         require_ray()  # the install hint now, not after the plan call
         overrides.update(map_executor="ray", **({"ray_address": args.ray} if args.ray else {}))
     cfg = spec.make_config(args.preset, **overrides)  # bad options and a bad model fail before the corpus is read
-    llm = make_chat_model(args.llm)
+    budget, llm = budget_from_args(args, make_chat_model(args.llm))
     corpus = Corpus.from_path(args.corpus, show_progress=True)
     plans, speed = plan_for({args.strategy: cfg}, [(corpus.num_tokens, len(corpus), 1)], llm, calibrate=True)
     if not announce_plan(plans, speed, model_id(llm), yes=args.yes):
         print("Not started.", file=sys.stderr)
         return 1
     result = answer(
-        corpus, question, strategy=args.strategy, llm=llm, preset=args.preset, cache_dir=args.cache_dir, show_progress=True, **overrides
+        corpus, question, strategy=args.strategy, llm=llm, preset=args.preset, cache_dir=args.cache_dir, show_progress=True, budget=budget, **overrides
     )
+    if result.stopped:
+        print(f"Stopped: the run reached its {result.stopped} ({budget.describe() if budget else ''}) after {result.usage.llm_calls} call(s); "
+              "what it did is below (a larger budget resumes a checkpointed run)", file=sys.stderr)  # fmt: skip
     if args.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
         return 0

@@ -36,7 +36,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from tqdm.auto import tqdm
 
-from agents import STRATEGIES, answer_many, make_chat_model
+from agents import STRATEGIES, Budget, answer_many, make_chat_model
 from agents.chat_models import describe
 from agents.jsonsafe import MAX_CHARS, dumps, json_safe
 from agents.llm_cache import SQLiteLLMCache
@@ -103,6 +103,9 @@ class RunConfig:
         llm_cache: Replay temperature-0 calls from ``<out>/llm_cache.sqlite``.
         loader_options: Options of the benchmark's loader, e.g. ``{"lengths": ["16k"]}`` for
             LV-Eval or ``{"seed": 1}`` for Loong.
+        budget: Limits of each work unit (a sample x strategy, or a batched strategy's group of
+            questions over one corpus): a plan over it fails its rows before any call; a unit that
+            reaches it keeps rows marked ``stopped``, which a rerun answers again (MemAgent resumes).
     """
 
     benchmark: str
@@ -115,6 +118,7 @@ class RunConfig:
     strategy_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     llm_cache: bool = True
     loader_options: Mapping[str, Any] = field(default_factory=dict)
+    budget: Budget | None = None
 
     @classmethod
     def for_corpus(cls, corpus: str | Path, questions: str | Path, strategies: Sequence[str], **options: Any) -> RunConfig:
@@ -356,7 +360,7 @@ def plan_run(out: Path, config: RunConfig, chat: BaseChatModel, samples: list[An
     """Pairs still to answer (not ok in ``out`` yet), this invocation's counters, its manifest
     entry, and the pairs among them that failed before (retries)."""
     latest = latest_rows(read_rows(out))
-    done = {key for key, row in latest.items() if row["status"] == "ok"}
+    done = {key for key, row in latest.items() if row["status"] == "ok" and not row.get("stopped")}  # a stopped answer is redone
     retries = {key for key, row in latest.items() if row["status"] == "failed"}
     todo = [(s, name) for s in samples for name in config.strategies if (s.sample_id, name) not in done]
     invocation = start_manifest(out, config, chat, len(samples), len(todo))
@@ -475,7 +479,8 @@ def run_unit(samples: list[Any], strategy: str, chat: BaseChatModel, config: Run
         chat = chat.model_copy(update={"cache": chat.cache.refreshing()})
     try:
         options = dict(config.strategy_options.get(strategy, {}))
-        results = answer_many(samples[0].corpus, [_traced(s, run_id) for s in samples], strategy=strategy, llm=chat, show_progress=False, **options)
+        results = answer_many(samples[0].corpus, [_traced(s, run_id) for s in samples], strategy=strategy, llm=chat, show_progress=False,
+                              budget=config.budget, **options)  # fmt: skip
     except Exception as exc:  # noqa: BLE001 - recorded as failed rows; the rerun retries (and resumes) them
         seconds = (time.perf_counter() - started) / len(samples)
         return [failed_row(s, strategy, exc, seconds) for s in samples]
@@ -535,6 +540,7 @@ def _ok_row(base: dict[str, Any], result: Any) -> dict[str, Any]:
         "steps": [dict(s) for s in result.steps],
         "config": result.config,
         "messages": list(getattr(result, "messages", None) or []),  # the last call's prompt, for the drill-down
+        "stopped": getattr(result, "stopped", None),  # "budget": the unit reached its budget; a rerun answers it again
     }
 
 

@@ -20,6 +20,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.memory import InMemorySaver
 
+from graphs.budget import BudgetReached
 from graphs.context import StrategyContext
 from graphs.llm import model_id
 from graphs.registry import Strategy
@@ -42,6 +43,8 @@ class BatchedRun:
     steps: list[list[Step]]
     resumed_from: int | None
     replayed: bool
+    #: ``"budget"`` when the run reached its budget before finishing (its checkpoint is kept), else ``None``.
+    stopped: str | None = None
 
 
 def run_batched_graph(
@@ -93,19 +96,23 @@ def run_batched_graph(
         snapshot = graph.get_state(run_config)
         resumed_from = snapshot.values.get("chunk_index") if snapshot.next else None
         replayed = bool(snapshot.values) and not snapshot.next
+        stopped = None
         if not replayed:
             if on_start:
                 on_start(ctx, resumed_from or 0)
             payload = None if snapshot.next else mode.initial_state(questions, ctx)
-            for update in graph.stream(payload, run_config, context=ctx, stream_mode="updates", durability="sync"):
-                if "advance" in update:
-                    k = update["advance"]["chunk_index"]
-                    if on_advance:
-                        on_advance(k)
-                    if cfg.resume and k % PRUNE_EVERY_CHUNKS == 0:
-                        prune_checkpoints(saver, thread, compact=False)
+            try:
+                for update in graph.stream(payload, run_config, context=ctx, stream_mode="updates", durability="sync"):
+                    if "advance" in update:
+                        k = update["advance"]["chunk_index"]
+                        if on_advance:
+                            on_advance(k)
+                        if cfg.resume and k % PRUNE_EVERY_CHUNKS == 0:
+                            prune_checkpoints(saver, thread, compact=False)
+            except BudgetReached:
+                stopped = "budget"  # the checkpoint holds every finished step: a larger budget resumes from it
         final = graph.get_state(run_config).values
-        if not replayed and cfg.resume:
+        if not replayed and cfg.resume and stopped is None:
             prune_checkpoints(saver, thread)  # finished: keep only the final state replay reads
         steps = [trace_steps(trace.snapshots(thread, i), cfg.trace_chars) for i in range(len(questions))]
     finally:
@@ -113,7 +120,7 @@ def run_batched_graph(
         if hasattr(saver, "conn"):
             saver.conn.close()
         held.close()
-    return BatchedRun(final=final, steps=steps, resumed_from=resumed_from, replayed=replayed)
+    return BatchedRun(final=final, steps=steps, resumed_from=resumed_from, replayed=replayed, stopped=stopped)
 
 
 def trace_steps(snapshots: list[dict[str, Any]], trace_chars: int | None) -> list[Step]:

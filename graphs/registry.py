@@ -68,6 +68,9 @@ class Strategy:
         presets: Named configs (``paper`` reproduces the source's setting where it differs).
         description: One line for ``--help`` and the README.
         prompts_version: The strategy's ``PROMPTS_VERSION``, recorded with every answer.
+        cost_plan: ``(config, corpus, questions, llm) -> graphs.budget.CostPlan``: its calls and
+            prompt tokens before any call (``agents.estimate``, budgets); ``None`` for a plug-in
+            that declares none (its budget is then enforced during the run only).
     """
 
     name: str
@@ -78,6 +81,7 @@ class Strategy:
     presets: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
     prompts_version: int = 1
+    cost_plan: Callable[..., Any] | None = None
 
     @property
     def batched(self) -> bool:

@@ -27,6 +27,7 @@ from langchain_core.language_models import BaseChatModel
 from tqdm.auto import tqdm
 
 from graphs.batched import BatchedRun, run_batched_graph
+from graphs.budget import Budget, BudgetGuard, BudgetReached
 from graphs.config import redact_secrets
 from graphs.context import StrategyContext
 from graphs.heap import during_runs
@@ -56,6 +57,7 @@ def run_strategy(
     show_progress: bool = False,
     key_prefix: str | None = None,
     use_async: bool | None = None,
+    budget: Budget | None = None,
 ) -> list[Answer]:
     """Answer ``questions`` over ``corpus`` with ``spec`` and its (validated) ``cfg``.
 
@@ -82,6 +84,8 @@ def run_strategy(
             graphs of sync nodes, which the loop would squeeze into its small default
             executor). Async services use :func:`arun_strategy` (``aanswer``). Batched
             strategies run as before.
+        budget: Limits of the whole call (all questions together): the run stops issuing
+            model calls before one would pass it, and the answers say ``stopped="budget"``.
     """
     if not isinstance(spec.run_mode, BatchRun):
         graph = spec.build_graph(cfg)
@@ -92,9 +96,11 @@ def run_strategy(
                 arun_strategy(
                     spec, cfg, questions, llm=llm, corpus=corpus, index=index, preset=preset, cache_dir=cache_dir,
                     callbacks=callbacks, concurrency=concurrency, show_progress=show_progress, key_prefix=key_prefix, graph=graph,
+                    budget=budget,
                 )
             )  # fmt: skip
     started = time.perf_counter()
+    callbacks = with_budget(callbacks, budget, llm)
     cache = Path(cache_dir) if cache_dir else None
     if spec.uses_index and index is None:
         index = cfg.build_index(corpus, cache_dir=cache, show_progress=show_progress)
@@ -129,6 +135,7 @@ async def arun_strategy(
     show_progress: bool = False,
     key_prefix: str | None = None,
     graph: Any = None,
+    budget: Budget | None = None,
 ) -> list[Answer]:
     """:func:`run_strategy` for an event loop: the same answers, with the graphs' ``ainvoke``.
 
@@ -141,6 +148,7 @@ async def arun_strategy(
     Building the index runs in a worker thread too, so the loop stays responsive.
     """
     started = time.perf_counter()
+    callbacks = with_budget(callbacks, budget, llm)
     cache = Path(cache_dir) if cache_dir else None
     if spec.uses_index and index is None:
         index = await asyncio.to_thread(cfg.build_index, corpus, cache_dir=cache, show_progress=show_progress)
@@ -224,6 +232,13 @@ def with_handler(callbacks: Any, handler: Any) -> Any:
     return [*callbacks, handler]
 
 
+def with_budget(callbacks: Any, budget: Budget | None, llm: BaseChatModel) -> Any:
+    """``callbacks`` plus a :class:`~graphs.budget.BudgetGuard` of ``budget`` (one for the whole call) when it sets a limit."""
+    if budget is None or not budget.limited:
+        return callbacks
+    return with_handler(callbacks, BudgetGuard(budget, tokenizer_for(llm).count))
+
+
 def evidence(hit: Hit) -> Evidence:
     """A retrieved chunk as answer evidence."""
     c = hit.chunk
@@ -234,7 +249,10 @@ def _run_single(spec: Strategy, graph: Any, context: StrategyContext, question: 
     started = time.perf_counter()
     tracker, run_config = _single_run_config(spec, context, question, callbacks)
     with metering_queue() as queue:
-        final = graph.invoke({"question": question, "steps": []}, context=context, config=run_config)
+        try:
+            final = graph.invoke({"question": question, "steps": []}, context=context, config=run_config)
+        except BudgetReached as exc:
+            final = _budget_stop(exc)
     return _single_answer(spec, final, tracker, started, queue.seconds, question, effective)
 
 
@@ -243,8 +261,16 @@ async def _arun_single(spec: Strategy, graph: Any, context: StrategyContext, que
     tracker, run_config = _single_run_config(spec, context, question, callbacks)
     tracker.run_inline = True  # thread-safe and cheap: called on the loop, not through its executor
     with metering_queue() as queue:  # this task's context: its executor calls copy it
-        final = await graph.ainvoke({"question": question, "steps": []}, context=context, config=run_config)
+        try:
+            final = await graph.ainvoke({"question": question, "steps": []}, context=context, config=run_config)
+        except BudgetReached as exc:
+            final = _budget_stop(exc)
     return _single_answer(spec, final, tracker, started, queue.seconds, question, effective)
+
+
+def _budget_stop(exc: BudgetReached) -> dict:
+    """The final fields of a single run stopped by its budget: no answer, a step saying why."""
+    return {"answer": "", "raw": "", "steps": [Step("stopped", reason=str(exc))], "stopped": "budget"}
 
 
 def _single_run_config(spec: Strategy, context: StrategyContext, question: Question, callbacks: Any) -> tuple[UsageTracker, dict]:
@@ -272,6 +298,7 @@ def _single_answer(spec: Strategy, final: dict, tracker: UsageTracker, started: 
         question=question,
         config=dict(effective),
         messages=list(tracker.last_messages),
+        stopped=final.get("stopped"),
     )
 
 
@@ -403,6 +430,7 @@ def _batch_answer(spec: Strategy, run: BatchedRun, i: int, question: Question, s
         strategy=spec.name,
         question=question,
         config=dict(effective),
+        stopped=run.stopped,
     )
 
 

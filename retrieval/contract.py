@@ -505,6 +505,9 @@ class Answer:
         messages: The messages of the answer's last model call (``role``, ``content``; each
             content kept up to 24,000 characters, head and tail): the prompt that produced it.
             Empty for batched strategies (MemAgent's final prompts are in its steps).
+        stopped: Why the run stopped before finishing, or ``None`` when it finished:
+            ``"budget"`` when it reached its :class:`~graphs.budget.Budget` (the answer then
+            holds what was done; MemAgent's checkpoint is kept, so a larger budget resumes).
     """
 
     answer: str
@@ -516,6 +519,7 @@ class Answer:
     question: Question
     config: dict[str, Any] = field(default_factory=dict)
     messages: list[dict[str, str]] = field(default_factory=list)
+    stopped: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (for result files)."""
@@ -529,4 +533,5 @@ class Answer:
             "question": self.question.to_dict(),
             "config": self.config,
             "messages": self.messages,
+            "stopped": self.stopped,
         }

@@ -8,13 +8,15 @@ the model window minus the answer budget and a small reserve for the chat templa
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, TypedDict
+from typing import Annotated, Any, TypedDict
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
 
+from graphs import costs
+from graphs.budget import CostPlan
 from graphs.config import ConfigError
 from graphs.context import StrategyContext
 from graphs.full_context.config import FullContextConfig
@@ -140,8 +142,19 @@ def build_prompt(state: FullContextState, runtime: Runtime[StrategyContext]) -> 
     return {"prompt": built.text, "official_prompt": built.official, "steps": [step]}
 
 
+def full_context_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: Any = None) -> CostPlan:
+    """1 call of min(T, window input budget) tokens."""
+    window = cfg.context_window or (context_window(llm, cfg.default_context_window) if llm is not None else cfg.default_context_window)
+    q = costs.question_tokens(questions)
+    first = questions[0] if questions else Question("")
+    prompt = min(corpus.num_tokens + q + costs.TEMPLATE_TOKENS, input_budget(window, first, cfg))
+    return costs.per_question_plan("full_context", questions, 1, 1, prompt, prompt, first.answer_budget(cfg.max_new_tokens),
+                                   f"1 call of min(T, window) tokens, window {window:,}")  # fmt: skip
+
+
 @STRATEGIES.register(
     "full_context",
+    cost_plan=full_context_plan,
     config_cls=FullContextConfig,
     presets={"paper": FullContextConfig(), "ours": FullContextConfig(prompt="ours")},
     prompts_version=PROMPTS_VERSION,

@@ -21,6 +21,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
+from graphs import costs
+from graphs.budget import CostPlan
 from graphs.context import StrategyContext
 from graphs.llm import add_usage, complete_with_usage, tokenizer_for
 from graphs.memagent.config import MemAgentConfig
@@ -29,7 +31,7 @@ from graphs.prompts import format_documents
 from graphs.registry import STRATEGIES, BatchRun
 from memory import NO_MEMORY, MemoryTrace, bound_memory, strip_think
 from retrieval.contract import Corpus, Question
-from retrieval.tokenizers import Tokenizer, split_ids
+from retrieval.tokenizers import Tokenizer, split_ids, tiktoken_tokenizer
 
 
 @dataclass(frozen=True)
@@ -238,8 +240,28 @@ def collect(state: MemAgentState, i: int) -> dict[str, Any]:
     }
 
 
+def memagent_chunks(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: Any = None) -> tuple[int, ...]:
+    """Token sizes of the chunks MemAgent reads (cut as :func:`graphs.memagent.graph.prepare_context` cuts them)."""
+    text, _ = stream_text(corpus, questions, cfg.stream)
+    tokenizer = tokenizer_for(llm) if llm is not None else tiktoken_tokenizer("cl100k_base")
+    return tuple(n for _, n in split_ids(text, cfg.chunk_tokens, tokenizer))
+
+
+def memagent_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: Any = None) -> CostPlan:
+    """ceil(T / chunk_tokens) + 1 calls per question: one memory update per chunk, one final answer."""
+    sizes = memagent_chunks(cfg, corpus, questions, llm)
+    n, k = len(sizes), len(questions)
+    q = costs.question_tokens(questions)
+    prompt = k * (sum(sizes) + (n + 1) * (q + costs.TEMPLATE_TOKENS))
+    memory = k * (n + 1) * cfg.max_new_tokens  # each call also carries the memory, up to max_new_tokens
+    completion = k * (n * cfg.max_new_tokens + max((x.answer_budget(cfg.max_new_tokens) for x in questions), default=0))
+    return CostPlan("memagent", k, k * (n + 1), k * (n + 1), prompt, prompt + memory, completion,
+                    f"(ceil(T/{cfg.chunk_tokens:,}) + 1) calls per question: {n:,} chunks + 1", {"chunks": n})  # fmt: skip
+
+
 @STRATEGIES.register(
     "memagent",
+    cost_plan=memagent_plan,
     config_cls=MemAgentConfig,
     prompts_version=PROMPTS_VERSION,
     run_mode=BatchRun(prepare_context=prepare_context, initial_state=initial_state, collect=collect),

@@ -17,7 +17,9 @@ The output is the paper's CoT (Fig. 8): properties, sub-answers, then "Conclusio
 from __future__ import annotations
 
 import asyncio
+import math
 import operator
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal, TypedDict
 
 from langgraph._internal._runnable import RunnableCallable
@@ -25,6 +27,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
+from graphs import costs
+from graphs.budget import CostPlan
 from graphs.context import StrategyContext
 from graphs.llm import complete
 from graphs.pai import prompts as P
@@ -34,7 +38,7 @@ from graphs.pai.decompose import extract_properties, generate_sub_questions
 from graphs.prompts import format_chunks
 from graphs.registry import STRATEGIES, SingleRun
 from retrieval import Chunk, Hit, chunk_corpus
-from retrieval.contract import Question
+from retrieval.contract import Corpus, Question
 
 
 class PaiState(TypedDict, total=False):
@@ -253,8 +257,37 @@ def _graph(name: str, decompose) -> Any:
     return graph.compile(name=name)
 
 
+def pai_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: Any = None, *, strategy: str = "pai") -> CostPlan:
+    """Properties, then N_p x C judge calls (exhaustive) or N_p x min(K, C) (prefilter), N_p sub-answers, 1 summary."""
+    t = corpus.num_tokens
+    chunk = costs.tokens_of(cfg.chunk_size, cfg.chunk_unit)
+    c = max(1, sum(math.ceil(n / chunk) for n in corpus.token_counts))  # chunks are cut per document
+    mode = choose_mode(cfg, t)
+    judged = c if mode == "exhaustive" else min(cfg.top_k, c)
+    q = costs.question_tokens(questions)
+    fixed = q + costs.TEMPLATE_TOKENS  # a call's own text beyond the corpus
+    judge_tokens = min(t, judged * chunk) + judged * fixed  # one property's judges read the judged chunks once
+    n_max = cfg.max_items
+    sub_prompt = min(t, cfg.sub_answer_context_tokens) + fixed
+    # at least: one decomposition call, one property judged over its chunks, its sub-answer (no kept chunk), the summary
+    calls = 1 + judged + 1 + 1
+    prompt = fixed + judge_tokens + fixed + fixed
+    # at most: decomposition retried, max_items properties, every judge retried, sub-answers, summary
+    max_calls = (1 + cfg.retries) + n_max * judged * (1 + cfg.judge_retries) + n_max + 1
+    max_prompt = (1 + cfg.retries) * fixed + n_max * (1 + cfg.judge_retries) * judge_tokens + n_max * sub_prompt + fixed
+    completion = cfg.extract_max_tokens + judged * cfg.judge_max_tokens + cfg.sub_answer_max_tokens + cfg.summary_max_tokens
+    formula = f"N_p x {judged:,} judge calls ({mode}: {'C = T/' + str(chunk) if mode == 'exhaustive' else 'min(K, C)'}), N_p 1-{n_max}, + N_p sub-answers + 2"
+    return costs.per_question_plan(strategy, questions, calls, max_calls, prompt, max_prompt, completion, formula, judged_chunks=judged, mode=mode)
+
+
+def pai_minus_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: Any = None) -> CostPlan:
+    """PAI's plan (sub-questions generated directly instead of properties: the same counts)."""
+    return pai_plan(cfg, corpus, questions, llm, strategy="pai_minus")
+
+
 @STRATEGIES.register(
     "pai",
+    cost_plan=pai_plan,
     config_cls=PaiConfig,
     presets={"paper": PaiConfig(judge_mode="exhaustive")},
     prompts_version=P.PROMPTS_VERSION,
@@ -270,6 +303,7 @@ def build_graph(config: PaiConfig | None = None):
 
 @STRATEGIES.register(
     "pai_minus",
+    cost_plan=pai_minus_plan,
     config_cls=PaiConfig,
     presets={"paper": PaiConfig(judge_mode="exhaustive")},
     prompts_version=P.PROMPTS_VERSION,

@@ -11,10 +11,13 @@ v2 ``--rag`` re-sorts by chunk index).
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Literal, TypedDict
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal, TypedDict
 
 from langgraph.runtime import Runtime
 
+from graphs import costs
+from graphs.budget import CostPlan
 from graphs.context import StrategyContext
 from graphs.nodes import generate, linear_graph
 from graphs.prompts import fill, format_chunks
@@ -22,7 +25,7 @@ from graphs.rag.config import RagConfig
 from graphs.rag.prompts import PROMPTS_VERSION, RAG_TEMPLATE
 from graphs.registry import STRATEGIES
 from retrieval import Chunk, Hit
-from retrieval.contract import Question, Step
+from retrieval.contract import Corpus, Question, Step
 
 
 class RagState(TypedDict, total=False):
@@ -96,8 +99,18 @@ def build_prompt(state: RagState, runtime: Runtime[StrategyContext]) -> dict:
     return {"prompt": prompt, "official_prompt": assembly != "ours", "steps": [Step("build_prompt", order=order, assembly=assembly)]}
 
 
+def rag_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: Any = None) -> CostPlan:
+    """1 call with ``top_k`` chunks (at most the corpus)."""
+    q = costs.question_tokens(questions)
+    context = min(corpus.num_tokens, cfg.top_k * costs.tokens_of(cfg.chunk_size, cfg.chunk_unit))
+    prompt = context + q + costs.TEMPLATE_TOKENS
+    budget = max((x.answer_budget(cfg.max_new_tokens) for x in questions), default=cfg.max_new_tokens)
+    return costs.per_question_plan("rag", questions, 1, 1, prompt, prompt, budget, "1 call of top_k chunks")
+
+
 @STRATEGIES.register(
     "rag",
+    cost_plan=rag_plan,
     config_cls=RagConfig,
     prompts_version=PROMPTS_VERSION,
     uses_index=True,

@@ -36,11 +36,14 @@ from __future__ import annotations
 
 import operator
 import re
-from typing import Annotated, Literal, NamedTuple, TypedDict
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal, NamedTuple, TypedDict
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
+from graphs import costs
+from graphs.budget import CostPlan
 from graphs.context import StrategyContext
 from graphs.llm import complete
 from graphs.prompts import fill, format_chunks
@@ -65,7 +68,8 @@ from graphs.self_ask.prompts import (
     SINGLE_HOP_EXEMPLARS,
 )
 from retrieval import Hit
-from retrieval.contract import Question, Step
+from retrieval.contract import Corpus, Question, Step
+from retrieval.tokens import count_tokens
 
 #: reader: stop before the model writes an intermediate answer or starts a new exemplar.
 STOPS = (INTERMEDIATE, "\nQuestion:")
@@ -363,8 +367,33 @@ def finish_reader(state: SelfAskState) -> dict:
 
 
 # -- graph -----------------------------------------------------------------------------
+def self_ask_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: Any = None) -> CostPlan:
+    """Up to ``max_iterations`` generator calls (FlashRAG); the reader variant also answers each follow-up.
+
+    Each call carries the few-shot template with the question (counted from the real prompt),
+    the top-k chunks (all retrieved so far with ``contexts="accumulate"``), and at most the
+    transcript so far.
+    """
+    first = questions[0] if questions else Question("")
+    template = flashrag_prompt(first, [], "", single_hop=cfg.single_hop) if cfg.variant == "flashrag" else self_ask_prompt(first, "")
+    base = count_tokens(template)
+    chunk = costs.tokens_of(cfg.chunk_size, "words")
+    if cfg.variant == "flashrag":
+        least, most = min(1, cfg.max_iterations), cfg.max_iterations
+        formula = f"1 to max_iterations ({cfg.max_iterations}) generator calls"
+    else:
+        least, most = 1, 2 * cfg.max_iterations + 2
+        formula = f"1 to 2 x max_iterations + 2 ({most}) calls"
+    contexts = min(corpus.num_tokens, cfg.top_k * chunk)
+    widest = min(corpus.num_tokens, max(most, 1) * cfg.top_k * chunk) if cfg.contexts == "accumulate" else contexts
+    transcript = most * max(cfg.max_new_tokens, cfg.follow_up_max_new_tokens)
+    return costs.per_question_plan("self_ask", questions, least, most, least * (base + contexts), most * (base + widest + transcript),
+                                   least * cfg.max_new_tokens, formula)  # fmt: skip
+
+
 @STRATEGIES.register(
     "self_ask",
+    cost_plan=self_ask_plan,
     config_cls=SelfAskConfig,
     prompts_version=PROMPTS_VERSION,
     uses_index=True,

@@ -28,12 +28,15 @@ from __future__ import annotations
 import dataclasses
 import operator
 import re
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal, TypedDict
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
+from graphs import costs
+from graphs.budget import BudgetReached, CostPlan
 from graphs.context import StrategyContext
 from graphs.full_context import full_context_prompt
 from graphs.llm import prompt_codec
@@ -45,7 +48,7 @@ from graphs.run import run_strategy
 from graphs.self_route.config import SelfRouteConfig
 from graphs.self_route.prompts import PROMPTS_VERSION, UNANSWERABLE_INSTRUCTION
 from retrieval import Hit
-from retrieval.contract import Question, Step
+from retrieval.contract import Corpus, Question, Step
 
 _DECLINE_WORD = re.compile(r"\bun-?answerable\b")
 _NEGATIONS = {"not", "never", "isn't", "isnt", "no", "hardly"}
@@ -147,6 +150,8 @@ def fallback(state: SelfRouteState, runtime: Runtime[StrategyContext], config: R
         callbacks=config.get("callbacks"),
         key_prefix=f"self_route>{spec.name}",
     )[0]
+    if leg.stopped == "budget":  # the caller's budget (its guard is in the callbacks) ran out in the leg: stop the whole answer
+        raise BudgetReached(f"budget reached in the {spec.name} fallback after {leg.usage.llm_calls} call(s)")
     last = leg.steps[-1] if leg.steps else {}
     head = Step("fallback", strategy=spec.name, chunks=last.get("chunks"), resumed_from=last.get("resumed_from"), replayed=last.get("replayed", False))
     return {"raw": leg.raw, "answer": leg.answer, "steps": [Step({**s, "leg": spec.name}) for s in [head, *leg.steps]]}
@@ -160,8 +165,19 @@ def _shared_index(spec: Strategy, sub_cfg: Any, ctx: StrategyContext):
     return ctx.index if same == (ctx.config.retriever, ctx.config.chunking(), dict(ctx.config.retriever_options)) else None
 
 
+def self_route_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: Any = None) -> CostPlan:
+    """1 RAG call; a declined question adds its fallback's plan (full context: 1 call; memagent: ceil(T/5000) + 1)."""
+    q = costs.question_tokens(questions)
+    prompt = min(corpus.num_tokens, cfg.top_k * costs.tokens_of(cfg.chunk_size, "words")) + q + costs.TEMPLATE_TOKENS
+    spec = STRATEGIES.get(cfg.fallback)
+    fallback = spec.cost_plan(spec.make_config(**dict(cfg.fallback_options)), corpus, questions[:1] or [Question("")], llm)
+    return costs.per_question_plan("self_route", questions, 1, 1 + fallback.max_calls, prompt, prompt + fallback.max_prompt_tokens, cfg.max_new_tokens,
+                                   f"1 call when RAG answers; + {cfg.fallback} ({fallback.max_calls:,}) when it declines")  # fmt: skip
+
+
 @STRATEGIES.register(
     "self_route",
+    cost_plan=self_route_plan,
     config_cls=SelfRouteConfig,
     prompts_version=PROMPTS_VERSION,
     uses_index=True,

@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import math
 import operator
 import re
 import sqlite3
 import zlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
@@ -40,6 +42,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
+from graphs import costs
+from graphs.budget import CostPlan
 from graphs.context import StrategyContext
 from graphs.llm import complete, context_window, model_id
 from graphs.pai.calls import resolve_tool_mode
@@ -465,8 +469,32 @@ def format_answer(state: StructuredState, runtime: Runtime[StrategyContext]) -> 
     return {"raw": raw, "answer": raw.strip(), "evidence": evidence, "steps": [step]}
 
 
+def structured_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: Any = None) -> CostPlan:
+    """A schema plan (none with a fixed schema), one extraction per document window, SQL, the answer.
+
+    Records already extracted for this schema are reused by later questions, so a run over a
+    cached corpus makes fewer calls than this plan (which counts every window once).
+    """
+    step = max(1, cfg.window_tokens - cfg.window_overlap)
+    windows = sum(max(1, math.ceil(max(n - cfg.window_overlap, 1) / step)) for n in corpus.token_counts)
+    plan_calls = 0 if cfg.schema else 1
+    q = costs.question_tokens(questions)
+    k = len(questions)
+    calls = plan_calls + windows + k * 2
+    max_calls = plan_calls * (1 + cfg.retries) + windows * (1 + cfg.retries) + k * (1 + cfg.sql_retries + 1)
+    extract = corpus.num_tokens + windows * (cfg.window_overlap + q + costs.TEMPLATE_TOKENS)
+    per_question = 2 * (q + costs.TEMPLATE_TOKENS) + cfg.answer_result_tokens
+    prompt = plan_calls * (q + costs.TEMPLATE_TOKENS) + extract + k * per_question
+    max_prompt = plan_calls * (1 + cfg.retries) * (q + costs.TEMPLATE_TOKENS) + (1 + cfg.retries) * extract + k * (per_question + cfg.sql_retries * (q + costs.TEMPLATE_TOKENS))
+    completion = plan_calls * cfg.plan_max_tokens + windows * cfg.extract_max_tokens + k * (cfg.sql_max_tokens + cfg.answer_max_tokens)
+    return CostPlan("structured", k, calls, max_calls, prompt, max_prompt, completion,
+                    f"{plan_calls} plan + {windows:,} document windows + SQL + answer per question (cached records: fewer)",
+                    {"windows": windows})  # fmt: skip
+
+
 @STRATEGIES.register(
     "structured",
+    cost_plan=structured_plan,
     config_cls=StructuredConfig,
     prompts_version=P.PROMPTS_VERSION,
     run_mode=SingleRun(async_fan_out=True),  # extract has an async twin: answer() awaits it over an async client
