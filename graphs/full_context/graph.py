@@ -126,7 +126,7 @@ def prepare_corpus(corpus: Corpus, questions: Iterable[Question], llm: BaseChatM
     return len(budgets)
 
 
-def build_prompt(state: FullContextState, runtime: Runtime[StrategyContext]) -> dict:
+def build_prompt(state: FullContextState, runtime: Runtime[StrategyContext[FullContextConfig]]) -> dict:
     """The full-context prompt of :func:`full_context_prompt`."""
     ctx = runtime.context
     built = full_context_prompt(ctx.corpus, state["question"], ctx.llm, ctx.config)
