@@ -17,10 +17,10 @@ class AnswerSettings(Protocol):
     """What :func:`generate` reads from a strategy's config (RAG, full context and Self-Route have it)."""
 
     @property
-    def max_new_tokens(self) -> int: ...  # noqa: D102
+    def max_new_tokens(self) -> int: ...
 
     @property
-    def temperature(self) -> float: ...  # noqa: D102
+    def temperature(self) -> float: ...
 
 
 def generate(state: dict[str, Any], runtime: Runtime[StrategyContext[AnswerSettings]]) -> dict:
