@@ -1,7 +1,7 @@
 # The two set-up commands of the README, and CI's:
 #   make demo   fresh virtual environment, install, compare four strategies on four questions over five short reports
 #               (examples/) offline on the embedded model (no API key, no network)
-#   make test   fresh virtual environment, install with test extras, lint (ruff), run the default test suite
+#   make test   fresh virtual environment, install with test extras, lint (ruff), type-check (mypy), run the default test suite
 #               (prints the 15 slowest tests)
 #   make test-all   the default suite plus the slow end-to-end tests (-m slow), not Ray
 #   make test-ray   install the [ray] extra and run the Ray tests on a local Ray instance (CI runs it)
@@ -36,6 +36,7 @@ demo: install
 
 test: install
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
 test-all: install

@@ -42,9 +42,11 @@ def warn_if_slow(strategy: str, corpus: Corpus, questions: int, chat: BaseChatMo
         return None
     cfg = cfg if cfg is not None else STRATEGIES.get(strategy).make_config()
     plans, speed = plan_for({strategy: cfg}, [(corpus.num_tokens, len(corpus), questions)], chat, speed=speed)
-    if not too_slow(plans):
+    if not too_slow(plans) or speed is None:
         return None
     (plan,) = plans
+    if plan.seconds is None:
+        return None
     message = (
         f"{strategy} will read about {round(plan.prompt_tokens):,} tokens in ~{math.ceil(plan.calls):,} calls on the embedded model: "
         f"roughly {plan.seconds / 3600:.1f} hours at the {speed.prompt_tokens_per_second:,.0f} prompt tokens/s measured on this machine. "

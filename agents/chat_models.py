@@ -451,7 +451,7 @@ def _openai_class() -> type:
                     self._ensure_sync_client_available()
                     return self._create_chat_result(json.loads(self.root_client.post("/chat/completions", cast_to=bytes, **request)))
                 except Exception as exc:
-                    if _is_malformed(exc) and retry < self.max_retries:
+                    if _is_malformed(exc) and retry < (max_retries_setting() if self.max_retries is None else self.max_retries):
                         retry += 1
                         time.sleep(retry_delay(retry))
                         continue
@@ -473,7 +473,7 @@ def _openai_class() -> type:
                         content = await self.root_async_client.post("/chat/completions", cast_to=bytes, **request)
                     return self._create_chat_result(json.loads(content))
                 except Exception as exc:
-                    if _is_malformed(exc) and retry < self.max_retries:
+                    if _is_malformed(exc) and retry < (max_retries_setting() if self.max_retries is None else self.max_retries):
                         retry += 1
                         await asyncio.sleep(retry_delay(retry))
                         continue
@@ -485,7 +485,7 @@ def _openai_class() -> type:
     # LangChain asks ``inspect.signature(self._agenerate)`` on every call whether it takes a
     # run manager (~14 us of a ~300 us call); the signature is fixed, so it is computed once.
     for method in (RetryingChatOpenAI._generate, RetryingChatOpenAI._agenerate):
-        method.__signature__ = inspect.signature(method)
+        setattr(method, "__signature__", inspect.signature(method))  # functions take attributes; mypy does not model it
     RetryingChatOpenAI.__qualname__ = "RetryingChatOpenAI"  # picklable as agents.chat_models.RetryingChatOpenAI
     RetryingChatOpenAI.__module__ = __name__
     _OPENAI_CLASS = RetryingChatOpenAI

@@ -42,7 +42,7 @@ from pydantic import BaseModel
 try:  # a LangSmith dependency; declared in pyproject
     import orjson
 except ImportError:  # pragma: no cover
-    orjson = None
+    orjson = None  # type: ignore[assignment]  # encode_body falls back to json
 
 #: Longest server-requested wait honoured (the SDK's ``MAX_RETRY_AFTER_DELAY``); a longer one is not retried.
 MAX_RETRY_AFTER = 120.0
@@ -86,7 +86,7 @@ def _httpx() -> Any:
     try:
         import httpx2 as httpx
     except ImportError:  # an SDK before its httpx2 vendoring
-        import httpx
+        import httpx  # type: ignore[no-redef]  # the same API under its own name
     return httpx
 
 
@@ -252,7 +252,7 @@ class LeanTransport:
 def _made(error: BaseException, retries: int) -> BaseException:
     """``error`` noting the retries actually made (``retries_made``), which the SDK's errors do not
     carry: :func:`agents.chat_models.as_chat_model_error` reports it instead of the configured count."""
-    error.retries_made = retries
+    setattr(error, "retries_made", retries)  # an attribute of our own on the SDK's exception
     return error
 
 __all__ = ["LeanTransport", "MAX_RETRY_AFTER", "encode_body", "env_proxy", "retry_after", "retry_delay", "should_retry", "wait_before"]

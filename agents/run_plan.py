@@ -174,8 +174,8 @@ def _retrieved(cfg: Any, corpus_tokens: int) -> float:
 
 def _full_read(cfg: Any, corpus_tokens: int, window: int | None) -> float:
     """Tokens full_context keeps: the corpus, cut to the window less the reply and reserve."""
-    window = getattr(cfg, "context_window", None) or window or getattr(cfg, "default_context_window", 128_000)
-    room = window - getattr(cfg, "max_new_tokens", 128) - getattr(cfg, "prompt_reserve_tokens", 64) - CALL_OVERHEAD_TOKENS
+    window = int(getattr(cfg, "context_window", None) or window or getattr(cfg, "default_context_window", None) or 128_000)
+    room = window - (getattr(cfg, "max_new_tokens", None) or 128) - (getattr(cfg, "prompt_reserve_tokens", None) or 64) - CALL_OVERHEAD_TOKENS
     return min(corpus_tokens, max(room, 0))
 
 

@@ -176,9 +176,10 @@ def _reach(evidence: Sequence[str], doc_ids: Iterable[str]) -> Reach:
     return Reach(len(wanted & set(doc_ids)), len(wanted))
 
 
-def _ctx(cfg: Any, corpus: Corpus, index: Any) -> Runtime:
+def _ctx(cfg: Any, corpus: Corpus, index: Any) -> Runtime[StrategyContext[Any]]:
     """A strategy node's runtime without a model (the retrieval nodes never call it)."""
-    return Runtime(context=StrategyContext(llm=None, config=cfg, corpus=corpus, index=index))
+    context: StrategyContext[Any] = StrategyContext(llm=None, config=cfg, corpus=corpus, index=index)  # type: ignore[arg-type]  # no model: never called
+    return Runtime(context=context)
 
 
 def _index(cfg: Any, corpus: Corpus, env: Env) -> Any:
@@ -355,7 +356,7 @@ def describe_rule(name: str, cfg: Any, env: Env, corpus_tokens: int | None = Non
 
 
 def _json_config(cfg: Any) -> dict[str, Any]:
-    data = dataclasses.asdict(cfg) if dataclasses.is_dataclass(cfg) else {}
+    data = dataclasses.asdict(cfg) if dataclasses.is_dataclass(cfg) and not isinstance(cfg, type) else {}
     return json.loads(json.dumps(data, default=lambda o: dict(o) if isinstance(o, Mapping) else str(o)))
 
 
@@ -440,7 +441,8 @@ def _one(name: str, cfg: Any, items: list[Item], env: Env) -> Ceiling:
     if name in ("pai", "pai_minus"):
         ceiling.detail["judge_mode"] = sorted({pai.choose_mode(cfg, i.corpus.num_tokens) for i in items})
     if name == "self_route":
-        routed, legs = [], {}
+        routed: list[bool] = []
+        legs: dict[str, int] = {}
         for item, r in zip(items, reaches):
             if r.complete:
                 routed.append(True)

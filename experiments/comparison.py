@@ -23,7 +23,7 @@ Scores = Mapping[str, Mapping[str, "float | None"]]  # strategy -> question id -
 def pairwise(scores: Scores, *, metric: str = "score") -> list[dict[str, Any]]:
     """Every pair of strategies on the questions both have a value for, Holm-adjusted across the pairs."""
     names = list(scores)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for i, a in enumerate(names):
         for b in names[i + 1 :]:
             shared = [q for q, v in scores[a].items() if v is not None and scores[b].get(q) is not None]

@@ -84,7 +84,7 @@ def strategy_costs(per_strategy: Mapping[str, Mapping[str, Any]], manifest: Mapp
             costs.append(row_cost(row, used[model]))
         known = bool(costs) and all(c is not None for c in costs)
         total = sum(costs) if known else None  # type: ignore[arg-type]
-        out[name] = {"total_usd": total, "usd_per_answer": total / len(costs) if known else None, "prices": used}
+        out[name] = {"total_usd": total, "usd_per_answer": total / len(costs) if total is not None else None, "prices": used}
     return out
 
 
@@ -270,7 +270,7 @@ def _usd(value: float | None) -> str:
     return f"${value:,.4f}" if value < 1 else f"${value:,.2f}"
 
 
-def _winners(winners: list[Mapping[str, Any]]) -> str:
+def _winners(winners: Sequence[Mapping[str, Any]]) -> str:
     if not winners:
         return ""
     items = []
@@ -300,11 +300,11 @@ def _pairwise(pairs: Sequence[Mapping[str, Any]], names: Sequence[str]) -> str:
     if len(names) < 2 or not pairs:
         return ""
     cell: dict[tuple[str, str], Mapping[str, Any]] = {}
-    for r in pairs:
-        cell[(r["strategy_a"], r["strategy_b"])] = r
-        flipped = {**r, "mean_diff": None if r["mean_diff"] is None else -r["mean_diff"],
-                   "ci_low": None if r["ci_high"] is None else -r["ci_high"], "ci_high": None if r["ci_low"] is None else -r["ci_low"]}  # fmt: skip
-        cell[(r["strategy_b"], r["strategy_a"])] = flipped
+    for pr in pairs:
+        cell[(pr["strategy_a"], pr["strategy_b"])] = pr
+        flipped = {**pr, "mean_diff": None if pr["mean_diff"] is None else -pr["mean_diff"],
+                   "ci_low": None if pr["ci_high"] is None else -pr["ci_high"], "ci_high": None if pr["ci_low"] is None else -pr["ci_low"]}  # fmt: skip
+        cell[(pr["strategy_b"], pr["strategy_a"])] = flipped
     head = "".join(f"<th>{_swatch(n)}</th>" for n in names)
     body = []
     for a in names:
@@ -339,7 +339,7 @@ def _summary(table: list[dict[str, Any]]) -> str:
         for c in columns:
             value = row.get(c)
             if c == "strategy":
-                cells.append(f"<td>{_swatch(value)}</td>")
+                cells.append(f"<td>{_swatch(row['strategy'])}</td>")
             elif c in ("cost_usd", "total_usd"):
                 cells.append(f'<td class="num">{_usd(value)}</td>')
             else:

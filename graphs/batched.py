@@ -69,7 +69,7 @@ def run_batched_graph(
     a progress bar; ``key_prefix`` separates runs of the same strategy made for another
     purpose (Self-Route's fallback leg).
     """
-    mode = spec.run_mode
+    mode = spec.batch_mode
     thread = thread_key(
         strategy=key_prefix or spec.name,
         corpus=corpus.fingerprint,
@@ -82,7 +82,8 @@ def run_batched_graph(
     if cfg.resume:
         held.enter_context(lock_run(run_dir))  # a second identical run at once: RunInUse, naming this one
     trace = MemoryTrace(run_dir / TRACE_FILE if cfg.resume else ":memory:")
-    saver = open_checkpointer(run_dir / CHECKPOINTS_FILE) if cfg.resume else InMemorySaver()
+    on_disk = open_checkpointer(run_dir / CHECKPOINTS_FILE) if cfg.resume else None  # None: in memory, nothing to prune
+    saver = on_disk if on_disk is not None else InMemorySaver()
     try:
         ctx = mode.prepare_context(StrategyContext(llm=llm, config=cfg, corpus=corpus), trace=trace, thread=thread, questions=questions)
         graph = spec.build_graph(cfg, checkpointer=saver)
@@ -107,18 +108,18 @@ def run_batched_graph(
                         k = update["advance"]["chunk_index"]
                         if on_advance:
                             on_advance(k)
-                        if cfg.resume and k % PRUNE_EVERY_CHUNKS == 0:
-                            prune_checkpoints(saver, thread, compact=False)
+                        if on_disk is not None and k % PRUNE_EVERY_CHUNKS == 0:
+                            prune_checkpoints(on_disk, thread, compact=False)
             except BudgetReached:
                 stopped = "budget"  # the checkpoint holds every finished step: a larger budget resumes from it
         final = graph.get_state(run_config).values
-        if not replayed and cfg.resume and stopped is None:
-            prune_checkpoints(saver, thread)  # finished: keep only the final state replay reads
+        if not replayed and on_disk is not None and stopped is None:
+            prune_checkpoints(on_disk, thread)  # finished: keep only the final state replay reads
         steps = [trace_steps(trace.snapshots(thread, i), cfg.trace_chars) for i in range(len(questions))]
     finally:
         trace.close()
-        if hasattr(saver, "conn"):
-            saver.conn.close()
+        if on_disk is not None:
+            on_disk.conn.close()
         held.close()
     return BatchedRun(final=final, steps=steps, resumed_from=resumed_from, replayed=replayed, stopped=stopped)
 

@@ -5,33 +5,55 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 
 from retrieval import Index
 from retrieval.contract import Corpus
 
+#: The strategy's config class (``RagConfig``, ``PaiConfig``...): ``StrategyContext[RagConfig]``
+#: gives RAG's nodes a typed ``context.config``.
+ConfigT = TypeVar("ConfigT")
+
+
+class MissingIndex(RuntimeError):
+    """A node that retrieves ran without a retrieval index in its run context."""
+
 
 @dataclass(frozen=True)
-class StrategyContext:
+class StrategyContext(Generic[ConfigT]):
     """Immutable per-run dependencies injected into every node (LangGraph ``context_schema``).
+
+    Generic over the strategy's config type, so a node annotated
+    ``runtime: Runtime[StrategyContext[RagConfig]]`` reads a typed ``runtime.context.config``.
 
     Attributes:
         llm: The chat model.
         config: The strategy's config object.
         corpus: The corpus being answered over.
-        index: The retrieval index, for strategies that retrieve.
+        index: The retrieval index, for strategies that retrieve (:meth:`require_index`).
         cache_dir: Root of the on-disk cache (``None`` = ``$LONGCTX_CACHE_DIR`` or
             ``~/.cache/longctx``), for strategies that checkpoint a sub-run.
     """
 
     llm: BaseChatModel
-    config: Any
+    config: ConfigT
     corpus: Corpus
     index: Index | None = None
     cache_dir: Path | None = None
-    _gates: dict = field(default_factory=dict, init=False, compare=False, repr=False)
+    _gates: dict[Any, asyncio.Semaphore] = field(default_factory=dict, init=False, compare=False, repr=False)
+
+    def require_index(self) -> Index:
+        """The run's retrieval index.
+
+        Raises:
+            MissingIndex: The run context has none (a retrieving strategy run without
+                ``uses_index``, or a context built by hand without ``index=``).
+        """
+        if self.index is None:
+            raise MissingIndex(f"{type(self.config).__name__}: this strategy retrieves, but its run context has no index (pass index= or register it with uses_index=True)")
+        return self.index
 
     def call_gate(self, limit: int) -> asyncio.Semaphore:
         """The run's semaphore of ``limit`` model calls in flight on the running event loop.

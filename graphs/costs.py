@@ -21,6 +21,8 @@ from retrieval.tokens import count_tokens
 
 #: Prompt tokens of a call's template and instructions beyond the corpus text and the question (estimate).
 TEMPLATE_TOKENS = 200
+#: The question a plan assumes when it is made for none (a placeholder, never asked).
+PLACEHOLDER_QUESTION = Question(text="(a question)")
 #: cl100k tokens per English word (chunk sizes given in words).
 TOKENS_PER_WORD = 4 / 3
 

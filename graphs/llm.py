@@ -42,7 +42,7 @@ def complete_with_usage(
     that reports no usage is counted with its tokenizer (:func:`tokenizer_for`) and marked
     ``estimated``.
     """
-    message = llm.invoke([HumanMessage(content=prompt)], max_tokens=max_tokens, temperature=temperature, stop=stop, **kwargs)
+    message = llm.invoke([HumanMessage(content=prompt)], max_tokens=max_tokens, temperature=temperature, stop=None if stop is None else list(stop), **kwargs)
     content = message.content
     if not isinstance(content, str):
         content = "".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content)
@@ -106,7 +106,7 @@ def _ssl_context() -> Any:
     try:
         import httpx2 as httpx  # the openai SDK's vendored httpx
     except ImportError:  # an SDK before it
-        import httpx
+        import httpx  # type: ignore[no-redef]  # the same API under its own name
     return httpx.create_ssl_context()
 
 
@@ -165,7 +165,7 @@ def tokenizer_spec(llm: BaseChatModel) -> str:
 def model_facts(llm: BaseChatModel) -> ModelFacts:
     """What :func:`~retrieval.tokenizers.select_tokenizer` needs to know about ``llm``."""
     encode, decode = getattr(llm, "tokenize", None), getattr(llm, "detokenize", None)
-    key = getattr(llm, "openai_api_key", None)
+    key: Any = getattr(llm, "openai_api_key", None)
     secret = key.get_secret_value() if hasattr(key, "get_secret_value") else key
     return ModelFacts(
         model_id=model_id(llm),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
@@ -13,7 +13,17 @@ from graphs.llm import complete
 from retrieval.contract import Step
 
 
-def generate(state: dict[str, Any], runtime: Runtime[StrategyContext]) -> dict:
+class AnswerSettings(Protocol):
+    """What :func:`generate` reads from a strategy's config (RAG, full context and Self-Route have it)."""
+
+    @property
+    def max_new_tokens(self) -> int: ...
+
+    @property
+    def temperature(self) -> float: ...
+
+
+def generate(state: dict[str, Any], runtime: Runtime[StrategyContext[AnswerSettings]]) -> dict:
     """The final call on the filled prompt, with the benchmark's answer budget, temperature and
     stop sequences when the question carries a protocol; the reply is the answer (benchmarks
     extract their format).
@@ -39,7 +49,7 @@ def generate(state: dict[str, Any], runtime: Runtime[StrategyContext]) -> dict:
 
 def linear_graph(name: str, state_schema: type, *nodes: tuple[str, Callable]):
     """Compile START -> nodes[0] -> ... -> nodes[-1] -> END with the shared run context."""
-    graph = StateGraph(state_schema, context_schema=StrategyContext)
+    graph: StateGraph[Any, StrategyContext[Any], Any, Any] = StateGraph(state_schema, context_schema=StrategyContext)
     previous = START
     for node_name, fn in nodes:
         graph.add_node(node_name, fn)

@@ -45,14 +45,14 @@ class BatchRun:
     Attributes:
         prepare_context: ``(StrategyContext, *, trace, thread, questions) -> context`` with what
             the nodes need (e.g. the corpus cut into chunks, laid out for these questions).
-        initial_state: ``(questions, context) -> state`` of a fresh run.
+        initial_state: ``(questions, context) -> state`` of a fresh run (the graph's state schema).
         collect: ``(final_state, i) -> {"raw", "answer", "usage", "final_step"...}`` of question ``i``
             (``final_step``: facts added to the answer's last step).
     """
 
     prepare_context: Callable[..., Any]
-    initial_state: Callable[[list[Question], Any], dict[str, Any]]
-    collect: Callable[[dict[str, Any], int], dict[str, Any]]
+    initial_state: Callable[[list[Question], Any], Mapping[str, Any]]
+    collect: Callable[[Any, int], dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ class Strategy:
 
     name: str
     build_graph: Callable[..., Any]
-    config_cls: type
+    config_cls: type[Any]
     uses_index: bool = False
     run_mode: SingleRun | BatchRun = field(default_factory=SingleRun)
     presets: Mapping[str, Any] = field(default_factory=dict)
@@ -87,6 +87,17 @@ class Strategy:
     def batched(self) -> bool:
         """Whether many questions share one run of the graph."""
         return isinstance(self.run_mode, BatchRun)
+
+    @property
+    def batch_mode(self) -> BatchRun:
+        """Its :class:`BatchRun` (the batch runner's one narrowing of ``run_mode``).
+
+        Raises:
+            TypeError: The strategy answers one question per invocation.
+        """
+        if not isinstance(self.run_mode, BatchRun):
+            raise TypeError(f"Strategy {self.name!r} is not batched: its run mode is {self.run_mode!r}")
+        return self.run_mode
 
     def make_config(self, preset: str | None = None, **overrides: Any) -> Any:
         """The default (or preset) config with ``overrides``; every value is validated.

@@ -406,7 +406,7 @@ class CancelGuard(BaseCallbackHandler):
 
 
 def _batch_answer(spec: Strategy, run: BatchedRun, i: int, question: Question, seconds: float, queued: float, effective: dict) -> Answer:
-    fields = spec.run_mode.collect(run.final, i)
+    fields = spec.batch_mode.collect(run.final, i)
     usage = Usage.from_dict(fields.get("usage"))
     usage.seconds = seconds
     usage.queued_seconds = queued

@@ -9,7 +9,17 @@ module on first use, so importing the contract does not load the retrievers.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the lazy names below, for type checkers (nothing is imported at run time)
+    from retrieval.base import Hit, Retriever
+    from retrieval.chunking import Chunk, ChunkingConfig, chunk_corpus
+    from retrieval.contract import Corpus, CorpusError, Document, Registry
+    from retrieval.embedders import EMBEDDERS
+    from retrieval.index import Index, build_index
+    from retrieval.paths import default_cache_dir
+    from retrieval.retrievers import RETRIEVERS, make_retriever
+    from retrieval.tokens import count_tokens, middle_truncate
 
 _EXPORTS = {
     "Hit": "retrieval.base",
@@ -31,7 +41,25 @@ _EXPORTS = {
     "middle_truncate": "retrieval.tokens",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "Chunk",
+    "ChunkingConfig",
+    "Corpus",
+    "CorpusError",
+    "Document",
+    "EMBEDDERS",
+    "Hit",
+    "Index",
+    "RETRIEVERS",
+    "Registry",
+    "Retriever",
+    "build_index",
+    "chunk_corpus",
+    "count_tokens",
+    "default_cache_dir",
+    "make_retriever",
+    "middle_truncate",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field, fields
 from functools import cached_property
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ class Registry(Generic[T]):
 
     def _load_plugins(self) -> None:
         """Load the entry points of :attr:`group` once; a broken plug-in is logged, not fatal."""
-        if self._plugins_loaded:
+        if self._plugins_loaded or self.group is None:
             return
         self._plugins_loaded = True
         for ep in metadata.entry_points(group=self.group):
@@ -315,7 +315,7 @@ class Protocol:
     temperature: float | None = None
     chat_template: bool = True
     stop: tuple[str, ...] | None = None
-    rag_order: str | None = None
+    rag_order: Literal["document", "rank"] | None = None
     reasoning_max_new_tokens: int | None = None
     prompt: Callable[..., str] | None = field(default=None, repr=False, compare=False)
     rag_prompt: Callable[[Sequence[str]], str] | None = field(default=None, repr=False, compare=False)

@@ -82,6 +82,8 @@ class DenseRetriever:
 
     def save(self, folder: Path, checksums: Checksums | None = None) -> None:
         """FAISS's native format (hashed into ``checksums`` as it is written)."""
+        if self._index is None:
+            raise RuntimeError("Dense index is not built; call build() or load() first")
         self._index.save(folder, checksums)
 
     def load(self, folder: Path) -> None:

@@ -431,7 +431,7 @@ class OpenAIEmbedder:
         """Unit-length embeddings, one row per text, requested in batches."""
         import openai
 
-        rows = []
+        rows: list[np.ndarray] = []
         for i in range(0, len(texts), self.batch_size):
             try:
                 resp = self.client.embeddings.create(model=self.model_id, input=list(texts[i : i + self.batch_size]))

@@ -21,7 +21,7 @@ class VectorIndex:
     FILENAME = "vectors.faiss"
 
     def __init__(self, dim: int):
-        self.index = faiss.IndexFlatIP(dim)
+        self.index: faiss.Index = faiss.IndexFlatIP(dim)
 
     @property
     def dim(self) -> int:
@@ -53,7 +53,7 @@ class VectorIndex:
             faiss.write_index(self.index, str(path))
             return
         with checksums.open(path) as f:
-            writer = faiss.PyCallbackIOWriter(f.write)
+            writer = faiss.PyCallbackIOWriter(f.write)  # type: ignore[attr-defined]  # in faiss's SWIG module, not its stubs
             faiss.write_index(self.index, writer)
             del writer  # FAISS flushes through the callback when its writer is freed
 

@@ -234,8 +234,8 @@ def _build(corpus, chunking, retriever, key, folder: Path | None, show_progress:
     if folder is None:
         import tempfile
 
-        with tempfile.TemporaryDirectory() as tmp:
-            retriever.build(chunks, work_dir=Path(tmp), show_progress=show_progress)
+        with tempfile.TemporaryDirectory() as scratch:
+            retriever.build(chunks, work_dir=Path(scratch), show_progress=show_progress)
         return Index(chunks, retriever, chunking, key, None)
     for stale in folder.parent.glob(f"{folder.name}.build-*"):  # left by killed builders (we hold the lock)
         shutil.rmtree(stale, ignore_errors=True)
@@ -280,7 +280,7 @@ def _save_retriever(retriever: Retriever, folder: Path, checksums: Checksums) ->
     so that its files are hashed as they are written; the files of any other retriever are
     hashed from disk afterwards."""
     if "checksums" in inspect.signature(retriever.save).parameters:
-        retriever.save(folder, checksums=checksums)
+        retriever.save(folder, checksums=checksums)  # type: ignore[call-arg]  # the base signature lacks it; checked above
     else:
         retriever.save(folder)
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from retrieval.base import Retriever
 from retrieval.chunking import ChunkingConfig, chunk_corpus
 from retrieval.contract import Corpus
 from retrieval.dense import DenseRetriever
@@ -85,7 +86,7 @@ def embed_on_ray(
 
 def build_index_ray(
     corpus: Corpus,
-    retriever: str | DenseRetriever = "dense",
+    retriever: str | Retriever = "dense",  # a retriever without embeddings is built locally
     *,
     chunking: ChunkingConfig | None = None,
     cache_dir: str | Path | None = None,

@@ -185,7 +185,9 @@ class RedactingStream:
 
 
 def _redacting_excepthook(kind: type[BaseException], value: BaseException, tb: Any) -> None:
-    sys.__stderr__.write(redact("".join(traceback.format_exception(kind, value, tb))))
+    stream = sys.__stderr__  # None only without a console (pythonw): nowhere to write
+    if stream is not None:
+        stream.write(redact("".join(traceback.format_exception(kind, value, tb))))
 
 
 @contextlib.contextmanager

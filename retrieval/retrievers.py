@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from typing import Literal
 
 from retrieval.base import Retriever
 from retrieval.bm25 import BM25Retriever
@@ -16,7 +17,7 @@ RETRIEVERS: Registry[Callable[..., Retriever]] = Registry("retriever", group="lo
 
 
 @RETRIEVERS.register("bm25")
-def bm25(*, engine: str = "bm25s", k1: float = 1.5, b: float = 0.75) -> Retriever:
+def bm25(*, engine: Literal["bm25s", "rank_bm25"] = "bm25s", k1: float = 1.5, b: float = 0.75) -> Retriever:
     """Okapi BM25 over word tokens (``engine``: bm25s or rank_bm25)."""
     return BM25Retriever(engine=engine, k1=k1, b=b)
 

@@ -65,6 +65,8 @@ def _document(root: Path, item: dict[str, Any], name: str, idx: int, legal: dict
         title = text.split("\n", 1)[0].strip("#").strip()
         return f"{title}\n", title, text
     if doc_type == "legal":
+        if legal is None:
+            raise BenchmarkDataError("Loong: a legal item, but legal.json was not loaded.")
         record = legal[name]
         matching = item["level"] == 4 and _LEGAL_MATCHING in item["instruction"]
         text = record["content"] if matching else record["content"] + record["result"]

@@ -57,7 +57,7 @@ def judge_user_prompt(question: str, predicted: str, gold: str) -> str:
 
 def judge_verdict(reply: str | None) -> bool:
     """Correct iff ``[[YES]]`` is in the reply and ``[[NO]]`` is not; no reply is wrong."""
-    return bool(reply) and "[[YES]]" in reply and "[[NO]]" not in reply
+    return bool(reply and "[[YES]]" in reply and "[[NO]]" not in reply)
 
 
 def domain_of(sample_id: str) -> str | None:

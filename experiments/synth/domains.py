@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from experiments.synth import names
 from retrieval.contract import Registry
@@ -205,7 +206,7 @@ _US_REGIONS = ("Northeast", "Midwest", "South", "West")
 
 def _new_university(rng: random.Random, taken: set[str]) -> dict:
     control = rng.choice(_CONTROL)
-    ent = {
+    ent: dict[str, Any] = {
         "name": _draw_name(rng, taken, names.university_name),
         "control": control,
         "setting": rng.choice(_SETTING),

@@ -64,7 +64,7 @@ def _render(base: FactBase, plan: DocPlan, stmts, entity_names, local_plants) ->
     rng = random.Random(f"{base.config.seed}/{domain.name}/{plan.doc_id}")
     if plan.kind == "report":
         sections = render.report_sections(rng, domain, plan, stmts)
-        name = plan.entity
+        name = plan.entity or ""  # report_sections refused a report without one
     else:
         sections = render.noise_sections(rng, domain, plan, entity_names)
         name = rng.choice(entity_names)

@@ -15,6 +15,7 @@ import re
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from experiments.synth.config import SynthConfig
 from experiments.synth.domains import Domain, Metric
@@ -42,8 +43,8 @@ class Query:
     fields: tuple[str, ...]
     years: tuple[int, ...]
     categoricals: tuple[str, ...] = ()
-    scope: tuple[str, str] | None = None
-    python: Callable = field(default=None, compare=False, repr=False)
+    scope: tuple[str, Any] | None = None  # (categorical, its value)
+    python: Callable[..., Any] | None = field(default=None, compare=False, repr=False)
 
 
 class _Ctx:

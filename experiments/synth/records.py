@@ -20,7 +20,7 @@ from pathlib import Path
 
 from experiments.synth import db
 from experiments.synth.config import config_from_dict
-from experiments.synth.domains import Domain, get_domain
+from experiments.synth.domains import Categorical, Domain, FieldSpec, get_domain
 from experiments.synth.facts import STATIC
 from experiments.synth.queries import Query, build_queries
 from experiments.synth.samples import MANIFEST_FILE, read_questions
@@ -64,7 +64,8 @@ def needed_cells(conn: sqlite3.Connection, query: Query) -> list[Record]:
 
 
 def _label(domain: Domain, name: str) -> str:
-    for spec in (*domain.fields, *domain.categoricals):
+    specs: tuple[FieldSpec | Categorical, ...] = (*domain.fields, *domain.categoricals)
+    for spec in specs:
         if spec.name == name:
             return spec.label
     return name.replace("_", " ")

@@ -78,6 +78,8 @@ def _fact_section(rng: random.Random, domain: Domain, heading: str, fields: Sequ
 def report_sections(rng: random.Random, domain: Domain, plan: DocPlan, stmts: Sequence[Statement]) -> list[_Section]:
     """Header, fact sections and (initially one-paragraph) filler sections of a report."""
     name, year = plan.entity, plan.year
+    if name is None or year is None:
+        raise ValueError(f"document {plan.doc_id}: a report's plan names its entity and year")
     cur = {s.field: s.value for s in stmts if s.fiscal_year == year}
     prev = {s.field: s.value for s in stmts if s.fiscal_year == year - 1}
     cats = {s.field: s.text for s in stmts if s.fiscal_year == STATIC}

@@ -128,7 +128,7 @@ def prepare_corpus(corpus: Corpus, questions: Iterable[Question], llm: BaseChatM
     return len(budgets)
 
 
-def build_prompt(state: FullContextState, runtime: Runtime[StrategyContext]) -> dict:
+def build_prompt(state: FullContextState, runtime: Runtime[StrategyContext[FullContextConfig]]) -> dict:
     """The full-context prompt of :func:`full_context_prompt`."""
     ctx = runtime.context
     built = full_context_prompt(ctx.corpus, state["question"], ctx.llm, ctx.config)
@@ -146,7 +146,7 @@ def full_context_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], l
     """1 call of min(T, window input budget) tokens."""
     window = cfg.context_window or (context_window(llm, cfg.default_context_window) if llm is not None else cfg.default_context_window)
     q = costs.question_tokens(questions)
-    first = questions[0] if questions else Question("")
+    first = questions[0] if questions else costs.PLACEHOLDER_QUESTION
     prompt = min(corpus.num_tokens + q + costs.TEMPLATE_TOKENS, input_budget(window, first, cfg))
     return costs.per_question_plan("full_context", questions, 1, 1, prompt, prompt, first.answer_budget(cfg.max_new_tokens),
                                    f"1 call of min(T, window) tokens, window {window:,}")  # fmt: skip

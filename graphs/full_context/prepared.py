@@ -56,7 +56,9 @@ Decode = Callable[[list[int]], str]
 
 def _template_parts(template: str) -> tuple[str, str]:
     """``template``'s literal text before ``{context}`` and between ``{context}`` and the next field."""
-    before, after, seen = [], [], False
+    before: list[str] = []
+    after: list[str] = []
+    seen = False
     for literal, field, _spec, _conv in string.Formatter().parse(template):
         (after if seen else before).append(literal)
         if seen and field is not None:
@@ -146,6 +148,7 @@ class PreparedContext:
         fresh = self.stitched(suffix, encode)
         if fresh is None:  # the exact path
             if self.total is None:
+                assert self.head is not None, "a context too long to count keeps its head"
                 tail = end_ids(self.end + suffix, half, encode, tail=True)
                 return self.head + decode(tail[len(tail) - half :]), True
             return truncate_prompt(self.end + suffix, self.budget, encode, decode)

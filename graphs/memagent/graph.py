@@ -35,7 +35,7 @@ from retrieval.tokenizers import Tokenizer, split_ids, tiktoken_tokenizer
 
 
 @dataclass(frozen=True)
-class MemAgentContext(StrategyContext):
+class MemAgentContext(StrategyContext[MemAgentConfig]):
     """The run context plus the corpus stream cut into chunks and the memory trace."""
 
     chunks: tuple[str, ...] = ()
@@ -124,7 +124,7 @@ def stream_text(corpus: Corpus, questions: Sequence[Question], stream: str) -> t
     raise ValueError(f"stream must be 'auto', 'plain' or 'titled', got {stream!r}")
 
 
-def prepare_context(ctx: StrategyContext, *, trace: MemoryTrace, thread: str, questions: Sequence[Question] = ()) -> MemAgentContext:
+def prepare_context(ctx: StrategyContext[MemAgentConfig], *, trace: MemoryTrace, thread: str, questions: Sequence[Question] = ()) -> MemAgentContext:
     """Cut the corpus stream (:func:`stream_text`) into ``chunk_tokens`` windows of the model's tokens.
 
     The tokenizer is the model's (:func:`graphs.llm.tokenizer_for`: its own, a local HF
@@ -271,9 +271,9 @@ def memagent_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: 
 def build_graph(config: MemAgentConfig | None = None, checkpointer: Any = None):
     """START -> (update_memory per question -> advance)* -> final_answer per question -> END."""
     graph = StateGraph(MemAgentState, context_schema=MemAgentContext)
-    graph.add_node("update_memory", update_memory)
+    graph.add_node("update_memory", update_memory)  # type: ignore[call-overload]  # LangGraph types node inputs as state schemas; Send payloads are plain dicts
     graph.add_node("advance", advance)
-    graph.add_node("final_answer", final_answer)
+    graph.add_node("final_answer", final_answer)  # type: ignore[arg-type]  # as update_memory: a Send payload
     graph.add_conditional_edges(START, fan_out, ["update_memory", "final_answer"])
     graph.add_edge("update_memory", "advance")
     graph.add_conditional_edges("advance", fan_out, ["update_memory", "final_answer"])

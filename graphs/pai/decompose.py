@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from graphs.context import StrategyContext
 from graphs.pai import prompts as P
 from graphs.pai.calls import CallOutcome, PropertyArgs, SubQuestionArgs, call_structured, resolve_tool_mode
+from graphs.pai.config import PaiConfig
 from retrieval.contract import Question
 
 
@@ -32,7 +33,7 @@ def resolve_domain(domain: str, question: Question) -> str:
 
 
 def decompose_call(
-    ctx: StrategyContext, question: Question, *, template: str, function: dict, item_model: type[BaseModel], item: str
+    ctx: StrategyContext[PaiConfig], question: Question, *, template: str, function: dict, item_model: type[BaseModel], item: str
 ) -> tuple[CallOutcome, str]:
     """One structured decomposition call in the model's tool mode; returns the outcome and the mode."""
     cfg = ctx.config
@@ -75,7 +76,7 @@ def _fallback(question: Question) -> list[dict[str, Any]]:
     return [{"text": question.text, "metric": None, "subject": None}]
 
 
-def extract_properties(state: dict[str, Any], runtime: Runtime[StrategyContext]) -> dict:
+def extract_properties(state: dict[str, Any], runtime: Runtime[StrategyContext[PaiConfig]]) -> dict:
     """Properties by function calling with the domain's examples, then one sub-question each."""
     ctx, question = runtime.context, state["question"]
     domain = resolve_domain(ctx.config.domain, question)
@@ -88,7 +89,7 @@ def extract_properties(state: dict[str, Any], runtime: Runtime[StrategyContext])
     return {"tool_mode": mode, "properties": properties, "sub_questions": subs, "steps": [step]}
 
 
-def generate_sub_questions(state: dict[str, Any], runtime: Runtime[StrategyContext]) -> dict:
+def generate_sub_questions(state: dict[str, Any], runtime: Runtime[StrategyContext[PaiConfig]]) -> dict:
     """PAI-: sub-questions asked for directly (same function-calling machinery, no properties)."""
     ctx, question = runtime.context, state["question"]
     function = dict(P.SUB_QUESTION_FUNCTION)

@@ -66,17 +66,18 @@ def choose_mode(cfg: PaiConfig, corpus_tokens: int) -> Literal["exhaustive", "pr
     return "exhaustive" if corpus_tokens <= cfg.exhaustive_max_tokens else "prefilter"
 
 
-def all_chunks(ctx: StrategyContext) -> list[Chunk]:
+def all_chunks(ctx: StrategyContext[PaiConfig]) -> list[Chunk]:
     """The index's chunks (built by ``answer()`` with the config's chunking), else chunk now."""
     if ctx.index is not None:
         return list(ctx.index.chunks)
     return chunk_corpus(ctx.corpus, ctx.config.chunking())
 
 
-def plan_judging(state: PaiState, runtime: Runtime[StrategyContext]) -> dict:
+def plan_judging(state: PaiState, runtime: Runtime[StrategyContext[PaiConfig]]) -> dict:
     """Candidate chunks per sub-question: all of them (exhaustive) or the retriever's top-K."""
     ctx, cfg = runtime.context, runtime.context.config
     mode = choose_mode(cfg, ctx.corpus.num_tokens)
+    retriever = None
     if mode == "exhaustive":
         everything = [Hit(c, 1.0, i) for i, c in enumerate(all_chunks(ctx))]
         candidates = [everything for _ in state["sub_questions"]]
@@ -84,12 +85,13 @@ def plan_judging(state: PaiState, runtime: Runtime[StrategyContext]) -> dict:
         raise ValueError("PAI's prefilter needs a retrieval index: run it through agents.answer(), which builds one.")
     else:
         candidates = [cfg.retrieve(ctx.index, sq["text"]) for sq in state["sub_questions"]]
+        retriever = ctx.index.retriever.name
     step = {
         "node": "plan_judging",
         "mode": mode,
         "corpus_tokens": ctx.corpus.num_tokens,
         "exhaustive_max_tokens": cfg.exhaustive_max_tokens,
-        "retriever": ctx.index.retriever.name if mode == "prefilter" else None,
+        "retriever": retriever,
         "top_k": cfg.top_k if mode == "prefilter" else None,
         "pairs": sum(len(c) for c in candidates),
     }
@@ -110,7 +112,7 @@ def route_judges(state: PaiState) -> list[Send] | Literal["gather"]:
     return [Send("judge", task) for task in by_chunk.values()] or "gather"
 
 
-def judge(task: dict[str, Any], runtime: Runtime[StrategyContext]) -> dict:
+def judge(task: dict[str, Any], runtime: Runtime[StrategyContext[PaiConfig]]) -> dict:
     """One ``keep_context`` verdict per pair of the chunk; a reply still malformed after the retries is recorded."""
     ctx = runtime.context
     return {"judgments": [
@@ -119,7 +121,7 @@ def judge(task: dict[str, Any], runtime: Runtime[StrategyContext]) -> dict:
     ]}  # fmt: skip
 
 
-async def ajudge(task: dict[str, Any], runtime: Runtime[StrategyContext]) -> dict:
+async def ajudge(task: dict[str, Any], runtime: Runtime[StrategyContext[PaiConfig]]) -> dict:
     """:func:`judge` through the model's async interface (what ``ainvoke`` / ``astream`` of the graph run):
     the chunk's pairs as coroutines, each holding the run's call gate (``concurrency`` calls in
     flight), with the same retries."""
@@ -181,7 +183,8 @@ def route_sub_answers(state: PaiState) -> list[Send]:
 
 def pack(chunks: list[Chunk], budget: int) -> tuple[list[Chunk], int]:
     """The leading chunks (document order) that fit ``budget`` tokens, and how many did not."""
-    packed, used = [], 0
+    packed: list[Chunk] = []
+    used = 0
     for chunk in chunks:
         if used + chunk.num_tokens > budget and packed:
             break
@@ -190,7 +193,7 @@ def pack(chunks: list[Chunk], budget: int) -> tuple[list[Chunk], int]:
     return packed, len(chunks) - len(packed)
 
 
-def sub_answer(task: dict[str, Any], runtime: Runtime[StrategyContext]) -> dict:
+def sub_answer(task: dict[str, Any], runtime: Runtime[StrategyContext[PaiConfig]]) -> dict:
     """The sub-answer from the packed kept chunks; "not found" without a call when none was kept."""
     ctx, cfg, sq = runtime.context, runtime.context.config, task["sub_question"]
     has_property = sq.get("metric") is not None
@@ -205,7 +208,7 @@ def sub_answer(task: dict[str, Any], runtime: Runtime[StrategyContext]) -> dict:
     return {"sub_answers": [{"sq": task["sq"], "text": text, "packed": len(packed), "over_budget": over, "called": True}]}
 
 
-def summarize(state: PaiState, runtime: Runtime[StrategyContext]) -> dict:
+def summarize(state: PaiState, runtime: Runtime[StrategyContext[PaiConfig]]) -> dict:
     """Question + sub-answers -> conclusion (benchmark format), then the CoT output."""
     ctx, cfg, question = runtime.context, runtime.context.config, state["question"]
     answers = sorted(state.get("sub_answers", []), key=lambda a: a["sq"])
@@ -245,7 +248,7 @@ def _graph(name: str, decompose) -> Any:
     graph.add_node("plan_judging", plan_judging)
     graph.add_node("judge", RunnableCallable(judge, ajudge, name="judge"))  # sync and async twins
     graph.add_node("gather", gather)
-    graph.add_node("sub_answer", sub_answer)
+    graph.add_node("sub_answer", sub_answer)  # type: ignore[arg-type]  # LangGraph types node inputs as state schemas; Send payloads are plain dicts
     graph.add_node("summarize", summarize)
     graph.add_edge(START, "decompose")
     graph.add_edge("decompose", "plan_judging")

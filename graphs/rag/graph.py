@@ -49,14 +49,15 @@ def order_hits(hits: list[Hit], order: Literal["document", "rank"]) -> list[Hit]
     raise ValueError(f"order must be 'document' or 'rank', got {order!r}")
 
 
-def retrieve(state: RagState, runtime: Runtime[StrategyContext]) -> dict:
+def retrieve(state: RagState, runtime: Runtime[StrategyContext[RagConfig]]) -> dict:
     """Top-k chunks for the question and its choices (LongBench v2: query = question + choices)."""
     ctx = runtime.context
     query = state["question"].render()
-    hits = ctx.config.retrieve(ctx.index, query)
+    index = ctx.require_index()
+    hits = ctx.config.retrieve(index, query)
     step = Step(
         "retrieve",
-        retriever=ctx.index.retriever.name,
+        retriever=index.retriever.name,
         top_k=ctx.config.top_k,
         chunk_ids=[h.chunk.chunk_id for h in hits],
         scores=[round(h.score, 6) for h in hits],
@@ -81,7 +82,7 @@ def rag_prompt(question: Question, chunks: list[Chunk], assembly: str) -> tuple[
     return fill(RAG_TEMPLATE, format_chunks(chunks), question), "ours"
 
 
-def chunk_order(question: Question, order: str, assembly: str) -> str:
+def chunk_order(question: Question, order: Literal["document", "rank"], assembly: str) -> Literal["document", "rank"]:
     """The order chunks go into the prompt: the benchmark's official one under ``assembly="benchmark"``
     when its protocol names one (LongBench v2: document order, ``c_idx``), else ``order``."""
     protocol = question.protocol
@@ -90,7 +91,7 @@ def chunk_order(question: Question, order: str, assembly: str) -> str:
     return order
 
 
-def build_prompt(state: RagState, runtime: Runtime[StrategyContext]) -> dict:
+def build_prompt(state: RagState, runtime: Runtime[StrategyContext[RagConfig]]) -> dict:
     """Fill the prompt with the hits in the configured (or the benchmark's official) order."""
     cfg = runtime.context.config
     order = chunk_order(state["question"], cfg.order, cfg.assembly)

@@ -115,10 +115,10 @@ def cut_at_stops(text: str, stops: tuple[str, ...] | list[str] = STOPS) -> str:
     return text[:cut]
 
 
-def _retrieval_facts(ctx: StrategyContext, query: str, hits: list[Hit]) -> dict:
+def _retrieval_facts(ctx: StrategyContext[SelfAskConfig], query: str, hits: list[Hit]) -> dict:
     return {
         "query": query,
-        "retriever": ctx.index.retriever.name,
+        "retriever": ctx.require_index().retriever.name,
         "top_k": ctx.config.top_k,
         "chunk_ids": [h.chunk.chunk_id for h in hits],
         "scores": [round(h.score, 6) for h in hits],
@@ -166,15 +166,23 @@ def parse_final_answer(transcript: str) -> str:
     return "" if line is None else line.split(FINAL_PREFIX)[1].strip()
 
 
-def retrieve(state: SelfAskState, runtime: Runtime[StrategyContext]) -> dict:
+def _follow_up(state: SelfAskState) -> str:
+    """The pending follow-up question (the graph routes here only when the generator asked one)."""
+    follow_up = state.get("follow_up")
+    if follow_up is None:
+        raise ValueError("Self-Ask: no follow-up question is pending")
+    return follow_up
+
+
+def retrieve(state: SelfAskState, runtime: Runtime[StrategyContext[SelfAskConfig]]) -> dict:
     """The initial retrieval: top-k for the question, which become the first prompt's contexts."""
     ctx = runtime.context
     query = state["question"].render()
-    hits = ctx.config.retrieve(ctx.index, query)
+    hits = ctx.config.retrieve(ctx.require_index(), query)
     return {"contexts": hits, "hits": hits, "steps": [Step("retrieve", **_retrieval_facts(ctx, query, hits))]}
 
 
-def generate(state: SelfAskState, runtime: Runtime[StrategyContext]) -> dict:
+def generate(state: SelfAskState, runtime: Runtime[StrategyContext[SelfAskConfig]]) -> dict:
     """One generator call: continue the transcript up to the current stop cue, then alternate the cue."""
     ctx = runtime.context
     cfg: SelfAskConfig = ctx.config
@@ -210,15 +218,15 @@ def after_generate(state: SelfAskState) -> Literal["finish", "retrieve_follow_up
     return "retrieve_follow_up" if state.get("follow_up") else "generate"
 
 
-def retrieve_follow_up(state: SelfAskState, runtime: Runtime[StrategyContext]) -> dict:
+def retrieve_follow_up(state: SelfAskState, runtime: Runtime[StrategyContext[SelfAskConfig]]) -> dict:
     """Top-k chunks with the follow-up question as the query.
 
     ``flashrag``: they replace the prompt's contexts (or join them, ``contexts="accumulate"``);
     ``reader``: the reader answers the follow-up from them.
     """
     ctx = runtime.context
-    query = state["follow_up"]
-    hits = ctx.config.retrieve(ctx.index, query)
+    query = _follow_up(state)
+    hits = ctx.config.retrieve(ctx.require_index(), query)
     contexts = hits
     if ctx.config.contexts == "accumulate":
         previous = state.get("contexts", [])
@@ -292,7 +300,7 @@ def intermediate_answers(scratchpad: str) -> list[str]:
     return [line.split(INTERMEDIATE, 1)[1].strip() for line in scratchpad.splitlines() if line.startswith(INTERMEDIATE)]
 
 
-def ask(state: SelfAskState, runtime: Runtime[StrategyContext]) -> dict:
+def ask(state: SelfAskState, runtime: Runtime[StrategyContext[SelfAskConfig]]) -> dict:
     """Continue the transcript up to the next follow-up question or the final answer."""
     ctx = runtime.context
     cfg: SelfAskConfig = ctx.config
@@ -319,7 +327,7 @@ def after_ask(state: SelfAskState) -> Literal["retrieve_follow_up", "force_final
     return "force_final"
 
 
-def answer_follow_up(state: SelfAskState, runtime: Runtime[StrategyContext]) -> dict:
+def answer_follow_up(state: SelfAskState, runtime: Runtime[StrategyContext[SelfAskConfig]]) -> dict:
     """Answer the follow-up from its chunks alone and write it into the transcript."""
     ctx = runtime.context
     cfg: SelfAskConfig = ctx.config
@@ -327,7 +335,7 @@ def answer_follow_up(state: SelfAskState, runtime: Runtime[StrategyContext]) -> 
     reply = ""
     if hits:
         chunks = [h.chunk for h in order_hits(hits, cfg.order)]
-        prompt = fill(RAG_TEMPLATE, format_chunks(chunks), Question(text=state["follow_up"], instruction=FOLLOW_UP_INSTRUCTION))
+        prompt = fill(RAG_TEMPLATE, format_chunks(chunks), Question(text=_follow_up(state), instruction=FOLLOW_UP_INSTRUCTION))
         reply = complete(ctx.llm, prompt, max_tokens=cfg.follow_up_max_new_tokens, temperature=cfg.temperature)
     lines = [line.strip() for line in reply.splitlines() if line.strip()]
     sub = lines[0] if lines else NOT_FOUND
@@ -337,7 +345,7 @@ def answer_follow_up(state: SelfAskState, runtime: Runtime[StrategyContext]) -> 
     return {"scratchpad": pad, "iterations": iterations, "follow_up": None, "steps": [step]}
 
 
-def force_final(state: SelfAskState, runtime: Runtime[StrategyContext]) -> dict:
+def force_final(state: SelfAskState, runtime: Runtime[StrategyContext[SelfAskConfig]]) -> dict:
     """Append the final-answer cue and let the model complete one line (original self-ask)."""
     ctx = runtime.context
     cfg: SelfAskConfig = ctx.config
@@ -374,7 +382,7 @@ def self_ask_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: 
     the top-k chunks (all retrieved so far with ``contexts="accumulate"``), and at most the
     transcript so far.
     """
-    first = questions[0] if questions else Question("")
+    first = questions[0] if questions else costs.PLACEHOLDER_QUESTION
     template = flashrag_prompt(first, [], "", single_hop=cfg.single_hop) if cfg.variant == "flashrag" else self_ask_prompt(first, "")
     base = count_tokens(template)
     chunk = costs.tokens_of(cfg.chunk_size, "words")

@@ -86,7 +86,7 @@ def find_decline(reply: str) -> str | None:
     return None
 
 
-def build_prompt(state: SelfRouteState, runtime: Runtime[StrategyContext]) -> dict:
+def build_prompt(state: SelfRouteState, runtime: Runtime[StrategyContext[SelfRouteConfig]]) -> dict:
     """The RAG prompt with the unanswerable instruction after the answer-format instruction."""
     cfg: SelfRouteConfig = runtime.context.config
     question = state["question"]
@@ -105,10 +105,10 @@ def check_answer(state: SelfRouteState) -> dict:
 
 def after_check(state: SelfRouteState) -> Literal["measure_context", "__end__"]:
     """Declined replies go on to the context check; answers are final."""
-    return "measure_context" if state["declined"] else END
+    return "measure_context" if state["declined"] else END  # type: ignore[return-value]  # LangGraph declares END as str, not Literal
 
 
-def measure_context(state: SelfRouteState, runtime: Runtime[StrategyContext]) -> dict:
+def measure_context(state: SelfRouteState, runtime: Runtime[StrategyContext[SelfRouteConfig]]) -> dict:
     """Build the full-context prompt with ``full_context``'s own function and see whether it was cut."""
     ctx = runtime.context
     cfg: SelfRouteConfig = ctx.config
@@ -127,7 +127,7 @@ def after_measure(state: SelfRouteState) -> Literal["full_context", "fallback"]:
     return "full_context" if state["fits"] else "fallback"
 
 
-def fallback(state: SelfRouteState, runtime: Runtime[StrategyContext], config: RunnableConfig) -> dict:
+def fallback(state: SelfRouteState, runtime: Runtime[StrategyContext[SelfRouteConfig]], config: RunnableConfig) -> dict:
     """Answer with the fallback strategy through the one run path, under this run's callbacks
     (so this answer's usage counts every call of the leg).
 
@@ -170,7 +170,9 @@ def self_route_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm
     q = costs.question_tokens(questions)
     prompt = min(corpus.num_tokens, cfg.top_k * costs.tokens_of(cfg.chunk_size, "words")) + q + costs.TEMPLATE_TOKENS
     spec = STRATEGIES.get(cfg.fallback)
-    fallback = spec.cost_plan(spec.make_config(**dict(cfg.fallback_options)), corpus, questions[:1] or [Question("")], llm)
+    if spec.cost_plan is None:
+        raise ValueError(f"Self-Route's fallback {cfg.fallback!r} has no cost plan")
+    fallback = spec.cost_plan(spec.make_config(**dict(cfg.fallback_options)), corpus, questions[:1] or [costs.PLACEHOLDER_QUESTION], llm)
     return costs.per_question_plan("self_route", questions, 1, 1 + fallback.max_calls, prompt, prompt + fallback.max_prompt_tokens, cfg.max_new_tokens,
                                    f"1 call when RAG answers; + {cfg.fallback} ({fallback.max_calls:,}) when it declines")  # fmt: skip
 
@@ -196,7 +198,7 @@ def build_graph(config: SelfRouteConfig | None = None):
     graph.add_node("check_answer", check_answer)
     graph.add_node("measure_context", measure_context)
     graph.add_node("full_context", generate)
-    graph.add_node("fallback", fallback)
+    graph.add_node("fallback", fallback)  # type: ignore[arg-type]  # (state, runtime, config) runs, but add_node's overloads omit it
     graph.add_edge(START, "retrieve")
     graph.add_edge("retrieve", "build_prompt")
     graph.add_edge("build_prompt", "generate")

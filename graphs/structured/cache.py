@@ -229,20 +229,21 @@ class RecordCache:
         try:
             data = json.loads(raw)
         except ValueError as exc:
-            return self._unusable(fingerprint, f"{type(exc).__name__}: {exc}")
+            self._unusable(fingerprint, f"{type(exc).__name__}: {exc}")
+            return None
         ok = (
             isinstance(data, dict) and data.get("version") == CACHE_VERSION and data.get("fingerprint") == fingerprint
             and data.get("schema") == self.schema_key and isinstance(data.get("records"), list)
         )
         if not ok:
-            return self._unusable(fingerprint, "not a record line of this document and schema")
+            self._unusable(fingerprint, "not a record line of this document and schema")
+            return None
         return data
 
     def _unusable(self, fingerprint: str, why: str) -> None:
         log.warning("Structured record log %s: the line of document %s is unusable (%s); skipped and extracted again",
                     self.path, fingerprint[:16], why)
         self.log.forget(fingerprint)
-        return None
 
     def put(self, fingerprint: str, records: list[dict], **facts: Any) -> None:
         """Store a document's records (only complete extractions are stored)."""

@@ -135,9 +135,9 @@ def reduce_cells(schema: TableSchema, cells: Sequence[Cell], conflict_rule: str 
             row_keys[(ek, None)] = {schema.entity: names[ek], **({schema.time.name: None} if schema.time else {})}
     for (ek, _), row in row_keys.items():
         for attr in static:
-            c = winners.get((ek, None, attr))
-            if c is not None:
-                row[attr] = c.value
+            winner = winners.get((ek, None, attr))
+            if winner is not None:
+                row[attr] = winner.value
     rows = [{col: row.get(col) for col in schema.columns} for _, row in sorted(row_keys.items(), key=lambda kv: (kv[1][schema.entity], str(kv[0][1])))]
     stats = {"rows": len(rows), "entities": len(names), "cells": len(winners), "superseded": superseded, "conflicting_restatements": conflicting,
              "conflict_rule": conflict_rule}

@@ -109,7 +109,7 @@ class StructuredState(TypedDict, total=False):
     steps: Annotated[list[dict], operator.add]
 
 
-def cache_root(ctx: StrategyContext) -> Path:
+def cache_root(ctx: StrategyContext[StructuredConfig]) -> Path:
     """The cache folder of the run (``cache_dir``, else ``$LONGCTX_CACHE_DIR`` or ``~/.cache/longctx``)."""
     return Path(ctx.cache_dir) if ctx.cache_dir is not None else default_cache_dir()
 
@@ -131,7 +131,7 @@ def known_schemas(store: SchemaStore | None) -> list[TableSchema]:
     return found
 
 
-def plan(state: StructuredState, runtime: Runtime[StrategyContext]) -> dict:
+def plan(state: StructuredState, runtime: Runtime[StrategyContext[StructuredConfig]]) -> dict:
     """The table schema: from the config, or by a validated tool call that sees the tables
     already filled from the corpus; an earlier covering schema is reused."""
     ctx, cfg, question = runtime.context, runtime.context.config, state["question"]
@@ -168,14 +168,14 @@ def plan(state: StructuredState, runtime: Runtime[StrategyContext]) -> dict:
     return {"schema": schema.model_dump(), "tool_mode": mode, "steps": [Step("plan", **step)]}
 
 
-def effective_window(ctx: StrategyContext) -> int:
+def effective_window(ctx: StrategyContext[StructuredConfig]) -> int:
     """The window of one extraction call: the config's, capped by the model's own window."""
     cfg = ctx.config
     room = context_window(ctx.llm, 10**9) - cfg.extract_max_tokens - PROMPT_OVERHEAD
     return max(256, min(cfg.window_tokens, room))
 
 
-def record_cache(ctx: StrategyContext, key: str) -> RecordCache:
+def record_cache(ctx: StrategyContext[StructuredConfig], key: str) -> RecordCache:
     """The record cache of (schema key, model) under the run's cache folder."""
     return _record_cache(str(cache_root(ctx)), key, model_id(ctx.llm))
 
@@ -197,7 +197,7 @@ def long_token_counts(corpus: Corpus, indices: list[int]) -> list[int]:
     return count_tokens_batch([corpus[i].text for i in indices])
 
 
-def map_documents(state: StructuredState, runtime: Runtime[StrategyContext]) -> dict:
+def map_documents(state: StructuredState, runtime: Runtime[StrategyContext[StructuredConfig]]) -> dict:
     """Cached records where this (schema, model) already read a document; the rest to extract."""
     ctx, cfg = runtime.context, runtime.context.config
     schema = TableSchema.model_validate(state["schema"])
@@ -276,7 +276,7 @@ def merged(updates: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def extract(group: dict[str, Any], runtime: Runtime[StrategyContext]) -> dict:
+def extract(group: dict[str, Any], runtime: Runtime[StrategyContext[StructuredConfig]]) -> dict:
     """A group of documents' records, one document after the other (each in windows when long;
     cached when every window gave a valid reply). Single flight: a document another question
     is reading for the same schema and model is waited for and its records reused
@@ -286,7 +286,7 @@ def extract(group: dict[str, Any], runtime: Runtime[StrategyContext]) -> dict:
     return merged([extract_document(task, ctx, cache) for task in group["documents"]])
 
 
-async def aextract(group: dict[str, Any], runtime: Runtime[StrategyContext]) -> dict:
+async def aextract(group: dict[str, Any], runtime: Runtime[StrategyContext[StructuredConfig]]) -> dict:
     """:func:`extract` through the model's async interface (what the graph's ``ainvoke`` runs):
     the group's documents concurrently, their calls under the run's gate of ``concurrency``
     calls in flight (a failure cancels the group's other documents)."""
@@ -303,7 +303,7 @@ async def aextract(group: dict[str, Any], runtime: Runtime[StrategyContext]) -> 
         raise
 
 
-def extract_ray(state: StructuredState, runtime: Runtime[StrategyContext], config: RunnableConfig) -> dict:
+def extract_ray(state: StructuredState, runtime: Runtime[StrategyContext[StructuredConfig]], config: RunnableConfig) -> dict:
     """The documents not in the cache, extracted by Ray tasks (batches of ``ray_batch_documents``,
     at most ``ray_max_in_flight`` at once) into the same record log, under the same single
     flight: the same updates as the ``extract`` branches (:mod:`graphs.structured.ray_map`)."""
@@ -313,7 +313,7 @@ def extract_ray(state: StructuredState, runtime: Runtime[StrategyContext], confi
     return run_on_ray(extract_tasks(state), ctx, cache, cache_root(ctx) if cache is not None else None, config)
 
 
-def reduce(state: StructuredState, runtime: Runtime[StrategyContext]) -> dict:
+def reduce(state: StructuredState, runtime: Runtime[StrategyContext[StructuredConfig]]) -> dict:
     """Every document's records -> normalised cells -> one table (restatements resolved)."""
     ctx, cfg = runtime.context, runtime.context.config
     schema = TableSchema.model_validate(state["schema"])
@@ -362,7 +362,7 @@ def _distinct(table: Table, n: int) -> str:
     return "\nValues of the text columns:\n" + "\n".join(lines) + "\n" if lines else ""
 
 
-def query(state: StructuredState, runtime: Runtime[StrategyContext]) -> dict:
+def query(state: StructuredState, runtime: Runtime[StrategyContext[StructuredConfig]]) -> dict:
     """Model-written SQL run read-only; an error goes back to the model, at most ``sql_retries`` times."""
     ctx, cfg, question, table = runtime.context, runtime.context.config, state["question"], state["table"]
     schema = table.schema
@@ -445,7 +445,7 @@ def result_text(rows: list[list[Any]], max_tokens: int) -> tuple[str, int]:
     return "\n".join(lines), len(rows)
 
 
-def format_answer(state: StructuredState, runtime: Runtime[StrategyContext]) -> dict:
+def format_answer(state: StructuredState, runtime: Runtime[StrategyContext[StructuredConfig]]) -> dict:
     """The final call over the SQL result, in the benchmark's format and answer budget."""
     ctx, cfg, question, table = runtime.context, runtime.context.config, state["question"], state["table"]
     instruction = question.instruction or P.DEFAULT_INSTRUCTION
@@ -507,7 +507,7 @@ def build_graph(config: StructuredConfig | None = None):
     graph.add_node("plan", plan)
     graph.add_node("map", map_documents)
     if cfg.map_executor == "ray":
-        graph.add_node("extract_ray", extract_ray)
+        graph.add_node("extract_ray", extract_ray)  # type: ignore[arg-type]  # (state, runtime, config) runs, but add_node's overloads omit it
     else:
         graph.add_node("extract", RunnableCallable(extract, aextract, name="extract"))  # sync and async twins
     graph.add_node("reduce", reduce)

@@ -23,6 +23,7 @@ from graphs.context import StrategyContext
 from graphs.llm import model_id, prompt_codec
 from graphs.structured import prompts as P
 from graphs.structured.cache import RecordCache
+from graphs.structured.config import StructuredConfig
 from graphs.structured.extract import Outcome, acall_validated, bound_model, call_validated, parse_records, quote_found, squeeze, windows
 from graphs.structured.flight import FLIGHTS, adocument_lock, await_flight, document_lock
 from graphs.structured.schema import TableSchema, describe, records_function, records_model
@@ -84,7 +85,7 @@ def extractor(cache_key: str, schema_data: Mapping[str, Any], mode: str) -> Extr
 class Job:
     """One ``extract`` task: the document, its flight key, and how its outcome becomes state."""
 
-    def __init__(self, task: dict[str, Any], ctx: StrategyContext, cache: RecordCache | None, doc: Document | None = None):
+    def __init__(self, task: dict[str, Any], ctx: StrategyContext[StructuredConfig], cache: RecordCache | None, doc: Document | None = None):
         self.task, self.ctx, self.cfg = task, ctx, ctx.config
         self.doc = doc if doc is not None else ctx.corpus[task["doc_index"]]  # given: a Ray worker holds its batch alone
         self.fingerprint = task["fingerprint"]
@@ -155,7 +156,7 @@ class Job:
         return out
 
 
-def extract_document(task: dict[str, Any], ctx: StrategyContext, cache: RecordCache | None, doc: Document | None = None) -> dict[str, Any]:
+def extract_document(task: dict[str, Any], ctx: StrategyContext[StructuredConfig], cache: RecordCache | None, doc: Document | None = None) -> dict[str, Any]:
     """One document's records (in windows when long), extracted here or by the task leading its flight
     (``doc``: the document itself, when ``ctx.corpus`` is not the whole corpus)."""
     job = Job(task, ctx, cache, doc)
@@ -181,7 +182,7 @@ def extract_document(task: dict[str, Any], ctx: StrategyContext, cache: RecordCa
             FLIGHTS.land(job.key, fut, usable)
 
 
-async def aextract_document(task: dict[str, Any], ctx: StrategyContext, cache: RecordCache | None, *, gate: Any = None) -> dict[str, Any]:
+async def aextract_document(task: dict[str, Any], ctx: StrategyContext[StructuredConfig], cache: RecordCache | None, *, gate: Any = None) -> dict[str, Any]:
     """:func:`extract_document` for a coroutine: the model's ``ainvoke``, waits without a thread
     (``gate``: an ``asyncio.Semaphore`` held around each model call)."""
     job = Job(task, ctx, cache)

@@ -120,7 +120,7 @@ def _scale(text: str, number_end: int) -> int | None:
     return None
 
 
-def parse_quantity(text: str | int | float) -> Quantity:
+def parse_quantity(text: object) -> Quantity:
     """The first number of ``text`` with its sign, scale, currency and percent sign.
 
     Raises:
@@ -152,7 +152,7 @@ def parse_unit(unit: str) -> Unit:
     return Unit(scale, _currency(text), bool(_PERCENT.search(text)))
 
 
-def to_unit(value: str | int | float, unit: str) -> tuple[float, str | None]:
+def to_unit(value: object, unit: str) -> tuple[float, str | None]:
     """``value`` as a number in ``unit``, and a note when something was not converted (currency).
 
     Raises:

@@ -30,7 +30,7 @@ import pickle
 import time
 import traceback
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -71,7 +71,7 @@ class ModelRecipe:
     """
 
     model: BaseChatModel | None = None
-    model_class: type | None = None
+    model_class: Callable[..., BaseChatModel] | None = None  # the chat model's class
     name: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
     tokenizer: str | None = None
@@ -80,6 +80,8 @@ class ModelRecipe:
         """The chat model on this worker."""
         if self.model is not None:
             return self.model
+        if self.model_class is None:
+            raise ValueError("ModelRecipe needs a model or a model_class")
         api_key = os.environ.get("OPENAI_API_KEY") or "not-needed"  # a local server ignores it, as make_chat_model does
         llm = self.model_class(model=self.name, api_key=api_key, **self.options)
         return set_tokenizer(llm, self.tokenizer) if self.tokenizer else llm
@@ -90,15 +92,16 @@ def model_recipe(llm: BaseChatModel, base_url: str | None = None) -> ModelRecipe
     a model that neither pickles nor is an OpenAI-client model is a ``TypeError``, as is a
     ``base_url`` for a model that is not an OpenAI-client one."""
     if getattr(llm, "root_client", None) is not None and getattr(llm, "model_name", None):  # langchain_openai's ChatOpenAI
-        options: dict[str, Any] = {"base_url": base_url or llm.openai_api_base or str(llm.root_client.base_url), "max_retries": llm.max_retries}
-        if isinstance(llm.request_timeout, (int, float)):
-            options["timeout"] = float(llm.request_timeout)
+        openai: Any = llm  # its class is not imported here (agents imports graphs): read its fields duck-typed
+        options: dict[str, Any] = {"base_url": base_url or openai.openai_api_base or str(openai.root_client.base_url), "max_retries": openai.max_retries}
+        if isinstance(openai.request_timeout, (int, float)):
+            options["timeout"] = float(openai.request_timeout)
         for name in ("default_headers", "default_query", "model_kwargs", "organization"):
             value = getattr(llm, name, None)
             if value:
                 options[name if name != "organization" else "openai_organization"] = value
         tokenizer = tokenizer_spec(llm)
-        return ModelRecipe(model_class=type(llm), name=llm.model_name, options=options, tokenizer=None if tokenizer == "auto" else tokenizer)
+        return ModelRecipe(model_class=type(llm), name=openai.model_name, options=options, tokenizer=None if tokenizer == "auto" else tokenizer)
     if base_url is not None:
         raise TypeError(f"ray_endpoints needs an OpenAI-compatible chat model ('openai:MODEL'), not {type(llm).__name__}")
     from ray import cloudpickle
@@ -173,7 +176,7 @@ def _remote(ray: Any, cpus: float) -> Any:
     return _REMOTES[cpus]
 
 
-def run_on_ray(tasks: list[dict[str, Any]], ctx: StrategyContext, cache: RecordCache | None, root: Path | None,
+def run_on_ray(tasks: list[dict[str, Any]], ctx: StrategyContext[StructuredConfig], cache: RecordCache | None, root: Path | None,
                config: RunnableConfig | None = None) -> dict[str, Any]:
     """The ``extract`` updates of ``tasks`` (the local node's task dicts), made by Ray tasks.
 

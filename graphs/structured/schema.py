@@ -191,14 +191,13 @@ class Cell(BaseModel):
 def records_model(schema: TableSchema) -> type[BaseModel]:
     """The validator of the extraction function's arguments: ``{"records": [...]}``; unknown
     attributes are errors (the model is told which exist)."""
-    values = create_model(
-        "Values", __config__=ConfigDict(extra="forbid"), **{a.name: (Cell | None, None) for a in schema.attributes}
-    )
+    cells: dict[str, Any] = {a.name: (Cell | None, None) for a in schema.attributes}
+    values = create_model("Values", __config__=ConfigDict(extra="forbid"), **cells)
     record = create_model(
         "Record", __config__=ConfigDict(extra="forbid"),
         entity=(str, Field(min_length=1)), period=(str | int | None, None), values=(values, ...),
     )
-    return create_model("Records", __config__=ConfigDict(extra="forbid"), records=(list[record], ...))
+    return create_model("Records", __config__=ConfigDict(extra="forbid"), records=(list[record], ...))  # type: ignore[valid-type]  # a model built at run time
 
 
 def records_function(schema: TableSchema) -> dict[str, Any]:
