@@ -5,18 +5,22 @@
     result = answer(corpus, "What was Halvorsen Maritime's revenue in 2023?", strategy="rag")
     result.answer, result.evidence, result.usage
 
-In async code (FastAPI and the like): ``result = await aanswer(corpus, question, strategy="pai")``.
+In async code (FastAPI and the like): ``result = await aanswer(corpus, question, strategy="pai")``;
+``async for event in astream_answer(corpus, question)`` yields the steps as they happen, then the answer.
 """
 
 from agents.api import aanswer, aanswer_many, answer, answer_many, index_for
 from agents.chat_models import ChatModelError, EmbeddedChatModel, make_chat_model
+from agents.events import AnswerEvent, ProgressEvent, StepEvent
 from agents.interop import as_runnable, as_tool
+from agents.streaming import astream_answer, stream_answer
 from graphs import STRATEGIES, ConfigError
 from retrieval.contract import Answer, Corpus, CorpusError, Document, Evidence, Question, Step, Usage
 
 __all__ = [
     "STRATEGIES",
     "Answer",
+    "AnswerEvent",
     "ChatModelError",
     "ConfigError",
     "Corpus",
@@ -24,8 +28,10 @@ __all__ = [
     "Document",
     "EmbeddedChatModel",
     "Evidence",
+    "ProgressEvent",
     "Question",
     "Step",
+    "StepEvent",
     "Usage",
     "aanswer",
     "aanswer_many",
@@ -33,6 +39,8 @@ __all__ = [
     "answer_many",
     "as_runnable",
     "as_tool",
+    "astream_answer",
     "index_for",
     "make_chat_model",
+    "stream_answer",
 ]
