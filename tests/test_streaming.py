@@ -224,3 +224,21 @@ def test_the_app_sends_an_error_event_for_a_bad_strategy(tmp_path):
     with serving(make_app(FACTS, llm=ScriptedChatModel(reply_fn=lambda p: "x"), cache_dir=tmp_path)) as base:
         events = get_events(base, q="Capital of France?", strategy="nope")
     assert [name for name, _ in events] == ["error"] and "nope" in events[0][1]["error"]
+
+
+def test_leaving_a_sync_stream_early_stops_the_run(tmp_path):
+    corpus = corpus_of([40000])
+    n = math.ceil(stream_tokens(corpus) / 5000)
+    inner = echo_model()
+
+    def slow(prompt: str) -> str:
+        time.sleep(0.02)
+        return inner.reply_fn(prompt)
+
+    llm = ScriptedChatModel(reply_fn=slow)
+    for event in stream_answer(corpus, "What is the answer?", strategy="memagent", llm=llm, cache_dir=tmp_path, show_progress=False):
+        if isinstance(event, StepEvent):
+            break  # the run has stopped when the loop is left: its worker returned
+    made = len(llm.calls)
+    time.sleep(0.3)  # a run still going would make ~15 more calls in this time
+    assert len(llm.calls) == made < n + 1
