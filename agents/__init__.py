@@ -11,7 +11,7 @@ In async code (FastAPI and the like): ``result = await aanswer(corpus, question,
 
 from agents.api import aanswer, aanswer_many, answer, answer_many, index_for
 from agents.chat_models import ChatModelError, EmbeddedChatModel, make_chat_model
-from agents.events import AnswerEvent, ProgressEvent, StepEvent
+from agents.events import AnswerEvent, ProgressEvent, StepEvent, TokenEvent
 from agents.interop import as_runnable, as_tool
 from agents.streaming import astream_answer, stream_answer
 from graphs import STRATEGIES, ConfigError
@@ -32,6 +32,7 @@ __all__ = [
     "Question",
     "Step",
     "StepEvent",
+    "TokenEvent",
     "Usage",
     "aanswer",
     "aanswer_many",

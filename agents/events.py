@@ -1,10 +1,11 @@
 """The events ``astream_answer`` / ``stream_answer`` yield while a strategy runs.
 
-Each is a small frozen dataclass with a ``kind`` (``"step"``, ``"progress"``, ``"answer"``)
+Each is a small frozen dataclass with a ``kind`` (``"step"``, ``"progress"``, ``"token"``, ``"answer"``)
 and ``to_dict()`` giving JSON data, e.g. for server-sent events::
 
     {"kind": "step", "step": {"node": "retrieve", "chunk_ids": [...], ...}, "live": true}
     {"kind": "progress", "stage": "judge", "done": 3000, "total": 48830}
+    {"kind": "token", "text": " Bergen", "node": "generate"}
     {"kind": "answer", "answer": {... Answer.to_dict() ...}}
 """
 
@@ -63,6 +64,25 @@ class ProgressEvent:
 
 
 @dataclass(frozen=True)
+class TokenEvent:
+    """A piece of a model reply as it streams (only from a model that streams: ``streaming=True``).
+
+    Attributes:
+        text: The new text.
+        node: The graph node making the call; the answer's tokens are those of the strategy's
+            last node (``generate``, ``final_answer``, ``summarize``, ``format_answer``, ...).
+    """
+
+    text: str
+    node: str | None = None
+    kind: str = field(default="token", init=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"kind": self.kind, "text": self.text, "node": self.node}
+
+
+@dataclass(frozen=True)
 class AnswerEvent:
     """The run finished: ``answer`` is what ``aanswer`` returns for the same call (usage included)."""
 
@@ -74,6 +94,6 @@ class AnswerEvent:
         return {"kind": self.kind, "answer": self.answer.to_dict()}
 
 
-Event = StepEvent | ProgressEvent | AnswerEvent
+Event = StepEvent | ProgressEvent | TokenEvent | AnswerEvent
 
-__all__ = ["AnswerEvent", "Event", "ProgressEvent", "StepEvent", "plain_step"]
+__all__ = ["AnswerEvent", "Event", "ProgressEvent", "StepEvent", "TokenEvent", "plain_step"]

@@ -24,7 +24,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
 
 from agents.api import aanswer
-from agents.events import AnswerEvent, Event, ProgressEvent, StepEvent, plain_step
+from agents.events import AnswerEvent, Event, ProgressEvent, StepEvent, TokenEvent, plain_step
 from graphs.events import Report, reporting_to
 from graphs.run import private_loop, with_handler
 from retrieval.contract import Answer, Corpus, Question
@@ -46,6 +46,7 @@ class EventCollector(BaseCallbackHandler):
         self._root: UUID | None = None
         self._nodes: set[UUID] = set()
         self._progress: dict[str, list[Any]] = {}  # stage -> [done, total]
+        self._calls: dict[UUID, str | None] = {}  # model calls in flight -> their graph node
 
     def on_chain_start(self, serialized: Any, inputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None,
                        metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:  # fmt: skip
@@ -71,6 +72,26 @@ class EventCollector(BaseCallbackHandler):
         """A node failed: forget it."""
         with self._lock:
             self._nodes.discard(run_id)
+
+    def on_chat_model_start(self, serialized: Any, messages: Any, *, run_id: UUID, metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        """Remember which node makes the call, for its streamed tokens."""
+        with self._lock:
+            self._calls[run_id] = (metadata or {}).get("langgraph_node")
+
+    def on_llm_new_token(self, token: str, *, run_id: UUID, **kwargs: Any) -> None:
+        """A streamed piece of a reply (only models that stream send these)."""
+        if token and run_id in self._calls:
+            self.put(TokenEvent(token, self._calls[run_id]))
+
+    def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        """A call finished."""
+        with self._lock:
+            self._calls.pop(run_id, None)
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """A call failed."""
+        with self._lock:
+            self._calls.pop(run_id, None)
 
     def report(self, report: Report) -> None:
         """A node's report: a step of the (first) question, or a stage's progress added up."""
@@ -105,7 +126,8 @@ async def astream_answer(
 
     Yields a :class:`StepEvent` per step as its graph node finishes (MemAgent: each chunk's
     ``update_memory`` with the memory so far), :class:`ProgressEvent` for fan-outs (MemAgent's
-    chunks, PAI's judge calls, the structured strategy's documents), then the answer's steps
+    chunks, PAI's judge calls, the structured strategy's documents), :class:`TokenEvent` for each
+    piece of a reply when the model streams (``streaming=True``), then the answer's steps
     not seen live (``live=False``) and the :class:`AnswerEvent`. Arguments are
     :func:`agents.aanswer`'s; ``callbacks`` still see the whole run. A failed run raises
     here, after the events before the failure. Closing the iterator early cancels the run.

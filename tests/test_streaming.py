@@ -17,8 +17,10 @@ import httpx
 import pytest
 import uvicorn
 from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import AIMessageChunk
+from langchain_core.outputs import ChatGenerationChunk
 
-from agents import AnswerEvent, ProgressEvent, StepEvent, aanswer, answer, astream_answer, stream_answer
+from agents import AnswerEvent, ProgressEvent, StepEvent, TokenEvent, aanswer, answer, astream_answer, stream_answer
 from examples.sse_app import make_app
 from retrieval.contract import Corpus
 from tests.scripted import ScriptedChatModel
@@ -242,3 +244,36 @@ def test_leaving_a_sync_stream_early_stops_the_run(tmp_path):
     made = len(llm.calls)
     time.sleep(0.3)  # a run still going would make ~15 more calls in this time
     assert len(llm.calls) == made < n + 1
+
+
+class StreamingScriptedChatModel(ScriptedChatModel):
+    """:class:`ScriptedChatModel` whose replies stream word by word (usage on the last piece)."""
+
+    streaming: bool = False
+
+    def _stream(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
+        message = self._generate(messages, stop=stop, **kwargs).generations[0].message
+        words = message.content.split(" ")
+        for i, word in enumerate(words):
+            piece = word if i == 0 else " " + word
+            last = i == len(words) - 1
+            chunk = ChatGenerationChunk(message=AIMessageChunk(content=piece, usage_metadata=message.usage_metadata if last else None))
+            if run_manager is not None:
+                run_manager.on_llm_new_token(piece, chunk=chunk)
+            yield chunk
+
+
+def test_the_answers_tokens_stream_when_the_model_streams_with_the_same_usage(tmp_path):
+    reply = "The capital of France is Paris."
+    streaming = StreamingScriptedChatModel(reply_fn=lambda p: reply, streaming=True)
+    events = list(stream_answer(FACTS, "What is the capital of France?", strategy="rag", llm=streaming, cache_dir=tmp_path))
+    kinds = [e.kind if e.kind != "step" else e.step.node for e in events]
+    assert kinds == ["retrieve", "build_prompt", *["token"] * len(reply.split(" ")), "generate", "answer"]
+    tokens = [e for e in events if isinstance(e, TokenEvent)]
+    assert "".join(t.text for t in tokens) == reply == events[-1].answer.raw and {t.node for t in tokens} == {"generate"}
+    plain = answer(FACTS, "What is the capital of France?", strategy="rag", llm=ScriptedChatModel(reply_fn=lambda p: reply), cache_dir=tmp_path)
+    streamed = events[-1].answer.usage
+    assert (streamed.llm_calls, streamed.prompt_tokens, streamed.completion_tokens) == (plain.usage.llm_calls, plain.usage.prompt_tokens, plain.usage.completion_tokens)
+    # a model that does not stream sends no token event
+    assert not [e for e in stream_answer(FACTS, "What is the capital of France?", strategy="rag", llm=StreamingScriptedChatModel(reply_fn=lambda p: reply),
+                                         cache_dir=tmp_path) if isinstance(e, TokenEvent)]  # fmt: skip
