@@ -52,6 +52,7 @@ def serving(app: Any, disconnected: threading.Event | None = None) -> Iterator[s
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     while not server.started:
+        assert thread.is_alive(), "uvicorn did not start"
         time.sleep(0.01)
     try:
         yield f"http://127.0.0.1:{sock.getsockname()[1]}"
