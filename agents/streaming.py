@@ -10,7 +10,6 @@ no model call starts after it; calls in flight finish; MemAgent keeps its checkp
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import queue
 import threading
@@ -170,8 +169,9 @@ async def astream_answer(
     finally:
         if not run.done():
             run.cancel()
-            with contextlib.suppress(BaseException):
-                await run  # cancelled runs stop issuing calls before this returns
+            await asyncio.wait({run})  # the run has stopped issuing calls (a cancelled MemAgent run: its worker returned)
+        if not run.cancelled():
+            run.exception()  # retrieved: it was raised above, or the caller left before it
 
 
 def _key(step: Any) -> str:

@@ -278,3 +278,27 @@ def test_the_answers_tokens_stream_when_the_model_streams_with_the_same_usage(tm
     # a model that does not stream sends no token event
     assert not [e for e in stream_answer(FACTS, "What is the capital of France?", strategy="rag", llm=StreamingScriptedChatModel(reply_fn=lambda p: reply),
                                          cache_dir=tmp_path) if isinstance(e, TokenEvent)]  # fmt: skip
+
+
+def test_closing_the_async_stream_early_stops_the_run(tmp_path):
+    corpus = corpus_of([40000])
+    n = math.ceil(stream_tokens(corpus) / 5000)
+    inner = echo_model()
+
+    def slow(prompt: str) -> str:
+        time.sleep(0.02)
+        return inner.reply_fn(prompt)
+
+    llm = ScriptedChatModel(reply_fn=slow)
+
+    async def main() -> tuple[int, int]:
+        async with contextlib.aclosing(astream_answer(corpus, "q", strategy="memagent", llm=llm, cache_dir=tmp_path, show_progress=False)) as events:
+            async for event in events:
+                if isinstance(event, StepEvent):
+                    break
+        made = len(llm.calls)  # aclose() returned: the run's worker has returned too
+        await asyncio.sleep(0.3)  # a run still going would make ~15 more calls in this time
+        return made, len(llm.calls)
+
+    made, later = asyncio.run(main())
+    assert later == made < n + 1
