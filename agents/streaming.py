@@ -105,8 +105,7 @@ class EventCollector(BaseCallbackHandler):
             if report["total"] is not None:
                 state[1] = report["total"]
             state[0] += report["advance"]
-            event = ProgressEvent(report["stage"], state[0], state[1])
-        self.put(event)
+            self.put(ProgressEvent(report["stage"], state[0], state[1]))  # under the lock: counts arrive in order
 
 
 async def astream_answer(
@@ -141,24 +140,26 @@ async def astream_answer(
     with reporting_to(collector.report):  # the run's task copies this context, and so do its threads
         run = asyncio.ensure_future(aanswer(corpus, question, strategy=strategy, llm=llm, preset=preset, cache_dir=cache_dir,
                                             show_progress=show_progress, callbacks=with_handler(callbacks, collector), **config))  # fmt: skip
-    sent: Counter[str] = Counter()
+    sent: Counter[str] = Counter()  # steps sent live, to send the answer's others before it
+
+    def tracked(event: Event) -> Event:
+        if isinstance(event, StepEvent):
+            sent[_key(event.step)] += 1
+        return event
+
     try:
         while not run.done():
             waiting = asyncio.ensure_future(events.get())
             await asyncio.wait({waiting, run}, return_when=asyncio.FIRST_COMPLETED)
-            if not waiting.done():
+            if waiting.done():
+                yield tracked(waiting.result())
+            else:
                 waiting.cancel()
-                break
-            event = waiting.result()
-            if isinstance(event, StepEvent):
-                sent[_key(event.step)] += 1
-            yield event
+            while not events.empty():  # a burst (a wide fan-out's progress) without a wait per event
+                yield tracked(events.get_nowait())
         await asyncio.sleep(0)  # events a worker thread handed over just before it finished
         while not events.empty():
-            event = events.get_nowait()
-            if isinstance(event, StepEvent):
-                sent[_key(event.step)] += 1
-            yield event
+            yield tracked(events.get_nowait())
         result: Answer = run.result()  # the run's error, if it failed
         for step in result.steps:
             if sent[_key(step)] > 0:
