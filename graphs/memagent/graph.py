@@ -22,8 +22,10 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from graphs import costs
+from graphs.batched import trace_steps
 from graphs.budget import CostPlan
 from graphs.context import StrategyContext
+from graphs.events import listening, report_progress, report_step
 from graphs.llm import add_usage, complete_with_usage, tokenizer_for
 from graphs.memagent.config import MemAgentConfig
 from graphs.memagent.prompts import DEFAULT_FINAL_INSTRUCTION, FINAL_TEMPLATE, MEMORY_TEMPLATE, PROMPTS_VERSION
@@ -196,11 +198,15 @@ def update_memory(task: dict[str, Any], runtime: Runtime[MemAgentContext]) -> di
     update = bound_memory(text, cfg.max_new_tokens, tok.encode, tok.decode)
     if ctx.trace is not None:
         ctx.trace.record(ctx.thread, int(qi), k, update.text, update.tokens, update.cut)
+    if listening():  # the step the answer will carry for this chunk, as soon as it is done
+        snapshot = {"chunk": k, "memory": update.text, "tokens": update.tokens, "cut": bool(update.cut)}
+        report_step(trace_steps([snapshot], cfg.trace_chars)[0], question=int(qi))
     return {"memories": {qi: update.text}, "usage": {qi: usage}, "cuts": {qi: int(update.cut)}}
 
 
 def advance(state: MemAgentState) -> dict:
     """All questions have read chunk k: move to k + 1."""
+    report_progress("read", done=state["chunk_index"] + 1, total=state["n_chunks"])
     return {"chunk_index": state["chunk_index"] + 1}
 
 

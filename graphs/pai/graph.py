@@ -30,6 +30,7 @@ from langgraph.types import Send
 from graphs import costs
 from graphs.budget import CostPlan
 from graphs.context import StrategyContext
+from graphs.events import report_progress
 from graphs.llm import complete
 from graphs.pai import prompts as P
 from graphs.pai.calls import CallOutcome, KeepContextArgs, acall_structured, call_structured
@@ -95,6 +96,7 @@ def plan_judging(state: PaiState, runtime: Runtime[StrategyContext[PaiConfig]]) 
         "top_k": cfg.top_k if mode == "prefilter" else None,
         "pairs": sum(len(c) for c in candidates),
     }
+    report_progress("judge", done=0, total=sum(len(c) for c in candidates))
     return {"mode": mode, "candidates": candidates, "steps": [step]}
 
 
@@ -115,10 +117,13 @@ def route_judges(state: PaiState) -> list[Send] | Literal["gather"]:
 def judge(task: dict[str, Any], runtime: Runtime[StrategyContext[PaiConfig]]) -> dict:
     """One ``keep_context`` verdict per pair of the chunk; a reply still malformed after the retries is recorded."""
     ctx = runtime.context
-    return {"judgments": [
-        _verdict(pair, task, ctx.config, call_structured(ctx.llm, _judge_prompt(pair, task), **_judge_call(task, ctx.config)))
-        for pair in task["pairs"]
-    ]}  # fmt: skip
+
+    def one(pair: dict[str, Any]) -> dict:
+        out = call_structured(ctx.llm, _judge_prompt(pair, task), **_judge_call(task, ctx.config))
+        report_progress("judge", advance=1)
+        return _verdict(pair, task, ctx.config, out)
+
+    return {"judgments": [one(pair) for pair in task["pairs"]]}
 
 
 async def ajudge(task: dict[str, Any], runtime: Runtime[StrategyContext[PaiConfig]]) -> dict:
@@ -131,6 +136,7 @@ async def ajudge(task: dict[str, Any], runtime: Runtime[StrategyContext[PaiConfi
     async def one(pair: dict[str, Any]) -> dict:
         async with gate:
             out = await acall_structured(ctx.llm, _judge_prompt(pair, task), **_judge_call(task, ctx.config))
+        report_progress("judge", advance=1)
         return _verdict(pair, task, ctx.config, out)
 
     return {"judgments": list(await asyncio.gather(*(one(pair) for pair in task["pairs"])))}

@@ -45,6 +45,7 @@ from langgraph.types import Send
 from graphs import costs
 from graphs.budget import CostPlan
 from graphs.context import StrategyContext
+from graphs.events import report_progress
 from graphs.llm import complete, context_window, model_id
 from graphs.pai.calls import resolve_tool_mode
 from graphs.registry import STRATEGIES, SingleRun
@@ -225,6 +226,7 @@ def map_documents(state: StructuredState, runtime: Runtime[StrategyContext[Struc
     split = [i for i, n in zip(long, long_token_counts(ctx.corpus, long)) if n > window]
     step = Step("map", documents=len(ctx.corpus), cached=len(loaded), to_extract=len(pending), split_documents=len(split),
                 schema_key=key[:16], model=model_id(ctx.llm), window_tokens=window, cache=cfg.cache)
+    report_progress("extract", done=0, total=len(pending))
     if degraded:
         step["degraded"] = (f"{len(degraded)} document(s) read degraded by an earlier question (cached): "
                             f"{', '.join(degraded[:10])}{' ...' if len(degraded) > 10 else ''}; retry_degraded=True reads them again")  # fmt: skip
@@ -283,7 +285,7 @@ def extract(group: dict[str, Any], runtime: Runtime[StrategyContext[StructuredCo
     (:mod:`graphs.structured.flight`)."""
     ctx = runtime.context
     cache = record_cache(ctx, group["documents"][0]["cache_key"]) if ctx.config.cache else None
-    return merged([extract_document(task, ctx, cache) for task in group["documents"]])
+    return merged([_counted(extract_document(task, ctx, cache)) for task in group["documents"]])
 
 
 async def aextract(group: dict[str, Any], runtime: Runtime[StrategyContext[StructuredConfig]]) -> dict:
@@ -293,7 +295,11 @@ async def aextract(group: dict[str, Any], runtime: Runtime[StrategyContext[Struc
     ctx = runtime.context
     cache = record_cache(ctx, group["documents"][0]["cache_key"]) if ctx.config.cache else None
     gate = ctx.call_gate(ctx.config.concurrency)
-    running = [asyncio.ensure_future(aextract_document(task, ctx, cache, gate=gate)) for task in group["documents"]]
+
+    async def one(task: dict[str, Any]) -> dict[str, Any]:
+        return _counted(await aextract_document(task, ctx, cache, gate=gate))
+
+    running = [asyncio.ensure_future(one(task)) for task in group["documents"]]
     try:
         return merged(await asyncio.gather(*running))
     except BaseException:  # the document's own error goes up as it is (a TaskGroup would wrap it); the others stop
@@ -301,6 +307,12 @@ async def aextract(group: dict[str, Any], runtime: Runtime[StrategyContext[Struc
             task.cancel()
         await asyncio.gather(*running, return_exceptions=True)
         raise
+
+
+def _counted(update: dict[str, Any]) -> dict[str, Any]:
+    """``update`` of one finished document, reported as extraction progress."""
+    report_progress("extract", advance=1)
+    return update
 
 
 def extract_ray(state: StructuredState, runtime: Runtime[StrategyContext[StructuredConfig]], config: RunnableConfig) -> dict:

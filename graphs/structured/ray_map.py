@@ -41,6 +41,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 
 from graphs.context import StrategyContext
+from graphs.events import report_progress
 from graphs.llm import model_id, set_tokenizer, tokenizer_for, tokenizer_spec
 from graphs.run import with_handler
 from graphs.structured.cache import RecordCache
@@ -216,6 +217,7 @@ def run_on_ray(tasks: list[dict[str, Any]], ctx: StrategyContext[StructuredConfi
             done, _ = ray.wait(list(running), num_returns=1)
             batch, slot = running.pop(done[0])
             busy[slot] -= 1
+            report_progress("extract", advance=len(batch))
             try:
                 out = ray.get(done[0])
             except Exception as exc:  # noqa: BLE001 - RayTaskError, WorkerCrashedError, ...: the batch's documents degrade

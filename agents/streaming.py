@@ -1,0 +1,237 @@
+"""``astream_answer`` / ``stream_answer``: one answer, with events as the strategy's graph runs.
+
+The run is :func:`agents.aanswer`'s own (same arguments, same ``Answer``, same usage): the
+events come from a callback handler added to ``callbacks`` (each graph node's ``steps`` as the
+node finishes) and from what nodes report through :mod:`graphs.events` (MemAgent's memory
+per chunk, fan-out progress). Closing the iterator (a client that went away) cancels the run:
+no model call starts after it; calls in flight finish; MemAgent keeps its checkpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import queue
+import threading
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.language_models import BaseChatModel
+
+from agents.api import aanswer
+from agents.events import AnswerEvent, Event, ProgressEvent, StepEvent, TokenEvent, plain_step
+from graphs.events import Report, reporting_to
+from graphs.run import private_loop, with_handler
+from retrieval.contract import Answer, Corpus, Question
+
+
+class EventCollector(BaseCallbackHandler):
+    """Turns a run's node outputs (callbacks) and its nodes' reports (:mod:`graphs.events`) into events.
+
+    A node of the run's graph is a chain run whose parent is the graph's own run and whose
+    ``langgraph_node`` is its name; nested graphs (a strategy run inside a node) are left out.
+    ``put`` is called from whichever thread the node ran on.
+    """
+
+    run_inline = True
+
+    def __init__(self, put: Callable[[Event], None]) -> None:
+        self.put = put
+        self._lock = threading.Lock()
+        self._root: UUID | None = None
+        self._nodes: set[UUID] = set()
+        self._progress: dict[str, list[Any]] = {}  # stage -> [done, total]
+        self._calls: dict[UUID, str | None] = {}  # model calls in flight -> their graph node
+
+    def on_chain_start(self, serialized: Any, inputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None,
+                       metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:  # fmt: skip
+        """Remember the graph's run and its node runs."""
+        node = (metadata or {}).get("langgraph_node")
+        with self._lock:
+            if self._root is None and node is None:
+                self._root = run_id
+            elif parent_run_id is not None and parent_run_id == self._root and node == kwargs.get("name"):
+                self._nodes.add(run_id)
+
+    def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        """A node finished: one event per step it wrote."""
+        with self._lock:
+            if run_id not in self._nodes:
+                return
+            self._nodes.discard(run_id)
+        if isinstance(outputs, dict):
+            for step in outputs.get("steps") or []:
+                self.put(StepEvent(plain_step(step)))
+
+    def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """A node failed: forget it."""
+        with self._lock:
+            self._nodes.discard(run_id)
+
+    def on_chat_model_start(self, serialized: Any, messages: Any, *, run_id: UUID, metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        """Remember which node makes the call, for its streamed tokens."""
+        with self._lock:
+            self._calls[run_id] = (metadata or {}).get("langgraph_node")
+
+    def on_llm_new_token(self, token: str | list[str | dict[str, Any]], *, chunk: Any = None, run_id: UUID, parent_run_id: UUID | None = None,
+                         tags: list[str] | None = None, **kwargs: Any) -> None:  # fmt: skip
+        """A streamed piece of a reply (only models that stream send these; a content list is not text)."""
+        if isinstance(token, str) and token and run_id in self._calls:
+            self.put(TokenEvent(token, self._calls[run_id]))
+
+    def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        """A call finished."""
+        with self._lock:
+            self._calls.pop(run_id, None)
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """A call failed."""
+        with self._lock:
+            self._calls.pop(run_id, None)
+
+    def report(self, report: Report) -> None:
+        """A node's report: a step of the (first) question, or a stage's progress added up."""
+        if report["type"] == "step":
+            if report["question"] == 0:
+                self.put(StepEvent(plain_step(report["step"])))
+            return
+        with self._lock:
+            state = self._progress.setdefault(report["stage"], [0, None])
+            if report["done"] is not None:
+                state[0] = report["done"]
+            if report["total"] is not None:
+                state[1] = report["total"]
+            state[0] += report["advance"]
+            self.put(ProgressEvent(report["stage"], state[0], state[1]))  # under the lock: counts arrive in order
+
+
+async def astream_answer(
+    corpus: Corpus,
+    question: str | Question,
+    *,
+    strategy: str = "rag",
+    llm: str | BaseChatModel | None = None,
+    preset: str | None = None,
+    cache_dir: str | Path | None = None,
+    show_progress: bool | None = None,
+    callbacks: Any = None,
+    **config: Any,
+) -> AsyncIterator[Event]:
+    """:func:`agents.aanswer` as an async iterator of events, ending with the :class:`AnswerEvent`.
+
+    Yields a :class:`StepEvent` per step as its graph node finishes (MemAgent: each chunk's
+    ``update_memory`` with the memory so far), :class:`ProgressEvent` for fan-outs (MemAgent's
+    chunks, PAI's judge calls, the structured strategy's documents), :class:`TokenEvent` for each
+    piece of a reply when the model streams (``streaming=True``), then the answer's steps
+    not seen live (``live=False``) and the :class:`AnswerEvent`. Arguments are
+    :func:`agents.aanswer`'s; ``callbacks`` still see the whole run. A failed run raises
+    here, after the events before the failure. Closing the iterator early cancels the run.
+    """
+    loop = asyncio.get_running_loop()
+    events: asyncio.Queue[Event] = asyncio.Queue()
+
+    def put(event: Event) -> None:
+        loop.call_soon_threadsafe(events.put_nowait, event)
+
+    collector = EventCollector(put)
+    with reporting_to(collector.report):  # the run's task copies this context, and so do its threads
+        run = asyncio.ensure_future(aanswer(corpus, question, strategy=strategy, llm=llm, preset=preset, cache_dir=cache_dir,
+                                            show_progress=show_progress, callbacks=with_handler(callbacks, collector), **config))  # fmt: skip
+    sent: Counter[str] = Counter()  # steps sent live, to send the answer's others before it
+
+    def tracked(event: Event) -> Event:
+        if isinstance(event, StepEvent):
+            sent[_key(event.step)] += 1
+        return event
+
+    try:
+        while not run.done():
+            waiting = asyncio.ensure_future(events.get())
+            await asyncio.wait({waiting, run}, return_when=asyncio.FIRST_COMPLETED)
+            if waiting.done():
+                yield tracked(waiting.result())
+            else:
+                waiting.cancel()
+            while not events.empty():  # a burst (a wide fan-out's progress) without a wait per event
+                yield tracked(events.get_nowait())
+        await asyncio.sleep(0)  # events a worker thread handed over just before it finished
+        while not events.empty():
+            yield tracked(events.get_nowait())
+        result: Answer = run.result()  # the run's error, if it failed
+        for step in result.steps:
+            if sent[_key(step)] > 0:
+                sent[_key(step)] -= 1
+            else:
+                yield StepEvent(step, live=False)
+        yield AnswerEvent(result)
+    finally:
+        if not run.done():
+            run.cancel()
+            await asyncio.wait({run})  # the run has stopped issuing calls (a cancelled MemAgent run: its worker returned)
+        if not run.cancelled():
+            run.exception()  # retrieved: it was raised above, or the caller left before it
+
+
+def _key(step: Any) -> str:
+    return json.dumps(step, sort_keys=True, default=str)
+
+
+_DONE = object()
+
+
+def stream_answer(
+    corpus: Corpus,
+    question: str | Question,
+    *,
+    strategy: str = "rag",
+    llm: str | BaseChatModel | None = None,
+    preset: str | None = None,
+    cache_dir: str | Path | None = None,
+    show_progress: bool | None = None,
+    callbacks: Any = None,
+    **config: Any,
+) -> Iterator[Event]:
+    """:func:`astream_answer` for sync code (a script, Streamlit): the same events, as a plain iterator.
+
+    The run goes on the library's private event loop while this thread takes its events;
+    closing the iterator early (``break`` out of the loop, Ctrl-C) cancels the run.
+    """
+    handed: queue.Queue[Any] = queue.Queue()
+    started, finished = threading.Event(), threading.Event()
+
+    async def pump() -> None:
+        started.set()
+        try:
+            async for event in astream_answer(corpus, question, strategy=strategy, llm=llm, preset=preset, cache_dir=cache_dir,
+                                              show_progress=show_progress, callbacks=callbacks, **config):  # fmt: skip
+                handed.put(event)
+        except BaseException as exc:  # handed to the caller's thread, raised there
+            handed.put(_Failed(exc))
+            raise
+        finally:
+            handed.put(_DONE)
+            finished.set()
+
+    running = asyncio.run_coroutine_threadsafe(pump(), private_loop())
+    try:
+        while (item := handed.get()) is not _DONE:
+            if isinstance(item, _Failed):
+                raise item.error
+            yield item
+    finally:
+        if not finished.is_set():
+            running.cancel()
+            if started.is_set():
+                finished.wait()  # the run has stopped issuing calls when this returns
+
+
+class _Failed:
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+__all__ = ["EventCollector", "astream_answer", "stream_answer"]

@@ -1,0 +1,304 @@
+"""Streaming answers: ``astream_answer`` / ``stream_answer`` events, through a real FastAPI app with
+server-sent events (``examples/sse_app.py`` under uvicorn on 127.0.0.1, read by an httpx client)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import AIMessageChunk
+from langchain_core.outputs import ChatGenerationChunk
+
+from agents import AnswerEvent, ProgressEvent, StepEvent, TokenEvent, aanswer, answer, astream_answer, stream_answer
+from examples.sse_app import make_app
+from retrieval.contract import Corpus
+from tests.scripted import ScriptedChatModel
+from tests.test_memagent import corpus_of, echo_model, section_in, stream_tokens
+from tests.test_pai import CHUNK, company_corpus, world
+from tests.test_pai import model as pai_model
+from tests.test_structured import SCHEMA, scripted, small_corpus
+
+FACTS = Corpus.from_texts(["Paris is the capital of France.", "Berlin is the capital of Germany.", "Rome is in Italy."])
+
+
+@contextlib.contextmanager
+def serving(app: Any, disconnected: threading.Event | None = None) -> Iterator[str]:
+    """``app`` under uvicorn on a free loopback port, in a thread; ``disconnected`` is set when a
+    client's disconnect reaches the app."""
+
+    async def watched(scope: dict, receive: Any, send: Any) -> None:
+        async def recv() -> dict:
+            message = await receive()
+            if message["type"] == "http.disconnect" and disconnected is not None:
+                disconnected.set()
+            return message
+
+        await app(scope, recv, send)
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(watched, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    while not server.started:
+        assert thread.is_alive(), "uvicorn did not start"
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
+
+
+def sse_events(response: httpx.Response) -> Iterator[tuple[str, dict]]:
+    """``(event name, JSON data)`` of each server-sent event of ``response``."""
+    name, data = "message", []
+    for line in response.iter_lines():
+        if line.startswith(":"):
+            continue
+        if not line:
+            if data:
+                yield name, json.loads("\n".join(data))
+            name, data = "message", []
+        elif line.startswith("event:"):
+            name = line[len("event:") :].strip()
+        elif line.startswith("data:"):
+            data.append(line[len("data:") :].strip())
+
+
+def get_events(base: str, **params: str) -> list[tuple[str, dict]]:
+    with httpx.Client(base_url=base, timeout=30) as client, client.stream("GET", "/answer", params=params) as response:
+        assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
+        return list(sse_events(response))
+
+
+def test_rag_steps_arrive_over_sse_in_order_then_the_answer(tmp_path):
+    llm = ScriptedChatModel(reply_fn=lambda prompt: "Paris")
+    with serving(make_app(FACTS, llm=llm, cache_dir=tmp_path, show_progress=False)) as base:
+        events = get_events(base, q="What is the capital of France?", strategy="rag")
+    names = [name for name, _ in events]
+    assert names == ["step", "step", "step", "answer"]
+    assert [data["step"]["node"] for _, data in events[:-1]] == ["retrieve", "build_prompt", "generate"]
+    assert all(data["live"] for _, data in events[:-1])
+    final = events[-1][1]["answer"]
+    assert final["answer"] == "Paris" and final["steps"] == [data["step"] for _, data in events[:-1]]
+    # the same answer and usage as aanswer's
+    direct = asyncio.run(aanswer(FACTS, "What is the capital of France?", strategy="rag", llm=ScriptedChatModel(reply_fn=lambda p: "Paris"), cache_dir=tmp_path))
+    assert final["steps"] == direct.to_dict()["steps"]
+    assert {k: v for k, v in final["usage"].items() if "seconds" not in k} == {k: v for k, v in direct.usage.to_dict().items() if "seconds" not in k}
+
+
+def test_memagent_memory_per_chunk_arrives_over_sse_as_each_chunk_is_read(tmp_path):
+    corpus = corpus_of([12000, 9000])
+    n = math.ceil(stream_tokens(corpus) / 5000)
+    llm = echo_model()
+    with serving(make_app(corpus, llm=llm, cache_dir=tmp_path, show_progress=False)) as base:
+        events = get_events(base, q="What is the answer?", strategy="memagent")
+    steps = [data for name, data in events if name == "step"]
+    progress = [data for name, data in events if name == "progress"]
+    assert [s["step"]["chunk"] for s in steps if s["step"]["node"] == "update_memory"] == list(range(n))
+    assert [s["step"]["memory"] for s in steps[:n]] == [f"mem after {section_in(c['prompt'])[:20]}" for c in llm.calls[:n]]
+    assert all(s["live"] for s in steps[:n]) and steps[-1]["step"]["node"] == "final_answer" and not steps[-1]["live"]
+    assert [(p["stage"], p["done"], p["total"]) for p in progress] == [("read", k, n) for k in range(1, n + 1)]
+    # each chunk's memory arrives before the next chunk's progress: the order is the reading order
+    order = [(name, data.get("step", {}).get("chunk", data.get("done"))) for name, data in events[: 2 * n]]
+    assert order == [item for k in range(n) for item in (("step", k), ("progress", k + 1))]
+    assert events[-1][0] == "answer"
+    final = events[-1][1]["answer"]
+    assert final["steps"] == [s["step"] for s in steps] and final["answer"] == "42"
+    assert final["usage"]["llm_calls"] == n + 1 == len(llm.calls)
+
+
+class RunEnd(BaseCallbackHandler):
+    """Sets ``ended`` when the root run (the strategy's graph) ends or fails."""
+
+    def __init__(self) -> None:
+        self.ended = threading.Event()
+
+    def on_chain_end(self, outputs: Any, *, run_id: Any, parent_run_id: Any = None, **kwargs: Any) -> None:
+        if parent_run_id is None:
+            self.ended.set()
+
+    def on_chain_error(self, error: BaseException, *, run_id: Any, parent_run_id: Any = None, **kwargs: Any) -> None:
+        if parent_run_id is None:
+            self.ended.set()
+
+
+def test_a_client_that_disconnects_mid_stream_stops_the_model_calls(tmp_path):
+    """Chunks 0 and 1 are read, chunk 2's call is in flight (held), the client goes away: once the
+    held call is let go, no other call starts, and the run ends."""
+    corpus = corpus_of([40000])
+    n = math.ceil(stream_tokens(corpus) / 5000)
+    gate = threading.Semaphore(2)
+    inner = echo_model()
+
+    def held(prompt: str) -> str:
+        assert gate.acquire(timeout=30), "the test never let the call go"
+        return inner.reply_fn(prompt)
+
+    llm, run_end, disconnected = ScriptedChatModel(reply_fn=held), RunEnd(), threading.Event()
+    app = make_app(corpus, llm=llm, cache_dir=tmp_path, show_progress=False, callbacks=[run_end])
+    with serving(app, disconnected) as base, httpx.Client(base_url=base, timeout=30) as client:
+        with client.stream("GET", "/answer", params={"q": "What is the answer?", "strategy": "memagent"}) as response:
+            received, memories = sse_events(response), 0
+            for name, _ in received:  # (held open: closing it would close the response)
+                memories += name == "step"
+                if memories == 2:
+                    break
+            while len(llm.calls) < 3:  # chunk 2's call has started and waits for the gate
+                time.sleep(0.005)
+            received.close()
+        assert disconnected.wait(30)
+        time.sleep(0.2)  # the app cancels the run on the disconnect; let that reach the worker before the held call returns
+        gate.release(n + 1)  # enough for a run that was not stopped to finish
+        assert run_end.ended.wait(30)
+    assert len(llm.calls) == 3 < n + 1  # the held call finished; none started after it
+
+
+def test_stream_answer_gives_the_same_events_and_answer_in_sync_code(tmp_path):
+    llm = ScriptedChatModel(reply_fn=lambda prompt: "Paris")
+    events = list(stream_answer(FACTS, "What is the capital of France?", strategy="rag", llm=llm, cache_dir=tmp_path, show_progress=False))
+    assert [type(e) for e in events] == [StepEvent, StepEvent, StepEvent, AnswerEvent]
+    assert [e.step for e in events[:-1]] == events[-1].answer.steps
+    assert events[-1].answer.answer == answer(FACTS, "What is the capital of France?", strategy="rag", llm=llm, cache_dir=tmp_path).answer
+    for e in events:
+        assert json.loads(json.dumps(e.to_dict()))["kind"] == e.kind
+
+
+def test_pai_reports_judge_progress_up_to_every_pair(tmp_path):
+    events = list(stream_answer(company_corpus(), "Which company had the highest revenue?", strategy="pai", llm=pai_model(world),
+                                chunk_size=CHUNK, cache_dir=tmp_path, concurrency=3))  # fmt: skip
+    result = events[-1].answer
+    pairs = next(s for s in result.steps if s["node"] == "plan_judging")["pairs"]
+    progress = [(e.done, e.total) for e in events if isinstance(e, ProgressEvent)]
+    assert all(e.stage == "judge" for e in events if isinstance(e, ProgressEvent))
+    assert progress == [(k, pairs) for k in range(pairs + 1)]  # the plan (0 of N), then one per judged pair
+    assert [e.step for e in events if isinstance(e, StepEvent)] == result.steps
+    assert result.answer.endswith("Gamma Inc")
+
+
+def test_structured_reports_documents_extracted(tmp_path):
+    llm = scripted(["SELECT company, revenue FROM facts ORDER BY company"])
+    events = list(stream_answer(small_corpus(), "What was the revenue of each company?", strategy="structured", llm=llm,
+                                cache_dir=tmp_path, schema=SCHEMA))  # fmt: skip
+    documents = len(small_corpus())
+    assert [(e.stage, e.done, e.total) for e in events if isinstance(e, ProgressEvent)] == [("extract", k, documents) for k in range(documents + 1)]
+    assert isinstance(events[-1], AnswerEvent) and "ACME CORP" in events[-1].answer.answer
+
+
+def test_callbacks_still_see_the_run_and_a_failed_run_raises_after_its_events(tmp_path):
+    class Calls(BaseCallbackHandler):
+        def __init__(self) -> None:
+            self.ended = 0
+
+        def on_llm_end(self, response: Any, **kwargs: Any) -> None:
+            self.ended += 1
+
+    calls = Calls()
+    list(stream_answer(FACTS, "Capital of France?", strategy="rag", llm=ScriptedChatModel(reply_fn=lambda p: "Paris"), cache_dir=tmp_path, callbacks=[calls]))
+    assert calls.ended == 1
+
+    def broken(prompt: str) -> str:
+        raise RuntimeError("the model fell over")
+
+    async def main() -> list[str]:
+        seen = []
+        with pytest.raises(RuntimeError, match="fell over"):
+            async for event in astream_answer(FACTS, "Capital of France?", strategy="rag", llm=ScriptedChatModel(reply_fn=broken), cache_dir=tmp_path):
+                seen.append(event.step.node)
+        return seen
+
+    assert asyncio.run(main()) == ["retrieve", "build_prompt"]
+
+
+def test_the_app_sends_an_error_event_for_a_bad_strategy(tmp_path):
+    with serving(make_app(FACTS, llm=ScriptedChatModel(reply_fn=lambda p: "x"), cache_dir=tmp_path)) as base:
+        events = get_events(base, q="Capital of France?", strategy="nope")
+    assert [name for name, _ in events] == ["error"] and "nope" in events[0][1]["error"]
+
+
+def test_leaving_a_sync_stream_early_stops_the_run(tmp_path):
+    corpus = corpus_of([40000])
+    n = math.ceil(stream_tokens(corpus) / 5000)
+    inner = echo_model()
+
+    def slow(prompt: str) -> str:
+        time.sleep(0.02)
+        return inner.reply_fn(prompt)
+
+    llm = ScriptedChatModel(reply_fn=slow)
+    for event in stream_answer(corpus, "What is the answer?", strategy="memagent", llm=llm, cache_dir=tmp_path, show_progress=False):
+        if isinstance(event, StepEvent):
+            break  # the run has stopped when the loop is left: its worker returned
+    made = len(llm.calls)
+    time.sleep(0.3)  # a run still going would make ~15 more calls in this time
+    assert len(llm.calls) == made < n + 1
+
+
+class StreamingScriptedChatModel(ScriptedChatModel):
+    """:class:`ScriptedChatModel` whose replies stream word by word (usage on the last piece)."""
+
+    streaming: bool = False
+
+    def _stream(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
+        message = self._generate(messages, stop=stop, **kwargs).generations[0].message
+        words = message.content.split(" ")
+        for i, word in enumerate(words):
+            piece = word if i == 0 else " " + word
+            last = i == len(words) - 1
+            chunk = ChatGenerationChunk(message=AIMessageChunk(content=piece, usage_metadata=message.usage_metadata if last else None))
+            if run_manager is not None:
+                run_manager.on_llm_new_token(piece, chunk=chunk)
+            yield chunk
+
+
+def test_the_answers_tokens_stream_when_the_model_streams_with_the_same_usage(tmp_path):
+    reply = "The capital of France is Paris."
+    streaming = StreamingScriptedChatModel(reply_fn=lambda p: reply, streaming=True)
+    events = list(stream_answer(FACTS, "What is the capital of France?", strategy="rag", llm=streaming, cache_dir=tmp_path))
+    kinds = [e.kind if e.kind != "step" else e.step.node for e in events]
+    assert kinds == ["retrieve", "build_prompt", *["token"] * len(reply.split(" ")), "generate", "answer"]
+    tokens = [e for e in events if isinstance(e, TokenEvent)]
+    assert "".join(t.text for t in tokens) == reply == events[-1].answer.raw and {t.node for t in tokens} == {"generate"}
+    plain = answer(FACTS, "What is the capital of France?", strategy="rag", llm=ScriptedChatModel(reply_fn=lambda p: reply), cache_dir=tmp_path)
+    streamed = events[-1].answer.usage
+    assert (streamed.llm_calls, streamed.prompt_tokens, streamed.completion_tokens) == (plain.usage.llm_calls, plain.usage.prompt_tokens, plain.usage.completion_tokens)
+    # a model that does not stream sends no token event
+    assert not [e for e in stream_answer(FACTS, "What is the capital of France?", strategy="rag", llm=StreamingScriptedChatModel(reply_fn=lambda p: reply),
+                                         cache_dir=tmp_path) if isinstance(e, TokenEvent)]  # fmt: skip
+
+
+def test_closing_the_async_stream_early_stops_the_run(tmp_path):
+    corpus = corpus_of([40000])
+    n = math.ceil(stream_tokens(corpus) / 5000)
+    inner = echo_model()
+
+    def slow(prompt: str) -> str:
+        time.sleep(0.02)
+        return inner.reply_fn(prompt)
+
+    llm = ScriptedChatModel(reply_fn=slow)
+
+    async def main() -> tuple[int, int]:
+        async with contextlib.aclosing(astream_answer(corpus, "q", strategy="memagent", llm=llm, cache_dir=tmp_path, show_progress=False)) as events:
+            async for event in events:
+                if isinstance(event, StepEvent):
+                    break
+        made = len(llm.calls)  # aclose() returned: the run's worker has returned too
+        await asyncio.sleep(0.3)  # a run still going would make ~15 more calls in this time
+        return made, len(llm.calls)
+
+    made, later = asyncio.run(main())
+    assert later == made < n + 1
