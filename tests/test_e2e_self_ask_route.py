@@ -67,6 +67,7 @@ def test_self_route_memagent_leg_on_the_embedded_model(planted_corpus, embedded)
     assert result.usage.prompt_tokens > 1500 * leg["chunks"] // 2 and result.answer
 
 
+@pytest.mark.slow  # the Self-Ask loop on the embedded model: ~4-14 s
 def test_self_ask_runs_its_loop_on_the_embedded_model(planted_corpus, embedded, capsys):
     """The FlashRAG loop completes within its cap of generator calls and every call is counted."""
     result = answer(planted_corpus, QUESTION, strategy="self_ask", llm=embedded, top_k=2, chunk_size=60, max_iterations=2)

@@ -78,6 +78,7 @@ def test_the_backend_is_part_of_the_index_cache_key(cpu_flags):
     assert make_retriever("dense", backend="onnx-int8").cache_params()["backend"] == "onnx-int8"
 
 
+@pytest.mark.slow  # an ONNX export and int8 quantization: ~4-14 s
 def test_onnx_int8_is_exported_once_offline_and_agrees_with_torch(isolated_cache):
     torch_vecs = SentenceTransformerEmbedder(backend="torch").embed_documents(TEXTS)
     int8 = SentenceTransformerEmbedder(backend="onnx-int8")

@@ -8,6 +8,7 @@ from retrieval import Corpus
 pytestmark = pytest.mark.e2e
 
 
+@pytest.mark.slow  # PAI end to end on the embedded model: ~5 s
 def test_pai_completes_on_the_embedded_model():
     corpus = Corpus.from_texts(
         ["The museum vault is in the basement. The secret code of the museum vault is 7421.",

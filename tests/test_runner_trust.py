@@ -45,6 +45,7 @@ def _wait_for(predicate, proc, what: str) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.slow  # two CLI processes against a 2 s-latency stub: ~15 s on 2 cores
 def test_a_second_run_on_the_same_folder_is_refused_naming_the_holder(tmp_path):
     with stub_server(latency=2.0) as url:  # slow enough that the first run still holds the folder under load
         first = _run_cli(tmp_path, url)
