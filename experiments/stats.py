@@ -20,12 +20,13 @@ has the method (``scipy.stats.bootstrap``, ``binomtest``, ``permutation_test``).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
 VERSION = 1
 #: Confidence level of every interval, and the significance level of every test (two-sided).
@@ -38,6 +39,14 @@ N_RESAMPLES = 5_000
 #: Up to this many non-zero paired differences the sign-flip test enumerates every pattern.
 EXACT_SIGN_FLIPS = 16
 SEED = 20_240_501
+
+
+@functools.cache
+def _scipy_stats() -> Any:
+    """``scipy.stats``, imported on first use: it costs ~0.4 s, and the CLI imports this module to start."""
+    from scipy import stats
+
+    return stats
 
 
 @dataclass(frozen=True)
@@ -89,7 +98,7 @@ def interval(values: Sequence[float | None], strata: Sequence[Hashable] | None =
             return Interval(mean, mean, mean, 0.0, int(x.size))
         res = None
         for method in ("BCa", "percentile"):
-            res = sps.bootstrap((x,), np.mean, confidence_level=CONFIDENCE, n_resamples=n_resamples, method=method,
+            res = _scipy_stats().bootstrap((x,), np.mean, confidence_level=CONFIDENCE, n_resamples=n_resamples, method=method,
                                 random_state=np.random.default_rng(seed))  # fmt: skip
             if math.isfinite(res.confidence_interval.low) and math.isfinite(res.confidence_interval.high):
                 break
@@ -140,18 +149,18 @@ def paired_test(a: Sequence[float], b: Sequence[float], *, seed: int = SEED, n_r
     if np.all(d == d[0]):
         low = high = mean
     else:
-        res = sps.bootstrap((d,), np.mean, confidence_level=CONFIDENCE, n_resamples=n_resamples, method="percentile",
+        res = _scipy_stats().bootstrap((d,), np.mean, confidence_level=CONFIDENCE, n_resamples=n_resamples, method="percentile",
                             random_state=np.random.default_rng(seed))  # fmt: skip
         low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
     if _binary(x, y):
         a_only, b_only = int(np.sum(x > y)), int(np.sum(y > x))
-        p = 1.0 if a_only + b_only == 0 else float(sps.binomtest(a_only, a_only + b_only, 0.5).pvalue)
+        p = 1.0 if a_only + b_only == 0 else float(_scipy_stats().binomtest(a_only, a_only + b_only, 0.5).pvalue)
         return PairedResult(n, mean, low, high, p, "mcnemar-exact", sd)
     nonzero = int(np.count_nonzero(d))
     if nonzero == 0:
         return PairedResult(n, mean, low, high, 1.0, "sign-flip-exact", sd)
     exact = nonzero <= EXACT_SIGN_FLIPS
-    res = sps.permutation_test((x, y), lambda u, v, axis: np.mean(u - v, axis=axis), permutation_type="samples",
+    res = _scipy_stats().permutation_test((x, y), lambda u, v, axis: np.mean(u - v, axis=axis), permutation_type="samples",
                                vectorized=True, n_resamples=np.inf if exact else n_resamples, alternative="two-sided",
                                random_state=np.random.default_rng(seed))  # fmt: skip
     return PairedResult(n, mean, low, high, float(min(1.0, res.pvalue)), "sign-flip-exact" if exact else "sign-flip-monte-carlo", sd)
@@ -174,14 +183,14 @@ def detectable_difference(sd_diff: float | None, n: int, *, alpha: float = ALPHA
     on ``n`` questions, given the standard deviation of the paired differences (normal approximation)."""
     if sd_diff is None or n < 2:
         return None
-    return float((sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power)) * sd_diff / math.sqrt(n))
+    return float((_scipy_stats().norm.ppf(1 - alpha / 2) + _scipy_stats().norm.ppf(power)) * sd_diff / math.sqrt(n))
 
 
 def questions_needed(difference: float, sd_diff: float, *, alpha: float = ALPHA, power: float = POWER) -> int | None:
     """How many paired questions a true mean difference of ``difference`` needs to be detected."""
     if difference == 0 or sd_diff <= 0:
         return None
-    return math.ceil(((sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power)) * sd_diff / abs(difference)) ** 2)
+    return math.ceil(((_scipy_stats().norm.ppf(1 - alpha / 2) + _scipy_stats().norm.ppf(power)) * sd_diff / abs(difference)) ** 2)
 
 
 def pareto_front(points: Mapping[str, tuple[float | None, float | None]]) -> dict[str, bool]:
