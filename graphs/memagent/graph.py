@@ -277,9 +277,9 @@ def memagent_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: 
 def build_graph(config: MemAgentConfig | None = None, checkpointer: Any = None):
     """START -> (update_memory per question -> advance)* -> final_answer per question -> END."""
     graph = StateGraph(MemAgentState, context_schema=MemAgentContext)
-    graph.add_node("update_memory", update_memory)  # type: ignore[call-overload]  # LangGraph types node inputs as state schemas; Send payloads are plain dicts
+    graph.add_node("update_memory", update_memory)  # type: ignore[arg-type, call-overload]  # LangGraph types node inputs as state schemas; Send payloads are plain dicts
     graph.add_node("advance", advance)
-    graph.add_node("final_answer", final_answer)  # type: ignore[arg-type]  # as update_memory: a Send payload
+    graph.add_node("final_answer", final_answer)  # type: ignore[arg-type, call-overload]  # as update_memory: a Send payload
     graph.add_conditional_edges(START, fan_out, ["update_memory", "final_answer"])
     graph.add_edge("update_memory", "advance")
     graph.add_conditional_edges("advance", fan_out, ["update_memory", "final_answer"])

@@ -198,7 +198,7 @@ def build_graph(config: SelfRouteConfig | None = None):
     graph.add_node("check_answer", check_answer)
     graph.add_node("measure_context", measure_context)
     graph.add_node("full_context", generate)
-    graph.add_node("fallback", fallback)  # type: ignore[arg-type]  # (state, runtime, config) runs, but add_node's overloads omit it
+    graph.add_node("fallback", fallback)  # type: ignore[arg-type, call-overload]  # (state, runtime, config) runs, but add_node's overloads omit it
     graph.add_edge(START, "retrieve")
     graph.add_edge("retrieve", "build_prompt")
     graph.add_edge("build_prompt", "generate")

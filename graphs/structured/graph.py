@@ -519,7 +519,7 @@ def build_graph(config: StructuredConfig | None = None):
     graph.add_node("plan", plan)
     graph.add_node("map", map_documents)
     if cfg.map_executor == "ray":
-        graph.add_node("extract_ray", extract_ray)  # type: ignore[arg-type]  # (state, runtime, config) runs, but add_node's overloads omit it
+        graph.add_node("extract_ray", extract_ray)  # type: ignore[arg-type, call-overload]  # (state, runtime, config) runs, but add_node's overloads omit it
     else:
         graph.add_node("extract", RunnableCallable(extract, aextract, name="extract"))  # sync and async twins
     graph.add_node("reduce", reduce)
