@@ -7,16 +7,37 @@
 
 In async code (FastAPI and the like): ``result = await aanswer(corpus, question, strategy="pai")``;
 ``async for event in astream_answer(corpus, question)`` yields the steps as they happen, then the answer.
+
+The names below load their module on first use (PEP 562): ``import agents`` is instant, and the
+engines (LangGraph graphs, LangChain, llama.cpp, the retrievers) load with the first name that needs them.
 """
 
-from agents.api import aanswer, aanswer_many, answer, answer_many, estimate, index_for
-from agents.chat_models import ChatModelError, EmbeddedChatModel, make_chat_model
-from agents.events import AnswerEvent, ProgressEvent, StepEvent, TokenEvent
-from agents.interop import as_runnable, as_tool
-from agents.streaming import astream_answer, stream_answer
-from graphs import STRATEGIES, ConfigError
-from graphs.budget import Budget, BudgetExceeded, CostPlan
-from retrieval.contract import Answer, Corpus, CorpusError, Document, Evidence, Question, Step, Usage
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the lazy names below, for type checkers (nothing is imported at run time)
+    from agents.api import aanswer, aanswer_many, answer, answer_many, estimate, index_for
+    from agents.chat_models import ChatModelError, EmbeddedChatModel, make_chat_model
+    from agents.events import AnswerEvent, ProgressEvent, StepEvent, TokenEvent
+    from agents.interop import as_runnable, as_tool
+    from agents.streaming import astream_answer, stream_answer
+    from graphs import STRATEGIES, ConfigError
+    from graphs.budget import Budget, BudgetExceeded, CostPlan
+    from retrieval.contract import Answer, Corpus, CorpusError, Document, Evidence, Question, Step, Usage
+
+#: Exported name -> the module that defines it.
+_EXPORTS = {
+    **dict.fromkeys(("aanswer", "aanswer_many", "answer", "answer_many", "estimate", "index_for"), "agents.api"),
+    **dict.fromkeys(("ChatModelError", "EmbeddedChatModel", "make_chat_model"), "agents.chat_models"),
+    **dict.fromkeys(("AnswerEvent", "ProgressEvent", "StepEvent", "TokenEvent"), "agents.events"),
+    **dict.fromkeys(("as_runnable", "as_tool"), "agents.interop"),
+    **dict.fromkeys(("astream_answer", "stream_answer"), "agents.streaming"),
+    **dict.fromkeys(("STRATEGIES", "ConfigError"), "graphs"),
+    **dict.fromkeys(("Budget", "BudgetExceeded", "CostPlan"), "graphs.budget"),
+    **dict.fromkeys(("Answer", "Corpus", "CorpusError", "Document", "Evidence", "Question", "Step", "Usage"), "retrieval.contract"),
+}
 
 __all__ = [
     "STRATEGIES",
@@ -50,3 +71,16 @@ __all__ = [
     "make_chat_model",
     "stream_answer",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Load an exported name from its module on first use (PEP 562)."""
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'agents' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

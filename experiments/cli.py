@@ -1,445 +1,23 @@
-"""The ``longctx`` command line: answer, index, run experiments, report on them."""
+"""The ``longctx`` command line: answer, index, run experiments, report on them.
+
+Startup is instant: this module and :mod:`experiments.cli_parser` load only the standard
+library (and the key redaction), so ``--help`` and argument errors answer at once; the
+subcommands (:mod:`experiments.commands`) and the engines they use load once a command line
+has parsed.
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
-from agents import STRATEGIES, Budget, ChatModelError, Corpus, Question, answer, index_for, make_chat_model
-from agents.run_plan import CONFIRM_MINUTES, announce_plan, plan_for
-from experiments.benchmarks import BenchmarkDataError, load_benchmark
-from experiments.ceilings import ceilings_json, compute_ceilings, format_table, load_tokenizer
-from experiments.demo import DEMO_STRATEGIES, READING, run_demo
-from experiments.export import FORMATS, export_official, official_command
-from experiments.planning import plan_experiment
-from experiments.prices import price_for
-from experiments.runner import RunConfig, RunInterrupted, run_experiment, select_samples
-from experiments.synth import NeedleConfig, SynthConfig, generate, get_domain, load_samples, parse_tokens
-from graphs.llm import model_id
-from retrieval import RETRIEVERS, CorpusError
-from retrieval.embedders import EMBEDDING_BACKENDS, EmbedderError
-from retrieval.locks import LockHeld
-from retrieval.ray_support import RayNotInstalledError, require_ray
+from experiments.cli_parser import build_parser, check_strategy_list
 from retrieval.redaction import redacted_terminal
 
-
-def _add_retrieval_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--retriever", choices=RETRIEVERS.names(), help="retriever (default: the strategy's, bm25)")
-    p.add_argument("--retriever-model", help="embedding model name or local path for dense/contriever/openai")
-    p.add_argument(
-        "--embedding-backend", choices=list(EMBEDDING_BACKENDS),
-        help="dense retriever's embedding backend (default on a CPU: torch-bf16 where it has native bfloat16, else torch)",
-    )
-    p.add_argument("--chunk-unit", choices=["words", "tokens"], help="chunk by words (LongBench v1) or tokens")
-    p.add_argument("--chunk-size", type=int, help="chunk length in units (default 200 words)")
-    p.add_argument("--chunk-overlap", type=int, help="units shared by consecutive chunks")
-    p.add_argument("--cache-dir", help="index cache root (default $LONGCTX_CACHE_DIR or ~/.cache/longctx)")
-
-
-def _add_ray_arg(p: argparse.ArgumentParser, what: str) -> None:
-    p.add_argument(
-        "--ray", nargs="?", const="", metavar="ADDRESS",
-        help=f"{what} on Ray (needs pip install 'longctx[ray]'): a cluster address such as 'auto' or HOST:6379; "
-        "none: $RAY_ADDRESS or a new local instance",
-    )
-
-
-def _add_yes_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-y", "--yes", action="store_true",
-                   help=f"do not ask before a run estimated over {CONFIRM_MINUTES:.0f} minutes (nobody is asked when stdin is not a terminal)")
-
-
-def _add_budget_args(p: argparse.ArgumentParser, what: str) -> None:
-    p.add_argument("--max-calls", type=int, metavar="N", help=f"at most N model calls {what}")
-    p.add_argument("--max-tokens", type=int, metavar="N", help=f"at most N prompt tokens {what}")
-    p.add_argument("--max-cost", type=float, metavar="USD", help=f"at most this many USD {what}, at the report's price table")
-
-
-def budget_from_args(args: argparse.Namespace, llm: Any) -> tuple[Budget | None, Any]:
-    """The :class:`~agents.Budget` of ``--max-calls/--max-tokens/--max-cost`` (``None`` without them)
-    and the model to run (made here when ``--max-cost`` needs its price, else ``llm`` as given).
-
-    The price comes from the report's table (:func:`experiments.prices.price_for`; local models
-    are free): the library's budget takes a price rather than reading a table above its layer.
-    """
-    if args.max_calls is None and args.max_tokens is None and args.max_cost is None:
-        return None, llm
-    price = None
-    if args.max_cost is not None:
-        llm = make_chat_model(llm)
-        price = price_for(model_id(llm))
-        if price is None:
-            raise ValueError(f"--max-cost needs the price of {model_id(llm).split(' @ ')[0]!r}, which the price table "
-                             "(experiments/prices.py) does not list; use --max-calls / --max-tokens instead")  # fmt: skip
-    return Budget(max_llm_calls=args.max_calls, max_prompt_tokens=args.max_tokens, max_cost_usd=args.max_cost, price=price), llm
-
-
-def _retrieval_overrides(args: argparse.Namespace) -> dict:
-    overrides = {
-        "retriever": args.retriever,
-        "chunk_unit": args.chunk_unit,
-        "chunk_size": args.chunk_size,
-        "chunk_overlap": args.chunk_overlap,
-    }
-    options = {"model": args.retriever_model, "backend": args.embedding_backend}
-    if any(options.values()):
-        overrides["retriever_options"] = {k: v for k, v in options.items() if v}
-    return {k: v for k, v in overrides.items() if v is not None}
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``longctx`` and its subcommands."""
-    parser = argparse.ArgumentParser(prog="longctx", description="Agentic long-context reasoning over large corpora.")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
-    parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    p = sub.add_parser("answer", help="answer a question over a corpus", description="Answer a question over a corpus.")
-    p.add_argument("--corpus", required=True, help="a file or folder (.txt .md .rst .json .jsonl .pdf .html)")
-    p.add_argument("--question", required=True, help="the question")
-    p.add_argument("--choices", nargs="+", metavar="CHOICE", help="multiple-choice options, lettered A, B, C, ...")
-    p.add_argument("--instruction", help="output-format instruction appended to the prompt")
-    p.add_argument("--strategy", default="rag", choices=STRATEGIES.names(), help="strategy (default: rag)")
-    p.add_argument("--preset", help="a named config of the strategy, e.g. longbench-500x3")
-    p.add_argument("--llm", help="'embedded' (default), 'embedded:PATH.gguf' or 'openai:MODEL'")
-    p.add_argument("--top-k", type=int, help="chunks retrieved (default 7)")
-    p.add_argument("--max-new-tokens", type=int, help="answer token budget")
-    p.add_argument("--json", action="store_true", help="print the whole answer as JSON")
-    p.add_argument("--option", action="append", default=[], metavar="[STRATEGY.]KEY=JSON", help="strategy option, e.g. chunk_tokens=4000 or pai.domain=finance")
-    _add_yes_arg(p)
-    _add_retrieval_args(p)
-    _add_ray_arg(p, "with --strategy structured, extract the documents (the Map stage)")
-    _add_budget_args(p, "for this answer: a plan over it is refused before any call; a run reaching it stops and says so")
-
-    p = sub.add_parser("index", help="prebuild and cache a corpus index", description="Chunk and index a corpus once.")
-    p.add_argument("path", help="a file or folder (.txt .md .rst .json .jsonl .pdf .html)")
-    p.add_argument("--strategy", default="rag", choices=[s for s in STRATEGIES.names() if STRATEGIES.get(s).uses_index])
-    _add_retrieval_args(p)
-    _add_ray_arg(p, "embed the chunks")
-    p.add_argument("--ray-workers", type=int, default=2, help="embedding actors on Ray (default 2)")
-
-    p = sub.add_parser("run", help="compare strategies on a benchmark (resumable)", description="Run strategies x samples; rerun to resume.")
-    p.add_argument("--benchmark", help="benchmark registry name, e.g. longbench_v2, lveval, corpusqa, synth")
-    p.add_argument("--corpus", help="your own documents (a file or folder), with --questions instead of --benchmark")
-    p.add_argument("--questions", help="your questions: JSONL or CSV with 'question' and optional 'answer', 'answer_type', 'id'")
-    p.add_argument("--strategies", required=True, help="comma-separated strategy names, e.g. rag,full_context,memagent")
-    p.add_argument("--llm", help="'embedded' (default), 'embedded:PATH.gguf' or 'openai:MODEL'")
-    p.add_argument("--data", help="benchmark files folder (default $LONGCTX_DATA_DIR/<benchmark>)")
-    p.add_argument("--subset", nargs="+", default=[], metavar="DATASET", help="only these datasets of the benchmark")
-    p.add_argument("--loader-option", action="append", default=[], metavar="KEY=JSON", help='benchmark loader option, e.g. lengths=["16k"] (LV-Eval)')
-    p.add_argument("--limit", type=int, help="first N samples only")
-    p.add_argument("--concurrency", type=int, default=2, help="answers in flight at once (default 2)")
-    p.add_argument("--option", action="append", default=[], metavar="STRATEGY.KEY=JSON", help="strategy option, e.g. rag.top_k=5")
-    p.add_argument("--no-llm-cache", action="store_true", help="do not replay temperature-0 calls from the run's cache")
-    p.add_argument("--out", required=True, help="result folder; rerunning into it resumes")
-    _add_yes_arg(p)
-    _add_ray_arg(p, "run the work units as tasks")
-    p.add_argument("--endpoints", help="with --ray and openai:MODEL: comma-separated base URLs to spread the work over")
-    _add_budget_args(p, "per work unit (a sample x strategy; a batched strategy's group of questions)")
-
-    p = sub.add_parser("report", help="tables and plots of a run folder", description="Score a run and write tables and plots.")
-    p.add_argument("dir", help="a folder written by 'longctx run'")
-    p.add_argument("--judge", help="chat model spec for LLM-judged benchmarks (Loong; CorpusQA)")
-    p.add_argument("--no-plots", action="store_true")
-    p.add_argument("--prices", metavar="FILE", help='JSON of USD per 1M tokens per model id for report.html\'s cost estimate, '
-                   'e.g. {"gpt-4o-mini": {"prompt": 0.15, "completion": 0.6}} (default: built-in list prices; local models free)')
-    p.add_argument("--no-html", action="store_true", help="do not write report.html")
-
-    p = sub.add_parser("compare", help="paired comparison of the same strategies across run folders",
-                       description="Compare run folders of one benchmark on their shared questions (two models, two configs): "
-                                   "mean difference, 95%% paired-bootstrap interval, paired test, Holm-adjusted.")  # fmt: skip
-    p.add_argument("dirs", nargs="+", metavar="RUN", help="two or more folders written by 'longctx run'")
-    p.add_argument("--judge", help="chat model spec for LLM-judged benchmarks (Loong; CorpusQA)")
-    p.add_argument("--out", metavar="CSV", help="also write the table to this CSV file")
-
-    p = sub.add_parser(
-        "export", help="write a run's answers as each benchmark's official prediction files",
-        description="Write the files the benchmark's official scorer reads (LongBench pred/, v2 results/, LV-Eval, Loong, CorpusQA, RULER-HotpotQA).",
-    )
-    p.add_argument("dir", help="a folder written by 'longctx run'")
-    p.add_argument("--format", default="official", choices=FORMATS, help="official: the official scripts' layouts (default)")
-    p.add_argument("--out", help="where to write (default DIR/official)")
-
-    p = sub.add_parser(
-        "ceilings", help="evidence ceilings per strategy, LLM-free (upper bounds, not accuracies)",
-        description="Share of questions whose complete evidence can reach each strategy's final call (see docs/ceilings.md).",
-    )
-    p.add_argument("data", help="a 'longctx synth' folder, or a benchmark's data folder with --benchmark")
-    p.add_argument("--benchmark", help="benchmark whose samples name evidence_doc_ids (default: synth)")
-    p.add_argument("--strategies", help="comma-separated strategy names (default: every one with a rule)")
-    p.add_argument("--option", action="append", default=[], metavar="STRATEGY.KEY=JSON", help="strategy option, e.g. rag.top_k=50")
-    p.add_argument("--gold-sub-questions", action="store_true", help="self_ask / pai follow-ups are the gold sub-questions")
-    p.add_argument("--tokenizer", help="memagent / full_context tokenizer: cl100k (default) or a local Hugging Face tokenizer")
-    p.add_argument("--limit", type=int, help="first N questions only")
-    p.add_argument("--cache-dir", help="index cache root (default $LONGCTX_CACHE_DIR or ~/.cache/longctx)")
-    p.add_argument("--json", action="store_true", help="print JSON (with per-question reach)")
-
-    p = sub.add_parser("demo", help="compare the strategies on five short reports (examples/), offline", description="Run the demo comparison.")
-    p.add_argument("--out", default="runs/demo", help="result folder (default runs/demo); rerunning resumes")
-    p.add_argument("--llm", help="chat model spec (default: the embedded model)")
-    p.add_argument("--questions", type=int, help="ask the first N questions of examples/questions.csv (default 4)")
-    p.add_argument("--strategies", help="comma-separated strategies, or 'all' (default: rag,full_context,memagent,self_route)")
-    _add_yes_arg(p)
-
-    p = sub.add_parser(
-        "synth", help="generate a synthetic CorpusQA-style corpus", description="Generate documents, facts and questions."
-    )
-    p.add_argument("--domain", default="finance", help="finance or education (default: finance)")
-    p.add_argument("--tokens", default="128K", help="corpus size: 128K, 1M, 4M, 10M or an integer (default 128K)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", required=True, help="output directory (must be new or empty)")
-    p.add_argument("--questions", type=int, default=30, help="questions to generate (default 30)")
-    p.add_argument("--doc-tokens", type=int, default=4000, help="typical document length in tokens (default 4000)")
-    p.add_argument("--noise", type=float, default=0.1, help="share of noise documents (default 0.1)")
-    p.add_argument("--needle-depth", type=float, help="plant a factrecall needle at this depth (0-1)")
-    p.add_argument("--no-cfi", action="store_true", help="needle without confusing facts")
-    p.add_argument("--no-kpr", action="store_true", help="needle without keyword replacement")
-    return parser
-
-
-def _parse_value(item: str) -> tuple[str, Any]:
-    """``"key=JSON"`` -> ``(key, value)``; a bare string value needs no quotes."""
-    key, sep, value = item.partition("=")
-    if not sep or not key:
-        raise ValueError(f"Expected KEY=VALUE, got {item!r}")
-    try:
-        return key, json.loads(value)
-    except json.JSONDecodeError:
-        return key, value
-
-
-def _parse_options(items: list[str]) -> dict[str, dict]:
-    """``["rag.top_k=5", 'rag.retriever="dense"']`` -> ``{"rag": {"top_k": 5, "retriever": "dense"}}``."""
-    options: dict[str, dict] = {}
-    for item in items:
-        strategy, dot, field = item.partition("=")[0].partition(".")
-        if "=" not in item or not dot:
-            raise ValueError(f"--option must look like STRATEGY.KEY=VALUE, got {item!r}")
-        options.setdefault(strategy, {})[field] = _parse_value(item)[1]
-    return options
-
-
-def cmd_run(args: argparse.Namespace) -> int:
-    """Run (or resume) an experiment and print what this invocation did."""
-    own = args.corpus is not None or args.questions is not None
-    if own and (args.benchmark or args.data):
-        raise ValueError("Give either --benchmark (with --data) or --corpus with --questions, not both.")
-    if own and not (args.corpus and args.questions):
-        raise ValueError("Your own run needs both --corpus PATH and --questions FILE.")
-    if not own and not args.benchmark:
-        raise ValueError("Give --benchmark NAME (see 'longctx run --help'), or --corpus PATH --questions FILE for your own documents.")
-    options = {
-        "strategies": tuple(s.strip() for s in args.strategies.split(",") if s.strip()),
-        "llm": args.llm,
-        "datasets": tuple(args.subset),
-        "limit": args.limit,
-        "concurrency": args.concurrency,
-        "strategy_options": _parse_options(args.option),
-        "loader_options": {k: v for k, v in (_parse_value(item) for item in args.loader_option)},
-        "llm_cache": not args.no_llm_cache,
-    }
-    options["budget"], _ = budget_from_args(args, args.llm)
-    if own:
-        config = RunConfig.for_corpus(args.corpus, args.questions, **options)
-    else:
-        config = RunConfig(benchmark=args.benchmark, data_path=args.data, **options)
-    if args.ray is not None:
-        from experiments.ray_runner import run_experiment_ray
-
-        endpoints = [u.strip() for u in (args.endpoints or "").split(",") if u.strip()]
-        counts = run_experiment_ray(config, args.out, address=args.ray or None, endpoints=endpoints)
-    elif args.endpoints:
-        raise ValueError("--endpoints needs --ray")
-    else:
-        samples = select_samples(config, None)
-        chat = make_chat_model(config.llm)
-        if not announce_plan(*plan_experiment(config, samples, chat, args.out), model_id(chat), yes=args.yes):
-            print("Not started.", file=sys.stderr)
-            return 1
-        counts = run_experiment(config, args.out, llm=chat, samples=samples)
-    print(
-        f"{counts['pairs']} answers in {args.out}: {counts['skipped']} already done, "
-        f"{counts['ok']} answered now, {counts['failed']} failed (rerun to retry them)"
-    )
-    return 0 if counts["failed"] == 0 else 1
-
-
-def cmd_report(args: argparse.Namespace) -> int:
-    """Score a run folder and print its summary table."""
-    from experiments.report import build_report
-
-    judge = make_chat_model(args.judge) if args.judge else None
-    result = build_report(args.dir, judge=judge, plots=not args.no_plots, html=not args.no_html, prices=args.prices)
-    folder = Path(result["folder"])
-    print(f"# {result['benchmark']}\n")
-    print((folder / "summary.md").read_text())
-    print((folder / "significance.md").read_text())
-    print((folder / "by_length.md").read_text())
-    if (folder / "ceilings.md").exists():
-        print((folder / "ceilings.md").read_text())
-    print(f"{'Tables and scores.json' if args.no_plots else 'Tables, scores.json and plots'} in {folder}")
-    if result.get("html"):
-        print(f"HTML report (open in a browser): {result['html']}")
-    return 0
-
-
-def cmd_compare(args: argparse.Namespace) -> int:
-    """Compare the same strategies across run folders on their shared questions and print the paired table."""
-    from experiments.report import compare_runs, comparison  # scipy: loaded only for the commands that score
-
-    judge = make_chat_model(args.judge) if args.judge else None
-    pairs = compare_runs(args.dirs, judge=judge)
-    columns = [c for c in comparison.PAIRWISE_COLUMNS if c != "metric"]
-    print("| " + " | ".join(columns) + " |\n|" + "---|" * len(columns))
-    for r in pairs:
-        print("| " + " | ".join("" if r[c] is None else str(r[c]) for c in columns) + " |")
-    if not pairs:
-        print("(no pair of strategies to compare)")
-    print("\nmean_diff = a - b on the questions both answered; ci: 95% paired bootstrap; p: McNemar exact (0/1 scores) or paired "
-          "sign-flip permutation, Holm-adjusted across the rows.")
-    if args.out:
-        comparison.write_pairwise(Path(args.out), pairs)
-        print(f"Written to {args.out}")
-    return 0
-
-
-def cmd_export(args: argparse.Namespace) -> int:
-    """Write a run's official prediction files and print how the official code scores them."""
-    out = Path(args.out) if args.out else Path(args.dir) / "official"
-    written = export_official(args.dir, out)
-    for strategy, files in written.items():
-        omitted = sum(f.omitted_failed for f in files)
-        note = f", {omitted} failed answers left out as the official script does" if omitted else ""
-        print(f"{strategy}: {sum(f.lines for f in files)} answers in {len(files)} file(s){note}")
-        print(f"  score: {official_command(args.dir, out, strategy, files)}")
-    if not written:
-        print(f"No answers in {args.dir} yet.")
-    return 0
-
-
-def cmd_answer(args: argparse.Namespace) -> int:
-    """Run one question and print answer, evidence titles and usage."""
-    choices = {chr(ord("A") + i): c for i, c in enumerate(args.choices or [])} or None
-    question = Question(text=args.question, choices=choices, instruction=args.instruction)
-    spec = STRATEGIES.get(args.strategy)
-    overrides = {"top_k": args.top_k, "max_new_tokens": args.max_new_tokens, **(_retrieval_overrides(args) if spec.uses_index else {})}
-    overrides = {k: v for k, v in overrides.items() if v is not None}
-    options = _parse_options([o if "." in o.partition("=")[0] else f"{args.strategy}.{o}" for o in args.option])
-    wrong = sorted(set(options) - {args.strategy})
-    if wrong:
-        raise ValueError(f"--option names {wrong} but the strategy is {args.strategy!r}")
-    overrides.update(options.get(args.strategy, {}))
-    if args.ray is not None:
-        if args.strategy != "structured":
-            raise ValueError("--ray on 'answer' runs the structured strategy's Map stage on Ray (--strategy structured); "
-                             "for an index use 'longctx index --ray', for many questions 'longctx run --ray'")
-        require_ray()  # the install hint now, not after the plan call
-        overrides.update(map_executor="ray", **({"ray_address": args.ray} if args.ray else {}))
-    cfg = spec.make_config(args.preset, **overrides)  # bad options and a bad model fail before the corpus is read
-    budget, llm = budget_from_args(args, make_chat_model(args.llm))
-    corpus = Corpus.from_path(args.corpus, show_progress=True)
-    plans, speed = plan_for({args.strategy: cfg}, [(corpus.num_tokens, len(corpus), 1)], llm, calibrate=True)
-    if not announce_plan(plans, speed, model_id(llm), yes=args.yes):
-        print("Not started.", file=sys.stderr)
-        return 1
-    result = answer(
-        corpus, question, strategy=args.strategy, llm=llm, preset=args.preset, cache_dir=args.cache_dir, show_progress=True, budget=budget, **overrides
-    )
-    if result.stopped:
-        print(f"Stopped: the run reached its {result.stopped} ({budget.describe() if budget else ''}) after {result.usage.llm_calls} call(s); "
-              "what it did is below (a larger budget resumes a checkpointed run)", file=sys.stderr)  # fmt: skip
-    if args.json:
-        print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
-        return 0
-    u = result.usage
-    print(f"Answer: {result.answer}")
-    if result.evidence:
-        print("Evidence:")
-        for i, e in enumerate(result.evidence):  # structured evidence is a table cell: no chunk, no score
-            where = ", ".join(([f"chunk {e.chunk_id}"] if e.chunk_id is not None else []) + ([f"score {e.score:.3f}"] if e.score is not None else []))
-            print(f"  [{(i if e.rank is None else e.rank) + 1}] {e.title}" + (f" ({where})" if where else "") + ("" if e.score is not None else f": {e.text[:200]}"))
-    print(
-        f"Usage: {u.llm_calls} LLM call(s), {u.prompt_tokens} prompt + {u.completion_tokens} completion tokens"
-        f"{' (estimated)' if u.estimated else ''}, {u.seconds:.1f}s ({u.index_seconds:.1f}s indexing)"
-    )
-    return 0
-
-
-def cmd_index(args: argparse.Namespace) -> int:
-    """Build (or find) the cached index of a corpus and print where it is."""
-    corpus = Corpus.from_path(args.path, show_progress=True)
-    cfg = STRATEGIES.get(args.strategy).make_config(**_retrieval_overrides(args))
-    if args.ray is not None:
-        from retrieval.ray_index import build_index_ray
-
-        index = build_index_ray(
-            corpus, cfg.retriever, chunking=cfg.chunking(), cache_dir=args.cache_dir, address=args.ray or None,
-            workers=args.ray_workers, show_progress=True, **dict(cfg.retriever_options),
-        )
-    else:
-        index = index_for(corpus, cfg, cache_dir=args.cache_dir, show_progress=True)
-    print(f"{len(corpus)} documents, {corpus.num_tokens} tokens -> {len(index)} chunks, {index.retriever.name} index at {index.path}")
-    return 0
-
-
-def cmd_synth(args: argparse.Namespace) -> int:
-    """Generate a synthetic corpus directory and print its size and time."""
-    get_domain(args.domain)
-    needle = None
-    if args.needle_depth is not None:
-        needle = NeedleConfig(depth=args.needle_depth, confusing_facts=not args.no_cfi, keyword_replacement=not args.no_kpr)
-    cfg = SynthConfig(
-        domain=args.domain, target_tokens=parse_tokens(args.tokens), seed=args.seed, num_questions=args.questions,
-        doc_tokens=args.doc_tokens, noise_rate=args.noise, needle=needle,
-    )
-    result = generate(cfg, args.out)
-    print(
-        f"{result.num_documents} documents, {result.total_tokens:,} tokens (target {cfg.target_tokens:,}), "
-        f"{result.num_questions} questions in {result.seconds:.1f}s -> {result.out_dir}"
-    )
-    return 0
-
-
-def cmd_ceilings(args: argparse.Namespace) -> int:
-    """Compute and print the evidence ceilings of a data folder."""
-    samples = load_benchmark(args.benchmark, args.data) if args.benchmark else load_samples(args.data)
-    samples = samples[: args.limit] if args.limit else samples
-    strategies = [s.strip() for s in args.strategies.split(",") if s.strip()] if args.strategies else None
-    ceilings = compute_ceilings(
-        samples, strategies, _parse_options(args.option), gold_sub_questions=args.gold_sub_questions,
-        tokenizer=load_tokenizer(args.tokenizer), cache_dir=args.cache_dir,
-    )
-    if args.json:
-        print(json.dumps(ceilings_json(ceilings), indent=2))
-    else:
-        print(format_table(ceilings, title=str(args.data)))
-    return 0
-
-
-def cmd_demo(args: argparse.Namespace) -> int:
-    """Run the demo and print its comparison table and how to read it."""
-    names = list(DEMO_STRATEGIES) if args.strategies == "all" else [s.strip() for s in (args.strategies or "").split(",") if s.strip()]
-    unknown = sorted(set(names) - set(DEMO_STRATEGIES))
-    if unknown:
-        raise ValueError(f"The demo runs {', '.join(DEMO_STRATEGIES)} (or 'all'); unknown: {', '.join(unknown)}")
-    result = run_demo(args.out, llm=args.llm, questions=args.questions, strategies={n: DEMO_STRATEGIES[n] for n in names} or None, yes=args.yes)
-    if result is None:
-        print("Not started.", file=sys.stderr)
-        return 1
-    folder = Path(result["folder"])
-    print(f"\n# Demo: {len(result['summary'])} strategies on your-corpus questions (examples/)\n")
-    print((folder / "summary.md").read_text())
-    print((folder / "significance.md").read_text())
-    print(READING)
-    print(f"\nTables, scores.json, report.html and plots in {folder}")
-    return 0
-
+__all__ = ["EXIT_INTERRUPTED", "build_parser", "main", "one_line"]
 
 #: Exit status after Ctrl-C (128 + SIGINT, as shells report it).
 EXIT_INTERRUPTED = 130
@@ -454,15 +32,26 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    commands = {"answer": cmd_answer, "index": cmd_index, "run": cmd_run, "report": cmd_report, "synth": cmd_synth, "demo": cmd_demo,
-                "ceilings": cmd_ceilings, "compare": cmd_compare, "export": cmd_export}
     try:
-        return commands[args.command](args)
-    except (CorpusError, ChatModelError, KeyError, TypeError, ValueError, RayNotInstalledError, LockHeld, BenchmarkDataError, EmbedderError) as exc:
-        if args.debug:
-            raise
-        print(f"longctx: error: {one_line(exc)}", file=sys.stderr)
-        return 2
+        return _run(args)
+    except KeyboardInterrupt:
+        print("\nlongctx: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        if args.command == "run":  # a mistyped name is reported before the engines load
+            check_strategy_list(args.strategies)
+    except KeyError as exc:
+        return _user_error(args, exc)
+    # the subcommands import the engines (LangGraph, LangChain, retrievers): only once the line has parsed
+    from experiments.commands import COMMANDS, USER_ERRORS, RunInterrupted
+
+    try:
+        return COMMANDS[args.command](args)
+    except USER_ERRORS as exc:
+        return _user_error(args, exc)
     except RunInterrupted as exc:  # Ctrl-C: finished answers kept, the rerun resumes
         print(f"\nlongctx: {exc}", file=sys.stderr)
         if exc.in_flight:  # answers still running in threads that cannot be stopped: do not wait for them
@@ -470,9 +59,14 @@ def _main(argv: Sequence[str] | None) -> int:
             sys.stderr.flush()
             os._exit(EXIT_INTERRUPTED)
         return EXIT_INTERRUPTED
-    except KeyboardInterrupt:
-        print("\nlongctx: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+
+
+def _user_error(args: argparse.Namespace, exc: Exception) -> int:
+    """Print a bad input's message on one line (exit status 2); ``--debug`` shows the traceback instead."""
+    if args.debug:
+        raise exc
+    print(f"longctx: error: {one_line(exc)}", file=sys.stderr)
+    return 2
 
 
 def one_line(exc: BaseException) -> str:

@@ -115,7 +115,8 @@ def test_torch_bf16_vectors_are_float32_unit_length_and_agree_with_torch():
 
 
 def test_the_cli_passes_the_embedding_backend_to_the_dense_retriever():
-    from experiments.cli import _retrieval_overrides, build_parser
+    from experiments.cli import build_parser
+    from experiments.commands import _retrieval_overrides
 
     args = build_parser().parse_args(["index", "docs/", "--retriever", "dense", "--embedding-backend", "onnx-int8"])
     assert _retrieval_overrides(args)["retriever_options"] == {"backend": "onnx-int8"}

@@ -1,0 +1,141 @@
+"""An instant command line (#29): ``longctx --help`` and argument errors load no engine, and
+``import agents`` loads its modules on first use."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from experiments import cli_parser
+from experiments.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+#: What a start must not wait for: LangGraph, LangChain, torch, faiss, bm25s, llama.cpp, scipy, matplotlib.
+HEAVY = ("langgraph", "langchain_core", "torch", "faiss", "bm25s", "llama_cpp", "scipy", "matplotlib")
+#: On the machine these limits were set on, ``python -c pass`` takes 0.02 s: 0.3 s is 15 bare starts
+#: (``--help`` took 1.2 s = 57 bare starts before the parser was split from the commands, 0.06 s = 3 after;
+#: ``import agents`` 1.1 s before its names loaded lazily, 0.03 s after). The ratio, not a time, is
+#: checked so that a loaded machine slows both sides alike.
+MAX_BARE_STARTS = 15
+
+
+def _python(*args: str, pythonpath: str = str(ROOT)) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": pythonpath}
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+
+
+def _loaded_after(code: str, pythonpath: str = str(ROOT)) -> tuple[list[str], str]:
+    """The heavy top-level packages loaded once ``code`` has run (a ``SystemExit`` is caught), and stderr."""
+    probe = textwrap.dedent("""
+        import json, sys
+        try:
+            exec(sys.argv[1])
+        except SystemExit:
+            pass
+        print(json.dumps(sorted({m.split(".")[0] for m in sys.modules})))
+    """)
+    out = _python("-c", probe, code, pythonpath=pythonpath)
+    assert out.returncode == 0, out.stderr[-2000:]
+    loaded = json.loads(out.stdout.strip().splitlines()[-1])
+    return [m for m in HEAVY if m in loaded], out.stderr
+
+
+@pytest.mark.parametrize("argv", [
+    ["--help"],
+    ["answer", "--help"],
+    ["run", "--help"],
+    ["anwser", "--corpus", "x"],  # a mistyped subcommand
+    ["answer", "--corpus", "x", "--question", "q", "--strategy", "rga"],  # a mistyped strategy
+    ["answer", "--corpus", "x"],  # a missing required argument
+    ["index", "x", "--retriever", "bm52"],
+    ["run", "--corpus", "x", "--questions", "q.csv", "--strategies", "rag,memagnet", "--out", "o"],
+])
+def test_help_and_argument_errors_load_no_engine(argv):
+    heavy, err = _loaded_after(f"from experiments.cli import main; main({argv!r})")
+    assert heavy == [], f"longctx {' '.join(argv)} loaded {heavy}"
+    if "--help" not in argv:
+        assert "error:" in err
+
+
+def test_import_agents_loads_no_engine_until_a_name_is_used():
+    assert _loaded_after("import agents")[0] == []
+    assert _loaded_after("from agents import Corpus, Question, Answer")[0] == []
+    heavy, _ = _loaded_after("import agents; agents.answer")
+    assert "langgraph" in heavy  # the name still works, loading what it needs
+
+
+def _starts(*args: str) -> float:
+    """The shortest of 3 wall times of ``python ARGS`` in a fresh interpreter."""
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        out = _python(*args)
+        best = min(best, time.perf_counter() - start)
+        assert out.returncode == 0, out.stderr[-2000:]
+    return best
+
+
+@pytest.mark.parametrize("args", [("-m", "experiments.cli", "--help"), ("-c", "import agents")], ids=["longctx --help", "import agents"])
+def test_start_takes_a_few_bare_interpreter_starts(args):
+    ratio = _starts(*args) / _starts("-c", "pass")
+    assert ratio < MAX_BARE_STARTS, f"python {' '.join(args)} took {ratio:.1f} bare interpreter starts (limit {MAX_BARE_STARTS})"
+
+
+def test_a_mistyped_strategy_in_a_list_is_named_with_suggestions(capsys):
+    assert main(["run", "--corpus", "x", "--questions", "q.csv", "--strategies", "rag, memagnet", "--out", "o"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("longctx: error: Unknown strategy 'memagnet'. Did you mean: memagent?")
+    assert "Available: full_context, memagent," in err
+
+
+def test_the_built_in_names_are_the_registries():
+    """The parser's built-in names (kept to start without the engines) match what registers on import."""
+    from agents.run_plan import CONFIRM_MINUTES
+    from experiments.export import FORMATS
+    from graphs import STRATEGIES
+    from retrieval import RETRIEVERS
+    from retrieval.embedders import EMBEDDING_BACKENDS
+
+    ours = [n for n in STRATEGIES.names() if STRATEGIES.get(n).build_graph.__module__.startswith("graphs.")]
+    assert list(cli_parser.BUILTIN_STRATEGIES) == ours
+    assert list(cli_parser.INDEXED_STRATEGIES) == [n for n in ours if STRATEGIES.get(n).uses_index]
+    assert list(cli_parser.BUILTIN_RETRIEVERS) == [n for n in RETRIEVERS.names() if RETRIEVERS.get(n).__module__.startswith("retrieval.")]
+    assert (cli_parser.EMBEDDING_BACKENDS, cli_parser.CONFIRM_MINUTES, cli_parser.FORMATS) == (EMBEDDING_BACKENDS, CONFIRM_MINUTES, FORMATS)
+
+
+def _plugin(tmp_path: Path, name: str) -> Path:
+    """A third-party package on a path of its own: an entry point ``name`` whose module registers a
+    strategy that builds no index."""
+    (tmp_path / f"{name}_plugin.py").write_text(textwrap.dedent(f'''
+        """A plug-in strategy that uses no index."""
+        from graphs import STRATEGIES, StrategyConfig
+
+        @STRATEGIES.register({name!r}, config_cls=StrategyConfig, description="a plug-in")
+        def build_graph(config=None):
+            raise NotImplementedError
+    '''))
+    dist = tmp_path / f"{name}_plugin-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}-plugin\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(f"[longctx.strategies]\n{name} = {name}_plugin\n")
+    return tmp_path
+
+
+def test_a_plugin_strategy_is_offered_by_its_entry_point_name_without_loading_it(tmp_path):
+    path = f"{_plugin(tmp_path, 'echo')}{os.pathsep}{ROOT}"
+    help_text = _python("-m", "experiments.cli", "answer", "--help", pythonpath=path).stdout
+    assert "echo" in help_text and "structured" in help_text
+    code = "from experiments.cli_parser import build_parser; build_parser().parse_args(['answer', '--corpus', 'c', '--question', 'q', '--strategy', 'echo'])"
+    heavy, err = _loaded_after(code, pythonpath=path)
+    assert heavy == [] and err == ""
+    # `longctx index` learns that the plug-in builds no index once it is loaded: a one-line error, before the corpus is read
+    out = _python("-m", "experiments.cli", "index", str(tmp_path / "missing"), "--strategy", "echo", pythonpath=path)
+    assert out.returncode == 2
+    assert out.stderr.strip().startswith("longctx: error: Strategy 'echo' uses no index; 'longctx index' builds one for pai,")
