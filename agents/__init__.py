@@ -14,6 +14,7 @@ from agents.chat_models import ChatModelError, EmbeddedChatModel, make_chat_mode
 from agents.events import AnswerEvent, ProgressEvent, StepEvent, TokenEvent
 from agents.interop import as_runnable, as_tool
 from agents.streaming import astream_answer, stream_answer
+from agents.workspace import Workspace
 from graphs import STRATEGIES, ConfigError
 from graphs.budget import Budget, BudgetExceeded, CostPlan
 from retrieval.contract import Answer, Corpus, CorpusError, Document, Evidence, Question, Step, Usage
@@ -38,6 +39,7 @@ __all__ = [
     "StepEvent",
     "TokenEvent",
     "Usage",
+    "Workspace",
     "aanswer",
     "aanswer_many",
     "answer",
