@@ -78,7 +78,7 @@ class Comparison:
             if key == "cost_usd":
                 return f"${value:,.4f}"
             if key == "seconds":
-                return f"{value:,.1f}"
+                return f"{value:,.2f}"
             if isinstance(value, int):
                 return f"{value:,}"
             text = " ".join(str(value).split())
