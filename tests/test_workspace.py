@@ -209,3 +209,16 @@ def test_comparison_table_shortens_long_answers_in_text_only():
     table = Comparison(question=Question(text="q <b>"), answers={"rag": a}, order=["rag"])
     assert long.strip()[: TEXT_WIDTH - 3] + "...  1" in str(table) and long.strip() not in str(table)
     assert long.strip() in table._repr_html_() and "q &lt;b&gt;" in table._repr_html_()
+
+
+def test_aanswer_builds_the_index_in_a_thread_and_holds_it(planted_corpus, llm, builds, isolated_cache):
+    ws = Workspace(planted_corpus, llm=llm, cache_dir=isolated_cache)
+
+    async def two():
+        return await asyncio.gather(ws.aanswer("What is the vault code?"), ws.aanswer("Which road was resurfaced?", top_k=2))
+
+    first, second = asyncio.run(two())
+    assert "7421" in first.answer and second.answer == "unknown"
+    assert ws.answer_many(["What is the vault code?", "Where is the library?"])[0].answer == "The code is 7421."
+    assert builds == {"requested": 1, "built": 1} and ws.index_loads == 1
+    assert repr(ws) == "Workspace(6 documents, llm='smollm2', strategy='rag', indexes held=1)"
