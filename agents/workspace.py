@@ -20,7 +20,7 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,8 @@ from agents.api import aanswer_many, answer_many
 from agents.api import estimate as estimate_plan
 from agents.chat_models import make_chat_model
 from agents.comparison import Comparison
+from agents.events import Event
+from agents.streaming import astream_answer, stream_answer
 from graphs import STRATEGIES
 from graphs.budget import Budget, BudgetExceeded, CostPlan
 from graphs.llm import model_id
@@ -123,6 +125,17 @@ class Workspace:
         )  # fmt: skip
         return _with_index_time(answers, time.perf_counter() - started if built else 0.0)[0]
 
+    def stream_answer(self, question: str | Question, *, strategy: str | None = None, **options: Any) -> Iterator[Event]:
+        """:func:`agents.stream_answer` on this workspace's corpus, model and cache: the run's events, then
+        the answer (its index comes from the cache, where an earlier answer put it)."""
+        name = self._checked(question, strategy, options)
+        return stream_answer(self._corpus, question, strategy=name, llm=self.llm, cache_dir=self.cache_dir, show_progress=self.show_progress, **options)
+
+    def astream_answer(self, question: str | Question, *, strategy: str | None = None, **options: Any) -> AsyncIterator[Event]:
+        """:meth:`stream_answer` for async code (:func:`agents.astream_answer`)."""
+        name = self._checked(question, strategy, options)
+        return astream_answer(self._corpus, question, strategy=name, llm=self.llm, cache_dir=self.cache_dir, show_progress=self.show_progress, **options)
+
     def compare(self, question: str | Question, *, strategies: Sequence[str] | Mapping[str, Mapping[str, Any]] = ("rag", "full_context"),
                 budget: Budget | None = None, callbacks: Any = None) -> Comparison:  # fmt: skip
         """One question answered by each strategy in turn, side by side with calls, tokens, seconds and USD.
@@ -185,6 +198,14 @@ class Workspace:
                 self._corpus = Corpus(documents)
                 self._indexes.clear()
         return changed
+
+    def _checked(self, question: str | Question, strategy: str | None, options: dict) -> str:
+        """The strategy's name, once the question, the name and the options are checked (a stream fails here, not mid-way)."""
+        name = strategy or self.strategy
+        as_question(question)
+        config = {k: v for k, v in options.items() if k not in ("preset", "budget", "callbacks")}
+        STRATEGIES.get(name).make_config(options.get("preset"), **config)
+        return name
 
     # -- indexes ------------------------------------------------------------------------
     def _prepare(self, questions: Sequence[str | Question], strategy: str | None, preset: str | None, options: dict) -> tuple:

@@ -222,3 +222,21 @@ def test_aanswer_builds_the_index_in_a_thread_and_holds_it(planted_corpus, llm, 
     assert ws.answer_many(["What is the vault code?", "Where is the library?"])[0].answer == "The code is 7421."
     assert builds == {"requested": 1, "built": 1} and ws.index_loads == 1
     assert repr(ws) == "Workspace(6 documents, llm='smollm2', strategy='rag', indexes held=1)"
+
+
+def test_streams_use_the_workspace_model_cache_and_index(planted_corpus, llm, server, builds, isolated_cache):
+    ws = Workspace(planted_corpus, llm=llm, cache_dir=isolated_cache)
+    ws.answer("What is the vault code?")
+    events = list(ws.stream_answer("What is the secret code of the museum vault?", top_k=3))
+    assert [e.kind for e in events][-1] == "answer" and "7421" in events[-1].answer.answer
+    assert [e.step.node for e in events if e.kind == "step"] == ["retrieve", "build_prompt", "generate"]
+
+    async def consume():
+        return [e async for e in ws.astream_answer("What is the vault code?", strategy="full_context")]
+
+    assert "7421" in asyncio.run(consume())[-1].answer.answer
+    assert builds["built"] == 1 and len(server.requests) == 3
+    with pytest.raises(KeyError, match="Did you mean: rag"):
+        ws.stream_answer("What is the vault code?", strategy="rga")  # at the call, not at the first event
+    with pytest.raises(TypeError, match="top_k"):
+        ws.astream_answer("What is the vault code?", topk=3)
