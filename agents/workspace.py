@@ -104,11 +104,11 @@ class Workspace:
     def answer_many(self, questions: Sequence[str | Question], *, strategy: str | None = None, preset: str | None = None,
                     budget: Budget | None = None, callbacks: Any = None, concurrency: int | None = None, **options: Any) -> list[Answer]:  # fmt: skip
         """:func:`agents.answer_many` (several questions, one run) on this workspace."""
-        name, qs, held, built = self._prepare(questions, strategy, preset, options)
+        name, qs, corpus, held, built = self._prepare(questions, strategy, preset, options)
         started = time.perf_counter()
         index = held() if built else held
         answers = answer_many(
-            self._corpus, qs, strategy=name, llm=self.llm, preset=preset, cache_dir=self.cache_dir, show_progress=self.show_progress,
+            corpus, qs, strategy=name, llm=self.llm, preset=preset, cache_dir=self.cache_dir, show_progress=self.show_progress,
             concurrency=concurrency, index=index, callbacks=callbacks, budget=budget, **options,
         )  # fmt: skip
         return _with_index_time(answers, time.perf_counter() - started if built else 0.0)
@@ -116,11 +116,11 @@ class Workspace:
     async def aanswer(self, question: str | Question, *, strategy: str | None = None, preset: str | None = None, budget: Budget | None = None,
                       callbacks: Any = None, **options: Any) -> Answer:  # fmt: skip
         """:meth:`answer` for async code (see :func:`agents.aanswer`); an index build runs in a worker thread."""
-        name, qs, held, built = self._prepare([question], strategy, preset, options)
+        name, qs, corpus, held, built = self._prepare([question], strategy, preset, options)
         started = time.perf_counter()
         index = await asyncio.to_thread(held) if built else held
         answers = await aanswer_many(
-            self._corpus, qs, strategy=name, llm=self.llm, preset=preset, cache_dir=self.cache_dir, show_progress=self.show_progress,
+            corpus, qs, strategy=name, llm=self.llm, preset=preset, cache_dir=self.cache_dir, show_progress=self.show_progress,
             index=index, callbacks=callbacks, budget=budget, **options,
         )  # fmt: skip
         return _with_index_time(answers, time.perf_counter() - started if built else 0.0)[0]
@@ -209,22 +209,24 @@ class Workspace:
 
     # -- indexes ------------------------------------------------------------------------
     def _prepare(self, questions: Sequence[str | Question], strategy: str | None, preset: str | None, options: dict) -> tuple:
-        """Checked inputs: the strategy name, the questions, and the held index (or a function building it, and True)."""
+        """Checked inputs: the strategy name, the questions, the corpus, and its held index (or a function
+        building it, and True); the corpus and the index are taken together, so an ``add`` meanwhile cannot mix them."""
         name = strategy or self.strategy
         if isinstance(questions, (str, Question)):
             raise TypeError("answer_many takes a list of questions")
         qs = [as_question(q) for q in questions]
         spec = STRATEGIES.get(name)
         cfg = spec.make_config(preset, **options)
-        if not spec.uses_index or not isinstance(cfg, RetrievalSettings):
-            return name, qs, None, False
+        with self._lock:
+            corpus = self._corpus
+        if not qs or not spec.uses_index or not isinstance(cfg, RetrievalSettings):
+            return name, qs, corpus, None, False
         key = json.dumps({"retriever": cfg.retriever, "options": dict(cfg.retriever_options), "chunking": cfg.chunking().as_dict()},
                          sort_keys=True, default=str)  # fmt: skip
         with self._lock:
-            held = self._indexes.get(key)
+            corpus, held = self._corpus, self._indexes.get(key)
         if held is not None:
-            return name, qs, held, False
-        corpus = self._corpus
+            return name, qs, corpus, held, False
 
         def build() -> Index:
             with self._lock:
@@ -236,7 +238,7 @@ class Workspace:
                 self.index_loads += 1
                 return index
 
-        return name, qs, build, True
+        return name, qs, corpus, build, True
 
 
 def _with_index_time(answers: list[Answer], seconds: float) -> list[Answer]:

@@ -240,3 +240,8 @@ def test_streams_use_the_workspace_model_cache_and_index(planted_corpus, llm, se
         ws.stream_answer("What is the vault code?", strategy="rga")  # at the call, not at the first event
     with pytest.raises(TypeError, match="top_k"):
         ws.astream_answer("What is the vault code?", topk=3)
+
+
+def test_no_questions_make_no_index_and_no_call(planted_corpus, llm, server, builds):
+    ws = Workspace(planted_corpus, llm=llm)
+    assert ws.answer_many([]) == [] and builds["requested"] == 0 and server.requests == []
