@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # the lazy names below, for type checkers (nothing is importe
     from agents.events import AnswerEvent, ProgressEvent, StepEvent, TokenEvent
     from agents.interop import as_runnable, as_tool
     from agents.streaming import astream_answer, stream_answer
+    from agents.workspace import Workspace
     from graphs import STRATEGIES, ConfigError
     from graphs.budget import Budget, BudgetExceeded, CostPlan
     from retrieval.contract import Answer, Corpus, CorpusError, Document, Evidence, Question, Step, Usage
@@ -34,6 +35,7 @@ _EXPORTS = {
     **dict.fromkeys(("AnswerEvent", "ProgressEvent", "StepEvent", "TokenEvent"), "agents.events"),
     **dict.fromkeys(("as_runnable", "as_tool"), "agents.interop"),
     **dict.fromkeys(("astream_answer", "stream_answer"), "agents.streaming"),
+    "Workspace": "agents.workspace",
     **dict.fromkeys(("STRATEGIES", "ConfigError"), "graphs"),
     **dict.fromkeys(("Budget", "BudgetExceeded", "CostPlan"), "graphs.budget"),
     **dict.fromkeys(("Answer", "Corpus", "CorpusError", "Document", "Evidence", "Question", "Step", "Usage"), "retrieval.contract"),
@@ -59,6 +61,7 @@ __all__ = [
     "StepEvent",
     "TokenEvent",
     "Usage",
+    "Workspace",
     "aanswer",
     "aanswer_many",
     "answer",
