@@ -243,30 +243,27 @@ class Corpus:
     @cached_property
     def fingerprint(self) -> str:
         """SHA-256 over ids, titles and texts in order; equal corpora share it across runs."""
-        return self.prefix_fingerprints[-1]
+        return self._hash_prefix(len(self))
 
-    @cached_property
-    def prefix_fingerprints(self) -> tuple[str, ...]:
-        """The :attr:`fingerprint` of each prefix: entry ``n - 1`` is that of the first ``n`` documents.
+    def prefix_fingerprint(self, num_documents: int) -> str:
+        """The :attr:`fingerprint` of the corpus made of the first ``num_documents`` documents.
 
-        One running hash, read after each document, so a corpus grown by :meth:`add` knows
-        which cached index (keyed by the fingerprint of its own, shorter corpus) it extends.
+        What a grown corpus (:meth:`add`) looks its shorter self's cached index up by.
         """
+        if not 1 <= num_documents <= len(self):
+            raise ValueError(f"A prefix holds 1 to {len(self)} documents, got {num_documents}")
+        if num_documents == len(self):
+            return self.fingerprint
+        return self._hash_prefix(num_documents)
+
+    def _hash_prefix(self, num_documents: int) -> str:
         h = hashlib.sha256()
-        digests = []
-        for d in self.documents:
+        for d in self.documents[:num_documents]:
             for part in (d.doc_id, d.title, d.text):
                 data = part.encode("utf-8", errors="surrogatepass")
                 h.update(len(data).to_bytes(8, "little"))
                 h.update(data)
-            digests.append(h.copy().hexdigest())
-        return tuple(digests)
-
-    def prefix_fingerprint(self, num_documents: int) -> str:
-        """The fingerprint of the corpus made of the first ``num_documents`` documents."""
-        if not 1 <= num_documents <= len(self):
-            raise ValueError(f"A prefix holds 1 to {len(self)} documents, got {num_documents}")
-        return self.prefix_fingerprints[num_documents - 1]
+        return h.hexdigest()
 
     def extends(self, other: Corpus) -> bool:
         """Whether ``other``'s documents are this corpus's first documents, in order (``other`` may equal it)."""

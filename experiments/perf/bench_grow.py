@@ -41,6 +41,7 @@ class CountingEmbedder(SentenceTransformerEmbedder):
 
 
 def make(name: str, embedder: CountingEmbedder | None):
+    """A fresh retriever of ``name`` (dense: over ``embedder``)."""
     return DenseRetriever(embedder) if name == "dense" else make_retriever(name)
 
 
