@@ -256,14 +256,21 @@ class Corpus:
             return self.fingerprint
         return self._hash_prefix(num_documents)
 
-    def _hash_prefix(self, num_documents: int) -> str:
+    def prefix_fingerprints(self) -> Iterator[str]:
+        """The fingerprint of the first 1, 2, ..., ``len(self)`` documents, in one pass."""
         h = hashlib.sha256()
-        for d in self.documents[:num_documents]:
+        for d in self.documents:
             for part in (d.doc_id, d.title, d.text):
                 data = part.encode("utf-8", errors="surrogatepass")
                 h.update(len(data).to_bytes(8, "little"))
                 h.update(data)
-        return h.hexdigest()
+            yield h.copy().hexdigest()
+
+    def _hash_prefix(self, num_documents: int) -> str:
+        fingerprint = ""
+        for fingerprint, _ in zip(self.prefix_fingerprints(), range(num_documents)):
+            pass
+        return fingerprint
 
     def extends(self, other: Corpus) -> bool:
         """Whether ``other``'s documents are this corpus's first documents, in order (``other`` may equal it)."""
