@@ -473,9 +473,14 @@ def _grow(corpus, chunking, retriever, key, folder: Path, show_progress: bool) -
     tmp.mkdir()
     try:
         checksums = Checksums(tmp)
-        for name, entry in base_meta["files"].items():  # the prefix's segments, verified by _load above
-            _link(base_folder / name, tmp / name)
-            checksums.files[name] = entry
+        try:
+            for name, entry in base_meta["files"].items():  # the prefix's segments, verified by _load above
+                _link(base_folder / name, tmp / name)
+                checksums.files[name] = entry
+        except OSError as exc:  # the prefix's index was moved aside (repaired) meanwhile: build whole
+            log.info("Cannot reuse the cached index at %s (%s); building the whole index", base_folder, exc)
+            shutil.rmtree(tmp, ignore_errors=True)
+            return None
         seg_dir = tmp / segment["path"]
         seg_dir.mkdir(parents=True)
         retriever.save_segment(seg_dir, first, checksums)

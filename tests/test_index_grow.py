@@ -180,3 +180,19 @@ def test_dense_index_of_a_grown_corpus_embeds_only_the_new_document_and_ranks_as
         # batches (other padding), which moves bfloat16 scores by ~1e-4, never the ranking here
         np.testing.assert_allclose([s for _, s in top10(index, question)], [s for _, s in top10(rebuilt, question)], atol=2e-3)
     assert index.search(QUESTIONS[-1], 1)[0].chunk.doc_index == num_documents
+
+
+def test_a_prefix_index_that_vanishes_while_it_is_linked_falls_back_to_a_whole_build(isolated_cache, monkeypatch):
+    texts = make_texts(40)
+    build_index(Corpus.from_texts(texts[:39]), "bm25", chunking=CHUNKING)
+    fresh_process()
+
+    def vanished(src, dst):
+        raise FileNotFoundError(src)
+
+    monkeypatch.setattr(index_module, "_link", vanished)
+    index = build_index(Corpus.from_texts(texts), "bm25", chunking=CHUNKING)
+    assert [s["path"] for s in json.loads((index.path / "meta.json").read_text())["segments"]] == ["."]
+    rebuilt = build_index(Corpus.from_texts(texts), "bm25", chunking=CHUNKING, use_cache=False)
+    assert top10(index, QUESTIONS[0]) == top10(rebuilt, QUESTIONS[0])
+    assert not list(index.path.parent.glob("*.build-*"))
