@@ -70,13 +70,7 @@ def run_batched_graph(
     purpose (Self-Route's fallback leg).
     """
     mode = spec.batch_mode
-    thread = thread_key(
-        strategy=key_prefix or spec.name,
-        corpus=corpus.fingerprint,
-        questions=[(q.render(), q.instruction, q.answer_budget(cfg.max_new_tokens)) for q in questions],
-        config={k: v for k, v in dataclasses.asdict(cfg).items() if k not in RUNTIME_FIELDS},
-        model=model_id(llm),
-    )
+    thread = run_key(spec, cfg, questions, llm, corpus.fingerprint, key_prefix)
     run_dir = run_folder(folder, thread)  # one checkpoint + trace database per run key
     held = contextlib.ExitStack()
     if cfg.resume:
@@ -98,10 +92,22 @@ def run_batched_graph(
         resumed_from = snapshot.values.get("chunk_index") if snapshot.next else None
         replayed = bool(snapshot.values) and not snapshot.next
         stopped = None
+        continued = None
+        start = snapshot.values.get("continued_from") if snapshot.values else None  # a continued run resumed or replayed
+        if not snapshot.values and getattr(cfg, "continue_from_prefix", False):
+            continued = finished_prefix_run(spec, cfg, questions, llm, corpus, folder, key_prefix)
+            start = continued[0] if continued is not None else None
+        if start:  # read only the documents added since the earlier run
+            ctx = mode.prepare_context(StrategyContext(llm=llm, config=cfg, corpus=corpus), trace=trace, thread=thread,
+                                       questions=questions, start_document=start)  # fmt: skip
+            run_config["recursion_limit"] = 2 * len(ctx.chunks) + 10
         if not replayed:
             if on_start:
                 on_start(ctx, resumed_from or 0)
             payload = None if snapshot.next else mode.initial_state(questions, ctx)
+            if payload is not None and continued is not None:
+                payload["memories"] = dict(continued[1])
+                payload["continued_from"] = continued[0]
             try:
                 for update in graph.stream(payload, run_config, context=ctx, stream_mode="updates", durability="sync"):
                     if "advance" in update:
@@ -122,6 +128,45 @@ def run_batched_graph(
             on_disk.conn.close()
         held.close()
     return BatchedRun(final=final, steps=steps, resumed_from=resumed_from, replayed=replayed, stopped=stopped)
+
+
+def run_key(spec: Strategy, cfg: Any, questions: list[Question], llm: BaseChatModel, corpus_fingerprint: str, key_prefix: str | None) -> str:
+    """The key of one run: strategy, corpus, questions, config (runtime fields and an unset
+    ``continue_from_prefix`` left out, so keys made before that option existed still hold) and model."""
+    config = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in RUNTIME_FIELDS}
+    if not config.get("continue_from_prefix", True):
+        config.pop("continue_from_prefix")
+    return thread_key(
+        strategy=key_prefix or spec.name,
+        corpus=corpus_fingerprint,
+        questions=[(q.render(), q.instruction, q.answer_budget(cfg.max_new_tokens)) for q in questions],
+        config=config,
+        model=model_id(llm),
+    )
+
+
+def finished_prefix_run(
+    spec: Strategy, cfg: Any, questions: list[Question], llm: BaseChatModel, corpus: Corpus, folder: Path, key_prefix: str | None
+) -> tuple[int, dict[str, str]] | None:
+    """``(documents, final memories)`` of the finished run over the longest proper prefix of
+    ``corpus`` (same questions, config and model; run with or without ``continue_from_prefix``),
+    or None when there is none."""
+    plain = dataclasses.replace(cfg, continue_from_prefix=False)
+    prefixes = list(corpus.prefix_fingerprints())[:-1]
+    for n in range(len(prefixes), 0, -1):
+        for variant in (cfg, plain):
+            path = run_folder(folder, run_key(spec, variant, questions, llm, prefixes[n - 1], key_prefix)) / CHECKPOINTS_FILE
+            if not path.exists():
+                continue
+            saver = open_checkpointer(path)
+            try:
+                thread = path.parent.name
+                state = spec.build_graph(cfg, checkpointer=saver).get_state({"configurable": {"thread_id": thread}})
+            finally:
+                saver.conn.close()
+            if state.values and not state.next and state.values.get("memories"):
+                return n, dict(state.values["memories"])
+    return None
 
 
 def trace_steps(snapshots: list[dict[str, Any]], trace_chars: int | None) -> list[Step]:

@@ -25,9 +25,9 @@ def format_chunks(chunks: Sequence[Chunk]) -> str:
     return "\n\n".join(CHUNK_TEMPLATE.format(number=i, title=c.title, text=c.text.strip()) for i, c in enumerate(chunks, 1))
 
 
-def format_documents(documents: Sequence[Document]) -> str:
-    """Whole documents numbered from 1 with their titles, separated by blank lines."""
-    return "\n\n".join(DOCUMENT_TEMPLATE.format(number=i, title=d.title, text=d.text.strip()) for i, d in enumerate(documents, 1))
+def format_documents(documents: Sequence[Document], first: int = 1) -> str:
+    """Whole documents numbered from ``first`` (1) with their titles, separated by blank lines."""
+    return "\n\n".join(DOCUMENT_TEMPLATE.format(number=i, title=d.title, text=d.text.strip()) for i, d in enumerate(documents, first))
 
 
 def fill(template: str, context: str, question: Question) -> str:

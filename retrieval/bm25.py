@@ -29,6 +29,7 @@ from rank_bm25 import BM25Okapi
 
 from retrieval.checksums import Checksums
 from retrieval.chunking import _CJK, Chunk
+from retrieval.term_counts import TermCounts, bm25_scores
 
 STOPWORDS = frozenset(STOPWORDS_EN)
 logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s logs every index build at DEBUG
@@ -100,6 +101,8 @@ class BM25Retriever:
         if self.engine not in ("bm25s", "rank_bm25"):
             raise ValueError(f"BM25 engine must be 'bm25s' or 'rank_bm25', got {self.engine!r}")
         self._model: Any = None
+        self._counts: list[TermCounts] | None = None  # raw counts per segment (engine bm25s): what growing needs
+        self._counts_folder: Path | None = None  # a loaded one-segment index reads its counts on first need
 
     def cache_params(self) -> dict[str, Any]:
         """Engine and parameters; the tokenizer is versioned by the cache's format version."""
@@ -113,6 +116,7 @@ class BM25Retriever:
         tokens = [list(map(sys.intern, tokenize(c.text))) for c in tqdm(chunks, desc="Indexing: BM25 tokenizing", unit="chunk", disable=not show_progress)]
         self._fit(tokens)
         self._tokens = tokens
+        self._counts = [TermCounts.from_tokens(tokens)] if self.engine == "bm25s" else None
 
     def _fit(self, tokens: list[list[str]]) -> None:
         if self.engine == "bm25s":
@@ -127,9 +131,11 @@ class BM25Retriever:
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every chunk for ``query``."""
-        if self._model is None:
+        if self._model is None and not self._counts:
             raise RuntimeError("BM25 index is not built; call build() or load() first")
         q = tokenize(query)
+        if self._model is None:  # several segments: scored with the corpus-wide statistics
+            return bm25_scores(self._counts, q, k1=self.k1, b=self.b)
         if self.engine == "bm25s":
             q = [t for t in q if t in self._model.vocab_dict]
             if not q:
@@ -148,6 +154,8 @@ class BM25Retriever:
         """
         if self.engine == "bm25s":
             self._model.save(str(folder / "bm25s"), allow_pickle=False, show_progress=False)
+            if self._counts:
+                self._counts[0].save(folder, checksums)
         else:
             path = folder / "bm25_tokens.json"
             with checksums.open(path, text=True) if checksums else open(path, "w", encoding="utf-8") as f:
@@ -159,7 +167,56 @@ class BM25Retriever:
             import bm25s
 
             self._model = bm25s.BM25.load(str(folder / "bm25s"), mmap=True, allow_pickle=False, show_progress=False)
+            self._counts, self._counts_folder = None, folder
         else:
             with open(folder / "bm25_tokens.json", encoding="utf-8") as f:
                 self._tokens = json.load(f)
             self._fit(self._tokens)
+
+    # -- growing by segments (engine bm25s) -------------------------------------------------
+    @property
+    def num_chunks(self) -> int | None:
+        """Chunks indexed (None before build/load)."""
+        if self._counts:
+            return sum(len(c) for c in self._counts)
+        if self._model is not None and self.engine == "bm25s":
+            return int(self._model.scores["num_docs"])
+        return len(self._tokens) if self._model is not None else None
+
+    def extensible(self) -> bool:
+        """Whether :meth:`extend` can add chunks: engine bm25s with the raw counts of every segment saved."""
+        if self.engine != "bm25s":
+            return False
+        if self._counts is None and self._counts_folder is not None and TermCounts.exists(self._counts_folder):
+            self._counts = [TermCounts.load(self._counts_folder)]
+        return bool(self._counts)
+
+    def extend(self, chunks: Sequence[Chunk], *, work_dir: Path | None = None, show_progress: bool = False) -> None:
+        """Add a segment of new chunks (their ids follow the indexed ones); only they are tokenized.
+
+        Scores are then computed from the raw counts of all segments with the corpus-wide
+        statistics (:func:`retrieval.term_counts.bm25_scores`), identical to a rebuild's.
+        """
+        if not self.extensible():
+            raise RuntimeError("This BM25 index cannot grow (rank_bm25 engine, or built before segments existed)")
+        from tqdm.auto import tqdm
+
+        tokens = [list(map(sys.intern, tokenize(c.text))) for c in tqdm(chunks, desc="Indexing: BM25 tokenizing", unit="chunk", disable=not show_progress)]
+        self._counts = [*self._counts, TermCounts.from_tokens(tokens)]
+        self._model = None
+
+    def save_segment(self, folder: Path, start: int, checksums: Checksums | None = None) -> None:
+        """Write the last segment (the chunks from ``start`` on) into ``folder``."""
+        if not self._counts or self.num_chunks - len(self._counts[-1]) != start:
+            raise ValueError(f"The last BM25 segment does not start at chunk {start}")
+        self._counts[-1].save(folder, checksums)
+
+    def load_segments(self, folders: Sequence[Path]) -> None:
+        """Read an index saved as segments: the first folder's counts, then each later segment's."""
+        if len(folders) == 1:
+            self.load(folders[0])
+            return
+        if self.engine != "bm25s":
+            raise ValueError("Only the bm25s engine reads an index of several segments")
+        self._counts = [TermCounts.load(f) for f in folders]
+        self._model, self._counts_folder = None, None

@@ -71,18 +71,27 @@ class Chunk:
     num_tokens: int
 
 
-def chunk_corpus(corpus: Corpus, config: ChunkingConfig | None = None, *, show_progress: bool = False) -> list[Chunk]:
-    """All chunks of ``corpus`` in document order, numbered from 0."""
+def chunk_corpus(
+    corpus: Corpus, config: ChunkingConfig | None = None, *, show_progress: bool = False, start: int = 0, first_chunk_id: int = 0
+) -> list[Chunk]:
+    """All chunks of ``corpus`` in document order, numbered from 0.
+
+    ``start`` / ``first_chunk_id``: only the documents from ``start`` on, their chunks numbered
+    from ``first_chunk_id`` (the chunk count of the first ``start`` documents): the new segment
+    of a grown corpus, numbered as a chunking of the whole corpus numbers it (each document is
+    chunked on its own).
+    """
     config = config or ChunkingConfig()
     chunks: list[Chunk] = []
-    bar = tqdm(total=len(corpus), desc="Indexing: chunking", unit="doc", disable=not show_progress)
-    for doc_index, doc in enumerate(corpus):
+    bar = tqdm(total=len(corpus) - start, desc="Indexing: chunking", unit="doc", disable=not show_progress)
+    for doc_index in range(start, len(corpus)):
+        doc = corpus[doc_index]
         if config.unit == "tokens":
             spans = list(split_tokens(doc.text, config.size, config.overlap))
         else:
             texts = list(split_words(doc.text, config.size, config.overlap))
             spans = list(zip(texts, count_tokens_batch(texts)))
-        base = len(chunks)
+        base = first_chunk_id + len(chunks)
         chunks.extend(_make_chunk(base + pos, doc_index, doc, pos, text, n) for pos, (text, n) in enumerate(spans))
         bar.update()
     bar.close()

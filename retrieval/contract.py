@@ -243,13 +243,69 @@ class Corpus:
     @cached_property
     def fingerprint(self) -> str:
         """SHA-256 over ids, titles and texts in order; equal corpora share it across runs."""
+        return self._hash_prefix(len(self))
+
+    def prefix_fingerprint(self, num_documents: int) -> str:
+        """The :attr:`fingerprint` of the corpus made of the first ``num_documents`` documents.
+
+        What a grown corpus (:meth:`add`) looks its shorter self's cached index up by.
+        """
+        if not 1 <= num_documents <= len(self):
+            raise ValueError(f"A prefix holds 1 to {len(self)} documents, got {num_documents}")
+        if num_documents == len(self):
+            return self.fingerprint
+        return self._hash_prefix(num_documents)
+
+    def prefix_fingerprints(self) -> Iterator[str]:
+        """The fingerprint of the first 1, 2, ..., ``len(self)`` documents, in one pass."""
         h = hashlib.sha256()
         for d in self.documents:
             for part in (d.doc_id, d.title, d.text):
                 data = part.encode("utf-8", errors="surrogatepass")
                 h.update(len(data).to_bytes(8, "little"))
                 h.update(data)
-        return h.hexdigest()
+            yield h.copy().hexdigest()
+
+    def _hash_prefix(self, num_documents: int) -> str:
+        fingerprint = ""
+        for fingerprint, _ in zip(self.prefix_fingerprints(), range(num_documents)):
+            pass
+        return fingerprint
+
+    def extends(self, other: Corpus) -> bool:
+        """Whether ``other``'s documents are this corpus's first documents, in order (``other`` may equal it)."""
+        return len(other) <= len(self) and self.prefix_fingerprint(len(other)) == other.fingerprint
+
+    def add(self, documents: Iterable[Any]) -> Corpus:
+        """A new corpus: these documents, then ``documents`` (a corpus is immutable, so its fingerprint stays valid).
+
+        ``documents`` are taken as :meth:`from_documents` takes them (plain strings get the ids
+        ``len(self)``, ``len(self) + 1``, ...). Indexes of the grown corpus reuse this corpus's
+        cached index and add a segment holding only the new documents' chunks.
+        """
+        added = [_as_document(d, len(self) + i) for i, d in enumerate(documents)]
+        if not added:
+            raise CorpusError("Nothing to add: give at least one document.")
+        return Corpus(self.documents + tuple(added))
+
+    def rescan(self, path: str | Path, *, show_progress: bool = False) -> Corpus:
+        """The folder ``path`` read again, with this corpus's documents first: files not in it are appended.
+
+        The documents of this corpus keep their places when every one of them is read back
+        unchanged (same id, title and text), so the result :meth:`extends` this corpus and its
+        indexes grow by a segment. When one was edited or removed, the folder is read as
+        :meth:`from_path` reads it (sorted path order): a new corpus, indexed from scratch.
+        """
+        from retrieval.readers import read_path  # heavy: LlamaIndex's file readers
+
+        fresh = read_path(Path(path), show_progress=show_progress)
+        by_id = {d.doc_id: (d.title, d.text) for d in fresh}
+        if any(by_id.get(d.doc_id) != (d.title, d.text) for d in self.documents):
+            log.info("%s: a document of the corpus was edited or removed; reading it as a new corpus", path)
+            return Corpus(fresh)
+        known = {d.doc_id for d in self.documents}
+        added = [d for d in fresh if d.doc_id not in known]
+        return Corpus(self.documents + tuple(added)) if added else self
 
 
 def _as_document(obj: Any, index: int) -> Document:

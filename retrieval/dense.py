@@ -52,7 +52,7 @@ class DenseRetriever:
         return params
 
     def build(self, chunks: Sequence[Chunk], *, work_dir: Path, show_progress: bool = False) -> None:
-        """Embed all chunks shard by shard (reusing shards already in ``work_dir``) and index them."""
+        """Embed all chunks shard by shard (reusing shards already in ``work_dir/shards``) and index them."""
         texts = [c.text for c in chunks]
         warn_if_truncated(self.embedder, texts)
         shards_dir = work_dir / "shards"
@@ -89,6 +89,47 @@ class DenseRetriever:
     def load(self, folder: Path) -> None:
         """Read the FAISS index; the embedder itself loads lazily on the first query."""
         self._index = VectorIndex.load(folder)
+
+    # -- growing by segments ----------------------------------------------------------------
+    @property
+    def num_chunks(self) -> int | None:
+        """Vectors indexed (None before build/load)."""
+        return len(self._index) if self._index is not None else None
+
+    def extensible(self) -> bool:
+        """Always, once built or loaded: new vectors are appended to the flat index."""
+        return self._index is not None
+
+    def extend(self, chunks: Sequence[Chunk], *, work_dir: Path, show_progress: bool = False) -> None:
+        """Embed only ``chunks`` (ids following the indexed ones) and append their vectors.
+
+        Shards go to ``work_dir/segment-<first chunk id>/`` (resumable like a build's, and
+        apart from a full build's ``shards/``). The flat index then holds the same vectors in
+        the same order as a rebuild, so searches return what a rebuild returns.
+        """
+        if self._index is None:
+            raise RuntimeError("Dense index is not built; call build() or load() first")
+        if not chunks:
+            return
+        grown = DenseRetriever(self.embedder, name=self.name, shard_size=self.shard_size)
+        grown.build(chunks, work_dir=work_dir / f"segment-{chunks[0].chunk_id}", show_progress=show_progress)
+        self._index.add(grown._index.vectors(0, len(grown._index)))
+
+    def save_segment(self, folder: Path, start: int, checksums: Checksums | None = None) -> None:
+        """Write the vectors of the chunks from ``start`` on into ``folder``, FAISS's format."""
+        if self._index is None:
+            raise RuntimeError("Dense index is not built; call build() or load() first")
+        folder.mkdir(parents=True, exist_ok=True)
+        segment = VectorIndex(self._index.dim)
+        segment.add(self._index.vectors(start, len(self._index) - start))
+        segment.save(folder, checksums)
+
+    def load_segments(self, folders: Sequence[Path]) -> None:
+        """Read an index saved as segments into one flat index, vectors in segment order."""
+        self._index = VectorIndex.load(folders[0])
+        for folder in folders[1:]:
+            part = VectorIndex.load(folder)
+            self._index.add(part.vectors(0, len(part)))
 
 
 def shard_path(shards_dir: Path, n: int) -> Path:

@@ -38,6 +38,12 @@ class VectorIndex:
             raise ValueError(f"expected vectors of shape (n, {self.dim}), got {vectors.shape}")
         self.index.add(vectors)
 
+    def vectors(self, start: int, count: int) -> np.ndarray:
+        """The ``count`` stored vectors from id ``start`` on (copies, float32)."""
+        if count <= 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return self.index.reconstruct_n(start, count)
+
     def search(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
         """Top ``k`` ``(id, inner product)`` pairs for one query vector."""
         if len(self) == 0:

@@ -11,6 +11,14 @@ version). Layout under ``<cache>/indexes/``:
 * ``<key>.build-<pid>-<id>/``: the holder's private output folder, renamed to ``<key>/``
   when complete, so nothing ever sees half an index.
 
+A grown corpus (:meth:`Corpus.add <retrieval.contract.Corpus.add>`, :meth:`~retrieval.contract.Corpus.rescan`)
+gets its index by segments: when the cache holds the index of a prefix of the corpus (same
+chunking and retriever), its files are hard-linked into the new index and one segment,
+``segments/NNN/``, holds only the new documents' chunks (their ids follow the old ones);
+``meta.json`` lists the segments (the first is the folder itself). Queries merge them:
+dense searches one flat index of all vectors in chunk order, BM25 scores the segments' raw
+term counts with corpus-wide statistics, so rankings equal a rebuild's.
+
 ``meta.json`` records the size and XXH3-128 digest of every other file, computed while
 the file is written (:mod:`retrieval.checksums`). Every load is validated (files present,
 of their recorded size and digest, readable, chunk count as in the meta, one vector per
@@ -195,6 +203,8 @@ def build_index(
             if index is None:
                 if folder.exists():
                     _move_aside(folder)
+                index = _grow(corpus, chunking, retriever, key, folder, show_progress)
+            if index is None:
                 index = _build(corpus, chunking, retriever, key, folder, show_progress)
             _remember(key, index)
             return index
@@ -262,6 +272,7 @@ def _build(corpus, chunking, retriever, key, folder: Path | None, show_progress:
             "retriever": retriever.cache_params(),
             "build_seconds": round(time.perf_counter() - started, 3),
             "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "segments": [{"path": ".", "documents": [0, len(corpus)], "chunks": [0, len(chunks)]}],
             "files": checksums.as_dict(),
         }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2))  # written last: its presence means complete
@@ -316,6 +327,9 @@ def _record_checksums(folder: Path, meta: dict) -> None:
 
 def _retriever_size(retriever: Retriever) -> int | None:
     """Vectors / documents the loaded retriever holds, when it can tell."""
+    num_chunks = getattr(retriever, "num_chunks", None)
+    if isinstance(num_chunks, int):
+        return num_chunks
     for attr in ("_index",):  # dense: the FAISS index
         inner = getattr(retriever, attr, None)
         if inner is not None and hasattr(inner, "__len__"):
@@ -361,12 +375,18 @@ def _load(
             raise ChecksumMismatch("meta.json records no file checksums (written before they existed)")
         if verify and not legacy:
             verify_folder(folder, files)  # before anything is parsed or loaded
-        chunks = _read_chunks(folder / CHUNKS_FILE)
+        segments = [folder / path for path in _segment_paths(meta)]
+        chunks = [c for segment in segments for c in _read_chunks(segment / CHUNKS_FILE)]
         if len(chunks) != meta.get("num_chunks"):
             raise ValueError(f"chunks.jsonl holds {len(chunks)} chunks, meta.json says {meta.get('num_chunks')}")
         if any(c.chunk_id != i for i, c in enumerate(chunks)):
             raise ValueError("chunks.jsonl is out of order")
-        retriever.load(folder)
+        if len(segments) == 1:
+            retriever.load(folder)
+        elif callable(getattr(retriever, "load_segments", None)):
+            retriever.load_segments(segments)  # type: ignore[attr-defined]  # optional part of the contract
+        else:
+            raise ValueError(f"the {retriever.name} retriever cannot read an index of {len(segments)} segments")
         size = _retriever_size(retriever)
         if size is not None and size != len(chunks):
             raise ValueError(f"the {retriever.name} index holds {size} entries for {len(chunks)} chunks")
@@ -377,3 +397,117 @@ def _load(
             log.warning("Cached index at %s is damaged or stale (%s: %s); moving it aside and rebuilding", folder, type(exc).__name__, exc)
         return None
     return Index(chunks, retriever, chunking, key, folder)
+
+
+# -- growing by segments --------------------------------------------------------------------
+def _segment_paths(meta: dict) -> list[str]:
+    """The segment folders of an index, relative to it (``"."``: the index folder itself)."""
+    segments = meta.get("segments") or [{"path": "."}]
+    paths = [s.get("path") if isinstance(s, dict) else None for s in segments]
+    for path in paths:
+        if not isinstance(path, str) or Path(path).is_absolute() or ".." in Path(path).parts:
+            raise ValueError(f"meta.json names a segment outside the index: {path!r}")
+    return paths
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    return json.loads(json.dumps(a, sort_keys=True)) == json.loads(json.dumps(b, sort_keys=True))
+
+
+def cached_prefix(corpus: Corpus, chunking: ChunkingConfig, retriever: Retriever, root: Path) -> tuple[Path, dict] | None:
+    """The finished index under ``root`` (``<cache>/indexes``) of the longest proper prefix of ``corpus``
+    with the same chunking and retriever, as ``(folder, meta)``; None when there is none."""
+    best: tuple[Path, dict] | None = None
+    chunk_spec, params = chunking.as_dict(), retriever.cache_params()
+    for meta_path in root.glob("*/meta.json"):
+        if "." in meta_path.parent.name:  # .build-*, .partial, .corrupt-*: never finished indexes
+            continue
+        try:
+            meta = json.loads(meta_path.read_text())
+        except (OSError, ValueError):
+            continue
+        n = meta.get("num_documents")
+        if not isinstance(n, int) or not 0 < n < len(corpus) or (best is not None and n <= best[1]["num_documents"]):
+            continue
+        if (meta.get("format") == INDEX_FORMAT_VERSION and isinstance(meta.get("files"), dict)
+                and _same_json(meta.get("chunking"), chunk_spec) and _same_json(meta.get("retriever"), params)
+                and corpus.prefix_fingerprint(n) == meta.get("corpus_fingerprint")):  # fmt: skip
+            best = (meta_path.parent, meta)
+    return best
+
+
+def _link(src: Path, dst: Path) -> None:
+    """``dst`` as a hard link to ``src`` (no copy, its own lifetime); a copy where links are not possible."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def _grow(corpus, chunking, retriever, key, folder: Path, show_progress: bool) -> Index | None:
+    """The index of ``corpus`` made from the cached index of its longest prefix plus one segment of the
+    new documents' chunks (only they are chunked, tokenized, embedded); None when no prefix is cached
+    or the retriever cannot grow (then the caller builds from scratch). The caller holds the build lock."""
+    if not callable(getattr(retriever, "extend", None)):
+        return None
+    found = cached_prefix(corpus, chunking, retriever, folder.parent)
+    if found is None:
+        return None
+    base_folder, base_meta = found
+    started = time.perf_counter()
+    base = _load(base_folder, base_meta["key"], chunking, retriever)  # validated: its files are linked below
+    if base is None or not getattr(retriever, "extensible", lambda: False)():
+        log.info("Cached index at %s cannot grow; building the whole index", base_folder)
+        return None
+    start_doc, first = base_meta["num_documents"], len(base.chunks)
+    new_chunks = chunk_corpus(corpus, chunking, show_progress=show_progress, start=start_doc, first_chunk_id=first)
+    partial = partial_folder(folder)
+    partial.mkdir(parents=True, exist_ok=True)
+    retriever.extend(new_chunks, work_dir=partial, show_progress=show_progress)
+    old_segments = base_meta.get("segments") or [{"path": ".", "documents": [0, start_doc], "chunks": [0, first]}]
+    segment = {"path": f"segments/{len(old_segments):03d}", "documents": [start_doc, len(corpus)], "chunks": [first, first + len(new_chunks)]}
+    for stale in folder.parent.glob(f"{folder.name}.build-*"):  # left by killed builders (we hold the lock)
+        shutil.rmtree(stale, ignore_errors=True)
+    tmp = folder.with_name(f"{folder.name}.build-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    tmp.mkdir()
+    try:
+        checksums = Checksums(tmp)
+        try:
+            for name, entry in base_meta["files"].items():  # the prefix's segments, verified by _load above
+                _link(base_folder / name, tmp / name)
+                checksums.files[name] = entry
+        except OSError as exc:  # the prefix's index was moved aside (repaired) meanwhile: build whole
+            log.info("Cannot reuse the cached index at %s (%s); building the whole index", base_folder, exc)
+            shutil.rmtree(tmp, ignore_errors=True)
+            return None
+        seg_dir = tmp / segment["path"]
+        seg_dir.mkdir(parents=True)
+        retriever.save_segment(seg_dir, first, checksums)
+        with checksums.open(seg_dir / CHUNKS_FILE, text=True) as f:
+            f.writelines(json.dumps(asdict(c), ensure_ascii=False) + "\n" for c in new_chunks)
+        checksums.add_unrecorded()
+        meta = {
+            "format": INDEX_FORMAT_VERSION,
+            "key": key,
+            "corpus_fingerprint": corpus.fingerprint,
+            "num_documents": len(corpus),
+            "num_chunks": first + len(new_chunks),
+            "chunking": chunking.as_dict(),
+            "retriever": retriever.cache_params(),
+            "build_seconds": round(time.perf_counter() - started, 3),
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "grown_from": base_meta["key"],
+            "segments": [*old_segments, segment],
+            "files": checksums.as_dict(),
+        }
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
+        _fsync_tree(tmp)
+        tmp.rename(folder)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    shutil.rmtree(partial, ignore_errors=True)
+    log.info("Grew %s index by %d documents (%d chunks) in %.1fs at %s (from %s)", retriever.name, len(corpus) - start_doc,
+             len(new_chunks), meta["build_seconds"], folder, base_folder.name)  # fmt: skip
+    return Index(base.chunks + new_chunks, retriever, chunking, key, folder)

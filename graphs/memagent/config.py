@@ -29,6 +29,11 @@ class MemAgentConfig(StrategyConfig):
         stream: What is read: ``"auto"`` streams a benchmark item's context as the official loop
             does (``context.strip()``, no header) and own corpora with ``Document i: <title>``
             headers; ``"plain"`` / ``"titled"`` force one layout (see ``graphs.memagent.graph.stream_text``).
+        continue_from_prefix: For a corpus that grew (``Corpus.add`` / ``Corpus.rescan``): start from
+            the final memories of the finished run (same questions, config and model) over the
+            longest earlier corpus this one extends, and read only the documents added since (a
+            standing question kept up to date). Off by default: the answer then differs from a
+            run over the whole corpus, whose windows are cut differently.
     """
 
     chunk_tokens: int = option(5000, min=1, source="MemAgent RECURRENT_CHUNK_SIZE=5000")
@@ -40,3 +45,4 @@ class MemAgentConfig(StrategyConfig):
     trace_chars: int | None = option(2000, min=0)
     final_instruction: Literal["benchmark", "memagent"] = option("benchmark", source="the benchmark's output format; 'memagent' = the paper's own")
     stream: Literal["auto", "plain", "titled"] = option("auto", source="MemAgent recurrent.py: tokenizer.encode(item['context'].strip())")
+    continue_from_prefix: bool = False

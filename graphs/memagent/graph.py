@@ -67,6 +67,7 @@ class MemAgentState(TypedDict, total=False):
     finals: Annotated[dict[str, str], _merge]
     cuts: Annotated[dict[str, int], _sum_counts]
     usage: Annotated[dict[str, dict], add_usage]
+    continued_from: int  # documents of the earlier corpus whose final memories this run started from
 
 
 def final_instruction(instruction: str | None) -> str:
@@ -106,7 +107,7 @@ def split_stream(text: str, size: int, encode, decode) -> list[tuple[str, int]]:
     return split_ids(text, size, Tokenizer(id="given", encode_fn=encode, decode_fn=decode))
 
 
-def stream_text(corpus: Corpus, questions: Sequence[Question], stream: str) -> tuple[str, str]:
+def stream_text(corpus: Corpus, questions: Sequence[Question], stream: str, start: int = 0) -> tuple[str, str]:
     """The text MemAgent reads, and which layout made it.
 
     ``"plain"``: the documents' texts stripped, joined by blank lines; for one document
@@ -115,27 +116,32 @@ def stream_text(corpus: Corpus, questions: Sequence[Question], stream: str) -> t
     plain for a benchmark item (every question carries a benchmark protocol and the corpus is
     the item's one context), titled otherwise (own corpora, and multi-document benchmark items,
     which MemAgent's evaluation never streams and whose titles name what the questions ask about).
+    ``start``: only the documents from there on (numbered as in the whole corpus), what a run
+    continued over a grown corpus reads.
     """
     if stream == "auto":
         benchmark_item = bool(questions) and all(q.protocol is not None for q in questions) and len(corpus) == 1
         stream = "plain" if benchmark_item else "titled"
     if stream == "plain":
-        return "\n\n".join(d.text.strip() for d in corpus.documents), "plain"
+        return "\n\n".join(d.text.strip() for d in corpus.documents[start:]), "plain"
     if stream == "titled":
-        return format_documents(corpus.documents), "titled"
+        return format_documents(corpus.documents[start:], first=start + 1), "titled"
     raise ValueError(f"stream must be 'auto', 'plain' or 'titled', got {stream!r}")
 
 
-def prepare_context(ctx: StrategyContext[MemAgentConfig], *, trace: MemoryTrace, thread: str, questions: Sequence[Question] = ()) -> MemAgentContext:
+def prepare_context(
+    ctx: StrategyContext[MemAgentConfig], *, trace: MemoryTrace, thread: str, questions: Sequence[Question] = (), start_document: int = 0
+) -> MemAgentContext:
     """Cut the corpus stream (:func:`stream_text`) into ``chunk_tokens`` windows of the model's tokens.
 
     The tokenizer is the model's (:func:`graphs.llm.tokenizer_for`: its own, a local HF
     tokenizer, the server's tokenize endpoint, tiktoken's for OpenAI models, cl100k last),
     as the official loop cuts with the served model's HF tokenizer: ``encode`` the whole
     stream, windows of ``chunk_tokens`` ids, each decoded (moved back to a character
-    boundary where a window would split one).
+    boundary where a window would split one). ``start_document``: stream only the documents from
+    there on (a run continued from an earlier corpus's final memories).
     """
-    text, layout = stream_text(ctx.corpus, questions, ctx.config.stream)
+    text, layout = stream_text(ctx.corpus, questions, ctx.config.stream, start_document)
     pieces = split_ids(text, ctx.config.chunk_tokens, tokenizer_for(ctx.llm))
     return MemAgentContext(
         llm=ctx.llm,
@@ -237,6 +243,8 @@ def collect(state: MemAgentState, i: int) -> dict[str, Any]:
     own_format = not state["questions"][i]["instruction"]
     scored = official_prediction(reply) if own_format else reply
     facts = {"stream": state.get("layout")} | ({"reply": reply} if scored != reply else {})
+    if state.get("continued_from"):
+        facts["continued_from_documents"] = state["continued_from"]
     return {
         "raw": scored,
         "answer": (scored if own_format else "") or reply.strip(),

@@ -1,0 +1,146 @@
+"""Raw term counts of one index segment, and BM25 scored over several segments with corpus-wide statistics.
+
+bm25s stores ``idf * tf-component`` per (chunk, term): both factors depend on the whole
+corpus (the number of chunks, each term's document frequency, the average chunk length), so
+its matrix cannot be extended by the chunks of new documents. A segment therefore also keeps
+its raw counts (a term-major sparse matrix: term -> the chunks holding it and how often), and
+:func:`bm25_scores` scores the union of segments at query time with the corpus-wide
+statistics, in bm25s's own arithmetic (method ``lucene``: float32 idf, float64 term
+component, float32 sums in query-token order), so the scores are bit-identical to a bm25s
+index built over all chunks at once and the rankings equal a rebuild's, ties included.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from retrieval.checksums import Checksums
+
+#: Files of one segment's counts, inside its folder.
+TERMS_FILE = "bm25_terms.json"
+ARRAYS = ("indptr", "rows", "counts", "lengths")
+
+
+def _array_file(name: str) -> str:
+    return f"bm25_{name}.npy"
+
+
+class TermCounts:
+    """Term frequencies of the chunks of one segment, term-major (CSC by term).
+
+    Attributes:
+        terms: The segment's vocabulary, in column order.
+        indptr: Column ``j`` (term ``terms[j]``) is ``rows[indptr[j]:indptr[j + 1]]``.
+        rows: Chunk positions within the segment (ascending within a column).
+        counts: How often the term occurs in that chunk (float32, as bm25s counts).
+        lengths: Tokens of each chunk of the segment.
+    """
+
+    def __init__(self, terms: list[str], indptr: np.ndarray, rows: np.ndarray, counts: np.ndarray, lengths: np.ndarray):
+        if len(indptr) != len(terms) + 1 or len(rows) != len(counts) or int(indptr[-1]) != len(rows):
+            raise ValueError(f"inconsistent term counts: {len(terms)} terms, {len(indptr)} pointers, {len(rows)} rows, {len(counts)} counts")
+        self.terms = terms
+        self.indptr = indptr
+        self.rows = rows
+        self.counts = counts
+        self.lengths = lengths
+        self._columns: dict[str, int] | None = None
+
+    def __len__(self) -> int:
+        """Chunks in the segment."""
+        return len(self.lengths)
+
+    @classmethod
+    def from_tokens(cls, tokens: Sequence[Sequence[str]]) -> TermCounts:
+        """Counts of the tokenized chunks ``tokens`` (one token list per chunk)."""
+        vocab: dict[str, int] = {}
+        rows: list[int] = []
+        cols: list[int] = []
+        counts: list[int] = []
+        for row, chunk_tokens in enumerate(tokens):
+            for term, n in Counter(chunk_tokens).items():
+                rows.append(row)
+                cols.append(vocab.setdefault(term, len(vocab)))
+                counts.append(n)
+        col = np.asarray(cols, dtype=np.int64)
+        order = np.argsort(col, kind="stable")  # rows were appended ascending, so each column stays in chunk order
+        indptr = np.zeros(len(vocab) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(col, minlength=len(vocab)), out=indptr[1:])
+        return cls(
+            list(vocab),
+            indptr,
+            np.asarray(rows, dtype=np.int32)[order],
+            np.asarray(counts, dtype=np.float32)[order],
+            np.asarray([len(t) for t in tokens], dtype=np.int64),
+        )
+
+    def column(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(rows, counts)`` of the chunks holding ``term``, or None when none does."""
+        if self._columns is None:
+            self._columns = {t: j for j, t in enumerate(self.terms)}
+        j = self._columns.get(term)
+        if j is None:
+            return None
+        start, end = int(self.indptr[j]), int(self.indptr[j + 1])
+        return self.rows[start:end], self.counts[start:end]
+
+    def save(self, folder: Path, checksums: Checksums | None = None) -> None:
+        """Write the counts into ``folder`` (JSON vocabulary, ``.npy`` arrays; hashed into ``checksums`` as written)."""
+        folder.mkdir(parents=True, exist_ok=True)
+        with _open(folder / TERMS_FILE, checksums, text=True) as f:
+            json.dump(self.terms, f, ensure_ascii=False)
+        for name in ARRAYS:
+            with _open(folder / _array_file(name), checksums) as f:
+                np.save(f, getattr(self, name), allow_pickle=False)
+
+    @classmethod
+    def exists(cls, folder: Path) -> bool:
+        """Whether ``folder`` holds saved counts (indexes built before segments existed do not)."""
+        return (folder / TERMS_FILE).exists()
+
+    @classmethod
+    def load(cls, folder: Path) -> TermCounts:
+        """Read counts written by :meth:`save` (arrays memory-mapped, pickles off)."""
+        with open(folder / TERMS_FILE, encoding="utf-8") as f:
+            terms = json.load(f)
+        arrays = {name: np.load(folder / _array_file(name), mmap_mode="r", allow_pickle=False) for name in ARRAYS}
+        return cls(terms, **arrays)
+
+
+def _open(path: Path, checksums: Checksums | None, *, text: bool = False):
+    if checksums is not None:
+        return checksums.open(path, text=text)
+    return open(path, "w", encoding="utf-8") if text else open(path, "wb")  # noqa: SIM115 - the caller's with closes it
+
+
+def bm25_scores(segments: Sequence[TermCounts], query_tokens: Sequence[str], *, k1: float, b: float) -> np.ndarray:
+    """BM25 (Lucene idf) of every chunk of the concatenated ``segments`` for ``query_tokens``, float32.
+
+    Bit-identical to bm25s ``method="lucene"`` over all the chunks: the idf
+    ``log(1 + (N - df + 0.5) / (df + 0.5))`` rounded to float32, the term component
+    ``tf / (k1 * (1 - b + b * dl / avgdl) + tf)`` in float64, their product rounded to
+    float32 and summed in float32 over the query tokens in order (a repeated token counts
+    again, as in bm25s).
+    """
+    lengths = np.concatenate([s.lengths for s in segments])
+    n = len(lengths)
+    avgdl = lengths.mean()  # bm25s: np.array(lengths).mean(), a float64 scalar
+    offsets = np.cumsum([0] + [len(s) for s in segments[:-1]])
+    scores = np.zeros(n, dtype=np.float32)
+    for term in query_tokens:
+        columns = [(int(off), seg, col) for off, seg in zip(offsets, segments) if (col := seg.column(term)) is not None]
+        df = sum(len(col[0]) for _, _, col in columns)
+        if df == 0:
+            continue
+        idf = np.float32(math.log(1 + (n - df + 0.5) / (df + 0.5)))
+        for offset, seg, (rows, tf) in columns:
+            dl = seg.lengths[rows]
+            tfc = tf / (k1 * ((1 - b) + b * dl / avgdl) + tf)
+            scores[offset + rows] += (idf * tfc).astype(np.float32)
+    return scores
