@@ -104,7 +104,7 @@ def run_batched_graph(
         if not replayed:
             if on_start:
                 on_start(ctx, resumed_from or 0)
-            payload = None if snapshot.next else mode.initial_state(questions, ctx)
+            payload = None if snapshot.next else dict(mode.initial_state(questions, ctx))
             if payload is not None and continued is not None:
                 payload["memories"] = dict(continued[1])
                 payload["continued_from"] = continued[0]

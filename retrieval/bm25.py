@@ -135,7 +135,7 @@ class BM25Retriever:
             raise RuntimeError("BM25 index is not built; call build() or load() first")
         q = tokenize(query)
         if self._model is None:  # several segments: scored with the corpus-wide statistics
-            return bm25_scores(self._counts, q, k1=self.k1, b=self.b)
+            return bm25_scores(self._counts or [], q, k1=self.k1, b=self.b)
         if self.engine == "bm25s":
             q = [t for t in q if t in self._model.vocab_dict]
             if not q:
@@ -202,12 +202,12 @@ class BM25Retriever:
         from tqdm.auto import tqdm
 
         tokens = [list(map(sys.intern, tokenize(c.text))) for c in tqdm(chunks, desc="Indexing: BM25 tokenizing", unit="chunk", disable=not show_progress)]
-        self._counts = [*self._counts, TermCounts.from_tokens(tokens)]
+        self._counts = [*(self._counts or []), TermCounts.from_tokens(tokens)]
         self._model = None
 
     def save_segment(self, folder: Path, start: int, checksums: Checksums | None = None) -> None:
         """Write the last segment (the chunks from ``start`` on) into ``folder``."""
-        if not self._counts or self.num_chunks - len(self._counts[-1]) != start:
+        if not self._counts or (self.num_chunks or 0) - len(self._counts[-1]) != start:
             raise ValueError(f"The last BM25 segment does not start at chunk {start}")
         self._counts[-1].save(folder, checksums)
 

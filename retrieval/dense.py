@@ -113,6 +113,7 @@ class DenseRetriever:
             return
         grown = DenseRetriever(self.embedder, name=self.name, shard_size=self.shard_size)
         grown.build(chunks, work_dir=work_dir / f"segment-{chunks[0].chunk_id}", show_progress=show_progress)
+        assert grown._index is not None  # build() made it
         self._index.add(grown._index.vectors(0, len(grown._index)))
 
     def save_segment(self, folder: Path, start: int, checksums: Checksums | None = None) -> None:

@@ -407,7 +407,7 @@ def _segment_paths(meta: dict) -> list[str]:
     for path in paths:
         if not isinstance(path, str) or Path(path).is_absolute() or ".." in Path(path).parts:
             raise ValueError(f"meta.json names a segment outside the index: {path!r}")
-    return paths
+    return [str(p) for p in paths]  # each checked to be a relative path above
 
 
 def _same_json(a: Any, b: Any) -> bool:
@@ -481,7 +481,7 @@ def _grow(corpus, chunking, retriever, key, folder: Path, show_progress: bool) -
             log.info("Cannot reuse the cached index at %s (%s); building the whole index", base_folder, exc)
             shutil.rmtree(tmp, ignore_errors=True)
             return None
-        seg_dir = tmp / segment["path"]
+        seg_dir = tmp / str(segment["path"])
         seg_dir.mkdir(parents=True)
         retriever.save_segment(seg_dir, first, checksums)
         with checksums.open(seg_dir / CHUNKS_FILE, text=True) as f:

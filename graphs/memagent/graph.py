@@ -242,7 +242,7 @@ def collect(state: MemAgentState, i: int) -> dict[str, Any]:
     reply = state.get("finals", {}).get(str(i), "")
     own_format = not state["questions"][i]["instruction"]
     scored = official_prediction(reply) if own_format else reply
-    facts = {"stream": state.get("layout")} | ({"reply": reply} if scored != reply else {})
+    facts: dict[str, Any] = {"stream": state.get("layout")} | ({"reply": reply} if scored != reply else {})
     if state.get("continued_from"):
         facts["continued_from_documents"] = state["continued_from"]
     return {
