@@ -172,7 +172,9 @@ class Workspace:
         A document already present with the same text is skipped; a file read again from the
         same path with new text replaces its old version; a new file whose id (its name under
         the folder given) is taken by another file's gets its path as id. The held indexes are
-        dropped, so the next answer indexes the new corpus (built, or loaded from the cache).
+        dropped, so the next answer indexes the new corpus: documents only appended grow the
+        cached index by a segment (``retrieval.index``: the new documents alone are indexed); a
+        replaced document rebuilds it.
 
         Returns:
             The ids of the documents added or replaced (empty when nothing changed).

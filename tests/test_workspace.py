@@ -50,9 +50,10 @@ def filler() -> Corpus:
 
 @pytest.fixture
 def builds(monkeypatch):
-    """Counts of index requests reaching the cache (``build_index``) and of indexes actually built."""
-    counts = {"requested": 0, "built": 0}
-    request, build = rag_config.build_index, index_module._build
+    """Counts of index requests reaching the cache (``build_index``), of indexes actually built,
+    and of indexes grown from an earlier corpus's by a segment (``retrieval.index._grow``)."""
+    counts = {"requested": 0, "built": 0, "grown": 0}
+    request, build, grow = rag_config.build_index, index_module._build, index_module._grow
 
     def counted_request(*args, **kwargs):
         counts["requested"] += 1
@@ -62,8 +63,14 @@ def builds(monkeypatch):
         counts["built"] += 1
         return build(*args, **kwargs)
 
+    def counted_grow(*args, **kwargs):
+        index = grow(*args, **kwargs)
+        counts["grown"] += index is not None
+        return index
+
     monkeypatch.setattr(rag_config, "build_index", counted_request)
     monkeypatch.setattr(index_module, "_build", counted_build)
+    monkeypatch.setattr(index_module, "_grow", counted_grow)
     return counts
 
 
@@ -72,11 +79,11 @@ def test_the_index_is_built_once_for_several_questions_and_strategies(planted_co
     first = ws.answer("What is the secret code of the museum vault?")
     second = ws.answer("Which road was resurfaced?", top_k=3)  # same chunking and retriever: same index
     assert "7421" in first.answer and second.answer
-    assert builds == {"requested": 1, "built": 1}
+    assert builds == {"requested": 1, "built": 1, "grown": 0}
     comparison = ws.compare("What is the secret code of the museum vault?", strategies=["rag", "self_route", "full_context"])
     ws.answer("What is the vault code?", strategy="self_route")
     asyncio.run(ws.aanswer("What is the vault code?", strategy="self_route", top_k=2))
-    assert builds == {"requested": 2, "built": 2}  # rag's 200-word chunks and self_route's 300-word chunks, once each
+    assert builds == {"requested": 2, "built": 2, "grown": 0}  # rag's 200-word chunks and self_route's 300-word chunks, once each
     assert ws.index_loads == 2
     assert first.usage.index_seconds > 0  # the first answer carries the build
     assert [r["strategy"] for r in comparison.to_rows()] == ["rag", "self_route", "full_context"]
@@ -123,10 +130,10 @@ def test_add_makes_a_new_document_answerable(filler, llm, builds, isolated_cache
     assert len(ws.corpus) == 6
     result = ws.answer("What is the secret code of the museum vault?")
     assert "7421" in result.answer and "vault.txt" in [e.doc_id for e in result.evidence]
-    assert builds["built"] == 2
+    assert (builds["built"], builds["grown"]) == (1, 1)  # the added document went into a segment: no rebuild
     assert ws.add(folder / "vault.txt") == []  # unchanged: nothing re-indexed
     ws.answer("What is the secret code of the museum vault?")
-    assert builds["built"] == 2 and builds["requested"] == 2
+    assert (builds["built"], builds["grown"], builds["requested"]) == (1, 1, 2)
 
 
 def test_add_takes_documents_and_rereads_a_changed_file(filler, llm, isolated_cache, tmp_path):
@@ -220,7 +227,7 @@ def test_aanswer_builds_the_index_in_a_thread_and_holds_it(planted_corpus, llm, 
     first, second = asyncio.run(two())
     assert "7421" in first.answer and second.answer == "unknown"
     assert ws.answer_many(["What is the vault code?", "Where is the library?"])[0].answer == "The code is 7421."
-    assert builds == {"requested": 1, "built": 1} and ws.index_loads == 1
+    assert builds == {"requested": 1, "built": 1, "grown": 0} and ws.index_loads == 1
     assert repr(ws) == "Workspace(6 documents, llm='smollm2', strategy='rag', indexes held=1)"
 
 
