@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import functools
+import sys
 from collections.abc import Iterable, Iterator
 
 #: The built-in strategies (``graphs.STRATEGIES`` without plug-ins) and those that build an index.
@@ -27,8 +28,6 @@ FORMATS = ("official",)
 
 
 @functools.cache
-
-
 def _entry_point_names(group: str) -> tuple[str, ...]:
     """Names of the entry points third-party packages declare in ``group`` (nothing is imported)."""
     from importlib import metadata
@@ -43,17 +42,25 @@ class PluginNames:
     Usable as argparse ``choices``; :meth:`check` raises the registry's own ``KeyError``.
     """
 
-    def __init__(self, kind: str, builtin: Iterable[str], group: str):
+    def __init__(self, kind: str, builtin: Iterable[str], group: str, registry: tuple[str, str]):
         self.kind = kind
         self.builtin = tuple(builtin)
         self.group = group
+        self.registry = registry  # (module, attribute) of the registry itself
+
+    def _registered(self) -> tuple[str, ...]:
+        """Names registered in this process (a strategy registered in code before ``main()`` is
+        called), read only when the registry's module is already loaded: nothing is imported."""
+        module = sys.modules.get(self.registry[0])
+        registry = getattr(module, self.registry[1], None) if module is not None else None
+        return tuple(registry.names()) if registry is not None else ()
 
     def names(self) -> list[str]:
-        """Built-in and plug-in names, sorted."""
-        return sorted({*self.builtin, *_entry_point_names(self.group)})
+        """Built-in, plug-in and in-process names, sorted."""
+        return sorted({*self.builtin, *_entry_point_names(self.group), *self._registered()})
 
     def __contains__(self, name: object) -> bool:
-        return name in self.builtin or name in _entry_point_names(self.group)
+        return name in self.builtin or name in _entry_point_names(self.group) or name in self._registered()
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
@@ -66,10 +73,10 @@ class PluginNames:
             raise KeyError(f"Unknown {self.kind} {name!r}.{hint} Available: {', '.join(self.names())}")
 
 
-STRATEGY_NAMES = PluginNames("strategy", BUILTIN_STRATEGIES, "longctx.strategies")
+STRATEGY_NAMES = PluginNames("strategy", BUILTIN_STRATEGIES, "longctx.strategies", ("graphs.registry", "STRATEGIES"))
 #: ``longctx index`` strategies: a plug-in's use of an index is checked once it is loaded.
-INDEX_STRATEGY_NAMES = PluginNames("strategy", INDEXED_STRATEGIES, "longctx.strategies")
-RETRIEVER_NAMES = PluginNames("retriever", BUILTIN_RETRIEVERS, "longctx.retrievers")
+INDEX_STRATEGY_NAMES = PluginNames("strategy", INDEXED_STRATEGIES, "longctx.strategies", ("graphs.registry", "STRATEGIES"))
+RETRIEVER_NAMES = PluginNames("retriever", BUILTIN_RETRIEVERS, "longctx.retrievers", ("retrieval.retrievers", "RETRIEVERS"))
 
 
 def check_strategy_list(value: str | None) -> None:
