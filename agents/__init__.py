@@ -14,8 +14,9 @@ engines (LangGraph graphs, LangChain, llama.cpp, the retrievers) load with the f
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from retrieval.lazy import lazy_attributes
 
 if TYPE_CHECKING:  # the lazy names below, for type checkers (nothing is imported at run time)
     from agents.api import aanswer, aanswer_many, answer, answer_many, estimate, index_for
@@ -76,14 +77,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """Load an exported name from its module on first use (PEP 562)."""
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'agents' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_attributes("agents", _EXPORTS, globals())

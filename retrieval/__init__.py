@@ -8,8 +8,9 @@ module on first use, so importing the contract does not load the retrievers.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from retrieval.lazy import lazy_attributes
 
 if TYPE_CHECKING:  # the lazy names below, for type checkers (nothing is imported at run time)
     from retrieval.base import Hit, Retriever
@@ -62,14 +63,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """Load an exported name from its module on first use (PEP 562)."""
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'retrieval' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_attributes("retrieval", _EXPORTS, globals())
