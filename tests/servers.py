@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import socket
 import subprocess
@@ -11,8 +12,30 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
+from typing import Any
 
 from agents.chat_models import embedded_model_path
+
+
+class QuietHandler(BaseHTTPRequestHandler):
+    """A loopback test server's request handler: HTTP/1.1, no request log, JSON in and out."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: Any) -> None:
+        return
+
+    def read_body(self) -> bytes:
+        return self.rfile.read(int(self.headers.get("Content-Length", 0)))
+
+    def send_json(self, status: int, reply: Any) -> None:
+        data = json.dumps(reply).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
 
 def free_port() -> int:

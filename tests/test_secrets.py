@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -22,6 +22,7 @@ from experiments.cli import main
 from retrieval import redaction
 from retrieval.redaction import redact, redact_value, register_options
 from tests.recording_server import bag_of_words_vector
+from tests.servers import QuietHandler
 
 ENV_KEY = "sk-envKEY0123456789abcdefPLANTED"
 OTHER_ENV_KEY = "otherSERVICEkey0123456789"
@@ -40,14 +41,9 @@ class EchoServer:
         self.seen_headers: list[dict[str, str]] = []
         outer = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                return
-
+        class Handler(QuietHandler):
             def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                body = json.loads(self.read_body() or b"{}")
                 headers = dict(self.headers.items())
                 outer.seen_headers.append({k.lower(): v for k, v in headers.items()})
                 embeddings = "embeddings" in self.path  # a base URL with a query makes it /v1/?api_key=...embeddings
@@ -62,12 +58,7 @@ class EchoServer:
                     reply = {"id": "x", "object": "chat.completion", "created": 0, "model": body.get("model", "m"),
                              "choices": [{"index": 0, "message": {"role": "assistant", "content": "The answer is: Paris"}, "finish_reason": "stop"}],
                              "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}}
-                data = json.dumps(reply).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                self.send_json(status, reply)
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True

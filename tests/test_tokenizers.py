@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 import pytest
 
@@ -29,6 +29,7 @@ from retrieval.tokenizers import (
 from retrieval.tokens import count_tokens
 from tests.recording_server import RecordingServer
 from tests.scripted import ScriptedChatModel
+from tests.servers import QuietHandler
 
 #: 1,000 Chinese characters: more than 1,024 cl100k tokens, 1,000 tokens of a character-level vocabulary.
 ZH_SENTENCE = "长上下文推理需要在很多文档中找到证据并且把记忆压缩到预算以内。"
@@ -62,25 +63,15 @@ class FakeTokenizeServer:
         self.calls: list[tuple[str, dict]] = []
         outer = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                return
-
+        class Handler(QuietHandler):
             def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                body = json.loads(self.read_body())
                 outer.calls.append((self.path, body))
                 reply = outer.route(self.path, body)
                 if reply is None:
                     self.send_error(404)
                     return
-                data = json.dumps(reply).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                self.send_json(200, reply)
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
@@ -209,14 +200,9 @@ class HangingServer:
         self.requests = 0
         outer = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                return
-
+        class Handler(QuietHandler):
             def do_POST(self):
-                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                self.read_body()
                 outer.requests += 1
                 self.rfile.read(1)  # blocks until the client closes the connection
 
