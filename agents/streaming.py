@@ -15,12 +15,10 @@ import queue
 import threading
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator
-from pathlib import Path
 from typing import Any
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.language_models import BaseChatModel
 
 from agents.api import aanswer
 from agents.events import AnswerEvent, Event, ProgressEvent, StepEvent, TokenEvent, plain_step
@@ -109,26 +107,16 @@ class EventCollector(BaseCallbackHandler):
             self.put(ProgressEvent(report["stage"], state[0], state[1]))  # under the lock: counts arrive in order
 
 
-async def astream_answer(
-    corpus: Corpus,
-    question: str | Question,
-    *,
-    strategy: str = "rag",
-    llm: str | BaseChatModel | None = None,
-    preset: str | None = None,
-    cache_dir: str | Path | None = None,
-    show_progress: bool | None = None,
-    callbacks: Any = None,
-    **config: Any,
-) -> AsyncIterator[Event]:
+async def astream_answer(corpus: Corpus, question: str | Question, *, callbacks: Any = None, **options: Any) -> AsyncIterator[Event]:
     """:func:`agents.aanswer` as an async iterator of events, ending with the :class:`AnswerEvent`.
 
     Yields a :class:`StepEvent` per step as its graph node finishes (MemAgent: each chunk's
     ``update_memory`` with the memory so far), :class:`ProgressEvent` for fan-outs (MemAgent's
     chunks, PAI's judge calls, the structured strategy's documents), :class:`TokenEvent` for each
     piece of a reply when the model streams (``streaming=True``), then the answer's steps
-    not seen live (``live=False``) and the :class:`AnswerEvent`. Arguments are
-    :func:`agents.aanswer`'s; ``callbacks`` still see the whole run. A failed run raises
+    not seen live (``live=False``) and the :class:`AnswerEvent`. ``options`` are
+    :func:`agents.aanswer`'s (``strategy``, ``llm``, ``budget``, config fields...), passed as
+    they are; ``callbacks`` still see the whole run. A failed run raises
     here, after the events before the failure. Closing the iterator early cancels the run.
     """
     loop = asyncio.get_running_loop()
@@ -139,8 +127,7 @@ async def astream_answer(
 
     collector = EventCollector(put)
     with reporting_to(collector.report):  # the run's task copies this context, and so do its threads
-        run = asyncio.ensure_future(aanswer(corpus, question, strategy=strategy, llm=llm, preset=preset, cache_dir=cache_dir,
-                                            show_progress=show_progress, callbacks=with_handler(callbacks, collector), **config))  # fmt: skip
+        run = asyncio.ensure_future(aanswer(corpus, question, callbacks=with_handler(callbacks, collector), **options))
     sent: Counter[str] = Counter()  # steps sent live, to send the answer's others before it
 
     def tracked(event: Event) -> Event:
@@ -183,19 +170,9 @@ def _key(step: Any) -> str:
 _DONE = object()
 
 
-def stream_answer(
-    corpus: Corpus,
-    question: str | Question,
-    *,
-    strategy: str = "rag",
-    llm: str | BaseChatModel | None = None,
-    preset: str | None = None,
-    cache_dir: str | Path | None = None,
-    show_progress: bool | None = None,
-    callbacks: Any = None,
-    **config: Any,
-) -> Iterator[Event]:
-    """:func:`astream_answer` for sync code (a script, Streamlit): the same events, as a plain iterator.
+def stream_answer(corpus: Corpus, question: str | Question, **options: Any) -> Iterator[Event]:
+    """:func:`astream_answer` for sync code (a script, Streamlit): the same events, as a plain iterator
+    (``options`` are :func:`agents.aanswer`'s, ``callbacks`` included).
 
     The run goes on the library's private event loop while this thread takes its events;
     closing the iterator early (``break`` out of the loop, Ctrl-C) cancels the run.
@@ -206,8 +183,7 @@ def stream_answer(
     async def pump() -> None:
         started.set()
         try:
-            async for event in astream_answer(corpus, question, strategy=strategy, llm=llm, preset=preset, cache_dir=cache_dir,
-                                              show_progress=show_progress, callbacks=callbacks, **config):  # fmt: skip
+            async for event in astream_answer(corpus, question, **options):
                 handed.put(event)
         except BaseException as exc:  # handed to the caller's thread, raised there
             handed.put(_Failed(exc))
