@@ -189,6 +189,7 @@ def write_html_report(
     winners: Sequence[Mapping[str, Any]] | None = None,
     pairwise: Sequence[Mapping[str, Any]] | None = None,
     missing: Mapping[str, int] | None = None,
+    costs: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Path:
     """Write ``folder/report.html`` (see the module docstring) and return its path.
 
@@ -205,9 +206,10 @@ def write_html_report(
         pairwise: The score's pairwise table (``experiments.comparison.pairwise``), shown as a matrix.
         missing: Strategy -> questions it has not answered: an incomplete run says so at the top
             and names no winner.
+        costs: :func:`strategy_costs` of these rows and prices, when the caller has them already.
     """
     folder = Path(folder)
-    costs = strategy_costs(per_strategy, manifest, prices)
+    costs = costs if costs is not None else strategy_costs(per_strategy, manifest, prices)
     table = summary_table(summary, costs)
     parts = [
         _head(benchmark),

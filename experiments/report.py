@@ -98,13 +98,15 @@ def build_report(
     report.mkdir(exist_ok=True)
     summary = [_summary_row(benchmark, name, d, by_id) for name, d in per_strategy.items()]
     _add_ceilings(cfg, samples, summary, report)
-    per_question = _per_question(per_strategy, by_id, manifest, price_table)
+    costs = strategy_costs(per_strategy, manifest, price_table)  # each row priced once, for every table, test and page below
+    per_question = _per_question(per_strategy, by_id, manifest, costs)
     _add_intervals(benchmark, samples, summary, per_question["score"])
-    _add_frontiers(summary, per_strategy, manifest, price_table)
+    table = summary_table(summary, costs)
+    _add_frontiers(summary, table)
     pairs = comparison.pairwise(per_question["score"])
     comparison.write_pairwise(report / "pairwise.csv", pairs)
     missing = {r["strategy"]: r["missing"] for r in summary if r["missing"]}
-    winners = [] if missing else pick_winners(summary_table(summary, strategy_costs(per_strategy, manifest, price_table)), per_question)
+    winners = [] if missing else pick_winners(table, per_question)
     (report / "significance.md").write_text(significance_text(winners, missing=missing, questions=len(samples)), encoding="utf-8")
     by_length = _by_length(per_strategy)
     _write_table(report / "summary", summary)
@@ -122,7 +124,7 @@ def build_report(
     if html:
         result["html"] = str(write_html_report(report, benchmark=benchmark, manifest=manifest, summary=summary, by_length=by_length,
                                                per_strategy=per_strategy, samples=by_id, prices=price_table, winners=winners,
-                                               pairwise=pairs, missing=missing))  # fmt: skip
+                                               pairwise=pairs, missing=missing, costs=costs))  # fmt: skip
     return result
 
 
@@ -204,12 +206,11 @@ def _add_ceilings(cfg: dict[str, Any], samples: list[Any], summary: list[dict[st
 
 
 def _per_question(per_strategy: dict[str, dict[str, Any]], by_id: dict[str, Any], manifest: dict[str, Any],
-                  prices: dict[str, tuple[float, float]] | None) -> dict[str, dict[str, dict[str, float | None]]]:  # fmt: skip
+                  costs: dict[str, dict[str, Any]]) -> dict[str, dict[str, dict[str, float | None]]]:  # fmt: skip
     """metric -> strategy -> question id -> value: the paired data behind every interval and winner.
 
     Scores are the scorer's (failed rows count as its rule says, unscored questions are None);
-    tokens, seconds, cost and evidence recall exist for answered rows only."""
-    costs = strategy_costs(per_strategy, manifest, prices)
+    tokens, seconds, cost and evidence recall exist for answered rows only (``costs``: :func:`strategy_costs`'s)."""
     out: dict[str, dict[str, dict[str, float | None]]] = {m: {} for m in ("score", "tokens", "seconds", "cost_usd", "evidence_recall")}
     for name, data in per_strategy.items():
         out["score"][name] = {r["sample_id"]: v for r, v in data["per_sample"]}
@@ -234,11 +235,10 @@ def _add_intervals(benchmark: str, samples: list[Any], summary: list[dict[str, A
         row.update({"n_scored": ci.n, "score_ci_low": _round(ci.low), "score_ci_high": _round(ci.high), "score_se": _round(ci.se)})
 
 
-def _add_frontiers(summary: list[dict[str, Any]], per_strategy: dict[str, dict[str, Any]], manifest: dict[str, Any],
-                   prices: dict[str, tuple[float, float]] | None) -> None:  # fmt: skip
+def _add_frontiers(summary: list[dict[str, Any]], table: list[dict[str, Any]]) -> None:
     """``frontier_cost`` / ``frontier_tokens``: on the Pareto front of (score, estimated USD per
-    answer) and of (score, tokens per answer), or dominated by some other strategy."""
-    table = summary_table(summary, strategy_costs(per_strategy, manifest, prices))
+    answer) and of (score, tokens per answer), or dominated by some other strategy (``table``:
+    the summary with costs, :func:`summary_table`)."""
     for key, column in (("cost_usd", "frontier_cost"), ("tokens", "frontier_tokens")):
         front = comparison.frontier(table, key)
         known = {r["strategy"] for r in table if r.get("score") is not None and r.get(key) is not None}
