@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -22,7 +20,7 @@ from experiments.cli import main
 from retrieval import redaction
 from retrieval.redaction import redact, redact_value, register_options
 from tests.recording_server import bag_of_words_vector
-from tests.servers import QuietHandler
+from tests.servers import LoopbackServer, QuietHandler
 
 ENV_KEY = "sk-envKEY0123456789abcdefPLANTED"
 OTHER_ENV_KEY = "otherSERVICEkey0123456789"
@@ -32,7 +30,7 @@ OPTION_KEY = "optionEMBEDkey0123456789"
 KEYS = (ENV_KEY, OTHER_ENV_KEY, URL_USER_KEY, URL_QUERY_KEY, OPTION_KEY)
 
 
-class EchoServer:
+class EchoServer(LoopbackServer):
     """An OpenAI-compatible stub on loopback: chat and embeddings answer ``status`` with a body
     echoing the request line and every header (``status`` 200: a valid reply)."""
 
@@ -60,9 +58,7 @@ class EchoServer:
                              "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}}
                 self.send_json(status, reply)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        super().__init__(Handler)
 
     @property
     def port(self) -> int:
@@ -72,8 +68,7 @@ class EchoServer:
         return self
 
     def __exit__(self, *exc):
-        self._server.shutdown()
-        self._server.server_close()
+        self.close()
 
 
 @pytest.fixture

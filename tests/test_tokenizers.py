@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
-from http.server import ThreadingHTTPServer
 
 import pytest
 
@@ -29,7 +27,7 @@ from retrieval.tokenizers import (
 from retrieval.tokens import count_tokens
 from tests.recording_server import RecordingServer
 from tests.scripted import ScriptedChatModel
-from tests.servers import QuietHandler
+from tests.servers import LoopbackServer, QuietHandler
 
 #: 1,000 Chinese characters: more than 1,024 cl100k tokens, 1,000 tokens of a character-level vocabulary.
 ZH_SENTENCE = "长上下文推理需要在很多文档中找到证据并且把记忆压缩到预算以内。"
@@ -55,7 +53,7 @@ def char_tokenizer_dir(tmp_path_factory):
     return char_vocab_tokenizer(tmp_path_factory.mktemp("char_tok"))
 
 
-class FakeTokenizeServer:
+class FakeTokenizeServer(LoopbackServer):
     """A server speaking one tokenize dialect, one token per character (ids = code points)."""
 
     def __init__(self, dialect: str):
@@ -73,9 +71,7 @@ class FakeTokenizeServer:
                     return
                 self.send_json(200, reply)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        super().__init__(Handler)
 
     def route(self, path: str, body: dict):
         if self.dialect == "vllm" and path == "/tokenize" and "prompt" in body:
@@ -87,14 +83,6 @@ class FakeTokenizeServer:
         if self.dialect == "llama.cpp" and path == "/detokenize":
             return {"content": "".join(map(chr, body["tokens"]))}
         return None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
-
-    def close(self):
-        self._server.shutdown()
-        self._server.server_close()
 
 
 def own_facts(**kw) -> ModelFacts:
@@ -193,7 +181,7 @@ def test_an_unreachable_server_falls_back_without_remembering_it():
     assert first.id == FALLBACK_ID and first.provisional and "did not answer" in first.note
 
 
-class HangingServer:
+class HangingServer(LoopbackServer):
     """Accepts each request, reads it, and never answers (until the client gives up); counts them."""
 
     def __init__(self):
@@ -206,17 +194,7 @@ class HangingServer:
                 outer.requests += 1
                 self.rfile.read(1)  # blocks until the client closes the connection
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
-
-    def close(self):
-        self._server.shutdown()
-        self._server.server_close()
+        super().__init__(Handler)
 
 
 def test_a_hanging_server_fails_the_probe_within_longctx_timeout_and_its_retries(monkeypatch):
