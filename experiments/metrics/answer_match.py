@@ -26,7 +26,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from experiments.metrics.equivalence import _numbers_equal, _parse_list, _parse_number, equivalent
+from experiments.metrics.equivalence import equivalent, numbers_equal, parse_list, parse_number
 from experiments.metrics.registry import METRICS
 
 VERSION = 1
@@ -109,8 +109,8 @@ def _words(toks: list[_Token]) -> list[str]:
 def _same_token(a: str, b: str) -> bool:
     if a == b:
         return True
-    na, nb = _parse_number(a), _parse_number(b)
-    return na is not None and nb is not None and _numbers_equal(na, nb)
+    na, nb = parse_number(a), parse_number(b)
+    return na is not None and nb is not None and numbers_equal(na, nb)
 
 
 def _same_sequence(a: list[str], b: list[str]) -> bool:
@@ -145,8 +145,8 @@ def _typed(answer: str, gold: str) -> bool:
     gold_date, answer_date = parse_date(gold), parse_date(answer)
     if gold_date is not None and answer_date is not None:
         return gold_date == answer_date
-    gold_list = _parse_list(gold)
-    if gold_list is not None and _parse_list(answer) is None:  # a list answered in prose: "adm and root"
+    gold_list = parse_list(gold)
+    if gold_list is not None and parse_list(answer) is None:  # a list answered in prose: "adm and root"
         items = [p.strip() for p in _PROSE_LIST.split(answer.strip().rstrip(".")) if p.strip()]
         return len(items) > 1 and equivalent(json.dumps(items, ensure_ascii=False), gold)
     return False
@@ -197,7 +197,7 @@ def _boundary_ok(toks: list[_Token], start: int, stop: int) -> bool:
         return False
     if stop < len(toks) and toks[stop].glued_left:
         last, nxt = toks[stop - 1].text, toks[stop].text
-        return _parse_number(last) is not None and nxt.isalpha() and nxt not in _ORDINAL_SUFFIXES
+        return parse_number(last) is not None and nxt.isalpha() and nxt not in _ORDINAL_SUFFIXES
     return True
 
 
@@ -240,12 +240,12 @@ def match_answer(answer: str, gold: str, *, answer_type: str | None = None, ques
     if not isinstance(answer, str) or not isinstance(gold, str):
         raise TypeError(f"match_answer() takes two strings, got {type(answer).__name__} and {type(gold).__name__}")
     answer_words, gold_words = _words(tokens(answer)), _words(tokens(gold))
-    if gold_words and _same_sequence(answer_words, gold_words) and (_parse_list(gold) is None) == (_parse_list(answer) is None):
+    if gold_words and _same_sequence(answer_words, gold_words) and (parse_list(gold) is None) == (parse_list(answer) is None):
         return Match(True, "exact")
     if _typed(answer, gold):
         return Match(True, "typed")
     if answer_type in (None, "text"):
-        allow_lists = _parse_list(gold) is not None or asks_for_list(question)
+        allow_lists = parse_list(gold) is not None or asks_for_list(question)
         if _phrase(answer, gold, allow_lists=allow_lists):
             return Match(True, "phrase")
     return Match(False, None)

@@ -29,7 +29,8 @@ _CURRENCY = "$€£¥￥"
 _STRIP = " \t\n\"'“”‘’`.。,，;；"
 
 
-def _parse_list(text: str) -> list | None:
+def parse_list(text: str) -> list | None:
+    """The list an answer writes (JSON, a Python literal or ``[a, b]``), or ``None`` when it is no list."""
     text = text.strip()
     if not (text.startswith("[") and text.endswith("]")):
         return None
@@ -44,7 +45,7 @@ def _parse_list(text: str) -> list | None:
     return [p for p in (s.strip(_STRIP) for s in inner.split(",")) if p] if inner else []
 
 
-def _parse_number(text: str) -> tuple[float, int, bool] | None:
+def parse_number(text: str) -> tuple[float, int, bool] | None:
     """(value, decimals, is_percent) of a numeric answer, or ``None``."""
     t = text.strip(_STRIP).replace(" ", "")
     percent = t.endswith("%")
@@ -58,7 +59,8 @@ def _parse_number(text: str) -> tuple[float, int, bool] | None:
     return float(t.replace(",", "")), decimals, percent
 
 
-def _numbers_equal(a: tuple[float, int, bool], b: tuple[float, int, bool]) -> bool:
+def numbers_equal(a: tuple[float, int, bool], b: tuple[float, int, bool]) -> bool:
+    """Whether two :func:`parse_number` values state the same number within rounding (percent vs fraction too)."""
     (va, da, pa), (vb, db, pb) = a, b
     candidates = [(va, vb)]
     if pa != pb:  # one side a percentage, the other a fraction
@@ -77,9 +79,9 @@ def _normalise_string(text: str) -> str:
 
 def _scalars_equal(a: object, b: object) -> bool:
     sa, sb = str(a), str(b)
-    na, nb = _parse_number(sa), _parse_number(sb)
+    na, nb = parse_number(sa), parse_number(sb)
     if na is not None and nb is not None:
-        return _numbers_equal(na, nb)
+        return numbers_equal(na, nb)
     return _normalise_string(sa) == _normalise_string(sb)
 
 
@@ -92,7 +94,7 @@ def equivalent(predicted: str, gold: str) -> bool:
     """Whether ``predicted`` and ``gold`` state the same answer under the rules above."""
     if not isinstance(predicted, str) or not isinstance(gold, str):
         raise TypeError(f"equivalent() takes two strings, got {type(predicted).__name__} and {type(gold).__name__}")
-    lp, lg = _parse_list(predicted), _parse_list(gold)
+    lp, lg = parse_list(predicted), parse_list(gold)
     if lp is not None or lg is not None:
         return _lists_equal(lp if lp is not None else [predicted], lg if lg is not None else [gold])
     return _scalars_equal(predicted, gold)
