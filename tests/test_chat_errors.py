@@ -107,10 +107,10 @@ def test_async_timeout_is_a_chat_model_error_naming_no_status():
 def test_malformed_replies_are_retried_when_the_model_leaves_max_retries_unset():
     # ChatOpenAI's max_retries is Optional; unset, malformed replies get $LONGCTX_MAX_RETRIES
     # retries as the error mapping counts them (comparing with None raised TypeError before).
-    from agents.chat_models import _openai_class
+    from agents.openai_chat import RetryingChatOpenAI
 
     with stub_server(latency=0.0, fault="malformed", fault_first=2) as url:
-        llm = _openai_class()(model="stub", base_url=url, api_key="x", max_retries=None)
+        llm = RetryingChatOpenAI(model="stub", base_url=url, api_key="x", max_retries=None)
         assert llm.max_retries is None
         reply = llm.invoke("What is the vault code?")
         assert chat_requests(url) == 3

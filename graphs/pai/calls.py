@@ -13,17 +13,18 @@ import contextvars
 import functools
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from graphs.llm import has_native_async
 from graphs.pai.prompts import KEEP_CONTEXT_FUNCTION, RETRY_NOTE
+from graphs.twins import blocking, run_blocking
 
 ToolMode = Literal["tools", "json"]
 
@@ -117,14 +118,8 @@ def call_structured(
         temperature: Sampling temperature (0 = greedy).
     """
     model = _structured_model(llm, mode, function, tool_choice)
-    errors: list[str] = []
-    for attempt in range(1, retries + 2):
-        message = model.invoke([HumanMessage(content=_attempt_text(prompt, errors))], max_tokens=max_tokens, temperature=temperature)
-        try:
-            return CallOutcome(parse_items(message, item_model), attempt, errors, mode)
-        except MalformedOutput as exc:
-            errors.append(str(exc))
-    return CallOutcome([], retries + 1, errors, mode)
+    invoke = blocking(functools.partial(model.invoke, max_tokens=max_tokens, temperature=temperature))
+    return run_blocking(_attempts(prompt, item_model, mode, retries, invoke))
 
 
 async def acall_structured(
@@ -147,9 +142,18 @@ async def acall_structured(
     :data:`SYNC_MODEL_POOL` instead, so the graph's ``max_concurrency`` still bounds it.
     """
     model = _structured_model(llm, mode, function, tool_choice)
+    invoke = functools.partial(ainvoke_model, llm, model, max_tokens=max_tokens, temperature=temperature)
+    return await _attempts(prompt, item_model, mode, retries, invoke)
+
+
+async def _attempts(
+    prompt: str, item_model: type[BaseModel], mode: ToolMode, retries: int, invoke: Callable[[list[BaseMessage]], Awaitable[AIMessage]]
+) -> CallOutcome:
+    """The policy both twins share: call through ``invoke`` until a reply validates, at most
+    ``1 + retries`` times, each retry carrying the previous error (:mod:`graphs.twins`)."""
     errors: list[str] = []
     for attempt in range(1, retries + 2):
-        message = await ainvoke_model(llm, model, [HumanMessage(content=_attempt_text(prompt, errors))], max_tokens=max_tokens, temperature=temperature)
+        message = await invoke([HumanMessage(content=_attempt_text(prompt, errors))])
         try:
             return CallOutcome(parse_items(message, item_model), attempt, errors, mode)
         except MalformedOutput as exc:

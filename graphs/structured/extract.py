@@ -8,19 +8,21 @@ valid reply here, where PAI's ``call_structured`` treats "no item" as malformed.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from pydantic import BaseModel, ValidationError
 
 from graphs.pai.calls import MalformedOutput, ainvoke_model, first_json, text_of
 from graphs.pai.prompts import RETRY_NOTE
 from graphs.structured.normalize import ValueNotUnderstood, normalize_value
 from graphs.structured.schema import TableSchema
+from graphs.twins import blocking, run_blocking
 
 
 @dataclass
@@ -99,12 +101,8 @@ def call_validated(
     retry carries the previous error (PAI's retry note). ``model``: ``bound_model(llm, mode,
     function)`` made once by the caller (bound here when not given)."""
     model = model if model is not None else bound_model(llm, mode, function)
-    out = Outcome()
-    for attempt in range(1, retries + 2):
-        message = model.invoke([HumanMessage(content=_text(prompt, out))], max_tokens=max_tokens, temperature=temperature)
-        if _take(out, message, parse, attempt):
-            return out
-    return out
+    invoke = blocking(functools.partial(model.invoke, max_tokens=max_tokens, temperature=temperature))
+    return run_blocking(_attempts(prompt, parse, retries, invoke))
 
 
 async def acall_validated(
@@ -123,12 +121,21 @@ async def acall_validated(
     """:func:`call_validated` through the model's async interface (PAI's ``ainvoke_model``:
     a sync-only model runs in a thread of PAI's pool); ``gate``: a semaphore held around each call."""
     model = model if model is not None else bound_model(llm, mode, function)
-    gate = gate if gate is not None else contextlib.nullcontext()
+    held = gate if gate is not None else contextlib.nullcontext()
+
+    async def invoke(messages: list[BaseMessage]) -> AIMessage:
+        async with held:
+            return await ainvoke_model(llm, model, messages, max_tokens=max_tokens, temperature=temperature)
+
+    return await _attempts(prompt, parse, retries, invoke)
+
+
+async def _attempts(prompt: str, parse: Callable[[list[Any]], Any], retries: int, invoke: Callable[[list[BaseMessage]], Awaitable[AIMessage]]) -> Outcome:
+    """The policy both twins share: call through ``invoke`` until ``parse`` accepts a reply, at
+    most ``1 + retries`` times, each retry carrying the previous error (:mod:`graphs.twins`)."""
     out = Outcome()
     for attempt in range(1, retries + 2):
-        async with gate:
-            message = await ainvoke_model(llm, model, [HumanMessage(content=_text(prompt, out))], max_tokens=max_tokens, temperature=temperature)
-        if _take(out, message, parse, attempt):
+        if _take(out, await invoke([HumanMessage(content=_text(prompt, out))]), parse, attempt):
             return out
     return out
 

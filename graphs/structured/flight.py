@@ -22,15 +22,16 @@ every document itself.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import fcntl
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Hashable, Iterator
+from collections.abc import Awaitable, Callable, Hashable
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
+
+from graphs.twins import blocking, run_blocking
 
 #: Seconds between two tries of a document lock held by another process (doubling up to the cap).
 POLL_START_S, POLL_MAX_S = 0.005, 0.1
@@ -107,41 +108,54 @@ def _unlock(fd: int, offset: int) -> None:
     fcntl.lockf(fd, fcntl.LOCK_UN, 1, offset)
 
 
-@contextlib.contextmanager
-def document_lock(folder: Path | None, fingerprint: str) -> Iterator[bool]:
-    """Hold the cross-process lock of a document (no-op when ``folder`` is ``None``); yields
-    whether another process held it first (its records may now be in the cache)."""
-    if folder is None:
-        yield False
-        return
-    fd, offset = _lock_fd(folder), _offset(fingerprint)
-    waited, delay = False, POLL_START_S
-    while not _try_lock(fd, offset):
-        waited = True
-        time.sleep(delay)
-        delay = min(delay * 2, POLL_MAX_S)
-    try:
-        yield waited
-    finally:
-        _unlock(fd, offset)
+class DocumentLock:
+    """The cross-process lock of a document, held by ``with`` (waits with ``time.sleep``) or
+    ``async with`` (waits with ``asyncio.sleep``); a no-op when ``folder`` is ``None``.
+    Entering gives whether another process held it first (its records may now be in the cache)."""
+
+    def __init__(self, folder: Path | None, fingerprint: str):
+        self._folder, self._fingerprint = folder, fingerprint
+        self._held: tuple[int, int] | None = None
+
+    async def _acquire(self, pause: Callable[[float], Awaitable[Any]]) -> bool:
+        """Poll the byte-range lock until it is held, pausing with a doubling delay; whether it was busy."""
+        if self._folder is None:
+            return False
+        fd, offset = _lock_fd(self._folder), _offset(self._fingerprint)
+        waited, delay = False, POLL_START_S
+        while not _try_lock(fd, offset):
+            waited = True
+            await pause(delay)
+            delay = min(delay * 2, POLL_MAX_S)
+        self._held = (fd, offset)
+        return waited
+
+    def _release(self) -> None:
+        if self._held is not None:
+            _unlock(*self._held)
+            self._held = None
+
+    def __enter__(self) -> bool:
+        return run_blocking(self._acquire(blocking(time.sleep)))
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._release()
+
+    async def __aenter__(self) -> bool:
+        return await self._acquire(asyncio.sleep)
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self._release()
 
 
-@contextlib.asynccontextmanager
-async def adocument_lock(folder: Path | None, fingerprint: str) -> AsyncIterator[bool]:
-    """:func:`document_lock` for a coroutine (waits with ``asyncio.sleep``)."""
-    if folder is None:
-        yield False
-        return
-    fd, offset = _lock_fd(folder), _offset(fingerprint)
-    waited, delay = False, POLL_START_S
-    while not _try_lock(fd, offset):
-        waited = True
-        await asyncio.sleep(delay)
-        delay = min(delay * 2, POLL_MAX_S)
-    try:
-        yield waited
-    finally:
-        _unlock(fd, offset)
+def document_lock(folder: Path | None, fingerprint: str) -> DocumentLock:
+    """Hold the cross-process lock of a document (``with`` in a thread, ``async with`` in a
+    coroutine; no-op when ``folder`` is ``None``); entering yields whether another process held it first."""
+    return DocumentLock(folder, fingerprint)
 
 
-__all__ = ["FLIGHTS", "Flights", "adocument_lock", "await_flight", "document_lock"]
+#: The name the coroutines use: the same lock, entered with ``async with``.
+adocument_lock = document_lock
+
+
+__all__ = ["FLIGHTS", "DocumentLock", "Flights", "adocument_lock", "await_flight", "document_lock"]
