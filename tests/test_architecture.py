@@ -76,14 +76,14 @@ def test_the_module_import_graph_has_no_cycle():
 
 def test_no_function_level_imports_of_our_own_modules():
     """Function-level imports are for optional or heavy dependencies only, never to dodge a cycle."""
-    allowed = {("retrieval/contract.py", "retrieval.readers"), ("retrieval/contract.py", "retrieval.tokens"),
+    allowed = {("retrieval/corpus.py", "retrieval.readers"), ("retrieval/corpus.py", "retrieval.tokens"),
                ("experiments/commands.py", "experiments.report"), ("experiments/commands.py", "experiments.ray_runner"),
                ("experiments/commands.py", "retrieval.ray_index"), ("experiments/report.py", "experiments.plots"),
                # startup time: `longctx --help` and argument errors answer before the subcommands load the engines
                ("experiments/cli.py", "experiments.commands"),
                # langchain_core's retriever stack (~1 s) only for users who ask for a retriever:
-               ("retrieval/index.py", "retrieval.langchain_retriever"), ("retrieval/contract.py", "retrieval.index"),
-               ("retrieval/contract.py", "retrieval.chunking")}
+               ("retrieval/index.py", "retrieval.langchain_retriever"), ("retrieval/corpus.py", "retrieval.index"),
+               ("retrieval/corpus.py", "retrieval.chunking")}
     found = set()
     for package in PACKAGES:
         for path in (ROOT / package).rglob("*.py"):
@@ -103,10 +103,24 @@ def test_every_module_imports_in_a_fresh_interpreter(order):
     _run("import importlib\nfor name in " + repr(modules) + ":\n    importlib.import_module(name)")
 
 
-def test_the_contract_module_imports_no_other_package():
+#: The answer contract: ``retrieval.contract`` re-exports the modules that define it.
+CONTRACT_MODULES = ("retrieval.answer", "retrieval.contract", "retrieval.corpus", "retrieval.question", "retrieval.registry")
+
+
+@pytest.mark.parametrize("module", CONTRACT_MODULES)
+def test_the_contract_modules_import_no_other_package(module):
+    """Each contract module, imported alone, loads only contract modules and the standard library."""
+    code = f"import json, sys; before = set(sys.modules); import {module}; print(json.dumps(sorted(set(sys.modules) - before)))"
+    loaded = json.loads(_run(code))
+    ours = {m for m in loaded if m.split(".")[0] in PACKAGES}
+    assert ours <= {"retrieval", "retrieval.lazy", *CONTRACT_MODULES}, sorted(ours)  # lazy: the package's PEP 562 hook, standard library only
+    foreign = sorted(m for m in loaded if m.split(".")[0] not in PACKAGES and m.split(".")[0] not in sys.stdlib_module_names)
+    assert foreign == [], foreign
+
+
+def test_the_contract_module_gathers_every_contract_module():
     loaded = json.loads(_run("import json, sys, retrieval.contract; print(json.dumps(sorted(sys.modules)))"))
-    ours = [m for m in loaded if m.split(".")[0] in PACKAGES]
-    assert ours == ["retrieval", "retrieval.contract", "retrieval.lazy"]  # lazy: the package's PEP 562 hook, standard library only
+    assert [m for m in loaded if m.split(".")[0] in PACKAGES] == sorted(["retrieval", "retrieval.lazy", *CONTRACT_MODULES])
 
 
 def test_contract_types_have_one_home():
@@ -117,6 +131,8 @@ def test_contract_types_have_one_home():
     for name in ("Answer", "Evidence", "Usage", "Question", "Step", "Corpus", "Document"):
         assert getattr(agents, name) is getattr(contract, name)
     assert retrieval.Registry is contract.Registry
+    defined = {name: getattr(contract, name).__module__ for name in contract.__all__}
+    assert set(defined.values()) == set(CONTRACT_MODULES) - {"retrieval.contract"}, defined  # each part has its own module
 
 
 def test_third_party_strategy_through_an_entry_point(tmp_path):
