@@ -123,6 +123,17 @@ def test_the_contract_module_gathers_every_contract_module():
     assert [m for m in loaded if m.split(".")[0] in PACKAGES] == sorted(["retrieval", "retrieval.lazy", *CONTRACT_MODULES])
 
 
+def test_the_retrieval_package_talks_to_no_chat_server():
+    """``retrieval`` never calls a chat model: the routes of a chat server are named beside ``graphs/llm.py`` only."""
+    routes = ("/tokenize", "/detokenize", "/chat/completions", "/completions")
+    found = []
+    for path in sorted((ROOT / "retrieval").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.endswith(routes):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.value}")
+    assert found == []
+
+
 def test_contract_types_have_one_home():
     import agents
     import retrieval
