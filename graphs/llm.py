@@ -95,6 +95,7 @@ def _lean_session(llm: BaseChatModel) -> Any:
     import aiohttp  # optional: installed with the SDK's aiohttp extra and LlamaIndex
 
     # trust_env off: the transport looks the environment's proxy up once (aiohttp would, per request, in a thread)
+    # limit: the connections a run may hold open, the SDK's default pool limit
     session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=1000), trust_env=False)
     use(session)  # unused when the model's client needs the SDK's path; closed with the run all the same
     return session
