@@ -17,8 +17,11 @@ from experiments import cli_parser
 from experiments.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
-#: What a start must not wait for: LangGraph, LangChain, torch, faiss, bm25s, llama.cpp, scipy, matplotlib.
-HEAVY = ("langgraph", "langchain_core", "torch", "faiss", "bm25s", "llama_cpp", "scipy", "matplotlib")
+#: What a start must not wait for: LangGraph, LangChain, its OpenAI client, torch, sentence-transformers, faiss, bm25s,
+#: llama.cpp, scipy, matplotlib.
+HEAVY = ("langgraph", "langchain_core", "langchain_openai", "torch", "sentence_transformers", "faiss", "bm25s", "llama_cpp", "scipy", "matplotlib")
+#: The retrieval engines: loaded by the first index a run builds or reads, never by importing the library.
+ENGINES = ("torch", "sentence_transformers", "faiss", "bm25s", "scipy")
 #: On the machine these limits were set on, ``python -c pass`` takes 0.02 s: 0.3 s is 15 bare starts
 #: (``--help`` took 1.2 s = 57 bare starts before the parser was split from the commands, 0.06 s = 3 after;
 #: ``import agents`` 1.1 s before its names loaded lazily, 0.03 s after). The ratio, not a time, is
@@ -69,6 +72,19 @@ def test_import_agents_loads_no_engine_until_a_name_is_used():
     assert _loaded_after("from agents import Corpus, Question, Answer")[0] == []
     heavy, _ = _loaded_after("import agents; agents.answer")
     assert "langgraph" in heavy  # the name still works, loading what it needs
+
+
+def test_the_answer_function_loads_the_retrieval_engines_on_first_use(tmp_path):
+    """``from agents import answer`` loads LangGraph but no engine (it loaded FAISS, bm25s and scipy,
+    ~0.1 s, through the strategies' imports); a BM25 run then loads bm25s, and still not FAISS."""
+    heavy, _ = _loaded_after("from agents import answer")
+    assert "langgraph" in heavy and [m for m in heavy if m in ENGINES + ("langchain_openai",)] == []
+    run = (f"import os; os.environ['LONGCTX_CACHE_DIR'] = {str(tmp_path)!r}\n"
+           "from agents import Corpus, answer\nfrom tests.scripted import ScriptedChatModel\n"
+           "result = answer(Corpus.from_texts(['alpha beta', 'gamma delta']), 'Which follows gamma?', strategy='rag',"
+           " llm=ScriptedChatModel(replies=['delta']))\nassert result.answer == 'delta', result.answer")
+    heavy, _ = _loaded_after(run)
+    assert "bm25s" in heavy and "faiss" not in heavy and "torch" not in heavy
 
 
 def _starts(*args: str) -> float:
