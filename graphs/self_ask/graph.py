@@ -49,6 +49,7 @@ from graphs.llm import complete
 from graphs.prompts import fill, format_chunks
 from graphs.rag import RAG_TEMPLATE, order_hits
 from graphs.registry import STRATEGIES
+from graphs.self_ask.ceiling import FollowUpCeiling
 from graphs.self_ask.config import SelfAskConfig
 from graphs.self_ask.prompts import (
     CONTEXT_STOP,
@@ -402,6 +403,8 @@ def self_ask_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: 
 @STRATEGIES.register(
     "self_ask",
     cost_plan=self_ask_plan,
+    expected_cost=costs.retrieval_calls(2),  # typically a follow-up and the answer, each reading top_k chunks
+    ceiling=FollowUpCeiling(rank=30, retrieve_follow_up=retrieve_follow_up),
     config_cls=SelfAskConfig,
     prompts_version=PROMPTS_VERSION,
     uses_index=True,
