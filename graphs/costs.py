@@ -95,12 +95,3 @@ def full_read_tokens(cfg: Any, corpus_tokens: int, window: int | None) -> float:
     window = int(getattr(cfg, "context_window", None) or window or getattr(cfg, "default_context_window", None) or 128_000)
     room = window - (getattr(cfg, "max_new_tokens", None) or 128) - (getattr(cfg, "prompt_reserve_tokens", None) or 64) - CALL_OVERHEAD_TOKENS
     return min(corpus_tokens, max(room, 0))
-
-
-def retrieval_calls(calls: float) -> ExpectedCostFn:
-    """The expected cost of ``calls`` retrieval-sized calls per question (Self-Ask: a follow-up and the answer)."""
-
-    def cost(cfg: Any, corpus_tokens: int, documents: int, window: int | None) -> ExpectedCost:
-        return ExpectedCost(Calls(calls, calls * (retrieved_tokens(cfg, corpus_tokens) + CALL_OVERHEAD_TOKENS), calls * reply_tokens(cfg)))
-
-    return cost

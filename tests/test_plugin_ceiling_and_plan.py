@@ -87,3 +87,17 @@ def test_a_plugin_strategy_is_planned_by_its_own_expected_cost(head_reader):
     (planned,), _ = plan_for({head_reader: cfg, "not_registered": cfg}, [(600, 6, 4)], ScriptedChatModel(replies=[]))
     assert planned == plan
     assert "head_reader: 4 question(s), ~5 calls, ~940 prompt + ~27 completion tokens" in describe_plan([planned], "m", None)
+
+
+def test_a_plugin_without_hooks_is_skipped_not_guessed(head_reader):
+    """No ceiling: a skipped row when asked for by name; no expected cost: left out of the plan, and estimate says why."""
+    STRATEGIES.register("bare", build_graph, config_cls=HeadReaderConfig)
+    corpus = Corpus.from_texts(["one", "two"])
+    assert "bare" not in default_strategies()
+    (row,) = compute_ceilings([Sample("a", corpus, Question(text="?"), {"evidence_doc_ids": ["0"]})], ["bare"])
+    assert row.skipped == "no ceiling rule for this strategy" and row.complete_share is None
+    cfg = STRATEGIES.get("bare").make_config()
+    plans, _ = plan_for({"bare": cfg, head_reader: cfg}, [(600, 6, 4)], ScriptedChatModel(replies=[]))
+    assert [p.strategy for p in plans] == [head_reader]
+    with pytest.raises(ValueError, match="'bare' registers no expected cost"):
+        estimate("bare", cfg, corpus_tokens=600, documents=6, questions=4)
