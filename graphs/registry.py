@@ -17,7 +17,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from graphs.ceiling import EvidenceCeiling
 from graphs.config import ConfigError
+from graphs.costs import ExpectedCostFn
 from retrieval.contract import Question, Registry
 
 
@@ -71,6 +73,11 @@ class Strategy:
         cost_plan: ``(config, corpus, questions, llm) -> graphs.budget.CostPlan``: its calls and
             prompt tokens before any call (``agents.estimate``, budgets); ``None`` for a plug-in
             that declares none (its budget is then enforced during the run only).
+        ceiling: Its LLM-free evidence-ceiling rule (``experiments.ceilings``), defined in its
+            package; ``None``: no ceiling row is measured.
+        expected_cost: ``(config, corpus_tokens, documents, window) -> graphs.costs.ExpectedCost``:
+            the typical calls and tokens of the plan printed before a run (``agents.run_plan``);
+            ``None``: the strategy is left out of that plan.
     """
 
     name: str
@@ -82,6 +89,8 @@ class Strategy:
     description: str = ""
     prompts_version: int = 1
     cost_plan: Callable[..., Any] | None = None
+    ceiling: EvidenceCeiling | None = None
+    expected_cost: ExpectedCostFn | None = None
 
     @property
     def batched(self) -> bool:
