@@ -21,6 +21,7 @@ from graphs.config import ConfigError
 from graphs.context import StrategyContext
 from graphs.full_context.config import FullContextConfig
 from graphs.full_context.prepared import prepared_context, truncate_our_prompt
+from graphs.full_context.presentation import PRESENTATION
 from graphs.full_context.prompts import FULL_CONTEXT_TEMPLATE, PROMPTS_VERSION
 from graphs.full_context.truncation import (  # noqa: F401 - re-exported: the truncation rule's home before it moved
     CHARS_PER_TOKEN_BOUND,
@@ -158,6 +159,7 @@ def full_context_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], l
     config_cls=FullContextConfig,
     presets={"paper": FullContextConfig(), "ours": FullContextConfig(prompt="ours")},
     prompts_version=PROMPTS_VERSION,
+    presentation=PRESENTATION,
     description="The whole corpus in one prompt, middle-truncated to the model window.",
 )
 def build_graph(config: FullContextConfig | None = None):
