@@ -113,3 +113,13 @@ def test_a_bad_colour_is_a_one_line_error():
         StrategyPresentation(color="blue")
     with pytest.raises(ValueError, match="demo_default needs demo_options"):
         StrategyPresentation(demo_default=True)
+
+
+def test_a_nested_runs_steps_are_shown_with_that_strategys_views():
+    """Self-Route's fallback steps name the strategy that wrote them: MemAgent's memory is its table there too."""
+    steps = [{"node": "measure_context", "route": "memagent", "reason": "too long"},
+             *({"node": "update_memory", "leg": "memagent", "chunk": k, "memory": f"m{k // 2}", "tokens": 3} for k in range(4))]  # fmt: skip
+    shown = _steps("self_route", steps, [])
+    assert 'Route: <b>memagent</b> · reason: <span class="reason">too long</span>' in shown
+    assert shown.count('data-node="update_memory"') == 1 and "Memory after each chunk (4 chunks read)" in shown
+    assert "0–1 (unchanged)" in shown and "2–3 (unchanged)" in shown
