@@ -74,8 +74,9 @@ def plugin(monkeypatch):
 
 def _samples() -> list[Sample]:
     corpus = Corpus.from_texts(["The vault code is 7421.", "The harbour has a lighthouse."], titles=["Vault", "Harbour"])
+    asked = [("What is the vault code?", "7421"), ("What is in the harbour?", "a lighthouse")]
     return [Sample(sample_id=f"q{i}", benchmark="synth", dataset="finance", corpus=corpus, question=Question(text=q), answers=(a,),
-                   metadata={"question": q}) for i, (q, a) in enumerate([("What is the vault code?", "7421"), ("What is in the harbour?", "a lighthouse")])]  # fmt: skip
+                   metadata={"question": q}) for i, (q, a) in enumerate(asked)]  # fmt: skip
 
 
 def test_a_plugin_strategy_gets_its_report_section_colour_and_demo_place(plugin, tmp_path):
