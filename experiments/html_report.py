@@ -543,8 +543,8 @@ def _steps(strategy: str, steps: Sequence[Mapping[str, Any]], evidence: Sequence
     by_chunk = {ev.get("chunk_id"): ev for ev in evidence if ev.get("chunk_id") is not None}
     blocks, i = [], 0
     while i < len(steps):
-        node, shown = str(steps[i].get("node", "?")), _presentation(steps[i].get(LEG_KEY) or strategy)
-        run_view = shown.run_views.get(node)
+        node, looks = str(steps[i].get("node", "?")), _presentation(steps[i].get(LEG_KEY) or strategy)
+        run_view = looks.run_views.get(node)
         if run_view is not None:  # consecutive steps of this node are one block
             j = i
             while j < len(steps) and steps[j].get("node") == node and steps[j].get(LEG_KEY) == steps[i].get(LEG_KEY):
@@ -552,7 +552,7 @@ def _steps(strategy: str, steps: Sequence[Mapping[str, Any]], evidence: Sequence
             blocks.append(_step_box(node, escape(run_view(steps[i:j]))))
             i = j
             continue
-        view = shown.step_views.get(node)
+        view = looks.step_views.get(node)
         if view is None:
             blocks.append(_step_box(node, _facts(steps[i])))
         else:
