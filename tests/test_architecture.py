@@ -209,3 +209,48 @@ def test_registries_share_one_idiom():
     registries = (STRATEGIES, RETRIEVERS, EMBEDDERS, CHAT_MODELS, BENCHMARKS, METRICS, DOMAINS)
     assert all(isinstance(r, Registry) and r.group and r.group.startswith("longctx.") for r in registries)
     assert len({r.group for r in registries}) == len(registries)
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """``id``s of the docstring nodes of a module and its classes and functions."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                found.add(id(first.value))
+    return found
+
+
+def _documented_defaults(tree: ast.AST) -> set[int]:
+    """``id``s of the constants in parameter defaults and ``default=`` arguments: the library's
+    documented default strategy is a fact of the API, not of a strategy."""
+    found = set()
+    for node in ast.walk(tree):
+        defaults: list[ast.expr | None] = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            defaults = [*node.args.defaults, *node.args.kw_defaults]
+        elif isinstance(node, ast.Call):
+            defaults = [k.value for k in node.keywords if k.arg == "default"]
+        found.update(id(sub) for d in defaults if d is not None for sub in ast.walk(d))
+    return found
+
+
+def test_no_module_outside_a_strategy_package_names_a_strategy():
+    """What the library knows of a strategy is on its registry entry, declared in ``graphs/<name>/``:
+    no other module names one (docstrings and documented defaults aside), so a strategy is added,
+    in the tree or as a plug-in, without editing the report, the plots, the demo or the CLI."""
+    from graphs import STRATEGIES
+
+    names = {n for n in STRATEGIES.names() if STRATEGIES.get(n).build_graph.__module__.startswith("graphs.")}
+    paths = [*(ROOT / "graphs").glob("*.py")]
+    for package in ("retrieval", "memory", "agents", "experiments"):
+        paths += [p for p in (ROOT / package).rglob("*.py") if "perf" not in p.relative_to(ROOT).parts]
+    found = []
+    for path in sorted(paths):
+        where = str(path.relative_to(ROOT))
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        allowed = _docstrings(tree) | _documented_defaults(tree)
+        found += [f"{where}:{node.lineno}: {node.value!r}" for node in ast.walk(tree)
+                  if isinstance(node, ast.Constant) and node.value in names and id(node) not in allowed]  # fmt: skip
+    assert len(names) >= 8 and found == [], "\n".join(found)

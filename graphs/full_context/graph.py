@@ -22,6 +22,7 @@ from graphs.context import StrategyContext
 from graphs.full_context.ceiling import TruncatedWindowCeiling
 from graphs.full_context.config import FullContextConfig
 from graphs.full_context.prepared import prepared_context, truncate_our_prompt
+from graphs.full_context.presentation import PRESENTATION
 from graphs.full_context.prompts import FULL_CONTEXT_TEMPLATE, PROMPTS_VERSION
 from graphs.full_context.truncation import (  # noqa: F401 - re-exported: the truncation rule's home before it moved
     CHARS_PER_TOKEN_BOUND,
@@ -166,6 +167,7 @@ def full_context_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], l
     config_cls=FullContextConfig,
     presets={"paper": FullContextConfig(), "ours": FullContextConfig(prompt="ours")},
     prompts_version=PROMPTS_VERSION,
+    presentation=PRESENTATION,
     description="The whole corpus in one prompt, middle-truncated to the model window.",
 )
 def build_graph(config: FullContextConfig | None = None):

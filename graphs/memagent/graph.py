@@ -30,6 +30,7 @@ from graphs.events import listening, report_progress, report_step
 from graphs.llm import add_usage, complete_with_usage, tokenizer_for
 from graphs.memagent.ceiling import MEMAGENT_CEILING
 from graphs.memagent.config import MemAgentConfig
+from graphs.memagent.presentation import PRESENTATION
 from graphs.memagent.prompts import DEFAULT_FINAL_INSTRUCTION, FINAL_TEMPLATE, MEMORY_TEMPLATE, PROMPTS_VERSION
 from graphs.prompts import format_documents
 from graphs.registry import STRATEGIES, BatchRun
@@ -292,6 +293,7 @@ def memagent_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: 
     prompts_version=PROMPTS_VERSION,
     run_mode=BatchRun(prepare_context=prepare_context, initial_state=initial_state, collect=collect),
     presets={"paper": MemAgentConfig(final_instruction="memagent")},
+    presentation=PRESENTATION,
     description="Stream the whole corpus through a 1,024-token overwritten memory, 5,000 tokens per step.",
 )
 def build_graph(config: MemAgentConfig | None = None, checkpointer: Any = None):

@@ -38,6 +38,7 @@ from graphs.pai.calls import CallOutcome, KeepContextArgs, acall_structured, cal
 from graphs.pai.ceiling import JudgedChunksCeiling
 from graphs.pai.config import PaiConfig
 from graphs.pai.decompose import extract_properties, generate_sub_questions
+from graphs.pai.presentation import MINUS_PRESENTATION, PRESENTATION
 from graphs.prompts import format_chunks
 from graphs.registry import STRATEGIES, SingleRun
 from retrieval import Chunk, Hit, chunk_corpus
@@ -328,6 +329,7 @@ def pai_minus_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm:
     prompts_version=P.PROMPTS_VERSION,
     uses_index=True,
     run_mode=SingleRun(async_fan_out=True),
+    presentation=PRESENTATION,
     description="Property-based agentic inference: properties -> keep_context per (sub-question, 1,024-token chunk) -> sub-answers -> conclusion.",
 )
 def build_graph(config: PaiConfig | None = None):
@@ -346,6 +348,7 @@ def build_graph(config: PaiConfig | None = None):
     prompts_version=P.PROMPTS_VERSION,
     uses_index=True,
     run_mode=SingleRun(async_fan_out=True),
+    presentation=MINUS_PRESENTATION,
     description="PAI- ablation: sub-questions generated directly, no properties, then PAI's judging and summary.",
 )
 def build_graph_minus(config: PaiConfig | None = None):

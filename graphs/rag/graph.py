@@ -23,6 +23,7 @@ from graphs.nodes import generate, linear_graph
 from graphs.prompts import fill, format_chunks
 from graphs.rag.ceiling import RetrievedChunksCeiling
 from graphs.rag.config import RagConfig
+from graphs.rag.presentation import PRESENTATION
 from graphs.rag.prompts import PROMPTS_VERSION, RAG_TEMPLATE
 from graphs.registry import STRATEGIES
 from retrieval import Chunk, Hit
@@ -132,6 +133,7 @@ def rag_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: Any =
         "longbench-v2": RagConfig(chunk_unit="tokens", chunk_size=512, top_k=64, order="document"),
         "document-order": RagConfig(order="document"),
     },
+    presentation=PRESENTATION,
     description="Chunked top-N retrieval, then one answer call (LongBench v1: 200 words x 7).",
 )
 def build_graph(config: RagConfig | None = None):

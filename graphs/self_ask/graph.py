@@ -51,6 +51,7 @@ from graphs.rag import RAG_TEMPLATE, order_hits
 from graphs.registry import STRATEGIES
 from graphs.self_ask.ceiling import FollowUpCeiling
 from graphs.self_ask.config import SelfAskConfig
+from graphs.self_ask.presentation import PRESENTATION
 from graphs.self_ask.prompts import (
     CONTEXT_STOP,
     EXEMPLAR_SEPARATOR,
@@ -419,6 +420,7 @@ def self_ask_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: 
         "paper": SelfAskConfig(),
         "reader": SelfAskConfig(variant="reader", chunk_size=300, top_k=5, max_new_tokens=128),
     },
+    presentation=PRESENTATION,
     description=(
         "Self-Ask as FlashRAG runs it: the question's top-5 in the prompt, the model writes follow-ups and their "
         "answers, each follow-up re-retrieves; at most 5 generator calls (variant='reader': a reader answers each follow-up)."

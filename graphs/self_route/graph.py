@@ -47,6 +47,7 @@ from graphs.registry import STRATEGIES, Strategy
 from graphs.run import run_strategy
 from graphs.self_route.ceiling import SELF_ROUTE_CEILING
 from graphs.self_route.config import SelfRouteConfig
+from graphs.self_route.presentation import PRESENTATION
 from graphs.self_route.prompts import PROMPTS_VERSION, UNANSWERABLE_INSTRUCTION
 from retrieval import Hit
 from retrieval.contract import Corpus, Question, Step
@@ -197,6 +198,7 @@ def self_route_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm
         "paper": SelfRouteConfig(retriever="contriever"),
         "beyond-window": SelfRouteConfig(fallback="memagent", order="document"),
     },
+    presentation=PRESENTATION,
     description="RAG that may answer 'unanswerable'; declined questions get the full context (or memagent beyond the window, preset beyond-window).",
 )
 def build_graph(config: SelfRouteConfig | None = None):

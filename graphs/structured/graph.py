@@ -69,6 +69,7 @@ from graphs.structured.database import (
 from graphs.structured.extract import call_validated, dumps, fits_untokenized
 from graphs.structured.mapping import aextract_document, extract_document
 from graphs.structured.normalize import entity_key
+from graphs.structured.presentation import PRESENTATION, RAY_STAGE
 from graphs.structured.ray_map import run_on_ray
 from graphs.structured.schema import (
     SCHEMA_FUNCTION,
@@ -523,6 +524,8 @@ def structured_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm
     config_cls=StructuredConfig,
     prompts_version=P.PROMPTS_VERSION,
     run_mode=SingleRun(async_fan_out=True),  # extract has an async twin: answer() awaits it over an async client
+    presentation=PRESENTATION,
+    ray_stage=RAY_STAGE,
     description="Structured corpus analysis: a table schema -> records from every document (cached) -> one table -> SQL -> answer.",
 )
 def build_graph(config: StructuredConfig | None = None):
