@@ -238,11 +238,12 @@ def _plan(spec: Any, cfg: Any, corpus: Corpus, qs: list[Question], chat: BaseCha
 
 
 def resumable(spec: Any, cfg: Any) -> bool:
-    """Whether a run stopped part-way keeps its work (a checkpointed batched run: MemAgent with
-    ``resume``). Such a run is not refused up front by its budget: it spends the budget on
-    chunks the checkpoint keeps, and a larger budget later makes only the remaining calls
-    (which a plan of the whole run would overstate)."""
-    return bool(spec.batched and getattr(cfg, "resume", False))
+    """Whether a run stopped part-way keeps its work (a checkpointed batched run: its
+    ``BatchRun.settings`` say ``resume``). Such a run is not refused up front by its budget: it
+    spends the budget on steps the checkpoint keeps, and a larger budget later makes only the
+    remaining calls (which a plan of the whole run would overstate)."""
+    mode = spec.batch
+    return mode is not None and mode.settings(cfg).resume
 
 
 def _prepare(corpus: Corpus, questions: list, strategy: str, llm: Any, preset: str | None, show_progress: bool | None, concurrency: int | None,
