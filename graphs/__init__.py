@@ -15,7 +15,7 @@ from graphs.full_context import FullContextConfig
 from graphs.memagent import MemAgentConfig
 from graphs.pai import PaiConfig
 from graphs.rag import RagConfig, RetrievalSettings
-from graphs.registry import STRATEGIES, BatchRun, SingleRun, Strategy
+from graphs.registry import STRATEGIES, BatchRun, BatchSettings, Continuation, SingleRun, Strategy
 from graphs.self_ask import SelfAskConfig
 from graphs.self_route import SelfRouteConfig
 
@@ -26,7 +26,9 @@ __all__ = [
     "STRATEGIES",
     "STRATEGY_PACKAGES",
     "BatchRun",
+    "BatchSettings",
     "ConfigError",
+    "Continuation",
     "FullContextConfig",
     "MemAgentConfig",
     "PaiConfig",
