@@ -257,6 +257,11 @@ def batch_settings(cfg: MemAgentConfig) -> BatchSettings:
     )  # fmt: skip
 
 
+def chunk_sizes(ctx: MemAgentContext) -> tuple[int, ...]:
+    """Tokens of each chunk the run reads (one step a chunk)."""
+    return ctx.chunk_sizes
+
+
 def carried_memories(final: Mapping[str, Any]) -> dict[str, Any] | None:
     """What a run over a grown corpus takes from the finished earlier run: its final memories."""
     return {"memories": dict(final["memories"])} if final.get("memories") else None
@@ -269,7 +274,7 @@ MEMAGENT_RUN = BatchRun(
     initial_state=initial_state,
     collect=collect,
     settings=batch_settings,
-    step_sizes=lambda ctx: ctx.chunk_sizes,
+    step_sizes=chunk_sizes,
     advance_node="advance",
     progress_key="chunk_index",
     runtime_fields=("concurrency", "resume", "trace_chars"),
