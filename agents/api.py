@@ -156,12 +156,7 @@ def answer_many(
         budget: Limits for all the questions together (see :func:`answer`).
         Others: as :func:`answer`.
     """
-    call = _prepare(corpus, questions, strategy, llm, preset, cache_dir, show_progress, concurrency, index, callbacks, budget, config)
-    if call is None:
-        return []
-    with _explained(call.options["llm"]):
-        answers = run_strategy(call.spec, call.cfg, call.questions, **call.options)
-    return [json_ready(a) for a in answers]
+    return _answers(_prepare(corpus, questions, strategy, llm, preset, cache_dir, show_progress, concurrency, index, callbacks, budget, config))
 
 
 @_async_twin(answer)
@@ -174,14 +169,27 @@ async def aanswer(corpus: Corpus, question: str | Question, **options: Any) -> A
     the next identical call resumes it.
     """
     args = _arguments(answer, corpus, question, **options)
-    config = args.pop("config")
-    return (await aanswer_many(args.pop("corpus"), [args.pop("question")], **args, **config))[0]
+    args["questions"] = [args.pop("question")]
+    return (await _aanswers(_prepare(concurrency=None, index=None, **args)))[0]  # as answer() calls answer_many
 
 
 @_async_twin(answer_many)
 async def aanswer_many(corpus: Corpus, questions: list[str | Question], **options: Any) -> list[Answer]:
     """:func:`answer_many` for async code; see :func:`aanswer` for how it runs and cancels."""
-    call = _prepare(**_arguments(answer_many, corpus, questions, **options))
+    return await _aanswers(_prepare(**_arguments(answer_many, corpus, questions, **options)))
+
+
+def _answers(call: _Call | None) -> list[Answer]:
+    """The answers of a prepared call (none without questions), JSON-ready, failures explained."""
+    if call is None:
+        return []
+    with _explained(call.options["llm"]):
+        answers = run_strategy(call.spec, call.cfg, call.questions, **call.options)
+    return [json_ready(a) for a in answers]
+
+
+async def _aanswers(call: _Call | None) -> list[Answer]:
+    """:func:`_answers` on the caller's event loop."""
     if call is None:
         return []
     with _explained(call.options["llm"]):
