@@ -33,8 +33,6 @@ from retrieval.contract import Answer, Corpus, Question, Step, as_question
 
 #: Questions in flight at once in ``answer_many`` for single-question strategies.
 DEFAULT_CONCURRENCY = 4
-#: The strategy of ``answer``, ``answer_many`` and their async twins when none is named.
-DEFAULT_STRATEGY = "rag"
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -85,7 +83,7 @@ def answer(
     corpus: Corpus,
     question: str | Question,
     *,
-    strategy: str = DEFAULT_STRATEGY,
+    strategy: str = "rag",
     llm: str | BaseChatModel | None = None,
     preset: str | None = None,
     cache_dir: str | Path | None = None,
@@ -101,7 +99,7 @@ def answer(
         question: A string, or a :class:`~retrieval.contract.Question` with choices and an
             output-format instruction.
         strategy: A registered strategy name (``rag``, ``full_context``, ``memagent``, ...);
-            ``rag`` by default (:data:`DEFAULT_STRATEGY`), as in :func:`answer_many`.
+            ``rag`` by default, as in :func:`answer_many`, :func:`estimate` and the async twins.
         llm: A chat model, a spec (``"embedded"``, ``"openai:MODEL"``), or ``None`` for
             ``$LONGCTX_LLM`` / the embedded default.
         preset: A named config of the strategy (e.g. ``"longbench-500x3"`` for ``rag``).
@@ -130,7 +128,7 @@ def answer_many(
     corpus: Corpus,
     questions: list[str | Question],
     *,
-    strategy: str = DEFAULT_STRATEGY,
+    strategy: str = "rag",
     llm: str | BaseChatModel | None = None,
     preset: str | None = None,
     cache_dir: str | Path | None = None,
@@ -213,7 +211,7 @@ def estimate(
     corpus: Corpus,
     question: str | Question | list[str | Question],
     *,
-    strategy: str = DEFAULT_STRATEGY,
+    strategy: str = "rag",
     llm: str | BaseChatModel | None = None,
     preset: str | None = None,
     **config: Any,

@@ -46,8 +46,6 @@ except ImportError:  # pragma: no cover
 
 #: Longest server-requested wait honoured (the SDK's ``MAX_RETRY_AFTER_DELAY``); a longer one is not retried.
 MAX_RETRY_AFTER = 120.0
-#: Connections a run may hold open (the SDK's default pool limit).
-MAX_CONNECTIONS = 1000
 
 
 def retry_delay(retry: int) -> float:

@@ -1,6 +1,7 @@
 """The up-front plan of a run: model calls, tokens and minutes per strategy, before any call.
 
-Calls and tokens follow from each strategy's config and the corpus size (typical counts, not
+Calls and tokens follow from each strategy's config and the corpus size, by the expected-cost
+formula the strategy registers (``expected_cost=``, :mod:`graphs.costs`; typical counts, not
 bounds: a model may stop early or write to its budget); minutes come from the model's speed
 as measured on this machine (:mod:`agents.calibration`), so the estimate holds for a busy
 2-core laptop as well as a quiet server. ``longctx run``, ``demo`` and ``answer`` print the
@@ -19,18 +20,14 @@ from langchain_core.language_models import BaseChatModel
 
 from agents.calibration import ModelSpeed, model_speed
 from agents.chat_models import EmbeddedChatModel
+from graphs.costs import ExpectedCostFn
+from graphs.registry import STRATEGIES
 
-#: Prompt tokens of a call beyond what it reads: instructions, the question, the format.
-CALL_OVERHEAD_TOKENS = 150
-#: A short answer's length; the reply budget (``max_new_tokens``) bounds it.
-ANSWER_TOKENS = 32
 #: A run estimated longer than this asks for confirmation on a terminal (and warns elsewhere).
 CONFIRM_MINUTES = 15.0
 #: Prompt tokens/s of the embedded model on 2 busy cores (the slowest measured, issue 31): a plan under
 #: ``CONFIRM_MINUTES`` at this rate needs no calibration to know it is not too slow.
 SLOWEST_PROMPT_RATE = 45
-#: Typical properties of a PAI question (its judge calls multiply by this).
-PAI_PROPERTIES = 2
 
 
 @dataclass(frozen=True)
@@ -66,11 +63,25 @@ def estimate(strategy: str, cfg: Any, corpus_tokens: int, documents: int, questi
     """The plan of ``strategy`` (with its config ``cfg``) over one corpus and ``questions`` questions.
 
     ``window`` is the model's context window (full-context reads are cut to it).
+
+    Raises:
+        ValueError: The strategy registers no expected cost.
     """
-    per_question, once = _COSTS.get(strategy, _retrieval_calls(2))(cfg, corpus_tokens, documents, window)
-    calls, prompt, completion = (per_question[i] * questions + once[i] for i in range(3))
+    cost = _expected_cost(strategy)
+    if cost is None:
+        raise ValueError(f"Strategy {strategy!r} registers no expected cost (expected_cost= on its registration), so it cannot be planned")
+    expected = cost(cfg, corpus_tokens, documents, window)
+    each, once = expected.per_question, expected.once
+    calls = each.calls * questions + once.calls
+    prompt = each.prompt_tokens * questions + once.prompt_tokens
+    completion = each.completion_tokens * questions + once.completion_tokens
     seconds = speed.seconds(prompt, completion) if speed is not None else None
     return StrategyPlan(strategy, questions, calls, prompt, completion, seconds)
+
+
+def _expected_cost(strategy: str) -> ExpectedCostFn | None:
+    """The strategy's registered expected-cost formula (``None``: unknown, or it declares none)."""
+    return STRATEGIES.get(strategy).expected_cost if strategy in STRATEGIES else None
 
 
 Corpora = Sequence[tuple[int, int, int]]
@@ -85,7 +96,7 @@ def plan_for(configs: Mapping[str, Any], corpora: Corpora | Mapping[str, Corpora
     ``False`` never (no minutes then)."""
     window = getattr(chat, "context_window", None)
     work = {name: (cfg, corpora.get(name, ()) if isinstance(corpora, Mapping) else corpora)
-            for name, cfg in configs.items() if name in _COSTS}  # a plug-in strategy has no cost formula here: not planned  # fmt: skip
+            for name, cfg in configs.items() if _expected_cost(name) is not None}  # a strategy without a formula is not planned  # fmt: skip
     plans = [p for p in (total(estimate(name, cfg, tokens, docs, n, window) for tokens, docs, n in todo if n) for name, (cfg, todo) in work.items()) if p]
     if speed is None and isinstance(chat, EmbeddedChatModel) and calibrate is not False:
         prompt = sum(p.prompt_tokens for p in plans)
@@ -159,89 +170,3 @@ def _minutes(seconds: float) -> str:
     if seconds < 2 * 3600:
         return f"{seconds / 60:.0f} min"
     return f"{seconds / 3600:.1f} h"
-
-
-# -- per strategy: ((calls, prompt, completion) per question, (calls, prompt, completion) once) ---------------------
-def _reply(cfg: Any, field: str = "max_new_tokens") -> int:
-    return min(getattr(cfg, field, ANSWER_TOKENS) or ANSWER_TOKENS, ANSWER_TOKENS)
-
-
-def _retrieved(cfg: Any, corpus_tokens: int) -> float:
-    """Tokens of ``top_k`` chunks (a word is about 4/3 tokens), at most the corpus."""
-    size = cfg.chunk_size * (4 / 3 if getattr(cfg, "chunk_unit", "tokens") == "words" else 1)
-    return min(corpus_tokens, cfg.top_k * size)
-
-
-def _full_read(cfg: Any, corpus_tokens: int, window: int | None) -> float:
-    """Tokens full_context keeps: the corpus, cut to the window less the reply and reserve."""
-    window = int(getattr(cfg, "context_window", None) or window or getattr(cfg, "default_context_window", None) or 128_000)
-    room = window - (getattr(cfg, "max_new_tokens", None) or 128) - (getattr(cfg, "prompt_reserve_tokens", None) or 64) - CALL_OVERHEAD_TOKENS
-    return min(corpus_tokens, max(room, 0))
-
-
-_NONE = (0, 0, 0)
-
-
-def _rag(cfg: Any, corpus: int, docs: int, window: int | None) -> tuple:
-    return (1, _retrieved(cfg, corpus) + CALL_OVERHEAD_TOKENS, _reply(cfg)), _NONE
-
-
-def _full_context(cfg: Any, corpus: int, docs: int, window: int | None) -> tuple:
-    return (1, _full_read(cfg, corpus, window) + CALL_OVERHEAD_TOKENS, _reply(cfg)), _NONE
-
-
-def _self_route(cfg: Any, corpus: int, docs: int, window: int | None) -> tuple:
-    """The RAG call, and the full context for a declined question (about half of them)."""
-    rag, full = _retrieved(cfg, corpus) + CALL_OVERHEAD_TOKENS, _full_read(cfg, corpus, window) + CALL_OVERHEAD_TOKENS
-    return (1.5, rag + full / 2, 1.5 * _reply(cfg)), _NONE
-
-
-def _retrieval_calls(calls: float):
-    """A strategy of ``calls`` retrieval-sized calls per question (Self-Ask: a follow-up and the answer)."""
-
-    def cost(cfg: Any, corpus: int, docs: int, window: int | None) -> tuple:
-        return (calls, calls * (_retrieved(cfg, corpus) + CALL_OVERHEAD_TOKENS), calls * _reply(cfg)), _NONE
-
-    return cost
-
-
-def _memagent(cfg: Any, corpus: int, docs: int, window: int | None) -> tuple:
-    """One memory update per chunk (the memory, up to its budget, is re-read and rewritten), then the answer."""
-    chunks = max(1, math.ceil(corpus / cfg.chunk_tokens))
-    memory = cfg.max_new_tokens
-    prompt = corpus + chunks * (CALL_OVERHEAD_TOKENS + memory) + memory + CALL_OVERHEAD_TOKENS
-    return (chunks + 1, prompt, chunks * memory + ANSWER_TOKENS), _NONE
-
-
-def _pai(cfg: Any, corpus: int, docs: int, window: int | None) -> tuple:
-    """Decompose; judge chunks per property (all of them when exhaustive); a sub-answer per property; summary."""
-    size = cfg.chunk_size * (4 / 3 if cfg.chunk_unit == "words" else 1)
-    chunks = max(1, math.ceil(corpus / size))
-    exhaustive = cfg.judge_mode == "exhaustive" or (cfg.judge_mode == "auto" and corpus <= cfg.exhaustive_max_tokens)
-    judged = chunks if exhaustive else min(cfg.top_k, chunks)
-    properties = min(cfg.max_items, PAI_PROPERTIES)
-    calls = 2 + properties * (judged + 1)
-    prompt = 2 * CALL_OVERHEAD_TOKENS + properties * (judged * (size + CALL_OVERHEAD_TOKENS) + min(corpus, cfg.sub_answer_context_tokens) / 2)
-    completion = 2 * ANSWER_TOKENS + properties * (judged * 8 + ANSWER_TOKENS)
-    return (calls, prompt, completion), _NONE
-
-
-def _structured(cfg: Any, corpus: int, docs: int, window: int | None) -> tuple:
-    """Once per corpus: a plan and an extraction per document window (records are cached for the next
-    question); per question: the SQL and the answer."""
-    windows = max(docs, math.ceil(corpus / cfg.window_tokens))
-    once = (1 + windows, 2 * CALL_OVERHEAD_TOKENS + corpus + windows * CALL_OVERHEAD_TOKENS, min(cfg.plan_max_tokens, 300) + windows * 150)
-    per_question = (2, 2 * (CALL_OVERHEAD_TOKENS + 400), 100 + _reply(cfg, "answer_max_tokens"))
-    return per_question, once
-
-
-_COSTS = {
-    "rag": _rag,
-    "full_context": _full_context,
-    "self_route": _self_route,
-    "self_ask": _retrieval_calls(2),
-    "memagent": _memagent,
-    "pai": _pai,
-    "pai_minus": _pai,
-    "structured": _structured,
-}

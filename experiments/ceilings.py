@@ -13,36 +13,12 @@ sub-questions, the memory keeps only what matters, the final call reasons withou
 
 Per strategy and its effective config, :func:`compute_ceilings` reports the share of
 questions whose *complete* evidence can reach the final call, and the mean share of
-evidence that can. One rule per strategy, each in the function named after it:
-
-* ``rag`` (:func:`rag_ceiling`): the documents of the chunks the strategy's own
-  ``retrieve`` node returns for the question, with the strategy's index (BM25 by
-  default, built and cached by the same ``RetrievalSettings.build_index``); every
-  retrieved chunk goes into the prompt, so packing drops nothing.
-* ``self_route`` (:func:`self_route_ceiling`): its RAG leg, the same rule with its own
-  retrieval settings (300 words x 5). The detail ``routed`` adds perfect routing: a
-  question whose RAG leg lacks evidence is declined and answered by the full-context leg
-  (corpus fits the window) or the fallback strategy, under that strategy's rule.
-* ``self_ask`` (:func:`self_ask_ceiling`): the union of the documents its
-  ``retrieve_follow_up`` node returns for each follow-up; the follow-up is the question
-  itself, or with ``gold_sub_questions`` one gold sub-question per entity the records
-  name, at most ``max_iterations`` of them. (The final call sees only the intermediate
-  answers; with perfect readers these carry what the chunks held.)
-* ``pai`` / ``pai_minus`` (:func:`pai_ceiling`): the judge candidates of PAI's own
-  ``plan_judging`` node (every chunk when exhaustive, ``judge_mode`` auto switching at
-  ``exhaustive_max_tokens``; else each sub-question's top-k); judges assumed perfect keep
-  one chunk per evidence document among the candidates, and PAI's ``pack`` fits them
-  into ``sub_answer_context_tokens``. Sub-questions: the question itself (PAI's
-  degraded plan), or with ``gold_sub_questions`` the gold ones, at most ``max_items``.
-* ``memagent`` (:func:`memagent_ceiling`): whether the minimal rendering of the needed
-  records (``entity | field | year | value``, one line each) fits the memory budget
-  (``max_new_tokens``, 1,024) in the model's tokens (cl100k unless a tokenizer is given);
-  the share is the share of records (in corpus order) that fit. Needs records: synthetic
-  corpora only.
-* ``full_context`` (:func:`full_context_ceiling`): the documents of the filled prompt
-  that survive the strategy's own middle truncation to the window minus the answer
-  budget and reserve (a document cut by the truncation counts as reached: upper bound).
-* ``structured`` (when registered): reads every document, so all evidence reaches it.
+evidence that can. Each strategy's rule is an :class:`graphs.ceiling.EvidenceCeiling` on its
+registry entry (``STRATEGIES.get(name).ceiling``), defined in its own package
+(``graphs/<name>/ceiling.py``) with the strategy's own retrieval, packing and truncation
+code; this module only gathers the questions, applies the registered rules in their
+``rank`` order and prints the tables. A strategy registered without a rule (``ceiling=None``)
+is reported as skipped. See ``docs/ceilings.md`` for each built-in rule.
 """
 
 from __future__ import annotations
@@ -54,53 +30,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from langgraph.runtime import Runtime
-
-from experiments.synth.records import load_records, render_records
-from graphs import full_context, pai, rag
-from graphs.context import StrategyContext
-from graphs.pai.graph import pack, plan_judging
+from experiments.synth.records import load_records
+from graphs.ceiling import CeilingEnv, CeilingItem, EvidenceCeiling, Reach, SkipCeiling
 from graphs.registry import STRATEGIES
-from graphs.self_ask.graph import retrieve_follow_up
-from retrieval import Corpus, tokens
 from retrieval.tokenizers import Tokenizer, TokenizerError, hf_tokenizer, parse_spec, tiktoken_tokenizer
+
+#: One question with its evidence, and what every rule gets besides its config (``graphs.ceiling``).
+Item = CeilingItem
+Env = CeilingEnv
 
 #: Printed and stored with every ceiling table.
 UPPER_BOUND_NOTE = (
     "A ceiling is an upper bound, not an accuracy: the share of questions whose complete evidence can reach "
     "the strategy's final model call, assuming the model does everything else perfectly."
 )
-#: Strategies with a ceiling rule, in display order (``structured`` only when registered).
-RULE_ORDER = ("rag", "self_route", "self_ask", "pai", "pai_minus", "memagent", "full_context", "structured")
-
-
-@dataclass(frozen=True)
-class Item:
-    """One question with its evidence: documents, and (synthetic corpora) records and gold sub-questions."""
-
-    sample_id: str
-    corpus: Corpus
-    question: Any
-    evidence: tuple[str, ...]
-    difficulty: str | None = None
-    records: tuple | None = None
-    sub_questions: tuple[str, ...] | None = None
-
-
-@dataclass(frozen=True)
-class Reach:
-    """How much of one question's evidence reaches the final call (units: documents, or records for memagent)."""
-
-    reached: int
-    total: int
-
-    @property
-    def share(self) -> float:
-        return 1.0 if self.total == 0 else self.reached / self.total
-
-    @property
-    def complete(self) -> bool:
-        return self.reached >= self.total
 
 
 @dataclass
@@ -137,16 +80,6 @@ class Ceiling:
         return dataclasses.asdict(self)
 
 
-@dataclass
-class Env:
-    """What every rule gets besides its config: where indexes are cached, the tokenizer, options."""
-
-    cache_dir: str | Path | None = None
-    encode: Callable[[str], list[int]] = tokens.encode
-    decode: Callable[[list[int]], str] = tokens.decode
-    gold_sub_questions: bool = False
-
-
 # -- items -----------------------------------------------------------------------------
 
 
@@ -171,199 +104,15 @@ def items_from_samples(samples: Iterable[Any]) -> list[Item]:
     return out
 
 
-def _reach(evidence: Sequence[str], doc_ids: Iterable[str]) -> Reach:
-    wanted = set(evidence)
-    return Reach(len(wanted & set(doc_ids)), len(wanted))
-
-
-def _ctx(cfg: Any, corpus: Corpus, index: Any) -> Runtime[StrategyContext[Any]]:
-    """A strategy node's runtime without a model (the retrieval nodes never call it)."""
-    context: StrategyContext[Any] = StrategyContext(llm=None, config=cfg, corpus=corpus, index=index)  # type: ignore[arg-type]  # no model: never called
-    return Runtime(context=context)
-
-
-def _index(cfg: Any, corpus: Corpus, env: Env) -> Any:
-    return cfg.build_index(corpus, cache_dir=env.cache_dir)
-
-
-def _queries(item: Item, env: Env, cap: int) -> list[str]:
-    """The question itself, or (``gold_sub_questions``) at most ``cap`` gold sub-questions."""
-    if env.gold_sub_questions:
-        if item.sub_questions is None:
-            raise ValueError(f"{item.sample_id}: gold sub-questions need a synthetic corpus's records")
-        return list(item.sub_questions[:cap]) or [item.question.text]
-    return [item.question.text]
-
-
-# -- rules, one per strategy ------------------------------------------------------------
-
-
-def rag_ceiling(cfg: Any, item: Item, env: Env) -> Reach:
-    """RAG: evidence documents among the chunks the ``retrieve`` node returns; all of them are packed."""
-    index = _index(cfg, item.corpus, env)
-    hits = rag.retrieve({"question": item.question}, _ctx(cfg, item.corpus, index))["hits"]
-    packed = rag.order_hits(hits, cfg.order)  # the prompt holds every hit: nothing is dropped
-    return _reach(item.evidence, (h.chunk.doc_id for h in packed))
-
-
-def self_route_ceiling(cfg: Any, item: Item, env: Env) -> Reach:
-    """Self-Route's RAG leg: :func:`rag_ceiling` with Self-Route's retrieval settings."""
-    return rag_ceiling(cfg, item, env)
-
-
-def self_route_fallback(cfg: Any, item: Item, env: Env) -> tuple[str, Reach | None]:
-    """The leg a declined question takes under perfect routing, and its reach (``None``: no rule applies)."""
-    fc = cfg.full_context()
-    if _full_context_spans(fc, item, env)[1]:  # truncated: the fallback strategy answers
-        spec = STRATEGIES.get(cfg.fallback)
-        sub = spec.make_config(**dict(cfg.fallback_options))
-        rule = RULES.get(cfg.fallback)
-        if rule is None:
-            return cfg.fallback, None
-        try:
-            return cfg.fallback, rule(sub, item, env)
-        except _Skip:
-            return cfg.fallback, None
-    return "full_context", full_context_ceiling(fc, item, env)
-
-
-def self_ask_ceiling(cfg: Any, item: Item, env: Env) -> Reach:
-    """Self-Ask: union of the documents ``retrieve_follow_up`` returns for each follow-up (capped at ``max_iterations``)."""
-    index = _index(cfg, item.corpus, env)
-    runtime = _ctx(cfg, item.corpus, index)
-    seen: list = []
-    docs: set[str] = set()
-    for query in _queries(item, env, max(cfg.max_iterations, 1)):
-        out = retrieve_follow_up({"follow_up": query, "hits": seen}, runtime)
-        seen = seen + out["hits"]
-        docs.update(h.chunk.doc_id for h in out["follow_up_hits"])
-    return _reach(item.evidence, docs)
-
-
-def pai_ceiling(cfg: Any, item: Item, env: Env) -> Reach:
-    """PAI / PAI-: perfect judges keep one chunk per evidence document among ``plan_judging``'s candidates, packed per sub-question."""
-    mode = pai.choose_mode(cfg, item.corpus.num_tokens)
-    index = _index(cfg, item.corpus, env) if mode == "prefilter" else None
-    subs = [{"text": q} for q in _queries(item, env, cfg.max_items)]
-    plan = plan_judging({"sub_questions": subs}, _ctx(cfg, item.corpus, index))
-    wanted = set(item.evidence)
-    docs: set[str] = set()
-    for candidates in plan["candidates"]:
-        kept: dict[str, Any] = {}
-        for hit in sorted(candidates, key=lambda h: (h.chunk.doc_index, h.chunk.position)):
-            if hit.chunk.doc_id in wanted and hit.chunk.doc_id not in kept:
-                kept[hit.chunk.doc_id] = hit.chunk
-        packed, _ = pack(list(kept.values()), cfg.sub_answer_context_tokens)
-        docs.update(c.doc_id for c in packed)
-    return _reach(item.evidence, docs)
-
-
-class _Skip(Exception):
-    """A rule does not apply to this question (e.g. no records)."""
-
-
-def memagent_ceiling(cfg: Any, item: Item, env: Env) -> Reach:
-    """MemAgent: the records (in corpus order) whose minimal rendering fits the ``max_new_tokens`` memory."""
-    if item.records is None:
-        raise _Skip("needs the records each question reads (synthetic corpora)")
-    records = list(item.records)
-    budget = cfg.max_new_tokens
-    if len(env.encode(render_records(records))) <= budget:
-        return Reach(len(records), len(records))
-    lo, hi = 0, len(records)  # largest prefix that fits
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if len(env.encode(render_records(records[:mid]))) <= budget:
-            lo = mid
-        else:
-            hi = mid - 1
-    return Reach(lo, len(records))
-
-
-def _full_context_spans(cfg: Any, item: Item, env: Env) -> tuple[list[tuple[str, int, int]], bool, int, int, int]:
-    """Documents' character spans in the prompt the strategy builds (the benchmark's official
-    one when the question carries it), whether it is truncated, and the kept head / tail / length.
-
-    Uses the strategy's own functions (``untruncated_prompt``, ``input_budget``,
-    ``truncation_cut``), so the ceiling follows every change to the strategy.
-    """
-    window = cfg.context_window or cfg.default_context_window
-    budget = full_context.input_budget(window, item.question, cfg)
-    prompt, _ = full_context.untruncated_prompt(item.corpus, item.question, cfg)
-    spans, pos = [], 0
-    for d in item.corpus.documents:  # documents appear in corpus order, each text verbatim
-        body = d.text.strip()
-        start = prompt.find(body, pos) if body else -1
-        if start < 0:
-            continue
-        spans.append((d.doc_id, start, start + len(body)))
-        pos = start + len(body)
-    cut = full_context.truncation_cut(prompt, budget, env.encode, env.decode)
-    if cut is None:
-        return spans, False, len(prompt), 0, len(prompt)
-    return spans, True, cut[0], cut[1], len(prompt)
-
-
-def full_context_ceiling(cfg: Any, item: Item, env: Env) -> Reach:
-    """Full context: evidence documents with any text inside the middle-truncated window."""
-    spans, truncated, head, tail, length = _full_context_spans(cfg, item, env)
-    if not truncated:
-        return _reach(item.evidence, (d for d, _, _ in spans))
-    kept = (d for d, s, e in spans if s < head or e > length - tail)
-    return _reach(item.evidence, kept)
-
-
-def structured_ceiling(cfg: Any, item: Item, env: Env) -> Reach:
-    """Structured extraction: every document is read, so all evidence reaches it."""
-    return Reach(len(set(item.evidence)), len(set(item.evidence)))
-
-
-#: strategy -> its ceiling rule
-RULES: dict[str, Callable[[Any, Item, Env], Reach]] = {
-    "rag": rag_ceiling,
-    "self_route": self_route_ceiling,
-    "self_ask": self_ask_ceiling,
-    "pai": pai_ceiling,
-    "pai_minus": pai_ceiling,
-    "memagent": memagent_ceiling,
-    "full_context": full_context_ceiling,
-    "structured": structured_ceiling,
-}
-
-
-def describe_rule(name: str, cfg: Any, env: Env, corpus_tokens: int | None = None) -> str:
-    """The rule applied to ``name`` under ``cfg``, in one line."""
-    gold = env.gold_sub_questions
-    if name in ("rag", "self_route"):
-        leg = "RAG leg: " if name == "self_route" else ""
-        return f"{leg}evidence docs in the top-{cfg.top_k} {cfg.retriever} chunks ({cfg.chunk_size} {cfg.chunk_unit}) for the question"
-    if name == "self_ask":
-        q = f"<= {cfg.max_iterations} gold sub-questions" if gold else "the question"
-        return f"evidence docs in the top-{cfg.top_k} {cfg.retriever} chunks ({cfg.chunk_size} {cfg.chunk_unit}) for {q}"
-    if name in ("pai", "pai_minus"):
-        mode = pai.choose_mode(cfg, corpus_tokens) if corpus_tokens is not None else cfg.judge_mode
-        what = "every chunk judged" if mode == "exhaustive" else f"top-{cfg.top_k} {cfg.retriever} candidates"
-        q = f"<= {cfg.max_items} gold sub-questions" if gold else "the question"
-        return f"{mode}: {what} for {q}; perfect judges; <= {cfg.sub_answer_context_tokens} tokens packed per sub-question"
-    if name == "memagent":
-        return f"needed records (entity|field|year|value) fit the {cfg.max_new_tokens}-token memory"
-    if name == "full_context":
-        window = cfg.context_window or cfg.default_context_window
-        return f"evidence docs inside the middle-truncated {window}-token window (- {cfg.max_new_tokens} answer, - {cfg.prompt_reserve_tokens})"
-    if name == "structured":
-        return "reads every document"
-    return ""
-
-
 def _json_config(cfg: Any) -> dict[str, Any]:
     data = dataclasses.asdict(cfg) if dataclasses.is_dataclass(cfg) and not isinstance(cfg, type) else {}
     return json.loads(json.dumps(data, default=lambda o: dict(o) if isinstance(o, Mapping) else str(o)))
 
 
 def default_strategies() -> list[str]:
-    """Every registered strategy that has a ceiling rule."""
-    names = set(STRATEGIES.names())
-    return [n for n in RULE_ORDER if n in names]
+    """Every registered strategy that has a ceiling rule, in the rules' ``rank`` order (ties by name)."""
+    ranked = [(rule.rank, name) for name in STRATEGIES.names() if (rule := STRATEGIES.get(name).ceiling) is not None]
+    return [name for _, name in sorted(ranked)]
 
 
 def compute_ceilings(
@@ -380,11 +129,11 @@ def compute_ceilings(
     Args:
         samples: Synthetic samples (``experiments.synth.load_samples``) or benchmark samples whose
             metadata names ``evidence_doc_ids``; samples without evidence are left out.
-        strategies: Registry names; ``structured`` is skipped unless registered.
+        strategies: Registry names; one registered without a rule is reported as skipped.
         options: Config overrides per strategy, as ``longctx run --option`` (``{"rag": {"top_k": 20}}``).
-        gold_sub_questions: Self-Ask's follow-ups and PAI's sub-questions are the gold ones
-            (one per entity the records name) instead of the question itself.
-        tokenizer: MemAgent's and full context's tokenizer: ``None`` (cl100k), an object with
+        gold_sub_questions: Rules that ask sub-questions (follow-ups, decompositions) ask the gold
+            ones (one per entity the records name) instead of the question itself.
+        tokenizer: The rules' tokenizer (memory and window sizes): ``None`` (cl100k), an object with
             ``encode`` / ``decode`` (a Hugging Face tokenizer), or an ``(encode, decode)`` pair.
         cache_dir: Index cache root (default ``$LONGCTX_CACHE_DIR`` or ``~/.cache/longctx``).
 
@@ -404,29 +153,24 @@ def compute_ceilings(
         raise ValueError(f"--option for strategies not measured: {', '.join(unknown)}")
     out = []
     for name in names:
-        if name == "structured" and name not in STRATEGIES.names():
-            out.append(Ceiling(name, {}, describe_rule(name, None, env), skipped="not registered in this version"))
-            continue
         spec = STRATEGIES.get(name)
         cfg = spec.make_config(**dict(options.get(name, {})))
-        if name not in RULES:
+        if spec.ceiling is None:
             out.append(Ceiling(name, _json_config(cfg), "", skipped="no ceiling rule for this strategy"))
             continue
-        out.append(_one(name, cfg, items, env))
+        out.append(_one(name, spec.ceiling, cfg, items, env))
     return out
 
 
-def _one(name: str, cfg: Any, items: list[Item], env: Env) -> Ceiling:
-    rule = RULES[name]
-    ceiling = Ceiling(name, _json_config(cfg), describe_rule(name, cfg, env, items[0].corpus.num_tokens),
-                      unit="records" if name == "memagent" else "documents")
+def _one(name: str, rule: EvidenceCeiling, cfg: Any, items: list[Item], env: Env) -> Ceiling:
+    ceiling = Ceiling(name, _json_config(cfg), rule.describe(cfg, env, items[0].corpus.num_tokens), unit=rule.unit)
     reaches: list[Reach] = []
     try:
         for item in items:
-            reach = rule(cfg, item, env)
+            reach = rule.reach(cfg, item, env)
             reaches.append(reach)
             ceiling.per_question.append({"sample_id": item.sample_id, "reached": reach.reached, "total": reach.total})
-    except _Skip as why:
+    except SkipCeiling as why:
         ceiling.skipped = str(why)
         ceiling.per_question = []
         return ceiling
@@ -438,20 +182,7 @@ def _one(name: str, cfg: Any, items: list[Item], env: Env) -> Ceiling:
         if item.difficulty:
             by.setdefault(item.difficulty, []).append(r.complete)
     ceiling.by_difficulty = {d: sum(v) / len(v) for d, v in sorted(by.items())}
-    if name in ("pai", "pai_minus"):
-        ceiling.detail["judge_mode"] = sorted({pai.choose_mode(cfg, i.corpus.num_tokens) for i in items})
-    if name == "self_route":
-        routed: list[bool] = []
-        legs: dict[str, int] = {}
-        for item, r in zip(items, reaches):
-            if r.complete:
-                routed.append(True)
-                continue
-            leg, fallback = self_route_fallback(cfg, item, env)
-            legs[leg] = legs.get(leg, 0) + 1
-            routed.append(bool(fallback and fallback.complete))
-        ceiling.detail["routed_complete_share"] = sum(routed) / len(routed)
-        ceiling.detail["declined_to"] = legs
+    ceiling.detail.update(rule.detail(cfg, items, reaches, env))
     return ceiling
 
 
@@ -539,7 +270,7 @@ def report_ceilings(cfg: Mapping[str, Any], samples: Sequence[Any], summary: lis
     """
     if not any((getattr(s, "evidence_doc_ids", None) or dict(getattr(s, "metadata", {}) or {}).get("evidence_doc_ids")) for s in samples):
         return []
-    names = [n for n in cfg.get("strategies", []) if n in RULES and n in STRATEGIES.names()]
+    names = [n for n in cfg.get("strategies", []) if n in STRATEGIES and STRATEGIES.get(n).ceiling is not None]
     if not names:
         return []
     options = {k: v for k, v in dict(cfg.get("strategy_options") or {}).items() if k in names}

@@ -2,22 +2,23 @@
 
 ``longctx --help`` and a mistyped command or option answer at once because this module
 imports none of the engines (LangGraph, LangChain, faiss, bm25s, torch, llama.cpp): the
-strategy and retriever names it offers are the built-in names below (a test checks them
-against the registries) plus the names third-party plug-ins declare as entry points, read
-from package metadata without importing them.
+strategy names it offers are those the strategy packages register, read from their source
+without running it (:func:`builtin_strategies`), the retriever names are the built-in names
+below (a test checks both against the registries), plus the names third-party plug-ins
+declare as entry points, read from package metadata without importing them.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import difflib
 import functools
+import importlib.util
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 
-#: The built-in strategies (``graphs.STRATEGIES`` without plug-ins) and those that build an index.
-BUILTIN_STRATEGIES = ("full_context", "memagent", "pai", "pai_minus", "rag", "self_ask", "self_route", "structured")
-INDEXED_STRATEGIES = ("pai", "pai_minus", "rag", "self_ask", "self_route")
 #: The built-in retrievers (``retrieval.RETRIEVERS`` without plug-ins).
 BUILTIN_RETRIEVERS = ("bm25", "contriever", "dense", "openai")
 #: Copies, for the help text, of ``retrieval.embedders.EMBEDDING_BACKENDS``,
@@ -25,6 +26,29 @@ BUILTIN_RETRIEVERS = ("bm25", "contriever", "dense", "openai")
 EMBEDDING_BACKENDS = ("torch", "torch-bf16", "onnx", "onnx-int8")
 CONFIRM_MINUTES = 15.0
 FORMATS = ("official",)
+
+
+@functools.cache
+def builtin_strategies() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The names the strategy packages (``graphs/<name>/``) register and those that build an index,
+    read from their registrations (``@STRATEGIES.register("name", ..., uses_index=True)``) without
+    running them: the engines their modules import take a second to load."""
+    spec = importlib.util.find_spec("graphs")  # finds the package without importing it
+    names: set[str] = set()
+    indexed: set[str] = set()
+    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+        for path in sorted(Path(folder).glob("*/*.py")):
+            source = path.read_text(encoding="utf-8")
+            if "STRATEGIES.register(" not in source:
+                continue
+            for node in ast.walk(ast.parse(source)):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "register" \
+                        and isinstance(node.func.value, ast.Name) and node.func.value.id == "STRATEGIES" \
+                        and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):  # fmt: skip
+                    names.add(node.args[0].value)
+                    if any(k.arg == "uses_index" and isinstance(k.value, ast.Constant) and k.value.value is True for k in node.keywords):
+                        indexed.add(node.args[0].value)
+    return tuple(sorted(names)), tuple(sorted(indexed))
 
 
 @functools.cache
@@ -42,11 +66,16 @@ class PluginNames:
     Usable as argparse ``choices``; :meth:`check` raises the registry's own ``KeyError``.
     """
 
-    def __init__(self, kind: str, builtin: Iterable[str], group: str, registry: tuple[str, str]):
+    def __init__(self, kind: str, builtin: Callable[[], Iterable[str]], group: str, registry: tuple[str, str]):
         self.kind = kind
-        self.builtin = tuple(builtin)
+        self._builtin = builtin  # read on first use: --help of another command never needs it
         self.group = group
         self.registry = registry  # (module, attribute) of the registry itself
+
+    @property
+    def builtin(self) -> tuple[str, ...]:
+        """The library's own names."""
+        return tuple(self._builtin())
 
     def _registered(self) -> tuple[str, ...]:
         """Names registered in this process (a strategy registered in code before ``main()`` is
@@ -73,10 +102,10 @@ class PluginNames:
             raise KeyError(f"Unknown {self.kind} {name!r}.{hint} Available: {', '.join(self.names())}")
 
 
-STRATEGY_NAMES = PluginNames("strategy", BUILTIN_STRATEGIES, "longctx.strategies", ("graphs.registry", "STRATEGIES"))
+STRATEGY_NAMES = PluginNames("strategy", lambda: builtin_strategies()[0], "longctx.strategies", ("graphs.registry", "STRATEGIES"))
 #: ``longctx index`` strategies: a plug-in's use of an index is checked once it is loaded.
-INDEX_STRATEGY_NAMES = PluginNames("strategy", INDEXED_STRATEGIES, "longctx.strategies", ("graphs.registry", "STRATEGIES"))
-RETRIEVER_NAMES = PluginNames("retriever", BUILTIN_RETRIEVERS, "longctx.retrievers", ("retrieval.retrievers", "RETRIEVERS"))
+INDEX_STRATEGY_NAMES = PluginNames("strategy", lambda: builtin_strategies()[1], "longctx.strategies", ("graphs.registry", "STRATEGIES"))
+RETRIEVER_NAMES = PluginNames("retriever", lambda: BUILTIN_RETRIEVERS, "longctx.retrievers", ("retrieval.retrievers", "RETRIEVERS"))
 
 
 def check_strategy_list(value: str | None) -> None:
@@ -209,7 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="runs/demo", help="result folder (default runs/demo); rerunning resumes")
     p.add_argument("--llm", help="chat model spec (default: the embedded model)")
     p.add_argument("--questions", type=int, help="ask the first N questions of examples/questions.csv (default 4)")
-    p.add_argument("--strategies", help="comma-separated strategies, or 'all' (default: rag,full_context,memagent,self_route)")
+    p.add_argument("--strategies", help="comma-separated strategies, or 'all' (default: those that finish in minutes on 2 cores)")
     _add_yes_arg(p)
 
     p = sub.add_parser(

@@ -16,7 +16,7 @@ from agents import STRATEGIES, Budget, ChatModelError, Corpus, Question, answer,
 from agents.run_plan import announce_plan, plan_for
 from experiments.benchmarks import BenchmarkDataError, load_benchmark
 from experiments.ceilings import ceilings_json, compute_ceilings, format_table, load_tokenizer
-from experiments.demo import DEMO_STRATEGIES, READING, run_demo
+from experiments.demo import READING, demo_strategies, run_demo
 from experiments.export import export_official, official_command
 from experiments.planning import plan_experiment
 from experiments.prices import price_for
@@ -196,11 +196,12 @@ def cmd_answer(args: argparse.Namespace) -> int:
         raise ValueError(f"--option names {wrong} but the strategy is {args.strategy!r}")
     overrides.update(options.get(args.strategy, {}))
     if args.ray is not None:
-        if args.strategy != "structured":
-            raise ValueError("--ray on 'answer' runs the structured strategy's Map stage on Ray (--strategy structured); "
-                             "for an index use 'longctx index --ray', for many questions 'longctx run --ray'")
+        if spec.ray_stage is None:
+            staged = [n for n in STRATEGIES.names() if STRATEGIES.get(n).ray_stage is not None]
+            raise ValueError(f"--ray on 'answer' runs a strategy's own stage on Ray (--strategy {' or '.join(staged) or '<one with a Ray stage>'}), "
+                             f"and {args.strategy!r} has none; for an index use 'longctx index --ray', for many questions 'longctx run --ray'")
         require_ray()  # the install hint now, not after the plan call
-        overrides.update(map_executor="ray", **({"ray_address": args.ray} if args.ray else {}))
+        overrides.update(spec.ray_stage.options(args.ray or None))
     cfg = spec.make_config(args.preset, **overrides)  # bad options and a bad model fail before the corpus is read
     budget, llm = budget_from_args(args, make_chat_model(args.llm))
     corpus = Corpus.from_path(args.corpus, show_progress=True)
@@ -288,11 +289,12 @@ def cmd_ceilings(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """Run the demo and print its comparison table and how to read it."""
-    names = list(DEMO_STRATEGIES) if args.strategies == "all" else [s.strip() for s in (args.strategies or "").split(",") if s.strip()]
-    unknown = sorted(set(names) - set(DEMO_STRATEGIES))
+    offered = demo_strategies()
+    names = list(offered) if args.strategies == "all" else [s.strip() for s in (args.strategies or "").split(",") if s.strip()]
+    unknown = sorted(set(names) - set(offered))
     if unknown:
-        raise ValueError(f"The demo runs {', '.join(DEMO_STRATEGIES)} (or 'all'); unknown: {', '.join(unknown)}")
-    result = run_demo(args.out, llm=args.llm, questions=args.questions, strategies={n: DEMO_STRATEGIES[n] for n in names} or None, yes=args.yes)
+        raise ValueError(f"The demo runs {', '.join(offered)} (or 'all'); unknown: {', '.join(unknown)}")
+    result = run_demo(args.out, llm=args.llm, questions=args.questions, strategies={n: offered[n] for n in names} or None, yes=args.yes)
     if result is None:
         print("Not started.", file=sys.stderr)
         return 1

@@ -23,6 +23,7 @@ from experiments.planning import plan_experiment
 from experiments.report import build_report
 from experiments.runner import RunConfig, run_experiment
 from graphs.llm import model_id
+from graphs.registry import STRATEGIES
 from retrieval import Corpus
 
 #: The corpus and questions shipped with the repository.
@@ -30,19 +31,21 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 DEMO_CORPUS = EXAMPLES / "corpus"
 DEMO_QUESTIONS = EXAMPLES / "questions.csv"
 
-#: Every strategy, at demo scale: small chunks and few calls. The default run compares the four
-#: that finish in minutes on 2 cores; ``--strategies all`` adds Self-Ask, PAI and structured (several calls each).
-DEMO_STRATEGIES: dict[str, dict[str, Any]] = {
-    "rag": {"chunk_size": 60, "top_k": 3},
-    "full_context": {"max_new_tokens": 32},
-    "memagent": {"chunk_tokens": 500, "max_new_tokens": 96, "temperature": 0.0},
-    "self_route": {"chunk_size": 60, "top_k": 3},
-    "self_ask": {"chunk_size": 60, "top_k": 3, "max_iterations": 2},
-    "pai": {"judge_mode": "prefilter", "top_k": 2, "max_items": 2, "chunk_unit": "words", "chunk_size": 60},
-    # one retry per call and short budgets; records extracted for one question's table serve the next that reuses it
-    "structured": {"retries": 1, "sql_retries": 1, "plan_max_tokens": 512, "extract_max_tokens": 768, "answer_max_tokens": 32},
-}
-DEFAULT_DEMO = ("rag", "full_context", "memagent", "self_route")
+
+
+def demo_strategies() -> dict[str, dict[str, Any]]:
+    """Every strategy the demo offers, with its options at demo scale (small chunks and few calls):
+    those whose registry entry declares ``presentation.demo_options``."""
+    specs = (STRATEGIES.get(name) for name in STRATEGIES.names())
+    return {s.name: dict(s.presentation.demo_options) for s in specs if s.presentation.demo_options is not None}
+
+
+def default_demo() -> tuple[str, ...]:
+    """The strategies the demo runs without ``--strategies``: those that finish in minutes on 2 cores
+    (``presentation.demo_default``); ``--strategies all`` adds the others (several calls each)."""
+    return tuple(name for name in STRATEGIES.names() if STRATEGIES.get(name).presentation.demo_default)
+
+
 #: Questions asked by default: two lookups, the aggregation, and the one without a gold answer.
 DEFAULT_QUESTIONS = 4
 
@@ -63,7 +66,7 @@ def run_demo(
     (``yes`` skips; ``None`` is returned when declined). Rerunning into the same folder resumes:
     finished answers are not asked again.
     """
-    chosen = strategies or {name: DEMO_STRATEGIES[name] for name in DEFAULT_DEMO}
+    chosen = strategies or {name: demo_strategies()[name] for name in default_demo()}
     n = min(questions or DEFAULT_QUESTIONS, len(read_questions(DEMO_QUESTIONS)))
     corpus = Corpus.from_path(DEMO_CORPUS)
     config = RunConfig.for_corpus(

@@ -4,9 +4,9 @@ shows why each one answered as it did.
 The page has the summary table, the plots (embedded PNG), the winner per metric (best
 value; the cheaper strategy wins a tie), an estimated money cost per strategy
 (:mod:`experiments.prices`), and a collapsible drill-down per question: the question, the
-gold answers, and for each strategy its answer, score, cost, evidence and steps
-(MemAgent's memory after each chunk, PAI's properties, kept chunks and sub-answers,
-Self-Ask's follow-ups, Self-Route's route and reason, every other node's facts).
+gold answers, and for each strategy its answer, score, cost, evidence and steps: each step as
+its strategy's registry entry shows it (``presentation.step_views`` and ``run_views``, declared
+in the strategy's package), every other step as its facts.
 
 Self-contained: inline CSS and a little inline JavaScript, images as ``data:`` URIs, no
 request at view time. Every string that comes from the data is HTML-escaped. Per-sample
@@ -27,13 +27,12 @@ from agents.jsonsafe import dumps
 from experiments import comparison
 from experiments.plots import strategy_color
 from experiments.prices import DEFAULT_PRICES_DATE, Price, price_for, row_cost
+from graphs.presentation import LEG_KEY, StrategyPresentation, escape
+from graphs.presentation import text as cut
+from graphs.registry import STRATEGIES
 from retrieval.redaction import redact
 
 HTML_FILE = "report.html"
-#: Longest text shown for one value of a step (memories, transcripts); the rest is cut with a note.
-MAX_TEXT = 4000
-#: Memory rows shown per MemAgent answer (first and last halves when there are more).
-MAX_MEMORY_ROWS = 200
 #: Metrics that can have a winner: (summary key, label, higher is better).
 METRICS = (
     ("score", "Best score", True),
@@ -47,14 +46,6 @@ METRICS = (
 def e(value: Any) -> str:
     """HTML-escaped text of any value (``None`` is empty)."""
     return "" if value is None else html.escape(str(value), quote=True)
-
-
-def cut(text: Any, limit: int = MAX_TEXT) -> str:
-    """Escaped text, cut to ``limit`` characters with a note of how much was left out."""
-    text = "" if text is None else str(text)
-    if len(text) <= limit:
-        return e(text)
-    return f'{e(text[:limit])}<span class="more"> … ({len(text) - limit:,} more characters)</span>'
 
 
 def anchor(sample_id: Any) -> str:
@@ -491,7 +482,7 @@ def _answer(name: str, row: Mapping[str, Any], value: Any, cost: Mapping[str, An
     parts.append(_messages(row.get("messages") or []))
     evidence = row.get("evidence") or []
     parts.append(_evidence(evidence))
-    parts.append(_steps(row.get("steps") or [], evidence))
+    parts.append(_steps(name, row.get("steps") or [], evidence))
     return f'<details class="answer" data-strategy="{e(name)}">{head}{"".join(parts)}</details>'
 
 
@@ -540,20 +531,33 @@ def _evidence(evidence: Sequence[Mapping[str, Any]]) -> str:
     return f'<div class="evidence"><b>Evidence</b> ({len(evidence)})<ol>{items}</ol></div>'
 
 
-def _steps(steps: Sequence[Mapping[str, Any]], evidence: Sequence[Mapping[str, Any]]) -> str:
+def _presentation(strategy: Any) -> StrategyPresentation:
+    """How ``strategy`` is shown: its registry entry's, or the default for a name this process has not registered."""
+    return STRATEGIES.get(strategy).presentation if isinstance(strategy, str) and strategy in STRATEGIES else StrategyPresentation()
+
+
+def _steps(strategy: str, steps: Sequence[Mapping[str, Any]], evidence: Sequence[Mapping[str, Any]]) -> str:
+    """The steps in order, each as its strategy shows it (a nested run's step as that run's strategy does)."""
     if not steps:
         return '<div class="steps"><b>Steps</b> <span class="na">none recorded</span></div>'
     by_chunk = {ev.get("chunk_id"): ev for ev in evidence if ev.get("chunk_id") is not None}
     blocks, i = [], 0
     while i < len(steps):
-        if steps[i].get("node") == "update_memory":  # MemAgent: one table of the memory after each chunk
+        node, looks = str(steps[i].get("node", "?")), _presentation(steps[i].get(LEG_KEY) or strategy)
+        run_view = looks.run_views.get(node)
+        if run_view is not None:  # consecutive steps of this node are one block
             j = i
-            while j < len(steps) and steps[j].get("node") == "update_memory":
+            while j < len(steps) and steps[j].get("node") == node and steps[j].get(LEG_KEY) == steps[i].get(LEG_KEY):
                 j += 1
-            blocks.append(_memory(steps[i:j]))
+            blocks.append(_step_box(node, escape(run_view(steps[i:j]))))
             i = j
             continue
-        blocks.append(_step(steps[i], by_chunk))
+        view = looks.step_views.get(node)
+        if view is None:
+            blocks.append(_step_box(node, _facts(steps[i])))
+        else:
+            seen = view(steps[i], by_chunk)
+            blocks.append(_step_box(node, escape(seen.html), _facts(steps[i], seen.keys)))
         i += 1
     return f'<details class="steps" open><summary><b>Steps</b> ({len(steps)})</summary>{"".join(blocks)}</details>'
 
@@ -574,122 +578,6 @@ def _facts(step: Mapping[str, Any], skip: Iterable[str] = ()) -> str:
         items.append(f"<dt>{e(key)}</dt><dd><{tag}>{cut(text)}</{tag}></dd>")
     return f'<dl class="kv">{"".join(items)}</dl>' if items else ""
 
-
-def _memory(steps: Sequence[Mapping[str, Any]]) -> str:
-    """MemAgent's memory after each chunk; runs of unchanged memory collapse into one row."""
-    rows: list[tuple[int, int, Mapping[str, Any]]] = []  # (first chunk, last chunk, step)
-    for s in steps:
-        chunk = s.get("chunk", len(rows))
-        if rows and rows[-1][2].get("memory") == s.get("memory"):
-            rows[-1] = (rows[-1][0], chunk, rows[-1][2])
-        else:
-            rows.append((chunk, chunk, s))
-    shown, hidden = rows, 0
-    if len(rows) > MAX_MEMORY_ROWS:
-        half = MAX_MEMORY_ROWS // 2
-        shown, hidden = rows[:half] + rows[-half:], len(rows) - MAX_MEMORY_ROWS
-    body = []
-    for k, (first, last, s) in enumerate(shown):
-        if hidden and k == MAX_MEMORY_ROWS // 2:
-            body.append(f'<tr><td colspan="3" class="na">… {hidden:,} more memory versions …</td></tr>')
-        chunks = f"{first}" if first == last else f"{first}–{last} (unchanged)"
-        cut_note = " · cut to budget" if s.get("cut") else ""
-        body.append(f'<tr><td class="num">{e(chunks)}</td><td class="num">{e(_num(s.get("tokens")))}{e(cut_note)}</td>'
-                    f'<td><pre class="memory">{cut(s.get("memory"))}</pre></td></tr>')  # fmt: skip
-    table = f'<table class="memory"><thead><tr><th>after chunk</th><th>tokens</th><th>memory</th></tr></thead><tbody>{"".join(body)}</tbody></table>'
-    return _step_box("update_memory", f'<p class="what">Memory after each chunk ({len(steps)} chunks read)</p>{table}')
-
-
-def _list(items: Iterable[str]) -> str:
-    return "<ul>" + "".join(f"<li>{i}</li>" for i in items) + "</ul>"
-
-
-def _step(step: Mapping[str, Any], by_chunk: Mapping[Any, Mapping[str, Any]]) -> str:
-    node = str(step.get("node", "?"))
-    render = _RENDERERS.get(node)
-    if render is None:
-        return _step_box(node, _facts(step))
-    body, used = render(step, by_chunk)
-    return _step_box(node, body, _facts(step, used))
-
-
-def _r_properties(step, _):
-    items = step.get("items") or []
-    props = [f'<b>{e(i.get("metric"))}</b> of <b>{e(i.get("subject"))}</b>' if "metric" in i else e(i.get("sub_question", i)) for i in items]
-    body = f'<p class="what">Properties</p>{_list(props)}' if step.get("node") == "extract_properties" else ""
-    subs = step.get("sub_questions") or []
-    body += f'<p class="what">Sub-questions</p>{_list(cut(q) for q in subs)}'
-    if step.get("degraded"):
-        body += f'<p class="fail">{e(step["degraded"])}</p>'
-    return body, {"items", "sub_questions", "degraded"}
-
-
-def _r_judge(step, by_chunk):
-    blocks = []
-    for sq in step.get("per_sub_question") or []:
-        kept = sq.get("kept_chunk_ids") or []
-        chunks = []
-        for cid in kept:
-            ev = by_chunk.get(cid)
-            text = f' <span class="title">{e(ev.get("title"))}</span>: <span class="snippet">{cut(ev.get("snippet"), 300)}</span>' if ev else ""
-            chunks.append(f"chunk {e(cid)}{text}")
-        blocks.append(f'<li><b>{cut(sq.get("sub_question"), 500)}</b>: kept {e(sq.get("kept"))} of {e(sq.get("judged"))} chunks'
-                      f'{" (" + e(sq.get("malformed")) + " malformed verdicts)" if sq.get("malformed") else ""}'
-                      f'{_list(chunks) if chunks else ""}</li>')  # fmt: skip
-    return f'<p class="what">Kept chunks per sub-question</p><ul class="kept">{"".join(blocks)}</ul>', {"per_sub_question"}
-
-
-def _r_sub_answer(step, _):
-    items = [f'<b>{cut(a.get("sub_question"), 500)}</b> → <span class="sub">{cut(a.get("text"))}</span>' for a in step.get("sub_answers") or []]
-    return f'<p class="what">Sub-answers</p>{_list(items)}', {"sub_answers"}
-
-
-def _r_summarize(step, _):
-    return f'<p class="what">Conclusion</p><pre>{cut(step.get("conclusion"))}</pre>', {"conclusion"}
-
-
-def _r_retrieve(step, _):
-    query = f'<p class="what">Query: <span class="follow">{cut(step.get("query"), 500)}</span></p>' if step.get("query") else ""
-    ids = ", ".join(e(c) for c in step.get("chunk_ids") or [])
-    return f'{query}<p>chunks {ids or "none"}</p>', {"query", "chunk_ids"}
-
-
-def _r_generate(step, _):
-    if "generated" not in step:
-        return "", set()
-    follow = f'<p class="what">Follow-up: <span class="follow">{cut(step["follow_up"], 500)}</span></p>' if step.get("follow_up") else ""
-    return f"{follow}<pre>{cut(step.get('generated'))}</pre>", {"generated", "follow_up"}
-
-
-def _r_answer_follow_up(step, _):
-    return (f'<p class="what">Follow-up: <span class="follow">{cut(step.get("follow_up"), 500)}</span></p>'
-            f'<p>Intermediate answer: <span class="sub">{cut(step.get("intermediate_answer"))}</span></p>'), {"follow_up", "intermediate_answer"}  # fmt: skip
-
-
-def _r_finish(step, _):
-    return f'<p class="what">Transcript</p><pre class="transcript">{cut(step.get("transcript"))}</pre>', {"transcript"}
-
-
-def _r_route(step, _):
-    route = f'Route: <b>{e(step["route"])}</b> · ' if step.get("route") else ("RAG declined · " if step.get("declined") else "")
-    return f'<p class="route">{route}reason: <span class="reason">{cut(step.get("reason"), 1000)}</span></p>', {"route", "reason"}
-
-
-_RENDERERS = {
-    "extract_properties": _r_properties,
-    "generate_sub_questions": _r_properties,
-    "judge": _r_judge,
-    "sub_answer": _r_sub_answer,
-    "summarize": _r_summarize,
-    "retrieve": _r_retrieve,
-    "retrieve_follow_up": _r_retrieve,
-    "generate": _r_generate,
-    "ask": _r_generate,
-    "answer_follow_up": _r_answer_follow_up,
-    "finish": _r_finish,
-    "check_answer": _r_route,
-    "measure_context": _r_route,
-}
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1200px;padding:16px 24px;color:#1d1d1f}

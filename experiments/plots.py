@@ -1,6 +1,6 @@
 """PNG plots of a run's report (matplotlib, headless Agg backend).
 
-Every plot gives a strategy the same colour (:func:`strategy_color`, fixed by name), keeps
+Every plot gives a strategy the same colour (:func:`strategy_color`: the one its registry entry declares), keeps
 its legend outside the data, and places point labels so that they do not overlap
 (:func:`place_labels`). Accuracy vs context length is drawn only when the run spans at
 least two length buckets: one bucket is no trend.
@@ -8,34 +8,23 @@ least two length buckets: one bucket is no trend.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-#: One colour per built-in strategy, the same in every plot and in the HTML report.
-STRATEGY_COLORS = {
-    "rag": "#1f77b4",
-    "full_context": "#ff7f0e",
-    "memagent": "#2ca02c",
-    "pai": "#d62728",
-    "pai_minus": "#9467bd",
-    "self_ask": "#8c564b",
-    "self_route": "#e377c2",
-    "structured": "#17becf",
-}
-#: Colours for strategies not listed above (third-party plug-ins), picked by a hash of the name.
-EXTRA_COLORS = ("#7f7f7f", "#bcbd22", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd", "#31a354", "#756bb1")
+from graphs.presentation import palette_color
+from graphs.registry import STRATEGIES
+
 #: Strategies beside each other in a length bucket are spread over this share of the bucket's width.
 DODGE = 0.3
 
 
 def strategy_color(name: str) -> str:
-    """The colour of a strategy in every plot (fixed by name, so runs and plots agree)."""
-    if name in STRATEGY_COLORS:
-        return STRATEGY_COLORS[name]
-    digest = int(hashlib.sha256(name.encode("utf-8")).hexdigest(), 16)
-    return EXTRA_COLORS[digest % len(EXTRA_COLORS)]
+    """The colour of a strategy in every plot and in ``report.html``: the one its registry entry
+    declares (``presentation.color``), else one fixed by its name (also for a strategy that a
+    run recorded but this process has not registered), so runs and plots agree."""
+    declared = STRATEGIES.get(name).presentation.color if name in STRATEGIES else None
+    return declared or palette_color(name)
 
 
 def _pyplot():

@@ -35,6 +35,7 @@ from experiments.runner import (
     select_samples,
     work_units,
 )
+from graphs.registry import STRATEGIES
 from retrieval.ray_support import ensure_ray
 
 
@@ -67,13 +68,17 @@ class EndpointPool:
 
 
 def with_map_endpoints(config: RunConfig, endpoints: Sequence[str]) -> RunConfig:
-    """``config`` whose structured runs with ``map_executor="ray"`` spread their Map tasks over
-    ``endpoints`` too (their ``ray_endpoints``, unless the options set it): a unit is one
-    question's answer, and its extraction batches are where the calls are."""
-    options = dict(config.strategy_options.get("structured", {}))
-    if len(endpoints) < 2 or "structured" not in config.strategies or options.get("map_executor") != "ray" or "ray_endpoints" in options:
-        return config
-    return dataclasses.replace(config, strategy_options={**config.strategy_options, "structured": {**options, "ray_endpoints": list(endpoints)}})
+    """``config`` whose strategies with a stage of their own on Ray (their registry entry's
+    ``ray_stage``, e.g. an extraction over every document) spread that stage's calls over
+    ``endpoints`` too, as the stage decides from the run's options: a unit is one question's
+    answer, and the stage's tasks are where its calls are."""
+    options = dict(config.strategy_options)
+    for name in config.strategies:
+        stage = STRATEGIES.get(name).ray_stage if name in STRATEGIES else None
+        own = options.get(name, {})
+        if stage is not None and (spread := stage.spread(own, endpoints)) != own:
+            options[name] = dict(spread)
+    return dataclasses.replace(config, strategy_options=options) if options != config.strategy_options else config
 
 
 def _unit_task(

@@ -311,8 +311,3 @@ def _write_table(stem: Path, rows: list[dict[str, Any]]) -> None:
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join("" if r[c] is None else str(r[c]) for c in columns) + " |" for r in rows]
     stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
-
-
-def markdown_table(path: Path) -> str:
-    """The Markdown text of a written table (for printing)."""
-    return path.with_suffix(".md").read_text()

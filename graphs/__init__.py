@@ -14,8 +14,9 @@ from graphs.context import StrategyContext
 from graphs.full_context import FullContextConfig
 from graphs.memagent import MemAgentConfig
 from graphs.pai import PaiConfig
+from graphs.presentation import StrategyPresentation
 from graphs.rag import RagConfig, RetrievalSettings
-from graphs.registry import STRATEGIES, BatchRun, BatchSettings, Continuation, SingleRun, Strategy
+from graphs.registry import STRATEGIES, BatchRun, BatchSettings, Continuation, RayStage, SingleRun, Strategy
 from graphs.self_ask import SelfAskConfig
 from graphs.self_route import SelfRouteConfig
 
@@ -33,6 +34,7 @@ __all__ = [
     "MemAgentConfig",
     "PaiConfig",
     "RagConfig",
+    "RayStage",
     "RetrievalSettings",
     "SelfAskConfig",
     "SelfRouteConfig",
@@ -40,4 +42,5 @@ __all__ = [
     "Strategy",
     "StrategyConfig",
     "StrategyContext",
+    "StrategyPresentation",
 ]

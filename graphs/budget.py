@@ -266,14 +266,3 @@ class _QuietBudgetStop(logging.Filter):
 
 
 logging.getLogger("langchain_core.callbacks.manager").addFilter(_QuietBudgetStop())
-
-
-def stopped_by(exc: BaseException) -> bool:
-    """Whether ``exc`` (or what it wraps) is a :class:`BudgetReached`."""
-    seen = 0
-    while exc is not None and seen < 8:
-        if isinstance(exc, BudgetReached):
-            return True
-        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
-        seen += 1
-    return False

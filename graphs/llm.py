@@ -1,7 +1,7 @@
 """Calling a chat model from a node, and the model facts nodes need (tokenizer, window).
 
 The tokenizer is chosen once per model (see :func:`tokenizer_for` and
-:func:`retrieval.tokenizers.select_tokenizer`) and is the one every count for that model
+:func:`graphs.tokenizer_choice.select_tokenizer`) and is the one every count for that model
 uses: MemAgent's chunks and memory bound, full-context truncation, usage estimates.
 """
 
@@ -18,9 +18,10 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 
+from graphs.tokenizer_choice import ModelFacts, select_tokenizer
 from retrieval import tokens
 from retrieval.contract import Usage
-from retrieval.tokenizers import ModelFacts, Tokenizer, select_tokenizer, validate_spec
+from retrieval.tokenizers import Tokenizer, validate_spec
 
 #: Key of the tokenizer spec in a chat model's ``metadata`` (set by :func:`set_tokenizer`).
 TOKENIZER_KEY = "tokenizer"
@@ -94,6 +95,7 @@ def _lean_session(llm: BaseChatModel) -> Any:
     import aiohttp  # optional: installed with the SDK's aiohttp extra and LlamaIndex
 
     # trust_env off: the transport looks the environment's proxy up once (aiohttp would, per request, in a thread)
+    # limit: the connections a run may hold open, the SDK's default pool limit
     session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=1000), trust_env=False)
     use(session)  # unused when the model's client needs the SDK's path; closed with the run all the same
     return session
@@ -143,7 +145,7 @@ def add_usage(a: dict[str, dict] | None, b: dict[str, dict] | None) -> dict[str,
 def set_tokenizer(llm: BaseChatModel, spec: str | None) -> BaseChatModel:
     """Make ``spec`` the tokenizer of ``llm`` (validated now; stored in ``llm.metadata``); returns ``llm``.
 
-    Specs: ``"auto"`` (the default order of :func:`~retrieval.tokenizers.select_tokenizer`),
+    Specs: ``"auto"`` (the default order of :func:`~graphs.tokenizer_choice.select_tokenizer`),
     ``"model"``, ``"hf:PATH"``, ``"server"`` / ``"server:<dialect>"``, ``"tiktoken:<encoding>"``,
     ``"cl100k"``.
 
@@ -163,7 +165,7 @@ def tokenizer_spec(llm: BaseChatModel) -> str:
 
 
 def model_facts(llm: BaseChatModel) -> ModelFacts:
-    """What :func:`~retrieval.tokenizers.select_tokenizer` needs to know about ``llm``."""
+    """What :func:`~graphs.tokenizer_choice.select_tokenizer` needs to know about ``llm``."""
     encode, decode = getattr(llm, "tokenize", None), getattr(llm, "detokenize", None)
     key: Any = getattr(llm, "openai_api_key", None)
     secret = key.get_secret_value() if hasattr(key, "get_secret_value") else key

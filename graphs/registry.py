@@ -7,6 +7,10 @@ Strategies register with the decorator every plug-in kind uses, on their graph b
 
 A third-party package adds one through the ``longctx.strategies`` entry-point group
 (its module registers on import, or the entry point names a :class:`Strategy`).
+
+Everything the library knows of a strategy is on its entry, declared in its own package: how it
+runs, its cost plan, how reports, plots and the demo show it (``presentation``) and the part of
+its work that runs on Ray (``ray_stage``); no module outside ``graphs/<name>/`` names a strategy.
 """
 
 from __future__ import annotations
@@ -17,7 +21,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from graphs.ceiling import EvidenceCeiling
 from graphs.config import ConfigError
+from graphs.costs import ExpectedCostFn
+from graphs.presentation import StrategyPresentation
 from retrieval.contract import Question, Registry
 
 
@@ -124,6 +131,21 @@ class BatchRun:
 
 
 @dataclass(frozen=True)
+class RayStage:
+    """A part of a strategy's own work that runs as Ray tasks (e.g. an extraction over every document).
+
+    Attributes:
+        options: ``address -> config options`` that put the stage on Ray (``longctx answer --ray``;
+            ``address`` ``None``: ``$RAY_ADDRESS`` or a new local instance).
+        spread: ``(options, endpoints) -> options`` spreading the stage's calls over several servers of
+            one model (``longctx run --ray --endpoints``); options that keep the stage local come back as they are.
+    """
+
+    options: Callable[[str | None], Mapping[str, Any]]
+    spread: Callable[[Mapping[str, Any], Sequence[str]], Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
 class Strategy:
     """A registered strategy.
 
@@ -139,6 +161,15 @@ class Strategy:
         cost_plan: ``(config, corpus, questions, llm) -> graphs.budget.CostPlan``: its calls and
             prompt tokens before any call (``agents.estimate``, budgets); ``None`` for a plug-in
             that declares none (its budget is then enforced during the run only).
+        ceiling: Its LLM-free evidence-ceiling rule (``experiments.ceilings``), defined in its
+            package; ``None``: no ceiling row is measured.
+        expected_cost: ``(config, corpus_tokens, documents, window) -> graphs.costs.ExpectedCost``:
+            the typical calls and tokens of the plan printed before a run (``agents.run_plan``);
+            ``None``: the strategy is left out of that plan.
+        presentation: Its colour, demo options and report step views
+            (:class:`~graphs.presentation.StrategyPresentation`); a plug-in without one gets a
+            colour by name and its steps shown as their facts.
+        ray_stage: The part of its work ``--ray`` puts on Ray (:class:`RayStage`); ``None``: none.
     """
 
     name: str
@@ -150,6 +181,10 @@ class Strategy:
     description: str = ""
     prompts_version: int = 1
     cost_plan: Callable[..., Any] | None = None
+    ceiling: EvidenceCeiling | None = None
+    expected_cost: ExpectedCostFn | None = None
+    presentation: StrategyPresentation = field(default_factory=StrategyPresentation)
+    ray_stage: RayStage | None = None
 
     @property
     def batch(self) -> BatchRun | None:

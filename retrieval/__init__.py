@@ -2,8 +2,9 @@
 
 Nothing in this package calls a chat model. The answer contract every package shares
 (``Corpus``, ``Question``, ``Answer``, ``Usage``, ``Step``, ``Registry``...) lives in
-:mod:`retrieval.contract`, the bottom of the import graph. The names below load their
-module on first use, so importing the contract does not load the retrievers.
+:mod:`retrieval.contract` (gathered from ``registry``, ``corpus``, ``question`` and ``answer``),
+the bottom of the import graph. The names below load their module on first use, so importing
+the contract does not load the retrievers.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ from retrieval.lazy import lazy_attributes
 if TYPE_CHECKING:  # the lazy names below, for type checkers (nothing is imported at run time)
     from retrieval.base import Hit, Retriever
     from retrieval.chunking import Chunk, ChunkingConfig, chunk_corpus
-    from retrieval.contract import Corpus, CorpusError, Document, Registry
+    from retrieval.corpus import Corpus, CorpusError, Document
     from retrieval.embedders import EMBEDDERS
     from retrieval.index import Index, build_index
     from retrieval.paths import default_cache_dir
+    from retrieval.registry import Registry
     from retrieval.retrievers import RETRIEVERS, make_retriever
     from retrieval.tokens import count_tokens, middle_truncate
 
@@ -28,10 +30,10 @@ _EXPORTS = {
     "Chunk": "retrieval.chunking",
     "ChunkingConfig": "retrieval.chunking",
     "chunk_corpus": "retrieval.chunking",
-    "Corpus": "retrieval.contract",
-    "CorpusError": "retrieval.contract",
-    "Document": "retrieval.contract",
-    "Registry": "retrieval.contract",
+    "Corpus": "retrieval.corpus",
+    "CorpusError": "retrieval.corpus",
+    "Document": "retrieval.corpus",
+    "Registry": "retrieval.registry",
     "EMBEDDERS": "retrieval.embedders",
     "Index": "retrieval.index",
     "build_index": "retrieval.index",

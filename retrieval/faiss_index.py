@@ -1,13 +1,20 @@
-"""An exact inner-product FAISS index over chunk embeddings, saved in FAISS's own format."""
+"""An exact inner-product FAISS index over chunk embeddings, saved in FAISS's own format.
+
+FAISS is imported when an index is first made or read, not with this module: importing the
+retrievers (as every strategy does) must not load the engine a run may never use.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import faiss
 import numpy as np
 
 from retrieval.checksums import Checksums
+
+if TYPE_CHECKING:
+    import faiss
 
 
 class VectorIndex:
@@ -21,6 +28,8 @@ class VectorIndex:
     FILENAME = "vectors.faiss"
 
     def __init__(self, dim: int):
+        import faiss  # the engine, on first use (see the module docstring)
+
         self.index: faiss.Index = faiss.IndexFlatIP(dim)
 
     @property
@@ -54,6 +63,8 @@ class VectorIndex:
 
     def save(self, folder: Path, checksums: Checksums | None = None) -> None:
         """Write the index to ``folder/vectors.faiss``, hashed into ``checksums`` as FAISS writes it."""
+        import faiss
+
         path = folder / self.FILENAME
         if checksums is None:
             faiss.write_index(self.index, str(path))
@@ -66,6 +77,8 @@ class VectorIndex:
     @classmethod
     def load(cls, folder: Path) -> VectorIndex:
         """Read an index written by :meth:`save`."""
+        import faiss
+
         index = faiss.read_index(str(folder / cls.FILENAME))
         obj = cls.__new__(cls)
         obj.index = index

@@ -76,14 +76,14 @@ def test_the_module_import_graph_has_no_cycle():
 
 def test_no_function_level_imports_of_our_own_modules():
     """Function-level imports are for optional or heavy dependencies only, never to dodge a cycle."""
-    allowed = {("retrieval/contract.py", "retrieval.readers"), ("retrieval/contract.py", "retrieval.tokens"),
+    allowed = {("retrieval/corpus.py", "retrieval.readers"), ("retrieval/corpus.py", "retrieval.tokens"),
                ("experiments/commands.py", "experiments.report"), ("experiments/commands.py", "experiments.ray_runner"),
                ("experiments/commands.py", "retrieval.ray_index"), ("experiments/report.py", "experiments.plots"),
                # startup time: `longctx --help` and argument errors answer before the subcommands load the engines
                ("experiments/cli.py", "experiments.commands"),
                # langchain_core's retriever stack (~1 s) only for users who ask for a retriever:
-               ("retrieval/index.py", "retrieval.langchain_retriever"), ("retrieval/contract.py", "retrieval.index"),
-               ("retrieval/contract.py", "retrieval.chunking")}
+               ("retrieval/index.py", "retrieval.langchain_retriever"), ("retrieval/corpus.py", "retrieval.index"),
+               ("retrieval/corpus.py", "retrieval.chunking")}
     found = set()
     for package in PACKAGES:
         for path in (ROOT / package).rglob("*.py"):
@@ -103,10 +103,35 @@ def test_every_module_imports_in_a_fresh_interpreter(order):
     _run("import importlib\nfor name in " + repr(modules) + ":\n    importlib.import_module(name)")
 
 
-def test_the_contract_module_imports_no_other_package():
+#: The answer contract: ``retrieval.contract`` re-exports the modules that define it.
+CONTRACT_MODULES = ("retrieval.answer", "retrieval.contract", "retrieval.corpus", "retrieval.question", "retrieval.registry")
+
+
+@pytest.mark.parametrize("module", CONTRACT_MODULES)
+def test_the_contract_modules_import_no_other_package(module):
+    """Each contract module, imported alone, loads only contract modules and the standard library."""
+    code = f"import json, sys; before = set(sys.modules); import {module}; print(json.dumps(sorted(set(sys.modules) - before)))"
+    loaded = json.loads(_run(code))
+    ours = {m for m in loaded if m.split(".")[0] in PACKAGES}
+    assert ours <= {"retrieval", "retrieval.lazy", *CONTRACT_MODULES}, sorted(ours)  # lazy: the package's PEP 562 hook, standard library only
+    foreign = sorted(m for m in loaded if m.split(".")[0] not in PACKAGES and m.split(".")[0] not in sys.stdlib_module_names)
+    assert foreign == [], foreign
+
+
+def test_the_contract_module_gathers_every_contract_module():
     loaded = json.loads(_run("import json, sys, retrieval.contract; print(json.dumps(sorted(sys.modules)))"))
-    ours = [m for m in loaded if m.split(".")[0] in PACKAGES]
-    assert ours == ["retrieval", "retrieval.contract", "retrieval.lazy"]  # lazy: the package's PEP 562 hook, standard library only
+    assert [m for m in loaded if m.split(".")[0] in PACKAGES] == sorted(["retrieval", "retrieval.lazy", *CONTRACT_MODULES])
+
+
+def test_the_retrieval_package_talks_to_no_chat_server():
+    """``retrieval`` never calls a chat model: the routes of a chat server are named beside ``graphs/llm.py`` only."""
+    routes = ("/tokenize", "/detokenize", "/chat/completions", "/completions")
+    found = []
+    for path in sorted((ROOT / "retrieval").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.endswith(routes):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.value}")
+    assert found == []
 
 
 def test_contract_types_have_one_home():
@@ -117,6 +142,8 @@ def test_contract_types_have_one_home():
     for name in ("Answer", "Evidence", "Usage", "Question", "Step", "Corpus", "Document"):
         assert getattr(agents, name) is getattr(contract, name)
     assert retrieval.Registry is contract.Registry
+    defined = {name: getattr(contract, name).__module__ for name in contract.__all__}
+    assert set(defined.values()) == set(CONTRACT_MODULES) - {"retrieval.contract"}, defined  # each part has its own module
 
 
 def test_third_party_strategy_through_an_entry_point(tmp_path):
@@ -182,3 +209,48 @@ def test_registries_share_one_idiom():
     registries = (STRATEGIES, RETRIEVERS, EMBEDDERS, CHAT_MODELS, BENCHMARKS, METRICS, DOMAINS)
     assert all(isinstance(r, Registry) and r.group and r.group.startswith("longctx.") for r in registries)
     assert len({r.group for r in registries}) == len(registries)
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """``id``s of the docstring nodes of a module and its classes and functions."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                found.add(id(first.value))
+    return found
+
+
+def _documented_defaults(tree: ast.AST) -> set[int]:
+    """``id``s of the constants in parameter defaults and ``default=`` arguments: the library's
+    documented default strategy is a fact of the API, not of a strategy."""
+    found = set()
+    for node in ast.walk(tree):
+        defaults: list[ast.expr | None] = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            defaults = [*node.args.defaults, *node.args.kw_defaults]
+        elif isinstance(node, ast.Call):
+            defaults = [k.value for k in node.keywords if k.arg == "default"]
+        found.update(id(sub) for d in defaults if d is not None for sub in ast.walk(d))
+    return found
+
+
+def test_no_module_outside_a_strategy_package_names_a_strategy():
+    """What the library knows of a strategy is on its registry entry, declared in ``graphs/<name>/``:
+    no other module names one (docstrings and documented defaults aside), so a strategy is added,
+    in the tree or as a plug-in, without editing the report, the plots, the demo or the CLI."""
+    from graphs import STRATEGIES
+
+    names = {n for n in STRATEGIES.names() if STRATEGIES.get(n).build_graph.__module__.startswith("graphs.")}
+    paths = [*(ROOT / "graphs").glob("*.py")]
+    for package in ("retrieval", "memory", "agents", "experiments"):
+        paths += [p for p in (ROOT / package).rglob("*.py") if "perf" not in p.relative_to(ROOT).parts]
+    found = []
+    for path in sorted(paths):
+        where = str(path.relative_to(ROOT))
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        allowed = _docstrings(tree) | _documented_defaults(tree)
+        found += [f"{where}:{node.lineno}: {node.value!r}" for node in ast.walk(tree)
+                  if isinstance(node, ast.Constant) and node.value in names and id(node) not in allowed]  # fmt: skip
+    assert len(names) >= 8 and found == [], "\n".join(found)

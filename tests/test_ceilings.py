@@ -7,20 +7,9 @@ import json
 
 import pytest
 
-from experiments.ceilings import (
-    RULES,
-    UPPER_BOUND_NOTE,
-    Env,
-    Item,
-    _full_context_spans,
-    compute_ceilings,
-    format_table,
-    full_context_ceiling,
-    memagent_ceiling,
-    pai_ceiling,
-    self_ask_ceiling,
-)
-from experiments.synth.records import Record, render_records
+from experiments.ceilings import UPPER_BOUND_NOTE, Env, Item, compute_ceilings, format_table
+from experiments.synth.records import Record
+from graphs.ceiling import render_records
 from graphs.registry import STRATEGIES
 from retrieval import Corpus, tokens
 from retrieval.contract import Question
@@ -49,6 +38,11 @@ def item(corpus, question: str, evidence, **extra) -> Item:
     return Item("q", corpus, Question(text=question), tuple(evidence), **extra)
 
 
+def rule(strategy: str):
+    """The evidence-ceiling rule the strategy registers."""
+    return STRATEGIES.get(strategy).ceiling
+
+
 # -- retrieval rules -------------------------------------------------------------------
 
 
@@ -65,7 +59,7 @@ def item(corpus, question: str, evidence, **extra) -> Item:
 )
 def test_retrieval_rules_count_the_documents_of_the_retrieved_chunks(corpus, tmp_path, strategy, question, evidence, top_k, expected):
     c = cfg(strategy, top_k=top_k, chunk_size=400)  # one chunk per document
-    reach = RULES[strategy](c, item(corpus, question, evidence), Env(cache_dir=tmp_path))
+    reach = rule(strategy).reach(c, item(corpus, question, evidence), Env(cache_dir=tmp_path))
     assert (reach.reached, reach.total) == expected
     assert reach.complete == (expected[0] == expected[1])
 
@@ -74,10 +68,10 @@ def test_self_ask_with_gold_sub_questions_unions_its_retrievals_up_to_the_cap(co
     subs = ("What about the apple harvest?", "What about the symphony orchestra?", "What about the charity ride?")
     it = item(corpus, "Anything?", ["1", "2", "5"], sub_questions=subs)
     env = Env(cache_dir=tmp_path, gold_sub_questions=True)
-    assert self_ask_ceiling(cfg("self_ask", top_k=1, chunk_size=400, max_iterations=2), it, env).reached == 2
-    assert self_ask_ceiling(cfg("self_ask", top_k=1, chunk_size=400, max_iterations=5), it, env).reached == 3
+    assert rule("self_ask").reach(cfg("self_ask", top_k=1, chunk_size=400, max_iterations=2), it, env).reached == 2
+    assert rule("self_ask").reach(cfg("self_ask", top_k=1, chunk_size=400, max_iterations=5), it, env).reached == 3
     with pytest.raises(ValueError, match="records"):
-        self_ask_ceiling(cfg("self_ask"), item(corpus, "Anything?", ["1"]), env)
+        rule("self_ask").reach(cfg("self_ask"), item(corpus, "Anything?", ["1"]), env)
 
 
 @pytest.mark.parametrize(
@@ -92,7 +86,7 @@ def test_self_ask_with_gold_sub_questions_unions_its_retrievals_up_to_the_cap(co
 )
 def test_pai_rule_prefilter_exhaustive_and_packing(corpus, tmp_path, overrides, expected):
     c = cfg("pai", chunk_size=512, **overrides)
-    reach = pai_ceiling(c, item(corpus, "apple harvest pickers farmers", ["1", "3", "5"]), Env(cache_dir=tmp_path))
+    reach = rule("pai").reach(c, item(corpus, "apple harvest pickers farmers", ["1", "3", "5"]), Env(cache_dir=tmp_path))
     assert (reach.reached, reach.total) == expected
 
 
@@ -102,7 +96,7 @@ RECORDS = tuple(Record(f"Company {n}", "revenue", 2023, f"{n}234.5", str(n)) for
 @pytest.mark.parametrize("fit", [0, 1, 3, 5])
 def test_memagent_rule_counts_the_records_whose_minimal_rendering_fits_the_memory(corpus, fit):
     budget = tokens.count_tokens(render_records(RECORDS[:fit])) if fit else 1
-    reach = memagent_ceiling(cfg("memagent", max_new_tokens=budget), item(corpus, "q?", ["1"], records=RECORDS), Env())
+    reach = rule("memagent").reach(cfg("memagent", max_new_tokens=budget), item(corpus, "q?", ["1"], records=RECORDS), Env())
     assert (reach.reached, reach.total) == (fit, 5)
     assert reach.complete == (fit == 5)
 
@@ -111,7 +105,7 @@ def test_memagent_rule_uses_the_given_tokenizer(corpus):
     one_per_char = (lambda t: [ord(ch) for ch in t], lambda ids: "".join(map(chr, ids)))
     text = render_records(RECORDS[:2])
     env = Env(encode=one_per_char[0], decode=one_per_char[1])
-    reach = memagent_ceiling(cfg("memagent", max_new_tokens=len(text)), item(corpus, "q?", ["1"], records=RECORDS), env)
+    reach = rule("memagent").reach(cfg("memagent", max_new_tokens=len(text)), item(corpus, "q?", ["1"], records=RECORDS), env)
     assert reach.reached == 2
 
 
@@ -126,7 +120,7 @@ def test_memagent_rule_uses_the_given_tokenizer(corpus):
 def test_full_context_rule_keeps_the_documents_inside_the_truncated_window(corpus, window, expected_docs):
     c = cfg("full_context", context_window=window)
     for doc in "012345":
-        reach = full_context_ceiling(c, item(corpus, "q?", [doc]), Env())
+        reach = rule("full_context").reach(c, item(corpus, "q?", [doc]), Env())
         assert reach.complete == (doc in expected_docs), (window, doc)
 
 
@@ -137,7 +131,8 @@ def test_full_context_rule_mirrors_the_strategys_own_truncation(corpus, window):
 
     c = cfg("full_context", context_window=window)
     it = item(corpus, "q?", ["0"])
-    spans, truncated, head, tail, length = _full_context_spans(c, it, Env())
+    found = rule("full_context").spans(c, it, Env())
+    spans, truncated, head, tail, length = found.spans, found.truncated, found.head, found.tail, found.length
     prompt = fill(FULL_CONTEXT_TEMPLATE, format_documents(corpus.documents), it.question)
     expected, was_truncated = truncate_prompt(prompt, window - c.max_new_tokens - c.prompt_reserve_tokens, tokens.encode, tokens.decode)
     assert truncated == was_truncated and length == len(prompt)

@@ -17,8 +17,11 @@ from experiments import cli_parser
 from experiments.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
-#: What a start must not wait for: LangGraph, LangChain, torch, faiss, bm25s, llama.cpp, scipy, matplotlib.
-HEAVY = ("langgraph", "langchain_core", "torch", "faiss", "bm25s", "llama_cpp", "scipy", "matplotlib")
+#: What a start must not wait for: LangGraph, LangChain, its OpenAI client, torch, sentence-transformers, faiss, bm25s,
+#: llama.cpp, scipy, matplotlib.
+HEAVY = ("langgraph", "langchain_core", "langchain_openai", "torch", "sentence_transformers", "faiss", "bm25s", "llama_cpp", "scipy", "matplotlib")
+#: The retrieval engines: loaded by the first index a run builds or reads, never by importing the library.
+ENGINES = ("torch", "sentence_transformers", "faiss", "bm25s", "scipy")
 #: On the machine these limits were set on, ``python -c pass`` takes 0.02 s: 0.3 s is 15 bare starts
 #: (``--help`` took 1.2 s = 57 bare starts before the parser was split from the commands, 0.06 s = 3 after;
 #: ``import agents`` 1.1 s before its names loaded lazily, 0.03 s after). The ratio, not a time, is
@@ -71,6 +74,19 @@ def test_import_agents_loads_no_engine_until_a_name_is_used():
     assert "langgraph" in heavy  # the name still works, loading what it needs
 
 
+def test_the_answer_function_loads_the_retrieval_engines_on_first_use(tmp_path):
+    """``from agents import answer`` loads LangGraph but no engine (it loaded FAISS, bm25s and scipy,
+    ~0.1 s, through the strategies' imports); a BM25 run then loads bm25s, and still not FAISS."""
+    heavy, _ = _loaded_after("from agents import answer")
+    assert "langgraph" in heavy and [m for m in heavy if m in ENGINES + ("langchain_openai",)] == []
+    run = (f"import os; os.environ['LONGCTX_CACHE_DIR'] = {str(tmp_path)!r}\n"
+           "from agents import Corpus, answer\nfrom tests.scripted import ScriptedChatModel\n"
+           "result = answer(Corpus.from_texts(['alpha beta', 'gamma delta']), 'Which follows gamma?', strategy='rag',"
+           " llm=ScriptedChatModel(replies=['delta']))\nassert result.answer == 'delta', result.answer")
+    heavy, _ = _loaded_after(run)
+    assert "bm25s" in heavy and "faiss" not in heavy and "torch" not in heavy
+
+
 def _starts(*args: str) -> float:
     """The shortest of 3 wall times of ``python ARGS`` in a fresh interpreter."""
     best = float("inf")
@@ -104,8 +120,9 @@ def test_the_built_in_names_are_the_registries():
     from retrieval.embedders import EMBEDDING_BACKENDS
 
     ours = [n for n in STRATEGIES.names() if STRATEGIES.get(n).build_graph.__module__.startswith("graphs.")]
-    assert list(cli_parser.BUILTIN_STRATEGIES) == ours
-    assert list(cli_parser.INDEXED_STRATEGIES) == [n for n in ours if STRATEGIES.get(n).uses_index]
+    names, indexed = cli_parser.builtin_strategies()  # read from the strategy packages' source
+    assert list(names) == ours and len(ours) >= 8
+    assert list(indexed) == [n for n in ours if STRATEGIES.get(n).uses_index]
     assert list(cli_parser.BUILTIN_RETRIEVERS) == [n for n in RETRIEVERS.names() if RETRIEVERS.get(n).__module__.startswith("retrieval.")]
     assert (cli_parser.EMBEDDING_BACKENDS, cli_parser.CONFIRM_MINUTES, cli_parser.FORMATS) == (EMBEDDING_BACKENDS, CONFIRM_MINUTES, FORMATS)
 

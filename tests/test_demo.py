@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from experiments.demo import DEFAULT_DEMO, DEMO_STRATEGIES, run_demo
+from experiments.demo import default_demo, demo_strategies, run_demo
 from graphs import STRATEGIES
 from tests.scripted import ScriptedChatModel
 
 
 def test_demo_options_are_valid_configs():
-    for name, options in DEMO_STRATEGIES.items():
+    assert set(default_demo()) < set(demo_strategies())
+    for name, options in demo_strategies().items():
         STRATEGIES.get(name).make_config(**options)
 
 
@@ -18,7 +19,7 @@ def test_demo_says_what_it_will_do_then_compares_every_strategy(tmp_path, monkey
     llm = ScriptedChatModel(reply_fn=lambda prompt: "So the final answer is: Bergen" if "follow up" in prompt else "Bergen")
     report = run_demo(tmp_path / "demo", llm=llm, questions=2, show_progress=False, say=said.append)
     assert said and "4 strategies" in said[0] and "Plan on ScriptedChatModel" in said[1] and "rag: 2 question(s), ~2 calls" in said[1]
-    assert {r["strategy"] for r in report["summary"]} == set(DEFAULT_DEMO)
+    assert {r["strategy"] for r in report["summary"]} == set(default_demo())
     rag = next(r for r in report["summary"] if r["strategy"] == "rag")
     assert rag["score"] == 50.0  # "Bergen" is right for the first question only
 
@@ -26,8 +27,8 @@ def test_demo_says_what_it_will_do_then_compares_every_strategy(tmp_path, monkey
 def test_demo_can_run_every_strategy(tmp_path, monkeypatch):
     monkeypatch.setenv("LONGCTX_CACHE_DIR", str(tmp_path / "cache"))
     llm = ScriptedChatModel(reply_fn=lambda prompt: "So the final answer is: Bergen" if "follow up" in prompt else "Bergen")
-    report = run_demo(tmp_path / "demo", llm=llm, questions=1, strategies=DEMO_STRATEGIES, show_progress=False, say=lambda m: None)
-    assert {r["strategy"] for r in report["summary"]} == set(DEMO_STRATEGIES)
+    report = run_demo(tmp_path / "demo", llm=llm, questions=1, strategies=demo_strategies(), show_progress=False, say=lambda m: None)
+    assert {r["strategy"] for r in report["summary"]} == set(demo_strategies())
 
 
 def test_the_demo_report_names_no_winner_on_its_few_scored_questions_and_says_why(tmp_path, monkeypatch):

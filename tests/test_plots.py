@@ -6,14 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from experiments.plots import STRATEGY_COLORS, place_labels, plot_accuracy_vs_length, plot_accuracy_vs_tokens, strategy_color
+from experiments.plots import place_labels, plot_accuracy_vs_length, plot_accuracy_vs_tokens, strategy_color
+from graphs import STRATEGIES
 
 NAMES = ["rag", "full_context", "memagent", "pai", "pai_minus", "self_ask", "self_route"]
 
 
 def test_each_strategy_has_one_fixed_colour_and_unknown_names_are_stable():
-    assert [strategy_color(n) for n in NAMES] == [STRATEGY_COLORS[n] for n in NAMES]
-    assert len({strategy_color(n) for n in NAMES}) == len(NAMES)
+    assert [strategy_color(n) for n in STRATEGIES.names()] == [STRATEGIES.get(n).presentation.color for n in STRATEGIES.names()]
+    assert len({strategy_color(n) for n in STRATEGIES.names()}) == len(STRATEGIES.names())  # each its own, declared in its package
     assert strategy_color("my_plugin") == strategy_color("my_plugin") and strategy_color("my_plugin").startswith("#")
 
 

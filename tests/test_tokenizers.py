@@ -10,20 +10,11 @@ import pytest
 from agents import answer
 from agents.chat_models import ChatModelError, make_chat_model
 from graphs.llm import prompt_codec, set_tokenizer, tokenizer_for, tokenizer_id, tokenizer_manifest
+from graphs.server_tokenizer import DIALECTS, split_pieces
+from graphs.tokenizer_choice import ModelFacts, select_tokenizer
 from memory import bound_memory
 from retrieval import Corpus
-from retrieval.tokenizers import (
-    FALLBACK_ID,
-    ModelFacts,
-    TokenizerError,
-    hf_tokenizer,
-    parse_spec,
-    select_tokenizer,
-    split_ids,
-    split_pieces,
-    tiktoken_encoding,
-    tiktoken_tokenizer,
-)
+from retrieval.tokenizers import FALLBACK_ID, SERVER_DIALECTS, TokenizerError, hf_tokenizer, parse_spec, split_ids, tiktoken_encoding, tiktoken_tokenizer
 from retrieval.tokens import count_tokens
 from tests.recording_server import RecordingServer
 from tests.scripted import ScriptedChatModel
@@ -155,6 +146,12 @@ def test_order_3_the_servers_tokenize_endpoint(dialect):
             assert all(b["add_special"] is False for b in pieces)
     finally:
         server.close()
+
+
+def test_every_dialect_a_spec_may_name_has_its_routes():
+    """``server:<dialect>`` specs are read in ``retrieval``, the routes served beside ``graphs/llm.py``: one list of names."""
+    assert set(DIALECTS) == set(SERVER_DIALECTS)
+    assert parse_spec("server:vllm") == ("server", "vllm")
 
 
 def test_order_4_tiktoken_for_openai_model_names_5_labelled_cl100k_last():

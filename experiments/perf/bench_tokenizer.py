@@ -24,7 +24,8 @@ from collections.abc import Iterator
 
 from agents.chat_models import EmbeddedChatModel, embedded_model_path
 from experiments.perf.synthetic_text import generate_corpus
-from retrieval.tokenizers import ServerTokenizer, probe_server, server_root, tiktoken_tokenizer
+from graphs.server_tokenizer import ServerTokenizer, probe_server, server_root
+from retrieval.tokenizers import tiktoken_tokenizer
 
 
 @contextlib.contextmanager

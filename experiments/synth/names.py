@@ -36,26 +36,6 @@ def place_name(rng: random.Random) -> str:
     return rng.choice(_STARTS) + rng.choice(_ENDS)
 
 
-def unique_names(rng: random.Random, count: int, make) -> list[str]:
-    """``count`` distinct names drawn with ``make(rng)``.
-
-    Raises:
-        ValueError: the name space is exhausted (far above any tier's needs).
-    """
-    names: list[str] = []
-    seen: set[str] = set()
-    attempts = 0
-    while len(names) < count:
-        attempts += 1
-        if attempts > 50 * count + 1000:
-            raise ValueError(f"Cannot draw {count} distinct names; the name space is too small")
-        name = make(rng)
-        if name not in seen:
-            seen.add(name)
-            names.append(name)
-    return names
-
-
 def company_name(rng: random.Random, sector: str) -> str:
     """A company name fitting ``sector``, e.g. "Halvorbrook Maritime Holdings"."""
     return f"{place_name(rng)} {rng.choice(SECTOR_WORDS[sector])} {rng.choice(_COMPANY_SUFFIXES)}"

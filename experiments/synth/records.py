@@ -25,6 +25,7 @@ from experiments.synth.facts import STATIC
 from experiments.synth.queries import Query, build_queries
 from experiments.synth.samples import MANIFEST_FILE, read_questions
 from experiments.synth.truth import cells_clause
+from graphs.ceiling import render_records  # noqa: F401 - re-exported: its home before the ceiling rules moved into graphs
 
 
 @dataclass(frozen=True)
@@ -120,8 +121,3 @@ def load_records(path: str | Path) -> dict[str, QuestionRecords]:
         return out
     finally:
         conn.close()
-
-
-def render_records(records: list[Record] | tuple[Record, ...]) -> str:
-    """The minimal rendering of records a memory would have to keep: one ``entity | field | year | value`` line each."""
-    return "\n".join(f"{r.entity} | {r.field} | {r.year or '-'} | {r.value}" for r in records)

@@ -19,8 +19,10 @@ from graphs import costs
 from graphs.budget import CostPlan
 from graphs.config import ConfigError
 from graphs.context import StrategyContext
+from graphs.full_context.ceiling import TruncatedWindowCeiling
 from graphs.full_context.config import FullContextConfig
 from graphs.full_context.prepared import prepared_context, truncate_our_prompt
+from graphs.full_context.presentation import PRESENTATION
 from graphs.full_context.prompts import FULL_CONTEXT_TEMPLATE, PROMPTS_VERSION
 from graphs.full_context.truncation import (  # noqa: F401 - re-exported: the truncation rule's home before it moved
     CHARS_PER_TOKEN_BOUND,
@@ -142,6 +144,11 @@ def build_prompt(state: FullContextState, runtime: Runtime[StrategyContext[FullC
     return {"prompt": built.text, "official_prompt": built.official, "steps": [step]}
 
 
+def full_context_expected(cfg: Any, corpus_tokens: int, documents: int, window: int | None) -> costs.ExpectedCost:
+    """Typically: 1 call reading the corpus cut to the window, a short answer."""
+    return costs.ExpectedCost(costs.Calls(1, costs.full_read_tokens(cfg, corpus_tokens, window) + costs.CALL_OVERHEAD_TOKENS, costs.reply_tokens(cfg)))
+
+
 def full_context_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: Any = None) -> CostPlan:
     """1 call of min(T, window input budget) tokens."""
     window = cfg.context_window or (context_window(llm, cfg.default_context_window) if llm is not None else cfg.default_context_window)
@@ -155,9 +162,12 @@ def full_context_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], l
 @STRATEGIES.register(
     "full_context",
     cost_plan=full_context_plan,
+    expected_cost=full_context_expected,
+    ceiling=TruncatedWindowCeiling(rank=70, input_budget=input_budget, untruncated_prompt=untruncated_prompt),
     config_cls=FullContextConfig,
     presets={"paper": FullContextConfig(), "ours": FullContextConfig(prompt="ours")},
     prompts_version=PROMPTS_VERSION,
+    presentation=PRESENTATION,
     description="The whole corpus in one prompt, middle-truncated to the model window.",
 )
 def build_graph(config: FullContextConfig | None = None):

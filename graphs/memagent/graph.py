@@ -13,6 +13,7 @@ Templates: BytedTsinghua-SIA/MemAgent ``taskutils/memory_eval/utils/recurrent.py
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, TypedDict
@@ -27,7 +28,9 @@ from graphs.budget import CostPlan
 from graphs.context import StrategyContext
 from graphs.events import listening, report_progress, report_step
 from graphs.llm import add_usage, complete_with_usage, tokenizer_for
+from graphs.memagent.ceiling import MEMAGENT_CEILING
 from graphs.memagent.config import MemAgentConfig
+from graphs.memagent.presentation import PRESENTATION
 from graphs.memagent.prompts import DEFAULT_FINAL_INSTRUCTION, FINAL_TEMPLATE, MEMORY_TEMPLATE, PROMPTS_VERSION
 from graphs.prompts import format_documents
 from graphs.registry import STRATEGIES, BatchRun, BatchSettings, Continuation
@@ -290,6 +293,14 @@ def memagent_chunks(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm
     return tuple(n for _, n in split_ids(text, cfg.chunk_tokens, tokenizer))
 
 
+def memagent_expected(cfg: Any, corpus_tokens: int, documents: int, window: int | None) -> costs.ExpectedCost:
+    """Typically: one memory update per chunk (the memory, up to its budget, is re-read and rewritten), then the answer."""
+    chunks = max(1, math.ceil(corpus_tokens / cfg.chunk_tokens))
+    memory = cfg.max_new_tokens
+    prompt = corpus_tokens + chunks * (costs.CALL_OVERHEAD_TOKENS + memory) + memory + costs.CALL_OVERHEAD_TOKENS
+    return costs.ExpectedCost(costs.Calls(chunks + 1, prompt, chunks * memory + costs.ANSWER_TOKENS))
+
+
 def memagent_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: Any = None) -> CostPlan:
     """ceil(T / chunk_tokens) + 1 calls per question: one memory update per chunk, one final answer."""
     sizes = memagent_chunks(cfg, corpus, questions, llm)
@@ -305,10 +316,13 @@ def memagent_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: 
 @STRATEGIES.register(
     "memagent",
     cost_plan=memagent_plan,
+    expected_cost=memagent_expected,
+    ceiling=MEMAGENT_CEILING,
     config_cls=MemAgentConfig,
     prompts_version=PROMPTS_VERSION,
     run_mode=MEMAGENT_RUN,
     presets={"paper": MemAgentConfig(final_instruction="memagent")},
+    presentation=PRESENTATION,
     description="Stream the whole corpus through a 1,024-token overwritten memory, 5,000 tokens per step.",
 )
 def build_graph(config: MemAgentConfig | None = None, checkpointer: Any = None):

@@ -17,6 +17,7 @@ The output is the paper's CoT (Fig. 8): properties, sub-answers, then "Conclusio
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 import operator
 from collections.abc import Sequence
@@ -34,8 +35,10 @@ from graphs.events import report_progress
 from graphs.llm import complete
 from graphs.pai import prompts as P
 from graphs.pai.calls import CallOutcome, KeepContextArgs, acall_structured, call_structured
+from graphs.pai.ceiling import JudgedChunksCeiling
 from graphs.pai.config import PaiConfig
 from graphs.pai.decompose import extract_properties, generate_sub_questions
+from graphs.pai.presentation import MINUS_PRESENTATION, PRESENTATION
 from graphs.prompts import format_chunks
 from graphs.registry import STRATEGIES, SingleRun
 from retrieval import Chunk, Hit, chunk_corpus
@@ -266,6 +269,28 @@ def _graph(name: str, decompose) -> Any:
     return graph.compile(name=name)
 
 
+#: Typical properties of a PAI question (its judge calls multiply by this; expected cost only).
+TYPICAL_PROPERTIES = 2
+
+
+def pai_expected(cfg: Any, corpus_tokens: int, documents: int, window: int | None) -> costs.ExpectedCost:
+    """Typically: decompose; judge chunks per property (all of them when exhaustive); a sub-answer per property; summary."""
+    size = cfg.chunk_size * (4 / 3 if cfg.chunk_unit == "words" else 1)
+    chunks = max(1, math.ceil(corpus_tokens / size))
+    exhaustive = cfg.judge_mode == "exhaustive" or (cfg.judge_mode == "auto" and corpus_tokens <= cfg.exhaustive_max_tokens)
+    judged = chunks if exhaustive else min(cfg.top_k, chunks)
+    properties = min(cfg.max_items, TYPICAL_PROPERTIES)
+    calls = 2 + properties * (judged + 1)
+    overhead = costs.CALL_OVERHEAD_TOKENS
+    prompt = 2 * overhead + properties * (judged * (size + overhead) + min(corpus_tokens, cfg.sub_answer_context_tokens) / 2)
+    completion = 2 * costs.ANSWER_TOKENS + properties * (judged * 8 + costs.ANSWER_TOKENS)
+    return costs.ExpectedCost(costs.Calls(calls, prompt, completion))
+
+
+#: PAI's ceiling rule (PAI- shares it, one row later).
+PAI_CEILING = JudgedChunksCeiling(rank=40, choose_mode=choose_mode, plan_judging=plan_judging, pack=pack)
+
+
 def pai_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: Any = None, *, strategy: str = "pai") -> CostPlan:
     """Properties, then N_p x C judge calls (exhaustive) or N_p x min(K, C) (prefilter), N_p sub-answers, 1 summary."""
     t = corpus.num_tokens
@@ -297,11 +322,14 @@ def pai_minus_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm:
 @STRATEGIES.register(
     "pai",
     cost_plan=pai_plan,
+    expected_cost=pai_expected,
+    ceiling=PAI_CEILING,
     config_cls=PaiConfig,
     presets={"paper": PaiConfig(judge_mode="exhaustive")},
     prompts_version=P.PROMPTS_VERSION,
     uses_index=True,
     run_mode=SingleRun(async_fan_out=True),
+    presentation=PRESENTATION,
     description="Property-based agentic inference: properties -> keep_context per (sub-question, 1,024-token chunk) -> sub-answers -> conclusion.",
 )
 def build_graph(config: PaiConfig | None = None):
@@ -313,11 +341,14 @@ def build_graph(config: PaiConfig | None = None):
 @STRATEGIES.register(
     "pai_minus",
     cost_plan=pai_minus_plan,
+    expected_cost=pai_expected,
+    ceiling=dataclasses.replace(PAI_CEILING, rank=50),
     config_cls=PaiConfig,
     presets={"paper": PaiConfig(judge_mode="exhaustive")},
     prompts_version=P.PROMPTS_VERSION,
     uses_index=True,
     run_mode=SingleRun(async_fan_out=True),
+    presentation=MINUS_PRESENTATION,
     description="PAI- ablation: sub-questions generated directly, no properties, then PAI's judging and summary.",
 )
 def build_graph_minus(config: PaiConfig | None = None):

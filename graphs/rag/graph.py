@@ -21,7 +21,9 @@ from graphs.budget import CostPlan
 from graphs.context import StrategyContext
 from graphs.nodes import generate, linear_graph
 from graphs.prompts import fill, format_chunks
+from graphs.rag.ceiling import RetrievedChunksCeiling
 from graphs.rag.config import RagConfig
+from graphs.rag.presentation import PRESENTATION
 from graphs.rag.prompts import PROMPTS_VERSION, RAG_TEMPLATE
 from graphs.registry import STRATEGIES
 from retrieval import Chunk, Hit
@@ -100,6 +102,11 @@ def build_prompt(state: RagState, runtime: Runtime[StrategyContext[RagConfig]]) 
     return {"prompt": prompt, "official_prompt": assembly != "ours", "steps": [Step("build_prompt", order=order, assembly=assembly)]}
 
 
+def rag_expected(cfg: Any, corpus_tokens: int, documents: int, window: int | None) -> costs.ExpectedCost:
+    """Typically: 1 call reading the ``top_k`` chunks, a short answer."""
+    return costs.ExpectedCost(costs.Calls(1, costs.retrieved_tokens(cfg, corpus_tokens) + costs.CALL_OVERHEAD_TOKENS, costs.reply_tokens(cfg)))
+
+
 def rag_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: Any = None) -> CostPlan:
     """1 call with ``top_k`` chunks (at most the corpus)."""
     q = costs.question_tokens(questions)
@@ -112,6 +119,8 @@ def rag_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: Any =
 @STRATEGIES.register(
     "rag",
     cost_plan=rag_plan,
+    expected_cost=rag_expected,
+    ceiling=RetrievedChunksCeiling(rank=10, retrieve=retrieve, order_hits=order_hits),
     config_cls=RagConfig,
     prompts_version=PROMPTS_VERSION,
     uses_index=True,
@@ -124,6 +133,7 @@ def rag_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: Any =
         "longbench-v2": RagConfig(chunk_unit="tokens", chunk_size=512, top_k=64, order="document"),
         "document-order": RagConfig(order="document"),
     },
+    presentation=PRESENTATION,
     description="Chunked top-N retrieval, then one answer call (LongBench v1: 200 words x 7).",
 )
 def build_graph(config: RagConfig | None = None):

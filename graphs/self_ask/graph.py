@@ -49,7 +49,9 @@ from graphs.llm import complete
 from graphs.prompts import fill, format_chunks
 from graphs.rag import RAG_TEMPLATE, order_hits
 from graphs.registry import STRATEGIES
+from graphs.self_ask.ceiling import FollowUpCeiling
 from graphs.self_ask.config import SelfAskConfig
+from graphs.self_ask.presentation import PRESENTATION
 from graphs.self_ask.prompts import (
     CONTEXT_STOP,
     EXEMPLAR_SEPARATOR,
@@ -375,6 +377,13 @@ def finish_reader(state: SelfAskState) -> dict:
 
 
 # -- graph -----------------------------------------------------------------------------
+def self_ask_expected(cfg: Any, corpus_tokens: int, documents: int, window: int | None) -> costs.ExpectedCost:
+    """Typically 2 calls per question (a follow-up and the answer), each reading ``top_k`` chunks."""
+    calls = 2
+    prompt = calls * (costs.retrieved_tokens(cfg, corpus_tokens) + costs.CALL_OVERHEAD_TOKENS)
+    return costs.ExpectedCost(costs.Calls(calls, prompt, calls * costs.reply_tokens(cfg)))
+
+
 def self_ask_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: Any = None) -> CostPlan:
     """Up to ``max_iterations`` generator calls (FlashRAG); the reader variant also answers each follow-up.
 
@@ -402,6 +411,8 @@ def self_ask_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: 
 @STRATEGIES.register(
     "self_ask",
     cost_plan=self_ask_plan,
+    expected_cost=self_ask_expected,
+    ceiling=FollowUpCeiling(rank=30, retrieve_follow_up=retrieve_follow_up),
     config_cls=SelfAskConfig,
     prompts_version=PROMPTS_VERSION,
     uses_index=True,
@@ -409,6 +420,7 @@ def self_ask_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: 
         "paper": SelfAskConfig(),
         "reader": SelfAskConfig(variant="reader", chunk_size=300, top_k=5, max_new_tokens=128),
     },
+    presentation=PRESENTATION,
     description=(
         "Self-Ask as FlashRAG runs it: the question's top-5 in the prompt, the model writes follow-ups and their "
         "answers, each follow-up re-retrieves; at most 5 generator calls (variant='reader': a reader answers each follow-up)."

@@ -45,7 +45,9 @@ from graphs.prompts import DEFAULT_INSTRUCTION, fill, format_chunks
 from graphs.rag import RAG_TEMPLATE, order_hits, retrieve
 from graphs.registry import STRATEGIES, Strategy
 from graphs.run import run_strategy
+from graphs.self_route.ceiling import SELF_ROUTE_CEILING
 from graphs.self_route.config import SelfRouteConfig
+from graphs.self_route.presentation import PRESENTATION
 from graphs.self_route.prompts import PROMPTS_VERSION, UNANSWERABLE_INSTRUCTION
 from retrieval import Hit
 from retrieval.contract import Corpus, Question, Step
@@ -165,6 +167,13 @@ def _shared_index(spec: Strategy, sub_cfg: Any, ctx: StrategyContext):
     return ctx.index if same == (ctx.config.retriever, ctx.config.chunking(), dict(ctx.config.retriever_options)) else None
 
 
+def self_route_expected(cfg: Any, corpus_tokens: int, documents: int, window: int | None) -> costs.ExpectedCost:
+    """Typically: the RAG call, and the full context for a declined question (about half of them)."""
+    rag = costs.retrieved_tokens(cfg, corpus_tokens) + costs.CALL_OVERHEAD_TOKENS
+    full = costs.full_read_tokens(cfg, corpus_tokens, window) + costs.CALL_OVERHEAD_TOKENS
+    return costs.ExpectedCost(costs.Calls(1.5, rag + full / 2, 1.5 * costs.reply_tokens(cfg)))
+
+
 def self_route_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: Any = None) -> CostPlan:
     """1 RAG call; a declined question adds its fallback's plan (full context: 1 call; memagent: ceil(T/5000) + 1)."""
     q = costs.question_tokens(questions)
@@ -180,6 +189,8 @@ def self_route_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm
 @STRATEGIES.register(
     "self_route",
     cost_plan=self_route_plan,
+    expected_cost=self_route_expected,
+    ceiling=SELF_ROUTE_CEILING,
     config_cls=SelfRouteConfig,
     prompts_version=PROMPTS_VERSION,
     uses_index=True,
@@ -187,6 +198,7 @@ def self_route_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm
         "paper": SelfRouteConfig(retriever="contriever"),
         "beyond-window": SelfRouteConfig(fallback="memagent", order="document"),
     },
+    presentation=PRESENTATION,
     description="RAG that may answer 'unanswerable'; declined questions get the full context (or memagent beyond the window, preset beyond-window).",
 )
 def build_graph(config: SelfRouteConfig | None = None):

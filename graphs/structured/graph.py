@@ -51,6 +51,7 @@ from graphs.pai.calls import resolve_tool_mode
 from graphs.registry import STRATEGIES, SingleRun
 from graphs.structured import prompts as P
 from graphs.structured.cache import RecordCache, SchemaStore, document_fingerprint
+from graphs.structured.ceiling import STRUCTURED_CEILING
 from graphs.structured.config import StructuredConfig
 from graphs.structured.database import (
     QueryRefused,
@@ -68,6 +69,7 @@ from graphs.structured.database import (
 from graphs.structured.extract import call_validated, dumps, fits_untokenized
 from graphs.structured.mapping import aextract_document, extract_document
 from graphs.structured.normalize import entity_key
+from graphs.structured.presentation import PRESENTATION, RAY_STAGE
 from graphs.structured.ray_map import run_on_ray
 from graphs.structured.schema import (
     SCHEMA_FUNCTION,
@@ -481,6 +483,16 @@ def format_answer(state: StructuredState, runtime: Runtime[StrategyContext[Struc
     return {"raw": raw, "answer": raw.strip(), "evidence": evidence, "steps": [step]}
 
 
+def structured_expected(cfg: Any, corpus_tokens: int, documents: int, window: int | None) -> costs.ExpectedCost:
+    """Typically: once per corpus, a plan and an extraction per document window (records are cached
+    for the next question); per question, the SQL and the answer."""
+    windows = max(documents, math.ceil(corpus_tokens / cfg.window_tokens))
+    overhead = costs.CALL_OVERHEAD_TOKENS
+    once = costs.Calls(1 + windows, 2 * overhead + corpus_tokens + windows * overhead, min(cfg.plan_max_tokens, 300) + windows * 150)
+    per_question = costs.Calls(2, 2 * (overhead + 400), 100 + costs.reply_tokens(cfg, "answer_max_tokens"))
+    return costs.ExpectedCost(per_question, once)
+
+
 def structured_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: Any = None) -> CostPlan:
     """A schema plan (none with a fixed schema), one extraction per document window, SQL, the answer.
 
@@ -507,9 +519,13 @@ def structured_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm
 @STRATEGIES.register(
     "structured",
     cost_plan=structured_plan,
+    expected_cost=structured_expected,
+    ceiling=STRUCTURED_CEILING,
     config_cls=StructuredConfig,
     prompts_version=P.PROMPTS_VERSION,
     run_mode=SingleRun(async_fan_out=True),  # extract has an async twin: answer() awaits it over an async client
+    presentation=PRESENTATION,
+    ray_stage=RAY_STAGE,
     description="Structured corpus analysis: a table schema -> records from every document (cached) -> one table -> SQL -> answer.",
 )
 def build_graph(config: StructuredConfig | None = None):

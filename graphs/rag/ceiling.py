@@ -1,0 +1,35 @@
+"""RAG's evidence ceiling: the documents of the chunks its own ``retrieve`` node returns (LLM-free)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from graphs.ceiling import CeilingEnv, CeilingItem, EvidenceCeiling, Reach, cached_index, node_runtime, reach_of
+
+
+@dataclass(frozen=True, kw_only=True)
+class RetrievedChunksCeiling(EvidenceCeiling):
+    """The evidence documents among the chunks ``retrieve`` returns for the question, with the
+    strategy's index (BM25 by default, built and cached by ``RetrievalSettings.build_index``);
+    every retrieved chunk goes into the prompt, so packing drops nothing.
+
+    Attributes:
+        retrieve: RAG's ``retrieve`` node (passed in by its registration, which this module cannot import).
+        order_hits: RAG's chunk ordering for the prompt.
+        leg: Prefix of the description (Self-Route: ``"RAG leg: "``).
+    """
+
+    retrieve: Callable[..., dict]
+    order_hits: Callable[..., list]
+    leg: str = ""
+
+    def reach(self, cfg: Any, item: CeilingItem, env: CeilingEnv) -> Reach:
+        index = cached_index(cfg, item.corpus, env)
+        hits = self.retrieve({"question": item.question}, node_runtime(cfg, item.corpus, index))["hits"]
+        packed = self.order_hits(hits, cfg.order)  # the prompt holds every hit: nothing is dropped
+        return reach_of(item.evidence, (h.chunk.doc_id for h in packed))
+
+    def describe(self, cfg: Any, env: CeilingEnv, corpus_tokens: int | None = None) -> str:
+        return f"{self.leg}evidence docs in the top-{cfg.top_k} {cfg.retriever} chunks ({cfg.chunk_size} {cfg.chunk_unit}) for the question"

@@ -1,0 +1,38 @@
+"""Self-Ask's evidence ceiling: the union of the documents its ``retrieve_follow_up`` node returns (LLM-free)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from graphs.ceiling import CeilingEnv, CeilingItem, EvidenceCeiling, Reach, cached_index, node_runtime, queries, reach_of
+
+
+@dataclass(frozen=True, kw_only=True)
+class FollowUpCeiling(EvidenceCeiling):
+    """The union of the documents ``retrieve_follow_up`` returns for each follow-up: the question
+    itself, or with ``gold_sub_questions`` one gold sub-question per entity the records name, at
+    most ``max_iterations`` of them. (The final call sees only the intermediate answers; with
+    perfect readers these carry what the chunks held.)
+
+    Attributes:
+        retrieve_follow_up: Self-Ask's node (passed in by its registration, which this module cannot import).
+    """
+
+    retrieve_follow_up: Callable[..., dict]
+
+    def reach(self, cfg: Any, item: CeilingItem, env: CeilingEnv) -> Reach:
+        index = cached_index(cfg, item.corpus, env)
+        runtime = node_runtime(cfg, item.corpus, index)
+        seen: list = []
+        docs: set[str] = set()
+        for query in queries(item, env, max(cfg.max_iterations, 1)):
+            out = self.retrieve_follow_up({"follow_up": query, "hits": seen}, runtime)
+            seen = seen + out["hits"]
+            docs.update(h.chunk.doc_id for h in out["follow_up_hits"])
+        return reach_of(item.evidence, docs)
+
+    def describe(self, cfg: Any, env: CeilingEnv, corpus_tokens: int | None = None) -> str:
+        q = f"<= {cfg.max_iterations} gold sub-questions" if env.gold_sub_questions else "the question"
+        return f"evidence docs in the top-{cfg.top_k} {cfg.retriever} chunks ({cfg.chunk_size} {cfg.chunk_unit}) for {q}"

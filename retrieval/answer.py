@@ -1,0 +1,154 @@
+"""What a strategy returns: ``Answer``, its ``Evidence``, ``Usage`` and ``Step`` records.
+
+Part of the answer contract (:mod:`retrieval.contract`): standard library only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from retrieval.question import Question
+
+
+@dataclass
+class Usage:
+    """What an answer cost; the one usage schema (answers, graph states, result rows).
+
+    Attributes:
+        llm_calls: Chat-model calls that returned.
+        failed_calls: Chat-model calls that raised (after the client's own retries).
+        prompt_tokens: Input tokens as reported by the model (or counted, see ``estimated``).
+        completion_tokens: Output tokens as reported by the model (or counted).
+        seconds: The answer's own wall time, retrieval included, waiting for a model shared
+            with concurrent answers excluded (a batch's time is shared out over its answers,
+            so sums over answers add up to the batch).
+        index_seconds: Part of ``seconds`` spent building or loading the index.
+        queued_seconds: Wall time spent waiting for a model busy with other answers (the
+            embedded model serves one call at a time); not part of ``seconds``.
+        estimated: True when some call reported no usage and its tokens were counted.
+        cached_calls: Calls answered from the on-disk LLM cache (free: not in the other counts).
+    """
+
+    llm_calls: int = 0
+    failed_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    index_seconds: float = 0.0
+    estimated: bool = False
+    cached_calls: int = 0
+    queued_seconds: float = 0.0
+
+    @property
+    def total_tokens(self) -> int:
+        """Prompt plus completion tokens."""
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        """Field-wise sum (``estimated`` if either is)."""
+        return Usage(
+            **{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self) if f.name != "estimated"},
+            estimated=self.estimated or other.estimated,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form, with ``total_tokens``."""
+        return {**asdict(self), "total_tokens": self.total_tokens}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> Usage:
+        """The inverse of :meth:`to_dict` (unknown keys ignored)."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in (data or {}).items() if k in names})
+
+
+class Step(dict):
+    """One graph node's record in ``Answer.steps``: ``{"node": <graph node name>, **facts}``.
+
+    A dict, so it is JSON as it stands and survives checkpoints; the node name is
+    required and always the graph node that wrote it (``retrieve``, ``update_memory``,
+    ``route``, ...), so a reader filters steps by ``step.node``.
+    """
+
+    def __init__(self, node: str | Mapping[str, Any] | Iterable[tuple[str, Any]], /, **facts: Any):
+        if isinstance(node, str):
+            super().__init__(node=node, **facts)
+        else:  # a mapping or key/value pairs, as dict() takes (copies, dataclasses.asdict)
+            super().__init__(node, **facts)
+        if not isinstance(self.get("node"), str) or not self["node"]:
+            raise ValueError(f"A step needs the name of the graph node that wrote it, got {dict(self)!r}")
+
+    @property
+    def node(self) -> str:
+        """The graph node that wrote this step."""
+        return self["node"]
+
+    @classmethod
+    def coerce(cls, data: Mapping[str, Any]) -> Step:
+        """A :class:`Step` from a mapping with a ``node`` key (checkpoints give plain dicts back)."""
+        return data if isinstance(data, Step) else cls(data)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A piece of the corpus the answer was based on."""
+
+    doc_id: str
+    title: str
+    text: str
+    score: float | None = None
+    chunk_id: int | None = None
+    rank: int | None = None
+
+
+@dataclass
+class Answer:
+    """The result of ``agents.answer``: the same for every strategy.
+
+    Attributes:
+        answer: Final answer text (the model's reply, stripped; benchmarks extract their format).
+        raw: The text a benchmark scores: the model's final reply (a multi-step strategy's
+            final call only, never its transcript), or, where the strategy's own paper defines
+            how its reply is read (MemAgent's "the answer is" extraction), what that keeps; the
+            whole reply is then in the last step's ``reply``.
+        evidence: What the answer was based on, best first.
+        usage: Calls, tokens and seconds of this answer alone.
+        steps: One :class:`Step` per graph node that ran (retrievals, routes, memories...).
+        strategy: Registry name of the strategy that answered.
+        question: The question as asked.
+        config: The effective strategy config (preset, model, secrets redacted).
+        messages: The messages of the answer's last model call (``role``, ``content``; each
+            content kept up to 24,000 characters, head and tail): the prompt that produced it.
+            Empty for batched strategies (MemAgent's final prompts are in its steps).
+        stopped: Why the run stopped before finishing, or ``None`` when it finished:
+            ``"budget"`` when it reached its :class:`~graphs.budget.Budget` (the answer then
+            holds what was done; MemAgent's checkpoint is kept, so a larger budget resumes).
+    """
+
+    answer: str
+    raw: str
+    evidence: list[Evidence]
+    usage: Usage
+    steps: list[Step]
+    strategy: str
+    question: Question
+    config: dict[str, Any] = field(default_factory=dict)
+    messages: list[dict[str, str]] = field(default_factory=list)
+    stopped: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (for result files)."""
+        return {
+            "answer": self.answer,
+            "raw": self.raw,
+            "evidence": [asdict(e) for e in self.evidence],
+            "usage": self.usage.to_dict(),
+            "steps": [dict(s) for s in self.steps],
+            "strategy": self.strategy,
+            "question": self.question.to_dict(),
+            "config": self.config,
+            "messages": self.messages,
+            "stopped": self.stopped,
+        }

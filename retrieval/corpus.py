@@ -1,0 +1,225 @@
+"""The corpus every strategy answers over: ``Corpus``, ``Document``, ``CorpusError``.
+
+Part of the answer contract (:mod:`retrieval.contract`): standard library only at import;
+the heavy helpers (file readers, the tokenizer, the index) load where they are used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+class CorpusError(ValueError):
+    """A corpus cannot be built from the given input (empty, missing or unreadable)."""
+
+
+@dataclass(frozen=True)
+class Document:
+    """One document of a corpus.
+
+    Attributes:
+        doc_id: Stable identifier, unique within the corpus (a file path or an index).
+        text: Full text.
+        title: Human-readable title shown in prompts and evidence.
+        metadata: Free-form fields carried through to evidence (source, date, ...).
+    """
+
+    doc_id: str
+    text: str
+    title: str = ""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+class Corpus:
+    """An ordered list of documents, the unit every strategy answers over.
+
+    Build one with :meth:`from_texts`, :meth:`from_path` or :meth:`from_documents`.
+    The :attr:`fingerprint` depends only on ids, titles and texts in order, so it keys
+    the on-disk index cache and checkpoints across processes.
+    """
+
+    def __init__(self, documents: Sequence[Document]):
+        docs = tuple(documents)
+        if not docs:
+            raise CorpusError("The corpus is empty: give at least one document with text.")
+        empty = [d.doc_id for d in docs if not d.text.strip()]
+        if len(empty) == len(docs):
+            raise CorpusError(f"The corpus is empty: all {len(docs)} documents have no text.")
+        ids = [d.doc_id for d in docs]
+        if len(set(ids)) != len(ids):
+            dup = sorted({i for i in ids if ids.count(i) > 1})[:5]
+            raise CorpusError(f"Document ids must be unique; repeated: {dup}")
+        self.documents: tuple[Document, ...] = docs
+
+    @classmethod
+    def from_texts(cls, texts: Iterable[str], titles: Iterable[str] | None = None) -> Corpus:
+        """Corpus from plain strings; titles default to ``"Document {i}"``."""
+        texts = list(texts)
+        titles = list(titles) if titles is not None else [f"Document {i + 1}" for i in range(len(texts))]
+        if len(titles) != len(texts):
+            raise CorpusError(f"Got {len(texts)} texts but {len(titles)} titles.")
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise CorpusError(f"Text {i} is a {type(text).__name__}, expected str.")
+        return cls([Document(doc_id=str(i), text=t, title=ti) for i, (t, ti) in enumerate(zip(texts, titles))])
+
+    @classmethod
+    def from_documents(cls, documents: Iterable[Any]) -> Corpus:
+        """Corpus from :class:`Document` objects, or LlamaIndex / LangChain documents.
+
+        Foreign documents are converted at this boundary: the text comes from ``.text``
+        (LlamaIndex) or ``.page_content`` (LangChain), the title from ``metadata["title"]``
+        or ``metadata["file_name"]``.
+        """
+        return cls([_as_document(d, i) for i, d in enumerate(documents)])
+
+    @classmethod
+    def from_path(cls, path: str | Path, *, show_progress: bool = False) -> Corpus:
+        """Corpus from a file or a folder (read recursively, in sorted path order).
+
+        Supported: ``.txt``, ``.md``, ``.json``, ``.jsonl``, and ``.pdf`` / ``.html``
+        through LlamaIndex readers. Text files must be UTF-8; a file that is not raises
+        :class:`CorpusError` naming it.
+        """
+        from retrieval.readers import read_path  # heavy: LlamaIndex's file readers
+
+        return cls(read_path(Path(path), show_progress=show_progress))
+
+    def as_retriever(self, retriever: str = "bm25", *, k: int = 7, chunk_size: int = 200, chunk_unit: str = "words",
+                     cache_dir: str | Path | None = None, show_progress: bool = False, **retriever_options: Any) -> Any:  # fmt: skip
+        """This corpus as a LangChain ``BaseRetriever`` over its cached index: the top ``k`` chunks per query.
+
+        Defaults are LongBench v1's RAG setting (200-word chunks, top-7, BM25); ``retriever`` is any
+        registered retriever (``dense``, ``contriever``, ``openai``) with its options. The index is
+        built once and shared with every strategy that asks for the same chunking and retriever.
+        """
+        from retrieval.chunking import ChunkingConfig
+        from retrieval.index import build_index  # heavy, and it imports this module
+
+        index = build_index(self, retriever, chunking=ChunkingConfig(unit=chunk_unit, size=chunk_size),  # type: ignore[arg-type]
+                            cache_dir=cache_dir, show_progress=show_progress, **retriever_options)  # fmt: skip
+        return index.as_retriever(k=k)
+
+    def __len__(self) -> int:
+        return len(self.documents)
+
+    def __iter__(self) -> Iterator[Document]:
+        return iter(self.documents)
+
+    def __getitem__(self, i: int) -> Document:
+        return self.documents[i]
+
+    def __repr__(self) -> str:
+        return f"Corpus({len(self)} documents, fingerprint={self.fingerprint[:12]})"
+
+    @cached_property
+    def num_tokens(self) -> int:
+        """Total cl100k tokens over all document texts."""
+        return sum(self.token_counts)
+
+    @cached_property
+    def token_counts(self) -> tuple[int, ...]:
+        """cl100k tokens of each document's text, counted once per corpus object."""
+        from retrieval.tokens import count_tokens_batch  # heavy: loads the BPE ranks
+
+        return tuple(count_tokens_batch([d.text for d in self.documents]))
+
+    @cached_property
+    def num_words(self) -> int:
+        """Total whitespace-separated words (LongBench-style lengths are in words)."""
+        return sum(len(d.text.split()) for d in self.documents)
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """SHA-256 over ids, titles and texts in order; equal corpora share it across runs."""
+        return self._hash_prefix(len(self))
+
+    def prefix_fingerprint(self, num_documents: int) -> str:
+        """The :attr:`fingerprint` of the corpus made of the first ``num_documents`` documents.
+
+        What a grown corpus (:meth:`add`) looks its shorter self's cached index up by.
+        """
+        if not 1 <= num_documents <= len(self):
+            raise ValueError(f"A prefix holds 1 to {len(self)} documents, got {num_documents}")
+        if num_documents == len(self):
+            return self.fingerprint
+        return self._hash_prefix(num_documents)
+
+    def prefix_fingerprints(self) -> Iterator[str]:
+        """The fingerprint of the first 1, 2, ..., ``len(self)`` documents, in one pass."""
+        h = hashlib.sha256()
+        for d in self.documents:
+            for part in (d.doc_id, d.title, d.text):
+                data = part.encode("utf-8", errors="surrogatepass")
+                h.update(len(data).to_bytes(8, "little"))
+                h.update(data)
+            yield h.copy().hexdigest()
+
+    def _hash_prefix(self, num_documents: int) -> str:
+        fingerprint = ""
+        for fingerprint, _ in zip(self.prefix_fingerprints(), range(num_documents)):
+            pass
+        return fingerprint
+
+    def extends(self, other: Corpus) -> bool:
+        """Whether ``other``'s documents are this corpus's first documents, in order (``other`` may equal it)."""
+        return len(other) <= len(self) and self.prefix_fingerprint(len(other)) == other.fingerprint
+
+    def add(self, documents: Iterable[Any]) -> Corpus:
+        """A new corpus: these documents, then ``documents`` (a corpus is immutable, so its fingerprint stays valid).
+
+        ``documents`` are taken as :meth:`from_documents` takes them (plain strings get the ids
+        ``len(self)``, ``len(self) + 1``, ...). Indexes of the grown corpus reuse this corpus's
+        cached index and add a segment holding only the new documents' chunks.
+        """
+        added = [_as_document(d, len(self) + i) for i, d in enumerate(documents)]
+        if not added:
+            raise CorpusError("Nothing to add: give at least one document.")
+        return Corpus(self.documents + tuple(added))
+
+    def rescan(self, path: str | Path, *, show_progress: bool = False) -> Corpus:
+        """The folder ``path`` read again, with this corpus's documents first: files not in it are appended.
+
+        The documents of this corpus keep their places when every one of them is read back
+        unchanged (same id, title and text), so the result :meth:`extends` this corpus and its
+        indexes grow by a segment. When one was edited or removed, the folder is read as
+        :meth:`from_path` reads it (sorted path order): a new corpus, indexed from scratch.
+        """
+        from retrieval.readers import read_path  # heavy: LlamaIndex's file readers
+
+        fresh = read_path(Path(path), show_progress=show_progress)
+        by_id = {d.doc_id: (d.title, d.text) for d in fresh}
+        if any(by_id.get(d.doc_id) != (d.title, d.text) for d in self.documents):
+            log.info("%s: a document of the corpus was edited or removed; reading it as a new corpus", path)
+            return Corpus(fresh)
+        known = {d.doc_id for d in self.documents}
+        added = [d for d in fresh if d.doc_id not in known]
+        return Corpus(self.documents + tuple(added)) if added else self
+
+
+def _as_document(obj: Any, index: int) -> Document:
+    if isinstance(obj, Document):
+        return obj
+    if isinstance(obj, str):
+        return Document(doc_id=str(index), text=obj, title=f"Document {index + 1}")
+    meta = dict(getattr(obj, "metadata", None) or {})
+    if isinstance(getattr(obj, "page_content", None), str):
+        text = obj.page_content
+    elif isinstance(getattr(obj, "text", None), str):
+        text = obj.text
+    else:
+        raise CorpusError(
+            f"Document {index} is a {type(obj).__name__}; expected retrieval.Document, a str, "
+            "or an object with .text (LlamaIndex) or .page_content (LangChain)."
+        )
+    title = str(meta.get("title") or meta.get("file_name") or f"Document {index + 1}")
+    doc_id = str(getattr(obj, "id_", None) or getattr(obj, "id", None) or meta.get("doc_id") or index)
+    return Document(doc_id=doc_id, text=text, title=title, metadata=meta)

@@ -1,0 +1,126 @@
+"""A strategy added from outside the tree, as a third-party plug-in adds one, gets everything the
+built-in strategies get from their registry entries without a line of the library edited: a run,
+its own step view in report.html's drill-down, its declared colour in the page and the plots, and
+a place in ``longctx demo``. Also: the report shows a strategy it does not know (a run's rows
+outlive a plug-in) with the defaults."""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, TypedDict
+
+import matplotlib.image
+import pytest
+
+from agents import Question
+from experiments.benchmarks import Sample
+from experiments.demo import demo_strategies
+from experiments.html_report import _steps
+from experiments.plots import strategy_color
+from experiments.report import build_report
+from experiments.runner import RunConfig, read_rows, run_experiment
+from graphs import STRATEGIES, StrategyConfig, StrategyPresentation
+from graphs.config import option
+from graphs.llm import complete
+from graphs.nodes import linear_graph
+from graphs.presentation import PALETTE, Shown, join, tag, text
+from retrieval import Corpus
+from retrieval.contract import Step
+from tests.scripted import ScriptedChatModel
+from tests.test_html_report import answer_block, question_block
+
+NAME = "tally"
+COLOR = "#123456"
+
+
+@dataclass(frozen=True, kw_only=True)
+class TallyConfig(StrategyConfig):
+    """Counts the corpus' words, then asks the model once."""
+
+    max_new_tokens: int = option(16, min=1)
+
+
+class TallyState(TypedDict, total=False):
+    question: Question
+    raw: str
+    answer: str
+    steps: Annotated[list[Step], operator.add]
+
+
+def tally(state: TallyState, runtime) -> dict:
+    ctx = runtime.context
+    words = sum(len(d.text.split()) for d in ctx.corpus.documents)
+    raw = complete(ctx.llm, f"{words} words. {state['question'].render()}", max_tokens=ctx.config.max_new_tokens)
+    return {"raw": raw, "answer": raw.strip(), "steps": [Step("tally", words=words, note="<b>counted</b>", calls=1)]}
+
+
+def tally_view(step, _evidence) -> Shown:
+    """The plug-in's own rendering of its step: a headline and the note, escaped by the markup helpers."""
+    return Shown(join(tag("p", f"Tallied {step['words']} words", cls="what"), tag("pre", text(step["note"]), cls="tally")), frozenset({"words", "note"}))
+
+
+@pytest.fixture
+def plugin(monkeypatch):
+    """The plug-in registered as a third-party package registers it (its module's decorator), for this test only."""
+    monkeypatch.setattr(STRATEGIES, "_entries", dict(STRATEGIES._entries))
+    presentation = StrategyPresentation(color=COLOR, demo_options={"max_new_tokens": 8}, step_views={"tally": tally_view})
+    STRATEGIES.register(NAME, config_cls=TallyConfig, presentation=presentation, description="counts words")(
+        lambda config=None: linear_graph(NAME, TallyState, ("tally", tally))
+    )
+    return STRATEGIES.get(NAME)
+
+
+def _samples() -> list[Sample]:
+    corpus = Corpus.from_texts(["The vault code is 7421.", "The harbour has a lighthouse."], titles=["Vault", "Harbour"])
+    asked = [("What is the vault code?", "7421"), ("What is in the harbour?", "a lighthouse")]
+    return [Sample(sample_id=f"q{i}", benchmark="synth", dataset="finance", corpus=corpus, question=Question(text=q), answers=(a,),
+                   metadata={"question": q}) for i, (q, a) in enumerate(asked)]  # fmt: skip
+
+
+def test_a_plugin_strategy_gets_its_report_section_colour_and_demo_place(plugin, tmp_path):
+    samples = _samples()
+    out = tmp_path / "run"
+    cfg = RunConfig(benchmark="synth", strategies=(NAME, "rag"), llm_cache=False, strategy_options={"rag": {"top_k": 1}})
+    run_experiment(cfg, out, llm=ScriptedChatModel(reply_fn=lambda prompt: "7421"), samples=samples, show_progress=False)
+    assert {r["strategy"] for r in read_rows(out) if r["status"] == "ok"} == {NAME, "rag"}
+    result = build_report(out, samples=samples)
+    page = Path(result["html"]).read_text(encoding="utf-8")
+
+    block = answer_block(question_block(page, "q0"), NAME)  # its section of the drill-down
+    assert '<div class="step" data-node="tally"><div class="node">tally</div><p class="what">Tallied 10 words</p>' in block
+    assert '<pre class="tally">&lt;b&gt;counted&lt;/b&gt;</pre>' in block  # the view's text is escaped
+    assert "<dt>calls</dt>" in block and "<dt>words</dt>" not in block  # facts the view did not show are listed
+    assert f'<tr data-strategy="{NAME}"><td><span class="swatch" style="background:{COLOR}">' in page
+    assert strategy_color(NAME) == COLOR
+
+    pixels = matplotlib.image.imread(out / "report" / "accuracy_vs_tokens.png")[..., :3]
+    rgb = tuple(int(COLOR[i : i + 2], 16) / 255 for i in (1, 3, 5))
+    assert (abs(pixels - rgb).max(axis=-1) < 1 / 255).any()  # its point is drawn in its colour
+
+    assert demo_strategies()[NAME] == {"max_new_tokens": 8}
+
+
+def test_a_strategy_the_process_does_not_know_is_reported_with_the_defaults(tmp_path):
+    assert "retired_plugin" not in STRATEGIES
+    assert strategy_color("retired_plugin") in PALETTE and strategy_color("retired_plugin") == strategy_color("retired_plugin")
+    shown = _steps("retired_plugin", [{"node": "tally", "words": 3}], [])
+    assert 'data-node="tally"' in shown and "<dt>words</dt>" in shown  # its facts, as for any node without a view
+
+
+def test_a_bad_colour_is_a_one_line_error():
+    with pytest.raises(ValueError, match="'#rrggbb', got 'blue'"):
+        StrategyPresentation(color="blue")
+    with pytest.raises(ValueError, match="demo_default needs demo_options"):
+        StrategyPresentation(demo_default=True)
+
+
+def test_a_nested_runs_steps_are_shown_with_that_strategys_views():
+    """Self-Route's fallback steps name the strategy that wrote them: MemAgent's memory is its table there too."""
+    steps = [{"node": "measure_context", "route": "memagent", "reason": "too long"},
+             *({"node": "update_memory", "leg": "memagent", "chunk": k, "memory": f"m{k // 2}", "tokens": 3} for k in range(4))]  # fmt: skip
+    shown = _steps("self_route", steps, [])
+    assert 'Route: <b>memagent</b> · reason: <span class="reason">too long</span>' in shown
+    assert shown.count('data-node="update_memory"') == 1 and "Memory after each chunk (4 chunks read)" in shown
+    assert "0–1 (unchanged)" in shown and "2–3 (unchanged)" in shown
