@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import inspect
 import logging
 import math
 import sys
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 
@@ -25,12 +26,16 @@ from agents.jsonsafe import is_plain, json_safe
 from agents.run_plan import plan_for, too_slow
 from graphs import STRATEGIES
 from graphs.budget import Budget, CostPlan, check_plan
-from graphs.run import arun_strategy, run_strategy
+from graphs.registry import Strategy
+from graphs.run import RunOptions, arun_strategy, run_strategy
 from retrieval import Index
 from retrieval.contract import Answer, Corpus, Question, Step, as_question
 
 #: Questions in flight at once in ``answer_many`` for single-question strategies.
 DEFAULT_CONCURRENCY = 4
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +61,24 @@ def warn_if_slow(strategy: str, corpus: Corpus, questions: int, chat: BaseChatMo
     return message
 
 
+def _async_twin(sync: Callable[P, R]) -> Callable[[Callable[..., Awaitable[R]]], Callable[P, Coroutine[Any, Any, R]]]:
+    """Give the decorated coroutine function ``sync``'s parameters (its signature, for ``help()``,
+    IDEs and type checkers): a twin's parameter list and defaults are written once, on ``sync``."""
+
+    def twin(fn: Callable[..., Awaitable[R]]) -> Callable[P, Coroutine[Any, Any, R]]:
+        setattr(fn, "__signature__", inspect.signature(sync))  # functions take attributes; mypy does not model it
+        return fn  # type: ignore[return-value]  # the same function, now typed with sync's parameters
+
+    return twin
+
+
+def _arguments(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> dict[str, Any]:
+    """``args`` bound to ``fn``'s parameters, defaults filled in (its ``**config`` as one dict)."""
+    bound = inspect.signature(fn).bind(*args, **kwargs)
+    bound.apply_defaults()
+    return dict(bound.arguments)
+
+
 def answer(
     corpus: Corpus,
     question: str | Question,
@@ -75,7 +98,8 @@ def answer(
         corpus: The documents to answer over.
         question: A string, or a :class:`~retrieval.contract.Question` with choices and an
             output-format instruction.
-        strategy: A registered strategy name (``rag``, ``full_context``, ``memagent``, ...).
+        strategy: A registered strategy name (``rag``, ``full_context``, ``memagent``, ...);
+            ``rag`` by default, as in :func:`answer_many`, :func:`estimate` and the async twins.
         llm: A chat model, a spec (``"embedded"``, ``"openai:MODEL"``), or ``None`` for
             ``$LONGCTX_LLM`` / the embedded default.
         preset: A named config of the strategy (e.g. ``"longbench-500x3"`` for ``rag``).
@@ -104,7 +128,7 @@ def answer_many(
     corpus: Corpus,
     questions: list[str | Question],
     *,
-    strategy: str = "memagent",
+    strategy: str = "rag",
     llm: str | BaseChatModel | None = None,
     preset: str | None = None,
     cache_dir: str | Path | None = None,
@@ -122,6 +146,7 @@ def answer_many(
     crash. Other strategies build their index once and answer several questions at a time.
 
     Args:
+        strategy: A registered strategy name; ``rag`` by default, as :func:`answer`.
         concurrency: Calls in flight at once. For a strategy with a ``concurrency`` option
             (memagent, pai) it sets that option; for the others it is the number of
             questions answered at once (default 4). ``None`` keeps the strategy's option.
@@ -129,30 +154,11 @@ def answer_many(
         budget: Limits for all the questions together (see :func:`answer`).
         Others: as :func:`answer`.
     """
-    spec, cfg, qs, chat, progress = _prepare(corpus, questions, strategy, llm, preset, show_progress, concurrency, config, budget)
-    if not qs:
-        return []
-    with _explained(chat):
-        answers = run_strategy(
-            spec, cfg, qs, llm=chat, corpus=corpus, index=index, preset=preset, cache_dir=cache_dir,
-            concurrency=concurrency or DEFAULT_CONCURRENCY, show_progress=progress, callbacks=callbacks, budget=budget,
-        )  # fmt: skip
-    return [json_ready(a) for a in answers]
+    return _answers(_prepare(corpus, questions, strategy, llm, preset, cache_dir, show_progress, concurrency, index, callbacks, budget, config))
 
 
-async def aanswer(
-    corpus: Corpus,
-    question: str | Question,
-    *,
-    strategy: str = "rag",
-    llm: str | BaseChatModel | None = None,
-    preset: str | None = None,
-    cache_dir: str | Path | None = None,
-    show_progress: bool | None = None,
-    callbacks: Any = None,
-    budget: Budget | None = None,
-    **config: Any,
-) -> Answer:
+@_async_twin(answer)
+async def aanswer(corpus: Corpus, question: str | Question, **options: Any) -> Answer:
     """:func:`answer` for async code (FastAPI and the like): the same arguments and answer.
 
     The strategy's graph runs with ``ainvoke`` on the caller's event loop (PAI's judges
@@ -160,35 +166,32 @@ async def aanswer(
     the task stops issuing model calls; a cancelled MemAgent run keeps its checkpoint and
     the next identical call resumes it.
     """
-    answers = await aanswer_many(corpus, [question], strategy=strategy, llm=llm, preset=preset, cache_dir=cache_dir, show_progress=show_progress,
-                                 callbacks=callbacks, budget=budget, **config)  # fmt: skip
-    return answers[0]
+    args = _arguments(answer, corpus, question, **options)
+    args["questions"] = [args.pop("question")]
+    return (await _aanswers(_prepare(concurrency=None, index=None, **args)))[0]  # as answer() calls answer_many
 
 
-async def aanswer_many(
-    corpus: Corpus,
-    questions: list[str | Question],
-    *,
-    strategy: str = "memagent",
-    llm: str | BaseChatModel | None = None,
-    preset: str | None = None,
-    cache_dir: str | Path | None = None,
-    show_progress: bool | None = None,
-    concurrency: int | None = None,
-    index: Index | None = None,
-    callbacks: Any = None,
-    budget: Budget | None = None,
-    **config: Any,
-) -> list[Answer]:
+@_async_twin(answer_many)
+async def aanswer_many(corpus: Corpus, questions: list[str | Question], **options: Any) -> list[Answer]:
     """:func:`answer_many` for async code; see :func:`aanswer` for how it runs and cancels."""
-    spec, cfg, qs, chat, progress = _prepare(corpus, questions, strategy, llm, preset, show_progress, concurrency, config, budget)
-    if not qs:
+    return await _aanswers(_prepare(**_arguments(answer_many, corpus, questions, **options)))
+
+
+def _answers(call: _Call | None) -> list[Answer]:
+    """The answers of a prepared call (none without questions), JSON-ready, failures explained."""
+    if call is None:
         return []
-    with _explained(chat):
-        answers = await arun_strategy(
-            spec, cfg, qs, llm=chat, corpus=corpus, index=index, preset=preset, cache_dir=cache_dir,
-            concurrency=concurrency or DEFAULT_CONCURRENCY, show_progress=progress, callbacks=callbacks, budget=budget,
-        )  # fmt: skip
+    with _explained(call.options["llm"]):
+        answers = run_strategy(call.spec, call.cfg, call.questions, **call.options)
+    return [json_ready(a) for a in answers]
+
+
+async def _aanswers(call: _Call | None) -> list[Answer]:
+    """:func:`_answers` on the caller's event loop."""
+    if call is None:
+        return []
+    with _explained(call.options["llm"]):
+        answers = await arun_strategy(call.spec, call.cfg, call.questions, **call.options)
     return [json_ready(a) for a in answers]
 
 
@@ -238,17 +241,28 @@ def _plan(spec: Any, cfg: Any, corpus: Corpus, qs: list[Question], chat: BaseCha
 
 
 def resumable(spec: Any, cfg: Any) -> bool:
-    """Whether a run stopped part-way keeps its work (a checkpointed batched run: MemAgent with
-    ``resume``). Such a run is not refused up front by its budget: it spends the budget on
-    chunks the checkpoint keeps, and a larger budget later makes only the remaining calls
-    (which a plan of the whole run would overstate)."""
-    return bool(spec.batched and getattr(cfg, "resume", False))
+    """Whether a run stopped part-way keeps its work (a checkpointed batched run: its
+    ``BatchRun.settings`` say ``resume``). Such a run is not refused up front by its budget: it
+    spends the budget on steps the checkpoint keeps, and a larger budget later makes only the
+    remaining calls (which a plan of the whole run would overstate)."""
+    mode = spec.batch
+    return mode is not None and mode.settings(cfg).resume
 
 
-def _prepare(corpus: Corpus, questions: list, strategy: str, llm: Any, preset: str | None, show_progress: bool | None, concurrency: int | None,
-             config: dict, budget: Budget | None = None) -> tuple:  # fmt: skip
-    """Validated inputs of one call: strategy, config, questions, chat model, progress flag;
-    a plan that cannot fit ``budget`` is refused here, before any call."""
+@dataclasses.dataclass(frozen=True)
+class _Call:
+    """One call's validated inputs, shared by the sync and async twins: what the run path takes."""
+
+    spec: Strategy
+    cfg: Any
+    questions: list[Question]
+    options: RunOptions
+
+
+def _prepare(corpus: Corpus, questions: list, strategy: str, llm: Any, preset: str | None, cache_dir: str | Path | None, show_progress: bool | None,
+             concurrency: int | None, index: Index | None, callbacks: Any, budget: Budget | None, config: dict) -> _Call | None:  # fmt: skip
+    """Validated inputs of one call (strategy, config, questions, chat model, progress flag), or
+    ``None`` when there are no questions; a plan that cannot fit ``budget`` is refused here, before any call."""
     _check_corpus(corpus)
     spec = STRATEGIES.get(strategy)
     fields = {f for f in spec.config_cls.__dataclass_fields__}
@@ -256,15 +270,18 @@ def _prepare(corpus: Corpus, questions: list, strategy: str, llm: Any, preset: s
         config = {**config, "concurrency": concurrency}
     cfg = spec.make_config(preset, **config)
     qs = [as_question(q) for q in questions]
-    chat = make_chat_model(llm) if qs else None
     if budget is not None and not isinstance(budget, Budget):
         raise TypeError(f"budget must be an agents.Budget, got {type(budget).__name__}")
-    if chat is not None and budget is not None and budget.limited and spec.cost_plan is not None and not resumable(spec, cfg):
+    if not qs:
+        return None
+    chat = make_chat_model(llm)
+    if budget is not None and budget.limited and spec.cost_plan is not None and not resumable(spec, cfg):
         check_plan(_plan(spec, cfg, corpus, qs, chat), budget)
-    if chat is not None:
-        warn_if_slow(strategy, corpus, len(qs), chat, cfg)
+    warn_if_slow(strategy, corpus, len(qs), chat, cfg)
     progress = sys.stderr.isatty() if show_progress is None else show_progress
-    return spec, cfg, qs, chat, progress
+    options = RunOptions(llm=chat, corpus=corpus, index=index, preset=preset, cache_dir=cache_dir, concurrency=concurrency or DEFAULT_CONCURRENCY,
+                         show_progress=progress, callbacks=callbacks, budget=budget)  # fmt: skip
+    return _Call(spec, cfg, qs, options)
 
 
 @contextlib.contextmanager

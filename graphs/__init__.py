@@ -16,7 +16,7 @@ from graphs.memagent import MemAgentConfig
 from graphs.pai import PaiConfig
 from graphs.presentation import StrategyPresentation
 from graphs.rag import RagConfig, RetrievalSettings
-from graphs.registry import STRATEGIES, BatchRun, RayStage, SingleRun, Strategy
+from graphs.registry import STRATEGIES, BatchRun, BatchSettings, Continuation, RayStage, SingleRun, Strategy
 from graphs.self_ask import SelfAskConfig
 from graphs.self_route import SelfRouteConfig
 
@@ -27,7 +27,9 @@ __all__ = [
     "STRATEGIES",
     "STRATEGY_PACKAGES",
     "BatchRun",
+    "BatchSettings",
     "ConfigError",
+    "Continuation",
     "FullContextConfig",
     "MemAgentConfig",
     "PaiConfig",

@@ -1,4 +1,4 @@
-"""Running a batched, checkpointed strategy graph (MemAgent) to completion, resuming if it can.
+"""Running a batched, checkpointed strategy graph (a :class:`~graphs.registry.BatchRun`: MemAgent) to completion, resuming if it can.
 
 One implementation serves ``answer()`` / ``answer_many()`` and Self-Route's fallback leg:
 the run is keyed by (strategy, corpus fingerprint, questions, config, model); every step
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,12 +23,10 @@ from langgraph.checkpoint.memory import InMemorySaver
 from graphs.budget import BudgetReached
 from graphs.context import StrategyContext
 from graphs.llm import model_id
-from graphs.registry import Strategy
+from graphs.registry import BatchRun, BatchSettings, Strategy
 from memory import CHECKPOINTS_FILE, TRACE_FILE, MemoryTrace, lock_run, open_checkpointer, prune_checkpoints, run_folder, thread_key
 from retrieval.contract import Corpus, Question, Step
 
-#: Config fields that change how a run executes, not what it computes (kept out of its key).
-RUNTIME_FIELDS = ("concurrency", "resume", "trace_chars")
 #: A running run drops its superseded checkpoints every this many chunks. Resuming reads only
 #: the latest, so storage stays a few dozen steps instead of growing with the corpus (a
 #: 10M-token corpus is 2,000 steps: ~190 MB of checkpoints for 8 questions before this).
@@ -45,10 +43,13 @@ class BatchedRun:
     replayed: bool
     #: ``"budget"`` when the run reached its budget before finishing (its checkpoint is kept), else ``None``.
     stopped: str | None = None
+    #: Steps of the run (MemAgent: the chunks it read).
+    n_steps: int = 0
 
 
 def run_batched_graph(
     spec: Strategy,
+    mode: BatchRun,
     cfg: Any,
     questions: list[Question],
     llm: BaseChatModel,
@@ -60,58 +61,53 @@ def run_batched_graph(
     run_name: str | None = None,
     tags: list[str] | None = None,
     metadata: dict[str, Any] | None = None,
-    on_start: Callable[[Any, int], None] | None = None,
+    on_start: Callable[[Sequence[int], int], None] | None = None,
     on_advance: Callable[[int], None] | None = None,
 ) -> BatchedRun:
-    """Run (or resume, or replay) ``spec``'s graph for ``questions``; checkpoints go under ``folder``.
+    """Run (or resume, or replay) ``spec``'s graph, run as its ``mode`` declares, for ``questions``;
+    checkpoints go under ``folder``.
 
-    ``on_start(context, start_chunk)`` and ``on_advance(chunk_index)`` let a caller drive
+    ``on_start(step_sizes, start_step)`` and ``on_advance(step_index)`` let a caller drive
     a progress bar; ``key_prefix`` separates runs of the same strategy made for another
     purpose (Self-Route's fallback leg).
     """
-    mode = spec.batch_mode
-    thread = run_key(spec, cfg, questions, llm, corpus.fingerprint, key_prefix)
+    settings = mode.settings(cfg)
+    thread = run_key(spec, mode, cfg, questions, llm, corpus.fingerprint, key_prefix)
     run_dir = run_folder(folder, thread)  # one checkpoint + trace database per run key
     held = contextlib.ExitStack()
-    if cfg.resume:
+    if settings.resume:
         held.enter_context(lock_run(run_dir))  # a second identical run at once: RunInUse, naming this one
-    trace = MemoryTrace(run_dir / TRACE_FILE if cfg.resume else ":memory:")
-    on_disk = open_checkpointer(run_dir / CHECKPOINTS_FILE) if cfg.resume else None  # None: in memory, nothing to prune
+    trace = MemoryTrace(run_dir / TRACE_FILE if settings.resume else ":memory:")
+    on_disk = open_checkpointer(run_dir / CHECKPOINTS_FILE) if settings.resume else None  # None: in memory, nothing to prune
     saver = on_disk if on_disk is not None else InMemorySaver()
+
+    def prepare(start_document: int = 0) -> tuple[Any, Sequence[int]]:
+        ctx = mode.prepare_context(StrategyContext(llm=llm, config=cfg, corpus=corpus), trace=trace, thread=thread, questions=questions,
+                                   **({"start_document": start_document} if start_document else {}))  # fmt: skip
+        return ctx, mode.step_sizes(ctx)
+
     try:
-        ctx = mode.prepare_context(StrategyContext(llm=llm, config=cfg, corpus=corpus), trace=trace, thread=thread, questions=questions)
+        ctx, sizes = prepare()
         graph = spec.build_graph(cfg, checkpointer=saver)
-        run_config: dict[str, Any] = {
-            "configurable": {"thread_id": thread},
-            "recursion_limit": 2 * len(ctx.chunks) + 10,
-            "max_concurrency": cfg.concurrency,
-            "callbacks": callbacks,
-        }
+        run_config: dict[str, Any] = {"configurable": {"thread_id": thread}, "max_concurrency": settings.concurrency, "callbacks": callbacks}
         run_config.update({k: v for k, v in (("run_name", run_name), ("tags", tags), ("metadata", metadata)) if v})
         snapshot = graph.get_state(run_config)
-        resumed_from = snapshot.values.get("chunk_index") if snapshot.next else None
+        resumed_from = snapshot.values.get(mode.progress_key) if snapshot.next else None
         replayed = bool(snapshot.values) and not snapshot.next
         stopped = None
-        continued = None
-        start = snapshot.values.get("continued_from") if snapshot.values else None  # a continued run resumed or replayed
-        if not snapshot.values and getattr(cfg, "continue_from_prefix", False):
-            continued = finished_prefix_run(spec, cfg, questions, llm, corpus, folder, key_prefix)
-            start = continued[0] if continued is not None else None
+        start, payload = _continued(spec, mode, cfg, questions, llm, corpus, folder, key_prefix, snapshot.values, settings)
         if start:  # read only the documents added since the earlier run
-            ctx = mode.prepare_context(StrategyContext(llm=llm, config=cfg, corpus=corpus), trace=trace, thread=thread,
-                                       questions=questions, start_document=start)  # fmt: skip
-            run_config["recursion_limit"] = 2 * len(ctx.chunks) + 10
+            ctx, sizes = prepare(start)
+        run_config["recursion_limit"] = 2 * len(sizes) + 10  # two supersteps a step, and the ends
         if not replayed:
             if on_start:
-                on_start(ctx, resumed_from or 0)
-            payload = None if snapshot.next else dict(mode.initial_state(questions, ctx))
-            if payload is not None and continued is not None:
-                payload["memories"] = dict(continued[1])
-                payload["continued_from"] = continued[0]
+                on_start(sizes, resumed_from or 0)
+            if not snapshot.next:
+                payload = {**mode.initial_state(questions, ctx), **payload}
             try:
-                for update in graph.stream(payload, run_config, context=ctx, stream_mode="updates", durability="sync"):
-                    if "advance" in update:
-                        k = update["advance"]["chunk_index"]
+                for update in graph.stream(None if snapshot.next else payload, run_config, context=ctx, stream_mode="updates", durability="sync"):
+                    if mode.advance_node in update:
+                        k = update[mode.advance_node][mode.progress_key]
                         if on_advance:
                             on_advance(k)
                         if on_disk is not None and k % PRUNE_EVERY_CHUNKS == 0:
@@ -121,41 +117,68 @@ def run_batched_graph(
         final = graph.get_state(run_config).values
         if not replayed and on_disk is not None and stopped is None:
             prune_checkpoints(on_disk, thread)  # finished: keep only the final state replay reads
-        steps = [trace_steps(trace.snapshots(thread, i), cfg.trace_chars) for i in range(len(questions))]
+        steps = [trace_steps(trace.snapshots(thread, i), settings.trace_chars, mode.trace_step) for i in range(len(questions))]
     finally:
         trace.close()
         if on_disk is not None:
             on_disk.conn.close()
         held.close()
-    return BatchedRun(final=final, steps=steps, resumed_from=resumed_from, replayed=replayed, stopped=stopped)
+    return BatchedRun(final=final, steps=steps, resumed_from=resumed_from, replayed=replayed, stopped=stopped, n_steps=len(sizes))
 
 
-def run_key(spec: Strategy, cfg: Any, questions: list[Question], llm: BaseChatModel, corpus_fingerprint: str, key_prefix: str | None) -> str:
-    """The key of one run: strategy, corpus, questions, config (runtime fields and an unset
-    ``continue_from_prefix`` left out, so keys made before that option existed still hold) and model."""
-    config = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in RUNTIME_FIELDS}
-    if not config.get("continue_from_prefix", True):
-        config.pop("continue_from_prefix")
+def _continued(
+    spec: Strategy, mode: BatchRun, cfg: Any, questions: list[Question], llm: BaseChatModel, corpus: Corpus, folder: Path,
+    key_prefix: str | None, values: Mapping[str, Any], settings: BatchSettings,
+) -> tuple[int | None, dict[str, Any]]:  # fmt: skip
+    """``(documents continued from, state a fresh run starts with beyond its initial state)``: a run
+    already under way (or finished) continued from what its state records; a fresh one with
+    ``continue_from_prefix`` from the finished run over the longest earlier prefix, when there is one."""
+    how = mode.continuation
+    if how is None:
+        return None, {}
+    if values:
+        return values.get(how.documents_key), {}
+    if not settings.continue_from_prefix:
+        return None, {}
+    earlier = finished_prefix_run(spec, mode, cfg, questions, llm, corpus, folder, key_prefix)
+    if earlier is None:
+        return None, {}
+    documents, carried = earlier
+    return documents, {**carried, how.documents_key: documents}
+
+
+def run_key(
+    spec: Strategy, mode: BatchRun, cfg: Any, questions: list[Question], llm: BaseChatModel, corpus_fingerprint: str, key_prefix: str | None
+) -> str:
+    """The key of one run: strategy, corpus, questions, config (its runtime fields and an unset
+    continuation option left out, so keys made before that option existed still hold) and model."""
+    config = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in mode.runtime_fields}
+    if mode.continuation is not None and not config.get(mode.continuation.option, True):
+        config.pop(mode.continuation.option)
+    budget = mode.settings(cfg).answer_budget
     return thread_key(
         strategy=key_prefix or spec.name,
         corpus=corpus_fingerprint,
-        questions=[(q.render(), q.instruction, q.answer_budget(cfg.max_new_tokens)) for q in questions],
+        questions=[(q.render(), q.instruction, q.answer_budget(budget)) for q in questions],
         config=config,
         model=model_id(llm),
     )
 
 
 def finished_prefix_run(
-    spec: Strategy, cfg: Any, questions: list[Question], llm: BaseChatModel, corpus: Corpus, folder: Path, key_prefix: str | None
-) -> tuple[int, dict[str, str]] | None:
-    """``(documents, final memories)`` of the finished run over the longest proper prefix of
-    ``corpus`` (same questions, config and model; run with or without ``continue_from_prefix``),
-    or None when there is none."""
-    plain = dataclasses.replace(cfg, continue_from_prefix=False)
+    spec: Strategy, mode: BatchRun, cfg: Any, questions: list[Question], llm: BaseChatModel, corpus: Corpus, folder: Path, key_prefix: str | None
+) -> tuple[int, Mapping[str, Any]] | None:
+    """``(documents, state carried on)`` of the finished run over the longest proper prefix of
+    ``corpus`` (same questions, config and model; run with or without its continuation option),
+    or None when there is none (or it left nothing to carry)."""
+    how = mode.continuation
+    if how is None:
+        return None
+    plain = dataclasses.replace(cfg, **{how.option: False})
     prefixes = list(corpus.prefix_fingerprints())[:-1]
     for n in range(len(prefixes), 0, -1):
         for variant in (cfg, plain):
-            path = run_folder(folder, run_key(spec, variant, questions, llm, prefixes[n - 1], key_prefix)) / CHECKPOINTS_FILE
+            path = run_folder(folder, run_key(spec, mode, variant, questions, llm, prefixes[n - 1], key_prefix)) / CHECKPOINTS_FILE
             if not path.exists():
                 continue
             saver = open_checkpointer(path)
@@ -164,16 +187,17 @@ def finished_prefix_run(
                 state = spec.build_graph(cfg, checkpointer=saver).get_state({"configurable": {"thread_id": thread}})
             finally:
                 saver.conn.close()
-            if state.values and not state.next and state.values.get("memories"):
-                return n, dict(state.values["memories"])
+            carried = how.carry(state.values) if state.values and not state.next else None
+            if carried is not None:
+                return n, carried
     return None
 
 
-def trace_steps(snapshots: list[dict[str, Any]], trace_chars: int | None) -> list[Step]:
-    """Memory snapshots as ``Answer.steps`` entries, each memory cut to ``trace_chars``."""
+def trace_steps(snapshots: list[dict[str, Any]], trace_chars: int | None, node: str) -> list[Step]:
+    """Trace snapshots as ``Answer.steps`` entries named ``node``, each memory cut to ``trace_chars``."""
     return [
         Step(
-            "update_memory",
+            node,
             chunk=s["chunk"],
             memory=s["memory"] if trace_chars is None else s["memory"][:trace_chars],
             tokens=s["tokens"],

@@ -19,7 +19,7 @@ import dataclasses
 import difflib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from graphs.ceiling import EvidenceCeiling
 from graphs.config import ConfigError
@@ -46,20 +46,88 @@ class SingleRun:
 
 
 @dataclass(frozen=True)
+class BatchSettings:
+    """What the batch runner reads of a batched strategy's config (:attr:`BatchRun.settings`),
+    whatever the strategy's own option names are.
+
+    Attributes:
+        resume: Checkpoint every step on disk (in the run's own, locked folder) and resume an
+            interrupted run, replay a finished one; ``False``: everything in memory.
+        concurrency: Tasks in flight at once (LangGraph's ``max_concurrency``).
+        answer_budget: The default answer budget in tokens; each question's own budget
+            (``Question.answer_budget(answer_budget)``) is part of the run key.
+        trace_chars: Characters of each trace snapshot kept in ``Answer.steps`` (``None``: all).
+        continue_from_prefix: Start from the finished run over the longest earlier corpus this
+            one extends (needs :attr:`BatchRun.continuation`).
+    """
+
+    resume: bool
+    concurrency: int
+    answer_budget: int
+    trace_chars: int | None = None
+    continue_from_prefix: bool = False
+
+
+@dataclass(frozen=True)
+class Continuation:
+    """How a run over a grown corpus (``Corpus.add``) starts from the final state of the finished
+    run over its longest earlier prefix, and reads only the documents added since.
+
+    Attributes:
+        option: The config field that turns it on (:attr:`BatchSettings.continue_from_prefix`);
+            left out of the run key while off, so keys made before the option existed still hold,
+            and a run made with it off is found as the earlier run too.
+        carry: ``final_state -> state`` a continued run starts with (merged into its initial
+            state), or ``None`` when the earlier run left nothing to carry on from.
+        documents_key: State key where a continued run records how many documents it continued
+            from, read back when it resumes or replays, so it reads the same documents.
+    """
+
+    option: str
+    carry: Callable[[Mapping[str, Any]], Mapping[str, Any] | None]
+    documents_key: str
+
+
+@dataclass(frozen=True)
 class BatchRun:
     """The graph answers many questions over one corpus in one checkpointed invocation.
 
+    The run advances in steps (MemAgent: one chunk of the corpus for every question): each
+    step is two LangGraph supersteps, the questions' tasks and then :attr:`advance_node`,
+    whose update carries the index of the next step under :attr:`progress_key`.
+
     Attributes:
-        prepare_context: ``(StrategyContext, *, trace, thread, questions) -> context`` with what
-            the nodes need (e.g. the corpus cut into chunks, laid out for these questions).
+        prepare_context: ``(StrategyContext, *, trace, thread, questions, start_document=0) -> context``
+            with what the nodes need (e.g. the corpus cut into chunks, laid out for these
+            questions); ``start_document``: only the documents from there on (a continued run).
         initial_state: ``(questions, context) -> state`` of a fresh run (the graph's state schema).
-        collect: ``(final_state, i) -> {"raw", "answer", "usage", "final_step"...}`` of question ``i``
+        collect: ``(final_state, i) -> {"raw", "answer", "usage", "final_step"}`` of question ``i``
             (``final_step``: facts added to the answer's last step).
+        settings: ``config -> BatchSettings``: resume, concurrency, answer budget and trace
+            length, read from the strategy's own config fields.
+        step_sizes: ``context -> sizes`` of the prepared context's steps (tokens each): their
+            number bounds the graph's recursion, their sizes drive the progress bar.
+        advance_node: The node that closes a step for all questions.
+        progress_key: The state key holding the index of the next step (where a run resumes).
+        runtime_fields: Config fields that change how a run executes, not what it computes:
+            kept out of its run key, so changing them resumes the same run.
+        trace_step: The node name of the steps the run's trace snapshots become in ``Answer.steps``.
+        continuation: How a run over a grown corpus continues an earlier one; ``None``: it cannot.
     """
+
+    #: A batched run runs in a worker thread with its sync nodes (a SQLite checkpointer), never with ``ainvoke``.
+    async_fan_out: ClassVar[bool] = False
 
     prepare_context: Callable[..., Any]
     initial_state: Callable[[list[Question], Any], Mapping[str, Any]]
     collect: Callable[[Any, int], dict[str, Any]]
+    settings: Callable[[Any], BatchSettings]
+    step_sizes: Callable[[Any], Sequence[int]]
+    advance_node: str
+    progress_key: str
+    runtime_fields: tuple[str, ...] = ()
+    trace_step: str = "trace"
+    continuation: Continuation | None = None
 
 
 @dataclass(frozen=True)
@@ -119,20 +187,30 @@ class Strategy:
     ray_stage: RayStage | None = None
 
     @property
+    def batch(self) -> BatchRun | None:
+        """Its :class:`BatchRun`, or ``None`` when it answers one question per invocation: the one
+        place the ``SingleRun | BatchRun`` union is narrowed."""
+        match self.run_mode:
+            case BatchRun():
+                return self.run_mode
+            case SingleRun():
+                return None
+
+    @property
     def batched(self) -> bool:
         """Whether many questions share one run of the graph."""
-        return isinstance(self.run_mode, BatchRun)
+        return self.batch is not None
 
     @property
     def batch_mode(self) -> BatchRun:
-        """Its :class:`BatchRun` (the batch runner's one narrowing of ``run_mode``).
+        """Its :class:`BatchRun`, for callers that need one.
 
         Raises:
             TypeError: The strategy answers one question per invocation.
         """
-        if not isinstance(self.run_mode, BatchRun):
+        if (mode := self.batch) is None:
             raise TypeError(f"Strategy {self.name!r} is not batched: its run mode is {self.run_mode!r}")
-        return self.run_mode
+        return mode
 
     def make_config(self, preset: str | None = None, **overrides: Any) -> Any:
         """The default (or preset) config with ``overrides``; every value is validated.

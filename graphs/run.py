@@ -20,7 +20,7 @@ import time
 from collections.abc import Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Required, TypedDict, TypeVar, Unpack
 
 from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
 from langchain_core.language_models import BaseChatModel
@@ -41,40 +41,44 @@ from retrieval.contract import Answer, Corpus, Evidence, Question, Step, Usage
 T = TypeVar("T")
 
 
+class RunOptions(TypedDict, total=False):
+    """How :func:`run_strategy` / :func:`arun_strategy` run (``llm`` and ``corpus`` required).
+
+    Attributes:
+        llm: The chat model.
+        corpus: The documents.
+        index: A prebuilt index; built (or loaded from the cache) when the strategy needs one.
+        preset: The preset the config came from, recorded with each answer.
+        cache_dir: Root of the index cache and of batched runs' checkpoints.
+        callbacks: Extra LangChain callbacks (a list, or a parent run's callback manager).
+        concurrency: Questions in flight at once for single-question strategies (default 1; a
+            batched strategy's own concurrency option bounds its calls instead).
+        show_progress: Progress bars (index build, a batched run's steps); default off.
+        key_prefix: Separates a batched run made for another purpose (Self-Route's leg).
+        budget: Limits of the whole call (all questions together): the run stops issuing
+            model calls before one would pass it, and the answers say ``stopped="budget"``.
+    """
+
+    llm: Required[BaseChatModel]
+    corpus: Required[Corpus]
+    index: Index | None
+    preset: str | None
+    cache_dir: str | Path | None
+    callbacks: Any
+    concurrency: int
+    show_progress: bool
+    key_prefix: str | None
+    budget: Budget | None
+
+
 @during_runs
-def run_strategy(
-    spec: Strategy,
-    cfg: Any,
-    questions: Sequence[Question],
-    *,
-    llm: BaseChatModel,
-    corpus: Corpus,
-    index: Index | None = None,
-    preset: str | None = None,
-    cache_dir: str | Path | None = None,
-    callbacks: Any = None,
-    concurrency: int = 1,
-    show_progress: bool = False,
-    key_prefix: str | None = None,
-    use_async: bool | None = None,
-    budget: Budget | None = None,
-) -> list[Answer]:
-    """Answer ``questions`` over ``corpus`` with ``spec`` and its (validated) ``cfg``.
+def run_strategy(spec: Strategy, cfg: Any, questions: Sequence[Question], *, use_async: bool | None = None, **options: Unpack[RunOptions]) -> list[Answer]:
+    """Answer ``questions`` over ``corpus`` with ``spec`` and its (validated) ``cfg``, answers in the order of ``questions``.
 
     Args:
         spec: The registered strategy.
         cfg: Its config (``spec.make_config(...)``).
-        questions: One or many; answers come back in the same order.
-        llm: The chat model.
-        corpus: The documents.
-        index: A prebuilt index; built (or loaded from the cache) when the strategy needs one.
-        preset: The preset ``cfg`` came from, recorded with each answer.
-        cache_dir: Root of the index cache and of batched runs' checkpoints.
-        callbacks: Extra LangChain callbacks (a list, or a parent run's callback manager).
-        concurrency: Questions in flight at once for single-question strategies (a
-            batched strategy's own ``concurrency`` option bounds its calls instead).
-        show_progress: Progress bars (index build, MemAgent's chunks).
-        key_prefix: Separates a batched run made for another purpose (Self-Route's leg).
+        questions: One or many.
         use_async: Drive single-question graphs with ``ainvoke`` on the library's private
             event loop (:func:`run_sync`; native async nodes such as PAI's judges await the
             model) instead of ``invoke`` in threads (their sync twins). ``None`` (default):
@@ -84,59 +88,23 @@ def run_strategy(
             graphs of sync nodes, which the loop would squeeze into its small default
             executor). Async services use :func:`arun_strategy` (``aanswer``). Batched
             strategies run as before.
-        budget: Limits of the whole call (all questions together): the run stops issuing
-            model calls before one would pass it, and the answers say ``stopped="budget"``.
+        **options: :class:`RunOptions`: ``llm``, ``corpus``, ``index``, ``budget`` ...
     """
-    if not isinstance(spec.run_mode, BatchRun):
-        graph = spec.build_graph(cfg)
-        if use_async is None:
-            use_async = spec.run_mode.async_fan_out and has_native_async(llm)
-        if use_async:
-            return run_sync(
-                arun_strategy(
-                    spec, cfg, questions, llm=llm, corpus=corpus, index=index, preset=preset, cache_dir=cache_dir,
-                    callbacks=callbacks, concurrency=concurrency, show_progress=show_progress, key_prefix=key_prefix, graph=graph,
-                    budget=budget,
-                )
-            )  # fmt: skip
-    started = time.perf_counter()
-    callbacks = with_budget(callbacks, budget, llm)
-    cache = Path(cache_dir) if cache_dir else None
-    if spec.uses_index and index is None:
-        index = cfg.build_index(corpus, cache_dir=cache, show_progress=show_progress)
-    index_seconds = time.perf_counter() - started
-    effective = effective_config(spec, cfg, llm, preset)
-    if isinstance(spec.run_mode, BatchRun):
-        answers = _run_batch(spec, cfg, list(questions), llm, corpus, cache, callbacks, show_progress, key_prefix, effective)
+    run = _Run(spec, cfg, list(questions), options)
+    if run.awaits(use_async):
+        return run_sync(_arun(run))
+    run.indexed(run.build_index() if run.needs_index else run.index)
+    if run.batch is not None:
+        answers = _run_batch(run, run.batch)
     else:
-        context = StrategyContext(llm=llm, config=cfg, corpus=corpus, index=index, cache_dir=cache)
-
-        def one(question: Question) -> Answer:
-            return _run_single(spec, graph, context, question, callbacks, effective)
-
-        with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(questions)))) as pool:
-            answers = list(pool.map(one, questions))
-    return _share_index_time(answers, index_seconds)
+        graph, context = spec.build_graph(cfg), run.context(run.llm)
+        with ThreadPoolExecutor(max_workers=max(1, min(run.concurrency, len(run.questions)))) as pool:
+            answers = list(pool.map(lambda q: _run_single(spec, graph, context, q, run.callbacks, run.effective), run.questions))
+    return run.finish(answers)
 
 
 @during_runs
-async def arun_strategy(
-    spec: Strategy,
-    cfg: Any,
-    questions: Sequence[Question],
-    *,
-    llm: BaseChatModel,
-    corpus: Corpus,
-    index: Index | None = None,
-    preset: str | None = None,
-    cache_dir: str | Path | None = None,
-    callbacks: Any = None,
-    concurrency: int = 1,
-    show_progress: bool = False,
-    key_prefix: str | None = None,
-    graph: Any = None,
-    budget: Budget | None = None,
-) -> list[Answer]:
+async def arun_strategy(spec: Strategy, cfg: Any, questions: Sequence[Question], **options: Unpack[RunOptions]) -> list[Answer]:
     """:func:`run_strategy` for an event loop: the same answers, with the graphs' ``ainvoke``.
 
     Single-question strategies run each question's graph with ``ainvoke`` (native async
@@ -147,27 +115,79 @@ async def arun_strategy(
     in flight, and keeps its checkpoint, so the next identical call resumes where it stopped.
     Building the index runs in a worker thread too, so the loop stays responsive.
     """
-    started = time.perf_counter()
-    callbacks = with_budget(callbacks, budget, llm)
-    cache = Path(cache_dir) if cache_dir else None
-    if spec.uses_index and index is None:
-        index = await asyncio.to_thread(cfg.build_index, corpus, cache_dir=cache, show_progress=show_progress)
-    index_seconds = time.perf_counter() - started
-    effective = effective_config(spec, cfg, llm, preset)
-    if isinstance(spec.run_mode, BatchRun):
-        answers = await _arun_batch(spec, cfg, list(questions), llm, corpus, cache, callbacks, show_progress, key_prefix, effective)
+    return await _arun(_Run(spec, cfg, list(questions), options))
+
+
+async def _arun(run: _Run) -> list[Answer]:
+    """The awaiting twin of :func:`run_strategy`'s body (the setup and policy are :class:`_Run`'s)."""
+    run.indexed(await asyncio.to_thread(run.build_index) if run.needs_index else run.index)
+    if run.batch is not None:
+        answers = await _arun_batch(run, run.batch)
     else:
-        graph = graph if graph is not None else spec.build_graph(cfg)
-        gate = asyncio.Semaphore(max(1, concurrency))
-        async with run_client(llm) as run_llm:
-            context = StrategyContext(llm=run_llm, config=cfg, corpus=corpus, index=index, cache_dir=cache)
+        graph, gate = run.spec.build_graph(run.cfg), asyncio.Semaphore(max(1, run.concurrency))
+        async with run_client(run.llm) as run_llm:
+            context = run.context(run_llm)
 
             async def one(question: Question) -> Answer:
                 async with gate:
-                    return await _arun_single(spec, graph, context, question, callbacks, effective)
+                    return await _arun_single(run.spec, graph, context, question, run.callbacks, run.effective)
 
-            answers = await gather_or_cancel([one(q) for q in questions])
-    return _share_index_time(answers, index_seconds)
+            answers = await gather_or_cancel([one(q) for q in run.questions])
+    return run.finish(answers)
+
+
+class _Run:
+    """One call of :func:`run_strategy` / :func:`arun_strategy`: what both twins share (the run
+    mode, the budget guard, the cache, the index and its time, the effective config); they
+    differ only in how they wait."""
+
+    def __init__(self, spec: Strategy, cfg: Any, questions: list[Question], options: RunOptions) -> None:
+        self.started = time.perf_counter()
+        self.spec, self.cfg, self.questions = spec, cfg, questions
+        self.llm, self.corpus = options["llm"], options["corpus"]
+        self.batch = spec.batch
+        self.index = options.get("index")
+        self.preset = options.get("preset")
+        self.concurrency = options.get("concurrency", 1)
+        self.show_progress = options.get("show_progress", False)
+        self.key_prefix = options.get("key_prefix")
+        self.callbacks = with_budget(options.get("callbacks"), options.get("budget"), self.llm)  # one guard for the whole call
+        cache_dir = options.get("cache_dir")
+        self.cache = Path(cache_dir) if cache_dir else None
+        self.index_seconds = 0.0
+        self.effective: dict[str, Any] = {}
+
+    def awaits(self, use_async: bool | None) -> bool:
+        """Whether the sync entry point drives this run on the event loop (see ``run_strategy``'s ``use_async``)."""
+        if self.batch is not None:
+            return False
+        return self.spec.run_mode.async_fan_out and has_native_async(self.llm) if use_async is None else use_async
+
+    @property
+    def needs_index(self) -> bool:
+        """The strategy retrieves and no index was given."""
+        return self.spec.uses_index and self.index is None
+
+    def build_index(self) -> Index:
+        """Build (or load from the cache) the index the config asks for."""
+        return self.cfg.build_index(self.corpus, cache_dir=self.cache, show_progress=self.show_progress)
+
+    def indexed(self, index: Index | None) -> None:
+        """Record the run's index and the time it took, then what the answers will record as run."""
+        self.index = index
+        self.index_seconds = time.perf_counter() - self.started
+        self.effective = effective_config(self.spec, self.cfg, self.llm, self.preset)
+
+    def context(self, llm: BaseChatModel) -> StrategyContext:
+        """The run context of a single-question graph."""
+        return StrategyContext(llm=llm, config=self.cfg, corpus=self.corpus, index=self.index, cache_dir=self.cache)
+
+    def finish(self, answers: list[Answer]) -> list[Answer]:
+        """``answers`` with the index time shared out."""
+        for a in answers:
+            a.usage.index_seconds = self.index_seconds / len(answers)
+            a.usage.seconds += self.index_seconds / len(answers)
+        return answers
 
 
 async def gather_or_cancel(coros: Sequence[Any]) -> list[Any]:
@@ -181,13 +201,6 @@ async def gather_or_cancel(coros: Sequence[Any]) -> list[Any]:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         raise
-
-
-def _share_index_time(answers: list[Answer], index_seconds: float) -> list[Answer]:
-    for a in answers:
-        a.usage.index_seconds = index_seconds / len(answers)
-        a.usage.seconds += index_seconds / len(answers)
-    return answers
 
 
 def effective_config(spec: Strategy, cfg: Any, llm: BaseChatModel, preset: str | None) -> dict[str, Any]:
@@ -302,40 +315,31 @@ def _single_answer(spec: Strategy, final: dict, tracker: UsageTracker, started: 
     )
 
 
-def _run_batch(
-    spec: Strategy,
-    cfg: Any,
-    questions: list[Question],
-    llm: BaseChatModel,
-    corpus: Corpus,
-    cache: Path | None,
-    callbacks: Any,
-    show_progress: bool,
-    key_prefix: str | None,
-    effective: dict,
-    cancel: threading.Event | None = None,
-) -> list[Answer]:
+def _run_batch(run: _Run, mode: BatchRun, cancel: threading.Event | None = None) -> list[Answer]:
+    """The batched run of ``run``'s questions, as ``mode`` declares; ``cancel``: stop before the next model call or step once set."""
     started = time.perf_counter()
+    spec, questions, llm, corpus = run.spec, run.questions, run.llm, run.corpus
     tracker = UsageTracker(count=tokenizer_for(llm).count)  # failure accounting; per-answer usage comes from the state
-    progress = ChunkProgress(show_progress, f"{spec.name}: reading the corpus")
-    on_advance = progress.advance
-    if cancel is not None:
-        callbacks = with_handler(callbacks, CancelGuard(cancel))
+    progress = ChunkProgress(run.show_progress, f"{spec.name}: reading the corpus")
+    callbacks = run.callbacks if cancel is None else with_handler(run.callbacks, CancelGuard(cancel))
 
-        def on_advance(chunk_index: int) -> None:
-            progress.advance(chunk_index)
+    def on_advance(step: int) -> None:
+        progress.advance(step)
+        if cancel is not None:
             cancel_point(cancel)
+
     tags = trace_tags(spec.name, questions[0] if len(questions) == 1 else None, llm)
     with metering_queue() as queue:
         try:
-            run = run_batched_graph(
+            batched = run_batched_graph(
                 spec,
-                cfg,
+                mode,
+                run.cfg,
                 questions,
                 llm,
                 corpus,
-                folder=(cache or default_cache_dir()) / spec.name,
-                key_prefix=key_prefix,
+                folder=(run.cache or default_cache_dir()) / spec.name,
+                key_prefix=run.key_prefix,
                 callbacks=with_handler(callbacks, tracker),
                 run_name=f"longctx.{spec.name}",
                 tags=tags,
@@ -348,25 +352,14 @@ def _run_batch(
             progress.close()
     queued = queue.seconds / len(questions)
     share = (time.perf_counter() - started) / len(questions) - queued
-    return [_batch_answer(spec, run, i, q, share, queued, effective) for i, q in enumerate(questions)]
+    return [_batch_answer(spec, mode, batched, i, q, share, queued, run.effective) for i, q in enumerate(questions)]
 
 
-async def _arun_batch(
-    spec: Strategy,
-    cfg: Any,
-    questions: list[Question],
-    llm: BaseChatModel,
-    corpus: Corpus,
-    cache: Path | None,
-    callbacks: Any,
-    show_progress: bool,
-    key_prefix: str | None,
-    effective: dict,
-) -> list[Answer]:
+async def _arun_batch(run: _Run, mode: BatchRun) -> list[Answer]:
     """:func:`_run_batch` in a worker thread; cancelling the caller stops it before its next
     model call and waits for the calls in flight, so the checkpoint holds all finished work."""
     cancel = threading.Event()
-    call = functools.partial(_run_batch, spec, cfg, questions, llm, corpus, cache, callbacks, show_progress, key_prefix, effective, cancel)
+    call = functools.partial(_run_batch, run, mode, cancel)
     worker = asyncio.get_running_loop().run_in_executor(None, functools.partial(contextvars.copy_context().run, call))
     try:
         return await asyncio.shield(worker)
@@ -405,18 +398,17 @@ class CancelGuard(BaseCallbackHandler):
         cancel_point(self.cancel)
 
 
-def _batch_answer(spec: Strategy, run: BatchedRun, i: int, question: Question, seconds: float, queued: float, effective: dict) -> Answer:
-    fields = spec.batch_mode.collect(run.final, i)
+def _batch_answer(spec: Strategy, mode: BatchRun, run: BatchedRun, i: int, question: Question, seconds: float, queued: float, effective: dict) -> Answer:
+    fields = mode.collect(run.final, i)
     usage = Usage.from_dict(fields.get("usage"))
     usage.seconds = seconds
     usage.queued_seconds = queued
-    # resumed_from: the chunk an interrupted run continued from; replayed: finished earlier,
+    # resumed_from: the step an interrupted run continued from; replayed: finished earlier,
     # answered from the checkpoint with no call made now
     last = Step(
         "final_answer",
-        **fields.get("final_step", {}),  # the strategy's own facts (MemAgent: stream layout, whole reply)
-        memory_cuts=fields.get("memory_cuts", 0),
-        chunks=run.final.get("n_chunks"),
+        **fields.get("final_step", {}),  # the strategy's own facts (MemAgent: stream layout, whole reply, memory cuts)
+        chunks=run.n_steps,
         resumed_from=run.resumed_from,
         replayed=run.replayed,
     )
@@ -483,12 +475,12 @@ class ChunkProgress:
         self.label = label
         self.bar: Any = None
 
-    def start(self, ctx: Any, start_chunk: int) -> None:
-        """Open the bar at ``start_chunk`` (a resumed run starts part-way)."""
-        self.sizes = ctx.chunk_sizes
+    def start(self, sizes: Sequence[int], start_chunk: int) -> None:
+        """Open the bar over steps of ``sizes`` tokens at ``start_chunk`` (a resumed run starts part-way)."""
+        self.sizes = sizes
         self.start_chunk = start_chunk
         self.began = time.perf_counter()
-        self.bar = tqdm(total=len(ctx.chunks), initial=start_chunk, desc=self.label, unit="chunk", disable=not self.enabled)
+        self.bar = tqdm(total=len(sizes), initial=start_chunk, desc=self.label, unit="chunk", disable=not self.enabled)
 
     def advance(self, chunk_index: int) -> None:
         """All questions have read chunk ``chunk_index - 1``."""
@@ -506,6 +498,7 @@ class ChunkProgress:
 __all__ = [
     "ChunkProgress",
     "RunCancelled",
+    "RunOptions",
     "arun_strategy",
     "effective_config",
     "evidence",

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import math
 import time
 
 import pytest
 
-from agents import STRATEGIES, aanswer, aanswer_many, answer
+from agents import STRATEGIES, Corpus, aanswer, aanswer_many, answer, answer_many
 from graphs.pai import graph as pai_graph
 from graphs.prompts import format_documents
 from graphs.run import arun_strategy, run_strategy
@@ -207,3 +208,15 @@ def test_a_runs_connection_pool_is_its_own_and_closed_when_the_run_ends(monkeypa
         pools = [asyncio.run(one_run()), asyncio.run(one_run())]  # two loops, two pools, both closed
     assert pools[0] is not pools[1] and all(p.is_closed for p in pools)
     assert len(server.requests) == 2
+
+
+def test_answer_and_answer_many_and_their_async_twins_share_one_default_strategy_and_parameter_list(tmp_path):
+    corpus, q = Corpus.from_texts(["The vault code is 7421."]), "What is the vault code?"
+    many = answer_many(corpus, [q], llm=ScriptedChatModel(replies=["7421"]), cache_dir=tmp_path)
+    amany = asyncio.run(aanswer_many(corpus, [q], llm=ScriptedChatModel(replies=["7421"]), cache_dir=tmp_path))
+    one = asyncio.run(aanswer(corpus, q, llm=ScriptedChatModel(replies=["7421"]), cache_dir=tmp_path))
+    assert many[0].strategy == amany[0].strategy == one.strategy == "rag" and one.answer == "7421"
+    for sync, twin in ((answer, aanswer), (answer_many, aanswer_many)):
+        assert inspect.signature(twin) == inspect.signature(sync) and inspect.iscoroutinefunction(twin)
+    with pytest.raises(TypeError, match="Unknown option"):  # answer() has no concurrency parameter: a config field rag lacks
+        asyncio.run(aanswer(corpus, q, llm=ScriptedChatModel(replies=["7421"]), cache_dir=tmp_path, concurrency=2))

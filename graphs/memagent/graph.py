@@ -14,7 +14,7 @@ Templates: BytedTsinghua-SIA/MemAgent ``taskutils/memory_eval/utils/recurrent.py
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, TypedDict
 
@@ -33,7 +33,7 @@ from graphs.memagent.config import MemAgentConfig
 from graphs.memagent.presentation import PRESENTATION
 from graphs.memagent.prompts import DEFAULT_FINAL_INSTRUCTION, FINAL_TEMPLATE, MEMORY_TEMPLATE, PROMPTS_VERSION
 from graphs.prompts import format_documents
-from graphs.registry import STRATEGIES, BatchRun
+from graphs.registry import STRATEGIES, BatchRun, BatchSettings, Continuation
 from memory import NO_MEMORY, MemoryTrace, bound_memory, strip_think
 from retrieval.contract import Corpus, Question
 from retrieval.tokenizers import Tokenizer, split_ids, tiktoken_tokenizer
@@ -209,7 +209,7 @@ def update_memory(task: dict[str, Any], runtime: Runtime[MemAgentContext]) -> di
         ctx.trace.record(ctx.thread, int(qi), k, update.text, update.tokens, update.cut)
     if listening():  # the step the answer will carry for this chunk, as soon as it is done
         snapshot = {"chunk": k, "memory": update.text, "tokens": update.tokens, "cut": bool(update.cut)}
-        report_step(trace_steps([snapshot], cfg.trace_chars)[0], question=int(qi))
+        report_step(trace_steps([snapshot], cfg.trace_chars, "update_memory")[0], question=int(qi))
     return {"memories": {qi: update.text}, "usage": {qi: usage}, "cuts": {qi: int(update.cut)}}
 
 
@@ -248,13 +248,42 @@ def collect(state: MemAgentState, i: int) -> dict[str, Any]:
     facts: dict[str, Any] = {"stream": state.get("layout")} | ({"reply": reply} if scored != reply else {})
     if state.get("continued_from"):
         facts["continued_from_documents"] = state["continued_from"]
-    return {
-        "raw": scored,
-        "answer": (scored if own_format else "") or reply.strip(),
-        "final_step": facts,
-        "usage": state.get("usage", {}).get(str(i), {}),
-        "memory_cuts": state.get("cuts", {}).get(str(i), 0),
-    }
+    facts["memory_cuts"] = state.get("cuts", {}).get(str(i), 0)
+    return {"raw": scored, "answer": (scored if own_format else "") or reply.strip(), "final_step": facts, "usage": state.get("usage", {}).get(str(i), {})}
+
+
+def batch_settings(cfg: MemAgentConfig) -> BatchSettings:
+    """What the batch runner reads of MemAgent's config."""
+    return BatchSettings(
+        resume=cfg.resume, concurrency=cfg.concurrency, answer_budget=cfg.max_new_tokens, trace_chars=cfg.trace_chars,
+        continue_from_prefix=cfg.continue_from_prefix,
+    )  # fmt: skip
+
+
+def chunk_sizes(ctx: MemAgentContext) -> tuple[int, ...]:
+    """Tokens of each chunk the run reads (one step a chunk)."""
+    return ctx.chunk_sizes
+
+
+def carried_memories(final: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What a run over a grown corpus takes from the finished earlier run: its final memories."""
+    return {"memories": dict(final["memories"])} if final.get("memories") else None
+
+
+#: How the batch runner runs MemAgent: one step a chunk, closed by ``advance``; the progress key and
+#: the runtime fields are part of every checkpoint and run key already written, so they never change.
+MEMAGENT_RUN = BatchRun(
+    prepare_context=prepare_context,
+    initial_state=initial_state,
+    collect=collect,
+    settings=batch_settings,
+    step_sizes=chunk_sizes,
+    advance_node="advance",
+    progress_key="chunk_index",
+    runtime_fields=("concurrency", "resume", "trace_chars"),
+    trace_step="update_memory",
+    continuation=Continuation(option="continue_from_prefix", carry=carried_memories, documents_key="continued_from"),
+)
 
 
 def memagent_chunks(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: Any = None) -> tuple[int, ...]:
@@ -291,7 +320,7 @@ def memagent_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: 
     ceiling=MEMAGENT_CEILING,
     config_cls=MemAgentConfig,
     prompts_version=PROMPTS_VERSION,
-    run_mode=BatchRun(prepare_context=prepare_context, initial_state=initial_state, collect=collect),
+    run_mode=MEMAGENT_RUN,
     presets={"paper": MemAgentConfig(final_instruction="memagent")},
     presentation=PRESENTATION,
     description="Stream the whole corpus through a 1,024-token overwritten memory, 5,000 tokens per step.",
