@@ -1,7 +1,7 @@
 """A strategy added from outside the tree, as a third-party plug-in adds one, gets everything the
 built-in strategies get from their registry entries without a line of the library edited: a run,
-its own step view in report.html's drill-down, its declared colour in the page and the plots, and
-a place in ``longctx demo``. Also: the report shows a strategy it does not know (a run's rows
+its own step view in report.html's drill-down, its declared colour in the page and the plots, a
+row in the evidence-ceiling table and a place in ``longctx demo``. Also: the report shows a strategy it does not know (a run's rows
 outlive a plug-in) with the defaults."""
 
 from __future__ import annotations
@@ -16,12 +16,14 @@ import pytest
 
 from agents import Question
 from experiments.benchmarks import Sample
+from experiments.ceilings import compute_ceilings, format_table
 from experiments.demo import demo_strategies
 from experiments.html_report import _steps
 from experiments.plots import strategy_color
 from experiments.report import build_report
 from experiments.runner import RunConfig, read_rows, run_experiment
 from graphs import STRATEGIES, StrategyConfig, StrategyPresentation
+from graphs.ceiling import EvidenceCeiling, reach_of
 from graphs.config import option
 from graphs.llm import complete
 from graphs.nodes import linear_graph
@@ -61,12 +63,24 @@ def tally_view(step, _evidence) -> Shown:
     return Shown(join(tag("p", f"Tallied {step['words']} words", cls="what"), tag("pre", text(step["note"]), cls="tally")), frozenset({"words", "note"}))
 
 
+@dataclass(frozen=True, kw_only=True)
+class TallyCeiling(EvidenceCeiling):
+    """Tally reads every document, so all the evidence reaches its call."""
+
+    def reach(self, cfg, item, env):
+        return reach_of(item.evidence, (d.doc_id for d in item.corpus.documents))
+
+    def describe(self, cfg, env, corpus_tokens=None) -> str:
+        return "every document is counted"
+
+
 @pytest.fixture
 def plugin(monkeypatch):
     """The plug-in registered as a third-party package registers it (its module's decorator), for this test only."""
     monkeypatch.setattr(STRATEGIES, "_entries", dict(STRATEGIES._entries))
     presentation = StrategyPresentation(color=COLOR, demo_options={"max_new_tokens": 8}, step_views={"tally": tally_view})
-    STRATEGIES.register(NAME, config_cls=TallyConfig, presentation=presentation, description="counts words")(
+    STRATEGIES.register(NAME, config_cls=TallyConfig, presentation=presentation, ceiling=TallyCeiling(),
+                         description="counts words")(
         lambda config=None: linear_graph(NAME, TallyState, ("tally", tally))
     )
     return STRATEGIES.get(NAME)
@@ -76,7 +90,7 @@ def _samples() -> list[Sample]:
     corpus = Corpus.from_texts(["The vault code is 7421.", "The harbour has a lighthouse."], titles=["Vault", "Harbour"])
     asked = [("What is the vault code?", "7421"), ("What is in the harbour?", "a lighthouse")]
     return [Sample(sample_id=f"q{i}", benchmark="synth", dataset="finance", corpus=corpus, question=Question(text=q), answers=(a,),
-                   metadata={"question": q}) for i, (q, a) in enumerate(asked)]  # fmt: skip
+                   metadata={"question": q, "evidence_doc_ids": [str(i)]}) for i, (q, a) in enumerate(asked)]  # fmt: skip
 
 
 def test_a_plugin_strategy_gets_its_report_section_colour_and_demo_place(plugin, tmp_path):
@@ -100,6 +114,10 @@ def test_a_plugin_strategy_gets_its_report_section_colour_and_demo_place(plugin,
     assert (abs(pixels - rgb).max(axis=-1) < 1 / 255).any()  # its point is drawn in its colour
 
     assert demo_strategies()[NAME] == {"max_new_tokens": 8}
+
+    ceilings = compute_ceilings(samples, cache_dir=tmp_path / "cache")
+    assert ceilings[-1].strategy == NAME and ceilings[-1].complete_share == 1.0  # after the built-in rules
+    assert f"| {NAME} | 100.0% | 100.0% | 2 | every document is counted |" in format_table(ceilings)
 
 
 def test_a_strategy_the_process_does_not_know_is_reported_with_the_defaults(tmp_path):
