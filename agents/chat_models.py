@@ -315,7 +315,9 @@ def make_chat_model(spec: str | BaseChatModel | None = None, **options: Any) -> 
     spec = spec or os.environ.get("LONGCTX_LLM") or DEFAULT_LLM
     kind, _, arg = spec.partition(":")
     if kind not in CHAT_MODELS:
-        raise ChatModelError(f"Unknown chat model spec {spec!r}; use {', '.join(repr(n + ':...') for n in CHAT_MODELS.names())} (e.g. 'embedded', 'openai:MODEL').")
+        raise ChatModelError(
+            f"Unknown chat model spec {spec!r}; use {', '.join(repr(n + ':...') for n in CHAT_MODELS.names())} (e.g. 'embedded', 'openai:MODEL')."
+        )
     return with_tokenizer(CHAT_MODELS.get(kind)(arg, **options), tokenizer)
 
 

@@ -108,7 +108,9 @@ def plan_for(configs: Mapping[str, Any], corpora: Corpora | Mapping[str, Corpora
 
 
 def _timed(plan: StrategyPlan, speed: ModelSpeed) -> StrategyPlan:
-    return StrategyPlan(plan.strategy, plan.questions, plan.calls, plan.prompt_tokens, plan.completion_tokens, speed.seconds(plan.prompt_tokens, plan.completion_tokens))
+    return StrategyPlan(
+        plan.strategy, plan.questions, plan.calls, plan.prompt_tokens, plan.completion_tokens, speed.seconds(plan.prompt_tokens, plan.completion_tokens)
+    )
 
 
 def total(plans: Iterable[StrategyPlan]) -> StrategyPlan | None:

@@ -90,7 +90,10 @@ class Workspace:
         return self._corpus
 
     def __repr__(self) -> str:
-        return f"Workspace({len(self._corpus)} documents, llm={model_id(self.llm).split(' @ ')[0]!r}, strategy={self.strategy!r}, indexes held={len(self._indexes)})"
+        return (
+            f"Workspace({len(self._corpus)} documents, llm={model_id(self.llm).split(' @ ')[0]!r}, "
+            f"strategy={self.strategy!r}, indexes held={len(self._indexes)})"
+        )
 
     # -- answering ------------------------------------------------------------------
     def answer(self, question: str | Question, *, strategy: str | None = None, preset: str | None = None, budget: Budget | None = None,

@@ -32,7 +32,9 @@ class RunActivity(BaseCallbackHandler):
         self.step = ""
         self._began = time.perf_counter()
 
-    def on_chat_model_start(self, serialized: dict[str, Any], messages: list[list[Any]], *, run_id: UUID, metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
+    def on_chat_model_start(
+        self, serialized: dict[str, Any], messages: list[list[Any]], *, run_id: UUID, metadata: dict[str, Any] | None = None, **kwargs: Any
+    ) -> None:
         """A call started: remember which strategy step it serves."""
         metadata = metadata or {}
         step = "/".join(str(p) for p in (metadata.get("strategy"), metadata.get("langgraph_node")) if p) or "model call"

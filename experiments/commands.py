@@ -224,7 +224,11 @@ def cmd_answer(args: argparse.Namespace) -> int:
         print("Evidence:")
         for i, e in enumerate(result.evidence):  # structured evidence is a table cell: no chunk, no score
             where = ", ".join(([f"chunk {e.chunk_id}"] if e.chunk_id is not None else []) + ([f"score {e.score:.3f}"] if e.score is not None else []))
-            print(f"  [{(i if e.rank is None else e.rank) + 1}] {e.title}" + (f" ({where})" if where else "") + ("" if e.score is not None else f": {e.text[:200]}"))
+            print(
+                f"  [{(i if e.rank is None else e.rank) + 1}] {e.title}"
+                + (f" ({where})" if where else "")
+                + ("" if e.score is not None else f": {e.text[:200]}")
+            )
     print(
         f"Usage: {u.llm_calls} LLM call(s), {u.prompt_tokens} prompt + {u.completion_tokens} completion tokens"
         f"{' (estimated)' if u.estimated else ''}, {u.seconds:.1f}s ({u.index_seconds:.1f}s indexing)"

@@ -70,7 +70,13 @@ def run_demo(
     n = min(questions or DEFAULT_QUESTIONS, len(read_questions(DEMO_QUESTIONS)))
     corpus = Corpus.from_path(DEMO_CORPUS)
     config = RunConfig.for_corpus(
-        DEMO_CORPUS, DEMO_QUESTIONS, tuple(chosen), llm=llm if isinstance(llm, str) else None, limit=n, concurrency=1, strategy_options={k: v for k, v in chosen.items() if v}
+        DEMO_CORPUS,
+        DEMO_QUESTIONS,
+        tuple(chosen),
+        llm=llm if isinstance(llm, str) else None,
+        limit=n,
+        concurrency=1,
+        strategy_options={k: v for k, v in chosen.items() if v},
     )
     samples = load_benchmark("own", DEMO_QUESTIONS, corpus=DEMO_CORPUS)[:n]
     chat = make_chat_model(llm)

@@ -520,7 +520,10 @@ def _rule(row: Mapping[str, Any], value: Any) -> str:
 
 def _evidence(evidence: Sequence[Mapping[str, Any]]) -> str:
     if not evidence:
-        return '<div class="evidence"><b>Evidence</b> <span class="na">none recorded (no chunks cited: the strategy read the corpus or its context whole)</span></div>'
+        return (
+            '<div class="evidence"><b>Evidence</b> '
+            '<span class="na">none recorded (no chunks cited: the strategy read the corpus or its context whole)</span></div>'
+        )
     items = "".join(
         f'<li><span class="title">{e(ev.get("title") or ev.get("doc_id"))}</span> <span class="meta">doc {e(ev.get("doc_id"))}'
         f'{" · chunk " + e(ev.get("chunk_id")) if ev.get("chunk_id") is not None else ""}'
@@ -589,7 +592,9 @@ th{background:#f4f4f6}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .wide{overflow-x:auto}table.summary td:first-child{white-space:nowrap}
 .swatch{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:5px;vertical-align:baseline}
 .note{color:#666;font-size:13px}.na{color:#999}.fail{color:#b00020}.score{font-weight:600}
-ul.winners li{margin:3px 0}details.messages .role{font-weight:600;font-size:12px;color:#555}p.cut{font-size:13px}.incomplete{border:2px solid #c62828;background:#fdecea;padding:4px 12px;border-radius:4px}.nowin{color:#555}table.pairwise td.sig{font-weight:700;background:#eef6ee}table.pairwise .ci,table.pairwise .p{font-size:11px;color:#555}
+ul.winners li{margin:3px 0}details.messages .role{font-weight:600;font-size:12px;color:#555}p.cut{font-size:13px}
+.incomplete{border:2px solid #c62828;background:#fdecea;padding:4px 12px;border-radius:4px}.nowin{color:#555}
+table.pairwise td.sig{font-weight:700;background:#eef6ee}table.pairwise .ci,table.pairwise .p{font-size:11px;color:#555}
 figure{display:inline-block;margin:6px 12px 6px 0}figure img{max-width:100%;border:1px solid #eee}figcaption{color:#666;font-size:12px}
 details.question{border:1px solid #ddd;border-radius:6px;margin:6px 0;padding:4px 10px;background:#fff}
 details.question>summary{cursor:pointer;display:flex;flex-wrap:wrap;gap:6px;align-items:baseline}

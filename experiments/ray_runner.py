@@ -134,7 +134,8 @@ def run_experiment_ray(
     pending = deque((name, group) for name, group in work_units(todo))
     running: dict[Any, tuple[str, list[Any], int]] = {}
     with open(out / RESULTS_FILE, "a", encoding="utf-8") as sink:
-        with tqdm(total=len(todo), desc=f"{config.benchmark} (ray): answering with {', '.join(config.strategies)}", unit="answer", disable=not show_progress) as bar:
+        desc = f"{config.benchmark} (ray): answering with {', '.join(config.strategies)}"
+        with tqdm(total=len(todo), desc=desc, unit="answer", disable=not show_progress) as bar:
             while pending or running:
                 while pending and (slot := pool.acquire()) is not None:
                     name, group = pending.popleft()

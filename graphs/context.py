@@ -52,7 +52,10 @@ class StrategyContext(Generic[ConfigT]):
                 ``uses_index``, or a context built by hand without ``index=``).
         """
         if self.index is None:
-            raise MissingIndex(f"{type(self.config).__name__}: this strategy retrieves, but its run context has no index (pass index= or register it with uses_index=True)")
+            raise MissingIndex(
+                f"{type(self.config).__name__}: this strategy retrieves, but its run context has no index "
+                "(pass index= or register it with uses_index=True)"
+            )
         return self.index
 
     def call_gate(self, limit: int) -> asyncio.Semaphore:

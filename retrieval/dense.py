@@ -58,7 +58,8 @@ class DenseRetriever:
         shards_dir = work_dir / "shards"
         shards_dir.mkdir(parents=True, exist_ok=True)
         shards = []
-        with tqdm(total=len(texts), desc=f"Indexing: embedding ({self.embedder.model_id}, {getattr(self.embedder, 'backend', 'torch')})", unit="chunk", disable=not show_progress) as bar:
+        desc = f"Indexing: embedding ({self.embedder.model_id}, {getattr(self.embedder, 'backend', 'torch')})"
+        with tqdm(total=len(texts), desc=desc, unit="chunk", disable=not show_progress) as bar:
             for n, start in enumerate(range(0, len(texts), self.shard_size)):
                 batch = texts[start : start + self.shard_size]
                 path = shard_path(shards_dir, n)

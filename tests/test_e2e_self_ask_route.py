@@ -59,7 +59,9 @@ def test_self_route_memagent_leg_on_the_embedded_model(planted_corpus, embedded)
     """Declined (scripted) and larger than a 2,000-token window: memagent reads the corpus on the real model."""
     llm = DecliningRag(inner=embedded)
     options = {"chunk_tokens": 1500, "max_new_tokens": 48, "temperature": 0.0}
-    result = answer(planted_corpus, QUESTION, strategy="self_route", llm=llm, top_k=2, chunk_size=60, context_window=2000, fallback="memagent", fallback_options=options)
+    result = answer(
+        planted_corpus, QUESTION, strategy="self_route", llm=llm, top_k=2, chunk_size=60, context_window=2000, fallback="memagent", fallback_options=options
+    )
     route = next(s for s in result.steps if "route" in s)
     leg = next(s for s in result.steps if s["node"] == "fallback")
     assert route["route"] == "memagent" and leg["chunks"] >= 2 and result.evidence == []

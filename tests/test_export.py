@@ -36,7 +36,8 @@ CASES = {
                {"Where was Ada born?": "London", "艾达出生在哪里": None}),
     "loong": ("loong", {}, {"highest revenue": "GammaCo", "What is studied?": None, "谁是原告": "甲"}),
     "corpusqa": ("corpusqa", {}, {"total revenue": "The answer is: 200.75", "above 500 million": None}),
-    "ruler_hqa": ("ruler_hqa", {}, {"Document 1:\nCats\nCats purr when content.\n\nDocument 2:\nAda": "<think>the answer is London</think>Therefore, the answer is **Paris**",
+    "ruler_hqa": ("ruler_hqa", {}, {"Document 1:\nCats\nCats purr when content.\n\nDocument 2:\nAda":
+                                    "<think>the answer is London</think>Therefore, the answer is **Paris**",
                                     "Document 1:\nBob Marley": "Therefore, the answer is London.", "Is Bob Marley a cat?": None}),
 }  # fmt: skip
 

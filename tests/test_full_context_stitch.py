@@ -94,7 +94,10 @@ def reference_cut(prompt: str, budget: int, tok: Tokenizer) -> tuple[str, bool]:
 # -- random corpora and questions --------------------------------------------------------------
 
 PIECES = {
-    "words": lambda r: " ".join(r.choice(["revenue", "the", "Q3", "board's", "naïve", "fox", "I'll", "x" * r.randint(1, 40)]) for _ in range(r.randint(1, 12))) + r.choice([". ", ", ", "; ", "\n"]),
+    "words": lambda r: (
+        " ".join(r.choice(["revenue", "the", "Q3", "board's", "naïve", "fox", "I'll", "x" * r.randint(1, 40)]) for _ in range(r.randint(1, 12)))
+        + r.choice([". ", ", ", "; ", "\n"])
+    ),
     "unicode": lambda r: r.choice(["鼹鼠饕餮", "魑魅。", "Ωμέγα ", "résumé ", "🙂🚀", "e\u0301", "עברית ", "𝔘𝔫𝔦 ", "\u200b", "ß"]),
     "whitespace": lambda r: r.choice([" ", "\t", "\n", "\r\n", "\u3000", "\xa0"]) * r.choice([1, 2, 3, 7, 40, 300]) + r.choice(["a", "1", ".", ""]),
     "numbers": lambda r: "".join(r.choice("0123456789") for _ in range(r.choice([1, 2, 3, 4, 7, 50, 400]))) + r.choice([" ", ",", ".", "", "\n"]),

@@ -39,7 +39,8 @@ def test_corpus_as_retriever_in_an_lcel_chain(corpus, tmp_path):
     prompt = ChatPromptTemplate.from_template("Context:\n{context}\n\nQuestion: {question}\nAnswer with the code only.")
     with RecordingServer(vault_reply) as server:
         llm = ChatOpenAI(model="rec", base_url=server.url, api_key="sk-test", max_retries=0)
-        chain = {"context": retriever | (lambda ds: "\n\n".join(d.page_content for d in ds)), "question": RunnablePassthrough()} | prompt | llm | StrOutputParser()
+        context = retriever | (lambda ds: "\n\n".join(d.page_content for d in ds))
+        chain = {"context": context, "question": RunnablePassthrough()} | prompt | llm | StrOutputParser()
         assert chain.invoke("What is the secret code of the museum vault?") == "7421"
     assert "7421" in prompt_of(server.requests[0])
     assert asyncio.run(retriever.ainvoke("museum vault code"))[0].metadata["doc_id"] == docs[0].metadata["doc_id"]

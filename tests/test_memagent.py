@@ -120,7 +120,10 @@ def test_benchmark_instruction_replaces_the_default_final_format():
     q = Question(text="Pick one", choices={"A": "x", "B": "y"}, instruction='Format your response as follows: "The correct answer is (insert answer here)".')
     result = answer(corpus_of([100]), q, strategy="memagent", llm=llm, resume=False)
     final = llm.calls[-1]["prompt"]
-    assert final.startswith('You are presented with a problem and a previous memory. Please answer the problem based on the previous memory. Format your response as follows: "The correct answer is')
+    assert final.startswith(
+        "You are presented with a problem and a previous memory. Please answer the problem based on the previous memory. "
+        'Format your response as follows: "The correct answer is'
+    )
     assert "Pick one\nChoices:\n(A) x\n(B) y" in final
     assert result.answer == result.raw.strip()  # no MemAgent extraction when the benchmark owns the format
 

@@ -81,7 +81,12 @@ def test_scoring_by_answer_type(own_data, prediction, gold, kind, expected, tmp_
 
 @pytest.mark.parametrize(
     ("content", "message"),
-    [("id,answer\n1,2\n", "no 'question'"), ("id,question\na,x\na,y\n", "used twice"), ("question,answer_type\nx,money\n", "answer_type"), ("", "no questions")],
+    [
+        ("id,answer\n1,2\n", "no 'question'"),
+        ("id,question\na,x\na,y\n", "used twice"),
+        ("question,answer_type\nx,money\n", "answer_type"),
+        ("", "no questions"),
+    ],
 )
 def test_bad_questions_files_are_explained(tmp_path, content, message):
     path = tmp_path / "q.csv"

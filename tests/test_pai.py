@@ -133,7 +133,10 @@ def test_output_is_the_papers_cot_and_the_instruction_shapes_the_conclusion():
     summary = calls_of(llm, "Answer the question below")[0]["prompt"]
     assert summary.rstrip().endswith('Answer with "The answer is: NAME".')
     assert "- In Beta Ltd annual report, the revenue is 75 million." in summary
-    assert result.answer.startswith("This question demands further reasoning: <reasoning> This question focuses on the key properties as follows:\n{'metric': 'revenue', 'subject': 'Alpha Corp annual report'}")
+    assert result.answer.startswith(
+        "This question demands further reasoning: <reasoning> This question focuses on the key properties as follows:\n"
+        "{'metric': 'revenue', 'subject': 'Alpha Corp annual report'}"
+    )
     assert "The reasoning steps have been completed. </reasoning> Conclusion: Gamma Inc" in result.answer
     assert result.raw == "Conclusion: Gamma Inc"
     assert run(model(), question, output="conclusion").answer == "Gamma Inc"
@@ -259,7 +262,10 @@ def test_pai_minus_generates_sub_questions_directly():
     s = step(result, "generate_sub_questions")
     assert s["sub_questions"] == [f"What was the revenue of {n}?" for n in COMPANIES]
     assert len(calls_of(llm, "Query: ")) == 3 * n_chunks(company_corpus())
-    assert result.answer.startswith("This question demands further reasoning: <reasoning> This question is decomposed into the sub-questions as follows:\nWhat was the revenue of Alpha Corp?")
+    assert result.answer.startswith(
+        "This question demands further reasoning: <reasoning> This question is decomposed into the sub-questions as follows:\n"
+        "What was the revenue of Alpha Corp?"
+    )
     assert len(result.evidence) == 3
 
 

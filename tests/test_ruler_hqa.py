@@ -134,7 +134,8 @@ def test_score_ours_and_the_official_number():
 
 @pytest.mark.parametrize(
     "reply, expected",
-    [("London", "London"), (" Nine Mile, Jamaica ", "Nine Mile, Jamaica"), ("one two three four five six seven eight nine ten", "one two three four five six seven eight nine ten"),
+    [("London", "London"), (" Nine Mile, Jamaica ", "Nine Mile, Jamaica"),
+     ("one two three four five six seven eight nine ten", "one two three four five six seven eight nine ten"),
      ("one two three four five six seven eight nine ten eleven", None), ("London\nParis", None), ("", None)],
 )  # fmt: skip
 def test_a_reply_without_the_phrase_counts_only_when_it_reads_as_an_extracted_answer(reply, expected):

@@ -51,7 +51,8 @@ class EchoServer(LoopbackServer):
                     reply = {"error": {"message": echo, "type": "invalid_request_error", "headers": headers}}
                 elif embeddings:
                     texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
-                    reply = {"object": "list", "model": "e", "data": [{"object": "embedding", "index": i, "embedding": bag_of_words_vector(t)} for i, t in enumerate(texts)]}
+                    data = [{"object": "embedding", "index": i, "embedding": bag_of_words_vector(t)} for i, t in enumerate(texts)]
+                    reply = {"object": "list", "model": "e", "data": data}
                 else:
                     reply = {"id": "x", "object": "chat.completion", "created": 0, "model": body.get("model", "m"),
                              "choices": [{"index": 0, "message": {"role": "assistant", "content": "The answer is: Paris"}, "finish_reason": "stop"}],

@@ -107,7 +107,11 @@ def test_exact_prompts_and_stops_of_every_generator_call(planted_corpus, search_
     assert [s.node for s in result.steps] == ["retrieve", "generate", "retrieve_follow_up", "generate", "generate", "finish"]
     first, follow = context_texts(result, "retrieve"), context_texts(result, "retrieve_follow_up")
     assert any("7421" in t for t in first)
-    transcripts = ["", "Follow up: What is the code of the museum vault?", "Follow up: What is the code of the museum vault?\nIntermediate answer: The code is 7421."]
+    transcripts = [
+        "",
+        "Follow up: What is the code of the museum vault?",
+        "Follow up: What is the code of the museum vault?\nIntermediate answer: The code is 7421.",
+    ]
     contexts = [first, follow, follow]  # a follow-up's top-k replace the contexts
     assert [c["prompt"] for c in llm.calls] == [flashrag_expected(c, t) for c, t in zip(contexts, transcripts)]
     assert [c["stop"] for c in llm.calls] == [IA_STOPS, FU_STOPS, IA_STOPS]
@@ -178,7 +182,11 @@ def test_direct_final_answer_and_the_single_hop_prompt(planted_corpus, search_lo
 
 
 def test_text_past_a_stop_is_cut_for_servers_that_ignore_stops(planted_corpus, search_log):
-    replies = ["Follow up: What is the vault code?\nIntermediate answer: 1234\nSo the final answer is: 1234", "Intermediate answer: 7421\nFollow up: x?", "So the final answer is: 7421"]
+    replies = [
+        "Follow up: What is the vault code?\nIntermediate answer: 1234\nSo the final answer is: 1234",
+        "Intermediate answer: 7421\nFollow up: x?",
+        "So the final answer is: 7421",
+    ]
     llm = ScriptedChatModel(replies=replies)
     result = answer(planted_corpus, QUESTION, strategy="self_ask", llm=llm)
     assert "1234" not in llm.calls[1]["prompt"] and search_log == [QUESTION, "What is the vault code?"]
@@ -190,7 +198,9 @@ def test_benchmark_instruction_and_choices_reach_the_flashrag_prompt(planted_cor
     llm = ScriptedChatModel(replies=["So the final answer is: The correct answer is (B)"])
     result = answer(planted_corpus, q, strategy="self_ask", llm=llm)
     prompt = llm.calls[0]["prompt"]
-    assert prompt.split("\n", 1)[0] == FLASHRAG_HEADER + ' Write the final answer after "So the final answer is:" and follow this format in it: Answer "The correct answer is (X)".'
+    assert prompt.split("\n", 1)[0] == (
+        FLASHRAG_HEADER + ' Write the final answer after "So the final answer is:" and follow this format in it: Answer "The correct answer is (X)".'
+    )
     assert search_log == [q.render()] and f"\nQuestion: {q.render()}\n{NEEDED} Yes.\n" in prompt
     assert result.raw == "The correct answer is (B)"
 

@@ -95,7 +95,9 @@ def test_rag_steps_arrive_over_sse_in_order_then_the_answer(tmp_path):
     final = events[-1][1]["answer"]
     assert final["answer"] == "Paris" and final["steps"] == [data["step"] for _, data in events[:-1]]
     # the same answer and usage as aanswer's
-    direct = asyncio.run(aanswer(FACTS, "What is the capital of France?", strategy="rag", llm=ScriptedChatModel(reply_fn=lambda p: "Paris"), cache_dir=tmp_path))
+    direct = asyncio.run(
+        aanswer(FACTS, "What is the capital of France?", strategy="rag", llm=ScriptedChatModel(reply_fn=lambda p: "Paris"), cache_dir=tmp_path)
+    )
     assert final["steps"] == direct.to_dict()["steps"]
     assert {k: v for k, v in final["usage"].items() if "seconds" not in k} == {k: v for k, v in direct.usage.to_dict().items() if "seconds" not in k}
 
@@ -274,7 +276,11 @@ def test_the_answers_tokens_stream_when_the_model_streams_with_the_same_usage(tm
     assert "".join(t.text for t in tokens) == reply == events[-1].answer.raw and {t.node for t in tokens} == {"generate"}
     plain = answer(FACTS, "What is the capital of France?", strategy="rag", llm=ScriptedChatModel(reply_fn=lambda p: reply), cache_dir=tmp_path)
     streamed = events[-1].answer.usage
-    assert (streamed.llm_calls, streamed.prompt_tokens, streamed.completion_tokens) == (plain.usage.llm_calls, plain.usage.prompt_tokens, plain.usage.completion_tokens)
+    assert (streamed.llm_calls, streamed.prompt_tokens, streamed.completion_tokens) == (
+        plain.usage.llm_calls,
+        plain.usage.prompt_tokens,
+        plain.usage.completion_tokens,
+    )
     # a model that does not stream sends no token event
     assert not [e for e in stream_answer(FACTS, "What is the capital of France?", strategy="rag", llm=StreamingScriptedChatModel(reply_fn=lambda p: reply),
                                          cache_dir=tmp_path) if isinstance(e, TokenEvent)]  # fmt: skip

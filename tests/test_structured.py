@@ -159,9 +159,33 @@ DOCS = {
     "Acme 2024": "Acme Corp restated FY2023 revenue to 1,250 USD million.",
 }
 TRUE = {
-    "Acme 2023": [{"entity": "Acme Corp", "period": "FY2023", "values": {"revenue": {"value": "$1.2 billion", "quote": "revenue of $1.2 billion"}, "sector": {"value": "Technology", "quote": "Acme Corp (Technology)"}}}],
-    "Birch 2023": [{"entity": "Birch Ltd", "period": "2023", "values": {"revenue": {"value": "USD 800.5M", "quote": "revenue of USD 800.5M"}, "sector": {"value": "Retail", "quote": "Birch Ltd (Retail)"}}}],
-    "Acme 2024": [{"entity": "ACME CORP", "period": "FY2023", "values": {"revenue": {"value": "1,250 USD million", "quote": "restated FY2023 revenue to 1,250 USD million"}}}],
+    "Acme 2023": [
+        {
+            "entity": "Acme Corp",
+            "period": "FY2023",
+            "values": {
+                "revenue": {"value": "$1.2 billion", "quote": "revenue of $1.2 billion"},
+                "sector": {"value": "Technology", "quote": "Acme Corp (Technology)"},
+            },
+        }
+    ],
+    "Birch 2023": [
+        {
+            "entity": "Birch Ltd",
+            "period": "2023",
+            "values": {
+                "revenue": {"value": "USD 800.5M", "quote": "revenue of USD 800.5M"},
+                "sector": {"value": "Retail", "quote": "Birch Ltd (Retail)"},
+            },
+        }
+    ],
+    "Acme 2024": [
+        {
+            "entity": "ACME CORP",
+            "period": "FY2023",
+            "values": {"revenue": {"value": "1,250 USD million", "quote": "restated FY2023 revenue to 1,250 USD million"}},
+        }
+    ],
 }
 
 
@@ -404,8 +428,10 @@ def test_a_value_whose_quote_is_not_in_the_text_is_marked_and_dropped_on_request
     def reply(prompt, tools):
         if prompt.startswith("Extract rows"):
             if "Acme Corp had revenue" in prompt:
-                return [{"records": [{"entity": "Acme Corp", "period": "FY2023", "values": {"revenue": {"value": "$5 million", "quote": "Acme Corp had  REVENUE of $5 million"}}}]}]
-            return [{"records": [{"entity": "Birch Ltd", "period": "FY2023", "values": {"revenue": {"value": "$12,345.6 million", "quote": "Birch revenue was $12,345.6 million"}}}]}]
+                revenue = {"value": "$5 million", "quote": "Acme Corp had  REVENUE of $5 million"}
+                return [{"records": [{"entity": "Acme Corp", "period": "FY2023", "values": {"revenue": revenue}}]}]
+            revenue = {"value": "$12,345.6 million", "quote": "Birch revenue was $12,345.6 million"}
+            return [{"records": [{"entity": "Birch Ltd", "period": "FY2023", "values": {"revenue": revenue}}]}]
         if prompt.startswith("Every document"):
             return "SELECT company, revenue FROM facts ORDER BY company"
         return "answered"
@@ -435,7 +461,8 @@ def test_long_documents_are_read_in_windows(tmp_path):
         if prompt.startswith("Extract rows"):
             seen.append(prompt)
             if "$5 million" in prompt:
-                return [{"records": [{"entity": "Acme Corp", "period": "FY2023", "values": {"revenue": {"value": "$5 million", "quote": "Acme Corp revenue FY2023 was $5 million."}}}]}]
+                revenue = {"value": "$5 million", "quote": "Acme Corp revenue FY2023 was $5 million."}
+                return [{"records": [{"entity": "Acme Corp", "period": "FY2023", "values": {"revenue": revenue}}]}]
             return [{"records": []}]
         if prompt.startswith("Every document"):
             return "SELECT revenue FROM facts"
@@ -558,7 +585,8 @@ def test_currency_mismatch_is_noted_not_converted():
 
 
 def test_periods():
-    assert [normalize_period(p, "year") for p in ("FY2024", "Fall 2023", "fiscal 2022", "FY24", 2021, None, "n/a")] == [2024, 2023, 2022, 2024, 2021, None, None]
+    periods = ("FY2024", "Fall 2023", "fiscal 2022", "FY24", 2021, None, "n/a")
+    assert [normalize_period(p, "year") for p in periods] == [2024, 2023, 2022, 2024, 2021, None, None]
 
 
 def test_config_is_validated():

@@ -109,14 +109,16 @@ def test_every_keyword_and_filtered_word_becomes_a_usable_name():
         except Exception as exc:  # noqa: BLE001 - collect every failing word
             broken[word] = f"{name}: {type(exc).__name__}: {exc}"
     assert broken == {}
-    assert identifier("transaction") == "transaction_" and identifier("Export") == "export_" and identifier("http") == "c_http" and identifier("read_count") == "c_read_count"
+    assert identifier("transaction") == "transaction_" and identifier("Export") == "export_"
+    assert identifier("http") == "c_http" and identifier("read_count") == "c_read_count"
     assert identifier("revenue") == "revenue" and identifier("2024 sales") == "c_2024_sales"  # ordinary names unchanged
     assert not FORBIDDEN.search(identifier("http")) and identifier("https share") == "c_https_share"
     assert identifier("sqlite_master") == "c_sqlite_master"
 
 
 def test_a_config_schema_with_keyword_columns_is_renamed_when_the_config_is_made():
-    schema = {"entity": "company", "attributes": [{"name": n, "type": "number"} for n in ("transaction", "in", "is", "exists", "unique", "update", "set", "references", "export")]}
+    keywords = ("transaction", "in", "is", "exists", "unique", "update", "set", "references", "export")
+    schema = {"entity": "company", "attributes": [{"name": n, "type": "number"} for n in keywords]}
     cfg = STRATEGIES.get("structured").make_config(schema=schema)
     names = [a.name for a in parse_schema(dict(cfg.schema)).attributes]
     assert names == ["transaction_", "in_", "is_", "exists_", "unique_", "update_", "set_", "references_", "export_"]
@@ -287,7 +289,8 @@ from graphs.structured.database import build_database, normalise_records, reduce
 from graphs.structured.schema import parse_schema
 
 schema = parse_schema({"entity": "company", "attributes": [{"name": "revenue", "type": "number"}]})
-conn = build_database(reduce_cells(schema, normalise_records(schema, [(0, "a", "A", [{"entity": "Acme", "values": {"revenue": {"value": "1", "quote": "1"}}}])])[0]))
+records = [(0, "a", "A", [{"entity": "Acme", "values": {"revenue": {"value": "1", "quote": "1"}}}])]
+conn = build_database(reduce_cells(schema, normalise_records(schema, records)[0]))
 LIMIT = 1.0
 MB = "replace(printf('%.*c', 999, 'a'), 'a', printf('%.*c', 1000, 'b'))"
 ROWS = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT {n}) "
@@ -310,7 +313,8 @@ for name, sql in attacks.items():
         error = None
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"
-    out[name] = {"seconds": time.perf_counter() - started, "rss_growth_mb": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024, "error": error}
+    growth_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    out[name] = {"seconds": time.perf_counter() - started, "rss_growth_mb": growth_mb, "error": error}
 print(json.dumps(out))
 '''
 

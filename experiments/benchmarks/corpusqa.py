@@ -41,7 +41,7 @@ INSTRUCTION = """# Output requirements:
 • For a list of strings: The answer is: ["NETFLIX INC", "H&R BLOCK INC"]
 • For a single string: The answer is: "South"
 • For a number: The answer is: 1234567.89
-• For a percentage: The answer is: 12.34%"""
+• For a percentage: The answer is: 12.34%"""  # noqa: E501
 
 _HEADER = re.compile(r"^# Document (\d+):[ \t]*\n", re.MULTILINE)
 _QUESTION = re.compile(r"^# Question:", re.MULTILINE)

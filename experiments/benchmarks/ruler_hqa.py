@@ -56,7 +56,9 @@ def _context(record: dict[str, Any], pool: list[str] | None, what: str) -> str:
     assert pool is not None  # load() read it for any file holding index records
     bad = next((idx for idx in context if not isinstance(idx, int) or not 0 <= idx < len(pool)), None)
     if bad is not None:
-        raise BenchmarkDataError(f"{what}: document index {bad!r} is not among the {len(pool)} paragraphs of {HOTPOTQA_DEV}; is it HotpotQA's distractor dev set?")
+        raise BenchmarkDataError(
+            f"{what}: document index {bad!r} is not among the {len(pool)} paragraphs of {HOTPOTQA_DEV}; is it HotpotQA's distractor dev set?"
+        )
     return "\n\n".join(f"Document {i + 1}:\n{pool[idx]}" for i, idx in enumerate(context))
 
 

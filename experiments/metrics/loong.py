@@ -47,7 +47,7 @@ Evaluation evidence: your evluation explanation here, no more than 100 words
 Rating: [[score]]
 <end output>
 
-Now, start your evaluation:"""
+Now, start your evaluation:"""  # noqa: E501
 
 _DOUBLE = re.compile(r"\[\[([0-9]*\.?[0-9]+)\]\]")
 _SINGLE = re.compile(r"\[([0-9]*\.?[0-9]+)\]")

@@ -85,7 +85,10 @@ def main(argv: list[str] | None = None) -> None:
     queries = sample_queries(args.queries, zipf=True)
     print(f"## Growing an index: {corpus.num_tokens:,} tokens in {len(corpus)} documents; "
           f"{len(corpus) - n} documents added ({added:,} tokens, {added / corpus.num_tokens:.1%})")
-    print("| retriever | chunks (added) | prefix build s | grow s | rebuild s | grow / rebuild | texts embedded: grow / rebuild | top-10 equal | query ms: grown / rebuilt |")
+    print(
+        "| retriever | chunks (added) | prefix build s | grow s | rebuild s | grow / rebuild "
+        "| texts embedded: grow / rebuild | top-10 equal | query ms: grown / rebuilt |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for name in args.retrievers:
         with tempfile.TemporaryDirectory() as grow_cache, tempfile.TemporaryDirectory() as rebuild_cache:

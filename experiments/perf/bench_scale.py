@@ -414,13 +414,15 @@ def main() -> None:
             r = indexes[name]
             print(f"index {name}: " + (r["error"] if "error" in r else
                   f"{r['retriever']} over {r['chunks']:,} chunks of {r['chunking']} built in {r['build_s']:.1f} s, "
-                  f"{mib(r['index_bytes'])} MiB on disk, build peak RSS {r['rss_mib']:,.0f} MiB" + (" (built by an earlier run)" if r.get("reused") else "")), flush=True)
+                  f"{mib(r['index_bytes'])} MiB on disk, build peak RSS {r['rss_mib']:,.0f} MiB"
+                  + (" (built by an earlier run)" if r.get("reused") else "")), flush=True)
 
     if not args.strategies:
         return
     results: dict[str, Any] = {"indexes": indexes, "runs": []}
     header = ("| strategy | latency ms | answered | calls | prompt tokens | load s | wall s | overhead ms/call | bare call ms "
-              "| ours ms/call | peak RSS MiB | index MiB / prepare s | run folder MiB (peak / after) | checkpoints MB (peak / after) | bars |\n" + "|---" * 15 + "|")
+              "| ours ms/call | peak RSS MiB | index MiB / prepare s | run folder MiB (peak / after) "
+              "| checkpoints MB (peak / after) | bars |\n" + "|---" * 15 + "|")
     rows, misses = [], []
     for latency in latencies:
         with stub_server(latency, args.reply_tokens, tools=True) as url:

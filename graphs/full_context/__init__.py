@@ -13,4 +13,16 @@ from graphs.full_context.graph import (
 )
 from graphs.full_context.prompts import FULL_CONTEXT_TEMPLATE, PROMPTS_VERSION
 
-__all__ = ["FULL_CONTEXT_TEMPLATE", "PROMPTS_VERSION", "FullContextConfig", "FullContextPrompt", "build_graph", "full_context_prompt", "input_budget", "prepare_corpus", "truncate_prompt", "truncation_cut", "untruncated_prompt"]
+__all__ = [
+    "FULL_CONTEXT_TEMPLATE",
+    "PROMPTS_VERSION",
+    "FullContextConfig",
+    "FullContextPrompt",
+    "build_graph",
+    "full_context_prompt",
+    "input_budget",
+    "prepare_corpus",
+    "truncate_prompt",
+    "truncation_cut",
+    "untruncated_prompt",
+]

@@ -227,7 +227,10 @@ def summarize(state: PaiState, runtime: Runtime[StrategyContext[PaiConfig]]) -> 
     conclusion = strip_conclusion_label(raw)
     output = render_cot(state.get("properties") or [], state["sub_questions"], [a["text"] for a in answers], conclusion)
     steps = [
-        {"node": "sub_answer", "sub_answers": [{"sub_question": state["sub_questions"][a["sq"]]["text"], **{k: v for k, v in a.items() if k != "sq"}} for a in answers]},
+        {
+            "node": "sub_answer",
+            "sub_answers": [{"sub_question": state["sub_questions"][a["sq"]]["text"], **{k: v for k, v in a.items() if k != "sq"}} for a in answers],
+        },
         {"node": "summarize", "conclusion": conclusion},
     ]
     return {"raw": raw, "answer": output if cfg.output == "cot" else conclusion, "steps": steps}

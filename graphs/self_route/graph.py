@@ -119,7 +119,12 @@ def measure_context(state: SelfRouteState, runtime: Runtime[StrategyContext[Self
     if not leg.truncated:
         tokens = len(prompt_codec(ctx.llm)[0](leg.text))
         why = f"RAG declined; the full-context prompt ({tokens} tokens) fits the {leg.max_input_tokens}-token input budget"
-        return {"fits": True, "prompt": leg.text, "official_prompt": leg.official, "steps": [Step("measure_context", route="full_context", reason=why, prompt_tokens=tokens, **window)]}
+        return {
+            "fits": True,
+            "prompt": leg.text,
+            "official_prompt": leg.official,
+            "steps": [Step("measure_context", route="full_context", reason=why, prompt_tokens=tokens, **window)],
+        }
     why = f"RAG declined; the corpus exceeds the {leg.max_input_tokens}-token input budget, so {cfg.fallback} answers"
     return {"fits": False, "steps": [Step("measure_context", route=cfg.fallback, reason=why, **window)]}
 

@@ -81,7 +81,10 @@ class StructuredConfig(StrategyConfig):
     max_cell_chars: int = option(1_000, min=16, source="ours: a name, a number or a date is under 100 characters")
     answer_result_tokens: int = option(4_000, min=64, source="ours: 200 short rows are ~3K tokens")
     conflict_rule: Literal["latest_document", "first_document"] = option("latest_document", source="CorpusQA appendix C, rule 3")
-    unverified_values: Literal["keep", "drop"] = option("keep", source="ours: a right value's quote may not be verbatim (a re-spaced table row); 'drop' keeps only values whose quote is found in the text read")
+    unverified_values: Literal["keep", "drop"] = option(
+        "keep",
+        source="ours: a right value's quote may not be verbatim (a re-spaced table row); 'drop' keeps only values whose quote is found in the text read",
+    )
     cache: bool = option(True, source="issue 15: records reused by later questions")
     retry_degraded: bool = option(False, source="issue 31: a degraded extraction is cached as such; True reads those documents again")
     plan_max_tokens: int = option(1_024, min=1, source="ours: a 16-attribute schema is ~600 tokens of JSON")

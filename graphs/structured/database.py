@@ -408,7 +408,9 @@ def run_query(conn: sqlite3.Connection, sql: str, *, timeout_s: float = 5.0, max
             raise sqlite3.OperationalError(guards.error) from None
         if "too big" in message or reason == TOO_BIG:
             limit = conn.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
-            raise QueryTooLarge(f"a value longer than {limit:,} bytes was made (string or blob too big): the query may not build large strings or blobs") from None
+            raise QueryTooLarge(
+                f"a value longer than {limit:,} bytes was made (string or blob too big): the query may not build large strings or blobs"
+            ) from None
         if "not authorized" in message:
             raise QueryRefused(f"refused by the database: {exc} (only SELECT over the table is allowed)") from exc
         raise

@@ -204,4 +204,16 @@ def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-__all__ = ["Outcome", "acall_validated", "bound_model", "call_validated", "dumps", "fits_untokenized", "parse_records", "quote_found", "reply_arguments", "squeeze", "windows"]
+__all__ = [
+    "Outcome",
+    "acall_validated",
+    "bound_model",
+    "call_validated",
+    "dumps",
+    "fits_untokenized",
+    "parse_records",
+    "quote_found",
+    "reply_arguments",
+    "squeeze",
+    "windows",
+]

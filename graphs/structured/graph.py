@@ -509,7 +509,11 @@ def structured_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm
     extract = corpus.num_tokens + windows * (cfg.window_overlap + q + costs.TEMPLATE_TOKENS)
     per_question = 2 * (q + costs.TEMPLATE_TOKENS) + cfg.answer_result_tokens
     prompt = plan_calls * (q + costs.TEMPLATE_TOKENS) + extract + k * per_question
-    max_prompt = plan_calls * (1 + cfg.retries) * (q + costs.TEMPLATE_TOKENS) + (1 + cfg.retries) * extract + k * (per_question + cfg.sql_retries * (q + costs.TEMPLATE_TOKENS))
+    max_prompt = (
+        plan_calls * (1 + cfg.retries) * (q + costs.TEMPLATE_TOKENS)
+        + (1 + cfg.retries) * extract
+        + k * (per_question + cfg.sql_retries * (q + costs.TEMPLATE_TOKENS))
+    )
     completion = plan_calls * cfg.plan_max_tokens + windows * cfg.extract_max_tokens + k * (cfg.sql_max_tokens + cfg.answer_max_tokens)
     return CostPlan("structured", k, calls, max_calls, prompt, max_prompt, completion,
                     f"{plan_calls} plan + {windows:,} document windows + SQL + answer per question (cached records: fewer)",

@@ -205,14 +205,20 @@ def records_function(schema: TableSchema) -> dict[str, Any]:
     cell = {
         "type": ["object", "null"],
         "properties": {
-            "value": {"type": ["string", "null"], "description": "The value exactly as written, with its unit or scale (e.g. '$12.3 million', '45.2%', 'Europe')."},
+            "value": {
+                "type": ["string", "null"],
+                "description": "The value exactly as written, with its unit or scale (e.g. '$12.3 million', '45.2%', 'Europe').",
+            },
             "quote": {"type": "string", "description": "The sentence or table row of the document that states the value, copied verbatim."},
         },
         "required": ["value", "quote"],
         "additionalProperties": False,
     }
     values = {a.name: {**cell, "description": f"{a.description or a.name} ({a.type}{', ' + a.unit if a.unit else ''})"} for a in schema.attributes}
-    period = {"type": ["string", "null"], "description": (schema.time.description or schema.time.name) if schema.time else "Always null: the table has no time dimension."}
+    period = {
+        "type": ["string", "null"],
+        "description": (schema.time.description or schema.time.name) if schema.time else "Always null: the table has no time dimension.",
+    }
     record = {
         "type": "object",
         "properties": {
