@@ -13,7 +13,7 @@ from __future__ import annotations
 import io
 import mmap
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -63,6 +63,17 @@ def digest_bytes(data: bytes) -> str:
     return xxhash.xxh3_128_hexdigest(data)
 
 
+def digest_texts(texts: Iterable[str]) -> str:
+    """The digest of a sequence of strings (each UTF-8, length-prefixed, so boundaries count): what a
+    file was computed from, recorded beside it so that it is not reused for other inputs."""
+    h = xxhash.xxh3_128()
+    for text in texts:
+        data = text.encode("utf-8", "surrogatepass")
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
+    return h.hexdigest()
+
+
 def digest_file(path: Path) -> tuple[int, str]:
     """``(size, digest)`` of a file on disk, hashed straight from its memory map (no copy out of the page cache)."""
     with open(path, "rb") as f:
@@ -84,11 +95,12 @@ class Checksums:
         return Path(path).relative_to(self.folder).as_posix()
 
     @contextmanager
-    def open(self, path: Path, *, text: bool = False) -> Iterator[Any]:
+    def open(self, path: Path, *, text: bool = False, record_as: str | None = None) -> Iterator[Any]:
         """A new file at ``path`` (inside the folder) whose digest is recorded as it is written.
 
         Binary by default; ``text=True`` gives a UTF-8 text file. The digest is recorded
-        once the file is closed without error.
+        once the file is closed without error, under ``record_as`` when given (a file
+        written under a temporary name and renamed into place afterwards).
         """
         raw = _HashingWriter(path)
         f: Any = io.BufferedWriter(raw, buffer_size=_BLOCK)
@@ -96,7 +108,7 @@ class Checksums:
             f = io.TextIOWrapper(f, encoding="utf-8", newline="\n")
         with f:
             yield f
-        self.files[self._name(path)] = {"bytes": raw.size, ALGORITHM: raw.hash.hexdigest()}
+        self.files[record_as or self._name(path)] = {"bytes": raw.size, ALGORITHM: raw.hash.hexdigest()}
 
     def add_unrecorded(self, skip_prefix: str | None = None) -> list[str]:
         """Hash, from disk, every file in the folder not written through :meth:`open` (files a
@@ -118,34 +130,35 @@ class Checksums:
         return dict(sorted(self.files.items()))
 
 
-def expected(recorded: Any, name: str) -> tuple[int, str]:
-    """The recorded ``(size, digest)`` of ``name``; :class:`ChecksumMismatch` when none is recorded."""
+def expected(recorded: Any, name: str, *, where: str = "meta.json") -> tuple[int, str]:
+    """The recorded ``(size, digest)`` of ``name``; :class:`ChecksumMismatch` when ``where`` (the file
+    holding the records, for the message) records none."""
     entry = recorded.get(name) if isinstance(recorded, dict) else None
     if not isinstance(entry, dict) or not isinstance(entry.get(ALGORITHM), str) or not isinstance(entry.get("bytes"), int):
-        raise ChecksumMismatch(f"meta.json records no {ALGORITHM} checksum for {name}")
+        raise ChecksumMismatch(f"{where} records no {ALGORITHM} checksum for {name}")
     return entry["bytes"], entry[ALGORITHM]
 
 
-def check(name: str, recorded: Any, size: int, digest: str) -> None:
+def check(name: str, recorded: Any, size: int, digest: str, *, where: str = "meta.json") -> None:
     """Raise :class:`ChecksumMismatch` naming ``name`` unless ``size`` and ``digest`` are the recorded ones."""
-    want_size, want_digest = expected(recorded, name)
+    want_size, want_digest = expected(recorded, name, where=where)
     if size != want_size:
-        raise ChecksumMismatch(f"{name} holds {size} bytes, meta.json records {want_size}")
+        raise ChecksumMismatch(f"{name} holds {size} bytes, {where} records {want_size}")
     if digest != want_digest:
         raise ChecksumMismatch(f"{name} fails its {ALGORITHM} checksum (same size, other bytes)")
 
 
-def verify_file(folder: Path, name: str, recorded: Any) -> None:
-    """Check one file of ``folder`` against its recorded size and digest."""
-    want_size, _ = expected(recorded, name)
+def verify_file(folder: Path, name: str, recorded: Any, *, where: str = "meta.json") -> None:
+    """Check one file of ``folder`` against its recorded size and digest (recorded in ``where``)."""
+    want_size, _ = expected(recorded, name, where=where)
     path = Path(folder) / name
     try:
         size = path.stat().st_size
     except FileNotFoundError:
         raise ChecksumMismatch(f"{name} is missing") from None
     if size != want_size:
-        raise ChecksumMismatch(f"{name} holds {size} bytes, meta.json records {want_size}")
-    check(name, recorded, *digest_file(path))
+        raise ChecksumMismatch(f"{name} holds {size} bytes, {where} records {want_size}")
+    check(name, recorded, *digest_file(path), where=where)
 
 
 def verify_folder(folder: Path, recorded: Any) -> None:

@@ -3,10 +3,18 @@
 Embedding 10M tokens with MiniLM takes about an hour on 2 CPU cores, so embeddings are
 written in shards as they are computed: an interrupted build resumes from the last
 finished shard instead of starting over.
+
+Each shard ``NNNNNN.npy`` has a record ``NNNNNN.json`` beside it: the size and XXH3-128
+digest of the shard's bytes, taken as they are written (:mod:`retrieval.checksums`), and
+its source, the embedder and the digest of the exact chunk texts embedded. A resumed
+build reuses a shard only when both match, so neither a shard whose bytes changed (disk,
+partial copy) nor one computed from other texts (another chunking or shard size in the
+same work dir) or by another embedder ends up in the index.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,7 +23,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from retrieval.checksums import Checksums
+from retrieval.checksums import ChecksumMismatch, Checksums, digest_texts, verify_file
 from retrieval.chunking import Chunk
 from retrieval.embedders import Embedder, warn_if_truncated
 from retrieval.faiss_index import VectorIndex
@@ -57,16 +65,18 @@ class DenseRetriever:
         warn_if_truncated(self.embedder, texts)
         shards_dir = work_dir / "shards"
         shards_dir.mkdir(parents=True, exist_ok=True)
+        params = self.cache_params()
         shards = []
         desc = f"Indexing: embedding ({self.embedder.model_id}, {getattr(self.embedder, 'backend', 'torch')})"
         with tqdm(total=len(texts), desc=desc, unit="chunk", disable=not show_progress) as bar:
             for n, start in enumerate(range(0, len(texts), self.shard_size)):
                 batch = texts[start : start + self.shard_size]
                 path = shard_path(shards_dir, n)
-                vecs = read_shard(path, len(batch))
+                source = shard_source(batch, params)
+                vecs = read_shard(path, source)
                 if vecs is None:
                     vecs = self.embedder.embed_documents(batch)
-                    write_shard(path, vecs)
+                    write_shard(path, vecs, source)
                 shards.append(vecs)
                 bar.update(len(batch))
         if not shards:
@@ -74,6 +84,18 @@ class DenseRetriever:
         vectors = np.concatenate(shards)
         self._index = VectorIndex(vectors.shape[1])
         self._index.add(vectors)
+
+    def write_shards(self, texts: Sequence[str], vectors: np.ndarray, *, work_dir: Path) -> None:
+        """``vectors`` (of ``texts``, embedded elsewhere, e.g. on Ray) as the finished shards that
+        :meth:`build` over the same texts in ``work_dir`` resumes from."""
+        if len(texts) != len(vectors):
+            raise ValueError(f"{len(vectors)} vectors for {len(texts)} texts")
+        shards_dir = work_dir / "shards"
+        shards_dir.mkdir(parents=True, exist_ok=True)
+        params = self.cache_params()
+        for n, start in enumerate(range(0, len(texts), self.shard_size)):
+            stop = start + self.shard_size
+            write_shard(shard_path(shards_dir, n), vectors[start:stop], shard_source(texts[start:stop], params))
 
     def search(self, query: str, k: int) -> list[tuple[int, float]]:
         """Top ``k`` chunks by inner product with the query embedding."""
@@ -139,25 +161,77 @@ def shard_path(shards_dir: Path, n: int) -> Path:
     return Path(shards_dir) / f"{n:06d}.npy"
 
 
-def write_shard(path: Path, vectors: np.ndarray) -> None:
-    """Save one shard atomically (temporary file, then rename): a kill never leaves half a shard."""
+def shard_record_path(path: Path) -> Path:
+    """The record beside a shard: its checksum and its source (``NNNNNN.json``)."""
+    return Path(path).with_suffix(".json")
+
+
+def shard_source(texts: Sequence[str], params: dict[str, Any]) -> dict[str, Any]:
+    """What a shard's vectors are computed from: the embedder (the retriever's :meth:`~DenseRetriever.cache_params`)
+    and the texts, by count and digest.
+
+    The work dir of a cached build is keyed by corpus, chunking and embedder already, but
+    not by shard size: shard ``n`` of a build with another ``shard_size`` covers other chunks,
+    possibly as many. The texts' digest tells those apart (and a shard copied from another
+    key's work dir, or left in a work dir a caller reuses for another embedder).
+    """
+    return {"embedder": dict(params), "rows": len(texts), "texts": digest_texts(texts)}
+
+
+def write_shard(path: Path, vectors: np.ndarray, source: dict[str, Any]) -> None:
+    """Save one shard with its record (checksum and ``source``), so that a kill never leaves a shard
+    without its record.
+
+    The shard is written under a temporary name and hashed as it is written; its record
+    is put in place (temporary file, then rename) before the shard is renamed into place.
+    The shard's rename is the commit: a record without its shard is an unfinished write,
+    re-embedded; a shard is never there without the record of its bytes.
+    """
+    path = Path(path)
     tmp = path.with_suffix(".tmp.npy")
-    np.save(tmp, np.asarray(vectors, dtype=np.float32), allow_pickle=False)
+    checksums = Checksums(path.parent)
+    with checksums.open(tmp, record_as=path.name) as f:
+        np.save(f, np.ascontiguousarray(vectors, dtype=np.float32), allow_pickle=False)
+    record = shard_record_path(path)
+    tmp_record = record.with_suffix(".tmp.json")
+    tmp_record.write_text(json.dumps({"source": source, "files": checksums.as_dict()}))
+    tmp_record.replace(record)
     tmp.replace(path)
 
 
-def read_shard(path: Path, expected_rows: int) -> np.ndarray | None:
-    """A finished shard of the right size, or None: missing, from another chunking, or corrupt
-    (unreadable, not a 2-d float matrix, non-finite values); a corrupt one is named in a
-    warning and deleted, so it is re-embedded rather than trusted."""
+def read_shard(path: Path, source: dict[str, Any]) -> np.ndarray | None:
+    """The finished shard at ``path`` if it is sound and of ``source``, else None (re-embed it).
+
+    A shard is discarded (named in a warning, deleted with its record) when its record is
+    missing or unreadable, records another source (other texts or embedder), or its bytes
+    fail the recorded size and checksum, and, belt and braces, when it does not load as a
+    finite float matrix of ``source["rows"]`` rows.
+
+    A shard without a record was written before shards had them: it is re-embedded, not
+    trusted once. Its bytes cannot be checked, and with no record of its texts it cannot be
+    told from a shard of another shard size (the earlier version reused such shards when
+    their row counts matched). Re-embedding costs at most the work of one build interrupted
+    before this version, once; a finished index, by contrast, is checked whole on load
+    before its checksums are recorded (see :mod:`retrieval.index`).
+    """
+    path = Path(path)
     if not path.exists():
         return None
+    record_path = shard_record_path(path)
     try:
+        try:
+            record = json.loads(record_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ChecksumMismatch(f"{record_path.name} is missing (a shard of an earlier version, without a checksum)") from None
+        if not isinstance(record, dict) or record.get("source") != source:
+            raise ChecksumMismatch(f"{record_path.name} records other texts or another embedder")
+        verify_file(path.parent, path.name, record.get("files"), where=record_path.name)
         vecs = np.load(path, allow_pickle=False)
-        if vecs.ndim != 2 or vecs.dtype.kind != "f" or not np.isfinite(vecs).all():
-            raise ValueError(f"not a finite 2-d float matrix (shape {vecs.shape}, dtype {vecs.dtype})")
-    except (OSError, ValueError, EOFError) as exc:
-        log.warning("Discarding corrupt embedding shard %s (%s); re-embedding it", path, exc)
+        if vecs.ndim != 2 or vecs.dtype.kind != "f" or vecs.shape[0] != source["rows"] or not np.isfinite(vecs).all():
+            raise ValueError(f"not a finite float matrix of {source['rows']} rows (shape {vecs.shape}, dtype {vecs.dtype})")
+    except (OSError, ValueError, EOFError) as exc:  # ChecksumMismatch and JSON errors are ValueErrors
+        log.warning("Discarding embedding shard %s (%s); re-embedding it", path, exc)
         path.unlink(missing_ok=True)
+        record_path.unlink(missing_ok=True)
         return None
-    return vecs if vecs.shape[0] == expected_rows else None
+    return vecs

@@ -7,7 +7,8 @@ version). Layout under ``<cache>/indexes/``:
 * ``<key>.lock``: held (``flock``) by the one thread/process building that key; others
   wait, then load what it built;
 * ``<key>.partial/shards/``: embedding shards of an unfinished dense build, owned by the
-  lock holder, so an interrupted build resumes from them (a corrupt shard is re-embedded);
+  lock holder, so an interrupted build resumes from them (each shard's checksum and source
+  are recorded beside it; a shard that fails them is re-embedded);
 * ``<key>.build-<pid>-<id>/``: the holder's private output folder, renamed to ``<key>/``
   when complete, so nothing ever sees half an index.
 
@@ -39,6 +40,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -49,7 +51,7 @@ from retrieval.base import Hit, Retriever
 from retrieval.checksums import ChecksumMismatch, Checksums, verify_folder
 from retrieval.chunking import Chunk, ChunkingConfig, chunk_corpus
 from retrieval.contract import Corpus
-from retrieval.dense import shard_path, write_shard
+from retrieval.dense import DenseRetriever
 from retrieval.locks import exclusive_lock
 from retrieval.paths import default_cache_dir
 from retrieval.retrievers import make_retriever
@@ -148,12 +150,10 @@ def build_lock(folder: Path):
     return exclusive_lock(lock_file(folder), wait=True, what=f"index {folder.name}")
 
 
-def write_shards(folder: Path, vectors: np.ndarray, shard_size: int) -> None:
-    """``vectors`` as the finished shards a dense build of ``folder`` resumes from (hold :func:`build_lock`)."""
-    shards = shards_folder(folder)
-    shards.mkdir(parents=True, exist_ok=True)
-    for n, start in enumerate(range(0, len(vectors), shard_size)):
-        write_shard(shard_path(shards, n), vectors[start : start + shard_size])
+def write_shards(folder: Path, retriever: DenseRetriever, texts: Sequence[str], vectors: np.ndarray) -> None:
+    """``vectors`` of the chunk ``texts`` as the finished shards (checksummed, with their source) that
+    a dense build of ``folder`` with ``retriever`` resumes from (hold :func:`build_lock`)."""
+    retriever.write_shards(texts, vectors, work_dir=partial_folder(folder))
 
 
 def build_index(

@@ -127,5 +127,5 @@ def build_index_ray(
             ensure_ray(address)
             chunks = chunk_corpus(corpus, chunking, show_progress=show_progress)
             vectors = embed_on_ray([c.text for c in chunks], retriever.embedder, workers=workers, batch_size=batch_size)
-            write_shards(folder, vectors, retriever.shard_size)
+            write_shards(folder, retriever, [c.text for c in chunks], vectors)
         return build_index(corpus, retriever, chunking=chunking, cache_dir=cache_dir, show_progress=show_progress)
