@@ -6,6 +6,9 @@ of the bytes catches it. The digest is XXH3-128 (``xxhash``, a dependency of Lan
 about 11 GB/s on one core here, against about 1 GB/s for ``blake2b`` or ``sha256``, so
 verifying a 10M-token index costs milliseconds. It guards against accidents (disk,
 copy, editor), not against an attacker, who could rewrite ``meta.json`` as well.
+
+The embedding shards of an unfinished dense build are checked by the same rule, each
+against the record written beside it (:mod:`retrieval.dense`).
 """
 
 from __future__ import annotations
