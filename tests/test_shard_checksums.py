@@ -117,3 +117,16 @@ def test_shard_records_name_what_is_wrong(tmp_path, caplog):
     path.write_bytes(path.read_bytes()[:-1])
     assert read_shard(path, source) is None
     assert "holds 175 bytes, 000000.json records 176" in caplog.text
+
+
+def test_shards_written_from_vectors_embedded_elsewhere_are_resumed_from(tmp_path):
+    """The Ray path: vectors embedded elsewhere become shards with records a local build reuses."""
+    chunks = chunk_corpus(corpus(), CHUNKING)[:25]
+    reference = DenseRetriever(embedder(), shard_size=10)
+    reference.build(chunks, work_dir=tmp_path / "reference")
+    DenseRetriever(embedder(), shard_size=10).write_shards([c.text for c in chunks], reference._index.vectors(0, 25), work_dir=tmp_path)
+    resumed_embedder = embedder()
+    resumed = DenseRetriever(resumed_embedder, shard_size=10)
+    resumed.build(chunks, work_dir=tmp_path)
+    assert resumed_embedder.embedded == 0
+    np.testing.assert_array_equal(resumed._index.vectors(0, 25), reference._index.vectors(0, 25))
