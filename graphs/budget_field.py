@@ -22,7 +22,6 @@ class names.
 
 from __future__ import annotations
 
-import functools
 import re
 from typing import Any
 
@@ -87,8 +86,13 @@ def budget_kwargs(llm: Any, max_tokens: int) -> dict[str, Any]:
     return kwargs
 
 
-@functools.lru_cache(maxsize=64)
+_RENAMES: dict[type, bool] = {}  # per model class: the answer is asked on every call
+
+
 def _renames_budget(cls: type) -> bool:
     """Whether ``cls`` is LangChain's ``ChatOpenAI`` or a subclass that does not apply :func:`with_budget_field` itself."""
-    is_chat_openai = any(c.__name__ == "ChatOpenAI" and c.__module__.startswith("langchain_openai") for c in cls.__mro__)
-    return is_chat_openai and not getattr(cls, APPLIES_BUDGET_FIELD, False)
+    found = _RENAMES.get(cls)
+    if found is None:
+        is_chat_openai = any(c.__name__ == "ChatOpenAI" and c.__module__.startswith("langchain_openai") for c in cls.__mro__)
+        found = _RENAMES[cls] = is_chat_openai and not getattr(cls, APPLIES_BUDGET_FIELD, False)
+    return found

@@ -3,10 +3,12 @@
 LangChain's ``ChatOpenAI`` sends every budget as ``max_completion_tokens``, which
 llama-cpp-python's server (0.3.x) ignores: a budget of 8 generated hundreds of tokens. Our
 OpenAI model sends ``max_tokens`` except to OpenAI's reasoning models, which only take
-``max_completion_tokens`` (``agents.chat_models.budget_field``).
+``max_completion_tokens`` (``agents.chat_models.budget_field``). A ``ChatOpenAI`` the user
+built and passed as ``llm=`` gets the same rule per call (``graphs.budget_field.budget_kwargs``).
 
 The fast tests check the request bodies against the recording stub; the ones marked ``slow``
-run ``rag``, ``full_context``, ``memagent`` and ``longctx answer`` against a real
+run ``rag``, ``full_context``, ``memagent`` (with our model and with a user's ``ChatOpenAI``)
+and ``longctx answer`` against a real
 ``python -m llama_cpp.server`` on the embedded model and read the completion tokens it reports.
 """
 
