@@ -23,6 +23,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 
+from graphs.budget_field import budget_kwargs
 from graphs.usage import metering_queue
 from retrieval.paths import default_cache_dir
 
@@ -126,7 +127,7 @@ def _timed(chat: BaseChatModel, prompt: str, max_tokens: int) -> tuple[float, in
     uncached = chat.model_copy(update={"cache": False, "callbacks": None})  # a replayed call would time nothing
     started = time.perf_counter()
     with metering_queue() as queue:  # waiting while concurrent answers use the model is not its speed
-        reply = uncached.invoke([HumanMessage(content=prompt)], max_tokens=max_tokens, temperature=0.0)
+        reply = uncached.invoke([HumanMessage(content=prompt)], **budget_kwargs(uncached, max_tokens), temperature=0.0)
     seconds = time.perf_counter() - started - queue.seconds
     usage = getattr(reply, "usage_metadata", None) or {}
     prompt_tokens = usage.get("input_tokens") or len(prompt.split())

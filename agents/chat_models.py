@@ -14,7 +14,9 @@
   naming the server, the HTTP status and the retries made (:func:`as_chat_model_error`).
   The answer budget goes out as ``max_tokens``, the field every OpenAI-compatible server
   honours, and as ``max_completion_tokens`` only for OpenAI's reasoning models, which
-  refuse the older name (:func:`budget_field`).
+  refuse the older name (:func:`budget_field`, from :mod:`graphs.budget_field`). A
+  ``ChatOpenAI`` the user built and passed as a model gets the same rule per call
+  (:func:`graphs.budget_field.budget_kwargs`).
 
 Every spec takes ``tokenizer=`` (or ``$LONGCTX_TOKENIZER``): which tokenizer counts for
 the model (``"auto"``, ``"model"``, ``"hf:PATH"``, ``"server"``, ``"tiktoken:o200k_base"``,
@@ -26,7 +28,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -39,6 +40,9 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ConfigDict, PrivateAttr, SecretStr
 
 from agents.lean_transport import should_retry
+from graphs.budget_field import BUDGET_FIELDS as BUDGET_FIELDS  # re-exported: the rule lives in graphs, its callers
+from graphs.budget_field import budget_field as budget_field
+from graphs.budget_field import with_budget_field as with_budget_field
 from graphs.llm import model_id, set_tokenizer
 from graphs.usage import shared_model_lock
 from retrieval.contract import Registry
@@ -48,13 +52,6 @@ from retrieval.tokenizers import TokenizerError
 DEFAULT_LLM = "embedded"
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 _ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
-
-#: The two names of the answer budget in a Chat Completions body.
-BUDGET_FIELDS = ("max_tokens", "max_completion_tokens")
-#: OpenAI's reasoning models (o1, o3, o4-mini, the gpt-5 family), which reject ``max_tokens``
-#: and take only ``max_completion_tokens`` (OpenAI's Chat Completions reference).
-_REASONING_MODEL = re.compile(r"^(o\d|gpt-5)", re.IGNORECASE)
-
 
 class ChatModelError(RuntimeError):
     """A chat model cannot be built (bad spec, missing key or file) or its server does not answer.
@@ -80,30 +77,6 @@ class MalformedResponseError(ValueError):
 
 #: HTTP statuses the openai SDK retries (besides connection errors and timeouts).
 _RETRIED_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
-
-
-def budget_field(model: str | None) -> str:
-    """The Chat Completions field that carries the answer budget for ``model``.
-
-    ``max_tokens`` for every model but OpenAI's reasoning models: it is what the official
-    benchmark scripts send and what vLLM, llama.cpp's server, Ollama and OpenAI's chat
-    models honour; llama-cpp-python's server (0.3.x) ignores ``max_completion_tokens`` and
-    generates to the end of its window. ``max_completion_tokens`` for the o-series and the
-    gpt-5 family, which reject ``max_tokens``. LangChain's ``ChatOpenAI`` always renames the
-    budget to ``max_completion_tokens``; ``RetryingChatOpenAI`` sends what this returns.
-    """
-    return "max_completion_tokens" if _REASONING_MODEL.match((model or "").strip()) else "max_tokens"
-
-
-def with_budget_field(payload: dict[str, Any], model: str | None) -> dict[str, Any]:
-    """``payload`` with its answer budget (under either name) sent as :func:`budget_field` says; in place."""
-    present = [key for key in BUDGET_FIELDS if key in payload]
-    if present:
-        value = payload.pop(present[-1])  # ChatOpenAI's own rename leaves only max_completion_tokens
-        for key in present[:-1]:
-            payload.pop(key)
-        payload[budget_field(model)] = value
-    return payload
 
 
 def max_retries_setting() -> int:

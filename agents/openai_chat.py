@@ -19,7 +19,7 @@ import inspect
 import json
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
@@ -40,6 +40,8 @@ class RetryingChatOpenAI(ChatOpenAI):
     :class:`~agents.chat_models.ChatModelError`; serialized (and so cached) as plain ``ChatOpenAI``."""
 
     _transport: Any = PrivateAttr(default=None)
+    #: Its payload goes through ``with_budget_field``: ``graphs.budget_field.budget_kwargs`` sends it a plain ``max_tokens``.
+    applies_budget_field: ClassVar[bool] = True
 
     @classmethod
     def lc_id(cls) -> list[str]:

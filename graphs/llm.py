@@ -18,6 +18,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 
+from graphs.budget_field import budget_kwargs
 from graphs.tokenizer_choice import ModelFacts, select_tokenizer
 from retrieval import tokens
 from retrieval.contract import Usage
@@ -43,7 +44,8 @@ def complete_with_usage(
     that reports no usage is counted with its tokenizer (:func:`tokenizer_for`) and marked
     ``estimated``.
     """
-    message = llm.invoke([HumanMessage(content=prompt)], max_tokens=max_tokens, temperature=temperature, stop=None if stop is None else list(stop), **kwargs)
+    budget = budget_kwargs(llm, max_tokens)  # the field the model honours, also for a ChatOpenAI the user built
+    message = llm.invoke([HumanMessage(content=prompt)], **budget, temperature=temperature, stop=None if stop is None else list(stop), **kwargs)
     content = message.content
     if not isinstance(content, str):
         content = "".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content)

@@ -3,15 +3,18 @@
 LangChain's ``ChatOpenAI`` sends every budget as ``max_completion_tokens``, which
 llama-cpp-python's server (0.3.x) ignores: a budget of 8 generated hundreds of tokens. Our
 OpenAI model sends ``max_tokens`` except to OpenAI's reasoning models, which only take
-``max_completion_tokens`` (``agents.chat_models.budget_field``).
+``max_completion_tokens`` (``agents.chat_models.budget_field``). A ``ChatOpenAI`` the user
+built and passed as ``llm=`` gets the same rule per call (``graphs.budget_field.budget_kwargs``).
 
 The fast tests check the request bodies against the recording stub; the ones marked ``slow``
-run ``rag``, ``full_context``, ``memagent`` and ``longctx answer`` against a real
+run ``rag``, ``full_context``, ``memagent`` (with our model and with a user's ``ChatOpenAI``)
+and ``longctx answer`` against a real
 ``python -m llama_cpp.server`` on the embedded model and read the completion tokens it reports.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 
 import pytest
@@ -20,6 +23,7 @@ from langchain_openai import ChatOpenAI
 from agents import answer
 from agents.chat_models import budget_field, make_chat_model
 from experiments.cli import main
+from graphs.pai.calls import KeepContextArgs
 from retrieval import Corpus
 from tests.recording_server import RecordingServer
 
@@ -110,6 +114,102 @@ def test_replies_cached_under_the_old_field_are_not_replayed(tmp_path):
     assert reasoning._get_llm_string(max_tokens=BUDGET) == ChatOpenAI._get_llm_string(reasoning, max_tokens=BUDGET)  # its body is unchanged
 
 
+# -- a ChatOpenAI the user built (answer(..., llm=ChatOpenAI(...))) gets the same rule ----------------
+USER_KWARGS = {"model_kwargs": {"user": "analyst"}, "extra_body": {"repeat_penalty": 1.1}}
+
+
+def user_chat_openai(url: str, model: str = "smollm2", **options) -> ChatOpenAI:
+    """What an analyst builds: LangChain's own class, with their own top-level and extra-body parameters."""
+    return ChatOpenAI(model=model, base_url=url, api_key="not-needed", max_retries=0, **{**USER_KWARGS, **options})
+
+
+def assert_user_parameters_kept(requests: list[dict], llm: ChatOpenAI) -> None:
+    assert all(r.get("user") == "analyst" and r.get("repeat_penalty") == 1.1 for r in requests)
+    assert llm.extra_body == {"repeat_penalty": 1.1} and llm.model_kwargs == {"user": "analyst"}  # the user's model is not changed
+
+
+@pytest.mark.parametrize("strategy", list(STRATEGIES))
+def test_a_user_built_chat_openai_sends_max_tokens(strategy):
+    with RecordingServer(lambda request: "The vault code is 7421.") as server:
+        llm = user_chat_openai(server.url)
+        answer(corpus(), QUESTION, strategy=strategy, llm=llm, max_new_tokens=BUDGET, **STRATEGIES[strategy])
+    assert server.requests
+    assert all(r.get("max_tokens") == BUDGET and "max_completion_tokens" not in r for r in server.requests)
+    assert_user_parameters_kept(server.requests, llm)
+
+
+def test_a_user_built_reasoning_model_gets_max_completion_tokens():
+    with RecordingServer() as server:
+        llm = user_chat_openai(server.url, model="o3-mini")
+        answer(corpus(), QUESTION, strategy="rag", llm=llm, max_new_tokens=BUDGET, top_k=3)
+    assert [r.get("max_completion_tokens") for r in server.requests] == [BUDGET]
+    assert not any("max_tokens" in r for r in server.requests)
+    assert_user_parameters_kept(server.requests, llm)
+
+
+def test_a_budget_set_on_the_user_model_is_overridden_by_the_call():
+    """``ChatOpenAI(max_tokens=512)`` goes out as ``max_completion_tokens``; the call's budget wins, as it would in LangChain."""
+    with RecordingServer() as server:
+        llm = user_chat_openai(server.url, max_tokens=512)
+        answer(corpus(), QUESTION, strategy="rag", llm=llm, max_new_tokens=BUDGET, top_k=3)
+    [request] = server.requests
+    assert request["max_tokens"] == BUDGET and request.get("max_completion_tokens") is None
+    assert llm.max_tokens == 512
+
+
+def test_structured_calls_and_calibration_send_max_tokens_to_a_user_model():
+    from agents.calibration import _timed
+    from graphs.pai.calls import acall_structured, call_structured
+    from graphs.pai.prompts import KEEP_CONTEXT_FUNCTION
+    from graphs.structured.extract import call_validated
+
+    with RecordingServer(lambda request: '{"keep_context": true}') as server:
+        llm = user_chat_openai(server.url)
+        options = dict(item_model=KeepContextArgs, mode="json", function=KEEP_CONTEXT_FUNCTION, max_tokens=BUDGET)
+        assert call_structured(llm, "Keep it?", **options).items == [{"keep_context": True}]
+        assert asyncio.run(acall_structured(llm, "Keep it?", **options)).items == [{"keep_context": True}]
+        call_validated(llm, "Rows?", lambda arguments: arguments, mode="json", function=None, retries=0, max_tokens=BUDGET, temperature=0.0)
+        _timed(llm, "Say hi.", 1)
+    assert [r.get("max_tokens") for r in server.requests] == [BUDGET, BUDGET, BUDGET, 1]
+    assert not any("max_completion_tokens" in r for r in server.requests)
+
+
+def test_user_model_replies_cached_under_the_old_field_are_not_replayed():
+    """Before the fix a user's ``ChatOpenAI`` was called with ``max_tokens=`` (sent as ``max_completion_tokens``):
+    a reply cached under that key may be unbounded and is not replayed."""
+    from langchain_core.caches import InMemoryCache
+    from langchain_core.load import dumps
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langchain_core.outputs import ChatGeneration
+
+    from graphs.llm import complete
+
+    with RecordingServer(lambda request: "short") as server:
+        cache = InMemoryCache()
+        llm = user_chat_openai(server.url, cache=cache)
+        prompt = dumps([HumanMessage(content=QUESTION)])
+        cache.update(prompt, llm._get_llm_string(stop=None, max_tokens=BUDGET, temperature=0.0), [ChatGeneration(message=AIMessage(content="unbounded"))])
+        assert complete(llm, QUESTION, max_tokens=BUDGET) == "short" and len(server.requests) == 1
+        assert complete(llm, QUESTION, max_tokens=BUDGET) == "short" and len(server.requests) == 1  # its own entry replays
+
+
+def test_budget_kwargs_leave_other_models_alone():
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+    from langchain_openai import AzureChatOpenAI
+
+    from graphs.budget_field import budget_kwargs
+
+    url = "http://127.0.0.1:9/v1"
+    plain = {"max_tokens": BUDGET}
+    assert budget_kwargs(FakeListChatModel(responses=["x"]), BUDGET) == plain  # a scripted model
+    assert budget_kwargs(make_chat_model("openai:smollm2", base_url=url), BUDGET) == plain  # ours rewrites its own body
+    azure = AzureChatOpenAI(azure_endpoint="http://127.0.0.1:9", azure_deployment="my-o3", api_version="2024-10-21", api_key="k")
+    assert budget_kwargs(azure, BUDGET) == plain  # sends a per-call max_tokens as it is; its deployment name says no model
+    assert budget_kwargs(user_chat_openai(url, use_responses_api=True), BUDGET) == plain  # LangChain sends max_output_tokens
+    assert budget_kwargs(user_chat_openai(url, model="gpt-5-mini"), BUDGET) == plain  # LangChain's rename is right for it
+    assert budget_kwargs(user_chat_openai(url), BUDGET) == {"extra_body": {"repeat_penalty": 1.1, "max_tokens": BUDGET}}
+
+
 @pytest.fixture(scope="module")
 def served():
     """``python -m llama_cpp.server`` on the embedded model (alias ``smollm2``), for the module."""
@@ -130,6 +230,17 @@ def test_a_real_server_generates_at_most_the_budget(served, strategy):
     assert 0 < usage.completion_tokens <= BUDGET * usage.llm_calls
     if strategy != "memagent":
         assert usage.llm_calls == 1
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+@pytest.mark.parametrize("strategy", list(STRATEGIES))
+def test_a_user_built_chat_openai_on_a_real_server_generates_at_most_the_budget(served, strategy):
+    llm = ChatOpenAI(model="smollm2", base_url=served, api_key="not-needed", max_retries=0)
+    result = answer(corpus(), QUESTION, strategy=strategy, llm=llm, max_new_tokens=BUDGET, **STRATEGIES[strategy])
+    usage = result.usage
+    assert usage.llm_calls >= 1 and not usage.estimated
+    assert 0 < usage.completion_tokens <= BUDGET * usage.llm_calls
 
 
 @pytest.mark.e2e

@@ -22,6 +22,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from graphs.budget_field import budget_kwargs
 from graphs.llm import has_native_async
 from graphs.pai.prompts import KEEP_CONTEXT_FUNCTION, RETRY_NOTE
 from graphs.twins import blocking, run_blocking
@@ -118,7 +119,7 @@ def call_structured(
         temperature: Sampling temperature (0 = greedy).
     """
     model = _structured_model(llm, mode, function, tool_choice)
-    invoke = blocking(functools.partial(model.invoke, max_tokens=max_tokens, temperature=temperature))
+    invoke = blocking(functools.partial(model.invoke, **budget_kwargs(llm, max_tokens), temperature=temperature))
     return run_blocking(_attempts(prompt, item_model, mode, retries, invoke))
 
 
@@ -142,7 +143,7 @@ async def acall_structured(
     :data:`SYNC_MODEL_POOL` instead, so the graph's ``max_concurrency`` still bounds it.
     """
     model = _structured_model(llm, mode, function, tool_choice)
-    invoke = functools.partial(ainvoke_model, llm, model, max_tokens=max_tokens, temperature=temperature)
+    invoke = functools.partial(ainvoke_model, llm, model, **budget_kwargs(llm, max_tokens), temperature=temperature)
     return await _attempts(prompt, item_model, mode, retries, invoke)
 
 

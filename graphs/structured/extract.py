@@ -18,6 +18,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from pydantic import BaseModel, ValidationError
 
+from graphs.budget_field import budget_kwargs
 from graphs.pai.calls import MalformedOutput, ainvoke_model, first_json, text_of
 from graphs.pai.prompts import RETRY_NOTE
 from graphs.structured.normalize import ValueNotUnderstood, normalize_value
@@ -101,7 +102,7 @@ def call_validated(
     retry carries the previous error (PAI's retry note). ``model``: ``bound_model(llm, mode,
     function)`` made once by the caller (bound here when not given)."""
     model = model if model is not None else bound_model(llm, mode, function)
-    invoke = blocking(functools.partial(model.invoke, max_tokens=max_tokens, temperature=temperature))
+    invoke = blocking(functools.partial(model.invoke, **budget_kwargs(llm, max_tokens), temperature=temperature))
     return run_blocking(_attempts(prompt, parse, retries, invoke))
 
 
@@ -125,7 +126,7 @@ async def acall_validated(
 
     async def invoke(messages: list[BaseMessage]) -> AIMessage:
         async with held:
-            return await ainvoke_model(llm, model, messages, max_tokens=max_tokens, temperature=temperature)
+            return await ainvoke_model(llm, model, messages, **budget_kwargs(llm, max_tokens), temperature=temperature)
 
     return await _attempts(prompt, parse, retries, invoke)
 
