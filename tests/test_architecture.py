@@ -256,3 +256,36 @@ def test_no_module_outside_a_strategy_package_names_a_strategy():
         found += [f"{where}:{node.lineno}: {node.value!r}" for node in ast.walk(tree)
                   if isinstance(node, ast.Constant) and node.value in names and id(node) not in allowed]  # fmt: skip
     assert len(names) >= 8 and found == [], "\n".join(found)
+
+
+_MODEL_CALLS = {"invoke", "ainvoke", "stream", "astream", "batch", "abatch", "bind"}
+
+
+def _budget_bypasses(tree: ast.AST, where: str) -> list[str]:
+    """Calls that hand a chat model ``max_tokens=`` directly: ``model.invoke(..., max_tokens=n)`` or
+    ``functools.partial(model.invoke, max_tokens=n)``."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not any(k.arg == "max_tokens" for k in node.keywords):
+            continue
+        func = node.func
+        target = node.args[0] if isinstance(func, (ast.Name, ast.Attribute)) and getattr(func, "attr", getattr(func, "id", "")) == "partial" \
+            and node.args else func  # fmt: skip
+        if isinstance(target, ast.Attribute) and target.attr in _MODEL_CALLS:
+            found.append(f"{where}:{node.lineno}")
+    return found
+
+
+def test_every_answer_budget_goes_through_budget_kwargs():
+    """A budget handed to a chat model as ``max_tokens=`` goes out as ``max_completion_tokens`` from a
+    ``ChatOpenAI`` the user built, which llama.cpp servers ignore; :func:`graphs.budget_field.budget_kwargs`
+    sends the field the model honours, so no library call passes ``max_tokens=`` to a model itself."""
+    bad = ast.parse("functools.partial(model.invoke, max_tokens=8)\nllm.ainvoke(messages, max_tokens=8)\nllm.invoke(m, **budget_kwargs(llm, 8))")
+    assert _budget_bypasses(bad, "example") == ["example:1", "example:2"]  # the check sees both forms, and not the right one
+    found = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            if "perf" in path.parts:  # the benchmark scripts drive the library's own ``openai:`` models, which fix their payload
+                continue
+            found += _budget_bypasses(ast.parse(path.read_text(encoding="utf-8")), str(path.relative_to(ROOT)))
+    assert found == [], "\n".join(found)
