@@ -9,6 +9,8 @@ import urllib.request
 
 import pytest
 
+import agents.lean_transport
+import agents.openai_chat
 from agents import ChatModelError, answer
 from agents.chat_models import as_chat_model_error, make_chat_model
 from experiments.perf.stub_server import stub_server
@@ -22,7 +24,11 @@ def chat_requests(url: str) -> int:
 
 @pytest.fixture(autouse=True)
 def two_retries(monkeypatch):
+    """Two retries, without the backoff's pauses (0.5 s, 1 s: 1.5 s a test; the schedule itself is
+    tested in test_transport_parity and test_twins)."""
     monkeypatch.setenv("LONGCTX_MAX_RETRIES", "2")
+    monkeypatch.setattr(agents.lean_transport, "retry_delay", lambda retry: 0.0)
+    monkeypatch.setattr(agents.openai_chat, "retry_delay", lambda retry: 0.0)
 
 
 @pytest.mark.parametrize("fault,status", [("500", 500), ("429", 429), ("empty_choices", 200), ("malformed", 200)])
