@@ -29,7 +29,7 @@ from rank_bm25 import BM25Okapi
 
 from retrieval.checksums import Checksums
 from retrieval.chunking import _CJK, Chunk
-from retrieval.term_counts import TermCounts, bm25_scores
+from retrieval.term_counts import TermCounts, bm25_scores, lucene_matrix
 
 logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s logs every index build at DEBUG
 _TOKEN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+")
@@ -219,6 +219,20 @@ class BM25Retriever:
             raise ValueError(f"The last BM25 segment does not start at chunk {start}")
         self._counts[-1].save(folder, checksums)
 
+    def compact(self) -> None:
+        """Fold the segments into one, scored by a bm25s model again (a build's speed), made from the raw counts.
+
+        Nothing is tokenized again: the merged counts are those a build over all the chunks
+        makes, and the model's matrix is computed from them in bm25s's arithmetic
+        (:func:`retrieval.term_counts.lucene_matrix`), so scores equal a fresh build's bit for bit.
+        :meth:`save` then writes the index of one segment.
+        """
+        if not self.extensible():
+            raise RuntimeError("This BM25 index has no raw counts to compact (rank_bm25 engine, or built before segments existed)")
+        merged = TermCounts.concat(self._counts or [])
+        self._model = bm25s_model(merged, k1=self.k1, b=self.b)
+        self._counts, self._counts_folder = [merged], None
+
     def load_segments(self, folders: Sequence[Path]) -> None:
         """Read an index saved as segments: the first folder's counts, then each later segment's."""
         if len(folders) == 1:
@@ -228,3 +242,22 @@ class BM25Retriever:
             raise ValueError("Only the bm25s engine reads an index of several segments")
         self._counts = [TermCounts.load(f) for f in folders]
         self._model, self._counts_folder = None, None
+
+
+def bm25s_model(counts: TermCounts, *, k1: float, b: float) -> Any:
+    """A bm25s ``BM25`` (method ``lucene``) over the chunks of ``counts``, as ``BM25.index`` would set it up from their tokens.
+
+    Its vocabulary is the counts' term order, with bm25s's empty token ``""`` appended as
+    ``index`` does (bm25s's own order is a set's, so only the column order differs).
+    """
+    import bm25s
+
+    data, indices, indptr = lucene_matrix(counts, k1=k1, b=b)
+    model = bm25s.BM25(method="lucene", k1=k1, b=b)
+    model.scores = {"data": data, "indices": indices, "indptr": indptr, "num_docs": len(counts)}
+    vocab = {term: j for j, term in enumerate(counts.terms)}
+    vocab.setdefault("", len(vocab))
+    model.vocab_dict = vocab
+    model.unique_token_ids_set = set(vocab.values())
+    model.nonoccurrence_array = None
+    return model

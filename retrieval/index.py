@@ -20,6 +20,15 @@ chunking and retriever), its files are hard-linked into the new index and one se
 dense searches one flat index of all vectors in chunk order, BM25 scores the segments' raw
 term counts with corpus-wide statistics, so rankings equal a rebuild's.
 
+Segments are compacted as in a log-structured merge: a growth that would leave more than
+:attr:`CompactionPolicy.max_segments` (10) segments writes the new index as one segment
+instead, the layout of a fresh build, made from what the segments hold (BM25's raw counts
+merged and turned into a bm25s matrix, dense's vectors; nothing is tokenized or embedded
+again). A full merge rather than tiers: BM25's statistics are corpus-wide, so only a single
+segment is scored by a precomputed bm25s matrix (a build's query speed); several, however
+few, are scored from raw counts. The new index is written beside the prefix's, like any
+growth, and renamed into place: a kill leaves the prefix's segments as they were.
+
 ``meta.json`` records the size and XXH3-128 digest of every other file, computed while
 the file is written (:mod:`retrieval.checksums`). Every load is validated (files present,
 of their recorded size and digest, readable, chunk count as in the meta, one vector per
@@ -41,7 +50,7 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +78,27 @@ def clear_memory_cache() -> None:
     """Forget the indexes kept in this process (the next lookup loads from disk); for tests and long-lived services."""
     _MEMORY_CACHE.clear()
 _MEMORY_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class CompactionPolicy:
+    """When a grown index folds its segments back into one (see the module docstring).
+
+    Attributes:
+        max_segments: The most segments an index keeps; a growth that would make more writes
+            the new index as one segment. 10 is the merge factor of Lucene's log merge policy
+            (``LogMergePolicy.DEFAULT_MERGE_FACTOR``) and the segments per tier of its tiered one.
+    """
+
+    max_segments: int = 10
+
+    def __post_init__(self) -> None:
+        if isinstance(self.max_segments, bool) or not isinstance(self.max_segments, int) or self.max_segments < 1:
+            raise ValueError(f"max_segments must be a positive integer, got {self.max_segments!r}")
+
+    def compacts(self, segments: int) -> bool:
+        """Whether an index of ``segments`` segments is to be compacted into one."""
+        return segments > self.max_segments
 
 
 class Index:
@@ -164,6 +194,7 @@ def build_index(
     cache_dir: str | Path | None = None,
     use_cache: bool = True,
     show_progress: bool = False,
+    compaction: CompactionPolicy | None = None,
     **retriever_options,
 ) -> Index:
     """Chunk ``corpus`` and index it with ``retriever``, reusing a cached index when one matches.
@@ -179,6 +210,7 @@ def build_index(
         cache_dir: Root of the on-disk cache (default :func:`default_cache_dir`).
         use_cache: Read and write the on-disk cache; ``False`` builds in memory only.
         show_progress: Progress bars while chunking and embedding.
+        compaction: When an index grown by segments is compacted into one (default :class:`CompactionPolicy`).
         **retriever_options: Options of the named retriever (e.g. ``model=...``, ``engine=...``).
     """
     chunking = chunking or ChunkingConfig()
@@ -203,7 +235,7 @@ def build_index(
             if index is None:
                 if folder.exists():
                     _move_aside(folder)
-                index = _grow(corpus, chunking, retriever, key, folder, show_progress)
+                index = _grow(corpus, chunking, retriever, key, folder, show_progress, compaction or CompactionPolicy())
             if index is None:
                 index = _build(corpus, chunking, retriever, key, folder, show_progress)
             _remember(key, index)
@@ -445,10 +477,13 @@ def _link(src: Path, dst: Path) -> None:
         shutil.copy2(src, dst)
 
 
-def _grow(corpus, chunking, retriever, key, folder: Path, show_progress: bool) -> Index | None:
+def _grow(corpus, chunking, retriever, key, folder: Path, show_progress: bool, compaction: CompactionPolicy) -> Index | None:
     """The index of ``corpus`` made from the cached index of its longest prefix plus one segment of the
     new documents' chunks (only they are chunked, tokenized, embedded); None when no prefix is cached
-    or the retriever cannot grow (then the caller builds from scratch). The caller holds the build lock."""
+    or the retriever cannot grow (then the caller builds from scratch). The caller holds the build lock.
+
+    When that would make more segments than ``compaction`` allows, the new index is written as
+    one segment instead (:func:`_write_compacted`); the prefix's index is left as it was."""
     if not callable(getattr(retriever, "extend", None)):
         return None
     found = cached_prefix(corpus, chunking, retriever, folder.parent)
@@ -467,26 +502,31 @@ def _grow(corpus, chunking, retriever, key, folder: Path, show_progress: bool) -
     retriever.extend(new_chunks, work_dir=partial, show_progress=show_progress)
     old_segments = base_meta.get("segments") or [{"path": ".", "documents": [0, start_doc], "chunks": [0, first]}]
     segment = {"path": f"segments/{len(old_segments):03d}", "documents": [start_doc, len(corpus)], "chunks": [first, first + len(new_chunks)]}
+    compacting = compaction.compacts(len(old_segments) + 1)
     for stale in folder.parent.glob(f"{folder.name}.build-*"):  # left by killed builders (we hold the lock)
         shutil.rmtree(stale, ignore_errors=True)
     tmp = folder.with_name(f"{folder.name}.build-{os.getpid()}-{uuid.uuid4().hex[:8]}")
     tmp.mkdir()
     try:
         checksums = Checksums(tmp)
-        try:
-            for name, entry in base_meta["files"].items():  # the prefix's segments, verified by _load above
-                _link(base_folder / name, tmp / name)
-                checksums.files[name] = entry
-        except OSError as exc:  # the prefix's index was moved aside (repaired) meanwhile: build whole
-            log.info("Cannot reuse the cached index at %s (%s); building the whole index", base_folder, exc)
-            shutil.rmtree(tmp, ignore_errors=True)
-            return None
-        seg_dir = tmp / str(segment["path"])
-        seg_dir.mkdir(parents=True)
-        retriever.save_segment(seg_dir, first, checksums)
-        with checksums.open(seg_dir / CHUNKS_FILE, text=True) as f:
-            f.writelines(json.dumps(asdict(c), ensure_ascii=False) + "\n" for c in new_chunks)
-        checksums.add_unrecorded()
+        if compacting:
+            segments = _write_compacted(tmp, retriever, base.chunks + new_chunks, len(corpus), checksums)
+        else:
+            try:
+                for name, entry in base_meta["files"].items():  # the prefix's segments, verified by _load above
+                    _link(base_folder / name, tmp / name)
+                    checksums.files[name] = entry
+            except OSError as exc:  # the prefix's index was moved aside (repaired) meanwhile: build whole
+                log.info("Cannot reuse the cached index at %s (%s); building the whole index", base_folder, exc)
+                shutil.rmtree(tmp, ignore_errors=True)
+                return None
+            seg_dir = tmp / str(segment["path"])
+            seg_dir.mkdir(parents=True)
+            retriever.save_segment(seg_dir, first, checksums)
+            with checksums.open(seg_dir / CHUNKS_FILE, text=True) as f:
+                f.writelines(json.dumps(asdict(c), ensure_ascii=False) + "\n" for c in new_chunks)
+            checksums.add_unrecorded()
+            segments = [*old_segments, segment]
         meta = {
             "format": INDEX_FORMAT_VERSION,
             "key": key,
@@ -498,16 +538,35 @@ def _grow(corpus, chunking, retriever, key, folder: Path, show_progress: bool) -
             "build_seconds": round(time.perf_counter() - started, 3),
             "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
             "grown_from": base_meta["key"],
-            "segments": [*old_segments, segment],
+            **({"compacted_segments": len(old_segments) + 1} if compacting else {}),
+            "segments": segments,
             "files": checksums.as_dict(),
         }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
         _fsync_tree(tmp)
-        tmp.rename(folder)
+        tmp.rename(folder)  # atomic: the prefix's index (its segments) untouched, the new one whole or absent
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     shutil.rmtree(partial, ignore_errors=True)
-    log.info("Grew %s index by %d documents (%d chunks) in %.1fs at %s (from %s)", retriever.name, len(corpus) - start_doc,
-             len(new_chunks), meta["build_seconds"], folder, base_folder.name)  # fmt: skip
+    log.info("Grew %s index by %d documents (%d chunks) in %.1fs at %s (from %s)%s", retriever.name, len(corpus) - start_doc,
+             len(new_chunks), meta["build_seconds"], folder, base_folder.name,
+             f"; compacted {len(old_segments) + 1} segments into one" if compacting else "")  # fmt: skip
     return Index(base.chunks + new_chunks, retriever, chunking, key, folder)
+
+
+def _write_compacted(tmp: Path, retriever: Retriever, chunks: list[Chunk], num_documents: int, checksums: Checksums) -> list[dict]:
+    """Write the grown ``retriever`` into ``tmp`` as an index of one segment, the layout of a fresh build; its segment list.
+
+    BM25 merges its segments' raw counts and makes its bm25s model from them
+    (:meth:`~retrieval.bm25.BM25Retriever.compact`: nothing re-tokenized); dense already
+    holds every vector in one flat index and saves it whole (nothing re-embedded).
+    """
+    compact = getattr(retriever, "compact", None)
+    if callable(compact):
+        compact()
+    _save_retriever(retriever, tmp, checksums)
+    with checksums.open(tmp / CHUNKS_FILE, text=True) as f:
+        f.writelines(json.dumps(asdict(c), ensure_ascii=False) + "\n" for c in chunks)
+    checksums.add_unrecorded()  # files a library wrote itself (bm25s)
+    return [{"path": ".", "documents": [0, num_documents], "chunks": [0, len(chunks)]}]

@@ -8,6 +8,10 @@ its raw counts (a term-major sparse matrix: term -> the chunks holding it and ho
 statistics, in bm25s's own arithmetic (method ``lucene``: float32 idf, float64 term
 component, float32 sums in query-token order), so the scores are bit-identical to a bm25s
 index built over all chunks at once and the rankings equal a rebuild's, ties included.
+
+Compaction folds the segments back into one: :meth:`TermCounts.concat` merges their counts
+(the very arrays a build over all the chunks makes) and :func:`lucene_matrix` turns counts
+into bm25s's score matrix in the same arithmetic, so no chunk is tokenized again.
 """
 
 from __future__ import annotations
@@ -80,6 +84,36 @@ class TermCounts:
             np.asarray([len(t) for t in tokens], dtype=np.int64),
         )
 
+    @classmethod
+    def concat(cls, segments: Sequence[TermCounts]) -> TermCounts:
+        """One segment of the chunks of ``segments`` in order, equal array for array to :meth:`from_tokens` over them all.
+
+        The vocabulary is the union in order of first appearance (segment by segment, which is
+        the order over all chunks); a stable sort by term keeps each column's chunks ascending.
+        """
+        if not segments:
+            raise ValueError("Nothing to concatenate: no segments")
+        vocab: dict[str, int] = {}
+        cols, rows, counts = [], [], []
+        offset = 0
+        for seg in segments:
+            ids = np.fromiter((vocab.setdefault(t, len(vocab)) for t in seg.terms), dtype=np.int64, count=len(seg.terms))
+            cols.append(np.repeat(ids, np.diff(np.asarray(seg.indptr))))
+            rows.append(np.asarray(seg.rows, dtype=np.int64) + offset)
+            counts.append(np.asarray(seg.counts, dtype=np.float32))
+            offset += len(seg)
+        col = np.concatenate(cols)
+        order = np.argsort(col, kind="stable")  # segments in order, each column's rows ascending: so stays every merged column
+        indptr = np.zeros(len(vocab) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(col, minlength=len(vocab)), out=indptr[1:])
+        return cls(
+            list(vocab),
+            indptr,
+            np.concatenate(rows)[order].astype(np.int32),
+            np.concatenate(counts)[order],
+            np.concatenate([np.asarray(s.lengths, dtype=np.int64) for s in segments]),
+        )
+
     def column(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
         """``(rows, counts)`` of the chunks holding ``term``, or None when none does."""
         if self._columns is None:
@@ -144,3 +178,24 @@ def bm25_scores(segments: Sequence[TermCounts], query_tokens: Sequence[str], *, 
             tfc = tf / (k1 * ((1 - b) + b * dl / avgdl) + tf)
             scores[offset + rows] += (idf * tfc).astype(np.float32)
     return scores
+
+
+def lucene_matrix(counts: TermCounts, *, k1: float, b: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """bm25s's score matrix (method ``lucene``) of the chunks of ``counts``: ``(data, indices, indptr)``, term-major.
+
+    Each entry is ``idf * tf-component`` in the arithmetic of :func:`bm25_scores` and of
+    bm25s's own build (idf by ``math.log`` rounded to float32, term component in float64,
+    the product rounded to float32), so a query sums the same float32 values in the same
+    order as over a bm25s index built from the tokens: scores bit-identical. Vectorized
+    over the postings: no tokens, no per-chunk loop.
+    """
+    n = len(counts)
+    avgdl = np.asarray(counts.lengths).mean()  # bm25s: np.array(lengths).mean(), a float64 scalar
+    df = np.diff(np.asarray(counts.indptr))
+    idf = np.array([math.log(1 + (n - d + 0.5) / (d + 0.5)) for d in df.tolist()], dtype=np.float32)
+    rows = np.asarray(counts.rows)
+    tf = np.asarray(counts.counts, dtype=np.float32)
+    dl = np.asarray(counts.lengths)[rows]
+    tfc = tf / (k1 * ((1 - b) + b * dl / avgdl) + tf)
+    data = (np.repeat(idf, df) * tfc).astype(np.float32)
+    return data, rows.astype(np.int32), np.asarray(counts.indptr, dtype=np.int64)

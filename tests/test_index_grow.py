@@ -103,15 +103,15 @@ def test_bm25_index_of_a_grown_corpus_adds_one_segment_and_ranks_as_a_rebuild(is
     build_index(old, "bm25", chunking=CHUNKING)
     grown = old.add([NEW_DOCUMENT])
     tokenized: list[str] = []
-    monkeypatch.setattr(bm25_module, "tokenize", lambda text: tokenized.append(text) or tokenize(text))
     fresh_process()
-    index = build_index(grown, "bm25", chunking=CHUNKING)
+    with monkeypatch.context() as patched:  # not monkeypatch.undo(), which also undoes the isolated cache
+        patched.setattr(bm25_module, "tokenize", lambda text: tokenized.append(text) or tokenize(text))
+        index = build_index(grown, "bm25", chunking=CHUNKING)
     assert tokenized == [NEW_DOCUMENT]  # only the new document's one chunk was tokenized
     assert any(m.getMessage().startswith("Grew bm25 index by 1 documents (1 chunks)") for m in caplog.records)
     meta = json.loads((index.path / "meta.json").read_text())
     assert [s["path"] for s in meta["segments"]] == [".", "segments/001"] and meta["segments"][1]["documents"] == [300, 301]
     assert index.chunks[-1].chunk_id == len(index) - 1 and index.chunks[-1].doc_index == 300
-    monkeypatch.undo()
     rebuilt = build_index(grown, "bm25", chunking=CHUNKING, use_cache=False)
     assert [c.text for c in index.chunks] == [c.text for c in rebuilt.chunks]
     fresh_process()
