@@ -76,10 +76,15 @@ def test_nested_and_concurrent_runs_unfreeze_only_when_the_last_ends():
 
 def test_a_process_that_froze_its_heap_itself_is_left_frozen():
     gc.freeze()
-    frozen = gc.get_freeze_count()
-    with frozen_heap():
-        pass
-    assert gc.get_freeze_count() == frozen
+    try:
+        frozen = gc.get_freeze_count()
+        with frozen_heap():
+            pass
+        # still frozen (an unfreeze empties the permanent generation); a frozen object that another
+        # thread lets go of meanwhile leaves it, so the count may only have shrunk by a few
+        assert frozen - 100 < gc.get_freeze_count() <= frozen
+    finally:
+        gc.unfreeze()  # the rest of the test process runs with the collector as it found it
 
 
 def test_the_setting_turns_it_off(monkeypatch):
