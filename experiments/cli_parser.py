@@ -2,10 +2,10 @@
 
 ``longctx --help`` and a mistyped command or option answer at once because this module
 imports none of the engines (LangGraph, LangChain, faiss, bm25s, torch, llama.cpp): the
-strategy names it offers are those the strategy packages register, read from their source
-without running it (:func:`builtin_strategies`), the retriever names are the built-in names
-below (a test checks both against the registries), plus the names third-party plug-ins
-declare as entry points, read from package metadata without importing them.
+strategy and retriever names it offers are those the library's modules register, read from
+their source without running it (:func:`builtin_strategies`, :func:`builtin_retrievers`; a
+test checks both against the registries), plus the names third-party plug-ins declare as entry
+points, read from package metadata without importing them.
 """
 
 from __future__ import annotations
@@ -19,8 +19,6 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-#: The built-in retrievers (``retrieval.RETRIEVERS`` without plug-ins).
-BUILTIN_RETRIEVERS = ("bm25", "contriever", "dense", "openai")
 #: Copies, for the help text, of ``retrieval.embedders.EMBEDDING_BACKENDS``,
 #: ``agents.run_plan.CONFIRM_MINUTES`` and ``experiments.export.FORMATS`` (a test keeps them equal).
 EMBEDDING_BACKENDS = ("torch", "torch-bf16", "onnx", "onnx-int8")
@@ -28,27 +26,40 @@ CONFIRM_MINUTES = 15.0
 FORMATS = ("official",)
 
 
-@functools.cache
-def builtin_strategies() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The names the strategy packages (``graphs/<name>/``) register and those that build an index,
-    read from their registrations (``@STRATEGIES.register("name", ..., uses_index=True)``) without
-    running them: the engines their modules import take a second to load."""
-    spec = importlib.util.find_spec("graphs")  # finds the package without importing it
-    names: set[str] = set()
-    indexed: set[str] = set()
+def _registrations(package: str, files: str, registry: str) -> Iterator[tuple[str, ast.Call]]:
+    """``(name, call)`` of the ``<registry>.register("name", ...)`` calls in the source of ``package``'s ``files`` (a
+    glob), found without importing the package: the engines its modules import take a second to load."""
+    spec = importlib.util.find_spec(package)  # finds the package without importing it
     for folder in (spec.submodule_search_locations or []) if spec is not None else []:
-        for path in sorted(Path(folder).glob("*/*.py")):
+        for path in sorted(Path(folder).glob(files)):
             source = path.read_text(encoding="utf-8")
-            if "STRATEGIES.register(" not in source:
+            if f"{registry}.register(" not in source:
                 continue
             for node in ast.walk(ast.parse(source)):
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "register" \
-                        and isinstance(node.func.value, ast.Name) and node.func.value.id == "STRATEGIES" \
+                        and isinstance(node.func.value, ast.Name) and node.func.value.id == registry \
                         and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):  # fmt: skip
-                    names.add(node.args[0].value)
-                    if any(k.arg == "uses_index" and isinstance(k.value, ast.Constant) and k.value.value is True for k in node.keywords):
-                        indexed.add(node.args[0].value)
+                    yield node.args[0].value, node
+
+
+def _is_true(call: ast.Call, keyword: str) -> bool:
+    return any(k.arg == keyword and isinstance(k.value, ast.Constant) and k.value.value is True for k in call.keywords)
+
+
+@functools.cache
+def builtin_strategies() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The names the strategy packages (``graphs/<name>/``) register and those that build an index,
+    read from their registrations (``@STRATEGIES.register("name", ..., uses_index=True)``)."""
+    calls = list(_registrations("graphs", "*/*.py", "STRATEGIES"))
+    names = {name for name, _ in calls}
+    indexed = {name for name, call in calls if _is_true(call, "uses_index")}
     return tuple(sorted(names)), tuple(sorted(indexed))
+
+
+@functools.cache
+def builtin_retrievers() -> tuple[str, ...]:
+    """The names the retrieval package registers (``@RETRIEVERS.register("name")``)."""
+    return tuple(sorted({name for name, _ in _registrations("retrieval", "*.py", "RETRIEVERS")}))
 
 
 @functools.cache
@@ -105,7 +116,7 @@ class PluginNames:
 STRATEGY_NAMES = PluginNames("strategy", lambda: builtin_strategies()[0], "longctx.strategies", ("graphs.registry", "STRATEGIES"))
 #: ``longctx index`` strategies: a plug-in's use of an index is checked once it is loaded.
 INDEX_STRATEGY_NAMES = PluginNames("strategy", lambda: builtin_strategies()[1], "longctx.strategies", ("graphs.registry", "STRATEGIES"))
-RETRIEVER_NAMES = PluginNames("retriever", lambda: BUILTIN_RETRIEVERS, "longctx.retrievers", ("retrieval.retrievers", "RETRIEVERS"))
+RETRIEVER_NAMES = PluginNames("retriever", builtin_retrievers, "longctx.retrievers", ("retrieval.retrievers", "RETRIEVERS"))
 
 
 def check_strategy_list(value: str | None) -> None:
