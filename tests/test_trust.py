@@ -41,7 +41,8 @@ def _memory_reply(request: dict) -> str:
 # -- 2. MemAgent's concurrency is honoured on every batch path -------------------------------------
 @pytest.mark.parametrize("concurrency", [1, 3])
 def test_answer_many_memagent_runs_at_the_given_concurrency(corpus, tmp_path, concurrency):
-    with RecordingServer(_memory_reply, latency=0.15) as server:
+    # long enough for the calls of one step to overlap; at concurrency 1 nothing can overlap, whatever the latency
+    with RecordingServer(_memory_reply, latency=0.15 if concurrency > 1 else 0.03) as server:
         answer_many(corpus, ["Q one?", "Q two?", "Q three?"], strategy="memagent", llm=_chat(server),
                     concurrency=concurrency, chunk_tokens=800, cache_dir=tmp_path, show_progress=False)
     assert server.max_in_flight == concurrency
@@ -54,7 +55,7 @@ def test_runner_option_memagent_concurrency_is_honoured(corpus, tmp_path):
                for i in range(3)]
     cfg = RunConfig(benchmark="synth", strategies=("memagent",), llm_cache=False, concurrency=4,
                     strategy_options={"memagent": {"concurrency": 1, "chunk_tokens": 800}})
-    with RecordingServer(_memory_reply, latency=0.1) as server:
+    with RecordingServer(_memory_reply, latency=0.03) as server:  # at most one call in flight, whatever the latency
         counts = run_experiment(cfg, tmp_path / "run", llm=_chat(server), samples=samples, show_progress=False)
     assert counts["ok"] == 3 and server.max_in_flight == 1
 
