@@ -30,8 +30,11 @@ class StructuredConfig(StrategyConfig):
         sql_retries: Extra SQL calls after an error (the message goes back to the model).
         sql_timeout_s: Wall-clock limit of one query (a watchdog interrupts the connection).
         sql_max_value_bytes: Longest string or blob a query may make (SQLite's ``SQLITE_LIMIT_LENGTH``).
-        sql_heap_limit_mb: SQLite's hard heap limit (process-wide, only ever lowered; sorts
-            and temporary tables are kept in memory under it).
+        sql_heap_limit_mb: SQLite's hard heap limit while a query runs (the soft one at half;
+            sorts and temporary tables are kept in memory under it). The limits are the whole
+            process's, so they are set when a query starts and restored when it ends
+            (``graphs/structured/heap_limit.py``; where ctypes cannot reach SQLite, the hard
+            one stays lowered, with a warning).
         sample_rows / distinct_values: Rows and per-column distinct text values shown to the SQL writer.
         max_result_rows: Result rows kept (and shown to the final call).
         max_result_bytes: JSON bytes of result rows kept (the first row always is).

@@ -7,9 +7,10 @@ and CorpusQA's NL2SQL ground truth are computed in (same arithmetic, same ``AVG`
 ordering), and its authorizer gives a statement-level allow-list: only ``SELECT``, reads
 and scalar/aggregate functions pass, so ATTACH, PRAGMA, writes and extension loading are
 refused by the engine itself, not only by a text filter. Its connection limits, heap limits
-and interrupt bound a query's value sizes, memory and time (:func:`build_database`,
-:func:`run_query`). DuckDB would add file readers (``read_csv``, ``COPY``, ``httpfs``)
-that have to be switched off one by one.
+(held only while a query runs: :mod:`graphs.structured.heap_limit`) and interrupt bound a
+query's value sizes, memory and time (:func:`build_database`, :func:`run_query`). DuckDB
+would add file readers (``read_csv``, ``COPY``, ``httpfs``) that have to be switched off one
+by one.
 
 Resolution (``conflict_rule``): each cell (entity, period, attribute) takes the value of
 the latest document that states it (corpus order; CorpusQA appendix C rule 3 and the
@@ -19,6 +20,7 @@ attributes (a sector) are resolved per entity and written on every row of the en
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
@@ -29,6 +31,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from graphs.structured.heap_limit import held_heap_limit
 from graphs.structured.normalize import ValueNotUnderstood, entity_key, normalize_period, normalize_value
 from graphs.structured.schema import SQL_TYPES, TableSchema
 from graphs.structured.sql_guards import TOO_BIG, Guards
@@ -168,9 +171,11 @@ ENGINE_LIMITS = {sqlite3.SQLITE_LIMIT_COLUMN: 100, sqlite3.SQLITE_LIMIT_SQL_LENG
 
 
 class GuardedConnection(sqlite3.Connection):
-    """A connection with the guarded functions of :mod:`graphs.structured.sql_guards` (``guards``)."""
+    """A connection with the guarded functions of :mod:`graphs.structured.sql_guards` (``guards``) and
+    the SQLite heap limit its queries run under (``heap_limit_bytes``; :func:`run_query`)."""
 
     guards: Guards | None = None
+    heap_limit_bytes: int | None = None
 
     def close(self) -> None:
         if self.guards is not None:
@@ -185,9 +190,10 @@ def build_database(table: Table, *, max_value_bytes: int = 1_000_000, heap_limit
     model's SQL): values longer than ``max_value_bytes`` fail with "string or blob too big"
     (``SQLITE_LIMIT_LENGTH``: a 20 MB cell or a doubling ``replace`` chain stops at once);
     temporary b-trees (sorts, ``DISTINCT``) stay in memory, under SQLite's hard heap limit of
-    ``heap_limit_bytes`` (an allocation past it fails, the query ends with a memory error; the
-    soft limit at half of it makes SQLite shed cache first). SQLite's heap limits hold for the
-    whole process and a pragma can only lower the hard one: the lowest value asked for holds.
+    ``heap_limit_bytes`` while :func:`run_query` runs (an allocation past it fails, the query ends
+    with a memory error; the soft limit at half of it makes SQLite shed cache first). SQLite's
+    heap limits hold for the whole process, so they are set only for the time a query runs and
+    restored after (:func:`graphs.structured.heap_limit.held_heap_limit`); building sets none.
     The functions one call of which can run unbounded are replaced by guarded versions
     (:mod:`graphs.structured.sql_guards`).
     """
@@ -201,8 +207,7 @@ def build_database(table: Table, *, max_value_bytes: int = 1_000_000, heap_limit
     conn.commit()
     stored = max((len(v.encode()) for r in table.rows for v in r.values() if isinstance(v, str)), default=0)
     conn.execute("PRAGMA temp_store = MEMORY")
-    conn.execute(f"PRAGMA hard_heap_limit = {int(heap_limit_bytes)}")
-    conn.execute(f"PRAGMA soft_heap_limit = {int(heap_limit_bytes) // 2}")
+    conn.heap_limit_bytes = int(heap_limit_bytes)
     conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max(int(max_value_bytes), stored))  # a stored cell always stays readable
     for limit, value in ENGINE_LIMITS.items():
         conn.setlimit(limit, value)
@@ -349,7 +354,8 @@ def run_query(conn: sqlite3.Connection, sql: str, *, timeout_s: float = 5.0, max
     interrupts the connection, and a progress handler checks the clock between instructions),
     ``max_rows`` rows and ``max_result_bytes`` of JSON rows (the first row is always kept), each
     cell made JSON-safe and cut at ``max_cell_chars`` (:func:`result_cell`). The value and memory
-    limits are the connection's (:func:`build_database`).
+    limits are the connection's (:func:`build_database`); the heap limit holds, process-wide, from
+    the statement's start until its cursor is closed, and the limits before come back after.
 
     Raises:
         QueryRefused: not a single read-only SELECT (text check, then SQLite's authorizer).
@@ -379,8 +385,12 @@ def run_query(conn: sqlite3.Connection, sql: str, *, timeout_s: float = 5.0, max
     nbytes = cut = 0
     truncated = False
     cur: sqlite3.Cursor | None = None
+    limit = getattr(conn, "heap_limit_bytes", None)
+    heap = contextlib.ExitStack()
     watchdog.start()
     try:
+        if limit:
+            heap.enter_context(held_heap_limit(limit))
         cur = conn.execute(sql)
         while (row := cur.fetchone()) is not None:
             if len(rows) >= max_rows:
@@ -421,6 +431,7 @@ def run_query(conn: sqlite3.Connection, sql: str, *, timeout_s: float = 5.0, max
             guards.deadline = float("inf")
         if cur is not None:
             cur.close()
+        heap.close()  # after the cursor: its sorter's memory is freed under the limit
     return QueryResult(columns, rows, truncated, time.perf_counter() - started, nbytes, cut)
 
 
