@@ -8,12 +8,13 @@ from typing import Any
 
 import pytest
 
+from agents.api import estimate as estimate_bounds
 from agents.run_plan import describe_plan, estimate, plan_for
 from experiments.ceilings import compute_ceilings, default_strategies, format_table
 from graphs import STRATEGIES, StrategyConfig
 from graphs.ceiling import CeilingEnv, CeilingItem, EvidenceCeiling, Reach, reach_of
 from graphs.config import option
-from graphs.costs import Calls, ExpectedCost
+from graphs.costs import Calls, ExpectedCost, StrategyCosts
 from retrieval import Corpus
 from retrieval.contract import Question
 from tests.scripted import ScriptedChatModel
@@ -101,3 +102,17 @@ def test_a_plugin_without_hooks_is_skipped_not_guessed(head_reader):
     assert [p.strategy for p in plans] == [head_reader]
     with pytest.raises(ValueError, match="'bare' registers no expected cost"):
         estimate("bare", cfg, corpus_tokens=600, documents=6, questions=4)
+
+
+def test_a_plugin_declaring_one_half_of_its_costs_gets_a_clear_error_for_the_other(head_reader):
+    """``costs=StrategyCosts(expected=...)`` (or the older ``expected_cost=``) is planned; asking for its
+    bounds names what it lacks; giving the old and the new keyword together is refused."""
+    STRATEGIES.register("typical_only", build_graph, config_cls=HeadReaderConfig, costs=StrategyCosts(expected=head_expected))
+    cfg = STRATEGIES.get("typical_only").make_config()
+    assert estimate("typical_only", cfg, corpus_tokens=600, documents=6, questions=4).calls == 5
+    with pytest.raises(ValueError, match="'head_reader' declares no cost plan"):
+        estimate_bounds(Corpus.from_texts(["one", "two"]), "?", strategy=head_reader)
+    with pytest.raises(TypeError, match="give costs= or the older cost_plan= / expected_cost=, not both"):
+        STRATEGIES.register("both", build_graph, config_cls=HeadReaderConfig, costs=StrategyCosts(expected=head_expected), cost_plan=lambda *a: None)
+    with pytest.raises(TypeError, match="a model .* or plan= / expected=, not both"):
+        StrategyCosts(lambda *a: None, expected=head_expected)  # type: ignore[arg-type]
