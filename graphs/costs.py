@@ -33,8 +33,8 @@ from retrieval.tokens import count_tokens
 #: Prompt tokens of a call's template and instructions beyond the corpus text and the question (estimate), in
 #: the bounds and the typical cost alike (the run plan's 150 was folded into it). Measured (cl100k, as the budget
 #: guard counts): the templates run from 38 (PAI's judge) to 189 + 64 (structured's extraction, before its schema);
-#: on examples/corpus a RAG call sends 104 tokens beyond its chunks' text and a 10-token question's 10, full context 72:
-#: 200 stays above every strategy's template but overstates RAG's (1,025 planned, 919 sent).
+#: on examples/corpus a RAG call sends 94 tokens beyond its chunks' text and its 10-token question, full context 72:
+#: 200 sits in that range, above most; it overstates RAG's (1,025 planned, 919 sent) and understates an extraction's.
 TEMPLATE_TOKENS = 200
 #: The question a plan assumes when it is made for none (a placeholder, never asked).
 PLACEHOLDER_QUESTION = Question(text="(a question)")
@@ -176,6 +176,17 @@ class StrategyCosts:
         if self.plan is None:
             raise ValueError("declares no cost bounds (StrategyCosts(plan=...) or a model)")
         return self.plan(cfg, corpus, questions, llm)
+
+    def halves(self, cfg: Any, shape: CorpusShape, questions: Sequence[Question], llm: Any = None,
+               window: int | None = None) -> tuple[CostPlan | None, ExpectedCost | None]:  # fmt: skip
+        """The bounds (``None`` without them, or without the corpus they count) and the typical cost
+        (``None`` without it): what a strategy that runs another (Self-Route's fallback) adds up."""
+        if self.model is not None:
+            both = self.model(cfg, shape, questions, llm, window)
+            return both.bounds, both.typical
+        bounds = self.plan(cfg, shape.corpus, questions, llm) if self.plan is not None and shape.corpus is not None else None
+        typical = self.expected(cfg, shape.tokens, shape.documents, window) if self.expected is not None else None
+        return bounds, typical
 
     def typical(self, cfg: Any, corpus_tokens: int, documents: int, window: int | None = None) -> ExpectedCost:
         """The typical cost over a corpus of this size (per question: a placeholder question's).

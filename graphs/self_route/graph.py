@@ -26,6 +26,7 @@ resumes and a repeated question replays it without calls.
 from __future__ import annotations
 
 import dataclasses
+import math
 import operator
 import re
 from collections.abc import Sequence
@@ -185,14 +186,22 @@ def self_route_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Que
     q = costs.question_tokens(questions)
     prompt = min(shape.tokens, cfg.top_k * costs.tokens_of(cfg.chunk_size, "words")) + q + costs.TEMPLATE_TOKENS
     spec = STRATEGIES.get(cfg.fallback)
-    if spec.costs is None or spec.costs.model is None:
-        raise ValueError(f"Self-Route's fallback {cfg.fallback!r} has no cost model (bounds and typical cost)")
     sub_cfg = spec.make_config(**dict(cfg.fallback_options))
-    fallback = spec.costs.model(sub_cfg, shape, questions[:1] or [costs.PLACEHOLDER_QUESTION], llm, window)
-    most = fallback.bounds
-    bounds = costs.per_question_plan("self_route", questions, 1, 1 + most.max_calls, prompt, prompt + most.max_prompt_tokens, cfg.max_new_tokens,
-                                     f"1 call when RAG answers; + {cfg.fallback} ({most.max_calls:,}) when it declines")  # fmt: skip
-    each = fallback.typical.per_question
+    one = questions[:1] or [costs.PLACEHOLDER_QUESTION]
+    most, usual = spec.costs.halves(sub_cfg, shape, one, llm, window) if spec.costs is not None else (None, None)
+    if most is None and (usual is None or shape.corpus is not None):  # a budget needs the fallback's bounds, a run plan one half
+        half = "cost plan" if shape.corpus is not None else "cost model (its bounds need the corpus, its typical cost is not declared)"
+        raise ValueError(f"Self-Route's fallback {cfg.fallback!r} has no {half}: costs= on its registration")
+    # a plug-in fallback with one half: its typical cost stands in for the bounds the run plan discards, and the other way round
+    if usual is not None:
+        each = usual.per_question
+    else:
+        assert most is not None
+        each = costs.Calls(most.calls, most.prompt_tokens, most.completion_tokens)
+    most_calls = most.max_calls if most is not None else math.ceil(each.calls)
+    most_prompt = most.max_prompt_tokens if most is not None else math.ceil(each.prompt_tokens)
+    bounds = costs.per_question_plan("self_route", questions, 1, 1 + most_calls, prompt, prompt + most_prompt, cfg.max_new_tokens,
+                                     f"1 call when RAG answers; + {cfg.fallback} ({most_calls:,}) when it declines")  # fmt: skip
     typical = costs.Calls(1 + TYPICAL_DECLINED * each.calls, prompt + TYPICAL_DECLINED * each.prompt_tokens,
                           costs.reply_tokens(cfg) + TYPICAL_DECLINED * each.completion_tokens)  # fmt: skip
     return costs.Costs(bounds, costs.ExpectedCost(typical))
