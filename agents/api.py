@@ -218,7 +218,7 @@ def estimate(
 ) -> CostPlan:
     """What ``answer`` (or ``answer_many``, given a list) would spend, before any model call.
 
-    The strategy's cost plan (:attr:`graphs.registry.Strategy.cost_plan`): model calls at least
+    The bounds of the strategy's cost model (:attr:`graphs.registry.Strategy.costs`): model calls at least
     and at most, prompt tokens (estimated), and the formula they follow. ``llm`` (optional,
     never called) gives the tokenizer MemAgent cuts chunks with and full context's window.
     ``plan.cost_usd(price)`` turns it into USD at a price.
@@ -235,9 +235,9 @@ def estimate(
 
 
 def _plan(spec: Any, cfg: Any, corpus: Corpus, qs: list[Question], chat: BaseChatModel | None) -> CostPlan:
-    if spec.cost_plan is None:
-        raise ValueError(f"Strategy {spec.name!r} declares no cost plan (cost_plan= on its registration), so it cannot be estimated")
-    return spec.cost_plan(cfg, corpus, qs, chat)
+    if spec.costs is None or not spec.costs.has_bounds:
+        raise ValueError(f"Strategy {spec.name!r} declares no cost plan (costs= or cost_plan= on its registration), so it cannot be estimated")
+    return spec.costs.bounds(cfg, corpus, qs, chat)
 
 
 def resumable(spec: Any, cfg: Any) -> bool:
@@ -275,7 +275,7 @@ def _prepare(corpus: Corpus, questions: list, strategy: str, llm: Any, preset: s
     if not qs:
         return None
     chat = make_chat_model(llm)
-    if budget is not None and budget.limited and spec.cost_plan is not None and not resumable(spec, cfg):
+    if budget is not None and budget.limited and spec.costs is not None and spec.costs.has_bounds and not resumable(spec, cfg):
         check_plan(_plan(spec, cfg, corpus, qs, chat), budget)
     warn_if_slow(strategy, corpus, len(qs), chat, cfg)
     progress = sys.stderr.isatty() if show_progress is None else show_progress

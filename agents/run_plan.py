@@ -1,8 +1,8 @@
 """The up-front plan of a run: model calls, tokens and minutes per strategy, before any call.
 
 Calls and tokens follow from each strategy's config and the corpus size, by the expected-cost
-formula the strategy registers (``expected_cost=``, :mod:`graphs.costs`; typical counts, not
-bounds: a model may stop early or write to its budget); minutes come from the model's speed
+cost model the strategy registers (``costs=``, :mod:`graphs.costs`: its typical counts, which lie
+within the bounds its budget is checked against; a model may stop early or write to its budget); minutes come from the model's speed
 as measured on this machine (:mod:`agents.calibration`), so the estimate holds for a busy
 2-core laptop as well as a quiet server. ``longctx run``, ``demo`` and ``answer`` print the
 plan, and on a terminal ask before a run estimated above :data:`CONFIRM_MINUTES`.
@@ -20,7 +20,7 @@ from langchain_core.language_models import BaseChatModel
 
 from agents.calibration import ModelSpeed, model_speed
 from agents.chat_models import EmbeddedChatModel
-from graphs.costs import ExpectedCostFn
+from graphs.costs import StrategyCosts
 from graphs.registry import STRATEGIES
 
 #: A run estimated longer than this asks for confirmation on a terminal (and warns elsewhere).
@@ -67,10 +67,10 @@ def estimate(strategy: str, cfg: Any, corpus_tokens: int, documents: int, questi
     Raises:
         ValueError: The strategy registers no expected cost.
     """
-    cost = _expected_cost(strategy)
+    cost = _costs(strategy)
     if cost is None:
-        raise ValueError(f"Strategy {strategy!r} registers no expected cost (expected_cost= on its registration), so it cannot be planned")
-    expected = cost(cfg, corpus_tokens, documents, window)
+        raise ValueError(f"Strategy {strategy!r} registers no expected cost (costs= or expected_cost= on its registration), so it cannot be planned")
+    expected = cost.typical(cfg, corpus_tokens, documents, window)
     each, once = expected.per_question, expected.once
     calls = each.calls * questions + once.calls
     prompt = each.prompt_tokens * questions + once.prompt_tokens
@@ -79,9 +79,10 @@ def estimate(strategy: str, cfg: Any, corpus_tokens: int, documents: int, questi
     return StrategyPlan(strategy, questions, calls, prompt, completion, seconds)
 
 
-def _expected_cost(strategy: str) -> ExpectedCostFn | None:
-    """The strategy's registered expected-cost formula (``None``: unknown, or it declares none)."""
-    return STRATEGIES.get(strategy).expected_cost if strategy in STRATEGIES else None
+def _costs(strategy: str) -> StrategyCosts | None:
+    """The strategy's registered cost model when it gives a typical cost (``None``: unknown, or it declares none)."""
+    costs = STRATEGIES.get(strategy).costs if strategy in STRATEGIES else None
+    return costs if costs is not None and costs.has_typical else None
 
 
 Corpora = Sequence[tuple[int, int, int]]
@@ -96,7 +97,7 @@ def plan_for(configs: Mapping[str, Any], corpora: Corpora | Mapping[str, Corpora
     ``False`` never (no minutes then)."""
     window = getattr(chat, "context_window", None)
     work = {name: (cfg, corpora.get(name, ()) if isinstance(corpora, Mapping) else corpora)
-            for name, cfg in configs.items() if _expected_cost(name) is not None}  # a strategy without a formula is not planned  # fmt: skip
+            for name, cfg in configs.items() if _costs(name) is not None}  # a strategy without a formula is not planned  # fmt: skip
     plans = [p for p in (total(estimate(name, cfg, tokens, docs, n, window) for tokens, docs, n in todo if n) for name, (cfg, todo) in work.items()) if p]
     if speed is None and isinstance(chat, EmbeddedChatModel) and calibrate is not False:
         prompt = sum(p.prompt_tokens for p in plans)

@@ -1,17 +1,21 @@
-"""What the built-in strategies' cost plans share: model calls and prompt tokens from the corpus size and its config.
+"""One cost model per strategy: the bounds a budget is checked against and the typical cost the run plan prints, from the same terms.
 
-The plans themselves live beside each strategy's graph (``rag_plan`` in ``graphs/rag/graph.py``...);
-this module holds what they share. The formulas are the README's ("calls per question" of the strategy table, and PAI's cost
-model); token counts are estimates: the corpus in cl100k tokens (MemAgent's chunks in the
-model's own tokens, as it cuts them), the question, and :data:`TEMPLATE_TOKENS` of prompt
-template per call. A plan function is ``(cfg, corpus, questions, llm) -> CostPlan`` and is
-registered on the strategy (``STRATEGIES.register(..., cost_plan=...)``); ``llm`` may be ``None``
-(a plan made before a model is chosen: cl100k and the config's default window).
+A strategy registers a :class:`StrategyCosts` (``STRATEGIES.register(..., costs=StrategyCosts(model))``);
+its model is ``(cfg, shape, questions, llm, window) -> Costs``: the least and most calls and prompt
+tokens (a :class:`~graphs.budget.CostPlan`: ``agents.estimate``, budgets refuse a call before any model
+call) and the typical calls and tokens (an :class:`ExpectedCost`: ``agents.run_plan`` prints it before
+``longctx run``/``demo``/``answer``), computed from one set of terms so the typical cost lies within the
+bounds (``tests/test_cost_contract.py`` holds every built-in to that). ``shape`` is the corpus's size per
+document (:class:`CorpusShape`: the corpus itself for a budget, an even split of a size for the run plan),
+``llm`` may be ``None`` (a plan made before a model is chosen: cl100k and the config's default window),
+``window`` the model's context window where known.
 
-Beside those bounds, each strategy registers its *expected* cost (``expected_cost=``): the typical
-calls and tokens ``agents.run_plan`` prints before a run (a model may stop early or write to its
-budget), from the corpus size alone. :class:`ExpectedCost` and the helpers at the end are what
-those formulas share.
+The formulas are the README's ("calls per question" of the strategy table, and PAI's cost model); token
+counts are estimates: the corpus in cl100k tokens (MemAgent's chunks in the model's own tokens, as it
+cuts them), the question, and :data:`TEMPLATE_TOKENS` of prompt template per call. This module holds what
+the models share; each lives beside its strategy's graph (``rag_costs`` in ``graphs/rag/graph.py``...).
+A plug-in may declare only one half (``StrategyCosts(plan=...)`` or ``StrategyCosts(expected=...)``, or
+the older ``cost_plan=`` / ``expected_cost=`` keywords): the other half is then unavailable, with a clear error.
 """
 
 from __future__ import annotations
@@ -23,9 +27,14 @@ from typing import Any
 
 from graphs.budget import CostPlan
 from retrieval.contract import Question
+from retrieval.corpus import Corpus
 from retrieval.tokens import count_tokens
 
-#: Prompt tokens of a call's template and instructions beyond the corpus text and the question (estimate).
+#: Prompt tokens of a call's template and instructions beyond the corpus text and the question (estimate), in
+#: the bounds and the typical cost alike (the run plan's 150 was folded into it). Measured (cl100k, as the budget
+#: guard counts): the templates run from 38 (PAI's judge) to 189 + 64 (structured's extraction, before its schema);
+#: on examples/corpus a RAG call sends 94 tokens beyond its chunks' text and its 10-token question, full context 72:
+#: 200 sits in that range, above most; it overstates RAG's (1,025 planned, 919 sent) and understates an extraction's.
 TEMPLATE_TOKENS = 200
 #: The question a plan assumes when it is made for none (a placeholder, never asked).
 PLACEHOLDER_QUESTION = Question(text="(a question)")
@@ -49,10 +58,8 @@ def per_question_plan(strategy: str, questions: Sequence[Question], calls: int, 
     return CostPlan(strategy, 1, calls, max_calls, prompt, max_prompt, completion, formula, details).scaled(len(questions))
 
 
-# -- expected cost: typical calls and tokens before a run (agents.run_plan) --------------------------------------
+# -- the typical cost and the registered model ----------------------------------------------------------------
 
-#: Prompt tokens of a call beyond what it reads: instructions, the question, the format (expected, not a bound).
-CALL_OVERHEAD_TOKENS = 150
 #: A short answer's length; the reply budget (``max_new_tokens``) bounds it.
 ANSWER_TOKENS = 32
 
@@ -74,24 +81,126 @@ class ExpectedCost:
     once: Calls = Calls()
 
 
-#: ``(config, corpus_tokens, documents, window) -> ExpectedCost``, registered as ``expected_cost=``;
-#: ``window`` is the model's context window when known.
+#: ``(config, corpus_tokens, documents, window) -> ExpectedCost``: a plug-in's typical cost alone
+#: (``StrategyCosts(expected=...)``, formerly ``expected_cost=``); ``window`` is the model's context window when known.
 ExpectedCostFn = Callable[[Any, int, int, int | None], ExpectedCost]
+#: ``(config, corpus, questions, llm) -> CostPlan``: a plug-in's bounds alone (``StrategyCosts(plan=...)``, formerly ``cost_plan=``).
+CostPlanFn = Callable[[Any, Corpus, Sequence[Question], Any], CostPlan]
+
+
+@dataclass(frozen=True)
+class CorpusShape:
+    """What a cost model reads of a corpus: each document's tokens, and the corpus itself where known
+    (MemAgent cuts its text as a run would; without it, chunks of the configured size are assumed)."""
+
+    token_counts: tuple[int, ...]
+    corpus: Corpus | None = None
+
+    @classmethod
+    def of(cls, corpus: Corpus) -> CorpusShape:
+        """The shape of ``corpus`` (a budget's plan: the real documents)."""
+        return cls(corpus.token_counts, corpus)
+
+    @classmethod
+    def even(cls, tokens: int, documents: int) -> CorpusShape:
+        """``tokens`` split evenly over ``documents`` documents (the run plan knows only the sizes)."""
+        n = max(1, documents)
+        base, extra = divmod(max(0, tokens), n)
+        return cls((base + 1,) * extra + (base,) * (n - extra))
+
+    @property
+    def tokens(self) -> int:
+        """Tokens of the whole corpus."""
+        return sum(self.token_counts)
+
+    @property
+    def documents(self) -> int:
+        """Documents in the corpus."""
+        return len(self.token_counts)
+
+
+@dataclass(frozen=True)
+class Costs:
+    """A strategy's cost over one corpus and its questions: the bounds and the typical value, from the same terms.
+
+    Attributes:
+        bounds: The least and most calls and prompt tokens of all the questions.
+        typical: The typical calls and tokens, per question and once per corpus.
+    """
+
+    bounds: CostPlan
+    typical: ExpectedCost
+
+
+#: ``(config, shape, questions, llm, window) -> Costs``: a strategy's one cost model.
+CostModelFn = Callable[[Any, CorpusShape, Sequence[Question], Any, int | None], Costs]
+
+
+@dataclass(frozen=True)
+class StrategyCosts:
+    """What a strategy costs, registered on its entry (``costs=``): one :attr:`model` giving the bounds and the
+    typical value together (every built-in), or, for a plug-in, only one half (:attr:`plan` or :attr:`expected`).
+
+    Attributes:
+        model: ``(config, shape, questions, llm, window) -> Costs``.
+        plan: A plug-in's bounds alone (``(config, corpus, questions, llm) -> CostPlan``); not with ``model``.
+        expected: A plug-in's typical cost alone (``(config, corpus_tokens, documents, window) -> ExpectedCost``); not with ``model``.
+    """
+
+    model: CostModelFn | None = None
+    plan: CostPlanFn | None = None
+    expected: ExpectedCostFn | None = None
+
+    def __post_init__(self) -> None:
+        if self.model is not None and (self.plan is not None or self.expected is not None):
+            raise TypeError("StrategyCosts takes a model (bounds and typical cost together) or plan= / expected=, not both")
+
+    @property
+    def has_bounds(self) -> bool:
+        """Whether a budget can be checked before any call."""
+        return self.model is not None or self.plan is not None
+
+    @property
+    def has_typical(self) -> bool:
+        """Whether the run plan can print a typical cost."""
+        return self.model is not None or self.expected is not None
+
+    def bounds(self, cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: Any = None) -> CostPlan:
+        """The least and most calls and prompt tokens of ``questions`` over ``corpus``.
+
+        Raises:
+            ValueError: Only a typical cost is declared.
+        """
+        if self.model is not None:
+            return self.model(cfg, CorpusShape.of(corpus), questions, llm, None).bounds
+        if self.plan is None:
+            raise ValueError("declares no cost bounds (StrategyCosts(plan=...) or a model)")
+        return self.plan(cfg, corpus, questions, llm)
+
+    def halves(self, cfg: Any, shape: CorpusShape, questions: Sequence[Question], llm: Any = None,
+               window: int | None = None) -> tuple[CostPlan | None, ExpectedCost | None]:  # fmt: skip
+        """The bounds (``None`` without them, or without the corpus they count) and the typical cost
+        (``None`` without it): what a strategy that runs another (Self-Route's fallback) adds up."""
+        if self.model is not None:
+            both = self.model(cfg, shape, questions, llm, window)
+            return both.bounds, both.typical
+        bounds = self.plan(cfg, shape.corpus, questions, llm) if self.plan is not None and shape.corpus is not None else None
+        typical = self.expected(cfg, shape.tokens, shape.documents, window) if self.expected is not None else None
+        return bounds, typical
+
+    def typical(self, cfg: Any, corpus_tokens: int, documents: int, window: int | None = None) -> ExpectedCost:
+        """The typical cost over a corpus of this size (per question: a placeholder question's).
+
+        Raises:
+            ValueError: Only bounds are declared.
+        """
+        if self.model is not None:
+            return self.model(cfg, CorpusShape.even(corpus_tokens, documents), [PLACEHOLDER_QUESTION], None, window).typical
+        if self.expected is None:
+            raise ValueError("declares no typical cost (StrategyCosts(expected=...) or a model)")
+        return self.expected(cfg, corpus_tokens, documents, window)
 
 
 def reply_tokens(cfg: Any, field: str = "max_new_tokens") -> int:
     """A reply's expected length: a short answer, at most the config's reply budget."""
     return min(getattr(cfg, field, ANSWER_TOKENS) or ANSWER_TOKENS, ANSWER_TOKENS)
-
-
-def retrieved_tokens(cfg: Any, corpus_tokens: int) -> float:
-    """Tokens of ``top_k`` chunks (a word is about 4/3 tokens), at most the corpus."""
-    size = cfg.chunk_size * (4 / 3 if getattr(cfg, "chunk_unit", "tokens") == "words" else 1)
-    return min(corpus_tokens, cfg.top_k * size)
-
-
-def full_read_tokens(cfg: Any, corpus_tokens: int, window: int | None) -> float:
-    """Tokens a full-context read keeps: the corpus, cut to the window less the reply and reserve."""
-    window = int(getattr(cfg, "context_window", None) or window or getattr(cfg, "default_context_window", None) or 128_000)
-    room = window - (getattr(cfg, "max_new_tokens", None) or 128) - (getattr(cfg, "prompt_reserve_tokens", None) or 64) - CALL_OVERHEAD_TOKENS
-    return min(corpus_tokens, max(room, 0))

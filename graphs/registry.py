@@ -9,7 +9,7 @@ A third-party package adds one through the ``longctx.strategies`` entry-point gr
 (its module registers on import, or the entry point names a :class:`Strategy`).
 
 Everything the library knows of a strategy is on its entry, declared in its own package: how it
-runs, its cost plan, how reports, plots and the demo show it (``presentation``) and the part of
+runs, its cost model, how reports, plots and the demo show it (``presentation``) and the part of
 its work that runs on Ray (``ray_stage``); no module outside ``graphs/<name>/`` names a strategy.
 """
 
@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 from graphs.ceiling import EvidenceCeiling
 from graphs.config import ConfigError
-from graphs.costs import ExpectedCostFn
+from graphs.costs import StrategyCosts
 from graphs.presentation import StrategyPresentation
 from retrieval.contract import Question, Registry
 
@@ -158,14 +158,15 @@ class Strategy:
         presets: Named configs (``paper`` reproduces the source's setting where it differs).
         description: One line for ``--help`` and the README.
         prompts_version: The strategy's ``PROMPTS_VERSION``, recorded with every answer.
-        cost_plan: ``(config, corpus, questions, llm) -> graphs.budget.CostPlan``: its calls and
-            prompt tokens before any call (``agents.estimate``, budgets); ``None`` for a plug-in
-            that declares none (its budget is then enforced during the run only).
+        costs: Its one cost model (:class:`~graphs.costs.StrategyCosts`): the least and most calls and
+            prompt tokens before any call (``agents.estimate``, budgets refuse a call up front) and the
+            typical calls and tokens the plan printed before a run shows (``agents.run_plan``), from the
+            same terms. ``None``, or a plug-in's half (``StrategyCosts(plan=...)`` / ``(expected=...)``):
+            without bounds its budget is enforced during the run only; without a typical cost it is
+            left out of the run plan. Registering with the older ``cost_plan=`` / ``expected_cost=``
+            keywords builds the half they name.
         ceiling: Its LLM-free evidence-ceiling rule (``experiments.ceilings``), defined in its
             package; ``None``: no ceiling row is measured.
-        expected_cost: ``(config, corpus_tokens, documents, window) -> graphs.costs.ExpectedCost``:
-            the typical calls and tokens of the plan printed before a run (``agents.run_plan``);
-            ``None``: the strategy is left out of that plan.
         presentation: Its colour, demo options and report step views
             (:class:`~graphs.presentation.StrategyPresentation`); a plug-in without one gets a
             colour by name and its steps shown as their facts.
@@ -180,9 +181,8 @@ class Strategy:
     presets: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
     prompts_version: int = 1
-    cost_plan: Callable[..., Any] | None = None
+    costs: StrategyCosts | None = None
     ceiling: EvidenceCeiling | None = None
-    expected_cost: ExpectedCostFn | None = None
     presentation: StrategyPresentation = field(default_factory=StrategyPresentation)
     ray_stage: RayStage | None = None
 
@@ -235,6 +235,11 @@ class Strategy:
 
 
 def _strategy(name: str, build_graph: Callable[..., Any], **attrs: Any) -> Strategy:
+    plan, expected = attrs.pop("cost_plan", None), attrs.pop("expected_cost", None)  # the older keywords: one half each
+    if plan is not None or expected is not None:
+        if attrs.get("costs") is not None:
+            raise TypeError(f"Strategy {name!r}: give costs= or the older cost_plan= / expected_cost=, not both")
+        attrs["costs"] = StrategyCosts(plan=plan, expected=expected)
     return Strategy(name=name, build_graph=build_graph, **attrs)
 
 

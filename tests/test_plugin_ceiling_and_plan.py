@@ -8,12 +8,14 @@ from typing import Any
 
 import pytest
 
+from agents.api import estimate as estimate_bounds
 from agents.run_plan import describe_plan, estimate, plan_for
 from experiments.ceilings import compute_ceilings, default_strategies, format_table
 from graphs import STRATEGIES, StrategyConfig
+from graphs.budget import CostPlan
 from graphs.ceiling import CeilingEnv, CeilingItem, EvidenceCeiling, Reach, reach_of
 from graphs.config import option
-from graphs.costs import Calls, ExpectedCost
+from graphs.costs import Calls, ExpectedCost, StrategyCosts
 from retrieval import Corpus
 from retrieval.contract import Question
 from tests.scripted import ScriptedChatModel
@@ -101,3 +103,38 @@ def test_a_plugin_without_hooks_is_skipped_not_guessed(head_reader):
     assert [p.strategy for p in plans] == [head_reader]
     with pytest.raises(ValueError, match="'bare' registers no expected cost"):
         estimate("bare", cfg, corpus_tokens=600, documents=6, questions=4)
+
+
+def test_a_plugin_declaring_one_half_of_its_costs_gets_a_clear_error_for_the_other(head_reader):
+    """``costs=StrategyCosts(expected=...)`` (or the older ``expected_cost=``) is planned; asking for its
+    bounds names what it lacks; giving the old and the new keyword together is refused."""
+    STRATEGIES.register("typical_only", build_graph, config_cls=HeadReaderConfig, costs=StrategyCosts(expected=head_expected))
+    cfg = STRATEGIES.get("typical_only").make_config()
+    assert estimate("typical_only", cfg, corpus_tokens=600, documents=6, questions=4).calls == 5
+    with pytest.raises(ValueError, match="'head_reader' declares no cost plan"):
+        estimate_bounds(Corpus.from_texts(["one", "two"]), "?", strategy=head_reader)
+    with pytest.raises(TypeError, match="give costs= or the older cost_plan= / expected_cost=, not both"):
+        STRATEGIES.register("both", build_graph, config_cls=HeadReaderConfig, costs=StrategyCosts(expected=head_expected), cost_plan=lambda *a: None)
+    with pytest.raises(TypeError, match="a model .* or plan= / expected=, not both"):
+        StrategyCosts(lambda *a: None, expected=head_expected)  # type: ignore[arg-type]
+
+
+def test_self_route_falls_back_on_a_plugin_with_half_a_cost_model(head_reader):
+    """A fallback with a typical cost only is planned (its typical cost stands in for its bounds) but
+    refuses a budget check by name; one with bounds only is checked, and a run plan (no corpus to count) says why not."""
+    corpus = Corpus.from_texts([f"Document {i} is about topic {i}. " * 20 for i in range(6)])
+    cfg = STRATEGIES.get("self_route").make_config(fallback=head_reader)
+    plan = estimate("self_route", cfg, corpus_tokens=600, documents=6, questions=2)
+    assert plan.calls == 2 * (1 + 0.5 * 1)  # head_expected: 1 call a question
+    with pytest.raises(ValueError, match="fallback 'head_reader' has no cost plan"):
+        estimate_bounds(corpus, "?", strategy="self_route", fallback=head_reader)
+
+    def head_plan(cfg: Any, corpus: Corpus, questions: Any, llm: Any) -> CostPlan:
+        return CostPlan("bounds_only", len(questions), 1, 3, 100, 300, 5, "1 to 3 calls")
+
+    STRATEGIES.register("bounds_only", build_graph, config_cls=HeadReaderConfig, cost_plan=head_plan)
+    bounds = estimate_bounds(corpus, "?", strategy="self_route", fallback="bounds_only")
+    assert (bounds.calls, bounds.max_calls) == (1, 1 + 3)
+    cfg = STRATEGIES.get("self_route").make_config(fallback="bounds_only")
+    with pytest.raises(ValueError, match="fallback 'bounds_only' has no cost model .its bounds need the corpus"):
+        estimate("self_route", cfg, corpus_tokens=600, documents=6, questions=2)

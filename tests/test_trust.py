@@ -207,7 +207,7 @@ def test_a_long_embedded_run_warns_up_front_with_an_estimate(monkeypatch):
     slow = ModelSpeed(prompt_tokens_per_second=50, completion_tokens_per_second=10, measured="now", key="k")
     message = warn_if_slow("memagent", big, 2, chat, speed=slow)
     assert message and "hours" in message and "50 prompt tokens/s measured" in message
-    assert "9,880,748 tokens" in message  # 2 x (the corpus + 800 chunks x (1,024 memory + 150) + the final call)
+    assert "9,965,654 tokens" in message  # 2 x (the corpus + 801 calls (800 chunks, the answer) x (1,024 memory + 200 template + 3 question))
     fast = ModelSpeed(prompt_tokens_per_second=1e9, completion_tokens_per_second=1e9, measured="now", key="k")
     assert warn_if_slow("memagent", big, 2, chat, speed=fast) is None
     assert warn_if_slow("rag", big, 2, chat, speed=slow) is None

@@ -16,7 +16,6 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
 
 from graphs import costs
-from graphs.budget import CostPlan
 from graphs.config import ConfigError
 from graphs.context import StrategyContext
 from graphs.full_context.ceiling import TruncatedWindowCeiling
@@ -144,25 +143,21 @@ def build_prompt(state: FullContextState, runtime: Runtime[StrategyContext[FullC
     return {"prompt": built.text, "official_prompt": built.official, "steps": [step]}
 
 
-def full_context_expected(cfg: Any, corpus_tokens: int, documents: int, window: int | None) -> costs.ExpectedCost:
-    """Typically: 1 call reading the corpus cut to the window, a short answer."""
-    return costs.ExpectedCost(costs.Calls(1, costs.full_read_tokens(cfg, corpus_tokens, window) + costs.CALL_OVERHEAD_TOKENS, costs.reply_tokens(cfg)))
-
-
-def full_context_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: Any = None) -> CostPlan:
-    """1 call of min(T, window input budget) tokens."""
-    window = cfg.context_window or (context_window(llm, cfg.default_context_window) if llm is not None else cfg.default_context_window)
+def full_context_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Question], llm: Any = None,
+                       window: int | None = None) -> costs.Costs:  # fmt: skip
+    """1 call of min(T, window input budget) tokens; typically a short answer."""
+    window = cfg.context_window or window or (context_window(llm, cfg.default_context_window) if llm is not None else cfg.default_context_window)
     q = costs.question_tokens(questions)
     first = questions[0] if questions else costs.PLACEHOLDER_QUESTION
-    prompt = min(corpus.num_tokens + q + costs.TEMPLATE_TOKENS, input_budget(window, first, cfg))
-    return costs.per_question_plan("full_context", questions, 1, 1, prompt, prompt, first.answer_budget(cfg.max_new_tokens),
-                                   f"1 call of min(T, window) tokens, window {window:,}")  # fmt: skip
+    prompt = min(shape.tokens + q + costs.TEMPLATE_TOKENS, input_budget(window, first, cfg))
+    bounds = costs.per_question_plan("full_context", questions, 1, 1, prompt, prompt, first.answer_budget(cfg.max_new_tokens),
+                                     f"1 call of min(T, window) tokens, window {window:,}")  # fmt: skip
+    return costs.Costs(bounds, costs.ExpectedCost(costs.Calls(1, prompt, costs.reply_tokens(cfg))))
 
 
 @STRATEGIES.register(
     "full_context",
-    cost_plan=full_context_plan,
-    expected_cost=full_context_expected,
+    costs=costs.StrategyCosts(full_context_costs),
     ceiling=TruncatedWindowCeiling(rank=70, input_budget=input_budget, untruncated_prompt=untruncated_prompt),
     config_cls=FullContextConfig,
     presets={"paper": FullContextConfig(), "ours": FullContextConfig(prompt="ours")},

@@ -13,7 +13,6 @@ Templates: BytedTsinghua-SIA/MemAgent ``taskutils/memory_eval/utils/recurrent.py
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, TypedDict
@@ -293,30 +292,32 @@ def memagent_chunks(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm
     return tuple(n for _, n in split_ids(text, cfg.chunk_tokens, tokenizer))
 
 
-def memagent_expected(cfg: Any, corpus_tokens: int, documents: int, window: int | None) -> costs.ExpectedCost:
-    """Typically: one memory update per chunk (the memory, up to its budget, is re-read and rewritten), then the answer."""
-    chunks = max(1, math.ceil(corpus_tokens / cfg.chunk_tokens))
-    memory = cfg.max_new_tokens
-    prompt = corpus_tokens + chunks * (costs.CALL_OVERHEAD_TOKENS + memory) + memory + costs.CALL_OVERHEAD_TOKENS
-    return costs.ExpectedCost(costs.Calls(chunks + 1, prompt, chunks * memory + costs.ANSWER_TOKENS))
+def memagent_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Question], llm: Any = None, window: int | None = None) -> costs.Costs:
+    """ceil(T / chunk_tokens) + 1 calls per question: one memory update per chunk, one final answer.
 
-
-def memagent_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: Any = None) -> CostPlan:
-    """ceil(T / chunk_tokens) + 1 calls per question: one memory update per chunk, one final answer."""
-    sizes = memagent_chunks(cfg, corpus, questions, llm)
+    Chunks are cut as a run cuts them where the corpus is known (else ``chunk_tokens`` each); each call
+    also carries the memory, up to ``max_new_tokens``. Typically the memory is re-read at its budget
+    and each update rewrites it, then a short answer.
+    """
+    if shape.corpus is not None:
+        sizes = memagent_chunks(cfg, shape.corpus, questions, llm)
+    else:
+        whole, rest = divmod(shape.tokens, cfg.chunk_tokens)
+        sizes = (cfg.chunk_tokens,) * whole + ((rest,) if rest or not whole else ())
     n, k = len(sizes), len(questions)
     q = costs.question_tokens(questions)
-    prompt = k * (sum(sizes) + (n + 1) * (q + costs.TEMPLATE_TOKENS))
-    memory = k * (n + 1) * cfg.max_new_tokens  # each call also carries the memory, up to max_new_tokens
+    read = sum(sizes) + (n + 1) * (q + costs.TEMPLATE_TOKENS)
+    memory = (n + 1) * cfg.max_new_tokens
     completion = k * (n * cfg.max_new_tokens + max((x.answer_budget(cfg.max_new_tokens) for x in questions), default=0))
-    return CostPlan("memagent", k, k * (n + 1), k * (n + 1), prompt, prompt + memory, completion,
-                    f"(ceil(T/{cfg.chunk_tokens:,}) + 1) calls per question: {n:,} chunks + 1", {"chunks": n})  # fmt: skip
+    bounds = CostPlan("memagent", k, k * (n + 1), k * (n + 1), k * read, k * (read + memory), completion,
+                      f"(ceil(T/{cfg.chunk_tokens:,}) + 1) calls per question: {n:,} chunks + 1", {"chunks": n})  # fmt: skip
+    typical = costs.Calls(n + 1, read + memory, n * cfg.max_new_tokens + costs.ANSWER_TOKENS)
+    return costs.Costs(bounds, costs.ExpectedCost(typical))
 
 
 @STRATEGIES.register(
     "memagent",
-    cost_plan=memagent_plan,
-    expected_cost=memagent_expected,
+    costs=costs.StrategyCosts(memagent_costs),
     ceiling=MEMAGENT_CEILING,
     config_cls=MemAgentConfig,
     prompts_version=PROMPTS_VERSION,

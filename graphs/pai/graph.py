@@ -29,7 +29,6 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from graphs import costs
-from graphs.budget import CostPlan
 from graphs.context import StrategyContext
 from graphs.events import report_progress
 from graphs.llm import complete
@@ -42,7 +41,7 @@ from graphs.pai.presentation import MINUS_PRESENTATION, PRESENTATION
 from graphs.prompts import format_chunks
 from graphs.registry import STRATEGIES, SingleRun
 from retrieval import Chunk, Hit, chunk_corpus
-from retrieval.contract import Corpus, Question
+from retrieval.contract import Question
 
 
 class PaiState(TypedDict, total=False):
@@ -276,29 +275,16 @@ def _graph(name: str, decompose) -> Any:
 TYPICAL_PROPERTIES = 2
 
 
-def pai_expected(cfg: Any, corpus_tokens: int, documents: int, window: int | None) -> costs.ExpectedCost:
-    """Typically: decompose; judge chunks per property (all of them when exhaustive); a sub-answer per property; summary."""
-    size = cfg.chunk_size * (4 / 3 if cfg.chunk_unit == "words" else 1)
-    chunks = max(1, math.ceil(corpus_tokens / size))
-    exhaustive = cfg.judge_mode == "exhaustive" or (cfg.judge_mode == "auto" and corpus_tokens <= cfg.exhaustive_max_tokens)
-    judged = chunks if exhaustive else min(cfg.top_k, chunks)
-    properties = min(cfg.max_items, TYPICAL_PROPERTIES)
-    calls = 2 + properties * (judged + 1)
-    overhead = costs.CALL_OVERHEAD_TOKENS
-    prompt = 2 * overhead + properties * (judged * (size + overhead) + min(corpus_tokens, cfg.sub_answer_context_tokens) / 2)
-    completion = 2 * costs.ANSWER_TOKENS + properties * (judged * 8 + costs.ANSWER_TOKENS)
-    return costs.ExpectedCost(costs.Calls(calls, prompt, completion))
+def pai_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Question], llm: Any = None, window: int | None = None, *,
+              strategy: str = "pai") -> costs.Costs:  # fmt: skip
+    """Properties, then N_p x C judge calls (exhaustive) or N_p x min(K, C) (prefilter), N_p sub-answers, 1 summary.
 
-
-#: PAI's ceiling rule (PAI- shares it, one row later).
-PAI_CEILING = JudgedChunksCeiling(rank=40, choose_mode=choose_mode, plan_judging=plan_judging, pack=pack)
-
-
-def pai_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: Any = None, *, strategy: str = "pai") -> CostPlan:
-    """Properties, then N_p x C judge calls (exhaustive) or N_p x min(K, C) (prefilter), N_p sub-answers, 1 summary."""
-    t = corpus.num_tokens
+    Typically :data:`TYPICAL_PROPERTIES` properties (at most ``max_items``), each judged over its chunks
+    once, with a sub-answer reading half its context budget; one decomposition and one summary.
+    """
+    t = shape.tokens
     chunk = costs.tokens_of(cfg.chunk_size, cfg.chunk_unit)
-    c = max(1, sum(math.ceil(n / chunk) for n in corpus.token_counts))  # chunks are cut per document
+    c = max(1, sum(math.ceil(n / chunk) for n in shape.token_counts))  # chunks are cut per document
     mode = choose_mode(cfg, t)
     judged = c if mode == "exhaustive" else min(cfg.top_k, c)
     q = costs.question_tokens(questions)
@@ -314,18 +300,25 @@ def pai_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: Any =
     max_prompt = (1 + cfg.retries) * fixed + n_max * (1 + cfg.judge_retries) * judge_tokens + n_max * sub_prompt + fixed
     completion = cfg.extract_max_tokens + judged * cfg.judge_max_tokens + cfg.sub_answer_max_tokens + cfg.summary_max_tokens
     formula = f"N_p x {judged:,} judge calls ({mode}: {'C = T/' + str(chunk) if mode == 'exhaustive' else 'min(K, C)'}), N_p 1-{n_max}, + N_p sub-answers + 2"
-    return costs.per_question_plan(strategy, questions, calls, max_calls, prompt, max_prompt, completion, formula, judged_chunks=judged, mode=mode)
+    bounds = costs.per_question_plan(strategy, questions, calls, max_calls, prompt, max_prompt, completion, formula, judged_chunks=judged, mode=mode)
+    p = max(1, min(n_max, TYPICAL_PROPERTIES))
+    typical = costs.Calls(2 + p * (judged + 1), 2 * fixed + p * (judge_tokens + fixed + min(t, cfg.sub_answer_context_tokens) / 2),
+                          2 * costs.ANSWER_TOKENS + p * (judged * 8 + costs.ANSWER_TOKENS))  # fmt: skip
+    return costs.Costs(bounds, costs.ExpectedCost(typical))
 
 
-def pai_minus_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: Any = None) -> CostPlan:
-    """PAI's plan (sub-questions generated directly instead of properties: the same counts)."""
-    return pai_plan(cfg, corpus, questions, llm, strategy="pai_minus")
+def pai_minus_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Question], llm: Any = None, window: int | None = None) -> costs.Costs:
+    """PAI's costs (sub-questions generated directly instead of properties: the same counts)."""
+    return pai_costs(cfg, shape, questions, llm, window, strategy="pai_minus")
+
+
+#: PAI's ceiling rule (PAI- shares it, one row later).
+PAI_CEILING = JudgedChunksCeiling(rank=40, choose_mode=choose_mode, plan_judging=plan_judging, pack=pack)
 
 
 @STRATEGIES.register(
     "pai",
-    cost_plan=pai_plan,
-    expected_cost=pai_expected,
+    costs=costs.StrategyCosts(pai_costs),
     ceiling=PAI_CEILING,
     config_cls=PaiConfig,
     presets={"paper": PaiConfig(judge_mode="exhaustive")},
@@ -343,8 +336,7 @@ def build_graph(config: PaiConfig | None = None):
 
 @STRATEGIES.register(
     "pai_minus",
-    cost_plan=pai_minus_plan,
-    expected_cost=pai_expected,
+    costs=costs.StrategyCosts(pai_minus_costs),
     ceiling=dataclasses.replace(PAI_CEILING, rank=50),
     config_cls=PaiConfig,
     presets={"paper": PaiConfig(judge_mode="exhaustive")},

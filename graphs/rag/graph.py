@@ -17,7 +17,6 @@ from typing import Annotated, Any, Literal, TypedDict
 from langgraph.runtime import Runtime
 
 from graphs import costs
-from graphs.budget import CostPlan
 from graphs.context import StrategyContext
 from graphs.nodes import generate, linear_graph
 from graphs.prompts import fill, format_chunks
@@ -27,7 +26,7 @@ from graphs.rag.presentation import PRESENTATION
 from graphs.rag.prompts import PROMPTS_VERSION, RAG_TEMPLATE
 from graphs.registry import STRATEGIES
 from retrieval import Chunk, Hit
-from retrieval.contract import Corpus, Question, Step
+from retrieval.contract import Question, Step
 
 
 class RagState(TypedDict, total=False):
@@ -102,24 +101,19 @@ def build_prompt(state: RagState, runtime: Runtime[StrategyContext[RagConfig]]) 
     return {"prompt": prompt, "official_prompt": assembly != "ours", "steps": [Step("build_prompt", order=order, assembly=assembly)]}
 
 
-def rag_expected(cfg: Any, corpus_tokens: int, documents: int, window: int | None) -> costs.ExpectedCost:
-    """Typically: 1 call reading the ``top_k`` chunks, a short answer."""
-    return costs.ExpectedCost(costs.Calls(1, costs.retrieved_tokens(cfg, corpus_tokens) + costs.CALL_OVERHEAD_TOKENS, costs.reply_tokens(cfg)))
-
-
-def rag_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: Any = None) -> CostPlan:
-    """1 call with ``top_k`` chunks (at most the corpus)."""
+def rag_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Question], llm: Any = None, window: int | None = None) -> costs.Costs:
+    """1 call with ``top_k`` chunks (at most the corpus); typically a short answer."""
     q = costs.question_tokens(questions)
-    context = min(corpus.num_tokens, cfg.top_k * costs.tokens_of(cfg.chunk_size, cfg.chunk_unit))
+    context = min(shape.tokens, cfg.top_k * costs.tokens_of(cfg.chunk_size, cfg.chunk_unit))
     prompt = context + q + costs.TEMPLATE_TOKENS
     budget = max((x.answer_budget(cfg.max_new_tokens) for x in questions), default=cfg.max_new_tokens)
-    return costs.per_question_plan("rag", questions, 1, 1, prompt, prompt, budget, "1 call of top_k chunks")
+    bounds = costs.per_question_plan("rag", questions, 1, 1, prompt, prompt, budget, "1 call of top_k chunks")
+    return costs.Costs(bounds, costs.ExpectedCost(costs.Calls(1, prompt, costs.reply_tokens(cfg))))
 
 
 @STRATEGIES.register(
     "rag",
-    cost_plan=rag_plan,
-    expected_cost=rag_expected,
+    costs=costs.StrategyCosts(rag_costs),
     ceiling=RetrievedChunksCeiling(rank=10, retrieve=retrieve, order_hits=order_hits),
     config_cls=RagConfig,
     prompts_version=PROMPTS_VERSION,

@@ -43,7 +43,6 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from graphs import costs
-from graphs.budget import CostPlan
 from graphs.context import StrategyContext
 from graphs.llm import complete
 from graphs.prompts import fill, format_chunks
@@ -70,7 +69,7 @@ from graphs.self_ask.prompts import (
     SINGLE_HOP_EXEMPLARS,
 )
 from retrieval import Hit
-from retrieval.contract import Corpus, Question, Step
+from retrieval.contract import Question, Step
 from retrieval.tokens import count_tokens
 
 #: reader: stop before the model writes an intermediate answer or starts a new exemplar.
@@ -377,19 +376,13 @@ def finish_reader(state: SelfAskState) -> dict:
 
 
 # -- graph -----------------------------------------------------------------------------
-def self_ask_expected(cfg: Any, corpus_tokens: int, documents: int, window: int | None) -> costs.ExpectedCost:
-    """Typically 2 calls per question (a follow-up and the answer), each reading ``top_k`` chunks."""
-    calls = 2
-    prompt = calls * (costs.retrieved_tokens(cfg, corpus_tokens) + costs.CALL_OVERHEAD_TOKENS)
-    return costs.ExpectedCost(costs.Calls(calls, prompt, calls * costs.reply_tokens(cfg)))
-
-
-def self_ask_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: Any = None) -> CostPlan:
+def self_ask_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Question], llm: Any = None, window: int | None = None) -> costs.Costs:
     """Up to ``max_iterations`` generator calls (FlashRAG); the reader variant also answers each follow-up.
 
     Each call carries the few-shot template with the question (counted from the real prompt),
     the top-k chunks (all retrieved so far with ``contexts="accumulate"``), and at most the
-    transcript so far.
+    transcript so far. Typically 2 calls per question (a follow-up and the answer), each with the
+    template and ``top_k`` chunks.
     """
     first = questions[0] if questions else costs.PLACEHOLDER_QUESTION
     template = flashrag_prompt(first, [], "", single_hop=cfg.single_hop) if cfg.variant == "flashrag" else self_ask_prompt(first, "")
@@ -401,17 +394,18 @@ def self_ask_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: 
     else:
         least, most = 1, 2 * cfg.max_iterations + 2
         formula = f"1 to 2 x max_iterations + 2 ({most}) calls"
-    contexts = min(corpus.num_tokens, cfg.top_k * chunk)
-    widest = min(corpus.num_tokens, max(most, 1) * cfg.top_k * chunk) if cfg.contexts == "accumulate" else contexts
+    contexts = min(shape.tokens, cfg.top_k * chunk)
+    widest = min(shape.tokens, max(most, 1) * cfg.top_k * chunk) if cfg.contexts == "accumulate" else contexts
     transcript = most * max(cfg.max_new_tokens, cfg.follow_up_max_new_tokens)
-    return costs.per_question_plan("self_ask", questions, least, most, least * (base + contexts), most * (base + widest + transcript),
-                                   least * cfg.max_new_tokens, formula)  # fmt: skip
+    bounds = costs.per_question_plan("self_ask", questions, least, most, least * (base + contexts), most * (base + widest + transcript),
+                                     least * cfg.max_new_tokens, formula)  # fmt: skip
+    calls = min(2, most)
+    return costs.Costs(bounds, costs.ExpectedCost(costs.Calls(calls, calls * (base + contexts), calls * costs.reply_tokens(cfg))))
 
 
 @STRATEGIES.register(
     "self_ask",
-    cost_plan=self_ask_plan,
-    expected_cost=self_ask_expected,
+    costs=costs.StrategyCosts(self_ask_costs),
     ceiling=FollowUpCeiling(rank=30, retrieve_follow_up=retrieve_follow_up),
     config_cls=SelfAskConfig,
     prompts_version=PROMPTS_VERSION,

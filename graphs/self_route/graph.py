@@ -26,6 +26,7 @@ resumes and a repeated question replays it without calls.
 from __future__ import annotations
 
 import dataclasses
+import math
 import operator
 import re
 from collections.abc import Sequence
@@ -36,7 +37,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from graphs import costs
-from graphs.budget import BudgetReached, CostPlan
+from graphs.budget import BudgetReached
 from graphs.context import StrategyContext
 from graphs.full_context import full_context_prompt
 from graphs.llm import prompt_codec
@@ -50,7 +51,7 @@ from graphs.self_route.config import SelfRouteConfig
 from graphs.self_route.presentation import PRESENTATION
 from graphs.self_route.prompts import PROMPTS_VERSION, UNANSWERABLE_INSTRUCTION
 from retrieval import Hit
-from retrieval.contract import Corpus, Question, Step
+from retrieval.contract import Question, Step
 
 _DECLINE_WORD = re.compile(r"\bun-?answerable\b")
 _NEGATIONS = {"not", "never", "isn't", "isnt", "no", "hardly"}
@@ -172,29 +173,43 @@ def _shared_index(spec: Strategy, sub_cfg: Any, ctx: StrategyContext):
     return ctx.index if same == (ctx.config.retriever, ctx.config.chunking(), dict(ctx.config.retriever_options)) else None
 
 
-def self_route_expected(cfg: Any, corpus_tokens: int, documents: int, window: int | None) -> costs.ExpectedCost:
-    """Typically: the RAG call, and the full context for a declined question (about half of them)."""
-    rag = costs.retrieved_tokens(cfg, corpus_tokens) + costs.CALL_OVERHEAD_TOKENS
-    full = costs.full_read_tokens(cfg, corpus_tokens, window) + costs.CALL_OVERHEAD_TOKENS
-    return costs.ExpectedCost(costs.Calls(1.5, rag + full / 2, 1.5 * costs.reply_tokens(cfg)))
+#: The share of questions RAG typically declines (the run plan's assumption: about half).
+TYPICAL_DECLINED = 0.5
 
 
-def self_route_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: Any = None) -> CostPlan:
-    """1 RAG call; a declined question adds its fallback's plan (full context: 1 call; memagent: ceil(T/5000) + 1)."""
+def self_route_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Question], llm: Any = None,
+                     window: int | None = None) -> costs.Costs:  # fmt: skip
+    """1 RAG call; a declined question adds its fallback's cost (full context: 1 call; memagent: ceil(T/5000) + 1).
+
+    Typically about half the questions are declined (:data:`TYPICAL_DECLINED`), each running the fallback's typical cost.
+    """
     q = costs.question_tokens(questions)
-    prompt = min(corpus.num_tokens, cfg.top_k * costs.tokens_of(cfg.chunk_size, "words")) + q + costs.TEMPLATE_TOKENS
+    prompt = min(shape.tokens, cfg.top_k * costs.tokens_of(cfg.chunk_size, "words")) + q + costs.TEMPLATE_TOKENS
     spec = STRATEGIES.get(cfg.fallback)
-    if spec.cost_plan is None:
-        raise ValueError(f"Self-Route's fallback {cfg.fallback!r} has no cost plan")
-    fallback = spec.cost_plan(spec.make_config(**dict(cfg.fallback_options)), corpus, questions[:1] or [costs.PLACEHOLDER_QUESTION], llm)
-    return costs.per_question_plan("self_route", questions, 1, 1 + fallback.max_calls, prompt, prompt + fallback.max_prompt_tokens, cfg.max_new_tokens,
-                                   f"1 call when RAG answers; + {cfg.fallback} ({fallback.max_calls:,}) when it declines")  # fmt: skip
+    sub_cfg = spec.make_config(**dict(cfg.fallback_options))
+    one = questions[:1] or [costs.PLACEHOLDER_QUESTION]
+    most, usual = spec.costs.halves(sub_cfg, shape, one, llm, window) if spec.costs is not None else (None, None)
+    if most is None and (usual is None or shape.corpus is not None):  # a budget needs the fallback's bounds, a run plan one half
+        half = "cost plan" if shape.corpus is not None else "cost model (its bounds need the corpus, its typical cost is not declared)"
+        raise ValueError(f"Self-Route's fallback {cfg.fallback!r} has no {half}: costs= on its registration")
+    # a plug-in fallback with one half: its typical cost stands in for the bounds the run plan discards, and the other way round
+    if usual is not None:
+        each = usual.per_question
+    else:
+        assert most is not None
+        each = costs.Calls(most.calls, most.prompt_tokens, most.completion_tokens)
+    most_calls = most.max_calls if most is not None else math.ceil(each.calls)
+    most_prompt = most.max_prompt_tokens if most is not None else math.ceil(each.prompt_tokens)
+    bounds = costs.per_question_plan("self_route", questions, 1, 1 + most_calls, prompt, prompt + most_prompt, cfg.max_new_tokens,
+                                     f"1 call when RAG answers; + {cfg.fallback} ({most_calls:,}) when it declines")  # fmt: skip
+    typical = costs.Calls(1 + TYPICAL_DECLINED * each.calls, prompt + TYPICAL_DECLINED * each.prompt_tokens,
+                          costs.reply_tokens(cfg) + TYPICAL_DECLINED * each.completion_tokens)  # fmt: skip
+    return costs.Costs(bounds, costs.ExpectedCost(typical))
 
 
 @STRATEGIES.register(
     "self_route",
-    cost_plan=self_route_plan,
-    expected_cost=self_route_expected,
+    costs=costs.StrategyCosts(self_route_costs),
     ceiling=SELF_ROUTE_CEILING,
     config_cls=SelfRouteConfig,
     prompts_version=PROMPTS_VERSION,

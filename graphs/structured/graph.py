@@ -483,47 +483,38 @@ def format_answer(state: StructuredState, runtime: Runtime[StrategyContext[Struc
     return {"raw": raw, "answer": raw.strip(), "evidence": evidence, "steps": [step]}
 
 
-def structured_expected(cfg: Any, corpus_tokens: int, documents: int, window: int | None) -> costs.ExpectedCost:
-    """Typically: once per corpus, a plan and an extraction per document window (records are cached
-    for the next question); per question, the SQL and the answer."""
-    windows = max(documents, math.ceil(corpus_tokens / cfg.window_tokens))
-    overhead = costs.CALL_OVERHEAD_TOKENS
-    once = costs.Calls(1 + windows, 2 * overhead + corpus_tokens + windows * overhead, min(cfg.plan_max_tokens, 300) + windows * 150)
-    per_question = costs.Calls(2, 2 * (overhead + 400), 100 + costs.reply_tokens(cfg, "answer_max_tokens"))
-    return costs.ExpectedCost(per_question, once)
-
-
-def structured_plan(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: Any = None) -> CostPlan:
+def structured_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Question], llm: Any = None,
+                     window: int | None = None) -> costs.Costs:  # fmt: skip
     """A schema plan (none with a fixed schema), one extraction per document window, SQL, the answer.
 
     Records already extracted for this schema are reused by later questions, so a run over a
-    cached corpus makes fewer calls than this plan (which counts every window once).
+    cached corpus makes fewer calls than this plan (which counts every window once). Typically
+    the plan and the extractions run once per corpus (no retry), then the SQL and the answer per question.
     """
     step = max(1, cfg.window_tokens - cfg.window_overlap)
-    windows = sum(max(1, math.ceil(max(n - cfg.window_overlap, 1) / step)) for n in corpus.token_counts)
+    windows = sum(max(1, math.ceil(max(n - cfg.window_overlap, 1) / step)) for n in shape.token_counts)
     plan_calls = 0 if cfg.schema else 1
     q = costs.question_tokens(questions)
     k = len(questions)
+    fixed = q + costs.TEMPLATE_TOKENS
     calls = plan_calls + windows + k * 2
     max_calls = plan_calls * (1 + cfg.retries) + windows * (1 + cfg.retries) + k * (1 + cfg.sql_retries + 1)
-    extract = corpus.num_tokens + windows * (cfg.window_overlap + q + costs.TEMPLATE_TOKENS)
-    per_question = 2 * (q + costs.TEMPLATE_TOKENS) + cfg.answer_result_tokens
-    prompt = plan_calls * (q + costs.TEMPLATE_TOKENS) + extract + k * per_question
-    max_prompt = (
-        plan_calls * (1 + cfg.retries) * (q + costs.TEMPLATE_TOKENS)
-        + (1 + cfg.retries) * extract
-        + k * (per_question + cfg.sql_retries * (q + costs.TEMPLATE_TOKENS))
-    )
+    extract = shape.tokens + windows * (cfg.window_overlap + fixed)
+    per_question = 2 * fixed + cfg.answer_result_tokens
+    prompt = plan_calls * fixed + extract + k * per_question
+    max_prompt = plan_calls * (1 + cfg.retries) * fixed + (1 + cfg.retries) * extract + k * (per_question + cfg.sql_retries * fixed)
     completion = plan_calls * cfg.plan_max_tokens + windows * cfg.extract_max_tokens + k * (cfg.sql_max_tokens + cfg.answer_max_tokens)
-    return CostPlan("structured", k, calls, max_calls, prompt, max_prompt, completion,
-                    f"{plan_calls} plan + {windows:,} document windows + SQL + answer per question (cached records: fewer)",
-                    {"windows": windows})  # fmt: skip
+    bounds = CostPlan("structured", k, calls, max_calls, prompt, max_prompt, completion,
+                      f"{plan_calls} plan + {windows:,} document windows + SQL + answer per question (cached records: fewer)",
+                      {"windows": windows})  # fmt: skip
+    once = costs.Calls(plan_calls + windows, plan_calls * fixed + extract, plan_calls * min(cfg.plan_max_tokens, 300) + windows * 150)
+    each = costs.Calls(2, per_question, 100 + costs.reply_tokens(cfg, "answer_max_tokens"))
+    return costs.Costs(bounds, costs.ExpectedCost(each, once))
 
 
 @STRATEGIES.register(
     "structured",
-    cost_plan=structured_plan,
-    expected_cost=structured_expected,
+    costs=costs.StrategyCosts(structured_costs),
     ceiling=STRUCTURED_CEILING,
     config_cls=StructuredConfig,
     prompts_version=P.PROMPTS_VERSION,
