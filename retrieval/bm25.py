@@ -31,9 +31,17 @@ from retrieval.checksums import Checksums
 from retrieval.chunking import _CJK, Chunk
 from retrieval.term_counts import TermCounts, bm25_scores, lucene_matrix
 
-logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s logs every index build at DEBUG
 _TOKEN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+")
 _HAS_CJK = re.compile(rf"[{_CJK}]")
+
+
+def _bm25s() -> Any:
+    """The ``bm25s`` module, loaded on first use (it brings scipy). Its import sets its own logger to
+    DEBUG, which would print a line for every index build, so the level is set after it loads."""
+    import bm25s
+
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
+    return bm25s
 
 
 @functools.cache
@@ -128,9 +136,7 @@ class BM25Retriever:
 
     def _fit(self, tokens: list[list[str]]) -> None:
         if self.engine == "bm25s":
-            import bm25s
-
-            model = bm25s.BM25(method="lucene", k1=self.k1, b=self.b)
+            model = _bm25s().BM25(method="lucene", k1=self.k1, b=self.b)
             model.index(tokens, show_progress=False)
         else:
             # rank_bm25 divides by zero on an all-empty corpus; a placeholder token avoids it.
@@ -172,9 +178,7 @@ class BM25Retriever:
     def load(self, folder: Path) -> None:
         """bm25s memory-maps its arrays (fast at 10M tokens); rank_bm25 is rebuilt from tokens."""
         if self.engine == "bm25s":
-            import bm25s
-
-            self._model = bm25s.BM25.load(str(folder / "bm25s"), mmap=True, allow_pickle=False, show_progress=False)
+            self._model = _bm25s().BM25.load(str(folder / "bm25s"), mmap=True, allow_pickle=False, show_progress=False)
             self._counts, self._counts_folder = None, folder
         else:
             with open(folder / "bm25_tokens.json", encoding="utf-8") as f:
@@ -250,10 +254,8 @@ def bm25s_model(counts: TermCounts, *, k1: float, b: float) -> Any:
     Its vocabulary is the counts' term order, with bm25s's empty token ``""`` appended as
     ``index`` does (bm25s's own order is a set's, so only the column order differs).
     """
-    import bm25s
-
     data, indices, indptr = lucene_matrix(counts, k1=k1, b=b)
-    model = bm25s.BM25(method="lucene", k1=k1, b=b)
+    model = _bm25s().BM25(method="lucene", k1=k1, b=b)
     model.scores = {"data": data, "indices": indices, "indptr": indptr, "num_docs": len(counts)}
     vocab = {term: j for j, term in enumerate(counts.terms)}
     vocab.setdefault("", len(vocab))

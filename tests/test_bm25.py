@@ -92,3 +92,14 @@ def test_bm25_save_load_round_trip(engine, tmp_path):
 def test_planted_fact_is_retrieved_first(planted_corpus):
     hits = build_index(planted_corpus, "bm25", chunking=ChunkingConfig(unit="words", size=60)).search("museum vault code", 3)
     assert hits[0].chunk.title == "Vault" and "7421" in hits[0].chunk.text
+
+
+def test_building_an_index_logs_nothing_of_bm25s(caplog):
+    """bm25s sets its logger to DEBUG when it is imported, on first use now that it loads lazily:
+    every index build would print 'Building index from tokens' under ``longctx``'s progress bar."""
+    import logging
+
+    logging.getLogger("bm25s").setLevel(logging.DEBUG)  # as bm25s's own import leaves it
+    with caplog.at_level(logging.DEBUG):
+        BM25Retriever().build(chunk_corpus(Corpus.from_texts(["The vault code is 7421.", "A lighthouse."]), ChunkingConfig(size=8)))
+    assert [r.getMessage() for r in caplog.records if r.name == "bm25s"] == []
