@@ -70,7 +70,6 @@ from graphs.self_ask.prompts import (
 )
 from retrieval import Hit
 from retrieval.contract import Question, Step
-from retrieval.tokens import count_tokens
 
 #: reader: stop before the model writes an intermediate answer or starts a new exemplar.
 STOPS = (INTERMEDIATE, "\nQuestion:")
@@ -385,8 +384,8 @@ def self_ask_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Quest
     template and ``top_k`` chunks.
     """
     first = questions[0] if questions else costs.PLACEHOLDER_QUESTION
-    template = flashrag_prompt(first, [], "", single_hop=cfg.single_hop) if cfg.variant == "flashrag" else self_ask_prompt(first, "")
-    base = count_tokens(template)
+    template = (lambda: flashrag_prompt(first, [], "", single_hop=cfg.single_hop)) if cfg.variant == "flashrag" else (lambda: self_ask_prompt(first, ""))
+    base = costs.prompt_tokens("self_ask", f"{cfg.variant}:{cfg.single_hop}", template, llm, first)  # counted as the budget guard counts
     chunk = costs.tokens_of(cfg.chunk_size, "words")
     if cfg.variant == "flashrag":
         least, most = min(1, cfg.max_iterations), cfg.max_iterations
