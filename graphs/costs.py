@@ -12,7 +12,9 @@ document (:class:`CorpusShape`: the corpus itself for a budget, an even split of
 
 The formulas are the README's ("calls per question" of the strategy table, and PAI's cost model); token
 counts are estimates: the corpus in cl100k tokens (MemAgent's chunks in the model's own tokens, as it
-cuts them), the question, and :data:`TEMPLATE_TOKENS` of prompt template per call. This module holds what
+cuts them), and each call's template with its question rendered from the strategy's own prompt with an
+empty context (:func:`prompt_tokens`), counted as the budget guard counts a call, so the least is a true
+lower bound of what a run sends and a budget of exactly that is not refused up front. This module holds what
 the models share; each lives beside its strategy's graph (``rag_costs`` in ``graphs/rag/graph.py``...).
 A plug-in may declare only one half (``StrategyCosts(plan=...)`` or ``StrategyCosts(expected=...)``, or
 the older ``cost_plan=`` / ``expected_cost=`` keywords): the other half is then unavailable, with a clear error.
@@ -48,11 +50,6 @@ TOKENS_PER_WORD = 4 / 3
 def tokens_of(size: int, unit: str) -> int:
     """Tokens of a chunk of ``size`` words or tokens."""
     return math.ceil(size * TOKENS_PER_WORD) if unit == "words" else size
-
-
-def question_tokens(questions: Sequence[Question]) -> int:
-    """cl100k tokens of the longest question."""
-    return max((count_tokens(q.render()) for q in questions), default=0)
 
 
 def counter(llm: Any = None) -> tuple[str, Callable[[str], int]]:

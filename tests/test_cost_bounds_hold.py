@@ -104,3 +104,14 @@ def test_pai_without_kept_chunks_makes_no_sub_answer_call(fresh):
     answers = [a for s in result.steps if s["node"] == "sub_answer" for a in s["sub_answers"]]
     assert answers and not any(a["called"] for a in answers)
     assert calls == 1 + plan.details["judged_chunks"] + 1 == plan.calls
+
+
+@pytest.mark.parametrize("window", [400, 900])
+def test_a_truncated_full_context_prompt_lies_within_the_bounds(window, fresh):
+    """Cut to the window's input budget: the bounds hold around the cut prompt, re-encoded as the guard counts it."""
+    fresh()
+    llm = ScriptedChatModel(reply_fn=reply, report_usage=False)
+    plan = estimate(examples(), QUESTION, strategy="full_context", llm=llm, context_window=window)
+    answer(examples(), QUESTION, strategy="full_context", llm=llm, context_window=window, show_progress=False)
+    sent = tokenizer_for(llm).count(llm.calls[0]["prompt"])
+    assert plan.prompt_tokens <= sent <= plan.max_prompt_tokens < window
