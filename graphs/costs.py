@@ -12,7 +12,9 @@ document (:class:`CorpusShape`: the corpus itself for a budget, an even split of
 
 The formulas are the README's ("calls per question" of the strategy table, and PAI's cost model); token
 counts are estimates: the corpus in cl100k tokens (MemAgent's chunks in the model's own tokens, as it
-cuts them), the question, and :data:`TEMPLATE_TOKENS` of prompt template per call. This module holds what
+cuts them), and each call's template with its question rendered from the strategy's own prompt with an
+empty context (:func:`prompt_tokens`), counted as the budget guard counts a call, so the least is a true
+lower bound of what a run sends and a budget of exactly that is not refused up front. This module holds what
 the models share; each lives beside its strategy's graph (``rag_costs`` in ``graphs/rag/graph.py``...).
 A plug-in may declare only one half (``StrategyCosts(plan=...)`` or ``StrategyCosts(expected=...)``, or
 the older ``cost_plan=`` / ``expected_cost=`` keywords): the other half is then unavailable, with a clear error.
@@ -26,16 +28,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from graphs.budget import CostPlan
+from graphs.llm import tokenizer_for
+from graphs.prompts import CHUNK_TEMPLATE
 from retrieval.contract import Question
 from retrieval.corpus import Corpus
 from retrieval.tokens import count_tokens
 
-#: Prompt tokens of a call's template and instructions beyond the corpus text and the question (estimate), in
-#: the bounds and the typical cost alike (the run plan's 150 was folded into it). Measured (cl100k, as the budget
-#: guard counts): the templates run from 38 (PAI's judge) to 189 + 64 (structured's extraction, before its schema);
-#: on examples/corpus a RAG call sends 94 tokens beyond its chunks' text and its 10-token question, full context 72:
-#: 200 sits in that range, above most; it overstates RAG's (1,025 planned, 919 sent) and understates an extraction's.
+#: Prompt tokens of a call's template beyond the corpus text and the question, where a strategy's model has no
+#: real prompt to count (a plug-in's estimate; every built-in counts its own templates with :func:`prompt_tokens`).
+#: Measured (cl100k): the templates run from 38 (PAI's judge) to 189 + 64 (structured's extraction, before its schema).
 TEMPLATE_TOKENS = 200
+#: Tokens a seam between two separately counted texts may save or add (a byte-pair merge across it), per seam:
+#: a lower bound takes them off, an upper bound adds them, so a sum of counted parts brackets the joined prompt.
+SEAM_TOKENS = 1
 #: The question a plan assumes when it is made for none (a placeholder, never asked).
 PLACEHOLDER_QUESTION = Question(text="(a question)")
 #: cl100k tokens per English word (chunk sizes given in words).
@@ -47,9 +52,82 @@ def tokens_of(size: int, unit: str) -> int:
     return math.ceil(size * TOKENS_PER_WORD) if unit == "words" else size
 
 
-def question_tokens(questions: Sequence[Question]) -> int:
-    """cl100k tokens of the longest question."""
-    return max((count_tokens(q.render()) for q in questions), default=0)
+def counter(llm: Any = None) -> tuple[str, Callable[[str], int]]:
+    """``(id, count)`` of the tokenizer the budget guard counts ``llm``'s prompts with (cl100k without a model)."""
+    if llm is None:
+        return "cl100k", count_tokens
+    tok = tokenizer_for(llm)
+    return tok.id, tok.count
+
+
+#: Counted templates: (strategy, template, tokenizer, question) -> tokens (a plan is made per answer call).
+_COUNTED: dict[tuple[Any, ...], int] = {}
+_COUNTED_MAX = 4096
+
+
+def prompt_tokens(strategy: str, template: str, render: Callable[[], str], llm: Any = None, question: Question | None = None) -> int:
+    """Tokens of one call's prompt without its corpus text: ``render()`` (the strategy's own prompt function with an
+    empty context, and ``question`` where given), counted as the budget guard counts a call (``llm``'s tokenizer;
+    cl100k without one); cached per (strategy, template, tokenizer, question) so plans stay cheap. A question with a
+    benchmark protocol (its own prompt builders) is counted afresh each time."""
+    tokenizer, count = counter(llm)
+    if question is not None and question.protocol is not None:
+        return count(render())
+    key = (strategy, template, tokenizer, None if question is None else (question.render(), question.instruction))
+    found = _COUNTED.get(key)
+    if found is None:
+        found = count(render())
+        if len(_COUNTED) >= _COUNTED_MAX:
+            _COUNTED.clear()
+        _COUNTED[key] = found
+    return found
+
+
+def chunk_headers(chunks: int, title: str, llm: Any = None) -> int:
+    """Tokens of the headers :func:`~graphs.prompts.format_chunks` puts before ``chunks`` chunks titled ``title``
+    (the blank lines between them included), counted as :func:`prompt_tokens` counts."""
+    return prompt_tokens("chunks", f"headers:{chunks}:{title}", lambda: "\n\n".join(CHUNK_TEMPLATE.format(number=i, title=title, text="")
+                                                                                    for i in range(1, chunks + 1)), llm)  # fmt: skip
+
+
+def titles(shape: CorpusShape, llm: Any = None) -> tuple[str, str]:
+    """The corpus's titles of fewest and of most tokens (both "" where the corpus is not known)."""
+    if shape.corpus is None or not shape.corpus.documents:
+        return "", ""
+    _, count = counter(llm)
+    sized = sorted({d.title for d in shape.corpus.documents}, key=count)
+    return sized[0], sized[-1]
+
+
+@dataclass(frozen=True)
+class Span:
+    """The least and most tokens of a prompt (or its part)."""
+
+    least: int
+    most: int
+
+    def __add__(self, other: Span | int) -> Span:
+        o = other if isinstance(other, Span) else Span(other, other)
+        return Span(self.least + o.least, self.most + o.most)
+
+
+def retrieved_prompt(render: Callable[[Question], str], strategy: str, template: str, questions: Sequence[Question], shape: CorpusShape,
+                     top_k: int, chunk_tokens: int, llm: Any = None, headed: Callable[[Question], bool] = lambda q: True) -> Span:  # fmt: skip
+    """Prompt tokens of one call over ``top_k`` retrieved chunks of ``chunk_tokens`` (at most the corpus): ``render(question)``
+    is the call's prompt with no chunks (the strategy's own function), counted per question (the least and most over
+    ``questions``); the chunk headers of :func:`~graphs.prompts.format_chunks` where ``headed(question)``: at least one
+    per document up to ``top_k`` with the corpus's shortest title, at most ``top_k`` with its longest; a seam per piece."""
+    text = min(shape.tokens, top_k * chunk_tokens)
+    least_chunks, most_chunks = min(top_k, max(1, shape.documents)), top_k
+    shortest, longest = titles(shape, llm)
+    lows, highs = [], []
+    for q in questions or [PLACEHOLDER_QUESTION]:
+        bare = prompt_tokens(strategy, template, lambda q=q: render(q), llm, q)  # type: ignore[misc]
+        heads = (chunk_headers(least_chunks, shortest, llm), chunk_headers(most_chunks, longest, llm)) if headed(q) else (0, 0)
+        seams = SEAM_TOKENS * (2 * most_chunks + 2)
+        lows.append(max(0, bare + heads[0] + text - seams))
+        highs.append(bare + heads[1] + text + seams)
+    return Span(min(lows), max(highs))
 
 
 def per_question_plan(strategy: str, questions: Sequence[Question], calls: int, max_calls: int, prompt: int, max_prompt: int, completion: int,

@@ -23,6 +23,14 @@ SHAPES = [(1, 300), (6, 500), (40, 1_500), (4, 50_000)]
 #: The model's context window (``None``: not known, the config's default).
 WINDOWS = [None, 8_192, 128_000]
 QUESTION = Question(text="What is the vault code of site 3?")
+#: A longer multiple-choice question with its own output instruction (the bounds take the least and most over the questions).
+CHOICE = Question(text="Which site keeps the vault whose code is the largest of the six reports?", choices={"A": "site 1", "B": "site 3", "C": "site 5"},
+                  instruction='Format your response as follows: "The correct answer is (insert answer here)".')
+
+
+def asked(k: int) -> list[Question]:
+    """``k`` questions: the short one alone, or short and multiple-choice ones alternating."""
+    return [QUESTION] if k == 1 else [(QUESTION, CHOICE)[i % 2] for i in range(k)]
 
 
 @functools.cache
@@ -49,7 +57,7 @@ def violations(name: str, preset: str | None) -> list[str]:
             llm = ScriptedChatModel(replies=[], context_window=window) if window else None
             for k in (1, 5):
                 for shape in (CorpusShape.of(c), CorpusShape.even(c.num_tokens, len(c))):
-                    costs: Costs = spec.costs.model(cfg, shape, [QUESTION] * k, llm, window)
+                    costs: Costs = spec.costs.model(cfg, shape, asked(k), llm, window)
                     b, t = costs.bounds, costs.typical
                     calls = t.per_question.calls * k + t.once.calls
                     prompt = t.per_question.prompt_tokens * k + t.once.prompt_tokens

@@ -33,7 +33,7 @@ from graphs.full_context.truncation import (  # noqa: F401 - re-exported: the tr
 )
 from graphs.llm import context_window, prompt_codec, tokenizer_id
 from graphs.nodes import generate, linear_graph
-from graphs.prompts import fill, format_documents
+from graphs.prompts import DOCUMENT_TEMPLATE, fill, format_documents
 from graphs.registry import STRATEGIES
 from retrieval.contract import Corpus, Question, Step
 
@@ -145,14 +145,33 @@ def build_prompt(state: FullContextState, runtime: Runtime[StrategyContext[FullC
 
 def full_context_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Question], llm: Any = None,
                        window: int | None = None) -> costs.Costs:  # fmt: skip
-    """1 call of min(T, window input budget) tokens; typically a short answer."""
+    """1 call of min(T, window input budget) tokens, its template counted from the real prompt; typically a short answer.
+
+    Per question: the prompt with no documents (:func:`untruncated_prompt`'s template with no documents, or the
+    benchmark's official prompt, counted whole), the documents' headers (their titles where the corpus is known, else empty),
+    the corpus text, and a seam per piece; at most the window's input budget.
+    """
     window = cfg.context_window or window or (context_window(llm, cfg.default_context_window) if llm is not None else cfg.default_context_window)
-    q = costs.question_tokens(questions)
     first = questions[0] if questions else costs.PLACEHOLDER_QUESTION
-    prompt = min(shape.tokens + q + costs.TEMPLATE_TOKENS, input_budget(window, first, cfg))
-    bounds = costs.per_question_plan("full_context", questions, 1, 1, prompt, prompt, first.answer_budget(cfg.max_new_tokens),
+    docs = shape.corpus.documents if shape.corpus is not None else [None] * shape.documents
+    headers = costs.counter(llm)[1]("\n\n".join(DOCUMENT_TEMPLATE.format(number=i, title=d.title if d is not None else "", text="")
+                                                 for i, d in enumerate(docs, 1)))  # fmt: skip
+    seams = costs.SEAM_TOKENS * (2 * len(docs) + 2)
+    lows, highs = [], []
+    for q in questions or [first]:
+        cap = input_budget(window, q, cfg)
+        if _official(q, cfg):
+            whole = costs.prompt_tokens("full_context", "benchmark", lambda q=q: q.protocol.prompt(), llm, q)  # type: ignore[misc,union-attr]
+            low, high = whole - 2 * costs.SEAM_TOKENS, whole + 2 * costs.SEAM_TOKENS
+        else:
+            bare = costs.prompt_tokens("full_context", "ours", lambda q=q: fill(FULL_CONTEXT_TEMPLATE, "", q), llm, q)  # type: ignore[misc]
+            low, high = bare + headers + shape.tokens - seams, bare + headers + shape.tokens + seams
+        lows.append(max(0, min(low, cap - 2 * costs.SEAM_TOKENS)))
+        highs.append(min(high, cap + 2 * costs.SEAM_TOKENS))
+    least, most = min(lows), max(highs)
+    bounds = costs.per_question_plan("full_context", questions, 1, 1, least, most, first.answer_budget(cfg.max_new_tokens),
                                      f"1 call of min(T, window) tokens, window {window:,}")  # fmt: skip
-    return costs.Costs(bounds, costs.ExpectedCost(costs.Calls(1, prompt, costs.reply_tokens(cfg))))
+    return costs.Costs(bounds, costs.ExpectedCost(costs.Calls(1, (least + most) / 2, costs.reply_tokens(cfg))))
 
 
 @STRATEGIES.register(

@@ -102,13 +102,16 @@ def build_prompt(state: RagState, runtime: Runtime[StrategyContext[RagConfig]]) 
 
 
 def rag_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Question], llm: Any = None, window: int | None = None) -> costs.Costs:
-    """1 call with ``top_k`` chunks (at most the corpus); typically a short answer."""
-    q = costs.question_tokens(questions)
-    context = min(shape.tokens, cfg.top_k * costs.tokens_of(cfg.chunk_size, cfg.chunk_unit))
-    prompt = context + q + costs.TEMPLATE_TOKENS
+    """1 call with ``top_k`` chunks (at most the corpus), its template counted from :func:`rag_prompt`; typically a short answer."""
+
+    def headed(q: Question) -> bool:  # the benchmark's own prompts join bare chunk texts
+        return not (cfg.assembly == "benchmark" and q.protocol is not None and (q.protocol.rag_prompt or q.protocol.prompt) is not None)
+
+    span = costs.retrieved_prompt(lambda q: rag_prompt(q, [], cfg.assembly)[0], "rag", cfg.assembly, questions, shape, cfg.top_k,
+                                  costs.tokens_of(cfg.chunk_size, cfg.chunk_unit), llm, headed=headed)  # fmt: skip
     budget = max((x.answer_budget(cfg.max_new_tokens) for x in questions), default=cfg.max_new_tokens)
-    bounds = costs.per_question_plan("rag", questions, 1, 1, prompt, prompt, budget, "1 call of top_k chunks")
-    return costs.Costs(bounds, costs.ExpectedCost(costs.Calls(1, prompt, costs.reply_tokens(cfg))))
+    bounds = costs.per_question_plan("rag", questions, 1, 1, span.least, span.most, budget, "1 call of top_k chunks")
+    return costs.Costs(bounds, costs.ExpectedCost(costs.Calls(1, (span.least + span.most) / 2, costs.reply_tokens(cfg))))
 
 
 @STRATEGIES.register(

@@ -70,7 +70,6 @@ from graphs.self_ask.prompts import (
 )
 from retrieval import Hit
 from retrieval.contract import Question, Step
-from retrieval.tokens import count_tokens
 
 #: reader: stop before the model writes an intermediate answer or starts a new exemplar.
 STOPS = (INTERMEDIATE, "\nQuestion:")
@@ -384,9 +383,13 @@ def self_ask_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Quest
     transcript so far. Typically 2 calls per question (a follow-up and the answer), each with the
     template and ``top_k`` chunks.
     """
-    first = questions[0] if questions else costs.PLACEHOLDER_QUESTION
-    template = flashrag_prompt(first, [], "", single_hop=cfg.single_hop) if cfg.variant == "flashrag" else self_ask_prompt(first, "")
-    base = count_tokens(template)
+    def template(q: Question) -> str:
+        return flashrag_prompt(q, [], "", single_hop=cfg.single_hop) if cfg.variant == "flashrag" else self_ask_prompt(q, "")
+
+    # each question's template, counted as the budget guard counts (the least and the most over the questions)
+    bases = [costs.prompt_tokens("self_ask", f"{cfg.variant}:{cfg.single_hop}", lambda q=q: template(q), llm, q)  # type: ignore[misc]
+             for q in questions or [costs.PLACEHOLDER_QUESTION]]  # fmt: skip
+    base, base_most = min(bases), max(bases)
     chunk = costs.tokens_of(cfg.chunk_size, "words")
     if cfg.variant == "flashrag":
         least, most = min(1, cfg.max_iterations), cfg.max_iterations
@@ -397,7 +400,7 @@ def self_ask_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Quest
     contexts = min(shape.tokens, cfg.top_k * chunk)
     widest = min(shape.tokens, max(most, 1) * cfg.top_k * chunk) if cfg.contexts == "accumulate" else contexts
     transcript = most * max(cfg.max_new_tokens, cfg.follow_up_max_new_tokens)
-    bounds = costs.per_question_plan("self_ask", questions, least, most, least * (base + contexts), most * (base + widest + transcript),
+    bounds = costs.per_question_plan("self_ask", questions, least, most, least * (base + contexts), most * (base_most + widest + transcript),
                                      least * cfg.max_new_tokens, formula)  # fmt: skip
     calls = min(2, most)
     return costs.Costs(bounds, costs.ExpectedCost(costs.Calls(calls, calls * (base + contexts), calls * costs.reply_tokens(cfg))))

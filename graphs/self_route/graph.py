@@ -50,7 +50,7 @@ from graphs.self_route.ceiling import SELF_ROUTE_CEILING
 from graphs.self_route.config import SelfRouteConfig
 from graphs.self_route.presentation import PRESENTATION
 from graphs.self_route.prompts import PROMPTS_VERSION, UNANSWERABLE_INSTRUCTION
-from retrieval import Hit
+from retrieval import Chunk, Hit
 from retrieval.contract import Question, Step
 
 _DECLINE_WORD = re.compile(r"\bun-?answerable\b")
@@ -92,10 +92,13 @@ def find_decline(reply: str) -> str | None:
 def build_prompt(state: SelfRouteState, runtime: Runtime[StrategyContext[SelfRouteConfig]]) -> dict:
     """The RAG prompt with the unanswerable instruction after the answer-format instruction."""
     cfg: SelfRouteConfig = runtime.context.config
-    question = state["question"]
+    return {"prompt": route_prompt(state["question"], [h.chunk for h in order_hits(state["hits"], cfg.order)])}
+
+
+def route_prompt(question: Question, chunks: Sequence[Chunk]) -> str:
+    """RAG's template around ``chunks`` (in order), the unanswerable instruction after the answer-format one."""
     instruction = f"{question.instruction or DEFAULT_INSTRUCTION}\n{UNANSWERABLE_INSTRUCTION}"
-    chunks = [h.chunk for h in order_hits(state["hits"], cfg.order)]
-    return {"prompt": fill(RAG_TEMPLATE, format_chunks(chunks), dataclasses.replace(question, instruction=instruction))}
+    return fill(RAG_TEMPLATE, format_chunks(chunks), dataclasses.replace(question, instruction=instruction))
 
 
 def check_answer(state: SelfRouteState) -> dict:
@@ -183,8 +186,8 @@ def self_route_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Que
 
     Typically about half the questions are declined (:data:`TYPICAL_DECLINED`), each running the fallback's typical cost.
     """
-    q = costs.question_tokens(questions)
-    prompt = min(shape.tokens, cfg.top_k * costs.tokens_of(cfg.chunk_size, "words")) + q + costs.TEMPLATE_TOKENS
+    rag = costs.retrieved_prompt(lambda q: route_prompt(q, []), "self_route", "route", questions, shape, cfg.top_k,
+                                 costs.tokens_of(cfg.chunk_size, "words"), llm)  # fmt: skip
     spec = STRATEGIES.get(cfg.fallback)
     sub_cfg = spec.make_config(**dict(cfg.fallback_options))
     one = questions[:1] or [costs.PLACEHOLDER_QUESTION]
@@ -200,9 +203,9 @@ def self_route_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Que
         each = costs.Calls(most.calls, most.prompt_tokens, most.completion_tokens)
     most_calls = most.max_calls if most is not None else math.ceil(each.calls)
     most_prompt = most.max_prompt_tokens if most is not None else math.ceil(each.prompt_tokens)
-    bounds = costs.per_question_plan("self_route", questions, 1, 1 + most_calls, prompt, prompt + most_prompt, cfg.max_new_tokens,
+    bounds = costs.per_question_plan("self_route", questions, 1, 1 + most_calls, rag.least, rag.most + most_prompt, cfg.max_new_tokens,
                                      f"1 call when RAG answers; + {cfg.fallback} ({most_calls:,}) when it declines")  # fmt: skip
-    typical = costs.Calls(1 + TYPICAL_DECLINED * each.calls, prompt + TYPICAL_DECLINED * each.prompt_tokens,
+    typical = costs.Calls(1 + TYPICAL_DECLINED * each.calls, (rag.least + rag.most) / 2 + TYPICAL_DECLINED * each.prompt_tokens,
                           costs.reply_tokens(cfg) + TYPICAL_DECLINED * each.completion_tokens)  # fmt: skip
     return costs.Costs(bounds, costs.ExpectedCost(typical))
 
