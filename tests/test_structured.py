@@ -158,34 +158,17 @@ DOCS = {
     "Birch 2023": "Birch Ltd (Retail) had revenue of USD 800.5M in FY2023.",
     "Acme 2024": "Acme Corp restated FY2023 revenue to 1,250 USD million.",
 }
+
+
+def _row(entity: str, period: str, **values: tuple[str, str]) -> dict:
+    """One extracted row: each value with the quote it was read from."""
+    return {"entity": entity, "period": period, "values": {k: {"value": v, "quote": q} for k, (v, q) in values.items()}}
+
+
 TRUE = {
-    "Acme 2023": [
-        {
-            "entity": "Acme Corp",
-            "period": "FY2023",
-            "values": {
-                "revenue": {"value": "$1.2 billion", "quote": "revenue of $1.2 billion"},
-                "sector": {"value": "Technology", "quote": "Acme Corp (Technology)"},
-            },
-        }
-    ],
-    "Birch 2023": [
-        {
-            "entity": "Birch Ltd",
-            "period": "2023",
-            "values": {
-                "revenue": {"value": "USD 800.5M", "quote": "revenue of USD 800.5M"},
-                "sector": {"value": "Retail", "quote": "Birch Ltd (Retail)"},
-            },
-        }
-    ],
-    "Acme 2024": [
-        {
-            "entity": "ACME CORP",
-            "period": "FY2023",
-            "values": {"revenue": {"value": "1,250 USD million", "quote": "restated FY2023 revenue to 1,250 USD million"}},
-        }
-    ],
+    "Acme 2023": [_row("Acme Corp", "FY2023", revenue=("$1.2 billion", "revenue of $1.2 billion"), sector=("Technology", "Acme Corp (Technology)"))],
+    "Birch 2023": [_row("Birch Ltd", "2023", revenue=("USD 800.5M", "revenue of USD 800.5M"), sector=("Retail", "Birch Ltd (Retail)"))],
+    "Acme 2024": [_row("ACME CORP", "FY2023", revenue=("1,250 USD million", "restated FY2023 revenue to 1,250 USD million"))],
 }
 
 
