@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 
 # Every model the tests use ships inside a package. Set before anything imports
@@ -31,8 +33,18 @@ def filler_document(i: int, sentences: int = 30) -> str:
 
 @pytest.fixture(autouse=True, scope="session")
 def shared_calibration(tmp_path_factory):
-    """The embedded model's speed is measured once per test session, not once per isolated cache."""
-    os.environ["LONGCTX_CALIBRATION"] = str(tmp_path_factory.mktemp("calibration") / "calibration.json")
+    """One calibration file for the session, seeded with a speed for the embedded default model
+    (this machine's measured figures, 2 quiet cores): the plans the CLI and the demo print need
+    one, and measuring it costs ~5 s of model calls. The measurement itself is tested on its own
+    (tests/test_run_plan.py, against the real model, in its own folder)."""
+    from agents.calibration import ModelSpeed, calibration_key
+    from agents.chat_models import EmbeddedChatModel
+
+    path = tmp_path_factory.mktemp("calibration") / "calibration.json"
+    key = calibration_key(EmbeddedChatModel())
+    seed = ModelSpeed(prompt_tokens_per_second=282.0, completion_tokens_per_second=49.0, measured="test session seed", key=key)
+    path.write_text(json.dumps({key: dataclasses.asdict(seed)}))
+    os.environ["LONGCTX_CALIBRATION"] = str(path)
     yield
     os.environ.pop("LONGCTX_CALIBRATION", None)
 
