@@ -231,16 +231,21 @@ def test_the_app_sends_an_error_event_for_a_bad_strategy(tmp_path):
     assert [name for name, _ in events] == ["error"] and "nope" in events[0][1]["error"]
 
 
-def test_leaving_a_sync_stream_early_stops_the_run(tmp_path):
-    corpus = corpus_of([40000])
-    n = math.ceil(stream_tokens(corpus) / 5000)
+def slow_echo_model() -> ScriptedChatModel:
+    """MemAgent's echo model, 20 ms a call: a run left running keeps calling while a test waits."""
     inner = echo_model()
 
     def slow(prompt: str) -> str:
         time.sleep(0.02)
         return inner.reply_fn(prompt)
 
-    llm = ScriptedChatModel(reply_fn=slow)
+    return ScriptedChatModel(reply_fn=slow)
+
+
+def test_leaving_a_sync_stream_early_stops_the_run(tmp_path):
+    corpus = corpus_of([40000])
+    n = math.ceil(stream_tokens(corpus) / 5000)
+    llm = slow_echo_model()
     for event in stream_answer(corpus, "What is the answer?", strategy="memagent", llm=llm, cache_dir=tmp_path, show_progress=False):
         if isinstance(event, StepEvent):
             break  # the run has stopped when the loop is left: its worker returned
@@ -289,13 +294,7 @@ def test_the_answers_tokens_stream_when_the_model_streams_with_the_same_usage(tm
 def test_closing_the_async_stream_early_stops_the_run(tmp_path):
     corpus = corpus_of([40000])
     n = math.ceil(stream_tokens(corpus) / 5000)
-    inner = echo_model()
-
-    def slow(prompt: str) -> str:
-        time.sleep(0.02)
-        return inner.reply_fn(prompt)
-
-    llm = ScriptedChatModel(reply_fn=slow)
+    llm = slow_echo_model()
 
     async def main() -> tuple[int, int]:
         async with contextlib.aclosing(astream_answer(corpus, "q", strategy="memagent", llm=llm, cache_dir=tmp_path, show_progress=False)) as events:
