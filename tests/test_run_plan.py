@@ -3,6 +3,7 @@ and cached, plans at that speed, and a confirmation asked only on a terminal."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import pty
@@ -135,38 +136,22 @@ def test_yes_and_a_pipe_skip_the_question_and_a_terminal_no_declines():
         def readline(self) -> str:
             return self.reply
 
-    said: list[str] = []
-
-    class Err:
-        def write(self, text: str) -> None:
-            said.append(text)
-
-        def flush(self) -> None:
-            pass
-
-    assert confirm("slow", yes=True, stdin=Terminal("n\n"), out=Err()) and not any("Go on" in s for s in said)
-    assert not confirm("slow", stdin=Terminal("\n"), out=Err()) and any("Go on" in s for s in said)
-    assert confirm("slow", stdin=Terminal("y\n"), out=Err())
+    err = io.StringIO()
+    assert confirm("slow", yes=True, stdin=Terminal("n\n"), out=err) and "Go on" not in err.getvalue()
+    assert not confirm("slow", stdin=Terminal("\n"), out=err) and "Go on" in err.getvalue()
+    assert confirm("slow", stdin=Terminal("y\n"), out=err)
 
 
 def test_a_plan_over_the_threshold_warns_with_minutes_and_the_speed():
     from agents.run_plan import StrategyPlan, announce_plan
 
     speed = ModelSpeed(prompt_tokens_per_second=50.0, completion_tokens_per_second=5.0, measured="2026-01-01T00:00:00", key="k")
-    said: list[str] = []
-
-    class Err:
-        def write(self, text: str) -> None:
-            said.append(text)
-
-        def flush(self) -> None:
-            pass
-
+    err = io.StringIO()
     quick = [StrategyPlan("rag", 4, 4, 2_000, 100, 60.0)]
-    assert announce_plan(quick, speed, "SmolLM2", out=Err()) and "Warning" not in "".join(said)
+    assert announce_plan(quick, speed, "SmolLM2", out=err) and "Warning" not in err.getvalue()
     slow = [StrategyPlan("memagent", 4, 400, 200_000, 40_000, 12_000.0)]
-    assert announce_plan(slow, speed, "SmolLM2", yes=True, out=Err())
-    text = "".join(said)
+    assert announce_plan(slow, speed, "SmolLM2", yes=True, out=err)
+    text = err.getvalue()
     assert "memagent: 4 question(s), ~400 calls, ~200,000 prompt + ~40,000 completion tokens, about 3.3 h" in text
     assert "Warning: that is over 15 minutes" in text and "50 prompt and 5 completion tokens/s (measured on this machine" in text
 
