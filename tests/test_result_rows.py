@@ -9,13 +9,13 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from langgraph.graph import END, START, StateGraph
 
 from agents.jsonsafe import MAX_CHARS
 from agents.llm_cache import SQLiteLLMCache
 from experiments.report import build_report
 from experiments.runner import MANIFEST_FILE, RESULTS_FILE, RunConfig, RunFolderError, latest_rows, read_manifest, read_rows, run_experiment
-from graphs import STRATEGIES, StrategyConfig, StrategyContext
+from graphs import STRATEGIES, StrategyConfig
+from graphs.nodes import linear_graph
 from graphs.registry import Strategy
 from retrieval.contract import Evidence
 from tests.scripted import ScriptedChatModel
@@ -43,11 +43,7 @@ def hostile(state, runtime):
 
 
 def build_hostile(config=None):
-    graph = StateGraph(dict, context_schema=StrategyContext)
-    graph.add_node("hostile", hostile)
-    graph.add_edge(START, "hostile")
-    graph.add_edge("hostile", END)
-    return graph.compile()
+    return linear_graph("hostile", dict, ("hostile", hostile))
 
 
 @pytest.fixture
