@@ -4,7 +4,7 @@ It answers ``/v1/chat/completions`` with ``reply(request) -> str`` after ``laten
 seconds, ``/v1/embeddings`` with deterministic bag-of-words vectors, and records every
 request body (``requests``, ``embedding_requests``), the headers of each, and the most
 requests in flight at once (``max_in_flight``). Other routes (a tokenizer's probe of
-``/tokenize``) get 404 and are not recorded.
+``/tokenize``) get 404; their paths are recorded in ``other_paths``.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ class RecordingServer:
         self.requests: list[dict[str, Any]] = []
         self.embedding_requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.other_paths: list[str] = []
         self.in_flight = 0
         self.max_in_flight = 0
         self._lock = threading.Lock()
@@ -109,6 +110,8 @@ class RecordingServer:
                 request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
                 if not self.path.endswith(("/chat/completions", "/embeddings")):
                     # like the OpenAI API: no tokenize routes (a tokenizer probe falls back)
+                    with server._lock:
+                        server.other_paths.append(self.path)
                     self.send_error(404)
                     return
                 with server._lock:
