@@ -339,7 +339,8 @@ def server_tokenizer(
     if remembered is not None and remembered.dialect is None and recall_absence:
         return None
     if remembered is not None and remembered.dialect is not None:
-        found = _recalled(remembered, remembered.dialect, base_url, model, api_key)
+        known = remembered.dialect in dialects  # else written by a version with other dialects
+        found = _recalled(remembered, remembered.dialect, base_url, model, api_key) if known else None
         if found is None:
             forget(key)  # the server changed: probed again below
     if found is None:

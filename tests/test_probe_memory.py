@@ -10,13 +10,15 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from graphs.probe_memory import NO_ROUTE_SECONDS, probe_file
+from graphs.probe_memory import NO_ROUTE_SECONDS, ProbeResult, probe_file, probe_key, remember
+from graphs.server_tokenizer import server_root
 from graphs.tokenizer_choice import ModelFacts, select_tokenizer
-from retrieval.tokenizers import FALLBACK_ID, TokenizerError
+from retrieval.tokenizers import FALLBACK_ID, SERVER_DIALECTS, TokenizerError
 from tests.recording_server import RecordingServer
 from tests.servers import LoopbackServer, QuietHandler
 from tests.test_tokenizers import FakeTokenizeServer
@@ -146,3 +148,14 @@ def test_a_second_process_makes_no_probe(tmp_path):
             assert done.returncode == 0, done.stderr
             seen.append((len(server.other_paths), len(server.requests)))
     assert seen == [(3, 1), (3, 2)]  # the second process: its chat request only
+
+
+def test_an_entry_naming_a_dialect_this_version_lacks_is_probed_again():
+    server = FakeTokenizeServer("vllm")
+    try:
+        key = probe_key(server_root(server.url), "my-llama", list(SERVER_DIALECTS), None)
+        remember(key, ProbeResult(dialect="ollama", probe_ids=[1, 2], probed_at=time.time()))  # written by another version
+        assert select_tokenizer("auto", facts(server.url)).id.startswith("server:vllm:")
+        assert remembered()[key]["dialect"] == "vllm"
+    finally:
+        server.close()
