@@ -294,6 +294,35 @@ def make_chat_model(spec: str | BaseChatModel | None = None, **options: Any) -> 
     return with_tokenizer(CHAT_MODELS.get(kind)(arg, **options), tokenizer)
 
 
+def streaming_model(llm: str | BaseChatModel | None, streaming: bool) -> BaseChatModel:
+    """The chat model of ``llm`` (a spec, a model, or ``None`` for ``$LONGCTX_LLM``) with its
+    replies streamed (token by token, to callbacks' ``on_llm_new_token``) or not.
+
+    A spec string has no place for the option, so ``stream_answer(..., llm="openai:MODEL",
+    streaming=True)`` comes here: the model is copied with ``streaming`` set (a model passed in
+    is left as it is). An OpenAI-compatible model that streams also asks for the usage in its
+    last chunk (``stream_usage``, unless set on the model): without it every answer's usage would
+    be estimated with the tokenizer instead of the server's counts.
+
+    Raises:
+        ChatModelError: ``streaming=True`` for a model that cannot stream (no ``streaming``
+            option, e.g. the embedded model).
+    """
+    chat = make_chat_model(llm)
+    fields = type(chat).model_fields
+    if "streaming" not in fields or type(chat)._stream is BaseChatModel._stream:
+        if not streaming:
+            return chat
+        raise ChatModelError(
+            f"streaming=True: {describe(chat)} ({type(chat).__name__}) cannot stream its replies; token events come from a model "
+            "with a streaming option, such as llm='openai:MODEL' or a ChatOpenAI."
+        )
+    update: dict[str, Any] = {"streaming": streaming}
+    if streaming and "stream_usage" in fields and "stream_usage" not in chat.model_fields_set:
+        update["stream_usage"] = True
+    return chat.model_copy(update=update)
+
+
 def with_tokenizer(llm: BaseChatModel, tokenizer: str | None) -> BaseChatModel:
     """``llm`` with its tokenizer choice set (``None``/``"auto"``: the default order), or a :class:`ChatModelError`."""
     try:

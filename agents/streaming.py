@@ -21,6 +21,7 @@ from uuid import UUID
 from langchain_core.callbacks import BaseCallbackHandler
 
 from agents.api import aanswer
+from agents.chat_models import streaming_model
 from agents.events import AnswerEvent, Event, ProgressEvent, StepEvent, TokenEvent, plain_step
 from graphs.events import Report, reporting_to
 from graphs.run import private_loop, with_handler
@@ -107,18 +108,24 @@ class EventCollector(BaseCallbackHandler):
             self.put(ProgressEvent(report["stage"], state[0], state[1]))  # under the lock: counts arrive in order
 
 
-async def astream_answer(corpus: Corpus, question: str | Question, *, callbacks: Any = None, **options: Any) -> AsyncIterator[Event]:
+async def astream_answer(
+    corpus: Corpus, question: str | Question, *, callbacks: Any = None, streaming: bool | None = None, **options: Any
+) -> AsyncIterator[Event]:
     """:func:`agents.aanswer` as an async iterator of events, ending with the :class:`AnswerEvent`.
 
     Yields a :class:`StepEvent` per step as its graph node finishes (MemAgent: each chunk's
     ``update_memory`` with the memory so far), :class:`ProgressEvent` for fan-outs (MemAgent's
     chunks, PAI's judge calls, the structured strategy's documents), :class:`TokenEvent` for each
-    piece of a reply when the model streams (``streaming=True``), then the answer's steps
-    not seen live (``live=False``) and the :class:`AnswerEvent`. ``options`` are
-    :func:`agents.aanswer`'s (``strategy``, ``llm``, ``budget``, config fields...), passed as
-    they are; ``callbacks`` still see the whole run. A failed run raises
+    piece of a reply when the model streams, then the answer's steps not seen live
+    (``live=False``) and the :class:`AnswerEvent`. ``streaming=True`` makes the model stream
+    (also one named by a spec string, ``llm="openai:MODEL"``; see
+    :func:`agents.chat_models.streaming_model`), ``False`` makes it not, ``None`` leaves it as
+    it is. ``options`` are :func:`agents.aanswer`'s (``strategy``, ``llm``, ``budget``, config
+    fields...), passed as they are; ``callbacks`` still see the whole run. A failed run raises
     here, after the events before the failure. Closing the iterator early cancels the run.
     """
+    if streaming is not None:
+        options["llm"] = streaming_model(options.get("llm"), streaming)
     loop = asyncio.get_running_loop()
     events: asyncio.Queue[Event] = asyncio.Queue()
 
@@ -172,7 +179,7 @@ _DONE = object()
 
 def stream_answer(corpus: Corpus, question: str | Question, **options: Any) -> Iterator[Event]:
     """:func:`astream_answer` for sync code (a script, Streamlit): the same events, as a plain iterator
-    (``options`` are :func:`agents.aanswer`'s, ``callbacks`` included).
+    (``options`` are :func:`astream_answer`'s: ``streaming`` and :func:`agents.aanswer`'s, ``callbacks`` included).
 
     The run goes on the library's private event loop while this thread takes its events;
     closing the iterator early (``break`` out of the loop, Ctrl-C) cancels the run.

@@ -208,7 +208,7 @@ class Workspace:
         """The strategy's name, once the question, the name and the options are checked (a stream fails here, not mid-way)."""
         name = strategy or self.strategy
         as_question(question)
-        config = {k: v for k, v in options.items() if k not in ("preset", "budget", "callbacks")}
+        config = {k: v for k, v in options.items() if k not in ("preset", "budget", "callbacks", "streaming")}
         STRATEGIES.get(name).make_config(options.get("preset"), **config)
         return name
 

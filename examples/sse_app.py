@@ -1,5 +1,8 @@
 """A FastAPI app that streams an answer as server-sent events (README, "Streaming into an app").
 
+It needs fastapi, sse-starlette and uvicorn, which the base install leaves out (the ``app`` extra)::
+
+    pip install '.[app]'                                               # or: pip install fastapi sse-starlette uvicorn
     .venv/bin/uvicorn --factory examples.sse_app:default_app          # examples/corpus, $LONGCTX_LLM
     curl -N 'http://127.0.0.1:8000/answer?q=Where+is+Vantaa+Robotics+based%3F&strategy=memagent'
 
@@ -16,8 +19,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI
-from sse_starlette import EventSourceResponse
+try:
+    from fastapi import FastAPI
+    from sse_starlette import EventSourceResponse
+except ImportError as exc:  # said where the example is run, not as a bare ModuleNotFoundError
+    raise ImportError(f"examples/sse_app.py needs fastapi, sse-starlette and uvicorn: pip install '.[app]' ({exc})") from exc
 
 from agents import Corpus, astream_answer
 

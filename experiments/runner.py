@@ -42,9 +42,9 @@ from agents.jsonsafe import MAX_CHARS, dumps, json_safe
 from agents.llm_cache import SQLiteLLMCache
 from experiments.activity import RunActivity
 from experiments.benchmarks import BENCHMARKS, load_benchmark
+from graphs.cancel import CancelGuard
 from graphs.config import redact_secrets
 from graphs.llm import tokenizer_manifest
-from graphs.run import CancelGuard
 from retrieval.locks import LockHeld, describe_holder, exclusive_lock
 from retrieval.redaction import redact_value
 

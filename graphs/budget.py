@@ -3,7 +3,7 @@
 A budget is checked twice. Up front, the strategy's cost plan (calls and prompt tokens from the
 corpus size and its config, before any call) is compared with it: a plan that cannot fit is
 refused with :class:`BudgetExceeded`. During the run, :class:`BudgetGuard` (a LangChain callback,
-like :class:`graphs.run.CancelGuard`) counts every chat-model call as it starts and raises
+like :class:`graphs.cancel.CancelGuard`) counts every chat-model call as it starts and raises
 :class:`BudgetReached` before the call that would pass a limit; the run path turns that into an
 answer marked ``stopped="budget"`` with what was done (MemAgent's checkpoint keeps its chunks).
 

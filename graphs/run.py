@@ -22,12 +22,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Required, TypedDict, TypeVar, Unpack
 
-from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
+from langchain_core.callbacks import BaseCallbackManager
 from langchain_core.language_models import BaseChatModel
 from tqdm.auto import tqdm
 
 from graphs.batched import BatchedRun, run_batched_graph
 from graphs.budget import Budget, BudgetGuard, BudgetReached
+from graphs.cancel import CancelGuard, RunCancelled, cancel_point
 from graphs.config import redact_secrets
 from graphs.context import StrategyContext
 from graphs.heap import during_runs
@@ -370,34 +371,6 @@ async def _arun_batch(run: _Run, mode: BatchRun) -> list[Answer]:
         raise
 
 
-class RunCancelled(Exception):
-    """Raised inside a run whose caller was cancelled, at its next model call or step."""
-
-
-def cancel_point(cancel: threading.Event) -> None:
-    """Raise :class:`RunCancelled` when ``cancel`` is set."""
-    if cancel.is_set():
-        raise RunCancelled("the run was cancelled; its checkpoint is kept and the next identical call resumes it")
-
-
-class CancelGuard(BaseCallbackHandler):
-    """Stops a run at its next chat-model call once ``cancel`` is set (a callback that raises)."""
-
-    raise_error = True
-    run_inline = True
-
-    def __init__(self, cancel: threading.Event) -> None:
-        self.cancel = cancel
-
-    def on_chat_model_start(self, serialized: dict[str, Any], messages: list[list[Any]], **kwargs: Any) -> None:
-        """Refuse to start a call after cancellation."""
-        cancel_point(self.cancel)
-
-    def on_llm_start(self, serialized: dict[str, Any], prompts: list[str], **kwargs: Any) -> None:
-        """Refuse to start a (completion-model) call after cancellation."""
-        cancel_point(self.cancel)
-
-
 def _batch_answer(spec: Strategy, mode: BatchRun, run: BatchedRun, i: int, question: Question, seconds: float, queued: float, effective: dict) -> Answer:
     fields = mode.collect(run.final, i)
     usage = Usage.from_dict(fields.get("usage"))
@@ -496,6 +469,7 @@ class ChunkProgress:
 
 
 __all__ = [
+    "CancelGuard",
     "ChunkProgress",
     "RunCancelled",
     "RunOptions",

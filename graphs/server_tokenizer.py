@@ -4,7 +4,9 @@ Server tokenizers (vLLM ``/tokenize``, llama.cpp ``/tokenize``, llama-cpp-python
 ``/extras/tokenize``) take one string per request, so long text is cut into pieces at
 word or sentence boundaries (where every BPE pre-tokenizer also cuts, so the pieces'
 tokens concatenate to the whole text's tokens; checked once per server) and the pieces
-are sent in parallel over one keep-alive connection pool.
+are sent in parallel over one keep-alive connection pool. What a probe finds is remembered
+across processes (:mod:`graphs.probe_memory`): a later process checks a remembered route with
+one request, and does not probe a server remembered to have none.
 
 Here, beside :mod:`graphs.llm`, because it talks to the chat model's server; the offline
 tokenizers it wraps (:class:`~retrieval.tokenizers.Tokenizer`) live in ``retrieval``,
@@ -14,11 +16,13 @@ which never calls a chat model.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from graphs.probe_memory import ProbeResult, forget, probe_key, recall, remember
 from retrieval.tokenizers import SERVER_DIALECTS, Tokenizer, TokenizerError
 
 #: A probe cut where :func:`split_pieces` cuts: its pieces' tokens must concatenate to the whole's.
@@ -79,6 +83,19 @@ def _safe_cut(text: str, lo: int, hi: int) -> int:
     return hi
 
 
+class RouteError(TokenizerError):
+    """A tokenize or detokenize route answered with an HTTP error ``status``."""
+
+    def __init__(self, message: str, *, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+    @property
+    def transient(self) -> bool:
+        """Whether the server may answer otherwise soon (408, 429, 5xx): not proof it lacks the route."""
+        return self.status in (408, 429) or self.status >= 500
+
+
 @dataclass
 class Dialect:
     """A server's tokenize and detokenize routes, the request bodies they take and the reply's text field."""
@@ -123,6 +140,9 @@ class ServerTokenizer:
         workers: Requests in flight at once.
         timeout: Seconds each request waits.
         retries: Retries of a request that timed out before its ``httpx.TimeoutException`` is raised.
+        headers: Sent with every request (the API key).
+        prefix: Ids the server prepends to every request (a BOS), stripped from its replies.
+        probe_ids: The probe text's ids, as the probe found them.
     """
 
     root: str
@@ -134,6 +154,7 @@ class ServerTokenizer:
     retries: int = 0
     headers: dict[str, str] = field(default_factory=dict)
     prefix: list[int] = field(default_factory=list)
+    probe_ids: list[int] = field(default_factory=list)
     _client: Any = None
 
     def __post_init__(self) -> None:
@@ -164,7 +185,7 @@ class ServerTokenizer:
                     raise
                 attempt += 1
         if resp.status_code != 200:
-            raise TokenizerError(f"{self.root}{path} answered HTTP {resp.status_code}: {resp.text[:200]}")
+            raise RouteError(f"{self.root}{path} answered HTTP {resp.status_code}: {resp.text[:200]}", status=resp.status_code)
         data = resp.json()
         if not isinstance(data, dict):
             raise TokenizerError(f"{self.root}{path} answered {str(data)[:200]}")
@@ -239,14 +260,21 @@ def probe_server(
         httpx.ConnectError: The server does not answer at all (the caller decides).
         httpx.TimeoutException: The server accepts connections but does not answer in time.
     """
+    return _probe(base_url, model, dialects, api_key, timeout, retries)[0]
+
+
+def _probe(
+    base_url: str, model: str, dialects: Sequence[str], api_key: str | None, timeout: float | None, retries: int | None
+) -> tuple[ServerTokenizer | None, bool]:
+    """:func:`probe_server`'s tokenizer, and whether a ``None`` is definite (no dialect failed with a
+    transient status, 408, 429 or 5xx, that a later probe might not get)."""
     import httpx
 
     timeout = request_timeout(PROBE_TIMEOUT) if timeout is None else timeout
     retries = request_retries() if retries is None else retries
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    root = server_root(base_url)
+    definite = True
     for name in dialects:
-        tok = ServerTokenizer(root=root, model=model, dialect=name, timeout=timeout, retries=retries, headers=headers)
+        tok = _connect(base_url, model, name, api_key, timeout, retries)
         try:
             tok.prefix = tok._encode_one("")
             ids = tok._encode_one(_PROBE_TEXT)
@@ -256,19 +284,69 @@ def probe_server(
             tok.close()
             if isinstance(exc, (httpx.ConnectError, httpx.TimeoutException)):
                 raise
+            definite = definite and not (isinstance(exc, RouteError) and exc.transient)
             continue
+        tok.probe_ids = ids
         if sum((tok._encode_one(p) for p in _PROBE_PIECES), []) != ids:
             tok.max_chars = None
         tok.set_timing(request_timeout(max(timeout, TOKENIZE_TIMEOUT)), request_retries())
-        return tok
-    return None
+        return tok, True
+    return None, definite
 
 
-def server_tokenizer(base_url: str, model: str, *, dialect: str | None = None, api_key: str | None = None) -> Tokenizer | None:
-    """A :class:`Tokenizer` on the server's tokenize endpoint, or None when it has none."""
+def _connect(base_url: str, model: str, dialect: str, api_key: str | None, timeout: float, retries: int) -> ServerTokenizer:
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    return ServerTokenizer(root=server_root(base_url), model=model, dialect=dialect, timeout=timeout, retries=retries, headers=headers)
+
+
+def _recalled(found: ProbeResult, dialect: str, base_url: str, model: str, api_key: str | None) -> ServerTokenizer | None:
+    """The remembered route ``dialect`` of ``found`` when the server still answers it as it did (one
+    request: the probe text's ids, prefix stripped, are the remembered ones), else ``None``."""
+    import httpx
+
+    tok = _connect(base_url, model, dialect, api_key, request_timeout(PROBE_TIMEOUT), request_retries())
+    tok.prefix, tok.probe_ids = list(found.prefix), list(found.probe_ids)
+    try:
+        same = tok._encode_one(_PROBE_TEXT) == tok.probe_ids
+    except (TokenizerError, ValueError, httpx.TransportError) as exc:
+        tok.close()
+        if isinstance(exc, (httpx.ConnectError, httpx.TimeoutException)):
+            raise  # the server is down: as a probe would, the caller decides
+        return None
+    if not same:
+        tok.close()
+        return None
+    tok.max_chars = None if found.whole_text else tok.max_chars
+    tok.set_timing(request_timeout(TOKENIZE_TIMEOUT), request_retries())
+    return tok
+
+
+def server_tokenizer(
+    base_url: str, model: str, *, dialect: str | None = None, api_key: str | None = None, recall_absence: bool = True
+) -> Tokenizer | None:
+    """A :class:`Tokenizer` on the server's tokenize endpoint, or None when it has none.
+
+    The probe's answer is remembered (:mod:`graphs.probe_memory`): a remembered route is
+    checked with one request, a remembered absence is taken as it is unless
+    ``recall_absence`` is false (an explicit ``tokenizer="server"``: the server is probed).
+    """
     if dialect is not None and dialect not in SERVER_DIALECTS:
         raise TokenizerError(f"Unknown server tokenizer dialect {dialect!r}; use one of {', '.join(SERVER_DIALECTS)}.")
-    found = probe_server(base_url, model, dialects=[dialect] if dialect else SERVER_DIALECTS, api_key=api_key)
+    dialects = [dialect] if dialect else list(SERVER_DIALECTS)
+    key = probe_key(server_root(base_url), model, dialects, api_key)
+    remembered = recall(key)
+    found = None
+    if remembered is not None and remembered.dialect is None and recall_absence:
+        return None
+    if remembered is not None and remembered.dialect is not None:
+        known = remembered.dialect in dialects  # else written by a version with other dialects
+        found = _recalled(remembered, remembered.dialect, base_url, model, api_key) if known else None
+        if found is None:
+            forget(key)  # the server changed: probed again below
+    if found is None:
+        found, definite = _probe(base_url, model, dialects, api_key, None, None)
+        if found is not None or definite:
+            remember(key, _result(found))
     if found is None:
         return None
     note = f"{found.dialect} tokenize endpoint" + ("" if found.max_chars else " (whole text per request: pieces did not concatenate exactly)")
@@ -279,3 +357,11 @@ def server_tokenizer(base_url: str, model: str, *, dialect: str | None = None, a
         encode_batch_fn=found.encode_batch,
         note=note,
     )
+
+
+def _result(found: ServerTokenizer | None) -> ProbeResult:
+    """What a probe found, to remember."""
+    if found is None:
+        return ProbeResult(dialect=None, probed_at=time.time())
+    return ProbeResult(dialect=found.dialect, prefix=list(found.prefix), probe_ids=list(found.probe_ids), whole_text=found.max_chars is None,
+                       probed_at=time.time())  # fmt: skip

@@ -74,7 +74,7 @@ def select_tokenizer(spec: str | None, facts: ModelFacts) -> Tokenizer:
     if kind == "server":
         if not facts.base_url:
             raise TokenizerError(f"tokenizer='server': {facts.model_id} has no server URL.")
-        found = server_tokenizer(facts.base_url, facts.model_name, dialect=arg or None, api_key=facts.api_key)
+        found = server_tokenizer(facts.base_url, facts.model_name, dialect=arg or None, api_key=facts.api_key, recall_absence=False)
         if found is None:
             raise TokenizerError(f"tokenizer='{kind}{':' + arg if arg else ''}': the server at {facts.base_url} has no tokenize endpoint we know.")
         return found

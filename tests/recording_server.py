@@ -1,10 +1,11 @@
 """A recording OpenAI-compatible server on loopback, for tests that check what a run *sends*.
 
 It answers ``/v1/chat/completions`` with ``reply(request) -> str`` after ``latency``
-seconds, ``/v1/embeddings`` with deterministic bag-of-words vectors, and records every
-request body (``requests``, ``embedding_requests``), the headers of each, and the most
-requests in flight at once (``max_in_flight``). Other routes (a tokenizer's probe of
-``/tokenize``) get 404 and are not recorded.
+seconds (as server-sent chunks, one per word, when the request says ``stream``),
+``/v1/embeddings`` with deterministic bag-of-words vectors, and records every request
+body (``requests``, ``embedding_requests``), the headers of each, and the most requests
+in flight at once (``max_in_flight``). Other routes (a tokenizer's probe of
+``/tokenize``) get 404; their paths are recorded in ``other_paths``.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ class RecordingServer:
         self.requests: list[dict[str, Any]] = []
         self.embedding_requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.other_paths: list[str] = []
         self.in_flight = 0
         self.max_in_flight = 0
         self._lock = threading.Lock()
@@ -109,6 +111,8 @@ class RecordingServer:
                 request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
                 if not self.path.endswith(("/chat/completions", "/embeddings")):
                     # like the OpenAI API: no tokenize routes (a tokenizer probe falls back)
+                    with server._lock:
+                        server.other_paths.append(self.path)
                     self.send_error(404)
                     return
                 with server._lock:
@@ -121,6 +125,25 @@ class RecordingServer:
                     return
                 with server._lock:
                     server.requests.append(request)
+                if request.get("stream"):
+                    self._stream(server._chat(request), include_usage=bool((request.get("stream_options") or {}).get("include_usage")))
+                    return
                 self._send(server._chat(request))
+
+            def _stream(self, reply: dict[str, Any], *, include_usage: bool) -> None:
+                """The reply as server-sent chunks, one per word (the usage in a last chunk when asked), then ``[DONE]``."""
+                words = reply["choices"][0]["message"]["content"].split(" ")
+                head = {k: reply[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+                deltas = [{"role": "assistant", "content": ""}] + [{"content": w if i == 0 else " " + w} for i, w in enumerate(words)]
+                chunks = [head | {"choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
+                chunks.append(head | {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+                if include_usage:
+                    chunks.append(head | {"choices": [], "usage": reply["usage"]})
+                data = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks).encode() + b"data: [DONE]\n\n"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
 
         return Handler

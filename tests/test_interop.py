@@ -1,9 +1,14 @@
 """longctx inside LangChain: a corpus as a retriever in an LCEL chain, ``answer`` as a Runnable
-and as a tool in a LangGraph agent, against a real local OpenAI-compatible server (recording)."""
+and as a tool in a LangChain agent (``create_agent``), against a real local OpenAI-compatible server (recording)."""
 
 from __future__ import annotations
 
 import asyncio
+import importlib
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain_core.callbacks import BaseCallbackHandler
@@ -17,6 +22,7 @@ from agents import ConfigError, Corpus, as_runnable, as_tool
 from tests.recording_server import RecordingServer, prompt_of
 from tests.scripted_tools import ToolScriptedChatModel
 
+ROOT = Path(__file__).resolve().parent.parent
 FILLER = "The harbour committee met on Tuesday and discussed parking, ferries and the winter timetable. "
 
 
@@ -80,8 +86,19 @@ def test_answer_as_a_runnable_in_a_chain_sync_and_async(corpus, tmp_path, monkey
         as_runnable(corpus, strategy="rag", top_k=-3)  # validated when made, before any chain runs
 
 
-def test_answer_as_a_tool_in_a_langgraph_agent(corpus, tmp_path, monkeypatch):
-    from langgraph.prebuilt import create_react_agent
+def readme_agent() -> Callable[..., Any]:
+    """The agent factory the README names for ``as_tool`` (the dotted path in that line's comment), imported."""
+    line = next(text for text in (ROOT / "README.md").read_text().splitlines() if "as_tool(corpus" in text)
+    found = re.search(r"a tool for ([\w.]+)", line)
+    assert found, line
+    module, _, name = found[1].rpartition(".")
+    assert module, f"name the module: {found[1]}"
+    return getattr(importlib.import_module(module), name)
+
+
+@pytest.mark.filterwarnings("error::DeprecationWarning")  # LangGraph 1.0 deprecated create_react_agent for langchain.agents.create_agent
+def test_answer_as_a_tool_in_the_readmes_agent(corpus, tmp_path, monkeypatch):
+    create_agent = readme_agent()
 
     def agent_brain(prompt: str, tools):
         if "7421" in prompt:  # the tool's result is in the conversation: answer
@@ -92,7 +109,7 @@ def test_answer_as_a_tool_in_a_langgraph_agent(corpus, tmp_path, monkeypatch):
     with RecordingServer(vault_reply) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)
         tool = as_tool(corpus, strategy="rag", llm="openai:rec", name="ask_reports", cache_dir=tmp_path, top_k=2, chunk_size=60, chunk_unit="words")
-        agent = create_react_agent(ToolScriptedChatModel(reply_fn=agent_brain), [tool])
+        agent = create_agent(ToolScriptedChatModel(reply_fn=agent_brain), tools=[tool])
         final = agent.invoke({"messages": [("user", "Find the museum vault code.")]})
     tool_messages = [m for m in final["messages"] if m.type == "tool"]
     assert tool_messages and tool_messages[0].content.startswith("7421") and "Sources: Vault" in tool_messages[0].content

@@ -27,10 +27,11 @@ def _questions(tmp_path: Path) -> Path:
     return path
 
 
-def _start(tmp_path: Path, url: str, concurrency: int = 2) -> subprocess.Popen:
+def _start(tmp_path: Path, url: str, concurrency: int = 2, strategies: str = "rag", options: list[str] | None = None) -> subprocess.Popen:
     env = {**os.environ, "OPENAI_BASE_URL": url, "OPENAI_API_KEY": "x", "LONGCTX_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-m", "experiments.cli", "run", "--corpus", str(ROOT / "examples" / "corpus"), "--questions", str(_questions(tmp_path)),
-           "--strategies", "rag", "--llm", "openai:stub", "--no-llm-cache", "--concurrency", str(concurrency), "--out", str(tmp_path / "run")]
+           "--strategies", strategies, "--llm", "openai:stub", "--no-llm-cache", "--concurrency", str(concurrency), "--out", str(tmp_path / "run"),
+           *(options or [])]
     return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -112,3 +113,20 @@ def test_calls_in_flight_do_not_hold_the_exit_and_a_second_sigint_exits_at_once(
         code, err, took = _stop(proc)  # once: the run waits 2 s, then exits without the calls still in flight
         assert code == 130 and took < 5, (took, err)
         assert "rerun the same command to resume" in err and "exiting now" not in err
+
+
+@pytest.mark.slow
+def test_sigint_prints_no_callback_warning_for_the_calls_it_refuses(tmp_path):
+    """MemAgent's next chunk starts calls after Ctrl-C: the guard refuses each, and LangChain's
+    "Error in CancelGuard.on_chat_model_start callback: RunCancelled" warning is not printed for them."""
+    with stub_server(latency=1.0, reply_tokens=5) as url:
+        proc = _start(tmp_path, url, strategies="memagent", options=["--option", "memagent.chunk_tokens=200", "-y"])
+        deadline = time.monotonic() + 120
+        while _chat_requests(url) == 0:  # the first chunk's calls are in flight: the next chunk's come after the signal
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the run made no call"
+            time.sleep(0.05)
+        code, err, _ = _stop(proc)
+    assert code == 130, err
+    assert "rerun the same command to resume" in err
+    assert "RunCancelled" not in err and "Error in" not in err, err

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import json
 import math
 import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -20,9 +22,11 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessageChunk
 from langchain_core.outputs import ChatGenerationChunk
 
-from agents import AnswerEvent, ProgressEvent, StepEvent, TokenEvent, aanswer, answer, astream_answer, stream_answer
+from agents import AnswerEvent, ProgressEvent, StepEvent, TokenEvent, Workspace, aanswer, answer, astream_answer, stream_answer
+from agents.chat_models import ChatModelError
 from examples.sse_app import make_app
 from retrieval.contract import Corpus
+from tests.recording_server import RecordingServer
 from tests.scripted import ScriptedChatModel
 from tests.test_memagent import corpus_of, echo_model, section_in, stream_tokens
 from tests.test_pai import CHUNK, company_corpus, world
@@ -289,6 +293,45 @@ def test_the_answers_tokens_stream_when_the_model_streams_with_the_same_usage(tm
     # a model that does not stream sends no token event
     assert not [e for e in stream_answer(FACTS, "What is the capital of France?", strategy="rag", llm=StreamingScriptedChatModel(reply_fn=lambda p: reply),
                                          cache_dir=tmp_path) if isinstance(e, TokenEvent)]  # fmt: skip
+
+
+def test_streaming_true_turns_token_events_on_for_a_spec_string(tmp_path, monkeypatch):
+    """``stream_answer(..., llm="openai:MODEL", streaming=True)`` (#35 item 20: it failed with "Unknown
+    option(s) for strategy 'rag': 'streaming'"): the server gets streamed requests, the app token
+    events, and the usage is the server's, as without streaming."""
+    reply = "The capital of France is Paris."
+    monkeypatch.setenv("LONGCTX_TOKENIZER", "cl100k")  # no tokenize probe of the stub
+    with RecordingServer(reply=lambda request: reply) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "x")
+        events = list(stream_answer(FACTS, "What is the capital of France?", strategy="rag", llm="openai:rec", streaming=True, cache_dir=tmp_path))
+        plain = list(stream_answer(FACTS, "What is the capital of France?", strategy="rag", llm="openai:rec", cache_dir=tmp_path))
+        (streamed_request, plain_request) = server.requests
+    tokens = [e for e in events if isinstance(e, TokenEvent)]
+    assert [t.text for t in tokens] == ["The", " capital", " of", " France", " is", " Paris."] and {t.node for t in tokens} == {"generate"}
+    assert events[-1].answer.answer == plain[-1].answer.answer == reply
+    assert streamed_request["stream"] is True and streamed_request["stream_options"] == {"include_usage": True}
+    assert not plain_request.get("stream") and not [e for e in plain if isinstance(e, TokenEvent)]
+    usage, plain_usage = events[-1].answer.usage, plain[-1].answer.usage
+    assert not usage.estimated and (usage.llm_calls, usage.prompt_tokens, usage.completion_tokens) == (
+        plain_usage.llm_calls, plain_usage.prompt_tokens, plain_usage.completion_tokens)  # fmt: skip
+
+
+def test_streaming_true_streams_a_model_object_without_changing_it_and_refuses_one_that_cannot(tmp_path):
+    model = StreamingScriptedChatModel(reply_fn=lambda p: "Paris is.")
+    events = list(stream_answer(FACTS, "Capital of France?", strategy="rag", llm=model, streaming=True, cache_dir=tmp_path))
+    assert [e.text for e in events if isinstance(e, TokenEvent)] == ["Paris", " is."] and model.streaming is False
+    with pytest.raises(ChatModelError, match="cannot stream"):
+        next(iter(stream_answer(FACTS, "Capital of France?", strategy="rag", llm=ScriptedChatModel(reply_fn=lambda p: "Paris"), streaming=True)))
+    ws = Workspace(FACTS, llm=StreamingScriptedChatModel(reply_fn=lambda p: "Paris is."), cache_dir=tmp_path)
+    assert [e.text for e in ws.stream_answer("Capital of France?", streaming=True) if isinstance(e, TokenEvent)] == ["Paris", " is."]
+
+
+def test_the_sse_example_says_what_to_install_when_sse_starlette_is_missing(monkeypatch):
+    monkeypatch.setitem(sys.modules, "sse_starlette", None)  # as in an install without the app extra
+    monkeypatch.delitem(sys.modules, "examples.sse_app", raising=False)
+    with pytest.raises(ImportError, match=r"needs fastapi, sse-starlette and uvicorn: pip install '\.\[app\]'"):
+        importlib.import_module("examples.sse_app")
 
 
 def test_closing_the_async_stream_early_stops_the_run(tmp_path):
