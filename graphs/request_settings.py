@@ -89,8 +89,7 @@ def _fingerprint(path: str, size: int, mtime_ns: int) -> str:
         if size <= SAMPLED_BLOCKS * BLOCK_BYTES:
             digest.update(f.read())
         else:
-            step = (size - BLOCK_BYTES) // (SAMPLED_BLOCKS - 1)
-            for i in range(SAMPLED_BLOCKS):
-                f.seek(i * step)
+            for i in range(SAMPLED_BLOCKS):  # the last block ends at the file's last byte
+                f.seek(i * (size - BLOCK_BYTES) // (SAMPLED_BLOCKS - 1))
                 digest.update(f.read(BLOCK_BYTES))
     return "sha256-sampled:" + digest.hexdigest()

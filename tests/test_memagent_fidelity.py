@@ -24,7 +24,8 @@ from graphs.llm import set_tokenizer
 from retrieval import Corpus
 from retrieval.contract import Question
 from retrieval.question import Protocol
-from retrieval.tokenizers import tiktoken_tokenizer
+from graphs.request_settings import BLOCK_BYTES, SAMPLED_BLOCKS, file_fingerprint
+from retrieval.tokenizers import Tokenizer, TokenizerError, slice_ids, tiktoken_encoding, tiktoken_tokenizer
 from tests.recording_server import RecordingServer, prompt_of
 from tests.scripted import ScriptedChatModel
 
@@ -122,6 +123,17 @@ def test_the_embedded_models_file_content_and_seed_are_in_the_key(tmp_path):
     assert _key(EmbeddedChatModel(model_path=str(gguf))) != first
 
 
+def test_a_large_model_files_fingerprint_reads_samples_from_start_to_end(tmp_path):
+    size = SAMPLED_BLOCKS * BLOCK_BYTES * 2  # beyond a whole-file read
+    a, b = tmp_path / "a.gguf", tmp_path / "b.gguf"
+    a.write_bytes(b"\0" * size)
+    b.write_bytes(b"\0" * (size - 1) + b"\1")  # the last byte differs
+    assert file_fingerprint(a) != file_fingerprint(b)
+    b.write_bytes(b"\0" * size)
+    os.utime(b, ns=(2, 2))
+    assert file_fingerprint(a) == file_fingerprint(b)  # content, not name or time
+
+
 class CharModel(ScriptedChatModel):
     """A scripted model whose own tokenizer is one token per character."""
 
@@ -180,6 +192,16 @@ def test_the_paper_preset_sends_the_official_windows_split_characters_included()
     official = official_windows(MIXED, 40, tiktoken_tokenizer("cl100k_base"))
     assert any("\ufffd" in w for w in official)  # the fixture splits characters at some cuts
     assert _sections("paper") == official
+
+
+def test_the_official_cut_of_an_empty_text_is_no_window_and_a_strict_decoder_says_what_to_do():
+    cl100k = tiktoken_tokenizer("cl100k_base")
+    assert slice_ids("", 40, cl100k) == []
+    enc = tiktoken_encoding("cl100k_base")
+    # a decoder that refuses a split character (raises), as some servers' detokenize routes
+    tok = Tokenizer(id="server:strict", encode_fn=enc.encode, decode_fn=lambda part: enc.decode_bytes(part).decode("utf-8"))
+    with pytest.raises(TokenizerError, match="window_cut='character'"):
+        slice_ids(MIXED, 40, tok)
 
 
 def test_by_default_a_moved_cut_shifts_every_later_window():

@@ -171,8 +171,9 @@ def initial_state(questions: list[Question], ctx: MemAgentContext) -> MemAgentSt
     The final call follows the benchmark (its instruction, answer budget, sampling and stop
     sequences) unless ``final_instruction="memagent"`` (preset ``paper``), which runs
     MemAgent's own evaluation: its instruction, ``max_new_tokens``, ``temperature`` and
-    ``top_p``. The benchmark's sampling is its temperature alone (no official loop of a
-    protocol sends a top-p), so MemAgent's top-p is not mixed into it (``top_p: None``, not sent).
+    ``top_p``. The benchmark's sampling is its protocol's temperature alone (a protocol carries
+    no top-p; LongBench v2's ``pred.py`` sends none), so MemAgent's top-p is not mixed into it
+    (``top_p: None``, not sent).
     """
     cfg: MemAgentConfig = ctx.config
     benchmark = cfg.final_instruction == "benchmark"
