@@ -21,10 +21,10 @@ from experiments.runner import RunConfig, read_rows, run_experiment
 from graphs import STRATEGIES
 from graphs.batched import run_key
 from graphs.llm import set_tokenizer
+from graphs.request_settings import BLOCK_BYTES, SAMPLED_BLOCKS, file_fingerprint
 from retrieval import Corpus
 from retrieval.contract import Question
 from retrieval.question import Protocol
-from graphs.request_settings import BLOCK_BYTES, SAMPLED_BLOCKS, file_fingerprint
 from retrieval.tokenizers import Tokenizer, TokenizerError, slice_ids, tiktoken_encoding, tiktoken_tokenizer
 from tests.recording_server import RecordingServer, prompt_of
 from tests.scripted import ScriptedChatModel
