@@ -31,8 +31,8 @@ class MemAgentConfig(StrategyConfig):
             headers; ``"plain"`` / ``"titled"`` force one layout (see ``graphs.memagent.graph.stream_text``).
         window_cut: How the stream is cut into windows. ``"character"`` (default): each cut at
             ``chunk_tokens`` is moved back to the start of a character whose tokens it would split
-            (both windows stay readable, and every later window starts up to a few tokens earlier
-            than the official loop's); ``"token"`` (preset ``paper``): exactly ``chunk_tokens`` ids
+            (both windows stay readable; every later window then starts earlier than the official
+            loop's, by all the tokens moved so far); ``"token"`` (preset ``paper``): exactly ``chunk_tokens`` ids
             a window, each decoded as it is, as the official loop (a split character arrives as
             U+FFFD in both windows; see :func:`retrieval.tokenizers.slice_ids`).
         continue_from_prefix: For a corpus that grew (``Corpus.add`` / ``Corpus.rescan``): start from
