@@ -44,6 +44,7 @@ from graphs.budget_field import BUDGET_FIELDS as BUDGET_FIELDS  # re-exported: t
 from graphs.budget_field import budget_field as budget_field
 from graphs.budget_field import with_budget_field as with_budget_field
 from graphs.llm import model_id, set_tokenizer
+from graphs.request_settings import file_fingerprint
 from graphs.usage import shared_model_lock
 from retrieval.contract import Registry
 from retrieval.redaction import redact, register_secret, register_url
@@ -204,7 +205,13 @@ class EmbeddedChatModel(BaseChatModel):
 
     @property
     def _identifying_params(self) -> dict[str, Any]:
-        return {"model_path": self._resolved, "n_ctx": self.n_ctx}
+        return {"model_path": self._resolved, "n_ctx": self.n_ctx, "seed": self.seed}  # every call samples with the seed
+
+    @property
+    def served_model_fingerprint(self) -> str:
+        """The GGUF's content fingerprint (:func:`graphs.request_settings.file_fingerprint`): MemAgent's run
+        key tells other weights under the same file name apart."""
+        return file_fingerprint(self._resolved)
 
     @property
     def model_name(self) -> str:

@@ -16,7 +16,8 @@ prediction script would have written. Failed calls follow the official predictio
 script too: LongBench v1/E and LV-Eval (local generation, no failure) get ``pred: ""``;
 Loong writes ``generate_response: ""`` as its ``api()`` does; LongBench v2, CorpusQA and
 MemAgent's script never write a failed item, so neither do we (the count is returned).
-The scored text is the row's ``prediction``, the text ``longctx report`` scores.
+The scored text is the row's ``prediction``, the text ``longctx report`` scores, except where
+the official scorer extracts the answer from the whole reply itself (:data:`WHOLE_REPLY`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.benchmarks.base import Sample
+from experiments.benchmarks.predictions import final_reply
 from experiments.metrics import longbench_v2 as v2
 from experiments.metrics import ruler_hqa as rq
 from experiments.runner import MANIFEST_FILE, latest_rows, read_rows, run_samples
@@ -45,8 +47,17 @@ class ExportedFile:
     omitted_failed: int = 0
 
 
-#: A sample and its scored text (``None``: the call failed).
-Pair = tuple[Sample, str | None]
+@dataclass(frozen=True)
+class Answered:
+    """What a row gives its official line: the text (``None``: the call failed) and, for a
+    two-call chain-of-thought answer (LongBench v2 ``setting=cot``), the first call's reply."""
+
+    text: str | None
+    reasoning: str | None = None
+
+
+#: A sample and what its row answered.
+Pair = tuple[Sample, Answered]
 
 
 def _jsonl(path: Path, lines: Iterable[dict[str, Any]]) -> int:
@@ -64,8 +75,8 @@ def _jsonl(path: Path, lines: Iterable[dict[str, Any]]) -> int:
 
 def _grouped(pairs: Sequence[Pair], key: Callable[[Sample], str]) -> dict[str, list[Pair]]:
     groups: dict[str, list[Pair]] = {}
-    for sample, text in pairs:
-        groups.setdefault(key(sample), []).append((sample, text))
+    for sample, answered in pairs:
+        groups.setdefault(key(sample), []).append((sample, answered))
     return groups
 
 
@@ -75,14 +86,19 @@ def longbench_v1_line(sample: Sample, text: str | None) -> dict[str, Any]:
     return {"pred": text or "", "answers": list(sample.answers), "all_classes": md.get("all_classes") or None, "length": md.get("length")}
 
 
-def longbench_v2_line(sample: Sample, text: str) -> dict[str, Any]:
-    """LongBench v2 ``pred.py``'s line: the item (context cut to 1,000 characters), response, pred, judge."""
+def longbench_v2_line(sample: Sample, text: str, reasoning: str | None = None) -> dict[str, Any]:
+    """LongBench v2 ``pred.py``'s line: the item (context cut to 1,000 characters), response, pred, judge;
+    in the CoT setting (``pred.py --cot``) ``response_cot`` before ``response``: the reasoning call's reply,
+    stripped, or ``None`` where the strategy answered in one call (it made no reasoning call)."""
     md, choices = sample.metadata, sample.question.choices or {}
     response = text.strip()
     pred = v2.extract_choice(response)
     item = {"_id": sample.sample_id, **{k: md.get(k) for k in ("domain", "sub_domain", "difficulty", "length")}}
     item |= {"question": sample.question.text, **{f"choice_{k}": choices.get(k) for k in "ABCD"}, "answer": sample.answers[0]}
-    return item | {"context": sample.corpus[0].text[:1000], "response": response, "pred": pred, "judge": pred == sample.answers[0]}
+    item |= {"context": sample.corpus[0].text[:1000]}
+    if md.get("setting") == "cot":
+        item |= {"response_cot": reasoning.strip() if reasoning is not None else None}
+    return item | {"response": response, "pred": pred, "judge": pred == sample.answers[0]}
 
 
 def lveval_line(sample: Sample, text: str | None) -> dict[str, Any]:
@@ -120,15 +136,15 @@ def ruler_hqa_line(sample: Sample, text: str) -> dict[str, Any]:
 
 def _files(groups: dict[str, list[Pair]], path: Callable[[str], Path], line: Callable[[Sample, str | None], dict[str, Any]]) -> list[ExportedFile]:
     """One file per group, every pair written (failed ones with the empty prediction)."""
-    return [ExportedFile(path(name), _jsonl(path(name), (line(s, t) for s, t in pairs))) for name, pairs in groups.items()]
+    return [ExportedFile(path(name), _jsonl(path(name), (line(s, a.text) for s, a in pairs))) for name, pairs in groups.items()]
 
 
-def _files_without_failed(groups: dict[str, list[Pair]], path: Callable[[str], Path], line: Callable[[Sample, str], dict[str, Any]]) -> list[ExportedFile]:
+def _files_without_failed(groups: dict[str, list[Pair]], path: Callable[[str], Path], line: Callable[[Sample, Answered], dict[str, Any]]) -> list[ExportedFile]:
     """One file per group, failed pairs left out (counted in ``omitted_failed``)."""
     files = []
     for name, pairs in groups.items():
-        kept = [(s, t) for s, t in pairs if t is not None]
-        files.append(ExportedFile(path(name), _jsonl(path(name), (line(s, t) for s, t in kept)), omitted_failed=len(pairs) - len(kept)))
+        kept = [(s, a) for s, a in pairs if a.text is not None]
+        files.append(ExportedFile(path(name), _jsonl(path(name), (line(s, a) for s, a in kept)), omitted_failed=len(pairs) - len(kept)))
     return files
 
 
@@ -137,7 +153,10 @@ def _write_longbench(pairs: Sequence[Pair], out: Path, label: str, folder: str) 
 
 
 def _write_longbench_v2(pairs: Sequence[Pair], out: Path, label: str) -> list[ExportedFile]:
-    return _files_without_failed({label: list(pairs)}, lambda name: out / "results" / f"{name}.jsonl", longbench_v2_line)
+    def line(sample: Sample, answered: Answered) -> dict[str, Any]:
+        return longbench_v2_line(sample, answered.text or "", answered.reasoning)
+
+    return _files_without_failed({label: list(pairs)}, lambda name: out / "results" / f"{name}.jsonl", line)
 
 
 def _write_lveval(pairs: Sequence[Pair], out: Path, label: str) -> list[ExportedFile]:
@@ -152,12 +171,12 @@ def _write_loong(pairs: Sequence[Pair], out: Path, label: str) -> list[ExportedF
 def _write_corpusqa(pairs: Sequence[Pair], out: Path, label: str) -> list[ExportedFile]:
     model = label.replace("_", "-")  # eval.py reads the model as the file name's first "_" part
     groups = _grouped(pairs, lambda s: s.metadata["file"])
-    return _files_without_failed(groups, lambda f: out / "runs" / f"{model}_{f}.jsonl", lambda s, t: corpusqa_line(s, t, model))
+    return _files_without_failed(groups, lambda f: out / "runs" / f"{model}_{f}.jsonl", lambda s, a: corpusqa_line(s, a.text or "", model))
 
 
 def _write_ruler_hqa(pairs: Sequence[Pair], out: Path, label: str) -> list[ExportedFile]:
     groups = _grouped(pairs, lambda s: s.dataset.removeprefix("eval_"))
-    return _files_without_failed(groups, lambda n: out / "results" / f"ruler_hqa_{n}" / f"{label}.jsonl", ruler_hqa_line)
+    return _files_without_failed(groups, lambda n: out / "results" / f"ruler_hqa_{n}" / f"{label}.jsonl", lambda s, a: ruler_hqa_line(s, a.text or ""))
 
 
 #: benchmark -> writer(pairs, out, label) of its official prediction files.
@@ -200,17 +219,30 @@ def export_official(run: str | Path, out: str | Path | None = None, *, samples: 
     rows = latest_rows(read_rows(run))
     target = Path(out) if out is not None else run / "official"
     written: dict[str, list[ExportedFile]] = {}
+    whole = benchmark in WHOLE_REPLY
     for strategy in cfg["strategies"]:
-        pairs = [(s, _scored_text(rows[(s.sample_id, strategy)])) for s in samples if (s.sample_id, strategy) in rows]
+        pairs = [(s, _answered(rows[(s.sample_id, strategy)], whole)) for s in samples if (s.sample_id, strategy) in rows]
         if pairs:
             written[strategy] = WRITERS[benchmark](pairs, target, strategy)
     return written
 
 
-def _scored_text(row: dict[str, Any]) -> str | None:
-    """The text ``longctx report`` scores for a row; ``None`` for a failed call."""
+#: Benchmarks whose official scorer reads the model's whole final reply and extracts the answer itself
+#: (MemAgent's ``ruler_hqa.py``: after the last "the answer is"): their files carry that reply, not an
+#: extraction a strategy scored (MemAgent's preset ``paper``), which the official scorer would find no phrase in.
+WHOLE_REPLY = frozenset({"ruler_hqa"})
+
+
+def _answered(row: dict[str, Any], whole_reply: bool) -> Answered:
+    """What a row's official line carries: the text ``longctx report`` scores, or with ``whole_reply``
+    the whole final reply it was extracted from (:func:`final_reply`; ``None`` for a failed call),
+    and the reasoning reply of a two-call CoT answer (the ``reasoning`` its steps keep)."""
     text = row.get("prediction")
-    return text if row.get("status") == "ok" and isinstance(text, str) and not row.get("error") else None
+    if row.get("status") != "ok" or not isinstance(text, str) or row.get("error"):
+        return Answered(None)
+    reply = final_reply(row) if whole_reply else None
+    reasoning = next((s["reasoning"] for s in reversed(row.get("steps") or []) if isinstance(s, dict) and isinstance(s.get("reasoning"), str)), None)
+    return Answered(reply if reply is not None else text, reasoning)
 
 
 #: How the official code scores an export (``{dir}``: the export folder, ``{model}``: a strategy, ``{file}``: a file

@@ -28,6 +28,7 @@ from typing import Any
 from agents.jsonsafe import dumps
 from experiments import comparison, stats
 from experiments.benchmarks import BENCHMARKS, score
+from experiments.benchmarks.predictions import row_prediction
 from experiments.ceilings import report_ceilings
 from experiments.html_report import pick_winners, row_model, significance_text, strategy_costs, summary_table, write_html_report
 from experiments.prices import load_prices, parse_prices, row_cost
@@ -146,8 +147,7 @@ def score_run(out: str | Path, *, samples: Sequence[Any] | None = None, judge: A
         if not mine:  # a strategy of the run with no answer yet: shown as missing, never dropped
             per_strategy[name] = {"official": {"per_sample": {}}, "rows": [], "per_sample": []}
             continue
-        preds = [(by_id[r["sample_id"]], r.get("prediction"), r.get("error")) for r in mine]
-        official = score(cfg["benchmark"], preds, **options)
+        official = score(cfg["benchmark"], [row_prediction(r) for r in mine], samples=samples, **options)
         rules = official.get("match_rule") or {}  # which rule credited each answer, where the scorer says (own corpus)
         per_sample = [({**r, "match_rule": rules[r["sample_id"]]} if r["sample_id"] in rules else r,
                        official["per_sample"].get(r["sample_id"])) for r in mine]  # fmt: skip

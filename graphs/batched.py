@@ -1,7 +1,8 @@
 """Running a batched, checkpointed strategy graph (a :class:`~graphs.registry.BatchRun`: MemAgent) to completion, resuming if it can.
 
 One implementation serves ``answer()`` / ``answer_many()`` and Self-Route's fallback leg:
-the run is keyed by (strategy, corpus fingerprint, questions, config, model); every step
+the run is keyed by (strategy, corpus fingerprint, questions, config, model and every
+setting its requests carry, tokenizer); every step
 is checkpointed in SQLite (``durability="sync"``: a step is on disk before the next
 starts) in the run's own folder ``<folder>/<key>/`` (see :mod:`memory.checkpoints`),
 superseded checkpoints dropped every ``PRUNE_EVERY_CHUNKS`` chunks; an interrupted run
@@ -22,8 +23,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from graphs.budget import BudgetReached
 from graphs.context import StrategyContext
-from graphs.llm import model_id
+from graphs.llm import model_id, tokenizer_id
 from graphs.registry import BatchRun, BatchSettings, Strategy
+from graphs.request_settings import request_settings
 from memory import CHECKPOINTS_FILE, TRACE_FILE, MemoryTrace, lock_run, open_checkpointer, prune_checkpoints, run_folder, thread_key
 from retrieval.contract import Corpus, Question, Step
 
@@ -148,10 +150,12 @@ def _continued(
 
 
 def run_key(
-    spec: Strategy, mode: BatchRun, cfg: Any, questions: list[Question], llm: BaseChatModel, corpus_fingerprint: str, key_prefix: str | None
-) -> str:
-    """The key of one run: strategy, corpus, questions, config (its runtime fields and an unset
-    continuation option left out, so keys made before that option existed still hold) and model."""
+    spec: Strategy, mode: BatchRun, cfg: Any, questions: list[Question], llm: BaseChatModel, corpus_fingerprint: str, key_prefix: str | None,
+    *, model: Mapping[str, Any] | None = None,
+) -> str:  # fmt: skip
+    """The key of one run: strategy, corpus, questions (with the final call's sampling where their
+    protocol sets it), config (its runtime fields and an unset continuation option left out, so
+    keys made before that option existed still hold) and :func:`model_key` (``model``: already made)."""
     config = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in mode.runtime_fields}
     if mode.continuation is not None and not config.get(mode.continuation.option, True):
         config.pop(mode.continuation.option)
@@ -159,10 +163,25 @@ def run_key(
     return thread_key(
         strategy=key_prefix or spec.name,
         corpus=corpus_fingerprint,
-        questions=[(q.render(), q.instruction, q.answer_budget(budget)) for q in questions],
+        questions=[question_key(q, budget) for q in questions],
         config=config,
-        model=model_id(llm),
+        **(model if model is not None else model_key(llm)),
     )
+
+
+def model_key(llm: BaseChatModel) -> dict[str, Any]:
+    """The model's part of a run key: name and server, every setting its requests carry
+    (:func:`graphs.request_settings.request_settings`) and the tokenizer that cuts the windows."""
+    return {"model": model_id(llm), "requests": request_settings(llm), "tokenizer": tokenizer_id(llm)}
+
+
+def question_key(question: Question, budget: int) -> tuple:
+    """A question's part of a run key: its text, instruction and answer budget, and the
+    protocol's temperature and stop sequences of the final call where it sets them."""
+    protocol = question.protocol
+    sampling = {"temperature": protocol.temperature, "stop": protocol.stop} if protocol is not None else {}
+    sampling = {k: v for k, v in sampling.items() if v is not None}
+    return (question.render(), question.instruction, question.answer_budget(budget), *([sampling] if sampling else []))
 
 
 def finished_prefix_run(
@@ -176,9 +195,10 @@ def finished_prefix_run(
         return None
     plain = dataclasses.replace(cfg, **{how.option: False})
     prefixes = list(corpus.prefix_fingerprints())[:-1]
+    model = model_key(llm)
     for n in range(len(prefixes), 0, -1):
         for variant in (cfg, plain):
-            path = run_folder(folder, run_key(spec, mode, variant, questions, llm, prefixes[n - 1], key_prefix)) / CHECKPOINTS_FILE
+            path = run_folder(folder, run_key(spec, mode, variant, questions, llm, prefixes[n - 1], key_prefix, model=model)) / CHECKPOINTS_FILE
             if not path.exists():
                 continue
             saver = open_checkpointer(path)

@@ -151,6 +151,32 @@ def split_ids(text: str, size: int, tokenizer: Tokenizer) -> list[tuple[str, int
     return list(zip(texts, tokenizer.count_batch(texts)))
 
 
+def slice_ids(text: str, size: int, tokenizer: Tokenizer) -> list[tuple[str, int]]:
+    """``text`` as windows of exactly ``size`` token ids (the last one shorter), each decoded as it
+    is, ``(text, n_tokens)``: MemAgent's loop, ``decode(input_ids[i:i + size])``. A character
+    whose tokens straddle a cut is decoded as the tokenizer decodes a part of one (U+FFFD for
+    Hugging Face and tiktoken) in both windows, and no later window moves; :func:`split_ids`
+    moves the cut instead. ``n_tokens`` is the window text's own count, as there.
+
+    Raises:
+        TokenizerError: The tokenizer refuses to decode a split character (a strict server
+            decoder), so the cut cannot be reproduced.
+    """
+    if size <= 0:
+        raise ValueError(f"window size must be positive, got {size}")
+    ids = tokenizer.encode(text)
+    texts = []
+    for start in range(0, len(ids), size):
+        try:
+            texts.append(tokenizer.decode(ids[start : start + size]))
+        except Exception as exc:  # noqa: BLE001 - any decoder's refusal, named with the way out
+            raise TokenizerError(
+                f"{tokenizer.id} cannot decode tokens {start}:{start + size} as they are ({exc}); cut windows at characters "
+                "(window_cut='character') or pick a tokenizer that decodes partial characters (hf:PATH)"
+            ) from exc
+    return list(zip(texts, tokenizer.count_batch(texts)))
+
+
 # -- tiktoken -----------------------------------------------------------------------------
 
 

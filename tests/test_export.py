@@ -92,3 +92,23 @@ def test_export_refuses_what_has_no_official_format(tmp_path, capsys):
     (tmp_path / "manifest.json").write_text(json.dumps({"config": {"benchmark": "synth", "strategies": ["rag"]}}))
     with pytest.raises(ValueError, match="no official prediction format"):
         export_official(tmp_path)
+
+
+def test_longbench_v2_cot_lines_carry_the_reasoning_reply_as_response_cot(tmp_path):
+    """``pred.py --cot`` writes ``response_cot`` (the first call's reply, stripped) before ``response``; a strategy
+    that answers in one call made no reasoning call, so its ``response_cot`` is ``null``."""
+
+    def reply(prompt: str) -> str:
+        if prompt.endswith("Let\u2019s think step by step:"):
+            return "  Report 1 names 2019, so A.  "
+        return "notes" if prompt.endswith("Updated memory:\n") else "The correct answer is (A)"
+
+    cfg = RunConfig(benchmark="longbench_v2", strategies=("full_context", "memagent"), data_path=str(FIXTURES / "benchmarks" / "longbench_v2"),
+                    llm_cache=False, limit=1, loader_options={"setting": "cot"})  # fmt: skip
+    run_experiment(cfg, tmp_path / "run", llm=ScriptedChatModel(reply_fn=reply), show_progress=False)
+    export_official(tmp_path / "run", tmp_path / "official")
+    tree = _tree(tmp_path / "official")
+    (full,), (memagent,) = tree["results/full_context.jsonl"], tree["results/memagent.jsonl"]
+    assert list(full)[-5:] == ["context", "response_cot", "response", "pred", "judge"]  # pred.py's key order
+    assert (full["response_cot"], full["response"], full["pred"], full["judge"]) == ("Report 1 names 2019, so A.", "The correct answer is (A)", "A", True)
+    assert memagent["response_cot"] is None and memagent["pred"] == "A"

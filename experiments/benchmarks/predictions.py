@@ -23,11 +23,15 @@ class Prediction:
         sample_id: The :attr:`Sample.sample_id` it answers.
         text: The raw output, or ``None`` when the call failed.
         error: Why the call failed (any non-empty string marks a failure).
+        reply: The model's whole final reply where ``text`` was extracted from it (MemAgent's
+            preset ``paper`` scores its ``extract_answer``), else ``None``: what an official
+            scorer that extracts the answer itself reads (RULER-HotpotQA's ``official``).
     """
 
     sample_id: str
     text: str | None
     error: str | None = None
+    reply: str | None = None
 
     @property
     def failed(self) -> bool:
@@ -38,6 +42,23 @@ class Prediction:
     def text_or_empty(self) -> str:
         """The text, with a failed call scored as the empty answer."""
         return "" if self.failed or self.text is None else self.text
+
+    @property
+    def whole_reply(self) -> str:
+        """The model's whole final reply (``reply``, else ``text``); ``""`` for a failed call."""
+        return "" if self.failed else self.reply if self.reply is not None else self.text_or_empty
+
+
+def final_reply(row: Mapping[str, Any]) -> str | None:
+    """The whole final reply a result row's steps keep where its prediction was extracted from it
+    (the ``reply`` of its last step carrying one: MemAgent's ``final_answer``, also as Self-Route's
+    fallback leg), else ``None``."""
+    return next((s["reply"] for s in reversed(row.get("steps") or []) if isinstance(s, Mapping) and isinstance(s.get("reply"), str)), None)
+
+
+def row_prediction(row: Mapping[str, Any]) -> Prediction:
+    """A result row (``results.jsonl``) as the :class:`Prediction` its benchmark scores."""
+    return Prediction(str(row["sample_id"]), row.get("prediction"), row.get("error"), final_reply(row))
 
 
 def _as_prediction(item: Any) -> tuple[Sample | None, Prediction]:

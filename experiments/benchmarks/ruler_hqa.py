@@ -132,11 +132,13 @@ def _percent(values: Sequence[float]) -> float | None:
 def score(pairs: Sequence[tuple[Sample, Any]], **_: Any) -> dict:
     """``sub_em`` x 100 overall and per length bucket: ours and the number ``ruler_hqa.py`` prints.
 
-    Ours (``overall``, ``lengths``) counts a failed call as 0 and, where the reply has no
-    ``the answer is``, scores it as an extracted answer if it reads as one (:func:`as_given`:
-    a strategy may return MemAgent's extraction already), else 0. ``official`` scores every
-    reply without the phrase 0 and leaves failed calls out of the denominator, as
-    ``ruler_hqa.py`` does. ``em`` and ``f1`` follow our rule.
+    Ours (``overall``, ``lengths``) scores the prediction's text: a failed call as 0 and, where
+    the text has no ``the answer is``, as an extracted answer if it reads as one (:func:`as_given`:
+    a strategy may return MemAgent's extraction already), else 0. ``official`` is what
+    ``ruler_hqa.py`` prints for the model's whole final reply (``Prediction.whole_reply``: the
+    reply a scored extraction came from, else the text): 0 without the phrase, failed calls
+    left out of the denominator; ``n_without_answer_phrase`` counts those replies. ``em`` and
+    ``f1`` follow our rule.
     """
     ours: dict[str, dict[str, list[float]]] = {}
     official: dict[str, list[float]] = {}
@@ -148,10 +150,11 @@ def score(pairs: Sequence[tuple[Sample, Any]], **_: Any) -> dict:
         if pred.failed:
             values = {"sub_em": 0.0, "em": 0.0, "f1": 0.0}
         else:
+            whole = m.official_prediction(pred.whole_reply.strip())
+            no_phrase += whole is None
+            official.setdefault(bucket, []).append(m.sub_em(whole, gold) if whole else 0.0)
             response = pred.text_or_empty.strip()
             extracted = m.official_prediction(response)
-            no_phrase += extracted is None
-            official.setdefault(bucket, []).append(m.sub_em(extracted, gold) if extracted else 0.0)
             answer = extracted if extracted is not None else as_given(m.strip_thinking(response))
             values = {k: metric(answer, gold) if answer else 0.0 for k, metric in (("sub_em", m.sub_em), ("em", m.exact_match), ("f1", m.hotpotqa_f1))}
         per_sample[sample.sample_id] = 100.0 * values["sub_em"]

@@ -29,6 +29,12 @@ class MemAgentConfig(StrategyConfig):
         stream: What is read: ``"auto"`` streams a benchmark item's context as the official loop
             does (``context.strip()``, no header) and own corpora with ``Document i: <title>``
             headers; ``"plain"`` / ``"titled"`` force one layout (see ``graphs.memagent.graph.stream_text``).
+        window_cut: How the stream is cut into windows. ``"character"`` (default): each cut at
+            ``chunk_tokens`` is moved back to the start of a character whose tokens it would split
+            (both windows stay readable; every later window then starts earlier than the official
+            loop's, by all the tokens moved so far); ``"token"`` (preset ``paper``): exactly ``chunk_tokens`` ids
+            a window, each decoded as it is, as the official loop (a split character arrives as
+            U+FFFD in both windows; see :func:`retrieval.tokenizers.slice_ids`).
         continue_from_prefix: For a corpus that grew (``Corpus.add`` / ``Corpus.rescan``): start from
             the final memories of the finished run (same questions, config and model) over the
             longest earlier corpus this one extends, and read only the documents added since (a
@@ -45,4 +51,5 @@ class MemAgentConfig(StrategyConfig):
     trace_chars: int | None = option(2000, min=0)
     final_instruction: Literal["benchmark", "memagent"] = option("benchmark", source="the benchmark's output format; 'memagent' = the paper's own")
     stream: Literal["auto", "plain", "titled"] = option("auto", source="MemAgent recurrent.py: tokenizer.encode(item['context'].strip())")
+    window_cut: Literal["character", "token"] = option("character", source="MemAgent recurrent.py: tokenizer.decode(input_ids[i:i+5000]) ('token')")
     continue_from_prefix: bool = False

@@ -35,7 +35,7 @@ from graphs.prompts import format_documents
 from graphs.registry import STRATEGIES, BatchRun, BatchSettings, Continuation
 from memory import NO_MEMORY, MemoryTrace, bound_memory, strip_think
 from retrieval.contract import Corpus, Question
-from retrieval.tokenizers import Tokenizer, split_ids, tiktoken_tokenizer
+from retrieval.tokenizers import Tokenizer, slice_ids, split_ids, tiktoken_tokenizer
 
 
 @dataclass(frozen=True)
@@ -109,6 +109,13 @@ def split_stream(text: str, size: int, encode, decode) -> list[tuple[str, int]]:
     return split_ids(text, size, Tokenizer(id="given", encode_fn=encode, decode_fn=decode))
 
 
+def cut_windows(text: str, cfg: MemAgentConfig, tokenizer: Tokenizer) -> list[tuple[str, int]]:
+    """The windows MemAgent reads of ``text``, ``(text, n_tokens)``, cut as ``cfg.window_cut`` says:
+    at character boundaries (:func:`split_ids`) or exactly as the official loop (:func:`slice_ids`)."""
+    cut = slice_ids if cfg.window_cut == "token" else split_ids
+    return cut(text, cfg.chunk_tokens, tokenizer)
+
+
 def stream_text(corpus: Corpus, questions: Sequence[Question], stream: str, start: int = 0) -> tuple[str, str]:
     """The text MemAgent reads, and which layout made it.
 
@@ -140,11 +147,11 @@ def prepare_context(
     tokenizer, the server's tokenize endpoint, tiktoken's for OpenAI models, cl100k last),
     as the official loop cuts with the served model's HF tokenizer: ``encode`` the whole
     stream, windows of ``chunk_tokens`` ids, each decoded (moved back to a character
-    boundary where a window would split one). ``start_document``: stream only the documents from
+    boundary where a window would split one, unless ``window_cut="token"``: :func:`cut_windows`). ``start_document``: stream only the documents from
     there on (a run continued from an earlier corpus's final memories).
     """
     text, layout = stream_text(ctx.corpus, questions, ctx.config.stream, start_document)
-    pieces = split_ids(text, ctx.config.chunk_tokens, tokenizer_for(ctx.llm))
+    pieces = cut_windows(text, ctx.config, tokenizer_for(ctx.llm))
     return MemAgentContext(
         llm=ctx.llm,
         config=ctx.config,
@@ -161,9 +168,12 @@ def prepare_context(
 def initial_state(questions: list[Question], ctx: MemAgentContext) -> MemAgentState:
     """Every question starts with "No previous memory" at chunk 0.
 
-    The final call follows the benchmark (its instruction, answer budget, temperature and
-    stop sequences) unless ``final_instruction="memagent"`` (preset ``paper``), which runs
-    MemAgent's own evaluation: its instruction, ``max_new_tokens`` and ``temperature``.
+    The final call follows the benchmark (its instruction, answer budget, sampling and stop
+    sequences) unless ``final_instruction="memagent"`` (preset ``paper``), which runs
+    MemAgent's own evaluation: its instruction, ``max_new_tokens``, ``temperature`` and
+    ``top_p``. The benchmark's sampling is its protocol's temperature alone (a protocol carries
+    no top-p; LongBench v2's ``pred.py`` sends none), so MemAgent's top-p is not mixed into it
+    (``top_p: None``, not sent).
     """
     cfg: MemAgentConfig = ctx.config
     benchmark = cfg.final_instruction == "benchmark"
@@ -174,6 +184,7 @@ def initial_state(questions: list[Question], ctx: MemAgentContext) -> MemAgentSt
                 "instruction": q.instruction if benchmark else None,
                 "max_new_tokens": q.answer_budget(cfg.max_new_tokens) if benchmark else cfg.max_new_tokens,
                 "temperature": q.answer_temperature(cfg.temperature) if benchmark else cfg.temperature,
+                "top_p": None if benchmark and benchmark_sampling(q) else cfg.top_p,
                 "stop": q.answer_stop() if benchmark else None,
             }
             for q in questions
@@ -183,6 +194,11 @@ def initial_state(questions: list[Question], ctx: MemAgentContext) -> MemAgentSt
         "chunk_index": 0,
         "memories": {str(i): NO_MEMORY for i in range(len(questions))},
     }
+
+
+def benchmark_sampling(question: Question) -> bool:
+    """Whether the question's protocol sets the final call's sampling (its temperature)."""
+    return question.protocol is not None and question.protocol.temperature is not None
 
 
 def fan_out(state: MemAgentState) -> list[Send]:
@@ -227,8 +243,10 @@ def final_answer(task: dict[str, Any], runtime: Runtime[MemAgentContext]) -> dic
     )
     budget = task["question"].get("max_new_tokens", cfg.max_new_tokens)  # the benchmark's answer budget
     temperature = task["question"].get("temperature", cfg.temperature)
+    top_p = task["question"].get("top_p", cfg.top_p)  # None: the benchmark's sampling, which sends no top-p
     stop = task["question"].get("stop")
-    text, usage = complete_with_usage(ctx.llm, prompt, max_tokens=budget, temperature=temperature, top_p=cfg.top_p, stop=stop)
+    sampling = {"top_p": top_p} if top_p is not None else {}
+    text, usage = complete_with_usage(ctx.llm, prompt, max_tokens=budget, temperature=temperature, stop=stop, **sampling)
     return {"finals": {qi: text}, "usage": {qi: usage}}
 
 
@@ -289,7 +307,7 @@ def memagent_chunks(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm
     """Token sizes of the chunks MemAgent reads (cut as :func:`graphs.memagent.graph.prepare_context` cuts them)."""
     text, _ = stream_text(corpus, questions, cfg.stream)
     tokenizer = tokenizer_for(llm) if llm is not None else tiktoken_tokenizer("cl100k_base")
-    return tuple(n for _, n in split_ids(text, cfg.chunk_tokens, tokenizer))
+    return tuple(n for _, n in cut_windows(text, cfg, tokenizer))
 
 
 def memagent_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Question], llm: Any = None, window: int | None = None) -> costs.Costs:
@@ -331,7 +349,7 @@ def memagent_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Quest
     config_cls=MemAgentConfig,
     prompts_version=PROMPTS_VERSION,
     run_mode=MEMAGENT_RUN,
-    presets={"paper": MemAgentConfig(final_instruction="memagent")},
+    presets={"paper": MemAgentConfig(final_instruction="memagent", window_cut="token")},
     presentation=PRESENTATION,
     description="Stream the whole corpus through a 1,024-token overwritten memory, 5,000 tokens per step.",
 )
