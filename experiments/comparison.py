@@ -98,9 +98,9 @@ def verdict_line(label: str, leader: str | None, verdict: Mapping[str, Any], uni
     best = f"best: {leader}" + (f", tied with {', '.join(tied)}" if tied else "")
     if verdict.get("reachable") is False:
         family = verdict.get("family") or 0
-        holm = f", before Holm's adjustment across {family} pairs" if family > 1 else ""
-        return (f"{label}: no difference can be significant on n={verdict['n']} questions: the paired test reaches p "
-                f"{stats.format_p(verdict.get('smallest_p'))} at best there{holm} ({best}).")  # fmt: skip
+        holm = f", and Holm's adjustment across {family} pairs multiplies that by {family}" if family > 1 else ""
+        return (f"{label}: no difference can be significant on n={verdict['n']} questions: the paired tests here reach p "
+                f"{stats.format_p(verdict.get('smallest_p'))} at best{holm} ({best}).")  # fmt: skip
     mde = verdict.get("detectable")
     detect = f"; these questions detect differences of about {mde:.3g} {unit} or more" if mde else ""
     closest = f" ({best}; against {verdict['closest']} adjusted p {stats.format_p(verdict['p_adjusted'])})" if verdict.get("closest") else ""

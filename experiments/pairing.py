@@ -8,6 +8,7 @@ its corpus fingerprint all match; the others are counted, by reason, for the use
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -29,6 +30,13 @@ def identity(sample: Any) -> Identity:
 def identities(samples: Iterable[Any]) -> dict[str, Identity]:
     """Sample id -> :func:`identity` for a run's samples."""
     return {s.sample_id: identity(s) for s in samples}
+
+
+def key(sample_id: str, known: Mapping[str, Identity]) -> str:
+    """The key a run's answer is paired by: its sample id with a digest of its :func:`identity` (two runs'
+    keys are equal only for the same question over the same corpus)."""
+    digest = hashlib.sha256(repr(known.get(sample_id)).encode("utf-8", errors="surrogatepass")).hexdigest()[:16]
+    return f"{sample_id}#{digest}"
 
 
 def mismatches(a: Mapping[str, Identity], b: Mapping[str, Identity]) -> Counter[str]:

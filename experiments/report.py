@@ -188,7 +188,7 @@ def compare_runs(folders: Sequence[str | Path], *, judge: Any = None) -> RunComp
     labels = [name for name, _, _, _ in runs]
     if len(set(labels)) < len(labels):
         labels = [str(Path(f)) for f in folders]
-    scores = {f"{s} @ {label}": {(r["sample_id"], ids.get(r["sample_id"])): v for r, v in d["per_sample"]}
+    scores = {f"{s} @ {label}": {pairing.key(r["sample_id"], ids): v for r, v in d["per_sample"]}
               for label, (_, _, per, ids) in zip(labels, runs) for s, d in per.items()}  # fmt: skip
     names = [set(per) for _, _, per, _ in runs]
     shared = set.intersection(*names) if names else set()

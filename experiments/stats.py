@@ -177,7 +177,9 @@ def paired_test(a: Sequence[float], b: Sequence[float], *, seed: int = SEED, n_r
     """Strategy a against strategy b on the same questions (``a[i]`` and ``b[i]`` score question i).
 
     McNemar's exact test when every score is 0/1 (or 0/100): the two-sided binomial test of the
-    discordant pairs. Otherwise a paired sign-flip permutation test of the mean difference over
+    discordant pairs. The interval is the percentile bootstrap of the differences, ``None`` where
+    every question differs by the same amount (3 of 3 questions moved by 100: no interval, not
+    [100, 100]). Otherwise a paired sign-flip permutation test of the mean difference over
     the questions whose difference is not zero (flipping a zero changes nothing, so the p-value
     is the same as over all questions): exact up to :data:`EXACT_SIGN_FLIPS` of them.
     """
@@ -192,9 +194,9 @@ def paired_test(a: Sequence[float], b: Sequence[float], *, seed: int = SEED, n_r
     sd = float(d.std(ddof=1)) if n > 1 else 0.0
     if n < 2:  # one question cannot show a difference beyond chance
         return PairedResult(n, mean, None, None, 1.0, "none", None)
-    if np.all(d == d[0]):
-        low = high = mean
-    else:
+    low: float | None = None
+    high: float | None = None
+    if not np.all(d == d[0]):  # equal differences: resampling cannot vary, and a zero-width interval would read as certainty
         res = _scipy_stats().bootstrap((d,), np.mean, confidence_level=CONFIDENCE, n_resamples=n_resamples, method="percentile",
                             batch=max(1, _BATCH_VALUES // n), random_state=np.random.default_rng(seed))  # fmt: skip
         low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
@@ -205,7 +207,7 @@ def paired_test(a: Sequence[float], b: Sequence[float], *, seed: int = SEED, n_r
         return PairedResult(n, mean, low, high, p, "mcnemar-exact", sd, a_only + b_only, scale)
     moved = d != 0
     nonzero = int(np.count_nonzero(moved))
-    if nonzero == 0:
+    if nonzero < 2:  # one moved question flipped is as far from zero as before: p = 1
         return PairedResult(n, mean, low, high, 1.0, "sign-flip-exact", sd)
     exact = nonzero <= EXACT_SIGN_FLIPS
     res = _scipy_stats().permutation_test((x[moved], y[moved]), lambda u, v, axis: np.mean(u - v, axis=axis), permutation_type="samples",
