@@ -102,7 +102,7 @@ def verdict_line(label: str, leader: str | None, verdict: Mapping[str, Any], uni
         return (f"{label}: no difference can be significant on n={verdict['n']} questions: the paired tests here reach p "
                 f"{stats.format_p(verdict.get('smallest_p'))} at best{holm} ({best}).")  # fmt: skip
     mde = verdict.get("detectable")
-    detect = f"; these questions detect differences of about {mde:.3g} {unit} or more" if mde else ""
+    detect = f"; these questions detect differences of about {mde:.3g} {unit} or more (80% power, one pair at 5%)" if mde else ""
     closest = f" ({best}; against {verdict['closest']} adjusted p {stats.format_p(verdict['p_adjusted'])})" if verdict.get("closest") else ""
     return f"{label}: no significant difference on n={verdict['n']} questions{closest}{detect}."
 

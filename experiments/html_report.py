@@ -615,7 +615,7 @@ dl.facts{display:flex;flex-wrap:wrap;gap:4px 18px;margin:4px 0;color:#555}dl.fac
 dl.facts dt:after{content:":"}dl.facts div{display:flex}
 table{border-collapse:collapse;margin:6px 0}th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f4f4f6}td.num{text-align:right;font-variant-numeric:tabular-nums}
-.wide{overflow-x:auto}table.summary td:first-child{white-space:nowrap}
+.wide{overflow-x:auto}table.summary td:first-child,table.summary td.ci,table.pairwise .ci{white-space:nowrap}
 .swatch{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:5px;vertical-align:baseline}
 .note{color:#666;font-size:13px}.na{color:#999}.fail{color:#b00020}.score{font-weight:600}
 ul.winners li{margin:3px 0}details.messages .role{font-weight:600;font-size:12px;color:#555}p.cut{font-size:13px}

@@ -287,11 +287,19 @@ def _mcnemar_power(n: int, discordance: float, diff: float, alpha: float) -> flo
     if share <= 0:
         return 0.0
     m = np.arange(n + 1)
-    k = st.binom.ppf(1 - alpha / 2, m, 0.5) + 1  # per discordant count m, the larger side's count that rejects
-    k = np.where(2 * st.binom.sf(k - 1, m, 0.5) < alpha, k, k + 1)
+    k = _mcnemar_critical(n, alpha)
     q = (share + diff) / (2 * share)
     reject = st.binom.sf(k - 1, m, q) + st.binom.cdf(m - k, m, q)
     return float(np.sum(st.binom.pmf(m, n, share) * reject))
+
+
+@functools.lru_cache(maxsize=64)
+def _mcnemar_critical(n: int, alpha: float) -> np.ndarray:
+    """Per discordant count m = 0..n, the larger side's count from which the exact two-sided test rejects (above m: never)."""
+    st = _scipy_stats()
+    m = np.arange(n + 1)
+    k = st.binom.ppf(1 - alpha / 2, m, 0.5) + 1
+    return np.where(2 * st.binom.sf(k - 1, m, 0.5) < alpha, k, k + 1)
 
 
 def _mcnemar_detectable(n: int, discordance: float, alpha: float, power: float) -> float:
