@@ -151,20 +151,22 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Compare the same strategies across run folders on their shared questions and print the paired table."""
-    from experiments.report import compare_runs, comparison  # scipy: loaded only for the commands that score
+    from experiments.report import compare_runs, comparison, stats  # scipy: loaded only for the commands that score
 
     judge = make_chat_model(args.judge) if args.judge else None
-    pairs = compare_runs(args.dirs, judge=judge)
+    result = compare_runs(args.dirs, judge=judge)
     columns = [c for c in comparison.PAIRWISE_COLUMNS if c != "metric"]
     print("| " + " | ".join(columns) + " |\n|" + "---|" * len(columns))
-    for r in pairs:
-        print("| " + " | ".join("" if r[c] is None else str(r[c]) for c in columns) + " |")
-    if not pairs:
+    for r in result.pairs:
+        print("| " + " | ".join(stats.format_p(r[c]) if c in ("p_value", "p_adjusted") else "" if r[c] is None else str(r[c]) for c in columns) + " |")
+    if not result.pairs:
         print("(no pair of strategies to compare)")
     print("\nmean_diff = a - b on the questions both answered; ci: 95% paired bootstrap; p: McNemar exact (0/1 scores) or paired "
           "sign-flip permutation, Holm-adjusted across the rows.")
+    print("Questions are paired when id, question text and corpus match in both runs."
+          + ("".join(f"\n{line}" for line in result.dropped) if result.dropped else " Every question id matched."))
     if args.out:
-        comparison.write_pairwise(Path(args.out), pairs)
+        comparison.write_pairwise(Path(args.out), result.pairs)
         print(f"Written to {args.out}")
     return 0
 

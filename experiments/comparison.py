@@ -7,6 +7,7 @@ intervals, the page's matrix and winners) and by ``longctx compare`` across run 
 from __future__ import annotations
 
 import csv
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,11 @@ Scores = Mapping[str, Mapping[str, "float | None"]]  # strategy -> question id -
 
 
 def pairwise(scores: Scores, *, metric: str = "score") -> list[dict[str, Any]]:
-    """Every pair of strategies on the questions both have a value for, Holm-adjusted across the pairs."""
+    """Every pair of strategies on the questions both have a value for, Holm-adjusted across the pairs.
+
+    p-values stay at full precision (the adjustment must see them so; :func:`experiments.stats.format_p`
+    formats them for display), the other figures are rounded to 4 decimals.
+    """
     names = list(scores)
     rows: list[dict[str, Any]] = []
     for i, a in enumerate(names):
@@ -34,16 +39,15 @@ def pairwise(scores: Scores, *, metric: str = "score") -> list[dict[str, Any]]:
                 "metric": metric, "strategy_a": a, "strategy_b": b, "n": r.n,
                 "mean_a": _round(sum(xa) / len(xa)) if xa else None, "mean_b": _round(sum(xb) / len(xb)) if xb else None,
                 "mean_diff": _round(r.mean_diff), "ci_low": _round(r.ci_low), "ci_high": _round(r.ci_high),
-                "p_value": _round(r.p_value, 6), "test": r.test,
-                "detectable_difference": _round(stats.detectable_difference(r.sd_diff, r.n)),
+                "p_value": r.p_value, "test": r.test, "detectable_difference": _round(stats.detectable_difference(r)),
             })  # fmt: skip
     for row, p in zip(rows, stats.holm([r["p_value"] for r in rows])):
-        row["p_adjusted"] = _round(p, 6)
+        row["p_adjusted"] = p
     return [{c: r.get(c) for c in PAIRWISE_COLUMNS} for r in rows]
 
 
 def _round(value: float | None, digits: int = 4) -> float | None:
-    return None if value is None else round(float(value), digits)
+    return None if value is None else round(float(value), digits) + 0.0  # + 0.0: no "-0.0"
 
 
 def _versus(pairs: Sequence[Mapping[str, Any]], a: str, b: str) -> tuple[float | None, float | None, int, float | None]:
@@ -60,18 +64,27 @@ def significant_winner(leader: str, others: Sequence[str], pairs: Sequence[Mappi
     """Whether ``leader`` beats every other strategy with an adjusted p below 0.05.
 
     Returns ``{"significant": bool, "n": the fewest shared questions, "detectable": the detectable
-    difference against the closest rival, "closest": that rival, "p_adjusted": its adjusted p}``.
+    difference against the closest rival, "closest": that rival (among those it was not shown to
+    beat, the highest adjusted p, then the smallest difference: a tied strategy before one far
+    behind), "p_adjusted": its adjusted p, "tied": rivals with the leader's mean on the shared
+    questions, "reachable": whether any outcome of these pairs could be significant after Holm's
+    adjustment, "smallest_p": the least raw p their tests can return, "family": how many pairs were tested}``.
     """
     verdicts = []
     for other in others:
         diff, p, n, mde = _versus(pairs, leader, other)
         better = diff is not None and (diff > 0 if higher else diff < 0)
-        verdicts.append((p if p is not None else 1.0, other, bool(better and p is not None and p < stats.ALPHA), n, mde))
+        gap = abs(diff) if diff is not None else math.inf
+        verdicts.append((p if p is not None else 1.0, other, bool(better and p is not None and p < stats.ALPHA), n, mde, gap))
+    tested = [r for r in pairs if r.get("p_value") is not None]
+    floor = min((stats.smallest_p(r["n"], r["test"]) for r in tested), default=1.0)
     if not verdicts:
-        return {"significant": False, "n": 0, "detectable": None, "closest": None, "p_adjusted": None}
-    worst = max(verdicts, key=lambda v: (not v[2], v[0]))  # the rival the leader is least sure to beat
+        return {"significant": False, "n": 0, "detectable": None, "closest": None, "p_adjusted": None, "tied": [], "reachable": False,
+                "smallest_p": floor, "family": len(tested)}  # fmt: skip
+    worst = max(verdicts, key=lambda v: (not v[2], v[0], -v[5]))  # the rival the leader is least sure to beat
     return {"significant": all(v[2] for v in verdicts), "n": min(v[3] for v in verdicts), "detectable": worst[4],
-            "closest": worst[1], "p_adjusted": worst[0]}  # fmt: skip
+            "closest": worst[1], "p_adjusted": worst[0], "tied": [v[1] for v in verdicts if v[5] == 0],
+            "reachable": len(tested) * floor < stats.ALPHA, "smallest_p": floor, "family": len(tested)}  # fmt: skip
 
 
 def verdict_line(label: str, leader: str | None, verdict: Mapping[str, Any], unit: str = "points") -> str:
@@ -79,10 +92,18 @@ def verdict_line(label: str, leader: str | None, verdict: Mapping[str, Any], uni
     if leader is None:
         return f"{label}: no strategy has a value."
     if verdict["significant"]:
-        return f"{label}: {leader} beats every other strategy (adjusted p {verdict['p_adjusted']:.3g} against {verdict['closest']}, n={verdict['n']})."
+        return (f"{label}: {leader} beats every other strategy (adjusted p {stats.format_p(verdict['p_adjusted'])} against "
+                f"{verdict['closest']}, n={verdict['n']}).")  # fmt: skip
+    tied = verdict.get("tied") or []
+    best = f"best: {leader}" + (f", tied with {', '.join(tied)}" if tied else "")
+    if verdict.get("reachable") is False:
+        family = verdict.get("family") or 0
+        holm = f", and Holm's adjustment across {family} pairs multiplies that by {family}" if family > 1 else ""
+        return (f"{label}: no difference can be significant on n={verdict['n']} questions: the paired tests here reach p "
+                f"{stats.format_p(verdict.get('smallest_p'))} at best{holm} ({best}).")  # fmt: skip
     mde = verdict.get("detectable")
-    detect = f"; these questions detect differences of about {mde:.3g} {unit} or more" if mde else ""
-    closest = f" (best: {leader}; against {verdict['closest']} adjusted p {verdict['p_adjusted']:.3g})" if verdict.get("closest") else ""
+    detect = f"; these questions detect differences of about {mde:.3g} {unit} or more (80% power, one pair at 5%)" if mde else ""
+    closest = f" ({best}; against {verdict['closest']} adjusted p {stats.format_p(verdict['p_adjusted'])})" if verdict.get("closest") else ""
     return f"{label}: no significant difference on n={verdict['n']} questions{closest}{detect}."
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.jsonsafe import dumps
-from experiments import comparison
+from experiments import comparison, stats
 from experiments.plots import strategy_color
 from experiments.prices import DEFAULT_PRICES_DATE, Price, price_for, row_cost
 from graphs.presentation import LEG_KEY, StrategyPresentation, escape
@@ -254,7 +254,10 @@ def _num(value: Any, digits: int = 2) -> str:
         return ""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return str(value)  # callers escape
-    return f"{value:,.{digits}f}".rstrip("0").rstrip(".") if isinstance(value, float) else f"{value:,}"
+    if not isinstance(value, float):
+        return f"{value:,}"
+    text = f"{value:,.{digits}f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text  # a tiny negative rounds to zero, not to "-0"
 
 
 def _usd(value: float | None) -> str:
@@ -308,10 +311,10 @@ def _pairwise(pairs: Sequence[Mapping[str, Any]], names: Sequence[str]) -> str:
                 cells.append('<td class="na">·</td>')
                 continue
             significant = r["p_adjusted"] is not None and r["p_adjusted"] < 0.05
-            p_text = "" if r["p_adjusted"] is None else f"{r['p_adjusted']:.3g}"
+            p_text = stats.format_p(r["p_adjusted"])
+            ci = f'[{e(_num(r["ci_low"], 1))}, {e(_num(r["ci_high"], 1))}]' if r["ci_low"] is not None and r["ci_high"] is not None else _NO_PAIRED_CI
             cells.append(f'<td class="num{" sig" if significant else ""}" data-pair="{e(a)}|{e(b)}">{e(_num(r["mean_diff"], 1))}'
-                         f'<br><span class="ci">[{e(_num(r["ci_low"], 1))}, {e(_num(r["ci_high"], 1))}]</span>'
-                         f'<br><span class="p">p {e(p_text)} · n {e(r["n"])}</span></td>')  # fmt: skip
+                         f'<br><span class="ci">{ci}</span><br><span class="p">p {e(p_text)} · n {e(r["n"])}</span></td>')  # fmt: skip
         body.append(f"<tr><th>{_swatch(a)}</th>{''.join(cells)}</tr>")
     return (
         '<section id="pairwise"><h2>Paired comparison of scores</h2><p class="note">Each cell: row minus column on the questions both '
@@ -321,11 +324,21 @@ def _pairwise(pairs: Sequence[Mapping[str, Any]], names: Sequence[str]) -> str:
     )
 
 
+#: The summary's first columns on the page: the score beside its interval and n, in view without scrolling.
+LEAD_COLUMNS = ("strategy", "score", "score_ci", "n_scored")
+
+
+#: A paired cell whose differences are all equal: resampling cannot vary, and [100, 100] would read as certainty.
+_NO_PAIRED_CI = '<span class="na" title="every shared question differs by the same amount: resampling cannot show the uncertainty">no interval</span>'
+
+
 def _summary(table: list[dict[str, Any]]) -> str:
     if not table:
         return '<section id="summary"><h2>Summary</h2><p>No answers in this run.</p></section>'
-    columns = list(dict.fromkeys(k for row in table for k in row))
-    head = "".join(f"<th>{e(c)}</th>" for c in columns)
+    seen = list(dict.fromkeys(k for row in table for k in row))
+    present = {*seen, *(("score_ci",) if "score_ci_low" in seen else ())}
+    columns = [c for c in LEAD_COLUMNS if c in present] + [c for c in seen if c not in (*LEAD_COLUMNS, "score_ci_low", "score_ci_high")]
+    head = "".join(f"<th>{'95% interval' if c == 'score_ci' else e(c)}</th>" for c in columns)
     body = []
     for row in table:
         cells = []
@@ -333,16 +346,29 @@ def _summary(table: list[dict[str, Any]]) -> str:
             value = row.get(c)
             if c == "strategy":
                 cells.append(f"<td>{_swatch(row['strategy'])}</td>")
+            elif c == "score_ci":
+                cells.append(f'<td class="num ci">{_score_interval(row)}</td>')
             elif c in ("cost_usd", "total_usd"):
                 cells.append(f'<td class="num">{_usd(value)}</td>')
             else:
                 cells.append(f'<td class="num">{e(_num(value))}</td>')
         body.append(f'<tr data-strategy="{e(row["strategy"])}">{"".join(cells)}</tr>')
     return (
-        '<section id="summary"><h2>Summary</h2><p class="note">score: the benchmark\'s official headline; llm_calls, tokens and '
+        '<section id="summary"><h2>Summary</h2><p class="note">score: the benchmark\'s official headline, with its 95% bootstrap '
+        "interval over the n_scored questions (exact binomial where every answer scored the same); llm_calls, tokens and "
         "seconds: means per answered question; cost_usd: estimated USD per answer, total_usd: the whole run (see below).</p>"
         f'<div class="wide"><table class="summary"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div></section>'
     )
+
+
+def _score_interval(row: Mapping[str, Any]) -> str:
+    """``[low, high]`` of the score, or why there is none (never a zero-width interval shown as certainty)."""
+    low, high = row.get("score_ci_low"), row.get("score_ci_high")
+    if low is not None and high is not None:
+        return f"[{e(_num(low, 1))}, {e(_num(high, 1))}]"
+    if row.get("score") is None:
+        return ""
+    return '<span class="na" title="every question scored the same, so resampling cannot show how uncertain the score is">n/a</span>'
 
 
 def _costs(costs: Mapping[str, Mapping[str, Any]], prices: Mapping[str, Any] | None) -> str:
@@ -589,7 +615,7 @@ dl.facts{display:flex;flex-wrap:wrap;gap:4px 18px;margin:4px 0;color:#555}dl.fac
 dl.facts dt:after{content:":"}dl.facts div{display:flex}
 table{border-collapse:collapse;margin:6px 0}th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f4f4f6}td.num{text-align:right;font-variant-numeric:tabular-nums}
-.wide{overflow-x:auto}table.summary td:first-child{white-space:nowrap}
+.wide{overflow-x:auto}table.summary td:first-child,table.summary td.ci,table.pairwise .ci{white-space:nowrap}
 .swatch{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:5px;vertical-align:baseline}
 .note{color:#666;font-size:13px}.na{color:#999}.fail{color:#b00020}.score{font-weight:600}
 ul.winners li{margin:3px 0}details.messages .role{font-weight:600;font-size:12px;color:#555}p.cut{font-size:13px}

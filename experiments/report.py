@@ -22,11 +22,12 @@ from __future__ import annotations
 import csv
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agents.jsonsafe import dumps
-from experiments import comparison, stats
+from experiments import comparison, pairing, stats
 from experiments.benchmarks import BENCHMARKS, score
 from experiments.benchmarks.predictions import row_prediction
 from experiments.ceilings import report_ceilings
@@ -155,12 +156,22 @@ def score_run(out: str | Path, *, samples: Sequence[Any] | None = None, judge: A
     return manifest, samples, per_strategy
 
 
-def compare_runs(folders: Sequence[str | Path], *, judge: Any = None) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class RunComparison:
+    """What ``longctx compare`` shows: the paired rows, and per pair of runs the questions left unpaired and why."""
+
+    pairs: list[dict[str, Any]]
+    dropped: list[str]
+
+
+def compare_runs(folders: Sequence[str | Path], *, judge: Any = None) -> RunComparison:
     """Paired comparison of the same strategies across run folders (two models, two configs).
 
     Strategies named in several runs are compared run against run (``rag @ runA`` vs ``rag @ runB``);
     when the runs share no strategy name, every strategy of one run meets every strategy of the
-    others. Questions are matched by id; p-values are Holm-adjusted across all the pairs shown.
+    others. A question is paired only when its id, text and corpus fingerprint match in both runs
+    (``experiments.pairing``; ``dropped`` says how many were not, and why); p-values are
+    Holm-adjusted across all the pairs shown.
 
     Raises:
         ValueError: Fewer than two folders, or runs of different benchmarks.
@@ -169,24 +180,27 @@ def compare_runs(folders: Sequence[str | Path], *, judge: Any = None) -> list[di
         raise ValueError("compare needs two run folders or more")
     runs = []
     for folder in folders:
-        manifest, _, per_strategy = score_run(folder, judge=judge)
-        runs.append((Path(folder).name or str(folder), manifest["config"]["benchmark"], per_strategy))
-    benchmarks = {b for _, b, _ in runs}
+        manifest, samples, per_strategy = score_run(folder, judge=judge)
+        runs.append((Path(folder).name or str(folder), manifest["config"]["benchmark"], per_strategy, pairing.identities(samples)))
+    benchmarks = {b for _, b, _, _ in runs}
     if len(benchmarks) > 1:
         raise ValueError(f"compare needs runs of one benchmark; these are {sorted(benchmarks)}")
-    labels = [name for name, _, _ in runs]
+    labels = [name for name, _, _, _ in runs]
     if len(set(labels)) < len(labels):
         labels = [str(Path(f)) for f in folders]
-    scores = {f"{s} @ {label}": {r["sample_id"]: v for r, v in d["per_sample"]} for label, (_, _, per) in zip(labels, runs) for s, d in per.items()}
-    names = [set(per) for _, _, per in runs]
+    scores = {f"{s} @ {label}": {pairing.key(r["sample_id"], ids): v for r, v in d["per_sample"]}
+              for label, (_, _, per, ids) in zip(labels, runs) for s, d in per.items()}  # fmt: skip
+    names = [set(per) for _, _, per, _ in runs]
     shared = set.intersection(*names) if names else set()
     def wanted(a: str, b: str) -> bool:
         (sa, ra), (sb, rb) = a.split(" @ ", 1), b.split(" @ ", 1)
         return ra != rb and (sa == sb if shared else True)
     pairs = [r for r in comparison.pairwise(scores) if wanted(r["strategy_a"], r["strategy_b"])]
     for row, p in zip(pairs, stats.holm([r["p_value"] for r in pairs])):
-        row["p_adjusted"] = None if p is None else round(p, 6)  # the family is the pairs shown
-    return pairs
+        row["p_adjusted"] = p  # the family is the pairs shown
+    dropped = [line for i, (la, ra) in enumerate(zip(labels, runs)) for lb, rb in zip(labels[i + 1 :], runs[i + 1 :])
+               if (line := pairing.dropped_line(la, lb, ra[3], rb[3]))]  # fmt: skip
+    return RunComparison(pairs, dropped)
 
 
 def _price_table(prices: str | Path | dict[str, Any] | None) -> dict[str, tuple[float, float]] | None:

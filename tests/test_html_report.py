@@ -224,7 +224,7 @@ def test_a_30_point_gap_on_200_questions_names_a_winner_and_near_equal_on_5_does
     rows = [{"strategy": s, "score": sum(v.values()) / 5} for s, v in small.items()]
     (won,) = pick_winners(rows, {"score": small})
     assert won["strategies"] == [] and won["leader"] == "rag" and not won["significant"]
-    assert "no significant difference on n=5 questions" in won["note"] and "detect differences of about" in won["note"]
+    assert "no difference can be significant on n=5 questions" in won["note"] and "detect differences of about" not in won["note"]
 
 
 def test_a_winner_must_beat_every_rival_not_only_the_last():
@@ -295,11 +295,11 @@ def _chromium() -> str | None:
     return next((path for name in ("chromium", "chromium-browser", "google-chrome", "chrome") if (path := shutil.which(name))), None)
 
 
-def open_in_chromium(url: str, tmp_path: Path) -> tuple[str, list[str]]:
-    """The DOM after load (scripts run) and the page's console messages, from headless Chromium."""
+def open_in_chromium(url: str, tmp_path: Path, *flags: str) -> tuple[str, list[str]]:
+    """The DOM after load (scripts run) and the page's console messages, from headless Chromium (``flags``: e.g. a window size)."""
     command = [
         _chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",
+        "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0", *flags,
         "--dump-dom", url,
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, timeout=120)
@@ -322,6 +322,48 @@ def test_report_opens_in_headless_chromium_with_a_drill_down(run, tmp_path):
         assert re.match(r'<details class="answer" data-strategy="[a-z_]+" open=""', block), strategy
         assert '<pre class="ans">' in block and '<div class="evidence">' in block and 'class="step"' in block, strategy
     assert 'open=""' not in question_block(dom, "q1").split(">", 1)[0]
+
+
+#: Appended to a copy of the page: each interval header and cell's box against the summary's visible box, written into the DOM.
+MEASURE = """<script>
+var box = document.querySelector("#summary .wide").getBoundingClientRect();
+var cells = Array.prototype.filter.call(document.querySelectorAll("#summary th, #summary td"), function (c) {
+  var i = Array.prototype.indexOf.call(c.parentNode.children, c);
+  var head = document.querySelectorAll("#summary thead th")[i].textContent;
+  return /interval|score_ci/.test(head);
+});
+var shown = cells.filter(function (c) {
+  var r = c.getBoundingClientRect();
+  return r.left >= box.left && r.right <= Math.min(box.right, window.innerWidth) + 0.5;
+});
+document.body.setAttribute("data-interval-cells", cells.length + "/" + shown.length);
+</script>"""
+
+
+@pytest.mark.skipif(_chromium() is None, reason="no Chromium installed (apt-get install -y chromium)")
+def test_the_score_intervals_are_in_view_at_1400_px_without_scrolling(run, tmp_path):
+    """Seven strategies' summary: the interval beside the score, not past the table's scroll edge."""
+    page = (run["out"] / "report" / "report.html").read_text(encoding="utf-8")
+    measured = tmp_path / "measured.html"
+    measured.write_text(page.replace("</body>", MEASURE + "</body>"), encoding="utf-8")
+    dom, _ = open_in_chromium(measured.as_uri(), tmp_path, "--window-size=1400,1000")
+    counted = re.search(r'data-interval-cells="(\d+)/(\d+)"', dom)
+    assert counted and int(counted.group(1)) >= len(STRATEGIES) + 1 and counted.group(1) == counted.group(2)
+
+
+def test_no_minus_zero_and_no_zero_width_interval_beside_a_p_of_a_quarter(tmp_path):
+    """Three questions all right: the interval is the exact binomial one, never [100, 100]; a tie reads 0, never -0."""
+    from experiments.comparison import pairwise
+    from experiments.html_report import _pairwise, _summary
+
+    pairs = pairwise({"a": {"q1": 100.0, "q2": 100.0, "q3": 100.0}, "b": {"q1": 100.0, "q2": 100.0, "q3": 100.0},
+                      "c": {"q1": 0.0, "q2": 0.0, "q3": 0.0}})  # fmt: skip
+    matrix = _pairwise(pairs, ["a", "b", "c"])
+    assert ">-0<" not in matrix and "[-0," not in matrix and ", -0]" not in matrix and '">0<br>' in matrix
+    assert "[100, 100]" not in matrix and "[-100, -100]" not in matrix and matrix.count(">no interval</span>") == 6  # beside p 0.75
+    assert _summary([{"strategy": "a", "score": 100.0, "score_ci_low": 29.24, "score_ci_high": 100.0, "n_scored": 3}]).count("[29.2, 100]") == 1
+    none = _summary([{"strategy": "f1", "score": 50.0, "score_ci_low": None, "score_ci_high": None, "n_scored": 3}])
+    assert 'class="num ci"><span class="na"' in none and "[50, 50]" not in none
 
 
 def test_an_interrupted_run_lists_every_strategy_and_question_and_names_no_winner(tmp_path):
