@@ -125,7 +125,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         counts = run_experiment(config, args.out, llm=chat, samples=samples)
     print(
         f"{counts['pairs']} answers in {args.out}: {counts['skipped']} already done, "
-        f"{counts['ok']} answered now, {counts['failed']} failed (rerun to retry them)"
+        + (f"{counts['changed']} made with other settings answered again, " if counts.get("changed") else "")
+        + f"{counts['ok']} answered now, {counts['failed']} failed (rerun to retry them)"
     )
     return 0 if counts["failed"] == 0 else 1
 

@@ -10,7 +10,7 @@ from langchain_core.language_models import BaseChatModel
 
 from agents.calibration import ModelSpeed
 from agents.run_plan import StrategyPlan, plan_for
-from experiments.runner import RunConfig, latest_rows, read_rows
+from experiments.runner import RunConfig, answered_pairs, latest_rows, read_rows
 from graphs import STRATEGIES
 
 
@@ -18,7 +18,7 @@ def plan_experiment(config: RunConfig, samples: list[Any], chat: BaseChatModel, 
                     calibrate: bool | None = True) -> tuple[list[StrategyPlan], ModelSpeed | None]:  # fmt: skip
     """Plans of ``config``'s strategies over the ``samples`` not yet answered in ``out``, and the
     speed they assume (the embedded model is calibrated once per machine; see :func:`agents.run_plan.plan_for`)."""
-    done = {key for key, row in latest_rows(read_rows(Path(out))).items() if row["status"] == "ok"} if out else set()
+    done = answered_pairs(latest_rows(read_rows(Path(out))), config, chat)[0] if out else set()
     corpora: dict[str, list[tuple[int, int, int]]] = {}
     for name in config.strategies:
         groups: dict[str, list[int]] = {}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
 import re
 from collections.abc import Mapping
@@ -72,6 +73,14 @@ def request_settings(llm: BaseChatModel) -> dict[str, Any]:
         "served_model": getattr(llm, "served_model_fingerprint", None),
     }
     return {k: v for k, v in parts.items() if v}
+
+
+def settings_digest(llm: BaseChatModel) -> str:
+    """A short stable digest of :func:`request_settings`: recorded with every answer (``llm_settings``
+    in its config) so a resumed experiment can tell answers of a differently set model from its own
+    without writing the settings themselves (a header or body field may carry what is not ours to copy)."""
+    text = json.dumps(request_settings(llm), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def file_fingerprint(path: str | Path) -> str:

@@ -35,6 +35,7 @@ from graphs.heap import during_runs
 from graphs.llm import has_native_async, model_id, run_client, tokenizer_for, tokenizer_id
 from graphs.prompts import PROMPTS_VERSION as SHARED_PROMPTS_VERSION
 from graphs.registry import BatchRun, Strategy
+from graphs.request_settings import settings_digest
 from graphs.usage import UsageTracker, metering_queue
 from retrieval import Hit, Index, default_cache_dir
 from retrieval.contract import Answer, Corpus, Evidence, Question, Step, Usage
@@ -205,12 +206,14 @@ async def gather_or_cancel(coros: Sequence[Any]) -> list[Any]:
 
 
 def effective_config(spec: Strategy, cfg: Any, llm: BaseChatModel, preset: str | None) -> dict[str, Any]:
-    """What ran, as recorded with each answer: strategy, preset, model, tokenizer, prompt
+    """What ran, as recorded with each answer: strategy, preset, model, a digest of every setting its
+    requests carry (``llm_settings``, :func:`graphs.request_settings.settings_digest`), tokenizer, prompt
     versions and every config field (secrets redacted)."""
     return {
         "strategy": spec.name,
         "preset": preset,
         "llm": model_id(llm),
+        "llm_settings": settings_digest(llm),
         "tokenizer": tokenizer_id(llm),
         "prompts_version": {spec.name: spec.prompts_version, "shared": SHARED_PROMPTS_VERSION},
         **redact_secrets(dataclasses.asdict(cfg)),

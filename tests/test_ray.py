@@ -73,7 +73,7 @@ def test_ray_run_matches_local_run_and_resumes(tmp_path):
         finally:
             del os.environ["OPENAI_BASE_URL"]
         counts = run_experiment_ray(config(), tmp_path / "ray", endpoints=[url1, url2], show_progress=False)
-        assert counts == local == {"samples": 3, "pairs": 6, "skipped": 0, "ok": 6, "failed": 0}
+        assert counts == local == {"samples": 3, "pairs": 6, "skipped": 0, "changed": 0, "ok": 6, "failed": 0}
         assert _predictions(tmp_path / "ray") == _predictions(tmp_path / "local")
         again = run_experiment_ray(config(), tmp_path / "ray", endpoints=[url1, url2], show_progress=False)
     assert again["skipped"] == 6 and again["ok"] == 0 and len(read_rows(tmp_path / "ray")) == 6

@@ -34,7 +34,7 @@ def test_rows_and_manifest(tmp_path):
     llm = ScriptedChatModel(reply_fn=lambda p: "The correct answer is (A)")
     counts = run_experiment(config(), tmp_path, llm=llm, show_progress=False)
     rows = read_rows(tmp_path)
-    assert counts == {"samples": 3, "pairs": 6, "skipped": 0, "ok": 6, "failed": 0}
+    assert counts == {"samples": 3, "pairs": 6, "skipped": 0, "changed": 0, "ok": 6, "failed": 0}
     assert {(r["sample_id"], r["strategy"]) for r in rows} == {(s, t) for s in ("v2-1", "v2-2", "v2-3") for t in ("rag", "full_context")}
     row = rows[0]
     assert row["status"] == "ok" and row["prediction"] == "The correct answer is (A)" and row["usage"]["llm_calls"] == 1

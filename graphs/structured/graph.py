@@ -67,7 +67,7 @@ from graphs.structured.database import (
     run_query,
 )
 from graphs.structured.extract import call_validated, dumps, fits_untokenized
-from graphs.structured.mapping import aextract_document, extract_document
+from graphs.structured.mapping import aextract_document, extract_document, extraction_model
 from graphs.structured.normalize import entity_key
 from graphs.structured.presentation import PRESENTATION, RAY_STAGE
 from graphs.structured.ray_map import run_on_ray
@@ -179,8 +179,8 @@ def effective_window(ctx: StrategyContext[StructuredConfig]) -> int:
 
 
 def record_cache(ctx: StrategyContext[StructuredConfig], key: str) -> RecordCache:
-    """The record cache of (schema key, model) under the run's cache folder."""
-    return _record_cache(str(cache_root(ctx)), key, model_id(ctx.llm))
+    """The record cache of (schema key, model and its request settings) under the run's cache folder."""
+    return _record_cache(str(cache_root(ctx)), key, extraction_model(ctx.llm))
 
 
 @functools.lru_cache(maxsize=64)

@@ -21,6 +21,7 @@ from langchain_core.language_models import BaseChatModel
 
 from graphs.context import StrategyContext
 from graphs.llm import model_id, prompt_codec
+from graphs.request_settings import settings_digest
 from graphs.structured import prompts as P
 from graphs.structured.cache import RecordCache
 from graphs.structured.config import StructuredConfig
@@ -82,6 +83,13 @@ def extractor(cache_key: str, schema_data: Mapping[str, Any], mode: str) -> Extr
         return _EXTRACTORS.setdefault((cache_key, mode), made)
 
 
+def extraction_model(llm: BaseChatModel) -> str:
+    """Whose records a cache entry holds: the model's name and server and a digest of every setting its
+    requests carry (:func:`graphs.request_settings.settings_digest`), so a model that asks differently
+    (another ``extra_body``, sampling, headers) reads every document anew instead of reusing another's records."""
+    return f"{model_id(llm)} [{settings_digest(llm)}]"
+
+
 class Job:
     """One ``extract`` task: the document, its flight key, and how its outcome becomes state."""
 
@@ -91,7 +99,7 @@ class Job:
         self.fingerprint = task["fingerprint"]
         self.cache = cache
         self.ex = extractor(task["cache_key"], task["schema"], task["tool_mode"])
-        self.model = model_id(ctx.llm)
+        self.model = extraction_model(ctx.llm)
         self.key = (str(cache.folder) if cache else None, task["cache_key"], self.model, self.fingerprint)
         self.lock_folder: Path | None = cache.folder if cache else None
 

@@ -42,11 +42,11 @@ from langchain_core.runnables import RunnableConfig
 
 from graphs.context import StrategyContext
 from graphs.events import report_progress
-from graphs.llm import model_id, set_tokenizer, tokenizer_for, tokenizer_spec
+from graphs.llm import set_tokenizer, tokenizer_for, tokenizer_spec
 from graphs.run import with_handler
 from graphs.structured.cache import RecordCache
 from graphs.structured.config import StructuredConfig
-from graphs.structured.mapping import extract_document
+from graphs.structured.mapping import extract_document, extraction_model
 from graphs.usage import USAGE_EVENT, UsageTracker
 from retrieval.contract import Document, Step, Usage
 from retrieval.ray_support import ensure_ray
@@ -60,6 +60,11 @@ log = logging.getLogger(__name__)
 TASK_CPUS = 1.0
 #: Retries of a task Ray lost (worker or node died); the documents it had finished are read from the cache.
 TASK_RETRIES = 1
+
+
+#: ``ChatOpenAI`` fields that go into its request bodies, carried to the workers' rebuilt models.
+REQUEST_FIELDS = ("extra_body", "temperature", "top_p", "seed", "stop", "frequency_penalty", "presence_penalty", "logit_bias", "logprobs",
+                  "top_logprobs", "n", "max_tokens", "reasoning_effort", "use_responses_api", "stream_usage")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -101,6 +106,9 @@ def model_recipe(llm: BaseChatModel, base_url: str | None = None) -> ModelRecipe
             value = getattr(llm, name, None)
             if value:
                 options[name if name != "organization" else "openai_organization"] = value
+        for name in REQUEST_FIELDS:  # what the caller's requests carry, so a worker's requests are the same
+            if (value := getattr(llm, name, None)) is not None:
+                options[name] = value
         tokenizer = tokenizer_spec(llm)
         return ModelRecipe(model_class=type(llm), name=openai.model_name, options=options, tokenizer=None if tokenizer == "auto" else tokenizer)
     if base_url is not None:
@@ -194,7 +202,7 @@ def run_on_ray(tasks: list[dict[str, Any]], ctx: StrategyContext[StructuredConfi
     cpus = 0 if nested else TASK_CPUS
     remote = _remote(ray, cpus)
     where = str(Path(root).resolve()) if cache is not None and root is not None else None
-    model = cache.model if cache is not None else model_id(ctx.llm)
+    model = cache.model if cache is not None else extraction_model(ctx.llm)
     docs = ctx.corpus.documents
     n = cfg.ray_batch_documents
     waiting = deque([(t, docs[t["doc_index"]]) for t in tasks[i : i + n]] for i in range(0, len(tasks), n))
