@@ -39,6 +39,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ConfigDict, PrivateAttr, SecretStr
 
+from agents.cached_usage import reused_prefix
 from agents.lean_transport import should_retry
 from graphs.budget_field import BUDGET_FIELDS as BUDGET_FIELDS  # re-exported: the rule lives in graphs, its callers
 from graphs.budget_field import budget_field as budget_field
@@ -179,6 +180,13 @@ def _load_llama(path: str, n_ctx: int, n_threads: int | None, seed: int):
         return _LOADED[key]
 
 
+def _context_tokens(llama: Any) -> list[int]:
+    """The token ids llama.cpp holds in the model's context (its prompt cache), or none where
+    llama-cpp-python does not expose them."""
+    ids, held = getattr(llama, "_input_ids", None), getattr(llama, "n_tokens", 0)
+    return [] if ids is None else [int(t) for t in ids[:held]]
+
+
 class EmbeddedChatModel(BaseChatModel):
     """A local GGUF chat model run in-process by llama.cpp (default: SmolLM2-135M-Instruct).
 
@@ -252,6 +260,7 @@ class EmbeddedChatModel(BaseChatModel):
         llama, lock = self._llama()
         payload = [{"role": _ROLES.get(m.type, "user"), "content": m.content} for m in messages]
         with shared_model_lock(lock):
+            kept = _context_tokens(llama)
             out = llama.create_chat_completion(
                 messages=payload,
                 max_tokens=kwargs.get("max_tokens") or 256,
@@ -260,14 +269,17 @@ class EmbeddedChatModel(BaseChatModel):
                 stop=stop or [],
                 seed=self.seed,
             )
+            usage = out.get("usage") or {}
+            prompt_tokens = usage.get("prompt_tokens", 0)
+            reused = reused_prefix(kept, _context_tokens(llama)[:prompt_tokens])
         choice = out["choices"][0]
-        usage = out.get("usage") or {}
         message = AIMessage(
             content=choice["message"].get("content") or "",
             usage_metadata={
-                "input_tokens": usage.get("prompt_tokens", 0),
+                "input_tokens": prompt_tokens,
                 "output_tokens": usage.get("completion_tokens", 0),
                 "total_tokens": usage.get("total_tokens", 0),
+                "input_token_details": {"cache_read": reused},
             },
             response_metadata={"finish_reason": choice.get("finish_reason"), "model_name": self.model_name},
         )

@@ -32,7 +32,7 @@ from experiments.benchmarks import BENCHMARKS, score
 from experiments.benchmarks.predictions import row_prediction
 from experiments.ceilings import report_ceilings
 from experiments.html_report import pick_winners, row_model, significance_text, strategy_costs, summary_table, write_html_report
-from experiments.prices import load_prices, parse_prices, row_cost
+from experiments.prices import PriceRow, load_prices, parse_prices, row_cost
 from experiments.runner import RunFolderError, latest_rows, read_manifest, read_rows, run_samples
 from experiments.synth import retrieval_recall
 from retrieval.redaction import redact_value
@@ -203,7 +203,7 @@ def compare_runs(folders: Sequence[str | Path], *, judge: Any = None) -> RunComp
     return RunComparison(pairs, dropped)
 
 
-def _price_table(prices: str | Path | dict[str, Any] | None) -> dict[str, tuple[float, float]] | None:
+def _price_table(prices: str | Path | dict[str, Any] | None) -> dict[str, PriceRow] | None:
     if prices is None:
         return None
     return parse_prices(prices) if isinstance(prices, dict) else load_prices(prices)
@@ -281,6 +281,7 @@ def _summary_row(benchmark: str, name: str, data: dict[str, Any], by_id: dict[st
         "missing": len(by_id) - len(data["rows"]),  # questions of the run this strategy has not answered yet
         "llm_calls": _mean([u["llm_calls"] for u in usage]),
         "prompt_tokens": _mean([u["prompt_tokens"] for u in usage]),
+        "cached_prompt_tokens": _mean([u.get("cached_prompt_tokens", 0) for u in usage]),
         "completion_tokens": _mean([u["completion_tokens"] for u in usage]),
         "seconds": _mean([r["seconds"] for r in ok]),
         "cached_calls": sum(u.get("cached_calls", 0) for u in usage),

@@ -78,6 +78,7 @@ class UsageTracker(BaseCallbackHandler):
                 return
             self.usage.llm_calls += 1
             self.usage.prompt_tokens += sum(p["prompt_tokens"] for p in parts)
+            self.usage.cached_prompt_tokens += sum(p.get("cached_prompt_tokens", 0) for p in parts)
             self.usage.completion_tokens += sum(p["completion_tokens"] for p in parts)
             self.usage.estimated = self.usage.estimated or any(p["estimated"] for p in parts)
 
@@ -99,6 +100,7 @@ class UsageTracker(BaseCallbackHandler):
             self.usage.failed_calls += other.failed_calls
             self.usage.cached_calls += other.cached_calls
             self.usage.prompt_tokens += other.prompt_tokens
+            self.usage.cached_prompt_tokens += other.cached_prompt_tokens
             self.usage.completion_tokens += other.completion_tokens
             self.usage.estimated = self.usage.estimated or other.estimated
 

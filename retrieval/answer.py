@@ -29,6 +29,9 @@ class Usage:
             embedded model serves one call at a time); not part of ``seconds``.
         estimated: True when some call reported no usage and its tokens were counted.
         cached_calls: Calls answered from the on-disk LLM cache (free: not in the other counts).
+        cached_prompt_tokens: Part of ``prompt_tokens`` the server reported as read from its prompt
+            cache (a prefix it had seen: OpenAI's ``prompt_tokens_details.cached_tokens`` and the
+            vendors' other names, or the prefix the embedded model kept); billed at the cached rate.
     """
 
     llm_calls: int = 0
@@ -40,6 +43,7 @@ class Usage:
     estimated: bool = False
     cached_calls: int = 0
     queued_seconds: float = 0.0
+    cached_prompt_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
