@@ -88,6 +88,36 @@ def run_lock(out: str | Path) -> Iterator[Path]:
         ) from None
 
 
+def check_out_folder(out: str | Path) -> Path:
+    """``out`` as a path, once it is known to be a folder or nothing yet.
+
+    Raises:
+        RunFolderError: ``out``, or a folder above it, is a file (or cannot be looked at).
+    """
+    out = Path(out)
+    for path in (out, *out.parents):
+        try:
+            is_file = path.exists() and not path.is_dir()
+        except OSError as exc:  # a name too long, a loop of links
+            raise RunFolderError(f"Cannot create the result folder {out}: {exc.strerror or exc}") from None
+        if is_file:
+            raise RunFolderError(f"{path} is a file, not a folder: give --out a folder (new, or a run to resume)")
+    return out
+
+
+def make_out_folder(out: Path) -> None:
+    """Create the result folder ``out`` (and its parents).
+
+    Raises:
+        RunFolderError: It cannot be created (a file in the way, no permission, a full disk), naming it.
+    """
+    check_out_folder(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RunFolderError(f"Cannot create the result folder {out}: {exc.strerror or exc}") from None
+
+
 @dataclass(frozen=True, kw_only=True)
 class RunConfig:
     """One experiment: a benchmark, the strategies to compare, the model.
@@ -229,10 +259,10 @@ def run_experiment(
         samples: Preloaded samples, overriding the benchmark loader.
         show_progress: A progress bar over (sample, strategy) pairs.
     """
-    out = Path(out)
+    out = check_out_folder(out)  # a file there fails before samples load or a model starts
     samples = select_samples(config, samples)  # a bad questions file or model fails before the folder exists
     chat = make_chat_model(llm or config.llm)
-    out.mkdir(parents=True, exist_ok=True)
+    make_out_folder(out)
     with run_lock(out):
         return _run_locked(config, out, chat, samples, show_progress)
 
@@ -626,6 +656,20 @@ def read_manifest(out: Path, *, repair: bool = False) -> dict[str, Any]:
     path.replace(aside)
     log.warning("%s; set aside as %s and rebuilt from the rows", problem, aside.name)
     return _manifest_from_rows(out, aside)
+
+
+def manifest_config(out: str | Path, manifest: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The run config recorded in ``out``'s manifest (``manifest``: that manifest, already read).
+
+    Raises:
+        RunFolderError: The manifest is missing, unreadable, or records no config (benchmark and
+            strategies), naming it.
+    """
+    path = Path(out) / MANIFEST_FILE
+    config = (read_manifest(Path(out)) if manifest is None else manifest).get("config")
+    if not isinstance(config, dict) or not isinstance(config.get("benchmark"), str) or not isinstance(config.get("strategies"), list):
+        raise RunFolderError(f"{path} records no run config (benchmark and strategies); rerun the same 'longctx run' command into {out} to write it")
+    return config
 
 
 def _manifest_from_rows(out: Path, aside: Path) -> dict[str, Any]:
