@@ -20,6 +20,8 @@ from typing import Any
 MAX_COUNT = 10**12
 #: Seconds are below this (about 31 years): more is a corrupt value, and sums stay finite.
 MAX_SECONDS = 1e9
+#: Seconds this far below zero are clock rounding (an answer's time less its time queued), not corruption.
+ROUNDING_SECONDS = 1e-3
 #: Usage counts every ok row has, and those it may have.
 REQUIRED_COUNTS = ("llm_calls", "prompt_tokens", "completion_tokens")
 OPTIONAL_COUNTS = ("failed_calls", "cached_calls", "total_tokens")
@@ -32,7 +34,8 @@ def row_problem(row: Any) -> str | None:
 
     Every row needs ``sample_id``, ``strategy``, ``status`` (``ok`` or ``failed``) and
     ``corpus_tokens``; an ok row also a text ``prediction``, ``seconds`` and ``usage`` whose
-    counts are whole numbers in ``[0, MAX_COUNT)`` and durations finite in ``[0, MAX_SECONDS)``.
+    counts are whole numbers in ``[0, MAX_COUNT)`` and durations finite in ``[0, MAX_SECONDS)``
+    (less than a millisecond below zero is clock rounding, accepted).
     """
     if not isinstance(row, dict):
         return f"a JSON {type(row).__name__}, not a row object"
@@ -73,7 +76,7 @@ def count_problem(name: str, value: Any) -> str | None:
 
 def seconds_problem(name: str, value: Any) -> str | None:
     """Why ``value`` is not a duration (a finite number of seconds in ``[0, MAX_SECONDS)``), or ``None``."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and 0 <= value < MAX_SECONDS:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and -ROUNDING_SECONDS < value < MAX_SECONDS:
         return None
     return f"{name} is {_shown(value)}, not a number of seconds from 0 to {MAX_SECONDS:.0e}"
 

@@ -138,6 +138,8 @@ def _ok_row(**changes):
         (_ok_row(), None),
         (_ok_row(usage={"llm_calls": 0, "prompt_tokens": 0, "completion_tokens": 0}, seconds=0), None),  # nothing spent is fine
         (_ok_row(corpus_tokens=MAX_COUNT - 1), None),
+        (_ok_row(seconds=-1e-17), None),  # an answer's time less its time queued, rounded
+        (_ok_row(seconds=-1.0), "seconds is -1.0, not a number of seconds"),
         (_ok_row(corpus_tokens=MAX_COUNT), "corpus_tokens is 1000000000000, not a whole number"),
         (_ok_row(corpus_tokens=-1), "corpus_tokens is -1"),
         (_ok_row(prediction=None), "prediction is null or missing, not text"),
