@@ -219,8 +219,10 @@ def estimate(
     """What ``answer`` (or ``answer_many``, given a list) would spend, before any model call.
 
     The bounds of the strategy's cost model (:attr:`graphs.registry.Strategy.costs`): model calls at least
-    and at most, prompt tokens (estimated), and the formula they follow. ``llm`` (optional,
-    never called) gives the tokenizer MemAgent cuts chunks with and full context's window.
+    and at most, prompt tokens (estimated), and the formula they follow. ``llm`` (never called) gives
+    the tokenizer the budget guard counts with, MemAgent's chunks and full context's window; as in
+    :func:`answer`, ``None`` is ``$LONGCTX_LLM`` or the embedded default, so this is the plan a budget
+    of ``answer`` with the same arguments is checked against (the same numbers as its refusal).
     ``plan.cost_usd(price)`` turns it into USD at a price.
 
     Raises:
@@ -230,8 +232,7 @@ def estimate(
     spec = STRATEGIES.get(strategy)
     cfg = spec.make_config(preset, **config)
     qs = [as_question(q) for q in (question if isinstance(question, list) else [question])]
-    chat = make_chat_model(llm) if llm is not None else None
-    return _plan(spec, cfg, corpus, qs, chat)
+    return _plan(spec, cfg, corpus, qs, make_chat_model(llm))  # the model answer() would use: one plan, one tokenizer
 
 
 def _plan(spec: Any, cfg: Any, corpus: Corpus, qs: list[Question], chat: BaseChatModel | None) -> CostPlan:

@@ -20,7 +20,7 @@ CHUNK = 100  # MemAgent chunk_tokens: a ~1,950-token stream is 20 chunks, 21 cal
 
 def twenty_chunks() -> Corpus:
     corpus = corpus_of([1460])
-    plan = estimate(corpus, "q", strategy="memagent", chunk_tokens=CHUNK)
+    plan = estimate(corpus, "q", strategy="memagent", llm=echo_model(), chunk_tokens=CHUNK)  # the tokenizer of the model that runs
     assert plan.calls == 21, plan
     return corpus
 
@@ -65,8 +65,8 @@ DOCS = Corpus.from_texts(
 
 @pytest.mark.parametrize("strategy,config", [("rag", {}), ("full_context", {}), ("memagent", {"chunk_tokens": 400})])
 def test_estimate_matches_the_calls_made(isolated_cache, strategy, config):
-    plan = estimate(DOCS, "What is the vault code of site 3?", strategy=strategy, **config)
     model = ScriptedChatModel(reply_fn=lambda prompt: "1003")
+    plan = estimate(DOCS, "What is the vault code of site 3?", strategy=strategy, llm=model, **config)
     result = answer(DOCS, "What is the vault code of site 3?", strategy=strategy, llm=model, show_progress=False, **config)
     assert plan.calls == plan.max_calls == len(model.calls) == result.usage.llm_calls
     assert plan.prompt_tokens > 0 and isinstance(plan, CostPlan)
@@ -192,7 +192,7 @@ def test_run_rows_keep_stopped_and_a_rerun_answers_them_again(docs_folder, tmp_p
     run_experiment(RunConfig.for_corpus(docs_folder, questions, ["memagent"], **options), tmp_path / "out", llm=model, show_progress=False)
     rows = read_rows(tmp_path / "out")
     assert [r["stopped"] for r in rows] == ["budget", None] and rows[-1]["answer"].endswith("42.")
-    assert len(model.calls) == estimate(Corpus.from_path(docs_folder), "q", strategy="memagent", chunk_tokens=300).calls  # resumed: no call twice
+    assert len(model.calls) == estimate(Corpus.from_path(docs_folder), "q", strategy="memagent", llm=model, chunk_tokens=300).calls  # resumed: no call twice
 
 
 def test_async_single_run_stops_at_its_budget(isolated_cache):
