@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from graphs.context import StrategyContext
 from graphs.llm import model_id
 from graphs.registry import BatchRun, BatchSettings, Strategy
 from memory import CHECKPOINTS_FILE, TRACE_FILE, MemoryTrace, lock_run, open_checkpointer, prune_checkpoints, run_folder, thread_key
-from retrieval.contract import Corpus, Question, Step
+from retrieval.contract import Corpus, Question, Step, Usage
 
 #: A running run drops its superseded checkpoints every this many chunks. Resuming reads only
 #: the latest, so storage stays a few dozen steps instead of growing with the corpus (a
@@ -45,6 +45,8 @@ class BatchedRun:
     stopped: str | None = None
     #: Steps of the run (MemAgent: the chunks it read).
     n_steps: int = 0
+    #: Per question, the usage the checkpoint held when this call began (earlier calls' work, which it did not redo).
+    earlier: list[Usage] = field(default_factory=list)
 
 
 def run_batched_graph(
@@ -91,7 +93,8 @@ def run_batched_graph(
         graph = spec.build_graph(cfg, checkpointer=saver)
         run_config: dict[str, Any] = {"configurable": {"thread_id": thread}, "max_concurrency": settings.concurrency, "callbacks": callbacks}
         run_config.update({k: v for k, v in (("run_name", run_name), ("tags", tags), ("metadata", metadata)) if v})
-        snapshot = graph.get_state(run_config)
+        snapshot = graph.get_state(run_config)  # its values include the finished tasks of an interrupted step
+        earlier = recorded_usage(mode, snapshot.values, len(questions))
         resumed_from = snapshot.values.get(mode.progress_key) if snapshot.next else None
         replayed = bool(snapshot.values) and not snapshot.next
         stopped = None
@@ -123,7 +126,14 @@ def run_batched_graph(
         if on_disk is not None:
             on_disk.conn.close()
         held.close()
-    return BatchedRun(final=final, steps=steps, resumed_from=resumed_from, replayed=replayed, stopped=stopped, n_steps=len(sizes))
+    return BatchedRun(final=final, steps=steps, resumed_from=resumed_from, replayed=replayed, stopped=stopped, n_steps=len(sizes), earlier=earlier)
+
+
+def recorded_usage(mode: BatchRun, values: Mapping[str, Any], questions: int) -> list[Usage]:
+    """Per question, the usage a run's state records (``mode.collect``'s ``usage``; none for an empty state)."""
+    if not values:
+        return [Usage() for _ in range(questions)]
+    return [Usage.from_dict(mode.collect(values, i).get("usage")) for i in range(questions)]
 
 
 def _continued(

@@ -400,7 +400,7 @@ class CancelGuard(BaseCallbackHandler):
 
 def _batch_answer(spec: Strategy, mode: BatchRun, run: BatchedRun, i: int, question: Question, seconds: float, queued: float, effective: dict) -> Answer:
     fields = mode.collect(run.final, i)
-    usage = Usage.from_dict(fields.get("usage"))
+    usage = Usage.from_dict(fields.get("usage")).since(run.earlier[i])  # this call's calls; the checkpoint's earlier ones apart
     usage.seconds = seconds
     usage.queued_seconds = queued
     # resumed_from: the step an interrupted run continued from; replayed: finished earlier,

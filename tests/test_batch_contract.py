@@ -200,10 +200,12 @@ def test_the_toy_strategy_resumes_after_a_crash_and_replays_without_calls(tally_
     assert [a.answer for a in answers] == ["3", "5"]
     assert not set(first_done) & set(second_done) and len(first_done) + len(second_done) == len(WORDS) * N_WINDOWS  # no window read twice
     assert answers[0].steps[-1]["resumed_from"] == len(first_done) // len(WORDS)  # the progress key said where to resume
-    assert all(a.usage.llm_calls == N_WINDOWS for a in answers)  # usage survived the crash
+    assert all(a.usage.run_llm_calls == N_WINDOWS for a in answers)  # the run's usage survived the crash
+    assert sum(a.usage.llm_calls for a in answers) == len(second_done) == len(again.calls)  # this call's: only what it sent
     replay = counting_model()
     replayed = asyncio.run(aanswer_many(TALLY_CORPUS, WORDS, strategy="tally", llm=replay, cache_dir=tmp_path, kept_chars=3))
     assert replay.calls == [] and [a.answer for a in replayed] == ["3", "5"] and replayed[0].steps[-1]["replayed"]
+    assert [(a.usage.llm_calls, a.usage.run_llm_calls) for a in replayed] == [(0, N_WINDOWS)] * len(WORDS)  # nothing sent now
     assert {len(s["memory"]) for s in replayed[0].steps if s["node"] == "tally"} == {3}  # the trace length read from its own field
 
 

@@ -3,6 +3,7 @@ usage of this call apart from the whole resumed run, and a resumable run refused
 
 from __future__ import annotations
 
+import json
 import re
 import time
 
@@ -10,8 +11,9 @@ import pytest
 
 from agents import STRATEGIES, Budget, BudgetExceeded, answer, estimate, make_chat_model
 from graphs.run import run_strategy
+from retrieval import Corpus
 from retrieval.contract import Answer, as_question
-from tests.recording_server import RecordingServer
+from tests.recording_server import RecordingServer, prompt_of
 from tests.test_async import server_world
 from tests.test_pai import CHUNK, company_corpus
 
@@ -54,3 +56,64 @@ def test_pai_stopped_by_its_budget_sends_nothing_after_and_counts_all_it_sent(us
     assert result.stopped == "budget"
     assert later == at_return == calls  # the guard let exactly the budget through, all before the answer came back
     assert result.usage.llm_calls == later and result.usage.failed_calls == 0  # every request sent is in the usage, each as a call that returned
+
+
+# -- 12. usage of a resumed answer: this call's, and the whole run's apart -----------------------------------
+def _memory_reply(request: dict) -> str:
+    return "Therefore, the answer is Gamma Inc." if prompt_of(request).rstrip().endswith("Your answer:") else "memory: revenue 101"
+
+
+MEMAGENT = {"chunk_tokens": 200, "concurrency": 1}
+
+
+def _served(server: RecordingServer):
+    return make_chat_model("openai:rec", base_url=server.url, api_key="not-needed", max_retries=0)
+
+
+def _stopping_budget(llm) -> Budget:
+    """A prompt-token budget the plan's least fits (not refused up front) but a real run passes: the memory each update
+    carries is not in the least, so the run stops part-way, with its checkpoint kept."""
+    plan = estimate(company_corpus(), QUESTION, strategy="memagent", llm=llm, **MEMAGENT)
+    return Budget(max_prompt_tokens=plan.prompt_tokens + 20)
+
+
+def test_a_resumed_answer_counts_the_calls_it_sent_and_keeps_the_runs_total_apart(isolated_cache):
+    with RecordingServer(_memory_reply) as server:
+        llm = _served(server)
+        stopped = answer(company_corpus(), QUESTION, strategy="memagent", llm=llm, budget=_stopping_budget(llm), show_progress=False, **MEMAGENT)
+        first = len(server.requests)
+        done = answer(company_corpus(), QUESTION, strategy="memagent", llm=llm, show_progress=False, **MEMAGENT)
+        second = len(server.requests) - first
+        again = answer(company_corpus(), QUESTION, strategy="memagent", llm=llm, show_progress=False, **MEMAGENT)
+        assert len(server.requests) == first + second  # the replay sent nothing
+    assert stopped.stopped == "budget" and 0 < first and done.stopped is None and done.steps[-1]["resumed_from"]
+    assert (stopped.usage.llm_calls, done.usage.llm_calls, again.usage.llm_calls) == (first, second, 0)  # each call: what it sent
+    assert (done.usage.earlier_llm_calls, again.usage.earlier_llm_calls) == (first, first + second)
+    assert done.usage.run_llm_calls == again.usage.run_llm_calls == first + second  # the whole run, counted once
+    sent = [len(prompt_of(r).split()) for r in server.requests]  # the stub server reports a prompt's words as its tokens
+    assert (stopped.usage.prompt_tokens, done.usage.prompt_tokens, again.usage.prompt_tokens) == (sum(sent[:first]), sum(sent[first:]), 0)
+    assert done.usage.run_prompt_tokens == sum(sent) and done.to_dict()["usage"]["run_llm_calls"] == first + second
+
+
+def test_result_rows_of_a_stopped_then_resumed_unit_add_up_to_the_requests_sent(tmp_path, isolated_cache):
+    """The stopped row and the row that finished the run each carry their own calls: summed, as a report's cost sums them, nothing twice."""
+    from experiments.runner import RunConfig, read_rows, run_experiment
+
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(json.dumps({"question": QUESTION, "answer": "Gamma Inc"}) + "\n")
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for d in company_corpus():
+        (folder / f"{d.title}.txt").write_text(d.text)
+    options = {"strategy_options": {"memagent": MEMAGENT}, "llm_cache": False}
+    with RecordingServer(_memory_reply) as server:
+        llm = _served(server)
+        plan = estimate(Corpus.from_path(folder), QUESTION, strategy="memagent", llm=llm, **MEMAGENT)
+        budget = Budget(max_prompt_tokens=plan.prompt_tokens + 20)
+        run_experiment(RunConfig.for_corpus(folder, questions, ["memagent"], budget=budget, **options), tmp_path / "out", llm=llm, show_progress=False)
+        run_experiment(RunConfig.for_corpus(folder, questions, ["memagent"], **options), tmp_path / "out", llm=llm, show_progress=False)
+        sent = len(server.requests)
+    rows = read_rows(tmp_path / "out")
+    assert [r["stopped"] for r in rows] == ["budget", None] and rows[-1]["status"] == "ok"
+    assert sum(r["usage"]["llm_calls"] for r in rows) == sent == rows[-1]["usage"]["run_llm_calls"]
+    assert sum(r["usage"]["prompt_tokens"] for r in rows) == sum(len(prompt_of(r).split()) for r in server.requests)
