@@ -27,7 +27,7 @@ from agents.run_plan import plan_for, too_slow
 from graphs import STRATEGIES
 from graphs.budget import Budget, CostPlan, check_plan
 from graphs.registry import Strategy
-from graphs.run import RunOptions, arun_strategy, run_strategy
+from graphs.run import RunOptions, arun_strategy, checkpoint_held, run_strategy
 from retrieval import Index
 from retrieval.contract import Answer, Corpus, Question, Step, as_question
 
@@ -241,13 +241,13 @@ def _plan(spec: Any, cfg: Any, corpus: Corpus, qs: list[Question], chat: BaseCha
     return spec.costs.bounds(cfg, corpus, qs, chat)
 
 
-def resumable(spec: Any, cfg: Any) -> bool:
-    """Whether a run stopped part-way keeps its work (a checkpointed batched run: its
-    ``BatchRun.settings`` say ``resume``). Such a run is not refused up front by its budget: it
-    spends the budget on steps the checkpoint keeps, and a larger budget later makes only the
-    remaining calls (which a plan of the whole run would overstate)."""
-    mode = spec.batch
-    return mode is not None and mode.settings(cfg).resume
+def remaining_plan(spec: Any, cfg: Any, corpus: Corpus, qs: list[Question], chat: BaseChatModel, cache_dir: str | Path | None) -> CostPlan:
+    """The plan a budget is checked against: the strategy's plan, less what the checkpoint of a resumable run
+    (MemAgent) already holds, which it will not spend again. Without a checkpoint that covers the difference, a
+    budget the whole plan cannot fit is refused up front as for every other strategy, not spent on a run that
+    cannot finish."""
+    held = checkpoint_held(spec, cfg, qs, llm=chat, corpus=corpus, cache_dir=cache_dir)
+    return _plan(spec, cfg, corpus, qs, chat).after(held.calls, held.step)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -276,8 +276,8 @@ def _prepare(corpus: Corpus, questions: list, strategy: str, llm: Any, preset: s
     if not qs:
         return None
     chat = make_chat_model(llm)
-    if budget is not None and budget.limited and spec.costs is not None and spec.costs.has_bounds and not resumable(spec, cfg):
-        check_plan(_plan(spec, cfg, corpus, qs, chat), budget)
+    if budget is not None and budget.limited and spec.costs is not None and spec.costs.has_bounds:
+        check_plan(remaining_plan(spec, cfg, corpus, qs, chat, cache_dir), budget)
     warn_if_slow(strategy, corpus, len(qs), chat, cfg)
     progress = sys.stderr.isatty() if show_progress is None else show_progress
     options = RunOptions(llm=chat, corpus=corpus, index=index, preset=preset, cache_dir=cache_dir, concurrency=concurrency or DEFAULT_CONCURRENCY,

@@ -63,7 +63,7 @@ def _memory_reply(request: dict) -> str:
     return "Therefore, the answer is Gamma Inc." if prompt_of(request).rstrip().endswith("Your answer:") else "memory: revenue 101"
 
 
-MEMAGENT = {"chunk_tokens": 200, "concurrency": 1}
+MEMAGENT = {"chunk_tokens": 100, "concurrency": 1}  # 8 chunks of the company corpus: 9 calls
 
 
 def _served(server: RecordingServer):
@@ -117,3 +117,64 @@ def test_result_rows_of_a_stopped_then_resumed_unit_add_up_to_the_requests_sent(
     assert [r["stopped"] for r in rows] == ["budget", None] and rows[-1]["status"] == "ok"
     assert sum(r["usage"]["llm_calls"] for r in rows) == sent == rows[-1]["usage"]["run_llm_calls"]
     assert sum(r["usage"]["prompt_tokens"] for r in rows) == sum(len(prompt_of(r).split()) for r in server.requests)
+
+
+# -- 10. a resumable run is refused up front unless its checkpoint covers the difference --------------------
+def test_memagent_is_refused_before_any_call_by_a_budget_its_plan_cannot_fit(isolated_cache):
+    """As every other strategy: a budget the whole run cannot fit sends nothing (it made 9 calls and returned an empty answer)."""
+    with RecordingServer(_memory_reply) as server:
+        llm = _served(server)
+        plan = estimate(company_corpus(), QUESTION, strategy="memagent", llm=llm, **MEMAGENT)
+        for budget in (Budget(max_llm_calls=0), Budget(max_llm_calls=plan.calls - 1), Budget(max_prompt_tokens=plan.prompt_tokens - 1)):
+            with pytest.raises(BudgetExceeded, match="Budget exceeded before any call: memagent plans"):
+                answer(company_corpus(), QUESTION, strategy="memagent", llm=llm, budget=budget, show_progress=False, **MEMAGENT)
+        assert server.requests == []
+        done = answer(company_corpus(), QUESTION, strategy="memagent", llm=llm, budget=Budget(max_llm_calls=plan.calls), show_progress=False, **MEMAGENT)
+        assert done.stopped is None and len(server.requests) == plan.calls == done.usage.llm_calls  # exactly the plan fits
+
+
+def test_a_checkpoint_that_covers_the_difference_lets_the_rest_run(isolated_cache):
+    """A run that failed at its 6th request keeps 5 calls: a budget of the rest resumes it, one call less is refused;
+    a finished run replays under any budget."""
+    seen = [0]
+
+    def failing_once(request: dict) -> str:
+        seen[0] += 1
+        if seen[0] == 6:
+            raise ConnectionError("the server fell over")  # the client sees the connection drop
+        return _memory_reply(request)
+
+    with RecordingServer(failing_once) as server:
+        llm = _served(server)
+        plan = estimate(company_corpus(), QUESTION, strategy="memagent", llm=llm, **MEMAGENT)
+        with pytest.raises(Exception, match="(?i)connection"):
+            answer(company_corpus(), QUESTION, strategy="memagent", llm=llm, show_progress=False, **MEMAGENT)
+        first = len(server.requests)
+        rest = plan.calls - (first - 1)  # the failed request left nothing in the checkpoint
+        with pytest.raises(BudgetExceeded, match=rf"less the {first - 1} calls its checkpoint holds\); over the budget: {rest:,} calls > {rest - 1}"):
+            answer(company_corpus(), QUESTION, strategy="memagent", llm=llm, budget=Budget(max_llm_calls=rest - 1), show_progress=False, **MEMAGENT)
+        assert len(server.requests) == first
+        done = answer(company_corpus(), QUESTION, strategy="memagent", llm=llm, budget=Budget(max_llm_calls=rest), show_progress=False, **MEMAGENT)
+        assert done.stopped is None and len(server.requests) - first == rest == done.usage.llm_calls
+        replay = answer(company_corpus(), QUESTION, strategy="memagent", llm=llm, budget=Budget(max_llm_calls=0), show_progress=False, **MEMAGENT)
+        assert len(server.requests) == first + rest and replay.answer == done.answer and replay.usage.llm_calls == 0
+
+
+@pytest.mark.parametrize(
+    "calls,step,left",
+    [
+        (0, 0, (9, 210, 21)),  # nothing held: the whole plan
+        (3, 1, (6, 100 + 10, 10 + 1)),  # step 0 (3 calls) done
+        (4, 1, (5, 10, 1)),  # step 1 partly done: none of its tokens claimed, the final step's are
+        (9, 2, (0, 0, 0)),  # finished: a replay
+        (4, None, (5, 0, 0)),  # another run's steps (continued from an earlier corpus): calls only
+    ],
+)
+def test_a_plan_after_a_checkpoint_counts_only_the_steps_left(calls, step, left):
+    from graphs.budget import CostPlan
+
+    steps = ((3, 100, 10), (3, 100, 10), (3, 10, 1))  # three questions: two chunk steps, then their final calls
+    plan = CostPlan("memagent", 3, 9, 9, 210, 5_000, 21, "f", {}, steps)
+    after = plan.after(calls, step)
+    assert (after.calls, after.prompt_tokens, after.completion_tokens) == left
+    assert after.max_calls == after.calls and after.prompt_tokens <= after.max_prompt_tokens <= plan.max_prompt_tokens
