@@ -97,6 +97,7 @@ def test_a_resumed_answer_counts_the_calls_it_sent_and_keeps_the_runs_total_apar
 
 def test_result_rows_of_a_stopped_then_resumed_unit_add_up_to_the_requests_sent(tmp_path, isolated_cache):
     """The stopped row and the row that finished the run each carry their own calls: summed, as a report's cost sums them, nothing twice."""
+    from experiments.report import score_run
     from experiments.runner import RunConfig, read_rows, run_experiment
 
     questions = tmp_path / "q.jsonl"
@@ -117,6 +118,9 @@ def test_result_rows_of_a_stopped_then_resumed_unit_add_up_to_the_requests_sent(
     assert [r["stopped"] for r in rows] == ["budget", None] and rows[-1]["status"] == "ok"
     assert sum(r["usage"]["llm_calls"] for r in rows) == sent == rows[-1]["usage"]["run_llm_calls"]
     assert sum(r["usage"]["prompt_tokens"] for r in rows) == sum(len(prompt_of(r).split()) for r in server.requests)
+    _, _, scored = score_run(tmp_path / "out")  # what the report prices: the answer's calls from both rows, each once
+    (answered,) = scored["memagent"]["rows"]
+    assert answered["usage"]["llm_calls"] == sent and answered["usage"]["prompt_tokens"] == sum(r["usage"]["prompt_tokens"] for r in rows)
 
 
 # -- 10. a resumable run is refused up front unless its checkpoint covers the difference --------------------
@@ -178,3 +182,19 @@ def test_a_plan_after_a_checkpoint_counts_only_the_steps_left(calls, step, left)
     after = plan.after(calls, step)
     assert (after.calls, after.prompt_tokens, after.completion_tokens) == left
     assert after.max_calls == after.calls and after.prompt_tokens <= after.max_prompt_tokens <= plan.max_prompt_tokens
+
+
+def test_a_pairs_rows_add_up_to_its_spend_each_row_once():
+    from experiments.spend import latest_with_spend
+
+    def row(sample: str, status: str, calls: int | None) -> dict:
+        usage = None if calls is None else {"llm_calls": calls, "prompt_tokens": 10 * calls, "completion_tokens": calls, "run_llm_calls": 99}
+        return {"sample_id": sample, "strategy": "memagent", "status": status, **({"usage": usage} if usage else {})}
+
+    rows = [row("a", "ok", 4), row("b", "ok", 2), row("b", "failed", None), row("b", "ok", 3), row("c", "failed", None)]
+    latest = latest_with_spend(rows)
+    assert latest[("a", "memagent")] == rows[0]  # one row: as it is
+    assert {k: latest[("b", "memagent")]["usage"][k] for k in ("llm_calls", "prompt_tokens", "total_tokens", "usage_rows", "run_llm_calls")} == {
+        "llm_calls": 5, "prompt_tokens": 50, "total_tokens": 55, "usage_rows": 2, "run_llm_calls": 99}  # fmt: skip
+    assert "usage" not in latest[("c", "memagent")] and latest_with_spend([]) == {}
+    assert len(latest_with_spend([row(str(i % 100), "ok", 1) for i in range(10_000)])) == 100
