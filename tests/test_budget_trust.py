@@ -43,9 +43,7 @@ def _served_pai(server: RecordingServer, budget: Budget, use_async: bool) -> tup
     return result, len(server.requests)
 
 
-@pytest.mark.parametrize("use_async", [True, False], ids=["async", "threads"])
-@pytest.mark.parametrize("latency", [0.0, 0.05])
-@pytest.mark.parametrize("calls", [3, 8])
+@pytest.mark.parametrize("use_async,latency,calls", [(True, 0.0, 3), (True, 0.05, 8), (False, 0.05, 8)], ids=["async-3", "async-slow-8", "threads-slow-8"])
 def test_pai_stopped_by_its_budget_sends_nothing_after_and_counts_all_it_sent(use_async, latency, calls, isolated_cache):
     """The budget stops PAI among its judges (1 decomposition, then 4 judges in flight at once): the calls already sent finish and are
     counted; none is sent after the stop, nor after answer() returned (the server is read again a moment later)."""
