@@ -216,8 +216,12 @@ def test_budget_and_callbacks_pass_through(planted_corpus, llm, server, isolated
     ws = Workspace(planted_corpus, llm=llm, cache_dir=isolated_cache)
     with pytest.raises(BudgetExceeded):
         ws.answer("What is the vault code?", budget=Budget(max_llm_calls=0))
-    result = ws.answer("What is the vault code?", strategy="memagent", chunk_tokens=400, budget=Budget(max_llm_calls=2), callbacks=[Counter()])
-    assert result.stopped == "budget" and Counter.calls == 2 == len(server.requests)
+    plan = ws.estimate("What is the vault code?", strategy="memagent", chunk_tokens=400)
+    with pytest.raises(BudgetExceeded):  # a checkpointed strategy too: a budget its plan cannot fit is refused before any call
+        ws.answer("What is the vault code?", strategy="memagent", chunk_tokens=400, budget=Budget(max_llm_calls=plan.calls - 1))
+    assert server.requests == []
+    result = ws.answer("What is the vault code?", strategy="memagent", chunk_tokens=400, budget=Budget(max_llm_calls=plan.calls), callbacks=[Counter()])
+    assert result.stopped is None and Counter.calls == plan.calls == len(server.requests)
 
 
 def test_estimate_is_agents_estimate_on_the_workspace(planted_corpus, llm, server):
