@@ -27,7 +27,7 @@ from agents.run_plan import plan_for, too_slow
 from graphs import STRATEGIES
 from graphs.budget import Budget, CostPlan, check_plan
 from graphs.registry import Strategy
-from graphs.run import RunOptions, arun_strategy, run_strategy
+from graphs.run import RunOptions, arun_strategy, checkpoint_held, run_strategy
 from retrieval import Index
 from retrieval.contract import Answer, Corpus, Question, Step, as_question
 
@@ -219,8 +219,10 @@ def estimate(
     """What ``answer`` (or ``answer_many``, given a list) would spend, before any model call.
 
     The bounds of the strategy's cost model (:attr:`graphs.registry.Strategy.costs`): model calls at least
-    and at most, prompt tokens (estimated), and the formula they follow. ``llm`` (optional,
-    never called) gives the tokenizer MemAgent cuts chunks with and full context's window.
+    and at most, prompt tokens (estimated), and the formula they follow. ``llm`` (never called) gives
+    the tokenizer the budget guard counts with, MemAgent's chunks and full context's window; as in
+    :func:`answer`, ``None`` is ``$LONGCTX_LLM`` or the embedded default, so this is the plan a budget
+    of ``answer`` with the same arguments is checked against (the same numbers as its refusal).
     ``plan.cost_usd(price)`` turns it into USD at a price.
 
     Raises:
@@ -230,8 +232,7 @@ def estimate(
     spec = STRATEGIES.get(strategy)
     cfg = spec.make_config(preset, **config)
     qs = [as_question(q) for q in (question if isinstance(question, list) else [question])]
-    chat = make_chat_model(llm) if llm is not None else None
-    return _plan(spec, cfg, corpus, qs, chat)
+    return _plan(spec, cfg, corpus, qs, make_chat_model(llm))  # the model answer() would use: one plan, one tokenizer
 
 
 def _plan(spec: Any, cfg: Any, corpus: Corpus, qs: list[Question], chat: BaseChatModel | None) -> CostPlan:
@@ -240,13 +241,13 @@ def _plan(spec: Any, cfg: Any, corpus: Corpus, qs: list[Question], chat: BaseCha
     return spec.costs.bounds(cfg, corpus, qs, chat)
 
 
-def resumable(spec: Any, cfg: Any) -> bool:
-    """Whether a run stopped part-way keeps its work (a checkpointed batched run: its
-    ``BatchRun.settings`` say ``resume``). Such a run is not refused up front by its budget: it
-    spends the budget on steps the checkpoint keeps, and a larger budget later makes only the
-    remaining calls (which a plan of the whole run would overstate)."""
-    mode = spec.batch
-    return mode is not None and mode.settings(cfg).resume
+def remaining_plan(spec: Any, cfg: Any, corpus: Corpus, qs: list[Question], chat: BaseChatModel, cache_dir: str | Path | None) -> CostPlan:
+    """The plan a budget is checked against: the strategy's plan, less what the checkpoint of a resumable run
+    (MemAgent) already holds, which it will not spend again. Without a checkpoint that covers the difference, a
+    budget the whole plan cannot fit is refused up front as for every other strategy, not spent on a run that
+    cannot finish."""
+    held = checkpoint_held(spec, cfg, qs, llm=chat, corpus=corpus, cache_dir=cache_dir)
+    return _plan(spec, cfg, corpus, qs, chat).after(held.calls, held.step)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -275,8 +276,8 @@ def _prepare(corpus: Corpus, questions: list, strategy: str, llm: Any, preset: s
     if not qs:
         return None
     chat = make_chat_model(llm)
-    if budget is not None and budget.limited and spec.costs is not None and spec.costs.has_bounds and not resumable(spec, cfg):
-        check_plan(_plan(spec, cfg, corpus, qs, chat), budget)
+    if budget is not None and budget.limited and spec.costs is not None and spec.costs.has_bounds:
+        check_plan(remaining_plan(spec, cfg, corpus, qs, chat, cache_dir), budget)
     warn_if_slow(strategy, corpus, len(qs), chat, cfg)
     progress = sys.stderr.isatty() if show_progress is None else show_progress
     options = RunOptions(llm=chat, corpus=corpus, index=index, preset=preset, cache_dir=cache_dir, concurrency=concurrency or DEFAULT_CONCURRENCY,

@@ -257,26 +257,37 @@ def _with_index_time(answers: list[Answer], seconds: float) -> list[Answer]:
 
 def merged(documents: Sequence[Document], new: Sequence[Document]) -> tuple[list[Document], list[str]]:
     """``documents`` with ``new`` added: unchanged ones skipped, a file read again (same ``source``)
-    replaced, a clashing id of another file renamed to its source path. Returns the documents
-    and the ids added or replaced."""
+    replaced, a clashing id of another file renamed to its source path (and that file, read
+    again, found under its path: skipped or replaced, never refused as a clash). Returns the
+    documents and the ids added or replaced."""
     docs = list(documents)
     where = {d.doc_id: i for i, d in enumerate(docs)}
     changed: list[str] = []
     for doc in new:
-        i = where.get(doc.doc_id)
+        source = doc.metadata.get("source")
+        i = _same_file(docs, where, doc.doc_id, source)
+        if i is None and source:  # renamed to its path when first added: the same file read again
+            i = _same_file(docs, where, str(source), source)
         if i is not None:
             old = docs[i]
+            if (old.text, old.title) != (doc.text, doc.title):
+                docs[i] = doc if doc.doc_id == old.doc_id else Document(doc_id=old.doc_id, text=doc.text, title=doc.title, metadata=doc.metadata)
+                changed.append(old.doc_id)
+            continue
+        if doc.doc_id in where:
+            old = docs[where[doc.doc_id]]
             if (old.text, old.title) == (doc.text, doc.title):
                 continue
-            if old.metadata.get("source") is not None and old.metadata.get("source") == doc.metadata.get("source"):
-                docs[i] = doc
-                changed.append(doc.doc_id)
-                continue
-            source = doc.metadata.get("source")
-            if not source or source in where:
+            if not source or str(source) in where:
                 raise CorpusError(f"Document id {doc.doc_id!r} is already in the corpus; give the new document another id")
             doc = Document(doc_id=str(source), text=doc.text, title=doc.title, metadata=doc.metadata)
         where[doc.doc_id] = len(docs)
         docs.append(doc)
         changed.append(doc.doc_id)
     return docs, changed
+
+
+def _same_file(docs: Sequence[Document], where: Mapping[str, int], doc_id: str, source: Any) -> int | None:
+    """Where the document ``doc_id`` read from ``source`` is (the same file read earlier), or ``None``."""
+    i = where.get(doc_id)
+    return i if i is not None and source is not None and docs[i].metadata.get("source") == source else None

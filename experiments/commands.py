@@ -20,7 +20,7 @@ from experiments.demo import READING, demo_strategies, run_demo
 from experiments.export import export_official, official_command
 from experiments.planning import plan_experiment
 from experiments.prices import price_for
-from experiments.runner import RunConfig, RunInterrupted, run_experiment, select_samples
+from experiments.runner import RunConfig, RunInterrupted, check_out_folder, run_experiment, select_samples
 from experiments.synth import NeedleConfig, SynthConfig, generate, get_domain, load_samples, parse_tokens
 from graphs.llm import model_id
 from retrieval import CorpusError
@@ -28,8 +28,10 @@ from retrieval.embedders import EmbedderError
 from retrieval.locks import LockHeld
 from retrieval.ray_support import RayNotInstalledError, require_ray
 
-#: Errors of the user's input or environment: printed on one line, exit status 2.
-USER_ERRORS = (CorpusError, ChatModelError, KeyError, TypeError, ValueError, RayNotInstalledError, LockHeld, BenchmarkDataError, EmbedderError)
+#: Errors of the user's input or environment: printed on one line, exit status 2 (``OSError``:
+#: a path that is a file where a folder is wanted, no permission, a full disk; its message names the path).
+USER_ERRORS = (CorpusError, ChatModelError, KeyError, TypeError, ValueError, RayNotInstalledError, LockHeld, BenchmarkDataError, EmbedderError,
+               OSError)  # fmt: skip
 
 def budget_from_args(args: argparse.Namespace, llm: Any) -> tuple[Budget | None, Any]:
     """The :class:`~agents.Budget` of ``--max-calls/--max-tokens/--max-cost`` (``None`` without them)
@@ -94,6 +96,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise ValueError("Your own run needs both --corpus PATH and --questions FILE.")
     if not own and not args.benchmark:
         raise ValueError("Give --benchmark NAME (see 'longctx run --help'), or --corpus PATH --questions FILE for your own documents.")
+    check_out_folder(args.out)  # before any sample loads or model starts
     options = {
         "strategies": tuple(s.strip() for s in args.strategies.split(",") if s.strip()),
         "llm": args.llm,
@@ -232,9 +235,10 @@ def cmd_answer(args: argparse.Namespace) -> int:
                 + (f" ({where})" if where else "")
                 + ("" if e.score is not None else f": {e.text[:200]}")
             )
+    earlier = f"; the resumed run made {u.earlier_llm_calls} more in earlier calls" if u.earlier_llm_calls else ""
     print(
         f"Usage: {u.llm_calls} LLM call(s), {u.prompt_tokens} prompt + {u.completion_tokens} completion tokens"
-        f"{' (estimated)' if u.estimated else ''}, {u.seconds:.1f}s ({u.index_seconds:.1f}s indexing)"
+        f"{' (estimated)' if u.estimated else ''}, {u.seconds:.1f}s ({u.index_seconds:.1f}s indexing){earlier}"
     )
     return 0
 

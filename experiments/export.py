@@ -32,7 +32,7 @@ from experiments.benchmarks.base import Sample
 from experiments.benchmarks.predictions import final_reply
 from experiments.metrics import longbench_v2 as v2
 from experiments.metrics import ruler_hqa as rq
-from experiments.runner import MANIFEST_FILE, latest_rows, read_rows, run_samples
+from experiments.runner import MANIFEST_FILE, latest_rows, manifest_config, read_rows, run_samples
 
 #: Export formats: the official scripts' layouts (the only one so far).
 FORMATS = ("official",)
@@ -211,7 +211,7 @@ def export_official(run: str | Path, out: str | Path | None = None, *, samples: 
     manifest_path = run / MANIFEST_FILE
     if not manifest_path.is_file():
         raise ValueError(f"{run} is not a run folder: no {MANIFEST_FILE} (write one with 'longctx run').")
-    cfg = json.loads(manifest_path.read_text(encoding="utf-8"))["config"]
+    cfg = manifest_config(run)  # a corrupt manifest is named, with what to do
     benchmark = cfg["benchmark"]
     if benchmark not in WRITERS:
         raise ValueError(f"Benchmark {benchmark!r} has no official prediction format; exportable: {', '.join(WRITERS)}.")
@@ -262,6 +262,6 @@ OFFICIAL_COMMANDS = {
 
 def official_command(run: str | Path, out: str | Path, strategy: str, files: Sequence[ExportedFile]) -> str:
     """The shell command that scores ``strategy``'s export with the official code."""
-    benchmark = json.loads((Path(run) / MANIFEST_FILE).read_text(encoding="utf-8"))["config"]["benchmark"]
+    benchmark = manifest_config(run)["benchmark"]
     first = files[0].path.name if files else ""
     return OFFICIAL_COMMANDS[benchmark].format(dir=Path(out).resolve(), model=strategy, file=first)

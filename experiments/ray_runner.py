@@ -30,6 +30,7 @@ from experiments.runner import (
     base_row,
     finish_manifest,
     is_retry,
+    make_out_folder,
     plan_run,
     run_unit,
     select_samples,
@@ -125,7 +126,7 @@ def run_experiment_ray(
     ray = ensure_ray(address)
     out = Path(out)
     samples = select_samples(config, samples)  # a bad questions file fails before the folder exists
-    out.mkdir(parents=True, exist_ok=True)
+    make_out_folder(out)
     chat = make_chat_model(spec, base_url=urls[0]) if is_openai and urls[0] else make_chat_model(spec)
     todo, counts, invocation, retries = plan_run(out, config, chat, samples)
     cache = str((out / "llm_cache.sqlite").resolve()) if config.llm_cache else None

@@ -33,7 +33,8 @@ from experiments.benchmarks.predictions import row_prediction
 from experiments.ceilings import report_ceilings
 from experiments.html_report import pick_winners, row_model, significance_text, strategy_costs, summary_table, write_html_report
 from experiments.prices import PriceRow, load_prices, parse_prices, row_cost
-from experiments.runner import RunFolderError, latest_rows, read_manifest, read_rows, run_samples
+from experiments.runner import RunFolderError, manifest_config, read_manifest, read_rows, run_samples
+from experiments.spend import latest_with_spend
 from experiments.synth import retrieval_recall
 from retrieval.redaction import redact_value
 
@@ -137,10 +138,10 @@ def score_run(out: str | Path, *, samples: Sequence[Any] | None = None, judge: A
     if not out.is_dir():
         raise RunFolderError(f"{out} is not a folder: give a folder written by 'longctx run'")
     manifest = redact_value(read_manifest(out))  # a folder written before redaction too
-    cfg = manifest["config"]
+    cfg = manifest_config(out, manifest)
     samples = list(samples) if samples is not None else run_samples(cfg)
     by_id = {s.sample_id: s for s in samples}
-    rows = [r for r in latest_rows(redact_value(read_rows(out))).values() if r["sample_id"] in by_id]
+    rows = [r for r in latest_with_spend(redact_value(read_rows(out))).values() if r["sample_id"] in by_id]  # a resumed answer: all its calls, once
     options = {"judge": judge} if judge is not None else {}
     per_strategy: dict[str, dict[str, Any]] = {}
     for name in cfg["strategies"]:

@@ -43,6 +43,7 @@ from agents.llm_cache import SQLiteLLMCache
 from experiments.activity import RunActivity
 from experiments.benchmarks import BENCHMARKS, load_benchmark
 from experiments.changed_settings import changed_fields, expected_config
+from experiments.row_schema import row_problem
 from graphs.cancel import CancelGuard
 from graphs.config import redact_secrets
 from graphs.llm import tokenizer_manifest
@@ -86,6 +87,36 @@ def run_lock(out: str | Path) -> Iterator[Path]:
             path=exc.path,
             holder=exc.holder,
         ) from None
+
+
+def check_out_folder(out: str | Path) -> Path:
+    """``out`` as a path, once it is known to be a folder or nothing yet.
+
+    Raises:
+        RunFolderError: ``out``, or a folder above it, is a file (or cannot be looked at).
+    """
+    out = Path(out)
+    for path in (out, *out.parents):
+        try:
+            is_file = path.exists() and not path.is_dir()
+        except OSError as exc:  # a name too long, a loop of links
+            raise RunFolderError(f"Cannot create the result folder {out}: {exc.strerror or exc}") from None
+        if is_file:
+            raise RunFolderError(f"{path} is a file, not a folder: give --out a folder (new, or a run to resume)")
+    return out
+
+
+def make_out_folder(out: Path) -> None:
+    """Create the result folder ``out`` (and its parents).
+
+    Raises:
+        RunFolderError: It cannot be created (a file in the way, no permission, a full disk), naming it.
+    """
+    check_out_folder(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RunFolderError(f"Cannot create the result folder {out}: {exc.strerror or exc}") from None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -150,8 +181,10 @@ def read_rows(out: Path) -> list[dict[str, Any]]:
 
     Read as bytes and split on newlines before decoding, so a torn last line (a killed
     writer, cut anywhere, inside a multi-byte character too) is dropped alone; the next
-    append cuts it off. A line that is not UTF-8, not JSON, or JSON that is not a row
-    (``[1,2]``, ``{}``) is skipped with a warning naming the file and line. A BOM is ignored.
+    append cuts it off. A line that is not UTF-8, not JSON, or JSON that is not a usable row
+    (``[1,2]``, ``{}``, a count of ``1e308``, a prediction that is not text: see
+    :mod:`experiments.row_schema`) is skipped with a warning naming the file, the line and
+    what is wrong; its pair counts as not answered, so a rerun answers it again. A BOM is ignored.
     """
     path = Path(out) / RESULTS_FILE
     if not path.exists():
@@ -166,9 +199,11 @@ def read_rows(out: Path) -> list[dict[str, Any]]:
         elif problem:
             problems.append(f"line {number}: {problem}")
     if tail.strip():
-        row, _ = parse_row(tail)
+        row, problem = parse_row(tail)
         if row is not None:  # a whole row whose newline is missing: kept (the next append adds the newline)
             rows.append(row)
+        elif is_whole_json(tail):  # whole, yet not a usable row
+            problems.append(f"line {len(lines) + 1}: {problem}")
         else:
             log.warning("%s: line %d is torn (%d bytes, left by a killed run); ignored, the next run cuts it off", path, len(lines) + 1, len(tail))
     for problem in problems[:MAX_REPORTED]:
@@ -194,23 +229,13 @@ def parse_row(line: bytes) -> tuple[dict[str, Any] | None, str | None]:
     return (None, problem) if problem else (row, None)
 
 
-def row_problem(row: Any) -> str | None:
-    """What makes ``row`` (parsed JSON) not a result row, or ``None``: the fields the runner
-    and the report rely on must be there with their types."""
-    if not isinstance(row, dict):
-        return f"a JSON {type(row).__name__}, not a row object"
-    missing = [k for k in ("sample_id", "strategy", "status", "corpus_tokens") if k not in row]
-    if missing:
-        return f"a JSON object without {', '.join(missing)}"
-    if not isinstance(row["sample_id"], (str, int)) or isinstance(row["sample_id"], bool) or not isinstance(row["strategy"], str):
-        return "sample_id or strategy is not a string"
-    if not isinstance(row["corpus_tokens"], int):
-        return "corpus_tokens is not an integer"
-    if row["status"] not in ("ok", "failed"):
-        return f"status {str(row['status'])[:40]!r} is neither 'ok' nor 'failed'"
-    if row["status"] == "ok" and not (isinstance(row.get("usage"), dict) and isinstance(row.get("seconds"), (int, float))):
-        return "an ok row without usage or seconds"
-    return None
+def is_whole_json(line: bytes) -> bool:
+    """Whether ``line`` is one complete JSON value (a row cut by a kill never is: its ``}`` comes last)."""
+    try:
+        json.loads(line.removeprefix(BOM).decode("utf-8"))
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 def latest_rows(rows: Sequence[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
@@ -235,10 +260,10 @@ def run_experiment(
         samples: Preloaded samples, overriding the benchmark loader.
         show_progress: A progress bar over (sample, strategy) pairs.
     """
-    out = Path(out)
+    out = check_out_folder(out)  # a file there fails before samples load or a model starts
     samples = select_samples(config, samples)  # a bad questions file or model fails before the folder exists
     chat = make_chat_model(llm or config.llm)
-    out.mkdir(parents=True, exist_ok=True)
+    make_out_folder(out)
     with run_lock(out):
         return _run_locked(config, out, chat, samples, show_progress)
 
@@ -428,8 +453,9 @@ def append_row(sink: Any, row: dict[str, Any], counts: dict[str, int]) -> None:
 
 def row_line(row: dict[str, Any]) -> tuple[str, str]:
     """The JSONL line of ``row`` and its status: every value JSON-safe and bounded
-    (:func:`agents.jsonsafe.json_safe`); an answer too long to keep, or a row that still
-    cannot be serialized, is written as a failed row naming why (its rerun retries it)."""
+    (:func:`agents.jsonsafe.json_safe`: characters, values, cycles); an answer that is not
+    text or too long to keep, or a row that still cannot be serialized, is written as a failed
+    row naming why (its rerun retries it)."""
     try:
         problem = _unkeepable_answer(row)
         if problem is None:  # plain data first, so bytes that hold a key are redacted too
@@ -443,11 +469,16 @@ def row_line(row: dict[str, Any]) -> tuple[str, str]:
 
 
 def _unkeepable_answer(row: dict[str, Any]) -> str | None:
-    """Why the scored text of an ok row cannot be kept whole, or ``None`` (a cut prediction
-    would be scored as if the model had said it)."""
+    """Why the scored text of an ok row cannot be kept whole, or ``None``: it is not text (a
+    strategy handing back a mapping would make the whole run unreportable), or it is too long
+    (a cut prediction would be scored as if the model had said it)."""
+    if row.get("status") != "ok":
+        return None
     for key in ("prediction", "answer"):
-        value = row.get(key) if row.get("status") == "ok" else None
-        if isinstance(value, (str, bytes)) and len(value) > MAX_CHARS:
+        value = row.get(key)
+        if not isinstance(value, str):
+            return f"its {key} is {'None' if value is None else 'a ' + type(value).__name__}, not text (a strategy's answer must be a string)"
+        if len(value) > MAX_CHARS:
             return f"its {key} holds {len(value):,} characters, more than the {MAX_CHARS:,} a row keeps"
     return None
 
@@ -476,7 +507,7 @@ def _repair_tail(sink: Any) -> None:
             end = start
         f.seek(end)
         tail = f.read()
-    if parse_row(tail)[0] is not None:
+    if is_whole_json(tail):  # a whole line (a row, or one the reader will name and skip): kept
         os.write(fd, b"\n")
         return
     log.warning("%s: dropping a torn last line of %d bytes (a killed run)", sink.name, size - end)
@@ -660,6 +691,20 @@ def read_manifest(out: Path, *, repair: bool = False) -> dict[str, Any]:
     path.replace(aside)
     log.warning("%s; set aside as %s and rebuilt from the rows", problem, aside.name)
     return _manifest_from_rows(out, aside)
+
+
+def manifest_config(out: str | Path, manifest: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The run config recorded in ``out``'s manifest (``manifest``: that manifest, already read).
+
+    Raises:
+        RunFolderError: The manifest is missing, unreadable, or records no config (benchmark and
+            strategies), naming it.
+    """
+    path = Path(out) / MANIFEST_FILE
+    config = (read_manifest(Path(out)) if manifest is None else manifest).get("config")
+    if not isinstance(config, dict) or not isinstance(config.get("benchmark"), str) or not isinstance(config.get("strategies"), list):
+        raise RunFolderError(f"{path} records no run config (benchmark and strategies); rerun the same 'longctx run' command into {out} to write it")
+    return config
 
 
 def _manifest_from_rows(out: Path, aside: Path) -> dict[str, Any]:

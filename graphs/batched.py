@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ from graphs.llm import model_id, tokenizer_id
 from graphs.registry import BatchRun, BatchSettings, Strategy
 from graphs.request_settings import request_settings
 from memory import CHECKPOINTS_FILE, TRACE_FILE, MemoryTrace, lock_run, open_checkpointer, prune_checkpoints, run_folder, thread_key
-from retrieval.contract import Corpus, Question, Step
+from retrieval.contract import Corpus, Question, Step, Usage
 
 #: A running run drops its superseded checkpoints every this many chunks. Resuming reads only
 #: the latest, so storage stays a few dozen steps instead of growing with the corpus (a
@@ -47,6 +47,8 @@ class BatchedRun:
     stopped: str | None = None
     #: Steps of the run (MemAgent: the chunks it read).
     n_steps: int = 0
+    #: Per question, the usage the checkpoint held when this call began (earlier calls' work, which it did not redo).
+    earlier: list[Usage] = field(default_factory=list)
 
 
 def run_batched_graph(
@@ -93,7 +95,8 @@ def run_batched_graph(
         graph = spec.build_graph(cfg, checkpointer=saver)
         run_config: dict[str, Any] = {"configurable": {"thread_id": thread}, "max_concurrency": settings.concurrency, "callbacks": callbacks}
         run_config.update({k: v for k, v in (("run_name", run_name), ("tags", tags), ("metadata", metadata)) if v})
-        snapshot = graph.get_state(run_config)
+        snapshot = graph.get_state(run_config)  # its values include the finished tasks of an interrupted step
+        earlier = recorded_usage(mode, snapshot.values, len(questions))
         resumed_from = snapshot.values.get(mode.progress_key) if snapshot.next else None
         replayed = bool(snapshot.values) and not snapshot.next
         stopped = None
@@ -125,7 +128,14 @@ def run_batched_graph(
         if on_disk is not None:
             on_disk.conn.close()
         held.close()
-    return BatchedRun(final=final, steps=steps, resumed_from=resumed_from, replayed=replayed, stopped=stopped, n_steps=len(sizes))
+    return BatchedRun(final=final, steps=steps, resumed_from=resumed_from, replayed=replayed, stopped=stopped, n_steps=len(sizes), earlier=earlier)
+
+
+def recorded_usage(mode: BatchRun, values: Mapping[str, Any], questions: int) -> list[Usage]:
+    """Per question, the usage a run's state records (``mode.collect``'s ``usage``; none for an empty state)."""
+    if not values:
+        return [Usage() for _ in range(questions)]
+    return [Usage.from_dict(mode.collect(values, i).get("usage")) for i in range(questions)]
 
 
 def _continued(
@@ -190,6 +200,14 @@ def finished_prefix_run(
     """``(documents, state carried on)`` of the finished run over the longest proper prefix of
     ``corpus`` (same questions, config and model; run with or without its continuation option),
     or None when there is none (or it left nothing to carry)."""
+    found = _finished_prefix_state(spec, mode, cfg, questions, llm, corpus, folder, key_prefix)
+    return None if found is None else (found[0], found[2])
+
+
+def _finished_prefix_state(
+    spec: Strategy, mode: BatchRun, cfg: Any, questions: list[Question], llm: BaseChatModel, corpus: Corpus, folder: Path, key_prefix: str | None
+) -> tuple[int, Mapping[str, Any], Mapping[str, Any]] | None:
+    """``(documents, final state, state carried on)`` of :func:`finished_prefix_run`'s earlier run."""
     how = mode.continuation
     if how is None:
         return None
@@ -199,18 +217,60 @@ def finished_prefix_run(
     for n in range(len(prefixes), 0, -1):
         for variant in (cfg, plain):
             path = run_folder(folder, run_key(spec, mode, variant, questions, llm, prefixes[n - 1], key_prefix, model=model)) / CHECKPOINTS_FILE
-            if not path.exists():
-                continue
-            saver = open_checkpointer(path)
-            try:
-                thread = path.parent.name
-                state = spec.build_graph(cfg, checkpointer=saver).get_state({"configurable": {"thread_id": thread}})
-            finally:
-                saver.conn.close()
-            carried = how.carry(state.values) if state.values and not state.next else None
-            if carried is not None:
-                return n, carried
+            state = _stored_state(spec, cfg, path)
+            carried = how.carry(state.values) if state is not None and state.values and not state.next else None
+            if state is not None and carried is not None:
+                return n, state.values, carried
     return None
+
+
+def _stored_state(spec: Strategy, cfg: Any, path: Path) -> Any:
+    """The latest state snapshot in the checkpoint database at ``path`` (its run key is its folder's name), or None without one."""
+    if not path.exists():
+        return None
+    saver = open_checkpointer(path)
+    try:
+        return spec.build_graph(cfg, checkpointer=saver).get_state({"configurable": {"thread_id": path.parent.name}})
+    finally:
+        saver.conn.close()
+
+
+@dataclass(frozen=True)
+class Checkpointed:
+    """What a run's checkpoint already holds, all questions together (:func:`checkpointed`).
+
+    Attributes:
+        usage: Its calls and tokens, which an identical call does not make again.
+        step: The steps it finished (its progress key), ``None`` when they are another run's (a run continued from
+            an earlier corpus's, whose steps are not this run's).
+    """
+
+    usage: Usage
+    step: int | None = 0
+
+    @property
+    def calls(self) -> int:
+        """Its calls as a budget counts them (cache replays included)."""
+        return self.usage.llm_calls + self.usage.cached_calls
+
+
+def checkpointed(
+    spec: Strategy, mode: BatchRun, cfg: Any, questions: list[Question], llm: BaseChatModel, corpus: Corpus, *, folder: Path, key_prefix: str | None = None
+) -> Checkpointed:
+    """What the checkpoint of the run an identical call would make holds: its own (the finished tasks of an interrupted
+    step included); for a fresh run continued from an earlier corpus (``continue_from_prefix``), the finished earlier
+    run's, whose work it reads on from; nothing without a checkpoint or ``resume``."""
+    settings = mode.settings(cfg)
+    if not settings.resume:
+        return Checkpointed(Usage())
+    thread = run_key(spec, mode, cfg, questions, llm, corpus.fingerprint, key_prefix)
+    state = _stored_state(spec, cfg, run_folder(folder, thread) / CHECKPOINTS_FILE)
+    if state is not None and state.values:
+        return Checkpointed(sum(recorded_usage(mode, state.values, len(questions)), Usage()), int(state.values.get(mode.progress_key) or 0))
+    earlier = _finished_prefix_state(spec, mode, cfg, questions, llm, corpus, folder, key_prefix) if settings.continue_from_prefix else None
+    if earlier is None:
+        return Checkpointed(Usage())
+    return Checkpointed(sum(recorded_usage(mode, earlier[1], len(questions)), Usage()), None)
 
 
 def trace_steps(snapshots: list[dict[str, Any]], trace_chars: int | None, node: str) -> list[Step]:

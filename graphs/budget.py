@@ -2,7 +2,8 @@
 
 A budget is checked twice. Up front, the strategy's cost plan (calls and prompt tokens from the
 corpus size and its config, before any call) is compared with it: a plan that cannot fit is
-refused with :class:`BudgetExceeded`. During the run, :class:`BudgetGuard` (a LangChain callback,
+refused with :class:`BudgetExceeded` (a checkpointed run's plan less what its checkpoint already
+holds, :meth:`CostPlan.after`). During the run, :class:`BudgetGuard` (a LangChain callback,
 like :class:`graphs.cancel.CancelGuard`) counts every chat-model call as it starts and raises
 :class:`BudgetReached` before the call that would pass a limit; the run path turns that into an
 answer marked ``stopped="budget"`` with what was done (MemAgent's checkpoint keeps its chunks).
@@ -125,6 +126,10 @@ class CostPlan:
         max_prompt_tokens: Prompt tokens at most (estimate).
         completion_tokens: Completion tokens the least run may generate at most.
         formula: How the counts follow from the corpus and the config (the README's formula).
+        details: Strategy-specific facts (MemAgent: its chunks).
+        steps: For a batched run (MemAgent), per step in order (its closing answers last), ``(calls, prompt tokens at
+            least, completion tokens)`` of all questions together, summing to the counts above: what lets a resumed
+            run's plan count only the steps it has left (:meth:`after`); empty where the run has no steps.
     """
 
     strategy: str
@@ -136,6 +141,7 @@ class CostPlan:
     completion_tokens: int
     formula: str
     details: dict[str, Any] = field(default_factory=dict)
+    steps: tuple[tuple[int, int, int], ...] = field(default=(), repr=False)
 
     def scaled(self, questions: int) -> CostPlan:
         """The plan for ``questions`` questions answered one by one (each runs the whole plan)."""
@@ -163,6 +169,25 @@ class CostPlan:
         if budget.max_cost_usd is not None and cost is not None and cost > budget.max_cost_usd:
             problems.append(f"~${cost:,.4f} > ${budget.max_cost_usd:,.2f}")
         return problems
+
+    def after(self, calls: int, step: int | None = None) -> CostPlan:
+        """What is left of this plan when a checkpoint already holds ``calls`` calls (a resumed run does not make them
+        again), the first ``step`` of its :attr:`steps` finished (``None``: not known, as for a run continued from an
+        earlier corpus's). Calls: those less ``calls``. Tokens: those of the steps left, a step partly done left out, so
+        the least stays a lower bound; without the steps (a plug-in, or ``step`` unknown) no least is claimed (0)."""
+        if calls <= 0:
+            return self
+        if self.steps and step is not None:
+            done = sum(c for c, _, _ in self.steps[:step])
+            rest = self.steps[step + 1 :] if calls > done else self.steps[step:]  # a step partly done counts none of its tokens
+            prompt, completion = sum(p for _, p, _ in rest), sum(t for _, _, t in rest)
+            most = self.max_prompt_tokens - (self.prompt_tokens - prompt)  # the steps done sent at least their least
+        else:
+            prompt, completion, most = 0, 0, self.max_prompt_tokens
+        return CostPlan(
+            self.strategy, self.questions, max(0, self.calls - calls), max(0, self.max_calls - calls), prompt, max(prompt, most), completion,
+            f"{self.formula}; less the {calls:,} call{'' if calls == 1 else 's'} its checkpoint holds", {**self.details, "checkpointed_calls": calls},
+        )  # fmt: skip
 
     def describe(self) -> str:
         """One line: calls and tokens (a range where they vary) and the formula."""

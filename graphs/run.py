@@ -26,7 +26,7 @@ from langchain_core.callbacks import BaseCallbackManager
 from langchain_core.language_models import BaseChatModel
 from tqdm.auto import tqdm
 
-from graphs.batched import BatchedRun, run_batched_graph
+from graphs.batched import BatchedRun, Checkpointed, checkpointed, run_batched_graph
 from graphs.budget import Budget, BudgetGuard, BudgetReached
 from graphs.cancel import CancelGuard, RunCancelled, cancel_point
 from graphs.config import redact_secrets
@@ -342,7 +342,7 @@ def _run_batch(run: _Run, mode: BatchRun, cancel: threading.Event | None = None)
                 questions,
                 llm,
                 corpus,
-                folder=(run.cache or default_cache_dir()) / spec.name,
+                folder=batch_folder(spec, run.cache),
                 key_prefix=run.key_prefix,
                 callbacks=with_handler(callbacks, tracker),
                 run_name=f"longctx.{spec.name}",
@@ -357,6 +357,21 @@ def _run_batch(run: _Run, mode: BatchRun, cancel: threading.Event | None = None)
     queued = queue.seconds / len(questions)
     share = (time.perf_counter() - started) / len(questions) - queued
     return [_batch_answer(spec, mode, batched, i, q, share, queued, run.effective) for i, q in enumerate(questions)]
+
+
+def batch_folder(spec: Strategy, cache_dir: str | Path | None) -> Path:
+    """Where a batched strategy's runs keep their checkpoints: ``<cache>/<strategy>/``."""
+    return (Path(cache_dir) if cache_dir else default_cache_dir()) / spec.name
+
+
+def checkpoint_held(spec: Strategy, cfg: Any, questions: Sequence[Question], *, llm: BaseChatModel, corpus: Corpus,
+                    cache_dir: str | Path | None = None) -> Checkpointed:  # fmt: skip
+    """What the checkpoint of ``spec``'s run over these questions (as :func:`run_strategy` would run it) already holds:
+    the calls that run would not make again and the steps it finished (:func:`graphs.batched.checkpointed`); nothing
+    for a single-question strategy, which keeps no checkpoint."""
+    if spec.batch is None:
+        return Checkpointed(Usage())
+    return checkpointed(spec, spec.batch, cfg, list(questions), llm, corpus, folder=batch_folder(spec, cache_dir))
 
 
 async def _arun_batch(run: _Run, mode: BatchRun) -> list[Answer]:
@@ -376,7 +391,7 @@ async def _arun_batch(run: _Run, mode: BatchRun) -> list[Answer]:
 
 def _batch_answer(spec: Strategy, mode: BatchRun, run: BatchedRun, i: int, question: Question, seconds: float, queued: float, effective: dict) -> Answer:
     fields = mode.collect(run.final, i)
-    usage = Usage.from_dict(fields.get("usage"))
+    usage = Usage.from_dict(fields.get("usage")).since(run.earlier[i])  # this call's calls; the checkpoint's earlier ones apart
     usage.seconds = seconds
     usage.queued_seconds = queued
     # resumed_from: the step an interrupted run continued from; replayed: finished earlier,
@@ -477,6 +492,8 @@ __all__ = [
     "RunCancelled",
     "RunOptions",
     "arun_strategy",
+    "batch_folder",
+    "checkpoint_held",
     "effective_config",
     "evidence",
     "private_loop",

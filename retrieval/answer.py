@@ -6,18 +6,27 @@ Part of the answer contract (:mod:`retrieval.contract`): standard library only.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from retrieval.question import Question
+
+#: The counts a resumed run's usage splits into this call's and the earlier calls' (:meth:`Usage.since`).
+SPLIT_FIELDS = ("llm_calls", "cached_calls", "prompt_tokens", "cached_prompt_tokens", "completion_tokens")
 
 
 @dataclass
 class Usage:
     """What an answer cost; the one usage schema (answers, graph states, result rows).
 
+    The call counts and tokens are this call's: what this call of ``answer`` / ``answer_many`` sent
+    (count them, sum them over rows, price them: nothing is counted twice). A checkpointed run
+    (MemAgent) resumed or replayed by this call also spent calls in earlier calls of ``answer``:
+    those are the ``earlier_*`` fields, never sent now, and ``run_*`` (the two added) is what the
+    whole run cost across every call that ran it.
+
     Attributes:
-        llm_calls: Chat-model calls that returned.
+        llm_calls: Chat-model calls this call sent that returned.
         failed_calls: Chat-model calls that raised (after the client's own retries).
         prompt_tokens: Input tokens as reported by the model (or counted, see ``estimated``).
         completion_tokens: Output tokens as reported by the model (or counted).
@@ -32,6 +41,12 @@ class Usage:
         cached_prompt_tokens: Part of ``prompt_tokens`` the server reported as read from its prompt
             cache (a prefix it had seen: OpenAI's ``prompt_tokens_details.cached_tokens`` and the
             vendors' other names, or the prefix the embedded model kept); billed at the cached rate.
+        earlier_llm_calls: Calls of the same checkpointed run made by earlier calls of ``answer``
+            (0 unless this answer resumed or replayed one); not sent by this call.
+        earlier_cached_calls: Cache replays of those earlier calls.
+        earlier_prompt_tokens: Their input tokens.
+        earlier_cached_prompt_tokens: The part of those the server read from its prompt cache.
+        earlier_completion_tokens: Their output tokens.
     """
 
     llm_calls: int = 0
@@ -44,11 +59,40 @@ class Usage:
     cached_calls: int = 0
     queued_seconds: float = 0.0
     cached_prompt_tokens: int = 0
+    earlier_llm_calls: int = 0
+    earlier_cached_calls: int = 0
+    earlier_prompt_tokens: int = 0
+    earlier_cached_prompt_tokens: int = 0
+    earlier_completion_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
-        """Prompt plus completion tokens."""
+        """Prompt plus completion tokens (this call's)."""
         return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def run_llm_calls(self) -> int:
+        """Calls of the whole run: this call's and those of the earlier calls it resumed."""
+        return self.llm_calls + self.earlier_llm_calls
+
+    @property
+    def run_prompt_tokens(self) -> int:
+        """Input tokens of the whole run (this call's and the earlier calls')."""
+        return self.prompt_tokens + self.earlier_prompt_tokens
+
+    @property
+    def run_completion_tokens(self) -> int:
+        """Output tokens of the whole run (this call's and the earlier calls')."""
+        return self.completion_tokens + self.earlier_completion_tokens
+
+    def since(self, earlier: Usage) -> Usage:
+        """This usage, a running total of a checkpointed run, split at ``earlier`` (the total when this call began):
+        the counts become what was spent since, and ``earlier``'s counts the ``earlier_*`` fields."""
+        return replace(
+            self,
+            **{name: getattr(self, name) - getattr(earlier, name) for name in SPLIT_FIELDS},
+            **{f"earlier_{name}": getattr(earlier, name) for name in SPLIT_FIELDS},
+        )
 
     def __add__(self, other: Usage) -> Usage:
         """Field-wise sum (``estimated`` if either is)."""
@@ -58,8 +102,9 @@ class Usage:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form, with ``total_tokens``."""
-        return {**asdict(self), "total_tokens": self.total_tokens}
+        """JSON-ready form, with ``total_tokens`` (this call's) and ``run_llm_calls`` / ``run_prompt_tokens`` / ``run_completion_tokens``."""
+        return {**asdict(self), "total_tokens": self.total_tokens, "run_llm_calls": self.run_llm_calls,
+                "run_prompt_tokens": self.run_prompt_tokens, "run_completion_tokens": self.run_completion_tokens}  # fmt: skip
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> Usage:

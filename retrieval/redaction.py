@@ -147,23 +147,42 @@ def _redact(text: Any, pattern: re.Pattern | None) -> Any:
 
 def redact_value(value: Any, *, by_name: bool = False) -> Any:
     """``value`` with :func:`redact` applied to every string (keys too) of nested mappings, lists and
-    tuples; with ``by_name`` (configs), the value of every secret-named key is replaced by ``***`` too."""
-    return _walk(value, _literal_pattern(), by_name)
+    tuples; with ``by_name`` (configs), the value of every secret-named key is replaced by ``***`` too.
+    A long string held many times over (one SQL cell in every step) is redacted once."""
+    return _Walk(_literal_pattern(), by_name).walk(value)
 
 
-def _walk(value: Any, pattern: re.Pattern | None, by_name: bool) -> Any:
-    if isinstance(value, str):
-        return _redact(value, pattern)
-    if isinstance(value, Mapping):
-        return {
-            _redact(k, pattern): (REDACTED if by_name and isinstance(k, str) and SECRET_NAME.search(k) and v else _walk(v, pattern, by_name))
-            for k, v in value.items()
-        }
-    if isinstance(value, list):
-        return [_walk(v, pattern, by_name) for v in value]
-    if isinstance(value, tuple):
-        return tuple(_walk(v, pattern, by_name) for v in value)
-    return value
+class _Walk:
+    """One :func:`redact_value` pass: the redacted text of each long string, by the string's id."""
+
+    #: Strings at least this long are redacted once per pass however often they recur.
+    LONG = 256
+
+    def __init__(self, pattern: re.Pattern | None, by_name: bool):
+        self.pattern, self.by_name = pattern, by_name
+        self.done: dict[int, tuple[str, str]] = {}  # id -> (the string, kept alive so its id stays its own; its redaction)
+
+    def walk(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, Mapping):
+            return {
+                self.text(k): (REDACTED if self.by_name and isinstance(k, str) and SECRET_NAME.search(k) and v else self.walk(v))
+                for k, v in value.items()
+            }
+        if isinstance(value, list):
+            return [self.walk(v) for v in value]
+        if isinstance(value, tuple):
+            return tuple(self.walk(v) for v in value)
+        return value
+
+    def text(self, value: Any) -> Any:
+        if not isinstance(value, str) or len(value) < self.LONG:
+            return _redact(value, self.pattern)
+        known = self.done.get(id(value))
+        if known is None:
+            known = self.done[id(value)] = (value, _redact(value, self.pattern))
+        return known[1]
 
 
 class RedactingStream:

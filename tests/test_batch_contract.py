@@ -13,7 +13,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from agents import Budget, Question, aanswer_many, answer_many
+from agents import Budget, BudgetExceeded, Question, aanswer_many, answer_many
 from graphs import STRATEGIES
 from graphs.budget import CostPlan
 from graphs.config import StrategyConfig, option
@@ -201,20 +201,29 @@ def test_the_toy_strategy_resumes_after_a_crash_and_replays_without_calls(tally_
     assert [a.answer for a in answers] == ["3", "5"]
     assert not set(first_done) & set(second_done) and len(first_done) + len(second_done) == len(WORDS) * N_WINDOWS  # no window read twice
     assert answers[0].steps[-1]["resumed_from"] == len(first_done) // len(WORDS)  # the progress key said where to resume
-    assert all(a.usage.llm_calls == N_WINDOWS for a in answers)  # usage survived the crash
+    assert all(a.usage.run_llm_calls == N_WINDOWS for a in answers)  # the run's usage survived the crash
+    assert sum(a.usage.llm_calls for a in answers) == len(second_done) == len(again.calls)  # this call's: only what it sent
     replay = counting_model()
     replayed = asyncio.run(aanswer_many(TALLY_CORPUS, WORDS, strategy="tally", llm=replay, cache_dir=tmp_path, kept_chars=3))
     assert replay.calls == [] and [a.answer for a in replayed] == ["3", "5"] and replayed[0].steps[-1]["replayed"]
+    assert [(a.usage.llm_calls, a.usage.run_llm_calls) for a in replayed] == [(0, N_WINDOWS)] * len(WORDS)  # nothing sent now
     assert {len(s["memory"]) for s in replayed[0].steps if s["node"] == "tally"} == {3}  # the trace length read from its own field
 
 
-def test_a_budget_stop_keeps_the_toy_run_and_a_larger_budget_finishes_it(tally_registered, tmp_path):
-    """Its plan (10 calls) does not fit 4, but its own resume option makes it resumable: it runs to the budget and keeps its steps."""
-    stopped = answer_many(TALLY_CORPUS, WORDS, strategy="tally", llm=counting_model(), cache_dir=tmp_path, in_flight=1, budget=Budget(max_llm_calls=4))
-    assert {a.stopped for a in stopped} == {"budget"}
+def test_the_toy_runs_checkpoint_covers_what_a_budget_cannot(tally_registered, tmp_path):
+    """Its plan (10 calls) does not fit 4: refused before any call, though resumable (its own resume option); after a crash
+    its checkpoint holds 5 calls, so a budget of the other 5 finishes it and one of 4 is still refused."""
+    refused = counting_model()
+    with pytest.raises(BudgetExceeded, match="tally plans 10 calls"):
+        answer_many(TALLY_CORPUS, WORDS, strategy="tally", llm=refused, cache_dir=tmp_path, in_flight=1, budget=Budget(max_llm_calls=4))
+    assert refused.calls == []
+    with pytest.raises(Crash):
+        answer_many(TALLY_CORPUS, WORDS, strategy="tally", llm=counting_model(crash_at=6), cache_dir=tmp_path, in_flight=1)
+    with pytest.raises(BudgetExceeded, match="less the 5 calls its checkpoint holds"):
+        answer_many(TALLY_CORPUS, WORDS, strategy="tally", llm=refused, cache_dir=tmp_path, budget=Budget(max_llm_calls=4))
     rest = counting_model()
-    done = answer_many(TALLY_CORPUS, WORDS, strategy="tally", llm=rest, cache_dir=tmp_path, budget=Budget(max_llm_calls=100))
-    assert [a.answer for a in done] == ["3", "5"] and len(rest.calls) == len(WORDS) * N_WINDOWS - 4 and done[0].steps[-1]["resumed_from"] == 2
+    done = answer_many(TALLY_CORPUS, WORDS, strategy="tally", llm=rest, cache_dir=tmp_path, budget=Budget(max_llm_calls=5))
+    assert [a.answer for a in done] == ["3", "5"] and len(rest.calls) == len(WORDS) * N_WINDOWS - 5 and done[0].steps[-1]["resumed_from"] == 2
 
 
 def test_without_its_resume_option_the_toy_run_stays_in_memory(tally_registered, tmp_path):

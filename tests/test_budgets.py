@@ -20,24 +20,30 @@ CHUNK = 100  # MemAgent chunk_tokens: a ~1,950-token stream is 20 chunks, 21 cal
 
 def twenty_chunks() -> Corpus:
     corpus = corpus_of([1460])
-    plan = estimate(corpus, "q", strategy="memagent", chunk_tokens=CHUNK)
+    plan = estimate(corpus, "q", strategy="memagent", llm=echo_model(), chunk_tokens=CHUNK)  # the tokenizer of the model that runs
     assert plan.calls == 21, plan
     return corpus
+
+
+def stopping_budget(corpus: Corpus, questions: str | list[str], llm) -> Budget:
+    """Prompt tokens the plan's least fits (not refused up front) but the run passes: the memory each update carries is not in the least."""
+    return Budget(max_prompt_tokens=estimate(corpus, questions, strategy="memagent", llm=llm, chunk_tokens=CHUNK).prompt_tokens + 40)
 
 
 def test_memagent_stops_at_its_budget_and_resumes_with_a_larger_one(isolated_cache):
     corpus = twenty_chunks()
     first = echo_model()
-    stopped = answer(corpus, "q", strategy="memagent", llm=first, chunk_tokens=CHUNK, budget=Budget(max_llm_calls=5), show_progress=False)
-    assert len(first.calls) == 5
+    stopped = answer(corpus, "q", strategy="memagent", llm=first, chunk_tokens=CHUNK, budget=stopping_budget(corpus, "q", first), show_progress=False)
+    k = len(first.calls)
+    assert 0 < k < 21
     assert stopped.stopped == "budget" and stopped.to_dict()["stopped"] == "budget"
-    assert [s["chunk"] for s in stopped.steps if s["node"] == "update_memory"] == [0, 1, 2, 3, 4]  # what was done
+    assert [s["chunk"] for s in stopped.steps if s["node"] == "update_memory"] == list(range(k))  # what was done
 
     second = echo_model()
-    done = answer(corpus, "q", strategy="memagent", llm=second, chunk_tokens=CHUNK, budget=Budget(max_llm_calls=100), show_progress=False)
-    assert len(second.calls) == 21 - 5  # only the remaining calls
+    done = answer(corpus, "q", strategy="memagent", llm=second, chunk_tokens=CHUNK, budget=Budget(max_llm_calls=21 - k), show_progress=False)
+    assert len(second.calls) == 21 - k  # only the remaining calls: the checkpoint covers the rest of the plan
     assert done.stopped is None and done.answer == "42"
-    assert done.steps[-1]["resumed_from"] == 5
+    assert done.steps[-1]["resumed_from"] == k
     sections = [section_in(c["prompt"]) for c in first.calls + second.calls[:-1]]
     assert "".join(sections) == format_documents(corpus.documents)  # every chunk read once
 
@@ -45,16 +51,23 @@ def test_memagent_stops_at_its_budget_and_resumes_with_a_larger_one(isolated_cac
 def test_async_memagent_stops_at_its_budget(isolated_cache):
     corpus = twenty_chunks()
     model = echo_model()
-    result = asyncio.run(aanswer(corpus, "q", strategy="memagent", llm=model, chunk_tokens=CHUNK, budget=Budget(max_llm_calls=3), show_progress=False))
-    assert len(model.calls) == 3 and result.stopped == "budget"
+    budget = stopping_budget(corpus, "q", model)
+    result = asyncio.run(aanswer(corpus, "q", strategy="memagent", llm=model, chunk_tokens=CHUNK, budget=budget, show_progress=False))
+    k = len(model.calls)
+    assert 0 < k < 21 and result.stopped == "budget"
+    with pytest.raises(BudgetExceeded, match=f"less the {k} calls its checkpoint holds"):  # one call short of the rest: refused before any call
+        asyncio.run(aanswer(corpus, "q", strategy="memagent", llm=model, chunk_tokens=CHUNK, budget=Budget(max_llm_calls=21 - k - 1), show_progress=False))
+    assert len(model.calls) == k
 
 
 def test_the_budget_bounds_all_questions_together(isolated_cache):
     corpus = twenty_chunks()
     model = echo_model()
+    with pytest.raises(BudgetExceeded, match="42 calls > 41"):  # 21 calls each fit, both together do not
+        answer_many(corpus, ["q1", "q2"], strategy="memagent", llm=model, chunk_tokens=CHUNK, budget=Budget(max_llm_calls=41), show_progress=False)
     results = answer_many(corpus, ["q1", "q2"], strategy="memagent", llm=model, chunk_tokens=CHUNK, concurrency=1,
-                          budget=Budget(max_llm_calls=7), show_progress=False)  # fmt: skip
-    assert len(model.calls) == 7 and [r.stopped for r in results] == ["budget", "budget"]
+                          budget=stopping_budget(corpus, ["q1", "q2"], model), show_progress=False)  # fmt: skip
+    assert 0 < len(model.calls) < 42 and [r.stopped for r in results] == ["budget", "budget"]
 
 
 DOCS = Corpus.from_texts(
@@ -65,8 +78,8 @@ DOCS = Corpus.from_texts(
 
 @pytest.mark.parametrize("strategy,config", [("rag", {}), ("full_context", {}), ("memagent", {"chunk_tokens": 400})])
 def test_estimate_matches_the_calls_made(isolated_cache, strategy, config):
-    plan = estimate(DOCS, "What is the vault code of site 3?", strategy=strategy, **config)
     model = ScriptedChatModel(reply_fn=lambda prompt: "1003")
+    plan = estimate(DOCS, "What is the vault code of site 3?", strategy=strategy, llm=model, **config)
     result = answer(DOCS, "What is the vault code of site 3?", strategy=strategy, llm=model, show_progress=False, **config)
     assert plan.calls == plan.max_calls == len(model.calls) == result.usage.llm_calls
     assert plan.prompt_tokens > 0 and isinstance(plan, CostPlan)
@@ -153,14 +166,18 @@ def test_cli_refuses_a_plan_over_max_calls_on_one_line(docs_folder, capsys, monk
     assert last.startswith("longctx: error: Budget exceeded before any call: rag plans 1 call and") and "over the budget: 1 call > 0" in last
 
 
-def test_cli_stops_memagent_at_max_calls_and_says_so(docs_folder, capsys, monkeypatch, isolated_cache):
-    with RecordingServer(lambda request: "memory") as server:
+def test_cli_stops_memagent_at_max_tokens_and_says_so(docs_folder, capsys, monkeypatch, isolated_cache):
+    with RecordingServer(lambda request: "memory: the vault code of site 3 is 1003, says its report") as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)
-        code = main(["answer", "--corpus", str(docs_folder), "--question", "code of site 3?", "--llm", "openai:smollm2", "--strategy", "memagent",
-                     "--option", "chunk_tokens=300", "--max-calls", "3", "--max-tokens", "100000", "--max-cost", "1", "--json"])  # fmt: skip
+        plan = estimate(Corpus.from_path(docs_folder), "code of site 3?", strategy="memagent", llm="openai:smollm2", chunk_tokens=300)
+        argv = ["answer", "--corpus", str(docs_folder), "--question", "code of site 3?", "--llm", "openai:smollm2", "--strategy", "memagent",
+                "--option", "chunk_tokens=300", "--max-cost", "1", "--json"]  # fmt: skip
+        refused = main([*argv, "--max-calls", str(plan.calls - 1)])
+        assert refused == 2 and server.requests == [] and "memagent plans" in capsys.readouterr().err.strip().splitlines()[-1]
+        code = main([*argv, "--max-tokens", str(plan.prompt_tokens + 20)])  # the least fits, the memory each update carries does not
     out = capsys.readouterr()
-    assert code == 0 and len(server.requests) == 3  # a local server is free: --max-cost does not stop it
-    assert json.loads(out.out)["stopped"] == "budget" and "Stopped: the run reached its budget (3 calls" in out.err
+    assert code == 0 and 0 < len(server.requests) < plan.calls  # a local server is free: --max-cost does not stop it
+    assert json.loads(out.out)["stopped"] == "budget" and f"Stopped: the run reached its budget ({plan.prompt_tokens + 20:,} prompt tokens" in out.err
 
 
 @pytest.mark.parametrize(
@@ -185,14 +202,15 @@ def test_run_rows_keep_stopped_and_a_rerun_answers_them_again(docs_folder, tmp_p
     questions.write_text(json.dumps({"question": "code of site 3?", "answer": "1003"}) + "\n")
     model = echo_model()
     options = {"strategy_options": {"memagent": {"chunk_tokens": 300}}}
-    stopped = RunConfig.for_corpus(docs_folder, questions, ["memagent"], budget=Budget(max_llm_calls=2), **options)
+    plan = estimate(Corpus.from_path(docs_folder), "code of site 3?", strategy="memagent", llm=model, chunk_tokens=300)
+    stopped = RunConfig.for_corpus(docs_folder, questions, ["memagent"], budget=Budget(max_prompt_tokens=plan.prompt_tokens + 20), **options)
     run_experiment(stopped, tmp_path / "out", llm=model, show_progress=False)
-    assert [r["stopped"] for r in read_rows(tmp_path / "out")] == ["budget"] and len(model.calls) == 2
+    assert [r["stopped"] for r in read_rows(tmp_path / "out")] == ["budget"] and 0 < len(model.calls) < plan.calls
     assert "BudgetReached" not in caplog.text  # a planned stop, not a callback failure
     run_experiment(RunConfig.for_corpus(docs_folder, questions, ["memagent"], **options), tmp_path / "out", llm=model, show_progress=False)
     rows = read_rows(tmp_path / "out")
     assert [r["stopped"] for r in rows] == ["budget", None] and rows[-1]["answer"].endswith("42.")
-    assert len(model.calls) == estimate(Corpus.from_path(docs_folder), "q", strategy="memagent", chunk_tokens=300).calls  # resumed: no call twice
+    assert len(model.calls) == estimate(Corpus.from_path(docs_folder), "q", strategy="memagent", llm=model, chunk_tokens=300).calls  # resumed: no call twice
 
 
 def test_async_single_run_stops_at_its_budget(isolated_cache):

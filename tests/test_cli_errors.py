@@ -80,3 +80,69 @@ def test_duplicate_strategies_on_the_command_line_run_once(tmp_path, capsys, mon
                 "--limit", "1", "--no-llm-cache", "--out", str(tmp_path)]  # fmt: skip
         assert main(argv) == 0
     assert "1 answers in" in capsys.readouterr().out and "more than once run once: full_context" in caplog.text
+
+
+def _own_run_argv(tmp_path, questions, out):
+    (tmp_path / "docs").mkdir(exist_ok=True)
+    (tmp_path / "docs" / "a.txt").write_text("Alpha reported revenue.")
+    return ["run", "--corpus", str(tmp_path / "docs"), "--questions", str(questions), "--strategies", "rag", "--out", str(out), "--yes"]
+
+
+@pytest.mark.parametrize("inside", [False, True], ids=["the-file", "a-folder-under-it"])
+def test_run_out_on_an_existing_file(tmp_path, capsys, inside):
+    """Issue #35, 18: ``--out EXISTING_FILE`` printed a 23-line traceback (after calibrating the model)."""
+    questions = tmp_path / "q.csv"
+    questions.write_text("question\nWhat did Alpha report?\n")
+    taken = tmp_path / "taken"
+    taken.write_text("not a folder")
+    argv = _own_run_argv(tmp_path, questions, taken / "run" if inside else taken)
+    _one_line_error(capsys, argv, f"{taken} is a file, not a folder")
+
+
+def test_a_result_folder_that_cannot_be_created_is_named(tmp_path, capsys):
+    questions = tmp_path / "q.csv"
+    questions.write_text("question\nWhat did Alpha report?\n")
+    out = tmp_path / ("x" * 300)  # longer than a file name may be
+    _one_line_error(capsys, _own_run_argv(tmp_path, questions, out), f"Cannot create the result folder {out}: File name too long")
+
+
+@pytest.mark.parametrize(
+    "text,words",
+    [
+        ('question,answer\n"What did Alpha report?,A\nWho?,B\n', ["is not well-formed CSV: a quote opened on line 2 is never closed"]),
+        ('question,answer\nWhat?,A\n"Who" else,B\n', ["is not well-formed CSV: line 3: ',' expected after '\"'"]),
+    ],
+    ids=["unterminated-quote", "text-after-a-quote"],
+)
+def test_a_malformed_csv_is_refused_naming_the_line(tmp_path, capsys, text, words):
+    """An unterminated quote swallowed every later line into one question, accepted as such."""
+    questions = tmp_path / "q.csv"
+    questions.write_text(text)
+    _one_line_error(capsys, _own_run_argv(tmp_path, questions, tmp_path / "run"), str(questions), *words)
+
+
+@pytest.mark.parametrize(
+    "name,content,words",
+    [
+        ("q.jsonl", b'{"question": "What?"}\n{"question": "Who?"\n', ["q.jsonl, line 2: not JSON (Expecting ',' delimiter"]),
+        ("q.json", b'[{"question": "What?"},]', ["q.json, line 1: not JSON (Expecting value"]),
+        ("q.jsonl", b'{"question": "caf\xe9"}\n', ["q.jsonl is not UTF-8 text"]),
+    ],
+    ids=["jsonl", "json", "latin-1"],
+)
+def test_a_questions_file_that_is_not_json_is_named(tmp_path, capsys, name, content, words):
+    questions = tmp_path / name
+    questions.write_bytes(content)
+    _one_line_error(capsys, _own_run_argv(tmp_path, questions, tmp_path / "run"), *words)
+
+
+def test_a_benchmark_file_that_is_not_json_is_named(tmp_path, capsys):
+    (tmp_path / "data.json").write_text('[{"_id": "x", "question": ')
+    argv = ["run", "--benchmark", "longbench_v2", "--data", str(tmp_path), "--strategies", "rag", "--out", str(tmp_path / "run")]
+    _one_line_error(capsys, argv, f"{tmp_path / 'data.json'}, line 1: not JSON")
+
+
+@pytest.mark.parametrize("manifest", ['{"config": ', '{"invocations": []}'], ids=["torn", "no-config"])
+def test_export_on_a_corrupt_manifest_is_named(tmp_path, capsys, manifest):
+    (tmp_path / "manifest.json").write_text(manifest)
+    _one_line_error(capsys, ["export", str(tmp_path)], str(tmp_path / "manifest.json"), "rerun the same 'longctx run' command")

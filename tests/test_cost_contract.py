@@ -80,7 +80,8 @@ def test_the_run_plan_and_the_budget_read_the_same_model(name):
     spec = STRATEGIES.get(name)
     cfg = spec.make_config()
     c = corpus(6, 500)
-    assert bounds_of(c, [QUESTION, QUESTION], strategy=name) == spec.costs.model(cfg, CorpusShape.of(c), [QUESTION, QUESTION], None, None).bounds
+    llm = ScriptedChatModel(reply_fn=lambda prompt: "x")  # never called: its tokenizer counts both
+    assert bounds_of(c, [QUESTION, QUESTION], strategy=name, llm=llm) == spec.costs.model(cfg, CorpusShape.of(c), [QUESTION, QUESTION], llm, None).bounds
     t = spec.costs.typical(cfg, c.num_tokens, len(c), 8_192)
     plan = typical(name, cfg, c.num_tokens, len(c), 3, 8_192)
     assert (plan.calls, plan.prompt_tokens) == (3 * t.per_question.calls + t.once.calls, 3 * t.per_question.prompt_tokens + t.once.prompt_tokens)

@@ -89,7 +89,7 @@ def test_cli_export_prints_the_official_command(tmp_path, capsys):
 def test_export_refuses_what_has_no_official_format(tmp_path, capsys):
     assert main(["export", str(tmp_path)]) == 2
     assert "not a run folder" in capsys.readouterr().err
-    (tmp_path / "manifest.json").write_text(json.dumps({"config": {"benchmark": "synth", "strategies": ["rag"]}}))
+    (tmp_path / "manifest.json").write_text(json.dumps({"config": {"benchmark": "synth", "strategies": ["rag"]}, "invocations": []}))
     with pytest.raises(ValueError, match="no official prediction format"):
         export_official(tmp_path)
 

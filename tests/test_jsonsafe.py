@@ -4,11 +4,12 @@ import dataclasses
 import json
 import math
 from decimal import Decimal
+from typing import Any
 
 import numpy as np
 import pytest
 
-from agents.jsonsafe import MAX_DEPTH, bytes_text, dumps, is_plain, json_safe
+from agents.jsonsafe import CYCLE, MAX_DEPTH, MAX_VALUES, bytes_text, dumps, is_plain, json_safe
 
 
 @dataclasses.dataclass
@@ -93,14 +94,57 @@ def test_a_mapping_past_the_budget_says_how_much_was_cut():
     assert out["..."].startswith("[cut: ") and out["..."].endswith(" more entries]")
 
 
-def test_a_value_that_contains_itself_is_cut_at_the_depth_limit():
-    loop: list = []
-    loop.append(loop)
-    out = json_safe(loop, max_total=None)
+def test_a_value_nested_too_deep_is_cut_at_the_depth_limit():
+    deep: list = []
+    for _ in range(100):
+        deep = [deep]
+    out = json_safe(deep, max_total=None)
     depth = 0
     while isinstance(out, list):
         out, depth = out[0], depth + 1
     assert depth == MAX_DEPTH and out.startswith("<nested deeper")
+
+
+def _self_referencing():
+    """``c = []; c += [c, c]``: a list holding itself twice (issue #35, 14: it hung a run, memory growing)."""
+    loop: list = []
+    loop += [loop, loop]
+    return loop
+
+
+def _shared_22_levels():
+    """22 lists, each holding the one below twice: four million leaves (issue #35, 14: 44 s and 1.6 GB)."""
+    shared: Any = "leaf"
+    for _ in range(22):
+        shared = [shared, shared]
+    return shared
+
+
+@pytest.mark.timeout(60)
+def test_a_value_that_contains_itself_is_marked_where_it_recurs():
+    loop = _self_referencing()
+    assert json_safe(loop, max_chars=None, max_total=None) == [CYCLE, CYCLE]
+    mapping: dict = {"a": 1}
+    mapping["self"] = {"up": mapping, "list": [mapping]}
+    assert json_safe(mapping, max_total=None) == {"a": 1, "self": {"up": CYCLE, "list": [CYCLE]}}
+    assert not is_plain(loop)
+
+
+@pytest.mark.timeout(60)
+def test_shared_sub_values_are_cut_after_max_values_not_expanded():
+    out = json_safe(_shared_22_levels(), max_chars=None, max_total=None)
+    text = json.dumps(out)
+    assert text.count('"leaf"') < MAX_VALUES < 4_194_304 and len(text) < 20 * MAX_VALUES
+    assert text.endswith('"...[cut: 1 more items]"]') and not is_plain(_shared_22_levels())
+
+
+def test_max_values_keeps_a_value_of_that_many_whole_and_cuts_one_more():
+    steps = [{"node": "n", "i": i} for i in range(10_000)]  # 1 + 10,000 x 3 values
+    assert json_safe(steps, max_values=30_001) == steps
+    cut = json_safe(steps, max_values=30_000)
+    assert cut[:-1] == steps[:-1] and cut[-1] == {"node": "n", "...": "[cut: 1 more entries]"}
+    shared = {"doc": "d1"}
+    assert json_safe([shared, shared, shared]) == [shared] * 3  # shared without a cycle: each kept whole
 
 
 def test_a_100_mb_string_costs_no_more_than_its_cut():

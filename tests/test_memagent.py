@@ -158,7 +158,8 @@ def test_resume_after_a_crash_reads_no_chunk_twice(isolated_cache):
     assert not set(sections_first) & set(sections_second)  # no chunk read twice
     assert "".join(sections_first + sections_second) == format_documents(corpus.documents)
     assert memory_in(second.calls[0]["prompt"]) == f"mem after {sections_first[-1][:20]}"  # memory carried over
-    assert result.usage.llm_calls == n + 1  # usage survives the crash
+    assert result.usage.run_llm_calls == n + 1  # the run's usage survives the crash
+    assert result.usage.llm_calls == len(second.calls) and result.usage.earlier_llm_calls == 3  # this call's: what it sent
     assert result.steps[-1]["resumed_from"] == 3
     assert [s["chunk"] for s in result.steps if s["node"] == "update_memory"] == list(range(n))
 
@@ -168,7 +169,8 @@ def test_a_finished_run_is_replayed_without_calls():
     first = answer(corpus, "q", strategy="memagent", llm=echo_model(), show_progress=False)
     again = echo_model()
     second = answer(corpus, "q", strategy="memagent", llm=again, show_progress=False)
-    assert again.calls == [] and second.answer == first.answer and second.usage.llm_calls == first.usage.llm_calls
+    assert again.calls == [] and second.answer == first.answer and second.usage.run_llm_calls == first.usage.llm_calls
+    assert second.usage.llm_calls == 0 and second.usage.prompt_tokens == 0  # a replay sends nothing
     assert second.steps[-1]["replayed"] and not first.steps[-1]["replayed"]
 
 
@@ -191,7 +193,7 @@ def test_resume_after_the_process_is_killed(tmp_path):
                 os.kill(os.getpid(), signal.SIGKILL)
             return "Therefore, the answer is 42." if calls[-1] == "FINAL" else "mem " + calls[-1][:10]
         r = answer(corpus_of([26000]), "q", strategy="memagent", llm=ScriptedChatModel(reply_fn=reply), show_progress=False)
-        print(r.usage.llm_calls, r.answer)
+        print(r.usage.run_llm_calls, r.usage.llm_calls, r.answer)
         """
     )
     env = {**os.environ, "LONGCTX_CACHE_DIR": str(tmp_path / "cache")}
@@ -202,7 +204,7 @@ def test_resume_after_the_process_is_killed(tmp_path):
     n = math.ceil(stream_tokens(corpus_of([26000])) / 5000)
     # killed during call 3 (its result lost): the rerun redoes call 3 and nothing before it
     assert len(log) == 3 + (n - 2 + 1) and log[2] == log[3]
-    assert done.stdout.split() == [str(n + 1), "42"]
+    assert done.stdout.split() == [str(n + 1), str(n - 1), "42"]  # the whole run's calls, and the rerun's own: n - 2 chunks and the final
 
 
 def test_many_questions_advance_together_with_independent_memories():

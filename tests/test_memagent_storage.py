@@ -72,7 +72,7 @@ def test_a_corrupt_trace_never_aborts_the_run(isolated_cache, caplog):
     (run / (TRACE_FILE + "-wal")).unlink(missing_ok=True)
     caplog.set_level(logging.WARNING)
     result = answer(corpus, "q", strategy="memagent", llm=echo_model(), show_progress=False)
-    assert result.answer == "42" and result.usage.llm_calls == n + 1
+    assert result.answer == "42" and result.usage.run_llm_calls == n + 1
     assert any(str(run / TRACE_FILE) in r.getMessage() for r in caplog.records)
 
 
@@ -158,7 +158,7 @@ def test_a_killed_run_resumes_in_its_own_folder_and_is_pruned(tmp_path):
                 os.kill(os.getpid(), signal.SIGKILL)
             return "Therefore, the answer is 42." if prompt.endswith("Your answer:\\n") else "mem " + str(len(calls))
         r = answer(corpus_of([26000]), "q", strategy="memagent", llm=ScriptedChatModel(reply_fn=reply), show_progress=False)
-        print(r.usage.llm_calls, r.answer, len(calls))
+        print(r.usage.run_llm_calls, r.answer, len(calls), r.usage.llm_calls)
         """
     )
     cache = tmp_path / "cache"
@@ -169,5 +169,5 @@ def test_a_killed_run_resumes_in_its_own_folder_and_is_pruned(tmp_path):
     assert checkpoint_rows(run / CHECKPOINTS_FILE) > 1  # the interrupted run's steps are on disk
     done = subprocess.run([sys.executable, "-c", script, "0"], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
     n = math.ceil(stream_tokens(corpus_of([26000])) / 5000)
-    assert done.stdout.split() == [str(n + 1), "42", str(n + 1 - 3)]  # resumed after the 3 finished calls (lock taken over)
+    assert done.stdout.split() == [str(n + 1), "42", str(n + 1 - 3), str(n + 1 - 3)]  # resumed after the 3 finished calls (lock taken over)
     assert checkpoint_rows(run / CHECKPOINTS_FILE) == 1

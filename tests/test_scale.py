@@ -82,7 +82,7 @@ def test_a_run_pruned_while_running_resumes_where_it_stopped(isolated_cache):
     result = answer(corpus, "q", strategy="memagent", llm=second, chunk_tokens=100, show_progress=False)
     n = result.steps[-1]["chunks"]
     assert result.steps[-1]["resumed_from"] == crash_at - 1
-    assert len(second.calls) == n + 1 - (crash_at - 1) and result.usage.llm_calls == n + 1
+    assert len(second.calls) == n + 1 - (crash_at - 1) and result.usage.run_llm_calls == n + 1 and result.usage.llm_calls == len(second.calls)
     assert memory_in(second.calls[0]["prompt"]) == f"mem after {section_in(first.calls[crash_at - 2]['prompt'])[:20]}"
     assert [s["chunk"] for s in result.steps if s["node"] == "update_memory"] == list(range(n))
 

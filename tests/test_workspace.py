@@ -147,6 +147,22 @@ def test_add_takes_documents_and_rereads_a_changed_file(filler, llm, isolated_ca
     assert len(ws.corpus) == 7
 
 
+def test_an_edited_file_whose_id_was_its_path_is_replaced_not_refused(filler, llm, isolated_cache, tmp_path):
+    """Issue #35, 17: ``b/r1.md`` clashed with ``a/r1.md`` and got its path as id; editing it and adding it again raised."""
+    for folder, text in (("a", "First quarter report."), ("b", "Second quarter report.")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "r1.md").write_text(text)
+    ws = Workspace(filler, llm=llm, cache_dir=isolated_cache)
+    edited = tmp_path / "b" / "r1.md"
+    assert ws.add([tmp_path / "a", tmp_path / "b"]) == ["r1.md", str(edited)]
+    assert ws.add(tmp_path / "b") == []  # unchanged: found under its path, skipped
+    edited.write_text("Second quarter report, revised.")
+    assert ws.add(tmp_path / "b") == [str(edited)]
+    assert ws.add(edited) == []
+    texts = {d.doc_id: d.text for d in ws.corpus}
+    assert len(ws.corpus) == 7 and texts["r1.md"] == "First quarter report." and texts[str(edited)] == "Second quarter report, revised."
+
+
 @pytest.mark.parametrize(
     "new,ids,texts",
     [
@@ -154,6 +170,8 @@ def test_add_takes_documents_and_rereads_a_changed_file(filler, llm, isolated_ca
         ([Document("c", "C")], ["a", "b", "c"], {"c": "C"}),
         ([Document("a", "A2", metadata={"source": "x/a"})], ["a", "b"], {"a": "A2"}),  # the same file, new text: replaced
         ([Document("b", "B2", metadata={"source": "y/b"})], ["a", "b", "y/b"], {"b": "B", "y/b": "B2"}),  # another file's name: its path
+        ([Document("b", "B3", metadata={"source": "y/b"})] * 2, ["a", "b", "y/b"], {"y/b": "B3"}),  # that file again: under its path
+        ([Document("b", "B3", metadata={"source": "y/b"}), Document("b", "B4", metadata={"source": "y/b"})], ["a", "b", "y/b"], {"y/b": "B4"}),
     ],
 )
 def test_merged(new, ids, texts):
@@ -198,8 +216,12 @@ def test_budget_and_callbacks_pass_through(planted_corpus, llm, server, isolated
     ws = Workspace(planted_corpus, llm=llm, cache_dir=isolated_cache)
     with pytest.raises(BudgetExceeded):
         ws.answer("What is the vault code?", budget=Budget(max_llm_calls=0))
-    result = ws.answer("What is the vault code?", strategy="memagent", chunk_tokens=400, budget=Budget(max_llm_calls=2), callbacks=[Counter()])
-    assert result.stopped == "budget" and Counter.calls == 2 == len(server.requests)
+    plan = ws.estimate("What is the vault code?", strategy="memagent", chunk_tokens=400)
+    with pytest.raises(BudgetExceeded):  # a checkpointed strategy too: a budget its plan cannot fit is refused before any call
+        ws.answer("What is the vault code?", strategy="memagent", chunk_tokens=400, budget=Budget(max_llm_calls=plan.calls - 1))
+    assert server.requests == []
+    result = ws.answer("What is the vault code?", strategy="memagent", chunk_tokens=400, budget=Budget(max_llm_calls=plan.calls), callbacks=[Counter()])
+    assert result.stopped is None and Counter.calls == plan.calls == len(server.requests)
 
 
 def test_estimate_is_agents_estimate_on_the_workspace(planted_corpus, llm, server):

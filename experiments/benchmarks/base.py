@@ -145,24 +145,47 @@ def resolve_inside(root: str | os.PathLike, relative: str | os.PathLike, *, what
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
-    """Records of a ``.jsonl``, ``.json`` (a list, or ``{"data": [...]}``) or ``.parquet`` file."""
-    suffix = path.suffix.lower()
-    if suffix == ".jsonl":
-        with path.open(encoding="utf-8") as f:
-            return [json.loads(line) for line in f if line.strip()]
-    if suffix == ".json":
-        with path.open(encoding="utf-8") as f:
-            data = json.load(f)
-        if isinstance(data, Mapping) and isinstance(data.get("data"), list):
-            data = data["data"]
-        if not isinstance(data, list):
-            raise ValueError(f"{path}: expected a JSON list of records, got {type(data).__name__}")
-        return data
-    if suffix == ".parquet":
-        import pyarrow.parquet as pq  # to_pylist gives plain lists, not numpy arrays
+    """Records of a ``.jsonl``, ``.json`` (a list, or ``{"data": [...]}``) or ``.parquet`` file.
 
-        return pq.read_table(path).to_pylist()
-    raise ValueError(f"{path}: unsupported file type {suffix!r}; use one of {', '.join(RECORD_SUFFIXES)}")
+    Raises:
+        BenchmarkDataError: A file that is not UTF-8 JSON (Lines) or not Parquet, naming it (and the line).
+        ValueError: Another file type, or JSON that is not a list of records.
+    """
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".jsonl":
+            with path.open(encoding="utf-8") as f:
+                return [_json(line, path, number) for number, line in enumerate(f, 1) if line.strip()]
+        if suffix == ".json":
+            with path.open(encoding="utf-8") as f:
+                data = _json(f.read(), path)
+        elif suffix == ".parquet":
+            import pyarrow.parquet as pq  # to_pylist gives plain lists, not numpy arrays
+
+            try:
+                return pq.read_table(path).to_pylist()
+            except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+                raise BenchmarkDataError(f"{path} is not a readable Parquet file ({' '.join(str(exc).split())[:200]})") from None
+        else:
+            raise ValueError(f"{path}: unsupported file type {suffix!r}; use one of {', '.join(RECORD_SUFFIXES)}")
+    except UnicodeDecodeError as exc:
+        raise BenchmarkDataError(f"{path} is not UTF-8 text ({exc.reason})") from None
+    if isinstance(data, Mapping) and isinstance(data.get("data"), list):
+        data = data["data"]
+    if not isinstance(data, list):
+        raise ValueError(f"{path}: expected a JSON list of records, got {type(data).__name__}")
+    return data
+
+
+def _json(text: str, path: Path, line: int | None = None) -> Any:
+    """``text`` parsed as JSON, or a :class:`BenchmarkDataError` naming the file and line."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        where = f"line {line}" if line is not None else f"line {exc.lineno}"
+        raise BenchmarkDataError(f"{path}, {where}: not JSON ({exc.msg}, column {exc.colno})") from None
+    except RecursionError:
+        raise BenchmarkDataError(f"{path}{f', line {line}' if line else ''}: JSON nested too deep to read") from None
 
 
 def find_file(folder: Path, stem: str) -> Path | None:

@@ -54,11 +54,9 @@ def read_questions(path: str | Path) -> list[dict[str, Any]]:
     if not path.is_file():
         raise BenchmarkDataError(f"Questions file not found: {path}")
     try:
-        if path.suffix.lower() == ".csv":
-            with path.open(encoding="utf-8-sig", newline="") as f:
-                rows = [dict(r) for r in csv.DictReader(f)]
-        else:
-            rows = read_records(path)
+        rows = csv_rows(path) if path.suffix.lower() == ".csv" else read_records(path)
+    except BenchmarkDataError:
+        raise
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise BenchmarkDataError(f"Cannot read questions from {path}: {exc}") from exc
     if not rows:
@@ -75,6 +73,29 @@ def read_questions(path: str | Path) -> list[dict[str, Any]]:
         if kind is not None and kind not in ANSWER_TYPES:
             raise BenchmarkDataError(f"{path}, row {i}: answer_type must be one of {ANSWER_TYPES}, got {kind!r}")
         row["answer_type"] = kind
+    return rows
+
+
+def csv_rows(path: Path) -> list[dict[str, Any]]:
+    """The rows of a CSV file, read strictly: a quote never closed (which would swallow every
+    later line into one question) or text after a closing quote raises, naming the line.
+
+    Raises:
+        BenchmarkDataError: The file is not well-formed CSV.
+    """
+    with path.open(encoding="utf-8-sig", newline="") as f:
+        reader = csv.DictReader(f, strict=True)
+        rows: list[dict[str, Any]] = []
+        start = 1
+        try:
+            reader.fieldnames  # the header line
+            start = reader.line_num + 1
+            for row in reader:
+                rows.append(dict(row))
+                start = reader.line_num + 1
+        except csv.Error as exc:
+            what = f"a quote opened on line {start} is never closed" if "end of data" in str(exc) else f"line {start}: {exc}"
+            raise BenchmarkDataError(f"{path} is not well-formed CSV: {what}") from None
     return rows
 
 

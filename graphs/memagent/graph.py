@@ -324,20 +324,22 @@ def memagent_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Quest
         sizes = (cfg.chunk_tokens,) * whole + ((rest,) if rest or not whole else ())
     n, k = len(sizes), len(questions)
     benchmark = cfg.final_instruction == "benchmark"
-    reads = []  # per question: its n updates' and its final call's text beyond the chunks and the memory
+    updates, finals, reads = [], [], []  # per question: one update's and the final call's text beyond the chunk and the memory
     for x in questions or [costs.PLACEHOLDER_QUESTION]:
         problem = x.render().strip()
-        update = costs.prompt_tokens("memagent", "update", lambda p=problem: MEMORY_TEMPLATE.format(prompt=p, memory="", chunk=""), llm, x)  # type: ignore[misc]
-        final = costs.prompt_tokens("memagent", f"final:{cfg.final_instruction}", lambda p=problem, x=x: FINAL_TEMPLATE.format(  # type: ignore[misc]
-            instruction=final_instruction(x.instruction if benchmark else None), prompt=p, memory=""), llm, x)
-        reads.append(n * update + final)
-    seams = (2 * n + 1) * costs.SEAM_TOKENS  # chunk and memory in each update, the memory in the final call
-    least_read = sum(sizes) + max(0, min(reads) - seams)
-    read = sum(sizes) + max(reads) + seams
+        updates.append(costs.prompt_tokens("memagent", "update", lambda p=problem: MEMORY_TEMPLATE.format(prompt=p, memory="", chunk=""), llm, x))  # type: ignore[misc]
+        finals.append(costs.prompt_tokens("memagent", f"final:{cfg.final_instruction}", lambda p=problem, x=x: FINAL_TEMPLATE.format(  # type: ignore[misc]
+            instruction=final_instruction(x.instruction if benchmark else None), prompt=p, memory=""), llm, x))
+        reads.append(n * updates[-1] + finals[-1])
+    seam = costs.SEAM_TOKENS  # chunk and memory in each update, the memory in the final call
+    read = sum(sizes) + max(reads) + (2 * n + 1) * seam
     memory = (n + 1) * cfg.max_new_tokens
-    completion = k * (n * cfg.max_new_tokens + max((x.answer_budget(cfg.max_new_tokens) for x in questions), default=0))
-    bounds = CostPlan("memagent", k, k * (n + 1), k * (n + 1), k * least_read, k * (read + memory), completion,
-                      f"(ceil(T/{cfg.chunk_tokens:,}) + 1) calls per question: {n:,} chunks + 1", {"chunks": n})  # fmt: skip
+    # at least, step by step (a resumed run's plan counts only the steps it has left): each question's update of each
+    # chunk, then each question's final call, the memory empty
+    steps = tuple((k, sum(max(0, size + u - 2 * seam) for u in updates[:k]), k * cfg.max_new_tokens) for size in sizes) + (
+        (k, sum(max(0, f - seam) for f in finals[:k]), sum(x.answer_budget(cfg.max_new_tokens) for x in questions)),)  # fmt: skip
+    bounds = CostPlan("memagent", k, k * (n + 1), k * (n + 1), sum(p for _, p, _ in steps), k * (read + memory), sum(t for _, _, t in steps),
+                      f"(ceil(T/{cfg.chunk_tokens:,}) + 1) calls per question: {n:,} chunks + 1", {"chunks": n}, steps)  # fmt: skip
     typical = costs.Calls(n + 1, read + memory, n * cfg.max_new_tokens + costs.ANSWER_TOKENS)
     return costs.Costs(bounds, costs.ExpectedCost(typical))
 

@@ -16,7 +16,6 @@ The output is the paper's CoT (Fig. 8): properties, sub-answers, then "Conclusio
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import math
 import operator
@@ -29,6 +28,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from graphs import costs
+from graphs.budget import BudgetReached
 from graphs.context import StrategyContext
 from graphs.events import report_progress
 from graphs.llm import complete
@@ -40,6 +40,7 @@ from graphs.pai.decompose import extract_properties, generate_sub_questions
 from graphs.pai.presentation import MINUS_PRESENTATION, PRESENTATION
 from graphs.prompts import format_chunks
 from graphs.registry import STRATEGIES, SingleRun
+from graphs.run import gather_or_cancel
 from retrieval import Chunk, Hit, chunk_corpus
 from retrieval.contract import Question
 
@@ -117,11 +118,18 @@ def route_judges(state: PaiState) -> list[Send] | Literal["gather"]:
 
 
 def judge(task: dict[str, Any], runtime: Runtime[StrategyContext[PaiConfig]]) -> dict:
-    """One ``keep_context`` verdict per pair of the chunk; a reply still malformed after the retries is recorded."""
+    """One ``keep_context`` verdict per pair of the chunk; a reply still malformed after the retries is recorded.
+
+    A pair whose call the budget refuses is marked ``stopped`` instead of raising here: the other judges'
+    calls already sent then finish and are counted, and :func:`gather` stops the run once all are in.
+    """
     ctx = runtime.context
 
     def one(pair: dict[str, Any]) -> dict:
-        out = call_structured(ctx.llm, _judge_prompt(pair, task), **_judge_call(task, ctx.config))
+        try:
+            out = call_structured(ctx.llm, _judge_prompt(pair, task), **_judge_call(task, ctx.config))
+        except BudgetReached as exc:
+            return _stopped_verdict(pair, task, exc)
         report_progress("judge", advance=1)
         return _verdict(pair, task, ctx.config, out)
 
@@ -131,17 +139,37 @@ def judge(task: dict[str, Any], runtime: Runtime[StrategyContext[PaiConfig]]) ->
 async def ajudge(task: dict[str, Any], runtime: Runtime[StrategyContext[PaiConfig]]) -> dict:
     """:func:`judge` through the model's async interface (what ``ainvoke`` / ``astream`` of the graph run):
     the chunk's pairs as coroutines, each holding the run's call gate (``concurrency`` calls in
-    flight), with the same retries."""
+    flight), with the same retries and the same budget stop. Any other failure cancels the chunk's
+    other pairs and waits for them before it propagates (none is left running after the answer returns)."""
     ctx = runtime.context
     gate = ctx.call_gate(ctx.config.concurrency)
 
     async def one(pair: dict[str, Any]) -> dict:
-        async with gate:
-            out = await acall_structured(ctx.llm, _judge_prompt(pair, task), **_judge_call(task, ctx.config))
+        try:
+            async with gate:
+                out = await acall_structured(ctx.llm, _judge_prompt(pair, task), **_judge_call(task, ctx.config))
+        except BudgetReached as exc:
+            return _stopped_verdict(pair, task, exc)
         report_progress("judge", advance=1)
         return _verdict(pair, task, ctx.config, out)
 
-    return {"judgments": list(await asyncio.gather(*(one(pair) for pair in task["pairs"])))}
+    return {"judgments": await gather_or_cancel([one(pair) for pair in task["pairs"]])}
+
+
+def _stopped_verdict(pair: dict[str, Any], task: dict[str, Any], exc: BudgetReached) -> dict:
+    """The verdict of a pair whose call the budget refused (no request was sent for it)."""
+    return {"sq": pair["sq"], "chunk_id": task["hit"].chunk.chunk_id, "keep": False, "attempts": 0, "stopped": str(exc)}
+
+
+def stop_if_refused(records: Sequence[dict[str, Any]]) -> None:
+    """Raise the budget's stop recorded by a fan-out's tasks, once all of them have finished.
+
+    Raises:
+        BudgetReached: Some task's call was refused by the budget.
+    """
+    for record in records:
+        if "stopped" in record:
+            raise BudgetReached(record["stopped"])
 
 
 def _judge_prompt(pair: dict[str, Any], task: dict[str, Any]) -> str:
@@ -167,6 +195,7 @@ def _verdict(pair: dict[str, Any], task: dict[str, Any], cfg: PaiConfig, out: Ca
 
 def gather(state: PaiState) -> dict:
     """Kept chunks per sub-question in document order (the evidence), and the verdict counts."""
+    stop_if_refused(state.get("judgments", []))
     verdicts: dict[tuple[int, int], dict] = {(v["sq"], v["chunk_id"]): v for v in state.get("judgments", [])}
     hits: list[Hit] = []
     per_sq, malformed, kept_chunks = [], [], []
@@ -202,7 +231,8 @@ def pack(chunks: list[Chunk], budget: int) -> tuple[list[Chunk], int]:
 
 
 def sub_answer(task: dict[str, Any], runtime: Runtime[StrategyContext[PaiConfig]]) -> dict:
-    """The sub-answer from the packed kept chunks; "not found" without a call when none was kept."""
+    """The sub-answer from the packed kept chunks; "not found" without a call when none was kept
+    (a call the budget refuses is marked ``stopped``, as a judge's, and :func:`summarize` stops the run)."""
     ctx, cfg, sq = runtime.context, runtime.context.config, task["sub_question"]
     has_property = sq.get("metric") is not None
     if not task["chunks"]:
@@ -212,13 +242,17 @@ def sub_answer(task: dict[str, Any], runtime: Runtime[StrategyContext[PaiConfig]
     packed, over = pack(task["chunks"], cfg.sub_answer_context_tokens)
     form = P.PROPERTY_ANSWER_FORM.format(**sq) if has_property else P.SUB_QUESTION_ANSWER_FORM
     prompt = P.SUB_ANSWER_PROMPT.format(context=format_chunks(packed), sub_question=sq["text"], form=form.strip())
-    text = complete(ctx.llm, prompt, max_tokens=cfg.sub_answer_max_tokens, temperature=cfg.temperature).strip()
+    try:
+        text = complete(ctx.llm, prompt, max_tokens=cfg.sub_answer_max_tokens, temperature=cfg.temperature).strip()
+    except BudgetReached as exc:
+        return {"sub_answers": [{"sq": task["sq"], "text": "", "packed": len(packed), "over_budget": over, "called": False, "stopped": str(exc)}]}
     return {"sub_answers": [{"sq": task["sq"], "text": text, "packed": len(packed), "over_budget": over, "called": True}]}
 
 
 def summarize(state: PaiState, runtime: Runtime[StrategyContext[PaiConfig]]) -> dict:
     """Question + sub-answers -> conclusion (benchmark format), then the CoT output."""
     ctx, cfg, question = runtime.context, runtime.context.config, state["question"]
+    stop_if_refused(state.get("sub_answers", []))
     answers = sorted(state.get("sub_answers", []), key=lambda a: a["sq"])
     findings = "\n".join(f"- {a['text']}" for a in answers)
     prompt = P.SUMMARY_PROMPT.format(question=question.render(), findings=findings, instruction=question.instruction or P.DEFAULT_SUMMARY_INSTRUCTION)
