@@ -45,6 +45,7 @@ from graphs.budget_field import BUDGET_FIELDS as BUDGET_FIELDS  # re-exported: t
 from graphs.budget_field import budget_field as budget_field
 from graphs.budget_field import with_budget_field as with_budget_field
 from graphs.llm import model_id, set_tokenizer
+from graphs.prefix_lock import PrefixAffinityLock
 from graphs.request_settings import file_fingerprint
 from graphs.usage import shared_model_lock
 from retrieval.contract import Registry
@@ -162,12 +163,13 @@ def embedded_model_path() -> Path:
     return found[0]
 
 
-_LOADED: dict[tuple, tuple[Any, threading.Lock]] = {}
+_LOADED: dict[tuple, tuple[Any, PrefixAffinityLock]] = {}
 _LOAD_LOCK = threading.Lock()
 
 
 def _load_llama(path: str, n_ctx: int, n_threads: int | None, seed: int):
-    """One llama.cpp instance per (file, window, threads), shared and serialized by a lock."""
+    """One llama.cpp instance per (file, window, threads), shared and serialized by a lock that runs calls
+    sharing a prompt start back to back (:class:`~graphs.prefix_lock.PrefixAffinityLock`)."""
     key = (path, n_ctx, n_threads, seed)
     with _LOAD_LOCK:
         if key not in _LOADED:
@@ -176,7 +178,7 @@ def _load_llama(path: str, n_ctx: int, n_threads: int | None, seed: int):
             if not Path(path).is_file():
                 raise ChatModelError(f"GGUF model file not found: {path}")
             llama = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, seed=seed, verbose=False)
-            _LOADED[key] = (llama, threading.Lock())
+            _LOADED[key] = (llama, PrefixAffinityLock())
         return _LOADED[key]
 
 
@@ -259,7 +261,7 @@ class EmbeddedChatModel(BaseChatModel):
     ) -> ChatResult:
         llama, lock = self._llama()
         payload = [{"role": _ROLES.get(m.type, "user"), "content": m.content} for m in messages]
-        with shared_model_lock(lock):
+        with shared_model_lock(lock, "\n".join(str(m["content"]) for m in payload)):  # calls sharing a prompt start run back to back
             kept = _context_tokens(llama)
             out = llama.create_chat_completion(
                 messages=payload,

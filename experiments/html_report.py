@@ -405,15 +405,18 @@ def _costs(costs: Mapping[str, Mapping[str, Any]], prices: Mapping[str, Any] | N
 
 
 def _cache_savings(costs: Mapping[str, Mapping[str, Any]]) -> str:
-    """Per strategy: cached prompt tokens and USD per answer with the server's prompt cache and without one."""
+    """Per strategy: cached prompt tokens and USD per answer with the server's prompt cache and without one,
+    and what its prompts start with for every question (its declared ``prompt_sharing``: where a cache can help)."""
     rows = []
     for name, data in costs.items():
         with_cache, without = data.get("usd_per_answer"), data.get("usd_per_answer_uncached")
         cells = [f"{data.get('cached_prompt_tokens', 0):,}", _usd_exact(with_cache), _usd_exact(without)]
-        rows.append(f"<tr><td>{e(name)}</td>{''.join(f'<td class=num>{e(c)}</td>' for c in cells)}</tr>")
+        sharing = STRATEGIES.get(name).prompt_sharing if name in STRATEGIES else None
+        shared = sharing.what if sharing is not None else "what differs per question"
+        rows.append(f"<tr><td>{e(name)}</td>{''.join(f'<td class=num>{e(c)}</td>' for c in cells)}<td>{e(shared)}</td></tr>")
     return (
         '<table class="prices"><thead><tr><th>strategy</th><th>cached prompt tokens</th><th>USD / answer with the prompt cache</th>'
-        f'<th>USD / answer without</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
+        f'<th>USD / answer without</th><th>its prompts start with</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
     )
 
 

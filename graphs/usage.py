@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -151,17 +152,22 @@ def metering_queue() -> Iterator[QueueMeter]:
 
 
 @contextlib.contextmanager
-def shared_model_lock(lock: threading.Lock) -> Iterator[None]:
+def shared_model_lock(lock: Any, key: str | None = None) -> Iterator[None]:
     """Hold ``lock`` (one model instance shared by concurrent answers); the wait for it is
-    metered as the current answer's queued time, not its own."""
+    metered as the current answer's queued time, not its own. ``key`` goes to a lock that takes
+    one (a :class:`~graphs.prefix_lock.PrefixAffinityLock`: the prompt the call will run)."""
+    acquire = functools.partial(lock.acquire, key) if key is not None else lock.acquire
     meter = _METER.get()
     if meter is None:
-        with lock:
+        acquire()
+        try:
             yield
+        finally:
+            lock.release()
         return
     meter._change(+1, 0)
     try:
-        lock.acquire()
+        acquire()
     except BaseException:
         meter._change(-1, 0)
         raise
