@@ -168,7 +168,7 @@ def test_the_embedded_model_reports_the_prefix_it_kept():
 def test_llama_cpp_python_server_reuses_the_prefix_but_reports_no_cached_tokens():
     """What ``python -m llama_cpp.server`` sends back for a prompt whose first 388 of 400 tokens it
     kept from the previous request (its log says "388 prefix-match hit"): prompt, completion and
-    total tokens only, so an answer over it records no cached tokens (docs/strategies.md says so)."""
+    total tokens only, so an answer over it records no cached tokens (the README's "Prompt caching" says so)."""
     text = "The red fox lives in the northern forest near the lake. " * 30
     with llama_server() as url:
         replies = []
