@@ -106,6 +106,7 @@ def build_report(
     _add_intervals(benchmark, samples, summary, per_question["score"])
     table = summary_table(summary, costs)
     _add_frontiers(summary, table)
+    _add_uncached_costs(summary, table, costs)
     pairs = comparison.pairwise(per_question["score"])
     comparison.write_pairwise(report / "pairwise.csv", pairs)
     missing = {r["strategy"]: r["missing"] for r in summary if r["missing"]}
@@ -259,6 +260,22 @@ def _add_frontiers(summary: list[dict[str, Any]], table: list[dict[str, Any]]) -
         known = {r["strategy"] for r in table if r.get("score") is not None and r.get(key) is not None}
         for row in summary:
             row[column] = ("frontier" if front[row["strategy"]] else "dominated") if row["strategy"] in known else None
+
+
+def _add_uncached_costs(summary: list[dict[str, Any]], table: list[dict[str, Any]], costs: dict[str, dict[str, Any]]) -> None:
+    """Where the server reported cached prompt tokens: USD per answer with the prompt cache
+    (``cost_usd``) and without it (``cost_usd_uncached``: every prompt token at the prompt rate), and
+    the cost frontier without it (``frontier_cost_uncached``), so the table shows the frontier that changes."""
+    if not any(row.get("cached_prompt_tokens") for row in summary):
+        return
+    uncached = [{**row, "cost_usd": costs.get(row["strategy"], {}).get("usd_per_answer_uncached")} for row in table]
+    front = comparison.frontier(uncached, "cost_usd")
+    known = {r["strategy"] for r in uncached if r.get("score") is not None and r.get("cost_usd") is not None}
+    for row in summary:
+        cost = costs.get(row["strategy"], {})
+        row["cost_usd"] = _round(cost.get("usd_per_answer"), 8)
+        row["cost_usd_uncached"] = _round(cost.get("usd_per_answer_uncached"), 8)
+        row["frontier_cost_uncached"] = ("frontier" if front[row["strategy"]] else "dominated") if row["strategy"] in known else None
 
 
 def _round(value: float | None, digits: int = 2) -> float | None:
