@@ -154,7 +154,7 @@ def _sharing_lines(plans: Sequence[StrategyPlan]) -> list[str]:
         lines.append(f"  {p.strategy}: its prompts start with {sharing.what}; with a prompt cache, "
                      f"~{round(p.shared_prompt_tokens):,} of its prompt tokens ({share:.0%}) can be read from the cache")  # fmt: skip
     if lines:
-        others = [p.strategy for p in plans if p.strategy in STRATEGIES and STRATEGIES.get(p.strategy).prompt_sharing is None]
+        others = [p.strategy for p in plans if p.shared_prompt_tokens < 1]
         if others:
             lines.append(f"  {', '.join(others)}: prompts start with what differs per question (no prompt-cache saving across questions)")
     return lines

@@ -12,8 +12,8 @@ many tokens, and the report shows what the server actually reported (``cached_pr
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -29,10 +29,15 @@ class PromptSharing:
         what: That text, in words (``"the corpus text (truncated to the window)"``).
         share: ``config -> float``: the typical share of questions whose calls start with it
             (1.0: every question; Self-Route: the questions RAG declines, when its fallback is full context).
+        options: Config overrides that put the shared text first where the strategy's default keeps
+            its paper's order (PAI: ``judge_order="chunk_first"``); applied to runs whose prompts are
+            ours (own corpora, ``BenchmarkSpec.shared_first``), never to a benchmark's, and not over
+            an option or preset the user chose. Empty when the text already comes first.
     """
 
     what: str
     share: Callable[[Any], float] = _always
+    options: Mapping[str, Any] = field(default_factory=dict)
 
 
 def shared_prompt_tokens(sharing: PromptSharing | None, cfg: Any, corpus_tokens: int, questions: int, per_question_prompt: float) -> float:
@@ -43,3 +48,11 @@ def shared_prompt_tokens(sharing: PromptSharing | None, cfg: Any, corpus_tokens:
     if sharing is None or questions < 2:
         return 0.0
     return (questions - 1) * min(corpus_tokens, per_question_prompt) * max(0.0, min(1.0, sharing.share(cfg)))
+
+
+def shared_first_options(sharing: PromptSharing | None, user: Mapping[str, Any]) -> dict[str, Any]:
+    """``user``'s options for a run whose prompts are ours, with the strategy's shared-first options
+    under them (the user's own choice wins; a preset keeps its own settings)."""
+    if sharing is None or not sharing.options or "preset" in user:
+        return dict(user)
+    return {**sharing.options, **user}

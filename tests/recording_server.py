@@ -9,7 +9,8 @@ in flight at once (``max_in_flight``). Other routes (a tokenizer's probe of
 
 With ``prompt_cache`` set it reports cached prompt tokens as a provider with a prompt cache
 does: the words a request's prompt shares at its start with the previous chat request's (its
-token unit is the word), under the name that provider uses (``"openai"``:
+token unit is the word; with ``cache_size=N``, the longest start shared with one of the last N
+requests', as a provider's cache holding N prompts), under the name that provider uses (``"openai"``:
 ``usage.prompt_tokens_details.cached_tokens``; ``"deepseek"``: ``usage.prompt_cache_hit_tokens``;
 ``"llama.cpp"``: ``timings.cache_n``).
 """
@@ -43,14 +44,25 @@ def prompt_of(request: dict[str, Any]) -> str:
     return "\n".join(str(m.get("content") or "") for m in request.get("messages", []))
 
 
+def _shared_words(a: list[str], b: list[str]) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
 class RecordingServer:
     """Serve on ``127.0.0.1`` in a background thread; use as a context manager."""
 
-    def __init__(self, reply: Callable[[dict[str, Any]], str] | None = None, *, latency: float = 0.0, prompt_cache: str | None = None):
+    def __init__(self, reply: Callable[[dict[str, Any]], str] | None = None, *, latency: float = 0.0, prompt_cache: str | None = None,
+                 cache_size: int = 1):
         self.reply = reply or (lambda request: "Paris")
         self.latency = latency
         self.prompt_cache = prompt_cache
-        self._last_prompt: list[str] = []
+        self.cache_size = cache_size
+        self._recent: list[list[str]] = []
         #: Cached prompt tokens reported for each chat request, in the order received (with ``prompt_cache``).
         self.cached_tokens: list[int] = []
         self.requests: list[dict[str, Any]] = []
@@ -104,12 +116,8 @@ class RecordingServer:
     def _report_cached(self, body: dict[str, Any], words: list[str]) -> None:
         """Put the words this prompt shares at its start with the previous prompt into ``body``, as ``prompt_cache`` names them."""
         with self._lock:
-            shared = 0
-            for a, b in zip(self._last_prompt, words):
-                if a != b:
-                    break
-                shared += 1
-            self._last_prompt = words
+            shared = max((_shared_words(seen, words) for seen in self._recent), default=0)
+            self._recent = [*self._recent, words][-self.cache_size :]
             self.cached_tokens.append(shared)
         if self.prompt_cache == "openai":
             body["usage"]["prompt_tokens_details"] = {"cached_tokens": shared}

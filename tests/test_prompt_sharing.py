@@ -42,7 +42,8 @@ def test_the_declaration_matches_the_requests_two_questions_send(strategy, optio
     first, second = prompts[:split], prompts[split:]
     longest = max(shared_words(a, b) for a in first for b in second)
     corpus_words = sum(len(d.split()) for d in DOCS)
-    if STRATEGIES.get(strategy).prompt_sharing is not None:
+    spec = STRATEGIES.get(strategy)
+    if spec.prompt_sharing is not None and spec.prompt_sharing.share(spec.make_config(**options)) > 0:
         assert longest >= corpus_words
     else:
         assert longest < len(DOCS[0].split()) / 2
@@ -56,6 +57,9 @@ def test_every_built_in_strategy_declares_its_sharing_or_none():
     assert self_route.prompt_sharing is not None
     assert self_route.prompt_sharing.share(self_route.make_config()) == pytest.approx(0.5)  # the declined half falls back to full context
     assert self_route.prompt_sharing.share(self_route.make_config(preset="beyond-window")) == 0.0  # memagent fallback
+    pai = STRATEGIES.get("pai")
+    assert pai.prompt_sharing is not None and pai.prompt_sharing.share(pai.make_config()) == 0.0  # the paper's order: sub-question first
+    assert pai.prompt_sharing.share(pai.make_config(**pai.prompt_sharing.options)) == 1.0
 
 
 @pytest.mark.parametrize(("questions", "expected"), [(0, 0.0), (1, 0.0), (3, 2 * 6_000), (20, 19 * 6_000), (10_000, 9_999 * 6_000)])
@@ -78,3 +82,47 @@ def test_the_plan_says_which_strategies_can_profit_and_by_how_much():
     assert "memagent, rag: prompts start with what differs per question" in text
     one = describe_plan([estimate("full_context", STRATEGIES.get("full_context").make_config(), 6_000, 3, 1, 8_192)], "m", None)
     assert "cache" not in one  # one question: nothing to share
+
+
+def pai_world(request: dict) -> str:
+    """PAI's calls in JSON mode: one property per topic the question names, every chunk kept, short answers."""
+    prompt = prompt_of(request)
+    if prompt.startswith("Identify the key properties"):
+        return '{"items": [' + ", ".join('{"metric": "item count", "subject": "the ' + t + '"}' for t in TOPICS if f"the {t} " in prompt) + "]}"
+    if "keep_context" in prompt:
+        return '{"keep_context": true}'
+    return "The answer is: 3"
+
+
+@pytest.mark.parametrize("order", ["query_first", "chunk_first"])
+def test_pai_chunk_first_judge_prompts_let_a_cache_serve_each_chunk_to_the_other_sub_questions(order):
+    """One question naming two subjects, two one-chunk documents: each chunk is judged for both
+    sub-questions. Chunk first, the second judge call of a chunk reads the whole chunk from the
+    cache; query first (the paper's order), no judge call does."""
+    corpus = Corpus.from_texts(DOCS[:2], titles=TOPICS[:2])
+    question = "Does the river hold more items than the museum does?"
+    with RecordingServer(pai_world, prompt_cache="openai", cache_size=64) as server:
+        llm = make_chat_model("openai:m", base_url=server.url, max_retries=0)
+        answer_many(corpus, [question], strategy="pai", llm=llm, concurrency=1, tool_mode="json", judge_mode="exhaustive",
+                    chunk_size=2_000, judge_order=order)  # fmt: skip
+    judges = [(prompt_of(r), cached) for r, cached in zip(server.requests, server.cached_tokens) if "keep_context" in prompt_of(r)]
+    assert len(judges) == 4  # 2 sub-questions x 2 chunks
+    assert all(p.startswith('Context (from "') == (order == "chunk_first") for p, _ in judges)
+    for doc in DOCS[:2]:
+        cached = sorted(c for p, c in judges if doc in p)
+        if order == "chunk_first":
+            assert cached[0] < len(doc.split()) <= cached[1]  # read once, then served from the cache
+        else:
+            assert cached[1] < len(doc.split()) / 2
+
+
+def test_own_corpora_get_the_shared_first_options_and_benchmarks_do_not():
+    from experiments.runner import RunConfig
+
+    own = RunConfig(benchmark="own", strategies=("pai", "full_context", "rag"))
+    assert own.strategy_options == {"pai": {"judge_order": "chunk_first"}}
+    assert RunConfig(benchmark="own", strategies=("pai",), strategy_options={"pai": {"judge_order": "query_first"}}).strategy_options == {
+        "pai": {"judge_order": "query_first"}}  # the user's choice wins
+    assert RunConfig(benchmark="own", strategies=("pai",), strategy_options={"pai": {"preset": "paper"}}).strategy_options == {"pai": {"preset": "paper"}}
+    assert RunConfig(benchmark="synth", strategies=("pai",)).strategy_options == {}
+    assert RunConfig(benchmark="loong", strategies=("pai", "pai_minus")).strategy_options == {}
