@@ -184,3 +184,24 @@ def test_llama_cpp_python_server_reuses_the_prefix_but_reports_no_cached_tokens(
         assert set(reply["usage"]) == {"prompt_tokens", "completion_tokens", "total_tokens"} and "timings" not in reply
         assert reported_cached_tokens(reply["usage"], reply.get("timings")) is None
     assert [a.usage.cached_prompt_tokens for a in answers] == [0, 0] and all(a.usage.prompt_tokens > 300 for a in answers)
+
+
+@pytest.mark.parametrize("style", ["openai", "deepseek", "llama.cpp"])
+def test_the_async_lean_path_reads_cached_tokens_too(style):
+    """A run's async calls post through its own aiohttp session (``run_client``) and parse the reply as a dict."""
+    import asyncio
+
+    from langchain_core.messages import HumanMessage
+
+    from graphs.llm import reply_usage, run_client
+
+    prompt = DOCUMENT + "\nQuestion: how many crates at gate 1?"
+
+    async def two_calls(url: str) -> list[dict]:
+        async with run_client(make_chat_model("openai:m", base_url=url, max_retries=0)) as llm:
+            replies = [await llm.ainvoke([HumanMessage(content=prompt)]) for _ in range(2)]
+        return [reply_usage(r, prompt, str(r.content)) for r in replies]
+
+    with RecordingServer(lambda request: "7", prompt_cache=style) as server:
+        usages = asyncio.run(two_calls(server.url))
+    assert [u["cached_prompt_tokens"] for u in usages] == [0, len(prompt.split())] == server.cached_tokens

@@ -1,6 +1,6 @@
 """Cost per question per strategy with a provider's prompt cache and without one, on a caching stub.
 
-    python -m experiments.perf.bench_prompt_cache [--tokens 6000] [--questions 20] [--strategies rag,full_context,...]
+    python -m experiments.perf.bench_prompt_cache [--tokens 6000] [--questions 20] [--strategies rag,full_context,...] [--llm embedded]
 
 One own corpus (synthetic text) and ``--questions`` questions, every strategy run through
 ``longctx run``'s path (``run_experiment``, one call at a time) against the loopback stub with
@@ -11,6 +11,8 @@ without it, and the cost frontier both ways (nothing is asserted; the report fol
 ``--out``). The stub's PAI replies name the same sub-question for every question, so PAI's judge
 prompts (which start with the sub-question) repeat across questions here as they would not over real
 questions; the stub caches any shared start, where OpenAI caches from 1,024 tokens in steps of 128.
+``--llm embedded`` runs the embedded model instead (free: the cached tokens are the prefix llama.cpp
+kept in its context, prefill it skipped).
 """
 
 from __future__ import annotations
@@ -59,19 +61,21 @@ def main() -> None:
     p.add_argument("--questions", type=int, default=20)
     p.add_argument("--strategies", default=",".join(STRATEGIES))
     p.add_argument("--out", help="keep the run and its report here")
+    p.add_argument("--llm", default=f"openai:{MODEL}", help="openai:gpt-4o-mini on the caching stub (default), or embedded")
     args = p.parse_args()
     prompt, completion, cached = DEFAULT_PRICES[MODEL]  # type: ignore[misc]  # the built-in rows carry the cached rate
     prices = {MODEL: {"prompt": prompt, "completion": completion, "cached": cached}}
     with tempfile.TemporaryDirectory() as tmp, stub_server(latency=0.0, reply_tokens=8, tools=True, properties=1, prompt_cache=256) as url:
-        os.environ["OPENAI_BASE_URL"] = url
+        os.environ["OPENAI_BASE_URL"] = url  # the embedded model ignores it
         docs, qfile = write_own_data(Path(tmp), args.tokens, args.questions)
         samples = load_benchmark("own", qfile, corpus=docs)
         out = Path(args.out) if args.out else Path(tmp) / "run"
         cfg = RunConfig(benchmark="own", strategies=tuple(args.strategies.split(",")), llm_cache=False, concurrency=1)
-        run_experiment(cfg, out, llm=make_chat_model(f"openai:{MODEL}", max_retries=0), samples=samples, show_progress=False)
+        llm = make_chat_model(args.llm, max_retries=0) if args.llm.startswith("openai:") else make_chat_model(args.llm)
+        run_experiment(cfg, out, llm=llm, samples=samples, show_progress=False)
         result = build_report(out, samples=samples, plots=False, html=True, prices=prices)
-    print(f"{args.questions} questions over one {args.tokens:,}-token corpus, {MODEL} at ${prompt}/${cached}/${completion} per 1M "
-          "prompt/cached/completion tokens (list prices), caching stub")  # fmt: skip
+    where = f"{MODEL} at ${prompt}/${cached}/${completion} per 1M prompt/cached/completion tokens (list prices), caching stub"
+    print(f"{args.questions} questions over one {args.tokens:,}-token corpus, {where if args.llm.startswith('openai:') else args.llm + ' (local: free)'}")
     print("| strategy | prompt tokens / answer | cached / answer | USD / answer with cache | without | frontier with | without |")
     print("|---|---|---|---|---|---|---|")
     for r in cost_table(result["summary"]):
