@@ -522,7 +522,12 @@ def _repair_tail(sink: Any) -> None:
 
 def work_units(todo: list[tuple[Any, str]]) -> list[tuple[str, list[Any]]]:
     """Work units: one sample each, except that a batched strategy (MemAgent) gets all samples
-    sharing a corpus in one unit, so their questions share one pass over it."""
+    sharing a corpus in one unit, so their questions share one pass over it.
+
+    Units of one strategy over one corpus run back to back (in the order first seen): their prompts
+    start alike (full context: the corpus), so a model that keeps one prompt in context (the
+    embedded model, llama.cpp) reads the shared start once instead of after every other strategy's
+    call, and a provider's prompt cache sees it while it is fresh."""
     units: list[tuple[str, list[Any]]] = []
     shared: dict[tuple[str, str], list[Any]] = {}
     for sample, name in todo:
@@ -534,7 +539,10 @@ def work_units(todo: list[tuple[Any, str]]) -> list[tuple[str, list[Any]]]:
             shared[key].append(sample)
         else:
             units.append((name, [sample]))
-    return units
+    first: dict[tuple[str, str], int] = {}
+    for i, (name, group) in enumerate(units):
+        first.setdefault((group[0].corpus.fingerprint, name), i)
+    return sorted(units, key=lambda unit: first[unit[1][0].corpus.fingerprint, unit[0]])  # stable: question order within a group
 
 
 def run_unit(samples: list[Any], strategy: str, chat: BaseChatModel, config: RunConfig, *, retry: bool = False,

@@ -126,3 +126,23 @@ def test_own_corpora_get_the_shared_first_options_and_benchmarks_do_not():
     assert RunConfig(benchmark="own", strategies=("pai",), strategy_options={"pai": {"preset": "paper"}}).strategy_options == {"pai": {"preset": "paper"}}
     assert RunConfig(benchmark="synth", strategies=("pai",)).strategy_options == {}
     assert RunConfig(benchmark="loong", strategies=("pai", "pai_minus")).strategy_options == {}
+
+
+def test_a_run_of_several_strategies_runs_one_strategys_questions_over_a_corpus_back_to_back(tmp_path):
+    """On a server that keeps only the previous prompt (the embedded model, llama.cpp), full context's
+    questions 2..N read the corpus from it only if no other strategy's call comes in between."""
+    from agents import Question
+    from experiments.benchmarks import Sample
+    from experiments.runner import RunConfig, read_rows, run_experiment
+
+    corpus = Corpus.from_texts(DOCS[:2], titles=TOPICS[:2])
+    samples = [Sample(sample_id=f"q{i}", benchmark="own", dataset="own", corpus=corpus, question=Question(text=f"How many river items, case {i}?"),
+                      answers=("3",), metadata={}) for i in range(3)]  # fmt: skip
+    with RecordingServer(lambda request: "The answer is: 3", prompt_cache="openai") as server:
+        llm = make_chat_model("openai:m", base_url=server.url, max_retries=0)
+        cfg = RunConfig(benchmark="own", strategies=("rag", "full_context"), llm_cache=False, concurrency=1, strategy_options={"rag": {"top_k": 1}})
+        run_experiment(cfg, tmp_path / "run", llm=llm, samples=samples, show_progress=False)
+    rows = {(r["strategy"], r["sample_id"]): r["usage"]["cached_prompt_tokens"] for r in read_rows(tmp_path / "run")}
+    corpus_words = sum(len(d.split()) for d in DOCS[:2])
+    cached = sorted(rows["full_context", f"q{i}"] for i in range(3))
+    assert cached[0] < corpus_words <= cached[1]  # the first reads the corpus, the other two find it kept
