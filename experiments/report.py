@@ -45,7 +45,7 @@ HEADLINE = {"loong": "avg_score"}
 #: Benchmarks whose official script leaves failed calls out of the denominator (LongBench v2
 #: ``pred.py`` and CorpusQA ``infer.py`` write no line for them): the aggregation holding the
 #: headline computed that way, shown beside ours as ``score_official_denominator``.
-OFFICIAL_DENOMINATOR = {"longbench_v2": "official_drops_failed", "corpusqa": "official_drops_failed"}
+OFFICIAL_DENOMINATOR = {"longbench_v2": "official_drops_failed", "corpusqa": "official_drops_failed", "memoryagentbench": "official_drops_failed"}
 
 
 def length_bucket(tokens: int) -> str:
