@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from agents import make_chat_model
-from experiments.benchmarks import BenchmarkDataError, Prediction, load_benchmark, score
+from experiments.benchmarks import BENCHMARKS, BenchmarkDataError, Prediction, load_benchmark, score
 from experiments.benchmarks import memoryagentbench as mab
 from experiments.benchmarks import memoryagentbench_prompts as p
 from experiments.metrics import memoryagentbench as m
@@ -218,3 +218,29 @@ def test_rag_run_sends_the_bm25_agents_message(tmp_path):
     official = [r for r in OFFICIAL if r["agent"] == "Simple_rag_bm25" and r["chunk_size"] == 4096 and r["source"] == "factconsolidation_sh_6k"]
     assert sorted(_sha(r["messages"][-1]["content"]) for r in server.requests) == sorted(r["user_sha256"] for r in official)
     assert {r.get("max_tokens", r.get("max_completion_tokens")) for r in server.requests} == {10}
+
+
+def test_ten_thousand_questions_over_one_context_load_share_one_corpus_and_score(tmp_path):
+    record = json.loads((DATA / "Conflict_Resolution.jsonl").read_text().splitlines()[0])
+    record["questions"] = [f"what is the capital of Nowhere-{i}?" for i in range(10_000)]
+    record["answers"] = [[f"Town-{i}"] for i in range(10_000)]
+    (tmp_path / "Conflict_Resolution.jsonl").write_text(json.dumps(record) + "\n")
+    many = load_benchmark("memoryagentbench", tmp_path, hub=False)
+    assert len(many) == 10_000 and len({id(s.corpus) for s in many}) == 1
+    result = score("memoryagentbench", {s.sample_id: f"Answer: {s.answers[0]}" for s in many}, samples=many)
+    assert result["overall"] == 100.0 and result["datasets"]["factconsolidation_sh_6k"]["n"] == 10_000
+
+
+def test_a_record_without_questions_is_one_question_over_the_whole_answer_list(tmp_path):
+    record = json.loads((DATA / "Conflict_Resolution.jsonl").read_text().splitlines()[0])
+    record["questions"], record["answers"] = [], ["Town-1", "Town-2"]
+    (tmp_path / "Conflict_Resolution.jsonl").write_text(json.dumps(record) + "\n")
+    (only,) = load_benchmark("memoryagentbench", tmp_path, hub=False)
+    assert only.answers == ("Town-1", "Town-2") and only.question.text.endswith("Based on the provided Knowledge Pool,  \nAnswer:")
+    assert BENCHMARKS.get("memoryagentbench").score([])["overall"] is None  # no pairs: no headline
+
+
+def test_nearest_title_ties_break_the_same_way_every_run():
+    # "Alien" and "Aliens" are both one edit from "Aliena": the first in sorted order wins, whatever the hash seed
+    assert m.nearest_movie("Aliena", ["Alien", "Aliens"]) == "Alien"
+    assert m.nearest_movie("Aliena", ["Aliens", "Alien"]) == "Aliens"  # callers pass the sorted, unique names
