@@ -200,6 +200,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--loader-option", action="append", default=[], metavar="KEY=JSON", help='benchmark loader option, e.g. lengths=["16k"] (LV-Eval)')
     p.add_argument("--limit", type=int, help="first N samples only")
     p.add_argument("--concurrency", type=int, default=2, help="answers in flight at once (default 2)")
+    p.add_argument("--inject-once", action="store_true",
+                   help="inject once, ask many: each strategy answers all questions over one context in one unit, its index built or loaded once")
     p.add_argument("--option", action="append", default=[], metavar="STRATEGY.KEY=JSON", help="strategy option, e.g. rag.top_k=5")
     p.add_argument("--no-llm-cache", action="store_true", help="do not replay temperature-0 calls from the run's cache")
     p.add_argument("--out", required=True, help="result folder; rerunning into it resumes")
