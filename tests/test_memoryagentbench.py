@@ -202,6 +202,8 @@ def test_full_context_run_sends_the_long_context_agents_message(tmp_path, sample
         cfg = RunConfig(benchmark="memoryagentbench", strategies=("full_context",), data_path=str(DATA), datasets=("ruler_qa1_197K",), llm_cache=False)
         run_experiment(cfg, tmp_path, llm=llm, show_progress=False)
     official = {(r["source"], r["question_index"]): r for r in OFFICIAL if r["agent"].startswith("Long") and r["chunk_size"] == 4096}
+    assert {tuple(m["role"] for m in r["messages"]) for r in server.requests} == {("system", "user")}
+    assert {r["messages"][0]["content"] for r in server.requests} == {official[("ruler_qa1_197K", 0)]["system"]}
     sent = sorted(_sha(r["messages"][-1]["content"]) for r in server.requests)
     assert sent == sorted(official[("ruler_qa1_197K", i)]["user_sha256"] for i in range(3))
     assert {r.get("max_tokens", r.get("max_completion_tokens")) for r in server.requests} == {50}
@@ -216,6 +218,8 @@ def test_rag_run_sends_the_bm25_agents_message(tmp_path):
                         strategy_options={"rag": {"top_k": mab.RAG_TOP_K, "chunk_size": p.CHUNK_SIZE, "chunk_unit": "tokens"}})  # fmt: skip
         run_experiment(cfg, tmp_path, llm=llm, show_progress=False)
     official = [r for r in OFFICIAL if r["agent"] == "Simple_rag_bm25" and r["chunk_size"] == 4096 and r["source"] == "factconsolidation_sh_6k"]
+    assert [[m["role"] for m in r["messages"]] for r in server.requests] == [r["roles"] for r in official]
+    assert {r["messages"][0]["content"] for r in server.requests} == {r["system"] for r in official}
     assert sorted(_sha(r["messages"][-1]["content"]) for r in server.requests) == sorted(r["user_sha256"] for r in official)
     assert {r.get("max_tokens", r.get("max_completion_tokens")) for r in server.requests} == {10}
 

@@ -169,8 +169,8 @@ def rag_prompt(sample: Sample, chunks: Sequence[str]) -> str:
 
 
 def protocol(sample: Sample) -> dict[str, Any]:
-    """``generation_max_length`` of the sub-dataset's config at the agents' temperature 0.7; RAG chunks in rank order."""
-    return {"max_new_tokens": CONFIGS[sample.dataset].max_new_tokens, "temperature": TEMPERATURE, "rag_order": "rank"}
+    """``generation_max_length`` of the sub-dataset's config at the agents' temperature 0.7, their system turn; RAG chunks in rank order."""
+    return {"max_new_tokens": CONFIGS[sample.dataset].max_new_tokens, "temperature": TEMPERATURE, "rag_order": "rank", "system": p.system_message()}
 
 
 def _judged(sample: Sample, text: str, judge: Any) -> tuple[float | None, bool]:
