@@ -98,6 +98,7 @@ def test_loader_reads_every_layout_and_switches_reach_the_prompt():
         ('{"input": "", "question": "Where is Mary?", "target": "home"}\n', "field 'input' is not a non-empty string"),
         ('["a"]\n', "record 0: expected an object"),
         ("{not json\n", "unreadable"),
+        ('{"input": "M.", "question": "Where?", "target": "home", "supporting_facts": "M."}\n', "field 'supporting_facts' is not a list"),
     ],
 )
 def test_loader_refuses_malformed_files_in_one_line_naming_file_and_field(tmp_path, content, message):
@@ -190,3 +191,23 @@ def test_export_writes_the_csv_the_official_collect_results_reads(tmp_path):
     samples = load_benchmark("babilong", DATA)
     ours = score("babilong", {s.sample_id: replies[s.question.text] for s in samples}, samples=samples)
     assert ours["overall"] == round(100 * correct / total, 2) == 66.67  # "None" read back as "", as the official table reads it
+
+
+def test_the_documented_cli_chain_with_loader_options_runs_reports_and_exports(tmp_path, monkeypatch):
+    """``longctx run --benchmark babilong --loader-option examples=false ...``, then ``report`` and ``export``."""
+    from experiments.cli import main
+
+    run = tmp_path / "run"
+    with RecordingServer(lambda request: "bathroom") as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        argv = ["run", "--benchmark", "babilong", "--data", str(DATA), "--strategies", "full_context", "--llm", "openai:rec", "--out", str(run),
+                "--loader-option", "examples=false", "--loader-option", 'lengths=["1k"]']  # fmt: skip
+        assert main(argv) == 0
+    sent = server.requests[0]["messages"][0]["content"]
+    assert "<example>" not in sent and sent.startswith(bl.DEFAULT_PROMPTS["qa1"]["instruction"] + "\n\n\n\n" + bl.DEFAULT_PROMPTS["qa1"]["post_prompt"])
+    assert main(["report", str(run), "--no-plots", "--no-html"]) == 0
+    scores = json.loads((run / "report" / "scores.json").read_text())["full_context"]
+    assert scores["tasks"] == {"qa1": {"1k": 50.0}} and scores["overall"] == 50.0
+    assert main(["export", str(run)]) == 0
+    name = "qa1_1k_instruction_yes_examples_no_post_prompt_yes_chat_template_yes_system_prompt_no.csv"
+    assert (run / "official" / "babilong_evals" / "longctx" / "full_context" / name).is_file()

@@ -86,6 +86,7 @@ def test_generated_haystacks_have_the_length_the_facts_in_order_and_load(tmp_pat
             else:
                 assert abs(tok.count(r["input"]) - message) <= 3  # the message: statements plus cut background
     samples = load_benchmark("babilong", tmp_path, lengths=["2k"])
+    assert all(s.metadata["supporting_facts"] == pool[(s.question.text, s.answers[0])].supporting for s in samples)
     assert len(samples) == 5 and BENCHMARKS.get("babilong").prompt(samples[0]).endswith(f"Question: {samples[0].question.text}")
 
 

@@ -107,8 +107,8 @@ def _candidates(folder: Path, task: str, length: str) -> list[Path]:
     return [made] if made is not None else []
 
 
-def _checked(record: Any, where: str) -> dict[str, str]:
-    """A record's three fields, or a one-line :class:`BenchmarkDataError` naming the file, record and field."""
+def _checked(record: Any, where: str) -> dict[str, Any]:
+    """A record's three fields (and a generated record's ``supporting_facts``), or a one-line :class:`BenchmarkDataError` naming the file, record and field."""
     if not isinstance(record, dict):
         raise BenchmarkDataError(f"BABILong {where}: expected an object with fields {', '.join(FIELDS)}, got {type(record).__name__}.")
     for name in FIELDS:
@@ -116,10 +116,16 @@ def _checked(record: Any, where: str) -> dict[str, str]:
         if not isinstance(value, str) or not value.strip():
             problem = "missing" if name not in record else f"not a non-empty string ({type(value).__name__})"
             raise BenchmarkDataError(f"BABILong {where}: field {name!r} is {problem}.")
-    return {name: record[name] for name in FIELDS}
+    out: dict[str, Any] = {name: record[name] for name in FIELDS}
+    support = record.get("supporting_facts")
+    if support is not None:
+        if not isinstance(support, list) or not all(isinstance(f, str) for f in support):
+            raise BenchmarkDataError(f"BABILong {where}: field 'supporting_facts' is not a list of strings.")
+        out["supporting_facts"] = list(support)
+    return out
 
 
-def _records(folder: Path, task: str, length: str, hub_repo: str | None) -> list[dict[str, str]]:
+def _records(folder: Path, task: str, length: str, hub_repo: str | None) -> list[dict[str, Any]]:
     files = _candidates(folder, task, length)
     if not files:
         expected = folder / length / f"{task}.{{jsonl,json,parquet}}"
@@ -127,7 +133,7 @@ def _records(folder: Path, task: str, length: str, hub_repo: str | None) -> list
             raise BenchmarkDataError(f"BABILong {task} at {length}: no file {expected}; see docs/benchmarks-data.md.")
         rows = load_from_hub(hub_repo, length, task, what=f"BABILong {task} at {length}", expected=expected)
         return [_checked(r, f"{hub_repo} {length}/{task} record {i}") for i, r in enumerate(rows)]
-    out: list[dict[str, str]] = []
+    out: list[dict[str, Any]] = []
     for path in files:
         try:
             rows = read_records(path)
@@ -137,7 +143,7 @@ def _records(folder: Path, task: str, length: str, hub_repo: str | None) -> list
     return out
 
 
-def _sample(record: dict[str, str], task: str, length: str, index: int, switches: dict[str, bool], chat_template: bool) -> Sample:
+def _sample(record: dict[str, Any], task: str, length: str, index: int, switches: dict[str, bool], chat_template: bool) -> Sample:
     sample_id = f"{task}-{length}-{index}"
     post = DEFAULT_PROMPTS[task]["post_prompt"] if switches["post_prompt"] else None
     return Sample(
@@ -147,7 +153,8 @@ def _sample(record: dict[str, str], task: str, length: str, index: int, switches
         corpus=Corpus([Document(doc_id=f"{sample_id}-context", text=record["input"], title=f"babilong {task} {length}")]),
         question=Question(text=record["question"], instruction=post, metadata={"sample_id": sample_id, "dataset": task}),
         answers=(record["target"],),
-        metadata={"task": task, "length": length, "index": index, "switches": dict(switches), "chat_template": chat_template},
+        metadata={"task": task, "length": length, "index": index, "switches": dict(switches), "chat_template": chat_template}
+        | ({"supporting_facts": tuple(record["supporting_facts"])} if "supporting_facts" in record else {}),
     )
 
 
