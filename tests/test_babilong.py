@@ -136,6 +136,16 @@ def test_score_is_accuracy_with_the_official_table():
     assert result["avg_qa1_qa5"] == {"0k": None, "1k": None, "2k": None}  # the official -1: qa2-qa5 missing
 
 
+def test_score_of_nothing_and_of_one_answer():
+    samples = load_benchmark("babilong", DATA, datasets=["qa8"])
+    with pytest.raises(ValueError, match="No predictions"):
+        score("babilong", [], samples=samples)
+    empty = BENCHMARKS.get("babilong").score([])
+    assert empty["overall"] is None and empty["tasks"] == {} and empty["n"] == 0
+    one = score("babilong", [Prediction("qa8-0k-1", "nothing")], samples=samples)
+    assert one["overall"] == 100.0 and one["tasks"] == {"qa8": {"0k": 100.0}} and one["task_means"] == {"qa8": 100.0}
+
+
 def test_a_reply_pandas_reads_as_missing_scores_as_the_official_table_reads_it():
     samples = load_benchmark("babilong", DATA, datasets=["qa1"])
     result = score("babilong", [Prediction("qa1-1k-0", "  None "), Prediction("qa1-1k-1", "NA")], samples=samples)

@@ -45,6 +45,13 @@ def test_malformed_babi_line_is_named_by_file_and_line(tmp_path, line, message):
     assert f"{path}:2" in str(info.value)
 
 
+def test_an_empty_babi_file_has_no_samples_and_generates_an_empty_file(tmp_path):
+    (tmp_path / "qa4_two-arg-relations_train.txt").write_text("\n")
+    assert read_babi(task_file(tmp_path, "qa4")) == []
+    assert generate(tmp_path, tmp_path / "out", tasks=["qa4"], lengths=["1k"], samples=5, background=BACKGROUND).samples == {"qa4/1k": 0}
+    assert (tmp_path / "out" / "1k" / "qa4.jsonl").read_text() == ""
+
+
 def test_missing_task_file_names_the_folder(tmp_path):
     with pytest.raises(FileNotFoundError, match=str(tmp_path)):
         task_file(tmp_path, "qa3")

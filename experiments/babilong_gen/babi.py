@@ -46,7 +46,8 @@ def read_babi(path: str | Path, *, max_n_facts: int | None = None) -> list[BabiS
     path = Path(path)
     samples: list[BabiSample] = []
     story: list[tuple[int, str]] = []
-    lines = path.read_text(encoding="utf-8").strip().split("\n")
+    text = path.read_text(encoding="utf-8").strip()
+    lines = text.split("\n") if text else []
     for number, raw in enumerate(lines, 1):
         n, text, answer, ids = _line(raw.rstrip("\r"), path, number)
         if n == 1:
