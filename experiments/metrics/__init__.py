@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from experiments.metrics import (
     answer_match,
+    babilong,
     corpusqa,
     equivalence,
     judge,
@@ -40,6 +41,7 @@ VERSIONS = {
     "answer_match": answer_match.VERSION,
     "memoryagentbench": memoryagentbench.VERSION,
     "memoryagentbench_judge": memoryagentbench_judge.VERSION,
+    "babilong": babilong.VERSION,
 }
 
 __all__ = ["METRICS", "VERSIONS"]
