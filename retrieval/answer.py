@@ -93,7 +93,11 @@ class Step(dict):
 
 @dataclass(frozen=True)
 class Evidence:
-    """A piece of the corpus the answer was based on."""
+    """A piece of the corpus the answer was based on.
+
+    ``components``: where retrieval fused or reranked, each stage's view of this chunk, name ->
+    ``{"rank", "score"}`` (``bm25``, ``dense``, ``rerank``...; ``None`` where a stage did not return it).
+    """
 
     doc_id: str
     title: str
@@ -101,6 +105,7 @@ class Evidence:
     score: float | None = None
     chunk_id: int | None = None
     rank: int | None = None
+    components: dict[str, dict[str, Any]] | None = None
 
 
 @dataclass
