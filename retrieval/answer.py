@@ -29,6 +29,9 @@ class Usage:
             embedded model serves one call at a time); not part of ``seconds``.
         estimated: True when some call reported no usage and its tokens were counted.
         cached_calls: Calls answered from the on-disk LLM cache (free: not in the other counts).
+        rerank_calls: Rerank requests (or local cross-encoder calls) that returned.
+        rerank_failed_calls: Rerank attempts that failed (each retry of a timeout or 5xx counts one).
+        rerank_tokens: Tokens the rerank server reported (or the cross-encoder's tokenizer counted).
     """
 
     llm_calls: int = 0
@@ -40,6 +43,9 @@ class Usage:
     estimated: bool = False
     cached_calls: int = 0
     queued_seconds: float = 0.0
+    rerank_calls: int = 0
+    rerank_failed_calls: int = 0
+    rerank_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
