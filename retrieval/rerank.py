@@ -168,14 +168,16 @@ class ServerReranker:
         self.max_retries = int(os.environ.get("LONGCTX_MAX_RETRIES", "3")) if max_retries is None else int(max_retries)
         self.backoff = backoff
         self._client: Any = None
+        self._lock = threading.Lock()
 
     def _http(self) -> Any:
-        if self._client is None:
-            import httpx  # the openai SDK's HTTP client, a dependency already
+        with self._lock:  # one client (its connection pool) for every thread of the run
+            if self._client is None:
+                import httpx  # the openai SDK's HTTP client, a dependency already
 
-            headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-            self._client = httpx.Client(timeout=self.timeout, headers=headers)
-        return self._client
+                headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+                self._client = httpx.Client(timeout=self.timeout, headers=headers)
+            return self._client
 
     def rerank(self, query: str, documents: Sequence[str], top_n: int) -> RerankResult:
         """One request (retried as a chat call is); raises :class:`RerankError` when it fails for good."""

@@ -158,3 +158,15 @@ def test_a_local_cross_encoder_reranks_by_its_own_scores(tmp_path):
     assert [e.score for e in result.evidence] == pytest.approx([score for _, score in expected], abs=1e-5)
     assert [e.components["bm25"]["rank"] for e in result.evidence] == [h.rank for h, _ in expected]
     assert result.usage.rerank_calls == 1 and result.usage.rerank_tokens == int(batch["attention_mask"].sum())
+
+
+def test_pais_prefilter_reranks_each_sub_questions_candidates():
+    from tests.test_pai import PROPERTIES, calls_of, model, run
+
+    llm = model()
+    with RerankServer() as server:
+        result = run(llm, judge_mode="prefilter", top_k=2, rerank="server", rerank_options=server_options(server), rerank_candidates=3)
+    assert len(server.requests) == len(PROPERTIES) == result.usage.rerank_calls
+    assert [r["query"] for r in server.requests] == next(s for s in result.steps if "sub_questions" in s)["sub_questions"]
+    assert all(r["top_n"] == 2 and len(r["documents"]) == 3 for r in server.requests)
+    assert len(calls_of(llm, "Query: ")) == len(PROPERTIES) * 2  # the judge sees the reranked top_k only
