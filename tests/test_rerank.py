@@ -170,3 +170,19 @@ def test_pais_prefilter_reranks_each_sub_questions_candidates():
     assert [r["query"] for r in server.requests] == next(s for s in result.steps if "sub_questions" in s)["sub_questions"]
     assert all(r["top_n"] == 2 and len(r["documents"]) == 3 for r in server.requests)
     assert len(calls_of(llm, "Query: ")) == len(PROPERTIES) * 2  # the judge sees the reranked top_k only
+
+
+def test_a_hosted_rerankers_tokens_are_priced_like_a_chat_models():
+    from experiments.prices import Price, row_cost
+
+    chat = Price(1.0, 2.0, source="user", key="m")
+
+    def row(kind: str, base_url: str = "https://rerank.example.com/v1") -> dict:
+        return {"status": "ok", "usage": {"prompt_tokens": 1_000, "completion_tokens": 500, "rerank_tokens": 2_000_000},
+                "config": {"rerank": kind, "rerank_options": {"model": "rerank-v3.5", "base_url": base_url}}}  # fmt: skip
+
+    assert row_cost(row("server"), chat, {"rerank-v3.5": (0.05, 0.0)}) == pytest.approx(0.002 + 0.1)
+    assert row_cost(row("server"), chat, {}) is None  # an unpriced hosted reranker: cost unknown, as an unpriced chat model
+    assert row_cost(row("server", "http://127.0.0.1:8012/v1"), chat) == pytest.approx(0.002)  # a local server is free
+    assert row_cost(row("cross-encoder"), chat) == pytest.approx(0.002)  # in-process: free
+    assert row_cost({**row("server"), "config": {}}, chat) == pytest.approx(0.002)  # no reranker
