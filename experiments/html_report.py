@@ -72,10 +72,10 @@ def strategy_costs(per_strategy: Mapping[str, Mapping[str, Any]], manifest: Mapp
             model = row_model(row, manifest) or "unknown"
             if model not in used:
                 used[model] = price_for(model, prices)
-            costs.append(row_cost(row, used[model]))
+            costs.append(row_cost(row, used[model], prices))
         known = bool(costs) and all(c is not None for c in costs)
         total = sum(costs) if known else None  # type: ignore[arg-type]
-        out[name] = {"total_usd": total, "usd_per_answer": total / len(costs) if total is not None else None, "prices": used}
+        out[name] = {"total_usd": total, "usd_per_answer": total / len(costs) if total is not None else None, "prices": used, "table": prices}
     return out
 
 
@@ -488,7 +488,7 @@ def _score(value: Any, row: Mapping[str, Any]) -> str:
 
 def _answer(name: str, row: Mapping[str, Any], value: Any, cost: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
     model = row_model(row, manifest) or "unknown"
-    usd = row_cost(row, cost["prices"].get(model))
+    usd = row_cost(row, cost["prices"].get(model), cost.get("table"))
     head = (f'<summary>{_swatch(name)} <span class="sc">score {_score(value, row)}</span>{_rule(row, value)} '
             f'<span class="cost">{_usd(usd) if row.get("status") == "ok" else ""}</span></summary>')
     if row.get("status") != "ok":

@@ -237,7 +237,7 @@ def _per_question(per_strategy: dict[str, dict[str, Any]], by_id: dict[str, Any]
         out["tokens"][name] = {r["sample_id"]: r["usage"]["prompt_tokens"] + r["usage"]["completion_tokens"] for r in ok}
         out["seconds"][name] = {r["sample_id"]: r["seconds"] for r in ok}
         price = costs[name]["prices"]
-        out["cost_usd"][name] = {r["sample_id"]: row_cost(r, price.get(row_model(r, manifest) or "unknown")) for r in ok}
+        out["cost_usd"][name] = {r["sample_id"]: row_cost(r, price.get(row_model(r, manifest) or "unknown"), costs[name].get("table")) for r in ok}
         out["evidence_recall"][name] = {r["sample_id"]: _recall(by_id[r["sample_id"]], r) for r in ok}
     return out
 

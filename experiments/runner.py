@@ -608,7 +608,8 @@ def _ok_row(base: dict[str, Any], result: Any) -> dict[str, Any]:
         "seconds": round(result.usage.seconds, 3),
         "queued_seconds": round(result.usage.queued_seconds, 3),  # waiting for a model shared with other answers
         "evidence_doc_ids": sorted({e.doc_id for e in result.evidence}),
-        "evidence": [{"doc_id": e.doc_id, "title": e.title, "chunk_id": e.chunk_id, "score": e.score, "snippet": e.text[:300]} for e in result.evidence],
+        "evidence": [{"doc_id": e.doc_id, "title": e.title, "chunk_id": e.chunk_id, "score": e.score, "snippet": e.text[:300],
+                      **({"components": e.components} if e.components else {})} for e in result.evidence],  # fused/reranked: each stage's rank and score
         "route": next((s.get("route") for s in result.steps if "route" in s), None),
         "steps": [dict(s) for s in result.steps],
         "config": result.config,
