@@ -154,13 +154,8 @@ class BM25Retriever:
             yield tokenize(chunk.text)
 
     def _fit(self, tokens: list[list[str]]) -> None:
-        if self.engine == "bm25s":
-            model = _bm25s().BM25(method="lucene", k1=self.k1, b=self.b)
-            model.index(tokens, show_progress=False)
-        else:
-            # rank_bm25 divides by zero on an all-empty corpus; a placeholder token avoids it.
-            model = LuceneOkapi([t or [""] for t in tokens], k1=self.k1, b=self.b)
-        self._model = model
+        """The reference engine over ``tokens`` (rank_bm25 divides by zero on an all-empty corpus; a placeholder token avoids it)."""
+        self._model = LuceneOkapi([t or [""] for t in tokens], k1=self.k1, b=self.b)
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every chunk for ``query``."""

@@ -25,8 +25,8 @@ import numpy as np
 from retrieval.term_counts import TermCounts, counts_dtype
 
 #: (chunk, term, count) entries buffered before they are written out, and read back at once
-#: (12 bytes each on disk; placing a block costs ~5x that in temporaries).
-BLOCK_ENTRIES = 1 << 19
+#: (12 bytes each on disk; placing a block takes ~6x that in temporaries: ~10 MB).
+BLOCK_ENTRIES = 1 << 17
 
 
 class TermCountsBuilder:
@@ -35,10 +35,11 @@ class TermCountsBuilder:
     Args:
         spill_dir: Where the temporary file of full blocks is made (default: the system's
             temporary folder); it has no name and is gone when closed, even after a crash.
-        block_entries: Entries per block (what bounds the memory besides the result).
+        block_entries: Entries per block (what bounds the memory besides the result; default :data:`BLOCK_ENTRIES`).
     """
 
-    def __init__(self, *, spill_dir: Path | None = None, block_entries: int = BLOCK_ENTRIES):
+    def __init__(self, *, spill_dir: Path | None = None, block_entries: int | None = None):
+        block_entries = BLOCK_ENTRIES if block_entries is None else block_entries
         if block_entries < 1:
             raise ValueError(f"block_entries must be positive, got {block_entries}")
         self.vocab: dict[str, int] = {}
@@ -74,8 +75,8 @@ class TermCountsBuilder:
     def _buffered(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The buffered block as ``(rows, cols, counts)`` arrays, and the buffer emptied."""
         rows = np.repeat(np.arange(self._first_buffered_row, len(self._lengths), dtype=np.int32), np.frombuffer(self._sizes, dtype=np.int32))
-        cols = np.frombuffer(self._cols, dtype=np.int32).copy()
-        counts = np.frombuffer(self._counts, dtype=np.uint32).copy()
+        cols = np.frombuffer(self._cols, dtype=np.int32)  # views: the arrays live on in them, and new ones buffer
+        counts = np.frombuffer(self._counts, dtype=np.uint32)
         self._cols, self._counts, self._sizes = array("i"), array("I"), array("i")
         self._first_buffered_row = len(self._lengths)
         return rows, cols, counts
@@ -136,7 +137,7 @@ def _place(block_rows: np.ndarray, block_cols: np.ndarray, block_counts: np.ndar
     free += np.bincount(block_cols, minlength=len(free))
 
 
-def count_terms(token_lists: Iterable[Sequence[str]], *, spill_dir: Path | None = None, block_entries: int = BLOCK_ENTRIES) -> TermCounts:
+def count_terms(token_lists: Iterable[Sequence[str]], *, spill_dir: Path | None = None, block_entries: int | None = None) -> TermCounts:
     """:class:`TermCounts` of the chunks whose tokens ``token_lists`` yields, one list in memory at a time."""
     builder = TermCountsBuilder(spill_dir=spill_dir, block_entries=block_entries)
     for tokens in token_lists:

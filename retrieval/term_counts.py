@@ -190,14 +190,18 @@ def bm25_scores(segments: Sequence[TermCounts], query_tokens: Sequence[str], *, 
     return scores
 
 
-def lucene_matrix(counts: TermCounts, *, k1: float, b: float, block: int = 1 << 18) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+#: Postings computed at once by :func:`lucene_matrix` (~60 bytes of temporaries each: ~4 MB).
+MATRIX_BLOCK = 1 << 16
+
+
+def lucene_matrix(counts: TermCounts, *, k1: float, b: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """bm25s's score matrix (method ``lucene``) of the chunks of ``counts``: ``(data, indices, indptr)``, term-major.
 
     Each entry is ``idf * tf-component`` in the arithmetic of :func:`bm25_scores` and of
     bm25s's own build (idf by ``math.log`` rounded to float32, term component in float64,
     the product rounded to float32), so a query sums the same float32 values in the same
     order as over a bm25s index built from the tokens: scores bit-identical. Vectorized
-    over the postings, ``block`` entries at a time (the float64 temporaries of all of them
+    over the postings, :data:`MATRIX_BLOCK` at a time (the float64 temporaries of all of them
     would be several times the matrix); ``indices`` and ``indptr`` are the counts' own
     arrays (no copy when they already have bm25s's dtypes), so only ``data`` is new memory.
     """
@@ -209,8 +213,8 @@ def lucene_matrix(counts: TermCounts, *, k1: float, b: float, block: int = 1 << 
     idf = np.array([math.log(1 + (n - d + 0.5) / (d + 0.5)) for d in df.tolist()], dtype=np.float32)
     rows = np.asarray(counts.rows, dtype=np.int32)
     data = np.empty(len(rows), dtype=np.float32)
-    for start in range(0, len(rows), block):
-        end = min(start + block, len(rows))
+    for start in range(0, len(rows), MATRIX_BLOCK):
+        end = min(start + MATRIX_BLOCK, len(rows))
         terms = np.searchsorted(indptr, np.arange(start, end), side="right") - 1  # the column of each entry
         tf = np.asarray(counts.counts[start:end], dtype=np.float32)
         dl = lengths[rows[start:end]]
