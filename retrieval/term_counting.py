@@ -8,7 +8,8 @@ chunk's tokens are counted and dropped: its (term id, count) pairs go to a buffe
 known from the document frequencies) and reads the pairs back a block at a time, placing
 each at its term's column by a stable counting sort, so apart from the result only one
 block is ever in memory. The arrays equal those of counting all the token lists at once:
-terms in order of first appearance, each column's chunks ascending.
+terms in order of first appearance, each column's chunks ascending; the counts are held in
+the smallest type that fits them (:func:`~retrieval.term_counts.counts_dtype`).
 """
 
 from __future__ import annotations
