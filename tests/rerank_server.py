@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 import re
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.loopback_server import LoopbackServer
 
 
 def words(text: str) -> set[str]:
@@ -32,7 +34,7 @@ def token_count(query: str, document: str) -> int:
     return len(query.split()) + len(document.split())
 
 
-class RerankServer:
+class RerankServer(LoopbackServer):
     """Serve on ``127.0.0.1`` in a background thread; use as a context manager."""
 
     def __init__(self, *, fail: int = 0, fail_status: int = 503, hang: bool = False):
@@ -43,23 +45,11 @@ class RerankServer:
         self.paths: list[str] = []
         self._closing = threading.Event()
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        """The base URL (``http://127.0.0.1:PORT/v1``)."""
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
-
-    def __enter__(self) -> RerankServer:
-        self._thread.start()
-        return self
+        super().__init__()
 
     def __exit__(self, *exc: Any) -> None:
-        self._closing.set()
-        self._server.shutdown()
-        self._server.server_close()
+        self._closing.set()  # a hanging request returns, so shutdown does not wait for it
+        super().__exit__(*exc)
 
     def _reply(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         with self._lock:
