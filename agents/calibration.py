@@ -11,20 +11,19 @@ cached per model file, thread count and CPU model in ``$LONGCTX_CALIBRATION`` (d
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import statistics
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 
 from graphs.budget_field import budget_kwargs
 from graphs.usage import metering_queue
+from retrieval.cache_files import read_json_object, write_json_object
 from retrieval.paths import default_cache_dir
 
 CALIBRATION_FILE = "calibration.json"
@@ -90,15 +89,12 @@ def model_speed(chat: BaseChatModel, *, cache_dir: str | Path | None = None, ref
     """``chat``'s speed on this machine: cached, or measured now (two short calls) and cached."""
     path = calibration_path(cache_dir)
     key = calibration_key(chat)
-    cached = _read(path)
+    cached = read_json_object(path)
     if key in cached and not refresh:
         return ModelSpeed(**cached[key])
     speed = measure_speed(chat, key)
     cached[key] = asdict(speed)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(cached, indent=2))
-    tmp.replace(path)
+    write_json_object(path, cached, indent=2)
     return speed
 
 
@@ -132,11 +128,3 @@ def _timed(chat: BaseChatModel, prompt: str, max_tokens: int) -> tuple[float, in
     usage = getattr(reply, "usage_metadata", None) or {}
     prompt_tokens = usage.get("input_tokens") or len(prompt.split())
     return seconds, prompt_tokens, usage.get("output_tokens") or max_tokens
-
-
-def _read(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}

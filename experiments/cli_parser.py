@@ -200,6 +200,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--loader-option", action="append", default=[], metavar="KEY=JSON", help='benchmark loader option, e.g. lengths=["16k"] (LV-Eval)')
     p.add_argument("--limit", type=int, help="first N samples only")
     p.add_argument("--concurrency", type=int, default=2, help="answers in flight at once (default 2)")
+    p.add_argument("--inject-once", action="store_true",
+                   help="inject once, ask many: each strategy answers all questions over one context in one unit, its index built or loaded once")
     p.add_argument("--option", action="append", default=[], metavar="STRATEGY.KEY=JSON", help="strategy option, e.g. rag.top_k=5")
     p.add_argument("--no-llm-cache", action="store_true", help="do not replay temperature-0 calls from the run's cache")
     p.add_argument("--out", required=True, help="result folder; rerunning into it resumes")
@@ -210,7 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("report", help="tables and plots of a run folder", description="Score a run and write tables and plots.")
     p.add_argument("dir", help="a folder written by 'longctx run'")
-    p.add_argument("--judge", help="chat model spec for LLM-judged benchmarks (Loong; CorpusQA)")
+    p.add_argument("--judge", help="chat model spec for LLM-judged benchmarks (Loong; CorpusQA; MemoryAgentBench LongMemEval, InfBench-Sum)")
     p.add_argument("--no-plots", action="store_true")
     p.add_argument("--prices", metavar="FILE", help='JSON of USD per 1M tokens per model id for report.html\'s cost estimate, '
                    'e.g. {"gpt-4o-mini": {"prompt": 0.15, "completion": 0.6}} (default: built-in list prices; local models free)')
@@ -220,7 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Compare run folders of one benchmark on their shared questions (two models, two configs): "
                                    "mean difference, 95%% paired-bootstrap interval, paired test, Holm-adjusted.")  # fmt: skip
     p.add_argument("dirs", nargs="+", metavar="RUN", help="two or more folders written by 'longctx run'")
-    p.add_argument("--judge", help="chat model spec for LLM-judged benchmarks (Loong; CorpusQA)")
+    p.add_argument("--judge", help="chat model spec for LLM-judged benchmarks (Loong; CorpusQA; MemoryAgentBench LongMemEval, InfBench-Sum)")
     p.add_argument("--out", metavar="CSV", help="also write the table to this CSV file")
 
     p = sub.add_parser(

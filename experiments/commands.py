@@ -106,6 +106,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         "strategy_options": _parse_options(args.option),
         "loader_options": {k: v for k, v in (_parse_value(item) for item in args.loader_option)},
         "llm_cache": not args.no_llm_cache,
+        "inject_once": args.inject_once,
     }
     options["budget"], _ = budget_from_args(args, args.llm)
     if own:

@@ -9,7 +9,9 @@ official evaluation scripts read, one "model" per strategy (the strategy name):
 - lveval: ``outputs/<strategy>/<dataset>_<level>.jsonl``, read by LV-Eval ``evaluation.py``;
 - loong: ``output/<strategy>/loong_generate.jsonl``, read by Loong's ``step3`` (judge) and ``step4``;
 - corpusqa: ``runs/<strategy>_<file>.jsonl`` (``_`` in the strategy becomes ``-``), read by ``src/eval.py``;
-- ruler_hqa: ``results/ruler_hqa_<docs>/<strategy>.jsonl``, read by MemAgent's ``visualize.py``.
+- ruler_hqa: ``results/ruler_hqa_<docs>/<strategy>.jsonl``, read by MemAgent's ``visualize.py``;
+- babilong: ``babilong_evals/longctx/<strategy>/<task>_<length>_<prompt switches>.csv`` (``target, output, question``)
+  and its ``.json`` settings, read by BABILong's ``collect_results.py --model_name longctx/<strategy>``.
 
 Each line carries the keys the official script reads, with the values the official
 prediction script would have written. Failed calls follow the official prediction
@@ -22,12 +24,14 @@ the official scorer extracts the answer from the whole reply itself (:data:`WHOL
 
 from __future__ import annotations
 
+import csv
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from experiments.benchmarks import babilong as bl
 from experiments.benchmarks.base import Sample
 from experiments.benchmarks.predictions import final_reply
 from experiments.metrics import longbench_v2 as v2
@@ -179,6 +183,31 @@ def _write_ruler_hqa(pairs: Sequence[Pair], out: Path, label: str) -> list[Expor
     return _files_without_failed(groups, lambda n: out / "results" / f"ruler_hqa_{n}" / f"{label}.jsonl", lambda s, a: ruler_hqa_line(s, a.text or ""))
 
 
+def _write_babilong(pairs: Sequence[Pair], out: Path, label: str) -> list[ExportedFile]:
+    """``run_model_on_babilong.py``'s files: a pandas-style CSV (index, ``target, output, question``; the output stripped,
+    "" for a failed call) and the ``{prompt, generate_kwargs}`` JSON beside it, per task, length and prompt setting."""
+
+    def name(s: Sample) -> str:
+        return f"{s.dataset}_{s.metadata['length']}_{bl.prompt_name(s.metadata['switches'], s.metadata['chat_template'])}"
+
+    files = []
+    for stem, group in _grouped(pairs, name).items():
+        path = out / "babilong_evals" / "longctx" / label / f"{stem}.csv"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        with tmp.open("w", encoding="utf-8", newline="") as f:
+            writer = csv.writer(f, lineterminator="\n")
+            writer.writerow(["", "target", "output", "question"])
+            for i, (s, a) in enumerate(sorted(group, key=lambda p: p[0].metadata["index"])):
+                writer.writerow([i, s.answers[0], (a.text or "").strip(), s.question.text])
+        tmp.replace(path)
+        sample = group[0][0]
+        settings = {"prompt": bl.prompt_settings(sample), "generate_kwargs": bl.GENERATE_KWARGS}
+        path.with_suffix(".json").write_text(json.dumps(settings, indent=4, ensure_ascii=False), encoding="utf-8")
+        files.append(ExportedFile(path, len(group)))
+    return files
+
+
 #: benchmark -> writer(pairs, out, label) of its official prediction files.
 WRITERS: dict[str, Callable[[Sequence[Pair], Path, str], list[ExportedFile]]] = {
     "longbench": lambda pairs, out, label: _write_longbench(pairs, out, label, "pred"),
@@ -188,6 +217,7 @@ WRITERS: dict[str, Callable[[Sequence[Pair], Path, str], list[ExportedFile]]] = 
     "loong": _write_loong,
     "corpusqa": _write_corpusqa,
     "ruler_hqa": _write_ruler_hqa,
+    "babilong": _write_babilong,
 }
 
 
@@ -257,6 +287,7 @@ OFFICIAL_COMMANDS = {
     "&& python step4_cal_metric.py --evaluate_output_path {dir}/output/{model}/loong_evaluate.jsonl",
     "corpusqa": "cd {dir} && python <CorpusQA>/src/eval.py --input_file {file} --model deepseek-v3",
     "ruler_hqa": "cd {dir} && python <MemAgent>/taskutils/memory_eval/visualize.py",
+    "babilong": "cd <babilong> && python -m babilong.collect_results --evals_path {dir}/babilong_evals --model_name longctx/{model}",
 }
 
 

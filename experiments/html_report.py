@@ -73,14 +73,15 @@ def strategy_costs(per_strategy: Mapping[str, Mapping[str, Any]], manifest: Mapp
             model = row_model(row, manifest) or "unknown"
             if model not in used:
                 used[model] = price_for(model, prices)
-            costs.append(row_cost(row, used[model]))
-            uncached.append(row_cost(row, used[model], cached=False))
+            costs.append(row_cost(row, used[model], prices))
+            uncached.append(row_cost(row, used[model], prices, cached=False))
         known = bool(costs) and all(c is not None for c in costs)
         total = sum(costs) if known else None  # type: ignore[arg-type]
         total_uncached = sum(uncached) if known else None  # type: ignore[arg-type]
         out[name] = {"total_usd": total, "usd_per_answer": total / len(costs) if total is not None else None,
                      "usd_per_answer_uncached": total_uncached / len(costs) if total_uncached is not None else None,
-                     "cached_prompt_tokens": sum((r.get("usage") or {}).get("cached_prompt_tokens", 0) for r in ok), "prices": used}
+                     "cached_prompt_tokens": sum((r.get("usage") or {}).get("cached_prompt_tokens", 0) for r in ok), "prices": used,
+                     "table": prices}  # fmt: skip
     return out
 
 
@@ -517,7 +518,7 @@ def _score(value: Any, row: Mapping[str, Any]) -> str:
 
 def _answer(name: str, row: Mapping[str, Any], value: Any, cost: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
     model = row_model(row, manifest) or "unknown"
-    usd = row_cost(row, cost["prices"].get(model))
+    usd = row_cost(row, cost["prices"].get(model), cost.get("table"))
     head = (f'<summary>{_swatch(name)} <span class="sc">score {_score(value, row)}</span>{_rule(row, value)} '
             f'<span class="cost">{_usd(usd) if row.get("status") == "ok" else ""}</span></summary>')
     if row.get("status") != "ok":

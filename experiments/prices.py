@@ -11,7 +11,8 @@ token)::
      "my-finetune @ http://gpu-box:8000/v1": {"prompt": 0.05, "completion": 0.05}}
 
 Local models cost 0: the embedded GGUF model, any ``.gguf`` file, and any server on
-localhost or a private address (unless the user's table prices them). Calls replayed from
+localhost or a private address (unless the user's table prices them). A rerank server's
+tokens (``usage.rerank_tokens``) are priced the same way, at its model's prompt price. Calls replayed from
 the LLM cache are free already: usage counts only calls that reached the model.
 """
 
@@ -177,11 +178,35 @@ def price_for(model: str | None, user: Mapping[str, PriceRow] | None = None) -> 
     return None
 
 
-def row_cost(row: Mapping[str, Any], price: Price | None, *, cached: bool = True) -> float | None:
+def row_cost(row: Mapping[str, Any], price: Price | None, prices: Mapping[str, PriceRow] | None = None, *, cached: bool = True) -> float | None:
     """USD of one result row (``None`` for a failed row or an unknown price); its cached prompt
     tokens at the cached rate, or every prompt token at the prompt rate when ``cached`` is false
-    (what the row would have cost without a prompt cache)."""
+    (what the row would have cost without a prompt cache).
+
+    A row whose answer called a rerank server adds its ``rerank_tokens`` at the reranker's prompt
+    price (:func:`rerank_model`; from ``prices``, the user's table, as any model's; free when local);
+    an unpriced hosted reranker makes the row's cost unknown, as an unpriced chat model does.
+    """
     usage = row.get("usage")
     if price is None or row.get("status") != "ok" or not usage:
         return None
-    return price.cost(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0), usage.get("cached_prompt_tokens", 0) if cached else 0)
+    cost = price.cost(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0), usage.get("cached_prompt_tokens", 0) if cached else 0)
+    reranker = rerank_model(row)
+    if reranker is None or not usage.get("rerank_tokens"):
+        return cost
+    rerank_price = price_for(reranker, prices)
+    return None if rerank_price is None else cost + rerank_price.cost(usage["rerank_tokens"], 0)
+
+
+def rerank_model(row: Mapping[str, Any]) -> str | None:
+    """The reranker a row's answer called, as a model id: ``"NAME @ URL"`` for a rerank server (priced
+    like a chat model), ``"embedded cross-encoder"`` for an in-process cross-encoder (local: free);
+    None when the row's config names no reranker."""
+    config = row.get("config") or {}
+    kind = config.get("rerank") if isinstance(config, Mapping) else None
+    if not kind:
+        return None
+    options = config.get("rerank_options") or {}
+    if kind != "server":
+        return "embedded cross-encoder"
+    return f"{options.get('model') or 'reranker'} @ {options.get('base_url') or ''}"

@@ -31,6 +31,7 @@ from experiments import comparison, pairing, stats
 from experiments.benchmarks import BENCHMARKS, score
 from experiments.benchmarks.predictions import row_prediction
 from experiments.ceilings import report_ceilings
+from experiments.context_costs import per_context_table
 from experiments.html_report import pick_winners, row_model, significance_text, strategy_costs, summary_table, write_html_report
 from experiments.prices import PriceRow, load_prices, parse_prices, row_cost
 from experiments.runner import RunFolderError, manifest_config, read_manifest, read_rows, run_samples
@@ -46,7 +47,7 @@ HEADLINE = {"loong": "avg_score"}
 #: Benchmarks whose official script leaves failed calls out of the denominator (LongBench v2
 #: ``pred.py`` and CorpusQA ``infer.py`` write no line for them): the aggregation holding the
 #: headline computed that way, shown beside ours as ``score_official_denominator``.
-OFFICIAL_DENOMINATOR = {"longbench_v2": "official_drops_failed", "corpusqa": "official_drops_failed"}
+OFFICIAL_DENOMINATOR = {"longbench_v2": "official_drops_failed", "corpusqa": "official_drops_failed", "memoryagentbench": "official_drops_failed"}
 
 
 def length_bucket(tokens: int) -> str:
@@ -115,6 +116,9 @@ def build_report(
     by_length = _by_length(per_strategy)
     _write_table(report / "summary", summary)
     _write_table(report / "by_length", by_length)
+    per_context = per_context_table(per_strategy)  # many questions over one context: its cost apart from each question's
+    if per_context:
+        _write_table(report / "per_context", per_context)
     (report / "scores.json").write_text(dumps({n: d["official"] for n, d in per_strategy.items()}, indent=2, max_chars=None, max_total=None))
     if plots and summary:
         from experiments.plots import plot_accuracy_vs_length, plot_accuracy_vs_tokens
@@ -124,7 +128,7 @@ def build_report(
             if not plot(data, report / name, title=benchmark):  # nothing to show (one length bucket): no stale plot either
                 (report / name).unlink(missing_ok=True)
     result = {"benchmark": benchmark, "summary": summary, "by_length": by_length, "folder": str(report), "pairwise": pairs, "winners": winners,
-              "missing": missing}  # fmt: skip
+              "missing": missing, "per_context": per_context}  # fmt: skip
     if html:
         result["html"] = str(write_html_report(report, benchmark=benchmark, manifest=manifest, summary=summary, by_length=by_length,
                                                per_strategy=per_strategy, samples=by_id, prices=price_table, winners=winners,
@@ -234,7 +238,7 @@ def _per_question(per_strategy: dict[str, dict[str, Any]], by_id: dict[str, Any]
         out["tokens"][name] = {r["sample_id"]: r["usage"]["prompt_tokens"] + r["usage"]["completion_tokens"] for r in ok}
         out["seconds"][name] = {r["sample_id"]: r["seconds"] for r in ok}
         price = costs[name]["prices"]
-        out["cost_usd"][name] = {r["sample_id"]: row_cost(r, price.get(row_model(r, manifest) or "unknown")) for r in ok}
+        out["cost_usd"][name] = {r["sample_id"]: row_cost(r, price.get(row_model(r, manifest) or "unknown"), costs[name].get("table")) for r in ok}
         out["evidence_recall"][name] = {r["sample_id"]: _recall(by_id[r["sample_id"]], r) for r in ok}
     return out
 

@@ -141,6 +141,10 @@ class RunConfig:
         budget: Limits of each work unit (a sample x strategy, or a batched strategy's group of
             questions over one corpus): a plan over it fails its rows before any call; a unit that
             reaches it keeps rows marked ``stopped``, which a rerun answers again (MemAgent resumes).
+        inject_once: "Inject once, ask many": every strategy answers all questions over one corpus
+            in one work unit, so its index (or tree, or extraction) is built or loaded once per
+            context and shared; MemAgent still reads the stream once per question. Off: a unit per
+            question (a failure fails one row; the index is still cached on disk per corpus).
     """
 
     benchmark: str
@@ -154,6 +158,7 @@ class RunConfig:
     llm_cache: bool = True
     loader_options: Mapping[str, Any] = field(default_factory=dict)
     budget: Budget | None = None
+    inject_once: bool = False
 
     @classmethod
     def for_corpus(cls, corpus: str | Path, questions: str | Path, strategies: Sequence[str], **options: Any) -> RunConfig:
@@ -283,7 +288,7 @@ def _run_locked(config: RunConfig, out: Path, chat: BaseChatModel, samples: list
     bar = tqdm(total=len(todo), desc=f"{config.benchmark}: answering with {', '.join(config.strategies)}", unit="answer", disable=not show_progress)
     with open(out / RESULTS_FILE, "a", encoding="utf-8") as sink, bar, _attached(chat, CancelGuard(stop), RunActivity(bar)):
         pending = {pool.submit(run_unit, group, name, chat, config, retry=is_retry(group, name, retries), run_id=out.name)
-                   for name, group in work_units(todo)}  # fmt: skip
+                   for name, group in work_units(todo, inject_once=config.inject_once)}  # fmt: skip
         try:
             for future in as_completed(list(pending)):  # rows are written by this (the driver) thread only
                 pending.discard(future)  # before its rows: an interrupt while writing them never writes one twice
@@ -520,9 +525,10 @@ def _repair_tail(sink: Any) -> None:
     os.ftruncate(fd, end)
 
 
-def work_units(todo: list[tuple[Any, str]]) -> list[tuple[str, list[Any]]]:
+def work_units(todo: list[tuple[Any, str]], *, inject_once: bool = False) -> list[tuple[str, list[Any]]]:
     """Work units: one sample each, except that a batched strategy (MemAgent) gets all samples
-    sharing a corpus in one unit, so their questions share one pass over it.
+    sharing a corpus in one unit, so their questions share one pass over it; with ``inject_once``
+    every strategy does, so it builds (or loads) its index once per corpus for all its questions.
 
     Units of one strategy over one corpus run back to back (in the order first seen): their prompts
     start alike (full context: the corpus), so a model that keeps one prompt in context (the
@@ -531,7 +537,7 @@ def work_units(todo: list[tuple[Any, str]]) -> list[tuple[str, list[Any]]]:
     units: list[tuple[str, list[Any]]] = []
     shared: dict[tuple[str, str], list[Any]] = {}
     for sample, name in todo:
-        if STRATEGIES.get(name).batched:
+        if inject_once or STRATEGIES.get(name).batched:
             key = (name, sample.corpus.fingerprint)
             if key not in shared:
                 shared[key] = []
@@ -599,6 +605,7 @@ def base_row(sample: Any, strategy: str) -> dict[str, Any]:
         "dataset": sample.dataset,
         "strategy": strategy,
         "corpus_tokens": sample.corpus.num_tokens,
+        "corpus": sample.corpus.fingerprint,  # which questions share a context (cost per context in the report)
         "metadata": {k: v for k, v in dict(sample.metadata).items() if isinstance(v, (str, int, float, bool, type(None)))},
     }
 
@@ -615,7 +622,8 @@ def _ok_row(base: dict[str, Any], result: Any) -> dict[str, Any]:
         "seconds": round(result.usage.seconds, 3),
         "queued_seconds": round(result.usage.queued_seconds, 3),  # waiting for a model shared with other answers
         "evidence_doc_ids": sorted({e.doc_id for e in result.evidence}),
-        "evidence": [{"doc_id": e.doc_id, "title": e.title, "chunk_id": e.chunk_id, "score": e.score, "snippet": e.text[:300]} for e in result.evidence],
+        "evidence": [{"doc_id": e.doc_id, "title": e.title, "chunk_id": e.chunk_id, "score": e.score, "snippet": e.text[:300],
+                      **({"components": e.components} if e.components else {})} for e in result.evidence],  # fused/reranked: each stage's rank and score
         "route": next((s.get("route") for s in result.steps if "route" in s), None),
         "steps": [dict(s) for s in result.steps],
         "config": result.config,

@@ -16,7 +16,7 @@ from dataclasses import asdict
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import HumanMessage, SystemMessage
 
 from graphs.budget_field import budget_kwargs
 from graphs.tokenizer_choice import ModelFacts, select_tokenizer
@@ -29,14 +29,21 @@ TOKENIZER_KEY = "tokenizer"
 
 
 def complete(
-    llm: BaseChatModel, prompt: str, *, max_tokens: int, temperature: float = 0.0, stop: Sequence[str] | None = None
+    llm: BaseChatModel, prompt: str, *, max_tokens: int, temperature: float = 0.0, stop: Sequence[str] | None = None, system: str | None = None
 ) -> str:
-    """One user-turn chat call; returns the reply text (greedy by default, as LongBench)."""
-    return complete_with_usage(llm, prompt, max_tokens=max_tokens, temperature=temperature, stop=stop)[0]
+    """One user-turn chat call (after a ``system`` turn, if given); returns the reply text (greedy by default, as LongBench)."""
+    return complete_with_usage(llm, prompt, max_tokens=max_tokens, temperature=temperature, stop=stop, system=system)[0]
 
 
 def complete_with_usage(
-    llm: BaseChatModel, prompt: str, *, max_tokens: int, temperature: float = 0.0, stop: Sequence[str] | None = None, **kwargs
+    llm: BaseChatModel,
+    prompt: str,
+    *,
+    max_tokens: int,
+    temperature: float = 0.0,
+    stop: Sequence[str] | None = None,
+    system: str | None = None,
+    **kwargs,
 ) -> tuple[str, dict]:
     """One call, returning the reply and its usage ``{calls, cached_calls, prompt_tokens, cached_prompt_tokens, completion_tokens, estimated}``.
 
@@ -45,7 +52,8 @@ def complete_with_usage(
     ``estimated``.
     """
     budget = budget_kwargs(llm, max_tokens)  # the field the model honours, also for a ChatOpenAI the user built
-    message = llm.invoke([HumanMessage(content=prompt)], **budget, temperature=temperature, stop=None if stop is None else list(stop), **kwargs)
+    turns = ([SystemMessage(content=system)] if system is not None else []) + [HumanMessage(content=prompt)]
+    message = llm.invoke(turns, **budget, temperature=temperature, stop=None if stop is None else list(stop), **kwargs)
     content = message.content
     if not isinstance(content, str):
         content = "".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content)

@@ -31,18 +31,20 @@ def generate(state: dict[str, Any], runtime: Runtime[StrategyContext[AnswerSetti
     When the prompt is the benchmark's own (``state["official_prompt"]``) and its protocol has
     an ``answer_prompt`` (LongBench v2 CoT), this is the official two-call setting: the prompt
     gets ``reasoning_max_new_tokens``, then the answer prompt around that reply gets the
-    answer budget, and its reply is the answer.
+    answer budget, and its reply is the answer. The protocol's ``system`` turn goes before the
+    benchmark's own prompt only (MemoryAgentBench's agents send one).
     """
     cfg, question, llm = runtime.context.config, state["question"], runtime.context.llm
     max_tokens, temperature = question.answer_budget(cfg.max_new_tokens), question.answer_temperature(cfg.temperature)
     stop = question.answer_stop()
     protocol, prompt, facts = question.protocol, state["prompt"], {}
+    system = protocol.system if protocol is not None and state.get("official_prompt") else None
     if protocol is not None and protocol.answer_prompt is not None and state.get("official_prompt"):
         reasoning_budget = protocol.reasoning_max_new_tokens or max_tokens
-        reasoning = complete(llm, prompt, max_tokens=reasoning_budget, temperature=temperature)
+        reasoning = complete(llm, prompt, max_tokens=reasoning_budget, temperature=temperature, system=system)
         prompt = protocol.answer_prompt(reasoning.strip())
         facts = {"reasoning": reasoning, "reasoning_max_new_tokens": reasoning_budget}
-    raw = complete(llm, prompt, max_tokens=max_tokens, temperature=temperature, stop=stop)
+    raw = complete(llm, prompt, max_tokens=max_tokens, temperature=temperature, stop=stop, system=system)
     step = Step("generate", chars=len(raw), max_new_tokens=max_tokens, temperature=temperature, **({"stop": stop} if stop else {}), **facts)
     return {"raw": raw, "answer": raw.strip(), "steps": [step]}
 

@@ -21,14 +21,13 @@ concurrent writer loses at most its own entry, which the next process probes aga
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from retrieval.cache_files import read_json_object, write_json_object
 from retrieval.paths import default_cache_dir
 
 #: File of remembered probes in the cache folder.
@@ -73,7 +72,7 @@ def probe_file() -> Path:
 
 def recall(key: str) -> ProbeResult | None:
     """The remembered probe for ``key``, or ``None`` (none, unreadable, or an expired "no route")."""
-    entry = _read(probe_file()).get(key)
+    entry = read_json_object(probe_file()).get(key)
     if not isinstance(entry, dict):
         return None
     try:
@@ -86,7 +85,7 @@ def recall(key: str) -> ProbeResult | None:
 def remember(key: str, result: ProbeResult) -> None:
     """Keep ``result`` for ``key``."""
     path = probe_file()
-    entries = _read(path)
+    entries = read_json_object(path)
     entries[key] = asdict(result)
     _write(path, entries)
 
@@ -94,7 +93,7 @@ def remember(key: str, result: ProbeResult) -> None:
 def forget(key: str) -> None:
     """Drop the entry for ``key`` (the server no longer answers as remembered)."""
     path = probe_file()
-    entries = _read(path)
+    entries = read_json_object(path)
     if entries.pop(key, None) is not None:
         _write(path, entries)
 
@@ -102,20 +101,9 @@ def forget(key: str) -> None:
 def _write(path: Path, entries: dict[str, Any]) -> None:
     """Replace the file whole (a reader never sees half of it); a folder that cannot be written only costs the next process a probe."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(entries, indent=1))
-        tmp.replace(path)
+        write_json_object(path, entries)
     except OSError:
         pass
-
-
-def _read(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 __all__ = ["NO_ROUTE_SECONDS", "PROBE_FILE", "ProbeResult", "forget", "probe_file", "probe_key", "recall", "remember"]

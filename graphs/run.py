@@ -259,7 +259,8 @@ def with_budget(callbacks: Any, budget: Budget | None, llm: BaseChatModel) -> An
 def evidence(hit: Hit) -> Evidence:
     """A retrieved chunk as answer evidence."""
     c = hit.chunk
-    return Evidence(doc_id=c.doc_id, title=c.title, text=c.text, score=hit.score, chunk_id=c.chunk_id, rank=hit.rank)
+    components = {name: dict(view) for name, view in hit.components.items()} if hit.components else None
+    return Evidence(doc_id=c.doc_id, title=c.title, text=c.text, score=hit.score, chunk_id=c.chunk_id, rank=hit.rank, components=components)
 
 
 def _run_single(spec: Strategy, graph: Any, context: StrategyContext, question: Question, callbacks: Any, effective: dict) -> Answer:

@@ -104,6 +104,9 @@ class UsageTracker(BaseCallbackHandler):
             self.usage.cached_prompt_tokens += other.cached_prompt_tokens
             self.usage.completion_tokens += other.completion_tokens
             self.usage.estimated = self.usage.estimated or other.estimated
+            self.usage.rerank_calls += other.rerank_calls
+            self.usage.rerank_failed_calls += other.rerank_failed_calls
+            self.usage.rerank_tokens += other.rerank_tokens
 
 
 class QueueMeter:

@@ -47,6 +47,9 @@ class Usage:
         earlier_prompt_tokens: Their input tokens.
         earlier_cached_prompt_tokens: The part of those the server read from its prompt cache.
         earlier_completion_tokens: Their output tokens.
+        rerank_calls: Rerank requests (or local cross-encoder calls) that returned.
+        rerank_failed_calls: Rerank attempts that failed (each retry of a timeout or 5xx counts one).
+        rerank_tokens: Tokens the rerank server reported (or the cross-encoder's tokenizer counted).
     """
 
     llm_calls: int = 0
@@ -64,6 +67,9 @@ class Usage:
     earlier_prompt_tokens: int = 0
     earlier_cached_prompt_tokens: int = 0
     earlier_completion_tokens: int = 0
+    rerank_calls: int = 0
+    rerank_failed_calls: int = 0
+    rerank_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -142,7 +148,11 @@ class Step(dict):
 
 @dataclass(frozen=True)
 class Evidence:
-    """A piece of the corpus the answer was based on."""
+    """A piece of the corpus the answer was based on.
+
+    ``components``: where retrieval fused or reranked, each stage's view of this chunk, name ->
+    ``{"rank", "score"}`` (``bm25``, ``dense``, ``rerank``...; ``None`` where a stage did not return it).
+    """
 
     doc_id: str
     title: str
@@ -150,6 +160,7 @@ class Evidence:
     score: float | None = None
     chunk_id: int | None = None
     rank: int | None = None
+    components: dict[str, dict[str, Any]] | None = None
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -12,11 +12,16 @@ from retrieval.chunking import Chunk
 
 @dataclass(frozen=True)
 class Hit:
-    """A retrieved chunk with its score and its rank (0 = best)."""
+    """A retrieved chunk with its score and its rank (0 = best).
+
+    ``components``: for a fused (hybrid) or reranked hit, each stage's view of it, name ->
+    ``{"rank", "score"}`` (``None`` where that stage did not return it); ``None`` for a plain retriever.
+    """
 
     chunk: Chunk
     score: float
     rank: int
+    components: Mapping[str, Mapping[str, Any]] | None = None
 
 
 @runtime_checkable

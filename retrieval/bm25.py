@@ -19,7 +19,7 @@ import logging
 import math
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -29,6 +29,7 @@ from rank_bm25 import BM25Okapi
 
 from retrieval.checksums import Checksums
 from retrieval.chunking import _CJK, Chunk
+from retrieval.term_counting import count_terms
 from retrieval.term_counts import TermCounts, bm25_scores, lucene_matrix
 
 _TOKEN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+")
@@ -119,29 +120,42 @@ class BM25Retriever:
         self._model: Any = None
         self._counts: list[TermCounts] | None = None  # raw counts per segment (engine bm25s): what growing needs
         self._counts_folder: Path | None = None  # a loaded one-segment index reads its counts on first need
+        self._tokens: list[list[str]] = []  # every chunk's tokens (engine rank_bm25 only)
 
     def cache_params(self) -> dict[str, Any]:
         """Engine and parameters; the tokenizer is versioned by the cache's format version."""
         return {"retriever": self.name, "engine": self.engine, "k1": self.k1, "b": self.b}
 
     def build(self, chunks: Sequence[Chunk], *, work_dir: Path | None = None, show_progress: bool = False) -> None:
-        """Tokenize every chunk and build the engine's index."""
+        """Tokenize every chunk and build the engine's index.
+
+        Engine bm25s: each chunk's tokens are counted and dropped (:mod:`retrieval.term_counting`,
+        blocks of counts spilled into ``work_dir``) and the model is made from the counts
+        (:func:`bm25s_model`, scores bit-identical to ``bm25s.BM25.index`` over the token
+        lists), so no chunk's tokens outlive it. Engine rank_bm25 keeps every token list: it
+        is the reference, for small corpora.
+        """
+        if self.engine == "bm25s":
+            counts = count_terms(self._token_lists(chunks, show_progress), spill_dir=work_dir)
+            self._model = bm25s_model(counts, k1=self.k1, b=self.b)
+            self._counts, self._counts_folder = [counts], None
+            return
+        # interned: a word repeated across chunks is one string object (a 20 MB corpus: 300 against 520 MB peak)
+        self._tokens = [list(map(sys.intern, tokens)) for tokens in self._token_lists(chunks, show_progress)]
+        self._fit(self._tokens)
+        self._counts = None
+
+    @staticmethod
+    def _token_lists(chunks: Sequence[Chunk], show_progress: bool) -> Iterator[list[str]]:
+        """Each chunk's tokens, one chunk at a time (with a progress bar)."""
         from tqdm.auto import tqdm
 
-        # interned: a word repeated across chunks is one string object (a 20 MB corpus: 300 against 520 MB peak)
-        tokens = [list(map(sys.intern, tokenize(c.text))) for c in tqdm(chunks, desc="Indexing: BM25 tokenizing", unit="chunk", disable=not show_progress)]
-        self._fit(tokens)
-        self._tokens = tokens
-        self._counts = [TermCounts.from_tokens(tokens)] if self.engine == "bm25s" else None
+        for chunk in tqdm(chunks, desc="Indexing: BM25 tokenizing", unit="chunk", disable=not show_progress):
+            yield tokenize(chunk.text)
 
     def _fit(self, tokens: list[list[str]]) -> None:
-        if self.engine == "bm25s":
-            model = _bm25s().BM25(method="lucene", k1=self.k1, b=self.b)
-            model.index(tokens, show_progress=False)
-        else:
-            # rank_bm25 divides by zero on an all-empty corpus; a placeholder token avoids it.
-            model = LuceneOkapi([t or [""] for t in tokens], k1=self.k1, b=self.b)
-        self._model = model
+        """The reference engine over ``tokens`` (rank_bm25 divides by zero on an all-empty corpus; a placeholder token avoids it)."""
+        self._model = LuceneOkapi([t or [""] for t in tokens], k1=self.k1, b=self.b)
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every chunk for ``query``."""
@@ -211,10 +225,8 @@ class BM25Retriever:
         """
         if not self.extensible():
             raise RuntimeError("This BM25 index cannot grow (rank_bm25 engine, or built before segments existed)")
-        from tqdm.auto import tqdm
-
-        tokens = [list(map(sys.intern, tokenize(c.text))) for c in tqdm(chunks, desc="Indexing: BM25 tokenizing", unit="chunk", disable=not show_progress)]
-        self._counts = [*(self._counts or []), TermCounts.from_tokens(tokens)]
+        counts = count_terms(self._token_lists(chunks, show_progress), spill_dir=work_dir)
+        self._counts = [*(self._counts or []), counts]
         self._model = None
 
     def save_segment(self, folder: Path, start: int, checksums: Checksums | None = None) -> None:

@@ -61,6 +61,7 @@ from retrieval.checksums import ChecksumMismatch, Checksums, verify_folder
 from retrieval.chunking import Chunk, ChunkingConfig, chunk_corpus
 from retrieval.contract import Corpus
 from retrieval.dense import DenseRetriever
+from retrieval.hybrid import HybridRetriever
 from retrieval.locks import exclusive_lock
 from retrieval.paths import default_cache_dir
 from retrieval.retrievers import make_retriever
@@ -121,6 +122,9 @@ class Index:
         """The ``k`` best chunks for ``query``, best first."""
         if not query.strip():
             raise ValueError("Cannot search with an empty query")
+        detailed = getattr(self.retriever, "search_components", None)  # fused retrievers (hybrid) say what each component ranked
+        if callable(detailed):
+            return [Hit(self.chunks[i], score, rank, parts) for rank, (i, score, parts) in enumerate(detailed(query, k))]
         return [Hit(self.chunks[i], score, rank) for rank, (i, score) in enumerate(self.retriever.search(query, k))]
 
     def as_retriever(self, k: int = 7) -> Any:
@@ -205,7 +209,7 @@ def build_index(
 
     Args:
         corpus: The corpus to index.
-        retriever: A registry name (``bm25``, ``dense``, ``contriever``, ``openai``) or an instance.
+        retriever: A registry name (``bm25``, ``dense``, ``contriever``, ``openai``, ``hybrid``) or an instance.
         chunking: How to chunk; default 512-token chunks.
         cache_dir: Root of the on-disk cache (default :func:`default_cache_dir`).
         use_cache: Read and write the on-disk cache; ``False`` builds in memory only.
@@ -218,6 +222,8 @@ def build_index(
         retriever = make_retriever(retriever, **retriever_options)
     elif retriever_options:
         raise TypeError("retriever options are only accepted with a retriever name")
+    if isinstance(retriever, HybridRetriever):  # made of its components' indexes, each cached under its own key
+        return _hybrid_index(corpus, retriever, chunking, cache_dir=cache_dir, use_cache=use_cache, show_progress=show_progress, compaction=compaction)
     key = index_key(corpus, chunking, retriever)
     if not use_cache:
         return _build(corpus, chunking, retriever, key, None, show_progress)
@@ -241,6 +247,21 @@ def build_index(
             _remember(key, index)
             return index
     return _remember(key, index)
+
+
+def _hybrid_index(corpus: Corpus, hybrid: HybridRetriever, chunking: ChunkingConfig, **options: Any) -> Index:
+    """The hybrid index of ``corpus``: each component's own (cached) index, fused at search time.
+
+    Each component's index is built, loaded or grown under its own key, so a dense index
+    already built for ``retriever="dense"`` is reused, never embedded twice.
+    """
+    parts = {name: build_index(corpus, r, chunking=chunking, **options) for name, r in hybrid.components.items()}
+    first = next(iter(parts.values()))
+    for name, part in parts.items():
+        if [c.chunk_id for c in part.chunks] != [c.chunk_id for c in first.chunks]:
+            raise ValueError(f"hybrid component {name!r} indexes {len(part.chunks)} chunks, the first {len(first.chunks)}: they must index the same chunks")
+    bound = hybrid.with_components({name: part.retriever for name, part in parts.items()})
+    return Index(first.chunks, bound, chunking, index_key(corpus, chunking, hybrid), first.path)
 
 
 def _remembered(key: str) -> Index | None:

@@ -43,6 +43,8 @@ class Protocol:
         rag_order: The chunk order of the official RAG prompt, which RAG's ``benchmark`` assembly
             follows: ``"document"`` (LongBench v2 ``pred.py --rag`` sorts by ``c_idx``); ``None``:
             the strategy's own ``order``.
+        system: The official system turn sent before the benchmark's own prompt (MemoryAgentBench's
+            agents); ``None``: the prompt is the only turn.
     """
 
     benchmark: str
@@ -54,6 +56,7 @@ class Protocol:
     stop: tuple[str, ...] | None = None
     rag_order: Literal["document", "rank"] | None = None
     reasoning_max_new_tokens: int | None = None
+    system: str | None = None
     prompt: Callable[..., str] | None = field(default=None, repr=False, compare=False)
     rag_prompt: Callable[[Sequence[str]], str] | None = field(default=None, repr=False, compare=False)
     answer_prompt: Callable[[str], str] | None = field(default=None, repr=False, compare=False)
@@ -61,6 +64,8 @@ class Protocol:
     def to_dict(self) -> dict[str, Any]:
         """The protocol's settings, JSON-ready (the prompt builders are named, not dumped)."""
         data = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("prompt", "rag_prompt", "answer_prompt")}
+        if data["system"] is None:  # only where a benchmark sends one, so other protocols read as before
+            del data["system"]
         return data | {
             "official_prompt": self.prompt is not None,
             "official_rag_prompt": self.rag_prompt is not None,

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
-from typing import Literal
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
 
 from retrieval.base import Retriever
 from retrieval.bm25 import BM25Retriever
 from retrieval.contract import Registry
 from retrieval.dense import DenseRetriever
 from retrieval.embedders import ContrieverEmbedder, OpenAIEmbedder, SentenceTransformerEmbedder
+from retrieval.fusion import RRF_K
+from retrieval.hybrid import Fusion, HybridRetriever
 
 #: name -> factory taking the retriever's options; third parties add to ``longctx.retrievers``.
 RETRIEVERS: Registry[Callable[..., Retriever]] = Registry("retriever", group="longctx.retrievers")
@@ -50,6 +52,31 @@ def openai_embeddings(
     batch after the first (measured: cosine 0.03 against the same text sent alone).
     """
     return DenseRetriever(OpenAIEmbedder(model, base_url=base_url, api_key=api_key, batch_size=batch_size), name="openai")
+
+
+@RETRIEVERS.register("hybrid")
+def hybrid(
+    *,
+    dense: str = "dense",
+    dense_options: Mapping[str, Any] | None = None,
+    bm25_options: Mapping[str, Any] | None = None,
+    fusion: Fusion = "rrf",
+    rrf_k: int = RRF_K,
+    weight: float = 0.5,
+    candidates: int = 100,
+) -> Retriever:
+    """BM25 plus the dense retriever ``dense`` (any registered one, with ``dense_options``), fused.
+
+    ``fusion="rrf"``: reciprocal rank fusion, ``1 / (rrf_k + rank)`` summed (Cormack et al. 2009:
+    k=60); ``fusion="score"``: min-max normalised scores, ``weight`` on dense and ``1 - weight``
+    on BM25. Each component retrieves ``candidates`` chunks before fusion.
+    """
+    if dense in ("hybrid", "bm25"):
+        raise ValueError(f"hybrid's dense component must be a dense retriever, got {dense!r}")
+    components = {"bm25": make_retriever("bm25", **dict(bm25_options or {}))}
+    semantic = make_retriever(dense, **dict(dense_options or {}))
+    components[semantic.name] = semantic
+    return HybridRetriever(components, fusion=fusion, rrf_k=rrf_k, weight=weight, candidates=candidates)
 
 
 def make_retriever(name: str, **options) -> Retriever:

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import json
 import math
-from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 
@@ -35,6 +35,18 @@ def _array_file(name: str) -> str:
     return f"bm25_{name}.npy"
 
 
+#: How the counts are written (bm25s's dtype), whatever type holds them in memory.
+SAVED_COUNTS_DTYPE = np.dtype("<f4")
+
+
+def counts_dtype(max_count: int) -> np.dtype:
+    """The smallest type holding every count up to ``max_count``: uint8, uint16, else float32 (bm25s's; whole numbers exact to 2**24)."""
+    for dtype in (np.uint8, np.uint16):
+        if max_count <= np.iinfo(dtype).max:
+            return np.dtype(dtype)
+    return np.dtype(np.float32)
+
+
 class TermCounts:
     """Term frequencies of the chunks of one segment, term-major (CSC by term).
 
@@ -42,7 +54,9 @@ class TermCounts:
         terms: The segment's vocabulary, in column order.
         indptr: Column ``j`` (term ``terms[j]``) is ``rows[indptr[j]:indptr[j + 1]]``.
         rows: Chunk positions within the segment (ascending within a column).
-        counts: How often the term occurs in that chunk (float32, as bm25s counts).
+        counts: How often the term occurs in that chunk: whole numbers, float32 on disk as bm25s
+            counts them; counted by :mod:`retrieval.term_counting`, they are held in the
+            smallest type that fits them (:func:`counts_dtype`: one byte for 200-word chunks).
         lengths: Tokens of each chunk of the segment.
     """
 
@@ -61,35 +75,19 @@ class TermCounts:
         return len(self.lengths)
 
     @classmethod
-    def from_tokens(cls, tokens: Sequence[Sequence[str]]) -> TermCounts:
-        """Counts of the tokenized chunks ``tokens`` (one token list per chunk)."""
-        vocab: dict[str, int] = {}
-        rows: list[int] = []
-        cols: list[int] = []
-        counts: list[int] = []
-        for row, chunk_tokens in enumerate(tokens):
-            for term, n in Counter(chunk_tokens).items():
-                rows.append(row)
-                cols.append(vocab.setdefault(term, len(vocab)))
-                counts.append(n)
-        col = np.asarray(cols, dtype=np.int64)
-        order = np.argsort(col, kind="stable")  # rows were appended ascending, so each column stays in chunk order
-        indptr = np.zeros(len(vocab) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(col, minlength=len(vocab)), out=indptr[1:])
-        return cls(
-            list(vocab),
-            indptr,
-            np.asarray(rows, dtype=np.int32)[order],
-            np.asarray(counts, dtype=np.float32)[order],
-            np.asarray([len(t) for t in tokens], dtype=np.int64),
-        )
+    def from_tokens(cls, tokens: Iterable[Sequence[str]]) -> TermCounts:
+        """Counts of the tokenized chunks ``tokens`` (one token list per chunk; an iterator is read one list at a time)."""
+        from retrieval.term_counting import count_terms  # it builds TermCounts, so it imports this module
+
+        return count_terms(tokens)
 
     @classmethod
     def concat(cls, segments: Sequence[TermCounts]) -> TermCounts:
         """One segment of the chunks of ``segments`` in order, equal array for array to :meth:`from_tokens` over them all.
 
         The vocabulary is the union in order of first appearance (segment by segment, which is
-        the order over all chunks); a stable sort by term keeps each column's chunks ascending.
+        the order over all chunks); a stable sort by term keeps each column's chunks ascending;
+        the counts are held in the type :meth:`from_tokens` holds them in (:func:`counts_dtype`).
         """
         if not segments:
             raise ValueError("Nothing to concatenate: no segments")
@@ -106,11 +104,13 @@ class TermCounts:
         order = np.argsort(col, kind="stable")  # segments in order, each column's rows ascending: so stays every merged column
         indptr = np.zeros(len(vocab) + 1, dtype=np.int64)
         np.cumsum(np.bincount(col, minlength=len(vocab)), out=indptr[1:])
+        merged_counts = np.concatenate(counts)
+        largest = int(merged_counts.max()) if len(merged_counts) else 0
         return cls(
             list(vocab),
             indptr,
             np.concatenate(rows)[order].astype(np.int32),
-            np.concatenate(counts)[order],
+            merged_counts[order].astype(counts_dtype(largest)),  # the type a count of all the chunks holds them in
             np.concatenate([np.asarray(s.lengths, dtype=np.int64) for s in segments]),
         )
 
@@ -131,7 +131,10 @@ class TermCounts:
             json.dump(self.terms, f, ensure_ascii=False)
         for name in ARRAYS:
             with _open(folder / _array_file(name), checksums) as f:
-                np.save(f, getattr(self, name), allow_pickle=False)
+                if name == "counts":
+                    save_as(f, self.counts, SAVED_COUNTS_DTYPE)
+                else:
+                    np.save(f, getattr(self, name), allow_pickle=False)
 
     @classmethod
     def exists(cls, folder: Path) -> bool:
@@ -151,6 +154,13 @@ def _open(path: Path, checksums: Checksums | None, *, text: bool = False):
     if checksums is not None:
         return checksums.open(path, text=text)
     return open(path, "w", encoding="utf-8") if text else open(path, "wb")  # noqa: SIM115 - the caller's with closes it
+
+
+def save_as(f: IO[bytes], array: np.ndarray, dtype: np.dtype, *, block: int = 1 << 20) -> None:
+    """Write the one-dimensional ``array`` as ``np.save(f, array.astype(dtype))`` does, converted a block at a time (no whole copy)."""
+    np.lib.format.write_array_header_1_0(f, {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": (len(array),)})
+    for start in range(0, len(array), block):
+        f.write(np.asarray(array[start : start + block], dtype=dtype).tobytes())
 
 
 def bm25_scores(segments: Sequence[TermCounts], query_tokens: Sequence[str], *, k1: float, b: float) -> np.ndarray:
@@ -180,6 +190,10 @@ def bm25_scores(segments: Sequence[TermCounts], query_tokens: Sequence[str], *, 
     return scores
 
 
+#: Postings computed at once by :func:`lucene_matrix` (~60 bytes of temporaries each: ~4 MB).
+MATRIX_BLOCK = 1 << 16
+
+
 def lucene_matrix(counts: TermCounts, *, k1: float, b: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """bm25s's score matrix (method ``lucene``) of the chunks of ``counts``: ``(data, indices, indptr)``, term-major.
 
@@ -187,15 +201,23 @@ def lucene_matrix(counts: TermCounts, *, k1: float, b: float) -> tuple[np.ndarra
     bm25s's own build (idf by ``math.log`` rounded to float32, term component in float64,
     the product rounded to float32), so a query sums the same float32 values in the same
     order as over a bm25s index built from the tokens: scores bit-identical. Vectorized
-    over the postings: no tokens, no per-chunk loop.
+    over the postings, :data:`MATRIX_BLOCK` at a time (the float64 temporaries of all of them
+    would be several times the matrix); ``indices`` and ``indptr`` are the counts' own
+    arrays (no copy when they already have bm25s's dtypes), so only ``data`` is new memory.
     """
     n = len(counts)
-    avgdl = np.asarray(counts.lengths).mean()  # bm25s: np.array(lengths).mean(), a float64 scalar
-    df = np.diff(np.asarray(counts.indptr))
+    lengths = np.asarray(counts.lengths)
+    avgdl = lengths.mean()  # bm25s: np.array(lengths).mean(), a float64 scalar
+    indptr = np.asarray(counts.indptr, dtype=np.int64)
+    df = np.diff(indptr)
     idf = np.array([math.log(1 + (n - d + 0.5) / (d + 0.5)) for d in df.tolist()], dtype=np.float32)
-    rows = np.asarray(counts.rows)
-    tf = np.asarray(counts.counts, dtype=np.float32)
-    dl = np.asarray(counts.lengths)[rows]
-    tfc = tf / (k1 * ((1 - b) + b * dl / avgdl) + tf)
-    data = (np.repeat(idf, df) * tfc).astype(np.float32)
-    return data, rows.astype(np.int32), np.asarray(counts.indptr, dtype=np.int64)
+    rows = np.asarray(counts.rows, dtype=np.int32)
+    data = np.empty(len(rows), dtype=np.float32)
+    for start in range(0, len(rows), MATRIX_BLOCK):
+        end = min(start + MATRIX_BLOCK, len(rows))
+        terms = np.searchsorted(indptr, np.arange(start, end), side="right") - 1  # the column of each entry
+        tf = np.asarray(counts.counts[start:end], dtype=np.float32)
+        dl = lengths[rows[start:end]]
+        tfc = tf / (k1 * ((1 - b) + b * dl / avgdl) + tf)
+        data[start:end] = idf[terms] * tfc
+    return data, rows, indptr

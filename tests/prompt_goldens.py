@@ -36,6 +36,7 @@ PROMPT_MODULES = {
     "experiments.benchmarks.synth": "VERSION",
     "experiments.benchmarks.own": "VERSION",
     "experiments.benchmarks.ruler_hqa": "VERSION",
+    "experiments.benchmarks.babilong": "VERSION",
     "experiments.metrics.loong": "VERSION",
     "experiments.metrics.corpusqa": "VERSION",
 }

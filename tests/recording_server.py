@@ -22,10 +22,12 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import numpy as np
+
+from tests.loopback_server import LoopbackServer
 
 EMBEDDING_DIM = 64
 
@@ -53,7 +55,7 @@ def _shared_words(a: list[str], b: list[str]) -> int:
     return n
 
 
-class RecordingServer:
+class RecordingServer(LoopbackServer):
     """Serve on ``127.0.0.1`` in a background thread; use as a context manager."""
 
     def __init__(self, reply: Callable[[dict[str, Any]], str] | None = None, *, latency: float = 0.0, prompt_cache: str | None = None,
@@ -72,22 +74,7 @@ class RecordingServer:
         self.in_flight = 0
         self.max_in_flight = 0
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        """The base URL (``http://127.0.0.1:PORT/v1``)."""
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
-
-    def __enter__(self) -> RecordingServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        super().__init__()
 
     def _chat(self, request: dict[str, Any]) -> dict[str, Any]:
         with self._lock:

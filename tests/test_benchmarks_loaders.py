@@ -22,7 +22,8 @@ FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"
 
 
 def test_registry_lists_all_benchmarks():
-    assert BENCHMARKS.names() == ["corpusqa", "longbench", "longbench_e", "longbench_v2", "loong", "lveval", "own", "ruler_hqa", "synth"]
+    assert BENCHMARKS.names() == ["babilong", "corpusqa", "longbench", "longbench_e", "longbench_v2", "loong", "lveval", "memoryagentbench", "own",
+                                  "ruler_hqa", "synth"]  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,7 @@
 A 200 MB file with no newline peaked at 4.3 GB (21x) while indexing: every token id of the
 document was a Python int in one list. The peak RSS of reading and chunking a 20 MB
 single-line file, by tokens and by words, is measured in a fresh subprocess
-(``ru_maxrss`` after minus before) and must stay under 4x the file size.
+(its own high-water mark, ``VmHWM``, after minus before) and must stay under 4x the file size.
 """
 
 from __future__ import annotations
@@ -20,18 +20,22 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 FILE_BYTES = 20_000_000
 
+#: The peak is read from ``VmHWM`` (this process's own high-water mark): ``ru_maxrss`` starts at the
+#: parent's peak, carried across ``exec``, which under the pytest that generated the file can exceed it.
 MEASURE = """
-import json, resource, sys
+import json, sys
 from retrieval import ChunkingConfig, Corpus, chunk_corpus
 from retrieval.tokens import get_encoding
+def high_water():
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
 get_encoding()  # the BPE ranks are loaded before the baseline
 unit = sys.argv[2]
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+before = high_water()
 corpus = Corpus.from_path(sys.argv[1])
 chunks = chunk_corpus(corpus, ChunkingConfig(unit=unit, size=512 if unit == "tokens" else 200))
 tokens = corpus.num_tokens
-after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(json.dumps({"peak_bytes": (after - before) * 1024, "chunks": len(chunks), "chunk_tokens": sum(c.num_tokens for c in chunks),
+print(json.dumps({"peak_bytes": high_water() - before, "chunks": len(chunks), "chunk_tokens": sum(c.num_tokens for c in chunks),
                   "tokens": tokens, "rejoined": "".join(c.text for c in chunks) == corpus[0].text if unit == "tokens" else None}))
 """
 
@@ -53,6 +57,7 @@ def single_line_file(tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the peak from /proc (Linux)")
 @pytest.mark.parametrize("unit", ["tokens", "words"])
 def test_reading_and_chunking_a_20_mb_single_line_file_peaks_under_4x_its_size(single_line_file, unit):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

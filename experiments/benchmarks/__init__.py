@@ -7,7 +7,8 @@
     score("longbench_v2", preds, samples=samples)
 
 Registered: ``longbench`` (v1, 21 datasets), ``longbench_e``, ``longbench_v2``,
-``lveval``, ``loong``, ``corpusqa``, ``ruler_hqa`` (MemAgent's RULER-HotpotQA) and ``synth`` (a folder from ``longctx synth``).
+``lveval``, ``loong``, ``corpusqa``, ``ruler_hqa`` (MemAgent's RULER-HotpotQA), ``memoryagentbench`` (one context,
+many questions), ``babilong`` (0 to 10M tokens) and ``synth`` (a folder from ``longctx synth``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from experiments.benchmarks import corpusqa, longbench_v1, longbench_v2, loong, lveval, own, ruler_hqa, synth  # noqa: F401  (register)
+from experiments.benchmarks import (  # noqa: F401  (register)
+    babilong,
+    corpusqa,
+    longbench_v1,
+    longbench_v2,
+    loong,
+    lveval,
+    memoryagentbench,
+    own,
+    ruler_hqa,
+    synth,
+)
 from experiments.benchmarks.base import BENCHMARKS, BenchmarkDataError, BenchmarkSpec, Sample
 from experiments.benchmarks.predictions import Prediction, pair_predictions
 from experiments.metrics import VERSIONS

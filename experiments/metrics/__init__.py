@@ -10,7 +10,21 @@ results record together with :data:`VERSIONS`::
 
 from __future__ import annotations
 
-from experiments.metrics import answer_match, corpusqa, equivalence, judge, longbench_v1, longbench_v2, loong, lveval, ruler_hqa, text
+from experiments.metrics import (
+    answer_match,
+    babilong,
+    corpusqa,
+    equivalence,
+    judge,
+    longbench_v1,
+    longbench_v2,
+    loong,
+    lveval,
+    memoryagentbench,
+    memoryagentbench_judge,
+    ruler_hqa,
+    text,
+)
 from experiments.metrics.registry import METRICS
 
 #: Metric-module versions, recorded with every score.
@@ -25,6 +39,9 @@ VERSIONS = {
     "equivalence": equivalence.VERSION,
     "judge": judge.VERSION,
     "answer_match": answer_match.VERSION,
+    "memoryagentbench": memoryagentbench.VERSION,
+    "memoryagentbench_judge": memoryagentbench_judge.VERSION,
+    "babilong": babilong.VERSION,
 }
 
 __all__ = ["METRICS", "VERSIONS"]

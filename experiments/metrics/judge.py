@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-VERSION = 2  # 2: the official judge parameters are sent with every call
+VERSION = 3  # 2: the official judge parameters are sent with every call; 3: max_tokens, top_p and seed among them
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,9 @@ class JudgeParams:
 
     temperature: float | None = 0.0
     n: int | None = None
+    max_tokens: int | None = None
+    top_p: float | None = None
+    seed: int | None = None
 
     def kwargs(self) -> dict[str, Any]:
         """The parameters to send, as chat-model call keyword arguments."""
@@ -34,6 +37,11 @@ class JudgeParams:
 LOONG_JUDGE = JudgeParams(temperature=0.0)
 #: CorpusQA ``src/eval.py``: ``client.chat.completions.create(..., temperature=0.0, n=1)``.
 CORPUSQA_JUDGE = JudgeParams(temperature=0.0, n=1)
+#: MemoryAgentBench ``llm_based_eval/longmem_qa_evaluate.py``: gpt-4o with ``n=1, temperature=0, max_tokens=10``.
+LONGMEMEVAL_JUDGE = JudgeParams(temperature=0.0, n=1, max_tokens=10)
+#: MemoryAgentBench ``llm_based_eval/summarization_evaluate.py``: ``OpenAIModel("gpt-4o-2024-05-13", temperature=0.1,
+#: generation_max_length=4096)``, whose ``generate`` sends ``top_p=0.9`` and ``seed=42`` too.
+INFBENCH_SUM_JUDGE = JudgeParams(temperature=0.1, max_tokens=4096, top_p=0.9, seed=42)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,40 @@
+"""The optional second retrieval stage of every retrieving strategy: rerank the first stage's candidates.
+
+:meth:`graphs.rag.config.RetrievalSettings.retrieve` calls :func:`rerank` when a strategy's
+``rerank`` option names a reranker (:data:`retrieval.rerank.RERANKERS`). What each rerank call
+cost reaches the answer's ``Usage`` (``rerank_calls``, ``rerank_failed_calls``,
+``rerank_tokens``) as a :data:`~graphs.usage.USAGE_EVENT`, as the calls made on a Ray worker do;
+a call that fails for good raises :class:`~retrieval.rerank.RerankError`, failing the answer
+(the runner records it as a failed row, which the next run answers again).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langchain_core.callbacks import dispatch_custom_event
+from langchain_core.runnables.config import var_child_runnable_config
+
+from graphs.usage import USAGE_EVENT
+from retrieval.base import Hit
+from retrieval.contract import Usage
+from retrieval.rerank import RerankError, get_reranker, rerank_hits
+
+
+def rerank(hits: Sequence[Hit], query: str, *, name: str, options: Mapping[str, Any], top_n: int, stage: str) -> list[Hit]:
+    """The ``top_n`` of ``hits`` the reranker ``name`` (with ``options``) puts first; the call's usage reported."""
+    reranker = get_reranker(name, options)
+    try:
+        reranked, result = rerank_hits(hits, query, reranker, top_n, stage=stage)
+    except RerankError as exc:
+        report(Usage(rerank_failed_calls=exc.retries + 1))
+        raise
+    report(Usage(rerank_calls=result.calls, rerank_failed_calls=result.failed_calls, rerank_tokens=result.tokens))
+    return reranked
+
+
+def report(usage: Usage) -> None:
+    """Add ``usage`` to the running answer's usage (nothing to add to outside a run: a ceiling's retrieval)."""
+    if var_child_runnable_config.get() is not None and (usage.rerank_calls or usage.rerank_failed_calls):
+        dispatch_custom_event(USAGE_EVENT, usage.to_dict())
