@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
@@ -75,19 +75,12 @@ class TermCounts:
         return len(self.lengths)
 
     @classmethod
-    def from_tokens(cls, tokens: Iterable[Sequence[str]]) -> TermCounts:
-        """Counts of the tokenized chunks ``tokens`` (one token list per chunk; an iterator is read one list at a time)."""
-        from retrieval.term_counting import count_terms  # it builds TermCounts, so it imports this module
-
-        return count_terms(tokens)
-
-    @classmethod
     def concat(cls, segments: Sequence[TermCounts]) -> TermCounts:
-        """One segment of the chunks of ``segments`` in order, equal array for array to :meth:`from_tokens` over them all.
+        """One segment of the chunks of ``segments`` in order, equal array for array to :func:`retrieval.term_counting.count_terms` over them all.
 
         The vocabulary is the union in order of first appearance (segment by segment, which is
         the order over all chunks); a stable sort by term keeps each column's chunks ascending;
-        the counts are held in the type :meth:`from_tokens` holds them in (:func:`counts_dtype`).
+        the counts are held in the type :func:`retrieval.term_counting.count_terms` holds them in (:func:`counts_dtype`).
         """
         if not segments:
             raise ValueError("Nothing to concatenate: no segments")

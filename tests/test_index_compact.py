@@ -17,6 +17,7 @@ from retrieval.bm25 import BM25Retriever, tokenize
 from retrieval.chunking import Chunk
 from retrieval.dense import DenseRetriever
 from retrieval.index import CompactionPolicy
+from retrieval.term_counting import count_terms
 from retrieval.term_counts import TermCounts
 from tests.test_index_cache import CountingEmbedder
 from tests.test_index_grow import CHUNKING, QUESTIONS, VOCABULARY, fresh_process, make_texts, top10
@@ -52,10 +53,10 @@ def test_merged_counts_are_a_builds_counts_and_the_compacted_model_scores_bit_id
     reference = BM25Retriever()
     reference.build(chunks)
     tokens = [tokenize(t) for t in texts]
-    whole = TermCounts.from_tokens(tokens)
+    whole = count_terms(tokens)
     rng = random.Random(5)
     for cuts in ([202], [150, 202], [1, 100, 101, 199, 202]):
-        segments = [TermCounts.from_tokens(tokens[a:b]) for a, b in zip([0, *cuts[:-1]], cuts)]
+        segments = [count_terms(tokens[a:b]) for a, b in zip([0, *cuts[:-1]], cuts)]
         merged = TermCounts.concat(segments)
         assert merged.terms == whole.terms
         for name in ("indptr", "rows", "counts", "lengths"):

@@ -14,7 +14,8 @@ from retrieval.bm25 import BM25Retriever, tokenize
 from retrieval.chunking import Chunk
 from retrieval.contract import CorpusError
 from retrieval.dense import DenseRetriever
-from retrieval.term_counts import TermCounts, bm25_scores
+from retrieval.term_counting import count_terms
+from retrieval.term_counts import bm25_scores
 from tests.test_index_cache import CountingEmbedder
 
 VOCABULARY = (
@@ -91,7 +92,7 @@ def test_term_counts_score_bit_identically_to_bm25s_in_any_number_of_segments():
     reference.build(chunks)
     tokens = [tokenize(t) for t in texts]
     for cuts in ([202], [150, 202], [1, 100, 199, 202]):
-        segments = [TermCounts.from_tokens(tokens[a:b]) for a, b in zip([0, *cuts[:-1]], cuts)]
+        segments = [count_terms(tokens[a:b]) for a, b in zip([0, *cuts[:-1]], cuts)]
         for _ in range(30):
             query = " ".join(rng.choices(VOCABULARY, k=rng.randint(1, 6)))
             np.testing.assert_array_equal(bm25_scores(segments, tokenize(query), k1=1.5, b=0.75), reference.scores(query))
