@@ -39,11 +39,13 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ConfigDict, PrivateAttr, SecretStr
 
+from agents.cached_usage import reused_prefix
 from agents.lean_transport import should_retry
 from graphs.budget_field import BUDGET_FIELDS as BUDGET_FIELDS  # re-exported: the rule lives in graphs, its callers
 from graphs.budget_field import budget_field as budget_field
 from graphs.budget_field import with_budget_field as with_budget_field
 from graphs.llm import model_id, set_tokenizer
+from graphs.prefix_lock import PrefixAffinityLock
 from graphs.request_settings import file_fingerprint
 from graphs.usage import shared_model_lock
 from retrieval.contract import Registry
@@ -161,12 +163,13 @@ def embedded_model_path() -> Path:
     return found[0]
 
 
-_LOADED: dict[tuple, tuple[Any, threading.Lock]] = {}
+_LOADED: dict[tuple, tuple[Any, PrefixAffinityLock]] = {}
 _LOAD_LOCK = threading.Lock()
 
 
 def _load_llama(path: str, n_ctx: int, n_threads: int | None, seed: int):
-    """One llama.cpp instance per (file, window, threads), shared and serialized by a lock."""
+    """One llama.cpp instance per (file, window, threads), shared and serialized by a lock that runs calls
+    sharing a prompt start back to back (:class:`~graphs.prefix_lock.PrefixAffinityLock`)."""
     key = (path, n_ctx, n_threads, seed)
     with _LOAD_LOCK:
         if key not in _LOADED:
@@ -175,8 +178,15 @@ def _load_llama(path: str, n_ctx: int, n_threads: int | None, seed: int):
             if not Path(path).is_file():
                 raise ChatModelError(f"GGUF model file not found: {path}")
             llama = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, seed=seed, verbose=False)
-            _LOADED[key] = (llama, threading.Lock())
+            _LOADED[key] = (llama, PrefixAffinityLock())
         return _LOADED[key]
+
+
+def _context_tokens(llama: Any) -> list[int]:
+    """The token ids llama.cpp holds in the model's context (its prompt cache), or none where
+    llama-cpp-python does not expose them."""
+    ids, held = getattr(llama, "_input_ids", None), getattr(llama, "n_tokens", 0)
+    return [] if ids is None else [int(t) for t in ids[:held]]
 
 
 class EmbeddedChatModel(BaseChatModel):
@@ -251,7 +261,8 @@ class EmbeddedChatModel(BaseChatModel):
     ) -> ChatResult:
         llama, lock = self._llama()
         payload = [{"role": _ROLES.get(m.type, "user"), "content": m.content} for m in messages]
-        with shared_model_lock(lock):
+        with shared_model_lock(lock, "\n".join(str(m["content"]) for m in payload)):  # calls sharing a prompt start run back to back
+            kept = _context_tokens(llama)
             out = llama.create_chat_completion(
                 messages=payload,
                 max_tokens=kwargs.get("max_tokens") or 256,
@@ -260,14 +271,17 @@ class EmbeddedChatModel(BaseChatModel):
                 stop=stop or [],
                 seed=self.seed,
             )
+            usage = out.get("usage") or {}
+            prompt_tokens = usage.get("prompt_tokens", 0)
+            reused = reused_prefix(kept, _context_tokens(llama)[:prompt_tokens])
         choice = out["choices"][0]
-        usage = out.get("usage") or {}
         message = AIMessage(
             content=choice["message"].get("content") or "",
             usage_metadata={
-                "input_tokens": usage.get("prompt_tokens", 0),
+                "input_tokens": prompt_tokens,
                 "output_tokens": usage.get("completion_tokens", 0),
                 "total_tokens": usage.get("total_tokens", 0),
+                "input_token_details": {"cache_read": reused},
             },
             response_metadata={"finish_reason": choice.get("finish_reason"), "model_name": self.model_name},
         )

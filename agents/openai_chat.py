@@ -26,6 +26,7 @@ from langchain_core.outputs import ChatResult
 from langchain_openai import ChatOpenAI
 from pydantic import PrivateAttr
 
+from agents.cached_usage import with_cached_tokens
 from agents.chat_models import MalformedResponseError, as_chat_model_error, budget_field, is_malformed, max_retries_setting, with_budget_field
 from agents.lean_transport import LeanTransport, retry_delay
 from graphs.twins import blocking, run_blocking
@@ -70,7 +71,16 @@ class RetryingChatOpenAI(ChatOpenAI):
                 raise MalformedResponseError(f"the reply has no choices (choices={choices!r})")
             if any(m is None for m in messages):
                 raise MalformedResponseError("a choice of the reply has no message")
-        return super()._create_chat_result(response, generation_info)
+        result = super()._create_chat_result(response, generation_info)
+        if isinstance(response, dict):
+            usage, timings = response.get("usage"), response.get("timings")
+        else:  # the SDK keeps fields it does not know (llama.cpp's timings) as extras
+            raw_usage: Any = getattr(response, "usage", None)
+            usage = raw_usage.model_dump() if raw_usage is not None and hasattr(raw_usage, "model_dump") else None
+            timings = (getattr(response, "model_extra", None) or {}).get("timings")
+        for generation in result.generations:
+            with_cached_tokens(getattr(generation, "message", None), usage, timings)
+        return result
 
     def _get_request_payload(self, input_: Any, *, stop: list[str] | None = None, **kwargs: Any) -> dict:
         """ChatOpenAI's payload with the answer budget under the field the model honours

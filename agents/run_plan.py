@@ -10,6 +10,7 @@ plan, and on a terminal ask before a run estimated above :data:`CONFIRM_MINUTES`
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -21,6 +22,7 @@ from langchain_core.language_models import BaseChatModel
 from agents.calibration import ModelSpeed, model_speed
 from agents.chat_models import EmbeddedChatModel
 from graphs.costs import StrategyCosts
+from graphs.prompt_sharing import shared_prompt_tokens
 from graphs.registry import STRATEGIES
 
 #: A run estimated longer than this asks for confirmation on a terminal (and warns elsewhere).
@@ -41,6 +43,9 @@ class StrategyPlan:
         prompt_tokens: Tokens the model reads.
         completion_tokens: Tokens the model writes.
         seconds: At the measured speed; ``None`` when the model's speed is not known.
+        shared_prompt_tokens: Part of ``prompt_tokens`` a prompt cache can serve (a provider's, or the
+            embedded model's kept context): the text its prompts start with for every question over a
+            corpus (:mod:`graphs.prompt_sharing`), read again by questions 2..N.
     """
 
     strategy: str
@@ -49,12 +54,14 @@ class StrategyPlan:
     prompt_tokens: float
     completion_tokens: float
     seconds: float | None = None
+    shared_prompt_tokens: float = 0.0
 
     def __add__(self, other: StrategyPlan) -> StrategyPlan:
         seconds = None if self.seconds is None or other.seconds is None else self.seconds + other.seconds
         return StrategyPlan(
             self.strategy, self.questions + other.questions, self.calls + other.calls,
             self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens, seconds,
+            self.shared_prompt_tokens + other.shared_prompt_tokens,
         )  # fmt: skip
 
 
@@ -76,7 +83,8 @@ def estimate(strategy: str, cfg: Any, corpus_tokens: int, documents: int, questi
     prompt = each.prompt_tokens * questions + once.prompt_tokens
     completion = each.completion_tokens * questions + once.completion_tokens
     seconds = speed.seconds(prompt, completion) if speed is not None else None
-    return StrategyPlan(strategy, questions, calls, prompt, completion, seconds)
+    shared = shared_prompt_tokens(STRATEGIES.get(strategy).prompt_sharing, cfg, corpus_tokens, questions, each.prompt_tokens)
+    return StrategyPlan(strategy, questions, calls, prompt, completion, seconds, shared)
 
 
 def _costs(strategy: str) -> StrategyCosts | None:
@@ -109,9 +117,7 @@ def plan_for(configs: Mapping[str, Any], corpora: Corpora | Mapping[str, Corpora
 
 
 def _timed(plan: StrategyPlan, speed: ModelSpeed) -> StrategyPlan:
-    return StrategyPlan(
-        plan.strategy, plan.questions, plan.calls, plan.prompt_tokens, plan.completion_tokens, speed.seconds(plan.prompt_tokens, plan.completion_tokens)
-    )
+    return dataclasses.replace(plan, seconds=speed.seconds(plan.prompt_tokens, plan.completion_tokens))
 
 
 def total(plans: Iterable[StrategyPlan]) -> StrategyPlan | None:
@@ -129,11 +135,29 @@ def describe_plan(plans: Sequence[StrategyPlan], model: str, speed: ModelSpeed |
         minutes = f", about {_minutes(p.seconds)}" if p.seconds is not None else ""
         lines.append(f"  {p.strategy}: {p.questions} question(s), ~{math.ceil(p.calls):,} calls, "
                      f"~{round(p.prompt_tokens):,} prompt + ~{round(p.completion_tokens):,} completion tokens{minutes}")  # fmt: skip
+    lines += _sharing_lines(plans)
     whole = total(plans)
     if speed is not None and whole is not None and whole.seconds is not None:
         lines.append(f"  in all about {_minutes(whole.seconds)} at {speed.prompt_tokens_per_second:,.0f} prompt and "
                      f"{speed.completion_tokens_per_second:,.0f} completion tokens/s (measured on this machine, {speed.measured})")  # fmt: skip
     return "\n".join(lines)
+
+
+def _sharing_lines(plans: Sequence[StrategyPlan]) -> list[str]:
+    """What a prompt cache can save, per strategy whose prompts start with text every question shares."""
+    lines = []
+    for p in plans:
+        sharing = STRATEGIES.get(p.strategy).prompt_sharing if p.strategy in STRATEGIES else None
+        if sharing is None or p.shared_prompt_tokens < 1:
+            continue
+        share = p.shared_prompt_tokens / p.prompt_tokens
+        lines.append(f"  {p.strategy}: its prompts start with {sharing.what}; with a prompt cache, "
+                     f"~{round(p.shared_prompt_tokens):,} of its prompt tokens ({share:.0%}) can be read from the cache")  # fmt: skip
+    if lines:
+        others = [p.strategy for p in plans if p.shared_prompt_tokens < 1]
+        if others:
+            lines.append(f"  {', '.join(others)}: prompts start with what differs per question (no prompt-cache saving across questions)")
+    return lines
 
 
 def too_slow(plans: Sequence[StrategyPlan], minutes: float = CONFIRM_MINUTES) -> bool:

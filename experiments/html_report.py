@@ -26,7 +26,7 @@ from typing import Any
 from agents.jsonsafe import dumps
 from experiments import comparison, stats
 from experiments.plots import strategy_color
-from experiments.prices import DEFAULT_PRICES_DATE, Price, price_for, row_cost
+from experiments.prices import DEFAULT_PRICES_DATE, Price, PriceRow, price_for, row_cost
 from graphs.presentation import LEG_KEY, StrategyPresentation, escape
 from graphs.presentation import text as cut
 from graphs.registry import STRATEGIES
@@ -60,22 +60,28 @@ def row_model(row: Mapping[str, Any], manifest: Mapping[str, Any]) -> str | None
 
 
 def strategy_costs(per_strategy: Mapping[str, Mapping[str, Any]], manifest: Mapping[str, Any],
-                   prices: Mapping[str, tuple[float, float]] | None) -> dict[str, dict[str, Any]]:  # fmt: skip
-    """Per strategy: total and per-answer estimated USD over its answered rows, and the prices used
-    (``None`` costs when some model has no price)."""
+                   prices: Mapping[str, PriceRow] | None) -> dict[str, dict[str, Any]]:  # fmt: skip
+    """Per strategy: total and per-answer estimated USD over its answered rows (cached prompt tokens
+    at the cached rate), the same without a prompt cache (``usd_per_answer_uncached``: every prompt
+    token at the prompt rate), and the prices used (``None`` costs when some model has no price)."""
     out = {}
     for name, data in per_strategy.items():
         ok = [r for r in data["rows"] if r.get("status") == "ok"]
         used: dict[str, Price | None] = {}
-        costs = []
+        costs, uncached = [], []
         for row in ok:
             model = row_model(row, manifest) or "unknown"
             if model not in used:
                 used[model] = price_for(model, prices)
             costs.append(row_cost(row, used[model], prices))
+            uncached.append(row_cost(row, used[model], prices, cached=False))
         known = bool(costs) and all(c is not None for c in costs)
         total = sum(costs) if known else None  # type: ignore[arg-type]
-        out[name] = {"total_usd": total, "usd_per_answer": total / len(costs) if total is not None else None, "prices": used, "table": prices}
+        total_uncached = sum(uncached) if known else None  # type: ignore[arg-type]
+        out[name] = {"total_usd": total, "usd_per_answer": total / len(costs) if total is not None else None,
+                     "usd_per_answer_uncached": total_uncached / len(costs) if total_uncached is not None else None,
+                     "cached_prompt_tokens": sum((r.get("usage") or {}).get("cached_prompt_tokens", 0) for r in ok), "prices": used,
+                     "table": prices}  # fmt: skip
     return out
 
 
@@ -176,7 +182,7 @@ def write_html_report(
     by_length: Sequence[Mapping[str, Any]],
     per_strategy: Mapping[str, Mapping[str, Any]],
     samples: Mapping[str, Any],
-    prices: Mapping[str, tuple[float, float]] | None = None,
+    prices: Mapping[str, PriceRow] | None = None,
     winners: Sequence[Mapping[str, Any]] | None = None,
     pairwise: Sequence[Mapping[str, Any]] | None = None,
     missing: Mapping[str, int] | None = None,
@@ -378,22 +384,46 @@ def _costs(costs: Mapping[str, Mapping[str, Any]], prices: Mapping[str, Any] | N
     rows = []
     for model, price in used.items():
         if price is None:
-            how, prompt, completion = "unknown: add it to a --prices file", "", ""
+            how, prompt, cached, completion = "unknown: add it to a --prices file", "", "", ""
         else:
             how = {"user": "your --prices file", "local": "local model: free",
                    "default": f"built-in list price as of {DEFAULT_PRICES_DATE} (estimate)"}[price.source]  # fmt: skip
             if price.source != "local" and price.key != model:
                 how += f", entry {price.key!r}"
             prompt, completion = f"${price.prompt:g}", f"${price.completion:g}"
-        rows.append(f"<tr><td>{e(model)}</td><td class=\"num\">{e(prompt)}</td><td class=\"num\">{e(completion)}</td><td>{e(how)}</td></tr>")
+            cached = f"${price.cached:g}" if price.cached is not None else f"${price.prompt:g} (no discount known)"
+        cells = "".join(f'<td class="num">{e(v)}</td>' for v in (prompt, cached, completion))
+        rows.append(f"<tr><td>{e(model)}</td>{cells}<td>{e(how)}</td></tr>")
     return (
         '<section id="costs"><h2>Estimated cost</h2><p class="note">An <b>estimate</b>: tokens as the model reported them '
-        f"(or counted), times USD per 1M tokens; built-in prices are public list prices as of {e(DEFAULT_PRICES_DATE)}, without "
-        "batch or cached-input discounts. Calls replayed from the LLM cache cost nothing. Set your own with "
-        '<code>longctx report DIR --prices prices.json</code>, e.g. <code>{"gpt-4o-mini": {"prompt": 0.15, "completion": 0.6}}</code>.</p>'
-        '<table class="prices"><thead><tr><th>model</th><th>USD / 1M prompt</th><th>USD / 1M completion</th><th>price from</th></tr></thead>'
-        f'<tbody>{"".join(rows)}</tbody></table></section>'
+        f"(or counted), times USD per 1M tokens; built-in prices are public list prices as of {e(DEFAULT_PRICES_DATE)}. Prompt tokens "
+        "the server reported as read from its prompt cache are charged at the cached-input rate; batch discounts and cache writes "
+        "are left out. Calls replayed from the LLM cache cost nothing. Set your own with "
+        '<code>longctx report DIR --prices prices.json</code>, e.g. <code>{"gpt-4o-mini": {"prompt": 0.15, "cached": 0.075, "completion": 0.6}}</code>.</p>'
+        '<table class="prices"><thead><tr><th>model</th><th>USD / 1M prompt</th><th>USD / 1M cached prompt</th><th>USD / 1M completion</th>'
+        f'<th>price from</th></tr></thead><tbody>{"".join(rows)}</tbody></table>{_cache_savings(costs)}</section>'
     )
+
+
+def _cache_savings(costs: Mapping[str, Mapping[str, Any]]) -> str:
+    """Per strategy: cached prompt tokens and USD per answer with the server's prompt cache and without one,
+    and what its prompts start with for every question (its declared ``prompt_sharing``: where a cache can help)."""
+    rows = []
+    for name, data in costs.items():
+        with_cache, without = data.get("usd_per_answer"), data.get("usd_per_answer_uncached")
+        cells = [f"{data.get('cached_prompt_tokens', 0):,}", _usd_exact(with_cache), _usd_exact(without)]
+        sharing = STRATEGIES.get(name).prompt_sharing if name in STRATEGIES else None
+        shared = sharing.what if sharing is not None else "what differs per question"
+        rows.append(f"<tr><td>{e(name)}</td>{''.join(f'<td class=num>{e(c)}</td>' for c in cells)}<td>{e(shared)}</td></tr>")
+    return (
+        '<table class="prices"><thead><tr><th>strategy</th><th>cached prompt tokens</th><th>USD / answer with the prompt cache</th>'
+        f'<th>USD / answer without</th><th>its prompts start with</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    )
+
+
+def _usd_exact(value: float | None) -> str:
+    """USD to the millionth (a cached prompt's saving per answer is often below a cent); blank when unknown."""
+    return "" if value is None else f"${value:,.6f}"
 
 
 def _by_length(by_length: Sequence[Mapping[str, Any]]) -> str:

@@ -1,11 +1,13 @@
-"""Estimated money cost of a run: USD per 1M prompt and completion tokens, per model id.
+"""Estimated money cost of a run: USD per 1M prompt, cached prompt and completion tokens, per model id.
 
 The built-in table lists a few well-known API models at their public list prices on
-:data:`DEFAULT_PRICES_DATE`; it is an *estimate* (prices change, batch and cached-input
-discounts are ignored). A user's table (``longctx report DIR --prices FILE``) overrides
-and extends it::
+:data:`DEFAULT_PRICES_DATE`, with the price of a prompt token the provider read from its prompt
+cache (OpenAI, Gemini: cached input; Anthropic: cache read; cache writes and batch discounts are
+ignored); it is an *estimate* (prices change). A user's table (``longctx report DIR --prices
+FILE``) overrides and extends it; ``cached`` is optional (without it a cached token costs a prompt
+token)::
 
-    {"gpt-4o-mini": {"prompt": 0.15, "completion": 0.60},
+    {"gpt-4o-mini": {"prompt": 0.15, "cached": 0.075, "completion": 0.60},
      "my-finetune @ http://gpu-box:8000/v1": {"prompt": 0.05, "completion": 0.05}}
 
 Local models cost 0: the embedded GGUF model, any ``.gguf`` file, and any server on
@@ -24,30 +26,33 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-#: When the built-in list prices were read.
+#: When the built-in list prices were read (the providers' pricing pages, standard tier).
 DEFAULT_PRICES_DATE = "2025-06"
-#: USD per 1M tokens (prompt, completion): public list prices on DEFAULT_PRICES_DATE, standard tier.
-DEFAULT_PRICES: dict[str, tuple[float, float]] = {
-    "gpt-4o": (2.50, 10.00),
-    "gpt-4o-mini": (0.15, 0.60),
-    "gpt-4.1": (2.00, 8.00),
-    "gpt-4.1-mini": (0.40, 1.60),
-    "gpt-4.1-nano": (0.10, 0.40),
-    "o3-mini": (1.10, 4.40),
-    "claude-3-5-haiku": (0.80, 4.00),
-    "claude-3-5-sonnet": (3.00, 15.00),
-    "claude-3-7-sonnet": (3.00, 15.00),
-    "claude-sonnet-4": (3.00, 15.00),
-    "claude-opus-4": (15.00, 75.00),
-    "gemini-2.0-flash": (0.10, 0.40),
-    "gemini-2.5-flash": (0.30, 2.50),
-    "gemini-2.5-pro": (1.25, 10.00),
+#: One table entry: USD per 1M ``(prompt, completion)`` tokens, or ``(prompt, completion, cached prompt)``.
+PriceRow = tuple[float, float] | tuple[float, float, float]
+#: USD per 1M tokens (prompt, completion, cached prompt): public list prices on DEFAULT_PRICES_DATE, standard tier
+#: (cached: OpenAI's and Gemini's cached input, Anthropic's cache read; Gemini 2.5 Pro at prompts up to 200K tokens).
+DEFAULT_PRICES: dict[str, PriceRow] = {
+    "gpt-4o": (2.50, 10.00, 1.25),
+    "gpt-4o-mini": (0.15, 0.60, 0.075),
+    "gpt-4.1": (2.00, 8.00, 0.50),
+    "gpt-4.1-mini": (0.40, 1.60, 0.10),
+    "gpt-4.1-nano": (0.10, 0.40, 0.025),
+    "o3-mini": (1.10, 4.40, 0.55),
+    "claude-3-5-haiku": (0.80, 4.00, 0.08),
+    "claude-3-5-sonnet": (3.00, 15.00, 0.30),
+    "claude-3-7-sonnet": (3.00, 15.00, 0.30),
+    "claude-sonnet-4": (3.00, 15.00, 0.30),
+    "claude-opus-4": (15.00, 75.00, 1.50),
+    "gemini-2.0-flash": (0.10, 0.40, 0.025),
+    "gemini-2.5-flash": (0.30, 2.50, 0.075),
+    "gemini-2.5-pro": (1.25, 10.00, 0.31),
 }
 
 
 @dataclass(frozen=True)
 class Price:
-    """USD per 1M prompt and completion tokens of one model, and where the price came from.
+    """USD per 1M prompt, completion and cached prompt tokens of one model, and where the price came from.
 
     Attributes:
         prompt: USD per 1M prompt (input) tokens.
@@ -55,25 +60,35 @@ class Price:
         source: ``"user"`` (the ``--prices`` file), ``"default"`` (the built-in estimate) or
             ``"local"`` (a local model: free).
         key: The table entry that matched (the model id itself for local models).
+        cached: USD per 1M prompt tokens the server read from its prompt cache (``None``: no
+            discount known, they cost ``prompt``).
     """
 
     prompt: float
     completion: float
     source: str
     key: str
+    cached: float | None = None
 
-    def cost(self, prompt_tokens: float, completion_tokens: float) -> float:
-        """USD for these token counts."""
-        return (prompt_tokens * self.prompt + completion_tokens * self.completion) / 1_000_000
+    @classmethod
+    def of(cls, row: PriceRow, *, source: str, key: str) -> Price:
+        """The price of one table entry."""
+        return cls(row[0], row[1], source=source, key=key, cached=row[2] if len(row) > 2 else None)
+
+    def cost(self, prompt_tokens: float, completion_tokens: float, cached_prompt_tokens: float = 0) -> float:
+        """USD for these token counts (``cached_prompt_tokens``: the part of ``prompt_tokens`` read from the prompt cache)."""
+        cached = min(max(cached_prompt_tokens, 0), prompt_tokens)
+        cached_rate = self.prompt if self.cached is None else self.cached
+        return ((prompt_tokens - cached) * self.prompt + cached * cached_rate + completion_tokens * self.completion) / 1_000_000
 
 
 class PriceTableError(ValueError):
     """A ``--prices`` file that cannot be read as a price table (the message says why)."""
 
 
-def load_prices(path: str | Path) -> dict[str, tuple[float, float]]:
-    """A user's price table from a JSON file: ``{model_id: {"prompt": USD, "completion": USD}}``
-    per 1M tokens (``input``/``output`` are accepted as the key names too)."""
+def load_prices(path: str | Path) -> dict[str, PriceRow]:
+    """A user's price table from a JSON file: ``{model_id: {"prompt": USD, "completion": USD, "cached": USD}}``
+    per 1M tokens (``input``/``output``/``cached_input`` are accepted as the key names too; ``cached`` is optional)."""
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -84,21 +99,24 @@ def load_prices(path: str | Path) -> dict[str, tuple[float, float]]:
     return parse_prices(data, where=str(path))
 
 
-def parse_prices(data: Any, *, where: str = "price table") -> dict[str, tuple[float, float]]:
+def _usd(value: Any, model: Any, name: str, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise PriceTableError(f"{where}: {model!r} needs a non-negative number for {name!r} (USD per 1M tokens), got {value!r}")
+    return float(value)
+
+
+def parse_prices(data: Any, *, where: str = "price table") -> dict[str, PriceRow]:
     """Validate a price table given as a mapping (see :func:`load_prices`)."""
     if not isinstance(data, Mapping):
         raise PriceTableError(f'{where}: expected an object of model ids, e.g. {{"gpt-4o": {{"prompt": 2.5, "completion": 10}}}}')
-    table: dict[str, tuple[float, float]] = {}
+    table: dict[str, PriceRow] = {}
     for model, entry in data.items():
         if not isinstance(entry, Mapping):
             raise PriceTableError(f"{where}: {model!r} needs an object with 'prompt' and 'completion' USD per 1M tokens")
-        values = []
-        for name, alias in (("prompt", "input"), ("completion", "output")):
-            value = entry.get(name, entry.get(alias))
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-                raise PriceTableError(f"{where}: {model!r} needs a non-negative number for {name!r} (USD per 1M tokens), got {value!r}")
-            values.append(float(value))
-        table[str(model)] = (values[0], values[1])
+        prompt = _usd(entry.get("prompt", entry.get("input")), model, "prompt", where)
+        completion = _usd(entry.get("completion", entry.get("output")), model, "completion", where)
+        cached = entry.get("cached", entry.get("cached_input"))
+        table[str(model)] = (prompt, completion) if cached is None else (prompt, completion, _usd(cached, model, "cached", where))
     return table
 
 
@@ -125,7 +143,7 @@ def is_local(model: str) -> bool:
     return address.is_loopback or address.is_private or address.is_unspecified
 
 
-def _lookup(name: str, table: Mapping[str, tuple[float, float]]) -> str | None:
+def _lookup(name: str, table: Mapping[str, PriceRow]) -> str | None:
     """The table key for a model name: exact, without a provider prefix, or the longest key
     the name starts with followed by ``-`` (dated snapshots: ``gpt-4o-2024-08-06`` -> ``gpt-4o``)."""
     candidates = [name, name.split(":", 1)[-1], name.rsplit("/", 1)[-1]]
@@ -139,7 +157,7 @@ def _lookup(name: str, table: Mapping[str, tuple[float, float]]) -> str | None:
     return None
 
 
-def price_for(model: str | None, user: Mapping[str, tuple[float, float]] | None = None) -> Price | None:
+def price_for(model: str | None, user: Mapping[str, PriceRow] | None = None) -> Price | None:
     """The price of ``model`` (a run's model id): the user's table first, then free for local
     models, then the built-in estimate; ``None`` when unknown (the report says so)."""
     if not model:
@@ -148,20 +166,22 @@ def price_for(model: str | None, user: Mapping[str, tuple[float, float]] | None 
     user = user or {}
     for candidate in (model, name):
         if candidate in user:
-            return Price(*user[candidate], source="user", key=candidate)
+            return Price.of(user[candidate], source="user", key=candidate)
     key = _lookup(name, user)
     if key is not None:
-        return Price(*user[key], source="user", key=key)
+        return Price.of(user[key], source="user", key=key)
     if is_local(model):
         return Price(0.0, 0.0, source="local", key=model)
     key = _lookup(name, DEFAULT_PRICES)
     if key is not None:
-        return Price(*DEFAULT_PRICES[key], source="default", key=key)
+        return Price.of(DEFAULT_PRICES[key], source="default", key=key)
     return None
 
 
-def row_cost(row: Mapping[str, Any], price: Price | None, prices: Mapping[str, tuple[float, float]] | None = None) -> float | None:
-    """USD of one result row (``None`` for a failed row or an unknown price).
+def row_cost(row: Mapping[str, Any], price: Price | None, prices: Mapping[str, PriceRow] | None = None, *, cached: bool = True) -> float | None:
+    """USD of one result row (``None`` for a failed row or an unknown price); its cached prompt
+    tokens at the cached rate, or every prompt token at the prompt rate when ``cached`` is false
+    (what the row would have cost without a prompt cache).
 
     A row whose answer called a rerank server adds its ``rerank_tokens`` at the reranker's prompt
     price (:func:`rerank_model`; from ``prices``, the user's table, as any model's; free when local);
@@ -170,7 +190,7 @@ def row_cost(row: Mapping[str, Any], price: Price | None, prices: Mapping[str, t
     usage = row.get("usage")
     if price is None or row.get("status") != "ok" or not usage:
         return None
-    cost = price.cost(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0))
+    cost = price.cost(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0), usage.get("cached_prompt_tokens", 0) if cached else 0)
     reranker = rerank_model(row)
     if reranker is None or not usage.get("rerank_tokens"):
         return cost

@@ -33,7 +33,7 @@ from experiments.benchmarks.predictions import row_prediction
 from experiments.ceilings import report_ceilings
 from experiments.context_costs import per_context_table
 from experiments.html_report import pick_winners, row_model, significance_text, strategy_costs, summary_table, write_html_report
-from experiments.prices import load_prices, parse_prices, row_cost
+from experiments.prices import PriceRow, load_prices, parse_prices, row_cost
 from experiments.runner import RunFolderError, manifest_config, read_manifest, read_rows, run_samples
 from experiments.spend import latest_with_spend
 from experiments.synth import retrieval_recall
@@ -107,6 +107,7 @@ def build_report(
     _add_intervals(benchmark, samples, summary, per_question["score"])
     table = summary_table(summary, costs)
     _add_frontiers(summary, table)
+    _add_uncached_costs(summary, table, costs)
     pairs = comparison.pairwise(per_question["score"])
     comparison.write_pairwise(report / "pairwise.csv", pairs)
     missing = {r["strategy"]: r["missing"] for r in summary if r["missing"]}
@@ -208,7 +209,7 @@ def compare_runs(folders: Sequence[str | Path], *, judge: Any = None) -> RunComp
     return RunComparison(pairs, dropped)
 
 
-def _price_table(prices: str | Path | dict[str, Any] | None) -> dict[str, tuple[float, float]] | None:
+def _price_table(prices: str | Path | dict[str, Any] | None) -> dict[str, PriceRow] | None:
     if prices is None:
         return None
     return parse_prices(prices) if isinstance(prices, dict) else load_prices(prices)
@@ -265,6 +266,22 @@ def _add_frontiers(summary: list[dict[str, Any]], table: list[dict[str, Any]]) -
             row[column] = ("frontier" if front[row["strategy"]] else "dominated") if row["strategy"] in known else None
 
 
+def _add_uncached_costs(summary: list[dict[str, Any]], table: list[dict[str, Any]], costs: dict[str, dict[str, Any]]) -> None:
+    """Where the server reported cached prompt tokens: USD per answer with the prompt cache
+    (``cost_usd``) and without it (``cost_usd_uncached``: every prompt token at the prompt rate), and
+    the cost frontier without it (``frontier_cost_uncached``), so the table shows the frontier that changes."""
+    if not any(row.get("cached_prompt_tokens") for row in summary):
+        return
+    uncached = [{**row, "cost_usd": costs.get(row["strategy"], {}).get("usd_per_answer_uncached")} for row in table]
+    front = comparison.frontier(uncached, "cost_usd")
+    known = {r["strategy"] for r in uncached if r.get("score") is not None and r.get("cost_usd") is not None}
+    for row in summary:
+        cost = costs.get(row["strategy"], {})
+        row["cost_usd"] = _round(cost.get("usd_per_answer"), 8)
+        row["cost_usd_uncached"] = _round(cost.get("usd_per_answer_uncached"), 8)
+        row["frontier_cost_uncached"] = ("frontier" if front[row["strategy"]] else "dominated") if row["strategy"] in known else None
+
+
 def _round(value: float | None, digits: int = 2) -> float | None:
     return None if value is None else round(value, digits)
 
@@ -286,6 +303,7 @@ def _summary_row(benchmark: str, name: str, data: dict[str, Any], by_id: dict[st
         "missing": len(by_id) - len(data["rows"]),  # questions of the run this strategy has not answered yet
         "llm_calls": _mean([u["llm_calls"] for u in usage]),
         "prompt_tokens": _mean([u["prompt_tokens"] for u in usage]),
+        "cached_prompt_tokens": _mean([u.get("cached_prompt_tokens", 0) for u in usage]),
         "completion_tokens": _mean([u["completion_tokens"] for u in usage]),
         "seconds": _mean([r["seconds"] for r in ok]),
         "cached_calls": sum(u.get("cached_calls", 0) for u in usage),

@@ -47,6 +47,7 @@ from experiments.row_schema import row_problem
 from graphs.cancel import CancelGuard
 from graphs.config import redact_secrets
 from graphs.llm import tokenizer_manifest
+from graphs.prompt_sharing import shared_first_options
 from retrieval.locks import LockHeld, describe_holder, exclusive_lock
 from retrieval.redaction import redact_value
 
@@ -131,7 +132,9 @@ class RunConfig:
         datasets: Subsets of the benchmark (e.g. LongBench dataset names); all when empty.
         limit: First N samples only.
         concurrency: (sample, strategy) pairs in flight at once.
-        strategy_options: Per-strategy config overrides, e.g. ``{"rag": {"top_k": 5}}``.
+        strategy_options: Per-strategy config overrides, e.g. ``{"rag": {"top_k": 5}}``. For own corpora
+            (``BenchmarkSpec.shared_first``) each strategy's shared-first options go under them
+            (:func:`graphs.prompt_sharing.shared_first_options`; PAI's ``judge_order="chunk_first"``).
         llm_cache: Replay temperature-0 calls from ``<out>/llm_cache.sqlite``.
         loader_options: Options of the benchmark's loader, e.g. ``{"lengths": ["16k"]}`` for
             LV-Eval or ``{"seed": 1}`` for Loong.
@@ -173,6 +176,9 @@ class RunConfig:
         unknown = sorted(set(self.strategy_options) - set(self.strategies))
         if unknown:
             raise ValueError(f"strategy_options name strategies not being run: {unknown}")
+        if self.benchmark in BENCHMARKS and BENCHMARKS.get(self.benchmark).shared_first:  # our prompts: the shared text goes first
+            shared = {name: shared_first_options(STRATEGIES.get(name).prompt_sharing, self.strategy_options.get(name, {})) for name in self.strategies}
+            object.__setattr__(self, "strategy_options", {name: options for name, options in shared.items() if options})
         for name in self.strategies:  # unknown names, options and values fail before any work
             STRATEGIES.get(name).make_config(**dict(self.strategy_options.get(name, {})))
         if self.concurrency < 1:
@@ -522,7 +528,12 @@ def _repair_tail(sink: Any) -> None:
 def work_units(todo: list[tuple[Any, str]], *, inject_once: bool = False) -> list[tuple[str, list[Any]]]:
     """Work units: one sample each, except that a batched strategy (MemAgent) gets all samples
     sharing a corpus in one unit, so their questions share one pass over it; with ``inject_once``
-    every strategy does, so it builds (or loads) its index once per corpus for all its questions."""
+    every strategy does, so it builds (or loads) its index once per corpus for all its questions.
+
+    Units of one strategy over one corpus run back to back (in the order first seen): their prompts
+    start alike (full context: the corpus), so a model that keeps one prompt in context (the
+    embedded model, llama.cpp) reads the shared start once instead of after every other strategy's
+    call, and a provider's prompt cache sees it while it is fresh."""
     units: list[tuple[str, list[Any]]] = []
     shared: dict[tuple[str, str], list[Any]] = {}
     for sample, name in todo:
@@ -534,7 +545,10 @@ def work_units(todo: list[tuple[Any, str]], *, inject_once: bool = False) -> lis
             shared[key].append(sample)
         else:
             units.append((name, [sample]))
-    return units
+    first: dict[tuple[str, str], int] = {}
+    for i, (name, group) in enumerate(units):
+        first.setdefault((group[0].corpus.fingerprint, name), i)
+    return sorted(units, key=lambda unit: first[unit[1][0].corpus.fingerprint, unit[0]])  # stable: question order within a group
 
 
 def run_unit(samples: list[Any], strategy: str, chat: BaseChatModel, config: RunConfig, *, retry: bool = False,

@@ -45,7 +45,7 @@ def complete_with_usage(
     system: str | None = None,
     **kwargs,
 ) -> tuple[str, dict]:
-    """One call, returning the reply and its usage ``{calls, cached_calls, prompt_tokens, completion_tokens, estimated}``.
+    """One call, returning the reply and its usage ``{calls, cached_calls, prompt_tokens, cached_prompt_tokens, completion_tokens, estimated}``.
 
     Strategies that checkpoint keep usage in their state so it survives a resume; a model
     that reports no usage is counted with its tokenizer (:func:`tokenizer_for`) and marked
@@ -133,13 +133,17 @@ def _async_http_client() -> Any:
 
 def reply_usage(message: Any, prompt: str, text: str, *, count: Callable[[str], int] | None = None) -> dict:
     """What one reply cost, as :class:`~retrieval.contract.Usage` fields: free when replayed
-    from the LLM cache, the model's own counts when it reports them, else ``count`` (the
+    from the LLM cache, the model's own counts when it reports them (with the prompt tokens its
+    server read from its prompt cache, ``input_token_details.cache_read``), else ``count`` (the
     model's tokenizer; cl100k when not given) of ``prompt`` and ``text`` marked ``estimated``."""
     meta = getattr(message, "usage_metadata", None)
     if getattr(message, "response_metadata", {}).get("cache_hit"):
         return {"llm_calls": 0, "cached_calls": 1, "prompt_tokens": 0, "completion_tokens": 0, "estimated": False}
     if meta:
-        return {"llm_calls": 1, "prompt_tokens": meta.get("input_tokens", 0), "completion_tokens": meta.get("output_tokens", 0), "estimated": False}
+        prompt_tokens = meta.get("input_tokens", 0)
+        cached = (meta.get("input_token_details") or {}).get("cache_read") or 0
+        return {"llm_calls": 1, "prompt_tokens": prompt_tokens, "cached_prompt_tokens": min(int(cached), prompt_tokens),
+                "completion_tokens": meta.get("output_tokens", 0), "estimated": False}
     count = count or tokens.count_tokens
     return {"llm_calls": 1, "prompt_tokens": count(prompt), "completion_tokens": count(text), "estimated": True}
 

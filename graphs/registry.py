@@ -25,6 +25,7 @@ from graphs.ceiling import EvidenceCeiling
 from graphs.config import ConfigError
 from graphs.costs import StrategyCosts
 from graphs.presentation import StrategyPresentation
+from graphs.prompt_sharing import PromptSharing
 from retrieval.contract import Question, Registry
 
 
@@ -171,6 +172,9 @@ class Strategy:
             (:class:`~graphs.presentation.StrategyPresentation`); a plug-in without one gets a
             colour by name and its steps shown as their facts.
         ray_stage: The part of its work ``--ray`` puts on Ray (:class:`RayStage`); ``None``: none.
+        prompt_sharing: The long text its prompts start with for every question over one corpus
+            (:class:`~graphs.prompt_sharing.PromptSharing`), which a provider's prompt cache serves to
+            questions 2..N; ``None``: its prompts start with what differs per question.
     """
 
     name: str
@@ -185,6 +189,7 @@ class Strategy:
     ceiling: EvidenceCeiling | None = None
     presentation: StrategyPresentation = field(default_factory=StrategyPresentation)
     ray_stage: RayStage | None = None
+    prompt_sharing: PromptSharing | None = None
 
     @property
     def batch(self) -> BatchRun | None:

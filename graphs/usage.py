@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -78,6 +79,7 @@ class UsageTracker(BaseCallbackHandler):
                 return
             self.usage.llm_calls += 1
             self.usage.prompt_tokens += sum(p["prompt_tokens"] for p in parts)
+            self.usage.cached_prompt_tokens += sum(p.get("cached_prompt_tokens", 0) for p in parts)
             self.usage.completion_tokens += sum(p["completion_tokens"] for p in parts)
             self.usage.estimated = self.usage.estimated or any(p["estimated"] for p in parts)
 
@@ -99,6 +101,7 @@ class UsageTracker(BaseCallbackHandler):
             self.usage.failed_calls += other.failed_calls
             self.usage.cached_calls += other.cached_calls
             self.usage.prompt_tokens += other.prompt_tokens
+            self.usage.cached_prompt_tokens += other.cached_prompt_tokens
             self.usage.completion_tokens += other.completion_tokens
             self.usage.estimated = self.usage.estimated or other.estimated
             self.usage.rerank_calls += other.rerank_calls
@@ -152,17 +155,22 @@ def metering_queue() -> Iterator[QueueMeter]:
 
 
 @contextlib.contextmanager
-def shared_model_lock(lock: threading.Lock) -> Iterator[None]:
+def shared_model_lock(lock: Any, key: str | None = None) -> Iterator[None]:
     """Hold ``lock`` (one model instance shared by concurrent answers); the wait for it is
-    metered as the current answer's queued time, not its own."""
+    metered as the current answer's queued time, not its own. ``key`` goes to a lock that takes
+    one (a :class:`~graphs.prefix_lock.PrefixAffinityLock`: the prompt the call will run)."""
+    acquire = functools.partial(lock.acquire, key) if key is not None else lock.acquire
     meter = _METER.get()
     if meter is None:
-        with lock:
+        acquire()
+        try:
             yield
+        finally:
+            lock.release()
         return
     meter._change(+1, 0)
     try:
-        lock.acquire()
+        acquire()
     except BaseException:
         meter._change(-1, 0)
         raise

@@ -12,7 +12,7 @@ from typing import Any
 from retrieval.question import Question
 
 #: The counts a resumed run's usage splits into this call's and the earlier calls' (:meth:`Usage.since`).
-SPLIT_FIELDS = ("llm_calls", "cached_calls", "prompt_tokens", "completion_tokens")
+SPLIT_FIELDS = ("llm_calls", "cached_calls", "prompt_tokens", "cached_prompt_tokens", "completion_tokens")
 
 
 @dataclass
@@ -38,10 +38,14 @@ class Usage:
             embedded model serves one call at a time); not part of ``seconds``.
         estimated: True when some call reported no usage and its tokens were counted.
         cached_calls: Calls answered from the on-disk LLM cache (free: not in the other counts).
+        cached_prompt_tokens: Part of ``prompt_tokens`` the server reported as read from its prompt
+            cache (a prefix it had seen: OpenAI's ``prompt_tokens_details.cached_tokens`` and the
+            vendors' other names, or the prefix the embedded model kept); billed at the cached rate.
         earlier_llm_calls: Calls of the same checkpointed run made by earlier calls of ``answer``
             (0 unless this answer resumed or replayed one); not sent by this call.
         earlier_cached_calls: Cache replays of those earlier calls.
         earlier_prompt_tokens: Their input tokens.
+        earlier_cached_prompt_tokens: The part of those the server read from its prompt cache.
         earlier_completion_tokens: Their output tokens.
         rerank_calls: Rerank requests (or local cross-encoder calls) that returned.
         rerank_failed_calls: Rerank attempts that failed (each retry of a timeout or 5xx counts one).
@@ -57,9 +61,11 @@ class Usage:
     estimated: bool = False
     cached_calls: int = 0
     queued_seconds: float = 0.0
+    cached_prompt_tokens: int = 0
     earlier_llm_calls: int = 0
     earlier_cached_calls: int = 0
     earlier_prompt_tokens: int = 0
+    earlier_cached_prompt_tokens: int = 0
     earlier_completion_tokens: int = 0
     rerank_calls: int = 0
     rerank_failed_calls: int = 0

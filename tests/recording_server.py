@@ -6,6 +6,13 @@ seconds (as server-sent chunks, one per word, when the request says ``stream``),
 body (``requests``, ``embedding_requests``), the headers of each, and the most requests
 in flight at once (``max_in_flight``). Other routes (a tokenizer's probe of
 ``/tokenize``) get 404; their paths are recorded in ``other_paths``.
+
+With ``prompt_cache`` set it reports cached prompt tokens as a provider with a prompt cache
+does: the words a request's prompt shares at its start with the previous chat request's (its
+token unit is the word; with ``cache_size=N``, the longest start shared with one of the last N
+requests', as a provider's cache holding N prompts), under the name that provider uses (``"openai"``:
+``usage.prompt_tokens_details.cached_tokens``; ``"deepseek"``: ``usage.prompt_cache_hit_tokens``;
+``"llama.cpp"``: ``timings.cache_n``).
 """
 
 from __future__ import annotations
@@ -39,12 +46,27 @@ def prompt_of(request: dict[str, Any]) -> str:
     return "\n".join(str(m.get("content") or "") for m in request.get("messages", []))
 
 
+def _shared_words(a: list[str], b: list[str]) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
 class RecordingServer(LoopbackServer):
     """Serve on ``127.0.0.1`` in a background thread; use as a context manager."""
 
-    def __init__(self, reply: Callable[[dict[str, Any]], str] | None = None, *, latency: float = 0.0):
+    def __init__(self, reply: Callable[[dict[str, Any]], str] | None = None, *, latency: float = 0.0, prompt_cache: str | None = None,
+                 cache_size: int = 1):
         self.reply = reply or (lambda request: "Paris")
         self.latency = latency
+        self.prompt_cache = prompt_cache
+        self.cache_size = cache_size
+        self._recent: list[list[str]] = []
+        #: Cached prompt tokens reported for each chat request, in the order received (with ``prompt_cache``).
+        self.cached_tokens: list[int] = []
         self.requests: list[dict[str, Any]] = []
         self.embedding_requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
@@ -64,8 +86,9 @@ class RecordingServer(LoopbackServer):
         finally:
             with self._lock:
                 self.in_flight -= 1
-        prompt_tokens = len(prompt_of(request).split())
-        return {
+        words = prompt_of(request).split()
+        prompt_tokens = len(words)
+        body: dict[str, Any] = {
             "id": "rec",
             "object": "chat.completion",
             "created": int(time.time()),
@@ -73,6 +96,24 @@ class RecordingServer(LoopbackServer):
             "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(text.split()), "total_tokens": prompt_tokens + len(text.split())},
         }
+        if self.prompt_cache:
+            self._report_cached(body, words)
+        return body
+
+    def _report_cached(self, body: dict[str, Any], words: list[str]) -> None:
+        """Put the words this prompt shares at its start with the previous prompt into ``body``, as ``prompt_cache`` names them."""
+        with self._lock:
+            shared = max((_shared_words(seen, words) for seen in self._recent), default=0)
+            self._recent = [*self._recent, words][-self.cache_size :]
+            self.cached_tokens.append(shared)
+        if self.prompt_cache == "openai":
+            body["usage"]["prompt_tokens_details"] = {"cached_tokens": shared}
+        elif self.prompt_cache == "deepseek":
+            body["usage"].update(prompt_cache_hit_tokens=shared, prompt_cache_miss_tokens=len(words) - shared)
+        elif self.prompt_cache == "llama.cpp":
+            body["timings"] = {"cache_n": shared, "prompt_n": len(words) - shared}
+        else:
+            raise ValueError(f"unknown prompt_cache {self.prompt_cache!r}")
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         server = self

@@ -75,6 +75,9 @@ class BenchmarkSpec:
             headline averages sub-sets (LongBench's macro over datasets and categories): the
             report's bootstrap resamples within each stratum and weighs them so (``experiments.stats``).
             ``None``: the headline is the plain mean over questions.
+        shared_first: Its prompts are ours, not an official protocol's (own corpora): strategies
+            put the text every question shares first (their ``PromptSharing.options``, see
+            :mod:`graphs.prompt_sharing`), so a provider's prompt cache serves it to later questions.
     """
 
     name: str
@@ -85,6 +88,7 @@ class BenchmarkSpec:
     protocol: Callable[[Sample], dict[str, Any]] | None = None
     rag_prompt: Callable[[Sample, Sequence[str]], str] | None = None
     strata: Callable[[Sequence[Sample]], tuple[dict[str, Any], dict[Any, float]]] | None = None
+    shared_first: bool = False
 
     def with_protocol(self, sample: Sample) -> Sample:
         """``sample`` whose question carries this benchmark's :class:`~retrieval.contract.Protocol`."""

@@ -146,7 +146,7 @@ def correct(sample: Sample, prediction: str, judge: Any = None) -> tuple[Match, 
     return match_answer(answer, gold, answer_type=sample.metadata.get("answer_type"), question=sample.metadata.get("question")), False
 
 
-@BENCHMARKS.register("own", version=VERSION, load=load, prompt=prompt)
+@BENCHMARKS.register("own", version=VERSION, load=load, prompt=prompt, shared_first=True)  # our prompts: shared text first
 def score(pairs: Sequence[tuple[Sample, Any]], *, judge: Any = None, **_: Any) -> dict:
     """Accuracy over the questions with a gold answer (x100); the others are counted as unscored.
 

@@ -31,6 +31,7 @@ import zlib
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from graphs.prefix_lock import shared_start
 from retrieval.tokens import count_tokens
 
 
@@ -77,6 +78,7 @@ def make_handler(
     fault: str | None = None,
     fault_first: int = 0,
     usage: str = "cl100k",
+    prompt_cache: int = 0,
 ):
     """A request handler class bound to one latency and reply size.
 
@@ -88,6 +90,9 @@ def make_handler(
     ``usage="approx"`` reports UTF-8 bytes / 4 as token counts instead of cl100k's: exact
     counting costs the stub ~1 ms of CPU per 4K-token prompt, more than a 32-way fan-out
     against 50 ms leaves per request on a 2-core machine (``bench_structured``).
+    ``prompt_cache=N``: report, as OpenAI does (``usage.prompt_tokens_details.cached_tokens``), the tokens
+    of the longest start each prompt shares with one of the last N chat requests' (1: the previous one),
+    as a provider's prompt cache holding N prompts would serve them.
     """
     if usage not in ("cl100k", "approx"):
         raise ValueError(f"usage must be 'cl100k' or 'approx', got {usage!r}")
@@ -98,6 +103,7 @@ def make_handler(
     counter = itertools.count(1)
     lock = threading.Lock()
     requests_seen = [0]
+    recent: list[str] = []
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -173,8 +179,13 @@ def make_handler(
             message, finish = {"role": "assistant", "content": text}, "stop"
             if tools and request.get("tools"):
                 (message, text), finish = tool_message(request, prompt, properties), "tool_calls"
-            usage = {"prompt_tokens": count(prompt), "completion_tokens": count(text)}
+            usage: dict = {"prompt_tokens": count(prompt), "completion_tokens": count(text)}
             usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+            if prompt_cache:
+                with lock:
+                    shared = max((shared_start(seen_prompt, prompt) for seen_prompt in recent), default=0)
+                    recent[:] = [*recent, prompt][-prompt_cache:]
+                usage["prompt_tokens_details"] = {"cached_tokens": min(count(prompt[:shared]), usage["prompt_tokens"]) if shared else 0}
             self._send(
                 200,
                 {
@@ -210,6 +221,7 @@ def stub_server(
     fault: str | None = None,
     fault_first: int = 0,
     usage: str = "cl100k",
+    prompt_cache: int = 0,
 ) -> Iterator[str]:
     """Run the stub in its own process (so it shares no GIL with the client); yields its base URL.
 
@@ -223,6 +235,8 @@ def stub_server(
     cmd += ["--hang-seconds", str(hang_seconds), "--usage", usage]
     if tools:
         cmd += ["--tools", "--properties", str(properties)]
+    if prompt_cache:
+        cmd += ["--prompt-cache", str(prompt_cache)]
     if fault:
         cmd += ["--fault", fault, "--fault-first", str(fault_first)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -256,11 +270,12 @@ def main() -> None:
     p.add_argument("--tools", action="store_true", help="answer requests that carry tools with tool calls")
     p.add_argument("--properties", type=int, default=4, help="property calls per extraction request (with --tools)")
     p.add_argument("--usage", choices=("cl100k", "approx"), default="cl100k", help="token counts of the usage: exact cl100k, or UTF-8 bytes / 4 (cheap)")
+    p.add_argument("--prompt-cache", type=int, default=0, help="report as cached the start a prompt shares with one of the last N (0: off)")
     args = p.parse_args()
     handler = make_handler(
         args.latency, args.reply_tokens, tools=args.tools, properties=args.properties,
         fail_every=args.fail_every, hang_seconds=args.hang_seconds, fault=args.fault, fault_first=args.fault_first,
-        usage=args.usage,
+        usage=args.usage, prompt_cache=args.prompt_cache,
     )  # fmt: skip
     server = _Server(("127.0.0.1", args.port), handler)
     server.serve_forever()

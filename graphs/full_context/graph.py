@@ -33,6 +33,7 @@ from graphs.full_context.truncation import (  # noqa: F401 - re-exported: the tr
 )
 from graphs.llm import context_window, prompt_codec, tokenizer_id
 from graphs.nodes import generate, linear_graph
+from graphs.prompt_sharing import PromptSharing
 from graphs.prompts import DOCUMENT_TEMPLATE, fill, format_documents
 from graphs.registry import STRATEGIES
 from retrieval.contract import Corpus, Question, Step
@@ -182,6 +183,7 @@ def full_context_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Q
     presets={"paper": FullContextConfig(), "ours": FullContextConfig(prompt="ours")},
     prompts_version=PROMPTS_VERSION,
     presentation=PRESENTATION,
+    prompt_sharing=PromptSharing("the corpus text (cut to the window), before the question"),
     description="The whole corpus in one prompt, middle-truncated to the model window.",
 )
 def build_graph(config: FullContextConfig | None = None):

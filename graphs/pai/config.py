@@ -30,6 +30,9 @@ class PaiConfig(RetrievalSettings):
         sub_answer_context_tokens: Budget of kept-chunk tokens packed per sub-answer.
         concurrency: ``max_concurrency`` of the run: judge calls in flight at once.
         output: ``"cot"`` (the paper's reasoning + conclusion) or ``"conclusion"`` only.
+        judge_order: ``"query_first"`` (the paper's judge prompt: the sub-question, then the chunk) or
+            ``"chunk_first"`` (the chunk, then the sub-question: every judge call of one chunk starts
+            alike, so a provider's prompt cache serves the chunk to the other sub-questions and questions).
     """
 
     retriever: str = option("bm25", source="ours (no model download); the paper's RAG baseline used BGE-M3")
@@ -53,3 +56,4 @@ class PaiConfig(RetrievalSettings):
     temperature: float = option(0.0, min=0.0)
     concurrency: int = option(8, min=1, source="ours; raise for remote APIs (see bench_pai)")
     output: Literal["cot", "conclusion"] = "cot"
+    judge_order: Literal["query_first", "chunk_first"] = option("query_first", source="seed 002: the query, then the context")

@@ -38,6 +38,7 @@ from graphs.pai.ceiling import JudgedChunksCeiling
 from graphs.pai.config import PaiConfig
 from graphs.pai.decompose import extract_properties, generate_sub_questions
 from graphs.pai.presentation import MINUS_PRESENTATION, PRESENTATION
+from graphs.prompt_sharing import PromptSharing
 from graphs.prompts import format_chunks
 from graphs.registry import STRATEGIES, SingleRun
 from graphs.run import gather_or_cancel
@@ -127,7 +128,7 @@ def judge(task: dict[str, Any], runtime: Runtime[StrategyContext[PaiConfig]]) ->
 
     def one(pair: dict[str, Any]) -> dict:
         try:
-            out = call_structured(ctx.llm, _judge_prompt(pair, task), **_judge_call(task, ctx.config))
+            out = call_structured(ctx.llm, _judge_prompt(pair, task, ctx.config), **_judge_call(task, ctx.config))
         except BudgetReached as exc:
             return _stopped_verdict(pair, task, exc)
         report_progress("judge", advance=1)
@@ -147,7 +148,7 @@ async def ajudge(task: dict[str, Any], runtime: Runtime[StrategyContext[PaiConfi
     async def one(pair: dict[str, Any]) -> dict:
         try:
             async with gate:
-                out = await acall_structured(ctx.llm, _judge_prompt(pair, task), **_judge_call(task, ctx.config))
+                out = await acall_structured(ctx.llm, _judge_prompt(pair, task, ctx.config), **_judge_call(task, ctx.config))
         except BudgetReached as exc:
             return _stopped_verdict(pair, task, exc)
         report_progress("judge", advance=1)
@@ -172,9 +173,16 @@ def stop_if_refused(records: Sequence[dict[str, Any]]) -> None:
             raise BudgetReached(record["stopped"])
 
 
-def _judge_prompt(pair: dict[str, Any], task: dict[str, Any]) -> str:
+#: Judge templates by ``(PaiConfig.judge_order, tool mode)``.
+JUDGE_TEMPLATES = {
+    ("query_first", "tools"): P.JUDGE_PROMPT, ("query_first", "json"): P.JUDGE_JSON_PROMPT,
+    ("chunk_first", "tools"): P.JUDGE_CHUNK_FIRST_PROMPT, ("chunk_first", "json"): P.JUDGE_CHUNK_FIRST_JSON_PROMPT,
+}  # fmt: skip
+
+
+def _judge_prompt(pair: dict[str, Any], task: dict[str, Any], cfg: PaiConfig) -> str:
     chunk = task["hit"].chunk
-    template = P.JUDGE_PROMPT if task["tool_mode"] == "tools" else P.JUDGE_JSON_PROMPT
+    template = JUDGE_TEMPLATES[cfg.judge_order, "tools" if task["tool_mode"] == "tools" else "json"]
     return template.format(sub_question=pair["sub_question"], title=chunk.title, chunk=chunk.text.strip())
 
 
@@ -324,7 +332,7 @@ def pai_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Question],
     shortest, longest = costs.titles(shape, llm)
     decompose = P.PROPERTY_PROMPT if strategy == "pai" else P.SUB_QUESTION_PROMPT
     judge = [costs.prompt_tokens(strategy, f"judge:{i}:{title}", lambda tpl=tpl, title=title: tpl.format(sub_question="", title=title, chunk=""), llm)  # type: ignore[misc]
-             for title in (shortest, longest) for i, tpl in enumerate((P.JUDGE_PROMPT, P.JUDGE_JSON_PROMPT))]  # fmt: skip
+             for title in (shortest, longest) for i, tpl in enumerate(JUDGE_TEMPLATES.values())]  # fmt: skip
     answer = costs.prompt_tokens(strategy, "sub_answer", lambda: P.SUB_ANSWER_PROMPT.format(context="", sub_question="", form=P.PROPERTY_ANSWER_FORM), llm)
     own = []  # per question: its decomposition's and its summary's text (no "how", no findings)
     for x in questions or [costs.PLACEHOLDER_QUESTION]:
@@ -367,6 +375,16 @@ def pai_minus_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Ques
 PAI_CEILING = JudgedChunksCeiling(rank=40, choose_mode=choose_mode, plan_judging=plan_judging, pack=pack)
 
 
+def chunk_first_share(cfg: PaiConfig) -> float:
+    """Every question's judge calls start with a chunk when ``judge_order="chunk_first"``; none otherwise."""
+    return 1.0 if cfg.judge_order == "chunk_first" else 0.0
+
+
+#: With ``judge_order="chunk_first"`` each judge call starts with its chunk, which every sub-question and question re-reads.
+JUDGE_SHARING = PromptSharing("each chunk, in its judge calls (judge_order='chunk_first'; the paper's order puts the sub-question first)",
+                              share=chunk_first_share, options={"judge_order": "chunk_first"})  # fmt: skip
+
+
 @STRATEGIES.register(
     "pai",
     costs=costs.StrategyCosts(pai_costs),
@@ -374,6 +392,7 @@ PAI_CEILING = JudgedChunksCeiling(rank=40, choose_mode=choose_mode, plan_judging
     config_cls=PaiConfig,
     presets={"paper": PaiConfig(judge_mode="exhaustive")},
     prompts_version=P.PROMPTS_VERSION,
+    prompt_sharing=JUDGE_SHARING,
     uses_index=True,
     run_mode=SingleRun(async_fan_out=True),
     presentation=PRESENTATION,
@@ -392,6 +411,7 @@ def build_graph(config: PaiConfig | None = None):
     config_cls=PaiConfig,
     presets={"paper": PaiConfig(judge_mode="exhaustive")},
     prompts_version=P.PROMPTS_VERSION,
+    prompt_sharing=JUDGE_SHARING,
     uses_index=True,
     run_mode=SingleRun(async_fan_out=True),
     presentation=MINUS_PRESENTATION,

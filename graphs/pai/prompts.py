@@ -12,7 +12,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-PROMPTS_VERSION = 1
+PROMPTS_VERSION = 2  # 2: the chunk-first judge prompts (judge_order='chunk_first'); the others unchanged
 
 #: Domain examples filled into the property schema (seed 002, App. A.2); "general" is ours.
 DOMAIN_EXAMPLES: Mapping[str, Mapping[str, str]] = {
@@ -128,6 +128,22 @@ JUDGE_JSON_PROMPT = """Query: {sub_question}
 
 Context (from "{title}"):
 {chunk}
+
+Decide whether the provided context contains information needed to answer the query. Reply with one JSON object only, no other text: {{"keep_context": true}} or {{"keep_context": false}}. keep_context: Does the provided context contain information needed to answer the query? Answer 'true' or 'false'"""
+
+#: The judge prompts with the chunk first (``PaiConfig.judge_order="chunk_first"``): the same words, ordered so
+#: that every judge call of one chunk starts alike and a prompt cache serves it to the other sub-questions.
+JUDGE_CHUNK_FIRST_PROMPT = """Context (from "{title}"):
+{chunk}
+
+Query: {sub_question}
+
+Decide whether the provided context contains information needed to answer the query, and call the function with your decision."""
+
+JUDGE_CHUNK_FIRST_JSON_PROMPT = """Context (from "{title}"):
+{chunk}
+
+Query: {sub_question}
 
 Decide whether the provided context contains information needed to answer the query. Reply with one JSON object only, no other text: {{"keep_context": true}} or {{"keep_context": false}}. keep_context: Does the provided context contain information needed to answer the query? Answer 'true' or 'false'"""
 

@@ -42,6 +42,7 @@ from graphs.context import StrategyContext
 from graphs.full_context import full_context_prompt
 from graphs.llm import prompt_codec
 from graphs.nodes import generate
+from graphs.prompt_sharing import PromptSharing
 from graphs.prompts import DEFAULT_INSTRUCTION, fill, format_chunks
 from graphs.rag import RAG_TEMPLATE, order_hits, retrieve
 from graphs.registry import STRATEGIES, Strategy
@@ -210,6 +211,13 @@ def self_route_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Que
     return costs.Costs(bounds, costs.ExpectedCost(typical))
 
 
+def fallback_shares_corpus(cfg: Any) -> float:
+    """The share of questions whose calls start with the corpus: the declined ones (typically
+    :data:`TYPICAL_DECLINED`), when the fallback is a strategy that puts the corpus first."""
+    spec = STRATEGIES.get(cfg.fallback)
+    return TYPICAL_DECLINED * spec.prompt_sharing.share(spec.make_config(**dict(cfg.fallback_options))) if spec.prompt_sharing else 0.0
+
+
 @STRATEGIES.register(
     "self_route",
     costs=costs.StrategyCosts(self_route_costs),
@@ -222,6 +230,7 @@ def self_route_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Que
         "beyond-window": SelfRouteConfig(fallback="memagent", order="document"),
     },
     presentation=PRESENTATION,
+    prompt_sharing=PromptSharing("the corpus text, in the full-context fallback of a declined question", share=fallback_shares_corpus),
     description="RAG that may answer 'unanswerable'; declined questions get the full context (or memagent beyond the window, preset beyond-window).",
 )
 def build_graph(config: SelfRouteConfig | None = None):

@@ -34,7 +34,7 @@ class Outcome:
     attempts: int = 0
     errors: list[str] = field(default_factory=list)
     ok: bool = False
-    usage: dict[str, int] = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0})
+    usage: dict[str, int] = field(default_factory=lambda: {"prompt_tokens": 0, "cached_prompt_tokens": 0, "completion_tokens": 0})
 
 
 def reply_arguments(message: AIMessage) -> list[Any]:
@@ -67,6 +67,7 @@ def _take(out: Outcome, message: AIMessage, parse: Callable[[list[Any]], Any], a
     """Count one reply into ``out``; whether ``parse`` accepted it (else its error is noted)."""
     meta = getattr(message, "usage_metadata", None) or {}
     out.usage["prompt_tokens"] += meta.get("input_tokens", 0)
+    out.usage["cached_prompt_tokens"] += (meta.get("input_token_details") or {}).get("cache_read") or 0
     out.usage["completion_tokens"] += meta.get("output_tokens", 0)
     out.attempts = attempt
     try:

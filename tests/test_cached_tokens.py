@@ -1,0 +1,207 @@
+"""Cached prompt tokens (issue #40 item 1): what a server reports it read from its prompt cache is
+kept per call, summed per answer, row, summary and report, and priced at the cached-input rate.
+
+The caching stub (``RecordingServer(prompt_cache=...)``) computes the cached tokens from the words
+each prompt shares at its start with the previous one, as a provider's prompt cache would."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+
+import pytest
+
+from agents import answer_many
+from agents.cached_usage import reported_cached_tokens, reused_prefix
+from agents.chat_models import make_chat_model
+from experiments.benchmarks import load_benchmark
+from experiments.prices import DEFAULT_PRICES, PriceTableError, parse_prices, price_for, row_cost
+from experiments.report import build_report
+from experiments.runner import RunConfig, read_rows, run_experiment
+from retrieval import Corpus
+from retrieval.contract import Usage
+from tests.recording_server import RecordingServer, prompt_of
+from tests.servers import llama_server
+
+PRICES = {"gpt-4o-mini": {"prompt": 0.15, "cached": 0.075, "completion": 0.60}}
+DOCUMENT = " ".join(f"Line {i}: the depot at gate {i} stores {i * 7} crates of tinned pears." for i in range(60))
+
+
+def shared_prefix(a: str, b: str) -> int:
+    """Words two prompts share at their start (the stub's token unit)."""
+    n = 0
+    for x, y in zip(a.split(), b.split()):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+@pytest.fixture(scope="module")
+def own_run(tmp_path_factory):
+    """20 questions over one document, full context, one call at a time against the OpenAI-style caching stub."""
+    tmp_path = tmp_path_factory.mktemp("cached")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "depot.md").write_text(DOCUMENT + "\n")
+    questions = tmp_path / "q.jsonl"
+    questions.write_text("".join(json.dumps({"id": f"q{i:02d}", "question": f"How many crates are stored at gate {i}?", "answer": str(i * 7)}) + "\n"
+                                 for i in range(20)))  # fmt: skip
+    samples = load_benchmark("own", questions, corpus=docs)
+    out = tmp_path / "run"
+    with RecordingServer(lambda request: "The answer is: 7", prompt_cache="openai") as server:
+        llm = make_chat_model("openai:gpt-4o-mini", base_url=server.url, max_retries=0)
+        cfg = RunConfig(benchmark="own", strategies=("full_context",), llm_cache=False, concurrency=1)
+        run_experiment(cfg, out, llm=llm, samples=samples, show_progress=False)
+    return {"out": out, "server": server, "samples": samples}
+
+
+def test_a_20_question_full_context_run_reads_the_corpus_from_the_cache_after_the_first_call(own_run):
+    server = own_run["server"]
+    prompts = [prompt_of(r) for r in server.requests]
+    assert len(prompts) == 20
+    expected = [0] + [shared_prefix(a, b) for a, b in zip(prompts, prompts[1:])]
+    assert server.cached_tokens == expected
+    # the document comes before the question, so calls 2-20 find all of it in the cache
+    assert all(cached > len(DOCUMENT.split()) for cached in expected[1:])
+    rows = sorted(read_rows(own_run["out"]), key=lambda r: r["sample_id"])
+    by_prompt = {p: c for p, c in zip(prompts, expected)}
+    for row in rows:
+        i = int(row["sample_id"][1:])
+        prompt = next(p for p in prompts if f"gate {i}?" in p)
+        assert row["usage"]["cached_prompt_tokens"] == by_prompt[prompt]
+        assert row["usage"]["prompt_tokens"] == len(prompt.split())
+    assert sum(r["usage"]["cached_prompt_tokens"] for r in rows) == sum(expected) > 0
+
+
+def test_the_report_prices_cached_tokens_at_the_cached_rate_and_shows_the_cost_without_cache(own_run):
+    out = own_run["out"]
+    result = build_report(out, samples=own_run["samples"], plots=False, prices=PRICES)
+    rows = read_rows(out)
+    prompt = sum(r["usage"]["prompt_tokens"] for r in rows)
+    cached = sum(r["usage"]["cached_prompt_tokens"] for r in rows)
+    completion = sum(r["usage"]["completion_tokens"] for r in rows)
+    with_cache = ((prompt - cached) * 0.15 + cached * 0.075 + completion * 0.60) / 1e6 / len(rows)
+    without = (prompt * 0.15 + completion * 0.60) / 1e6 / len(rows)
+    summary = {r["strategy"]: r for r in result["summary"]}["full_context"]
+    assert summary["cached_prompt_tokens"] == pytest.approx(cached / len(rows), abs=0.01)
+    page = (out / "report" / "report.html").read_text(encoding="utf-8")
+    assert f"${with_cache:,.6f}" in page and f"${without:,.6f}" in page and with_cache < 0.6 * without
+    assert "USD / 1M cached prompt" in page and "$0.075" in page
+
+
+@pytest.mark.parametrize("style", ["openai", "deepseek", "llama.cpp"])
+def test_each_vendors_name_for_cached_tokens_reaches_the_answers_usage(style):
+    corpus = Corpus.from_texts([DOCUMENT])
+    with RecordingServer(lambda request: "The answer is: 7", prompt_cache=style) as server:
+        llm = make_chat_model("openai:m", base_url=server.url, max_retries=0)
+        answers = answer_many(corpus, ["How many crates at gate 1?", "How many crates at gate 2?", "How many crates at gate 3?"],
+                              strategy="full_context", llm=llm, concurrency=1)  # fmt: skip
+    assert [a.usage.cached_prompt_tokens for a in answers] == server.cached_tokens
+    assert server.cached_tokens[0] == 0 and min(server.cached_tokens[1:]) > len(DOCUMENT.split())
+
+
+@pytest.mark.parametrize(
+    ("usage", "timings", "expected"),
+    [
+        ({"prompt_tokens": 10, "prompt_tokens_details": {"cached_tokens": 8}}, None, 8),
+        ({"prompt_tokens": 10, "prompt_tokens_details": None}, None, None),
+        ({"prompt_tokens": 10, "prompt_cache_hit_tokens": 0, "prompt_cache_miss_tokens": 10}, None, 0),
+        ({"prompt_tokens": 10, "cached_tokens": 4}, None, 4),
+        ({"prompt_tokens": 10}, {"cache_n": 6, "prompt_n": 4}, 6),
+        ({"prompt_tokens": 10, "prompt_tokens_details": {"cached_tokens": "8"}}, {"cache_n": -1}, None),  # untrusted values
+        ({"prompt_tokens": 10, "prompt_tokens_details": {"cached_tokens": True}}, None, None),
+        (None, None, None),
+    ],
+)
+def test_reported_cached_tokens_reads_each_name_and_ignores_junk(usage, timings, expected):
+    assert reported_cached_tokens(usage, timings) == expected
+
+
+@pytest.mark.parametrize(
+    ("kept", "prompt", "reused"),
+    [([], [1, 2, 3], 0), ([1, 2, 3], [1, 2, 4], 2), ([1, 2, 3], [1, 2, 3], 2), ([1, 2, 3, 9, 9], [1, 2, 3, 4], 3), ([5], [1], 0), ([1], [1], 0)],
+)
+def test_reused_prefix_is_what_llama_cpp_skips(kept, prompt, reused):
+    assert reused_prefix(kept, prompt) == reused
+
+
+def test_reused_prefix_of_10000_tokens():
+    ids = list(range(10_000))
+    assert reused_prefix(ids, ids[:9_000] + [-1] * 1_000) == 9_000
+
+
+def test_usage_sums_cached_prompt_tokens():
+    total = Usage(prompt_tokens=10, cached_prompt_tokens=8) + Usage(prompt_tokens=5, cached_prompt_tokens=0)
+    assert total.cached_prompt_tokens == 8 and Usage.from_dict(total.to_dict()) == total
+
+
+def test_every_built_in_price_has_a_cached_rate_below_its_prompt_rate():
+    for model, row in DEFAULT_PRICES.items():
+        assert len(row) == 3 and 0 < row[2] < row[0], model
+    price = price_for("gpt-4o-mini")
+    assert price is not None and price.cached == 0.075
+    assert price.cost(1_000_000, 0, 1_000_000) == pytest.approx(0.075) and price.cost(1_000_000, 0) == pytest.approx(0.15)
+
+
+def test_a_users_price_without_a_cached_rate_charges_cached_tokens_at_the_prompt_rate():
+    table = parse_prices({"m": {"prompt": 1.0, "completion": 2.0}, "n": {"input": 1.0, "output": 2.0, "cached_input": 0.25}})
+    row = {"status": "ok", "usage": {"prompt_tokens": 1_000_000, "cached_prompt_tokens": 800_000, "completion_tokens": 0}}
+    assert row_cost(row, price_for("m", table)) == pytest.approx(1.0)
+    assert row_cost(row, price_for("n", table)) == pytest.approx(0.2 + 0.2)
+    assert row_cost(row, price_for("n", table), cached=False) == pytest.approx(1.0)
+    with pytest.raises(PriceTableError, match="cached"):
+        parse_prices({"m": {"prompt": 1.0, "completion": 2.0, "cached": -1}})
+
+
+def test_the_embedded_model_reports_the_prefix_it_kept():
+    """Two questions after one text on the embedded model: the second call reads the text from
+    llama.cpp's context (the prefix it kept), and says so."""
+    llm = make_chat_model("embedded")
+    corpus = Corpus.from_texts(["The red fox lives in the northern forest near the lake. " * 12])
+    first, second = answer_many(corpus, ["Where does the fox live?", "What colour is the fox?"], strategy="full_context",
+                                llm=llm, concurrency=1, max_new_tokens=4)  # fmt: skip
+    assert second.usage.cached_prompt_tokens > 100 and second.usage.cached_prompt_tokens < second.usage.prompt_tokens
+
+
+@pytest.mark.slow  # a real llama_cpp.server and two 400-token prompts: tens of seconds on 2 loaded cores
+def test_llama_cpp_python_server_reuses_the_prefix_but_reports_no_cached_tokens():
+    """What ``python -m llama_cpp.server`` sends back for a prompt whose first 388 of 400 tokens it
+    kept from the previous request (its log says "388 prefix-match hit"): prompt, completion and
+    total tokens only, so an answer over it records no cached tokens (the README's "Prompt caching" says so)."""
+    text = "The red fox lives in the northern forest near the lake. " * 30
+    with llama_server() as url:
+        replies = []
+        for question in ("Where does the fox live?", "What colour is the fox?"):
+            body = {"model": "smollm2", "messages": [{"role": "user", "content": f"{text}\nQuestion: {question}"}], "max_tokens": 4}
+            request = urllib.request.Request(f"{url}/chat/completions", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+            with urllib.request.urlopen(request, timeout=300) as response:
+                replies.append(json.loads(response.read()))
+        llm = make_chat_model("openai:smollm2", base_url=url, max_retries=0)
+        answers = answer_many(Corpus.from_texts([text]), ["Where does the fox live?", "Is there a lake?"], strategy="full_context",
+                              llm=llm, concurrency=1, max_new_tokens=4)  # fmt: skip
+    for reply in replies:
+        assert set(reply["usage"]) == {"prompt_tokens", "completion_tokens", "total_tokens"} and "timings" not in reply
+        assert reported_cached_tokens(reply["usage"], reply.get("timings")) is None
+    assert [a.usage.cached_prompt_tokens for a in answers] == [0, 0] and all(a.usage.prompt_tokens > 300 for a in answers)
+
+
+@pytest.mark.parametrize("style", ["openai", "deepseek", "llama.cpp"])
+def test_the_async_lean_path_reads_cached_tokens_too(style):
+    """A run's async calls post through its own aiohttp session (``run_client``) and parse the reply as a dict."""
+    import asyncio
+
+    from langchain_core.messages import HumanMessage
+
+    from graphs.llm import reply_usage, run_client
+
+    prompt = DOCUMENT + "\nQuestion: how many crates at gate 1?"
+
+    async def two_calls(url: str) -> list[dict]:
+        async with run_client(make_chat_model("openai:m", base_url=url, max_retries=0)) as llm:
+            replies = [await llm.ainvoke([HumanMessage(content=prompt)]) for _ in range(2)]
+        return [reply_usage(r, prompt, str(r.content)) for r in replies]
+
+    with RecordingServer(lambda request: "7", prompt_cache=style) as server:
+        usages = asyncio.run(two_calls(server.url))
+    assert [u["cached_prompt_tokens"] for u in usages] == [0, len(prompt.split())] == server.cached_tokens
