@@ -26,7 +26,7 @@ from typing import Any
 from agents.jsonsafe import dumps
 from experiments import comparison, stats
 from experiments.plots import strategy_color
-from experiments.prices import DEFAULT_PRICES_DATE, Price, price_for, row_cost
+from experiments.prices import DEFAULT_PRICES_DATE, Price, price_for, row_cost, row_index_cost
 from graphs.presentation import LEG_KEY, StrategyPresentation, escape
 from graphs.presentation import text as cut
 from graphs.registry import STRATEGIES
@@ -61,21 +61,23 @@ def row_model(row: Mapping[str, Any], manifest: Mapping[str, Any]) -> str | None
 
 def strategy_costs(per_strategy: Mapping[str, Mapping[str, Any]], manifest: Mapping[str, Any],
                    prices: Mapping[str, tuple[float, float]] | None) -> dict[str, dict[str, Any]]:  # fmt: skip
-    """Per strategy: total and per-answer estimated USD over its answered rows, and the prices used
-    (``None`` costs when some model has no price)."""
+    """Per strategy: total and per-answer estimated USD over its answered rows, the part of the
+    total spent at index time (``index_usd``), and the prices used (``None`` costs when some model has no price)."""
     out = {}
     for name, data in per_strategy.items():
         ok = [r for r in data["rows"] if r.get("status") == "ok"]
         used: dict[str, Price | None] = {}
-        costs = []
+        costs, index_costs = [], []
         for row in ok:
             model = row_model(row, manifest) or "unknown"
             if model not in used:
                 used[model] = price_for(model, prices)
             costs.append(row_cost(row, used[model]))
+            index_costs.append(row_index_cost(row, used[model]))
         known = bool(costs) and all(c is not None for c in costs)
         total = sum(costs) if known else None  # type: ignore[arg-type]
-        out[name] = {"total_usd": total, "usd_per_answer": total / len(costs) if total is not None else None, "prices": used}
+        index_total = sum(index_costs) if known else None  # type: ignore[arg-type]
+        out[name] = {"total_usd": total, "usd_per_answer": total / len(costs) if total is not None else None, "index_usd": index_total, "prices": used}
     return out
 
 
@@ -140,12 +142,14 @@ def significance_text(winners: Sequence[Mapping[str, Any]], *, missing: Mapping[
 
 
 def summary_table(summary: Sequence[Mapping[str, Any]], costs: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Summary rows with ``tokens`` (prompt + completion per answer), ``cost_usd`` and ``total_usd``."""
+    """Summary rows with ``tokens`` (prompt + completion per answer), ``cost_usd``, ``total_usd`` and
+    ``index_usd`` (the part of ``total_usd`` spent on index-time calls)."""
     table = []
     for row in summary:
         cost = costs.get(row["strategy"], {})
         tokens = (row.get("prompt_tokens") or 0) + (row.get("completion_tokens") or 0) if row.get("prompt_tokens") is not None else None
-        table.append({**row, "tokens": tokens, "cost_usd": cost.get("usd_per_answer"), "total_usd": cost.get("total_usd")})
+        table.append({**row, "tokens": tokens, "cost_usd": cost.get("usd_per_answer"), "total_usd": cost.get("total_usd"),
+                      "index_usd": cost.get("index_usd")})
     return table
 
 

@@ -43,6 +43,11 @@ class Usage:
         earlier_cached_calls: Cache replays of those earlier calls.
         earlier_prompt_tokens: Their input tokens.
         earlier_completion_tokens: Their output tokens.
+        index_llm_calls: Part of ``llm_calls`` spent building something reused across questions
+            (RAPTOR's tree summaries, structured's per-document extraction): non-zero only on the
+            answer that paid for the build, zero on those that reused it.
+        index_prompt_tokens: Part of ``prompt_tokens`` sent by those index-time calls.
+        index_completion_tokens: Part of ``completion_tokens`` they received.
     """
 
     llm_calls: int = 0
@@ -58,6 +63,9 @@ class Usage:
     earlier_cached_calls: int = 0
     earlier_prompt_tokens: int = 0
     earlier_completion_tokens: int = 0
+    index_llm_calls: int = 0
+    index_prompt_tokens: int = 0
+    index_completion_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
