@@ -109,8 +109,13 @@ def summarize_layer(contexts: list[str], summarize: Summarize, log: SummaryLog, 
 
     if todo:
         with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(todo)))) as pool:
-            for future in [pool.submit(contextvars.copy_context().run, ask, i) for i in todo]:  # each call sees this run's callbacks
-                future.result()
+            futures = [pool.submit(contextvars.copy_context().run, ask, i) for i in todo]  # each call sees this run's callbacks
+            try:
+                for future in futures:
+                    future.result()
+            except BaseException:  # a failed call ends the build: nothing more is asked, what finished is in the log
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
     return [log.done[k] for k in keys], len(todo)
 
 

@@ -1,0 +1,138 @@
+"""RAPTOR end to end against the recording stub: the summary and answer requests the official code
+sends, index-time usage on the answer that built the tree only, a build killed in the middle of a
+layer resumed without asking a finished summary again, a corrupted tree file named and rebuilt,
+and the leaves' sentence-aware split."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from agents import answer_many, make_chat_model
+from graphs.raptor import graph as raptor_graph
+from graphs.raptor.prompts import QA_SYSTEM, QA_TEMPLATE, SUMMARY_SYSTEM, SUMMARY_TEMPLATE, node_context
+from graphs.raptor.split import split_text
+from retrieval import Corpus
+from retrieval.tokens import count_tokens
+from tests.recording_server import RecordingServer, prompt_of
+
+TOPICS = ["ships", "bread", "rockets", "violins", "glaciers", "coffee"]
+WORDS = "harbour engine flour yeast orbit fuel string bow ice melt bean roast market river mountain signal copper forest lamp garden".split()
+QUESTIONS = ["What did the team in city 2 measure?", "Which value was measured for coffee?"]
+
+
+def corpus(n: int = 24) -> Corpus:
+    """``n`` one-leaf documents of varied words (near-duplicates would collapse UMAP's neighbourhoods)."""
+    rng = random.Random(3)
+    docs = [f"Report {i} about {TOPICS[i % 6]}. " + " ".join(rng.choice(WORDS) for _ in range(60)) + f". The team in city {i} measured value {i * 7}."
+            for i in range(n)]  # fmt: skip
+    return Corpus.from_texts(docs, titles=[f"d{i}" for i in range(n)])
+
+
+def reply(request: dict) -> str:
+    text = prompt_of(request)
+    return "Summary of " + " ".join(text.split()[10:30]) if "Write a summary" in text else "value 14"
+
+
+def summaries(server: RecordingServer) -> list[dict]:
+    return [r for r in server.requests if r["messages"][0]["content"] == SUMMARY_SYSTEM]
+
+
+@pytest.fixture(autouse=True)
+def fresh_memory():
+    raptor_graph._TREES.clear()
+    yield
+    raptor_graph._TREES.clear()
+
+
+@pytest.mark.slow  # ~40 s on 2 shared cores: UMAP's numba compilation and MiniLM
+def test_requests_are_the_official_ones_and_index_usage_is_on_the_first_answer(tmp_path):
+    with RecordingServer(reply) as server:
+        llm = make_chat_model("openai:gpt-3.5-turbo", base_url=server.url, max_retries=0)
+        first, second = answer_many(corpus(), QUESTIONS, strategy="raptor", preset="paper", llm=llm, cache_dir=tmp_path, concurrency=1)
+    tree = next(iter(raptor_graph._TREES.values()))
+    layer1 = tree.layer(1)
+    asked = summaries(server)
+    assert len(asked) == len(layer1) > 1 and tree.num_layers == 1
+    for request, node in zip(asked, layer1):  # one per cluster, in cluster order, with the children's text as get_text joins it
+        context = node_context([tree.nodes[c].text for c in node.children])
+        assert request["messages"] == [{"role": "system", "content": SUMMARY_SYSTEM}, {"role": "user", "content": SUMMARY_TEMPLATE.format(context=context)}]
+        assert request["max_tokens"] == 100 and "temperature" not in request
+    qa = [r for r in server.requests if r["messages"][0]["content"] == QA_SYSTEM]
+    assert len(qa) == 2
+    for answer, question in ((first, QUESTIONS[0]), (second, QUESTIONS[1])):
+        retrieved = [s for s in answer.steps if s["node"] == "retrieve"][0]["nodes"]
+        assert len(retrieved) == 10  # collapsed tree, top_k=10 within 3,500 tokens
+        context = node_context([tree.nodes[n["index"]].text for n in retrieved])
+        sent = next(r for r in qa if r["messages"][1]["content"].endswith(question))
+        assert sent["messages"][1] == {"role": "user", "content": QA_TEMPLATE.format(context=context, question=question)}
+        assert sent["temperature"] == 0
+    assert (first.usage.index_llm_calls, first.usage.llm_calls) == (len(asked), len(asked) + 1)
+    assert first.usage.index_prompt_tokens == sum(len(prompt_of(r).split()) for r in asked)
+    assert (second.usage.index_llm_calls, second.usage.index_prompt_tokens, second.usage.llm_calls) == (0, 0, 1)
+    assert {s["node"]: s.get("source") for s in second.steps}["build_tree"] in ("memory", "disk")
+
+
+@pytest.mark.slow
+def test_a_build_killed_mid_layer_resumes_without_asking_finished_summaries(tmp_path, monkeypatch):
+    real = raptor_graph.summarizer
+    calls = {"n": 0}
+
+    def dying(ctx):
+        ask = real(ctx)
+
+        def summarize(context: str) -> str:
+            calls["n"] += 1
+            if calls["n"] == 4:
+                raise RuntimeError("killed in the middle of layer 1")
+            return ask(context)
+
+        return summarize
+
+    with RecordingServer(reply) as server:
+        llm = make_chat_model("openai:gpt-3.5-turbo", base_url=server.url, max_retries=0)
+        monkeypatch.setattr(raptor_graph, "summarizer", dying)
+        with pytest.raises(RuntimeError, match="killed"):
+            _answer(llm, tmp_path)
+        finished = [prompt_of(r) for r in summaries(server)]  # 3, or 4 when the one slot took the next summary before the build stopped
+        assert 3 <= len(finished) <= 4
+        monkeypatch.setattr(raptor_graph, "summarizer", real)
+        raptor_graph._TREES.clear()
+        (a,) = _answer(llm, tmp_path)
+    again = [prompt_of(r) for r in summaries(server)][len(finished) :]
+    build = next(s for s in a.steps if s["node"] == "build_tree")
+    total = build["nodes_per_layer"][1]
+    assert len(again) == total - len(finished) > 0 and not set(again) & set(finished)  # counted at the server: nothing asked twice
+    assert a.usage.index_llm_calls == build["summaries_asked"] == total - len(finished)
+
+
+def _answer(llm, cache):
+    """One question, summaries asked one at a time."""
+    return answer_many(corpus(), QUESTIONS[:1], strategy="raptor", llm=llm, cache_dir=cache, concurrency=1)
+
+
+def test_leaves_are_sentence_aware_chunks_of_at_most_100_tokens():
+    text = "First sentence here. Second one! A third? " + "word, " * 150 + "end. Last line\nafter a newline."
+    chunks = split_text(text, 100)
+    assert chunks[0].startswith(" word") or chunks[0].startswith("word")  # the over-long sentence's clauses come first, as split_text
+    assert chunks[-1] == "First sentence here  Second one  A third  Last line after a newline"  # the chunk being filled, delimiters dropped
+    assert all(0 < count_tokens(c) <= 101 for c in chunks) and "" not in chunks
+    assert split_text("", 100) == [] and split_text("One.", 100) == ["One"]
+
+
+def test_a_small_corpus_stops_at_the_leaves_and_a_corrupted_tree_file_is_named_and_rebuilt(tmp_path, caplog):
+    small = corpus(11)  # at most reduction_dimension + 1 = 11 nodes: no layer is built, no summary asked
+    with RecordingServer(reply) as server:
+        llm = make_chat_model("openai:gpt-3.5-turbo", base_url=server.url, max_retries=0)
+        (a,) = answer_many(small, QUESTIONS[:1], strategy="raptor", llm=llm, cache_dir=tmp_path)
+        build = next(s for s in a.steps if s["node"] == "build_tree")
+        assert build["source"] == "built" and build["nodes_per_layer"] == [11] and "at most reduction_dimension + 1" in build["stopped"]
+        assert (a.usage.llm_calls, a.usage.index_llm_calls) == (1, 0) and not summaries(server)
+        (tree_json,) = tmp_path.glob("raptor/*/tree.json")
+        tree_json.write_text(tree_json.read_text().replace("Report", "Rxport", 1))  # same size, other bytes
+        raptor_graph._TREES.clear()
+        (b,) = answer_many(small, QUESTIONS[:1], strategy="raptor", llm=llm, cache_dir=tmp_path)
+    assert next(s for s in b.steps if s["node"] == "build_tree")["source"] == "built"
+    assert "tree.json fails its xxh3_128 checksum" in caplog.text
+    assert b.answer == a.answer and [e.doc_id for e in b.evidence] == [e.doc_id for e in a.evidence]
