@@ -34,6 +34,7 @@ from graphs.raptor.tree import Tree, build_tree
 from graphs.registry import STRATEGIES
 from graphs.usage import index_time
 from retrieval.contract import Evidence, Question, Step
+from retrieval.embedders import EMBEDDERS
 from retrieval.index import default_cache_dir
 from retrieval.locks import exclusive_lock
 
@@ -60,8 +61,6 @@ class RaptorState(TypedDict, total=False):
 
 def embedder_for(cfg: RaptorConfig) -> Any:
     """The configured embedder, loaded once per process."""
-    from retrieval import EMBEDDERS
-
     key = (cfg.embedder, cfg.embedder_model)
     with _LOCK:
         if key not in _EMBEDDERS:
