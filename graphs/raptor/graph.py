@@ -13,7 +13,7 @@ from __future__ import annotations
 import operator
 import threading
 from pathlib import Path
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, TypedDict, cast
 
 import numpy as np
 from langchain_core.messages import HumanMessage, SystemMessage
@@ -73,11 +73,13 @@ def summarizer(ctx: StrategyContext[RaptorConfig]):
     """One summary call (``GPT3TurboSummarizationModel.summarize``): its system and user turns, ``max_tokens``
     = ``summary_tokens``; temperature sent only when configured (the official call sends none)."""
     cfg, llm = ctx.config, ctx.llm
-    extra = {} if cfg.summary_temperature is None else {"temperature": cfg.summary_temperature}
+    extra: dict[str, Any] = {**budget_kwargs(llm, cfg.summary_tokens)}
+    if cfg.summary_temperature is not None:
+        extra["temperature"] = cfg.summary_temperature
 
     def summarize(context: str) -> str:
         turns = [SystemMessage(content=P.SUMMARY_SYSTEM), HumanMessage(content=P.SUMMARY_TEMPLATE.format(context=context))]
-        content = llm.invoke(turns, **budget_kwargs(llm, cfg.summary_tokens), **extra).content
+        content = llm.invoke(turns, **extra).content
         return content if isinstance(content, str) else "".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content)
 
     return summarize
@@ -97,8 +99,10 @@ def tree_for(ctx: StrategyContext[RaptorConfig]) -> tuple[str, Tree, str]:
     else:
         folder.mkdir(parents=True, exist_ok=True)
         with exclusive_lock(folder / ".lock", what="a RAPTOR tree build"):  # a second question waits, then loads
-            tree, source = load_tree(folder), "disk"
-            if tree is None:
+            loaded = load_tree(folder)
+            if loaded is not None:
+                tree, source = loaded, "disk"
+            else:
                 with index_time():
                     tree, source = build_tree(ctx.corpus, cfg, summarizer(ctx), embedder.embed_documents, summary_log(folder)), "built"
                 save_tree(folder, tree)
@@ -146,7 +150,7 @@ def answer(state: RaptorState, runtime: Runtime[StrategyContext[RaptorConfig]]) 
     """The answer call: the shared ``generate`` for our prompt; the official system turn and temperature 0 for ``paper``."""
     cfg = runtime.context.config
     if cfg.qa_prompt != "paper":
-        return generate(dict(state), runtime)
+        return generate(dict(state), cast(Runtime[StrategyContext[Any]], runtime))
     raw = complete(runtime.context.llm, state["prompt"], max_tokens=cfg.max_new_tokens, temperature=cfg.temperature, system=P.QA_SYSTEM)
     return {"raw": raw, "answer": raw.strip(), "steps": [Step("generate", max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature)]}
 
