@@ -19,6 +19,7 @@ import numpy as np
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
+from graphs import costs
 from graphs.budget_field import budget_kwargs
 from graphs.context import StrategyContext
 from graphs.llm import complete
@@ -27,6 +28,7 @@ from graphs.prompts import fill
 from graphs.rag.prompts import RAG_TEMPLATE
 from graphs.raptor import prompts as P
 from graphs.raptor.config import RaptorConfig
+from graphs.raptor.cost_model import raptor_costs
 from graphs.raptor.presentation import PRESENTATION
 from graphs.raptor.retrieve import collapsed, traversal
 from graphs.raptor.store import load_tree, save_tree, summary_log, tree_folder, tree_key
@@ -157,6 +159,7 @@ def answer(state: RaptorState, runtime: Runtime[StrategyContext[RaptorConfig]]) 
 
 @STRATEGIES.register(
     "raptor",
+    costs=costs.StrategyCosts(raptor_costs),
     config_cls=RaptorConfig,
     prompts_version=P.PROMPTS_VERSION,
     uses_index=False,
