@@ -136,3 +136,15 @@ def test_a_small_corpus_stops_at_the_leaves_and_a_corrupted_tree_file_is_named_a
     assert next(s for s in b.steps if s["node"] == "build_tree")["source"] == "built"
     assert "tree.json fails its xxh3_128 checksum" in caplog.text
     assert b.answer == a.answer and [e.doc_id for e in b.evidence] == [e.doc_id for e in a.evidence]
+
+
+def test_report_shows_each_node_layer_and_cluster_and_the_ceiling_needs_the_index_llm():
+    from graphs import STRATEGIES
+    from graphs.ceiling import CeilingEnv, CeilingItem, SkipCeiling
+
+    spec = STRATEGIES.get("raptor")
+    step = {"node": "retrieve", "mode": "collapsed", "nodes": [{"index": 30, "layer": 1, "cluster": 4}, {"index": 2, "layer": 0, "cluster": None}]}
+    shown = spec.presentation.step_views["retrieve"](step, {})
+    assert "#30 (layer 1, cluster 4)" in str(shown.html) and "#2 (layer 0, leaf)" in str(shown.html)
+    with pytest.raises(SkipCeiling, match="index-time LLM"):
+        spec.ceiling.reach(spec.make_config(), CeilingItem(sample_id="s", corpus=corpus(2), question=None, evidence=("d0",)), CeilingEnv())

@@ -27,6 +27,7 @@ from graphs.nodes import generate, linear_graph
 from graphs.prompts import fill
 from graphs.rag.prompts import RAG_TEMPLATE
 from graphs.raptor import prompts as P
+from graphs.raptor.ceiling import RAPTOR_CEILING
 from graphs.raptor.config import RaptorConfig
 from graphs.raptor.cost_model import raptor_costs
 from graphs.raptor.presentation import PRESENTATION
@@ -160,6 +161,7 @@ def answer(state: RaptorState, runtime: Runtime[StrategyContext[RaptorConfig]]) 
 @STRATEGIES.register(
     "raptor",
     costs=costs.StrategyCosts(raptor_costs),
+    ceiling=RAPTOR_CEILING,
     config_cls=RaptorConfig,
     prompts_version=P.PROMPTS_VERSION,
     uses_index=False,

@@ -16,7 +16,7 @@ def nodes_view(step: Mapping[str, Any], _evidence: Mapping[Any, Mapping[str, Any
 
 
 PRESENTATION = StrategyPresentation(
-    color="#8c564b",
+    color="#bcbd22",
     demo_options={"reduction_dimension": 2},
     step_views={"retrieve": nodes_view},
 )
