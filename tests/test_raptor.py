@@ -148,3 +148,41 @@ def test_report_shows_each_node_layer_and_cluster_and_the_ceiling_needs_the_inde
     assert "#30 (layer 1, cluster 4)" in str(shown.html) and "#2 (layer 0, leaf)" in str(shown.html)
     with pytest.raises(SkipCeiling, match="index-time LLM"):
         spec.ceiling.reach(spec.make_config(), CeilingItem(sample_id="s", corpus=corpus(2), question=None, evidence=("d0",)), CeilingEnv())
+
+
+def _hand_tree():
+    """Leaves 0-3, summaries 4 (of 0, 1) and 5 (of 2, 3), root 6 (of 4, 5), on unit vectors in 3 dimensions."""
+    import numpy as np
+
+    from graphs.raptor.tree import Tree, TreeNode
+
+    vec = {0: [1, 0, 0], 1: [0.9, 0.1, 0], 2: [0, 1, 0], 3: [0, 0.9, 0.1], 4: [1, 0.2, 0], 5: [0.1, 1, 0], 6: [0.5, 0.5, 0.1]}
+    text = {i: f"node {i} " + "word " * (30 if i < 4 else 60) for i in vec}
+    nodes = [TreeNode(i, 0, text[i], docs=(f"d{i}",), titles=(f"d{i}",)) for i in range(4)]
+    nodes += [TreeNode(4, 1, text[4], (0, 1), cluster=0), TreeNode(5, 1, text[5], (2, 3), cluster=1), TreeNode(6, 2, text[6], (4, 5), cluster=0)]
+    m = np.array([vec[i] for i in range(7)], dtype=np.float32)
+    return Tree(nodes, m / np.linalg.norm(m, axis=1, keepdims=True), 2, "test")
+
+
+def test_collapsed_tree_ranks_every_layer_and_stops_at_the_first_node_over_the_budget():
+    import numpy as np
+
+    from graphs.raptor.retrieve import collapsed
+
+    tree, query = _hand_tree(), np.array([1.0, 0.05, 0.0], dtype=np.float32)
+    # cosine distances: leaves 0 and 1 (0.001, 0.002), their summary 4 (0.011), the root 6 (0.27), then 5, 2, 3
+    assert [n.index for n, _ in collapsed(tree, query, top_k=10, max_tokens=10_000)] == [0, 1, 4, 6, 5, 2, 3]
+    assert [n.index for n, _ in collapsed(tree, query, top_k=3, max_tokens=10_000)] == [0, 1, 4]
+    # leaves hold 34 tokens, summaries 64: 105 keeps 0 and 1 (68), stops at 4 (132); leaf 2 would fit (102) but is never tried
+    assert [n.index for n, _ in collapsed(tree, query, top_k=10, max_tokens=105)] == [0, 1]
+    assert collapsed(tree, query, top_k=10, max_tokens=10) == []
+
+
+def test_tree_traversal_descends_from_the_root_through_the_best_children():
+    import numpy as np
+
+    from graphs.raptor.retrieve import traversal
+
+    tree, query = _hand_tree(), np.array([1.0, 0.05, 0.0], dtype=np.float32)
+    assert [n.index for n, _ in traversal(tree, query, top_k=1)] == [6, 4, 0]  # num_layers + 1 layers, top 1 each
+    assert [n.index for n, _ in traversal(tree, query, top_k=2)] == [6, 4, 5, 0, 1]  # the root's children, then the best two leaves of theirs
