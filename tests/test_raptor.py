@@ -5,7 +5,9 @@ and the leaves' sentence-aware split."""
 
 from __future__ import annotations
 
+import json
 import random
+from pathlib import Path
 
 import pytest
 
@@ -186,3 +188,12 @@ def test_tree_traversal_descends_from_the_root_through_the_best_children():
     tree, query = _hand_tree(), np.array([1.0, 0.05, 0.0], dtype=np.float32)
     assert [n.index for n, _ in traversal(tree, query, top_k=1)] == [6, 4, 0]  # num_layers + 1 layers, top 1 each
     assert [n.index for n, _ in traversal(tree, query, top_k=2)] == [6, 4, 5, 0, 1]  # the root's children, then the best two leaves of theirs
+
+
+def test_leaves_equal_the_official_split_text():
+    """``utils.split_text`` run unchanged on these texts (``python -m tests.raptor_official --split``) gave the fixture."""
+    from tests.raptor_official import split_fixture_texts
+
+    official = json.loads((Path(__file__).parent / "fixtures" / "raptor" / "official_splits.json").read_text())
+    ours = [split_text(t, official["max_tokens"]) for t in split_fixture_texts()]
+    assert ours == [[c for c in chunks if c] for chunks in official["chunks"]] and sum(map(len, ours)) > 100
