@@ -203,3 +203,16 @@ def test_leaves_equal_the_official_split_text():
     official = json.loads((Path(__file__).parent / "fixtures" / "raptor" / "official_splits.json").read_text())
     ours = [split_text(t, official["max_tokens"]) for t in split_fixture_texts()]
     assert ours == [[c for c in chunks if c] for chunks in official["chunks"]] and sum(map(len, ours)) > 100
+
+
+def test_config_defaults_are_the_official_ones_and_bad_values_are_refused():
+    from graphs import ConfigError
+    from graphs.raptor.config import RaptorConfig
+
+    c = RaptorConfig()
+    tree = (c.chunk_tokens, c.reduction_dimension, c.cluster_threshold, c.max_cluster_tokens, c.num_layers, c.summary_tokens, c.seed)
+    assert tree == (100, 10, 0.1, 3500, 5, 100, 224)
+    assert (c.retrieval, c.top_k, c.context_tokens, c.traversal_top_k, c.qa_prompt) == ("collapsed", 10, 3500, 5, "ours")
+    for bad in ({"context_tokens": 50}, {"cluster_threshold": 1.5}, {"retrieval": "flat"}, {"num_layers": 0}):
+        with pytest.raises(ConfigError):
+            RaptorConfig(**bad)

@@ -39,6 +39,6 @@ class RaptorConfig(StrategyConfig):
     cache: bool = option(True, help="keep the tree on disk (checksummed) and the finished summaries of an unfinished build")
 
     def check(self) -> None:
-        """A layer needs room to reduce: UMAP's global dimension is ``min(dim, n - 2)``."""
+        """The answer's context budget must hold at least one leaf."""
         if self.context_tokens < self.chunk_tokens:
             raise ConfigError(f"Option 'context_tokens' ({self.context_tokens}) must hold one leaf ('chunk_tokens' {self.chunk_tokens})")
