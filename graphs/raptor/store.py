@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -75,8 +74,3 @@ def summary_log(folder: Path | None) -> SummaryLog:
     if folder is not None:
         folder.mkdir(parents=True, exist_ok=True)
     return SummaryLog(folder / "summaries.jsonl" if folder is not None else None)
-
-
-def forget(folder: Path) -> None:
-    """Remove a tree's folder (tests, a user's clean-up)."""
-    shutil.rmtree(folder, ignore_errors=True)
