@@ -26,7 +26,7 @@ from typing import Any
 from agents.jsonsafe import dumps
 from experiments import comparison, stats
 from experiments.plots import strategy_color
-from experiments.prices import DEFAULT_PRICES_DATE, Price, PriceRow, price_for, row_cost
+from experiments.prices import DEFAULT_PRICES_DATE, Price, PriceRow, price_for, row_cost, row_index_cost
 from graphs.presentation import LEG_KEY, StrategyPresentation, escape
 from graphs.presentation import text as cut
 from graphs.registry import STRATEGIES
@@ -63,25 +63,28 @@ def strategy_costs(per_strategy: Mapping[str, Mapping[str, Any]], manifest: Mapp
                    prices: Mapping[str, PriceRow] | None) -> dict[str, dict[str, Any]]:  # fmt: skip
     """Per strategy: total and per-answer estimated USD over its answered rows (cached prompt tokens
     at the cached rate), the same without a prompt cache (``usd_per_answer_uncached``: every prompt
-    token at the prompt rate), and the prices used (``None`` costs when some model has no price)."""
+    token at the prompt rate), the part of the total spent at index time (``index_usd``), and the
+    prices used (``None`` costs when some model has no price)."""
     out = {}
     for name, data in per_strategy.items():
         ok = [r for r in data["rows"] if r.get("status") == "ok"]
         used: dict[str, Price | None] = {}
-        costs, uncached = [], []
+        costs, uncached, index_costs = [], [], []
         for row in ok:
             model = row_model(row, manifest) or "unknown"
             if model not in used:
                 used[model] = price_for(model, prices)
             costs.append(row_cost(row, used[model], prices))
             uncached.append(row_cost(row, used[model], prices, cached=False))
+            index_costs.append(row_index_cost(row, used[model]))
         known = bool(costs) and all(c is not None for c in costs)
         total = sum(costs) if known else None  # type: ignore[arg-type]
         total_uncached = sum(uncached) if known else None  # type: ignore[arg-type]
+        index_total = sum(index_costs) if known else None  # type: ignore[arg-type]
         out[name] = {"total_usd": total, "usd_per_answer": total / len(costs) if total is not None else None,
                      "usd_per_answer_uncached": total_uncached / len(costs) if total_uncached is not None else None,
-                     "cached_prompt_tokens": sum((r.get("usage") or {}).get("cached_prompt_tokens", 0) for r in ok), "prices": used,
-                     "table": prices}  # fmt: skip
+                     "cached_prompt_tokens": sum((r.get("usage") or {}).get("cached_prompt_tokens", 0) for r in ok), "index_usd": index_total,
+                     "prices": used, "table": prices}  # fmt: skip
     return out
 
 
@@ -146,12 +149,14 @@ def significance_text(winners: Sequence[Mapping[str, Any]], *, missing: Mapping[
 
 
 def summary_table(summary: Sequence[Mapping[str, Any]], costs: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Summary rows with ``tokens`` (prompt + completion per answer), ``cost_usd`` and ``total_usd``."""
+    """Summary rows with ``tokens`` (prompt + completion per answer), ``cost_usd``, ``total_usd`` and
+    ``index_usd`` (the part of ``total_usd`` spent on index-time calls)."""
     table = []
     for row in summary:
         cost = costs.get(row["strategy"], {})
         tokens = (row.get("prompt_tokens") or 0) + (row.get("completion_tokens") or 0) if row.get("prompt_tokens") is not None else None
-        table.append({**row, "tokens": tokens, "cost_usd": cost.get("usd_per_answer"), "total_usd": cost.get("total_usd")})
+        table.append({**row, "tokens": tokens, "cost_usd": cost.get("usd_per_answer"), "total_usd": cost.get("total_usd"),
+                      "index_usd": cost.get("index_usd")})
     return table
 
 

@@ -210,3 +210,12 @@ def rerank_model(row: Mapping[str, Any]) -> str | None:
     if kind != "server":
         return "embedded cross-encoder"
     return f"{options.get('model') or 'reranker'} @ {options.get('base_url') or ''}"
+
+
+def row_index_cost(row: Mapping[str, Any], price: Price | None) -> float | None:
+    """USD of the index-time part of one result row (``usage.index_*``: 0 for a row that reused
+    an index or built none; ``None`` for a failed row or an unknown price)."""
+    usage = row.get("usage")
+    if price is None or row.get("status") != "ok" or not usage:
+        return None
+    return price.cost(usage.get("index_prompt_tokens", 0), usage.get("index_completion_tokens", 0))

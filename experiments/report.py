@@ -305,6 +305,10 @@ def _summary_row(benchmark: str, name: str, data: dict[str, Any], by_id: dict[st
         "prompt_tokens": _mean([u["prompt_tokens"] for u in usage]),
         "cached_prompt_tokens": _mean([u.get("cached_prompt_tokens", 0) for u in usage]),
         "completion_tokens": _mean([u["completion_tokens"] for u in usage]),
+        # the part of the calls and tokens above spent building what later questions reuse (paid by the first answer)
+        "index_llm_calls": _mean([u.get("index_llm_calls", 0) for u in usage]),
+        "index_prompt_tokens": _mean([u.get("index_prompt_tokens", 0) for u in usage]),
+        "index_completion_tokens": _mean([u.get("index_completion_tokens", 0) for u in usage]),
         "seconds": _mean([r["seconds"] for r in ok]),
         "cached_calls": sum(u.get("cached_calls", 0) for u in usage),
         # answers whose steps say they ran degraded (a fallback plan, malformed extractions, a lost task)

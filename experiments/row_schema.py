@@ -24,7 +24,8 @@ MAX_SECONDS = 1e9
 ROUNDING_SECONDS = 1e-3
 #: Usage counts every ok row has, and those it may have.
 REQUIRED_COUNTS = ("llm_calls", "prompt_tokens", "completion_tokens")
-OPTIONAL_COUNTS = ("failed_calls", "cached_calls", "cached_prompt_tokens", "total_tokens")
+OPTIONAL_COUNTS = ("failed_calls", "cached_calls", "cached_prompt_tokens", "total_tokens", "index_llm_calls", "index_prompt_tokens",
+                   "index_completion_tokens", "rerank_calls", "rerank_failed_calls", "rerank_tokens")  # fmt: skip
 #: Durations an ok row may have (``seconds`` itself is required).
 OPTIONAL_SECONDS = ("index_seconds", "queued_seconds")
 

@@ -8,7 +8,7 @@ them, modules for its model calls. Dependencies (chat model, corpus, index) arri
 through the run context, so every graph runs offline against a scripted model in tests.
 """
 
-from graphs import full_context, memagent, pai, rag, self_ask, self_route, structured
+from graphs import full_context, memagent, pai, rag, raptor, self_ask, self_route, structured
 from graphs.config import ConfigError, StrategyConfig
 from graphs.context import StrategyContext
 from graphs.full_context import FullContextConfig
@@ -21,7 +21,7 @@ from graphs.self_ask import SelfAskConfig
 from graphs.self_route import SelfRouteConfig
 
 #: The strategy packages, each registered on import.
-STRATEGY_PACKAGES = (full_context, memagent, pai, rag, self_ask, self_route, structured)
+STRATEGY_PACKAGES = (full_context, memagent, pai, rag, raptor, self_ask, self_route, structured)
 
 __all__ = [
     "STRATEGIES",

@@ -23,6 +23,25 @@ from retrieval.contract import Usage
 USAGE_EVENT = "longctx.usage"
 
 
+_INDEX_TIME: contextvars.ContextVar[bool] = contextvars.ContextVar("longctx_index_time", default=False)
+
+
+@contextlib.contextmanager
+def index_time() -> Iterator[None]:
+    """Count the chat calls made inside (this context, and the threads and tasks that copy it) as
+    index-time work: built once and reused by later questions (``Usage.index_*``)."""
+    token = _INDEX_TIME.set(True)
+    try:
+        yield
+    finally:
+        _INDEX_TIME.reset(token)
+
+
+def at_index_time() -> bool:
+    """Whether a chat call made now is index-time work (inside :func:`index_time`)."""
+    return _INDEX_TIME.get()
+
+
 #: Characters of one sent message kept for the record (its head and tail; a 128K-token prompt is ~500 KB).
 MAX_MESSAGE_CHARS = 24_000
 
@@ -53,6 +72,7 @@ class UsageTracker(BaseCallbackHandler):
         self._lock = threading.Lock()
         self._prompts: dict[UUID, str] = {}
         self._messages: dict[UUID, list[dict[str, str]]] = {}
+        self._index_runs: set[UUID] = set()  # calls started inside index_time()
         self.usage = Usage()
         self.errors: list[str] = []
         #: The messages of the last call that finished: what produced the answer (capped, see :func:`sent_messages`).
@@ -64,12 +84,16 @@ class UsageTracker(BaseCallbackHandler):
         with self._lock:
             self._prompts[run_id] = text
             self._messages[run_id] = sent_messages(messages[0] if messages else [])
+            if at_index_time():
+                self._index_runs.add(run_id)
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         """Add one call and its tokens (a cache hit counts as a free cached call)."""
         with self._lock:
             prompt = self._prompts.pop(run_id, "")
             self.last_messages = self._messages.pop(run_id, self.last_messages)
+            at_index = run_id in self._index_runs
+            self._index_runs.discard(run_id)
         generations = [gen for batch in response.generations for gen in batch]
         # the prompt is sent once per call, however many generations come back
         parts = [reply_usage(getattr(g, "message", None), prompt if i == 0 else "", g.text, count=self.count) for i, g in enumerate(generations)]
@@ -82,12 +106,17 @@ class UsageTracker(BaseCallbackHandler):
             self.usage.cached_prompt_tokens += sum(p.get("cached_prompt_tokens", 0) for p in parts)
             self.usage.completion_tokens += sum(p["completion_tokens"] for p in parts)
             self.usage.estimated = self.usage.estimated or any(p["estimated"] for p in parts)
+            if at_index:
+                self.usage.index_llm_calls += 1
+                self.usage.index_prompt_tokens += sum(p["prompt_tokens"] for p in parts)
+                self.usage.index_completion_tokens += sum(p["completion_tokens"] for p in parts)
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         """Record a failed call; failures are never dropped silently."""
         with self._lock:
             self._prompts.pop(run_id, None)
             self._messages.pop(run_id, None)
+            self._index_runs.discard(run_id)
             self.usage.failed_calls += 1
             self.errors.append(f"{type(error).__name__}: {error}")
 
@@ -107,6 +136,9 @@ class UsageTracker(BaseCallbackHandler):
             self.usage.rerank_calls += other.rerank_calls
             self.usage.rerank_failed_calls += other.rerank_failed_calls
             self.usage.rerank_tokens += other.rerank_tokens
+            self.usage.index_llm_calls += other.index_llm_calls
+            self.usage.index_prompt_tokens += other.index_prompt_tokens
+            self.usage.index_completion_tokens += other.index_completion_tokens
 
 
 class QueueMeter:

@@ -50,6 +50,11 @@ class Usage:
         rerank_calls: Rerank requests (or local cross-encoder calls) that returned.
         rerank_failed_calls: Rerank attempts that failed (each retry of a timeout or 5xx counts one).
         rerank_tokens: Tokens the rerank server reported (or the cross-encoder's tokenizer counted).
+        index_llm_calls: Part of ``llm_calls`` spent building something reused across questions
+            (RAPTOR's tree summaries, structured's per-document extraction): non-zero only on the
+            answer that paid for the build, zero on those that reused it.
+        index_prompt_tokens: Part of ``prompt_tokens`` sent by those index-time calls.
+        index_completion_tokens: Part of ``completion_tokens`` they received.
     """
 
     llm_calls: int = 0
@@ -70,6 +75,9 @@ class Usage:
     rerank_calls: int = 0
     rerank_failed_calls: int = 0
     rerank_tokens: int = 0
+    index_llm_calls: int = 0
+    index_prompt_tokens: int = 0
+    index_completion_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:

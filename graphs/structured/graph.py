@@ -80,6 +80,7 @@ from graphs.structured.schema import (
     schema_hash,
     summary,
 )
+from graphs.usage import index_time
 from retrieval.contract import Corpus, Evidence, Question, Step
 from retrieval.index import default_cache_dir
 from retrieval.tokens import count_tokens, count_tokens_batch, decode, encode
@@ -287,7 +288,8 @@ def extract(group: dict[str, Any], runtime: Runtime[StrategyContext[StructuredCo
     (:mod:`graphs.structured.flight`)."""
     ctx = runtime.context
     cache = record_cache(ctx, group["documents"][0]["cache_key"]) if ctx.config.cache else None
-    return merged([_counted(extract_document(task, ctx, cache)) for task in group["documents"]])
+    with index_time():  # records are cached per (document, schema, model) and reused by later questions
+        return merged([_counted(extract_document(task, ctx, cache)) for task in group["documents"]])
 
 
 async def aextract(group: dict[str, Any], runtime: Runtime[StrategyContext[StructuredConfig]]) -> dict:
@@ -299,7 +301,8 @@ async def aextract(group: dict[str, Any], runtime: Runtime[StrategyContext[Struc
     gate = ctx.call_gate(ctx.config.concurrency)
 
     async def one(task: dict[str, Any]) -> dict[str, Any]:
-        return _counted(await aextract_document(task, ctx, cache, gate=gate))
+        with index_time():  # cached per (document, schema, model) and reused by later questions
+            return _counted(await aextract_document(task, ctx, cache, gate=gate))
 
     running = [asyncio.ensure_future(one(task)) for task in group["documents"]]
     try:

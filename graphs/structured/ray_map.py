@@ -32,7 +32,7 @@ import traceback
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -250,7 +250,8 @@ def run_on_ray(tasks: list[dict[str, Any]], ctx: StrategyContext[StructuredConfi
     finally:
         for ref in running:
             ray.cancel(ref)
-        if usage != Usage() and config is not None:
+        if usage != Usage() and config is not None:  # extraction is index-time work (cached, reused by later questions)
+            usage = replace(usage, index_llm_calls=usage.llm_calls, index_prompt_tokens=usage.prompt_tokens, index_completion_tokens=usage.completion_tokens)
             dispatch_custom_event(USAGE_EVENT, asdict(usage), config=config)
     if cache is not None:
         _store_missing(cache, extractions, {t["doc_index"]: (t["fingerprint"], docs[t["doc_index"]].doc_id) for t in tasks})

@@ -1,0 +1,105 @@
+"""RAPTOR's clustering (Sarthi et al., ICLR 2024, §3; official code ``raptor/cluster_utils.py`` @ 2e3e83e):
+UMAP reduction, Gaussian mixtures with the number of components chosen by BIC, soft membership
+above a probability threshold, global then local, and clusters whose text is over a token limit
+clustered again.
+
+Every random step is seeded here. The official code seeds its BIC search (``random_state=224``)
+and its final mixture fit (``random_state=0``, ``GMM_cluster``'s default) but leaves both UMAP
+reductions unseeded (``umap.UMAP(...)`` without ``random_state``: numba-parallel, different on
+every run); we pass ``seed`` to UMAP, which also makes UMAP single-threaded. With UMAP seeded the
+same way, the clusters equal the official functions' (``tests/test_raptor_clustering.py``).
+umap-learn and scikit-learn are imported when a layer is clustered, never with the package.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+#: cluster_utils.RANDOM_SEED: the BIC search's mixtures (and here UMAP's) are seeded with it.
+RANDOM_SEED = 224
+#: GMM_cluster(random_state=0): the mixture whose memberships are kept.
+FIT_SEED = 0
+#: get_optimal_clusters(max_clusters=50): components tried are 1 .. min(50, n) - 1.
+MAX_CLUSTERS = 50
+#: local_cluster_embeddings(num_neighbors=10).
+LOCAL_NEIGHBORS = 10
+
+
+def reduce(points: np.ndarray, dim: int, neighbors: int, seed: int) -> np.ndarray:
+    """``points`` reduced by UMAP to ``dim`` dimensions (cosine metric, as the official code)."""
+    import umap  # numba compiles on first import: paid only when a tree is built
+
+    return umap.UMAP(n_neighbors=neighbors, n_components=dim, metric="cosine", random_state=seed).fit_transform(points)
+
+
+def best_component_count(points: np.ndarray, max_clusters: int = MAX_CLUSTERS, seed: int = RANDOM_SEED) -> int:
+    """The number of mixture components with the lowest BIC, among 1 .. min(max_clusters, n) - 1
+    (the official range, which never tries n components; 1 when that range is empty)."""
+    from sklearn.mixture import GaussianMixture
+
+    candidates = list(range(1, min(max_clusters, len(points))))
+    if not candidates:
+        return 1
+    bics = [GaussianMixture(n_components=n, random_state=seed).fit(points).bic(points) for n in candidates]
+    return candidates[int(np.argmin(bics))]
+
+
+def soft_memberships(points: np.ndarray, threshold: float, seed: int = RANDOM_SEED) -> tuple[list[np.ndarray], int]:
+    """Per point, the components whose posterior exceeds ``threshold`` (a point may be in several,
+    or in none), and the number of components (``GMM_cluster``)."""
+    from sklearn.mixture import GaussianMixture
+
+    n = best_component_count(points, seed=seed)
+    probs = GaussianMixture(n_components=n, random_state=FIT_SEED).fit(points).predict_proba(points)
+    return [np.where(p > threshold)[0] for p in probs], n
+
+
+def cluster_points(embeddings: np.ndarray, dim: int, threshold: float, seed: int = RANDOM_SEED) -> list[list[int]]:
+    """Per point, its cluster labels (``perform_clustering``): a global UMAP (neighbours
+    ``sqrt(n - 1)``, ``min(dim, n - 2)`` dimensions) and soft mixture, then within each global
+    cluster a local UMAP (10 neighbours, ``dim`` dimensions) and soft mixture, unless it has at
+    most ``dim + 1`` points (then it is one local cluster). Labels are numbered across global
+    clusters in order. Membership is by position; the official code finds members by equal
+    vectors, so it gives every copy of a duplicated vector the labels of any one copy."""
+    n = len(embeddings)
+    reduced = reduce(embeddings, min(dim, n - 2), int((n - 1) ** 0.5), seed)
+    global_labels, n_global = soft_memberships(reduced, threshold, seed)
+    labels: list[list[int]] = [[] for _ in range(n)]
+    total = 0
+    for g in range(n_global):
+        members = [i for i, gl in enumerate(global_labels) if g in gl]
+        if not members:
+            continue
+        if len(members) <= dim + 1:
+            local, n_local = [np.array([0]) for _ in members], 1
+        else:
+            local, n_local = soft_memberships(reduce(embeddings[members], dim, LOCAL_NEIGHBORS, seed), threshold, seed)
+        for j in range(n_local):
+            for pos, i in enumerate(members):
+                if j in local[pos]:
+                    labels[i].append(j + total)
+        total += n_local
+    return labels
+
+
+def cluster_nodes(embeddings: np.ndarray, tokens: Sequence[int], *, dim: int, threshold: float, max_cluster_tokens: int,
+                  seed: int = RANDOM_SEED) -> list[list[int]]:  # fmt: skip
+    """Clusters of node positions (``RAPTOR_Clustering.perform_clustering``), in label order: each
+    cluster of two nodes or more whose texts hold more than ``max_cluster_tokens`` tokens is
+    clustered again on its own. Where the official recursion would repeat itself forever (the
+    cluster comes back whole, or is too small for UMAP's ``n - 2`` dimensions), the cluster is
+    kept as it is."""
+    labels = cluster_points(embeddings, dim, threshold, seed)
+    out: list[list[int]] = []
+    for label in sorted({x for ls in labels for x in ls}):
+        members = [i for i, ls in enumerate(labels) if label in ls]
+        if len(members) > 1 and sum(tokens[i] for i in members) > max_cluster_tokens and len(members) > 3:
+            sub = cluster_nodes(embeddings[members], [tokens[i] for i in members], dim=dim, threshold=threshold,
+                                max_cluster_tokens=max_cluster_tokens, seed=seed)  # fmt: skip
+            if not (len(sub) == 1 and len(sub[0]) == len(members)):
+                out.extend([members[k] for k in cluster] for cluster in sub)
+                continue
+        out.append(members)
+    return out

@@ -1,0 +1,174 @@
+"""RAPTOR (Sarthi et al., ICLR 2024): recursive abstractive processing for tree-organized retrieval.
+
+START -> build_tree -> retrieve -> build_prompt -> generate -> END
+
+``build_tree`` loads the corpus's tree from the cache or builds it (index-time work: its summary
+calls count in ``Usage.index_*`` of the answer that built it); ``retrieve`` ranks the tree's nodes
+(collapsed tree by default, tree traversal as an option); the answer call is our RAG prompt over
+the retrieved nodes, or with ``qa_prompt="paper"`` the official ``GPT3TurboQAModel`` request.
+"""
+
+from __future__ import annotations
+
+import operator
+import threading
+from pathlib import Path
+from typing import Annotated, Any, TypedDict, cast
+
+import numpy as np
+from langchain_core.messages import HumanMessage, SystemMessage
+from langgraph.runtime import Runtime
+
+from graphs import costs
+from graphs.budget_field import budget_kwargs
+from graphs.context import StrategyContext
+from graphs.llm import complete
+from graphs.nodes import generate, linear_graph
+from graphs.prompts import fill
+from graphs.rag.prompts import RAG_TEMPLATE
+from graphs.raptor import prompts as P
+from graphs.raptor.ceiling import RAPTOR_CEILING
+from graphs.raptor.config import RaptorConfig
+from graphs.raptor.cost_model import raptor_costs
+from graphs.raptor.presentation import PRESENTATION
+from graphs.raptor.retrieve import collapsed, traversal
+from graphs.raptor.store import load_tree, save_tree, summary_log, tree_folder, tree_key
+from graphs.raptor.tree import Tree, build_tree
+from graphs.registry import STRATEGIES
+from graphs.usage import index_time
+from retrieval.contract import Evidence, Question, Step
+from retrieval.embedders import EMBEDDERS
+from retrieval.index import default_cache_dir
+from retrieval.locks import exclusive_lock
+
+#: Trees loaded or built in this process, by key (the last few: a 10M-token tree is ~100K nodes).
+_TREES: dict[str, Tree] = {}
+_EMBEDDERS: dict[tuple[str, str | None], Any] = {}
+_LOCK = threading.Lock()
+_KEEP = 4
+
+
+class RaptorState(TypedDict, total=False):
+    """What evolves during one RAPTOR answer (the tree itself stays in the process's cache, by ``tree``)."""
+
+    question: Question
+    tree: str
+    nodes: list[dict[str, Any]]
+    evidence: list[Evidence]
+    prompt: str
+    official_prompt: bool
+    raw: str
+    answer: str
+    steps: Annotated[list[Step], operator.add]
+
+
+def embedder_for(cfg: RaptorConfig) -> Any:
+    """The configured embedder, loaded once per process."""
+    key = (cfg.embedder, cfg.embedder_model)
+    with _LOCK:
+        if key not in _EMBEDDERS:
+            factory = EMBEDDERS.get(cfg.embedder)
+            _EMBEDDERS[key] = factory(cfg.embedder_model) if cfg.embedder_model else factory()
+        return _EMBEDDERS[key]
+
+
+def summarizer(ctx: StrategyContext[RaptorConfig]):
+    """One summary call (``GPT3TurboSummarizationModel.summarize``): its system and user turns, ``max_tokens``
+    = ``summary_tokens``; temperature sent only when configured (the official call sends none)."""
+    cfg, llm = ctx.config, ctx.llm
+    extra: dict[str, Any] = {**budget_kwargs(llm, cfg.summary_tokens)}
+    if cfg.summary_temperature is not None:
+        extra["temperature"] = cfg.summary_temperature
+
+    def summarize(context: str) -> str:
+        turns = [SystemMessage(content=P.SUMMARY_SYSTEM), HumanMessage(content=P.SUMMARY_TEMPLATE.format(context=context))]
+        content = llm.invoke(turns, **extra).content
+        return content if isinstance(content, str) else "".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content)
+
+    return summarize
+
+
+def tree_for(ctx: StrategyContext[RaptorConfig]) -> tuple[str, Tree, str]:
+    """The corpus's tree (key, tree, and where it came from: ``memory``, ``disk`` or ``built``)."""
+    cfg = ctx.config
+    key = tree_key(ctx.corpus, cfg, ctx.llm)
+    if key in _TREES:
+        return key, _TREES[key], "memory"
+    folder = tree_folder(Path(ctx.cache_dir) if ctx.cache_dir else default_cache_dir(), key) if cfg.cache else None
+    embedder = embedder_for(cfg)
+    if folder is None:
+        with index_time():
+            tree, source = build_tree(ctx.corpus, cfg, summarizer(ctx), embedder.embed_documents, summary_log(None)), "built"
+    else:
+        folder.mkdir(parents=True, exist_ok=True)
+        with exclusive_lock(folder / ".lock", what="a RAPTOR tree build"):  # a second question waits, then loads
+            loaded = load_tree(folder)
+            if loaded is not None:
+                tree, source = loaded, "disk"
+            else:
+                with index_time():
+                    tree, source = build_tree(ctx.corpus, cfg, summarizer(ctx), embedder.embed_documents, summary_log(folder)), "built"
+                save_tree(folder, tree)
+    with _LOCK:
+        _TREES[key] = tree
+        while len(_TREES) > _KEEP:
+            _TREES.pop(next(iter(_TREES)))
+    return key, tree, source
+
+
+def build_tree_node(state: RaptorState, runtime: Runtime[StrategyContext[RaptorConfig]]) -> dict:
+    """Load or build the tree (index-time work, paid by the first answer over the corpus)."""
+    key, tree, source = tree_for(runtime.context)
+    nodes_per_layer = [len(tree.layer(i)) for i in range(tree.num_layers + 1)]
+    facts = {**tree.facts, "summaries_asked": tree.facts.get("summaries_asked", 0) if source == "built" else 0}
+    return {"tree": key, "steps": [Step("build_tree", source=source, key=key[:16], num_layers=tree.num_layers, nodes_per_layer=nodes_per_layer,
+                                        stopped=tree.stopped, **facts)]}  # fmt: skip
+
+
+def retrieve(state: RaptorState, runtime: Runtime[StrategyContext[RaptorConfig]]) -> dict:
+    """The nodes for the question: collapsed tree (``top_k`` within ``context_tokens``) or tree traversal."""
+    cfg = runtime.context.config
+    tree = _TREES[state["tree"]]
+    query = np.asarray(embedder_for(cfg).embed_query(state["question"].render()), dtype=np.float32)
+    picked = collapsed(tree, query, cfg.top_k, cfg.context_tokens) if cfg.retrieval == "collapsed" else traversal(tree, query, cfg.traversal_top_k)
+    nodes = [{"index": n.index, "layer": n.layer, "cluster": n.cluster, "distance": round(d, 6), "text": n.text} for n, d in picked]
+    evidence = [Evidence(doc_id=doc, title=title, text=n.text, score=round(1 - d, 6), chunk_id=n.index, rank=rank)
+                for rank, (n, d) in enumerate(picked) for doc, title in zip(n.docs, n.titles)]  # fmt: skip
+    step = Step("retrieve", mode=cfg.retrieval, nodes=[{k: v for k, v in x.items() if k != "text"} for x in nodes])
+    return {"nodes": nodes, "evidence": evidence, "steps": [step]}
+
+
+def build_prompt(state: RaptorState, runtime: Runtime[StrategyContext[RaptorConfig]]) -> dict:
+    """The context (``get_text`` of the nodes, in retrieval order) in our RAG prompt, or the official QA turn."""
+    cfg = runtime.context.config
+    context = P.node_context([n["text"] for n in state["nodes"]])
+    if cfg.qa_prompt == "paper":
+        prompt = P.QA_TEMPLATE.format(context=context, question=state["question"].render())
+    else:
+        prompt = fill(RAG_TEMPLATE, context.strip(), state["question"])
+    return {"prompt": prompt, "official_prompt": False, "steps": [Step("build_prompt", qa_prompt=cfg.qa_prompt, nodes=len(state["nodes"]))]}
+
+
+def answer(state: RaptorState, runtime: Runtime[StrategyContext[RaptorConfig]]) -> dict:
+    """The answer call: the shared ``generate`` for our prompt; the official system turn and temperature 0 for ``paper``."""
+    cfg = runtime.context.config
+    if cfg.qa_prompt != "paper":
+        return generate(dict(state), cast(Runtime[StrategyContext[Any]], runtime))
+    raw = complete(runtime.context.llm, state["prompt"], max_tokens=cfg.max_new_tokens, temperature=cfg.temperature, system=P.QA_SYSTEM)
+    return {"raw": raw, "answer": raw.strip(), "steps": [Step("generate", max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature)]}
+
+
+@STRATEGIES.register(
+    "raptor",
+    costs=costs.StrategyCosts(raptor_costs),
+    ceiling=RAPTOR_CEILING,
+    config_cls=RaptorConfig,
+    prompts_version=P.PROMPTS_VERSION,
+    uses_index=False,
+    presets={"paper": RaptorConfig(qa_prompt="paper")},
+    presentation=PRESENTATION,
+    description="RAPTOR: a tree of cluster summaries built once per corpus (UMAP + GMM), collapsed-tree retrieval, one answer call.",
+)
+def build_graph(config: RaptorConfig | None = None):
+    """START -> build_tree -> retrieve -> build_prompt -> generate -> END."""
+    return linear_graph("raptor", RaptorState, ("build_tree", build_tree_node), ("retrieve", retrieve), ("build_prompt", build_prompt), ("generate", answer))
