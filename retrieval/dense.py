@@ -25,8 +25,9 @@ from tqdm.auto import tqdm
 
 from retrieval.checksums import ChecksumMismatch, Checksums, digest_texts, verify_file
 from retrieval.chunking import Chunk
-from retrieval.embedders import Embedder, warn_if_truncated
+from retrieval.embedders import Embedder, OpenAIEmbedder, warn_if_truncated
 from retrieval.faiss_index import VectorIndex
+from retrieval.fit import TokenLimit
 
 log = logging.getLogger(__name__)
 
@@ -40,20 +41,36 @@ class DenseRetriever:
         shard_size: Chunks embedded per saved shard (the resume granularity).
     """
 
-    def __init__(self, embedder: Embedder, *, name: str = "dense", shard_size: int = 1024):
+    def __init__(self, embedder: Embedder, *, name: str = "dense", shard_size: int = 1024, fit_chunks: bool = True):
         self.embedder = embedder
         self.name = name
         self.shard_size = shard_size
+        self.fit_chunks = fit_chunks
         self._index: VectorIndex | None = None
+
+    def chunk_limit(self) -> TokenLimit | None:
+        """What one chunk may hold so that the embedder reads all of it (None: chunks are indexed as chunked).
+
+        With ``fit_chunks`` (the default) and an embedder that tells its limit, the index
+        splits longer chunks (:mod:`retrieval.fit`); otherwise a build warns which are cut.
+        """
+        limit_of = getattr(self.embedder, "token_limit", None)
+        return limit_of() if self.fit_chunks and callable(limit_of) else None
 
     def cache_params(self) -> dict[str, Any]:
         """Retriever name, embedding model id and, when not torch, the embedding backend.
 
+        ``fit_chunks`` is recorded (the chunks differ), with an OpenAI-compatible embedder's
+        ``max_input_tokens`` (a setting, where a local model's limit is its own).
         ``torch`` is left out of the key so that indexes built before backends existed
         (all torch) stay valid; ``torch-bf16`` / ``onnx`` / ``onnx-int8`` vectors differ slightly, so they get
         their own index.
         """
-        params = {"retriever": self.name, "model": self.embedder.model_id}
+        params: dict[str, Any] = {"retriever": self.name, "model": self.embedder.model_id}
+        if self.fit_chunks and callable(getattr(self.embedder, "token_limit", None)):
+            params["fit_chunks"] = True  # other chunks than an index built before chunks were fitted
+            if isinstance(self.embedder, OpenAIEmbedder):  # a setting; a local model's limit is its own
+                params["max_input_tokens"] = self.embedder.max_input_tokens
         backend = getattr(self.embedder, "backend", "torch")
         if backend != "torch":
             params["backend"] = backend
@@ -62,7 +79,8 @@ class DenseRetriever:
     def build(self, chunks: Sequence[Chunk], *, work_dir: Path, show_progress: bool = False) -> None:
         """Embed all chunks shard by shard (reusing shards already in ``work_dir/shards``) and index them."""
         texts = [c.text for c in chunks]
-        warn_if_truncated(self.embedder, texts)
+        if self.chunk_limit() is None:  # fitted chunks fit (retrieval.fit); others may be cut: say which, before embedding
+            warn_if_truncated(self.embedder, texts)
         shards_dir = work_dir / "shards"
         shards_dir.mkdir(parents=True, exist_ok=True)
         params = self.cache_params()
@@ -134,7 +152,7 @@ class DenseRetriever:
             raise RuntimeError("Dense index is not built; call build() or load() first")
         if not chunks:
             return
-        grown = DenseRetriever(self.embedder, name=self.name, shard_size=self.shard_size)
+        grown = DenseRetriever(self.embedder, name=self.name, shard_size=self.shard_size, fit_chunks=self.fit_chunks)
         grown.build(chunks, work_dir=work_dir / f"segment-{chunks[0].chunk_id}", show_progress=show_progress)
         assert grown._index is not None  # build() made it
         self._index.add(grown._index.vectors(0, len(grown._index)))

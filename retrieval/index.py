@@ -58,9 +58,10 @@ import numpy as np
 
 from retrieval.base import Hit, Retriever
 from retrieval.checksums import ChecksumMismatch, Checksums, verify_folder
-from retrieval.chunking import Chunk, ChunkingConfig, chunk_corpus
+from retrieval.chunking import Chunk, ChunkingConfig
 from retrieval.contract import Corpus
 from retrieval.dense import DenseRetriever
+from retrieval.fit import chunks_for
 from retrieval.locks import exclusive_lock
 from retrieval.paths import default_cache_dir
 from retrieval.retrievers import make_retriever
@@ -272,7 +273,7 @@ def _move_aside(folder: Path) -> None:
 
 def _build(corpus, chunking, retriever, key, folder: Path | None, show_progress: bool) -> Index:
     started = time.perf_counter()
-    chunks = chunk_corpus(corpus, chunking, show_progress=show_progress)
+    chunks = chunks_for(corpus, chunking, retriever, show_progress=show_progress)
     if folder is None:
         import tempfile
 
@@ -496,7 +497,7 @@ def _grow(corpus, chunking, retriever, key, folder: Path, show_progress: bool, c
         log.info("Cached index at %s cannot grow; building the whole index", base_folder)
         return None
     start_doc, first = base_meta["num_documents"], len(base.chunks)
-    new_chunks = chunk_corpus(corpus, chunking, show_progress=show_progress, start=start_doc, first_chunk_id=first)
+    new_chunks = chunks_for(corpus, chunking, retriever, show_progress=show_progress, start=start_doc, first_chunk_id=first)
     partial = partial_folder(folder)
     partial.mkdir(parents=True, exist_ok=True)
     retriever.extend(new_chunks, work_dir=partial, show_progress=show_progress)
