@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from retrieval.chunking import Chunk, chunk_corpus
-from retrieval.tokens import count_tokens_batch
+from retrieval.tokens import count_tokens_batch, get_encoding
 
 
 @dataclass(frozen=True)
@@ -58,8 +58,6 @@ def hf_token_limit(tokenizer, max_tokens: int, what: str) -> TokenLimit:
 
 def cl100k_token_limit(max_tokens: int, what: str) -> TokenLimit:
     """A :class:`TokenLimit` counted in cl100k tokens (OpenAI's embedding models read 8,191 of them)."""
-    from retrieval.tokens import get_encoding
-
     def spans(text: str) -> list[tuple[int, int]]:
         enc = get_encoding()
         ids = enc.encode(text, disallowed_special=())
