@@ -30,6 +30,12 @@ class Retriever(Protocol):
 
     A retriever is built once over a chunk list, saved to a folder, and loaded back
     by a fresh instance constructed with the same parameters.
+
+    Optional, for indexes that grow and change without a rebuild (:mod:`retrieval.index`;
+    ours have them): ``extensible()``, ``extend(chunks, work_dir=...)``, ``save_segment``,
+    ``load_segments``, ``compact()``, and ``delete(chunk_ids)`` (tombstones: searches then
+    return live chunks only, numbered by their place among them). A retriever without
+    them is rebuilt whole when its corpus grows or changes.
     """
 
     name: str

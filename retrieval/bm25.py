@@ -31,6 +31,7 @@ from retrieval.checksums import Checksums
 from retrieval.chunking import _CJK, Chunk
 from retrieval.term_counting import count_terms
 from retrieval.term_counts import TermCounts, bm25_scores, lucene_matrix
+from retrieval.tombstones import Tombstones
 
 _TOKEN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+")
 _HAS_CJK = re.compile(rf"[{_CJK}]")
@@ -121,6 +122,7 @@ class BM25Retriever:
         self._counts: list[TermCounts] | None = None  # raw counts per segment (engine bm25s): what growing needs
         self._counts_folder: Path | None = None  # a loaded one-segment index reads its counts on first need
         self._tokens: list[list[str]] = []  # every chunk's tokens (engine rank_bm25 only)
+        self._dead = Tombstones(0)  # deleted chunks (stored ids): scored from the counts without them
 
     def cache_params(self) -> dict[str, Any]:
         """Engine and parameters; the tokenizer is versioned by the cache's format version."""
@@ -138,12 +140,12 @@ class BM25Retriever:
         if self.engine == "bm25s":
             counts = count_terms(self._token_lists(chunks, show_progress), spill_dir=work_dir)
             self._model = bm25s_model(counts, k1=self.k1, b=self.b)
-            self._counts, self._counts_folder = [counts], None
+            self._counts, self._counts_folder, self._dead = [counts], None, Tombstones(0)
             return
         # interned: a word repeated across chunks is one string object (a 20 MB corpus: 300 against 520 MB peak)
         self._tokens = [list(map(sys.intern, tokens)) for tokens in self._token_lists(chunks, show_progress)]
         self._fit(self._tokens)
-        self._counts = None
+        self._counts, self._dead = None, Tombstones(0)
 
     @staticmethod
     def _token_lists(chunks: Sequence[Chunk], show_progress: bool) -> Iterator[list[str]]:
@@ -162,8 +164,9 @@ class BM25Retriever:
         if self._model is None and not self._counts:
             raise RuntimeError("BM25 index is not built; call build() or load() first")
         q = tokenize(query)
-        if self._model is None:  # several segments: scored with the corpus-wide statistics
-            return bm25_scores(self._counts or [], q, k1=self.k1, b=self.b)
+        if self._model is None:  # several segments, or tombstones: scored with the statistics of the live chunks
+            live = self._dead.live if self._dead else None  # kept at the stored count by delete() and extend()
+            return bm25_scores(self._counts or [], q, k1=self.k1, b=self.b, live=live)
         if self.engine == "bm25s":
             q = [t for t in q if t in self._model.vocab_dict]
             if not q:
@@ -194,6 +197,7 @@ class BM25Retriever:
         if self.engine == "bm25s":
             self._model = _bm25s().BM25.load(str(folder / "bm25s"), mmap=True, allow_pickle=False, show_progress=False)
             self._counts, self._counts_folder = None, folder
+            self._dead = Tombstones(0)
         else:
             with open(folder / "bm25_tokens.json", encoding="utf-8") as f:
                 self._tokens = json.load(f)
@@ -201,13 +205,31 @@ class BM25Retriever:
 
     # -- growing by segments (engine bm25s) -------------------------------------------------
     @property
-    def num_chunks(self) -> int | None:
-        """Chunks indexed (None before build/load)."""
+    def stored_chunks(self) -> int | None:
+        """Chunks stored, deleted ones included (None before build/load)."""
         if self._counts:
             return sum(len(c) for c in self._counts)
         if self._model is not None and self.engine == "bm25s":
             return int(self._model.scores["num_docs"])
         return len(self._tokens) if self._model is not None else None
+
+    @property
+    def num_chunks(self) -> int | None:
+        """Live chunks indexed (None before build/load)."""
+        stored = self.stored_chunks
+        return None if stored is None else stored - len(self._dead.dead)
+
+    def delete(self, chunk_ids: Sequence[int] | np.ndarray) -> None:
+        """Mark the stored chunks ``chunk_ids`` deleted: no longer scored, and out of ``N``, ``df`` and the average length.
+
+        Scores then come from the raw counts (:func:`retrieval.term_counts.bm25_scores` with
+        the live chunks), bit-identical to a bm25s index built over the live chunks alone;
+        search returns live chunks numbered by their place among them.
+        """
+        if not self.extensible():
+            raise RuntimeError("This BM25 index cannot delete chunks (rank_bm25 engine, or built before segments existed)")
+        self._dead = self._dead.grown(self.stored_chunks or 0).plus(np.asarray(chunk_ids, dtype=np.int64))
+        self._model = None
 
     def extensible(self) -> bool:
         """Whether :meth:`extend` can add chunks: engine bm25s with the raw counts of every segment saved."""
@@ -228,26 +250,29 @@ class BM25Retriever:
         counts = count_terms(self._token_lists(chunks, show_progress), spill_dir=work_dir)
         self._counts = [*(self._counts or []), counts]
         self._model = None
+        self._dead = self._dead.grown(self.stored_chunks or 0)
 
     def save_segment(self, folder: Path, start: int, checksums: Checksums | None = None) -> None:
         """Write the last segment (the chunks from ``start`` on) into ``folder``."""
-        if not self._counts or (self.num_chunks or 0) - len(self._counts[-1]) != start:
+        if not self._counts or (self.stored_chunks or 0) - len(self._counts[-1]) != start:
             raise ValueError(f"The last BM25 segment does not start at chunk {start}")
         self._counts[-1].save(folder, checksums)
 
     def compact(self) -> None:
         """Fold the segments into one, scored by a bm25s model again (a build's speed), made from the raw counts.
 
-        Nothing is tokenized again: the merged counts are those a build over all the chunks
-        makes, and the model's matrix is computed from them in bm25s's arithmetic
+        Nothing is tokenized again: the merged counts are those a build over all the live chunks
+        makes (deleted chunks are dropped here), and the model's matrix is computed from them in bm25s's arithmetic
         (:func:`retrieval.term_counts.lucene_matrix`), so scores equal a fresh build's bit for bit.
         :meth:`save` then writes the index of one segment.
         """
         if not self.extensible():
             raise RuntimeError("This BM25 index has no raw counts to compact (rank_bm25 engine, or built before segments existed)")
         merged = TermCounts.concat(self._counts or [])
+        if self._dead:  # tombstones folded: the counts of the live chunks only
+            merged = merged.select(self._dead.grown(len(merged)).live)
         self._model = bm25s_model(merged, k1=self.k1, b=self.b)
-        self._counts, self._counts_folder = [merged], None
+        self._counts, self._counts_folder, self._dead = [merged], None, Tombstones(0)
 
     def load_segments(self, folders: Sequence[Path]) -> None:
         """Read an index saved as segments: the first folder's counts, then each later segment's."""
@@ -257,7 +282,7 @@ class BM25Retriever:
         if self.engine != "bm25s":
             raise ValueError("Only the bm25s engine reads an index of several segments")
         self._counts = [TermCounts.load(f) for f in folders]
-        self._model, self._counts_folder = None, None
+        self._model, self._counts_folder, self._dead = None, None, Tombstones(0)
 
 
 def bm25s_model(counts: TermCounts, *, k1: float, b: float) -> Any:

@@ -7,6 +7,7 @@ the heavy helpers (file readers, the tokenizer, the index) load where they are u
 from __future__ import annotations
 
 import hashlib
+import itertools
 import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -157,11 +158,19 @@ class Corpus:
         """The fingerprint of the first 1, 2, ..., ``len(self)`` documents, in one pass."""
         h = hashlib.sha256()
         for d in self.documents:
-            for part in (d.doc_id, d.title, d.text):
-                data = part.encode("utf-8", errors="surrogatepass")
-                h.update(len(data).to_bytes(8, "little"))
-                h.update(data)
+            _hash_document(h, d)
             yield h.copy().hexdigest()
+
+    @cached_property
+    def document_digests(self) -> tuple[str, ...]:
+        """A digest of each document (id, title and text): what an index records of the documents it holds,
+        so that the index of an edited corpus (:meth:`update`, :meth:`remove`) starts from it."""
+        digests = []
+        for d in self.documents:
+            h = hashlib.sha256()
+            _hash_document(h, d)
+            digests.append(h.hexdigest()[:32])
+        return tuple(digests)
 
     def _hash_prefix(self, num_documents: int) -> str:
         fingerprint = ""
@@ -177,32 +186,74 @@ class Corpus:
         """A new corpus: these documents, then ``documents`` (a corpus is immutable, so its fingerprint stays valid).
 
         ``documents`` are taken as :meth:`from_documents` takes them (plain strings get the ids
-        ``len(self)``, ``len(self) + 1``, ...). Indexes of the grown corpus reuse this corpus's
+        ``len(self)``, ``len(self) + 1``, ..., skipping ids in use). Indexes of the grown corpus reuse this corpus's
         cached index and add a segment holding only the new documents' chunks.
         """
-        added = [_as_document(d, len(self) + i) for i, d in enumerate(documents)]
+        taken = {d.doc_id for d in self.documents}
+        free = (i for i in itertools.count(len(self)) if str(i) not in taken)  # after a removal, len(self) may be taken
+        added = [_as_document(d, next(free)) for d in documents]
         if not added:
             raise CorpusError("Nothing to add: give at least one document.")
         return Corpus(self.documents + tuple(added))
 
-    def rescan(self, path: str | Path, *, show_progress: bool = False) -> Corpus:
-        """The folder ``path`` read again, with this corpus's documents first: files not in it are appended.
+    def remove(self, *doc_ids: str) -> Corpus:
+        """A new corpus without the documents ``doc_ids`` (the others keep their order).
 
-        The documents of this corpus keep their places when every one of them is read back
-        unchanged (same id, title and text), so the result :meth:`extends` this corpus and its
-        indexes grow by a segment. When one was edited or removed, the folder is read as
-        :meth:`from_path` reads it (sorted path order): a new corpus, indexed from scratch.
+        Its indexes start from this corpus's cached ones: the removed documents' chunks are
+        tombstones, filtered out at search time and dropped at compaction (:mod:`retrieval.index`).
+        """
+        gone = set(doc_ids)
+        unknown = sorted(gone - {d.doc_id for d in self.documents})
+        if not gone or unknown:
+            raise CorpusError(f"Nothing to remove: no document with id {unknown[:5]}" if unknown else "Nothing to remove: give a document id.")
+        return Corpus([d for d in self.documents if d.doc_id not in gone])
+
+    def update(self, *documents: Any) -> Corpus:
+        """A new corpus with ``documents`` replacing the documents of the same ids: delete + add.
+
+        As in Lucene's ``updateDocument``, an edited document leaves its place and is appended
+        (the others keep their order), so the index of the result is this corpus's, with the
+        old version's chunks as tombstones and one segment of the new version's. A document
+        unchanged (same id, title and text) stays where it is; a new id raises (use :meth:`add`).
+        """
+        edits = [_as_document(d, len(self) + i) for i, d in enumerate(documents)]
+        current = {d.doc_id: d for d in self.documents}
+        unknown = [d.doc_id for d in edits if d.doc_id not in current]
+        if not edits or unknown:
+            raise CorpusError(f"No document to update with id {unknown[:5]}; use add()" if unknown else "Nothing to update: give a document.")
+        changed = {d.doc_id: d for d in edits if (d.title, d.text) != (current[d.doc_id].title, current[d.doc_id].text)}
+        if not changed:
+            return self
+        return Corpus([d for d in self.documents if d.doc_id not in changed] + list(changed.values()))
+
+    def rescan(self, path: str | Path, *, show_progress: bool = False) -> Corpus:
+        """The folder ``path`` read again against this corpus: new files appended, edited ones updated, deleted ones removed.
+
+        Unchanged documents keep their order; edited files (other title or text) then new
+        ones follow in the folder's sorted path order, as :meth:`update` and :meth:`add` place
+        them, so the result's indexes start from this corpus's (tombstones for the removed and
+        edited documents' old chunks, one segment of the rest). Returns this corpus when
+        nothing changed.
         """
         from retrieval.readers import read_path  # heavy: LlamaIndex's file readers
 
         fresh = read_path(Path(path), show_progress=show_progress)
-        by_id = {d.doc_id: (d.title, d.text) for d in fresh}
-        if any(by_id.get(d.doc_id) != (d.title, d.text) for d in self.documents):
-            log.info("%s: a document of the corpus was edited or removed; reading it as a new corpus", path)
-            return Corpus(fresh)
-        known = {d.doc_id for d in self.documents}
-        added = [d for d in fresh if d.doc_id not in known]
-        return Corpus(self.documents + tuple(added)) if added else self
+        by_id = {d.doc_id: d for d in fresh}
+        kept = [d for d in self.documents if d.doc_id in by_id and (by_id[d.doc_id].title, by_id[d.doc_id].text) == (d.title, d.text)]
+        if len(kept) == len(self.documents) == len(fresh):
+            return self
+        same = {d.doc_id for d in kept}
+        changed = [d for d in fresh if d.doc_id not in same]
+        log.info("%s: %d documents removed or edited, %d new or edited", path, len(self.documents) - len(kept), len(changed))
+        return Corpus(kept + changed)
+
+
+def _hash_document(h: Any, d: Document) -> None:
+    """Feed ``d``'s id, title and text to the hash ``h``, each prefixed by its length."""
+    for part in (d.doc_id, d.title, d.text):
+        data = part.encode("utf-8", errors="surrogatepass")
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
 
 
 def _as_document(obj: Any, index: int) -> Document:

@@ -25,8 +25,10 @@ from tqdm.auto import tqdm
 
 from retrieval.checksums import ChecksumMismatch, Checksums, digest_texts, verify_file
 from retrieval.chunking import Chunk
-from retrieval.embedders import Embedder, warn_if_truncated
+from retrieval.embedders import Embedder, OpenAIEmbedder, warn_if_truncated
 from retrieval.faiss_index import VectorIndex
+from retrieval.fit import TokenLimit
+from retrieval.tombstones import Tombstones
 
 log = logging.getLogger(__name__)
 
@@ -40,20 +42,37 @@ class DenseRetriever:
         shard_size: Chunks embedded per saved shard (the resume granularity).
     """
 
-    def __init__(self, embedder: Embedder, *, name: str = "dense", shard_size: int = 1024):
+    def __init__(self, embedder: Embedder, *, name: str = "dense", shard_size: int = 1024, fit_chunks: bool = True):
         self.embedder = embedder
         self.name = name
         self.shard_size = shard_size
+        self.fit_chunks = fit_chunks
         self._index: VectorIndex | None = None
+        self._dead = Tombstones(0)  # deleted chunks (stored ids), filtered out of every search
+
+    def chunk_limit(self) -> TokenLimit | None:
+        """What one chunk may hold so that the embedder reads all of it (None: chunks are indexed as chunked).
+
+        With ``fit_chunks`` (the default) and an embedder that tells its limit, the index
+        splits longer chunks (:mod:`retrieval.fit`); otherwise a build warns which are cut.
+        """
+        limit_of = getattr(self.embedder, "token_limit", None)
+        return limit_of() if self.fit_chunks and callable(limit_of) else None
 
     def cache_params(self) -> dict[str, Any]:
         """Retriever name, embedding model id and, when not torch, the embedding backend.
 
+        ``fit_chunks`` is recorded (the chunks differ), with an OpenAI-compatible embedder's
+        ``max_input_tokens`` (a setting, where a local model's limit is its own).
         ``torch`` is left out of the key so that indexes built before backends existed
         (all torch) stay valid; ``torch-bf16`` / ``onnx`` / ``onnx-int8`` vectors differ slightly, so they get
         their own index.
         """
-        params = {"retriever": self.name, "model": self.embedder.model_id}
+        params: dict[str, Any] = {"retriever": self.name, "model": self.embedder.model_id}
+        if self.fit_chunks and callable(getattr(self.embedder, "token_limit", None)):
+            params["fit_chunks"] = True  # other chunks than an index built before chunks were fitted
+            if isinstance(self.embedder, OpenAIEmbedder):  # a setting; a local model's limit is its own
+                params["max_input_tokens"] = self.embedder.max_input_tokens
         backend = getattr(self.embedder, "backend", "torch")
         if backend != "torch":
             params["backend"] = backend
@@ -62,7 +81,8 @@ class DenseRetriever:
     def build(self, chunks: Sequence[Chunk], *, work_dir: Path, show_progress: bool = False) -> None:
         """Embed all chunks shard by shard (reusing shards already in ``work_dir/shards``) and index them."""
         texts = [c.text for c in chunks]
-        warn_if_truncated(self.embedder, texts)
+        if self.chunk_limit() is None:  # fitted chunks fit (retrieval.fit); others may be cut: say which, before embedding
+            warn_if_truncated(self.embedder, texts)
         shards_dir = work_dir / "shards"
         shards_dir.mkdir(parents=True, exist_ok=True)
         params = self.cache_params()
@@ -84,6 +104,7 @@ class DenseRetriever:
         vectors = np.concatenate(shards)
         self._index = VectorIndex(vectors.shape[1])
         self._index.add(vectors)
+        self._dead = Tombstones(0)
 
     def write_shards(self, texts: Sequence[str], vectors: np.ndarray, *, work_dir: Path) -> None:
         """``vectors`` (of ``texts``, embedded elsewhere, e.g. on Ray) as the finished shards that
@@ -98,10 +119,16 @@ class DenseRetriever:
             write_shard(shard_path(shards_dir, n), vectors[start:stop], shard_source(texts[start:stop], params))
 
     def search(self, query: str, k: int) -> list[tuple[int, float]]:
-        """Top ``k`` chunks by inner product with the query embedding."""
+        """Top ``k`` live chunks by inner product with the query embedding (deleted ones skipped, live ids renumbered)."""
         if self._index is None:
             raise RuntimeError("Dense index is not built; call build() or load() first")
-        return self._index.search(self.embedder.embed_query(query), k)
+        if not self._dead:
+            return self._index.search(self.embedder.embed_query(query), k)
+        found = self._index.search(self.embedder.embed_query(query), k + len(self._dead.dead))  # k live among them
+        ids = np.asarray([i for i, _ in found], dtype=np.int64)
+        live = ~self._dead.is_dead(ids)
+        positions = self._dead.live_position(ids[live])
+        return [(int(p), s) for p, (_, s) in zip(positions, [f for f, keep in zip(found, live) if keep])][:k]
 
     def save(self, folder: Path, checksums: Checksums | None = None) -> None:
         """FAISS's native format (hashed into ``checksums`` as it is written)."""
@@ -112,12 +139,33 @@ class DenseRetriever:
     def load(self, folder: Path) -> None:
         """Read the FAISS index; the embedder itself loads lazily on the first query."""
         self._index = VectorIndex.load(folder)
+        self._dead = Tombstones(0)
 
     # -- growing by segments ----------------------------------------------------------------
     @property
-    def num_chunks(self) -> int | None:
-        """Vectors indexed (None before build/load)."""
+    def stored_chunks(self) -> int | None:
+        """Vectors stored, deleted ones included (None before build/load)."""
         return len(self._index) if self._index is not None else None
+
+    @property
+    def num_chunks(self) -> int | None:
+        """Live vectors indexed (None before build/load)."""
+        return len(self._index) - len(self._dead.dead) if self._index is not None else None
+
+    def delete(self, chunk_ids: Sequence[int] | np.ndarray) -> None:
+        """Mark the stored chunks ``chunk_ids`` deleted: searches skip them (their vectors stay until :meth:`compact`)."""
+        if self._index is None:
+            raise RuntimeError("Dense index is not built; call build() or load() first")
+        self._dead = self._dead.grown(len(self._index)).plus(np.asarray(chunk_ids, dtype=np.int64))
+
+    def compact(self) -> None:
+        """Drop the deleted chunks' vectors: one flat index of the live ones, in order (nothing embedded again)."""
+        if self._index is None or not self._dead:
+            return
+        live = self._index.vectors(0, len(self._index))[self._dead.live]
+        self._index = VectorIndex(self._index.dim)
+        self._index.add(live)
+        self._dead = Tombstones(0)
 
     def extensible(self) -> bool:
         """Always, once built or loaded: new vectors are appended to the flat index."""
@@ -134,10 +182,11 @@ class DenseRetriever:
             raise RuntimeError("Dense index is not built; call build() or load() first")
         if not chunks:
             return
-        grown = DenseRetriever(self.embedder, name=self.name, shard_size=self.shard_size)
+        grown = DenseRetriever(self.embedder, name=self.name, shard_size=self.shard_size, fit_chunks=self.fit_chunks)
         grown.build(chunks, work_dir=work_dir / f"segment-{chunks[0].chunk_id}", show_progress=show_progress)
         assert grown._index is not None  # build() made it
         self._index.add(grown._index.vectors(0, len(grown._index)))
+        self._dead = self._dead.grown(len(self._index))
 
     def save_segment(self, folder: Path, start: int, checksums: Checksums | None = None) -> None:
         """Write the vectors of the chunks from ``start`` on into ``folder``, FAISS's format."""
@@ -154,6 +203,7 @@ class DenseRetriever:
         for folder in folders[1:]:
             part = VectorIndex.load(folder)
             self._index.add(part.vectors(0, len(part)))
+        self._dead = Tombstones(0)
 
 
 def shard_path(shards_dir: Path, n: int) -> Path:

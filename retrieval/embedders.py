@@ -18,6 +18,7 @@ from typing import Protocol
 import numpy as np
 
 from retrieval.contract import Registry
+from retrieval.fit import TokenLimit, cl100k_token_limit, hf_token_limit, over_limit
 from retrieval.paths import default_cache_dir
 from retrieval.redaction import redact, register_secret, register_url
 
@@ -27,6 +28,8 @@ log = logging.getLogger(__name__)
 DEFAULT_ST_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_CONTRIEVER = "facebook/contriever-msmarco"
 DEFAULT_OPENAI_EMBEDDING = "text-embedding-3-small"
+#: Input limit of OpenAI's embedding models (text-embedding-3-*, ada-002), in cl100k tokens.
+OPENAI_EMBEDDING_MAX_TOKENS = 8191
 
 
 #: name -> embedder class (``texts -> vectors``); third parties add to ``longctx.embedders``.
@@ -319,9 +322,11 @@ class SentenceTransformerEmbedder:
 
     def count_over_limit(self, texts: Sequence[str]) -> int:
         """How many texts exceed :attr:`max_input_tokens` word pieces (their tail is ignored)."""
-        limit = self.max_input_tokens
-        lengths = self.model.tokenizer(list(texts), add_special_tokens=True, truncation=False)["input_ids"]
-        return sum(len(ids) > limit for ids in lengths)
+        return sum(n > 0 for n in over_limit(texts, self.token_limit()))
+
+    def token_limit(self) -> TokenLimit:
+        """What one input holds: :attr:`max_input_tokens` of the model's own word pieces (the model loads)."""
+        return hf_token_limit(self.model.tokenizer, self.max_input_tokens, f"{self.model_id} word pieces")
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Normalized float32 embeddings, one row per text."""
@@ -372,6 +377,10 @@ class ContrieverEmbedder:
             self._loaded = (tokenizer, model)
         return self._loaded
 
+    def token_limit(self) -> TokenLimit:
+        """What one input holds: ``max_length`` of the checkpoint's own tokens (the tokenizer loads)."""
+        return hf_token_limit(self._load()[0], self.max_length, f"{self.model_id} tokens")
+
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Mean-pooled last hidden states, one row per text."""
         import torch
@@ -410,10 +419,12 @@ class OpenAIEmbedder:
         batch_size: int = 128,
         max_retries: int = 5,
         timeout: float = 120.0,
+        max_input_tokens: int = OPENAI_EMBEDDING_MAX_TOKENS,
     ):
         import openai
 
         self.model_id = model or DEFAULT_OPENAI_EMBEDDING
+        self.max_input_tokens = max_input_tokens
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
         key = api_key or os.environ.get("OPENAI_API_KEY")
         if not key and "api.openai.com" in self.base_url:
@@ -426,6 +437,10 @@ class OpenAIEmbedder:
     def unloaded(self) -> OpenAIEmbedder:
         """A copy (nothing is loaded locally: the model is the server's)."""
         return copy.copy(self)
+
+    def token_limit(self) -> TokenLimit:
+        """What one input holds: ``max_input_tokens`` cl100k tokens (OpenAI's models: 8,191; a local server's is its context)."""
+        return cl100k_token_limit(self.max_input_tokens, f"{self.model_id} cl100k tokens")
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Unit-length embeddings, one row per text, requested in batches."""
@@ -456,15 +471,20 @@ def _pooled(embedding) -> np.ndarray:
 
 
 def warn_if_truncated(embedder: Embedder, texts: Sequence[str]) -> None:
-    """Warn when chunks are longer than the embedder reads (all-MiniLM-L6-v2: 256 word pieces)."""
-    counter = getattr(embedder, "count_over_limit", None)
-    if counter is None or not texts:
+    """Warn, before embedding, which chunks the embedder will cut and by how much (all-MiniLM-L6-v2 reads 256 word pieces).
+
+    Only chunks not fitted to the embedder (``fit_chunks=False``) can be over its limit.
+    """
+    limit_of = getattr(embedder, "token_limit", None)
+    if limit_of is None or not texts:
         return
-    over = counter(texts)
+    limit = limit_of()
+    cut = over_limit(texts, limit)
+    over = [n for n in cut if n]
     if over:
-        limit = getattr(embedder, "max_input_tokens", "?")
         warnings.warn(
-            f"{over} of {len(texts)} chunks exceed {embedder.model_id}'s {limit}-word-piece input and are "
-            "truncated when embedded; use smaller chunks (e.g. chunk_size=200 tokens) to embed all text.",
+            f"{len(over)} of {len(texts)} chunks exceed the {limit.max_tokens} {limit.what} that {embedder.model_id} reads and are "
+            f"cut when embedded ({sum(over):,} tokens dropped in all, {max(over):,} from the longest; first: chunk {cut.index(over[0])}); "
+            "fit_chunks=True (the default) splits such chunks so that all text is embedded.",
             stacklevel=3,
         )

@@ -20,6 +20,17 @@ chunking and retriever), its files are hard-linked into the new index and one se
 dense searches one flat index of all vectors in chunk order, BM25 scores the segments' raw
 term counts with corpus-wide statistics, so rankings equal a rebuild's.
 
+An edited corpus (:meth:`~retrieval.contract.Corpus.remove`, :meth:`~retrieval.contract.Corpus.update`
+(delete + add), ``rescan``) starts from the cached index that holds the most of its first
+documents, live and in order (:mod:`retrieval.lineage`: every segment records its documents'
+digests in ``documents.json``). That index's files are linked as for growth, its documents
+the corpus dropped or replaced are listed in ``meta.json`` as ``deleted_documents``
+(tombstones, by stored position), and one segment holds the documents after them. A load
+reads the stored chunks and keeps the live ones, numbered as a fresh build numbers them
+(:func:`live_chunks`); the retriever is told which stored chunks are deleted: BM25 scores
+the live chunks' raw counts with the live chunks' statistics (bit-identical to a rebuild),
+dense searches past the deleted vectors (:mod:`retrieval.tombstones`).
+
 Segments are compacted as in a log-structured merge: a growth that would leave more than
 :attr:`CompactionPolicy.max_segments` (10) segments writes the new index as one segment
 instead, the layout of a fresh build, made from what the segments hold (BM25's raw counts
@@ -27,7 +38,9 @@ merged and turned into a bm25s matrix, dense's vectors; nothing is tokenized or 
 again). A full merge rather than tiers: BM25's statistics are corpus-wide, so only a single
 segment is scored by a precomputed bm25s matrix (a build's query speed); several, however
 few, are scored from raw counts. The new index is written beside the prefix's, like any
-growth, and renamed into place: a kill leaves the prefix's segments as they were.
+growth, and renamed into place: a kill leaves the prefix's segments as they were. Deletions
+past :attr:`CompactionPolicy.max_deleted` (20% of the stored chunks) compact too, and a
+compacted index holds the live chunks only (tombstones folded).
 
 ``meta.json`` records the size and XXH3-128 digest of every other file, computed while
 the file is written (:mod:`retrieval.checksums`). Every load is validated (files present,
@@ -39,6 +52,7 @@ BM25 matrices ``.npy`` loaded with pickles off.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import inspect
 import json
@@ -50,7 +64,7 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -58,10 +72,12 @@ import numpy as np
 
 from retrieval.base import Hit, Retriever
 from retrieval.checksums import ChecksumMismatch, Checksums, verify_folder
-from retrieval.chunking import Chunk, ChunkingConfig, chunk_corpus
+from retrieval.chunking import Chunk, ChunkingConfig
 from retrieval.contract import Corpus
 from retrieval.dense import DenseRetriever
+from retrieval.fit import chunks_for
 from retrieval.hybrid import HybridRetriever
+from retrieval.lineage import Base, find_base, write_documents
 from retrieval.locks import exclusive_lock
 from retrieval.paths import default_cache_dir
 from retrieval.retrievers import make_retriever
@@ -89,28 +105,38 @@ class CompactionPolicy:
         max_segments: The most segments an index keeps; a growth that would make more writes
             the new index as one segment. 10 is the merge factor of Lucene's log merge policy
             (``LogMergePolicy.DEFAULT_MERGE_FACTOR``) and the segments per tier of its tiered one.
+        max_deleted: The largest share of stored chunks that may be deleted (tombstones); an edit
+            that would leave more writes the new index as one segment of the live chunks. 0.2 is
+            the default ``deletesPctAllowed`` (20%) of Lucene's ``TieredMergePolicy``.
     """
 
     max_segments: int = 10
+    max_deleted: float = 0.2
 
     def __post_init__(self) -> None:
         if isinstance(self.max_segments, bool) or not isinstance(self.max_segments, int) or self.max_segments < 1:
             raise ValueError(f"max_segments must be a positive integer, got {self.max_segments!r}")
+        if isinstance(self.max_deleted, bool) or not isinstance(self.max_deleted, (int, float)) or not 0 <= self.max_deleted <= 1:
+            raise ValueError(f"max_deleted must be a share in [0, 1], got {self.max_deleted!r}")
 
-    def compacts(self, segments: int) -> bool:
-        """Whether an index of ``segments`` segments is to be compacted into one."""
-        return segments > self.max_segments
+    def compacts(self, segments: int, *, deleted_chunks: int = 0, stored_chunks: int = 0) -> bool:
+        """Whether an index of ``segments`` segments, ``deleted_chunks`` of its ``stored_chunks`` deleted, is to be compacted into one."""
+        return segments > self.max_segments or (deleted_chunks > 0 and deleted_chunks > self.max_deleted * stored_chunks)
 
 
 class Index:
     """A corpus's chunks plus a built retriever over them."""
 
-    def __init__(self, chunks: list[Chunk], retriever: Retriever, chunking: ChunkingConfig, key: str, path: Path | None):
+    def __init__(self, chunks: list[Chunk], retriever: Retriever, chunking: ChunkingConfig, key: str, path: Path | None,
+                 *, stored: list[Chunk] | None = None):  # fmt: skip
         self.chunks = chunks
         self.retriever = retriever
         self.chunking = chunking
         self.key = key
         self.path = path
+        #: Every chunk the index's files hold, deleted ones included, by stored id and document slot
+        #: (``chunks`` are the live ones, numbered as a fresh build of the corpus numbers them).
+        self.stored = stored if stored is not None else chunks
 
     def __len__(self) -> int:
         return len(self.chunks)
@@ -293,7 +319,7 @@ def _move_aside(folder: Path) -> None:
 
 def _build(corpus, chunking, retriever, key, folder: Path | None, show_progress: bool) -> Index:
     started = time.perf_counter()
-    chunks = chunk_corpus(corpus, chunking, show_progress=show_progress)
+    chunks = chunks_for(corpus, chunking, retriever, show_progress=show_progress)
     if folder is None:
         import tempfile
 
@@ -312,6 +338,7 @@ def _build(corpus, chunking, retriever, key, folder: Path | None, show_progress:
         _save_retriever(retriever, tmp, checksums)
         with checksums.open(tmp / CHUNKS_FILE, text=True) as f:
             f.writelines(json.dumps(asdict(c), ensure_ascii=False) + "\n" for c in chunks)
+        write_documents(tmp, corpus.document_digests, checksums)
         hashed_after = checksums.add_unrecorded()  # files a library wrote itself (bm25s), hashed from the page cache
         if hashed_after:
             log.debug("Hashed after writing (written by %s itself): %s", retriever.name, ", ".join(hashed_after))
@@ -429,17 +456,21 @@ def _load(
         if verify and not legacy:
             verify_folder(folder, files)  # before anything is parsed or loaded
         segments = [folder / path for path in _segment_paths(meta)]
-        chunks = [c for segment in segments for c in _read_chunks(segment / CHUNKS_FILE)]
-        if len(chunks) != meta.get("num_chunks"):
-            raise ValueError(f"chunks.jsonl holds {len(chunks)} chunks, meta.json says {meta.get('num_chunks')}")
-        if any(c.chunk_id != i for i, c in enumerate(chunks)):
+        stored = [c for segment in segments for c in _read_chunks(segment / CHUNKS_FILE)]
+        if any(c.chunk_id != i for i, c in enumerate(stored)):
             raise ValueError("chunks.jsonl is out of order")
+        deleted = set(meta.get("deleted_documents") or [])
+        chunks = live_chunks(stored, deleted)
+        if len(chunks) != meta.get("num_chunks"):
+            raise ValueError(f"chunks.jsonl holds {len(chunks)} live chunks, meta.json says {meta.get('num_chunks')}")
         if len(segments) == 1:
             retriever.load(folder)
         elif callable(getattr(retriever, "load_segments", None)):
             retriever.load_segments(segments)  # type: ignore[attr-defined]  # optional part of the contract
         else:
             raise ValueError(f"the {retriever.name} retriever cannot read an index of {len(segments)} segments")
+        if deleted:
+            retriever.delete([c.chunk_id for c in stored if c.doc_index in deleted])  # type: ignore[attr-defined]  # only indexes of retrievers that delete have any
         size = _retriever_size(retriever)
         if size is not None and size != len(chunks):
             raise ValueError(f"the {retriever.name} index holds {size} entries for {len(chunks)} chunks")
@@ -449,7 +480,19 @@ def _load(
         if not quiet:
             log.warning("Cached index at %s is damaged or stale (%s: %s); moving it aside and rebuilding", folder, type(exc).__name__, exc)
         return None
-    return Index(chunks, retriever, chunking, key, folder)
+    return Index(chunks, retriever, chunking, key, folder, stored=stored)
+
+
+def live_chunks(stored: list[Chunk], deleted: set[int]) -> list[Chunk]:
+    """The chunks of the documents not ``deleted`` (slots), numbered as a fresh build of the edited corpus numbers them:
+    chunk ids by place among the live chunks, document indexes by place among the live documents."""
+    if not deleted:
+        return stored
+    gone = sorted(deleted)
+    return [
+        replace(c, chunk_id=i, doc_index=c.doc_index - bisect.bisect_left(gone, c.doc_index))
+        for i, c in enumerate(c for c in stored if c.doc_index not in deleted)
+    ]
 
 
 # -- growing by segments --------------------------------------------------------------------
@@ -467,26 +510,23 @@ def _same_json(a: Any, b: Any) -> bool:
     return json.loads(json.dumps(a, sort_keys=True)) == json.loads(json.dumps(b, sort_keys=True))
 
 
-def cached_prefix(corpus: Corpus, chunking: ChunkingConfig, retriever: Retriever, root: Path) -> tuple[Path, dict] | None:
-    """The finished index under ``root`` (``<cache>/indexes``) of the longest proper prefix of ``corpus``
-    with the same chunking and retriever, as ``(folder, meta)``; None when there is none."""
-    best: tuple[Path, dict] | None = None
+def cached_base(corpus: Corpus, chunking: ChunkingConfig, retriever: Retriever, root: Path) -> Base | None:
+    """The finished index under ``root`` (``<cache>/indexes``), of the same chunking and retriever, that ``corpus``
+    starts from: the most of its first documents live in that index, in order (a prefix, or the index of the
+    corpus before documents were removed or updated; :mod:`retrieval.lineage`); None when there is none."""
     chunk_spec, params = chunking.as_dict(), retriever.cache_params()
+    candidates = []
     for meta_path in root.glob("*/meta.json"):
         if "." in meta_path.parent.name:  # .build-*, .partial, .corrupt-*: never finished indexes
             continue
         try:
             meta = json.loads(meta_path.read_text())
+            if (meta.get("format") == INDEX_FORMAT_VERSION and isinstance(meta.get("files"), dict)
+                    and _same_json(meta.get("chunking"), chunk_spec) and _same_json(meta.get("retriever"), params)):  # fmt: skip
+                candidates.append((meta_path.parent, meta, _segment_paths(meta)))
         except (OSError, ValueError):
             continue
-        n = meta.get("num_documents")
-        if not isinstance(n, int) or not 0 < n < len(corpus) or (best is not None and n <= best[1]["num_documents"]):
-            continue
-        if (meta.get("format") == INDEX_FORMAT_VERSION and isinstance(meta.get("files"), dict)
-                and _same_json(meta.get("chunking"), chunk_spec) and _same_json(meta.get("retriever"), params)
-                and corpus.prefix_fingerprint(n) == meta.get("corpus_fingerprint")):  # fmt: skip
-            best = (meta_path.parent, meta)
-    return best
+    return find_base(corpus, candidates)
 
 
 def _link(src: Path, dst: Path) -> None:
@@ -499,31 +539,43 @@ def _link(src: Path, dst: Path) -> None:
 
 
 def _grow(corpus, chunking, retriever, key, folder: Path, show_progress: bool, compaction: CompactionPolicy) -> Index | None:
-    """The index of ``corpus`` made from the cached index of its longest prefix plus one segment of the
-    new documents' chunks (only they are chunked, tokenized, embedded); None when no prefix is cached
-    or the retriever cannot grow (then the caller builds from scratch). The caller holds the build lock.
+    """The index of ``corpus`` made from a cached index it starts from (:func:`cached_base`): that index's files
+    linked, its documents the corpus dropped or replaced deleted (tombstones), and one segment of the
+    documents after them (only they are chunked, tokenized, embedded). None when no such index is cached
+    or the retriever cannot grow or delete (then the caller builds from scratch). The caller holds the build lock.
 
-    When that would make more segments than ``compaction`` allows, the new index is written as
-    one segment instead (:func:`_write_compacted`); the prefix's index is left as it was."""
+    When that would make more segments, or more deleted chunks, than ``compaction`` allows, the new index
+    is written as one segment of the live chunks instead (:func:`_write_compacted`); the cached index
+    is left as it was."""
     if not callable(getattr(retriever, "extend", None)):
         return None
-    found = cached_prefix(corpus, chunking, retriever, folder.parent)
+    found = cached_base(corpus, chunking, retriever, folder.parent)
     if found is None:
         return None
-    base_folder, base_meta = found
+    base_folder, base_meta = found.folder, found.meta
     started = time.perf_counter()
     base = _load(base_folder, base_meta["key"], chunking, retriever)  # validated: its files are linked below
-    if base is None or not getattr(retriever, "extensible", lambda: False)():
-        log.info("Cached index at %s cannot grow; building the whole index", base_folder)
+    if base is None or not getattr(retriever, "extensible", lambda: False)() or (found.deleted and not callable(getattr(retriever, "delete", None))):
+        log.info("Cached index at %s cannot grow or delete; building the whole index", base_folder)
         return None
-    start_doc, first = base_meta["num_documents"], len(base.chunks)
-    new_chunks = chunk_corpus(corpus, chunking, show_progress=show_progress, start=start_doc, first_chunk_id=first)
+    stored_docs, first = base_meta.get("stored_documents", base_meta["num_documents"]), len(base.stored)
+    appended = len(corpus) - found.kept
+    shift = stored_docs - found.kept  # a new document's slot: after every stored one
+    new_chunks = [replace(c, doc_index=c.doc_index + shift)
+                  for c in chunks_for(corpus, chunking, retriever, show_progress=show_progress, start=found.kept, first_chunk_id=first)]  # fmt: skip
     partial = partial_folder(folder)
     partial.mkdir(parents=True, exist_ok=True)
-    retriever.extend(new_chunks, work_dir=partial, show_progress=show_progress)
-    old_segments = base_meta.get("segments") or [{"path": ".", "documents": [0, start_doc], "chunks": [0, first]}]
-    segment = {"path": f"segments/{len(old_segments):03d}", "documents": [start_doc, len(corpus)], "chunks": [first, first + len(new_chunks)]}
-    compacting = compaction.compacts(len(old_segments) + 1)
+    if appended:
+        retriever.extend(new_chunks, work_dir=partial, show_progress=show_progress)
+    deleted = set(base_meta.get("deleted_documents") or []) | set(found.deleted)
+    if found.deleted:
+        newly = set(found.deleted)
+        retriever.delete([c.chunk_id for c in base.stored if c.doc_index in newly])
+    stored = base.stored + new_chunks
+    live = live_chunks(stored, deleted)
+    old_segments = base_meta.get("segments") or [{"path": ".", "documents": [0, stored_docs], "chunks": [0, first]}]
+    segment = {"path": f"segments/{len(old_segments):03d}", "documents": [stored_docs, stored_docs + appended], "chunks": [first, len(stored)]}
+    compacting = compaction.compacts(len(old_segments) + bool(appended), deleted_chunks=len(stored) - len(live), stored_chunks=len(stored))
     for stale in folder.parent.glob(f"{folder.name}.build-*"):  # left by killed builders (we hold the lock)
         shutil.rmtree(stale, ignore_errors=True)
     tmp = folder.with_name(f"{folder.name}.build-{os.getpid()}-{uuid.uuid4().hex[:8]}")
@@ -531,57 +583,66 @@ def _grow(corpus, chunking, retriever, key, folder: Path, show_progress: bool, c
     try:
         checksums = Checksums(tmp)
         if compacting:
-            segments = _write_compacted(tmp, retriever, base.chunks + new_chunks, len(corpus), checksums)
+            segments = _write_compacted(tmp, retriever, live, corpus, checksums)
         else:
             try:
-                for name, entry in base_meta["files"].items():  # the prefix's segments, verified by _load above
+                for name, entry in base_meta["files"].items():  # the base's segments, verified by _load above
                     _link(base_folder / name, tmp / name)
                     checksums.files[name] = entry
-            except OSError as exc:  # the prefix's index was moved aside (repaired) meanwhile: build whole
+            except OSError as exc:  # the base's index was moved aside (repaired) meanwhile: build whole
                 log.info("Cannot reuse the cached index at %s (%s); building the whole index", base_folder, exc)
                 shutil.rmtree(tmp, ignore_errors=True)
                 return None
-            seg_dir = tmp / str(segment["path"])
-            seg_dir.mkdir(parents=True)
-            retriever.save_segment(seg_dir, first, checksums)
-            with checksums.open(seg_dir / CHUNKS_FILE, text=True) as f:
-                f.writelines(json.dumps(asdict(c), ensure_ascii=False) + "\n" for c in new_chunks)
+            segments = list(old_segments)
+            if appended:
+                seg_dir = tmp / str(segment["path"])
+                seg_dir.mkdir(parents=True)
+                retriever.save_segment(seg_dir, first, checksums)
+                with checksums.open(seg_dir / CHUNKS_FILE, text=True) as f:
+                    f.writelines(json.dumps(asdict(c), ensure_ascii=False) + "\n" for c in new_chunks)
+                write_documents(seg_dir, corpus.document_digests[found.kept :], checksums)
+                segments.append(segment)
             checksums.add_unrecorded()
-            segments = [*old_segments, segment]
+        tombstones = {"stored_documents": stored_docs + appended, "deleted_documents": sorted(deleted)} if deleted and not compacting else {}
         meta = {
             "format": INDEX_FORMAT_VERSION,
             "key": key,
             "corpus_fingerprint": corpus.fingerprint,
             "num_documents": len(corpus),
-            "num_chunks": first + len(new_chunks),
+            "num_chunks": len(live),
             "chunking": chunking.as_dict(),
             "retriever": retriever.cache_params(),
             "build_seconds": round(time.perf_counter() - started, 3),
             "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
             "grown_from": base_meta["key"],
-            **({"compacted_segments": len(old_segments) + 1} if compacting else {}),
+            **({"compacted_segments": len(old_segments) + bool(appended)} if compacting else {}),
+            **tombstones,
             "segments": segments,
             "files": checksums.as_dict(),
         }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
         _fsync_tree(tmp)
-        tmp.rename(folder)  # atomic: the prefix's index (its segments) untouched, the new one whole or absent
+        tmp.rename(folder)  # atomic: the base's index (its segments) untouched, the new one whole or absent
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     shutil.rmtree(partial, ignore_errors=True)
-    log.info("Grew %s index by %d documents (%d chunks) in %.1fs at %s (from %s)%s", retriever.name, len(corpus) - start_doc,
-             len(new_chunks), meta["build_seconds"], folder, base_folder.name,
-             f"; compacted {len(old_segments) + 1} segments into one" if compacting else "")  # fmt: skip
-    return Index(base.chunks + new_chunks, retriever, chunking, key, folder)
+    edits = f", deleted {len(found.deleted)} documents" if found.deleted else ""
+    log.info("Grew %s index by %d documents (%d chunks)%s in %.1fs at %s (from %s)%s", retriever.name, appended, len(new_chunks), edits,
+             meta["build_seconds"], folder, base_folder.name,
+             f"; compacted {len(old_segments) + bool(appended)} segments into one" if compacting else "")  # fmt: skip
+    if compacting:
+        return Index(live, retriever, chunking, key, folder)
+    return Index(live, retriever, chunking, key, folder, stored=stored)
 
 
-def _write_compacted(tmp: Path, retriever: Retriever, chunks: list[Chunk], num_documents: int, checksums: Checksums) -> list[dict]:
-    """Write the grown ``retriever`` into ``tmp`` as an index of one segment, the layout of a fresh build; its segment list.
+def _write_compacted(tmp: Path, retriever: Retriever, chunks: list[Chunk], corpus: Corpus, checksums: Checksums) -> list[dict]:
+    """Write the grown ``retriever`` into ``tmp`` as an index of one segment of the live ``chunks``, the layout of a fresh build;
+    its segment list.
 
-    BM25 merges its segments' raw counts and makes its bm25s model from them
-    (:meth:`~retrieval.bm25.BM25Retriever.compact`: nothing re-tokenized); dense already
-    holds every vector in one flat index and saves it whole (nothing re-embedded).
+    BM25 merges its segments' raw counts without the deleted chunks' and makes its bm25s
+    model from them (:meth:`~retrieval.bm25.BM25Retriever.compact`: nothing re-tokenized);
+    dense keeps the live vectors in one flat index and saves it whole (nothing re-embedded).
     """
     compact = getattr(retriever, "compact", None)
     if callable(compact):
@@ -589,5 +650,6 @@ def _write_compacted(tmp: Path, retriever: Retriever, chunks: list[Chunk], num_d
     _save_retriever(retriever, tmp, checksums)
     with checksums.open(tmp / CHUNKS_FILE, text=True) as f:
         f.writelines(json.dumps(asdict(c), ensure_ascii=False) + "\n" for c in chunks)
+    write_documents(tmp, corpus.document_digests, checksums)
     checksums.add_unrecorded()  # files a library wrote itself (bm25s)
-    return [{"path": ".", "documents": [0, num_documents], "chunks": [0, len(chunks)]}]
+    return [{"path": ".", "documents": [0, len(corpus)], "chunks": [0, len(chunks)]}]

@@ -19,10 +19,11 @@ from typing import Any
 import numpy as np
 
 from retrieval.base import Retriever
-from retrieval.chunking import ChunkingConfig, chunk_corpus
+from retrieval.chunking import ChunkingConfig
 from retrieval.contract import Corpus
 from retrieval.dense import DenseRetriever
 from retrieval.embedders import Embedder
+from retrieval.fit import chunks_for
 from retrieval.index import Index, build_index, build_lock, index_folder, index_key, write_shards
 from retrieval.ray_support import ensure_ray, require_ray
 from retrieval.retrievers import make_retriever
@@ -125,7 +126,7 @@ def build_index_ray(
     with build_lock(folder):  # the shards are the lock holder's; build_index re-enters the lock
         if not (folder / "meta.json").exists():
             ensure_ray(address)
-            chunks = chunk_corpus(corpus, chunking, show_progress=show_progress)
+            chunks = chunks_for(corpus, chunking, retriever, show_progress=show_progress)
             vectors = embed_on_ray([c.text for c in chunks], retriever.embedder, workers=workers, batch_size=batch_size)
             write_shards(folder, retriever, [c.text for c in chunks], vectors)
         return build_index(corpus, retriever, chunking=chunking, cache_dir=cache_dir, show_progress=show_progress)

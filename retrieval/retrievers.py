@@ -10,7 +10,7 @@ from retrieval.base import Retriever
 from retrieval.bm25 import BM25Retriever
 from retrieval.contract import Registry
 from retrieval.dense import DenseRetriever
-from retrieval.embedders import ContrieverEmbedder, OpenAIEmbedder, SentenceTransformerEmbedder
+from retrieval.embedders import OPENAI_EMBEDDING_MAX_TOKENS, ContrieverEmbedder, OpenAIEmbedder, SentenceTransformerEmbedder
 from retrieval.fusion import RRF_K
 from retrieval.hybrid import Fusion, HybridRetriever
 
@@ -25,33 +25,47 @@ def bm25(*, engine: Literal["bm25s", "rank_bm25"] = "bm25s", k1: float = 1.5, b:
 
 
 @RETRIEVERS.register("dense")
-def dense(*, model: str | None = None, batch_size: int = 32, backend: str | None = None) -> Retriever:
+def dense(*, model: str | None = None, batch_size: int = 32, backend: str | None = None, fit_chunks: bool = True) -> Retriever:
     """Any sentence-transformers model; default the offline all-MiniLM-L6-v2.
+
+    ``fit_chunks``: split a chunk longer than the model reads (its max sequence length, in its own
+    word pieces: 256 for MiniLM) into pieces that fit, so no text goes unembedded (:mod:`retrieval.fit`);
+    ``False`` indexes the chunks as chunked and warns which are cut and by how much.
 
     ``backend``: ``torch``, ``torch-bf16`` (bfloat16 weights and activations), ``onnx`` or
     ``onnx-int8`` (ONNX Runtime, int8-quantised weights); default
     :func:`retrieval.embedders.default_cpu_backend`: ``torch-bf16`` on a CPU with native
     bfloat16 (AMX or AVX-512 BF16), else ``torch``.
     """
-    return DenseRetriever(SentenceTransformerEmbedder(model, batch_size=batch_size, backend=backend), name="dense")
+    return DenseRetriever(SentenceTransformerEmbedder(model, batch_size=batch_size, backend=backend), name="dense", fit_chunks=fit_chunks)
 
 
 @RETRIEVERS.register("contriever")
-def contriever(*, model: str | None = None, batch_size: int = 32) -> Retriever:
-    """Contriever (mean pooling); default facebook/contriever-msmarco, any local checkpoint."""
-    return DenseRetriever(ContrieverEmbedder(model, batch_size=batch_size), name="contriever")
+def contriever(*, model: str | None = None, batch_size: int = 32, fit_chunks: bool = True) -> Retriever:
+    """Contriever (mean pooling); default facebook/contriever-msmarco, any local checkpoint (``fit_chunks``: as ``dense``, 512 tokens)."""
+    return DenseRetriever(ContrieverEmbedder(model, batch_size=batch_size), name="contriever", fit_chunks=fit_chunks)
 
 
 @RETRIEVERS.register("openai")
 def openai_embeddings(
-    *, model: str | None = None, base_url: str | None = None, api_key: str | None = None, batch_size: int = 128
+    *,
+    model: str | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    batch_size: int = 128,
+    fit_chunks: bool = True,
+    max_input_tokens: int = OPENAI_EMBEDDING_MAX_TOKENS,
 ) -> Retriever:
     """OpenAI-compatible embeddings (default text-embedding-3-small).
+
+    ``fit_chunks``: as ``dense``, to ``max_input_tokens`` cl100k tokens (OpenAI's models: 8,191;
+    set a local server's own limit, e.g. its context size).
 
     ``batch_size=1`` for llama-cpp-python's server, which mis-embeds every input of a
     batch after the first (measured: cosine 0.03 against the same text sent alone).
     """
-    return DenseRetriever(OpenAIEmbedder(model, base_url=base_url, api_key=api_key, batch_size=batch_size), name="openai")
+    embedder = OpenAIEmbedder(model, base_url=base_url, api_key=api_key, batch_size=batch_size, max_input_tokens=max_input_tokens)
+    return DenseRetriever(embedder, name="openai", fit_chunks=fit_chunks)
 
 
 @RETRIEVERS.register("hybrid")

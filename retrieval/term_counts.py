@@ -107,6 +107,31 @@ class TermCounts:
             np.concatenate([np.asarray(s.lengths, dtype=np.int64) for s in segments]),
         )
 
+    def select(self, keep: np.ndarray) -> TermCounts:
+        """The counts of the chunks whose rows ``keep`` (ascending) names, renumbered 0.., without terms none of them holds.
+
+        What compaction makes of a segment with tombstones: the counts a build over the kept
+        chunks makes, up to the order of the vocabulary (a term first seen in a dropped chunk
+        keeps its place), which no score depends on.
+        """
+        keep = np.asarray(keep, dtype=np.int64)
+        new_row = np.full(len(self), -1, dtype=np.int64)
+        new_row[keep] = np.arange(len(keep))
+        rows = new_row[np.asarray(self.rows, dtype=np.int64)]
+        alive = rows >= 0
+        column_of = np.repeat(np.arange(len(self.terms)), np.diff(np.asarray(self.indptr)))
+        per_term = np.bincount(column_of[alive], minlength=len(self.terms))
+        kept_terms = np.flatnonzero(per_term)
+        indptr = np.zeros(len(kept_terms) + 1, dtype=np.int64)
+        np.cumsum(per_term[kept_terms], out=indptr[1:])
+        return TermCounts(
+            [self.terms[j] for j in kept_terms.tolist()],
+            indptr,
+            rows[alive].astype(np.int32),
+            np.asarray(self.counts, dtype=np.float32)[alive],
+            np.asarray(self.lengths, dtype=np.int64)[keep],
+        )
+
     def column(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
         """``(rows, counts)`` of the chunks holding ``term``, or None when none does."""
         if self._columns is None:
@@ -156,7 +181,9 @@ def save_as(f: IO[bytes], array: np.ndarray, dtype: np.dtype, *, block: int = 1 
         f.write(np.asarray(array[start : start + block], dtype=dtype).tobytes())
 
 
-def bm25_scores(segments: Sequence[TermCounts], query_tokens: Sequence[str], *, k1: float, b: float) -> np.ndarray:
+def bm25_scores(
+    segments: Sequence[TermCounts], query_tokens: Sequence[str], *, k1: float, b: float, live: np.ndarray | None = None
+) -> np.ndarray:
     """BM25 (Lucene idf) of every chunk of the concatenated ``segments`` for ``query_tokens``, float32.
 
     Bit-identical to bm25s ``method="lucene"`` over all the chunks: the idf
@@ -164,14 +191,29 @@ def bm25_scores(segments: Sequence[TermCounts], query_tokens: Sequence[str], *, 
     ``tf / (k1 * (1 - b + b * dl / avgdl) + tf)`` in float64, their product rounded to
     float32 and summed in float32 over the query tokens in order (a repeated token counts
     again, as in bm25s).
+
+    ``live``: the chunks (ascending positions) not deleted. The others (tombstones) count
+    nowhere, neither in ``N``, ``df`` nor the average length, and the scores of the live
+    chunks alone are returned, in order: bit-identical to bm25s over the live chunks only.
     """
     lengths = np.concatenate([s.lengths for s in segments])
-    n = len(lengths)
-    avgdl = lengths.mean()  # bm25s: np.array(lengths).mean(), a float64 scalar
+    alive = None
+    if live is not None:
+        alive = np.zeros(len(lengths), dtype=bool)
+        alive[live] = True
+    n = len(lengths) if live is None else len(live)
+    avgdl = (lengths if live is None else lengths[live]).mean()  # bm25s: np.array(lengths).mean(), a float64 scalar
     offsets = np.cumsum([0] + [len(s) for s in segments[:-1]])
-    scores = np.zeros(n, dtype=np.float32)
+    scores = np.zeros(len(lengths), dtype=np.float32)
     for term in query_tokens:
-        columns = [(int(off), seg, col) for off, seg in zip(offsets, segments) if (col := seg.column(term)) is not None]
+        columns = []
+        for off, seg in zip(offsets, segments):
+            col = seg.column(term)
+            if col is not None and alive is not None:
+                keep = alive[int(off) + col[0]]
+                col = (col[0][keep], col[1][keep])
+            if col is not None and len(col[0]):
+                columns.append((int(off), seg, col))
         df = sum(len(col[0]) for _, _, col in columns)
         if df == 0:
             continue
@@ -180,7 +222,7 @@ def bm25_scores(segments: Sequence[TermCounts], query_tokens: Sequence[str], *, 
             dl = seg.lengths[rows]
             tfc = tf / (k1 * ((1 - b) + b * dl / avgdl) + tf)
             scores[offset + rows] += (idf * tfc).astype(np.float32)
-    return scores
+    return scores if live is None else scores[live]
 
 
 #: Postings computed at once by :func:`lucene_matrix` (~60 bytes of temporaries each: ~4 MB).

@@ -73,8 +73,9 @@ def test_the_backend_is_part_of_the_index_cache_key(cpu_flags):
     keys = {b: index_key(corpus, chunking, make_retriever("dense", backend=b)) for b in EMBEDDING_BACKENDS}
     assert len(set(keys.values())) == 4
     assert make_retriever("dense", backend="torch-bf16").cache_params()["backend"] == "torch-bf16"
-    # torch indexes built before backends existed keep their key
-    assert make_retriever("dense", backend="torch").cache_params() == {"retriever": "dense", "model": "all-MiniLM-L6-v2"}
+    # torch indexes built before backends (and fitted chunks) existed keep their key; fitted chunks are other chunks
+    assert make_retriever("dense", backend="torch", fit_chunks=False).cache_params() == {"retriever": "dense", "model": "all-MiniLM-L6-v2"}
+    assert make_retriever("dense", backend="torch").cache_params() == {"retriever": "dense", "model": "all-MiniLM-L6-v2", "fit_chunks": True}
     assert make_retriever("dense", backend="onnx-int8").cache_params()["backend"] == "onnx-int8"
 
 

@@ -173,7 +173,7 @@ def test_an_index_written_before_checksums_gets_them_without_a_rebuild(caplog):
     assert embedder.embedded == before and loaded.path == first.path  # loaded, not re-embedded
     assert json.loads((first.path / "meta.json").read_text())["files"] == recorded
     assert any("Recorded the checksums" in r.getMessage() for r in caplog.records)
-    assert sorted(p.name for p in first.path.iterdir()) == ["chunks.jsonl", "meta.json", "vectors.faiss"]
+    assert sorted(p.name for p in first.path.iterdir()) == ["chunks.jsonl", "documents.json", "meta.json", "vectors.faiss"]
     garbled_vectors(first.path)  # and from now on it is verified
     fresh_process()
     rebuilt = build_index(corpus, dense(embedder), chunking=chunking)
@@ -215,7 +215,7 @@ def test_files_of_a_retriever_without_checksum_support_are_hashed_after_writing(
     corpus = corpus_with_needle()
     first = build_index(corpus, PlainSaveBM25(engine="rank_bm25"), chunking=ChunkingConfig(size=16))
     recorded = json.loads((first.path / "meta.json").read_text())["files"]
-    assert sorted(recorded) == ["bm25_tokens.json", "chunks.jsonl"]
+    assert sorted(recorded) == ["bm25_tokens.json", "chunks.jsonl", "documents.json"]
     edited_tokens(first.path)
     fresh_process()
     rebuilt = build_index(corpus, PlainSaveBM25(engine="rank_bm25"), chunking=ChunkingConfig(size=16))

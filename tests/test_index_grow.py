@@ -70,7 +70,7 @@ def test_add_returns_a_new_corpus_that_extends_the_old_one():
         old.add(Corpus.from_texts(["dup"]).documents)  # doc_id "0" is taken
 
 
-def test_rescan_appends_new_files_and_starts_over_when_a_file_changed(tmp_path):
+def test_rescan_appends_new_files_and_updates_edited_ones(tmp_path):
     (tmp_path / "b.txt").write_text("bravo text")
     (tmp_path / "d.txt").write_text("delta text")
     old = Corpus.from_path(tmp_path)
@@ -79,8 +79,8 @@ def test_rescan_appends_new_files_and_starts_over_when_a_file_changed(tmp_path):
     assert [d.doc_id for d in grown] == ["b.txt", "d.txt", "a.txt"] and grown.extends(old)
     assert grown.rescan(tmp_path) is grown  # nothing new
     (tmp_path / "b.txt").write_text("bravo text, edited")
-    changed = grown.rescan(tmp_path)
-    assert [d.doc_id for d in changed] == ["a.txt", "b.txt", "d.txt"] and not changed.extends(old)
+    changed = grown.rescan(tmp_path)  # an edit is delete + add: the edited file moves to the end (tests/test_corpus_edits.py)
+    assert [d.doc_id for d in changed] == ["d.txt", "a.txt", "b.txt"] and not changed.extends(old)
 
 
 # -- BM25 -----------------------------------------------------------------------------
