@@ -21,7 +21,7 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
@@ -46,7 +46,8 @@ def prompt_of(request: dict[str, Any]) -> str:
     return "\n".join(str(m.get("content") or "") for m in request.get("messages", []))
 
 
-def _shared_words(a: list[str], b: list[str]) -> int:
+def shared_words(a: Sequence[str], b: Sequence[str]) -> int:
+    """How many words two prompts (as word lists) share at their start: the caching stub's cached tokens."""
     n = 0
     for x, y in zip(a, b):
         if x != y:
@@ -103,7 +104,7 @@ class RecordingServer(LoopbackServer):
     def _report_cached(self, body: dict[str, Any], words: list[str]) -> None:
         """Put the words this prompt shares at its start with the previous prompt into ``body``, as ``prompt_cache`` names them."""
         with self._lock:
-            shared = max((_shared_words(seen, words) for seen in self._recent), default=0)
+            shared = max((shared_words(seen, words) for seen in self._recent), default=0)
             self._recent = [*self._recent, words][-self.cache_size :]
             self.cached_tokens.append(shared)
         if self.prompt_cache == "openai":

@@ -28,7 +28,8 @@ DOCUMENT = " ".join(f"Line {i}: the depot at gate {i} stores {i * 7} crates of t
 
 
 def shared_prefix(a: str, b: str) -> int:
-    """Words two prompts share at their start (the stub's token unit)."""
+    """Words two prompts share at their start (the stub's token unit), counted here apart from the stub's own
+    :func:`tests.recording_server.shared_words`, so the test checks the stub's figure too."""
     n = 0
     for x, y in zip(a.split(), b.split()):
         if x != y:

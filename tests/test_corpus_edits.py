@@ -297,23 +297,14 @@ def test_deleted_and_replaced_text_never_reaches_a_prompt(tmp_path, retriever):
 
 
 def test_structured_records_follow_updates_and_removals(tmp_path):
-    from tests.test_structured import DOCS, SCHEMA, scripted
+    from tests.test_structured import DOCS, SCHEMA, recording_extractions
 
     titles = list(DOCS)
     old = Corpus.from_texts([DOCS[t] for t in titles], titles=titles)
     extracted: list[str] = []
 
     def model():
-        llm = scripted(["SELECT company, fiscal_year, revenue FROM facts ORDER BY company"])
-        inner = llm.reply_fn
-
-        def reply(prompt, tools):
-            if prompt.startswith("Extract rows"):
-                extracted.append(re.search(r"^Document: (.+?)$", prompt, re.M).group(1))
-            return inner(prompt, tools)
-
-        llm.reply_fn = reply
-        return llm
+        return recording_extractions(extracted)
 
     question = "What was the revenue of each company?"
     before = answer(old, question, strategy="structured", llm=model(), cache_dir=tmp_path, schema=SCHEMA)

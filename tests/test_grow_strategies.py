@@ -1,12 +1,11 @@
 """Strategies over a corpus that grows: the structured strategy extracts only the new documents."""
 
-import re
 
 import pytest
 
 from agents import answer
 from retrieval import Corpus, Document
-from tests.test_structured import DOCS, SCHEMA, scripted
+from tests.test_structured import DOCS, SCHEMA, recording_extractions
 
 
 def test_structured_extracts_only_the_documents_added_to_the_corpus(tmp_path):
@@ -16,16 +15,7 @@ def test_structured_extracts_only_the_documents_added_to_the_corpus(tmp_path):
     extracted: list[str] = []
 
     def model():
-        llm = scripted(["SELECT company, fiscal_year, revenue FROM facts ORDER BY company"])
-        inner = llm.reply_fn
-
-        def reply(prompt, tools):
-            if prompt.startswith("Extract rows"):
-                extracted.append(re.search(r"^Document: (.+?)$", prompt, re.M).group(1))
-            return inner(prompt, tools)
-
-        llm.reply_fn = reply
-        return llm
+        return recording_extractions(extracted)
 
     answer(old, "What was the revenue of each company?", strategy="structured", llm=model(), cache_dir=tmp_path, schema=SCHEMA)
     assert sorted(extracted) == sorted(titles[:2])

@@ -11,19 +11,10 @@ from agents.run_plan import describe_plan, estimate
 from graphs.prompt_sharing import PromptSharing, shared_prompt_tokens
 from graphs.registry import STRATEGIES
 from retrieval import Corpus
-from tests.recording_server import RecordingServer, prompt_of
+from tests.recording_server import RecordingServer, prompt_of, shared_words
 
 TOPICS = ["river", "museum", "orchestra", "harbour", "library", "bridge", "market", "garden"]
 DOCS = [" ".join(f"The {t} fact number {i} says the {t} holds {i * 3} {t} items." for i in range(20)) for t in TOPICS]
-
-
-def shared_words(a: str, b: str) -> int:
-    n = 0
-    for x, y in zip(a.split(), b.split()):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 @pytest.mark.parametrize(("strategy", "options"), [("full_context", {}), ("rag", {"top_k": 2}), ("memagent", {"resume": False, "chunk_tokens": 400})])
@@ -40,7 +31,7 @@ def test_the_declaration_matches_the_requests_two_questions_send(strategy, optio
         answer_many(corpus, questions[1:], strategy=strategy, llm=llm, concurrency=1, **options)
     prompts = [prompt_of(r) for r in server.requests]
     first, second = prompts[:split], prompts[split:]
-    longest = max(shared_words(a, b) for a in first for b in second)
+    longest = max(shared_words(a.split(), b.split()) for a in first for b in second)
     corpus_words = sum(len(d.split()) for d in DOCS)
     spec = STRATEGIES.get(strategy)
     if spec.prompt_sharing is not None and spec.prompt_sharing.share(spec.make_config(**options)) > 0:

@@ -176,6 +176,20 @@ def small_corpus() -> Corpus:
     return Corpus.from_texts(list(DOCS.values()), titles=list(DOCS))
 
 
+def recording_extractions(extracted: list[str], sql: str = "SELECT company, fiscal_year, revenue FROM facts ORDER BY company"):
+    """A :func:`scripted` model answering ``sql`` that appends the title of every document it is asked to extract to ``extracted``."""
+    llm = scripted([sql])
+    inner = llm.reply_fn
+
+    def reply(prompt, tools):
+        if prompt.startswith("Extract rows"):
+            extracted.append(re.search(r"^Document: (.+?)$", prompt, re.M).group(1))
+        return inner(prompt, tools)
+
+    llm.reply_fn = reply
+    return llm
+
+
 def scripted(sqls: list[str], *, bad_docs: dict[str, int] | None = None, always_bad: set[str] = frozenset()):
     """Extraction replies from TRUE (``bad_docs[title]`` malformed replies first), SQL replies in order."""
     bad = dict(bad_docs or {})
