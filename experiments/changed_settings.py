@@ -19,7 +19,7 @@ are matched on the model's name and server).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -46,9 +46,11 @@ def expected_config(strategy: str, options: Mapping[str, Any], chat: BaseChatMod
     return _plain(effective_config(spec, cfg, chat, options.get("preset")))
 
 
-def changed_fields(recorded: Mapping[str, Any] | None, expected: Mapping[str, Any], strategy: str) -> list[str]:
+def changed_fields(recorded: Mapping[str, Any] | None, expected: Mapping[str, Any], strategy: str, *,
+                   same_models: Collection[str] = ()) -> list[str]:  # fmt: skip
     """The fields in which a row's recorded config differs from ``expected``, as ``"name: old -> new"``
-    (values shortened); empty when the row is this run's answer."""
+    (values shortened); empty when the row is this run's answer. ``same_models``: other ``llm`` values
+    (``name @ url``) this run counts as its own model: the endpoints of a Ray run serve one model."""
     if not isinstance(recorded, Mapping):
         return []
     skip = RUNTIME_FIELDS | NOT_COMPARED | _batch_runtime_fields(strategy)
@@ -57,6 +59,8 @@ def changed_fields(recorded: Mapping[str, Any] | None, expected: Mapping[str, An
         if name in skip or name not in recorded:
             continue
         old = _plain(recorded[name])
+        if name == "llm" and old in same_models:
+            continue
         if old != new:
             changes.append(f"{name}: {_short(old)} -> {_short(new)}")
     return changes

@@ -36,6 +36,7 @@ from experiments.runner import (
     select_samples,
     work_units,
 )
+from graphs.llm import model_id
 from graphs.registry import STRATEGIES
 from retrieval.ray_support import ensure_ray
 
@@ -128,7 +129,8 @@ def run_experiment_ray(
     samples = select_samples(config, samples)  # a bad questions file fails before the folder exists
     make_out_folder(out)
     chat = make_chat_model(spec, base_url=urls[0]) if is_openai and urls[0] else make_chat_model(spec)
-    todo, counts, invocation, retries = plan_run(out, config, chat, samples)
+    replicas = {model_id(make_chat_model(spec, base_url=url)) for url in urls[1:] if url} if is_openai else set()  # one model, several servers
+    todo, counts, invocation, retries = plan_run(out, config, chat, samples, same_models=replicas)
     cache = str((out / "llm_cache.sqlite").resolve()) if config.llm_cache else None
     task = ray.remote(num_cpus=task_cpus, max_retries=0)(_unit_task)
     pool = EndpointPool(urls, config.concurrency)

@@ -26,7 +26,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -393,11 +393,12 @@ def run_samples(config: Mapping[str, Any]) -> list[Any]:
     return samples[: config["limit"]] if config.get("limit") else samples
 
 
-def plan_run(out: Path, config: RunConfig, chat: BaseChatModel, samples: list[Any]) -> tuple[list, dict[str, int], int, set]:
+def plan_run(out: Path, config: RunConfig, chat: BaseChatModel, samples: list[Any], *,
+             same_models: Collection[str] = ()) -> tuple[list, dict[str, int], int, set]:  # fmt: skip
     """Pairs still to answer (not ok in ``out`` yet), this invocation's counters, its manifest
     entry, and the pairs among them that failed before (retries)."""
     latest = latest_rows(read_rows(out))
-    done, changed = answered_pairs(latest, config, chat)
+    done, changed = answered_pairs(latest, config, chat, same_models=same_models)
     retries = {key for key, row in latest.items() if row["status"] == "failed"}
     todo = [(s, name) for s in samples for name in config.strategies if (s.sample_id, name) not in done]
     if changed:
@@ -408,19 +409,19 @@ def plan_run(out: Path, config: RunConfig, chat: BaseChatModel, samples: list[An
     return todo, counts, invocation, retries
 
 
-def answered_pairs(latest: Mapping[tuple[str, str], dict[str, Any]], config: RunConfig,
-                   chat: BaseChatModel) -> tuple[set[tuple[str, str]], dict[tuple[str, str], list[str]]]:  # fmt: skip
+def answered_pairs(latest: Mapping[tuple[str, str], dict[str, Any]], config: RunConfig, chat: BaseChatModel, *,
+                   same_models: Collection[str] = ()) -> tuple[set[tuple[str, str]], dict[tuple[str, str], list[str]]]:  # fmt: skip
     """The pairs of ``latest`` (a folder's latest row per pair) that a run of ``config`` on ``chat`` skips:
-    answered (not stopped by a budget, which is redone) with the settings this run would use. The
-    others answered ok come back with the fields that differ (:mod:`experiments.changed_settings`):
-    they are answered again."""
+    answered (not stopped by a budget, which is redone) with the settings this run would use
+    (``same_models``: the ``llm`` of its other endpoints count as its own). The others answered ok
+    come back with the fields that differ (:mod:`experiments.changed_settings`): they are answered again."""
     expected = {name: expected_config(name, config.strategy_options.get(name, {}), chat) for name in config.strategies}
     done, changed = set(), {}
     for key, row in latest.items():
         if row["status"] != "ok" or row.get("stopped") or key[1] not in expected:
             continue
         wanted = expected[key[1]]
-        diff = changed_fields(row.get("config"), wanted, key[1]) if wanted is not None else []
+        diff = changed_fields(row.get("config"), wanted, key[1], same_models=same_models) if wanted is not None else []
         if diff:
             changed[key] = diff
         else:

@@ -115,3 +115,12 @@ def test_structured_records_are_kept_per_request_settings(tmp_path):
     rotated = make_chat_model("openai:m", base_url="http://127.0.0.1:9/v1", api_key="sk-other")
     assert extraction_model(plain) != extraction_model(tuned)
     assert extraction_model(plain) == extraction_model(rotated)
+
+
+def test_the_endpoints_of_one_run_count_as_one_model():
+    """A Ray run spreads units over endpoints serving one model: their answers resume; another server's do not."""
+    llm = ScriptedChatModel(reply_fn=lambda p: "x")
+    wanted = {**expected_config("rag", {}, llm), "llm": "m @ http://a/v1"}
+    other_endpoint = {**wanted, "llm": "m @ http://b/v1"}
+    assert changed_fields(other_endpoint, wanted, "rag", same_models={"m @ http://b/v1"}) == []
+    assert changed_fields(other_endpoint, wanted, "rag") == ['llm: "m @ http://b/v1" -> "m @ http://a/v1"']
