@@ -31,7 +31,6 @@ import zlib
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from graphs.prefix_lock import shared_start
 from retrieval.tokens import count_tokens
 
 
@@ -104,6 +103,8 @@ def make_handler(
     lock = threading.Lock()
     requests_seen = [0]
     recent: list[str] = []
+    if prompt_cache:  # imported only here: importing graphs costs the stub's start ~1 s, which every test using it paid
+        from graphs.prefix_lock import shared_start
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
