@@ -44,10 +44,11 @@ from graphs.context import StrategyContext
 from graphs.events import report_progress
 from graphs.llm import set_tokenizer, tokenizer_for, tokenizer_spec
 from graphs.run import with_handler
-from graphs.structured.cache import RecordCache
 from graphs.structured.config import StructuredConfig
 from graphs.structured.mapping import extract_document, extraction_model
+from graphs.structured.stores import store_root
 from graphs.usage import USAGE_EVENT, UsageTracker
+from memory.records.cache import RecordCache
 from retrieval.contract import Document, Step, Usage
 from retrieval.ray_support import ensure_ray
 
@@ -145,7 +146,7 @@ def extract_batch(recipe: ModelRecipe, cfg: StructuredConfig, root: str | None, 
     llm = built.model_copy(update={"callbacks": with_handler(built.callbacks, tracker)})  # this task's calls, counted
     tracker.count = tokenizer_for(llm).count
     ctx = StrategyContext(llm=llm, config=cfg, corpus=None, cache_dir=Path(root) if root else None)  # type: ignore[arg-type]  # documents come with the tasks
-    cache = RecordCache(root, batch[0][0]["cache_key"], model) if root else None  # the caller's model id: the caller's log
+    cache = RecordCache(store_root(root), batch[0][0]["cache_key"], model) if root else None  # the caller's model id: the caller's log
 
     def one(item: tuple[dict, Document]) -> dict[str, Any]:
         task, doc = item
