@@ -25,12 +25,12 @@ def bound_model(llm: BaseChatModel, mode: str, function: Mapping[str, Any] | Non
     return bind_function(llm, mode, function, function["function"]["name"] if function else None)
 
 
-def parse_records(schema: TableSchema, model: type[BaseModel]) -> Callable[[list[Any]], list[dict]]:
+def parse_records(schema: TableSchema, model: type[BaseModel]) -> Callable[[list[Any]], list[dict[str, Any]]]:
     """A parser of extraction replies: every call's ``records`` validated, numbers readable."""
     kinds = {a.name: a for a in schema.attributes}
 
-    def parse(arguments: list[Any]) -> list[dict]:
-        records: list[dict] = []
+    def parse(arguments: list[Any]) -> list[dict[str, Any]]:
+        records: list[dict[str, Any]] = []
         for args in arguments:
             if isinstance(args, list):
                 args = {"records": args}

@@ -36,6 +36,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph._internal._runnable import RunnableCallable
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
@@ -89,7 +90,7 @@ def map_documents(state: StructuredState, runtime: Runtime[StrategyContext[Struc
     schema = TableSchema.model_validate(state["schema"])
     window = effective_window(ctx)
     key = schema_hash(schema, P.EXTRACT_PROMPTS_VERSION, state["tool_mode"], window, cfg.window_overlap)
-    loaded: dict[int, list[dict]] = {}
+    loaded: dict[int, list[dict[str, Any]]] = {}
     pending: list[int] = []
     fingerprints: dict[int, str] = {}
     degraded: list[str] = []  # documents whose cached extraction is degraded (reused unless retry_degraded)
@@ -251,14 +252,14 @@ def reduce(state: StructuredState, runtime: Runtime[StrategyContext[StructuredCo
     ray_stage=RAY_STAGE,
     description="Structured corpus analysis: a table schema -> records from every document (cached) -> one table -> SQL -> answer.",
 )
-def build_graph(config: StructuredConfig | None = None):
+def build_graph(config: StructuredConfig | None = None) -> CompiledStateGraph[StructuredState, StrategyContext[Any], StructuredState, StructuredState]:
     """START -> plan -> map -> extract x documents (or extract_ray) -> reduce -> query -> format_answer -> END."""
     cfg = config or StructuredConfig()
     graph = StateGraph(StructuredState, context_schema=StrategyContext)
     graph.add_node("plan", plan)
     graph.add_node("map", map_documents)
     if cfg.map_executor == "ray":
-        graph.add_node("extract_ray", extract_ray)  # type: ignore[arg-type, call-overload]  # (state, runtime, config) runs, but add_node's overloads omit it
+        graph.add_node("extract_ray", extract_ray)  # type: ignore[arg-type, call-overload, unused-ignore]  # (state, runtime, config) runs, but add_node's overloads omit it
     else:
         graph.add_node("extract", RunnableCallable(extract, aextract, name="extract"))  # sync and async twins
     graph.add_node("reduce", reduce)

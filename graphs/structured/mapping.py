@@ -39,7 +39,7 @@ class Extractor:
 
     mode: str
     function: dict[str, Any] | None
-    parse: Callable[[list[Any]], list[dict]]
+    parse: Callable[[list[Any]], list[dict[str, Any]]]
     fixed: dict[str, str]
     _bound: dict[int, tuple[BaseChatModel, Any]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -129,14 +129,14 @@ class Job:
         return {"records": hit["records"], "windows": hit.get("windows", 1), "unverified_quotes": hit.get("unverified_quotes", 0),
                 "failed_windows": hit.get("failed_windows", 0)}
 
-    def finish(self, parts: list[tuple[str, str]], outs: list[Outcome]) -> dict[str, Any]:
+    def finish(self, parts: list[tuple[str, str]], outs: list[Outcome[list[dict[str, Any]]]]) -> dict[str, Any]:
         """The leader's result from its calls' outcomes (cached when every window gave a valid reply)."""
-        records: list[dict] = []
+        records: list[dict[str, Any]] = []
         calls, errors, failed, unverified = 0, [], 0, 0
         for w, ((text, _), out) in enumerate(zip(parts, outs)):
             calls += out.attempts
             errors += [f"window {w}: {e}" for e in out.errors]
-            if not out.ok:
+            if not out.ok or out.value is None:
                 failed += 1
                 continue
             squeezed = squeeze(text) if out.value else ""

@@ -10,7 +10,7 @@ from graphs.context import StrategyContext
 from graphs.structured.config import StructuredConfig
 from graphs.structured.mapping import extraction_model
 from memory.records.cache import RecordCache, SchemaStore
-from retrieval.index import default_cache_dir
+from retrieval.paths import default_cache_dir
 
 #: The stores' folder under the cache folder.
 STORE_FOLDER = "structured"

@@ -239,14 +239,15 @@ class RecordCache:
         if not ok:
             self._unusable(fingerprint, "not a record line of this document and schema")
             return None
-        return data
+        found: dict[str, Any] = data
+        return found
 
     def _unusable(self, fingerprint: str, why: str) -> None:
         log.warning("Structured record log %s: the line of document %s is unusable (%s); skipped and extracted again",
                     self.path, fingerprint[:16], why)
         self.log.forget(fingerprint)
 
-    def put(self, fingerprint: str, records: list[dict], **facts: Any) -> None:
+    def put(self, fingerprint: str, records: list[dict[str, Any]], **facts: Any) -> None:
         """Store a document's records (only complete extractions are stored)."""
         payload = {"version": CACHE_VERSION, "fingerprint": fingerprint, "schema": self.schema_key, "model": self.model, "records": records, **facts}
         self.log.append(fingerprint, json.dumps(payload, ensure_ascii=False).encode("utf-8"))

@@ -44,7 +44,7 @@ class Table:
     stats: dict[str, Any] = field(default_factory=dict)
 
 
-def normalise_records(schema: TableSchema, extractions: Iterable[tuple[int, str, str, list[dict]]], *,
+def normalise_records(schema: TableSchema, extractions: Iterable[tuple[int, str, str, list[dict[str, Any]]]], *,
                       drop_unverified: bool = False) -> tuple[list[Cell], dict[str, Any]]:
     """Cells from per-document records ``(doc_index, doc_id, title, records)``, with counts of
     what could not be read (never dropped silently: the counts go into the ``reduce`` step);
