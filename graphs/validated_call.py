@@ -1,9 +1,9 @@
 """One model call whose reply is validated, and retried with the error until it validates.
 
 Why one helper: PAI's structured calls (:mod:`graphs.pai.calls`) and the structured
-strategy's Plan and Map calls (:mod:`graphs.structured.extract`) both ask a model for a
-function's arguments, check them, and after a malformed reply call again with the error
-appended (:data:`graphs.prompts.RETRY_NOTE`). The loop, its sync and async twins
+strategy's Plan and Map calls (:mod:`graphs.structured.plan`, :mod:`graphs.structured.mapping`)
+both ask a model for a function's arguments, check them, and after a malformed reply call
+again with the error appended (:data:`graphs.prompts.RETRY_NOTE`). The loop, its sync and async twins
 (:mod:`graphs.twins`), the tool binding, the tool-mode choice and the usage count live here
 once. What a valid reply is stays with the caller: ``parse`` takes the reply's argument
 objects (:func:`graphs.replies.reply_arguments`) and raises ``ValueError`` (a
