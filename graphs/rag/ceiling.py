@@ -12,7 +12,7 @@ from graphs.ceiling import CeilingEnv, CeilingItem, EvidenceCeiling, Reach, cach
 @dataclass(frozen=True, kw_only=True)
 class RetrievedChunksCeiling(EvidenceCeiling):
     """The evidence documents among the chunks ``retrieve`` returns for the question, with the
-    strategy's index (BM25 by default, built and cached by ``RetrievalSettings.build_index``);
+    strategy's index (BM25 by default, built and cached by ``RetrievalService.build_index``);
     every retrieved chunk goes into the prompt, so packing drops nothing.
 
     Attributes:

@@ -25,6 +25,7 @@ from graphs.rag.config import RagConfig
 from graphs.rag.presentation import PRESENTATION
 from graphs.rag.prompts import PROMPTS_VERSION, RAG_TEMPLATE
 from graphs.registry import STRATEGIES
+from graphs.retrieval_service import RetrievalService
 from retrieval import Chunk, Hit
 from retrieval.contract import Question, Step
 
@@ -55,7 +56,7 @@ def retrieve(state: RagState, runtime: Runtime[StrategyContext[RagConfig]]) -> d
     ctx = runtime.context
     query = state["question"].render()
     index = ctx.require_index()
-    hits = ctx.config.retrieve(index, query)
+    hits = RetrievalService.of(ctx).retrieve(index, query)
     step = Step(
         "retrieve",
         retriever=index.retriever.name,

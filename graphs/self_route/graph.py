@@ -16,28 +16,25 @@ Graph::
         measure_context --fits--> full_context -> END
         measure_context --too big--> fallback -> END
 
-The fallback legs reuse the other strategies' code: ``full_context_prompt`` (its
-template and middle truncation), and the one run path (``graphs.run.run_strategy``) for
-the fallback strategy. A batched fallback (memagent) is checkpointed on disk like a
-direct memagent run, under its own thread key, so a crash in a 2,000-call fallback
-resumes and a repeated question replays it without calls.
+The legs reuse the other strategies' code: ``full_context_prompt`` (its template and
+middle truncation) for the full-context leg, and the fallback strategy's own compiled
+graph, composed as a subgraph (:mod:`graphs.self_route.fallback`). A batched fallback
+(memagent) is checkpointed on disk like a direct memagent run, under its own thread key,
+so a crash in a 2,000-call fallback resumes and a repeated question replays it without calls.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import operator
 import re
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Any, Literal
 
-from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from graphs import costs
-from graphs.budget import BudgetReached
 from graphs.context import StrategyContext
 from graphs.full_context import full_context_prompt
 from graphs.llm import prompt_codec
@@ -45,32 +42,19 @@ from graphs.nodes import generate
 from graphs.prompt_sharing import PromptSharing
 from graphs.prompts import DEFAULT_INSTRUCTION, fill, format_chunks
 from graphs.rag import RAG_TEMPLATE, order_hits, retrieve
-from graphs.registry import STRATEGIES, Strategy
-from graphs.run import run_strategy
+from graphs.registry import STRATEGIES
 from graphs.self_route.ceiling import SELF_ROUTE_CEILING
 from graphs.self_route.config import SelfRouteConfig
+from graphs.self_route.fallback import fallback_node
 from graphs.self_route.presentation import PRESENTATION
 from graphs.self_route.prompts import PROMPTS_VERSION, UNANSWERABLE_INSTRUCTION
-from retrieval import Chunk, Hit
+from graphs.self_route.state import SelfRouteState
+from retrieval import Chunk
 from retrieval.contract import Question, Step
 
 _DECLINE_WORD = re.compile(r"\bun-?answerable\b")
 _NEGATIONS = {"not", "never", "isn't", "isnt", "no", "hardly"}
 _MARKUP = re.compile(r"[*_`\"“”«»#>\[\]()]")
-
-
-class SelfRouteState(TypedDict, total=False):
-    """What evolves during one Self-Route answer."""
-
-    question: Question
-    hits: list[Hit]
-    prompt: str
-    official_prompt: bool
-    raw: str
-    answer: str
-    declined: bool
-    fits: bool
-    steps: Annotated[list[dict], operator.add]
 
 
 def find_decline(reply: str) -> str | None:
@@ -107,7 +91,7 @@ def check_answer(state: SelfRouteState) -> dict:
     reason = find_decline(state.get("raw", ""))
     if reason is None:
         return {"declined": False, "steps": [Step("check_answer", route="rag", reason="RAG answered")]}
-    return {"declined": True, "hits": [], "steps": [{"node": "check_answer", "declined": True, "reason": reason}]}
+    return {"declined": True, "hits": [], "steps": [Step("check_answer", declined=True, reason=reason)]}
 
 
 def after_check(state: SelfRouteState) -> Literal["measure_context", "__end__"]:
@@ -137,44 +121,6 @@ def measure_context(state: SelfRouteState, runtime: Runtime[StrategyContext[Self
 def after_measure(state: SelfRouteState) -> Literal["full_context", "fallback"]:
     """The whole corpus when it fits the window, else the fallback strategy."""
     return "full_context" if state["fits"] else "fallback"
-
-
-def fallback(state: SelfRouteState, runtime: Runtime[StrategyContext[SelfRouteConfig]], config: RunnableConfig) -> dict:
-    """Answer with the fallback strategy through the one run path, under this run's callbacks
-    (so this answer's usage counts every call of the leg).
-
-    A batched fallback (memagent) is checkpointed under a thread key of its own
-    (``self_route>memagent``), so a crash in a 2,000-call leg resumes, and a repeated
-    question replays it without calls.
-    """
-    ctx = runtime.context
-    cfg: SelfRouteConfig = ctx.config
-    spec = STRATEGIES.get(cfg.fallback)
-    sub_cfg = spec.make_config(**dict(cfg.fallback_options))
-    leg = run_strategy(
-        spec,
-        sub_cfg,
-        [state["question"]],
-        llm=ctx.llm,
-        corpus=ctx.corpus,
-        index=_shared_index(spec, sub_cfg, ctx),
-        cache_dir=ctx.cache_dir,
-        callbacks=config.get("callbacks"),
-        key_prefix=f"self_route>{spec.name}",
-    )[0]
-    if leg.stopped == "budget":  # the caller's budget (its guard is in the callbacks) ran out in the leg: stop the whole answer
-        raise BudgetReached(f"budget reached in the {spec.name} fallback after {leg.usage.llm_calls} call(s)")
-    last = leg.steps[-1] if leg.steps else {}
-    head = Step("fallback", strategy=spec.name, chunks=last.get("chunks"), resumed_from=last.get("resumed_from"), replayed=last.get("replayed", False))
-    return {"raw": leg.raw, "answer": leg.answer, "steps": [Step({**s, "leg": spec.name}) for s in [head, *leg.steps]]}
-
-
-def _shared_index(spec: Strategy, sub_cfg: Any, ctx: StrategyContext):
-    """Our index when the fallback retrieves with the same settings (else it builds its own)."""
-    if not spec.uses_index or ctx.index is None:
-        return None
-    same = (sub_cfg.retriever, sub_cfg.chunking(), dict(sub_cfg.retriever_options))
-    return ctx.index if same == (ctx.config.retriever, ctx.config.chunking(), dict(ctx.config.retriever_options)) else None
 
 
 #: The share of questions RAG typically declines (the run plan's assumption: about half).
@@ -242,7 +188,7 @@ def build_graph(config: SelfRouteConfig | None = None):
     graph.add_node("check_answer", check_answer)
     graph.add_node("measure_context", measure_context)
     graph.add_node("full_context", generate)
-    graph.add_node("fallback", fallback)  # type: ignore[arg-type, call-overload]  # (state, runtime, config) runs, but add_node's overloads omit it
+    graph.add_node("fallback", fallback_node(config or SelfRouteConfig()))  # a subgraph, or a batched strategy's checkpointed run
     graph.add_edge(START, "retrieve")
     graph.add_edge("retrieve", "build_prompt")
     graph.add_edge("build_prompt", "generate")
