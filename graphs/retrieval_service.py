@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from graphs import rerank_stage
 from graphs.context import StrategyContext
+from graphs.rerank_stage import rerank
 from graphs.retrieval_settings import RetrievalSettings
 from retrieval import Hit, Index, build_index
 from retrieval.contract import Corpus
@@ -58,7 +58,7 @@ class RetrievalService:
         hits = [h for h in hits if h.score > 0] if s.drop_zero_scores else hits
         if s.rerank is None:
             return hits
-        return rerank_stage.rerank(hits, query, name=s.rerank, options=s.rerank_options, top_n=s.top_k, stage=index.retriever.name)
+        return rerank(hits, query, name=s.rerank, options=s.rerank_options, top_n=s.top_k, stage=index.retriever.name)
 
 
 __all__ = ["RetrievalService"]

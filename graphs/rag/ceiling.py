@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from graphs.ceiling import CeilingEnv, CeilingItem, EvidenceCeiling, Reach, cached_index, node_runtime, reach_of
+from retrieval import Hit
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -21,8 +22,8 @@ class RetrievedChunksCeiling(EvidenceCeiling):
         leg: Prefix of the description (Self-Route: ``"RAG leg: "``).
     """
 
-    retrieve: Callable[..., dict]
-    order_hits: Callable[..., list]
+    retrieve: Callable[..., dict[str, Any]]
+    order_hits: Callable[..., list[Hit]]
     leg: str = ""
 
     def reach(self, cfg: Any, item: CeilingItem, env: CeilingEnv) -> Reach:

@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
 from graphs import costs
@@ -74,7 +75,7 @@ def find_decline(reply: str) -> str | None:
     return None
 
 
-def build_prompt(state: SelfRouteState, runtime: Runtime[StrategyContext[SelfRouteConfig]]) -> dict:
+def build_prompt(state: SelfRouteState, runtime: Runtime[StrategyContext[SelfRouteConfig]]) -> dict[str, Any]:
     """The RAG prompt with the unanswerable instruction after the answer-format instruction."""
     cfg: SelfRouteConfig = runtime.context.config
     return {"prompt": route_prompt(state["question"], [h.chunk for h in order_hits(state["hits"], cfg.order)])}
@@ -86,7 +87,7 @@ def route_prompt(question: Question, chunks: Sequence[Chunk]) -> str:
     return fill(RAG_TEMPLATE, format_chunks(chunks), dataclasses.replace(question, instruction=instruction))
 
 
-def check_answer(state: SelfRouteState) -> dict:
+def check_answer(state: SelfRouteState) -> dict[str, Any]:
     """Record whether the RAG reply declined; a declined reply's hits are no evidence."""
     reason = find_decline(state.get("raw", ""))
     if reason is None:
@@ -99,7 +100,7 @@ def after_check(state: SelfRouteState) -> Literal["measure_context", "__end__"]:
     return "measure_context" if state["declined"] else END  # type: ignore[return-value]  # LangGraph declares END as str, not Literal
 
 
-def measure_context(state: SelfRouteState, runtime: Runtime[StrategyContext[SelfRouteConfig]]) -> dict:
+def measure_context(state: SelfRouteState, runtime: Runtime[StrategyContext[SelfRouteConfig]]) -> dict[str, Any]:
     """Build the full-context prompt with ``full_context``'s own function and see whether it was cut."""
     ctx = runtime.context
     cfg: SelfRouteConfig = ctx.config
@@ -122,6 +123,9 @@ def after_measure(state: SelfRouteState) -> Literal["full_context", "fallback"]:
     """The whole corpus when it fits the window, else the fallback strategy."""
     return "full_context" if state["fits"] else "fallback"
 
+
+#: Self-Route's compiled graph.
+SelfRouteGraph = CompiledStateGraph[SelfRouteState, StrategyContext[Any], SelfRouteState, SelfRouteState]
 
 #: The share of questions RAG typically declines (the run plan's assumption: about half).
 TYPICAL_DECLINED = 0.5
@@ -164,8 +168,30 @@ def fallback_shares_corpus(cfg: Any) -> float:
     return TYPICAL_DECLINED * spec.prompt_sharing.share(spec.make_config(**dict(cfg.fallback_options))) if spec.prompt_sharing else 0.0
 
 
-@STRATEGIES.register(
+def build_graph(config: SelfRouteConfig | None = None) -> SelfRouteGraph:
+    """The Self-Route graph (module docstring); the config has checked the fallback and its options."""
+    graph = StateGraph(SelfRouteState, context_schema=StrategyContext)
+    graph.add_node("retrieve", retrieve)
+    graph.add_node("build_prompt", build_prompt)
+    graph.add_node("generate", generate)  # type: ignore[call-overload, unused-ignore]  # typed for any state (a dict)
+    graph.add_node("check_answer", check_answer)
+    graph.add_node("measure_context", measure_context)
+    graph.add_node("full_context", generate)  # type: ignore[call-overload, unused-ignore]  # as "generate"
+    graph.add_node("fallback", fallback_node(config or SelfRouteConfig()))  # a subgraph, or a batched strategy's checkpointed run
+    graph.add_edge(START, "retrieve")
+    graph.add_edge("retrieve", "build_prompt")
+    graph.add_edge("build_prompt", "generate")
+    graph.add_edge("generate", "check_answer")
+    graph.add_conditional_edges("check_answer", after_check)
+    graph.add_conditional_edges("measure_context", after_measure)
+    graph.add_edge("full_context", END)
+    graph.add_edge("fallback", END)
+    return graph.compile(name="self_route")
+
+
+STRATEGIES.register(
     "self_route",
+    build_graph,
     costs=costs.StrategyCosts(self_route_costs),
     ceiling=SELF_ROUTE_CEILING,
     config_cls=SelfRouteConfig,
@@ -179,22 +205,3 @@ def fallback_shares_corpus(cfg: Any) -> float:
     prompt_sharing=PromptSharing("the corpus text, in the full-context fallback of a declined question", share=fallback_shares_corpus),
     description="RAG that may answer 'unanswerable'; declined questions get the full context (or memagent beyond the window, preset beyond-window).",
 )
-def build_graph(config: SelfRouteConfig | None = None):
-    """The Self-Route graph (module docstring); the config has checked the fallback and its options."""
-    graph = StateGraph(SelfRouteState, context_schema=StrategyContext)
-    graph.add_node("retrieve", retrieve)
-    graph.add_node("build_prompt", build_prompt)
-    graph.add_node("generate", generate)
-    graph.add_node("check_answer", check_answer)
-    graph.add_node("measure_context", measure_context)
-    graph.add_node("full_context", generate)
-    graph.add_node("fallback", fallback_node(config or SelfRouteConfig()))  # a subgraph, or a batched strategy's checkpointed run
-    graph.add_edge(START, "retrieve")
-    graph.add_edge("retrieve", "build_prompt")
-    graph.add_edge("build_prompt", "generate")
-    graph.add_edge("generate", "check_answer")
-    graph.add_conditional_edges("check_answer", after_check)
-    graph.add_conditional_edges("measure_context", after_measure)
-    graph.add_edge("full_context", END)
-    graph.add_edge("fallback", END)
-    return graph.compile(name="self_route")
