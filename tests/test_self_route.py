@@ -143,13 +143,16 @@ def test_full_context_fallback_truncates_like_li_et_al(planted_corpus):
 
 
 def test_the_fallback_is_a_subgraph_of_self_route(planted_corpus):
-    """Streamed with subgraphs, the fallback strategy's own nodes come under the ``fallback`` node's namespace."""
+    """The fallback strategy's own nodes are drawn, and streamed with subgraphs, under the ``fallback`` node."""
     spec = STRATEGIES.get("self_route")
     cfg = spec.make_config(fallback="full_context")
+    graph = spec.build_graph(cfg)
+    assert [name for name, _ in graph.get_subgraphs()] == ["fallback"]
+    assert {"fallback:build_prompt", "fallback:generate"} <= set(graph.get_graph(xray=True).nodes)
     llm = ScriptedChatModel(replies=["unanswerable", "7421"], context_window=1000)
     index = build_index(planted_corpus, cfg.retriever, chunking=cfg.chunking())
     context = StrategyContext(llm=llm, config=cfg, corpus=planted_corpus, index=index)
-    stream = spec.build_graph(cfg).stream({"question": Question(text=QUESTION), "steps": []}, context=context, stream_mode="updates", subgraphs=True)
+    stream = graph.stream({"question": Question(text=QUESTION), "steps": []}, context=context, stream_mode="updates", subgraphs=True)
     updates = list(stream)
     nested = [(namespace, update) for namespace, update in updates if namespace]
     assert {namespace[0].split(":")[0] for namespace, _ in nested} == {"fallback"}
