@@ -4,8 +4,9 @@ A single-question fallback (``full_context``, the paper's route; any other singl
 strategy) is its own compiled graph composed into Self-Route's as a subgraph: the ``fallback``
 node invokes it with this run's config and the leg's own run context, so its nodes run nested
 under ``fallback`` (LangSmith traces show them there, ``get_graph(xray=True)`` draws them as
-``fallback:<node>``, ``stream(..., subgraphs=True)`` streams them under that namespace), its calls reach this run's callbacks once (usage,
-budget guard), and cancelling an async run cancels it where it waits.
+``fallback:<node>``, ``stream(..., subgraphs=True)`` streams them under that namespace), its
+calls reach this run's callbacks once (usage, budget guard), and cancelling an async run
+cancels it where it waits.
 
 A batched fallback (memagent) keeps the one run path (:func:`graphs.run.run_strategy`): its
 run is checkpointed on disk under a thread key of its own (``self_route>memagent``), so a
