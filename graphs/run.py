@@ -36,6 +36,7 @@ from graphs.llm import has_native_async, model_id, run_client, tokenizer_for, to
 from graphs.prompts import PROMPTS_VERSION as SHARED_PROMPTS_VERSION
 from graphs.registry import BatchRun, Strategy
 from graphs.request_settings import settings_digest
+from graphs.retrieval_service import RetrievalService
 from graphs.usage import UsageTracker, metering_queue
 from retrieval import Hit, Index, default_cache_dir
 from retrieval.contract import Answer, Corpus, Evidence, Question, Step, Usage
@@ -172,7 +173,7 @@ class _Run:
 
     def build_index(self) -> Index:
         """Build (or load from the cache) the index the config asks for."""
-        return self.cfg.build_index(self.corpus, cache_dir=self.cache, show_progress=self.show_progress)
+        return RetrievalService(settings=self.cfg, cache_dir=self.cache, show_progress=self.show_progress).build_index(self.corpus)
 
     def indexed(self, index: Index | None) -> None:
         """Record the run's index and the time it took, then what the answers will record as run."""

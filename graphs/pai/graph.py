@@ -41,6 +41,7 @@ from graphs.pai.presentation import MINUS_PRESENTATION, PRESENTATION
 from graphs.prompt_sharing import PromptSharing
 from graphs.prompts import format_chunks
 from graphs.registry import STRATEGIES, SingleRun
+from graphs.retrieval_service import RetrievalService
 from graphs.run import gather_or_cancel
 from retrieval import Chunk, Hit, chunk_corpus
 from retrieval.contract import Question
@@ -89,7 +90,7 @@ def plan_judging(state: PaiState, runtime: Runtime[StrategyContext[PaiConfig]]) 
     elif ctx.index is None:
         raise ValueError("PAI's prefilter needs a retrieval index: run it through agents.answer(), which builds one.")
     else:
-        candidates = [cfg.retrieve(ctx.index, sq["text"]) for sq in state["sub_questions"]]
+        candidates = [RetrievalService.of(ctx).retrieve(ctx.index, sq["text"]) for sq in state["sub_questions"]]
         retriever = ctx.index.retriever.name
     step = {
         "node": "plan_judging",

@@ -48,6 +48,7 @@ from graphs.llm import complete
 from graphs.prompts import fill, format_chunks
 from graphs.rag import RAG_TEMPLATE, order_hits
 from graphs.registry import STRATEGIES
+from graphs.retrieval_service import RetrievalService
 from graphs.self_ask.ceiling import FollowUpCeiling
 from graphs.self_ask.config import SelfAskConfig
 from graphs.self_ask.presentation import PRESENTATION
@@ -178,7 +179,7 @@ def retrieve(state: SelfAskState, runtime: Runtime[StrategyContext[SelfAskConfig
     """The initial retrieval: top-k for the question, which become the first prompt's contexts."""
     ctx = runtime.context
     query = state["question"].render()
-    hits = ctx.config.retrieve(ctx.require_index(), query)
+    hits = RetrievalService.of(ctx).retrieve(ctx.require_index(), query)
     return {"contexts": hits, "hits": hits, "steps": [Step("retrieve", **_retrieval_facts(ctx, query, hits))]}
 
 
@@ -226,7 +227,7 @@ def retrieve_follow_up(state: SelfAskState, runtime: Runtime[StrategyContext[Sel
     """
     ctx = runtime.context
     query = _follow_up(state)
-    hits = ctx.config.retrieve(ctx.require_index(), query)
+    hits = RetrievalService.of(ctx).retrieve(ctx.require_index(), query)
     contexts = hits
     if ctx.config.contexts == "accumulate":
         previous = state.get("contexts", [])
