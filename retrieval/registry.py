@@ -170,10 +170,13 @@ class Registry(Generic[T]):
         return len(self.names())
 
     def _make_entry(self) -> Callable[..., T]:
-        if isinstance(self.make_entry, str):
-            self.make_entry = _import_target(self.make_entry)
-        assert self.make_entry is not None
-        return self.make_entry
+        """:attr:`make_entry`, imported the first time when it was given as a ``"module:attr"`` target."""
+        make = self.make_entry
+        if isinstance(make, str):
+            make = self.make_entry = _import_target(make)
+        if make is None:
+            raise TypeError(f"The {self.kind} registry takes no attributes")
+        return make
 
     def _current(self, name: str) -> T | Declaration | None:
         """``name``'s entry or declaration (a declaration survives a test swapping ``_entries``)."""
