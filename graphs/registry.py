@@ -5,8 +5,10 @@ Strategies register with the decorator every plug-in kind uses, on their graph b
     @STRATEGIES.register("rag", config_cls=RagConfig, uses_index=True, presets={...})
     def build_graph(config): ...
 
-A third-party package adds one through the ``longctx.strategies`` entry-point group
-(its module registers on import, or the entry point names a :class:`Strategy`).
+and declare the name in their package's ``plugin.toml`` (:mod:`graphs.strategy_registry`), so it is
+known, and its module imported on first use, without any import line elsewhere. A third-party
+package adds one through the ``longctx.strategies`` entry-point group (its module registers on
+import, or the entry point names a :class:`Strategy`).
 
 Everything the library knows of a strategy is on its entry, declared in its own package: how it
 runs, its cost model, how reports, plots and the demo show it (``presentation``) and the part of
@@ -26,7 +28,8 @@ from graphs.config import ConfigError
 from graphs.costs import StrategyCosts
 from graphs.presentation import StrategyPresentation
 from graphs.prompt_sharing import PromptSharing
-from retrieval.contract import Question, Registry
+from graphs.strategy_registry import STRATEGIES as STRATEGIES  # the registry object: light, so the CLI reads its names
+from retrieval.contract import Question
 
 
 @dataclass(frozen=True)
@@ -247,5 +250,3 @@ def _strategy(name: str, build_graph: Callable[..., Any], **attrs: Any) -> Strat
         attrs["costs"] = StrategyCosts(plan=plan, expected=expected)
     return Strategy(name=name, build_graph=build_graph, **attrs)
 
-
-STRATEGIES: Registry[Strategy] = Registry("strategy", group="longctx.strategies", make_entry=_strategy)

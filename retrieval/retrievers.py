@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from retrieval.base import Retriever
 from retrieval.bm25 import BM25Retriever
-from retrieval.contract import Registry
 from retrieval.dense import DenseRetriever
 from retrieval.embedders import OPENAI_EMBEDDING_MAX_TOKENS, ContrieverEmbedder, OpenAIEmbedder, SentenceTransformerEmbedder
 from retrieval.fusion import RRF_K
 from retrieval.hybrid import Fusion, HybridRetriever
-
-#: name -> factory taking the retriever's options; third parties add to ``longctx.retrievers``.
-RETRIEVERS: Registry[Callable[..., Retriever]] = Registry("retriever", group="longctx.retrievers")
+from retrieval.retriever_registry import RETRIEVERS as RETRIEVERS  # declared in retrieval/plugin.toml, registered here
 
 
 @RETRIEVERS.register("bm25")

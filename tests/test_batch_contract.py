@@ -150,11 +150,10 @@ N_WINDOWS = 5  # 18 words, 4 a window; "fox" 3 times, "the" 5 times
 
 
 @pytest.fixture
-def tally_registered(monkeypatch):
+def tally_registered():
     """The toy strategy registered for one test (the registry restored afterwards)."""
-    monkeypatch.setattr(STRATEGIES, "_entries", dict(STRATEGIES._entries))
-    STRATEGIES.register("tally", config_cls=TallyConfig, run_mode=TALLY_RUN, cost_plan=tally_plan)(build_tally)
-    return STRATEGIES.get("tally")
+    with STRATEGIES.scoped("tally", build_tally, config_cls=TallyConfig, run_mode=TALLY_RUN, cost_plan=tally_plan) as spec:
+        yield spec
 
 
 def counting_model(crash_at: int | None = None, done: list | None = None) -> ScriptedChatModel:

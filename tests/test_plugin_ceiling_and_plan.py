@@ -52,11 +52,10 @@ def build_graph(config: HeadReaderConfig | None = None) -> Any:
 
 
 @pytest.fixture
-def head_reader(monkeypatch):
-    """``head_reader`` registered as a plug-in registers itself; undone after the test."""
-    monkeypatch.setattr(STRATEGIES, "_entries", dict(STRATEGIES._entries))
-    STRATEGIES.register("head_reader", build_graph, config_cls=HeadReaderConfig, ceiling=HeadCeiling(), expected_cost=head_expected)
-    return "head_reader"
+def head_reader():
+    """``head_reader`` registered as a plug-in registers itself; undone after the test (with what the test registers)."""
+    with STRATEGIES.scoped("head_reader", build_graph, config_cls=HeadReaderConfig, ceiling=HeadCeiling(), expected_cost=head_expected):
+        yield "head_reader"
 
 
 @dataclass

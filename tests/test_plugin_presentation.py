@@ -75,15 +75,12 @@ class TallyCeiling(EvidenceCeiling):
 
 
 @pytest.fixture
-def plugin(monkeypatch):
+def plugin():
     """The plug-in registered as a third-party package registers it (its module's decorator), for this test only."""
-    monkeypatch.setattr(STRATEGIES, "_entries", dict(STRATEGIES._entries))
     presentation = StrategyPresentation(color=COLOR, demo_options={"max_new_tokens": 8}, step_views={"tally": tally_view})
-    STRATEGIES.register(NAME, config_cls=TallyConfig, presentation=presentation, ceiling=TallyCeiling(),
-                         description="counts words")(
-        lambda config=None: linear_graph(NAME, TallyState, ("tally", tally))
-    )
-    return STRATEGIES.get(NAME)
+    with STRATEGIES.scoped(NAME, config_cls=TallyConfig, presentation=presentation, ceiling=TallyCeiling(), description="counts words") as register:
+        register(lambda config=None: linear_graph(NAME, TallyState, ("tally", tally)))
+        yield STRATEGIES.get(NAME)
 
 
 def _samples() -> list[Sample]:
