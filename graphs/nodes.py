@@ -8,6 +8,7 @@ from typing import Any, Protocol
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
+from graphs.answer_state import PromptState
 from graphs.context import StrategyContext
 from graphs.llm import complete
 from retrieval.contract import Step
@@ -23,7 +24,7 @@ class AnswerSettings(Protocol):
     def temperature(self) -> float: ...
 
 
-def generate(state: dict[str, Any], runtime: Runtime[StrategyContext[AnswerSettings]]) -> dict:
+def generate(state: PromptState, runtime: Runtime[StrategyContext[AnswerSettings]]) -> dict[str, Any]:
     """The final call on the filled prompt, with the benchmark's answer budget, temperature and
     stop sequences when the question carries a protocol; the reply is the answer (benchmarks
     extract their format).

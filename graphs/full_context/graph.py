@@ -7,15 +7,14 @@ the model window minus the answer budget and a small reserve for the chat templa
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, TypedDict
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
 
 from graphs import costs
+from graphs.answer_state import PromptState
 from graphs.config import ConfigError
 from graphs.context import StrategyContext
 from graphs.full_context.ceiling import TruncatedWindowCeiling
@@ -39,15 +38,8 @@ from graphs.registry import STRATEGIES
 from retrieval.contract import Corpus, Question, Step
 
 
-class FullContextState(TypedDict, total=False):
+class FullContextState(PromptState, total=False):
     """What evolves during one full-context answer."""
-
-    question: Question
-    prompt: str
-    official_prompt: bool
-    raw: str
-    answer: str
-    steps: Annotated[list[Step], operator.add]
 
 
 @dataclass(frozen=True)
@@ -144,7 +136,7 @@ def build_prompt(state: FullContextState, runtime: Runtime[StrategyContext[FullC
     return {"prompt": built.text, "official_prompt": built.official, "steps": [step]}
 
 
-def full_context_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Question], llm: Any = None,
+def full_context_costs(cfg: FullContextConfig, shape: costs.CorpusShape, questions: Sequence[Question], *, llm: BaseChatModel | None = None,
                        window: int | None = None) -> costs.Costs:  # fmt: skip
     """1 call of min(T, window input budget) tokens, its template counted from the real prompt; typically a short answer.
 
@@ -170,8 +162,9 @@ def full_context_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Q
         lows.append(max(0, min(low, cap - 2 * costs.SEAM_TOKENS)))
         highs.append(min(high, cap + 2 * costs.SEAM_TOKENS))
     least, most = min(lows), max(highs)
-    bounds = costs.per_question_plan("full_context", questions, 1, 1, least, most, first.answer_budget(cfg.max_new_tokens),
-                                     f"1 call of min(T, window) tokens, window {window:,}")  # fmt: skip
+    bounds = costs.per_question_plan("full_context", questions, calls=1, max_calls=1, prompt_tokens=least, max_prompt_tokens=most,
+                                     completion_tokens=first.answer_budget(cfg.max_new_tokens),
+                                     formula=f"1 call of min(T, window) tokens, window {window:,}")  # fmt: skip
     return costs.Costs(bounds, costs.ExpectedCost(costs.Calls(1, (least + most) / 2, costs.reply_tokens(cfg))))
 
 

@@ -15,13 +15,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, Required, TypedDict
 
+from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from graphs import costs
+from graphs.answer_state import BatchAnswer
 from graphs.batched import trace_steps
 from graphs.budget import CostPlan
 from graphs.context import StrategyContext
@@ -58,10 +60,42 @@ def _sum_counts(a: dict | None, b: dict | None) -> dict:
     return {k: a.get(k, 0) + b.get(k, 0) for k in {*a, *b}}
 
 
-class MemAgentState(TypedDict, total=False):
-    """Checkpointed state: small and fixed-size per question (snapshots live in the trace)."""
+class SettledQuestion(TypedDict, total=False):
+    """A question as the checkpointed state holds it: its text and what its final call sends (plain values,
+    so a checkpoint stores it; runs checkpointed before a key existed lack it, so readers default).
 
-    questions: list[dict[str, Any]]
+    Attributes:
+        problem: The question's text (official: ``item["input"].strip()``).
+        instruction: The benchmark's output-format instruction (``None``: MemAgent's own).
+        max_new_tokens: The final call's answer budget.
+        temperature: The final call's temperature.
+        top_p: The final call's top-p (``None``: not sent).
+        stop: The final call's stop sequences.
+    """
+
+    problem: Required[str]
+    instruction: Required[str | None]
+    max_new_tokens: int
+    temperature: float
+    top_p: float | None
+    stop: list[str] | None
+
+
+class MemoryTask(TypedDict):
+    """The payload of one ``update_memory`` / ``final_answer`` ``Send``: one question's memory at one chunk."""
+
+    qi: str
+    question: SettledQuestion
+    memory: str
+    chunk: int
+
+
+class MemAgentState(TypedDict, total=False):
+    """Checkpointed state: small and fixed-size per question (snapshots live in the trace). Not an
+    :class:`~graphs.answer_state.AnswerState`: it answers many questions at once, and the run path reads each
+    question's answer through :func:`collect` (a :class:`~graphs.answer_state.BatchAnswer`)."""
+
+    questions: list[SettledQuestion]
     n_chunks: int
     layout: str
     chunk_index: int
@@ -206,12 +240,12 @@ def fan_out(state: MemAgentState) -> list[Send]:
     k = state["chunk_index"]
     node = "update_memory" if k < state["n_chunks"] else "final_answer"
     return [
-        Send(node, {"qi": str(i), "question": q, "memory": state["memories"][str(i)], "chunk": k})
+        Send(node, MemoryTask(qi=str(i), question=q, memory=state["memories"][str(i)], chunk=k))
         for i, q in enumerate(state["questions"])
     ]
 
 
-def update_memory(task: dict[str, Any], runtime: Runtime[MemAgentContext]) -> dict:
+def update_memory(task: MemoryTask, runtime: Runtime[MemAgentContext]) -> dict:
     """Problem + memory + chunk -> the new memory, which replaces the old one."""
     ctx, qi, k = runtime.context, task["qi"], task["chunk"]
     cfg: MemAgentConfig = ctx.config
@@ -234,7 +268,7 @@ def advance(state: MemAgentState) -> dict:
     return {"chunk_index": state["chunk_index"] + 1}
 
 
-def final_answer(task: dict[str, Any], runtime: Runtime[MemAgentContext]) -> dict:
+def final_answer(task: MemoryTask, runtime: Runtime[MemAgentContext]) -> dict:
     """Problem + final memory -> the answer, in the benchmark's format when it gives one."""
     ctx, qi = runtime.context, task["qi"]
     cfg: MemAgentConfig = ctx.config
@@ -250,7 +284,7 @@ def final_answer(task: dict[str, Any], runtime: Runtime[MemAgentContext]) -> dic
     return {"finals": {qi: text}, "usage": {qi: usage}}
 
 
-def collect(state: MemAgentState, i: int) -> dict[str, Any]:
+def collect(state: MemAgentState, i: int) -> BatchAnswer:
     """Answer fields of question ``i`` from the final state.
 
     When the final call asked for MemAgent's own format ("Therefore, the answer is ...":
@@ -266,7 +300,7 @@ def collect(state: MemAgentState, i: int) -> dict[str, Any]:
     if state.get("continued_from"):
         facts["continued_from_documents"] = state["continued_from"]
     facts["memory_cuts"] = state.get("cuts", {}).get(str(i), 0)
-    return {"raw": scored, "answer": (scored if own_format else "") or reply.strip(), "final_step": facts, "usage": state.get("usage", {}).get(str(i), {})}
+    return BatchAnswer(raw=scored, answer=(scored if own_format else "") or reply.strip(), final_step=facts, usage=state.get("usage", {}).get(str(i), {}))
 
 
 def batch_settings(cfg: MemAgentConfig) -> BatchSettings:
@@ -310,7 +344,8 @@ def memagent_chunks(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm
     return tuple(n for _, n in cut_windows(text, cfg, tokenizer))
 
 
-def memagent_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Question], llm: Any = None, window: int | None = None) -> costs.Costs:
+def memagent_costs(cfg: MemAgentConfig, shape: costs.CorpusShape, questions: Sequence[Question], *, llm: BaseChatModel | None = None,
+                   window: int | None = None) -> costs.Costs:  # fmt: skip
     """ceil(T / chunk_tokens) + 1 calls per question: one memory update per chunk, one final answer.
 
     Chunks are cut as a run cuts them where the corpus is known (else ``chunk_tokens`` each); each call
@@ -338,8 +373,9 @@ def memagent_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Quest
     # chunk, then each question's final call, the memory empty
     steps = tuple((k, sum(max(0, size + u - 2 * seam) for u in updates[:k]), k * cfg.max_new_tokens) for size in sizes) + (
         (k, sum(max(0, f - seam) for f in finals[:k]), sum(x.answer_budget(cfg.max_new_tokens) for x in questions)),)  # fmt: skip
-    bounds = CostPlan("memagent", k, k * (n + 1), k * (n + 1), sum(p for _, p, _ in steps), k * (read + memory), sum(t for _, _, t in steps),
-                      f"(ceil(T/{cfg.chunk_tokens:,}) + 1) calls per question: {n:,} chunks + 1", {"chunks": n}, steps)  # fmt: skip
+    bounds = CostPlan(strategy="memagent", questions=k, calls=k * (n + 1), max_calls=k * (n + 1), prompt_tokens=sum(p for _, p, _ in steps),
+                      max_prompt_tokens=k * (read + memory), completion_tokens=sum(t for _, _, t in steps),
+                      formula=f"(ceil(T/{cfg.chunk_tokens:,}) + 1) calls per question: {n:,} chunks + 1", details={"chunks": n}, steps=steps)  # fmt: skip
     typical = costs.Calls(n + 1, read + memory, n * cfg.max_new_tokens + costs.ANSWER_TOKENS)
     return costs.Costs(bounds, costs.ExpectedCost(typical))
 

@@ -2,7 +2,8 @@
 
 Modules: ``config`` (settings), ``prompts`` (templates and function schemas), ``calls``
 (tool / JSON calls with validation and retries), ``decompose`` (properties or
-sub-questions), ``graph`` (judging fan-out, sub-answers, summary; registration).
+sub-questions), ``judging`` (the judge fan-out and the kept chunks), ``state`` (the state and the
+``Send`` payloads), ``cost_model``, ``graph`` (sub-answers, summary, wiring; registration).
 """
 
 from graphs.pai.config import PaiConfig

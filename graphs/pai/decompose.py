@@ -21,7 +21,7 @@ from graphs.context import StrategyContext
 from graphs.pai import prompts as P
 from graphs.pai.calls import CallOutcome, PropertyArgs, SubQuestionArgs, call_structured, resolve_tool_mode
 from graphs.pai.config import PaiConfig
-from retrieval.contract import Question
+from retrieval.contract import Question, Step
 
 
 def resolve_domain(domain: str, question: Question) -> str:
@@ -61,9 +61,9 @@ def dedupe_and_cap(items: list[dict[str, Any]], cap: int) -> tuple[list[dict[str
     return unique[:cap], len(items) - len(unique), unique[cap:]
 
 
-def _step(node: str, out: CallOutcome, mode: str, items: list, repeats: int, cut: list, **extra: Any) -> dict:
+def _step(node: str, out: CallOutcome, mode: str, items: list, repeats: int, cut: list, **extra: Any) -> Step:
     """The decomposition's trace entry: items, attempts, every error, and whether it degraded."""
-    step = {"node": node, "tool_mode": mode, "attempts": out.attempts, "items": items, "repeats_removed": repeats, "cut_over_max_items": cut, **extra}
+    step = Step(node, tool_mode=mode, attempts=out.attempts, items=items, repeats_removed=repeats, cut_over_max_items=cut, **extra)
     if out.errors:
         step["errors"] = out.errors
     if not out.ok:

@@ -10,16 +10,16 @@ the retrieved nodes, or with ``qa_prompt="paper"`` the official ``GPT3TurboQAMod
 
 from __future__ import annotations
 
-import operator
 import threading
 from pathlib import Path
-from typing import Annotated, Any, TypedDict, cast
+from typing import Any, cast
 
 import numpy as np
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from graphs import costs
+from graphs.answer_state import PromptState
 from graphs.budget_field import budget_kwargs
 from graphs.context import StrategyContext
 from graphs.llm import complete
@@ -36,7 +36,7 @@ from graphs.raptor.store import load_tree, save_tree, summary_log, tree_folder, 
 from graphs.raptor.tree import Tree, build_tree
 from graphs.registry import STRATEGIES
 from graphs.usage import index_time
-from retrieval.contract import Evidence, Question, Step
+from retrieval.contract import Evidence, Step
 from retrieval.embedders import EMBEDDERS
 from retrieval.index import default_cache_dir
 from retrieval.locks import exclusive_lock
@@ -48,18 +48,11 @@ _LOCK = threading.Lock()
 _KEEP = 4
 
 
-class RaptorState(TypedDict, total=False):
+class RaptorState(PromptState, total=False):
     """What evolves during one RAPTOR answer (the tree itself stays in the process's cache, by ``tree``)."""
 
-    question: Question
     tree: str
     nodes: list[dict[str, Any]]
-    evidence: list[Evidence]
-    prompt: str
-    official_prompt: bool
-    raw: str
-    answer: str
-    steps: Annotated[list[Step], operator.add]
 
 
 def embedder_for(cfg: RaptorConfig) -> Any:

@@ -29,7 +29,7 @@ class FollowUpCeiling(EvidenceCeiling):
         docs: set[str] = set()
         for query in queries(item, env, max(cfg.max_iterations, 1)):
             out = self.retrieve_follow_up({"follow_up": query, "hits": seen}, runtime)
-            seen = seen + out["hits"]
+            seen = out["hits"]  # the node returns the evidence so far with this retrieval's new chunks
             docs.update(h.chunk.doc_id for h in out["follow_up_hits"])
         return reach_of(item.evidence, docs)
 

@@ -27,16 +27,17 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import operator
 import re
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Any, Literal
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from graphs import costs
+from graphs.answer_state import PromptState
 from graphs.budget import BudgetReached
 from graphs.context import StrategyContext
 from graphs.full_context import full_context_prompt
@@ -51,7 +52,7 @@ from graphs.self_route.ceiling import SELF_ROUTE_CEILING
 from graphs.self_route.config import SelfRouteConfig
 from graphs.self_route.presentation import PRESENTATION
 from graphs.self_route.prompts import PROMPTS_VERSION, UNANSWERABLE_INSTRUCTION
-from retrieval import Chunk, Hit
+from retrieval import Chunk
 from retrieval.contract import Question, Step
 
 _DECLINE_WORD = re.compile(r"\bun-?answerable\b")
@@ -59,18 +60,11 @@ _NEGATIONS = {"not", "never", "isn't", "isnt", "no", "hardly"}
 _MARKUP = re.compile(r"[*_`\"“”«»#>\[\]()]")
 
 
-class SelfRouteState(TypedDict, total=False):
+class SelfRouteState(PromptState, total=False):
     """What evolves during one Self-Route answer."""
 
-    question: Question
-    hits: list[Hit]
-    prompt: str
-    official_prompt: bool
-    raw: str
-    answer: str
     declined: bool
     fits: bool
-    steps: Annotated[list[dict], operator.add]
 
 
 def find_decline(reply: str) -> str | None:
@@ -181,18 +175,18 @@ def _shared_index(spec: Strategy, sub_cfg: Any, ctx: StrategyContext):
 TYPICAL_DECLINED = 0.5
 
 
-def self_route_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Question], llm: Any = None,
+def self_route_costs(cfg: SelfRouteConfig, shape: costs.CorpusShape, questions: Sequence[Question], *, llm: BaseChatModel | None = None,
                      window: int | None = None) -> costs.Costs:  # fmt: skip
     """1 RAG call; a declined question adds its fallback's cost (full context: 1 call; memagent: ceil(T/5000) + 1).
 
     Typically about half the questions are declined (:data:`TYPICAL_DECLINED`), each running the fallback's typical cost.
     """
-    rag = costs.retrieved_prompt(lambda q: route_prompt(q, []), "self_route", "route", questions, shape, cfg.top_k,
-                                 costs.tokens_of(cfg.chunk_size, "words"), llm)  # fmt: skip
+    rag = costs.retrieved_prompt(lambda q: route_prompt(q, []), strategy="self_route", template="route", questions=questions, shape=shape,
+                                 top_k=cfg.top_k, chunk_tokens=costs.tokens_of(cfg.chunk_size, "words"), llm=llm)  # fmt: skip
     spec = STRATEGIES.get(cfg.fallback)
     sub_cfg = spec.make_config(**dict(cfg.fallback_options))
     one = questions[:1] or [costs.PLACEHOLDER_QUESTION]
-    most, usual = spec.costs.halves(sub_cfg, shape, one, llm, window) if spec.costs is not None else (None, None)
+    most, usual = spec.costs.halves(sub_cfg, shape=shape, questions=one, llm=llm, window=window) if spec.costs is not None else (None, None)
     if most is None and (usual is None or shape.corpus is not None):  # a budget needs the fallback's bounds, a run plan one half
         half = "cost plan" if shape.corpus is not None else "cost model (its bounds need the corpus, its typical cost is not declared)"
         raise ValueError(f"Self-Route's fallback {cfg.fallback!r} has no {half}: costs= on its registration")
@@ -204,8 +198,9 @@ def self_route_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Que
         each = costs.Calls(most.calls, most.prompt_tokens, most.completion_tokens)
     most_calls = most.max_calls if most is not None else math.ceil(each.calls)
     most_prompt = most.max_prompt_tokens if most is not None else math.ceil(each.prompt_tokens)
-    bounds = costs.per_question_plan("self_route", questions, 1, 1 + most_calls, rag.least, rag.most + most_prompt, cfg.max_new_tokens,
-                                     f"1 call when RAG answers; + {cfg.fallback} ({most_calls:,}) when it declines")  # fmt: skip
+    bounds = costs.per_question_plan("self_route", questions, calls=1, max_calls=1 + most_calls, prompt_tokens=rag.least,
+                                     max_prompt_tokens=rag.most + most_prompt, completion_tokens=cfg.max_new_tokens,
+                                     formula=f"1 call when RAG answers; + {cfg.fallback} ({most_calls:,}) when it declines")  # fmt: skip
     typical = costs.Calls(1 + TYPICAL_DECLINED * each.calls, (rag.least + rag.most) / 2 + TYPICAL_DECLINED * each.prompt_tokens,
                           costs.reply_tokens(cfg) + TYPICAL_DECLINED * each.completion_tokens)  # fmt: skip
     return costs.Costs(bounds, costs.ExpectedCost(typical))

@@ -34,8 +34,9 @@ import sqlite3
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 from langgraph._internal._runnable import RunnableCallable
 from langgraph.graph import END, START, StateGraph
@@ -43,6 +44,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from graphs import costs
+from graphs.answer_state import AnswerState
 from graphs.budget import CostPlan
 from graphs.context import StrategyContext
 from graphs.events import report_progress
@@ -89,10 +91,9 @@ from retrieval.tokens import count_tokens, count_tokens_batch, decode, encode
 PROMPT_OVERHEAD = 1_024
 
 
-class StructuredState(TypedDict, total=False):
+class StructuredState(AnswerState, total=False):
     """What evolves during one answer (``extractions`` is written by ``Send`` branches)."""
 
-    question: Question
     schema: dict[str, Any]
     tool_mode: str
     cache_key: str
@@ -107,10 +108,6 @@ class StructuredState(TypedDict, total=False):
     sql: str
     result: dict[str, Any] | None
     query_error: str | None
-    raw: str
-    answer: str
-    evidence: list[Evidence]
-    steps: Annotated[list[dict], operator.add]
 
 
 def cache_root(ctx: StrategyContext[StructuredConfig]) -> Path:
@@ -486,7 +483,7 @@ def format_answer(state: StructuredState, runtime: Runtime[StrategyContext[Struc
     return {"raw": raw, "answer": raw.strip(), "evidence": evidence, "steps": [step]}
 
 
-def structured_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Question], llm: Any = None,
+def structured_costs(cfg: StructuredConfig, shape: costs.CorpusShape, questions: Sequence[Question], *, llm: BaseChatModel | None = None,
                      window: int | None = None) -> costs.Costs:  # fmt: skip
     """A schema plan (none with a fixed schema), one extraction per document window, SQL, the answer.
 
@@ -536,9 +533,10 @@ def structured_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Que
     fixed = (plan_least + plan_most) / 2
     per_question = max(0, asked_least) + (asked_most - max(0, asked_least)) / 4
     completion = plan_calls * cfg.plan_max_tokens + windows * cfg.extract_max_tokens + k * (cfg.sql_max_tokens + cfg.answer_max_tokens)
-    bounds = CostPlan("structured", k, calls, max_calls, prompt, max_prompt, completion,
-                      f"{plan_calls} plan + {windows:,} document windows + SQL + answer per question (cached records: fewer)",
-                      {"windows": windows})  # fmt: skip
+    bounds = CostPlan(strategy="structured", questions=k, calls=calls, max_calls=max_calls, prompt_tokens=prompt, max_prompt_tokens=max_prompt,
+                      completion_tokens=completion,
+                      formula=f"{plan_calls} plan + {windows:,} document windows + SQL + answer per question (cached records: fewer)",
+                      details={"windows": windows})  # fmt: skip
     once = costs.Calls(plan_calls + windows, plan_calls * fixed + (extract + extract_most) / 2, plan_calls * min(cfg.plan_max_tokens, 300) + windows * 150)
     each = costs.Calls(2, per_question, 100 + costs.reply_tokens(cfg, "answer_max_tokens"))
     return costs.Costs(bounds, costs.ExpectedCost(each, once))
