@@ -186,7 +186,7 @@ def model_key(llm: BaseChatModel) -> dict[str, Any]:
     return {"model": model_id(llm), "requests": request_settings(llm), "tokenizer": tokenizer_id(llm)}
 
 
-def question_key(question: Question, budget: int) -> tuple:
+def question_key(question: Question, budget: int) -> tuple[Any, ...]:
     """A question's part of a run key: its text, instruction and answer budget, and the
     protocol's temperature and stop sequences of the final call where it sets them."""
     protocol = question.protocol

@@ -93,7 +93,8 @@ class Budget:
         """USD of these tokens at :attr:`price` (0 without a price)."""
         if self.price is None:
             return 0.0
-        return (prompt_tokens * self.price[0] + completion_tokens * self.price[1]) / 1_000_000
+        usd: float = (prompt_tokens * self.price[0] + completion_tokens * self.price[1]) / 1_000_000
+        return usd
 
     def describe(self) -> str:
         """The limits, for messages: ``200 calls, 2,000,000 prompt tokens, $5.00``."""

@@ -154,7 +154,8 @@ class Strategy(Generic[ConfigT]):
 
     Attributes:
         name: Registry name used by ``answer(strategy=...)`` and the CLI.
-        build_graph: ``config -> compiled LangGraph`` (dependencies come in the run context).
+        build_graph: ``config -> compiled LangGraph`` (dependencies come in the run context; a batched
+            strategy's also takes ``checkpointer=``).
         config_cls: Frozen, validated dataclass whose defaults are the paper's numbers.
         uses_index: Whether the strategy needs a retrieval index built before it runs.
         run_mode: How it runs: :class:`SingleRun` (default) or a :class:`BatchRun`.
@@ -180,7 +181,7 @@ class Strategy(Generic[ConfigT]):
     """
 
     name: str
-    build_graph: Callable[[ConfigT], Any]
+    build_graph: Callable[..., Any]
     config_cls: type[ConfigT]
     uses_index: bool = False
     run_mode: SingleRun | BatchRun = field(default_factory=SingleRun)

@@ -4,41 +4,38 @@ question, with its own usage tracker, read back through :class:`~graphs.answer_s
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.callbacks import Callbacks
 from langchain_core.runnables import RunnableConfig
-from langgraph.graph.state import CompiledStateGraph
 
 from graphs.answer_state import AnswerState
 from graphs.budget import BudgetReached
 from graphs.config import ConfigT
 from graphs.context import StrategyContext
 from graphs.llm import tokenizer_for
+from graphs.nodes import CompiledGraph
 from graphs.registry import Strategy
 from graphs.run_config import model_name, trace_tags, with_handler
 from graphs.usage import UsageTracker, metering_queue
 from retrieval import Hit
 from retrieval.contract import Answer, Evidence, Question, Step
 
-#: A strategy's compiled graph: any state in, its :class:`AnswerState` out.
-AnswerGraph = CompiledStateGraph[Any, Any, Any, Any]
 
-
-def run_single(spec: Strategy[ConfigT], graph: AnswerGraph, context: StrategyContext[ConfigT], question: Question, callbacks: Callbacks,
+def run_single(spec: Strategy[ConfigT], graph: CompiledGraph, context: StrategyContext[ConfigT], question: Question, callbacks: Callbacks,
                effective: dict[str, Any]) -> Answer:  # fmt: skip
     """``question`` answered by one ``invoke`` of ``graph`` (a budget stop is an answer with ``stopped="budget"``)."""
     started = time.perf_counter()
     tracker, run_config = _run_config(spec, context, question, callbacks)
     with metering_queue() as queue:
         try:
-            final: AnswerState = graph.invoke(AnswerState(question=question, steps=[]), context=context, config=run_config)
+            final = cast(AnswerState, graph.invoke(AnswerState(question=question, steps=[]), context=context, config=run_config))
         except BudgetReached as exc:
             final = budget_stop(exc)
     return single_answer(spec, final, tracker, started=started, queued=queue.seconds, question=question, effective=effective)
 
 
-async def arun_single(spec: Strategy[ConfigT], graph: AnswerGraph, context: StrategyContext[ConfigT], question: Question, callbacks: Callbacks,
+async def arun_single(spec: Strategy[ConfigT], graph: CompiledGraph, context: StrategyContext[ConfigT], question: Question, callbacks: Callbacks,
                       effective: dict[str, Any]) -> Answer:  # fmt: skip
     """:func:`run_single` with the graph's ``ainvoke``."""
     started = time.perf_counter()
@@ -46,7 +43,7 @@ async def arun_single(spec: Strategy[ConfigT], graph: AnswerGraph, context: Stra
     tracker.run_inline = True  # thread-safe and cheap: called on the loop, not through its executor
     with metering_queue() as queue:  # this task's context: its executor calls copy it
         try:
-            final: AnswerState = await graph.ainvoke(AnswerState(question=question, steps=[]), context=context, config=run_config)
+            final = cast(AnswerState, await graph.ainvoke(AnswerState(question=question, steps=[]), context=context, config=run_config))
         except BudgetReached as exc:
             final = budget_stop(exc)
     return single_answer(spec, final, tracker, started=started, queued=queue.seconds, question=question, effective=effective)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
@@ -31,7 +32,7 @@ from graphs.full_context.truncation import (  # noqa: F401 - re-exported: the tr
     truncation_cut,
 )
 from graphs.llm import context_window, prompt_codec, tokenizer_id
-from graphs.nodes import generate, linear_graph
+from graphs.nodes import CompiledGraph, generate, linear_graph
 from graphs.prompt_sharing import PromptSharing
 from graphs.prompts import DOCUMENT_TEMPLATE, fill, format_documents
 from graphs.registry import STRATEGIES
@@ -122,7 +123,7 @@ def prepare_corpus(corpus: Corpus, questions: Iterable[Question], llm: BaseChatM
     return len(budgets)
 
 
-def build_prompt(state: FullContextState, runtime: Runtime[StrategyContext[FullContextConfig]]) -> dict:
+def build_prompt(state: FullContextState, runtime: Runtime[StrategyContext[FullContextConfig]]) -> dict[str, Any]:
     """The full-context prompt of :func:`full_context_prompt`."""
     ctx = runtime.context
     built = full_context_prompt(ctx.corpus, state["question"], ctx.llm, ctx.config)
@@ -179,6 +180,6 @@ def full_context_costs(cfg: FullContextConfig, shape: costs.CorpusShape, questio
     prompt_sharing=PromptSharing("the corpus text (cut to the window), before the question"),
     description="The whole corpus in one prompt, middle-truncated to the model window.",
 )
-def build_graph(config: FullContextConfig | None = None):
+def build_graph(config: FullContextConfig | None = None) -> CompiledGraph:
     """START -> build_prompt -> generate -> END."""
     return linear_graph("full_context", FullContextState, ("build_prompt", build_prompt), ("generate", generate))

@@ -13,7 +13,7 @@ Templates: BytedTsinghua-SIA/MemAgent ``taskutils/memory_eval/utils/recurrent.py
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Required, TypedDict
 
@@ -33,6 +33,7 @@ from graphs.memagent.ceiling import MEMAGENT_CEILING
 from graphs.memagent.config import MemAgentConfig
 from graphs.memagent.presentation import PRESENTATION
 from graphs.memagent.prompts import DEFAULT_FINAL_INSTRUCTION, FINAL_TEMPLATE, MEMORY_TEMPLATE, PROMPTS_VERSION
+from graphs.nodes import CompiledGraph
 from graphs.prompts import format_documents
 from graphs.registry import STRATEGIES, BatchRun, BatchSettings, Continuation
 from memory import NO_MEMORY, MemoryTrace, bound_memory, strip_think
@@ -51,11 +52,11 @@ class MemAgentContext(StrategyContext[MemAgentConfig]):
     layout: str = "titled"
 
 
-def _merge(a: dict | None, b: dict | None) -> dict:
+def _merge(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any]:
     return {**(a or {}), **(b or {})}
 
 
-def _sum_counts(a: dict | None, b: dict | None) -> dict:
+def _sum_counts(a: dict[str, int] | None, b: dict[str, int] | None) -> dict[str, int]:
     a, b = a or {}, b or {}
     return {k: a.get(k, 0) + b.get(k, 0) for k in {*a, *b}}
 
@@ -102,7 +103,7 @@ class MemAgentState(TypedDict, total=False):
     memories: Annotated[dict[str, str], _merge]
     finals: Annotated[dict[str, str], _merge]
     cuts: Annotated[dict[str, int], _sum_counts]
-    usage: Annotated[dict[str, dict], add_usage]
+    usage: Annotated[dict[str, dict[str, Any]], add_usage]
     continued_from: int  # documents of the earlier corpus whose final memories this run started from
 
 
@@ -137,7 +138,7 @@ def official_prediction(reply: str) -> str:
     return extract_answer(body or response) or ""
 
 
-def split_stream(text: str, size: int, encode, decode) -> list[tuple[str, int]]:
+def split_stream(text: str, size: int, encode: Callable[[str], list[int]], decode: Callable[[list[int]], str]) -> list[tuple[str, int]]:
     """The token stream of ``text`` in windows of ``size`` tokens, as ``(text, n_tokens)``
     (cut at character boundaries; see :func:`retrieval.tokenizers.split_ids`)."""
     return split_ids(text, size, Tokenizer(id="given", encode_fn=encode, decode_fn=decode))
@@ -245,7 +246,7 @@ def fan_out(state: MemAgentState) -> list[Send]:
     ]
 
 
-def update_memory(task: MemoryTask, runtime: Runtime[MemAgentContext]) -> dict:
+def update_memory(task: MemoryTask, runtime: Runtime[MemAgentContext]) -> dict[str, Any]:
     """Problem + memory + chunk -> the new memory, which replaces the old one."""
     ctx, qi, k = runtime.context, task["qi"], task["chunk"]
     cfg: MemAgentConfig = ctx.config
@@ -262,13 +263,13 @@ def update_memory(task: MemoryTask, runtime: Runtime[MemAgentContext]) -> dict:
     return {"memories": {qi: update.text}, "usage": {qi: usage}, "cuts": {qi: int(update.cut)}}
 
 
-def advance(state: MemAgentState) -> dict:
+def advance(state: MemAgentState) -> dict[str, Any]:
     """All questions have read chunk k: move to k + 1."""
     report_progress("read", done=state["chunk_index"] + 1, total=state["n_chunks"])
     return {"chunk_index": state["chunk_index"] + 1}
 
 
-def final_answer(task: MemoryTask, runtime: Runtime[MemAgentContext]) -> dict:
+def final_answer(task: MemoryTask, runtime: Runtime[MemAgentContext]) -> dict[str, Any]:
     """Problem + final memory -> the answer, in the benchmark's format when it gives one."""
     ctx, qi = runtime.context, task["qi"]
     cfg: MemAgentConfig = ctx.config
@@ -279,7 +280,7 @@ def final_answer(task: MemoryTask, runtime: Runtime[MemAgentContext]) -> dict:
     temperature = task["question"].get("temperature", cfg.temperature)
     top_p = task["question"].get("top_p", cfg.top_p)  # None: the benchmark's sampling, which sends no top-p
     stop = task["question"].get("stop")
-    sampling = {"top_p": top_p} if top_p is not None else {}
+    sampling: dict[str, Any] = {"top_p": top_p} if top_p is not None else {}
     text, usage = complete_with_usage(ctx.llm, prompt, max_tokens=budget, temperature=temperature, stop=stop, **sampling)
     return {"finals": {qi: text}, "usage": {qi: usage}}
 
@@ -391,7 +392,7 @@ def memagent_costs(cfg: MemAgentConfig, shape: costs.CorpusShape, questions: Seq
     presentation=PRESENTATION,
     description="Stream the whole corpus through a 1,024-token overwritten memory, 5,000 tokens per step.",
 )
-def build_graph(config: MemAgentConfig | None = None, checkpointer: Any = None):
+def build_graph(config: MemAgentConfig | None = None, checkpointer: Any = None) -> CompiledGraph:
     """START -> (update_memory per question -> advance)* -> final_answer per question -> END."""
     graph = StateGraph(MemAgentState, context_schema=MemAgentContext)
     graph.add_node("update_memory", update_memory)  # type: ignore[arg-type, call-overload]  # LangGraph types node inputs as state schemas; Send payloads are plain dicts

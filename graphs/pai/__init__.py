@@ -7,7 +7,8 @@ sub-questions), ``judging`` (the judge fan-out and the kept chunks), ``state`` (
 """
 
 from graphs.pai.config import PaiConfig
-from graphs.pai.graph import build_graph, build_graph_minus, choose_mode
+from graphs.pai.graph import build_graph, build_graph_minus
+from graphs.pai.judging import choose_mode
 from graphs.pai.prompts import PROMPTS_VERSION
 
 __all__ = ["PROMPTS_VERSION", "PaiConfig", "build_graph", "build_graph_minus", "choose_mode"]

@@ -17,6 +17,7 @@ The output is the paper's CoT (Fig. 8): properties, sub-answers, then "Conclusio
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from langgraph._internal._runnable import RunnableCallable
@@ -28,6 +29,7 @@ from graphs import costs
 from graphs.budget import BudgetReached
 from graphs.context import StrategyContext
 from graphs.llm import complete
+from graphs.nodes import CompiledGraph
 from graphs.pai import prompts as P
 from graphs.pai.ceiling import JudgedChunksCeiling
 from graphs.pai.config import PaiConfig
@@ -60,7 +62,7 @@ def pack(chunks: list[Chunk], budget: int) -> tuple[list[Chunk], int]:
     return packed, len(chunks) - len(packed)
 
 
-def sub_answer(task: SubAnswerTask, runtime: Runtime[StrategyContext[PaiConfig]]) -> dict:
+def sub_answer(task: SubAnswerTask, runtime: Runtime[StrategyContext[PaiConfig]]) -> dict[str, Any]:
     """The sub-answer from the packed kept chunks; "not found" without a call when none was kept
     (a call the budget refuses is marked ``stopped``, as a judge's, and :func:`summarize` stops the run)."""
     ctx, cfg, sq = runtime.context, runtime.context.config, task["sub_question"]
@@ -79,7 +81,7 @@ def sub_answer(task: SubAnswerTask, runtime: Runtime[StrategyContext[PaiConfig]]
     return {"sub_answers": [{"sq": task["sq"], "text": text, "packed": len(packed), "over_budget": over, "called": True}]}
 
 
-def summarize(state: PaiState, runtime: Runtime[StrategyContext[PaiConfig]]) -> dict:
+def summarize(state: PaiState, runtime: Runtime[StrategyContext[PaiConfig]]) -> dict[str, Any]:
     """Question + sub-answers -> conclusion (benchmark format), then the CoT output."""
     ctx, cfg, question = runtime.context, runtime.context.config, state["question"]
     stop_if_refused(state.get("sub_answers", []))
@@ -114,7 +116,7 @@ def render_cot(properties: list[dict[str, str]], sub_questions: list[SubQuestion
     return template.format(properties=items, sub_answers="\n".join(sub_answers), conclusion=conclusion)
 
 
-def _graph(name: str, decompose) -> Any:
+def _graph(name: str, decompose: Callable[..., dict[str, Any]]) -> CompiledGraph:
     """The PAI wiring with ``decompose`` (properties or direct sub-questions) as the first node."""
     graph = StateGraph(PaiState, context_schema=StrategyContext)
     graph.add_node("decompose", decompose)
@@ -160,7 +162,7 @@ JUDGE_SHARING = PromptSharing("each chunk, in its judge calls (judge_order='chun
     presentation=PRESENTATION,
     description="Property-based agentic inference: properties -> keep_context per (sub-question, 1,024-token chunk) -> sub-answers -> conclusion.",
 )
-def build_graph(config: PaiConfig | None = None):
+def build_graph(config: PaiConfig | None = None) -> CompiledGraph:
     """START -> decompose (properties) -> plan_judging -> judge x chunks -> gather -> sub_answer x N -> summarize -> END."""
     cfg = config or PaiConfig()
     return _graph("pai", extract_properties).with_config(max_concurrency=cfg.concurrency)
@@ -179,7 +181,7 @@ def build_graph(config: PaiConfig | None = None):
     presentation=MINUS_PRESENTATION,
     description="PAI- ablation: sub-questions generated directly, no properties, then PAI's judging and summary.",
 )
-def build_graph_minus(config: PaiConfig | None = None):
+def build_graph_minus(config: PaiConfig | None = None) -> CompiledGraph:
     """PAI-: the same graph with sub-questions generated directly (no properties)."""
     cfg = config or PaiConfig()
     return _graph("pai_minus", generate_sub_questions).with_config(max_concurrency=cfg.concurrency)

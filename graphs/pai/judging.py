@@ -35,7 +35,7 @@ def all_chunks(ctx: StrategyContext[PaiConfig]) -> list[Chunk]:
     return chunk_corpus(ctx.corpus, ctx.config.chunking())
 
 
-def plan_judging(state: PaiState, runtime: Runtime[StrategyContext[PaiConfig]]) -> dict:
+def plan_judging(state: PaiState, runtime: Runtime[StrategyContext[PaiConfig]]) -> dict[str, Any]:
     """Candidate chunks per sub-question: all of them (exhaustive) or the retriever's top-K."""
     ctx, cfg = runtime.context, runtime.context.config
     mode = choose_mode(cfg, ctx.corpus.num_tokens)
@@ -75,7 +75,7 @@ def route_judges(state: PaiState) -> list[Send] | Literal["gather"]:
     return [Send("judge", task) for task in by_chunk.values()] or "gather"
 
 
-def judge(task: JudgeTask, runtime: Runtime[StrategyContext[PaiConfig]]) -> dict:
+def judge(task: JudgeTask, runtime: Runtime[StrategyContext[PaiConfig]]) -> dict[str, Any]:
     """One ``keep_context`` verdict per pair of the chunk; a reply still malformed after the retries is recorded.
 
     A pair whose call the budget refuses is marked ``stopped`` instead of raising here: the other judges'
@@ -94,7 +94,7 @@ def judge(task: JudgeTask, runtime: Runtime[StrategyContext[PaiConfig]]) -> dict
     return {"judgments": [one(pair) for pair in task["pairs"]]}
 
 
-async def ajudge(task: JudgeTask, runtime: Runtime[StrategyContext[PaiConfig]]) -> dict:
+async def ajudge(task: JudgeTask, runtime: Runtime[StrategyContext[PaiConfig]]) -> dict[str, Any]:
     """:func:`judge` through the model's async interface (what ``ainvoke`` / ``astream`` of the graph run):
     the chunk's pairs as coroutines, each holding the run's call gate (``concurrency`` calls in
     flight), with the same retries and the same budget stop. Any other failure cancels the chunk's
@@ -114,7 +114,7 @@ async def ajudge(task: JudgeTask, runtime: Runtime[StrategyContext[PaiConfig]]) 
     return {"judgments": await gather_or_cancel([one(pair) for pair in task["pairs"]])}
 
 
-def _stopped_verdict(pair: JudgedPair, task: JudgeTask, exc: BudgetReached) -> dict:
+def _stopped_verdict(pair: JudgedPair, task: JudgeTask, exc: BudgetReached) -> dict[str, Any]:
     """The verdict of a pair whose call the budget refused (no request was sent for it)."""
     return {"sq": pair["sq"], "chunk_id": task["hit"].chunk.chunk_id, "keep": False, "attempts": 0, "stopped": str(exc)}
 
@@ -150,18 +150,18 @@ def _judge_call(task: JudgeTask, cfg: PaiConfig) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _verdict(pair: JudgedPair, task: JudgeTask, cfg: PaiConfig, out: CallOutcome) -> dict:
+def _verdict(pair: JudgedPair, task: JudgeTask, cfg: PaiConfig, out: CallOutcome) -> dict[str, Any]:
     keep = bool(out.items[0]["keep_context"]) if out.ok else cfg.on_malformed_judgment == "keep"
-    verdict = {"sq": pair["sq"], "chunk_id": task["hit"].chunk.chunk_id, "keep": keep, "attempts": out.attempts}
+    verdict: dict[str, Any] = {"sq": pair["sq"], "chunk_id": task["hit"].chunk.chunk_id, "keep": keep, "attempts": out.attempts}
     if not out.ok:
         verdict["error"] = out.errors[-1]
     return verdict
 
 
-def gather(state: PaiState) -> dict:
+def gather(state: PaiState) -> dict[str, Any]:
     """Kept chunks per sub-question in document order (the evidence), and the verdict counts."""
     stop_if_refused(state.get("judgments", []))
-    verdicts: dict[tuple[int, int], dict] = {(v["sq"], v["chunk_id"]): v for v in state.get("judgments", [])}
+    verdicts: dict[tuple[int, int], dict[str, Any]] = {(v["sq"], v["chunk_id"]): v for v in state.get("judgments", [])}
     hits: list[Hit] = []
     per_sq, malformed, kept_chunks = [], [], []
     for i, sq in enumerate(state["sub_questions"]):

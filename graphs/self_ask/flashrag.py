@@ -3,7 +3,7 @@ transcript, its stop cue alternating, until a final answer, an empty transcript 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from langgraph.runtime import Runtime
 
@@ -64,7 +64,7 @@ def parse_final_answer(transcript: str) -> str:
     return "" if line is None else line.split(FINAL_PREFIX)[1].strip()
 
 
-def generate(state: SelfAskState, runtime: Runtime[StrategyContext[SelfAskConfig]]) -> dict:
+def generate(state: SelfAskState, runtime: Runtime[StrategyContext[SelfAskConfig]]) -> dict[str, Any]:
     """One generator call: continue the transcript up to the current stop cue, then alternate the cue."""
     ctx = runtime.context
     cfg: SelfAskConfig = ctx.config
@@ -100,7 +100,7 @@ def after_generate(state: SelfAskState) -> Literal["finish", "retrieve_follow_up
     return "retrieve_follow_up" if state.get("follow_up") else "generate"
 
 
-def finish_flashrag(state: SelfAskState) -> dict:
+def finish_flashrag(state: SelfAskState) -> dict[str, Any]:
     """The final answer parsed from the transcript (empty when absent); the transcript goes in the step."""
     transcript = state.get("transcript", "")
     final = parse_final_answer(transcript)

@@ -38,6 +38,7 @@ from langgraph.graph import END, START, StateGraph
 
 from graphs import costs
 from graphs.context import StrategyContext
+from graphs.nodes import CompiledGraph
 from graphs.registry import STRATEGIES
 from graphs.self_ask.ceiling import FollowUpCeiling
 from graphs.self_ask.config import SelfAskConfig
@@ -67,7 +68,7 @@ from graphs.self_ask.state import SelfAskState
         "answers, each follow-up re-retrieves; at most 5 generator calls (variant='reader': a reader answers each follow-up)."
     ),
 )
-def build_graph(config: SelfAskConfig | None = None):
+def build_graph(config: SelfAskConfig | None = None) -> CompiledGraph:
     """The loop of ``config.variant`` (module docstring), with a recursion limit that fits the cap."""
     cfg = config or SelfAskConfig()
     graph = StateGraph(SelfAskState, context_schema=StrategyContext)

@@ -4,7 +4,7 @@ from its chunks alone, and the final answer is forced after the cap (:mod:`graph
 from __future__ import annotations
 
 import re
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from langgraph.runtime import Runtime
 
@@ -69,7 +69,7 @@ def intermediate_answers(scratchpad: str) -> list[str]:
     return [line.split(INTERMEDIATE, 1)[1].strip() for line in scratchpad.splitlines() if line.startswith(INTERMEDIATE)]
 
 
-def ask(state: SelfAskState, runtime: Runtime[StrategyContext[SelfAskConfig]]) -> dict:
+def ask(state: SelfAskState, runtime: Runtime[StrategyContext[SelfAskConfig]]) -> dict[str, Any]:
     """Continue the transcript up to the next follow-up question or the final answer."""
     ctx = runtime.context
     cfg: SelfAskConfig = ctx.config
@@ -96,7 +96,7 @@ def after_ask(state: SelfAskState) -> Literal["retrieve_follow_up", "force_final
     return "force_final"
 
 
-def answer_follow_up(state: SelfAskState, runtime: Runtime[StrategyContext[SelfAskConfig]]) -> dict:
+def answer_follow_up(state: SelfAskState, runtime: Runtime[StrategyContext[SelfAskConfig]]) -> dict[str, Any]:
     """Answer the follow-up from its chunks alone and write it into the transcript."""
     ctx = runtime.context
     cfg: SelfAskConfig = ctx.config
@@ -114,7 +114,7 @@ def answer_follow_up(state: SelfAskState, runtime: Runtime[StrategyContext[SelfA
     return {"scratchpad": pad, "iterations": iterations, "follow_up": None, "steps": [step]}
 
 
-def force_final(state: SelfAskState, runtime: Runtime[StrategyContext[SelfAskConfig]]) -> dict:
+def force_final(state: SelfAskState, runtime: Runtime[StrategyContext[SelfAskConfig]]) -> dict[str, Any]:
     """Append the final-answer cue and let the model complete one line (original self-ask)."""
     ctx = runtime.context
     cfg: SelfAskConfig = ctx.config
@@ -131,7 +131,7 @@ def force_final(state: SelfAskState, runtime: Runtime[StrategyContext[SelfAskCon
     return {"scratchpad": f"{pad} {line.strip()}\n", "final": final, "final_source": source, "steps": [step]}
 
 
-def finish_reader(state: SelfAskState) -> dict:
+def finish_reader(state: SelfAskState) -> dict[str, Any]:
     """The parsed (or forced) final answer; the transcript after the question goes in the step."""
     step = Step(
         "finish",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from langgraph.runtime import Runtime
 
 from graphs.context import StrategyContext
@@ -11,7 +13,7 @@ from retrieval import Hit
 from retrieval.contract import Step
 
 
-def _retrieval_facts(ctx: StrategyContext[SelfAskConfig], query: str, hits: list[Hit]) -> dict:
+def _retrieval_facts(ctx: StrategyContext[SelfAskConfig], query: str, hits: list[Hit]) -> dict[str, Any]:
     return {
         "query": query,
         "retriever": ctx.require_index().retriever.name,
@@ -35,7 +37,7 @@ def pending_follow_up(state: SelfAskState) -> str:
     return follow_up
 
 
-def retrieve(state: SelfAskState, runtime: Runtime[StrategyContext[SelfAskConfig]]) -> dict:
+def retrieve(state: SelfAskState, runtime: Runtime[StrategyContext[SelfAskConfig]]) -> dict[str, Any]:
     """The initial retrieval: top-k for the question, which become the first prompt's contexts."""
     ctx = runtime.context
     query = state["question"].render()
@@ -43,7 +45,7 @@ def retrieve(state: SelfAskState, runtime: Runtime[StrategyContext[SelfAskConfig
     return {"contexts": hits, "hits": hits, "steps": [Step("retrieve", **_retrieval_facts(ctx, query, hits))]}
 
 
-def retrieve_follow_up(state: SelfAskState, runtime: Runtime[StrategyContext[SelfAskConfig]]) -> dict:
+def retrieve_follow_up(state: SelfAskState, runtime: Runtime[StrategyContext[SelfAskConfig]]) -> dict[str, Any]:
     """Top-k chunks with the follow-up question as the query.
 
     ``flashrag``: they replace the prompt's contexts (or join them, ``contexts="accumulate"``);
