@@ -338,7 +338,7 @@ MEMAGENT_RUN = BatchRun(
 )
 
 
-def memagent_chunks(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: Any = None) -> tuple[int, ...]:
+def memagent_chunks(cfg: MemAgentConfig, corpus: Corpus, questions: Sequence[Question], llm: BaseChatModel | None = None) -> tuple[int, ...]:
     """Token sizes of the chunks MemAgent reads (cut as :func:`graphs.memagent.graph.prepare_context` cuts them)."""
     text, _ = stream_text(corpus, questions, cfg.stream)
     tokenizer = tokenizer_for(llm) if llm is not None else tiktoken_tokenizer("cl100k_base")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
@@ -21,7 +20,7 @@ from retrieval.contract import Question
 NODES_PER_CLUSTER = 4
 
 
-def typical_layers(leaves: int, cfg: Any) -> list[int]:
+def typical_layers(leaves: int, cfg: RaptorConfig) -> list[int]:
     """Clusters per summary layer, typically: a quarter of the nodes below, while a layer has more than ``reduction_dimension + 1`` nodes."""
     out: list[int] = []
     n = leaves
@@ -59,7 +58,7 @@ def raptor_costs(cfg: RaptorConfig, shape: costs.CorpusShape, questions: Sequenc
     return costs.Costs(bounds, costs.ExpectedCost(per_question, once))
 
 
-def _answer_prompt(cfg: Any, question: Question) -> str:
+def _answer_prompt(cfg: RaptorConfig, question: Question) -> str:
     """The answer call's text without its nodes (the system turn counted with the user turn for ``paper``)."""
     if cfg.qa_prompt == "paper":
         return P.QA_SYSTEM + "\n" + P.QA_TEMPLATE.format(context="", question=question.render())
