@@ -1,4 +1,8 @@
-"""Self-Ask (Press et al. 2023), retrieval-backed: FlashRAG's SelfAskPipeline by default, or the reader variant."""
+"""Self-Ask (Press et al. 2023), retrieval-backed: FlashRAG's SelfAskPipeline by default, or the reader variant.
+
+Modules: ``state`` (the state, the stop cut), ``retrieve`` (the retrievals both variants share), ``flashrag`` and
+``reader`` (each variant's nodes, prompt and parsing), ``cost_model``, ``graph`` (the wiring; registration).
+"""
 
 from graphs.self_ask.config import SelfAskConfig
 from graphs.self_ask.flashrag import FINAL_PREFIX, first_follow_up, flashrag_prompt, format_contexts, parse_final_answer
