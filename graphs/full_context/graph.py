@@ -7,6 +7,7 @@ the model window minus the answer budget and a small reserve for the chat templa
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -158,7 +159,7 @@ def full_context_costs(cfg: FullContextConfig, shape: costs.CorpusShape, questio
             whole = costs.prompt_tokens("full_context", "benchmark", lambda q=q: q.protocol.prompt(), llm, q)  # type: ignore[misc,union-attr]
             low, high = whole - 2 * costs.SEAM_TOKENS, whole + 2 * costs.SEAM_TOKENS
         else:
-            bare = costs.prompt_tokens("full_context", "ours", lambda q=q: fill(FULL_CONTEXT_TEMPLATE, "", q), llm, q)  # type: ignore[misc]
+            bare = costs.prompt_tokens("full_context", "ours", functools.partial(fill, FULL_CONTEXT_TEMPLATE, "", q), llm, q)
             low, high = bare + headers + shape.tokens - seams, bare + headers + shape.tokens + seams
         lows.append(max(0, min(low, cap - 2 * costs.SEAM_TOKENS)))
         highs.append(min(high, cap + 2 * costs.SEAM_TOKENS))

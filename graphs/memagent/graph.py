@@ -13,6 +13,7 @@ Templates: BytedTsinghua-SIA/MemAgent ``taskutils/memory_eval/utils/recurrent.py
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Required, TypedDict
@@ -363,9 +364,9 @@ def memagent_costs(cfg: MemAgentConfig, shape: costs.CorpusShape, questions: Seq
     updates, finals, reads = [], [], []  # per question: one update's and the final call's text beyond the chunk and the memory
     for x in questions or [costs.PLACEHOLDER_QUESTION]:
         problem = x.render().strip()
-        updates.append(costs.prompt_tokens("memagent", "update", lambda p=problem: MEMORY_TEMPLATE.format(prompt=p, memory="", chunk=""), llm, x))  # type: ignore[misc]
-        finals.append(costs.prompt_tokens("memagent", f"final:{cfg.final_instruction}", lambda p=problem, x=x: FINAL_TEMPLATE.format(  # type: ignore[misc]
-            instruction=final_instruction(x.instruction if benchmark else None), prompt=p, memory=""), llm, x))
+        updates.append(costs.prompt_tokens("memagent", "update", functools.partial(MEMORY_TEMPLATE.format, prompt=problem, memory="", chunk=""), llm, x))
+        finals.append(costs.prompt_tokens("memagent", f"final:{cfg.final_instruction}", functools.partial(
+            FINAL_TEMPLATE.format, instruction=final_instruction(x.instruction if benchmark else None), prompt=problem, memory=""), llm, x))
         reads.append(n * updates[-1] + finals[-1])
     seam = costs.SEAM_TOKENS  # chunk and memory in each update, the memory in the final call
     read = sum(sizes) + max(reads) + (2 * n + 1) * seam

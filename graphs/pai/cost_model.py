@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -31,15 +32,14 @@ def pai_costs(cfg: PaiConfig, shape: costs.CorpusShape, questions: Sequence[Ques
     judged = c if mode == "exhaustive" else min(cfg.top_k, c)
     shortest, longest = costs.titles(shape, llm)
     decompose = P.PROPERTY_PROMPT if strategy == "pai" else P.SUB_QUESTION_PROMPT
-    judge = [costs.prompt_tokens(strategy, f"judge:{i}:{title}", lambda tpl=tpl, title=title: tpl.format(sub_question="", title=title, chunk=""), llm)  # type: ignore[misc]
+    judge = [costs.prompt_tokens(strategy, f"judge:{i}:{title}", functools.partial(tpl.format, sub_question="", title=title, chunk=""), llm)
              for title in (shortest, longest) for i, tpl in enumerate(JUDGE_TEMPLATES.values())]  # fmt: skip
     answer = costs.prompt_tokens(strategy, "sub_answer", lambda: P.SUB_ANSWER_PROMPT.format(context="", sub_question="", form=P.PROPERTY_ANSWER_FORM), llm)
     own = []  # per question: its decomposition's and its summary's text (no "how", no findings)
     for x in questions or [costs.PLACEHOLDER_QUESTION]:
         instruction = x.instruction or P.DEFAULT_SUMMARY_INSTRUCTION
-        own.append(costs.prompt_tokens(strategy, "decompose", lambda x=x: decompose.format(question=x.render(), how=""), llm, x)  # type: ignore[misc]
-                   + costs.prompt_tokens(strategy, "summary", lambda x=x, i=instruction: P.SUMMARY_PROMPT.format(  # type: ignore[misc]
-                       question=x.render(), findings="", instruction=i), llm, x))  # fmt: skip
+        own.append(costs.prompt_tokens(strategy, "decompose", functools.partial(_decompose_prompt, decompose, x), llm, x)
+                   + costs.prompt_tokens(strategy, "summary", functools.partial(_summary_prompt, x, instruction), llm, x))  # fmt: skip
     seam = costs.SEAM_TOKENS
     judged_text = t if mode == "exhaustive" else min(t, judged * chunk)
     # at least (counted from the real templates, every model-written part empty): the decomposition, one property judged
@@ -71,3 +71,13 @@ def pai_minus_costs(cfg: PaiConfig, shape: costs.CorpusShape, questions: Sequenc
                     window: int | None = None) -> costs.Costs:  # fmt: skip
     """PAI's costs (sub-questions generated directly instead of properties: the same counts)."""
     return pai_costs(cfg, shape, questions, llm=llm, window=window, strategy="pai_minus")
+
+
+def _decompose_prompt(template: str, question: Question) -> str:
+    """The decomposition prompt of ``question`` without its "how" (what a plan counts of it)."""
+    return template.format(question=question.render(), how="")
+
+
+def _summary_prompt(question: Question, instruction: str) -> str:
+    """The summary prompt of ``question`` without its findings (what a plan counts of it)."""
+    return P.SUMMARY_PROMPT.format(question=question.render(), findings="", instruction=instruction)

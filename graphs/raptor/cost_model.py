@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -34,7 +35,8 @@ def raptor_costs(cfg: RaptorConfig, shape: costs.CorpusShape, questions: Sequenc
                  window: int | None = None) -> costs.Costs:  # fmt: skip
     """Per question one answer call over at most ``context_tokens`` of nodes; once per corpus one summary per cluster per layer."""
     k = len(questions)
-    each_q = [costs.prompt_tokens("raptor", "answer", lambda x=x: _answer_prompt(cfg, x), llm, x) for x in questions or [costs.PLACEHOLDER_QUESTION]]  # type: ignore[misc]
+    each_q = [costs.prompt_tokens("raptor", "answer", functools.partial(_answer_prompt, cfg, x), llm, x)
+              for x in questions or [costs.PLACEHOLDER_QUESTION]]  # fmt: skip
     summary = costs.prompt_tokens("raptor", "summary", lambda: P.SUMMARY_SYSTEM + "\n" + P.SUMMARY_TEMPLATE.format(context=""), llm)
     context = min(cfg.context_tokens, shape.tokens) + 2 * cfg.top_k  # the nodes and their blank-line separators
     leaves = sum(max(1, math.ceil(n / cfg.chunk_tokens)) for n in shape.token_counts if n > 0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from langchain_core.language_models import BaseChatModel
@@ -26,7 +27,7 @@ def self_ask_costs(cfg: SelfAskConfig, shape: costs.CorpusShape, questions: Sequ
         return flashrag_prompt(q, [], "", single_hop=cfg.single_hop) if cfg.variant == "flashrag" else self_ask_prompt(q, "")
 
     # each question's template, counted as the budget guard counts (the least and the most over the questions)
-    bases = [costs.prompt_tokens("self_ask", f"{cfg.variant}:{cfg.single_hop}", lambda q=q: template(q), llm, q)  # type: ignore[misc]
+    bases = [costs.prompt_tokens("self_ask", f"{cfg.variant}:{cfg.single_hop}", functools.partial(template, q), llm, q)
              for q in questions or [costs.PLACEHOLDER_QUESTION]]  # fmt: skip
     base, base_most = min(bases), max(bases)
     chunk = costs.tokens_of(cfg.chunk_size, "words")
