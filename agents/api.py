@@ -21,7 +21,9 @@ from typing import Any, ParamSpec, TypeVar
 from langchain_core.language_models import BaseChatModel
 
 from agents.calibration import ModelSpeed
-from agents.chat_models import EmbeddedChatModel, as_chat_model_error, make_chat_model
+from agents.chat_errors import as_chat_model_error
+from agents.chat_models import make_chat_model
+from agents.embedded_chat import EmbeddedChatModel
 from agents.jsonsafe import is_plain, json_safe
 from agents.run_plan import plan_for, too_slow
 from graphs import STRATEGIES

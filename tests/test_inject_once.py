@@ -9,7 +9,8 @@ import pytest
 from experiments.benchmarks import load_benchmark
 from experiments.context_costs import context_costs, per_context_table
 from experiments.report import build_report
-from experiments.runner import RunConfig, read_rows, run_experiment, work_units
+from experiments.runner import RunConfig, read_rows, run_experiment
+from experiments.runner.units import work_units
 from graphs.run_setup import RunSetup
 from tests.scripted import ScriptedChatModel
 
