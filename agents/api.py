@@ -30,6 +30,7 @@ from graphs import STRATEGIES
 from graphs.budget import Budget, CostPlan, check_plan
 from graphs.config import ConfigT, StrategyConfig
 from graphs.registry import Strategy
+from graphs.retrieval_service import RetrievalService
 from graphs.run import RunOptions, arun_strategy, run_strategy
 from graphs.run_batched import checkpoint_held
 from retrieval import Index
@@ -305,7 +306,7 @@ def _explained(chat: BaseChatModel) -> Iterator[None]:
 
 def index_for(corpus: Corpus, cfg: Any, *, cache_dir: str | Path | None = None, show_progress: bool = False) -> Index:
     """The (cached) index a retrieval-using strategy config asks for."""
-    return cfg.build_index(corpus, cache_dir=cache_dir, show_progress=show_progress)
+    return RetrievalService(settings=cfg, cache_dir=cache_dir, show_progress=show_progress).build_index(corpus)
 
 
 def _check_corpus(corpus: Any) -> None:

@@ -15,8 +15,9 @@ from graphs.full_context import FullContextConfig
 from graphs.memagent import MemAgentConfig
 from graphs.pai import PaiConfig
 from graphs.presentation import StrategyPresentation
-from graphs.rag import RagConfig, RetrievalSettings
+from graphs.rag import RagConfig
 from graphs.registry import STRATEGIES, BatchRun, BatchSettings, Continuation, RayStage, SingleRun, Strategy
+from graphs.retrieval_settings import RetrievalSettings
 from graphs.self_ask import SelfAskConfig
 from graphs.self_route import SelfRouteConfig
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Generic, Protocol, Required, TypedDict, runtime_checkable
+from typing import Any, Generic, Required, TypedDict
 
 from langchain_core.callbacks import Callbacks
 from langchain_core.language_models import BaseChatModel
@@ -15,6 +15,8 @@ from graphs.config import ConfigT
 from graphs.context import StrategyContext
 from graphs.llm import has_native_async
 from graphs.registry import Strategy
+from graphs.retrieval_service import RetrievalService
+from graphs.retrieval_settings import RetrievalSettings
 from graphs.run_config import effective_config, with_budget
 from retrieval import Index
 from retrieval.contract import Answer, Corpus, Question
@@ -48,15 +50,6 @@ class RunOptions(TypedDict, total=False):
     show_progress: bool
     key_prefix: str | None
     budget: Budget | None
-
-
-@runtime_checkable
-class IndexSettings(Protocol):
-    """What the run path reads of a retrieving strategy's config (``uses_index=True``): how to build its index."""
-
-    def build_index(self, corpus: Corpus, *, cache_dir: str | Path | None = None, show_progress: bool = False) -> Index:
-        """The (cached) index these settings describe over ``corpus``."""
-        ...
 
 
 class RunSetup(Generic[ConfigT]):
@@ -93,11 +86,11 @@ class RunSetup(Generic[ConfigT]):
         """Build (or load from the cache) the index the config asks for.
 
         Raises:
-            TypeError: The strategy is registered with ``uses_index=True`` but its config cannot build an index.
+            TypeError: The strategy is registered with ``uses_index=True`` but its config has no retrieval settings.
         """
-        if not isinstance(self.cfg, IndexSettings):
-            raise TypeError(f"Strategy {self.spec.name!r} uses an index, but its config {type(self.cfg).__name__} has no build_index()")
-        return self.cfg.build_index(self.corpus, cache_dir=self.cache, show_progress=self.show_progress)
+        if not isinstance(self.cfg, RetrievalSettings):
+            raise TypeError(f"Strategy {self.spec.name!r} uses an index, but its config {type(self.cfg).__name__} is no RetrievalSettings")
+        return RetrievalService(settings=self.cfg, cache_dir=self.cache, show_progress=self.show_progress).build_index(self.corpus)
 
     def indexed(self, index: Index | None) -> None:
         """Record the run's index and the time it took, then what the answers will record as run."""

@@ -16,7 +16,7 @@ from agents import Budget, BudgetExceeded, CorpusError, Workspace, estimate
 from agents.chat_models import make_chat_model
 from agents.comparison import TEXT_WIDTH, Comparison
 from agents.workspace import merged
-from graphs.rag import config as rag_config
+from graphs import retrieval_service
 from retrieval import Corpus
 from retrieval import index as index_module
 from retrieval.contract import Answer, Document, Question, Usage
@@ -53,7 +53,7 @@ def builds(monkeypatch):
     """Counts of index requests reaching the cache (``build_index``), of indexes actually built,
     and of indexes grown from an earlier corpus's by a segment (``retrieval.index._grow``)."""
     counts = {"requested": 0, "built": 0, "grown": 0}
-    request, build, grow = rag_config.build_index, index_module._build, index_module._grow
+    request, build, grow = retrieval_service.build_index, index_module._build, index_module._grow
 
     def counted_request(*args, **kwargs):
         counts["requested"] += 1
@@ -68,7 +68,7 @@ def builds(monkeypatch):
         counts["grown"] += index is not None
         return index
 
-    monkeypatch.setattr(rag_config, "build_index", counted_request)
+    monkeypatch.setattr(retrieval_service, "build_index", counted_request)
     monkeypatch.setattr(index_module, "_build", counted_build)
     monkeypatch.setattr(index_module, "_grow", counted_grow)
     return counts

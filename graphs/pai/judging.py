@@ -17,6 +17,7 @@ from graphs.pai import prompts as P
 from graphs.pai.calls import CallOutcome, KeepContextArgs, acall_structured, call_structured
 from graphs.pai.config import PaiConfig
 from graphs.pai.state import JudgedPair, JudgeTask, PaiState
+from graphs.retrieval_service import RetrievalService
 from retrieval import Chunk, Hit, chunk_corpus
 from retrieval.contract import Step
 
@@ -46,7 +47,7 @@ def plan_judging(state: PaiState, runtime: Runtime[StrategyContext[PaiConfig]]) 
     elif ctx.index is None:
         raise ValueError("PAI's prefilter needs a retrieval index: run it through agents.answer(), which builds one.")
     else:
-        candidates = [cfg.retrieve(ctx.index, sq["text"]) for sq in state["sub_questions"]]
+        candidates = [RetrievalService.of(ctx).retrieve(ctx.index, sq["text"]) for sq in state["sub_questions"]]
         retriever = ctx.index.retriever.name
     step = Step(
         "plan_judging",

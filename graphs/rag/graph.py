@@ -11,9 +11,10 @@ v2 ``--rag`` re-sorts by chunk index).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
 from graphs import costs
@@ -26,12 +27,17 @@ from graphs.rag.config import RagConfig
 from graphs.rag.presentation import PRESENTATION
 from graphs.rag.prompts import PROMPTS_VERSION, RAG_TEMPLATE
 from graphs.registry import STRATEGIES
+from graphs.retrieval_service import RetrievalService
 from retrieval import Chunk, Hit
 from retrieval.contract import Question, Step
 
 
 class RagState(PromptState, total=False):
     """What evolves during one RAG answer."""
+
+
+#: RAG's compiled graph.
+RagGraph = CompiledStateGraph[RagState, StrategyContext[Any], RagState, RagState]
 
 
 def order_hits(hits: list[Hit], order: Literal["document", "rank"]) -> list[Hit]:
@@ -43,12 +49,12 @@ def order_hits(hits: list[Hit], order: Literal["document", "rank"]) -> list[Hit]
     raise ValueError(f"order must be 'document' or 'rank', got {order!r}")
 
 
-def retrieve(state: RagState, runtime: Runtime[StrategyContext[RagConfig]]) -> dict:
+def retrieve(state: RagState, runtime: Runtime[StrategyContext[RagConfig]]) -> dict[str, Any]:
     """Top-k chunks for the question and its choices (LongBench v2: query = question + choices)."""
     ctx = runtime.context
     query = state["question"].render()
     index = ctx.require_index()
-    hits = ctx.config.retrieve(index, query)
+    hits = RetrievalService.of(ctx).retrieve(index, query)
     step = Step(
         "retrieve",
         retriever=index.retriever.name,
@@ -85,7 +91,7 @@ def chunk_order(question: Question, order: Literal["document", "rank"], assembly
     return order
 
 
-def build_prompt(state: RagState, runtime: Runtime[StrategyContext[RagConfig]]) -> dict:
+def build_prompt(state: RagState, runtime: Runtime[StrategyContext[RagConfig]]) -> dict[str, Any]:
     """Fill the prompt with the hits in the configured (or the benchmark's official) order."""
     cfg = runtime.context.config
     order = chunk_order(state["question"], cfg.order, cfg.assembly)
@@ -109,8 +115,16 @@ def rag_costs(cfg: RagConfig, shape: costs.CorpusShape, questions: Sequence[Ques
     return costs.Costs(bounds, costs.ExpectedCost(costs.Calls(1, (span.least + span.most) / 2, costs.reply_tokens(cfg))))
 
 
-@STRATEGIES.register(
+def build_graph(config: RagConfig | None = None) -> RagGraph:
+    """START -> retrieve -> build_prompt -> generate -> END."""
+    graph: RagGraph
+    graph = linear_graph("rag", RagState, ("retrieve", retrieve), ("build_prompt", build_prompt), ("generate", generate))
+    return graph
+
+
+STRATEGIES.register(
     "rag",
+    build_graph,
     costs=costs.StrategyCosts(rag_costs),
     ceiling=RetrievedChunksCeiling(rank=10, retrieve=retrieve, order_hits=order_hits),
     config_cls=RagConfig,
@@ -128,6 +142,3 @@ def rag_costs(cfg: RagConfig, shape: costs.CorpusShape, questions: Sequence[Ques
     presentation=PRESENTATION,
     description="Chunked top-N retrieval, then one answer call (LongBench v1: 200 words x 7).",
 )
-def build_graph(config: RagConfig | None = None):
-    """START -> retrieve -> build_prompt -> generate -> END."""
-    return linear_graph("rag", RagState, ("retrieve", retrieve), ("build_prompt", build_prompt), ("generate", generate))

@@ -7,6 +7,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from graphs.context import StrategyContext
+from graphs.retrieval_service import RetrievalService
 from graphs.self_ask.config import SelfAskConfig
 from graphs.self_ask.state import SelfAskState
 from retrieval import Hit
@@ -41,7 +42,7 @@ def retrieve(state: SelfAskState, runtime: Runtime[StrategyContext[SelfAskConfig
     """The initial retrieval: top-k for the question, which become the first prompt's contexts."""
     ctx = runtime.context
     query = state["question"].render()
-    hits = ctx.config.retrieve(ctx.require_index(), query)
+    hits = RetrievalService.of(ctx).retrieve(ctx.require_index(), query)
     return {"contexts": hits, "hits": hits, "steps": [Step("retrieve", **_retrieval_facts(ctx, query, hits))]}
 
 
@@ -53,7 +54,7 @@ def retrieve_follow_up(state: SelfAskState, runtime: Runtime[StrategyContext[Sel
     """
     ctx = runtime.context
     query = pending_follow_up(state)
-    hits = ctx.config.retrieve(ctx.require_index(), query)
+    hits = RetrievalService.of(ctx).retrieve(ctx.require_index(), query)
     contexts = hits
     if ctx.config.contexts == "accumulate":
         previous = state.get("contexts", [])
