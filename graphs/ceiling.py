@@ -32,7 +32,7 @@ class CeilingItem:
     question: Any
     evidence: tuple[str, ...]
     difficulty: str | None = None
-    records: tuple | None = None
+    records: tuple[Any, ...] | None = None
     sub_questions: tuple[str, ...] | None = None
 
 

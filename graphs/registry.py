@@ -21,10 +21,11 @@ import dataclasses
 import difflib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic
 
+from graphs.answer_state import BatchAnswer
 from graphs.ceiling import EvidenceCeiling
-from graphs.config import ConfigError
+from graphs.config import ConfigError, ConfigT
 from graphs.costs import StrategyCosts
 from graphs.presentation import StrategyPresentation
 from graphs.prompt_sharing import PromptSharing
@@ -124,7 +125,7 @@ class BatchRun:
 
     prepare_context: Callable[..., Any]
     initial_state: Callable[[list[Question], Any], Mapping[str, Any]]
-    collect: Callable[[Any, int], dict[str, Any]]
+    collect: Callable[[Any, int], BatchAnswer]
     settings: Callable[[Any], BatchSettings]
     step_sizes: Callable[[Any], Sequence[int]]
     advance_node: str
@@ -150,12 +151,14 @@ class RayStage:
 
 
 @dataclass(frozen=True)
-class Strategy:
-    """A registered strategy.
+class Strategy(Generic[ConfigT]):
+    """A registered strategy, generic in its config class (``Strategy[RagConfig]``): what reads its config
+    (the run path, its cost model, its presets) is type-checked against that class.
 
     Attributes:
         name: Registry name used by ``answer(strategy=...)`` and the CLI.
-        build_graph: ``config -> compiled LangGraph`` (dependencies come in the run context).
+        build_graph: ``config -> compiled LangGraph`` (dependencies come in the run context; a batched
+            strategy's also takes ``checkpointer=``).
         config_cls: Frozen, validated dataclass whose defaults are the paper's numbers.
         uses_index: Whether the strategy needs a retrieval index built before it runs.
         run_mode: How it runs: :class:`SingleRun` (default) or a :class:`BatchRun`.
@@ -182,13 +185,13 @@ class Strategy:
 
     name: str
     build_graph: Callable[..., Any]
-    config_cls: type[Any]
+    config_cls: type[ConfigT]
     uses_index: bool = False
     run_mode: SingleRun | BatchRun = field(default_factory=SingleRun)
-    presets: Mapping[str, Any] = field(default_factory=dict)
+    presets: Mapping[str, ConfigT] = field(default_factory=dict)
     description: str = ""
     prompts_version: int = 1
-    costs: StrategyCosts | None = None
+    costs: StrategyCosts[ConfigT] | None = None
     ceiling: EvidenceCeiling | None = None
     presentation: StrategyPresentation = field(default_factory=StrategyPresentation)
     ray_stage: RayStage | None = None
@@ -220,7 +223,7 @@ class Strategy:
             raise TypeError(f"Strategy {self.name!r} is not batched: its run mode is {self.run_mode!r}")
         return mode
 
-    def make_config(self, preset: str | None = None, **overrides: Any) -> Any:
+    def make_config(self, preset: str | None = None, **overrides: Any) -> ConfigT:
         """The default (or preset) config with ``overrides``; every value is validated.
 
         Raises:
@@ -242,11 +245,10 @@ class Strategy:
             raise ConfigError(f"Strategy {self.name!r}: {exc}") from None
 
 
-def _strategy(name: str, build_graph: Callable[..., Any], **attrs: Any) -> Strategy:
+def _strategy(name: str, build_graph: Callable[..., Any], **attrs: Any) -> Strategy[Any]:
     plan, expected = attrs.pop("cost_plan", None), attrs.pop("expected_cost", None)  # the older keywords: one half each
     if plan is not None or expected is not None:
         if attrs.get("costs") is not None:
             raise TypeError(f"Strategy {name!r}: give costs= or the older cost_plan= / expected_cost=, not both")
         attrs["costs"] = StrategyCosts(plan=plan, expected=expected)
     return Strategy(name=name, build_graph=build_graph, **attrs)
-

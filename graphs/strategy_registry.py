@@ -14,7 +14,7 @@ Third-party strategies are entry points of the ``longctx.strategies`` group.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from retrieval.registry import Registry
 
@@ -22,4 +22,4 @@ if TYPE_CHECKING:
     from graphs.registry import Strategy
 
 #: name -> :class:`~graphs.registry.Strategy`; the entry type is built by ``graphs.registry`` when first needed.
-STRATEGIES: Registry[Strategy] = Registry("strategy", group="longctx.strategies", make_entry="graphs.registry:_strategy", packages=("graphs",))
+STRATEGIES: Registry[Strategy[Any]] = Registry("strategy", group="longctx.strategies", make_entry="graphs.registry:_strategy", packages=("graphs",))

@@ -141,7 +141,8 @@ TALLY_RUN = BatchRun(
 
 def tally_plan(cfg: TallyConfig, corpus: Corpus, questions: Sequence[Question], llm: Any = None) -> CostPlan:
     calls = len(questions) * -(-sum(len(d.text.split()) for d in corpus.documents) // cfg.window_words)
-    return CostPlan("tally", len(questions), calls, calls, 10 * calls, 10 * calls, calls * cfg.reply_tokens, "one call per window and question")
+    return CostPlan(strategy="tally", questions=len(questions), calls=calls, max_calls=calls, prompt_tokens=10 * calls, max_prompt_tokens=10 * calls,
+                    completion_tokens=calls * cfg.reply_tokens, formula="one call per window and question")  # fmt: skip
 
 
 TALLY_CORPUS = Corpus.from_texts(["the fox saw the dog and the fox ran", "a dog barked at the fox near the barn"])

@@ -47,7 +47,7 @@ def fallback_node(config: SelfRouteConfig) -> RunnableCallable:
     return RunnableCallable(sync_leg, async_leg, name="fallback")
 
 
-def _subgraph_leg(spec: Strategy, leg_cfg: Any) -> tuple[Callable[..., dict[str, Any]], Callable[..., Any]]:
+def _subgraph_leg(spec: Strategy[Any], leg_cfg: Any) -> tuple[Callable[..., dict[str, Any]], Callable[..., Any]]:
     """The sync and async twins of a node running ``spec``'s compiled graph as a subgraph."""
     leg = spec.build_graph(leg_cfg)
 
@@ -77,7 +77,7 @@ def _subgraph_leg(spec: Strategy, leg_cfg: Any) -> tuple[Callable[..., dict[str,
     return fallback, afallback
 
 
-def _checkpointed_leg(spec: Strategy, leg_cfg: Any) -> Callable[..., dict[str, Any]]:
+def _checkpointed_leg(spec: Strategy[Any], leg_cfg: Any) -> Callable[..., dict[str, Any]]:
     """A node answering with a batched strategy through the one run path, checkpointed under its own key."""
 
     def fallback(state: SelfRouteState, runtime: RouteRuntime, config: RunnableConfig) -> dict[str, Any]:
@@ -109,7 +109,7 @@ def leg_update(name: str, raw: str, answer: str, steps: Sequence[Mapping[str, An
     return {"raw": raw, "answer": answer, "steps": [Step({**s, "leg": name}) for s in [head, *steps]]}
 
 
-def _leg_index(spec: Strategy, leg_cfg: Any, ctx: StrategyContext[SelfRouteConfig]) -> Index | None:
+def _leg_index(spec: Strategy[Any], leg_cfg: Any, ctx: StrategyContext[SelfRouteConfig]) -> Index | None:
     """The leg's index: ours when it retrieves with the same settings; its own (built or loaded
     from the cache) when it retrieves otherwise; none when it does not retrieve."""
     if not spec.uses_index or not isinstance(leg_cfg, RetrievalSettings):

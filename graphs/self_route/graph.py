@@ -31,6 +31,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, Literal
 
+from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
@@ -131,18 +132,18 @@ SelfRouteGraph = CompiledStateGraph[SelfRouteState, StrategyContext[Any], SelfRo
 TYPICAL_DECLINED = 0.5
 
 
-def self_route_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Question], llm: Any = None,
+def self_route_costs(cfg: SelfRouteConfig, shape: costs.CorpusShape, questions: Sequence[Question], *, llm: BaseChatModel | None = None,
                      window: int | None = None) -> costs.Costs:  # fmt: skip
     """1 RAG call; a declined question adds its fallback's cost (full context: 1 call; memagent: ceil(T/5000) + 1).
 
     Typically about half the questions are declined (:data:`TYPICAL_DECLINED`), each running the fallback's typical cost.
     """
-    rag = costs.retrieved_prompt(lambda q: route_prompt(q, []), "self_route", "route", questions, shape, cfg.top_k,
-                                 costs.tokens_of(cfg.chunk_size, "words"), llm)  # fmt: skip
+    rag = costs.retrieved_prompt(lambda q: route_prompt(q, []), strategy="self_route", template="route", questions=questions, shape=shape,
+                                 top_k=cfg.top_k, chunk_tokens=costs.tokens_of(cfg.chunk_size, "words"), llm=llm)  # fmt: skip
     spec = STRATEGIES.get(cfg.fallback)
     sub_cfg = spec.make_config(**dict(cfg.fallback_options))
     one = questions[:1] or [costs.PLACEHOLDER_QUESTION]
-    most, usual = spec.costs.halves(sub_cfg, shape, one, llm, window) if spec.costs is not None else (None, None)
+    most, usual = spec.costs.halves(sub_cfg, shape=shape, questions=one, llm=llm, window=window) if spec.costs is not None else (None, None)
     if most is None and (usual is None or shape.corpus is not None):  # a budget needs the fallback's bounds, a run plan one half
         half = "cost plan" if shape.corpus is not None else "cost model (its bounds need the corpus, its typical cost is not declared)"
         raise ValueError(f"Self-Route's fallback {cfg.fallback!r} has no {half}: costs= on its registration")
@@ -154,8 +155,9 @@ def self_route_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Que
         each = costs.Calls(most.calls, most.prompt_tokens, most.completion_tokens)
     most_calls = most.max_calls if most is not None else math.ceil(each.calls)
     most_prompt = most.max_prompt_tokens if most is not None else math.ceil(each.prompt_tokens)
-    bounds = costs.per_question_plan("self_route", questions, 1, 1 + most_calls, rag.least, rag.most + most_prompt, cfg.max_new_tokens,
-                                     f"1 call when RAG answers; + {cfg.fallback} ({most_calls:,}) when it declines")  # fmt: skip
+    bounds = costs.per_question_plan("self_route", questions, calls=1, max_calls=1 + most_calls, prompt_tokens=rag.least,
+                                     max_prompt_tokens=rag.most + most_prompt, completion_tokens=cfg.max_new_tokens,
+                                     formula=f"1 call when RAG answers; + {cfg.fallback} ({most_calls:,}) when it declines")  # fmt: skip
     typical = costs.Calls(1 + TYPICAL_DECLINED * each.calls, (rag.least + rag.most) / 2 + TYPICAL_DECLINED * each.prompt_tokens,
                           costs.reply_tokens(cfg) + TYPICAL_DECLINED * each.completion_tokens)  # fmt: skip
     return costs.Costs(bounds, costs.ExpectedCost(typical))

@@ -7,13 +7,16 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from langchain_core.language_models import BaseChatModel
+
 from graphs import costs
 from graphs.budget import CostPlan
 from graphs.structured import prompts as P
+from graphs.structured.config import StructuredConfig
 from retrieval.contract import Question
 
 
-def structured_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Question], llm: Any = None,
+def structured_costs(cfg: StructuredConfig, shape: costs.CorpusShape, questions: Sequence[Question], *, llm: BaseChatModel | None = None,
                      window: int | None = None) -> costs.Costs:  # fmt: skip
     """A schema plan (none with a fixed schema), one extraction per document window, SQL, the answer.
 
@@ -63,9 +66,10 @@ def structured_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Que
     fixed = (plan_least + plan_most) / 2
     per_question = max(0, asked_least) + (asked_most - max(0, asked_least)) / 4
     completion = plan_calls * cfg.plan_max_tokens + windows * cfg.extract_max_tokens + k * (cfg.sql_max_tokens + cfg.answer_max_tokens)
-    bounds = CostPlan("structured", k, calls, max_calls, prompt, max_prompt, completion,
-                      f"{plan_calls} plan + {windows:,} document windows + SQL + answer per question (cached records: fewer)",
-                      {"windows": windows})  # fmt: skip
+    bounds = CostPlan(strategy="structured", questions=k, calls=calls, max_calls=max_calls, prompt_tokens=prompt, max_prompt_tokens=max_prompt,
+                      completion_tokens=completion,
+                      formula=f"{plan_calls} plan + {windows:,} document windows + SQL + answer per question (cached records: fewer)",
+                      details={"windows": windows})  # fmt: skip
     once = costs.Calls(plan_calls + windows, plan_calls * fixed + (extract + extract_most) / 2, plan_calls * min(cfg.plan_max_tokens, 300) + windows * 150)
     each = costs.Calls(2, per_question, 100 + costs.reply_tokens(cfg, "answer_max_tokens"))
     return costs.Costs(bounds, costs.ExpectedCost(each, once))

@@ -43,7 +43,7 @@ from langchain_core.runnables import RunnableConfig
 from graphs.context import StrategyContext
 from graphs.events import report_progress
 from graphs.llm import set_tokenizer, tokenizer_for, tokenizer_spec
-from graphs.run import with_handler
+from graphs.run_config import with_handler
 from graphs.structured.config import StructuredConfig
 from graphs.structured.mapping import extract_document, extraction_model
 from graphs.structured.stores import store_root

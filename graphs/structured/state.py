@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any
 
+from graphs.answer_state import AnswerState
 from memory.records.table import Table
-from retrieval.contract import Evidence, Question
 
 
-class StructuredState(TypedDict, total=False):
+class StructuredState(AnswerState, total=False):
     """What evolves during one answer (``extractions`` is written by ``Send`` branches)."""
 
-    question: Question
     schema: dict[str, Any]
     tool_mode: str
     cache_key: str
@@ -27,10 +26,6 @@ class StructuredState(TypedDict, total=False):
     sql: str
     result: dict[str, Any] | None
     query_error: str | None
-    raw: str
-    answer: str
-    evidence: list[Evidence]
-    steps: Annotated[list[dict[str, Any]], operator.add]
 
 
 __all__ = ["StructuredState"]
