@@ -47,6 +47,8 @@ class StrategyPlan:
         shared_prompt_tokens: Part of ``prompt_tokens`` a prompt cache can serve (a provider's, or the
             embedded model's kept context): the text its prompts start with for every question over a
             corpus (:mod:`graphs.prompt_sharing`), read again by questions 2..N.
+        rerank_calls / rerank_documents / rerank_tokens: Rerank calls besides the model calls (a strategy whose
+            ``rerank`` names a reranker: one per retrieval), the candidate documents and the tokens they send.
     """
 
     strategy: str
@@ -56,13 +58,17 @@ class StrategyPlan:
     completion_tokens: float
     seconds: float | None = None
     shared_prompt_tokens: float = 0.0
+    rerank_calls: float = 0.0
+    rerank_documents: float = 0.0
+    rerank_tokens: float = 0.0
 
     def __add__(self, other: StrategyPlan) -> StrategyPlan:
         seconds = None if self.seconds is None or other.seconds is None else self.seconds + other.seconds
         return StrategyPlan(
             self.strategy, self.questions + other.questions, self.calls + other.calls,
             self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens, seconds,
-            self.shared_prompt_tokens + other.shared_prompt_tokens,
+            self.shared_prompt_tokens + other.shared_prompt_tokens, self.rerank_calls + other.rerank_calls,
+            self.rerank_documents + other.rerank_documents, self.rerank_tokens + other.rerank_tokens,
         )  # fmt: skip
 
 
@@ -85,7 +91,9 @@ def estimate(strategy: str, cfg: StrategyConfig, corpus_tokens: int, documents: 
     completion = each.completion_tokens * questions + once.completion_tokens
     seconds = speed.seconds(prompt, completion) if speed is not None else None
     shared = shared_prompt_tokens(STRATEGIES.get(strategy).prompt_sharing, cfg, corpus_tokens, questions, each.prompt_tokens)
-    return StrategyPlan(strategy, questions, calls, prompt, completion, seconds, shared)
+    rerank = expected.rerank
+    return StrategyPlan(strategy, questions, calls, prompt, completion, seconds, shared, rerank.calls * questions, rerank.documents * questions,
+                        rerank.tokens * questions)  # fmt: skip
 
 
 def _costs(strategy: str) -> StrategyCosts[Any] | None:
@@ -134,8 +142,10 @@ def describe_plan(plans: Sequence[StrategyPlan], model: str, speed: ModelSpeed |
     lines = [f"Plan on {model}:"]
     for p in plans:
         minutes = f", about {_minutes(p.seconds)}" if p.seconds is not None else ""
+        reranks = (f", + ~{math.ceil(p.rerank_calls):,} rerank calls (~{round(p.rerank_documents):,} documents, ~{round(p.rerank_tokens):,} tokens)"
+                   if p.rerank_calls else "")  # fmt: skip
         lines.append(f"  {p.strategy}: {p.questions} question(s), ~{math.ceil(p.calls):,} calls, "
-                     f"~{round(p.prompt_tokens):,} prompt + ~{round(p.completion_tokens):,} completion tokens{minutes}")  # fmt: skip
+                     f"~{round(p.prompt_tokens):,} prompt + ~{round(p.completion_tokens):,} completion tokens{minutes}{reranks}")  # fmt: skip
     lines += _sharing_lines(plans)
     whole = total(plans)
     if speed is not None and whole is not None and whole.seconds is not None:

@@ -7,6 +7,9 @@ holds, :meth:`CostPlan.after`). During the run, :class:`BudgetGuard` (a LangChai
 like :class:`graphs.cancel.CancelGuard`) counts every chat-model call as it starts and raises
 :class:`BudgetReached` before the call that would pass a limit; the run path turns that into an
 answer marked ``stopped="budget"`` with what was done (MemAgent's checkpoint keeps its chunks).
+A rerank call is a model call too: the rerank stage announces it (:data:`RERANK_EVENT`) before
+its request, and the guard counts it (a call, its query-document tokens as prompt tokens, their
+cost at :attr:`Budget.rerank_price`) or refuses it as it refuses a chat call.
 
 Money needs a price. The report's price table lives in ``experiments.prices``, above this layer
 (experiments -> agents -> graphs), so the budget takes the price as a parameter
@@ -27,6 +30,10 @@ from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import LLMResult
+
+#: Custom callback event a rerank call dispatches before its request, ``{"query": str, "documents": [str, ...]}``:
+#: the :class:`BudgetGuard` counts it as a model call (or stops it) as it counts a chat call when it starts.
+RERANK_EVENT = "longctx.rerank"
 
 
 class BudgetExceeded(ValueError):
@@ -62,12 +69,18 @@ class Budget:
         max_cost_usd: USD at :attr:`price` (prompt tokens before each call, completion tokens as replies come back).
         price: ``(prompt, completion)`` USD per 1M tokens of the model (or an ``experiments.prices.Price``);
             needed by ``max_cost_usd``. A parameter because the price table sits above this layer.
+        rerank_price: The same for the reranker of a strategy's ``rerank`` stage (its prompt price is what
+            the query-document tokens cost); ``None``: free (a local cross-encoder or server).
+
+    Rerank calls count as model calls: each against ``max_llm_calls``, its query-document tokens
+    against ``max_prompt_tokens``, their cost at ``rerank_price`` against ``max_cost_usd``.
     """
 
     max_llm_calls: int | None = None
     max_prompt_tokens: int | None = None
     max_cost_usd: float | None = None
     price: Any = None
+    rerank_price: Any = None
 
     def __post_init__(self) -> None:
         for name in ("max_llm_calls", "max_prompt_tokens"):
@@ -78,6 +91,7 @@ class Budget:
         if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float)) or cost < 0 or math.isnan(cost)):
             raise ValueError(f"Budget max_cost_usd must be a non-negative number, got {cost!r}")
         object.__setattr__(self, "price", _price_pair(self.price))
+        object.__setattr__(self, "rerank_price", _price_pair(self.rerank_price))
         if cost is not None and self.price is None:
             raise ValueError(
                 "Budget max_cost_usd needs the model's price: Budget(max_cost_usd=..., price=(prompt, completion)) in USD per 1M tokens "
@@ -96,6 +110,10 @@ class Budget:
         usd: float = (prompt_tokens * self.price[0] + completion_tokens * self.price[1]) / 1_000_000
         return usd
 
+    def rerank_cost(self, tokens: float) -> float:
+        """USD of ``tokens`` sent to the reranker at :attr:`rerank_price` (0 without one: local)."""
+        return 0.0 if self.rerank_price is None else float(tokens * self.rerank_price[0] / 1_000_000)
+
     def describe(self) -> str:
         """The limits, for messages: ``200 calls, 2,000,000 prompt tokens, $5.00``."""
         parts = []
@@ -106,6 +124,42 @@ class Budget:
         if self.max_cost_usd is not None:
             parts.append(f"${self.max_cost_usd:,.2f}")
         return ", ".join(parts) or "no limit"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RerankPlan:
+    """The rerank calls of a plan (a strategy whose ``rerank`` option names a reranker): one per retrieval,
+    each sending the first stage's candidates with the query. Token counts are estimates, as a plan's.
+
+    Attributes:
+        calls / max_calls: Rerank calls at least and at most.
+        documents / max_documents: Candidate chunks they send, at least and at most.
+        tokens / max_tokens: Tokens they send (the query once per candidate, and the candidate), at least and at most.
+    """
+
+    calls: int
+    max_calls: int
+    documents: int
+    max_documents: int
+    tokens: int
+    max_tokens: int
+
+    def scaled(self, k: float) -> RerankPlan:
+        """Every count times ``k`` (rounded up)."""
+        return RerankPlan(**{name: math.ceil(value * k) for name, value in self.to_dict().items()})
+
+    def describe(self) -> str:
+        """``2-6 rerank calls (100-300 documents, ~20,000-60,000 tokens)``: a range where the counts vary."""
+        def span(least: int, most: int, prefix: str = "") -> str:
+            return f"{prefix}{least:,}" if least == most else f"{prefix}{least:,}-{most:,}"
+
+        return (f"{span(self.calls, self.max_calls)} rerank call{'' if self.max_calls == 1 else 's'} ({span(self.documents, self.max_documents)} "
+                f"documents, {span(self.tokens, self.max_tokens, '~')} tokens)")  # fmt: skip
+
+    def to_dict(self) -> dict[str, int]:
+        """JSON-ready form."""
+        return {"calls": self.calls, "max_calls": self.max_calls, "documents": self.documents, "max_documents": self.max_documents,
+                "tokens": self.tokens, "max_tokens": self.max_tokens}  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -131,6 +185,8 @@ class CostPlan:
         steps: For a batched run (MemAgent), per step in order (its closing answers last), ``(calls, prompt tokens at
             least, completion tokens)`` of all questions together, summing to the counts above: what lets a resumed
             run's plan count only the steps it has left (:meth:`after`); empty where the run has no steps.
+        rerank: The rerank calls besides the chat calls above (``None``: the strategy reranks nothing); a budget
+            counts them as model calls (:meth:`over`).
     """
 
     strategy: str
@@ -143,6 +199,7 @@ class CostPlan:
     formula: str
     details: dict[str, Any] = field(default_factory=dict)
     steps: tuple[tuple[int, int, int], ...] = field(default=(), repr=False)
+    rerank: RerankPlan | None = None
 
     def scaled(self, questions: int) -> CostPlan:
         """The plan for ``questions`` questions answered one by one (each runs the whole plan)."""
@@ -151,23 +208,32 @@ class CostPlan:
             strategy=self.strategy, questions=questions, calls=math.ceil(self.calls * k), max_calls=math.ceil(self.max_calls * k),
             prompt_tokens=math.ceil(self.prompt_tokens * k), max_prompt_tokens=math.ceil(self.max_prompt_tokens * k),
             completion_tokens=math.ceil(self.completion_tokens * k), formula=self.formula, details=dict(self.details),
+            rerank=self.rerank.scaled(k) if self.rerank is not None else None,
         )  # fmt: skip
 
-    def cost_usd(self, price: Any) -> float | None:
-        """USD of the least run at ``price`` (``(prompt, completion)`` per 1M tokens), ``None`` without one."""
+    def cost_usd(self, price: Any, rerank_price: Any = None) -> float | None:
+        """USD of the least run at ``price`` (``(prompt, completion)`` per 1M tokens), ``None`` without one; its
+        rerank tokens at ``rerank_price`` (its prompt price; ``None``: free, a local reranker)."""
         pair = _price_pair(price)
         if pair is None:
             return None
-        return (self.prompt_tokens * pair[0] + self.completion_tokens * pair[1]) / 1_000_000
+        rerank_pair = _price_pair(rerank_price)
+        reranked = self.rerank.tokens * rerank_pair[0] / 1_000_000 if self.rerank is not None and rerank_pair is not None else 0.0
+        return (self.prompt_tokens * pair[0] + self.completion_tokens * pair[1]) / 1_000_000 + reranked
 
     def over(self, budget: Budget) -> list[str]:
-        """The limits of ``budget`` the least run already passes (empty: it may fit)."""
+        """The limits of ``budget`` the least run already passes (empty: it may fit); rerank calls count as calls,
+        their tokens as prompt tokens."""
         problems = []
-        if budget.max_llm_calls is not None and self.calls > budget.max_llm_calls:
-            problems.append(f"{self.calls:,} call{'' if self.calls == 1 else 's'} > {budget.max_llm_calls:,}")
-        if budget.max_prompt_tokens is not None and self.prompt_tokens > budget.max_prompt_tokens:
-            problems.append(f"~{self.prompt_tokens:,} prompt tokens > {budget.max_prompt_tokens:,}")
-        cost = self.cost_usd(budget.price)
+        calls, tokens = self.calls, self.prompt_tokens
+        if self.rerank is not None:
+            calls, tokens = calls + self.rerank.calls, tokens + self.rerank.tokens
+        reranks = f" ({self.rerank.calls:,} of them rerank calls)" if self.rerank is not None and self.rerank.calls else ""
+        if budget.max_llm_calls is not None and calls > budget.max_llm_calls:
+            problems.append(f"{calls:,} call{'' if calls == 1 else 's'}{reranks} > {budget.max_llm_calls:,}")
+        if budget.max_prompt_tokens is not None and tokens > budget.max_prompt_tokens:
+            problems.append(f"~{tokens:,} prompt tokens > {budget.max_prompt_tokens:,}")
+        cost = self.cost_usd(budget.price, budget.rerank_price)
         if budget.max_cost_usd is not None and cost is not None and cost > budget.max_cost_usd:
             problems.append(f"~${cost:,.4f} > ${budget.max_cost_usd:,.2f}")
         return problems
@@ -190,7 +256,7 @@ class CostPlan:
             strategy=self.strategy, questions=self.questions, calls=max(0, self.calls - calls), max_calls=max(0, self.max_calls - calls),
             prompt_tokens=prompt, max_prompt_tokens=max(prompt, most), completion_tokens=completion,
             formula=f"{self.formula}; less the {calls:,} call{'' if calls == 1 else 's'} its checkpoint holds",
-            details={**self.details, "checkpointed_calls": calls},
+            details={**self.details, "checkpointed_calls": calls}, rerank=self.rerank,
         )  # fmt: skip
 
     def describe(self) -> str:
@@ -198,7 +264,8 @@ class CostPlan:
         calls = f"{self.calls:,}" if self.calls == self.max_calls else f"{self.calls:,}-{self.max_calls:,}"
         tokens = f"~{self.prompt_tokens:,}" if self.prompt_tokens == self.max_prompt_tokens else f"~{self.prompt_tokens:,}-{self.max_prompt_tokens:,}"
         per = f" for {self.questions} questions" if self.questions != 1 else ""
-        return f"{self.strategy} plans {calls} call{'' if self.max_calls == 1 else 's'} and {tokens} prompt tokens{per} ({self.formula})"
+        reranks = f", and {self.rerank.describe()}" if self.rerank is not None else ""
+        return f"{self.strategy} plans {calls} call{'' if self.max_calls == 1 else 's'} and {tokens} prompt tokens{per} ({self.formula}){reranks}"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -206,6 +273,7 @@ class CostPlan:
             "strategy": self.strategy, "questions": self.questions, "calls": self.calls, "max_calls": self.max_calls,
             "prompt_tokens": self.prompt_tokens, "max_prompt_tokens": self.max_prompt_tokens,
             "completion_tokens": self.completion_tokens, "formula": self.formula, **({"details": self.details} if self.details else {}),
+            **({"rerank": self.rerank.to_dict()} if self.rerank is not None else {}),
         }  # fmt: skip
 
 
@@ -223,7 +291,8 @@ def check_plan(plan: CostPlan, budget: Budget | None) -> None:
 
 
 class BudgetGuard(BaseCallbackHandler):
-    """Counts a run's chat-model calls as they start and stops the one that would pass the budget.
+    """Counts a run's chat-model calls as they start and stops the one that would pass the budget;
+    rerank calls too, announced as a :data:`RERANK_EVENT` before their request.
 
     Thread-safe: a call's prompt tokens (and their cost) are reserved when it starts, so calls
     in flight together cannot overshoot. ``spent`` says what was counted so far.
@@ -239,12 +308,14 @@ class BudgetGuard(BaseCallbackHandler):
         self.calls = 0
         self.prompt_tokens = 0
         self.completion_tokens = 0
+        self.rerank_calls = 0  # of ``calls``
+        self.rerank_tokens = 0  # besides ``prompt_tokens``
         self.reached: str | None = None
 
     @property
     def spent_usd(self) -> float:
-        """USD counted so far at the budget's price."""
-        return self.budget.cost(self.prompt_tokens, self.completion_tokens)
+        """USD counted so far at the budget's prices (the model's, and the reranker's)."""
+        return self.budget.cost(self.prompt_tokens, self.completion_tokens) + self.budget.rerank_cost(self.rerank_tokens)
 
     def on_chat_model_start(self, serialized: dict[str, Any], messages: list[list[Any]], **kwargs: Any) -> None:
         """Reserve this call, or raise :class:`BudgetReached` if it would pass a limit."""
@@ -254,24 +325,46 @@ class BudgetGuard(BaseCallbackHandler):
         """The same for a completion model."""
         self._start("\n".join(prompts))
 
+    def on_custom_event(self, name: str, data: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        """Reserve a rerank call announced as a :data:`RERANK_EVENT` (its tokens: the query with each document),
+        or raise :class:`BudgetReached` before its request if it would pass a limit."""
+        if name != RERANK_EVENT:
+            return
+        b = self.budget
+        tokens = 0
+        if b.max_prompt_tokens is not None or b.max_cost_usd is not None:
+            query = self.count(data["query"])
+            tokens = sum(query + self.count(document) for document in data["documents"])
+        self._reserve(tokens, b.rerank_cost(tokens), rerank=True)
+
     def _start(self, prompt: str) -> None:
         b = self.budget
         tokens = self.count(prompt) if (b.max_prompt_tokens is not None or b.max_cost_usd is not None) else 0
+        self._reserve(tokens, b.cost(tokens, 0), rerank=False)
+
+    def _reserve(self, tokens: int, usd: float, *, rerank: bool) -> None:
+        """Count one call of ``tokens`` prompt tokens costing ``usd``, or raise :class:`BudgetReached` (and refuse every later call)."""
+        b = self.budget
         with self._lock:
+            sent = self.prompt_tokens + self.rerank_tokens
             why = None
             if self.reached is not None:
                 why = self.reached
             elif b.max_llm_calls is not None and self.calls + 1 > b.max_llm_calls:
                 why = f"{b.max_llm_calls:,} calls"
-            elif b.max_prompt_tokens is not None and self.prompt_tokens + tokens > b.max_prompt_tokens:
-                why = f"{b.max_prompt_tokens:,} prompt tokens ({self.prompt_tokens:,} sent, the next call has {tokens:,})"
-            elif b.max_cost_usd is not None and self.spent_usd + b.cost(tokens, 0) > b.max_cost_usd:
+            elif b.max_prompt_tokens is not None and sent + tokens > b.max_prompt_tokens:
+                why = f"{b.max_prompt_tokens:,} prompt tokens ({sent:,} sent, the next {'rerank ' if rerank else ''}call has {tokens:,})"
+            elif b.max_cost_usd is not None and self.spent_usd + usd > b.max_cost_usd:
                 why = f"${b.max_cost_usd:,.2f} (${self.spent_usd:,.4f} spent)"
             if why is not None:
                 self.reached = why
                 raise BudgetReached(f"budget reached: {why}; {self.calls:,} calls made")
             self.calls += 1
-            self.prompt_tokens += tokens
+            if rerank:
+                self.rerank_calls += 1
+                self.rerank_tokens += tokens
+            else:
+                self.prompt_tokens += tokens
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         """Add the reply's completion tokens (for the cost)."""

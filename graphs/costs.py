@@ -160,11 +160,22 @@ class Calls:
 
 
 @dataclass(frozen=True)
+class RerankCalls:
+    """Rerank calls (typical counts): the calls, the candidate documents they send and their tokens."""
+
+    calls: float = 0
+    documents: float = 0
+    tokens: float = 0
+
+
+@dataclass(frozen=True)
 class ExpectedCost:
-    """What a strategy typically costs over one corpus: per question, and once per corpus (a cache built once)."""
+    """What a strategy typically costs over one corpus: per question, and once per corpus (a cache built once);
+    ``rerank``: its rerank calls per question (:mod:`graphs.rerank_costs`), besides the model calls."""
 
     per_question: Calls
     once: Calls = Calls()
+    rerank: RerankCalls = RerankCalls()
 
 
 #: ``(config, corpus_tokens, documents, window) -> ExpectedCost``: a plug-in's typical cost alone

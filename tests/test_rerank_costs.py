@@ -1,0 +1,84 @@
+"""Rerank calls as a cost (issue 39): the plan and ``estimate`` count them, budgets count and stop them as model
+calls (checked at the local rerank server), and the report shows them beside the chat calls."""
+
+from __future__ import annotations
+
+from uuid import uuid4
+
+import pytest
+
+from agents import Budget, BudgetExceeded, answer, estimate
+from graphs.budget import RERANK_EVENT, BudgetGuard, BudgetReached
+from tests.rerank_server import RerankServer
+from tests.scripted import ScriptedChatModel
+from tests.test_rerank import QUESTION, corpus, server_options
+
+FOLLOW_UP = "Follow up: Who keeps the harbour lighthouse?\n"
+
+
+def test_a_budget_stops_a_rerank_call_before_its_request():
+    llm = ScriptedChatModel(replies=[FOLLOW_UP, "So the final answer is: the keeper\n"])
+    with RerankServer() as server:
+        # self_ask: rerank the question's candidates (call 1), ask (call 2, a follow-up), rerank the follow-up's: call 3, refused
+        result = answer(corpus(), QUESTION, strategy="self_ask", llm=llm, top_k=2, rerank="server", rerank_options=server_options(server),
+                        budget=Budget(max_llm_calls=2))  # fmt: skip
+        sent = list(server.requests)
+    assert result.stopped == "budget" and "2 calls" in result.steps[-1]["reason"]
+    assert len(sent) == 1 and sent[0]["query"] == QUESTION  # the follow-up's rerank request was never sent
+    assert len(server.requests) == 1  # nor after the answer returned
+    assert (result.usage.rerank_calls, result.usage.llm_calls) == (1, 1)
+
+
+def test_rerank_tokens_count_against_the_token_budget():
+    llm = ScriptedChatModel(reply_fn=lambda prompt: "the keeper")
+    with RerankServer() as server:
+        options = {"strategy": "rag", "llm": llm, "top_k": 2, "rerank": "server", "rerank_options": server_options(server)}
+        plan = estimate(corpus(), QUESTION, **options)
+        assert plan.rerank is not None and plan.rerank.tokens > 0
+        # the chat call alone fits, not with the rerank call's tokens: refused before any request
+        with pytest.raises(BudgetExceeded, match=rf"~{plan.prompt_tokens + plan.rerank.tokens:,} prompt tokens > {plan.prompt_tokens:,}"):
+            answer(corpus(), QUESTION, budget=Budget(max_prompt_tokens=plan.prompt_tokens), **options)
+    assert server.requests == [] and llm.calls == []
+
+
+@pytest.mark.parametrize("limit", ["tokens", "cost"])
+def test_the_guard_reserves_a_rerank_calls_tokens_and_their_cost_at_the_rerankers_price(limit):
+    words = {"query": "who keeps it", "documents": ["the keeper keeps the lamp", "a bakery"]}  # 3 + 5, 3 + 2 words: 13 tokens
+    budget = Budget(max_prompt_tokens=20) if limit == "tokens" else Budget(max_cost_usd=20.0, price=(0.0, 0.0), rerank_price=(1e6, 0.0))
+    guard = BudgetGuard(budget, count=lambda text: len(text.split()))
+    guard.on_custom_event(RERANK_EVENT, words, run_id=uuid4())
+    assert (guard.calls, guard.rerank_calls, guard.rerank_tokens, guard.prompt_tokens) == (1, 1, 13, 0)
+    with pytest.raises(BudgetReached, match="20 prompt tokens" if limit == "tokens" else r"\$20.00 \(\$13.0000 spent\)"):
+        guard.on_custom_event(RERANK_EVENT, words, run_id=uuid4())
+    guard.on_custom_event("another event", words, run_id=uuid4())  # not a rerank call: not counted
+    assert guard.calls == 1
+
+
+def test_the_plan_counts_rerank_calls_documents_and_tokens():
+    llm = ScriptedChatModel(reply_fn=lambda prompt: "the keeper")
+    plain = estimate(corpus(), QUESTION, strategy="rag", llm=llm, top_k=2)
+    plan = estimate(corpus(), QUESTION, strategy="rag", llm=llm, top_k=2, rerank="server", rerank_options={"base_url": "http://127.0.0.1:9/v1"},
+                    rerank_candidates=4)  # fmt: skip
+    assert plain.rerank is None and (plan.calls, plan.prompt_tokens) == (plain.calls, plain.prompt_tokens)
+    assert plan.rerank is not None and (plan.rerank.calls, plan.rerank.max_calls) == (1, 1)
+    assert plan.rerank.documents == plan.rerank.max_documents == 4  # rerank_candidates of the corpus's 6 chunks
+    assert plan.rerank.tokens > 0 and "1 rerank call (4 documents" in plan.describe()
+    with pytest.raises(BudgetExceeded, match=r"2 calls \(1 of them rerank calls\) > 1"):
+        answer(corpus(), QUESTION, strategy="rag", llm=llm, top_k=2, rerank="server", rerank_options={"base_url": "http://127.0.0.1:9/v1"},
+               budget=Budget(max_llm_calls=1))  # fmt: skip
+    assert llm.calls == []
+
+
+def test_the_run_plan_prints_rerank_calls_beside_the_model_calls():
+    from agents.run_plan import describe_plan, plan_for
+    from graphs.rag import RagConfig
+
+    llm = ScriptedChatModel(reply_fn=lambda prompt: "x")
+    shape = [(corpus().num_tokens, len(corpus()), 3)]  # 3 questions over the test corpus
+    reranked = RagConfig(top_k=2, rerank="server", rerank_options={"base_url": "http://127.0.0.1:9/v1"}, rerank_candidates=4)
+    (plan,), _ = plan_for({"rag": reranked}, shape, llm, calibrate=False)
+    (plain,), _ = plan_for({"rag": RagConfig(top_k=2)}, shape, llm, calibrate=False)
+    assert (plan.calls, plan.prompt_tokens) == (plain.calls, plain.prompt_tokens) == (3, plain.prompt_tokens)
+    assert (plan.rerank_calls, plan.rerank_documents, plain.rerank_calls) == (3, 12, 0) and plan.rerank_tokens > 0
+    assert "~3 rerank calls (~12 documents" in describe_plan([plan], "scripted", None)
+    assert "rerank" not in describe_plan([plain], "scripted", None)
