@@ -82,3 +82,14 @@ def test_the_run_plan_prints_rerank_calls_beside_the_model_calls():
     assert (plan.rerank_calls, plan.rerank_documents, plain.rerank_calls) == (3, 12, 0) and plan.rerank_tokens > 0
     assert "~3 rerank calls (~12 documents" in describe_plan([plan], "scripted", None)
     assert "rerank" not in describe_plan([plain], "scripted", None)
+
+
+def test_max_cost_prices_the_reranker_from_the_table_and_refuses_an_unpriced_hosted_one():
+    from experiments.prices import rerank_price
+
+    hosted = {"rerank": "server", "rerank_options": {"model": "rerank-v3.5", "base_url": "https://rerank.example.com/v1"}}
+    local = {"rerank": "server", "rerank_options": {"model": "bge", "base_url": "http://127.0.0.1:8012/v1"}}
+    assert rerank_price([hosted], {"rerank-v3.5": (0.05, 0.0)}).prompt == 0.05
+    assert rerank_price([local, {"rerank": "cross-encoder", "rerank_options": {"model": "/m"}}, {}]) is None  # local: free
+    with pytest.raises(ValueError, match="--max-cost needs the price of the reranker 'rerank-v3.5'"):
+        rerank_price([hosted])
