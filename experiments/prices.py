@@ -191,11 +191,21 @@ def row_cost(row: Mapping[str, Any], price: Price | None, prices: Mapping[str, P
     if price is None or row.get("status") != "ok" or not usage:
         return None
     cost = price.cost(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0), usage.get("cached_prompt_tokens", 0) if cached else 0)
+    reranked = row_rerank_cost(row, prices)
+    return None if reranked is None else cost + reranked
+
+
+def row_rerank_cost(row: Mapping[str, Any], prices: Mapping[str, PriceRow] | None = None) -> float | None:
+    """USD of one result row's rerank tokens at its reranker's prompt price (:func:`rerank_model`; 0 without a
+    reranker or for a local one); ``None`` for a failed row or a hosted reranker the table does not price."""
+    usage = row.get("usage")
+    if row.get("status") != "ok" or not usage:
+        return None
     reranker = rerank_model(row)
     if reranker is None or not usage.get("rerank_tokens"):
-        return cost
-    rerank_price = price_for(reranker, prices)
-    return None if rerank_price is None else cost + rerank_price.cost(usage["rerank_tokens"], 0)
+        return 0.0
+    price = price_for(reranker, prices)
+    return None if price is None else price.cost(usage["rerank_tokens"], 0)
 
 
 def rerank_model(row: Mapping[str, Any]) -> str | None:

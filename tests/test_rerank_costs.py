@@ -93,3 +93,35 @@ def test_max_cost_prices_the_reranker_from_the_table_and_refuses_an_unpriced_hos
     assert rerank_price([local, {"rerank": "cross-encoder", "rerank_options": {"model": "/m"}}, {}]) is None  # local: free
     with pytest.raises(ValueError, match="--max-cost needs the price of the reranker 'rerank-v3.5'"):
         rerank_price([hosted])
+
+
+def test_the_report_shows_rerank_calls_tokens_and_their_cost_beside_the_model_calls(tmp_path):
+    import json
+
+    from experiments.report import build_report
+    from experiments.runner import RunConfig, read_rows, run_experiment
+    from tests.test_rerank import DOCS
+
+    data = tmp_path / "longbench"
+    data.mkdir()
+    record = {"input": QUESTION, "context": "\n".join(DOCS), "answers": ["the keeper"], "length": 80, "dataset": "hotpotqa", "language": "en",
+              "all_classes": None, "_id": "q0"}  # fmt: skip
+    (data / "hotpotqa.jsonl").write_text(json.dumps(record) + "\n", encoding="utf-8")
+    with RerankServer() as server:
+        options = {"rag": {"rerank": "server", "rerank_options": server_options(server), "top_k": 2}}
+        cfg = RunConfig(benchmark="longbench", strategies=("rag", "full_context"), data_path=str(data), datasets=("hotpotqa",), llm_cache=False,
+                        strategy_options=options)  # fmt: skip
+        run_experiment(cfg, tmp_path / "run", llm=ScriptedChatModel(reply_fn=lambda prompt: "the keeper"), show_progress=False)
+    tokens = next(r for r in read_rows(tmp_path / "run") if r["strategy"] == "rag")["usage"]["rerank_tokens"]
+    priced = build_report(tmp_path / "run", plots=False, prices={"bge-reranker-v2-m3": {"prompt": 2.0, "completion": 0.0}})
+    rows = {r["strategy"]: r for r in priced["summary"]}
+    assert (rows["rag"]["rerank_calls"], rows["rag"]["rerank_tokens"], rows["rag"]["rerank_usd"]) == (1, tokens, round(tokens * 2.0 / 1e6, 8))
+    assert "rerank_calls" not in rows["full_context"]  # it reranks nothing
+    summary_md = (tmp_path / "run" / "report" / "summary.md").read_text()
+    header = summary_md.splitlines()[0].split(" | ")
+    assert {"rerank_calls", "rerank_tokens", "rerank_usd"} <= set(header)
+    html = (tmp_path / "run" / "report" / "report.html").read_text()
+    assert all(f"<th>{c}</th>" in html for c in ("rerank_calls", "rerank_tokens", "rerank_usd"))
+    assert f"1 rerank calls, {tokens} tokens" in html  # the drill-down's usage line
+    free = build_report(tmp_path / "run", plots=False)  # the reranker on loopback: free, no cost column
+    assert "rerank_usd" not in {k for r in free["summary"] for k in r} and free["summary"][0]["rerank_calls"] == 1
