@@ -242,9 +242,10 @@ def cmd_answer(args: argparse.Namespace) -> int:
             )
     earlier = f"; the resumed run made {u.earlier_llm_calls} more in earlier calls" if u.earlier_llm_calls else ""
     cached = f" ({u.cached_prompt_tokens} of the prompt tokens read from the server's prompt cache)" if u.cached_prompt_tokens else ""
+    reranks = f", {u.rerank_calls} rerank call(s) of {u.rerank_tokens} tokens" if u.rerank_calls else ""
     print(
         f"Usage: {u.llm_calls} LLM call(s), {u.prompt_tokens} prompt + {u.completion_tokens} completion tokens"
-        f"{' (estimated)' if u.estimated else ''}{cached}, {u.seconds:.1f}s ({u.index_seconds:.1f}s indexing){earlier}"
+        f"{' (estimated)' if u.estimated else ''}{cached}{reranks}, {u.seconds:.1f}s ({u.index_seconds:.1f}s indexing){earlier}"
     )
     return 0
 
