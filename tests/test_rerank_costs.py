@@ -3,11 +3,12 @@ calls (checked at the local rerank server), and the report shows them beside the
 
 from __future__ import annotations
 
+import asyncio
 from uuid import uuid4
 
 import pytest
 
-from agents import Budget, BudgetExceeded, answer, estimate
+from agents import Budget, BudgetExceeded, aanswer, answer, estimate
 from graphs.budget import RERANK_EVENT, BudgetGuard, BudgetReached
 from tests.rerank_server import RerankServer
 from tests.scripted import ScriptedChatModel
@@ -16,12 +17,14 @@ from tests.test_rerank import QUESTION, corpus, server_options
 FOLLOW_UP = "Follow up: Who keeps the harbour lighthouse?\n"
 
 
-def test_a_budget_stops_a_rerank_call_before_its_request():
+@pytest.mark.parametrize("interface", ["sync", "async"])
+def test_a_budget_stops_a_rerank_call_before_its_request(interface):
     llm = ScriptedChatModel(replies=[FOLLOW_UP, "So the final answer is: the keeper\n"])
     with RerankServer() as server:
         # self_ask: rerank the question's candidates (call 1), ask (call 2, a follow-up), rerank the follow-up's: call 3, refused
-        result = answer(corpus(), QUESTION, strategy="self_ask", llm=llm, top_k=2, rerank="server", rerank_options=server_options(server),
-                        budget=Budget(max_llm_calls=2))  # fmt: skip
+        options = {"strategy": "self_ask", "llm": llm, "top_k": 2, "rerank": "server", "rerank_options": server_options(server),
+                   "budget": Budget(max_llm_calls=2)}  # fmt: skip
+        result = answer(corpus(), QUESTION, **options) if interface == "sync" else asyncio.run(aanswer(corpus(), QUESTION, **options))
         sent = list(server.requests)
     assert result.stopped == "budget" and "2 calls" in result.steps[-1]["reason"]
     assert len(sent) == 1 and sent[0]["query"] == QUESTION  # the follow-up's rerank request was never sent
@@ -125,3 +128,18 @@ def test_the_report_shows_rerank_calls_tokens_and_their_cost_beside_the_model_ca
     assert f"1 rerank calls, {tokens} tokens" in html  # the drill-down's usage line
     free = build_report(tmp_path / "run", plots=False)  # the reranker on loopback: free, no cost column
     assert "rerank_usd" not in {k for r in free["summary"] for k in r} and free["summary"][0]["rerank_calls"] == 1
+
+
+@pytest.mark.parametrize("strategy", ["rag", "self_ask", "self_route", "pai"])
+def test_the_rerank_calls_a_run_sends_lie_within_its_plan(strategy):
+    from tests.test_cost_bounds_hold import QUESTION as ASKED
+    from tests.test_cost_bounds_hold import examples, model
+
+    llm = model(strategy)
+    with RerankServer() as server:
+        options = {"strategy": strategy, "llm": llm, "rerank": "server", "rerank_options": server_options(server), "rerank_candidates": 5,
+                   **({"judge_mode": "prefilter"} if strategy == "pai" else {})}  # fmt: skip
+        plan = estimate(examples(), ASKED, **options)
+        result = answer(examples(), ASKED, show_progress=False, **options)
+    assert plan.rerank is not None and plan.rerank.calls <= len(server.requests) == result.usage.rerank_calls <= plan.rerank.max_calls
+    assert plan.rerank.documents <= sum(len(r["documents"]) for r in server.requests) <= plan.rerank.max_documents
