@@ -27,7 +27,7 @@ class FollowUpCeiling(EvidenceCeiling):
         index = cached_index(cfg, item.corpus, env)
         runtime = node_runtime(cfg, item.corpus, index)
         seen: list = []
-        read: list = []
+        read: list[Any] = []
         for query in queries(item, env, max(cfg.max_iterations, 1)):
             out = self.retrieve_follow_up({"follow_up": query, "hits": seen}, runtime)
             seen = seen + out["hits"]
