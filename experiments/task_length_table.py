@@ -21,7 +21,7 @@ def _cell(value: Any) -> str:
 def task_length_table(scores: Mapping[str, Any]) -> list[str] | None:
     """One strategy's table as Markdown lines, or ``None`` when its score has no task x length aggregation."""
     tasks = scores.get("tasks")
-    if not isinstance(tasks, Mapping) or not tasks:
+    if not isinstance(tasks, Mapping) or not tasks or not all(isinstance(row, Mapping) for row in tasks.values()):
         return None
     lengths = list(scores.get("lengths") or dict.fromkeys(n for row in tasks.values() for n in row))
     lines = ["| task | " + " | ".join(lengths) + " |", "|---|" + "---|" * len(lengths)]
