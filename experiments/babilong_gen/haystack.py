@@ -111,7 +111,8 @@ def generate(tasks_dir: str | Path, out: str | Path, *, tasks: Sequence[str], le
                 for sample in chosen:
                     text, spans = haystack(sample, message, sampler, tokenizer, where)
                     support = [spans[k] for k in sample.supporting_at]
-                    record: dict[str, object] = {"input": text, "question": sample.question, "target": sample.answer, "supporting_facts": list(sample.supporting)}
+                    record: dict[str, object] = {"input": text, "question": sample.question, "target": sample.answer,
+                                                 "supporting_facts": list(sample.supporting)}
                     if all(support):  # where each supporting statement is: exact ceilings (experiments.ceilings)
                         record["supporting_spans"] = support
                     f.write(json.dumps(record, ensure_ascii=False) + "\n")
