@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-#: Copies, for the help text, of ``retrieval.embedders.EMBEDDING_BACKENDS``,
+#: Copies, for the help text, of ``retrieval.embedding_backends.EMBEDDING_BACKENDS``,
 #: ``agents.run_plan.CONFIRM_MINUTES`` and ``experiments.export.FORMATS`` (a test keeps them equal).
 EMBEDDING_BACKENDS = ("torch", "torch-bf16", "onnx", "onnx-int8")
 CONFIRM_MINUTES = 15.0

@@ -10,7 +10,7 @@ from typing import Literal
 
 from tqdm.auto import tqdm
 
-from retrieval.contract import Corpus, Document
+from retrieval.document import Document, IndexableCorpus
 from retrieval.tokens import SEGMENT_CHARS, count_tokens_batch, encode_segments, get_encoding
 
 #: LongBench v1 ``retrieval/splitter.py`` sentence delimiters (kept with their sentence).
@@ -72,7 +72,7 @@ class Chunk:
 
 
 def chunk_corpus(
-    corpus: Corpus, config: ChunkingConfig | None = None, *, show_progress: bool = False, start: int = 0, first_chunk_id: int = 0
+    corpus: IndexableCorpus, config: ChunkingConfig | None = None, *, show_progress: bool = False, start: int = 0, first_chunk_id: int = 0
 ) -> list[Chunk]:
     """All chunks of ``corpus`` in document order, numbered from 0.
 

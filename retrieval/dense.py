@@ -25,7 +25,8 @@ from tqdm.auto import tqdm
 
 from retrieval.checksums import ChecksumMismatch, Checksums, digest_texts, verify_file
 from retrieval.chunking import Chunk
-from retrieval.embedders import Embedder, OpenAIEmbedder, warn_if_truncated
+from retrieval.embedder_base import Embedder, warn_if_truncated
+from retrieval.embedders import OpenAIEmbedder
 from retrieval.faiss_index import VectorIndex
 from retrieval.fit import TokenLimit
 from retrieval.tombstones import Tombstones
@@ -37,7 +38,7 @@ class DenseRetriever:
     """Nearest chunks by embedding inner product (cosine for normalized embedders).
 
     Args:
-        embedder: Any :class:`~retrieval.embedders.Embedder`.
+        embedder: Any :class:`~retrieval.embedder_base.Embedder`.
         name: Registry name, recorded in the cache key.
         shard_size: Chunks embedded per saved shard (the resume granularity).
     """

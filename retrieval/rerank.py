@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from retrieval.base import Hit
-from retrieval.contract import Registry
+from retrieval.registry import Registry
 
 #: HTTP statuses retried, as the openai SDK retries a chat call's (besides timeouts and connection errors).
 RETRIED_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))

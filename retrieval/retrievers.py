@@ -8,11 +8,11 @@ from typing import Any, Literal
 
 from retrieval.base import Retriever
 from retrieval.bm25 import BM25Retriever
-from retrieval.contract import Registry
 from retrieval.dense import DenseRetriever
 from retrieval.embedders import OPENAI_EMBEDDING_MAX_TOKENS, ContrieverEmbedder, OpenAIEmbedder, SentenceTransformerEmbedder
 from retrieval.fusion import RRF_K
 from retrieval.hybrid import Fusion, HybridRetriever
+from retrieval.registry import Registry
 
 #: name -> factory taking the retriever's options; third parties add to ``longctx.retrievers``.
 RETRIEVERS: Registry[Callable[..., Retriever]] = Registry("retriever", group="longctx.retrievers")
@@ -34,7 +34,7 @@ def dense(*, model: str | None = None, batch_size: int = 32, backend: str | None
 
     ``backend``: ``torch``, ``torch-bf16`` (bfloat16 weights and activations), ``onnx`` or
     ``onnx-int8`` (ONNX Runtime, int8-quantised weights); default
-    :func:`retrieval.embedders.default_cpu_backend`: ``torch-bf16`` on a CPU with native
+    :func:`retrieval.embedding_backends.default_cpu_backend`: ``torch-bf16`` on a CPU with native
     bfloat16 (AMX or AVX-512 BF16), else ``torch``.
     """
     return DenseRetriever(SentenceTransformerEmbedder(model, batch_size=batch_size, backend=backend), name="dense", fit_chunks=fit_chunks)

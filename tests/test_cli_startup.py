@@ -117,7 +117,7 @@ def test_the_built_in_names_are_the_registries():
     from experiments.export import FORMATS
     from graphs import STRATEGIES
     from retrieval import RETRIEVERS
-    from retrieval.embedders import EMBEDDING_BACKENDS
+    from retrieval.embedding_backends import EMBEDDING_BACKENDS
 
     ours = [n for n in STRATEGIES.names() if STRATEGIES.get(n).build_graph.__module__.startswith("graphs.")]
     names, indexed = cli_parser.builtin_strategies()  # read from the strategy packages' source

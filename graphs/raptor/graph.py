@@ -38,8 +38,8 @@ from graphs.registry import STRATEGIES
 from graphs.usage import index_time
 from retrieval.contract import Evidence, Question, Step
 from retrieval.embedders import EMBEDDERS
-from retrieval.index import default_cache_dir
 from retrieval.locks import exclusive_lock
+from retrieval.paths import default_cache_dir
 
 #: Trees loaded or built in this process, by key (the last few: a 10M-token tree is ~100K nodes).
 _TREES: dict[str, Tree] = {}

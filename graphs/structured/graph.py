@@ -82,7 +82,7 @@ from graphs.structured.schema import (
 )
 from graphs.usage import index_time
 from retrieval.contract import Corpus, Evidence, Question, Step
-from retrieval.index import default_cache_dir
+from retrieval.paths import default_cache_dir
 from retrieval.tokens import count_tokens, count_tokens_batch, decode, encode
 
 #: Tokens kept free of the model window for the extraction prompt's own text.
