@@ -6,7 +6,7 @@ import itertools
 import re
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from tqdm.auto import tqdm
 
@@ -43,7 +43,7 @@ class ChunkingConfig:
         if not 0 <= self.overlap < self.size:
             raise ValueError(f"chunk overlap must be in [0, size), got {self.overlap} for size {self.size}")
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """Plain-dict form, used in cache keys and result manifests."""
         return asdict(self)
 

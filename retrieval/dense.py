@@ -277,7 +277,7 @@ def read_shard(path: Path, source: dict[str, Any]) -> np.ndarray | None:
         if not isinstance(record, dict) or record.get("source") != source:
             raise ChecksumMismatch(f"{record_path.name} records other texts or another embedder")
         verify_file(path.parent, path.name, record.get("files"), where=record_path.name)
-        vecs = np.load(path, allow_pickle=False)
+        vecs: np.ndarray = np.load(path, allow_pickle=False)
         if vecs.ndim != 2 or vecs.dtype.kind != "f" or vecs.shape[0] != source["rows"] or not np.isfinite(vecs).all():
             raise ValueError(f"not a finite float matrix of {source['rows']} rows (shape {vecs.shape}, dtype {vecs.dtype})")
     except (OSError, ValueError, EOFError) as exc:  # ChecksumMismatch and JSON errors are ValueErrors

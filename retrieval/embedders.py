@@ -12,6 +12,7 @@ import importlib.util
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -67,14 +68,14 @@ class SentenceTransformerEmbedder:
         self.batch_size = batch_size
         self.device = device
         self.backend = resolve_backend(backend, device)
-        self._model = None
+        self._model: Any = None  # the SentenceTransformer, loaded on first use
 
     def unloaded(self) -> SentenceTransformerEmbedder:
         """A copy that loads its model where it runs (another process or node finds its own path)."""
         return SentenceTransformerEmbedder(self.model_id, batch_size=self.batch_size, device=self.device, backend=self.backend)
 
     @property
-    def model(self):
+    def model(self) -> Any:
         """The loaded ``SentenceTransformer`` (loaded, and for ONNX exported, on first use)."""
         if self._model is None:
             from sentence_transformers import SentenceTransformer
@@ -126,7 +127,8 @@ class SentenceTransformerEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         """Normalized embedding of one query."""
-        return self.embed_documents([text])[0]
+        vector: np.ndarray = self.embed_documents([text])[0]
+        return vector
 
 
 @EMBEDDERS.register("contriever")
@@ -142,7 +144,7 @@ class ContrieverEmbedder:
         self.batch_size = batch_size
         self.max_length = max_length
         self.device = device
-        self._loaded = None
+        self._loaded: tuple[Any, Any] | None = None  # (tokenizer, model)
 
     def unloaded(self) -> ContrieverEmbedder:
         """A copy without the loaded model, which it loads where it runs."""
@@ -150,7 +152,8 @@ class ContrieverEmbedder:
         clone._loaded = None
         return clone
 
-    def _load(self):
+    def _load(self) -> tuple[Any, Any]:
+        """The tokenizer and model, loaded on first use."""
         if self._loaded is None:
             from transformers import AutoModel, AutoTokenizer
 
@@ -184,11 +187,13 @@ class ContrieverEmbedder:
                 hidden = model(**batch).last_hidden_state
                 mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
                 out.append(((hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)).cpu().numpy())
-        return np.concatenate(out).astype(np.float32) if out else np.zeros((0, model.config.hidden_size), np.float32)
+        vectors: np.ndarray = np.concatenate(out).astype(np.float32) if out else np.zeros((0, model.config.hidden_size), np.float32)
+        return vectors
 
     def embed_query(self, text: str) -> np.ndarray:
         """Contriever encodes queries and passages with the same encoder."""
-        return self.embed_documents([text])[0]
+        vector: np.ndarray = self.embed_documents([text])[0]
+        return vector
 
 
 @EMBEDDERS.register("openai")
@@ -242,14 +247,16 @@ class OpenAIEmbedder:
             rows.extend(_pooled(d.embedding) for d in sorted(resp.data, key=lambda d: d.index))
         vecs = np.asarray(rows, dtype=np.float32)
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
-        return vecs / np.maximum(norms, 1e-12)
+        unit: np.ndarray = vecs / np.maximum(norms, 1e-12)
+        return unit
 
     def embed_query(self, text: str) -> np.ndarray:
         """Unit-length embedding of one query."""
-        return self.embed_documents([text])[0]
+        vector: np.ndarray = self.embed_documents([text])[0]
+        return vector
 
 
-def _pooled(embedding) -> np.ndarray:
+def _pooled(embedding: Sequence[float] | Sequence[Sequence[float]]) -> np.ndarray:
     """One vector per text: servers without a pooling setting return one vector per token."""
     vec = np.asarray(embedding, dtype=np.float32)
     return vec.mean(axis=0) if vec.ndim == 2 else vec

@@ -9,11 +9,13 @@ from __future__ import annotations
 import difflib
 import logging
 from collections.abc import Callable, Iterator
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, overload
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+#: What the decorator form of :meth:`Registry.register` takes and gives back unchanged.
+D = TypeVar("D")
 
 
 class Registry(Generic[T]):
@@ -40,6 +42,10 @@ class Registry(Generic[T]):
         self._entries: dict[str, T] = {}
         self._plugins_loaded = group is None
 
+    @overload
+    def register(self, name: str, obj: None = None, **attrs: Any) -> Callable[[D], D]: ...
+    @overload
+    def register(self, name: str, obj: Any, **attrs: Any) -> Any: ...
     def register(self, name: str, obj: Any = None, **attrs: Any) -> Any:
         """Register ``obj`` under ``name``; without ``obj``, return a decorator.
 

@@ -128,7 +128,7 @@ class CrossEncoderReranker:
 
 def retry_delay(retry: int, base: float) -> float:
     """Seconds before retry ``retry`` (1-based): ``base`` doubling to 16 times it, jittered (the openai SDK's schedule at 0.5 s)."""
-    return min(base * 2 ** (retry - 1), base * 16) * (1 - 0.25 * random.random())
+    return min(base * 2.0 ** (retry - 1), base * 16) * (1 - 0.25 * random.random())
 
 
 class ServerReranker:

@@ -93,7 +93,7 @@ def hybrid(
     return HybridRetriever(components, fusion=fusion, rrf_k=rrf_k, weight=weight, candidates=candidates)
 
 
-def make_retriever(name: str, **options) -> Retriever:
+def make_retriever(name: str, **options: Any) -> Retriever:
     """Instantiate the retriever ``name``; unknown options raise a ``TypeError`` listing the valid ones."""
     factory = RETRIEVERS.get(name)
     params = inspect.signature(factory).parameters
