@@ -22,9 +22,9 @@ from retrieval.document import IndexableCorpus
 from retrieval.fit import chunks_for
 from retrieval.hybrid import HybridRetriever
 from retrieval.index.growth import CompactionPolicy, grow_index
-from retrieval.index.layout import CHUNKS_FILE, INDEX_FORMAT_VERSION, build_lock, index_folder, index_key, partial_folder
+from retrieval.index.layout import CHUNKS_FILE, build_lock, index_folder, index_key, partial_folder
 from retrieval.index.process_cache import remember, remembered
-from retrieval.index.store import load_index, move_aside, private_build_folder, publish, save_retriever, write_chunks
+from retrieval.index.store import index_meta, load_index, move_aside, private_build_folder, publish, save_retriever, write_chunks
 from retrieval.index.types import Index
 from retrieval.lineage import write_documents
 from retrieval.retrievers import make_retriever
@@ -127,19 +127,8 @@ def _build(corpus: IndexableCorpus, chunking: ChunkingConfig, retriever: Retriev
         hashed_after = checksums.add_unrecorded()  # files a library wrote itself (bm25s), hashed from the page cache
         if hashed_after:
             log.debug("Hashed after writing (written by %s itself): %s", retriever.name, ", ".join(hashed_after))
-        meta = {
-            "format": INDEX_FORMAT_VERSION,
-            "key": key,
-            "corpus_fingerprint": corpus.fingerprint,
-            "num_documents": len(corpus),
-            "num_chunks": len(chunks),
-            "chunking": chunking.as_dict(),
-            "retriever": retriever.cache_params(),
-            "build_seconds": round(time.perf_counter() - started, 3),
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
-            "segments": [{"path": ".", "documents": [0, len(corpus)], "chunks": [0, len(chunks)]}],
-            "files": checksums.as_dict(),
-        }
+        meta = index_meta(corpus, chunking, retriever, key, num_chunks=len(chunks), started=started,
+                          segments=[{"path": ".", "documents": [0, len(corpus)], "chunks": [0, len(chunks)]}], files=checksums.as_dict())  # fmt: skip
         publish(tmp, folder, meta)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)  # the shards in .partial stay, for the next build to resume

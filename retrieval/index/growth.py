@@ -25,7 +25,7 @@ from retrieval.chunking import Chunk, ChunkingConfig
 from retrieval.document import IndexableCorpus
 from retrieval.fit import chunks_for
 from retrieval.index.layout import CHUNKS_FILE, INDEX_FORMAT_VERSION, partial_folder, segment_paths
-from retrieval.index.store import load_index, private_build_folder, publish, save_retriever, write_chunks
+from retrieval.index.store import index_meta, load_index, private_build_folder, publish, save_retriever, write_chunks
 from retrieval.index.types import Index, live_chunks
 from retrieval.lineage import Base, find_base, write_documents
 
@@ -91,6 +91,26 @@ def _link(src: Path, dst: Path) -> None:
         shutil.copy2(src, dst)
 
 
+@dataclass(frozen=True)
+class _Growth:
+    """What a growth makes of the cached index it starts from (the retriever already extended and told the deletions)."""
+
+    base: Base  # the cached index, and what of it the corpus keeps
+    stored_documents: int  # its document slots (a new document's slot comes after them)
+    appended: int  # the documents after the kept ones, which the new segment holds
+    new_chunks: list[Chunk]  # their chunks, numbered after the base's
+    stored: list[Chunk]  # every chunk the new index's files hold: the base's, then the new ones
+    live: list[Chunk]  # the stored chunks of live documents, numbered as a fresh build numbers them
+    deleted: set[int]  # deleted document slots
+    old_segments: list[dict[str, Any]]  # the base's segments
+    compacting: bool  # whether the new index is written as one segment of the live chunks
+
+    @property
+    def segments(self) -> int:
+        """The segments the grown index would have without compaction."""
+        return len(self.old_segments) + bool(self.appended)
+
+
 def grow_index(corpus: IndexableCorpus, chunking: ChunkingConfig, retriever: Retriever, key: str, folder: Path, show_progress: bool,
                compaction: CompactionPolicy) -> Index | None:  # fmt: skip
     """The index of ``corpus`` made from a cached index it starts from (:func:`cached_base`): that index's files
@@ -106,82 +126,88 @@ def grow_index(corpus: IndexableCorpus, chunking: ChunkingConfig, retriever: Ret
     found = cached_base(corpus, chunking, retriever, folder.parent)
     if found is None:
         return None
-    base_folder, base_meta = found.folder, found.meta
     started = time.perf_counter()
-    base = load_index(base_folder, base_meta["key"], chunking, retriever)  # validated: its files are linked below
+    base = load_index(found.folder, found.meta["key"], chunking, retriever)  # validated: its files are linked below
     if base is None or not getattr(retriever, "extensible", lambda: False)() or (found.deleted and not callable(getattr(retriever, "delete", None))):
-        log.info("Cached index at %s cannot grow or delete; building the whole index", base_folder)
+        log.info("Cached index at %s cannot grow or delete; building the whole index", found.folder)
         return None
-    stored_docs, first = base_meta.get("stored_documents", base_meta["num_documents"]), len(base.stored)
-    appended = len(corpus) - found.kept
-    shift = stored_docs - found.kept  # a new document's slot: after every stored one
-    new_chunks = [replace(c, doc_index=c.doc_index + shift)
-                  for c in chunks_for(corpus, chunking, retriever, show_progress=show_progress, start=found.kept, first_chunk_id=first)]  # fmt: skip
     partial = partial_folder(folder)
-    partial.mkdir(parents=True, exist_ok=True)
-    if appended:
-        retriever.extend(new_chunks, work_dir=partial, show_progress=show_progress)
-    deleted = set(base_meta.get("deleted_documents") or []) | set(found.deleted)
-    if found.deleted:
-        newly = set(found.deleted)
-        retriever.delete([c.chunk_id for c in base.stored if c.doc_index in newly])
-    stored = base.stored + new_chunks
-    live = live_chunks(stored, deleted)
-    old_segments = base_meta.get("segments") or [{"path": ".", "documents": [0, stored_docs], "chunks": [0, first]}]
-    segment = {"path": f"segments/{len(old_segments):03d}", "documents": [stored_docs, stored_docs + appended], "chunks": [first, len(stored)]}
-    compacting = compaction.compacts(len(old_segments) + bool(appended), deleted_chunks=len(stored) - len(live), stored_chunks=len(stored))
+    growth = _extend(corpus, chunking, retriever, found, base.stored, partial, show_progress, compaction)
     tmp = private_build_folder(folder)  # after deleting the ones killed builders left (we hold the lock)
     try:
         checksums = Checksums(tmp)
-        if compacting:
-            segments = write_compacted(tmp, retriever, live, corpus, checksums)
-        else:
-            try:
-                for name, entry in base_meta["files"].items():  # the base's segments, verified by load_index above
-                    _link(base_folder / name, tmp / name)
-                    checksums.files[name] = entry
-            except OSError as exc:  # the base's index was moved aside (repaired) meanwhile: build whole
-                log.info("Cannot reuse the cached index at %s (%s); building the whole index", base_folder, exc)
-                shutil.rmtree(tmp, ignore_errors=True)
-                return None
-            segments = list(old_segments)
-            if appended:
-                seg_dir = tmp / str(segment["path"])
-                seg_dir.mkdir(parents=True)
-                retriever.save_segment(seg_dir, first, checksums)
-                write_chunks(seg_dir / CHUNKS_FILE, new_chunks, checksums)
-                write_documents(seg_dir, corpus.document_digests[found.kept :], checksums)
-                segments.append(segment)
-            checksums.add_unrecorded()
-        tombstones = {"stored_documents": stored_docs + appended, "deleted_documents": sorted(deleted)} if deleted and not compacting else {}
-        meta = {
-            "format": INDEX_FORMAT_VERSION,
-            "key": key,
-            "corpus_fingerprint": corpus.fingerprint,
-            "num_documents": len(corpus),
-            "num_chunks": len(live),
-            "chunking": chunking.as_dict(),
-            "retriever": retriever.cache_params(),
-            "build_seconds": round(time.perf_counter() - started, 3),
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
-            "grown_from": base_meta["key"],
-            **({"compacted_segments": len(old_segments) + bool(appended)} if compacting else {}),
-            **tombstones,
-            "segments": segments,
-            "files": checksums.as_dict(),
-        }
+        segments = _write_grown(tmp, retriever, corpus, growth, checksums)
+        if segments is None:
+            return None
+        tombstones = {"stored_documents": growth.stored_documents + growth.appended, "deleted_documents": sorted(growth.deleted)}
+        meta = index_meta(corpus, chunking, retriever, key, num_chunks=len(growth.live), started=started, grown_from=found.meta["key"],
+                          **({"compacted_segments": growth.segments} if growth.compacting else {}),
+                          **(tombstones if growth.deleted and not growth.compacting else {}),
+                          segments=segments, files=checksums.as_dict())  # fmt: skip
         publish(tmp, folder, meta)  # atomic: the base's index (its segments) untouched, the new one whole or absent
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     shutil.rmtree(partial, ignore_errors=True)
     edits = f", deleted {len(found.deleted)} documents" if found.deleted else ""
-    log.info("Grew %s index by %d documents (%d chunks)%s in %.1fs at %s (from %s)%s", retriever.name, appended, len(new_chunks), edits,
-             meta["build_seconds"], folder, base_folder.name,
-             f"; compacted {len(old_segments) + bool(appended)} segments into one" if compacting else "")  # fmt: skip
-    if compacting:
-        return Index(live, retriever, chunking, key, folder)
-    return Index(live, retriever, chunking, key, folder, stored=stored)
+    log.info("Grew %s index by %d documents (%d chunks)%s in %.1fs at %s (from %s)%s", retriever.name, growth.appended, len(growth.new_chunks),
+             edits, meta["build_seconds"], folder, found.folder.name,
+             f"; compacted {growth.segments} segments into one" if growth.compacting else "")  # fmt: skip
+    if growth.compacting:
+        return Index(growth.live, retriever, chunking, key, folder)
+    return Index(growth.live, retriever, chunking, key, folder, stored=growth.stored)
+
+
+def _extend(corpus: IndexableCorpus, chunking: ChunkingConfig, retriever: SegmentedRetriever, found: Base, base_stored: list[Chunk],
+            partial: Path, show_progress: bool, compaction: CompactionPolicy) -> _Growth:  # fmt: skip
+    """Extend the loaded base index in ``retriever`` by the corpus's documents after the kept ones (chunked,
+    tokenized, embedded in the resumable ``partial`` folder) and delete the documents the corpus dropped;
+    what the new index holds."""
+    stored_docs, first = found.meta.get("stored_documents", found.meta["num_documents"]), len(base_stored)
+    appended = len(corpus) - found.kept
+    shift = stored_docs - found.kept  # a new document's slot: after every stored one
+    new_chunks = [replace(c, doc_index=c.doc_index + shift)
+                  for c in chunks_for(corpus, chunking, retriever, show_progress=show_progress, start=found.kept, first_chunk_id=first)]  # fmt: skip
+    partial.mkdir(parents=True, exist_ok=True)
+    if appended:
+        retriever.extend(new_chunks, work_dir=partial, show_progress=show_progress)
+    deleted = set(found.meta.get("deleted_documents") or []) | set(found.deleted)
+    if found.deleted:
+        newly = set(found.deleted)
+        retriever.delete([c.chunk_id for c in base_stored if c.doc_index in newly])
+    stored = base_stored + new_chunks
+    live = live_chunks(stored, deleted)
+    old_segments = found.meta.get("segments") or [{"path": ".", "documents": [0, stored_docs], "chunks": [0, first]}]
+    compacting = compaction.compacts(len(old_segments) + bool(appended), deleted_chunks=len(stored) - len(live), stored_chunks=len(stored))
+    return _Growth(found, stored_docs, appended, new_chunks, stored, live, deleted, old_segments, compacting)
+
+
+def _write_grown(tmp: Path, retriever: SegmentedRetriever, corpus: IndexableCorpus, growth: _Growth, checksums: Checksums) -> list[dict[str, Any]] | None:
+    """Write the grown index's files into ``tmp``: compacted into one segment, or the base's files linked and one segment
+    of the new documents; its segment list, or None (``tmp`` deleted) when the base's files are gone."""
+    if growth.compacting:
+        return write_compacted(tmp, retriever, growth.live, corpus, checksums)
+    base_folder = growth.base.folder
+    try:
+        for name, entry in growth.base.meta["files"].items():  # the base's segments, verified by load_index
+            _link(base_folder / name, tmp / name)
+            checksums.files[name] = entry
+    except OSError as exc:  # the base's index was moved aside (repaired) meanwhile: build whole
+        log.info("Cannot reuse the cached index at %s (%s); building the whole index", base_folder, exc)
+        shutil.rmtree(tmp, ignore_errors=True)
+        return None
+    segments = list(growth.old_segments)
+    if growth.appended:
+        first, docs = len(growth.stored) - len(growth.new_chunks), growth.stored_documents
+        segment = {"path": f"segments/{len(growth.old_segments):03d}", "documents": [docs, docs + growth.appended], "chunks": [first, len(growth.stored)]}
+        seg_dir = tmp / str(segment["path"])
+        seg_dir.mkdir(parents=True)
+        retriever.save_segment(seg_dir, first, checksums)
+        write_chunks(seg_dir / CHUNKS_FILE, growth.new_chunks, checksums)
+        write_documents(seg_dir, corpus.document_digests[growth.base.kept :], checksums)
+        segments.append(segment)
+    checksums.add_unrecorded()
+    return segments
 
 
 def write_compacted(tmp: Path, retriever: SegmentedRetriever, chunks: list[Chunk], corpus: IndexableCorpus,

@@ -28,6 +28,7 @@ from retrieval.base import Retriever
 from retrieval.checksums import ChecksumMismatch, Checksums, verify_folder
 from retrieval.chunking import Chunk, ChunkingConfig
 from retrieval.dense import DenseRetriever
+from retrieval.document import IndexableCorpus
 from retrieval.index.layout import CHUNKS_FILE, INDEX_FORMAT_VERSION, partial_folder, segment_paths
 from retrieval.index.types import Index, live_chunks
 
@@ -70,6 +71,24 @@ def save_retriever(retriever: Retriever, folder: Path, checksums: Checksums) -> 
         retriever.save(folder, checksums=checksums)  # type: ignore[call-arg]  # the base signature lacks it; checked above
     else:
         retriever.save(folder)
+
+
+def index_meta(corpus: IndexableCorpus, chunking: ChunkingConfig, retriever: Retriever, key: str, *, num_chunks: int, started: float,
+               **details: Any) -> dict[str, Any]:  # fmt: skip
+    """The ``meta.json`` of a new index: what keys and describes it (``started``: its build's ``perf_counter``), then ``details``
+    (segments, file checksums, what it grew from)."""
+    return {
+        "format": INDEX_FORMAT_VERSION,
+        "key": key,
+        "corpus_fingerprint": corpus.fingerprint,
+        "num_documents": len(corpus),
+        "num_chunks": num_chunks,
+        "chunking": chunking.as_dict(),
+        "retriever": retriever.cache_params(),
+        "build_seconds": round(time.perf_counter() - started, 3),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        **details,
+    }
 
 
 def publish(tmp: Path, folder: Path, meta: dict[str, Any]) -> None:
