@@ -20,7 +20,9 @@ from retrieval.lazy import lazy_attributes
 
 if TYPE_CHECKING:  # the lazy names below, for type checkers (nothing is imported at run time)
     from agents.api import aanswer, aanswer_many, answer, answer_many, estimate, index_for
-    from agents.chat_models import ChatModelError, EmbeddedChatModel, make_chat_model
+    from agents.chat_errors import ChatModelError
+    from agents.chat_models import make_chat_model
+    from agents.embedded_chat import EmbeddedChatModel
     from agents.events import AnswerEvent, ProgressEvent, StepEvent, TokenEvent
     from agents.interop import as_runnable, as_tool
     from agents.streaming import astream_answer, stream_answer
@@ -32,7 +34,9 @@ if TYPE_CHECKING:  # the lazy names below, for type checkers (nothing is importe
 #: Exported name -> the module that defines it.
 _EXPORTS = {
     **dict.fromkeys(("aanswer", "aanswer_many", "answer", "answer_many", "estimate", "index_for"), "agents.api"),
-    **dict.fromkeys(("ChatModelError", "EmbeddedChatModel", "make_chat_model"), "agents.chat_models"),
+    "ChatModelError": "agents.chat_errors",
+    "EmbeddedChatModel": "agents.embedded_chat",
+    "make_chat_model": "agents.chat_models",
     **dict.fromkeys(("AnswerEvent", "ProgressEvent", "StepEvent", "TokenEvent"), "agents.events"),
     **dict.fromkeys(("as_runnable", "as_tool"), "agents.interop"),
     **dict.fromkeys(("astream_answer", "stream_answer"), "agents.streaming"),

@@ -21,13 +21,18 @@ from typing import Any, ParamSpec, TypeVar
 from langchain_core.language_models import BaseChatModel
 
 from agents.calibration import ModelSpeed
-from agents.chat_models import EmbeddedChatModel, as_chat_model_error, make_chat_model
+from agents.chat_errors import as_chat_model_error
+from agents.chat_models import make_chat_model
+from agents.embedded_chat import EmbeddedChatModel
 from agents.jsonsafe import is_plain, json_safe
 from agents.run_plan import plan_for, too_slow
 from graphs import STRATEGIES
 from graphs.budget import Budget, CostPlan, check_plan
+from graphs.config import ConfigT, StrategyConfig
 from graphs.registry import Strategy
-from graphs.run import RunOptions, arun_strategy, checkpoint_held, run_strategy
+from graphs.retrieval_service import RetrievalService
+from graphs.run import RunOptions, arun_strategy, run_strategy
+from graphs.run_batched import checkpoint_held
 from retrieval import Index
 from retrieval.contract import Answer, Corpus, Question, Step, as_question
 
@@ -40,7 +45,8 @@ R = TypeVar("R")
 log = logging.getLogger(__name__)
 
 
-def warn_if_slow(strategy: str, corpus: Corpus, questions: int, chat: BaseChatModel, cfg: Any = None, *, speed: ModelSpeed | None = None) -> str | None:
+def warn_if_slow(strategy: str, corpus: Corpus, questions: int, chat: BaseChatModel, cfg: StrategyConfig | None = None, *,
+                 speed: ModelSpeed | None = None) -> str | None:  # fmt: skip
     """Say up front when a run will take long on the embedded model, at its speed measured on this
     machine (:mod:`agents.calibration`); returns the message (also logged as a warning), or ``None``."""
     if not isinstance(chat, EmbeddedChatModel):
@@ -235,13 +241,14 @@ def estimate(
     return _plan(spec, cfg, corpus, qs, make_chat_model(llm))  # the model answer() would use: one plan, one tokenizer
 
 
-def _plan(spec: Any, cfg: Any, corpus: Corpus, qs: list[Question], chat: BaseChatModel | None) -> CostPlan:
+def _plan(spec: Strategy[ConfigT], cfg: ConfigT, corpus: Corpus, qs: list[Question], chat: BaseChatModel | None) -> CostPlan:
     if spec.costs is None or not spec.costs.has_bounds:
         raise ValueError(f"Strategy {spec.name!r} declares no cost plan (costs= or cost_plan= on its registration), so it cannot be estimated")
-    return spec.costs.bounds(cfg, corpus, qs, chat)
+    return spec.costs.bounds(cfg, corpus=corpus, questions=qs, llm=chat)
 
 
-def remaining_plan(spec: Any, cfg: Any, corpus: Corpus, qs: list[Question], chat: BaseChatModel, cache_dir: str | Path | None) -> CostPlan:
+def remaining_plan(spec: Strategy[ConfigT], cfg: ConfigT, corpus: Corpus, qs: list[Question], chat: BaseChatModel,
+                   cache_dir: str | Path | None) -> CostPlan:  # fmt: skip
     """The plan a budget is checked against: the strategy's plan, less what the checkpoint of a resumable run
     (MemAgent) already holds, which it will not spend again. Without a checkpoint that covers the difference, a
     budget the whole plan cannot fit is refused up front as for every other strategy, not spent on a run that
@@ -254,8 +261,8 @@ def remaining_plan(spec: Any, cfg: Any, corpus: Corpus, qs: list[Question], chat
 class _Call:
     """One call's validated inputs, shared by the sync and async twins: what the run path takes."""
 
-    spec: Strategy
-    cfg: Any
+    spec: Strategy[Any]
+    cfg: StrategyConfig
     questions: list[Question]
     options: RunOptions
 
@@ -299,7 +306,7 @@ def _explained(chat: BaseChatModel) -> Iterator[None]:
 
 def index_for(corpus: Corpus, cfg: Any, *, cache_dir: str | Path | None = None, show_progress: bool = False) -> Index:
     """The (cached) index a retrieval-using strategy config asks for."""
-    return cfg.build_index(corpus, cache_dir=cache_dir, show_progress=show_progress)
+    return RetrievalService(settings=cfg, cache_dir=cache_dir, show_progress=show_progress).build_index(corpus)
 
 
 def _check_corpus(corpus: Any) -> None:

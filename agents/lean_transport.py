@@ -16,7 +16,7 @@ same headers and keeps the SDK's behaviour where it matters, measured against it
   counts them.
 * **Timeouts**: the client's (or the request's) connect and read timeouts.
 * **Errors**: the SDK's own exceptions (``APITimeoutError``, ``APIConnectionError``, and the
-  status errors made by the client itself), so :func:`agents.chat_models.as_chat_model_error`
+  status errors made by the client itself), so :func:`agents.chat_errors.as_chat_model_error`
   maps them as before.
 
 It serves only clients whose requests it can reproduce exactly (:meth:`LeanTransport.serves`):
@@ -249,7 +249,7 @@ class LeanTransport:
 
 def _made(error: BaseException, retries: int) -> BaseException:
     """``error`` noting the retries actually made (``retries_made``), which the SDK's errors do not
-    carry: :func:`agents.chat_models.as_chat_model_error` reports it instead of the configured count."""
+    carry: :func:`agents.chat_errors.as_chat_model_error` reports it instead of the configured count."""
     setattr(error, "retries_made", retries)  # an attribute of our own on the SDK's exception
     return error
 

@@ -27,8 +27,9 @@ from langchain_openai import ChatOpenAI
 from pydantic import PrivateAttr
 
 from agents.cached_usage import with_cached_tokens
-from agents.chat_models import MalformedResponseError, as_chat_model_error, budget_field, is_malformed, max_retries_setting, with_budget_field
+from agents.chat_errors import MalformedResponseError, as_chat_model_error, is_malformed, max_retries_setting
 from agents.lean_transport import LeanTransport, retry_delay
+from graphs.budget_field import budget_field, with_budget_field
 from graphs.twins import blocking, run_blocking
 
 #: A request for :meth:`RetryingChatOpenAI._complete`'s ``send``: ``post`` arguments of the lean
@@ -38,7 +39,7 @@ LeanRequest = dict[str, Any] | None
 
 class RetryingChatOpenAI(ChatOpenAI):
     """``ChatOpenAI`` whose malformed replies are retried like 5xx and whose failures are
-    :class:`~agents.chat_models.ChatModelError`; serialized (and so cached) as plain ``ChatOpenAI``."""
+    :class:`~agents.chat_errors.ChatModelError`; serialized (and so cached) as plain ``ChatOpenAI``."""
 
     _transport: Any = PrivateAttr(default=None)
     #: Its payload goes through ``with_budget_field``: ``graphs.budget_field.budget_kwargs`` sends it a plain ``max_tokens``.
@@ -84,7 +85,7 @@ class RetryingChatOpenAI(ChatOpenAI):
 
     def _get_request_payload(self, input_: Any, *, stop: list[str] | None = None, **kwargs: Any) -> dict:
         """ChatOpenAI's payload with the answer budget under the field the model honours
-        (:func:`~agents.chat_models.budget_field`); both request paths, lean and SDK, build their body here."""
+        (:func:`~graphs.budget_field.budget_field`); both request paths, lean and SDK, build their body here."""
         payload = super()._get_request_payload(input_, stop=stop, **kwargs)
         if "messages" not in payload:  # the Responses API names its budget max_output_tokens
             return payload

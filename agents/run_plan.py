@@ -21,6 +21,7 @@ from langchain_core.language_models import BaseChatModel
 
 from agents.calibration import ModelSpeed, model_speed
 from agents.chat_models import EmbeddedChatModel
+from graphs.config import StrategyConfig
 from graphs.costs import StrategyCosts
 from graphs.prompt_sharing import shared_prompt_tokens
 from graphs.registry import STRATEGIES
@@ -65,7 +66,7 @@ class StrategyPlan:
         )  # fmt: skip
 
 
-def estimate(strategy: str, cfg: Any, corpus_tokens: int, documents: int, questions: int, window: int | None = None,
+def estimate(strategy: str, cfg: StrategyConfig, corpus_tokens: int, documents: int, questions: int, window: int | None = None,
              speed: ModelSpeed | None = None) -> StrategyPlan:  # fmt: skip
     """The plan of ``strategy`` (with its config ``cfg``) over one corpus and ``questions`` questions.
 
@@ -77,7 +78,7 @@ def estimate(strategy: str, cfg: Any, corpus_tokens: int, documents: int, questi
     cost = _costs(strategy)
     if cost is None:
         raise ValueError(f"Strategy {strategy!r} registers no expected cost (costs= or expected_cost= on its registration), so it cannot be planned")
-    expected = cost.typical(cfg, corpus_tokens, documents, window)
+    expected = cost.typical(cfg, corpus_tokens=corpus_tokens, documents=documents, window=window)
     each, once = expected.per_question, expected.once
     calls = each.calls * questions + once.calls
     prompt = each.prompt_tokens * questions + once.prompt_tokens
@@ -87,7 +88,7 @@ def estimate(strategy: str, cfg: Any, corpus_tokens: int, documents: int, questi
     return StrategyPlan(strategy, questions, calls, prompt, completion, seconds, shared)
 
 
-def _costs(strategy: str) -> StrategyCosts | None:
+def _costs(strategy: str) -> StrategyCosts[Any] | None:
     """The strategy's registered cost model when it gives a typical cost (``None``: unknown, or it declares none)."""
     costs = STRATEGIES.get(strategy).costs if strategy in STRATEGIES else None
     return costs if costs is not None and costs.has_typical else None
@@ -96,7 +97,7 @@ def _costs(strategy: str) -> StrategyCosts | None:
 Corpora = Sequence[tuple[int, int, int]]
 
 
-def plan_for(configs: Mapping[str, Any], corpora: Corpora | Mapping[str, Corpora], chat: BaseChatModel, *,
+def plan_for(configs: Mapping[str, StrategyConfig], corpora: Corpora | Mapping[str, Corpora], chat: BaseChatModel, *,
              speed: ModelSpeed | None = None, calibrate: bool | None = None) -> tuple[list[StrategyPlan], ModelSpeed | None]:  # fmt: skip
     """Plans of the strategies in ``configs`` (name -> config) over ``corpora`` ((tokens, documents,
     questions) per corpus; or per strategy, name -> those), and the speed they assume: ``speed``, else,

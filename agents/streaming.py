@@ -23,8 +23,9 @@ from langchain_core.callbacks import BaseCallbackHandler
 from agents.api import aanswer
 from agents.chat_models import streaming_model
 from agents.events import AnswerEvent, Event, ProgressEvent, StepEvent, TokenEvent, plain_step
+from graphs.event_loop import private_loop
 from graphs.events import Report, reporting_to
-from graphs.run import private_loop, with_handler
+from graphs.run_config import with_handler
 from retrieval.contract import Answer, Corpus, Question
 
 

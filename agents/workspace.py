@@ -35,7 +35,8 @@ from agents.streaming import astream_answer, stream_answer
 from graphs import STRATEGIES
 from graphs.budget import Budget, BudgetExceeded, CostPlan
 from graphs.llm import model_id
-from graphs.rag import RetrievalSettings
+from graphs.retrieval_service import RetrievalService
+from graphs.retrieval_settings import RetrievalSettings
 from retrieval import Index, default_cache_dir
 from retrieval.contract import Answer, Corpus, CorpusError, Document, Question, as_question
 from retrieval.readers import read_path
@@ -237,7 +238,7 @@ class Workspace:
             with self._lock:
                 if key in self._indexes:
                     return self._indexes[key]
-                index = cfg.build_index(corpus, cache_dir=self.cache_dir, show_progress=bool(self.show_progress))
+                index = RetrievalService(settings=cfg, cache_dir=self.cache_dir, show_progress=bool(self.show_progress)).build_index(corpus)
                 if self._corpus is corpus:  # not replaced by add() meanwhile
                     self._indexes[key] = index
                 self.index_loads += 1

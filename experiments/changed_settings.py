@@ -5,7 +5,7 @@ only when the answer is what this run would have produced: rerunning into the sa
 another model, other request settings of the same model (``extra_body``, sampling, headers), a
 changed strategy option or preset, or prompts of another library version would otherwise leave
 the table mixing answers of two configurations under one name. Every row records its effective
-config (:func:`graphs.run.effective_config`); this module compares it with what the resuming run
+config (:func:`graphs.run_config.effective_config`); this module compares it with what the resuming run
 would record and names the fields that differ. Those pairs are answered again (the new row
 supersedes the old one: the report reads the latest row of a pair).
 
@@ -25,7 +25,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from graphs.registry import STRATEGIES
-from graphs.run import effective_config
+from graphs.run_config import effective_config
 
 #: Config fields of any strategy that change how a run executes, not what it sends or answers.
 RUNTIME_FIELDS = frozenset({"concurrency", "show_progress", "resume", "trace_chars"})

@@ -1,23 +1,20 @@
 """The ``longctx`` argument parser, with nothing but the standard library loaded.
 
 ``longctx --help`` and a mistyped command or option answer at once because this module
-imports none of the engines (LangGraph, LangChain, faiss, bm25s, torch, llama.cpp): the
-strategy and retriever names it offers are those the library's modules register, read from
-their source without running it (:func:`builtin_strategies`, :func:`builtin_retrievers`; a
-test checks both against the registries), plus the names third-party plug-ins declare as entry
-points, read from package metadata without importing them.
+imports none of the engines (LangGraph, LangChain, faiss, bm25s, torch, llama.cpp) and no
+strategy package: the strategy and retriever names it offers are the registries' own
+(:data:`graphs.strategy_registry.STRATEGIES`, :data:`retrieval.retriever_registry.RETRIEVERS`),
+which know their names from each package's ``plugin.toml`` and the entry points of third-party
+plug-ins, and import a plug-in only when it is looked up.
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
-import difflib
-import functools
-import importlib.util
-import sys
-from collections.abc import Callable, Iterable, Iterator
-from pathlib import Path
+from collections.abc import Iterator
+
+from graphs.strategy_registry import STRATEGIES
+from retrieval.retriever_registry import RETRIEVERS
 
 #: Copies, for the help text, of ``retrieval.embedding_backends.EMBEDDING_BACKENDS``,
 #: ``agents.run_plan.CONFIRM_MINUTES`` and ``experiments.export.FORMATS`` (a test keeps them equal).
@@ -26,108 +23,26 @@ CONFIRM_MINUTES = 15.0
 FORMATS = ("official",)
 
 
-def _registrations(package: str, files: str, registry: str) -> Iterator[tuple[str, ast.Call]]:
-    """``(name, call)`` of the ``<registry>.register("name", ...)`` calls in the source of ``package``'s ``files`` (a
-    glob), found without importing the package: the engines its modules import take a second to load."""
-    spec = importlib.util.find_spec(package)  # finds the package without importing it
-    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
-        for path in sorted(Path(folder).glob(files)):
-            source = path.read_text(encoding="utf-8")
-            if f"{registry}.register(" not in source:
-                continue
-            for node in ast.walk(ast.parse(source)):
-                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "register" \
-                        and isinstance(node.func.value, ast.Name) and node.func.value.id == registry \
-                        and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):  # fmt: skip
-                    yield node.args[0].value, node
-
-
-def _is_true(call: ast.Call, keyword: str) -> bool:
-    return any(k.arg == keyword and isinstance(k.value, ast.Constant) and k.value.value is True for k in call.keywords)
-
-
-@functools.cache
-def builtin_strategies() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The names the strategy packages (``graphs/<name>/``) register and those that build an index,
-    read from their registrations (``@STRATEGIES.register("name", ..., uses_index=True)``)."""
-    calls = list(_registrations("graphs", "*/*.py", "STRATEGIES"))
-    names = {name for name, _ in calls}
-    indexed = {name for name, call in calls if _is_true(call, "uses_index")}
-    return tuple(sorted(names)), tuple(sorted(indexed))
-
-
-@functools.cache
-def builtin_retrievers() -> tuple[str, ...]:
-    """The names the retrieval package registers (``@RETRIEVERS.register("name")``)."""
-    return tuple(sorted({name for name, _ in _registrations("retrieval", "*.py", "RETRIEVERS")}))
-
-
-@functools.cache
-def _entry_point_names(group: str) -> tuple[str, ...]:
-    """Names of the entry points third-party packages declare in ``group`` (nothing is imported)."""
-    from importlib import metadata
-
-    return tuple(sorted({ep.name for ep in metadata.entry_points(group=group)}))
-
-
-class PluginNames:
-    """The names a registry offers, known without importing it: the built-in ones and the
-    entry-point names of third-party plug-ins (a plug-in registers under its entry point's name).
-
-    Usable as argparse ``choices``; :meth:`check` raises the registry's own ``KeyError``.
-    """
-
-    def __init__(self, kind: str, builtin: Callable[[], Iterable[str]], group: str, registry: tuple[str, str]):
-        self.kind = kind
-        self._builtin = builtin  # read on first use: --help of another command never needs it
-        self.group = group
-        self.registry = registry  # (module, attribute) of the registry itself
-
-    @property
-    def builtin(self) -> tuple[str, ...]:
-        """The library's own names."""
-        return tuple(self._builtin())
-
-    def _registered(self) -> tuple[str, ...]:
-        """Names registered in this process (a strategy registered in code before ``main()`` is
-        called), read only when the registry's module is already loaded: nothing is imported."""
-        module = sys.modules.get(self.registry[0])
-        registry = getattr(module, self.registry[1], None) if module is not None else None
-        return tuple(registry.names()) if registry is not None else ()
-
-    def names(self) -> list[str]:
-        """Built-in, plug-in and in-process names, sorted."""
-        return sorted({*self.builtin, *_entry_point_names(self.group), *self._registered()})
+class IndexStrategies:
+    """``longctx index`` choices: the strategies not declared to use no index (``uses_index = false`` in
+    their ``plugin.toml``); a plug-in's use of an index is checked once it is loaded."""
 
     def __contains__(self, name: object) -> bool:
-        return name in self.builtin or name in _entry_point_names(self.group) or name in self._registered()
+        return isinstance(name, str) and name in STRATEGIES and STRATEGIES.declared(name).get("uses_index", True) is not False
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.names())
-
-    def check(self, name: str) -> None:
-        """Raise ``KeyError`` for an unknown name, worded as the registry words it (with suggestions)."""
-        if name not in self:
-            close = difflib.get_close_matches(name, self.names(), n=3)
-            hint = f" Did you mean: {', '.join(close)}?" if close else ""
-            raise KeyError(f"Unknown {self.kind} {name!r}.{hint} Available: {', '.join(self.names())}")
-
-
-STRATEGY_NAMES = PluginNames("strategy", lambda: builtin_strategies()[0], "longctx.strategies", ("graphs.registry", "STRATEGIES"))
-#: ``longctx index`` strategies: a plug-in's use of an index is checked once it is loaded.
-INDEX_STRATEGY_NAMES = PluginNames("strategy", lambda: builtin_strategies()[1], "longctx.strategies", ("graphs.registry", "STRATEGIES"))
-RETRIEVER_NAMES = PluginNames("retriever", builtin_retrievers, "longctx.retrievers", ("retrieval.retrievers", "RETRIEVERS"))
+        return iter([name for name in STRATEGIES.names() if name in self])
 
 
 def check_strategy_list(value: str | None) -> None:
     """Raise the registry's ``KeyError`` for the first unknown name of a comma-separated list."""
     for name in (s.strip() for s in (value or "").split(",")):
         if name:
-            STRATEGY_NAMES.check(name)
+            STRATEGIES.check(name)
 
 
 def _add_retrieval_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--retriever", choices=RETRIEVER_NAMES, help="retriever (default: the strategy's, bm25)")
+    p.add_argument("--retriever", choices=RETRIEVERS, help="retriever (default: the strategy's, bm25)")
     p.add_argument("--retriever-model", help="embedding model name or local path for dense/contriever/openai")
     p.add_argument(
         "--embedding-backend", choices=list(EMBEDDING_BACKENDS),
@@ -170,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--question", required=True, help="the question")
     p.add_argument("--choices", nargs="+", metavar="CHOICE", help="multiple-choice options, lettered A, B, C, ...")
     p.add_argument("--instruction", help="output-format instruction appended to the prompt")
-    p.add_argument("--strategy", default="rag", choices=STRATEGY_NAMES, help="strategy (default: rag)")
+    p.add_argument("--strategy", default="rag", choices=STRATEGIES, help="strategy (default: rag)")
     p.add_argument("--preset", help="a named config of the strategy, e.g. longbench-500x3")
     p.add_argument("--llm", help="'embedded' (default), 'embedded:PATH.gguf' or 'openai:MODEL'")
     p.add_argument("--top-k", type=int, help="chunks retrieved (default 7)")
@@ -184,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("index", help="prebuild and cache a corpus index", description="Chunk and index a corpus once.")
     p.add_argument("path", help="a file or folder (.txt .md .rst .json .jsonl .pdf .html)")
-    p.add_argument("--strategy", default="rag", choices=INDEX_STRATEGY_NAMES)
+    p.add_argument("--strategy", default="rag", choices=IndexStrategies())
     _add_retrieval_args(p)
     _add_ray_arg(p, "embed the chunks")
     p.add_argument("--ray-workers", type=int, default=2, help="embedding actors on Ray (default 2)")

@@ -15,7 +15,8 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from agents.chat_models import EmbeddedChatModel, make_chat_model
+from agents.chat_models import make_chat_model
+from agents.embedded_chat import EmbeddedChatModel
 from agents.run_plan import announce_plan
 from experiments.benchmarks import load_benchmark
 from experiments.benchmarks.own import read_questions

@@ -10,7 +10,8 @@ from langchain_core.language_models import BaseChatModel
 
 from agents.calibration import ModelSpeed
 from agents.run_plan import StrategyPlan, plan_for
-from experiments.runner import RunConfig, answered_pairs, latest_rows, read_rows
+from experiments.runner import RunConfig, latest_rows, read_rows
+from experiments.runner.resume import answered_pairs
 from graphs import STRATEGIES
 
 

@@ -23,19 +23,13 @@ from tqdm.auto import tqdm
 
 from agents import make_chat_model
 from agents.llm_cache import SQLiteLLMCache
-from experiments.runner import (
-    RESULTS_FILE,
-    RunConfig,
-    append_row,
-    base_row,
-    finish_manifest,
-    is_retry,
-    make_out_folder,
-    plan_run,
-    run_unit,
-    select_samples,
-    work_units,
-)
+from experiments.runner import RESULTS_FILE, RunConfig, select_samples
+from experiments.runner.folder import make_out_folder
+from experiments.runner.manifest import finish_manifest
+from experiments.runner.results_file import append_row
+from experiments.runner.resume import is_retry, plan_run
+from experiments.runner.rows import base_row
+from experiments.runner.units import run_unit, work_units
 from graphs.llm import model_id
 from graphs.registry import STRATEGIES
 from retrieval.ray_support import ensure_ray

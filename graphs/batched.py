@@ -22,6 +22,7 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.memory import InMemorySaver
 
 from graphs.budget import BudgetReached
+from graphs.config import StrategyConfig
 from graphs.context import StrategyContext
 from graphs.llm import model_id, tokenizer_id
 from graphs.registry import BatchRun, BatchSettings, Strategy
@@ -52,9 +53,9 @@ class BatchedRun:
 
 
 def run_batched_graph(
-    spec: Strategy,
+    spec: Strategy[Any],
     mode: BatchRun,
-    cfg: Any,
+    cfg: StrategyConfig,
     questions: list[Question],
     llm: BaseChatModel,
     corpus: Corpus,
@@ -139,7 +140,7 @@ def recorded_usage(mode: BatchRun, values: Mapping[str, Any], questions: int) ->
 
 
 def _continued(
-    spec: Strategy, mode: BatchRun, cfg: Any, questions: list[Question], llm: BaseChatModel, corpus: Corpus, folder: Path,
+    spec: Strategy[Any], mode: BatchRun, cfg: StrategyConfig, questions: list[Question], llm: BaseChatModel, corpus: Corpus, folder: Path,
     key_prefix: str | None, values: Mapping[str, Any], settings: BatchSettings,
 ) -> tuple[int | None, dict[str, Any]]:  # fmt: skip
     """``(documents continued from, state a fresh run starts with beyond its initial state)``: a run
@@ -160,7 +161,7 @@ def _continued(
 
 
 def run_key(
-    spec: Strategy, mode: BatchRun, cfg: Any, questions: list[Question], llm: BaseChatModel, corpus_fingerprint: str, key_prefix: str | None,
+    spec: Strategy[Any], mode: BatchRun, cfg: StrategyConfig, questions: list[Question], llm: BaseChatModel, corpus_fingerprint: str, key_prefix: str | None,
     *, model: Mapping[str, Any] | None = None,
 ) -> str:  # fmt: skip
     """The key of one run: strategy, corpus, questions (with the final call's sampling where their
@@ -185,7 +186,7 @@ def model_key(llm: BaseChatModel) -> dict[str, Any]:
     return {"model": model_id(llm), "requests": request_settings(llm), "tokenizer": tokenizer_id(llm)}
 
 
-def question_key(question: Question, budget: int) -> tuple:
+def question_key(question: Question, budget: int) -> tuple[Any, ...]:
     """A question's part of a run key: its text, instruction and answer budget, and the
     protocol's temperature and stop sequences of the final call where it sets them."""
     protocol = question.protocol
@@ -195,7 +196,8 @@ def question_key(question: Question, budget: int) -> tuple:
 
 
 def finished_prefix_run(
-    spec: Strategy, mode: BatchRun, cfg: Any, questions: list[Question], llm: BaseChatModel, corpus: Corpus, folder: Path, key_prefix: str | None
+    spec: Strategy[Any], mode: BatchRun, cfg: StrategyConfig, questions: list[Question], llm: BaseChatModel, corpus: Corpus, folder: Path,
+    key_prefix: str | None,
 ) -> tuple[int, Mapping[str, Any]] | None:
     """``(documents, state carried on)`` of the finished run over the longest proper prefix of
     ``corpus`` (same questions, config and model; run with or without its continuation option),
@@ -205,7 +207,8 @@ def finished_prefix_run(
 
 
 def _finished_prefix_state(
-    spec: Strategy, mode: BatchRun, cfg: Any, questions: list[Question], llm: BaseChatModel, corpus: Corpus, folder: Path, key_prefix: str | None
+    spec: Strategy[Any], mode: BatchRun, cfg: StrategyConfig, questions: list[Question], llm: BaseChatModel, corpus: Corpus, folder: Path,
+    key_prefix: str | None,
 ) -> tuple[int, Mapping[str, Any], Mapping[str, Any]] | None:
     """``(documents, final state, state carried on)`` of :func:`finished_prefix_run`'s earlier run."""
     how = mode.continuation
@@ -224,7 +227,7 @@ def _finished_prefix_state(
     return None
 
 
-def _stored_state(spec: Strategy, cfg: Any, path: Path) -> Any:
+def _stored_state(spec: Strategy[Any], cfg: StrategyConfig, path: Path) -> Any:
     """The latest state snapshot in the checkpoint database at ``path`` (its run key is its folder's name), or None without one."""
     if not path.exists():
         return None
@@ -255,7 +258,8 @@ class Checkpointed:
 
 
 def checkpointed(
-    spec: Strategy, mode: BatchRun, cfg: Any, questions: list[Question], llm: BaseChatModel, corpus: Corpus, *, folder: Path, key_prefix: str | None = None
+    spec: Strategy[Any], mode: BatchRun, cfg: StrategyConfig, questions: list[Question], llm: BaseChatModel, corpus: Corpus, *, folder: Path,
+    key_prefix: str | None = None,
 ) -> Checkpointed:
     """What the checkpoint of the run an identical call would make holds: its own (the finished tasks of an interrupted
     step included); for a fresh run continued from an earlier corpus (``continue_from_prefix``), the finished earlier

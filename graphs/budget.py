@@ -93,7 +93,8 @@ class Budget:
         """USD of these tokens at :attr:`price` (0 without a price)."""
         if self.price is None:
             return 0.0
-        return (prompt_tokens * self.price[0] + completion_tokens * self.price[1]) / 1_000_000
+        usd: float = (prompt_tokens * self.price[0] + completion_tokens * self.price[1]) / 1_000_000
+        return usd
 
     def describe(self) -> str:
         """The limits, for messages: ``200 calls, 2,000,000 prompt tokens, $5.00``."""
@@ -107,7 +108,7 @@ class Budget:
         return ", ".join(parts) or "no limit"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CostPlan:
     """What a strategy will spend on a corpus, known before its first call.
 
@@ -147,8 +148,9 @@ class CostPlan:
         """The plan for ``questions`` questions answered one by one (each runs the whole plan)."""
         k = questions / max(self.questions, 1)
         return CostPlan(
-            self.strategy, questions, math.ceil(self.calls * k), math.ceil(self.max_calls * k), math.ceil(self.prompt_tokens * k),
-            math.ceil(self.max_prompt_tokens * k), math.ceil(self.completion_tokens * k), self.formula, dict(self.details),
+            strategy=self.strategy, questions=questions, calls=math.ceil(self.calls * k), max_calls=math.ceil(self.max_calls * k),
+            prompt_tokens=math.ceil(self.prompt_tokens * k), max_prompt_tokens=math.ceil(self.max_prompt_tokens * k),
+            completion_tokens=math.ceil(self.completion_tokens * k), formula=self.formula, details=dict(self.details),
         )  # fmt: skip
 
     def cost_usd(self, price: Any) -> float | None:
@@ -185,8 +187,10 @@ class CostPlan:
         else:
             prompt, completion, most = 0, 0, self.max_prompt_tokens
         return CostPlan(
-            self.strategy, self.questions, max(0, self.calls - calls), max(0, self.max_calls - calls), prompt, max(prompt, most), completion,
-            f"{self.formula}; less the {calls:,} call{'' if calls == 1 else 's'} its checkpoint holds", {**self.details, "checkpointed_calls": calls},
+            strategy=self.strategy, questions=self.questions, calls=max(0, self.calls - calls), max_calls=max(0, self.max_calls - calls),
+            prompt_tokens=prompt, max_prompt_tokens=max(prompt, most), completion_tokens=completion,
+            formula=f"{self.formula}; less the {calls:,} call{'' if calls == 1 else 's'} its checkpoint holds",
+            details={**self.details, "checkpointed_calls": calls},
         )  # fmt: skip
 
     def describe(self) -> str:

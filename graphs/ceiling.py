@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from langgraph.runtime import Runtime
 
 from graphs.context import StrategyContext
+from graphs.retrieval_service import RetrievalService
 from retrieval import tokens
 from retrieval.contract import Corpus
 
@@ -31,7 +32,7 @@ class CeilingItem:
     question: Any
     evidence: tuple[str, ...]
     difficulty: str | None = None
-    records: tuple | None = None
+    records: tuple[Any, ...] | None = None
     sub_questions: tuple[str, ...] | None = None
 
 
@@ -127,7 +128,7 @@ def node_runtime(cfg: Any, corpus: Corpus, index: Any) -> Runtime[StrategyContex
 
 def cached_index(cfg: Any, corpus: Corpus, env: CeilingEnv) -> Any:
     """The strategy's retrieval index for ``corpus``, built and cached as ``answer()`` builds it."""
-    return cfg.build_index(corpus, cache_dir=env.cache_dir)
+    return RetrievalService(settings=cfg, cache_dir=env.cache_dir).build_index(corpus)
 
 
 def queries(item: CeilingItem, env: CeilingEnv, cap: int) -> list[str]:

@@ -15,7 +15,7 @@ import types
 import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args, get_origin
+from typing import Any, Literal, TypeVar, get_args, get_origin
 
 from retrieval.redaction import redact_value, register_options
 
@@ -50,6 +50,10 @@ class StrategyConfig:
 
     def check(self) -> None:
         """Cross-field rules of a strategy (override; raise :class:`ConfigError`)."""
+
+
+#: A strategy's config class: ``Strategy[RagConfig]``, ``StrategyCosts[RagConfig]`` check what reads it against it.
+ConfigT = TypeVar("ConfigT", bound=StrategyConfig)
 
 
 def validate(config: Any) -> None:

@@ -1,7 +1,7 @@
 """One cost model per strategy: the bounds a budget is checked against and the typical cost the run plan prints, from the same terms.
 
 A strategy registers a :class:`StrategyCosts` (``STRATEGIES.register(..., costs=StrategyCosts(model))``);
-its model is ``(cfg, shape, questions, llm, window) -> Costs``: the least and most calls and prompt
+its model is a :class:`CostModel`, ``(cfg, shape, questions, *, llm, window) -> Costs``: the least and most calls and prompt
 tokens (a :class:`~graphs.budget.CostPlan`: ``agents.estimate``, budgets refuse a call before any model
 call) and the typical calls and tokens (an :class:`ExpectedCost`: ``agents.run_plan`` prints it before
 ``longctx run``/``demo``/``answer``), computed from one set of terms so the typical cost lies within the
@@ -22,12 +22,16 @@ the older ``cost_plan=`` / ``expected_cost=`` keywords): the other half is then 
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
+
+from langchain_core.language_models import BaseChatModel
 
 from graphs.budget import CostPlan
+from graphs.config import ConfigT, StrategyConfig
 from graphs.llm import tokenizer_for
 from graphs.prompts import CHUNK_TEMPLATE
 from retrieval.contract import Question
@@ -52,7 +56,7 @@ def tokens_of(size: int, unit: str) -> int:
     return math.ceil(size * TOKENS_PER_WORD) if unit == "words" else size
 
 
-def counter(llm: Any = None) -> tuple[str, Callable[[str], int]]:
+def counter(llm: BaseChatModel | None = None) -> tuple[str, Callable[[str], int]]:
     """``(id, count)`` of the tokenizer the budget guard counts ``llm``'s prompts with (cl100k without a model)."""
     if llm is None:
         return "cl100k", count_tokens
@@ -65,7 +69,7 @@ _COUNTED: dict[tuple[Any, ...], int] = {}
 _COUNTED_MAX = 4096
 
 
-def prompt_tokens(strategy: str, template: str, render: Callable[[], str], llm: Any = None, question: Question | None = None) -> int:
+def prompt_tokens(strategy: str, template: str, render: Callable[[], str], llm: BaseChatModel | None = None, question: Question | None = None) -> int:
     """Tokens of one call's prompt without its corpus text: ``render()`` (the strategy's own prompt function with an
     empty context, and ``question`` where given), counted as the budget guard counts a call (``llm``'s tokenizer;
     cl100k without one); cached per (strategy, template, tokenizer, question) so plans stay cheap. A question with a
@@ -83,14 +87,14 @@ def prompt_tokens(strategy: str, template: str, render: Callable[[], str], llm: 
     return found
 
 
-def chunk_headers(chunks: int, title: str, llm: Any = None) -> int:
+def chunk_headers(chunks: int, title: str, llm: BaseChatModel | None = None) -> int:
     """Tokens of the headers :func:`~graphs.prompts.format_chunks` puts before ``chunks`` chunks titled ``title``
     (the blank lines between them included), counted as :func:`prompt_tokens` counts."""
     return prompt_tokens("chunks", f"headers:{chunks}:{title}", lambda: "\n\n".join(CHUNK_TEMPLATE.format(number=i, title=title, text="")
                                                                                     for i in range(1, chunks + 1)), llm)  # fmt: skip
 
 
-def titles(shape: CorpusShape, llm: Any = None) -> tuple[str, str]:
+def titles(shape: CorpusShape, llm: BaseChatModel | None = None) -> tuple[str, str]:
     """The corpus's titles of fewest and of most tokens (both "" where the corpus is not known)."""
     if shape.corpus is None or not shape.corpus.documents:
         return "", ""
@@ -111,8 +115,9 @@ class Span:
         return Span(self.least + o.least, self.most + o.most)
 
 
-def retrieved_prompt(render: Callable[[Question], str], strategy: str, template: str, questions: Sequence[Question], shape: CorpusShape,
-                     top_k: int, chunk_tokens: int, llm: Any = None, headed: Callable[[Question], bool] = lambda q: True) -> Span:  # fmt: skip
+def retrieved_prompt(render: Callable[[Question], str], *, strategy: str, template: str, questions: Sequence[Question], shape: CorpusShape,
+                     top_k: int, chunk_tokens: int, llm: BaseChatModel | None = None,
+                     headed: Callable[[Question], bool] = lambda q: True) -> Span:  # fmt: skip
     """Prompt tokens of one call over ``top_k`` retrieved chunks of ``chunk_tokens`` (at most the corpus): ``render(question)``
     is the call's prompt with no chunks (the strategy's own function), counted per question (the least and most over
     ``questions``); the chunk headers of :func:`~graphs.prompts.format_chunks` where ``headed(question)``: at least one
@@ -122,7 +127,7 @@ def retrieved_prompt(render: Callable[[Question], str], strategy: str, template:
     shortest, longest = titles(shape, llm)
     lows, highs = [], []
     for q in questions or [PLACEHOLDER_QUESTION]:
-        bare = prompt_tokens(strategy, template, lambda q=q: render(q), llm, q)  # type: ignore[misc]
+        bare = prompt_tokens(strategy, template, functools.partial(render, q), llm, q)
         heads = (chunk_headers(least_chunks, shortest, llm), chunk_headers(most_chunks, longest, llm)) if headed(q) else (0, 0)
         seams = SEAM_TOKENS * (2 * most_chunks + 2)
         lows.append(max(0, bare + heads[0] + text - seams))
@@ -130,10 +135,13 @@ def retrieved_prompt(render: Callable[[Question], str], strategy: str, template:
     return Span(min(lows), max(highs))
 
 
-def per_question_plan(strategy: str, questions: Sequence[Question], calls: int, max_calls: int, prompt: int, max_prompt: int, completion: int,
-                      formula: str, **details: Any) -> CostPlan:  # fmt: skip
-    """A per-question plan scaled to every question (single-question strategies run the plan once each)."""
-    return CostPlan(strategy, 1, calls, max_calls, prompt, max_prompt, completion, formula, details).scaled(len(questions))
+def per_question_plan(strategy: str, questions: Sequence[Question], *, calls: int, max_calls: int, prompt_tokens: int, max_prompt_tokens: int,
+                      completion_tokens: int, formula: str, **details: Any) -> CostPlan:  # fmt: skip
+    """A per-question plan (the :class:`~graphs.budget.CostPlan` fields of one question) scaled to every question
+    (single-question strategies run the plan once each)."""
+    one = CostPlan(strategy=strategy, questions=1, calls=calls, max_calls=max_calls, prompt_tokens=prompt_tokens,
+                   max_prompt_tokens=max_prompt_tokens, completion_tokens=completion_tokens, formula=formula, details=details)  # fmt: skip
+    return one.scaled(len(questions))
 
 
 # -- the typical cost and the registered model ----------------------------------------------------------------
@@ -161,9 +169,9 @@ class ExpectedCost:
 
 #: ``(config, corpus_tokens, documents, window) -> ExpectedCost``: a plug-in's typical cost alone
 #: (``StrategyCosts(expected=...)``, formerly ``expected_cost=``); ``window`` is the model's context window when known.
-ExpectedCostFn = Callable[[Any, int, int, int | None], ExpectedCost]
+ExpectedCostFn = Callable[[ConfigT, int, int, int | None], ExpectedCost]
 #: ``(config, corpus, questions, llm) -> CostPlan``: a plug-in's bounds alone (``StrategyCosts(plan=...)``, formerly ``cost_plan=``).
-CostPlanFn = Callable[[Any, Corpus, Sequence[Question], Any], CostPlan]
+CostPlanFn = Callable[[ConfigT, Corpus, Sequence[Question], BaseChatModel | None], CostPlan]
 
 
 @dataclass(frozen=True)
@@ -210,24 +218,34 @@ class Costs:
     typical: ExpectedCost
 
 
-#: ``(config, shape, questions, llm, window) -> Costs``: a strategy's one cost model.
-CostModelFn = Callable[[Any, CorpusShape, Sequence[Question], Any, int | None], Costs]
+ConfigT_contra = TypeVar("ConfigT_contra", bound=StrategyConfig, contravariant=True)
+
+
+class CostModel(Protocol[ConfigT_contra]):
+    """A strategy's one cost model: ``(cfg, shape, questions, *, llm=None, window=None) -> Costs``.
+
+    ``llm``: the model whose tokenizer counts the prompts (``None``: a plan made before one is chosen, cl100k);
+    ``window``: its context window where known.
+    """
+
+    def __call__(self, cfg: ConfigT_contra, shape: CorpusShape, questions: Sequence[Question], /, *,
+                 llm: BaseChatModel | None = None, window: int | None = None) -> Costs: ...  # fmt: skip
 
 
 @dataclass(frozen=True)
-class StrategyCosts:
+class StrategyCosts(Generic[ConfigT]):
     """What a strategy costs, registered on its entry (``costs=``): one :attr:`model` giving the bounds and the
     typical value together (every built-in), or, for a plug-in, only one half (:attr:`plan` or :attr:`expected`).
 
     Attributes:
-        model: ``(config, shape, questions, llm, window) -> Costs``.
+        model: ``(config, shape, questions, *, llm, window) -> Costs`` (a :class:`CostModel`).
         plan: A plug-in's bounds alone (``(config, corpus, questions, llm) -> CostPlan``); not with ``model``.
         expected: A plug-in's typical cost alone (``(config, corpus_tokens, documents, window) -> ExpectedCost``); not with ``model``.
     """
 
-    model: CostModelFn | None = None
-    plan: CostPlanFn | None = None
-    expected: ExpectedCostFn | None = None
+    model: CostModel[ConfigT] | None = None
+    plan: CostPlanFn[ConfigT] | None = None
+    expected: ExpectedCostFn[ConfigT] | None = None
 
     def __post_init__(self) -> None:
         if self.model is not None and (self.plan is not None or self.expected is not None):
@@ -243,42 +261,42 @@ class StrategyCosts:
         """Whether the run plan can print a typical cost."""
         return self.model is not None or self.expected is not None
 
-    def bounds(self, cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: Any = None) -> CostPlan:
+    def bounds(self, cfg: ConfigT, *, corpus: Corpus, questions: Sequence[Question], llm: BaseChatModel | None = None) -> CostPlan:
         """The least and most calls and prompt tokens of ``questions`` over ``corpus``.
 
         Raises:
             ValueError: Only a typical cost is declared.
         """
         if self.model is not None:
-            return self.model(cfg, CorpusShape.of(corpus), questions, llm, None).bounds
+            return self.model(cfg, CorpusShape.of(corpus), questions, llm=llm).bounds
         if self.plan is None:
             raise ValueError("declares no cost bounds (StrategyCosts(plan=...) or a model)")
         return self.plan(cfg, corpus, questions, llm)
 
-    def halves(self, cfg: Any, shape: CorpusShape, questions: Sequence[Question], llm: Any = None,
+    def halves(self, cfg: ConfigT, *, shape: CorpusShape, questions: Sequence[Question], llm: BaseChatModel | None = None,
                window: int | None = None) -> tuple[CostPlan | None, ExpectedCost | None]:  # fmt: skip
         """The bounds (``None`` without them, or without the corpus they count) and the typical cost
         (``None`` without it): what a strategy that runs another (Self-Route's fallback) adds up."""
         if self.model is not None:
-            both = self.model(cfg, shape, questions, llm, window)
+            both = self.model(cfg, shape, questions, llm=llm, window=window)
             return both.bounds, both.typical
         bounds = self.plan(cfg, shape.corpus, questions, llm) if self.plan is not None and shape.corpus is not None else None
         typical = self.expected(cfg, shape.tokens, shape.documents, window) if self.expected is not None else None
         return bounds, typical
 
-    def typical(self, cfg: Any, corpus_tokens: int, documents: int, window: int | None = None) -> ExpectedCost:
+    def typical(self, cfg: ConfigT, *, corpus_tokens: int, documents: int, window: int | None = None) -> ExpectedCost:
         """The typical cost over a corpus of this size (per question: a placeholder question's).
 
         Raises:
             ValueError: Only bounds are declared.
         """
         if self.model is not None:
-            return self.model(cfg, CorpusShape.even(corpus_tokens, documents), [PLACEHOLDER_QUESTION], None, window).typical
+            return self.model(cfg, CorpusShape.even(corpus_tokens, documents), [PLACEHOLDER_QUESTION], window=window).typical
         if self.expected is None:
             raise ValueError("declares no typical cost (StrategyCosts(expected=...) or a model)")
         return self.expected(cfg, corpus_tokens, documents, window)
 
 
-def reply_tokens(cfg: Any, field: str = "max_new_tokens") -> int:
+def reply_tokens(cfg: StrategyConfig, field: str = "max_new_tokens") -> int:
     """A reply's expected length: a short answer, at most the config's reply budget."""
     return min(getattr(cfg, field, ANSWER_TOKENS) or ANSWER_TOKENS, ANSWER_TOKENS)

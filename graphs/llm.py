@@ -43,8 +43,8 @@ def complete_with_usage(
     temperature: float = 0.0,
     stop: Sequence[str] | None = None,
     system: str | None = None,
-    **kwargs,
-) -> tuple[str, dict]:
+    **kwargs: Any,
+) -> tuple[str, dict[str, Any]]:
     """One call, returning the reply and its usage ``{calls, cached_calls, prompt_tokens, cached_prompt_tokens, completion_tokens, estimated}``.
 
     Strategies that checkpoint keep usage in their state so it survives a resume; a model
@@ -131,7 +131,7 @@ def _async_http_client() -> Any:
     return openai.DefaultAsyncHttpxClient(verify=_ssl_context())
 
 
-def reply_usage(message: Any, prompt: str, text: str, *, count: Callable[[str], int] | None = None) -> dict:
+def reply_usage(message: Any, prompt: str, text: str, *, count: Callable[[str], int] | None = None) -> dict[str, Any]:
     """What one reply cost, as :class:`~retrieval.contract.Usage` fields: free when replayed
     from the LLM cache, the model's own counts when it reports them (with the prompt tokens its
     server read from its prompt cache, ``input_token_details.cache_read``), else ``count`` (the
@@ -148,7 +148,7 @@ def reply_usage(message: Any, prompt: str, text: str, *, count: Callable[[str], 
     return {"llm_calls": 1, "prompt_tokens": count(prompt), "completion_tokens": count(text), "estimated": True}
 
 
-def add_usage(a: dict[str, dict] | None, b: dict[str, dict] | None) -> dict[str, dict]:
+def add_usage(a: dict[str, dict[str, Any]] | None, b: dict[str, dict[str, Any]] | None) -> dict[str, dict[str, Any]]:
     """Reducer summing per-question usage dicts (question key -> :class:`Usage` fields)."""
     out = {k: dict(v) for k, v in (a or {}).items()}
     for key, u in (b or {}).items():
@@ -192,7 +192,7 @@ def model_facts(llm: BaseChatModel) -> ModelFacts:
     )
 
 
-_CHOSEN: dict[tuple, Tokenizer] = {}
+_CHOSEN: dict[tuple[Any, ...], Tokenizer] = {}
 _CHOSEN_LOCK = threading.Lock()
 
 

@@ -6,11 +6,16 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
+from graphs.answer_state import PromptState
 from graphs.context import StrategyContext
 from graphs.llm import complete
 from retrieval.contract import Step
+
+#: A strategy's compiled graph (its state, run context and input/output schemas are the strategy's own).
+CompiledGraph = CompiledStateGraph[Any, Any, Any, Any]
 
 
 class AnswerSettings(Protocol):
@@ -23,7 +28,7 @@ class AnswerSettings(Protocol):
     def temperature(self) -> float: ...
 
 
-def generate(state: dict[str, Any], runtime: Runtime[StrategyContext[AnswerSettings]]) -> dict:
+def generate(state: PromptState, runtime: Runtime[StrategyContext[AnswerSettings]]) -> dict[str, Any]:
     """The final call on the filled prompt, with the benchmark's answer budget, temperature and
     stop sequences when the question carries a protocol; the reply is the answer (benchmarks
     extract their format).
@@ -49,7 +54,7 @@ def generate(state: dict[str, Any], runtime: Runtime[StrategyContext[AnswerSetti
     return {"raw": raw, "answer": raw.strip(), "steps": [step]}
 
 
-def linear_graph(name: str, state_schema: type, *nodes: tuple[str, Callable]):
+def linear_graph(name: str, state_schema: type, *nodes: tuple[str, Callable[..., Any]]) -> CompiledGraph:
     """Compile START -> nodes[0] -> ... -> nodes[-1] -> END with the shared run context."""
     graph: StateGraph[Any, StrategyContext[Any], Any, Any] = StateGraph(state_schema, context_schema=StrategyContext)
     previous = START

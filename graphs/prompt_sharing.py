@@ -16,8 +16,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from graphs.config import StrategyConfig
 
-def _always(cfg: Any) -> float:
+
+def _always(cfg: StrategyConfig) -> float:
     return 1.0
 
 
@@ -36,11 +38,11 @@ class PromptSharing:
     """
 
     what: str
-    share: Callable[[Any], float] = _always
+    share: Callable[[Any], float] = _always  # Any: each strategy's share reads its own config class
     options: Mapping[str, Any] = field(default_factory=dict)
 
 
-def shared_prompt_tokens(sharing: PromptSharing | None, cfg: Any, corpus_tokens: int, questions: int, per_question_prompt: float) -> float:
+def shared_prompt_tokens(sharing: PromptSharing | None, cfg: StrategyConfig, corpus_tokens: int, questions: int, per_question_prompt: float) -> float:
     """Prompt tokens a prompt cache can serve over one corpus's ``questions``: every question after
     the first reads the shared text (the corpus, no longer than a question's typical prompt,
     ``per_question_prompt``) from the cache, as often as its calls start with it; 0 for a strategy

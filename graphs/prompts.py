@@ -19,6 +19,12 @@ CHUNK_TEMPLATE = """Retrieved chunk {number} (from "{title}"):
 DOCUMENT_TEMPLATE = """Document {number}: {title}
 {text}"""
 
+#: Appended to the prompt of a call retried after a malformed reply (:mod:`graphs.validated_call`;
+#: written for PAI's structured calls, and shared since with the structured strategy's).
+RETRY_NOTE = """
+
+Your previous reply could not be used ({error}). Reply again, following the required format exactly."""
+
 
 def format_chunks(chunks: Sequence[Chunk]) -> str:
     """Chunks numbered from 1, in the order given, separated by blank lines."""

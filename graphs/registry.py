@@ -5,8 +5,10 @@ Strategies register with the decorator every plug-in kind uses, on their graph b
     @STRATEGIES.register("rag", config_cls=RagConfig, uses_index=True, presets={...})
     def build_graph(config): ...
 
-A third-party package adds one through the ``longctx.strategies`` entry-point group
-(its module registers on import, or the entry point names a :class:`Strategy`).
+and declare the name in their package's ``plugin.toml`` (:mod:`graphs.strategy_registry`), so it is
+known, and its module imported on first use, without any import line elsewhere. A third-party
+package adds one through the ``longctx.strategies`` entry-point group (its module registers on
+import, or the entry point names a :class:`Strategy`).
 
 Everything the library knows of a strategy is on its entry, declared in its own package: how it
 runs, its cost model, how reports, plots and the demo show it (``presentation``) and the part of
@@ -19,14 +21,16 @@ import dataclasses
 import difflib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic
 
+from graphs.answer_state import BatchAnswer
 from graphs.ceiling import EvidenceCeiling
-from graphs.config import ConfigError
+from graphs.config import ConfigError, ConfigT
 from graphs.costs import StrategyCosts
 from graphs.presentation import StrategyPresentation
 from graphs.prompt_sharing import PromptSharing
-from retrieval.contract import Question, Registry
+from graphs.strategy_registry import STRATEGIES as STRATEGIES  # the registry object: light, so the CLI reads its names
+from retrieval.contract import Question
 
 
 @dataclass(frozen=True)
@@ -121,7 +125,7 @@ class BatchRun:
 
     prepare_context: Callable[..., Any]
     initial_state: Callable[[list[Question], Any], Mapping[str, Any]]
-    collect: Callable[[Any, int], dict[str, Any]]
+    collect: Callable[[Any, int], BatchAnswer]
     settings: Callable[[Any], BatchSettings]
     step_sizes: Callable[[Any], Sequence[int]]
     advance_node: str
@@ -147,12 +151,14 @@ class RayStage:
 
 
 @dataclass(frozen=True)
-class Strategy:
-    """A registered strategy.
+class Strategy(Generic[ConfigT]):
+    """A registered strategy, generic in its config class (``Strategy[RagConfig]``): what reads its config
+    (the run path, its cost model, its presets) is type-checked against that class.
 
     Attributes:
         name: Registry name used by ``answer(strategy=...)`` and the CLI.
-        build_graph: ``config -> compiled LangGraph`` (dependencies come in the run context).
+        build_graph: ``config -> compiled LangGraph`` (dependencies come in the run context; a batched
+            strategy's also takes ``checkpointer=``).
         config_cls: Frozen, validated dataclass whose defaults are the paper's numbers.
         uses_index: Whether the strategy needs a retrieval index built before it runs.
         run_mode: How it runs: :class:`SingleRun` (default) or a :class:`BatchRun`.
@@ -179,13 +185,13 @@ class Strategy:
 
     name: str
     build_graph: Callable[..., Any]
-    config_cls: type[Any]
+    config_cls: type[ConfigT]
     uses_index: bool = False
     run_mode: SingleRun | BatchRun = field(default_factory=SingleRun)
-    presets: Mapping[str, Any] = field(default_factory=dict)
+    presets: Mapping[str, ConfigT] = field(default_factory=dict)
     description: str = ""
     prompts_version: int = 1
-    costs: StrategyCosts | None = None
+    costs: StrategyCosts[ConfigT] | None = None
     ceiling: EvidenceCeiling | None = None
     presentation: StrategyPresentation = field(default_factory=StrategyPresentation)
     ray_stage: RayStage | None = None
@@ -217,7 +223,7 @@ class Strategy:
             raise TypeError(f"Strategy {self.name!r} is not batched: its run mode is {self.run_mode!r}")
         return mode
 
-    def make_config(self, preset: str | None = None, **overrides: Any) -> Any:
+    def make_config(self, preset: str | None = None, **overrides: Any) -> ConfigT:
         """The default (or preset) config with ``overrides``; every value is validated.
 
         Raises:
@@ -239,13 +245,10 @@ class Strategy:
             raise ConfigError(f"Strategy {self.name!r}: {exc}") from None
 
 
-def _strategy(name: str, build_graph: Callable[..., Any], **attrs: Any) -> Strategy:
+def _strategy(name: str, build_graph: Callable[..., Any], **attrs: Any) -> Strategy[Any]:
     plan, expected = attrs.pop("cost_plan", None), attrs.pop("expected_cost", None)  # the older keywords: one half each
     if plan is not None or expected is not None:
         if attrs.get("costs") is not None:
             raise TypeError(f"Strategy {name!r}: give costs= or the older cost_plan= / expected_cost=, not both")
         attrs["costs"] = StrategyCosts(plan=plan, expected=expected)
     return Strategy(name=name, build_graph=build_graph, **attrs)
-
-
-STRATEGIES: Registry[Strategy] = Registry("strategy", group="longctx.strategies", make_entry=_strategy)

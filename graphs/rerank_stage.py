@@ -1,6 +1,6 @@
 """The optional second retrieval stage of every retrieving strategy: rerank the first stage's candidates.
 
-:meth:`graphs.rag.config.RetrievalSettings.retrieve` calls :func:`rerank` when a strategy's
+:meth:`graphs.retrieval_service.RetrievalService.retrieve` calls :func:`rerank` when a strategy's
 ``rerank`` option names a reranker (:data:`retrieval.rerank.RERANKERS`). What each rerank call
 cost reaches the answer's ``Usage`` (``rerank_calls``, ``rerank_failed_calls``,
 ``rerank_tokens``) as a :data:`~graphs.usage.USAGE_EVENT`, as the calls made on a Ray worker do;

@@ -102,8 +102,8 @@ class Dialect:
 
     tokenize_path: str
     detokenize_path: str
-    tokenize_body: Callable[[str, str], dict]
-    detokenize_body: Callable[[list[int], str], dict]
+    tokenize_body: Callable[[str, str], dict[str, Any]]
+    detokenize_body: Callable[[list[int], str], dict[str, Any]]
     text_field: str
 
 
@@ -172,7 +172,7 @@ class ServerTokenizer:
         self.timeout, self.retries = timeout, retries
         self._client.timeout = httpx.Timeout(timeout)
 
-    def _post(self, path: str, body: dict) -> dict:
+    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         import httpx
 
         attempt = 0

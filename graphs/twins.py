@@ -36,7 +36,8 @@ def run_blocking(coro: Coroutine[Any, Any, T]) -> T:
     try:
         coro.send(None)
     except StopIteration as done:
-        return done.value
+        result: T = done.value
+        return result
     coro.close()
     raise RuntimeError("run_blocking: the coroutine suspended; a sync twin may only await blocking(...) calls")
 

@@ -9,6 +9,7 @@ import functools
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import fields
 from typing import Any
 from uuid import UUID
 
@@ -21,6 +22,10 @@ from retrieval.contract import Usage
 #: Custom callback event carrying the usage of calls made outside this process (a Ray worker's
 #: extraction calls): ``dispatch_custom_event(USAGE_EVENT, usage_dict, config=config)``.
 USAGE_EVENT = "longctx.usage"
+#: The ``Usage`` counts such an event adds: every whole-number field (calls and tokens), read from
+#: the dataclass so a new counter needs no edit here; not the times (the answer measures its own)
+#: nor the ``earlier_*`` of a resumed run (never sent by this answer).
+EVENT_COUNTERS = tuple(f.name for f in fields(Usage) if type(f.default) is int and not f.name.startswith("earlier_"))
 
 
 _INDEX_TIME: contextvars.ContextVar[bool] = contextvars.ContextVar("longctx_index_time", default=False)
@@ -126,19 +131,9 @@ class UsageTracker(BaseCallbackHandler):
             return
         other = Usage.from_dict(data)
         with self._lock:
-            self.usage.llm_calls += other.llm_calls
-            self.usage.failed_calls += other.failed_calls
-            self.usage.cached_calls += other.cached_calls
-            self.usage.prompt_tokens += other.prompt_tokens
-            self.usage.cached_prompt_tokens += other.cached_prompt_tokens
-            self.usage.completion_tokens += other.completion_tokens
+            for name in EVENT_COUNTERS:
+                setattr(self.usage, name, getattr(self.usage, name) + getattr(other, name))
             self.usage.estimated = self.usage.estimated or other.estimated
-            self.usage.rerank_calls += other.rerank_calls
-            self.usage.rerank_failed_calls += other.rerank_failed_calls
-            self.usage.rerank_tokens += other.rerank_tokens
-            self.usage.index_llm_calls += other.index_llm_calls
-            self.usage.index_prompt_tokens += other.index_prompt_tokens
-            self.usage.index_completion_tokens += other.index_completion_tokens
 
 
 class QueueMeter:

@@ -1,6 +1,8 @@
 """Bounded memory for the streaming (MemAgent) strategy, its per-step trace, and checkpointing.
 
-PAI's property/sub-answer store joins this package with the PAI strategy.
+``memory.records`` is the records store of the structured strategy (a table of what a corpus
+states, its on-disk cache and its guarded SQL). PAI's property/sub-answer store joins this
+package with the PAI strategy.
 """
 
 from memory.buffer import NO_MEMORY, MemoryUpdate, bound_memory, strip_think

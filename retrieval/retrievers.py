@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from retrieval.base import Retriever
@@ -12,10 +12,7 @@ from retrieval.dense import DenseRetriever
 from retrieval.embedders import OPENAI_EMBEDDING_MAX_TOKENS, ContrieverEmbedder, OpenAIEmbedder, SentenceTransformerEmbedder
 from retrieval.fusion import RRF_K
 from retrieval.hybrid import Fusion, HybridRetriever
-from retrieval.registry import Registry
-
-#: name -> factory taking the retriever's options; third parties add to ``longctx.retrievers``.
-RETRIEVERS: Registry[Callable[..., Retriever]] = Registry("retriever", group="longctx.retrievers")
+from retrieval.retriever_registry import RETRIEVERS as RETRIEVERS  # declared in retrieval/plugin.toml, registered here
 
 
 @RETRIEVERS.register("bm25")

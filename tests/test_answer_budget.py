@@ -161,14 +161,14 @@ def test_structured_calls_and_calibration_send_max_tokens_to_a_user_model():
     from agents.calibration import _timed
     from graphs.pai.calls import acall_structured, call_structured
     from graphs.pai.prompts import KEEP_CONTEXT_FUNCTION
-    from graphs.structured.extract import call_validated
+    from graphs.validated_call import call_validated
 
     with RecordingServer(lambda request: '{"keep_context": true}') as server:
         llm = user_chat_openai(server.url)
         options = dict(item_model=KeepContextArgs, mode="json", function=KEEP_CONTEXT_FUNCTION, max_tokens=BUDGET)
         assert call_structured(llm, "Keep it?", **options).items == [{"keep_context": True}]
         assert asyncio.run(acall_structured(llm, "Keep it?", **options)).items == [{"keep_context": True}]
-        call_validated(llm, "Rows?", lambda arguments: arguments, mode="json", function=None, retries=0, max_tokens=BUDGET, temperature=0.0)
+        call_validated(llm, llm, "Rows?", lambda arguments: arguments, retries=0, max_tokens=BUDGET, temperature=0.0)
         _timed(llm, "Say hi.", 1)
     assert [r.get("max_tokens") for r in server.requests] == [BUDGET, BUDGET, BUDGET, 1]
     assert not any("max_completion_tokens" in r for r in server.requests)

@@ -12,8 +12,10 @@ import pytest
 
 from agents import STRATEGIES, Corpus, aanswer, aanswer_many, answer, answer_many
 from graphs.pai import graph as pai_graph
+from graphs.pai.judging import route_judges
 from graphs.prompts import format_documents
 from graphs.run import arun_strategy, run_strategy
+from retrieval import Chunk, Hit
 from retrieval.contract import as_question
 from tests.recording_server import RecordingServer, prompt_of
 from tests.scripted import ScriptedChatModel
@@ -184,10 +186,10 @@ def test_answer_drives_pai_async_when_the_model_has_an_async_client(monkeypatch,
 
 
 def test_judge_tasks_are_one_per_chunk_with_every_pair():
-    chunks = [pai_graph.Chunk(chunk_id=i, doc_id=f"d{i}", doc_index=i, title=f"T{i}", text=f"text {i}", position=0, num_tokens=2) for i in range(3)]
-    hits = [pai_graph.Hit(chunk=c, score=1.0, rank=r) for r, c in enumerate(chunks)]
+    chunks = [Chunk(chunk_id=i, doc_id=f"d{i}", doc_index=i, title=f"T{i}", text=f"text {i}", position=0, num_tokens=2) for i in range(3)]
+    hits = [Hit(chunk=c, score=1.0, rank=r) for r, c in enumerate(chunks)]
     state = {"sub_questions": [{"text": "A?"}, {"text": "B?"}], "candidates": [hits, hits[1:]], "tool_mode": "tools"}
-    sends = pai_graph.route_judges(state)
+    sends = route_judges(state)
     assert [s.arg["hit"].chunk.chunk_id for s in sends] == [0, 1, 2]
     assert [[p["sq"] for p in s.arg["pairs"]] for s in sends] == [[0], [0, 1], [0, 1]]
 

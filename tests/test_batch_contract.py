@@ -141,7 +141,8 @@ TALLY_RUN = BatchRun(
 
 def tally_plan(cfg: TallyConfig, corpus: Corpus, questions: Sequence[Question], llm: Any = None) -> CostPlan:
     calls = len(questions) * -(-sum(len(d.text.split()) for d in corpus.documents) // cfg.window_words)
-    return CostPlan("tally", len(questions), calls, calls, 10 * calls, 10 * calls, calls * cfg.reply_tokens, "one call per window and question")
+    return CostPlan(strategy="tally", questions=len(questions), calls=calls, max_calls=calls, prompt_tokens=10 * calls, max_prompt_tokens=10 * calls,
+                    completion_tokens=calls * cfg.reply_tokens, formula="one call per window and question")  # fmt: skip
 
 
 TALLY_CORPUS = Corpus.from_texts(["the fox saw the dog and the fox ran", "a dog barked at the fox near the barn"])
@@ -150,11 +151,10 @@ N_WINDOWS = 5  # 18 words, 4 a window; "fox" 3 times, "the" 5 times
 
 
 @pytest.fixture
-def tally_registered(monkeypatch):
+def tally_registered():
     """The toy strategy registered for one test (the registry restored afterwards)."""
-    monkeypatch.setattr(STRATEGIES, "_entries", dict(STRATEGIES._entries))
-    STRATEGIES.register("tally", config_cls=TallyConfig, run_mode=TALLY_RUN, cost_plan=tally_plan)(build_tally)
-    return STRATEGIES.get("tally")
+    with STRATEGIES.scoped("tally", build_tally, config_cls=TallyConfig, run_mode=TALLY_RUN, cost_plan=tally_plan) as spec:
+        yield spec
 
 
 def counting_model(crash_at: int | None = None, done: list | None = None) -> ScriptedChatModel:

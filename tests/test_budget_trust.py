@@ -176,7 +176,8 @@ def test_a_plan_after_a_checkpoint_counts_only_the_steps_left(calls, step, left)
     from graphs.budget import CostPlan
 
     steps = ((3, 100, 10), (3, 100, 10), (3, 10, 1))  # three questions: two chunk steps, then their final calls
-    plan = CostPlan("memagent", 3, 9, 9, 210, 5_000, 21, "f", {}, steps)
+    plan = CostPlan(strategy="memagent", questions=3, calls=9, max_calls=9, prompt_tokens=210, max_prompt_tokens=5_000, completion_tokens=21,
+                    formula="f", steps=steps)  # fmt: skip
     after = plan.after(calls, step)
     assert (after.calls, after.prompt_tokens, after.completion_tokens) == left
     assert after.max_calls == after.calls and after.prompt_tokens <= after.max_prompt_tokens <= plan.max_prompt_tokens

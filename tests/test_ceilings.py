@@ -11,6 +11,7 @@ from experiments.ceilings import UPPER_BOUND_NOTE, Env, Item, compute_ceilings, 
 from experiments.synth.records import Record
 from graphs.ceiling import render_records
 from graphs.registry import STRATEGIES
+from graphs.retrieval_service import RetrievalService
 from retrieval import Corpus, tokens
 from retrieval.contract import Question
 
@@ -190,7 +191,7 @@ def test_rag_ceiling_agrees_with_the_synth_reports_evidence_recall(synth_dir, tm
     assert list(summary)[:3] == ["strategy", "score", "ceiling"]
     assert (tmp_path / "report" / "ceilings.md").read_text().count("upper bound") == 1
 
-    index = cfg("rag", **options["rag"]).build_index(samples[0].corpus)  # bench_synth's measurement, question by question
+    index = RetrievalService(settings=cfg("rag", **options["rag"])).build_index(samples[0].corpus)  # bench_synth's measurement, question by question
     for s, q in zip(load_samples(synth_dir), ceiling.per_question):
         docs = [h.chunk.doc_id for h in index.search(s.question.text, 3)]
         assert retrieval_recall(s.evidence_doc_ids, docs) == pytest.approx(q["reached"] / q["total"])

@@ -12,7 +12,8 @@ import pytest
 import agents.lean_transport
 import agents.openai_chat
 from agents import ChatModelError, answer
-from agents.chat_models import as_chat_model_error, make_chat_model
+from agents.chat_errors import as_chat_model_error
+from agents.chat_models import make_chat_model
 from experiments.perf.stub_server import stub_server
 from retrieval import Corpus
 

@@ -60,13 +60,13 @@ def test_an_unknown_benchmark_is_named_without_quotes_around_the_message(tmp_pat
 
 
 def test_a_message_over_several_lines_is_printed_on_one(tmp_path, capsys, monkeypatch):
-    from experiments import runner
     from experiments.benchmarks import BenchmarkDataError
+    from experiments.runner import config as run_config
 
     def unreadable(*args, **kwargs):
         raise BenchmarkDataError("LV-Eval: loading failed (HTTPError: 503\nService Unavailable\n). Put the file at X.")
 
-    monkeypatch.setattr(runner, "load_benchmark", unreadable)
+    monkeypatch.setattr(run_config, "load_benchmark", unreadable)
     argv = ["run", "--benchmark", "lveval", "--strategies", "rag", "--out", str(tmp_path)]
     _one_line_error(capsys, argv, "(HTTPError: 503 Service Unavailable ). Put the file at X.")
 

@@ -5,6 +5,7 @@ import pytest
 from graphs import STRATEGIES
 from graphs.context import MissingIndex, StrategyContext
 from graphs.rag.graph import retrieve
+from graphs.retrieval_service import RetrievalService
 from retrieval import Corpus
 from retrieval.contract import Question
 from tests.scripted import ScriptedChatModel
@@ -22,7 +23,7 @@ class _Runtime:
 
 def test_require_index_returns_the_runs_index(tmp_path):
     ctx = _context()
-    index = ctx.config.build_index(ctx.corpus, cache_dir=tmp_path)
+    index = RetrievalService(settings=ctx.config, cache_dir=tmp_path).build_index(ctx.corpus)
     with_index = _context(index)
     assert with_index.require_index() is index
     hits = retrieve({"question": Question(text="vault code?")}, _Runtime(with_index))["hits"]

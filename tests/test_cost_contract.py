@@ -57,7 +57,7 @@ def violations(name: str, preset: str | None) -> list[str]:
             llm = ScriptedChatModel(replies=[], context_window=window) if window else None
             for k in (1, 5):
                 for shape in (CorpusShape.of(c), CorpusShape.even(c.num_tokens, len(c))):
-                    costs: Costs = spec.costs.model(cfg, shape, asked(k), llm, window)
+                    costs: Costs = spec.costs.model(cfg, shape, asked(k), llm=llm, window=window)
                     b, t = costs.bounds, costs.typical
                     calls = t.per_question.calls * k + t.once.calls
                     prompt = t.per_question.prompt_tokens * k + t.once.prompt_tokens
@@ -81,7 +81,7 @@ def test_the_run_plan_and_the_budget_read_the_same_model(name):
     cfg = spec.make_config()
     c = corpus(6, 500)
     llm = ScriptedChatModel(reply_fn=lambda prompt: "x")  # never called: its tokenizer counts both
-    assert bounds_of(c, [QUESTION, QUESTION], strategy=name, llm=llm) == spec.costs.model(cfg, CorpusShape.of(c), [QUESTION, QUESTION], llm, None).bounds
-    t = spec.costs.typical(cfg, c.num_tokens, len(c), 8_192)
+    assert bounds_of(c, [QUESTION, QUESTION], strategy=name, llm=llm) == spec.costs.model(cfg, CorpusShape.of(c), [QUESTION, QUESTION], llm=llm).bounds
+    t = spec.costs.typical(cfg, corpus_tokens=c.num_tokens, documents=len(c), window=8_192)
     plan = typical(name, cfg, c.num_tokens, len(c), 3, 8_192)
     assert (plan.calls, plan.prompt_tokens) == (3 * t.per_question.calls + t.once.calls, 3 * t.per_question.prompt_tokens + t.once.prompt_tokens)

@@ -5,7 +5,8 @@ import warnings
 
 import pytest
 
-from graphs.rag.config import RetrievalSettings
+from graphs.retrieval_service import RetrievalService
+from graphs.retrieval_settings import RetrievalSettings
 from retrieval import Corpus, build_index
 from retrieval.chunking import Chunk
 from retrieval.dense import DenseRetriever
@@ -68,7 +69,8 @@ def test_default_contriever_chunks_fit_its_512_tokens(tmp_path):
     config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64)
     BertModel(config).save_pretrained(tmp_path)
     corpus = Corpus.from_texts(TEXTS)
-    index = RetrievalSettings(retriever="contriever", retriever_options={"model": str(tmp_path)}).build_index(corpus)
+    settings = RetrievalSettings(retriever="contriever", retriever_options={"model": str(tmp_path)})
+    index = RetrievalService(settings=settings).build_index(corpus)
     assert max(hf_lengths(tokenizer, [c.text for c in index.chunks])) <= ContrieverEmbedder(str(tmp_path)).max_length == 512
     assert_pieces_of_the_documents(index, corpus)
     assert index.search("a short document", 1)[0].chunk.doc_index in range(len(corpus))
@@ -80,7 +82,7 @@ def test_default_openai_chunks_fit_the_servers_input(max_input_tokens):
     options = {} if max_input_tokens is None else {"max_input_tokens": max_input_tokens}
     with RecordingServer() as server:
         settings = RetrievalSettings(retriever="openai", retriever_options={"base_url": server.url, "api_key": "test", **options})
-        index = settings.build_index(corpus)
+        index = RetrievalService(settings=settings).build_index(corpus)
     sent = [text for request in server.embedding_requests for text in request["input"]]
     limit = max_input_tokens or 8191
     assert sent == [c.text for c in index.chunks]

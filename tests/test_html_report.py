@@ -15,7 +15,8 @@ import pytest
 
 from agents import Question
 from experiments.benchmarks import Sample
-from experiments.html_report import _answer, pick_winners
+from experiments.html_report import pick_winners
+from experiments.html_report.drilldown import answer_details
 from experiments.metrics.equivalence import equivalent
 from experiments.prices import DEFAULT_PRICES_DATE, PriceTableError, is_local, load_prices, price_for
 from experiments.report import build_report
@@ -282,7 +283,7 @@ def test_cli_report_takes_prices_and_a_bad_file_is_a_one_line_error(run, tmp_pat
 
 def test_a_failed_answer_shows_its_error_and_traceback():
     row = {"sample_id": "q9", "strategy": "rag", "status": "failed", "error": "ConnectionError: <gone>", "traceback": "Traceback ..."}
-    block = _answer("rag", row, None, {"prices": {}}, {"model": "m"})
+    block = answer_details("rag", row, None, {"prices": {}}, {"model": "m"})
     assert '<span class="fail">failed</span>' in block and "ConnectionError: &lt;gone&gt;" in block and "Traceback ..." in block
 
 
@@ -354,15 +355,15 @@ def test_the_score_intervals_are_in_view_at_1400_px_without_scrolling(run, tmp_p
 def test_no_minus_zero_and_no_zero_width_interval_beside_a_p_of_a_quarter(tmp_path):
     """Three questions all right: the interval is the exact binomial one, never [100, 100]; a tie reads 0, never -0."""
     from experiments.comparison import pairwise
-    from experiments.html_report import _pairwise, _summary
+    from experiments.html_report.tables import pairwise_section, summary_section
 
     pairs = pairwise({"a": {"q1": 100.0, "q2": 100.0, "q3": 100.0}, "b": {"q1": 100.0, "q2": 100.0, "q3": 100.0},
                       "c": {"q1": 0.0, "q2": 0.0, "q3": 0.0}})  # fmt: skip
-    matrix = _pairwise(pairs, ["a", "b", "c"])
+    matrix = pairwise_section(pairs, ["a", "b", "c"])
     assert ">-0<" not in matrix and "[-0," not in matrix and ", -0]" not in matrix and '">0<br>' in matrix
     assert "[100, 100]" not in matrix and "[-100, -100]" not in matrix and matrix.count(">no interval</span>") == 6  # beside p 0.75
-    assert _summary([{"strategy": "a", "score": 100.0, "score_ci_low": 29.24, "score_ci_high": 100.0, "n_scored": 3}]).count("[29.2, 100]") == 1
-    none = _summary([{"strategy": "f1", "score": 50.0, "score_ci_low": None, "score_ci_high": None, "n_scored": 3}])
+    assert summary_section([{"strategy": "a", "score": 100.0, "score_ci_low": 29.24, "score_ci_high": 100.0, "n_scored": 3}]).count("[29.2, 100]") == 1
+    none = summary_section([{"strategy": "f1", "score": 50.0, "score_ci_low": None, "score_ci_high": None, "n_scored": 3}])
     assert 'class="num ci"><span class="na"' in none and "[50, 50]" not in none
 
 

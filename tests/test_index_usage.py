@@ -11,7 +11,7 @@ from experiments.html_report import strategy_costs, summary_table
 from experiments.prices import Price, row_index_cost
 from experiments.report import _summary_row
 from experiments.row_schema import row_problem
-from experiments.runner import _ok_row
+from experiments.runner.rows import ok_row
 from graphs.usage import UsageTracker, index_time
 from retrieval.contract import Usage
 from tests.scripted import ScriptedChatModel
@@ -37,7 +37,7 @@ def test_index_usage_reaches_rows_summary_and_priced_report(tmp_path):
     answers = answer_many(small_corpus(), ["Revenue of each company?", "And again: revenue of each company?"],
                           strategy="structured", llm=llm, cache_dir=tmp_path, schema=SCHEMA, concurrency=1)  # fmt: skip
     base = {"sample_id": "s", "benchmark": "own", "dataset": "own", "strategy": "structured", "corpus_tokens": 10, "corpus": "f", "metadata": {}}
-    rows = [_ok_row({**base, "sample_id": f"s{i}"}, a) for i, a in enumerate(answers)]
+    rows = [ok_row({**base, "sample_id": f"s{i}"}, a) for i, a in enumerate(answers)]
     assert all(row_problem(r) is None for r in rows)
     assert [r["usage"]["index_llm_calls"] for r in rows] == [3, 0]
     summary = _summary_row("own", "structured", {"rows": rows, "official": {}}, {r["sample_id"]: SimpleNamespace(metadata={}) for r in rows})

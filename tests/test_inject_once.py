@@ -9,8 +9,9 @@ import pytest
 from experiments.benchmarks import load_benchmark
 from experiments.context_costs import context_costs, per_context_table
 from experiments.report import build_report
-from experiments.runner import RunConfig, read_rows, run_experiment, work_units
-from graphs import run as graph_run
+from experiments.runner import RunConfig, read_rows, run_experiment
+from experiments.runner.units import work_units
+from graphs.run_setup import RunSetup
 from tests.scripted import ScriptedChatModel
 
 DATA = Path(__file__).parent / "fixtures" / "benchmarks" / "memoryagentbench"
@@ -35,13 +36,13 @@ def test_work_units_group_every_strategy_by_context_only_when_asked(samples):
 @pytest.mark.parametrize(("inject_once", "builds"), [(False, 6), (True, 2)])
 def test_rag_builds_its_index_once_per_context_when_injected_once(tmp_path, monkeypatch, inject_once, builds):
     calls: list[str] = []
-    original = graph_run._Run.build_index
+    original = RunSetup.build_index
 
     def counted(self):  # the real build, counted
         calls.append(self.corpus.fingerprint)
         return original(self)
 
-    monkeypatch.setattr(graph_run._Run, "build_index", counted)
+    monkeypatch.setattr(RunSetup, "build_index", counted)
     llm = ScriptedChatModel(reply_fn=lambda prompt: "Town-78")
     cfg = RunConfig(benchmark="memoryagentbench", strategies=("rag",), data_path=str(DATA), datasets=SUBSETS, llm_cache=False,
                     concurrency=1, inject_once=inject_once)  # fmt: skip

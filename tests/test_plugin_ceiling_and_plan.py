@@ -52,11 +52,10 @@ def build_graph(config: HeadReaderConfig | None = None) -> Any:
 
 
 @pytest.fixture
-def head_reader(monkeypatch):
-    """``head_reader`` registered as a plug-in registers itself; undone after the test."""
-    monkeypatch.setattr(STRATEGIES, "_entries", dict(STRATEGIES._entries))
-    STRATEGIES.register("head_reader", build_graph, config_cls=HeadReaderConfig, ceiling=HeadCeiling(), expected_cost=head_expected)
-    return "head_reader"
+def head_reader():
+    """``head_reader`` registered as a plug-in registers itself; undone after the test (with what the test registers)."""
+    with STRATEGIES.scoped("head_reader", build_graph, config_cls=HeadReaderConfig, ceiling=HeadCeiling(), expected_cost=head_expected):
+        yield "head_reader"
 
 
 @dataclass
@@ -130,7 +129,8 @@ def test_self_route_falls_back_on_a_plugin_with_half_a_cost_model(head_reader):
         estimate_bounds(corpus, "?", strategy="self_route", fallback=head_reader)
 
     def head_plan(cfg: Any, corpus: Corpus, questions: Any, llm: Any) -> CostPlan:
-        return CostPlan("bounds_only", len(questions), 1, 3, 100, 300, 5, "1 to 3 calls")
+        return CostPlan(strategy="bounds_only", questions=len(questions), calls=1, max_calls=3, prompt_tokens=100, max_prompt_tokens=300,
+                        completion_tokens=5, formula="1 to 3 calls")  # fmt: skip
 
     STRATEGIES.register("bounds_only", build_graph, config_cls=HeadReaderConfig, cost_plan=head_plan)
     bounds = estimate_bounds(corpus, "?", strategy="self_route", fallback="bounds_only")

@@ -18,7 +18,7 @@ from agents import Question
 from experiments.benchmarks import Sample
 from experiments.ceilings import compute_ceilings, format_table
 from experiments.demo import demo_strategies
-from experiments.html_report import _steps
+from experiments.html_report.steps import steps_details
 from experiments.plots import strategy_color
 from experiments.report import build_report
 from experiments.runner import RunConfig, read_rows, run_experiment
@@ -75,15 +75,12 @@ class TallyCeiling(EvidenceCeiling):
 
 
 @pytest.fixture
-def plugin(monkeypatch):
+def plugin():
     """The plug-in registered as a third-party package registers it (its module's decorator), for this test only."""
-    monkeypatch.setattr(STRATEGIES, "_entries", dict(STRATEGIES._entries))
     presentation = StrategyPresentation(color=COLOR, demo_options={"max_new_tokens": 8}, step_views={"tally": tally_view})
-    STRATEGIES.register(NAME, config_cls=TallyConfig, presentation=presentation, ceiling=TallyCeiling(),
-                         description="counts words")(
-        lambda config=None: linear_graph(NAME, TallyState, ("tally", tally))
-    )
-    return STRATEGIES.get(NAME)
+    with STRATEGIES.scoped(NAME, config_cls=TallyConfig, presentation=presentation, ceiling=TallyCeiling(), description="counts words") as register:
+        register(lambda config=None: linear_graph(NAME, TallyState, ("tally", tally)))
+        yield STRATEGIES.get(NAME)
 
 
 def _samples() -> list[Sample]:
@@ -123,7 +120,7 @@ def test_a_plugin_strategy_gets_its_report_section_colour_and_demo_place(plugin,
 def test_a_strategy_the_process_does_not_know_is_reported_with_the_defaults(tmp_path):
     assert "retired_plugin" not in STRATEGIES
     assert strategy_color("retired_plugin") in PALETTE and strategy_color("retired_plugin") == strategy_color("retired_plugin")
-    shown = _steps("retired_plugin", [{"node": "tally", "words": 3}], [])
+    shown = steps_details("retired_plugin", [{"node": "tally", "words": 3}], [])
     assert 'data-node="tally"' in shown and "<dt>words</dt>" in shown  # its facts, as for any node without a view
 
 
@@ -138,7 +135,7 @@ def test_a_nested_runs_steps_are_shown_with_that_strategys_views():
     """Self-Route's fallback steps name the strategy that wrote them: MemAgent's memory is its table there too."""
     steps = [{"node": "measure_context", "route": "memagent", "reason": "too long"},
              *({"node": "update_memory", "leg": "memagent", "chunk": k, "memory": f"m{k // 2}", "tokens": 3} for k in range(4))]  # fmt: skip
-    shown = _steps("self_route", steps, [])
+    shown = steps_details("self_route", steps, [])
     assert 'Route: <b>memagent</b> · reason: <span class="reason">too long</span>' in shown
     assert shown.count('data-node="update_memory"') == 1 and "Memory after each chunk (4 chunks read)" in shown
     assert "0–1 (unchanged)" in shown and "2–3 (unchanged)" in shown

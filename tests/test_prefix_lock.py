@@ -10,7 +10,8 @@ import time
 import pytest
 from langchain_core.messages import HumanMessage
 
-from agents.chat_models import _load_llama, make_chat_model
+from agents.chat_models import make_chat_model
+from agents.embedded_chat import _load_llama
 from graphs.llm import reply_usage
 from graphs.prefix_lock import MAX_PASSED, PrefixAffinityLock, shared_start
 

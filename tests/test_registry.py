@@ -1,3 +1,7 @@
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
 import pytest
 
 from graphs import STRATEGIES
@@ -54,3 +58,101 @@ def test_strategy_presets():
     assert rag.make_config().chunk_size == 200 and rag.make_config().top_k == 7
     with pytest.raises(KeyError, match="no preset"):
         rag.make_config("nope")
+
+
+def _module(tmp_path, monkeypatch, name: str, source: str) -> None:
+    """A module ``name`` on ``sys.path`` that nothing has imported yet."""
+    (tmp_path / f"{name}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, name, raising=False)
+
+
+def test_a_lazy_target_is_imported_on_the_first_lookup_of_its_name(tmp_path, monkeypatch):
+    _module(tmp_path, monkeypatch, "lazy_things", "THING = {'made': True}\n")
+    reg = Registry("thing")
+    reg.register("t", target="lazy_things:THING", colour="red")
+    assert reg.names() == ["t"] and "t" in reg and reg.declared("t") == {"colour": "red"}
+    assert "lazy_things" not in sys.modules  # listed, checked and described without importing it
+    reg.check("t")
+    with pytest.raises(KeyError, match="Did you mean: t"):
+        reg.check("tt")
+    assert "lazy_things" not in sys.modules
+    assert reg.get("t") == {"made": True} and "lazy_things" in sys.modules
+
+
+def test_a_declared_name_is_fulfilled_by_the_decorator_its_module_runs(tmp_path, monkeypatch):
+    """The target's module registers the entry itself (the decorator form); declared attributes must agree."""
+    _module(tmp_path, monkeypatch, "lazy_plugin", "from tests.test_registry import PLUGINS\n\n"
+                                                  "@PLUGINS.register('p', size=3)\ndef build():\n    return 'built'\n")  # fmt: skip
+    with PLUGINS.scoped("p", target="lazy_plugin:build", size=3):
+        entry = PLUGINS.get("p")
+        assert entry.obj() == "built" and entry.size == 3
+    assert "p" not in PLUGINS
+    wrong = Registry("thing", make_entry=_Sized)
+    wrong.register("q", target="x:y", size=4)
+    with pytest.raises(ValueError, match="declares size=4, its entry has 3"):
+        wrong.register("q", lambda: None, size=3)
+
+
+@dataclass(frozen=True)
+class _Sized:
+    name: str
+    obj: object
+    size: int
+
+
+PLUGINS: Registry[_Sized] = Registry("plugin", make_entry=_Sized)
+
+
+def test_a_frozen_registry_refuses_new_names_but_loads_declared_ones(tmp_path, monkeypatch):
+    _module(tmp_path, monkeypatch, "frozen_things", "THING = 1\n")
+    reg = Registry("thing")
+    reg.register("declared", target="frozen_things:THING")
+    reg.freeze()
+    with pytest.raises(RuntimeError, match="frozen: cannot register 'new'"):
+        reg.register("new", 2)
+    with pytest.raises(RuntimeError, match="frozen"):
+        reg.register("new", target="frozen_things:THING")
+    assert reg.get("declared") == 1
+
+
+def test_a_scoped_registration_is_undone_on_exit_even_when_frozen():
+    reg = Registry("thing")
+    reg.register("kept", 1)
+    reg.freeze()
+    with reg.scoped("temporary", 2) as entry:
+        assert entry == 2 and reg.get("temporary") == 2 and reg.names() == ["kept", "temporary"]
+        reg.register("inside", 3)  # anything registered in the block goes too
+    assert reg.names() == ["kept"]
+    with pytest.raises(RuntimeError):
+        reg.register("temporary", 2)  # frozen again
+
+
+def test_plugin_toml_files_declare_the_entries_of_a_package_and_its_subpackages(tmp_path, monkeypatch):
+    root = tmp_path / "toy_kinds"
+    (root / "inner").mkdir(parents=True)
+    (root / "__init__.py").write_text("raise AssertionError('declarations are read without importing the package')\n")
+    (root / "plugin.toml").write_text('[things]\nplain = "toy_kinds_impl:PLAIN"\n[others]\nnot_ours = "x:y"\n')
+    (root / "inner" / "plugin.toml").write_text('[things.rich]\ntarget = "toy_kinds_impl:RICH"\nlarge = true\n')
+    _module(tmp_path, monkeypatch, "toy_kinds_impl", "PLAIN, RICH = 'plain', 'rich'\n")
+    reg = Registry("thing", group="toy.things", packages=("toy_kinds",))
+    assert reg.names() == ["plain", "rich"] and reg.declared("rich") == {"large": True} and reg.declared("plain") == {}
+    assert "toy_kinds" not in sys.modules and "toy_kinds_impl" not in sys.modules
+    assert (reg.get("plain"), reg.get("rich")) == ("plain", "rich")
+
+
+def test_every_builtin_strategy_and_retriever_is_declared_as_its_module_registers_it():
+    """Each ``plugin.toml`` names the target that registers the name, with the ``uses_index`` its entry has."""
+    for name in STRATEGIES.names():
+        spec = STRATEGIES.get(name)
+        assert STRATEGIES.declared(name)["uses_index"] == spec.uses_index and spec.name == name
+    assert {"bm25", "dense", "contriever", "openai", "hybrid"} <= set(RETRIEVERS.names())
+    assert all(callable(RETRIEVERS.get(n)) for n in RETRIEVERS.names())
+
+
+def test_metric_versions_are_every_metric_module_version():
+    from experiments import metrics
+    from experiments.metrics import VERSIONS, text
+
+    modules = {p.stem for p in Path(metrics.__file__).parent.glob("*.py")} - {"__init__", "registry"}
+    assert set(VERSIONS) == modules and VERSIONS["text"] == text.VERSION

@@ -159,7 +159,7 @@ def test_row_problem_names_what_is_wrong(row, problem):
 def test_a_long_string_held_many_times_is_redacted_once_and_written_within_the_row_limit(monkeypatch):
     import retrieval.redaction as redaction
     from agents.jsonsafe import MAX_TOTAL_CHARS
-    from experiments.runner import row_line
+    from experiments.runner.results_file import row_line
 
     scanned = []
     real = redaction._redact

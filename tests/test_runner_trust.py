@@ -63,7 +63,7 @@ def test_a_second_run_on_the_same_folder_is_refused_naming_the_holder(tmp_path):
 
 
 def test_the_lock_of_a_killed_run_is_taken_over(tmp_path):
-    code = "import sys, time\nfrom experiments.runner import run_lock\nwith run_lock(sys.argv[1]):\n    print('held', flush=True)\n    time.sleep(120)\n"
+    code = "import sys, time\nfrom experiments.runner.folder import run_lock\nwith run_lock(sys.argv[1]):\n    print('held', flush=True)\n    time.sleep(120)\n"
     holder = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "held"
     with pytest.raises(RunFolderLocked, match=f"pid {holder.pid}"):
@@ -76,7 +76,7 @@ def test_the_lock_of_a_killed_run_is_taken_over(tmp_path):
 
 RACER = """
 import sys
-from experiments.runner import finish_manifest, start_manifest
+from experiments.runner.manifest import finish_manifest, start_manifest
 from tests.scripted import ScriptedChatModel
 from tests.test_runner import config
 from pathlib import Path

@@ -1,14 +1,16 @@
 """Self-Route graph logic with a scripted chat model: the three routes, decline detection, usage, checkpoints."""
 
+import asyncio
 import math
 
 import pytest
 
-from agents import answer
-from graphs import STRATEGIES, ConfigError, SelfRouteConfig
+from agents import Budget, aanswer, answer
+from graphs import STRATEGIES, ConfigError, SelfRouteConfig, StrategyContext
 from graphs.prompts import DEFAULT_INSTRUCTION, format_documents
 from graphs.self_route import UNANSWERABLE_INSTRUCTION, find_decline
-from retrieval import count_tokens
+from retrieval import build_index, count_tokens
+from retrieval.contract import Question
 from tests.scripted import ScriptedChatModel
 
 QUESTION = "What is the secret code of the museum vault?"
@@ -138,6 +140,39 @@ def test_full_context_fallback_truncates_like_li_et_al(planted_corpus):
     assert route_step(result)["route"] == "full_context" and "exceeds" in route_step(result)["reason"]
     leg = next(s for s in result.steps if s.get("leg") == "full_context" and s["node"] == "build_prompt")
     assert leg["truncated"] and result.answer == "7421" and result.usage.llm_calls == 2
+
+
+def test_the_fallback_is_a_subgraph_of_self_route(planted_corpus):
+    """The fallback strategy's own nodes are drawn, and streamed with subgraphs, under the ``fallback`` node."""
+    spec = STRATEGIES.get("self_route")
+    cfg = spec.make_config(fallback="full_context")
+    graph = spec.build_graph(cfg)
+    assert [name for name, _ in graph.get_subgraphs()] == ["fallback"]
+    assert {"fallback:build_prompt", "fallback:generate"} <= set(graph.get_graph(xray=True).nodes)
+    llm = ScriptedChatModel(replies=["unanswerable", "7421"], context_window=1000)
+    index = build_index(planted_corpus, cfg.retriever, chunking=cfg.chunking())
+    context = StrategyContext(llm=llm, config=cfg, corpus=planted_corpus, index=index)
+    stream = graph.stream({"question": Question(text=QUESTION), "steps": []}, context=context, stream_mode="updates", subgraphs=True)
+    updates = list(stream)
+    nested = [(namespace, update) for namespace, update in updates if namespace]
+    assert {namespace[0].split(":")[0] for namespace, _ in nested} == {"fallback"}
+    assert [node for _, update in nested for node in update] == ["build_prompt", "generate"]  # full_context's graph
+    assert [node for namespace, update in updates if not namespace for node in update][-1] == "fallback"
+    assert len(llm.calls) == 2
+
+
+def test_the_fallback_subgraph_stops_at_the_budget(planted_corpus):
+    llm = ScriptedChatModel(replies=["unanswerable", "7421"], context_window=1000)
+    result = answer(planted_corpus, QUESTION, strategy="self_route", llm=llm, fallback="full_context", budget=Budget(max_llm_calls=1))
+    assert len(llm.calls) == 1 and result.stopped == "budget" and result.answer == ""
+    assert "full_context fallback" in next(s for s in result.steps if s["node"] == "stopped")["reason"]
+
+
+def test_the_fallback_subgraph_runs_under_aanswer(planted_corpus):
+    llm = ScriptedChatModel(replies=["unanswerable", "7421"], context_window=1000)
+    result = asyncio.run(aanswer(planted_corpus, QUESTION, strategy="self_route", llm=llm, fallback="full_context"))
+    assert result.answer == "7421" and result.usage.llm_calls == 2 and is_full(llm.calls[1]["prompt"])
+    assert [s["node"] for s in result.steps if s.get("leg") == "full_context"] == ["fallback", "build_prompt", "generate"]
 
 
 def test_unknown_fallback_fails_before_any_call(planted_corpus):

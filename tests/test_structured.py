@@ -20,18 +20,13 @@ from experiments.synth.domains import get_domain
 from experiments.synth.queries import MAKERS
 from experiments.synth.values import format_answer, written_forms
 from graphs import STRATEGIES, ConfigError
-from graphs.structured.cache import RecordCache
-from graphs.structured.database import (
-    QueryRefused,
-    build_database,
-    check_sql,
-    normalise_records,
-    reduce_cells,
-    run_query,
-)
 from graphs.structured.graph import extract_tasks, group_size, route_extract
-from graphs.structured.normalize import normalize_period, to_unit
-from graphs.structured.schema import TableSchema, parse_schema
+from memory.records.cache import RecordCache
+from memory.records.database import build_database, run_query
+from memory.records.normalize import normalize_period, to_unit
+from memory.records.schema import TableSchema, parse_schema
+from memory.records.sql_text import QueryRefused, check_sql
+from memory.records.table import normalise_records, reduce_cells
 from retrieval import Corpus
 from retrieval.contract import Question
 from tests.scripted_tools import ToolScriptedChatModel, malformed_tool_call
@@ -524,11 +519,11 @@ def test_unusable_log_line_is_skipped_and_extracted_again(tmp_path, caplog):
     data = log_file.read_bytes()
     assert data.count(b"\n") == 3
     log_file.write_bytes(data.replace(b'"records": [', b'"records": {', 1))  # one line no longer parses
-    from graphs.structured import cache as cache_module
-    from graphs.structured import graph as graph_module
+    from graphs.structured import stores
+    from memory.records import cache as cache_module
 
     cache_module._LOGS.clear()  # a new process's view
-    graph_module._record_cache.cache_clear()
+    stores._record_cache.cache_clear()
     b = answer(small_corpus(), "How many?", strategy="structured", llm=llm, cache_dir=tmp_path, schema=SCHEMA)
     assert next(s for s in b.steps if s["node"] == "map")["to_extract"] == 1
     assert "unusable" in caplog.text
@@ -540,7 +535,7 @@ def test_unusable_log_line_is_skipped_and_extracted_again(tmp_path, caplog):
 def test_record_log_reads_what_other_writers_appended(tmp_path):
     mine, theirs = RecordCache(tmp_path, "k" * 64, "model"), None
     assert mine.get("a" * 64) is None
-    from graphs.structured import cache as cache_module
+    from memory.records import cache as cache_module
 
     theirs = cache_module.RecordCache.__new__(cache_module.RecordCache)
     theirs.__dict__.update(mine.__dict__, log=cache_module.RecordLog(mine.path))  # another process's view

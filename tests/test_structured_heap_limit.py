@@ -1,4 +1,4 @@
-"""SQLite's heap limits hold only while the structured strategy's SQL runs (graphs/structured/heap_limit.py):
+"""SQLite's heap limits hold only while the structured strategy's SQL runs (memory/records/heap_limit.py):
 the limits of the process come back after a query, a hostile query still stops at the limit, overlapping
 queries in threads leave the limits restored after the last, and another connection of the process can
 use more than the limit after a structured query ran."""
@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from graphs.structured import heap_limit
-from graphs.structured.database import QueryTooLarge, build_database, normalise_records, reduce_cells, run_query
-from graphs.structured.schema import parse_schema
+from memory.records import heap_limit
+from memory.records.database import QueryTooLarge, build_database, run_query
+from memory.records.schema import parse_schema
+from memory.records.table import normalise_records, reduce_cells
 
 ROOT = Path(__file__).resolve().parent.parent
 MB = 2**20
@@ -158,8 +159,9 @@ def test_where_the_test_reaches_the_library_so_does_the_guard(process_limits):
 
 AFTER_A_QUERY = r'''
 import sqlite3
-from graphs.structured.database import build_database, normalise_records, reduce_cells, run_query
-from graphs.structured.schema import parse_schema
+from memory.records.database import build_database, run_query
+from memory.records.schema import parse_schema
+from memory.records.table import normalise_records, reduce_cells
 
 schema = parse_schema({"entity": "company", "attributes": [{"name": "revenue", "type": "number"}]})
 records = [(0, "a", "A", [{"entity": "Acme", "values": {"revenue": {"value": "1", "quote": "1"}}}])]

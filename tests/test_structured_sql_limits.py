@@ -17,22 +17,14 @@ import pytest
 
 from agents import answer
 from graphs import STRATEGIES
-from graphs.structured.database import (
-    QueryRefused,
-    QueryTimeout,
-    QueryTooLarge,
-    build_database,
-    clean_sql,
-    normalise_records,
-    reduce_cells,
-    result_cell,
-    run_query,
-)
-from graphs.structured.graph import result_text
-from graphs.structured.normalize import ValueNotUnderstood, to_unit
-from graphs.structured.schema import identifier, parse_schema
-from graphs.structured.sql_guards import printf_widths
-from graphs.structured.sql_words import FORBIDDEN, SQLITE_KEYWORDS, library_keywords
+from graphs.structured.query import result_text
+from memory.records.database import QueryTimeout, QueryTooLarge, build_database, result_cell, run_query
+from memory.records.normalize import ValueNotUnderstood, to_unit
+from memory.records.schema import identifier, parse_schema
+from memory.records.sql_guards import printf_widths
+from memory.records.sql_text import QueryRefused, clean_sql
+from memory.records.sql_words import FORBIDDEN, SQLITE_KEYWORDS, library_keywords
+from memory.records.table import normalise_records, reduce_cells
 from retrieval import Corpus
 from retrieval.tokens import count_tokens
 from tests.recording_server import RecordingServer, prompt_of
@@ -285,8 +277,9 @@ def test_a_long_query_is_stopped_by_the_watchdog_within_twice_the_limit():
 
 ATTACKS = r'''
 import json, resource, sys, time
-from graphs.structured.database import build_database, normalise_records, reduce_cells, run_query
-from graphs.structured.schema import parse_schema
+from memory.records.database import build_database, run_query
+from memory.records.schema import parse_schema
+from memory.records.table import normalise_records, reduce_cells
 
 schema = parse_schema({"entity": "company", "attributes": [{"name": "revenue", "type": "number"}]})
 records = [(0, "a", "A", [{"entity": "Acme", "values": {"revenue": {"value": "1", "quote": "1"}}}])]

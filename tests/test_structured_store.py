@@ -14,7 +14,8 @@ import signal
 import threading
 
 from agents import answer
-from graphs.structured.cache import SchemaStore
+from graphs.structured.stores import store_root
+from memory.records.cache import SchemaStore
 from retrieval.contract import Corpus
 from tests.scripted_tools import ToolScriptedChatModel
 
@@ -80,11 +81,11 @@ def test_a_corrupt_store_reads_as_empty_and_only_a_writer_sets_it_aside(tmp_path
     store.add(_schema("revenue"))
     for garbage in ('[{"table": "facts", "entity"', '{"not": "a list"}'):
         store.path.write_text(garbage)
-        with caplog.at_level(logging.WARNING, logger="graphs.structured.cache"):
+        with caplog.at_level(logging.WARNING, logger="memory.records.cache"):
             assert store.load() == []
         assert "unreadable" in caplog.text and store.path.read_text() == garbage  # a reader moves nothing
         caplog.clear()
-        with caplog.at_level(logging.WARNING, logger="graphs.structured.cache"):
+        with caplog.at_level(logging.WARNING, logger="memory.records.cache"):
             store.add(_schema("employees"))
         assert "moved aside" in caplog.text
         assert store.load() == [_schema("employees")]
@@ -106,7 +107,7 @@ def test_a_question_on_a_corpus_whose_store_is_corrupt_plans_and_answers(tmp_pat
             return "SELECT revenue FROM facts"
         return "5"
 
-    store = SchemaStore(tmp_path, corpus.fingerprint)
+    store = SchemaStore(store_root(tmp_path), corpus.fingerprint)  # where answer() keeps the corpus's schemas
     store.path.parent.mkdir(parents=True)
     store.path.write_text("\x00\x00 not json")
     a = answer(corpus, "What was Acme's revenue?", strategy="structured", llm=ToolScriptedChatModel(reply_fn=reply), cache_dir=tmp_path)

@@ -1,7 +1,7 @@
 """Each sync/async twin runs the same scenario to the same outcome.
 
-The twins (PAI's ``call_structured``/``acall_structured``, structured's
-``call_validated``/``acall_validated`` and ``document_lock``/``adocument_lock``, the OpenAI
+The twins (PAI's ``call_structured``/``acall_structured``, the validated call's
+``call_validated``/``acall_validated``, structured's ``document_lock``/``adocument_lock``, the OpenAI
 model's ``_generate``/``_agenerate``) share one body (:mod:`graphs.twins`) and differ only in
 how they wait. Every scenario below runs through each twin and is held to one expectation,
 so a fix made to one twin and not the other fails here.
@@ -26,9 +26,10 @@ from agents import ChatModelError, make_chat_model
 from graphs.llm import run_client
 from graphs.pai import prompts as P
 from graphs.pai.calls import KeepContextArgs, acall_structured, call_structured
-from graphs.structured.extract import acall_validated, call_validated
+from graphs.prompts import RETRY_NOTE
 from graphs.structured.flight import adocument_lock, document_lock
 from graphs.twins import blocking, run_blocking
+from graphs.validated_call import acall_validated, bind_function, call_validated
 from tests.scripted_tools import AsyncToolScriptedChatModel, ToolScriptedChatModel, malformed_tool_call
 from tests.servers import LoopbackServer, QuietHandler
 
@@ -43,7 +44,7 @@ def scripted(replies: list[Any], *, native_async: bool, supports_tools: bool = T
 
 
 def retried(error: str) -> str:
-    return PROMPT + P.RETRY_NOTE.format(error=error)
+    return PROMPT + RETRY_NOTE.format(error=error)
 
 
 # -- graphs.twins ------------------------------------------------------------------------------
@@ -118,10 +119,10 @@ VALIDATED_CASES = {
 }
 
 
-def _gated_acall(llm, **kw):
+def _gated_acall(llm, model, **kw):
     async def run():
         gate = asyncio.Semaphore(1)
-        out = await acall_validated(llm, PROMPT, parse_rows, gate=gate, **kw)
+        out = await acall_validated(llm, model, PROMPT, parse_rows, gate=gate, **kw)
         assert not gate.locked()  # released after every call
         return out
 
@@ -129,8 +130,8 @@ def _gated_acall(llm, **kw):
 
 
 VALIDATED_TWINS = {
-    "sync": lambda llm, **kw: call_validated(llm, PROMPT, parse_rows, **kw),
-    "async": lambda llm, **kw: asyncio.run(acall_validated(llm, PROMPT, parse_rows, **kw)),
+    "sync": lambda llm, model, **kw: call_validated(llm, model, PROMPT, parse_rows, **kw),
+    "async": lambda llm, model, **kw: asyncio.run(acall_validated(llm, model, PROMPT, parse_rows, **kw)),
     "async, gated": _gated_acall,
 }
 
@@ -141,7 +142,8 @@ def test_structured_validated_call_twins_agree(case, twin):
     retries, replies, expected = VALIDATED_CASES[case]
     llm = scripted(replies, native_async=True)
     function = {"type": "function", "function": {"name": "Query", "parameters": Rows.model_json_schema()}}
-    out = VALIDATED_TWINS[twin](llm, mode="tools", function=function, retries=retries, max_tokens=32, temperature=0.2)
+    model = bind_function(llm, "tools", function, "Query")
+    out = VALIDATED_TWINS[twin](llm, model, retries=retries, max_tokens=32, temperature=0.2)
     assert (out.ok, out.value, out.attempts, out.errors) == (expected["ok"], expected["value"], expected["attempts"], expected["errors"])
     assert [c["prompt"] for c in llm.calls] == [PROMPT] + [retried(e) for e in expected["errors"][: expected["attempts"] - 1]]
     assert all((c["max_tokens"], c["temperature"], c["tool_choice"]) == (32, 0.2, "Query") for c in llm.calls)

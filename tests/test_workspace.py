@@ -16,7 +16,7 @@ from agents import Budget, BudgetExceeded, CorpusError, Workspace, estimate
 from agents.chat_models import make_chat_model
 from agents.comparison import TEXT_WIDTH, Comparison
 from agents.workspace import merged
-from graphs.rag import config as rag_config
+from graphs import retrieval_service
 from retrieval import Corpus
 from retrieval.contract import Answer, Document, Question, Usage
 from retrieval.index import build as build_module
@@ -53,7 +53,7 @@ def builds(monkeypatch):
     """Counts of index requests reaching the cache (``build_index``), of indexes actually built,
     and of indexes grown from an earlier corpus's by a segment (``retrieval.index.growth.grow_index``)."""
     counts = {"requested": 0, "built": 0, "grown": 0}
-    request, build, grow = rag_config.build_index, build_module._build, build_module.grow_index
+    request, build, grow = retrieval_service.build_index, build_module._build, build_module.grow_index
 
     def counted_request(*args, **kwargs):
         counts["requested"] += 1
@@ -68,7 +68,7 @@ def builds(monkeypatch):
         counts["grown"] += index is not None
         return index
 
-    monkeypatch.setattr(rag_config, "build_index", counted_request)
+    monkeypatch.setattr(retrieval_service, "build_index", counted_request)
     monkeypatch.setattr(build_module, "_build", counted_build)
     monkeypatch.setattr(build_module, "grow_index", counted_grow)
     return counts

@@ -6,6 +6,10 @@
     preds = {s.sample_id: my_model(s) for s in samples}  # None marks a failed call
     score("longbench_v2", preds, samples=samples)
 
+Every module of this package is imported here (:func:`~retrieval.registry.import_submodules`), and
+registers its benchmark where it is defined, so a new benchmark is one new module and nothing else;
+third-party benchmarks join through the ``longctx.benchmarks`` entry-point group.
+
 Registered: ``longbench`` (v1, 21 datasets), ``longbench_e``, ``longbench_v2``,
 ``lveval``, ``loong``, ``corpusqa``, ``ruler_hqa`` (MemAgent's RULER-HotpotQA), ``memoryagentbench`` (one context,
 many questions), ``babilong`` (0 to 10M tokens) and ``synth`` (a folder from ``longctx synth``).
@@ -16,21 +20,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from experiments.benchmarks import (  # noqa: F401  (register)
-    babilong,
-    corpusqa,
-    longbench_v1,
-    longbench_v2,
-    loong,
-    lveval,
-    memoryagentbench,
-    own,
-    ruler_hqa,
-    synth,
-)
 from experiments.benchmarks.base import BENCHMARKS, BenchmarkDataError, BenchmarkSpec, Sample
 from experiments.benchmarks.predictions import Prediction, pair_predictions
 from experiments.metrics import VERSIONS
+from retrieval.registry import import_submodules
+
+import_submodules(__name__)  # each benchmark module registers itself
 
 
 def load_benchmark(name: str, path: str | Path | None = None, **options: Any) -> list[Sample]:

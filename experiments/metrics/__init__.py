@@ -10,38 +10,11 @@ results record together with :data:`VERSIONS`::
 
 from __future__ import annotations
 
-from experiments.metrics import (
-    answer_match,
-    babilong,
-    corpusqa,
-    equivalence,
-    judge,
-    longbench_v1,
-    longbench_v2,
-    loong,
-    lveval,
-    memoryagentbench,
-    memoryagentbench_judge,
-    ruler_hqa,
-    text,
-)
 from experiments.metrics.registry import METRICS
+from retrieval.registry import import_submodules
 
-#: Metric-module versions, recorded with every score.
-VERSIONS = {
-    "text": text.VERSION,
-    "longbench_v1": longbench_v1.VERSION,
-    "longbench_v2": longbench_v2.VERSION,
-    "lveval": lveval.VERSION,
-    "loong": loong.VERSION,
-    "corpusqa": corpusqa.VERSION,
-    "ruler_hqa": ruler_hqa.VERSION,
-    "equivalence": equivalence.VERSION,
-    "judge": judge.VERSION,
-    "answer_match": answer_match.VERSION,
-    "memoryagentbench": memoryagentbench.VERSION,
-    "memoryagentbench_judge": memoryagentbench_judge.VERSION,
-    "babilong": babilong.VERSION,
-}
+#: Metric-module versions (each module's ``VERSION``), recorded with every score; every module of this
+#: package is imported here and registers its metrics, so a new metric module needs no line elsewhere.
+VERSIONS: dict[str, int] = {module.__name__.rpartition(".")[2]: module.VERSION for module in import_submodules(__name__) if hasattr(module, "VERSION")}
 
 __all__ = ["METRICS", "VERSIONS"]

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from experiments.synth import NeedleConfig, SynthConfig, generate, load_samples, parse_tokens, retrieval_recall
-from graphs.rag.config import RetrievalSettings
+from graphs.retrieval_service import RetrievalService
+from graphs.retrieval_settings import RetrievalSettings
 
 DIFFICULTIES = ("easy", "medium", "hard", "needle")
 
@@ -50,9 +51,10 @@ def measure(samples: list, retriever: str, options: dict[str, Any], rerank: dict
     (fused and reranked rankings are prefix-consistent: every k under ``candidates`` fuses the same lists)."""
     by_k: dict[int, dict[str, list[float]]] = {k: {} for k in ks}
     settings = RetrievalSettings(retriever=retriever, retriever_options=options, top_k=max(ks), **rerank)
-    index = settings.build_index(samples[0].corpus, cache_dir=cache)
+    service = RetrievalService(settings=settings, cache_dir=cache)
+    index = service.build_index(samples[0].corpus)
     for s in samples:
-        docs = [h.chunk.doc_id for h in settings.retrieve(index, s.question.text)]
+        docs = [h.chunk.doc_id for h in service.retrieve(index, s.question.text)]
         for k in ks:
             by_k[k].setdefault(s.difficulty, []).append(retrieval_recall(s.evidence_doc_ids, docs[:k]))
     return by_k

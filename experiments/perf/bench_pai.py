@@ -32,9 +32,10 @@ from agents import STRATEGIES, make_chat_model
 from experiments.perf.stub_server import stub_server
 from experiments.perf.synthetic_text import generate_corpus
 from experiments.perf.timing import NodeTimer
+from graphs.event_loop import run_sync
 from graphs.llm import run_client
 from graphs.pai import prompts as P
-from graphs.run import run_strategy, run_sync
+from graphs.run import run_strategy
 from retrieval import ChunkingConfig, Corpus, chunk_corpus
 from retrieval.contract import as_question
 

@@ -61,6 +61,7 @@ from experiments.synth.samples import DOCS_DIR
 from graphs import STRATEGIES
 from graphs.llm import tokenizer_for
 from graphs.rag.config import RagConfig
+from graphs.retrieval_service import RetrievalService
 from retrieval import chunk_corpus
 from retrieval.contract import Corpus
 from retrieval.embedders import SentenceTransformerEmbedder
@@ -145,7 +146,7 @@ def worker_index(args: argparse.Namespace) -> dict[str, Any]:
     folder = Path(args.index_dir)
     shutil.rmtree(folder, ignore_errors=True)
     started = time.perf_counter()
-    index = cfg.build_index(corpus, cache_dir=folder)
+    index = RetrievalService(settings=cfg, cache_dir=folder).build_index(corpus)
     seconds = time.perf_counter() - started
     return {"chunks": len(index.chunks), "build_s": seconds, "index_bytes": disk_bytes(folder), "rss_mib": peak_rss_mib(),
             "retriever": cfg.retriever, "chunking": f"{cfg.chunk_size} {cfg.chunk_unit}"}
@@ -162,7 +163,7 @@ def worker_run(args: argparse.Namespace) -> dict[str, Any]:
     options = strategy_options(args.strategy)
     index = None
     if spec.uses_index:
-        index = spec.make_config(None, **options).build_index(corpus, cache_dir=args.index_dir)
+        index = RetrievalService(settings=spec.make_config(None, **options), cache_dir=args.index_dir).build_index(corpus)
     llm = make_chat_model("openai:stub", max_retries=0)
     # one-time per process, not per call: resolve the model's tokenizer (a probe of the
     # server, loading cl100k), open the connection, and collect the garbage of loading (the

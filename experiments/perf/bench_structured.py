@@ -73,7 +73,8 @@ def load() -> str:
 
 def client_only(url: str, prompts: list[str], concurrency: int) -> float:
     """Seconds for the extraction requests with bare ``ainvoke`` (tools bound), ``concurrency`` at once."""
-    from graphs.structured.schema import TableSchema, records_function
+    from graphs.structured.functions import records_function
+    from memory.records.schema import TableSchema
 
     function = records_function(TableSchema.model_validate(finance_schema()))
 
@@ -99,7 +100,8 @@ def http_floor(url: str, prompts: list[str], concurrency: int) -> float:
     import aiohttp
 
     from agents.lean_transport import encode_body
-    from graphs.structured.schema import TableSchema, records_function
+    from graphs.structured.functions import records_function
+    from memory.records.schema import TableSchema
 
     function = records_function(TableSchema.model_validate(finance_schema()))
 

@@ -22,7 +22,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 
-from agents.chat_models import EmbeddedChatModel, embedded_model_path
+from agents.embedded_chat import EmbeddedChatModel, embedded_model_path
 from experiments.perf.synthetic_text import generate_corpus
 from graphs.server_tokenizer import ServerTokenizer, probe_server, server_root
 from retrieval.tokenizers import tiktoken_tokenizer

@@ -7,11 +7,10 @@ from graphs.full_context.graph import (
     full_context_prompt,
     input_budget,
     prepare_corpus,
-    truncate_prompt,
-    truncation_cut,
     untruncated_prompt,
 )
 from graphs.full_context.prompts import FULL_CONTEXT_TEMPLATE, PROMPTS_VERSION
+from graphs.full_context.truncation import truncate_prompt, truncation_cut
 
 __all__ = [
     "FULL_CONTEXT_TEMPLATE",

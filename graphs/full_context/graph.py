@@ -7,15 +7,16 @@ the model window minus the answer budget and a small reserve for the chat templa
 
 from __future__ import annotations
 
-import operator
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, TypedDict
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
 
 from graphs import costs
+from graphs.answer_state import PromptState
 from graphs.config import ConfigError
 from graphs.context import StrategyContext
 from graphs.full_context.ceiling import TruncatedWindowCeiling
@@ -32,22 +33,15 @@ from graphs.full_context.truncation import (  # noqa: F401 - re-exported: the tr
     truncation_cut,
 )
 from graphs.llm import context_window, prompt_codec, tokenizer_id
-from graphs.nodes import generate, linear_graph
+from graphs.nodes import CompiledGraph, generate, linear_graph
 from graphs.prompt_sharing import PromptSharing
 from graphs.prompts import DOCUMENT_TEMPLATE, fill, format_documents
 from graphs.registry import STRATEGIES
 from retrieval.contract import Corpus, Question, Step
 
 
-class FullContextState(TypedDict, total=False):
+class FullContextState(PromptState, total=False):
     """What evolves during one full-context answer."""
-
-    question: Question
-    prompt: str
-    official_prompt: bool
-    raw: str
-    answer: str
-    steps: Annotated[list[Step], operator.add]
 
 
 @dataclass(frozen=True)
@@ -130,7 +124,7 @@ def prepare_corpus(corpus: Corpus, questions: Iterable[Question], llm: BaseChatM
     return len(budgets)
 
 
-def build_prompt(state: FullContextState, runtime: Runtime[StrategyContext[FullContextConfig]]) -> dict:
+def build_prompt(state: FullContextState, runtime: Runtime[StrategyContext[FullContextConfig]]) -> dict[str, Any]:
     """The full-context prompt of :func:`full_context_prompt`."""
     ctx = runtime.context
     built = full_context_prompt(ctx.corpus, state["question"], ctx.llm, ctx.config)
@@ -144,7 +138,7 @@ def build_prompt(state: FullContextState, runtime: Runtime[StrategyContext[FullC
     return {"prompt": built.text, "official_prompt": built.official, "steps": [step]}
 
 
-def full_context_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Question], llm: Any = None,
+def full_context_costs(cfg: FullContextConfig, shape: costs.CorpusShape, questions: Sequence[Question], *, llm: BaseChatModel | None = None,
                        window: int | None = None) -> costs.Costs:  # fmt: skip
     """1 call of min(T, window input budget) tokens, its template counted from the real prompt; typically a short answer.
 
@@ -165,13 +159,14 @@ def full_context_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Q
             whole = costs.prompt_tokens("full_context", "benchmark", lambda q=q: q.protocol.prompt(), llm, q)  # type: ignore[misc,union-attr]
             low, high = whole - 2 * costs.SEAM_TOKENS, whole + 2 * costs.SEAM_TOKENS
         else:
-            bare = costs.prompt_tokens("full_context", "ours", lambda q=q: fill(FULL_CONTEXT_TEMPLATE, "", q), llm, q)  # type: ignore[misc]
+            bare = costs.prompt_tokens("full_context", "ours", functools.partial(fill, FULL_CONTEXT_TEMPLATE, "", q), llm, q)
             low, high = bare + headers + shape.tokens - seams, bare + headers + shape.tokens + seams
         lows.append(max(0, min(low, cap - 2 * costs.SEAM_TOKENS)))
         highs.append(min(high, cap + 2 * costs.SEAM_TOKENS))
     least, most = min(lows), max(highs)
-    bounds = costs.per_question_plan("full_context", questions, 1, 1, least, most, first.answer_budget(cfg.max_new_tokens),
-                                     f"1 call of min(T, window) tokens, window {window:,}")  # fmt: skip
+    bounds = costs.per_question_plan("full_context", questions, calls=1, max_calls=1, prompt_tokens=least, max_prompt_tokens=most,
+                                     completion_tokens=first.answer_budget(cfg.max_new_tokens),
+                                     formula=f"1 call of min(T, window) tokens, window {window:,}")  # fmt: skip
     return costs.Costs(bounds, costs.ExpectedCost(costs.Calls(1, (least + most) / 2, costs.reply_tokens(cfg))))
 
 
@@ -186,6 +181,6 @@ def full_context_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Q
     prompt_sharing=PromptSharing("the corpus text (cut to the window), before the question"),
     description="The whole corpus in one prompt, middle-truncated to the model window.",
 )
-def build_graph(config: FullContextConfig | None = None):
+def build_graph(config: FullContextConfig | None = None) -> CompiledGraph:
     """START -> build_prompt -> generate -> END."""
     return linear_graph("full_context", FullContextState, ("build_prompt", build_prompt), ("generate", generate))

@@ -34,6 +34,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from graphs.full_context.prompts import FULL_CONTEXT_TEMPLATE
 from graphs.full_context.truncation import CHARS_PER_TOKEN_BOUND, end_ids, truncate_prompt
@@ -209,8 +210,8 @@ def prepare_context(context: str, budget: int, encode: Encode, decode: Decode) -
     return PreparedContext(budget=budget, total=total, head=head, ids=ids, end=end, stretch=n, stretch_text=text, agree=agree)
 
 
-_PREPARED: OrderedDict[tuple, PreparedContext] = OrderedDict()
-_PREPARING: dict[tuple, threading.Lock] = {}
+_PREPARED: OrderedDict[tuple[Any, ...], PreparedContext] = OrderedDict()
+_PREPARING: dict[tuple[Any, ...], threading.Lock] = {}
 
 
 def prepared_context(corpus: Corpus, budget: int, encode: Encode, decode: Decode, tokenizer: str) -> PreparedContext:

@@ -13,15 +13,18 @@ Templates: BytedTsinghua-SIA/MemAgent ``taskutils/memory_eval/utils/recurrent.py
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, Required, TypedDict
 
+from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from graphs import costs
+from graphs.answer_state import BatchAnswer
 from graphs.batched import trace_steps
 from graphs.budget import CostPlan
 from graphs.context import StrategyContext
@@ -31,6 +34,7 @@ from graphs.memagent.ceiling import MEMAGENT_CEILING
 from graphs.memagent.config import MemAgentConfig
 from graphs.memagent.presentation import PRESENTATION
 from graphs.memagent.prompts import DEFAULT_FINAL_INSTRUCTION, FINAL_TEMPLATE, MEMORY_TEMPLATE, PROMPTS_VERSION
+from graphs.nodes import CompiledGraph
 from graphs.prompts import format_documents
 from graphs.registry import STRATEGIES, BatchRun, BatchSettings, Continuation
 from memory import NO_MEMORY, MemoryTrace, bound_memory, strip_think
@@ -49,26 +53,58 @@ class MemAgentContext(StrategyContext[MemAgentConfig]):
     layout: str = "titled"
 
 
-def _merge(a: dict | None, b: dict | None) -> dict:
+def _merge(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any]:
     return {**(a or {}), **(b or {})}
 
 
-def _sum_counts(a: dict | None, b: dict | None) -> dict:
+def _sum_counts(a: dict[str, int] | None, b: dict[str, int] | None) -> dict[str, int]:
     a, b = a or {}, b or {}
     return {k: a.get(k, 0) + b.get(k, 0) for k in {*a, *b}}
 
 
-class MemAgentState(TypedDict, total=False):
-    """Checkpointed state: small and fixed-size per question (snapshots live in the trace)."""
+class SettledQuestion(TypedDict, total=False):
+    """A question as the checkpointed state holds it: its text and what its final call sends (plain values,
+    so a checkpoint stores it; runs checkpointed before a key existed lack it, so readers default).
 
-    questions: list[dict[str, Any]]
+    Attributes:
+        problem: The question's text (official: ``item["input"].strip()``).
+        instruction: The benchmark's output-format instruction (``None``: MemAgent's own).
+        max_new_tokens: The final call's answer budget.
+        temperature: The final call's temperature.
+        top_p: The final call's top-p (``None``: not sent).
+        stop: The final call's stop sequences.
+    """
+
+    problem: Required[str]
+    instruction: Required[str | None]
+    max_new_tokens: int
+    temperature: float
+    top_p: float | None
+    stop: list[str] | None
+
+
+class MemoryTask(TypedDict):
+    """The payload of one ``update_memory`` / ``final_answer`` ``Send``: one question's memory at one chunk."""
+
+    qi: str
+    question: SettledQuestion
+    memory: str
+    chunk: int
+
+
+class MemAgentState(TypedDict, total=False):
+    """Checkpointed state: small and fixed-size per question (snapshots live in the trace). Not an
+    :class:`~graphs.answer_state.AnswerState`: it answers many questions at once, and the run path reads each
+    question's answer through :func:`collect` (a :class:`~graphs.answer_state.BatchAnswer`)."""
+
+    questions: list[SettledQuestion]
     n_chunks: int
     layout: str
     chunk_index: int
     memories: Annotated[dict[str, str], _merge]
     finals: Annotated[dict[str, str], _merge]
     cuts: Annotated[dict[str, int], _sum_counts]
-    usage: Annotated[dict[str, dict], add_usage]
+    usage: Annotated[dict[str, dict[str, Any]], add_usage]
     continued_from: int  # documents of the earlier corpus whose final memories this run started from
 
 
@@ -103,7 +139,7 @@ def official_prediction(reply: str) -> str:
     return extract_answer(body or response) or ""
 
 
-def split_stream(text: str, size: int, encode, decode) -> list[tuple[str, int]]:
+def split_stream(text: str, size: int, encode: Callable[[str], list[int]], decode: Callable[[list[int]], str]) -> list[tuple[str, int]]:
     """The token stream of ``text`` in windows of ``size`` tokens, as ``(text, n_tokens)``
     (cut at character boundaries; see :func:`retrieval.tokenizers.split_ids`)."""
     return split_ids(text, size, Tokenizer(id="given", encode_fn=encode, decode_fn=decode))
@@ -206,12 +242,12 @@ def fan_out(state: MemAgentState) -> list[Send]:
     k = state["chunk_index"]
     node = "update_memory" if k < state["n_chunks"] else "final_answer"
     return [
-        Send(node, {"qi": str(i), "question": q, "memory": state["memories"][str(i)], "chunk": k})
+        Send(node, MemoryTask(qi=str(i), question=q, memory=state["memories"][str(i)], chunk=k))
         for i, q in enumerate(state["questions"])
     ]
 
 
-def update_memory(task: dict[str, Any], runtime: Runtime[MemAgentContext]) -> dict:
+def update_memory(task: MemoryTask, runtime: Runtime[MemAgentContext]) -> dict[str, Any]:
     """Problem + memory + chunk -> the new memory, which replaces the old one."""
     ctx, qi, k = runtime.context, task["qi"], task["chunk"]
     cfg: MemAgentConfig = ctx.config
@@ -228,13 +264,13 @@ def update_memory(task: dict[str, Any], runtime: Runtime[MemAgentContext]) -> di
     return {"memories": {qi: update.text}, "usage": {qi: usage}, "cuts": {qi: int(update.cut)}}
 
 
-def advance(state: MemAgentState) -> dict:
+def advance(state: MemAgentState) -> dict[str, Any]:
     """All questions have read chunk k: move to k + 1."""
     report_progress("read", done=state["chunk_index"] + 1, total=state["n_chunks"])
     return {"chunk_index": state["chunk_index"] + 1}
 
 
-def final_answer(task: dict[str, Any], runtime: Runtime[MemAgentContext]) -> dict:
+def final_answer(task: MemoryTask, runtime: Runtime[MemAgentContext]) -> dict[str, Any]:
     """Problem + final memory -> the answer, in the benchmark's format when it gives one."""
     ctx, qi = runtime.context, task["qi"]
     cfg: MemAgentConfig = ctx.config
@@ -245,12 +281,12 @@ def final_answer(task: dict[str, Any], runtime: Runtime[MemAgentContext]) -> dic
     temperature = task["question"].get("temperature", cfg.temperature)
     top_p = task["question"].get("top_p", cfg.top_p)  # None: the benchmark's sampling, which sends no top-p
     stop = task["question"].get("stop")
-    sampling = {"top_p": top_p} if top_p is not None else {}
+    sampling: dict[str, Any] = {"top_p": top_p} if top_p is not None else {}
     text, usage = complete_with_usage(ctx.llm, prompt, max_tokens=budget, temperature=temperature, stop=stop, **sampling)
     return {"finals": {qi: text}, "usage": {qi: usage}}
 
 
-def collect(state: MemAgentState, i: int) -> dict[str, Any]:
+def collect(state: MemAgentState, i: int) -> BatchAnswer:
     """Answer fields of question ``i`` from the final state.
 
     When the final call asked for MemAgent's own format ("Therefore, the answer is ...":
@@ -266,7 +302,7 @@ def collect(state: MemAgentState, i: int) -> dict[str, Any]:
     if state.get("continued_from"):
         facts["continued_from_documents"] = state["continued_from"]
     facts["memory_cuts"] = state.get("cuts", {}).get(str(i), 0)
-    return {"raw": scored, "answer": (scored if own_format else "") or reply.strip(), "final_step": facts, "usage": state.get("usage", {}).get(str(i), {})}
+    return BatchAnswer(raw=scored, answer=(scored if own_format else "") or reply.strip(), final_step=facts, usage=state.get("usage", {}).get(str(i), {}))
 
 
 def batch_settings(cfg: MemAgentConfig) -> BatchSettings:
@@ -303,14 +339,15 @@ MEMAGENT_RUN = BatchRun(
 )
 
 
-def memagent_chunks(cfg: Any, corpus: Corpus, questions: Sequence[Question], llm: Any = None) -> tuple[int, ...]:
+def memagent_chunks(cfg: MemAgentConfig, corpus: Corpus, questions: Sequence[Question], llm: BaseChatModel | None = None) -> tuple[int, ...]:
     """Token sizes of the chunks MemAgent reads (cut as :func:`graphs.memagent.graph.prepare_context` cuts them)."""
     text, _ = stream_text(corpus, questions, cfg.stream)
     tokenizer = tokenizer_for(llm) if llm is not None else tiktoken_tokenizer("cl100k_base")
     return tuple(n for _, n in cut_windows(text, cfg, tokenizer))
 
 
-def memagent_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Question], llm: Any = None, window: int | None = None) -> costs.Costs:
+def memagent_costs(cfg: MemAgentConfig, shape: costs.CorpusShape, questions: Sequence[Question], *, llm: BaseChatModel | None = None,
+                   window: int | None = None) -> costs.Costs:  # fmt: skip
     """ceil(T / chunk_tokens) + 1 calls per question: one memory update per chunk, one final answer.
 
     Chunks are cut as a run cuts them where the corpus is known (else ``chunk_tokens`` each); each call
@@ -327,9 +364,9 @@ def memagent_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Quest
     updates, finals, reads = [], [], []  # per question: one update's and the final call's text beyond the chunk and the memory
     for x in questions or [costs.PLACEHOLDER_QUESTION]:
         problem = x.render().strip()
-        updates.append(costs.prompt_tokens("memagent", "update", lambda p=problem: MEMORY_TEMPLATE.format(prompt=p, memory="", chunk=""), llm, x))  # type: ignore[misc]
-        finals.append(costs.prompt_tokens("memagent", f"final:{cfg.final_instruction}", lambda p=problem, x=x: FINAL_TEMPLATE.format(  # type: ignore[misc]
-            instruction=final_instruction(x.instruction if benchmark else None), prompt=p, memory=""), llm, x))
+        updates.append(costs.prompt_tokens("memagent", "update", functools.partial(MEMORY_TEMPLATE.format, prompt=problem, memory="", chunk=""), llm, x))
+        finals.append(costs.prompt_tokens("memagent", f"final:{cfg.final_instruction}", functools.partial(
+            FINAL_TEMPLATE.format, instruction=final_instruction(x.instruction if benchmark else None), prompt=problem, memory=""), llm, x))
         reads.append(n * updates[-1] + finals[-1])
     seam = costs.SEAM_TOKENS  # chunk and memory in each update, the memory in the final call
     read = sum(sizes) + max(reads) + (2 * n + 1) * seam
@@ -338,8 +375,9 @@ def memagent_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Quest
     # chunk, then each question's final call, the memory empty
     steps = tuple((k, sum(max(0, size + u - 2 * seam) for u in updates[:k]), k * cfg.max_new_tokens) for size in sizes) + (
         (k, sum(max(0, f - seam) for f in finals[:k]), sum(x.answer_budget(cfg.max_new_tokens) for x in questions)),)  # fmt: skip
-    bounds = CostPlan("memagent", k, k * (n + 1), k * (n + 1), sum(p for _, p, _ in steps), k * (read + memory), sum(t for _, _, t in steps),
-                      f"(ceil(T/{cfg.chunk_tokens:,}) + 1) calls per question: {n:,} chunks + 1", {"chunks": n}, steps)  # fmt: skip
+    bounds = CostPlan(strategy="memagent", questions=k, calls=k * (n + 1), max_calls=k * (n + 1), prompt_tokens=sum(p for _, p, _ in steps),
+                      max_prompt_tokens=k * (read + memory), completion_tokens=sum(t for _, _, t in steps),
+                      formula=f"(ceil(T/{cfg.chunk_tokens:,}) + 1) calls per question: {n:,} chunks + 1", details={"chunks": n}, steps=steps)  # fmt: skip
     typical = costs.Calls(n + 1, read + memory, n * cfg.max_new_tokens + costs.ANSWER_TOKENS)
     return costs.Costs(bounds, costs.ExpectedCost(typical))
 
@@ -355,7 +393,7 @@ def memagent_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Quest
     presentation=PRESENTATION,
     description="Stream the whole corpus through a 1,024-token overwritten memory, 5,000 tokens per step.",
 )
-def build_graph(config: MemAgentConfig | None = None, checkpointer: Any = None):
+def build_graph(config: MemAgentConfig | None = None, checkpointer: Any = None) -> CompiledGraph:
     """START -> (update_memory per question -> advance)* -> final_answer per question -> END."""
     graph = StateGraph(MemAgentState, context_schema=MemAgentContext)
     graph.add_node("update_memory", update_memory)  # type: ignore[arg-type, call-overload]  # LangGraph types node inputs as state schemas; Send payloads are plain dicts

@@ -2,11 +2,13 @@
 
 Modules: ``config`` (settings), ``prompts`` (templates and function schemas), ``calls``
 (tool / JSON calls with validation and retries), ``decompose`` (properties or
-sub-questions), ``graph`` (judging fan-out, sub-answers, summary; registration).
+sub-questions), ``judging`` (the judge fan-out and the kept chunks), ``state`` (the state and the
+``Send`` payloads), ``cost_model``, ``graph`` (sub-answers, summary, wiring; registration).
 """
 
 from graphs.pai.config import PaiConfig
-from graphs.pai.graph import build_graph, build_graph_minus, choose_mode
+from graphs.pai.graph import build_graph, build_graph_minus
+from graphs.pai.judging import choose_mode
 from graphs.pai.prompts import PROMPTS_VERSION
 
 __all__ = ["PROMPTS_VERSION", "PaiConfig", "build_graph", "build_graph_minus", "choose_mode"]

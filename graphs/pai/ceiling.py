@@ -23,8 +23,8 @@ class JudgedChunksCeiling(EvidenceCeiling):
     """
 
     choose_mode: Callable[[Any, int], str]
-    plan_judging: Callable[..., dict]
-    pack: Callable[..., tuple[list, int]]
+    plan_judging: Callable[..., dict[str, Any]]
+    pack: Callable[..., tuple[list[Any], int]]
 
     def reach(self, cfg: Any, item: CeilingItem, env: CeilingEnv) -> Reach:
         mode = self.choose_mode(cfg, item.corpus.num_tokens)

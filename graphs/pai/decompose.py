@@ -19,9 +19,10 @@ from pydantic import BaseModel
 
 from graphs.context import StrategyContext
 from graphs.pai import prompts as P
-from graphs.pai.calls import CallOutcome, PropertyArgs, SubQuestionArgs, call_structured, resolve_tool_mode
+from graphs.pai.calls import CallOutcome, PropertyArgs, SubQuestionArgs, call_structured
 from graphs.pai.config import PaiConfig
-from retrieval.contract import Question
+from graphs.validated_call import resolve_tool_mode
+from retrieval.contract import Question, Step
 
 
 def resolve_domain(domain: str, question: Question) -> str:
@@ -33,7 +34,7 @@ def resolve_domain(domain: str, question: Question) -> str:
 
 
 def decompose_call(
-    ctx: StrategyContext[PaiConfig], question: Question, *, template: str, function: dict, item_model: type[BaseModel], item: str
+    ctx: StrategyContext[PaiConfig], question: Question, *, template: str, function: dict[str, Any], item_model: type[BaseModel], item: str
 ) -> tuple[CallOutcome, str]:
     """One structured decomposition call in the model's tool mode; returns the outcome and the mode."""
     cfg = ctx.config
@@ -61,9 +62,9 @@ def dedupe_and_cap(items: list[dict[str, Any]], cap: int) -> tuple[list[dict[str
     return unique[:cap], len(items) - len(unique), unique[cap:]
 
 
-def _step(node: str, out: CallOutcome, mode: str, items: list, repeats: int, cut: list, **extra: Any) -> dict:
+def _step(node: str, out: CallOutcome, mode: str, items: list[dict[str, Any]], repeats: int, cut: list[dict[str, Any]], **extra: Any) -> Step:
     """The decomposition's trace entry: items, attempts, every error, and whether it degraded."""
-    step = {"node": node, "tool_mode": mode, "attempts": out.attempts, "items": items, "repeats_removed": repeats, "cut_over_max_items": cut, **extra}
+    step = Step(node, tool_mode=mode, attempts=out.attempts, items=items, repeats_removed=repeats, cut_over_max_items=cut, **extra)
     if out.errors:
         step["errors"] = out.errors
     if not out.ok:
@@ -76,7 +77,7 @@ def _fallback(question: Question) -> list[dict[str, Any]]:
     return [{"text": question.text, "metric": None, "subject": None}]
 
 
-def extract_properties(state: dict[str, Any], runtime: Runtime[StrategyContext[PaiConfig]]) -> dict:
+def extract_properties(state: dict[str, Any], runtime: Runtime[StrategyContext[PaiConfig]]) -> dict[str, Any]:
     """Properties by function calling with the domain's examples, then one sub-question each."""
     ctx, question = runtime.context, state["question"]
     domain = resolve_domain(ctx.config.domain, question)
@@ -89,7 +90,7 @@ def extract_properties(state: dict[str, Any], runtime: Runtime[StrategyContext[P
     return {"tool_mode": mode, "properties": properties, "sub_questions": subs, "steps": [step]}
 
 
-def generate_sub_questions(state: dict[str, Any], runtime: Runtime[StrategyContext[PaiConfig]]) -> dict:
+def generate_sub_questions(state: dict[str, Any], runtime: Runtime[StrategyContext[PaiConfig]]) -> dict[str, Any]:
     """PAI-: sub-questions asked for directly (same function-calling machinery, no properties)."""
     ctx, question = runtime.context, state["question"]
     function = dict(P.SUB_QUESTION_FUNCTION)

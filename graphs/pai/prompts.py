@@ -147,11 +147,6 @@ Query: {sub_question}
 
 Decide whether the provided context contains information needed to answer the query. Reply with one JSON object only, no other text: {{"keep_context": true}} or {{"keep_context": false}}. keep_context: Does the provided context contain information needed to answer the query? Answer 'true' or 'false'"""
 
-#: Appended to a retried call's prompt.
-RETRY_NOTE = """
-
-Your previous reply could not be used ({error}). Reply again, following the required format exactly."""
-
 SUB_ANSWER_PROMPT = """Answer the sub-question using only the context chunks below. They were judged relevant to it and are given in their original document order.
 
 <context>

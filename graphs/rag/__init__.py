@@ -1,7 +1,7 @@
 """Chunked top-N RAG (LongBench v1 200x7 / 500x3): retrieve, order the chunks, generate."""
 
-from graphs.rag.config import RagConfig, RetrievalSettings
-from graphs.rag.graph import build_graph, order_hits, retrieve
+from graphs.rag.config import RagConfig
+from graphs.rag.graph import RagState, build_graph, order_hits, retrieve
 from graphs.rag.prompts import PROMPTS_VERSION, RAG_TEMPLATE
 
-__all__ = ["PROMPTS_VERSION", "RAG_TEMPLATE", "RagConfig", "RetrievalSettings", "build_graph", "order_hits", "retrieve"]
+__all__ = ["PROMPTS_VERSION", "RAG_TEMPLATE", "RagConfig", "RagState", "build_graph", "order_hits", "retrieve"]

@@ -7,12 +7,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from graphs.ceiling import CeilingEnv, CeilingItem, EvidenceCeiling, Reach, cached_index, node_runtime, reach_of
+from retrieval import Hit
 
 
 @dataclass(frozen=True, kw_only=True)
 class RetrievedChunksCeiling(EvidenceCeiling):
     """The evidence documents among the chunks ``retrieve`` returns for the question, with the
-    strategy's index (BM25 by default, built and cached by ``RetrievalSettings.build_index``);
+    strategy's index (BM25 by default, built and cached by ``RetrievalService.build_index``);
     every retrieved chunk goes into the prompt, so packing drops nothing.
 
     Attributes:
@@ -21,8 +22,8 @@ class RetrievedChunksCeiling(EvidenceCeiling):
         leg: Prefix of the description (Self-Route: ``"RAG leg: "``).
     """
 
-    retrieve: Callable[..., dict]
-    order_hits: Callable[..., list]
+    retrieve: Callable[..., dict[str, Any]]
+    order_hits: Callable[..., list[Hit]]
     leg: str = ""
 
     def reach(self, cfg: Any, item: CeilingItem, env: CeilingEnv) -> Reach:

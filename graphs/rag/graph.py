@@ -10,13 +10,15 @@ v2 ``--rag`` re-sorts by chunk index).
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Any, Literal
 
+from langchain_core.language_models import BaseChatModel
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
 from graphs import costs
+from graphs.answer_state import PromptState
 from graphs.context import StrategyContext
 from graphs.nodes import generate, linear_graph
 from graphs.prompts import fill, format_chunks
@@ -25,20 +27,17 @@ from graphs.rag.config import RagConfig
 from graphs.rag.presentation import PRESENTATION
 from graphs.rag.prompts import PROMPTS_VERSION, RAG_TEMPLATE
 from graphs.registry import STRATEGIES
+from graphs.retrieval_service import RetrievalService
 from retrieval import Chunk, Hit
 from retrieval.contract import Question, Step
 
 
-class RagState(TypedDict, total=False):
+class RagState(PromptState, total=False):
     """What evolves during one RAG answer."""
 
-    question: Question
-    hits: list[Hit]
-    prompt: str
-    official_prompt: bool
-    raw: str
-    answer: str
-    steps: Annotated[list[Step], operator.add]
+
+#: RAG's compiled graph.
+RagGraph = CompiledStateGraph[RagState, StrategyContext[Any], RagState, RagState]
 
 
 def order_hits(hits: list[Hit], order: Literal["document", "rank"]) -> list[Hit]:
@@ -50,12 +49,12 @@ def order_hits(hits: list[Hit], order: Literal["document", "rank"]) -> list[Hit]
     raise ValueError(f"order must be 'document' or 'rank', got {order!r}")
 
 
-def retrieve(state: RagState, runtime: Runtime[StrategyContext[RagConfig]]) -> dict:
+def retrieve(state: RagState, runtime: Runtime[StrategyContext[RagConfig]]) -> dict[str, Any]:
     """Top-k chunks for the question and its choices (LongBench v2: query = question + choices)."""
     ctx = runtime.context
     query = state["question"].render()
     index = ctx.require_index()
-    hits = ctx.config.retrieve(index, query)
+    hits = RetrievalService.of(ctx).retrieve(index, query)
     step = Step(
         "retrieve",
         retriever=index.retriever.name,
@@ -92,7 +91,7 @@ def chunk_order(question: Question, order: Literal["document", "rank"], assembly
     return order
 
 
-def build_prompt(state: RagState, runtime: Runtime[StrategyContext[RagConfig]]) -> dict:
+def build_prompt(state: RagState, runtime: Runtime[StrategyContext[RagConfig]]) -> dict[str, Any]:
     """Fill the prompt with the hits in the configured (or the benchmark's official) order."""
     cfg = runtime.context.config
     order = chunk_order(state["question"], cfg.order, cfg.assembly)
@@ -101,21 +100,31 @@ def build_prompt(state: RagState, runtime: Runtime[StrategyContext[RagConfig]]) 
     return {"prompt": prompt, "official_prompt": assembly != "ours", "steps": [Step("build_prompt", order=order, assembly=assembly)]}
 
 
-def rag_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Question], llm: Any = None, window: int | None = None) -> costs.Costs:
+def rag_costs(cfg: RagConfig, shape: costs.CorpusShape, questions: Sequence[Question], *, llm: BaseChatModel | None = None,
+              window: int | None = None) -> costs.Costs:  # fmt: skip
     """1 call with ``top_k`` chunks (at most the corpus), its template counted from :func:`rag_prompt`; typically a short answer."""
 
     def headed(q: Question) -> bool:  # the benchmark's own prompts join bare chunk texts
         return not (cfg.assembly == "benchmark" and q.protocol is not None and (q.protocol.rag_prompt or q.protocol.prompt) is not None)
 
-    span = costs.retrieved_prompt(lambda q: rag_prompt(q, [], cfg.assembly)[0], "rag", cfg.assembly, questions, shape, cfg.top_k,
-                                  costs.tokens_of(cfg.chunk_size, cfg.chunk_unit), llm, headed=headed)  # fmt: skip
+    span = costs.retrieved_prompt(lambda q: rag_prompt(q, [], cfg.assembly)[0], strategy="rag", template=cfg.assembly, questions=questions, shape=shape,
+                                  top_k=cfg.top_k, chunk_tokens=costs.tokens_of(cfg.chunk_size, cfg.chunk_unit), llm=llm, headed=headed)  # fmt: skip
     budget = max((x.answer_budget(cfg.max_new_tokens) for x in questions), default=cfg.max_new_tokens)
-    bounds = costs.per_question_plan("rag", questions, 1, 1, span.least, span.most, budget, "1 call of top_k chunks")
+    bounds = costs.per_question_plan("rag", questions, calls=1, max_calls=1, prompt_tokens=span.least, max_prompt_tokens=span.most,
+                                     completion_tokens=budget, formula="1 call of top_k chunks")  # fmt: skip
     return costs.Costs(bounds, costs.ExpectedCost(costs.Calls(1, (span.least + span.most) / 2, costs.reply_tokens(cfg))))
 
 
-@STRATEGIES.register(
+def build_graph(config: RagConfig | None = None) -> RagGraph:
+    """START -> retrieve -> build_prompt -> generate -> END."""
+    graph: RagGraph
+    graph = linear_graph("rag", RagState, ("retrieve", retrieve), ("build_prompt", build_prompt), ("generate", generate))
+    return graph
+
+
+STRATEGIES.register(
     "rag",
+    build_graph,
     costs=costs.StrategyCosts(rag_costs),
     ceiling=RetrievedChunksCeiling(rank=10, retrieve=retrieve, order_hits=order_hits),
     config_cls=RagConfig,
@@ -133,6 +142,3 @@ def rag_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Question],
     presentation=PRESENTATION,
     description="Chunked top-N retrieval, then one answer call (LongBench v1: 200 words x 7).",
 )
-def build_graph(config: RagConfig | None = None):
-    """START -> retrieve -> build_prompt -> generate -> END."""
-    return linear_graph("rag", RagState, ("retrieve", retrieve), ("build_prompt", build_prompt), ("generate", generate))

@@ -31,7 +31,8 @@ def reduce(points: np.ndarray, dim: int, neighbors: int, seed: int) -> np.ndarra
     """``points`` reduced by UMAP to ``dim`` dimensions (cosine metric, as the official code)."""
     import umap  # numba compiles on first import: paid only when a tree is built
 
-    return umap.UMAP(n_neighbors=neighbors, n_components=dim, metric="cosine", random_state=seed).fit_transform(points)
+    reduced: np.ndarray = umap.UMAP(n_neighbors=neighbors, n_components=dim, metric="cosine", random_state=seed).fit_transform(points)
+    return reduced
 
 
 def best_component_count(points: np.ndarray, max_clusters: int = MAX_CLUSTERS, seed: int = RANDOM_SEED) -> int:

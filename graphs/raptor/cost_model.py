@@ -3,22 +3,25 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
-from typing import Any
+
+from langchain_core.language_models import BaseChatModel
 
 from graphs import costs
 from graphs.budget import CostPlan
 from graphs.prompts import fill
 from graphs.rag.prompts import RAG_TEMPLATE
 from graphs.raptor import prompts as P
+from graphs.raptor.config import RaptorConfig
 from retrieval.contract import Question
 
 #: Nodes per cluster, typically (measured: 24 leaves gave 6 clusters, 60 fixed nodes 25 after re-clustering).
 NODES_PER_CLUSTER = 4
 
 
-def typical_layers(leaves: int, cfg: Any) -> list[int]:
+def typical_layers(leaves: int, cfg: RaptorConfig) -> list[int]:
     """Clusters per summary layer, typically: a quarter of the nodes below, while a layer has more than ``reduction_dimension + 1`` nodes."""
     out: list[int] = []
     n = leaves
@@ -28,10 +31,12 @@ def typical_layers(leaves: int, cfg: Any) -> list[int]:
     return out
 
 
-def raptor_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Question], llm: Any = None, window: int | None = None) -> costs.Costs:
+def raptor_costs(cfg: RaptorConfig, shape: costs.CorpusShape, questions: Sequence[Question], *, llm: BaseChatModel | None = None,
+                 window: int | None = None) -> costs.Costs:  # fmt: skip
     """Per question one answer call over at most ``context_tokens`` of nodes; once per corpus one summary per cluster per layer."""
     k = len(questions)
-    each_q = [costs.prompt_tokens("raptor", "answer", lambda x=x: _answer_prompt(cfg, x), llm, x) for x in questions or [costs.PLACEHOLDER_QUESTION]]  # type: ignore[misc]
+    each_q = [costs.prompt_tokens("raptor", "answer", functools.partial(_answer_prompt, cfg, x), llm, x)
+              for x in questions or [costs.PLACEHOLDER_QUESTION]]  # fmt: skip
     summary = costs.prompt_tokens("raptor", "summary", lambda: P.SUMMARY_SYSTEM + "\n" + P.SUMMARY_TEMPLATE.format(context=""), llm)
     context = min(cfg.context_tokens, shape.tokens) + 2 * cfg.top_k  # the nodes and their blank-line separators
     leaves = sum(max(1, math.ceil(n / cfg.chunk_tokens)) for n in shape.token_counts if n > 0)
@@ -46,15 +51,16 @@ def raptor_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Questio
     max_index_prompt = cfg.num_layers * (shape.tokens + most_leaves * (cfg.summary_tokens + summary + 2 + costs.SEAM_TOKENS)) if most_leaves else 0
     least = k * max(0, min(each_q) - 2 * costs.SEAM_TOKENS)
     most = k * (max(each_q) + context + 2 * costs.SEAM_TOKENS) + max_index_prompt
-    bounds = CostPlan("raptor", k, k, k + max_index_calls, least, most, k * cfg.max_new_tokens + max_index_calls * cfg.summary_tokens,
-                      "1 answer call per question; once per corpus one summary per cluster per layer (none when the tree is cached)",
-                      {"leaves": leaves, "typical_clusters_per_layer": layers})  # fmt: skip
+    bounds = CostPlan(strategy="raptor", questions=k, calls=k, max_calls=k + max_index_calls, prompt_tokens=least, max_prompt_tokens=most,
+                      completion_tokens=k * cfg.max_new_tokens + max_index_calls * cfg.summary_tokens,
+                      formula="1 answer call per question; once per corpus one summary per cluster per layer (none when the tree is cached)",
+                      details={"leaves": leaves, "typical_clusters_per_layer": layers})  # fmt: skip
     per_question = costs.Calls(1, sum(each_q) / len(each_q) + context / 2, costs.reply_tokens(cfg))
     once = costs.Calls(once_calls, once_prompt, once_calls * cfg.summary_tokens)
     return costs.Costs(bounds, costs.ExpectedCost(per_question, once))
 
 
-def _answer_prompt(cfg: Any, question: Question) -> str:
+def _answer_prompt(cfg: RaptorConfig, question: Question) -> str:
     """The answer call's text without its nodes (the system turn counted with the user turn for ``paper``)."""
     if cfg.qa_prompt == "paper":
         return P.QA_SYSTEM + "\n" + P.QA_TEMPLATE.format(context="", question=question.render())

@@ -10,20 +10,20 @@ the retrieved nodes, or with ``qa_prompt="paper"`` the official ``GPT3TurboQAMod
 
 from __future__ import annotations
 
-import operator
 import threading
 from pathlib import Path
-from typing import Annotated, Any, TypedDict, cast
+from typing import Any, cast
 
 import numpy as np
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from graphs import costs
+from graphs.answer_state import PromptState
 from graphs.budget_field import budget_kwargs
 from graphs.context import StrategyContext
 from graphs.llm import complete
-from graphs.nodes import generate, linear_graph
+from graphs.nodes import CompiledGraph, generate, linear_graph
 from graphs.prompts import fill
 from graphs.rag.prompts import RAG_TEMPLATE
 from graphs.raptor import prompts as P
@@ -33,10 +33,11 @@ from graphs.raptor.cost_model import raptor_costs
 from graphs.raptor.presentation import PRESENTATION
 from graphs.raptor.retrieve import collapsed, traversal
 from graphs.raptor.store import load_tree, save_tree, summary_log, tree_folder, tree_key
-from graphs.raptor.tree import Tree, build_tree
+from graphs.raptor.tree import Summarize, Tree, build_tree
 from graphs.registry import STRATEGIES
 from graphs.usage import index_time
-from retrieval.contract import Evidence, Question, Step
+from retrieval import default_cache_dir
+from retrieval.contract import Evidence, Step
 from retrieval.embedders import EMBEDDERS
 from retrieval.locks import exclusive_lock
 from retrieval.paths import default_cache_dir
@@ -48,18 +49,11 @@ _LOCK = threading.Lock()
 _KEEP = 4
 
 
-class RaptorState(TypedDict, total=False):
+class RaptorState(PromptState, total=False):
     """What evolves during one RAPTOR answer (the tree itself stays in the process's cache, by ``tree``)."""
 
-    question: Question
     tree: str
     nodes: list[dict[str, Any]]
-    evidence: list[Evidence]
-    prompt: str
-    official_prompt: bool
-    raw: str
-    answer: str
-    steps: Annotated[list[Step], operator.add]
 
 
 def embedder_for(cfg: RaptorConfig) -> Any:
@@ -72,7 +66,7 @@ def embedder_for(cfg: RaptorConfig) -> Any:
         return _EMBEDDERS[key]
 
 
-def summarizer(ctx: StrategyContext[RaptorConfig]):
+def summarizer(ctx: StrategyContext[RaptorConfig]) -> Summarize:
     """One summary call (``GPT3TurboSummarizationModel.summarize``): its system and user turns, ``max_tokens``
     = ``summary_tokens``; temperature sent only when configured (the official call sends none)."""
     cfg, llm = ctx.config, ctx.llm
@@ -116,7 +110,7 @@ def tree_for(ctx: StrategyContext[RaptorConfig]) -> tuple[str, Tree, str]:
     return key, tree, source
 
 
-def build_tree_node(state: RaptorState, runtime: Runtime[StrategyContext[RaptorConfig]]) -> dict:
+def build_tree_node(state: RaptorState, runtime: Runtime[StrategyContext[RaptorConfig]]) -> dict[str, Any]:
     """Load or build the tree (index-time work, paid by the first answer over the corpus)."""
     key, tree, source = tree_for(runtime.context)
     nodes_per_layer = [len(tree.layer(i)) for i in range(tree.num_layers + 1)]
@@ -125,7 +119,7 @@ def build_tree_node(state: RaptorState, runtime: Runtime[StrategyContext[RaptorC
                                         stopped=tree.stopped, **facts)]}  # fmt: skip
 
 
-def retrieve(state: RaptorState, runtime: Runtime[StrategyContext[RaptorConfig]]) -> dict:
+def retrieve(state: RaptorState, runtime: Runtime[StrategyContext[RaptorConfig]]) -> dict[str, Any]:
     """The nodes for the question: collapsed tree (``top_k`` within ``context_tokens``) or tree traversal."""
     cfg = runtime.context.config
     tree = _TREES[state["tree"]]
@@ -138,7 +132,7 @@ def retrieve(state: RaptorState, runtime: Runtime[StrategyContext[RaptorConfig]]
     return {"nodes": nodes, "evidence": evidence, "steps": [step]}
 
 
-def build_prompt(state: RaptorState, runtime: Runtime[StrategyContext[RaptorConfig]]) -> dict:
+def build_prompt(state: RaptorState, runtime: Runtime[StrategyContext[RaptorConfig]]) -> dict[str, Any]:
     """The context (``get_text`` of the nodes, in retrieval order) in our RAG prompt, or the official QA turn."""
     cfg = runtime.context.config
     context = P.node_context([n["text"] for n in state["nodes"]])
@@ -149,11 +143,11 @@ def build_prompt(state: RaptorState, runtime: Runtime[StrategyContext[RaptorConf
     return {"prompt": prompt, "official_prompt": False, "steps": [Step("build_prompt", qa_prompt=cfg.qa_prompt, nodes=len(state["nodes"]))]}
 
 
-def answer(state: RaptorState, runtime: Runtime[StrategyContext[RaptorConfig]]) -> dict:
+def answer(state: RaptorState, runtime: Runtime[StrategyContext[RaptorConfig]]) -> dict[str, Any]:
     """The answer call: the shared ``generate`` for our prompt; the official system turn and temperature 0 for ``paper``."""
     cfg = runtime.context.config
     if cfg.qa_prompt != "paper":
-        return generate(dict(state), cast(Runtime[StrategyContext[Any]], runtime))
+        return generate(state, cast(Runtime[StrategyContext[Any]], runtime))
     raw = complete(runtime.context.llm, state["prompt"], max_tokens=cfg.max_new_tokens, temperature=cfg.temperature, system=P.QA_SYSTEM)
     return {"raw": raw, "answer": raw.strip(), "steps": [Step("generate", max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature)]}
 
@@ -169,6 +163,6 @@ def answer(state: RaptorState, runtime: Runtime[StrategyContext[RaptorConfig]]) 
     presentation=PRESENTATION,
     description="RAPTOR: a tree of cluster summaries built once per corpus (UMAP + GMM), collapsed-tree retrieval, one answer call.",
 )
-def build_graph(config: RaptorConfig | None = None):
+def build_graph(config: RaptorConfig | None = None) -> CompiledGraph:
     """START -> build_tree -> retrieve -> build_prompt -> generate -> END."""
     return linear_graph("raptor", RaptorState, ("build_tree", build_tree_node), ("retrieve", retrieve), ("build_prompt", build_prompt), ("generate", answer))

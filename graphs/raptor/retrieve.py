@@ -16,7 +16,8 @@ def distances(tree: Tree, query: np.ndarray, nodes: list[TreeNode]) -> np.ndarra
         return np.zeros(0)
     m = tree.embeddings[[n.index for n in nodes]]
     norms = np.linalg.norm(m, axis=1) * max(float(np.linalg.norm(query)), 1e-12)
-    return 1.0 - (m @ query) / np.maximum(norms, 1e-12)
+    found: np.ndarray = 1.0 - (m @ query) / np.maximum(norms, 1e-12)
+    return found
 
 
 def collapsed(tree: Tree, query: np.ndarray, top_k: int, max_tokens: int) -> list[tuple[TreeNode, float]]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from graphs.ceiling import CeilingEnv, CeilingItem, EvidenceCeiling, Reach, cached_index, node_runtime, queries, reach_of
+from retrieval import Hit
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -20,16 +21,16 @@ class FollowUpCeiling(EvidenceCeiling):
         retrieve_follow_up: Self-Ask's node (passed in by its registration, which this module cannot import).
     """
 
-    retrieve_follow_up: Callable[..., dict]
+    retrieve_follow_up: Callable[..., dict[str, Any]]
 
     def reach(self, cfg: Any, item: CeilingItem, env: CeilingEnv) -> Reach:
         index = cached_index(cfg, item.corpus, env)
         runtime = node_runtime(cfg, item.corpus, index)
-        seen: list = []
+        seen: list[Hit] = []
         docs: set[str] = set()
         for query in queries(item, env, max(cfg.max_iterations, 1)):
             out = self.retrieve_follow_up({"follow_up": query, "hits": seen}, runtime)
-            seen = seen + out["hits"]
+            seen = out["hits"]  # the node returns the evidence so far with this retrieval's new chunks
             docs.update(h.chunk.doc_id for h in out["follow_up_hits"])
         return reach_of(item.evidence, docs)
 

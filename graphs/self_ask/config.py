@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from graphs.config import option
-from graphs.rag.config import RetrievalSettings
+from graphs.retrieval_settings import RetrievalSettings
 
 
 @dataclass(frozen=True, kw_only=True)

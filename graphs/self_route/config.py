@@ -8,8 +8,8 @@ from typing import Any, Literal
 
 from graphs.config import ConfigError, option
 from graphs.full_context.config import FullContextConfig
-from graphs.rag.config import RetrievalSettings
 from graphs.registry import STRATEGIES
+from graphs.retrieval_settings import RetrievalSettings
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -16,28 +16,27 @@ Graph::
         measure_context --fits--> full_context -> END
         measure_context --too big--> fallback -> END
 
-The fallback legs reuse the other strategies' code: ``full_context_prompt`` (its
-template and middle truncation), and the one run path (``graphs.run.run_strategy``) for
-the fallback strategy. A batched fallback (memagent) is checkpointed on disk like a
-direct memagent run, under its own thread key, so a crash in a 2,000-call fallback
-resumes and a repeated question replays it without calls.
+The legs reuse the other strategies' code: ``full_context_prompt`` (its template and
+middle truncation) for the full-context leg, and the fallback strategy's own compiled
+graph, composed as a subgraph (:mod:`graphs.self_route.fallback`). A batched fallback
+(memagent) is checkpointed on disk like a direct memagent run, under its own thread key,
+so a crash in a 2,000-call fallback resumes and a repeated question replays it without calls.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import operator
 import re
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Any, Literal
 
-from langchain_core.runnables import RunnableConfig
+from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
 from graphs import costs
-from graphs.budget import BudgetReached
 from graphs.context import StrategyContext
 from graphs.full_context import full_context_prompt
 from graphs.llm import prompt_codec
@@ -45,32 +44,19 @@ from graphs.nodes import generate
 from graphs.prompt_sharing import PromptSharing
 from graphs.prompts import DEFAULT_INSTRUCTION, fill, format_chunks
 from graphs.rag import RAG_TEMPLATE, order_hits, retrieve
-from graphs.registry import STRATEGIES, Strategy
-from graphs.run import run_strategy
+from graphs.registry import STRATEGIES
 from graphs.self_route.ceiling import SELF_ROUTE_CEILING
 from graphs.self_route.config import SelfRouteConfig
+from graphs.self_route.fallback import fallback_node
 from graphs.self_route.presentation import PRESENTATION
 from graphs.self_route.prompts import PROMPTS_VERSION, UNANSWERABLE_INSTRUCTION
-from retrieval import Chunk, Hit
+from graphs.self_route.state import SelfRouteState
+from retrieval import Chunk
 from retrieval.contract import Question, Step
 
 _DECLINE_WORD = re.compile(r"\bun-?answerable\b")
 _NEGATIONS = {"not", "never", "isn't", "isnt", "no", "hardly"}
 _MARKUP = re.compile(r"[*_`\"“”«»#>\[\]()]")
-
-
-class SelfRouteState(TypedDict, total=False):
-    """What evolves during one Self-Route answer."""
-
-    question: Question
-    hits: list[Hit]
-    prompt: str
-    official_prompt: bool
-    raw: str
-    answer: str
-    declined: bool
-    fits: bool
-    steps: Annotated[list[dict], operator.add]
 
 
 def find_decline(reply: str) -> str | None:
@@ -90,7 +76,7 @@ def find_decline(reply: str) -> str | None:
     return None
 
 
-def build_prompt(state: SelfRouteState, runtime: Runtime[StrategyContext[SelfRouteConfig]]) -> dict:
+def build_prompt(state: SelfRouteState, runtime: Runtime[StrategyContext[SelfRouteConfig]]) -> dict[str, Any]:
     """The RAG prompt with the unanswerable instruction after the answer-format instruction."""
     cfg: SelfRouteConfig = runtime.context.config
     return {"prompt": route_prompt(state["question"], [h.chunk for h in order_hits(state["hits"], cfg.order)])}
@@ -102,12 +88,12 @@ def route_prompt(question: Question, chunks: Sequence[Chunk]) -> str:
     return fill(RAG_TEMPLATE, format_chunks(chunks), dataclasses.replace(question, instruction=instruction))
 
 
-def check_answer(state: SelfRouteState) -> dict:
+def check_answer(state: SelfRouteState) -> dict[str, Any]:
     """Record whether the RAG reply declined; a declined reply's hits are no evidence."""
     reason = find_decline(state.get("raw", ""))
     if reason is None:
         return {"declined": False, "steps": [Step("check_answer", route="rag", reason="RAG answered")]}
-    return {"declined": True, "hits": [], "steps": [{"node": "check_answer", "declined": True, "reason": reason}]}
+    return {"declined": True, "hits": [], "steps": [Step("check_answer", declined=True, reason=reason)]}
 
 
 def after_check(state: SelfRouteState) -> Literal["measure_context", "__end__"]:
@@ -115,7 +101,7 @@ def after_check(state: SelfRouteState) -> Literal["measure_context", "__end__"]:
     return "measure_context" if state["declined"] else END  # type: ignore[return-value]  # LangGraph declares END as str, not Literal
 
 
-def measure_context(state: SelfRouteState, runtime: Runtime[StrategyContext[SelfRouteConfig]]) -> dict:
+def measure_context(state: SelfRouteState, runtime: Runtime[StrategyContext[SelfRouteConfig]]) -> dict[str, Any]:
     """Build the full-context prompt with ``full_context``'s own function and see whether it was cut."""
     ctx = runtime.context
     cfg: SelfRouteConfig = ctx.config
@@ -139,60 +125,25 @@ def after_measure(state: SelfRouteState) -> Literal["full_context", "fallback"]:
     return "full_context" if state["fits"] else "fallback"
 
 
-def fallback(state: SelfRouteState, runtime: Runtime[StrategyContext[SelfRouteConfig]], config: RunnableConfig) -> dict:
-    """Answer with the fallback strategy through the one run path, under this run's callbacks
-    (so this answer's usage counts every call of the leg).
-
-    A batched fallback (memagent) is checkpointed under a thread key of its own
-    (``self_route>memagent``), so a crash in a 2,000-call leg resumes, and a repeated
-    question replays it without calls.
-    """
-    ctx = runtime.context
-    cfg: SelfRouteConfig = ctx.config
-    spec = STRATEGIES.get(cfg.fallback)
-    sub_cfg = spec.make_config(**dict(cfg.fallback_options))
-    leg = run_strategy(
-        spec,
-        sub_cfg,
-        [state["question"]],
-        llm=ctx.llm,
-        corpus=ctx.corpus,
-        index=_shared_index(spec, sub_cfg, ctx),
-        cache_dir=ctx.cache_dir,
-        callbacks=config.get("callbacks"),
-        key_prefix=f"self_route>{spec.name}",
-    )[0]
-    if leg.stopped == "budget":  # the caller's budget (its guard is in the callbacks) ran out in the leg: stop the whole answer
-        raise BudgetReached(f"budget reached in the {spec.name} fallback after {leg.usage.llm_calls} call(s)")
-    last = leg.steps[-1] if leg.steps else {}
-    head = Step("fallback", strategy=spec.name, chunks=last.get("chunks"), resumed_from=last.get("resumed_from"), replayed=last.get("replayed", False))
-    return {"raw": leg.raw, "answer": leg.answer, "steps": [Step({**s, "leg": spec.name}) for s in [head, *leg.steps]]}
-
-
-def _shared_index(spec: Strategy, sub_cfg: Any, ctx: StrategyContext):
-    """Our index when the fallback retrieves with the same settings (else it builds its own)."""
-    if not spec.uses_index or ctx.index is None:
-        return None
-    same = (sub_cfg.retriever, sub_cfg.chunking(), dict(sub_cfg.retriever_options))
-    return ctx.index if same == (ctx.config.retriever, ctx.config.chunking(), dict(ctx.config.retriever_options)) else None
-
+#: Self-Route's compiled graph.
+SelfRouteGraph = CompiledStateGraph[SelfRouteState, StrategyContext[Any], SelfRouteState, SelfRouteState]
 
 #: The share of questions RAG typically declines (the run plan's assumption: about half).
 TYPICAL_DECLINED = 0.5
 
 
-def self_route_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Question], llm: Any = None,
+def self_route_costs(cfg: SelfRouteConfig, shape: costs.CorpusShape, questions: Sequence[Question], *, llm: BaseChatModel | None = None,
                      window: int | None = None) -> costs.Costs:  # fmt: skip
     """1 RAG call; a declined question adds its fallback's cost (full context: 1 call; memagent: ceil(T/5000) + 1).
 
     Typically about half the questions are declined (:data:`TYPICAL_DECLINED`), each running the fallback's typical cost.
     """
-    rag = costs.retrieved_prompt(lambda q: route_prompt(q, []), "self_route", "route", questions, shape, cfg.top_k,
-                                 costs.tokens_of(cfg.chunk_size, "words"), llm)  # fmt: skip
+    rag = costs.retrieved_prompt(lambda q: route_prompt(q, []), strategy="self_route", template="route", questions=questions, shape=shape,
+                                 top_k=cfg.top_k, chunk_tokens=costs.tokens_of(cfg.chunk_size, "words"), llm=llm)  # fmt: skip
     spec = STRATEGIES.get(cfg.fallback)
     sub_cfg = spec.make_config(**dict(cfg.fallback_options))
     one = questions[:1] or [costs.PLACEHOLDER_QUESTION]
-    most, usual = spec.costs.halves(sub_cfg, shape, one, llm, window) if spec.costs is not None else (None, None)
+    most, usual = spec.costs.halves(sub_cfg, shape=shape, questions=one, llm=llm, window=window) if spec.costs is not None else (None, None)
     if most is None and (usual is None or shape.corpus is not None):  # a budget needs the fallback's bounds, a run plan one half
         half = "cost plan" if shape.corpus is not None else "cost model (its bounds need the corpus, its typical cost is not declared)"
         raise ValueError(f"Self-Route's fallback {cfg.fallback!r} has no {half}: costs= on its registration")
@@ -204,8 +155,9 @@ def self_route_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Que
         each = costs.Calls(most.calls, most.prompt_tokens, most.completion_tokens)
     most_calls = most.max_calls if most is not None else math.ceil(each.calls)
     most_prompt = most.max_prompt_tokens if most is not None else math.ceil(each.prompt_tokens)
-    bounds = costs.per_question_plan("self_route", questions, 1, 1 + most_calls, rag.least, rag.most + most_prompt, cfg.max_new_tokens,
-                                     f"1 call when RAG answers; + {cfg.fallback} ({most_calls:,}) when it declines")  # fmt: skip
+    bounds = costs.per_question_plan("self_route", questions, calls=1, max_calls=1 + most_calls, prompt_tokens=rag.least,
+                                     max_prompt_tokens=rag.most + most_prompt, completion_tokens=cfg.max_new_tokens,
+                                     formula=f"1 call when RAG answers; + {cfg.fallback} ({most_calls:,}) when it declines")  # fmt: skip
     typical = costs.Calls(1 + TYPICAL_DECLINED * each.calls, (rag.least + rag.most) / 2 + TYPICAL_DECLINED * each.prompt_tokens,
                           costs.reply_tokens(cfg) + TYPICAL_DECLINED * each.completion_tokens)  # fmt: skip
     return costs.Costs(bounds, costs.ExpectedCost(typical))
@@ -218,8 +170,30 @@ def fallback_shares_corpus(cfg: Any) -> float:
     return TYPICAL_DECLINED * spec.prompt_sharing.share(spec.make_config(**dict(cfg.fallback_options))) if spec.prompt_sharing else 0.0
 
 
-@STRATEGIES.register(
+def build_graph(config: SelfRouteConfig | None = None) -> SelfRouteGraph:
+    """The Self-Route graph (module docstring); the config has checked the fallback and its options."""
+    graph = StateGraph(SelfRouteState, context_schema=StrategyContext)
+    graph.add_node("retrieve", retrieve)
+    graph.add_node("build_prompt", build_prompt)
+    graph.add_node("generate", generate)  # type: ignore[call-overload, unused-ignore]  # typed for any state (a dict)
+    graph.add_node("check_answer", check_answer)
+    graph.add_node("measure_context", measure_context)
+    graph.add_node("full_context", generate)  # type: ignore[call-overload, unused-ignore]  # as "generate"
+    graph.add_node("fallback", fallback_node(config or SelfRouteConfig()))  # a subgraph, or a batched strategy's checkpointed run
+    graph.add_edge(START, "retrieve")
+    graph.add_edge("retrieve", "build_prompt")
+    graph.add_edge("build_prompt", "generate")
+    graph.add_edge("generate", "check_answer")
+    graph.add_conditional_edges("check_answer", after_check)
+    graph.add_conditional_edges("measure_context", after_measure)
+    graph.add_edge("full_context", END)
+    graph.add_edge("fallback", END)
+    return graph.compile(name="self_route")
+
+
+STRATEGIES.register(
     "self_route",
+    build_graph,
     costs=costs.StrategyCosts(self_route_costs),
     ceiling=SELF_ROUTE_CEILING,
     config_cls=SelfRouteConfig,
@@ -233,22 +207,3 @@ def fallback_shares_corpus(cfg: Any) -> float:
     prompt_sharing=PromptSharing("the corpus text, in the full-context fallback of a declined question", share=fallback_shares_corpus),
     description="RAG that may answer 'unanswerable'; declined questions get the full context (or memagent beyond the window, preset beyond-window).",
 )
-def build_graph(config: SelfRouteConfig | None = None):
-    """The Self-Route graph (module docstring); the config has checked the fallback and its options."""
-    graph = StateGraph(SelfRouteState, context_schema=StrategyContext)
-    graph.add_node("retrieve", retrieve)
-    graph.add_node("build_prompt", build_prompt)
-    graph.add_node("generate", generate)
-    graph.add_node("check_answer", check_answer)
-    graph.add_node("measure_context", measure_context)
-    graph.add_node("full_context", generate)
-    graph.add_node("fallback", fallback)  # type: ignore[arg-type, call-overload]  # (state, runtime, config) runs, but add_node's overloads omit it
-    graph.add_edge(START, "retrieve")
-    graph.add_edge("retrieve", "build_prompt")
-    graph.add_edge("build_prompt", "generate")
-    graph.add_edge("generate", "check_answer")
-    graph.add_conditional_edges("check_answer", after_check)
-    graph.add_conditional_edges("measure_context", after_measure)
-    graph.add_edge("full_context", END)
-    graph.add_edge("fallback", END)
-    return graph.compile(name="self_route")

@@ -1,14 +1,17 @@
 """Structured corpus analysis (issue 15): the CorpusQA recipe (seed 004) run as a reader.
 
-Modules: ``config`` (settings), ``prompts`` (templates), ``schema`` (table schema and
-record validators), ``extract`` (validated Plan/Map calls, windows), ``normalize``
-(numbers, units, periods), ``cache`` (records on disk per document, schema and model),
-``database`` (Reduce into SQLite, safe Query), ``graph`` (nodes and registration).
+Modules: ``config`` (settings), ``prompts`` (templates), ``functions`` (the Plan and Map
+functions and their validators), ``extract`` (reply parsing, windows, quotes), ``mapping``
+(one document's extraction), ``flight`` (one extraction per document at a time), ``plan``
+and ``query`` (nodes), ``state``, ``stores`` (where records and schemas are kept),
+``cost_model``, ``graph`` (the Map-Reduce nodes, wiring and registration). The table schema,
+value normalisation, the record cache, the reduced table and the SQL engine with its guards
+are :mod:`memory.records`.
 """
 
 from graphs.structured.config import StructuredConfig
 from graphs.structured.graph import build_graph
 from graphs.structured.prompts import PROMPTS_VERSION
-from graphs.structured.schema import Attribute, TableSchema, TimeDimension
+from memory.records.schema import Attribute, TableSchema, TimeDimension
 
 __all__ = ["PROMPTS_VERSION", "Attribute", "StructuredConfig", "TableSchema", "TimeDimension", "build_graph"]

@@ -9,7 +9,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from graphs.config import ConfigError, StrategyConfig, option
-from graphs.structured.schema import parse_schema
+from memory.records.schema import parse_schema
+
+#: Tokens kept free of the model window for a prompt's own text (the extraction and answer prompts).
+PROMPT_OVERHEAD = 1_024
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,7 +36,7 @@ class StructuredConfig(StrategyConfig):
         sql_heap_limit_mb: SQLite's hard heap limit while a query runs (the soft one at half;
             sorts and temporary tables are kept in memory under it). The limits are the whole
             process's, so they are set when a query starts and restored when it ends
-            (``graphs/structured/heap_limit.py``; where ctypes cannot reach SQLite, the hard
+            (``memory/records/heap_limit.py``; where ctypes cannot reach SQLite, the hard
             one stays lowered, with a warning).
         sample_rows / distinct_values: Rows and per-column distinct text values shown to the SQL writer.
         max_result_rows: Result rows kept (and shown to the final call).

@@ -42,19 +42,19 @@ class Flights:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._live: dict[Hashable, Future] = {}
+        self._live: dict[Hashable, Future[Any]] = {}
 
-    def join(self, key: Hashable) -> tuple[bool, Future]:
+    def join(self, key: Hashable) -> tuple[bool, Future[Any]]:
         """``(True, future)`` when the caller leads the work of ``key`` (it must :meth:`land` it),
         else ``(False, future)`` of the leader's outcome."""
         with self._lock:
             fut = self._live.get(key)
             if fut is None:
-                fut = self._live[key] = Future()
+                fut = self._live[key] = Future[Any]()
                 return True, fut
             return False, fut
 
-    def land(self, key: Hashable, fut: Future, value: Any) -> None:
+    def land(self, key: Hashable, fut: Future[Any], value: Any) -> None:
         """End the flight of ``key``: ``value`` is the leader's usable result, ``None`` for none."""
         with self._lock:
             if self._live.get(key) is fut:
@@ -70,7 +70,7 @@ class Flights:
 FLIGHTS = Flights()
 
 
-async def await_flight(fut: Future) -> Any:
+async def await_flight(fut: Future[Any]) -> Any:
     """The leader's outcome from a coroutine; cancelling the waiter does not cancel the flight."""
     return await asyncio.shield(asyncio.wrap_future(fut))
 

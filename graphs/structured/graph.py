@@ -4,9 +4,9 @@ one table, Query it with model-written SQL, answer in the benchmark's format.
     START -> plan -> map -> extract x documents (Send, max_concurrency) -> reduce -> query -> format_answer -> END
                               (map_executor="ray": map -> extract_ray -> reduce)
 
-* ``plan``: the table schema by tool calling (validated, retried; a config ``schema``
-  skips the call; a schema planned earlier on the same corpus that covers the new one is
-  reused, so its records are too).
+* ``plan`` (:mod:`~graphs.structured.plan`): the table schema by tool calling (validated,
+  retried; a config ``schema`` skips the call; a schema planned earlier on the same corpus
+  that covers the new one is reused, so its records are too).
 * ``map``: records of documents already extracted for (schema, model) come from the
   on-disk cache; the others are sent to ``extract``.
 * ``extract``: one document, in windows when longer than the window; zero or more records
@@ -15,161 +15,54 @@ one table, Query it with model-written SQL, answer in the benchmark's format.
   cached). Finished documents are cached at once: a killed run resumes from there.
   With ``map_executor="ray"``, ``extract_ray`` instead: the same extraction in Ray tasks
   (:mod:`~graphs.structured.ray_map`), into the same record log.
-* ``reduce``: normalised values (:mod:`~graphs.structured.normalize`), restatements
-  resolved (latest document wins by default) into one table.
-* ``query``: SQL from the model over the schema, a few rows and the text columns' values;
-  run read-only with a time limit; errors go back to the model (bounded retries).
+* ``reduce``: normalised values (:mod:`memory.records.normalize`), restatements resolved
+  (latest document wins by default) into one table (:mod:`memory.records.table`).
+* ``query`` (:mod:`~graphs.structured.query`): SQL from the model over the schema, a few rows
+  and the text columns' values; run read-only with a time limit (:mod:`memory.records.database`);
+  errors go back to the model (bounded retries).
 * ``format_answer``: the final call (the benchmark's answer budget and format) over the
   SQL result; the evidence is the cells behind the result with their documents and quotes.
+
+The records, their cache, the table and the SQL engine are a store of their own
+(:mod:`memory.records`); this package prompts, calls and wires.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
-import math
-import operator
-import re
-import sqlite3
 import zlib
-from collections.abc import Sequence
-from pathlib import Path
-from typing import Annotated, Any, TypedDict
+from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph._internal._runnable import RunnableCallable
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from graphs import costs
-from graphs.budget import CostPlan
 from graphs.context import StrategyContext
 from graphs.events import report_progress
-from graphs.llm import complete, context_window, model_id
-from graphs.pai.calls import resolve_tool_mode
+from graphs.llm import context_window, model_id
 from graphs.registry import STRATEGIES, SingleRun
 from graphs.structured import prompts as P
-from graphs.structured.cache import RecordCache, SchemaStore, document_fingerprint
 from graphs.structured.ceiling import STRUCTURED_CEILING
-from graphs.structured.config import StructuredConfig
-from graphs.structured.database import (
-    QueryRefused,
-    QueryResult,
-    QueryTimeout,
-    QueryTooLarge,
-    Table,
-    build_database,
-    clean_sql,
-    create_statement,
-    normalise_records,
-    reduce_cells,
-    run_query,
-)
-from graphs.structured.extract import call_validated, dumps, fits_untokenized
-from graphs.structured.mapping import aextract_document, extract_document, extraction_model
-from graphs.structured.normalize import entity_key
+from graphs.structured.config import PROMPT_OVERHEAD, StructuredConfig
+from graphs.structured.cost_model import structured_costs
+from graphs.structured.extract import fits_untokenized
+from graphs.structured.mapping import aextract_document, extract_document
+from graphs.structured.plan import plan
 from graphs.structured.presentation import PRESENTATION, RAY_STAGE
+from graphs.structured.query import format_answer, query
 from graphs.structured.ray_map import run_on_ray
-from graphs.structured.schema import (
-    SCHEMA_FUNCTION,
-    Attribute,
-    TableSchema,
-    describe,
-    parse_schema,
-    schema_hash,
-    summary,
-)
+from graphs.structured.state import StructuredState
+from graphs.structured.stores import cache_root, record_cache
 from graphs.usage import index_time
-from retrieval.contract import Corpus, Evidence, Question, Step
-from retrieval.paths import default_cache_dir
-from retrieval.tokens import count_tokens, count_tokens_batch, decode, encode
-
-#: Tokens kept free of the model window for the extraction prompt's own text.
-PROMPT_OVERHEAD = 1_024
-
-
-class StructuredState(TypedDict, total=False):
-    """What evolves during one answer (``extractions`` is written by ``Send`` branches)."""
-
-    question: Question
-    schema: dict[str, Any]
-    tool_mode: str
-    cache_key: str
-    window: int
-    loaded: dict[int, list[dict]]
-    pending: list[int]
-    fingerprints: dict[int, str]
-    split: list[int]
-    group_size: int
-    extractions: Annotated[list[dict[str, Any]], operator.add]
-    table: Table
-    sql: str
-    result: dict[str, Any] | None
-    query_error: str | None
-    raw: str
-    answer: str
-    evidence: list[Evidence]
-    steps: Annotated[list[dict], operator.add]
-
-
-def cache_root(ctx: StrategyContext[StructuredConfig]) -> Path:
-    """The cache folder of the run (``cache_dir``, else ``$LONGCTX_CACHE_DIR`` or ``~/.cache/longctx``)."""
-    return Path(ctx.cache_dir) if ctx.cache_dir is not None else default_cache_dir()
-
-
-def fallback_schema(question: Question) -> TableSchema:
-    """The degraded plan: one text fact per entity answering the question, stated per document."""
-    return TableSchema(entity="entity", entity_description="what the fact is about",
-                       attributes=[Attribute(name="fact", type="text", description=f"a fact that helps answer: {question.text}")])
-
-
-def known_schemas(store: SchemaStore | None) -> list[TableSchema]:
-    """The valid schemas stored for the corpus, oldest first (none without a store)."""
-    found = []
-    for data in store.load() if store is not None else []:
-        try:
-            found.append(TableSchema.model_validate(data))
-        except ValueError:
-            continue
-    return found
-
-
-def plan(state: StructuredState, runtime: Runtime[StrategyContext[StructuredConfig]]) -> dict:
-    """The table schema: from the config, or by a validated tool call that sees the tables
-    already filled from the corpus; an earlier covering schema is reused."""
-    ctx, cfg, question = runtime.context, runtime.context.config, state["question"]
-    mode = resolve_tool_mode(ctx.llm, cfg.tool_mode)
-    step: dict[str, Any] = {"tool_mode": mode}
-    store = SchemaStore(cache_root(ctx), ctx.corpus.fingerprint) if cfg.cache else None
-    known = known_schemas(store) if cfg.reuse_schemas else []
-    if cfg.schema is not None:
-        schema = parse_schema(dict(cfg.schema))
-        step["source"] = "config"
-    else:
-        how = P.PLAN_TOOLS if mode == "tools" else P.PLAN_JSON
-        shown = known[-cfg.known_tables:] if cfg.known_tables else []
-        listed = P.PLAN_KNOWN.format(tables="\n".join(summary(k) for k in reversed(shown))) if shown else ""
-        prompt = P.PLAN_PROMPT.format(question=question.render(), max_attributes=cfg.max_attributes, known=listed, how=how)
-        out = call_validated(ctx.llm, prompt, lambda args: parse_schema(args[0], cfg.max_attributes), mode=mode,
-                             function=SCHEMA_FUNCTION, retries=cfg.retries, max_tokens=cfg.plan_max_tokens, temperature=cfg.temperature)
-        step.update(source="model", attempts=out.attempts, known_tables=len(shown))
-        if out.errors:
-            step["errors"] = out.errors
-        if out.ok:
-            schema = out.value
-        else:
-            schema = fallback_schema(question)
-            step["degraded"] = "no valid schema after the retries: one text fact per entity is extracted instead"
-    if store is not None:
-        for earlier in known_schemas(store) if cfg.reuse_schemas else []:  # read again: a concurrent question may have added one
-            if earlier.covers(schema):
-                step["reused_schema"] = earlier != schema
-                schema = earlier
-                break
-        store.add(schema.model_dump())
-    step["schema"] = schema.model_dump()
-    return {"schema": schema.model_dump(), "tool_mode": mode, "steps": [Step("plan", **step)]}
+from memory.records.cache import document_fingerprint
+from memory.records.schema import TableSchema, schema_hash
+from memory.records.table import normalise_records, reduce_cells
+from retrieval.contract import Corpus, Step
+from retrieval.tokens import count_tokens_batch
 
 
 def effective_window(ctx: StrategyContext[StructuredConfig]) -> int:
@@ -177,16 +70,6 @@ def effective_window(ctx: StrategyContext[StructuredConfig]) -> int:
     cfg = ctx.config
     room = context_window(ctx.llm, 10**9) - cfg.extract_max_tokens - PROMPT_OVERHEAD
     return max(256, min(cfg.window_tokens, room))
-
-
-def record_cache(ctx: StrategyContext[StructuredConfig], key: str) -> RecordCache:
-    """The record cache of (schema key, model and its request settings) under the run's cache folder."""
-    return _record_cache(str(cache_root(ctx)), key, extraction_model(ctx.llm))
-
-
-@functools.lru_cache(maxsize=64)
-def _record_cache(root: str, key: str, model: str) -> RecordCache:
-    return RecordCache(root, key, model)  # made once per run, not per document
 
 
 def long_token_counts(corpus: Corpus, indices: list[int]) -> list[int]:
@@ -201,13 +84,13 @@ def long_token_counts(corpus: Corpus, indices: list[int]) -> list[int]:
     return count_tokens_batch([corpus[i].text for i in indices])
 
 
-def map_documents(state: StructuredState, runtime: Runtime[StrategyContext[StructuredConfig]]) -> dict:
+def map_documents(state: StructuredState, runtime: Runtime[StrategyContext[StructuredConfig]]) -> dict[str, Any]:
     """Cached records where this (schema, model) already read a document; the rest to extract."""
     ctx, cfg = runtime.context, runtime.context.config
     schema = TableSchema.model_validate(state["schema"])
     window = effective_window(ctx)
     key = schema_hash(schema, P.EXTRACT_PROMPTS_VERSION, state["tool_mode"], window, cfg.window_overlap)
-    loaded: dict[int, list[dict]] = {}
+    loaded: dict[int, list[dict[str, Any]]] = {}
     pending: list[int] = []
     fingerprints: dict[int, str] = {}
     degraded: list[str] = []  # documents whose cached extraction is degraded (reused unless retry_degraded)
@@ -281,7 +164,7 @@ def merged(updates: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def extract(group: dict[str, Any], runtime: Runtime[StrategyContext[StructuredConfig]]) -> dict:
+def extract(group: dict[str, Any], runtime: Runtime[StrategyContext[StructuredConfig]]) -> dict[str, Any]:
     """A group of documents' records, one document after the other (each in windows when long;
     cached when every window gave a valid reply). Single flight: a document another question
     is reading for the same schema and model is waited for and its records reused
@@ -292,7 +175,7 @@ def extract(group: dict[str, Any], runtime: Runtime[StrategyContext[StructuredCo
         return merged([_counted(extract_document(task, ctx, cache)) for task in group["documents"]])
 
 
-async def aextract(group: dict[str, Any], runtime: Runtime[StrategyContext[StructuredConfig]]) -> dict:
+async def aextract(group: dict[str, Any], runtime: Runtime[StrategyContext[StructuredConfig]]) -> dict[str, Any]:
     """:func:`extract` through the model's async interface (what the graph's ``ainvoke`` runs):
     the group's documents concurrently, their calls under the run's gate of ``concurrency``
     calls in flight (a failure cancels the group's other documents)."""
@@ -320,7 +203,7 @@ def _counted(update: dict[str, Any]) -> dict[str, Any]:
     return update
 
 
-def extract_ray(state: StructuredState, runtime: Runtime[StrategyContext[StructuredConfig]], config: RunnableConfig) -> dict:
+def extract_ray(state: StructuredState, runtime: Runtime[StrategyContext[StructuredConfig]], config: RunnableConfig) -> dict[str, Any]:
     """The documents not in the cache, extracted by Ray tasks (batches of ``ray_batch_documents``,
     at most ``ray_max_in_flight`` at once) into the same record log, under the same single
     flight: the same updates as the ``extract`` branches (:mod:`graphs.structured.ray_map`)."""
@@ -330,7 +213,7 @@ def extract_ray(state: StructuredState, runtime: Runtime[StrategyContext[Structu
     return run_on_ray(extract_tasks(state), ctx, cache, cache_root(ctx) if cache is not None else None, config)
 
 
-def reduce(state: StructuredState, runtime: Runtime[StrategyContext[StructuredConfig]]) -> dict:
+def reduce(state: StructuredState, runtime: Runtime[StrategyContext[StructuredConfig]]) -> dict[str, Any]:
     """Every document's records -> normalised cells -> one table (restatements resolved)."""
     ctx, cfg = runtime.context, runtime.context.config
     schema = TableSchema.model_validate(state["schema"])
@@ -358,192 +241,6 @@ def reduce(state: StructuredState, runtime: Runtime[StrategyContext[StructuredCo
     return {"table": table, "steps": [step]}
 
 
-def _samples(table: Table, n: int) -> str:
-    if not n or not table.rows:
-        return ""
-    shown = table.rows[:n]
-    lines = "\n".join(dumps([r[c] for c in table.schema.columns]) for r in shown)
-    return f"\nFirst {len(shown)} of {len(table.rows)} rows ({', '.join(table.schema.columns)}):\n{lines}\n"
-
-
-def _distinct(table: Table, n: int) -> str:
-    if not n:
-        return ""
-    lines = []
-    for a in table.schema.attributes:
-        if a.type in ("text", "boolean"):
-            values = sorted({str(r[a.name]) for r in table.rows if r.get(a.name) is not None})
-            if values:
-                more = f" (and {len(values) - n} more)" if len(values) > n else ""
-                lines.append(f"- {a.name}: {dumps(values[:n])}{more}")
-    return "\nValues of the text columns:\n" + "\n".join(lines) + "\n" if lines else ""
-
-
-def query(state: StructuredState, runtime: Runtime[StrategyContext[StructuredConfig]]) -> dict:
-    """Model-written SQL run read-only; an error goes back to the model, at most ``sql_retries`` times."""
-    ctx, cfg, question, table = runtime.context, runtime.context.config, state["question"], state["table"]
-    schema = table.schema
-    conn = build_database(table, max_value_bytes=cfg.sql_max_value_bytes, heap_limit_bytes=cfg.sql_heap_limit_mb * 2**20)
-    per_period = f" and {schema.time.name}" if schema.time else ""
-    rule = "the latest document's value is kept" if cfg.conflict_rule == "latest_document" else "the first document's value is kept"
-    base = P.SQL_PROMPT.format(create=create_statement(schema), entity=schema.entity, per_period=per_period, rule=rule,
-                               samples=_samples(table, cfg.sample_rows), distinct=_distinct(table, cfg.distinct_values),
-                               question=question.render(), table=schema.table)
-    attempts: list[dict[str, Any]] = []
-    result: QueryResult | None = None
-    sql, error = "", None
-    try:
-        for _ in range(cfg.sql_retries + 1):
-            prompt = base if error is None else base + P.SQL_RETRY.format(sql=sql, error=error)
-            sql = clean_sql(complete(ctx.llm, prompt, max_tokens=cfg.sql_max_tokens, temperature=cfg.temperature))
-            try:
-                result = run_query(conn, sql, timeout_s=cfg.sql_timeout_s, max_rows=cfg.max_result_rows,
-                                   max_result_bytes=cfg.max_result_bytes, max_cell_chars=cfg.max_cell_chars)
-                error = None
-                attempts.append({"sql": sql})
-                break
-            except (QueryRefused, QueryTimeout, QueryTooLarge, sqlite3.Error) as exc:
-                error = f"{type(exc).__name__}: {exc}"
-                attempts.append({"sql": sql, "error": error})
-    finally:
-        conn.close()
-    data = {"columns": result.columns, "rows": result.rows, "truncated": result.truncated} if result else None
-    step = Step("query", sql=sql, attempts=attempts, ok=result is not None, error=error,
-                columns=result.columns if result else None, rows=result.rows[:20] if result else None,
-                n_rows=len(result.rows) if result else 0, truncated=result.truncated if result else False,
-                result_bytes=result.nbytes if result else 0, cut_cells=result.cut_cells if result else 0,
-                seconds=round(result.seconds, 4) if result else None)
-    return {"sql": sql, "result": data, "query_error": error, "steps": [step]}
-
-
-def evidence_cells(table: Table, sql: str, result: dict[str, Any] | None, limit: int) -> list[Evidence]:
-    """The cells behind the result: the columns the SQL names, for the entities in the result rows
-    (every entity when the result names none, e.g. a count), in the periods the SQL names."""
-    if not result or not limit:
-        return []
-    schema = table.schema
-    units = {a.name: a.unit for a in schema.attributes}
-    named = [a.name for a in schema.attributes if re.search(rf"\b{re.escape(a.name)}\b", sql)] or [a.name for a in schema.attributes]
-    in_rows = {entity_key(v) for row in result["rows"] for v in row if isinstance(v, str)} & set(table.display)
-    periods = {int(y) for y in re.findall(r"\b(\d{4})\b", sql)} if schema.time and schema.time.type == "year" else set()
-    periods &= {k[1] for k in table.cells}
-    chosen = [c for (ek, p, attr), c in table.cells.items()
-              if attr in named and (not in_rows or ek in in_rows) and (p is None or not periods or p in periods)]
-    chosen.sort(key=lambda c: (entity_key(c.entity), str(c.period), c.attribute))
-    out = []
-    for rank, c in enumerate(chosen[:limit]):
-        when = f" | {c.period}" if c.period is not None else ""
-        unit = f" {units[c.attribute]}" if units.get(c.attribute) else ""
-        unchecked = " [quote not found in the text read]" if c.quote_found is False else ""
-        text = f"{table.display[entity_key(c.entity)]}{when} | {c.attribute} = {c.value}{unit} (as written: {c.raw}): \"{c.quote}\"{unchecked}"
-        out.append(Evidence(doc_id=c.doc_id, title=c.title, text=text, rank=rank))
-    return out
-
-
-def result_text(rows: list[list[Any]], max_tokens: int) -> tuple[str, int]:
-    """The result rows as JSON lines for the final prompt, within ``max_tokens`` (cl100k), and how
-    many rows it shows whole: a row past the budget ends the text with a visible marker line
-    naming the rows left out (a first row longer than the budget is shown cut)."""
-    if not rows:
-        return "(no rows)", 0
-    lines: list[str] = []
-    used = 0
-    for i, row in enumerate(rows):
-        line = dumps(row)
-        n = count_tokens(line)
-        if used + n > max_tokens:
-            if i == 0:  # the first row alone is over the budget: its start, cut
-                lines.append(decode(encode(line)[: max(0, max_tokens - 32)]) + " ... [row cut]")
-            left = len(rows) - i - (i == 0)
-            lines.append(f"... [{left} of {len(rows)} rows not shown: the result shown is limited to {max_tokens:,} tokens]")
-            return "\n".join(lines), i
-        lines.append(line)
-        used += n
-    return "\n".join(lines), len(rows)
-
-
-def format_answer(state: StructuredState, runtime: Runtime[StrategyContext[StructuredConfig]]) -> dict:
-    """The final call over the SQL result, in the benchmark's format and answer budget."""
-    ctx, cfg, question, table = runtime.context, runtime.context.config, state["question"], state["table"]
-    instruction = question.instruction or P.DEFAULT_INSTRUCTION
-    result = state.get("result")
-    max_tokens = question.answer_budget(cfg.answer_max_tokens)
-    shown = 0
-    if result is not None:
-        room = max(64, min(cfg.answer_result_tokens, context_window(ctx.llm, 10**9) - max_tokens - 2 * PROMPT_OVERHEAD))
-        rows, shown = result_text(result["rows"], room)
-        cut = result["truncated"] or shown < len(result["rows"])
-        prompt = P.ANSWER_PROMPT.format(question=question.render(), table=table.schema.table, columns=describe(table.schema),
-                                        sql=state["sql"], n_rows=len(result["rows"]), truncated=", cut" if cut else "",
-                                        header=", ".join(result["columns"]), result=rows, instruction=instruction)
-    else:
-        prompt = P.ANSWER_NO_SQL.format(error=state.get("query_error"), samples=_samples(table, cfg.sample_rows).strip() or "(empty table)",
-                                        question=question.render(), instruction=instruction)
-    raw = complete(ctx.llm, prompt, max_tokens=max_tokens, temperature=question.answer_temperature(cfg.temperature))
-    evidence = evidence_cells(table, state.get("sql", ""), result, cfg.max_evidence)
-    step = Step("format_answer", max_new_tokens=max_tokens, from_sql=result is not None, result_rows_shown=shown, evidence=len(evidence),
-                evidence_documents=len({e.doc_id for e in evidence}))
-    return {"raw": raw, "answer": raw.strip(), "evidence": evidence, "steps": [step]}
-
-
-def structured_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Question], llm: Any = None,
-                     window: int | None = None) -> costs.Costs:  # fmt: skip
-    """A schema plan (none with a fixed schema), one extraction per document window, SQL, the answer.
-
-    Records already extracted for this schema are reused by later questions, so a run over a
-    cached corpus makes fewer calls than this plan (which counts every window once). Typically
-    the plan and the extractions run once per corpus (no retry), then the SQL and the answer per question.
-    """
-    step = max(1, cfg.window_tokens - cfg.window_overlap)
-    windows = sum(max(1, math.ceil(max(n - cfg.window_overlap, 1) / step)) for n in shape.token_counts)
-    plan_calls = 0 if cfg.schema else 1
-    k = len(questions)
-    shortest, longest = costs.titles(shape, llm)
-    seam = costs.SEAM_TOKENS
-
-    def bare(name: str, template: str, **fields: Any) -> int:
-        return costs.prompt_tokens("structured", name, lambda: template.format(**fields), llm)
-
-    # each call's template with every schema-, model- and result-written field empty (a lower bound), per question its own text
-    extract_bare = bare(f"extract:{shortest}", P.EXTRACT_PROMPT, entity="", period="", table="", columns="", title=shortest, part="", text="", how="")
-    each_q = [
-        (costs.prompt_tokens("structured", "plan", lambda x=x: P.PLAN_PROMPT.format(  # type: ignore[misc]
-            question=x.render(), max_attributes=cfg.max_attributes, known="", how=""), llm, x),
-         costs.prompt_tokens("structured", "sql", lambda x=x: P.SQL_PROMPT.format(  # type: ignore[misc]
-             create="", entity="", per_period="", rule="", samples="", distinct="", question=x.render(), table=""), llm, x),
-         min(costs.prompt_tokens("structured", "answer", lambda x=x: P.ANSWER_PROMPT.format(  # type: ignore[misc]
-             question=x.render(), table="", columns="", sql="", n_rows="", truncated="", header="", result="",
-             instruction=x.instruction or P.DEFAULT_INSTRUCTION), llm, x),
-             costs.prompt_tokens("structured", "answer_no_sql", lambda x=x: P.ANSWER_NO_SQL.format(  # type: ignore[misc]
-                 error="", samples="", question=x.render(), instruction=x.instruction or P.DEFAULT_INSTRUCTION), llm, x)))
-        for x in questions or [costs.PLACEHOLDER_QUESTION]
-    ]  # fmt: skip
-    plan_least = min(e[0] for e in each_q) - 2 * seam
-    asked_least = min(e[1] + e[2] for e in each_q) - 8 * seam
-    # the schema's own text (columns, CREATE, the JSON form), at most max_attributes columns; the retry notes, model-written text
-    schema = cfg.max_attributes * 48 + costs.TEMPLATE_TOKENS
-    written = max(cfg.plan_max_tokens, cfg.sql_max_tokens) + costs.TEMPLATE_TOKENS
-    plan_most = max(e[0] for e in each_q) + costs.TEMPLATE_TOKENS + written
-    asked_most = max(e[1] + e[2] for e in each_q) + 2 * (schema + written) + cfg.answer_result_tokens
-    calls = plan_calls + windows + k * 2
-    max_calls = plan_calls * (1 + cfg.retries) + windows * (1 + cfg.retries) + k * (1 + cfg.sql_retries + 1)
-    text = shape.tokens + (windows - shape.documents) * cfg.window_overlap  # a window past a document's first repeats the overlap
-    extract = max(0, shape.tokens + windows * (extract_bare - 6 * seam))
-    extract_most = text + windows * (bare(f"extract:{longest}", P.EXTRACT_PROMPT, entity="", period="", table="", columns="", title=longest,
-                                          part=" (part 9999 of 9999)", text="", how="") + schema + 6 * seam)  # fmt: skip
-    prompt = plan_calls * max(0, plan_least) + extract + k * max(0, asked_least)
-    max_prompt = plan_calls * (1 + cfg.retries) * plan_most + (1 + cfg.retries) * extract_most + k * (1 + cfg.sql_retries) * asked_most
-    fixed = (plan_least + plan_most) / 2
-    per_question = max(0, asked_least) + (asked_most - max(0, asked_least)) / 4
-    completion = plan_calls * cfg.plan_max_tokens + windows * cfg.extract_max_tokens + k * (cfg.sql_max_tokens + cfg.answer_max_tokens)
-    bounds = CostPlan("structured", k, calls, max_calls, prompt, max_prompt, completion,
-                      f"{plan_calls} plan + {windows:,} document windows + SQL + answer per question (cached records: fewer)",
-                      {"windows": windows})  # fmt: skip
-    once = costs.Calls(plan_calls + windows, plan_calls * fixed + (extract + extract_most) / 2, plan_calls * min(cfg.plan_max_tokens, 300) + windows * 150)
-    each = costs.Calls(2, per_question, 100 + costs.reply_tokens(cfg, "answer_max_tokens"))
-    return costs.Costs(bounds, costs.ExpectedCost(each, once))
-
-
 @STRATEGIES.register(
     "structured",
     costs=costs.StrategyCosts(structured_costs),
@@ -555,14 +252,14 @@ def structured_costs(cfg: Any, shape: costs.CorpusShape, questions: Sequence[Que
     ray_stage=RAY_STAGE,
     description="Structured corpus analysis: a table schema -> records from every document (cached) -> one table -> SQL -> answer.",
 )
-def build_graph(config: StructuredConfig | None = None):
+def build_graph(config: StructuredConfig | None = None) -> CompiledStateGraph[StructuredState, StrategyContext[Any], StructuredState, StructuredState]:
     """START -> plan -> map -> extract x documents (or extract_ray) -> reduce -> query -> format_answer -> END."""
     cfg = config or StructuredConfig()
     graph = StateGraph(StructuredState, context_schema=StrategyContext)
     graph.add_node("plan", plan)
     graph.add_node("map", map_documents)
     if cfg.map_executor == "ray":
-        graph.add_node("extract_ray", extract_ray)  # type: ignore[arg-type, call-overload]  # (state, runtime, config) runs, but add_node's overloads omit it
+        graph.add_node("extract_ray", extract_ray)  # type: ignore[arg-type, call-overload, unused-ignore]  # (state, runtime, config) runs, but add_node's overloads omit it
     else:
         graph.add_node("extract", RunnableCallable(extract, aextract, name="extract"))  # sync and async twins
     graph.add_node("reduce", reduce)

@@ -23,11 +23,13 @@ from graphs.context import StrategyContext
 from graphs.llm import model_id, prompt_codec
 from graphs.request_settings import settings_digest
 from graphs.structured import prompts as P
-from graphs.structured.cache import RecordCache
 from graphs.structured.config import StructuredConfig
-from graphs.structured.extract import Outcome, acall_validated, bound_model, call_validated, parse_records, quote_found, squeeze, windows
+from graphs.structured.extract import bound_model, parse_records, quote_found, squeeze, windows
 from graphs.structured.flight import FLIGHTS, adocument_lock, await_flight, document_lock
-from graphs.structured.schema import TableSchema, describe, records_function, records_model
+from graphs.structured.functions import describe, records_function, records_model
+from graphs.validated_call import Outcome, acall_validated, call_validated
+from memory.records.cache import RecordCache
+from memory.records.schema import TableSchema
 from retrieval.contract import Document, Step
 
 
@@ -37,7 +39,7 @@ class Extractor:
 
     mode: str
     function: dict[str, Any] | None
-    parse: Callable[[list[Any]], list[dict]]
+    parse: Callable[[list[Any]], list[dict[str, Any]]]
     fixed: dict[str, str]
     _bound: dict[int, tuple[BaseChatModel, Any]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -114,9 +116,9 @@ class Job:
         return [(text, self.ex.prompt(self.doc.title, f" (part {w + 1} of {n})" if n > 1 else "", text)) for w, text in enumerate(parts)]
 
     def call_options(self) -> dict[str, Any]:
+        """The keyword arguments of every extraction call of this document."""
         cfg = self.cfg
-        return {"mode": self.ex.mode, "function": self.ex.function, "retries": cfg.retries, "max_tokens": cfg.extract_max_tokens,
-                "temperature": cfg.temperature, "model": self.ex.model(self.ctx.llm)}
+        return {"retries": cfg.retries, "max_tokens": cfg.extract_max_tokens, "temperature": cfg.temperature}
 
     def cached(self) -> dict[str, Any] | None:
         """The document's records in the cache, as a shareable result (written since ``map`` looked);
@@ -127,14 +129,14 @@ class Job:
         return {"records": hit["records"], "windows": hit.get("windows", 1), "unverified_quotes": hit.get("unverified_quotes", 0),
                 "failed_windows": hit.get("failed_windows", 0)}
 
-    def finish(self, parts: list[tuple[str, str]], outs: list[Outcome]) -> dict[str, Any]:
+    def finish(self, parts: list[tuple[str, str]], outs: list[Outcome[list[dict[str, Any]]]]) -> dict[str, Any]:
         """The leader's result from its calls' outcomes (cached when every window gave a valid reply)."""
-        records: list[dict] = []
+        records: list[dict[str, Any]] = []
         calls, errors, failed, unverified = 0, [], 0, 0
         for w, ((text, _), out) in enumerate(zip(parts, outs)):
             calls += out.attempts
             errors += [f"window {w}: {e}" for e in out.errors]
-            if not out.ok:
+            if not out.ok or out.value is None:
                 failed += 1
                 continue
             squeezed = squeeze(text) if out.value else ""
@@ -181,8 +183,8 @@ def extract_document(task: dict[str, Any], ctx: StrategyContext[StructuredConfig
                 usable = job.cached()
                 if usable is not None:
                     return job.state(usable, shared=True)
-                parts, options = job.prompts(), job.call_options()
-                outs = [call_validated(ctx.llm, prompt, job.ex.parse, **options) for _, prompt in parts]
+                parts, options, model = job.prompts(), job.call_options(), job.ex.model(ctx.llm)
+                outs = [call_validated(ctx.llm, model, prompt, job.ex.parse, **options) for _, prompt in parts]
                 result = job.finish(parts, outs)
                 usable = result if not (result["failed_windows"] and job.cfg.retry_degraded) else None
                 return job.state(result)
@@ -207,8 +209,8 @@ async def aextract_document(task: dict[str, Any], ctx: StrategyContext[Structure
                 usable = job.cached()
                 if usable is not None:
                     return job.state(usable, shared=True)
-                parts, options = job.prompts(), job.call_options()
-                outs = [await acall_validated(ctx.llm, prompt, job.ex.parse, gate=gate, **options) for _, prompt in parts]
+                parts, options, model = job.prompts(), job.call_options(), job.ex.model(ctx.llm)
+                outs = [await acall_validated(ctx.llm, model, prompt, job.ex.parse, gate=gate, **options) for _, prompt in parts]
                 result = job.finish(parts, outs)
                 usable = result if not (result["failed_windows"] and job.cfg.retry_degraded) else None
                 return job.state(result)

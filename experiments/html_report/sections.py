@@ -1,0 +1,116 @@
+"""The report's sections around its tables: the header (model, strategies, run times), an
+unfinished run's notice, the winners, the estimated cost and the prices behind it, the plots."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from experiments.html_report.cells import e, number, swatch, usd, usd_exact
+from experiments.html_report.winners import incomplete_line
+from experiments.prices import DEFAULT_PRICES_DATE, Price
+from graphs.registry import STRATEGIES
+
+
+def header_section(benchmark: str, manifest: Mapping[str, Any], per_strategy: Mapping[str, Any], samples: Mapping[str, Any]) -> str:
+    """The title and the run's facts: model, strategies, questions, when it ran, library and git revision."""
+    invocations = manifest.get("invocations") or [{}]
+    facts = {
+        "model": manifest.get("model"),
+        "strategies": ", ".join(per_strategy),
+        "questions": len(samples),
+        "run": f"{invocations[0].get('started', '?')} to {invocations[-1].get('finished', '?')}",
+        "library": manifest.get("library_version"),
+        "git": (invocations[-1].get("git_revision") or "")[:12] or None,
+    }
+    items = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in facts.items() if v not in (None, ""))
+    return f'<header><h1>longctx report: {e(benchmark)}</h1><dl class="facts">{items}</dl></header>'
+
+
+def incomplete_section(missing: Mapping[str, int], questions: int) -> str:
+    """What an unfinished run lacks (nothing for a finished one)."""
+    if not missing:
+        return ""
+    return f'<section id="incomplete" class="incomplete"><p><b>{e(incomplete_line(missing, questions))}</b></p></section>'
+
+
+def winners_section(winners: Sequence[Mapping[str, Any]]) -> str:
+    """Each metric's winner with its value, or why none is named."""
+    if not winners:
+        return ""
+    items = []
+    for w in winners:
+        if w["strategies"]:
+            value = usd(w["value"]) if w["metric"] == "cost_usd" else e(number(w["value"]))
+            names = ", ".join(swatch(n) for n in w["strategies"])
+            items.append(f'<li data-metric="{e(w["metric"])}" data-significant="1"><b>{e(w["label"])}</b>: {names} ({value}) '
+                         f'<span class="note">{e(w["note"])}</span></li>')  # fmt: skip
+        else:
+            items.append(f'<li data-metric="{e(w["metric"])}" data-significant="0"><span class="nowin">{e(w["note"])}</span></li>')
+    return (
+        '<section id="winners"><h2>Winner per metric</h2><p class="note">A winner is named only when it beats every other '
+        "strategy on the questions they share (paired test, Holm-adjusted p &lt; 0.05); see the matrix below.</p>"
+        f'<ul class="winners">{"".join(items)}</ul></section>'
+    )
+
+
+def costs_section(costs: Mapping[str, Mapping[str, Any]], prices: Mapping[str, Any] | None) -> str:
+    """The prices used per model and where each came from, then what the prompt cache saved per strategy."""
+    used: dict[str, Price | None] = {}
+    for data in costs.values():
+        used.update(data["prices"])
+    rows = [_price_row(model, price) for model, price in used.items()]
+    return (
+        '<section id="costs"><h2>Estimated cost</h2><p class="note">An <b>estimate</b>: tokens as the model reported them '
+        f"(or counted), times USD per 1M tokens; built-in prices are public list prices as of {e(DEFAULT_PRICES_DATE)}. Prompt tokens "
+        "the server reported as read from its prompt cache are charged at the cached-input rate; batch discounts and cache writes "
+        "are left out. Calls replayed from the LLM cache cost nothing. Set your own with "
+        '<code>longctx report DIR --prices prices.json</code>, e.g. <code>{"gpt-4o-mini": {"prompt": 0.15, "cached": 0.075, "completion": 0.6}}</code>.</p>'
+        '<table class="prices"><thead><tr><th>model</th><th>USD / 1M prompt</th><th>USD / 1M cached prompt</th><th>USD / 1M completion</th>'
+        f'<th>price from</th></tr></thead><tbody>{"".join(rows)}</tbody></table>{_cache_savings(costs)}</section>'
+    )
+
+
+def _price_row(model: str, price: Price | None) -> str:
+    """One model's prices per 1M tokens and where they came from."""
+    if price is None:
+        how, prompt, cached, completion = "unknown: add it to a --prices file", "", "", ""
+    else:
+        how = {"user": "your --prices file", "local": "local model: free",
+               "default": f"built-in list price as of {DEFAULT_PRICES_DATE} (estimate)"}[price.source]  # fmt: skip
+        if price.source != "local" and price.key != model:
+            how += f", entry {price.key!r}"
+        prompt, completion = f"${price.prompt:g}", f"${price.completion:g}"
+        cached = f"${price.cached:g}" if price.cached is not None else f"${price.prompt:g} (no discount known)"
+    cells = "".join(f'<td class="num">{e(v)}</td>' for v in (prompt, cached, completion))
+    return f"<tr><td>{e(model)}</td>{cells}<td>{e(how)}</td></tr>"
+
+
+def _cache_savings(costs: Mapping[str, Mapping[str, Any]]) -> str:
+    """Per strategy: cached prompt tokens and USD per answer with the server's prompt cache and without one,
+    and what its prompts start with for every question (its declared ``prompt_sharing``: where a cache can help)."""
+    rows = []
+    for name, data in costs.items():
+        with_cache, without = data.get("usd_per_answer"), data.get("usd_per_answer_uncached")
+        cells = [f"{data.get('cached_prompt_tokens', 0):,}", usd_exact(with_cache), usd_exact(without)]
+        sharing = STRATEGIES.get(name).prompt_sharing if name in STRATEGIES else None
+        shared = sharing.what if sharing is not None else "what differs per question"
+        rows.append(f"<tr><td>{e(name)}</td>{''.join(f'<td class=num>{e(c)}</td>' for c in cells)}<td>{e(shared)}</td></tr>")
+    return (
+        '<table class="prices"><thead><tr><th>strategy</th><th>cached prompt tokens</th><th>USD / answer with the prompt cache</th>'
+        f'<th>USD / answer without</th><th>its prompts start with</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    )
+
+
+def plots_section(folder: Path) -> str:
+    """The plots already written in ``folder``, embedded as PNG ``data:`` URIs (nothing when there are none)."""
+    images = []
+    for name, caption in (("accuracy_vs_tokens.png", "Accuracy vs tokens spent per answer"),
+                          ("accuracy_vs_length.png", "Accuracy vs corpus length")):  # fmt: skip
+        path = folder / name
+        if path.is_file():
+            data = base64.b64encode(path.read_bytes()).decode("ascii")
+            images.append(f'<figure><img alt="{e(caption)}" src="data:image/png;base64,{data}"><figcaption>{e(caption)}</figcaption></figure>')
+    return f'<section id="plots"><h2>Plots</h2>{"".join(images)}</section>' if images else ""

@@ -1,0 +1,92 @@
+"""The run path of a single-question strategy (:class:`~graphs.registry.SingleRun`): one graph invocation per
+question, with its own usage tracker, read back through :class:`~graphs.answer_state.AnswerState`."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, cast
+
+from langchain_core.callbacks import Callbacks
+from langchain_core.runnables import RunnableConfig
+
+from graphs.answer_state import AnswerState
+from graphs.budget import BudgetReached
+from graphs.config import ConfigT
+from graphs.context import StrategyContext
+from graphs.llm import tokenizer_for
+from graphs.nodes import CompiledGraph
+from graphs.registry import Strategy
+from graphs.run_config import model_name, trace_tags, with_handler
+from graphs.usage import UsageTracker, metering_queue
+from retrieval import Hit
+from retrieval.contract import Answer, Evidence, Question, Step
+
+
+def run_single(spec: Strategy[ConfigT], graph: CompiledGraph, context: StrategyContext[ConfigT], question: Question, callbacks: Callbacks,
+               effective: dict[str, Any]) -> Answer:  # fmt: skip
+    """``question`` answered by one ``invoke`` of ``graph`` (a budget stop is an answer with ``stopped="budget"``)."""
+    started = time.perf_counter()
+    tracker, run_config = _run_config(spec, context, question, callbacks)
+    with metering_queue() as queue:
+        try:
+            final = cast(AnswerState, graph.invoke(AnswerState(question=question, steps=[]), context=context, config=run_config))
+        except BudgetReached as exc:
+            final = budget_stop(exc)
+    return single_answer(spec, final, tracker, started=started, queued=queue.seconds, question=question, effective=effective)
+
+
+async def arun_single(spec: Strategy[ConfigT], graph: CompiledGraph, context: StrategyContext[ConfigT], question: Question, callbacks: Callbacks,
+                      effective: dict[str, Any]) -> Answer:  # fmt: skip
+    """:func:`run_single` with the graph's ``ainvoke``."""
+    started = time.perf_counter()
+    tracker, run_config = _run_config(spec, context, question, callbacks)
+    tracker.run_inline = True  # thread-safe and cheap: called on the loop, not through its executor
+    with metering_queue() as queue:  # this task's context: its executor calls copy it
+        try:
+            final = cast(AnswerState, await graph.ainvoke(AnswerState(question=question, steps=[]), context=context, config=run_config))
+        except BudgetReached as exc:
+            final = budget_stop(exc)
+    return single_answer(spec, final, tracker, started=started, queued=queue.seconds, question=question, effective=effective)
+
+
+def budget_stop(exc: BudgetReached) -> AnswerState:
+    """The final fields of a single run stopped by its budget: no answer, a step saying why."""
+    return AnswerState(answer="", raw="", steps=[Step("stopped", reason=str(exc))], stopped="budget")
+
+
+def _run_config(spec: Strategy[ConfigT], context: StrategyContext[ConfigT], question: Question, callbacks: Callbacks) -> tuple[UsageTracker, RunnableConfig]:
+    tracker = UsageTracker(count=tokenizer_for(context.llm).count)
+    run_config = RunnableConfig(
+        callbacks=with_handler(callbacks, tracker),
+        run_name=f"longctx.{spec.name}",
+        tags=trace_tags(spec.name, question, context.llm),
+        metadata={"strategy": spec.name, "model": model_name(context.llm), "corpus": context.corpus.fingerprint[:16], **dict(question.metadata)},
+    )
+    return tracker, run_config
+
+
+def evidence(hit: Hit) -> Evidence:
+    """A retrieved chunk as answer evidence."""
+    c = hit.chunk
+    components = {name: dict(view) for name, view in hit.components.items()} if hit.components else None
+    return Evidence(doc_id=c.doc_id, title=c.title, text=c.text, score=hit.score, chunk_id=c.chunk_id, rank=hit.rank, components=components)
+
+
+def single_answer(spec: Strategy[ConfigT], final: AnswerState, tracker: UsageTracker, *, started: float, queued: float, question: Question,
+                  effective: dict[str, Any]) -> Answer:  # fmt: skip
+    """The :class:`Answer` of a final state: its answer fields, its hits and evidence, and the tracker's usage."""
+    usage = tracker.usage
+    usage.queued_seconds = queued
+    usage.seconds = time.perf_counter() - started - queued
+    return Answer(
+        answer=final.get("answer", ""),
+        raw=final.get("raw", ""),
+        evidence=[evidence(h) for h in final.get("hits", [])] + list(final.get("evidence", [])),
+        usage=usage,
+        steps=[Step.coerce(s) for s in final.get("steps", [])],
+        strategy=spec.name,
+        question=question,
+        config=dict(effective),
+        messages=list(tracker.last_messages),
+        stopped=final.get("stopped"),
+    )

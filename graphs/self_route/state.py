@@ -1,0 +1,20 @@
+"""What evolves during one Self-Route answer: RAG's state and the route taken."""
+
+from __future__ import annotations
+
+from graphs.rag import RagState
+
+
+class SelfRouteState(RagState, total=False):
+    """RAG's state (its leg runs RAG's nodes) and what routing adds.
+
+    Attributes:
+        declined: The RAG reply declined (:func:`graphs.self_route.graph.find_decline`).
+        fits: The full-context prompt of a declined question fits the model's window.
+    """
+
+    declined: bool
+    fits: bool
+
+
+__all__ = ["SelfRouteState"]

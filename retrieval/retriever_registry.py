@@ -1,0 +1,20 @@
+"""The retriever registry object, importable without the retrieval engines: names and lazy targets.
+
+The built-in retrievers are declared in ``retrieval/plugin.toml`` (``bm25 = "retrieval.retrievers:bm25"``)
+and registered where they are defined (``@RETRIEVERS.register("bm25")`` in :mod:`retrieval.retrievers`),
+so ``longctx --retriever`` offers them without importing numpy or an engine; third parties add to the
+``longctx.retrievers`` entry-point group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from retrieval.registry import Registry
+
+if TYPE_CHECKING:
+    from retrieval.base import Retriever
+
+#: name -> factory taking the retriever's options.
+RETRIEVERS: Registry[Callable[..., Retriever]] = Registry("retriever", group="longctx.retrievers", packages=("retrieval",))
