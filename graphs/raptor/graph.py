@@ -40,7 +40,6 @@ from retrieval import default_cache_dir
 from retrieval.contract import Evidence, Step
 from retrieval.embedders import EMBEDDERS
 from retrieval.locks import exclusive_lock
-from retrieval.paths import default_cache_dir
 
 #: Trees loaded or built in this process, by key (the last few: a 10M-token tree is ~100K nodes).
 _TREES: dict[str, Tree] = {}
