@@ -9,9 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import threading
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -20,30 +18,11 @@ import graphs.usage
 from agents import Corpus, aanswer_many, answer_many
 from graphs.usage import QueueMeter, metering_queue, shared_model_lock
 from tests.scripted import ScriptedChatModel
+from tests.virtual_clock import VirtualClock, virtual_clock
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "corpus"
 CALL_SECONDS = 0.3
 QUESTIONS = ["What was Halvorsen Maritime's revenue in 2023?", "Where is Kestrel based?", "Who audits Sorrento?", "How many vessels?"]
-
-
-class VirtualClock:
-    """``time`` as the run path and the queue meter see it: ``perf_counter`` reads seconds that
-    pass only by :meth:`advance`; everything else is the real module."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.now = 0.0
-
-    def perf_counter(self) -> float:
-        with self._lock:
-            return self.now
-
-    def advance(self, seconds: float) -> None:
-        with self._lock:
-            self.now += seconds
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(time, name)
 
 
 class ArrivalLock:
@@ -70,10 +49,7 @@ class ArrivalLock:
 
 @pytest.fixture
 def clock(monkeypatch) -> VirtualClock:
-    virtual = VirtualClock()
-    monkeypatch.setattr(graphs.run, "time", virtual)
-    monkeypatch.setattr(graphs.usage, "time", virtual)
-    return virtual
+    return virtual_clock(monkeypatch, graphs.run, graphs.usage)  # the answer's own time and the queue meter
 
 
 def _one_at_a_time_model(clock: VirtualClock, callers: int) -> ScriptedChatModel:
