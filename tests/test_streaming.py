@@ -22,18 +22,34 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessageChunk
 from langchain_core.outputs import ChatGenerationChunk
 
+import graphs.run
 from agents import AnswerEvent, ProgressEvent, StepEvent, TokenEvent, Workspace, aanswer, answer, astream_answer, stream_answer
 from agents.chat_models import ChatModelError
 from examples.sse_app import make_app
 from retrieval.contract import Corpus
 from tests.recording_server import RecordingServer
 from tests.scripted import ScriptedChatModel
+from tests.test_async import RecordedCancelGuard
 from tests.test_memagent import corpus_of, echo_model, section_in, stream_tokens
 from tests.test_pai import CHUNK, company_corpus, world
 from tests.test_pai import model as pai_model
 from tests.test_structured import SCHEMA, scripted, small_corpus
 
 FACTS = Corpus.from_texts(["Paris is the capital of France.", "Berlin is the capital of Germany.", "Rome is in Italy."])
+
+
+class StartedServer(uvicorn.Server):
+    """uvicorn's server, setting ``started_event`` once it listens (or gave up starting)."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.started_event = threading.Event()
+
+    async def startup(self, sockets: Any = None) -> None:
+        try:
+            await super().startup(sockets=sockets)
+        finally:
+            self.started_event.set()
 
 
 @contextlib.contextmanager
@@ -52,12 +68,10 @@ def serving(app: Any, disconnected: threading.Event | None = None) -> Iterator[s
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(watched, log_level="warning", lifespan="off"))
+    server = StartedServer(uvicorn.Config(watched, log_level="warning", lifespan="off"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    while not server.started:
-        assert thread.is_alive(), "uvicorn did not start"
-        time.sleep(0.01)
+    assert server.started_event.wait(60), "uvicorn did not start"
     try:
         yield f"http://127.0.0.1:{sock.getsockname()[1]}"
     finally:
@@ -142,18 +156,23 @@ class RunEnd(BaseCallbackHandler):
             self.ended.set()
 
 
-def test_a_client_that_disconnects_mid_stream_stops_the_model_calls(tmp_path):
+def test_a_client_that_disconnects_mid_stream_stops_the_model_calls(tmp_path, monkeypatch):
     """Chunks 0 and 1 are read, chunk 2's call is in flight (held), the client goes away: once the
     held call is let go, no other call starts, and the run ends."""
     corpus = corpus_of([40000])
     n = math.ceil(stream_tokens(corpus) / 5000)
-    gate = threading.Semaphore(2)
+    gate, third_started, calls = threading.Semaphore(2), threading.Event(), [0]
     inner = echo_model()
 
     def held(prompt: str) -> str:
+        calls[0] += 1
+        if calls[0] == 3:
+            third_started.set()
         assert gate.acquire(timeout=30), "the test never let the call go"
         return inner.reply_fn(prompt)
 
+    monkeypatch.setattr(RecordedCancelGuard, "made", [])
+    monkeypatch.setattr(graphs.run, "CancelGuard", RecordedCancelGuard)
     llm, run_end, disconnected = ScriptedChatModel(reply_fn=held), RunEnd(), threading.Event()
     app = make_app(corpus, llm=llm, cache_dir=tmp_path, show_progress=False, callbacks=[run_end])
     with serving(app, disconnected) as base, httpx.Client(base_url=base, timeout=30) as client:
@@ -163,11 +182,10 @@ def test_a_client_that_disconnects_mid_stream_stops_the_model_calls(tmp_path):
                 memories += name == "step"
                 if memories == 2:
                     break
-            while len(llm.calls) < 3:  # chunk 2's call has started and waits for the gate
-                time.sleep(0.005)
+            assert third_started.wait(30)  # chunk 2's call has started and waits for the gate
             received.close()
         assert disconnected.wait(30)
-        time.sleep(0.2)  # the app cancels the run on the disconnect; let that reach the worker before the held call returns
+        assert RecordedCancelGuard.made and RecordedCancelGuard.made[0].cancel.wait(30)  # the app cancelled the run on the disconnect
         gate.release(n + 1)  # enough for a run that was not stopped to finish
         assert run_end.ended.wait(30)
     assert len(llm.calls) == 3 < n + 1  # the held call finished; none started after it
