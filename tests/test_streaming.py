@@ -11,7 +11,6 @@ import math
 import socket
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -253,27 +252,31 @@ def test_the_app_sends_an_error_event_for_a_bad_strategy(tmp_path):
     assert [name for name, _ in events] == ["error"] and "nope" in events[0][1]["error"]
 
 
-def slow_echo_model() -> ScriptedChatModel:
-    """MemAgent's echo model, 20 ms a call: a run left running keeps calling while a test waits."""
-    inner = echo_model()
+def held_echo_model(monkeypatch) -> ScriptedChatModel:
+    """MemAgent's echo model whose calls after the first return only once the run is cancelled
+    (its own cancel guard, recorded): a run that was not stopped would wait on its second call."""
+    monkeypatch.setattr(RecordedCancelGuard, "made", [])
+    monkeypatch.setattr(graphs.run, "CancelGuard", RecordedCancelGuard)
+    inner, calls = echo_model(), [0]
 
-    def slow(prompt: str) -> str:
-        time.sleep(0.02)
+    def held(prompt: str) -> str:
+        calls[0] += 1
+        if calls[0] > 1:
+            assert RecordedCancelGuard.made[0].cancel.wait(60), "the run was never cancelled"
         return inner.reply_fn(prompt)
 
-    return ScriptedChatModel(reply_fn=slow)
+    return ScriptedChatModel(reply_fn=held)
 
 
-def test_leaving_a_sync_stream_early_stops_the_run(tmp_path):
+def test_leaving_a_sync_stream_early_stops_the_run(tmp_path, monkeypatch):
     corpus = corpus_of([40000])
     n = math.ceil(stream_tokens(corpus) / 5000)
-    llm = slow_echo_model()
+    llm = held_echo_model(monkeypatch)
     for event in stream_answer(corpus, "What is the answer?", strategy="memagent", llm=llm, cache_dir=tmp_path, show_progress=False):
         if isinstance(event, StepEvent):
             break  # the run has stopped when the loop is left: its worker returned
-    made = len(llm.calls)
-    time.sleep(0.3)  # a run still going would make ~15 more calls in this time
-    assert len(llm.calls) == made < n + 1
+    assert RecordedCancelGuard.made[0].cancel.is_set()  # leaving the loop cancelled the run: its guard refuses any later call
+    assert len(llm.calls) <= 2 < n + 1  # chunk 0's call, and chunk 1's if it had started
 
 
 class StreamingScriptedChatModel(ScriptedChatModel):
@@ -352,19 +355,17 @@ def test_the_sse_example_says_what_to_install_when_sse_starlette_is_missing(monk
         importlib.import_module("examples.sse_app")
 
 
-def test_closing_the_async_stream_early_stops_the_run(tmp_path):
+def test_closing_the_async_stream_early_stops_the_run(tmp_path, monkeypatch):
     corpus = corpus_of([40000])
     n = math.ceil(stream_tokens(corpus) / 5000)
-    llm = slow_echo_model()
+    llm = held_echo_model(monkeypatch)
 
-    async def main() -> tuple[int, int]:
+    async def main() -> int:
         async with contextlib.aclosing(astream_answer(corpus, "q", strategy="memagent", llm=llm, cache_dir=tmp_path, show_progress=False)) as events:
             async for event in events:
                 if isinstance(event, StepEvent):
                     break
-        made = len(llm.calls)  # aclose() returned: the run's worker has returned too
-        await asyncio.sleep(0.3)  # a run still going would make ~15 more calls in this time
-        return made, len(llm.calls)
+        return len(llm.calls)  # aclose() returned: the run's worker has returned too
 
-    made, later = asyncio.run(main())
-    assert later == made < n + 1
+    made = asyncio.run(main())  # returns once the loop's worker threads have ended: any later call is counted
+    assert len(llm.calls) == made <= 2 < n + 1 and RecordedCancelGuard.made[0].cancel.is_set()
