@@ -3,6 +3,8 @@
 #               (examples/) offline on the embedded model (no API key, no network)
 #   make test   fresh virtual environment, install with test extras, lint (ruff), type-check (mypy), run the default test suite
 #               (prints the 15 slowest tests)
+#   make test-fast  the unit tier only (-m unit: no process, server, embedded model, race or whole run; tests/tiers.py),
+#                   under a minute on 2 cores, no lint: the loop while editing
 #   make test-all   the default suite plus the slow end-to-end tests (-m slow), not Ray
 #   make test-ray   install the [ray] extra and run the Ray tests on a local Ray instance (CI runs it)
 SHELL := /bin/bash
@@ -17,7 +19,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 
-.PHONY: install install-ray demo test test-all test-ray bench
+.PHONY: install install-ray demo test test-fast test-all test-ray bench
 install: $(VENV)/.installed
 install-ray: $(VENV)/.installed-ray
 
@@ -38,6 +40,9 @@ test: install
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
+
+test-fast: install
+	$(BIN)/python -m pytest -m unit
 
 test-all: install
 	$(BIN)/python -m pytest -m "not ray"
