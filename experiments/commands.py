@@ -24,7 +24,7 @@ from experiments.runner import RunConfig, RunInterrupted, check_out_folder, run_
 from experiments.synth import NeedleConfig, SynthConfig, generate, get_domain, load_samples, parse_tokens
 from graphs.llm import model_id
 from retrieval import CorpusError
-from retrieval.embedders import EmbedderError
+from retrieval.embedder_base import EmbedderError
 from retrieval.locks import LockHeld
 from retrieval.ray_support import RayNotInstalledError, require_ray
 

@@ -8,7 +8,8 @@ the headline with failed calls left out of the denominator as their official scr
 ``pairwise.csv`` (every pair of strategies: paired difference, interval, Holm-adjusted p) and
 ``significance.md`` (the winner per metric where the paired tests support one, else why none
 is named; see ``experiments.comparison`` and docs/statistics.md), ``by_length.md`` /
-``by_length.csv`` (mean per-sample score by corpus-length bucket), ``scores.json`` (every strategy's full official aggregation),
+``by_length.csv`` (mean per-sample score by corpus-length bucket), ``by_task_length.md`` (BABILong:
+accuracy x 100 per task x length, the official tables' layout), ``scores.json`` (every strategy's full official aggregation),
 ``ceilings.md`` / ``ceilings.json`` and a ``ceiling`` summary column when the samples name
 their evidence (upper bounds, see ``experiments.ceilings``), ``amortized_cost.md`` / ``.csv``
 (a question's cost as the questions over one corpus accumulate, index cost shared out, and
@@ -40,6 +41,8 @@ from experiments.prices import PriceRow, load_prices, parse_prices, row_cost
 from experiments.runner import RunFolderError, manifest_config, read_manifest, read_rows, run_samples
 from experiments.spend import latest_with_spend
 from experiments.synth import retrieval_recall
+from experiments.task_length_table import FILE as TASK_LENGTH_FILE
+from experiments.task_length_table import task_length_markdown
 from retrieval.redaction import redact_value
 
 #: Corpus-length buckets (tokens) for accuracy-vs-length; CorpusQA's tiers fall one per bucket.
@@ -126,6 +129,9 @@ def build_report(
     if amortized is not None:
         write_amortized(report / "amortized_cost", amortized)
     (report / "scores.json").write_text(dumps({n: d["official"] for n, d in per_strategy.items()}, indent=2, max_chars=None, max_total=None))
+    tables = task_length_markdown(benchmark, {n: d["official"] for n, d in per_strategy.items()})
+    if tables is not None:  # BABILong's official layout: tasks x lengths
+        (report / TASK_LENGTH_FILE).write_text(tables, encoding="utf-8")
     if plots and summary:
         from experiments.plots import plot_accuracy_vs_length, plot_accuracy_vs_tokens, plot_cost_per_question
 

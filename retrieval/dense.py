@@ -25,7 +25,8 @@ from tqdm.auto import tqdm
 
 from retrieval.checksums import ChecksumMismatch, Checksums, digest_texts, verify_file
 from retrieval.chunking import Chunk
-from retrieval.embedders import Embedder, OpenAIEmbedder, warn_if_truncated
+from retrieval.embedder_base import Embedder, warn_if_truncated
+from retrieval.embedders import OpenAIEmbedder
 from retrieval.faiss_index import VectorIndex
 from retrieval.fit import TokenLimit
 from retrieval.tombstones import Tombstones
@@ -37,7 +38,7 @@ class DenseRetriever:
     """Nearest chunks by embedding inner product (cosine for normalized embedders).
 
     Args:
-        embedder: Any :class:`~retrieval.embedders.Embedder`.
+        embedder: Any :class:`~retrieval.embedder_base.Embedder`.
         name: Registry name, recorded in the cache key.
         shard_size: Chunks embedded per saved shard (the resume granularity).
     """
@@ -276,7 +277,7 @@ def read_shard(path: Path, source: dict[str, Any]) -> np.ndarray | None:
         if not isinstance(record, dict) or record.get("source") != source:
             raise ChecksumMismatch(f"{record_path.name} records other texts or another embedder")
         verify_file(path.parent, path.name, record.get("files"), where=record_path.name)
-        vecs = np.load(path, allow_pickle=False)
+        vecs: np.ndarray = np.load(path, allow_pickle=False)
         if vecs.ndim != 2 or vecs.dtype.kind != "f" or vecs.shape[0] != source["rows"] or not np.isfinite(vecs).all():
             raise ValueError(f"not a finite float matrix of {source['rows']} rows (shape {vecs.shape}, dtype {vecs.dtype})")
     except (OSError, ValueError, EOFError) as exc:  # ChecksumMismatch and JSON errors are ValueErrors

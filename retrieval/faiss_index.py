@@ -51,7 +51,8 @@ class VectorIndex:
         """The ``count`` stored vectors from id ``start`` on (copies, float32)."""
         if count <= 0:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return self.index.reconstruct_n(start, count)
+        vectors: np.ndarray = self.index.reconstruct_n(start, count)
+        return vectors
 
     def search(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
         """Top ``k`` ``(id, inner product)`` pairs for one query vector."""

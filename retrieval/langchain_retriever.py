@@ -48,7 +48,7 @@ def llama_index_retriever(index: Any, k: int = 7) -> Any:
     from llama_index.core.retrievers import BaseRetriever as LlamaRetriever  # LlamaIndex's core is heavy: only when asked
     from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-    class _IndexLlamaRetriever(LlamaRetriever):
+    class _IndexLlamaRetriever(LlamaRetriever):  # type: ignore[misc]  # LlamaIndex is not analysed (follow_imports = skip): Any
         def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
             return [
                 NodeWithScore(node=TextNode(text=h.chunk.text, id_=f"{h.chunk.doc_id}:{h.chunk.chunk_id}", metadata=hit_metadata(h)), score=float(h.score))

@@ -10,7 +10,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from retrieval.contract import CorpusError, Document
+from retrieval.document import CorpusError, Document
 from retrieval.paths import OutsideRoot, resolve_inside
 
 log = logging.getLogger(__name__)

@@ -28,9 +28,11 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, overload
 
 T = TypeVar("T")
+#: What the decorator form of :meth:`Registry.register` takes and gives back unchanged.
+D = TypeVar("D")
 
 #: The file in a package folder that declares the entries of that package, by registry section.
 DECLARATIONS_FILE = "plugin.toml"
@@ -82,6 +84,10 @@ class Registry(Generic[T]):
         self._declarations_read = False
         self._frozen = False
 
+    @overload
+    def register(self, name: str, obj: None = None, *, target: None = None, **attrs: Any) -> Callable[[D], D]: ...
+    @overload
+    def register(self, name: str, obj: Any = None, *, target: str | None = None, **attrs: Any) -> Any: ...
     def register(self, name: str, obj: Any = None, *, target: str | None = None, **attrs: Any) -> Any:
         """Register ``obj`` under ``name``; without ``obj``, return a decorator; with ``target``, declare it lazily.
 

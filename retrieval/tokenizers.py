@@ -273,10 +273,12 @@ def hf_tokenizer(path: str) -> Tokenizer:
         raise TokenizerError(f"No Hugging Face tokenizer can be loaded offline from {path!r}: {type(exc).__name__}: {exc}") from exc
 
     def encode(text: str) -> list[int]:
-        return tok.encode(text, add_special_tokens=False)
+        ids: list[int] = tok.encode(text, add_special_tokens=False)
+        return ids
 
     def decode(ids: list[int]) -> str:
-        return tok.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+        text: str = tok.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+        return text
 
     def encode_batch(texts: list[str]) -> list[list[int]]:
         return tok(texts, add_special_tokens=False)["input_ids"] if texts else []

@@ -118,7 +118,7 @@ def test_the_parser_offers_the_registries_themselves():
     from experiments.export import FORMATS
     from graphs import STRATEGIES
     from retrieval import RETRIEVERS
-    from retrieval.embedders import EMBEDDING_BACKENDS
+    from retrieval.embedding_backends import EMBEDDING_BACKENDS
 
     assert cli_parser.STRATEGIES is STRATEGIES and cli_parser.RETRIEVERS is RETRIEVERS
     ours = [n for n in STRATEGIES.names() if STRATEGIES.get(n).build_graph.__module__.startswith("graphs.")]
