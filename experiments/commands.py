@@ -146,8 +146,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     print((folder / "summary.md").read_text())
     print((folder / "significance.md").read_text())
     print((folder / "by_length.md").read_text())
-    if (folder / "ceilings.md").exists():
-        print((folder / "ceilings.md").read_text())
+    for extra in ("ceilings.md", "amortized_cost.md"):  # written when the samples name their evidence / when some strategy answered
+        if (folder / extra).exists():
+            print((folder / extra).read_text())
     print(f"{'Tables and scores.json' if args.no_plots else 'Tables, scores.json and plots'} in {folder}")
     if result.get("html"):
         print(f"HTML report (open in a browser): {result['html']}")
