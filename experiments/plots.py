@@ -29,7 +29,7 @@ def strategy_color(name: str) -> str:
 
 
 def _pyplot():
-    require("matplotlib", extra="plots", feature="the report's plots (or --no-plots)")
+    require("matplotlib", extra="plots", feature="plotting the report (--no-plots skips it)")
     import matplotlib
 
     matplotlib.use("Agg")  # files only; no display needed
