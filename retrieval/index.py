@@ -75,6 +75,7 @@ from retrieval.checksums import ChecksumMismatch, Checksums, verify_folder
 from retrieval.chunking import Chunk, ChunkingConfig
 from retrieval.contract import Corpus
 from retrieval.dense import DenseRetriever
+from retrieval.extras import MissingExtraError
 from retrieval.fit import chunks_for
 from retrieval.hybrid import HybridRetriever
 from retrieval.lineage import Base, find_base, write_documents
@@ -476,6 +477,8 @@ def _load(
             raise ValueError(f"the {retriever.name} index holds {size} entries for {len(chunks)} chunks")
         if legacy:
             _record_checksums(folder, meta)
+    except MissingExtraError:  # the index is sound; this environment cannot read it: keep it
+        raise
     except Exception as exc:  # noqa: BLE001 - anything unreadable means: never trusted, rebuilt
         if not quiet:
             log.warning("Cached index at %s is damaged or stale (%s: %s); moving it aside and rebuilding", folder, type(exc).__name__, exc)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from experiments.cli import main
 from retrieval.extras import MissingExtraError, install_hint, require
 from tests.recording_server import RecordingServer
 
@@ -115,6 +116,22 @@ def test_a_feature_that_needs_an_extra_names_the_extra(tmp_path):
     for extra, before in zip(extras, runs[:-1]):
         assert f"pip install 'longctx[{extra}]'" in before.splitlines()[-1], before[-1000:]
     assert server.embedding_requests == [] and server.requests == []  # each stopped before paying for a call
+
+
+def test_a_cached_dense_index_survives_a_run_without_its_extra(tmp_path, isolated_cache, monkeypatch):
+    """A missing extra is not a damaged index: the cached one is kept (it was moved aside and deleted)."""
+    corpus = _corpus(tmp_path / "corpus")
+    argv = ["answer", "--corpus", str(corpus), "--question", "What is the vault code?", "--llm", "openai:stub-model", "--retriever", "openai",
+            "--yes"]  # fmt: skip
+    with RecordingServer(lambda request: "7421") as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        assert main(argv) == 0  # here, with the dense extra: the index is built and cached
+        cached = sorted(p.relative_to(isolated_cache) for p in isolated_cache.rglob("*"))
+        assert any(p.name == "vectors.faiss" for p in cached)
+        out = _without_extras(f"from experiments.cli import main; print('EXIT', main({argv!r}))", {})
+    assert "pip install 'longctx[dense]'" in out.stderr and out.stdout.rstrip().endswith("EXIT 2"), out.stderr[-3000:]
+    assert sorted(p.relative_to(isolated_cache) for p in isolated_cache.rglob("*")) == cached
 
 
 def test_require_imports_an_installed_module_or_names_the_extra():
