@@ -25,13 +25,14 @@ from experiments.synth import NeedleConfig, SynthConfig, generate, get_domain, l
 from graphs.llm import model_id
 from retrieval import CorpusError
 from retrieval.embedder_base import EmbedderError
+from retrieval.extras import MissingExtraError
 from retrieval.locks import LockHeld
 from retrieval.ray_support import RayNotInstalledError, require_ray
 
 #: Errors of the user's input or environment: printed on one line, exit status 2 (``OSError``:
 #: a path that is a file where a folder is wanted, no permission, a full disk; its message names the path).
 USER_ERRORS = (CorpusError, ChatModelError, KeyError, TypeError, ValueError, RayNotInstalledError, LockHeld, BenchmarkDataError, EmbedderError,
-               OSError)  # fmt: skip
+               OSError, MissingExtraError)  # fmt: skip
 
 def budget_from_args(args: argparse.Namespace, llm: Any) -> tuple[Budget | None, Any]:
     """The :class:`~agents.Budget` of ``--max-calls/--max-tokens/--max-cost`` (``None`` without them)

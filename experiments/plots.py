@@ -16,6 +16,7 @@ from typing import Any
 from experiments.amortized_costs import Amortization
 from graphs.presentation import palette_color
 from graphs.registry import STRATEGIES
+from retrieval.extras import require
 
 #: Strategies beside each other in a length bucket are spread over this share of the bucket's width.
 DODGE = 0.3
@@ -30,6 +31,7 @@ def strategy_color(name: str) -> str:
 
 
 def _pyplot():
+    require("matplotlib", extra="plots", feature="plotting the report (--no-plots skips it)")
     import matplotlib
 
     matplotlib.use("Agg")  # files only; no display needed

@@ -27,6 +27,7 @@ from retrieval.checksums import ChecksumMismatch, Checksums, digest_texts, verif
 from retrieval.chunking import Chunk
 from retrieval.embedder_base import Embedder, warn_if_truncated
 from retrieval.embedders import OpenAIEmbedder
+from retrieval.extras import require
 from retrieval.faiss_index import VectorIndex
 from retrieval.fit import TokenLimit
 from retrieval.tombstones import Tombstones
@@ -81,6 +82,7 @@ class DenseRetriever:
 
     def build(self, chunks: Sequence[Chunk], *, work_dir: Path, show_progress: bool = False) -> None:
         """Embed all chunks shard by shard (reusing shards already in ``work_dir/shards``) and index them."""
+        require("faiss", extra="dense", feature="a dense index")  # before any embedding is paid for
         texts = [c.text for c in chunks]
         if self.chunk_limit() is None:  # fitted chunks fit (retrieval.fit); others may be cut: say which, before embedding
             warn_if_truncated(self.embedder, texts)

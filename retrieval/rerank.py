@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from retrieval.base import Hit
+from retrieval.extras import require
 from retrieval.registry import Registry
 
 #: HTTP statuses retried, as the openai SDK retries a chat call's (besides timeouts and connection errors).
@@ -108,6 +109,7 @@ class CrossEncoderReranker:
     def _load(self) -> Any:
         with self._lock:
             if self._model is None:
+                require("sentence_transformers", extra="dense", feature="the cross-encoder reranker")
                 from sentence_transformers import CrossEncoder  # torch: only for users of a local reranker
 
                 self._model = CrossEncoder(self.model_id, max_length=self.max_length, device=self.device)

