@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-import graphs.run
+import graphs.run_batched
 from agents import STRATEGIES, Corpus, aanswer, aanswer_many, answer, answer_many
 from graphs.cancel import CancelGuard
 from graphs.pai import graph as pai_graph
@@ -165,7 +165,7 @@ def test_a_cancelled_memagent_run_keeps_its_checkpoint_and_the_next_call_resumes
     started, go = threading.Event(), threading.Event()
     first = held_echo_model(k + 1, started, go)  # chunks 0..k-1 done, chunk k's call in flight when the run is cancelled
     monkeypatch.setattr(RecordedCancelGuard, "made", [])
-    monkeypatch.setattr(graphs.run, "CancelGuard", RecordedCancelGuard)
+    monkeypatch.setattr(graphs.run_batched, "CancelGuard", RecordedCancelGuard)
 
     async def cancel_after_k_chunks():
         task = asyncio.create_task(aanswer(corpus, "q", strategy="memagent", llm=first, cache_dir=tmp_path, show_progress=False))

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-import graphs.run
+import graphs.run_batched
+import graphs.run_setup
+import graphs.run_single
 import graphs.usage
 from agents import Corpus, aanswer_many, answer_many
 from graphs.usage import QueueMeter, metering_queue, shared_model_lock
@@ -49,7 +51,7 @@ class ArrivalLock:
 
 @pytest.fixture
 def clock(monkeypatch) -> VirtualClock:
-    return virtual_clock(monkeypatch, graphs.run, graphs.usage)  # the answer's own time and the queue meter
+    return virtual_clock(monkeypatch, graphs.run_single, graphs.run_batched, graphs.run_setup, graphs.usage)  # the answer's own time and the queue meter
 
 
 def _one_at_a_time_model(clock: VirtualClock, callers: int) -> ScriptedChatModel:
