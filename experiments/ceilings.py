@@ -131,7 +131,7 @@ def _json_config(cfg: Any) -> dict[str, Any]:
 
 def default_strategies() -> list[str]:
     """Every registered strategy that has a ceiling rule, in the rules' ``rank`` order (ties by name)."""
-    ranked = [(rule.rank, name) for name in STRATEGIES.names() if (rule := STRATEGIES.get(name).ceiling) is not None]
+    ranked = [(rule.rank, name) for name in STRATEGIES.available() if (rule := STRATEGIES.get(name).ceiling) is not None]
     return [name for _, name in sorted(ranked)]
 
 

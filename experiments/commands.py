@@ -206,7 +206,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
     overrides.update(options.get(args.strategy, {}))
     if args.ray is not None:
         if spec.ray_stage is None:
-            staged = [n for n in STRATEGIES.names() if STRATEGIES.get(n).ray_stage is not None]
+            staged = [n for n in STRATEGIES.available() if STRATEGIES.get(n).ray_stage is not None]
             raise ValueError(f"--ray on 'answer' runs a strategy's own stage on Ray (--strategy {' or '.join(staged) or '<one with a Ray stage>'}), "
                              f"and {args.strategy!r} has none; for an index use 'longctx index --ray', for many questions 'longctx run --ray'")
         require_ray()  # the install hint now, not after the plan call
@@ -252,7 +252,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     spec = STRATEGIES.get(args.strategy)
     if not spec.uses_index:  # a plug-in is offered by its entry point's name before it is loaded
         raise ValueError(f"Strategy {args.strategy!r} uses no index; 'longctx index' builds one for "
-                         f"{', '.join(s for s in STRATEGIES.names() if STRATEGIES.get(s).uses_index)}")  # fmt: skip
+                         f"{', '.join(s for s in STRATEGIES.available() if STRATEGIES.get(s).uses_index)}")  # fmt: skip
     corpus = Corpus.from_path(args.path, show_progress=True)
     cfg = spec.make_config(**_retrieval_overrides(args))
     if args.ray is not None:
