@@ -31,6 +31,8 @@ from uuid import UUID
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import LLMResult
 
+from graphs.rerank_plan import RerankPlan
+
 #: Custom callback event a rerank call dispatches before its request, ``{"query": str, "documents": [str, ...]}``:
 #: the :class:`BudgetGuard` counts it as a model call (or stops it) as it counts a chat call when it starts.
 RERANK_EVENT = "longctx.rerank"
@@ -127,39 +129,31 @@ class Budget:
 
 
 @dataclass(frozen=True, kw_only=True)
-class RerankPlan:
-    """The rerank calls of a plan (a strategy whose ``rerank`` option names a reranker): one per retrieval,
-    each sending the first stage's candidates with the query. Token counts are estimates, as a plan's.
+class IndexWork:
+    """The part of a :class:`CostPlan` spent at index time: what a strategy builds once per corpus and later
+    questions reuse (RAPTOR's tree, structured's records; ``Usage.index_*`` when it runs), counted as the plan
+    counts (at least / at most); nothing of it is sent when it is cached already.
 
     Attributes:
-        calls / max_calls: Rerank calls at least and at most.
-        documents / max_documents: Candidate chunks they send, at least and at most.
-        tokens / max_tokens: Tokens they send (the query once per candidate, and the candidate), at least and at most.
+        what: What is built, for the plan's description.
+        calls: Model calls at least.
+        max_calls: Model calls at most.
+        prompt_tokens: Prompt tokens at least (estimate).
+        max_prompt_tokens: Prompt tokens at most (estimate).
+        completion_tokens: Its part of the plan's completion tokens.
     """
 
+    what: str
     calls: int
     max_calls: int
-    documents: int
-    max_documents: int
-    tokens: int
-    max_tokens: int
+    prompt_tokens: int
+    max_prompt_tokens: int
+    completion_tokens: int
 
-    def scaled(self, k: float) -> RerankPlan:
-        """Every count times ``k`` (rounded up)."""
-        return RerankPlan(**{name: math.ceil(value * k) for name, value in self.to_dict().items()})
-
-    def describe(self) -> str:
-        """``2-6 rerank calls (100-300 documents, ~20,000-60,000 tokens)``: a range where the counts vary."""
-        def span(least: int, most: int, prefix: str = "") -> str:
-            return f"{prefix}{least:,}" if least == most else f"{prefix}{least:,}-{most:,}"
-
-        return (f"{span(self.calls, self.max_calls)} rerank call{'' if self.max_calls == 1 else 's'} ({span(self.documents, self.max_documents)} "
-                f"documents, {span(self.tokens, self.max_tokens, '~')} tokens)")  # fmt: skip
-
-    def to_dict(self) -> dict[str, int]:
+    def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
-        return {"calls": self.calls, "max_calls": self.max_calls, "documents": self.documents, "max_documents": self.max_documents,
-                "tokens": self.tokens, "max_tokens": self.max_tokens}  # fmt: skip
+        return {"what": self.what, "calls": self.calls, "max_calls": self.max_calls, "prompt_tokens": self.prompt_tokens,
+                "max_prompt_tokens": self.max_prompt_tokens, "completion_tokens": self.completion_tokens}  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -185,6 +179,8 @@ class CostPlan:
         steps: For a batched run (MemAgent), per step in order (its closing answers last), ``(calls, prompt tokens at
             least, completion tokens)`` of all questions together, summing to the counts above: what lets a resumed
             run's plan count only the steps it has left (:meth:`after`); empty where the run has no steps.
+        index: The part of the counts above spent at index time, once per corpus (its cost model's declaration;
+            ``None``: it declares none, every question pays its own way); the rest is question time.
         rerank: The rerank calls besides the chat calls above (``None``: the strategy reranks nothing); a budget
             counts them as model calls (:meth:`over`).
     """
@@ -199,17 +195,42 @@ class CostPlan:
     formula: str
     details: dict[str, Any] = field(default_factory=dict)
     steps: tuple[tuple[int, int, int], ...] = field(default=(), repr=False)
+    index: IndexWork | None = None
     rerank: RerankPlan | None = None
 
+    def __post_init__(self) -> None:
+        i = self.index
+        if i is not None and not (i.calls <= self.calls and i.max_calls <= self.max_calls and i.prompt_tokens <= self.prompt_tokens
+                                  and i.max_prompt_tokens <= self.max_prompt_tokens and i.completion_tokens <= self.completion_tokens):  # fmt: skip
+            raise ValueError(f"{self.strategy}'s index-time part {i.to_dict()} exceeds its plan's counts")
+
     def scaled(self, questions: int) -> CostPlan:
-        """The plan for ``questions`` questions answered one by one (each runs the whole plan)."""
+        """The plan for ``questions`` questions answered one by one (each runs the whole plan but its index part, built once)."""
         k = questions / max(self.questions, 1)
+        i = self.index
+
+        def part(total: int, once: int) -> int:
+            return once + math.ceil((total - once) * k)
+
         return CostPlan(
-            strategy=self.strategy, questions=questions, calls=math.ceil(self.calls * k), max_calls=math.ceil(self.max_calls * k),
-            prompt_tokens=math.ceil(self.prompt_tokens * k), max_prompt_tokens=math.ceil(self.max_prompt_tokens * k),
-            completion_tokens=math.ceil(self.completion_tokens * k), formula=self.formula, details=dict(self.details),
-            rerank=self.rerank.scaled(k) if self.rerank is not None else None,
+            strategy=self.strategy, questions=questions, calls=part(self.calls, i.calls if i else 0),
+            max_calls=part(self.max_calls, i.max_calls if i else 0), prompt_tokens=part(self.prompt_tokens, i.prompt_tokens if i else 0),
+            max_prompt_tokens=part(self.max_prompt_tokens, i.max_prompt_tokens if i else 0),
+            completion_tokens=part(self.completion_tokens, i.completion_tokens if i else 0), formula=self.formula, details=dict(self.details),
+            index=i, rerank=self.rerank.scaled(k) if self.rerank is not None else None,
         )  # fmt: skip
+
+    @property
+    def question_calls(self) -> tuple[int, int]:
+        """Model calls at question time, at least and at most (the plan's less its index part)."""
+        i = self.index
+        return (self.calls - i.calls, self.max_calls - i.max_calls) if i else (self.calls, self.max_calls)
+
+    @property
+    def question_prompt_tokens(self) -> tuple[int, int]:
+        """Prompt tokens at question time, at least and at most (the plan's less its index part)."""
+        i = self.index
+        return (self.prompt_tokens - i.prompt_tokens, self.max_prompt_tokens - i.max_prompt_tokens) if i else (self.prompt_tokens, self.max_prompt_tokens)
 
     def cost_usd(self, price: Any, rerank_price: Any = None) -> float | None:
         """USD of the least run at ``price`` (``(prompt, completion)`` per 1M tokens), ``None`` without one; its
@@ -264,8 +285,15 @@ class CostPlan:
         calls = f"{self.calls:,}" if self.calls == self.max_calls else f"{self.calls:,}-{self.max_calls:,}"
         tokens = f"~{self.prompt_tokens:,}" if self.prompt_tokens == self.max_prompt_tokens else f"~{self.prompt_tokens:,}-{self.max_prompt_tokens:,}"
         per = f" for {self.questions} questions" if self.questions != 1 else ""
-        reranks = f", and {self.rerank.describe()}" if self.rerank is not None else ""
-        return f"{self.strategy} plans {calls} call{'' if self.max_calls == 1 else 's'} and {tokens} prompt tokens{per} ({self.formula}){reranks}"
+        line = f"{self.strategy} plans {calls} call{'' if self.max_calls == 1 else 's'} and {tokens} prompt tokens{per} ({self.formula})"
+        line += f", and {self.rerank.describe()}" if self.rerank is not None else ""
+        i = self.index
+        if i is None or i.max_calls == 0:
+            return line
+        (asked, asked_most), (read, read_most) = self.question_calls, self.question_prompt_tokens
+        return (f"{line}; index time, once per corpus ({i.what}; nothing when cached): {_range(i.calls, i.max_calls)} calls and "
+                f"~{_range(i.prompt_tokens, i.max_prompt_tokens)} prompt tokens; question time: {_range(asked, asked_most)} calls and "
+                f"~{_range(read, read_most)} prompt tokens")  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -274,7 +302,13 @@ class CostPlan:
             "prompt_tokens": self.prompt_tokens, "max_prompt_tokens": self.max_prompt_tokens,
             "completion_tokens": self.completion_tokens, "formula": self.formula, **({"details": self.details} if self.details else {}),
             **({"rerank": self.rerank.to_dict()} if self.rerank is not None else {}),
+            **({"index": self.index.to_dict()} if self.index is not None else {}),
         }  # fmt: skip
+
+
+def _range(least: int, most: int) -> str:
+    """``12`` or ``12-40``, with thousands separators."""
+    return f"{least:,}" if least == most else f"{least:,}-{most:,}"
 
 
 def check_plan(plan: CostPlan, budget: Budget | None) -> None:
