@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from langchain_core.language_models import BaseChatModel
 
 from graphs import costs
-from graphs.budget import RerankPlan
+from graphs.rerank_plan import RerankPlan
 from graphs.retrieval_settings import RetrievalSettings
 from retrieval.contract import Question
 
