@@ -13,7 +13,7 @@ import pytest
 
 from agents import answer_many
 from agents.cached_usage import reported_cached_tokens, reused_prefix
-from agents.chat_models import make_chat_model
+from agents.chat_models import make_chat_model, streaming_model
 from experiments.benchmarks import load_benchmark
 from experiments.prices import DEFAULT_PRICES, PriceTableError, parse_prices, price_for, row_cost
 from experiments.report import build_report
@@ -100,6 +100,20 @@ def test_each_vendors_name_for_cached_tokens_reaches_the_answers_usage(style):
                               strategy="full_context", llm=llm, concurrency=1)  # fmt: skip
     assert [a.usage.cached_prompt_tokens for a in answers] == server.cached_tokens
     assert server.cached_tokens[0] == 0 and min(server.cached_tokens[1:]) > len(DOCUMENT.split())
+
+
+@pytest.mark.parametrize("style", ["openai", "deepseek", "moonshot", "llama.cpp"])
+def test_a_streamed_answer_reports_the_cached_tokens_a_whole_reply_does(style):
+    """A streamed reply's usage comes in its last chunk (``stream_usage``): the cached tokens in it, under
+    each vendor's name (llama.cpp's ``timings`` with that chunk), reach the answer as a whole reply's do."""
+    corpus = Corpus.from_texts([DOCUMENT])
+    with RecordingServer(lambda request: "The answer is: 7", prompt_cache=style) as server:
+        llm = streaming_model(make_chat_model("openai:m", base_url=server.url, max_retries=0), True)
+        answers = answer_many(corpus, ["How many crates at gate 1?", "How many crates at gate 2?"], strategy="full_context", llm=llm, concurrency=1)
+    assert all(r["stream"] and r["stream_options"] == {"include_usage": True} for r in server.requests)
+    assert [a.usage.cached_prompt_tokens for a in answers] == server.cached_tokens
+    assert server.cached_tokens[0] == 0 and server.cached_tokens[1] > len(DOCUMENT.split())
+    assert not any(a.usage.estimated for a in answers)
 
 
 @pytest.mark.parametrize(
