@@ -15,7 +15,7 @@ from agents import answer_many
 from agents.cached_usage import reported_cached_tokens, reused_prefix
 from agents.chat_models import make_chat_model, streaming_model
 from experiments.benchmarks import load_benchmark
-from experiments.prices import DEFAULT_PRICES, PriceTableError, parse_prices, price_for, row_cost
+from experiments.prices import DEFAULT_PRICES, Price, PriceTableError, parse_prices, price_for, row_cost
 from experiments.report import build_report
 from experiments.runner import RunConfig, read_rows, run_experiment
 from retrieval import Corpus
@@ -220,3 +220,53 @@ def test_the_async_lean_path_reads_cached_tokens_too(style):
     with RecordingServer(lambda request: "7", prompt_cache=style) as server:
         usages = asyncio.run(two_calls(server.url))
     assert [u["cached_prompt_tokens"] for u in usages] == [0, len(prompt.split())] == server.cached_tokens
+
+
+# -- one price everywhere: Workspace.compare and the budgets charge what the report charges ------------------
+
+RATES = (1_000.0, 2_000.0, 100.0)  # USD per 1M prompt, completion, cached prompt tokens: a cached token a tenth of a prompt token
+RATED = Price.of(RATES, source="user", key="m")  # as experiments.prices.price_for gives it (longctx --max-cost's)
+GATES = ["How many crates at gate 1?", "How many crates at gate 2?", "How many crates at gate 3?"]
+
+
+def report_usd(usage) -> float:
+    """What ``longctx report`` charges for one answer's usage at :data:`RATES`."""
+    return row_cost({"status": "ok", "usage": usage.to_dict()}, RATED)
+
+
+def test_workspace_compare_prices_cached_tokens_as_the_report_does(tmp_path):
+    from agents import Workspace
+
+    with RecordingServer(lambda request: "The answer is: 7", prompt_cache="openai") as server:
+        ws = Workspace(Corpus.from_texts([DOCUMENT]), llm=make_chat_model("openai:m", base_url=server.url, max_retries=0), cache_dir=tmp_path,
+                       price=RATED)  # fmt: skip
+        ws.answer(GATES[0], strategy="full_context")  # the corpus into the server's cache
+        table = ws.compare(GATES[1], strategies=["full_context"])
+    usage = table["full_context"].usage
+    assert usage.cached_prompt_tokens > len(DOCUMENT.split())
+    (row,) = table.to_rows()
+    assert row["cost_usd"] == pytest.approx(report_usd(usage))
+    assert row["cost_usd"] < 0.3 * (usage.prompt_tokens * RATES[0] + usage.completion_tokens * RATES[1]) / 1e6
+    triple = Workspace(ws.corpus, llm=ws.llm, cache_dir=tmp_path, price=RATES).price  # a plain triple reads as the same rates
+    assert triple is not None and (triple.prompt, triple.completion, triple.cached) == RATES
+
+
+def test_the_budget_guard_spends_what_the_report_charges():
+    """Calls made under a :class:`BudgetGuard`: once they end, its USD is the report's for their usage
+    (the server's prompt tokens, the cached ones at the cached rate), not the prompt counted before each
+    call at the prompt rate."""
+    from langchain_core.messages import HumanMessage
+
+    from graphs.budget import Budget, BudgetGuard
+    from graphs.llm import reply_usage, tokenizer_for
+
+    with RecordingServer(lambda request: "The answer is: 7", prompt_cache="openai") as server:
+        llm = make_chat_model("openai:m", base_url=server.url, max_retries=0)
+        guard = BudgetGuard(Budget(max_cost_usd=100.0, price=RATED), tokenizer_for(llm).count)
+        prompts = [f"{DOCUMENT}\nQuestion: {q}" for q in GATES]
+        replies = [llm.invoke([HumanMessage(content=p)], config={"callbacks": [guard]}) for p in prompts]
+    usage = Usage.from_dict({k: sum(reply_usage(r, p, str(r.content))[k] for r, p in zip(replies, prompts))
+                             for k in ("prompt_tokens", "cached_prompt_tokens", "completion_tokens")})  # fmt: skip
+    assert usage.cached_prompt_tokens == sum(server.cached_tokens) > 0
+    assert guard.spent_usd == pytest.approx(report_usd(usage)) and guard.cached_prompt_tokens == usage.cached_prompt_tokens
+
