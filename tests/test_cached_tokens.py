@@ -7,6 +7,7 @@ each prompt shares at its start with the previous one, as a provider's prompt ca
 from __future__ import annotations
 
 import json
+import re
 import urllib.request
 
 import pytest
@@ -270,3 +271,43 @@ def test_the_budget_guard_spends_what_the_report_charges():
     assert usage.cached_prompt_tokens == sum(server.cached_tokens) > 0
     assert guard.spent_usd == pytest.approx(report_usd(usage)) and guard.cached_prompt_tokens == usage.cached_prompt_tokens
 
+
+
+# -- the report: cost per answer with and without the cache, and the frontier that changes -------------------
+
+
+def right_answer(request: dict) -> str:
+    """The gold answer of the question a prompt asks (every strategy scores alike: the frontier is decided by cost)."""
+    gate = re.findall(r"crates are stored at gate (\d+)\?", prompt_of(request))
+    return f"The answer is: {int(gate[-1]) * 7}" if gate else "The answer is: 0"
+
+
+def test_the_report_names_the_strategies_the_prompt_cache_moves_onto_or_off_the_frontier(tmp_path):
+    """RAG (one chunk) and full context, six questions over one document: without a cache RAG costs less per
+    answer at the same score; with it full context reads the document from the cache after the first question
+    and takes RAG's place on the cost frontier and on the frontier of tokens the model computed."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "depot.md").write_text(DOCUMENT + "\n")
+    questions = tmp_path / "q.jsonl"
+    gates = [0, 20, 40, 5, 25, 45]  # one after the other, RAG's questions retrieve different parts of the document
+    questions.write_text("".join(json.dumps({"id": f"q{n}", "question": f"How many crates are stored at gate {i}?", "answer": str(i * 7)}) + "\n"
+                                 for n, i in enumerate(gates)))  # fmt: skip
+    samples = load_benchmark("own", questions, corpus=docs)
+    with RecordingServer(right_answer, prompt_cache="openai") as server:
+        llm = make_chat_model("openai:m", base_url=server.url, max_retries=0)
+        cfg = RunConfig(benchmark="own", strategies=("rag", "full_context"), llm_cache=False, concurrency=1, strategy_options={"rag": {"top_k": 1}})
+        run_experiment(cfg, tmp_path / "run", llm=llm, samples=samples, show_progress=False)
+    result = build_report(tmp_path / "run", samples=samples, plots=False, prices={"m": {"prompt": 1.0, "cached": 0.01, "completion": 1.0}})
+    summary = {r["strategy"]: r for r in result["summary"]}
+    assert summary["rag"]["score"] == summary["full_context"]["score"] == 100
+    assert [summary[s]["frontier_cost_uncached"] for s in ("rag", "full_context")] == ["frontier", "dominated"]
+    assert [summary[s]["frontier_cost"] for s in ("rag", "full_context")] == ["dominated", "frontier"]
+    for row in summary.values():  # what the model computed: the prompt less what it read from its cache, plus the completion
+        assert row["computed_tokens"] == pytest.approx(row["prompt_tokens"] - row["cached_prompt_tokens"] + row["completion_tokens"], abs=0.02)
+    assert [summary[s]["frontier_tokens"] for s in ("rag", "full_context")] == ["frontier", "dominated"]
+    assert [summary[s]["frontier_computed_tokens"] for s in ("rag", "full_context")] == ["dominated", "frontier"]
+    page = (tmp_path / "run" / "report" / "report.html").read_text(encoding="utf-8")
+    section = page[page.index('<section id="prompt-cache">') :]
+    assert "On the frontier of score against USD per answer, with the prompt cache full_context joins it and rag leaves it." in section
+    assert "On the frontier of score against tokens the model computed per answer, with the prompt cache full_context joins it" in section
