@@ -231,7 +231,7 @@ class BudgetGuard(BaseCallbackHandler):
         self.calls = 0
         self.prompt_tokens = 0
         self.completion_tokens = 0
-        #: Prompt tokens the servers said they read from their prompt cache (calls that ended).
+        #: Prompt tokens the servers said they read from their prompt cache (calls that ended; counted under a cost limit).
         self.cached_prompt_tokens = 0
         self.reached: str | None = None
         self._usd = 0.0  # every call's cost: reserved when it starts, settled when it ends
@@ -271,7 +271,7 @@ class BudgetGuard(BaseCallbackHandler):
             self.prompt_tokens += tokens
             reserved = b.cost(tokens, 0)
             self._usd += reserved
-            if run_id is not None:
+            if run_id is not None and b.max_cost_usd is not None:  # settled in on_llm_end, which only a cost limit needs
                 self._reserved[run_id] = reserved
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
