@@ -13,6 +13,9 @@ the OpenAI-compatible servers of other vendors use their own:
 | ``usage.cache_read_input_tokens`` | Anthropic's name, as some proxies pass it on |
 | ``timings.cache_n`` | llama.cpp's ``llama-server`` (its own timings block) |
 
+A streamed reply carries its usage (and llama.cpp's timings) in its last chunk; both paths of
+:class:`agents.openai_chat.RetryingChatOpenAI` read it here, so streaming changes no count.
+
 llama-cpp-python's server (``python -m llama_cpp.server``) reuses the prefix of the previous
 request but reports none of these (``tests/test_cached_tokens.py`` checks what it sends back).
 """

@@ -2,7 +2,8 @@
 
 :meth:`agents.workspace.Workspace.compare` returns a :class:`Comparison`: ``to_rows()`` gives
 plain dicts (for pandas or a CSV), ``str()`` a plain-text table, and in a notebook it shows as
-an HTML table (``_repr_html_``). USD is filled when the workspace was given a price.
+an HTML table (``_repr_html_``). USD is filled when the workspace was given a price, at the
+report's rule (:mod:`graphs.pricing`: cached prompt tokens at the cached rate).
 """
 
 from __future__ import annotations
@@ -12,19 +13,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from graphs.pricing import TokenPrice
 from retrieval.contract import Answer, Question
 
 #: Columns of a row, in order.
 COLUMNS = ("strategy", "answer", "calls", "prompt_tokens", "completion_tokens", "seconds", "cost_usd", "stopped", "error")
 #: Characters of an answer shown in the plain-text table (rows and HTML keep it whole).
 TEXT_WIDTH = 60
-
-
-def usd(prompt_tokens: int, completion_tokens: int, price: tuple[float, float] | None) -> float | None:
-    """USD of these tokens at ``price`` (``(prompt, completion)`` per 1M tokens); ``None`` without a price."""
-    if price is None:
-        return None
-    return (prompt_tokens * price[0] + completion_tokens * price[1]) / 1_000_000
 
 
 @dataclass
@@ -35,14 +30,14 @@ class Comparison:
         question: The question asked.
         answers: Strategy name -> its :class:`~retrieval.contract.Answer`, in the order asked.
         errors: Strategy name -> why it gave no answer (a budget its plan could not fit).
-        price: ``(prompt, completion)`` USD per 1M tokens used for ``cost_usd``, or ``None``.
+        price: USD per 1M prompt, completion and cached prompt tokens used for ``cost_usd``, or ``None``.
         order: The strategies in the order asked (answered or not).
     """
 
     question: Question
     answers: dict[str, Answer] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
-    price: tuple[float, float] | None = None
+    price: TokenPrice | None = None
     order: list[str] = field(default_factory=list)
 
     def __getitem__(self, strategy: str) -> Answer:
@@ -63,10 +58,11 @@ class Comparison:
                 rows.append({**dict.fromkeys(COLUMNS), "strategy": name, "error": self.errors.get(name)})
                 continue
             u = a.usage
+            cost = None if self.price is None else self.price.cost(u.prompt_tokens, u.completion_tokens, u.cached_prompt_tokens)
             rows.append({
                 "strategy": name, "answer": a.answer, "calls": u.llm_calls, "prompt_tokens": u.prompt_tokens,
                 "completion_tokens": u.completion_tokens, "seconds": round(u.seconds, 3),
-                "cost_usd": usd(u.prompt_tokens, u.completion_tokens, self.price), "stopped": a.stopped, "error": None,
+                "cost_usd": cost, "stopped": a.stopped, "error": None,
             })  # fmt: skip
         return rows
 

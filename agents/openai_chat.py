@@ -5,9 +5,9 @@ load only when an ``openai:`` model is made: :func:`agents.chat_models.make_chat
 imports it on first use, and ``import agents`` never does.
 
 The class overrides private ``ChatOpenAI`` members (``_create_chat_result``,
-``_get_request_payload``, ``_generate``, ``_agenerate``; ``_get_llm_string`` comes from
-LangChain's ``BaseChatModel``) and calls others (``_use_responses_api``,
-``_ensure_sync_client_available``). Private members change without notice, so
+``_convert_chunk_to_generation_chunk``, ``_get_request_payload``, ``_generate``,
+``_agenerate``; ``_get_llm_string`` comes from LangChain's ``BaseChatModel``) and calls
+others (``_use_responses_api``, ``_ensure_sync_client_available``). Private members change without notice, so
 ``tests/test_openai_chat.py`` pins the signatures this module relies on and ``pyproject.toml``
 pins the langchain-openai versions they were checked against.
 """
@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 
 from langchain_core.messages import BaseMessage
-from langchain_core.outputs import ChatResult
+from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_openai import ChatOpenAI
 from pydantic import PrivateAttr
 
@@ -82,6 +82,15 @@ class RetryingChatOpenAI(ChatOpenAI):
         for generation in result.generations:
             with_cached_tokens(getattr(generation, "message", None), usage, timings)
         return result
+
+    def _convert_chunk_to_generation_chunk(self, chunk: dict, default_chunk_class: type, base_generation_info: dict | None) -> ChatGenerationChunk | None:
+        """ChatOpenAI's chunk of a streamed reply, with the cached prompt tokens its usage (the last
+        chunk's, ``stream_usage``) reports under a vendor's own name or in llama.cpp's ``timings``
+        (:func:`~agents.cached_usage.with_cached_tokens`): a streamed answer counts what a whole reply does."""
+        generation = super()._convert_chunk_to_generation_chunk(chunk, default_chunk_class, base_generation_info)
+        if generation is not None and chunk.get("usage"):
+            with_cached_tokens(generation.message, chunk["usage"], chunk.get("timings"))
+        return generation
 
     def _get_request_payload(self, input_: Any, *, stop: list[str] | None = None, **kwargs: Any) -> dict:
         """ChatOpenAI's payload with the answer budget under the field the model honours

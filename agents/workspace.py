@@ -54,8 +54,8 @@ class Workspace:
         strategy: The strategy ``answer`` and ``estimate`` use when none is named.
         cache_dir: Root of the index cache and checkpoints (default ``$LONGCTX_CACHE_DIR`` or
             ``~/.cache/longctx``, resolved once, here).
-        price: ``(prompt, completion)`` USD per 1M tokens of the model (or an ``experiments.prices.Price``),
-            for the USD column of :meth:`compare`.
+        price: ``(prompt, completion)`` or ``(prompt, completion, cached)`` USD per 1M tokens of the model (or an
+            ``experiments.prices.Price``), for the USD column of :meth:`compare` (priced as the report prices).
         show_progress: Progress bars while indexing and reading (default: when stderr is a terminal).
     """
 
@@ -75,7 +75,7 @@ class Workspace:
             raise TypeError(f"corpus must be a Corpus or a path, got {type(corpus).__name__}")
         STRATEGIES.get(strategy)  # an unknown name fails here, with suggestions
         self.strategy = strategy
-        self.price = Budget(price=price).price  # validated: (prompt, completion) or None
+        self.price = Budget(price=price).price  # validated: a graphs.pricing.TokenPrice or None
         self.cache_dir = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
         self.show_progress = show_progress
         self.llm = make_chat_model(llm)

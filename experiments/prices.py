@@ -21,10 +21,12 @@ from __future__ import annotations
 import ipaddress
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
+
+from graphs.pricing import TokenPrice
 
 #: When the built-in list prices were read (the providers' pricing pages, standard tier).
 DEFAULT_PRICES_DATE = "2025-06"
@@ -51,35 +53,23 @@ DEFAULT_PRICES: dict[str, PriceRow] = {
 
 
 @dataclass(frozen=True)
-class Price:
-    """USD per 1M prompt, completion and cached prompt tokens of one model, and where the price came from.
+class Price(TokenPrice):
+    """USD per 1M prompt, completion and cached prompt tokens of one model (a :class:`~graphs.pricing.TokenPrice`,
+    whose ``cost`` the budgets and ``Workspace.compare`` use too), and where the price came from.
 
     Attributes:
-        prompt: USD per 1M prompt (input) tokens.
-        completion: USD per 1M completion (output) tokens.
         source: ``"user"`` (the ``--prices`` file), ``"default"`` (the built-in estimate) or
             ``"local"`` (a local model: free).
         key: The table entry that matched (the model id itself for local models).
-        cached: USD per 1M prompt tokens the server read from its prompt cache (``None``: no
-            discount known, they cost ``prompt``).
     """
 
-    prompt: float
-    completion: float
-    source: str
-    key: str
-    cached: float | None = None
+    source: str = field(kw_only=True)
+    key: str = field(kw_only=True)
 
     @classmethod
     def of(cls, row: PriceRow, *, source: str, key: str) -> Price:
         """The price of one table entry."""
-        return cls(row[0], row[1], source=source, key=key, cached=row[2] if len(row) > 2 else None)
-
-    def cost(self, prompt_tokens: float, completion_tokens: float, cached_prompt_tokens: float = 0) -> float:
-        """USD for these token counts (``cached_prompt_tokens``: the part of ``prompt_tokens`` read from the prompt cache)."""
-        cached = min(max(cached_prompt_tokens, 0), prompt_tokens)
-        cached_rate = self.prompt if self.cached is None else self.cached
-        return ((prompt_tokens - cached) * self.prompt + cached * cached_rate + completion_tokens * self.completion) / 1_000_000
+        return cls(row[0], row[1], row[2] if len(row) > 2 else None, source=source, key=key)
 
 
 class PriceTableError(ValueError):

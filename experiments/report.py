@@ -284,17 +284,27 @@ def _add_frontiers(summary: list[dict[str, Any]], table: list[dict[str, Any]]) -
 def _add_uncached_costs(summary: list[dict[str, Any]], table: list[dict[str, Any]], costs: dict[str, dict[str, Any]]) -> None:
     """Where the server reported cached prompt tokens: USD per answer with the prompt cache
     (``cost_usd``) and without it (``cost_usd_uncached``: every prompt token at the prompt rate), and
-    the cost frontier without it (``frontier_cost_uncached``), so the table shows the frontier that changes."""
+    the cost frontier without it (``frontier_cost_uncached``), so the table shows the frontier that changes.
+    Also the tokens the model computed per answer (``computed_tokens``: prompt tokens it did not read from
+    its cache, plus completion tokens) and the frontier by them (``frontier_computed_tokens``, beside
+    ``frontier_tokens`` by every token): the cost a cache changes on a free local model (its prefill)."""
     if not any(row.get("cached_prompt_tokens") for row in summary):
         return
     uncached = [{**row, "cost_usd": costs.get(row["strategy"], {}).get("usd_per_answer_uncached")} for row in table]
-    front = comparison.frontier(uncached, "cost_usd")
-    known = {r["strategy"] for r in uncached if r.get("score") is not None and r.get("cost_usd") is not None}
+    computed = [{**row, "computed_tokens": None if row.get("tokens") is None else row["tokens"] - (row.get("cached_prompt_tokens") or 0)}
+                for row in table]  # fmt: skip
+    fronts = {"frontier_cost_uncached": (uncached, "cost_usd"), "frontier_computed_tokens": (computed, "computed_tokens")}
+    computed_by = {r["strategy"]: r["computed_tokens"] for r in computed}
     for row in summary:
         cost = costs.get(row["strategy"], {})
         row["cost_usd"] = _round(cost.get("usd_per_answer"), 8)
         row["cost_usd_uncached"] = _round(cost.get("usd_per_answer_uncached"), 8)
-        row["frontier_cost_uncached"] = ("frontier" if front[row["strategy"]] else "dominated") if row["strategy"] in known else None
+        row["computed_tokens"] = _round(computed_by.get(row["strategy"]))
+    for column, (rows, key) in fronts.items():
+        front = comparison.frontier(rows, key)
+        known = {r["strategy"] for r in rows if r.get("score") is not None and r.get(key) is not None}
+        for row in summary:
+            row[column] = ("frontier" if front[row["strategy"]] else "dominated") if row["strategy"] in known else None
 
 
 def _round(value: float | None, digits: int = 2) -> float | None:

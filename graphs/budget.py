@@ -13,9 +13,10 @@ cost at :attr:`Budget.rerank_price`) or refuses it as it refuses a chat call.
 
 Money needs a price. The report's price table lives in ``experiments.prices``, above this layer
 (experiments -> agents -> graphs), so the budget takes the price as a parameter
-(:attr:`Budget.price`, USD per 1M prompt and completion tokens) and the CLI fills it from that
-table for the model it runs; a library caller passes it (``experiments.prices.price_for(model)``
-gives it) or leaves ``max_cost_usd`` unset.
+(:attr:`Budget.price`, USD per 1M prompt, completion and cached prompt tokens) and the CLI fills it
+from that table for the model it runs; a library caller passes it (``experiments.prices.price_for(model)``
+gives it) or leaves ``max_cost_usd`` unset. USD is the report's (:mod:`graphs.pricing`): a finished
+call costs what its server's usage says at that price, cached prompt tokens at the cached rate.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from uuid import UUID
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import LLMResult
 
+from graphs.pricing import as_token_price
 from graphs.rerank_plan import RerankPlan
 
 #: Custom callback event a rerank call dispatches before its request, ``{"query": str, "documents": [str, ...]}``:
@@ -46,21 +48,6 @@ class BudgetReached(Exception):
     """Raised inside a run before the model call that would pass its budget; the run path stops there."""
 
 
-def _price_pair(price: Any) -> tuple[float, float] | None:
-    """``(prompt, completion)`` USD per 1M tokens from a pair or an object with ``prompt`` / ``completion``."""
-    if price is None:
-        return None
-    if hasattr(price, "prompt") and hasattr(price, "completion"):
-        price = (price.prompt, price.completion)
-    try:
-        prompt, completion = (float(v) for v in price)
-    except (TypeError, ValueError):
-        raise ValueError(f"Budget price must be (prompt, completion) USD per 1M tokens, got {price!r}") from None
-    if prompt < 0 or completion < 0 or math.isnan(prompt + completion):
-        raise ValueError(f"Budget price must be non-negative USD per 1M tokens, got {price!r}")
-    return prompt, completion
-
-
 @dataclass(frozen=True)
 class Budget:
     """At most this much for one call of ``answer`` / ``answer_many`` (all its questions together).
@@ -68,11 +55,13 @@ class Budget:
     Attributes:
         max_llm_calls: Model calls (a call is counted when it starts, cached replays included).
         max_prompt_tokens: Prompt tokens sent, counted with the model's tokenizer before each call.
-        max_cost_usd: USD at :attr:`price` (prompt tokens before each call, completion tokens as replies come back).
-        price: ``(prompt, completion)`` USD per 1M tokens of the model (or an ``experiments.prices.Price``);
-            needed by ``max_cost_usd``. A parameter because the price table sits above this layer.
-        rerank_price: The same for the reranker of a strategy's ``rerank`` stage (its prompt price is what
-            the query-document tokens cost); ``None``: free (a local cross-encoder or server).
+        max_cost_usd: USD at :attr:`price` (a call's prompt tokens reserved before it, at the prompt rate; settled at
+            the usage its server reports when it ends, cached prompt tokens at the cached rate, as the report prices them).
+        price: ``(prompt, completion)`` or ``(prompt, completion, cached)`` USD per 1M tokens of the model (or an
+            ``experiments.prices.Price``), read as a :class:`~graphs.pricing.TokenPrice`; needed by ``max_cost_usd``.
+            A parameter because the price table sits above this layer.
+        rerank_price: The same for the reranker of a strategy's ``rerank`` stage (its prompt rate is what the
+            query-document tokens cost); ``None``: free (a local cross-encoder or server).
 
     Rerank calls count as model calls: each against ``max_llm_calls``, its query-document tokens
     against ``max_prompt_tokens``, their cost at ``rerank_price`` against ``max_cost_usd``.
@@ -81,8 +70,8 @@ class Budget:
     max_llm_calls: int | None = None
     max_prompt_tokens: int | None = None
     max_cost_usd: float | None = None
-    price: Any = None
-    rerank_price: Any = None
+    price: Any = None  # any form as_token_price reads; a TokenPrice (or None) once made
+    rerank_price: Any = None  # the same
 
     def __post_init__(self) -> None:
         for name in ("max_llm_calls", "max_prompt_tokens"):
@@ -92,11 +81,14 @@ class Budget:
         cost = self.max_cost_usd
         if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float)) or cost < 0 or math.isnan(cost)):
             raise ValueError(f"Budget max_cost_usd must be a non-negative number, got {cost!r}")
-        object.__setattr__(self, "price", _price_pair(self.price))
-        object.__setattr__(self, "rerank_price", _price_pair(self.rerank_price))
+        try:
+            object.__setattr__(self, "price", as_token_price(self.price))
+            object.__setattr__(self, "rerank_price", as_token_price(self.rerank_price))
+        except ValueError as exc:
+            raise ValueError(f"Budget {exc}") from None
         if cost is not None and self.price is None:
             raise ValueError(
-                "Budget max_cost_usd needs the model's price: Budget(max_cost_usd=..., price=(prompt, completion)) in USD per 1M tokens "
+                "Budget max_cost_usd needs the model's price: Budget(max_cost_usd=..., price=(prompt, completion[, cached])) in USD per 1M tokens "
                 "(experiments.prices.price_for(model) reads the report's table)"
             )
 
@@ -105,16 +97,13 @@ class Budget:
         """Whether any limit is set."""
         return any(v is not None for v in (self.max_llm_calls, self.max_prompt_tokens, self.max_cost_usd))
 
-    def cost(self, prompt_tokens: float, completion_tokens: float) -> float:
-        """USD of these tokens at :attr:`price` (0 without a price)."""
-        if self.price is None:
-            return 0.0
-        usd: float = (prompt_tokens * self.price[0] + completion_tokens * self.price[1]) / 1_000_000
-        return usd
+    def cost(self, prompt_tokens: float, completion_tokens: float, cached_prompt_tokens: float = 0) -> float:
+        """USD of these tokens at :attr:`price` (0 without a price; cached prompt tokens at its cached rate)."""
+        return 0.0 if self.price is None else float(self.price.cost(prompt_tokens, completion_tokens, cached_prompt_tokens))
 
     def rerank_cost(self, tokens: float) -> float:
         """USD of ``tokens`` sent to the reranker at :attr:`rerank_price` (0 without one: local)."""
-        return 0.0 if self.rerank_price is None else float(tokens * self.rerank_price[0] / 1_000_000)
+        return 0.0 if self.rerank_price is None else float(self.rerank_price.cost(tokens, 0))
 
     def describe(self) -> str:
         """The limits, for messages: ``200 calls, 2,000,000 prompt tokens, $5.00``."""
@@ -233,14 +222,14 @@ class CostPlan:
         return (self.prompt_tokens - i.prompt_tokens, self.max_prompt_tokens - i.max_prompt_tokens) if i else (self.prompt_tokens, self.max_prompt_tokens)
 
     def cost_usd(self, price: Any, rerank_price: Any = None) -> float | None:
-        """USD of the least run at ``price`` (``(prompt, completion)`` per 1M tokens), ``None`` without one; its
-        rerank tokens at ``rerank_price`` (its prompt price; ``None``: free, a local reranker)."""
-        pair = _price_pair(price)
-        if pair is None:
+        """USD of the least run at ``price`` (any form :func:`~graphs.pricing.as_token_price` reads; every prompt
+        token at the prompt rate: a plan does not know what a server's cache will hold), ``None`` without one; its
+        rerank tokens at ``rerank_price`` (its prompt rate; ``None``: free, a local reranker)."""
+        rates, rerank_rates = as_token_price(price), as_token_price(rerank_price)
+        if rates is None:
             return None
-        rerank_pair = _price_pair(rerank_price)
-        reranked = self.rerank.tokens * rerank_pair[0] / 1_000_000 if self.rerank is not None and rerank_pair is not None else 0.0
-        return (self.prompt_tokens * pair[0] + self.completion_tokens * pair[1]) / 1_000_000 + reranked
+        reranked = rerank_rates.cost(self.rerank.tokens, 0) if self.rerank is not None and rerank_rates is not None else 0.0
+        return float(rates.cost(self.prompt_tokens, self.completion_tokens)) + float(reranked)
 
     def over(self, budget: Budget) -> list[str]:
         """The limits of ``budget`` the least run already passes (empty: it may fit); rerank calls count as calls,
@@ -329,7 +318,10 @@ class BudgetGuard(BaseCallbackHandler):
     rerank calls too, announced as a :data:`RERANK_EVENT` before their request.
 
     Thread-safe: a call's prompt tokens (and their cost) are reserved when it starts, so calls
-    in flight together cannot overshoot. ``spent`` says what was counted so far.
+    in flight together cannot overshoot. When a call ends its cost is settled at the usage its
+    server reported (prompt tokens, cached prompt tokens at the cached rate, completion tokens),
+    so :attr:`spent_usd` is what the report charges for the calls done. ``spent_usd`` says what
+    was counted so far.
     """
 
     raise_error = True
@@ -344,20 +336,26 @@ class BudgetGuard(BaseCallbackHandler):
         self.completion_tokens = 0
         self.rerank_calls = 0  # of ``calls``
         self.rerank_tokens = 0  # besides ``prompt_tokens``
+        #: Prompt tokens the servers said they read from their prompt cache (calls that ended; counted under a cost limit).
+        self.cached_prompt_tokens = 0
         self.reached: str | None = None
+        self._usd = 0.0  # every call's cost: reserved when it starts, settled when it ends
+        self._reserved: dict[UUID, float] = {}  # USD reserved by each call in flight
 
     @property
     def spent_usd(self) -> float:
-        """USD counted so far at the budget's prices (the model's, and the reranker's)."""
-        return self.budget.cost(self.prompt_tokens, self.completion_tokens) + self.budget.rerank_cost(self.rerank_tokens)
+        """USD counted so far at the budget's prices: each ended call at its server's usage (the report's
+        price), each call in flight at its prompt's tokens counted before it, at the prompt rate; each rerank
+        call at its query-document tokens counted before it, at the reranker's prompt rate."""
+        return self._usd
 
     def on_chat_model_start(self, serialized: dict[str, Any], messages: list[list[Any]], **kwargs: Any) -> None:
         """Reserve this call, or raise :class:`BudgetReached` if it would pass a limit."""
-        self._start("\n".join(str(m.content) for batch in messages for m in batch))
+        self._start("\n".join(str(m.content) for batch in messages for m in batch), kwargs.get("run_id"))
 
     def on_llm_start(self, serialized: dict[str, Any], prompts: list[str], **kwargs: Any) -> None:
         """The same for a completion model."""
-        self._start("\n".join(prompts))
+        self._start("\n".join(prompts), kwargs.get("run_id"))
 
     def on_custom_event(self, name: str, data: Any, *, run_id: UUID, **kwargs: Any) -> None:
         """Reserve a rerank call announced as a :data:`RERANK_EVENT` (its tokens: the query with each document),
@@ -371,12 +369,12 @@ class BudgetGuard(BaseCallbackHandler):
             tokens = sum(query + self.count(document) for document in data["documents"])
         self._reserve(tokens, b.rerank_cost(tokens), rerank=True)
 
-    def _start(self, prompt: str) -> None:
+    def _start(self, prompt: str, run_id: UUID | None) -> None:
         b = self.budget
         tokens = self.count(prompt) if (b.max_prompt_tokens is not None or b.max_cost_usd is not None) else 0
-        self._reserve(tokens, b.cost(tokens, 0), rerank=False)
+        self._reserve(tokens, b.cost(tokens, 0), rerank=False, run_id=run_id)
 
-    def _reserve(self, tokens: int, usd: float, *, rerank: bool) -> None:
+    def _reserve(self, tokens: int, usd: float, *, rerank: bool, run_id: UUID | None = None) -> None:
         """Count one call of ``tokens`` prompt tokens costing ``usd``, or raise :class:`BudgetReached` (and refuse every later call)."""
         b = self.budget
         with self._lock:
@@ -388,29 +386,45 @@ class BudgetGuard(BaseCallbackHandler):
                 why = f"{b.max_llm_calls:,} calls"
             elif b.max_prompt_tokens is not None and sent + tokens > b.max_prompt_tokens:
                 why = f"{b.max_prompt_tokens:,} prompt tokens ({sent:,} sent, the next {'rerank ' if rerank else ''}call has {tokens:,})"
-            elif b.max_cost_usd is not None and self.spent_usd + usd > b.max_cost_usd:
-                why = f"${b.max_cost_usd:,.2f} (${self.spent_usd:,.4f} spent)"
+            elif b.max_cost_usd is not None and self._usd + usd > b.max_cost_usd:
+                why = f"${b.max_cost_usd:,.2f} (${self._usd:,.4f} spent)"
             if why is not None:
                 self.reached = why
                 raise BudgetReached(f"budget reached: {why}; {self.calls:,} calls made")
             self.calls += 1
+            self._usd += usd
             if rerank:
                 self.rerank_calls += 1
                 self.rerank_tokens += tokens
-            else:
-                self.prompt_tokens += tokens
+                return
+            self.prompt_tokens += tokens
+            if run_id is not None and b.max_cost_usd is not None:  # settled in on_llm_end, which only a cost limit needs
+                self._reserved[run_id] = usd
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
-        """Add the reply's completion tokens (for the cost)."""
+        """Settle the call's cost at the usage its server reported (its reserved prompt cost where it reported none)."""
         if self.budget.max_cost_usd is None:
             return
-        tokens = 0
+        prompt, cached, completion, reported = 0, 0, 0, False
         for batch in response.generations:
             for gen in batch:
                 usage = getattr(getattr(gen, "message", None), "usage_metadata", None) or {}
-                tokens += usage.get("output_tokens") or self.count(gen.text)
+                completion += usage.get("output_tokens") or self.count(gen.text)
+                if usage.get("input_tokens") is not None:
+                    reported = True
+                    prompt += usage["input_tokens"]
+                    cached += (usage.get("input_token_details") or {}).get("cache_read") or 0
         with self._lock:
-            self.completion_tokens += tokens
+            reserved = self._reserved.pop(run_id, 0.0)
+            settled = self.budget.cost(prompt, completion, cached) if reported else reserved + self.budget.cost(0, completion)
+            self._usd += settled - reserved
+            self.completion_tokens += completion
+            self.cached_prompt_tokens += cached
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """A failed call keeps its reserved cost (its server may have read the prompt)."""
+        with self._lock:
+            self._reserved.pop(run_id, None)
 
 
 class _QuietBudgetStop(logging.Filter):

@@ -12,7 +12,8 @@ does: the words a request's prompt shares at its start with the previous chat re
 token unit is the word; with ``cache_size=N``, the longest start shared with one of the last N
 requests', as a provider's cache holding N prompts), under the name that provider uses (``"openai"``:
 ``usage.prompt_tokens_details.cached_tokens``; ``"deepseek"``: ``usage.prompt_cache_hit_tokens``;
-``"llama.cpp"``: ``timings.cache_n``).
+``"moonshot"``: ``usage.cached_tokens``; ``"llama.cpp"``: ``timings.cache_n``, in the last chunk of a streamed reply as
+``llama-server`` sends it).
 """
 
 from __future__ import annotations
@@ -111,6 +112,8 @@ class RecordingServer(LoopbackServer):
             body["usage"]["prompt_tokens_details"] = {"cached_tokens": shared}
         elif self.prompt_cache == "deepseek":
             body["usage"].update(prompt_cache_hit_tokens=shared, prompt_cache_miss_tokens=len(words) - shared)
+        elif self.prompt_cache == "moonshot":
+            body["usage"]["cached_tokens"] = shared
         elif self.prompt_cache == "llama.cpp":
             body["timings"] = {"cache_n": shared, "prompt_n": len(words) - shared}
         else:
@@ -168,6 +171,8 @@ class RecordingServer(LoopbackServer):
                 chunks.append(head | {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
                 if include_usage:
                     chunks.append(head | {"choices": [], "usage": reply["usage"]})
+                if "timings" in reply:  # llama.cpp's server sends its timings with the last chunk
+                    chunks[-1] = chunks[-1] | {"timings": reply["timings"]}
                 data = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks).encode() + b"data: [DONE]\n\n"
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")

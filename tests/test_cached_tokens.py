@@ -7,15 +7,16 @@ each prompt shares at its start with the previous one, as a provider's prompt ca
 from __future__ import annotations
 
 import json
+import re
 import urllib.request
 
 import pytest
 
 from agents import answer_many
 from agents.cached_usage import reported_cached_tokens, reused_prefix
-from agents.chat_models import make_chat_model
+from agents.chat_models import make_chat_model, streaming_model
 from experiments.benchmarks import load_benchmark
-from experiments.prices import DEFAULT_PRICES, PriceTableError, parse_prices, price_for, row_cost
+from experiments.prices import DEFAULT_PRICES, Price, PriceTableError, parse_prices, price_for, row_cost
 from experiments.report import build_report
 from experiments.runner import RunConfig, read_rows, run_experiment
 from retrieval import Corpus
@@ -100,6 +101,20 @@ def test_each_vendors_name_for_cached_tokens_reaches_the_answers_usage(style):
                               strategy="full_context", llm=llm, concurrency=1)  # fmt: skip
     assert [a.usage.cached_prompt_tokens for a in answers] == server.cached_tokens
     assert server.cached_tokens[0] == 0 and min(server.cached_tokens[1:]) > len(DOCUMENT.split())
+
+
+@pytest.mark.parametrize("style", ["openai", "deepseek", "moonshot", "llama.cpp"])
+def test_a_streamed_answer_reports_the_cached_tokens_a_whole_reply_does(style):
+    """A streamed reply's usage comes in its last chunk (``stream_usage``): the cached tokens in it, under
+    each vendor's name (llama.cpp's ``timings`` with that chunk), reach the answer as a whole reply's do."""
+    corpus = Corpus.from_texts([DOCUMENT])
+    with RecordingServer(lambda request: "The answer is: 7", prompt_cache=style) as server:
+        llm = streaming_model(make_chat_model("openai:m", base_url=server.url, max_retries=0), True)
+        answers = answer_many(corpus, ["How many crates at gate 1?", "How many crates at gate 2?"], strategy="full_context", llm=llm, concurrency=1)
+    assert all(r["stream"] and r["stream_options"] == {"include_usage": True} for r in server.requests)
+    assert [a.usage.cached_prompt_tokens for a in answers] == server.cached_tokens
+    assert server.cached_tokens[0] == 0 and server.cached_tokens[1] > len(DOCUMENT.split())
+    assert not any(a.usage.estimated for a in answers)
 
 
 @pytest.mark.parametrize(
@@ -206,3 +221,93 @@ def test_the_async_lean_path_reads_cached_tokens_too(style):
     with RecordingServer(lambda request: "7", prompt_cache=style) as server:
         usages = asyncio.run(two_calls(server.url))
     assert [u["cached_prompt_tokens"] for u in usages] == [0, len(prompt.split())] == server.cached_tokens
+
+
+# -- one price everywhere: Workspace.compare and the budgets charge what the report charges ------------------
+
+RATES = (1_000.0, 2_000.0, 100.0)  # USD per 1M prompt, completion, cached prompt tokens: a cached token a tenth of a prompt token
+RATED = Price.of(RATES, source="user", key="m")  # as experiments.prices.price_for gives it (longctx --max-cost's)
+GATES = ["How many crates at gate 1?", "How many crates at gate 2?", "How many crates at gate 3?"]
+
+
+def report_usd(usage) -> float:
+    """What ``longctx report`` charges for one answer's usage at :data:`RATES`."""
+    return row_cost({"status": "ok", "usage": usage.to_dict()}, RATED)
+
+
+def test_workspace_compare_prices_cached_tokens_as_the_report_does(tmp_path):
+    from agents import Workspace
+
+    with RecordingServer(lambda request: "The answer is: 7", prompt_cache="openai") as server:
+        ws = Workspace(Corpus.from_texts([DOCUMENT]), llm=make_chat_model("openai:m", base_url=server.url, max_retries=0), cache_dir=tmp_path,
+                       price=RATED)  # fmt: skip
+        ws.answer(GATES[0], strategy="full_context")  # the corpus into the server's cache
+        table = ws.compare(GATES[1], strategies=["full_context"])
+    usage = table["full_context"].usage
+    assert usage.cached_prompt_tokens > len(DOCUMENT.split())
+    (row,) = table.to_rows()
+    assert row["cost_usd"] == pytest.approx(report_usd(usage))
+    assert row["cost_usd"] < 0.3 * (usage.prompt_tokens * RATES[0] + usage.completion_tokens * RATES[1]) / 1e6
+    triple = Workspace(ws.corpus, llm=ws.llm, cache_dir=tmp_path, price=RATES).price  # a plain triple reads as the same rates
+    assert triple is not None and (triple.prompt, triple.completion, triple.cached) == RATES
+
+
+def test_the_budget_guard_spends_what_the_report_charges():
+    """Calls made under a :class:`BudgetGuard`: once they end, its USD is the report's for their usage
+    (the server's prompt tokens, the cached ones at the cached rate), not the prompt counted before each
+    call at the prompt rate."""
+    from langchain_core.messages import HumanMessage
+
+    from graphs.budget import Budget, BudgetGuard
+    from graphs.llm import reply_usage, tokenizer_for
+
+    with RecordingServer(lambda request: "The answer is: 7", prompt_cache="openai") as server:
+        llm = make_chat_model("openai:m", base_url=server.url, max_retries=0)
+        guard = BudgetGuard(Budget(max_cost_usd=100.0, price=RATED), tokenizer_for(llm).count)
+        prompts = [f"{DOCUMENT}\nQuestion: {q}" for q in GATES]
+        replies = [llm.invoke([HumanMessage(content=p)], config={"callbacks": [guard]}) for p in prompts]
+    usage = Usage.from_dict({k: sum(reply_usage(r, p, str(r.content))[k] for r, p in zip(replies, prompts))
+                             for k in ("prompt_tokens", "cached_prompt_tokens", "completion_tokens")})  # fmt: skip
+    assert usage.cached_prompt_tokens == sum(server.cached_tokens) > 0
+    assert guard.spent_usd == pytest.approx(report_usd(usage)) and guard.cached_prompt_tokens == usage.cached_prompt_tokens
+
+
+
+# -- the report: cost per answer with and without the cache, and the frontier that changes -------------------
+
+
+def right_answer(request: dict) -> str:
+    """The gold answer of the question a prompt asks (every strategy scores alike: the frontier is decided by cost)."""
+    gate = re.findall(r"crates are stored at gate (\d+)\?", prompt_of(request))
+    return f"The answer is: {int(gate[-1]) * 7}" if gate else "The answer is: 0"
+
+
+def test_the_report_names_the_strategies_the_prompt_cache_moves_onto_or_off_the_frontier(tmp_path):
+    """RAG (one chunk) and full context, six questions over one document: without a cache RAG costs less per
+    answer at the same score; with it full context reads the document from the cache after the first question
+    and takes RAG's place on the cost frontier and on the frontier of tokens the model computed."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "depot.md").write_text(DOCUMENT + "\n")
+    questions = tmp_path / "q.jsonl"
+    gates = [0, 20, 40, 5, 25, 45]  # one after the other, RAG's questions retrieve different parts of the document
+    questions.write_text("".join(json.dumps({"id": f"q{n}", "question": f"How many crates are stored at gate {i}?", "answer": str(i * 7)}) + "\n"
+                                 for n, i in enumerate(gates)))  # fmt: skip
+    samples = load_benchmark("own", questions, corpus=docs)
+    with RecordingServer(right_answer, prompt_cache="openai") as server:
+        llm = make_chat_model("openai:m", base_url=server.url, max_retries=0)
+        cfg = RunConfig(benchmark="own", strategies=("rag", "full_context"), llm_cache=False, concurrency=1, strategy_options={"rag": {"top_k": 1}})
+        run_experiment(cfg, tmp_path / "run", llm=llm, samples=samples, show_progress=False)
+    result = build_report(tmp_path / "run", samples=samples, plots=False, prices={"m": {"prompt": 1.0, "cached": 0.01, "completion": 1.0}})
+    summary = {r["strategy"]: r for r in result["summary"]}
+    assert summary["rag"]["score"] == summary["full_context"]["score"] == 100
+    assert [summary[s]["frontier_cost_uncached"] for s in ("rag", "full_context")] == ["frontier", "dominated"]
+    assert [summary[s]["frontier_cost"] for s in ("rag", "full_context")] == ["dominated", "frontier"]
+    for row in summary.values():  # what the model computed: the prompt less what it read from its cache, plus the completion
+        assert row["computed_tokens"] == pytest.approx(row["prompt_tokens"] - row["cached_prompt_tokens"] + row["completion_tokens"], abs=0.02)
+    assert [summary[s]["frontier_tokens"] for s in ("rag", "full_context")] == ["frontier", "dominated"]
+    assert [summary[s]["frontier_computed_tokens"] for s in ("rag", "full_context")] == ["dominated", "frontier"]
+    page = (tmp_path / "run" / "report" / "report.html").read_text(encoding="utf-8")
+    section = page[page.index('<section id="prompt-cache">') :]
+    assert "On the frontier of score against USD per answer, with the prompt cache full_context joins it and rag leaves it." in section
+    assert "On the frontier of score against tokens the model computed per answer, with the prompt cache full_context joins it" in section

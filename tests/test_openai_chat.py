@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: (annotations aside): a new langchain-openai that renames, reorders or drops a parameter fails here.
 RELIED_ON = {
     "_create_chat_result": "(self, response, generation_info=None)",  # overridden; super() gets both positionally
+    "_convert_chunk_to_generation_chunk": "(self, chunk, default_chunk_class, base_generation_info)",  # overridden: a streamed reply's usage
     "_get_request_payload": "(self, input_, *, stop=None, **kwargs)",  # overridden; called with stop= and the call's kwargs
     "_get_llm_string": "(self, stop=None, **kwargs)",  # overridden (BaseChatModel's); LangChain's cache key
     "_generate": "(self, messages, stop=None, run_manager=None, **kwargs)",  # overridden

@@ -137,3 +137,45 @@ def test_a_run_of_several_strategies_runs_one_strategys_questions_over_a_corpus_
     corpus_words = sum(len(d.split()) for d in DOCS[:2])
     cached = sorted(rows["full_context", f"q{i}"] for i in range(3))
     assert cached[0] < corpus_words <= cached[1]  # the first reads the corpus, the other two find it kept
+
+
+def structured_world(request: dict) -> str:
+    """The structured strategy's calls in JSON mode: no row in any document, a count query, its result."""
+    prompt = prompt_of(request)
+    if "Extract rows for the table below" in prompt:
+        return '{"records": []}'
+    return "```sql\nSELECT COUNT(*) FROM facts\n```" if prompt.startswith("Every document") else "0"
+
+
+@pytest.mark.parametrize("order", ["table_first", "document_first"])
+def test_structured_document_first_lets_a_cache_serve_each_document_to_a_later_questions_new_table(order, tmp_path):
+    """Two questions over two documents, each filling its own table (two schemas): every document is extracted
+    once per table. Document first, the second table's extraction of a document reads the whole document from
+    the cache; table first (the default), the shared start ends before the document."""
+    corpus = Corpus.from_texts(DOCS[:2], titles=TOPICS[:2])
+    tables = [{"entity": "topic", "attributes": [{"name": name, "type": "number", "unit": "count"}]} for name in ("items_held", "fact_number")]
+    with RecordingServer(structured_world, prompt_cache="openai", cache_size=16) as server:
+        llm = make_chat_model("openai:m", base_url=server.url, max_retries=0)
+        for i, table in enumerate(tables):
+            answer_many(corpus, [f"How many items in total, case {i}?"], strategy="structured", llm=llm, concurrency=1, tool_mode="json",
+                        schema=table, extract_order=order, cache_dir=tmp_path)  # fmt: skip
+    extractions = [(prompt_of(r), c) for r, c in zip(server.requests, server.cached_tokens) if "Extract rows for the table below" in prompt_of(r)]
+    assert len(extractions) == 4  # 2 tables x 2 documents
+    assert all(p.startswith("Document: ") == (order == "document_first") for p, _ in extractions)
+    for doc in DOCS[:2]:
+        (first_prompt, first), (_, second) = [(p, c) for p, c in extractions if doc in p]
+        through_document = len(first_prompt[: first_prompt.index(doc) + len(doc)].split())  # words up to the document's end
+        if order == "document_first":
+            assert first < len(doc.split()) and second >= through_document  # read once, then served from the cache to the new table
+        else:
+            assert second < through_document - len(doc.split())  # the shared start ends before the document
+
+
+def test_own_corpora_extract_structured_records_document_first():
+    from experiments.runner import RunConfig
+
+    spec = STRATEGIES.get("structured")
+    assert spec.prompt_sharing is not None and spec.prompt_sharing.options == {"extract_order": "document_first"}
+    assert RunConfig(benchmark="own", strategies=("structured",)).strategy_options == {"structured": {"extract_order": "document_first"}}
+    assert RunConfig(benchmark="corpusqa", strategies=("structured",)).strategy_options == {}
+    assert spec.make_config().extract_order == "table_first"  # answer() and benchmarks keep the default

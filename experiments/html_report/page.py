@@ -12,6 +12,7 @@ from experiments.html_report.assets import CSS, SCRIPT
 from experiments.html_report.cells import e
 from experiments.html_report.costs import strategy_costs, summary_table
 from experiments.html_report.drilldown import drilldown_section
+from experiments.html_report.prompt_cache import prompt_cache_section
 from experiments.html_report.sections import costs_section, header_section, incomplete_section, plots_section, winners_section
 from experiments.html_report.tables import by_length_section, pairwise_section, summary_section
 from experiments.html_report.winners import pick_winners
@@ -65,6 +66,7 @@ def write_html_report(
         pairwise_section(pairwise or [], list(per_strategy)),
         costs_section(costs, prices),
         amortized_section(amortization(per_strategy, costs)),
+        prompt_cache_section(table, costs),
         by_length_section(by_length),
         plots_section(folder),
         drilldown_section(per_strategy, samples, costs, manifest),

@@ -8,10 +8,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.html_report.cells import e, number, swatch, usd, usd_exact
+from experiments.html_report.cells import e, number, swatch, usd
 from experiments.html_report.winners import incomplete_line
 from experiments.prices import DEFAULT_PRICES_DATE, Price
-from graphs.registry import STRATEGIES
 
 
 def header_section(benchmark: str, manifest: Mapping[str, Any], per_strategy: Mapping[str, Any], samples: Mapping[str, Any]) -> str:
@@ -57,7 +56,7 @@ def winners_section(winners: Sequence[Mapping[str, Any]]) -> str:
 
 
 def costs_section(costs: Mapping[str, Mapping[str, Any]], prices: Mapping[str, Any] | None) -> str:
-    """The prices used per model and where each came from, then what the prompt cache saved per strategy."""
+    """The prices used per model and where each came from (what the prompt cache saved: :mod:`experiments.html_report.prompt_cache`)."""
     used: dict[str, Price | None] = {}
     for data in costs.values():
         used.update(data["prices"])
@@ -69,7 +68,7 @@ def costs_section(costs: Mapping[str, Mapping[str, Any]], prices: Mapping[str, A
         "are left out. Calls replayed from the LLM cache cost nothing. Set your own with "
         '<code>longctx report DIR --prices prices.json</code>, e.g. <code>{"gpt-4o-mini": {"prompt": 0.15, "cached": 0.075, "completion": 0.6}}</code>.</p>'
         '<table class="prices"><thead><tr><th>model</th><th>USD / 1M prompt</th><th>USD / 1M cached prompt</th><th>USD / 1M completion</th>'
-        f'<th>price from</th></tr></thead><tbody>{"".join(rows)}</tbody></table>{_cache_savings(costs)}</section>'
+        f'<th>price from</th></tr></thead><tbody>{"".join(rows)}</tbody></table></section>'
     )
 
 
@@ -86,22 +85,6 @@ def _price_row(model: str, price: Price | None) -> str:
         cached = f"${price.cached:g}" if price.cached is not None else f"${price.prompt:g} (no discount known)"
     cells = "".join(f'<td class="num">{e(v)}</td>' for v in (prompt, cached, completion))
     return f"<tr><td>{e(model)}</td>{cells}<td>{e(how)}</td></tr>"
-
-
-def _cache_savings(costs: Mapping[str, Mapping[str, Any]]) -> str:
-    """Per strategy: cached prompt tokens and USD per answer with the server's prompt cache and without one,
-    and what its prompts start with for every question (its declared ``prompt_sharing``: where a cache can help)."""
-    rows = []
-    for name, data in costs.items():
-        with_cache, without = data.get("usd_per_answer"), data.get("usd_per_answer_uncached")
-        cells = [f"{data.get('cached_prompt_tokens', 0):,}", usd_exact(with_cache), usd_exact(without)]
-        sharing = STRATEGIES.get(name).prompt_sharing if name in STRATEGIES else None
-        shared = sharing.what if sharing is not None else "what differs per question"
-        rows.append(f"<tr><td>{e(name)}</td>{''.join(f'<td class=num>{e(c)}</td>' for c in cells)}<td>{e(shared)}</td></tr>")
-    return (
-        '<table class="prices"><thead><tr><th>strategy</th><th>cached prompt tokens</th><th>USD / answer with the prompt cache</th>'
-        f'<th>USD / answer without</th><th>its prompts start with</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
-    )
 
 
 def plots_section(folder: Path) -> str:

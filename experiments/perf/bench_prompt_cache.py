@@ -7,7 +7,9 @@ One own corpus (synthetic text) and ``--questions`` questions, every strategy ru
 ``--prompt-cache 256`` (it reports, as OpenAI does, the tokens of the longest start a prompt shares
 with one of the last 256 prompts), then ``build_report`` at gpt-4o-mini's built-in list prices.
 Prints, per strategy, prompt and cached prompt tokens per answer, USD per answer with the cache and
-without it, and the cost frontier both ways (nothing is asserted; the report folder is kept with
+without it, the cost frontier both ways, the tokens the model computed per answer (prompt tokens not read
+from the cache, plus completion) and the frontier by them and by every token, then the report's sentence
+naming the strategies the cache moves onto or off each frontier (nothing is asserted; the report folder is kept with
 ``--out``). The stub's PAI replies name the same sub-question for every question, so PAI's judge
 prompts (which start with the sub-question) repeat across questions here as they would not over real
 questions; the stub caches any shared start, where OpenAI caches from 1,024 tokens in steps of 128.
@@ -25,6 +27,7 @@ from pathlib import Path
 
 from agents import make_chat_model
 from experiments.benchmarks import load_benchmark
+from experiments.html_report.prompt_cache import frontier_changes
 from experiments.perf.stub_server import stub_server
 from experiments.perf.synthetic_text import generate_corpus, sample_queries
 from experiments.prices import DEFAULT_PRICES
@@ -50,7 +53,8 @@ def write_own_data(folder: Path, tokens: int, questions: int) -> tuple[Path, Pat
 
 def cost_table(summary: list[dict]) -> list[dict]:
     """Per strategy (the report's summary rows): tokens and USD per answer with and without the cache, and the frontier each way."""
-    keys = ("strategy", "score", "prompt_tokens", "cached_prompt_tokens", "cost_usd", "cost_usd_uncached", "frontier_cost", "frontier_cost_uncached")
+    keys = ("strategy", "score", "prompt_tokens", "cached_prompt_tokens", "completion_tokens", "cost_usd", "cost_usd_uncached", "frontier_cost",
+            "frontier_cost_uncached", "computed_tokens", "frontier_computed_tokens", "frontier_tokens")  # fmt: skip
     return [{k: row.get(k) for k in keys} for row in summary]
 
 
@@ -76,11 +80,15 @@ def main() -> None:
         result = build_report(out, samples=samples, plots=False, html=True, prices=prices)
     where = f"{MODEL} at ${prompt}/${cached}/${completion} per 1M prompt/cached/completion tokens (list prices), caching stub"
     print(f"{args.questions} questions over one {args.tokens:,}-token corpus, {where if args.llm.startswith('openai:') else args.llm + ' (local: free)'}")
-    print("| strategy | prompt tokens / answer | cached / answer | USD / answer with cache | without | frontier with | without |")
-    print("|---|---|---|---|---|---|---|")
-    for r in cost_table(result["summary"]):
-        print(f"| {r['strategy']} | {r['prompt_tokens']:,} | {r['cached_prompt_tokens']:,} | ${r['cost_usd'] or 0:.6f} | "
-              f"${r['cost_usd_uncached'] or 0:.6f} | {r['frontier_cost']} | {r['frontier_cost_uncached']} |")  # fmt: skip
+    print("| strategy | score | prompt tokens / answer | cached / answer | USD / answer with cache | without | cost frontier with | without "
+          "| tokens computed / answer | token frontier with | without |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    table = cost_table(result["summary"])
+    for r in table:
+        print(f"| {r['strategy']} | {r['score']} | {r['prompt_tokens']:,} | {r['cached_prompt_tokens']:,} | ${r['cost_usd'] or 0:.6f} | "
+              f"${r['cost_usd_uncached'] or 0:.6f} | {r['frontier_cost']} | {r['frontier_cost_uncached']} | {r['computed_tokens'] or 0:,} | "
+              f"{r['frontier_computed_tokens']} | {r['frontier_tokens']} |")  # fmt: skip
+    print(frontier_changes(table))
 
 
 if __name__ == "__main__":

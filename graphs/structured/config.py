@@ -28,6 +28,10 @@ class StructuredConfig(StrategyConfig):
         window_tokens: Longest text one extraction call reads; longer documents are read in
             windows (capped by the model's window minus the prompt and the reply).
         window_overlap: Tokens repeated between consecutive windows (a row cut at a border).
+        extract_order: ``"table_first"`` (the instructions and the table, then the document) or
+            ``"document_first"`` (the document, then the instructions and the table: the extractions of
+            one document for several tables start alike, so a provider's prompt cache serves the document
+            to a later question's new table; own-corpus runs use it, :mod:`graphs.prompt_sharing`).
         tool_mode: ``"tools"``, ``"json"`` or ``"auto"`` (tools when the model binds them).
         retries: Extra calls after a malformed plan or extraction (the error is shown).
         sql_retries: Extra SQL calls after an error (the message goes back to the model).
@@ -74,6 +78,7 @@ class StructuredConfig(StrategyConfig):
     max_attributes: int = option(16, min=1, source="ours; CorpusQA questions read at most 4 fields plus 2 categoricals")
     window_tokens: int = option(8_000, min=256, source="ours: one call per synthetic report (4K tokens); capped by the model window")
     window_overlap: int = option(200, min=0, source="ours: a table row is under 200 tokens")
+    extract_order: Literal["table_first", "document_first"] = option("table_first", source="ours: the instructions first, as PAI's judge prompt")
     tool_mode: Literal["auto", "tools", "json"] = option("auto", source="as PAI (graphs/pai/config.py)")
     retries: int = option(2, min=0, source="as PAI's retries (graphs/pai/config.py)")
     sql_retries: int = option(2, min=0, source="ours")

@@ -35,7 +35,9 @@ def structured_costs(cfg: StructuredConfig, shape: costs.CorpusShape, questions:
         return costs.prompt_tokens("structured", name, lambda: template.format(**fields), llm)
 
     # each call's template with every schema-, model- and result-written field empty (a lower bound), per question its own text
-    extract_bare = bare(f"extract:{shortest}", P.EXTRACT_PROMPT, entity="", period="", table="", columns="", title=shortest, part="", text="", how="")
+    template = P.EXTRACT_TEMPLATES[cfg.extract_order]
+    extract_bare = bare(f"extract:{cfg.extract_order}:{shortest}", template, entity="", period="", table="", columns="", title=shortest, part="",
+                        text="", how="")
     each_q = [
         (costs.prompt_tokens("structured", "plan", lambda x=x: P.PLAN_PROMPT.format(  # type: ignore[misc]
             question=x.render(), max_attributes=cfg.max_attributes, known="", how=""), llm, x),
@@ -59,7 +61,7 @@ def structured_costs(cfg: StructuredConfig, shape: costs.CorpusShape, questions:
     max_calls = plan_calls * (1 + cfg.retries) + windows * (1 + cfg.retries) + k * (1 + cfg.sql_retries + 1)
     text = shape.tokens + (windows - shape.documents) * cfg.window_overlap  # a window past a document's first repeats the overlap
     extract = max(0, shape.tokens + windows * (extract_bare - 6 * seam))
-    extract_most = text + windows * (bare(f"extract:{longest}", P.EXTRACT_PROMPT, entity="", period="", table="", columns="", title=longest,
+    extract_most = text + windows * (bare(f"extract:{cfg.extract_order}:{longest}", template, entity="", period="", table="", columns="", title=longest,
                                           part=" (part 9999 of 9999)", text="", how="") + schema + 6 * seam)  # fmt: skip
     prompt = plan_calls * max(0, plan_least) + extract + k * max(0, asked_least)
     max_prompt = plan_calls * (1 + cfg.retries) * plan_most + (1 + cfg.retries) * extract_most + k * (1 + cfg.sql_retries) * asked_most

@@ -44,6 +44,7 @@ from graphs import costs
 from graphs.context import StrategyContext
 from graphs.events import report_progress
 from graphs.llm import context_window, model_id
+from graphs.prompt_sharing import PromptSharing
 from graphs.registry import STRATEGIES, SingleRun
 from graphs.structured import prompts as P
 from graphs.structured.ceiling import STRUCTURED_CEILING
@@ -89,7 +90,8 @@ def map_documents(state: StructuredState, runtime: Runtime[StrategyContext[Struc
     ctx, cfg = runtime.context, runtime.context.config
     schema = TableSchema.model_validate(state["schema"])
     window = effective_window(ctx)
-    key = schema_hash(schema, P.EXTRACT_PROMPTS_VERSION, state["tool_mode"], window, cfg.window_overlap)
+    order = () if cfg.extract_order == "table_first" else (cfg.extract_order,)  # the default's keys stay those cached before the option
+    key = schema_hash(schema, P.EXTRACT_PROMPTS_VERSION, state["tool_mode"], window, cfg.window_overlap, *order)
     loaded: dict[int, list[dict[str, Any]]] = {}
     pending: list[int] = []
     fingerprints: dict[int, str] = {}
@@ -241,12 +243,24 @@ def reduce(state: StructuredState, runtime: Runtime[StrategyContext[StructuredCo
     return {"table": table, "steps": [step]}
 
 
+def no_typical_rereading(cfg: StructuredConfig) -> float:
+    """None of a typical run's questions re-reads a document: its plan extracts each once (later questions
+    reuse the records); the saving comes with each new table a later question fills from a document."""
+    return 0.0
+
+
+#: With ``extract_order="document_first"`` every extraction of a document (window) starts with it, whatever the table.
+EXTRACT_SHARING = PromptSharing("each document, in its extraction calls for every table (extract_order='document_first')",
+                                share=no_typical_rereading, options={"extract_order": "document_first"})  # fmt: skip
+
+
 @STRATEGIES.register(
     "structured",
     costs=costs.StrategyCosts(structured_costs),
     ceiling=STRUCTURED_CEILING,
     config_cls=StructuredConfig,
     prompts_version=P.PROMPTS_VERSION,
+    prompt_sharing=EXTRACT_SHARING,
     run_mode=SingleRun(async_fan_out=True),  # extract has an async twin: answer() awaits it over an async client
     presentation=PRESENTATION,
     ray_stage=RAY_STAGE,

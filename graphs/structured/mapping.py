@@ -41,12 +41,13 @@ class Extractor:
     function: dict[str, Any] | None
     parse: Callable[[list[Any]], list[dict[str, Any]]]
     fixed: dict[str, str]
+    template: str = P.EXTRACT_PROMPT
     _bound: dict[int, tuple[BaseChatModel, Any]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def prompt(self, title: str, part: str, text: str) -> str:
         """The extraction prompt of one window."""
-        return P.EXTRACT_PROMPT.format(**self.fixed, title=title, part=part, text=text.strip())
+        return self.template.format(**self.fixed, title=title, part=part, text=text.strip())
 
     def model(self, llm: BaseChatModel) -> Any:
         """``llm`` with the function bound (tools mode), made once per model object."""
@@ -59,14 +60,15 @@ class Extractor:
             return found[1]
 
 
-_EXTRACTORS: dict[tuple[str, str], Extractor] = {}
+_EXTRACTORS: dict[tuple[str, str, str], Extractor] = {}
 _EXTRACTORS_LOCK = threading.Lock()
 
 
-def extractor(cache_key: str, schema_data: Mapping[str, Any], mode: str) -> Extractor:
-    """The :class:`Extractor` of a schema key (the key hashes the schema, prompts, mode and window)."""
+def extractor(cache_key: str, schema_data: Mapping[str, Any], mode: str, order: str = "table_first") -> Extractor:
+    """The :class:`Extractor` of a schema key (the key hashes the schema, prompts, mode and window)
+    with the extraction template of ``order`` (``StructuredConfig.extract_order``)."""
     with _EXTRACTORS_LOCK:
-        found = _EXTRACTORS.get((cache_key, mode))
+        found = _EXTRACTORS.get((cache_key, mode, order))
     if found is not None:
         return found
     schema = TableSchema.model_validate(schema_data)
@@ -78,11 +80,12 @@ def extractor(cache_key: str, schema_data: Mapping[str, Any], mode: str) -> Extr
         example = f'"{schema.attributes[0].name}": {{"value": "...", "quote": "..."}}'
         how = P.EXTRACT_JSON.format(period_example='"..."' if schema.time else "null", value_example=example, names=names)
     made = Extractor(mode=mode, function=records_function(schema), parse=parse_records(schema, records_model(schema)),
-                     fixed={"entity": schema.entity, "period": period, "table": schema.table, "columns": describe(schema), "how": how})
+                     fixed={"entity": schema.entity, "period": period, "table": schema.table, "columns": describe(schema), "how": how},
+                     template=P.EXTRACT_TEMPLATES[order])
     with _EXTRACTORS_LOCK:
         if len(_EXTRACTORS) > 64:
             _EXTRACTORS.clear()
-        return _EXTRACTORS.setdefault((cache_key, mode), made)
+        return _EXTRACTORS.setdefault((cache_key, mode, order), made)
 
 
 def extraction_model(llm: BaseChatModel) -> str:
@@ -100,7 +103,7 @@ class Job:
         self.doc = doc if doc is not None else ctx.corpus[task["doc_index"]]  # given: a Ray worker holds its batch alone
         self.fingerprint = task["fingerprint"]
         self.cache = cache
-        self.ex = extractor(task["cache_key"], task["schema"], task["tool_mode"])
+        self.ex = extractor(task["cache_key"], task["schema"], task["tool_mode"], self.cfg.extract_order)
         self.model = extraction_model(ctx.llm)
         self.key = (str(cache.folder) if cache else None, task["cache_key"], self.model, self.fingerprint)
         self.lock_folder: Path | None = cache.folder if cache else None

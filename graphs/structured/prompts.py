@@ -6,7 +6,7 @@ the record-cache key, so a change of the other prompts keeps the extracted recor
 
 from __future__ import annotations
 
-PROMPTS_VERSION = 2  # 2: the plan prompt lists the tables already filled from the corpus (PLAN_KNOWN)
+PROMPTS_VERSION = 3  # 2: the plan prompt lists the tables already filled from the corpus (PLAN_KNOWN); 3: EXTRACT_DOCUMENT_FIRST_PROMPT added
 EXTRACT_PROMPTS_VERSION = 1
 
 PLAN_PROMPT = """A question will be answered over a large collection of documents by first filling one table from every document, then running SQL over that table.
@@ -40,6 +40,23 @@ Document: {title}{part}
 {text}
 </document>
 {how}"""
+
+#: ``EXTRACT_PROMPT``'s words with the document first (``StructuredConfig.extract_order="document_first"``): every
+#: extraction of one document (window) starts alike whatever the table, so a prompt cache serves the document to the
+#: later questions that fill another table from it. Its order is part of the record-cache key.
+EXTRACT_DOCUMENT_FIRST_PROMPT = """Document: {title}{part}
+<document>
+{text}
+</document>
+
+Extract rows for the table below from the document above. Read the whole text and record every row it states: one record per {entity} and {period}, with each value exactly as written (keep its unit or scale, e.g. "$12.3 million", "12,300,000 USD", "45.2%"; for a table cell, add the unit given in the table's header or caption, e.g. "12,345.6 USD million", and write negatives in parentheses as "-"). Give for every value the quote: the sentence or table row that states it, copied verbatim. Leave out values the document does not state; never compute or guess. A document that states no row gives an empty list. Values restated for an earlier period count as rows of that period.
+
+Table {table}:
+{columns}
+{how}"""
+
+#: Extraction templates by ``StructuredConfig.extract_order``.
+EXTRACT_TEMPLATES = {"table_first": EXTRACT_PROMPT, "document_first": EXTRACT_DOCUMENT_FIRST_PROMPT}
 
 EXTRACT_TOOLS = """Call the function record_rows with the list of records."""
 
