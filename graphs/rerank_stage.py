@@ -6,7 +6,7 @@ cost reaches the answer's ``Usage`` (``rerank_calls``, ``rerank_failed_calls``,
 ``rerank_tokens``) as a :data:`~graphs.usage.USAGE_EVENT`, as the calls made on a Ray worker do;
 a call that fails for good raises :class:`~retrieval.rerank.RerankError`, failing the answer
 (the runner records it as a failed row, which the next run answers again). Before its request a
-call is announced as a :data:`~graphs.budget.RERANK_EVENT`, so the run's budget counts it as a
+call is announced as a :data:`~graphs.budget_guard.RERANK_EVENT`, so the run's budget counts it as a
 model call or stops it (:class:`~graphs.budget.BudgetReached`, no request sent).
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 from langchain_core.callbacks import dispatch_custom_event
 from langchain_core.runnables.config import var_child_runnable_config
 
-from graphs.budget import RERANK_EVENT
+from graphs.budget_guard import RERANK_EVENT
 from graphs.usage import USAGE_EVENT
 from retrieval.base import Hit
 from retrieval.contract import Usage

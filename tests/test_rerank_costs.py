@@ -9,7 +9,8 @@ from uuid import uuid4
 import pytest
 
 from agents import Budget, BudgetExceeded, aanswer, answer, estimate
-from graphs.budget import RERANK_EVENT, BudgetGuard, BudgetReached
+from graphs.budget import BudgetReached
+from graphs.budget_guard import RERANK_EVENT, BudgetGuard
 from tests.rerank_server import RerankServer
 from tests.scripted import ScriptedChatModel
 from tests.test_rerank import QUESTION, corpus, server_options
