@@ -45,7 +45,8 @@ def unit_rows(m: np.ndarray) -> np.ndarray:
     m = np.asarray(m, dtype=np.float32)
     if m.size == 0:
         return m
-    return m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)
+    out: np.ndarray = m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)
+    return out
 
 
 @dataclass
@@ -98,7 +99,7 @@ def synonym_pairs(phrases: Sequence[str], vectors: np.ndarray, *, threshold: flo
 def build_graph(passages: Sequence[str], extractions: Sequence[Extraction], embed: Embed, *, threshold: float, top_k: int,
                 batch: int = 1000) -> KnowledgeGraph:  # fmt: skip
     """The graph over ``passages`` (distinct texts, in order) and their OpenIE."""
-    triples = [[tuple(normalise(x) for x in t) for t in e.triples] for e in extractions]
+    triples: list[list[tuple[str, str, str]]] = [[(normalise(t[0]), normalise(t[1]), normalise(t[2])) for t in e.triples] for e in extractions]
     phrases = sorted({x for ts in triples for t in ts for x in (t[0], t[2])})
     index = {p: i for i, p in enumerate(phrases)}
     facts = list(dict.fromkeys(t for ts in triples for t in ts))
