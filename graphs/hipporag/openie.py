@@ -17,6 +17,7 @@ import contextvars
 import hashlib
 import json
 import re
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -168,9 +169,16 @@ def extract_all(passages: Sequence[str], ask: Ask, log: OpenIELog, concurrency: 
     A failed call ends the map: nothing more is asked, and every call that finished is in the log."""
     results: list[Extraction | None] = [None] * len(passages)
     asked = [0] * len(passages)
+    failed = threading.Event()
 
     def run(i: int) -> None:
-        results[i], asked[i] = extract_passage(passages[i], ask, log)
+        if failed.is_set():  # a passage taken up after a failure asks nothing
+            return
+        try:
+            results[i], asked[i] = extract_passage(passages[i], ask, log)
+        except BaseException:
+            failed.set()
+            raise
 
     if passages:
         with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(passages)))) as pool:
