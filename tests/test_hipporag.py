@@ -173,3 +173,14 @@ def test_report_shows_filtered_triples_linked_phrases_and_top_passages_and_the_c
     assert "linked phrases: radio city (0.5)" in shown and "ppr top passages: #3 d3 (0.25)" in shown
     with pytest.raises(SkipCeiling, match="index-time LLM"):
         spec.ceiling.reach(spec.make_config(), CeilingItem(sample_id="s", corpus=Corpus.from_texts(DOCS), question=None, evidence=("0",)), CeilingEnv())
+
+
+def test_passages_are_documents_with_their_titles_or_pieces_of_passage_tokens():
+    from graphs.hipporag.build import passages_of
+    from graphs.hipporag.config import HippoRAGConfig
+
+    corpus = Corpus.from_texts([" ".join(["word"] * 250), DOCS[2], DOCS[2]], titles=["Long", "Oslo", "Oslo"])
+    texts, chunks = passages_of(corpus, HippoRAGConfig())
+    assert texts == ["Long\n" + " ".join(["word"] * 250), "Oslo\n" + DOCS[2]] and [c.doc_id for c in chunks] == ["0", "1"]  # equal passages: one node
+    texts, chunks = passages_of(corpus, HippoRAGConfig(passage_tokens=100))
+    assert len(texts) == 4 and all(t.startswith("Long\n") for t in texts[:3]) and [c.position for c in chunks[:3]] == [0, 1, 2]

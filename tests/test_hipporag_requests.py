@@ -86,3 +86,17 @@ def test_the_strategy_sends_the_official_openie_requests(tmp_path):
         assert all(r["max_tokens"] == 2048 and r["temperature"] == 0 for r in (ner, triples))
     assert {s["node"]: s.get("mode") for s in result.steps}["ppr"] == "dense"  # no triple, no fact: the dense ranking, no filter call
     assert result.usage.llm_calls == len(openie) + 1
+
+
+def test_openie_calls_stay_within_concurrency(tmp_path):
+    from agents import answer, make_chat_model
+    from graphs.hipporag.build import forget_graphs
+    from retrieval import Corpus
+    from tests.recording_server import RecordingServer
+
+    forget_graphs()
+    with RecordingServer(lambda request: '{"named_entities": []}', latency=0.05) as server:
+        llm = make_chat_model("openai:gpt-4o-mini", base_url=server.url, max_retries=0)
+        corpus = Corpus.from_texts([f"Passage {i} about topic {i}." for i in range(6)])
+        result = answer(corpus, official.QUESTION, strategy="hipporag", llm=llm, cache_dir=tmp_path, concurrency=2)
+    assert server.max_in_flight <= 2 and result.usage.index_llm_calls == 12
