@@ -4,6 +4,7 @@ JSON: the oracle ``tests/test_hipporag_requests.py`` compares ours with
 (``tests/fixtures/hipporag/official_requests.json``).
 
     python -m tests.hipporag_official PATH/TO/HippoRAG-checkout OUT.json
+    python -m tests.hipporag_official --graph PATH/TO/HippoRAG-checkout OUT.json   # the graph and PPR rankings of GRAPH_PASSAGES
 
 Recorded: the NER and triple-extraction messages of ``OpenIE.ner`` / ``triple_extraction`` for
 :data:`PASSAGES` (the triple call given the entities the NER reply yields), the entities and
@@ -129,5 +130,85 @@ def run_official(checkout: Path) -> dict[str, Any]:
     return out
 
 
+#: The graph oracle: passages, each one's OpenIE replies, and questions with the facts the filter keeps.
+GRAPH_PASSAGES = {
+    "Alice Stone\nAlice Stone was born in New York City and studied physics.": (
+        '{"named_entities": ["Alice Stone", "New York City"]}',
+        '{"triples": [["Alice Stone", "born in", "New York City"], ["Alice Stone", "studied", "physics"]]}'),
+    "Bob Reed\nBob Reed moved to New York and taught chemistry.": (
+        '{"named_entities": ["Bob Reed", "New York"]}', '{"triples": [["Bob Reed", "moved to", "New York"], ["Bob Reed", "taught", "chemistry"]]}'),
+    "Physics Prize\nThe physics prize was won by Carol Hart in Paris.": (
+        '{"named_entities": ["Carol Hart", "Paris"]}', '{"triples": [["Carol Hart", "won", "physics prize"], ["physics prize", "awarded in", "Paris"]]}'),
+    "Paris\nParis is the capital of France.": ('{"named_entities": ["Paris", "France"]}', '{"triples": [["Paris", "capital of", "France"]]}'),
+    "Chemistry Lab\nThe chemistry lab of Bob Reed is in Boston.": (
+        '{"named_entities": ["Bob Reed", "Boston"]}', '{"triples": [["chemistry lab", "of", "Bob Reed"], ["chemistry lab", "located in", "Boston"]]}'),
+    "Weather\nIt rained all week.": ('{"named_entities": []}', '{"triples": []}'),
+}
+GRAPH_QUESTIONS = {
+    "Where was Alice Stone born?": '{"fact": [["alice stone", "born in", "new york city"]]}',
+    "Who won the physics prize?": '{"fact": [["carol hart", "won", "physics prize"], ["physics prize", "awarded in", "paris"]]}',
+    "Where is the chemistry lab of Bob Reed?": '{"fact": [["chemistry lab", "of", "bob reed"], ["chemistry lab", "located in", "boston"]]}',
+    "What is the capital of France?": '{"fact": [["paris", "capital of", "france"]]}',
+    "Did it rain?": '{"fact": []}',
+}
+
+
+def graph_replies(messages: list[dict[str, str]]) -> str:
+    """The scripted reply of every call of the graph oracle, read from the request."""
+    system, last = messages[0]["content"], messages[-1]["content"]
+    if system.startswith("Your task is to extract named entities"):
+        return GRAPH_PASSAGES[last][0]
+    if "RDF" in system:
+        return next(v[1] for k, v in GRAPH_PASSAGES.items() if f"```\n{k}\n```" in last)
+    question = last.split("[[ ## question ## ]]\n", 1)[1].split("\n", 1)[0]
+    return f"[[ ## fact_after_filter ## ]]\n{GRAPH_QUESTIONS[question]}\n\n[[ ## completed ## ]]"
+
+
+def word_vectors(texts: Any) -> Any:
+    """Deterministic unit vectors over the hashed lowercase words (letters and digits) of each text: texts sharing words are similar."""
+    import hashlib
+    import re
+
+    import numpy as np
+
+    out = np.zeros((len(texts), 256), dtype=np.float32)
+    for row, text in enumerate(texts):
+        for word in re.findall(r"[a-z0-9]+", text.lower()):
+            out[row, int(hashlib.md5(word.encode()).hexdigest(), 16) % 256] += 1.0
+    return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+
+
+class BagOfWords:
+    """The official embedding model's shape (``batch_encode``), with :func:`word_vectors`."""
+
+    def batch_encode(self, texts: Any, instruction: str = "", norm: bool = True) -> Any:
+        return word_vectors([texts] if isinstance(texts, str) else list(texts))
+
+
+class GraphLLM:
+    """The official chat model's shape (``infer``), replying by :func:`graph_replies`."""
+
+    def infer(self, messages: list[dict[str, str]], **kwargs: Any) -> tuple[str, dict[str, Any], bool]:
+        return graph_replies(messages), {"finish_reason": "stop", "prompt_tokens": 0, "completion_tokens": 0}, False
+
+
+def run_official_graph(checkout: Path) -> dict[str, Any]:
+    """The official graph (every edge with its weight, by node text) and ``retrieve``'s ranking of every passage for each question."""
+    with official_package(checkout), tempfile.TemporaryDirectory() as save_dir:
+        hippo_mod = importlib.import_module("hipporag.HippoRAG")
+        config_mod = importlib.import_module("hipporag.utils.config_utils")
+        config = config_mod.BaseConfig(save_dir=save_dir, llm_name="stub", embedding_model_name="bag-of-words")
+        rag = hippo_mod.HippoRAG(global_config=config, extraction_llm=GraphLLM(), embedding_model=BagOfWords())
+        rag.index(list(GRAPH_PASSAGES))
+        content = rag.graph.vs["content"]
+        edges = sorted([content[e.source], content[e.target], e["weight"]] for e in rag.graph.es)
+        found = rag.retrieve(list(GRAPH_QUESTIONS))
+        ranked = [{"question": q.question, "docs": q.docs, "scores": [float(x) for x in q.doc_scores]} for q in found]
+    return {"edges": edges, "retrieved": ranked}
+
+
 if __name__ == "__main__":
-    Path(sys.argv[2]).write_text(json.dumps(run_official(Path(sys.argv[1])), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    if sys.argv[1] == "--graph":
+        Path(sys.argv[3]).write_text(json.dumps(run_official_graph(Path(sys.argv[2])), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    else:
+        Path(sys.argv[2]).write_text(json.dumps(run_official(Path(sys.argv[1])), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")

@@ -100,3 +100,36 @@ def test_openie_calls_stay_within_concurrency(tmp_path):
         corpus = Corpus.from_texts([f"Passage {i} about topic {i}." for i in range(6)])
         result = answer(corpus, official.QUESTION, strategy="hipporag", llm=llm, cache_dir=tmp_path, concurrency=2)
     assert server.max_in_flight <= 2 and result.usage.index_llm_calls == 12
+
+
+def test_graph_and_ppr_rankings_equal_the_official_ones():
+    """``python -m tests.hipporag_official --graph`` ran the official ``HippoRAG.index`` and ``retrieve`` on six passages with
+    scripted OpenIE and filter replies and word-hash embeddings; ours, on the same replies and vectors, builds the same
+    weighted edges (synonyms included) and ranks every passage the same for five questions, with the same scores."""
+    import numpy as np
+
+    from graphs.hipporag.kg import build_graph
+    from graphs.hipporag.openie import OpenIELog, extract_all
+    from graphs.hipporag.ppr import igraph_of
+    from graphs.hipporag.retrieve import candidate_facts, fact_scores, kept_facts, parse_filter, rank_passages
+
+    oracle = json.loads((Path(__file__).parent / "fixtures" / "hipporag" / "official_graph.json").read_text(encoding="utf-8"))
+    texts = list(official.GRAPH_PASSAGES)
+    extractions, _ = extract_all(texts, lambda messages: (official.graph_replies(messages), False), OpenIELog(None, "k", "m"), 2)
+    kg = build_graph(texts, extractions, official.word_vectors, threshold=0.8, top_k=2047)
+    name = kg.phrases + kg.passages
+    ours = sorted([*sorted((name[a], name[b])), w] for (a, b), w in zip(kg.edges, kg.weights))  # undirected: each edge's ends in order
+    theirs = sorted([*sorted(e[:2]), e[2]] for e in oracle["edges"])
+    assert [e[:2] for e in ours] == [e[:2] for e in theirs] and kg.facts_of_build["synonym_edges"] > 0
+    assert [e[2] for e in ours] == pytest.approx([e[2] for e in theirs], abs=1e-6)
+    graph = igraph_of(kg)
+    for expected in oracle["retrieved"]:
+        query = official.word_vectors([expected["question"]])[0]
+        scores = fact_scores(kg, query)
+        picked = candidate_facts(scores, 5)
+        candidates = [kg.facts[i] for i in picked]
+        kept = kept_facts(parse_filter(official.graph_replies(filter_messages(expected["question"], candidates))), candidates, 5)
+        r = rank_passages(kg, graph, query, [candidates[k] for k in kept], [float(scores[picked[k]]) for k in kept], link_top_k=5,
+                          passage_node_weight=0.05, damping=0.5)  # fmt: skip
+        assert [kg.passages[j] for j in r.order] == expected["docs"], expected["question"]
+        assert np.asarray(r.scores) == pytest.approx(expected["scores"], abs=1e-9)

@@ -27,10 +27,9 @@ from graphs.hipporag.build import embedder_for, graph_for, loaded, text_of
 from graphs.hipporag.ceiling import HIPPORAG_CEILING
 from graphs.hipporag.config import HippoRAGConfig
 from graphs.hipporag.cost_model import hipporag_costs
-from graphs.hipporag.ppr import personalized_pagerank
 from graphs.hipporag.presentation import PRESENTATION
 from graphs.hipporag.requests import as_langchain, filter_messages, qa_answer, qa_messages, qa_user_turn
-from graphs.hipporag.retrieve import candidate_facts, dense_ranking, fact_scores, kept_facts, parse_filter, seeds
+from graphs.hipporag.retrieve import candidate_facts, fact_scores, kept_facts, parse_filter, rank_passages
 from graphs.nodes import CompiledGraph, generate, linear_graph
 from graphs.prompts import fill, format_chunks
 from graphs.rag.prompts import RAG_TEMPLATE
@@ -82,15 +81,10 @@ def ppr(state: HippoRAGState, runtime: Ctx) -> dict[str, Any]:
     cfg = runtime.context.config
     entry = loaded(state["graph"])
     kg, query = entry.kg, np.asarray(state["query"], dtype=np.float32)
-    linked: list[tuple[str, float]] = []
-    if state["facts"]:
-        s = seeds(kg, [(f[0], f[1], f[2]) for f in state["facts"]], state["fact_scores"], query, link_top_k=cfg.linking_top_k,
-                  passage_node_weight=cfg.passage_node_weight)  # fmt: skip
-        scores = personalized_pagerank(entry.graph, s.reset, cfg.damping)[len(kg.phrases) :]
-        order, linked, mode = np.argsort(scores)[::-1], s.linked, "ppr"
-        ranked = scores[order]
-    else:
-        (order, ranked), mode = dense_ranking(kg, query), "dense"
+    facts = [(f[0], f[1], f[2]) for f in state["facts"]]
+    r = rank_passages(kg, entry.graph, query, facts, state["fact_scores"], link_top_k=cfg.linking_top_k, passage_node_weight=cfg.passage_node_weight,
+                      damping=cfg.damping)  # fmt: skip
+    order, ranked, linked, mode = r.order, r.scores, r.linked, r.mode
     order, ranked = order[: cfg.retrieval_top_k], ranked[: cfg.retrieval_top_k]
     hits = [Hit(entry.chunks[int(j)], float(score), rank) for rank, (j, score) in enumerate(zip(order[: cfg.qa_top_k], ranked))]
     top = [{"passage": int(j), "doc_id": entry.chunks[int(j)].doc_id, "score": round(float(x), 6)} for j, x in zip(order[: cfg.qa_top_k], ranked)]

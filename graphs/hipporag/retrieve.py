@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from graphs.hipporag.kg import KnowledgeGraph
+from graphs.hipporag.ppr import personalized_pagerank
 
 Fact = tuple[str, str, str]
 _HEADER = re.compile(r"\[\[ ## (\w+) ## \]\]")
@@ -135,3 +136,25 @@ def seeds(kg: KnowledgeGraph, facts: list[Fact], scores: list[float], query: np.
     for j, score in zip(order.tolist(), min_max(dense).tolist()):
         weights[kg.passage_vertex(j)] = score * passage_node_weight
     return Seeds(weights, top)
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """Every passage best first with its score, the linked phrases that seeded PPR, and how it was ranked (``ppr`` or ``dense``)."""
+
+    order: np.ndarray
+    scores: np.ndarray
+    linked: list[tuple[str, float]]
+    mode: str
+
+
+def rank_passages(kg: KnowledgeGraph, graph: Any, query: np.ndarray, facts: list[Fact], scores: list[float], *, link_top_k: int,
+                  passage_node_weight: float, damping: float) -> Ranking:  # fmt: skip
+    """PPR over ``graph`` (``kg`` as igraph) seeded by the kept ``facts`` (with their scores) and the dense scores; the dense ranking without facts."""
+    if not facts:
+        order, ranked = dense_ranking(kg, query)
+        return Ranking(order, ranked, [], "dense")
+    s = seeds(kg, facts, scores, query, link_top_k=link_top_k, passage_node_weight=passage_node_weight)
+    passage_scores = personalized_pagerank(graph, s.reset, damping)[len(kg.phrases) :]
+    order = np.argsort(passage_scores)[::-1]
+    return Ranking(order, passage_scores[order], s.linked, "ppr")
