@@ -19,7 +19,7 @@ class HippoRAGConfig(StrategyConfig):
     request (``rag_qa_musique``); ``"ours"`` (default) our RAG prompt with the benchmark's instruction.
     """
 
-    passage_tokens: int | None = option(None, min=1, source="None: one passage per document, as TextPreprocessor (preprocessing.py:19); "
+    passage_tokens: int | None = option(None, min=1, source="None: one passage per document, as TextPreprocessor (preprocessing.py:15-26); "
                                         "main.py:81 passes 'title\\ntext'; a size cuts documents into passages of that many cl100k tokens")  # fmt: skip
     embedder: str = option("sentence-transformers", help="a registered embedder (official default: nvidia/NV-Embed-v2, config_utils.py:137)")
     embedder_model: str | None = option(None, help="the embedder's model (default: its own; MiniLM for sentence-transformers)")
