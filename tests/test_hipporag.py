@@ -128,6 +128,8 @@ def test_answers_through_answer_with_index_usage_on_the_first_only(tmp_path, cap
     llm = ScriptedChatModel(reply_fn=reply)
     first = answer(corpus, QUESTION, strategy="hipporag", llm=llm, cache_dir=tmp_path)
     assert (first.usage.llm_calls, first.usage.index_llm_calls) == (8, 6)  # NER + triples per passage; the filter; the answer
+    assert first.usage.index_prompt_tokens == sum(len(c["prompt"].split()) for c in llm.calls[:6])  # the scripted model counts words
+    assert first.usage.prompt_tokens == sum(len(c["prompt"].split()) for c in llm.calls)
     steps = {s["node"]: s for s in first.steps}
     assert steps["index"]["source"] == "built" and (steps["index"]["phrases"], steps["index"]["passages"], steps["index"]["facts"]) == (5, 3, 4)
     assert steps["recognize"]["kept"] == [["radio city", "started in", "bangalore"]] and len(steps["recognize"]["candidates"]) == 4

@@ -28,7 +28,7 @@ from graphs.hipporag.ceiling import HIPPORAG_CEILING
 from graphs.hipporag.config import HippoRAGConfig
 from graphs.hipporag.cost_model import hipporag_costs
 from graphs.hipporag.presentation import PRESENTATION
-from graphs.hipporag.requests import as_langchain, filter_messages, qa_answer, qa_messages, qa_user_turn
+from graphs.hipporag.requests import as_langchain, filter_messages, qa_answer, qa_turns, qa_user_turn
 from graphs.hipporag.retrieve import candidate_facts, fact_scores, kept_facts, parse_filter, rank_passages
 from graphs.nodes import CompiledGraph, generate, linear_graph
 from graphs.prompts import fill, format_chunks
@@ -109,9 +109,7 @@ def answer(state: HippoRAGState, runtime: Ctx) -> dict[str, Any]:
     cfg, llm = runtime.context.config, runtime.context.llm
     if cfg.qa_prompt != "paper":
         return generate(state, cast(Runtime[StrategyContext[Any]], runtime))
-    messages = qa_messages([], "")
-    messages[-1]["content"] = state["prompt"]
-    raw = text_of(llm.invoke(as_langchain(messages), **budget_kwargs(llm, cfg.max_new_tokens), temperature=cfg.temperature))
+    raw = text_of(llm.invoke(as_langchain(qa_turns(state["prompt"])), **budget_kwargs(llm, cfg.max_new_tokens), temperature=cfg.temperature))
     return {"raw": raw, "answer": qa_answer(raw), "steps": [Step("generate", max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature)]}
 
 

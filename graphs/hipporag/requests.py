@@ -53,10 +53,15 @@ def qa_user_turn(passages: Sequence[str], question: str) -> str:
     return "".join(f"Wikipedia Title: {p}\n\n" for p in passages) + "Question: " + question + "\nThought: "
 
 
-def qa_messages(passages: Sequence[str], question: str) -> Messages:
-    """The official QA request (``rag_qa_musique``): system turn, the one-shot pair, the passages and question."""
+def qa_turns(user_turn: str) -> Messages:
+    """The official QA request (``rag_qa_musique``) around its last user turn: system turn, the one-shot pair, ``user_turn``."""
     return [{"role": "system", "content": P.QA_SYSTEM}, {"role": "user", "content": P.QA_EXAMPLE_INPUT},
-            {"role": "assistant", "content": P.QA_EXAMPLE_OUTPUT}, {"role": "user", "content": qa_user_turn(passages, question)}]  # fmt: skip
+            {"role": "assistant", "content": P.QA_EXAMPLE_OUTPUT}, {"role": "user", "content": user_turn}]  # fmt: skip
+
+
+def qa_messages(passages: Sequence[str], question: str) -> Messages:
+    """The official QA request over ``passages`` for ``question``."""
+    return qa_turns(qa_user_turn(passages, question))
 
 
 def as_langchain(messages: Messages) -> list[BaseMessage]:
