@@ -1,8 +1,10 @@
 # The two set-up commands of the README, and CI's:
-#   make demo   fresh virtual environment, install, compare four strategies on four questions over five short reports
-#               (examples/) offline on the embedded model (no API key, no network)
-#   make test   fresh virtual environment, install with test extras, lint (ruff), type-check (mypy), run the default test suite
-#               (prints the 15 slowest tests)
+#   make demo   fresh virtual environment, install the core with the embedded model and plots (.[embedded,plots]), compare four
+#               strategies on four questions over five short reports (examples/) offline on the embedded model (no API key, no network)
+#   make test   fresh virtual environment, install every extra and the test tools (.[all,test]), lint (ruff), type-check (mypy),
+#               run the default test suite (prints the 15 slowest tests)
+#   make test-fast  the unit tier only (-m unit: no process, server, embedded model, race or whole run; tests/tiers.py),
+#                   under a minute on 2 cores, no lint: the loop while editing
 #   make test-all   the default suite plus the slow end-to-end tests (-m slow), not Ray
 #   make test-ray   install the [ray] extra and run the Ray tests on a local Ray instance (CI runs it)
 SHELL := /bin/bash
@@ -17,27 +19,39 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 
-.PHONY: install install-ray demo test test-all test-ray bench
+.PHONY: install install-demo install-ray demo test test-fast test-all test-ray bench
+# install: every extra and the test tools (what the test suite exercises); install-demo: the core (an
+# OpenAI-compatible server and BM25), the embedded model and the report's plots (docs/install.md).
 install: $(VENV)/.installed
+install-demo: $(VENV)/.installed-demo
 install-ray: $(VENV)/.installed-ray
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[test]"
+	$(BIN)/python -m pip install -q -e ".[all,test]"
+	touch $@
+
+$(VENV)/.installed-demo: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e ".[embedded,plots]"
 	touch $@
 
 $(VENV)/.installed-ray: $(VENV)/.installed
-	$(BIN)/python -m pip install -q -e ".[test,ray]"
+	$(BIN)/python -m pip install -q -e ".[all,test,ray]"
 	touch $@
 
-demo: install
+demo: install-demo
 	$(BIN)/longctx demo
 
 test: install
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
+
+test-fast: install
+	$(BIN)/python -m pytest -m unit
 
 test-all: install
 	$(BIN)/python -m pytest -m "not ray"

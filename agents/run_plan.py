@@ -2,7 +2,8 @@
 
 Calls and tokens follow from each strategy's config and the corpus size, by the expected-cost
 cost model the strategy registers (``costs=``, :mod:`graphs.costs`: its typical counts, which lie
-within the bounds its budget is checked against; a model may stop early or write to its budget); minutes come from the model's speed
+within the bounds its budget is checked against; a model may stop early or write to its budget), the part
+spent at index time (built once per corpus, reused by later questions) printed apart; minutes come from the model's speed
 as measured on this machine (:mod:`agents.calibration`), so the estimate holds for a busy
 2-core laptop as well as a quiet server. ``longctx run``, ``demo`` and ``answer`` print the
 plan, and on a terminal ask before a run estimated above :data:`CONFIRM_MINUTES`.
@@ -47,6 +48,10 @@ class StrategyPlan:
         shared_prompt_tokens: Part of ``prompt_tokens`` a prompt cache can serve (a provider's, or the
             embedded model's kept context): the text its prompts start with for every question over a
             corpus (:mod:`graphs.prompt_sharing`), read again by questions 2..N.
+        index_calls: Part of ``calls`` made at index time, once per corpus (what the cost model declares as
+            built once and reused: RAPTOR's tree, structured's extraction; nothing when cached); the rest is question time.
+        index_prompt_tokens: Part of ``prompt_tokens`` read at index time.
+        index_completion_tokens: Part of ``completion_tokens`` written at index time.
     """
 
     strategy: str
@@ -56,13 +61,17 @@ class StrategyPlan:
     completion_tokens: float
     seconds: float | None = None
     shared_prompt_tokens: float = 0.0
+    index_calls: float = 0.0
+    index_prompt_tokens: float = 0.0
+    index_completion_tokens: float = 0.0
 
     def __add__(self, other: StrategyPlan) -> StrategyPlan:
         seconds = None if self.seconds is None or other.seconds is None else self.seconds + other.seconds
         return StrategyPlan(
             self.strategy, self.questions + other.questions, self.calls + other.calls,
             self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens, seconds,
-            self.shared_prompt_tokens + other.shared_prompt_tokens,
+            self.shared_prompt_tokens + other.shared_prompt_tokens, self.index_calls + other.index_calls,
+            self.index_prompt_tokens + other.index_prompt_tokens, self.index_completion_tokens + other.index_completion_tokens,
         )  # fmt: skip
 
 
@@ -85,7 +94,8 @@ def estimate(strategy: str, cfg: StrategyConfig, corpus_tokens: int, documents: 
     completion = each.completion_tokens * questions + once.completion_tokens
     seconds = speed.seconds(prompt, completion) if speed is not None else None
     shared = shared_prompt_tokens(STRATEGIES.get(strategy).prompt_sharing, cfg, corpus_tokens, questions, each.prompt_tokens)
-    return StrategyPlan(strategy, questions, calls, prompt, completion, seconds, shared)
+    index = expected.index
+    return StrategyPlan(strategy, questions, calls, prompt, completion, seconds, shared, index.calls, index.prompt_tokens, index.completion_tokens)
 
 
 def _costs(strategy: str) -> StrategyCosts[Any] | None:
@@ -136,6 +146,12 @@ def describe_plan(plans: Sequence[StrategyPlan], model: str, speed: ModelSpeed |
         minutes = f", about {_minutes(p.seconds)}" if p.seconds is not None else ""
         lines.append(f"  {p.strategy}: {p.questions} question(s), ~{math.ceil(p.calls):,} calls, "
                      f"~{round(p.prompt_tokens):,} prompt + ~{round(p.completion_tokens):,} completion tokens{minutes}")  # fmt: skip
+        if p.index_calls > 0:
+            lines.append(f"    of which at index time, once per corpus and reused by later questions (nothing when cached): "
+                         f"~{math.ceil(p.index_calls):,} calls, ~{round(p.index_prompt_tokens):,} prompt + ~{round(p.index_completion_tokens):,} "
+                         f"completion tokens; at question time ~{math.ceil(p.calls - p.index_calls):,} calls, "
+                         f"~{round(p.prompt_tokens - p.index_prompt_tokens):,} prompt + ~{round(p.completion_tokens - p.index_completion_tokens):,} "
+                         "completion tokens")  # fmt: skip
     lines += _sharing_lines(plans)
     whole = total(plans)
     if speed is not None and whole is not None and whole.seconds is not None:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.synth.records import load_records
-from graphs.ceiling import CeilingEnv, CeilingItem, EvidenceCeiling, Reach, SkipCeiling
+from graphs.ceiling import CeilingEnv, CeilingItem, EvidenceCeiling, EvidenceSpan, Reach, SkipCeiling
 from graphs.registry import STRATEGIES
 from retrieval.tokenizers import Tokenizer, TokenizerError, hf_tokenizer, parse_spec, tiktoken_tokenizer
 
@@ -54,11 +54,12 @@ class Ceiling:
         strategy: Registry name.
         config: The effective config (JSON-safe).
         rule: The rule applied, in words.
-        unit: What evidence is counted in (``documents`` or ``records``).
+        unit: What evidence is counted in (``documents``, ``records``, or ``sentences`` for BABILong's supporting facts).
         questions: Questions measured.
         complete_share: Share of questions whose complete evidence can reach the final call.
         mean_share: Mean over questions of the share of their evidence that can.
         by_difficulty: ``complete_share`` per difficulty (synthetic corpora).
+        by_task_length: ``complete_share`` per task, then length (BABILong).
         per_question: ``{sample_id, reached, total}`` per question.
         detail: Rule-specific extras (PAI's judge mode, Self-Route's routed ceiling, ...).
         skipped: Why no ceiling was computed (then the numbers are ``None``).
@@ -72,6 +73,7 @@ class Ceiling:
     complete_share: float | None = None
     mean_share: float | None = None
     by_difficulty: dict[str, float] = field(default_factory=dict)
+    by_task_length: dict[str, dict[str, float]] = field(default_factory=dict)
     per_question: list[dict[str, Any]] = field(default_factory=list)
     detail: dict[str, Any] = field(default_factory=dict)
     skipped: str | None = None
@@ -83,12 +85,30 @@ class Ceiling:
 # -- items -----------------------------------------------------------------------------
 
 
+#: Why a benchmark's samples name no evidence, in the error when none does.
+NO_EVIDENCE = {
+    "babilong": "BABILong's released files carry input, question and target only, not the supporting facts: ceilings need "
+                "samples generated with 'python -m experiments.babilong_gen' (they record where each supporting fact is)",
+}  # fmt: skip
+
+
+def _spans_item(s: Any, meta: dict[str, Any]) -> Item:
+    """A question whose evidence is sentences (``metadata["evidence_spans"]``: BABILong's supporting facts), per task x length."""
+    spans = tuple(EvidenceSpan(d, a, b) for d, a, b in meta["evidence_spans"])
+    cell = (str(s.dataset), str(meta["length"])) if "length" in meta else None
+    return Item(s.sample_id, s.corpus, s.question, tuple(dict.fromkeys(x.doc_id for x in spans)), spans=spans, cell=cell)
+
+
 def items_from_samples(samples: Iterable[Any]) -> list[Item]:
-    """Questions that name their evidence (``evidence_doc_ids`` attribute or metadata), with synth records when known."""
+    """Questions that name their evidence: documents (``evidence_doc_ids`` attribute or metadata), with synth
+    records when known, or sentences (``metadata["evidence_spans"]``, generated BABILong)."""
     records_by_path: dict[str, dict] = {}
     out = []
     for s in samples:
         meta = dict(getattr(s, "metadata", {}) or {})
+        if meta.get("evidence_spans") is not None:
+            out.append(_spans_item(s, meta))
+            continue
         evidence = getattr(s, "evidence_doc_ids", None) or meta.get("evidence_doc_ids")
         if not evidence:
             continue
@@ -111,7 +131,7 @@ def _json_config(cfg: Any) -> dict[str, Any]:
 
 def default_strategies() -> list[str]:
     """Every registered strategy that has a ceiling rule, in the rules' ``rank`` order (ties by name)."""
-    ranked = [(rule.rank, name) for name in STRATEGIES.names() if (rule := STRATEGIES.get(name).ceiling) is not None]
+    ranked = [(rule.rank, name) for name in STRATEGIES.available() if (rule := STRATEGIES.get(name).ceiling) is not None]
     return [name for _, name in sorted(ranked)]
 
 
@@ -140,10 +160,12 @@ def compute_ceilings(
     Raises:
         ValueError: no sample names its evidence; an unknown strategy or option.
     """
+    samples = list(samples)
     items = items_from_samples(samples)
     if not items:
-        raise ValueError("No sample names its evidence (evidence_doc_ids): ceilings need evidence, e.g. a 'longctx synth' folder")
-    env = Env(cache_dir=cache_dir, gold_sub_questions=gold_sub_questions)
+        why = sorted({NO_EVIDENCE[b] for s in samples if (b := getattr(s, "benchmark", None)) in NO_EVIDENCE})
+        raise ValueError("; ".join(why) or "No sample names its evidence (evidence_doc_ids): ceilings need evidence, e.g. a 'longctx synth' folder")
+    env = Env(cache_dir=cache_dir, gold_sub_questions=gold_sub_questions, sentences=items[0].spans is not None)
     if tokenizer is not None:
         env.encode, env.decode = _codec(tokenizer)
     options = dict(options or {})
@@ -163,7 +185,8 @@ def compute_ceilings(
 
 
 def _one(name: str, rule: EvidenceCeiling, cfg: Any, items: list[Item], env: Env) -> Ceiling:
-    ceiling = Ceiling(name, _json_config(cfg), rule.describe(cfg, env, items[0].corpus.num_tokens), unit=rule.unit)
+    unit = "sentences" if items[0].spans is not None else rule.unit
+    ceiling = Ceiling(name, _json_config(cfg), rule.describe(cfg, env, items[0].corpus.num_tokens), unit=unit)
     reaches: list[Reach] = []
     try:
         for item in items:
@@ -182,8 +205,18 @@ def _one(name: str, rule: EvidenceCeiling, cfg: Any, items: list[Item], env: Env
         if item.difficulty:
             by.setdefault(item.difficulty, []).append(r.complete)
     ceiling.by_difficulty = {d: sum(v) / len(v) for d, v in sorted(by.items())}
+    ceiling.by_task_length = _by_cell(items, reaches)
     ceiling.detail.update(rule.detail(cfg, items, reaches, env))
     return ceiling
+
+
+def _by_cell(items: Sequence[Item], reaches: Sequence[Reach]) -> dict[str, dict[str, float]]:
+    """``complete_share`` per ``(task, length)`` cell, tasks and lengths in first-seen order (the loader's)."""
+    cells: dict[str, dict[str, list[bool]]] = {}
+    for item, r in zip(items, reaches):
+        if item.cell is not None:
+            cells.setdefault(item.cell[0], {}).setdefault(item.cell[1], []).append(r.complete)
+    return {t: {n: sum(v) / len(v) for n, v in row.items()} for t, row in cells.items()}
 
 
 def _codec(tokenizer: Any) -> tuple[Callable[[str], list[int]], Callable[[list[int]], str]]:
@@ -234,7 +267,7 @@ def format_table(ceilings: Sequence[Ceiling], *, title: str | None = None) -> st
         extra = ""
         if "routed_complete_share" in c.detail:
             extra = f"; with perfect routing to its fallback {_pct(c.detail['routed_complete_share'])}"
-        unit = " (records)" if c.unit == "records" else ""
+        unit = f" ({c.unit})" if c.unit in ("records", "sentences") else ""
         lines.append(f"| {c.strategy} | {_pct(c.complete_share)} | {_pct(c.mean_share)}{unit} | {c.questions} | {c.rule}{extra} |")
     seen = {d for c in ceilings for d in c.by_difficulty}
     diffs = [d for d in _DIFFICULTY_ORDER if d in seen] + sorted(seen - set(_DIFFICULTY_ORDER))
@@ -244,7 +277,20 @@ def format_table(ceilings: Sequence[Ceiling], *, title: str | None = None) -> st
         for c in ceilings:
             if not c.skipped:
                 lines.append(f"| {c.strategy} | " + " | ".join(_pct(c.by_difficulty.get(d)) for d in diffs) + " |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _task_length_tables(ceilings)) + "\n"
+
+
+def _task_length_tables(ceilings: Sequence[Ceiling]) -> list[str]:
+    """Per strategy, the complete-evidence share per task (rows) x length (columns), as BABILong's tables lay out accuracy."""
+    lines: list[str] = []
+    for c in ceilings:
+        if c.skipped or not c.by_task_length:
+            continue
+        lengths = list(dict.fromkeys(n for row in c.by_task_length.values() for n in row))
+        lines += ["", f"Complete-evidence share by task x length, {c.strategy}:", "",
+                  "| task | " + " | ".join(lengths) + " |", "|---|" + "---|" * len(lengths)]  # fmt: skip
+        lines += [f"| {t} | " + " | ".join(_pct(row.get(n)) for n in lengths) + " |" for t, row in c.by_task_length.items()]
+    return lines
 
 
 def ceilings_json(ceilings: Sequence[Ceiling], *, per_question: bool = True) -> dict[str, Any]:
@@ -261,6 +307,11 @@ def ceilings_json(ceilings: Sequence[Ceiling], *, per_question: bool = True) -> 
 # -- report hook -------------------------------------------------------------------------
 
 
+def _names_evidence(sample: Any) -> bool:
+    meta = dict(getattr(sample, "metadata", {}) or {})
+    return bool(getattr(sample, "evidence_doc_ids", None) or meta.get("evidence_doc_ids") or meta.get("evidence_spans"))
+
+
 def report_ceilings(cfg: Mapping[str, Any], samples: Sequence[Any], summary: list[dict[str, Any]], folder: Path) -> list[Ceiling]:
     """``longctx report``'s hook: when the run's samples name evidence, add each strategy's ceiling.
 
@@ -268,7 +319,7 @@ def report_ceilings(cfg: Mapping[str, Any], samples: Sequence[Any], summary: lis
     row whose strategy has a rule, and writes ``ceilings.md`` / ``ceilings.json`` into
     ``folder``. Returns the ceilings (empty when no sample names evidence).
     """
-    if not any((getattr(s, "evidence_doc_ids", None) or dict(getattr(s, "metadata", {}) or {}).get("evidence_doc_ids")) for s in samples):
+    if not any(_names_evidence(s) for s in samples):
         return []
     names = [n for n in cfg.get("strategies", []) if n in STRATEGIES and STRATEGIES.get(n).ceiling is not None]
     if not names:

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from graphs.strategy_registry import STRATEGIES
 from retrieval.retriever_registry import RETRIEVERS
 
-#: Copies, for the help text, of ``retrieval.embedders.EMBEDDING_BACKENDS``,
+#: Copies, for the help text, of ``retrieval.embedding_backends.EMBEDDING_BACKENDS``,
 #: ``agents.run_plan.CONFIRM_MINUTES`` and ``experiments.export.FORMATS`` (a test keeps them equal).
 EMBEDDING_BACKENDS = ("torch", "torch-bf16", "onnx", "onnx-int8")
 CONFIRM_MINUTES = 15.0

@@ -24,14 +24,15 @@ from experiments.runner import RunConfig, RunInterrupted, check_out_folder, run_
 from experiments.synth import NeedleConfig, SynthConfig, generate, get_domain, load_samples, parse_tokens
 from graphs.llm import model_id
 from retrieval import CorpusError
-from retrieval.embedders import EmbedderError
+from retrieval.embedder_base import EmbedderError
+from retrieval.extras import MissingExtraError
 from retrieval.locks import LockHeld
 from retrieval.ray_support import RayNotInstalledError, require_ray
 
 #: Errors of the user's input or environment: printed on one line, exit status 2 (``OSError``:
 #: a path that is a file where a folder is wanted, no permission, a full disk; its message names the path).
 USER_ERRORS = (CorpusError, ChatModelError, KeyError, TypeError, ValueError, RayNotInstalledError, LockHeld, BenchmarkDataError, EmbedderError,
-               OSError)  # fmt: skip
+               OSError, MissingExtraError)  # fmt: skip
 
 def budget_from_args(args: argparse.Namespace, llm: Any) -> tuple[Budget | None, Any]:
     """The :class:`~agents.Budget` of ``--max-calls/--max-tokens/--max-cost`` (``None`` without them)
@@ -146,8 +147,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     print((folder / "summary.md").read_text())
     print((folder / "significance.md").read_text())
     print((folder / "by_length.md").read_text())
-    if (folder / "ceilings.md").exists():
-        print((folder / "ceilings.md").read_text())
+    for extra in ("ceilings.md", "amortized_cost.md"):  # written when the samples name their evidence / when some strategy answered
+        if (folder / extra).exists():
+            print((folder / extra).read_text())
     print(f"{'Tables and scores.json' if args.no_plots else 'Tables, scores.json and plots'} in {folder}")
     if result.get("html"):
         print(f"HTML report (open in a browser): {result['html']}")
@@ -204,7 +206,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
     overrides.update(options.get(args.strategy, {}))
     if args.ray is not None:
         if spec.ray_stage is None:
-            staged = [n for n in STRATEGIES.names() if STRATEGIES.get(n).ray_stage is not None]
+            staged = [n for n in STRATEGIES.available() if STRATEGIES.get(n).ray_stage is not None]
             raise ValueError(f"--ray on 'answer' runs a strategy's own stage on Ray (--strategy {' or '.join(staged) or '<one with a Ray stage>'}), "
                              f"and {args.strategy!r} has none; for an index use 'longctx index --ray', for many questions 'longctx run --ray'")
         require_ray()  # the install hint now, not after the plan call
@@ -250,7 +252,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     spec = STRATEGIES.get(args.strategy)
     if not spec.uses_index:  # a plug-in is offered by its entry point's name before it is loaded
         raise ValueError(f"Strategy {args.strategy!r} uses no index; 'longctx index' builds one for "
-                         f"{', '.join(s for s in STRATEGIES.names() if STRATEGIES.get(s).uses_index)}")  # fmt: skip
+                         f"{', '.join(s for s in STRATEGIES.available() if STRATEGIES.get(s).uses_index)}")  # fmt: skip
     corpus = Corpus.from_path(args.path, show_progress=True)
     cfg = spec.make_config(**_retrieval_overrides(args))
     if args.ray is not None:

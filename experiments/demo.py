@@ -37,14 +37,14 @@ DEMO_QUESTIONS = EXAMPLES / "questions.csv"
 def demo_strategies() -> dict[str, dict[str, Any]]:
     """Every strategy the demo offers, with its options at demo scale (small chunks and few calls):
     those whose registry entry declares ``presentation.demo_options``."""
-    specs = (STRATEGIES.get(name) for name in STRATEGIES.names())
+    specs = (STRATEGIES.get(name) for name in STRATEGIES.available())
     return {s.name: dict(s.presentation.demo_options) for s in specs if s.presentation.demo_options is not None}
 
 
 def default_demo() -> tuple[str, ...]:
     """The strategies the demo runs without ``--strategies``: those that finish in minutes on 2 cores
     (``presentation.demo_default``); ``--strategies all`` adds the others (several calls each)."""
-    return tuple(name for name in STRATEGIES.names() if STRATEGIES.get(name).presentation.demo_default)
+    return tuple(name for name in STRATEGIES.available() if STRATEGIES.get(name).presentation.demo_default)
 
 
 #: Questions asked by default: two lookups, the aggregation, and the one without a gold answer.

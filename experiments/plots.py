@@ -3,7 +3,8 @@
 Every plot gives a strategy the same colour (:func:`strategy_color`: the one its registry entry declares), keeps
 its legend outside the data, and places point labels so that they do not overlap
 (:func:`place_labels`). Accuracy vs context length is drawn only when the run spans at
-least two length buckets: one bucket is no trend.
+least two length buckets: one bucket is no trend. Cost per question against the questions asked over one corpus
+shows where an index built once pays off (:func:`plot_cost_per_question`).
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from experiments.amortized_costs import Amortization
 from graphs.presentation import palette_color
 from graphs.registry import STRATEGIES
+from retrieval.extras import require
 
 #: Strategies beside each other in a length bucket are spread over this share of the bucket's width.
 DODGE = 0.3
@@ -28,6 +31,7 @@ def strategy_color(name: str) -> str:
 
 
 def _pyplot():
+    require("matplotlib", extra="plots", feature="plotting the report (--no-plots skips it)")
     import matplotlib
 
     matplotlib.use("Agg")  # files only; no display needed
@@ -92,6 +96,43 @@ def plot_accuracy_vs_tokens(summary: list[dict[str, Any]], path: Path, *, title:
     _axes_style(ax, xlabel="tokens per answer (prompt + completion)", title=f"{title}: accuracy vs tokens spent")
     fig.tight_layout()
     place_labels(ax, [(t, v) for _, t, v in points], [n for n, _, _ in points])
+    _save(plt, fig, path)
+    return True
+
+
+def plot_cost_per_question(amortized: Amortization, path: Path, *, title: str = "") -> bool:
+    """One line per strategy: a question's cost when n questions are asked over one corpus (its index cost shared
+    out, :mod:`experiments.amortized_costs`), log n from 1 to past the last break-even, a dot where two lines cross.
+
+    Returns False, writing nothing, when no strategy has a cost.
+    """
+    lines = [line for line in amortized.lines if line.index > 0 or line.per_question > 0]
+    if not lines:
+        return False
+    last = max(100, 3 * amortized.largest_crossing())
+    ns = sorted({max(1, round(last ** (i / 199))) for i in range(200)})
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for line in lines:
+        ax.plot(ns, [line.at(n) for n in ns], label=line.strategy, color=strategy_color(line.strategy), linewidth=1.6)
+    by_name = {line.strategy: line for line in lines}
+    for b in amortized.crossings():
+        if b.strategy in by_name and b.questions is not None:
+            ax.scatter([b.questions], [by_name[b.strategy].at(b.questions)], s=28, color=strategy_color(b.strategy), zorder=3, edgecolors="0.2")
+    _log_token_axis(ax)  # 1, 2, 5, 10, 20 ... questions
+    if all(line.at(last) > 0 for line in lines):
+        from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+        ax.set_yscale("log")
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(FuncFormatter((lambda y, _: f"${y:.3g}") if amortized.unit == "USD" else (lambda y, _: human_tokens(y))))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("questions asked over one corpus")
+    ax.set_ylabel(f"{amortized.unit} per question" + (" (prompt + completion)" if amortized.unit == "tokens" else ""))
+    ax.set_title(f"{title}: cost per question, index cost shared out")
+    ax.grid(alpha=0.3)
+    _legend_outside(ax)
+    fig.tight_layout()
     _save(plt, fig, path)
     return True
 

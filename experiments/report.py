@@ -8,13 +8,16 @@ the headline with failed calls left out of the denominator as their official scr
 ``pairwise.csv`` (every pair of strategies: paired difference, interval, Holm-adjusted p) and
 ``significance.md`` (the winner per metric where the paired tests support one, else why none
 is named; see ``experiments.comparison`` and docs/statistics.md), ``by_length.md`` /
-``by_length.csv`` (mean per-sample score by corpus-length bucket), ``scores.json`` (every strategy's full official aggregation),
+``by_length.csv`` (mean per-sample score by corpus-length bucket), ``by_task_length.md`` (BABILong:
+accuracy x 100 per task x length, the official tables' layout), ``scores.json`` (every strategy's full official aggregation),
 ``ceilings.md`` / ``ceilings.json`` and a ``ceiling`` summary column when the samples name
-their evidence (upper bounds, see ``experiments.ceilings``), ``report.html`` (everything in
+their evidence (upper bounds, see ``experiments.ceilings``), ``amortized_cost.md`` / ``.csv``
+(a question's cost as the questions over one corpus accumulate, index cost shared out, and
+where each pair of strategies breaks even, see ``experiments.amortized_costs``), ``report.html`` (everything in
 one self-contained page, with winners, estimated cost and a per-question drill-down, see
 ``experiments.html_report``), and
-two PNG plots: accuracy vs context length (when the run spans two length buckets or more),
-and accuracy vs tokens spent.
+three PNG plots: accuracy vs context length (when the run spans two length buckets or more),
+accuracy vs tokens spent, and cost per question vs questions asked over one corpus.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import Any
 
 from agents.jsonsafe import dumps
 from experiments import comparison, pairing, stats
+from experiments.amortized_costs import amortization, write_amortized
 from experiments.benchmarks import BENCHMARKS, score
 from experiments.benchmarks.predictions import row_prediction
 from experiments.ceilings import report_ceilings
@@ -37,6 +41,8 @@ from experiments.prices import PriceRow, load_prices, parse_prices, row_cost
 from experiments.runner import RunFolderError, manifest_config, read_manifest, read_rows, run_samples
 from experiments.spend import latest_with_spend
 from experiments.synth import retrieval_recall
+from experiments.task_length_table import FILE as TASK_LENGTH_FILE
+from experiments.task_length_table import task_length_markdown
 from retrieval.redaction import redact_value
 
 #: Corpus-length buckets (tokens) for accuracy-vs-length; CorpusQA's tiers fall one per bucket.
@@ -119,16 +125,24 @@ def build_report(
     per_context = per_context_table(per_strategy)  # many questions over one context: its cost apart from each question's
     if per_context:
         _write_table(report / "per_context", per_context)
+    amortized = amortization(per_strategy, costs)  # a question's cost as questions over one corpus accumulate, and the break-evens
+    if amortized is not None:
+        write_amortized(report / "amortized_cost", amortized)
     (report / "scores.json").write_text(dumps({n: d["official"] for n, d in per_strategy.items()}, indent=2, max_chars=None, max_total=None))
+    tables = task_length_markdown(benchmark, {n: d["official"] for n, d in per_strategy.items()})
+    if tables is not None:  # BABILong's official layout: tasks x lengths
+        (report / TASK_LENGTH_FILE).write_text(tables, encoding="utf-8")
     if plots and summary:
-        from experiments.plots import plot_accuracy_vs_length, plot_accuracy_vs_tokens
+        from experiments.plots import plot_accuracy_vs_length, plot_accuracy_vs_tokens, plot_cost_per_question
 
         for plot, data, name in ((plot_accuracy_vs_length, by_length, "accuracy_vs_length.png"),
                                  (plot_accuracy_vs_tokens, summary, "accuracy_vs_tokens.png")):  # fmt: skip
             if not plot(data, report / name, title=benchmark):  # nothing to show (one length bucket): no stale plot either
                 (report / name).unlink(missing_ok=True)
+        if amortized is None or not plot_cost_per_question(amortized, report / "cost_per_question.png", title=benchmark):
+            (report / "cost_per_question.png").unlink(missing_ok=True)
     result = {"benchmark": benchmark, "summary": summary, "by_length": by_length, "folder": str(report), "pairwise": pairs, "winners": winners,
-              "missing": missing, "per_context": per_context}  # fmt: skip
+              "missing": missing, "per_context": per_context, "amortized": amortized}  # fmt: skip
     if html:
         result["html"] = str(write_html_report(report, benchmark=benchmark, manifest=manifest, summary=summary, by_length=by_length,
                                                per_strategy=per_strategy, samples=by_id, prices=price_table, winners=winners,

@@ -109,6 +109,34 @@ class Budget:
 
 
 @dataclass(frozen=True, kw_only=True)
+class IndexWork:
+    """The part of a :class:`CostPlan` spent at index time: what a strategy builds once per corpus and later
+    questions reuse (RAPTOR's tree, structured's records; ``Usage.index_*`` when it runs), counted as the plan
+    counts (at least / at most); nothing of it is sent when it is cached already.
+
+    Attributes:
+        what: What is built, for the plan's description.
+        calls: Model calls at least.
+        max_calls: Model calls at most.
+        prompt_tokens: Prompt tokens at least (estimate).
+        max_prompt_tokens: Prompt tokens at most (estimate).
+        completion_tokens: Its part of the plan's completion tokens.
+    """
+
+    what: str
+    calls: int
+    max_calls: int
+    prompt_tokens: int
+    max_prompt_tokens: int
+    completion_tokens: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"what": self.what, "calls": self.calls, "max_calls": self.max_calls, "prompt_tokens": self.prompt_tokens,
+                "max_prompt_tokens": self.max_prompt_tokens, "completion_tokens": self.completion_tokens}  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
 class CostPlan:
     """What a strategy will spend on a corpus, known before its first call.
 
@@ -131,6 +159,8 @@ class CostPlan:
         steps: For a batched run (MemAgent), per step in order (its closing answers last), ``(calls, prompt tokens at
             least, completion tokens)`` of all questions together, summing to the counts above: what lets a resumed
             run's plan count only the steps it has left (:meth:`after`); empty where the run has no steps.
+        index: The part of the counts above spent at index time, once per corpus (its cost model's declaration;
+            ``None``: it declares none, every question pays its own way); the rest is question time.
     """
 
     strategy: str
@@ -143,15 +173,41 @@ class CostPlan:
     formula: str
     details: dict[str, Any] = field(default_factory=dict)
     steps: tuple[tuple[int, int, int], ...] = field(default=(), repr=False)
+    index: IndexWork | None = None
+
+    def __post_init__(self) -> None:
+        i = self.index
+        if i is not None and not (i.calls <= self.calls and i.max_calls <= self.max_calls and i.prompt_tokens <= self.prompt_tokens
+                                  and i.max_prompt_tokens <= self.max_prompt_tokens and i.completion_tokens <= self.completion_tokens):  # fmt: skip
+            raise ValueError(f"{self.strategy}'s index-time part {i.to_dict()} exceeds its plan's counts")
 
     def scaled(self, questions: int) -> CostPlan:
-        """The plan for ``questions`` questions answered one by one (each runs the whole plan)."""
+        """The plan for ``questions`` questions answered one by one (each runs the whole plan but its index part, built once)."""
         k = questions / max(self.questions, 1)
+        i = self.index
+
+        def part(total: int, once: int) -> int:
+            return once + math.ceil((total - once) * k)
+
         return CostPlan(
-            strategy=self.strategy, questions=questions, calls=math.ceil(self.calls * k), max_calls=math.ceil(self.max_calls * k),
-            prompt_tokens=math.ceil(self.prompt_tokens * k), max_prompt_tokens=math.ceil(self.max_prompt_tokens * k),
-            completion_tokens=math.ceil(self.completion_tokens * k), formula=self.formula, details=dict(self.details),
+            strategy=self.strategy, questions=questions, calls=part(self.calls, i.calls if i else 0),
+            max_calls=part(self.max_calls, i.max_calls if i else 0), prompt_tokens=part(self.prompt_tokens, i.prompt_tokens if i else 0),
+            max_prompt_tokens=part(self.max_prompt_tokens, i.max_prompt_tokens if i else 0),
+            completion_tokens=part(self.completion_tokens, i.completion_tokens if i else 0), formula=self.formula, details=dict(self.details),
+            index=i,
         )  # fmt: skip
+
+    @property
+    def question_calls(self) -> tuple[int, int]:
+        """Model calls at question time, at least and at most (the plan's less its index part)."""
+        i = self.index
+        return (self.calls - i.calls, self.max_calls - i.max_calls) if i else (self.calls, self.max_calls)
+
+    @property
+    def question_prompt_tokens(self) -> tuple[int, int]:
+        """Prompt tokens at question time, at least and at most (the plan's less its index part)."""
+        i = self.index
+        return (self.prompt_tokens - i.prompt_tokens, self.max_prompt_tokens - i.max_prompt_tokens) if i else (self.prompt_tokens, self.max_prompt_tokens)
 
     def cost_usd(self, price: Any) -> float | None:
         """USD of the least run at ``price`` (``(prompt, completion)`` per 1M tokens), ``None`` without one."""
@@ -198,7 +254,14 @@ class CostPlan:
         calls = f"{self.calls:,}" if self.calls == self.max_calls else f"{self.calls:,}-{self.max_calls:,}"
         tokens = f"~{self.prompt_tokens:,}" if self.prompt_tokens == self.max_prompt_tokens else f"~{self.prompt_tokens:,}-{self.max_prompt_tokens:,}"
         per = f" for {self.questions} questions" if self.questions != 1 else ""
-        return f"{self.strategy} plans {calls} call{'' if self.max_calls == 1 else 's'} and {tokens} prompt tokens{per} ({self.formula})"
+        line = f"{self.strategy} plans {calls} call{'' if self.max_calls == 1 else 's'} and {tokens} prompt tokens{per} ({self.formula})"
+        i = self.index
+        if i is None or i.max_calls == 0:
+            return line
+        (asked, asked_most), (read, read_most) = self.question_calls, self.question_prompt_tokens
+        return (f"{line}; index time, once per corpus ({i.what}; nothing when cached): {_range(i.calls, i.max_calls)} calls and "
+                f"~{_range(i.prompt_tokens, i.max_prompt_tokens)} prompt tokens; question time: {_range(asked, asked_most)} calls and "
+                f"~{_range(read, read_most)} prompt tokens")  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -206,7 +269,13 @@ class CostPlan:
             "strategy": self.strategy, "questions": self.questions, "calls": self.calls, "max_calls": self.max_calls,
             "prompt_tokens": self.prompt_tokens, "max_prompt_tokens": self.max_prompt_tokens,
             "completion_tokens": self.completion_tokens, "formula": self.formula, **({"details": self.details} if self.details else {}),
+            **({"index": self.index.to_dict()} if self.index is not None else {}),
         }  # fmt: skip
+
+
+def _range(least: int, most: int) -> str:
+    """``12`` or ``12-40``, with thousands separators."""
+    return f"{least:,}" if least == most else f"{least:,}-{most:,}"
 
 
 def check_plan(plan: CostPlan, budget: Budget | None) -> None:

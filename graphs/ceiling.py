@@ -6,6 +6,11 @@ computed with the strategy's own retrieval / packing / truncation code and no mo
 ``experiments.ceilings`` loops over questions and strategies, reads these rules from the
 registry and prints the tables; the rules themselves live in each strategy's package
 (``graphs/<name>/ceiling.py``). A ceiling is an upper bound on accuracy, not an accuracy.
+
+Evidence comes in one of two units: documents (``CeilingItem.evidence``: synthetic corpora,
+benchmarks naming evidence documents), or sentences (``CeilingItem.spans``: BABILong's
+supporting facts, character spans inside a document). A rule counts sentences when the item
+has spans: a sentence is reached when the text the strategy reads covers it whole.
 """
 
 from __future__ import annotations
@@ -20,12 +25,27 @@ from langgraph.runtime import Runtime
 from graphs.context import StrategyContext
 from graphs.retrieval_service import RetrievalService
 from retrieval import tokens
+from retrieval.chunking import Chunk
 from retrieval.contract import Corpus
 
 
 @dataclass(frozen=True)
+class EvidenceSpan:
+    """One evidence sentence: characters ``[start, end)`` of document ``doc_id`` (a BABILong supporting fact)."""
+
+    doc_id: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
 class CeilingItem:
-    """One question with its evidence: documents, and (synthetic corpora) records and gold sub-questions."""
+    """One question with its evidence: documents, and (synthetic corpora) records and gold sub-questions.
+
+    Attributes:
+        spans: Evidence sentences (BABILong's supporting facts); when set, rules count these.
+        cell: ``(task, length)`` for tables per task x length (BABILong).
+    """
 
     sample_id: str
     corpus: Corpus
@@ -34,6 +54,14 @@ class CeilingItem:
     difficulty: str | None = None
     records: tuple[Any, ...] | None = None
     sub_questions: tuple[str, ...] | None = None
+    spans: tuple[EvidenceSpan, ...] | None = None
+    cell: tuple[str, str] | None = None
+
+    @property
+    def facts(self) -> tuple[str, ...]:
+        """The evidence sentences' text (empty without spans)."""
+        texts = {d.doc_id: d.text for d in self.corpus.documents}
+        return tuple(texts[s.doc_id][s.start : s.end] for s in self.spans or ())
 
 
 @dataclass(frozen=True)
@@ -54,12 +82,19 @@ class Reach:
 
 @dataclass
 class CeilingEnv:
-    """What every rule gets besides its config: where indexes are cached, the tokenizer, options."""
+    """What every rule gets besides its config: where indexes are cached, the tokenizer, options, and
+    whether the questions' evidence is sentences (``sentences``: BABILong's supporting facts)."""
 
     cache_dir: str | Path | None = None
     encode: Callable[[str], list[int]] = tokens.encode
     decode: Callable[[list[int]], str] = tokens.decode
     gold_sub_questions: bool = False
+    sentences: bool = False
+
+    @property
+    def evidence(self) -> str:
+        """What the rules' descriptions call the evidence: ``evidence docs``, or ``supporting facts`` (sentences)."""
+        return "supporting facts" if self.sentences else "evidence docs"
 
 
 class SkipCeiling(Exception):
@@ -138,3 +173,46 @@ def queries(item: CeilingItem, env: CeilingEnv, cap: int) -> list[str]:
             raise ValueError(f"{item.sample_id}: gold sub-questions need a synthetic corpus's records")
         return list(item.sub_questions[:cap]) or [item.question.text]
     return [item.question.text]
+
+
+def covered(spans: Iterable[EvidenceSpan], regions: Iterable[tuple[str, int, int]]) -> int:
+    """How many ``spans`` lie whole inside the union of ``regions`` (``(doc_id, start, end)``, overlapping or adjacent)."""
+    merged: dict[str, list[list[int]]] = {}
+    for doc_id, start, end in sorted(regions):
+        runs = merged.setdefault(doc_id, [])
+        if runs and start <= runs[-1][1]:
+            runs[-1][1] = max(runs[-1][1], end)
+        else:
+            runs.append([start, end])
+    return sum(any(a <= s.start and s.end <= b for a, b in merged.get(s.doc_id, [])) for s in spans)
+
+
+def chunk_regions(corpus: Corpus, chunks: Iterable[Chunk]) -> dict[int, tuple[str, int, int]]:
+    """``chunk_id -> (doc_id, start, end)`` of chunks in their document's text.
+
+    A chunk is an exact substring of its document and a document's chunks come in order, each
+    starting after the one before; ``chunks`` must hold every chunk of the documents asked about
+    (an index's ``chunks``), so each is found from where its predecessor starts.
+    """
+    out: dict[int, tuple[str, int, int]] = {}
+    last: dict[int, int] = {}
+    for c in sorted({c.chunk_id: c for c in chunks}.values(), key=lambda c: (c.doc_index, c.position)):
+        text = corpus.documents[c.doc_index].text
+        start = text.find(c.text, last[c.doc_index] + 1 if c.doc_index in last else 0)
+        if start < 0:
+            raise ValueError(f"chunk {c.chunk_id} of {c.doc_id} is not in its document's text")
+        last[c.doc_index] = start
+        out[c.chunk_id] = (c.doc_id, start, start + len(c.text))
+    return out
+
+
+def reach_in_chunks(item: CeilingItem, read: Iterable[Chunk], every_chunk: Iterable[Chunk]) -> Reach:
+    """The item's evidence in the chunks ``read``: sentences covered (with spans), else documents.
+
+    ``every_chunk``: all chunks of the corpus (the index's), to place the read ones in their text.
+    """
+    read = list(read)
+    if item.spans is None:
+        return reach_of(item.evidence, (c.doc_id for c in read))
+    regions = chunk_regions(item.corpus, every_chunk)
+    return Reach(covered(item.spans, (regions[c.chunk_id] for c in read)), len(item.spans))

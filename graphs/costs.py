@@ -161,10 +161,18 @@ class Calls:
 
 @dataclass(frozen=True)
 class ExpectedCost:
-    """What a strategy typically costs over one corpus: per question, and once per corpus (a cache built once)."""
+    """What a strategy typically costs over one corpus: per question, and once per corpus (a cache built once);
+    ``index`` is the part of ``once`` spent at index time (``Usage.index_*``: RAPTOR's tree, structured's
+    extraction), which the run plan prints apart from question time."""
 
     per_question: Calls
     once: Calls = Calls()
+    index: Calls = Calls()
+
+    def __post_init__(self) -> None:
+        i, o = self.index, self.once
+        if i.calls > o.calls or i.prompt_tokens > o.prompt_tokens or i.completion_tokens > o.completion_tokens:
+            raise ValueError(f"the index-time part {i} exceeds what is spent once per corpus {o}")
 
 
 #: ``(config, corpus_tokens, documents, window) -> ExpectedCost``: a plug-in's typical cost alone

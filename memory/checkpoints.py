@@ -151,7 +151,7 @@ def checkpoint_rows(path: str | Path) -> int:
     """Checkpoints stored in the database at ``path`` (for tests and storage reports)."""
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
-        return conn.execute("SELECT COUNT(*) FROM checkpoints").fetchone()[0]
+        return int(conn.execute("SELECT COUNT(*) FROM checkpoints").fetchone()[0])
     finally:
         conn.close()
 

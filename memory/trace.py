@@ -15,6 +15,7 @@ import logging
 import sqlite3
 import threading
 from pathlib import Path
+from typing import Any
 
 from memory.checkpoints import open_database
 
@@ -74,7 +75,7 @@ class MemoryTrace:
             except sqlite3.Error as exc:
                 self._disable(exc)
 
-    def snapshots(self, thread: str, question: int) -> list[dict]:
+    def snapshots(self, thread: str, question: int) -> list[dict[str, Any]]:
         """All snapshots of one question, in chunk order (none if the trace failed)."""
         with self._lock:
             if self._conn is None:

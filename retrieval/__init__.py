@@ -2,7 +2,7 @@
 
 Nothing in this package calls a chat model. The answer contract every package shares
 (``Corpus``, ``Question``, ``Answer``, ``Usage``, ``Step``, ``Registry``...) lives in
-:mod:`retrieval.contract` (gathered from ``registry``, ``corpus``, ``question`` and ``answer``),
+:mod:`retrieval.contract` (gathered from ``registry``, ``document``, ``corpus``, ``question`` and ``answer``),
 the bottom of the import graph. The names below load their module on first use, so importing
 the contract does not load the retrievers.
 """
@@ -16,7 +16,8 @@ from retrieval.lazy import lazy_attributes
 if TYPE_CHECKING:  # the lazy names below, for type checkers (nothing is imported at run time)
     from retrieval.base import Hit, Retriever
     from retrieval.chunking import Chunk, ChunkingConfig, chunk_corpus
-    from retrieval.corpus import Corpus, CorpusError, Document
+    from retrieval.corpus import Corpus
+    from retrieval.document import CorpusError, Document
     from retrieval.embedders import EMBEDDERS
     from retrieval.index import Index, build_index
     from retrieval.paths import default_cache_dir
@@ -31,8 +32,8 @@ _EXPORTS = {
     "ChunkingConfig": "retrieval.chunking",
     "chunk_corpus": "retrieval.chunking",
     "Corpus": "retrieval.corpus",
-    "CorpusError": "retrieval.corpus",
-    "Document": "retrieval.corpus",
+    "CorpusError": "retrieval.document",
+    "Document": "retrieval.document",
     "Registry": "retrieval.registry",
     "EMBEDDERS": "retrieval.embedders",
     "Index": "retrieval.index",

@@ -127,7 +127,7 @@ class Usage:
         return cls(**{k: v for k, v in (data or {}).items() if k in names})
 
 
-class Step(dict):
+class Step(dict[str, Any]):
     """One graph node's record in ``Answer.steps``: ``{"node": <graph node name>, **facts}``.
 
     A dict, so it is JSON as it stands and survives checkpoints; the node name is
@@ -146,7 +146,8 @@ class Step(dict):
     @property
     def node(self) -> str:
         """The graph node that wrote this step."""
-        return self["node"]
+        node: str = self["node"]  # checked to be a non-empty string when the step was made
+        return node
 
     @classmethod
     def coerce(cls, data: Mapping[str, Any]) -> Step:

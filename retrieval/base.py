@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeGuard, runtime_checkable
 
+from retrieval.checksums import Checksums
 from retrieval.chunking import Chunk
 
 
@@ -34,8 +35,8 @@ class Retriever(Protocol):
     Optional, for indexes that grow and change without a rebuild (:mod:`retrieval.index`;
     ours have them): ``extensible()``, ``extend(chunks, work_dir=...)``, ``save_segment``,
     ``load_segments``, ``compact()``, and ``delete(chunk_ids)`` (tombstones: searches then
-    return live chunks only, numbered by their place among them). A retriever without
-    them is rebuilt whole when its corpus grows or changes.
+    return live chunks only, numbered by their place among them): :class:`SegmentedRetriever`.
+    A retriever without them is rebuilt whole when its corpus grows or changes.
     """
 
     name: str
@@ -64,3 +65,36 @@ class Retriever(Protocol):
     def load(self, folder: Path) -> None:
         """Read an index written by :meth:`save` with the same parameters."""
         ...
+
+
+class SegmentedRetriever(Retriever, Protocol):
+    """A retriever with the optional methods of :class:`Retriever` (ours): its index grows and changes without a rebuild."""
+
+    def extensible(self) -> bool:
+        """Whether the loaded index can take new chunks as a segment."""
+        ...
+
+    def extend(self, chunks: Sequence[Chunk], *, work_dir: Path, show_progress: bool = False) -> None:
+        """Index ``chunks`` (numbered after the loaded ones) as a new segment."""
+        ...
+
+    def save_segment(self, folder: Path, start: int, checksums: Checksums | None = None) -> None:
+        """Write the segment of the chunks from ``start`` on into ``folder``."""
+        ...
+
+    def load_segments(self, folders: Sequence[Path]) -> None:
+        """Read an index of several segments, in order."""
+        ...
+
+    def compact(self) -> None:
+        """Fold the segments (without the deleted chunks) into one, as a fresh build holds them."""
+        ...
+
+    def delete(self, chunk_ids: Sequence[int]) -> None:
+        """Mark the stored chunks ``chunk_ids`` deleted: searches return live chunks only."""
+        ...
+
+
+def grows(retriever: Retriever) -> TypeGuard[SegmentedRetriever]:
+    """Whether ``retriever`` has the optional methods of an index that grows (its ``extend`` tells)."""
+    return callable(getattr(retriever, "extend", None))

@@ -92,10 +92,10 @@ def top_k(scores: np.ndarray, k: int) -> list[tuple[int, float]]:
     return [(int(i), float(scores[i])) for i in order]
 
 
-class LuceneOkapi(BM25Okapi):
+class LuceneOkapi(BM25Okapi):  # type: ignore[misc]  # rank_bm25 ships no types: its classes are Any
     """rank_bm25's Okapi scoring loop with Lucene's always-positive idf (the reference engine)."""
 
-    def _calc_idf(self, nd):
+    def _calc_idf(self, nd: dict[str, int]) -> None:
         for word, freq in nd.items():
             self.idf[word] = math.log(1 + (self.corpus_size - freq + 0.5) / (freq + 0.5))
 

@@ -19,9 +19,12 @@ import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import xxhash
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer  # bytes, bytearray, memoryview, ...: what a binary file takes
 
 #: The digest recorded in ``meta.json``; a different name there means "written by another version".
 ALGORITHM = "xxh3_128"
@@ -48,7 +51,7 @@ class _HashingWriter(io.RawIOBase):
     def writable(self) -> bool:
         return True
 
-    def write(self, data) -> int:
+    def write(self, data: ReadableBuffer) -> int:
         view = memoryview(data).cast("B")
         self.hash.update(view)
         self.size += len(view)

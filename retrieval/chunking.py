@@ -6,11 +6,11 @@ import itertools
 import re
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from tqdm.auto import tqdm
 
-from retrieval.contract import Corpus, Document
+from retrieval.document import Document, IndexableCorpus
 from retrieval.tokens import SEGMENT_CHARS, count_tokens_batch, encode_segments, get_encoding
 
 #: LongBench v1 ``retrieval/splitter.py`` sentence delimiters (kept with their sentence).
@@ -43,7 +43,7 @@ class ChunkingConfig:
         if not 0 <= self.overlap < self.size:
             raise ValueError(f"chunk overlap must be in [0, size), got {self.overlap} for size {self.size}")
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """Plain-dict form, used in cache keys and result manifests."""
         return asdict(self)
 
@@ -72,7 +72,7 @@ class Chunk:
 
 
 def chunk_corpus(
-    corpus: Corpus, config: ChunkingConfig | None = None, *, show_progress: bool = False, start: int = 0, first_chunk_id: int = 0
+    corpus: IndexableCorpus, config: ChunkingConfig | None = None, *, show_progress: bool = False, start: int = 0, first_chunk_id: int = 0
 ) -> list[Chunk]:
     """All chunks of ``corpus`` in document order, numbered from 0.
 

@@ -9,7 +9,8 @@ Each part lives in a module with one job, all standard library only at import (t
 helpers a corpus uses, file readers and the tokenizer, load where they are needed):
 
 - :mod:`retrieval.registry`: ``Registry``, the plug-in registry of every kind;
-- :mod:`retrieval.corpus`: ``Corpus``, ``Document``, ``CorpusError``;
+- :mod:`retrieval.document`: ``Document``, ``CorpusError``;
+- :mod:`retrieval.corpus`: ``Corpus``;
 - :mod:`retrieval.question`: ``Question``, ``Protocol``, ``as_question``;
 - :mod:`retrieval.answer`: ``Answer``, ``Evidence``, ``Usage``, ``Step``.
 
@@ -20,7 +21,8 @@ This module gathers them under one name, which is how the library and plug-ins i
 from __future__ import annotations
 
 from retrieval.answer import Answer, Evidence, Step, Usage
-from retrieval.corpus import Corpus, CorpusError, Document
+from retrieval.corpus import Corpus
+from retrieval.document import CorpusError, Document
 from retrieval.question import Protocol, Question, as_question
 from retrieval.registry import Registry
 

@@ -1,7 +1,9 @@
-"""The corpus every strategy answers over: ``Corpus``, ``Document``, ``CorpusError``.
+"""The corpus every strategy answers over: ``Corpus``, an ordered list of documents.
 
 Part of the answer contract (:mod:`retrieval.contract`): standard library only at import;
-the heavy helpers (file readers, the tokenizer, the index) load where they are used.
+the heavy helpers (file readers, the tokenizer, the index) load where they are used. They
+sit below the corpus: they take :class:`~retrieval.document.Document` and
+:class:`~retrieval.document.IndexableCorpus` (:mod:`retrieval.document`), never this module.
 """
 
 from __future__ import annotations
@@ -9,34 +11,14 @@ from __future__ import annotations
 import hashlib
 import itertools
 import logging
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from retrieval.document import CorpusError, Document
+
 log = logging.getLogger(__name__)
-
-
-class CorpusError(ValueError):
-    """A corpus cannot be built from the given input (empty, missing or unreadable)."""
-
-
-@dataclass(frozen=True)
-class Document:
-    """One document of a corpus.
-
-    Attributes:
-        doc_id: Stable identifier, unique within the corpus (a file path or an index).
-        text: Full text.
-        title: Human-readable title shown in prompts and evidence.
-        metadata: Free-form fields carried through to evidence (source, date, ...).
-    """
-
-    doc_id: str
-    text: str
-    title: str = ""
-    metadata: Mapping[str, Any] = field(default_factory=dict)
 
 
 class Corpus:
@@ -103,7 +85,7 @@ class Corpus:
         built once and shared with every strategy that asks for the same chunking and retriever.
         """
         from retrieval.chunking import ChunkingConfig
-        from retrieval.index import build_index  # heavy, and it imports this module
+        from retrieval.index import build_index  # heavy: the retrievers and their engines
 
         index = build_index(self, retriever, chunking=ChunkingConfig(unit=chunk_unit, size=chunk_size),  # type: ignore[arg-type]
                             cache_dir=cache_dir, show_progress=show_progress, **retriever_options)  # fmt: skip

@@ -25,7 +25,9 @@ from tqdm.auto import tqdm
 
 from retrieval.checksums import ChecksumMismatch, Checksums, digest_texts, verify_file
 from retrieval.chunking import Chunk
-from retrieval.embedders import Embedder, OpenAIEmbedder, warn_if_truncated
+from retrieval.embedder_base import Embedder, warn_if_truncated
+from retrieval.embedders import OpenAIEmbedder
+from retrieval.extras import require
 from retrieval.faiss_index import VectorIndex
 from retrieval.fit import TokenLimit
 from retrieval.tombstones import Tombstones
@@ -37,7 +39,7 @@ class DenseRetriever:
     """Nearest chunks by embedding inner product (cosine for normalized embedders).
 
     Args:
-        embedder: Any :class:`~retrieval.embedders.Embedder`.
+        embedder: Any :class:`~retrieval.embedder_base.Embedder`.
         name: Registry name, recorded in the cache key.
         shard_size: Chunks embedded per saved shard (the resume granularity).
     """
@@ -80,6 +82,7 @@ class DenseRetriever:
 
     def build(self, chunks: Sequence[Chunk], *, work_dir: Path, show_progress: bool = False) -> None:
         """Embed all chunks shard by shard (reusing shards already in ``work_dir/shards``) and index them."""
+        require("faiss", extra="dense", feature="a dense index")  # before any embedding is paid for
         texts = [c.text for c in chunks]
         if self.chunk_limit() is None:  # fitted chunks fit (retrieval.fit); others may be cut: say which, before embedding
             warn_if_truncated(self.embedder, texts)
@@ -276,7 +279,7 @@ def read_shard(path: Path, source: dict[str, Any]) -> np.ndarray | None:
         if not isinstance(record, dict) or record.get("source") != source:
             raise ChecksumMismatch(f"{record_path.name} records other texts or another embedder")
         verify_file(path.parent, path.name, record.get("files"), where=record_path.name)
-        vecs = np.load(path, allow_pickle=False)
+        vecs: np.ndarray = np.load(path, allow_pickle=False)
         if vecs.ndim != 2 or vecs.dtype.kind != "f" or vecs.shape[0] != source["rows"] or not np.isfinite(vecs).all():
             raise ValueError(f"not a finite float matrix of {source['rows']} rows (shape {vecs.shape}, dtype {vecs.dtype})")
     except (OSError, ValueError, EOFError) as exc:  # ChecksumMismatch and JSON errors are ValueErrors

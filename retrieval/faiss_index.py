@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from retrieval.checksums import Checksums
+from retrieval.extras import require
 
 if TYPE_CHECKING:
     import faiss
@@ -28,6 +29,7 @@ class VectorIndex:
     FILENAME = "vectors.faiss"
 
     def __init__(self, dim: int):
+        require("faiss", extra="dense", feature="a dense index")
         import faiss  # the engine, on first use (see the module docstring)
 
         self.index: faiss.Index = faiss.IndexFlatIP(dim)
@@ -51,7 +53,8 @@ class VectorIndex:
         """The ``count`` stored vectors from id ``start`` on (copies, float32)."""
         if count <= 0:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return self.index.reconstruct_n(start, count)
+        vectors: np.ndarray = self.index.reconstruct_n(start, count)
+        return vectors
 
     def search(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
         """Top ``k`` ``(id, inner product)`` pairs for one query vector."""
@@ -77,6 +80,7 @@ class VectorIndex:
     @classmethod
     def load(cls, folder: Path) -> VectorIndex:
         """Read an index written by :meth:`save`."""
+        require("faiss", extra="dense", feature="a dense index")
         import faiss
 
         index = faiss.read_index(str(folder / cls.FILENAME))

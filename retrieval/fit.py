@@ -14,8 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from retrieval.chunking import Chunk, chunk_corpus
+from retrieval.base import Retriever
+from retrieval.chunking import Chunk, ChunkingConfig, chunk_corpus
+from retrieval.document import IndexableCorpus
 from retrieval.tokens import count_tokens_batch, get_encoding
 
 
@@ -43,7 +46,7 @@ class TokenLimit:
         return max(1, self.max_tokens - self.special_tokens)
 
 
-def hf_token_limit(tokenizer, max_tokens: int, what: str) -> TokenLimit:
+def hf_token_limit(tokenizer: Any, max_tokens: int, what: str) -> TokenLimit:
     """The :class:`TokenLimit` of a Hugging Face fast tokenizer that truncates at ``max_tokens`` (special tokens included)."""
 
     def count(texts: list[str]) -> list[int]:
@@ -120,7 +123,8 @@ def fit_chunks(chunks: Sequence[Chunk], limit: TokenLimit, *, first_chunk_id: in
     return out
 
 
-def chunks_for(corpus, chunking, retriever, *, show_progress: bool = False, start: int = 0, first_chunk_id: int = 0) -> list[Chunk]:
+def chunks_for(corpus: IndexableCorpus, chunking: ChunkingConfig | None, retriever: Retriever, *, show_progress: bool = False, start: int = 0,
+               first_chunk_id: int = 0) -> list[Chunk]:  # fmt: skip
     """The chunks ``retriever`` indexes of ``corpus`` (from document ``start`` on, numbered from ``first_chunk_id``).
 
     :func:`~retrieval.chunking.chunk_corpus`'s chunks, fitted (:func:`fit_chunks`) to the

@@ -15,6 +15,7 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field
 
 from retrieval.base import Hit
+from retrieval.extras import require
 
 
 def hit_metadata(hit: Hit) -> dict[str, Any]:
@@ -45,10 +46,11 @@ class IndexRetriever(BaseRetriever):
 
 def llama_index_retriever(index: Any, k: int = 7) -> Any:
     """The same search as a LlamaIndex ``BaseRetriever`` (``NodeWithScore`` results), for query engines."""
+    require("llama_index.core", extra="llamaindex", feature="the LlamaIndex retriever")
     from llama_index.core.retrievers import BaseRetriever as LlamaRetriever  # LlamaIndex's core is heavy: only when asked
     from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-    class _IndexLlamaRetriever(LlamaRetriever):
+    class _IndexLlamaRetriever(LlamaRetriever):  # type: ignore[misc]  # LlamaIndex is not analysed (follow_imports = skip): Any
         def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
             return [
                 NodeWithScore(node=TextNode(text=h.chunk.text, id_=f"{h.chunk.doc_id}:{h.chunk.chunk_id}", metadata=hit_metadata(h)), score=float(h.score))

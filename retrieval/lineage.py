@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval.checksums import Checksums
-from retrieval.contract import Corpus
+from retrieval.document import IndexableCorpus
 
 #: The digests of a segment's documents, in its folder.
 DOCUMENTS_FILE = "documents.json"
@@ -81,7 +81,7 @@ def match(corpus_digests: Sequence[str], slots: Sequence[str], deleted: set[int]
     return kept, [s for s in sorted(where.values()) if s not in matched]
 
 
-def find_base(corpus: Corpus, candidates: Sequence[tuple[Path, dict[str, Any], list[str]]]) -> Base | None:
+def find_base(corpus: IndexableCorpus, candidates: Sequence[tuple[Path, dict[str, Any], list[str]]]) -> Base | None:
     """The candidate index (``(folder, meta, segment paths)``, same chunking and retriever) the corpus best starts from.
 
     Best: most documents kept, then fewest deleted. None when no candidate shares a first

@@ -50,10 +50,11 @@ def _entry(path: Path) -> _Entry:
         return _ENTRIES.setdefault(str(path), _Entry())
 
 
-def read_holder(path: str | os.PathLike) -> dict[str, Any] | None:
+def read_holder(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     """What the lock file at ``path`` says about its (last) holder, or ``None``."""
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8") or "null")
+        holder: dict[str, Any] | None = json.loads(Path(path).read_text(encoding="utf-8") or "null")  # the JSON the holder wrote
+        return holder
     except (OSError, ValueError):
         return None
 
@@ -66,7 +67,7 @@ def describe_holder(holder: dict[str, Any] | None) -> str:
 
 
 @contextlib.contextmanager
-def exclusive_lock(path: str | os.PathLike, *, wait: bool = True, what: str = "") -> Iterator[Path]:
+def exclusive_lock(path: str | os.PathLike[str], *, wait: bool = True, what: str = "") -> Iterator[Path]:
     """Hold the exclusive lock of ``path`` (created with its folder) for the ``with`` block.
 
     Args:

@@ -19,7 +19,7 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("LONGCTX_CACHE_DIR") or Path.home() / ".cache" / "longctx")
 
 
-def resolve_inside(root: str | os.PathLike, relative: str | os.PathLike) -> Path:
+def resolve_inside(root: str | os.PathLike[str], relative: str | os.PathLike[str]) -> Path:
     """``root / relative`` resolved (symlinks followed), or :class:`OutsideRoot` if it leaves ``root``.
 
     Every path read on behalf of a data file or a corpus folder goes through here, so a

@@ -22,7 +22,7 @@ from retrieval.base import Retriever
 from retrieval.chunking import ChunkingConfig
 from retrieval.contract import Corpus
 from retrieval.dense import DenseRetriever
-from retrieval.embedders import Embedder
+from retrieval.embedder_base import Embedder
 from retrieval.fit import chunks_for
 from retrieval.index import Index, build_index, build_lock, index_folder, index_key, write_shards
 from retrieval.ray_support import ensure_ray, require_ray

@@ -24,7 +24,8 @@ def require_ray() -> ModuleType:
         import ray
     except ImportError as exc:
         raise RayNotInstalledError(INSTALL_HINT) from exc
-    return ray
+    module: ModuleType = ray  # not analysed (the [ray] extra): Any to mypy
+    return module
 
 
 def ensure_ray(address: str | None = None) -> ModuleType:

@@ -10,7 +10,8 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from retrieval.contract import CorpusError, Document
+from retrieval.document import CorpusError, Document
+from retrieval.extras import require
 from retrieval.paths import OutsideRoot, resolve_inside
 
 log = logging.getLogger(__name__)
@@ -120,6 +121,7 @@ def _records(records: list[Any], file: Path, doc_id: str) -> Iterator[Document]:
 
 def _read_with_llama_index(file: Path, doc_id: str) -> Document:
     """PDF and HTML go through LlamaIndex's file readers; pages are joined in order."""
+    require("llama_index.readers.file", extra="readers", feature=f"reading {file.suffix.lower()} files")
     from llama_index.readers.file import HTMLTagReader, PDFReader
 
     reader = PDFReader() if file.suffix.lower() == ".pdf" else HTMLTagReader(tag="body")

@@ -51,7 +51,7 @@ _PATTERNS = (
 
 _registered: set[str] = set()
 _lock = threading.Lock()
-_compiled: tuple[frozenset[str], re.Pattern | None] = (frozenset(), None)
+_compiled: tuple[frozenset[str], re.Pattern[str] | None] = (frozenset(), None)
 
 
 def _usable(value: Any) -> bool:
@@ -119,7 +119,7 @@ def known_secrets() -> frozenset[str]:
     return frozenset(registered | set(_environment_secrets(os.environ)))
 
 
-def _literal_pattern() -> re.Pattern | None:
+def _literal_pattern() -> re.Pattern[str] | None:
     global _compiled
     secrets = known_secrets()
     cached_for, pattern = _compiled
@@ -135,7 +135,7 @@ def redact(text: Any) -> Any:
     return _redact(text, _literal_pattern())
 
 
-def _redact(text: Any, pattern: re.Pattern | None) -> Any:
+def _redact(text: Any, pattern: re.Pattern[str] | None) -> Any:
     if not isinstance(text, str) or not text:
         return text
     if pattern is not None:
@@ -158,7 +158,7 @@ class _Walk:
     #: Strings at least this long are redacted once per pass however often they recur.
     LONG = 256
 
-    def __init__(self, pattern: re.Pattern | None, by_name: bool):
+    def __init__(self, pattern: re.Pattern[str] | None, by_name: bool):
         self.pattern, self.by_name = pattern, by_name
         self.done: dict[int, tuple[str, str]] = {}  # id -> (the string, kept alive so its id stays its own; its redaction)
 

@@ -22,15 +22,20 @@ import contextlib
 import difflib
 import importlib
 import importlib.util
+import logging
 import pkgutil
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, overload
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+#: What the decorator form of :meth:`Registry.register` takes and gives back unchanged.
+D = TypeVar("D")
 
 #: The file in a package folder that declares the entries of that package, by registry section.
 DECLARATIONS_FILE = "plugin.toml"
@@ -45,11 +50,14 @@ class Declaration:
         attrs: Attributes declared with the name, readable without importing anything (a strategy's
             ``uses_index``); the loaded entry must have the same values.
         source: Where it was declared (a ``plugin.toml`` path, an entry point), for messages.
+        third_party: Declared by an installed package's entry point (not by this library): one
+            that fails to import is left out of :meth:`Registry.available` instead of failing it.
     """
 
     target: str
     attrs: Mapping[str, Any] = field(default_factory=dict)
     source: str = "code"
+    third_party: bool = False
 
 
 class Registry(Generic[T]):
@@ -82,6 +90,10 @@ class Registry(Generic[T]):
         self._declarations_read = False
         self._frozen = False
 
+    @overload
+    def register(self, name: str, obj: None = None, *, target: None = None, **attrs: Any) -> Callable[[D], D]: ...
+    @overload
+    def register(self, name: str, obj: Any = None, *, target: str | None = None, **attrs: Any) -> Any: ...
     def register(self, name: str, obj: Any = None, *, target: str | None = None, **attrs: Any) -> Any:
         """Register ``obj`` under ``name``; without ``obj``, return a decorator; with ``target``, declare it lazily.
 
@@ -135,6 +147,26 @@ class Registry(Generic[T]):
         """Registered and declared names, sorted (third-party plug-ins included); nothing is imported."""
         self._read_declarations()
         return sorted({*self._entries, *self._declared})
+
+    def available(self) -> list[str]:
+        """The names whose entries load, sorted, each imported now: what listings over every entry use.
+
+        A third-party plug-in that fails to import is logged (its package and the error) and left
+        out, so one broken install does not break every listing (ceilings, the demo, ``index``);
+        looking it up by name still raises its error. A built-in one that fails raises: a bug here.
+        """
+        loaded = []
+        for name in self.names():
+            try:
+                self.get(name)
+            except Exception as exc:
+                declaration = self._declared.get(name)
+                if declaration is None or not declaration.third_party:
+                    raise
+                log.warning("Leaving out the %s %r (%s): it failed to load: %s: %s", self.kind, name, declaration.source, type(exc).__name__, exc)
+                continue
+            loaded.append(name)
+        return loaded
 
     def freeze(self) -> None:
         """Refuse new names from now on (a declared name may still load): the set of plug-ins is fixed."""
@@ -251,7 +283,7 @@ class Registry(Generic[T]):
             for ep in metadata.entry_points(group=self.group):
                 if ep.name not in self._entries and ep.name not in self._declared:
                     dist = ep.dist.name if ep.dist is not None else "an installed package"
-                    self._declare(ep.name, Declaration(ep.value, {}, f"the entry point of {dist}"))
+                    self._declare(ep.name, Declaration(ep.value, {}, f"the entry point of {dist}", third_party=True))
 
 
 def declaration_files(packages: tuple[str, ...]) -> list[Path]:

@@ -28,7 +28,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from retrieval.base import Hit
-from retrieval.contract import Registry
+from retrieval.extras import require
+from retrieval.registry import Registry
 
 #: HTTP statuses retried, as the openai SDK retries a chat call's (besides timeouts and connection errors).
 RETRIED_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
@@ -108,6 +109,7 @@ class CrossEncoderReranker:
     def _load(self) -> Any:
         with self._lock:
             if self._model is None:
+                require("sentence_transformers", extra="dense", feature="the cross-encoder reranker")
                 from sentence_transformers import CrossEncoder  # torch: only for users of a local reranker
 
                 self._model = CrossEncoder(self.model_id, max_length=self.max_length, device=self.device)
@@ -128,7 +130,7 @@ class CrossEncoderReranker:
 
 def retry_delay(retry: int, base: float) -> float:
     """Seconds before retry ``retry`` (1-based): ``base`` doubling to 16 times it, jittered (the openai SDK's schedule at 0.5 s)."""
-    return min(base * 2 ** (retry - 1), base * 16) * (1 - 0.25 * random.random())
+    return min(base * 2.0 ** (retry - 1), base * 16) * (1 - 0.25 * random.random())
 
 
 class ServerReranker:

@@ -31,7 +31,7 @@ def dense(*, model: str | None = None, batch_size: int = 32, backend: str | None
 
     ``backend``: ``torch``, ``torch-bf16`` (bfloat16 weights and activations), ``onnx`` or
     ``onnx-int8`` (ONNX Runtime, int8-quantised weights); default
-    :func:`retrieval.embedders.default_cpu_backend`: ``torch-bf16`` on a CPU with native
+    :func:`retrieval.embedding_backends.default_cpu_backend`: ``torch-bf16`` on a CPU with native
     bfloat16 (AMX or AVX-512 BF16), else ``torch``.
     """
     return DenseRetriever(SentenceTransformerEmbedder(model, batch_size=batch_size, backend=backend), name="dense", fit_chunks=fit_chunks)
@@ -90,7 +90,7 @@ def hybrid(
     return HybridRetriever(components, fusion=fusion, rrf_k=rrf_k, weight=weight, candidates=candidates)
 
 
-def make_retriever(name: str, **options) -> Retriever:
+def make_retriever(name: str, **options: Any) -> Retriever:
     """Instantiate the retriever ``name``; unknown options raise a ``TypeError`` listing the valid ones."""
     factory = RETRIEVERS.get(name)
     params = inspect.signature(factory).parameters

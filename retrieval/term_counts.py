@@ -19,8 +19,9 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import numpy as np
 
@@ -168,7 +169,7 @@ class TermCounts:
         return cls(terms, **arrays)
 
 
-def _open(path: Path, checksums: Checksums | None, *, text: bool = False):
+def _open(path: Path, checksums: Checksums | None, *, text: bool = False) -> AbstractContextManager[Any]:
     if checksums is not None:
         return checksums.open(path, text=text)
     return open(path, "w", encoding="utf-8") if text else open(path, "wb")  # noqa: SIM115 - the caller's with closes it

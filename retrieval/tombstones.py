@@ -59,7 +59,8 @@ class Tombstones:
         if not len(self.dead):
             return np.zeros(len(ids), dtype=bool)
         at = np.minimum(np.searchsorted(self.dead, ids), len(self.dead) - 1)
-        return self.dead[at] == ids
+        dead: np.ndarray = self.dead[at] == ids
+        return dead
 
     def live_position(self, ids: np.ndarray) -> np.ndarray:
         """The place among the live chunks of each live stored id of ``ids`` (its id in a fresh build)."""

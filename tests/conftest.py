@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from pathlib import Path
 
 # Every model the tests use ships inside a package. Set before anything imports
 # huggingface_hub / transformers (they read these once, at import): set later, a lookup of a
@@ -15,6 +16,9 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 import pytest  # noqa: E402
 
 from retrieval import Corpus  # noqa: E402
+from tests.tiers import NOT_UNIT, stale_entries, tier_of  # noqa: E402
+
+TESTS = Path(__file__).resolve().parent
 
 FILLER_TOPICS = [
     "The harbour authority repainted the lighthouse and inspected the breakwater after the winter storms.",
@@ -24,6 +28,26 @@ FILLER_TOPICS = [
     "The public library extended its opening hours and catalogued a donation of maritime charts.",
     "A cycling club organised a charity ride along the river and raised funds for the hospital.",
 ]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark each test with its tier (tests/tiers.py): its listed marker, or ``unit`` when nothing keeps
+    it out of the unit tier; an entry naming no test of a collected file stops the run."""
+    modules: dict[str, object] = {}
+    for item in items:
+        if TESTS not in item.path.parents:
+            continue
+        path = item.path.relative_to(TESTS).as_posix()
+        name = getattr(item, "originalname", item.name)
+        modules.setdefault(path, getattr(item, "module", None))
+        marker = tier_of(path, name)
+        if marker:
+            item.add_marker(marker)
+        if not any(item.get_closest_marker(m) for m in NOT_UNIT):
+            item.add_marker("unit")
+    stale = [e for path, module in modules.items() for e in stale_entries(path, {n for n in dir(module) if n.startswith("test_")})]
+    if stale:
+        raise pytest.UsageError(f"tests/tiers.py lists tests that do not exist (renamed or removed?): {', '.join(stale)}")
 
 
 def filler_document(i: int, sentences: int = 30) -> str:

@@ -6,11 +6,13 @@ import asyncio
 import inspect
 import json
 import math
-import time
+import threading
 
 import pytest
 
+import graphs.run_batched
 from agents import STRATEGIES, Corpus, aanswer, aanswer_many, answer, answer_many
+from graphs.cancel import CancelGuard
 from graphs.pai import graph as pai_graph
 from graphs.pai.judging import route_judges
 from graphs.prompts import format_documents
@@ -106,53 +108,77 @@ def test_aanswer_under_asyncio_run_again_and_answer_inside_a_running_loop(monkey
 
 @pytest.mark.filterwarnings("ignore:coroutine 'arun_with_retry' was never awaited:RuntimeWarning")  # LangGraph's gated tasks never started
 def test_cancelling_aanswer_stops_issuing_calls():
-    llm = AsyncToolScriptedChatModel(reply_fn=world, delay=0.05)
+    judged, four_judged = [0], asyncio.Event()
+
+    def reply(prompt, tools):
+        if prompt.startswith("Query: "):
+            judged[0] += 1
+            if judged[0] == 4:
+                four_judged.set()
+        return world(prompt, tools)
+
+    llm = AsyncToolScriptedChatModel(reply_fn=reply, delay=0.05)
 
     async def main():
         task = asyncio.create_task(aanswer(company_corpus(), QUESTION, strategy="pai", llm=llm, chunk_size=CHUNK, concurrency=2))
-        while len(calls_of(llm, "Query: ")) < 4:
-            await asyncio.sleep(0.005)
+        await asyncio.wait_for(four_judged.wait(), 60)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
         made = len(llm.calls)
-        await asyncio.sleep(0.3)
+        assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []  # nothing of the run is left to call
         return made
 
     made = asyncio.run(main())
     assert len(llm.calls) == made < 1 + 3 * n_chunks(company_corpus())
 
 
-def slow_echo_model(delay: float) -> ScriptedChatModel:
+def held_echo_model(held_call: int, started: threading.Event, go: threading.Event) -> ScriptedChatModel:
+    """MemAgent's echo model whose call number ``held_call`` sets ``started`` and waits for ``go``."""
     inner = echo_model()
+    calls = [0]
 
     def reply(prompt: str) -> str:
-        time.sleep(delay)
+        calls[0] += 1
+        if calls[0] == held_call:
+            started.set()
+            assert go.wait(60), "the test never let the held call go"
         return inner.reply_fn(prompt)
 
     return ScriptedChatModel(reply_fn=reply)
 
 
+class RecordedCancelGuard(CancelGuard):
+    """The run's own cancel guard, kept where the test can wait for its cancel event."""
+
+    made: list[CancelGuard] = []
+
+    def __init__(self, cancel: threading.Event) -> None:
+        super().__init__(cancel)
+        RecordedCancelGuard.made.append(self)
+
+
 @pytest.mark.parametrize("k", [1, 3])
-def test_a_cancelled_memagent_run_keeps_its_checkpoint_and_the_next_call_resumes_it(tmp_path, k):
+def test_a_cancelled_memagent_run_keeps_its_checkpoint_and_the_next_call_resumes_it(tmp_path, k, monkeypatch):
     corpus = corpus_of([26000])
     n = math.ceil(stream_tokens(corpus) / 5000)
-    first = slow_echo_model(0.05)
+    started, go = threading.Event(), threading.Event()
+    first = held_echo_model(k + 1, started, go)  # chunks 0..k-1 done, chunk k's call in flight when the run is cancelled
+    monkeypatch.setattr(RecordedCancelGuard, "made", [])
+    monkeypatch.setattr(graphs.run_batched, "CancelGuard", RecordedCancelGuard)
 
     async def cancel_after_k_chunks():
         task = asyncio.create_task(aanswer(corpus, "q", strategy="memagent", llm=first, cache_dir=tmp_path, show_progress=False))
-        while len(first.calls) < k + 1:  # chunks 0..k-1 done, chunk k's call started
-            await asyncio.sleep(0.002)
+        assert await asyncio.to_thread(started.wait, 60)
         task.cancel()
+        assert await asyncio.to_thread(RecordedCancelGuard.made[0].cancel.wait, 60)  # the cancellation reached the run
+        go.set()  # chunk k's call returns; the next one is refused
         with pytest.raises(asyncio.CancelledError):
             await task
-        made = len(first.calls)
-        await asyncio.sleep(0.2)
-        assert len(first.calls) == made  # nothing issued after the cancellation returned
-        return made
+        return len(first.calls)
 
-    made = asyncio.run(cancel_after_k_chunks())
-    assert k + 1 <= made < n
+    made = asyncio.run(cancel_after_k_chunks())  # returns once the loop's worker threads have ended
+    assert made == len(first.calls) == k + 1 < n  # nothing issued after chunk k's call, nor after the cancellation returned
     second = echo_model()
     result = asyncio.run(aanswer(corpus, "q", strategy="memagent", llm=second, cache_dir=tmp_path, show_progress=False))
     sections_first = [section_in(c["prompt"]) for c in first.calls]

@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -22,11 +21,11 @@ ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("langgraph", "langchain_core", "langchain_openai", "torch", "sentence_transformers", "faiss", "bm25s", "llama_cpp", "scipy", "matplotlib")
 #: The retrieval engines: loaded by the first index a run builds or reads, never by importing the library.
 ENGINES = ("torch", "sentence_transformers", "faiss", "bm25s", "scipy")
-#: On the machine these limits were set on, ``python -c pass`` takes 0.02 s: 0.3 s is 15 bare starts
-#: (``--help`` took 1.2 s = 57 bare starts before the parser was split from the commands, 0.06 s = 3 after;
-#: ``import agents`` 1.1 s before its names loaded lazily, 0.03 s after). The ratio, not a time, is
-#: checked so that a loaded machine slows both sides alike.
-MAX_BARE_STARTS = 15
+#: The modules a start may have loaded (a bare ``python -c pass`` has 68): ``longctx --help`` had 156 and
+#: ``import agents`` 76 when these were set, and LangGraph alone brings ~1,000 (``--help`` took 57 bare
+#: interpreter starts before the parser was split from the commands, 3 after). A count, not a time, is
+#: checked, so a loaded machine cannot fail it.
+MAX_MODULES = {"longctx --help": 250, "import agents": 120}
 
 
 def _python(*args: str, pythonpath: str = str(ROOT)) -> subprocess.CompletedProcess:
@@ -87,21 +86,17 @@ def test_the_answer_function_loads_the_retrieval_engines_on_first_use(tmp_path):
     assert "bm25s" in heavy and "faiss" not in heavy and "torch" not in heavy
 
 
-def _starts(*args: str) -> float:
-    """The shortest of 3 wall times of ``python ARGS`` in a fresh interpreter."""
-    best = float("inf")
-    for _ in range(3):
-        start = time.perf_counter()
-        out = _python(*args)
-        best = min(best, time.perf_counter() - start)
-        assert out.returncode == 0, out.stderr[-2000:]
-    return best
+def _modules_after(code: str) -> int:
+    """How many modules a fresh interpreter holds once ``code`` has run (a ``SystemExit`` is caught)."""
+    probe = "import sys\ntry:\n    exec(sys.argv[1])\nexcept SystemExit:\n    pass\nprint(len(sys.modules), file=sys.stderr)"
+    out = _python("-c", probe, code)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return int(out.stderr.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("args", [("-m", "experiments.cli", "--help"), ("-c", "import agents")], ids=["longctx --help", "import agents"])
-def test_start_takes_a_few_bare_interpreter_starts(args):
-    ratio = _starts(*args) / _starts("-c", "pass")
-    assert ratio < MAX_BARE_STARTS, f"python {' '.join(args)} took {ratio:.1f} bare interpreter starts (limit {MAX_BARE_STARTS})"
+@pytest.mark.parametrize("start,code", [("longctx --help", "from experiments.cli import main; main(['--help'])"), ("import agents", "import agents")])
+def test_a_start_loads_a_few_modules(start, code):
+    assert _modules_after("pass") < _modules_after(code) <= MAX_MODULES[start], start
 
 
 def test_a_mistyped_strategy_in_a_list_is_named_with_suggestions(capsys):
@@ -118,7 +113,7 @@ def test_the_parser_offers_the_registries_themselves():
     from experiments.export import FORMATS
     from graphs import STRATEGIES
     from retrieval import RETRIEVERS
-    from retrieval.embedders import EMBEDDING_BACKENDS
+    from retrieval.embedding_backends import EMBEDDING_BACKENDS
 
     assert cli_parser.STRATEGIES is STRATEGIES and cli_parser.RETRIEVERS is RETRIEVERS
     ours = [n for n in STRATEGIES.names() if STRATEGIES.get(n).build_graph.__module__.startswith("graphs.")]

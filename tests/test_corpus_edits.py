@@ -239,8 +239,8 @@ def test_ten_thousand_documents_with_ties_and_one_percent_removed():
 _KILLED_CHILD = """
 import json, os, sys
 from retrieval import ChunkingConfig, Corpus, Document, build_index
-from retrieval import index as index_module
-index_module._fsync_tree = lambda folder: os._exit(9)  # killed with the edited index written, before its rename
+from retrieval.index import store
+store.fsync_tree = lambda folder: os._exit(9)  # killed with the edited index written, before its rename
 old = Corpus.from_texts(json.loads(open(sys.argv[1]).read()))
 new = old.remove("3").update(Document(doc_id="7", text="edited text", title="Doc 8"))
 build_index(new, "bm25", chunking=ChunkingConfig(unit="words", size=40))

@@ -1,5 +1,5 @@
 """The contract of a strategy's cost model: the typical cost the run plan prints (``agents.run_plan``)
-lies within the bounds the budget check uses (``agents.estimate``), per question and for a whole run,
+lies within the bounds the budget check uses (``agents.estimate``), per question and for a whole run, its index-time part too,
 for every built-in strategy, its presets and default config, over corpora of few and many documents,
 small and large, and several context windows; and the run plan prints what the model's typical half says."""
 
@@ -12,6 +12,7 @@ import pytest
 from agents.api import estimate as bounds_of
 from agents.run_plan import estimate as typical
 from graphs import STRATEGIES
+from graphs.budget import IndexWork
 from graphs.costs import CorpusShape, Costs
 from retrieval import Corpus
 from retrieval.contract import Question
@@ -61,7 +62,10 @@ def violations(name: str, preset: str | None) -> list[str]:
                     b, t = costs.bounds, costs.typical
                     calls = t.per_question.calls * k + t.once.calls
                     prompt = t.per_question.prompt_tokens * k + t.once.prompt_tokens
-                    for what, least, value, most in (("calls", b.calls, calls, b.max_calls), ("prompt tokens", b.prompt_tokens, prompt, b.max_prompt_tokens)):
+                    i = b.index or IndexWork(what="", calls=0, max_calls=0, prompt_tokens=0, max_prompt_tokens=0, completion_tokens=0)
+                    for what, least, value, most in (("calls", b.calls, calls, b.max_calls), ("prompt tokens", b.prompt_tokens, prompt, b.max_prompt_tokens),
+                                                     ("index calls", i.calls, t.index.calls, i.max_calls),
+                                                     ("index prompt tokens", i.prompt_tokens, t.index.prompt_tokens, i.max_prompt_tokens)):  # fmt: skip
                         if not least <= value <= most:
                             found.append(f"{documents} docs x {each:,} tokens, window {window}, {k} question(s), {'real' if shape.corpus else 'even'}: "
                                          f"{what} {value:,.0f} not in [{least:,}, {most:,}]")

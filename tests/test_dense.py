@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 
 from retrieval import ChunkingConfig, Corpus, build_index
-from retrieval.embedders import ContrieverEmbedder, SentenceTransformerEmbedder, offline_minilm_path, warn_if_truncated
+from retrieval.embedder_base import warn_if_truncated
+from retrieval.embedders import ContrieverEmbedder, SentenceTransformerEmbedder, offline_minilm_path
 from retrieval.faiss_index import VectorIndex
 
 
@@ -77,7 +78,7 @@ def test_missing_contriever_checkpoint_offline_gives_a_clear_error():
     """Offline (set by conftest before any hub import): a hub name fails at once, naming the fix."""
     import os
 
-    from retrieval.embedders import EmbedderError
+    from retrieval.embedder_base import EmbedderError
 
     assert os.environ["HF_HUB_OFFLINE"] == "1"
 

@@ -3,17 +3,19 @@
 import numpy as np
 import pytest
 
-from retrieval import Corpus, build_index, embedders, make_retriever
+from retrieval import Corpus, build_index, embedding_backends, make_retriever
 from retrieval.chunking import ChunkingConfig
-from retrieval.embedders import EMBEDDING_BACKENDS, SentenceTransformerEmbedder, onnx_model_dir, resolve_backend
+from retrieval.embedders import SentenceTransformerEmbedder
+from retrieval.embedding_backends import EMBEDDING_BACKENDS, resolve_backend
 from retrieval.index import index_key
+from retrieval.onnx_export import onnx_model_dir
 
 TEXTS = ["The orchestra performed Beethoven's ninth symphony.", "Quarterly revenue rose 12 percent on car sales."]
 SAPPHIRE_RAPIDS = frozenset({"fpu", "avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_int8", "amx_tile"})
 SKYLAKE = frozenset({"fpu", "avx2", "avx512f", "avx512bw"})
 ZEN3 = frozenset({"fpu", "avx2", "fma"})
 
-needs_bf16 = pytest.mark.skipif(not embedders.native_bf16_cpu(), reason="this CPU has no native bfloat16")
+needs_bf16 = pytest.mark.skipif(not embedding_backends.native_bf16_cpu(), reason="this CPU has no native bfloat16")
 
 
 @pytest.fixture
@@ -21,7 +23,7 @@ def cpu_flags(monkeypatch):
     """Pretend the CPU has the given /proc/cpuinfo flags."""
 
     def pretend(flags):
-        monkeypatch.setattr(embedders, "_cpu_flags", lambda: frozenset(flags))
+        monkeypatch.setattr(embedding_backends, "_cpu_flags", lambda: frozenset(flags))
 
     return pretend
 
@@ -62,9 +64,9 @@ def test_the_cpu_default_is_torch_bf16_only_with_native_bfloat16_flags(cpu_flags
 
 def test_the_cpu_flags_are_read_from_proc_cpuinfo():
     cpuinfo = "processor\t: 0\nmodel name\t: Some CPU\nflags\t\t: fpu avx2 avx512_bf16 amx_tile\n\nprocessor\t: 1\n"
-    assert embedders.parse_cpu_flags(cpuinfo) == {"fpu", "avx2", "avx512_bf16", "amx_tile"}
-    assert embedders.parse_cpu_flags("processor\t: 0\nFeatures\t: fp asimd bf16\n") == frozenset()  # ARM: not read
-    assert isinstance(embedders._cpu_flags(), frozenset)
+    assert embedding_backends.parse_cpu_flags(cpuinfo) == {"fpu", "avx2", "avx512_bf16", "amx_tile"}
+    assert embedding_backends.parse_cpu_flags("processor\t: 0\nFeatures\t: fp asimd bf16\n") == frozenset()  # ARM: not read
+    assert isinstance(embedding_backends._cpu_flags(), frozenset)
 
 
 def test_the_backend_is_part_of_the_index_cache_key(cpu_flags):

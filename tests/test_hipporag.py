@@ -186,3 +186,19 @@ def test_passages_are_documents_with_their_titles_or_pieces_of_passage_tokens():
     assert texts == ["Long\n" + " ".join(["word"] * 250), "Oslo\n" + DOCS[2]] and [c.doc_id for c in chunks] == ["0", "1"]  # equal passages: one node
     texts, chunks = passages_of(corpus, HippoRAGConfig(passage_tokens=100))
     assert len(texts) == 4 and all(t.startswith("Long\n") for t in texts[:3]) and [c.position for c in chunks[:3]] == [0, 1, 2]
+
+
+def test_the_plan_gives_the_openie_pass_as_index_time_and_a_run_counts_what_it_planned(tmp_path):
+    from agents import estimate
+    from agents.run_plan import estimate as run_plan
+    from graphs import STRATEGIES
+
+    corpus = Corpus.from_texts(DOCS)
+    plan = estimate(corpus, QUESTION, strategy="hipporag", llm=ScriptedChatModel(reply_fn=reply))
+    assert plan.index is not None and (plan.index.calls, plan.index.max_calls) == (0, 6)  # none when the graph is cached; 2 per passage
+    assert plan.question_calls == (1, 2)  # the answer; the filter besides when a fact is linked
+    typical = run_plan("hipporag", STRATEGIES.get("hipporag").make_config(), corpus.num_tokens, len(corpus), 4)
+    assert typical.index_calls == 6 and typical.calls - typical.index_calls == 2 * 4
+    llm = ScriptedChatModel(reply_fn=reply)
+    result = answer(corpus, QUESTION, strategy="hipporag", llm=llm, cache_dir=tmp_path)
+    assert result.usage.index_llm_calls == plan.index.max_calls and result.usage.llm_calls - result.usage.index_llm_calls == plan.question_calls[1]

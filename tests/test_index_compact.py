@@ -12,11 +12,10 @@ import pytest
 
 from retrieval import Corpus, build_index
 from retrieval import bm25 as bm25_module
-from retrieval import index as index_module
 from retrieval.bm25 import BM25Retriever, tokenize
 from retrieval.chunking import Chunk
 from retrieval.dense import DenseRetriever
-from retrieval.index import CompactionPolicy
+from retrieval.index import CompactionPolicy, store
 from retrieval.term_counting import count_terms
 from retrieval.term_counts import TermCounts
 from tests.test_index_cache import CountingEmbedder
@@ -150,7 +149,7 @@ def test_a_kill_during_compaction_leaves_the_old_segments_loadable_and_the_next_
         if where == "merging counts":
             patched.setattr(TermCounts, "concat", _fail)
         else:
-            patched.setattr(index_module, "_fsync_tree", _fail)  # every file of the compacted index written, not yet renamed
+            patched.setattr(store, "fsync_tree", _fail)  # every file of the compacted index written, not yet renamed
         build_index(Corpus.from_texts(TEXTS[:110]), "bm25", chunking=CHUNKING, compaction=policy)
     root = indexes[-1].path.parent
     assert not list(root.glob("*.build-*")) and [p.name for p in root.iterdir() if (p / "meta.json").exists()] == [i.path.name for i in indexes]
@@ -167,9 +166,8 @@ def test_a_kill_during_compaction_leaves_the_old_segments_loadable_and_the_next_
 _KILLED_CHILD = """
 import json, os, sys
 from retrieval import ChunkingConfig, Corpus, build_index
-from retrieval import index as index_module
-from retrieval.index import CompactionPolicy
-index_module._fsync_tree = lambda folder: os._exit(9)  # killed with the compacted index written, before its rename
+from retrieval.index import CompactionPolicy, store
+store.fsync_tree = lambda folder: os._exit(9)  # killed with the compacted index written, before its rename
 texts = json.loads(open(sys.argv[1]).read())
 build_index(Corpus.from_texts(texts), "bm25", chunking=ChunkingConfig(unit="words", size=40), compaction=CompactionPolicy(max_segments=2))
 """

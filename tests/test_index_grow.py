@@ -14,6 +14,7 @@ from retrieval.bm25 import BM25Retriever, tokenize
 from retrieval.chunking import Chunk
 from retrieval.contract import CorpusError
 from retrieval.dense import DenseRetriever
+from retrieval.index import growth
 from retrieval.term_counting import count_terms
 from retrieval.term_counts import bm25_scores
 from tests.test_index_cache import CountingEmbedder
@@ -191,7 +192,7 @@ def test_a_prefix_index_that_vanishes_while_it_is_linked_falls_back_to_a_whole_b
     def vanished(src, dst):
         raise FileNotFoundError(src)
 
-    monkeypatch.setattr(index_module, "_link", vanished)
+    monkeypatch.setattr(growth, "_link", vanished)
     index = build_index(Corpus.from_texts(texts), "bm25", chunking=CHUNKING)
     assert [s["path"] for s in json.loads((index.path / "meta.json").read_text())["segments"]] == ["."]
     rebuilt = build_index(Corpus.from_texts(texts), "bm25", chunking=CHUNKING, use_cache=False)

@@ -13,6 +13,7 @@ import pytest
 from retrieval import ChunkingConfig, Corpus, build_index
 from retrieval import index as index_module
 from retrieval.dense import DenseRetriever
+from retrieval.paths import default_cache_dir
 from tests.conftest import filler_document
 from tests.test_index_cache import CountingEmbedder, fresh_process
 
@@ -129,7 +130,7 @@ def test_a_corrupt_shard_of_an_interrupted_build_is_re_embedded(garbage, caplog)
     corpus = corpus_with_needle()
     with pytest.raises(KeyboardInterrupt):
         build_index(corpus, dense(CountingEmbedder(fail_after=30)), chunking=chunking)
-    folder = index_module.index_folder(index_module.default_cache_dir(), index_module.index_key(corpus, chunking, dense()))
+    folder = index_module.index_folder(default_cache_dir(), index_module.index_key(corpus, chunking, dense()))
     shard = index_module.shards_folder(folder) / "000001.npy"
     assert shard.exists()
     if garbage is None:  # truncated mid-array

@@ -6,7 +6,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 
 import pytest
 
@@ -210,13 +209,17 @@ def test_resume_after_the_process_is_killed(tmp_path):
 def test_many_questions_advance_together_with_independent_memories():
     corpus = corpus_of([12000])
     n = math.ceil(stream_tokens(corpus) / 5000)
-    in_flight, peak, lock = [0], [0], threading.Lock()
+    in_flight, peak, started, lock = [0], [0], [0], threading.Lock()
+    first_chunk = threading.Barrier(4, timeout=60)  # the four questions' first calls wait for each other: a serial run breaks it
 
     def reply(prompt: str) -> str:
         with lock:
             in_flight[0] += 1
             peak[0] = max(peak[0], in_flight[0])
-        time.sleep(0.05)
+            started[0] += 1
+            first = started[0] <= 4
+        if first:
+            first_chunk.wait()
         with lock:
             in_flight[0] -= 1
         q = prompt.split("<problem> \n", 1)[1].split("\n", 1)[0]
@@ -229,7 +232,7 @@ def test_many_questions_advance_together_with_independent_memories():
     results = answer_many(corpus, questions, strategy="memagent", llm=llm, resume=False, concurrency=4, show_progress=False)
     assert [r.answer for r in results] == questions  # each answer maps back to its question
     assert len(llm.calls) == 4 * (n + 1) and all(r.usage.llm_calls == n + 1 for r in results)
-    assert peak[0] >= 2  # calls of one chunk went out concurrently
+    assert peak[0] == 4  # the four questions' calls of one chunk went out concurrently
     for q, r in zip(questions, results):
         snaps = [s for s in r.steps if s["node"] == "update_memory"]
         assert len(snaps) == n and all(s["memory"].startswith(q) for s in snaps)

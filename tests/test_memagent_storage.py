@@ -107,18 +107,16 @@ def test_a_finished_run_keeps_only_its_final_checkpoint(isolated_cache):
 
 HOLDER = textwrap.dedent(
     """
-    import sys, time
-    from pathlib import Path
+    import sys
     from agents import answer
     from tests.scripted import ScriptedChatModel
     from tests.test_memagent import corpus_of
-    flag = Path(sys.argv[1])
+    started = []
     def reply(prompt):
-        if not flag.exists():
+        if not started:
+            started.append(True)
             print("started", flush=True)
-            flag.touch()
-        while not (flag.parent / "go").exists():
-            time.sleep(0.02)
+            sys.stdin.readline()  # held until the test says go
         return "Therefore, the answer is 42." if prompt.endswith("Your answer:\\n") else "mem"
     r = answer(corpus_of([12000]), "q", strategy="memagent", llm=ScriptedChatModel(reply_fn=reply), show_progress=False)
     print(r.answer, r.usage.llm_calls, flush=True)
@@ -128,7 +126,7 @@ HOLDER = textwrap.dedent(
 
 def test_a_second_identical_run_is_refused_naming_the_holder(tmp_path, isolated_cache):
     env = {**os.environ, "LONGCTX_CACHE_DIR": str(isolated_cache), "PYTHONPATH": str(ROOT)}
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path / "flag")], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER], cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "started"
         model = echo_model()
@@ -136,8 +134,7 @@ def test_a_second_identical_run_is_refused_naming_the_holder(tmp_path, isolated_
             answer(corpus_of([12000]), "q", strategy="memagent", llm=model, show_progress=False)
         assert model.calls == [] and os.uname().nodename in str(info.value)
     finally:
-        (tmp_path / "go").touch()
-    out, _ = holder.communicate(timeout=120)
+        out, _ = holder.communicate("go\n", timeout=120)
     assert holder.returncode == 0 and out.split()[0] == "42"
     replay = echo_model()
     assert answer(corpus_of([12000]), "q", strategy="memagent", llm=replay, show_progress=False).answer == "42"

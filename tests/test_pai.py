@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import threading
-import time
 
 import pytest
 
@@ -270,21 +269,25 @@ def test_pai_minus_generates_sub_questions_directly():
 
 
 def test_judge_fan_out_respects_max_concurrency():
-    lock, state = threading.Lock(), {"now": 0, "peak": 0}
+    lock, state = threading.Lock(), {"now": 0, "peak": 0, "judges": 0}
+    first_three = threading.Barrier(3, timeout=60)  # the first three judges wait for each other: fewer at once breaks it
 
     def reply(prompt, tools):
         if prompt.startswith("Query: "):
             with lock:
                 state["now"] += 1
                 state["peak"] = max(state["peak"], state["now"])
-            time.sleep(0.005)
+                state["judges"] += 1
+                first = state["judges"] <= 3
+            if first:
+                first_three.wait()
             with lock:
                 state["now"] -= 1
         return world(prompt, tools)
 
     assert build_graph(PaiConfig(concurrency=3)).config["max_concurrency"] == 3
     run(model(reply), concurrency=3)
-    assert 1 <= state["peak"] <= 3
+    assert state["peak"] == 3  # three judges in flight at once, never a fourth
 
 
 def test_usage_counts_every_call():

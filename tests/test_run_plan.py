@@ -9,11 +9,11 @@ import os
 import pty
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from agents import calibration
 from agents.calibration import ModelSpeed, calibration_key, calibration_path, model_speed
 from agents.chat_models import EmbeddedChatModel
 from agents.run_plan import estimate, plan_for, too_slow
@@ -21,25 +21,28 @@ from experiments.cli import main
 from experiments.perf.stub_server import stub_server
 from graphs import STRATEGIES
 from tests.scripted import ScriptedChatModel
+from tests.virtual_clock import VirtualClock, virtual_clock
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 
 
-def _slow_model(seconds_per_call: float = 0.05) -> ScriptedChatModel:
+def _slow_model(clock: VirtualClock, seconds_per_call: float = 0.05) -> ScriptedChatModel:
     def reply(prompt: str) -> str:
-        time.sleep(seconds_per_call)
+        clock.advance(seconds_per_call)
         return "one, two, three"
 
     return ScriptedChatModel(reply_fn=reply)
 
 
-def test_the_calibration_is_measured_once_and_then_read_from_the_cache(tmp_path):
-    chat = _slow_model()
+def test_the_calibration_is_measured_once_and_then_read_from_the_cache(tmp_path, monkeypatch):
+    chat = _slow_model(virtual_clock(monkeypatch, calibration))
     first = model_speed(chat, cache_dir=tmp_path)
     calls = len(chat.calls)
     assert calls == 5  # a warm-up, three prefill calls and the generation call
-    assert first.prompt_tokens_per_second > 0 and first.completion_tokens_per_second > 0
+    prompt_tokens = {len(c["prompt"].split()) for c in chat.calls[1:4]}  # the scripted model counts words as tokens
+    assert len(prompt_tokens) == 1 and first.prompt_tokens_per_second == round(prompt_tokens.pop() / 0.05, 1)
+    assert first.completion_tokens_per_second == round(len("one, two, three".split()) / 0.05, 1)  # 0.05 s a call, on the virtual clock
     again = model_speed(chat, cache_dir=tmp_path)
     assert len(chat.calls) == calls and again == first  # no call: read back
     stored = json.loads((tmp_path / "calibration.json").read_text())

@@ -63,8 +63,8 @@ def test_a_second_run_on_the_same_folder_is_refused_naming_the_holder(tmp_path):
 
 
 def test_the_lock_of_a_killed_run_is_taken_over(tmp_path):
-    code = "import sys, time\nfrom experiments.runner.folder import run_lock\nwith run_lock(sys.argv[1]):\n    print('held', flush=True)\n    time.sleep(120)\n"
-    holder = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    code = "import sys\nfrom experiments.runner.folder import run_lock\nwith run_lock(sys.argv[1]):\n    print('held', flush=True)\n    sys.stdin.read()\n"
+    holder = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "held"
     with pytest.raises(RunFolderLocked, match=f"pid {holder.pid}"):
         run_experiment(config(), tmp_path, llm=ScriptedChatModel(reply_fn=lambda p: "x"), show_progress=False)
@@ -80,11 +80,9 @@ from experiments.runner.manifest import finish_manifest, start_manifest
 from tests.scripted import ScriptedChatModel
 from tests.test_runner import config
 from pathlib import Path
-import time
 out = Path(sys.argv[1])
-(out / f"ready{sys.argv[3]}").touch()
-while not (out / "go").exists():  # start together
-    time.sleep(0.01)
+print("ready", flush=True)
+sys.stdin.readline()  # start together
 for i in range(int(sys.argv[2])):
     n = start_manifest(out, config(), ScriptedChatModel(), 3, 6)
     finish_manifest(out, n, {"ok": i, "who": sys.argv[3]})
@@ -92,10 +90,12 @@ for i in range(int(sys.argv[2])):
 
 
 def test_racing_manifest_updates_are_all_recorded(tmp_path):
-    procs = [subprocess.Popen([sys.executable, "-c", RACER, str(tmp_path), "12", str(w)], cwd=ROOT) for w in range(2)]
-    while not all((tmp_path / f"ready{w}").exists() for w in range(2)):
-        time.sleep(0.01)
-    (tmp_path / "go").touch()
+    procs = [subprocess.Popen([sys.executable, "-c", RACER, str(tmp_path), "12", str(w)], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+             for w in range(2)]  # fmt: skip
+    assert [p.stdout.readline().strip() for p in procs] == ["ready", "ready"]
+    for p in procs:
+        p.stdin.write("go\n")
+        p.stdin.flush()
     assert [p.wait(timeout=120) for p in procs] == [0, 0]
     invocations = json.loads((tmp_path / "manifest.json").read_text())["invocations"]
     assert len(invocations) == 24

@@ -11,7 +11,6 @@ import math
 import socket
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,18 +21,34 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessageChunk
 from langchain_core.outputs import ChatGenerationChunk
 
+import graphs.run
 from agents import AnswerEvent, ProgressEvent, StepEvent, TokenEvent, Workspace, aanswer, answer, astream_answer, stream_answer
 from agents.chat_models import ChatModelError
 from examples.sse_app import make_app
 from retrieval.contract import Corpus
 from tests.recording_server import RecordingServer
 from tests.scripted import ScriptedChatModel
+from tests.test_async import RecordedCancelGuard
 from tests.test_memagent import corpus_of, echo_model, section_in, stream_tokens
 from tests.test_pai import CHUNK, company_corpus, world
 from tests.test_pai import model as pai_model
 from tests.test_structured import SCHEMA, scripted, small_corpus
 
 FACTS = Corpus.from_texts(["Paris is the capital of France.", "Berlin is the capital of Germany.", "Rome is in Italy."])
+
+
+class StartedServer(uvicorn.Server):
+    """uvicorn's server, setting ``started_event`` once it listens (or gave up starting)."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.started_event = threading.Event()
+
+    async def startup(self, sockets: Any = None) -> None:
+        try:
+            await super().startup(sockets=sockets)
+        finally:
+            self.started_event.set()
 
 
 @contextlib.contextmanager
@@ -52,12 +67,10 @@ def serving(app: Any, disconnected: threading.Event | None = None) -> Iterator[s
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(watched, log_level="warning", lifespan="off"))
+    server = StartedServer(uvicorn.Config(watched, log_level="warning", lifespan="off"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    while not server.started:
-        assert thread.is_alive(), "uvicorn did not start"
-        time.sleep(0.01)
+    assert server.started_event.wait(60), "uvicorn did not start"
     try:
         yield f"http://127.0.0.1:{sock.getsockname()[1]}"
     finally:
@@ -142,18 +155,23 @@ class RunEnd(BaseCallbackHandler):
             self.ended.set()
 
 
-def test_a_client_that_disconnects_mid_stream_stops_the_model_calls(tmp_path):
+def test_a_client_that_disconnects_mid_stream_stops_the_model_calls(tmp_path, monkeypatch):
     """Chunks 0 and 1 are read, chunk 2's call is in flight (held), the client goes away: once the
     held call is let go, no other call starts, and the run ends."""
     corpus = corpus_of([40000])
     n = math.ceil(stream_tokens(corpus) / 5000)
-    gate = threading.Semaphore(2)
+    gate, third_started, calls = threading.Semaphore(2), threading.Event(), [0]
     inner = echo_model()
 
     def held(prompt: str) -> str:
+        calls[0] += 1
+        if calls[0] == 3:
+            third_started.set()
         assert gate.acquire(timeout=30), "the test never let the call go"
         return inner.reply_fn(prompt)
 
+    monkeypatch.setattr(RecordedCancelGuard, "made", [])
+    monkeypatch.setattr(graphs.run, "CancelGuard", RecordedCancelGuard)
     llm, run_end, disconnected = ScriptedChatModel(reply_fn=held), RunEnd(), threading.Event()
     app = make_app(corpus, llm=llm, cache_dir=tmp_path, show_progress=False, callbacks=[run_end])
     with serving(app, disconnected) as base, httpx.Client(base_url=base, timeout=30) as client:
@@ -163,11 +181,10 @@ def test_a_client_that_disconnects_mid_stream_stops_the_model_calls(tmp_path):
                 memories += name == "step"
                 if memories == 2:
                     break
-            while len(llm.calls) < 3:  # chunk 2's call has started and waits for the gate
-                time.sleep(0.005)
+            assert third_started.wait(30)  # chunk 2's call has started and waits for the gate
             received.close()
         assert disconnected.wait(30)
-        time.sleep(0.2)  # the app cancels the run on the disconnect; let that reach the worker before the held call returns
+        assert RecordedCancelGuard.made and RecordedCancelGuard.made[0].cancel.wait(30)  # the app cancelled the run on the disconnect
         gate.release(n + 1)  # enough for a run that was not stopped to finish
         assert run_end.ended.wait(30)
     assert len(llm.calls) == 3 < n + 1  # the held call finished; none started after it
@@ -235,27 +252,31 @@ def test_the_app_sends_an_error_event_for_a_bad_strategy(tmp_path):
     assert [name for name, _ in events] == ["error"] and "nope" in events[0][1]["error"]
 
 
-def slow_echo_model() -> ScriptedChatModel:
-    """MemAgent's echo model, 20 ms a call: a run left running keeps calling while a test waits."""
-    inner = echo_model()
+def held_echo_model(monkeypatch) -> ScriptedChatModel:
+    """MemAgent's echo model whose calls after the first return only once the run is cancelled
+    (its own cancel guard, recorded): a run that was not stopped would wait on its second call."""
+    monkeypatch.setattr(RecordedCancelGuard, "made", [])
+    monkeypatch.setattr(graphs.run, "CancelGuard", RecordedCancelGuard)
+    inner, calls = echo_model(), [0]
 
-    def slow(prompt: str) -> str:
-        time.sleep(0.02)
+    def held(prompt: str) -> str:
+        calls[0] += 1
+        if calls[0] > 1:
+            assert RecordedCancelGuard.made[0].cancel.wait(60), "the run was never cancelled"
         return inner.reply_fn(prompt)
 
-    return ScriptedChatModel(reply_fn=slow)
+    return ScriptedChatModel(reply_fn=held)
 
 
-def test_leaving_a_sync_stream_early_stops_the_run(tmp_path):
+def test_leaving_a_sync_stream_early_stops_the_run(tmp_path, monkeypatch):
     corpus = corpus_of([40000])
     n = math.ceil(stream_tokens(corpus) / 5000)
-    llm = slow_echo_model()
+    llm = held_echo_model(monkeypatch)
     for event in stream_answer(corpus, "What is the answer?", strategy="memagent", llm=llm, cache_dir=tmp_path, show_progress=False):
         if isinstance(event, StepEvent):
             break  # the run has stopped when the loop is left: its worker returned
-    made = len(llm.calls)
-    time.sleep(0.3)  # a run still going would make ~15 more calls in this time
-    assert len(llm.calls) == made < n + 1
+    assert RecordedCancelGuard.made[0].cancel.is_set()  # leaving the loop cancelled the run: its guard refuses any later call
+    assert len(llm.calls) <= 2 < n + 1  # chunk 0's call, and chunk 1's if it had started
 
 
 class StreamingScriptedChatModel(ScriptedChatModel):
@@ -334,19 +355,17 @@ def test_the_sse_example_says_what_to_install_when_sse_starlette_is_missing(monk
         importlib.import_module("examples.sse_app")
 
 
-def test_closing_the_async_stream_early_stops_the_run(tmp_path):
+def test_closing_the_async_stream_early_stops_the_run(tmp_path, monkeypatch):
     corpus = corpus_of([40000])
     n = math.ceil(stream_tokens(corpus) / 5000)
-    llm = slow_echo_model()
+    llm = held_echo_model(monkeypatch)
 
-    async def main() -> tuple[int, int]:
+    async def main() -> int:
         async with contextlib.aclosing(astream_answer(corpus, "q", strategy="memagent", llm=llm, cache_dir=tmp_path, show_progress=False)) as events:
             async for event in events:
                 if isinstance(event, StepEvent):
                     break
-        made = len(llm.calls)  # aclose() returned: the run's worker has returned too
-        await asyncio.sleep(0.3)  # a run still going would make ~15 more calls in this time
-        return made, len(llm.calls)
+        return len(llm.calls)  # aclose() returned: the run's worker has returned too
 
-    made, later = asyncio.run(main())
-    assert later == made < n + 1
+    made = asyncio.run(main())  # returns once the loop's worker threads have ended: any later call is counted
+    assert len(llm.calls) == made <= 2 < n + 1 and RecordedCancelGuard.made[0].cancel.is_set()

@@ -186,7 +186,8 @@ def test_flights_unit():
 
     async def waiter_cancelled() -> None:
         task = asyncio.ensure_future(await_flight(fut))
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0)  # one turn of the loop: the waiter starts and awaits the flight
+        assert not task.done()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

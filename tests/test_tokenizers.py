@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
 from agents import answer
 from agents.chat_models import ChatModelError, make_chat_model
+from graphs import server_tokenizer
 from graphs.llm import prompt_codec, set_tokenizer, tokenizer_for, tokenizer_id, tokenizer_manifest
 from graphs.server_tokenizer import DIALECTS, split_pieces
 from graphs.tokenizer_choice import ModelFacts, select_tokenizer
@@ -194,21 +194,32 @@ class HangingServer(LoopbackServer):
         super().__init__(Handler)
 
 
+def _recorded(post_init, made: list):
+    """``post_init`` that also appends each tokenizer it initialises to ``made``."""
+
+    def recording(self) -> None:
+        post_init(self)
+        made.append(self)
+
+    return recording
+
+
 def test_a_hanging_server_fails_the_probe_within_longctx_timeout_and_its_retries(monkeypatch):
     """LONGCTX_TIMEOUT=1 with 1 retry: two requests of 1 s, then the fallback (the fixed 10 s per
-    dialect made it three requests and 30 s)."""
+    dialect made it three requests and 30 s). The timeout is read where the probe's client is made,
+    not from the clock: a loaded machine changes neither figure."""
     monkeypatch.setenv("LONGCTX_TIMEOUT", "1")
     monkeypatch.setenv("LONGCTX_MAX_RETRIES", "1")
+    clients = []
+    monkeypatch.setattr(server_tokenizer.ServerTokenizer, "__post_init__", _recorded(server_tokenizer.ServerTokenizer.__post_init__, clients))
     server = HangingServer()
     try:
-        started = time.monotonic()
         tok = select_tokenizer("auto", ModelFacts(model_id="m @ x", model_name="m", base_url=server.url))
-        elapsed = time.monotonic() - started
     finally:
         server.close()
     assert tok.id == FALLBACK_ID and tok.provisional and "did not answer" in tok.note
     assert server.requests == 2  # the first request and its one retry; no other dialect is tried on a hung server
-    assert elapsed < 20  # about 2 s; a generous bound far below the 30 s of a fixed 10 s per dialect
+    assert [(c.timeout, c.retries, c._client.timeout.read) for c in clients] == [(1.0, 1, 1.0)]  # one probe client, LONGCTX_TIMEOUT a request
 
 
 def test_explicit_choices_override_the_order(char_tokenizer_dir):

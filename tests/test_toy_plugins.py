@@ -222,3 +222,30 @@ def test_a_strategy_package_under_graphs_needs_no_import_line(tmp_path):
     got = json.loads(_python(DROPPED, str(tmp_path / "extra"), pythonpath=str(ROOT), cache=tmp_path / "cache"))
     assert "first_chunk" in got["help"] and _loaded_ours(got["modules"]) == []
     assert got["answer"] == "alpha"
+
+
+def test_a_broken_third_party_plugin_is_left_out_of_listings_not_of_lookups(tmp_path):
+    site = tmp_path / "site"
+    (site / "broken_plugin").mkdir(parents=True)
+    (site / "broken_plugin" / "__init__.py").write_text('raise ImportError("broken_plugin needs torch 99")\n')
+    dist = site / "broken_plugin-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-plugin\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[longctx.strategies]\nbroken = broken_plugin:build_graph\n")
+    code = """
+        import json, logging
+        from graphs import STRATEGIES
+        from experiments.demo import default_demo
+        logging.basicConfig(level=logging.WARNING)
+        listed = STRATEGIES.available()
+        try:
+            STRATEGIES.get("broken")
+            looked_up = "loaded"
+        except ImportError as exc:
+            looked_up = str(exc)
+        print(json.dumps({"names": STRATEGIES.names(), "available": listed, "demo": list(default_demo()), "lookup": looked_up}))
+    """
+    out = json.loads(_python(code, pythonpath=os.pathsep.join([str(site), str(ROOT)]), cache=tmp_path / "cache"))
+    assert "broken" in out["names"]  # declared: the CLI offers it without importing it
+    assert "broken" not in out["available"] and {"rag", "memagent", "full_context"} <= set(out["available"])
+    assert out["demo"] and out["lookup"] == "broken_plugin needs torch 99"  # asked for by name: its own error

@@ -18,8 +18,8 @@ from agents.comparison import TEXT_WIDTH, Comparison
 from agents.workspace import merged
 from graphs import retrieval_service
 from retrieval import Corpus
-from retrieval import index as index_module
 from retrieval.contract import Answer, Document, Question, Usage
+from retrieval.index import build as build_module
 from tests.conftest import filler_document
 from tests.recording_server import RecordingServer, prompt_of
 
@@ -51,9 +51,9 @@ def filler() -> Corpus:
 @pytest.fixture
 def builds(monkeypatch):
     """Counts of index requests reaching the cache (``build_index``), of indexes actually built,
-    and of indexes grown from an earlier corpus's by a segment (``retrieval.index._grow``)."""
+    and of indexes grown from an earlier corpus's by a segment (``retrieval.index.growth.grow_index``)."""
     counts = {"requested": 0, "built": 0, "grown": 0}
-    request, build, grow = retrieval_service.build_index, index_module._build, index_module._grow
+    request, build, grow = retrieval_service.build_index, build_module._build, build_module.grow_index
 
     def counted_request(*args, **kwargs):
         counts["requested"] += 1
@@ -69,8 +69,8 @@ def builds(monkeypatch):
         return index
 
     monkeypatch.setattr(retrieval_service, "build_index", counted_request)
-    monkeypatch.setattr(index_module, "_build", counted_build)
-    monkeypatch.setattr(index_module, "_grow", counted_grow)
+    monkeypatch.setattr(build_module, "_build", counted_build)
+    monkeypatch.setattr(build_module, "grow_index", counted_grow)
     return counts
 
 

@@ -18,12 +18,13 @@ class BabiFormatError(ValueError):
 
 @dataclass(frozen=True)
 class BabiSample:
-    """One question with the statements before it in its story."""
+    """One question with the statements before it in its story; ``supporting_at``: the supporting ones' places in ``facts``."""
 
     facts: tuple[str, ...]
     question: str
     answer: str
     supporting: tuple[str, ...]
+    supporting_at: tuple[int, ...] = ()
 
 
 def _line(raw: str, path: Path, number: int) -> tuple[int, str, str | None, tuple[int, ...]]:
@@ -57,8 +58,8 @@ def read_babi(path: str | Path, *, max_n_facts: int | None = None) -> list[BabiS
             continue
         if max_n_facts is not None and len(story) + 1 > max_n_facts:
             continue
-        supporting = tuple(t for i, t in story if i in ids)
-        samples.append(BabiSample(facts=tuple(t for _, t in story), question=text, answer=answer, supporting=supporting))
+        at = tuple(k for k, (i, _) in enumerate(story) if i in ids)
+        samples.append(BabiSample(facts=tuple(t for _, t in story), question=text, answer=answer, supporting=tuple(story[k][1] for k in at), supporting_at=at))
     return samples
 
 

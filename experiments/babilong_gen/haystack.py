@@ -44,11 +44,26 @@ def placed(facts: Sequence[list[int]], background: Sequence[list[int]], rng: np.
     return out
 
 
-def haystack(sample: BabiSample, message: int, sampler: SentenceSampler, tokenizer: Tokenizer, rng: np.random.Generator) -> str:
-    """The sample's statements hidden in ``message`` tokens of background (statements included), decoded and stripped."""
+def haystack(sample: BabiSample, message: int, sampler: SentenceSampler, tokenizer: Tokenizer,
+             rng: np.random.Generator) -> tuple[str, list[list[int] | None]]:  # fmt: skip
+    """The sample's statements hidden in ``message`` tokens of background (statements included), decoded and stripped,
+    and each statement's ``[start, end]`` characters in that text (``None`` where the tokenizer's decoding changed it)."""
     facts = tokenizer.encode_batch([" " + f for f in sample.facts])
     background = sampler.sample(message - sum(len(f) for f in facts))
-    return "".join(tokenizer.decode(piece) for piece in placed(facts, background, rng)).strip()
+    which = {id(f): k for k, f in enumerate(facts)}  # placed() keeps the statements' own lists
+    pieces: list[str] = []
+    starts: list[int | None] = [None] * len(facts)
+    pos = 0
+    for piece in placed(facts, background, rng):
+        pieces.append(tokenizer.decode(piece))
+        if id(piece) in which:
+            k = which[id(piece)]
+            at = pieces[-1].find(sample.facts[k])
+            starts[k] = None if at < 0 else pos + at
+        pos += len(pieces[-1])
+    text = "".join(pieces)
+    lead = len(text) - len(text.lstrip())
+    return text.strip(), [None if a is None else [a - lead, a - lead + len(f)] for a, f in zip(starts, sample.facts, strict=True)]
 
 
 @dataclass
@@ -62,7 +77,7 @@ class GenerateResult:
 def generate(tasks_dir: str | Path, out: str | Path, *, tasks: Sequence[str], lengths: Sequence[str], samples: int = SAMPLES,
              background: Sequence[str] | None = None, tokenizer: Tokenizer | None = None, seed: int = 0, split: str = "train",
              progress: Callable[[str], object] | None = None) -> GenerateResult:  # fmt: skip
-    """Write ``{out}/{length}/{task}.jsonl`` (``input, question, target, supporting_facts``) for every task and length.
+    """Write ``{out}/{length}/{task}.jsonl`` (``input, question, target, supporting_facts, supporting_spans``) for every task and length.
 
     Args:
         tasks_dir: bAbI files in the ``tasks_1-20_v1-2/en-10k`` layout (``qa1_single-supporting-fact_train.txt``...).
@@ -94,8 +109,12 @@ def generate(tasks_dir: str | Path, out: str | Path, *, tasks: Sequence[str], le
             target.parent.mkdir(parents=True, exist_ok=True)
             with target.open("w", encoding="utf-8") as f:
                 for sample in chosen:
-                    record = {"input": haystack(sample, message, sampler, tokenizer, where), "question": sample.question, "target": sample.answer,
-                              "supporting_facts": list(sample.supporting)}  # fmt: skip
+                    text, spans = haystack(sample, message, sampler, tokenizer, where)
+                    support = [spans[k] for k in sample.supporting_at]
+                    record: dict[str, object] = {"input": text, "question": sample.question, "target": sample.answer,
+                                                 "supporting_facts": list(sample.supporting)}
+                    if all(support):  # where each supporting statement is: exact ceilings (experiments.ceilings)
+                        record["supporting_spans"] = support
                     f.write(json.dumps(record, ensure_ascii=False) + "\n")
             result.files.append(target)
             result.samples[f"{task}/{length}"] = len(chosen)

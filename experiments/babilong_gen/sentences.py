@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from experiments.synth import filler
+from retrieval.extras import require
 from retrieval.tokenizers import Tokenizer
 
 #: ``SentenceSampler``'s default: sentences under 10 tokens are skipped.
@@ -27,7 +28,8 @@ class SentenceSampler:
 
     def __init__(self, documents: Sequence[str] | Callable[[np.random.Generator], str], tokenizer: Tokenizer, *,
                  rng: np.random.Generator, min_sentence_len: int = MIN_SENTENCE_LEN) -> None:  # fmt: skip
-        import nltk  # type: ignore[import-untyped]  # llama-index's dependency; imported here so loading the package stays light
+        require("nltk", extra="babilong", feature="the BABILong generator's sentence splitter")
+        import nltk  # type: ignore[import-untyped]  # imported here so loading the package stays light
 
         if not callable(documents) and not any(d.strip() for d in documents):
             raise ValueError("The background has no text.")

@@ -108,7 +108,8 @@ def _candidates(folder: Path, task: str, length: str) -> list[Path]:
 
 
 def _checked(record: Any, where: str) -> dict[str, Any]:
-    """A record's three fields (and a generated record's ``supporting_facts``), or a one-line :class:`BenchmarkDataError` naming the file, record and field."""
+    """A record's three fields (and a generated record's ``supporting_facts`` / ``supporting_spans``), or a one-line
+    :class:`BenchmarkDataError` naming the file, record and field."""
     if not isinstance(record, dict):
         raise BenchmarkDataError(f"BABILong {where}: expected an object with fields {', '.join(FIELDS)}, got {type(record).__name__}.")
     for name in FIELDS:
@@ -122,7 +123,26 @@ def _checked(record: Any, where: str) -> dict[str, Any]:
         if not isinstance(support, list) or not all(isinstance(f, str) for f in support):
             raise BenchmarkDataError(f"BABILong {where}: field 'supporting_facts' is not a list of strings.")
         out["supporting_facts"] = list(support)
+        spans = _spans(record, support, where)
+        if spans is not None:
+            out["supporting_spans"] = spans
     return out
+
+
+def _spans(record: dict[str, Any], support: list[str], where: str) -> list[tuple[int, int]] | None:
+    """Where each supporting fact is in ``input``: the record's ``supporting_spans`` (checked), else each fact's only
+    occurrence; ``None`` when a fact occurs more than once (which one supports the answer is not known)."""
+    text, given = record["input"], record.get("supporting_spans")
+    if given is None:
+        starts = [text.find(f) for f in support]
+        if any(a < 0 or text.count(f) != 1 for a, f in zip(starts, support, strict=True)):
+            return None
+        return [(a, a + len(f)) for a, f in zip(starts, support, strict=True)]
+    ok = isinstance(given, list) and len(given) == len(support) and all(
+        isinstance(g, list) and len(g) == 2 and all(isinstance(x, int) for x in g) and text[g[0] : g[1]] == f for g, f in zip(given, support))
+    if not ok:
+        raise BenchmarkDataError(f"BABILong {where}: field 'supporting_spans' is not one [start, end] of 'input' per supporting fact.")
+    return [(g[0], g[1]) for g in given]
 
 
 def _records(folder: Path, task: str, length: str, hub_repo: str | None) -> list[dict[str, Any]]:
@@ -145,16 +165,18 @@ def _records(folder: Path, task: str, length: str, hub_repo: str | None) -> list
 
 def _sample(record: dict[str, Any], task: str, length: str, index: int, switches: dict[str, bool], chat_template: bool) -> Sample:
     sample_id = f"{task}-{length}-{index}"
+    doc_id = f"{sample_id}-context"
     post = DEFAULT_PROMPTS[task]["post_prompt"] if switches["post_prompt"] else None
     return Sample(
         sample_id=sample_id,
         benchmark="babilong",
         dataset=task,
-        corpus=Corpus([Document(doc_id=f"{sample_id}-context", text=record["input"], title=f"babilong {task} {length}")]),
+        corpus=Corpus([Document(doc_id=doc_id, text=record["input"], title=f"babilong {task} {length}")]),
         question=Question(text=record["question"], instruction=post, metadata={"sample_id": sample_id, "dataset": task}),
         answers=(record["target"],),
         metadata={"task": task, "length": length, "index": index, "switches": dict(switches), "chat_template": chat_template}
-        | ({"supporting_facts": tuple(record["supporting_facts"])} if "supporting_facts" in record else {}),
+        | ({"supporting_facts": tuple(record["supporting_facts"])} if "supporting_facts" in record else {})
+        | ({"evidence_spans": tuple((doc_id, a, b) for a, b in record["supporting_spans"])} if "supporting_spans" in record else {}),
     )
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from retrieval import Corpus, paths
 from retrieval.contract import Protocol, Question, Registry
+from retrieval.extras import require
 
 #: Where benchmark files live unless a path is given: ``$LONGCTX_DATA_DIR`` or this default.
 DEFAULT_DATA_DIR = Path("~/longctx-data").expanduser()
@@ -164,6 +165,7 @@ def read_records(path: Path) -> list[dict[str, Any]]:
             with path.open(encoding="utf-8") as f:
                 data = _json(f.read(), path)
         elif suffix == ".parquet":
+            require("pyarrow", extra="parquet", feature=f"reading {path}")
             import pyarrow.parquet as pq  # to_pylist gives plain lists, not numpy arrays
 
             try:

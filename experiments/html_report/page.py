@@ -6,6 +6,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from experiments.amortized_costs import amortization
+from experiments.html_report.amortized import amortized_section
 from experiments.html_report.assets import CSS, SCRIPT
 from experiments.html_report.cells import e
 from experiments.html_report.costs import strategy_costs, summary_table
@@ -62,6 +64,7 @@ def write_html_report(
         summary_section(table),
         pairwise_section(pairwise or [], list(per_strategy)),
         costs_section(costs, prices),
+        amortized_section(amortization(per_strategy, costs)),
         by_length_section(by_length),
         plots_section(folder),
         drilldown_section(per_strategy, samples, costs, manifest),

@@ -27,13 +27,14 @@ from retrieval import ChunkingConfig, build_index
 from retrieval import index as index_module
 from retrieval.bm25 import BM25Retriever
 from retrieval.checksums import digest_file, verify_folder
+from retrieval.index.store import load_index
 
 
 def load_once(folder: Path, key: str, chunking: ChunkingConfig, engine: str, verify: bool, query: str) -> tuple[float, float]:
     """Seconds to load the index at ``folder`` and milliseconds of its first query."""
     index_module.clear_memory_cache()
     t = time.perf_counter()
-    index = index_module._load(folder, key, chunking, BM25Retriever(engine=engine), verify=verify)
+    index = load_index(folder, key, chunking, BM25Retriever(engine=engine), verify=verify)
     load_s = time.perf_counter() - t
     if index is None:
         raise RuntimeError(f"the index at {folder} did not load")

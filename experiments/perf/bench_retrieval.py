@@ -33,7 +33,8 @@ from retrieval import ChunkingConfig, build_index, chunk_corpus
 from retrieval import index as index_module
 from retrieval.bm25 import BM25Retriever
 from retrieval.dense import DenseRetriever
-from retrieval.embedders import EMBEDDING_BACKENDS, SentenceTransformerEmbedder, native_bf16_cpu, offline_minilm_path
+from retrieval.embedders import SentenceTransformerEmbedder, offline_minilm_path
+from retrieval.embedding_backends import EMBEDDING_BACKENDS, native_bf16_cpu
 
 
 def peak_rss_mb() -> float:
@@ -84,7 +85,7 @@ def bench_bm25(num_tokens: int, n_queries: int, engines: list[str]) -> None:
         t = time.perf_counter()
         build_index(corpus, "bm25", chunking=chunking, cache_dir=cache)
         cold = time.perf_counter() - t
-        index_module._MEMORY_CACHE.clear()
+        index_module.clear_memory_cache()
         t = time.perf_counter()
         loaded = build_index(corpus, "bm25", chunking=chunking, cache_dir=cache)
         load_s = time.perf_counter() - t

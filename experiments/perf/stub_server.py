@@ -78,6 +78,7 @@ def make_handler(
     fault_first: int = 0,
     usage: str = "cl100k",
     prompt_cache: int = 0,
+    hold_after: int = 0,
 ):
     """A request handler class bound to one latency and reply size.
 
@@ -92,6 +93,8 @@ def make_handler(
     ``prompt_cache=N``: report, as OpenAI does (``usage.prompt_tokens_details.cached_tokens``), the tokens
     of the longest start each prompt shares with one of the last N chat requests' (1: the previous one),
     as a provider's prompt cache holding N prompts would serve them.
+    ``hold_after=N``: chat requests after the first N wait ``hang_seconds`` more before their reply
+    (calls a test knows are still in flight, however slow the machine).
     """
     if usage not in ("cl100k", "approx"):
         raise ValueError(f"usage must be 'cl100k' or 'approx', got {usage!r}")
@@ -175,7 +178,7 @@ def make_handler(
                     return
             request = json.loads(raw)
             prompt = "\n".join(m.get("content", "") for m in request.get("messages", []))
-            time.sleep(latency)
+            time.sleep(latency + (hang_seconds if hold_after and seen > hold_after else 0.0))
             text = "Therefore, the answer is stub." if prompt.rstrip().endswith("Your answer:") else reply
             message, finish = {"role": "assistant", "content": text}, "stop"
             if tools and request.get("tools"):
@@ -223,6 +226,7 @@ def stub_server(
     fault_first: int = 0,
     usage: str = "cl100k",
     prompt_cache: int = 0,
+    hold_after: int = 0,
 ) -> Iterator[str]:
     """Run the stub in its own process (so it shares no GIL with the client); yields its base URL.
 
@@ -238,6 +242,8 @@ def stub_server(
         cmd += ["--tools", "--properties", str(properties)]
     if prompt_cache:
         cmd += ["--prompt-cache", str(prompt_cache)]
+    if hold_after:
+        cmd += ["--hold-after", str(hold_after)]
     if fault:
         cmd += ["--fault", fault, "--fault-first", str(fault_first)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -272,11 +278,12 @@ def main() -> None:
     p.add_argument("--properties", type=int, default=4, help="property calls per extraction request (with --tools)")
     p.add_argument("--usage", choices=("cl100k", "approx"), default="cl100k", help="token counts of the usage: exact cl100k, or UTF-8 bytes / 4 (cheap)")
     p.add_argument("--prompt-cache", type=int, default=0, help="report as cached the start a prompt shares with one of the last N (0: off)")
+    p.add_argument("--hold-after", type=int, default=0, help="chat requests after the first N wait --hang-seconds more (0: none)")
     args = p.parse_args()
     handler = make_handler(
         args.latency, args.reply_tokens, tools=args.tools, properties=args.properties,
         fail_every=args.fail_every, hang_seconds=args.hang_seconds, fault=args.fault, fault_first=args.fault_first,
-        usage=args.usage, prompt_cache=args.prompt_cache,
+        usage=args.usage, prompt_cache=args.prompt_cache, hold_after=args.hold_after,
     )  # fmt: skip
     server = _Server(("127.0.0.1", args.port), handler)
     server.serve_forever()

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from graphs.ceiling import CeilingEnv, CeilingItem, EvidenceCeiling, Reach, reach_of
+from graphs.ceiling import CeilingEnv, CeilingItem, EvidenceCeiling, Reach, covered, reach_of
 from graphs.full_context.truncation import truncation_cut
 
 
@@ -25,7 +25,8 @@ class PromptSpans:
 class TruncatedWindowCeiling(EvidenceCeiling):
     """The evidence documents of the filled prompt that survive the strategy's own middle
     truncation to the window minus the answer budget and reserve (a document cut by the
-    truncation counts as reached: upper bound).
+    truncation counts as reached: upper bound). With evidence sentences (BABILong), the
+    supporting facts left whole in the kept head and tail.
 
     Attributes:
         input_budget, untruncated_prompt: Full context's functions (passed in by its
@@ -57,10 +58,25 @@ class TruncatedWindowCeiling(EvidenceCeiling):
 
     def reach(self, cfg: Any, item: CeilingItem, env: CeilingEnv) -> Reach:
         s = self.spans(cfg, item, env)
+        if item.spans is not None:
+            return Reach(covered(item.spans, kept_regions(item, s)), len(item.spans))
         if not s.truncated:
             return reach_of(item.evidence, (d for d, _, _ in s.spans))
         return reach_of(item.evidence, (d for d, start, end in s.spans if start < s.head or end > s.length - s.tail))
 
     def describe(self, cfg: Any, env: CeilingEnv, corpus_tokens: int | None = None) -> str:
         window = cfg.context_window or cfg.default_context_window
-        return f"evidence docs inside the middle-truncated {window}-token window (- {cfg.max_new_tokens} answer, - {cfg.prompt_reserve_tokens})"
+        return f"{env.evidence} inside the middle-truncated {window}-token window (- {cfg.max_new_tokens} answer, - {cfg.prompt_reserve_tokens})"
+
+
+def kept_regions(item: CeilingItem, s: PromptSpans) -> list[tuple[str, int, int]]:
+    """The documents' characters (in document coordinates) inside the kept head and tail of the prompt."""
+    kept = [(0, s.length)] if not s.truncated else [(0, s.head), (s.length - s.tail, s.length)]
+    lead = {d.doc_id: len(d.text) - len(d.text.lstrip()) for d in item.corpus.documents}
+    out = []
+    for doc_id, start, end in s.spans:
+        for a, b in kept:
+            lo, hi = max(start, a), min(end, b)
+            if lo < hi:
+                out.append((doc_id, lo - start + lead[doc_id], hi - start + lead[doc_id]))
+    return out

@@ -156,7 +156,7 @@ def full_context_costs(cfg: FullContextConfig, shape: costs.CorpusShape, questio
     for q in questions or [first]:
         cap = input_budget(window, q, cfg)
         if _official(q, cfg):
-            whole = costs.prompt_tokens("full_context", "benchmark", lambda q=q: q.protocol.prompt(), llm, q)  # type: ignore[misc,union-attr]
+            whole = costs.prompt_tokens("full_context", "benchmark", lambda q=q: q.protocol.prompt(), llm, q)  # type: ignore[misc, union-attr, unused-ignore]
             low, high = whole - 2 * costs.SEAM_TOKENS, whole + 2 * costs.SEAM_TOKENS
         else:
             bare = costs.prompt_tokens("full_context", "ours", functools.partial(fill, FULL_CONTEXT_TEMPLATE, "", q), llm, q)

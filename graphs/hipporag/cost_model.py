@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from langchain_core.language_models import BaseChatModel
 
 from graphs import costs
-from graphs.budget import CostPlan
+from graphs.budget import CostPlan, IndexWork
 from graphs.hipporag.config import HippoRAGConfig
 from graphs.hipporag.requests import Messages, filter_messages, ner_messages, qa_messages, triple_messages
 from graphs.prompts import fill
@@ -57,12 +57,14 @@ def hipporag_costs(cfg: HippoRAGConfig, shape: costs.CorpusShape, questions: Seq
                       completion_tokens=k * (cfg.filter_max_tokens + cfg.max_new_tokens) + 2 * passages * cfg.openie_max_tokens,
                       formula="1 filter call (none without linked facts) and 1 answer call per question; once per corpus a NER and a triple "
                               "call per passage (none when the graph is cached)",
-                      details={"passages": passages})  # fmt: skip
+                      details={"passages": passages},
+                      index=IndexWork(what="OpenIE of every passage, a NER and a triple call each", calls=0, max_calls=2 * passages, prompt_tokens=0,
+                                      max_prompt_tokens=index_most, completion_tokens=2 * passages * cfg.openie_max_tokens))  # fmt: skip
     context = min(shape.tokens, cfg.qa_top_k * (shape.tokens / max(1, passages))) + title_tokens
     per_question = costs.Calls(2, sum(each_q) / len(each_q) + context + sum(each_f) / len(each_f) + cfg.linking_top_k * FACT_TOKENS,
                                costs.reply_tokens(cfg) + cfg.linking_top_k * FACT_TOKENS)  # fmt: skip
     once = costs.Calls(2 * passages, passages * (ner + triple + ENTITY_JSON_TOKENS) + 2 * shape.tokens, passages * (NER_REPLY_TOKENS + TRIPLE_REPLY_TOKENS))
-    return costs.Costs(bounds, costs.ExpectedCost(per_question, once))
+    return costs.Costs(bounds, costs.ExpectedCost(per_question, once, index=once))  # the graph's OpenIE is all of what is built once
 
 
 def _answer_prompt(cfg: HippoRAGConfig, question: Question) -> str:

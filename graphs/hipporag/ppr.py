@@ -10,10 +10,12 @@ from typing import Any
 import numpy as np
 
 from graphs.hipporag.kg import KnowledgeGraph
+from retrieval.extras import require
 
 
 def igraph_of(kg: KnowledgeGraph) -> Any:
     """The graph as an undirected ``igraph.Graph`` with a ``weight`` per edge (parallel edges kept)."""
+    require("igraph", extra="hipporag", feature="HippoRAG's Personalized PageRank")
     import igraph
 
     g = igraph.Graph(n=kg.vertices, edges=kg.edges, directed=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,28 +14,38 @@ class MemoryCeiling(EvidenceCeiling):
     """Whether the minimal rendering of the needed records (``entity | field | year | value``, one
     line each) fits the memory budget (``max_new_tokens``, 1,024) in the model's tokens (cl100k
     unless a tokenizer is given); the share is the share of records (in corpus order) that fit.
-    Needs records: synthetic corpora only."""
+    With evidence sentences (BABILong), the supporting facts are the records: MemAgent reads
+    every chunk, so each fact passes through; whether they fit its memory, one line each.
+    Needs records or sentences: synthetic corpora and generated BABILong only."""
 
     unit: str = "records"
 
     def reach(self, cfg: Any, item: CeilingItem, env: CeilingEnv) -> Reach:
+        if item.spans is not None:
+            facts = item.facts
+            return Reach(fitting_prefix(facts, lambda n: len(env.encode("\n".join(facts[:n]))), cfg.max_new_tokens), len(facts))
         if item.records is None:
-            raise SkipCeiling("needs the records each question reads (synthetic corpora)")
+            raise SkipCeiling("needs the records each question reads (synthetic corpora) or its supporting facts (generated BABILong)")
         records = list(item.records)
-        budget = cfg.max_new_tokens
-        if len(env.encode(render_records(records))) <= budget:
-            return Reach(len(records), len(records))
-        lo, hi = 0, len(records)  # largest prefix that fits
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if len(env.encode(render_records(records[:mid]))) <= budget:
-                lo = mid
-            else:
-                hi = mid - 1
-        return Reach(lo, len(records))
+        return Reach(fitting_prefix(records, lambda n: len(env.encode(render_records(records[:n]))), cfg.max_new_tokens), len(records))
 
     def describe(self, cfg: Any, env: CeilingEnv, corpus_tokens: int | None = None) -> str:
-        return f"needed records (entity|field|year|value) fit the {cfg.max_new_tokens}-token memory"
+        what = "supporting facts (one line each)" if env.sentences else "needed records (entity|field|year|value)"
+        return f"{what} fit the {cfg.max_new_tokens}-token memory"
+
+
+def fitting_prefix(items: Sequence[Any], tokens_of_prefix: Callable[[int], int], budget: int) -> int:
+    """The length of the longest prefix of ``items`` whose rendering (``tokens_of_prefix(n)`` tokens) fits ``budget``."""
+    if tokens_of_prefix(len(items)) <= budget:
+        return len(items)
+    lo, hi = 0, len(items)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if tokens_of_prefix(mid) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 #: MemAgent's ceiling rule, on its registration.

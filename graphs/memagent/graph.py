@@ -396,9 +396,9 @@ def memagent_costs(cfg: MemAgentConfig, shape: costs.CorpusShape, questions: Seq
 def build_graph(config: MemAgentConfig | None = None, checkpointer: Any = None) -> CompiledGraph:
     """START -> (update_memory per question -> advance)* -> final_answer per question -> END."""
     graph = StateGraph(MemAgentState, context_schema=MemAgentContext)
-    graph.add_node("update_memory", update_memory)  # type: ignore[arg-type, call-overload]  # LangGraph types node inputs as state schemas; Send payloads are plain dicts
+    graph.add_node("update_memory", update_memory)  # type: ignore[arg-type, call-overload, unused-ignore]  # LangGraph types node inputs as state schemas; Send payloads are plain dicts
     graph.add_node("advance", advance)
-    graph.add_node("final_answer", final_answer)  # type: ignore[arg-type, call-overload]  # as update_memory: a Send payload
+    graph.add_node("final_answer", final_answer)  # type: ignore[arg-type, call-overload, unused-ignore]  # as update_memory: a Send payload
     graph.add_conditional_edges(START, fan_out, ["update_memory", "final_answer"])
     graph.add_edge("update_memory", "advance")
     graph.add_conditional_edges("advance", fan_out, ["update_memory", "final_answer"])

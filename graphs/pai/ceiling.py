@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from graphs.ceiling import CeilingEnv, CeilingItem, EvidenceCeiling, Reach, cached_index, node_runtime, queries, reach_of
+from graphs.ceiling import CeilingEnv, CeilingItem, EvidenceCeiling, Reach, cached_index, chunk_regions, covered, node_runtime, queries, reach_of
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -16,6 +16,8 @@ class JudgedChunksCeiling(EvidenceCeiling):
     judges assumed perfect keep one chunk per evidence document among the candidates, and PAI's
     ``pack`` fits them into ``sub_answer_context_tokens``. Sub-questions: the question itself
     (PAI's degraded plan), or with ``gold_sub_questions`` the gold ones, at most ``max_items``.
+    With evidence sentences (BABILong), perfect judges keep the candidates holding any part of a
+    supporting fact, and the facts the packed chunks cover are counted.
 
     Attributes:
         choose_mode, plan_judging, pack: PAI's functions (passed in by its registration, which
@@ -31,6 +33,9 @@ class JudgedChunksCeiling(EvidenceCeiling):
         index = cached_index(cfg, item.corpus, env) if mode == "prefilter" else None
         subs = [{"text": q} for q in queries(item, env, cfg.max_items)]
         plan = self.plan_judging({"sub_questions": subs}, node_runtime(cfg, item.corpus, index))
+        if item.spans is not None:
+            every = index.chunks if index is not None else [h.chunk for c in plan["candidates"] for h in c]
+            return self._sentences(cfg, item, plan["candidates"], every)
         wanted = set(item.evidence)
         docs: set[str] = set()
         for candidates in plan["candidates"]:
@@ -41,6 +46,22 @@ class JudgedChunksCeiling(EvidenceCeiling):
             packed, _ = self.pack(list(kept.values()), cfg.sub_answer_context_tokens)
             docs.update(c.doc_id for c in packed)
         return reach_of(item.evidence, docs)
+
+    def _sentences(self, cfg: Any, item: CeilingItem, candidates: Sequence[Sequence[Any]], every: Sequence[Any]) -> Reach:
+        """Perfect judges keep each sub-question's candidates that overlap a supporting fact; the facts the packed ones cover."""
+        spans = item.spans or ()
+        regions = chunk_regions(item.corpus, every)
+        read: list[tuple[str, int, int]] = []
+        def holds_a_fact(chunk: Any) -> bool:
+            doc_id, start, end = regions[chunk.chunk_id]
+            return any(s.doc_id == doc_id and s.start < end and start < s.end for s in spans)
+
+        for hits in candidates:
+            ordered = sorted((h.chunk for h in hits), key=lambda c: (c.doc_index, c.position))
+            kept = [c for c in ordered if holds_a_fact(c)]
+            packed, _ = self.pack(kept, cfg.sub_answer_context_tokens)
+            read += [regions[c.chunk_id] for c in packed]
+        return Reach(covered(spans, read), len(spans))
 
     def describe(self, cfg: Any, env: CeilingEnv, corpus_tokens: int | None = None) -> str:
         mode = self.choose_mode(cfg, corpus_tokens) if corpus_tokens is not None else cfg.judge_mode

@@ -123,7 +123,7 @@ def _graph(name: str, decompose: Callable[..., dict[str, Any]]) -> CompiledGraph
     graph.add_node("plan_judging", plan_judging)
     graph.add_node("judge", RunnableCallable(judge, ajudge, name="judge"))  # sync and async twins
     graph.add_node("gather", gather)
-    graph.add_node("sub_answer", sub_answer)  # type: ignore[arg-type, call-overload]  # LangGraph types node inputs as state schemas; Send payloads are plain dicts
+    graph.add_node("sub_answer", sub_answer)  # type: ignore[arg-type, call-overload, unused-ignore]  # LangGraph types node inputs as state schemas; Send payloads are plain dicts
     graph.add_node("summarize", summarize)
     graph.add_edge(START, "decompose")
     graph.add_edge("decompose", "plan_judging")

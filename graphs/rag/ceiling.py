@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from graphs.ceiling import CeilingEnv, CeilingItem, EvidenceCeiling, Reach, cached_index, node_runtime, reach_of
+from graphs.ceiling import CeilingEnv, CeilingItem, EvidenceCeiling, Reach, cached_index, node_runtime, reach_in_chunks
 from retrieval import Hit
 
 
@@ -14,7 +14,8 @@ from retrieval import Hit
 class RetrievedChunksCeiling(EvidenceCeiling):
     """The evidence documents among the chunks ``retrieve`` returns for the question, with the
     strategy's index (BM25 by default, built and cached by ``RetrievalService.build_index``);
-    every retrieved chunk goes into the prompt, so packing drops nothing.
+    every retrieved chunk goes into the prompt, so packing drops nothing. With evidence
+    sentences (BABILong), the supporting facts the retrieved chunks cover.
 
     Attributes:
         retrieve: RAG's ``retrieve`` node (passed in by its registration, which this module cannot import).
@@ -30,7 +31,7 @@ class RetrievedChunksCeiling(EvidenceCeiling):
         index = cached_index(cfg, item.corpus, env)
         hits = self.retrieve({"question": item.question}, node_runtime(cfg, item.corpus, index))["hits"]
         packed = self.order_hits(hits, cfg.order)  # the prompt holds every hit: nothing is dropped
-        return reach_of(item.evidence, (h.chunk.doc_id for h in packed))
+        return reach_in_chunks(item, (h.chunk for h in packed), index.chunks)
 
     def describe(self, cfg: Any, env: CeilingEnv, corpus_tokens: int | None = None) -> str:
-        return f"{self.leg}evidence docs in the top-{cfg.top_k} {cfg.retriever} chunks ({cfg.chunk_size} {cfg.chunk_unit}) for the question"
+        return f"{self.leg}{env.evidence} in the top-{cfg.top_k} {cfg.retriever} chunks ({cfg.chunk_size} {cfg.chunk_unit}) for the question"

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from retrieval.extras import require
+
 #: cluster_utils.RANDOM_SEED: the BIC search's mixtures (and here UMAP's) are seeded with it.
 RANDOM_SEED = 224
 #: GMM_cluster(random_state=0): the mixture whose memberships are kept.
@@ -29,6 +31,7 @@ LOCAL_NEIGHBORS = 10
 
 def reduce(points: np.ndarray, dim: int, neighbors: int, seed: int) -> np.ndarray:
     """``points`` reduced by UMAP to ``dim`` dimensions (cosine metric, as the official code)."""
+    require("umap", extra="raptor", feature="RAPTOR's clustering")
     import umap  # numba compiles on first import: paid only when a tree is built
 
     reduced: np.ndarray = umap.UMAP(n_neighbors=neighbors, n_components=dim, metric="cosine", random_state=seed).fit_transform(points)

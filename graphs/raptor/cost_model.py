@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from langchain_core.language_models import BaseChatModel
 
 from graphs import costs
-from graphs.budget import CostPlan
+from graphs.budget import CostPlan, IndexWork
 from graphs.prompts import fill
 from graphs.rag.prompts import RAG_TEMPLATE
 from graphs.raptor import prompts as P
@@ -54,10 +54,12 @@ def raptor_costs(cfg: RaptorConfig, shape: costs.CorpusShape, questions: Sequenc
     bounds = CostPlan(strategy="raptor", questions=k, calls=k, max_calls=k + max_index_calls, prompt_tokens=least, max_prompt_tokens=most,
                       completion_tokens=k * cfg.max_new_tokens + max_index_calls * cfg.summary_tokens,
                       formula="1 answer call per question; once per corpus one summary per cluster per layer (none when the tree is cached)",
-                      details={"leaves": leaves, "typical_clusters_per_layer": layers})  # fmt: skip
+                      details={"leaves": leaves, "typical_clusters_per_layer": layers},
+                      index=IndexWork(what="the tree's summaries, one per cluster per layer", calls=0, max_calls=max_index_calls, prompt_tokens=0,
+                                      max_prompt_tokens=max_index_prompt, completion_tokens=max_index_calls * cfg.summary_tokens))  # fmt: skip
     per_question = costs.Calls(1, sum(each_q) / len(each_q) + context / 2, costs.reply_tokens(cfg))
     once = costs.Calls(once_calls, once_prompt, once_calls * cfg.summary_tokens)
-    return costs.Costs(bounds, costs.ExpectedCost(per_question, once))
+    return costs.Costs(bounds, costs.ExpectedCost(per_question, once, index=once))  # the tree is all of what is built once
 
 
 def _answer_prompt(cfg: RaptorConfig, question: Question) -> str:

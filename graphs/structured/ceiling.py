@@ -13,6 +13,8 @@ class EveryDocumentCeiling(EvidenceCeiling):
     """Every document is read (a record extraction per document window), so all evidence reaches the final call."""
 
     def reach(self, cfg: Any, item: CeilingItem, env: CeilingEnv) -> Reach:
+        if item.spans is not None:  # every sentence is read too
+            return Reach(len(item.spans), len(item.spans))
         return Reach(len(set(item.evidence)), len(set(item.evidence)))
 
     def describe(self, cfg: Any, env: CeilingEnv, corpus_tokens: int | None = None) -> str:

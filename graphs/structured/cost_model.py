@@ -10,7 +10,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from graphs import costs
-from graphs.budget import CostPlan
+from graphs.budget import CostPlan, IndexWork
 from graphs.structured import prompts as P
 from graphs.structured.config import StructuredConfig
 from retrieval.contract import Question
@@ -69,10 +69,15 @@ def structured_costs(cfg: StructuredConfig, shape: costs.CorpusShape, questions:
     bounds = CostPlan(strategy="structured", questions=k, calls=calls, max_calls=max_calls, prompt_tokens=prompt, max_prompt_tokens=max_prompt,
                       completion_tokens=completion,
                       formula=f"{plan_calls} plan + {windows:,} document windows + SQL + answer per question (cached records: fewer)",
-                      details={"windows": windows})  # fmt: skip
-    once = costs.Calls(plan_calls + windows, plan_calls * fixed + (extract + extract_most) / 2, plan_calls * min(cfg.plan_max_tokens, 300) + windows * 150)
+                      details={"windows": windows},
+                      index=IndexWork(what=f"the records of {windows:,} document windows", calls=windows, max_calls=windows * (1 + cfg.retries),
+                                      prompt_tokens=extract, max_prompt_tokens=(1 + cfg.retries) * extract_most,
+                                      completion_tokens=windows * cfg.extract_max_tokens))  # fmt: skip
+    extraction = costs.Calls(windows, (extract + extract_most) / 2, windows * 150)  # index time (Usage.index_*): the records later questions reuse
+    once = costs.Calls(plan_calls + extraction.calls, plan_calls * fixed + extraction.prompt_tokens,
+                       plan_calls * min(cfg.plan_max_tokens, 300) + extraction.completion_tokens)  # fmt: skip
     each = costs.Calls(2, per_question, 100 + costs.reply_tokens(cfg, "answer_max_tokens"))
-    return costs.Costs(bounds, costs.ExpectedCost(each, once))
+    return costs.Costs(bounds, costs.ExpectedCost(each, once, index=extraction))
 
 
 __all__ = ["structured_costs"]

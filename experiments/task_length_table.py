@@ -1,0 +1,46 @@
+"""The official BABILong table: accuracy x 100 per task (rows ``qa1`` ... ``qa20``) and length (columns).
+
+``longctx report`` writes it to ``report/by_task_length.md``, one table per strategy, from the
+``tasks`` aggregation a benchmark's score holds (``{task: {length: accuracy x 100}}``, BABILong's),
+laid out as the official ``collect_results.py`` tables are, with their ``avg`` row (qa1-qa5).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+#: The report file holding the tables.
+FILE = "by_task_length.md"
+
+
+def _cell(value: Any) -> str:
+    return "-" if value is None else f"{value:g}"
+
+
+def task_length_table(scores: Mapping[str, Any]) -> list[str] | None:
+    """One strategy's table as Markdown lines, or ``None`` when its score has no task x length aggregation."""
+    tasks = scores.get("tasks")
+    if not isinstance(tasks, Mapping) or not tasks or not all(isinstance(row, Mapping) for row in tasks.values()):
+        return None
+    lengths = list(scores.get("lengths") or dict.fromkeys(n for row in tasks.values() for n in row))
+    lines = ["| task | " + " | ".join(lengths) + " |", "|---|" + "---|" * len(lengths)]
+    lines += [f"| {t} | " + " | ".join(_cell(row.get(n)) for n in lengths) + " |" for t, row in tasks.items()]
+    avg = scores.get("avg_qa1_qa5")
+    if isinstance(avg, Mapping):
+        lines.append("| avg (qa1-qa5) | " + " | ".join(_cell(avg.get(n)) for n in lengths) + " |")
+    return lines
+
+
+def task_length_markdown(benchmark: str, official: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """Every strategy's task x length table (``official``: strategy -> its score), or ``None`` when none has one."""
+    parts: list[str] = []
+    for strategy, scores in official.items():
+        table = task_length_table(scores)
+        if table is not None:
+            parts += [f"## {strategy}", "", *table, ""]
+    if not parts:
+        return None
+    head = [f"# {benchmark}: accuracy x 100 per task x length", "",
+            "Rows: tasks; columns: context lengths; avg: the mean of qa1-qa5 where all five have a score (the official avg row).", ""]  # fmt: skip
+    return "\n".join(head + parts)

@@ -1,0 +1,164 @@
+"""The import graph of the library, read from its source: no cycle and no upward import.
+
+Every import that runs counts, at module level or inside a function: an import inside a function
+only defers a cycle to run time, so importing every module in a fresh interpreter
+(tests/test_architecture.py) passes while two modules still need each other. Imports under
+``TYPE_CHECKING`` (annotations only, never run) count for the layers, not for cycles. Layers,
+bottom first: ``experiments -> agents -> graphs -> memory -> retrieval``.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+#: The packages, bottom layer first: a module imports its own layer and the ones below it.
+LAYERS = ("retrieval", "memory", "graphs", "agents", "experiments")
+
+#: Cycles known and not fixed yet, each as the ``(importer, imported)`` of an import that closes it,
+#: commented with its owner: none since the merge of issue #36 (agents.chat_models <-> openai_chat
+#: was the last). An entry that no longer closes a cycle fails the test, so the list cannot outlive it.
+KNOWN_CYCLE_EDGES: set[tuple[str, str]] = set()
+
+#: Known upward imports (a lower layer importing a higher one), likewise: ``(importer, imported)``.
+KNOWN_UPWARD_IMPORTS: set[tuple[str, str]] = set()
+
+
+def module_files() -> dict[str, Path]:
+    """Every module of the five packages (``experiments/perf`` included), by dotted name."""
+    found = {}
+    for package in LAYERS:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def _type_checking_imports(tree: ast.AST) -> set[int]:
+    """``id``s of the import statements under ``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``)."""
+    found = set()
+    for node in ast.walk(tree):
+        test = node.test if isinstance(node, ast.If) else None
+        if isinstance(test, ast.Name | ast.Attribute) and getattr(test, "id", getattr(test, "attr", "")) == "TYPE_CHECKING":
+            found.update(id(sub) for stmt in node.body for sub in ast.walk(stmt) if isinstance(sub, ast.Import | ast.ImportFrom))
+    return found
+
+
+def imported_modules(name: str, source: str, *, is_package: bool, known: set[str], type_checking: bool = True) -> set[str]:
+    """The modules of ``known`` that module ``name`` imports anywhere in ``source`` (``type_checking``: with those
+    under ``if TYPE_CHECKING:``).
+
+    ``from a.b import c`` names ``a.b.c`` when that is a module, else ``a.b``; ``import a.b.c``
+    names the longest known prefix; relative imports are resolved against ``name``.
+    """
+    package = name if is_package else name.rpartition(".")[0]
+    targets: list[str] = []
+    tree = ast.parse(source)
+    skipped = set() if type_checking else _type_checking_imports(tree)
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            targets += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+            module = (f"{base}.{node.module}" if node.module else base) if node.level else (node.module or "")
+            targets += [f"{module}.{alias.name}" if f"{module}.{alias.name}" in known else module for alias in node.names]
+    found = set()
+    for target in targets:
+        while target and target not in known:
+            target = target.rpartition(".")[0]
+        if target and target != name:
+            found.add(target)
+    return found
+
+
+@functools.cache
+def import_graph(*, type_checking: bool) -> dict[str, set[str]]:
+    """Module -> the modules it imports, over the five packages (read once per session; not to be mutated)."""
+    files = module_files()
+    known = set(files)
+    return {name: imported_modules(name, path.read_text(encoding="utf-8"), is_package=path.name == "__init__.py", known=known,
+                                   type_checking=type_checking)
+            for name, path in files.items()}  # fmt: skip
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(start: str) -> None:  # iterative: the graph is deep enough to matter for recursion
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+
+    for name in sorted(graph):
+        if name not in index:
+            visit(name)
+    return found
+
+
+def layer(module: str) -> int:
+    """The layer of ``module``'s package (0: retrieval, the bottom)."""
+    return LAYERS.index(module.split(".")[0])
+
+
+def test_the_graph_sees_imports_inside_functions_and_relative_imports():
+    source = "import retrieval.tokens\nfrom . import sibling\ndef f():\n    from retrieval.index import build_index\n    from ..chunking import Chunk\n"
+    known = {"retrieval.tokens", "retrieval.index", "retrieval.pkg.sibling", "retrieval.chunking", "retrieval.pkg.mod"}
+    assert imported_modules("retrieval.pkg.mod", source, is_package=False, known=known) == {
+        "retrieval.tokens", "retrieval.index", "retrieval.pkg.sibling", "retrieval.chunking"}  # fmt: skip
+    guarded = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from retrieval.index import Index\nimport retrieval.chunking\n"
+    assert imported_modules("retrieval.pkg.mod", guarded, is_package=False, known=known, type_checking=False) == {"retrieval.chunking"}
+    assert imported_modules("retrieval.pkg.mod", guarded, is_package=False, known=known) == {"retrieval.index", "retrieval.chunking"}
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_module_import_graph_has_no_cycle():
+    graph = import_graph(type_checking=False)  # what runs: an import under TYPE_CHECKING never does
+    stale = sorted(edge for edge in KNOWN_CYCLE_EDGES if edge[1] not in graph.get(edge[0], set()))
+    pruned = {name: {d for d in deps if (name, d) not in KNOWN_CYCLE_EDGES} for name, deps in graph.items()}
+    found = cycles(pruned)
+    assert found == [], "import cycles (every import that runs, inside functions too):\n" + "\n".join(" <-> ".join(c) for c in found)
+    closing = {edge for edge in KNOWN_CYCLE_EDGES if any(set(edge) <= set(c) for c in cycles(graph))}
+    assert stale == [] and closing == KNOWN_CYCLE_EDGES, f"allow-listed edges that close no cycle now: {sorted(KNOWN_CYCLE_EDGES - closing)}"
+
+
+def test_no_module_imports_a_higher_layer():
+    graph = import_graph(type_checking=True)
+    upward = sorted((name, dep) for name, deps in graph.items() for dep in deps if layer(dep) > layer(name))
+    assert sorted(set(upward) - KNOWN_UPWARD_IMPORTS) == [], f"upward imports ({' -> '.join(reversed(LAYERS))}): {upward}"
+    assert KNOWN_UPWARD_IMPORTS <= set(upward), f"allow-listed upward imports that are gone: {sorted(KNOWN_UPWARD_IMPORTS - set(upward))}"
