@@ -30,6 +30,7 @@ PROMPT_MODULES = {
     "graphs.self_route.prompts": "PROMPTS_VERSION",
     "graphs.structured.prompts": "PROMPTS_VERSION",
     "graphs.raptor.prompts": "PROMPTS_VERSION",
+    "graphs.hipporag.prompts": "PROMPTS_VERSION",
     "experiments.benchmarks.longbench_v1": "VERSION",
     "experiments.benchmarks.longbench_v2": "VERSION",
     "experiments.benchmarks.lveval": "VERSION",

@@ -34,7 +34,7 @@ def test_every_single_question_state_has_the_answer_keys_the_run_path_reads(name
 
 
 def test_the_built_in_single_question_strategies_are_all_checked():
-    assert {"rag", "full_context", "self_route", "self_ask", "pai", "pai_minus", "structured", "raptor"} <= set(SINGLE)
+    assert {"rag", "full_context", "self_route", "self_ask", "pai", "pai_minus", "structured", "raptor", "hipporag"} <= set(SINGLE)
 
 
 def sample_hits(n: int) -> list[Hit]:

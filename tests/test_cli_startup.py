@@ -103,7 +103,7 @@ def test_a_mistyped_strategy_in_a_list_is_named_with_suggestions(capsys):
     assert main(["run", "--corpus", "x", "--questions", "q.csv", "--strategies", "rag, memagnet", "--out", "o"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("longctx: error: Unknown strategy 'memagnet'. Did you mean: memagent?")
-    assert "Available: full_context, memagent," in err
+    assert "Available: full_context, hipporag, memagent," in err
 
 
 def test_the_parser_offers_the_registries_themselves():

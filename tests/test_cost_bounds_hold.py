@@ -20,7 +20,7 @@ from tests.scripted_tools import ToolScriptedChatModel
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "corpus"
 QUESTION = "What was Kestrel Aviation's revenue in 2023?"
-BUILT_IN = ["rag", "full_context", "memagent", "self_ask", "self_route", "pai", "pai_minus", "structured", "raptor"]
+BUILT_IN = ["rag", "full_context", "memagent", "self_ask", "self_route", "pai", "pai_minus", "structured", "raptor", "hipporag"]
 
 
 def examples() -> Corpus:

@@ -18,7 +18,7 @@ from retrieval import Corpus
 from retrieval.contract import Question
 from tests.scripted import ScriptedChatModel
 
-BUILT_IN = ["rag", "self_route", "self_ask", "pai", "pai_minus", "memagent", "full_context", "structured", "raptor"]
+BUILT_IN = ["rag", "self_route", "self_ask", "pai", "pai_minus", "memagent", "full_context", "structured", "raptor", "hipporag"]
 #: (documents, tokens of each): one short document, a few pages, many mid-sized reports, a few long ones.
 SHAPES = [(1, 300), (6, 500), (40, 1_500), (4, 50_000)]
 #: The model's context window (``None``: not known, the config's default).

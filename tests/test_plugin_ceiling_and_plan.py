@@ -20,7 +20,7 @@ from retrieval import Corpus
 from retrieval.contract import Question
 from tests.scripted import ScriptedChatModel
 
-BUILT_IN_ORDER = ["rag", "self_route", "self_ask", "pai", "pai_minus", "memagent", "full_context", "structured", "raptor"]
+BUILT_IN_ORDER = ["rag", "self_route", "self_ask", "pai", "pai_minus", "memagent", "full_context", "structured", "raptor", "hipporag"]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -149,7 +149,7 @@ def test_the_toy_plugins_are_offered_by_help_without_importing_them(tmp_path):
     for command in ("answer", "run", "index"):
         shown[command] = json.loads(_python(HELP, command, pythonpath=f"{site}{os.pathsep}{ROOT}", cache=tmp_path / "cache"))
         assert _loaded_ours(shown[command]["modules"]) == [], f"longctx {command} --help loaded {_loaded_ours(shown[command]['modules'])}"
-    assert "{first_chunk,full_context,memagent,pai,pai_minus,rag,raptor,self_ask,self_route,structured}" in shown["answer"]["help"]
+    assert "{first_chunk,full_context,hipporag,memagent,pai,pai_minus,rag,raptor,self_ask,self_route,structured}" in shown["answer"]["help"]
     # `longctx index`: the built-ins declared to build an index, and the plug-in (checked once loaded)
     assert "{first_chunk,pai,pai_minus,rag,self_ask,self_route}" in shown["index"]["help"]
 

@@ -231,6 +231,16 @@ TIERS: dict[str, dict[str, str]] = {
         "test_nested_and_concurrent_runs_unfreeze_only_when_the_last_ends": "concurrency",
         "test_the_decorator_covers_coroutines_and_errors": "integration",
     },
+    "test_hipporag.py": {
+        "test_a_build_killed_in_the_openie_map_resumes_without_asking_a_finished_call": "durability",
+        "test_answers_through_answer_with_index_usage_on_the_first_only": "model",
+        "test_personalized_pagerank_equals_the_hand_computed_one": "integration",
+        "test_the_plan_gives_the_openie_pass_as_index_time_and_a_run_counts_what_it_planned": "model",
+    },
+    "test_hipporag_requests.py": {
+        "test_the_strategy_sends_the_official_openie_requests": "integration",
+        "test_openie_calls_stay_within_concurrency": "concurrency",
+    },
     "test_html_report.py": {
         "test_report_html_is_written_beside_the_tables_and_is_self_contained": "integration",
         "test_report_opens_in_headless_chromium_with_a_drill_down": "subprocess",

@@ -1,0 +1,139 @@
+"""HippoRAG's index-time work: the corpus's passages, their OpenIE (mapped with bounded concurrency,
+each finished call logged), the graph and its embeddings, built once per corpus, settings and model,
+kept on disk and in this process (the last few graphs)."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from graphs.budget_field import budget_kwargs
+from graphs.context import StrategyContext
+from graphs.hipporag.config import HippoRAGConfig
+from graphs.hipporag.kg import KnowledgeGraph, build_graph
+from graphs.hipporag.openie import Ask, OpenIELog, extract_all
+from graphs.hipporag.ppr import igraph_of
+from graphs.hipporag.requests import Messages, as_langchain
+from graphs.hipporag.store import graph_folder, graph_key, load_graph, model_key, openie_key, openie_root, save_graph
+from graphs.usage import index_time
+from retrieval import Chunk, ChunkingConfig, chunk_corpus, default_cache_dir
+from retrieval.contract import Corpus
+from retrieval.embedders import EMBEDDERS
+from retrieval.locks import exclusive_lock
+
+
+@dataclass
+class LoadedGraph:
+    """A graph ready to search: its data, the ``igraph`` graph, and each passage's first chunk (its document, for evidence)."""
+
+    kg: KnowledgeGraph
+    graph: Any
+    chunks: list[Chunk]
+
+
+_GRAPHS: dict[str, LoadedGraph] = {}
+_EMBEDDERS: dict[tuple[str, str | None], Any] = {}
+_LOCK = threading.Lock()
+_KEEP = 4
+
+
+def embedder_for(cfg: HippoRAGConfig) -> Any:
+    """The configured embedder, loaded once per process."""
+    key = (cfg.embedder, cfg.embedder_model)
+    with _LOCK:
+        if key not in _EMBEDDERS:
+            factory = EMBEDDERS.get(cfg.embedder)
+            _EMBEDDERS[key] = factory(cfg.embedder_model) if cfg.embedder_model else factory()
+        return _EMBEDDERS[key]
+
+
+def passage_text(chunk: Chunk) -> str:
+    """What OpenIE reads and the graph holds: ``title\\ntext`` as the official ``main.py`` builds its documents (the text alone without a title)."""
+    return f"{chunk.title}\n{chunk.text}" if chunk.title else chunk.text
+
+
+def passages_of(corpus: Corpus, cfg: HippoRAGConfig) -> tuple[list[str], list[Chunk]]:
+    """The distinct passage texts in corpus order (the official chunk store keeps one of equal texts) and each one's first chunk."""
+    if cfg.passage_tokens is None:
+        chunks = [Chunk(i, i, d.doc_id, d.title, 0, d.text, 0) for i, d in enumerate(corpus.documents)]
+    else:
+        chunks = chunk_corpus(corpus, ChunkingConfig(unit="tokens", size=cfg.passage_tokens))
+    first: dict[str, Chunk] = {}
+    for c in chunks:
+        first.setdefault(passage_text(c), c)
+    return list(first), list(first.values())
+
+
+def asker(ctx: StrategyContext[HippoRAGConfig]) -> Ask:
+    """One OpenIE call (``CacheOpenAI.infer``): the messages, ``openie_max_tokens``, ``temperature``; the reply
+    and whether it stopped at its budget (``finish_reason == "length"``: the official parser closes its JSON first)."""
+    cfg, llm = ctx.config, ctx.llm
+    extra: dict[str, Any] = {**budget_kwargs(llm, cfg.openie_max_tokens), "temperature": cfg.temperature}
+
+    def ask(messages: Messages) -> tuple[str, bool]:
+        turns: list[BaseMessage] = as_langchain(messages)
+        message = llm.invoke(turns, **extra)
+        return text_of(message), (message.response_metadata or {}).get("finish_reason") == "length"
+
+    return ask
+
+
+def text_of(message: BaseMessage) -> str:
+    """A reply's text (content parts joined)."""
+    content = message.content
+    return content if isinstance(content, str) else "".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content)
+
+
+def _build(ctx: StrategyContext[HippoRAGConfig], texts: list[str], root: Path | None) -> tuple[KnowledgeGraph, int]:
+    """OpenIE over every passage (index-time calls), then the graph."""
+    cfg = ctx.config
+    log = OpenIELog(openie_root(root) if root is not None else None, openie_key(cfg), model_key(ctx.llm))
+    with index_time():
+        extractions, asked = extract_all(texts, asker(ctx), log, cfg.concurrency)
+    kg = build_graph(texts, extractions, embedder_for(cfg).embed_documents, threshold=cfg.synonymy_threshold, top_k=cfg.synonymy_top_k)
+    kg.facts_of_build["openie_calls_asked"] = asked
+    return kg, asked
+
+
+def graph_for(ctx: StrategyContext[HippoRAGConfig]) -> tuple[str, LoadedGraph, str, int]:
+    """The corpus's graph: its key, the graph, where it came from (``memory``, ``disk`` or ``built``) and the OpenIE calls this build asked."""
+    cfg = ctx.config
+    key = graph_key(ctx.corpus, cfg, ctx.llm)
+    if key in _GRAPHS:
+        return key, _GRAPHS[key], "memory", 0
+    texts, chunks = passages_of(ctx.corpus, cfg)
+    root = (Path(ctx.cache_dir) if ctx.cache_dir else default_cache_dir()) if cfg.cache else None
+    asked = 0
+    if root is None:
+        (kg, asked), source = _build(ctx, texts, None), "built"
+    else:
+        folder = graph_folder(root, key)
+        folder.mkdir(parents=True, exist_ok=True)
+        with exclusive_lock(folder / ".lock", what="a HippoRAG graph build"):  # a second question waits, then loads
+            loaded = load_graph(folder)
+            if loaded is not None:
+                kg, source = loaded, "disk"
+            else:
+                (kg, asked), source = _build(ctx, texts, root), "built"
+                save_graph(folder, kg)
+    entry = LoadedGraph(kg, igraph_of(kg), chunks)
+    with _LOCK:
+        _GRAPHS[key] = entry
+        while len(_GRAPHS) > _KEEP:
+            _GRAPHS.pop(next(iter(_GRAPHS)))
+    return key, entry, source, asked
+
+
+def loaded(key: str) -> LoadedGraph:
+    """A graph :func:`graph_for` loaded in this process."""
+    return _GRAPHS[key]
+
+
+def forget_graphs() -> None:
+    """Drop the graphs held in this process (tests; a later question loads from disk)."""
+    with _LOCK:
+        _GRAPHS.clear()
