@@ -52,6 +52,8 @@ class StrategyPlan:
             built once and reused: RAPTOR's tree, structured's extraction; nothing when cached); the rest is question time.
         index_prompt_tokens: Part of ``prompt_tokens`` read at index time.
         index_completion_tokens: Part of ``completion_tokens`` written at index time.
+        rerank_calls / rerank_documents / rerank_tokens: Rerank calls besides the model calls (a strategy whose
+            ``rerank`` names a reranker: one per retrieval), the candidate documents and the tokens they send.
     """
 
     strategy: str
@@ -64,6 +66,9 @@ class StrategyPlan:
     index_calls: float = 0.0
     index_prompt_tokens: float = 0.0
     index_completion_tokens: float = 0.0
+    rerank_calls: float = 0.0
+    rerank_documents: float = 0.0
+    rerank_tokens: float = 0.0
 
     def __add__(self, other: StrategyPlan) -> StrategyPlan:
         seconds = None if self.seconds is None or other.seconds is None else self.seconds + other.seconds
@@ -72,6 +77,7 @@ class StrategyPlan:
             self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens, seconds,
             self.shared_prompt_tokens + other.shared_prompt_tokens, self.index_calls + other.index_calls,
             self.index_prompt_tokens + other.index_prompt_tokens, self.index_completion_tokens + other.index_completion_tokens,
+            self.rerank_calls + other.rerank_calls, self.rerank_documents + other.rerank_documents, self.rerank_tokens + other.rerank_tokens,
         )  # fmt: skip
 
 
@@ -94,8 +100,10 @@ def estimate(strategy: str, cfg: StrategyConfig, corpus_tokens: int, documents: 
     completion = each.completion_tokens * questions + once.completion_tokens
     seconds = speed.seconds(prompt, completion) if speed is not None else None
     shared = shared_prompt_tokens(STRATEGIES.get(strategy).prompt_sharing, cfg, corpus_tokens, questions, each.prompt_tokens)
-    index = expected.index
-    return StrategyPlan(strategy, questions, calls, prompt, completion, seconds, shared, index.calls, index.prompt_tokens, index.completion_tokens)
+    index, rerank = expected.index, expected.rerank
+    return StrategyPlan(strategy, questions, calls, prompt, completion, seconds, shared, index.calls, index.prompt_tokens, index.completion_tokens,
+                        rerank_calls=rerank.calls * questions, rerank_documents=rerank.documents * questions,
+                        rerank_tokens=rerank.tokens * questions)  # fmt: skip
 
 
 def _costs(strategy: str) -> StrategyCosts[Any] | None:
@@ -144,8 +152,10 @@ def describe_plan(plans: Sequence[StrategyPlan], model: str, speed: ModelSpeed |
     lines = [f"Plan on {model}:"]
     for p in plans:
         minutes = f", about {_minutes(p.seconds)}" if p.seconds is not None else ""
+        reranks = (f", + ~{math.ceil(p.rerank_calls):,} rerank calls (~{round(p.rerank_documents):,} documents, ~{round(p.rerank_tokens):,} tokens)"
+                   if p.rerank_calls else "")  # fmt: skip
         lines.append(f"  {p.strategy}: {p.questions} question(s), ~{math.ceil(p.calls):,} calls, "
-                     f"~{round(p.prompt_tokens):,} prompt + ~{round(p.completion_tokens):,} completion tokens{minutes}")  # fmt: skip
+                     f"~{round(p.prompt_tokens):,} prompt + ~{round(p.completion_tokens):,} completion tokens{minutes}{reranks}")  # fmt: skip
         if p.index_calls > 0:
             lines.append(f"    of which at index time, once per corpus and reused by later questions (nothing when cached): "
                          f"~{math.ceil(p.index_calls):,} calls, ~{round(p.index_prompt_tokens):,} prompt + ~{round(p.index_completion_tokens):,} "

@@ -7,8 +7,10 @@ argument errors never wait for the engines this module imports.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,7 @@ from experiments.ceilings import ceilings_json, compute_ceilings, format_table, 
 from experiments.demo import READING, demo_strategies, run_demo
 from experiments.export import export_official, official_command
 from experiments.planning import plan_experiment
-from experiments.prices import price_for
+from experiments.prices import price_for, rerank_price
 from experiments.runner import RunConfig, RunInterrupted, check_out_folder, run_experiment, select_samples
 from experiments.synth import NeedleConfig, SynthConfig, generate, get_domain, load_samples, parse_tokens
 from graphs.llm import model_id
@@ -34,12 +36,13 @@ from retrieval.ray_support import RayNotInstalledError, require_ray
 USER_ERRORS = (CorpusError, ChatModelError, KeyError, TypeError, ValueError, RayNotInstalledError, LockHeld, BenchmarkDataError, EmbedderError,
                OSError, MissingExtraError)  # fmt: skip
 
-def budget_from_args(args: argparse.Namespace, llm: Any) -> tuple[Budget | None, Any]:
+def budget_from_args(args: argparse.Namespace, llm: Any, configs: Iterable[Mapping[str, Any]] = ()) -> tuple[Budget | None, Any]:
     """The :class:`~agents.Budget` of ``--max-calls/--max-tokens/--max-cost`` (``None`` without them)
     and the model to run (made here when ``--max-cost`` needs its price, else ``llm`` as given).
 
     The price comes from the report's table (:func:`experiments.prices.price_for`; local models
     are free): the library's budget takes a price rather than reading a table above its layer.
+    So does the reranker's, when the strategy options ``configs`` name one (:func:`experiments.prices.rerank_price`).
     """
     if args.max_calls is None and args.max_tokens is None and args.max_cost is None:
         return None, llm
@@ -50,7 +53,8 @@ def budget_from_args(args: argparse.Namespace, llm: Any) -> tuple[Budget | None,
         if price is None:
             raise ValueError(f"--max-cost needs the price of {model_id(llm).split(' @ ')[0]!r}, which the price table "
                              "(experiments/prices.py) does not list; use --max-calls / --max-tokens instead")  # fmt: skip
-    return Budget(max_llm_calls=args.max_calls, max_prompt_tokens=args.max_tokens, max_cost_usd=args.max_cost, price=price), llm
+    reranking = rerank_price(configs) if args.max_cost is not None else None
+    return Budget(max_llm_calls=args.max_calls, max_prompt_tokens=args.max_tokens, max_cost_usd=args.max_cost, price=price, rerank_price=reranking), llm
 
 
 def _retrieval_overrides(args: argparse.Namespace) -> dict:
@@ -109,7 +113,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         "llm_cache": not args.no_llm_cache,
         "inject_once": args.inject_once,
     }
-    options["budget"], _ = budget_from_args(args, args.llm)
+    options["budget"], _ = budget_from_args(args, args.llm, options["strategy_options"].values())
     if own:
         config = RunConfig.for_corpus(args.corpus, args.questions, **options)
     else:
@@ -212,7 +216,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
         require_ray()  # the install hint now, not after the plan call
         overrides.update(spec.ray_stage.options(args.ray or None))
     cfg = spec.make_config(args.preset, **overrides)  # bad options and a bad model fail before the corpus is read
-    budget, llm = budget_from_args(args, make_chat_model(args.llm))
+    budget, llm = budget_from_args(args, make_chat_model(args.llm), [dataclasses.asdict(cfg)])
     corpus = Corpus.from_path(args.corpus, show_progress=True)
     plans, speed = plan_for({args.strategy: cfg}, [(corpus.num_tokens, len(corpus), 1)], llm, calibrate=True)
     if not announce_plan(plans, speed, model_id(llm), yes=args.yes):
@@ -240,9 +244,10 @@ def cmd_answer(args: argparse.Namespace) -> int:
             )
     earlier = f"; the resumed run made {u.earlier_llm_calls} more in earlier calls" if u.earlier_llm_calls else ""
     cached = f" ({u.cached_prompt_tokens} of the prompt tokens read from the server's prompt cache)" if u.cached_prompt_tokens else ""
+    reranks = f", {u.rerank_calls} rerank call(s) of {u.rerank_tokens} tokens" if u.rerank_calls else ""
     print(
         f"Usage: {u.llm_calls} LLM call(s), {u.prompt_tokens} prompt + {u.completion_tokens} completion tokens"
-        f"{' (estimated)' if u.estimated else ''}{cached}, {u.seconds:.1f}s ({u.index_seconds:.1f}s indexing){earlier}"
+        f"{' (estimated)' if u.estimated else ''}{cached}{reranks}, {u.seconds:.1f}s ({u.index_seconds:.1f}s indexing){earlier}"
     )
     return 0
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -181,11 +181,21 @@ def row_cost(row: Mapping[str, Any], price: Price | None, prices: Mapping[str, P
     if price is None or row.get("status") != "ok" or not usage:
         return None
     cost = price.cost(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0), usage.get("cached_prompt_tokens", 0) if cached else 0)
+    reranked = row_rerank_cost(row, prices)
+    return None if reranked is None else cost + reranked
+
+
+def row_rerank_cost(row: Mapping[str, Any], prices: Mapping[str, PriceRow] | None = None) -> float | None:
+    """USD of one result row's rerank tokens at its reranker's prompt price (:func:`rerank_model`; 0 without a
+    reranker or for a local one); ``None`` for a failed row or a hosted reranker the table does not price."""
+    usage = row.get("usage")
+    if row.get("status") != "ok" or not usage:
+        return None
     reranker = rerank_model(row)
     if reranker is None or not usage.get("rerank_tokens"):
-        return cost
-    rerank_price = price_for(reranker, prices)
-    return None if rerank_price is None else cost + rerank_price.cost(usage["rerank_tokens"], 0)
+        return 0.0
+    price = price_for(reranker, prices)
+    return None if price is None else price.cost(usage["rerank_tokens"], 0)
 
 
 def rerank_model(row: Mapping[str, Any]) -> str | None:
@@ -200,6 +210,27 @@ def rerank_model(row: Mapping[str, Any]) -> str | None:
     if kind != "server":
         return "embedded cross-encoder"
     return f"{options.get('model') or 'reranker'} @ {options.get('base_url') or ''}"
+
+
+def rerank_price(configs: Iterable[Mapping[str, Any]], user: Mapping[str, PriceRow] | None = None) -> Price | None:
+    """The price a budget counts rerank tokens at (its prompt price): the dearest of the rerankers ``configs``
+    (strategy options) name; ``None`` when they name none or only local ones (free).
+
+    Raises:
+        ValueError: A hosted reranker the price table does not list (its cost could not be counted).
+    """
+    found: list[Price] = []
+    for config in configs:
+        model = rerank_model({"config": config})
+        if model is None:
+            continue
+        price = price_for(model, user)
+        if price is None:
+            raise ValueError(f"--max-cost needs the price of the reranker {model.split(' @ ')[0]!r}, which the price table "
+                             "(experiments/prices.py) does not list; use --max-calls / --max-tokens instead")  # fmt: skip
+        found.append(price)
+    priced = [p for p in found if p.prompt > 0]
+    return max(priced, key=lambda p: p.prompt) if priced else None
 
 
 def row_index_cost(row: Mapping[str, Any], price: Price | None) -> float | None:

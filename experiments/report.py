@@ -109,6 +109,7 @@ def build_report(
     summary = [_summary_row(benchmark, name, d, by_id) for name, d in per_strategy.items()]
     _add_ceilings(cfg, samples, summary, report)
     costs = strategy_costs(per_strategy, manifest, price_table)  # each row priced once, for every table, test and page below
+    _add_rerank_costs(summary, costs)
     per_question = _per_question(per_strategy, by_id, manifest, costs)
     _add_intervals(benchmark, samples, summary, per_question["score"])
     table = summary_table(summary, costs)
@@ -338,10 +339,21 @@ def _summary_row(benchmark: str, name: str, data: dict[str, Any], by_id: dict[st
         # answers whose steps say they ran degraded (a fallback plan, malformed extractions, a lost task)
         "degraded": sum(1 for r in ok if any(isinstance(st, dict) and st.get("degraded") for st in r.get("steps") or [])),
     }
+    if any(u.get("rerank_calls") or u.get("rerank_failed_calls") for u in usage):  # a second retrieval stage: its calls beside the model's
+        row.update({k: _mean([u.get(k, 0) for u in usage]) for k in ("rerank_calls", "rerank_failed_calls", "rerank_tokens")})
     recalls = [_recall(by_id[r["sample_id"]], r) for r in ok]
     if any(v is not None for v in recalls):  # generated corpora know their evidence documents
         row["evidence_recall"] = _mean([v for v in recalls if v is not None])
     return row
+
+
+def _add_rerank_costs(summary: list[dict[str, Any]], costs: dict[str, dict[str, Any]]) -> None:
+    """``rerank_usd`` (USD per answer of its rerank calls, part of ``cost_usd``) beside the rerank columns of a
+    strategy whose reranker has a price in the table (a local one is free: no column)."""
+    for row in summary:
+        cost = costs.get(row["strategy"], {})
+        if "rerank_calls" in row and cost.get("rerank_priced"):
+            row["rerank_usd"] = _round(cost.get("rerank_usd"), 8)
 
 
 def _recall(sample: Any, row: dict[str, Any]) -> float | None:

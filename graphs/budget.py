@@ -1,12 +1,16 @@
-"""Spending limits of one call: a :class:`Budget`, a strategy's :class:`CostPlan`, and the guard.
+"""Spending limits of one call: a :class:`Budget` and a strategy's :class:`CostPlan` (the guard that stops a run
+at its budget is :class:`graphs.budget_guard.BudgetGuard`).
 
 A budget is checked twice. Up front, the strategy's cost plan (calls and prompt tokens from the
 corpus size and its config, before any call) is compared with it: a plan that cannot fit is
 refused with :class:`BudgetExceeded` (a checkpointed run's plan less what its checkpoint already
-holds, :meth:`CostPlan.after`). During the run, :class:`BudgetGuard` (a LangChain callback,
+holds, :meth:`CostPlan.after`). During the run, :class:`~graphs.budget_guard.BudgetGuard` (a LangChain callback,
 like :class:`graphs.cancel.CancelGuard`) counts every chat-model call as it starts and raises
 :class:`BudgetReached` before the call that would pass a limit; the run path turns that into an
 answer marked ``stopped="budget"`` with what was done (MemAgent's checkpoint keeps its chunks).
+A rerank call is a model call too: the rerank stage announces it (``budget_guard.RERANK_EVENT``) before
+its request, and the guard counts it (a call, its query-document tokens as prompt tokens, their
+cost at :attr:`Budget.rerank_price`) or refuses it as it refuses a chat call.
 
 Money needs a price. The report's price table lives in ``experiments.prices``, above this layer
 (experiments -> agents -> graphs), so the budget takes the price as a parameter
@@ -18,18 +22,12 @@ call costs what its server's usage says at that price, cached prompt tokens at t
 
 from __future__ import annotations
 
-import logging
 import math
-import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from uuid import UUID
-
-from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.outputs import LLMResult
 
 from graphs.pricing import as_token_price
+from graphs.rerank_plan import RerankPlan
 
 
 class BudgetExceeded(ValueError):
@@ -52,12 +50,18 @@ class Budget:
         price: ``(prompt, completion)`` or ``(prompt, completion, cached)`` USD per 1M tokens of the model (or an
             ``experiments.prices.Price``), read as a :class:`~graphs.pricing.TokenPrice`; needed by ``max_cost_usd``.
             A parameter because the price table sits above this layer.
+        rerank_price: The same for the reranker of a strategy's ``rerank`` stage (its prompt rate is what the
+            query-document tokens cost); ``None``: free (a local cross-encoder or server).
+
+    Rerank calls count as model calls: each against ``max_llm_calls``, its query-document tokens
+    against ``max_prompt_tokens``, their cost at ``rerank_price`` against ``max_cost_usd``.
     """
 
     max_llm_calls: int | None = None
     max_prompt_tokens: int | None = None
     max_cost_usd: float | None = None
     price: Any = None  # any form as_token_price reads; a TokenPrice (or None) once made
+    rerank_price: Any = None  # the same
 
     def __post_init__(self) -> None:
         for name in ("max_llm_calls", "max_prompt_tokens"):
@@ -69,6 +73,7 @@ class Budget:
             raise ValueError(f"Budget max_cost_usd must be a non-negative number, got {cost!r}")
         try:
             object.__setattr__(self, "price", as_token_price(self.price))
+            object.__setattr__(self, "rerank_price", as_token_price(self.rerank_price))
         except ValueError as exc:
             raise ValueError(f"Budget {exc}") from None
         if cost is not None and self.price is None:
@@ -85,6 +90,10 @@ class Budget:
     def cost(self, prompt_tokens: float, completion_tokens: float, cached_prompt_tokens: float = 0) -> float:
         """USD of these tokens at :attr:`price` (0 without a price; cached prompt tokens at its cached rate)."""
         return 0.0 if self.price is None else float(self.price.cost(prompt_tokens, completion_tokens, cached_prompt_tokens))
+
+    def rerank_cost(self, tokens: float) -> float:
+        """USD of ``tokens`` sent to the reranker at :attr:`rerank_price` (0 without one: local)."""
+        return 0.0 if self.rerank_price is None else float(self.rerank_price.cost(tokens, 0))
 
     def describe(self) -> str:
         """The limits, for messages: ``200 calls, 2,000,000 prompt tokens, $5.00``."""
@@ -151,6 +160,8 @@ class CostPlan:
             run's plan count only the steps it has left (:meth:`after`); empty where the run has no steps.
         index: The part of the counts above spent at index time, once per corpus (its cost model's declaration;
             ``None``: it declares none, every question pays its own way); the rest is question time.
+        rerank: The rerank calls besides the chat calls above (``None``: the strategy reranks nothing); a budget
+            counts them as model calls (:meth:`over`).
     """
 
     strategy: str
@@ -164,6 +175,7 @@ class CostPlan:
     details: dict[str, Any] = field(default_factory=dict)
     steps: tuple[tuple[int, int, int], ...] = field(default=(), repr=False)
     index: IndexWork | None = None
+    rerank: RerankPlan | None = None
 
     def __post_init__(self) -> None:
         i = self.index
@@ -184,7 +196,7 @@ class CostPlan:
             max_calls=part(self.max_calls, i.max_calls if i else 0), prompt_tokens=part(self.prompt_tokens, i.prompt_tokens if i else 0),
             max_prompt_tokens=part(self.max_prompt_tokens, i.max_prompt_tokens if i else 0),
             completion_tokens=part(self.completion_tokens, i.completion_tokens if i else 0), formula=self.formula, details=dict(self.details),
-            index=i,
+            index=i, rerank=self.rerank.scaled(k) if self.rerank is not None else None,
         )  # fmt: skip
 
     @property
@@ -199,20 +211,29 @@ class CostPlan:
         i = self.index
         return (self.prompt_tokens - i.prompt_tokens, self.max_prompt_tokens - i.max_prompt_tokens) if i else (self.prompt_tokens, self.max_prompt_tokens)
 
-    def cost_usd(self, price: Any) -> float | None:
+    def cost_usd(self, price: Any, rerank_price: Any = None) -> float | None:
         """USD of the least run at ``price`` (any form :func:`~graphs.pricing.as_token_price` reads; every prompt
-        token at the prompt rate: a plan does not know what a server's cache will hold), ``None`` without one."""
-        rates = as_token_price(price)
-        return None if rates is None else rates.cost(self.prompt_tokens, self.completion_tokens)
+        token at the prompt rate: a plan does not know what a server's cache will hold), ``None`` without one; its
+        rerank tokens at ``rerank_price`` (its prompt rate; ``None``: free, a local reranker)."""
+        rates, rerank_rates = as_token_price(price), as_token_price(rerank_price)
+        if rates is None:
+            return None
+        reranked = rerank_rates.cost(self.rerank.tokens, 0) if self.rerank is not None and rerank_rates is not None else 0.0
+        return float(rates.cost(self.prompt_tokens, self.completion_tokens)) + float(reranked)
 
     def over(self, budget: Budget) -> list[str]:
-        """The limits of ``budget`` the least run already passes (empty: it may fit)."""
+        """The limits of ``budget`` the least run already passes (empty: it may fit); rerank calls count as calls,
+        their tokens as prompt tokens."""
         problems = []
-        if budget.max_llm_calls is not None and self.calls > budget.max_llm_calls:
-            problems.append(f"{self.calls:,} call{'' if self.calls == 1 else 's'} > {budget.max_llm_calls:,}")
-        if budget.max_prompt_tokens is not None and self.prompt_tokens > budget.max_prompt_tokens:
-            problems.append(f"~{self.prompt_tokens:,} prompt tokens > {budget.max_prompt_tokens:,}")
-        cost = self.cost_usd(budget.price)
+        calls, tokens = self.calls, self.prompt_tokens
+        if self.rerank is not None:
+            calls, tokens = calls + self.rerank.calls, tokens + self.rerank.tokens
+        reranks = f" ({self.rerank.calls:,} of them rerank calls)" if self.rerank is not None and self.rerank.calls else ""
+        if budget.max_llm_calls is not None and calls > budget.max_llm_calls:
+            problems.append(f"{calls:,} call{'' if calls == 1 else 's'}{reranks} > {budget.max_llm_calls:,}")
+        if budget.max_prompt_tokens is not None and tokens > budget.max_prompt_tokens:
+            problems.append(f"~{tokens:,} prompt tokens > {budget.max_prompt_tokens:,}")
+        cost = self.cost_usd(budget.price, budget.rerank_price)
         if budget.max_cost_usd is not None and cost is not None and cost > budget.max_cost_usd:
             problems.append(f"~${cost:,.4f} > ${budget.max_cost_usd:,.2f}")
         return problems
@@ -235,7 +256,7 @@ class CostPlan:
             strategy=self.strategy, questions=self.questions, calls=max(0, self.calls - calls), max_calls=max(0, self.max_calls - calls),
             prompt_tokens=prompt, max_prompt_tokens=max(prompt, most), completion_tokens=completion,
             formula=f"{self.formula}; less the {calls:,} call{'' if calls == 1 else 's'} its checkpoint holds",
-            details={**self.details, "checkpointed_calls": calls},
+            details={**self.details, "checkpointed_calls": calls}, rerank=self.rerank,
         )  # fmt: skip
 
     def describe(self) -> str:
@@ -244,6 +265,7 @@ class CostPlan:
         tokens = f"~{self.prompt_tokens:,}" if self.prompt_tokens == self.max_prompt_tokens else f"~{self.prompt_tokens:,}-{self.max_prompt_tokens:,}"
         per = f" for {self.questions} questions" if self.questions != 1 else ""
         line = f"{self.strategy} plans {calls} call{'' if self.max_calls == 1 else 's'} and {tokens} prompt tokens{per} ({self.formula})"
+        line += f", and {self.rerank.describe()}" if self.rerank is not None else ""
         i = self.index
         if i is None or i.max_calls == 0:
             return line
@@ -258,6 +280,7 @@ class CostPlan:
             "strategy": self.strategy, "questions": self.questions, "calls": self.calls, "max_calls": self.max_calls,
             "prompt_tokens": self.prompt_tokens, "max_prompt_tokens": self.max_prompt_tokens,
             "completion_tokens": self.completion_tokens, "formula": self.formula, **({"details": self.details} if self.details else {}),
+            **({"rerank": self.rerank.to_dict()} if self.rerank is not None else {}),
             **({"index": self.index.to_dict()} if self.index is not None else {}),
         }  # fmt: skip
 
@@ -278,103 +301,3 @@ def check_plan(plan: CostPlan, budget: Budget | None) -> None:
     problems = plan.over(budget)
     if problems:
         raise BudgetExceeded(f"Budget exceeded before any call: {plan.describe()}; over the budget: {', '.join(problems)}")
-
-
-class BudgetGuard(BaseCallbackHandler):
-    """Counts a run's chat-model calls as they start and stops the one that would pass the budget.
-
-    Thread-safe: a call's prompt tokens (and their cost) are reserved when it starts, so calls
-    in flight together cannot overshoot. When a call ends its cost is settled at the usage its
-    server reported (prompt tokens, cached prompt tokens at the cached rate, completion tokens),
-    so :attr:`spent_usd` is what the report charges for the calls done. ``spent_usd`` says what
-    was counted so far.
-    """
-
-    raise_error = True
-    run_inline = True
-
-    def __init__(self, budget: Budget, count: Callable[[str], int]) -> None:
-        self.budget = budget
-        self.count = count
-        self._lock = threading.Lock()
-        self.calls = 0
-        self.prompt_tokens = 0
-        self.completion_tokens = 0
-        #: Prompt tokens the servers said they read from their prompt cache (calls that ended; counted under a cost limit).
-        self.cached_prompt_tokens = 0
-        self.reached: str | None = None
-        self._usd = 0.0  # every call's cost: reserved when it starts, settled when it ends
-        self._reserved: dict[UUID, float] = {}  # USD reserved by each call in flight
-
-    @property
-    def spent_usd(self) -> float:
-        """USD counted so far at the budget's price: each ended call at its server's usage (the report's
-        price), each call in flight at its prompt's tokens counted before it, at the prompt rate."""
-        return self._usd
-
-    def on_chat_model_start(self, serialized: dict[str, Any], messages: list[list[Any]], **kwargs: Any) -> None:
-        """Reserve this call, or raise :class:`BudgetReached` if it would pass a limit."""
-        self._start("\n".join(str(m.content) for batch in messages for m in batch), kwargs.get("run_id"))
-
-    def on_llm_start(self, serialized: dict[str, Any], prompts: list[str], **kwargs: Any) -> None:
-        """The same for a completion model."""
-        self._start("\n".join(prompts), kwargs.get("run_id"))
-
-    def _start(self, prompt: str, run_id: UUID | None) -> None:
-        b = self.budget
-        tokens = self.count(prompt) if (b.max_prompt_tokens is not None or b.max_cost_usd is not None) else 0
-        with self._lock:
-            why = None
-            if self.reached is not None:
-                why = self.reached
-            elif b.max_llm_calls is not None and self.calls + 1 > b.max_llm_calls:
-                why = f"{b.max_llm_calls:,} calls"
-            elif b.max_prompt_tokens is not None and self.prompt_tokens + tokens > b.max_prompt_tokens:
-                why = f"{b.max_prompt_tokens:,} prompt tokens ({self.prompt_tokens:,} sent, the next call has {tokens:,})"
-            elif b.max_cost_usd is not None and self._usd + b.cost(tokens, 0) > b.max_cost_usd:
-                why = f"${b.max_cost_usd:,.2f} (${self._usd:,.4f} spent)"
-            if why is not None:
-                self.reached = why
-                raise BudgetReached(f"budget reached: {why}; {self.calls:,} calls made")
-            self.calls += 1
-            self.prompt_tokens += tokens
-            reserved = b.cost(tokens, 0)
-            self._usd += reserved
-            if run_id is not None and b.max_cost_usd is not None:  # settled in on_llm_end, which only a cost limit needs
-                self._reserved[run_id] = reserved
-
-    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
-        """Settle the call's cost at the usage its server reported (its reserved prompt cost where it reported none)."""
-        if self.budget.max_cost_usd is None:
-            return
-        prompt, cached, completion, reported = 0, 0, 0, False
-        for batch in response.generations:
-            for gen in batch:
-                usage = getattr(getattr(gen, "message", None), "usage_metadata", None) or {}
-                completion += usage.get("output_tokens") or self.count(gen.text)
-                if usage.get("input_tokens") is not None:
-                    reported = True
-                    prompt += usage["input_tokens"]
-                    cached += (usage.get("input_token_details") or {}).get("cache_read") or 0
-        with self._lock:
-            reserved = self._reserved.pop(run_id, 0.0)
-            settled = self.budget.cost(prompt, completion, cached) if reported else reserved + self.budget.cost(0, completion)
-            self._usd += settled - reserved
-            self.completion_tokens += completion
-            self.cached_prompt_tokens += cached
-
-    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        """A failed call keeps its reserved cost (its server may have read the prompt)."""
-        with self._lock:
-            self._reserved.pop(run_id, None)
-
-
-class _QuietBudgetStop(logging.Filter):
-    """Drops LangChain's warning about a callback that raised when it is the guard's planned stop
-    (the answer says ``stopped="budget"``; a warning per stopped run would read as a failure)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not any(isinstance(a, str) and a.startswith("BudgetReached(") for a in (record.args or ()))
-
-
-logging.getLogger("langchain_core.callbacks.manager").addFilter(_QuietBudgetStop())

@@ -160,14 +160,25 @@ class Calls:
 
 
 @dataclass(frozen=True)
+class RerankCalls:
+    """Rerank calls (typical counts): the calls, the candidate documents they send and their tokens."""
+
+    calls: float = 0
+    documents: float = 0
+    tokens: float = 0
+
+
+@dataclass(frozen=True)
 class ExpectedCost:
     """What a strategy typically costs over one corpus: per question, and once per corpus (a cache built once);
     ``index`` is the part of ``once`` spent at index time (``Usage.index_*``: RAPTOR's tree, structured's
-    extraction), which the run plan prints apart from question time."""
+    extraction), which the run plan prints apart from question time; ``rerank``: its rerank calls per question
+    (:mod:`graphs.rerank_costs`), besides the model calls."""
 
     per_question: Calls
     once: Calls = Calls()
     index: Calls = Calls()
+    rerank: RerankCalls = RerankCalls()
 
     def __post_init__(self) -> None:
         i, o = self.index, self.once

@@ -5,7 +5,9 @@
 cost reaches the answer's ``Usage`` (``rerank_calls``, ``rerank_failed_calls``,
 ``rerank_tokens``) as a :data:`~graphs.usage.USAGE_EVENT`, as the calls made on a Ray worker do;
 a call that fails for good raises :class:`~retrieval.rerank.RerankError`, failing the answer
-(the runner records it as a failed row, which the next run answers again).
+(the runner records it as a failed row, which the next run answers again). Before its request a
+call is announced as a :data:`~graphs.budget_guard.RERANK_EVENT`, so the run's budget counts it as a
+model call or stops it (:class:`~graphs.budget.BudgetReached`, no request sent).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 from langchain_core.callbacks import dispatch_custom_event
 from langchain_core.runnables.config import var_child_runnable_config
 
+from graphs.budget_guard import RERANK_EVENT
 from graphs.usage import USAGE_EVENT
 from retrieval.base import Hit
 from retrieval.contract import Usage
@@ -23,8 +26,16 @@ from retrieval.rerank import RerankError, get_reranker, rerank_hits
 
 
 def rerank(hits: Sequence[Hit], query: str, *, name: str, options: Mapping[str, Any], top_n: int, stage: str) -> list[Hit]:
-    """The ``top_n`` of ``hits`` the reranker ``name`` (with ``options``) puts first; the call's usage reported."""
+    """The ``top_n`` of ``hits`` the reranker ``name`` (with ``options``) puts first; the call's usage reported.
+
+    Raises:
+        BudgetReached: The run's budget refuses the call (no request is sent).
+        RerankError: The call failed for good.
+    """
+    if not hits:  # nothing to rerank: no call
+        return []
     reranker = get_reranker(name, options)
+    announce(query, [h.chunk.text for h in hits])
     try:
         reranked, result = rerank_hits(hits, query, reranker, top_n, stage=stage)
     except RerankError as exc:
@@ -32,6 +43,12 @@ def rerank(hits: Sequence[Hit], query: str, *, name: str, options: Mapping[str, 
         raise
     report(Usage(rerank_calls=result.calls, rerank_failed_calls=result.failed_calls, rerank_tokens=result.tokens))
     return reranked
+
+
+def announce(query: str, documents: list[str]) -> None:
+    """Tell the running answer's callbacks (its budget guard) a rerank call of ``documents`` is about to be sent (nothing outside a run)."""
+    if var_child_runnable_config.get() is not None:
+        dispatch_custom_event(RERANK_EVENT, {"query": query, "documents": documents})
 
 
 def report(usage: Usage) -> None:

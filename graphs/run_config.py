@@ -8,7 +8,8 @@ from typing import Any
 from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager, Callbacks
 from langchain_core.language_models import BaseChatModel
 
-from graphs.budget import Budget, BudgetGuard
+from graphs.budget import Budget
+from graphs.budget_guard import BudgetGuard
 from graphs.config import ConfigT, redact_secrets
 from graphs.llm import model_id, tokenizer_for, tokenizer_id
 from graphs.prompts import PROMPTS_VERSION as SHARED_PROMPTS_VERSION
@@ -62,7 +63,7 @@ def with_handler(callbacks: Callbacks, handler: BaseCallbackHandler) -> list[Bas
 
 
 def with_budget(callbacks: Callbacks, budget: Budget | None, llm: BaseChatModel) -> Callbacks:
-    """``callbacks`` plus a :class:`~graphs.budget.BudgetGuard` of ``budget`` (one for the whole call) when it sets a limit."""
+    """``callbacks`` plus a :class:`~graphs.budget_guard.BudgetGuard` of ``budget`` (one for the whole call) when it sets a limit."""
     if budget is None or not budget.limited:
         return callbacks
     return with_handler(callbacks, BudgetGuard(budget, tokenizer_for(llm).count))

@@ -9,7 +9,8 @@ import pytest
 
 from agents import Budget, BudgetExceeded, aanswer, answer, answer_many, estimate
 from experiments.cli import main
-from graphs.budget import BudgetGuard, BudgetReached, CostPlan
+from graphs.budget import BudgetReached, CostPlan
+from graphs.budget_guard import BudgetGuard
 from retrieval import Corpus
 from tests.recording_server import RecordingServer
 from tests.scripted import ScriptedChatModel

@@ -258,7 +258,8 @@ def test_the_budget_guard_spends_what_the_report_charges():
     call at the prompt rate."""
     from langchain_core.messages import HumanMessage
 
-    from graphs.budget import Budget, BudgetGuard
+    from graphs.budget import Budget
+    from graphs.budget_guard import BudgetGuard
     from graphs.llm import reply_usage, tokenizer_for
 
     with RecordingServer(lambda request: "The answer is: 7", prompt_cache="openai") as server:

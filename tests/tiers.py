@@ -417,6 +417,12 @@ TIERS: dict[str, dict[str, str]] = {
         "test_a_failed_rerank_fails_its_row_only_and_the_next_run_answers_it": "integration",
         "test_pais_prefilter_reranks_each_sub_questions_candidates": "integration",
     },
+    "test_rerank_costs.py": {
+        "test_a_budget_stops_a_rerank_call_before_its_request": "integration",
+        "test_rerank_tokens_count_against_the_token_budget": "integration",
+        "test_the_report_shows_rerank_calls_tokens_and_their_cost_beside_the_model_calls": "integration",
+        "test_the_rerank_calls_a_run_sends_lie_within_its_plan": "integration",
+    },
     "test_result_rows.py": {
         "test_hostile_results_never_stop_a_run_and_the_rerun_finishes": "integration",
         "test_answer_json_is_strict_json_whatever_the_strategy_returns": "subprocess",

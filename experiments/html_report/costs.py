@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from experiments.prices import Price, PriceRow, price_for, row_cost, row_index_cost
+from experiments.prices import Price, PriceRow, price_for, rerank_model, row_cost, row_index_cost, row_rerank_cost
 
 
 def row_model(row: Mapping[str, Any], manifest: Mapping[str, Any]) -> str | None:
@@ -18,8 +18,9 @@ def strategy_costs(per_strategy: Mapping[str, Mapping[str, Any]], manifest: Mapp
                    prices: Mapping[str, PriceRow] | None) -> dict[str, dict[str, Any]]:  # fmt: skip
     """Per strategy: total and per-answer estimated USD over its answered rows (cached prompt tokens
     at the cached rate), the same without a prompt cache (``usd_per_answer_uncached``: every prompt
-    token at the prompt rate), the part of the total spent at index time (``index_usd``), and the
-    prices used (``None`` costs when some model has no price)."""
+    token at the prompt rate), the part of the total spent at index time (``index_usd``), the part per answer
+    spent on rerank calls (``rerank_usd``, with ``rerank_priced``: some reranker has a price in the table, not
+    only local ones), and the prices used (``None`` costs when some model has no price)."""
     return {name: _strategy_cost(data["rows"], manifest, prices) for name, data in per_strategy.items()}
 
 
@@ -35,6 +36,9 @@ def _strategy_cost(rows: Sequence[Mapping[str, Any]], manifest: Mapping[str, Any
         costs.append(row_cost(row, used[model], prices))
         uncached.append(row_cost(row, used[model], prices, cached=False))
         index_costs.append(row_index_cost(row, used[model]))
+    reranks = [row_rerank_cost(row, prices) for row in ok]
+    priced = [c for c in reranks if c is not None]
+    rerank_prices = [price_for(m, prices) for m in {rerank_model(row) for row in ok} - {None}]
     known = bool(costs) and all(c is not None for c in costs)
     total = sum(costs) if known else None  # type: ignore[arg-type]
     total_uncached = sum(uncached) if known else None  # type: ignore[arg-type]
@@ -42,7 +46,9 @@ def _strategy_cost(rows: Sequence[Mapping[str, Any]], manifest: Mapping[str, Any
     return {"total_usd": total, "usd_per_answer": total / len(costs) if total is not None else None,
             "usd_per_answer_uncached": total_uncached / len(costs) if total_uncached is not None else None,
             "cached_prompt_tokens": sum((r.get("usage") or {}).get("cached_prompt_tokens", 0) for r in ok), "index_usd": index_total,
-            "prices": used, "table": prices}  # fmt: skip
+            "prices": used, "table": prices,
+            "rerank_usd": sum(priced) / len(priced) if reranks and len(priced) == len(reranks) else None,
+            "rerank_priced": any(p is not None and p.source != "local" for p in rerank_prices)}  # fmt: skip
 
 
 def summary_table(summary: Sequence[Mapping[str, Any]], costs: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:

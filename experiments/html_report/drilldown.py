@@ -115,6 +115,9 @@ def _answer_body(name: str, row: Mapping[str, Any], model: str) -> str:
     facts = (f'{e(number(usage.get("llm_calls")))} calls · {e(number(usage.get("prompt_tokens")))} prompt + '
              f'{e(number(usage.get("completion_tokens")))} completion tokens{" (estimated)" if usage.get("estimated") else ""} · '
              f'{e(number(row.get("seconds")))} s · model {e(model)}')  # fmt: skip
+    if usage.get("rerank_calls") or usage.get("rerank_failed_calls"):
+        failed = f' ({e(number(usage.get("rerank_failed_calls")))} failed)' if usage.get("rerank_failed_calls") else ""
+        facts += f' · {e(number(usage.get("rerank_calls")))} rerank calls{failed}, {e(number(usage.get("rerank_tokens")))} tokens'
     prediction = row.get("prediction")
     parts = [f'<div class="reply"><b>Answer</b><pre class="ans">{cut(row.get("answer"))}</pre></div>']
     if prediction is not None and prediction != row.get("answer"):

@@ -26,7 +26,9 @@ def summary_section(table: list[dict[str, Any]]) -> str:
     return (
         '<section id="summary"><h2>Summary</h2><p class="note">score: the benchmark\'s official headline, with its 95% bootstrap '
         "interval over the n_scored questions (exact binomial where every answer scored the same); llm_calls, tokens and "
-        "seconds: means per answered question; cost_usd: estimated USD per answer, total_usd: the whole run (see below).</p>"
+        "seconds: means per answered question; cost_usd: estimated USD per answer, total_usd: the whole run (see below); "
+        "rerank_calls and rerank_tokens (where a strategy reranks): its reranker's calls and tokens per answer, besides llm_calls, "
+        "and rerank_usd their part of cost_usd where the reranker has a price.</p>"
         f'<div class="wide"><table class="summary"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div></section>'
     )
 
@@ -44,7 +46,7 @@ def _summary_cell(column: str, row: Mapping[str, Any]) -> str:
         return f"<td>{swatch(row['strategy'])}</td>"
     if column == "score_ci":
         return f'<td class="num ci">{score_interval(row)}</td>'
-    if column in ("cost_usd", "total_usd"):
+    if column in ("cost_usd", "total_usd", "rerank_usd"):
         return f'<td class="num">{usd(row.get(column))}</td>'
     return f'<td class="num">{e(number(row.get(column)))}</td>'
 

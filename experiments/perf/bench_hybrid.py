@@ -3,6 +3,7 @@
     python -m experiments.perf.bench_hybrid                                   # synthetic 1M finance tier, seed 0
     python -m experiments.perf.bench_hybrid --tier 128K --k 7 10 50
     python -m experiments.perf.bench_hybrid --rerank-model PATH               # + a local CrossEncoder
+    python -m experiments.perf.bench_hybrid --tiny-reranker                   # + a tiny random one: the path runs, its recall is noise
     python -m experiments.perf.bench_hybrid --rerank-url http://HOST:PORT/v1 --rerank-name bge-reranker-v2-m3
 
 LLM-free: recall@k is the share of a question's evidence documents among the documents of the
@@ -30,19 +31,26 @@ DIFFICULTIES = ("easy", "medium", "hard", "needle")
 
 def variants(args: argparse.Namespace) -> list[tuple[str, str, dict[str, Any], dict[str, Any]]]:
     """``(label, retriever, retriever options, rerank settings)`` of every measured setting."""
+    # --no-fit-chunks: MiniLM reads the RAG chunks as chunked (cut at 256 word pieces), so BM25 and dense index the same
+    # chunks, as hybrid needs (with fitted dense chunks they differ and hybrid refuses them)
+    dense: dict[str, Any] = {"fit_chunks": False} if args.no_fit_chunks else {}
+    fused: dict[str, Any] = {"dense_options": dense} if dense else {}
     rows: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = [
         ("bm25", "bm25", {}, {}),
-        ("dense (MiniLM)", "dense", {}, {}),
-        ("hybrid rrf k=60", "hybrid", {}, {}),
-        *[(f"hybrid score w={w}", "hybrid", {"fusion": "score", "weight": w}, {}) for w in args.weights],
+        ("dense (MiniLM)", "dense", dense, {}),
+        ("hybrid rrf k=60", "hybrid", fused, {}),
+        *[(f"hybrid score w={w}", "hybrid", {**fused, "fusion": "score", "weight": w}, {}) for w in args.weights],
     ]
     rerank: dict[str, Any] = {}
     if args.rerank_model:
         rerank = {"rerank": "cross-encoder", "rerank_options": {"model": args.rerank_model}}
+        if args.tiny_reranker:
+            rerank["label"] = "tiny random cross-encoder, not a real reranker"
     elif args.rerank_url:
         rerank = {"rerank": "server", "rerank_options": {"base_url": args.rerank_url, "model": args.rerank_name}}
     if rerank:
-        rows.append((f"hybrid rrf + rerank ({rerank['rerank']})", "hybrid", {}, {**rerank, "rerank_candidates": args.candidates}))
+        label = rerank.pop("label", rerank["rerank"])
+        rows.append((f"hybrid rrf + rerank ({label})", "hybrid", fused, {**rerank, "rerank_candidates": args.candidates}))
     return rows
 
 
@@ -69,12 +77,19 @@ def main() -> None:
     p.add_argument("--k", type=int, nargs="+", default=[7, 10, 50])
     p.add_argument("--weights", type=float, nargs="*", default=[0.5], help="score fusion: weight of dense")
     p.add_argument("--rerank-model", help="a local CrossEncoder checkpoint")
+    p.add_argument("--tiny-reranker", action="store_true", help="a tiny random cross-encoder built here (experiments.perf.tiny_reranker): "
+                   "shows the path runs, its recall is not a real reranker's")  # fmt: skip
     p.add_argument("--rerank-url", help="a rerank server's base URL (http://HOST:PORT/v1)")
     p.add_argument("--rerank-name", default="", help="the model name the rerank server expects")
     p.add_argument("--candidates", type=int, default=50, help="first-stage chunks reranked")
     p.add_argument("--cache", help="index cache folder (default: a temporary one)")
+    p.add_argument("--no-fit-chunks", action="store_true", help="dense reads the chunks as chunked (cut at its max length), as BM25 indexes them")
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
+        if args.tiny_reranker:
+            from experiments.perf.tiny_reranker import build_tiny_reranker
+
+            args.rerank_model = build_tiny_reranker(Path(tmp) / "tiny-reranker")
         out = Path(tmp) / f"{args.domain}-{args.tier}"
         t = time.perf_counter()
         generate(SynthConfig(domain=args.domain, target_tokens=parse_tokens(args.tier), seed=args.seed, needle=NeedleConfig(depth=0.5)), out)

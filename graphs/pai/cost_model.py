@@ -12,6 +12,7 @@ from graphs import costs
 from graphs.pai import prompts as P
 from graphs.pai.config import PaiConfig
 from graphs.pai.judging import JUDGE_TEMPLATES, choose_mode
+from graphs.rerank_costs import Retrievals, with_rerank
 from retrieval.contract import Question
 
 #: Typical properties of a PAI question (its judge calls multiply by this; expected cost only).
@@ -64,7 +65,8 @@ def pai_costs(cfg: PaiConfig, shape: costs.CorpusShape, questions: Sequence[Ques
     judge_typical = min(t, judged * chunk) + judged * (max(judge[:2]) + 16)
     typical = costs.Calls(2 + p * (judged + 1), 2 * fixed + p * (judge_typical + answer + min(t, cfg.sub_answer_context_tokens) / 2),
                           2 * costs.ANSWER_TOKENS + p * (judged * 8 + costs.ANSWER_TOKENS))  # fmt: skip
-    return costs.Costs(bounds, costs.ExpectedCost(typical))
+    searched = Retrievals(least=1, most=n_max, typical=p) if mode == "prefilter" else Retrievals(least=0, most=0, typical=0)  # one per sub-question
+    return with_rerank(costs.Costs(bounds, costs.ExpectedCost(typical)), cfg, shape, questions, retrievals=searched, llm=llm)
 
 
 def pai_minus_costs(cfg: PaiConfig, shape: costs.CorpusShape, questions: Sequence[Question], *, llm: BaseChatModel | None = None,

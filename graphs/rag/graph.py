@@ -27,6 +27,7 @@ from graphs.rag.config import RagConfig
 from graphs.rag.presentation import PRESENTATION
 from graphs.rag.prompts import PROMPTS_VERSION, RAG_TEMPLATE
 from graphs.registry import STRATEGIES
+from graphs.rerank_costs import Retrievals, with_rerank
 from graphs.retrieval_service import RetrievalService
 from retrieval import Chunk, Hit
 from retrieval.contract import Question, Step
@@ -112,7 +113,8 @@ def rag_costs(cfg: RagConfig, shape: costs.CorpusShape, questions: Sequence[Ques
     budget = max((x.answer_budget(cfg.max_new_tokens) for x in questions), default=cfg.max_new_tokens)
     bounds = costs.per_question_plan("rag", questions, calls=1, max_calls=1, prompt_tokens=span.least, max_prompt_tokens=span.most,
                                      completion_tokens=budget, formula="1 call of top_k chunks")  # fmt: skip
-    return costs.Costs(bounds, costs.ExpectedCost(costs.Calls(1, (span.least + span.most) / 2, costs.reply_tokens(cfg))))
+    found = costs.Costs(bounds, costs.ExpectedCost(costs.Calls(1, (span.least + span.most) / 2, costs.reply_tokens(cfg))))
+    return with_rerank(found, cfg, shape, questions, retrievals=Retrievals(least=1, most=1, typical=1), llm=llm)  # one retrieval a question
 
 
 def build_graph(config: RagConfig | None = None) -> RagGraph:

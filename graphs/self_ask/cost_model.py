@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from langchain_core.language_models import BaseChatModel
 
 from graphs import costs
+from graphs.rerank_costs import Retrievals, with_rerank
 from graphs.self_ask.config import SelfAskConfig
 from graphs.self_ask.flashrag import flashrag_prompt
 from graphs.self_ask.reader import self_ask_prompt
@@ -44,4 +45,8 @@ def self_ask_costs(cfg: SelfAskConfig, shape: costs.CorpusShape, questions: Sequ
                                      max_prompt_tokens=most * (base_most + widest + transcript), completion_tokens=least * cfg.max_new_tokens,
                                      formula=formula)  # fmt: skip
     calls = min(2, most)
-    return costs.Costs(bounds, costs.ExpectedCost(costs.Calls(calls, calls * (base + contexts), calls * costs.reply_tokens(cfg))))
+    found = costs.Costs(bounds, costs.ExpectedCost(costs.Calls(calls, calls * (base + contexts), calls * costs.reply_tokens(cfg))))
+    # retrievals: flashrag's of the question and of each follow-up (one per generator call at most); the reader's of each follow-up
+    first = 1 if cfg.variant == "flashrag" else 0
+    searched = Retrievals(least=first, most=first + cfg.max_iterations, typical=min(first + 1, first + cfg.max_iterations))
+    return with_rerank(found, cfg, shape, questions, retrievals=searched, llm=llm)
