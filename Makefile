@@ -1,7 +1,7 @@
 # The two set-up commands of the README, and CI's:
 #   make demo   fresh virtual environment, install the core with the embedded model and plots (.[embedded,plots]), compare four
 #               strategies on four questions over five short reports (examples/) offline on the embedded model (no API key, no network)
-#   make test   fresh virtual environment, install every extra and the test tools (.[all,test]), lint (ruff), type-check (mypy),
+#   make test   fresh virtual environment, install every extra and the test tools (.[all,test]), lint and format check (ruff), type-check (mypy),
 #               run the default test suite (prints the 15 slowest tests)
 #   make test-fast  the unit tier only (-m unit: no process, server, embedded model, race or whole run; tests/tiers.py),
 #                   under a minute on 2 cores, no lint: the loop while editing
@@ -47,6 +47,7 @@ demo: install-demo
 
 test: install
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
 

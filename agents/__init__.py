@@ -29,11 +29,22 @@ if TYPE_CHECKING:  # the lazy names below, for type checkers (nothing is importe
     from agents.workspace import Workspace
     from graphs import STRATEGIES, ConfigError
     from graphs.budget import Budget, BudgetExceeded, CostPlan
-    from retrieval.contract import Answer, Corpus, CorpusError, Document, Evidence, Question, Step, Usage
+    from retrieval.contract import (
+        Answer,
+        Corpus,
+        CorpusError,
+        Document,
+        Evidence,
+        Question,
+        Step,
+        Usage,
+    )
 
 #: Exported name -> the module that defines it.
 _EXPORTS = {
-    **dict.fromkeys(("aanswer", "aanswer_many", "answer", "answer_many", "estimate", "index_for"), "agents.api"),
+    **dict.fromkeys(
+        ("aanswer", "aanswer_many", "answer", "answer_many", "estimate", "index_for"), "agents.api"
+    ),
     "ChatModelError": "agents.chat_errors",
     "EmbeddedChatModel": "agents.embedded_chat",
     "make_chat_model": "agents.chat_models",
@@ -43,7 +54,10 @@ _EXPORTS = {
     "Workspace": "agents.workspace",
     **dict.fromkeys(("STRATEGIES", "ConfigError"), "graphs"),
     **dict.fromkeys(("Budget", "BudgetExceeded", "CostPlan"), "graphs.budget"),
-    **dict.fromkeys(("Answer", "Corpus", "CorpusError", "Document", "Evidence", "Question", "Step", "Usage"), "retrieval.contract"),
+    **dict.fromkeys(
+        ("Answer", "Corpus", "CorpusError", "Document", "Evidence", "Question", "Step", "Usage"),
+        "retrieval.contract",
+    ),
 }
 
 __all__ = [

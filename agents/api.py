@@ -52,7 +52,9 @@ def warn_if_slow(strategy: str, corpus: Corpus, questions: int, chat: BaseChatMo
     if not isinstance(chat, EmbeddedChatModel):
         return None
     cfg = cfg if cfg is not None else STRATEGIES.get(strategy).make_config()
-    plans, speed = plan_for({strategy: cfg}, [(corpus.num_tokens, len(corpus), questions)], chat, speed=speed)
+    plans, speed = plan_for(
+        {strategy: cfg}, [(corpus.num_tokens, len(corpus), questions)], chat, speed=speed
+    )
     if not too_slow(plans) or speed is None:
         return None
     (plan,) = plans
@@ -67,12 +69,16 @@ def warn_if_slow(strategy: str, corpus: Corpus, questions: int, chat: BaseChatMo
     return message
 
 
-def _async_twin(sync: Callable[P, R]) -> Callable[[Callable[..., Awaitable[R]]], Callable[P, Coroutine[Any, Any, R]]]:
+def _async_twin(
+    sync: Callable[P, R],
+) -> Callable[[Callable[..., Awaitable[R]]], Callable[P, Coroutine[Any, Any, R]]]:
     """Give the decorated coroutine function ``sync``'s parameters (its signature, for ``help()``,
     IDEs and type checkers): a twin's parameter list and defaults are written once, on ``sync``."""
 
     def twin(fn: Callable[..., Awaitable[R]]) -> Callable[P, Coroutine[Any, Any, R]]:
-        setattr(fn, "__signature__", inspect.signature(sync))  # functions take attributes; mypy does not model it
+        setattr(
+            fn, "__signature__", inspect.signature(sync)
+        )  # functions take attributes; mypy does not model it
         return fn  # type: ignore[return-value]  # the same function, now typed with sync's parameters
 
     return twin
@@ -160,7 +166,22 @@ def answer_many(
         budget: Limits for all the questions together (see :func:`answer`).
         Others: as :func:`answer`.
     """
-    return _answers(_prepare(corpus, questions, strategy, llm, preset, cache_dir, show_progress, concurrency, index, callbacks, budget, config))
+    return _answers(
+        _prepare(
+            corpus,
+            questions,
+            strategy,
+            llm,
+            preset,
+            cache_dir,
+            show_progress,
+            concurrency,
+            index,
+            callbacks,
+            budget,
+            config,
+        )
+    )
 
 
 @_async_twin(answer)
@@ -174,11 +195,15 @@ async def aanswer(corpus: Corpus, question: str | Question, **options: Any) -> A
     """
     args = _arguments(answer, corpus, question, **options)
     args["questions"] = [args.pop("question")]
-    return (await _aanswers(_prepare(concurrency=None, index=None, **args)))[0]  # as answer() calls answer_many
+    return (await _aanswers(_prepare(concurrency=None, index=None, **args)))[
+        0
+    ]  # as answer() calls answer_many
 
 
 @_async_twin(answer_many)
-async def aanswer_many(corpus: Corpus, questions: list[str | Question], **options: Any) -> list[Answer]:
+async def aanswer_many(
+    corpus: Corpus, questions: list[str | Question], **options: Any
+) -> list[Answer]:
     """:func:`answer_many` for async code; see :func:`aanswer` for how it runs and cancels."""
     return await _aanswers(_prepare(**_arguments(answer_many, corpus, questions, **options)))
 
@@ -205,12 +230,28 @@ def json_ready(result: Answer) -> Answer:
     """``result`` with every field a strategy filled made JSON-safe (bytes from a SQL result,
     ``inf`` scores, numpy numbers become text, null and Python numbers; nothing is cut), so
     ``result.to_dict()`` always serializes, e.g. for ``longctx answer --json``."""
-    def safe(value: Any) -> Any:  # values that are JSON already are kept as they are (tuples stay tuples)
+
+    def safe(
+        value: Any,
+    ) -> Any:  # values that are JSON already are kept as they are (tuples stay tuples)
         return value if is_plain(value) else json_safe(value, max_chars=None, max_total=None)
 
-    evidence = [dataclasses.replace(e, **{f.name: safe(getattr(e, f.name)) for f in dataclasses.fields(e)}) for e in result.evidence]
-    steps = [s if is_plain(s) else Step.coerce(json_safe(dict(s), max_chars=None, max_total=None)) for s in result.steps]
-    return dataclasses.replace(result, answer=safe(result.answer), raw=safe(result.raw), evidence=evidence, steps=steps, config=safe(result.config))
+    evidence = [
+        dataclasses.replace(e, **{f.name: safe(getattr(e, f.name)) for f in dataclasses.fields(e)})
+        for e in result.evidence
+    ]
+    steps = [
+        s if is_plain(s) else Step.coerce(json_safe(dict(s), max_chars=None, max_total=None))
+        for s in result.steps
+    ]
+    return dataclasses.replace(
+        result,
+        answer=safe(result.answer),
+        raw=safe(result.raw),
+        evidence=evidence,
+        steps=steps,
+        config=safe(result.config),
+    )
 
 
 def estimate(
@@ -238,12 +279,22 @@ def estimate(
     spec = STRATEGIES.get(strategy)
     cfg = spec.make_config(preset, **config)
     qs = [as_question(q) for q in (question if isinstance(question, list) else [question])]
-    return _plan(spec, cfg, corpus, qs, make_chat_model(llm))  # the model answer() would use: one plan, one tokenizer
+    return _plan(
+        spec, cfg, corpus, qs, make_chat_model(llm)
+    )  # the model answer() would use: one plan, one tokenizer
 
 
-def _plan(spec: Strategy[ConfigT], cfg: ConfigT, corpus: Corpus, qs: list[Question], chat: BaseChatModel | None) -> CostPlan:
+def _plan(
+    spec: Strategy[ConfigT],
+    cfg: ConfigT,
+    corpus: Corpus,
+    qs: list[Question],
+    chat: BaseChatModel | None,
+) -> CostPlan:
     if spec.costs is None or not spec.costs.has_bounds:
-        raise ValueError(f"Strategy {spec.name!r} declares no cost plan (costs= or cost_plan= on its registration), so it cannot be estimated")
+        raise ValueError(
+            f"Strategy {spec.name!r} declares no cost plan (costs= or cost_plan= on its registration), so it cannot be estimated"
+        )
     return spec.costs.bounds(cfg, corpus=corpus, questions=qs, llm=chat)
 
 
@@ -304,11 +355,17 @@ def _explained(chat: BaseChatModel) -> Iterator[None]:
         raise explained from exc
 
 
-def index_for(corpus: Corpus, cfg: Any, *, cache_dir: str | Path | None = None, show_progress: bool = False) -> Index:
+def index_for(
+    corpus: Corpus, cfg: Any, *, cache_dir: str | Path | None = None, show_progress: bool = False
+) -> Index:
     """The (cached) index a retrieval-using strategy config asks for."""
-    return RetrievalService(settings=cfg, cache_dir=cache_dir, show_progress=show_progress).build_index(corpus)
+    return RetrievalService(
+        settings=cfg, cache_dir=cache_dir, show_progress=show_progress
+    ).build_index(corpus)
 
 
 def _check_corpus(corpus: Any) -> None:
     if not isinstance(corpus, Corpus):
-        raise TypeError(f"corpus must be a retrieval.Corpus (see Corpus.from_path / from_texts), got {type(corpus).__name__}")
+        raise TypeError(
+            f"corpus must be a retrieval.Corpus (see Corpus.from_path / from_texts), got {type(corpus).__name__}"
+        )

@@ -26,7 +26,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 #: Keys of ``usage`` (dotted for nested) holding cached prompt tokens, first found wins.
-USAGE_KEYS = ("prompt_tokens_details.cached_tokens", "prompt_cache_hit_tokens", "cached_tokens", "cache_read_input_tokens")
+USAGE_KEYS = (
+    "prompt_tokens_details.cached_tokens",
+    "prompt_cache_hit_tokens",
+    "cached_tokens",
+    "cache_read_input_tokens",
+)
 
 
 def _dig(data: Any, dotted: str) -> Any:
@@ -37,7 +42,9 @@ def _dig(data: Any, dotted: str) -> Any:
     return data
 
 
-def reported_cached_tokens(usage: Mapping[str, Any] | None, timings: Mapping[str, Any] | None = None) -> int | None:
+def reported_cached_tokens(
+    usage: Mapping[str, Any] | None, timings: Mapping[str, Any] | None = None
+) -> int | None:
     """Cached prompt tokens a reply reports (its ``usage`` and llama.cpp's ``timings``), or ``None``
     when it reports none. Values that are not non-negative integers are ignored (an untrusted reply)."""
     candidates = [_dig(usage, key) for key in USAGE_KEYS] + [_dig(timings, "cache_n")]
@@ -47,7 +54,9 @@ def reported_cached_tokens(usage: Mapping[str, Any] | None, timings: Mapping[str
     return None
 
 
-def with_cached_tokens(message: Any, usage: Mapping[str, Any] | None, timings: Mapping[str, Any] | None = None) -> None:
+def with_cached_tokens(
+    message: Any, usage: Mapping[str, Any] | None, timings: Mapping[str, Any] | None = None
+) -> None:
     """Put the reply's cached prompt tokens into ``message.usage_metadata`` as LangChain names them
     (``input_token_details.cache_read``) where LangChain did not (a vendor's own name), bounded by
     the prompt tokens; a message without usage is left as it is."""

@@ -20,6 +20,7 @@ from retrieval.redaction import redact
 
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 
+
 class ChatModelError(RuntimeError):
     """A chat model cannot be built (bad spec, missing key or file) or its server does not answer.
 
@@ -29,7 +30,14 @@ class ChatModelError(RuntimeError):
     body may echo the request's credentials.
     """
 
-    def __init__(self, message: str, *, url: str | None = None, status: int | None = None, retries: int | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        url: str | None = None,
+        status: int | None = None,
+        retries: int | None = None,
+    ):
         super().__init__(redact(message))
         self.url = redact(url)
         self.status = status
@@ -57,7 +65,9 @@ def is_malformed(exc: BaseException) -> bool:
         import openai
     except ImportError:  # pragma: no cover - openai is a hard dependency
         return isinstance(exc, (MalformedResponseError, json.JSONDecodeError))
-    return isinstance(exc, (MalformedResponseError, json.JSONDecodeError, openai.APIResponseValidationError))
+    return isinstance(
+        exc, (MalformedResponseError, json.JSONDecodeError, openai.APIResponseValidationError)
+    )
 
 
 def _was_retried(exc: Any) -> bool:
@@ -69,7 +79,9 @@ def _was_retried(exc: Any) -> bool:
     return should_retry(exc.status_code, headers)
 
 
-def as_chat_model_error(exc: BaseException, llm: Any, *, retries: int | None = None) -> BaseException:
+def as_chat_model_error(
+    exc: BaseException, llm: Any, *, retries: int | None = None
+) -> BaseException:
     """A provider failure as a :class:`ChatModelError` naming the server, HTTP status and retries.
 
     Connection failures and timeouts, authentication errors, HTTP error statuses and
@@ -86,7 +98,9 @@ def as_chat_model_error(exc: BaseException, llm: Any, *, retries: int | None = N
         return exc
     url = server_url(llm) or "the configured server"
     if retries is None:
-        retries = getattr(exc, "retries_made", None)  # known when a run's lean transport made the call
+        retries = getattr(
+            exc, "retries_made", None
+        )  # known when a run's lean transport made the call
     configured = getattr(llm, "max_retries", None)
     configured = max_retries_setting() if configured is None else int(configured)
     if isinstance(exc, openai.AuthenticationError):
@@ -120,4 +134,3 @@ def server_url(llm: BaseChatModel) -> str | None:
     """The base URL an OpenAI-compatible model talks to, for error messages."""
     is_openai = any(c.__name__ == "ChatOpenAI" for c in type(llm).__mro__)
     return getattr(llm, "openai_api_base", None) or (OPENAI_DEFAULT_URL if is_openai else None)
-

@@ -35,10 +35,16 @@ from langchain_core.language_models import BaseChatModel
 from pydantic import SecretStr
 
 from agents.chat_errors import OPENAI_DEFAULT_URL, ChatModelError, max_retries_setting
-from agents.chat_errors import as_chat_model_error as as_chat_model_error  # re-exported: the documented path (README)
+from agents.chat_errors import (
+    as_chat_model_error as as_chat_model_error,
+)  # re-exported: the documented path (README)
 from agents.embedded_chat import EmbeddedChatModel
-from agents.embedded_chat import embedded_model_path as embedded_model_path  # re-exported: the documented path (README)
-from graphs.budget_field import BUDGET_FIELDS as BUDGET_FIELDS  # re-exported: the rule lives in graphs, its callers
+from agents.embedded_chat import (
+    embedded_model_path as embedded_model_path,
+)  # re-exported: the documented path (README)
+from graphs.budget_field import (
+    BUDGET_FIELDS as BUDGET_FIELDS,
+)  # re-exported: the rule lives in graphs, its callers
 from graphs.budget_field import budget_field as budget_field
 from graphs.budget_field import with_budget_field as with_budget_field
 from graphs.llm import model_id, set_tokenizer
@@ -50,7 +56,9 @@ DEFAULT_LLM = "embedded"
 
 #: Provider name (the part of a spec before ``:``) -> ``factory(arg, **options) -> BaseChatModel``;
 #: third-party providers join through the ``longctx.chat_models`` entry-point group.
-CHAT_MODELS: Registry[Callable[..., BaseChatModel]] = Registry("chat model provider", group="longctx.chat_models")
+CHAT_MODELS: Registry[Callable[..., BaseChatModel]] = Registry(
+    "chat model provider", group="longctx.chat_models"
+)
 
 
 def make_chat_model(spec: str | BaseChatModel | None = None, **options: Any) -> BaseChatModel:
@@ -123,7 +131,9 @@ def _openai_chat_model(model: str, **options: Any) -> BaseChatModel:
     """``openai:MODEL`` on ``OPENAI_BASE_URL`` with ``OPENAI_API_KEY`` (no key needed for a local server)."""
     if not model:
         raise ChatModelError("Give the model name: 'openai:MODEL', e.g. 'openai:gpt-4o-mini'.")
-    base_url = options.pop("base_url", None) or os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_URL
+    base_url = (
+        options.pop("base_url", None) or os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_URL
+    )
     api_key = options.pop("api_key", None) or os.environ.get("OPENAI_API_KEY")
     if not api_key:
         if base_url == OPENAI_DEFAULT_URL:
@@ -136,7 +146,9 @@ def _openai_chat_model(model: str, **options: Any) -> BaseChatModel:
     register_url(base_url)
     options.setdefault("max_retries", max_retries_setting())
     options.setdefault("timeout", float(os.environ.get("LONGCTX_TIMEOUT", "600")))
-    from agents.openai_chat import RetryingChatOpenAI  # langchain_openai loads with the first openai: model
+    from agents.openai_chat import (
+        RetryingChatOpenAI,
+    )  # langchain_openai loads with the first openai: model
 
     return RetryingChatOpenAI(model=model, base_url=base_url, api_key=SecretStr(api_key), **options)
 

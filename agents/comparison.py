@@ -17,7 +17,17 @@ from graphs.pricing import TokenPrice
 from retrieval.contract import Answer, Question
 
 #: Columns of a row, in order.
-COLUMNS = ("strategy", "answer", "calls", "prompt_tokens", "completion_tokens", "seconds", "cost_usd", "stopped", "error")
+COLUMNS = (
+    "strategy",
+    "answer",
+    "calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "seconds",
+    "cost_usd",
+    "stopped",
+    "error",
+)
 #: Characters of an answer shown in the plain-text table (rows and HTML keep it whole).
 TEXT_WIDTH = 60
 
@@ -55,10 +65,16 @@ class Comparison:
         for name in self.order:
             a = self.answers.get(name)
             if a is None:
-                rows.append({**dict.fromkeys(COLUMNS), "strategy": name, "error": self.errors.get(name)})
+                rows.append(
+                    {**dict.fromkeys(COLUMNS), "strategy": name, "error": self.errors.get(name)}
+                )
                 continue
             u = a.usage
-            cost = None if self.price is None else self.price.cost(u.prompt_tokens, u.completion_tokens, u.cached_prompt_tokens)
+            cost = (
+                None
+                if self.price is None
+                else self.price.cost(u.prompt_tokens, u.completion_tokens, u.cached_prompt_tokens)
+            )
             rows.append({
                 "strategy": name, "answer": a.answer, "calls": u.llm_calls, "prompt_tokens": u.prompt_tokens,
                 "completion_tokens": u.completion_tokens, "seconds": round(u.seconds, 3),
@@ -85,7 +101,11 @@ class Comparison:
     def _columns(self) -> list[str]:
         """The columns worth showing: cost only with a price, stopped / error only when some row has one."""
         rows = self.to_rows()
-        return [c for c in COLUMNS if c not in ("cost_usd", "stopped", "error") or any(r[c] is not None for r in rows)]
+        return [
+            c
+            for c in COLUMNS
+            if c not in ("cost_usd", "stopped", "error") or any(r[c] is not None for r in rows)
+        ]
 
     def __str__(self) -> str:
         header = self._columns()
@@ -98,6 +118,9 @@ class Comparison:
     def _repr_html_(self) -> str:
         """An HTML table for notebooks (answers whole, escaped)."""
         head = "".join(f"<th>{html.escape(c)}</th>" for c in self._columns())
-        rows = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in self._cells(r, None)) + "</tr>" for r in self.to_rows())
+        rows = "".join(
+            "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in self._cells(r, None)) + "</tr>"
+            for r in self.to_rows()
+        )
         caption = html.escape(self.question.text)
         return f"<table><caption>{caption}</caption><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"

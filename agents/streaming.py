@@ -54,7 +54,11 @@ class EventCollector(BaseCallbackHandler):
         with self._lock:
             if self._root is None and node is None:
                 self._root = run_id
-            elif parent_run_id is not None and parent_run_id == self._root and node == kwargs.get("name"):
+            elif (
+                parent_run_id is not None
+                and parent_run_id == self._root
+                and node == kwargs.get("name")
+            ):
                 self._nodes.add(run_id)
 
     def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
@@ -72,7 +76,15 @@ class EventCollector(BaseCallbackHandler):
         with self._lock:
             self._nodes.discard(run_id)
 
-    def on_chat_model_start(self, serialized: Any, messages: Any, *, run_id: UUID, metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
+    def on_chat_model_start(
+        self,
+        serialized: Any,
+        messages: Any,
+        *,
+        run_id: UUID,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
         """Remember which node makes the call, for its streamed tokens."""
         with self._lock:
             self._calls[run_id] = (metadata or {}).get("langgraph_node")
@@ -106,11 +118,18 @@ class EventCollector(BaseCallbackHandler):
             if report["total"] is not None:
                 state[1] = report["total"]
             state[0] += report["advance"]
-            self.put(ProgressEvent(report["stage"], state[0], state[1]))  # under the lock: counts arrive in order
+            self.put(
+                ProgressEvent(report["stage"], state[0], state[1])
+            )  # under the lock: counts arrive in order
 
 
 async def astream_answer(
-    corpus: Corpus, question: str | Question, *, callbacks: Any = None, streaming: bool | None = None, **options: Any
+    corpus: Corpus,
+    question: str | Question,
+    *,
+    callbacks: Any = None,
+    streaming: bool | None = None,
+    **options: Any,
 ) -> AsyncIterator[Event]:
     """:func:`agents.aanswer` as an async iterator of events, ending with the :class:`AnswerEvent`.
 
@@ -134,8 +153,12 @@ async def astream_answer(
         loop.call_soon_threadsafe(events.put_nowait, event)
 
     collector = EventCollector(put)
-    with reporting_to(collector.report):  # the run's task copies this context, and so do its threads
-        run = asyncio.ensure_future(aanswer(corpus, question, callbacks=with_handler(callbacks, collector), **options))
+    with reporting_to(
+        collector.report
+    ):  # the run's task copies this context, and so do its threads
+        run = asyncio.ensure_future(
+            aanswer(corpus, question, callbacks=with_handler(callbacks, collector), **options)
+        )
     sent: Counter[str] = Counter()  # steps sent live, to send the answer's others before it
 
     def tracked(event: Event) -> Event:
@@ -151,7 +174,9 @@ async def astream_answer(
                 yield tracked(waiting.result())
             else:
                 waiting.cancel()
-            while not events.empty():  # a burst (a wide fan-out's progress) without a wait per event
+            while (
+                not events.empty()
+            ):  # a burst (a wide fan-out's progress) without a wait per event
                 yield tracked(events.get_nowait())
         await asyncio.sleep(0)  # events a worker thread handed over just before it finished
         while not events.empty():
@@ -166,7 +191,9 @@ async def astream_answer(
     finally:
         if not run.done():
             run.cancel()
-            await asyncio.wait({run})  # the run has stopped issuing calls (a cancelled MemAgent run: its worker returned)
+            await asyncio.wait(
+                {run}
+            )  # the run has stopped issuing calls (a cancelled MemAgent run: its worker returned)
         if not run.cancelled():
             run.exception()  # retrieved: it was raised above, or the caller left before it
 

@@ -103,7 +103,14 @@ class Workspace:
 
         ``budget`` and ``callbacks`` pass through; ``**options`` are the strategy's config fields.
         """
-        return self.answer_many([question], strategy=strategy, preset=preset, budget=budget, callbacks=callbacks, **options)[0]
+        return self.answer_many(
+            [question],
+            strategy=strategy,
+            preset=preset,
+            budget=budget,
+            callbacks=callbacks,
+            **options,
+        )[0]
 
     def answer_many(self, questions: Sequence[str | Question], *, strategy: str | None = None, preset: str | None = None,
                     budget: Budget | None = None, callbacks: Any = None, concurrency: int | None = None, **options: Any) -> list[Answer]:  # fmt: skip
@@ -129,16 +136,36 @@ class Workspace:
         )  # fmt: skip
         return _with_index_time(answers, time.perf_counter() - started if built else 0.0)[0]
 
-    def stream_answer(self, question: str | Question, *, strategy: str | None = None, **options: Any) -> Iterator[Event]:
+    def stream_answer(
+        self, question: str | Question, *, strategy: str | None = None, **options: Any
+    ) -> Iterator[Event]:
         """:func:`agents.stream_answer` on this workspace's corpus, model and cache: the run's events, then
         the answer (its index comes from the cache, where an earlier answer put it)."""
         name = self._checked(question, strategy, options)
-        return stream_answer(self._corpus, question, strategy=name, llm=self.llm, cache_dir=self.cache_dir, show_progress=self.show_progress, **options)
+        return stream_answer(
+            self._corpus,
+            question,
+            strategy=name,
+            llm=self.llm,
+            cache_dir=self.cache_dir,
+            show_progress=self.show_progress,
+            **options,
+        )
 
-    def astream_answer(self, question: str | Question, *, strategy: str | None = None, **options: Any) -> AsyncIterator[Event]:
+    def astream_answer(
+        self, question: str | Question, *, strategy: str | None = None, **options: Any
+    ) -> AsyncIterator[Event]:
         """:meth:`stream_answer` for async code (:func:`agents.astream_answer`)."""
         name = self._checked(question, strategy, options)
-        return astream_answer(self._corpus, question, strategy=name, llm=self.llm, cache_dir=self.cache_dir, show_progress=self.show_progress, **options)
+        return astream_answer(
+            self._corpus,
+            question,
+            strategy=name,
+            llm=self.llm,
+            cache_dir=self.cache_dir,
+            show_progress=self.show_progress,
+            **options,
+        )
 
     def compare(self, question: str | Question, *, strategies: Sequence[str] | Mapping[str, Mapping[str, Any]] = ("rag", "full_context"),
                 budget: Budget | None = None, callbacks: Any = None) -> Comparison:  # fmt: skip
@@ -150,15 +177,25 @@ class Workspace:
         strategy whose plan cannot fit it is refused up front and shows its reason in ``error``.
         """
         q = as_question(question)
-        wanted = {name: {} for name in strategies} if not isinstance(strategies, Mapping) else {k: dict(v) for k, v in strategies.items()}
+        wanted = (
+            {name: {} for name in strategies}
+            if not isinstance(strategies, Mapping)
+            else {k: dict(v) for k, v in strategies.items()}
+        )
         if not wanted:
-            raise ValueError("compare needs at least one strategy, e.g. strategies=['rag', 'full_context']")
+            raise ValueError(
+                "compare needs at least one strategy, e.g. strategies=['rag', 'full_context']"
+            )
         for name, options in wanted.items():
-            STRATEGIES.get(name).make_config(None, **options)  # unknown names and options fail before any call
+            STRATEGIES.get(name).make_config(
+                None, **options
+            )  # unknown names and options fail before any call
         result = Comparison(question=q, price=self.price, order=list(wanted))
         for name, options in wanted.items():
             try:
-                result.answers[name] = self.answer(q, strategy=name, budget=budget, callbacks=callbacks, **options)
+                result.answers[name] = self.answer(
+                    q, strategy=name, budget=budget, callbacks=callbacks, **options
+                )
             except BudgetExceeded as exc:
                 result.errors[name] = str(exc)
         return result
@@ -167,7 +204,14 @@ class Workspace:
                  **options: Any) -> CostPlan:  # fmt: skip
         """What :meth:`answer` would spend, before any call (:func:`agents.estimate`, with this
         workspace's model for its tokenizer and window); ``plan.cost_usd(ws.price)`` gives USD."""
-        return estimate_plan(self._corpus, question, strategy=strategy or self.strategy, llm=self.llm, preset=preset, **options)
+        return estimate_plan(
+            self._corpus,
+            question,
+            strategy=strategy or self.strategy,
+            llm=self.llm,
+            preset=preset,
+            **options,
+        )
 
     # -- the corpus -------------------------------------------------------------------
     def add(self, paths: Paths) -> list[str]:
@@ -209,12 +253,22 @@ class Workspace:
         """The strategy's name, once the question, the name and the options are checked (a stream fails here, not mid-way)."""
         name = strategy or self.strategy
         as_question(question)
-        config = {k: v for k, v in options.items() if k not in ("preset", "budget", "callbacks", "streaming")}
+        config = {
+            k: v
+            for k, v in options.items()
+            if k not in ("preset", "budget", "callbacks", "streaming")
+        }
         STRATEGIES.get(name).make_config(options.get("preset"), **config)
         return name
 
     # -- indexes ------------------------------------------------------------------------
-    def _prepare(self, questions: Sequence[str | Question], strategy: str | None, preset: str | None, options: dict) -> tuple:
+    def _prepare(
+        self,
+        questions: Sequence[str | Question],
+        strategy: str | None,
+        preset: str | None,
+        options: dict,
+    ) -> tuple:
         """Checked inputs: the strategy name, the questions, the corpus, and its held index (or a function
         building it, and True); the corpus and the index are taken together, so an ``add`` meanwhile cannot mix them."""
         name = strategy or self.strategy
@@ -238,7 +292,9 @@ class Workspace:
             with self._lock:
                 if key in self._indexes:
                     return self._indexes[key]
-                index = RetrievalService(settings=cfg, cache_dir=self.cache_dir, show_progress=bool(self.show_progress)).build_index(corpus)
+                index = RetrievalService(
+                    settings=cfg, cache_dir=self.cache_dir, show_progress=bool(self.show_progress)
+                ).build_index(corpus)
                 if self._corpus is corpus:  # not replaced by add() meanwhile
                     self._indexes[key] = index
                 self.index_loads += 1
@@ -256,7 +312,9 @@ def _with_index_time(answers: list[Answer], seconds: float) -> list[Answer]:
     return answers
 
 
-def merged(documents: Sequence[Document], new: Sequence[Document]) -> tuple[list[Document], list[str]]:
+def merged(
+    documents: Sequence[Document], new: Sequence[Document]
+) -> tuple[list[Document], list[str]]:
     """``documents`` with ``new`` added: unchanged ones skipped, a file read again (same ``source``)
     replaced, a clashing id of another file renamed to its source path (and that file, read
     again, found under its path: skipped or replaced, never refused as a clash). Returns the
@@ -272,7 +330,13 @@ def merged(documents: Sequence[Document], new: Sequence[Document]) -> tuple[list
         if i is not None:
             old = docs[i]
             if (old.text, old.title) != (doc.text, doc.title):
-                docs[i] = doc if doc.doc_id == old.doc_id else Document(doc_id=old.doc_id, text=doc.text, title=doc.title, metadata=doc.metadata)
+                docs[i] = (
+                    doc
+                    if doc.doc_id == old.doc_id
+                    else Document(
+                        doc_id=old.doc_id, text=doc.text, title=doc.title, metadata=doc.metadata
+                    )
+                )
                 changed.append(old.doc_id)
             continue
         if doc.doc_id in where:
@@ -280,15 +344,25 @@ def merged(documents: Sequence[Document], new: Sequence[Document]) -> tuple[list
             if (old.text, old.title) == (doc.text, doc.title):
                 continue
             if not source or str(source) in where:
-                raise CorpusError(f"Document id {doc.doc_id!r} is already in the corpus; give the new document another id")
-            doc = Document(doc_id=str(source), text=doc.text, title=doc.title, metadata=doc.metadata)
+                raise CorpusError(
+                    f"Document id {doc.doc_id!r} is already in the corpus; give the new document another id"
+                )
+            doc = Document(
+                doc_id=str(source), text=doc.text, title=doc.title, metadata=doc.metadata
+            )
         where[doc.doc_id] = len(docs)
         docs.append(doc)
         changed.append(doc.doc_id)
     return docs, changed
 
 
-def _same_file(docs: Sequence[Document], where: Mapping[str, int], doc_id: str, source: Any) -> int | None:
+def _same_file(
+    docs: Sequence[Document], where: Mapping[str, int], doc_id: str, source: Any
+) -> int | None:
     """Where the document ``doc_id`` read from ``source`` is (the same file read earlier), or ``None``."""
     i = where.get(doc_id)
-    return i if i is not None and source is not None and docs[i].metadata.get("source") == source else None
+    return (
+        i
+        if i is not None and source is not None and docs[i].metadata.get("source") == source
+        else None
+    )

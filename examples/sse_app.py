@@ -23,7 +23,9 @@ try:
     from fastapi import FastAPI
     from sse_starlette import EventSourceResponse
 except ImportError as exc:  # said where the example is run, not as a bare ModuleNotFoundError
-    raise ImportError(f"examples/sse_app.py needs fastapi, sse-starlette and uvicorn: pip install '.[app]' ({exc})") from exc
+    raise ImportError(
+        f"examples/sse_app.py needs fastapi, sse-starlette and uvicorn: pip install '.[app]' ({exc})"
+    ) from exc
 
 from agents import Corpus, astream_answer
 
@@ -39,7 +41,10 @@ def make_app(corpus: Corpus, **answer_options: Any) -> FastAPI:
                 async for event in astream_answer(corpus, q, strategy=strategy, **answer_options):
                     yield {"event": event.kind, "data": json.dumps(event.to_dict())}
             except Exception as exc:  # noqa: BLE001 - the client gets the one-line reason instead of a cut stream
-                yield {"event": "error", "data": json.dumps({"kind": "error", "error": f"{type(exc).__name__}: {exc}"})}
+                yield {
+                    "event": "error",
+                    "data": json.dumps({"kind": "error", "error": f"{type(exc).__name__}: {exc}"}),
+                }
 
         return EventSourceResponse(events())
 

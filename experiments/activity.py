@@ -33,11 +33,22 @@ class RunActivity(BaseCallbackHandler):
         self._began = time.perf_counter()
 
     def on_chat_model_start(
-        self, serialized: dict[str, Any], messages: list[list[Any]], *, run_id: UUID, metadata: dict[str, Any] | None = None, **kwargs: Any
+        self,
+        serialized: dict[str, Any],
+        messages: list[list[Any]],
+        *,
+        run_id: UUID,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
     ) -> None:
         """A call started: remember which strategy step it serves."""
         metadata = metadata or {}
-        step = "/".join(str(p) for p in (metadata.get("strategy"), metadata.get("langgraph_node")) if p) or "model call"
+        step = (
+            "/".join(
+                str(p) for p in (metadata.get("strategy"), metadata.get("langgraph_node")) if p
+            )
+            or "model call"
+        )
         with self._lock:
             self._running[run_id] = step
             self.step = step
@@ -45,7 +56,11 @@ class RunActivity(BaseCallbackHandler):
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         """A call returned: count it and the tokens it read."""
-        message = getattr(response.generations[0][0], "message", None) if response.generations and response.generations[0] else None
+        message = (
+            getattr(response.generations[0][0], "message", None)
+            if response.generations and response.generations[0]
+            else None
+        )
         usage = getattr(message, "usage_metadata", None) or {}
         with self._lock:
             self._running.pop(run_id, None)
@@ -64,7 +79,9 @@ class RunActivity(BaseCallbackHandler):
         with self._lock:
             rate = self.prompt_tokens / max(time.perf_counter() - self._began, 1e-9)
             running = f" ({len(self._running)} running: {self.step})" if self._running else ""
-            return f"calls {self.calls}{running}, {self.prompt_tokens:,} tokens read at {rate:,.0f}/s"
+            return (
+                f"calls {self.calls}{running}, {self.prompt_tokens:,} tokens read at {rate:,.0f}/s"
+            )
 
     def _show(self) -> None:
         if not getattr(self.bar, "disable", True):

@@ -50,16 +50,30 @@ class Amortization:
         return max((b.questions or 1 for b in self.crossings()), default=1)
 
 
-def amortization(per_strategy: Mapping[str, Mapping[str, Any]], costs: Mapping[str, Mapping[str, Any]]) -> Amortization | None:
+def amortization(
+    per_strategy: Mapping[str, Mapping[str, Any]], costs: Mapping[str, Mapping[str, Any]]
+) -> Amortization | None:
     """The cost lines of a run's strategies (``score_run``'s ``per_strategy``; ``costs``: ``strategy_costs``'s),
     ``None`` when no strategy answered a question."""
-    answered = {name: [r for r in data.get("rows", []) if r.get("status") == "ok"] for name, data in per_strategy.items()}
+    answered = {
+        name: [r for r in data.get("rows", []) if r.get("status") == "ok"]
+        for name, data in per_strategy.items()
+    }
     answered = {name: rows for name, rows in answered.items() if rows}
     if not answered:
         return None
-    priced = all(costs.get(n, {}).get("total_usd") is not None and costs.get(n, {}).get("index_usd") is not None for n in answered)
-    unit: Literal["USD", "tokens"] = "USD" if priced and any(costs[n]["total_usd"] > 0 for n in answered) else "tokens"
-    lines = [_usd_line(name, rows, costs[name]) if unit == "USD" else _token_line(name, rows) for name, rows in answered.items()]
+    priced = all(
+        costs.get(n, {}).get("total_usd") is not None
+        and costs.get(n, {}).get("index_usd") is not None
+        for n in answered
+    )
+    unit: Literal["USD", "tokens"] = (
+        "USD" if priced and any(costs[n]["total_usd"] > 0 for n in answered) else "tokens"
+    )
+    lines = [
+        _usd_line(name, rows, costs[name]) if unit == "USD" else _token_line(name, rows)
+        for name, rows in answered.items()
+    ]
     return Amortization(unit, lines, break_evens(lines))
 
 
@@ -70,7 +84,13 @@ def _usage(row: Mapping[str, Any], *keys: str) -> float:
 
 def _built_corpora(rows: Sequence[Mapping[str, Any]]) -> int:
     """How many corpora some answer paid index-time calls for (a row's ``corpus`` fingerprint, else its question)."""
-    return len({str(r.get("corpus") or r.get("sample_id")) for r in rows if _usage(r, "index_llm_calls") > 0})
+    return len(
+        {
+            str(r.get("corpus") or r.get("sample_id"))
+            for r in rows
+            if _usage(r, "index_llm_calls") > 0
+        }
+    )
 
 
 def _token_line(name: str, rows: Sequence[Mapping[str, Any]]) -> CostLine:
@@ -86,7 +106,9 @@ def _usd_line(name: str, rows: Sequence[Mapping[str, Any]], cost: Mapping[str, A
     return CostLine(name, index / max(1, _built_corpora(rows)), (total - index) / len(rows))
 
 
-def amortized_rows(a: Amortization, questions: Sequence[int] = SHOWN_QUESTIONS) -> list[dict[str, Any]]:
+def amortized_rows(
+    a: Amortization, questions: Sequence[int] = SHOWN_QUESTIONS
+) -> list[dict[str, Any]]:
     """A row per strategy: its index cost per corpus, its cost per question beside it, and a question's cost at each of ``questions``."""
     digits = 6 if a.unit == "USD" else 1
     return [{"strategy": line.strategy, "unit": a.unit, "index_per_corpus": round(line.index, digits), "per_question": round(line.per_question, digits),
@@ -125,12 +147,20 @@ def markdown_lines(a: Amortization, rows: Sequence[Mapping[str, Any]]) -> list[s
     lines += _table(rows)
     crossing = a.crossings()
     lines += ["", "## Break-even", ""]
-    lines += [f"- {b.sentence()}." for b in crossing] or ["- No two strategies' lines cross: the cheaper one is cheaper at any number of questions."]
-    lines += ["", "When the strategy of each row is cheaper per question than the strategy of each column:", ""]
+    lines += [f"- {b.sentence()}." for b in crossing] or [
+        "- No two strategies' lines cross: the cheaper one is cheaper at any number of questions."
+    ]
+    lines += [
+        "",
+        "When the strategy of each row is cheaper per question than the strategy of each column:",
+        "",
+    ]
     lines += _table(break_even_matrix(a))
     return lines
 
 
 def _table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     columns = list(rows[0])
-    return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)] + ["| " + " | ".join(str(r[c]) for c in columns) + " |" for r in rows]
+    return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)] + [
+        "| " + " | ".join(str(r[c]) for c in columns) + " |" for r in rows
+    ]

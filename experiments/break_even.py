@@ -88,9 +88,17 @@ def break_even(a: CostLine, b: CostLine) -> BreakEven:
     cross = _whole_if_close(-d_index / d_each)
     if d_each < 0:  # a is flatter: cheaper past the crossing
         first = math.floor(cross) + 1
-        return BreakEven(a.strategy, b.strategy, "always") if first <= 1 else BreakEven(a.strategy, b.strategy, "from", first)
+        return (
+            BreakEven(a.strategy, b.strategy, "always")
+            if first <= 1
+            else BreakEven(a.strategy, b.strategy, "from", first)
+        )
     last = math.ceil(cross) - 1  # a is steeper: cheaper before the crossing
-    return BreakEven(a.strategy, b.strategy, "never") if last < 1 else BreakEven(a.strategy, b.strategy, "until", last)
+    return (
+        BreakEven(a.strategy, b.strategy, "never")
+        if last < 1
+        else BreakEven(a.strategy, b.strategy, "until", last)
+    )
 
 
 def break_evens(lines: list[CostLine]) -> list[BreakEven]:

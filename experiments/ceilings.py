@@ -31,9 +31,22 @@ from pathlib import Path
 from typing import Any
 
 from experiments.synth.records import load_records
-from graphs.ceiling import CeilingEnv, CeilingItem, EvidenceCeiling, EvidenceSpan, Reach, SkipCeiling
+from graphs.ceiling import (
+    CeilingEnv,
+    CeilingItem,
+    EvidenceCeiling,
+    EvidenceSpan,
+    Reach,
+    SkipCeiling,
+)
 from graphs.registry import STRATEGIES
-from retrieval.tokenizers import Tokenizer, TokenizerError, hf_tokenizer, parse_spec, tiktoken_tokenizer
+from retrieval.tokenizers import (
+    Tokenizer,
+    TokenizerError,
+    hf_tokenizer,
+    parse_spec,
+    tiktoken_tokenizer,
+)
 
 #: One question with its evidence, and what every rule gets besides its config (``graphs.ceiling``).
 Item = CeilingItem
@@ -96,7 +109,14 @@ def _spans_item(s: Any, meta: dict[str, Any]) -> Item:
     """A question whose evidence is sentences (``metadata["evidence_spans"]``: BABILong's supporting facts), per task x length."""
     spans = tuple(EvidenceSpan(d, a, b) for d, a, b in meta["evidence_spans"])
     cell = (str(s.dataset), str(meta["length"])) if "length" in meta else None
-    return Item(s.sample_id, s.corpus, s.question, tuple(dict.fromkeys(x.doc_id for x in spans)), spans=spans, cell=cell)
+    return Item(
+        s.sample_id,
+        s.corpus,
+        s.question,
+        tuple(dict.fromkeys(x.doc_id for x in spans)),
+        spans=spans,
+        cell=cell,
+    )
 
 
 def items_from_samples(samples: Iterable[Any]) -> list[Item]:
@@ -119,19 +139,38 @@ def items_from_samples(samples: Iterable[Any]) -> list[Item]:
                 records_by_path[path] = load_records(path)
             recs = records_by_path[path].get(s.sample_id)
         difficulty = getattr(s, "difficulty", None) or meta.get("difficulty")
-        out.append(Item(s.sample_id, s.corpus, s.question, tuple(evidence), difficulty,
-                        recs.records if recs else None, recs.sub_questions if recs else None))
+        out.append(
+            Item(
+                s.sample_id,
+                s.corpus,
+                s.question,
+                tuple(evidence),
+                difficulty,
+                recs.records if recs else None,
+                recs.sub_questions if recs else None,
+            )
+        )
     return out
 
 
 def _json_config(cfg: Any) -> dict[str, Any]:
-    data = dataclasses.asdict(cfg) if dataclasses.is_dataclass(cfg) and not isinstance(cfg, type) else {}
-    return json.loads(json.dumps(data, default=lambda o: dict(o) if isinstance(o, Mapping) else str(o)))
+    data = (
+        dataclasses.asdict(cfg)
+        if dataclasses.is_dataclass(cfg) and not isinstance(cfg, type)
+        else {}
+    )
+    return json.loads(
+        json.dumps(data, default=lambda o: dict(o) if isinstance(o, Mapping) else str(o))
+    )
 
 
 def default_strategies() -> list[str]:
     """Every registered strategy that has a ceiling rule, in the rules' ``rank`` order (ties by name)."""
-    ranked = [(rule.rank, name) for name in STRATEGIES.available() if (rule := STRATEGIES.get(name).ceiling) is not None]
+    ranked = [
+        (rule.rank, name)
+        for name in STRATEGIES.available()
+        if (rule := STRATEGIES.get(name).ceiling) is not None
+    ]
     return [name for _, name in sorted(ranked)]
 
 
@@ -163,9 +202,18 @@ def compute_ceilings(
     samples = list(samples)
     items = items_from_samples(samples)
     if not items:
-        why = sorted({NO_EVIDENCE[b] for s in samples if (b := getattr(s, "benchmark", None)) in NO_EVIDENCE})
-        raise ValueError("; ".join(why) or "No sample names its evidence (evidence_doc_ids): ceilings need evidence, e.g. a 'longctx synth' folder")
-    env = Env(cache_dir=cache_dir, gold_sub_questions=gold_sub_questions, sentences=items[0].spans is not None)
+        why = sorted(
+            {NO_EVIDENCE[b] for s in samples if (b := getattr(s, "benchmark", None)) in NO_EVIDENCE}
+        )
+        raise ValueError(
+            "; ".join(why)
+            or "No sample names its evidence (evidence_doc_ids): ceilings need evidence, e.g. a 'longctx synth' folder"
+        )
+    env = Env(
+        cache_dir=cache_dir,
+        gold_sub_questions=gold_sub_questions,
+        sentences=items[0].spans is not None,
+    )
     if tokenizer is not None:
         env.encode, env.decode = _codec(tokenizer)
     options = dict(options or {})
@@ -178,7 +226,9 @@ def compute_ceilings(
         spec = STRATEGIES.get(name)
         cfg = spec.make_config(**dict(options.get(name, {})))
         if spec.ceiling is None:
-            out.append(Ceiling(name, _json_config(cfg), "", skipped="no ceiling rule for this strategy"))
+            out.append(
+                Ceiling(name, _json_config(cfg), "", skipped="no ceiling rule for this strategy")
+            )
             continue
         out.append(_one(name, spec.ceiling, cfg, items, env))
     return out
@@ -186,13 +236,17 @@ def compute_ceilings(
 
 def _one(name: str, rule: EvidenceCeiling, cfg: Any, items: list[Item], env: Env) -> Ceiling:
     unit = "sentences" if items[0].spans is not None else rule.unit
-    ceiling = Ceiling(name, _json_config(cfg), rule.describe(cfg, env, items[0].corpus.num_tokens), unit=unit)
+    ceiling = Ceiling(
+        name, _json_config(cfg), rule.describe(cfg, env, items[0].corpus.num_tokens), unit=unit
+    )
     reaches: list[Reach] = []
     try:
         for item in items:
             reach = rule.reach(cfg, item, env)
             reaches.append(reach)
-            ceiling.per_question.append({"sample_id": item.sample_id, "reached": reach.reached, "total": reach.total})
+            ceiling.per_question.append(
+                {"sample_id": item.sample_id, "reached": reach.reached, "total": reach.total}
+            )
     except SkipCeiling as why:
         ceiling.skipped = str(why)
         ceiling.per_question = []
@@ -227,7 +281,9 @@ def _codec(tokenizer: Any) -> tuple[Callable[[str], list[int]], Callable[[list[i
     if hasattr(tokenizer, "encode") and hasattr(tokenizer, "decode"):
         try:
             tokenizer.encode("x", add_special_tokens=False)
-            return (lambda t: list(tokenizer.encode(t, add_special_tokens=False))), (lambda ids: tokenizer.decode(ids))
+            return (lambda t: list(tokenizer.encode(t, add_special_tokens=False))), (
+                lambda ids: tokenizer.decode(ids)
+            )
         except TypeError:
             return (lambda t: list(tokenizer.encode(t))), (lambda ids: tokenizer.decode(ids))
     raise TypeError("tokenizer must have encode/decode or be an (encode, decode) pair")
@@ -242,7 +298,9 @@ def load_tokenizer(spec: str | None) -> Tokenizer | None:
     if kind == "tiktoken":
         return tiktoken_tokenizer(arg)
     if kind != "hf":
-        raise TokenizerError(f"--tokenizer for ceilings takes cl100k, tiktoken:NAME or a local Hugging Face tokenizer (hf:PATH), got {spec!r}")
+        raise TokenizerError(
+            f"--tokenizer for ceilings takes cl100k, tiktoken:NAME or a local Hugging Face tokenizer (hf:PATH), got {spec!r}"
+        )
     return hf_tokenizer(arg)
 
 
@@ -258,25 +316,46 @@ def _pct(x: float | None) -> str:
 
 def format_table(ceilings: Sequence[Ceiling], *, title: str | None = None) -> str:
     """A Markdown table of ceilings, with the upper-bound note."""
-    lines = [f"# Evidence ceilings: {title}" if title else "# Evidence ceilings", "", UPPER_BOUND_NOTE, ""]
-    lines += ["| strategy | complete evidence | mean evidence share | questions | rule |", "|---|---|---|---|---|"]
+    lines = [
+        f"# Evidence ceilings: {title}" if title else "# Evidence ceilings",
+        "",
+        UPPER_BOUND_NOTE,
+        "",
+    ]
+    lines += [
+        "| strategy | complete evidence | mean evidence share | questions | rule |",
+        "|---|---|---|---|---|",
+    ]
     for c in ceilings:
         if c.skipped:
             lines.append(f"| {c.strategy} | - | - | - | skipped: {c.skipped} |")
             continue
         extra = ""
         if "routed_complete_share" in c.detail:
-            extra = f"; with perfect routing to its fallback {_pct(c.detail['routed_complete_share'])}"
+            extra = (
+                f"; with perfect routing to its fallback {_pct(c.detail['routed_complete_share'])}"
+            )
         unit = f" ({c.unit})" if c.unit in ("records", "sentences") else ""
-        lines.append(f"| {c.strategy} | {_pct(c.complete_share)} | {_pct(c.mean_share)}{unit} | {c.questions} | {c.rule}{extra} |")
+        lines.append(
+            f"| {c.strategy} | {_pct(c.complete_share)} | {_pct(c.mean_share)}{unit} | {c.questions} | {c.rule}{extra} |"
+        )
     seen = {d for c in ceilings for d in c.by_difficulty}
     diffs = [d for d in _DIFFICULTY_ORDER if d in seen] + sorted(seen - set(_DIFFICULTY_ORDER))
     if diffs:
-        lines += ["", "Complete-evidence share by difficulty:", "",
-                  "| strategy | " + " | ".join(diffs) + " |", "|---|" + "---|" * len(diffs)]
+        lines += [
+            "",
+            "Complete-evidence share by difficulty:",
+            "",
+            "| strategy | " + " | ".join(diffs) + " |",
+            "|---|" + "---|" * len(diffs),
+        ]
         for c in ceilings:
             if not c.skipped:
-                lines.append(f"| {c.strategy} | " + " | ".join(_pct(c.by_difficulty.get(d)) for d in diffs) + " |")
+                lines.append(
+                    f"| {c.strategy} | "
+                    + " | ".join(_pct(c.by_difficulty.get(d)) for d in diffs)
+                    + " |"
+                )
     return "\n".join(lines + _task_length_tables(ceilings)) + "\n"
 
 
@@ -289,7 +368,10 @@ def _task_length_tables(ceilings: Sequence[Ceiling]) -> list[str]:
         lengths = list(dict.fromkeys(n for row in c.by_task_length.values() for n in row))
         lines += ["", f"Complete-evidence share by task x length, {c.strategy}:", "",
                   "| task | " + " | ".join(lengths) + " |", "|---|" + "---|" * len(lengths)]  # fmt: skip
-        lines += [f"| {t} | " + " | ".join(_pct(row.get(n)) for n in lengths) + " |" for t, row in c.by_task_length.items()]
+        lines += [
+            f"| {t} | " + " | ".join(_pct(row.get(n)) for n in lengths) + " |"
+            for t, row in c.by_task_length.items()
+        ]
     return lines
 
 
@@ -309,10 +391,16 @@ def ceilings_json(ceilings: Sequence[Ceiling], *, per_question: bool = True) -> 
 
 def _names_evidence(sample: Any) -> bool:
     meta = dict(getattr(sample, "metadata", {}) or {})
-    return bool(getattr(sample, "evidence_doc_ids", None) or meta.get("evidence_doc_ids") or meta.get("evidence_spans"))
+    return bool(
+        getattr(sample, "evidence_doc_ids", None)
+        or meta.get("evidence_doc_ids")
+        or meta.get("evidence_spans")
+    )
 
 
-def report_ceilings(cfg: Mapping[str, Any], samples: Sequence[Any], summary: list[dict[str, Any]], folder: Path) -> list[Ceiling]:
+def report_ceilings(
+    cfg: Mapping[str, Any], samples: Sequence[Any], summary: list[dict[str, Any]], folder: Path
+) -> list[Ceiling]:
     """``longctx report``'s hook: when the run's samples name evidence, add each strategy's ceiling.
 
     Adds ``ceiling`` (complete-evidence share, in percent like the scores) to each summary
@@ -321,7 +409,11 @@ def report_ceilings(cfg: Mapping[str, Any], samples: Sequence[Any], summary: lis
     """
     if not any(_names_evidence(s) for s in samples):
         return []
-    names = [n for n in cfg.get("strategies", []) if n in STRATEGIES and STRATEGIES.get(n).ceiling is not None]
+    names = [
+        n
+        for n in cfg.get("strategies", [])
+        if n in STRATEGIES and STRATEGIES.get(n).ceiling is not None
+    ]
     if not names:
         return []
     options = {k: v for k, v in dict(cfg.get("strategy_options") or {}).items() if k in names}

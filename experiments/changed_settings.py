@@ -33,7 +33,9 @@ RUNTIME_FIELDS = frozenset({"concurrency", "show_progress", "resume", "trace_cha
 NOT_COMPARED = frozenset({"tokenizer"})
 
 
-def expected_config(strategy: str, options: Mapping[str, Any], chat: BaseChatModel) -> dict[str, Any] | None:
+def expected_config(
+    strategy: str, options: Mapping[str, Any], chat: BaseChatModel
+) -> dict[str, Any] | None:
     """The effective config a run of ``strategy`` with ``options`` (config fields and ``preset``, as
     :class:`experiments.runner.RunConfig` takes them) on ``chat`` records with its answers, or ``None``
     when the options do not make a config."""

@@ -31,7 +31,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
     try:
         return _run(args)
     except KeyboardInterrupt:
@@ -54,7 +57,9 @@ def _run(args: argparse.Namespace) -> int:
         return _user_error(args, exc)
     except RunInterrupted as exc:  # Ctrl-C: finished answers kept, the rerun resumes
         print(f"\nlongctx: {exc}", file=sys.stderr)
-        if exc.in_flight:  # answers still running in threads that cannot be stopped: do not wait for them
+        if (
+            exc.in_flight
+        ):  # answers still running in threads that cannot be stopped: do not wait for them
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(EXIT_INTERRUPTED)

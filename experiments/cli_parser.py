@@ -28,7 +28,11 @@ class IndexStrategies:
     their ``plugin.toml``); a plug-in's use of an index is checked once it is loaded."""
 
     def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and name in STRATEGIES and STRATEGIES.declared(name).get("uses_index", True) is not False
+        return (
+            isinstance(name, str)
+            and name in STRATEGIES
+            and STRATEGIES.declared(name).get("uses_index", True) is not False
+        )
 
     def __iter__(self) -> Iterator[str]:
         return iter([name for name in STRATEGIES.names() if name in self])
@@ -42,48 +46,82 @@ def check_strategy_list(value: str | None) -> None:
 
 
 def _add_retrieval_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--retriever", choices=RETRIEVERS, help="retriever (default: the strategy's, bm25)")
-    p.add_argument("--retriever-model", help="embedding model name or local path for dense/contriever/openai")
     p.add_argument(
-        "--embedding-backend", choices=list(EMBEDDING_BACKENDS),
+        "--retriever", choices=RETRIEVERS, help="retriever (default: the strategy's, bm25)"
+    )
+    p.add_argument(
+        "--retriever-model", help="embedding model name or local path for dense/contriever/openai"
+    )
+    p.add_argument(
+        "--embedding-backend",
+        choices=list(EMBEDDING_BACKENDS),
         help="dense retriever's embedding backend (default on a CPU: torch-bf16 where it has native bfloat16, else torch)",
     )
-    p.add_argument("--chunk-unit", choices=["words", "tokens"], help="chunk by words (LongBench v1) or tokens")
+    p.add_argument(
+        "--chunk-unit", choices=["words", "tokens"], help="chunk by words (LongBench v1) or tokens"
+    )
     p.add_argument("--chunk-size", type=int, help="chunk length in units (default 200 words)")
     p.add_argument("--chunk-overlap", type=int, help="units shared by consecutive chunks")
-    p.add_argument("--cache-dir", help="index cache root (default $LONGCTX_CACHE_DIR or ~/.cache/longctx)")
+    p.add_argument(
+        "--cache-dir", help="index cache root (default $LONGCTX_CACHE_DIR or ~/.cache/longctx)"
+    )
 
 
 def _add_ray_arg(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument(
-        "--ray", nargs="?", const="", metavar="ADDRESS",
+        "--ray",
+        nargs="?",
+        const="",
+        metavar="ADDRESS",
         help=f"{what} on Ray (needs pip install 'longctx[ray]'): a cluster address such as 'auto' or HOST:6379; "
         "none: $RAY_ADDRESS or a new local instance",
     )
 
 
 def _add_yes_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-y", "--yes", action="store_true",
-                   help=f"do not ask before a run estimated over {CONFIRM_MINUTES:.0f} minutes (nobody is asked when stdin is not a terminal)")
+    p.add_argument(
+        "-y",
+        "--yes",
+        action="store_true",
+        help=f"do not ask before a run estimated over {CONFIRM_MINUTES:.0f} minutes (nobody is asked when stdin is not a terminal)",
+    )
 
 
 def _add_budget_args(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--max-calls", type=int, metavar="N", help=f"at most N model calls {what}")
     p.add_argument("--max-tokens", type=int, metavar="N", help=f"at most N prompt tokens {what}")
-    p.add_argument("--max-cost", type=float, metavar="USD", help=f"at most this many USD {what}, at the report's price table")
+    p.add_argument(
+        "--max-cost",
+        type=float,
+        metavar="USD",
+        help=f"at most this many USD {what}, at the report's price table",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``longctx`` and its subcommands."""
-    parser = argparse.ArgumentParser(prog="longctx", description="Agentic long-context reasoning over large corpora.")
+    parser = argparse.ArgumentParser(
+        prog="longctx", description="Agentic long-context reasoning over large corpora."
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
     parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("answer", help="answer a question over a corpus", description="Answer a question over a corpus.")
-    p.add_argument("--corpus", required=True, help="a file or folder (.txt .md .rst .json .jsonl .pdf .html)")
+    p = sub.add_parser(
+        "answer",
+        help="answer a question over a corpus",
+        description="Answer a question over a corpus.",
+    )
+    p.add_argument(
+        "--corpus", required=True, help="a file or folder (.txt .md .rst .json .jsonl .pdf .html)"
+    )
     p.add_argument("--question", required=True, help="the question")
-    p.add_argument("--choices", nargs="+", metavar="CHOICE", help="multiple-choice options, lettered A, B, C, ...")
+    p.add_argument(
+        "--choices",
+        nargs="+",
+        metavar="CHOICE",
+        help="multiple-choice options, lettered A, B, C, ...",
+    )
     p.add_argument("--instruction", help="output-format instruction appended to the prompt")
     p.add_argument("--strategy", default="rag", choices=STRATEGIES, help="strategy (default: rag)")
     p.add_argument("--preset", help="a named config of the strategy, e.g. longbench-500x3")
@@ -91,95 +129,228 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--top-k", type=int, help="chunks retrieved (default 7)")
     p.add_argument("--max-new-tokens", type=int, help="answer token budget")
     p.add_argument("--json", action="store_true", help="print the whole answer as JSON")
-    p.add_argument("--option", action="append", default=[], metavar="[STRATEGY.]KEY=JSON", help="strategy option, e.g. chunk_tokens=4000 or pai.domain=finance")
+    p.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="[STRATEGY.]KEY=JSON",
+        help="strategy option, e.g. chunk_tokens=4000 or pai.domain=finance",
+    )
     _add_yes_arg(p)
     _add_retrieval_args(p)
     _add_ray_arg(p, "with --strategy structured, extract the documents (the Map stage)")
-    _add_budget_args(p, "for this answer: a plan over it is refused before any call; a run reaching it stops and says so")
+    _add_budget_args(
+        p,
+        "for this answer: a plan over it is refused before any call; a run reaching it stops and says so",
+    )
 
-    p = sub.add_parser("index", help="prebuild and cache a corpus index", description="Chunk and index a corpus once.")
+    p = sub.add_parser(
+        "index",
+        help="prebuild and cache a corpus index",
+        description="Chunk and index a corpus once.",
+    )
     p.add_argument("path", help="a file or folder (.txt .md .rst .json .jsonl .pdf .html)")
     p.add_argument("--strategy", default="rag", choices=IndexStrategies())
     _add_retrieval_args(p)
     _add_ray_arg(p, "embed the chunks")
     p.add_argument("--ray-workers", type=int, default=2, help="embedding actors on Ray (default 2)")
 
-    p = sub.add_parser("run", help="compare strategies on a benchmark (resumable)", description="Run strategies x samples; rerun to resume.")
-    p.add_argument("--benchmark", help="benchmark registry name, e.g. longbench_v2, lveval, corpusqa, synth")
-    p.add_argument("--corpus", help="your own documents (a file or folder), with --questions instead of --benchmark")
-    p.add_argument("--questions", help="your questions: JSONL or CSV with 'question' and optional 'answer', 'answer_type', 'id'")
-    p.add_argument("--strategies", required=True, help="comma-separated strategy names, e.g. rag,full_context,memagent")
+    p = sub.add_parser(
+        "run",
+        help="compare strategies on a benchmark (resumable)",
+        description="Run strategies x samples; rerun to resume.",
+    )
+    p.add_argument(
+        "--benchmark", help="benchmark registry name, e.g. longbench_v2, lveval, corpusqa, synth"
+    )
+    p.add_argument(
+        "--corpus",
+        help="your own documents (a file or folder), with --questions instead of --benchmark",
+    )
+    p.add_argument(
+        "--questions",
+        help="your questions: JSONL or CSV with 'question' and optional 'answer', 'answer_type', 'id'",
+    )
+    p.add_argument(
+        "--strategies",
+        required=True,
+        help="comma-separated strategy names, e.g. rag,full_context,memagent",
+    )
     p.add_argument("--llm", help="'embedded' (default), 'embedded:PATH.gguf' or 'openai:MODEL'")
     p.add_argument("--data", help="benchmark files folder (default $LONGCTX_DATA_DIR/<benchmark>)")
-    p.add_argument("--subset", nargs="+", default=[], metavar="DATASET", help="only these datasets of the benchmark")
-    p.add_argument("--loader-option", action="append", default=[], metavar="KEY=JSON", help='benchmark loader option, e.g. lengths=["16k"] (LV-Eval)')
+    p.add_argument(
+        "--subset",
+        nargs="+",
+        default=[],
+        metavar="DATASET",
+        help="only these datasets of the benchmark",
+    )
+    p.add_argument(
+        "--loader-option",
+        action="append",
+        default=[],
+        metavar="KEY=JSON",
+        help='benchmark loader option, e.g. lengths=["16k"] (LV-Eval)',
+    )
     p.add_argument("--limit", type=int, help="first N samples only")
-    p.add_argument("--concurrency", type=int, default=2, help="answers in flight at once (default 2)")
-    p.add_argument("--inject-once", action="store_true",
-                   help="inject once, ask many: each strategy answers all questions over one context in one unit, its index built or loaded once")
-    p.add_argument("--option", action="append", default=[], metavar="STRATEGY.KEY=JSON", help="strategy option, e.g. rag.top_k=5")
-    p.add_argument("--no-llm-cache", action="store_true", help="do not replay temperature-0 calls from the run's cache")
+    p.add_argument(
+        "--concurrency", type=int, default=2, help="answers in flight at once (default 2)"
+    )
+    p.add_argument(
+        "--inject-once",
+        action="store_true",
+        help="inject once, ask many: each strategy answers all questions over one context in one unit, its index built or loaded once",
+    )
+    p.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="STRATEGY.KEY=JSON",
+        help="strategy option, e.g. rag.top_k=5",
+    )
+    p.add_argument(
+        "--no-llm-cache",
+        action="store_true",
+        help="do not replay temperature-0 calls from the run's cache",
+    )
     p.add_argument("--out", required=True, help="result folder; rerunning into it resumes")
     _add_yes_arg(p)
     _add_ray_arg(p, "run the work units as tasks")
-    p.add_argument("--endpoints", help="with --ray and openai:MODEL: comma-separated base URLs to spread the work over")
-    _add_budget_args(p, "per work unit (a sample x strategy; a batched strategy's group of questions)")
+    p.add_argument(
+        "--endpoints",
+        help="with --ray and openai:MODEL: comma-separated base URLs to spread the work over",
+    )
+    _add_budget_args(
+        p, "per work unit (a sample x strategy; a batched strategy's group of questions)"
+    )
 
-    p = sub.add_parser("report", help="tables and plots of a run folder", description="Score a run and write tables and plots.")
+    p = sub.add_parser(
+        "report",
+        help="tables and plots of a run folder",
+        description="Score a run and write tables and plots.",
+    )
     p.add_argument("dir", help="a folder written by 'longctx run'")
-    p.add_argument("--judge", help="chat model spec for LLM-judged benchmarks (Loong; CorpusQA; MemoryAgentBench LongMemEval, InfBench-Sum)")
+    p.add_argument(
+        "--judge",
+        help="chat model spec for LLM-judged benchmarks (Loong; CorpusQA; MemoryAgentBench LongMemEval, InfBench-Sum)",
+    )
     p.add_argument("--no-plots", action="store_true")
-    p.add_argument("--prices", metavar="FILE", help='JSON of USD per 1M tokens per model id for report.html\'s cost estimate, '
-                   'e.g. {"gpt-4o-mini": {"prompt": 0.15, "completion": 0.6}} (default: built-in list prices; local models free)')
+    p.add_argument(
+        "--prices",
+        metavar="FILE",
+        help="JSON of USD per 1M tokens per model id for report.html's cost estimate, "
+        'e.g. {"gpt-4o-mini": {"prompt": 0.15, "completion": 0.6}} (default: built-in list prices; local models free)',
+    )
     p.add_argument("--no-html", action="store_true", help="do not write report.html")
 
     p = sub.add_parser("compare", help="paired comparison of the same strategies across run folders",
                        description="Compare run folders of one benchmark on their shared questions (two models, two configs): "
                                    "mean difference, 95%% paired-bootstrap interval, paired test, Holm-adjusted.")  # fmt: skip
-    p.add_argument("dirs", nargs="+", metavar="RUN", help="two or more folders written by 'longctx run'")
-    p.add_argument("--judge", help="chat model spec for LLM-judged benchmarks (Loong; CorpusQA; MemoryAgentBench LongMemEval, InfBench-Sum)")
+    p.add_argument(
+        "dirs", nargs="+", metavar="RUN", help="two or more folders written by 'longctx run'"
+    )
+    p.add_argument(
+        "--judge",
+        help="chat model spec for LLM-judged benchmarks (Loong; CorpusQA; MemoryAgentBench LongMemEval, InfBench-Sum)",
+    )
     p.add_argument("--out", metavar="CSV", help="also write the table to this CSV file")
 
     p = sub.add_parser(
-        "export", help="write a run's answers as each benchmark's official prediction files",
+        "export",
+        help="write a run's answers as each benchmark's official prediction files",
         description="Write the files the benchmark's official scorer reads (LongBench pred/, v2 results/, LV-Eval, Loong, CorpusQA, RULER-HotpotQA).",
     )
     p.add_argument("dir", help="a folder written by 'longctx run'")
-    p.add_argument("--format", default="official", choices=FORMATS, help="official: the official scripts' layouts (default)")
+    p.add_argument(
+        "--format",
+        default="official",
+        choices=FORMATS,
+        help="official: the official scripts' layouts (default)",
+    )
     p.add_argument("--out", help="where to write (default DIR/official)")
 
     p = sub.add_parser(
-        "ceilings", help="evidence ceilings per strategy, LLM-free (upper bounds, not accuracies)",
+        "ceilings",
+        help="evidence ceilings per strategy, LLM-free (upper bounds, not accuracies)",
         description="Share of questions whose complete evidence can reach each strategy's final call (see docs/ceilings.md).",
     )
-    p.add_argument("data", help="a 'longctx synth' folder, or a benchmark's data folder with --benchmark")
-    p.add_argument("--benchmark", help="benchmark whose samples name evidence_doc_ids (default: synth)")
-    p.add_argument("--strategies", help="comma-separated strategy names (default: every one with a rule)")
-    p.add_argument("--option", action="append", default=[], metavar="STRATEGY.KEY=JSON", help="strategy option, e.g. rag.top_k=50")
-    p.add_argument("--gold-sub-questions", action="store_true", help="self_ask / pai follow-ups are the gold sub-questions")
-    p.add_argument("--tokenizer", help="memagent / full_context tokenizer: cl100k (default) or a local Hugging Face tokenizer")
+    p.add_argument(
+        "data", help="a 'longctx synth' folder, or a benchmark's data folder with --benchmark"
+    )
+    p.add_argument(
+        "--benchmark", help="benchmark whose samples name evidence_doc_ids (default: synth)"
+    )
+    p.add_argument(
+        "--strategies", help="comma-separated strategy names (default: every one with a rule)"
+    )
+    p.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="STRATEGY.KEY=JSON",
+        help="strategy option, e.g. rag.top_k=50",
+    )
+    p.add_argument(
+        "--gold-sub-questions",
+        action="store_true",
+        help="self_ask / pai follow-ups are the gold sub-questions",
+    )
+    p.add_argument(
+        "--tokenizer",
+        help="memagent / full_context tokenizer: cl100k (default) or a local Hugging Face tokenizer",
+    )
     p.add_argument("--limit", type=int, help="first N questions only")
-    p.add_argument("--cache-dir", help="index cache root (default $LONGCTX_CACHE_DIR or ~/.cache/longctx)")
+    p.add_argument(
+        "--cache-dir", help="index cache root (default $LONGCTX_CACHE_DIR or ~/.cache/longctx)"
+    )
     p.add_argument("--json", action="store_true", help="print JSON (with per-question reach)")
 
-    p = sub.add_parser("demo", help="compare the strategies on five short reports (examples/), offline", description="Run the demo comparison.")
-    p.add_argument("--out", default="runs/demo", help="result folder (default runs/demo); rerunning resumes")
+    p = sub.add_parser(
+        "demo",
+        help="compare the strategies on five short reports (examples/), offline",
+        description="Run the demo comparison.",
+    )
+    p.add_argument(
+        "--out", default="runs/demo", help="result folder (default runs/demo); rerunning resumes"
+    )
     p.add_argument("--llm", help="chat model spec (default: the embedded model)")
-    p.add_argument("--questions", type=int, help="ask the first N questions of examples/questions.csv (default 4)")
-    p.add_argument("--strategies", help="comma-separated strategies, or 'all' (default: those that finish in minutes on 2 cores)")
+    p.add_argument(
+        "--questions",
+        type=int,
+        help="ask the first N questions of examples/questions.csv (default 4)",
+    )
+    p.add_argument(
+        "--strategies",
+        help="comma-separated strategies, or 'all' (default: those that finish in minutes on 2 cores)",
+    )
     _add_yes_arg(p)
 
     p = sub.add_parser(
-        "synth", help="generate a synthetic CorpusQA-style corpus", description="Generate documents, facts and questions."
+        "synth",
+        help="generate a synthetic CorpusQA-style corpus",
+        description="Generate documents, facts and questions.",
     )
     p.add_argument("--domain", default="finance", help="finance or education (default: finance)")
-    p.add_argument("--tokens", default="128K", help="corpus size: 128K, 1M, 4M, 10M or an integer (default 128K)")
+    p.add_argument(
+        "--tokens",
+        default="128K",
+        help="corpus size: 128K, 1M, 4M, 10M or an integer (default 128K)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", required=True, help="output directory (must be new or empty)")
     p.add_argument("--questions", type=int, default=30, help="questions to generate (default 30)")
-    p.add_argument("--doc-tokens", type=int, default=4000, help="typical document length in tokens (default 4000)")
-    p.add_argument("--noise", type=float, default=0.1, help="share of noise documents (default 0.1)")
-    p.add_argument("--needle-depth", type=float, help="plant a factrecall needle at this depth (0-1)")
+    p.add_argument(
+        "--doc-tokens",
+        type=int,
+        default=4000,
+        help="typical document length in tokens (default 4000)",
+    )
+    p.add_argument(
+        "--noise", type=float, default=0.1, help="share of noise documents (default 0.1)"
+    )
+    p.add_argument(
+        "--needle-depth", type=float, help="plant a factrecall needle at this depth (0-1)"
+    )
     p.add_argument("--no-cfi", action="store_true", help="needle without confusing facts")
     p.add_argument("--no-kpr", action="store_true", help="needle without keyword replacement")
     return parser

@@ -14,7 +14,16 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from agents import STRATEGIES, Budget, ChatModelError, Corpus, Question, answer, index_for, make_chat_model
+from agents import (
+    STRATEGIES,
+    Budget,
+    ChatModelError,
+    Corpus,
+    Question,
+    answer,
+    index_for,
+    make_chat_model,
+)
 from agents.run_plan import announce_plan, plan_for
 from experiments.benchmarks import BenchmarkDataError, load_benchmark
 from experiments.ceilings import ceilings_json, compute_ceilings, format_table, load_tokenizer
@@ -22,8 +31,21 @@ from experiments.demo import READING, demo_strategies, run_demo
 from experiments.export import export_official, official_command
 from experiments.planning import plan_experiment
 from experiments.prices import price_for, rerank_price
-from experiments.runner import RunConfig, RunInterrupted, check_out_folder, run_experiment, select_samples
-from experiments.synth import NeedleConfig, SynthConfig, generate, get_domain, load_samples, parse_tokens
+from experiments.runner import (
+    RunConfig,
+    RunInterrupted,
+    check_out_folder,
+    run_experiment,
+    select_samples,
+)
+from experiments.synth import (
+    NeedleConfig,
+    SynthConfig,
+    generate,
+    get_domain,
+    load_samples,
+    parse_tokens,
+)
 from graphs.llm import model_id
 from retrieval import CorpusError
 from retrieval.embedder_base import EmbedderError
@@ -36,7 +58,10 @@ from retrieval.ray_support import RayNotInstalledError, require_ray
 USER_ERRORS = (CorpusError, ChatModelError, KeyError, TypeError, ValueError, RayNotInstalledError, LockHeld, BenchmarkDataError, EmbedderError,
                OSError, MissingExtraError)  # fmt: skip
 
-def budget_from_args(args: argparse.Namespace, llm: Any, configs: Iterable[Mapping[str, Any]] = ()) -> tuple[Budget | None, Any]:
+
+def budget_from_args(
+    args: argparse.Namespace, llm: Any, configs: Iterable[Mapping[str, Any]] = ()
+) -> tuple[Budget | None, Any]:
     """The :class:`~agents.Budget` of ``--max-calls/--max-tokens/--max-cost`` (``None`` without them)
     and the model to run (made here when ``--max-cost`` needs its price, else ``llm`` as given).
 
@@ -54,7 +79,13 @@ def budget_from_args(args: argparse.Namespace, llm: Any, configs: Iterable[Mappi
             raise ValueError(f"--max-cost needs the price of {model_id(llm).split(' @ ')[0]!r}, which the price table "
                              "(experiments/prices.py) does not list; use --max-calls / --max-tokens instead")  # fmt: skip
     reranking = rerank_price(configs) if args.max_cost is not None else None
-    return Budget(max_llm_calls=args.max_calls, max_prompt_tokens=args.max_tokens, max_cost_usd=args.max_cost, price=price, rerank_price=reranking), llm
+    return Budget(
+        max_llm_calls=args.max_calls,
+        max_prompt_tokens=args.max_tokens,
+        max_cost_usd=args.max_cost,
+        price=price,
+        rerank_price=reranking,
+    ), llm
 
 
 def _retrieval_overrides(args: argparse.Namespace) -> dict:
@@ -96,11 +127,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Run (or resume) an experiment and print what this invocation did."""
     own = args.corpus is not None or args.questions is not None
     if own and (args.benchmark or args.data):
-        raise ValueError("Give either --benchmark (with --data) or --corpus with --questions, not both.")
+        raise ValueError(
+            "Give either --benchmark (with --data) or --corpus with --questions, not both."
+        )
     if own and not (args.corpus and args.questions):
         raise ValueError("Your own run needs both --corpus PATH and --questions FILE.")
     if not own and not args.benchmark:
-        raise ValueError("Give --benchmark NAME (see 'longctx run --help'), or --corpus PATH --questions FILE for your own documents.")
+        raise ValueError(
+            "Give --benchmark NAME (see 'longctx run --help'), or --corpus PATH --questions FILE for your own documents."
+        )
     check_out_folder(args.out)  # before any sample loads or model starts
     options = {
         "strategies": tuple(s.strip() for s in args.strategies.split(",") if s.strip()),
@@ -128,13 +163,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         samples = select_samples(config, None)
         chat = make_chat_model(config.llm)
-        if not announce_plan(*plan_experiment(config, samples, chat, args.out), model_id(chat), yes=args.yes):
+        if not announce_plan(
+            *plan_experiment(config, samples, chat, args.out), model_id(chat), yes=args.yes
+        ):
             print("Not started.", file=sys.stderr)
             return 1
         counts = run_experiment(config, args.out, llm=chat, samples=samples)
     print(
         f"{counts['pairs']} answers in {args.out}: {counts['skipped']} already done, "
-        + (f"{counts['changed']} made with other settings answered again, " if counts.get("changed") else "")
+        + (
+            f"{counts['changed']} made with other settings answered again, "
+            if counts.get("changed")
+            else ""
+        )
         + f"{counts['ok']} answered now, {counts['failed']} failed (rerun to retry them)"
     )
     return 0 if counts["failed"] == 0 else 1
@@ -145,16 +186,23 @@ def cmd_report(args: argparse.Namespace) -> int:
     from experiments.report import build_report
 
     judge = make_chat_model(args.judge) if args.judge else None
-    result = build_report(args.dir, judge=judge, plots=not args.no_plots, html=not args.no_html, prices=args.prices)
+    result = build_report(
+        args.dir, judge=judge, plots=not args.no_plots, html=not args.no_html, prices=args.prices
+    )
     folder = Path(result["folder"])
     print(f"# {result['benchmark']}\n")
     print((folder / "summary.md").read_text())
     print((folder / "significance.md").read_text())
     print((folder / "by_length.md").read_text())
-    for extra in ("ceilings.md", "amortized_cost.md"):  # written when the samples name their evidence / when some strategy answered
+    for extra in (
+        "ceilings.md",
+        "amortized_cost.md",
+    ):  # written when the samples name their evidence / when some strategy answered
         if (folder / extra).exists():
             print((folder / extra).read_text())
-    print(f"{'Tables and scores.json' if args.no_plots else 'Tables, scores.json and plots'} in {folder}")
+    print(
+        f"{'Tables and scores.json' if args.no_plots else 'Tables, scores.json and plots'} in {folder}"
+    )
     if result.get("html"):
         print(f"HTML report (open in a browser): {result['html']}")
     return 0
@@ -162,20 +210,43 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Compare the same strategies across run folders on their shared questions and print the paired table."""
-    from experiments.report import compare_runs, comparison, stats  # scipy: loaded only for the commands that score
+    from experiments.report import (
+        compare_runs,
+        comparison,
+        stats,
+    )  # scipy: loaded only for the commands that score
 
     judge = make_chat_model(args.judge) if args.judge else None
     result = compare_runs(args.dirs, judge=judge)
     columns = [c for c in comparison.PAIRWISE_COLUMNS if c != "metric"]
     print("| " + " | ".join(columns) + " |\n|" + "---|" * len(columns))
     for r in result.pairs:
-        print("| " + " | ".join(stats.format_p(r[c]) if c in ("p_value", "p_adjusted") else "" if r[c] is None else str(r[c]) for c in columns) + " |")
+        print(
+            "| "
+            + " | ".join(
+                stats.format_p(r[c])
+                if c in ("p_value", "p_adjusted")
+                else ""
+                if r[c] is None
+                else str(r[c])
+                for c in columns
+            )
+            + " |"
+        )
     if not result.pairs:
         print("(no pair of strategies to compare)")
-    print("\nmean_diff = a - b on the questions both answered; ci: 95% paired bootstrap; p: McNemar exact (0/1 scores) or paired "
-          "sign-flip permutation, Holm-adjusted across the rows.")
-    print("Questions are paired when id, question text and corpus match in both runs."
-          + ("".join(f"\n{line}" for line in result.dropped) if result.dropped else " Every question id matched."))
+    print(
+        "\nmean_diff = a - b on the questions both answered; ci: 95% paired bootstrap; p: McNemar exact (0/1 scores) or paired "
+        "sign-flip permutation, Holm-adjusted across the rows."
+    )
+    print(
+        "Questions are paired when id, question text and corpus match in both runs."
+        + (
+            "".join(f"\n{line}" for line in result.dropped)
+            if result.dropped
+            else " Every question id matched."
+        )
+    )
     if args.out:
         comparison.write_pairwise(Path(args.out), result.pairs)
         print(f"Written to {args.out}")
@@ -201,9 +272,15 @@ def cmd_answer(args: argparse.Namespace) -> int:
     choices = {chr(ord("A") + i): c for i, c in enumerate(args.choices or [])} or None
     question = Question(text=args.question, choices=choices, instruction=args.instruction)
     spec = STRATEGIES.get(args.strategy)
-    overrides = {"top_k": args.top_k, "max_new_tokens": args.max_new_tokens, **(_retrieval_overrides(args) if spec.uses_index else {})}
+    overrides = {
+        "top_k": args.top_k,
+        "max_new_tokens": args.max_new_tokens,
+        **(_retrieval_overrides(args) if spec.uses_index else {}),
+    }
     overrides = {k: v for k, v in overrides.items() if v is not None}
-    options = _parse_options([o if "." in o.partition("=")[0] else f"{args.strategy}.{o}" for o in args.option])
+    options = _parse_options(
+        [o if "." in o.partition("=")[0] else f"{args.strategy}.{o}" for o in args.option]
+    )
     wrong = sorted(set(options) - {args.strategy})
     if wrong:
         raise ValueError(f"--option names {wrong} but the strategy is {args.strategy!r}")
@@ -211,19 +288,33 @@ def cmd_answer(args: argparse.Namespace) -> int:
     if args.ray is not None:
         if spec.ray_stage is None:
             staged = [n for n in STRATEGIES.available() if STRATEGIES.get(n).ray_stage is not None]
-            raise ValueError(f"--ray on 'answer' runs a strategy's own stage on Ray (--strategy {' or '.join(staged) or '<one with a Ray stage>'}), "
-                             f"and {args.strategy!r} has none; for an index use 'longctx index --ray', for many questions 'longctx run --ray'")
+            raise ValueError(
+                f"--ray on 'answer' runs a strategy's own stage on Ray (--strategy {' or '.join(staged) or '<one with a Ray stage>'}), "
+                f"and {args.strategy!r} has none; for an index use 'longctx index --ray', for many questions 'longctx run --ray'"
+            )
         require_ray()  # the install hint now, not after the plan call
         overrides.update(spec.ray_stage.options(args.ray or None))
-    cfg = spec.make_config(args.preset, **overrides)  # bad options and a bad model fail before the corpus is read
+    cfg = spec.make_config(
+        args.preset, **overrides
+    )  # bad options and a bad model fail before the corpus is read
     budget, llm = budget_from_args(args, make_chat_model(args.llm), [dataclasses.asdict(cfg)])
     corpus = Corpus.from_path(args.corpus, show_progress=True)
-    plans, speed = plan_for({args.strategy: cfg}, [(corpus.num_tokens, len(corpus), 1)], llm, calibrate=True)
+    plans, speed = plan_for(
+        {args.strategy: cfg}, [(corpus.num_tokens, len(corpus), 1)], llm, calibrate=True
+    )
     if not announce_plan(plans, speed, model_id(llm), yes=args.yes):
         print("Not started.", file=sys.stderr)
         return 1
     result = answer(
-        corpus, question, strategy=args.strategy, llm=llm, preset=args.preset, cache_dir=args.cache_dir, show_progress=True, budget=budget, **overrides
+        corpus,
+        question,
+        strategy=args.strategy,
+        llm=llm,
+        preset=args.preset,
+        cache_dir=args.cache_dir,
+        show_progress=True,
+        budget=budget,
+        **overrides,
     )
     if result.stopped:
         print(f"Stopped: the run reached its {result.stopped} ({budget.describe() if budget else ''}) after {result.usage.llm_calls} call(s); "
@@ -235,16 +326,31 @@ def cmd_answer(args: argparse.Namespace) -> int:
     print(f"Answer: {result.answer}")
     if result.evidence:
         print("Evidence:")
-        for i, e in enumerate(result.evidence):  # structured evidence is a table cell: no chunk, no score
-            where = ", ".join(([f"chunk {e.chunk_id}"] if e.chunk_id is not None else []) + ([f"score {e.score:.3f}"] if e.score is not None else []))
+        for i, e in enumerate(
+            result.evidence
+        ):  # structured evidence is a table cell: no chunk, no score
+            where = ", ".join(
+                ([f"chunk {e.chunk_id}"] if e.chunk_id is not None else [])
+                + ([f"score {e.score:.3f}"] if e.score is not None else [])
+            )
             print(
                 f"  [{(i if e.rank is None else e.rank) + 1}] {e.title}"
                 + (f" ({where})" if where else "")
                 + ("" if e.score is not None else f": {e.text[:200]}")
             )
-    earlier = f"; the resumed run made {u.earlier_llm_calls} more in earlier calls" if u.earlier_llm_calls else ""
-    cached = f" ({u.cached_prompt_tokens} of the prompt tokens read from the server's prompt cache)" if u.cached_prompt_tokens else ""
-    reranks = f", {u.rerank_calls} rerank call(s) of {u.rerank_tokens} tokens" if u.rerank_calls else ""
+    earlier = (
+        f"; the resumed run made {u.earlier_llm_calls} more in earlier calls"
+        if u.earlier_llm_calls
+        else ""
+    )
+    cached = (
+        f" ({u.cached_prompt_tokens} of the prompt tokens read from the server's prompt cache)"
+        if u.cached_prompt_tokens
+        else ""
+    )
+    reranks = (
+        f", {u.rerank_calls} rerank call(s) of {u.rerank_tokens} tokens" if u.rerank_calls else ""
+    )
     print(
         f"Usage: {u.llm_calls} LLM call(s), {u.prompt_tokens} prompt + {u.completion_tokens} completion tokens"
         f"{' (estimated)' if u.estimated else ''}{cached}{reranks}, {u.seconds:.1f}s ({u.index_seconds:.1f}s indexing){earlier}"
@@ -264,12 +370,20 @@ def cmd_index(args: argparse.Namespace) -> int:
         from retrieval.ray_index import build_index_ray
 
         index = build_index_ray(
-            corpus, cfg.retriever, chunking=cfg.chunking(), cache_dir=args.cache_dir, address=args.ray or None,
-            workers=args.ray_workers, show_progress=True, **dict(cfg.retriever_options),
+            corpus,
+            cfg.retriever,
+            chunking=cfg.chunking(),
+            cache_dir=args.cache_dir,
+            address=args.ray or None,
+            workers=args.ray_workers,
+            show_progress=True,
+            **dict(cfg.retriever_options),
         )
     else:
         index = index_for(corpus, cfg, cache_dir=args.cache_dir, show_progress=True)
-    print(f"{len(corpus)} documents, {corpus.num_tokens} tokens -> {len(index)} chunks, {index.retriever.name} index at {index.path}")
+    print(
+        f"{len(corpus)} documents, {corpus.num_tokens} tokens -> {len(index)} chunks, {index.retriever.name} index at {index.path}"
+    )
     return 0
 
 
@@ -278,10 +392,19 @@ def cmd_synth(args: argparse.Namespace) -> int:
     get_domain(args.domain)
     needle = None
     if args.needle_depth is not None:
-        needle = NeedleConfig(depth=args.needle_depth, confusing_facts=not args.no_cfi, keyword_replacement=not args.no_kpr)
+        needle = NeedleConfig(
+            depth=args.needle_depth,
+            confusing_facts=not args.no_cfi,
+            keyword_replacement=not args.no_kpr,
+        )
     cfg = SynthConfig(
-        domain=args.domain, target_tokens=parse_tokens(args.tokens), seed=args.seed, num_questions=args.questions,
-        doc_tokens=args.doc_tokens, noise_rate=args.noise, needle=needle,
+        domain=args.domain,
+        target_tokens=parse_tokens(args.tokens),
+        seed=args.seed,
+        num_questions=args.questions,
+        doc_tokens=args.doc_tokens,
+        noise_rate=args.noise,
+        needle=needle,
     )
     result = generate(cfg, args.out)
     print(
@@ -293,12 +416,20 @@ def cmd_synth(args: argparse.Namespace) -> int:
 
 def cmd_ceilings(args: argparse.Namespace) -> int:
     """Compute and print the evidence ceilings of a data folder."""
-    samples = load_benchmark(args.benchmark, args.data) if args.benchmark else load_samples(args.data)
+    samples = (
+        load_benchmark(args.benchmark, args.data) if args.benchmark else load_samples(args.data)
+    )
     samples = samples[: args.limit] if args.limit else samples
-    strategies = [s.strip() for s in args.strategies.split(",") if s.strip()] if args.strategies else None
+    strategies = (
+        [s.strip() for s in args.strategies.split(",") if s.strip()] if args.strategies else None
+    )
     ceilings = compute_ceilings(
-        samples, strategies, _parse_options(args.option), gold_sub_questions=args.gold_sub_questions,
-        tokenizer=load_tokenizer(args.tokenizer), cache_dir=args.cache_dir,
+        samples,
+        strategies,
+        _parse_options(args.option),
+        gold_sub_questions=args.gold_sub_questions,
+        tokenizer=load_tokenizer(args.tokenizer),
+        cache_dir=args.cache_dir,
     )
     if args.json:
         print(json.dumps(ceilings_json(ceilings), indent=2))
@@ -310,11 +441,23 @@ def cmd_ceilings(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     """Run the demo and print its comparison table and how to read it."""
     offered = demo_strategies()
-    names = list(offered) if args.strategies == "all" else [s.strip() for s in (args.strategies or "").split(",") if s.strip()]
+    names = (
+        list(offered)
+        if args.strategies == "all"
+        else [s.strip() for s in (args.strategies or "").split(",") if s.strip()]
+    )
     unknown = sorted(set(names) - set(offered))
     if unknown:
-        raise ValueError(f"The demo runs {', '.join(offered)} (or 'all'); unknown: {', '.join(unknown)}")
-    result = run_demo(args.out, llm=args.llm, questions=args.questions, strategies={n: offered[n] for n in names} or None, yes=args.yes)
+        raise ValueError(
+            f"The demo runs {', '.join(offered)} (or 'all'); unknown: {', '.join(unknown)}"
+        )
+    result = run_demo(
+        args.out,
+        llm=args.llm,
+        questions=args.questions,
+        strategies={n: offered[n] for n in names} or None,
+        yes=args.yes,
+    )
     if result is None:
         print("Not started.", file=sys.stderr)
         return 1
@@ -328,7 +471,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 #: Subcommand name -> the function that runs it.
-COMMANDS = {"answer": cmd_answer, "index": cmd_index, "run": cmd_run, "report": cmd_report, "synth": cmd_synth, "demo": cmd_demo,
-            "ceilings": cmd_ceilings, "compare": cmd_compare, "export": cmd_export}
+COMMANDS = {
+    "answer": cmd_answer,
+    "index": cmd_index,
+    "run": cmd_run,
+    "report": cmd_report,
+    "synth": cmd_synth,
+    "demo": cmd_demo,
+    "ceilings": cmd_ceilings,
+    "compare": cmd_compare,
+    "export": cmd_export,
+}
 
 __all__ = ["COMMANDS", "USER_ERRORS", "RunInterrupted", "budget_from_args"]

@@ -18,7 +18,9 @@ from experiments import stats
 PAIRWISE_COLUMNS = ("metric", "strategy_a", "strategy_b", "n", "mean_a", "mean_b", "mean_diff", "ci_low", "ci_high",
                     "p_value", "p_adjusted", "test", "detectable_difference")  # fmt: skip
 
-Scores = Mapping[str, Mapping[str, "float | None"]]  # strategy -> question id -> value (None: unscored)
+Scores = Mapping[
+    str, Mapping[str, "float | None"]
+]  # strategy -> question id -> value (None: unscored)
 
 
 def pairwise(scores: Scores, *, metric: str = "score") -> list[dict[str, Any]]:
@@ -31,7 +33,9 @@ def pairwise(scores: Scores, *, metric: str = "score") -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for i, a in enumerate(names):
         for b in names[i + 1 :]:
-            shared = [q for q, v in scores[a].items() if v is not None and scores[b].get(q) is not None]
+            shared = [
+                q for q, v in scores[a].items() if v is not None and scores[b].get(q) is not None
+            ]
             xa = [float(scores[a][q]) for q in shared]  # type: ignore[arg-type]
             xb = [float(scores[b][q]) for q in shared]  # type: ignore[arg-type]
             r = stats.paired_test(xa, xb)
@@ -50,17 +54,26 @@ def _round(value: float | None, digits: int = 4) -> float | None:
     return None if value is None else round(float(value), digits) + 0.0  # + 0.0: no "-0.0"
 
 
-def _versus(pairs: Sequence[Mapping[str, Any]], a: str, b: str) -> tuple[float | None, float | None, int, float | None]:
+def _versus(
+    pairs: Sequence[Mapping[str, Any]], a: str, b: str
+) -> tuple[float | None, float | None, int, float | None]:
     """(difference a - b, adjusted p, n, detectable difference) from a pairwise table, either orientation."""
     for r in pairs:
         if (r["strategy_a"], r["strategy_b"]) == (a, b):
             return r["mean_diff"], r["p_adjusted"], r["n"], r["detectable_difference"]
         if (r["strategy_a"], r["strategy_b"]) == (b, a):
-            return (None if r["mean_diff"] is None else -r["mean_diff"]), r["p_adjusted"], r["n"], r["detectable_difference"]
+            return (
+                (None if r["mean_diff"] is None else -r["mean_diff"]),
+                r["p_adjusted"],
+                r["n"],
+                r["detectable_difference"],
+            )
     return None, None, 0, None
 
 
-def significant_winner(leader: str, others: Sequence[str], pairs: Sequence[Mapping[str, Any]], *, higher: bool = True) -> dict[str, Any]:
+def significant_winner(
+    leader: str, others: Sequence[str], pairs: Sequence[Mapping[str, Any]], *, higher: bool = True
+) -> dict[str, Any]:
     """Whether ``leader`` beats every other strategy with an adjusted p below 0.05.
 
     Returns ``{"significant": bool, "n": the fewest shared questions, "detectable": the detectable
@@ -75,19 +88,32 @@ def significant_winner(leader: str, others: Sequence[str], pairs: Sequence[Mappi
         diff, p, n, mde = _versus(pairs, leader, other)
         better = diff is not None and (diff > 0 if higher else diff < 0)
         gap = abs(diff) if diff is not None else math.inf
-        verdicts.append((p if p is not None else 1.0, other, bool(better and p is not None and p < stats.ALPHA), n, mde, gap))
+        verdicts.append(
+            (
+                p if p is not None else 1.0,
+                other,
+                bool(better and p is not None and p < stats.ALPHA),
+                n,
+                mde,
+                gap,
+            )
+        )
     tested = [r for r in pairs if r.get("p_value") is not None]
     floor = min((stats.smallest_p(r["n"], r["test"]) for r in tested), default=1.0)
     if not verdicts:
         return {"significant": False, "n": 0, "detectable": None, "closest": None, "p_adjusted": None, "tied": [], "reachable": False,
                 "smallest_p": floor, "family": len(tested)}  # fmt: skip
-    worst = max(verdicts, key=lambda v: (not v[2], v[0], -v[5]))  # the rival the leader is least sure to beat
+    worst = max(
+        verdicts, key=lambda v: (not v[2], v[0], -v[5])
+    )  # the rival the leader is least sure to beat
     return {"significant": all(v[2] for v in verdicts), "n": min(v[3] for v in verdicts), "detectable": worst[4],
             "closest": worst[1], "p_adjusted": worst[0], "tied": [v[1] for v in verdicts if v[5] == 0],
             "reachable": len(tested) * floor < stats.ALPHA, "smallest_p": floor, "family": len(tested)}  # fmt: skip
 
 
-def verdict_line(label: str, leader: str | None, verdict: Mapping[str, Any], unit: str = "points") -> str:
+def verdict_line(
+    label: str, leader: str | None, verdict: Mapping[str, Any], unit: str = "points"
+) -> str:
     """One sentence for the terminal and the page: the winner, or why none is named."""
     if leader is None:
         return f"{label}: no strategy has a value."
@@ -98,12 +124,24 @@ def verdict_line(label: str, leader: str | None, verdict: Mapping[str, Any], uni
     best = f"best: {leader}" + (f", tied with {', '.join(tied)}" if tied else "")
     if verdict.get("reachable") is False:
         family = verdict.get("family") or 0
-        holm = f", and Holm's adjustment across {family} pairs multiplies that by {family}" if family > 1 else ""
+        holm = (
+            f", and Holm's adjustment across {family} pairs multiplies that by {family}"
+            if family > 1
+            else ""
+        )
         return (f"{label}: no difference can be significant on n={verdict['n']} questions: the paired tests here reach p "
                 f"{stats.format_p(verdict.get('smallest_p'))} at best{holm} ({best}).")  # fmt: skip
     mde = verdict.get("detectable")
-    detect = f"; these questions detect differences of about {mde:.3g} {unit} or more (80% power, one pair at 5%)" if mde else ""
-    closest = f" ({best}; against {verdict['closest']} adjusted p {stats.format_p(verdict['p_adjusted'])})" if verdict.get("closest") else ""
+    detect = (
+        f"; these questions detect differences of about {mde:.3g} {unit} or more (80% power, one pair at 5%)"
+        if mde
+        else ""
+    )
+    closest = (
+        f" ({best}; against {verdict['closest']} adjusted p {stats.format_p(verdict['p_adjusted'])})"
+        if verdict.get("closest")
+        else ""
+    )
     return f"{label}: no significant difference on n={verdict['n']} questions{closest}{detect}."
 
 

@@ -44,7 +44,9 @@ def context_costs(strategy: str, rows: Iterable[Mapping[str, Any]]) -> dict[str,
         "seconds_per_question_all_in": round(seconds / n, 3),
         "llm_calls_per_question": round(sum(_usage(r, "llm_calls") for r in ok) / n, 2),
         "prompt_tokens_per_question": round(sum(_usage(r, "prompt_tokens") for r in ok) / n, 1),
-        "completion_tokens_per_question": round(sum(_usage(r, "completion_tokens") for r in ok) / n, 1),
+        "completion_tokens_per_question": round(
+            sum(_usage(r, "completion_tokens") for r in ok) / n, 1
+        ),
     }
 
 
@@ -55,7 +57,9 @@ def per_context_table(per_strategy: Mapping[str, Mapping[str, Any]]) -> list[dic
         for r in d.get("rows", []):
             if r.get("corpus"):
                 asked[(name, r["corpus"])] = asked.get((name, r["corpus"]), 0) + 1
-    if not asked or max(asked.values()) < 2:  # every context asked one question: nothing to share out
+    if (
+        not asked or max(asked.values()) < 2
+    ):  # every context asked one question: nothing to share out
         return []
     table = [context_costs(name, d.get("rows", [])) for name, d in per_strategy.items()]
     return [t for t in table if t is not None]

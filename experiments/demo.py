@@ -33,22 +33,28 @@ DEMO_CORPUS = EXAMPLES / "corpus"
 DEMO_QUESTIONS = EXAMPLES / "questions.csv"
 
 
-
 def demo_strategies() -> dict[str, dict[str, Any]]:
     """Every strategy the demo offers, with its options at demo scale (small chunks and few calls):
     those whose registry entry declares ``presentation.demo_options``."""
     specs = (STRATEGIES.get(name) for name in STRATEGIES.available())
-    return {s.name: dict(s.presentation.demo_options) for s in specs if s.presentation.demo_options is not None}
+    return {
+        s.name: dict(s.presentation.demo_options)
+        for s in specs
+        if s.presentation.demo_options is not None
+    }
 
 
 def default_demo() -> tuple[str, ...]:
     """The strategies the demo runs without ``--strategies``: those that finish in minutes on 2 cores
     (``presentation.demo_default``); ``--strategies all`` adds the others (several calls each)."""
-    return tuple(name for name in STRATEGIES.available() if STRATEGIES.get(name).presentation.demo_default)
+    return tuple(
+        name for name in STRATEGIES.available() if STRATEGIES.get(name).presentation.demo_default
+    )
 
 
 #: Questions asked by default: two lookups, the aggregation, and the one without a gold answer.
 DEFAULT_QUESTIONS = 4
+
 
 def run_demo(
     out: str | Path,
@@ -87,7 +93,9 @@ def run_demo(
         f"({corpus.num_tokens:,} tokens) on {name}. Results go to {out}.")  # fmt: skip
     if not announce_plan(plans, speed, name, yes=yes, out=_Said(say)):
         return None
-    run_experiment(config, Path(out) / "run", llm=chat, samples=samples, show_progress=show_progress)
+    run_experiment(
+        config, Path(out) / "run", llm=chat, samples=samples, show_progress=show_progress
+    )
     return build_report(Path(out) / "run", samples=samples)
 
 

@@ -87,7 +87,12 @@ def _grouped(pairs: Sequence[Pair], key: Callable[[Sample], str]) -> dict[str, l
 def longbench_v1_line(sample: Sample, text: str | None) -> dict[str, Any]:
     """LongBench ``pred.py``'s line: ``pred, answers, all_classes, length``."""
     md = sample.metadata
-    return {"pred": text or "", "answers": list(sample.answers), "all_classes": md.get("all_classes") or None, "length": md.get("length")}
+    return {
+        "pred": text or "",
+        "answers": list(sample.answers),
+        "all_classes": md.get("all_classes") or None,
+        "length": md.get("length"),
+    }
 
 
 def longbench_v2_line(sample: Sample, text: str, reasoning: str | None = None) -> dict[str, Any]:
@@ -97,8 +102,15 @@ def longbench_v2_line(sample: Sample, text: str, reasoning: str | None = None) -
     md, choices = sample.metadata, sample.question.choices or {}
     response = text.strip()
     pred = v2.extract_choice(response)
-    item = {"_id": sample.sample_id, **{k: md.get(k) for k in ("domain", "sub_domain", "difficulty", "length")}}
-    item |= {"question": sample.question.text, **{f"choice_{k}": choices.get(k) for k in "ABCD"}, "answer": sample.answers[0]}
+    item = {
+        "_id": sample.sample_id,
+        **{k: md.get(k) for k in ("domain", "sub_domain", "difficulty", "length")},
+    }
+    item |= {
+        "question": sample.question.text,
+        **{f"choice_{k}": choices.get(k) for k in "ABCD"},
+        "answer": sample.answers[0],
+    }
     item |= {"context": sample.corpus[0].text[:1000]}
     if md.get("setting") == "cot":
         item |= {"response_cot": reasoning.strip() if reasoning is not None else None}
@@ -125,7 +137,13 @@ def loong_line(sample: Sample, text: str | None) -> dict[str, Any]:
 def corpusqa_line(sample: Sample, text: str, model: str) -> dict[str, Any]:
     """CorpusQA ``infer.py``'s line: ``id, question, answer, response, model``."""
     answer = sample.metadata.get("answer_raw", sample.answers[0])
-    return {"id": sample.sample_id, "question": sample.metadata["question"], "answer": answer, "response": text.strip(), "model": model}
+    return {
+        "id": sample.sample_id,
+        "question": sample.metadata["question"],
+        "answer": answer,
+        "response": text.strip(),
+        "model": model,
+    }
 
 
 def ruler_hqa_line(sample: Sample, text: str) -> dict[str, Any]:
@@ -134,33 +152,68 @@ def ruler_hqa_line(sample: Sample, text: str) -> dict[str, Any]:
     response = text.strip()
     pred = rq.official_prediction(response)
     scores = rq.item_scores(pred, sample.answers[0]) if pred else {"f1": 0, "em": 0, "sub_em": 0}
-    item = {"input": sample.question.text, "answers": list(sample.answers), "num_docs": md["num_docs"], "index": md["index"], "_id": md["position"]}
-    return item | {"response": response, "answer": sample.answers[0], "pred": pred} | {f"judge_{k}": v for k, v in scores.items()}
+    item = {
+        "input": sample.question.text,
+        "answers": list(sample.answers),
+        "num_docs": md["num_docs"],
+        "index": md["index"],
+        "_id": md["position"],
+    }
+    return (
+        item
+        | {"response": response, "answer": sample.answers[0], "pred": pred}
+        | {f"judge_{k}": v for k, v in scores.items()}
+    )
 
 
-def _files(groups: dict[str, list[Pair]], path: Callable[[str], Path], line: Callable[[Sample, str | None], dict[str, Any]]) -> list[ExportedFile]:
+def _files(
+    groups: dict[str, list[Pair]],
+    path: Callable[[str], Path],
+    line: Callable[[Sample, str | None], dict[str, Any]],
+) -> list[ExportedFile]:
     """One file per group, every pair written (failed ones with the empty prediction)."""
-    return [ExportedFile(path(name), _jsonl(path(name), (line(s, a.text) for s, a in pairs))) for name, pairs in groups.items()]
+    return [
+        ExportedFile(path(name), _jsonl(path(name), (line(s, a.text) for s, a in pairs)))
+        for name, pairs in groups.items()
+    ]
 
 
-def _files_without_failed(groups: dict[str, list[Pair]], path: Callable[[str], Path], line: Callable[[Sample, Answered], dict[str, Any]]) -> list[ExportedFile]:
+def _files_without_failed(
+    groups: dict[str, list[Pair]],
+    path: Callable[[str], Path],
+    line: Callable[[Sample, Answered], dict[str, Any]],
+) -> list[ExportedFile]:
     """One file per group, failed pairs left out (counted in ``omitted_failed``)."""
     files = []
     for name, pairs in groups.items():
         kept = [(s, a) for s, a in pairs if a.text is not None]
-        files.append(ExportedFile(path(name), _jsonl(path(name), (line(s, a) for s, a in kept)), omitted_failed=len(pairs) - len(kept)))
+        files.append(
+            ExportedFile(
+                path(name),
+                _jsonl(path(name), (line(s, a) for s, a in kept)),
+                omitted_failed=len(pairs) - len(kept),
+            )
+        )
     return files
 
 
-def _write_longbench(pairs: Sequence[Pair], out: Path, label: str, folder: str) -> list[ExportedFile]:
-    return _files(_grouped(pairs, lambda s: s.dataset), lambda d: out / folder / label / f"{d}.jsonl", longbench_v1_line)
+def _write_longbench(
+    pairs: Sequence[Pair], out: Path, label: str, folder: str
+) -> list[ExportedFile]:
+    return _files(
+        _grouped(pairs, lambda s: s.dataset),
+        lambda d: out / folder / label / f"{d}.jsonl",
+        longbench_v1_line,
+    )
 
 
 def _write_longbench_v2(pairs: Sequence[Pair], out: Path, label: str) -> list[ExportedFile]:
     def line(sample: Sample, answered: Answered) -> dict[str, Any]:
         return longbench_v2_line(sample, answered.text or "", answered.reasoning)
 
-    return _files_without_failed({label: list(pairs)}, lambda name: out / "results" / f"{name}.jsonl", line)
+    return _files_without_failed(
+        {label: list(pairs)}, lambda name: out / "results" / f"{name}.jsonl", line
+    )
 
 
 def _write_lveval(pairs: Sequence[Pair], out: Path, label: str) -> list[ExportedFile]:
@@ -169,18 +222,30 @@ def _write_lveval(pairs: Sequence[Pair], out: Path, label: str) -> list[Exported
 
 
 def _write_loong(pairs: Sequence[Pair], out: Path, label: str) -> list[ExportedFile]:
-    return _files({label: list(pairs)}, lambda name: out / "output" / name / "loong_generate.jsonl", loong_line)
+    return _files(
+        {label: list(pairs)},
+        lambda name: out / "output" / name / "loong_generate.jsonl",
+        loong_line,
+    )
 
 
 def _write_corpusqa(pairs: Sequence[Pair], out: Path, label: str) -> list[ExportedFile]:
     model = label.replace("_", "-")  # eval.py reads the model as the file name's first "_" part
     groups = _grouped(pairs, lambda s: s.metadata["file"])
-    return _files_without_failed(groups, lambda f: out / "runs" / f"{model}_{f}.jsonl", lambda s, a: corpusqa_line(s, a.text or "", model))
+    return _files_without_failed(
+        groups,
+        lambda f: out / "runs" / f"{model}_{f}.jsonl",
+        lambda s, a: corpusqa_line(s, a.text or "", model),
+    )
 
 
 def _write_ruler_hqa(pairs: Sequence[Pair], out: Path, label: str) -> list[ExportedFile]:
     groups = _grouped(pairs, lambda s: s.dataset.removeprefix("eval_"))
-    return _files_without_failed(groups, lambda n: out / "results" / f"ruler_hqa_{n}" / f"{label}.jsonl", lambda s, a: ruler_hqa_line(s, a.text or ""))
+    return _files_without_failed(
+        groups,
+        lambda n: out / "results" / f"ruler_hqa_{n}" / f"{label}.jsonl",
+        lambda s, a: ruler_hqa_line(s, a.text or ""),
+    )
 
 
 def _write_babilong(pairs: Sequence[Pair], out: Path, label: str) -> list[ExportedFile]:
@@ -203,7 +268,9 @@ def _write_babilong(pairs: Sequence[Pair], out: Path, label: str) -> list[Export
         tmp.replace(path)
         sample = group[0][0]
         settings = {"prompt": bl.prompt_settings(sample), "generate_kwargs": bl.GENERATE_KWARGS}
-        path.with_suffix(".json").write_text(json.dumps(settings, indent=4, ensure_ascii=False), encoding="utf-8")
+        path.with_suffix(".json").write_text(
+            json.dumps(settings, indent=4, ensure_ascii=False), encoding="utf-8"
+        )
         files.append(ExportedFile(path, len(group)))
     return files
 
@@ -221,7 +288,9 @@ WRITERS: dict[str, Callable[[Sequence[Pair], Path, str], list[ExportedFile]]] = 
 }
 
 
-def export_official(run: str | Path, out: str | Path | None = None, *, samples: Sequence[Sample] | None = None) -> dict[str, list[ExportedFile]]:
+def export_official(
+    run: str | Path, out: str | Path | None = None, *, samples: Sequence[Sample] | None = None
+) -> dict[str, list[ExportedFile]]:
     """Write the official prediction files of every strategy in the run folder ``run``.
 
     Args:
@@ -240,18 +309,26 @@ def export_official(run: str | Path, out: str | Path | None = None, *, samples: 
     run = Path(run)
     manifest_path = run / MANIFEST_FILE
     if not manifest_path.is_file():
-        raise ValueError(f"{run} is not a run folder: no {MANIFEST_FILE} (write one with 'longctx run').")
+        raise ValueError(
+            f"{run} is not a run folder: no {MANIFEST_FILE} (write one with 'longctx run')."
+        )
     cfg = manifest_config(run)  # a corrupt manifest is named, with what to do
     benchmark = cfg["benchmark"]
     if benchmark not in WRITERS:
-        raise ValueError(f"Benchmark {benchmark!r} has no official prediction format; exportable: {', '.join(WRITERS)}.")
+        raise ValueError(
+            f"Benchmark {benchmark!r} has no official prediction format; exportable: {', '.join(WRITERS)}."
+        )
     samples = list(samples) if samples is not None else run_samples(cfg)
     rows = latest_rows(read_rows(run))
     target = Path(out) if out is not None else run / "official"
     written: dict[str, list[ExportedFile]] = {}
     whole = benchmark in WHOLE_REPLY
     for strategy in cfg["strategies"]:
-        pairs = [(s, _answered(rows[(s.sample_id, strategy)], whole)) for s in samples if (s.sample_id, strategy) in rows]
+        pairs = [
+            (s, _answered(rows[(s.sample_id, strategy)], whole))
+            for s in samples
+            if (s.sample_id, strategy) in rows
+        ]
         if pairs:
             written[strategy] = WRITERS[benchmark](pairs, target, strategy)
     return written
@@ -271,7 +348,14 @@ def _answered(row: dict[str, Any], whole_reply: bool) -> Answered:
     if row.get("status") != "ok" or not isinstance(text, str) or row.get("error"):
         return Answered(None)
     reply = final_reply(row) if whole_reply else None
-    reasoning = next((s["reasoning"] for s in reversed(row.get("steps") or []) if isinstance(s, dict) and isinstance(s.get("reasoning"), str)), None)
+    reasoning = next(
+        (
+            s["reasoning"]
+            for s in reversed(row.get("steps") or [])
+            if isinstance(s, dict) and isinstance(s.get("reasoning"), str)
+        ),
+        None,
+    )
     return Answered(reply if reply is not None else text, reasoning)
 
 
@@ -291,7 +375,9 @@ OFFICIAL_COMMANDS = {
 }
 
 
-def official_command(run: str | Path, out: str | Path, strategy: str, files: Sequence[ExportedFile]) -> str:
+def official_command(
+    run: str | Path, out: str | Path, strategy: str, files: Sequence[ExportedFile]
+) -> str:
     """The shell command that scores ``strategy``'s export with the official code."""
     benchmark = manifest_config(run)["benchmark"]
     first = files[0].path.name if files else ""

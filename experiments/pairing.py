@@ -17,13 +17,17 @@ from typing import Any
 TEXT_DIFFERS = "question text differs"
 CORPUS_DIFFERS = "corpus differs"
 
-Identity = tuple[str, tuple[tuple[str, str], ...], str]  # (question text, choices, corpus fingerprint)
+Identity = tuple[
+    str, tuple[tuple[str, str], ...], str
+]  # (question text, choices, corpus fingerprint)
 
 
 def identity(sample: Any) -> Identity:
     """What makes a sample the same question in another run: its text, choices and corpus fingerprint."""
     question = sample.question
-    choices = tuple(sorted((str(k), str(v)) for k, v in (getattr(question, "choices", None) or {}).items()))
+    choices = tuple(
+        sorted((str(k), str(v)) for k, v in (getattr(question, "choices", None) or {}).items())
+    )
     return (str(question.text).strip(), choices, sample.corpus.fingerprint)
 
 
@@ -35,7 +39,9 @@ def identities(samples: Iterable[Any]) -> dict[str, Identity]:
 def key(sample_id: str, known: Mapping[str, Identity]) -> str:
     """The key a run's answer is paired by: its sample id with a digest of its :func:`identity` (two runs'
     keys are equal only for the same question over the same corpus)."""
-    digest = hashlib.sha256(repr(known.get(sample_id)).encode("utf-8", errors="surrogatepass")).hexdigest()[:16]
+    digest = hashlib.sha256(
+        repr(known.get(sample_id)).encode("utf-8", errors="surrogatepass")
+    ).hexdigest()[:16]
     return f"{sample_id}#{digest}"
 
 
@@ -50,12 +56,16 @@ def mismatches(a: Mapping[str, Identity], b: Mapping[str, Identity]) -> Counter[
     return reasons
 
 
-def dropped_line(run_a: str, run_b: str, a: Mapping[str, Identity], b: Mapping[str, Identity]) -> str | None:
+def dropped_line(
+    run_a: str, run_b: str, a: Mapping[str, Identity], b: Mapping[str, Identity]
+) -> str | None:
     """One sentence on the questions of ``run_a`` and ``run_b`` left unpaired, or ``None`` when every id matched."""
     reasons = mismatches(a, b)
     only = len(a.keys() ^ b.keys())
     if not reasons and not only:
         return None
     paired = len(a.keys() & b.keys()) - sum(reasons.values())
-    parts = [f"{n} whose {why}" for why, n in sorted(reasons.items())] + ([f"{only} that only one run has"] if only else [])
+    parts = [f"{n} whose {why}" for why, n in sorted(reasons.items())] + (
+        [f"{only} that only one run has"] if only else []
+    )
     return f"{run_a} vs {run_b}: {paired} questions paired; left out {', '.join(parts)}."

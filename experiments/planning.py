@@ -25,7 +25,12 @@ def plan_experiment(config: RunConfig, samples: list[Any], chat: BaseChatModel, 
         groups: dict[str, list[int]] = {}
         for s in samples:
             if (s.sample_id, name) not in done:
-                groups.setdefault(s.corpus.fingerprint, [s.corpus.num_tokens, len(s.corpus), 0])[2] += 1
+                groups.setdefault(s.corpus.fingerprint, [s.corpus.num_tokens, len(s.corpus), 0])[
+                    2
+                ] += 1
         corpora[name] = [(tokens, docs, n) for tokens, docs, n in groups.values()]
-    configs = {name: STRATEGIES.get(name).make_config(**dict(config.strategy_options.get(name, {}))) for name in config.strategies}
+    configs = {
+        name: STRATEGIES.get(name).make_config(**dict(config.strategy_options.get(name, {})))
+        for name in config.strategies
+    }
     return plan_for(configs, corpora, chat, calibrate=calibrate)

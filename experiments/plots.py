@@ -40,7 +40,9 @@ def _pyplot():
     return plt
 
 
-def plot_accuracy_vs_length(by_length: list[dict[str, Any]], path: Path, *, title: str = "") -> bool:
+def plot_accuracy_vs_length(
+    by_length: list[dict[str, Any]], path: Path, *, title: str = ""
+) -> bool:
     """One line per strategy: mean per-sample score in each corpus-length bucket.
 
     Returns False, writing nothing, when the run spans fewer than two buckets.
@@ -54,13 +56,28 @@ def plot_accuracy_vs_length(by_length: list[dict[str, Any]], path: Path, *, titl
     for k, name in enumerate(strategies):
         # strategies side by side within a bucket, so equal scores stay visible
         offset = (k - (len(strategies) - 1) / 2) * (DODGE / max(len(strategies) - 1, 1))
-        points = [(i + offset, row[name]) for i, row in enumerate(by_length) if row.get(name) is not None]
+        points = [
+            (i + offset, row[name]) for i, row in enumerate(by_length) if row.get(name) is not None
+        ]
         if points:
-            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name, color=strategy_color(name))
+            ax.plot(
+                [p[0] for p in points],
+                [p[1] for p in points],
+                marker="o",
+                label=name,
+                color=strategy_color(name),
+            )
     ax.set_xticks(range(len(labels)), labels)
     ax.set_xlim(-0.5, len(labels) - 0.5)
     _legend_outside(ax)
-    _finish(plt, fig, ax, path, xlabel="corpus length (tokens)", title=f"{title}: accuracy vs context length")
+    _finish(
+        plt,
+        fig,
+        ax,
+        path,
+        xlabel="corpus length (tokens)",
+        title=f"{title}: accuracy vs context length",
+    )
     return True
 
 
@@ -85,15 +102,38 @@ def plot_accuracy_vs_tokens(summary: list[dict[str, Any]], path: Path, *, title:
         if low is not None and high is not None:  # the score's 95% interval (experiments.stats)
             ax.errorbar(tokens, value, yerr=[[max(0.0, value - low)], [max(0.0, high - value)]], color=strategy_color(name),
                         capsize=3, linewidth=1, zorder=2)  # fmt: skip
-        ax.scatter(tokens, value, s=60, color=strategy_color(name), label=name, zorder=3, edgecolors="white", linewidths=0.8)
+        ax.scatter(
+            tokens,
+            value,
+            s=60,
+            color=strategy_color(name),
+            label=name,
+            zorder=3,
+            edgecolors="white",
+            linewidths=0.8,
+        )
     front = sorted((t, v) for n, t, v in points if rows[n].get("frontier_tokens") == "frontier")
-    if len(front) > 1:  # the cost-accuracy frontier: no other strategy scores higher for fewer tokens
-        ax.plot([t for t, _ in front], [v for _, v in front], linestyle="--", color="#888", linewidth=1, zorder=1, label="frontier")
+    if (
+        len(front) > 1
+    ):  # the cost-accuracy frontier: no other strategy scores higher for fewer tokens
+        ax.plot(
+            [t for t, _ in front],
+            [v for _, v in front],
+            linestyle="--",
+            color="#888",
+            linewidth=1,
+            zorder=1,
+            label="frontier",
+        )
     _log_token_axis(ax)
     low, high = min(p[1] for p in points), max(p[1] for p in points)
     ax.set_xlim(low / 2.5, high * 4)  # room on the right for the labels
     _legend_outside(ax)
-    _axes_style(ax, xlabel="tokens per answer (prompt + completion)", title=f"{title}: accuracy vs tokens spent")
+    _axes_style(
+        ax,
+        xlabel="tokens per answer (prompt + completion)",
+        title=f"{title}: accuracy vs tokens spent",
+    )
     fig.tight_layout()
     place_labels(ax, [(t, v) for _, t, v in points], [n for n, _, _ in points])
     _save(plt, fig, path)
@@ -114,21 +154,43 @@ def plot_cost_per_question(amortized: Amortization, path: Path, *, title: str = 
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for line in lines:
-        ax.plot(ns, [line.at(n) for n in ns], label=line.strategy, color=strategy_color(line.strategy), linewidth=1.6)
+        ax.plot(
+            ns,
+            [line.at(n) for n in ns],
+            label=line.strategy,
+            color=strategy_color(line.strategy),
+            linewidth=1.6,
+        )
     by_name = {line.strategy: line for line in lines}
     for b in amortized.crossings():
         if b.strategy in by_name and b.questions is not None:
-            ax.scatter([b.questions], [by_name[b.strategy].at(b.questions)], s=28, color=strategy_color(b.strategy), zorder=3, edgecolors="0.2")
+            ax.scatter(
+                [b.questions],
+                [by_name[b.strategy].at(b.questions)],
+                s=28,
+                color=strategy_color(b.strategy),
+                zorder=3,
+                edgecolors="0.2",
+            )
     _log_token_axis(ax)  # 1, 2, 5, 10, 20 ... questions
     if all(line.at(last) > 0 for line in lines):
         from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
         ax.set_yscale("log")
         ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-        ax.yaxis.set_major_formatter(FuncFormatter((lambda y, _: f"${y:.3g}") if amortized.unit == "USD" else (lambda y, _: human_tokens(y))))
+        ax.yaxis.set_major_formatter(
+            FuncFormatter(
+                (lambda y, _: f"${y:.3g}")
+                if amortized.unit == "USD"
+                else (lambda y, _: human_tokens(y))
+            )
+        )
         ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("questions asked over one corpus")
-    ax.set_ylabel(f"{amortized.unit} per question" + (" (prompt + completion)" if amortized.unit == "tokens" else ""))
+    ax.set_ylabel(
+        f"{amortized.unit} per question"
+        + (" (prompt + completion)" if amortized.unit == "tokens" else "")
+    )
     ax.set_title(f"{title}: cost per question, index cost shared out")
     ax.grid(alpha=0.3)
     _legend_outside(ax)
@@ -137,7 +199,9 @@ def plot_cost_per_question(amortized: Amortization, path: Path, *, title: str = 
     return True
 
 
-def place_labels(ax: Any, points: Sequence[tuple[float, float]], names: Sequence[str], *, gap: float = 3.0) -> list[Any]:
+def place_labels(
+    ax: Any, points: Sequence[tuple[float, float]], names: Sequence[str], *, gap: float = 3.0
+) -> list[Any]:
     """Label each point beside it, pushing labels apart vertically until none overlap.
 
     Labels sit right of their point (left when that leaves the axes); a label that had to
@@ -156,16 +220,34 @@ def place_labels(ax: Any, points: Sequence[tuple[float, float]], names: Sequence
         probe.remove()
     anchors = [tuple(ax.transData.transform(xy)) for xy in points]
     pad = 8 * fig.dpi / 72
-    lefts = [px + pad if px + pad + w <= box.x1 else px - pad - w for (px, _), (w, _) in zip(anchors, sizes)]
+    lefts = [
+        px + pad if px + pad + w <= box.x1 else px - pad - w
+        for (px, _), (w, _) in zip(anchors, sizes)
+    ]
     ys = _spread(anchors, lefts, sizes, gap=gap, bottom=box.y0, top=box.y1)
     to_points = 72 / fig.dpi
     texts = []
     for name, xy, (px, py), left, y, (w, _) in zip(names, points, anchors, lefts, ys, sizes):
         right_side = left > px
         offset = ((left - px if right_side else left + w - px) * to_points, (y - py) * to_points)
-        arrow = {"arrowstyle": "-", "color": "0.6", "lw": 0.6, "shrinkA": 1, "shrinkB": 4} if abs(y - py) > 2 else None
-        texts.append(ax.annotate(name, xy, xytext=offset, textcoords="offset points", va="center", ha="left" if right_side else "right",
-                                 fontsize=9, color=strategy_color(name), arrowprops=arrow))
+        arrow = (
+            {"arrowstyle": "-", "color": "0.6", "lw": 0.6, "shrinkA": 1, "shrinkB": 4}
+            if abs(y - py) > 2
+            else None
+        )
+        texts.append(
+            ax.annotate(
+                name,
+                xy,
+                xytext=offset,
+                textcoords="offset points",
+                va="center",
+                ha="left" if right_side else "right",
+                fontsize=9,
+                color=strategy_color(name),
+                arrowprops=arrow,
+            )
+        )
     return texts
 
 
@@ -190,7 +272,9 @@ def _spread(anchors, lefts, sizes, *, gap: float, bottom: float, top: float) -> 
                     ys[high] += overlap / 2
                     moved = True
         # keep every label inside the axes (a label held at an edge makes its neighbour move on the next pass)
-        ys = [min(max(y, bottom + sizes[i][1] / 2), top - sizes[i][1] / 2) for i, y in enumerate(ys)]
+        ys = [
+            min(max(y, bottom + sizes[i][1] / 2), top - sizes[i][1] / 2) for i, y in enumerate(ys)
+        ]
         order = sorted(range(len(ys)), key=lambda i: (ys[i], i))
         if not moved:
             break
@@ -217,7 +301,9 @@ def human_tokens(value: float) -> str:
 
 def _legend_outside(ax: Any) -> None:
     """The legend right of the axes, never over the data."""
-    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, frameon=False, fontsize=9)
+    ax.legend(
+        loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, frameon=False, fontsize=9
+    )
 
 
 def _axes_style(ax: Any, *, xlabel: str, title: str) -> None:

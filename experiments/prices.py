@@ -83,7 +83,9 @@ def load_prices(path: str | Path) -> dict[str, PriceRow]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise PriceTableError(f"Cannot read the price table {path}: {exc.strerror or exc}") from None
+        raise PriceTableError(
+            f"Cannot read the price table {path}: {exc.strerror or exc}"
+        ) from None
     except json.JSONDecodeError as exc:
         raise PriceTableError(f"The price table {path} is not valid JSON: {exc}") from None
     return parse_prices(data, where=str(path))
@@ -91,22 +93,32 @@ def load_prices(path: str | Path) -> dict[str, PriceRow]:
 
 def _usd(value: Any, model: Any, name: str, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise PriceTableError(f"{where}: {model!r} needs a non-negative number for {name!r} (USD per 1M tokens), got {value!r}")
+        raise PriceTableError(
+            f"{where}: {model!r} needs a non-negative number for {name!r} (USD per 1M tokens), got {value!r}"
+        )
     return float(value)
 
 
 def parse_prices(data: Any, *, where: str = "price table") -> dict[str, PriceRow]:
     """Validate a price table given as a mapping (see :func:`load_prices`)."""
     if not isinstance(data, Mapping):
-        raise PriceTableError(f'{where}: expected an object of model ids, e.g. {{"gpt-4o": {{"prompt": 2.5, "completion": 10}}}}')
+        raise PriceTableError(
+            f'{where}: expected an object of model ids, e.g. {{"gpt-4o": {{"prompt": 2.5, "completion": 10}}}}'
+        )
     table: dict[str, PriceRow] = {}
     for model, entry in data.items():
         if not isinstance(entry, Mapping):
-            raise PriceTableError(f"{where}: {model!r} needs an object with 'prompt' and 'completion' USD per 1M tokens")
+            raise PriceTableError(
+                f"{where}: {model!r} needs an object with 'prompt' and 'completion' USD per 1M tokens"
+            )
         prompt = _usd(entry.get("prompt", entry.get("input")), model, "prompt", where)
         completion = _usd(entry.get("completion", entry.get("output")), model, "completion", where)
         cached = entry.get("cached", entry.get("cached_input"))
-        table[str(model)] = (prompt, completion) if cached is None else (prompt, completion, _usd(cached, model, "cached", where))
+        table[str(model)] = (
+            (prompt, completion)
+            if cached is None
+            else (prompt, completion, _usd(cached, model, "cached", where))
+        )
     return table
 
 
@@ -168,7 +180,13 @@ def price_for(model: str | None, user: Mapping[str, PriceRow] | None = None) -> 
     return None
 
 
-def row_cost(row: Mapping[str, Any], price: Price | None, prices: Mapping[str, PriceRow] | None = None, *, cached: bool = True) -> float | None:
+def row_cost(
+    row: Mapping[str, Any],
+    price: Price | None,
+    prices: Mapping[str, PriceRow] | None = None,
+    *,
+    cached: bool = True,
+) -> float | None:
     """USD of one result row (``None`` for a failed row or an unknown price); its cached prompt
     tokens at the cached rate, or every prompt token at the prompt rate when ``cached`` is false
     (what the row would have cost without a prompt cache).
@@ -180,12 +198,18 @@ def row_cost(row: Mapping[str, Any], price: Price | None, prices: Mapping[str, P
     usage = row.get("usage")
     if price is None or row.get("status") != "ok" or not usage:
         return None
-    cost = price.cost(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0), usage.get("cached_prompt_tokens", 0) if cached else 0)
+    cost = price.cost(
+        usage.get("prompt_tokens", 0),
+        usage.get("completion_tokens", 0),
+        usage.get("cached_prompt_tokens", 0) if cached else 0,
+    )
     reranked = row_rerank_cost(row, prices)
     return None if reranked is None else cost + reranked
 
 
-def row_rerank_cost(row: Mapping[str, Any], prices: Mapping[str, PriceRow] | None = None) -> float | None:
+def row_rerank_cost(
+    row: Mapping[str, Any], prices: Mapping[str, PriceRow] | None = None
+) -> float | None:
     """USD of one result row's rerank tokens at its reranker's prompt price (:func:`rerank_model`; 0 without a
     reranker or for a local one); ``None`` for a failed row or a hosted reranker the table does not price."""
     usage = row.get("usage")
@@ -212,7 +236,9 @@ def rerank_model(row: Mapping[str, Any]) -> str | None:
     return f"{options.get('model') or 'reranker'} @ {options.get('base_url') or ''}"
 
 
-def rerank_price(configs: Iterable[Mapping[str, Any]], user: Mapping[str, PriceRow] | None = None) -> Price | None:
+def rerank_price(
+    configs: Iterable[Mapping[str, Any]], user: Mapping[str, PriceRow] | None = None
+) -> Price | None:
     """The price a budget counts rerank tokens at (its prompt price): the dearest of the rerankers ``configs``
     (strategy options) name; ``None`` when they name none or only local ones (free).
 

@@ -74,15 +74,27 @@ def with_map_endpoints(config: RunConfig, endpoints: Sequence[str]) -> RunConfig
         own = options.get(name, {})
         if stage is not None and (spread := stage.spread(own, endpoints)) != own:
             options[name] = dict(spread)
-    return dataclasses.replace(config, strategy_options=options) if options != config.strategy_options else config
+    return (
+        dataclasses.replace(config, strategy_options=options)
+        if options != config.strategy_options
+        else config
+    )
 
 
 def _unit_task(
-    samples: list[Any], strategy: str, config: RunConfig, llm: Any, base_url: str | None, cache: str | None, retry: bool = False
+    samples: list[Any],
+    strategy: str,
+    config: RunConfig,
+    llm: Any,
+    base_url: str | None,
+    cache: str | None,
+    retry: bool = False,
 ) -> list[dict]:
     """One work unit on a Ray worker: its own chat client for the unit's endpoint, then the local code."""
     chat = make_chat_model(llm, base_url=base_url) if base_url else make_chat_model(llm)
-    if cache and chat.cache is None and Path(cache).parent.is_dir():  # the run folder is shared with this node
+    if (
+        cache and chat.cache is None and Path(cache).parent.is_dir()
+    ):  # the run folder is shared with this node
         chat.cache = SQLiteLLMCache(cache)
     return run_unit(samples, strategy, chat, config, retry=retry)
 
@@ -116,14 +128,22 @@ def run_experiment_ray(
     is_openai = isinstance(spec, str) and spec.startswith("openai:")
     if endpoints and not is_openai:
         raise ValueError("--endpoints needs an 'openai:MODEL' chat model spec")
-    urls: list[str | None] = list(endpoints) or [os.environ.get("OPENAI_BASE_URL") if is_openai else None]
+    urls: list[str | None] = list(endpoints) or [
+        os.environ.get("OPENAI_BASE_URL") if is_openai else None
+    ]
     config = with_map_endpoints(config, endpoints)
     ray = ensure_ray(address)
     out = Path(out)
     samples = select_samples(config, samples)  # a bad questions file fails before the folder exists
     make_out_folder(out)
-    chat = make_chat_model(spec, base_url=urls[0]) if is_openai and urls[0] else make_chat_model(spec)
-    replicas = {model_id(make_chat_model(spec, base_url=url)) for url in urls[1:] if url} if is_openai else set()  # one model, several servers
+    chat = (
+        make_chat_model(spec, base_url=urls[0]) if is_openai and urls[0] else make_chat_model(spec)
+    )
+    replicas = (
+        {model_id(make_chat_model(spec, base_url=url)) for url in urls[1:] if url}
+        if is_openai
+        else set()
+    )  # one model, several servers
     todo, counts, invocation, retries = plan_run(out, config, chat, samples, same_models=replicas)
     cache = str((out / "llm_cache.sqlite").resolve()) if config.llm_cache else None
     task = ray.remote(num_cpus=task_cpus, max_retries=0)(_unit_task)
@@ -136,7 +156,9 @@ def run_experiment_ray(
             while pending or running:
                 while pending and (slot := pool.acquire()) is not None:
                     name, group = pending.popleft()
-                    ref = task.remote(group, name, config, spec, urls[slot], cache, is_retry(group, name, retries))
+                    ref = task.remote(
+                        group, name, config, spec, urls[slot], cache, is_retry(group, name, retries)
+                    )
                     running[ref] = (name, group, slot)
                 finished, _ = ray.wait(list(running), num_returns=1)
                 name, group, slot = running.pop(finished[0])
@@ -155,4 +177,13 @@ def _rows_of(ray: Any, ref: Any, strategy: str, samples: list[Any]) -> list[dict
     except Exception as exc:  # noqa: BLE001 - RayError and friends: recorded as failed rows, retried on rerun
         error = f"{type(exc).__name__}: {str(exc)[:2000]}"
         trace = traceback.format_exc(limit=8)[-4000:]
-        return [{**base_row(s, strategy), "status": "failed", "error": error, "traceback": trace, "seconds": 0.0} for s in samples]
+        return [
+            {
+                **base_row(s, strategy),
+                "status": "failed",
+                "error": error,
+                "traceback": trace,
+                "seconds": 0.0,
+            }
+            for s in samples
+        ]

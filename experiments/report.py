@@ -36,9 +36,22 @@ from experiments.benchmarks import BENCHMARKS, score
 from experiments.benchmarks.predictions import row_prediction
 from experiments.ceilings import report_ceilings
 from experiments.context_costs import per_context_table
-from experiments.html_report import pick_winners, row_model, significance_text, strategy_costs, summary_table, write_html_report
+from experiments.html_report import (
+    pick_winners,
+    row_model,
+    significance_text,
+    strategy_costs,
+    summary_table,
+    write_html_report,
+)
 from experiments.prices import PriceRow, load_prices, parse_prices, row_cost
-from experiments.runner import RunFolderError, manifest_config, read_manifest, read_rows, run_samples
+from experiments.runner import (
+    RunFolderError,
+    manifest_config,
+    read_manifest,
+    read_rows,
+    run_samples,
+)
 from experiments.spend import latest_with_spend
 from experiments.synth import retrieval_recall
 from experiments.task_length_table import FILE as TASK_LENGTH_FILE
@@ -53,7 +66,11 @@ HEADLINE = {"loong": "avg_score"}
 #: Benchmarks whose official script leaves failed calls out of the denominator (LongBench v2
 #: ``pred.py`` and CorpusQA ``infer.py`` write no line for them): the aggregation holding the
 #: headline computed that way, shown beside ours as ``score_official_denominator``.
-OFFICIAL_DENOMINATOR = {"longbench_v2": "official_drops_failed", "corpusqa": "official_drops_failed", "memoryagentbench": "official_drops_failed"}
+OFFICIAL_DENOMINATOR = {
+    "longbench_v2": "official_drops_failed",
+    "corpusqa": "official_drops_failed",
+    "memoryagentbench": "official_drops_failed",
+}
 
 
 def length_bucket(tokens: int) -> str:
@@ -108,7 +125,9 @@ def build_report(
     report.mkdir(exist_ok=True)
     summary = [_summary_row(benchmark, name, d, by_id) for name, d in per_strategy.items()]
     _add_ceilings(cfg, samples, summary, report)
-    costs = strategy_costs(per_strategy, manifest, price_table)  # each row priced once, for every table, test and page below
+    costs = strategy_costs(
+        per_strategy, manifest, price_table
+    )  # each row priced once, for every table, test and page below
     _add_rerank_costs(summary, costs)
     per_question = _per_question(per_strategy, by_id, manifest, costs)
     _add_intervals(benchmark, samples, summary, per_question["score"])
@@ -119,28 +138,49 @@ def build_report(
     comparison.write_pairwise(report / "pairwise.csv", pairs)
     missing = {r["strategy"]: r["missing"] for r in summary if r["missing"]}
     winners = [] if missing else pick_winners(table, per_question)
-    (report / "significance.md").write_text(significance_text(winners, missing=missing, questions=len(samples)), encoding="utf-8")
+    (report / "significance.md").write_text(
+        significance_text(winners, missing=missing, questions=len(samples)), encoding="utf-8"
+    )
     by_length = _by_length(per_strategy)
     _write_table(report / "summary", summary)
     _write_table(report / "by_length", by_length)
-    per_context = per_context_table(per_strategy)  # many questions over one context: its cost apart from each question's
+    per_context = per_context_table(
+        per_strategy
+    )  # many questions over one context: its cost apart from each question's
     if per_context:
         _write_table(report / "per_context", per_context)
-    amortized = amortization(per_strategy, costs)  # a question's cost as questions over one corpus accumulate, and the break-evens
+    amortized = amortization(
+        per_strategy, costs
+    )  # a question's cost as questions over one corpus accumulate, and the break-evens
     if amortized is not None:
         write_amortized(report / "amortized_cost", amortized)
-    (report / "scores.json").write_text(dumps({n: d["official"] for n, d in per_strategy.items()}, indent=2, max_chars=None, max_total=None))
+    (report / "scores.json").write_text(
+        dumps(
+            {n: d["official"] for n, d in per_strategy.items()},
+            indent=2,
+            max_chars=None,
+            max_total=None,
+        )
+    )
     tables = task_length_markdown(benchmark, {n: d["official"] for n, d in per_strategy.items()})
     if tables is not None:  # BABILong's official layout: tasks x lengths
         (report / TASK_LENGTH_FILE).write_text(tables, encoding="utf-8")
     if plots and summary:
-        from experiments.plots import plot_accuracy_vs_length, plot_accuracy_vs_tokens, plot_cost_per_question
+        from experiments.plots import (
+            plot_accuracy_vs_length,
+            plot_accuracy_vs_tokens,
+            plot_cost_per_question,
+        )
 
         for plot, data, name in ((plot_accuracy_vs_length, by_length, "accuracy_vs_length.png"),
                                  (plot_accuracy_vs_tokens, summary, "accuracy_vs_tokens.png")):  # fmt: skip
-            if not plot(data, report / name, title=benchmark):  # nothing to show (one length bucket): no stale plot either
+            if not plot(
+                data, report / name, title=benchmark
+            ):  # nothing to show (one length bucket): no stale plot either
                 (report / name).unlink(missing_ok=True)
-        if amortized is None or not plot_cost_per_question(amortized, report / "cost_per_question.png", title=benchmark):
+        if amortized is None or not plot_cost_per_question(
+            amortized, report / "cost_per_question.png", title=benchmark
+        ):
             (report / "cost_per_question.png").unlink(missing_ok=True)
     result = {"benchmark": benchmark, "summary": summary, "by_length": by_length, "folder": str(report), "pairwise": pairs, "winners": winners,
               "missing": missing, "per_context": per_context, "amortized": amortized}  # fmt: skip
@@ -151,7 +191,9 @@ def build_report(
     return result
 
 
-def score_run(out: str | Path, *, samples: Sequence[Any] | None = None, judge: Any = None) -> tuple[dict[str, Any], list[Any], dict[str, dict[str, Any]]]:
+def score_run(
+    out: str | Path, *, samples: Sequence[Any] | None = None, judge: Any = None
+) -> tuple[dict[str, Any], list[Any], dict[str, dict[str, Any]]]:
     """(manifest, samples, per strategy ``{"official", "rows", "per_sample": [(row, score)]}``) of a run folder,
     each prediction scored (and judged) once by the benchmark's scorer."""
     out = Path(out)
@@ -161,7 +203,11 @@ def score_run(out: str | Path, *, samples: Sequence[Any] | None = None, judge: A
     cfg = manifest_config(out, manifest)
     samples = list(samples) if samples is not None else run_samples(cfg)
     by_id = {s.sample_id: s for s in samples}
-    rows = [r for r in latest_with_spend(redact_value(read_rows(out))).values() if r["sample_id"] in by_id]  # a resumed answer: all its calls, once
+    rows = [
+        r
+        for r in latest_with_spend(redact_value(read_rows(out))).values()
+        if r["sample_id"] in by_id
+    ]  # a resumed answer: all its calls, once
     options = {"judge": judge} if judge is not None else {}
     per_strategy: dict[str, dict[str, Any]] = {}
     for name in cfg["strategies"]:
@@ -169,8 +215,12 @@ def score_run(out: str | Path, *, samples: Sequence[Any] | None = None, judge: A
         if not mine:  # a strategy of the run with no answer yet: shown as missing, never dropped
             per_strategy[name] = {"official": {"per_sample": {}}, "rows": [], "per_sample": []}
             continue
-        official = score(cfg["benchmark"], [row_prediction(r) for r in mine], samples=samples, **options)
-        rules = official.get("match_rule") or {}  # which rule credited each answer, where the scorer says (own corpus)
+        official = score(
+            cfg["benchmark"], [row_prediction(r) for r in mine], samples=samples, **options
+        )
+        rules = (
+            official.get("match_rule") or {}
+        )  # which rule credited each answer, where the scorer says (own corpus)
         per_sample = [({**r, "match_rule": rules[r["sample_id"]]} if r["sample_id"] in rules else r,
                        official["per_sample"].get(r["sample_id"])) for r in mine]  # fmt: skip
         per_strategy[name] = {"official": official, "rows": mine, "per_sample": per_sample}
@@ -202,7 +252,14 @@ def compare_runs(folders: Sequence[str | Path], *, judge: Any = None) -> RunComp
     runs = []
     for folder in folders:
         manifest, samples, per_strategy = score_run(folder, judge=judge)
-        runs.append((Path(folder).name or str(folder), manifest["config"]["benchmark"], per_strategy, pairing.identities(samples)))
+        runs.append(
+            (
+                Path(folder).name or str(folder),
+                manifest["config"]["benchmark"],
+                per_strategy,
+                pairing.identities(samples),
+            )
+        )
     benchmarks = {b for _, b, _, _ in runs}
     if len(benchmarks) > 1:
         raise ValueError(f"compare needs runs of one benchmark; these are {sorted(benchmarks)}")
@@ -213,9 +270,11 @@ def compare_runs(folders: Sequence[str | Path], *, judge: Any = None) -> RunComp
               for label, (_, _, per, ids) in zip(labels, runs) for s, d in per.items()}  # fmt: skip
     names = [set(per) for _, _, per, _ in runs]
     shared = set.intersection(*names) if names else set()
+
     def wanted(a: str, b: str) -> bool:
         (sa, ra), (sb, rb) = a.split(" @ ", 1), b.split(" @ ", 1)
         return ra != rb and (sa == sb if shared else True)
+
     pairs = [r for r in comparison.pairwise(scores) if wanted(r["strategy_a"], r["strategy_b"])]
     for row, p in zip(pairs, stats.holm([r["p_value"] for r in pairs])):
         row["p_adjusted"] = p  # the family is the pairs shown
@@ -230,11 +289,19 @@ def _price_table(prices: str | Path | dict[str, Any] | None) -> dict[str, PriceR
     return parse_prices(prices) if isinstance(prices, dict) else load_prices(prices)
 
 
-def _add_ceilings(cfg: dict[str, Any], samples: list[Any], summary: list[dict[str, Any]], report: Path) -> None:
+def _add_ceilings(
+    cfg: dict[str, Any], samples: list[Any], summary: list[dict[str, Any]], report: Path
+) -> None:
     """Evidence ceilings beside accuracy when the samples name their evidence (``experiments.ceilings``)."""
     try:
         report_ceilings(cfg, samples, summary, report)
-    except (ValueError, TypeError, KeyError, OSError, RuntimeError) as exc:  # a bonus column: never lose the report over it
+    except (
+        ValueError,
+        TypeError,
+        KeyError,
+        OSError,
+        RuntimeError,
+    ) as exc:  # a bonus column: never lose the report over it
         import logging
 
         logging.getLogger(__name__).warning("Evidence ceilings skipped: %s", exc)
@@ -246,28 +313,56 @@ def _per_question(per_strategy: dict[str, dict[str, Any]], by_id: dict[str, Any]
 
     Scores are the scorer's (failed rows count as its rule says, unscored questions are None);
     tokens, seconds, cost and evidence recall exist for answered rows only (``costs``: :func:`strategy_costs`'s)."""
-    out: dict[str, dict[str, dict[str, float | None]]] = {m: {} for m in ("score", "tokens", "seconds", "cost_usd", "evidence_recall")}
+    out: dict[str, dict[str, dict[str, float | None]]] = {
+        m: {} for m in ("score", "tokens", "seconds", "cost_usd", "evidence_recall")
+    }
     for name, data in per_strategy.items():
         out["score"][name] = {r["sample_id"]: v for r, v in data["per_sample"]}
         ok = [r for r in data["rows"] if r["status"] == "ok"]
-        out["tokens"][name] = {r["sample_id"]: r["usage"]["prompt_tokens"] + r["usage"]["completion_tokens"] for r in ok}
+        out["tokens"][name] = {
+            r["sample_id"]: r["usage"]["prompt_tokens"] + r["usage"]["completion_tokens"]
+            for r in ok
+        }
         out["seconds"][name] = {r["sample_id"]: r["seconds"] for r in ok}
         price = costs[name]["prices"]
-        out["cost_usd"][name] = {r["sample_id"]: row_cost(r, price.get(row_model(r, manifest) or "unknown"), costs[name].get("table")) for r in ok}
-        out["evidence_recall"][name] = {r["sample_id"]: _recall(by_id[r["sample_id"]], r) for r in ok}
+        out["cost_usd"][name] = {
+            r["sample_id"]: row_cost(
+                r, price.get(row_model(r, manifest) or "unknown"), costs[name].get("table")
+            )
+            for r in ok
+        }
+        out["evidence_recall"][name] = {
+            r["sample_id"]: _recall(by_id[r["sample_id"]], r) for r in ok
+        }
     return out
 
 
-def _add_intervals(benchmark: str, samples: list[Any], summary: list[dict[str, Any]], scores: dict[str, dict[str, float | None]]) -> None:
+def _add_intervals(
+    benchmark: str,
+    samples: list[Any],
+    summary: list[dict[str, Any]],
+    scores: dict[str, dict[str, float | None]],
+) -> None:
     """Each summary row's score gets its 95% bootstrap interval, standard error and n (stratified as
     the benchmark's headline averages sub-sets)."""
     spec = BENCHMARKS.get(benchmark) if benchmark in BENCHMARKS else None
-    strata, weights = spec.strata(samples) if spec is not None and spec.strata is not None else (None, None)
+    strata, weights = (
+        spec.strata(samples) if spec is not None and spec.strata is not None else (None, None)
+    )
     for row in summary:
         values = scores.get(row["strategy"], {})
         ids = [q for q, v in values.items() if v is not None]
-        ci = stats.interval([values[q] for q in ids], [strata[q] for q in ids] if strata else None, weights)
-        row.update({"n_scored": ci.n, "score_ci_low": _round(ci.low), "score_ci_high": _round(ci.high), "score_se": _round(ci.se)})
+        ci = stats.interval(
+            [values[q] for q in ids], [strata[q] for q in ids] if strata else None, weights
+        )
+        row.update(
+            {
+                "n_scored": ci.n,
+                "score_ci_low": _round(ci.low),
+                "score_ci_high": _round(ci.high),
+                "score_se": _round(ci.se),
+            }
+        )
 
 
 def _add_frontiers(summary: list[dict[str, Any]], table: list[dict[str, Any]]) -> None:
@@ -276,12 +371,20 @@ def _add_frontiers(summary: list[dict[str, Any]], table: list[dict[str, Any]]) -
     the summary with costs, :func:`summary_table`)."""
     for key, column in (("cost_usd", "frontier_cost"), ("tokens", "frontier_tokens")):
         front = comparison.frontier(table, key)
-        known = {r["strategy"] for r in table if r.get("score") is not None and r.get(key) is not None}
+        known = {
+            r["strategy"] for r in table if r.get("score") is not None and r.get(key) is not None
+        }
         for row in summary:
-            row[column] = ("frontier" if front[row["strategy"]] else "dominated") if row["strategy"] in known else None
+            row[column] = (
+                ("frontier" if front[row["strategy"]] else "dominated")
+                if row["strategy"] in known
+                else None
+            )
 
 
-def _add_uncached_costs(summary: list[dict[str, Any]], table: list[dict[str, Any]], costs: dict[str, dict[str, Any]]) -> None:
+def _add_uncached_costs(
+    summary: list[dict[str, Any]], table: list[dict[str, Any]], costs: dict[str, dict[str, Any]]
+) -> None:
     """Where the server reported cached prompt tokens: USD per answer with the prompt cache
     (``cost_usd``) and without it (``cost_usd_uncached``: every prompt token at the prompt rate), and
     the cost frontier without it (``frontier_cost_uncached``), so the table shows the frontier that changes.
@@ -290,10 +393,16 @@ def _add_uncached_costs(summary: list[dict[str, Any]], table: list[dict[str, Any
     ``frontier_tokens`` by every token): the cost a cache changes on a free local model (its prefill)."""
     if not any(row.get("cached_prompt_tokens") for row in summary):
         return
-    uncached = [{**row, "cost_usd": costs.get(row["strategy"], {}).get("usd_per_answer_uncached")} for row in table]
+    uncached = [
+        {**row, "cost_usd": costs.get(row["strategy"], {}).get("usd_per_answer_uncached")}
+        for row in table
+    ]
     computed = [{**row, "computed_tokens": None if row.get("tokens") is None else row["tokens"] - (row.get("cached_prompt_tokens") or 0)}
                 for row in table]  # fmt: skip
-    fronts = {"frontier_cost_uncached": (uncached, "cost_usd"), "frontier_computed_tokens": (computed, "computed_tokens")}
+    fronts = {
+        "frontier_cost_uncached": (uncached, "cost_usd"),
+        "frontier_computed_tokens": (computed, "computed_tokens"),
+    }
     computed_by = {r["strategy"]: r["computed_tokens"] for r in computed}
     for row in summary:
         cost = costs.get(row["strategy"], {})
@@ -302,9 +411,15 @@ def _add_uncached_costs(summary: list[dict[str, Any]], table: list[dict[str, Any
         row["computed_tokens"] = _round(computed_by.get(row["strategy"]))
     for column, (rows, key) in fronts.items():
         front = comparison.frontier(rows, key)
-        known = {r["strategy"] for r in rows if r.get("score") is not None and r.get(key) is not None}
+        known = {
+            r["strategy"] for r in rows if r.get("score") is not None and r.get(key) is not None
+        }
         for row in summary:
-            row[column] = ("frontier" if front[row["strategy"]] else "dominated") if row["strategy"] in known else None
+            row[column] = (
+                ("frontier" if front[row["strategy"]] else "dominated")
+                if row["strategy"] in known
+                else None
+            )
 
 
 def _round(value: float | None, digits: int = 2) -> float | None:
@@ -315,17 +430,27 @@ def _mean(values: Sequence[float]) -> float | None:
     return round(sum(values) / len(values), 2) if values else None
 
 
-def _summary_row(benchmark: str, name: str, data: dict[str, Any], by_id: dict[str, Any]) -> dict[str, Any]:
+def _summary_row(
+    benchmark: str, name: str, data: dict[str, Any], by_id: dict[str, Any]
+) -> dict[str, Any]:
     ok = [r for r in data["rows"] if r["status"] == "ok"]
     usage = [r["usage"] for r in ok]
     row = {
         "strategy": name,
         "score": headline(benchmark, data["official"]),
-        **({"score_official_denominator": headline_official_denominator(benchmark, data["official"])}
-           if benchmark in OFFICIAL_DENOMINATOR else {}),
+        **(
+            {
+                "score_official_denominator": headline_official_denominator(
+                    benchmark, data["official"]
+                )
+            }
+            if benchmark in OFFICIAL_DENOMINATOR
+            else {}
+        ),
         "answers": len(data["rows"]),
         "failed": len(data["rows"]) - len(ok),
-        "missing": len(by_id) - len(data["rows"]),  # questions of the run this strategy has not answered yet
+        "missing": len(by_id)
+        - len(data["rows"]),  # questions of the run this strategy has not answered yet
         "llm_calls": _mean([u["llm_calls"] for u in usage]),
         "prompt_tokens": _mean([u["prompt_tokens"] for u in usage]),
         "cached_prompt_tokens": _mean([u.get("cached_prompt_tokens", 0) for u in usage]),
@@ -337,10 +462,21 @@ def _summary_row(benchmark: str, name: str, data: dict[str, Any], by_id: dict[st
         "seconds": _mean([r["seconds"] for r in ok]),
         "cached_calls": sum(u.get("cached_calls", 0) for u in usage),
         # answers whose steps say they ran degraded (a fallback plan, malformed extractions, a lost task)
-        "degraded": sum(1 for r in ok if any(isinstance(st, dict) and st.get("degraded") for st in r.get("steps") or [])),
+        "degraded": sum(
+            1
+            for r in ok
+            if any(isinstance(st, dict) and st.get("degraded") for st in r.get("steps") or [])
+        ),
     }
-    if any(u.get("rerank_calls") or u.get("rerank_failed_calls") for u in usage):  # a second retrieval stage: its calls beside the model's
-        row.update({k: _mean([u.get(k, 0) for u in usage]) for k in ("rerank_calls", "rerank_failed_calls", "rerank_tokens")})
+    if any(
+        u.get("rerank_calls") or u.get("rerank_failed_calls") for u in usage
+    ):  # a second retrieval stage: its calls beside the model's
+        row.update(
+            {
+                k: _mean([u.get(k, 0) for u in usage])
+                for k in ("rerank_calls", "rerank_failed_calls", "rerank_tokens")
+            }
+        )
     recalls = [_recall(by_id[r["sample_id"]], r) for r in ok]
     if any(v is not None for v in recalls):  # generated corpora know their evidence documents
         row["evidence_recall"] = _mean([v for v in recalls if v is not None])
@@ -371,7 +507,10 @@ def _by_length(per_strategy: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
             if value is not None:
                 table[length_bucket(row["corpus_tokens"])][name].append(value)
     order = [label for _, _, label in LENGTH_BUCKETS if label in table]
-    return [{"length": label, **{n: _mean(table[label].get(n, [])) for n in per_strategy}} for label in order]
+    return [
+        {"length": label, **{n: _mean(table[label].get(n, [])) for n in per_strategy}}
+        for label in order
+    ]
 
 
 def _write_table(stem: Path, rows: list[dict[str, Any]]) -> None:
@@ -386,5 +525,7 @@ def _write_table(stem: Path, rows: list[dict[str, Any]]) -> None:
         writer.writeheader()
         writer.writerows(rows)
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join("" if r[c] is None else str(r[c]) for c in columns) + " |" for r in rows]
+    lines += [
+        "| " + " | ".join("" if r[c] is None else str(r[c]) for c in columns) + " |" for r in rows
+    ]
     stem.with_suffix(".md").write_text("\n".join(lines) + "\n")

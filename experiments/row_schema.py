@@ -43,11 +43,17 @@ def row_problem(row: Any) -> str | None:
     missing = [k for k in ("sample_id", "strategy", "status", "corpus_tokens") if k not in row]
     if missing:
         return f"a JSON object without {', '.join(missing)}"
-    if not isinstance(row["sample_id"], (str, int)) or isinstance(row["sample_id"], bool) or not isinstance(row["strategy"], str):
+    if (
+        not isinstance(row["sample_id"], (str, int))
+        or isinstance(row["sample_id"], bool)
+        or not isinstance(row["strategy"], str)
+    ):
         return "sample_id or strategy is not a string"
     if row["status"] not in ("ok", "failed"):
         return f"status {str(row['status'])[:40]!r} is neither 'ok' nor 'failed'"
-    problem = count_problem("corpus_tokens", row["corpus_tokens"]) or _text_problem(row, "error", required=False)
+    problem = count_problem("corpus_tokens", row["corpus_tokens"]) or _text_problem(
+        row, "error", required=False
+    )
     if problem or row["status"] == "failed":
         return problem
     return ok_row_problem(row)
@@ -55,15 +61,24 @@ def row_problem(row: Any) -> str | None:
 
 def ok_row_problem(row: Mapping[str, Any]) -> str | None:
     """What makes an ok row unusable: its text, its seconds and its usage (see :func:`row_problem`)."""
-    problem = _text_problem(row, "prediction", required=True) or _text_problem(row, "answer", required=False)
+    problem = _text_problem(row, "prediction", required=True) or _text_problem(
+        row, "answer", required=False
+    )
     if problem:
         return problem
     usage = row.get("usage")
     if not isinstance(usage, Mapping) or "seconds" not in row:
         return "an ok row without usage or seconds"
-    checks = [("seconds", row["seconds"], seconds_problem), *((f"usage.{k}", usage.get(k), count_problem) for k in REQUIRED_COUNTS)]
+    checks = [
+        ("seconds", row["seconds"], seconds_problem),
+        *((f"usage.{k}", usage.get(k), count_problem) for k in REQUIRED_COUNTS),
+    ]
     checks += [(f"usage.{k}", usage[k], count_problem) for k in OPTIONAL_COUNTS if k in usage]
-    checks += [(f"usage.{k}", usage[k], seconds_problem) for k in ("seconds", *OPTIONAL_SECONDS) if k in usage]
+    checks += [
+        (f"usage.{k}", usage[k], seconds_problem)
+        for k in ("seconds", *OPTIONAL_SECONDS)
+        if k in usage
+    ]
     checks += [(k, row[k], seconds_problem) for k in OPTIONAL_SECONDS if k in row]
     return next((p for name, value, check in checks if (p := check(name, value))), None)
 
@@ -77,7 +92,12 @@ def count_problem(name: str, value: Any) -> str | None:
 
 def seconds_problem(name: str, value: Any) -> str | None:
     """Why ``value`` is not a duration (a finite number of seconds in ``[0, MAX_SECONDS)``), or ``None``."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and -ROUNDING_SECONDS < value < MAX_SECONDS:
+    if (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and -ROUNDING_SECONDS < value < MAX_SECONDS
+    ):
         return None
     return f"{name} is {_shown(value)}, not a number of seconds from 0 to {MAX_SECONDS:.0e}"
 

@@ -12,7 +12,14 @@ from collections.abc import Iterable
 from typing import Any
 
 #: The usage counts a pair's rows add up (each row's are the requests of its own call).
-SPENT = ("llm_calls", "failed_calls", "cached_calls", "prompt_tokens", "cached_prompt_tokens", "completion_tokens")
+SPENT = (
+    "llm_calls",
+    "failed_calls",
+    "cached_calls",
+    "prompt_tokens",
+    "cached_prompt_tokens",
+    "completion_tokens",
+)
 
 
 def latest_with_spend(rows: Iterable[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:

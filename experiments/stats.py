@@ -83,7 +83,9 @@ class PairedResult:
 
 
 def _clean(values: Sequence[float | None]) -> np.ndarray:
-    return np.asarray([float(v) for v in values if v is not None and math.isfinite(float(v))], dtype=float)
+    return np.asarray(
+        [float(v) for v in values if v is not None and math.isfinite(float(v))], dtype=float
+    )
 
 
 def _binary_scale(values: np.ndarray) -> float | None:
@@ -127,7 +129,12 @@ def interval(values: Sequence[float | None], strata: Sequence[Hashable] | None =
     mean = float(sum(w[s] * a.mean() for s, a in arrays.items()))
     rng = np.random.default_rng(seed)
     boot = np.zeros(n_resamples)
-    for s, arr in arrays.items():  # insertion order: reproducible draws (one stratum draws as scipy.stats.bootstrap does)
+    for (
+        s,
+        arr,
+    ) in (
+        arrays.items()
+    ):  # insertion order: reproducible draws (one stratum draws as scipy.stats.bootstrap does)
         boot += w[s] * _resample_means(arr, rng, n_resamples)
     if np.ptp(boot) <= 1e-12 * max(1.0, abs(mean)):
         return _degenerate_interval(mean, np.concatenate(list(arrays.values())))
@@ -149,7 +156,9 @@ def _bca_limits(boot: np.ndarray, estimate: float, influence: np.ndarray) -> tup
     estimate, the acceleration from the questions' empirical influence), percentile limits where undefined."""
     norm = _scipy_stats().norm
     tail = (1 - CONFIDENCE) / 2
-    below = (np.count_nonzero(boot < estimate) + np.count_nonzero(boot <= estimate)) / (2 * boot.size)
+    below = (np.count_nonzero(boot < estimate) + np.count_nonzero(boot <= estimate)) / (
+        2 * boot.size
+    )
     spread = float(np.sum(influence**2))
     accel = float(np.sum(influence**3)) / (6 * spread**1.5) if spread > 0 else 0.0
     z0 = norm.ppf(below)
@@ -169,11 +178,17 @@ def _degenerate_interval(mean: float, values: np.ndarray) -> Interval:
     if scale is None:
         return Interval(mean, None, None, None, int(values.size))
     right = int(np.count_nonzero(values))
-    ci = _scipy_stats().binomtest(right, int(values.size)).proportion_ci(confidence_level=CONFIDENCE, method="exact")
+    ci = (
+        _scipy_stats()
+        .binomtest(right, int(values.size))
+        .proportion_ci(confidence_level=CONFIDENCE, method="exact")
+    )
     return Interval(mean, float(ci.low) * scale, float(ci.high) * scale, None, int(values.size))
 
 
-def paired_test(a: Sequence[float], b: Sequence[float], *, seed: int = SEED, n_resamples: int = N_RESAMPLES) -> PairedResult:
+def paired_test(
+    a: Sequence[float], b: Sequence[float], *, seed: int = SEED, n_resamples: int = N_RESAMPLES
+) -> PairedResult:
     """Strategy a against strategy b on the same questions (``a[i]`` and ``b[i]`` score question i).
 
     McNemar's exact test when every score is 0/1 (or 0/100): the two-sided binomial test of the
@@ -185,7 +200,9 @@ def paired_test(a: Sequence[float], b: Sequence[float], *, seed: int = SEED, n_r
     """
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.shape != y.shape:
-        raise ValueError(f"paired_test needs one score per question on both sides, got {x.size} and {y.size}")
+        raise ValueError(
+            f"paired_test needs one score per question on both sides, got {x.size} and {y.size}"
+        )
     n = int(x.size)
     if n == 0:
         return PairedResult(0, None, None, None, None, "none", None)
@@ -196,14 +213,20 @@ def paired_test(a: Sequence[float], b: Sequence[float], *, seed: int = SEED, n_r
         return PairedResult(n, mean, None, None, 1.0, "none", None)
     low: float | None = None
     high: float | None = None
-    if not np.all(d == d[0]):  # equal differences: resampling cannot vary, and a zero-width interval would read as certainty
+    if not np.all(
+        d == d[0]
+    ):  # equal differences: resampling cannot vary, and a zero-width interval would read as certainty
         res = _scipy_stats().bootstrap((d,), np.mean, confidence_level=CONFIDENCE, n_resamples=n_resamples, method="percentile",
                             batch=max(1, _BATCH_VALUES // n), random_state=np.random.default_rng(seed))  # fmt: skip
         low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
     scale = _binary_scale(np.concatenate([x, y]))
     if scale is not None:
         a_only, b_only = int(np.sum(x > y)), int(np.sum(y > x))
-        p = 1.0 if a_only + b_only == 0 else float(_scipy_stats().binomtest(a_only, a_only + b_only, 0.5).pvalue)
+        p = (
+            1.0
+            if a_only + b_only == 0
+            else float(_scipy_stats().binomtest(a_only, a_only + b_only, 0.5).pvalue)
+        )
         return PairedResult(n, mean, low, high, p, "mcnemar-exact", sd, a_only + b_only, scale)
     moved = d != 0
     nonzero = int(np.count_nonzero(moved))
@@ -213,7 +236,15 @@ def paired_test(a: Sequence[float], b: Sequence[float], *, seed: int = SEED, n_r
     res = _scipy_stats().permutation_test((x[moved], y[moved]), lambda u, v, axis: np.mean(u - v, axis=axis), permutation_type="samples",
                                vectorized=True, n_resamples=np.inf if exact else n_resamples, alternative="two-sided",
                                batch=max(1, _BATCH_VALUES // nonzero), random_state=np.random.default_rng(seed))  # fmt: skip
-    return PairedResult(n, mean, low, high, float(min(1.0, res.pvalue)), "sign-flip-exact" if exact else "sign-flip-monte-carlo", sd)
+    return PairedResult(
+        n,
+        mean,
+        low,
+        high,
+        float(min(1.0, res.pvalue)),
+        "sign-flip-exact" if exact else "sign-flip-monte-carlo",
+        sd,
+    )
 
 
 def holm(p_values: Sequence[float | None]) -> list[float | None]:
@@ -258,7 +289,9 @@ def can_be_significant(n: int, test: str, *, family: int = 1, alpha: float = ALP
     return family * smallest_p(n, test) < alpha
 
 
-def detectable_difference(result: PairedResult, *, alpha: float = ALPHA, power: float = POWER) -> float | None:
+def detectable_difference(
+    result: PairedResult, *, alpha: float = ALPHA, power: float = POWER
+) -> float | None:
     """The smallest mean paired difference the test behind ``result`` detects with ``power`` at
     two-sided ``alpha`` on its ``n`` questions; ``None`` where no difference can be significant at
     that n (see :func:`can_be_significant`) or the data give no spread to size it from.
@@ -276,7 +309,11 @@ def detectable_difference(result: PairedResult, *, alpha: float = ALPHA, power: 
     if not result.sd_diff:
         return None
     t = _scipy_stats().t
-    return float((t.ppf(1 - alpha / 2, result.n - 1) + t.ppf(power, result.n - 1)) * result.sd_diff / math.sqrt(result.n))
+    return float(
+        (t.ppf(1 - alpha / 2, result.n - 1) + t.ppf(power, result.n - 1))
+        * result.sd_diff
+        / math.sqrt(result.n)
+    )
 
 
 def _mcnemar_power(n: int, discordance: float, diff: float, alpha: float) -> float:
@@ -307,16 +344,27 @@ def _mcnemar_detectable(n: int, discordance: float, alpha: float, power: float) 
     low, high = 0.0, 1.0
     for _ in range(30):
         mid = (low + high) / 2
-        low, high = (low, mid) if _mcnemar_power(n, discordance, mid, alpha) >= power else (mid, high)
+        low, high = (
+            (low, mid) if _mcnemar_power(n, discordance, mid, alpha) >= power else (mid, high)
+        )
     return high
 
 
-def questions_needed(difference: float, sd_diff: float, *, alpha: float = ALPHA, power: float = POWER) -> int | None:
+def questions_needed(
+    difference: float, sd_diff: float, *, alpha: float = ALPHA, power: float = POWER
+) -> int | None:
     """How many paired questions a true mean difference of ``difference`` needs to be detected
     (normal approximation: a planning figure; :func:`detectable_difference` sizes a given n exactly)."""
     if difference == 0 or sd_diff <= 0:
         return None
-    return math.ceil(((_scipy_stats().norm.ppf(1 - alpha / 2) + _scipy_stats().norm.ppf(power)) * sd_diff / abs(difference)) ** 2)
+    return math.ceil(
+        (
+            (_scipy_stats().norm.ppf(1 - alpha / 2) + _scipy_stats().norm.ppf(power))
+            * sd_diff
+            / abs(difference)
+        )
+        ** 2
+    )
 
 
 def pareto_front(points: Mapping[str, tuple[float | None, float | None]]) -> dict[str, bool]:
@@ -328,6 +376,7 @@ def pareto_front(points: Mapping[str, tuple[float | None, float | None]]) -> dic
     for name, (s, c) in known.items():
         out[name] = not any(
             (s2 >= s and c2 <= c) and (s2 > s or c2 < c)  # type: ignore[operator]
-            for other, (s2, c2) in known.items() if other != name
+            for other, (s2, c2) in known.items()
+            if other != name
         )
     return out

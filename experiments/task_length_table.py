@@ -21,11 +21,18 @@ def _cell(value: Any) -> str:
 def task_length_table(scores: Mapping[str, Any]) -> list[str] | None:
     """One strategy's table as Markdown lines, or ``None`` when its score has no task x length aggregation."""
     tasks = scores.get("tasks")
-    if not isinstance(tasks, Mapping) or not tasks or not all(isinstance(row, Mapping) for row in tasks.values()):
+    if (
+        not isinstance(tasks, Mapping)
+        or not tasks
+        or not all(isinstance(row, Mapping) for row in tasks.values())
+    ):
         return None
     lengths = list(scores.get("lengths") or dict.fromkeys(n for row in tasks.values() for n in row))
     lines = ["| task | " + " | ".join(lengths) + " |", "|---|" + "---|" * len(lengths)]
-    lines += [f"| {t} | " + " | ".join(_cell(row.get(n)) for n in lengths) + " |" for t, row in tasks.items()]
+    lines += [
+        f"| {t} | " + " | ".join(_cell(row.get(n)) for n in lengths) + " |"
+        for t, row in tasks.items()
+    ]
     avg = scores.get("avg_qa1_qa5")
     if isinstance(avg, Mapping):
         lines.append("| avg (qa1-qa5) | " + " | ".join(_cell(avg.get(n)) for n in lengths) + " |")

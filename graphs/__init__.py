@@ -44,7 +44,10 @@ _EXPORTS = {
     "StrategyPresentation": "graphs.presentation",
     "RagConfig": "graphs.rag",
     "RetrievalSettings": "graphs.retrieval_settings",
-    **dict.fromkeys(("BatchRun", "BatchSettings", "Continuation", "RayStage", "SingleRun", "Strategy"), "graphs.registry"),
+    **dict.fromkeys(
+        ("BatchRun", "BatchSettings", "Continuation", "RayStage", "SingleRun", "Strategy"),
+        "graphs.registry",
+    ),
     "SelfAskConfig": "graphs.self_ask",
     "SelfRouteConfig": "graphs.self_route",
 }

@@ -27,7 +27,16 @@ from graphs.context import StrategyContext
 from graphs.llm import model_id, tokenizer_id
 from graphs.registry import BatchRun, BatchSettings, Strategy
 from graphs.request_settings import request_settings
-from memory import CHECKPOINTS_FILE, TRACE_FILE, MemoryTrace, lock_run, open_checkpointer, prune_checkpoints, run_folder, thread_key
+from memory import (
+    CHECKPOINTS_FILE,
+    TRACE_FILE,
+    MemoryTrace,
+    lock_run,
+    open_checkpointer,
+    prune_checkpoints,
+    run_folder,
+    thread_key,
+)
 from retrieval.contract import Corpus, Question, Step, Usage
 
 #: A running run drops its superseded checkpoints every this many chunks. Resuming reads only
@@ -81,9 +90,13 @@ def run_batched_graph(
     run_dir = run_folder(folder, thread)  # one checkpoint + trace database per run key
     held = contextlib.ExitStack()
     if settings.resume:
-        held.enter_context(lock_run(run_dir))  # a second identical run at once: RunInUse, naming this one
+        held.enter_context(
+            lock_run(run_dir)
+        )  # a second identical run at once: RunInUse, naming this one
     trace = MemoryTrace(run_dir / TRACE_FILE if settings.resume else ":memory:")
-    on_disk = open_checkpointer(run_dir / CHECKPOINTS_FILE) if settings.resume else None  # None: in memory, nothing to prune
+    on_disk = (
+        open_checkpointer(run_dir / CHECKPOINTS_FILE) if settings.resume else None
+    )  # None: in memory, nothing to prune
     saver = on_disk if on_disk is not None else InMemorySaver()
 
     def prepare(start_document: int = 0) -> tuple[Any, Sequence[int]]:
@@ -94,14 +107,24 @@ def run_batched_graph(
     try:
         ctx, sizes = prepare()
         graph = spec.build_graph(cfg, checkpointer=saver)
-        run_config: dict[str, Any] = {"configurable": {"thread_id": thread}, "max_concurrency": settings.concurrency, "callbacks": callbacks}
-        run_config.update({k: v for k, v in (("run_name", run_name), ("tags", tags), ("metadata", metadata)) if v})
-        snapshot = graph.get_state(run_config)  # its values include the finished tasks of an interrupted step
+        run_config: dict[str, Any] = {
+            "configurable": {"thread_id": thread},
+            "max_concurrency": settings.concurrency,
+            "callbacks": callbacks,
+        }
+        run_config.update(
+            {k: v for k, v in (("run_name", run_name), ("tags", tags), ("metadata", metadata)) if v}
+        )
+        snapshot = graph.get_state(
+            run_config
+        )  # its values include the finished tasks of an interrupted step
         earlier = recorded_usage(mode, snapshot.values, len(questions))
         resumed_from = snapshot.values.get(mode.progress_key) if snapshot.next else None
         replayed = bool(snapshot.values) and not snapshot.next
         stopped = None
-        start, payload = _continued(spec, mode, cfg, questions, llm, corpus, folder, key_prefix, snapshot.values, settings)
+        start, payload = _continued(
+            spec, mode, cfg, questions, llm, corpus, folder, key_prefix, snapshot.values, settings
+        )
         if start:  # read only the documents added since the earlier run
             ctx, sizes = prepare(start)
         run_config["recursion_limit"] = 2 * len(sizes) + 10  # two supersteps a step, and the ends
@@ -111,7 +134,13 @@ def run_batched_graph(
             if not snapshot.next:
                 payload = {**mode.initial_state(questions, ctx), **payload}
             try:
-                for update in graph.stream(None if snapshot.next else payload, run_config, context=ctx, stream_mode="updates", durability="sync"):
+                for update in graph.stream(
+                    None if snapshot.next else payload,
+                    run_config,
+                    context=ctx,
+                    stream_mode="updates",
+                    durability="sync",
+                ):
                     if mode.advance_node in update:
                         k = update[mode.advance_node][mode.progress_key]
                         if on_advance:
@@ -123,13 +152,24 @@ def run_batched_graph(
         final = graph.get_state(run_config).values
         if not replayed and on_disk is not None and stopped is None:
             prune_checkpoints(on_disk, thread)  # finished: keep only the final state replay reads
-        steps = [trace_steps(trace.snapshots(thread, i), settings.trace_chars, mode.trace_step) for i in range(len(questions))]
+        steps = [
+            trace_steps(trace.snapshots(thread, i), settings.trace_chars, mode.trace_step)
+            for i in range(len(questions))
+        ]
     finally:
         trace.close()
         if on_disk is not None:
             on_disk.conn.close()
         held.close()
-    return BatchedRun(final=final, steps=steps, resumed_from=resumed_from, replayed=replayed, stopped=stopped, n_steps=len(sizes), earlier=earlier)
+    return BatchedRun(
+        final=final,
+        steps=steps,
+        resumed_from=resumed_from,
+        replayed=replayed,
+        stopped=stopped,
+        n_steps=len(sizes),
+        earlier=earlier,
+    )
 
 
 def recorded_usage(mode: BatchRun, values: Mapping[str, Any], questions: int) -> list[Usage]:
@@ -183,20 +223,37 @@ def run_key(
 def model_key(llm: BaseChatModel) -> dict[str, Any]:
     """The model's part of a run key: name and server, every setting its requests carry
     (:func:`graphs.request_settings.request_settings`) and the tokenizer that cuts the windows."""
-    return {"model": model_id(llm), "requests": request_settings(llm), "tokenizer": tokenizer_id(llm)}
+    return {
+        "model": model_id(llm),
+        "requests": request_settings(llm),
+        "tokenizer": tokenizer_id(llm),
+    }
 
 
 def question_key(question: Question, budget: int) -> tuple[Any, ...]:
     """A question's part of a run key: its text, instruction and answer budget, and the
     protocol's temperature and stop sequences of the final call where it sets them."""
     protocol = question.protocol
-    sampling = {"temperature": protocol.temperature, "stop": protocol.stop} if protocol is not None else {}
+    sampling = (
+        {"temperature": protocol.temperature, "stop": protocol.stop} if protocol is not None else {}
+    )
     sampling = {k: v for k, v in sampling.items() if v is not None}
-    return (question.render(), question.instruction, question.answer_budget(budget), *([sampling] if sampling else []))
+    return (
+        question.render(),
+        question.instruction,
+        question.answer_budget(budget),
+        *([sampling] if sampling else []),
+    )
 
 
 def finished_prefix_run(
-    spec: Strategy[Any], mode: BatchRun, cfg: StrategyConfig, questions: list[Question], llm: BaseChatModel, corpus: Corpus, folder: Path,
+    spec: Strategy[Any],
+    mode: BatchRun,
+    cfg: StrategyConfig,
+    questions: list[Question],
+    llm: BaseChatModel,
+    corpus: Corpus,
+    folder: Path,
     key_prefix: str | None,
 ) -> tuple[int, Mapping[str, Any]] | None:
     """``(documents, state carried on)`` of the finished run over the longest proper prefix of
@@ -207,7 +264,13 @@ def finished_prefix_run(
 
 
 def _finished_prefix_state(
-    spec: Strategy[Any], mode: BatchRun, cfg: StrategyConfig, questions: list[Question], llm: BaseChatModel, corpus: Corpus, folder: Path,
+    spec: Strategy[Any],
+    mode: BatchRun,
+    cfg: StrategyConfig,
+    questions: list[Question],
+    llm: BaseChatModel,
+    corpus: Corpus,
+    folder: Path,
     key_prefix: str | None,
 ) -> tuple[int, Mapping[str, Any], Mapping[str, Any]] | None:
     """``(documents, final state, state carried on)`` of :func:`finished_prefix_run`'s earlier run."""
@@ -219,9 +282,28 @@ def _finished_prefix_state(
     model = model_key(llm)
     for n in range(len(prefixes), 0, -1):
         for variant in (cfg, plain):
-            path = run_folder(folder, run_key(spec, mode, variant, questions, llm, prefixes[n - 1], key_prefix, model=model)) / CHECKPOINTS_FILE
+            path = (
+                run_folder(
+                    folder,
+                    run_key(
+                        spec,
+                        mode,
+                        variant,
+                        questions,
+                        llm,
+                        prefixes[n - 1],
+                        key_prefix,
+                        model=model,
+                    ),
+                )
+                / CHECKPOINTS_FILE
+            )
             state = _stored_state(spec, cfg, path)
-            carried = how.carry(state.values) if state is not None and state.values and not state.next else None
+            carried = (
+                how.carry(state.values)
+                if state is not None and state.values and not state.next
+                else None
+            )
             if state is not None and carried is not None:
                 return n, state.values, carried
     return None
@@ -233,7 +315,9 @@ def _stored_state(spec: Strategy[Any], cfg: StrategyConfig, path: Path) -> Any:
         return None
     saver = open_checkpointer(path)
     try:
-        return spec.build_graph(cfg, checkpointer=saver).get_state({"configurable": {"thread_id": path.parent.name}})
+        return spec.build_graph(cfg, checkpointer=saver).get_state(
+            {"configurable": {"thread_id": path.parent.name}}
+        )
     finally:
         saver.conn.close()
 
@@ -258,7 +342,14 @@ class Checkpointed:
 
 
 def checkpointed(
-    spec: Strategy[Any], mode: BatchRun, cfg: StrategyConfig, questions: list[Question], llm: BaseChatModel, corpus: Corpus, *, folder: Path,
+    spec: Strategy[Any],
+    mode: BatchRun,
+    cfg: StrategyConfig,
+    questions: list[Question],
+    llm: BaseChatModel,
+    corpus: Corpus,
+    *,
+    folder: Path,
     key_prefix: str | None = None,
 ) -> Checkpointed:
     """What the checkpoint of the run an identical call would make holds: its own (the finished tasks of an interrupted
@@ -270,8 +361,15 @@ def checkpointed(
     thread = run_key(spec, mode, cfg, questions, llm, corpus.fingerprint, key_prefix)
     state = _stored_state(spec, cfg, run_folder(folder, thread) / CHECKPOINTS_FILE)
     if state is not None and state.values:
-        return Checkpointed(sum(recorded_usage(mode, state.values, len(questions)), Usage()), int(state.values.get(mode.progress_key) or 0))
-    earlier = _finished_prefix_state(spec, mode, cfg, questions, llm, corpus, folder, key_prefix) if settings.continue_from_prefix else None
+        return Checkpointed(
+            sum(recorded_usage(mode, state.values, len(questions)), Usage()),
+            int(state.values.get(mode.progress_key) or 0),
+        )
+    earlier = (
+        _finished_prefix_state(spec, mode, cfg, questions, llm, corpus, folder, key_prefix)
+        if settings.continue_from_prefix
+        else None
+    )
     if earlier is None:
         return Checkpointed(Usage())
     return Checkpointed(sum(recorded_usage(mode, earlier[1], len(questions)), Usage()), None)

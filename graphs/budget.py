@@ -66,10 +66,19 @@ class Budget:
     def __post_init__(self) -> None:
         for name in ("max_llm_calls", "max_prompt_tokens"):
             value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-                raise ValueError(f"Budget {name} must be a non-negative whole number, got {value!r}")
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 0
+            ):
+                raise ValueError(
+                    f"Budget {name} must be a non-negative whole number, got {value!r}"
+                )
         cost = self.max_cost_usd
-        if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float)) or cost < 0 or math.isnan(cost)):
+        if cost is not None and (
+            isinstance(cost, bool)
+            or not isinstance(cost, (int, float))
+            or cost < 0
+            or math.isnan(cost)
+        ):
             raise ValueError(f"Budget max_cost_usd must be a non-negative number, got {cost!r}")
         try:
             object.__setattr__(self, "price", as_token_price(self.price))
@@ -85,11 +94,19 @@ class Budget:
     @property
     def limited(self) -> bool:
         """Whether any limit is set."""
-        return any(v is not None for v in (self.max_llm_calls, self.max_prompt_tokens, self.max_cost_usd))
+        return any(
+            v is not None for v in (self.max_llm_calls, self.max_prompt_tokens, self.max_cost_usd)
+        )
 
-    def cost(self, prompt_tokens: float, completion_tokens: float, cached_prompt_tokens: float = 0) -> float:
+    def cost(
+        self, prompt_tokens: float, completion_tokens: float, cached_prompt_tokens: float = 0
+    ) -> float:
         """USD of these tokens at :attr:`price` (0 without a price; cached prompt tokens at its cached rate)."""
-        return 0.0 if self.price is None else float(self.price.cost(prompt_tokens, completion_tokens, cached_prompt_tokens))
+        return (
+            0.0
+            if self.price is None
+            else float(self.price.cost(prompt_tokens, completion_tokens, cached_prompt_tokens))
+        )
 
     def rerank_cost(self, tokens: float) -> float:
         """USD of ``tokens`` sent to the reranker at :attr:`rerank_price` (0 without one: local)."""
@@ -181,7 +198,9 @@ class CostPlan:
         i = self.index
         if i is not None and not (i.calls <= self.calls and i.max_calls <= self.max_calls and i.prompt_tokens <= self.prompt_tokens
                                   and i.max_prompt_tokens <= self.max_prompt_tokens and i.completion_tokens <= self.completion_tokens):  # fmt: skip
-            raise ValueError(f"{self.strategy}'s index-time part {i.to_dict()} exceeds its plan's counts")
+            raise ValueError(
+                f"{self.strategy}'s index-time part {i.to_dict()} exceeds its plan's counts"
+            )
 
     def scaled(self, questions: int) -> CostPlan:
         """The plan for ``questions`` questions answered one by one (each runs the whole plan but its index part, built once)."""
@@ -203,13 +222,21 @@ class CostPlan:
     def question_calls(self) -> tuple[int, int]:
         """Model calls at question time, at least and at most (the plan's less its index part)."""
         i = self.index
-        return (self.calls - i.calls, self.max_calls - i.max_calls) if i else (self.calls, self.max_calls)
+        return (
+            (self.calls - i.calls, self.max_calls - i.max_calls)
+            if i
+            else (self.calls, self.max_calls)
+        )
 
     @property
     def question_prompt_tokens(self) -> tuple[int, int]:
         """Prompt tokens at question time, at least and at most (the plan's less its index part)."""
         i = self.index
-        return (self.prompt_tokens - i.prompt_tokens, self.max_prompt_tokens - i.max_prompt_tokens) if i else (self.prompt_tokens, self.max_prompt_tokens)
+        return (
+            (self.prompt_tokens - i.prompt_tokens, self.max_prompt_tokens - i.max_prompt_tokens)
+            if i
+            else (self.prompt_tokens, self.max_prompt_tokens)
+        )
 
     def cost_usd(self, price: Any, rerank_price: Any = None) -> float | None:
         """USD of the least run at ``price`` (any form :func:`~graphs.pricing.as_token_price` reads; every prompt
@@ -218,7 +245,11 @@ class CostPlan:
         rates, rerank_rates = as_token_price(price), as_token_price(rerank_price)
         if rates is None:
             return None
-        reranked = rerank_rates.cost(self.rerank.tokens, 0) if self.rerank is not None and rerank_rates is not None else 0.0
+        reranked = (
+            rerank_rates.cost(self.rerank.tokens, 0)
+            if self.rerank is not None and rerank_rates is not None
+            else 0.0
+        )
         return float(rates.cost(self.prompt_tokens, self.completion_tokens)) + float(reranked)
 
     def over(self, budget: Budget) -> list[str]:
@@ -228,9 +259,15 @@ class CostPlan:
         calls, tokens = self.calls, self.prompt_tokens
         if self.rerank is not None:
             calls, tokens = calls + self.rerank.calls, tokens + self.rerank.tokens
-        reranks = f" ({self.rerank.calls:,} of them rerank calls)" if self.rerank is not None and self.rerank.calls else ""
+        reranks = (
+            f" ({self.rerank.calls:,} of them rerank calls)"
+            if self.rerank is not None and self.rerank.calls
+            else ""
+        )
         if budget.max_llm_calls is not None and calls > budget.max_llm_calls:
-            problems.append(f"{calls:,} call{'' if calls == 1 else 's'}{reranks} > {budget.max_llm_calls:,}")
+            problems.append(
+                f"{calls:,} call{'' if calls == 1 else 's'}{reranks} > {budget.max_llm_calls:,}"
+            )
         if budget.max_prompt_tokens is not None and tokens > budget.max_prompt_tokens:
             problems.append(f"~{tokens:,} prompt tokens > {budget.max_prompt_tokens:,}")
         cost = self.cost_usd(budget.price, budget.rerank_price)
@@ -247,9 +284,13 @@ class CostPlan:
             return self
         if self.steps and step is not None:
             done = sum(c for c, _, _ in self.steps[:step])
-            rest = self.steps[step + 1 :] if calls > done else self.steps[step:]  # a step partly done counts none of its tokens
+            rest = (
+                self.steps[step + 1 :] if calls > done else self.steps[step:]
+            )  # a step partly done counts none of its tokens
             prompt, completion = sum(p for _, p, _ in rest), sum(t for _, _, t in rest)
-            most = self.max_prompt_tokens - (self.prompt_tokens - prompt)  # the steps done sent at least their least
+            most = self.max_prompt_tokens - (
+                self.prompt_tokens - prompt
+            )  # the steps done sent at least their least
         else:
             prompt, completion, most = 0, 0, self.max_prompt_tokens
         return CostPlan(
@@ -261,8 +302,16 @@ class CostPlan:
 
     def describe(self) -> str:
         """One line: calls and tokens (a range where they vary) and the formula."""
-        calls = f"{self.calls:,}" if self.calls == self.max_calls else f"{self.calls:,}-{self.max_calls:,}"
-        tokens = f"~{self.prompt_tokens:,}" if self.prompt_tokens == self.max_prompt_tokens else f"~{self.prompt_tokens:,}-{self.max_prompt_tokens:,}"
+        calls = (
+            f"{self.calls:,}"
+            if self.calls == self.max_calls
+            else f"{self.calls:,}-{self.max_calls:,}"
+        )
+        tokens = (
+            f"~{self.prompt_tokens:,}"
+            if self.prompt_tokens == self.max_prompt_tokens
+            else f"~{self.prompt_tokens:,}-{self.max_prompt_tokens:,}"
+        )
         per = f" for {self.questions} questions" if self.questions != 1 else ""
         line = f"{self.strategy} plans {calls} call{'' if self.max_calls == 1 else 's'} and {tokens} prompt tokens{per} ({self.formula})"
         line += f", and {self.rerank.describe()}" if self.rerank is not None else ""
@@ -300,4 +349,6 @@ def check_plan(plan: CostPlan, budget: Budget | None) -> None:
         return
     problems = plan.over(budget)
     if problems:
-        raise BudgetExceeded(f"Budget exceeded before any call: {plan.describe()}; over the budget: {', '.join(problems)}")
+        raise BudgetExceeded(
+            f"Budget exceeded before any call: {plan.describe()}; over the budget: {', '.join(problems)}"
+        )

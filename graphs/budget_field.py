@@ -44,14 +44,18 @@ def budget_field(model: str | None) -> str:
     generates to the end of its window. ``max_completion_tokens`` for the o-series and the
     gpt-5 family, which reject ``max_tokens``.
     """
-    return "max_completion_tokens" if _REASONING_MODEL.match((model or "").strip()) else "max_tokens"
+    return (
+        "max_completion_tokens" if _REASONING_MODEL.match((model or "").strip()) else "max_tokens"
+    )
 
 
 def with_budget_field(payload: dict[str, Any], model: str | None) -> dict[str, Any]:
     """``payload`` with its answer budget (under either name) sent as :func:`budget_field` says; in place."""
     present = [key for key in BUDGET_FIELDS if key in payload]
     if present:
-        value = payload.pop(present[-1])  # ChatOpenAI's own rename leaves only max_completion_tokens
+        value = payload.pop(
+            present[-1]
+        )  # ChatOpenAI's own rename leaves only max_completion_tokens
         for key in present[:-1]:
             payload.pop(key)
         payload[budget_field(model)] = value
@@ -75,12 +79,19 @@ def budget_kwargs(llm: Any, max_tokens: int) -> dict[str, Any]:
     deployment, which rejects it. A model on the Responses API is left alone too: LangChain
     sends its budget as ``max_output_tokens``, and that API knows no ``max_tokens``.
     """
-    if not _renames_budget(type(llm)) or budget_field(getattr(llm, "model_name", None)) != "max_tokens":
+    if (
+        not _renames_budget(type(llm))
+        or budget_field(getattr(llm, "model_name", None)) != "max_tokens"
+    ):
         return {"max_tokens": max_tokens}
     uses_responses_api = getattr(llm, "_use_responses_api", None)
-    if callable(uses_responses_api) and uses_responses_api(dict(getattr(llm, "model_kwargs", None) or {})):
+    if callable(uses_responses_api) and uses_responses_api(
+        dict(getattr(llm, "model_kwargs", None) or {})
+    ):
         return {"max_tokens": max_tokens}
-    kwargs: dict[str, Any] = {"extra_body": {**(getattr(llm, "extra_body", None) or {}), "max_tokens": max_tokens}}
+    kwargs: dict[str, Any] = {
+        "extra_body": {**(getattr(llm, "extra_body", None) or {}), "max_tokens": max_tokens}
+    }
     if getattr(llm, "max_tokens", None) is not None:
         kwargs["max_completion_tokens"] = None
     return kwargs
@@ -93,6 +104,9 @@ def _renames_budget(cls: type) -> bool:
     """Whether ``cls`` is LangChain's ``ChatOpenAI`` or a subclass that does not apply :func:`with_budget_field` itself."""
     found = _RENAMES.get(cls)
     if found is None:
-        is_chat_openai = any(c.__name__ == "ChatOpenAI" and c.__module__.startswith("langchain_openai") for c in cls.__mro__)
+        is_chat_openai = any(
+            c.__name__ == "ChatOpenAI" and c.__module__.startswith("langchain_openai")
+            for c in cls.__mro__
+        )
         found = _RENAMES[cls] = is_chat_openai and not getattr(cls, APPLIES_BUDGET_FIELD, False)
     return found

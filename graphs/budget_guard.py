@@ -57,9 +57,13 @@ class BudgetGuard(BaseCallbackHandler):
         call at its query-document tokens counted before it, at the reranker's prompt rate."""
         return self._usd
 
-    def on_chat_model_start(self, serialized: dict[str, Any], messages: list[list[Any]], **kwargs: Any) -> None:
+    def on_chat_model_start(
+        self, serialized: dict[str, Any], messages: list[list[Any]], **kwargs: Any
+    ) -> None:
         """Reserve this call, or raise :class:`BudgetReached` if it would pass a limit."""
-        self._start("\n".join(str(m.content) for batch in messages for m in batch), kwargs.get("run_id"))
+        self._start(
+            "\n".join(str(m.content) for batch in messages for m in batch), kwargs.get("run_id")
+        )
 
     def on_llm_start(self, serialized: dict[str, Any], prompts: list[str], **kwargs: Any) -> None:
         """The same for a completion model."""
@@ -79,10 +83,16 @@ class BudgetGuard(BaseCallbackHandler):
 
     def _start(self, prompt: str, run_id: UUID | None) -> None:
         b = self.budget
-        tokens = self.count(prompt) if (b.max_prompt_tokens is not None or b.max_cost_usd is not None) else 0
+        tokens = (
+            self.count(prompt)
+            if (b.max_prompt_tokens is not None or b.max_cost_usd is not None)
+            else 0
+        )
         self._reserve(tokens, b.cost(tokens, 0), rerank=False, run_id=run_id)
 
-    def _reserve(self, tokens: int, usd: float, *, rerank: bool, run_id: UUID | None = None) -> None:
+    def _reserve(
+        self, tokens: int, usd: float, *, rerank: bool, run_id: UUID | None = None
+    ) -> None:
         """Count one call of ``tokens`` prompt tokens costing ``usd``, or raise :class:`BudgetReached` (and refuse every later call)."""
         b = self.budget
         with self._lock:
@@ -106,7 +116,9 @@ class BudgetGuard(BaseCallbackHandler):
                 self.rerank_tokens += tokens
                 return
             self.prompt_tokens += tokens
-            if run_id is not None and b.max_cost_usd is not None:  # settled in on_llm_end, which only a cost limit needs
+            if (
+                run_id is not None and b.max_cost_usd is not None
+            ):  # settled in on_llm_end, which only a cost limit needs
                 self._reserved[run_id] = usd
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
@@ -124,7 +136,11 @@ class BudgetGuard(BaseCallbackHandler):
                     cached += (usage.get("input_token_details") or {}).get("cache_read") or 0
         with self._lock:
             reserved = self._reserved.pop(run_id, 0.0)
-            settled = self.budget.cost(prompt, completion, cached) if reported else reserved + self.budget.cost(0, completion)
+            settled = (
+                self.budget.cost(prompt, completion, cached)
+                if reported
+                else reserved + self.budget.cost(0, completion)
+            )
             self._usd += settled - reserved
             self.completion_tokens += completion
             self.cached_prompt_tokens += cached
@@ -140,7 +156,9 @@ class _QuietBudgetStop(logging.Filter):
     (the answer says ``stopped="budget"``; a warning per stopped run would read as a failure)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not any(isinstance(a, str) and a.startswith("BudgetReached(") for a in (record.args or ()))
+        return not any(
+            isinstance(a, str) and a.startswith("BudgetReached(") for a in (record.args or ())
+        )
 
 
 logging.getLogger("langchain_core.callbacks.manager").addFilter(_QuietBudgetStop())

@@ -26,7 +26,9 @@ class RunCancelled(Exception):
 def cancel_point(cancel: threading.Event) -> None:
     """Raise :class:`RunCancelled` when ``cancel`` is set."""
     if cancel.is_set():
-        raise RunCancelled("the run was cancelled; its checkpoint is kept and the next identical call resumes it")
+        raise RunCancelled(
+            "the run was cancelled; its checkpoint is kept and the next identical call resumes it"
+        )
 
 
 class QuietCancellation(logging.Filter):
@@ -36,7 +38,11 @@ class QuietCancellation(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         """Whether ``record`` is kept."""
         args = record.args if isinstance(record.args, tuple) else ()
-        return not (len(args) == 3 and isinstance(args[2], str) and args[2].startswith(f"{RunCancelled.__name__}("))
+        return not (
+            len(args) == 3
+            and isinstance(args[2], str)
+            and args[2].startswith(f"{RunCancelled.__name__}(")
+        )
 
 
 _QUIET = QuietCancellation()
@@ -59,7 +65,9 @@ class CancelGuard(BaseCallbackHandler):
         quiet_cancellation()
         self.cancel = cancel
 
-    def on_chat_model_start(self, serialized: dict[str, Any], messages: list[list[Any]], **kwargs: Any) -> None:
+    def on_chat_model_start(
+        self, serialized: dict[str, Any], messages: list[list[Any]], **kwargs: Any
+    ) -> None:
         """Refuse to start a call after cancellation."""
         cancel_point(self.cancel)
 

@@ -126,7 +126,9 @@ class EvidenceCeiling:
         """The rule applied under ``cfg``, in one line (``corpus_tokens``: of the first question's corpus)."""
         raise NotImplementedError
 
-    def detail(self, cfg: Any, items: Sequence[CeilingItem], reaches: Sequence[Reach], env: CeilingEnv) -> dict[str, Any]:
+    def detail(
+        self, cfg: Any, items: Sequence[CeilingItem], reaches: Sequence[Reach], env: CeilingEnv
+    ) -> dict[str, Any]:
         """Rule-specific extras for the ceiling's ``detail`` (none by default)."""
         return {}
 
@@ -157,7 +159,10 @@ def reach_of(evidence: Sequence[str], doc_ids: Iterable[str]) -> Reach:
 
 def node_runtime(cfg: Any, corpus: Corpus, index: Any) -> Runtime[StrategyContext[Any]]:
     """A strategy node's runtime without a model (the retrieval nodes a rule calls never use it)."""
-    context: StrategyContext[Any] = StrategyContext(llm=None, config=cfg, corpus=corpus, index=index)  # type: ignore[arg-type]  # no model: never called
+    no_model: Any = None  # the retrieval nodes a rule calls never use it
+    context: StrategyContext[Any] = StrategyContext(
+        llm=no_model, config=cfg, corpus=corpus, index=index
+    )
     return Runtime(context=context)
 
 
@@ -170,7 +175,9 @@ def queries(item: CeilingItem, env: CeilingEnv, cap: int) -> list[str]:
     """The question itself, or (``gold_sub_questions``) at most ``cap`` gold sub-questions."""
     if env.gold_sub_questions:
         if item.sub_questions is None:
-            raise ValueError(f"{item.sample_id}: gold sub-questions need a synthetic corpus's records")
+            raise ValueError(
+                f"{item.sample_id}: gold sub-questions need a synthetic corpus's records"
+            )
         return list(item.sub_questions[:cap]) or [item.question.text]
     return [item.question.text]
 
@@ -196,7 +203,9 @@ def chunk_regions(corpus: Corpus, chunks: Iterable[Chunk]) -> dict[int, tuple[st
     """
     out: dict[int, tuple[str, int, int]] = {}
     last: dict[int, int] = {}
-    for c in sorted({c.chunk_id: c for c in chunks}.values(), key=lambda c: (c.doc_index, c.position)):
+    for c in sorted(
+        {c.chunk_id: c for c in chunks}.values(), key=lambda c: (c.doc_index, c.position)
+    ):
         text = corpus.documents[c.doc_index].text
         start = text.find(c.text, last[c.doc_index] + 1 if c.doc_index in last else 0)
         if start < 0:
@@ -206,7 +215,9 @@ def chunk_regions(corpus: Corpus, chunks: Iterable[Chunk]) -> dict[int, tuple[st
     return out
 
 
-def reach_in_chunks(item: CeilingItem, read: Iterable[Chunk], every_chunk: Iterable[Chunk]) -> Reach:
+def reach_in_chunks(
+    item: CeilingItem, read: Iterable[Chunk], every_chunk: Iterable[Chunk]
+) -> Reach:
     """The item's evidence in the chunks ``read``: sentences covered (with spans), else documents.
 
     ``every_chunk``: all chunks of the corpus (the index's), to place the read ones in their text.

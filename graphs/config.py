@@ -24,7 +24,14 @@ class ConfigError(ValueError):
     """A strategy option has a value it cannot take."""
 
 
-def option(default: Any = dataclasses.MISSING, *, min: float | None = None, max: float | None = None, source: str | None = None, **meta: Any) -> Any:
+def option(
+    default: Any = dataclasses.MISSING,
+    *,
+    min: float | None = None,
+    max: float | None = None,
+    source: str | None = None,
+    **meta: Any,
+) -> Any:
     """A config field with bounds and the source of its default (cited in docs and ``--help``).
 
     Args:
@@ -32,7 +39,9 @@ def option(default: Any = dataclasses.MISSING, *, min: float | None = None, max:
         min / max: Inclusive bounds, checked when the config is made.
         source: Where the default comes from (paper, table, file).
     """
-    metadata = {k: v for k, v in (("min", min), ("max", max), ("source", source)) if v is not None} | meta
+    metadata = {
+        k: v for k, v in (("min", min), ("max", max), ("source", source)) if v is not None
+    } | meta
     if isinstance(default, (dict, list, set)):
         value = default
         return field(default_factory=lambda: type(value)(value), metadata=metadata)
@@ -46,7 +55,9 @@ class StrategyConfig:
     def __post_init__(self) -> None:
         validate(self)
         self.check()
-        register_options({f.name: getattr(self, f.name) for f in dataclasses.fields(self)})  # keys in options never reach an output
+        register_options(
+            {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        )  # keys in options never reach an output
 
     def check(self) -> None:
         """Cross-field rules of a strategy (override; raise :class:`ConfigError`)."""
@@ -63,7 +74,9 @@ def validate(config: Any) -> None:
         value = getattr(config, f.name)
         where = f"{type(config).__name__}.{f.name}"
         if not _matches(value, hints.get(f.name, Any)):
-            raise ConfigError(f"Option {f.name!r} ({where}) must be {_describe(hints.get(f.name, Any))}, got {value!r}")
+            raise ConfigError(
+                f"Option {f.name!r} ({where}) must be {_describe(hints.get(f.name, Any))}, got {value!r}"
+            )
         low, high = f.metadata.get("min"), f.metadata.get("max")
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             if isinstance(value, float) and math.isnan(value):
@@ -95,7 +108,12 @@ def _matches(value: Any, hint: Any) -> bool:
     if origin in (Mapping, dict, typing.Mapping) or hint in (Mapping, dict):
         return isinstance(value, Mapping)
     if origin in (tuple, Sequence, list):
-        return isinstance(value, (tuple, list)) and (not args or args[-1] is Ellipsis and all(_matches(v, args[0]) for v in value) or args[-1] is not Ellipsis)
+        return isinstance(value, (tuple, list)) and (
+            not args
+            or args[-1] is Ellipsis
+            and all(_matches(v, args[0]) for v in value)
+            or args[-1] is not Ellipsis
+        )
     return isinstance(value, origin or hint) if isinstance(origin or hint, type) else True
 
 
@@ -107,7 +125,9 @@ def _describe(hint: Any) -> str:
         return " or ".join(_describe(a) for a in args)
     if hint is type(None):
         return "None"
-    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string"}.get(hint, getattr(hint, "__name__", str(hint)))
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string"}.get(
+        hint, getattr(hint, "__name__", str(hint))
+    )
 
 
 def redact_secrets(value: Any) -> Any:

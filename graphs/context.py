@@ -42,7 +42,9 @@ class StrategyContext(Generic[ConfigT]):
     corpus: Corpus
     index: Index | None = None
     cache_dir: Path | None = None
-    _gates: dict[Any, asyncio.Semaphore] = field(default_factory=dict, init=False, compare=False, repr=False)
+    _gates: dict[Any, asyncio.Semaphore] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )
 
     def require_index(self) -> Index:
         """The run's retrieval index.

@@ -69,7 +69,13 @@ _COUNTED: dict[tuple[Any, ...], int] = {}
 _COUNTED_MAX = 4096
 
 
-def prompt_tokens(strategy: str, template: str, render: Callable[[], str], llm: BaseChatModel | None = None, question: Question | None = None) -> int:
+def prompt_tokens(
+    strategy: str,
+    template: str,
+    render: Callable[[], str],
+    llm: BaseChatModel | None = None,
+    question: Question | None = None,
+) -> int:
     """Tokens of one call's prompt without its corpus text: ``render()`` (the strategy's own prompt function with an
     empty context, and ``question`` where given), counted as the budget guard counts a call (``llm``'s tokenizer;
     cl100k without one); cached per (strategy, template, tokenizer, question) so plans stay cheap. A question with a
@@ -77,7 +83,12 @@ def prompt_tokens(strategy: str, template: str, render: Callable[[], str], llm: 
     tokenizer, count = counter(llm)
     if question is not None and question.protocol is not None:
         return count(render())
-    key = (strategy, template, tokenizer, None if question is None else (question.render(), question.instruction))
+    key = (
+        strategy,
+        template,
+        tokenizer,
+        None if question is None else (question.render(), question.instruction),
+    )
     found = _COUNTED.get(key)
     if found is None:
         found = count(render())
@@ -128,7 +139,11 @@ def retrieved_prompt(render: Callable[[Question], str], *, strategy: str, templa
     lows, highs = [], []
     for q in questions or [PLACEHOLDER_QUESTION]:
         bare = prompt_tokens(strategy, template, functools.partial(render, q), llm, q)
-        heads = (chunk_headers(least_chunks, shortest, llm), chunk_headers(most_chunks, longest, llm)) if headed(q) else (0, 0)
+        heads = (
+            (chunk_headers(least_chunks, shortest, llm), chunk_headers(most_chunks, longest, llm))
+            if headed(q)
+            else (0, 0)
+        )
         seams = SEAM_TOKENS * (2 * most_chunks + 2)
         lows.append(max(0, bare + heads[0] + text - seams))
         highs.append(bare + heads[1] + text + seams)
@@ -182,7 +197,11 @@ class ExpectedCost:
 
     def __post_init__(self) -> None:
         i, o = self.index, self.once
-        if i.calls > o.calls or i.prompt_tokens > o.prompt_tokens or i.completion_tokens > o.completion_tokens:
+        if (
+            i.calls > o.calls
+            or i.prompt_tokens > o.prompt_tokens
+            or i.completion_tokens > o.completion_tokens
+        ):
             raise ValueError(f"the index-time part {i} exceeds what is spent once per corpus {o}")
 
 
@@ -268,7 +287,9 @@ class StrategyCosts(Generic[ConfigT]):
 
     def __post_init__(self) -> None:
         if self.model is not None and (self.plan is not None or self.expected is not None):
-            raise TypeError("StrategyCosts takes a model (bounds and typical cost together) or plan= / expected=, not both")
+            raise TypeError(
+                "StrategyCosts takes a model (bounds and typical cost together) or plan= / expected=, not both"
+            )
 
     @property
     def has_bounds(self) -> bool:
@@ -280,7 +301,14 @@ class StrategyCosts(Generic[ConfigT]):
         """Whether the run plan can print a typical cost."""
         return self.model is not None or self.expected is not None
 
-    def bounds(self, cfg: ConfigT, *, corpus: Corpus, questions: Sequence[Question], llm: BaseChatModel | None = None) -> CostPlan:
+    def bounds(
+        self,
+        cfg: ConfigT,
+        *,
+        corpus: Corpus,
+        questions: Sequence[Question],
+        llm: BaseChatModel | None = None,
+    ) -> CostPlan:
         """The least and most calls and prompt tokens of ``questions`` over ``corpus``.
 
         Raises:
@@ -299,18 +327,33 @@ class StrategyCosts(Generic[ConfigT]):
         if self.model is not None:
             both = self.model(cfg, shape, questions, llm=llm, window=window)
             return both.bounds, both.typical
-        bounds = self.plan(cfg, shape.corpus, questions, llm) if self.plan is not None and shape.corpus is not None else None
-        typical = self.expected(cfg, shape.tokens, shape.documents, window) if self.expected is not None else None
+        bounds = (
+            self.plan(cfg, shape.corpus, questions, llm)
+            if self.plan is not None and shape.corpus is not None
+            else None
+        )
+        typical = (
+            self.expected(cfg, shape.tokens, shape.documents, window)
+            if self.expected is not None
+            else None
+        )
         return bounds, typical
 
-    def typical(self, cfg: ConfigT, *, corpus_tokens: int, documents: int, window: int | None = None) -> ExpectedCost:
+    def typical(
+        self, cfg: ConfigT, *, corpus_tokens: int, documents: int, window: int | None = None
+    ) -> ExpectedCost:
         """The typical cost over a corpus of this size (per question: a placeholder question's).
 
         Raises:
             ValueError: Only bounds are declared.
         """
         if self.model is not None:
-            return self.model(cfg, CorpusShape.even(corpus_tokens, documents), [PLACEHOLDER_QUESTION], window=window).typical
+            return self.model(
+                cfg,
+                CorpusShape.even(corpus_tokens, documents),
+                [PLACEHOLDER_QUESTION],
+                window=window,
+            ).typical
         if self.expected is None:
             raise ValueError("declares no typical cost (StrategyCosts(expected=...) or a model)")
         return self.expected(cfg, corpus_tokens, documents, window)

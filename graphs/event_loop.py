@@ -41,8 +41,12 @@ def private_loop() -> asyncio.AbstractEventLoop:
     with _LOOP_LOCK:
         if _LOOP is None or _LOOP.is_closed():
             loop = asyncio.new_event_loop()
-            loop.set_default_executor(ThreadPoolExecutor(max_workers=64, thread_name_prefix="longctx-node"))
-            threading.Thread(target=loop.run_forever, name="longctx-event-loop", daemon=True).start()
+            loop.set_default_executor(
+                ThreadPoolExecutor(max_workers=64, thread_name_prefix="longctx-node")
+            )
+            threading.Thread(
+                target=loop.run_forever, name="longctx-event-loop", daemon=True
+            ).start()
             _LOOP = loop
         return _LOOP
 
@@ -53,7 +57,9 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     interrupt (Ctrl-C) while waiting cancels it, which stops its model calls."""
     loop = private_loop()
     try:
-        if asyncio.get_running_loop() is loop:  # called from the private loop's own thread: it cannot wait on itself
+        if (
+            asyncio.get_running_loop() is loop
+        ):  # called from the private loop's own thread: it cannot wait on itself
             with ThreadPoolExecutor(max_workers=1) as pool:
                 return pool.submit(asyncio.run, coro).result()
     except RuntimeError:

@@ -53,7 +53,9 @@ def report_step(step: Any, *, question: int = 0) -> None:
         sink({"type": "step", "step": step, "question": question})
 
 
-def report_progress(stage: str, *, advance: int = 0, done: int | None = None, total: int | None = None) -> None:
+def report_progress(
+    stage: str, *, advance: int = 0, done: int | None = None, total: int | None = None
+) -> None:
     """Progress of ``stage``: ``advance`` more units done, or the absolute ``done`` and/or ``total``."""
     sink = _SINK.get()
     if sink is not None:

@@ -36,7 +36,12 @@ _OWNED = False
 
 def enabled() -> bool:
     """Whether runs freeze the pre-existing heap (``$LONGCTX_GC_FREEZE``, default on)."""
-    return os.environ.get("LONGCTX_GC_FREEZE", "1").strip().lower() not in ("0", "false", "no", "off")
+    return os.environ.get("LONGCTX_GC_FREEZE", "1").strip().lower() not in (
+        "0",
+        "false",
+        "no",
+        "off",
+    )
 
 
 @contextlib.contextmanager

@@ -29,10 +29,18 @@ TOKENIZER_KEY = "tokenizer"
 
 
 def complete(
-    llm: BaseChatModel, prompt: str, *, max_tokens: int, temperature: float = 0.0, stop: Sequence[str] | None = None, system: str | None = None
+    llm: BaseChatModel,
+    prompt: str,
+    *,
+    max_tokens: int,
+    temperature: float = 0.0,
+    stop: Sequence[str] | None = None,
+    system: str | None = None,
 ) -> str:
     """One user-turn chat call (after a ``system`` turn, if given); returns the reply text (greedy by default, as LongBench)."""
-    return complete_with_usage(llm, prompt, max_tokens=max_tokens, temperature=temperature, stop=stop, system=system)[0]
+    return complete_with_usage(
+        llm, prompt, max_tokens=max_tokens, temperature=temperature, stop=stop, system=system
+    )[0]
 
 
 def complete_with_usage(
@@ -51,13 +59,27 @@ def complete_with_usage(
     that reports no usage is counted with its tokenizer (:func:`tokenizer_for`) and marked
     ``estimated``.
     """
-    budget = budget_kwargs(llm, max_tokens)  # the field the model honours, also for a ChatOpenAI the user built
-    turns = ([SystemMessage(content=system)] if system is not None else []) + [HumanMessage(content=prompt)]
-    message = llm.invoke(turns, **budget, temperature=temperature, stop=None if stop is None else list(stop), **kwargs)
+    budget = budget_kwargs(
+        llm, max_tokens
+    )  # the field the model honours, also for a ChatOpenAI the user built
+    turns = ([SystemMessage(content=system)] if system is not None else []) + [
+        HumanMessage(content=prompt)
+    ]
+    message = llm.invoke(
+        turns,
+        **budget,
+        temperature=temperature,
+        stop=None if stop is None else list(stop),
+        **kwargs,
+    )
     content = message.content
     if not isinstance(content, str):
-        content = "".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content)
-    return content, reply_usage(message, prompt, content, count=lambda text: tokenizer_for(llm).count(text))
+        content = "".join(
+            part.get("text", "") if isinstance(part, dict) else str(part) for part in content
+        )
+    return content, reply_usage(
+        message, prompt, content, count=lambda text: tokenizer_for(llm).count(text)
+    )
 
 
 def has_native_async(llm: BaseChatModel) -> bool:
@@ -81,12 +103,18 @@ async def run_client(llm: BaseChatModel) -> AsyncIterator[BaseChatModel]:
     given its own ``http_async_client`` is left as is.
     """
     root = getattr(llm, "root_async_client", None)
-    if root is None or getattr(llm, "http_async_client", None) is not None or not hasattr(root, "copy"):
+    if (
+        root is None
+        or getattr(llm, "http_async_client", None) is not None
+        or not hasattr(root, "copy")
+    ):
         yield llm
         return
     http = _async_http_client()
     own = root.copy(http_client=http)
-    run_llm = llm.model_copy(update={"root_async_client": own, "async_client": own.chat.completions})
+    run_llm = llm.model_copy(
+        update={"root_async_client": own, "async_client": own.chat.completions}
+    )
     session = _lean_session(run_llm)
     try:
         yield run_llm
@@ -107,7 +135,9 @@ def _lean_session(llm: BaseChatModel) -> Any:
     # trust_env off: the transport looks the environment's proxy up once (aiohttp would, per request, in a thread)
     # limit: the connections a run may hold open, the SDK's default pool limit
     session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=1000), trust_env=False)
-    use(session)  # unused when the model's client needs the SDK's path; closed with the run all the same
+    use(
+        session
+    )  # unused when the model's client needs the SDK's path; closed with the run all the same
     return session
 
 
@@ -131,24 +161,44 @@ def _async_http_client() -> Any:
     return openai.DefaultAsyncHttpxClient(verify=_ssl_context())
 
 
-def reply_usage(message: Any, prompt: str, text: str, *, count: Callable[[str], int] | None = None) -> dict[str, Any]:
+def reply_usage(
+    message: Any, prompt: str, text: str, *, count: Callable[[str], int] | None = None
+) -> dict[str, Any]:
     """What one reply cost, as :class:`~retrieval.contract.Usage` fields: free when replayed
     from the LLM cache, the model's own counts when it reports them (with the prompt tokens its
     server read from its prompt cache, ``input_token_details.cache_read``), else ``count`` (the
     model's tokenizer; cl100k when not given) of ``prompt`` and ``text`` marked ``estimated``."""
     meta = getattr(message, "usage_metadata", None)
     if getattr(message, "response_metadata", {}).get("cache_hit"):
-        return {"llm_calls": 0, "cached_calls": 1, "prompt_tokens": 0, "completion_tokens": 0, "estimated": False}
+        return {
+            "llm_calls": 0,
+            "cached_calls": 1,
+            "prompt_tokens": 0,
+            "completion_tokens": 0,
+            "estimated": False,
+        }
     if meta:
         prompt_tokens = meta.get("input_tokens", 0)
         cached = (meta.get("input_token_details") or {}).get("cache_read") or 0
-        return {"llm_calls": 1, "prompt_tokens": prompt_tokens, "cached_prompt_tokens": min(int(cached), prompt_tokens),
-                "completion_tokens": meta.get("output_tokens", 0), "estimated": False}
+        return {
+            "llm_calls": 1,
+            "prompt_tokens": prompt_tokens,
+            "cached_prompt_tokens": min(int(cached), prompt_tokens),
+            "completion_tokens": meta.get("output_tokens", 0),
+            "estimated": False,
+        }
     count = count or tokens.count_tokens
-    return {"llm_calls": 1, "prompt_tokens": count(prompt), "completion_tokens": count(text), "estimated": True}
+    return {
+        "llm_calls": 1,
+        "prompt_tokens": count(prompt),
+        "completion_tokens": count(text),
+        "estimated": True,
+    }
 
 
-def add_usage(a: dict[str, dict[str, Any]] | None, b: dict[str, dict[str, Any]] | None) -> dict[str, dict[str, Any]]:
+def add_usage(
+    a: dict[str, dict[str, Any]] | None, b: dict[str, dict[str, Any]] | None
+) -> dict[str, dict[str, Any]]:
     """Reducer summing per-question usage dicts (question key -> :class:`Usage` fields)."""
     out = {k: dict(v) for k, v in (a or {}).items()}
     for key, u in (b or {}).items():
@@ -217,7 +267,9 @@ def tokenizer_for(llm: BaseChatModel) -> Tokenizer:
         return chosen
 
 
-def prompt_codec(llm: BaseChatModel) -> tuple[Callable[[str], list[int]], Callable[[list[int]], str]]:
+def prompt_codec(
+    llm: BaseChatModel,
+) -> tuple[Callable[[str], list[int]], Callable[[list[int]], str]]:
     """``(encode, decode)`` in ``llm``'s tokenizer (see :func:`tokenizer_for`, labelled by :func:`tokenizer_id`).
 
     Truncating by the serving model's tokenizer matters for small windows (the embedded

@@ -28,7 +28,9 @@ class AnswerSettings(Protocol):
     def temperature(self) -> float: ...
 
 
-def generate(state: PromptState, runtime: Runtime[StrategyContext[AnswerSettings]]) -> dict[str, Any]:
+def generate(
+    state: PromptState, runtime: Runtime[StrategyContext[AnswerSettings]]
+) -> dict[str, Any]:
     """The final call on the filled prompt, with the benchmark's answer budget, temperature and
     stop sequences when the question carries a protocol; the reply is the answer (benchmarks
     extract their format).
@@ -40,23 +42,41 @@ def generate(state: PromptState, runtime: Runtime[StrategyContext[AnswerSettings
     benchmark's own prompt only (MemoryAgentBench's agents send one).
     """
     cfg, question, llm = runtime.context.config, state["question"], runtime.context.llm
-    max_tokens, temperature = question.answer_budget(cfg.max_new_tokens), question.answer_temperature(cfg.temperature)
+    max_tokens, temperature = (
+        question.answer_budget(cfg.max_new_tokens),
+        question.answer_temperature(cfg.temperature),
+    )
     stop = question.answer_stop()
     protocol, prompt, facts = question.protocol, state["prompt"], {}
     system = protocol.system if protocol is not None and state.get("official_prompt") else None
     if protocol is not None and protocol.answer_prompt is not None and state.get("official_prompt"):
         reasoning_budget = protocol.reasoning_max_new_tokens or max_tokens
-        reasoning = complete(llm, prompt, max_tokens=reasoning_budget, temperature=temperature, system=system)
+        reasoning = complete(
+            llm, prompt, max_tokens=reasoning_budget, temperature=temperature, system=system
+        )
         prompt = protocol.answer_prompt(reasoning.strip())
         facts = {"reasoning": reasoning, "reasoning_max_new_tokens": reasoning_budget}
-    raw = complete(llm, prompt, max_tokens=max_tokens, temperature=temperature, stop=stop, system=system)
-    step = Step("generate", chars=len(raw), max_new_tokens=max_tokens, temperature=temperature, **({"stop": stop} if stop else {}), **facts)
+    raw = complete(
+        llm, prompt, max_tokens=max_tokens, temperature=temperature, stop=stop, system=system
+    )
+    step = Step(
+        "generate",
+        chars=len(raw),
+        max_new_tokens=max_tokens,
+        temperature=temperature,
+        **({"stop": stop} if stop else {}),
+        **facts,
+    )
     return {"raw": raw, "answer": raw.strip(), "steps": [step]}
 
 
-def linear_graph(name: str, state_schema: type, *nodes: tuple[str, Callable[..., Any]]) -> CompiledGraph:
+def linear_graph(
+    name: str, state_schema: type, *nodes: tuple[str, Callable[..., Any]]
+) -> CompiledGraph:
     """Compile START -> nodes[0] -> ... -> nodes[-1] -> END with the shared run context."""
-    graph: StateGraph[Any, StrategyContext[Any], Any, Any] = StateGraph(state_schema, context_schema=StrategyContext)
+    graph: StateGraph[Any, StrategyContext[Any], Any, Any] = StateGraph(
+        state_schema, context_schema=StrategyContext
+    )
     previous = START
     for node_name, fn in nodes:
         graph.add_node(node_name, fn)

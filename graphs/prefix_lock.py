@@ -57,7 +57,9 @@ class PrefixAffinityLock:
         """Wait for the model, then hold it; returns ``True`` (as :meth:`threading.Lock.acquire`)."""
         with self._cond:
             ticket = next(self._tickets)
-            self._waiting[ticket] = _Waiter(key, shared_start(key, self._last) if key is not None else 0)
+            self._waiting[ticket] = _Waiter(
+                key, shared_start(key, self._last) if key is not None else 0
+            )
             try:
                 while self._held or self._next() != ticket:
                     self._cond.wait()

@@ -20,7 +20,18 @@ from typing import Any
 #: Longest text shown for one value of a step (memories, transcripts); the rest is cut with a note.
 MAX_TEXT = 4000
 #: Colours of strategies that declare none (third-party plug-ins), picked by a hash of the name; none is a built-in's.
-PALETTE = ("#7f7f7f", "#bcbd22", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd", "#31a354", "#756bb1")
+PALETTE = (
+    "#7f7f7f",
+    "#bcbd22",
+    "#393b79",
+    "#637939",
+    "#8c6d31",
+    "#843c39",
+    "#7b4173",
+    "#3182bd",
+    "#31a354",
+    "#756bb1",
+)
 #: The step key naming the strategy whose nested run wrote the step.
 LEG_KEY = "leg"
 
@@ -45,7 +56,9 @@ def text(value: Any, limit: int = MAX_TEXT) -> Markup:
     value = "" if value is None else str(value)
     if len(value) <= limit:
         return escape(value)
-    return Markup(f'{escape(value[:limit])}<span class="more"> … ({len(value) - limit:,} more characters)</span>')
+    return Markup(
+        f'{escape(value[:limit])}<span class="more"> … ({len(value) - limit:,} more characters)</span>'
+    )
 
 
 def join(*parts: Any) -> Markup:

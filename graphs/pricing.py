@@ -32,11 +32,17 @@ class TokenPrice:
     completion: float
     cached: float | None = None
 
-    def cost(self, prompt_tokens: float, completion_tokens: float, cached_prompt_tokens: float = 0) -> float:
+    def cost(
+        self, prompt_tokens: float, completion_tokens: float, cached_prompt_tokens: float = 0
+    ) -> float:
         """USD for these token counts (``cached_prompt_tokens``: the part of ``prompt_tokens`` read from the prompt cache)."""
         cached = min(max(cached_prompt_tokens, 0), prompt_tokens)
         cached_rate = self.prompt if self.cached is None else self.cached
-        return ((prompt_tokens - cached) * self.prompt + cached * cached_rate + completion_tokens * self.completion) / PER_TOKENS
+        return (
+            (prompt_tokens - cached) * self.prompt
+            + cached * cached_rate
+            + completion_tokens * self.completion
+        ) / PER_TOKENS
 
 
 def as_token_price(price: Any) -> TokenPrice | None:
@@ -52,13 +58,19 @@ def as_token_price(price: Any) -> TokenPrice | None:
     if hasattr(price, "prompt") and hasattr(price, "completion"):
         price = (price.prompt, price.completion, getattr(price, "cached", None))
     try:
-        rates = [] if isinstance(price, (str, bytes)) else [None if v is None else float(v) for v in price]
+        rates = (
+            []
+            if isinstance(price, (str, bytes))
+            else [None if v is None else float(v) for v in price]
+        )
     except (TypeError, ValueError):
         rates = []
     if len(rates) == 2:
         rates.append(None)
     if len(rates) != 3 or rates[0] is None or rates[1] is None:
-        raise ValueError(f"A price must be (prompt, completion) or (prompt, completion, cached) USD per 1M tokens, got {price!r}")
+        raise ValueError(
+            f"A price must be (prompt, completion) or (prompt, completion, cached) USD per 1M tokens, got {price!r}"
+        )
     if any(r is not None and (r < 0 or math.isnan(r)) for r in rates):
         raise ValueError(f"A price must be non-negative USD per 1M tokens, got {price!r}")
     return TokenPrice(rates[0], rates[1], rates[2])

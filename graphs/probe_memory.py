@@ -56,7 +56,10 @@ class ProbeResult:
 
     def expired(self, now: float | None = None) -> bool:
         """Whether a remembered "no route" is too old to trust (a found route never expires: it is checked instead)."""
-        return self.dialect is None and (time.time() if now is None else now) - self.probed_at > NO_ROUTE_SECONDS
+        return (
+            self.dialect is None
+            and (time.time() if now is None else now) - self.probed_at > NO_ROUTE_SECONDS
+        )
 
 
 def probe_key(root: str, model: str, dialects: Sequence[str], api_key: str | None) -> str:
@@ -106,4 +109,13 @@ def _write(path: Path, entries: dict[str, Any]) -> None:
         pass
 
 
-__all__ = ["NO_ROUTE_SECONDS", "PROBE_FILE", "ProbeResult", "forget", "probe_file", "probe_key", "recall", "remember"]
+__all__ = [
+    "NO_ROUTE_SECONDS",
+    "PROBE_FILE",
+    "ProbeResult",
+    "forget",
+    "probe_file",
+    "probe_key",
+    "recall",
+    "remember",
+]

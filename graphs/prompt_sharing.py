@@ -42,14 +42,24 @@ class PromptSharing:
     options: Mapping[str, Any] = field(default_factory=dict)
 
 
-def shared_prompt_tokens(sharing: PromptSharing | None, cfg: StrategyConfig, corpus_tokens: int, questions: int, per_question_prompt: float) -> float:
+def shared_prompt_tokens(
+    sharing: PromptSharing | None,
+    cfg: StrategyConfig,
+    corpus_tokens: int,
+    questions: int,
+    per_question_prompt: float,
+) -> float:
     """Prompt tokens a prompt cache can serve over one corpus's ``questions``: every question after
     the first reads the shared text (the corpus, no longer than a question's typical prompt,
     ``per_question_prompt``) from the cache, as often as its calls start with it; 0 for a strategy
     that declares no shared start, or for one question."""
     if sharing is None or questions < 2:
         return 0.0
-    return (questions - 1) * min(corpus_tokens, per_question_prompt) * max(0.0, min(1.0, sharing.share(cfg)))
+    return (
+        (questions - 1)
+        * min(corpus_tokens, per_question_prompt)
+        * max(0.0, min(1.0, sharing.share(cfg)))
+    )
 
 
 def shared_first_options(sharing: PromptSharing | None, user: Mapping[str, Any]) -> dict[str, Any]:

@@ -29,7 +29,9 @@ from graphs.config import ConfigError, ConfigT
 from graphs.costs import StrategyCosts
 from graphs.presentation import StrategyPresentation
 from graphs.prompt_sharing import PromptSharing
-from graphs.strategy_registry import STRATEGIES as STRATEGIES  # the registry object: light, so the CLI reads its names
+from graphs.strategy_registry import (
+    STRATEGIES as STRATEGIES,
+)  # the registry object: light, so the CLI reads its names
 from retrieval.contract import Question
 
 
@@ -47,7 +49,11 @@ class SingleRun:
     async_fan_out: bool = False
 
     def __repr__(self) -> str:
-        return f"SingleRun(async_fan_out={self.async_fan_out})" if self.async_fan_out else "SingleRun()"
+        return (
+            f"SingleRun(async_fan_out={self.async_fan_out})"
+            if self.async_fan_out
+            else "SingleRun()"
+        )
 
 
 @dataclass(frozen=True)
@@ -220,7 +226,9 @@ class Strategy(Generic[ConfigT]):
             TypeError: The strategy answers one question per invocation.
         """
         if (mode := self.batch) is None:
-            raise TypeError(f"Strategy {self.name!r} is not batched: its run mode is {self.run_mode!r}")
+            raise TypeError(
+                f"Strategy {self.name!r} is not batched: its run mode is {self.run_mode!r}"
+            )
         return mode
 
     def make_config(self, preset: str | None = None, **overrides: Any) -> ConfigT:
@@ -232,13 +240,22 @@ class Strategy(Generic[ConfigT]):
             KeyError: An unknown preset.
         """
         if preset is not None and preset not in self.presets:
-            raise KeyError(f"Strategy {self.name!r} has no preset {preset!r}; presets: {sorted(self.presets) or 'none'}")
+            raise KeyError(
+                f"Strategy {self.name!r} has no preset {preset!r}; presets: {sorted(self.presets) or 'none'}"
+            )
         base = self.presets[preset] if preset else self.config_cls()
         valid = [f.name for f in dataclasses.fields(self.config_cls)]
         unknown = [k for k in overrides if k not in valid]
         if unknown:
-            hints = [f"{k!r} (did you mean {close[0]!r}?)" if (close := difflib.get_close_matches(k, valid, n=1)) else repr(k) for k in unknown]
-            raise TypeError(f"Unknown option(s) for strategy {self.name!r}: {', '.join(hints)}. Valid: {', '.join(valid)}")
+            hints = [
+                f"{k!r} (did you mean {close[0]!r}?)"
+                if (close := difflib.get_close_matches(k, valid, n=1))
+                else repr(k)
+                for k in unknown
+            ]
+            raise TypeError(
+                f"Unknown option(s) for strategy {self.name!r}: {', '.join(hints)}. Valid: {', '.join(valid)}"
+            )
         try:
             return dataclasses.replace(base, **overrides)
         except ConfigError as exc:
@@ -246,9 +263,14 @@ class Strategy(Generic[ConfigT]):
 
 
 def _strategy(name: str, build_graph: Callable[..., Any], **attrs: Any) -> Strategy[Any]:
-    plan, expected = attrs.pop("cost_plan", None), attrs.pop("expected_cost", None)  # the older keywords: one half each
+    plan, expected = (
+        attrs.pop("cost_plan", None),
+        attrs.pop("expected_cost", None),
+    )  # the older keywords: one half each
     if plan is not None or expected is not None:
         if attrs.get("costs") is not None:
-            raise TypeError(f"Strategy {name!r}: give costs= or the older cost_plan= / expected_cost=, not both")
+            raise TypeError(
+                f"Strategy {name!r}: give costs= or the older cost_plan= / expected_cost=, not both"
+            )
         attrs["costs"] = StrategyCosts(plan=plan, expected=expected)
     return Strategy(name=name, build_graph=build_graph, **attrs)

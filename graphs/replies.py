@@ -24,7 +24,9 @@ def text_of(message: AIMessage) -> str:
     content = message.content
     if isinstance(content, str):
         return content
-    return "".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content)
+    return "".join(
+        part.get("text", "") if isinstance(part, dict) else str(part) for part in content
+    )
 
 
 _FENCE = re.compile(r"```(?:json)?")
@@ -57,7 +59,9 @@ def reply_arguments(message: AIMessage) -> list[Any]:
     if calls:
         return [c.get("args") or {} for c in calls]
     if invalid:
-        raise MalformedOutput(f"tool call arguments are not valid JSON: {str(invalid[0].get('args'))[:200]!r}")
+        raise MalformedOutput(
+            f"tool call arguments are not valid JSON: {str(invalid[0].get('args'))[:200]!r}"
+        )
     return [first_json(text_of(message))]
 
 

@@ -22,7 +22,10 @@ from langchain_core.language_models import BaseChatModel
 
 #: Headers that authenticate, trace or describe the client: they change nothing the model does
 #: (a rotated key or a new request id is the same run), so they stay out of the key.
-NEUTRAL_HEADER = re.compile(r"authorization|api[-_]?key|token|secret|cookie|user-agent|request-id|trace|idempotency", re.IGNORECASE)
+NEUTRAL_HEADER = re.compile(
+    r"authorization|api[-_]?key|token|secret|cookie|user-agent|request-id|trace|idempotency",
+    re.IGNORECASE,
+)
 
 #: :func:`file_fingerprint` reads this many evenly spaced blocks of this size (4 MiB in all, first and last included).
 SAMPLED_BLOCKS, BLOCK_BYTES = 64, 64 * 1024
@@ -65,7 +68,11 @@ def request_settings(llm: BaseChatModel) -> dict[str, Any]:
       (``served_model_fingerprint``: the embedded model's GGUF content); a server's is not
       known before its first reply.
     """
-    params = {str(k): plain(v) for k, v in dict(getattr(llm, "_identifying_params", None) or {}).items() if v is not None}
+    params = {
+        str(k): plain(v)
+        for k, v in dict(getattr(llm, "_identifying_params", None) or {}).items()
+        if v is not None
+    }
     parts = {
         "params": params,
         "headers": model_headers(llm),

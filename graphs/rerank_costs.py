@@ -52,7 +52,9 @@ def with_rerank(found: costs.Costs, cfg: RetrievalSettings, shape: costs.CorpusS
     least, most = documents * min(queries) + text, documents * max(queries) + text
     one = RerankPlan(calls=retrievals.least, max_calls=retrievals.most, documents=retrievals.least * documents,
                      max_documents=retrievals.most * documents, tokens=retrievals.least * least, max_tokens=retrievals.most * most)  # fmt: skip
-    typical = costs.RerankCalls(retrievals.typical, retrievals.typical * documents, retrievals.typical * (least + most) / 2)
+    typical = costs.RerankCalls(
+        retrievals.typical, retrievals.typical * documents, retrievals.typical * (least + most) / 2
+    )
     return costs.Costs(dataclasses.replace(found.bounds, rerank=one.scaled(found.bounds.questions)),
                        dataclasses.replace(found.typical, rerank=typical))  # fmt: skip
 

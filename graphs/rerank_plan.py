@@ -31,6 +31,7 @@ class RerankPlan:
 
     def describe(self) -> str:
         """``2-6 rerank calls (100-300 documents, ~20,000-60,000 tokens)``: a range where the counts vary."""
+
         def span(least: int, most: int) -> str:
             return f"{least:,}" if least == most else f"{least:,}-{most:,}"
 

@@ -25,7 +25,15 @@ from retrieval.contract import Usage
 from retrieval.rerank import RerankError, get_reranker, rerank_hits
 
 
-def rerank(hits: Sequence[Hit], query: str, *, name: str, options: Mapping[str, Any], top_n: int, stage: str) -> list[Hit]:
+def rerank(
+    hits: Sequence[Hit],
+    query: str,
+    *,
+    name: str,
+    options: Mapping[str, Any],
+    top_n: int,
+    stage: str,
+) -> list[Hit]:
     """The ``top_n`` of ``hits`` the reranker ``name`` (with ``options``) puts first; the call's usage reported.
 
     Raises:
@@ -41,7 +49,13 @@ def rerank(hits: Sequence[Hit], query: str, *, name: str, options: Mapping[str, 
     except RerankError as exc:
         report(Usage(rerank_failed_calls=exc.retries + 1))
         raise
-    report(Usage(rerank_calls=result.calls, rerank_failed_calls=result.failed_calls, rerank_tokens=result.tokens))
+    report(
+        Usage(
+            rerank_calls=result.calls,
+            rerank_failed_calls=result.failed_calls,
+            rerank_tokens=result.tokens,
+        )
+    )
     return reranked
 
 
@@ -53,5 +67,7 @@ def announce(query: str, documents: list[str]) -> None:
 
 def report(usage: Usage) -> None:
     """Add ``usage`` to the running answer's usage (nothing to add to outside a run: a ceiling's retrieval)."""
-    if var_child_runnable_config.get() is not None and (usage.rerank_calls or usage.rerank_failed_calls):
+    if var_child_runnable_config.get() is not None and (
+        usage.rerank_calls or usage.rerank_failed_calls
+    ):
         dispatch_custom_event(USAGE_EVENT, usage.to_dict())

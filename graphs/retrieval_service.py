@@ -44,7 +44,14 @@ class RetrievalService:
         """The (cached) index the settings describe over ``corpus``."""
         s = self.settings
         options: dict[str, Any] = dict(s.retriever_options)
-        return build_index(corpus, s.retriever, chunking=s.chunking(), cache_dir=self.cache_dir, show_progress=self.show_progress, **options)
+        return build_index(
+            corpus,
+            s.retriever,
+            chunking=s.chunking(),
+            cache_dir=self.cache_dir,
+            show_progress=self.show_progress,
+            **options,
+        )
 
     def retrieve(self, index: Index, query: str) -> list[Hit]:
         """The ``top_k`` best chunks for ``query`` (``min(top_k, chunks)`` of them, as the official
@@ -54,11 +61,20 @@ class RetrievalService:
         With ``rerank``, the first stage's ``max(top_k, rerank_candidates)`` best go to the reranker,
         whose ``top_k`` best are kept (each hit's ``components`` keeps its first-stage rank and score)."""
         s = self.settings
-        hits = index.search(query, s.top_k if s.rerank is None else max(s.top_k, s.rerank_candidates))
+        hits = index.search(
+            query, s.top_k if s.rerank is None else max(s.top_k, s.rerank_candidates)
+        )
         hits = [h for h in hits if h.score > 0] if s.drop_zero_scores else hits
         if s.rerank is None:
             return hits
-        return rerank(hits, query, name=s.rerank, options=s.rerank_options, top_n=s.top_k, stage=index.retriever.name)
+        return rerank(
+            hits,
+            query,
+            name=s.rerank,
+            options=s.rerank_options,
+            top_n=s.top_k,
+            stage=index.retriever.name,
+        )
 
 
 __all__ = ["RetrievalService"]

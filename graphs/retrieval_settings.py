@@ -25,29 +25,50 @@ class RetrievalSettings(StrategyConfig):
     those scoring above zero (for BM25, sharing a word with the query).
     """
 
-    retriever: str = option("bm25", source="LongBench v1 retrievers: E (ada-002), C (Contriever), B (BM25)")
+    retriever: str = option(
+        "bm25", source="LongBench v1 retrievers: E (ada-002), C (Contriever), B (BM25)"
+    )
     retriever_options: Mapping[str, Any] = option({}, help="e.g. {'model': PATH}")
     chunk_unit: Literal["words", "tokens"] = option("words", source="LongBench v1: word chunks")
     chunk_size: int = option(200, min=1, source="LongBench v1 Table 5: 200 x 7")
     chunk_overlap: int = option(0, min=0)
     top_k: int = option(7, min=1, source="LongBench v1 Table 5: 200 x 7")
-    drop_zero_scores: bool = option(False, source="rank_bm25 get_top_n (LongBench v1) and FlashRAG keep all top_k chunks")
-    rerank: str | None = option(None, help="a second stage: 'cross-encoder' ({'model': PATH}) or 'server' ({'base_url': URL, 'model': NAME})")
-    rerank_options: Mapping[str, Any] = option({}, help="e.g. {'model': PATH} or {'base_url': 'http://HOST:PORT/v1', 'model': NAME}")
-    rerank_candidates: int = option(50, min=1, source="ours: the first stage's top 50 reranked, the best top_k kept (common practice: 20-100)")
+    drop_zero_scores: bool = option(
+        False, source="rank_bm25 get_top_n (LongBench v1) and FlashRAG keep all top_k chunks"
+    )
+    rerank: str | None = option(
+        None,
+        help="a second stage: 'cross-encoder' ({'model': PATH}) or 'server' ({'base_url': URL, 'model': NAME})",
+    )
+    rerank_options: Mapping[str, Any] = option(
+        {}, help="e.g. {'model': PATH} or {'base_url': 'http://HOST:PORT/v1', 'model': NAME}"
+    )
+    rerank_candidates: int = option(
+        50,
+        min=1,
+        source="ours: the first stage's top 50 reranked, the best top_k kept (common practice: 20-100)",
+    )
 
     def check(self) -> None:
         """The retriever (and reranker) must exist and the overlap must leave each chunk new text."""
         if self.retriever not in RETRIEVERS:
-            raise ConfigError(f"Option 'retriever' must be one of {', '.join(RETRIEVERS.names())}, got {self.retriever!r}")
+            raise ConfigError(
+                f"Option 'retriever' must be one of {', '.join(RETRIEVERS.names())}, got {self.retriever!r}"
+            )
         if self.rerank is not None and self.rerank not in RERANKERS:
-            raise ConfigError(f"Option 'rerank' must be one of {', '.join(RERANKERS.names())}, got {self.rerank!r}")
+            raise ConfigError(
+                f"Option 'rerank' must be one of {', '.join(RERANKERS.names())}, got {self.rerank!r}"
+            )
         if self.chunk_overlap >= self.chunk_size:
-            raise ConfigError(f"Option 'chunk_overlap' ({self.chunk_overlap}) must be smaller than 'chunk_size' ({self.chunk_size})")
+            raise ConfigError(
+                f"Option 'chunk_overlap' ({self.chunk_overlap}) must be smaller than 'chunk_size' ({self.chunk_size})"
+            )
 
     def chunking(self) -> ChunkingConfig:
         """The :class:`ChunkingConfig` these settings describe."""
-        return ChunkingConfig(unit=self.chunk_unit, size=self.chunk_size, overlap=self.chunk_overlap)
+        return ChunkingConfig(
+            unit=self.chunk_unit, size=self.chunk_size, overlap=self.chunk_overlap
+        )
 
 
 __all__ = ["RetrievalSettings"]

@@ -58,13 +58,25 @@ def run_strategy(spec: Strategy[ConfigT], cfg: ConfigT, questions: Sequence[Ques
         answers = run_batch(run, run.batch)
     else:
         graph, context = spec.build_graph(cfg), run.context(run.llm)
-        with ThreadPoolExecutor(max_workers=max(1, min(run.concurrency, len(run.questions)))) as pool:
-            answers = list(pool.map(lambda q: run_single(spec, graph, context, q, run.callbacks, run.effective), run.questions))
+        with ThreadPoolExecutor(
+            max_workers=max(1, min(run.concurrency, len(run.questions)))
+        ) as pool:
+            answers = list(
+                pool.map(
+                    lambda q: run_single(spec, graph, context, q, run.callbacks, run.effective),
+                    run.questions,
+                )
+            )
     return run.finish(answers)
 
 
 @during_runs
-async def arun_strategy(spec: Strategy[ConfigT], cfg: ConfigT, questions: Sequence[Question], **options: Unpack[RunOptions]) -> list[Answer]:
+async def arun_strategy(
+    spec: Strategy[ConfigT],
+    cfg: ConfigT,
+    questions: Sequence[Question],
+    **options: Unpack[RunOptions],
+) -> list[Answer]:
     """:func:`run_strategy` for an event loop: the same answers, with the graphs' ``ainvoke``.
 
     Single-question strategies run each question's graph with ``ainvoke`` (native async
@@ -90,7 +102,9 @@ async def _arun(run: RunSetup[ConfigT]) -> list[Answer]:
 
             async def one(question: Question) -> Answer:
                 async with gate:
-                    return await arun_single(run.spec, graph, context, question, run.callbacks, run.effective)
+                    return await arun_single(
+                        run.spec, graph, context, question, run.callbacks, run.effective
+                    )
 
             answers = await gather_or_cancel([one(q) for q in run.questions])
     return run.finish(answers)

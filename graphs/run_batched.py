@@ -28,13 +28,19 @@ from retrieval import default_cache_dir
 from retrieval.contract import Answer, Corpus, Question, Step, Usage
 
 
-def run_batch(run: RunSetup[ConfigT], mode: BatchRun, cancel: threading.Event | None = None) -> list[Answer]:
+def run_batch(
+    run: RunSetup[ConfigT], mode: BatchRun, cancel: threading.Event | None = None
+) -> list[Answer]:
     """The batched run of ``run``'s questions, as ``mode`` declares; ``cancel``: stop before the next model call or step once set."""
     started = time.perf_counter()
     spec, questions, llm, corpus = run.spec, run.questions, run.llm, run.corpus
-    tracker = UsageTracker(count=tokenizer_for(llm).count)  # failure accounting; per-answer usage comes from the state
+    tracker = UsageTracker(
+        count=tokenizer_for(llm).count
+    )  # failure accounting; per-answer usage comes from the state
     progress = ChunkProgress(run.show_progress, f"{spec.name}: reading the corpus")
-    callbacks = run.callbacks if cancel is None else with_handler(run.callbacks, CancelGuard(cancel))
+    callbacks = (
+        run.callbacks if cancel is None else with_handler(run.callbacks, CancelGuard(cancel))
+    )
 
     def on_advance(step: int) -> None:
         progress.advance(step)
@@ -56,8 +62,17 @@ def run_batch(run: RunSetup[ConfigT], mode: BatchRun, cancel: threading.Event | 
                 callbacks=with_handler(callbacks, tracker),
                 run_name=f"longctx.{spec.name}",
                 tags=tags,
-                metadata={"strategy": spec.name, "model": model_name(llm), "corpus": corpus.fingerprint[:16], "questions": len(questions),
-                          **({"run_id": questions[0].metadata["run_id"]} if questions[0].metadata.get("run_id") else {})},
+                metadata={
+                    "strategy": spec.name,
+                    "model": model_name(llm),
+                    "corpus": corpus.fingerprint[:16],
+                    "questions": len(questions),
+                    **(
+                        {"run_id": questions[0].metadata["run_id"]}
+                        if questions[0].metadata.get("run_id")
+                        else {}
+                    ),
+                },
                 on_start=progress.start,
                 on_advance=on_advance,
             )
@@ -65,7 +80,10 @@ def run_batch(run: RunSetup[ConfigT], mode: BatchRun, cancel: threading.Event | 
             progress.close()
     queued = queue.seconds / len(questions)
     share = (time.perf_counter() - started) / len(questions) - queued
-    return [_batch_answer(spec, mode, batched, i, q, share, queued, run.effective) for i, q in enumerate(questions)]
+    return [
+        _batch_answer(spec, mode, batched, i, q, share, queued, run.effective)
+        for i, q in enumerate(questions)
+    ]
 
 
 def batch_folder(spec: Strategy[Any], cache_dir: str | Path | None) -> Path:
@@ -80,7 +98,9 @@ def checkpoint_held(spec: Strategy[ConfigT], cfg: ConfigT, questions: Sequence[Q
     for a single-question strategy, which keeps no checkpoint."""
     if spec.batch is None:
         return Checkpointed(Usage())
-    return checkpointed(spec, spec.batch, cfg, list(questions), llm, corpus, folder=batch_folder(spec, cache_dir))
+    return checkpointed(
+        spec, spec.batch, cfg, list(questions), llm, corpus, folder=batch_folder(spec, cache_dir)
+    )
 
 
 async def arun_batch(run: RunSetup[ConfigT], mode: BatchRun) -> list[Answer]:
@@ -88,7 +108,9 @@ async def arun_batch(run: RunSetup[ConfigT], mode: BatchRun) -> list[Answer]:
     model call and waits for the calls in flight, so the checkpoint holds all finished work."""
     cancel = threading.Event()
     call = functools.partial(run_batch, run, mode, cancel)
-    worker = asyncio.get_running_loop().run_in_executor(None, functools.partial(contextvars.copy_context().run, call))
+    worker = asyncio.get_running_loop().run_in_executor(
+        None, functools.partial(contextvars.copy_context().run, call)
+    )
     try:
         return await asyncio.shield(worker)
     except asyncio.CancelledError:
@@ -101,14 +123,18 @@ async def arun_batch(run: RunSetup[ConfigT], mode: BatchRun) -> list[Answer]:
 def _batch_answer(spec: Strategy[Any], mode: BatchRun, run: BatchedRun, i: int, question: Question, seconds: float, queued: float,
                   effective: dict[str, Any]) -> Answer:  # fmt: skip
     fields = mode.collect(run.final, i)
-    usage = Usage.from_dict(fields.get("usage")).since(run.earlier[i])  # this call's calls; the checkpoint's earlier ones apart
+    usage = Usage.from_dict(fields.get("usage")).since(
+        run.earlier[i]
+    )  # this call's calls; the checkpoint's earlier ones apart
     usage.seconds = seconds
     usage.queued_seconds = queued
     # resumed_from: the step an interrupted run continued from; replayed: finished earlier,
     # answered from the checkpoint with no call made now
     last = Step(
         "final_answer",
-        **fields.get("final_step", {}),  # the strategy's own facts (MemAgent: stream layout, whole reply, memory cuts)
+        **fields.get(
+            "final_step", {}
+        ),  # the strategy's own facts (MemAgent: stream layout, whole reply, memory cuts)
         chunks=run.n_steps,
         resumed_from=run.resumed_from,
         replayed=run.replayed,
@@ -140,13 +166,22 @@ class ChunkProgress:
         self.sizes = sizes
         self.start_chunk = start_chunk
         self.began = time.perf_counter()
-        self.bar = tqdm(total=len(sizes), initial=start_chunk, desc=self.label, unit="chunk", disable=not self.enabled)
+        self.bar = tqdm(
+            total=len(sizes),
+            initial=start_chunk,
+            desc=self.label,
+            unit="chunk",
+            disable=not self.enabled,
+        )
 
     def advance(self, chunk_index: int) -> None:
         """All questions have read chunk ``chunk_index - 1``."""
         done = sum(self.sizes[self.start_chunk : chunk_index])
         rate = done / max(time.perf_counter() - self.began, 1e-9)
-        self.bar.set_postfix(tokens_per_s=f"{rate:,.0f}", tokens=f"{sum(self.sizes[:chunk_index]):,}/{sum(self.sizes):,}")
+        self.bar.set_postfix(
+            tokens_per_s=f"{rate:,.0f}",
+            tokens=f"{sum(self.sizes[:chunk_index]):,}/{sum(self.sizes):,}",
+        )
         self.bar.update(1)
 
     def close(self) -> None:

@@ -18,7 +18,9 @@ from graphs.request_settings import settings_digest
 from retrieval.contract import Question
 
 
-def effective_config(spec: Strategy[ConfigT], cfg: ConfigT, llm: BaseChatModel, preset: str | None) -> dict[str, Any]:
+def effective_config(
+    spec: Strategy[ConfigT], cfg: ConfigT, llm: BaseChatModel, preset: str | None
+) -> dict[str, Any]:
     """What ran, as recorded with each answer: strategy, preset, model, a digest of every setting its
     requests carry (``llm_settings``, :func:`graphs.request_settings.settings_digest`), tokenizer, prompt
     versions and every config field (secrets redacted)."""
@@ -39,7 +41,9 @@ def model_name(llm: BaseChatModel) -> str:
     return model_id(llm).split(" @ ")[0]
 
 
-def trace_tags(strategy: str, question: Question | None, llm: BaseChatModel | None = None) -> list[str]:
+def trace_tags(
+    strategy: str, question: Question | None, llm: BaseChatModel | None = None
+) -> list[str]:
     """LangSmith tags of a root run: the strategy, the model, and the benchmark, sample and run
     (``run_id`` in the question's metadata, set by the experiment runner) when known."""
     tags = [f"strategy:{strategy}"]
@@ -51,7 +55,9 @@ def trace_tags(strategy: str, question: Question | None, llm: BaseChatModel | No
     return tags
 
 
-def with_handler(callbacks: Callbacks, handler: BaseCallbackHandler) -> list[BaseCallbackHandler] | BaseCallbackManager:
+def with_handler(
+    callbacks: Callbacks, handler: BaseCallbackHandler
+) -> list[BaseCallbackHandler] | BaseCallbackManager:
     """``callbacks`` (None, a list, or a parent's callback manager) plus ``handler``."""
     if callbacks is None:
         return [handler]

@@ -55,7 +55,9 @@ class RunOptions(TypedDict, total=False):
 class RunSetup(Generic[ConfigT]):
     """One call of the run path: what its sync and async twins share; they differ only in how they wait."""
 
-    def __init__(self, spec: Strategy[ConfigT], cfg: ConfigT, questions: list[Question], options: RunOptions) -> None:
+    def __init__(
+        self, spec: Strategy[ConfigT], cfg: ConfigT, questions: list[Question], options: RunOptions
+    ) -> None:
         self.started = time.perf_counter()
         self.spec, self.cfg, self.questions = spec, cfg, questions
         self.llm, self.corpus = options["llm"], options["corpus"]
@@ -65,7 +67,9 @@ class RunSetup(Generic[ConfigT]):
         self.concurrency = options.get("concurrency", 1)
         self.show_progress = options.get("show_progress", False)
         self.key_prefix = options.get("key_prefix")
-        self.callbacks = with_budget(options.get("callbacks"), options.get("budget"), self.llm)  # one guard for the whole call
+        self.callbacks = with_budget(
+            options.get("callbacks"), options.get("budget"), self.llm
+        )  # one guard for the whole call
         cache_dir = options.get("cache_dir")
         self.cache = Path(cache_dir) if cache_dir else None
         self.index_seconds = 0.0
@@ -75,7 +79,11 @@ class RunSetup(Generic[ConfigT]):
         """Whether the sync entry point drives this run on the event loop (see ``run_strategy``'s ``use_async``)."""
         if self.batch is not None:
             return False
-        return self.spec.run_mode.async_fan_out and has_native_async(self.llm) if use_async is None else use_async
+        return (
+            self.spec.run_mode.async_fan_out and has_native_async(self.llm)
+            if use_async is None
+            else use_async
+        )
 
     @property
     def needs_index(self) -> bool:
@@ -89,8 +97,12 @@ class RunSetup(Generic[ConfigT]):
             TypeError: The strategy is registered with ``uses_index=True`` but its config has no retrieval settings.
         """
         if not isinstance(self.cfg, RetrievalSettings):
-            raise TypeError(f"Strategy {self.spec.name!r} uses an index, but its config {type(self.cfg).__name__} is no RetrievalSettings")
-        return RetrievalService(settings=self.cfg, cache_dir=self.cache, show_progress=self.show_progress).build_index(self.corpus)
+            raise TypeError(
+                f"Strategy {self.spec.name!r} uses an index, but its config {type(self.cfg).__name__} is no RetrievalSettings"
+            )
+        return RetrievalService(
+            settings=self.cfg, cache_dir=self.cache, show_progress=self.show_progress
+        ).build_index(self.corpus)
 
     def indexed(self, index: Index | None) -> None:
         """Record the run's index and the time it took, then what the answers will record as run."""
@@ -100,7 +112,9 @@ class RunSetup(Generic[ConfigT]):
 
     def context(self, llm: BaseChatModel) -> StrategyContext[ConfigT]:
         """The run context of a single-question graph."""
-        return StrategyContext(llm=llm, config=self.cfg, corpus=self.corpus, index=self.index, cache_dir=self.cache)
+        return StrategyContext(
+            llm=llm, config=self.cfg, corpus=self.corpus, index=self.index, cache_dir=self.cache
+        )
 
     def finish(self, answers: list[Answer]) -> list[Answer]:
         """``answers`` with the index time shared out."""

@@ -29,10 +29,23 @@ def run_single(spec: Strategy[ConfigT], graph: CompiledGraph, context: StrategyC
     tracker, run_config = _run_config(spec, context, question, callbacks)
     with metering_queue() as queue:
         try:
-            final = cast(AnswerState, graph.invoke(AnswerState(question=question, steps=[]), context=context, config=run_config))
+            final = cast(
+                AnswerState,
+                graph.invoke(
+                    AnswerState(question=question, steps=[]), context=context, config=run_config
+                ),
+            )
         except BudgetReached as exc:
             final = budget_stop(exc)
-    return single_answer(spec, final, tracker, started=started, queued=queue.seconds, question=question, effective=effective)
+    return single_answer(
+        spec,
+        final,
+        tracker,
+        started=started,
+        queued=queue.seconds,
+        question=question,
+        effective=effective,
+    )
 
 
 async def arun_single(spec: Strategy[ConfigT], graph: CompiledGraph, context: StrategyContext[ConfigT], question: Question, callbacks: Callbacks,
@@ -43,24 +56,49 @@ async def arun_single(spec: Strategy[ConfigT], graph: CompiledGraph, context: St
     tracker.run_inline = True  # thread-safe and cheap: called on the loop, not through its executor
     with metering_queue() as queue:  # this task's context: its executor calls copy it
         try:
-            final = cast(AnswerState, await graph.ainvoke(AnswerState(question=question, steps=[]), context=context, config=run_config))
+            final = cast(
+                AnswerState,
+                await graph.ainvoke(
+                    AnswerState(question=question, steps=[]), context=context, config=run_config
+                ),
+            )
         except BudgetReached as exc:
             final = budget_stop(exc)
-    return single_answer(spec, final, tracker, started=started, queued=queue.seconds, question=question, effective=effective)
+    return single_answer(
+        spec,
+        final,
+        tracker,
+        started=started,
+        queued=queue.seconds,
+        question=question,
+        effective=effective,
+    )
 
 
 def budget_stop(exc: BudgetReached) -> AnswerState:
     """The final fields of a single run stopped by its budget: no answer, a step saying why."""
-    return AnswerState(answer="", raw="", steps=[Step("stopped", reason=str(exc))], stopped="budget")
+    return AnswerState(
+        answer="", raw="", steps=[Step("stopped", reason=str(exc))], stopped="budget"
+    )
 
 
-def _run_config(spec: Strategy[ConfigT], context: StrategyContext[ConfigT], question: Question, callbacks: Callbacks) -> tuple[UsageTracker, RunnableConfig]:
+def _run_config(
+    spec: Strategy[ConfigT],
+    context: StrategyContext[ConfigT],
+    question: Question,
+    callbacks: Callbacks,
+) -> tuple[UsageTracker, RunnableConfig]:
     tracker = UsageTracker(count=tokenizer_for(context.llm).count)
     run_config = RunnableConfig(
         callbacks=with_handler(callbacks, tracker),
         run_name=f"longctx.{spec.name}",
         tags=trace_tags(spec.name, question, context.llm),
-        metadata={"strategy": spec.name, "model": model_name(context.llm), "corpus": context.corpus.fingerprint[:16], **dict(question.metadata)},
+        metadata={
+            "strategy": spec.name,
+            "model": model_name(context.llm),
+            "corpus": context.corpus.fingerprint[:16],
+            **dict(question.metadata),
+        },
     )
     return tracker, run_config
 
@@ -68,8 +106,18 @@ def _run_config(spec: Strategy[ConfigT], context: StrategyContext[ConfigT], ques
 def evidence(hit: Hit) -> Evidence:
     """A retrieved chunk as answer evidence."""
     c = hit.chunk
-    components = {name: dict(view) for name, view in hit.components.items()} if hit.components else None
-    return Evidence(doc_id=c.doc_id, title=c.title, text=c.text, score=hit.score, chunk_id=c.chunk_id, rank=hit.rank, components=components)
+    components = (
+        {name: dict(view) for name, view in hit.components.items()} if hit.components else None
+    )
+    return Evidence(
+        doc_id=c.doc_id,
+        title=c.title,
+        text=c.text,
+        score=hit.score,
+        chunk_id=c.chunk_id,
+        rank=hit.rank,
+        components=components,
+    )
 
 
 def single_answer(spec: Strategy[ConfigT], final: AnswerState, tracker: UsageTracker, *, started: float, queued: float, question: Question,

@@ -26,7 +26,12 @@ from graphs.probe_memory import ProbeResult, forget, probe_key, recall, remember
 from retrieval.tokenizers import SERVER_DIALECTS, Tokenizer, TokenizerError
 
 #: A probe cut where :func:`split_pieces` cuts: its pieces' tokens must concatenate to the whole's.
-_PROBE_PIECES = ("Tokenizers agree on words.", " 分词器在句子边界切分文本。", "Numbers 12345 and  two  spaces.\n\nNew", " paragraph 第二段。")
+_PROBE_PIECES = (
+    "Tokenizers agree on words.",
+    " 分词器在句子边界切分文本。",
+    "Numbers 12345 and  two  spaces.\n\nNew",
+    " paragraph 第二段。",
+)
 _PROBE_TEXT = "".join(_PROBE_PIECES)
 #: Seconds a probe request waits when ``$LONGCTX_TIMEOUT`` is not set (a probe must not hold a run up).
 PROBE_TIMEOUT = 10.0
@@ -111,7 +116,11 @@ class Dialect:
 DIALECTS: dict[str, Dialect] = {
     # llama_cpp/server/app.py: TokenizeInputRequest{model, input} -> {tokens}; DetokenizeInputRequest{model, tokens} -> {text}
     "llama-cpp-python": Dialect(
-        "/extras/tokenize", "/extras/detokenize", lambda t, m: {"input": t, "model": m}, lambda ids, m: {"tokens": ids, "model": m}, "text"
+        "/extras/tokenize",
+        "/extras/detokenize",
+        lambda t, m: {"input": t, "model": m},
+        lambda ids, m: {"tokens": ids, "model": m},
+        "text",
     ),
     # vLLM: TokenizeCompletionRequest{model, prompt, add_special_tokens} -> {tokens, count}; DetokenizeRequest -> {prompt}
     "vllm": Dialect(
@@ -123,7 +132,11 @@ DIALECTS: dict[str, Dialect] = {
     ),
     # llama.cpp server: {content, add_special} -> {tokens}; {tokens} -> {content}
     "llama.cpp": Dialect(
-        "/tokenize", "/detokenize", lambda t, m: {"content": t, "add_special": False}, lambda ids, m: {"tokens": ids}, "content"
+        "/tokenize",
+        "/detokenize",
+        lambda t, m: {"content": t, "add_special": False},
+        lambda ids, m: {"tokens": ids},
+        "content",
     ),
 }
 
@@ -161,7 +174,11 @@ class ServerTokenizer:
         import httpx  # the openai client's transport; imported only for server tokenizers
 
         self._client = httpx.Client(
-            timeout=self.timeout, headers=self.headers, limits=httpx.Limits(max_connections=self.workers, max_keepalive_connections=self.workers)
+            timeout=self.timeout,
+            headers=self.headers,
+            limits=httpx.Limits(
+                max_connections=self.workers, max_keepalive_connections=self.workers
+            ),
         )
         self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="tokenize")
 
@@ -185,7 +202,10 @@ class ServerTokenizer:
                     raise
                 attempt += 1
         if resp.status_code != 200:
-            raise RouteError(f"{self.root}{path} answered HTTP {resp.status_code}: {resp.text[:200]}", status=resp.status_code)
+            raise RouteError(
+                f"{self.root}{path} answered HTTP {resp.status_code}: {resp.text[:200]}",
+                status=resp.status_code,
+            )
         data = resp.json()
         if not isinstance(data, dict):
             raise TokenizerError(f"{self.root}{path} answered {str(data)[:200]}")
@@ -229,7 +249,9 @@ class ServerTokenizer:
         if not ids:
             return ""
         d = DIALECTS[self.dialect]
-        text = self._post(d.detokenize_path, d.detokenize_body(list(ids), self.model)).get(d.text_field)
+        text = self._post(d.detokenize_path, d.detokenize_body(list(ids), self.model)).get(
+            d.text_field
+        )
         if not isinstance(text, str):
             raise TokenizerError(f"{self.root}{d.detokenize_path} answered no text")
         return text
@@ -241,8 +263,13 @@ class ServerTokenizer:
 
 
 def probe_server(
-    base_url: str, model: str, *, dialects: Sequence[str] = SERVER_DIALECTS, api_key: str | None = None,
-    timeout: float | None = None, retries: int | None = None,
+    base_url: str,
+    model: str,
+    *,
+    dialects: Sequence[str] = SERVER_DIALECTS,
+    api_key: str | None = None,
+    timeout: float | None = None,
+    retries: int | None = None,
 ) -> ServerTokenizer | None:
     """The first dialect whose tokenize and detokenize routes answer on ``base_url``, else None.
 
@@ -264,7 +291,12 @@ def probe_server(
 
 
 def _probe(
-    base_url: str, model: str, dialects: Sequence[str], api_key: str | None, timeout: float | None, retries: int | None
+    base_url: str,
+    model: str,
+    dialects: Sequence[str],
+    api_key: str | None,
+    timeout: float | None,
+    retries: int | None,
 ) -> tuple[ServerTokenizer | None, bool]:
     """:func:`probe_server`'s tokenizer, and whether a ``None`` is definite (no dialect failed with a
     transient status, 408, 429 or 5xx, that a later probe might not get)."""
@@ -294,17 +326,30 @@ def _probe(
     return None, definite
 
 
-def _connect(base_url: str, model: str, dialect: str, api_key: str | None, timeout: float, retries: int) -> ServerTokenizer:
+def _connect(
+    base_url: str, model: str, dialect: str, api_key: str | None, timeout: float, retries: int
+) -> ServerTokenizer:
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    return ServerTokenizer(root=server_root(base_url), model=model, dialect=dialect, timeout=timeout, retries=retries, headers=headers)
+    return ServerTokenizer(
+        root=server_root(base_url),
+        model=model,
+        dialect=dialect,
+        timeout=timeout,
+        retries=retries,
+        headers=headers,
+    )
 
 
-def _recalled(found: ProbeResult, dialect: str, base_url: str, model: str, api_key: str | None) -> ServerTokenizer | None:
+def _recalled(
+    found: ProbeResult, dialect: str, base_url: str, model: str, api_key: str | None
+) -> ServerTokenizer | None:
     """The remembered route ``dialect`` of ``found`` when the server still answers it as it did (one
     request: the probe text's ids, prefix stripped, are the remembered ones), else ``None``."""
     import httpx
 
-    tok = _connect(base_url, model, dialect, api_key, request_timeout(PROBE_TIMEOUT), request_retries())
+    tok = _connect(
+        base_url, model, dialect, api_key, request_timeout(PROBE_TIMEOUT), request_retries()
+    )
     tok.prefix, tok.probe_ids = list(found.prefix), list(found.probe_ids)
     try:
         same = tok._encode_one(_PROBE_TEXT) == tok.probe_ids
@@ -322,7 +367,12 @@ def _recalled(found: ProbeResult, dialect: str, base_url: str, model: str, api_k
 
 
 def server_tokenizer(
-    base_url: str, model: str, *, dialect: str | None = None, api_key: str | None = None, recall_absence: bool = True
+    base_url: str,
+    model: str,
+    *,
+    dialect: str | None = None,
+    api_key: str | None = None,
+    recall_absence: bool = True,
 ) -> Tokenizer | None:
     """A :class:`Tokenizer` on the server's tokenize endpoint, or None when it has none.
 
@@ -331,7 +381,9 @@ def server_tokenizer(
     ``recall_absence`` is false (an explicit ``tokenizer="server"``: the server is probed).
     """
     if dialect is not None and dialect not in SERVER_DIALECTS:
-        raise TokenizerError(f"Unknown server tokenizer dialect {dialect!r}; use one of {', '.join(SERVER_DIALECTS)}.")
+        raise TokenizerError(
+            f"Unknown server tokenizer dialect {dialect!r}; use one of {', '.join(SERVER_DIALECTS)}."
+        )
     dialects = [dialect] if dialect else list(SERVER_DIALECTS)
     key = probe_key(server_root(base_url), model, dialects, api_key)
     remembered = recall(key)
@@ -340,7 +392,9 @@ def server_tokenizer(
         return None
     if remembered is not None and remembered.dialect is not None:
         known = remembered.dialect in dialects  # else written by a version with other dialects
-        found = _recalled(remembered, remembered.dialect, base_url, model, api_key) if known else None
+        found = (
+            _recalled(remembered, remembered.dialect, base_url, model, api_key) if known else None
+        )
         if found is None:
             forget(key)  # the server changed: probed again below
     if found is None:
@@ -349,7 +403,9 @@ def server_tokenizer(
             remember(key, _result(found))
     if found is None:
         return None
-    note = f"{found.dialect} tokenize endpoint" + ("" if found.max_chars else " (whole text per request: pieces did not concatenate exactly)")
+    note = f"{found.dialect} tokenize endpoint" + (
+        "" if found.max_chars else " (whole text per request: pieces did not concatenate exactly)"
+    )
     return Tokenizer(
         id=f"server:{found.dialect}:{model} @ {server_root(base_url)}",
         encode_fn=found.encode,

@@ -22,4 +22,9 @@ if TYPE_CHECKING:
     from graphs.registry import Strategy
 
 #: name -> :class:`~graphs.registry.Strategy`; the entry type is built by ``graphs.registry`` when first needed.
-STRATEGIES: Registry[Strategy[Any]] = Registry("strategy", group="longctx.strategies", make_entry="graphs.registry:_strategy", packages=("graphs",))
+STRATEGIES: Registry[Strategy[Any]] = Registry(
+    "strategy",
+    group="longctx.strategies",
+    make_entry="graphs.registry:_strategy",
+    packages=("graphs",),
+)

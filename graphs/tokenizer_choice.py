@@ -63,8 +63,15 @@ def select_tokenizer(spec: str | None, facts: ModelFacts) -> Tokenizer:
     kind, arg = parse_spec(spec)
     if kind == "model":
         if facts.own is None:
-            raise TokenizerError(f"tokenizer='model': {facts.model_id} does not expose its own tokenizer.")
-        return Tokenizer(id=f"model:{facts.model_id}", encode_fn=facts.own[0], decode_fn=facts.own[1], note="the model's own tokenizer")
+            raise TokenizerError(
+                f"tokenizer='model': {facts.model_id} does not expose its own tokenizer."
+            )
+        return Tokenizer(
+            id=f"model:{facts.model_id}",
+            encode_fn=facts.own[0],
+            decode_fn=facts.own[1],
+            note="the model's own tokenizer",
+        )
     if kind == "hf":
         return hf_tokenizer(arg)
     if kind == "tiktoken":
@@ -74,9 +81,17 @@ def select_tokenizer(spec: str | None, facts: ModelFacts) -> Tokenizer:
     if kind == "server":
         if not facts.base_url:
             raise TokenizerError(f"tokenizer='server': {facts.model_id} has no server URL.")
-        found = server_tokenizer(facts.base_url, facts.model_name, dialect=arg or None, api_key=facts.api_key, recall_absence=False)
+        found = server_tokenizer(
+            facts.base_url,
+            facts.model_name,
+            dialect=arg or None,
+            api_key=facts.api_key,
+            recall_absence=False,
+        )
         if found is None:
-            raise TokenizerError(f"tokenizer='{kind}{':' + arg if arg else ''}': the server at {facts.base_url} has no tokenize endpoint we know.")
+            raise TokenizerError(
+                f"tokenizer='{kind}{':' + arg if arg else ''}': the server at {facts.base_url} has no tokenize endpoint we know."
+            )
         return found
     return _auto(facts)
 
@@ -85,7 +100,12 @@ def _auto(facts: ModelFacts) -> Tokenizer:
     import httpx
 
     if facts.own is not None:
-        return Tokenizer(id=f"model:{facts.model_id}", encode_fn=facts.own[0], decode_fn=facts.own[1], note="the model's own tokenizer")
+        return Tokenizer(
+            id=f"model:{facts.model_id}",
+            encode_fn=facts.own[0],
+            decode_fn=facts.own[1],
+            note="the model's own tokenizer",
+        )
     if local_hf_candidate(facts.model_name):
         try:
             return hf_tokenizer(facts.model_name)
@@ -96,7 +116,9 @@ def _auto(facts: ModelFacts) -> Tokenizer:
         try:
             found = server_tokenizer(facts.base_url, facts.model_name, api_key=facts.api_key)
         except httpx.TransportError as exc:
-            fallback = fallback_tokenizer(f"the server at {facts.base_url} did not answer the tokenize probe: {exc}")
+            fallback = fallback_tokenizer(
+                f"the server at {facts.base_url} did not answer the tokenize probe: {exc}"
+            )
             fallback.provisional = True
             return fallback
         if found is not None:

@@ -39,7 +39,9 @@ def run_blocking(coro: Coroutine[Any, Any, T]) -> T:
         result: T = done.value
         return result
     coro.close()
-    raise RuntimeError("run_blocking: the coroutine suspended; a sync twin may only await blocking(...) calls")
+    raise RuntimeError(
+        "run_blocking: the coroutine suspended; a sync twin may only await blocking(...) calls"
+    )
 
 
 __all__ = ["blocking", "run_blocking"]

@@ -25,10 +25,14 @@ USAGE_EVENT = "longctx.usage"
 #: The ``Usage`` counts such an event adds: every whole-number field (calls and tokens), read from
 #: the dataclass so a new counter needs no edit here; not the times (the answer measures its own)
 #: nor the ``earlier_*`` of a resumed run (never sent by this answer).
-EVENT_COUNTERS = tuple(f.name for f in fields(Usage) if type(f.default) is int and not f.name.startswith("earlier_"))
+EVENT_COUNTERS = tuple(
+    f.name for f in fields(Usage) if type(f.default) is int and not f.name.startswith("earlier_")
+)
 
 
-_INDEX_TIME: contextvars.ContextVar[bool] = contextvars.ContextVar("longctx_index_time", default=False)
+_INDEX_TIME: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "longctx_index_time", default=False
+)
 
 
 @contextlib.contextmanager
@@ -83,7 +87,9 @@ class UsageTracker(BaseCallbackHandler):
         #: The messages of the last call that finished: what produced the answer (capped, see :func:`sent_messages`).
         self.last_messages: list[dict[str, str]] = []
 
-    def on_chat_model_start(self, serialized: dict[str, Any], messages: list[list[Any]], *, run_id: UUID, **kwargs: Any) -> None:
+    def on_chat_model_start(
+        self, serialized: dict[str, Any], messages: list[list[Any]], *, run_id: UUID, **kwargs: Any
+    ) -> None:
         """Remember the prompt text in case the reply carries no usage, and the messages sent."""
         text = "\n".join(str(m.content) for batch in messages for m in batch)
         with self._lock:
@@ -101,7 +107,12 @@ class UsageTracker(BaseCallbackHandler):
             self._index_runs.discard(run_id)
         generations = [gen for batch in response.generations for gen in batch]
         # the prompt is sent once per call, however many generations come back
-        parts = [reply_usage(getattr(g, "message", None), prompt if i == 0 else "", g.text, count=self.count) for i, g in enumerate(generations)]
+        parts = [
+            reply_usage(
+                getattr(g, "message", None), prompt if i == 0 else "", g.text, count=self.count
+            )
+            for i, g in enumerate(generations)
+        ]
         with self._lock:
             if any(p.get("cached_calls") for p in parts):
                 self.usage.cached_calls += 1
@@ -152,7 +163,9 @@ class QueueMeter:
     def seconds(self) -> float:
         """Queued seconds so far (an interval still open counts up to now)."""
         with self._lock:
-            return self._seconds + (time.perf_counter() - self._since if self._since is not None else 0.0)
+            return self._seconds + (
+                time.perf_counter() - self._since if self._since is not None else 0.0
+            )
 
     def _change(self, waiting: int, holding: int) -> None:
         with self._lock:
@@ -167,7 +180,9 @@ class QueueMeter:
                 self._since = None
 
 
-_METER: contextvars.ContextVar[QueueMeter | None] = contextvars.ContextVar("longctx_queue_meter", default=None)
+_METER: contextvars.ContextVar[QueueMeter | None] = contextvars.ContextVar(
+    "longctx_queue_meter", default=None
+)
 
 
 @contextlib.contextmanager

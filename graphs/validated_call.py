@@ -38,7 +38,11 @@ ToolMode = Literal["tools", "json"]
 #: Bound once to learn whether a chat model implements tool calling; the binding is never called.
 PROBE_FUNCTION: dict[str, Any] = {
     "type": "function",
-    "function": {"name": "probe", "description": "Tells whether tools can be bound.", "parameters": {"type": "object", "properties": {}}},
+    "function": {
+        "name": "probe",
+        "description": "Tells whether tools can be bound.",
+        "parameters": {"type": "object", "properties": {}},
+    },
 }
 
 
@@ -57,9 +61,15 @@ def resolve_tool_mode(llm: BaseChatModel, requested: Literal["auto", "tools", "j
     return "tools"
 
 
-def bind_function(llm: BaseChatModel, mode: str, function: Mapping[str, Any] | None, tool_choice: str | None) -> Any:
+def bind_function(
+    llm: BaseChatModel, mode: str, function: Mapping[str, Any] | None, tool_choice: str | None
+) -> Any:
     """``llm`` with ``function`` bound (``tool_choice`` passed to ``bind_tools``) in tools mode, else ``llm`` itself."""
-    return llm.bind_tools([dict(function)], tool_choice=tool_choice) if mode == "tools" and function else llm
+    return (
+        llm.bind_tools([dict(function)], tool_choice=tool_choice)
+        if mode == "tools" and function
+        else llm
+    )
 
 
 @dataclass
@@ -78,14 +88,22 @@ class Outcome(Generic[T]):
     attempts: int = 0
     errors: list[str] = field(default_factory=list)
     ok: bool = False
-    usage: dict[str, int] = field(default_factory=lambda: {"prompt_tokens": 0, "cached_prompt_tokens": 0, "completion_tokens": 0})
+    usage: dict[str, int] = field(
+        default_factory=lambda: {
+            "prompt_tokens": 0,
+            "cached_prompt_tokens": 0,
+            "completion_tokens": 0,
+        }
+    )
 
 
 #: Threads for the async calls of models that only implement the sync interface.
 SYNC_MODEL_POOL = ThreadPoolExecutor(max_workers=64, thread_name_prefix="longctx-sync-model")
 
 
-async def ainvoke_model(llm: BaseChatModel, model: Any, messages: list[BaseMessage], **kwargs: Any) -> AIMessage:
+async def ainvoke_model(
+    llm: BaseChatModel, model: Any, messages: list[BaseMessage], **kwargs: Any
+) -> AIMessage:
     """``await model.ainvoke(messages, **kwargs)`` (``model``: ``llm`` or a binding of it);
     a sync-only ``llm`` runs in :data:`SYNC_MODEL_POOL` with the caller's context (callbacks, tracing).
 
@@ -102,11 +120,20 @@ async def ainvoke_model(llm: BaseChatModel, model: Any, messages: list[BaseMessa
 
 
 def call_validated(
-    llm: BaseChatModel, model: Any, prompt: str, parse: Callable[[list[Any]], T], *, retries: int, max_tokens: int, temperature: float
+    llm: BaseChatModel,
+    model: Any,
+    prompt: str,
+    parse: Callable[[list[Any]], T],
+    *,
+    retries: int,
+    max_tokens: int,
+    temperature: float,
 ) -> Outcome[T]:
     """Call ``model`` (``llm`` or a binding of it: :func:`bind_function`) until ``parse`` accepts the
     reply's arguments, at most ``1 + retries`` times; each retry carries the previous error."""
-    invoke = blocking(functools.partial(model.invoke, **budget_kwargs(llm, max_tokens), temperature=temperature))
+    invoke = blocking(
+        functools.partial(model.invoke, **budget_kwargs(llm, max_tokens), temperature=temperature)
+    )
     return run_blocking(_attempts(prompt, parse, retries, invoke))
 
 
@@ -123,17 +150,24 @@ async def acall_validated(
 ) -> Outcome[T]:
     """:func:`call_validated` through the model's async interface (:func:`ainvoke_model`), without
     holding a thread per call in flight; ``gate``: held around each call (an ``asyncio.Semaphore``)."""
-    held: contextlib.AbstractAsyncContextManager[Any] = gate if gate is not None else contextlib.nullcontext()
+    held: contextlib.AbstractAsyncContextManager[Any] = (
+        gate if gate is not None else contextlib.nullcontext()
+    )
 
     async def invoke(messages: list[BaseMessage]) -> AIMessage:
         async with held:
-            return await ainvoke_model(llm, model, messages, **budget_kwargs(llm, max_tokens), temperature=temperature)
+            return await ainvoke_model(
+                llm, model, messages, **budget_kwargs(llm, max_tokens), temperature=temperature
+            )
 
     return await _attempts(prompt, parse, retries, invoke)
 
 
 async def _attempts(
-    prompt: str, parse: Callable[[list[Any]], T], retries: int, invoke: Callable[[list[BaseMessage]], Awaitable[AIMessage]]
+    prompt: str,
+    parse: Callable[[list[Any]], T],
+    retries: int,
+    invoke: Callable[[list[BaseMessage]], Awaitable[AIMessage]],
 ) -> Outcome[T]:
     """The policy both twins share: call through ``invoke`` until ``parse`` accepts a reply, at
     most ``1 + retries`` times, each retry carrying the previous error (:mod:`graphs.twins`)."""
@@ -145,11 +179,15 @@ async def _attempts(
     return out
 
 
-def _take(out: Outcome[T], message: AIMessage, parse: Callable[[list[Any]], T], attempt: int) -> bool:
+def _take(
+    out: Outcome[T], message: AIMessage, parse: Callable[[list[Any]], T], attempt: int
+) -> bool:
     """Count one reply into ``out``; whether ``parse`` accepted it (else its error is noted)."""
     meta: Mapping[str, Any] = getattr(message, "usage_metadata", None) or {}
     out.usage["prompt_tokens"] += meta.get("input_tokens", 0)
-    out.usage["cached_prompt_tokens"] += (meta.get("input_token_details") or {}).get("cache_read") or 0
+    out.usage["cached_prompt_tokens"] += (meta.get("input_token_details") or {}).get(
+        "cache_read"
+    ) or 0
     out.usage["completion_tokens"] += meta.get("output_tokens", 0)
     out.attempts = attempt
     try:
@@ -169,10 +207,19 @@ def _take(out: Outcome[T], message: AIMessage, parse: Callable[[list[Any]], T], 
 
 def _validation_errors(exc: ValidationError) -> str:
     """The first errors of a validation, one ``location: message`` each."""
-    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'reply'}: {e['msg']}" for e in exc.errors()[:8])
+    return "; ".join(
+        f"{'.'.join(map(str, e['loc'])) or 'reply'}: {e['msg']}" for e in exc.errors()[:8]
+    )
 
 
 __all__ = [
-    "PROBE_FUNCTION", "SYNC_MODEL_POOL", "Outcome", "ToolMode", "acall_validated", "ainvoke_model", "bind_function", "call_validated",
+    "PROBE_FUNCTION",
+    "SYNC_MODEL_POOL",
+    "Outcome",
+    "ToolMode",
+    "acall_validated",
+    "ainvoke_model",
+    "bind_function",
+    "call_validated",
     "resolve_tool_mode",
 ]

@@ -34,7 +34,10 @@ def strip_think(text: str) -> str:
 
 
 def bound_memory(
-    text: str, max_tokens: int, encode: Callable[[str], list[int]], decode: Callable[[list[int]], str]
+    text: str,
+    max_tokens: int,
+    encode: Callable[[str], list[int]],
+    decode: Callable[[list[int]], str],
 ) -> MemoryUpdate:
     """The memory a step leaves: reasoning stripped, then at most ``max_tokens`` tokens.
 

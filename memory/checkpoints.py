@@ -78,7 +78,12 @@ def move_aside(path: str | Path, reason: str) -> Path:
     if wal.exists():
         wal.rename(aside.with_name(aside.name + "-wal"))
     shm.unlink(missing_ok=True)
-    log.warning("%s is corrupt (%s); moved it aside to %s and starting that run afresh", path, reason, aside.name)
+    log.warning(
+        "%s is corrupt (%s); moved it aside to %s and starting that run afresh",
+        path,
+        reason,
+        aside.name,
+    )
     return aside
 
 

@@ -54,7 +54,12 @@ class MemoryTrace:
         return self._conn is not None
 
     def _disable(self, exc: BaseException) -> None:
-        log.warning("Memory trace %s failed (%s: %s); continuing without the per-step trace", self.path, type(exc).__name__, exc)
+        log.warning(
+            "Memory trace %s failed (%s: %s); continuing without the per-step trace",
+            self.path,
+            type(exc).__name__,
+            exc,
+        )
         conn, self._conn = self._conn, None
         if conn is not None:
             try:
@@ -62,14 +67,17 @@ class MemoryTrace:
             except sqlite3.Error:
                 pass
 
-    def record(self, thread: str, question: int, chunk: int, memory: str, tokens: int, cut: bool) -> None:
+    def record(
+        self, thread: str, question: int, chunk: int, memory: str, tokens: int, cut: bool
+    ) -> None:
         """Store one snapshot (a redone step overwrites its earlier row)."""
         with self._lock:
             if self._conn is None:
                 return
             try:
                 self._conn.execute(
-                    "INSERT OR REPLACE INTO snapshots VALUES (?, ?, ?, ?, ?, ?)", (thread, question, chunk, memory, tokens, int(cut))
+                    "INSERT OR REPLACE INTO snapshots VALUES (?, ?, ?, ?, ?, ?)",
+                    (thread, question, chunk, memory, tokens, int(cut)),
                 )
                 self._conn.commit()
             except sqlite3.Error as exc:

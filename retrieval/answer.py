@@ -12,7 +12,13 @@ from typing import Any
 from retrieval.question import Question
 
 #: The counts a resumed run's usage splits into this call's and the earlier calls' (:meth:`Usage.since`).
-SPLIT_FIELDS = ("llm_calls", "cached_calls", "prompt_tokens", "cached_prompt_tokens", "completion_tokens")
+SPLIT_FIELDS = (
+    "llm_calls",
+    "cached_calls",
+    "prompt_tokens",
+    "cached_prompt_tokens",
+    "completion_tokens",
+)
 
 
 @dataclass
@@ -111,7 +117,11 @@ class Usage:
     def __add__(self, other: Usage) -> Usage:
         """Field-wise sum (``estimated`` if either is)."""
         return Usage(
-            **{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self) if f.name != "estimated"},
+            **{
+                f.name: getattr(self, f.name) + getattr(other, f.name)
+                for f in fields(self)
+                if f.name != "estimated"
+            },
             estimated=self.estimated or other.estimated,
         )
 
@@ -141,7 +151,9 @@ class Step(dict[str, Any]):
         else:  # a mapping or key/value pairs, as dict() takes (copies, dataclasses.asdict)
             super().__init__(node, **facts)
         if not isinstance(self.get("node"), str) or not self["node"]:
-            raise ValueError(f"A step needs the name of the graph node that wrote it, got {dict(self)!r}")
+            raise ValueError(
+                f"A step needs the name of the graph node that wrote it, got {dict(self)!r}"
+            )
 
     @property
     def node(self) -> str:

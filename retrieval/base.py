@@ -45,7 +45,9 @@ class Retriever(Protocol):
         """Everything that changes the index (engine, model, ...); part of the cache key."""
         ...
 
-    def build(self, chunks: Sequence[Chunk], *, work_dir: Path, show_progress: bool = False) -> None:
+    def build(
+        self, chunks: Sequence[Chunk], *, work_dir: Path, show_progress: bool = False
+    ) -> None:
         """Index ``chunks``; ``work_dir`` may hold partial work to resume."""
         ...
 
@@ -74,7 +76,9 @@ class SegmentedRetriever(Retriever, Protocol):
         """Whether the loaded index can take new chunks as a segment."""
         ...
 
-    def extend(self, chunks: Sequence[Chunk], *, work_dir: Path, show_progress: bool = False) -> None:
+    def extend(
+        self, chunks: Sequence[Chunk], *, work_dir: Path, show_progress: bool = False
+    ) -> None:
         """Index ``chunks`` (numbered after the loaded ones) as a new segment."""
         ...
 

@@ -88,7 +88,9 @@ def top_k(scores: np.ndarray, k: int) -> list[tuple[int, float]]:
     if n > k:
         kth_best = np.partition(scores, n - k)[n - k]
         candidates = np.flatnonzero(scores >= kth_best)  # keeps every tie of the k-th score
-    order = candidates[np.lexsort((candidates, -scores[candidates]))][:k]  # score descending, then chunk order
+    order = candidates[np.lexsort((candidates, -scores[candidates]))][
+        :k
+    ]  # score descending, then chunk order
     return [(int(i), float(scores[i])) for i in order]
 
 
@@ -111,24 +113,36 @@ class BM25Retriever:
     """
 
     engine: Literal["bm25s", "rank_bm25"] = "bm25s"
-    k1: float = field(default=1.5, metadata={"source": "Robertson & Zaragoza; rank_bm25 and bm25s default"})
-    b: float = field(default=0.75, metadata={"source": "Robertson & Zaragoza; rank_bm25 and bm25s default"})
+    k1: float = field(
+        default=1.5, metadata={"source": "Robertson & Zaragoza; rank_bm25 and bm25s default"}
+    )
+    b: float = field(
+        default=0.75, metadata={"source": "Robertson & Zaragoza; rank_bm25 and bm25s default"}
+    )
     name: str = "bm25"
 
     def __post_init__(self) -> None:
         if self.engine not in ("bm25s", "rank_bm25"):
             raise ValueError(f"BM25 engine must be 'bm25s' or 'rank_bm25', got {self.engine!r}")
         self._model: Any = None
-        self._counts: list[TermCounts] | None = None  # raw counts per segment (engine bm25s): what growing needs
-        self._counts_folder: Path | None = None  # a loaded one-segment index reads its counts on first need
+        self._counts: list[TermCounts] | None = (
+            None  # raw counts per segment (engine bm25s): what growing needs
+        )
+        self._counts_folder: Path | None = (
+            None  # a loaded one-segment index reads its counts on first need
+        )
         self._tokens: list[list[str]] = []  # every chunk's tokens (engine rank_bm25 only)
-        self._dead = Tombstones(0)  # deleted chunks (stored ids): scored from the counts without them
+        self._dead = Tombstones(
+            0
+        )  # deleted chunks (stored ids): scored from the counts without them
 
     def cache_params(self) -> dict[str, Any]:
         """Engine and parameters; the tokenizer is versioned by the cache's format version."""
         return {"retriever": self.name, "engine": self.engine, "k1": self.k1, "b": self.b}
 
-    def build(self, chunks: Sequence[Chunk], *, work_dir: Path | None = None, show_progress: bool = False) -> None:
+    def build(
+        self, chunks: Sequence[Chunk], *, work_dir: Path | None = None, show_progress: bool = False
+    ) -> None:
         """Tokenize every chunk and build the engine's index.
 
         Engine bm25s: each chunk's tokens are counted and dropped (:mod:`retrieval.term_counting`,
@@ -143,7 +157,9 @@ class BM25Retriever:
             self._counts, self._counts_folder, self._dead = [counts], None, Tombstones(0)
             return
         # interned: a word repeated across chunks is one string object (a 20 MB corpus: 300 against 520 MB peak)
-        self._tokens = [list(map(sys.intern, tokens)) for tokens in self._token_lists(chunks, show_progress)]
+        self._tokens = [
+            list(map(sys.intern, tokens)) for tokens in self._token_lists(chunks, show_progress)
+        ]
         self._fit(self._tokens)
         self._counts, self._dead = None, Tombstones(0)
 
@@ -152,7 +168,9 @@ class BM25Retriever:
         """Each chunk's tokens, one chunk at a time (with a progress bar)."""
         from tqdm.auto import tqdm
 
-        for chunk in tqdm(chunks, desc="Indexing: BM25 tokenizing", unit="chunk", disable=not show_progress):
+        for chunk in tqdm(
+            chunks, desc="Indexing: BM25 tokenizing", unit="chunk", disable=not show_progress
+        ):
             yield tokenize(chunk.text)
 
     def _fit(self, tokens: list[list[str]]) -> None:
@@ -164,8 +182,12 @@ class BM25Retriever:
         if self._model is None and not self._counts:
             raise RuntimeError("BM25 index is not built; call build() or load() first")
         q = tokenize(query)
-        if self._model is None:  # several segments, or tombstones: scored with the statistics of the live chunks
-            live = self._dead.live if self._dead else None  # kept at the stored count by delete() and extend()
+        if (
+            self._model is None
+        ):  # several segments, or tombstones: scored with the statistics of the live chunks
+            live = (
+                self._dead.live if self._dead else None
+            )  # kept at the stored count by delete() and extend()
             return bm25_scores(self._counts or [], q, k1=self.k1, b=self.b, live=live)
         if self.engine == "bm25s":
             q = [t for t in q if t in self._model.vocab_dict]
@@ -189,13 +211,19 @@ class BM25Retriever:
                 self._counts[0].save(folder, checksums)
         else:
             path = folder / "bm25_tokens.json"
-            with checksums.open(path, text=True) if checksums else open(path, "w", encoding="utf-8") as f:
+            with (
+                checksums.open(path, text=True)
+                if checksums
+                else open(path, "w", encoding="utf-8") as f
+            ):
                 json.dump(self._tokens, f, ensure_ascii=False)
 
     def load(self, folder: Path) -> None:
         """bm25s memory-maps its arrays (fast at 10M tokens); rank_bm25 is rebuilt from tokens."""
         if self.engine == "bm25s":
-            self._model = _bm25s().BM25.load(str(folder / "bm25s"), mmap=True, allow_pickle=False, show_progress=False)
+            self._model = _bm25s().BM25.load(
+                str(folder / "bm25s"), mmap=True, allow_pickle=False, show_progress=False
+            )
             self._counts, self._counts_folder = None, folder
             self._dead = Tombstones(0)
         else:
@@ -227,26 +255,38 @@ class BM25Retriever:
         search returns live chunks numbered by their place among them.
         """
         if not self.extensible():
-            raise RuntimeError("This BM25 index cannot delete chunks (rank_bm25 engine, or built before segments existed)")
-        self._dead = self._dead.grown(self.stored_chunks or 0).plus(np.asarray(chunk_ids, dtype=np.int64))
+            raise RuntimeError(
+                "This BM25 index cannot delete chunks (rank_bm25 engine, or built before segments existed)"
+            )
+        self._dead = self._dead.grown(self.stored_chunks or 0).plus(
+            np.asarray(chunk_ids, dtype=np.int64)
+        )
         self._model = None
 
     def extensible(self) -> bool:
         """Whether :meth:`extend` can add chunks: engine bm25s with the raw counts of every segment saved."""
         if self.engine != "bm25s":
             return False
-        if self._counts is None and self._counts_folder is not None and TermCounts.exists(self._counts_folder):
+        if (
+            self._counts is None
+            and self._counts_folder is not None
+            and TermCounts.exists(self._counts_folder)
+        ):
             self._counts = [TermCounts.load(self._counts_folder)]
         return bool(self._counts)
 
-    def extend(self, chunks: Sequence[Chunk], *, work_dir: Path | None = None, show_progress: bool = False) -> None:
+    def extend(
+        self, chunks: Sequence[Chunk], *, work_dir: Path | None = None, show_progress: bool = False
+    ) -> None:
         """Add a segment of new chunks (their ids follow the indexed ones); only they are tokenized.
 
         Scores are then computed from the raw counts of all segments with the corpus-wide
         statistics (:func:`retrieval.term_counts.bm25_scores`), identical to a rebuild's.
         """
         if not self.extensible():
-            raise RuntimeError("This BM25 index cannot grow (rank_bm25 engine, or built before segments existed)")
+            raise RuntimeError(
+                "This BM25 index cannot grow (rank_bm25 engine, or built before segments existed)"
+            )
         counts = count_terms(self._token_lists(chunks, show_progress), spill_dir=work_dir)
         self._counts = [*(self._counts or []), counts]
         self._model = None
@@ -267,7 +307,9 @@ class BM25Retriever:
         :meth:`save` then writes the index of one segment.
         """
         if not self.extensible():
-            raise RuntimeError("This BM25 index has no raw counts to compact (rank_bm25 engine, or built before segments existed)")
+            raise RuntimeError(
+                "This BM25 index has no raw counts to compact (rank_bm25 engine, or built before segments existed)"
+            )
         merged = TermCounts.concat(self._counts or [])
         if self._dead:  # tombstones folded: the counts of the live chunks only
             merged = merged.select(self._dead.grown(len(merged)).live)

@@ -24,7 +24,9 @@ from typing import TYPE_CHECKING, Any
 import xxhash
 
 if TYPE_CHECKING:
-    from _typeshed import ReadableBuffer  # bytes, bytearray, memoryview, ...: what a binary file takes
+    from _typeshed import (
+        ReadableBuffer,
+    )  # bytes, bytearray, memoryview, ...: what a binary file takes
 
 #: The digest recorded in ``meta.json``; a different name there means "written by another version".
 ALGORITHM = "xxh3_128"
@@ -90,7 +92,13 @@ def digest_file(path: Path) -> tuple[int, str]:
         size = os.fstat(f.fileno()).st_size
         h = xxhash.xxh3_128()
         for offset in range(0, size, _WINDOW):
-            with mmap.mmap(f.fileno(), min(_WINDOW, size - offset), flags=_MAP_FLAGS, prot=mmap.PROT_READ, offset=offset) as mapped:
+            with mmap.mmap(
+                f.fileno(),
+                min(_WINDOW, size - offset),
+                flags=_MAP_FLAGS,
+                prot=mmap.PROT_READ,
+                offset=offset,
+            ) as mapped:
                 h.update(mapped)
         return size, h.hexdigest()
 
@@ -106,7 +114,9 @@ class Checksums:
         return Path(path).relative_to(self.folder).as_posix()
 
     @contextmanager
-    def open(self, path: Path, *, text: bool = False, record_as: str | None = None) -> Iterator[Any]:
+    def open(
+        self, path: Path, *, text: bool = False, record_as: str | None = None
+    ) -> Iterator[Any]:
         """A new file at ``path`` (inside the folder) whose digest is recorded as it is written.
 
         Binary by default; ``text=True`` gives a UTF-8 text file. The digest is recorded
@@ -119,7 +129,10 @@ class Checksums:
             f = io.TextIOWrapper(f, encoding="utf-8", newline="\n")
         with f:
             yield f
-        self.files[record_as or self._name(path)] = {"bytes": raw.size, ALGORITHM: raw.hash.hexdigest()}
+        self.files[record_as or self._name(path)] = {
+            "bytes": raw.size,
+            ALGORITHM: raw.hash.hexdigest(),
+        }
 
     def add_unrecorded(self, skip_prefix: str | None = None) -> list[str]:
         """Hash, from disk, every file in the folder not written through :meth:`open` (files a
@@ -145,7 +158,11 @@ def expected(recorded: Any, name: str, *, where: str = "meta.json") -> tuple[int
     """The recorded ``(size, digest)`` of ``name``; :class:`ChecksumMismatch` when ``where`` (the file
     holding the records, for the message) records none."""
     entry = recorded.get(name) if isinstance(recorded, dict) else None
-    if not isinstance(entry, dict) or not isinstance(entry.get(ALGORITHM), str) or not isinstance(entry.get("bytes"), int):
+    if (
+        not isinstance(entry, dict)
+        or not isinstance(entry.get(ALGORITHM), str)
+        or not isinstance(entry.get("bytes"), int)
+    ):
         raise ChecksumMismatch(f"{where} records no {ALGORITHM} checksum for {name}")
     return entry["bytes"], entry[ALGORITHM]
 

@@ -31,7 +31,9 @@ class ChunkingConfig:
         overlap: Units shared by consecutive chunks of a document.
     """
 
-    unit: Literal["tokens", "words"] = field(default="tokens", metadata={"source": "token chunks: LongBench v2 RAG"})
+    unit: Literal["tokens", "words"] = field(
+        default="tokens", metadata={"source": "token chunks: LongBench v2 RAG"}
+    )
     size: int = field(default=512, metadata={"source": "LongBench v2 paper: 512-token chunks"})
     overlap: int = 0
 
@@ -41,7 +43,9 @@ class ChunkingConfig:
         if self.size <= 0:
             raise ValueError(f"chunk size must be positive, got {self.size}")
         if not 0 <= self.overlap < self.size:
-            raise ValueError(f"chunk overlap must be in [0, size), got {self.overlap} for size {self.size}")
+            raise ValueError(
+                f"chunk overlap must be in [0, size), got {self.overlap} for size {self.size}"
+            )
 
     def as_dict(self) -> dict[str, Any]:
         """Plain-dict form, used in cache keys and result manifests."""
@@ -72,7 +76,12 @@ class Chunk:
 
 
 def chunk_corpus(
-    corpus: IndexableCorpus, config: ChunkingConfig | None = None, *, show_progress: bool = False, start: int = 0, first_chunk_id: int = 0
+    corpus: IndexableCorpus,
+    config: ChunkingConfig | None = None,
+    *,
+    show_progress: bool = False,
+    start: int = 0,
+    first_chunk_id: int = 0,
 ) -> list[Chunk]:
     """All chunks of ``corpus`` in document order, numbered from 0.
 
@@ -83,7 +92,9 @@ def chunk_corpus(
     """
     config = config or ChunkingConfig()
     chunks: list[Chunk] = []
-    bar = tqdm(total=len(corpus) - start, desc="Indexing: chunking", unit="doc", disable=not show_progress)
+    bar = tqdm(
+        total=len(corpus) - start, desc="Indexing: chunking", unit="doc", disable=not show_progress
+    )
     for doc_index in range(start, len(corpus)):
         doc = corpus[doc_index]
         if config.unit == "tokens":
@@ -92,13 +103,18 @@ def chunk_corpus(
             texts = list(split_words(doc.text, config.size, config.overlap))
             spans = list(zip(texts, count_tokens_batch(texts)))
         base = first_chunk_id + len(chunks)
-        chunks.extend(_make_chunk(base + pos, doc_index, doc, pos, text, n) for pos, (text, n) in enumerate(spans))
+        chunks.extend(
+            _make_chunk(base + pos, doc_index, doc, pos, text, n)
+            for pos, (text, n) in enumerate(spans)
+        )
         bar.update()
     bar.close()
     return chunks
 
 
-def _make_chunk(chunk_id: int, doc_index: int, doc: Document, position: int, text: str, num_tokens: int) -> Chunk:
+def _make_chunk(
+    chunk_id: int, doc_index: int, doc: Document, position: int, text: str, num_tokens: int
+) -> Chunk:
     return Chunk(chunk_id, doc_index, doc.doc_id, doc.title, position, text, num_tokens)
 
 
@@ -106,7 +122,9 @@ def _make_chunk(chunk_id: int, doc_index: int, doc: Document, position: int, tex
 _LOOKAHEAD = 3
 
 
-def split_tokens(text: str, size: int, overlap: int = 0, *, segment_chars: int = SEGMENT_CHARS) -> Iterator[tuple[str, int]]:
+def split_tokens(
+    text: str, size: int, overlap: int = 0, *, segment_chars: int = SEGMENT_CHARS
+) -> Iterator[tuple[str, int]]:
     """Windows of ``size`` tokens (stride ``size - overlap``) as ``(text, n_tokens)``.
 
     Window edges are moved forward to the next UTF-8 character start, so a character
@@ -136,7 +154,9 @@ def split_tokens(text: str, size: int, overlap: int = 0, *, segment_chars: int =
         window = enc.decode_bytes(buf[start - first : end - first])
         after = enc.decode_bytes(buf[end - first : end - first + _LOOKAHEAD])
         raw = window + after[: _continuation(after, 0)]  # the rest of a character cut at the end
-        piece = raw[_continuation(raw, 0) :].decode("utf-8", errors="surrogatepass")  # minus one cut at the start
+        piece = raw[_continuation(raw, 0) :].decode(
+            "utf-8", errors="surrogatepass"
+        )  # minus one cut at the start
         if piece.strip():
             yield piece, end - start
         start += stride
@@ -212,7 +232,9 @@ def _bounded_sentences(text: str, size: int) -> Iterator[str]:
         yield sentence[a:]
 
 
-def _tail(items: list[tuple[str, int]], overlap: int, room: int) -> tuple[list[tuple[str, int]], int]:
+def _tail(
+    items: list[tuple[str, int]], overlap: int, room: int
+) -> tuple[list[tuple[str, int]], int]:
     """The longest suffix of ``items`` with at most ``min(overlap, room)`` words."""
     budget = min(overlap, room)
     kept: list[tuple[str, int]] = []

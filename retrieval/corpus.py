@@ -46,13 +46,20 @@ class Corpus:
     def from_texts(cls, texts: Iterable[str], titles: Iterable[str] | None = None) -> Corpus:
         """Corpus from plain strings; titles default to ``"Document {i}"``."""
         texts = list(texts)
-        titles = list(titles) if titles is not None else [f"Document {i + 1}" for i in range(len(texts))]
+        titles = (
+            list(titles) if titles is not None else [f"Document {i + 1}" for i in range(len(texts))]
+        )
         if len(titles) != len(texts):
             raise CorpusError(f"Got {len(texts)} texts but {len(titles)} titles.")
         for i, text in enumerate(texts):
             if not isinstance(text, str):
                 raise CorpusError(f"Text {i} is a {type(text).__name__}, expected str.")
-        return cls([Document(doc_id=str(i), text=t, title=ti) for i, (t, ti) in enumerate(zip(texts, titles))])
+        return cls(
+            [
+                Document(doc_id=str(i), text=t, title=ti)
+                for i, (t, ti) in enumerate(zip(texts, titles))
+            ]
+        )
 
     @classmethod
     def from_documents(cls, documents: Iterable[Any]) -> Corpus:
@@ -172,7 +179,9 @@ class Corpus:
         cached index and add a segment holding only the new documents' chunks.
         """
         taken = {d.doc_id for d in self.documents}
-        free = (i for i in itertools.count(len(self)) if str(i) not in taken)  # after a removal, len(self) may be taken
+        free = (
+            i for i in itertools.count(len(self)) if str(i) not in taken
+        )  # after a removal, len(self) may be taken
         added = [_as_document(d, next(free)) for d in documents]
         if not added:
             raise CorpusError("Nothing to add: give at least one document.")
@@ -187,7 +196,11 @@ class Corpus:
         gone = set(doc_ids)
         unknown = sorted(gone - {d.doc_id for d in self.documents})
         if not gone or unknown:
-            raise CorpusError(f"Nothing to remove: no document with id {unknown[:5]}" if unknown else "Nothing to remove: give a document id.")
+            raise CorpusError(
+                f"Nothing to remove: no document with id {unknown[:5]}"
+                if unknown
+                else "Nothing to remove: give a document id."
+            )
         return Corpus([d for d in self.documents if d.doc_id not in gone])
 
     def update(self, *documents: Any) -> Corpus:
@@ -202,11 +215,21 @@ class Corpus:
         current = {d.doc_id: d for d in self.documents}
         unknown = [d.doc_id for d in edits if d.doc_id not in current]
         if not edits or unknown:
-            raise CorpusError(f"No document to update with id {unknown[:5]}; use add()" if unknown else "Nothing to update: give a document.")
-        changed = {d.doc_id: d for d in edits if (d.title, d.text) != (current[d.doc_id].title, current[d.doc_id].text)}
+            raise CorpusError(
+                f"No document to update with id {unknown[:5]}; use add()"
+                if unknown
+                else "Nothing to update: give a document."
+            )
+        changed = {
+            d.doc_id: d
+            for d in edits
+            if (d.title, d.text) != (current[d.doc_id].title, current[d.doc_id].text)
+        }
         if not changed:
             return self
-        return Corpus([d for d in self.documents if d.doc_id not in changed] + list(changed.values()))
+        return Corpus(
+            [d for d in self.documents if d.doc_id not in changed] + list(changed.values())
+        )
 
     def rescan(self, path: str | Path, *, show_progress: bool = False) -> Corpus:
         """The folder ``path`` read again against this corpus: new files appended, edited ones updated, deleted ones removed.
@@ -221,12 +244,22 @@ class Corpus:
 
         fresh = read_path(Path(path), show_progress=show_progress)
         by_id = {d.doc_id: d for d in fresh}
-        kept = [d for d in self.documents if d.doc_id in by_id and (by_id[d.doc_id].title, by_id[d.doc_id].text) == (d.title, d.text)]
+        kept = [
+            d
+            for d in self.documents
+            if d.doc_id in by_id
+            and (by_id[d.doc_id].title, by_id[d.doc_id].text) == (d.title, d.text)
+        ]
         if len(kept) == len(self.documents) == len(fresh):
             return self
         same = {d.doc_id for d in kept}
         changed = [d for d in fresh if d.doc_id not in same]
-        log.info("%s: %d documents removed or edited, %d new or edited", path, len(self.documents) - len(kept), len(changed))
+        log.info(
+            "%s: %d documents removed or edited, %d new or edited",
+            path,
+            len(self.documents) - len(kept),
+            len(changed),
+        )
         return Corpus(kept + changed)
 
 
@@ -254,5 +287,7 @@ def _as_document(obj: Any, index: int) -> Document:
             "or an object with .text (LlamaIndex) or .page_content (LangChain)."
         )
     title = str(meta.get("title") or meta.get("file_name") or f"Document {index + 1}")
-    doc_id = str(getattr(obj, "id_", None) or getattr(obj, "id", None) or meta.get("doc_id") or index)
+    doc_id = str(
+        getattr(obj, "id_", None) or getattr(obj, "id", None) or meta.get("doc_id") or index
+    )
     return Document(doc_id=doc_id, text=text, title=title, metadata=meta)

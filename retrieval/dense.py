@@ -44,7 +44,14 @@ class DenseRetriever:
         shard_size: Chunks embedded per saved shard (the resume granularity).
     """
 
-    def __init__(self, embedder: Embedder, *, name: str = "dense", shard_size: int = 1024, fit_chunks: bool = True):
+    def __init__(
+        self,
+        embedder: Embedder,
+        *,
+        name: str = "dense",
+        shard_size: int = 1024,
+        fit_chunks: bool = True,
+    ):
         self.embedder = embedder
         self.name = name
         self.shard_size = shard_size
@@ -72,19 +79,27 @@ class DenseRetriever:
         """
         params: dict[str, Any] = {"retriever": self.name, "model": self.embedder.model_id}
         if self.fit_chunks and callable(getattr(self.embedder, "token_limit", None)):
-            params["fit_chunks"] = True  # other chunks than an index built before chunks were fitted
-            if isinstance(self.embedder, OpenAIEmbedder):  # a setting; a local model's limit is its own
+            params["fit_chunks"] = (
+                True  # other chunks than an index built before chunks were fitted
+            )
+            if isinstance(
+                self.embedder, OpenAIEmbedder
+            ):  # a setting; a local model's limit is its own
                 params["max_input_tokens"] = self.embedder.max_input_tokens
         backend = getattr(self.embedder, "backend", "torch")
         if backend != "torch":
             params["backend"] = backend
         return params
 
-    def build(self, chunks: Sequence[Chunk], *, work_dir: Path, show_progress: bool = False) -> None:
+    def build(
+        self, chunks: Sequence[Chunk], *, work_dir: Path, show_progress: bool = False
+    ) -> None:
         """Embed all chunks shard by shard (reusing shards already in ``work_dir/shards``) and index them."""
         require("faiss", extra="dense", feature="a dense index")  # before any embedding is paid for
         texts = [c.text for c in chunks]
-        if self.chunk_limit() is None:  # fitted chunks fit (retrieval.fit); others may be cut: say which, before embedding
+        if (
+            self.chunk_limit() is None
+        ):  # fitted chunks fit (retrieval.fit); others may be cut: say which, before embedding
             warn_if_truncated(self.embedder, texts)
         shards_dir = work_dir / "shards"
         shards_dir.mkdir(parents=True, exist_ok=True)
@@ -119,7 +134,11 @@ class DenseRetriever:
         params = self.cache_params()
         for n, start in enumerate(range(0, len(texts), self.shard_size)):
             stop = start + self.shard_size
-            write_shard(shard_path(shards_dir, n), vectors[start:stop], shard_source(texts[start:stop], params))
+            write_shard(
+                shard_path(shards_dir, n),
+                vectors[start:stop],
+                shard_source(texts[start:stop], params),
+            )
 
     def search(self, query: str, k: int) -> list[tuple[int, float]]:
         """Top ``k`` live chunks by inner product with the query embedding (deleted ones skipped, live ids renumbered)."""
@@ -127,11 +146,15 @@ class DenseRetriever:
             raise RuntimeError("Dense index is not built; call build() or load() first")
         if not self._dead:
             return self._index.search(self.embedder.embed_query(query), k)
-        found = self._index.search(self.embedder.embed_query(query), k + len(self._dead.dead))  # k live among them
+        found = self._index.search(
+            self.embedder.embed_query(query), k + len(self._dead.dead)
+        )  # k live among them
         ids = np.asarray([i for i, _ in found], dtype=np.int64)
         live = ~self._dead.is_dead(ids)
         positions = self._dead.live_position(ids[live])
-        return [(int(p), s) for p, (_, s) in zip(positions, [f for f, keep in zip(found, live) if keep])][:k]
+        return [
+            (int(p), s) for p, (_, s) in zip(positions, [f for f, keep in zip(found, live) if keep])
+        ][:k]
 
     def save(self, folder: Path, checksums: Checksums | None = None) -> None:
         """FAISS's native format (hashed into ``checksums`` as it is written)."""
@@ -174,7 +197,9 @@ class DenseRetriever:
         """Always, once built or loaded: new vectors are appended to the flat index."""
         return self._index is not None
 
-    def extend(self, chunks: Sequence[Chunk], *, work_dir: Path, show_progress: bool = False) -> None:
+    def extend(
+        self, chunks: Sequence[Chunk], *, work_dir: Path, show_progress: bool = False
+    ) -> None:
         """Embed only ``chunks`` (ids following the indexed ones) and append their vectors.
 
         Shards go to ``work_dir/segment-<first chunk id>/`` (resumable like a build's, and
@@ -185,8 +210,12 @@ class DenseRetriever:
             raise RuntimeError("Dense index is not built; call build() or load() first")
         if not chunks:
             return
-        grown = DenseRetriever(self.embedder, name=self.name, shard_size=self.shard_size, fit_chunks=self.fit_chunks)
-        grown.build(chunks, work_dir=work_dir / f"segment-{chunks[0].chunk_id}", show_progress=show_progress)
+        grown = DenseRetriever(
+            self.embedder, name=self.name, shard_size=self.shard_size, fit_chunks=self.fit_chunks
+        )
+        grown.build(
+            chunks, work_dir=work_dir / f"segment-{chunks[0].chunk_id}", show_progress=show_progress
+        )
         assert grown._index is not None  # build() made it
         self._index.add(grown._index.vectors(0, len(grown._index)))
         self._dead = self._dead.grown(len(self._index))
@@ -275,14 +304,27 @@ def read_shard(path: Path, source: dict[str, Any]) -> np.ndarray | None:
         try:
             record = json.loads(record_path.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            raise ChecksumMismatch(f"{record_path.name} is missing (a shard of an earlier version, without a checksum)") from None
+            raise ChecksumMismatch(
+                f"{record_path.name} is missing (a shard of an earlier version, without a checksum)"
+            ) from None
         if not isinstance(record, dict) or record.get("source") != source:
             raise ChecksumMismatch(f"{record_path.name} records other texts or another embedder")
         verify_file(path.parent, path.name, record.get("files"), where=record_path.name)
         vecs: np.ndarray = np.load(path, allow_pickle=False)
-        if vecs.ndim != 2 or vecs.dtype.kind != "f" or vecs.shape[0] != source["rows"] or not np.isfinite(vecs).all():
-            raise ValueError(f"not a finite float matrix of {source['rows']} rows (shape {vecs.shape}, dtype {vecs.dtype})")
-    except (OSError, ValueError, EOFError) as exc:  # ChecksumMismatch and JSON errors are ValueErrors
+        if (
+            vecs.ndim != 2
+            or vecs.dtype.kind != "f"
+            or vecs.shape[0] != source["rows"]
+            or not np.isfinite(vecs).all()
+        ):
+            raise ValueError(
+                f"not a finite float matrix of {source['rows']} rows (shape {vecs.shape}, dtype {vecs.dtype})"
+            )
+    except (
+        OSError,
+        ValueError,
+        EOFError,
+    ) as exc:  # ChecksumMismatch and JSON errors are ValueErrors
         log.warning("Discarding embedding shard %s (%s); re-embedding it", path, exc)
         path.unlink(missing_ok=True)
         record_path.unlink(missing_ok=True)

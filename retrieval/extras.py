@@ -33,4 +33,6 @@ def require(module: str, *, extra: str, feature: str | None = None) -> ModuleTyp
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError as exc:
-        raise MissingExtraError(f"{feature or module} needs {exc.name or module!r}, which the core install leaves out: {install_hint(extra)}") from exc
+        raise MissingExtraError(
+            f"{feature or module} needs {exc.name or module!r}, which the core install leaves out: {install_hint(extra)}"
+        ) from exc

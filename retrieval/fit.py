@@ -50,17 +50,31 @@ def hf_token_limit(tokenizer: Any, max_tokens: int, what: str) -> TokenLimit:
     """The :class:`TokenLimit` of a Hugging Face fast tokenizer that truncates at ``max_tokens`` (special tokens included)."""
 
     def count(texts: list[str]) -> list[int]:
-        return [len(ids) for ids in tokenizer(texts, add_special_tokens=False, truncation=False, verbose=False)["input_ids"]]
+        return [
+            len(ids)
+            for ids in tokenizer(texts, add_special_tokens=False, truncation=False, verbose=False)[
+                "input_ids"
+            ]
+        ]
 
     def spans(text: str) -> list[tuple[int, int]]:
-        found = tokenizer(text, add_special_tokens=False, truncation=False, return_offsets_mapping=True, verbose=False)
+        found = tokenizer(
+            text,
+            add_special_tokens=False,
+            truncation=False,
+            return_offsets_mapping=True,
+            verbose=False,
+        )
         return [(int(a), int(b)) for a, b in found["offset_mapping"]]
 
-    return TokenLimit(what, int(max_tokens), int(tokenizer.num_special_tokens_to_add(pair=False)), count, spans)
+    return TokenLimit(
+        what, int(max_tokens), int(tokenizer.num_special_tokens_to_add(pair=False)), count, spans
+    )
 
 
 def cl100k_token_limit(max_tokens: int, what: str) -> TokenLimit:
     """A :class:`TokenLimit` counted in cl100k tokens (OpenAI's embedding models read 8,191 of them)."""
+
     def spans(text: str) -> list[tuple[int, int]]:
         enc = get_encoding()
         ids = enc.encode(text, disallowed_special=())
@@ -91,20 +105,31 @@ def split_to_fit(text: str, limit: TokenLimit) -> list[str]:
     start_char, i = 0, 0
     while i < len(spans):
         left = len(spans) - i
-        target = -(-left // -(-left // limit.budget))  # ceil(left / pieces), pieces = ceil(left / budget)
+        target = -(
+            -left // -(-left // limit.budget)
+        )  # ceil(left / pieces), pieces = ceil(left / budget)
         j = min(i + target, len(spans))
         if j < len(spans):
-            j = next((k for k in range(j, i + max(1, target // 2), -1) if spans[k][0] > spans[k - 1][1]), j)  # at a space
+            j = next(
+                (k for k in range(j, i + max(1, target // 2), -1) if spans[k][0] > spans[k - 1][1]),
+                j,
+            )  # at a space
         end = spans[j][0] if j < len(spans) else len(text)
         pieces.append(text[start_char:end])
         start_char, i = end, j
     pieces[-1] += text[start_char:]  # characters after the last token (spaces)
     counts = limit.count(pieces)
-    fitted = [p for piece, n in zip(pieces, counts) for p in ([piece] if n <= limit.budget or len(piece) < 2 else split_to_fit(piece, limit))]
+    fitted = [
+        p
+        for piece, n in zip(pieces, counts)
+        for p in ([piece] if n <= limit.budget or len(piece) < 2 else split_to_fit(piece, limit))
+    ]
     return [p for p in fitted if p.strip()] or [text]
 
 
-def fit_chunks(chunks: Sequence[Chunk], limit: TokenLimit, *, first_chunk_id: int = 0) -> list[Chunk]:
+def fit_chunks(
+    chunks: Sequence[Chunk], limit: TokenLimit, *, first_chunk_id: int = 0
+) -> list[Chunk]:
     """``chunks`` (in document order) with every chunk over ``limit`` split into pieces that fit, renumbered from ``first_chunk_id``.
 
     Positions restart at 0 for each document, as :func:`retrieval.chunking.chunk_corpus` numbers them.
@@ -118,7 +143,17 @@ def fit_chunks(chunks: Sequence[Chunk], limit: TokenLimit, *, first_chunk_id: in
         pieces = split_to_fit(chunk.text, limit) if over else [chunk.text]
         counts = count_tokens_batch(pieces) if len(pieces) > 1 else [chunk.num_tokens]
         for piece, n in zip(pieces, counts):
-            out.append(Chunk(first_chunk_id + len(out), chunk.doc_index, chunk.doc_id, chunk.title, position, piece, n))
+            out.append(
+                Chunk(
+                    first_chunk_id + len(out),
+                    chunk.doc_index,
+                    chunk.doc_id,
+                    chunk.title,
+                    position,
+                    piece,
+                    n,
+                )
+            )
             position += 1
     return out
 
@@ -130,7 +165,13 @@ def chunks_for(corpus: IndexableCorpus, chunking: ChunkingConfig | None, retriev
     :func:`~retrieval.chunking.chunk_corpus`'s chunks, fitted (:func:`fit_chunks`) to the
     retriever's :class:`TokenLimit` when it has one (a dense retriever with ``fit_chunks``).
     """
-    chunks = chunk_corpus(corpus, chunking, show_progress=show_progress, start=start, first_chunk_id=first_chunk_id)
+    chunks = chunk_corpus(
+        corpus, chunking, show_progress=show_progress, start=start, first_chunk_id=first_chunk_id
+    )
     limit_of = getattr(retriever, "chunk_limit", None)
     limit = limit_of() if callable(limit_of) else None
-    return fit_chunks(chunks, limit, first_chunk_id=first_chunk_id) if limit is not None and chunks else chunks
+    return (
+        fit_chunks(chunks, limit, first_chunk_id=first_chunk_id)
+        if limit is not None and chunks
+        else chunks
+    )

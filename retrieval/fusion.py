@@ -107,7 +107,10 @@ def _unique(ranking: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
 
 def _ranked(fused: dict[int, float], rankings: Rankings) -> list[Fused]:
     """Fused scores sorted best first (ties by chunk id), with every component's rank and score."""
-    places = {name: {cid: (rank, score) for rank, (cid, score) in enumerate(_unique(r))} for name, r in rankings.items()}
+    places = {
+        name: {cid: (rank, score) for rank, (cid, score) in enumerate(_unique(r))}
+        for name, r in rankings.items()
+    }
     out = []
     for chunk_id, score in sorted(fused.items(), key=lambda item: (-item[1], item[0])):
         components = {}

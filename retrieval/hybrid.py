@@ -48,13 +48,17 @@ class HybridRetriever:
         name: str = "hybrid",
     ):
         if len(components) != 2:
-            raise ValueError(f"a hybrid retriever fuses two components (lexical, dense), got {list(components)}")
+            raise ValueError(
+                f"a hybrid retriever fuses two components (lexical, dense), got {list(components)}"
+            )
         if fusion not in ("rrf", "score"):
             raise ValueError(f"fusion must be 'rrf' or 'score', got {fusion!r}")
         if not 0.0 <= weight <= 1.0:
             raise ValueError(f"weight must be within [0, 1], got {weight}")
         if rrf_k < 0 or candidates < 1:
-            raise ValueError(f"rrf_k must be >= 0 and candidates >= 1, got {rrf_k} and {candidates}")
+            raise ValueError(
+                f"rrf_k must be >= 0 and candidates >= 1, got {rrf_k} and {candidates}"
+            )
         self.components = dict(components)
         self.fusion = fusion
         self.rrf_k = rrf_k
@@ -81,20 +85,33 @@ class HybridRetriever:
         """The ``k`` best chunks of the fused ranking, with every component's rank and score."""
         depth = max(k, self.candidates)
         rankings = {name: r.search(query, depth) for name, r in self.components.items()}
-        lexical = next(iter(rankings))  # BM25 ranks every chunk; one scoring 0 shares no word with the query: not a match
+        lexical = next(
+            iter(rankings)
+        )  # BM25 ranks every chunk; one scoring 0 shares no word with the query: not a match
         rankings[lexical] = [(cid, score) for cid, score in rankings[lexical] if score > 0]
-        fused = reciprocal_rank_fusion(rankings, self.rrf_k) if self.fusion == "rrf" else score_fusion(rankings, self.weights())
+        fused = (
+            reciprocal_rank_fusion(rankings, self.rrf_k)
+            if self.fusion == "rrf"
+            else score_fusion(rankings, self.weights())
+        )
         return fused[:k]
 
     def search(self, query: str, k: int) -> list[tuple[int, float]]:
         """Up to ``k`` ``(chunk_id, fused score)`` pairs, best first."""
         return [(f.chunk_id, f.score) for f in self.fuse(query, k)]
 
-    def search_components(self, query: str, k: int) -> list[tuple[int, float, dict[str, dict[str, Any]]]]:
+    def search_components(
+        self, query: str, k: int
+    ) -> list[tuple[int, float, dict[str, dict[str, Any]]]]:
         """As :meth:`search`, each pair with its components' ``{"rank", "score"}`` (``None`` where a component missed it)."""
-        return [(f.chunk_id, f.score, {name: c.as_dict() for name, c in f.components.items()}) for f in self.fuse(query, k)]
+        return [
+            (f.chunk_id, f.score, {name: c.as_dict() for name, c in f.components.items()})
+            for f in self.fuse(query, k)
+        ]
 
-    def build(self, chunks: Sequence[Chunk], *, work_dir: Path, show_progress: bool = False) -> None:
+    def build(
+        self, chunks: Sequence[Chunk], *, work_dir: Path, show_progress: bool = False
+    ) -> None:
         """Build each component over ``chunks`` (work in ``work_dir/<component>``)."""
         for name, r in self.components.items():
             r.build(chunks, work_dir=work_dir / name, show_progress=show_progress)
@@ -119,5 +136,14 @@ class HybridRetriever:
     def with_components(self, components: Mapping[str, Retriever]) -> HybridRetriever:
         """This hybrid's fusion over other (built or loaded) component retrievers of the same names."""
         if list(components) != list(self.components):
-            raise ValueError(f"components {list(components)} are not this hybrid's {list(self.components)}")
-        return HybridRetriever(components, fusion=self.fusion, rrf_k=self.rrf_k, weight=self.weight, candidates=self.candidates, name=self.name)
+            raise ValueError(
+                f"components {list(components)} are not this hybrid's {list(self.components)}"
+            )
+        return HybridRetriever(
+            components,
+            fusion=self.fusion,
+            rrf_k=self.rrf_k,
+            weight=self.weight,
+            candidates=self.candidates,
+            name=self.name,
+        )

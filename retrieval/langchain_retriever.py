@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
 from langchain_core.documents import Document as LCDocument
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field
@@ -37,23 +40,41 @@ class IndexRetriever(BaseRetriever):
     index: Any = Field(description="a retrieval.index.Index (built or loaded from the cache)")
     k: int = Field(default=7, ge=1, description="chunks per query (default: LongBench v1's top-7)")
 
-    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[LCDocument]:
-        return [LCDocument(page_content=h.chunk.text, metadata=hit_metadata(h)) for h in self.index.search(query, self.k)]
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[LCDocument]:
+        return [
+            LCDocument(page_content=h.chunk.text, metadata=hit_metadata(h))
+            for h in self.index.search(query, self.k)
+        ]
 
-    async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun) -> list[LCDocument]:
-        return self._get_relevant_documents(query, run_manager=run_manager.get_sync())  # an in-memory search: no I/O to await
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
+    ) -> list[LCDocument]:
+        return self._get_relevant_documents(
+            query, run_manager=run_manager.get_sync()
+        )  # an in-memory search: no I/O to await
 
 
 def llama_index_retriever(index: Any, k: int = 7) -> Any:
     """The same search as a LlamaIndex ``BaseRetriever`` (``NodeWithScore`` results), for query engines."""
     require("llama_index.core", extra="llamaindex", feature="the LlamaIndex retriever")
-    from llama_index.core.retrievers import BaseRetriever as LlamaRetriever  # LlamaIndex's core is heavy: only when asked
+    from llama_index.core.retrievers import (
+        BaseRetriever as LlamaRetriever,
+    )  # LlamaIndex's core is heavy: only when asked
     from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
     class _IndexLlamaRetriever(LlamaRetriever):  # type: ignore[misc]  # LlamaIndex is not analysed (follow_imports = skip): Any
         def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
             return [
-                NodeWithScore(node=TextNode(text=h.chunk.text, id_=f"{h.chunk.doc_id}:{h.chunk.chunk_id}", metadata=hit_metadata(h)), score=float(h.score))
+                NodeWithScore(
+                    node=TextNode(
+                        text=h.chunk.text,
+                        id_=f"{h.chunk.doc_id}:{h.chunk.chunk_id}",
+                        metadata=hit_metadata(h),
+                    ),
+                    score=float(h.score),
+                )
                 for h in index.search(query_bundle.query_str, k)
             ]
 

@@ -64,7 +64,9 @@ def read_documents(folder: Path, segment_paths: Sequence[str]) -> list[str] | No
     return digests
 
 
-def match(corpus_digests: Sequence[str], slots: Sequence[str], deleted: set[int]) -> tuple[int, list[int]]:
+def match(
+    corpus_digests: Sequence[str], slots: Sequence[str], deleted: set[int]
+) -> tuple[int, list[int]]:
     """How many first documents of a corpus are live slots of an index in its order, and which live slots the corpus drops.
 
     Document ids are unique within a corpus, and a digest holds the id, so each digest names
@@ -81,7 +83,9 @@ def match(corpus_digests: Sequence[str], slots: Sequence[str], deleted: set[int]
     return kept, [s for s in sorted(where.values()) if s not in matched]
 
 
-def find_base(corpus: IndexableCorpus, candidates: Sequence[tuple[Path, dict[str, Any], list[str]]]) -> Base | None:
+def find_base(
+    corpus: IndexableCorpus, candidates: Sequence[tuple[Path, dict[str, Any], list[str]]]
+) -> Base | None:
     """The candidate index (``(folder, meta, segment paths)``, same chunking and retriever) the corpus best starts from.
 
     Best: most documents kept, then fewest deleted. None when no candidate shares a first
@@ -93,7 +97,12 @@ def find_base(corpus: IndexableCorpus, candidates: Sequence[tuple[Path, dict[str
         deleted = set(meta.get("deleted_documents") or [])
         if slots is None:  # written before documents were recorded: a prefix, by fingerprint
             n = meta.get("num_documents")
-            if deleted or not isinstance(n, int) or not 0 < n < len(corpus) or corpus.prefix_fingerprint(n) != meta.get("corpus_fingerprint"):
+            if (
+                deleted
+                or not isinstance(n, int)
+                or not 0 < n < len(corpus)
+                or corpus.prefix_fingerprint(n) != meta.get("corpus_fingerprint")
+            ):
                 continue
             kept, drop = n, list[int]()
         else:

@@ -53,7 +53,9 @@ def _entry(path: Path) -> _Entry:
 def read_holder(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     """What the lock file at ``path`` says about its (last) holder, or ``None``."""
     try:
-        holder: dict[str, Any] | None = json.loads(Path(path).read_text(encoding="utf-8") or "null")  # the JSON the holder wrote
+        holder: dict[str, Any] | None = json.loads(
+            Path(path).read_text(encoding="utf-8") or "null"
+        )  # the JSON the holder wrote
         return holder
     except (OSError, ValueError):
         return None
@@ -67,7 +69,9 @@ def describe_holder(holder: dict[str, Any] | None) -> str:
 
 
 @contextlib.contextmanager
-def exclusive_lock(path: str | os.PathLike[str], *, wait: bool = True, what: str = "") -> Iterator[Path]:
+def exclusive_lock(
+    path: str | os.PathLike[str], *, wait: bool = True, what: str = ""
+) -> Iterator[Path]:
     """Hold the exclusive lock of ``path`` (created with its folder) for the ``with`` block.
 
     Args:
@@ -79,7 +83,11 @@ def exclusive_lock(path: str | os.PathLike[str], *, wait: bool = True, what: str
     entry = _entry(path)
     if not entry.rlock.acquire(blocking=wait):
         holder = read_holder(path)
-        raise LockHeld(f"{what or path} is in use by {describe_holder(holder)} (lock {path})", path=path, holder=holder)
+        raise LockHeld(
+            f"{what or path} is in use by {describe_holder(holder)} (lock {path})",
+            path=path,
+            holder=holder,
+        )
     try:
         if entry.depth == 0:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -89,7 +97,11 @@ def exclusive_lock(path: str | os.PathLike[str], *, wait: bool = True, what: str
             except BlockingIOError:
                 os.close(fd)
                 holder = read_holder(path)
-                raise LockHeld(f"{what or path} is in use by {describe_holder(holder)} (lock {path})", path=path, holder=holder) from None
+                raise LockHeld(
+                    f"{what or path} is in use by {describe_holder(holder)} (lock {path})",
+                    path=path,
+                    holder=holder,
+                ) from None
             except BaseException:
                 os.close(fd)
                 raise

@@ -27,7 +27,9 @@ def onnx_file(folder: Path, backend: str, target: str) -> str | None:
     """The model file of ``backend`` inside an exported folder, relative to it, if present."""
     if backend == "onnx":
         return "onnx/model.onnx" if (folder / "onnx" / "model.onnx").exists() else None
-    found = sorted((folder / "onnx").glob(f"model_*int8_{target}.onnx"))  # qint8 or quint8, by recipe
+    found = sorted(
+        (folder / "onnx").glob(f"model_*int8_{target}.onnx")
+    )  # qint8 or quint8, by recipe
     return f"onnx/{found[0].name}" if found else None
 
 
@@ -35,11 +37,15 @@ def onnx_model_dir(location: str, cache_dir: Path | None = None) -> Path:
     """Where the ONNX export of the sentence-transformers model at ``location`` is cached."""
     source = Path(location)
     name = source.name if source.exists() else location.replace("/", "--")
-    digest = hashlib.sha256(str(source.resolve() if source.exists() else location).encode()).hexdigest()[:12]
+    digest = hashlib.sha256(
+        str(source.resolve() if source.exists() else location).encode()
+    ).hexdigest()[:12]
     return (cache_dir or default_cache_dir()) / "onnx" / f"{name}-{digest}"
 
 
-def export_onnx_model(location: str, backend: str, cache_dir: Path | None = None) -> tuple[Path, str]:
+def export_onnx_model(
+    location: str, backend: str, cache_dir: Path | None = None
+) -> tuple[Path, str]:
     """Export (once) the model at ``location`` for ``backend``; returns (model folder, ONNX file name).
 
     sentence-transformers does the work: ``SentenceTransformer(..., backend="onnx")`` exports
@@ -62,7 +68,9 @@ def export_onnx_model(location: str, backend: str, cache_dir: Path | None = None
         if (folder / "onnx" / "model.onnx").exists():
             shutil.copytree(folder, work)
         else:
-            quiet = logging.getLogger("sentence_transformers")  # "save the exported model": done next
+            quiet = logging.getLogger(
+                "sentence_transformers"
+            )  # "save the exported model": done next
             level = quiet.level
             quiet.setLevel(logging.ERROR)
             try:
@@ -73,15 +81,24 @@ def export_onnx_model(location: str, backend: str, cache_dir: Path | None = None
                 quiet.setLevel(level)
             model.save_pretrained(str(work))
         if backend == "onnx-int8" and not onnx_file(work, backend, target):
-            model = SentenceTransformer(str(work), device="cpu", backend="onnx", model_kwargs={"file_name": "onnx/model.onnx"})
+            model = SentenceTransformer(
+                str(work),
+                device="cpu",
+                backend="onnx",
+                model_kwargs={"file_name": "onnx/model.onnx"},
+            )
             export_dynamic_quantized_onnx_model(model, target, str(work))
         file_name = onnx_file(work, backend, target)
         if not file_name:
-            raise EmbedderError(f"ONNX export of {location} for backend {backend!r} produced no model file")
+            raise EmbedderError(
+                f"ONNX export of {location} for backend {backend!r} produced no model file"
+            )
         done = Path(tmp) / "previous"
         try:
             if folder.exists():
-                folder.rename(done)  # an fp32-only export, now superseded by one with the int8 file too
+                folder.rename(
+                    done
+                )  # an fp32-only export, now superseded by one with the int8 file too
             work.rename(folder)
         except OSError:  # another process finished the same export first: theirs is equivalent
             if not onnx_file(folder, backend, target):
@@ -105,7 +122,9 @@ def session_options() -> Any:
 def require_onnx_runtime(backend: str) -> None:
     """Explain a missing ONNX Runtime / Optimum before sentence-transformers fails on it."""
     try:
-        found = importlib.util.find_spec("onnxruntime") and importlib.util.find_spec("optimum.onnxruntime")
+        found = importlib.util.find_spec("onnxruntime") and importlib.util.find_spec(
+            "optimum.onnxruntime"
+        )
     except ModuleNotFoundError:
         found = None
     if not found:

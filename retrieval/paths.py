@@ -28,5 +28,7 @@ def resolve_inside(root: str | os.PathLike[str], relative: str | os.PathLike[str
     base = Path(root).expanduser().resolve()
     target = (base / relative).resolve()  # an absolute ``relative`` replaces base: caught below
     if target != base and base not in target.parents:
-        raise OutsideRoot(f"{str(relative)!r} resolves to {target}, outside {base}", target=target, root=base)
+        raise OutsideRoot(
+            f"{str(relative)!r} resolves to {target}, outside {base}", target=target, root=base
+        )
     return target

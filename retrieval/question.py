@@ -58,13 +58,21 @@ class Protocol:
     reasoning_max_new_tokens: int | None = None
     system: str | None = None
     prompt: Callable[..., str] | None = field(default=None, repr=False, compare=False)
-    rag_prompt: Callable[[Sequence[str]], str] | None = field(default=None, repr=False, compare=False)
+    rag_prompt: Callable[[Sequence[str]], str] | None = field(
+        default=None, repr=False, compare=False
+    )
     answer_prompt: Callable[[str], str] | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The protocol's settings, JSON-ready (the prompt builders are named, not dumped)."""
-        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("prompt", "rag_prompt", "answer_prompt")}
-        if data["system"] is None:  # only where a benchmark sends one, so other protocols read as before
+        data = {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if f.name not in ("prompt", "rag_prompt", "answer_prompt")
+        }
+        if (
+            data["system"] is None
+        ):  # only where a benchmark sends one, so other protocols read as before
             del data["system"]
         return data | {
             "official_prompt": self.prompt is not None,
@@ -106,11 +114,19 @@ class Question:
 
     def answer_budget(self, default: int) -> int:
         """Max new tokens of a strategy's final call: the protocol's, else ``default``."""
-        return self.protocol.max_new_tokens if self.protocol and self.protocol.max_new_tokens else default
+        return (
+            self.protocol.max_new_tokens
+            if self.protocol and self.protocol.max_new_tokens
+            else default
+        )
 
     def answer_temperature(self, default: float) -> float:
         """Temperature of a strategy's final call: the protocol's, else ``default``."""
-        return self.protocol.temperature if self.protocol and self.protocol.temperature is not None else default
+        return (
+            self.protocol.temperature
+            if self.protocol and self.protocol.temperature is not None
+            else default
+        )
 
     def answer_stop(self) -> list[str] | None:
         """Stop sequences of a strategy's final call: the protocol's, else none."""

@@ -48,7 +48,12 @@ def _portable(embedder: Embedder) -> Embedder:
 
 
 def embed_on_ray(
-    texts: Sequence[str], embedder: Embedder, *, workers: int = 2, batch_size: int = 64, cpus_per_worker: float = 1.0
+    texts: Sequence[str],
+    embedder: Embedder,
+    *,
+    workers: int = 2,
+    batch_size: int = 64,
+    cpus_per_worker: float = 1.0,
 ) -> np.ndarray:
     """Embed ``texts`` with a Ray Data pipeline; rows come back in the order of ``texts``.
 
@@ -63,7 +68,9 @@ def embed_on_ray(
     if not texts:
         raise ValueError("Cannot build a dense index over zero chunks")
     items = [{"id": i, "text": t} for i, t in enumerate(texts)]
-    ds = ray.data.from_items(items, override_num_blocks=max(1, min(len(items) // batch_size, 4 * workers)))
+    ds = ray.data.from_items(
+        items, override_num_blocks=max(1, min(len(items) // batch_size, 4 * workers))
+    )
     ds = ds.map_batches(
         _EmbedActor,
         fn_constructor_args=(_portable(embedder),),
@@ -121,12 +128,18 @@ def build_index_ray(
         raise TypeError("retriever options are only accepted with a retriever name")
     if not isinstance(retriever, DenseRetriever):
         log.info("%s has no embeddings to distribute; building it locally", retriever.name)
-        return build_index(corpus, retriever, chunking=chunking, cache_dir=cache_dir, show_progress=show_progress)
+        return build_index(
+            corpus, retriever, chunking=chunking, cache_dir=cache_dir, show_progress=show_progress
+        )
     folder = index_folder(cache_dir, index_key(corpus, chunking, retriever))
     with build_lock(folder):  # the shards are the lock holder's; build_index re-enters the lock
         if not (folder / "meta.json").exists():
             ensure_ray(address)
             chunks = chunks_for(corpus, chunking, retriever, show_progress=show_progress)
-            vectors = embed_on_ray([c.text for c in chunks], retriever.embedder, workers=workers, batch_size=batch_size)
+            vectors = embed_on_ray(
+                [c.text for c in chunks], retriever.embedder, workers=workers, batch_size=batch_size
+            )
             write_shards(folder, retriever, [c.text for c in chunks], vectors)
-        return build_index(corpus, retriever, chunking=chunking, cache_dir=cache_dir, show_progress=show_progress)
+        return build_index(
+            corpus, retriever, chunking=chunking, cache_dir=cache_dir, show_progress=show_progress
+        )

@@ -32,16 +32,29 @@ def read_path(path: Path, *, show_progress: bool = False) -> list[Document]:
         raise CorpusError(f"Corpus path does not exist: {path}")
     if path.is_file():
         if path.suffix.lower() not in SUPPORTED_SUFFIXES:
-            raise CorpusError(f"Unsupported file type {path.suffix!r} for {path}; supported: {sorted(SUPPORTED_SUFFIXES)}")
+            raise CorpusError(
+                f"Unsupported file type {path.suffix!r} for {path}; supported: {sorted(SUPPORTED_SUFFIXES)}"
+            )
         files, root = [path], path.parent
     else:
-        all_files = [p for p in sorted(path.rglob("*")) if p.is_file() and not p.name.startswith(".") and _stays_inside(path, p)]
+        all_files = [
+            p
+            for p in sorted(path.rglob("*"))
+            if p.is_file() and not p.name.startswith(".") and _stays_inside(path, p)
+        ]
         files = [p for p in all_files if p.suffix.lower() in SUPPORTED_SUFFIXES]
         skipped = [p for p in all_files if p.suffix.lower() not in SUPPORTED_SUFFIXES]
         if skipped:
-            log.warning("Skipped %d file(s) under %s with unsupported types: %s", len(skipped), path, skipped_names(skipped, path))
+            log.warning(
+                "Skipped %d file(s) under %s with unsupported types: %s",
+                len(skipped),
+                path,
+                skipped_names(skipped, path),
+            )
         if not files:
-            raise CorpusError(f"No readable documents under {path}; supported types: {sorted(SUPPORTED_SUFFIXES)}")
+            raise CorpusError(
+                f"No readable documents under {path}; supported types: {sorted(SUPPORTED_SUFFIXES)}"
+            )
         root = path
     docs: list[Document] = []
     for file in tqdm(files, desc="Reading files", unit="file", disable=not show_progress):
@@ -55,7 +68,12 @@ def _stays_inside(root: Path, file: Path) -> bool:
     try:
         resolve_inside(root, file.relative_to(root))
     except OutsideRoot as exc:
-        log.warning("Skipped %s: it is a link to %s, outside the corpus folder %s", file, exc.target, exc.root)
+        log.warning(
+            "Skipped %s: it is a link to %s, outside the corpus folder %s",
+            file,
+            exc.target,
+            exc.root,
+        )
         return False
     return True
 
@@ -97,7 +115,9 @@ def _read_utf8(file: Path) -> str:
     try:
         return file.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise CorpusError(f"{file} is not valid UTF-8 (byte {exc.start}): convert it to UTF-8 first.") from exc
+        raise CorpusError(
+            f"{file} is not valid UTF-8 (byte {exc.start}): convert it to UTF-8 first."
+        ) from exc
     except OSError as exc:
         raise CorpusError(f"Cannot read {file}: {exc}") from exc
 
@@ -106,22 +126,34 @@ def _records(records: list[Any], file: Path, doc_id: str) -> Iterator[Document]:
     for i, rec in enumerate(records):
         rid = doc_id if len(records) == 1 else f"{doc_id}#{i}"
         if isinstance(rec, str):
-            yield Document(doc_id=rid, text=rec, title=f"{file.stem} {i + 1}", metadata={"source": str(file)})
+            yield Document(
+                doc_id=rid, text=rec, title=f"{file.stem} {i + 1}", metadata={"source": str(file)}
+            )
             continue
         if not isinstance(rec, dict):
-            raise CorpusError(f"Record {i} of {file} is a {type(rec).__name__}; expected an object or a string.")
+            raise CorpusError(
+                f"Record {i} of {file} is a {type(rec).__name__}; expected an object or a string."
+            )
         text = next((rec[k] for k in TEXT_KEYS if isinstance(rec.get(k), str)), None)
         if text is None:
-            raise CorpusError(f"Record {i} of {file} has none of the text fields {list(TEXT_KEYS)}.")
+            raise CorpusError(
+                f"Record {i} of {file} has none of the text fields {list(TEXT_KEYS)}."
+            )
         title = next((str(rec[k]) for k in TITLE_KEYS if rec.get(k)), f"{file.stem} {i + 1}")
-        extra = {k: v for k, v in rec.items() if k not in TEXT_KEYS and isinstance(v, (str, int, float, bool))}
+        extra = {
+            k: v
+            for k, v in rec.items()
+            if k not in TEXT_KEYS and isinstance(v, (str, int, float, bool))
+        }
         rid = f"{doc_id}#{rec['id']}" if "id" in rec else rid
         yield Document(doc_id=rid, text=text, title=title, metadata={"source": str(file), **extra})
 
 
 def _read_with_llama_index(file: Path, doc_id: str) -> Document:
     """PDF and HTML go through LlamaIndex's file readers; pages are joined in order."""
-    require("llama_index.readers.file", extra="readers", feature=f"reading {file.suffix.lower()} files")
+    require(
+        "llama_index.readers.file", extra="readers", feature=f"reading {file.suffix.lower()} files"
+    )
     from llama_index.readers.file import HTMLTagReader, PDFReader
 
     reader = PDFReader() if file.suffix.lower() == ".pdf" else HTMLTagReader(tag="body")

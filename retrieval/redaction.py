@@ -32,7 +32,10 @@ from typing import Any
 
 REDACTED = "***"
 #: Names (option keys, environment variables, query parameters) whose values are secrets.
-SECRET_NAME = re.compile(r"(api[_-]?key|secret|password|passwd|authorization|bearer|access[_-]?token|auth[_-]?token|(^|_)key$)", re.I)
+SECRET_NAME = re.compile(
+    r"(api[_-]?key|secret|password|passwd|authorization|bearer|access[_-]?token|auth[_-]?token|(^|_)key$)",
+    re.I,
+)
 #: Query parameters whose values are credentials (besides those :data:`SECRET_NAME` matches).
 _QUERY_SECRET = r"(?:[a-z0-9_.-]*(?:key|token|secret|password|passwd|sig|signature|auth|credential)[a-z0-9_.-]*|code)"
 #: Shorter values are not treated as secrets (a one-letter key would blank every such letter).
@@ -41,11 +44,25 @@ MIN_SECRET_LENGTH = 6
 _PLACEHOLDERS = frozenset({"not-needed", "unused", "EMPTY", "none", "None"})
 
 _PATTERNS = (
-    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/?#@\"'<>]*@"), rf"\1{REDACTED}@"),  # URL userinfo
-    (re.compile(rf"(?i)([?&;]{_QUERY_SECRET}=)[^&#\s\"'<>]*"), rf"\1{REDACTED}"),  # credential query parameters
+    (
+        re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/?#@\"'<>]*@"),
+        rf"\1{REDACTED}@",
+    ),  # URL userinfo
+    (
+        re.compile(rf"(?i)([?&;]{_QUERY_SECRET}=)[^&#\s\"'<>]*"),
+        rf"\1{REDACTED}",
+    ),  # credential query parameters
     # an Authorization header's value as a server echoes it ("Authorization: Basic ...", {"authorization": "..."})
-    (re.compile(r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token)\s+)?)[^\s\"',;}]+"), rf"\1{REDACTED}"),
-    (re.compile(r"\b(Bearer\s+)[A-Za-z0-9._~+/=-]{6,}"), rf"\1{REDACTED}"),  # a bearer token anywhere
+    (
+        re.compile(
+            r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token)\s+)?)[^\s\"',;}]+"
+        ),
+        rf"\1{REDACTED}",
+    ),
+    (
+        re.compile(r"\b(Bearer\s+)[A-Za-z0-9._~+/=-]{6,}"),
+        rf"\1{REDACTED}",
+    ),  # a bearer token anywhere
     (re.compile(r"\bsk-[A-Za-z0-9_-]{8,}"), f"sk-{REDACTED}"),  # OpenAI-style keys
 )
 
@@ -55,7 +72,11 @@ _compiled: tuple[frozenset[str], re.Pattern[str] | None] = (frozenset(), None)
 
 
 def _usable(value: Any) -> bool:
-    return isinstance(value, str) and len(value.strip()) >= MIN_SECRET_LENGTH and value not in _PLACEHOLDERS
+    return (
+        isinstance(value, str)
+        and len(value.strip()) >= MIN_SECRET_LENGTH
+        and value not in _PLACEHOLDERS
+    )
 
 
 def register_secret(value: Any) -> None:
@@ -72,7 +93,11 @@ def url_secrets(url: Any) -> list[str]:
     try:
         parts = urllib.parse.urlsplit(url.strip())
         found = [parts.username, parts.password]
-        found += [v for k, v in urllib.parse.parse_qsl(parts.query) if re.fullmatch(_QUERY_SECRET, k, re.I) or SECRET_NAME.search(k)]
+        found += [
+            v
+            for k, v in urllib.parse.parse_qsl(parts.query)
+            if re.fullmatch(_QUERY_SECRET, k, re.I) or SECRET_NAME.search(k)
+        ]
     except ValueError:
         return []
     out = []
@@ -124,7 +149,9 @@ def _literal_pattern() -> re.Pattern[str] | None:
     secrets = known_secrets()
     cached_for, pattern = _compiled
     if secrets != cached_for:
-        ordered = sorted(secrets, key=len, reverse=True)  # a key containing another is removed whole
+        ordered = sorted(
+            secrets, key=len, reverse=True
+        )  # a key containing another is removed whole
         pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
         _compiled = (secrets, pattern)
     return pattern
@@ -160,14 +187,20 @@ class _Walk:
 
     def __init__(self, pattern: re.Pattern[str] | None, by_name: bool):
         self.pattern, self.by_name = pattern, by_name
-        self.done: dict[int, tuple[str, str]] = {}  # id -> (the string, kept alive so its id stays its own; its redaction)
+        self.done: dict[
+            int, tuple[str, str]
+        ] = {}  # id -> (the string, kept alive so its id stays its own; its redaction)
 
     def walk(self, value: Any) -> Any:
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, Mapping):
             return {
-                self.text(k): (REDACTED if self.by_name and isinstance(k, str) and SECRET_NAME.search(k) and v else self.walk(v))
+                self.text(k): (
+                    REDACTED
+                    if self.by_name and isinstance(k, str) and SECRET_NAME.search(k) and v
+                    else self.walk(v)
+                )
                 for k, v in value.items()
             }
         if isinstance(value, list):
@@ -224,6 +257,15 @@ def redacted_terminal() -> Iterator[None]:
 
 
 __all__ = [
-    "REDACTED", "RedactingStream", "SECRET_NAME", "known_secrets", "redact", "redact_value", "redacted_terminal", "register_options",
-    "register_secret", "register_url", "url_secrets",
+    "REDACTED",
+    "RedactingStream",
+    "SECRET_NAME",
+    "known_secrets",
+    "redact",
+    "redact_value",
+    "redacted_terminal",
+    "register_options",
+    "register_secret",
+    "register_url",
+    "url_secrets",
 ]

@@ -79,22 +79,37 @@ class Registry(Generic[T]):
             built-in entries in the section named after :attr:`group` (``[strategies.rag]``).
     """
 
-    def __init__(self, kind: str, *, group: str | None = None, make_entry: Callable[..., T] | str | None = None, packages: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        kind: str,
+        *,
+        group: str | None = None,
+        make_entry: Callable[..., T] | str | None = None,
+        packages: tuple[str, ...] = (),
+    ):
         self.kind = kind
         self.group = group
         self.make_entry = make_entry
         self.packages = packages
         self._entries: dict[str, T | Declaration] = {}
         self._declared: dict[str, Declaration] = {}
-        self._loaded: dict[str, T] = {}  # target -> the entry it loaded (kept when a test swaps ``_entries``)
+        self._loaded: dict[
+            str, T
+        ] = {}  # target -> the entry it loaded (kept when a test swaps ``_entries``)
         self._declarations_read = False
         self._frozen = False
 
     @overload
-    def register(self, name: str, obj: None = None, *, target: None = None, **attrs: Any) -> Callable[[D], D]: ...
+    def register(
+        self, name: str, obj: None = None, *, target: None = None, **attrs: Any
+    ) -> Callable[[D], D]: ...
     @overload
-    def register(self, name: str, obj: Any = None, *, target: str | None = None, **attrs: Any) -> Any: ...
-    def register(self, name: str, obj: Any = None, *, target: str | None = None, **attrs: Any) -> Any:
+    def register(
+        self, name: str, obj: Any = None, *, target: str | None = None, **attrs: Any
+    ) -> Any: ...
+    def register(
+        self, name: str, obj: Any = None, *, target: str | None = None, **attrs: Any
+    ) -> Any:
         """Register ``obj`` under ``name``; without ``obj``, return a decorator; with ``target``, declare it lazily.
 
         ``@REGISTRY.register("name")`` registers the decorated class or function itself;
@@ -107,7 +122,9 @@ class Registry(Generic[T]):
         """
         if target is not None:
             if obj is not None:
-                raise TypeError(f"Register {self.kind} {name!r} with an object or a target, not both")
+                raise TypeError(
+                    f"Register {self.kind} {name!r} with an object or a target, not both"
+                )
             self._declare(name, Declaration(target, dict(attrs)))
             return None
         if obj is None:
@@ -163,7 +180,14 @@ class Registry(Generic[T]):
                 declaration = self._declared.get(name)
                 if declaration is None or not declaration.third_party:
                     raise
-                log.warning("Leaving out the %s %r (%s): it failed to load: %s: %s", self.kind, name, declaration.source, type(exc).__name__, exc)
+                log.warning(
+                    "Leaving out the %s %r (%s): it failed to load: %s: %s",
+                    self.kind,
+                    name,
+                    declaration.source,
+                    type(exc).__name__,
+                    exc,
+                )
                 continue
             loaded.append(name)
         return loaded
@@ -174,7 +198,9 @@ class Registry(Generic[T]):
         self._frozen = True
 
     @contextlib.contextmanager
-    def scoped(self, name: str, obj: Any = None, *, target: str | None = None, **attrs: Any) -> Iterator[Any]:
+    def scoped(
+        self, name: str, obj: Any = None, *, target: str | None = None, **attrs: Any
+    ) -> Iterator[Any]:
         """Register ``name`` (as :meth:`register` does) for the ``with`` block only; frozen or not.
 
         On exit every entry registered inside the block is removed again, so a test's plug-in
@@ -229,7 +255,9 @@ class Registry(Generic[T]):
     def _declare(self, name: str, declaration: Declaration) -> None:
         existing = self._entries.get(name)
         if isinstance(existing, Declaration) and existing.target != declaration.target:
-            raise ValueError(f"{self.kind} {name!r} is already declared with target {existing.target!r} ({existing.source})")
+            raise ValueError(
+                f"{self.kind} {name!r} is already declared with target {existing.target!r} ({existing.source})"
+            )
         if existing is None and self._frozen:
             raise RuntimeError(f"The {self.kind} registry is frozen: cannot declare {name!r}")
         self._declared[name] = declaration
@@ -242,7 +270,9 @@ class Registry(Generic[T]):
     def _check_declared(self, name: str, declaration: Declaration, entry: Any) -> None:
         for key, value in declaration.attrs.items():
             if getattr(entry, key, value) != value:
-                raise ValueError(f"{self.kind} {name!r}: {declaration.source} declares {key}={value!r}, its entry has {getattr(entry, key)!r}")
+                raise ValueError(
+                    f"{self.kind} {name!r}: {declaration.source} declares {key}={value!r}, its entry has {getattr(entry, key)!r}"
+                )
 
     def _load(self, name: str, declaration: Declaration) -> T:
         """Import the target of ``name``'s declaration; the entry is what the import registered, else the attribute."""
@@ -252,10 +282,14 @@ class Registry(Generic[T]):
             module, _, attr = declaration.target.partition(":")
             imported = importlib.import_module(module)
             now = self._entries.get(name)
-            if now is not None and not isinstance(now, Declaration):  # the import registered it (decorator form)
+            if now is not None and not isinstance(
+                now, Declaration
+            ):  # the import registered it (decorator form)
                 return now
             if not attr:
-                raise KeyError(f"{self.kind} {name!r}: importing {module!r} ({declaration.source}) registered no {self.kind} of that name")
+                raise KeyError(
+                    f"{self.kind} {name!r}: importing {module!r} ({declaration.source}) registered no {self.kind} of that name"
+                )
             entry = _attribute(imported, attr)
             self._check_declared(name, declaration, entry)
             self._loaded[declaration.target] = entry
@@ -278,12 +312,17 @@ class Registry(Generic[T]):
             for name, declaration in read_declarations(path, section or "").items():
                 self._declare(name, declaration)
         if self.group is not None:
-            from importlib import metadata  # standard library, but 20 ms: only when a name is first looked up
+            from importlib import (
+                metadata,
+            )  # standard library, but 20 ms: only when a name is first looked up
 
             for ep in metadata.entry_points(group=self.group):
                 if ep.name not in self._entries and ep.name not in self._declared:
                     dist = ep.dist.name if ep.dist is not None else "an installed package"
-                    self._declare(ep.name, Declaration(ep.value, {}, f"the entry point of {dist}", third_party=True))
+                    self._declare(
+                        ep.name,
+                        Declaration(ep.value, {}, f"the entry point of {dist}", third_party=True),
+                    )
 
 
 def declaration_files(packages: tuple[str, ...]) -> list[Path]:
@@ -293,9 +332,20 @@ def declaration_files(packages: tuple[str, ...]) -> list[Path]:
     for package in packages:
         module = sys.modules.get(package)
         spec = None if module is not None else importlib.util.find_spec(package)
-        folders = list(getattr(module, "__path__", None) or (spec.submodule_search_locations if spec else None) or [])
+        folders = list(
+            getattr(module, "__path__", None)
+            or (spec.submodule_search_locations if spec else None)
+            or []
+        )
         for folder in map(Path, folders):
-            found += [p for p in [folder / DECLARATIONS_FILE, *sorted(folder.glob(f"*/{DECLARATIONS_FILE}"))] if p.is_file()]
+            found += [
+                p
+                for p in [
+                    folder / DECLARATIONS_FILE,
+                    *sorted(folder.glob(f"*/{DECLARATIONS_FILE}")),
+                ]
+                if p.is_file()
+            ]
     return found
 
 
@@ -319,7 +369,11 @@ def import_submodules(package: str) -> list[ModuleType]:
     """Import every module of ``package`` (not its sub-packages' modules), in name order: a kind
     whose plug-ins register on import (benchmarks, metrics) is then complete without a list of them."""
     folders = importlib.import_module(package).__path__
-    return [importlib.import_module(f"{package}.{info.name}") for info in sorted(pkgutil.iter_modules(folders), key=lambda i: i.name) if not info.ispkg]
+    return [
+        importlib.import_module(f"{package}.{info.name}")
+        for info in sorted(pkgutil.iter_modules(folders), key=lambda i: i.name)
+        if not info.ispkg
+    ]
 
 
 def _import_target(target: str) -> Any:

@@ -81,7 +81,9 @@ class Reranker(Protocol):
 
 def order_by_score(scores: Mapping[int, float], top_n: int) -> list[tuple[int, float]]:
     """``(index, score)`` pairs of ``scores`` by score, best first (ties by lower index), ``top_n`` of them."""
-    return sorted(((i, float(s)) for i, s in scores.items()), key=lambda pair: (-pair[1], pair[0]))[: max(top_n, 0)]
+    return sorted(((i, float(s)) for i, s in scores.items()), key=lambda pair: (-pair[1], pair[0]))[
+        : max(top_n, 0)
+    ]
 
 
 class CrossEncoderReranker:
@@ -96,7 +98,14 @@ class CrossEncoderReranker:
 
     name = "cross-encoder"
 
-    def __init__(self, model: str, *, batch_size: int = 32, max_length: int | None = None, device: str | None = None):
+    def __init__(
+        self,
+        model: str,
+        *,
+        batch_size: int = 32,
+        max_length: int | None = None,
+        device: str | None = None,
+    ):
         if not model:
             raise ValueError("the cross-encoder reranker needs rerank_options={'model': PATH}")
         self.model_id = str(model)
@@ -109,10 +118,16 @@ class CrossEncoderReranker:
     def _load(self) -> Any:
         with self._lock:
             if self._model is None:
-                require("sentence_transformers", extra="dense", feature="the cross-encoder reranker")
-                from sentence_transformers import CrossEncoder  # torch: only for users of a local reranker
+                require(
+                    "sentence_transformers", extra="dense", feature="the cross-encoder reranker"
+                )
+                from sentence_transformers import (
+                    CrossEncoder,
+                )  # torch: only for users of a local reranker
 
-                self._model = CrossEncoder(self.model_id, max_length=self.max_length, device=self.device)
+                self._model = CrossEncoder(
+                    self.model_id, max_length=self.max_length, device=self.device
+                )
             return self._model
 
     def rerank(self, query: str, documents: Sequence[str], top_n: int) -> RerankResult:
@@ -121,9 +136,15 @@ class CrossEncoderReranker:
             return RerankResult([])
         model = self._load()
         pairs = [(query, d) for d in documents]
-        scores = model.predict(pairs, batch_size=self.batch_size, show_progress_bar=False, convert_to_numpy=True)
-        limit = model.max_seq_length if hasattr(type(model), "max_seq_length") else model.max_length  # renamed in sentence-transformers 5
-        encoded = model.tokenizer([q for q, _ in pairs], [d for _, d in pairs], truncation=True, max_length=limit)
+        scores = model.predict(
+            pairs, batch_size=self.batch_size, show_progress_bar=False, convert_to_numpy=True
+        )
+        limit = (
+            model.max_seq_length if hasattr(type(model), "max_seq_length") else model.max_length
+        )  # renamed in sentence-transformers 5
+        encoded = model.tokenizer(
+            [q for q, _ in pairs], [d for _, d in pairs], truncation=True, max_length=limit
+        )
         tokens = sum(len(ids) for ids in encoded["input_ids"])
         return RerankResult(order_by_score(dict(enumerate(scores)), top_n), tokens=tokens)
 
@@ -162,12 +183,20 @@ class ServerReranker:
         backoff: float = 0.5,
     ):
         if not base_url:
-            raise ValueError("the server reranker needs rerank_options={'base_url': 'http://HOST:PORT/v1', 'model': NAME}")
+            raise ValueError(
+                "the server reranker needs rerank_options={'base_url': 'http://HOST:PORT/v1', 'model': NAME}"
+            )
         self.url = f"{base_url.rstrip('/')}/{route.strip('/')}"
         self.model_id = model
         self.api_key = api_key if api_key is not None else os.environ.get("LONGCTX_RERANK_API_KEY")
-        self.timeout = float(os.environ.get("LONGCTX_TIMEOUT", "600")) if timeout is None else float(timeout)
-        self.max_retries = int(os.environ.get("LONGCTX_MAX_RETRIES", "3")) if max_retries is None else int(max_retries)
+        self.timeout = (
+            float(os.environ.get("LONGCTX_TIMEOUT", "600")) if timeout is None else float(timeout)
+        )
+        self.max_retries = (
+            int(os.environ.get("LONGCTX_MAX_RETRIES", "3"))
+            if max_retries is None
+            else int(max_retries)
+        )
         self.backoff = backoff
         self._client: Any = None
         self._lock = threading.Lock()
@@ -185,7 +214,13 @@ class ServerReranker:
         """One request (retried as a chat call is); raises :class:`RerankError` when it fails for good."""
         if not documents:
             return RerankResult([])
-        body = {"model": self.model_id, "query": query, "documents": list(documents), "top_n": top_n, "return_documents": False}
+        body = {
+            "model": self.model_id,
+            "query": query,
+            "documents": list(documents),
+            "top_n": top_n,
+            "return_documents": False,
+        }
         failed = 0
         while True:
             outcome = self._attempt(body)
@@ -194,7 +229,9 @@ class ServerReranker:
             status, error = outcome
             failed += 1
             if status is not None and status not in RETRIED_STATUSES:
-                message = f"The rerank server at {self.url} rejected the request (HTTP {status}): {error}"
+                message = (
+                    f"The rerank server at {self.url} rejected the request (HTTP {status}): {error}"
+                )
                 raise RerankError(message, url=self.url, status=status, retries=failed - 1)
             if failed > self.max_retries:
                 what = f"HTTP {status}" if status is not None else "no answer"
@@ -226,14 +263,20 @@ def parse_reply(reply: Any, n_documents: int, top_n: int) -> RerankResult:
         raise ValueError("no 'results' list")
     scores: dict[int, float] = {}
     for item in results:
-        index, score = int(item["index"]), float(item["relevance_score"] if "relevance_score" in item else item["score"])
+        index, score = (
+            int(item["index"]),
+            float(item["relevance_score"] if "relevance_score" in item else item["score"]),
+        )
         if not 0 <= index < n_documents:
             raise ValueError(f"result index {index} outside the {n_documents} documents sent")
         scores[index] = score
     usage = reply.get("usage") or {}
-    tokens = int(usage.get("total_tokens") or usage.get("prompt_tokens") or 0) if isinstance(usage, Mapping) else 0
+    tokens = (
+        int(usage.get("total_tokens") or usage.get("prompt_tokens") or 0)
+        if isinstance(usage, Mapping)
+        else 0
+    )
     return RerankResult(order_by_score(scores, top_n), tokens=tokens)
-
 
 
 #: name -> reranker factory taking its options; third parties add to ``longctx.rerankers``.
@@ -254,7 +297,9 @@ def get_reranker(name: str, options: Mapping[str, Any] | None = None) -> Reranke
         return _LOADED[key]
 
 
-def rerank_hits(hits: Sequence[Hit], query: str, reranker: Reranker, top_n: int, *, stage: str) -> tuple[list[Hit], RerankResult]:
+def rerank_hits(
+    hits: Sequence[Hit], query: str, reranker: Reranker, top_n: int, *, stage: str
+) -> tuple[list[Hit], RerankResult]:
     """``hits`` reranked: the ``top_n`` best by ``reranker``, their rank and score the reranker's.
 
     Each hit keeps what the first stage said of it in ``components``: its components (hybrid's
@@ -264,6 +309,10 @@ def rerank_hits(hits: Sequence[Hit], query: str, reranker: Reranker, top_n: int,
     out = []
     for rank, (i, score) in enumerate(result.ranking):
         hit = hits[i]
-        components = {**(hit.components or {}), stage: {"rank": hit.rank, "score": hit.score}, "rerank": {"rank": rank, "score": score}}
+        components = {
+            **(hit.components or {}),
+            stage: {"rank": hit.rank, "score": hit.score},
+            "rerank": {"rank": rank, "score": score},
+        }
         out.append(Hit(hit.chunk, score, rank, components))
     return out, result

@@ -17,4 +17,6 @@ if TYPE_CHECKING:
     from retrieval.base import Retriever
 
 #: name -> factory taking the retriever's options.
-RETRIEVERS: Registry[Callable[..., Retriever]] = Registry("retriever", group="longctx.retrievers", packages=("retrieval",))
+RETRIEVERS: Registry[Callable[..., Retriever]] = Registry(
+    "retriever", group="longctx.retrievers", packages=("retrieval",)
+)

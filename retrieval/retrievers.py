@@ -9,20 +9,35 @@ from typing import Any, Literal
 from retrieval.base import Retriever
 from retrieval.bm25 import BM25Retriever
 from retrieval.dense import DenseRetriever
-from retrieval.embedders import OPENAI_EMBEDDING_MAX_TOKENS, ContrieverEmbedder, OpenAIEmbedder, SentenceTransformerEmbedder
+from retrieval.embedders import (
+    OPENAI_EMBEDDING_MAX_TOKENS,
+    ContrieverEmbedder,
+    OpenAIEmbedder,
+    SentenceTransformerEmbedder,
+)
 from retrieval.fusion import RRF_K
 from retrieval.hybrid import Fusion, HybridRetriever
-from retrieval.retriever_registry import RETRIEVERS as RETRIEVERS  # declared in retrieval/plugin.toml, registered here
+from retrieval.retriever_registry import (
+    RETRIEVERS as RETRIEVERS,
+)  # declared in retrieval/plugin.toml, registered here
 
 
 @RETRIEVERS.register("bm25")
-def bm25(*, engine: Literal["bm25s", "rank_bm25"] = "bm25s", k1: float = 1.5, b: float = 0.75) -> Retriever:
+def bm25(
+    *, engine: Literal["bm25s", "rank_bm25"] = "bm25s", k1: float = 1.5, b: float = 0.75
+) -> Retriever:
     """Okapi BM25 over word tokens (``engine``: bm25s or rank_bm25)."""
     return BM25Retriever(engine=engine, k1=k1, b=b)
 
 
 @RETRIEVERS.register("dense")
-def dense(*, model: str | None = None, batch_size: int = 32, backend: str | None = None, fit_chunks: bool = True) -> Retriever:
+def dense(
+    *,
+    model: str | None = None,
+    batch_size: int = 32,
+    backend: str | None = None,
+    fit_chunks: bool = True,
+) -> Retriever:
     """Any sentence-transformers model; default the offline all-MiniLM-L6-v2.
 
     ``fit_chunks``: split a chunk longer than the model reads (its max sequence length, in its own
@@ -34,13 +49,21 @@ def dense(*, model: str | None = None, batch_size: int = 32, backend: str | None
     :func:`retrieval.embedding_backends.default_cpu_backend`: ``torch-bf16`` on a CPU with native
     bfloat16 (AMX or AVX-512 BF16), else ``torch``.
     """
-    return DenseRetriever(SentenceTransformerEmbedder(model, batch_size=batch_size, backend=backend), name="dense", fit_chunks=fit_chunks)
+    return DenseRetriever(
+        SentenceTransformerEmbedder(model, batch_size=batch_size, backend=backend),
+        name="dense",
+        fit_chunks=fit_chunks,
+    )
 
 
 @RETRIEVERS.register("contriever")
-def contriever(*, model: str | None = None, batch_size: int = 32, fit_chunks: bool = True) -> Retriever:
+def contriever(
+    *, model: str | None = None, batch_size: int = 32, fit_chunks: bool = True
+) -> Retriever:
     """Contriever (mean pooling); default facebook/contriever-msmarco, any local checkpoint (``fit_chunks``: as ``dense``, 512 tokens)."""
-    return DenseRetriever(ContrieverEmbedder(model, batch_size=batch_size), name="contriever", fit_chunks=fit_chunks)
+    return DenseRetriever(
+        ContrieverEmbedder(model, batch_size=batch_size), name="contriever", fit_chunks=fit_chunks
+    )
 
 
 @RETRIEVERS.register("openai")
@@ -61,7 +84,13 @@ def openai_embeddings(
     ``batch_size=1`` for llama-cpp-python's server, which mis-embeds every input of a
     batch after the first (measured: cosine 0.03 against the same text sent alone).
     """
-    embedder = OpenAIEmbedder(model, base_url=base_url, api_key=api_key, batch_size=batch_size, max_input_tokens=max_input_tokens)
+    embedder = OpenAIEmbedder(
+        model,
+        base_url=base_url,
+        api_key=api_key,
+        batch_size=batch_size,
+        max_input_tokens=max_input_tokens,
+    )
     return DenseRetriever(embedder, name="openai", fit_chunks=fit_chunks)
 
 
@@ -87,7 +116,9 @@ def hybrid(
     components = {"bm25": make_retriever("bm25", **dict(bm25_options or {}))}
     semantic = make_retriever(dense, **dict(dense_options or {}))
     components[semantic.name] = semantic
-    return HybridRetriever(components, fusion=fusion, rrf_k=rrf_k, weight=weight, candidates=candidates)
+    return HybridRetriever(
+        components, fusion=fusion, rrf_k=rrf_k, weight=weight, candidates=candidates
+    )
 
 
 def make_retriever(name: str, **options: Any) -> Retriever:

@@ -50,7 +50,9 @@ class TermCountsBuilder:
         self._cols = array("i")  # the buffered block: term ids, counts, and pairs per chunk
         self._counts = array("I")
         self._sizes = array("i")
-        self._df = np.zeros(0, dtype=np.int64)  # chunks holding each term, over the blocks written out
+        self._df = np.zeros(
+            0, dtype=np.int64
+        )  # chunks holding each term, over the blocks written out
         self._spill: IO[bytes] | None = None
         self._spilled: list[int] = []  # entries of each block in the spill file, in order
         self._first_buffered_row = 0
@@ -75,8 +77,13 @@ class TermCountsBuilder:
 
     def _buffered(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The buffered block as ``(rows, cols, counts)`` arrays, and the buffer emptied."""
-        rows = np.repeat(np.arange(self._first_buffered_row, len(self._lengths), dtype=np.int32), np.frombuffer(self._sizes, dtype=np.int32))
-        cols = np.frombuffer(self._cols, dtype=np.int32)  # views: the arrays live on in them, and new ones buffer
+        rows = np.repeat(
+            np.arange(self._first_buffered_row, len(self._lengths), dtype=np.int32),
+            np.frombuffer(self._sizes, dtype=np.int32),
+        )
+        cols = np.frombuffer(
+            self._cols, dtype=np.int32
+        )  # views: the arrays live on in them, and new ones buffer
         counts = np.frombuffer(self._counts, dtype=np.uint32)
         self._cols, self._counts, self._sizes = array("i"), array("I"), array("i")
         self._first_buffered_row = len(self._lengths)
@@ -93,10 +100,14 @@ class TermCountsBuilder:
 
     def _count_df(self, cols: np.ndarray) -> None:
         if len(self._df) < len(self.vocab):
-            self._df = np.concatenate([self._df, np.zeros(len(self.vocab) - len(self._df), dtype=np.int64)])
+            self._df = np.concatenate(
+                [self._df, np.zeros(len(self.vocab) - len(self._df), dtype=np.int64)]
+            )
         self._df += np.bincount(cols, minlength=len(self._df))
 
-    def _blocks(self, last: tuple[np.ndarray, np.ndarray, np.ndarray]) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    def _blocks(
+        self, last: tuple[np.ndarray, np.ndarray, np.ndarray]
+    ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """Every block in chunk order: those of the spill file, read back one at a time, then ``last``."""
         if self._spill is not None:
             self._spill.seek(0)
@@ -122,23 +133,43 @@ class TermCountsBuilder:
             if self._spill is not None:
                 self._spill.close()
                 self._spill = None
-        return TermCounts(list(self.vocab), indptr, rows, counts, np.frombuffer(self._lengths, dtype=np.int64).copy())
+        return TermCounts(
+            list(self.vocab),
+            indptr,
+            rows,
+            counts,
+            np.frombuffer(self._lengths, dtype=np.int64).copy(),
+        )
 
 
-def _place(block_rows: np.ndarray, block_cols: np.ndarray, block_counts: np.ndarray, free: np.ndarray, rows: np.ndarray, counts: np.ndarray) -> None:
+def _place(
+    block_rows: np.ndarray,
+    block_cols: np.ndarray,
+    block_counts: np.ndarray,
+    free: np.ndarray,
+    rows: np.ndarray,
+    counts: np.ndarray,
+) -> None:
     """Put one block's entries (in chunk order) at the next free places of their terms' columns, and advance those."""
     if not len(block_cols):
         return
     order = np.argsort(block_cols, kind="stable")  # chunk order kept within a term
     sorted_cols = block_cols[order]
-    rank = np.arange(len(sorted_cols)) - np.searchsorted(sorted_cols, sorted_cols, side="left")  # place within the term's run
+    rank = np.arange(len(sorted_cols)) - np.searchsorted(
+        sorted_cols, sorted_cols, side="left"
+    )  # place within the term's run
     dest = free[sorted_cols] + rank
     rows[dest] = block_rows[order]
     counts[dest] = block_counts[order]
     free += np.bincount(block_cols, minlength=len(free))
 
 
-def count_terms(token_lists: Iterable[Sequence[str]], *, spill_dir: Path | None = None, block_entries: int | None = None) -> TermCounts:
+def count_terms(
+    token_lists: Iterable[Sequence[str]],
+    *,
+    spill_dir: Path | None = None,
+    block_entries: int | None = None,
+) -> TermCounts:
     """:class:`TermCounts` of the chunks whose tokens ``token_lists`` yields, one list in memory at a time."""
     builder = TermCountsBuilder(spill_dir=spill_dir, block_entries=block_entries)
     for tokens in token_lists:

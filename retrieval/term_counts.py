@@ -61,9 +61,22 @@ class TermCounts:
         lengths: Tokens of each chunk of the segment.
     """
 
-    def __init__(self, terms: list[str], indptr: np.ndarray, rows: np.ndarray, counts: np.ndarray, lengths: np.ndarray):
-        if len(indptr) != len(terms) + 1 or len(rows) != len(counts) or int(indptr[-1]) != len(rows):
-            raise ValueError(f"inconsistent term counts: {len(terms)} terms, {len(indptr)} pointers, {len(rows)} rows, {len(counts)} counts")
+    def __init__(
+        self,
+        terms: list[str],
+        indptr: np.ndarray,
+        rows: np.ndarray,
+        counts: np.ndarray,
+        lengths: np.ndarray,
+    ):
+        if (
+            len(indptr) != len(terms) + 1
+            or len(rows) != len(counts)
+            or int(indptr[-1]) != len(rows)
+        ):
+            raise ValueError(
+                f"inconsistent term counts: {len(terms)} terms, {len(indptr)} pointers, {len(rows)} rows, {len(counts)} counts"
+            )
         self.terms = terms
         self.indptr = indptr
         self.rows = rows
@@ -89,13 +102,19 @@ class TermCounts:
         cols, rows, counts = [], [], []
         offset = 0
         for seg in segments:
-            ids = np.fromiter((vocab.setdefault(t, len(vocab)) for t in seg.terms), dtype=np.int64, count=len(seg.terms))
+            ids = np.fromiter(
+                (vocab.setdefault(t, len(vocab)) for t in seg.terms),
+                dtype=np.int64,
+                count=len(seg.terms),
+            )
             cols.append(np.repeat(ids, np.diff(np.asarray(seg.indptr))))
             rows.append(np.asarray(seg.rows, dtype=np.int64) + offset)
             counts.append(np.asarray(seg.counts, dtype=np.float32))
             offset += len(seg)
         col = np.concatenate(cols)
-        order = np.argsort(col, kind="stable")  # segments in order, each column's rows ascending: so stays every merged column
+        order = np.argsort(
+            col, kind="stable"
+        )  # segments in order, each column's rows ascending: so stays every merged column
         indptr = np.zeros(len(vocab) + 1, dtype=np.int64)
         np.cumsum(np.bincount(col, minlength=len(vocab)), out=indptr[1:])
         merged_counts = np.concatenate(counts)
@@ -104,7 +123,9 @@ class TermCounts:
             list(vocab),
             indptr,
             np.concatenate(rows)[order].astype(np.int32),
-            merged_counts[order].astype(counts_dtype(largest)),  # the type a count of all the chunks holds them in
+            merged_counts[order].astype(
+                counts_dtype(largest)
+            ),  # the type a count of all the chunks holds them in
             np.concatenate([np.asarray(s.lengths, dtype=np.int64) for s in segments]),
         )
 
@@ -165,11 +186,16 @@ class TermCounts:
         """Read counts written by :meth:`save` (arrays memory-mapped, pickles off)."""
         with open(folder / TERMS_FILE, encoding="utf-8") as f:
             terms = json.load(f)
-        arrays = {name: np.load(folder / _array_file(name), mmap_mode="r", allow_pickle=False) for name in ARRAYS}
+        arrays = {
+            name: np.load(folder / _array_file(name), mmap_mode="r", allow_pickle=False)
+            for name in ARRAYS
+        }
         return cls(terms, **arrays)
 
 
-def _open(path: Path, checksums: Checksums | None, *, text: bool = False) -> AbstractContextManager[Any]:
+def _open(
+    path: Path, checksums: Checksums | None, *, text: bool = False
+) -> AbstractContextManager[Any]:
     if checksums is not None:
         return checksums.open(path, text=text)
     return open(path, "w", encoding="utf-8") if text else open(path, "wb")  # noqa: SIM115 - the caller's with closes it
@@ -177,13 +203,25 @@ def _open(path: Path, checksums: Checksums | None, *, text: bool = False) -> Abs
 
 def save_as(f: IO[bytes], array: np.ndarray, dtype: np.dtype, *, block: int = 1 << 20) -> None:
     """Write the one-dimensional ``array`` as ``np.save(f, array.astype(dtype))`` does, converted a block at a time (no whole copy)."""
-    np.lib.format.write_array_header_1_0(f, {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": (len(array),)})
+    np.lib.format.write_array_header_1_0(
+        f,
+        {
+            "descr": np.lib.format.dtype_to_descr(dtype),
+            "fortran_order": False,
+            "shape": (len(array),),
+        },
+    )
     for start in range(0, len(array), block):
         f.write(np.asarray(array[start : start + block], dtype=dtype).tobytes())
 
 
 def bm25_scores(
-    segments: Sequence[TermCounts], query_tokens: Sequence[str], *, k1: float, b: float, live: np.ndarray | None = None
+    segments: Sequence[TermCounts],
+    query_tokens: Sequence[str],
+    *,
+    k1: float,
+    b: float,
+    live: np.ndarray | None = None,
 ) -> np.ndarray:
     """BM25 (Lucene idf) of every chunk of the concatenated ``segments`` for ``query_tokens``, float32.
 
@@ -203,7 +241,9 @@ def bm25_scores(
         alive = np.zeros(len(lengths), dtype=bool)
         alive[live] = True
     n = len(lengths) if live is None else len(live)
-    avgdl = (lengths if live is None else lengths[live]).mean()  # bm25s: np.array(lengths).mean(), a float64 scalar
+    avgdl = (
+        lengths if live is None else lengths[live]
+    ).mean()  # bm25s: np.array(lengths).mean(), a float64 scalar
     offsets = np.cumsum([0] + [len(s) for s in segments[:-1]])
     scores = np.zeros(len(lengths), dtype=np.float32)
     for term in query_tokens:
@@ -230,7 +270,9 @@ def bm25_scores(
 MATRIX_BLOCK = 1 << 16
 
 
-def lucene_matrix(counts: TermCounts, *, k1: float, b: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def lucene_matrix(
+    counts: TermCounts, *, k1: float, b: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """bm25s's score matrix (method ``lucene``) of the chunks of ``counts``: ``(data, indices, indptr)``, term-major.
 
     Each entry is ``idf * tf-component`` in the arithmetic of :func:`bm25_scores` and of
@@ -251,7 +293,9 @@ def lucene_matrix(counts: TermCounts, *, k1: float, b: float) -> tuple[np.ndarra
     data = np.empty(len(rows), dtype=np.float32)
     for start in range(0, len(rows), MATRIX_BLOCK):
         end = min(start + MATRIX_BLOCK, len(rows))
-        terms = np.searchsorted(indptr, np.arange(start, end), side="right") - 1  # the column of each entry
+        terms = (
+            np.searchsorted(indptr, np.arange(start, end), side="right") - 1
+        )  # the column of each entry
         tf = np.asarray(counts.counts[start:end], dtype=np.float32)
         dl = lengths[rows[start:end]]
         tfc = tf / (k1 * ((1 - b) + b * dl / avgdl) + tf)

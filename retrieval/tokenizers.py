@@ -99,7 +99,14 @@ def as_list(ids: Sequence[int]) -> list[int]:
     return ids if isinstance(ids, list) else list(ids)
 
 
-def clean_cut(ids: Sequence[int], end: int, decode: Callable[[list[int]], str], *, max_back: int = 8, look: int = 8) -> int:
+def clean_cut(
+    ids: Sequence[int],
+    end: int,
+    decode: Callable[[list[int]], str],
+    *,
+    max_back: int = 8,
+    look: int = 8,
+) -> int:
     """The last cut at or before ``end`` (at most ``max_back`` tokens back) that splits no character.
 
     Byte-level vocabularies spell one CJK character with several tokens; a cut between
@@ -121,7 +128,14 @@ def clean_cut(ids: Sequence[int], end: int, decode: Callable[[list[int]], str], 
     return end
 
 
-def decode_prefix(ids: Sequence[int], start: int, end: int, decode: Callable[[list[int]], str], *, max_back: int = 8) -> tuple[str, int]:
+def decode_prefix(
+    ids: Sequence[int],
+    start: int,
+    end: int,
+    decode: Callable[[list[int]], str],
+    *,
+    max_back: int = 8,
+) -> tuple[str, int]:
     """``(text, cut)``: ``ids[start:cut]`` decoded, with ``cut <= end`` moved back to a character boundary."""
     ids = as_list(ids)
     cut = clean_cut(ids, end, decode, max_back=max_back) if end < len(ids) else end
@@ -194,7 +208,9 @@ def tiktoken_encoding(name: str) -> tiktoken.Encoding:
     if base + _OFFLINE_SUFFIX in registered:
         return tiktoken.get_encoding(base + _OFFLINE_SUFFIX)
     if base not in registered:
-        raise TokenizerError(f"Unknown tiktoken encoding {name!r}; known: {', '.join(sorted(registered))}.")
+        raise TokenizerError(
+            f"Unknown tiktoken encoding {name!r}; known: {', '.join(sorted(registered))}."
+        )
     from tiktoken import load as tiktoken_load
 
     real_read = tiktoken_load.read_file
@@ -214,7 +230,9 @@ def tiktoken_encoding(name: str) -> tiktoken.Encoding:
         except TokenizerError:
             raise
         except (OSError, ValueError) as exc:
-            raise TokenizerError(f"tiktoken encoding {base!r} could not be loaded offline: {exc}") from exc
+            raise TokenizerError(
+                f"tiktoken encoding {base!r} could not be loaded offline: {exc}"
+            ) from exc
         finally:
             tiktoken_load.read_file = real_read
 
@@ -242,7 +260,8 @@ def fallback_tokenizer(reason: str = "") -> Tokenizer:
         encode_fn=enc.encode_ordinary,
         decode_fn=enc.decode,
         encode_batch_fn=enc.encode_ordinary_batch,
-        note="last resort: counts in cl100k, not the model's own tokens" + (f" ({reason})" if reason else ""),
+        note="last resort: counts in cl100k, not the model's own tokens"
+        + (f" ({reason})" if reason else ""),
     )
 
 
@@ -265,13 +284,19 @@ def hf_tokenizer(path: str) -> Tokenizer:
         TokenizerError: ``transformers`` cannot load it from local files.
     """
     try:
-        from transformers import AutoTokenizer  # heavy: imported only when an HF tokenizer is asked for
+        from transformers import (
+            AutoTokenizer,
+        )  # heavy: imported only when an HF tokenizer is asked for
     except ImportError as exc:  # transformers comes with the hf (and dense) extra
-        raise TokenizerError(f"tokenizer='hf:PATH' needs the 'transformers' package: {install_hint('hf')}") from exc
+        raise TokenizerError(
+            f"tokenizer='hf:PATH' needs the 'transformers' package: {install_hint('hf')}"
+        ) from exc
     try:
         tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
     except (OSError, ValueError, KeyError) as exc:
-        raise TokenizerError(f"No Hugging Face tokenizer can be loaded offline from {path!r}: {type(exc).__name__}: {exc}") from exc
+        raise TokenizerError(
+            f"No Hugging Face tokenizer can be loaded offline from {path!r}: {type(exc).__name__}: {exc}"
+        ) from exc
 
     def encode(text: str) -> list[int]:
         ids: list[int] = tok.encode(text, add_special_tokens=False)
@@ -284,7 +309,13 @@ def hf_tokenizer(path: str) -> Tokenizer:
     def encode_batch(texts: list[str]) -> list[list[int]]:
         return tok(texts, add_special_tokens=False)["input_ids"] if texts else []
 
-    return Tokenizer(id=f"hf:{path}", encode_fn=encode, decode_fn=decode, encode_batch_fn=encode_batch, note="local Hugging Face tokenizer")
+    return Tokenizer(
+        id=f"hf:{path}",
+        encode_fn=encode,
+        decode_fn=decode,
+        encode_batch_fn=encode_batch,
+        note="local Hugging Face tokenizer",
+    )
 
 
 def local_hf_candidate(model: str) -> bool:
@@ -293,10 +324,16 @@ def local_hf_candidate(model: str) -> bool:
         return False
     p = Path(model).expanduser()
     if p.is_dir():
-        return any((p / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json", "tokenizer.model"))
+        return any(
+            (p / f).is_file()
+            for f in ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")
+        )
     if re.fullmatch(r"[\w.-]+/[\w.-]+", model) is None:
         return False
-    hub = Path(os.environ.get("HF_HUB_CACHE") or Path(os.environ.get("HF_HOME") or Path.home() / ".cache" / "huggingface") / "hub")
+    hub = Path(
+        os.environ.get("HF_HUB_CACHE")
+        or Path(os.environ.get("HF_HOME") or Path.home() / ".cache" / "huggingface") / "hub"
+    )
     return (hub / ("models--" + model.replace("/", "--"))).is_dir()
 
 

@@ -25,7 +25,9 @@ class Tombstones:
         self.stored = int(stored)
         self.dead = np.unique(np.asarray(dead if dead is not None else [], dtype=np.int64))
         if len(self.dead) and (self.dead[0] < 0 or self.dead[-1] >= self.stored):
-            raise ValueError(f"deleted chunk ids must be in [0, {self.stored}), got {self.dead[0]}..{self.dead[-1]}")
+            raise ValueError(
+                f"deleted chunk ids must be in [0, {self.stored}), got {self.dead[0]}..{self.dead[-1]}"
+            )
         self._live: np.ndarray | None = None
 
     def __bool__(self) -> bool:

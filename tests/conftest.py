@@ -45,9 +45,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(marker)
         if not any(item.get_closest_marker(m) for m in NOT_UNIT):
             item.add_marker("unit")
-    stale = [e for path, module in modules.items() for e in stale_entries(path, {n for n in dir(module) if n.startswith("test_")})]
+    stale = [
+        e
+        for path, module in modules.items()
+        for e in stale_entries(path, {n for n in dir(module) if n.startswith("test_")})
+    ]
     if stale:
-        raise pytest.UsageError(f"tests/tiers.py lists tests that do not exist (renamed or removed?): {', '.join(stale)}")
+        raise pytest.UsageError(
+            f"tests/tiers.py lists tests that do not exist (renamed or removed?): {', '.join(stale)}"
+        )
 
 
 def filler_document(i: int, sentences: int = 30) -> str:
@@ -66,7 +72,12 @@ def shared_calibration(tmp_path_factory):
 
     path = tmp_path_factory.mktemp("calibration") / "calibration.json"
     key = calibration_key(EmbeddedChatModel())
-    seed = ModelSpeed(prompt_tokens_per_second=282.0, completion_tokens_per_second=49.0, measured="test session seed", key=key)
+    seed = ModelSpeed(
+        prompt_tokens_per_second=282.0,
+        completion_tokens_per_second=49.0,
+        measured="test session seed",
+        key=key,
+    )
     path.write_text(json.dumps({key: dataclasses.asdict(seed)}))
     os.environ["LONGCTX_CALIBRATION"] = str(path)
     yield
@@ -87,6 +98,10 @@ def isolated_cache(tmp_path, monkeypatch):
 def planted_corpus() -> Corpus:
     """Six documents; document 'Vault' holds the only statement of the vault code."""
     texts = [filler_document(i) for i in range(6)]
-    texts[3] = filler_document(3, 10) + " The secret code of the museum vault is 7421. " + filler_document(4, 10)
+    texts[3] = (
+        filler_document(3, 10)
+        + " The secret code of the museum vault is 7421. "
+        + filler_document(4, 10)
+    )
     titles = ["Harbour", "Farms", "Orchestra", "Vault", "Roads", "Library"]
     return Corpus.from_texts(texts, titles=titles)

@@ -43,13 +43,23 @@ NER_REPLIES = [
 ]
 #: (reply, finish_reason): read by the official triple parser.
 TRIPLE_REPLIES = [
-    ('{"triples": [["Radio City", "located in", "India"], ["Radio City", "is"], ["Radio City", "located in", "India"], ["A", 2, "B"]]}', "stop"),
-    ('{"triples": [["Café Zürich", "owned by", "José"], ["José", "opened", "Café Zürich"], ["x", "y"', "length"),
+    (
+        '{"triples": [["Radio City", "located in", "India"], ["Radio City", "is"], ["Radio City", "located in", "India"], ["A", 2, "B"]]}',
+        "stop",
+    ),
+    (
+        '{"triples": [["Café Zürich", "owned by", "José"], ["José", "opened", "Café Zürich"], ["x", "y"',
+        "length",
+    ),
     ('{"triples": []}', "stop"),
     ("{'triples': [['single', 'quoted', 'reply']]}", "stop"),
 ]
 QUESTION = "When was Radio City started?"
-CANDIDATES = [("radio city", "started on", "3 july 2001"), ("radio city", "located in", "india"), ("cafe zurich", "owned by", "jose")]
+CANDIDATES = [
+    ("radio city", "started on", "3 july 2001"),
+    ("radio city", "located in", "india"),
+    ("cafe zurich", "owned by", "jose"),
+]
 #: Filter replies: JSON, a Python literal, near-miss facts matched by difflib, none, unreadable.
 FILTER_REPLIES = [
     '[[ ## fact_after_filter ## ]]\n{"fact": [["radio city", "started on", "3 july 2001"]]}\n\n[[ ## completed ## ]]',
@@ -58,7 +68,10 @@ FILTER_REPLIES = [
     '[[ ## fact_after_filter ## ]]\n{"fact": []}\n\n[[ ## completed ## ]]',
     "I think the first one.",
 ]
-QA_DOCS = ["Radio City\nRadio City is India's first private FM radio station.", "Oslo\nOslo is the capital of Norway, prices in $."]
+QA_DOCS = [
+    "Radio City\nRadio City is India's first private FM radio station.",
+    "Oslo\nOslo is the capital of Norway, prices in $.",
+]
 QA_REPLIES = ["Radio City started in 2001.\nAnswer: 3 July 2001", "No answer marker here"]
 STANDINS = {
     "__init__.py": "",
@@ -88,7 +101,9 @@ class Recorder:
     def __init__(self, replies: list[tuple[str, str]]):
         self.replies, self.calls = list(replies), []
 
-    def infer(self, messages: list[dict[str, str]], **kwargs: Any) -> tuple[str, dict[str, Any], bool]:
+    def infer(
+        self, messages: list[dict[str, str]], **kwargs: Any
+    ) -> tuple[str, dict[str, Any], bool]:
         self.calls.append({"messages": messages, "kwargs": kwargs})
         reply, finish = self.replies.pop(0)
         return reply, {"finish_reason": finish, "prompt_tokens": 0, "completion_tokens": 0}, False
@@ -102,30 +117,76 @@ def run_official(checkout: Path) -> dict[str, Any]:
         hippo_mod = importlib.import_module("hipporag.HippoRAG")
         misc = importlib.import_module("hipporag.utils.misc_utils")
         manager = importlib.import_module("hipporag.prompts.prompt_template_manager")
-        out: dict[str, Any] = {"openie": [], "ner_parses": [], "triple_parses": [], "filter": [], "qa": []}
+        out: dict[str, Any] = {
+            "openie": [],
+            "ner_parses": [],
+            "triple_parses": [],
+            "filter": [],
+            "qa": [],
+        }
         for passage in PASSAGES:
-            rec = Recorder([('{"named_entities": ["Radio City", "India", "Café Zürich", "José"]}', "stop"), ('{"triples": []}', "stop")])
+            rec = Recorder(
+                [
+                    ('{"named_entities": ["Radio City", "India", "Café Zürich", "José"]}', "stop"),
+                    ('{"triples": []}', "stop"),
+                ]
+            )
             ie = openie_mod.OpenIE(llm_model=rec)
             ner = ie.ner(chunk_key="c", passage=passage)
             ie.triple_extraction(chunk_key="c", passage=passage, named_entities=ner.unique_entities)
-            out["openie"].append({"passage": passage, "entities": ner.unique_entities, "ner": rec.calls[0], "triples": rec.calls[1]})
+            out["openie"].append(
+                {
+                    "passage": passage,
+                    "entities": ner.unique_entities,
+                    "ner": rec.calls[0],
+                    "triples": rec.calls[1],
+                }
+            )
         for reply, finish in NER_REPLIES:
-            out["ner_parses"].append({"reply": reply, "finish_reason": finish,
-                                      "entities": openie_mod.OpenIE(llm_model=Recorder([(reply, finish)])).ner("c", "p").unique_entities})
+            out["ner_parses"].append(
+                {
+                    "reply": reply,
+                    "finish_reason": finish,
+                    "entities": openie_mod.OpenIE(llm_model=Recorder([(reply, finish)]))
+                    .ner("c", "p")
+                    .unique_entities,
+                }
+            )
         for reply, finish in TRIPLE_REPLIES:
-            found = openie_mod.OpenIE(llm_model=Recorder([(reply, finish)])).triple_extraction("c", "p", []).triples
+            found = (
+                openie_mod.OpenIE(llm_model=Recorder([(reply, finish)]))
+                .triple_extraction("c", "p", [])
+                .triples
+            )
             out["triple_parses"].append({"reply": reply, "finish_reason": finish, "triples": found})
         for reply in FILTER_REPLIES:
             rec = Recorder([(reply, "stop")])
-            host = SimpleNamespace(global_config=SimpleNamespace(rerank_dspy_file_path=None, llm_name="gpt-4o-mini"), extraction_llm=rec)
-            indices, kept, _ = rerank_mod.DSPyFilter(host).rerank(QUESTION, list(CANDIDATES), [10, 11, 12], len_after_rerank=5)
-            out["filter"].append({"reply": reply, "call": rec.calls[0], "indices": indices, "kept": [list(k) for k in kept]})
+            host = SimpleNamespace(
+                global_config=SimpleNamespace(rerank_dspy_file_path=None, llm_name="gpt-4o-mini"),
+                extraction_llm=rec,
+            )
+            indices, kept, _ = rerank_mod.DSPyFilter(host).rerank(
+                QUESTION, list(CANDIDATES), [10, 11, 12], len_after_rerank=5
+            )
+            out["filter"].append(
+                {
+                    "reply": reply,
+                    "call": rec.calls[0],
+                    "indices": indices,
+                    "kept": [list(k) for k in kept],
+                }
+            )
         for reply in QA_REPLIES:
             rec = Recorder([(reply, "stop")])
             roles = {"system": "system", "user": "user", "assistant": "assistant"}
-            host = SimpleNamespace(global_config=SimpleNamespace(qa_top_k=5, dataset=None), qa_llm=rec,
-                                   prompt_template_manager=manager.PromptTemplateManager(role_mapping=roles))
-            solutions, _, _ = hippo_mod.HippoRAG.qa(host, [misc.QuerySolution(question=QUESTION, docs=list(QA_DOCS))])
+            host = SimpleNamespace(
+                global_config=SimpleNamespace(qa_top_k=5, dataset=None),
+                qa_llm=rec,
+                prompt_template_manager=manager.PromptTemplateManager(role_mapping=roles),
+            )
+            solutions, _, _ = hippo_mod.HippoRAG.qa(
+                host, [misc.QuerySolution(question=QUESTION, docs=list(QA_DOCS))]
+            )
             out["qa"].append({"reply": reply, "call": rec.calls[0], "answer": solutions[0].answer})
     return out
 
@@ -134,14 +195,24 @@ def run_official(checkout: Path) -> dict[str, Any]:
 GRAPH_PASSAGES = {
     "Alice Stone\nAlice Stone was born in New York City and studied physics.": (
         '{"named_entities": ["Alice Stone", "New York City"]}',
-        '{"triples": [["Alice Stone", "born in", "New York City"], ["Alice Stone", "studied", "physics"]]}'),
+        '{"triples": [["Alice Stone", "born in", "New York City"], ["Alice Stone", "studied", "physics"]]}',
+    ),
     "Bob Reed\nBob Reed moved to New York and taught chemistry.": (
-        '{"named_entities": ["Bob Reed", "New York"]}', '{"triples": [["Bob Reed", "moved to", "New York"], ["Bob Reed", "taught", "chemistry"]]}'),
+        '{"named_entities": ["Bob Reed", "New York"]}',
+        '{"triples": [["Bob Reed", "moved to", "New York"], ["Bob Reed", "taught", "chemistry"]]}',
+    ),
     "Physics Prize\nThe physics prize was won by Carol Hart in Paris.": (
-        '{"named_entities": ["Carol Hart", "Paris"]}', '{"triples": [["Carol Hart", "won", "physics prize"], ["physics prize", "awarded in", "Paris"]]}'),
-    "Paris\nParis is the capital of France.": ('{"named_entities": ["Paris", "France"]}', '{"triples": [["Paris", "capital of", "France"]]}'),
+        '{"named_entities": ["Carol Hart", "Paris"]}',
+        '{"triples": [["Carol Hart", "won", "physics prize"], ["physics prize", "awarded in", "Paris"]]}',
+    ),
+    "Paris\nParis is the capital of France.": (
+        '{"named_entities": ["Paris", "France"]}',
+        '{"triples": [["Paris", "capital of", "France"]]}',
+    ),
     "Chemistry Lab\nThe chemistry lab of Bob Reed is in Boston.": (
-        '{"named_entities": ["Bob Reed", "Boston"]}', '{"triples": [["chemistry lab", "of", "Bob Reed"], ["chemistry lab", "located in", "Boston"]]}'),
+        '{"named_entities": ["Bob Reed", "Boston"]}',
+        '{"triples": [["chemistry lab", "of", "Bob Reed"], ["chemistry lab", "located in", "Boston"]]}',
+    ),
     "Weather\nIt rained all week.": ('{"named_entities": []}', '{"triples": []}'),
 }
 GRAPH_QUESTIONS = {
@@ -188,8 +259,14 @@ class BagOfWords:
 class GraphLLM:
     """The official chat model's shape (``infer``), replying by :func:`graph_replies`."""
 
-    def infer(self, messages: list[dict[str, str]], **kwargs: Any) -> tuple[str, dict[str, Any], bool]:
-        return graph_replies(messages), {"finish_reason": "stop", "prompt_tokens": 0, "completion_tokens": 0}, False
+    def infer(
+        self, messages: list[dict[str, str]], **kwargs: Any
+    ) -> tuple[str, dict[str, Any], bool]:
+        return (
+            graph_replies(messages),
+            {"finish_reason": "stop", "prompt_tokens": 0, "completion_tokens": 0},
+            False,
+        )
 
 
 def run_official_graph(checkout: Path) -> dict[str, Any]:
@@ -197,18 +274,31 @@ def run_official_graph(checkout: Path) -> dict[str, Any]:
     with official_package(checkout), tempfile.TemporaryDirectory() as save_dir:
         hippo_mod = importlib.import_module("hipporag.HippoRAG")
         config_mod = importlib.import_module("hipporag.utils.config_utils")
-        config = config_mod.BaseConfig(save_dir=save_dir, llm_name="stub", embedding_model_name="bag-of-words")
-        rag = hippo_mod.HippoRAG(global_config=config, extraction_llm=GraphLLM(), embedding_model=BagOfWords())
+        config = config_mod.BaseConfig(
+            save_dir=save_dir, llm_name="stub", embedding_model_name="bag-of-words"
+        )
+        rag = hippo_mod.HippoRAG(
+            global_config=config, extraction_llm=GraphLLM(), embedding_model=BagOfWords()
+        )
         rag.index(list(GRAPH_PASSAGES))
         content = rag.graph.vs["content"]
         edges = sorted([content[e.source], content[e.target], e["weight"]] for e in rag.graph.es)
         found = rag.retrieve(list(GRAPH_QUESTIONS))
-        ranked = [{"question": q.question, "docs": q.docs, "scores": [float(x) for x in q.doc_scores]} for q in found]
+        ranked = [
+            {"question": q.question, "docs": q.docs, "scores": [float(x) for x in q.doc_scores]}
+            for q in found
+        ]
     return {"edges": edges, "retrieved": ranked}
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "--graph":
-        Path(sys.argv[3]).write_text(json.dumps(run_official_graph(Path(sys.argv[2])), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        Path(sys.argv[3]).write_text(
+            json.dumps(run_official_graph(Path(sys.argv[2])), ensure_ascii=False, indent=1) + "\n",
+            encoding="utf-8",
+        )
     else:
-        Path(sys.argv[2]).write_text(json.dumps(run_official(Path(sys.argv[1])), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        Path(sys.argv[2]).write_text(
+            json.dumps(run_official(Path(sys.argv[1])), ensure_ascii=False, indent=1) + "\n",
+            encoding="utf-8",
+        )

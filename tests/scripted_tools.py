@@ -43,9 +43,13 @@ class ToolScriptedChatModel(BaseChatModel):
         """Bind OpenAI-format tools (or raise, when the model is scripted without tool support)."""
         if not self.supports_tools:
             raise NotImplementedError("this scripted model has no tool calling")
-        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], tool_choice=tool_choice, **kwargs)
+        return self.bind(
+            tools=[convert_to_openai_tool(t) for t in tools], tool_choice=tool_choice, **kwargs
+        )
 
-    def _generate(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs: Any
+    ) -> ChatResult:
         prompt = "\n".join(str(m.content) for m in messages)
         with self._lock:
             self._calls.append({"prompt": prompt, "stop": stop, **kwargs})
@@ -55,16 +59,34 @@ class ToolScriptedChatModel(BaseChatModel):
         elif isinstance(reply, str):
             message = AIMessage(content=reply)
         else:
-            calls = [{"name": "Query", "args": args, "id": f"call_{i}", "type": "tool_call"} for i, args in enumerate(reply)]
+            calls = [
+                {"name": "Query", "args": args, "id": f"call_{i}", "type": "tool_call"}
+                for i, args in enumerate(reply)
+            ]
             message = AIMessage(content="", tool_calls=calls)
         text = str(message.content) + str([c["args"] for c in message.tool_calls])
-        message.usage_metadata = {"input_tokens": len(prompt.split()), "output_tokens": len(text.split()), "total_tokens": 0}
+        message.usage_metadata = {
+            "input_tokens": len(prompt.split()),
+            "output_tokens": len(text.split()),
+            "total_tokens": 0,
+        }
         return ChatResult(generations=[ChatGeneration(message=message)])
 
 
 def malformed_tool_call(args: str = '{"metric": "revenue", ') -> AIMessage:
     """A reply whose tool-call arguments are not valid JSON (LangChain's ``invalid_tool_calls``)."""
-    return AIMessage(content="", invalid_tool_calls=[{"name": "Query", "args": args, "id": "bad", "error": "bad json", "type": "invalid_tool_call"}])
+    return AIMessage(
+        content="",
+        invalid_tool_calls=[
+            {
+                "name": "Query",
+                "args": args,
+                "id": "bad",
+                "error": "bad json",
+                "type": "invalid_tool_call",
+            }
+        ],
+    )
 
 
 class AsyncToolScriptedChatModel(ToolScriptedChatModel):
@@ -80,7 +102,9 @@ class AsyncToolScriptedChatModel(ToolScriptedChatModel):
         """The most async calls in flight at once so far."""
         return self._max_in_flight
 
-    async def _agenerate(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs: Any) -> ChatResult:
+    async def _agenerate(
+        self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs: Any
+    ) -> ChatResult:
         self._in_flight += 1
         self._max_in_flight = max(self._max_in_flight, self._in_flight)
         try:

@@ -66,25 +66,39 @@ def free_port() -> int:
 def llama_server(*extra_args: str, startup_timeout: float = 180.0) -> Iterator[str]:
     """Serve the embedded GGUF at ``http://127.0.0.1:PORT/v1``; stopped on exit."""
     port = free_port()
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(embedded_model_path()), "--host", "127.0.0.1"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(embedded_model_path()),
+        "--host",
+        "127.0.0.1",
+    ]
     cmd += ["--port", str(port), "--n_ctx", "8192", "--model_alias", "smollm2", *extra_args]
     # llama.cpp logs verbosely: a pipe nobody reads would fill up and block the server.
     log = tempfile.TemporaryFile(mode="w+")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True, env={**os.environ})
+    proc = subprocess.Popen(
+        cmd, stdout=log, stderr=subprocess.STDOUT, text=True, env={**os.environ}
+    )
     base = f"http://127.0.0.1:{port}/v1"
     try:
         deadline = time.monotonic() + startup_timeout
         while True:
             if proc.poll() is not None:
                 log.seek(0)
-                raise RuntimeError(f"llama_cpp.server exited with {proc.returncode}: {log.read()[-2000:]}")
+                raise RuntimeError(
+                    f"llama_cpp.server exited with {proc.returncode}: {log.read()[-2000:]}"
+                )
             try:
                 with urllib.request.urlopen(f"{base}/models", timeout=2) as resp:
                     if resp.status == 200:
                         break
             except OSError:
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"llama_cpp.server did not start within {startup_timeout}s") from None
+                    raise RuntimeError(
+                        f"llama_cpp.server did not start within {startup_timeout}s"
+                    ) from None
                 time.sleep(0.5)
         yield base
     finally:

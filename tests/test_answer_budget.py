@@ -76,9 +76,18 @@ def test_budget_field(model, field):
 def test_every_call_of_a_strategy_sends_max_tokens(strategy):
     with RecordingServer(lambda request: "The vault code is 7421.") as server:
         llm = make_chat_model("openai:smollm2", base_url=server.url, max_retries=0)
-        answer(corpus(), QUESTION, strategy=strategy, llm=llm, max_new_tokens=BUDGET, **STRATEGIES[strategy])
+        answer(
+            corpus(),
+            QUESTION,
+            strategy=strategy,
+            llm=llm,
+            max_new_tokens=BUDGET,
+            **STRATEGIES[strategy],
+        )
     assert server.requests
-    assert all(r.get("max_tokens") == BUDGET and "max_completion_tokens" not in r for r in server.requests)
+    assert all(
+        r.get("max_tokens") == BUDGET and "max_completion_tokens" not in r for r in server.requests
+    )
 
 
 def test_a_reasoning_model_gets_max_completion_tokens():
@@ -104,14 +113,24 @@ def test_replies_cached_under_the_old_field_are_not_replayed(tmp_path):
         llm.cache = cache
         messages = [HumanMessage(content=QUESTION)]
         prompt = dumps(messages)  # how LangChain keys the messages
-        old_key = ChatOpenAI._get_llm_string(llm, max_tokens=BUDGET)  # the key before the budget field counted
-        cache.update(prompt, old_key, [ChatGeneration(message=AIMessage(content="an unbounded old reply"))])
+        old_key = ChatOpenAI._get_llm_string(
+            llm, max_tokens=BUDGET
+        )  # the key before the budget field counted
+        cache.update(
+            prompt, old_key, [ChatGeneration(message=AIMessage(content="an unbounded old reply"))]
+        )
         assert cache.lookup(prompt, old_key) is not None
         reply = llm.invoke(messages, max_tokens=BUDGET)
-        assert reply.content == "short" and len(server.requests) == 1  # asked the server, not the old entry
-        assert llm.invoke(messages, max_tokens=BUDGET).content == "short" and len(server.requests) == 1  # its own entry replays
+        assert (
+            reply.content == "short" and len(server.requests) == 1
+        )  # asked the server, not the old entry
+        assert (
+            llm.invoke(messages, max_tokens=BUDGET).content == "short" and len(server.requests) == 1
+        )  # its own entry replays
     reasoning = make_chat_model("openai:o3-mini", base_url="http://127.0.0.1:9/v1", max_retries=0)
-    assert reasoning._get_llm_string(max_tokens=BUDGET) == ChatOpenAI._get_llm_string(reasoning, max_tokens=BUDGET)  # its body is unchanged
+    assert reasoning._get_llm_string(max_tokens=BUDGET) == ChatOpenAI._get_llm_string(
+        reasoning, max_tokens=BUDGET
+    )  # its body is unchanged
 
 
 # -- a ChatOpenAI the user built (answer(..., llm=ChatOpenAI(...))) gets the same rule ----------------
@@ -120,21 +139,34 @@ USER_KWARGS = {"model_kwargs": {"user": "analyst"}, "extra_body": {"repeat_penal
 
 def user_chat_openai(url: str, model: str = "smollm2", **options) -> ChatOpenAI:
     """What an analyst builds: LangChain's own class, with their own top-level and extra-body parameters."""
-    return ChatOpenAI(model=model, base_url=url, api_key="not-needed", max_retries=0, **{**USER_KWARGS, **options})
+    return ChatOpenAI(
+        model=model, base_url=url, api_key="not-needed", max_retries=0, **{**USER_KWARGS, **options}
+    )
 
 
 def assert_user_parameters_kept(requests: list[dict], llm: ChatOpenAI) -> None:
     assert all(r.get("user") == "analyst" and r.get("repeat_penalty") == 1.1 for r in requests)
-    assert llm.extra_body == {"repeat_penalty": 1.1} and llm.model_kwargs == {"user": "analyst"}  # the user's model is not changed
+    assert llm.extra_body == {"repeat_penalty": 1.1} and llm.model_kwargs == {
+        "user": "analyst"
+    }  # the user's model is not changed
 
 
 @pytest.mark.parametrize("strategy", list(STRATEGIES))
 def test_a_user_built_chat_openai_sends_max_tokens(strategy):
     with RecordingServer(lambda request: "The vault code is 7421.") as server:
         llm = user_chat_openai(server.url)
-        answer(corpus(), QUESTION, strategy=strategy, llm=llm, max_new_tokens=BUDGET, **STRATEGIES[strategy])
+        answer(
+            corpus(),
+            QUESTION,
+            strategy=strategy,
+            llm=llm,
+            max_new_tokens=BUDGET,
+            **STRATEGIES[strategy],
+        )
     assert server.requests
-    assert all(r.get("max_tokens") == BUDGET and "max_completion_tokens" not in r for r in server.requests)
+    assert all(
+        r.get("max_tokens") == BUDGET and "max_completion_tokens" not in r for r in server.requests
+    )
     assert_user_parameters_kept(server.requests, llm)
 
 
@@ -165,10 +197,25 @@ def test_structured_calls_and_calibration_send_max_tokens_to_a_user_model():
 
     with RecordingServer(lambda request: '{"keep_context": true}') as server:
         llm = user_chat_openai(server.url)
-        options = dict(item_model=KeepContextArgs, mode="json", function=KEEP_CONTEXT_FUNCTION, max_tokens=BUDGET)
+        options = dict(
+            item_model=KeepContextArgs,
+            mode="json",
+            function=KEEP_CONTEXT_FUNCTION,
+            max_tokens=BUDGET,
+        )
         assert call_structured(llm, "Keep it?", **options).items == [{"keep_context": True}]
-        assert asyncio.run(acall_structured(llm, "Keep it?", **options)).items == [{"keep_context": True}]
-        call_validated(llm, llm, "Rows?", lambda arguments: arguments, retries=0, max_tokens=BUDGET, temperature=0.0)
+        assert asyncio.run(acall_structured(llm, "Keep it?", **options)).items == [
+            {"keep_context": True}
+        ]
+        call_validated(
+            llm,
+            llm,
+            "Rows?",
+            lambda arguments: arguments,
+            retries=0,
+            max_tokens=BUDGET,
+            temperature=0.0,
+        )
         _timed(llm, "Say hi.", 1)
     assert [r.get("max_tokens") for r in server.requests] == [BUDGET, BUDGET, BUDGET, 1]
     assert not any("max_completion_tokens" in r for r in server.requests)
@@ -188,9 +235,15 @@ def test_user_model_replies_cached_under_the_old_field_are_not_replayed():
         cache = InMemoryCache()
         llm = user_chat_openai(server.url, cache=cache)
         prompt = dumps([HumanMessage(content=QUESTION)])
-        cache.update(prompt, llm._get_llm_string(stop=None, max_tokens=BUDGET, temperature=0.0), [ChatGeneration(message=AIMessage(content="unbounded"))])
+        cache.update(
+            prompt,
+            llm._get_llm_string(stop=None, max_tokens=BUDGET, temperature=0.0),
+            [ChatGeneration(message=AIMessage(content="unbounded"))],
+        )
         assert complete(llm, QUESTION, max_tokens=BUDGET) == "short" and len(server.requests) == 1
-        assert complete(llm, QUESTION, max_tokens=BUDGET) == "short" and len(server.requests) == 1  # its own entry replays
+        assert (
+            complete(llm, QUESTION, max_tokens=BUDGET) == "short" and len(server.requests) == 1
+        )  # its own entry replays
 
 
 def test_budget_kwargs_leave_other_models_alone():
@@ -202,12 +255,27 @@ def test_budget_kwargs_leave_other_models_alone():
     url = "http://127.0.0.1:9/v1"
     plain = {"max_tokens": BUDGET}
     assert budget_kwargs(FakeListChatModel(responses=["x"]), BUDGET) == plain  # a scripted model
-    assert budget_kwargs(make_chat_model("openai:smollm2", base_url=url), BUDGET) == plain  # ours rewrites its own body
-    azure = AzureChatOpenAI(azure_endpoint="http://127.0.0.1:9", azure_deployment="my-o3", api_version="2024-10-21", api_key="k")
-    assert budget_kwargs(azure, BUDGET) == plain  # sends a per-call max_tokens as it is; its deployment name says no model
-    assert budget_kwargs(user_chat_openai(url, use_responses_api=True), BUDGET) == plain  # LangChain sends max_output_tokens
-    assert budget_kwargs(user_chat_openai(url, model="gpt-5-mini"), BUDGET) == plain  # LangChain's rename is right for it
-    assert budget_kwargs(user_chat_openai(url), BUDGET) == {"extra_body": {"repeat_penalty": 1.1, "max_tokens": BUDGET}}
+    assert (
+        budget_kwargs(make_chat_model("openai:smollm2", base_url=url), BUDGET) == plain
+    )  # ours rewrites its own body
+    azure = AzureChatOpenAI(
+        azure_endpoint="http://127.0.0.1:9",
+        azure_deployment="my-o3",
+        api_version="2024-10-21",
+        api_key="k",
+    )
+    assert (
+        budget_kwargs(azure, BUDGET) == plain
+    )  # sends a per-call max_tokens as it is; its deployment name says no model
+    assert (
+        budget_kwargs(user_chat_openai(url, use_responses_api=True), BUDGET) == plain
+    )  # LangChain sends max_output_tokens
+    assert (
+        budget_kwargs(user_chat_openai(url, model="gpt-5-mini"), BUDGET) == plain
+    )  # LangChain's rename is right for it
+    assert budget_kwargs(user_chat_openai(url), BUDGET) == {
+        "extra_body": {"repeat_penalty": 1.1, "max_tokens": BUDGET}
+    }
 
 
 @pytest.fixture(scope="module")
@@ -224,7 +292,14 @@ def served():
 @pytest.mark.parametrize("strategy", list(STRATEGIES))
 def test_a_real_server_generates_at_most_the_budget(served, strategy):
     llm = make_chat_model("openai:smollm2", base_url=served, max_retries=0)
-    result = answer(corpus(), QUESTION, strategy=strategy, llm=llm, max_new_tokens=BUDGET, **STRATEGIES[strategy])
+    result = answer(
+        corpus(),
+        QUESTION,
+        strategy=strategy,
+        llm=llm,
+        max_new_tokens=BUDGET,
+        **STRATEGIES[strategy],
+    )
     usage = result.usage
     assert usage.llm_calls >= 1 and not usage.estimated
     assert 0 < usage.completion_tokens <= BUDGET * usage.llm_calls
@@ -237,7 +312,14 @@ def test_a_real_server_generates_at_most_the_budget(served, strategy):
 @pytest.mark.parametrize("strategy", list(STRATEGIES))
 def test_a_user_built_chat_openai_on_a_real_server_generates_at_most_the_budget(served, strategy):
     llm = ChatOpenAI(model="smollm2", base_url=served, api_key="not-needed", max_retries=0)
-    result = answer(corpus(), QUESTION, strategy=strategy, llm=llm, max_new_tokens=BUDGET, **STRATEGIES[strategy])
+    result = answer(
+        corpus(),
+        QUESTION,
+        strategy=strategy,
+        llm=llm,
+        max_new_tokens=BUDGET,
+        **STRATEGIES[strategy],
+    )
     usage = result.usage
     assert usage.llm_calls >= 1 and not usage.estimated
     assert 0 < usage.completion_tokens <= BUDGET * usage.llm_calls
@@ -252,9 +334,25 @@ def test_longctx_answer_reports_at_most_the_budget(served, tmp_path, monkeypatch
         (folder / f"{title}.txt").write_text(text, encoding="utf-8")
     monkeypatch.setenv("OPENAI_BASE_URL", served)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    code = main(["answer", "--corpus", str(folder), "--question", QUESTION, "--llm", "openai:smollm2",
-                 "--option", f"max_new_tokens={BUDGET}"])
+    code = main(
+        [
+            "answer",
+            "--corpus",
+            str(folder),
+            "--question",
+            QUESTION,
+            "--llm",
+            "openai:smollm2",
+            "--option",
+            f"max_new_tokens={BUDGET}",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0, out
-    calls, completion = map(int, re.search(r"Usage: (\d+) LLM call\(s\), \d+ prompt \+ (\d+) completion tokens", out).groups())
+    calls, completion = map(
+        int,
+        re.search(
+            r"Usage: (\d+) LLM call\(s\), \d+ prompt \+ (\d+) completion tokens", out
+        ).groups(),
+    )
     assert calls == 1 and 0 < completion <= BUDGET

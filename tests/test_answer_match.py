@@ -76,7 +76,9 @@ CASES = [
 
 @pytest.mark.parametrize(("answer", "gold", "kind", "question", "rule"), CASES)
 def test_match_answer(answer, gold, kind, question, rule):
-    assert match_answer(answer, gold, answer_type=kind, question=question) == Match(rule is not None, rule)
+    assert match_answer(answer, gold, answer_type=kind, question=question) == Match(
+        rule is not None, rule
+    )
 
 
 def test_the_table_is_large():

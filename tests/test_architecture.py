@@ -33,7 +33,9 @@ def _modules() -> list[str]:
 
 def _run(code: str) -> str:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     return out.stdout
 
@@ -76,25 +78,37 @@ def test_the_module_import_graph_has_no_cycle():
 
 def test_no_function_level_imports_of_our_own_modules():
     """Function-level imports are for optional or heavy dependencies only, never to dodge a cycle."""
-    allowed = {("retrieval/corpus.py", "retrieval.readers"), ("retrieval/corpus.py", "retrieval.tokens"),
-               ("experiments/commands.py", "experiments.report"), ("experiments/commands.py", "experiments.ray_runner"),
-               ("experiments/commands.py", "retrieval.ray_index"), ("experiments/report.py", "experiments.plots"),
-               # startup time: `longctx --help` and argument errors answer before the subcommands load the engines
-               ("experiments/cli.py", "experiments.commands"),
-               # langchain_core's retriever stack (~1 s) only for users who ask for a retriever:
-               ("retrieval/index/types.py", "retrieval.langchain_retriever"), ("retrieval/corpus.py", "retrieval.index"),
-               ("retrieval/corpus.py", "retrieval.chunking"),
-               # langchain_openai and the openai SDK (~0.5 s) only for users of an openai: model:
-               ("agents/chat_models.py", "agents.openai_chat")}
+    allowed = {
+        ("retrieval/corpus.py", "retrieval.readers"),
+        ("retrieval/corpus.py", "retrieval.tokens"),
+        ("experiments/commands.py", "experiments.report"),
+        ("experiments/commands.py", "experiments.ray_runner"),
+        ("experiments/commands.py", "retrieval.ray_index"),
+        ("experiments/report.py", "experiments.plots"),
+        # startup time: `longctx --help` and argument errors answer before the subcommands load the engines
+        ("experiments/cli.py", "experiments.commands"),
+        # langchain_core's retriever stack (~1 s) only for users who ask for a retriever:
+        ("retrieval/index/types.py", "retrieval.langchain_retriever"),
+        ("retrieval/corpus.py", "retrieval.index"),
+        ("retrieval/corpus.py", "retrieval.chunking"),
+        # langchain_openai and the openai SDK (~0.5 s) only for users of an openai: model:
+        ("agents/chat_models.py", "agents.openai_chat"),
+    }
     found = set()
     for package in PACKAGES:
         for path in (ROOT / package).rglob("*.py"):
-            if "perf" in path.parts:  # benchmark scripts (not in the installed package) may import lazily for their workers
+            if (
+                "perf" in path.parts
+            ):  # benchmark scripts (not in the installed package) may import lazily for their workers
                 continue
             for node in ast.walk(ast.parse(path.read_text())):
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     for sub in ast.walk(node):
-                        if isinstance(sub, ast.ImportFrom) and sub.module and sub.module.split(".")[0] in PACKAGES:
+                        if (
+                            isinstance(sub, ast.ImportFrom)
+                            and sub.module
+                            and sub.module.split(".")[0] in PACKAGES
+                        ):
                             found.add((str(path.relative_to(ROOT)), sub.module))
     assert found <= allowed, sorted(found - allowed)
 
@@ -107,7 +121,12 @@ def test_every_module_imports_in_a_fresh_interpreter(order):
 
 #: The answer contract: ``retrieval.contract`` re-exports the modules that define it.
 CONTRACT_MODULES = (
-    "retrieval.answer", "retrieval.contract", "retrieval.corpus", "retrieval.document", "retrieval.question", "retrieval.registry",
+    "retrieval.answer",
+    "retrieval.contract",
+    "retrieval.corpus",
+    "retrieval.document",
+    "retrieval.question",
+    "retrieval.registry",
 )
 
 
@@ -117,14 +136,24 @@ def test_the_contract_modules_import_no_other_package(module):
     code = f"import json, sys; before = set(sys.modules); import {module}; print(json.dumps(sorted(set(sys.modules) - before)))"
     loaded = json.loads(_run(code))
     ours = {m for m in loaded if m.split(".")[0] in PACKAGES}
-    assert ours <= {"retrieval", "retrieval.lazy", *CONTRACT_MODULES}, sorted(ours)  # lazy: the package's PEP 562 hook, standard library only
-    foreign = sorted(m for m in loaded if m.split(".")[0] not in PACKAGES and m.split(".")[0] not in sys.stdlib_module_names)
+    assert ours <= {"retrieval", "retrieval.lazy", *CONTRACT_MODULES}, sorted(
+        ours
+    )  # lazy: the package's PEP 562 hook, standard library only
+    foreign = sorted(
+        m
+        for m in loaded
+        if m.split(".")[0] not in PACKAGES and m.split(".")[0] not in sys.stdlib_module_names
+    )
     assert foreign == [], foreign
 
 
 def test_the_contract_module_gathers_every_contract_module():
-    loaded = json.loads(_run("import json, sys, retrieval.contract; print(json.dumps(sorted(sys.modules)))"))
-    assert [m for m in loaded if m.split(".")[0] in PACKAGES] == sorted(["retrieval", "retrieval.lazy", *CONTRACT_MODULES])
+    loaded = json.loads(
+        _run("import json, sys, retrieval.contract; print(json.dumps(sorted(sys.modules)))")
+    )
+    assert [m for m in loaded if m.split(".")[0] in PACKAGES] == sorted(
+        ["retrieval", "retrieval.lazy", *CONTRACT_MODULES]
+    )
 
 
 def test_the_retrieval_package_talks_to_no_chat_server():
@@ -133,7 +162,11 @@ def test_the_retrieval_package_talks_to_no_chat_server():
     found = []
     for path in sorted((ROOT / "retrieval").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.endswith(routes):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and node.value.endswith(routes)
+            ):
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.value}")
     assert found == []
 
@@ -147,14 +180,17 @@ def test_contract_types_have_one_home():
         assert getattr(agents, name) is getattr(contract, name)
     assert retrieval.Registry is contract.Registry
     defined = {name: getattr(contract, name).__module__ for name in contract.__all__}
-    assert set(defined.values()) == set(CONTRACT_MODULES) - {"retrieval.contract"}, defined  # each part has its own module
+    assert set(defined.values()) == set(CONTRACT_MODULES) - {"retrieval.contract"}, (
+        defined
+    )  # each part has its own module
 
 
 def test_third_party_strategy_through_an_entry_point(tmp_path):
     """A throw-away package installed with pip adds a strategy that ``answer()`` runs."""
     src = tmp_path / "src"
     (src / "echo_strategy").mkdir(parents=True)
-    (src / "pyproject.toml").write_text(textwrap.dedent("""
+    (src / "pyproject.toml").write_text(
+        textwrap.dedent("""
         [build-system]
         requires = ["setuptools"]
         build-backend = "setuptools.build_meta"
@@ -163,8 +199,10 @@ def test_third_party_strategy_through_an_entry_point(tmp_path):
         version = "0.1"
         [project.entry-points."longctx.strategies"]
         echo = "echo_strategy"
-    """))
-    (src / "echo_strategy" / "__init__.py").write_text(textwrap.dedent('''
+    """)
+    )
+    (src / "echo_strategy" / "__init__.py").write_text(
+        textwrap.dedent('''
         """A third-party strategy: answers with the first document's title."""
         from dataclasses import dataclass
         from langgraph.graph import END, START, StateGraph
@@ -186,9 +224,22 @@ def test_third_party_strategy_through_an_entry_point(tmp_path):
             graph.add_edge(START, "echo")
             graph.add_edge("echo", END)
             return graph.compile()
-    '''))
+    ''')
+    )
     target = tmp_path / "site"
-    pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index", "--target", str(target), str(src)]
+    pip = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        "--no-deps",
+        "--no-build-isolation",
+        "--no-index",
+        "--target",
+        str(target),
+        str(src),
+    ]
     subprocess.run(pip, check=True, capture_output=True, timeout=300)
     code = textwrap.dedent(f"""
         import sys; sys.path.insert(0, {str(target)!r})
@@ -211,7 +262,9 @@ def test_registries_share_one_idiom():
     from retrieval.contract import Registry
 
     registries = (STRATEGIES, RETRIEVERS, EMBEDDERS, CHAT_MODELS, BENCHMARKS, METRICS, DOMAINS)
-    assert all(isinstance(r, Registry) and r.group and r.group.startswith("longctx.") for r in registries)
+    assert all(
+        isinstance(r, Registry) and r.group and r.group.startswith("longctx.") for r in registries
+    )
     assert len({r.group for r in registries}) == len(registries)
 
 
@@ -219,9 +272,16 @@ def _docstrings(tree: ast.AST) -> set[int]:
     """``id``s of the docstring nodes of a module and its classes and functions."""
     found = set()
     for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+        if (
+            isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.body
+        ):
             first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
                 found.add(id(first.value))
     return found
 
@@ -246,10 +306,16 @@ def test_no_module_outside_a_strategy_package_names_a_strategy():
     in the tree or as a plug-in, without editing the report, the plots, the demo or the CLI."""
     from graphs import STRATEGIES
 
-    names = {n for n in STRATEGIES.names() if STRATEGIES.get(n).build_graph.__module__.startswith("graphs.")}
+    names = {
+        n
+        for n in STRATEGIES.names()
+        if STRATEGIES.get(n).build_graph.__module__.startswith("graphs.")
+    }
     paths = [*(ROOT / "graphs").glob("*.py")]
     for package in ("retrieval", "memory", "agents", "experiments"):
-        paths += [p for p in (ROOT / package).rglob("*.py") if "perf" not in p.relative_to(ROOT).parts]
+        paths += [
+            p for p in (ROOT / package).rglob("*.py") if "perf" not in p.relative_to(ROOT).parts
+        ]
     found = []
     for path in sorted(paths):
         where = str(path.relative_to(ROOT))
@@ -282,12 +348,21 @@ def test_every_answer_budget_goes_through_budget_kwargs():
     """A budget handed to a chat model as ``max_tokens=`` goes out as ``max_completion_tokens`` from a
     ``ChatOpenAI`` the user built, which llama.cpp servers ignore; :func:`graphs.budget_field.budget_kwargs`
     sends the field the model honours, so no library call passes ``max_tokens=`` to a model itself."""
-    bad = ast.parse("functools.partial(model.invoke, max_tokens=8)\nllm.ainvoke(messages, max_tokens=8)\nllm.invoke(m, **budget_kwargs(llm, 8))")
-    assert _budget_bypasses(bad, "example") == ["example:1", "example:2"]  # the check sees both forms, and not the right one
+    bad = ast.parse(
+        "functools.partial(model.invoke, max_tokens=8)\nllm.ainvoke(messages, max_tokens=8)\nllm.invoke(m, **budget_kwargs(llm, 8))"
+    )
+    assert _budget_bypasses(bad, "example") == [
+        "example:1",
+        "example:2",
+    ]  # the check sees both forms, and not the right one
     found = []
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*.py")):
-            if "perf" in path.parts:  # the benchmark scripts drive the library's own ``openai:`` models, which fix their payload
+            if (
+                "perf" in path.parts
+            ):  # the benchmark scripts drive the library's own ``openai:`` models, which fix their payload
                 continue
-            found += _budget_bypasses(ast.parse(path.read_text(encoding="utf-8")), str(path.relative_to(ROOT)))
+            found += _budget_bypasses(
+                ast.parse(path.read_text(encoding="utf-8")), str(path.relative_to(ROOT))
+            )
     assert found == [], "\n".join(found)

@@ -25,7 +25,12 @@ def test_babi_file_gives_one_sample_per_question_without_earlier_questions():
     assert [(s.question, s.answer) for s in samples] == [("Where is Mary?", "bathroom"), ("Where is Daniel?", "hallway"),
                                                          ("Where is John?", "office"), ("Where is John?", "garden")]  # fmt: skip
     second = samples[1]
-    assert second.facts == ("Mary moved to the bathroom.", "John went to the hallway.", "Daniel went back to the hallway.", "Sandra moved to the garden.")
+    assert second.facts == (
+        "Mary moved to the bathroom.",
+        "John went to the hallway.",
+        "Daniel went back to the hallway.",
+        "Sandra moved to the garden.",
+    )
     assert second.supporting == ("Daniel went back to the hallway.",)
     two = read_babi(task_file(BABI, "qa2"))
     assert two[0].supporting == ("Mary got the milk there.", "Mary travelled to the hallway.")
@@ -35,7 +40,11 @@ def test_babi_file_gives_one_sample_per_question_without_earlier_questions():
 
 @pytest.mark.parametrize(
     "line, message",
-    [("Mary moved.", "expected 'N text'"), ("3 Where is Mary?\t\t1", "needs 'question<TAB>answer<TAB>ids'"), ("3 Where?\tbath\tone", "supporting ids")],
+    [
+        ("Mary moved.", "expected 'N text'"),
+        ("3 Where is Mary?\t\t1", "needs 'question<TAB>answer<TAB>ids'"),
+        ("3 Where?\tbath\tone", "supporting ids"),
+    ],
 )
 def test_malformed_babi_line_is_named_by_file_and_line(tmp_path, line, message):
     path = tmp_path / "qa1_x_train.txt"
@@ -48,7 +57,9 @@ def test_malformed_babi_line_is_named_by_file_and_line(tmp_path, line, message):
 def test_an_empty_babi_file_has_no_samples_and_generates_an_empty_file(tmp_path):
     (tmp_path / "qa4_two-arg-relations_train.txt").write_text("\n")
     assert read_babi(task_file(tmp_path, "qa4")) == []
-    assert generate(tmp_path, tmp_path / "out", tasks=["qa4"], lengths=["1k"], samples=5, background=BACKGROUND).samples == {"qa4/1k": 0}
+    assert generate(
+        tmp_path, tmp_path / "out", tasks=["qa4"], lengths=["1k"], samples=5, background=BACKGROUND
+    ).samples == {"qa4/1k": 0}
     assert (tmp_path / "out" / "1k" / "qa4.jsonl").read_text() == ""
 
 
@@ -57,7 +68,10 @@ def test_missing_task_file_names_the_folder(tmp_path):
         task_file(tmp_path, "qa3")
 
 
-@pytest.mark.parametrize("name, tokens", [("0k", 0), ("16k", 16_000), ("1M", 1_000_000), ("4M", 4_000_000), ("10M", 10_000_000)])
+@pytest.mark.parametrize(
+    "name, tokens",
+    [("0k", 0), ("16k", 16_000), ("1M", 1_000_000), ("4M", 4_000_000), ("10M", 10_000_000)],
+)
 def test_length_names(name, tokens):
     assert length_tokens(name) == tokens
 
@@ -77,11 +91,31 @@ def test_placement_keeps_every_statement_and_sentence_in_order(n_facts, n_backgr
 
 def test_generated_haystacks_have_the_length_the_facts_in_order_and_load(tmp_path):
     tok = tiktoken_tokenizer("cl100k_base")
-    result = generate(BABI, tmp_path, tasks=["qa1", "qa2"], lengths=["0k", "1k", "2k"], samples=3, background=BACKGROUND, seed=7)
-    assert result.samples == {"qa1/0k": 3, "qa1/1k": 3, "qa1/2k": 3, "qa2/0k": 2, "qa2/1k": 2, "qa2/2k": 2}
-    pool = {(s.question, s.answer): s for s in read_babi(task_file(BABI, "qa1")) + read_babi(task_file(BABI, "qa2"))}
+    result = generate(
+        BABI,
+        tmp_path,
+        tasks=["qa1", "qa2"],
+        lengths=["0k", "1k", "2k"],
+        samples=3,
+        background=BACKGROUND,
+        seed=7,
+    )
+    assert result.samples == {
+        "qa1/0k": 3,
+        "qa1/1k": 3,
+        "qa1/2k": 3,
+        "qa2/0k": 2,
+        "qa2/1k": 2,
+        "qa2/2k": 2,
+    }
+    pool = {
+        (s.question, s.answer): s
+        for s in read_babi(task_file(BABI, "qa1")) + read_babi(task_file(BABI, "qa2"))
+    }
     for length, message in (("0k", None), ("1k", 700), ("2k", 1700)):
-        records = [json.loads(line) for line in (tmp_path / length / "qa1.jsonl").read_text().splitlines()]
+        records = [
+            json.loads(line) for line in (tmp_path / length / "qa1.jsonl").read_text().splitlines()
+        ]
         assert len({(r["question"], r["target"]) for r in records}) == 3  # drawn without repeats
         for r in records:
             sample = pool[(r["question"], r["target"])]
@@ -91,25 +125,54 @@ def test_generated_haystacks_have_the_length_the_facts_in_order_and_load(tmp_pat
             if message is None:
                 assert r["input"] == " ".join(sample.facts)  # 0k: the statements alone
             else:
-                assert abs(tok.count(r["input"]) - message) <= 3  # the message: statements plus cut background
+                assert (
+                    abs(tok.count(r["input"]) - message) <= 3
+                )  # the message: statements plus cut background
     samples = load_benchmark("babilong", tmp_path, lengths=["2k"])
-    assert all(s.metadata["supporting_facts"] == pool[(s.question.text, s.answers[0])].supporting for s in samples)
-    assert len(samples) == 5 and BENCHMARKS.get("babilong").prompt(samples[0]).endswith(f"Question: {samples[0].question.text}")
+    assert all(
+        s.metadata["supporting_facts"] == pool[(s.question.text, s.answers[0])].supporting
+        for s in samples
+    )
+    assert len(samples) == 5 and BENCHMARKS.get("babilong").prompt(samples[0]).endswith(
+        f"Question: {samples[0].question.text}"
+    )
 
 
 def test_generation_is_seeded(tmp_path):
     def run(seed: int, out: Path) -> str:
-        generate(BABI, out, tasks=["qa1"], lengths=["1k"], samples=4, background=BACKGROUND, seed=seed)
+        generate(
+            BABI, out, tasks=["qa1"], lengths=["1k"], samples=4, background=BACKGROUND, seed=seed
+        )
         return (out / "1k" / "qa1.jsonl").read_text()
 
     assert run(3, tmp_path / "a") == run(3, tmp_path / "b") != run(4, tmp_path / "c")
 
 
 def test_default_background_is_our_synthetic_prose_and_the_cli_writes_the_layout(tmp_path, capsys):
-    assert main(["--tasks-dir", str(BABI), "--out", str(tmp_path), "--tasks", "qa2", "--lengths", "4k", "--samples", "1"]) == 0
+    assert (
+        main(
+            [
+                "--tasks-dir",
+                str(BABI),
+                "--out",
+                str(tmp_path),
+                "--tasks",
+                "qa2",
+                "--lengths",
+                "4k",
+                "--samples",
+                "1",
+            ]
+        )
+        == 0
+    )
     record = json.loads((tmp_path / "4k" / "qa2.jsonl").read_text())
     facts = next(s.facts for s in read_babi(task_file(BABI, "qa2")) if s.answer == record["target"])
-    assert abs(tiktoken_tokenizer("cl100k_base").count(record["input"]) - 3700) <= 3 and all(f in record["input"] for f in facts)
-    assert "During the year" in record["input"] or "approach to" in record["input"]  # experiments.synth.filler's prose
+    assert abs(tiktoken_tokenizer("cl100k_base").count(record["input"]) - 3700) <= 3 and all(
+        f in record["input"] for f in facts
+    )
+    assert (
+        "During the year" in record["input"] or "approach to" in record["input"]
+    )  # experiments.synth.filler's prose
     assert f"{tmp_path / '4k' / 'qa2.jsonl'}: 1 samples of 4k" in capsys.readouterr().out
     assert main(["--tasks-dir", str(tmp_path), "--out", str(tmp_path), "--tasks", "qa9"]) == 2

@@ -14,7 +14,9 @@ WORDS = (
 
 def random_corpus(n_docs: int, seed: int = 0) -> Corpus:
     rng = random.Random(seed)
-    return Corpus.from_texts([" ".join(rng.choices(WORDS, k=rng.randint(20, 120))) for _ in range(n_docs)])
+    return Corpus.from_texts(
+        [" ".join(rng.choices(WORDS, k=rng.randint(20, 120))) for _ in range(n_docs)]
+    )
 
 
 @pytest.mark.parametrize(
@@ -41,7 +43,11 @@ def test_tokenize_chinese_uses_jieba_words_not_characters():
     [
         ([0.1, 0.5, 0.3], 2, [(1, 0.5), (2, 0.3)]),
         ([1.0, 1.0, 1.0, 0.5], 2, [(0, 1.0), (1, 1.0)]),  # ties: lower index first
-        ([0.0, 2.0, 0.0], 3, [(1, 2.0), (0, 0.0), (2, 0.0)]),  # zero scores fill the k places, in chunk order
+        (
+            [0.0, 2.0, 0.0],
+            3,
+            [(1, 2.0), (0, 0.0), (2, 0.0)],
+        ),  # zero scores fill the k places, in chunk order
         ([0.0, 0.0, 0.0, 0.0], 2, [(0, 0.0), (1, 0.0)]),  # ties in chunk order
         ([0.2, 0.0, 0.9, 0.0, 0.2], 4, [(2, 0.9), (0, 0.2), (4, 0.2), (1, 0.0)]),
         ([3.0], 5, [(0, 3.0)]),
@@ -50,7 +56,9 @@ def test_tokenize_chinese_uses_jieba_words_not_characters():
     ],
 )
 def test_top_k(scores, k, expected):
-    assert [(i, pytest.approx(s)) for i, s in top_k(np.array(scores, dtype=np.float32), k)] == expected
+    assert [
+        (i, pytest.approx(s)) for i, s in top_k(np.array(scores, dtype=np.float32), k)
+    ] == expected
 
 
 def test_bm25s_and_rank_bm25_agree_on_top_k():
@@ -71,7 +79,9 @@ def test_bm25s_and_rank_bm25_agree_on_top_k():
 def test_unknown_query_words_return_the_first_chunks_with_zero_scores():
     index = build_index(random_corpus(20), "bm25")
     hits = index.search("xylophone zeppelin", 5)
-    assert [(h.chunk.chunk_id, h.score) for h in hits] == [(c.chunk_id, 0.0) for c in index.chunks[:5]]
+    assert [(h.chunk.chunk_id, h.score) for h in hits] == [
+        (c.chunk_id, 0.0) for c in index.chunks[:5]
+    ]
 
 
 @pytest.mark.parametrize("engine", ["bm25s", "rank_bm25"])
@@ -90,7 +100,9 @@ def test_bm25_save_load_round_trip(engine, tmp_path):
 
 
 def test_planted_fact_is_retrieved_first(planted_corpus):
-    hits = build_index(planted_corpus, "bm25", chunking=ChunkingConfig(unit="words", size=60)).search("museum vault code", 3)
+    hits = build_index(
+        planted_corpus, "bm25", chunking=ChunkingConfig(unit="words", size=60)
+    ).search("museum vault code", 3)
     assert hits[0].chunk.title == "Vault" and "7421" in hits[0].chunk.text
 
 
@@ -101,5 +113,10 @@ def test_building_an_index_logs_nothing_of_bm25s(caplog):
 
     logging.getLogger("bm25s").setLevel(logging.DEBUG)  # as bm25s's own import leaves it
     with caplog.at_level(logging.DEBUG):
-        BM25Retriever().build(chunk_corpus(Corpus.from_texts(["The vault code is 7421.", "A lighthouse."]), ChunkingConfig(size=8)))
+        BM25Retriever().build(
+            chunk_corpus(
+                Corpus.from_texts(["The vault code is 7421.", "A lighthouse."]),
+                ChunkingConfig(size=8),
+            )
+        )
     assert [r.getMessage() for r in caplog.records if r.name == "bm25s"] == []

@@ -36,7 +36,10 @@ ROOT = Path(__file__).resolve().parents[1]
 def single_line_text(num_bytes: int, seed: int = 0) -> str:
     """Words of a 5,000-word random vocabulary, sentence and clause ends between them, no newline."""
     rng = random.Random(seed)
-    words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 9))) for _ in range(5000)]
+    words = [
+        "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 9)))
+        for _ in range(5000)
+    ]
     parts, size = [], 0
     while size < num_bytes:
         parts.append(rng.choice(words) + rng.choice([". ", ", ", " "]))
@@ -50,7 +53,9 @@ def chunks_of(texts: list[str]) -> list[Chunk]:
 
 # -- counting ----------------------------------------------------------------------------
 @pytest.mark.parametrize("block_entries", [1, 2, 3, 1000])
-def test_counts_are_term_major_in_first_appearance_order_however_the_entries_are_blocked(block_entries):
+def test_counts_are_term_major_in_first_appearance_order_however_the_entries_are_blocked(
+    block_entries,
+):
     counts = count_terms([["a", "b", "a"], [], ["b", "c"], ["c"]], block_entries=block_entries)
     assert counts.terms == ["a", "b", "c"]
     assert counts.indptr.tolist() == [0, 1, 3, 5]
@@ -69,8 +74,12 @@ def test_counts_spilled_in_many_blocks_equal_counts_made_in_one():
         np.testing.assert_array_equal(getattr(one, name), getattr(many, name))
 
 
-@pytest.mark.parametrize(("largest", "dtype"), [(255, np.uint8), (256, np.uint16), (65_536, np.float32)])
-def test_counts_are_held_in_the_smallest_type_that_fits_and_saved_as_float32(tmp_path, largest, dtype):
+@pytest.mark.parametrize(
+    ("largest", "dtype"), [(255, np.uint8), (256, np.uint16), (65_536, np.float32)]
+)
+def test_counts_are_held_in_the_smallest_type_that_fits_and_saved_as_float32(
+    tmp_path, largest, dtype
+):
     from retrieval.term_counts import TermCounts
 
     counts = count_terms([["x"] * largest, ["y"]])
@@ -81,7 +90,9 @@ def test_counts_are_held_in_the_smallest_type_that_fits_and_saved_as_float32(tmp
 
 
 # -- scores ------------------------------------------------------------------------------
-WORDS = "river market castle engine harvest violin glacier copper lantern meadow orbit saddle".split()
+WORDS = (
+    "river market castle engine harvest violin glacier copper lantern meadow orbit saddle".split()
+)
 
 
 def _shapes() -> dict[str, list[str]]:
@@ -98,16 +109,29 @@ def _shapes() -> dict[str, list[str]]:
 
 
 @pytest.mark.parametrize("shape", list(_shapes()))
-def test_a_build_scores_bit_identically_to_bm25s_indexing_the_token_lists(shape, monkeypatch, tmp_path):
-    monkeypatch.setattr(term_counting, "BLOCK_ENTRIES", 64)  # spills to disk, read back in many blocks
+def test_a_build_scores_bit_identically_to_bm25s_indexing_the_token_lists(
+    shape, monkeypatch, tmp_path
+):
+    monkeypatch.setattr(
+        term_counting, "BLOCK_ENTRIES", 64
+    )  # spills to disk, read back in many blocks
     texts = _shapes()[shape]
     retriever = BM25Retriever()
     retriever.build(chunks_of(texts), work_dir=tmp_path)
     reference = _bm25s().BM25(method="lucene", k1=1.5, b=0.75)
     reference.index([tokenize(t) for t in texts], show_progress=False)
-    for query in ["river", "river river market", "castle violin glacier orbit", "长江", "saddle", "unknownword"]:
+    for query in [
+        "river",
+        "river river market",
+        "castle violin glacier orbit",
+        "长江",
+        "saddle",
+        "unknownword",
+    ]:
         tokens = [t for t in tokenize(query) if t in reference.vocab_dict]
-        expected = reference.get_scores(tokens) if tokens else np.zeros(len(texts), dtype=np.float32)
+        expected = (
+            reference.get_scores(tokens) if tokens else np.zeros(len(texts), dtype=np.float32)
+        )
         scores = retriever.scores(query)
         assert scores.dtype == np.float32
         np.testing.assert_array_equal(scores, expected)
@@ -119,10 +143,14 @@ def test_a_build_scores_bit_identically_to_bm25s_indexing_the_token_lists(shape,
 def test_a_build_holds_its_arrays_and_one_block_not_the_tokens(monkeypatch):
     """tracemalloc peak of building over ~2 MB of chunks: it was 10x their text; now the arrays returned
     (rows int32 + counts uint8 + the bm25s matrix's float32, ~1 entry per word) and one small block."""
-    monkeypatch.setattr(term_counting, "BLOCK_ENTRIES", 1024)  # small blocks: what is left grows with the corpus
+    monkeypatch.setattr(
+        term_counting, "BLOCK_ENTRIES", 1024
+    )  # small blocks: what is left grows with the corpus
     monkeypatch.setattr(term_counts, "MATRIX_BLOCK", 1024)
     stopwords(), _bm25s()  # loaded before measuring
-    chunks = chunk_corpus(Corpus.from_texts([single_line_text(2_000_000)]), ChunkingConfig(unit="words", size=200))
+    chunks = chunk_corpus(
+        Corpus.from_texts([single_line_text(2_000_000)]), ChunkingConfig(unit="words", size=200)
+    )
     text_bytes = sum(len(c.text) for c in chunks)
     retriever = BM25Retriever()
     tracemalloc.start()
@@ -133,7 +161,9 @@ def test_a_build_holds_its_arrays_and_one_block_not_the_tokens(monkeypatch):
         tracemalloc.stop()
     entries = len(retriever._counts[0].rows)
     assert entries > 200_000
-    assert peak < 2.5 * text_bytes, f"peak {peak / text_bytes:.2f}x the chunks' text ({peak / entries:.1f} bytes per entry)"
+    assert peak < 2.5 * text_bytes, (
+        f"peak {peak / text_bytes:.2f}x the chunks' text ({peak / entries:.1f} bytes per entry)"
+    )
 
 
 #: The peak is read from ``VmHWM`` (this process's own high-water mark): ``ru_maxrss`` starts at
@@ -156,14 +186,27 @@ with tempfile.TemporaryDirectory() as cache:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the peak from /proc (Linux)")
-def test_indexing_a_40_mb_single_line_file_with_bm25_peaks_under_5x_its_size_above_the_baseline(tmp_path):
+@pytest.mark.skipif(
+    not Path("/proc/self/status").exists(), reason="reads the peak from /proc (Linux)"
+)
+def test_indexing_a_40_mb_single_line_file_with_bm25_peaks_under_5x_its_size_above_the_baseline(
+    tmp_path,
+):
     path = tmp_path / "one_line.txt"
     path.write_text(single_line_text(40_000_000))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-c", MEASURE, str(path)], capture_output=True, text=True, env=env, cwd=ROOT, timeout=900)
+    out = subprocess.run(
+        [sys.executable, "-c", MEASURE, str(path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=900,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     result = json.loads(out.stdout.strip().splitlines()[-1])
     size = path.stat().st_size
     assert result["chunks"] > 20_000
-    assert result["peak_bytes"] < 5 * size, f"peak {result['peak_bytes'] / size:.2f}x the file"  # 4.44x; it was 13.2x
+    assert result["peak_bytes"] < 5 * size, (
+        f"peak {result['peak_bytes'] / size:.2f}x the file"
+    )  # 4.44x; it was 13.2x

@@ -41,7 +41,9 @@ def test_break_even_table(a, b, kind, questions):
     assert (found.kind, found.questions) == (kind, questions)
     if kind == "from":  # the rule itself: cheaper at that number and after, not at the one before
         la, lb = CostLine("a", *a), CostLine("b", *b)
-        assert la.at(questions) < lb.at(questions) and la.at(questions + 100) < lb.at(questions + 100)
+        assert la.at(questions) < lb.at(questions) and la.at(questions + 100) < lb.at(
+            questions + 100
+        )
         assert questions == 1 or la.at(questions - 1) >= lb.at(questions - 1)
 
 
@@ -59,12 +61,27 @@ def test_cost_per_question_shares_the_index_out():
 
 
 def test_every_ordered_pair_and_its_sentence():
-    lines = [CostLine("raptor", 1.3, 0.01), CostLine("memagent", 0.0, 0.105), CostLine("rag", 0.0, 0.105)]
+    lines = [
+        CostLine("raptor", 1.3, 0.01),
+        CostLine("memagent", 0.0, 0.105),
+        CostLine("rag", 0.0, 0.105),
+    ]
     found = {(x.strategy, x.other): x for x in break_evens(lines)}
     assert len(found) == 6
-    assert found[("raptor", "memagent")].sentence() == "raptor is cheaper than memagent from 14 questions on"
-    assert found[("memagent", "raptor")].sentence() == "memagent is cheaper than raptor up to 13 questions"
-    assert found[("rag", "memagent")].sentence() == "rag costs the same as memagent at any number of questions"
-    assert BreakEven("a", "b", "always").sentence() == "a is cheaper than b at any number of questions"
+    assert (
+        found[("raptor", "memagent")].sentence()
+        == "raptor is cheaper than memagent from 14 questions on"
+    )
+    assert (
+        found[("memagent", "raptor")].sentence()
+        == "memagent is cheaper than raptor up to 13 questions"
+    )
+    assert (
+        found[("rag", "memagent")].sentence()
+        == "rag costs the same as memagent at any number of questions"
+    )
+    assert (
+        BreakEven("a", "b", "always").sentence() == "a is cheaper than b at any number of questions"
+    )
     assert BreakEven("a", "b", "never").sentence() == "a is never cheaper than b"
     assert BreakEven("a", "b", "until", 1).sentence() == "a is cheaper than b up to 1 question"

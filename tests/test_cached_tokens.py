@@ -16,7 +16,14 @@ from agents import answer_many
 from agents.cached_usage import reported_cached_tokens, reused_prefix
 from agents.chat_models import make_chat_model, streaming_model
 from experiments.benchmarks import load_benchmark
-from experiments.prices import DEFAULT_PRICES, Price, PriceTableError, parse_prices, price_for, row_cost
+from experiments.prices import (
+    DEFAULT_PRICES,
+    Price,
+    PriceTableError,
+    parse_prices,
+    price_for,
+    row_cost,
+)
 from experiments.report import build_report
 from experiments.runner import RunConfig, read_rows, run_experiment
 from retrieval import Corpus
@@ -25,7 +32,9 @@ from tests.recording_server import RecordingServer, prompt_of
 from tests.servers import llama_server
 
 PRICES = {"gpt-4o-mini": {"prompt": 0.15, "cached": 0.075, "completion": 0.60}}
-DOCUMENT = " ".join(f"Line {i}: the depot at gate {i} stores {i * 7} crates of tinned pears." for i in range(60))
+DOCUMENT = " ".join(
+    f"Line {i}: the depot at gate {i} stores {i * 7} crates of tinned pears." for i in range(60)
+)
 
 
 def shared_prefix(a: str, b: str) -> int:
@@ -53,12 +62,16 @@ def own_run(tmp_path_factory):
     out = tmp_path / "run"
     with RecordingServer(lambda request: "The answer is: 7", prompt_cache="openai") as server:
         llm = make_chat_model("openai:gpt-4o-mini", base_url=server.url, max_retries=0)
-        cfg = RunConfig(benchmark="own", strategies=("full_context",), llm_cache=False, concurrency=1)
+        cfg = RunConfig(
+            benchmark="own", strategies=("full_context",), llm_cache=False, concurrency=1
+        )
         run_experiment(cfg, out, llm=llm, samples=samples, show_progress=False)
     return {"out": out, "server": server, "samples": samples}
 
 
-def test_a_20_question_full_context_run_reads_the_corpus_from_the_cache_after_the_first_call(own_run):
+def test_a_20_question_full_context_run_reads_the_corpus_from_the_cache_after_the_first_call(
+    own_run,
+):
     server = own_run["server"]
     prompts = [prompt_of(r) for r in server.requests]
     assert len(prompts) == 20
@@ -76,7 +89,9 @@ def test_a_20_question_full_context_run_reads_the_corpus_from_the_cache_after_th
     assert sum(r["usage"]["cached_prompt_tokens"] for r in rows) == sum(expected) > 0
 
 
-def test_the_report_prices_cached_tokens_at_the_cached_rate_and_shows_the_cost_without_cache(own_run):
+def test_the_report_prices_cached_tokens_at_the_cached_rate_and_shows_the_cost_without_cache(
+    own_run,
+):
     out = own_run["out"]
     result = build_report(out, samples=own_run["samples"], plots=False, prices=PRICES)
     rows = read_rows(out)
@@ -88,7 +103,9 @@ def test_the_report_prices_cached_tokens_at_the_cached_rate_and_shows_the_cost_w
     summary = {r["strategy"]: r for r in result["summary"]}["full_context"]
     assert summary["cached_prompt_tokens"] == pytest.approx(cached / len(rows), abs=0.01)
     page = (out / "report" / "report.html").read_text(encoding="utf-8")
-    assert f"${with_cache:,.6f}" in page and f"${without:,.6f}" in page and with_cache < 0.6 * without
+    assert (
+        f"${with_cache:,.6f}" in page and f"${without:,.6f}" in page and with_cache < 0.6 * without
+    )
     assert "USD / 1M cached prompt" in page and "$0.075" in page
 
 
@@ -110,8 +127,16 @@ def test_a_streamed_answer_reports_the_cached_tokens_a_whole_reply_does(style):
     corpus = Corpus.from_texts([DOCUMENT])
     with RecordingServer(lambda request: "The answer is: 7", prompt_cache=style) as server:
         llm = streaming_model(make_chat_model("openai:m", base_url=server.url, max_retries=0), True)
-        answers = answer_many(corpus, ["How many crates at gate 1?", "How many crates at gate 2?"], strategy="full_context", llm=llm, concurrency=1)
-    assert all(r["stream"] and r["stream_options"] == {"include_usage": True} for r in server.requests)
+        answers = answer_many(
+            corpus,
+            ["How many crates at gate 1?", "How many crates at gate 2?"],
+            strategy="full_context",
+            llm=llm,
+            concurrency=1,
+        )
+    assert all(
+        r["stream"] and r["stream_options"] == {"include_usage": True} for r in server.requests
+    )
     assert [a.usage.cached_prompt_tokens for a in answers] == server.cached_tokens
     assert server.cached_tokens[0] == 0 and server.cached_tokens[1] > len(DOCUMENT.split())
     assert not any(a.usage.estimated for a in answers)
@@ -122,10 +147,18 @@ def test_a_streamed_answer_reports_the_cached_tokens_a_whole_reply_does(style):
     [
         ({"prompt_tokens": 10, "prompt_tokens_details": {"cached_tokens": 8}}, None, 8),
         ({"prompt_tokens": 10, "prompt_tokens_details": None}, None, None),
-        ({"prompt_tokens": 10, "prompt_cache_hit_tokens": 0, "prompt_cache_miss_tokens": 10}, None, 0),
+        (
+            {"prompt_tokens": 10, "prompt_cache_hit_tokens": 0, "prompt_cache_miss_tokens": 10},
+            None,
+            0,
+        ),
         ({"prompt_tokens": 10, "cached_tokens": 4}, None, 4),
         ({"prompt_tokens": 10}, {"cache_n": 6, "prompt_n": 4}, 6),
-        ({"prompt_tokens": 10, "prompt_tokens_details": {"cached_tokens": "8"}}, {"cache_n": -1}, None),  # untrusted values
+        (
+            {"prompt_tokens": 10, "prompt_tokens_details": {"cached_tokens": "8"}},
+            {"cache_n": -1},
+            None,
+        ),  # untrusted values
         ({"prompt_tokens": 10, "prompt_tokens_details": {"cached_tokens": True}}, None, None),
         (None, None, None),
     ],
@@ -136,7 +169,14 @@ def test_reported_cached_tokens_reads_each_name_and_ignores_junk(usage, timings,
 
 @pytest.mark.parametrize(
     ("kept", "prompt", "reused"),
-    [([], [1, 2, 3], 0), ([1, 2, 3], [1, 2, 4], 2), ([1, 2, 3], [1, 2, 3], 2), ([1, 2, 3, 9, 9], [1, 2, 3, 4], 3), ([5], [1], 0), ([1], [1], 0)],
+    [
+        ([], [1, 2, 3], 0),
+        ([1, 2, 3], [1, 2, 4], 2),
+        ([1, 2, 3], [1, 2, 3], 2),
+        ([1, 2, 3, 9, 9], [1, 2, 3, 4], 3),
+        ([5], [1], 0),
+        ([1], [1], 0),
+    ],
 )
 def test_reused_prefix_is_what_llama_cpp_skips(kept, prompt, reused):
     assert reused_prefix(kept, prompt) == reused
@@ -148,7 +188,9 @@ def test_reused_prefix_of_10000_tokens():
 
 
 def test_usage_sums_cached_prompt_tokens():
-    total = Usage(prompt_tokens=10, cached_prompt_tokens=8) + Usage(prompt_tokens=5, cached_prompt_tokens=0)
+    total = Usage(prompt_tokens=10, cached_prompt_tokens=8) + Usage(
+        prompt_tokens=5, cached_prompt_tokens=0
+    )
     assert total.cached_prompt_tokens == 8 and Usage.from_dict(total.to_dict()) == total
 
 
@@ -157,12 +199,26 @@ def test_every_built_in_price_has_a_cached_rate_below_its_prompt_rate():
         assert len(row) == 3 and 0 < row[2] < row[0], model
     price = price_for("gpt-4o-mini")
     assert price is not None and price.cached == 0.075
-    assert price.cost(1_000_000, 0, 1_000_000) == pytest.approx(0.075) and price.cost(1_000_000, 0) == pytest.approx(0.15)
+    assert price.cost(1_000_000, 0, 1_000_000) == pytest.approx(0.075) and price.cost(
+        1_000_000, 0
+    ) == pytest.approx(0.15)
 
 
 def test_a_users_price_without_a_cached_rate_charges_cached_tokens_at_the_prompt_rate():
-    table = parse_prices({"m": {"prompt": 1.0, "completion": 2.0}, "n": {"input": 1.0, "output": 2.0, "cached_input": 0.25}})
-    row = {"status": "ok", "usage": {"prompt_tokens": 1_000_000, "cached_prompt_tokens": 800_000, "completion_tokens": 0}}
+    table = parse_prices(
+        {
+            "m": {"prompt": 1.0, "completion": 2.0},
+            "n": {"input": 1.0, "output": 2.0, "cached_input": 0.25},
+        }
+    )
+    row = {
+        "status": "ok",
+        "usage": {
+            "prompt_tokens": 1_000_000,
+            "cached_prompt_tokens": 800_000,
+            "completion_tokens": 0,
+        },
+    }
     assert row_cost(row, price_for("m", table)) == pytest.approx(1.0)
     assert row_cost(row, price_for("n", table)) == pytest.approx(0.2 + 0.2)
     assert row_cost(row, price_for("n", table), cached=False) == pytest.approx(1.0)
@@ -177,7 +233,10 @@ def test_the_embedded_model_reports_the_prefix_it_kept():
     corpus = Corpus.from_texts(["The red fox lives in the northern forest near the lake. " * 12])
     first, second = answer_many(corpus, ["Where does the fox live?", "What colour is the fox?"], strategy="full_context",
                                 llm=llm, concurrency=1, max_new_tokens=4)  # fmt: skip
-    assert second.usage.cached_prompt_tokens > 100 and second.usage.cached_prompt_tokens < second.usage.prompt_tokens
+    assert (
+        second.usage.cached_prompt_tokens > 100
+        and second.usage.cached_prompt_tokens < second.usage.prompt_tokens
+    )
 
 
 @pytest.mark.slow  # a real llama_cpp.server and two 400-token prompts: tens of seconds on 2 loaded cores
@@ -189,17 +248,30 @@ def test_llama_cpp_python_server_reuses_the_prefix_but_reports_no_cached_tokens(
     with llama_server() as url:
         replies = []
         for question in ("Where does the fox live?", "What colour is the fox?"):
-            body = {"model": "smollm2", "messages": [{"role": "user", "content": f"{text}\nQuestion: {question}"}], "max_tokens": 4}
-            request = urllib.request.Request(f"{url}/chat/completions", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+            body = {
+                "model": "smollm2",
+                "messages": [{"role": "user", "content": f"{text}\nQuestion: {question}"}],
+                "max_tokens": 4,
+            }
+            request = urllib.request.Request(
+                f"{url}/chat/completions",
+                data=json.dumps(body).encode(),
+                headers={"Content-Type": "application/json"},
+            )
             with urllib.request.urlopen(request, timeout=300) as response:
                 replies.append(json.loads(response.read()))
         llm = make_chat_model("openai:smollm2", base_url=url, max_retries=0)
         answers = answer_many(Corpus.from_texts([text]), ["Where does the fox live?", "Is there a lake?"], strategy="full_context",
                               llm=llm, concurrency=1, max_new_tokens=4)  # fmt: skip
     for reply in replies:
-        assert set(reply["usage"]) == {"prompt_tokens", "completion_tokens", "total_tokens"} and "timings" not in reply
+        assert (
+            set(reply["usage"]) == {"prompt_tokens", "completion_tokens", "total_tokens"}
+            and "timings" not in reply
+        )
         assert reported_cached_tokens(reply["usage"], reply.get("timings")) is None
-    assert [a.usage.cached_prompt_tokens for a in answers] == [0, 0] and all(a.usage.prompt_tokens > 300 for a in answers)
+    assert [a.usage.cached_prompt_tokens for a in answers] == [0, 0] and all(
+        a.usage.prompt_tokens > 300 for a in answers
+    )
 
 
 @pytest.mark.parametrize("style", ["openai", "deepseek", "llama.cpp"])
@@ -220,13 +292,23 @@ def test_the_async_lean_path_reads_cached_tokens_too(style):
 
     with RecordingServer(lambda request: "7", prompt_cache=style) as server:
         usages = asyncio.run(two_calls(server.url))
-    assert [u["cached_prompt_tokens"] for u in usages] == [0, len(prompt.split())] == server.cached_tokens
+    assert (
+        [u["cached_prompt_tokens"] for u in usages]
+        == [0, len(prompt.split())]
+        == server.cached_tokens
+    )
 
 
 # -- one price everywhere: Workspace.compare and the budgets charge what the report charges ------------------
 
-RATES = (1_000.0, 2_000.0, 100.0)  # USD per 1M prompt, completion, cached prompt tokens: a cached token a tenth of a prompt token
-RATED = Price.of(RATES, source="user", key="m")  # as experiments.prices.price_for gives it (longctx --max-cost's)
+RATES = (
+    1_000.0,
+    2_000.0,
+    100.0,
+)  # USD per 1M prompt, completion, cached prompt tokens: a cached token a tenth of a prompt token
+RATED = Price.of(
+    RATES, source="user", key="m"
+)  # as experiments.prices.price_for gives it (longctx --max-cost's)
 GATES = ["How many crates at gate 1?", "How many crates at gate 2?", "How many crates at gate 3?"]
 
 
@@ -247,8 +329,13 @@ def test_workspace_compare_prices_cached_tokens_as_the_report_does(tmp_path):
     assert usage.cached_prompt_tokens > len(DOCUMENT.split())
     (row,) = table.to_rows()
     assert row["cost_usd"] == pytest.approx(report_usd(usage))
-    assert row["cost_usd"] < 0.3 * (usage.prompt_tokens * RATES[0] + usage.completion_tokens * RATES[1]) / 1e6
-    triple = Workspace(ws.corpus, llm=ws.llm, cache_dir=tmp_path, price=RATES).price  # a plain triple reads as the same rates
+    assert (
+        row["cost_usd"]
+        < 0.3 * (usage.prompt_tokens * RATES[0] + usage.completion_tokens * RATES[1]) / 1e6
+    )
+    triple = Workspace(
+        ws.corpus, llm=ws.llm, cache_dir=tmp_path, price=RATES
+    ).price  # a plain triple reads as the same rates
     assert triple is not None and (triple.prompt, triple.completion, triple.cached) == RATES
 
 
@@ -266,12 +353,16 @@ def test_the_budget_guard_spends_what_the_report_charges():
         llm = make_chat_model("openai:m", base_url=server.url, max_retries=0)
         guard = BudgetGuard(Budget(max_cost_usd=100.0, price=RATED), tokenizer_for(llm).count)
         prompts = [f"{DOCUMENT}\nQuestion: {q}" for q in GATES]
-        replies = [llm.invoke([HumanMessage(content=p)], config={"callbacks": [guard]}) for p in prompts]
+        replies = [
+            llm.invoke([HumanMessage(content=p)], config={"callbacks": [guard]}) for p in prompts
+        ]
     usage = Usage.from_dict({k: sum(reply_usage(r, p, str(r.content))[k] for r, p in zip(replies, prompts))
                              for k in ("prompt_tokens", "cached_prompt_tokens", "completion_tokens")})  # fmt: skip
     assert usage.cached_prompt_tokens == sum(server.cached_tokens) > 0
-    assert guard.spent_usd == pytest.approx(report_usd(usage)) and guard.cached_prompt_tokens == usage.cached_prompt_tokens
-
+    assert (
+        guard.spent_usd == pytest.approx(report_usd(usage))
+        and guard.cached_prompt_tokens == usage.cached_prompt_tokens
+    )
 
 
 # -- the report: cost per answer with and without the cache, and the frontier that changes -------------------
@@ -291,24 +382,64 @@ def test_the_report_names_the_strategies_the_prompt_cache_moves_onto_or_off_the_
     docs.mkdir()
     (docs / "depot.md").write_text(DOCUMENT + "\n")
     questions = tmp_path / "q.jsonl"
-    gates = [0, 20, 40, 5, 25, 45]  # one after the other, RAG's questions retrieve different parts of the document
+    gates = [
+        0,
+        20,
+        40,
+        5,
+        25,
+        45,
+    ]  # one after the other, RAG's questions retrieve different parts of the document
     questions.write_text("".join(json.dumps({"id": f"q{n}", "question": f"How many crates are stored at gate {i}?", "answer": str(i * 7)}) + "\n"
                                  for n, i in enumerate(gates)))  # fmt: skip
     samples = load_benchmark("own", questions, corpus=docs)
     with RecordingServer(right_answer, prompt_cache="openai") as server:
         llm = make_chat_model("openai:m", base_url=server.url, max_retries=0)
-        cfg = RunConfig(benchmark="own", strategies=("rag", "full_context"), llm_cache=False, concurrency=1, strategy_options={"rag": {"top_k": 1}})
+        cfg = RunConfig(
+            benchmark="own",
+            strategies=("rag", "full_context"),
+            llm_cache=False,
+            concurrency=1,
+            strategy_options={"rag": {"top_k": 1}},
+        )
         run_experiment(cfg, tmp_path / "run", llm=llm, samples=samples, show_progress=False)
-    result = build_report(tmp_path / "run", samples=samples, plots=False, prices={"m": {"prompt": 1.0, "cached": 0.01, "completion": 1.0}})
+    result = build_report(
+        tmp_path / "run",
+        samples=samples,
+        plots=False,
+        prices={"m": {"prompt": 1.0, "cached": 0.01, "completion": 1.0}},
+    )
     summary = {r["strategy"]: r for r in result["summary"]}
     assert summary["rag"]["score"] == summary["full_context"]["score"] == 100
-    assert [summary[s]["frontier_cost_uncached"] for s in ("rag", "full_context")] == ["frontier", "dominated"]
-    assert [summary[s]["frontier_cost"] for s in ("rag", "full_context")] == ["dominated", "frontier"]
-    for row in summary.values():  # what the model computed: the prompt less what it read from its cache, plus the completion
-        assert row["computed_tokens"] == pytest.approx(row["prompt_tokens"] - row["cached_prompt_tokens"] + row["completion_tokens"], abs=0.02)
-    assert [summary[s]["frontier_tokens"] for s in ("rag", "full_context")] == ["frontier", "dominated"]
-    assert [summary[s]["frontier_computed_tokens"] for s in ("rag", "full_context")] == ["dominated", "frontier"]
+    assert [summary[s]["frontier_cost_uncached"] for s in ("rag", "full_context")] == [
+        "frontier",
+        "dominated",
+    ]
+    assert [summary[s]["frontier_cost"] for s in ("rag", "full_context")] == [
+        "dominated",
+        "frontier",
+    ]
+    for row in (
+        summary.values()
+    ):  # what the model computed: the prompt less what it read from its cache, plus the completion
+        assert row["computed_tokens"] == pytest.approx(
+            row["prompt_tokens"] - row["cached_prompt_tokens"] + row["completion_tokens"], abs=0.02
+        )
+    assert [summary[s]["frontier_tokens"] for s in ("rag", "full_context")] == [
+        "frontier",
+        "dominated",
+    ]
+    assert [summary[s]["frontier_computed_tokens"] for s in ("rag", "full_context")] == [
+        "dominated",
+        "frontier",
+    ]
     page = (tmp_path / "run" / "report" / "report.html").read_text(encoding="utf-8")
     section = page[page.index('<section id="prompt-cache">') :]
-    assert "On the frontier of score against USD per answer, with the prompt cache full_context joins it and rag leaves it." in section
-    assert "On the frontier of score against tokens the model computed per answer, with the prompt cache full_context joins it" in section
+    assert (
+        "On the frontier of score against USD per answer, with the prompt cache full_context joins it and rag leaves it."
+        in section
+    )
+    assert (
+        "On the frontier of score against tokens the model computed per answer, with the prompt cache full_context joins it"
+        in section
+    )

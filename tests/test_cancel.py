@@ -24,12 +24,17 @@ class Broken(BaseCallbackHandler):
 def test_a_refused_call_raises_run_cancelled_without_a_warning(caplog):
     cancel = threading.Event()
     llm = ScriptedChatModel(reply_fn=lambda p: "Paris")
-    assert llm.invoke("Capital of France?", config={"callbacks": [CancelGuard(cancel)]}).content == "Paris"  # not cancelled: the call runs
+    assert (
+        llm.invoke("Capital of France?", config={"callbacks": [CancelGuard(cancel)]}).content
+        == "Paris"
+    )  # not cancelled: the call runs
     cancel.set()
     with caplog.at_level(logging.WARNING, logger=CALLBACK_LOGGER), pytest.raises(RunCancelled):
         llm.invoke("Capital of France?", config={"callbacks": [CancelGuard(cancel)]})
     assert len(llm.calls) == 1  # the refused call was not made
-    assert not [r for r in caplog.records if r.name == CALLBACK_LOGGER], [r.getMessage() for r in caplog.records]
+    assert not [r for r in caplog.records if r.name == CALLBACK_LOGGER], [
+        r.getMessage() for r in caplog.records
+    ]
 
 
 def test_other_callback_errors_are_still_logged(caplog):
@@ -38,4 +43,6 @@ def test_other_callback_errors_are_still_logged(caplog):
     with caplog.at_level(logging.WARNING, logger=CALLBACK_LOGGER), pytest.raises(ValueError):
         llm.invoke("Capital of France?", config={"callbacks": [Broken()]})
     logged = [r.getMessage() for r in caplog.records if r.name == CALLBACK_LOGGER]
-    assert logged == ["Error in Broken.on_chat_model_start callback: ValueError('a bug in a handler')"]
+    assert logged == [
+        "Error in Broken.on_chat_model_start callback: ValueError('a bug in a handler')"
+    ]

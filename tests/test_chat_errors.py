@@ -32,7 +32,9 @@ def two_retries(monkeypatch):
     monkeypatch.setattr(agents.openai_chat, "retry_delay", lambda retry: 0.0)
 
 
-@pytest.mark.parametrize("fault,status", [("500", 500), ("429", 429), ("empty_choices", 200), ("malformed", 200)])
+@pytest.mark.parametrize(
+    "fault,status", [("500", 500), ("429", 429), ("empty_choices", 200), ("malformed", 200)]
+)
 def test_every_failure_after_retries_is_a_chat_model_error(fault, status):
     with stub_server(latency=0.0, fault=fault) as url:
         llm = make_chat_model("openai:stub", base_url=url)
@@ -57,7 +59,12 @@ def test_answer_raises_the_chat_model_error_too():
     corpus = Corpus.from_texts(["The vault code is 7421."])
     with stub_server(latency=0.0, fault="500") as url:
         with pytest.raises(ChatModelError, match="HTTP 500") as info:
-            answer(corpus, "What is the vault code?", strategy="full_context", llm=make_chat_model("openai:stub", base_url=url))
+            answer(
+                corpus,
+                "What is the vault code?",
+                strategy="full_context",
+                llm=make_chat_model("openai:stub", base_url=url),
+            )
     assert url in str(info.value) and not isinstance(info.value.__cause__, ChatModelError)
 
 
@@ -69,15 +76,25 @@ def test_a_plain_chat_openai_error_is_mapped_with_its_status():
         with pytest.raises(Exception) as info:
             llm.invoke("hi")
         mapped = as_chat_model_error(info.value, llm)
-    assert isinstance(mapped, ChatModelError) and mapped.status == 429 and mapped.retries == 1 and url in str(mapped)
+    assert (
+        isinstance(mapped, ChatModelError)
+        and mapped.status == 429
+        and mapped.retries == 1
+        and url in str(mapped)
+    )
 
 
 def test_unrelated_errors_pass_through():
     exc = KeyError("x")
-    assert as_chat_model_error(exc, make_chat_model("openai:stub", base_url="http://127.0.0.1:9/v1")) is exc
+    assert (
+        as_chat_model_error(exc, make_chat_model("openai:stub", base_url="http://127.0.0.1:9/v1"))
+        is exc
+    )
 
 
-@pytest.mark.parametrize("fault,status", [("500", 500), ("429", 429), ("empty_choices", 200), ("malformed", 200)])
+@pytest.mark.parametrize(
+    "fault,status", [("500", 500), ("429", 429), ("empty_choices", 200), ("malformed", 200)]
+)
 def test_async_runs_map_failures_the_same_through_their_own_pool(fault, status):
     """The async path (a run's own aiohttp-backed pool, ``graphs.llm.run_client``) retries and
     maps every failure like the sync one."""
@@ -102,7 +119,9 @@ def test_async_timeout_is_a_chat_model_error_naming_no_status():
     from graphs.llm import run_client
 
     async def call(url):
-        async with run_client(make_chat_model("openai:stub", base_url=url, timeout=0.3, max_retries=0)) as llm:
+        async with run_client(
+            make_chat_model("openai:stub", base_url=url, timeout=0.3, max_retries=0)
+        ) as llm:
             return await llm.ainvoke("What is the vault code?")
 
     with stub_server(latency=0.0, fault="timeout", hang_seconds=3) as url:

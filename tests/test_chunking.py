@@ -8,7 +8,12 @@ from retrieval.tokens import count_tokens
 @pytest.fixture
 def corpus():
     return Corpus.from_texts(
-        ["The cat sat on the mat. " * 60, "北京是中国的首都。上海是最大的城市。" * 40, "Short one."], titles=["Cats", "Cities", "Short"]
+        [
+            "The cat sat on the mat. " * 60,
+            "北京是中国的首都。上海是最大的城市。" * 40,
+            "Short one.",
+        ],
+        titles=["Cats", "Cities", "Short"],
     )
 
 
@@ -89,8 +94,38 @@ def test_invalid_chunking_config(bad):
 
 #: Pieces that stress tokenization at a cut: CJK, emoji, accents and combining marks, digits,
 #: contractions, runs of spaces and newlines, punctuation.
-_PIECES = ["the", "a", "ünïcode", "Straße", "长上下文", "推理", "😀", "🇫🇷", "123", "4567890", "x²", "don't", "we'll",
-           "  ", " ", "\n", "\n\n", "\t", ".", "!?", "—", "'s", "Ⅻ", "мир", "e\u0301", "_x", "$%^", "http://x.y/z?q=1", "。", "；"]
+_PIECES = [
+    "the",
+    "a",
+    "ünïcode",
+    "Straße",
+    "长上下文",
+    "推理",
+    "😀",
+    "🇫🇷",
+    "123",
+    "4567890",
+    "x²",
+    "don't",
+    "we'll",
+    "  ",
+    " ",
+    "\n",
+    "\n\n",
+    "\t",
+    ".",
+    "!?",
+    "—",
+    "'s",
+    "Ⅻ",
+    "мир",
+    "e\u0301",
+    "_x",
+    "$%^",
+    "http://x.y/z?q=1",
+    "。",
+    "；",
+]
 
 
 def _random_text(rng, n):

@@ -19,7 +19,12 @@ def test_help(args, capsys):
 
 
 def test_console_script_is_installed():
-    out = subprocess.run([Path(sys.executable).parent / "longctx", "--help"], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [Path(sys.executable).parent / "longctx", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert "answer" in out.stdout and "index" in out.stdout
 
 
@@ -30,13 +35,37 @@ def test_index_prebuilds_and_reports_the_cache(capsys, isolated_cache):
 
 
 def test_index_with_tokens_and_dense(capsys):
-    assert main(["index", str(EXAMPLES), "--retriever", "dense", "--chunk-unit", "tokens", "--chunk-size", "128"]) == 0
+    assert (
+        main(
+            [
+                "index",
+                str(EXAMPLES),
+                "--retriever",
+                "dense",
+                "--chunk-unit",
+                "tokens",
+                "--chunk-size",
+                "128",
+            ]
+        )
+        == 0
+    )
     assert "dense index at" in capsys.readouterr().out
 
 
 @pytest.mark.e2e
 def test_answer_prints_answer_evidence_and_usage(capsys):
-    code = main(["answer", "--corpus", str(EXAMPLES), "--question", "What was Halvorsen Maritime's revenue in 2023?", "--top-k", "2"])
+    code = main(
+        [
+            "answer",
+            "--corpus",
+            str(EXAMPLES),
+            "--question",
+            "What was Halvorsen Maritime's revenue in 2023?",
+            "--top-k",
+            "2",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0
     assert out.startswith("Answer: ")
@@ -46,7 +75,18 @@ def test_answer_prints_answer_evidence_and_usage(capsys):
 
 @pytest.mark.e2e
 def test_answer_json_output(capsys):
-    code = main(["answer", "--corpus", str(EXAMPLES), "--question", "Where is Kestrel based?", "--top-k", "1", "--json"])
+    code = main(
+        [
+            "answer",
+            "--corpus",
+            str(EXAMPLES),
+            "--question",
+            "Where is Kestrel based?",
+            "--top-k",
+            "1",
+            "--json",
+        ]
+    )
     data = json.loads(capsys.readouterr().out)
     assert code == 0 and data["usage"]["llm_calls"] == 1 and len(data["evidence"]) == 1
 

@@ -12,20 +12,58 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 def test_answer_rejects_a_bad_llm_before_reading_the_corpus(tmp_path, capsys):
     # the corpus path does not exist: an error about it would mean the corpus was read first
-    assert main(["answer", "--corpus", str(tmp_path / "missing"), "--question", "q", "--llm", "nosuch:model"]) == 2
+    assert (
+        main(
+            [
+                "answer",
+                "--corpus",
+                str(tmp_path / "missing"),
+                "--question",
+                "q",
+                "--llm",
+                "nosuch:model",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "nosuch" in err and "Corpus path does not exist" not in err
 
 
 def test_answer_rejects_a_bad_option_before_reading_the_corpus(tmp_path, capsys):
-    assert main(["answer", "--corpus", str(tmp_path / "missing"), "--question", "q", "--option", "top_kk=3"]) == 2
+    assert (
+        main(
+            [
+                "answer",
+                "--corpus",
+                str(tmp_path / "missing"),
+                "--question",
+                "q",
+                "--option",
+                "top_kk=3",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "top_kk" in err and "Corpus path does not exist" not in err
 
 
 def test_a_run_with_a_missing_questions_file_leaves_no_folder(tmp_path, capsys):
     out = tmp_path / "run"
-    code = main(["run", "--corpus", str(EXAMPLES / "corpus"), "--questions", str(tmp_path / "nope.csv"), "--strategies", "rag", "--out", str(out)])
+    code = main(
+        [
+            "run",
+            "--corpus",
+            str(EXAMPLES / "corpus"),
+            "--questions",
+            str(tmp_path / "nope.csv"),
+            "--strategies",
+            "rag",
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 2
     assert "Questions file not found" in capsys.readouterr().err
     assert not out.exists()
@@ -33,19 +71,48 @@ def test_a_run_with_a_missing_questions_file_leaves_no_folder(tmp_path, capsys):
 
 def test_a_misspelled_strategy_is_named_without_stray_quotes(tmp_path, capsys):
     out = tmp_path / "run"
-    assert main(["run", "--corpus", str(EXAMPLES / "corpus"), "--questions", str(EXAMPLES / "questions.csv"), "--strategies", "rgs", "--out", str(out)]) == 2
+    assert (
+        main(
+            [
+                "run",
+                "--corpus",
+                str(EXAMPLES / "corpus"),
+                "--questions",
+                str(EXAMPLES / "questions.csv"),
+                "--strategies",
+                "rgs",
+                "--out",
+                str(out),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip()
-    assert err.startswith("longctx: error: Unknown strategy 'rgs'. Did you mean: rag?") and not err.endswith('"')
+    assert err.startswith(
+        "longctx: error: Unknown strategy 'rgs'. Did you mean: rag?"
+    ) and not err.endswith('"')
     assert not out.exists()
 
 
 def test_report_without_plots_does_not_promise_plots(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("LONGCTX_CACHE_DIR", str(tmp_path / "cache"))
     questions = tmp_path / "q.csv"
-    questions.write_text("id,question,answer\nrev,What was Halvorsen Maritime's revenue in 2023?,4.7\n")
+    questions.write_text(
+        "id,question,answer\nrev,What was Halvorsen Maritime's revenue in 2023?,4.7\n"
+    )
     with stub_server(latency=0.0, reply_tokens=5) as url:
         monkeypatch.setenv("OPENAI_BASE_URL", url)
-        args = ["run", "--corpus", str(EXAMPLES / "corpus"), "--questions", str(questions), "--strategies", "rag", "--llm", "openai:stub"]
+        args = [
+            "run",
+            "--corpus",
+            str(EXAMPLES / "corpus"),
+            "--questions",
+            str(questions),
+            "--strategies",
+            "rag",
+            "--llm",
+            "openai:stub",
+        ]
         assert main([*args, "--out", str(tmp_path / "run")]) == 0
     capsys.readouterr()
     assert main(["report", str(tmp_path / "run"), "--no-plots", "--no-html"]) == 0

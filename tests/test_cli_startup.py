@@ -18,7 +18,18 @@ from experiments.cli import main
 ROOT = Path(__file__).resolve().parents[1]
 #: What a start must not wait for: LangGraph, LangChain, its OpenAI client, torch, sentence-transformers, faiss, bm25s,
 #: llama.cpp, scipy, matplotlib.
-HEAVY = ("langgraph", "langchain_core", "langchain_openai", "torch", "sentence_transformers", "faiss", "bm25s", "llama_cpp", "scipy", "matplotlib")
+HEAVY = (
+    "langgraph",
+    "langchain_core",
+    "langchain_openai",
+    "torch",
+    "sentence_transformers",
+    "faiss",
+    "bm25s",
+    "llama_cpp",
+    "scipy",
+    "matplotlib",
+)
 #: The retrieval engines: loaded by the first index a run builds or reads, never by importing the library.
 ENGINES = ("torch", "sentence_transformers", "faiss", "bm25s", "scipy")
 #: The modules a start may have loaded (a bare ``python -c pass`` has 68): ``longctx --help`` had 156 and
@@ -30,7 +41,9 @@ MAX_MODULES = {"longctx --help": 250, "import agents": 120}
 
 def _python(*args: str, pythonpath: str = str(ROOT)) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": pythonpath}
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    return subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120
+    )
 
 
 def _loaded_after(code: str, pythonpath: str = str(ROOT)) -> tuple[list[str], str]:
@@ -49,16 +62,29 @@ def _loaded_after(code: str, pythonpath: str = str(ROOT)) -> tuple[list[str], st
     return [m for m in HEAVY if m in loaded], out.stderr
 
 
-@pytest.mark.parametrize("argv", [
-    ["--help"],
-    ["answer", "--help"],
-    ["run", "--help"],
-    ["anwser", "--corpus", "x"],  # a mistyped subcommand
-    ["answer", "--corpus", "x", "--question", "q", "--strategy", "rga"],  # a mistyped strategy
-    ["answer", "--corpus", "x"],  # a missing required argument
-    ["index", "x", "--retriever", "bm52"],
-    ["run", "--corpus", "x", "--questions", "q.csv", "--strategies", "rag,memagnet", "--out", "o"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--help"],
+        ["answer", "--help"],
+        ["run", "--help"],
+        ["anwser", "--corpus", "x"],  # a mistyped subcommand
+        ["answer", "--corpus", "x", "--question", "q", "--strategy", "rga"],  # a mistyped strategy
+        ["answer", "--corpus", "x"],  # a missing required argument
+        ["index", "x", "--retriever", "bm52"],
+        [
+            "run",
+            "--corpus",
+            "x",
+            "--questions",
+            "q.csv",
+            "--strategies",
+            "rag,memagnet",
+            "--out",
+            "o",
+        ],
+    ],
+)
 def test_help_and_argument_errors_load_no_engine(argv):
     heavy, err = _loaded_after(f"from experiments.cli import main; main({argv!r})")
     assert heavy == [], f"longctx {' '.join(argv)} loaded {heavy}"
@@ -78,10 +104,12 @@ def test_the_answer_function_loads_the_retrieval_engines_on_first_use(tmp_path):
     ~0.1 s, through the strategies' imports); a BM25 run then loads bm25s, and still not FAISS."""
     heavy, _ = _loaded_after("from agents import answer")
     assert "langgraph" in heavy and [m for m in heavy if m in ENGINES + ("langchain_openai",)] == []
-    run = (f"import os; os.environ['LONGCTX_CACHE_DIR'] = {str(tmp_path)!r}\n"
-           "from agents import Corpus, answer\nfrom tests.scripted import ScriptedChatModel\n"
-           "result = answer(Corpus.from_texts(['alpha beta', 'gamma delta']), 'Which follows gamma?', strategy='rag',"
-           " llm=ScriptedChatModel(replies=['delta']))\nassert result.answer == 'delta', result.answer")
+    run = (
+        f"import os; os.environ['LONGCTX_CACHE_DIR'] = {str(tmp_path)!r}\n"
+        "from agents import Corpus, answer\nfrom tests.scripted import ScriptedChatModel\n"
+        "result = answer(Corpus.from_texts(['alpha beta', 'gamma delta']), 'Which follows gamma?', strategy='rag',"
+        " llm=ScriptedChatModel(replies=['delta']))\nassert result.answer == 'delta', result.answer"
+    )
     heavy, _ = _loaded_after(run)
     assert "bm25s" in heavy and "faiss" not in heavy and "torch" not in heavy
 
@@ -94,13 +122,34 @@ def _modules_after(code: str) -> int:
     return int(out.stderr.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("start,code", [("longctx --help", "from experiments.cli import main; main(['--help'])"), ("import agents", "import agents")])
+@pytest.mark.parametrize(
+    "start,code",
+    [
+        ("longctx --help", "from experiments.cli import main; main(['--help'])"),
+        ("import agents", "import agents"),
+    ],
+)
 def test_a_start_loads_a_few_modules(start, code):
     assert _modules_after("pass") < _modules_after(code) <= MAX_MODULES[start], start
 
 
 def test_a_mistyped_strategy_in_a_list_is_named_with_suggestions(capsys):
-    assert main(["run", "--corpus", "x", "--questions", "q.csv", "--strategies", "rag, memagnet", "--out", "o"]) == 2
+    assert (
+        main(
+            [
+                "run",
+                "--corpus",
+                "x",
+                "--questions",
+                "q.csv",
+                "--strategies",
+                "rag, memagnet",
+                "--out",
+                "o",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip()
     assert err.startswith("longctx: error: Unknown strategy 'memagnet'. Did you mean: memagent?")
     assert "Available: full_context, hipporag, memagent," in err
@@ -116,22 +165,34 @@ def test_the_parser_offers_the_registries_themselves():
     from retrieval.embedding_backends import EMBEDDING_BACKENDS
 
     assert cli_parser.STRATEGIES is STRATEGIES and cli_parser.RETRIEVERS is RETRIEVERS
-    ours = [n for n in STRATEGIES.names() if STRATEGIES.get(n).build_graph.__module__.startswith("graphs.")]
-    assert len(ours) >= 8 and list(cli_parser.IndexStrategies()) == [n for n in ours if STRATEGIES.get(n).uses_index]
-    assert (cli_parser.EMBEDDING_BACKENDS, cli_parser.CONFIRM_MINUTES, cli_parser.FORMATS) == (EMBEDDING_BACKENDS, CONFIRM_MINUTES, FORMATS)
+    ours = [
+        n
+        for n in STRATEGIES.names()
+        if STRATEGIES.get(n).build_graph.__module__.startswith("graphs.")
+    ]
+    assert len(ours) >= 8 and list(cli_parser.IndexStrategies()) == [
+        n for n in ours if STRATEGIES.get(n).uses_index
+    ]
+    assert (cli_parser.EMBEDDING_BACKENDS, cli_parser.CONFIRM_MINUTES, cli_parser.FORMATS) == (
+        EMBEDDING_BACKENDS,
+        CONFIRM_MINUTES,
+        FORMATS,
+    )
 
 
 def _plugin(tmp_path: Path, name: str) -> Path:
     """A third-party package on a path of its own: an entry point ``name`` whose module registers a
     strategy that builds no index."""
-    (tmp_path / f"{name}_plugin.py").write_text(textwrap.dedent(f'''
+    (tmp_path / f"{name}_plugin.py").write_text(
+        textwrap.dedent(f'''
         """A plug-in strategy that uses no index."""
         from graphs import STRATEGIES, StrategyConfig
 
         @STRATEGIES.register({name!r}, config_cls=StrategyConfig, description="a plug-in")
         def build_graph(config=None):
             raise NotImplementedError
-    '''))
+    ''')
+    )
     dist = tmp_path / f"{name}_plugin-0.1.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}-plugin\nVersion: 0.1\n")
@@ -147,6 +208,16 @@ def test_a_plugin_strategy_is_offered_by_its_entry_point_name_without_loading_it
     heavy, err = _loaded_after(code, pythonpath=path)
     assert heavy == [] and err == ""
     # `longctx index` learns that the plug-in builds no index once it is loaded: a one-line error, before the corpus is read
-    out = _python("-m", "experiments.cli", "index", str(tmp_path / "missing"), "--strategy", "echo", pythonpath=path)
+    out = _python(
+        "-m",
+        "experiments.cli",
+        "index",
+        str(tmp_path / "missing"),
+        "--strategy",
+        "echo",
+        pythonpath=path,
+    )
     assert out.returncode == 2
-    assert out.stderr.strip().startswith("longctx: error: Strategy 'echo' uses no index; 'longctx index' builds one for pai,")
+    assert out.stderr.strip().startswith(
+        "longctx: error: Strategy 'echo' uses no index; 'longctx index' builds one for pai,"
+    )

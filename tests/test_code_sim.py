@@ -21,15 +21,45 @@ from experiments.metrics import longbench_v1 as lb1
 @pytest.mark.parametrize(
     "pred, gold, official, levenshtein",
     [
-        ("int main()", "main int()", 0.60, 0.70),  # blocks "main" + "()" = 6 of 20; LCS "int()"/"main()" = 7
-        ("if not os.path.exists(path):", "if os.path.isdir(path) and not exists:", 0.55, 0.61),  # 36/66 vs 40/66
-        ("ab" * 110, "ba" * 110, 0.0, 1.0),  # 220 chars: difflib's autojunk makes 'a' and 'b' junk; InDel 438/440
-        ("abcdefgh", "aXXXXXXX", 0.12, 0.12),  # 12.5 rounds half to even, as fuzzywuzzy's int(round())
+        (
+            "int main()",
+            "main int()",
+            0.60,
+            0.70,
+        ),  # blocks "main" + "()" = 6 of 20; LCS "int()"/"main()" = 7
+        (
+            "if not os.path.exists(path):",
+            "if os.path.isdir(path) and not exists:",
+            0.55,
+            0.61,
+        ),  # 36/66 vs 40/66
+        (
+            "ab" * 110,
+            "ba" * 110,
+            0.0,
+            1.0,
+        ),  # 220 chars: difflib's autojunk makes 'a' and 'b' junk; InDel 438/440
+        (
+            "abcdefgh",
+            "aXXXXXXX",
+            0.12,
+            0.12,
+        ),  # 12.5 rounds half to even, as fuzzywuzzy's int(round())
         ("abcdefgh", "abcdeXXX", 0.62, 0.62),  # 62.5 -> 62
-        ("```python\n# comment\nreturn x + 1\n", "return x+1", 0.91, 0.91),  # first clean line; 20/22
+        (
+            "```python\n# comment\nreturn x + 1\n",
+            "return x+1",
+            0.91,
+            0.91,
+        ),  # first clean line; 20/22
         ("// only comments", "x = 1", 0.0, 0.0),  # no clean line: "" scores 0
         ("\n\nx = 1", "x = 1", 1.0, 1.0),  # leading newlines stripped; equal lines score 100
-        ("# no code", "", 1.0, 1.0),  # "" vs "": fuzzywuzzy's equality check comes before its empty check
+        (
+            "# no code",
+            "",
+            1.0,
+            1.0,
+        ),  # "" vs "": fuzzywuzzy's equality check comes before its empty check
     ],
 )
 def test_code_sim_official_and_levenshtein(pred, gold, official, levenshtein):
@@ -61,10 +91,14 @@ def _code_pairs(n: int, seed: int = 7) -> list[tuple[str, str]]:
 
 def test_code_sim_equals_fuzzywuzzy_without_levenshtein_on_many_pairs():
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # "Using slow pure-python SequenceMatcher": exactly the official setting
+        warnings.simplefilter(
+            "ignore"
+        )  # "Using slow pure-python SequenceMatcher": exactly the official setting
         fuzz = pytest.importorskip("fuzzywuzzy.fuzz")
     if fuzz.SequenceMatcher is not difflib.SequenceMatcher:
-        pytest.skip("python-Levenshtein is installed: fuzzywuzzy no longer computes the official (difflib) ratio")
+        pytest.skip(
+            "python-Levenshtein is installed: fuzzywuzzy no longer computes the official (difflib) ratio"
+        )
     pairs = _code_pairs(2000)
     assert sum(len(a) >= 200 for a, _ in pairs) >= 20  # the autojunk regime is exercised
     mismatches = [(a, b) for a, b in pairs if lb1.code_sim_score(a, b) != fuzz.ratio(a, b) / 100]

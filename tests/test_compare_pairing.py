@@ -27,10 +27,17 @@ def _run(tmp_path, name: str, questions, reports=REPORTS) -> str:
     for file, text in reports.items():
         (docs / file).write_text(text)
     qfile = tmp_path / f"{name}.jsonl"
-    qfile.write_text("".join(json.dumps({"id": i, "question": q, "answer": a}) + "\n" for i, q, a in questions))
+    qfile.write_text(
+        "".join(json.dumps({"id": i, "question": q, "answer": a}) + "\n" for i, q, a in questions)
+    )
     out = tmp_path / name
     model = ToolScriptedChatModel(reply_fn=lambda prompt, tools: "Bergen")
-    run_experiment(RunConfig.for_corpus(docs, qfile, ("full_context",), llm_cache=False), out, llm=model, show_progress=False)
+    run_experiment(
+        RunConfig.for_corpus(docs, qfile, ("full_context",), llm_cache=False),
+        out,
+        llm=model,
+        show_progress=False,
+    )
     return str(out)
 
 
@@ -47,19 +54,28 @@ def test_a_question_id_reused_for_another_question_is_not_paired(runs, capsys):
     assert cli_main(["compare", runs["base"], runs["renamed"]]) == 0
     out = capsys.readouterr().out
     row = next(x for x in out.splitlines() if x.startswith("| full_context @ base"))
-    assert [c.strip() for c in row.strip("|").split("|")][2] == "3"  # q2-q4; the old pairing by id counted 4
+    assert [c.strip() for c in row.strip("|").split("|")][
+        2
+    ] == "3"  # q2-q4; the old pairing by id counted 4
     assert "base vs renamed: 3 questions paired; left out 1 whose question text differs." in out
 
 
 def test_the_same_questions_over_an_edited_corpus_are_not_paired(runs):
     result = compare_runs([runs["base"], runs["other_corpus"]])
     assert [r["n"] for r in result.pairs] == [0] and result.pairs[0]["p_value"] is None
-    assert result.dropped == ["base vs other_corpus: 0 questions paired; left out 4 whose corpus differs."]
+    assert result.dropped == [
+        "base vs other_corpus: 0 questions paired; left out 4 whose corpus differs."
+    ]
 
 
 def test_identical_questions_pair_fully_and_questions_of_one_run_only_are_counted(runs, capsys):
     same = compare_runs([runs["base"], runs["edited"]])
     assert [r["n"] for r in same.pairs] == [4] and same.dropped == []
-    assert cli_main(["compare", runs["base"], runs["edited"]]) == 0 and "Every question id matched." in capsys.readouterr().out
+    assert (
+        cli_main(["compare", runs["base"], runs["edited"]]) == 0
+        and "Every question id matched." in capsys.readouterr().out
+    )
     fewer = compare_runs([runs["base"], runs["fewer"]])
-    assert [r["n"] for r in fewer.pairs] == [3] and fewer.dropped == ["base vs fewer: 3 questions paired; left out 1 that only one run has."]
+    assert [r["n"] for r in fewer.pairs] == [3] and fewer.dropped == [
+        "base vs fewer: 3 questions paired; left out 1 that only one run has."
+    ]

@@ -13,7 +13,12 @@ from tests.scripted import ScriptedChatModel
 
 def _context(index=None) -> StrategyContext:
     cfg = STRATEGIES.get("rag").make_config(chunk_size=20, top_k=1)
-    return StrategyContext(llm=ScriptedChatModel(replies=[]), config=cfg, corpus=Corpus.from_texts(["The vault code is 7421."]), index=index)
+    return StrategyContext(
+        llm=ScriptedChatModel(replies=[]),
+        config=cfg,
+        corpus=Corpus.from_texts(["The vault code is 7421."]),
+        index=index,
+    )
 
 
 class _Runtime:
@@ -31,12 +36,16 @@ def test_require_index_returns_the_runs_index(tmp_path):
 
 
 def test_a_retrieving_node_without_an_index_says_so():
-    with pytest.raises(MissingIndex, match="RagConfig: this strategy retrieves, but its run context has no index"):
+    with pytest.raises(
+        MissingIndex, match="RagConfig: this strategy retrieves, but its run context has no index"
+    ):
         retrieve({"question": Question(text="vault code?")}, _Runtime(_context()))
 
 
 def test_batch_mode_narrows_the_run_mode_or_refuses():
     memagent = STRATEGIES.get("memagent")
     assert memagent.batch_mode is memagent.run_mode
-    with pytest.raises(TypeError, match="Strategy 'rag' is not batched: its run mode is SingleRun()"):
+    with pytest.raises(
+        TypeError, match="Strategy 'rag' is not batched: its run mode is SingleRun()"
+    ):
         STRATEGIES.get("rag").batch_mode

@@ -66,8 +66,12 @@ def _without_extras(code: str, env: dict[str, str]) -> subprocess.CompletedProce
 
 def _corpus(folder: Path) -> Path:
     folder.mkdir()
-    (folder / "harbour.txt").write_text("The harbour authority repainted the lighthouse after the winter storms.")
-    (folder / "vault.txt").write_text("The secret code of the museum vault is 7421. The vault is in the east wing.")
+    (folder / "harbour.txt").write_text(
+        "The harbour authority repainted the lighthouse after the winter storms."
+    )
+    (folder / "vault.txt").write_text(
+        "The secret code of the museum vault is 7421. The vault is in the east wing."
+    )
     return folder
 
 
@@ -87,7 +91,9 @@ def test_the_core_imports_and_answers_with_bm25_without_any_extra(tmp_path):
     result = json.loads(out.stdout[out.stdout.index("{") : out.stdout.rindex("}") + 1])
     assert result["answer"] == "The code is 7421."
     assert "7421" in result["evidence"][0]["text"]  # BM25 found the vault's chunk
-    assert any("7421" in m["content"] for r in server.requests for m in r["messages"])  # and the server was sent it
+    assert any(
+        "7421" in m["content"] for r in server.requests for m in r["messages"]
+    )  # and the server was sent it
 
 
 def test_a_feature_that_needs_an_extra_names_the_extra(tmp_path):
@@ -115,10 +121,14 @@ def test_a_feature_that_needs_an_extra_names_the_extra(tmp_path):
         assert run.startswith(f"{extra} 2"), run[:200]  # a user error: one line, exit status 2
     for extra, before in zip(extras, runs[:-1]):
         assert f"pip install 'longctx[{extra}]'" in before.splitlines()[-1], before[-1000:]
-    assert server.embedding_requests == [] and server.requests == []  # each stopped before paying for a call
+    assert (
+        server.embedding_requests == [] and server.requests == []
+    )  # each stopped before paying for a call
 
 
-def test_a_cached_dense_index_survives_a_run_without_its_extra(tmp_path, isolated_cache, monkeypatch):
+def test_a_cached_dense_index_survives_a_run_without_its_extra(
+    tmp_path, isolated_cache, monkeypatch
+):
     """A missing extra is not a damaged index: the cached one is kept (it was moved aside and deleted)."""
     corpus = _corpus(tmp_path / "corpus")
     argv = ["answer", "--corpus", str(corpus), "--question", "What is the vault code?", "--llm", "openai:stub-model", "--retriever", "openai",
@@ -129,14 +139,21 @@ def test_a_cached_dense_index_survives_a_run_without_its_extra(tmp_path, isolate
         assert main(argv) == 0  # here, with the dense extra: the index is built and cached
         cached = sorted(p.relative_to(isolated_cache) for p in isolated_cache.rglob("*"))
         assert any(p.name == "vectors.faiss" for p in cached)
-        out = _without_extras(f"from experiments.cli import main; print('EXIT', main({argv!r}))", {})
-    assert "pip install 'longctx[dense]'" in out.stderr and out.stdout.rstrip().endswith("EXIT 2"), out.stderr[-3000:]
+        out = _without_extras(
+            f"from experiments.cli import main; print('EXIT', main({argv!r}))", {}
+        )
+    assert "pip install 'longctx[dense]'" in out.stderr and out.stdout.rstrip().endswith(
+        "EXIT 2"
+    ), out.stderr[-3000:]
     assert sorted(p.relative_to(isolated_cache) for p in isolated_cache.rglob("*")) == cached
 
 
 def test_require_imports_an_installed_module_or_names_the_extra():
     assert require("json", extra="dense") is json
-    with pytest.raises(MissingExtraError, match=r"the embedder needs 'no_such_module_xyz'.*pip install 'longctx\[dense\]'"):
+    with pytest.raises(
+        MissingExtraError,
+        match=r"the embedder needs 'no_such_module_xyz'.*pip install 'longctx\[dense\]'",
+    ):
         require("no_such_module_xyz", extra="dense", feature="the embedder")
     assert install_hint("plots") == "pip install 'longctx[plots]'"
 
@@ -148,10 +165,17 @@ def test_the_core_dependencies_leave_every_extra_out_and_each_hint_names_a_real_
     extras = project["optional-dependencies"]
     named = _extras_named_in_the_code()
     assert named <= set(extras), sorted(named - set(extras))  # every hint installs something
-    everything = _distribution(extras["all"][0]), extras["all"][0].partition("[")[2].rstrip("]").split(",")
-    assert everything[0] == "longctx" and set(everything[1]) == named  # `all` is every extra the code asks for
+    everything = (
+        _distribution(extras["all"][0]),
+        extras["all"][0].partition("[")[2].rstrip("]").split(","),
+    )
+    assert (
+        everything[0] == "longctx" and set(everything[1]) == named
+    )  # `all` is every extra the code asks for
     in_extras = {_distribution(r) for name in named for r in extras[name]}
-    assert set(EXTRA_DISTRIBUTIONS) <= in_extras  # and nothing that left the core is without an extra
+    assert (
+        set(EXTRA_DISTRIBUTIONS) <= in_extras
+    )  # and nothing that left the core is without an extra
 
 
 def _extras_named_in_the_code() -> set[str]:
@@ -160,9 +184,21 @@ def _extras_named_in_the_code() -> set[str]:
     for package in ("agents", "retrieval", "memory", "graphs", "experiments"):
         for path in (ROOT / package).rglob("*.py"):
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("require", "install_hint"):
-                    args = [k.value for k in node.keywords if k.arg == "extra"] if node.func.id == "require" else node.args[:1]
-                    named |= {a.value for a in args if isinstance(a, ast.Constant) and isinstance(a.value, str)}
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Name)
+                    and node.func.id in ("require", "install_hint")
+                ):
+                    args = (
+                        [k.value for k in node.keywords if k.arg == "extra"]
+                        if node.func.id == "require"
+                        else node.args[:1]
+                    )
+                    named |= {
+                        a.value
+                        for a in args
+                        if isinstance(a, ast.Constant) and isinstance(a.value, str)
+                    }
     return named
 
 

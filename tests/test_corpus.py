@@ -23,7 +23,10 @@ def minimal_pdf(text: str) -> bytes:
     xref = len(out)
     out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
     out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
     return bytes(out)
 
 
@@ -65,7 +68,10 @@ def test_from_documents_accepts_llama_index_and_langchain_documents():
     from llama_index.core import Document as LIDocument
 
     corpus = Corpus.from_documents(
-        [LIDocument(text="from llama", metadata={"title": "LI"}), LCDocument(page_content="from langchain", metadata={"title": "LC"})]
+        [
+            LIDocument(text="from llama", metadata={"title": "LI"}),
+            LCDocument(page_content="from langchain", metadata={"title": "LC"}),
+        ]
     )
     assert [d.text for d in corpus] == ["from llama", "from langchain"]
     assert [d.title for d in corpus] == ["LI", "LC"]
@@ -76,10 +82,16 @@ def test_from_documents_accepts_llama_index_and_langchain_documents():
 def test_from_path_reads_every_supported_type(tmp_path):
     (tmp_path / "a.txt").write_text("plain text file", encoding="utf-8")
     (tmp_path / "b.md").write_text("# Heading\nmarkdown body", encoding="utf-8")
-    (tmp_path / "c.json").write_text(json.dumps([{"title": "J1", "text": "json one"}, {"title": "J2", "content": "json two"}]))
-    (tmp_path / "d.jsonl").write_text('{"id": 7, "text": "line one"}\n\n{"text": "line two", "title": "L2"}\n')
+    (tmp_path / "c.json").write_text(
+        json.dumps([{"title": "J1", "text": "json one"}, {"title": "J2", "content": "json two"}])
+    )
+    (tmp_path / "d.jsonl").write_text(
+        '{"id": 7, "text": "line one"}\n\n{"text": "line two", "title": "L2"}\n'
+    )
     (tmp_path / "sub").mkdir()
-    (tmp_path / "sub" / "e.html").write_text("<html><body><p>html paragraph about zebras</p></body></html>")
+    (tmp_path / "sub" / "e.html").write_text(
+        "<html><body><p>html paragraph about zebras</p></body></html>"
+    )
     (tmp_path / "f.pdf").write_bytes(minimal_pdf("pdf words about giraffes"))
     (tmp_path / "ignored.bin").write_bytes(b"\x00\x01")
     corpus = Corpus.from_path(tmp_path)

@@ -20,7 +20,18 @@ from tests.scripted_tools import ToolScriptedChatModel
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "corpus"
 QUESTION = "What was Kestrel Aviation's revenue in 2023?"
-BUILT_IN = ["rag", "full_context", "memagent", "self_ask", "self_route", "pai", "pai_minus", "structured", "raptor", "hipporag"]
+BUILT_IN = [
+    "rag",
+    "full_context",
+    "memagent",
+    "self_ask",
+    "self_route",
+    "pai",
+    "pai_minus",
+    "structured",
+    "raptor",
+    "hipporag",
+]
 
 
 def examples() -> Corpus:
@@ -33,11 +44,15 @@ def reply(prompt: str, tools: Any = None) -> Any:
         return [{"records": []}]
     if prompt.startswith("Every document"):
         return "SELECT COUNT(*) FROM facts"
-    if prompt.startswith("Identify the key properties"):  # PAI's decomposition (JSON mode), right the first time
+    if prompt.startswith(
+        "Identify the key properties"
+    ):  # PAI's decomposition (JSON mode), right the first time
         return json.dumps({"items": [{"metric": "revenue", "subject": "Kestrel Aviation"}]})
     if prompt.startswith("Break the query below"):  # PAI-'s
         return json.dumps({"items": [{"sub_question": "What was Kestrel Aviation's revenue?"}]})
-    if "keep_context" in prompt:  # PAI's judge (JSON mode): nothing kept, so no sub-answer is called
+    if (
+        "keep_context" in prompt
+    ):  # PAI's judge (JSON mode): nothing kept, so no sub-answer is called
         return json.dumps({"keep_context": False})
     return "42"
 
@@ -48,12 +63,16 @@ def model(strategy: str) -> ScriptedChatModel | ToolScriptedChatModel:
     return ScriptedChatModel(reply_fn=reply, report_usage=False)
 
 
-def run(strategy: str, corpus: Corpus, cache: Path, budget: Budget | None = None) -> tuple[CostPlan, int, int, Any]:
+def run(
+    strategy: str, corpus: Corpus, cache: Path, budget: Budget | None = None
+) -> tuple[CostPlan, int, int, Any]:
     """The plan, then a real run: ``(plan, calls, prompt tokens as the guard counts them, answer)``."""
     llm = model(strategy)
     plan = estimate(corpus, QUESTION, strategy=strategy, llm=llm)
     options = {"cache_dir": cache} if strategy == "structured" else {}
-    result = answer(corpus, QUESTION, strategy=strategy, llm=llm, budget=budget, show_progress=False, **options)
+    result = answer(
+        corpus, QUESTION, strategy=strategy, llm=llm, budget=budget, show_progress=False, **options
+    )
     count = tokenizer_for(llm).count
     return plan, len(llm.calls), sum(count(c["prompt"]) for c in llm.calls), result
 
@@ -85,7 +104,9 @@ def test_a_real_run_lies_within_the_plans_bounds(strategy, fresh):
 @pytest.mark.parametrize("strategy", BUILT_IN)
 def test_a_budget_of_exactly_what_a_run_sends_is_not_refused(strategy, fresh):
     _, calls, tokens, first = run(strategy, examples(), fresh())
-    _, again, sent, result = run(strategy, examples(), fresh(), Budget(max_llm_calls=calls, max_prompt_tokens=tokens))
+    _, again, sent, result = run(
+        strategy, examples(), fresh(), Budget(max_llm_calls=calls, max_prompt_tokens=tokens)
+    )
     assert result.stopped is None and result.answer == first.answer
     assert (again, sent) == (calls, tokens)
 
@@ -95,7 +116,10 @@ def test_rag_and_full_context_plan_within_a_few_tokens_of_what_they_send(fresh):
     for strategy in ("rag", "full_context"):
         plan, _, tokens, _ = run(strategy, examples(), fresh())
         assert plan.prompt_tokens <= tokens <= plan.max_prompt_tokens
-        assert tokens - plan.prompt_tokens < 0.05 * tokens and plan.max_prompt_tokens - tokens < 0.1 * tokens, plan
+        assert (
+            tokens - plan.prompt_tokens < 0.05 * tokens
+            and plan.max_prompt_tokens - tokens < 0.1 * tokens
+        ), plan
 
 
 def test_pai_without_kept_chunks_makes_no_sub_answer_call(fresh):
@@ -112,6 +136,13 @@ def test_a_truncated_full_context_prompt_lies_within_the_bounds(window, fresh):
     fresh()
     llm = ScriptedChatModel(reply_fn=reply, report_usage=False)
     plan = estimate(examples(), QUESTION, strategy="full_context", llm=llm, context_window=window)
-    answer(examples(), QUESTION, strategy="full_context", llm=llm, context_window=window, show_progress=False)
+    answer(
+        examples(),
+        QUESTION,
+        strategy="full_context",
+        llm=llm,
+        context_window=window,
+        show_progress=False,
+    )
     sent = tokenizer_for(llm).count(llm.calls[0]["prompt"])
     assert plan.prompt_tokens <= sent <= plan.max_prompt_tokens < window

@@ -18,15 +18,29 @@ from retrieval import Corpus
 from retrieval.contract import Question
 from tests.scripted import ScriptedChatModel
 
-BUILT_IN = ["rag", "self_route", "self_ask", "pai", "pai_minus", "memagent", "full_context", "structured", "raptor", "hipporag"]
+BUILT_IN = [
+    "rag",
+    "self_route",
+    "self_ask",
+    "pai",
+    "pai_minus",
+    "memagent",
+    "full_context",
+    "structured",
+    "raptor",
+    "hipporag",
+]
 #: (documents, tokens of each): one short document, a few pages, many mid-sized reports, a few long ones.
 SHAPES = [(1, 300), (6, 500), (40, 1_500), (4, 50_000)]
 #: The model's context window (``None``: not known, the config's default).
 WINDOWS = [None, 8_192, 128_000]
 QUESTION = Question(text="What is the vault code of site 3?")
 #: A longer multiple-choice question with its own output instruction (the bounds take the least and most over the questions).
-CHOICE = Question(text="Which site keeps the vault whose code is the largest of the six reports?", choices={"A": "site 1", "B": "site 3", "C": "site 5"},
-                  instruction='Format your response as follows: "The correct answer is (insert answer here)".')
+CHOICE = Question(
+    text="Which site keeps the vault whose code is the largest of the six reports?",
+    choices={"A": "site 1", "B": "site 3", "C": "site 5"},
+    instruction='Format your response as follows: "The correct answer is (insert answer here)".',
+)
 
 
 def asked(k: int) -> list[Question]:
@@ -41,7 +55,11 @@ def corpus(documents: int, tokens: int) -> Corpus:
 
 
 def cases() -> list[tuple[str, str | None]]:
-    return [(name, preset) for name in BUILT_IN for preset in [None, *sorted(STRATEGIES.get(name).presets)]]
+    return [
+        (name, preset)
+        for name in BUILT_IN
+        for preset in [None, *sorted(STRATEGIES.get(name).presets)]
+    ]
 
 
 def violations(name: str, preset: str | None) -> list[str]:
@@ -49,7 +67,9 @@ def violations(name: str, preset: str | None) -> list[str]:
     from one call of the strategy's model on the same corpus and questions (the real documents, and the
     even split of their size the run plan assumes)."""
     spec = STRATEGIES.get(name)
-    assert spec.costs is not None and spec.costs.model is not None, f"{name} registers no cost model"
+    assert spec.costs is not None and spec.costs.model is not None, (
+        f"{name} registers no cost model"
+    )
     cfg = spec.make_config(preset)
     found = []
     for documents, each in SHAPES:
@@ -62,20 +82,31 @@ def violations(name: str, preset: str | None) -> list[str]:
                     b, t = costs.bounds, costs.typical
                     calls = t.per_question.calls * k + t.once.calls
                     prompt = t.per_question.prompt_tokens * k + t.once.prompt_tokens
-                    i = b.index or IndexWork(what="", calls=0, max_calls=0, prompt_tokens=0, max_prompt_tokens=0, completion_tokens=0)
+                    i = b.index or IndexWork(
+                        what="",
+                        calls=0,
+                        max_calls=0,
+                        prompt_tokens=0,
+                        max_prompt_tokens=0,
+                        completion_tokens=0,
+                    )
                     for what, least, value, most in (("calls", b.calls, calls, b.max_calls), ("prompt tokens", b.prompt_tokens, prompt, b.max_prompt_tokens),
                                                      ("index calls", i.calls, t.index.calls, i.max_calls),
                                                      ("index prompt tokens", i.prompt_tokens, t.index.prompt_tokens, i.max_prompt_tokens)):  # fmt: skip
                         if not least <= value <= most:
-                            found.append(f"{documents} docs x {each:,} tokens, window {window}, {k} question(s), {'real' if shape.corpus else 'even'}: "
-                                         f"{what} {value:,.0f} not in [{least:,}, {most:,}]")
+                            found.append(
+                                f"{documents} docs x {each:,} tokens, window {window}, {k} question(s), {'real' if shape.corpus else 'even'}: "
+                                f"{what} {value:,.0f} not in [{least:,}, {most:,}]"
+                            )
     return found
 
 
 @pytest.mark.parametrize("name,preset", cases())
 def test_the_typical_cost_lies_within_the_plans_bounds(name, preset):
     found = violations(name, preset)
-    assert not found, f"{name} ({preset or 'default'}): {len(found)} violations:\n" + "\n".join(found)
+    assert not found, f"{name} ({preset or 'default'}): {len(found)} violations:\n" + "\n".join(
+        found
+    )
 
 
 @pytest.mark.parametrize("name", BUILT_IN)
@@ -85,7 +116,13 @@ def test_the_run_plan_and_the_budget_read_the_same_model(name):
     cfg = spec.make_config()
     c = corpus(6, 500)
     llm = ScriptedChatModel(reply_fn=lambda prompt: "x")  # never called: its tokenizer counts both
-    assert bounds_of(c, [QUESTION, QUESTION], strategy=name, llm=llm) == spec.costs.model(cfg, CorpusShape.of(c), [QUESTION, QUESTION], llm=llm).bounds
+    assert (
+        bounds_of(c, [QUESTION, QUESTION], strategy=name, llm=llm)
+        == spec.costs.model(cfg, CorpusShape.of(c), [QUESTION, QUESTION], llm=llm).bounds
+    )
     t = spec.costs.typical(cfg, corpus_tokens=c.num_tokens, documents=len(c), window=8_192)
     plan = typical(name, cfg, c.num_tokens, len(c), 3, 8_192)
-    assert (plan.calls, plan.prompt_tokens) == (3 * t.per_question.calls + t.once.calls, 3 * t.per_question.prompt_tokens + t.once.prompt_tokens)
+    assert (plan.calls, plan.prompt_tokens) == (
+        3 * t.per_question.calls + t.once.calls,
+        3 * t.per_question.prompt_tokens + t.once.prompt_tokens,
+    )

@@ -16,9 +16,18 @@ def test_demo_options_are_valid_configs():
 def test_demo_says_what_it_will_do_then_compares_every_strategy(tmp_path, monkeypatch):
     monkeypatch.setenv("LONGCTX_CACHE_DIR", str(tmp_path / "cache"))
     said: list[str] = []
-    llm = ScriptedChatModel(reply_fn=lambda prompt: "So the final answer is: Bergen" if "follow up" in prompt else "Bergen")
+    llm = ScriptedChatModel(
+        reply_fn=lambda prompt: (
+            "So the final answer is: Bergen" if "follow up" in prompt else "Bergen"
+        )
+    )
     report = run_demo(tmp_path / "demo", llm=llm, questions=2, show_progress=False, say=said.append)
-    assert said and "4 strategies" in said[0] and "Plan on ScriptedChatModel" in said[1] and "rag: 2 question(s), ~2 calls" in said[1]
+    assert (
+        said
+        and "4 strategies" in said[0]
+        and "Plan on ScriptedChatModel" in said[1]
+        and "rag: 2 question(s), ~2 calls" in said[1]
+    )
     assert {r["strategy"] for r in report["summary"]} == set(default_demo())
     rag = next(r for r in report["summary"] if r["strategy"] == "rag")
     assert rag["score"] == 50.0  # "Bergen" is right for the first question only
@@ -26,23 +35,50 @@ def test_demo_says_what_it_will_do_then_compares_every_strategy(tmp_path, monkey
 
 def test_demo_can_run_every_strategy(tmp_path, monkeypatch):
     monkeypatch.setenv("LONGCTX_CACHE_DIR", str(tmp_path / "cache"))
-    llm = ScriptedChatModel(reply_fn=lambda prompt: "So the final answer is: Bergen" if "follow up" in prompt else "Bergen")
-    report = run_demo(tmp_path / "demo", llm=llm, questions=1, strategies=demo_strategies(), show_progress=False, say=lambda m: None)
+    llm = ScriptedChatModel(
+        reply_fn=lambda prompt: (
+            "So the final answer is: Bergen" if "follow up" in prompt else "Bergen"
+        )
+    )
+    report = run_demo(
+        tmp_path / "demo",
+        llm=llm,
+        questions=1,
+        strategies=demo_strategies(),
+        show_progress=False,
+        say=lambda m: None,
+    )
     assert {r["strategy"] for r in report["summary"]} == set(demo_strategies())
 
 
-def test_the_demo_report_names_no_winner_on_its_few_scored_questions_and_says_why(tmp_path, monkeypatch):
+def test_the_demo_report_names_no_winner_on_its_few_scored_questions_and_says_why(
+    tmp_path, monkeypatch
+):
     monkeypatch.setenv("LONGCTX_CACHE_DIR", str(tmp_path / "cache"))
-    llm = ScriptedChatModel(reply_fn=lambda prompt: "So the final answer is: Bergen" if "follow up" in prompt else "Bergen")
+    llm = ScriptedChatModel(
+        reply_fn=lambda prompt: (
+            "So the final answer is: Bergen" if "follow up" in prompt else "Bergen"
+        )
+    )
     report = run_demo(tmp_path / "demo", llm=llm, show_progress=False, say=lambda m: None)
     score = next(w for w in report["winners"] if w["metric"] == "score")
-    assert score["strategies"] == [] and "no difference can be significant on n=3 questions" in score["note"]
-    assert "detect differences" not in score["note"]  # 3 questions reach p 0.25 at best: nothing is detectable
+    assert (
+        score["strategies"] == []
+        and "no difference can be significant on n=3 questions" in score["note"]
+    )
+    assert (
+        "detect differences" not in score["note"]
+    )  # 3 questions reach p 0.25 at best: nothing is detectable
     folder = tmp_path / "demo" / "run" / "report"
-    assert "no difference can be significant on n=3 questions" in (folder / "significance.md").read_text()
+    assert (
+        "no difference can be significant on n=3 questions"
+        in (folder / "significance.md").read_text()
+    )
     header = (folder / "pairwise.csv").read_text().splitlines()[0].split(",")
     assert header[:1] + header[1:] == ["metric", "strategy_a", "strategy_b", "n", "mean_a", "mean_b", "mean_diff", "ci_low", "ci_high",
                                        "p_value", "p_adjusted", "test", "detectable_difference"]  # fmt: skip
     summary = (folder / "summary.csv").read_text().splitlines()[0].split(",")
-    assert {"n_scored", "score_ci_low", "score_ci_high", "score_se", "frontier_tokens"} <= set(summary)
+    assert {"n_scored", "score_ci_low", "score_ci_high", "score_se", "frontier_tokens"} <= set(
+        summary
+    )
     assert 'id="pairwise"' in (folder / "report.html").read_text()

@@ -46,7 +46,10 @@ def test_dense_retriever_finds_the_semantically_related_chunk():
 
 def test_overlong_chunks_warn_about_the_256_word_piece_limit():
     emb = SentenceTransformerEmbedder()
-    with pytest.warns(UserWarning, match=r"^1 of 2 chunks exceed the 256 all-MiniLM-L6-v2 word pieces .* \(146 tokens dropped in all"):
+    with pytest.warns(
+        UserWarning,
+        match=r"^1 of 2 chunks exceed the 256 all-MiniLM-L6-v2 word pieces .* \(146 tokens dropped in all",
+    ):
         warn_if_truncated(emb, ["word " * 400, "short"])
 
 
@@ -63,15 +66,23 @@ def test_contriever_mean_pooling_on_a_local_bert_checkpoint():
     for text, row in zip(texts, got):
         with torch.inference_mode():
             hidden = model(**tok(text, return_tensors="pt")).last_hidden_state[0]
-        np.testing.assert_allclose(row, hidden.mean(0).numpy(), rtol=1e-4, atol=1e-5)  # unpadded mean
+        np.testing.assert_allclose(
+            row, hidden.mean(0).numpy(), rtol=1e-4, atol=1e-5
+        )  # unpadded mean
 
 
 def test_contriever_retriever_through_the_registry(planted_corpus):
     index = build_index(
-        planted_corpus, "contriever", model=str(offline_minilm_path()), chunking=ChunkingConfig(unit="words", size=60)
+        planted_corpus,
+        "contriever",
+        model=str(offline_minilm_path()),
+        chunking=ChunkingConfig(unit="words", size=60),
     )
     assert index.retriever.name == "contriever"
-    assert any(h.chunk.title == "Vault" for h in index.search("What is the secret code of the museum vault?", 3))
+    assert any(
+        h.chunk.title == "Vault"
+        for h in index.search("What is the secret code of the museum vault?", 3)
+    )
 
 
 def test_missing_contriever_checkpoint_offline_gives_a_clear_error():

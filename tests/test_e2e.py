@@ -28,11 +28,15 @@ def test_rag_on_the_embedded_model_finds_the_planted_fact(planted_corpus):
 
 @pytest.mark.slow  # minutes on 2 cores: run by make test-all
 def test_full_context_on_the_embedded_model_truncates_to_its_8k_window(planted_corpus):
-    big = planted_corpus.__class__.from_texts([d.text * 8 for d in planted_corpus], titles=[d.title for d in planted_corpus])
+    big = planted_corpus.__class__.from_texts(
+        [d.text * 8 for d in planted_corpus], titles=[d.title for d in planted_corpus]
+    )
     result = answer(big, QUESTION, strategy="full_context")
     step = result.steps[0]
     assert step["context_window"] == 8192 and step["truncated"]
-    assert step["max_input_tokens"] - 40 <= result.usage.prompt_tokens <= 8192 - 128  # chat template adds a few
+    assert (
+        step["max_input_tokens"] - 40 <= result.usage.prompt_tokens <= 8192 - 128
+    )  # chat template adds a few
     assert result.usage.llm_calls == 1
 
 
@@ -62,11 +66,15 @@ def test_openai_embeddings_retriever_against_a_real_server(planted_corpus):
     with llama_server("--embedding", "true") as url:
         chunking = ChunkingConfig(unit="words", size=60)
         # batch_size=1: llama-cpp-python's server mis-embeds all but the first input of a batch
-        index = build_index(planted_corpus, "openai", model="smollm2", base_url=url, batch_size=1, chunking=chunking)
+        index = build_index(
+            planted_corpus, "openai", model="smollm2", base_url=url, batch_size=1, chunking=chunking
+        )
         assert index.retriever.name == "openai" and len(index) > 6
         target = next(c for c in index.chunks if "7421" in c.text)  # the one unique chunk
         hits = index.search(target.text, 3)
-        assert hits[0].chunk.chunk_id == target.chunk_id and hits[0].score == pytest.approx(1.0, abs=1e-3)
+        assert hits[0].chunk.chunk_id == target.chunk_id and hits[0].score == pytest.approx(
+            1.0, abs=1e-3
+        )
 
 
 def test_a_server_that_does_not_answer_is_named():
@@ -99,17 +107,35 @@ def test_memagent_on_the_embedded_model_reads_a_20k_token_corpus(planted_corpus,
     from tests.conftest import filler_document
 
     texts = [filler_document(i, 190) for i in range(6)]  # ~3.4k tokens each, ~20k in all
-    texts[4] = filler_document(4, 95) + " The secret code of the museum vault is 7421. " + filler_document(5, 95)
+    texts[4] = (
+        filler_document(4, 95)
+        + " The secret code of the museum vault is 7421. "
+        + filler_document(5, 95)
+    )
     corpus = planted_corpus.__class__.from_texts(texts)
     llm = make_chat_model("embedded")
     stream = len(llm.tokenize(format_documents(corpus.documents)))
-    result = answer(corpus, QUESTION, strategy="memagent", llm=llm, max_new_tokens=128, temperature=0.0, show_progress=False)
+    result = answer(
+        corpus,
+        QUESTION,
+        strategy="memagent",
+        llm=llm,
+        max_new_tokens=128,
+        temperature=0.0,
+        show_progress=False,
+    )
     n = math.ceil(stream / 5000)
     assert corpus.num_tokens > 18_000 and n >= 4
-    assert result.usage.llm_calls == n + 1 and result.usage.failed_calls == 0 and not result.usage.estimated
+    assert (
+        result.usage.llm_calls == n + 1
+        and result.usage.failed_calls == 0
+        and not result.usage.estimated
+    )
     snaps = [s for s in result.steps if s["node"] == "update_memory"]
     assert len(snaps) == n and all(s["tokens"] <= 128 for s in snaps)
     survived = any("7421" in s["memory"] for s in snaps[3:])
     with capsys.disabled():
-        print(f"\n[memagent e2e] {corpus.num_tokens} tokens, {n} chunks, fact in memory after chunk 4+: {survived}, "
-              f"answer: {result.answer[:80]!r}, {result.usage.seconds:.0f}s")
+        print(
+            f"\n[memagent e2e] {corpus.num_tokens} tokens, {n} chunks, fact in memory after chunk 4+: {survived}, "
+            f"answer: {result.answer[:80]!r}, {result.usage.seconds:.0f}s"
+        )

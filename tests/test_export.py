@@ -56,14 +56,27 @@ def _replying(replies: dict[str, str | None]):
 
 def _run(benchmark: str, out: Path) -> Path:
     folder, options, replies = CASES[benchmark]
-    cfg = RunConfig(benchmark=benchmark, strategies=("full_context",), data_path=str(FIXTURES / "benchmarks" / folder), llm_cache=False, **options)
-    run_experiment(cfg, out, llm=ScriptedChatModel(reply_fn=_replying(replies)), show_progress=False)
+    cfg = RunConfig(
+        benchmark=benchmark,
+        strategies=("full_context",),
+        data_path=str(FIXTURES / "benchmarks" / folder),
+        llm_cache=False,
+        **options,
+    )
+    run_experiment(
+        cfg, out, llm=ScriptedChatModel(reply_fn=_replying(replies)), show_progress=False
+    )
     return out
 
 
 def _tree(root: Path) -> dict[str, list[dict]]:
     """Every ``.jsonl`` under ``root``: relative path -> parsed lines."""
-    return {str(p.relative_to(root)): [json.loads(line) for line in p.read_text(encoding="utf-8").splitlines()] for p in sorted(root.rglob("*.jsonl"))}
+    return {
+        str(p.relative_to(root)): [
+            json.loads(line) for line in p.read_text(encoding="utf-8").splitlines()
+        ]
+        for p in sorted(root.rglob("*.jsonl"))
+    }
 
 
 @pytest.mark.parametrize("benchmark", sorted(CASES))
@@ -71,9 +84,13 @@ def test_export_writes_the_official_layout(tmp_path, benchmark):
     run = _run(benchmark, tmp_path / "run")
     written = export_official(run, tmp_path / "official")
     assert _tree(tmp_path / "official") == _tree(EXPECTED / benchmark)
-    assert {str(f.path.relative_to(tmp_path / "official")) for f in written["full_context"]} == set(_tree(EXPECTED / benchmark))
+    assert {str(f.path.relative_to(tmp_path / "official")) for f in written["full_context"]} == set(
+        _tree(EXPECTED / benchmark)
+    )
     dropped = sum(f.omitted_failed for f in written["full_context"])
-    assert dropped == (1 if benchmark in ("longbench_v2", "corpusqa", "ruler_hqa") else 0)  # where the official script skips failures
+    assert dropped == (
+        1 if benchmark in ("longbench_v2", "corpusqa", "ruler_hqa") else 0
+    )  # where the official script skips failures
 
 
 def test_cli_export_prints_the_official_command(tmp_path, capsys):
@@ -89,7 +106,9 @@ def test_cli_export_prints_the_official_command(tmp_path, capsys):
 def test_export_refuses_what_has_no_official_format(tmp_path, capsys):
     assert main(["export", str(tmp_path)]) == 2
     assert "not a run folder" in capsys.readouterr().err
-    (tmp_path / "manifest.json").write_text(json.dumps({"config": {"benchmark": "synth", "strategies": ["rag"]}, "invocations": []}))
+    (tmp_path / "manifest.json").write_text(
+        json.dumps({"config": {"benchmark": "synth", "strategies": ["rag"]}, "invocations": []})
+    )
     with pytest.raises(ValueError, match="no official prediction format"):
         export_official(tmp_path)
 
@@ -105,10 +124,23 @@ def test_longbench_v2_cot_lines_carry_the_reasoning_reply_as_response_cot(tmp_pa
 
     cfg = RunConfig(benchmark="longbench_v2", strategies=("full_context", "memagent"), data_path=str(FIXTURES / "benchmarks" / "longbench_v2"),
                     llm_cache=False, limit=1, loader_options={"setting": "cot"})  # fmt: skip
-    run_experiment(cfg, tmp_path / "run", llm=ScriptedChatModel(reply_fn=reply), show_progress=False)
+    run_experiment(
+        cfg, tmp_path / "run", llm=ScriptedChatModel(reply_fn=reply), show_progress=False
+    )
     export_official(tmp_path / "run", tmp_path / "official")
     tree = _tree(tmp_path / "official")
     (full,), (memagent,) = tree["results/full_context.jsonl"], tree["results/memagent.jsonl"]
-    assert list(full)[-5:] == ["context", "response_cot", "response", "pred", "judge"]  # pred.py's key order
-    assert (full["response_cot"], full["response"], full["pred"], full["judge"]) == ("Report 1 names 2019, so A.", "The correct answer is (A)", "A", True)
+    assert list(full)[-5:] == [
+        "context",
+        "response_cot",
+        "response",
+        "pred",
+        "judge",
+    ]  # pred.py's key order
+    assert (full["response_cot"], full["response"], full["pred"], full["judge"]) == (
+        "Report 1 names 2019, so A.",
+        "The correct answer is (A)",
+        "A",
+        True,
+    )
     assert memagent["response_cot"] is None and memagent["pred"] == "A"

@@ -59,7 +59,9 @@ def _trained(path, kind: str) -> str:
         tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first")
         tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="first")
         alphabet = sorted(set("".join(TRAINING_TEXT)))
-    trainer = trainers.BpeTrainer(vocab_size=400, initial_alphabet=alphabet, special_tokens=["<unk>"], show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=400, initial_alphabet=alphabet, special_tokens=["<unk>"], show_progress=False
+    )
     tok.train_from_iterator(TRAINING_TEXT * 20, trainer)
     PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>").save_pretrained(str(path))
     return str(path)
@@ -95,13 +97,40 @@ def reference_cut(prompt: str, budget: int, tok: Tokenizer) -> tuple[str, bool]:
 
 PIECES = {
     "words": lambda r: (
-        " ".join(r.choice(["revenue", "the", "Q3", "board's", "naïve", "fox", "I'll", "x" * r.randint(1, 40)]) for _ in range(r.randint(1, 12)))
+        " ".join(
+            r.choice(
+                ["revenue", "the", "Q3", "board's", "naïve", "fox", "I'll", "x" * r.randint(1, 40)]
+            )
+            for _ in range(r.randint(1, 12))
+        )
         + r.choice([". ", ", ", "; ", "\n"])
     ),
-    "unicode": lambda r: r.choice(["鼹鼠饕餮", "魑魅。", "Ωμέγα ", "résumé ", "🙂🚀", "e\u0301", "עברית ", "𝔘𝔫𝔦 ", "\u200b", "ß"]),
-    "whitespace": lambda r: r.choice([" ", "\t", "\n", "\r\n", "\u3000", "\xa0"]) * r.choice([1, 2, 3, 7, 40, 300]) + r.choice(["a", "1", ".", ""]),
-    "numbers": lambda r: "".join(r.choice("0123456789") for _ in range(r.choice([1, 2, 3, 4, 7, 50, 400]))) + r.choice([" ", ",", ".", "", "\n"]),
-    "separators": lambda r: r.choice(["=", "-", "*", "/", "<", ">", "|"]) * r.choice([1, 3, 30, 200]) + r.choice([" revenue ", "\n", ""]),
+    "unicode": lambda r: r.choice(
+        [
+            "鼹鼠饕餮",
+            "魑魅。",
+            "Ωμέγα ",
+            "résumé ",
+            "🙂🚀",
+            "e\u0301",
+            "עברית ",
+            "𝔘𝔫𝔦 ",
+            "\u200b",
+            "ß",
+        ]
+    ),
+    "whitespace": lambda r: (
+        r.choice([" ", "\t", "\n", "\r\n", "\u3000", "\xa0"]) * r.choice([1, 2, 3, 7, 40, 300])
+        + r.choice(["a", "1", ".", ""])
+    ),
+    "numbers": lambda r: (
+        "".join(r.choice("0123456789") for _ in range(r.choice([1, 2, 3, 4, 7, 50, 400])))
+        + r.choice([" ", ",", ".", "", "\n"])
+    ),
+    "separators": lambda r: (
+        r.choice(["=", "-", "*", "/", "<", ">", "|"]) * r.choice([1, 3, 30, 200])
+        + r.choice([" revenue ", "\n", ""])
+    ),
 }
 
 
@@ -121,7 +150,9 @@ def random_corpus(rng: random.Random) -> Corpus:
     n = rng.randint(1, 4)
     texts = [random_text(rng, max(1, size // n)) for _ in range(n)]
     texts = [t if t.strip() else "a" for t in texts]
-    return Corpus.from_texts(texts, titles=[rng.choice(["Title", "鼹鼠", "  spaced  ", "T{1}", "12"]) for _ in texts])
+    return Corpus.from_texts(
+        texts, titles=[rng.choice(["Title", "鼹鼠", "  spaced  ", "T{1}", "12"]) for _ in texts]
+    )
 
 
 QUESTIONS = [
@@ -133,7 +164,11 @@ QUESTIONS = [
     Question(text="...punctuation first?"),
     Question(text="🙂 emoji first"),
     Question(text="q2 " * 300, instruction="Answer with a number."),
-    Question(text="Which one?", choices={"A": "lion", "B": "zebra  "}, instruction='Reply "The answer is (X)".'),
+    Question(
+        text="Which one?",
+        choices={"A": "lion", "B": "zebra  "},
+        instruction='Reply "The answer is (X)".',
+    ),
     Question(text="=" * 50),
 ]
 
@@ -147,7 +182,9 @@ def whole_prompt(corpus: Corpus, question: Question) -> str:
 # -- the table: stitched cut == whole-prompt cut -------------------------------------------------
 
 
-def check_cut(got: tuple[str, bool], prompt: str, budget: int, tok: Tokenizer, stitched: bool) -> bool:
+def check_cut(
+    got: tuple[str, bool], prompt: str, budget: int, tok: Tokenizer, stitched: bool
+) -> bool:
     """``got`` is the whole prompt's cut; returns whether that is also what the exact path
     (:func:`truncate_prompt`, the method the stitch replaces) gives.
 
@@ -166,7 +203,9 @@ def check_cut(got: tuple[str, bool], prompt: str, budget: int, tok: Tokenizer, s
     return exact == reference
 
 
-@pytest.mark.parametrize("name", ["cl100k", "bytelevel-bpe", "metaspace-bpe", "minilm-wordpiece", "chars"])
+@pytest.mark.parametrize(
+    "name", ["cl100k", "bytelevel-bpe", "metaspace-bpe", "minilm-wordpiece", "chars"]
+)
 def test_the_stitched_cut_equals_cutting_the_whole_prompts_tokens(tokenizers, name):
     tok = tokenizers[name]
     rng = random.Random(f"stitch-{name}")
@@ -180,11 +219,21 @@ def test_the_stitched_cut_equals_cutting_the_whole_prompts_tokens(tokenizers, na
             prep = prepared_context(corpus, budget, tok.encode, tok.decode, tok.id)
             used = prep.stitched(question_suffix(q), tok.encode) is not None
             exact_differs += not check_cut(got, whole_prompt(corpus, q), budget, tok, used)
-            cases, stitched, truncated, untruncated = cases + 1, stitched + used, truncated + got[1], untruncated + (not got[1])
+            cases, stitched, truncated, untruncated = (
+                cases + 1,
+                stitched + used,
+                truncated + got[1],
+                untruncated + (not got[1]),
+            )
     assert truncated >= 20 and untruncated >= 5  # both sides of the budget were compared
-    if name in ("cl100k", "bytelevel-bpe"):  # real BPE tokenizers: every cut is the whole prompt's, nearly all stitched
+    if name in (
+        "cl100k",
+        "bytelevel-bpe",
+    ):  # real BPE tokenizers: every cut is the whole prompt's, nearly all stitched
         assert exact_differs == 0 and stitched >= 0.9 * cases, (exact_differs, stitched, cases)
-    if name == "minilm-wordpiece":  # lower-cases, so decoding does not give the text back: the exact path always
+    if (
+        name == "minilm-wordpiece"
+    ):  # lower-cases, so decoding does not give the text back: the exact path always
         assert stitched == 0
 
 
@@ -196,7 +245,9 @@ def test_the_stitched_tokens_are_the_whole_prompts_tokens(tokenizers, name):
     rng = random.Random(f"ids-{name}")
     for _ in range(40):
         corpus = random_corpus(rng)
-        context = whole_prompt(corpus, Question(text="x"))[: -len(question_suffix(Question(text="x")))]
+        context = whole_prompt(corpus, Question(text="x"))[
+            : -len(question_suffix(Question(text="x")))
+        ]
         prep = prepare_context(context, 10**9, tok.encode, tok.decode)
         assert prep.total == len(tok.encode(context))
         for q in rng.sample(QUESTIONS, 3):
@@ -207,9 +258,38 @@ def test_the_stitched_tokens_are_the_whole_prompts_tokens(tokenizers, name):
 
 
 #: Contexts ending in a long run of one kind of character, and suffixes that continue the run or not.
-RUNS = ["x" * 2000, " " * 2000, "\n" * 2000, "\t \n" * 700, "1" * 2000, "1234567" * 300, "=" * 2000, "é" * 2000,
-        "鼹" * 2000, "🙂" * 1000, "e\u0301" * 1000, "word " * 400, "\r\n" * 1000]
-SUFFIXES = ["", "y", "yyy tail", " word", "\n", "\n\nQ", "  ", "234", "9", "==", "鼹鼠", "🙂", "\u0301", "\r", "'s"]
+RUNS = [
+    "x" * 2000,
+    " " * 2000,
+    "\n" * 2000,
+    "\t \n" * 700,
+    "1" * 2000,
+    "1234567" * 300,
+    "=" * 2000,
+    "é" * 2000,
+    "鼹" * 2000,
+    "🙂" * 1000,
+    "e\u0301" * 1000,
+    "word " * 400,
+    "\r\n" * 1000,
+]
+SUFFIXES = [
+    "",
+    "y",
+    "yyy tail",
+    " word",
+    "\n",
+    "\n\nQ",
+    "  ",
+    "234",
+    "9",
+    "==",
+    "鼹鼠",
+    "🙂",
+    "\u0301",
+    "\r",
+    "'s",
+]
 
 
 @pytest.mark.parametrize("name", ["cl100k", "bytelevel-bpe", "metaspace-bpe"])
@@ -222,7 +302,13 @@ def test_contexts_ending_in_long_runs_stitch_exactly_or_take_the_exact_path(toke
             prep = prepare_context(context, budget, tok.encode, tok.decode)
             for suffix in SUFFIXES:
                 got = prep.cut(suffix, tok.encode, tok.decode)
-                check_cut(got, context + suffix, budget, tok, prep.stitched(suffix, tok.encode) is not None)
+                check_cut(
+                    got,
+                    context + suffix,
+                    budget,
+                    tok,
+                    prep.stitched(suffix, tok.encode) is not None,
+                )
 
 
 # -- the checks that send a question to the exact path -----------------------------------------
@@ -243,7 +329,9 @@ def test_a_suffix_that_changes_tokens_far_back_takes_the_exact_path():
 
     context = "banana " * 400
     prep = prepare_context(context, 100, encode, _chars)
-    assert prep.stretch and prep.stitched("?", encode) is not None  # the stitch is checked, and holds...
+    assert (
+        prep.stretch and prep.stitched("?", encode) is not None
+    )  # the stitch is checked, and holds...
     assert prep.stitched("!", encode) is None  # ...and is refused when the suffix reached back
     for suffix in ("?", "!", "a!"):
         ids = encode(context + suffix)
@@ -269,7 +357,9 @@ def test_a_tokenizer_that_does_not_restart_cleanly_never_stitches():
 # -- what a question costs once the corpus is prepared -------------------------------------------
 
 
-def test_questions_after_the_first_tokenize_only_a_short_stretch_and_prepare_once_when_concurrent(tokenizers):
+def test_questions_after_the_first_tokenize_only_a_short_stretch_and_prepare_once_when_concurrent(
+    tokenizers,
+):
     tok = tokenizers["cl100k"]
     rng = random.Random(7)
     corpus = Corpus.from_texts([random_text(rng, 200_000) for _ in range(3)])
@@ -284,20 +374,32 @@ def test_questions_after_the_first_tokenize_only_a_short_stretch_and_prepare_onc
         return tok.encode(text)
 
     prepared_context(corpus, budget, encode, tok.decode, tok.id)
-    once = [s for s in sizes if s > STITCH_CHARS + 2_000]  # the head and the end of the context (each grown once here)
+    once = [
+        s for s in sizes if s > STITCH_CHARS + 2_000
+    ]  # the head and the end of the context (each grown once here)
     assert once and sum(once) < 0.3 * len(whole_prompt(corpus, QUESTIONS[0]))
     clear_prepared()
     sizes.clear()
-    with ThreadPoolExecutor(8) as pool:  # eight questions at once: one preparation, the others wait for it
-        got = list(pool.map(lambda q: truncate_our_prompt(corpus, q, budget, encode, tok.decode, tok.id), QUESTIONS[:8]))
+    with ThreadPoolExecutor(
+        8
+    ) as pool:  # eight questions at once: one preparation, the others wait for it
+        got = list(
+            pool.map(
+                lambda q: truncate_our_prompt(corpus, q, budget, encode, tok.decode, tok.id),
+                QUESTIONS[:8],
+            )
+        )
     for q, cut in zip(QUESTIONS[:8], got):
         assert cut == reference_cut(whole_prompt(corpus, q), budget, tok)
     assert [s for s in sizes if s > STITCH_CHARS + 2_000] == once
     sizes.clear()
     for q in QUESTIONS[:8]:
         truncate_our_prompt(corpus, q, budget, encode, tok.decode, tok.id)
-    assert sizes == [len(prepared_context(corpus, budget, tok.encode, tok.decode, tok.id).stretch_text) + len(question_suffix(q))
-                     for q in QUESTIONS[:8]]
+    assert sizes == [
+        len(prepared_context(corpus, budget, tok.encode, tok.decode, tok.id).stretch_text)
+        + len(question_suffix(q))
+        for q in QUESTIONS[:8]
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -323,7 +425,11 @@ def test_the_stitched_cut_equals_the_exact_cut_with_the_embedded_models_bpe(text
     encode, decode = embedded_bpe
     clear_prepared()
     corpus = Corpus.from_texts([text, text[::-1]], titles=["A", "B"])
-    for q in [Question(text="Which company grew fastest?"), Question(text="鼹鼠的收入是多少？", instruction="Answer with a number."), Question(text="\n\n x")]:
+    for q in [
+        Question(text="Which company grew fastest?"),
+        Question(text="鼹鼠的收入是多少？", instruction="Answer with a number."),
+        Question(text="\n\n x"),
+    ]:
         got = truncate_our_prompt(corpus, q, 2_000, encode, decode, "test:embedded")
         prompt = fill(FULL_CONTEXT_TEMPLATE, format_documents(corpus.documents), q)
         assert got == truncate_prompt(prompt, 2_000, encode, decode), q.text

@@ -30,7 +30,11 @@ def test_rag_prompt_holds_top_k_chunks_in_document_order():
     result = answer(numbered_corpus(), "zebra stripes", llm=llm, top_k=3, order="document")
     assert result.answer == "stripes"
     assert [e.title for e in result.evidence] == ["Doc8", "Doc2", "Doc5"]  # evidence stays ranked
-    assert chunk_order_in_prompt(llm.calls[0]["prompt"]) == ["Doc2", "Doc5", "Doc8"]  # prompt in corpus order
+    assert chunk_order_in_prompt(llm.calls[0]["prompt"]) == [
+        "Doc2",
+        "Doc5",
+        "Doc8",
+    ]  # prompt in corpus order
     assert llm.calls[0]["max_tokens"] == 128 and llm.calls[0]["temperature"] == 0.0
 
 
@@ -91,15 +95,27 @@ def test_full_context_sends_every_document_when_it_fits():
 
 
 def test_full_context_middle_truncates_to_window_minus_output_budget():
-    corpus = Corpus.from_texts([f"Paragraph {i}: " + "lorem ipsum dolor sit amet " * 40 for i in range(30)])
+    corpus = Corpus.from_texts(
+        [f"Paragraph {i}: " + "lorem ipsum dolor sit amet " * 40 for i in range(30)]
+    )
     llm = ScriptedChatModel(replies=["ok"], context_window=2000)
-    result = answer(corpus, "What is the last paragraph number?", strategy="full_context", llm=llm, max_new_tokens=100)
+    result = answer(
+        corpus,
+        "What is the last paragraph number?",
+        strategy="full_context",
+        llm=llm,
+        max_new_tokens=100,
+    )
     prompt = llm.calls[0]["prompt"]
     budget = 2000 - 100 - 64
     assert result.steps[0]["max_input_tokens"] == budget and result.steps[0]["truncated"]
-    assert budget - 2 <= count_tokens(prompt) <= budget + 2  # re-tokenizing the seam may merge a pair
+    assert (
+        budget - 2 <= count_tokens(prompt) <= budget + 2
+    )  # re-tokenizing the seam may merge a pair
     assert prompt.startswith("Please read the following text")  # head survives
-    assert prompt.endswith(DEFAULT_INSTRUCTION) and "What is the last paragraph number?" in prompt  # tail survives
+    assert (
+        prompt.endswith(DEFAULT_INSTRUCTION) and "What is the last paragraph number?" in prompt
+    )  # tail survives
     assert "Paragraph 0:" in prompt and "Paragraph 29:" in prompt and "Paragraph 15:" not in prompt
 
 

@@ -23,7 +23,9 @@ def unfrozen(monkeypatch):
 
 
 def corpus() -> Corpus:
-    return Corpus.from_texts(["zebra stripes are black and white", "gardens and weather"], titles=["A", "B"])
+    return Corpus.from_texts(
+        ["zebra stripes are black and white", "gardens and weather"], titles=["A", "B"]
+    )
 
 
 def test_a_run_freezes_the_heap_while_it_lasts_and_unfreezes_it_after():
@@ -33,7 +35,12 @@ def test_a_run_freezes_the_heap_while_it_lasts_and_unfreezes_it_after():
         seen.append(gc.get_freeze_count())
         return "black and white"
 
-    result = answer(corpus(), "What colour are zebra stripes?", llm=ScriptedChatModel(reply_fn=reply), strategy="full_context")
+    result = answer(
+        corpus(),
+        "What colour are zebra stripes?",
+        llm=ScriptedChatModel(reply_fn=reply),
+        strategy="full_context",
+    )
     assert result.answer == "black and white"
     assert seen and all(n > 0 for n in seen)
     assert gc.get_freeze_count() == 0

@@ -12,27 +12,47 @@ import pytest
 
 from graphs.hipporag.config import HippoRAGConfig
 from graphs.hipporag.openie import parse_entities, parse_triples
-from graphs.hipporag.requests import filter_messages, ner_messages, qa_answer, qa_messages, triple_messages
+from graphs.hipporag.requests import (
+    filter_messages,
+    ner_messages,
+    qa_answer,
+    qa_messages,
+    triple_messages,
+)
 from graphs.hipporag.retrieve import kept_facts, parse_filter
 from tests import hipporag_official as official
 
-FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "hipporag" / "official_requests.json").read_text(encoding="utf-8"))
+FIXTURE = json.loads(
+    (Path(__file__).parent / "fixtures" / "hipporag" / "official_requests.json").read_text(
+        encoding="utf-8"
+    )
+)
 
 
 def test_openie_messages_equal_the_official_ones():
     assert [x["passage"] for x in FIXTURE["openie"]] == official.PASSAGES
     for x in FIXTURE["openie"]:
         assert ner_messages(x["passage"]) == x["ner"]["messages"]
-        assert triple_messages(x["passage"], x["entities"]) == x["triples"]["messages"]  # entities sent as json.dumps sends them (non-ASCII escaped)
-        assert x["ner"]["kwargs"] == x["triples"]["kwargs"] == {}  # the model's generate_params: max_new_tokens 2048, temperature 0
+        assert (
+            triple_messages(x["passage"], x["entities"]) == x["triples"]["messages"]
+        )  # entities sent as json.dumps sends them (non-ASCII escaped)
+        assert (
+            x["ner"]["kwargs"] == x["triples"]["kwargs"] == {}
+        )  # the model's generate_params: max_new_tokens 2048, temperature 0
 
 
 def test_filter_and_qa_messages_equal_the_official_ones():
     for x in FIXTURE["filter"]:
         assert filter_messages(official.QUESTION, official.CANDIDATES) == x["call"]["messages"]
-        assert x["call"]["kwargs"]["max_completion_tokens"] == HippoRAGConfig().filter_max_tokens == 512
+        assert (
+            x["call"]["kwargs"]["max_completion_tokens"]
+            == HippoRAGConfig().filter_max_tokens
+            == 512
+        )
     for x in FIXTURE["qa"]:
-        assert qa_messages(official.QA_DOCS, official.QUESTION) == x["call"]["messages"]  # "$$94" sent as "$94", as string.Template renders it
+        assert (
+            qa_messages(official.QA_DOCS, official.QUESTION) == x["call"]["messages"]
+        )  # "$$94" sent as "$94", as string.Template renders it
 
 
 @pytest.mark.parametrize("case", range(len(official.NER_REPLIES)))
@@ -51,11 +71,17 @@ def test_filter_replies_keep_the_facts_the_official_filter_keeps():
     assert len(FIXTURE["filter"]) == len(official.FILTER_REPLIES)
     for x in FIXTURE["filter"]:
         kept = kept_facts(parse_filter(x["reply"]), list(official.CANDIDATES), 5)
-        assert [10 + k for k in kept] == x["indices"] and [list(official.CANDIDATES[k]) for k in kept] == x["kept"]
+        assert [10 + k for k in kept] == x["indices"] and [
+            list(official.CANDIDATES[k]) for k in kept
+        ] == x["kept"]
 
 
 def test_qa_answers_are_read_as_the_official_code_reads_them():
-    assert [qa_answer(x["reply"]) for x in FIXTURE["qa"]] == [x["answer"] for x in FIXTURE["qa"]] == ["3 July 2001", "No answer marker here"]
+    assert (
+        [qa_answer(x["reply"]) for x in FIXTURE["qa"]]
+        == [x["answer"] for x in FIXTURE["qa"]]
+        == ["3 July 2001", "No answer marker here"]
+    )
 
 
 def test_the_strategy_sends_the_official_openie_requests(tmp_path):
@@ -69,9 +95,17 @@ def test_the_strategy_sends_the_official_openie_requests(tmp_path):
 
     def reply(request: dict) -> str:
         system = request["messages"][0]["content"]
-        return ner_reply if system.startswith("Your task is to extract named entities") else '{"triples": []}' if "RDF" in system else "2001"
+        return (
+            ner_reply
+            if system.startswith("Your task is to extract named entities")
+            else '{"triples": []}'
+            if "RDF" in system
+            else "2001"
+        )
 
-    titles, texts = zip(*(p.split("\n", 1) if "\n" in p else ("", p) for p in official.PASSAGES))  # no title: the text alone
+    titles, texts = zip(
+        *(p.split("\n", 1) if "\n" in p else ("", p) for p in official.PASSAGES)
+    )  # no title: the text alone
     forget_graphs()
     with RecordingServer(reply) as server:
         llm = make_chat_model("openai:gpt-4o-mini", base_url=server.url, max_retries=0)
@@ -82,9 +116,14 @@ def test_the_strategy_sends_the_official_openie_requests(tmp_path):
     assert len(openie) == 2 * len(official.PASSAGES) and result.usage.index_llm_calls == len(openie)
     for ner, triples in zip(openie[::2], openie[1::2]):
         x = by_passage[ner["messages"][-1]["content"]]
-        assert ner["messages"] == x["ner"]["messages"] and triples["messages"] == x["triples"]["messages"]
+        assert (
+            ner["messages"] == x["ner"]["messages"]
+            and triples["messages"] == x["triples"]["messages"]
+        )
         assert all(r["max_tokens"] == 2048 and r["temperature"] == 0 for r in (ner, triples))
-    assert {s["node"]: s.get("mode") for s in result.steps}["ppr"] == "dense"  # no triple, no fact: the dense ranking, no filter call
+    assert {s["node"]: s.get("mode") for s in result.steps}[
+        "ppr"
+    ] == "dense"  # no triple, no fact: the dense ranking, no filter call
     assert result.usage.llm_calls == len(openie) + 1
 
 
@@ -98,7 +137,14 @@ def test_openie_calls_stay_within_concurrency(tmp_path):
     with RecordingServer(lambda request: '{"named_entities": []}', latency=0.05) as server:
         llm = make_chat_model("openai:gpt-4o-mini", base_url=server.url, max_retries=0)
         corpus = Corpus.from_texts([f"Passage {i} about topic {i}." for i in range(6)])
-        result = answer(corpus, official.QUESTION, strategy="hipporag", llm=llm, cache_dir=tmp_path, concurrency=2)
+        result = answer(
+            corpus,
+            official.QUESTION,
+            strategy="hipporag",
+            llm=llm,
+            cache_dir=tmp_path,
+            concurrency=2,
+        )
     assert server.max_in_flight <= 2 and result.usage.index_llm_calls == 12
 
 
@@ -111,16 +157,35 @@ def test_graph_and_ppr_rankings_equal_the_official_ones():
     from graphs.hipporag.kg import build_graph
     from graphs.hipporag.openie import OpenIELog, extract_all
     from graphs.hipporag.ppr import igraph_of
-    from graphs.hipporag.retrieve import candidate_facts, fact_scores, kept_facts, parse_filter, rank_passages
+    from graphs.hipporag.retrieve import (
+        candidate_facts,
+        fact_scores,
+        kept_facts,
+        parse_filter,
+        rank_passages,
+    )
 
-    oracle = json.loads((Path(__file__).parent / "fixtures" / "hipporag" / "official_graph.json").read_text(encoding="utf-8"))
+    oracle = json.loads(
+        (Path(__file__).parent / "fixtures" / "hipporag" / "official_graph.json").read_text(
+            encoding="utf-8"
+        )
+    )
     texts = list(official.GRAPH_PASSAGES)
-    extractions, _ = extract_all(texts, lambda messages: (official.graph_replies(messages), False), OpenIELog(None, "k", "m"), 2)
+    extractions, _ = extract_all(
+        texts,
+        lambda messages: (official.graph_replies(messages), False),
+        OpenIELog(None, "k", "m"),
+        2,
+    )
     kg = build_graph(texts, extractions, official.word_vectors, threshold=0.8, top_k=2047)
     name = kg.phrases + kg.passages
-    ours = sorted([*sorted((name[a], name[b])), w] for (a, b), w in zip(kg.edges, kg.weights))  # undirected: each edge's ends in order
+    ours = sorted(
+        [*sorted((name[a], name[b])), w] for (a, b), w in zip(kg.edges, kg.weights)
+    )  # undirected: each edge's ends in order
     theirs = sorted([*sorted(e[:2]), e[2]] for e in oracle["edges"])
-    assert [e[:2] for e in ours] == [e[:2] for e in theirs] and kg.facts_of_build["synonym_edges"] > 0
+    assert [e[:2] for e in ours] == [e[:2] for e in theirs] and kg.facts_of_build[
+        "synonym_edges"
+    ] > 0
     assert [e[2] for e in ours] == pytest.approx([e[2] for e in theirs], abs=1e-6)
     graph = igraph_of(kg)
     for expected in oracle["retrieved"]:
@@ -128,7 +193,11 @@ def test_graph_and_ppr_rankings_equal_the_official_ones():
         scores = fact_scores(kg, query)
         picked = candidate_facts(scores, 5)
         candidates = [kg.facts[i] for i in picked]
-        kept = kept_facts(parse_filter(official.graph_replies(filter_messages(expected["question"], candidates))), candidates, 5)
+        kept = kept_facts(
+            parse_filter(official.graph_replies(filter_messages(expected["question"], candidates))),
+            candidates,
+            5,
+        )
         r = rank_passages(kg, graph, query, [candidates[k] for k in kept], [float(scores[picked[k]]) for k in kept], link_top_k=5,
                           passage_node_weight=0.05, damping=0.5)  # fmt: skip
         assert [kg.passages[j] for j in r.order] == expected["docs"], expected["question"]

@@ -43,7 +43,10 @@ print(json.dumps({"peak_bytes": high_water() - before, "chunks": len(chunks), "c
 @pytest.fixture(scope="module")
 def single_line_file(tmp_path_factory):
     rng = random.Random(0)
-    words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 9))) for _ in range(5000)]
+    words = [
+        "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 9)))
+        for _ in range(5000)
+    ]
     sentence_ends = [". ", ", ", " "]
     parts, size = [], 0
     while size < FILE_BYTES:
@@ -57,15 +60,28 @@ def single_line_file(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the peak from /proc (Linux)")
+@pytest.mark.skipif(
+    not Path("/proc/self/status").exists(), reason="reads the peak from /proc (Linux)"
+)
 @pytest.mark.parametrize("unit", ["tokens", "words"])
-def test_reading_and_chunking_a_20_mb_single_line_file_peaks_under_4x_its_size(single_line_file, unit):
+def test_reading_and_chunking_a_20_mb_single_line_file_peaks_under_4x_its_size(
+    single_line_file, unit
+):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-c", MEASURE, str(single_line_file), unit], capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+    out = subprocess.run(
+        [sys.executable, "-c", MEASURE, str(single_line_file), unit],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     result = json.loads(out.stdout.strip().splitlines()[-1])
     size = single_line_file.stat().st_size
     assert result["chunks"] > 1000
     if unit == "tokens":
-        assert result["chunk_tokens"] == result["tokens"] and result["rejoined"]  # nothing lost or changed
+        assert (
+            result["chunk_tokens"] == result["tokens"] and result["rejoined"]
+        )  # nothing lost or changed
     assert result["peak_bytes"] < 4 * size, f"peak {result['peak_bytes'] / size:.1f}x the file"

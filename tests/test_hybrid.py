@@ -27,8 +27,16 @@ def test_rrf_equals_a_hand_computed_fusion_of_two_rankings():
     expected = [1 / 62 + 1 / 61, 1 / 61 + 1 / 63, 1 / 62, 1 / 63, 1 / 64]
     assert [f.score for f in fused] == pytest.approx(expected, rel=1e-12)
     first = fused[0].components
-    assert (first["bm25"].rank, first["bm25"].score, first["dense"].rank, first["dense"].score) == (1, 5.0, 0, 0.9)
-    assert (fused[2].components["bm25"].rank, fused[2].components["bm25"].score) == (None, None)  # chunk 5: dense only
+    assert (first["bm25"].rank, first["bm25"].score, first["dense"].rank, first["dense"].score) == (
+        1,
+        5.0,
+        0,
+        0.9,
+    )
+    assert (fused[2].components["bm25"].rank, fused[2].components["bm25"].score) == (
+        None,
+        None,
+    )  # chunk 5: dense only
 
 
 def test_score_fusion_equals_a_hand_computed_weighted_sum_of_min_max_scores():
@@ -36,16 +44,25 @@ def test_score_fusion_equals_a_hand_computed_weighted_sum_of_min_max_scores():
     # min-max: bm25 9,5,2 -> 1, 3/7, 0; dense .9,.8,.7,.1 -> 1, .875, .75, 0
     # chunk 3: .75*1 + .25*.75; chunk 1: .75*3/7 + .25*1; chunk 5: .25*.875; chunks 7 and 2: 0 (tie: lower id first)
     assert [f.chunk_id for f in fused] == [3, 1, 5, 2, 7]
-    assert [f.score for f in fused] == pytest.approx([0.9375, 0.75 * 3 / 7 + 0.25, 0.21875, 0.0, 0.0])
+    assert [f.score for f in fused] == pytest.approx(
+        [0.9375, 0.75 * 3 / 7 + 0.25, 0.21875, 0.0, 0.0]
+    )
 
 
 def test_fusion_shapes_ties_one_item_empty_and_ten_thousand():
     # ties: each chunk first in one list -> equal scores, broken by chunk id
-    assert [f.chunk_id for f in reciprocal_rank_fusion({"a": [(9, 1.0)], "b": [(4, 1.0)]})] == [4, 9]
-    assert [f.chunk_id for f in reciprocal_rank_fusion({"a": [(2, 1.0)], "b": [(2, 3.0)]})] == [2]  # n=1
+    assert [f.chunk_id for f in reciprocal_rank_fusion({"a": [(9, 1.0)], "b": [(4, 1.0)]})] == [
+        4,
+        9,
+    ]
+    assert [f.chunk_id for f in reciprocal_rank_fusion({"a": [(2, 1.0)], "b": [(2, 3.0)]})] == [
+        2
+    ]  # n=1
     assert reciprocal_rank_fusion({"a": [], "b": []}) == []
     assert score_fusion({"a": [], "b": []}, {"a": 0.5, "b": 0.5}) == []
-    one = score_fusion({"a": [(0, 4.0)], "b": [(0, 4.0)]}, {"a": 0.5, "b": 0.5})  # one score each: counted as found
+    one = score_fusion(
+        {"a": [(0, 4.0)], "b": [(0, 4.0)]}, {"a": 0.5, "b": 0.5}
+    )  # one score each: counted as found
     assert [(f.chunk_id, f.score) for f in one] == [(0, 1.0)]
     rng = random.Random(0)
     a = [(i, 1.0 / (r + 1)) for r, i in enumerate(rng.sample(range(10_000), 10_000))]
@@ -55,7 +72,10 @@ def test_fusion_shapes_ties_one_item_empty_and_ten_thousand():
     ra, rb = {c: r for r, (c, _) in enumerate(a)}, {c: r for r, (c, _) in enumerate(b)}
     top = fused[0]
     assert top.score == pytest.approx(1 / (61 + ra[top.chunk_id]) + 1 / (61 + rb[top.chunk_id]))
-    assert (top.components["a"].rank, top.components["b"].rank) == (ra[top.chunk_id], rb[top.chunk_id])
+    assert (top.components["a"].rank, top.components["b"].rank) == (
+        ra[top.chunk_id],
+        rb[top.chunk_id],
+    )
     with pytest.raises(ValueError, match="weight"):
         score_fusion({"a": a, "b": b}, {"a": 1.0})
 
@@ -76,13 +96,23 @@ def test_hybrid_index_keeps_both_components_ranks_and_reuses_the_dense_index(tmp
     dense = build_index(corpus(), "dense", cache_dir=tmp_path)
     lexical = build_index(corpus(), "bm25", cache_dir=tmp_path)
     index = build_index(corpus(), "hybrid", cache_dir=tmp_path)
-    assert index.retriever.components["dense"] is dense.retriever  # the dense index reused: nothing embedded twice
-    assert sorted(p.name for p in (tmp_path / "indexes").iterdir() if "." not in p.name) == sorted([dense.path.name, lexical.path.name])
+    assert (
+        index.retriever.components["dense"] is dense.retriever
+    )  # the dense index reused: nothing embedded twice
+    assert sorted(p.name for p in (tmp_path / "indexes").iterdir() if "." not in p.name) == sorted(
+        [dense.path.name, lexical.path.name]
+    )
     query = "automobile earnings INV-20931"  # dense finds the cars; BM25 the invoice number
     hits = index.search(query, 4)
     bm25_ranks = {cid: r for r, (cid, s) in enumerate(lexical.retriever.search(query, 4)) if s > 0}
     dense_ranks = {cid: r for r, (cid, _) in enumerate(dense.retriever.search(query, 4))}
-    expected = sorted(range(4), key=lambda c: (-sum(1 / (61 + ranks[c]) for ranks in (bm25_ranks, dense_ranks) if c in ranks), c))
+    expected = sorted(
+        range(4),
+        key=lambda c: (
+            -sum(1 / (61 + ranks[c]) for ranks in (bm25_ranks, dense_ranks) if c in ranks),
+            c,
+        ),
+    )
     assert [h.chunk.chunk_id for h in hits] == expected
     for h in hits:
         assert h.components is not None
@@ -99,7 +129,9 @@ def test_strategies_take_hybrid_and_every_evidence_carries_its_components(strate
                     retriever="hybrid", retriever_options={"fusion": "score", "weight": 0.4}, top_k=3, **options)  # fmt: skip
     assert result.config["retriever"] == "hybrid"
     if strategy != "pai":  # PAI's evidence is what its judge kept
-        assert result.evidence and all(e.components and set(e.components) == {"bm25", "dense"} for e in result.evidence)
+        assert result.evidence and all(
+            e.components and set(e.components) == {"bm25", "dense"} for e in result.evidence
+        )
         assert result.evidence[0].title == "doc3"
 
 

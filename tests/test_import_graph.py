@@ -41,12 +41,22 @@ def _type_checking_imports(tree: ast.AST) -> set[int]:
     found = set()
     for node in ast.walk(tree):
         test = node.test if isinstance(node, ast.If) else None
-        if isinstance(test, ast.Name | ast.Attribute) and getattr(test, "id", getattr(test, "attr", "")) == "TYPE_CHECKING":
-            found.update(id(sub) for stmt in node.body for sub in ast.walk(stmt) if isinstance(sub, ast.Import | ast.ImportFrom))
+        if (
+            isinstance(test, ast.Name | ast.Attribute)
+            and getattr(test, "id", getattr(test, "attr", "")) == "TYPE_CHECKING"
+        ):
+            found.update(
+                id(sub)
+                for stmt in node.body
+                for sub in ast.walk(stmt)
+                if isinstance(sub, ast.Import | ast.ImportFrom)
+            )
     return found
 
 
-def imported_modules(name: str, source: str, *, is_package: bool, known: set[str], type_checking: bool = True) -> set[str]:
+def imported_modules(
+    name: str, source: str, *, is_package: bool, known: set[str], type_checking: bool = True
+) -> set[str]:
     """The modules of ``known`` that module ``name`` imports anywhere in ``source`` (``type_checking``: with those
     under ``if TYPE_CHECKING:``).
 
@@ -64,8 +74,15 @@ def imported_modules(name: str, source: str, *, is_package: bool, known: set[str
             targets += [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
-            module = (f"{base}.{node.module}" if node.module else base) if node.level else (node.module or "")
-            targets += [f"{module}.{alias.name}" if f"{module}.{alias.name}" in known else module for alias in node.names]
+            module = (
+                (f"{base}.{node.module}" if node.module else base)
+                if node.level
+                else (node.module or "")
+            )
+            targets += [
+                f"{module}.{alias.name}" if f"{module}.{alias.name}" in known else module
+                for alias in node.names
+            ]
     found = set()
     for target in targets:
         while target and target not in known:
@@ -137,12 +154,23 @@ def layer(module: str) -> int:
 
 def test_the_graph_sees_imports_inside_functions_and_relative_imports():
     source = "import retrieval.tokens\nfrom . import sibling\ndef f():\n    from retrieval.index import build_index\n    from ..chunking import Chunk\n"
-    known = {"retrieval.tokens", "retrieval.index", "retrieval.pkg.sibling", "retrieval.chunking", "retrieval.pkg.mod"}
+    known = {
+        "retrieval.tokens",
+        "retrieval.index",
+        "retrieval.pkg.sibling",
+        "retrieval.chunking",
+        "retrieval.pkg.mod",
+    }
     assert imported_modules("retrieval.pkg.mod", source, is_package=False, known=known) == {
         "retrieval.tokens", "retrieval.index", "retrieval.pkg.sibling", "retrieval.chunking"}  # fmt: skip
     guarded = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from retrieval.index import Index\nimport retrieval.chunking\n"
-    assert imported_modules("retrieval.pkg.mod", guarded, is_package=False, known=known, type_checking=False) == {"retrieval.chunking"}
-    assert imported_modules("retrieval.pkg.mod", guarded, is_package=False, known=known) == {"retrieval.index", "retrieval.chunking"}
+    assert imported_modules(
+        "retrieval.pkg.mod", guarded, is_package=False, known=known, type_checking=False
+    ) == {"retrieval.chunking"}
+    assert imported_modules("retrieval.pkg.mod", guarded, is_package=False, known=known) == {
+        "retrieval.index",
+        "retrieval.chunking",
+    }
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
 
@@ -150,15 +178,31 @@ def test_the_graph_sees_imports_inside_functions_and_relative_imports():
 def test_the_module_import_graph_has_no_cycle():
     graph = import_graph(type_checking=False)  # what runs: an import under TYPE_CHECKING never does
     stale = sorted(edge for edge in KNOWN_CYCLE_EDGES if edge[1] not in graph.get(edge[0], set()))
-    pruned = {name: {d for d in deps if (name, d) not in KNOWN_CYCLE_EDGES} for name, deps in graph.items()}
+    pruned = {
+        name: {d for d in deps if (name, d) not in KNOWN_CYCLE_EDGES}
+        for name, deps in graph.items()
+    }
     found = cycles(pruned)
-    assert found == [], "import cycles (every import that runs, inside functions too):\n" + "\n".join(" <-> ".join(c) for c in found)
-    closing = {edge for edge in KNOWN_CYCLE_EDGES if any(set(edge) <= set(c) for c in cycles(graph))}
-    assert stale == [] and closing == KNOWN_CYCLE_EDGES, f"allow-listed edges that close no cycle now: {sorted(KNOWN_CYCLE_EDGES - closing)}"
+    assert found == [], (
+        "import cycles (every import that runs, inside functions too):\n"
+        + "\n".join(" <-> ".join(c) for c in found)
+    )
+    closing = {
+        edge for edge in KNOWN_CYCLE_EDGES if any(set(edge) <= set(c) for c in cycles(graph))
+    }
+    assert stale == [] and closing == KNOWN_CYCLE_EDGES, (
+        f"allow-listed edges that close no cycle now: {sorted(KNOWN_CYCLE_EDGES - closing)}"
+    )
 
 
 def test_no_module_imports_a_higher_layer():
     graph = import_graph(type_checking=True)
-    upward = sorted((name, dep) for name, deps in graph.items() for dep in deps if layer(dep) > layer(name))
-    assert sorted(set(upward) - KNOWN_UPWARD_IMPORTS) == [], f"upward imports ({' -> '.join(reversed(LAYERS))}): {upward}"
-    assert KNOWN_UPWARD_IMPORTS <= set(upward), f"allow-listed upward imports that are gone: {sorted(KNOWN_UPWARD_IMPORTS - set(upward))}"
+    upward = sorted(
+        (name, dep) for name, deps in graph.items() for dep in deps if layer(dep) > layer(name)
+    )
+    assert sorted(set(upward) - KNOWN_UPWARD_IMPORTS) == [], (
+        f"upward imports ({' -> '.join(reversed(LAYERS))}): {upward}"
+    )
+    assert KNOWN_UPWARD_IMPORTS <= set(upward), (
+        f"allow-listed upward imports that are gone: {sorted(KNOWN_UPWARD_IMPORTS - set(upward))}"
+    )

@@ -63,11 +63,28 @@ def test_second_build_loads_from_disk(isolated_cache):
     ],
 )
 def test_changed_corpus_or_config_never_reuses_a_stale_index(change):
-    base = dict(corpus=["alpha beta gamma", "delta epsilon"], chunking=ChunkingConfig(), engine="bm25s", k1=1.5)
-    first = build_index(Corpus.from_texts(base["corpus"]), "bm25", chunking=base["chunking"], engine=base["engine"], k1=base["k1"])
+    base = dict(
+        corpus=["alpha beta gamma", "delta epsilon"],
+        chunking=ChunkingConfig(),
+        engine="bm25s",
+        k1=1.5,
+    )
+    first = build_index(
+        Corpus.from_texts(base["corpus"]),
+        "bm25",
+        chunking=base["chunking"],
+        engine=base["engine"],
+        k1=base["k1"],
+    )
     fresh_process()
     args = {**base, **change}
-    other = build_index(Corpus.from_texts(args["corpus"]), "bm25", chunking=args["chunking"], engine=args["engine"], k1=args["k1"])
+    other = build_index(
+        Corpus.from_texts(args["corpus"]),
+        "bm25",
+        chunking=args["chunking"],
+        engine=args["engine"],
+        k1=args["k1"],
+    )
     assert other.key != first.key and other.path != first.path
 
 
@@ -87,17 +104,30 @@ def test_no_cache_builds_in_memory(isolated_cache):
 
 
 def test_interrupted_dense_build_resumes_from_finished_shards():
-    corpus = Corpus.from_texts([f"Document number {i} talks about topic {i % 7}." for i in range(40)])
+    corpus = Corpus.from_texts(
+        [f"Document number {i} talks about topic {i % 7}." for i in range(40)]
+    )
     chunking = ChunkingConfig(size=16)
     crashing = DenseRetriever(CountingEmbedder(fail_after=20), shard_size=10)
     with pytest.raises(KeyboardInterrupt):
         build_index(corpus, crashing, chunking=chunking)
     fresh_process()
     resumed_embedder = CountingEmbedder()
-    resumed = build_index(corpus, DenseRetriever(resumed_embedder, shard_size=10), chunking=chunking)
+    resumed = build_index(
+        corpus, DenseRetriever(resumed_embedder, shard_size=10), chunking=chunking
+    )
     assert resumed_embedder.embedded == 20  # only the two unfinished shards
     fresh_process()
-    reference = build_index(corpus, DenseRetriever(CountingEmbedder(), shard_size=10), chunking=chunking, use_cache=False)
+    reference = build_index(
+        corpus,
+        DenseRetriever(CountingEmbedder(), shard_size=10),
+        chunking=chunking,
+        use_cache=False,
+    )
     q = "topic 3"
-    np.testing.assert_allclose([h.score for h in resumed.search(q, 5)], [h.score for h in reference.search(q, 5)], rtol=1e-5)
+    np.testing.assert_allclose(
+        [h.score for h in resumed.search(q, 5)],
+        [h.score for h in reference.search(q, 5)],
+        rtol=1e-5,
+    )
     assert not (resumed.path.parent / (resumed.path.name + ".partial")).exists()

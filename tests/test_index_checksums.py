@@ -51,9 +51,23 @@ def ask(retriever: str):
     with one shared MiniLM embedder (loading it for every call would take seconds)."""
     llm = ScriptedChatModel(reply_fn=reader)
     if retriever == "bm25":
-        return answer(corpus_with_needle(), QUESTION, llm=llm, retriever=retriever, chunk_size=16, top_k=1)
-    index = build_index(corpus_with_needle(), DenseRetriever(shared_embedder()), chunking=ChunkingConfig(unit="words", size=16))
-    return answer_many(corpus_with_needle(), [QUESTION], strategy="rag", llm=llm, index=index, chunk_size=16, top_k=1)[0]
+        return answer(
+            corpus_with_needle(), QUESTION, llm=llm, retriever=retriever, chunk_size=16, top_k=1
+        )
+    index = build_index(
+        corpus_with_needle(),
+        DenseRetriever(shared_embedder()),
+        chunking=ChunkingConfig(unit="words", size=16),
+    )
+    return answer_many(
+        corpus_with_needle(),
+        [QUESTION],
+        strategy="rag",
+        llm=llm,
+        index=index,
+        chunk_size=16,
+        top_k=1,
+    )[0]
 
 
 def the_index(cache: Path) -> Path:
@@ -65,7 +79,11 @@ def payload(path: Path) -> tuple[bytearray, int]:
     """A .npy file's bytes and where its array data starts (format 1.0 and 2.0/3.0 headers)."""
     data = bytearray(path.read_bytes())
     major = data[6]
-    start = 10 + int.from_bytes(data[8:10], "little") if major == 1 else 12 + int.from_bytes(data[8:12], "little")
+    start = (
+        10 + int.from_bytes(data[8:10], "little")
+        if major == 1
+        else 12 + int.from_bytes(data[8:12], "little")
+    )
     return data, start
 
 
@@ -100,13 +118,17 @@ def garbled_vectors(folder: Path) -> None:
     path = folder / VectorIndex.FILENAME
     data = bytearray(path.read_bytes())
     tail = len(data) // 4  # the header is a few dozen bytes; the float vectors follow
-    data[tail:] = np.random.default_rng(0).integers(0, 256, len(data) - tail, dtype=np.uint8).tobytes()
+    data[tail:] = (
+        np.random.default_rng(0).integers(0, 256, len(data) - tail, dtype=np.uint8).tobytes()
+    )
     path.write_bytes(bytes(data))
 
 
 def edited_tokens(folder: Path) -> None:
     path = folder / "bm25_tokens.json"
-    path.write_text(path.read_text(encoding="utf-8").replace('"vault"', '"vaulx"'), encoding="utf-8")
+    path.write_text(
+        path.read_text(encoding="utf-8").replace('"vault"', '"vaulx"'), encoding="utf-8"
+    )
 
 
 CASES = [
@@ -120,25 +142,39 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("retriever", "damage", "file"), CASES, ids=[f"{r}-{d.__name__}" for r, d, _ in CASES])
-def test_a_same_size_corruption_is_named_set_aside_and_rebuilt(retriever, damage, file, isolated_cache, caplog):
+@pytest.mark.parametrize(
+    ("retriever", "damage", "file"), CASES, ids=[f"{r}-{d.__name__}" for r, d, _ in CASES]
+)
+def test_a_same_size_corruption_is_named_set_aside_and_rebuilt(
+    retriever, damage, file, isolated_cache, caplog
+):
     first = ask(retriever)
     assert first.answer == "7421"
     folder = the_index(isolated_cache)
     size = {p: p.stat().st_size for p in folder.rglob("*") if p.is_file()}
     damage(folder)
-    assert {p: p.stat().st_size for p in folder.rglob("*") if p.is_file()} == size  # same size: no truncation
+    assert {
+        p: p.stat().st_size for p in folder.rglob("*") if p.is_file()
+    } == size  # same size: no truncation
     fresh_process()
     caplog.set_level(logging.WARNING, logger="retrieval.index")
     after = ask(retriever)
-    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and r.name == "retrieval.index"]
+    warnings = [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno == logging.WARNING and r.name == "retrieval.index"
+    ]
     assert any(str(folder) in w and file in w and "checksum" in w for w in warnings), warnings
     assert after.answer == "7421" and "7421" in after.evidence[0].text
-    assert sorted(p.name for p in folder.parent.iterdir()) == sorted([folder.name, folder.name + ".lock"])  # set aside, gone
+    assert sorted(p.name for p in folder.parent.iterdir()) == sorted(
+        [folder.name, folder.name + ".lock"]
+    )  # set aside, gone
     caplog.clear()
     fresh_process()
     assert ask(retriever).answer == "7421"
-    assert not [r for r in caplog.records if r.levelno == logging.WARNING and r.name == "retrieval.index"]  # rebuilt sound
+    assert not [
+        r for r in caplog.records if r.levelno == logging.WARNING and r.name == "retrieval.index"
+    ]  # rebuilt sound
 
 
 def test_rank_bm25_tokens_are_checked_too(caplog):
@@ -148,7 +184,9 @@ def test_rank_bm25_tokens_are_checked_too(caplog):
     edited_tokens(first.path)
     fresh_process()
     rebuilt = build_index(corpus, "bm25", engine="rank_bm25", chunking=chunking)
-    assert any("bm25_tokens.json" in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
+    assert any(
+        "bm25_tokens.json" in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING
+    )
     assert rebuilt.search("vault code", 1)[0].chunk.doc_index == 23
 
 
@@ -173,12 +211,21 @@ def test_an_index_written_before_checksums_gets_them_without_a_rebuild(caplog):
     assert embedder.embedded == before and loaded.path == first.path  # loaded, not re-embedded
     assert json.loads((first.path / "meta.json").read_text())["files"] == recorded
     assert any("Recorded the checksums" in r.getMessage() for r in caplog.records)
-    assert sorted(p.name for p in first.path.iterdir()) == ["chunks.jsonl", "documents.json", "meta.json", "vectors.faiss"]
+    assert sorted(p.name for p in first.path.iterdir()) == [
+        "chunks.jsonl",
+        "documents.json",
+        "meta.json",
+        "vectors.faiss",
+    ]
     garbled_vectors(first.path)  # and from now on it is verified
     fresh_process()
     rebuilt = build_index(corpus, dense(embedder), chunking=chunking)
     assert embedder.embedded == before + len(rebuilt)  # rebuilt in full
-    assert any("vectors.faiss fails" in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
+    assert any(
+        "vectors.faiss fails" in r.getMessage()
+        for r in caplog.records
+        if r.levelno == logging.WARNING
+    )
 
 
 def test_an_index_written_before_checksums_is_still_checked_otherwise(caplog):
@@ -188,7 +235,11 @@ def test_an_index_written_before_checksums_is_still_checked_otherwise(caplog):
     damage_chunks_missing_lines(first.path)
     fresh_process()
     rebuilt = build_index(corpus, "bm25", chunking=ChunkingConfig(size=16))
-    assert any("chunks.jsonl holds" in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
+    assert any(
+        "chunks.jsonl holds" in r.getMessage()
+        for r in caplog.records
+        if r.levelno == logging.WARNING
+    )
     assert rebuilt.search("vault code", 1)[0].chunk.doc_index == 23
     assert "files" in json.loads((rebuilt.path / "meta.json").read_text())
 
@@ -201,7 +252,11 @@ def test_a_meta_with_a_malformed_checksum_list_is_not_taken_for_an_old_index(cap
     (first.path / "meta.json").write_text(json.dumps(meta))
     fresh_process()
     build_index(corpus, "bm25", chunking=ChunkingConfig(size=16))
-    assert any("no file checksums" in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
+    assert any(
+        "no file checksums" in r.getMessage()
+        for r in caplog.records
+        if r.levelno == logging.WARNING
+    )
 
 
 class PlainSaveBM25(BM25Retriever):
@@ -218,8 +273,12 @@ def test_files_of_a_retriever_without_checksum_support_are_hashed_after_writing(
     assert sorted(recorded) == ["bm25_tokens.json", "chunks.jsonl", "documents.json"]
     edited_tokens(first.path)
     fresh_process()
-    rebuilt = build_index(corpus, PlainSaveBM25(engine="rank_bm25"), chunking=ChunkingConfig(size=16))
-    assert any("bm25_tokens.json" in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
+    rebuilt = build_index(
+        corpus, PlainSaveBM25(engine="rank_bm25"), chunking=ChunkingConfig(size=16)
+    )
+    assert any(
+        "bm25_tokens.json" in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING
+    )
     assert rebuilt.search("vault code", 1)[0].chunk.doc_index == 23
 
 
@@ -232,7 +291,9 @@ def write_binary(f):
 
 
 def write_text(f):
-    f.writelines(json.dumps({"t": "été 東京\u2028"}, ensure_ascii=False) + "\n" for _ in range(10_000))
+    f.writelines(
+        json.dumps({"t": "été 東京\u2028"}, ensure_ascii=False) + "\n" for _ in range(10_000)
+    )
 
 
 def write_npy(f):
@@ -247,12 +308,17 @@ def write_faiss(f):
     del writer
 
 
-@pytest.mark.parametrize(("write", "text"), [(write_binary, False), (write_text, True), (write_npy, False), (write_faiss, False)])
+@pytest.mark.parametrize(
+    ("write", "text"),
+    [(write_binary, False), (write_text, True), (write_npy, False), (write_faiss, False)],
+)
 def test_the_digest_taken_while_writing_is_the_digest_of_the_file(write, text, tmp_path):
     checksums = Checksums(tmp_path)
     with checksums.open(tmp_path / "f", text=text) as f:
         write(f)
-    assert checksums.as_dict() == {"f": dict(zip(("bytes", ALGORITHM), digest_file(tmp_path / "f")))}
+    assert checksums.as_dict() == {
+        "f": dict(zip(("bytes", ALGORITHM), digest_file(tmp_path / "f")))
+    }
     verify_folder(tmp_path, checksums.as_dict())
 
 
@@ -273,7 +339,9 @@ def test_verification_names_the_file_and_what_is_wrong(change, message, tmp_path
         verify_folder(tmp_path, checksums.as_dict())
 
 
-@pytest.mark.parametrize("recorded", [None, {}, {"../f": {"bytes": 1, ALGORITHM: "0"}}, {"f": {"bytes": 1}}])
+@pytest.mark.parametrize(
+    "recorded", [None, {}, {"../f": {"bytes": 1, ALGORITHM: "0"}}, {"f": {"bytes": 1}}]
+)
 def test_missing_or_malformed_records_fail_verification(recorded, tmp_path):
     (tmp_path / "f").write_bytes(b"x")
     with pytest.raises(ChecksumMismatch):

@@ -33,7 +33,14 @@ def grow_in_steps(first: int, steps: int, per_step: int, **options):
     indexes = [build_index(Corpus.from_texts(TEXTS[:first]), "bm25", chunking=CHUNKING, **options)]
     for step in range(1, steps + 1):
         fresh_process()
-        indexes.append(build_index(Corpus.from_texts(TEXTS[: first + step * per_step]), "bm25", chunking=CHUNKING, **options))
+        indexes.append(
+            build_index(
+                Corpus.from_texts(TEXTS[: first + step * per_step]),
+                "bm25",
+                chunking=CHUNKING,
+                **options,
+            )
+        )
     return indexes
 
 
@@ -41,7 +48,9 @@ def assert_scores_equal_a_fresh_build(index, texts: list[str]) -> None:
     fresh = build_index(Corpus.from_texts(texts), "bm25", chunking=CHUNKING, use_cache=False)
     assert [c.text for c in index.chunks] == [c.text for c in fresh.chunks]
     for question in QUESTIONS:
-        np.testing.assert_array_equal(index.retriever.scores(question), fresh.retriever.scores(question))
+        np.testing.assert_array_equal(
+            index.retriever.scores(question), fresh.retriever.scores(question)
+        )
         assert top10(index, question) == top10(fresh, question), question
 
 
@@ -78,34 +87,57 @@ def test_compaction_policy_refuses_a_bad_segment_count(bad):
         CompactionPolicy(max_segments=bad)
 
 
-@pytest.mark.parametrize(("max_segments", "segments", "compacts"), [(10, 10, False), (10, 11, True), (1, 2, True), (3, 3, False)])
+@pytest.mark.parametrize(
+    ("max_segments", "segments", "compacts"),
+    [(10, 10, False), (10, 11, True), (1, 2, True), (3, 3, False)],
+)
 def test_compaction_policy_compacts_past_its_segment_count(max_segments, segments, compacts):
     assert CompactionPolicy(max_segments=max_segments).compacts(segments) is compacts
 
 
 # -- growing an index --------------------------------------------------------------------
-def test_after_k_plus_one_growths_the_index_is_one_segment_that_scores_as_a_fresh_build(monkeypatch):
+def test_after_k_plus_one_growths_the_index_is_one_segment_that_scores_as_a_fresh_build(
+    monkeypatch,
+):
     k = CompactionPolicy().max_segments
     indexes = grow_in_steps(first=100, steps=k - 1, per_step=2)  # the default policy
     assert len(segment_paths(indexes[-1])) == k  # not compacted yet: at the policy's bound
     tokenized: list[str] = []
     fresh_process()
     grown_texts = TEXTS[: 100 + 2 * k]
-    with monkeypatch.context() as patched:  # not monkeypatch.undo(): that would also undo the isolated cache
-        patched.setattr(bm25_module, "tokenize", lambda text: tokenized.append(text) or tokenize(text))
-        compacted = build_index(Corpus.from_texts(grown_texts), "bm25", chunking=CHUNKING)  # growth K+1: compacted
-    assert tokenized == [c.text for c in compacted.chunks if c.doc_index >= len(grown_texts) - 2]  # the new documents' chunks only
+    with (
+        monkeypatch.context() as patched
+    ):  # not monkeypatch.undo(): that would also undo the isolated cache
+        patched.setattr(
+            bm25_module, "tokenize", lambda text: tokenized.append(text) or tokenize(text)
+        )
+        compacted = build_index(
+            Corpus.from_texts(grown_texts), "bm25", chunking=CHUNKING
+        )  # growth K+1: compacted
+    assert tokenized == [
+        c.text for c in compacted.chunks if c.doc_index >= len(grown_texts) - 2
+    ]  # the new documents' chunks only
     meta = json.loads((compacted.path / "meta.json").read_text())
-    assert segment_paths(compacted) == ["."] and meta["compacted_segments"] == k + 1 and meta["segments"][0]["chunks"] == [0, len(compacted)]
+    assert (
+        segment_paths(compacted) == ["."]
+        and meta["compacted_segments"] == k + 1
+        and meta["segments"][0]["chunks"] == [0, len(compacted)]
+    )
     assert not (compacted.path / "segments").exists()
-    assert {"bm25s/data.csc.index.npy", "bm25_counts.npy", "chunks.jsonl"} <= set(meta["files"])  # checksummed like a build
+    assert {"bm25s/data.csc.index.npy", "bm25_counts.npy", "chunks.jsonl"} <= set(
+        meta["files"]
+    )  # checksummed like a build
     assert_scores_equal_a_fresh_build(compacted, grown_texts)  # in the process that compacted
     fresh_process()
     reloaded = build_index(Corpus.from_texts(grown_texts), "bm25", chunking=CHUNKING)
-    assert segment_paths(reloaded) == ["."] and reloaded.retriever._model is not None  # scored by bm25s, not from counts
+    assert (
+        segment_paths(reloaded) == ["."] and reloaded.retriever._model is not None
+    )  # scored by bm25s, not from counts
     assert_scores_equal_a_fresh_build(reloaded, grown_texts)
     fresh_process()
-    regrown = build_index(Corpus.from_texts(TEXTS[: 100 + 2 * k + 3]), "bm25", chunking=CHUNKING)  # the compacted index grows on
+    regrown = build_index(
+        Corpus.from_texts(TEXTS[: 100 + 2 * k + 3]), "bm25", chunking=CHUNKING
+    )  # the compacted index grows on
     assert segment_paths(regrown) == [".", "segments/001"]
     assert_scores_equal_a_fresh_build(regrown, TEXTS[: 100 + 2 * k + 3])
 
@@ -115,7 +147,10 @@ def test_segments_never_exceed_the_policy_over_many_growths():
     indexes = grow_in_steps(first=100, steps=7, per_step=3, compaction=policy)
     assert [len(segment_paths(i)) for i in indexes] == [1, 2, 3, 1, 2, 3, 1, 2]
     fresh_process()
-    assert_scores_equal_a_fresh_build(build_index(Corpus.from_texts(TEXTS[:121]), "bm25", chunking=CHUNKING, compaction=policy), TEXTS[:121])
+    assert_scores_equal_a_fresh_build(
+        build_index(Corpus.from_texts(TEXTS[:121]), "bm25", chunking=CHUNKING, compaction=policy),
+        TEXTS[:121],
+    )
 
 
 def test_compaction_is_not_repeated_on_loads(monkeypatch):
@@ -124,8 +159,13 @@ def test_compaction_is_not_repeated_on_loads(monkeypatch):
     assert [len(segment_paths(i)) for i in indexes] == [1, 2, 1]
     compactions: list[int] = []
     original = BM25Retriever.compact
-    monkeypatch.setattr(BM25Retriever, "compact", lambda self: compactions.append(1) or original(self))
-    before = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in (indexes[1].path / "meta.json", indexes[2].path / "meta.json")}
+    monkeypatch.setattr(
+        BM25Retriever, "compact", lambda self: compactions.append(1) or original(self)
+    )
+    before = {
+        p: (p.stat().st_mtime_ns, p.read_bytes())
+        for p in (indexes[1].path / "meta.json", indexes[2].path / "meta.json")
+    }
     for _ in range(3):
         for n in (105, 110):  # a grown index at the bound, and the compacted one
             fresh_process()
@@ -140,7 +180,9 @@ def _fail(*args, **kwargs):
 
 
 @pytest.mark.parametrize("where", ["merging counts", "writing the index"])
-def test_a_kill_during_compaction_leaves_the_old_segments_loadable_and_the_next_growth_compacts(monkeypatch, where):
+def test_a_kill_during_compaction_leaves_the_old_segments_loadable_and_the_next_growth_compacts(
+    monkeypatch, where
+):
     policy = CompactionPolicy(max_segments=2)
     indexes = grow_in_steps(first=100, steps=1, per_step=5, compaction=policy)
     assert segment_paths(indexes[-1]) == [".", "segments/001"]
@@ -149,16 +191,24 @@ def test_a_kill_during_compaction_leaves_the_old_segments_loadable_and_the_next_
         if where == "merging counts":
             patched.setattr(TermCounts, "concat", _fail)
         else:
-            patched.setattr(store, "fsync_tree", _fail)  # every file of the compacted index written, not yet renamed
+            patched.setattr(
+                store, "fsync_tree", _fail
+            )  # every file of the compacted index written, not yet renamed
         build_index(Corpus.from_texts(TEXTS[:110]), "bm25", chunking=CHUNKING, compaction=policy)
     root = indexes[-1].path.parent
-    assert not list(root.glob("*.build-*")) and [p.name for p in root.iterdir() if (p / "meta.json").exists()] == [i.path.name for i in indexes]
+    assert not list(root.glob("*.build-*")) and [
+        p.name for p in root.iterdir() if (p / "meta.json").exists()
+    ] == [i.path.name for i in indexes]
     fresh_process()
-    old = build_index(Corpus.from_texts(TEXTS[:105]), "bm25", chunking=CHUNKING, compaction=policy)  # the two segments, untouched
+    old = build_index(
+        Corpus.from_texts(TEXTS[:105]), "bm25", chunking=CHUNKING, compaction=policy
+    )  # the two segments, untouched
     assert segment_paths(old) == [".", "segments/001"]
     assert_scores_equal_a_fresh_build(old, TEXTS[:105])
     fresh_process()
-    compacted = build_index(Corpus.from_texts(TEXTS[:110]), "bm25", chunking=CHUNKING, compaction=policy)
+    compacted = build_index(
+        Corpus.from_texts(TEXTS[:110]), "bm25", chunking=CHUNKING, compaction=policy
+    )
     assert segment_paths(compacted) == ["."]
     assert_scores_equal_a_fresh_build(compacted, TEXTS[:110])
 
@@ -173,21 +223,32 @@ build_index(Corpus.from_texts(texts), "bm25", chunking=ChunkingConfig(unit="word
 """
 
 
-def test_a_process_killed_during_compaction_leaves_the_old_segments_and_its_leftovers_are_cleared(isolated_cache, tmp_path):
+def test_a_process_killed_during_compaction_leaves_the_old_segments_and_its_leftovers_are_cleared(
+    isolated_cache, tmp_path
+):
     policy = CompactionPolicy(max_segments=2)
     indexes = grow_in_steps(first=100, steps=1, per_step=5, compaction=policy)
     (tmp_path / "texts.json").write_text(json.dumps(TEXTS[:110]))
     root_dir = Path(__file__).resolve().parents[1]
     env = {**os.environ, "LONGCTX_CACHE_DIR": str(isolated_cache), "PYTHONPATH": str(root_dir)}
-    child = subprocess.run([sys.executable, "-c", _KILLED_CHILD, str(tmp_path / "texts.json")], env=env, cwd=root_dir, timeout=120)
+    child = subprocess.run(
+        [sys.executable, "-c", _KILLED_CHILD, str(tmp_path / "texts.json")],
+        env=env,
+        cwd=root_dir,
+        timeout=120,
+    )
     assert child.returncode == 9
     root = indexes[-1].path.parent
-    assert len(list(root.glob("*.build-*"))) == 1  # the killed compaction's output, never renamed into place
+    assert (
+        len(list(root.glob("*.build-*"))) == 1
+    )  # the killed compaction's output, never renamed into place
     fresh_process()
     old = build_index(Corpus.from_texts(TEXTS[:105]), "bm25", chunking=CHUNKING, compaction=policy)
     assert segment_paths(old) == [".", "segments/001"]
     assert_scores_equal_a_fresh_build(old, TEXTS[:105])
-    compacted = build_index(Corpus.from_texts(TEXTS[:110]), "bm25", chunking=CHUNKING, compaction=policy)
+    compacted = build_index(
+        Corpus.from_texts(TEXTS[:110]), "bm25", chunking=CHUNKING, compaction=policy
+    )
     assert segment_paths(compacted) == ["."] and not list(root.glob("*.build-*"))
     assert_scores_equal_a_fresh_build(compacted, TEXTS[:110])
 
@@ -196,16 +257,38 @@ def test_a_process_killed_during_compaction_leaves_the_old_segments_and_its_left
 def test_dense_segments_are_compacted_without_embedding_again():
     policy = CompactionPolicy(max_segments=2)
     texts = make_texts(32)
-    build_index(Corpus.from_texts(texts[:30]), DenseRetriever(CountingEmbedder()), chunking=CHUNKING, compaction=policy)
+    build_index(
+        Corpus.from_texts(texts[:30]),
+        DenseRetriever(CountingEmbedder()),
+        chunking=CHUNKING,
+        compaction=policy,
+    )
     fresh_process()
-    build_index(Corpus.from_texts(texts[:31]), DenseRetriever(CountingEmbedder()), chunking=CHUNKING, compaction=policy)
+    build_index(
+        Corpus.from_texts(texts[:31]),
+        DenseRetriever(CountingEmbedder()),
+        chunking=CHUNKING,
+        compaction=policy,
+    )
     fresh_process()
     embedder = CountingEmbedder()
-    index = build_index(Corpus.from_texts(texts), DenseRetriever(embedder), chunking=CHUNKING, compaction=policy)
-    assert embedder.embedded == sum(c.doc_index == 31 for c in index.chunks) and segment_paths(index) == ["."]  # the last document's chunks only
+    index = build_index(
+        Corpus.from_texts(texts), DenseRetriever(embedder), chunking=CHUNKING, compaction=policy
+    )
+    assert embedder.embedded == sum(c.doc_index == 31 for c in index.chunks) and segment_paths(
+        index
+    ) == ["."]  # the last document's chunks only
     fresh_process()
-    reloaded = build_index(Corpus.from_texts(texts), DenseRetriever(CountingEmbedder()), chunking=CHUNKING, compaction=policy)
+    reloaded = build_index(
+        Corpus.from_texts(texts),
+        DenseRetriever(CountingEmbedder()),
+        chunking=CHUNKING,
+        compaction=policy,
+    )
     assert reloaded.retriever._index is not None and index.retriever._index is not None
-    np.testing.assert_array_equal(reloaded.retriever._index.vectors(0, len(reloaded)), index.retriever._index.vectors(0, len(index)))
+    np.testing.assert_array_equal(
+        reloaded.retriever._index.vectors(0, len(reloaded)),
+        index.retriever._index.vectors(0, len(index)),
+    )
     for question in QUESTIONS[:3]:
         assert top10(reloaded, question) == top10(index, question)

@@ -21,12 +21,18 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def built_messages(caplog) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == "retrieval.index" and r.getMessage().startswith("Built ")]
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "retrieval.index" and r.getMessage().startswith("Built ")
+    ]
 
 
 def test_threads_building_one_key_share_a_single_build(caplog):
     caplog.set_level(logging.INFO, logger="retrieval.index")
-    corpus = Corpus.from_texts([filler_document(i, 40) for i in range(8)] + ["The vault code is 7421."])
+    corpus = Corpus.from_texts(
+        [filler_document(i, 40) for i in range(8)] + ["The vault code is 7421."]
+    )
     barrier = threading.Barrier(6)
     results, errors = [None] * 6, []
 
@@ -46,7 +52,11 @@ def test_threads_building_one_key_share_a_single_build(caplog):
     assert all(r is results[0] for r in results)  # one index object for all
     assert len(built_messages(caplog)) == 1  # built once; the others waited and reused it
     assert results[0].search("vault code", 1)[0].chunk.doc_index == 8
-    leftovers = [p.name for p in results[0].path.parent.iterdir() if p.name != results[0].key and not p.name.endswith(".lock")]
+    leftovers = [
+        p.name
+        for p in results[0].path.parent.iterdir()
+        if p.name != results[0].key and not p.name.endswith(".lock")
+    ]
     assert leftovers == []
 
 
@@ -57,7 +67,12 @@ def test_concurrent_index_commands_build_once(tmp_path):
         (docs / f"doc{i:02d}.txt").write_text(filler_document(i, 60) + f" Report {i} closes here.")
     env = {**os.environ, "LONGCTX_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-m", "experiments.cli", "-v", "index", str(docs), "--retriever", "bm25"]
-    procs = [subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    procs = [
+        subprocess.Popen(
+            cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(3)
+    ]
     outs = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0], [err[-2000:] for _, err in outs]
     builds = sum(err.count("INFO retrieval.index: Built ") for _, err in outs)
@@ -65,7 +80,9 @@ def test_concurrent_index_commands_build_once(tmp_path):
     paths = {out.strip().rsplit(" at ", 1)[-1] for out, _ in outs}
     assert len(paths) == 1
     index_dir = Path(paths.pop())
-    assert sorted(p.name for p in index_dir.parent.iterdir()) == sorted([index_dir.name, index_dir.name + ".lock"])
+    assert sorted(p.name for p in index_dir.parent.iterdir()) == sorted(
+        [index_dir.name, index_dir.name + ".lock"]
+    )
 
 
 # ---- corruption: every damaged index is named in a warning, moved aside and rebuilt ----
@@ -95,7 +112,9 @@ def damage_faiss_deleted(folder: Path) -> None:
     (folder / "vectors.faiss").unlink()
 
 
-@pytest.mark.parametrize("damage", [damage_chunks_missing_lines, damage_faiss_truncated, damage_faiss_deleted])
+@pytest.mark.parametrize(
+    "damage", [damage_chunks_missing_lines, damage_faiss_truncated, damage_faiss_deleted]
+)
 def test_a_damaged_dense_index_is_named_moved_aside_and_rebuilt(damage, caplog):
     chunking = ChunkingConfig(size=16)
     corpus = corpus_with_needle()
@@ -111,7 +130,9 @@ def test_a_damaged_dense_index_is_named_moved_aside_and_rebuilt(damage, caplog):
     assert rebuilt.search("vault code", 1)[0].chunk.doc_index == 23
     fresh_process()
     again = build_index(corpus, dense(CountingEmbedder()), chunking=chunking)
-    assert again.retriever.embedder.embedded == 0 and len(again) == len(first)  # the rebuilt one is sound
+    assert again.retriever.embedder.embedded == 0 and len(again) == len(
+        first
+    )  # the rebuilt one is sound
 
 
 def test_missing_chunk_lines_in_a_bm25_index_rebuild(caplog):
@@ -121,7 +142,9 @@ def test_missing_chunk_lines_in_a_bm25_index_rebuild(caplog):
     fresh_process()
     rebuilt = build_index(corpus, "bm25", chunking=ChunkingConfig(size=16))
     assert len(rebuilt) == len(first) and rebuilt.search("vault code", 1)[0].chunk.doc_index == 23
-    assert any(str(first.path) in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
+    assert any(
+        str(first.path) in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING
+    )
 
 
 @pytest.mark.parametrize("garbage", [b"not a numpy file", None])
@@ -130,7 +153,9 @@ def test_a_corrupt_shard_of_an_interrupted_build_is_re_embedded(garbage, caplog)
     corpus = corpus_with_needle()
     with pytest.raises(KeyboardInterrupt):
         build_index(corpus, dense(CountingEmbedder(fail_after=30)), chunking=chunking)
-    folder = index_module.index_folder(default_cache_dir(), index_module.index_key(corpus, chunking, dense()))
+    folder = index_module.index_folder(
+        default_cache_dir(), index_module.index_key(corpus, chunking, dense())
+    )
     shard = index_module.shards_folder(folder) / "000001.npy"
     assert shard.exists()
     if garbage is None:  # truncated mid-array
@@ -140,7 +165,13 @@ def test_a_corrupt_shard_of_an_interrupted_build_is_re_embedded(garbage, caplog)
     embedder = CountingEmbedder()
     resumed = build_index(corpus, dense(embedder), chunking=chunking)
     assert embedder.embedded == len(resumed) - 20  # shards 0 and 2 reused, the corrupt one redone
-    assert any("000001.npy" in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
+    assert any(
+        "000001.npy" in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING
+    )
     reference = build_index(corpus, dense(), chunking=chunking, use_cache=False)
     q = "vault code"
-    np.testing.assert_allclose([h.score for h in resumed.search(q, 5)], [h.score for h in reference.search(q, 5)], rtol=1e-5)
+    np.testing.assert_allclose(
+        [h.score for h in resumed.search(q, 5)],
+        [h.score for h in reference.search(q, 5)],
+        rtol=1e-5,
+    )

@@ -27,14 +27,21 @@ def test_work_units_group_every_strategy_by_context_only_when_asked(samples):
     todo = [(s, name) for s in samples for name in ("rag", "full_context", "memagent")]
     default = work_units(todo)
     assert sorted(len(g) for n, g in default if n == "rag") == [1] * 6  # a unit per question
-    assert sorted(len(g) for n, g in default if n == "memagent") == [3, 3]  # batched: one pass per context, as before
+    assert sorted(len(g) for n, g in default if n == "memagent") == [
+        3,
+        3,
+    ]  # batched: one pass per context, as before
     grouped = work_units(todo, inject_once=True)
-    assert sorted((n, len(g)) for n, g in grouped) == sorted([(n, 3) for n in ("rag", "full_context", "memagent") for _ in range(2)])
+    assert sorted((n, len(g)) for n, g in grouped) == sorted(
+        [(n, 3) for n in ("rag", "full_context", "memagent") for _ in range(2)]
+    )
     assert all(len({s.corpus.fingerprint for s in g}) == 1 for _, g in grouped)
 
 
 @pytest.mark.parametrize(("inject_once", "builds"), [(False, 6), (True, 2)])
-def test_rag_builds_its_index_once_per_context_when_injected_once(tmp_path, monkeypatch, inject_once, builds):
+def test_rag_builds_its_index_once_per_context_when_injected_once(
+    tmp_path, monkeypatch, inject_once, builds
+):
     calls: list[str] = []
     original = RunSetup.build_index
 
@@ -49,7 +56,11 @@ def test_rag_builds_its_index_once_per_context_when_injected_once(tmp_path, monk
     run_experiment(cfg, tmp_path, llm=llm, show_progress=False)
     assert len(calls) == builds and len(set(calls)) == 2
     rows = read_rows(tmp_path)
-    assert len(rows) == 6 and {r["status"] for r in rows} == {"ok"} and len({r["corpus"] for r in rows}) == 2
+    assert (
+        len(rows) == 6
+        and {r["status"] for r in rows} == {"ok"}
+        and len({r["corpus"] for r in rows}) == 2
+    )
 
 
 def test_report_shows_cost_per_context_and_per_question(tmp_path):
@@ -60,14 +71,27 @@ def test_report_shows_cost_per_context_and_per_question(tmp_path):
     result = build_report(tmp_path, plots=False, html=False)
     table = {r["strategy"]: r for r in result["per_context"]}
     assert set(table) == {"rag", "full_context"}
-    assert {(r["contexts"], r["questions"], r["questions_per_context"]) for r in table.values()} == {(2, 6, 3.0)}
-    assert table["rag"]["index_seconds_per_context"] > 0 and table["full_context"]["index_seconds_per_context"] == 0
+    assert {
+        (r["contexts"], r["questions"], r["questions_per_context"]) for r in table.values()
+    } == {(2, 6, 3.0)}
+    assert (
+        table["rag"]["index_seconds_per_context"] > 0
+        and table["full_context"]["index_seconds_per_context"] == 0
+    )
     assert table["rag"]["llm_calls_per_question"] == 1.0
     assert (tmp_path / "report" / "per_context.md").is_file()
 
 
 def test_cost_split_arithmetic_and_the_shapes_without_a_table():
-    rows = [{"status": "ok", "corpus": c, "seconds": 3.0, "usage": {"index_seconds": 2.0, "llm_calls": 1, "prompt_tokens": 10}} for c in "aab"]
+    rows = [
+        {
+            "status": "ok",
+            "corpus": c,
+            "seconds": 3.0,
+            "usage": {"index_seconds": 2.0, "llm_calls": 1, "prompt_tokens": 10},
+        }
+        for c in "aab"
+    ]
     rows.append({"status": "failed", "corpus": "b", "seconds": 9.0})
     cost = context_costs("rag", rows)
     assert cost is not None

@@ -23,16 +23,49 @@ QUESTIONS = 24
 
 def _questions(tmp_path: Path) -> Path:
     path = tmp_path / "q.csv"
-    path.write_text("id,question\n" + "".join(f"q{i},What is fact number {i}?\n" for i in range(QUESTIONS)))
+    path.write_text(
+        "id,question\n" + "".join(f"q{i},What is fact number {i}?\n" for i in range(QUESTIONS))
+    )
     return path
 
 
-def _start(tmp_path: Path, url: str, concurrency: int = 2, strategies: str = "rag", options: list[str] | None = None) -> subprocess.Popen:
-    env = {**os.environ, "OPENAI_BASE_URL": url, "OPENAI_API_KEY": "x", "LONGCTX_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "experiments.cli", "run", "--corpus", str(ROOT / "examples" / "corpus"), "--questions", str(_questions(tmp_path)),
-           "--strategies", strategies, "--llm", "openai:stub", "--no-llm-cache", "--concurrency", str(concurrency), "--out", str(tmp_path / "run"),
-           *(options or [])]
-    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def _start(
+    tmp_path: Path,
+    url: str,
+    concurrency: int = 2,
+    strategies: str = "rag",
+    options: list[str] | None = None,
+) -> subprocess.Popen:
+    env = {
+        **os.environ,
+        "OPENAI_BASE_URL": url,
+        "OPENAI_API_KEY": "x",
+        "LONGCTX_CACHE_DIR": str(tmp_path / "cache"),
+        "PYTHONPATH": str(ROOT),
+    }
+    cmd = [
+        sys.executable,
+        "-m",
+        "experiments.cli",
+        "run",
+        "--corpus",
+        str(ROOT / "examples" / "corpus"),
+        "--questions",
+        str(_questions(tmp_path)),
+        "--strategies",
+        strategies,
+        "--llm",
+        "openai:stub",
+        "--no-llm-cache",
+        "--concurrency",
+        str(concurrency),
+        "--out",
+        str(tmp_path / "run"),
+        *(options or []),
+    ]
+    return subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def _wait_for_rows(proc: subprocess.Popen, out: Path, n: int, timeout: float = 120) -> None:
@@ -95,10 +128,14 @@ def test_sigint_stops_the_run_and_the_rerun_resumes_it(tmp_path):
         stdout, err = rerun.communicate(timeout=120)
         assert rerun.returncode == 0, err
         assert f"{len(rows)} already done" in stdout
-    new = read_rows(out)[len(rows):]
-    assert sum(r["usage"]["llm_calls"] for r in new) == len(new) == QUESTIONS - len(rows)  # rag: one call per question not done yet
+    new = read_rows(out)[len(rows) :]
+    assert (
+        sum(r["usage"]["llm_calls"] for r in new) == len(new) == QUESTIONS - len(rows)
+    )  # rag: one call per question not done yet
     rows = read_rows(out)
-    assert len(rows) == QUESTIONS == len({r["sample_id"] for r in rows}) and all(r["status"] == "ok" for r in rows)
+    assert len(rows) == QUESTIONS == len({r["sample_id"] for r in rows}) and all(
+        r["status"] == "ok" for r in rows
+    )
 
 
 @pytest.mark.slow
@@ -112,12 +149,16 @@ def test_calls_in_flight_do_not_hold_the_exit_and_a_second_sigint_exits_at_once(
         code, err = _stop(proc, times=2)  # the second while the first waits for the calls in flight
         assert code == 130, err  # without the grace wait for the calls in flight
         assert "exiting now" in err and "Traceback" not in err
-        assert len(read_rows(out)) == 2 and _chat_requests(url) > 2  # calls were in flight, and none finished
+        assert (
+            len(read_rows(out)) == 2 and _chat_requests(url) > 2
+        )  # calls were in flight, and none finished
 
     with stub_server(latency=0.05, reply_tokens=5, hold_after=1, hang_seconds=300) as url:
         proc = _start(tmp_path, url)
         _wait_for_rows(proc, out, 3)
-        code, err = _stop(proc)  # once: the run waits 2 s, then exits without the calls still in flight
+        code, err = _stop(
+            proc
+        )  # once: the run waits 2 s, then exits without the calls still in flight
         assert code == 130, err
         assert "rerun the same command to resume" in err and "exiting now" not in err
         assert len(read_rows(out)) == 3 and _chat_requests(url) > 1
@@ -128,9 +169,16 @@ def test_sigint_prints_no_callback_warning_for_the_calls_it_refuses(tmp_path):
     """MemAgent's next chunk starts calls after Ctrl-C: the guard refuses each, and LangChain's
     "Error in CancelGuard.on_chat_model_start callback: RunCancelled" warning is not printed for them."""
     with stub_server(latency=1.0, reply_tokens=5) as url:
-        proc = _start(tmp_path, url, strategies="memagent", options=["--option", "memagent.chunk_tokens=200", "-y"])
+        proc = _start(
+            tmp_path,
+            url,
+            strategies="memagent",
+            options=["--option", "memagent.chunk_tokens=200", "-y"],
+        )
         deadline = time.monotonic() + 120
-        while _chat_requests(url) == 0:  # the first chunk's calls are in flight: the next chunk's come after the signal
+        while (
+            _chat_requests(url) == 0
+        ):  # the first chunk's calls are in flight: the next chunk's come after the signal
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, "the run made no call"
             time.sleep(0.05)

@@ -64,7 +64,9 @@ def _strict(text: str):
 
 
 def test_dumps_is_strict_json_that_utf8_can_write():
-    text = dumps({"a": [b"\xff", float("inf"), np.float64("nan"), "\udfff"], "b": {"c": np.int32(3)}})
+    text = dumps(
+        {"a": [b"\xff", float("inf"), np.float64("nan"), "\udfff"], "b": {"c": np.int32(3)}}
+    )
     assert _strict(text) == {"a": ["<1 bytes: ff>", None, None, "\ufffd"], "b": {"c": 3}}
     text.encode("utf-8")  # no lone surrogate left
 
@@ -144,7 +146,9 @@ def test_max_values_keeps_a_value_of_that_many_whole_and_cuts_one_more():
     cut = json_safe(steps, max_values=30_000)
     assert cut[:-1] == steps[:-1] and cut[-1] == {"node": "n", "...": "[cut: 1 more entries]"}
     shared = {"doc": "d1"}
-    assert json_safe([shared, shared, shared]) == [shared] * 3  # shared without a cycle: each kept whole
+    assert (
+        json_safe([shared, shared, shared]) == [shared] * 3
+    )  # shared without a cycle: each kept whole
 
 
 def test_a_100_mb_string_costs_no_more_than_its_cut():

@@ -26,7 +26,10 @@ CALLS = {
         [SystemMessage(content="Answer briefly."), HumanMessage(content="Name a city.")],
         {"max_tokens": 32, "temperature": 0.1, "stop": ["\n\n"]},
     ),
-    "unicode and parts": ([HumanMessage(content=[{"type": "text", "text": "Zürich – 東京?"}])], {"max_tokens": 8}),
+    "unicode and parts": (
+        [HumanMessage(content=[{"type": "text", "text": "Zürich – 東京?"}])],
+        {"max_tokens": 8},
+    ),
 }
 
 
@@ -58,7 +61,12 @@ def test_lean_path_sends_the_same_body_and_returns_the_same_message(name, use_as
     messages, kwargs = CALLS[name]
     with RecordingServer(lambda request: "Paris, in France.") as server:
         ours, plain = pair(server.url)
-        assert ours._lean_request(messages, kwargs.get("stop"), {k: v for k, v in kwargs.items() if k != "stop"}) is not None
+        assert (
+            ours._lean_request(
+                messages, kwargs.get("stop"), {k: v for k, v in kwargs.items() if k != "stop"}
+            )
+            is not None
+        )
         if use_async:
             mine, theirs = asyncio.run(_both(ours, plain, messages, kwargs))
         else:
@@ -79,7 +87,9 @@ def test_reasoning_models_get_the_sdks_body_budget_included(model):
         ours.invoke(messages, **kwargs)
         plain.invoke(messages, **kwargs)
     assert server.requests[0] == server.requests[1]
-    assert server.requests[0]["max_completion_tokens"] == 32 and "max_tokens" not in server.requests[0]
+    assert (
+        server.requests[0]["max_completion_tokens"] == 32 and "max_tokens" not in server.requests[0]
+    )
 
 
 async def _both(ours, plain, messages, kwargs):
@@ -88,21 +98,29 @@ async def _both(ours, plain, messages, kwargs):
 
 def test_extra_body_reaches_the_body_as_with_the_sdk():
     with RecordingServer() as server:
-        ours, plain = pair(server.url, extra_body={"chat_template_kwargs": {"enable_thinking": False}})
+        ours, plain = pair(
+            server.url, extra_body={"chat_template_kwargs": {"enable_thinking": False}}
+        )
         ours.invoke("Hi")
         plain.invoke("Hi")
     assert server.requests[0] == server.requests[1]
     assert server.requests[0]["chat_template_kwargs"] == {"enable_thinking": False}
 
 
-@pytest.mark.parametrize("function,choice", [(KEEP_CONTEXT_FUNCTION, "Query"), (PROPERTY_FUNCTION, "any")])
+@pytest.mark.parametrize(
+    "function,choice", [(KEEP_CONTEXT_FUNCTION, "Query"), (PROPERTY_FUNCTION, "any")]
+)
 def test_tool_calls_parse_the_same(function, choice):
     with stub_server(latency=0.0, reply_tokens=5, tools=True, properties=3) as url:
         ours, plain = pair(url)
         prompt = [HumanMessage(content="Is this chunk about revenue?")]
         mine = ours.bind_tools([dict(function)], tool_choice=choice).invoke(prompt, max_tokens=64)
-        theirs = plain.bind_tools([dict(function)], tool_choice=choice).invoke(prompt, max_tokens=64)
-        mine_async = asyncio.run(ours.bind_tools([dict(function)], tool_choice=choice).ainvoke(prompt, max_tokens=64))
+        theirs = plain.bind_tools([dict(function)], tool_choice=choice).invoke(
+            prompt, max_tokens=64
+        )
+        mine_async = asyncio.run(
+            ours.bind_tools([dict(function)], tool_choice=choice).ainvoke(prompt, max_tokens=64)
+        )
     assert mine.tool_calls and mine.tool_calls == theirs.tool_calls == mine_async.tool_calls
     same_message(mine, theirs)
 

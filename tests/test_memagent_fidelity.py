@@ -25,7 +25,13 @@ from graphs.request_settings import BLOCK_BYTES, SAMPLED_BLOCKS, file_fingerprin
 from retrieval import Corpus
 from retrieval.contract import Question
 from retrieval.question import Protocol
-from retrieval.tokenizers import Tokenizer, TokenizerError, slice_ids, tiktoken_encoding, tiktoken_tokenizer
+from retrieval.tokenizers import (
+    Tokenizer,
+    TokenizerError,
+    slice_ids,
+    tiktoken_encoding,
+    tiktoken_tokenizer,
+)
 from tests.recording_server import RecordingServer, prompt_of
 from tests.scripted import ScriptedChatModel
 
@@ -40,29 +46,50 @@ def _is_update(request: dict) -> bool:
 def _ruler_reply(request: dict) -> str:
     if _is_update(request):
         return "notes"
-    return "Therefore, the answer is yes." if "Bob Marley a cat" in prompt_of(request) else "Therefore, the answer is London."
+    return (
+        "Therefore, the answer is yes."
+        if "Bob Marley a cat" in prompt_of(request)
+        else "Therefore, the answer is London."
+    )
 
 
-def test_paper_preset_on_ruler_hqa_exports_and_reports_the_official_score_of_the_whole_reply(tmp_path, monkeypatch):
+def test_paper_preset_on_ruler_hqa_exports_and_reports_the_official_score_of_the_whole_reply(
+    tmp_path, monkeypatch
+):
     """``ruler_hqa.py`` extracts after "the answer is" itself: the export's ``response`` is the whole reply
     (66.67, as the official loop scores these replies), not the extraction ``Paris``-style that it scores 0."""
     monkeypatch.setenv("LONGCTX_CACHE_DIR", str(tmp_path / "cache"))
     run = tmp_path / "run"
     with RecordingServer(_ruler_reply) as server:
         llm = make_chat_model("openai:rec", base_url=server.url, max_retries=0)
-        cfg = RunConfig(benchmark="ruler_hqa", strategies=("memagent",), data_path=str(FIXTURES / "ruler_hqa"), llm_cache=False,
-                        strategy_options={"memagent": {"preset": "paper"}})
+        cfg = RunConfig(
+            benchmark="ruler_hqa",
+            strategies=("memagent",),
+            data_path=str(FIXTURES / "ruler_hqa"),
+            llm_cache=False,
+            strategy_options={"memagent": {"preset": "paper"}},
+        )
         run_experiment(cfg, run, llm=llm, show_progress=False)
-    assert {r["prediction"] for r in read_rows(run)} == {"London", "yes"}  # the scored text is MemAgent's extraction
+    assert {r["prediction"] for r in read_rows(run)} == {
+        "London",
+        "yes",
+    }  # the scored text is MemAgent's extraction
     export_official(run, tmp_path / "official")
-    lines = [json.loads(x) for p in sorted((tmp_path / "official" / "results").rglob("memagent.jsonl")) for x in p.read_text().splitlines()]
+    lines = [
+        json.loads(x)
+        for p in sorted((tmp_path / "official" / "results").rglob("memagent.jsonl"))
+        for x in p.read_text().splitlines()
+    ]
     # official: response = output.strip(); pred = extract_answer(response); judge_sub_em over pred
     assert sorted((x["response"], x["pred"], x["judge_sub_em"]) for x in lines) == [
         ("Therefore, the answer is London.", "London", 1.0), ("Therefore, the answer is London.", "London", 1.0),
         ("Therefore, the answer is yes.", "yes", 0.0)]  # fmt: skip
     _, _, per_strategy = score_run(run)
     official = per_strategy["memagent"]["official"]
-    assert official["official"] == {"7K": 50.0, "1.75M": 100.0} and official["official_overall"] == 66.67
+    assert (
+        official["official"] == {"7K": 50.0, "1.75M": 100.0}
+        and official["official_overall"] == 66.67
+    )
     assert official["overall"] == 66.67 and official["n_without_answer_phrase"] == 0
 
 
@@ -75,12 +102,30 @@ def test_a_model_with_another_extra_body_makes_its_own_calls(tmp_path, monkeypat
     from langchain_openai import ChatOpenAI
 
     monkeypatch.setenv("LONGCTX_CACHE_DIR", str(tmp_path / "cache"))
-    with RecordingServer(lambda r: "notes" if _is_update(r) else "Therefore, the answer is 7421.") as server:
+    with RecordingServer(
+        lambda r: "notes" if _is_update(r) else "Therefore, the answer is 7421."
+    ) as server:
         plain = ChatOpenAI(model="rec", base_url=server.url, api_key="k", max_retries=0)
-        tuned = ChatOpenAI(model="rec", base_url=server.url, api_key="k", max_retries=0, extra_body={"top_k": 20})
-        answer(CORPUS, "What is the code?", strategy="memagent", llm=plain, chunk_tokens=100, show_progress=False)
+        tuned = ChatOpenAI(
+            model="rec", base_url=server.url, api_key="k", max_retries=0, extra_body={"top_k": 20}
+        )
+        answer(
+            CORPUS,
+            "What is the code?",
+            strategy="memagent",
+            llm=plain,
+            chunk_tokens=100,
+            show_progress=False,
+        )
         first = len(server.requests)
-        again = answer(CORPUS, "What is the code?", strategy="memagent", llm=tuned, chunk_tokens=100, show_progress=False)
+        again = answer(
+            CORPUS,
+            "What is the code?",
+            strategy="memagent",
+            llm=tuned,
+            chunk_tokens=100,
+            show_progress=False,
+        )
     second = server.requests[first:]
     assert first > 1 and len(second) == first and all(r.get("top_k") == 20 for r in second)
     assert not again.steps[-1]["replayed"]
@@ -88,11 +133,21 @@ def test_a_model_with_another_extra_body_makes_its_own_calls(tmp_path, monkeypat
 
 def _key(llm, question: Question | None = None) -> str:
     spec = STRATEGIES.get("memagent")
-    return run_key(spec, spec.batch_mode, spec.make_config(), [question or Question(text="q?")], llm, "corpus", None)
+    return run_key(
+        spec,
+        spec.batch_mode,
+        spec.make_config(),
+        [question or Question(text="q?")],
+        llm,
+        "corpus",
+        None,
+    )
 
 
 def _openai(**options):
-    return make_chat_model("openai:rec", base_url="http://127.0.0.1:9/v1", api_key="sk-one", max_retries=0, **options)
+    return make_chat_model(
+        "openai:rec", base_url="http://127.0.0.1:9/v1", api_key="sk-one", max_retries=0, **options
+    )
 
 
 @pytest.mark.parametrize(
@@ -150,14 +205,37 @@ def _section(prompt: str) -> str:
 
 def test_a_model_with_another_tokenizer_reads_its_own_windows(isolated_cache):
     """The windows are cut in the model's tokenizer: another tokenizer is another run, not a replay of the first's windows."""
-    reply = lambda p: "notes" if p.endswith("Updated memory:\n") else "Therefore, the answer is 7421."  # noqa: E731
+    reply = lambda p: (
+        "notes" if p.endswith("Updated memory:\n") else "Therefore, the answer is 7421."
+    )  # noqa: E731
     chars = CharModel(reply_fn=reply)
-    answer(CORPUS, "What is the code?", strategy="memagent", llm=chars, chunk_tokens=300, show_progress=False, stream="plain")
+    answer(
+        CORPUS,
+        "What is the code?",
+        strategy="memagent",
+        llm=chars,
+        chunk_tokens=300,
+        show_progress=False,
+        stream="plain",
+    )
     cl100k = set_tokenizer(CharModel(reply_fn=reply), "cl100k")
-    answer(CORPUS, "What is the code?", strategy="memagent", llm=cl100k, chunk_tokens=300, show_progress=False, stream="plain")
+    answer(
+        CORPUS,
+        "What is the code?",
+        strategy="memagent",
+        llm=cl100k,
+        chunk_tokens=300,
+        show_progress=False,
+        stream="plain",
+    )
     assert [len(_section(c["prompt"])) for c in chars.calls[:-1]] == [300, 300, 300, 59]
-    cl100k_windows = official_windows(CORPUS.documents[0].text, 300, tiktoken_tokenizer("cl100k_base"))  # ASCII: no character split
-    assert len(cl100k_windows) == 2 and [_section(c["prompt"]) for c in cl100k.calls[:-1]] == cl100k_windows
+    cl100k_windows = official_windows(
+        CORPUS.documents[0].text, 300, tiktoken_tokenizer("cl100k_base")
+    )  # ASCII: no character split
+    assert (
+        len(cl100k_windows) == 2
+        and [_section(c["prompt"]) for c in cl100k.calls[:-1]] == cl100k_windows
+    )
 
 
 def test_the_protocols_final_sampling_is_in_the_key():
@@ -171,7 +249,10 @@ def test_the_protocols_final_sampling_is_in_the_key():
 
 
 # -- item 8: the paper preset cuts the windows as the official loop --------------------------------------------------
-MIXED = "".join(f"Section {i}: the ledger of 北京市第{i}号仓库 records 鸡蛋{i * 7}箱 and 苹果{i * 3}斤. " for i in range(1, 40))
+MIXED = "".join(
+    f"Section {i}: the ledger of 北京市第{i}号仓库 records 鸡蛋{i * 7}箱 and 苹果{i * 3}斤. "
+    for i in range(1, 40)
+)
 
 
 def official_windows(context: str, size: int, tokenizer) -> list[str]:
@@ -181,7 +262,11 @@ def official_windows(context: str, size: int, tokenizer) -> list[str]:
 
 
 def _sections(preset: str | None) -> list[str]:
-    model = ScriptedChatModel(reply_fn=lambda p: "notes" if p.endswith("Updated memory:\n") else "Therefore, the answer is 63.")
+    model = ScriptedChatModel(
+        reply_fn=lambda p: (
+            "notes" if p.endswith("Updated memory:\n") else "Therefore, the answer is 63."
+        )
+    )
     options = {"preset": preset} if preset else {}
     answer(Corpus.from_texts([MIXED]), "How many boxes of eggs?", strategy="memagent", llm=model, chunk_tokens=40, stream="plain",
            resume=False, show_progress=False, **options)  # fmt: skip
@@ -199,7 +284,11 @@ def test_the_official_cut_of_an_empty_text_is_no_window_and_a_strict_decoder_say
     assert slice_ids("", 40, cl100k) == []
     enc = tiktoken_encoding("cl100k_base")
     # a decoder that refuses a split character (raises), as some servers' detokenize routes
-    tok = Tokenizer(id="server:strict", encode_fn=enc.encode, decode_fn=lambda part: enc.decode_bytes(part).decode("utf-8"))
+    tok = Tokenizer(
+        id="server:strict",
+        encode_fn=enc.encode,
+        decode_fn=lambda part: enc.decode_bytes(part).decode("utf-8"),
+    )
     with pytest.raises(TokenizerError, match="window_cut='character'"):
         slice_ids(MIXED, 40, tok)
 
@@ -214,13 +303,27 @@ def test_by_default_a_moved_cut_shifts_every_later_window():
 
 
 # -- item 9: MemAgent's final call on LongBench v2 follows the benchmark's sampling alone ----------------------------
-def test_memagent_on_longbench_v2_sends_the_benchmarks_temperature_without_its_own_top_p(tmp_path, monkeypatch):
+def test_memagent_on_longbench_v2_sends_the_benchmarks_temperature_without_its_own_top_p(
+    tmp_path, monkeypatch
+):
     monkeypatch.setenv("LONGCTX_CACHE_DIR", str(tmp_path / "cache"))
-    with RecordingServer(lambda r: "notes" if _is_update(r) else "The correct answer is (A)") as server:
+    with RecordingServer(
+        lambda r: "notes" if _is_update(r) else "The correct answer is (A)"
+    ) as server:
         llm = make_chat_model("openai:rec", base_url=server.url, max_retries=0)
-        cfg = RunConfig(benchmark="longbench_v2", strategies=("memagent",), data_path=str(FIXTURES / "longbench_v2"), llm_cache=False, limit=1)
+        cfg = RunConfig(
+            benchmark="longbench_v2",
+            strategies=("memagent",),
+            data_path=str(FIXTURES / "longbench_v2"),
+            llm_cache=False,
+            limit=1,
+        )
         run_experiment(cfg, tmp_path / "run", llm=llm, show_progress=False)
     updates = [r for r in server.requests if _is_update(r)]
     finals = [r for r in server.requests if not _is_update(r)]
-    assert updates and {(r["temperature"], r["top_p"]) for r in updates} == {(0.7, 0.95)}  # MemAgent's own memory updates
-    assert len(finals) == 1 and finals[0]["temperature"] == 0.1 and "top_p" not in finals[0]  # pred.py sends temperature only
+    assert updates and {(r["temperature"], r["top_p"]) for r in updates} == {
+        (0.7, 0.95)
+    }  # MemAgent's own memory updates
+    assert (
+        len(finals) == 1 and finals[0]["temperature"] == 0.1 and "top_p" not in finals[0]
+    )  # pred.py sends temperature only

@@ -32,7 +32,9 @@ def test_each_run_key_has_its_own_databases(isolated_cache):
     assert len(dirs) == 2
     for d in dirs:
         assert (d / CHECKPOINTS_FILE).is_file() and (d / TRACE_FILE).is_file()
-    assert not (isolated_cache / "memagent" / CHECKPOINTS_FILE).exists()  # no shared database any more
+    assert not (
+        isolated_cache / "memagent" / CHECKPOINTS_FILE
+    ).exists()  # no shared database any more
 
 
 @pytest.mark.parametrize("damage", ["not_sqlite", "truncated"])
@@ -42,7 +44,9 @@ def test_a_corrupt_checkpoint_database_restarts_only_its_run(isolated_cache, dam
     answer(corpus, "other question", strategy="memagent", llm=echo_model(), show_progress=False)
     (other,) = run_dirs(isolated_cache)
     with pytest.raises(Crash):  # an interrupted run with a few steps on disk
-        answer(corpus, "q", strategy="memagent", llm=crashing_model(crash_at=4), show_progress=False)
+        answer(
+            corpus, "q", strategy="memagent", llm=crashing_model(crash_at=4), show_progress=False
+        )
     (victim,) = [d for d in run_dirs(isolated_cache) if d != other]
     db = victim / CHECKPOINTS_FILE
     if damage == "not_sqlite":
@@ -54,7 +58,9 @@ def test_a_corrupt_checkpoint_database_restarts_only_its_run(isolated_cache, dam
     caplog.set_level(logging.WARNING)
     model = echo_model()
     result = answer(corpus, "q", strategy="memagent", llm=model, show_progress=False)
-    assert len(model.calls) == n + 1 and result.answer == "42"  # that stream restarted from the start
+    assert (
+        len(model.calls) == n + 1 and result.answer == "42"
+    )  # that stream restarted from the start
     assert any(str(db) in r.getMessage() and "corrupt" in r.getMessage() for r in caplog.records)
     assert list(victim.glob(CHECKPOINTS_FILE + ".corrupt-*"))
     untouched = echo_model()
@@ -66,7 +72,9 @@ def test_a_corrupt_trace_never_aborts_the_run(isolated_cache, caplog):
     corpus = corpus_of([12000])
     n = math.ceil(stream_tokens(corpus) / 5000)
     with pytest.raises(Crash):
-        answer(corpus, "q", strategy="memagent", llm=crashing_model(crash_at=2), show_progress=False)
+        answer(
+            corpus, "q", strategy="memagent", llm=crashing_model(crash_at=2), show_progress=False
+        )
     (run,) = run_dirs(isolated_cache)
     (run / TRACE_FILE).write_bytes(b"garbage " * 500)
     (run / (TRACE_FILE + "-wal")).unlink(missing_ok=True)
@@ -79,10 +87,14 @@ def test_a_corrupt_trace_never_aborts_the_run(isolated_cache, caplog):
 def test_an_unopenable_trace_degrades_to_no_trace(isolated_cache, caplog):
     corpus = corpus_of([6000])
     with pytest.raises(Crash):
-        answer(corpus, "q", strategy="memagent", llm=crashing_model(crash_at=1), show_progress=False)
+        answer(
+            corpus, "q", strategy="memagent", llm=crashing_model(crash_at=1), show_progress=False
+        )
     (run,) = run_dirs(isolated_cache)
     (run / TRACE_FILE).unlink()
-    (run / TRACE_FILE).symlink_to(run / "missing" / "trace.sqlite")  # cannot be opened as a database at all
+    (run / TRACE_FILE).symlink_to(
+        run / "missing" / "trace.sqlite"
+    )  # cannot be opened as a database at all
     caplog.set_level(logging.WARNING)
     result = answer(corpus, "q", strategy="memagent", llm=echo_model(), show_progress=False)
     assert result.answer == "42" and not [s for s in result.steps if s["node"] == "update_memory"]
@@ -92,17 +104,23 @@ def test_an_unopenable_trace_degrades_to_no_trace(isolated_cache, caplog):
 def test_a_finished_run_keeps_only_its_final_checkpoint(isolated_cache):
     corpus = corpus_of([61000])  # 21 chunks of 5000 tokens, 32 questions (the case)
     questions = [f"question {i}" for i in range(32)]
-    first = answer_many(corpus, questions, strategy="memagent", llm=echo_model(), show_progress=False)
+    first = answer_many(
+        corpus, questions, strategy="memagent", llm=echo_model(), show_progress=False
+    )
     (run,) = run_dirs(isolated_cache)
     db = run / CHECKPOINTS_FILE
     assert checkpoint_rows(db) == 1
     size = db.stat().st_size + sum(p.stat().st_size for p in run.glob(CHECKPOINTS_FILE + "-*"))
-    print(f"\ncheckpoint storage after a finished 32-question x {math.ceil(stream_tokens(corpus) / 5000)}-chunk run: {size} bytes")
+    print(
+        f"\ncheckpoint storage after a finished 32-question x {math.ceil(stream_tokens(corpus) / 5000)}-chunk run: {size} bytes"
+    )
     assert size < 1_000_000
     again = echo_model()
     replayed = answer_many(corpus, questions, strategy="memagent", llm=again, show_progress=False)
     assert again.calls == [] and [a.answer for a in replayed] == [a.answer for a in first]
-    assert [s for s in replayed[5].steps if s["node"] == "update_memory"] == [s for s in first[5].steps if s["node"] == "update_memory"]
+    assert [s for s in replayed[5].steps if s["node"] == "update_memory"] == [
+        s for s in first[5].steps if s["node"] == "update_memory"
+    ]
 
 
 HOLDER = textwrap.dedent(
@@ -126,7 +144,14 @@ HOLDER = textwrap.dedent(
 
 def test_a_second_identical_run_is_refused_naming_the_holder(tmp_path, isolated_cache):
     env = {**os.environ, "LONGCTX_CACHE_DIR": str(isolated_cache), "PYTHONPATH": str(ROOT)}
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER], cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "started"
         model = echo_model()
@@ -137,7 +162,10 @@ def test_a_second_identical_run_is_refused_naming_the_holder(tmp_path, isolated_
         out, _ = holder.communicate("go\n", timeout=120)
     assert holder.returncode == 0 and out.split()[0] == "42"
     replay = echo_model()
-    assert answer(corpus_of([12000]), "q", strategy="memagent", llm=replay, show_progress=False).answer == "42"
+    assert (
+        answer(corpus_of([12000]), "q", strategy="memagent", llm=replay, show_progress=False).answer
+        == "42"
+    )
     assert replay.calls == []  # after the holder finished: replayed from its checkpoint
 
 
@@ -160,11 +188,25 @@ def test_a_killed_run_resumes_in_its_own_folder_and_is_pruned(tmp_path):
     )
     cache = tmp_path / "cache"
     env = {**os.environ, "LONGCTX_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT)}
-    killed = subprocess.run([sys.executable, "-c", script, "4"], cwd=ROOT, env=env, capture_output=True, text=True)
+    killed = subprocess.run(
+        [sys.executable, "-c", script, "4"], cwd=ROOT, env=env, capture_output=True, text=True
+    )
     assert killed.returncode == -signal.SIGKILL
     (run,) = run_dirs(cache)
     assert checkpoint_rows(run / CHECKPOINTS_FILE) > 1  # the interrupted run's steps are on disk
-    done = subprocess.run([sys.executable, "-c", script, "0"], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", script, "0"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     n = math.ceil(stream_tokens(corpus_of([26000])) / 5000)
-    assert done.stdout.split() == [str(n + 1), "42", str(n + 1 - 3), str(n + 1 - 3)]  # resumed after the 3 finished calls (lock taken over)
+    assert done.stdout.split() == [
+        str(n + 1),
+        "42",
+        str(n + 1 - 3),
+        str(n + 1 - 3),
+    ]  # resumed after the 3 finished calls (lock taken over)
     assert checkpoint_rows(run / CHECKPOINTS_FILE) == 1

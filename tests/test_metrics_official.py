@@ -10,12 +10,23 @@ from experiments.metrics import longbench_v1 as lb1
 from experiments.metrics import longbench_v2 as lb2
 from experiments.metrics import lveval as lv
 from experiments.metrics.equivalence import equivalent
-from experiments.metrics.text import normalize_answer, normalize_zh_answer, qa_f1, qa_f1_zh, rouge_l, rouge_l_zh
+from experiments.metrics.text import (
+    normalize_answer,
+    normalize_zh_answer,
+    qa_f1,
+    qa_f1_zh,
+    rouge_l,
+    rouge_l_zh,
+)
 
 
 @pytest.mark.parametrize(
     "text, expected",
-    [("The Eiffel Tower!", "eiffel tower"), ("An  apple, a day", "apple day"), ("Theatre", "theatre")],
+    [
+        ("The Eiffel Tower!", "eiffel tower"),
+        ("An  apple, a day", "apple day"),
+        ("Theatre", "theatre"),
+    ],
 )
 def test_normalize_answer(text, expected):
     assert normalize_answer(text) == expected
@@ -41,7 +52,11 @@ def test_qa_f1(pred, gold, expected):
 
 @pytest.mark.parametrize(
     "pred, gold, expected",
-    [("北京", "北京", 1.0), ("我在北京", "北京", 0.5), ("上海", "北京", 0.0)],  # 我/在/北京: p = 1/3, r = 1
+    [
+        ("北京", "北京", 1.0),
+        ("我在北京", "北京", 0.5),
+        ("上海", "北京", 0.0),
+    ],  # 我/在/北京: p = 1/3, r = 1
 )
 def test_qa_f1_zh(pred, gold, expected):
     assert qa_f1_zh(pred, gold) == pytest.approx(expected)
@@ -98,7 +113,11 @@ def test_number_metrics(name, pred, gold, expected):
 @pytest.mark.parametrize(
     "pred, gold, expected",
     [
-        ("```python\n# comment\nreturn x + 1\n", "return x+1", 0.91),  # first clean line; 2*10/22 -> 91
+        (
+            "```python\n# comment\nreturn x + 1\n",
+            "return x+1",
+            0.91,
+        ),  # first clean line; 2*10/22 -> 91
         ("\n\nabc", "abd", 0.67),  # 2*2/6 = 66.7 -> 67
         ("// only comments", "x = 1", 0.0),  # no clean line: compares ""
     ],
@@ -121,7 +140,9 @@ def test_longbench_v1_score_item(dataset, pred, answers, expected):
     assert lb1.score_item(dataset, pred, answers, classes) == pytest.approx(expected)
 
 
-@pytest.mark.parametrize("length, bucket", [(0, "0-4k"), (3999, "0-4k"), (4000, "4-8k"), (7999, "4-8k"), (8000, "8k+")])
+@pytest.mark.parametrize(
+    "length, bucket", [(0, "0-4k"), (3999, "0-4k"), (4000, "4-8k"), (7999, "4-8k"), (8000, "8k+")]
+)
 def test_longbench_e_bucket(length, bucket):
     assert lb1.longbench_e_bucket(length) == bucket
 
@@ -151,7 +172,18 @@ V2_ITEMS = [
 @pytest.mark.parametrize(
     "options, expected",
     [
-        ({}, {"overall": 50.0, "easy": 100.0, "hard": 33.3, "short": 100.0, "medium": 0.0, "long": 50.0, "n": 4}),
+        (
+            {},
+            {
+                "overall": 50.0,
+                "easy": 100.0,
+                "hard": 33.3,
+                "short": 100.0,
+                "medium": 0.0,
+                "long": 50.0,
+                "n": 4,
+            },
+        ),
         ({"compensated": True}, {"overall": 62.5, "hard": 50.0, "medium": 25.0, "long": 62.5}),
         ({"drop_failed": True}, {"overall": 66.7, "hard": 50.0, "long": 100.0, "n": 3}),
     ],
@@ -164,11 +196,31 @@ def test_longbench_v2_accuracy_table(options, expected):
 @pytest.mark.parametrize(
     "pred, gold, keywords, expected",
     [
-        ("He was born in Paris", "Paris, France", "Paris", 2 * 0.2 * 0.5 / 0.7),  # gate passed, plain F1
-        ("It was in France", "Paris France", "born in Paris", 0.0),  # only "in" overlaps: blacklisted -> 0 < 0.2
-        ("France", "France", "of France and Spain", 1.0),  # recall 1/4 = 0.25 >= 0.2 (blacklist in denominator)
+        (
+            "He was born in Paris",
+            "Paris, France",
+            "Paris",
+            2 * 0.2 * 0.5 / 0.7,
+        ),  # gate passed, plain F1
+        (
+            "It was in France",
+            "Paris France",
+            "born in Paris",
+            0.0,
+        ),  # only "in" overlaps: blacklisted -> 0 < 0.2
+        (
+            "France",
+            "France",
+            "of France and Spain",
+            1.0,
+        ),  # recall 1/4 = 0.25 >= 0.2 (blacklist in denominator)
         ("France", "France", None, 1.0),  # no keywords, no gate
-        ("France Spain Italy Greece", "France", "France Spain Italy Greece Malta", 0.4),  # recall 0.8, F1 2*.25/1.25
+        (
+            "France Spain Italy Greece",
+            "France",
+            "France Spain Italy Greece Malta",
+            0.4,
+        ),  # recall 0.8, F1 2*.25/1.25
     ],
 )
 def test_lveval_qa_f1_gated_english(pred, gold, keywords, expected):
@@ -179,8 +231,18 @@ def test_lveval_qa_f1_gated_english(pred, gold, keywords, expected):
     "pred, gold, keywords, expected",
     [
         ("北京", "北京", "北京 上海", 1.0),  # recall 1/2 >= 0.4
-        ("北京", "北京", "北京 上海 广州", 0.0),  # recall 1/3 < 0.4 (would pass the English 0.2 gate)
-        ("北京", "北京 上海 广州 深圳", None, 0.0),  # gold is the keyword set: 1/4 < 0.4, plain F1 would be 0.4
+        (
+            "北京",
+            "北京",
+            "北京 上海 广州",
+            0.0,
+        ),  # recall 1/3 < 0.4 (would pass the English 0.2 gate)
+        (
+            "北京",
+            "北京 上海 广州 深圳",
+            None,
+            0.0,
+        ),  # gold is the keyword set: 1/4 < 0.4, plain F1 would be 0.4
         ("北京 上海", "北京 上海", None, 1.0),
     ],
 )
@@ -196,13 +258,36 @@ def test_lveval_rouge_blacklist_drops_function_words():
 @pytest.mark.parametrize(
     "dataset, pred, answers, keywords, all_answers, expected",
     [
-        ("loogle_SD_mixup", "London", ["Paris", "London"], None, False, 0.0),  # official: answers[0] only
-        ("loogle_SD_mixup", "London", ["Paris", "London"], None, True, 1.0),  # fixed: max over golds
-        ("factrecall_en", "David Beckham", ["Beckham"], "zzz", False, 2 / 3),  # plain F1, keywords ignored
+        (
+            "loogle_SD_mixup",
+            "London",
+            ["Paris", "London"],
+            None,
+            False,
+            0.0,
+        ),  # official: answers[0] only
+        (
+            "loogle_SD_mixup",
+            "London",
+            ["Paris", "London"],
+            None,
+            True,
+            1.0,
+        ),  # fixed: max over golds
+        (
+            "factrecall_en",
+            "David Beckham",
+            ["Beckham"],
+            "zzz",
+            False,
+            2 / 3,
+        ),  # plain F1, keywords ignored
     ],
 )
 def test_lveval_score_item(dataset, pred, answers, keywords, all_answers, expected):
-    assert lv.score_item(dataset, pred, answers, keywords, all_answers=all_answers) == pytest.approx(expected)
+    assert lv.score_item(
+        dataset, pred, answers, keywords, all_answers=all_answers
+    ) == pytest.approx(expected)
 
 
 def test_lveval_word_lists_have_official_sizes():
@@ -226,21 +311,34 @@ def test_loong_parse_rating(reply, rating):
 
 def test_loong_stats_exclude_unparsed_from_average():
     stats = loong.loong_stats([100, 50, None, 100])
-    assert (stats.n, stats.n_effective, stats.avg_score, stats.perfect_rate) == (4, 3, 83.33, 0.6667)
+    assert (stats.n, stats.n_effective, stats.avg_score, stats.perfect_rate) == (
+        4,
+        3,
+        83.33,
+        0.6667,
+    )
     assert (stats.parse_success_rate, stats.avg_score_unparsed_as_zero) == (0.75, 62.5)
 
 
 @pytest.mark.parametrize(
     "doc_type, expected",
-    [("financial", "Q: Who? / Be brief."), ("paper", "{docs}Q: Who? / Be brief.")],  # paper keeps {docs}
+    [
+        ("financial", "Q: Who? / Be brief."),
+        ("paper", "{docs}Q: Who? / Be brief."),
+    ],  # paper keeps {docs}
 )
 def test_loong_judge_question(doc_type, expected):
-    assert loong.judge_question("{docs}Q: {question} / {instruction}", "Who?", "Be brief.", doc_type) == expected
+    assert (
+        loong.judge_question("{docs}Q: {question} / {instruction}", "Who?", "Be brief.", doc_type)
+        == expected
+    )
 
 
 def test_loong_judge_prompt_fills_three_slots():
     text = loong.judge_prompt("Q?", "gold {x}", "pred")
-    assert "[Question]\nQ?\n\n[Gold Answer]\ngold {x}\n" in text and text.endswith("Now, start your evaluation:")
+    assert "[Question]\nQ?\n\n[Gold Answer]\ngold {x}\n" in text and text.endswith(
+        "Now, start your evaluation:"
+    )
 
 
 @pytest.mark.parametrize(
@@ -257,7 +355,13 @@ def test_corpusqa_extract_answer(response, answer):
 
 @pytest.mark.parametrize(
     "reply, correct",
-    [("Same value. [[YES]]", True), ("[[YES]] ... actually [[NO]]", False), ("yes", False), (None, False), ("[[NO]]", False)],
+    [
+        ("Same value. [[YES]]", True),
+        ("[[YES]] ... actually [[NO]]", False),
+        ("yes", False),
+        (None, False),
+        ("[[NO]]", False),
+    ],
 )
 def test_corpusqa_judge_verdict(reply, correct):
     assert cq.judge_verdict(reply) is correct
@@ -274,7 +378,11 @@ def test_corpusqa_judge_verdict(reply, correct):
         ("12.34%", "12.34%", True),
         ("12.34%", "0.1234", True),
         ("12.34%", "12.35%", False),
-        ('["NETFLIX INC", "H&R BLOCK INC"]', "['h&r block inc', 'netflix inc']", True),  # sets, case-insensitive
+        (
+            '["NETFLIX INC", "H&R BLOCK INC"]',
+            "['h&r block inc', 'netflix inc']",
+            True,
+        ),  # sets, case-insensitive
         ('["A", "B"]', '["A"]', False),
         ("[]", "[]", True),
         ("[]", '["A"]', False),

@@ -14,11 +14,20 @@ MAX_LINES = 400
 
 
 def _checked_files() -> list:
-    return [p for package in CHECKED for p in sorted((ROOT / package).rglob("*.py")) if "perf" not in p.parts and "prompts" not in p.stem]
+    return [
+        p
+        for package in CHECKED
+        for p in sorted((ROOT / package).rglob("*.py"))
+        if "perf" not in p.parts and "prompts" not in p.stem
+    ]
 
 
 def test_no_module_of_agents_or_experiments_is_over_400_lines():
-    long = {str(p.relative_to(ROOT)): n for p in _checked_files() if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    long = {
+        str(p.relative_to(ROOT)): n
+        for p in _checked_files()
+        if (n := len(p.read_text().splitlines())) > MAX_LINES
+    }
     assert long == {}
 
 

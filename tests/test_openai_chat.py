@@ -31,7 +31,14 @@ RELIED_ON = {
     "_ensure_sync_client_available": "(self)",  # called before the lean sync post
 }
 #: Public fields the class reads.
-FIELDS_READ = ("root_client", "root_async_client", "include_response_headers", "max_retries", "max_tokens", "model_name")
+FIELDS_READ = (
+    "root_client",
+    "root_async_client",
+    "include_response_headers",
+    "max_retries",
+    "max_tokens",
+    "model_name",
+)
 
 
 def shape(fn) -> str:
@@ -51,9 +58,19 @@ def test_the_private_chat_openai_members_keep_the_signatures_we_rely_on(name):
 
 def test_every_private_member_we_override_is_pinned():
     methods = {n for n, v in vars(RetryingChatOpenAI).items() if inspect.isfunction(v)}
-    overridden = {n for n in methods if n.startswith("_") and not n.startswith("__") and hasattr(ChatOpenAI, n)}
+    overridden = {
+        n
+        for n in methods
+        if n.startswith("_") and not n.startswith("__") and hasattr(ChatOpenAI, n)
+    }
     assert overridden <= set(RELIED_ON), sorted(overridden - set(RELIED_ON))
-    assert {"_create_chat_result", "_get_request_payload", "_get_llm_string", "_generate", "_agenerate"} <= overridden
+    assert {
+        "_create_chat_result",
+        "_get_request_payload",
+        "_get_llm_string",
+        "_generate",
+        "_agenerate",
+    } <= overridden
 
 
 def test_the_fields_we_read_exist_and_the_class_serializes_as_chat_openai():
@@ -64,9 +81,16 @@ def test_the_fields_we_read_exist_and_the_class_serializes_as_chat_openai():
 def test_the_class_lives_at_module_level_and_pickles_by_reference():
     import agents.chat_models
 
-    assert RetryingChatOpenAI.__module__ == "agents.openai_chat" and RetryingChatOpenAI.__qualname__ == "RetryingChatOpenAI"
-    assert pickle.loads(pickle.dumps(RetryingChatOpenAI)) is RetryingChatOpenAI  # how a Ray task gets the class
-    assert agents.chat_models.RetryingChatOpenAI is RetryingChatOpenAI  # the name it had before, still served
+    assert (
+        RetryingChatOpenAI.__module__ == "agents.openai_chat"
+        and RetryingChatOpenAI.__qualname__ == "RetryingChatOpenAI"
+    )
+    assert (
+        pickle.loads(pickle.dumps(RetryingChatOpenAI)) is RetryingChatOpenAI
+    )  # how a Ray task gets the class
+    assert (
+        agents.chat_models.RetryingChatOpenAI is RetryingChatOpenAI
+    )  # the name it had before, still served
 
 
 def test_importing_agents_loads_no_langchain_openai_until_an_openai_model_is_made():
@@ -78,7 +102,14 @@ def test_importing_agents_loads_no_langchain_openai_until_an_openai_model_is_mad
         "print(json.dumps([before, 'langchain_openai' in sys.modules, type(llm).__module__]))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     before, after, module = json.loads(out.stdout.strip().splitlines()[-1])
     assert before == [] and after and module == "agents.openai_chat"

@@ -13,14 +13,20 @@ from graphs.pai import prompts as P
 from retrieval import ChunkingConfig, Corpus, chunk_corpus
 from tests.scripted_tools import ToolScriptedChatModel, malformed_tool_call
 
-FILLER = "The annual report committee met on a rainy afternoon and discussed the parking rules at great length. " * 6
+FILLER = (
+    "The annual report committee met on a rainy afternoon and discussed the parking rules at great length. "
+    * 6
+)
 COMPANIES = {"Alpha Corp": "120 million", "Beta Ltd": "75 million", "Gamma Inc": "310 million"}
 CHUNK = 64  # tokens per chunk in these tests (the default is the paper's 1,024)
 
 
 def company_corpus() -> Corpus:
     """One report per company; the revenue sentence sits between filler, so each report spans several chunks."""
-    texts = [f"{FILLER}In its annual report, {name} stated that its revenue was {value}. {FILLER}" for name, value in COMPANIES.items()]
+    texts = [
+        f"{FILLER}In its annual report, {name} stated that its revenue was {value}. {FILLER}"
+        for name, value in COMPANIES.items()
+    ]
     return Corpus.from_texts(texts, titles=[f"{name} annual report" for name in COMPANIES])
 
 
@@ -44,7 +50,9 @@ def world(prompt: str, tools) -> object:
     if prompt.startswith("Answer the sub-question"):
         context = prompt.split("<context>")[1].split("</context>")[0]
         found = re.findall(r"(\w+ \w+) stated that its revenue was (\d+ million)", context)
-        return "; ".join(f"In {n} annual report, the revenue is {v}." for n, v in found) or "not found"
+        return (
+            "; ".join(f"In {n} annual report, the revenue is {v}." for n, v in found) or "not found"
+        )
     if prompt.startswith("Answer the question below"):
         return "Conclusion: Gamma Inc"
     raise AssertionError(f"unexpected prompt: {prompt[:80]}")
@@ -59,7 +67,9 @@ def calls_of(llm: ToolScriptedChatModel, prefix: str) -> list[dict]:
 
 
 def run(llm, question="Which company had the highest revenue?", strategy="pai", **config):
-    return answer(company_corpus(), question, strategy=strategy, llm=llm, chunk_size=CHUNK, **config)
+    return answer(
+        company_corpus(), question, strategy=strategy, llm=llm, chunk_size=CHUNK, **config
+    )
 
 
 def step(result, node: str) -> dict:
@@ -75,8 +85,14 @@ def test_function_schemas_are_the_papers_with_domain_examples():
     finance = P.fill_schema(P.PROPERTY_FUNCTION, "finance")["function"]["parameters"]["properties"]
     assert 'Examples include "profit", "revenue", and "debt".' in finance["metric"]["description"]
     assert 'such as "financial document title".' in finance["subject"]["description"]
-    assert "{metric_example}" in P.PROPERTY_FUNCTION["function"]["parameters"]["properties"]["metric"]["description"]
-    assert P.SUB_QUESTION_TEMPLATE.format(metric="revenue", subject="X report") == "What was the revenue of the X report?"
+    assert (
+        "{metric_example}"
+        in P.PROPERTY_FUNCTION["function"]["parameters"]["properties"]["metric"]["description"]
+    )
+    assert (
+        P.SUB_QUESTION_TEMPLATE.format(metric="revenue", subject="X report")
+        == "What was the revenue of the X report?"
+    )
     assert PaiConfig().chunk_size == 1024 and PaiConfig().chunk_unit == "tokens"
 
 
@@ -85,11 +101,19 @@ def test_exhaustive_judge_calls_are_properties_times_chunks():
     result = run(llm)
     judge_calls = calls_of(llm, "Query: ")
     assert len(judge_calls) == len(PROPERTIES) * n_chunks(company_corpus())
-    assert all(c["tool_choice"] == "Query" and c["tools"][0]["function"]["name"] == "Query" for c in judge_calls)
+    assert all(
+        c["tool_choice"] == "Query" and c["tools"][0]["function"]["name"] == "Query"
+        for c in judge_calls
+    )
     assert step(result, "plan_judging")["mode"] == "exhaustive"
     judged = step(result, "judge")
-    assert judged["mode"] == "exhaustive" and [s["judged"] for s in judged["per_sub_question"]] == [n_chunks(company_corpus())] * 3
-    assert [s["kept"] for s in judged["per_sub_question"]] == [1, 1, 1] and judged["malformed"] == []
+    assert (
+        judged["mode"] == "exhaustive"
+        and [s["judged"] for s in judged["per_sub_question"]] == [n_chunks(company_corpus())] * 3
+    )
+    assert [s["kept"] for s in judged["per_sub_question"]] == [1, 1, 1] and judged[
+        "malformed"
+    ] == []
 
 
 @pytest.mark.parametrize("top_k", [1, 4])
@@ -103,18 +127,28 @@ def test_prefiltered_judge_calls_are_properties_times_k(top_k):
 
 
 def test_auto_mode_is_exhaustive_up_to_the_configured_corpus_size():
-    assert choose_mode(PaiConfig(), 250_000) == "exhaustive" and choose_mode(PaiConfig(), 300_000) == "prefilter"
+    assert (
+        choose_mode(PaiConfig(), 250_000) == "exhaustive"
+        and choose_mode(PaiConfig(), 300_000) == "prefilter"
+    )
     assert choose_mode(PaiConfig(judge_mode="exhaustive"), 10**7) == "exhaustive"
     llm = model()
     result = run(llm, exhaustive_max_tokens=10, top_k=2)
-    assert step(result, "plan_judging")["mode"] == "prefilter" and len(calls_of(llm, "Query: ")) == 3 * 2
+    assert (
+        step(result, "plan_judging")["mode"] == "prefilter"
+        and len(calls_of(llm, "Query: ")) == 3 * 2
+    )
 
 
 def test_kept_chunks_reach_their_own_sub_answer_and_the_evidence():
     llm = model()
     result = run(llm)
     for call in calls_of(llm, "Answer the sub-question"):
-        name = next(n for n in COMPANIES if f"What was the revenue of the {n} annual report?" in call["prompt"])
+        name = next(
+            n
+            for n in COMPANIES
+            if f"What was the revenue of the {n} annual report?" in call["prompt"]
+        )
         context = call["prompt"].split("</context>")[0]
         assert f"{name} stated that its revenue was {COMPANIES[name]}" in context
         assert all(f"{other} stated" not in context for other in COMPANIES if other != name)
@@ -122,12 +156,17 @@ def test_kept_chunks_reach_their_own_sub_answer_and_the_evidence():
     assert [e.title for e in result.evidence] == [f"{n} annual report" for n in COMPANIES]
     assert all("stated that its revenue" in e.text for e in result.evidence)
     subs = step(result, "sub_answer")["sub_answers"]
-    assert [s["text"] for s in subs] == [f"In {n} annual report, the revenue is {v}." for n, v in COMPANIES.items()]
+    assert [s["text"] for s in subs] == [
+        f"In {n} annual report, the revenue is {v}." for n, v in COMPANIES.items()
+    ]
 
 
 def test_output_is_the_papers_cot_and_the_instruction_shapes_the_conclusion():
     llm = model()
-    question = Question(text="Which company had the highest revenue?", instruction='Answer with "The answer is: NAME".')
+    question = Question(
+        text="Which company had the highest revenue?",
+        instruction='Answer with "The answer is: NAME".',
+    )
     result = run(llm, question)
     summary = calls_of(llm, "Answer the question below")[0]["prompt"]
     assert summary.rstrip().endswith('Answer with "The answer is: NAME".')
@@ -136,7 +175,10 @@ def test_output_is_the_papers_cot_and_the_instruction_shapes_the_conclusion():
         "This question demands further reasoning: <reasoning> This question focuses on the key properties as follows:\n"
         "{'metric': 'revenue', 'subject': 'Alpha Corp annual report'}"
     )
-    assert "The reasoning steps have been completed. </reasoning> Conclusion: Gamma Inc" in result.answer
+    assert (
+        "The reasoning steps have been completed. </reasoning> Conclusion: Gamma Inc"
+        in result.answer
+    )
     assert result.raw == "Conclusion: Gamma Inc"
     assert run(model(), question, output="conclusion").answer == "Gamma Inc"
     assert step(result, "extract_properties")["items"] == PROPERTIES
@@ -152,25 +194,41 @@ def test_nothing_kept_gives_a_not_found_sub_answer_without_a_call():
     result = run(llm)
     assert len(calls_of(llm, "Answer the sub-question")) == 2
     beta = step(result, "sub_answer")["sub_answers"][1]
-    assert beta["called"] is False and "In Beta Ltd annual report, the revenue is not found" in beta["text"]
-    assert [e.title for e in result.evidence] == ["Alpha Corp annual report", "Gamma Inc annual report"]
+    assert (
+        beta["called"] is False
+        and "In Beta Ltd annual report, the revenue is not found" in beta["text"]
+    )
+    assert [e.title for e in result.evidence] == [
+        "Alpha Corp annual report",
+        "Gamma Inc annual report",
+    ]
 
 
 def test_malformed_property_output_is_retried_then_degraded_with_the_errors_recorded():
     def reply(prompt, tools):
         if prompt.startswith("Identify the key properties"):
-            return malformed_tool_call() if "previous reply" not in prompt else [{"metric": "revenue"}]
+            return (
+                malformed_tool_call() if "previous reply" not in prompt else [{"metric": "revenue"}]
+            )
         return world(prompt, tools)
 
     llm = model(reply)
     result = run(llm)
     extraction = calls_of(llm, "Identify the key properties")
     assert len(extraction) == 3  # 1 + retries (2)
-    assert "not valid JSON" in extraction[0]["prompt"] or "previous reply" in extraction[1]["prompt"]
+    assert (
+        "not valid JSON" in extraction[0]["prompt"] or "previous reply" in extraction[1]["prompt"]
+    )
     s = step(result, "extract_properties")
-    assert s["attempts"] == 3 and len(s["errors"]) == 3 and "subject: Field required" in s["errors"][-1]
+    assert (
+        s["attempts"] == 3
+        and len(s["errors"]) == 3
+        and "subject: Field required" in s["errors"][-1]
+    )
     assert "degraded" in s and s["sub_questions"] == ["Which company had the highest revenue?"]
-    assert len(calls_of(llm, "Query: ")) == n_chunks(company_corpus())  # one sub-question: the question
+    assert len(calls_of(llm, "Query: ")) == n_chunks(
+        company_corpus()
+    )  # one sub-question: the question
     assert "This question is decomposed into the sub-questions" in result.answer
 
 
@@ -182,12 +240,21 @@ def test_a_retry_that_succeeds_keeps_the_earlier_error():
 
     result = run(model(reply))
     s = step(result, "extract_properties")
-    assert s["attempts"] == 2 and len(s["errors"]) == 1 and "degraded" not in s and s["items"] == PROPERTIES
+    assert (
+        s["attempts"] == 2
+        and len(s["errors"]) == 1
+        and "degraded" not in s
+        and s["items"] == PROPERTIES
+    )
 
 
 def test_malformed_verdicts_are_retried_then_recorded_and_dropped():
     def reply(prompt, tools):
-        if prompt.startswith("Query: ") and "Alpha" in prompt.split("\n", 1)[0] and "Alpha Corp stated" in prompt:
+        if (
+            prompt.startswith("Query: ")
+            and "Alpha" in prompt.split("\n", 1)[0]
+            and "Alpha Corp stated" in prompt
+        ):
             return "I think so"
         return world(prompt, tools)
 
@@ -195,7 +262,10 @@ def test_malformed_verdicts_are_retried_then_recorded_and_dropped():
     result = run(llm)
     judged = step(result, "judge")
     assert len(judged["malformed"]) == 1 and "no JSON object" in judged["malformed"][0]["error"]
-    assert judged["per_sub_question"][0]["kept"] == 0 and judged["per_sub_question"][0]["malformed"] == 1
+    assert (
+        judged["per_sub_question"][0]["kept"] == 0
+        and judged["per_sub_question"][0]["malformed"] == 1
+    )
     assert len(calls_of(llm, "Query: ")) == 3 * n_chunks(company_corpus()) + 1  # one retry
     assert judged["calls"] == 3 * n_chunks(company_corpus()) + 1
     kept = run(model(reply), on_malformed_judgment="keep")
@@ -243,15 +313,27 @@ def test_parallel_property_calls_use_the_verbatim_schema_and_dedupe_and_cap():
     llm = model(reply)
     result = run(llm, max_items=2, domain="legal")
     s = step(result, "extract_properties")
-    assert s["repeats_removed"] == 1 and s["cut_over_max_items"] == PROPERTIES[2:] and s["domain"] == "legal"
+    assert (
+        s["repeats_removed"] == 1
+        and s["cut_over_max_items"] == PROPERTIES[2:]
+        and s["domain"] == "legal"
+    )
     assert calls_of(llm, "Identify")[0]["tool_choice"] == "any"
-    assert '"verdict"' in calls_of(llm, "Identify")[0]["tools"][0]["function"]["parameters"]["properties"]["metric"]["description"]
+    assert (
+        '"verdict"'
+        in calls_of(llm, "Identify")[0]["tools"][0]["function"]["parameters"]["properties"][
+            "metric"
+        ]["description"]
+    )
     assert len(calls_of(llm, "Query: ")) == 2 * n_chunks(company_corpus())
 
 
 def test_domain_auto_reads_the_question_metadata():
     llm = model()
-    result = run(llm, Question(text="Which company had the highest revenue?", metadata={"domain": "financial"}))
+    result = run(
+        llm,
+        Question(text="Which company had the highest revenue?", metadata={"domain": "financial"}),
+    )
     assert step(result, "extract_properties")["domain"] == "finance"
 
 
@@ -270,7 +352,9 @@ def test_pai_minus_generates_sub_questions_directly():
 
 def test_judge_fan_out_respects_max_concurrency():
     lock, state = threading.Lock(), {"now": 0, "peak": 0, "judges": 0}
-    first_three = threading.Barrier(3, timeout=60)  # the first three judges wait for each other: fewer at once breaks it
+    first_three = threading.Barrier(
+        3, timeout=60
+    )  # the first three judges wait for each other: fewer at once breaks it
 
     def reply(prompt, tools):
         if prompt.startswith("Query: "):

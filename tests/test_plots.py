@@ -6,19 +6,32 @@ from pathlib import Path
 
 import pytest
 
-from experiments.plots import place_labels, plot_accuracy_vs_length, plot_accuracy_vs_tokens, strategy_color
+from experiments.plots import (
+    place_labels,
+    plot_accuracy_vs_length,
+    plot_accuracy_vs_tokens,
+    strategy_color,
+)
 from graphs import STRATEGIES
 
 NAMES = ["rag", "full_context", "memagent", "pai", "pai_minus", "self_ask", "self_route"]
 
 
 def test_each_strategy_has_one_fixed_colour_and_unknown_names_are_stable():
-    assert [strategy_color(n) for n in STRATEGIES.names()] == [STRATEGIES.get(n).presentation.color for n in STRATEGIES.names()]
-    assert len({strategy_color(n) for n in STRATEGIES.names()}) == len(STRATEGIES.names())  # each its own, declared in its package
-    assert strategy_color("my_plugin") == strategy_color("my_plugin") and strategy_color("my_plugin").startswith("#")
+    assert [strategy_color(n) for n in STRATEGIES.names()] == [
+        STRATEGIES.get(n).presentation.color for n in STRATEGIES.names()
+    ]
+    assert len({strategy_color(n) for n in STRATEGIES.names()}) == len(
+        STRATEGIES.names()
+    )  # each its own, declared in its package
+    assert strategy_color("my_plugin") == strategy_color("my_plugin") and strategy_color(
+        "my_plugin"
+    ).startswith("#")
 
 
-@pytest.mark.parametrize("score", [0.0, 100.0])  # stacked against the bottom, and against the top of the axes
+@pytest.mark.parametrize(
+    "score", [0.0, 100.0]
+)  # stacked against the bottom, and against the top of the axes
 def test_labels_of_coincident_points_do_not_overlap(score):
     import matplotlib
 
@@ -45,9 +58,15 @@ def test_labels_of_coincident_points_do_not_overlap(score):
 
 def test_accuracy_vs_length_needs_two_buckets(tmp_path: Path):
     one = [{"length": "<32K", **{n: 0.0 for n in NAMES}}]
-    assert plot_accuracy_vs_length(one, tmp_path / "one.png") is False and not (tmp_path / "one.png").exists()
+    assert (
+        plot_accuracy_vs_length(one, tmp_path / "one.png") is False
+        and not (tmp_path / "one.png").exists()
+    )
     two = one + [{"length": "32K-160K", **{n: 10.0 for n in NAMES}}]
-    assert plot_accuracy_vs_length(two, tmp_path / "two.png") is True and (tmp_path / "two.png").stat().st_size > 0
+    assert (
+        plot_accuracy_vs_length(two, tmp_path / "two.png") is True
+        and (tmp_path / "two.png").stat().st_size > 0
+    )
 
 
 def test_legend_sits_outside_the_axes(tmp_path: Path, monkeypatch):
@@ -63,6 +82,9 @@ def test_legend_sits_outside_the_axes(tmp_path: Path, monkeypatch):
         close(fig)
 
     monkeypatch.setattr(plt, "close", keep)
-    summary = [{"strategy": n, "score": 50.0, "prompt_tokens": 100 * (i + 1), "completion_tokens": 5} for i, n in enumerate(NAMES)]
+    summary = [
+        {"strategy": n, "score": 50.0, "prompt_tokens": 100 * (i + 1), "completion_tokens": 5}
+        for i, n in enumerate(NAMES)
+    ]
     assert plot_accuracy_vs_tokens(summary, tmp_path / "t.png")
     assert seen["legend"].x0 >= seen["axes"].x1  # right of the data, never on it

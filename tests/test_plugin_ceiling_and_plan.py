@@ -20,7 +20,18 @@ from retrieval import Corpus
 from retrieval.contract import Question
 from tests.scripted import ScriptedChatModel
 
-BUILT_IN_ORDER = ["rag", "self_route", "self_ask", "pai", "pai_minus", "memagent", "full_context", "structured", "raptor", "hipporag"]
+BUILT_IN_ORDER = [
+    "rag",
+    "self_route",
+    "self_ask",
+    "pai",
+    "pai_minus",
+    "memagent",
+    "full_context",
+    "structured",
+    "raptor",
+    "hipporag",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -35,7 +46,9 @@ class HeadCeiling(EvidenceCeiling):
     """Evidence among the first ``documents_read`` documents (no rank: after the built-in rules)."""
 
     def reach(self, cfg: Any, item: CeilingItem, env: CeilingEnv) -> Reach:
-        return reach_of(item.evidence, (d.doc_id for d in item.corpus.documents[: cfg.documents_read]))
+        return reach_of(
+            item.evidence, (d.doc_id for d in item.corpus.documents[: cfg.documents_read])
+        )
 
     def describe(self, cfg: Any, env: CeilingEnv, corpus_tokens: int | None = None) -> str:
         return f"evidence docs among the first {cfg.documents_read} documents"
@@ -54,7 +67,13 @@ def build_graph(config: HeadReaderConfig | None = None) -> Any:
 @pytest.fixture
 def head_reader():
     """``head_reader`` registered as a plug-in registers itself; undone after the test (with what the test registers)."""
-    with STRATEGIES.scoped("head_reader", build_graph, config_cls=HeadReaderConfig, ceiling=HeadCeiling(), expected_cost=head_expected):
+    with STRATEGIES.scoped(
+        "head_reader",
+        build_graph,
+        config_cls=HeadReaderConfig,
+        ceiling=HeadCeiling(),
+        expected_cost=head_expected,
+    ):
         yield "head_reader"
 
 
@@ -75,19 +94,34 @@ def test_a_plugin_strategy_gets_a_ceiling_row_after_the_built_in_ones(head_reade
     assert [c.strategy for c in ceilings] == default_strategies()
     row = ceilings[-1]
     assert (row.complete_share, row.mean_share, row.questions) == (0.5, 0.75, 2)
-    assert row.rule == "evidence docs among the first 2 documents" and row.config["documents_read"] == 2
+    assert (
+        row.rule == "evidence docs among the first 2 documents"
+        and row.config["documents_read"] == 2
+    )
     (wider,) = compute_ceilings(samples, [head_reader], {head_reader: {"documents_read": 5}})
     assert wider.complete_share == 1.0
-    assert "| head_reader | 50.0% | 75.0% | 2 | evidence docs among the first 2 documents |" in format_table(ceilings)
+    assert (
+        "| head_reader | 50.0% | 75.0% | 2 | evidence docs among the first 2 documents |"
+        in format_table(ceilings)
+    )
 
 
 def test_a_plugin_strategy_is_planned_by_its_own_expected_cost(head_reader):
     cfg = STRATEGIES.get(head_reader).make_config()
     plan = estimate(head_reader, cfg, corpus_tokens=600, documents=6, questions=4)
-    assert (plan.calls, plan.prompt_tokens, plan.completion_tokens) == (4 + 1, 4 * 210 + 100, 4 * 5 + 7)
-    (planned,), _ = plan_for({head_reader: cfg, "not_registered": cfg}, [(600, 6, 4)], ScriptedChatModel(replies=[]))
+    assert (plan.calls, plan.prompt_tokens, plan.completion_tokens) == (
+        4 + 1,
+        4 * 210 + 100,
+        4 * 5 + 7,
+    )
+    (planned,), _ = plan_for(
+        {head_reader: cfg, "not_registered": cfg}, [(600, 6, 4)], ScriptedChatModel(replies=[])
+    )
     assert planned == plan
-    assert "head_reader: 4 question(s), ~5 calls, ~940 prompt + ~27 completion tokens" in describe_plan([planned], "m", None)
+    assert (
+        "head_reader: 4 question(s), ~5 calls, ~940 prompt + ~27 completion tokens"
+        in describe_plan([planned], "m", None)
+    )
 
 
 def test_a_plugin_without_hooks_is_skipped_not_guessed(head_reader):
@@ -95,10 +129,14 @@ def test_a_plugin_without_hooks_is_skipped_not_guessed(head_reader):
     STRATEGIES.register("bare", build_graph, config_cls=HeadReaderConfig)
     corpus = Corpus.from_texts(["one", "two"])
     assert "bare" not in default_strategies()
-    (row,) = compute_ceilings([Sample("a", corpus, Question(text="?"), {"evidence_doc_ids": ["0"]})], ["bare"])
+    (row,) = compute_ceilings(
+        [Sample("a", corpus, Question(text="?"), {"evidence_doc_ids": ["0"]})], ["bare"]
+    )
     assert row.skipped == "no ceiling rule for this strategy" and row.complete_share is None
     cfg = STRATEGIES.get("bare").make_config()
-    plans, _ = plan_for({"bare": cfg, head_reader: cfg}, [(600, 6, 4)], ScriptedChatModel(replies=[]))
+    plans, _ = plan_for(
+        {"bare": cfg, head_reader: cfg}, [(600, 6, 4)], ScriptedChatModel(replies=[])
+    )
     assert [p.strategy for p in plans] == [head_reader]
     with pytest.raises(ValueError, match="'bare' registers no expected cost"):
         estimate("bare", cfg, corpus_tokens=600, documents=6, questions=4)
@@ -107,13 +145,26 @@ def test_a_plugin_without_hooks_is_skipped_not_guessed(head_reader):
 def test_a_plugin_declaring_one_half_of_its_costs_gets_a_clear_error_for_the_other(head_reader):
     """``costs=StrategyCosts(expected=...)`` (or the older ``expected_cost=``) is planned; asking for its
     bounds names what it lacks; giving the old and the new keyword together is refused."""
-    STRATEGIES.register("typical_only", build_graph, config_cls=HeadReaderConfig, costs=StrategyCosts(expected=head_expected))
+    STRATEGIES.register(
+        "typical_only",
+        build_graph,
+        config_cls=HeadReaderConfig,
+        costs=StrategyCosts(expected=head_expected),
+    )
     cfg = STRATEGIES.get("typical_only").make_config()
     assert estimate("typical_only", cfg, corpus_tokens=600, documents=6, questions=4).calls == 5
     with pytest.raises(ValueError, match="'head_reader' declares no cost plan"):
         estimate_bounds(Corpus.from_texts(["one", "two"]), "?", strategy=head_reader)
-    with pytest.raises(TypeError, match="give costs= or the older cost_plan= / expected_cost=, not both"):
-        STRATEGIES.register("both", build_graph, config_cls=HeadReaderConfig, costs=StrategyCosts(expected=head_expected), cost_plan=lambda *a: None)
+    with pytest.raises(
+        TypeError, match="give costs= or the older cost_plan= / expected_cost=, not both"
+    ):
+        STRATEGIES.register(
+            "both",
+            build_graph,
+            config_cls=HeadReaderConfig,
+            costs=StrategyCosts(expected=head_expected),
+            cost_plan=lambda *a: None,
+        )
     with pytest.raises(TypeError, match="a model .* or plan= / expected=, not both"):
         StrategyCosts(lambda *a: None, expected=head_expected)  # type: ignore[arg-type]
 
@@ -132,9 +183,13 @@ def test_self_route_falls_back_on_a_plugin_with_half_a_cost_model(head_reader):
         return CostPlan(strategy="bounds_only", questions=len(questions), calls=1, max_calls=3, prompt_tokens=100, max_prompt_tokens=300,
                         completion_tokens=5, formula="1 to 3 calls")  # fmt: skip
 
-    STRATEGIES.register("bounds_only", build_graph, config_cls=HeadReaderConfig, cost_plan=head_plan)
+    STRATEGIES.register(
+        "bounds_only", build_graph, config_cls=HeadReaderConfig, cost_plan=head_plan
+    )
     bounds = estimate_bounds(corpus, "?", strategy="self_route", fallback="bounds_only")
     assert (bounds.calls, bounds.max_calls) == (1, 1 + 3)
     cfg = STRATEGIES.get("self_route").make_config(fallback="bounds_only")
-    with pytest.raises(ValueError, match="fallback 'bounds_only' has no cost model .its bounds need the corpus"):
+    with pytest.raises(
+        ValueError, match="fallback 'bounds_only' has no cost model .its bounds need the corpus"
+    ):
         estimate("self_route", cfg, corpus_tokens=600, documents=6, questions=2)

@@ -22,12 +22,15 @@ def wait_for(condition) -> None:
         time.sleep(0.005)
 
 
-def run_in_turns(lock: PrefixAffinityLock, held: str | None, keys: list[str | None]) -> list[str | None]:
+def run_in_turns(
+    lock: PrefixAffinityLock, held: str | None, keys: list[str | None]
+) -> list[str | None]:
     """Hold ``lock`` with ``held``, queue ``keys`` in this order, release, and return the order they got it in."""
     order: list[str | None] = []
     lock.acquire(held)
     threads = []
     for i, key in enumerate(keys):
+
         def take(key=key) -> None:
             with_key = lock.acquire(key)
             assert with_key
@@ -44,13 +47,21 @@ def run_in_turns(lock: PrefixAffinityLock, held: str | None, keys: list[str | No
 
 
 def test_waiting_calls_sharing_the_held_prompts_start_go_first_and_a_tokenize_call_before_all():
-    order = run_in_turns(PrefixAffinityLock(), "CORPUS A q0", ["OTHER q1", "CORPUS A q1", None, "CORPUS A q2", "OTHER q2"])
+    order = run_in_turns(
+        PrefixAffinityLock(),
+        "CORPUS A q0",
+        ["OTHER q1", "CORPUS A q1", None, "CORPUS A q2", "OTHER q2"],
+    )
     assert order == [None, "CORPUS A q1", "CORPUS A q2", "OTHER q1", "OTHER q2"]
 
 
 def test_ties_keep_arrival_order():
     assert run_in_turns(PrefixAffinityLock(), "x", ["c1", "b1", "d1"]) == ["c1", "b1", "d1"]
-    assert run_in_turns(PrefixAffinityLock(), "x", ["b1", "c1", "b2"]) == ["b1", "b2", "c1"]  # b2 shares "b" with b1, just run
+    assert run_in_turns(PrefixAffinityLock(), "x", ["b1", "c1", "b2"]) == [
+        "b1",
+        "b2",
+        "c1",
+    ]  # b2 shares "b" with b1, just run
     assert run_in_turns(PrefixAffinityLock(), None, ["b1"]) == ["b1"]
 
 
@@ -61,7 +72,11 @@ def test_a_call_passed_over_too_often_goes_next():
 
 
 def test_shared_start():
-    assert shared_start("", "abc") == 0 and shared_start("abc", "abc") == 3 and shared_start("abd", "abc") == 2
+    assert (
+        shared_start("", "abc") == 0
+        and shared_start("abc", "abc") == 3
+        and shared_start("abd", "abc") == 2
+    )
     long = "word " * 2_000
     assert shared_start(long + "x", long + "y") == len(long)
 
@@ -103,13 +118,17 @@ def test_concurrent_calls_over_two_texts_on_the_embedded_model_read_each_text_on
     """Four calls queued in the order text 1, text 2, text 1, text 2: the model runs both calls over
     one text back to back, so the second of each reads its text from the kept context."""
     llm = make_chat_model("embedded")
-    texts = ["The red fox lives in the northern forest near the lake. " * 10, "Copper wire conducts heat and electricity very well. " * 10]
+    texts = [
+        "The red fox lives in the northern forest near the lake. " * 10,
+        "Copper wire conducts heat and electricity very well. " * 10,
+    ]
     prompts = [f"{texts[i % 2]}\nQuestion {i}: what is this about?" for i in range(4)]
     llama, lock = _load_llama(llm._resolved, llm.n_ctx, llm.n_threads, llm.seed)
     usages: dict[int, dict] = {}
     lock.acquire("an unrelated prompt")
     threads = []
     for i, prompt in enumerate(prompts):
+
         def call(i=i, prompt=prompt) -> None:
             message = llm.invoke([HumanMessage(content=prompt)], max_tokens=2)
             usages[i] = reply_usage(message, prompt, str(message.content))
@@ -123,8 +142,13 @@ def test_concurrent_calls_over_two_texts_on_the_embedded_model_read_each_text_on
     text_tokens = [len(llm.tokenize(t)) for t in texts]
     # one call of each text starts cold (the chat template's head aside); the other reads the whole text from the context
     for first, second, n in ((0, 2, text_tokens[0]), (1, 3, text_tokens[1])):
-        assert max(usages[first]["cached_prompt_tokens"], usages[second]["cached_prompt_tokens"]) >= n
-        assert min(usages[first]["cached_prompt_tokens"], usages[second]["cached_prompt_tokens"]) < n / 2
+        assert (
+            max(usages[first]["cached_prompt_tokens"], usages[second]["cached_prompt_tokens"]) >= n
+        )
+        assert (
+            min(usages[first]["cached_prompt_tokens"], usages[second]["cached_prompt_tokens"])
+            < n / 2
+        )
 
 
 @pytest.mark.parametrize("n", [1, 3])

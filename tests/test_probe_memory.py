@@ -52,7 +52,13 @@ def test_a_server_without_tokenize_routes_is_probed_once_until_the_answer_expire
 
 def test_the_answer_is_kept_per_model_name_and_api_key_never_the_key_itself():
     with RecordingServer() as server:
-        for model, key in [("a", None), ("b", None), ("a", "sk-one"), ("a", "sk-two"), ("a", "sk-two")]:
+        for model, key in [
+            ("a", None),
+            ("b", None),
+            ("a", "sk-one"),
+            ("a", "sk-two"),
+            ("a", "sk-two"),
+        ]:
             select_tokenizer("auto", facts(server.url, model, key))
         assert server.other_paths == PROBES * 4  # the last repeats the fourth
     assert len(remembered()) == 4 and "sk-" not in probe_file().read_text()
@@ -90,7 +96,9 @@ def test_a_transient_failure_is_not_remembered_as_no_route():
         assert server.paths == PROBES * 2 and remembered() == {}
     finally:
         server.close()
-    select_tokenizer("auto", facts("http://127.0.0.1:9/v1"))  # nothing answers: not remembered either
+    select_tokenizer(
+        "auto", facts("http://127.0.0.1:9/v1")
+    )  # nothing answers: not remembered either
     assert remembered() == {}
 
 
@@ -117,19 +125,30 @@ def test_a_remembered_route_costs_one_request_and_a_changed_server_is_probed_aga
         assert first.id.startswith("server:llama.cpp:") and probe_calls >= 4
 
         second = select_tokenizer("auto", facts(server.url))
-        assert second.id == first.id and len(server.calls) == probe_calls + 1  # the check: one tokenize request
+        assert (
+            second.id == first.id and len(server.calls) == probe_calls + 1
+        )  # the check: one tokenize request
         assert second.encode("héllo") == [ord(c) for c in "héllo"]
 
-        server.shift = 1000  # another model behind the same URL and name: other ids for the probe text
+        server.shift = (
+            1000  # another model behind the same URL and name: other ids for the probe text
+        )
         before = len(server.calls)
         third = select_tokenizer("auto", facts(server.url))
         assert len(server.calls) - before > 1 and third.encode("a") == [ord("a") + 1000]
         (entry,) = remembered().values()
-        assert entry["probe_ids"][0] == ord("T") + 1000  # what the new probe found is what is remembered
+        assert (
+            entry["probe_ids"][0] == ord("T") + 1000
+        )  # what the new probe found is what is remembered
 
-        server.dialect = "vllm"  # the llama.cpp routes are gone: a vLLM server answers on that port now
+        server.dialect = (
+            "vllm"  # the llama.cpp routes are gone: a vLLM server answers on that port now
+        )
         fourth = select_tokenizer("auto", facts(server.url))
-        assert fourth.id.startswith("server:vllm:") and remembered()[next(iter(remembered()))]["dialect"] == "vllm"
+        assert (
+            fourth.id.startswith("server:vllm:")
+            and remembered()[next(iter(remembered()))]["dialect"] == "vllm"
+        )
     finally:
         server.close()
 
@@ -138,13 +157,28 @@ def test_a_remembered_route_costs_one_request_and_a_changed_server_is_probed_aga
 def test_a_second_process_makes_no_probe(tmp_path):
     """Two real processes answer one question each through ``openai:`` on a stub without tokenize
     routes: the first probes the three dialects (four requests for one answer), the second none."""
-    script = ("from agents import Corpus, answer; "
-              "answer(Corpus.from_texts(['Paris is the capital of France.']), 'Capital?', strategy='full_context', llm='openai:rec')")
+    script = (
+        "from agents import Corpus, answer; "
+        "answer(Corpus.from_texts(['Paris is the capital of France.']), 'Capital?', strategy='full_context', llm='openai:rec')"
+    )
     with RecordingServer() as server:
-        env = {**os.environ, "OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "x", "LONGCTX_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
+        env = {
+            **os.environ,
+            "OPENAI_BASE_URL": server.url,
+            "OPENAI_API_KEY": "x",
+            "LONGCTX_CACHE_DIR": str(tmp_path / "cache"),
+            "PYTHONPATH": str(ROOT),
+        }
         seen = []
         for _ in range(2):
-            done = subprocess.run([sys.executable, "-c", script], env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+            done = subprocess.run(
+                [sys.executable, "-c", script],
+                env=env,
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
             assert done.returncode == 0, done.stderr
             seen.append((len(server.other_paths), len(server.requests)))
     assert seen == [(3, 1), (3, 2)]  # the second process: its chat request only
@@ -154,7 +188,9 @@ def test_an_entry_naming_a_dialect_this_version_lacks_is_probed_again():
     server = FakeTokenizeServer("vllm")
     try:
         key = probe_key(server_root(server.url), "my-llama", list(SERVER_DIALECTS), None)
-        remember(key, ProbeResult(dialect="ollama", probe_ids=[1, 2], probed_at=time.time()))  # written by another version
+        remember(
+            key, ProbeResult(dialect="ollama", probe_ids=[1, 2], probed_at=time.time())
+        )  # written by another version
         assert select_tokenizer("auto", facts(server.url)).id.startswith("server:vllm:")
         assert remembered()[key]["dialect"] == "vllm"
     finally:

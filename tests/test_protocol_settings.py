@@ -44,19 +44,34 @@ def test_longbench_v2_default_rag_puts_chunks_in_document_order(tmp_path, monkey
     filler = " ".join(f"filler{j}" for j in range(140))
     zebras = {2: 2, 5: 1, 8: 6}  # chunk -> how often the query word occurs: rank order 8, 2, 5
     sentences = [f"Marker{i} {' '.join(['zebra'] * zebras.get(i, 0))} {filler}." for i in range(10)]
-    record = {"_id": "v2-order", "domain": "Single-Document QA", "sub_domain": "x", "difficulty": "easy", "length": "short",
-              "question": "Which zebra?", "choice_A": "one", "choice_B": "two", "choice_C": "three", "choice_D": "four",
-              "answer": "A", "context": " ".join(sentences)}
+    record = {
+        "_id": "v2-order",
+        "domain": "Single-Document QA",
+        "sub_domain": "x",
+        "difficulty": "easy",
+        "length": "short",
+        "question": "Which zebra?",
+        "choice_A": "one",
+        "choice_B": "two",
+        "choice_C": "three",
+        "choice_D": "four",
+        "answer": "A",
+        "context": " ".join(sentences),
+    }
     data = tmp_path / "v2"
     data.mkdir()
     (data / "data.json").write_text(json.dumps([record]))
     with RecordingServer(lambda request: "The correct answer is (A)") as server:
         llm = make_chat_model("openai:rec", base_url=server.url, max_retries=0)
-        cfg = RunConfig(benchmark="longbench_v2", strategies=("rag",), data_path=str(data), llm_cache=False)
+        cfg = RunConfig(
+            benchmark="longbench_v2", strategies=("rag",), data_path=str(data), llm_cache=False
+        )
         run_experiment(cfg, tmp_path / "run", llm=llm, show_progress=False)
     (request,) = server.requests
     prompt = prompt_of(request)
-    assert prompt.startswith("Please read the following retrieved text chunks and answer the question below.")
+    assert prompt.startswith(
+        "Please read the following retrieved text chunks and answer the question below."
+    )
     sent = [int(m) for m in re.findall(r"Retrieved chunk \d+: Marker(\d+)", prompt)]
     (row,) = read_rows(tmp_path / "run")
     ranked = [int(re.match(r"Marker(\d+)", e["snippet"]).group(1)) for e in row["evidence"]]
@@ -67,18 +82,36 @@ def test_longbench_v2_default_rag_puts_chunks_in_document_order(tmp_path, monkey
 
 # -- LongBench v2 CoT: two calls, the official prompts, budgets and extraction ------------------------------
 def _cot_reply(request: dict) -> str:
-    return "  Report 2 names 2020, so B.  " if prompt_of(request).endswith("Let\u2019s think step by step:") else "The correct answer is (B)"
+    return (
+        "  Report 2 names 2020, so B.  "
+        if prompt_of(request).endswith("Let\u2019s think step by step:")
+        else "The correct answer is (B)"
+    )
 
 
 def test_longbench_v2_cot_setting_sends_both_official_calls_and_scores_the_second(tmp_path):
     with RecordingServer(_cot_reply) as server:
         llm = make_chat_model("openai:rec", base_url=server.url, max_retries=0)
-        cfg = RunConfig(benchmark="longbench_v2", strategies=("full_context",), data_path=str(FIXTURES / "longbench_v2"), llm_cache=False,
-                        limit=2, loader_options={"setting": "cot"})
+        cfg = RunConfig(
+            benchmark="longbench_v2",
+            strategies=("full_context",),
+            data_path=str(FIXTURES / "longbench_v2"),
+            llm_cache=False,
+            limit=2,
+            loader_options={"setting": "cot"},
+        )
         run_experiment(cfg, tmp_path / "run", llm=llm, show_progress=False)
-    records = {r["_id"]: r for r in json.loads((FIXTURES / "longbench_v2" / "data.json").read_text())}
+    records = {
+        r["_id"]: r for r in json.loads((FIXTURES / "longbench_v2" / "data.json").read_text())
+    }
     r = records["v2-2"]
-    fields = {"q": r["question"].strip(), "a": r["choice_A"].strip(), "b": r["choice_B"].strip(), "c": r["choice_C"].strip(), "d": r["choice_D"].strip()}
+    fields = {
+        "q": r["question"].strip(),
+        "a": r["choice_A"].strip(),
+        "b": r["choice_B"].strip(),
+        "c": r["choice_C"].strip(),
+        "d": r["choice_D"].strip(),
+    }
     reasoning = V2_COT.format(doc=r["context"].strip(), **fields)
     answer = V2_COT_ANS.format(cot="Report 2 names 2020, so B.", **fields)
     sent = [prompt_of(q) for q in server.requests]
@@ -89,9 +122,15 @@ def test_longbench_v2_cot_setting_sends_both_official_calls_and_scores_the_secon
     rows = {row["sample_id"]: row for row in read_rows(tmp_path / "run")}
     assert rows["v2-2"]["prediction"] == "The correct answer is (B)"
     generate = next(s for s in rows["v2-2"]["steps"] if s["node"] == "generate")
-    assert generate["reasoning"].strip() == "Report 2 names 2020, so B." and generate["reasoning_max_new_tokens"] == 1024
+    assert (
+        generate["reasoning"].strip() == "Report 2 names 2020, so B."
+        and generate["reasoning_max_new_tokens"] == 1024
+    )
     samples = load_benchmark("longbench_v2", FIXTURES / "longbench_v2", setting="cot")
-    scored = score("longbench_v2", [(s, rows[s.sample_id]["prediction"]) for s in samples if s.sample_id in rows])
+    scored = score(
+        "longbench_v2",
+        [(s, rows[s.sample_id]["prediction"]) for s in samples if s.sample_id in rows],
+    )
     assert scored["per_sample"] == {"v2-1": 0.0, "v2-2": 100.0}
 
 
@@ -103,24 +142,44 @@ def test_longbench_v2_default_setting_is_one_call_and_bad_settings_fail_clearly(
 
 
 # -- LongBench v1 samsum: the newline stop reaches the request ---------------------------------------------
-def test_samsum_final_calls_stop_at_a_newline_and_other_datasets_send_no_stop(tmp_path, monkeypatch):
+def test_samsum_final_calls_stop_at_a_newline_and_other_datasets_send_no_stop(
+    tmp_path, monkeypatch
+):
     """``LongBench/pred.py`` adds the newline token to ``eos_token_id`` for samsum only."""
     monkeypatch.setenv("LONGCTX_CACHE_DIR", str(tmp_path / "cache"))
     data = tmp_path / "longbench"
     data.mkdir()
-    samsum = {"input": "Dialogue: Ann: hi\nBob: hello\nSummary: ", "context": "Dialogue: Cy: lunch?\nDee: sure\nSummary: Cy and Dee lunch.\n",
-              "answers": ["Ann and Bob greet."], "length": 20, "dataset": "samsum", "language": "en", "all_classes": None, "_id": "samsum-1"}
+    samsum = {
+        "input": "Dialogue: Ann: hi\nBob: hello\nSummary: ",
+        "context": "Dialogue: Cy: lunch?\nDee: sure\nSummary: Cy and Dee lunch.\n",
+        "answers": ["Ann and Bob greet."],
+        "length": 20,
+        "dataset": "samsum",
+        "language": "en",
+        "all_classes": None,
+        "_id": "samsum-1",
+    }
     (data / "samsum.jsonl").write_text(json.dumps(samsum) + "\n")
-    (data / "hotpotqa.jsonl").write_text((FIXTURES / "longbench" / "hotpotqa.jsonl").read_text().splitlines()[0] + "\n")
+    (data / "hotpotqa.jsonl").write_text(
+        (FIXTURES / "longbench" / "hotpotqa.jsonl").read_text().splitlines()[0] + "\n"
+    )
     strategies = ("full_context", "rag", "memagent")
     with RecordingServer(lambda request: "Ann and Bob greet.") as server:
         llm = make_chat_model("openai:rec", base_url=server.url, max_retries=0)
-        cfg = RunConfig(benchmark="longbench", strategies=strategies, data_path=str(data), datasets=("samsum", "hotpotqa"), llm_cache=False)
+        cfg = RunConfig(
+            benchmark="longbench",
+            strategies=strategies,
+            data_path=str(data),
+            datasets=("samsum", "hotpotqa"),
+            llm_cache=False,
+        )
         run_experiment(cfg, tmp_path / "run", llm=llm, show_progress=False)
     finals = [r for r in server.requests if not prompt_of(r).endswith("Updated memory:\n")]
     samsum_finals = [r for r in finals if "Ann: hi" in prompt_of(r)]
     assert len(samsum_finals) == len(strategies)
     assert all(r.get("stop") == ["\n"] for r in samsum_finals)
-    assert all(not r.get("stop") for r in server.requests if r not in samsum_finals)  # memory updates and hotpotqa: none
+    assert all(
+        not r.get("stop") for r in server.requests if r not in samsum_finals
+    )  # memory updates and hotpotqa: none
     rows = read_rows(tmp_path / "run")
     assert all(r["status"] == "ok" for r in rows) and len(rows) == 2 * len(strategies)

@@ -24,7 +24,12 @@ from tests.virtual_clock import VirtualClock, virtual_clock
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "corpus"
 CALL_SECONDS = 0.3
-QUESTIONS = ["What was Halvorsen Maritime's revenue in 2023?", "Where is Kestrel based?", "Who audits Sorrento?", "How many vessels?"]
+QUESTIONS = [
+    "What was Halvorsen Maritime's revenue in 2023?",
+    "Where is Kestrel based?",
+    "Who audits Sorrento?",
+    "How many vessels?",
+]
 
 
 class ArrivalLock:
@@ -46,12 +51,16 @@ class ArrivalLock:
 
     def wait_for(self, calls: int) -> None:
         with self._arrivals:
-            assert self._arrivals.wait_for(lambda: self.arrived >= calls, timeout=60), f"{self.arrived} of {calls} calls asked for the model"
+            assert self._arrivals.wait_for(lambda: self.arrived >= calls, timeout=60), (
+                f"{self.arrived} of {calls} calls asked for the model"
+            )
 
 
 @pytest.fixture
 def clock(monkeypatch) -> VirtualClock:
-    return virtual_clock(monkeypatch, graphs.run_single, graphs.run_batched, graphs.run_setup, graphs.usage)  # the answer's own time and the queue meter
+    return virtual_clock(
+        monkeypatch, graphs.run_single, graphs.run_batched, graphs.run_setup, graphs.usage
+    )  # the answer's own time and the queue meter
 
 
 def _one_at_a_time_model(clock: VirtualClock, callers: int) -> ScriptedChatModel:
@@ -73,16 +82,31 @@ def _check(answers, clock: VirtualClock) -> None:
     time holds its call and none of its queueing (an answer may read its end after later calls ran)."""
     queued = [a.usage.queued_seconds for a in answers]
     assert sorted(queued) == pytest.approx([CALL_SECONDS * k for k in range(len(QUESTIONS))])
-    assert all(a.usage.seconds >= CALL_SECONDS - 1e-9 and a.usage.seconds + a.usage.queued_seconds <= clock.now + 1e-9 for a in answers)
-    last = max(answers, key=lambda a: a.usage.queued_seconds)  # no call ran after its own: its own time is exactly that call
+    assert all(
+        a.usage.seconds >= CALL_SECONDS - 1e-9
+        and a.usage.seconds + a.usage.queued_seconds <= clock.now + 1e-9
+        for a in answers
+    )
+    last = max(
+        answers, key=lambda a: a.usage.queued_seconds
+    )  # no call ran after its own: its own time is exactly that call
     assert last.usage.seconds == pytest.approx(CALL_SECONDS), (last.usage, clock.now)
 
 
 def test_concurrent_answers_own_seconds_add_up_to_the_wall_time(isolated_cache, clock):
     corpus = Corpus.from_path(EXAMPLES)
-    answer_many(corpus, QUESTIONS[:1], strategy="rag", llm=_one_at_a_time_model(clock, 1), top_k=1)  # index built and cached first
+    answer_many(
+        corpus, QUESTIONS[:1], strategy="rag", llm=_one_at_a_time_model(clock, 1), top_k=1
+    )  # index built and cached first
     clock.now = 0.0
-    answers = answer_many(corpus, QUESTIONS, strategy="rag", llm=_one_at_a_time_model(clock, len(QUESTIONS)), top_k=1, concurrency=4)
+    answers = answer_many(
+        corpus,
+        QUESTIONS,
+        strategy="rag",
+        llm=_one_at_a_time_model(clock, len(QUESTIONS)),
+        top_k=1,
+        concurrency=4,
+    )
     _check(answers, clock)
 
 
@@ -90,7 +114,16 @@ def test_async_answers_meter_their_queueing_too(isolated_cache, clock):
     corpus = Corpus.from_path(EXAMPLES)
     answer_many(corpus, QUESTIONS[:1], strategy="rag", llm=_one_at_a_time_model(clock, 1), top_k=1)
     clock.now = 0.0
-    answers = asyncio.run(aanswer_many(corpus, QUESTIONS, strategy="rag", llm=_one_at_a_time_model(clock, len(QUESTIONS)), top_k=1, concurrency=4))
+    answers = asyncio.run(
+        aanswer_many(
+            corpus,
+            QUESTIONS,
+            strategy="rag",
+            llm=_one_at_a_time_model(clock, len(QUESTIONS)),
+            top_k=1,
+            concurrency=4,
+        )
+    )
     _check(answers, clock)
 
 
@@ -103,12 +136,16 @@ def test_parallel_calls_of_one_answer_waiting_on_each_other_are_not_queueing(clo
             clock.advance(0.1)
 
     with metering_queue() as meter:
-        threads = [threading.Thread(target=contextvars.copy_context().run, args=(call,)) for _ in range(3)]
+        threads = [
+            threading.Thread(target=contextvars.copy_context().run, args=(call,)) for _ in range(3)
+        ]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
-    assert clock.now == pytest.approx(0.3) and meter.seconds == 0.0  # counted call by call, the waits would add up to 0.1 + 0.2
+    assert (
+        clock.now == pytest.approx(0.3) and meter.seconds == 0.0
+    )  # counted call by call, the waits would add up to 0.1 + 0.2
 
 
 def test_waiting_while_another_answer_holds_the_model_is_queueing(clock):

@@ -18,21 +18,32 @@ from experiments.cli import main as cli_main
 from experiments.perf.stub_server import stub_server
 
 ROOT = Path(__file__).resolve().parents[1]
-BLOCK = re.compile(r"(?:<!-- readme: (?P<reason>[^\n]*?) -->\n)?```(?P<lang>\w*)\n(?P<body>.*?)```", re.S)
+BLOCK = re.compile(
+    r"(?:<!-- readme: (?P<reason>[^\n]*?) -->\n)?```(?P<lang>\w*)\n(?P<body>.*?)```", re.S
+)
 
 
 def blocks() -> list[tuple[str, str, str | None]]:
     """(language, body, reason not run) of every fenced block of the README."""
-    return [(m["lang"], m["body"], m["reason"]) for m in BLOCK.finditer((ROOT / "README.md").read_text())]
+    return [
+        (m["lang"], m["body"], m["reason"])
+        for m in BLOCK.finditer((ROOT / "README.md").read_text())
+    ]
 
 
 def commands(body: str) -> list[str]:
     """The shell commands of a bash block, continuation lines joined, comments dropped."""
     joined = re.sub(r"\\\n\s*", " ", body)
-    return [line.split("  #")[0].strip() for line in joined.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    return [
+        line.split("  #")[0].strip()
+        for line in joined.splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
 
 
-RUNNABLE = [(lang, body) for lang, body, reason in blocks() if reason is None and lang in ("bash", "python")]
+RUNNABLE = [
+    (lang, body) for lang, body, reason in blocks() if reason is None and lang in ("bash", "python")
+]
 
 
 def test_every_block_runs_or_says_why_not():
@@ -46,7 +57,11 @@ def test_every_block_runs_or_says_why_not():
 
 @pytest.fixture
 def readme_env(outputs, monkeypatch, stub_url):
-    for key, value in {"LONGCTX_LLM": "openai:stub", "OPENAI_BASE_URL": stub_url, "LONGCTX_CACHE_DIR": str(outputs / "cache")}.items():
+    for key, value in {
+        "LONGCTX_LLM": "openai:stub",
+        "OPENAI_BASE_URL": stub_url,
+        "LONGCTX_CACHE_DIR": str(outputs / "cache"),
+    }.items():
         monkeypatch.setenv(key, value)
     monkeypatch.chdir(ROOT)  # README paths are relative to the repository root
     return outputs
@@ -68,7 +83,9 @@ def _localise(text: str, tmp: Path) -> str:
     return re.sub(r"(?<![\w/])(runs|corpora)/", lambda m: f"{tmp}/{m.group(1)}/", text)
 
 
-@pytest.mark.parametrize("lang,body", RUNNABLE, ids=[f"{lang}-{i}" for i, (lang, _) in enumerate(RUNNABLE)])
+@pytest.mark.parametrize(
+    "lang,body", RUNNABLE, ids=[f"{lang}-{i}" for i, (lang, _) in enumerate(RUNNABLE)]
+)
 def test_readme_block_runs(lang, body, readme_env, capsys):
     """In-process: a python block is executed as a script; a shell line is the CLI's main()."""
     if lang == "python":
@@ -95,4 +112,7 @@ def test_call_counts_stated_in_the_readme_follow_from_the_defaults():
     chunk = STRATEGIES.get("memagent").make_config().chunk_tokens
     text = (ROOT / "README.md").read_text()
     for tokens, label in ((4_000_000, "4M"), (10_000_000, "10M")):
-        assert f"{math.ceil(tokens / chunk) + 1:,} at {label}" in text or f"{math.ceil(tokens / chunk) + 1:,} calls at {label}" in text
+        assert (
+            f"{math.ceil(tokens / chunk) + 1:,} at {label}" in text
+            or f"{math.ceil(tokens / chunk) + 1:,} calls at {label}" in text
+        )

@@ -16,8 +16,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_the_records_store_loads_no_graph_or_agent_module():
     code = "import json, sys; import memory.records; print(json.dumps(sorted(sys.modules)))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     loaded = json.loads(out.stdout)
     assert "memory.records.database" in loaded and "memory.records.cache" in loaded
@@ -38,13 +44,26 @@ def _imports(path: Path) -> set[str]:
 
 def test_the_structured_strategy_imports_nothing_of_pai():
     """Its calls go through ``graphs.validated_call`` and its retry note is ``graphs.prompts``'s, not PAI's."""
-    found = {f"{p.name}: {m}" for p in sorted((ROOT / "graphs" / "structured").glob("*.py")) for m in _imports(p)
-             if m == "graphs.pai" or m.startswith("graphs.pai.")}
+    found = {
+        f"{p.name}: {m}"
+        for p in sorted((ROOT / "graphs" / "structured").glob("*.py"))
+        for m in _imports(p)
+        if m == "graphs.pai" or m.startswith("graphs.pai.")
+    }
     assert found == set()
 
 
 def test_no_module_of_the_strategy_or_its_store_is_over_400_lines():
-    paths = [*(ROOT / "graphs" / "structured").glob("*.py"), *(ROOT / "memory" / "records").glob("*.py"),
-             ROOT / "graphs" / "validated_call.py", ROOT / "graphs" / "replies.py", ROOT / "graphs" / "pai" / "calls.py"]
-    long = {str(p.relative_to(ROOT)): n for p in paths if (n := len(p.read_text(encoding="utf-8").splitlines())) > 400}
+    paths = [
+        *(ROOT / "graphs" / "structured").glob("*.py"),
+        *(ROOT / "memory" / "records").glob("*.py"),
+        ROOT / "graphs" / "validated_call.py",
+        ROOT / "graphs" / "replies.py",
+        ROOT / "graphs" / "pai" / "calls.py",
+    ]
+    long = {
+        str(p.relative_to(ROOT)): n
+        for p in paths
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > 400
+    }
     assert long == {}

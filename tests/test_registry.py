@@ -128,15 +128,27 @@ def test_a_scoped_registration_is_undone_on_exit_even_when_frozen():
         reg.register("temporary", 2)  # frozen again
 
 
-def test_plugin_toml_files_declare_the_entries_of_a_package_and_its_subpackages(tmp_path, monkeypatch):
+def test_plugin_toml_files_declare_the_entries_of_a_package_and_its_subpackages(
+    tmp_path, monkeypatch
+):
     root = tmp_path / "toy_kinds"
     (root / "inner").mkdir(parents=True)
-    (root / "__init__.py").write_text("raise AssertionError('declarations are read without importing the package')\n")
-    (root / "plugin.toml").write_text('[things]\nplain = "toy_kinds_impl:PLAIN"\n[others]\nnot_ours = "x:y"\n')
-    (root / "inner" / "plugin.toml").write_text('[things.rich]\ntarget = "toy_kinds_impl:RICH"\nlarge = true\n')
+    (root / "__init__.py").write_text(
+        "raise AssertionError('declarations are read without importing the package')\n"
+    )
+    (root / "plugin.toml").write_text(
+        '[things]\nplain = "toy_kinds_impl:PLAIN"\n[others]\nnot_ours = "x:y"\n'
+    )
+    (root / "inner" / "plugin.toml").write_text(
+        '[things.rich]\ntarget = "toy_kinds_impl:RICH"\nlarge = true\n'
+    )
     _module(tmp_path, monkeypatch, "toy_kinds_impl", "PLAIN, RICH = 'plain', 'rich'\n")
     reg = Registry("thing", group="toy.things", packages=("toy_kinds",))
-    assert reg.names() == ["plain", "rich"] and reg.declared("rich") == {"large": True} and reg.declared("plain") == {}
+    assert (
+        reg.names() == ["plain", "rich"]
+        and reg.declared("rich") == {"large": True}
+        and reg.declared("plain") == {}
+    )
     assert "toy_kinds" not in sys.modules and "toy_kinds_impl" not in sys.modules
     assert (reg.get("plain"), reg.get("rich")) == ("plain", "rich")
 
@@ -154,5 +166,8 @@ def test_metric_versions_are_every_metric_module_version():
     from experiments import metrics
     from experiments.metrics import VERSIONS, text
 
-    modules = {p.stem for p in Path(metrics.__file__).parent.glob("*.py")} - {"__init__", "registry"}
+    modules = {p.stem for p in Path(metrics.__file__).parent.glob("*.py")} - {
+        "__init__",
+        "registry",
+    }
     assert set(VERSIONS) == modules and VERSIONS["text"] == text.VERSION

@@ -25,10 +25,16 @@ def test_a_budget_stops_a_rerank_call_before_its_request(interface):
         # self_ask: rerank the question's candidates (call 1), ask (call 2, a follow-up), rerank the follow-up's: call 3, refused
         options = {"strategy": "self_ask", "llm": llm, "top_k": 2, "rerank": "server", "rerank_options": server_options(server),
                    "budget": Budget(max_llm_calls=2)}  # fmt: skip
-        result = answer(corpus(), QUESTION, **options) if interface == "sync" else asyncio.run(aanswer(corpus(), QUESTION, **options))
+        result = (
+            answer(corpus(), QUESTION, **options)
+            if interface == "sync"
+            else asyncio.run(aanswer(corpus(), QUESTION, **options))
+        )
         sent = list(server.requests)
     assert result.stopped == "budget" and "2 calls" in result.steps[-1]["reason"]
-    assert len(sent) == 1 and sent[0]["query"] == QUESTION  # the follow-up's rerank request was never sent
+    assert (
+        len(sent) == 1 and sent[0]["query"] == QUESTION
+    )  # the follow-up's rerank request was never sent
     assert len(server.requests) == 1  # nor after the answer returned
     assert (result.usage.rerank_calls, result.usage.llm_calls) == (1, 1)
 
@@ -36,23 +42,49 @@ def test_a_budget_stops_a_rerank_call_before_its_request(interface):
 def test_rerank_tokens_count_against_the_token_budget():
     llm = ScriptedChatModel(reply_fn=lambda prompt: "the keeper")
     with RerankServer() as server:
-        options = {"strategy": "rag", "llm": llm, "top_k": 2, "rerank": "server", "rerank_options": server_options(server)}
+        options = {
+            "strategy": "rag",
+            "llm": llm,
+            "top_k": 2,
+            "rerank": "server",
+            "rerank_options": server_options(server),
+        }
         plan = estimate(corpus(), QUESTION, **options)
         assert plan.rerank is not None and plan.rerank.tokens > 0
         # the chat call alone fits, not with the rerank call's tokens: refused before any request
-        with pytest.raises(BudgetExceeded, match=rf"~{plan.prompt_tokens + plan.rerank.tokens:,} prompt tokens > {plan.prompt_tokens:,}"):
-            answer(corpus(), QUESTION, budget=Budget(max_prompt_tokens=plan.prompt_tokens), **options)
+        with pytest.raises(
+            BudgetExceeded,
+            match=rf"~{plan.prompt_tokens + plan.rerank.tokens:,} prompt tokens > {plan.prompt_tokens:,}",
+        ):
+            answer(
+                corpus(), QUESTION, budget=Budget(max_prompt_tokens=plan.prompt_tokens), **options
+            )
     assert server.requests == [] and llm.calls == []
 
 
 @pytest.mark.parametrize("limit", ["tokens", "cost"])
 def test_the_guard_reserves_a_rerank_calls_tokens_and_their_cost_at_the_rerankers_price(limit):
-    words = {"query": "who keeps it", "documents": ["the keeper keeps the lamp", "a bakery"]}  # 3 + 5, 3 + 2 words: 13 tokens
-    budget = Budget(max_prompt_tokens=20) if limit == "tokens" else Budget(max_cost_usd=20.0, price=(0.0, 0.0), rerank_price=(1e6, 0.0))
+    words = {
+        "query": "who keeps it",
+        "documents": ["the keeper keeps the lamp", "a bakery"],
+    }  # 3 + 5, 3 + 2 words: 13 tokens
+    budget = (
+        Budget(max_prompt_tokens=20)
+        if limit == "tokens"
+        else Budget(max_cost_usd=20.0, price=(0.0, 0.0), rerank_price=(1e6, 0.0))
+    )
     guard = BudgetGuard(budget, count=lambda text: len(text.split()))
     guard.on_custom_event(RERANK_EVENT, words, run_id=uuid4())
-    assert (guard.calls, guard.rerank_calls, guard.rerank_tokens, guard.prompt_tokens) == (1, 1, 13, 0)
-    with pytest.raises(BudgetReached, match="20 prompt tokens" if limit == "tokens" else r"\$20.00 \(\$13.0000 spent\)"):
+    assert (guard.calls, guard.rerank_calls, guard.rerank_tokens, guard.prompt_tokens) == (
+        1,
+        1,
+        13,
+        0,
+    )
+    with pytest.raises(
+        BudgetReached,
+        match="20 prompt tokens" if limit == "tokens" else r"\$20.00 \(\$13.0000 spent\)",
+    ):
         guard.on_custom_event(RERANK_EVENT, words, run_id=uuid4())
     guard.on_custom_event("another event", words, run_id=uuid4())  # not a rerank call: not counted
     assert guard.calls == 1
@@ -63,9 +95,14 @@ def test_the_plan_counts_rerank_calls_documents_and_tokens():
     plain = estimate(corpus(), QUESTION, strategy="rag", llm=llm, top_k=2)
     plan = estimate(corpus(), QUESTION, strategy="rag", llm=llm, top_k=2, rerank="server", rerank_options={"base_url": "http://127.0.0.1:9/v1"},
                     rerank_candidates=4)  # fmt: skip
-    assert plain.rerank is None and (plan.calls, plan.prompt_tokens) == (plain.calls, plain.prompt_tokens)
+    assert plain.rerank is None and (plan.calls, plan.prompt_tokens) == (
+        plain.calls,
+        plain.prompt_tokens,
+    )
     assert plan.rerank is not None and (plan.rerank.calls, plan.rerank.max_calls) == (1, 1)
-    assert plan.rerank.documents == plan.rerank.max_documents == 4  # rerank_candidates of the corpus's 6 chunks
+    assert (
+        plan.rerank.documents == plan.rerank.max_documents == 4
+    )  # rerank_candidates of the corpus's 6 chunks
     assert plan.rerank.tokens > 0 and "1 rerank call (4 documents" in plan.describe()
     with pytest.raises(BudgetExceeded, match=r"2 calls \(1 of them rerank calls\) > 1"):
         answer(corpus(), QUESTION, strategy="rag", llm=llm, top_k=2, rerank="server", rerank_options={"base_url": "http://127.0.0.1:9/v1"},
@@ -79,11 +116,24 @@ def test_the_run_plan_prints_rerank_calls_beside_the_model_calls():
 
     llm = ScriptedChatModel(reply_fn=lambda prompt: "x")
     shape = [(corpus().num_tokens, len(corpus()), 3)]  # 3 questions over the test corpus
-    reranked = RagConfig(top_k=2, rerank="server", rerank_options={"base_url": "http://127.0.0.1:9/v1"}, rerank_candidates=4)
+    reranked = RagConfig(
+        top_k=2,
+        rerank="server",
+        rerank_options={"base_url": "http://127.0.0.1:9/v1"},
+        rerank_candidates=4,
+    )
     (plan,), _ = plan_for({"rag": reranked}, shape, llm, calibrate=False)
     (plain,), _ = plan_for({"rag": RagConfig(top_k=2)}, shape, llm, calibrate=False)
-    assert (plan.calls, plan.prompt_tokens) == (plain.calls, plain.prompt_tokens) == (3, plain.prompt_tokens)
-    assert (plan.rerank_calls, plan.rerank_documents, plain.rerank_calls) == (3, 12, 0) and plan.rerank_tokens > 0
+    assert (
+        (plan.calls, plan.prompt_tokens)
+        == (plain.calls, plain.prompt_tokens)
+        == (3, plain.prompt_tokens)
+    )
+    assert (plan.rerank_calls, plan.rerank_documents, plain.rerank_calls) == (
+        3,
+        12,
+        0,
+    ) and plan.rerank_tokens > 0
     assert "~3 rerank calls (~12 documents" in describe_plan([plan], "scripted", None)
     assert "rerank" not in describe_plan([plain], "scripted", None)
 
@@ -91,11 +141,22 @@ def test_the_run_plan_prints_rerank_calls_beside_the_model_calls():
 def test_max_cost_prices_the_reranker_from_the_table_and_refuses_an_unpriced_hosted_one():
     from experiments.prices import rerank_price
 
-    hosted = {"rerank": "server", "rerank_options": {"model": "rerank-v3.5", "base_url": "https://rerank.example.com/v1"}}
-    local = {"rerank": "server", "rerank_options": {"model": "bge", "base_url": "http://127.0.0.1:8012/v1"}}
+    hosted = {
+        "rerank": "server",
+        "rerank_options": {"model": "rerank-v3.5", "base_url": "https://rerank.example.com/v1"},
+    }
+    local = {
+        "rerank": "server",
+        "rerank_options": {"model": "bge", "base_url": "http://127.0.0.1:8012/v1"},
+    }
     assert rerank_price([hosted], {"rerank-v3.5": (0.05, 0.0)}).prompt == 0.05
-    assert rerank_price([local, {"rerank": "cross-encoder", "rerank_options": {"model": "/m"}}, {}]) is None  # local: free
-    with pytest.raises(ValueError, match="--max-cost needs the price of the reranker 'rerank-v3.5'"):
+    assert (
+        rerank_price([local, {"rerank": "cross-encoder", "rerank_options": {"model": "/m"}}, {}])
+        is None
+    )  # local: free
+    with pytest.raises(
+        ValueError, match="--max-cost needs the price of the reranker 'rerank-v3.5'"
+    ):
         rerank_price([hosted])
 
 
@@ -112,14 +173,31 @@ def test_the_report_shows_rerank_calls_tokens_and_their_cost_beside_the_model_ca
               "all_classes": None, "_id": "q0"}  # fmt: skip
     (data / "hotpotqa.jsonl").write_text(json.dumps(record) + "\n", encoding="utf-8")
     with RerankServer() as server:
-        options = {"rag": {"rerank": "server", "rerank_options": server_options(server), "top_k": 2}}
+        options = {
+            "rag": {"rerank": "server", "rerank_options": server_options(server), "top_k": 2}
+        }
         cfg = RunConfig(benchmark="longbench", strategies=("rag", "full_context"), data_path=str(data), datasets=("hotpotqa",), llm_cache=False,
                         strategy_options=options)  # fmt: skip
-        run_experiment(cfg, tmp_path / "run", llm=ScriptedChatModel(reply_fn=lambda prompt: "the keeper"), show_progress=False)
-    tokens = next(r for r in read_rows(tmp_path / "run") if r["strategy"] == "rag")["usage"]["rerank_tokens"]
-    priced = build_report(tmp_path / "run", plots=False, prices={"bge-reranker-v2-m3": {"prompt": 2.0, "completion": 0.0}})
+        run_experiment(
+            cfg,
+            tmp_path / "run",
+            llm=ScriptedChatModel(reply_fn=lambda prompt: "the keeper"),
+            show_progress=False,
+        )
+    tokens = next(r for r in read_rows(tmp_path / "run") if r["strategy"] == "rag")["usage"][
+        "rerank_tokens"
+    ]
+    priced = build_report(
+        tmp_path / "run",
+        plots=False,
+        prices={"bge-reranker-v2-m3": {"prompt": 2.0, "completion": 0.0}},
+    )
     rows = {r["strategy"]: r for r in priced["summary"]}
-    assert (rows["rag"]["rerank_calls"], rows["rag"]["rerank_tokens"], rows["rag"]["rerank_usd"]) == (1, tokens, round(tokens * 2.0 / 1e6, 8))
+    assert (
+        rows["rag"]["rerank_calls"],
+        rows["rag"]["rerank_tokens"],
+        rows["rag"]["rerank_usd"],
+    ) == (1, tokens, round(tokens * 2.0 / 1e6, 8))
     assert "rerank_calls" not in rows["full_context"]  # it reranks nothing
     summary_md = (tmp_path / "run" / "report" / "summary.md").read_text()
     header = summary_md.splitlines()[0].split(" | ")
@@ -127,8 +205,13 @@ def test_the_report_shows_rerank_calls_tokens_and_their_cost_beside_the_model_ca
     html = (tmp_path / "run" / "report" / "report.html").read_text()
     assert all(f"<th>{c}</th>" in html for c in ("rerank_calls", "rerank_tokens", "rerank_usd"))
     assert f"1 rerank calls, {tokens} tokens" in html  # the drill-down's usage line
-    free = build_report(tmp_path / "run", plots=False)  # the reranker on loopback: free, no cost column
-    assert "rerank_usd" not in {k for r in free["summary"] for k in r} and free["summary"][0]["rerank_calls"] == 1
+    free = build_report(
+        tmp_path / "run", plots=False
+    )  # the reranker on loopback: free, no cost column
+    assert (
+        "rerank_usd" not in {k for r in free["summary"] for k in r}
+        and free["summary"][0]["rerank_calls"] == 1
+    )
 
 
 @pytest.mark.parametrize("strategy", ["rag", "self_ask", "self_route", "pai"])
@@ -142,5 +225,15 @@ def test_the_rerank_calls_a_run_sends_lie_within_its_plan(strategy):
                    **({"judge_mode": "prefilter"} if strategy == "pai" else {})}  # fmt: skip
         plan = estimate(examples(), ASKED, **options)
         result = answer(examples(), ASKED, show_progress=False, **options)
-    assert plan.rerank is not None and plan.rerank.calls <= len(server.requests) == result.usage.rerank_calls <= plan.rerank.max_calls
-    assert plan.rerank.documents <= sum(len(r["documents"]) for r in server.requests) <= plan.rerank.max_documents
+    assert (
+        plan.rerank is not None
+        and plan.rerank.calls
+        <= len(server.requests)
+        == result.usage.rerank_calls
+        <= plan.rerank.max_calls
+    )
+    assert (
+        plan.rerank.documents
+        <= sum(len(r["documents"]) for r in server.requests)
+        <= plan.rerank.max_documents
+    )

@@ -29,14 +29,26 @@ def test_a_model_with_other_request_settings_answers_again_at_the_server(tmp_pat
         first = run_experiment(_config(), tmp_path, llm=_openai(server.url), show_progress=False)
         sent = len(server.requests)
         with caplog.at_level(logging.WARNING, logger="experiments.runner"):
-            second = run_experiment(_config(), tmp_path, llm=_openai(server.url, extra_body={"top_k": 20}), show_progress=False)
+            second = run_experiment(
+                _config(),
+                tmp_path,
+                llm=_openai(server.url, extra_body={"top_k": 20}),
+                show_progress=False,
+            )
         again = server.requests[sent:]
-        third = run_experiment(_config(), tmp_path, llm=_openai(server.url, extra_body={"top_k": 20}), show_progress=False)
+        third = run_experiment(
+            _config(),
+            tmp_path,
+            llm=_openai(server.url, extra_body={"top_k": 20}),
+            show_progress=False,
+        )
         after = len(server.requests)
     assert first["ok"] == 3 and sent == 3
     assert second["skipped"] == 0 and second["changed"] == 3 and second["ok"] == 3
     assert len(again) == 3 and all(r.get("top_k") == 20 for r in again)
-    assert third["skipped"] == 3 and third["changed"] == 0 and after == sent + 3  # the new answers resume as usual
+    assert (
+        third["skipped"] == 3 and third["changed"] == 0 and after == sent + 3
+    )  # the new answers resume as usual
     assert "3 rag answer(s) were made with other settings (llm_settings:" in caplog.text
     latest = latest_rows(read_rows(tmp_path))
     tuned = expected_config("rag", {}, _openai(server.url, extra_body={"top_k": 20}))
@@ -57,7 +69,9 @@ def test_a_changed_option_or_model_answers_again(tmp_path):
     other = OtherModel(reply_fn=lambda p: "The correct answer is (B)")
     moved = run_experiment(_config(top_k=3), tmp_path, llm=other, show_progress=False)
     assert moved["changed"] == 3 and moved["ok"] == 3
-    assert {r["prediction"] for r in latest_rows(read_rows(tmp_path)).values()} == {"The correct answer is (B)"}
+    assert {r["prediction"] for r in latest_rows(read_rows(tmp_path)).values()} == {
+        "The correct answer is (B)"
+    }
 
 
 def test_the_plan_counts_what_the_run_will_answer(tmp_path):
@@ -77,7 +91,9 @@ def test_rows_of_older_versions_are_matched_on_what_they_recorded():
     assert changed_fields(old, wanted, "rag") == []
     assert changed_fields({**old, "top_k": 5}, wanted, "rag") == ["top_k: 5 -> 2"]
     assert changed_fields(None, wanted, "rag") == []
-    assert changed_fields(json.loads(json.dumps(wanted)), wanted, "rag") == []  # tuples stored as lists compare equal
+    assert (
+        changed_fields(json.loads(json.dumps(wanted)), wanted, "rag") == []
+    )  # tuples stored as lists compare equal
 
 
 def test_an_invalid_option_leaves_the_comparison_to_the_run():
@@ -88,9 +104,16 @@ def test_how_a_run_executes_is_not_compared():
     """Concurrency, resume and a batched strategy's runtime fields change no request: a resume keeps those answers."""
     llm = ScriptedChatModel(reply_fn=lambda p: "x")
     wanted = expected_config("memagent", {}, llm)
-    recorded = {**wanted, "concurrency": wanted["concurrency"] + 3, "trace_chars": 1, "resume": not wanted["resume"]}
+    recorded = {
+        **wanted,
+        "concurrency": wanted["concurrency"] + 3,
+        "trace_chars": 1,
+        "resume": not wanted["resume"],
+    }
     assert changed_fields(recorded, wanted, "memagent") == []
-    assert changed_fields({**wanted, "chunk_tokens": 1}, wanted, "memagent") == [f"chunk_tokens: 1 -> {wanted['chunk_tokens']}"]
+    assert changed_fields({**wanted, "chunk_tokens": 1}, wanted, "memagent") == [
+        f"chunk_tokens: 1 -> {wanted['chunk_tokens']}"
+    ]
 
 
 def test_a_ray_worker_rebuilds_the_callers_request_settings():
@@ -123,4 +146,6 @@ def test_the_endpoints_of_one_run_count_as_one_model():
     wanted = {**expected_config("rag", {}, llm), "llm": "m @ http://a/v1"}
     other_endpoint = {**wanted, "llm": "m @ http://b/v1"}
     assert changed_fields(other_endpoint, wanted, "rag", same_models={"m @ http://b/v1"}) == []
-    assert changed_fields(other_endpoint, wanted, "rag") == ['llm: "m @ http://b/v1" -> "m @ http://a/v1"']
+    assert changed_fields(other_endpoint, wanted, "rag") == [
+        'llm: "m @ http://b/v1" -> "m @ http://a/v1"'
+    ]

@@ -36,7 +36,11 @@ def odd_answers(state, runtime):
         shared: Any = "leaf"
         for _ in range(22):
             shared = [shared, shared]
-        return {"answer": "A", "raw": "The correct answer is (A)", "steps": [{"node": "odd", "loop": loop}, {"node": "odd", "shared": shared}]}
+        return {
+            "answer": "A",
+            "raw": "The correct answer is (A)",
+            "steps": [{"node": "odd", "loop": loop}, {"node": "odd", "shared": shared}],
+        }
     if sample == "v2-2":
         return {"answer": {"a": 1}, "raw": {"a": 1}}
     return {"answer": "C", "raw": "The correct answer is (C)"}
@@ -45,12 +49,16 @@ def odd_answers(state, runtime):
 @pytest.fixture
 def odd_strategy(monkeypatch):
     build = lambda config=None: linear_graph("odd", dict, ("odd", odd_answers))  # noqa: E731
-    monkeypatch.setitem(STRATEGIES._entries, "odd", Strategy(name="odd", build_graph=build, config_cls=OddConfig))
+    monkeypatch.setitem(
+        STRATEGIES._entries, "odd", Strategy(name="odd", build_graph=build, config_cls=OddConfig)
+    )
     return RunConfig(benchmark="longbench_v2", strategies=("odd",), data_path=V2, llm_cache=False)
 
 
 @pytest.mark.timeout(120)
-def test_self_referencing_and_shared_values_are_written_small_and_a_mapping_answer_fails_its_row(tmp_path, odd_strategy):
+def test_self_referencing_and_shared_values_are_written_small_and_a_mapping_answer_fails_its_row(
+    tmp_path, odd_strategy
+):
     counts = run_experiment(odd_strategy, tmp_path, llm=ScriptedChatModel(), show_progress=False)
     assert counts["ok"] == 2 and counts["failed"] == 1
     rows = {r["sample_id"]: r for r in read_rows(tmp_path)}
@@ -59,7 +67,9 @@ def test_self_referencing_and_shared_values_are_written_small_and_a_mapping_answ
     text = json.dumps(shared["shared"])
     assert text.count('"leaf"') < MAX_VALUES and "more items]" in text
     assert (tmp_path / RESULTS_FILE).stat().st_size < 20 * MAX_VALUES  # not the 4 million leaves
-    assert rows["v2-2"]["status"] == "failed" and rows["v2-2"]["error"].startswith("ResultNotWritable: its prediction is a dict, not text")
+    assert rows["v2-2"]["status"] == "failed" and rows["v2-2"]["error"].startswith(
+        "ResultNotWritable: its prediction is a dict, not text"
+    )
     build_report(tmp_path, plots=False, html=False)
     again = run_experiment(odd_strategy, tmp_path, llm=ScriptedChatModel(), show_progress=False)
     assert again["skipped"] == 2 and again["failed"] == 1  # the failed row is retried, not skipped
@@ -67,7 +77,12 @@ def test_self_referencing_and_shared_values_are_written_small_and_a_mapping_answ
 
 def _run(tmp_path):
     cfg = config(strategies=("rag", "full_context"))
-    run_experiment(cfg, tmp_path, llm=ScriptedChatModel(reply_fn=lambda p: "The correct answer is (A)"), show_progress=False)
+    run_experiment(
+        cfg,
+        tmp_path,
+        llm=ScriptedChatModel(reply_fn=lambda p: "The correct answer is (A)"),
+        show_progress=False,
+    )
     return cfg
 
 
@@ -90,16 +105,35 @@ def _edit(tmp_path, number: int, edit) -> None:
         ("seconds", float("inf"), "usage.seconds is inf"),
     ],
 )
-def test_absurd_usage_is_refused_naming_file_and_line_and_the_report_builds(tmp_path, caplog, field, value, words):
+def test_absurd_usage_is_refused_naming_file_and_line_and_the_report_builds(
+    tmp_path, caplog, field, value, words
+):
     cfg = _run(tmp_path)
-    for number in (1, 2, 3, 4, 5):  # both strategies: 1e308 tokens summed to inf, whose tie was empty (IndexError)
+    for number in (
+        1,
+        2,
+        3,
+        4,
+        5,
+    ):  # both strategies: 1e308 tokens summed to inf, whose tie was empty (IndexError)
         _edit(tmp_path, number, lambda row: row["usage"].__setitem__(field, value))
     with caplog.at_level(logging.WARNING):
         result = build_report(tmp_path, plots=False, html=False)
     path = tmp_path / RESULTS_FILE
-    assert f"{path}, line 1: {words}" in caplog.text and f"{path}, line 5: " in caplog.text and f"{path}, line 6" not in caplog.text
-    assert sum(r["missing"] for r in result["summary"]) == 5  # the refused rows' pairs are shown as not answered
-    counts = run_experiment(cfg, tmp_path, llm=ScriptedChatModel(reply_fn=lambda p: "The correct answer is (A)"), show_progress=False)
+    assert (
+        f"{path}, line 1: {words}" in caplog.text
+        and f"{path}, line 5: " in caplog.text
+        and f"{path}, line 6" not in caplog.text
+    )
+    assert (
+        sum(r["missing"] for r in result["summary"]) == 5
+    )  # the refused rows' pairs are shown as not answered
+    counts = run_experiment(
+        cfg,
+        tmp_path,
+        llm=ScriptedChatModel(reply_fn=lambda p: "The correct answer is (A)"),
+        show_progress=False,
+    )
     assert counts["ok"] == 5 and counts["skipped"] == 1  # the rerun answers them again
     build_report(tmp_path, plots=False, html=False)
 
@@ -110,9 +144,16 @@ def test_an_ok_row_whose_prediction_is_not_text_is_refused_and_answered_again(tm
     _edit(tmp_path, 3, lambda row: row.update(prediction={"a": 1}))
     with caplog.at_level(logging.WARNING):
         assert len(latest_rows(read_rows(tmp_path))) == 5
-    assert f"{tmp_path / RESULTS_FILE}, line 3: prediction is a JSON object, not text" in caplog.text
+    assert (
+        f"{tmp_path / RESULTS_FILE}, line 3: prediction is a JSON object, not text" in caplog.text
+    )
     build_report(tmp_path, plots=False, html=False)
-    counts = run_experiment(cfg, tmp_path, llm=ScriptedChatModel(reply_fn=lambda p: "The correct answer is (A)"), show_progress=False)
+    counts = run_experiment(
+        cfg,
+        tmp_path,
+        llm=ScriptedChatModel(reply_fn=lambda p: "The correct answer is (A)"),
+        show_progress=False,
+    )
     assert counts["ok"] == 1 and counts["skipped"] == 5
 
 
@@ -136,7 +177,10 @@ def _ok_row(**changes):
     "row,problem",
     [
         (_ok_row(), None),
-        (_ok_row(usage={"llm_calls": 0, "prompt_tokens": 0, "completion_tokens": 0}, seconds=0), None),  # nothing spent is fine
+        (
+            _ok_row(usage={"llm_calls": 0, "prompt_tokens": 0, "completion_tokens": 0}, seconds=0),
+            None,
+        ),  # nothing spent is fine
         (_ok_row(corpus_tokens=MAX_COUNT - 1), None),
         (_ok_row(seconds=-1e-17), None),  # an answer's time less its time queued, rounded
         (_ok_row(seconds=-1.0), "seconds is -1.0, not a number of seconds"),
@@ -145,10 +189,34 @@ def _ok_row(**changes):
         (_ok_row(prediction=None), "prediction is null or missing, not text"),
         (_ok_row(answer=["A"]), "answer is a JSON array, not text"),
         (_ok_row(seconds="1.0"), "seconds is '1.0', not a number of seconds"),
-        (_ok_row(usage={"llm_calls": 1, "prompt_tokens": 10}), "usage.completion_tokens is null or missing"),
-        (_ok_row(usage={"llm_calls": 1.5, "prompt_tokens": 10, "completion_tokens": 2}), "usage.llm_calls is 1.5"),
-        ({"sample_id": "q1", "strategy": "rag", "status": "failed", "corpus_tokens": 10, "error": "ValueError: x"}, None),
-        ({"sample_id": "q1", "strategy": "rag", "status": "failed", "corpus_tokens": 10, "error": {"x": 1}}, "error is a JSON object, not text"),
+        (
+            _ok_row(usage={"llm_calls": 1, "prompt_tokens": 10}),
+            "usage.completion_tokens is null or missing",
+        ),
+        (
+            _ok_row(usage={"llm_calls": 1.5, "prompt_tokens": 10, "completion_tokens": 2}),
+            "usage.llm_calls is 1.5",
+        ),
+        (
+            {
+                "sample_id": "q1",
+                "strategy": "rag",
+                "status": "failed",
+                "corpus_tokens": 10,
+                "error": "ValueError: x",
+            },
+            None,
+        ),
+        (
+            {
+                "sample_id": "q1",
+                "strategy": "rag",
+                "status": "failed",
+                "corpus_tokens": 10,
+                "error": {"x": 1},
+            },
+            "error is a JSON object, not text",
+        ),
     ],
 )
 def test_row_problem_names_what_is_wrong(row, problem):
@@ -156,15 +224,25 @@ def test_row_problem_names_what_is_wrong(row, problem):
     assert found == problem if problem is None else found is not None and found.startswith(problem)
 
 
-def test_a_long_string_held_many_times_is_redacted_once_and_written_within_the_row_limit(monkeypatch):
+def test_a_long_string_held_many_times_is_redacted_once_and_written_within_the_row_limit(
+    monkeypatch,
+):
     import retrieval.redaction as redaction
     from agents.jsonsafe import MAX_TOTAL_CHARS
     from experiments.runner.results_file import row_line
 
     scanned = []
     real = redaction._redact
-    monkeypatch.setattr(redaction, "_redact", lambda text, pattern: scanned.append(len(text) if isinstance(text, str) else 0) or real(text, pattern))
+    monkeypatch.setattr(
+        redaction,
+        "_redact",
+        lambda text, pattern: (
+            scanned.append(len(text) if isinstance(text, str) else 0) or real(text, pattern)
+        ),
+    )
     cell = "y" * 1_000_000
     line, status = row_line(_ok_row(answer="A", steps=[{"node": "sql", "cells": [cell] * 100}]))
     assert status == "ok" and len(line) < MAX_TOTAL_CHARS + 10_000
-    assert scanned.count(len(cell)) == 1  # not 100 times: 100 MB of scanning for one megabyte of text
+    assert (
+        scanned.count(len(cell)) == 1
+    )  # not 100 times: 100 MB of scanning for one megabyte of text

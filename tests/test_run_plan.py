@@ -40,9 +40,15 @@ def test_the_calibration_is_measured_once_and_then_read_from_the_cache(tmp_path,
     first = model_speed(chat, cache_dir=tmp_path)
     calls = len(chat.calls)
     assert calls == 5  # a warm-up, three prefill calls and the generation call
-    prompt_tokens = {len(c["prompt"].split()) for c in chat.calls[1:4]}  # the scripted model counts words as tokens
-    assert len(prompt_tokens) == 1 and first.prompt_tokens_per_second == round(prompt_tokens.pop() / 0.05, 1)
-    assert first.completion_tokens_per_second == round(len("one, two, three".split()) / 0.05, 1)  # 0.05 s a call, on the virtual clock
+    prompt_tokens = {
+        len(c["prompt"].split()) for c in chat.calls[1:4]
+    }  # the scripted model counts words as tokens
+    assert len(prompt_tokens) == 1 and first.prompt_tokens_per_second == round(
+        prompt_tokens.pop() / 0.05, 1
+    )
+    assert first.completion_tokens_per_second == round(
+        len("one, two, three".split()) / 0.05, 1
+    )  # 0.05 s a call, on the virtual clock
     again = model_speed(chat, cache_dir=tmp_path)
     assert len(chat.calls) == calls and again == first  # no call: read back
     stored = json.loads((tmp_path / "calibration.json").read_text())
@@ -56,14 +62,20 @@ def test_the_calibration_is_measured_once_and_then_read_from_the_cache(tmp_path,
 def test_the_embedded_model_is_measured_on_this_machine_once(tmp_path):
     chat = EmbeddedChatModel()
     speed = model_speed(chat, cache_dir=tmp_path)
-    assert speed.prompt_tokens_per_second > speed.completion_tokens_per_second > 0  # prefill is batched, generation is not
-    assert model_speed(EmbeddedChatModel(), cache_dir=tmp_path) == speed  # read back: the same measurement
+    assert (
+        speed.prompt_tokens_per_second > speed.completion_tokens_per_second > 0
+    )  # prefill is batched, generation is not
+    assert (
+        model_speed(EmbeddedChatModel(), cache_dir=tmp_path) == speed
+    )  # read back: the same measurement
 
 
 def test_the_calibration_is_kept_per_model_and_cpu():
     key = calibration_key(EmbeddedChatModel())
     model, threads, cpu = key.split("|")
-    assert model.startswith("SmolLM2") and model.endswith(f":{Path(EmbeddedChatModel()._resolved).stat().st_size}")
+    assert model.startswith("SmolLM2") and model.endswith(
+        f":{Path(EmbeddedChatModel()._resolved).stat().st_size}"
+    )
     assert threads == "threads=None" and cpu.endswith(f"x{os.cpu_count()}")
     assert calibration_key(EmbeddedChatModel(n_threads=1)) != key
 
@@ -71,15 +83,24 @@ def test_the_calibration_is_kept_per_model_and_cpu():
 def test_the_plan_uses_the_measured_rate(tmp_path, monkeypatch):
     monkeypatch.setenv("LONGCTX_CALIBRATION", str(tmp_path / "calibration.json"))
     chat = EmbeddedChatModel()
-    measured = ModelSpeed(prompt_tokens_per_second=50.0, completion_tokens_per_second=5.0, measured="2026-01-01T00:00:00", key=calibration_key(chat))
+    measured = ModelSpeed(
+        prompt_tokens_per_second=50.0,
+        completion_tokens_per_second=5.0,
+        measured="2026-01-01T00:00:00",
+        key=calibration_key(chat),
+    )
     calibration_path().write_text(json.dumps({measured.key: measured.__dict__}))
     cfg = STRATEGIES.get("memagent").make_config(chunk_tokens=500, max_new_tokens=96)
     (plan,), speed = plan_for({"memagent": cfg}, [(1_000, 5, 4)], chat, calibrate=True)
     assert speed == measured
     assert plan.calls == 4 * 3  # two chunks and the answer per question
     assert plan.seconds == pytest.approx(plan.prompt_tokens / 50 + plan.completion_tokens / 5)
-    faster = ModelSpeed(prompt_tokens_per_second=500.0, completion_tokens_per_second=50.0, measured="x", key="k")
-    assert plan_for({"memagent": cfg}, [(1_000, 5, 4)], chat, speed=faster)[0][0].seconds == pytest.approx(plan.seconds / 10)
+    faster = ModelSpeed(
+        prompt_tokens_per_second=500.0, completion_tokens_per_second=50.0, measured="x", key="k"
+    )
+    assert plan_for({"memagent": cfg}, [(1_000, 5, 4)], chat, speed=faster)[0][
+        0
+    ].seconds == pytest.approx(plan.seconds / 10)
 
 
 @pytest.mark.parametrize(
@@ -99,7 +120,9 @@ def test_plans_follow_the_configs(strategy, options, calls, reads_at_least):
 
 def test_no_calibration_where_no_plan_could_be_slow():
     cfg = STRATEGIES.get("rag").make_config()
-    plans, speed = plan_for({"rag": cfg}, [(800, 5, 4)], EmbeddedChatModel.model_construct())  # a model that cannot run
+    plans, speed = plan_for(
+        {"rag": cfg}, [(800, 5, 4)], EmbeddedChatModel.model_construct()
+    )  # a model that cannot run
     assert speed is None and plans[0].seconds is None and not too_slow(plans)
 
 
@@ -108,10 +131,26 @@ def _ask(stdin_is_tty: bool) -> tuple[str, str]:
     code = "from agents.run_plan import confirm; print('GO' if confirm('a long run', yes=False) else 'STOP')"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     if not stdin_is_tty:
-        out = subprocess.run([sys.executable, "-c", code], input="n\n", capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            input="n\n",
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=ROOT,
+            timeout=120,
+        )
         return out.stdout, out.stderr
     controller, terminal = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-c", code], stdin=terminal, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdin=terminal,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
     os.close(terminal)
     os.write(controller, b"y\n")
     out, err = proc.communicate(timeout=120)
@@ -123,7 +162,9 @@ def test_the_question_is_asked_only_on_a_terminal():
     out, err = _ask(stdin_is_tty=True)
     assert "Go on? [y/N]" in err and out.strip() == "GO"
     out, err = _ask(stdin_is_tty=False)
-    assert "a long run" in err and "Go on?" not in err and out.strip() == "GO"  # a pipe is never asked: the run goes on
+    assert (
+        "a long run" in err and "Go on?" not in err and out.strip() == "GO"
+    )  # a pipe is never asked: the run goes on
 
 
 def test_yes_and_a_pipe_skip_the_question_and_a_terminal_no_declines():
@@ -140,7 +181,9 @@ def test_yes_and_a_pipe_skip_the_question_and_a_terminal_no_declines():
             return self.reply
 
     err = io.StringIO()
-    assert confirm("slow", yes=True, stdin=Terminal("n\n"), out=err) and "Go on" not in err.getvalue()
+    assert (
+        confirm("slow", yes=True, stdin=Terminal("n\n"), out=err) and "Go on" not in err.getvalue()
+    )
     assert not confirm("slow", stdin=Terminal("\n"), out=err) and "Go on" in err.getvalue()
     assert confirm("slow", stdin=Terminal("y\n"), out=err)
 
@@ -148,35 +191,84 @@ def test_yes_and_a_pipe_skip_the_question_and_a_terminal_no_declines():
 def test_a_plan_over_the_threshold_warns_with_minutes_and_the_speed():
     from agents.run_plan import StrategyPlan, announce_plan
 
-    speed = ModelSpeed(prompt_tokens_per_second=50.0, completion_tokens_per_second=5.0, measured="2026-01-01T00:00:00", key="k")
+    speed = ModelSpeed(
+        prompt_tokens_per_second=50.0,
+        completion_tokens_per_second=5.0,
+        measured="2026-01-01T00:00:00",
+        key="k",
+    )
     err = io.StringIO()
     quick = [StrategyPlan("rag", 4, 4, 2_000, 100, 60.0)]
     assert announce_plan(quick, speed, "SmolLM2", out=err) and "Warning" not in err.getvalue()
     slow = [StrategyPlan("memagent", 4, 400, 200_000, 40_000, 12_000.0)]
     assert announce_plan(slow, speed, "SmolLM2", yes=True, out=err)
     text = err.getvalue()
-    assert "memagent: 4 question(s), ~400 calls, ~200,000 prompt + ~40,000 completion tokens, about 3.3 h" in text
-    assert "Warning: that is over 15 minutes" in text and "50 prompt and 5 completion tokens/s (measured on this machine" in text
+    assert (
+        "memagent: 4 question(s), ~400 calls, ~200,000 prompt + ~40,000 completion tokens, about 3.3 h"
+        in text
+    )
+    assert (
+        "Warning: that is over 15 minutes" in text
+        and "50 prompt and 5 completion tokens/s (measured on this machine" in text
+    )
 
 
 def test_run_prints_its_plan(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("LONGCTX_CACHE_DIR", str(tmp_path / "cache"))
     with stub_server(latency=0.0, reply_tokens=5) as url:
         monkeypatch.setenv("OPENAI_BASE_URL", url)
-        args = ["run", "--corpus", str(EXAMPLES / "corpus"), "--questions", str(EXAMPLES / "questions.csv"), "--strategies", "rag,memagent",
-                "--llm", "openai:stub", "--limit", "2", "--option", "memagent.chunk_tokens=500", "--out", str(tmp_path / "run")]
+        args = [
+            "run",
+            "--corpus",
+            str(EXAMPLES / "corpus"),
+            "--questions",
+            str(EXAMPLES / "questions.csv"),
+            "--strategies",
+            "rag,memagent",
+            "--llm",
+            "openai:stub",
+            "--limit",
+            "2",
+            "--option",
+            "memagent.chunk_tokens=500",
+            "--out",
+            str(tmp_path / "run"),
+        ]
         assert main(args) == 0
     err = capsys.readouterr().err
-    assert "Plan on stub @ " in err and "rag: 2 question(s), ~2 calls" in err and "memagent: 2 question(s), ~6 calls" in err
-    assert "Warning" not in err and " min" not in err  # a served model's speed is not measured: no minutes, no warning
+    assert (
+        "Plan on stub @ " in err
+        and "rag: 2 question(s), ~2 calls" in err
+        and "memagent: 2 question(s), ~6 calls" in err
+    )
+    assert (
+        "Warning" not in err and " min" not in err
+    )  # a served model's speed is not measured: no minutes, no warning
 
 
 def test_the_run_bar_shows_the_calls_and_the_step_of_a_long_answer(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("LONGCTX_CACHE_DIR", str(tmp_path / "cache"))
     with stub_server(latency=0.0, reply_tokens=5, tools=True, properties=1) as url:
         monkeypatch.setenv("OPENAI_BASE_URL", url)
-        args = ["run", "--corpus", str(EXAMPLES / "corpus"), "--questions", str(EXAMPLES / "questions.csv"), "--strategies", "memagent,structured",
-                "--llm", "openai:stub", "--limit", "1", "--concurrency", "1", "--option", "memagent.chunk_tokens=300", "--out", str(tmp_path / "run")]
+        args = [
+            "run",
+            "--corpus",
+            str(EXAMPLES / "corpus"),
+            "--questions",
+            str(EXAMPLES / "questions.csv"),
+            "--strategies",
+            "memagent,structured",
+            "--llm",
+            "openai:stub",
+            "--limit",
+            "1",
+            "--concurrency",
+            "1",
+            "--option",
+            "memagent.chunk_tokens=300",
+            "--out",
+            str(tmp_path / "run"),
+        ]
         assert main(args) == 0
     err = capsys.readouterr().err
     assert "memagent/update_memory" in err  # the inner step, posted while MemAgent reads its chunks

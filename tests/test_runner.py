@@ -25,7 +25,13 @@ def v2_samples():
 
 
 def config(**kw) -> RunConfig:
-    base = dict(benchmark="longbench_v2", strategies=("rag", "full_context"), data_path=V2, llm_cache=False, concurrency=2)
+    base = dict(
+        benchmark="longbench_v2",
+        strategies=("rag", "full_context"),
+        data_path=V2,
+        llm_cache=False,
+        concurrency=2,
+    )
     base["strategy_options"] = {"rag": {"top_k": 2}}
     return RunConfig(**{**base, **kw})
 
@@ -35,11 +41,20 @@ def test_rows_and_manifest(tmp_path):
     counts = run_experiment(config(), tmp_path, llm=llm, show_progress=False)
     rows = read_rows(tmp_path)
     assert counts == {"samples": 3, "pairs": 6, "skipped": 0, "changed": 0, "ok": 6, "failed": 0}
-    assert {(r["sample_id"], r["strategy"]) for r in rows} == {(s, t) for s in ("v2-1", "v2-2", "v2-3") for t in ("rag", "full_context")}
+    assert {(r["sample_id"], r["strategy"]) for r in rows} == {
+        (s, t) for s in ("v2-1", "v2-2", "v2-3") for t in ("rag", "full_context")
+    }
     row = rows[0]
-    assert row["status"] == "ok" and row["prediction"] == "The correct answer is (A)" and row["usage"]["llm_calls"] == 1
+    assert (
+        row["status"] == "ok"
+        and row["prediction"] == "The correct answer is (A)"
+        and row["usage"]["llm_calls"] == 1
+    )
     manifest = json.loads((tmp_path / "manifest.json").read_text())
-    assert manifest["config"]["strategies"] == ["rag", "full_context"] and manifest["model"] == "ScriptedChatModel"
+    assert (
+        manifest["config"]["strategies"] == ["rag", "full_context"]
+        and manifest["model"] == "ScriptedChatModel"
+    )
     assert manifest["library_version"] and manifest["benchmark_version"] == 2
     inv = manifest["invocations"][0]
     assert inv["started"] <= inv["finished"] and inv["ok"] == 6 and "git_revision" in inv
@@ -51,10 +66,14 @@ def test_failures_are_rows_and_a_rerun_retries_only_them(tmp_path):
             raise ConnectionError("server went away")
         return "The correct answer is (B)"
 
-    counts = run_experiment(config(), tmp_path, llm=ScriptedChatModel(reply_fn=flaky), show_progress=False)
+    counts = run_experiment(
+        config(), tmp_path, llm=ScriptedChatModel(reply_fn=flaky), show_progress=False
+    )
     assert counts["ok"] == 4 and counts["failed"] == 2  # every pair accounted for
     failed = [r for r in read_rows(tmp_path) if r["status"] == "failed"]
-    assert {r["sample_id"] for r in failed} == {"v2-2"} and "ConnectionError: server went away" in failed[0]["error"]
+    assert {r["sample_id"] for r in failed} == {
+        "v2-2"
+    } and "ConnectionError: server went away" in failed[0]["error"]
     healthy = ScriptedChatModel(reply_fn=lambda p: "The correct answer is (B)")
     again = run_experiment(config(), tmp_path, llm=healthy, show_progress=False)
     assert again["skipped"] == 4 and again["ok"] == 2 and len(healthy.calls) == 2
@@ -68,7 +87,11 @@ def test_unknown_strategy_fails_before_any_work():
 
 
 def test_report_tables_and_plots(tmp_path):
-    replies = {"report 1": "The correct answer is (A)", "report 2": "The correct answer is (C)", "report 3": "nonsense"}
+    replies = {
+        "report 1": "The correct answer is (A)",
+        "report 2": "The correct answer is (C)",
+        "report 3": "nonsense",
+    }
 
     def reply(prompt: str) -> str:
         return next(v for k, v in replies.items() if k in prompt)
@@ -79,7 +102,11 @@ def test_report_tables_and_plots(tmp_path):
     summary = {r["strategy"]: r for r in result["summary"]}
     gold = {s.sample_id: s.answers[0] for s in v2_samples()}
     expected = round(100 * sum([gold["v2-1"] == "A", gold["v2-2"] == "C"]) / 3, 1)
-    assert summary["rag"]["score"] == expected and summary["rag"]["answers"] == 3 and summary["rag"]["llm_calls"] == 1
+    assert (
+        summary["rag"]["score"] == expected
+        and summary["rag"]["answers"] == 3
+        and summary["rag"]["llm_calls"] == 1
+    )
     assert (report / "summary.md").read_text().startswith("| strategy | score |")
     assert (report / "summary.csv").exists() and (report / "by_length.csv").exists()
     assert json.loads((report / "scores.json").read_text())["rag"]["benchmark"] == "longbench_v2"
@@ -88,7 +115,16 @@ def test_report_tables_and_plots(tmp_path):
     assert result["by_length"][0]["length"] == length_bucket(13)
 
 
-@pytest.mark.parametrize("tokens,label", [(0, "<32K"), (128_000, "32K-160K"), (1_000_000, "160K-1.5M"), (4_000_000, "1.5M-6M"), (10_000_000, "6M+")])
+@pytest.mark.parametrize(
+    "tokens,label",
+    [
+        (0, "<32K"),
+        (128_000, "32K-160K"),
+        (1_000_000, "160K-1.5M"),
+        (4_000_000, "1.5M-6M"),
+        (10_000_000, "6M+"),
+    ],
+)
 def test_length_buckets_hold_the_corpusqa_tiers(tokens, label):
     assert length_bucket(tokens) == label
 
@@ -106,7 +142,9 @@ def test_llm_cache_replays_a_rerun_at_no_cost(tmp_path):
             del os.environ["OPENAI_BASE_URL"]
     second = {r["sample_id"]: r for r in read_rows(tmp_path)}
     assert all(second[k]["prediction"] == first[k]["prediction"] for k in first)
-    assert all(r["usage"]["cached_calls"] == 1 and r["usage"]["llm_calls"] == 0 for r in second.values())
+    assert all(
+        r["usage"]["cached_calls"] == 1 and r["usage"]["llm_calls"] == 0 for r in second.values()
+    )
     assert all(r["usage"]["prompt_tokens"] == 0 for r in second.values())
 
 
@@ -117,7 +155,17 @@ def _run_cli(out: Path, url: str, extra_env: dict | None = None) -> subprocess.P
 
 
 def _cli_args(out: Path) -> list[str]:
-    args = ["run", "--benchmark", "longbench_v2", "--data", V2, "--strategies", "rag,full_context", "--llm", "openai:stub"]
+    args = [
+        "run",
+        "--benchmark",
+        "longbench_v2",
+        "--data",
+        V2,
+        "--strategies",
+        "rag,full_context",
+        "--llm",
+        "openai:stub",
+    ]
     return args + ["--concurrency", "1", "--no-llm-cache", "--out", str(out)]
 
 
@@ -171,4 +219,13 @@ def test_faults_are_survived_and_accounted_for(tmp_path, monkeypatch):
     latest = latest_rows(read_rows(tmp_path))
     assert len(latest) == 6 and all(r["status"] == "ok" for r in latest.values())
     kinds = " ".join(errors)
-    assert any(word in kinds for word in ("InternalServerError", "RateLimitError", "APITimeoutError", "ChatModelError", "JSON"))
+    assert any(
+        word in kinds
+        for word in (
+            "InternalServerError",
+            "RateLimitError",
+            "APITimeoutError",
+            "ChatModelError",
+            "JSON",
+        )
+    )

@@ -28,7 +28,12 @@ def test_a_torn_last_line_does_not_swallow_the_next_row(tmp_path):
     with open(tmp_path / RESULTS_FILE, "a", encoding="utf-8") as f:
         f.write('{"sample_id": "v2-2", "strategy": "rag", "sta')  # a kill mid-write
     assert len(read_rows(tmp_path)) == 6  # the torn line is ignored when reading
-    again = run_experiment(config(), tmp_path, llm=ScriptedChatModel(reply_fn=lambda p: "The correct answer is (B)"), show_progress=False)
+    again = run_experiment(
+        config(),
+        tmp_path,
+        llm=ScriptedChatModel(reply_fn=lambda p: "The correct answer is (B)"),
+        show_progress=False,
+    )
     assert again["ok"] == 2
     rows = read_rows(tmp_path)
     assert len(rows) == 8  # both retried rows were kept
@@ -41,19 +46,32 @@ def _wait_for(predicate, proc, what: str) -> None:
     deadline = time.monotonic() + 90
     while not predicate():
         if proc.poll() is not None or time.monotonic() > deadline:
-            raise AssertionError(f"{what}: process ended with {proc.poll()}: {proc.stderr.read() if proc.stderr else ''}")
+            raise AssertionError(
+                f"{what}: process ended with {proc.poll()}: {proc.stderr.read() if proc.stderr else ''}"
+            )
         time.sleep(0.05)
 
 
 @pytest.mark.slow  # two CLI processes against a 2 s-latency stub: ~15 s on 2 cores
 def test_a_second_run_on_the_same_folder_is_refused_naming_the_holder(tmp_path):
-    with stub_server(latency=2.0) as url:  # slow enough that the first run still holds the folder under load
+    with stub_server(
+        latency=2.0
+    ) as url:  # slow enough that the first run still holds the folder under load
         first = _run_cli(tmp_path, url)
         _wait_for(lambda: len(read_rows(tmp_path)) >= 1, first, "first run")
         with pytest.raises(RunFolderLocked) as info:
-            run_experiment(config(), tmp_path, llm=ScriptedChatModel(reply_fn=lambda p: "x"), show_progress=False)
+            run_experiment(
+                config(),
+                tmp_path,
+                llm=ScriptedChatModel(reply_fn=lambda p: "x"),
+                show_progress=False,
+            )
         message = str(info.value)
-        assert f"pid {first.pid}" in message and os.uname().nodename in message and "started" in message
+        assert (
+            f"pid {first.pid}" in message
+            and os.uname().nodename in message
+            and "started" in message
+        )
         second = _run_cli(tmp_path, url)  # the command line says the same, with no traceback
         _, err = second.communicate(timeout=60)
         assert second.returncode == 2 and f"pid {first.pid}" in err and "Traceback" not in err
@@ -64,13 +82,26 @@ def test_a_second_run_on_the_same_folder_is_refused_naming_the_holder(tmp_path):
 
 def test_the_lock_of_a_killed_run_is_taken_over(tmp_path):
     code = "import sys\nfrom experiments.runner.folder import run_lock\nwith run_lock(sys.argv[1]):\n    print('held', flush=True)\n    sys.stdin.read()\n"
-    holder = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", code, str(tmp_path)],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert holder.stdout.readline().strip() == "held"
     with pytest.raises(RunFolderLocked, match=f"pid {holder.pid}"):
-        run_experiment(config(), tmp_path, llm=ScriptedChatModel(reply_fn=lambda p: "x"), show_progress=False)
+        run_experiment(
+            config(), tmp_path, llm=ScriptedChatModel(reply_fn=lambda p: "x"), show_progress=False
+        )
     holder.send_signal(signal.SIGKILL)
     holder.wait(timeout=30)
-    counts = run_experiment(config(), tmp_path, llm=ScriptedChatModel(reply_fn=lambda p: "The correct answer is (A)"), show_progress=False)
+    counts = run_experiment(
+        config(),
+        tmp_path,
+        llm=ScriptedChatModel(reply_fn=lambda p: "The correct answer is (A)"),
+        show_progress=False,
+    )
     assert counts["ok"] == 6
 
 
@@ -100,4 +131,6 @@ def test_racing_manifest_updates_are_all_recorded(tmp_path):
     invocations = json.loads((tmp_path / "manifest.json").read_text())["invocations"]
     assert len(invocations) == 24
     assert all("finished" in inv for inv in invocations)  # every start got its own finish
-    assert sorted((inv["who"], inv["ok"]) for inv in invocations) == sorted((str(w), i) for w in range(2) for i in range(12))
+    assert sorted((inv["who"], inv["ok"]) for inv in invocations) == sorted(
+        (str(w), i) for w in range(2) for i in range(12)
+    )

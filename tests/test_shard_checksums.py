@@ -13,7 +13,14 @@ import pytest
 from retrieval import ChunkingConfig, Corpus, build_index
 from retrieval import index as index_module
 from retrieval.chunking import chunk_corpus
-from retrieval.dense import DenseRetriever, read_shard, shard_path, shard_record_path, shard_source, write_shard
+from retrieval.dense import (
+    DenseRetriever,
+    read_shard,
+    shard_path,
+    shard_record_path,
+    shard_source,
+    write_shard,
+)
 from tests.test_index_cache import CountingEmbedder, fresh_process
 
 CHUNKING = ChunkingConfig(size=16)
@@ -42,11 +49,17 @@ def all_vectors(index) -> np.ndarray:
 def interrupted_build_shards() -> Path:
     """Build with shards of 10 chunks, killed after three shards; the folder of those shards."""
     with pytest.raises(KeyboardInterrupt):
-        build_index(corpus(), DenseRetriever(embedder(fail_after=30), shard_size=10), chunking=CHUNKING)
+        build_index(
+            corpus(), DenseRetriever(embedder(fail_after=30), shard_size=10), chunking=CHUNKING
+        )
     retriever = DenseRetriever(embedder(), shard_size=10)
     folder = index_module.index_folder(None, index_module.index_key(corpus(), CHUNKING, retriever))
     shards = index_module.shards_folder(folder)
-    assert sorted(p.name for p in shards.glob("*.npy")) == ["000000.npy", "000001.npy", "000002.npy"]
+    assert sorted(p.name for p in shards.glob("*.npy")) == [
+        "000000.npy",
+        "000001.npy",
+        "000002.npy",
+    ]
     return shards
 
 
@@ -54,7 +67,9 @@ def flip_sign_of_one_float(path: Path) -> None:
     """Flip one byte inside the float data (the sign of one value): same size, still a finite float matrix."""
     before = np.load(path)
     data = bytearray(path.read_bytes())
-    offset = len(data) - before.nbytes + 4 * 5 + 3  # the most significant byte of float 5 (little-endian)
+    offset = (
+        len(data) - before.nbytes + 4 * 5 + 3
+    )  # the most significant byte of float 5 (little-endian)
     data[offset] ^= 0x80
     path.write_bytes(bytes(data))
     after = np.load(path)
@@ -75,10 +90,16 @@ def test_a_resumed_build_re_embeds_a_shard_without_a_sound_checksum(damage, capl
     fresh_process()
     caplog.set_level(logging.WARNING, logger="retrieval.dense")
     resumed_embedder = embedder()
-    resumed = build_index(corpus(), DenseRetriever(resumed_embedder, shard_size=10), chunking=CHUNKING)
-    assert resumed_embedder.embedded == len(resumed) - 20  # shards 0 and 2 reused, shard 1 re-embedded
+    resumed = build_index(
+        corpus(), DenseRetriever(resumed_embedder, shard_size=10), chunking=CHUNKING
+    )
+    assert (
+        resumed_embedder.embedded == len(resumed) - 20
+    )  # shards 0 and 2 reused, shard 1 re-embedded
     assert [r.getMessage() for r in caplog.records if "000001.npy" in r.getMessage()], caplog.text
-    reference = build_index(corpus(), DenseRetriever(embedder(), shard_size=10), chunking=CHUNKING, use_cache=False)
+    reference = build_index(
+        corpus(), DenseRetriever(embedder(), shard_size=10), chunking=CHUNKING, use_cache=False
+    )
     assert [c.text for c in resumed.chunks] == [c.text for c in reference.chunks]
     np.testing.assert_allclose(all_vectors(resumed), all_vectors(reference), rtol=1e-5, atol=1e-6)
     assert resumed.search("vault code", 1)[0].chunk.doc_index == 13
@@ -96,7 +117,9 @@ def test_a_shard_of_another_shard_size_with_as_many_rows_is_not_reused(tmp_path,
     assert "other texts or another embedder" in caplog.text
     reference = DenseRetriever(embedder(), shard_size=5)
     reference.build(chunks, work_dir=tmp_path / "fresh")
-    np.testing.assert_allclose(resumed._index.vectors(0, 25), reference._index.vectors(0, 25), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        resumed._index.vectors(0, 25), reference._index.vectors(0, 25), rtol=1e-5, atol=1e-6
+    )
 
 
 def test_shard_records_name_what_is_wrong(tmp_path, caplog):
@@ -104,7 +127,10 @@ def test_shard_records_name_what_is_wrong(tmp_path, caplog):
     vectors = np.random.default_rng(0).random((3, 4), dtype=np.float32)
     source = shard_source(["a", "b", "c"], {"retriever": "dense", "model": "m"})
     write_shard(path, vectors, source)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["000000.json", "000000.npy"]  # no temporary file left
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "000000.json",
+        "000000.npy",
+    ]  # no temporary file left
     assert json.loads(shard_record_path(path).read_text())["source"] == source
     np.testing.assert_array_equal(read_shard(path, source), vectors)
     for other in (
@@ -124,7 +150,9 @@ def test_shards_written_from_vectors_embedded_elsewhere_are_resumed_from(tmp_pat
     chunks = chunk_corpus(corpus(), CHUNKING)[:25]
     reference = DenseRetriever(embedder(), shard_size=10)
     reference.build(chunks, work_dir=tmp_path / "reference")
-    DenseRetriever(embedder(), shard_size=10).write_shards([c.text for c in chunks], reference._index.vectors(0, 25), work_dir=tmp_path)
+    DenseRetriever(embedder(), shard_size=10).write_shards(
+        [c.text for c in chunks], reference._index.vectors(0, 25), work_dir=tmp_path
+    )
     resumed_embedder = embedder()
     resumed = DenseRetriever(resumed_embedder, shard_size=10)
     resumed.build(chunks, work_dir=tmp_path)

@@ -22,7 +22,17 @@ from langchain_core.messages import AIMessageChunk
 from langchain_core.outputs import ChatGenerationChunk
 
 import graphs.run
-from agents import AnswerEvent, ProgressEvent, StepEvent, TokenEvent, Workspace, aanswer, answer, astream_answer, stream_answer
+from agents import (
+    AnswerEvent,
+    ProgressEvent,
+    StepEvent,
+    TokenEvent,
+    Workspace,
+    aanswer,
+    answer,
+    astream_answer,
+    stream_answer,
+)
 from agents.chat_models import ChatModelError
 from examples.sse_app import make_app
 from retrieval.contract import Corpus
@@ -34,7 +44,9 @@ from tests.test_pai import CHUNK, company_corpus, world
 from tests.test_pai import model as pai_model
 from tests.test_structured import SCHEMA, scripted, small_corpus
 
-FACTS = Corpus.from_texts(["Paris is the capital of France.", "Berlin is the capital of Germany.", "Rome is in Italy."])
+FACTS = Corpus.from_texts(
+    ["Paris is the capital of France.", "Berlin is the capital of Germany.", "Rome is in Italy."]
+)
 
 
 class StartedServer(uvicorn.Server):
@@ -96,8 +108,13 @@ def sse_events(response: httpx.Response) -> Iterator[tuple[str, dict]]:
 
 
 def get_events(base: str, **params: str) -> list[tuple[str, dict]]:
-    with httpx.Client(base_url=base, timeout=30) as client, client.stream("GET", "/answer", params=params) as response:
-        assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
+    with (
+        httpx.Client(base_url=base, timeout=30) as client,
+        client.stream("GET", "/answer", params=params) as response,
+    ):
+        assert response.status_code == 200 and response.headers["content-type"].startswith(
+            "text/event-stream"
+        )
         return list(sse_events(response))
 
 
@@ -107,16 +124,30 @@ def test_rag_steps_arrive_over_sse_in_order_then_the_answer(tmp_path):
         events = get_events(base, q="What is the capital of France?", strategy="rag")
     names = [name for name, _ in events]
     assert names == ["step", "step", "step", "answer"]
-    assert [data["step"]["node"] for _, data in events[:-1]] == ["retrieve", "build_prompt", "generate"]
+    assert [data["step"]["node"] for _, data in events[:-1]] == [
+        "retrieve",
+        "build_prompt",
+        "generate",
+    ]
     assert all(data["live"] for _, data in events[:-1])
     final = events[-1][1]["answer"]
-    assert final["answer"] == "Paris" and final["steps"] == [data["step"] for _, data in events[:-1]]
+    assert final["answer"] == "Paris" and final["steps"] == [
+        data["step"] for _, data in events[:-1]
+    ]
     # the same answer and usage as aanswer's
     direct = asyncio.run(
-        aanswer(FACTS, "What is the capital of France?", strategy="rag", llm=ScriptedChatModel(reply_fn=lambda p: "Paris"), cache_dir=tmp_path)
+        aanswer(
+            FACTS,
+            "What is the capital of France?",
+            strategy="rag",
+            llm=ScriptedChatModel(reply_fn=lambda p: "Paris"),
+            cache_dir=tmp_path,
+        )
     )
     assert final["steps"] == direct.to_dict()["steps"]
-    assert {k: v for k, v in final["usage"].items() if "seconds" not in k} == {k: v for k, v in direct.usage.to_dict().items() if "seconds" not in k}
+    assert {k: v for k, v in final["usage"].items() if "seconds" not in k} == {
+        k: v for k, v in direct.usage.to_dict().items() if "seconds" not in k
+    }
 
 
 def test_memagent_memory_per_chunk_arrives_over_sse_as_each_chunk_is_read(tmp_path):
@@ -127,12 +158,25 @@ def test_memagent_memory_per_chunk_arrives_over_sse_as_each_chunk_is_read(tmp_pa
         events = get_events(base, q="What is the answer?", strategy="memagent")
     steps = [data for name, data in events if name == "step"]
     progress = [data for name, data in events if name == "progress"]
-    assert [s["step"]["chunk"] for s in steps if s["step"]["node"] == "update_memory"] == list(range(n))
-    assert [s["step"]["memory"] for s in steps[:n]] == [f"mem after {section_in(c['prompt'])[:20]}" for c in llm.calls[:n]]
-    assert all(s["live"] for s in steps[:n]) and steps[-1]["step"]["node"] == "final_answer" and not steps[-1]["live"]
-    assert [(p["stage"], p["done"], p["total"]) for p in progress] == [("read", k, n) for k in range(1, n + 1)]
+    assert [s["step"]["chunk"] for s in steps if s["step"]["node"] == "update_memory"] == list(
+        range(n)
+    )
+    assert [s["step"]["memory"] for s in steps[:n]] == [
+        f"mem after {section_in(c['prompt'])[:20]}" for c in llm.calls[:n]
+    ]
+    assert (
+        all(s["live"] for s in steps[:n])
+        and steps[-1]["step"]["node"] == "final_answer"
+        and not steps[-1]["live"]
+    )
+    assert [(p["stage"], p["done"], p["total"]) for p in progress] == [
+        ("read", k, n) for k in range(1, n + 1)
+    ]
     # each chunk's memory arrives before the next chunk's progress: the order is the reading order
-    order = [(name, data.get("step", {}).get("chunk", data.get("done"))) for name, data in events[: 2 * n]]
+    order = [
+        (name, data.get("step", {}).get("chunk", data.get("done")))
+        for name, data in events[: 2 * n]
+    ]
     assert order == [item for k in range(n) for item in (("step", k), ("progress", k + 1))]
     assert events[-1][0] == "answer"
     final = events[-1][1]["answer"]
@@ -146,11 +190,15 @@ class RunEnd(BaseCallbackHandler):
     def __init__(self) -> None:
         self.ended = threading.Event()
 
-    def on_chain_end(self, outputs: Any, *, run_id: Any, parent_run_id: Any = None, **kwargs: Any) -> None:
+    def on_chain_end(
+        self, outputs: Any, *, run_id: Any, parent_run_id: Any = None, **kwargs: Any
+    ) -> None:
         if parent_run_id is None:
             self.ended.set()
 
-    def on_chain_error(self, error: BaseException, *, run_id: Any, parent_run_id: Any = None, **kwargs: Any) -> None:
+    def on_chain_error(
+        self, error: BaseException, *, run_id: Any, parent_run_id: Any = None, **kwargs: Any
+    ) -> None:
         if parent_run_id is None:
             self.ended.set()
 
@@ -175,7 +223,9 @@ def test_a_client_that_disconnects_mid_stream_stops_the_model_calls(tmp_path, mo
     llm, run_end, disconnected = ScriptedChatModel(reply_fn=held), RunEnd(), threading.Event()
     app = make_app(corpus, llm=llm, cache_dir=tmp_path, show_progress=False, callbacks=[run_end])
     with serving(app, disconnected) as base, httpx.Client(base_url=base, timeout=30) as client:
-        with client.stream("GET", "/answer", params={"q": "What is the answer?", "strategy": "memagent"}) as response:
+        with client.stream(
+            "GET", "/answer", params={"q": "What is the answer?", "strategy": "memagent"}
+        ) as response:
             received, memories = sse_events(response), 0
             for name, _ in received:  # (held open: closing it would close the response)
                 memories += name == "step"
@@ -184,7 +234,9 @@ def test_a_client_that_disconnects_mid_stream_stops_the_model_calls(tmp_path, mo
             assert third_started.wait(30)  # chunk 2's call has started and waits for the gate
             received.close()
         assert disconnected.wait(30)
-        assert RecordedCancelGuard.made and RecordedCancelGuard.made[0].cancel.wait(30)  # the app cancelled the run on the disconnect
+        assert RecordedCancelGuard.made and RecordedCancelGuard.made[0].cancel.wait(
+            30
+        )  # the app cancelled the run on the disconnect
         gate.release(n + 1)  # enough for a run that was not stopped to finish
         assert run_end.ended.wait(30)
     assert len(llm.calls) == 3 < n + 1  # the held call finished; none started after it
@@ -192,10 +244,24 @@ def test_a_client_that_disconnects_mid_stream_stops_the_model_calls(tmp_path, mo
 
 def test_stream_answer_gives_the_same_events_and_answer_in_sync_code(tmp_path):
     llm = ScriptedChatModel(reply_fn=lambda prompt: "Paris")
-    events = list(stream_answer(FACTS, "What is the capital of France?", strategy="rag", llm=llm, cache_dir=tmp_path, show_progress=False))
+    events = list(
+        stream_answer(
+            FACTS,
+            "What is the capital of France?",
+            strategy="rag",
+            llm=llm,
+            cache_dir=tmp_path,
+            show_progress=False,
+        )
+    )
     assert [type(e) for e in events] == [StepEvent, StepEvent, StepEvent, AnswerEvent]
     assert [e.step for e in events[:-1]] == events[-1].answer.steps
-    assert events[-1].answer.answer == answer(FACTS, "What is the capital of France?", strategy="rag", llm=llm, cache_dir=tmp_path).answer
+    assert (
+        events[-1].answer.answer
+        == answer(
+            FACTS, "What is the capital of France?", strategy="rag", llm=llm, cache_dir=tmp_path
+        ).answer
+    )
     for e in events:
         assert json.loads(json.dumps(e.to_dict()))["kind"] == e.kind
 
@@ -207,7 +273,9 @@ def test_pai_reports_judge_progress_up_to_every_pair(tmp_path):
     pairs = next(s for s in result.steps if s["node"] == "plan_judging")["pairs"]
     progress = [(e.done, e.total) for e in events if isinstance(e, ProgressEvent)]
     assert all(e.stage == "judge" for e in events if isinstance(e, ProgressEvent))
-    assert progress == [(k, pairs) for k in range(pairs + 1)]  # the plan (0 of N), then one per judged pair
+    assert progress == [
+        (k, pairs) for k in range(pairs + 1)
+    ]  # the plan (0 of N), then one per judged pair
     assert [e.step for e in events if isinstance(e, StepEvent)] == result.steps
     assert result.answer.endswith("Gamma Inc")
 
@@ -217,7 +285,9 @@ def test_structured_reports_documents_extracted(tmp_path):
     events = list(stream_answer(small_corpus(), "What was the revenue of each company?", strategy="structured", llm=llm,
                                 cache_dir=tmp_path, schema=SCHEMA))  # fmt: skip
     documents = len(small_corpus())
-    assert [(e.stage, e.done, e.total) for e in events if isinstance(e, ProgressEvent)] == [("extract", k, documents) for k in range(documents + 1)]
+    assert [(e.stage, e.done, e.total) for e in events if isinstance(e, ProgressEvent)] == [
+        ("extract", k, documents) for k in range(documents + 1)
+    ]
     assert isinstance(events[-1], AnswerEvent) and "ACME CORP" in events[-1].answer.answer
 
 
@@ -230,7 +300,16 @@ def test_callbacks_still_see_the_run_and_a_failed_run_raises_after_its_events(tm
             self.ended += 1
 
     calls = Calls()
-    list(stream_answer(FACTS, "Capital of France?", strategy="rag", llm=ScriptedChatModel(reply_fn=lambda p: "Paris"), cache_dir=tmp_path, callbacks=[calls]))
+    list(
+        stream_answer(
+            FACTS,
+            "Capital of France?",
+            strategy="rag",
+            llm=ScriptedChatModel(reply_fn=lambda p: "Paris"),
+            cache_dir=tmp_path,
+            callbacks=[calls],
+        )
+    )
     assert calls.ended == 1
 
     def broken(prompt: str) -> str:
@@ -239,7 +318,13 @@ def test_callbacks_still_see_the_run_and_a_failed_run_raises_after_its_events(tm
     async def main() -> list[str]:
         seen = []
         with pytest.raises(RuntimeError, match="fell over"):
-            async for event in astream_answer(FACTS, "Capital of France?", strategy="rag", llm=ScriptedChatModel(reply_fn=broken), cache_dir=tmp_path):
+            async for event in astream_answer(
+                FACTS,
+                "Capital of France?",
+                strategy="rag",
+                llm=ScriptedChatModel(reply_fn=broken),
+                cache_dir=tmp_path,
+            ):
                 seen.append(event.step.node)
         return seen
 
@@ -247,7 +332,9 @@ def test_callbacks_still_see_the_run_and_a_failed_run_raises_after_its_events(tm
 
 
 def test_the_app_sends_an_error_event_for_a_bad_strategy(tmp_path):
-    with serving(make_app(FACTS, llm=ScriptedChatModel(reply_fn=lambda p: "x"), cache_dir=tmp_path)) as base:
+    with serving(
+        make_app(FACTS, llm=ScriptedChatModel(reply_fn=lambda p: "x"), cache_dir=tmp_path)
+    ) as base:
         events = get_events(base, q="Capital of France?", strategy="nope")
     assert [name for name, _ in events] == ["error"] and "nope" in events[0][1]["error"]
 
@@ -272,10 +359,19 @@ def test_leaving_a_sync_stream_early_stops_the_run(tmp_path, monkeypatch):
     corpus = corpus_of([40000])
     n = math.ceil(stream_tokens(corpus) / 5000)
     llm = held_echo_model(monkeypatch)
-    for event in stream_answer(corpus, "What is the answer?", strategy="memagent", llm=llm, cache_dir=tmp_path, show_progress=False):
+    for event in stream_answer(
+        corpus,
+        "What is the answer?",
+        strategy="memagent",
+        llm=llm,
+        cache_dir=tmp_path,
+        show_progress=False,
+    ):
         if isinstance(event, StepEvent):
             break  # the run has stopped when the loop is left: its worker returned
-    assert RecordedCancelGuard.made[0].cancel.is_set()  # leaving the loop cancelled the run: its guard refuses any later call
+    assert RecordedCancelGuard.made[
+        0
+    ].cancel.is_set()  # leaving the loop cancelled the run: its guard refuses any later call
     assert len(llm.calls) <= 2 < n + 1  # chunk 0's call, and chunk 1's if it had started
 
 
@@ -284,13 +380,19 @@ class StreamingScriptedChatModel(ScriptedChatModel):
 
     streaming: bool = False
 
-    def _stream(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
+    def _stream(
+        self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> Iterator[ChatGenerationChunk]:
         message = self._generate(messages, stop=stop, **kwargs).generations[0].message
         words = message.content.split(" ")
         for i, word in enumerate(words):
             piece = word if i == 0 else " " + word
             last = i == len(words) - 1
-            chunk = ChatGenerationChunk(message=AIMessageChunk(content=piece, usage_metadata=message.usage_metadata if last else None))
+            chunk = ChatGenerationChunk(
+                message=AIMessageChunk(
+                    content=piece, usage_metadata=message.usage_metadata if last else None
+                )
+            )
             if run_manager is not None:
                 run_manager.on_llm_new_token(piece, chunk=chunk)
             yield chunk
@@ -299,12 +401,34 @@ class StreamingScriptedChatModel(ScriptedChatModel):
 def test_the_answers_tokens_stream_when_the_model_streams_with_the_same_usage(tmp_path):
     reply = "The capital of France is Paris."
     streaming = StreamingScriptedChatModel(reply_fn=lambda p: reply, streaming=True)
-    events = list(stream_answer(FACTS, "What is the capital of France?", strategy="rag", llm=streaming, cache_dir=tmp_path))
+    events = list(
+        stream_answer(
+            FACTS,
+            "What is the capital of France?",
+            strategy="rag",
+            llm=streaming,
+            cache_dir=tmp_path,
+        )
+    )
     kinds = [e.kind if e.kind != "step" else e.step.node for e in events]
-    assert kinds == ["retrieve", "build_prompt", *["token"] * len(reply.split(" ")), "generate", "answer"]
+    assert kinds == [
+        "retrieve",
+        "build_prompt",
+        *["token"] * len(reply.split(" ")),
+        "generate",
+        "answer",
+    ]
     tokens = [e for e in events if isinstance(e, TokenEvent)]
-    assert "".join(t.text for t in tokens) == reply == events[-1].answer.raw and {t.node for t in tokens} == {"generate"}
-    plain = answer(FACTS, "What is the capital of France?", strategy="rag", llm=ScriptedChatModel(reply_fn=lambda p: reply), cache_dir=tmp_path)
+    assert "".join(t.text for t in tokens) == reply == events[-1].answer.raw and {
+        t.node for t in tokens
+    } == {"generate"}
+    plain = answer(
+        FACTS,
+        "What is the capital of France?",
+        strategy="rag",
+        llm=ScriptedChatModel(reply_fn=lambda p: reply),
+        cache_dir=tmp_path,
+    )
     streamed = events[-1].answer.usage
     assert (streamed.llm_calls, streamed.prompt_tokens, streamed.completion_tokens) == (
         plain.usage.llm_calls,
@@ -325,33 +449,88 @@ def test_streaming_true_turns_token_events_on_for_a_spec_string(tmp_path, monkey
     with RecordingServer(reply=lambda request: reply) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)
         monkeypatch.setenv("OPENAI_API_KEY", "x")
-        events = list(stream_answer(FACTS, "What is the capital of France?", strategy="rag", llm="openai:rec", streaming=True, cache_dir=tmp_path))
-        plain = list(stream_answer(FACTS, "What is the capital of France?", strategy="rag", llm="openai:rec", cache_dir=tmp_path))
+        events = list(
+            stream_answer(
+                FACTS,
+                "What is the capital of France?",
+                strategy="rag",
+                llm="openai:rec",
+                streaming=True,
+                cache_dir=tmp_path,
+            )
+        )
+        plain = list(
+            stream_answer(
+                FACTS,
+                "What is the capital of France?",
+                strategy="rag",
+                llm="openai:rec",
+                cache_dir=tmp_path,
+            )
+        )
         (streamed_request, plain_request) = server.requests
     tokens = [e for e in events if isinstance(e, TokenEvent)]
-    assert [t.text for t in tokens] == ["The", " capital", " of", " France", " is", " Paris."] and {t.node for t in tokens} == {"generate"}
+    assert [t.text for t in tokens] == ["The", " capital", " of", " France", " is", " Paris."] and {
+        t.node for t in tokens
+    } == {"generate"}
     assert events[-1].answer.answer == plain[-1].answer.answer == reply
-    assert streamed_request["stream"] is True and streamed_request["stream_options"] == {"include_usage": True}
+    assert streamed_request["stream"] is True and streamed_request["stream_options"] == {
+        "include_usage": True
+    }
     assert not plain_request.get("stream") and not [e for e in plain if isinstance(e, TokenEvent)]
     usage, plain_usage = events[-1].answer.usage, plain[-1].answer.usage
     assert not usage.estimated and (usage.llm_calls, usage.prompt_tokens, usage.completion_tokens) == (
         plain_usage.llm_calls, plain_usage.prompt_tokens, plain_usage.completion_tokens)  # fmt: skip
 
 
-def test_streaming_true_streams_a_model_object_without_changing_it_and_refuses_one_that_cannot(tmp_path):
+def test_streaming_true_streams_a_model_object_without_changing_it_and_refuses_one_that_cannot(
+    tmp_path,
+):
     model = StreamingScriptedChatModel(reply_fn=lambda p: "Paris is.")
-    events = list(stream_answer(FACTS, "Capital of France?", strategy="rag", llm=model, streaming=True, cache_dir=tmp_path))
-    assert [e.text for e in events if isinstance(e, TokenEvent)] == ["Paris", " is."] and model.streaming is False
+    events = list(
+        stream_answer(
+            FACTS,
+            "Capital of France?",
+            strategy="rag",
+            llm=model,
+            streaming=True,
+            cache_dir=tmp_path,
+        )
+    )
+    assert [e.text for e in events if isinstance(e, TokenEvent)] == [
+        "Paris",
+        " is.",
+    ] and model.streaming is False
     with pytest.raises(ChatModelError, match="cannot stream"):
-        next(iter(stream_answer(FACTS, "Capital of France?", strategy="rag", llm=ScriptedChatModel(reply_fn=lambda p: "Paris"), streaming=True)))
-    ws = Workspace(FACTS, llm=StreamingScriptedChatModel(reply_fn=lambda p: "Paris is."), cache_dir=tmp_path)
-    assert [e.text for e in ws.stream_answer("Capital of France?", streaming=True) if isinstance(e, TokenEvent)] == ["Paris", " is."]
+        next(
+            iter(
+                stream_answer(
+                    FACTS,
+                    "Capital of France?",
+                    strategy="rag",
+                    llm=ScriptedChatModel(reply_fn=lambda p: "Paris"),
+                    streaming=True,
+                )
+            )
+        )
+    ws = Workspace(
+        FACTS, llm=StreamingScriptedChatModel(reply_fn=lambda p: "Paris is."), cache_dir=tmp_path
+    )
+    assert [
+        e.text
+        for e in ws.stream_answer("Capital of France?", streaming=True)
+        if isinstance(e, TokenEvent)
+    ] == ["Paris", " is."]
 
 
 def test_the_sse_example_says_what_to_install_when_sse_starlette_is_missing(monkeypatch):
-    monkeypatch.setitem(sys.modules, "sse_starlette", None)  # as in an install without the app extra
+    monkeypatch.setitem(
+        sys.modules, "sse_starlette", None
+    )  # as in an install without the app extra
     monkeypatch.delitem(sys.modules, "examples.sse_app", raising=False)
-    with pytest.raises(ImportError, match=r"needs fastapi, sse-starlette and uvicorn: pip install '\.\[app\]'"):
+    with pytest.raises(
+        ImportError, match=r"needs fastapi, sse-starlette and uvicorn: pip install '\.\[app\]'"
+    ):
         importlib.import_module("examples.sse_app")
 
 
@@ -361,11 +540,17 @@ def test_closing_the_async_stream_early_stops_the_run(tmp_path, monkeypatch):
     llm = held_echo_model(monkeypatch)
 
     async def main() -> int:
-        async with contextlib.aclosing(astream_answer(corpus, "q", strategy="memagent", llm=llm, cache_dir=tmp_path, show_progress=False)) as events:
+        async with contextlib.aclosing(
+            astream_answer(
+                corpus, "q", strategy="memagent", llm=llm, cache_dir=tmp_path, show_progress=False
+            )
+        ) as events:
             async for event in events:
                 if isinstance(event, StepEvent):
                     break
         return len(llm.calls)  # aclose() returned: the run's worker has returned too
 
-    made = asyncio.run(main())  # returns once the loop's worker threads have ended: any later call is counted
+    made = asyncio.run(
+        main()
+    )  # returns once the loop's worker threads have ended: any later call is counted
     assert len(llm.calls) == made <= 2 < n + 1 and RecordedCancelGuard.made[0].cancel.is_set()

@@ -28,7 +28,9 @@ MB = 2**20
 MEGABYTE = "replace(printf('%.*c', 999, 'a'), 'a', printf('%.*c', 1000, 'b'))"
 ROWS = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT {n}) "
 #: a sort of 150 distinct values of 1 MB: past a 64 MB limit, within reach of the machine without one
-SORT = ROWS.format(n=150) + f"SELECT i, replace({MEGABYTE}, 'b', 'c') || i AS v FROM n ORDER BY v DESC"
+SORT = (
+    ROWS.format(n=150) + f"SELECT i, replace({MEGABYTE}, 'b', 'c') || i AS v FROM n ORDER BY v DESC"
+)
 
 
 def _library():
@@ -45,7 +47,9 @@ def _library():
 def limits() -> tuple[int, int]:
     conn = sqlite3.connect(":memory:")
     try:
-        return conn.execute("PRAGMA hard_heap_limit").fetchone()[0], conn.execute("PRAGMA soft_heap_limit").fetchone()[0]
+        return conn.execute("PRAGMA hard_heap_limit").fetchone()[0], conn.execute(
+            "PRAGMA soft_heap_limit"
+        ).fetchone()[0]
     finally:
         conn.close()
 
@@ -70,10 +74,19 @@ def process_limits():
 
 
 def database(heap_limit_bytes: int = 256 * MB):
-    schema = parse_schema({"entity": "company", "attributes": [{"name": "revenue", "type": "number"}]})
-    records = [(0, "a", "A", [{"entity": "Acme", "values": {"revenue": {"value": "1", "quote": "1"}}}])]
-    conn = build_database(reduce_cells(schema, normalise_records(schema, records)[0]), heap_limit_bytes=heap_limit_bytes)
-    conn.create_function("heap_now", 0, lambda: "{},{}".format(*limits()))  # the limits as the query sees them
+    schema = parse_schema(
+        {"entity": "company", "attributes": [{"name": "revenue", "type": "number"}]}
+    )
+    records = [
+        (0, "a", "A", [{"entity": "Acme", "values": {"revenue": {"value": "1", "quote": "1"}}}])
+    ]
+    conn = build_database(
+        reduce_cells(schema, normalise_records(schema, records)[0]),
+        heap_limit_bytes=heap_limit_bytes,
+    )
+    conn.create_function(
+        "heap_now", 0, lambda: "{},{}".format(*limits())
+    )  # the limits as the query sees them
     return conn
 
 
@@ -93,10 +106,14 @@ def test_a_structured_query_leaves_the_process_limits_as_they_were(process_limit
 
 def test_a_hostile_sort_still_ends_at_the_heap_limit_and_the_limits_come_back(process_limits):
     conn = database(heap_limit_bytes=64 * MB)
-    with pytest.raises(QueryTooLarge, match="needed more memory than the database's heap limit"):  # 150 values of 1 MB under 64 MB
+    with pytest.raises(
+        QueryTooLarge, match="needed more memory than the database's heap limit"
+    ):  # 150 values of 1 MB under 64 MB
         run_query(conn, SORT)
     assert limits() == (0, 0)
-    assert run_query(conn, "SELECT count(*) FROM facts").rows == [[1]]  # the connection still answers
+    assert run_query(conn, "SELECT count(*) FROM facts").rows == [
+        [1]
+    ]  # the connection still answers
     assert limits() == (0, 0)
 
 
@@ -133,12 +150,16 @@ def test_overlapping_queries_in_threads_hold_the_limit_until_the_last_ends(proce
     first_done.set()
     second.join(20)
     assert not errors and not first.is_alive() and not second.is_alive()
-    assert seen["first"] == f"{100 * MB},{50 * MB}"  # both in flight: the lowest limit asked for holds
+    assert (
+        seen["first"] == f"{100 * MB},{50 * MB}"
+    )  # both in flight: the lowest limit asked for holds
     assert seen["second"] == f"{100 * MB},{50 * MB}"  # still held after the first ended
     assert limits() == (0, 0)
 
 
-def test_where_ctypes_reaches_no_library_the_pragmas_lower_the_limits_and_a_warning_says_so(process_limits, monkeypatch, caplog):
+def test_where_ctypes_reaches_no_library_the_pragmas_lower_the_limits_and_a_warning_says_so(
+    process_limits, monkeypatch, caplog
+):
     monkeypatch.setattr(heap_limit, "_candidates", lambda: iter(()))
     for name, value in (("_RESOLVED", False), ("_HARD", None), ("_SOFT", None)):
         monkeypatch.setattr(heap_limit, name, value)
@@ -148,7 +169,10 @@ def test_where_ctypes_reaches_no_library_the_pragmas_lower_the_limits_and_a_warn
     conn = database(heap_limit_bytes=64 * MB)
     with caplog.at_level(logging.WARNING), pytest.raises(QueryTooLarge):
         run_query(conn, SORT)
-    assert limits() == (64 * MB, 64 * MB)  # the hard limit stays (today's behaviour); the soft one is given back, capped by it
+    assert limits() == (
+        64 * MB,
+        64 * MB,
+    )  # the hard limit stays (today's behaviour); the soft one is given back, capped by it
     assert "not reachable" not in caplog.text  # said once
 
 
@@ -157,7 +181,7 @@ def test_where_the_test_reaches_the_library_so_does_the_guard(process_limits):
     assert heap_limit.restorable()
 
 
-AFTER_A_QUERY = r'''
+AFTER_A_QUERY = r"""
 import sqlite3
 from memory.records.database import build_database, run_query
 from memory.records.schema import parse_schema
@@ -171,13 +195,19 @@ other = sqlite3.connect(":memory:")  # a checkpoint or cache connection of the s
 other.execute("PRAGMA temp_store = MEMORY")
 print(other.execute("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 300) "
                     "SELECT count(*) FROM (SELECT DISTINCT randomblob(1000000) FROM n)").fetchone()[0])
-'''
+"""
 
 
 def test_after_a_structured_query_another_connection_may_use_more_than_the_limit():
     """A fresh process (its limits untouched by other tests): a structured query runs, then another
     connection keeps 300 MB of distinct values in memory; under a lasting 256 MB limit it failed."""
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(AFTER_A_QUERY)], capture_output=True, text=True, timeout=120, cwd=ROOT,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(AFTER_A_QUERY)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "300"

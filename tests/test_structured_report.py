@@ -17,7 +17,12 @@ from tests.test_structured import TruthModel
 
 def _dispatch(truth: TruthModel):
     def reply(prompt: str, tools):
-        if prompt.startswith(("A question will be answered", "Extract rows", "Every document", "The query ran")) or "<result>" in prompt:
+        if (
+            prompt.startswith(
+                ("A question will be answered", "Extract rows", "Every document", "The query ran")
+            )
+            or "<result>" in prompt
+        ):
             return truth(prompt, tools)
         params = tools[0]["function"]["parameters"]["properties"] if tools else {}
         if "keep_context" in params:
@@ -31,12 +36,17 @@ def _dispatch(truth: TruthModel):
 
 def _synth(root: Path, size: str) -> Path:
     out = root / f"fin-{size}"
-    generate(SynthConfig(domain="finance", target_tokens=parse_tokens(size), seed=0, num_questions=14), out)
+    generate(
+        SynthConfig(domain="finance", target_tokens=parse_tokens(size), seed=0, num_questions=14),
+        out,
+    )
     return out
 
 
 @pytest.mark.parametrize("size", ["128K", pytest.param("1M", marks=pytest.mark.slow)])
-def test_structured_answers_every_question_and_the_report_shows_ceilings(size, tmp_path, monkeypatch):
+def test_structured_answers_every_question_and_the_report_shows_ceilings(
+    size, tmp_path, monkeypatch
+):
     """The table of docs/structured.md: the true-record extractor answers every question; the
     report gives each strategy's ceiling, and at 1M no other strategy can see a question's
     complete evidence at its defaults."""
@@ -44,18 +54,27 @@ def test_structured_answers_every_question_and_the_report_shows_ceilings(size, t
     monkeypatch.setenv("LONGCTX_CACHE_DIR", str(tmp_path / "cache"))
     samples = load_benchmark("synth", synth)
     llm = ToolScriptedChatModel(reply_fn=_dispatch(TruthModel(synth)))
-    cfg = RunConfig(benchmark="synth", strategies=("structured", "rag", "memagent", "pai"), data_path=str(synth), llm_cache=False,
-                    strategy_options={"pai": {"judge_mode": "prefilter"}})
+    cfg = RunConfig(
+        benchmark="synth",
+        strategies=("structured", "rag", "memagent", "pai"),
+        data_path=str(synth),
+        llm_cache=False,
+        strategy_options={"pai": {"judge_mode": "prefilter"}},
+    )
     run_experiment(cfg, tmp_path / "run", llm=llm, samples=samples, show_progress=False)
     report = build_report(tmp_path / "run", samples=samples, plots=False)
     rows = {r["strategy"]: r for r in report["summary"]}
     assert rows["structured"]["score"] == 100.0 and rows["structured"]["ceiling"] == 100.0
     assert all("ceiling" in rows[name] for name in ("rag", "memagent", "pai"))
-    assert rows["structured"]["ceiling"] >= max(rows[name]["ceiling"] for name in ("rag", "memagent", "pai"))
+    assert rows["structured"]["ceiling"] >= max(
+        rows[name]["ceiling"] for name in ("rag", "memagent", "pai")
+    )
     if size == "1M":
         assert all(rows[name]["ceiling"] == 0.0 for name in ("rag", "memagent", "pai"))
     summary = (tmp_path / "run" / "report" / "summary.md").read_text()
-    assert all(f"| {name} |" in summary for name in ("structured", "rag", "memagent", "pai"))  # one table
+    assert all(
+        f"| {name} |" in summary for name in ("structured", "rag", "memagent", "pai")
+    )  # one table
 
 
 @pytest.mark.parametrize("benchmark", ["synth", "corpusqa", "loong"])
@@ -71,15 +90,39 @@ def test_longctx_run_structured_offline_against_a_stub_server(benchmark, tmp_pat
     data = Path(__file__).parent / "fixtures" / "benchmarks" / benchmark
     if benchmark == "synth":
         data = tmp_path / "synth"
-        generate(SynthConfig(domain="finance", target_tokens=parse_tokens("32K"), seed=0, num_questions=2), data)
+        generate(
+            SynthConfig(
+                domain="finance", target_tokens=parse_tokens("32K"), seed=0, num_questions=2
+            ),
+            data,
+        )
     monkeypatch.setenv("LONGCTX_CACHE_DIR", str(tmp_path / "cache"))
     with stub_server(0.0, reply_tokens=5, tools=True) as url:
         monkeypatch.setenv("OPENAI_BASE_URL", url)
-        code = main(["run", "--benchmark", benchmark, "--data", str(data), "--strategies", "structured", "--llm", "openai:stub",
-                     "--limit", "2", "--out", str(tmp_path / "run")])
+        code = main(
+            [
+                "run",
+                "--benchmark",
+                benchmark,
+                "--data",
+                str(data),
+                "--strategies",
+                "structured",
+                "--llm",
+                "openai:stub",
+                "--limit",
+                "2",
+                "--out",
+                str(tmp_path / "run"),
+            ]
+        )
     assert code == 0
-    rows = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
-    assert len(rows) == 2 and all(r["status"] == "ok" and r["strategy"] == "structured" for r in rows)
+    rows = [
+        json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()
+    ]
+    assert len(rows) == 2 and all(
+        r["status"] == "ok" and r["strategy"] == "structured" for r in rows
+    )
     for r in rows:
         steps = {s["node"]: s for s in r["steps"]}
         assert steps["plan"]["source"] == "model" and "degraded" not in steps["plan"]
@@ -92,11 +135,21 @@ def test_longctx_run_structured_offline_against_a_stub_server(benchmark, tmp_pat
 def test_the_summary_counts_answers_that_ran_degraded(tmp_path):
     from experiments.report import _summary_row
 
-    ok = {"status": "ok", "usage": {"llm_calls": 1, "prompt_tokens": 1, "completion_tokens": 1}, "seconds": 1.0, "sample_id": "a"}
-    rows = [{**ok, "steps": [{"node": "plan", "degraded": "no valid schema"}]}, {**ok, "sample_id": "b", "steps": [{"node": "plan"}]},
-            {"status": "failed", "sample_id": "c", "steps": [{"degraded": "x"}]}]
+    ok = {
+        "status": "ok",
+        "usage": {"llm_calls": 1, "prompt_tokens": 1, "completion_tokens": 1},
+        "seconds": 1.0,
+        "sample_id": "a",
+    }
+    rows = [
+        {**ok, "steps": [{"node": "plan", "degraded": "no valid schema"}]},
+        {**ok, "sample_id": "b", "steps": [{"node": "plan"}]},
+        {"status": "failed", "sample_id": "c", "steps": [{"degraded": "x"}]},
+    ]
     from types import SimpleNamespace
 
     sample = SimpleNamespace(metadata={})
-    row = _summary_row("own", "structured", {"official": {}, "rows": rows}, {"a": sample, "b": sample, "c": sample})
+    row = _summary_row(
+        "own", "structured", {"official": {}, "rows": rows}, {"a": sample, "b": sample, "c": sample}
+    )
     assert row["degraded"] == 1 and row["missing"] == 0 and row["failed"] == 1

@@ -33,14 +33,24 @@ SMALL = 40_000
 @pytest.fixture(scope="module")
 def finance_128k(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("synth") / "fin128k"
-    generate(SynthConfig(domain="finance", target_tokens=128_000, seed=0, needle=NeedleConfig(depth=0.4)), out)
+    generate(
+        SynthConfig(
+            domain="finance", target_tokens=128_000, seed=0, needle=NeedleConfig(depth=0.4)
+        ),
+        out,
+    )
     return out
 
 
 @pytest.fixture(scope="module")
 def education_small(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("synth") / "edu40k"
-    generate(SynthConfig(domain="education", target_tokens=SMALL, seed=5, doc_tokens=2500, num_questions=40), out)
+    generate(
+        SynthConfig(
+            domain="education", target_tokens=SMALL, seed=5, doc_tokens=2500, num_questions=40
+        ),
+        out,
+    )
     return out
 
 
@@ -53,8 +63,18 @@ def _doc_text(path: Path, doc_id: str) -> str:
 
 
 # -- sizes and tiers -------------------------------------------------------------------------
-@pytest.mark.parametrize("text,expected", [("128K", 128_000), ("1M", 1_000_000), ("4m", 4_000_000), ("10M", 10_000_000),
-                                           ("250000", 250_000), ("1.5M", 1_500_000), (5000, 5000)])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("128K", 128_000),
+        ("1M", 1_000_000),
+        ("4m", 4_000_000),
+        ("10M", 10_000_000),
+        ("250000", 250_000),
+        ("1.5M", 1_500_000),
+        (5000, 5000),
+    ],
+)
 def test_parse_tokens(text, expected):
     assert parse_tokens(text) == expected
 
@@ -98,7 +118,9 @@ def test_same_seed_gives_identical_files_and_other_seed_differs(tmp_path):
     cfg = SynthConfig(domain="finance", target_tokens=SMALL, seed=11, doc_tokens=2500)
     generate(cfg, tmp_path / "a")
     generate(cfg, tmp_path / "b")
-    generate(SynthConfig(domain="finance", target_tokens=SMALL, seed=12, doc_tokens=2500), tmp_path / "c")
+    generate(
+        SynthConfig(domain="finance", target_tokens=SMALL, seed=12, doc_tokens=2500), tmp_path / "c"
+    )
     a, b, c = (_snapshot(tmp_path / n) for n in "abc")
     assert a == b
     assert a != c
@@ -145,8 +167,12 @@ def test_conflicting_values_resolve_to_the_latest_file(finance_128k):
     for entity, fy, fld in conflicts[:50]:
         latest = conn.execute(
             "SELECT s.value FROM statements s JOIN documents d USING (doc_id) WHERE s.entity = ? AND s.fiscal_year = ? "
-            "AND s.field = ? ORDER BY d.published DESC LIMIT 1", (entity, fy, fld)).fetchone()[0]
-        fact = conn.execute(f"SELECT {fld} FROM facts WHERE entity = ? AND fiscal_year = ?", (entity, fy)).fetchone()[0]
+            "AND s.field = ? ORDER BY d.published DESC LIMIT 1",
+            (entity, fy, fld),
+        ).fetchone()[0]
+        fact = conn.execute(
+            f"SELECT {fld} FROM facts WHERE entity = ? AND fiscal_year = ?", (entity, fy)
+        ).fetchone()[0]
         assert fact == latest
 
 
@@ -158,7 +184,9 @@ def test_every_statement_is_findable_in_its_document(request, fixture):
     domain = get_domain(_cfg(path).domain)
     kinds = {f.name: f.kind for f in domain.fields}
     texts: dict[str, str] = {}
-    for doc_id, fy, fld, value, text in conn.execute("SELECT doc_id, fiscal_year, field, value, text FROM statements"):
+    for doc_id, fy, fld, value, text in conn.execute(
+        "SELECT doc_id, fiscal_year, field, value, text FROM statements"
+    ):
         doc = texts.setdefault(doc_id, _doc_text(path, doc_id))
         if fy == STATIC:
             assert text in doc
@@ -179,18 +207,40 @@ def test_evidence_documents_contain_the_values_used(request, fixture):
         assert evidence == set(evidence_doc_ids(conn, q))
         for year in q.years:
             for fld in q.fields:
-                rows = conn.execute("SELECT entity, value, doc_id FROM resolved WHERE field = ? AND fiscal_year = ?", (fld, year))
+                rows = conn.execute(
+                    "SELECT entity, value, doc_id FROM resolved WHERE field = ? AND fiscal_year = ?",
+                    (fld, year),
+                )
                 for entity, value, doc_id in rows:
-                    if q.scope and conn.execute(f"SELECT {q.scope[0]} FROM facts WHERE entity = ? LIMIT 1", (entity,)).fetchone()[0] != q.scope[1]:
+                    if (
+                        q.scope
+                        and conn.execute(
+                            f"SELECT {q.scope[0]} FROM facts WHERE entity = ? LIMIT 1", (entity,)
+                        ).fetchone()[0]
+                        != q.scope[1]
+                    ):
                         continue
                     assert doc_id in evidence
                     assert any(f in _doc_text(path, doc_id) for f in all_forms(value, kinds[fld]))
 
 
 def test_values_are_written_in_varied_forms(finance_128k):
-    docs = "".join(p.read_text(encoding="utf-8") for p in sorted((finance_128k / "docs").iterdir())[:12])
-    assert " million" in docs and " USD" in docs and "M " in docs and " thousand" in docs and "|---" in docs
-    assert written_forms(12.3, "usd_m") == ["$12.3 million", "12,300,000 USD", "USD 12.3M", "$12,300 thousand"]
+    docs = "".join(
+        p.read_text(encoding="utf-8") for p in sorted((finance_128k / "docs").iterdir())[:12]
+    )
+    assert (
+        " million" in docs
+        and " USD" in docs
+        and "M " in docs
+        and " thousand" in docs
+        and "|---" in docs
+    )
+    assert written_forms(12.3, "usd_m") == [
+        "$12.3 million",
+        "12,300,000 USD",
+        "USD 12.3M",
+        "$12,300 thousand",
+    ]
 
 
 def test_filler_and_noise_documents_contain_no_digits(finance_128k):
@@ -198,7 +248,9 @@ def test_filler_and_noise_documents_contain_no_digits(finance_128k):
 
     rng = random.Random(0)
     for domain in ("finance", "education"):
-        assert not any(filler.has_digit(filler.paragraph(rng, domain, "Ashford College")) for _ in range(200))
+        assert not any(
+            filler.has_digit(filler.paragraph(rng, domain, "Ashford College")) for _ in range(200)
+        )
     manifest = json.loads((finance_128k / "manifest.json").read_text())
     noise = [d["doc_id"] for d in manifest["documents"] if d["kind"] == "noise"]
     assert noise
@@ -231,8 +283,14 @@ def test_needle_is_planted_at_the_requested_depth(finance_128k):
 
 @pytest.mark.parametrize("depth", [0.0, 0.25, 1.0])
 def test_needle_depth_without_cfi_or_kpr(tmp_path, depth):
-    cfg = SynthConfig(target_tokens=SMALL, doc_tokens=2500, num_questions=3,
-                      needle=NeedleConfig(depth=depth, confusing_facts=False, keyword_replacement=False, template=0))
+    cfg = SynthConfig(
+        target_tokens=SMALL,
+        doc_tokens=2500,
+        num_questions=3,
+        needle=NeedleConfig(
+            depth=depth, confusing_facts=False, keyword_replacement=False, template=0
+        ),
+    )
     generate(cfg, tmp_path / "n")
     manifest = json.loads((tmp_path / "n" / "manifest.json").read_text())
     assert [p["label"] for p in manifest["plants"]] == ["needle"]
@@ -256,18 +314,45 @@ def test_load_samples(finance_128k):
         load_samples(finance_128k / "docs")
 
 
-@pytest.mark.parametrize("evidence,retrieved,expected", [
-    (["a", "b"], ["a", "c", "a"], 0.5), (["a"], [], 0.0), ([], ["x"], 1.0), (["a", "b"], ["b", "a"], 1.0),
-])
+@pytest.mark.parametrize(
+    "evidence,retrieved,expected",
+    [
+        (["a", "b"], ["a", "c", "a"], 0.5),
+        (["a"], [], 0.0),
+        ([], ["x"], 1.0),
+        (["a", "b"], ["b", "a"], 1.0),
+    ],
+)
 def test_retrieval_recall(evidence, retrieved, expected):
     assert retrieval_recall(evidence, retrieved) == expected
 
 
 def test_cli_synth(tmp_path, capsys):
     out = tmp_path / "cli"
-    assert main(["synth", "--domain", "education", "--tokens", "40K", "--seed", "2", "--out", str(out), "--needle-depth", "0.5"]) == 0
+    assert (
+        main(
+            [
+                "synth",
+                "--domain",
+                "education",
+                "--tokens",
+                "40K",
+                "--seed",
+                "2",
+                "--out",
+                str(out),
+                "--needle-depth",
+                "0.5",
+            ]
+        )
+        == 0
+    )
     assert "documents" in capsys.readouterr().out
-    assert (out / "manifest.json").exists() and (out / "questions.jsonl").exists() and (out / "facts.sqlite").exists()
+    assert (
+        (out / "manifest.json").exists()
+        and (out / "questions.jsonl").exists()
+        and (out / "facts.sqlite").exists()
+    )
     assert main(["synth", "--tokens", "40K", "--out", str(out)]) == 2
     assert "not empty" in capsys.readouterr().err
     assert main(["synth", "--tokens", "4X", "--out", str(tmp_path / "b")]) == 2
@@ -277,6 +362,8 @@ def test_cli_synth(tmp_path, capsys):
 @pytest.mark.slow
 @pytest.mark.parametrize("tier", ["1M", "4M", "10M"])
 def test_large_tiers_hit_their_size(tmp_path, tier):
-    result = generate(SynthConfig(domain="finance", target_tokens=parse_tokens(tier), seed=0), tmp_path / tier)
+    result = generate(
+        SynthConfig(domain="finance", target_tokens=parse_tokens(tier), seed=0), tmp_path / tier
+    )
     assert abs(result.total_tokens / parse_tokens(tier) - 1) <= 0.05
     assert len(load_samples(tmp_path / tier)) == 30

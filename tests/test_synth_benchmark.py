@@ -3,7 +3,12 @@
 import pytest
 
 from experiments import score
-from experiments.benchmarks import BENCHMARKS, BenchmarkDataError, full_context_prompt, load_benchmark
+from experiments.benchmarks import (
+    BENCHMARKS,
+    BenchmarkDataError,
+    full_context_prompt,
+    load_benchmark,
+)
 
 
 @pytest.fixture(scope="module")
@@ -11,7 +16,12 @@ def synth_dir(tmp_path_factory):
     from experiments.synth import SynthConfig, generate
 
     out = tmp_path_factory.mktemp("synth") / "corpus"
-    generate(SynthConfig(domain="finance", target_tokens=20_000, seed=3, num_questions=6, doc_tokens=1500), out)
+    generate(
+        SynthConfig(
+            domain="finance", target_tokens=20_000, seed=3, num_questions=6, doc_tokens=1500
+        ),
+        out,
+    )
     return out
 
 
@@ -29,10 +39,16 @@ def test_registered_and_loaded_with_evidence(synth_dir):
 
 def test_gold_answers_score_100_and_wrong_ones_0(synth_dir):
     samples = load_benchmark("synth", synth_dir)
-    perfect = score("synth", {s.sample_id: f"Reasoning... The answer is: {s.answers[0]}" for s in samples}, samples=samples)
+    perfect = score(
+        "synth",
+        {s.sample_id: f"Reasoning... The answer is: {s.answers[0]}" for s in samples},
+        samples=samples,
+    )
     assert perfect["overall"] == 100.0 and perfect["judge"] == "deterministic-equivalence"
     assert set(perfect["difficulty"].values()) == {100.0}
-    wrong = score("synth", {s.sample_id: "The answer is: not a real answer" for s in samples}, samples=samples)
+    wrong = score(
+        "synth", {s.sample_id: "The answer is: not a real answer" for s in samples}, samples=samples
+    )
     assert wrong["overall"] == 0.0
     failed = score("synth", {s.sample_id: None for s in samples}, samples=samples)
     assert failed["n_failed"] == 6 and failed["overall"] == 0.0
@@ -50,8 +66,20 @@ def test_runner_and_report_on_the_synthetic_benchmark(synth_dir, tmp_path):
     from tests.scripted import ScriptedChatModel
 
     samples = load_benchmark("synth", synth_dir)[:3]
-    cfg = RunConfig(benchmark="synth", strategies=("rag",), data_path=str(synth_dir), llm_cache=False, strategy_options={"rag": {"top_k": 5}})
-    run_experiment(cfg, tmp_path, llm=ScriptedChatModel(reply_fn=lambda p: "The answer is: []"), samples=samples, show_progress=False)
+    cfg = RunConfig(
+        benchmark="synth",
+        strategies=("rag",),
+        data_path=str(synth_dir),
+        llm_cache=False,
+        strategy_options={"rag": {"top_k": 5}},
+    )
+    run_experiment(
+        cfg,
+        tmp_path,
+        llm=ScriptedChatModel(reply_fn=lambda p: "The answer is: []"),
+        samples=samples,
+        show_progress=False,
+    )
     summary = build_report(tmp_path, samples=samples, plots=False)["summary"][0]
     assert summary["strategy"] == "rag" and 0.0 <= summary["evidence_recall"] <= 1.0
 
@@ -65,12 +93,23 @@ def test_runner_streams_questions_sharing_a_corpus_in_one_memagent_pass(synth_di
     from tests.scripted import ScriptedChatModel
 
     samples = load_benchmark("synth", synth_dir)[:3]
-    llm = ScriptedChatModel(reply_fn=lambda p: "notes" if p.endswith("Updated memory:\n") else "The answer is: []")
-    cfg = RunConfig(benchmark="synth", strategies=("memagent",), llm_cache=False, strategy_options={"memagent": {"resume": False, "chunk_tokens": 8000}})
+    llm = ScriptedChatModel(
+        reply_fn=lambda p: "notes" if p.endswith("Updated memory:\n") else "The answer is: []"
+    )
+    cfg = RunConfig(
+        benchmark="synth",
+        strategies=("memagent",),
+        llm_cache=False,
+        strategy_options={"memagent": {"resume": False, "chunk_tokens": 8000}},
+    )
     counts = run_experiment(cfg, tmp_path, llm=llm, samples=samples, show_progress=False)
     n = math.ceil(count_tokens(format_documents(samples[0].corpus.documents)) / 8000)
     assert counts["ok"] == 3 and len(llm.calls) == 3 * (n + 1)
     first_chunk = [c["prompt"].split("<section>\n", 1)[1][:200] for c in llm.calls[:3]]
-    problems = {c["prompt"].split("<problem> \n", 1)[1].split("\n</problem>")[0] for c in llm.calls[:3]}
-    assert len(set(first_chunk)) == 1 and len(problems) == 3  # chunk 0 read for all three questions first
+    problems = {
+        c["prompt"].split("<problem> \n", 1)[1].split("\n</problem>")[0] for c in llm.calls[:3]
+    }
+    assert (
+        len(set(first_chunk)) == 1 and len(problems) == 3
+    )  # chunk 0 read for all three questions first
     assert all(r["usage"]["llm_calls"] == n + 1 for r in read_rows(tmp_path))

@@ -20,11 +20,20 @@ ROOT = TESTS.parent
 
 def _test_functions(path: str) -> set[str]:
     tree = ast.parse((TESTS / path).read_text(encoding="utf-8"))
-    return {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name.startswith("test_")}
+    return {
+        n.name
+        for n in tree.body
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name.startswith("test_")
+    }
 
 
 def test_every_entry_names_a_test_of_its_file_under_a_registered_marker():
-    registered = {line.split(":")[0].strip(' "') for line in re.findall(r'^\s+"[a-z0-9]+:[^"]*",?$', (ROOT / "pyproject.toml").read_text(), re.M)}
+    registered = {
+        line.split(":")[0].strip(' "')
+        for line in re.findall(
+            r'^\s+"[a-z0-9]+:[^"]*",?$', (ROOT / "pyproject.toml").read_text(), re.M
+        )
+    }
     for path, functions in TIERS.items():
         assert (TESTS / path).is_file(), path
         assert stale_entries(path, _test_functions(path)) == []
@@ -54,7 +63,11 @@ def test_the_unit_tier_of_a_file_is_what_the_table_does_not_list():
     out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-m", "unit", f"tests/{path}"],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
-    collected = {line.split("::")[1].split("[")[0] for line in out.stdout.splitlines() if line.startswith(f"tests/{path}::")}
+    collected = {
+        line.split("::")[1].split("[")[0]
+        for line in out.stdout.splitlines()
+        if line.startswith(f"tests/{path}::")
+    }
     assert collected == _test_functions(path) - listed and listed and collected
 
 

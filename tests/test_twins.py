@@ -30,16 +30,24 @@ from graphs.prompts import RETRY_NOTE
 from graphs.structured.flight import adocument_lock, document_lock
 from graphs.twins import blocking, run_blocking
 from graphs.validated_call import acall_validated, bind_function, call_validated
-from tests.scripted_tools import AsyncToolScriptedChatModel, ToolScriptedChatModel, malformed_tool_call
+from tests.scripted_tools import (
+    AsyncToolScriptedChatModel,
+    ToolScriptedChatModel,
+    malformed_tool_call,
+)
 from tests.servers import LoopbackServer, QuietHandler
 
 PROMPT = "Is this chunk relevant to the revenue of Halvorsen Maritime?"
 
 
-def scripted(replies: list[Any], *, native_async: bool, supports_tools: bool = True) -> ToolScriptedChatModel:
+def scripted(
+    replies: list[Any], *, native_async: bool, supports_tools: bool = True
+) -> ToolScriptedChatModel:
     """A model answering its n-th call with ``replies[n]`` (the sync-only kind, or one with its own ``_agenerate``)."""
     cls = AsyncToolScriptedChatModel if native_async else ToolScriptedChatModel
-    llm = cls(reply_fn=lambda prompt, tools: replies[len(llm.calls) - 1], supports_tools=supports_tools)
+    llm = cls(
+        reply_fn=lambda prompt, tools: replies[len(llm.calls) - 1], supports_tools=supports_tools
+    )
     return llm
 
 
@@ -57,22 +65,34 @@ def test_run_blocking_refuses_a_coroutine_that_suspends():
 # -- PAI's structured calls --------------------------------------------------------------------
 PAI_CASES = {
     "valid at once": (
-        dict(mode="tools", retries=2), [[{"keep_context": True}]],
+        dict(mode="tools", retries=2),
+        [[{"keep_context": True}]],
         dict(items=[{"keep_context": True}], attempts=1, errors=[]),
     ),
     "malformed, then valid": (
-        dict(mode="tools", retries=2), [malformed_tool_call('{"keep'), [{"keep_context": "false"}]],
-        dict(items=[{"keep_context": False}], attempts=2, errors=["tool call arguments are not valid JSON: '{\"keep'"]),
+        dict(mode="tools", retries=2),
+        [malformed_tool_call('{"keep'), [{"keep_context": "false"}]],
+        dict(
+            items=[{"keep_context": False}],
+            attempts=2,
+            errors=["tool call arguments are not valid JSON: '{\"keep'"],
+        ),
     ),
     "invalid past the retries": (
-        dict(mode="tools", retries=1), [[{"keep": 1}], "no verdict"],
-        dict(items=[], attempts=2, errors=[
-            'invalid arguments {"keep": 1}: keep_context: Field required; keep: Extra inputs are not permitted',
-            "no JSON object in the reply: 'no verdict'",
-        ]),
+        dict(mode="tools", retries=1),
+        [[{"keep": 1}], "no verdict"],
+        dict(
+            items=[],
+            attempts=2,
+            errors=[
+                'invalid arguments {"keep": 1}: keep_context: Field required; keep: Extra inputs are not permitted',
+                "no JSON object in the reply: 'no verdict'",
+            ],
+        ),
     ),
     "json mode": (
-        dict(mode="json", retries=2), ['Verdict: ```json\n{"keep_context": true}\n```'],
+        dict(mode="json", retries=2),
+        ['Verdict: ```json\n{"keep_context": true}\n```'],
         dict(items=[{"keep_context": True}], attempts=1, errors=[]),
     ),
 }
@@ -88,9 +108,23 @@ PAI_TWINS = {
 def test_pai_structured_call_twins_agree(case, twin, native_async):
     options, replies, expected = PAI_CASES[case]
     llm = scripted(replies, native_async=native_async, supports_tools=options["mode"] == "tools")
-    out = PAI_TWINS[twin](llm, item_model=KeepContextArgs, function=P.KEEP_CONTEXT_FUNCTION, tool_choice="Query", max_tokens=64, **options)
-    assert (out.items, out.attempts, out.errors, out.mode) == (expected["items"], expected["attempts"], expected["errors"], options["mode"])
-    assert [c["prompt"] for c in llm.calls] == [PROMPT] + [retried(e) for e in expected["errors"][: expected["attempts"] - 1]]
+    out = PAI_TWINS[twin](
+        llm,
+        item_model=KeepContextArgs,
+        function=P.KEEP_CONTEXT_FUNCTION,
+        tool_choice="Query",
+        max_tokens=64,
+        **options,
+    )
+    assert (out.items, out.attempts, out.errors, out.mode) == (
+        expected["items"],
+        expected["attempts"],
+        expected["errors"],
+        options["mode"],
+    )
+    assert [c["prompt"] for c in llm.calls] == [PROMPT] + [
+        retried(e) for e in expected["errors"][: expected["attempts"] - 1]
+    ]
     assert all((c["max_tokens"], c["temperature"]) == (64, 0.0) for c in llm.calls)
     tools = [(c.get("tool_choice"), len(c.get("tools") or [])) for c in llm.calls]
     assert tools == [("Query", 1) if options["mode"] == "tools" else (None, 0)] * len(llm.calls)
@@ -107,14 +141,35 @@ def parse_rows(arguments: list[Any]) -> list[dict]:
 
 
 VALIDATED_CASES = {
-    "no rows is a valid reply": (2, [[{"records": []}]], dict(ok=True, value=[], attempts=1, errors=[])),
+    "no rows is a valid reply": (
+        2,
+        [[{"records": []}]],
+        dict(ok=True, value=[], attempts=1, errors=[]),
+    ),
     "invalid, then valid": (
-        2, [[{"rows": 1}], [{"records": [{"entity": "A"}]}]],
-        dict(ok=True, value=[{"entity": "A"}], attempts=2, errors=["invalid arguments: records: Field required; rows: Extra inputs are not permitted"]),
+        2,
+        [[{"rows": 1}], [{"records": [{"entity": "A"}]}]],
+        dict(
+            ok=True,
+            value=[{"entity": "A"}],
+            attempts=2,
+            errors=[
+                "invalid arguments: records: Field required; rows: Extra inputs are not permitted"
+            ],
+        ),
     ),
     "malformed past the retries": (
-        1, [malformed_tool_call('{"records": ['), AIMessage(content="none")],
-        dict(ok=False, value=None, attempts=2, errors=["tool call arguments are not valid JSON: '{\"records\": ['", "no JSON object in the reply: 'none'"]),
+        1,
+        [malformed_tool_call('{"records": ['), AIMessage(content="none")],
+        dict(
+            ok=False,
+            value=None,
+            attempts=2,
+            errors=[
+                "tool call arguments are not valid JSON: '{\"records\": ['",
+                "no JSON object in the reply: 'none'",
+            ],
+        ),
     ),
 }
 
@@ -131,7 +186,9 @@ def _gated_acall(llm, model, **kw):
 
 VALIDATED_TWINS = {
     "sync": lambda llm, model, **kw: call_validated(llm, model, PROMPT, parse_rows, **kw),
-    "async": lambda llm, model, **kw: asyncio.run(acall_validated(llm, model, PROMPT, parse_rows, **kw)),
+    "async": lambda llm, model, **kw: asyncio.run(
+        acall_validated(llm, model, PROMPT, parse_rows, **kw)
+    ),
     "async, gated": _gated_acall,
 }
 
@@ -141,13 +198,28 @@ VALIDATED_TWINS = {
 def test_structured_validated_call_twins_agree(case, twin):
     retries, replies, expected = VALIDATED_CASES[case]
     llm = scripted(replies, native_async=True)
-    function = {"type": "function", "function": {"name": "Query", "parameters": Rows.model_json_schema()}}
+    function = {
+        "type": "function",
+        "function": {"name": "Query", "parameters": Rows.model_json_schema()},
+    }
     model = bind_function(llm, "tools", function, "Query")
     out = VALIDATED_TWINS[twin](llm, model, retries=retries, max_tokens=32, temperature=0.2)
-    assert (out.ok, out.value, out.attempts, out.errors) == (expected["ok"], expected["value"], expected["attempts"], expected["errors"])
-    assert [c["prompt"] for c in llm.calls] == [PROMPT] + [retried(e) for e in expected["errors"][: expected["attempts"] - 1]]
-    assert all((c["max_tokens"], c["temperature"], c["tool_choice"]) == (32, 0.2, "Query") for c in llm.calls)
-    assert out.usage["prompt_tokens"] == sum(len(c["prompt"].split()) for c in llm.calls) > 0  # every reply counted once
+    assert (out.ok, out.value, out.attempts, out.errors) == (
+        expected["ok"],
+        expected["value"],
+        expected["attempts"],
+        expected["errors"],
+    )
+    assert [c["prompt"] for c in llm.calls] == [PROMPT] + [
+        retried(e) for e in expected["errors"][: expected["attempts"] - 1]
+    ]
+    assert all(
+        (c["max_tokens"], c["temperature"], c["tool_choice"]) == (32, 0.2, "Query")
+        for c in llm.calls
+    )
+    assert (
+        out.usage["prompt_tokens"] == sum(len(c["prompt"].split()) for c in llm.calls) > 0
+    )  # every reply counted once
 
 
 # -- the cross-process document lock -----------------------------------------------------------
@@ -176,7 +248,12 @@ def _lock_args(folder: Path) -> list[str]:
 
 def free_for_others(folder: Path) -> bool:
     """Whether another process can take the document's lock now."""
-    out = subprocess.run([sys.executable, "-c", _PROBE, *_lock_args(folder)], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", _PROBE, *_lock_args(folder)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     return out.stdout.strip() == "free"
 
 
@@ -185,7 +262,12 @@ class Holder:
 
     def __init__(self, folder: Path, monkeypatch):
         folder.mkdir(parents=True, exist_ok=True)
-        self.proc = subprocess.Popen([sys.executable, "-c", _HOLD, *_lock_args(folder)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _HOLD, *_lock_args(folder)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert self.proc.stdout is not None and self.proc.stdout.readline().strip() == "held"
         self.busy_tries = 0
         try_lock = flight._try_lock
@@ -248,16 +330,35 @@ def test_document_lock_twins_agree(case, twin, tmp_path, monkeypatch):
 
 # -- the OpenAI chat model's _generate / _agenerate -------------------------------------------
 def completion(text: str) -> bytes:
-    return json.dumps({
-        "id": "c", "object": "chat.completion", "created": 0, "model": "m",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 9, "completion_tokens": 1, "total_tokens": 10},
-    }).encode()
+    return json.dumps(
+        {
+            "id": "c",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 9, "completion_tokens": 1, "total_tokens": 10},
+        }
+    ).encode()
 
 
 NOT_JSON = (200, b'{"id": "c", "choices": [{"message": ')
-NO_CHOICES = (200, json.dumps({"id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": []}).encode())
-NOT_FOUND = (404, json.dumps({"error": {"message": "no such model", "type": "invalid_request_error"}}).encode())
+NO_CHOICES = (
+    200,
+    json.dumps(
+        {"id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": []}
+    ).encode(),
+)
+NOT_FOUND = (
+    404,
+    json.dumps({"error": {"message": "no such model", "type": "invalid_request_error"}}).encode(),
+)
 OK = (200, completion("Paris"))
 
 #: name -> (the model's max_retries, the server's replies in order, the outcome: the reply's text or
@@ -265,8 +366,18 @@ OK = (200, completion("Paris"))
 CHAT_CASES = {
     "answers at once": (2, [OK], "Paris", []),
     "malformed twice, then answers": (2, [NOT_JSON, NO_CHOICES, OK], "Paris", [1, 2]),
-    "malformed past the retries": (2, [NOT_JSON, NO_CHOICES, NOT_JSON], ("ChatModelError", 200, 2), [1, 2]),
-    "max_retries unset: $LONGCTX_MAX_RETRIES": (None, [NO_CHOICES, NO_CHOICES], ("ChatModelError", 200, 1), [1]),
+    "malformed past the retries": (
+        2,
+        [NOT_JSON, NO_CHOICES, NOT_JSON],
+        ("ChatModelError", 200, 2),
+        [1, 2],
+    ),
+    "max_retries unset: $LONGCTX_MAX_RETRIES": (
+        None,
+        [NO_CHOICES, NO_CHOICES],
+        ("ChatModelError", 200, 1),
+        [1],
+    ),
     "an error status is not ours to retry": (0, [NOT_FOUND], ("ChatModelError", 404, 0), []),
 }
 
@@ -317,7 +428,9 @@ async def _in_run_session(llm, prompt, **kw):
 CHAT_TWINS = {
     "sync": lambda llm, prompt, **kw: llm.invoke(prompt, **kw),
     "async": lambda llm, prompt, **kw: asyncio.run(llm.ainvoke(prompt, **kw)),
-    "async, a run's own session": lambda llm, prompt, **kw: asyncio.run(_in_run_session(llm, prompt, **kw)),
+    "async, a run's own session": lambda llm, prompt, **kw: asyncio.run(
+        _in_run_session(llm, prompt, **kw)
+    ),
 }
 
 
@@ -329,7 +442,9 @@ def test_openai_model_generate_twins_agree(case, twin, chat_server, monkeypatch)
     max_retries, replies, expected, paused = CHAT_CASES[case]
     monkeypatch.setenv("LONGCTX_MAX_RETRIES", "1")
     pauses: list[int] = []
-    monkeypatch.setattr(agents.openai_chat, "retry_delay", lambda retry: pauses.append(retry) or 0.0)
+    monkeypatch.setattr(
+        agents.openai_chat, "retry_delay", lambda retry: pauses.append(retry) or 0.0
+    )
     url, bodies = chat_server.script(replies)
     llm = make_chat_model("openai:m", base_url=url, max_retries=max_retries)
     try:
@@ -338,5 +453,16 @@ def test_openai_model_generate_twins_agree(case, twin, chat_server, monkeypatch)
         outcome = (type(exc).__name__, exc.status, exc.retries)
         assert url in str(exc)
     assert outcome == expected
-    assert len(bodies) == len(replies) and pauses == paused  # every scripted reply asked for, none more
-    assert all(b == {"messages": [{"content": PROMPT, "role": "user"}], "model": "m", "stream": False, "max_tokens": 7} for b in bodies)
+    assert (
+        len(bodies) == len(replies) and pauses == paused
+    )  # every scripted reply asked for, none more
+    assert all(
+        b
+        == {
+            "messages": [{"content": PROMPT, "role": "user"}],
+            "model": "m",
+            "stream": False,
+            "max_tokens": 7,
+        }
+        for b in bodies
+    )

@@ -16,13 +16,30 @@ NOT_ADDED = {"seconds", "index_seconds", "queued_seconds", "estimated"}
 
 
 def test_an_event_adds_every_count_of_usage_and_nothing_else():
-    counted = [f.name for f in fields(Usage) if f.name not in NOT_ADDED and not f.name.startswith("earlier_")]
+    counted = [
+        f.name
+        for f in fields(Usage)
+        if f.name not in NOT_ADDED and not f.name.startswith("earlier_")
+    ]
     sent = {name: i + 1 for i, name in enumerate(counted)}
-    reported = {**sent, "seconds": 9.0, "queued_seconds": 9.0, "earlier_llm_calls": 9, "estimated": True}
+    reported = {
+        **sent,
+        "seconds": 9.0,
+        "queued_seconds": 9.0,
+        "earlier_llm_calls": 9,
+        "estimated": True,
+    }
     tracker = UsageTracker()
     manager = CallbackManager(handlers=[tracker])
     manager.on_custom_event(USAGE_EVENT, reported, run_id=None)
     manager.on_custom_event(USAGE_EVENT, sent, run_id=None)
     got = tracker.usage
-    assert {name: getattr(got, name) for name in counted} == {name: 2 * n for name, n in sent.items()}
-    assert (got.seconds, got.queued_seconds, got.earlier_llm_calls, got.estimated) == (0.0, 0.0, 0, True)
+    assert {name: getattr(got, name) for name in counted} == {
+        name: 2 * n for name, n in sent.items()
+    }
+    assert (got.seconds, got.queued_seconds, got.earlier_llm_calls, got.estimated) == (
+        0.0,
+        0.0,
+        0,
+        True,
+    )

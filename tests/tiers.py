@@ -614,4 +614,6 @@ def tier_of(path: str, function: str) -> str | None:
 
 def stale_entries(path: str, functions: set[str]) -> list[str]:
     """Entries for ``path`` that name none of its test ``functions`` (a test renamed or removed)."""
-    return [f"{path}::{name}" for name in TIERS.get(path, {}) if name != "*" and name not in functions]
+    return [
+        f"{path}::{name}" for name in TIERS.get(path, {}) if name != "*" and name not in functions
+    ]

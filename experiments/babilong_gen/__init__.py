@@ -14,4 +14,13 @@ from experiments.babilong_gen.babi import BabiSample, read_babi, task_file
 from experiments.babilong_gen.haystack import GenerateResult, generate, length_tokens
 from experiments.babilong_gen.sentences import SentenceSampler, synth_background
 
-__all__ = ["BabiSample", "GenerateResult", "SentenceSampler", "generate", "length_tokens", "read_babi", "synth_background", "task_file"]
+__all__ = [
+    "BabiSample",
+    "GenerateResult",
+    "SentenceSampler",
+    "generate",
+    "length_tokens",
+    "read_babi",
+    "synth_background",
+    "task_file",
+]

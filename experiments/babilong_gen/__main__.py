@@ -22,13 +22,21 @@ def _background(folder: str | None) -> list[str] | None:
 def main(argv: list[str] | None = None) -> int:
     """Parse the arguments, generate, print one line per file written."""
     p = argparse.ArgumentParser(prog="python -m experiments.babilong_gen", description=__doc__)
-    p.add_argument("--tasks-dir", required=True, help="bAbI files, the tasks_1-20_v1-2/en-10k layout")
+    p.add_argument(
+        "--tasks-dir", required=True, help="bAbI files, the tasks_1-20_v1-2/en-10k layout"
+    )
     p.add_argument("--out", required=True, help="output folder ({length}/{task}.jsonl)")
     p.add_argument("--tasks", nargs="+", default=["qa1", "qa2", "qa3", "qa4", "qa5"])
     p.add_argument("--lengths", nargs="+", default=["0k", "1k", "2k", "4k", "8k", "16k", "32k"])
     p.add_argument("--samples", type=int, default=SAMPLES)
-    p.add_argument("--background", help="folder of .txt background documents (default: our synthetic prose)")
-    p.add_argument("--tokenizer", default="cl100k", help="cl100k, tiktoken:NAME or hf:PATH (the official code counts GPT-2 tokens: hf:gpt2)")
+    p.add_argument(
+        "--background", help="folder of .txt background documents (default: our synthetic prose)"
+    )
+    p.add_argument(
+        "--tokenizer",
+        default="cl100k",
+        help="cl100k, tiktoken:NAME or hf:PATH (the official code counts GPT-2 tokens: hf:gpt2)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--split", default="train", choices=["train", "test"])
     args = p.parse_args(argv)

@@ -35,10 +35,14 @@ def _line(raw: str, path: Path, number: int) -> tuple[int, str, str | None, tupl
         return int(head), rest, None, ()
     parts = rest.split("\t")
     if len(parts) < 2 or not parts[1]:
-        raise BabiFormatError(f"{path}:{number}: a question line needs 'question<TAB>answer<TAB>ids', got {raw[:60]!r}")
+        raise BabiFormatError(
+            f"{path}:{number}: a question line needs 'question<TAB>answer<TAB>ids', got {raw[:60]!r}"
+        )
     ids = parts[2].split() if len(parts) > 2 else []
     if not all(i.isdigit() for i in ids):
-        raise BabiFormatError(f"{path}:{number}: supporting ids must be line numbers, got {parts[2]!r}")
+        raise BabiFormatError(
+            f"{path}:{number}: supporting ids must be line numbers, got {parts[2]!r}"
+        )
     return int(head), parts[0], parts[1], tuple(int(i) for i in ids)
 
 
@@ -59,7 +63,15 @@ def read_babi(path: str | Path, *, max_n_facts: int | None = None) -> list[BabiS
         if max_n_facts is not None and len(story) + 1 > max_n_facts:
             continue
         at = tuple(k for k, (i, _) in enumerate(story) if i in ids)
-        samples.append(BabiSample(facts=tuple(t for _, t in story), question=text, answer=answer, supporting=tuple(story[k][1] for k in at), supporting_at=at))
+        samples.append(
+            BabiSample(
+                facts=tuple(t for _, t in story),
+                question=text,
+                answer=answer,
+                supporting=tuple(story[k][1] for k in at),
+                supporting_at=at,
+            )
+        )
     return samples
 
 
@@ -68,5 +80,7 @@ def task_file(tasks_dir: str | Path, task: str, split: str = "train") -> Path:
     folder = Path(tasks_dir)
     found = sorted(folder.glob(f"{task}_*_{split}.txt"))
     if not found:
-        raise FileNotFoundError(f"No bAbI file {task}_*_{split}.txt in {folder} (the tasks_1-20_v1-2/en-10k layout).")
+        raise FileNotFoundError(
+            f"No bAbI file {task}_*_{split}.txt in {folder} (the tasks_1-20_v1-2/en-10k layout)."
+        )
     return found[0]

@@ -30,9 +30,15 @@ TOKENS_PER_FACT = 8
 SAMPLES = 100
 
 
-def placed(facts: Sequence[list[int]], background: Sequence[list[int]], rng: np.random.Generator) -> list[list[int]]:
+def placed(
+    facts: Sequence[list[int]], background: Sequence[list[int]], rng: np.random.Generator
+) -> list[list[int]]:
     """Statements and background sentences in text order: each statement before the sentence at its drawn position."""
-    positions = np.sort(rng.choice(len(background) + 1, size=len(facts))) if facts else np.array([], dtype=int)
+    positions = (
+        np.sort(rng.choice(len(background) + 1, size=len(facts)))
+        if facts
+        else np.array([], dtype=int)
+    )
     out: list[list[int]] = []
     f = 0
     for i in range(len(background) + 1):
@@ -63,7 +69,10 @@ def haystack(sample: BabiSample, message: int, sampler: SentenceSampler, tokeniz
         pos += len(pieces[-1])
     text = "".join(pieces)
     lead = len(text) - len(text.lstrip())
-    return text.strip(), [None if a is None else [a - lead, a - lead + len(f)] for a, f in zip(starts, sample.facts, strict=True)]
+    return text.strip(), [
+        None if a is None else [a - lead, a - lead + len(f)]
+        for a, f in zip(starts, sample.facts, strict=True)
+    ]
 
 
 @dataclass
@@ -95,14 +104,19 @@ def generate(tasks_dir: str | Path, out: str | Path, *, tasks: Sequence[str], le
     if samples < 1:
         raise ValueError(f"samples={samples}: need at least 1.")
     sizes = {n: length_tokens(n) for n in lengths}
-    docs: Sequence[str] | Callable[[np.random.Generator], str] = background if background is not None else synth_background()
+    docs: Sequence[str] | Callable[[np.random.Generator], str] = (
+        background if background is not None else synth_background()
+    )
     result = GenerateResult()
     for task in tasks:
         path = task_file(tasks_dir, task, split)
         for length, size in sizes.items():
             message = size - PROMPT_ALLOWANCE
             pool = read_babi(path, max_n_facts=message // TOKENS_PER_FACT if message > 0 else None)
-            pick, noise, where = (np.random.default_rng(s) for s in np.random.SeedSequence([seed, int(task.removeprefix("qa")), size]).spawn(3))
+            pick, noise, where = (
+                np.random.default_rng(s)
+                for s in np.random.SeedSequence([seed, int(task.removeprefix("qa")), size]).spawn(3)
+            )
             sampler = SentenceSampler(docs, tokenizer, rng=noise)
             chosen = [pool[int(i)] for i in pick.permutation(len(pool))[:samples]]
             target = Path(out) / length / f"{task}.jsonl"
@@ -111,9 +125,15 @@ def generate(tasks_dir: str | Path, out: str | Path, *, tasks: Sequence[str], le
                 for sample in chosen:
                     text, spans = haystack(sample, message, sampler, tokenizer, where)
                     support = [spans[k] for k in sample.supporting_at]
-                    record: dict[str, object] = {"input": text, "question": sample.question, "target": sample.answer,
-                                                 "supporting_facts": list(sample.supporting)}
-                    if all(support):  # where each supporting statement is: exact ceilings (experiments.ceilings)
+                    record: dict[str, object] = {
+                        "input": text,
+                        "question": sample.question,
+                        "target": sample.answer,
+                        "supporting_facts": list(sample.supporting),
+                    }
+                    if all(
+                        support
+                    ):  # where each supporting statement is: exact ceilings (experiments.ceilings)
                         record["supporting_spans"] = support
                     f.write(json.dumps(record, ensure_ascii=False) + "\n")
             result.files.append(target)

@@ -82,6 +82,8 @@ def synth_background(domain: str = "education") -> Callable[[np.random.Generator
 
     def pick(rng: np.random.Generator) -> str:
         local = random.Random(int(rng.integers(2**63)))
-        return "\n\n".join(filler.paragraph(local, domain, "the institution") for _ in range(SYNTH_PARAGRAPHS))
+        return "\n\n".join(
+            filler.paragraph(local, domain, "the institution") for _ in range(SYNTH_PARAGRAPHS)
+        )
 
     return pick

@@ -63,7 +63,11 @@ def score(benchmark: str, predictions: Any, *, samples: Any = None, **options: A
     wrong = sorted({s.benchmark for s, _ in pairs} - {benchmark})
     if wrong:
         raise ValueError(f"Predictions for {wrong} samples cannot be scored as {benchmark!r}.")
-    return {"benchmark": benchmark, "version": spec.version, "metric_versions": dict(VERSIONS)} | spec.score(pairs, **options)
+    return {
+        "benchmark": benchmark,
+        "version": spec.version,
+        "metric_versions": dict(VERSIONS),
+    } | spec.score(pairs, **options)
 
 
 __all__ = [

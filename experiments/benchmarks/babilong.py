@@ -30,7 +30,16 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from experiments.benchmarks.base import BENCHMARKS, BenchmarkDataError, Sample, data_root, find_file, load_from_hub, only_known, read_records
+from experiments.benchmarks.base import (
+    BENCHMARKS,
+    BenchmarkDataError,
+    Sample,
+    data_root,
+    find_file,
+    load_from_hub,
+    only_known,
+    read_records,
+)
 from experiments.metrics import babilong as m
 from retrieval import Corpus, Document
 from retrieval.contract import Question
@@ -39,7 +48,22 @@ VERSION = 1
 
 TASKS = tuple(f"qa{i}" for i in range(1, 21))
 #: ``collect_results.py`` ``LENGTHS``: the column order of the official tables.
-LENGTHS = ("0k", "1k", "2k", "4k", "8k", "16k", "32k", "64k", "128k", "256k", "512k", "1M", "2M", "10M")
+LENGTHS = (
+    "0k",
+    "1k",
+    "2k",
+    "4k",
+    "8k",
+    "16k",
+    "32k",
+    "64k",
+    "128k",
+    "256k",
+    "512k",
+    "1M",
+    "2M",
+    "10M",
+)
 _LENGTH = re.compile(r"(\d+)([kM])")
 #: The leaderboard's ``avg`` row averages the first five tasks (``get_results_table``).
 AVG_TASKS = TASKS[:5]
@@ -50,7 +74,9 @@ HUB_REPOS = {"100": "RMT-team/babilong", "1k": "RMT-team/babilong-1k-samples"}
 TASK_TEMPLATE = "{instruction}\n\n{examples}\n\n{post_prompt}"
 USER_TEMPLATE = "<context>\n{context}\n</context>\n\nQuestion: {question}"
 DEFAULT_TEMPLATE = f"{TASK_TEMPLATE}\n\n{USER_TEMPLATE}"
-DEFAULT_PROMPTS: dict[str, dict[str, str]] = json.loads(resources.files(__package__).joinpath("babilong_prompts.json").read_text("utf-8"))
+DEFAULT_PROMPTS: dict[str, dict[str, str]] = json.loads(
+    resources.files(__package__).joinpath("babilong_prompts.json").read_text("utf-8")
+)
 #: The prompt parts the run script switches on or off (``--use_instruction`` ...).
 SWITCHES = ("instruction", "examples", "post_prompt")
 
@@ -76,22 +102,43 @@ def _lengths(folder: Path, requested: Sequence[str] | None) -> list[str]:
     if requested is not None:
         bad = [n for n in requested if not _LENGTH.fullmatch(n)]
         if bad:
-            raise KeyError(f"babilong: unknown length(s) {bad}; known: {', '.join(LENGTHS)} or any <N>k / <N>M")
+            raise KeyError(
+                f"babilong: unknown length(s) {bad}; known: {', '.join(LENGTHS)} or any <N>k / <N>M"
+            )
         return list(requested)
-    found = {p.name for p in folder.iterdir() if p.is_dir() and _LENGTH.fullmatch(p.name)} if folder.is_dir() else set()
+    found = (
+        {p.name for p in folder.iterdir() if p.is_dir() and _LENGTH.fullmatch(p.name)}
+        if folder.is_dir()
+        else set()
+    )
     return sorted(set(LENGTHS) | found, key=length_tokens)
 
 
-def formatted_input(context: str, question: str, *, instruction: str, examples: str, post_prompt: str) -> str:
+def formatted_input(
+    context: str, question: str, *, instruction: str, examples: str, post_prompt: str
+) -> str:
     """``get_formatted_input`` with ``DEFAULT_TEMPLATE``: the parts filled in, the context stripped, the whole stripped."""
-    text = DEFAULT_TEMPLATE.format(instruction=instruction, examples=examples, post_prompt=post_prompt, context=context.strip(), question=question)
+    text = DEFAULT_TEMPLATE.format(
+        instruction=instruction,
+        examples=examples,
+        post_prompt=post_prompt,
+        context=context.strip(),
+        question=question,
+    )
     return text.strip()
 
 
 def prompt_name(switches: dict[str, bool], chat_template: bool) -> str:
     """The run script's ``prompt_name`` (file-name suffix): ``instruction_yes_examples_yes_post_prompt_yes_chat_template_yes_system_prompt_no``."""
-    flags = [*(switches[k] for k in SWITCHES), chat_template, False]  # no system prompt: the script's default ''
-    return "_".join(f"{k}_{'yes' if on else 'no'}" for k, on in zip((*SWITCHES, "chat_template", "system_prompt"), flags, strict=True))
+    flags = [
+        *(switches[k] for k in SWITCHES),
+        chat_template,
+        False,
+    ]  # no system prompt: the script's default ''
+    return "_".join(
+        f"{k}_{'yes' if on else 'no'}"
+        for k, on in zip((*SWITCHES, "chat_template", "system_prompt"), flags, strict=True)
+    )
 
 
 def _candidates(folder: Path, task: str, length: str) -> list[Path]:
@@ -99,7 +146,10 @@ def _candidates(folder: Path, task: str, length: str) -> list[Path]:
     plain = find_file(folder / length, task)
     if plain is not None:
         return [plain]
-    for sub, pattern in ((folder / length, f"{task}-*-of-*.parquet"), (folder / task, f"{length}-*-of-*.parquet")):
+    for sub, pattern in (
+        (folder / length, f"{task}-*-of-*.parquet"),
+        (folder / task, f"{length}-*-of-*.parquet"),
+    ):
         shards = sorted(sub.glob(pattern)) if sub.is_dir() else []
         if shards:
             return shards
@@ -111,17 +161,25 @@ def _checked(record: Any, where: str) -> dict[str, Any]:
     """A record's three fields (and a generated record's ``supporting_facts`` / ``supporting_spans``), or a one-line
     :class:`BenchmarkDataError` naming the file, record and field."""
     if not isinstance(record, dict):
-        raise BenchmarkDataError(f"BABILong {where}: expected an object with fields {', '.join(FIELDS)}, got {type(record).__name__}.")
+        raise BenchmarkDataError(
+            f"BABILong {where}: expected an object with fields {', '.join(FIELDS)}, got {type(record).__name__}."
+        )
     for name in FIELDS:
         value = record.get(name)
         if not isinstance(value, str) or not value.strip():
-            problem = "missing" if name not in record else f"not a non-empty string ({type(value).__name__})"
+            problem = (
+                "missing"
+                if name not in record
+                else f"not a non-empty string ({type(value).__name__})"
+            )
             raise BenchmarkDataError(f"BABILong {where}: field {name!r} is {problem}.")
     out: dict[str, Any] = {name: record[name] for name in FIELDS}
     support = record.get("supporting_facts")
     if support is not None:
         if not isinstance(support, list) or not all(isinstance(f, str) for f in support):
-            raise BenchmarkDataError(f"BABILong {where}: field 'supporting_facts' is not a list of strings.")
+            raise BenchmarkDataError(
+                f"BABILong {where}: field 'supporting_facts' is not a list of strings."
+            )
         out["supporting_facts"] = list(support)
         spans = _spans(record, support, where)
         if spans is not None:
@@ -138,10 +196,21 @@ def _spans(record: dict[str, Any], support: list[str], where: str) -> list[tuple
         if any(a < 0 or text.count(f) != 1 for a, f in zip(starts, support, strict=True)):
             return None
         return [(a, a + len(f)) for a, f in zip(starts, support, strict=True)]
-    ok = isinstance(given, list) and len(given) == len(support) and all(
-        isinstance(g, list) and len(g) == 2 and all(isinstance(x, int) for x in g) and text[g[0] : g[1]] == f for g, f in zip(given, support))
+    ok = (
+        isinstance(given, list)
+        and len(given) == len(support)
+        and all(
+            isinstance(g, list)
+            and len(g) == 2
+            and all(isinstance(x, int) for x in g)
+            and text[g[0] : g[1]] == f
+            for g, f in zip(given, support)
+        )
+    )
     if not ok:
-        raise BenchmarkDataError(f"BABILong {where}: field 'supporting_spans' is not one [start, end] of 'input' per supporting fact.")
+        raise BenchmarkDataError(
+            f"BABILong {where}: field 'supporting_spans' is not one [start, end] of 'input' per supporting fact."
+        )
     return [(g[0], g[1]) for g in given]
 
 
@@ -150,20 +219,33 @@ def _records(folder: Path, task: str, length: str, hub_repo: str | None) -> list
     if not files:
         expected = folder / length / f"{task}.{{jsonl,json,parquet}}"
         if hub_repo is None:
-            raise BenchmarkDataError(f"BABILong {task} at {length}: no file {expected}; see docs/benchmarks-data.md.")
-        rows = load_from_hub(hub_repo, length, task, what=f"BABILong {task} at {length}", expected=expected)
+            raise BenchmarkDataError(
+                f"BABILong {task} at {length}: no file {expected}; see docs/benchmarks-data.md."
+            )
+        rows = load_from_hub(
+            hub_repo, length, task, what=f"BABILong {task} at {length}", expected=expected
+        )
         return [_checked(r, f"{hub_repo} {length}/{task} record {i}") for i, r in enumerate(rows)]
     out: list[dict[str, Any]] = []
     for path in files:
         try:
             rows = read_records(path)
         except (ValueError, OSError) as exc:
-            raise BenchmarkDataError(f"BABILong {path}: unreadable ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}).") from None
+            raise BenchmarkDataError(
+                f"BABILong {path}: unreadable ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})."
+            ) from None
         out += [_checked(r, f"{path} record {i}") for i, r in enumerate(rows)]
     return out
 
 
-def _sample(record: dict[str, Any], task: str, length: str, index: int, switches: dict[str, bool], chat_template: bool) -> Sample:
+def _sample(
+    record: dict[str, Any],
+    task: str,
+    length: str,
+    index: int,
+    switches: dict[str, bool],
+    chat_template: bool,
+) -> Sample:
     sample_id = f"{task}-{length}-{index}"
     doc_id = f"{sample_id}-context"
     post = DEFAULT_PROMPTS[task]["post_prompt"] if switches["post_prompt"] else None
@@ -171,12 +253,32 @@ def _sample(record: dict[str, Any], task: str, length: str, index: int, switches
         sample_id=sample_id,
         benchmark="babilong",
         dataset=task,
-        corpus=Corpus([Document(doc_id=doc_id, text=record["input"], title=f"babilong {task} {length}")]),
-        question=Question(text=record["question"], instruction=post, metadata={"sample_id": sample_id, "dataset": task}),
+        corpus=Corpus(
+            [Document(doc_id=doc_id, text=record["input"], title=f"babilong {task} {length}")]
+        ),
+        question=Question(
+            text=record["question"],
+            instruction=post,
+            metadata={"sample_id": sample_id, "dataset": task},
+        ),
         answers=(record["target"],),
-        metadata={"task": task, "length": length, "index": index, "switches": dict(switches), "chat_template": chat_template}
-        | ({"supporting_facts": tuple(record["supporting_facts"])} if "supporting_facts" in record else {})
-        | ({"evidence_spans": tuple((doc_id, a, b) for a, b in record["supporting_spans"])} if "supporting_spans" in record else {}),
+        metadata={
+            "task": task,
+            "length": length,
+            "index": index,
+            "switches": dict(switches),
+            "chat_template": chat_template,
+        }
+        | (
+            {"supporting_facts": tuple(record["supporting_facts"])}
+            if "supporting_facts" in record
+            else {}
+        )
+        | (
+            {"evidence_spans": tuple((doc_id, a, b) for a, b in record["supporting_spans"])}
+            if "supporting_spans" in record
+            else {}
+        ),
     )
 
 
@@ -199,10 +301,14 @@ def load(path: str | Path | None = None, *, datasets: Sequence[str] | None = Non
     folder = data_root("babilong", path)
     tasks = only_known(datasets, TASKS, "babilong")
     wanted = _lengths(folder, lengths)
-    explicit = datasets is not None and lengths is not None  # both named: a pair not on disk comes from the hub
+    explicit = (
+        datasets is not None and lengths is not None
+    )  # both named: a pair not on disk comes from the hub
     pairs = [(t, n) for t in tasks for n in wanted if explicit or _candidates(folder, t, n)]
     if not pairs:
-        raise BenchmarkDataError(f"BABILong: no {{length}}/{{task}}.jsonl (or hub parquet files) in {folder}; see docs/benchmarks-data.md.")
+        raise BenchmarkDataError(
+            f"BABILong: no {{length}}/{{task}}.jsonl (or hub parquet files) in {folder}; see docs/benchmarks-data.md."
+        )
     switches = {"instruction": instruction, "examples": examples, "post_prompt": post_prompt}
     out: list[Sample] = []
     for task, length in pairs:
@@ -214,30 +320,49 @@ def load(path: str | Path | None = None, *, datasets: Sequence[str] | None = Non
 def prompt(sample: Sample, context: str | None = None) -> str:
     """The official prompt around ``context`` (default: the item's own), with the sample's switches."""
     parts = {k: v for k, v in prompt_settings(sample).items() if k in SWITCHES}
-    return formatted_input(sample.corpus[0].text if context is None else context, sample.question.text, **parts)
+    return formatted_input(
+        sample.corpus[0].text if context is None else context, sample.question.text, **parts
+    )
 
 
 def prompt_settings(sample: Sample) -> dict[str, Any]:
     """The run script's ``prompt_cfg`` for the sample's task and switches, as its JSON file records it."""
-    parts = {k: DEFAULT_PROMPTS[sample.dataset][k] if sample.metadata["switches"][k] else "" for k in SWITCHES}
-    return parts | {"template": DEFAULT_TEMPLATE, "chat_template": bool(sample.metadata["chat_template"]), "system_prompt": ""}
+    parts = {
+        k: DEFAULT_PROMPTS[sample.dataset][k] if sample.metadata["switches"][k] else ""
+        for k in SWITCHES
+    }
+    return parts | {
+        "template": DEFAULT_TEMPLATE,
+        "chat_template": bool(sample.metadata["chat_template"]),
+        "system_prompt": "",
+    }
 
 
 def protocol(sample: Sample) -> dict[str, Any]:
     """20 new tokens, greedy, chat template or raw completion as loaded; no input cut (the official loop sends it all)."""
-    return {"max_new_tokens": MAX_NEW_TOKENS, "temperature": TEMPERATURE, "chat_template": bool(sample.metadata["chat_template"])}
+    return {
+        "max_new_tokens": MAX_NEW_TOKENS,
+        "temperature": TEMPERATURE,
+        "chat_template": bool(sample.metadata["chat_template"]),
+    }
 
 
 def _percent(values: Sequence[float]) -> float | None:
     return round(100 * sum(values) / len(values), 2) if values else None
 
 
-def _official_avg(table: dict[str, dict[str, float | None]], lengths: Sequence[str]) -> dict[str, float | None]:
+def _official_avg(
+    table: dict[str, dict[str, float | None]], lengths: Sequence[str]
+) -> dict[str, float | None]:
     """``get_col_mean`` over the first five tasks per length: ``None`` (the official -1) unless all five have a score."""
     out: dict[str, float | None] = {}
     for length in lengths:
         col = [table.get(t, {}).get(length) for t in AVG_TASKS]
-        out[length] = None if any(v is None for v in col) else round(sum(v for v in col if v is not None) / len(col), 2)
+        out[length] = (
+            None
+            if any(v is None for v in col)
+            else round(sum(v for v in col if v is not None) / len(col), 2)
+        )
     return out
 
 
@@ -259,7 +384,9 @@ def score(pairs: Sequence[tuple[Sample, Any]], **_: Any) -> dict:
         read = m.as_read_back(text)
         missing += bool(text.strip()) and not read
         ok = 0.0 if pred.failed else m.babilong_match(read, target, task=task, question=question)
-        as_replied.append(0.0 if pred.failed else m.babilong_match(text, target, task=task, question=question))
+        as_replied.append(
+            0.0 if pred.failed else m.babilong_match(text, target, task=task, question=question)
+        )
         per_sample[sample.sample_id] = 100.0 * ok
         cells.setdefault(task, {}).setdefault(sample.metadata["length"], []).append(ok)
     tasks = [t for t in TASKS if t in cells]
@@ -269,7 +396,11 @@ def score(pairs: Sequence[tuple[Sample, Any]], **_: Any) -> dict:
         "overall": _percent([v / 100 for v in per_sample.values()]),
         "overall_as_replied": _percent(as_replied),
         "tasks": table,
-        "task_means": {t: round(sum(v for v in row.values() if v is not None) / len(row), 2) for t, row in table.items() if row},
+        "task_means": {
+            t: round(sum(v for v in row.values() if v is not None) / len(row), 2)
+            for t, row in table.items()
+            if row
+        },
         "lengths": {n: _percent([v for t in tasks for v in cells[t].get(n, [])]) for n in lengths},
         "avg_qa1_qa5": _official_avg(table, lengths),
         "n": len(pairs),

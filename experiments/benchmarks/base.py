@@ -99,10 +99,14 @@ class BenchmarkSpec:
             rag_prompt=functools.partial(self.rag_prompt, sample) if self.rag_prompt else None,
             **(self.protocol(sample) if self.protocol else {}),
         )
-        return dataclasses.replace(sample, question=dataclasses.replace(sample.question, protocol=protocol))
+        return dataclasses.replace(
+            sample, question=dataclasses.replace(sample.question, protocol=protocol)
+        )
 
 
-def macro_strata(key: Callable[[Sample], Any]) -> Callable[[Sequence[Sample]], tuple[dict[str, Any], dict[Any, float]]]:
+def macro_strata(
+    key: Callable[[Sample], Any],
+) -> Callable[[Sequence[Sample]], tuple[dict[str, Any], dict[Any, float]]]:
     """A ``strata`` rule for a headline that is the plain mean of the sub-set means (equal weights)."""
 
     def strata(samples: Sequence[Sample]) -> tuple[dict[str, Any], dict[Any, float]]:
@@ -122,7 +126,9 @@ def _benchmark(name: str, score: Callable[..., dict], **attrs: Any) -> Benchmark
 #:     def score(pairs, **options): ...
 #:
 #: Third-party benchmarks join through the ``longctx.benchmarks`` entry-point group.
-BENCHMARKS: Registry[BenchmarkSpec] = Registry("benchmark", group="longctx.benchmarks", make_entry=_benchmark)
+BENCHMARKS: Registry[BenchmarkSpec] = Registry(
+    "benchmark", group="longctx.benchmarks", make_entry=_benchmark
+)
 
 
 def data_root(benchmark_dir: str, path: str | os.PathLike | None = None) -> Path:
@@ -160,7 +166,9 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     try:
         if suffix == ".jsonl":
             with path.open(encoding="utf-8") as f:
-                return [_json(line, path, number) for number, line in enumerate(f, 1) if line.strip()]
+                return [
+                    _json(line, path, number) for number, line in enumerate(f, 1) if line.strip()
+                ]
         if suffix == ".json":
             with path.open(encoding="utf-8") as f:
                 data = _json(f.read(), path)
@@ -171,9 +179,13 @@ def read_records(path: Path) -> list[dict[str, Any]]:
             try:
                 return pq.read_table(path).to_pylist()
             except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
-                raise BenchmarkDataError(f"{path} is not a readable Parquet file ({' '.join(str(exc).split())[:200]})") from None
+                raise BenchmarkDataError(
+                    f"{path} is not a readable Parquet file ({' '.join(str(exc).split())[:200]})"
+                ) from None
         else:
-            raise ValueError(f"{path}: unsupported file type {suffix!r}; use one of {', '.join(RECORD_SUFFIXES)}")
+            raise ValueError(
+                f"{path}: unsupported file type {suffix!r}; use one of {', '.join(RECORD_SUFFIXES)}"
+            )
     except UnicodeDecodeError as exc:
         raise BenchmarkDataError(f"{path} is not UTF-8 text ({exc.reason})") from None
     if isinstance(data, Mapping) and isinstance(data.get("data"), list):
@@ -189,17 +201,25 @@ def _json(text: str, path: Path, line: int | None = None) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         where = f"line {line}" if line is not None else f"line {exc.lineno}"
-        raise BenchmarkDataError(f"{path}, {where}: not JSON ({exc.msg}, column {exc.colno})") from None
+        raise BenchmarkDataError(
+            f"{path}, {where}: not JSON ({exc.msg}, column {exc.colno})"
+        ) from None
     except RecursionError:
-        raise BenchmarkDataError(f"{path}{f', line {line}' if line else ''}: JSON nested too deep to read") from None
+        raise BenchmarkDataError(
+            f"{path}{f', line {line}' if line else ''}: JSON nested too deep to read"
+        ) from None
 
 
 def find_file(folder: Path, stem: str) -> Path | None:
     """The first ``folder/stem{.jsonl,.json,.parquet}`` that exists, or ``None``."""
-    return next((folder / f"{stem}{s}" for s in RECORD_SUFFIXES if (folder / f"{stem}{s}").is_file()), None)
+    return next(
+        (folder / f"{stem}{s}" for s in RECORD_SUFFIXES if (folder / f"{stem}{s}").is_file()), None
+    )
 
 
-def load_records(folder: Path, stem: str, *, hub: tuple[str, str | None, str] | None, what: str) -> list[dict[str, Any]]:
+def load_records(
+    folder: Path, stem: str, *, hub: tuple[str, str | None, str] | None, what: str
+) -> list[dict[str, Any]]:
     """Records from ``folder/stem.*``, else from the hub, else a clear :class:`BenchmarkDataError`.
 
     Args:
@@ -217,13 +237,17 @@ def load_records(folder: Path, stem: str, *, hub: tuple[str, str | None, str] | 
     return load_from_hub(*hub, what=what, expected=expected)
 
 
-def load_from_hub(repo_id: str, config: str | None, split: str, *, what: str, expected: Path) -> list[dict[str, Any]]:
+def load_from_hub(
+    repo_id: str, config: str | None, split: str, *, what: str, expected: Path
+) -> list[dict[str, Any]]:
     """Records from the Hugging Face hub through ``datasets``; fails fast with a clear error offline."""
     hint = f"Put the official file at {expected}, or install 'datasets' and go online."
     try:
         from datasets import load_dataset
     except ImportError:
-        raise BenchmarkDataError(f"{what}: no local file and the 'datasets' package is not installed. {hint}") from None
+        raise BenchmarkDataError(
+            f"{what}: no local file and the 'datasets' package is not installed. {hint}"
+        ) from None
     try:
         return list(load_dataset(repo_id, config, split=split))
     except Exception as exc:  # network, auth or missing-config errors all mean: not available here

@@ -14,7 +14,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.benchmarks.base import BENCHMARKS, BenchmarkDataError, Sample, data_root, macro_strata, read_records
+from experiments.benchmarks.base import (
+    BENCHMARKS,
+    BenchmarkDataError,
+    Sample,
+    data_root,
+    macro_strata,
+    read_records,
+)
 from experiments.metrics import corpusqa as m
 from experiments.metrics import judge as judge_mod
 from experiments.metrics.equivalence import equivalent
@@ -57,7 +64,9 @@ def split_prompt(content: str) -> tuple[list[str], str, str]:
     headers = list(_HEADER.finditer(content))
     question = _QUESTION.search(content, headers[-1].end() if headers else 0)
     if not headers or question is None:
-        raise ValueError("CorpusQA prompt lacks '# Document N:' headers or a '# Question:' section.")
+        raise ValueError(
+            "CorpusQA prompt lacks '# Document N:' headers or a '# Question:' section."
+        )
     bounds = [h.end() for h in headers] + [question.start()]
     starts = [h.start() for h in headers[1:]] + [question.start()]
     texts = [content[bounds[i] : starts[i]].removesuffix("\n\n") for i in range(len(headers))]
@@ -72,10 +81,15 @@ def _question_text(tail: str, fallback: str) -> str:
 
 
 def _sample(record: dict[str, Any], dataset: str, set_level: int | None) -> Sample:
-    content = "\n".join(msg["content"] for msg in record["prompt"] if msg.get("role", "user") == "user")
+    content = "\n".join(
+        msg["content"] for msg in record["prompt"] if msg.get("role", "user") == "user"
+    )
     texts, head, tail = split_prompt(content)
     sample_id = str(record["id"])
-    docs = [Document(doc_id=f"{sample_id}-{i + 1}", text=t, title=f"Document {i + 1}") for i, t in enumerate(texts)]
+    docs = [
+        Document(doc_id=f"{sample_id}-{i + 1}", text=t, title=f"Document {i + 1}")
+        for i, t in enumerate(texts)
+    ]
     req = _REQUIREMENTS.search(tail)
     return Sample(
         sample_id=sample_id,
@@ -101,7 +115,11 @@ def load(path: str | Path | None = None, *, datasets: Sequence[str] | None = Non
         datasets: File stems to keep (e.g. ``["financial_en_set1"]``); all when ``None``.
     """
     root = data_root("corpusqa", path)
-    files = sorted(p for p in root.glob("*") if p.suffix in (".jsonl", ".json", ".parquet")) if root.is_dir() else []
+    files = (
+        sorted(p for p in root.glob("*") if p.suffix in (".jsonl", ".json", ".parquet"))
+        if root.is_dir()
+        else []
+    )
     if datasets is not None:
         files = [f for f in files if f.stem in datasets]
     if not files:
@@ -112,13 +130,19 @@ def load(path: str | Path | None = None, *, datasets: Sequence[str] | None = Non
     samples = []
     for f in files:
         match = re.search(r"set(\d+)", f.stem)
-        samples += [_sample(r, f.stem, int(match.group(1)) if match else None) for r in read_records(f)]
+        samples += [
+            _sample(r, f.stem, int(match.group(1)) if match else None) for r in read_records(f)
+        ]
     return samples
 
 
 def prompt(sample: Sample, context: str | None = None) -> str:
     """The original user message, rebuilt from the documents (or ``context``) and the stored head and tail."""
-    docs = "".join(f"# Document {i + 1}:\n{d.text}\n\n" for i, d in enumerate(sample.corpus)) if context is None else context
+    docs = (
+        "".join(f"# Document {i + 1}:\n{d.text}\n\n" for i, d in enumerate(sample.corpus))
+        if context is None
+        else context
+    )
     return sample.metadata["prompt_head"] + docs + sample.metadata["prompt_tail"]
 
 
@@ -135,7 +159,9 @@ def _correct(sample: Sample, pred: Any, judge: Any) -> tuple[bool, bool]:
     if judge is None:
         return equivalent(answer, sample.answers[0]), False
     user = m.judge_user_prompt(sample.metadata["question"], answer, sample.answers[0])
-    reply = judge_mod.call_judge(judge, user, system=m.JUDGE_SYSTEM_PROMPT, params=judge_mod.CORPUSQA_JUDGE)
+    reply = judge_mod.call_judge(
+        judge, user, system=m.JUDGE_SYSTEM_PROMPT, params=judge_mod.CORPUSQA_JUDGE
+    )
     return m.judge_verdict(reply.text), reply.error is not None
 
 
@@ -161,8 +187,14 @@ def _accuracy(outcomes: Sequence[tuple[str, str, bool]]) -> dict[str, Any]:
     }
 
 
-@BENCHMARKS.register("corpusqa", version=VERSION, load=load, prompt=prompt, protocol=protocol,
-                     strata=macro_strata(lambda s: s.dataset))  # the headline is the macro mean over domains
+@BENCHMARKS.register(
+    "corpusqa",
+    version=VERSION,
+    load=load,
+    prompt=prompt,
+    protocol=protocol,
+    strata=macro_strata(lambda s: s.dataset),
+)  # the headline is the macro mean over domains
 def score(pairs: Sequence[tuple[Sample, Any]], *, judge: Any = None, **_: Any) -> dict:
     """Accuracy per domain, macro over domains (paper) and micro, x 100: ours and the official denominator.
 

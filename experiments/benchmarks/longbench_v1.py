@@ -24,14 +24,27 @@ VERSION = 1
 HUB_REPO = "THUDM/LongBench"
 
 #: Official ``dataset2prompt`` templates (``{context}``, ``{input}``), typos included.
-PROMPTS: dict[str, str] = json.loads(resources.files(__package__).joinpath("longbench_v1_prompts.json").read_text("utf-8"))
+PROMPTS: dict[str, str] = json.loads(
+    resources.files(__package__).joinpath("longbench_v1_prompts.json").read_text("utf-8")
+)
 
 #: Official ``dataset2maxlen``: max new tokens per dataset.
 MAX_NEW_TOKENS = {
     **dict.fromkeys(["narrativeqa", "qasper", "dureader", "samsum"], 128),
-    **dict.fromkeys(["multifieldqa_en", "multifieldqa_zh", "trec", "lsht", "lcc", "repobench-p"], 64),
     **dict.fromkeys(
-        ["hotpotqa", "2wikimqa", "musique", "triviaqa", "passage_count", "passage_retrieval_en", "passage_retrieval_zh"], 32
+        ["multifieldqa_en", "multifieldqa_zh", "trec", "lsht", "lcc", "repobench-p"], 64
+    ),
+    **dict.fromkeys(
+        [
+            "hotpotqa",
+            "2wikimqa",
+            "musique",
+            "triviaqa",
+            "passage_count",
+            "passage_retrieval_en",
+            "passage_retrieval_zh",
+        ],
+        32,
     ),
     **dict.fromkeys(["gov_report", "qmsum", "multi_news", "vcsum"], 512),
 }
@@ -114,19 +127,29 @@ def _sample(record: dict[str, Any], dataset: str, benchmark: str, index: int) ->
         sample_id=sample_id,
         benchmark=benchmark,
         dataset=base,
-        corpus=Corpus([Document(doc_id=f"{sample_id}-context", text=record["context"], title=base)]),
-        question=Question(text=text, instruction=INSTRUCTIONS[base], metadata={"sample_id": sample_id, "dataset": base}),
+        corpus=Corpus(
+            [Document(doc_id=f"{sample_id}-context", text=record["context"], title=base)]
+        ),
+        question=Question(
+            text=text,
+            instruction=INSTRUCTIONS[base],
+            metadata={"sample_id": sample_id, "dataset": base},
+        ),
         answers=tuple(str(a) for a in record["answers"]),
         metadata=metadata,
     )
 
 
-def _load(benchmark: str, known: Sequence[str], path: str | Path | None, datasets: Sequence[str] | None) -> list[Sample]:
+def _load(
+    benchmark: str, known: Sequence[str], path: str | Path | None, datasets: Sequence[str] | None
+) -> list[Sample]:
     folder = data_root("longbench", path)
     samples: list[Sample] = []
     for name in only_known(datasets, known, benchmark):
         config = f"{name}_e" if benchmark == "longbench_e" else name
-        records = load_records(folder, config, hub=(HUB_REPO, config, "test"), what=f"LongBench dataset {config!r}")
+        records = load_records(
+            folder, config, hub=(HUB_REPO, config, "test"), what=f"LongBench dataset {config!r}"
+        )
         samples += [_sample(r, config, benchmark, i) for i, r in enumerate(records)]
     return samples
 
@@ -141,7 +164,9 @@ def load(path: str | Path | None = None, *, datasets: Sequence[str] | None = Non
     return _load("longbench", DATASETS, path, datasets)
 
 
-def load_e(path: str | Path | None = None, *, datasets: Sequence[str] | None = None) -> list[Sample]:
+def load_e(
+    path: str | Path | None = None, *, datasets: Sequence[str] | None = None
+) -> list[Sample]:
     """LongBench-E samples from ``{dataset}_e.jsonl``, with ``length_bucket`` metadata."""
     return _load("longbench_e", LONGBENCH_E_DATASETS, path, datasets)
 
@@ -152,7 +177,10 @@ def prompt(sample: Sample, context: str | None = None) -> str:
     ``context`` replaces the item's own context: LongBench v1's retrieval runs fill the
     same template with the retrieved chunks joined in rank order (``retrieval/pred.py``).
     """
-    return PROMPTS[sample.dataset].format(context=sample.corpus[0].text if context is None else context, input=sample.metadata["input"])
+    return PROMPTS[sample.dataset].format(
+        context=sample.corpus[0].text if context is None else context,
+        input=sample.metadata["input"],
+    )
 
 
 #: Official ``model2maxlen`` budgets are the model window minus 500 (e.g. 31500 for 32k models).
@@ -178,8 +206,22 @@ def headline_strata(samples: Sequence[Sample]) -> tuple[dict[str, Any], dict[Any
     return keys, {d: 1 / (len(present) * len(names)) for names in present.values() for d in names}
 
 
-@BENCHMARKS.register("longbench_e", version=VERSION, load=load_e, prompt=prompt, protocol=protocol, strata=headline_strata)
-@BENCHMARKS.register("longbench", version=VERSION, load=load, prompt=prompt, protocol=protocol, strata=headline_strata)
+@BENCHMARKS.register(
+    "longbench_e",
+    version=VERSION,
+    load=load_e,
+    prompt=prompt,
+    protocol=protocol,
+    strata=headline_strata,
+)
+@BENCHMARKS.register(
+    "longbench",
+    version=VERSION,
+    load=load,
+    prompt=prompt,
+    protocol=protocol,
+    strata=headline_strata,
+)
 def score(pairs: Sequence[tuple[Sample, Any]], **_: Any) -> dict:
     """Official LongBench aggregation: dataset means x 100, category means, macro overall.
 
@@ -190,13 +232,19 @@ def score(pairs: Sequence[tuple[Sample, Any]], **_: Any) -> dict:
     per_bucket: dict[str, dict[str, list[float]]] = {}
     per_sample: dict[str, float] = {}
     for sample, pred in pairs:
-        s = m.score_item(sample.dataset, pred.text_or_empty, sample.answers, sample.metadata.get("all_classes"))
+        s = m.score_item(
+            sample.dataset, pred.text_or_empty, sample.answers, sample.metadata.get("all_classes")
+        )
         per_sample[sample.sample_id] = round(100 * s, 2)
         per_dataset.setdefault(sample.dataset, []).append(s)
         if "length_bucket" in sample.metadata:
-            per_bucket.setdefault(sample.dataset, {b: [] for b in m.LONGBENCH_E_BUCKETS})[sample.metadata["length_bucket"]].append(s)
+            per_bucket.setdefault(sample.dataset, {b: [] for b in m.LONGBENCH_E_BUCKETS})[
+                sample.metadata["length_bucket"]
+            ].append(s)
     datasets = {d: m.mean_percent(v) for d, v in per_dataset.items()}
-    categories = {c: m.macro_average({d: datasets.get(d) for d in names}) for c, names in CATEGORIES.items()}
+    categories = {
+        c: m.macro_average({d: datasets.get(d) for d in names}) for c, names in CATEGORIES.items()
+    }
     result = {
         "datasets": datasets,
         "categories": {c: v for c, v in categories.items() if v is not None},
@@ -208,5 +256,7 @@ def score(pairs: Sequence[tuple[Sample, Any]], **_: Any) -> dict:
     if per_bucket:
         buckets = {d: {b: m.mean_percent(v) for b, v in bs.items()} for d, bs in per_bucket.items()}
         result["length_buckets"] = buckets
-        result["bucket_averages"] = {b: m.macro_average({d: buckets[d][b] for d in buckets}) for b in m.LONGBENCH_E_BUCKETS}
+        result["bucket_averages"] = {
+            b: m.macro_average({d: buckets[d][b] for d in buckets}) for b in m.LONGBENCH_E_BUCKETS
+        }
     return result

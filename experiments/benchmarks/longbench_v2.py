@@ -34,7 +34,9 @@ PROMPT_0SHOT = (
 )
 
 #: Official ``prompts/0shot_rag.txt``; ``$DOC$`` holds ``Retrieved chunk {k}: {content}`` blocks.
-PROMPT_RAG = PROMPT_0SHOT.replace("Please read the following text and", "Please read the following retrieved text chunks and", 1)
+PROMPT_RAG = PROMPT_0SHOT.replace(
+    "Please read the following text and", "Please read the following retrieved text chunks and", 1
+)
 
 #: Official ``prompts/0shot_cot.txt``: the reasoning call (note "questions" and the curly apostrophe, as official).
 PROMPT_COT = (
@@ -70,16 +72,32 @@ def _sample(record: dict[str, Any], setting: str) -> Sample:
         sample_id=sample_id,
         benchmark="longbench_v2",
         dataset=str(record.get("domain") or "longbench_v2"),
-        corpus=Corpus([Document(doc_id=f"{sample_id}-context", text=record["context"], title=record.get("domain", ""))]),
+        corpus=Corpus(
+            [
+                Document(
+                    doc_id=f"{sample_id}-context",
+                    text=record["context"],
+                    title=record.get("domain", ""),
+                )
+            ]
+        ),
         question=Question(
-            text=record["question"], choices=choices, instruction=INSTRUCTION, metadata={"sample_id": sample_id}
+            text=record["question"],
+            choices=choices,
+            instruction=INSTRUCTION,
+            metadata={"sample_id": sample_id},
         ),
         answers=(str(record["answer"]),),
-        metadata={**{k: record.get(k) for k in ("domain", "sub_domain", "difficulty", "length")}, "setting": setting},
+        metadata={
+            **{k: record.get(k) for k in ("domain", "sub_domain", "difficulty", "length")},
+            "setting": setting,
+        },
     )
 
 
-def load(path: str | Path | None = None, *, datasets: Sequence[str] | None = None, setting: str = "0shot") -> list[Sample]:
+def load(
+    path: str | Path | None = None, *, datasets: Sequence[str] | None = None, setting: str = "0shot"
+) -> list[Sample]:
     """LongBench v2 samples from ``<path or $LONGCTX_DATA_DIR/longbench_v2>/data.json``.
 
     Args:
@@ -89,8 +107,12 @@ def load(path: str | Path | None = None, *, datasets: Sequence[str] | None = Non
             ``pred.py`` without or with ``--cot``.
     """
     if setting not in SETTINGS:
-        raise ValueError(f"LongBench v2: setting must be one of {', '.join(SETTINGS)}, got {setting!r}")
-    records = load_records(data_root("longbench_v2", path), "data", hub=(HUB_REPO, None, "train"), what="LongBench v2")
+        raise ValueError(
+            f"LongBench v2: setting must be one of {', '.join(SETTINGS)}, got {setting!r}"
+        )
+    records = load_records(
+        data_root("longbench_v2", path), "data", hub=(HUB_REPO, None, "train"), what="LongBench v2"
+    )
     samples = [_sample(r, setting) for r in records]
     return [s for s in samples if datasets is None or s.dataset in datasets]
 
@@ -119,20 +141,38 @@ def cot_answer_prompt(sample: Sample, reasoning: str) -> str:
 
 def rag_prompt(sample: Sample, chunks: Sequence[str]) -> str:
     """The official ``--rag`` prompt: chunks (already in ``c_idx`` order) as ``Retrieved chunk {k}: ...``."""
-    return _fill(PROMPT_RAG, sample, "\n\n".join(f"Retrieved chunk {k}: {c}" for k, c in enumerate(chunks, 1)))
+    return _fill(
+        PROMPT_RAG,
+        sample,
+        "\n\n".join(f"Retrieved chunk {k}: {c}" for k, c in enumerate(chunks, 1)),
+    )
 
 
 def protocol(sample: Sample) -> dict[str, Any]:
     """128 new tokens at temperature 0.1; prompts middle-truncated to 120,000 tokens; RAG chunks in
     document (``c_idx``) order; in the CoT setting a 1,024-token reasoning call comes first."""
-    settings: dict[str, Any] = {"max_new_tokens": MAX_NEW_TOKENS, "max_input_tokens": MAX_PROMPT_TOKENS, "temperature": TEMPERATURE,
-                                "rag_order": "document"}
+    settings: dict[str, Any] = {
+        "max_new_tokens": MAX_NEW_TOKENS,
+        "max_input_tokens": MAX_PROMPT_TOKENS,
+        "temperature": TEMPERATURE,
+        "rag_order": "document",
+    }
     if sample.metadata.get("setting") == "cot":
-        settings |= {"reasoning_max_new_tokens": COT_MAX_NEW_TOKENS, "answer_prompt": functools.partial(cot_answer_prompt, sample)}
+        settings |= {
+            "reasoning_max_new_tokens": COT_MAX_NEW_TOKENS,
+            "answer_prompt": functools.partial(cot_answer_prompt, sample),
+        }
     return settings
 
 
-@BENCHMARKS.register("longbench_v2", version=VERSION, load=load, prompt=prompt, protocol=protocol, rag_prompt=rag_prompt)
+@BENCHMARKS.register(
+    "longbench_v2",
+    version=VERSION,
+    load=load,
+    prompt=prompt,
+    protocol=protocol,
+    rag_prompt=rag_prompt,
+)
 def score(pairs: Sequence[tuple[Sample, Any]], **_: Any) -> dict:
     """Accuracy tables: ours (failed calls count as invalid) and the official one (failed dropped).
 
@@ -155,8 +195,12 @@ def score(pairs: Sequence[tuple[Sample, Any]], **_: Any) -> dict:
     return m.accuracy_table(judged) | {
         "compensated": m.accuracy_table(judged, compensated=True),
         "official_drops_failed": m.accuracy_table(judged, drop_failed=True),
-        "official_drops_failed_compensated": m.accuracy_table(judged, compensated=True, drop_failed=True),
+        "official_drops_failed_compensated": m.accuracy_table(
+            judged, compensated=True, drop_failed=True
+        ),
         "n_failed": sum(1 for j in judged if j.failed),
         "n_invalid": sum(1 for j in judged if j.choice is None),
-        "per_sample": {s.sample_id: 100.0 * (j.choice == j.gold) for (s, _), j in zip(pairs, judged)},
+        "per_sample": {
+            s.sample_id: 100.0 * (j.choice == j.gold) for (s, _), j in zip(pairs, judged)
+        },
     }

@@ -17,7 +17,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.benchmarks.base import BENCHMARKS, BenchmarkDataError, Sample, data_root, load_records, resolve_inside
+from experiments.benchmarks.base import (
+    BENCHMARKS,
+    BenchmarkDataError,
+    Sample,
+    data_root,
+    load_records,
+    resolve_inside,
+)
 from experiments.metrics import judge as judge_mod
 from experiments.metrics import loong as m
 from retrieval import Corpus, Document
@@ -38,11 +45,20 @@ _LEGAL_MATCHING = "阅读以上判决文书，我将给你若干份判决结果�
 
 
 def _financial(folder: Path, name: str, level: int, fix_titles: bool) -> tuple[str, str]:
-    if Path(name).name != name or name in ("", ".", ".."):  # a name, never a path: glob must stay in folder
-        raise BenchmarkDataError(f"Loong: financial document name {name!r} is a path, outside the data root {folder}.")
+    if Path(name).name != name or name in (
+        "",
+        ".",
+        "..",
+    ):  # a name, never a path: glob must stay in folder
+        raise BenchmarkDataError(
+            f"Loong: financial document name {name!r} is a path, outside the data root {folder}."
+        )
     pattern = f"*2024-{name}*.txt" if str(level).strip() != "4" else f"*{name}*.txt"
     # The official code takes glob(...)[0] in filesystem order; we sort so the choice is reproducible.
-    matches = [resolve_inside(folder, p.relative_to(folder), what="Loong") for p in sorted(folder.glob(pattern))]
+    matches = [
+        resolve_inside(folder, p.relative_to(folder), what="Loong")
+        for p in sorted(folder.glob(pattern))
+    ]
     if not matches:
         raise BenchmarkDataError(f"Loong: no financial report matching {folder / pattern}.")
     # Quirk: the official title is the file stem's last '-' part, which for the 2024 reports
@@ -51,7 +67,9 @@ def _financial(folder: Path, name: str, level: int, fix_titles: bool) -> tuple[s
     return f"《{title}》\n", matches[0].read_text(encoding="utf-8")
 
 
-def _document(root: Path, item: dict[str, Any], name: str, idx: int, legal: dict | None, fix_titles: bool) -> tuple[str, str, str]:
+def _document(
+    root: Path, item: dict[str, Any], name: str, idx: int, legal: dict | None, fix_titles: bool
+) -> tuple[str, str, str]:
     """(header, title, text) of one document, exactly as the official prompt shows it."""
     doc_type = item["type"]
     if doc_type == "financial":
@@ -71,14 +89,25 @@ def _document(root: Path, item: dict[str, Any], name: str, idx: int, legal: dict
         matching = item["level"] == 4 and _LEGAL_MATCHING in item["instruction"]
         text = record["content"] if matching else record["content"] + record["result"]
         return f"《判决文书{idx + 1}》\n", f"判决文书{idx + 1}", text
-    raise ValueError(f"Loong item {item.get('id')!r}: type must be one of {DOMAINS}, got {doc_type!r}")
+    raise ValueError(
+        f"Loong item {item.get('id')!r}: type must be one of {DOMAINS}, got {doc_type!r}"
+    )
 
 
-def _sample(root: Path, item: dict[str, Any], rng: random.Random, shuffle: bool, legal: dict | None, fix_titles: bool) -> Sample:
+def _sample(
+    root: Path,
+    item: dict[str, Any],
+    rng: random.Random,
+    shuffle: bool,
+    legal: dict | None,
+    fix_titles: bool,
+) -> Sample:
     docs = [_document(root, item, name, i, legal, fix_titles) for i, name in enumerate(item["doc"])]
     if shuffle and item.get("shuffle_doc", True):
         if item["type"] == "financial":
-            rng.shuffle(docs)  # the official code shuffles financial contents once before packing...
+            rng.shuffle(
+                docs
+            )  # the official code shuffles financial contents once before packing...
         rng.shuffle(docs)  # ...and every item's packed list once more
     sample_id = str(item["id"])
     documents = [
@@ -131,7 +160,11 @@ def load(
             raise BenchmarkDataError(f"Loong: legal items need {legal_path}.")
         legal = json.loads(legal_path.read_text(encoding="utf-8"))
     rng = random.Random(seed)
-    return [_sample(root, item, rng, shuffle, legal, fix_titles) for item in items if item["type"] in keep]
+    return [
+        _sample(root, item, rng, shuffle, legal, fix_titles)
+        for item in items
+        if item["type"] in keep
+    ]
 
 
 def docs_string(sample: Sample) -> str:
@@ -147,7 +180,11 @@ def prompt(sample: Sample, context: str | None = None) -> str:
     full-context baseline's middle truncation handles over-long prompts.
     """
     md = sample.metadata
-    text = md["prompt_template"].replace("{question}", sample.question.text).replace("{instruction}", md["instruction"])
+    text = (
+        md["prompt_template"]
+        .replace("{question}", sample.question.text)
+        .replace("{instruction}", md["instruction"])
+    )
     return text.replace("{docs}", docs_string(sample) if context is None else context)
 
 
@@ -160,7 +197,9 @@ def _bucket_stats(ratings: dict[str, list[float | None]], total: int) -> dict[st
     out = {}
     for key, values in ratings.items():
         stats = m.loong_stats(values).__dict__
-        stats["parse_success_rate_official"] = round(stats["n_effective"] / total, 4) if total else None
+        stats["parse_success_rate_official"] = (
+            round(stats["n_effective"] / total, 4) if total else None
+        )
         out[key] = stats
     return out
 
@@ -182,15 +221,25 @@ def score(pairs: Sequence[tuple[Sample, Any]], *, judge: Any = None, **_: Any) -
         ``by_domain``; each with avg score, perfect rate and parse-success rates.
     """
     if judge is None:
-        raise ValueError("Loong is scored by an LLM judge: pass judge=<LangChain chat model> (GPT-4 officially).")
+        raise ValueError(
+            "Loong is scored by an LLM judge: pass judge=<LangChain chat model> (GPT-4 officially)."
+        )
     groups: dict[str, list[float | None]] = {"overall": []}
     per_sample: dict[str, float | None] = {}
     errors = 0
     for sample, pred in pairs:
         md = sample.metadata
-        question = m.judge_question(md["prompt_template"], sample.question.text, md["instruction"], md["type"])
-        prediction = "" if pred.failed else pred.text_or_empty  # official: a failed generation is judged as ""
-        reply = judge_mod.call_judge(judge, m.judge_prompt(question, sample.answers[0], prediction), params=judge_mod.LOONG_JUDGE)
+        question = m.judge_question(
+            md["prompt_template"], sample.question.text, md["instruction"], md["type"]
+        )
+        prediction = (
+            "" if pred.failed else pred.text_or_empty
+        )  # official: a failed generation is judged as ""
+        reply = judge_mod.call_judge(
+            judge,
+            m.judge_prompt(question, sample.answers[0], prediction),
+            params=judge_mod.LOONG_JUDGE,
+        )
         errors += reply.error is not None
         rating = m.parse_rating(reply.text)
         per_sample[sample.sample_id] = rating

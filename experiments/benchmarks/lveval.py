@@ -13,7 +13,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.benchmarks.base import BENCHMARKS, Sample, data_root, find_file, load_records, macro_strata, only_known
+from experiments.benchmarks.base import (
+    BENCHMARKS,
+    Sample,
+    data_root,
+    find_file,
+    load_records,
+    macro_strata,
+    only_known,
+)
 from experiments.metrics import longbench_v1 as lb
 from experiments.metrics import lveval as m
 from retrieval import Corpus, Document
@@ -24,7 +32,9 @@ HUB_REPO = "infini-ai/LVEval"
 
 DATASETS = tuple(m.DATASET_METRIC)
 LENGTH_LEVELS = ("16k", "32k", "64k", "128k", "256k")
-CHINESE = frozenset({"multifieldqa_zh_mixup", "factrecall_zh", "cmrc_mixup", "lic_mixup", "dureader_mixup"})
+CHINESE = frozenset(
+    {"multifieldqa_zh_mixup", "factrecall_zh", "cmrc_mixup", "lic_mixup", "dureader_mixup"}
+)
 
 #: Official ``DATASET_MAXGEN``.
 MAX_NEW_TOKENS = {d: (16 if d.startswith("factrecall") else 64) for d in DATASETS}
@@ -56,7 +66,9 @@ def _sample(record: dict[str, Any], dataset: str, level: str, index: int) -> Sam
         sample_id=sample_id,
         benchmark="lveval",
         dataset=dataset,
-        corpus=Corpus([Document(doc_id=f"{sample_id}-context", text=record["context"], title=dataset)]),
+        corpus=Corpus(
+            [Document(doc_id=f"{sample_id}-context", text=record["context"], title=dataset)]
+        ),
         question=Question(
             text=record["input"],
             instruction=INSTRUCTION_ZH if dataset in CHINESE else INSTRUCTION_EN,
@@ -75,7 +87,10 @@ def _sample(record: dict[str, Any], dataset: str, level: str, index: int) -> Sam
 
 
 def load(
-    path: str | Path | None = None, *, datasets: Sequence[str] | None = None, lengths: Sequence[str] | None = None
+    path: str | Path | None = None,
+    *,
+    datasets: Sequence[str] | None = None,
+    lengths: Sequence[str] | None = None,
 ) -> list[Sample]:
     """LV-Eval samples from ``<path or $LONGCTX_DATA_DIR/lveval>/{dataset}_{level}.jsonl``.
 
@@ -90,14 +105,18 @@ def load(
         for level in only_known(lengths, LENGTH_LEVELS, "lveval"):
             name = f"{dataset}_{level}"
             folder = root / dataset if find_file(root / dataset, name) else root
-            records = load_records(folder, name, hub=(HUB_REPO, name, "test"), what=f"LV-Eval {name!r}")
+            records = load_records(
+                folder, name, hub=(HUB_REPO, name, "test"), what=f"LV-Eval {name!r}"
+            )
             samples += [_sample(r, dataset, level, i) for i, r in enumerate(records)]
     return samples
 
 
 def prompt(sample: Sample, context: str | None = None) -> str:
     """The official prompt of the sample's dataset around ``context`` (default: its whole context)."""
-    return PROMPTS[sample.dataset].format(context=sample.corpus[0].text if context is None else context, input=sample.question.text)
+    return PROMPTS[sample.dataset].format(
+        context=sample.corpus[0].text if context is None else context, input=sample.question.text
+    )
 
 
 #: The official loop truncates to the model's max length minus 500 (e.g. 31500).
@@ -106,11 +125,21 @@ WINDOW_RESERVE = 500
 
 def protocol(sample: Sample) -> dict[str, Any]:
     """``DATASET_MAXGEN`` (64; factrecall 16), greedy, window - 500 input budget."""
-    return {"max_new_tokens": MAX_NEW_TOKENS[sample.dataset], "window_reserve": WINDOW_RESERVE, "temperature": 0.0}
+    return {
+        "max_new_tokens": MAX_NEW_TOKENS[sample.dataset],
+        "window_reserve": WINDOW_RESERVE,
+        "temperature": 0.0,
+    }
 
 
-@BENCHMARKS.register("lveval", version=VERSION, load=load, prompt=prompt, protocol=protocol,
-                     strata=macro_strata(lambda s: (s.dataset, s.metadata["length_level"])))  # overall: mean of dataset x level cells
+@BENCHMARKS.register(
+    "lveval",
+    version=VERSION,
+    load=load,
+    prompt=prompt,
+    protocol=protocol,
+    strata=macro_strata(lambda s: (s.dataset, s.metadata["length_level"])),
+)  # overall: mean of dataset x level cells
 def score(pairs: Sequence[tuple[Sample, Any]], *, all_answers: bool = False, **_: Any) -> dict:
     """Official aggregation: mean x 100 per ``{dataset}_{level}``, pivoted dataset x level.
 
@@ -126,11 +155,26 @@ def score(pairs: Sequence[tuple[Sample, Any]], *, all_answers: bool = False, **_
     cells: dict[str, dict[str, list[float]]] = {}
     per_sample: dict[str, float] = {}
     for s, p in pairs:
-        value = m.score_item(s.dataset, p.text_or_empty, list(s.answers), s.metadata.get("answer_keywords"), all_answers=all_answers)
+        value = m.score_item(
+            s.dataset,
+            p.text_or_empty,
+            list(s.answers),
+            s.metadata.get("answer_keywords"),
+            all_answers=all_answers,
+        )
         per_sample[s.sample_id] = round(100 * value, 2)
         cells.setdefault(s.dataset, {}).setdefault(s.metadata["length_level"], []).append(value)
-    table = {d: {lv: lb.mean_percent(v) for lv, v in sorted(levels.items(), key=lambda kv: LENGTH_LEVELS.index(kv[0]))} for d, levels in cells.items()}
-    levels = {lv: lb.macro_average({d: table[d][lv] for d in table if lv in table[d]}) for lv in LENGTH_LEVELS}
+    table = {
+        d: {
+            lv: lb.mean_percent(v)
+            for lv, v in sorted(levels.items(), key=lambda kv: LENGTH_LEVELS.index(kv[0]))
+        }
+        for d, levels in cells.items()
+    }
+    levels = {
+        lv: lb.macro_average({d: table[d][lv] for d in table if lv in table[d]})
+        for lv in LENGTH_LEVELS
+    }
     flat = {f"{d}_{lv}": v for d, row in table.items() for lv, v in row.items()}
     return {
         "datasets": table,

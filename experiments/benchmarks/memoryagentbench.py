@@ -23,8 +23,21 @@ from pathlib import Path
 from typing import Any
 
 from experiments.benchmarks import memoryagentbench_prompts as p
-from experiments.benchmarks.base import BENCHMARKS, BenchmarkDataError, Sample, data_root, macro_strata, only_known
-from experiments.benchmarks.memoryagentbench_data import SPLITS, Item, parse_item, read_split, split_files
+from experiments.benchmarks.base import (
+    BENCHMARKS,
+    BenchmarkDataError,
+    Sample,
+    data_root,
+    macro_strata,
+    only_known,
+)
+from experiments.benchmarks.memoryagentbench_data import (
+    SPLITS,
+    Item,
+    parse_item,
+    read_split,
+    split_files,
+)
 from experiments.metrics import memoryagentbench as m
 from experiments.metrics import memoryagentbench_judge as mj
 from retrieval import Corpus, Document
@@ -68,11 +81,19 @@ def _configs() -> dict[str, Config]:
         "infbench_sum_eng_shots2": Config(lru, 1_200_000, 1200, 100, "llm_judge_f1"),
         "recsys_redial_full": Config(ttl, 1_480_000, 300, 1, "recsys_recall@5"),
     }
-    for name, shots in (("banking77", 5900), ("clinic150", 7050), ("nlu", 8296), ("trec_coarse", 6600), ("trec_fine", 6400)):
+    for name, shots in (
+        ("banking77", 5900),
+        ("clinic150", 7050),
+        ("nlu", 8296),
+        ("trec_coarse", 6600),
+        ("trec_fine", 6400),
+    ):
         table[f"icl_{name}_{shots}shot_balance"] = Config(ttl, 131_072, 20, 100, "exact_match")
     for hops in ("mh", "sh"):
         for size, length in (("6k", 6000), ("32k", 32_768), ("64k", 65_536), ("262k", 300_000)):
-            table[f"factconsolidation_{hops}_{size}"] = Config(cr, length, 10, 1, "substring_exact_match")
+            table[f"factconsolidation_{hops}_{size}"] = Config(
+                cr, length, 10, 1, "substring_exact_match"
+            )
     return table
 
 
@@ -84,11 +105,23 @@ DATASETS = tuple(CONFIGS)
 def memory_budget(source: str) -> int | None:
     """The tokens the reference long-context agent keeps of its memory for ``source`` (``None``: all of it)."""
     cfg = CONFIGS[source]
-    return cfg.context_max_length if REFERENCE_INPUT_LIMIT - cfg.max_new_tokens <= cfg.context_max_length + TRUNCATION_SLACK else None
+    return (
+        cfg.context_max_length
+        if REFERENCE_INPUT_LIMIT - cfg.max_new_tokens <= cfg.context_max_length + TRUNCATION_SLACK
+        else None
+    )
 
 
 def _samples(item: Item, position: int, entity_file: str | None) -> list[Sample]:
-    corpus = Corpus([Document(doc_id=f"{item.source}-{position}-context", text=item.context, title="memoryagentbench")])
+    corpus = Corpus(
+        [
+            Document(
+                doc_id=f"{item.source}-{position}-context",
+                text=item.context,
+                title="memoryagentbench",
+            )
+        ]
+    )
     cfg = CONFIGS[item.source]
     samples = []
     for qa in item.qas:
@@ -105,7 +138,13 @@ def _samples(item: Item, position: int, entity_file: str | None) -> list[Sample]
     return samples
 
 
-def load(path: str | Path | None = None, *, datasets: Sequence[str] | None = None, all_contexts: bool = False, hub: bool = True) -> list[Sample]:
+def load(
+    path: str | Path | None = None,
+    *,
+    datasets: Sequence[str] | None = None,
+    all_contexts: bool = False,
+    hub: bool = True,
+) -> list[Sample]:
     """MemoryAgentBench samples, one per question, from ``<path or $LONGCTX_DATA_DIR/memoryagentbench>``.
 
     Args:
@@ -115,9 +154,15 @@ def load(path: str | Path | None = None, *, datasets: Sequence[str] | None = Non
         hub: Try the hub for a split that is not on disk.
     """
     root = data_root("memoryagentbench", path)
-    wanted = only_known(datasets, DATASETS, "memoryagentbench") if datasets is not None else list(DATASETS)
+    wanted = (
+        only_known(datasets, DATASETS, "memoryagentbench")
+        if datasets is not None
+        else list(DATASETS)
+    )
     splits = [s for s in SPLITS if any(CONFIGS[d].split == s for d in wanted)]
-    if datasets is None:  # every split present on disk; the hub only for a selection that asks for it
+    if (
+        datasets is None
+    ):  # every split present on disk; the hub only for a selection that asks for it
         splits = [s for s in splits if split_files(root, s)] or splits
     counts: dict[str, int] = {}
     samples: list[Sample] = []
@@ -127,7 +172,9 @@ def load(path: str | Path | None = None, *, datasets: Sequence[str] | None = Non
             if item.source not in wanted:
                 continue
             if CONFIGS[item.source].split != split:
-                raise BenchmarkDataError(f"MemoryAgentBench {where}: field 'metadata.source' {item.source!r} belongs to split {CONFIGS[item.source].split}")
+                raise BenchmarkDataError(
+                    f"MemoryAgentBench {where}: field 'metadata.source' {item.source!r} belongs to split {CONFIGS[item.source].split}"
+                )
             position = counts.get(item.source, 0)
             counts[item.source] = position + 1
             if not all_contexts and position >= CONFIGS[item.source].max_contexts:
@@ -135,14 +182,18 @@ def load(path: str | Path | None = None, *, datasets: Sequence[str] | None = Non
             entity = _entity_file(root, item) if "recsys" in item.source else None
             samples += _samples(item, position, entity)
     if not samples:
-        raise BenchmarkDataError(f"MemoryAgentBench: no records of {', '.join(wanted)} in {root}; see docs/benchmarks-data.md.")
+        raise BenchmarkDataError(
+            f"MemoryAgentBench: no records of {', '.join(wanted)} in {root}; see docs/benchmarks-data.md."
+        )
     return samples
 
 
 def _entity_file(root: Path, item: Item) -> str:
     path = root / ENTITY_FILE
     if not path.is_file():
-        raise BenchmarkDataError(f"MemoryAgentBench {item.where}: {item.source} is scored against movie names: put ReDial's {ENTITY_FILE} in {root}.")
+        raise BenchmarkDataError(
+            f"MemoryAgentBench {item.where}: {item.source} is scored against movie names: put ReDial's {ENTITY_FILE} in {root}."
+        )
     return str(path)
 
 
@@ -160,7 +211,10 @@ def _memory(source: str, context: str) -> str:
 
 def prompt(sample: Sample, context: str | None = None) -> str:
     """The long-context agent's user turn: the memorized context (or ``context``), a newline, the query."""
-    return p.long_context_message(_memory(sample.dataset, sample.corpus[0].text if context is None else context), sample.question.text)
+    return p.long_context_message(
+        _memory(sample.dataset, sample.corpus[0].text if context is None else context),
+        sample.question.text,
+    )
 
 
 def rag_prompt(sample: Sample, chunks: Sequence[str]) -> str:
@@ -170,7 +224,12 @@ def rag_prompt(sample: Sample, chunks: Sequence[str]) -> str:
 
 def protocol(sample: Sample) -> dict[str, Any]:
     """``generation_max_length`` of the sub-dataset's config at the agents' temperature 0.7, their system turn; RAG chunks in rank order."""
-    return {"max_new_tokens": CONFIGS[sample.dataset].max_new_tokens, "temperature": TEMPERATURE, "rag_order": "rank", "system": p.system_message()}
+    return {
+        "max_new_tokens": CONFIGS[sample.dataset].max_new_tokens,
+        "temperature": TEMPERATURE,
+        "rag_order": "rank",
+        "system": p.system_message(),
+    }
 
 
 def _judged(sample: Sample, text: str, judge: Any) -> tuple[float | None, bool]:
@@ -178,22 +237,40 @@ def _judged(sample: Sample, text: str, judge: Any) -> tuple[float | None, bool]:
     meta = sample.metadata
     if "longmemeval" in sample.dataset:
         abstention = "_abs" in str(meta.get("question_id") or "")
-        reply = mj.judge_longmemeval(judge, meta.get("question_type") or "", meta["question"], meta["gold"], text, abstention=abstention)
+        reply = mj.judge_longmemeval(
+            judge,
+            meta.get("question_type") or "",
+            meta["question"],
+            meta["gold"],
+            text,
+            abstention=abstention,
+        )
         return float(mj.longmemeval_verdict(reply.text)), reply.error is not None
     gold = meta["gold"]
     expert = gold[0] if isinstance(gold, list) else gold
-    result = mj.judge_summary(judge, text, list(meta.get("keypoints") or []), expert if isinstance(expert, str) else str(expert))
+    result = mj.judge_summary(
+        judge,
+        text,
+        list(meta.get("keypoints") or []),
+        expert if isinstance(expert, str) else str(expert),
+    )
     return result.f1, result.error is not None
 
 
-def item_metrics(sample: Sample, text: str, judge: Any = None) -> tuple[dict[str, float], float | None, bool]:
+def item_metrics(
+    sample: Sample, text: str, judge: Any = None
+) -> tuple[dict[str, float], float | None, bool]:
     """(official metrics, headline 0-1 or ``None`` if the official script drops it, judge error) of one reply."""
-    names = movie_names(sample.metadata["entity_file"]) if sample.metadata.get("entity_file") else None
+    names = (
+        movie_names(sample.metadata["entity_file"]) if sample.metadata.get("entity_file") else None
+    )
     values = m.post_process(text, sample.metadata["gold"], sample.dataset, movie_names=names)
     headline = CONFIGS[sample.dataset].headline
     if not headline.startswith("llm_judge"):
         return values, values[headline], False
-    if judge is None:  # no judge: a declared fallback, substring match (LongMemEval) or token F1 (InfBench-Sum)
+    if (
+        judge is None
+    ):  # no judge: a declared fallback, substring match (LongMemEval) or token F1 (InfBench-Sum)
         return values, values["substring_exact_match" if headline == "llm_judge" else "f1"], False
     score, error = _judged(sample, text, judge)
     return values | {headline: score if score is not None else 0.0}, score, error
@@ -204,7 +281,13 @@ def _mean(values: Sequence[float]) -> float | None:
 
 
 @BENCHMARKS.register(
-    "memoryagentbench", version=VERSION, load=load, prompt=prompt, protocol=protocol, rag_prompt=rag_prompt, strata=macro_strata(lambda s: s.dataset)
+    "memoryagentbench",
+    version=VERSION,
+    load=load,
+    prompt=prompt,
+    protocol=protocol,
+    rag_prompt=rag_prompt,
+    strata=macro_strata(lambda s: s.dataset),
 )  # the headline is the macro mean over sub-datasets
 def score(pairs: Sequence[tuple[Sample, Any]], *, judge: Any = None, **_: Any) -> dict:
     """Each sub-dataset's official headline x 100 (README metric table), every metric's mean, per competency and overall.
@@ -242,7 +325,12 @@ def score(pairs: Sequence[tuple[Sample, Any]], *, judge: Any = None, **_: Any) -
             cell.setdefault(key, []).append(float(value))
     heads = {d: h for d, cell in per_dataset.items() if (h := _mean(cell["headline"])) is not None}
     datasets: dict[str, dict[str, Any]] = {
-        d: {k: _mean(v) for k, v in cell.items()} | {"metric": CONFIGS[d].headline, "n": len(cell["headline"]), "official": _mean(official.get(d, []))}
+        d: {k: _mean(v) for k, v in cell.items()}
+        | {
+            "metric": CONFIGS[d].headline,
+            "n": len(cell["headline"]),
+            "official": _mean(official.get(d, [])),
+        }
         for d, cell in per_dataset.items()
     }
     splits = {s: [h for d, h in heads.items() if CONFIGS[d].split == s] for s in SPLITS}
@@ -251,7 +339,9 @@ def score(pairs: Sequence[tuple[Sample, Any]], *, judge: Any = None, **_: Any) -
         "overall": round(sum(heads.values()) / len(heads), 2) if heads else None,
         "competencies": {s: round(sum(v) / len(v), 2) for s, v in splits.items() if v},
         "datasets": datasets,
-        "official_drops_failed": {"overall": round(sum(answered) / len(answered), 2) if answered else None},
+        "official_drops_failed": {
+            "overall": round(sum(answered) / len(answered), 2) if answered else None
+        },
         "n": len(pairs),
         "n_failed": sum(1 for _, p in pairs if p.failed),
         "n_judge_errors": errors,

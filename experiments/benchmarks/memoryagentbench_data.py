@@ -19,7 +19,12 @@ from typing import Any
 from experiments.benchmarks.base import BenchmarkDataError, find_file, load_from_hub, read_records
 
 HUB_REPO = "ai-hyz/MemoryAgentBench"
-SPLITS = ("Accurate_Retrieval", "Test_Time_Learning", "Long_Range_Understanding", "Conflict_Resolution")
+SPLITS = (
+    "Accurate_Retrieval",
+    "Test_Time_Learning",
+    "Long_Range_Understanding",
+    "Conflict_Resolution",
+)
 
 
 @dataclass(frozen=True)
@@ -60,8 +65,12 @@ def read_split(root: Path, split: str, *, hub: bool) -> list[tuple[str, dict[str
         return [(f"{f}: record {i}", r) for f in files for i, r in enumerate(read_records(f))]
     expected = root / f"{split}.{{jsonl,json,parquet}}"
     if not hub:
-        raise BenchmarkDataError(f"MemoryAgentBench {split}: no local file {expected} (or {root / 'data'}/{split}-*.parquet); see docs/benchmarks-data.md.")
-    records = load_from_hub(HUB_REPO, None, split, what=f"MemoryAgentBench {split}", expected=expected)
+        raise BenchmarkDataError(
+            f"MemoryAgentBench {split}: no local file {expected} (or {root / 'data'}/{split}-*.parquet); see docs/benchmarks-data.md."
+        )
+    records = load_from_hub(
+        HUB_REPO, None, split, what=f"MemoryAgentBench {split}", expected=expected
+    )
     return [(f"{HUB_REPO} {split}: record {i}", r) for i, r in enumerate(records)]
 
 
@@ -79,7 +88,14 @@ def _field(where: str, name: str, problem: str) -> BenchmarkDataError:
 def _answer_ok(answer: Any) -> bool:
     if isinstance(answer, str):
         return True
-    return isinstance(answer, list) and bool(answer) and all(isinstance(a, str) or (isinstance(a, list) and all(isinstance(b, str) for b in a)) for a in answer)
+    return (
+        isinstance(answer, list)
+        and bool(answer)
+        and all(
+            isinstance(a, str) or (isinstance(a, list) and all(isinstance(b, str) for b in a))
+            for a in answer
+        )
+    )
 
 
 def parse_item(record: Any, where: str) -> Item:
@@ -89,7 +105,9 @@ def parse_item(record: Any, where: str) -> Item:
     one question (the first, or empty) with the whole answer list as its gold.
     """
     if not isinstance(record, Mapping):
-        raise BenchmarkDataError(f"MemoryAgentBench {where}: a record must be an object, got {type(record).__name__}")
+        raise BenchmarkDataError(
+            f"MemoryAgentBench {where}: a record must be an object, got {type(record).__name__}"
+        )
     context = record.get("context")
     if not isinstance(context, str) or not context.strip():
         raise _field(where, "context", "must be a non-empty string")
@@ -103,8 +121,12 @@ def parse_item(record: Any, where: str) -> Item:
     if not all(isinstance(q, str) for q in questions):
         raise _field(where, "questions", "must be a string or a list of strings")
     if not answers or not all(_answer_ok(a) for a in answers):
-        raise _field(where, "answers", "must be a non-empty list of strings (or of lists of strings)")
-    lists = {k: _as_list(metadata.get(k)) for k in ("question_ids", "question_types", "qa_pair_ids")}
+        raise _field(
+            where, "answers", "must be a non-empty list of strings (or of lists of strings)"
+        )
+    lists = {
+        k: _as_list(metadata.get(k)) for k in ("question_ids", "question_types", "qa_pair_ids")
+    }
 
     def at(key: str, i: int) -> str | None:
         values = lists[key]
@@ -114,5 +136,10 @@ def parse_item(record: Any, where: str) -> Item:
         pairs = list(zip(questions, answers))
     else:
         pairs = [(questions[0] if questions else "", answers)]
-    qas = tuple(QA(q, a, i, at("question_ids", i), at("question_types", i), at("qa_pair_ids", i)) for i, (q, a) in enumerate(pairs))
-    return Item(source=source.strip(), context=context, qas=qas, metadata=dict(metadata), where=where)
+    qas = tuple(
+        QA(q, a, i, at("question_ids", i), at("question_types", i), at("qa_pair_ids", i))
+        for i, (q, a) in enumerate(pairs)
+    )
+    return Item(
+        source=source.strip(), context=context, qas=qas, metadata=dict(metadata), where=where
+    )

@@ -86,7 +86,9 @@ def chunk_context(text: str, chunk_size: int = CHUNK_SIZE) -> list[str]:
 def memorize(source: str, chunk: str, time_stamp: str = TIME_STAMP) -> str:
     """One chunk in the sub-dataset's ``memorize`` template."""
     form = template(source, "memorize")
-    return form.format(context=chunk, **({"time_stamp": time_stamp} if "{time_stamp}" in form else {}))
+    return form.format(
+        context=chunk, **({"time_stamp": time_stamp} if "{time_stamp}" in form else {})
+    )
 
 
 def query(source: str, question: str, agent: str = "long_context_agent") -> str:
@@ -94,7 +96,9 @@ def query(source: str, question: str, agent: str = "long_context_agent") -> str:
     return template(source, agent).format(question=question)
 
 
-def memorized_context(source: str, context: str, max_tokens: int | None, chunk_size: int = CHUNK_SIZE) -> str:
+def memorized_context(
+    source: str, context: str, max_tokens: int | None, chunk_size: int = CHUNK_SIZE
+) -> str:
     """The long-context agent's memory: memorized chunks joined by newlines, cut to its last ``max_tokens`` tokens."""
     text = "\n".join(memorize(source, c) for c in chunk_context(context, chunk_size)).strip()
     if max_tokens is not None:
@@ -115,5 +119,8 @@ def rag_message(source: str, chunks: Sequence[str], question: str) -> str:
     A chunk's sentences are joined by single spaces first, as the official chunker joins them
     (a chunk it made already is unchanged by this).
     """
-    blocks = "\n".join(f"Memory {i + 1}:\n{memorize(source, ' '.join(sentences(c)))}\n" for i, c in enumerate(chunks))
+    blocks = "\n".join(
+        f"Memory {i + 1}:\n{memorize(source, ' '.join(sentences(c)))}\n"
+        for i, c in enumerate(chunks)
+    )
     return blocks + "\n" + query(source, question, "rag_agent")

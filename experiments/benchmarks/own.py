@@ -71,7 +71,9 @@ def read_questions(path: str | Path) -> list[dict[str, Any]]:
         seen.add(row["id"])
         kind = str(row.get("answer_type") or "").strip() or None
         if kind is not None and kind not in ANSWER_TYPES:
-            raise BenchmarkDataError(f"{path}, row {i}: answer_type must be one of {ANSWER_TYPES}, got {kind!r}")
+            raise BenchmarkDataError(
+                f"{path}, row {i}: answer_type must be one of {ANSWER_TYPES}, got {kind!r}"
+            )
         row["answer_type"] = kind
     return rows
 
@@ -94,17 +96,31 @@ def csv_rows(path: Path) -> list[dict[str, Any]]:
                 rows.append(dict(row))
                 start = reader.line_num + 1
         except csv.Error as exc:
-            what = f"a quote opened on line {start} is never closed" if "end of data" in str(exc) else f"line {start}: {exc}"
+            what = (
+                f"a quote opened on line {start} is never closed"
+                if "end of data" in str(exc)
+                else f"line {start}: {exc}"
+            )
             raise BenchmarkDataError(f"{path} is not well-formed CSV: {what}") from None
     return rows
 
 
-def load(path: str | Path | None = None, *, corpus: str | Path | None = None, show_progress: bool = False, **_: Any) -> list[Sample]:
+def load(
+    path: str | Path | None = None,
+    *,
+    corpus: str | Path | None = None,
+    show_progress: bool = False,
+    **_: Any,
+) -> list[Sample]:
     """One sample per question of the file at ``path``, all over the corpus at ``corpus``."""
     if path is None or corpus is None:
-        raise BenchmarkDataError("Your own run needs a questions file and a corpus: --questions FILE --corpus PATH.")
+        raise BenchmarkDataError(
+            "Your own run needs a questions file and a corpus: --questions FILE --corpus PATH."
+        )
     rows = read_questions(path)
-    documents = Corpus.from_path(corpus, show_progress=show_progress)  # one object: indexed once for every question
+    documents = Corpus.from_path(
+        corpus, show_progress=show_progress
+    )  # one object: indexed once for every question
     samples = []
     for row in rows:
         gold = str(row.get("answer") or "").strip()
@@ -114,9 +130,17 @@ def load(path: str | Path | None = None, *, corpus: str | Path | None = None, sh
                 benchmark="own",
                 dataset=Path(path).stem,
                 corpus=documents,
-                question=Question(text=str(row["question"]).strip(), instruction=INSTRUCTION, metadata={"sample_id": row["id"]}),
+                question=Question(
+                    text=str(row["question"]).strip(),
+                    instruction=INSTRUCTION,
+                    metadata={"sample_id": row["id"]},
+                ),
                 answers=(gold,) if gold else (),
-                metadata={"answer_type": row["answer_type"], "question": str(row["question"]).strip(), "corpus_path": str(corpus)},
+                metadata={
+                    "answer_type": row["answer_type"],
+                    "question": str(row["question"]).strip(),
+                    "corpus_path": str(corpus),
+                },
             )
         )
     return samples
@@ -124,8 +148,15 @@ def load(path: str | Path | None = None, *, corpus: str | Path | None = None, sh
 
 def prompt(sample: Sample, context: str | None = None) -> str:
     """Our full-context prompt: the documents (or ``context``), the question, the output rule."""
-    docs = "\n\n".join(DOCUMENT_TEMPLATE.format(i=i, title=d.title, text=d.text) for i, d in enumerate(sample.corpus, 1))
-    return PROMPT_TEMPLATE.format(docs=docs if context is None else context, question=sample.question.text, instruction=INSTRUCTION)
+    docs = "\n\n".join(
+        DOCUMENT_TEMPLATE.format(i=i, title=d.title, text=d.text)
+        for i, d in enumerate(sample.corpus, 1)
+    )
+    return PROMPT_TEMPLATE.format(
+        docs=docs if context is None else context,
+        question=sample.question.text,
+        instruction=INSTRUCTION,
+    )
 
 
 def extract(reply: str) -> str:
@@ -139,14 +170,25 @@ def correct(sample: Sample, prediction: str, judge: Any = None) -> tuple[Match, 
     ``experiments.metrics.answer_match`` (exact, typed, or the gold phrase as whole tokens)."""
     gold, answer = sample.answers[0], extract(prediction)
     if judge is not None:
-        reply = judge_mod.call_judge(judge, cq.judge_user_prompt(sample.metadata["question"], answer, gold), system=cq.JUDGE_SYSTEM_PROMPT,
-                                   params=judge_mod.CORPUSQA_JUDGE)
+        reply = judge_mod.call_judge(
+            judge,
+            cq.judge_user_prompt(sample.metadata["question"], answer, gold),
+            system=cq.JUDGE_SYSTEM_PROMPT,
+            params=judge_mod.CORPUSQA_JUDGE,
+        )
         ok = cq.judge_verdict(reply.text)
         return Match(ok, "judge" if ok else None), reply.error is not None
-    return match_answer(answer, gold, answer_type=sample.metadata.get("answer_type"), question=sample.metadata.get("question")), False
+    return match_answer(
+        answer,
+        gold,
+        answer_type=sample.metadata.get("answer_type"),
+        question=sample.metadata.get("question"),
+    ), False
 
 
-@BENCHMARKS.register("own", version=VERSION, load=load, prompt=prompt, shared_first=True)  # our prompts: shared text first
+@BENCHMARKS.register(
+    "own", version=VERSION, load=load, prompt=prompt, shared_first=True
+)  # our prompts: shared text first
 def score(pairs: Sequence[tuple[Sample, Any]], *, judge: Any = None, **_: Any) -> dict:
     """Accuracy over the questions with a gold answer (x100); the others are counted as unscored.
 
@@ -163,7 +205,11 @@ def score(pairs: Sequence[tuple[Sample, Any]], *, judge: Any = None, **_: Any) -
         if not sample.answers:
             per_sample[sample.sample_id] = None
             continue
-        verdict, err = (Match(False, None), False) if pred.failed else correct(sample, pred.text_or_empty, judge)
+        verdict, err = (
+            (Match(False, None), False)
+            if pred.failed
+            else correct(sample, pred.text_or_empty, judge)
+        )
         errors += err
         per_sample[sample.sample_id] = 100.0 * verdict.correct
         rules[sample.sample_id] = verdict.rule

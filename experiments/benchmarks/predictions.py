@@ -53,12 +53,21 @@ def final_reply(row: Mapping[str, Any]) -> str | None:
     """The whole final reply a result row's steps keep where its prediction was extracted from it
     (the ``reply`` of its last step carrying one: MemAgent's ``final_answer``, also as Self-Route's
     fallback leg), else ``None``."""
-    return next((s["reply"] for s in reversed(row.get("steps") or []) if isinstance(s, Mapping) and isinstance(s.get("reply"), str)), None)
+    return next(
+        (
+            s["reply"]
+            for s in reversed(row.get("steps") or [])
+            if isinstance(s, Mapping) and isinstance(s.get("reply"), str)
+        ),
+        None,
+    )
 
 
 def row_prediction(row: Mapping[str, Any]) -> Prediction:
     """A result row (``results.jsonl``) as the :class:`Prediction` its benchmark scores."""
-    return Prediction(str(row["sample_id"]), row.get("prediction"), row.get("error"), final_reply(row))
+    return Prediction(
+        str(row["sample_id"]), row.get("prediction"), row.get("error"), final_reply(row)
+    )
 
 
 def _as_prediction(item: Any) -> tuple[Sample | None, Prediction]:
@@ -70,7 +79,9 @@ def _as_prediction(item: Any) -> tuple[Sample | None, Prediction]:
         sample = key if isinstance(key, Sample) else None
         sample_id = key.sample_id if isinstance(key, Sample) else str(key)
         if text is not None and not isinstance(text, str):
-            raise TypeError(f"Prediction for {sample_id!r} is a {type(text).__name__}; expected str or None (failed).")
+            raise TypeError(
+                f"Prediction for {sample_id!r} is a {type(text).__name__}; expected str or None (failed)."
+            )
         return sample, Prediction(sample_id, text, error)
     raise TypeError(
         f"Cannot read a prediction from {type(item).__name__}; give Prediction objects, "
@@ -78,7 +89,9 @@ def _as_prediction(item: Any) -> tuple[Sample | None, Prediction]:
     )
 
 
-def pair_predictions(predictions: Any, samples: Iterable[Sample] | None = None) -> list[tuple[Sample, Prediction]]:
+def pair_predictions(
+    predictions: Any, samples: Iterable[Sample] | None = None
+) -> list[tuple[Sample, Prediction]]:
     """Match every prediction to its sample.
 
     Args:
@@ -96,7 +109,11 @@ def pair_predictions(predictions: Any, samples: Iterable[Sample] | None = None) 
         sample, pred = _as_prediction(tuple(item) if isinstance(item, list) else item)
         if sample is None:
             if pred.sample_id not in by_id:
-                hint = "pass samples=load_benchmark(...)" if not by_id else "is it from another benchmark or subset?"
+                hint = (
+                    "pass samples=load_benchmark(...)"
+                    if not by_id
+                    else "is it from another benchmark or subset?"
+                )
                 raise KeyError(f"No sample with id {pred.sample_id!r} ({hint}).")
             sample = by_id[pred.sample_id]
         if pred.sample_id in seen:

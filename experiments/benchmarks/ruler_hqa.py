@@ -18,7 +18,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.benchmarks.base import BENCHMARKS, BenchmarkDataError, Sample, data_root, find_file, load_records, only_known
+from experiments.benchmarks.base import (
+    BENCHMARKS,
+    BenchmarkDataError,
+    Sample,
+    data_root,
+    find_file,
+    load_records,
+    only_known,
+)
 from experiments.metrics import ruler_hqa as m
 from retrieval import Corpus, Document
 from retrieval.contract import Question
@@ -35,7 +43,10 @@ HOTPOTQA_DEV = "hotpotqa_dev.json"
 
 INSTRUCTION = 'Format your response as follows: "Therefore, the answer is (insert answer here)".'
 #: ``utils/openai_api.py`` ``template_0shot`` (placeholders ``$DOC$`` and ``$Q$``), the full-context baselines' prompt.
-PROMPT = "Please read the following text and answer the question below.\n\n<text>\n$DOC$\n</text>\n\n$Q$\n\n" + INSTRUCTION
+PROMPT = (
+    "Please read the following text and answer the question below.\n\n<text>\n$DOC$\n</text>\n\n$Q$\n\n"
+    + INSTRUCTION
+)
 #: ``utils/envs.py``: ``MAX_INPUT_LEN`` 120000 (middle-truncated), ``MAX_OUTPUT_LEN`` 10000.
 MAX_INPUT_TOKENS = 120_000
 MAX_NEW_TOKENS = 10_000
@@ -46,7 +57,9 @@ TEMPERATURE = 0.7
 def hotpotqa_paragraphs(path: Path) -> list[str]:
     """``read_hotpotqa``'s document pool: every ``"title\\ntext"`` paragraph of the file, unique and sorted."""
     data = json.loads(path.read_text(encoding="utf-8"))
-    return sorted({f"{title}\n{''.join(sentences)}" for item in data for title, sentences in item["context"]})
+    return sorted(
+        {f"{title}\n{''.join(sentences)}" for item in data for title, sentences in item["context"]}
+    )
 
 
 def _context(record: dict[str, Any], pool: list[str] | None, what: str) -> str:
@@ -54,7 +67,9 @@ def _context(record: dict[str, Any], pool: list[str] | None, what: str) -> str:
     if isinstance(context, str):
         return context
     assert pool is not None  # load() read it for any file holding index records
-    bad = next((idx for idx in context if not isinstance(idx, int) or not 0 <= idx < len(pool)), None)
+    bad = next(
+        (idx for idx in context if not isinstance(idx, int) or not 0 <= idx < len(pool)), None
+    )
     if bad is not None:
         raise BenchmarkDataError(
             f"{what}: document index {bad!r} is not among the {len(pool)} paragraphs of {HOTPOTQA_DEV}; is it HotpotQA's distractor dev set?"
@@ -86,16 +101,24 @@ def load(path: str | Path | None = None, *, datasets: Sequence[str] | None = Non
             known stem present in the folder.
     """
     folder = data_root("ruler_hqa", path)
-    stems = only_known(datasets, DATASETS, "ruler_hqa") if datasets is not None else [d for d in DATASETS if find_file(folder, d)]
+    stems = (
+        only_known(datasets, DATASETS, "ruler_hqa")
+        if datasets is not None
+        else [d for d in DATASETS if find_file(folder, d)]
+    )
     if not stems:
-        raise BenchmarkDataError(f"RULER-HotpotQA: no eval_{{N}}.json in {folder} (N in {', '.join(map(str, LENGTHS))}); see docs/benchmarks-data.md.")
+        raise BenchmarkDataError(
+            f"RULER-HotpotQA: no eval_{{N}}.json in {folder} (N in {', '.join(map(str, LENGTHS))}); see docs/benchmarks-data.md."
+        )
     pool: list[str] | None = None
     samples: list[Sample] = []
     for stem in stems:
         records = load_records(folder, stem, hub=None, what=f"RULER-HotpotQA {stem!r}")
         if pool is None and any(not isinstance(r["context"], str) for r in records):
             if not (folder / HOTPOTQA_DEV).is_file():
-                raise BenchmarkDataError(f"RULER-HotpotQA {stem!r} lists document indices: put HotpotQA's {HOTPOTQA_DEV} in {folder}.")
+                raise BenchmarkDataError(
+                    f"RULER-HotpotQA {stem!r} lists document indices: put HotpotQA's {HOTPOTQA_DEV} in {folder}."
+                )
             pool = hotpotqa_paragraphs(folder / HOTPOTQA_DEV)
         samples += [_sample(r, stem, i, pool) for i, r in enumerate(records)]
     return samples
@@ -109,7 +132,11 @@ def prompt(sample: Sample, context: str | None = None) -> str:
 
 def protocol(sample: Sample) -> dict[str, Any]:
     """10,000 new tokens at temperature 0.7; prompts middle-truncated to 120,000 tokens."""
-    return {"max_new_tokens": MAX_NEW_TOKENS, "max_input_tokens": MAX_INPUT_TOKENS, "temperature": TEMPERATURE}
+    return {
+        "max_new_tokens": MAX_NEW_TOKENS,
+        "max_input_tokens": MAX_INPUT_TOKENS,
+        "temperature": TEMPERATURE,
+    }
 
 
 #: A reply without "the answer is" counts as an answer already extracted (what a strategy returning
@@ -156,7 +183,14 @@ def score(pairs: Sequence[tuple[Sample, Any]], **_: Any) -> dict:
             response = pred.text_or_empty.strip()
             extracted = m.official_prediction(response)
             answer = extracted if extracted is not None else as_given(m.strip_thinking(response))
-            values = {k: metric(answer, gold) if answer else 0.0 for k, metric in (("sub_em", m.sub_em), ("em", m.exact_match), ("f1", m.hotpotqa_f1))}
+            values = {
+                k: metric(answer, gold) if answer else 0.0
+                for k, metric in (
+                    ("sub_em", m.sub_em),
+                    ("em", m.exact_match),
+                    ("f1", m.hotpotqa_f1),
+                )
+            }
         per_sample[sample.sample_id] = 100.0 * values["sub_em"]
         for key, value in values.items():
             cells[key].append(value)
@@ -164,7 +198,10 @@ def score(pairs: Sequence[tuple[Sample, Any]], **_: Any) -> dict:
     everything = [v for b in order for v in ours[b]["sub_em"]]
     return {
         "overall": _percent(everything),
-        "lengths": {b: {k: _percent(v) for k, v in ours[b].items()} | {"n": len(ours[b]["sub_em"])} for b in order},
+        "lengths": {
+            b: {k: _percent(v) for k, v in ours[b].items()} | {"n": len(ours[b]["sub_em"])}
+            for b in order
+        },
         "official": {b: _percent(official[b]) for b in order if b in official},
         "official_overall": _percent([v for b in order for v in official.get(b, [])]),
         "n": len(pairs),

@@ -30,12 +30,18 @@ DOCUMENT_TEMPLATE = """# Document {i}: {title}
 def load(path: str | Path | None = None, **_: Any) -> list[Sample]:
     """Samples of a generated corpus folder (``longctx synth --out DIR``)."""
     if path is None:
-        raise BenchmarkDataError("The synthetic benchmark needs its folder: generate one with 'longctx synth --out DIR' and pass DIR.")
+        raise BenchmarkDataError(
+            "The synthetic benchmark needs its folder: generate one with 'longctx synth --out DIR' and pass DIR."
+        )
     if not (Path(path) / "questions.jsonl").exists():
-        raise BenchmarkDataError(f"{path} holds no generated corpus (questions.jsonl is missing); run 'longctx synth --out {path}'.")
+        raise BenchmarkDataError(
+            f"{path} holds no generated corpus (questions.jsonl is missing); run 'longctx synth --out {path}'."
+        )
     samples = []
     for s in load_samples(path):
-        scalars = {k: v for k, v in dict(s.metadata).items() if isinstance(v, (str, int, float, bool))}
+        scalars = {
+            k: v for k, v in dict(s.metadata).items() if isinstance(v, (str, int, float, bool))
+        }
         metadata = {
             **scalars,
             "difficulty": s.difficulty,
@@ -44,15 +50,32 @@ def load(path: str | Path | None = None, **_: Any) -> list[Sample]:
             "evidence_doc_ids": tuple(s.evidence_doc_ids),
         }
         samples.append(
-            Sample(sample_id=s.sample_id, benchmark="synth", dataset=s.domain, corpus=s.corpus, question=s.question, answers=(s.answer,), metadata=metadata)
+            Sample(
+                sample_id=s.sample_id,
+                benchmark="synth",
+                dataset=s.domain,
+                corpus=s.corpus,
+                question=s.question,
+                answers=(s.answer,),
+                metadata=metadata,
+            )
         )
     return samples
 
 
 def prompt(sample: Sample, context: str | None = None) -> str:
     """A CorpusQA-style full-context prompt: numbered documents (or ``context``), the question, the output rules."""
-    docs = "\n\n".join(DOCUMENT_TEMPLATE.format(i=i, title=d.title, text=d.text) for i, d in enumerate(sample.corpus, 1)) if context is None else context
-    return PROMPT_TEMPLATE.format(docs=docs, question=sample.question.text, instruction=sample.question.instruction)
+    docs = (
+        "\n\n".join(
+            DOCUMENT_TEMPLATE.format(i=i, title=d.title, text=d.text)
+            for i, d in enumerate(sample.corpus, 1)
+        )
+        if context is None
+        else context
+    )
+    return PROMPT_TEMPLATE.format(
+        docs=docs, question=sample.question.text, instruction=sample.question.instruction
+    )
 
 
 @BENCHMARKS.register("synth", version=VERSION, load=load, prompt=prompt)
@@ -61,6 +84,8 @@ def score(pairs: Sequence[tuple[Sample, Any]], *, judge: Any = None, **options: 
     result = corpusqa.score(pairs, judge=judge, **options)
     by_difficulty: dict[str, list[float]] = {}
     for sample, _ in pairs:  # from the per-sample verdicts: each prediction is judged once
-        by_difficulty.setdefault(sample.metadata.get("difficulty", "?"), []).append(result["per_sample"][sample.sample_id])
+        by_difficulty.setdefault(sample.metadata.get("difficulty", "?"), []).append(
+            result["per_sample"][sample.sample_id]
+        )
     result["difficulty"] = {d: round(sum(v) / len(v), 2) for d, v in sorted(by_difficulty.items())}
     return result

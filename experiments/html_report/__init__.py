@@ -27,4 +27,12 @@ from experiments.html_report.costs import row_model, strategy_costs, summary_tab
 from experiments.html_report.page import HTML_FILE, write_html_report
 from experiments.html_report.winners import pick_winners, significance_text
 
-__all__ = ["HTML_FILE", "pick_winners", "row_model", "significance_text", "strategy_costs", "summary_table", "write_html_report"]
+__all__ = [
+    "HTML_FILE",
+    "pick_winners",
+    "row_model",
+    "significance_text",
+    "strategy_costs",
+    "summary_table",
+    "write_html_report",
+]

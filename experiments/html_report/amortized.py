@@ -4,7 +4,12 @@ index cost shared out over n questions, and where each pair of strategies breaks
 
 from __future__ import annotations
 
-from experiments.amortized_costs import SHOWN_QUESTIONS, Amortization, amortized_rows, break_even_matrix
+from experiments.amortized_costs import (
+    SHOWN_QUESTIONS,
+    Amortization,
+    amortized_rows,
+    break_even_matrix,
+)
 from experiments.html_report.cells import e, swatch, usd_exact
 
 
@@ -13,16 +18,28 @@ def amortized_section(amortized: Amortization | None) -> str:
     if amortized is None:
         return ""
     columns = ("index_per_corpus", "per_question", *(f"at_{n}" for n in SHOWN_QUESTIONS))
-    heads = ["index / corpus", "each question", *(f"{n} question{'' if n == 1 else 's'}" for n in SHOWN_QUESTIONS)]
+    heads = [
+        "index / corpus",
+        "each question",
+        *(f"{n} question{'' if n == 1 else 's'}" for n in SHOWN_QUESTIONS),
+    ]
     body = "".join(f'<tr data-strategy="{e(row["strategy"])}"><td>{swatch(row["strategy"])}</td>'
                    + "".join(f'<td class="num">{_value(row[c], amortized.unit)}</td>' for c in columns) + "</tr>"
                    for row in amortized_rows(amortized))  # fmt: skip
-    crossings = "".join(f'<li data-pair="{e(b.strategy)}|{e(b.other)}">{e(b.sentence())}</li>' for b in amortized.crossings())
+    crossings = "".join(
+        f'<li data-pair="{e(b.strategy)}|{e(b.other)}">{e(b.sentence())}</li>'
+        for b in amortized.crossings()
+    )
     none = "<p>No two strategies' lines cross: the cheaper one is cheaper at any number of questions.</p>"
     said = f'<ul class="break-even">{crossings}</ul>' if crossings else none
     matrix = break_even_matrix(amortized)
     names = [line.strategy for line in amortized.lines]
-    grid = "".join(f"<tr><td>{swatch(row['cheaper'])}</td>" + "".join(f"<td>{e(row[n])}</td>" for n in names) + "</tr>" for row in matrix)
+    grid = "".join(
+        f"<tr><td>{swatch(row['cheaper'])}</td>"
+        + "".join(f"<td>{e(row[n])}</td>" for n in names)
+        + "</tr>"
+        for row in matrix
+    )
     return (
         f'<section id="amortized"><h2>Cost per question over one corpus</h2><p class="note">A question\'s cost ({e(amortized.unit)}) when '
         "n questions are asked over the same corpus: (index + n &times; each question) / n. The index is the index-time work "

@@ -6,7 +6,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from experiments.prices import Price, PriceRow, price_for, rerank_model, row_cost, row_index_cost, row_rerank_cost
+from experiments.prices import (
+    Price,
+    PriceRow,
+    price_for,
+    rerank_model,
+    row_cost,
+    row_index_cost,
+    row_rerank_cost,
+)
 
 
 def row_model(row: Mapping[str, Any], manifest: Mapping[str, Any]) -> str | None:
@@ -21,10 +29,16 @@ def strategy_costs(per_strategy: Mapping[str, Mapping[str, Any]], manifest: Mapp
     token at the prompt rate), the part of the total spent at index time (``index_usd``), the part per answer
     spent on rerank calls (``rerank_usd``, with ``rerank_priced``: some reranker has a price in the table, not
     only local ones), and the prices used (``None`` costs when some model has no price)."""
-    return {name: _strategy_cost(data["rows"], manifest, prices) for name, data in per_strategy.items()}
+    return {
+        name: _strategy_cost(data["rows"], manifest, prices) for name, data in per_strategy.items()
+    }
 
 
-def _strategy_cost(rows: Sequence[Mapping[str, Any]], manifest: Mapping[str, Any], prices: Mapping[str, PriceRow] | None) -> dict[str, Any]:
+def _strategy_cost(
+    rows: Sequence[Mapping[str, Any]],
+    manifest: Mapping[str, Any],
+    prices: Mapping[str, PriceRow] | None,
+) -> dict[str, Any]:
     """One strategy's entry of :func:`strategy_costs`."""
     ok = [r for r in rows if r.get("status") == "ok"]
     used: dict[str, Price | None] = {}
@@ -51,13 +65,26 @@ def _strategy_cost(rows: Sequence[Mapping[str, Any]], manifest: Mapping[str, Any
             "rerank_priced": any(p is not None and p.source != "local" for p in rerank_prices)}  # fmt: skip
 
 
-def summary_table(summary: Sequence[Mapping[str, Any]], costs: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+def summary_table(
+    summary: Sequence[Mapping[str, Any]], costs: Mapping[str, Mapping[str, Any]]
+) -> list[dict[str, Any]]:
     """Summary rows with ``tokens`` (prompt + completion per answer), ``cost_usd``, ``total_usd`` and
     ``index_usd`` (the part of ``total_usd`` spent on index-time calls)."""
     table = []
     for row in summary:
         cost = costs.get(row["strategy"], {})
-        tokens = (row.get("prompt_tokens") or 0) + (row.get("completion_tokens") or 0) if row.get("prompt_tokens") is not None else None
-        table.append({**row, "tokens": tokens, "cost_usd": cost.get("usd_per_answer"), "total_usd": cost.get("total_usd"),
-                      "index_usd": cost.get("index_usd")})
+        tokens = (
+            (row.get("prompt_tokens") or 0) + (row.get("completion_tokens") or 0)
+            if row.get("prompt_tokens") is not None
+            else None
+        )
+        table.append(
+            {
+                **row,
+                "tokens": tokens,
+                "cost_usd": cost.get("usd_per_answer"),
+                "total_usd": cost.get("total_usd"),
+                "index_usd": cost.get("index_usd"),
+            }
+        )
     return table

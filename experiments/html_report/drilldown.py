@@ -24,13 +24,20 @@ def drilldown_section(per_strategy: Mapping[str, Mapping[str, Any]], samples: Ma
     for name, data in per_strategy.items():
         for row, value in data["per_sample"]:
             answers.setdefault(row["sample_id"], {})[name] = (row, value)
-    order = list(samples) + [sid for sid in answers if sid not in samples]  # every question, answered or not
-    blocks = [question_details(sid, samples.get(sid), answers.get(sid, {}), costs, manifest, list(per_strategy)) for sid in order]
+    order = list(samples) + [
+        sid for sid in answers if sid not in samples
+    ]  # every question, answered or not
+    blocks = [
+        question_details(
+            sid, samples.get(sid), answers.get(sid, {}), costs, manifest, list(per_strategy)
+        )
+        for sid in order
+    ]
     return (
         '<section id="questions"><h2>Questions</h2><p class="note">Click a question to see each strategy\'s answer, evidence and steps.</p>'
         '<div class="tools"><input id="filter" type="search" placeholder="filter questions" aria-label="filter questions">'
         '<button type="button" id="expand">expand all</button><button type="button" id="collapse">collapse all</button></div>'
-        f'{"".join(blocks)}</section>'
+        f"{''.join(blocks)}</section>"
     )
 
 
@@ -42,7 +49,9 @@ def question_details(sample_id: str, sample: Any, answers: Answers, costs: Mappi
     first = next(iter(answers.values()), ({}, None))[0]
     text = getattr(question, "text", None) or first.get("metadata", {}).get("question") or sample_id
     missing = [n for n in strategies if n not in answers]
-    blocks = "".join(answer_details(n, row, v, costs[n], manifest) for n, (row, v) in answers.items()) + "".join(
+    blocks = "".join(
+        answer_details(n, row, v, costs[n], manifest) for n, (row, v) in answers.items()
+    ) + "".join(
         f'<details class="answer missing" data-strategy="{e(n)}"><summary>{swatch(n)} <span class="na">not answered yet</span></summary>'
         '<p class="na">This strategy has no row for this question: the run was interrupted or is still going.</p></details>'
         for n in missing
@@ -59,7 +68,10 @@ def _badges(answers: Answers, missing: Sequence[str]) -> str:
     return "".join(
         f'<span class="badge" style="border-color:{e(strategy_color(n))}" title="{e(n)}">{e(n)}: {_score(v, row)}</span>'
         for n, (row, v) in answers.items()
-    ) + "".join(f'<span class="badge missing" title="{e(n)}">{e(n)}: <span class="na">not answered</span></span>' for n in missing)
+    ) + "".join(
+        f'<span class="badge missing" title="{e(n)}">{e(n)}: <span class="na">not answered</span></span>'
+        for n in missing
+    )
 
 
 def _question_facts(sample_id: str, sample: Any, question: Any, text: str) -> str:
@@ -71,7 +83,8 @@ def _question_facts(sample_id: str, sample: Any, question: Any, text: str) -> st
     if choice_html:
         info.append(f'<ul class="choices">{choice_html}</ul>')
     info.append(
-        f'<p class="gold"><b>Gold answer</b> {" | ".join(f"<span>{cut(g, 1000)}</span>" for g in gold)}</p>' if gold
+        f'<p class="gold"><b>Gold answer</b> {" | ".join(f"<span>{cut(g, 1000)}</span>" for g in gold)}</p>'
+        if gold
         else '<p class="gold"><b>Gold answer</b> <span class="na">none: unscored</span></p>'
     )
     info.append(f'<p class="meta">id {e(sample_id)}{_sample_meta(sample)}</p>')
@@ -84,7 +97,9 @@ def _sample_meta(sample: Any) -> str:
     bits = [f"{k} {v}" for k, v in (("dataset", getattr(sample, "dataset", None)),) if v]
     corpus = getattr(sample, "corpus", None)
     if corpus is not None:
-        bits.append(f"corpus {getattr(corpus, 'num_tokens', '?'):,} tokens in {len(getattr(corpus, 'documents', ()) or ())} documents")
+        bits.append(
+            f"corpus {getattr(corpus, 'num_tokens', '?'):,} tokens in {len(getattr(corpus, 'documents', ()) or ())} documents"
+        )
     return "".join(f" · {e(b)}" for b in bits)
 
 
@@ -96,12 +111,20 @@ def _score(value: Any, row: Mapping[str, Any]) -> str:
     return f'<span class="score">{e(number(float(value), 1))}</span>'
 
 
-def answer_details(name: str, row: Mapping[str, Any], value: Any, cost: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
+def answer_details(
+    name: str,
+    row: Mapping[str, Any],
+    value: Any,
+    cost: Mapping[str, Any],
+    manifest: Mapping[str, Any],
+) -> str:
     """One strategy's answer to a question (a failed one's error and traceback), collapsed under its score and cost."""
     model = row_model(row, manifest) or "unknown"
     price = row_cost(row, cost["prices"].get(model), cost.get("table"))
-    head = (f'<summary>{swatch(name)} <span class="sc">score {_score(value, row)}</span>{_rule(row, value)} '
-            f'<span class="cost">{usd(price) if row.get("status") == "ok" else ""}</span></summary>')
+    head = (
+        f'<summary>{swatch(name)} <span class="sc">score {_score(value, row)}</span>{_rule(row, value)} '
+        f'<span class="cost">{usd(price) if row.get("status") == "ok" else ""}</span></summary>'
+    )
     if row.get("status") != "ok":
         body = (f'<p class="fail"><b>Failed</b>: {cut(row.get("error"))}</p>'
                 f'<details class="tb"><summary>traceback</summary><pre>{cut(row.get("traceback"))}</pre></details>')  # fmt: skip
@@ -116,10 +139,16 @@ def _answer_body(name: str, row: Mapping[str, Any], model: str) -> str:
              f'{e(number(usage.get("completion_tokens")))} completion tokens{" (estimated)" if usage.get("estimated") else ""} · '
              f'{e(number(row.get("seconds")))} s · model {e(model)}')  # fmt: skip
     if usage.get("rerank_calls") or usage.get("rerank_failed_calls"):
-        failed = f' ({e(number(usage.get("rerank_failed_calls")))} failed)' if usage.get("rerank_failed_calls") else ""
-        facts += f' · {e(number(usage.get("rerank_calls")))} rerank calls{failed}, {e(number(usage.get("rerank_tokens")))} tokens'
+        failed = (
+            f" ({e(number(usage.get('rerank_failed_calls')))} failed)"
+            if usage.get("rerank_failed_calls")
+            else ""
+        )
+        facts += f" · {e(number(usage.get('rerank_calls')))} rerank calls{failed}, {e(number(usage.get('rerank_tokens')))} tokens"
     prediction = row.get("prediction")
-    parts = [f'<div class="reply"><b>Answer</b><pre class="ans">{cut(row.get("answer"))}</pre></div>']
+    parts = [
+        f'<div class="reply"><b>Answer</b><pre class="ans">{cut(row.get("answer"))}</pre></div>'
+    ]
     if prediction is not None and prediction != row.get("answer"):
         parts.append(f'<div class="reply"><b>Scored reply</b><pre>{cut(prediction)}</pre></div>')
     parts.append(f'<p class="usage">{facts}</p>')
@@ -140,7 +169,11 @@ def _context_cut(row: Mapping[str, Any]) -> str:
     corpus = row.get("corpus_tokens")
     if not built.get("truncated"):
         return f'<p class="cut">Context: the whole corpus ({e(number(corpus))} tokens) fitted in the prompt.</p>'
-    cut = f" (about {number(max(0, corpus - sent))} cut from the middle)" if isinstance(corpus, int) and isinstance(sent, int) else ""
+    cut = (
+        f" (about {number(max(0, corpus - sent))} cut from the middle)"
+        if isinstance(corpus, int) and isinstance(sent, int)
+        else ""
+    )
     return (f'<p class="cut"><b>Context cut</b>: {e(number(sent))} prompt tokens sent of a {e(number(corpus))}-token corpus{e(cut)}; '
             f'input budget {e(number(built.get("max_input_tokens")))} tokens of a {e(number(built.get("context_window")))}-token window.</p>')  # fmt: skip
 
@@ -149,7 +182,10 @@ def _messages(messages: Sequence[Mapping[str, Any]]) -> str:
     """The last model call's messages, collapsed: the exact prompt behind the answer."""
     if not messages:
         return ""
-    body = "".join(f'<div class="msg"><div class="role">{e(m.get("role"))}</div><pre>{cut(m.get("content"), 30_000)}</pre></div>' for m in messages)
+    body = "".join(
+        f'<div class="msg"><div class="role">{e(m.get("role"))}</div><pre>{cut(m.get("content"), 30_000)}</pre></div>'
+        for m in messages
+    )
     size = sum(len(str(m.get("content") or "")) for m in messages)
     return f'<details class="messages"><summary>Messages sent (last model call, {len(messages)} message(s), {size:,} characters)</summary>{body}</details>'
 
@@ -171,8 +207,8 @@ def _evidence(evidence: Sequence[Mapping[str, Any]]) -> str:
         )
     items = "".join(
         f'<li><span class="title">{e(ev.get("title") or ev.get("doc_id"))}</span> <span class="meta">doc {e(ev.get("doc_id"))}'
-        f'{" · chunk " + e(ev.get("chunk_id")) if ev.get("chunk_id") is not None else ""}'
-        f'{" · score " + e(number(ev.get("score"), 3)) if isinstance(ev.get("score"), (int, float)) else ""}</span>'
+        f"{' · chunk ' + e(ev.get('chunk_id')) if ev.get('chunk_id') is not None else ''}"
+        f"{' · score ' + e(number(ev.get('score'), 3)) if isinstance(ev.get('score'), (int, float)) else ''}</span>"
         f'<blockquote class="snippet">{cut(ev.get("snippet"), 1000)}</blockquote></li>'
         for ev in evidence
     )

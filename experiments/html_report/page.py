@@ -13,7 +13,13 @@ from experiments.html_report.cells import e
 from experiments.html_report.costs import strategy_costs, summary_table
 from experiments.html_report.drilldown import drilldown_section
 from experiments.html_report.prompt_cache import prompt_cache_section
-from experiments.html_report.sections import costs_section, header_section, incomplete_section, plots_section, winners_section
+from experiments.html_report.sections import (
+    costs_section,
+    header_section,
+    incomplete_section,
+    plots_section,
+    winners_section,
+)
 from experiments.html_report.tables import by_length_section, pairwise_section, summary_section
 from experiments.html_report.winners import pick_winners
 from experiments.prices import PriceRow
@@ -61,7 +67,9 @@ def write_html_report(
         _head(benchmark),
         header_section(benchmark, manifest, per_strategy, samples),
         incomplete_section(missing or {}, len(samples)),
-        winners_section([] if missing else list(winners) if winners is not None else pick_winners(table)),
+        winners_section(
+            [] if missing else list(winners) if winners is not None else pick_winners(table)
+        ),
         summary_section(table),
         pairwise_section(pairwise or [], list(per_strategy)),
         costs_section(costs, prices),

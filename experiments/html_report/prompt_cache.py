@@ -21,7 +21,9 @@ FRONTIERS = (("frontier_cost", "frontier_cost_uncached", "USD per answer"),
              ("frontier_computed_tokens", "frontier_tokens", "tokens the model computed per answer"))  # fmt: skip
 
 
-def prompt_cache_section(table: Sequence[Mapping[str, Any]], costs: Mapping[str, Mapping[str, Any]]) -> str:
+def prompt_cache_section(
+    table: Sequence[Mapping[str, Any]], costs: Mapping[str, Mapping[str, Any]]
+) -> str:
     """Per strategy (``table``: the summary with costs): cached prompt tokens, USD and tokens per answer with
     and without the cache, the frontier each way, what its prompts start with; then the frontier's changes."""
     by_name = {r["strategy"]: r for r in table}
@@ -33,7 +35,9 @@ def prompt_cache_section(table: Sequence[Mapping[str, Any]], costs: Mapping[str,
                  row.get("frontier_cost"), row.get("frontier_cost_uncached"), number(row.get("computed_tokens")), number(row.get("tokens")),
                  row.get("frontier_computed_tokens"), row.get("frontier_tokens")]  # fmt: skip
         shared = sharing.what if sharing is not None else "what differs per question"
-        rows.append(f"<tr><td>{e(name)}</td>{''.join(f'<td class=num>{e(c)}</td>' for c in cells)}<td>{e(shared)}</td></tr>")
+        rows.append(
+            f"<tr><td>{e(name)}</td>{''.join(f'<td class=num>{e(c)}</td>' for c in cells)}<td>{e(shared)}</td></tr>"
+        )
     head = ("<th>strategy</th><th>cached prompt tokens / answer</th><th>USD / answer with the prompt cache</th><th>USD / answer without</th>"
             "<th>cost frontier with the cache</th><th>without</th><th>tokens computed / answer (with the cache)</th><th>tokens / answer</th>"
             "<th>token frontier with the cache</th><th>without</th><th>its prompts start with</th>")  # fmt: skip
@@ -52,16 +56,28 @@ def frontier_changes(table: Sequence[Mapping[str, Any]]) -> str:
         return "The server reported no cached prompt tokens in this run: every cost is the same with and without a prompt cache."
     sentences = []
     for with_cache, without, weighed in FRONTIERS:
-        joins = [r["strategy"] for r in table if r.get(with_cache) == "frontier" and r.get(without) == "dominated"]
-        leaves = [r["strategy"] for r in table if r.get(with_cache) == "dominated" and r.get(without) == "frontier"]
+        joins = [
+            r["strategy"]
+            for r in table
+            if r.get(with_cache) == "frontier" and r.get(without) == "dominated"
+        ]
+        leaves = [
+            r["strategy"]
+            for r in table
+            if r.get(with_cache) == "dominated" and r.get(without) == "frontier"
+        ]
         if not any(r.get(with_cache) for r in table):
             continue
         if not joins and not leaves:
-            sentences.append(f"The prompt cache changes no strategy's place on the frontier of score against {weighed}.")
+            sentences.append(
+                f"The prompt cache changes no strategy's place on the frontier of score against {weighed}."
+            )
             continue
         moves = [f"{', '.join(joins)} join{'s' if len(joins) == 1 else ''} it" if joins else "",
                  f"{', '.join(leaves)} leave{'s' if len(leaves) == 1 else ''} it" if leaves else ""]  # fmt: skip
-        sentences.append(f"On the frontier of score against {weighed}, with the prompt cache {' and '.join(m for m in moves if m)}.")
+        sentences.append(
+            f"On the frontier of score against {weighed}, with the prompt cache {' and '.join(m for m in moves if m)}."
+        )
     return " ".join(sentences)
 
 

@@ -13,7 +13,12 @@ from experiments.html_report.winners import incomplete_line
 from experiments.prices import DEFAULT_PRICES_DATE, Price
 
 
-def header_section(benchmark: str, manifest: Mapping[str, Any], per_strategy: Mapping[str, Any], samples: Mapping[str, Any]) -> str:
+def header_section(
+    benchmark: str,
+    manifest: Mapping[str, Any],
+    per_strategy: Mapping[str, Any],
+    samples: Mapping[str, Any],
+) -> str:
     """The title and the run's facts: model, strategies, questions, when it ran, library and git revision."""
     invocations = manifest.get("invocations") or [{}]
     facts = {
@@ -24,7 +29,9 @@ def header_section(benchmark: str, manifest: Mapping[str, Any], per_strategy: Ma
         "library": manifest.get("library_version"),
         "git": (invocations[-1].get("git_revision") or "")[:12] or None,
     }
-    items = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in facts.items() if v not in (None, ""))
+    items = "".join(
+        f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in facts.items() if v not in (None, "")
+    )
     return f'<header><h1>longctx report: {e(benchmark)}</h1><dl class="facts">{items}</dl></header>'
 
 
@@ -47,7 +54,9 @@ def winners_section(winners: Sequence[Mapping[str, Any]]) -> str:
             items.append(f'<li data-metric="{e(w["metric"])}" data-significant="1"><b>{e(w["label"])}</b>: {names} ({value}) '
                          f'<span class="note">{e(w["note"])}</span></li>')  # fmt: skip
         else:
-            items.append(f'<li data-metric="{e(w["metric"])}" data-significant="0"><span class="nowin">{e(w["note"])}</span></li>')
+            items.append(
+                f'<li data-metric="{e(w["metric"])}" data-significant="0"><span class="nowin">{e(w["note"])}</span></li>'
+            )
     return (
         '<section id="winners"><h2>Winner per metric</h2><p class="note">A winner is named only when it beats every other '
         "strategy on the questions they share (paired test, Holm-adjusted p &lt; 0.05); see the matrix below.</p>"
@@ -68,7 +77,7 @@ def costs_section(costs: Mapping[str, Mapping[str, Any]], prices: Mapping[str, A
         "are left out. Calls replayed from the LLM cache cost nothing. Set your own with "
         '<code>longctx report DIR --prices prices.json</code>, e.g. <code>{"gpt-4o-mini": {"prompt": 0.15, "cached": 0.075, "completion": 0.6}}</code>.</p>'
         '<table class="prices"><thead><tr><th>model</th><th>USD / 1M prompt</th><th>USD / 1M cached prompt</th><th>USD / 1M completion</th>'
-        f'<th>price from</th></tr></thead><tbody>{"".join(rows)}</tbody></table></section>'
+        f"<th>price from</th></tr></thead><tbody>{''.join(rows)}</tbody></table></section>"
     )
 
 
@@ -82,7 +91,11 @@ def _price_row(model: str, price: Price | None) -> str:
         if price.source != "local" and price.key != model:
             how += f", entry {price.key!r}"
         prompt, completion = f"${price.prompt:g}", f"${price.completion:g}"
-        cached = f"${price.cached:g}" if price.cached is not None else f"${price.prompt:g} (no discount known)"
+        cached = (
+            f"${price.cached:g}"
+            if price.cached is not None
+            else f"${price.prompt:g} (no discount known)"
+        )
     cells = "".join(f'<td class="num">{e(v)}</td>' for v in (prompt, cached, completion))
     return f"<tr><td>{e(model)}</td>{cells}<td>{e(how)}</td></tr>"
 
@@ -96,5 +109,7 @@ def plots_section(folder: Path) -> str:
         path = folder / name
         if path.is_file():
             data = base64.b64encode(path.read_bytes()).decode("ascii")
-            images.append(f'<figure><img alt="{e(caption)}" src="data:image/png;base64,{data}"><figcaption>{e(caption)}</figcaption></figure>')
+            images.append(
+                f'<figure><img alt="{e(caption)}" src="data:image/png;base64,{data}"><figcaption>{e(caption)}</figcaption></figure>'
+            )
     return f'<section id="plots"><h2>Plots</h2>{"".join(images)}</section>' if images else ""

@@ -14,14 +14,19 @@ from graphs.presentation import text as cut
 from graphs.registry import STRATEGIES
 
 
-def steps_details(strategy: str, steps: Sequence[Mapping[str, Any]], evidence: Sequence[Mapping[str, Any]]) -> str:
+def steps_details(
+    strategy: str, steps: Sequence[Mapping[str, Any]], evidence: Sequence[Mapping[str, Any]]
+) -> str:
     """The steps in order, each as its strategy shows it (a nested run's step as that run's strategy does)."""
     if not steps:
         return '<div class="steps"><b>Steps</b> <span class="na">none recorded</span></div>'
     by_chunk = {ev.get("chunk_id"): ev for ev in evidence if ev.get("chunk_id") is not None}
     blocks, i = [], 0
     while i < len(steps):
-        node, looks = str(steps[i].get("node", "?")), _presentation(steps[i].get(LEG_KEY) or strategy)
+        node, looks = (
+            str(steps[i].get("node", "?")),
+            _presentation(steps[i].get(LEG_KEY) or strategy),
+        )
         run_view = looks.run_views.get(node)
         if run_view is not None:  # consecutive steps of this node are one block
             j = _run_end(steps, i, node)
@@ -42,7 +47,12 @@ def _run_end(steps: Sequence[Mapping[str, Any]], i: int, node: str) -> int:
     return j
 
 
-def _one_step(node: str, looks: StrategyPresentation, step: Mapping[str, Any], by_chunk: Mapping[Any, Mapping[str, Any]]) -> str:
+def _one_step(
+    node: str,
+    looks: StrategyPresentation,
+    step: Mapping[str, Any],
+    by_chunk: Mapping[Any, Mapping[str, Any]],
+) -> str:
     """A step as its strategy's step view shows it, with the facts the view did not show; its facts alone without one."""
     view = looks.step_views.get(node)
     if view is None:
@@ -53,7 +63,11 @@ def _one_step(node: str, looks: StrategyPresentation, step: Mapping[str, Any], b
 
 def _presentation(strategy: Any) -> StrategyPresentation:
     """How ``strategy`` is shown: its registry entry's, or the default for a name this process has not registered."""
-    return STRATEGIES.get(strategy).presentation if isinstance(strategy, str) and strategy in STRATEGIES else StrategyPresentation()
+    return (
+        STRATEGIES.get(strategy).presentation
+        if isinstance(strategy, str) and strategy in STRATEGIES
+        else StrategyPresentation()
+    )
 
 
 def _step_box(node: str, body: str, extra: str = "") -> str:

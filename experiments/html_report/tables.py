@@ -22,7 +22,10 @@ def summary_section(table: list[dict[str, Any]]) -> str:
         return '<section id="summary"><h2>Summary</h2><p>No answers in this run.</p></section>'
     columns = _summary_columns(table)
     head = "".join(f"<th>{'95% interval' if c == 'score_ci' else e(c)}</th>" for c in columns)
-    body = [f'<tr data-strategy="{e(row["strategy"])}">{"".join(_summary_cell(c, row) for c in columns)}</tr>' for row in table]
+    body = [
+        f'<tr data-strategy="{e(row["strategy"])}">{"".join(_summary_cell(c, row) for c in columns)}</tr>'
+        for row in table
+    ]
     return (
         '<section id="summary"><h2>Summary</h2><p class="note">score: the benchmark\'s official headline, with its 95% bootstrap '
         "interval over the n_scored questions (exact binomial where every answer scored the same); llm_calls, tokens and "
@@ -37,7 +40,9 @@ def _summary_columns(table: list[dict[str, Any]]) -> list[str]:
     """The summary's columns: :data:`LEAD_COLUMNS` first (the interval as one column), then the rest as found."""
     seen = list(dict.fromkeys(k for row in table for k in row))
     present = {*seen, *(("score_ci",) if "score_ci_low" in seen else ())}
-    return [c for c in LEAD_COLUMNS if c in present] + [c for c in seen if c not in (*LEAD_COLUMNS, "score_ci_low", "score_ci_high")]
+    return [c for c in LEAD_COLUMNS if c in present] + [
+        c for c in seen if c not in (*LEAD_COLUMNS, "score_ci_low", "score_ci_high")
+    ]
 
 
 def _summary_cell(column: str, row: Mapping[str, Any]) -> str:
@@ -67,7 +72,10 @@ def pairwise_section(pairs: Sequence[Mapping[str, Any]], names: Sequence[str]) -
         return ""
     cells = _both_ways(pairs)
     head = "".join(f"<th>{swatch(n)}</th>" for n in names)
-    body = [f"<tr><th>{swatch(a)}</th>{''.join(_pair_cell(a, b, cells.get((a, b))) for b in names)}</tr>" for a in names]
+    body = [
+        f"<tr><th>{swatch(a)}</th>{''.join(_pair_cell(a, b, cells.get((a, b))) for b in names)}</tr>"
+        for a in names
+    ]
     return (
         '<section id="pairwise"><h2>Paired comparison of scores</h2><p class="note">Each cell: row minus column on the questions both '
         "answered, its 95% paired-bootstrap interval, and the p-value of McNemar's exact test (0/1 scores) or a paired sign-flip "
@@ -93,7 +101,11 @@ def _pair_cell(a: str, b: str, r: Mapping[str, Any] | None) -> str:
         return '<td class="na">·</td>'
     significant = r["p_adjusted"] is not None and r["p_adjusted"] < 0.05
     p_text = stats.format_p(r["p_adjusted"])
-    ci = f'[{e(number(r["ci_low"], 1))}, {e(number(r["ci_high"], 1))}]' if r["ci_low"] is not None and r["ci_high"] is not None else _NO_PAIRED_CI
+    ci = (
+        f"[{e(number(r['ci_low'], 1))}, {e(number(r['ci_high'], 1))}]"
+        if r["ci_low"] is not None and r["ci_high"] is not None
+        else _NO_PAIRED_CI
+    )
     return (f'<td class="num{" sig" if significant else ""}" data-pair="{e(a)}|{e(b)}">{e(number(r["mean_diff"], 1))}'
             f'<br><span class="ci">{ci}</span><br><span class="p">p {e(p_text)} · n {e(r["n"])}</span></td>')  # fmt: skip
 
@@ -104,7 +116,10 @@ def by_length_section(by_length: Sequence[Mapping[str, Any]]) -> str:
         return ""
     columns = list(dict.fromkeys(k for row in by_length for k in row))
     head = "".join(f"<th>{swatch(c) if c != 'length' else e(c)}</th>" for c in columns)
-    body = "".join("<tr>" + "".join(f'<td class="num">{e(number(row.get(c)))}</td>' for c in columns) + "</tr>" for row in by_length)
+    body = "".join(
+        "<tr>" + "".join(f'<td class="num">{e(number(row.get(c)))}</td>' for c in columns) + "</tr>"
+        for row in by_length
+    )
     return (
         '<section id="by-length"><h2>Score by corpus length</h2><p class="note">Mean per-question score in each corpus-length bucket (tokens).</p>'
         f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></section>"

@@ -18,10 +18,19 @@ METRICS = (
 )
 
 #: How each metric's differences read in a sentence.
-UNITS = {"score": "points", "evidence_recall": "points", "cost_usd": "USD", "tokens": "tokens", "seconds": "seconds"}
+UNITS = {
+    "score": "points",
+    "evidence_recall": "points",
+    "cost_usd": "USD",
+    "tokens": "tokens",
+    "seconds": "seconds",
+}
 
 
-def pick_winners(rows: Sequence[Mapping[str, Any]], per_question: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None) -> list[dict[str, Any]]:
+def pick_winners(
+    rows: Sequence[Mapping[str, Any]],
+    per_question: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
+) -> list[dict[str, Any]]:
     """Per metric, the leader (the best value; among equal values the cheaper strategy, or for the
     cost metrics the better-scoring one) and whether the data makes it the winner.
 
@@ -38,7 +47,9 @@ def pick_winners(rows: Sequence[Mapping[str, Any]], per_question: Mapping[str, M
     for key, label, higher in METRICS:
         candidates = [r for r in rows if isinstance(r.get(key), (int, float))]
         if candidates:
-            winners.append(_metric_winner(key, label, higher, candidates, (per_question or {}).get(key)))
+            winners.append(
+                _metric_winner(key, label, higher, candidates, (per_question or {}).get(key))
+            )
     return winners
 
 
@@ -63,7 +74,9 @@ def _verdict(key: str, label: str, higher: bool, leader: str, others: list[str],
         return _untested(), f"{label}: only {leader} has a value; nothing to compare."
     if values is None:
         return _untested(), f"{label}: not tested (no per-question values); best value {leader}."
-    pairs = comparison.pairwise({r["strategy"]: values.get(r["strategy"], {}) for r in candidates}, metric=key)
+    pairs = comparison.pairwise(
+        {r["strategy"]: values.get(r["strategy"], {}) for r in candidates}, metric=key
+    )
     verdict = comparison.significant_winner(leader, others, pairs, higher=higher)
     return verdict, comparison.verdict_line(label, leader, verdict, UNITS.get(key, "points"))
 
@@ -97,7 +110,12 @@ def incomplete_line(missing: Mapping[str, int], questions: int) -> str:
             "question: rerun the same 'longctx run' command (same --out) to finish it.")  # fmt: skip
 
 
-def significance_text(winners: Sequence[Mapping[str, Any]], *, missing: Mapping[str, int] | None = None, questions: int = 0) -> str:
+def significance_text(
+    winners: Sequence[Mapping[str, Any]],
+    *,
+    missing: Mapping[str, int] | None = None,
+    questions: int = 0,
+) -> str:
     """The verdict of every metric, one line each (the terminal's and ``significance.md``'s text)."""
     if missing:
         return incomplete_line(missing, questions) + "\n"

@@ -41,15 +41,19 @@ _NEGATIONS = frozenset({
     "不", "没", "没有", "非", "无", "不是",
 })  # fmt: skip
 # Tokens that join alternatives: "adm or sudo", "adm/sudo", "adm, sudo and root", "adm 或 sudo".
-_ALTERNATION = frozenset({"or", "nor", "/", "versus", "vs", "and", "或", "或者", "和", "与", "及", "、"})
+_ALTERNATION = frozenset(
+    {"or", "nor", "/", "versus", "vs", "and", "或", "或者", "和", "与", "及", "、"}
+)
 _LIST_SEPARATORS = _ALTERNATION | {","}
 _CLAUSE_END = frozenset({".", ";", ":", "!", "?", "。", "；", "：", "！", "？", "\n"})
 _PUNCTUATION = _CLAUSE_END | {",", "/", "、"}
 # An item of a list is short: "adm and it can read logs" joins a clause, not a second candidate.
 _MAX_ITEM_TOKENS = 4
 _ORDINAL_SUFFIXES = frozenset({"st", "nd", "rd", "th"})
-_CJK = (r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af")
-_TOKEN = re.compile(rf"\d+(?:[.,]\d+)*|[{_CJK}]|[^\W\d_{_CJK}]+(?:'[^\W\d_]+)?|%|[,/、\n]|[.;:!?。；：！？]")
+_CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_TOKEN = re.compile(
+    rf"\d+(?:[.,]\d+)*|[{_CJK}]|[^\W\d_{_CJK}]+(?:'[^\W\d_]+)?|%|[,/、\n]|[.;:!?。；：！？]"
+)
 _CJK_CHAR = re.compile(f"[{_CJK}]")
 _SPELLED = {"percent": "%", "per cent": "%", "pct": "%"}
 _LIST_QUESTION = re.compile(
@@ -57,9 +61,11 @@ _LIST_QUESTION = re.compile(
     r"|\b(?:what|which) (?!(?:was|does|has|is|this|its|us)\b)\w*[^su\W]s\b|哪些|列出",  # "which groups", not "which process"
     re.IGNORECASE,
 )
-_MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name} | {
-    name.lower(): i for i, name in enumerate(calendar.month_abbr) if name
-} | {"sept": 9}
+_MONTHS = (
+    {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
+    | {name.lower(): i for i, name in enumerate(calendar.month_abbr) if name}
+    | {"sept": 9}
+)
 _DATE_PATTERNS = (
     re.compile(r"^(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})$"),  # 2023-01-05
     re.compile(r"^(\d{1,2})(?:st|nd|rd|th)?\s+([a-z]+)\.?,?\s+(\d{4})$"),  # 5 January 2023
@@ -95,8 +101,13 @@ def tokens(text: str) -> list[_Token]:
         if word in _ARTICLES:
             end = m.end()
             continue
-        glued = m.start() == end and word[0].isalnum() and bool(out) and out[-1].text[-1:].isalnum() and not (
-            _CJK_CHAR.match(word) or _CJK_CHAR.match(out[-1].text[-1:]))  # CJK has no word boundaries: one token per character
+        glued = (
+            m.start() == end
+            and word[0].isalnum()
+            and bool(out)
+            and out[-1].text[-1:].isalnum()
+            and not (_CJK_CHAR.match(word) or _CJK_CHAR.match(out[-1].text[-1:]))
+        )  # CJK has no word boundaries: one token per character
         out.append(_Token(word, glued))
         end = m.end()
     return out
@@ -146,7 +157,9 @@ def _typed(answer: str, gold: str) -> bool:
     if gold_date is not None and answer_date is not None:
         return gold_date == answer_date
     gold_list = parse_list(gold)
-    if gold_list is not None and parse_list(answer) is None:  # a list answered in prose: "adm and root"
+    if (
+        gold_list is not None and parse_list(answer) is None
+    ):  # a list answered in prose: "adm and root"
         items = [p.strip() for p in _PROSE_LIST.split(answer.strip().rstrip(".")) if p.strip()]
         return len(items) > 1 and equivalent(json.dumps(items, ensure_ascii=False), gold)
     return False
@@ -165,7 +178,11 @@ def _negated(toks: list[_Token], start: int) -> bool:
 def _item_length(toks: list[_Token], start: int, step: int) -> int:
     """Tokens of the list item beginning at ``start`` going in direction ``step`` (to a separator or clause end)."""
     n, i = 0, start
-    while 0 <= i < len(toks) and toks[i].text not in _LIST_SEPARATORS and toks[i].text not in _CLAUSE_END:
+    while (
+        0 <= i < len(toks)
+        and toks[i].text not in _LIST_SEPARATORS
+        and toks[i].text not in _CLAUSE_END
+    ):
         n, i = n + 1, i + step
     return n
 
@@ -228,7 +245,9 @@ def asks_for_list(question: str | None) -> bool:
     return bool(question) and bool(_LIST_QUESTION.search(question or ""))
 
 
-def match_answer(answer: str, gold: str, *, answer_type: str | None = None, question: str | None = None) -> Match:
+def match_answer(
+    answer: str, gold: str, *, answer_type: str | None = None, question: str | None = None
+) -> Match:
     """Whether ``answer`` states ``gold``, and by which rule (see the module docstring).
 
     Args:
@@ -238,9 +257,15 @@ def match_answer(answer: str, gold: str, *, answer_type: str | None = None, ques
         question: The question, to tell whether several candidates are what it asks for.
     """
     if not isinstance(answer, str) or not isinstance(gold, str):
-        raise TypeError(f"match_answer() takes two strings, got {type(answer).__name__} and {type(gold).__name__}")
+        raise TypeError(
+            f"match_answer() takes two strings, got {type(answer).__name__} and {type(gold).__name__}"
+        )
     answer_words, gold_words = _words(tokens(answer)), _words(tokens(gold))
-    if gold_words and _same_sequence(answer_words, gold_words) and (parse_list(gold) is None) == (parse_list(answer) is None):
+    if (
+        gold_words
+        and _same_sequence(answer_words, gold_words)
+        and (parse_list(gold) is None) == (parse_list(answer) is None)
+    ):
         return Match(True, "exact")
     if _typed(answer, gold):
         return Match(True, "typed")
@@ -254,4 +279,11 @@ def match_answer(answer: str, gold: str, *, answer_type: str | None = None, ques
 @METRICS.register("answer_match")
 def answer_match_score(prediction: str, ground_truth: str, **kwargs: str | None) -> float:
     """1.0 when :func:`match_answer` credits the prediction (``answer_type``, ``question`` as keywords)."""
-    return float(match_answer(prediction, ground_truth, answer_type=kwargs.get("answer_type"), question=kwargs.get("question")).correct)
+    return float(
+        match_answer(
+            prediction,
+            ground_truth,
+            answer_type=kwargs.get("answer_type"),
+            question=kwargs.get("question"),
+        ).correct
+    )

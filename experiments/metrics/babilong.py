@@ -47,7 +47,9 @@ def first_sentence(output: str) -> str:
     """``preprocess_output``: lower case, up to the first ``.``, before any ``<context>`` / ``<example>``."""
     text = output.lower().split(".")[0]
     text = text.split("<context>")[0].split("<example>")[0]
-    return text.split("Question")[0]  # after lower-casing this never cuts; the official order is kept
+    return text.split("Question")[
+        0
+    ]  # after lower-casing this never cuts; the official order is kept
 
 
 def labels_in(text: str, labels: Iterable[str]) -> set[str]:
@@ -61,7 +63,9 @@ def compare_answers(target: str, output: str, question: str, task_labels: Iterab
     target = target.lower()
     labels = {label.lower() for label in task_labels}
     named = labels_in(said, labels) - labels_in(question.lower(), labels)
-    if "," in target and len(target) > 3:  # qa8's several objects ("apple,milk"); qa19's "n,w" is one label
+    if (
+        "," in target and len(target) > 3
+    ):  # qa8's several objects ("apple,milk"); qa19's "n,w" is one label
         parts = target.split(",")
         return all(p in named for p in parts) and len(named) == len(parts)
     return target in named and len(named) == 1
@@ -74,6 +78,8 @@ def as_read_back(output: str) -> str:
 
 
 @METRICS.register("babilong_match")
-def babilong_match(prediction: str, ground_truth: str, *, task: str, question: str, **_: object) -> float:
+def babilong_match(
+    prediction: str, ground_truth: str, *, task: str, question: str, **_: object
+) -> float:
     """1.0 when :func:`compare_answers` accepts ``prediction`` for ``task``'s labels, else 0.0."""
     return float(compare_answers(ground_truth, prediction, question, TASK_LABELS[task]))

@@ -50,7 +50,9 @@ def parse_number(text: str) -> tuple[float, int, bool] | None:
     t = text.strip(_STRIP).replace(" ", "")
     percent = t.endswith("%")
     t = t.rstrip("%").lstrip(_CURRENCY)
-    if t[:1] and t[0] in "+-" and t[1:2] and t[1] in _CURRENCY:  # "" is "in" every string: an empty reply is no number
+    if (
+        t[:1] and t[0] in "+-" and t[1:2] and t[1] in _CURRENCY
+    ):  # "" is "in" every string: an empty reply is no number
         t = t[0] + t[2:]
     match = _NUMBER.match(t)
     if not match:
@@ -87,15 +89,18 @@ def _scalars_equal(a: object, b: object) -> bool:
 
 def _lists_equal(a: list, b: list) -> bool:
     """Set equality under scalar equivalence (duplicates ignored)."""
-    return all(any(_scalars_equal(x, y) for y in b) for x in a) and all(any(_scalars_equal(y, x) for x in a) for y in b)
+    return all(any(_scalars_equal(x, y) for y in b) for x in a) and all(
+        any(_scalars_equal(y, x) for x in a) for y in b
+    )
 
 
 def equivalent(predicted: str, gold: str) -> bool:
     """Whether ``predicted`` and ``gold`` state the same answer under the rules above."""
     if not isinstance(predicted, str) or not isinstance(gold, str):
-        raise TypeError(f"equivalent() takes two strings, got {type(predicted).__name__} and {type(gold).__name__}")
+        raise TypeError(
+            f"equivalent() takes two strings, got {type(predicted).__name__} and {type(gold).__name__}"
+        )
     lp, lg = parse_list(predicted), parse_list(gold)
     if lp is not None or lg is not None:
         return _lists_equal(lp if lp is not None else [predicted], lg if lg is not None else [gold])
     return _scalars_equal(predicted, gold)
-

@@ -52,7 +52,9 @@ class JudgeResult:
     error: str | None = None
 
 
-def call_judge(judge: Any, prompt: str, system: str | None = None, *, params: JudgeParams = JudgeParams()) -> JudgeResult:
+def call_judge(
+    judge: Any, prompt: str, system: str | None = None, *, params: JudgeParams = JudgeParams()
+) -> JudgeResult:
     """Ask ``judge`` (a LangChain chat model) once, with the official sampling parameters.
 
     Args:

@@ -33,7 +33,9 @@ LONGBENCH_E_BUCKETS = ("0-4k", "4-8k", "8k+")
 
 
 @METRICS.register("classification")
-def classification_score(prediction: str, ground_truth: str, *, all_classes: Sequence[str], **_: object) -> float:
+def classification_score(
+    prediction: str, ground_truth: str, *, all_classes: Sequence[str], **_: object
+) -> float:
     """Official ``classification_score`` (TREC, LSHT), including its list-mutation quirk.
 
     Class names found in the prediction are collected; those that are substrings of the
@@ -79,7 +81,14 @@ def count_score(prediction: str, ground_truth: str, **_: object) -> float:
 def first_code_line(prediction: str) -> str:
     """The official ``code_sim_score`` cut: the first line (after leading newlines) with none
     of `` ` ``, ``#``, ``//``, or ``""`` when every line has one."""
-    return next((ln for ln in prediction.lstrip("\n").split("\n") if not any(c in ln for c in ("`", "#", "//"))), "")
+    return next(
+        (
+            ln
+            for ln in prediction.lstrip("\n").split("\n")
+            if not any(c in ln for c in ("`", "#", "//"))
+        ),
+        "",
+    )
 
 
 def fuzzywuzzy_ratio(a: str, b: str) -> int:
@@ -147,10 +156,14 @@ DATASET_METRIC = {
 }
 
 
-def score_item(dataset: str, prediction: str, answers: Sequence[str], all_classes: Sequence[str] | None = None) -> float:
+def score_item(
+    dataset: str, prediction: str, answers: Sequence[str], all_classes: Sequence[str] | None = None
+) -> float:
     """One item's score in [0, 1]: first-line cut where official, then max over golds."""
     if dataset not in DATASET_METRIC:
-        raise KeyError(f"Unknown LongBench dataset {dataset!r}; known: {', '.join(sorted(DATASET_METRIC))}")
+        raise KeyError(
+            f"Unknown LongBench dataset {dataset!r}; known: {', '.join(sorted(DATASET_METRIC))}"
+        )
     if dataset in FIRST_LINE_DATASETS:
         prediction = prediction.lstrip("\n").split("\n")[0]
     metric = METRICS.get(DATASET_METRIC[dataset])

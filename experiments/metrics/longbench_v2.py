@@ -57,7 +57,9 @@ def _acc(item: JudgedAnswer, compensated: bool) -> float:
     return float(item.choice == item.gold)
 
 
-def accuracy_table(items: Iterable[JudgedAnswer], *, compensated: bool = False, drop_failed: bool = False) -> dict:
+def accuracy_table(
+    items: Iterable[JudgedAnswer], *, compensated: bool = False, drop_failed: bool = False
+) -> dict:
     """Overall / Easy / Hard / Short / Medium / Long accuracy x 100, rounded to 1 decimal.
 
     As in ``result.py``: difficulty ``easy`` or anything else (hard); length ``short``,
@@ -69,7 +71,9 @@ def accuracy_table(items: Iterable[JudgedAnswer], *, compensated: bool = False, 
         compensated: Score unparsable answers 0.25 instead of 0.
         drop_failed: Leave failed calls out of every denominator (the official behaviour).
     """
-    buckets: dict[str, list[float]] = {k: [] for k in ("overall", "easy", "hard", "short", "medium", "long")}
+    buckets: dict[str, list[float]] = {
+        k: [] for k in ("overall", "easy", "hard", "short", "medium", "long")
+    }
     for item in items:
         if drop_failed and item.failed:
             continue

@@ -48,7 +48,9 @@ ABANDON_WORDS_ZH = frozenset([
 # fmt: on
 
 
-def keyword_recall(prediction_tokens: list[str], keyword_tokens: list[str], blacklist: frozenset[str]) -> float:
+def keyword_recall(
+    prediction_tokens: list[str], keyword_tokens: list[str], blacklist: frozenset[str]
+) -> float:
     """Multiset overlap of prediction and keyword tokens, blacklist removed, over all keyword tokens."""
     common = Counter(prediction_tokens) & Counter(keyword_tokens)
     same = sum(n for tok, n in common.items() if tok not in blacklist)
@@ -56,7 +58,9 @@ def keyword_recall(prediction_tokens: list[str], keyword_tokens: list[str], blac
 
 
 @METRICS.register("lveval_qa_f1_gated")
-def qa_f1_gated(prediction: str, ground_truth: str, keywords: str | None = None, **_: object) -> float:
+def qa_f1_gated(
+    prediction: str, ground_truth: str, keywords: str | None = None, **_: object
+) -> float:
     """English ``qa_f1_score_with_gold_ans``: F1 gated by keyword recall >= 0.2."""
     pred = normalize_answer(prediction).split()
     if keywords:
@@ -68,7 +72,9 @@ def qa_f1_gated(prediction: str, ground_truth: str, keywords: str | None = None,
 
 
 @METRICS.register("lveval_qa_f1_zh_gated")
-def qa_f1_zh_gated(prediction: str, ground_truth: str, keywords: str | None = None, **_: object) -> float:
+def qa_f1_zh_gated(
+    prediction: str, ground_truth: str, keywords: str | None = None, **_: object
+) -> float:
     """Chinese ``qa_f1_zh_score_with_gold_ans``: F1 gated by keyword recall >= 0.4.
 
     Without keywords the gold answer is used as the keyword set.
@@ -86,7 +92,9 @@ def rouge_zh_blacklist(prediction: str, ground_truth: str, **_: object) -> float
 
     def prepare(text: str) -> str:
         tokens = jieba_tokens(" ".join(jieba_tokens(text)))
-        return " ".join(t for t in (normalize_zh_answer(tok) for tok in tokens) if t not in ABANDON_WORDS_ZH)
+        return " ".join(
+            t for t in (normalize_zh_answer(tok) for tok in tokens) if t not in ABANDON_WORDS_ZH
+        )
 
     return rouge_l(prepare(prediction), prepare(ground_truth))
 
@@ -107,7 +115,14 @@ DATASET_METRIC = {
 }
 
 
-def score_item(dataset: str, prediction: str, answers: list[str], keywords: str | None = None, *, all_answers: bool = False) -> float:
+def score_item(
+    dataset: str,
+    prediction: str,
+    answers: list[str],
+    keywords: str | None = None,
+    *,
+    all_answers: bool = False,
+) -> float:
     """One item's score in [0, 1].
 
     Args:
@@ -119,7 +134,9 @@ def score_item(dataset: str, prediction: str, answers: list[str], keywords: str 
             the max over all gold answers, as LongBench does.
     """
     if dataset not in DATASET_METRIC:
-        raise KeyError(f"Unknown LV-Eval dataset {dataset!r}; known: {', '.join(sorted(DATASET_METRIC))}")
+        raise KeyError(
+            f"Unknown LV-Eval dataset {dataset!r}; known: {', '.join(sorted(DATASET_METRIC))}"
+        )
     if not answers:
         return 0.0
     metric = METRICS.get(DATASET_METRIC[dataset])

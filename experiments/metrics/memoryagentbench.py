@@ -70,17 +70,30 @@ def base_metrics(prediction: str, ground_truths: Any) -> dict[str, float]:
 
 def best_of_raw_and_parsed(prediction: str, ground_truths: Any) -> dict[str, float]:
     """``default_post_process``: each metric's better value over the raw reply and its parsed line."""
-    raw, parsed = base_metrics(prediction, ground_truths), base_metrics(parse_output(prediction), ground_truths)
+    raw, parsed = (
+        base_metrics(prediction, ground_truths),
+        base_metrics(parse_output(prediction), ground_truths),
+    )
     return {k: max(raw[k], parsed[k]) for k in raw}
 
 
 def eventqa_metrics(prediction: str, ground_truths: Any) -> dict[str, float]:
     """``_process_eventqa_dataset``: the parsed line's metrics and ``eventqa_recall`` (1 iff every gold element is in the raw reply)."""
-    found = sum(element.lower() in prediction.lower() for element in ground_truths) / len(ground_truths)
-    return base_metrics(parse_output(prediction), ground_truths) | {"eventqa_recall": float(found == 1)}
+    found = sum(element.lower() in prediction.lower() for element in ground_truths) / len(
+        ground_truths
+    )
+    return base_metrics(parse_output(prediction), ground_truths) | {
+        "eventqa_recall": float(found == 1)
+    }
 
 
-def post_process(prediction: str, ground_truths: Any, source: str, *, movie_names: Mapping[int, str] | None = None) -> dict[str, float]:
+def post_process(
+    prediction: str,
+    ground_truths: Any,
+    source: str,
+    *,
+    movie_names: Mapping[int, str] | None = None,
+) -> dict[str, float]:
     """The official per-dataset metrics of one reply, routed by the sub-dataset name as ``post_process`` routes it."""
     if "icl" in source:
         return base_metrics(parse_output(prediction), ground_truths)
@@ -88,7 +101,9 @@ def post_process(prediction: str, ground_truths: Any, source: str, *, movie_name
         return eventqa_metrics(prediction, ground_truths)
     if "recsys" in source:
         if movie_names is None:
-            raise ValueError(f"{source}: recall needs the movie names of entity2id.json (load() reads it beside the data).")
+            raise ValueError(
+                f"{source}: recall needs the movie names of entity2id.json (load() reads it beside the data)."
+            )
         return recsys_recall(prediction, ground_truths, movie_names)
     return best_of_raw_and_parsed(prediction, ground_truths)
 
@@ -127,15 +142,23 @@ def nearest_movie(name: str, candidates: Sequence[str], folded: Sequence[str] | 
     """
     from rapidfuzz.distance import Levenshtein
 
-    target, lowered = name.lower(), folded if folded is not None else [c.lower() for c in candidates]
+    target, lowered = (
+        name.lower(),
+        folded if folded is not None else [c.lower() for c in candidates],
+    )
     best = min(range(len(lowered)), key=lambda i: Levenshtein.distance(target, lowered[i]))
     return candidates[best]
 
 
-def recsys_recall(prediction: str, ground_truths: Sequence[Any], movie_names: Mapping[int, str]) -> dict[str, float]:
+def recsys_recall(
+    prediction: str, ground_truths: Sequence[Any], movie_names: Mapping[int, str]
+) -> dict[str, float]:
     """``_process_recsys_dataset``: recall@1, @5, @10 of the gold movie ids among the nearest-matched recommendations."""
     candidates = sorted(set(movie_names.values()))
     folded = [c.lower() for c in candidates]
     predicted = [nearest_movie(item, candidates, folded) for item in recommended_items(prediction)]
     gold = [movie_names[int(str(i).strip())] for i in ground_truths]
-    return {f"recsys_recall@{k}": sum(movie in predicted[:k] for movie in gold) / len(gold) for k in (1, 5, 10)}
+    return {
+        f"recsys_recall@{k}": sum(movie in predicted[:k] for movie in gold) / len(gold)
+        for k in (1, 5, 10)
+    }

@@ -34,7 +34,9 @@ def official_prompts() -> dict[str, Any]:
     return json.loads(PROMPTS_FILE.read_text(encoding="utf-8"))
 
 
-def longmemeval_prompt(question_type: str, question: str, answer: Any, response: str, *, abstention: bool) -> str:
+def longmemeval_prompt(
+    question_type: str, question: str, answer: Any, response: str, *, abstention: bool
+) -> str:
     """``get_anscheck_prompt``: the judge prompt for one question type (``abstention``: question id has ``_abs``)."""
     prompts = official_prompts()["longmemeval_judge"]
     if abstention:
@@ -54,13 +56,17 @@ def longmemeval_verdict(reply: str | None) -> bool:
     return bool(reply) and "yes" in reply.strip().lower()  # type: ignore[union-attr]
 
 
-def judge_longmemeval(judge: Any, question_type: str, question: str, answer: Any, response: str, *, abstention: bool) -> judge_mod.JudgeResult:
+def judge_longmemeval(
+    judge: Any, question_type: str, question: str, answer: Any, response: str, *, abstention: bool
+) -> judge_mod.JudgeResult:
     """One official LongMemEval judge call (``n=1, temperature=0, max_tokens=10``)."""
     prompt = longmemeval_prompt(question_type, question, answer, response, abstention=abstention)
     return judge_mod.call_judge(judge, prompt, params=judge_mod.LONGMEMEVAL_JUDGE)
 
 
-def summary_prompts(summary: str, keypoints: list[str], expert_summary: str) -> tuple[str, str, str]:
+def summary_prompts(
+    summary: str, keypoints: list[str], expert_summary: str
+) -> tuple[str, str, str]:
     """The fluency, recall and precision prompts for one summary (the model's reply, stripped)."""
     book = official_prompts()["infbench_sum_judge"]
     text = summary.strip()
@@ -97,22 +103,40 @@ class SummaryScore:
     error: str | None = None
 
 
-def summary_score(fluency: dict[str, Any] | None, recall: dict[str, Any] | None, precision: dict[str, Any] | None, n_keypoints: int) -> SummaryScore:
+def summary_score(
+    fluency: dict[str, Any] | None,
+    recall: dict[str, Any] | None,
+    precision: dict[str, Any] | None,
+    n_keypoints: int,
+) -> SummaryScore:
     """``check_metrics``' arithmetic on the three parsed judge replies."""
     if fluency is None or recall is None or precision is None:
         return SummaryScore(f1=None, error="a judge reply had no parseable JSON")
     try:
         rec = recall["recall"] / n_keypoints if n_keypoints > 0 else 0
-        prec = precision["precision"] / precision["sentence_count"] if precision["sentence_count"] > 0 else 0
+        prec = (
+            precision["precision"] / precision["sentence_count"]
+            if precision["sentence_count"] > 0
+            else 0
+        )
         f1 = fluency["fluency"] * 2 * (rec * prec) / (rec + prec) if rec + prec > 0 else 0
     except (KeyError, TypeError, ZeroDivisionError) as exc:
-        return SummaryScore(f1=None, error=f"judge JSON without the expected numbers ({type(exc).__name__}: {exc})")
-    return SummaryScore(f1=float(f1), recall=float(rec), precision=float(prec), fluency=float(fluency["fluency"]))
+        return SummaryScore(
+            f1=None, error=f"judge JSON without the expected numbers ({type(exc).__name__}: {exc})"
+        )
+    return SummaryScore(
+        f1=float(f1), recall=float(rec), precision=float(prec), fluency=float(fluency["fluency"])
+    )
 
 
-def judge_summary(judge: Any, summary: str, keypoints: list[str], expert_summary: str) -> SummaryScore:
+def judge_summary(
+    judge: Any, summary: str, keypoints: list[str], expert_summary: str
+) -> SummaryScore:
     """The three official InfBench-Sum judge calls for one summary and their F1."""
-    replies = [judge_mod.call_judge(judge, p, params=judge_mod.INFBENCH_SUM_JUDGE) for p in summary_prompts(summary, keypoints, expert_summary)]
+    replies = [
+        judge_mod.call_judge(judge, p, params=judge_mod.INFBENCH_SUM_JUDGE)
+        for p in summary_prompts(summary, keypoints, expert_summary)
+    ]
     failed = next((r.error for r in replies if r.error), None)
     if failed:
         return SummaryScore(f1=None, error=failed)

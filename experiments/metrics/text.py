@@ -17,9 +17,7 @@ from experiments.metrics.registry import METRICS
 VERSION = 1
 
 #: Chinese punctuation stripped by the official ``normalize_zh_answer`` (plus ASCII punctuation).
-CN_PUNCTUATION = (
-    "！？｡。＂＃＄％＆＇（）＊＋，－／：；＜＝＞＠［＼］＾＿｀｛｜｝～｟｠｢｣､、〃》「」『』【】〔〕〖〗〘〙〚〛〜〝〞〟〰〾〿–—‘’‛“”„‟…‧﹏."
-)
+CN_PUNCTUATION = "！？｡。＂＃＄％＆＇（）＊＋，－／：；＜＝＞＠［＼］＾＿｀｛｜｝～｟｠｢｣､、〃》「」『』【】〔〕〖〗〘〙〚〛〜〝〞〟〰〾〿–—‘’‛“”„‟…‧﹏."
 _EN_PUNCT = frozenset(string.punctuation)
 _ALL_PUNCT = frozenset(string.punctuation + CN_PUNCTUATION)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")

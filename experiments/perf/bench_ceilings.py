@@ -42,11 +42,21 @@ def tier_folder(root: Path, tier: str, domain: str, seed: int) -> tuple[Path, fl
     if (out / "questions.jsonl").exists():
         return out, None
     started = time.perf_counter()
-    generate(SynthConfig(domain=domain, target_tokens=parse_tokens(tier), seed=seed, needle=NeedleConfig(depth=0.5)), out)
+    generate(
+        SynthConfig(
+            domain=domain,
+            target_tokens=parse_tokens(tier),
+            seed=seed,
+            needle=NeedleConfig(depth=0.5),
+        ),
+        out,
+    )
     return out, time.perf_counter() - started
 
 
-def plot_ceilings_vs_size(results: dict[str, dict[str, Any]], path: Path, *, title: str = "") -> None:
+def plot_ceilings_vs_size(
+    results: dict[str, dict[str, Any]], path: Path, *, title: str = ""
+) -> None:
     """Two panels, one line per strategy against corpus size (log scale): the complete-evidence
     share (the ceiling) and the mean share of evidence that can reach the final call."""
     import matplotlib
@@ -59,12 +69,22 @@ def plot_ceilings_vs_size(results: dict[str, dict[str, Any]], path: Path, *, tit
     sizes = [results[t]["tokens"] for t in tiers]
     names = [c["strategy"] for c in results[tiers[0]]["ceilings"] if not c["skipped"]]
     markers = "osD^v<>x*"
-    for ax, key, label in ((axes[0], "complete_share", "complete evidence reaches the final call"),
-                           (axes[1], "mean_share", "mean share of evidence that reaches it (memagent: records)")):
+    for ax, key, label in (
+        (axes[0], "complete_share", "complete evidence reaches the final call"),
+        (axes[1], "mean_share", "mean share of evidence that reaches it (memagent: records)"),
+    ):
         for i, name in enumerate(names):
-            ys = [next(100 * c[key] for c in results[t]["ceilings"] if c["strategy"] == name) for t in tiers]
+            ys = [
+                next(100 * c[key] for c in results[t]["ceilings"] if c["strategy"] == name)
+                for t in tiers
+            ]
             # small offsets keep overlapping lines visible
-            ax.plot(sizes, [y + (i - len(names) / 2) * 0.6 for y in ys], marker=markers[i % len(markers)], label=name)
+            ax.plot(
+                sizes,
+                [y + (i - len(names) / 2) * 0.6 for y in ys],
+                marker=markers[i % len(markers)],
+                label=name,
+            )
         ax.set_xscale("log")
         ax.set_xticks(sizes, tiers)
         ax.minorticks_off()
@@ -74,7 +94,9 @@ def plot_ceilings_vs_size(results: dict[str, dict[str, Any]], path: Path, *, tit
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("% of questions / % of evidence")
     axes[1].legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.suptitle(title or "Evidence ceilings vs corpus size (upper bounds, not accuracies)", fontsize=10)
+    fig.suptitle(
+        title or "Evidence ceilings vs corpus size (upper bounds, not accuracies)", fontsize=10
+    )
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
@@ -83,14 +105,22 @@ def plot_ceilings_vs_size(results: dict[str, dict[str, Any]], path: Path, *, tit
 
 def main() -> None:
     """Parse arguments, generate or reuse tiers, print the ceilings per tier, write the plot."""
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--tiers", nargs="+", default=list(TIERS), help="tiers (default: 128K 1M 4M 10M)")
-    p.add_argument("--root", default="runs/ceilings", help="where tiers are generated and indexes cached")
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--tiers", nargs="+", default=list(TIERS), help="tiers (default: 128K 1M 4M 10M)"
+    )
+    p.add_argument(
+        "--root", default="runs/ceilings", help="where tiers are generated and indexes cached"
+    )
     p.add_argument("--domain", default="finance")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--gold-sub-questions", action="store_true")
     p.add_argument("--out", default="docs/img/ceilings_vs_size.png", help="plot path")
-    p.add_argument("--json", help="also write every tier's ceilings (without per-question reach) here")
+    p.add_argument(
+        "--json", help="also write every tier's ceilings (without per-question reach) here"
+    )
     p.add_argument("--title", default="", help="plot title")
     args = p.parse_args()
     root = Path(args.root)
@@ -100,14 +130,25 @@ def main() -> None:
         folder, gen_s = tier_folder(root, tier, args.domain, args.seed)
         samples = load_samples(folder)
         started = time.perf_counter()
-        ceilings = compute_ceilings(samples, gold_sub_questions=args.gold_sub_questions, cache_dir=root / "cache")
+        ceilings = compute_ceilings(
+            samples, gold_sub_questions=args.gold_sub_questions, cache_dir=root / "cache"
+        )
         secs = time.perf_counter() - started
         tokens = samples[0].corpus.num_tokens
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(format_table(ceilings, title=f"{args.domain} {tier} ({tokens:,} tokens, {len(samples)} questions)"))
+        print(
+            format_table(
+                ceilings,
+                title=f"{args.domain} {tier} ({tokens:,} tokens, {len(samples)} questions)",
+            )
+        )
         gen = f"generated in {gen_s:.1f} s, " if gen_s is not None else "reused, "
         print(f"({gen}ceilings in {secs:.1f} s, peak RSS so far {rss:.0f} MiB)\n")
-        results[tier] = {"tokens": tokens, "seconds": round(secs, 1), **ceilings_json(ceilings, per_question=False)}
+        results[tier] = {
+            "tokens": tokens,
+            "seconds": round(secs, 1),
+            **ceilings_json(ceilings, per_question=False),
+        }
     plot_ceilings_vs_size(results, Path(args.out), title=args.title)
     print(f"plot: {args.out}")
     if args.json:

@@ -33,12 +33,20 @@ from retrieval.embedders import SentenceTransformerEmbedder
 from retrieval.index import CompactionPolicy
 from retrieval.retrievers import make_retriever
 
-POLICIES = {"never": CompactionPolicy(max_segments=10**9), "default (K=10)": CompactionPolicy(), "every growth": CompactionPolicy(max_segments=1)}
+POLICIES = {
+    "never": CompactionPolicy(max_segments=10**9),
+    "default (K=10)": CompactionPolicy(),
+    "every growth": CompactionPolicy(max_segments=1),
+}
 
 
 def make(name: str, embedder: SentenceTransformerEmbedder | None):
     """A fresh retriever of ``name`` (dense: over the one loaded ``embedder``)."""
-    return DenseRetriever(embedder) if name == "dense" and embedder is not None else make_retriever(name)
+    return (
+        DenseRetriever(embedder)
+        if name == "dense" and embedder is not None
+        else make_retriever(name)
+    )
 
 
 def split(corpus: Corpus, grow: float) -> int:
@@ -51,7 +59,9 @@ def split(corpus: Corpus, grow: float) -> int:
     return len(corpus) - 1
 
 
-def measure(corpus: Corpus, retriever, chunking: ChunkingConfig, cache: Path, queries: list[str], loads: int):
+def measure(
+    corpus: Corpus, retriever, chunking: ChunkingConfig, cache: Path, queries: list[str], loads: int
+):
     """``(index, median load ms, median query ms, top-10s)`` of the cached index of ``corpus``, loaded afresh."""
     times = []
     for _ in range(loads):
@@ -70,9 +80,13 @@ def measure(corpus: Corpus, retriever, chunking: ChunkingConfig, cache: Path, qu
 
 def main(argv: list[str] | None = None) -> None:
     """Grow copies of one prefix index in 1, 10, 50 steps under each policy; print them beside a fresh build."""
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--tokens", type=int, default=1_000_000, help="corpus size in tokens")
-    p.add_argument("--grow", type=float, default=0.2, help="share of the tokens added over the steps")
+    p.add_argument(
+        "--grow", type=float, default=0.2, help="share of the tokens added over the steps"
+    )
     p.add_argument("--doc-tokens", type=int, default=1000, help="tokens per generated document")
     p.add_argument("--steps", type=int, nargs="+", default=[1, 10, 50])
     p.add_argument("--retrievers", nargs="+", default=["bm25"], choices=["bm25", "dense"])
@@ -83,12 +97,16 @@ def main(argv: list[str] | None = None) -> None:
     corpus = generate_corpus(args.tokens, doc_tokens=args.doc_tokens)
     first = split(corpus, args.grow)
     if len(corpus) - first < max(args.steps):
-        raise SystemExit(f"{len(corpus) - first} documents to add cannot make {max(args.steps)} steps; raise --tokens or --grow")
+        raise SystemExit(
+            f"{len(corpus) - first} documents to add cannot make {max(args.steps)} steps; raise --tokens or --grow"
+        )
     chunking = ChunkingConfig(unit="words", size=200)
     queries = sample_queries(args.queries, zipf=True)
     print(f"## Compacting a grown index: {corpus.num_tokens:,} tokens in {len(corpus)} documents; the first {first} indexed, "
           f"then {len(corpus) - first} added in N equal steps")  # fmt: skip
-    print("| retriever | steps | compaction | segments | grow s: all steps / slowest | load ms | query ms | top-10 = fresh |")
+    print(
+        "| retriever | steps | compaction | segments | grow s: all steps / slowest | load ms | query ms | top-10 = fresh |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for name in args.retrievers:
         embedder = SentenceTransformerEmbedder() if name == "dense" else None
@@ -100,14 +118,25 @@ def main(argv: list[str] | None = None) -> None:
 
         with tempfile.TemporaryDirectory() as scratch:
             root = Path(scratch)
-            build_index(Corpus(corpus.documents[:first]), retriever(), chunking=chunking, cache_dir=root / "prefix")
+            build_index(
+                Corpus(corpus.documents[:first]),
+                retriever(),
+                chunking=chunking,
+                cache_dir=root / "prefix",
+            )
             t = time.perf_counter()
             build_index(corpus, retriever(), chunking=chunking, cache_dir=root / "fresh")
             fresh_s = time.perf_counter() - t
-            _, load_ms, query_ms, fresh_tops = measure(corpus, retriever, chunking, root / "fresh", queries, args.loads)
-            print(f"| {name} | - | fresh build | 1 | {fresh_s:.2f} (whole build) | {load_ms:.0f} | {query_ms:.2f} | - |")
+            _, load_ms, query_ms, fresh_tops = measure(
+                corpus, retriever, chunking, root / "fresh", queries, args.loads
+            )
+            print(
+                f"| {name} | - | fresh build | 1 | {fresh_s:.2f} (whole build) | {load_ms:.0f} | {query_ms:.2f} | - |"
+            )
             for steps in args.steps:
-                cuts = [first + round((len(corpus) - first) * (s + 1) / steps) for s in range(steps)]
+                cuts = [
+                    first + round((len(corpus) - first) * (s + 1) / steps) for s in range(steps)
+                ]
                 for label, policy in POLICIES.items():
                     cache = root / f"{steps}-{label}"
                     shutil.copytree(root / "prefix", cache)
@@ -115,9 +144,17 @@ def main(argv: list[str] | None = None) -> None:
                     for cut in cuts:
                         index_module.clear_memory_cache()  # every growth in a new process, as a daily job
                         t = time.perf_counter()
-                        build_index(Corpus(corpus.documents[:cut]), retriever(), chunking=chunking, cache_dir=cache, compaction=policy)
+                        build_index(
+                            Corpus(corpus.documents[:cut]),
+                            retriever(),
+                            chunking=chunking,
+                            cache_dir=cache,
+                            compaction=policy,
+                        )
                         grow_times.append(time.perf_counter() - t)
-                    index, load_ms, query_ms, tops = measure(corpus, retriever, chunking, cache, queries, args.loads)
+                    index, load_ms, query_ms, tops = measure(
+                        corpus, retriever, chunking, cache, queries, args.loads
+                    )
                     segments = len(json.loads((index.path / "meta.json").read_text())["segments"])
                     same = sum(a == b for a, b in zip(tops, fresh_tops))
                     print(f"| {name} | {steps} | {label} | {segments} | {sum(grow_times):.2f} / {max(grow_times):.2f} | {load_ms:.0f} | "

@@ -83,13 +83,20 @@ def split(corpus: Corpus, grow: float) -> int:
 
 def main(argv: list[str] | None = None) -> None:
     """Index the prefix, then grow it and rebuild the whole, timed side by side; then edit the whole and rebuild it."""
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--tokens", type=int, default=1_000_000, help="corpus size in tokens")
     p.add_argument("--grow", type=float, default=0.01, help="share of the tokens added")
     p.add_argument("--doc-tokens", type=int, default=1000, help="tokens per generated document")
     p.add_argument("--retrievers", nargs="+", default=["bm25", "dense"], choices=["bm25", "dense"])
     p.add_argument("--queries", type=int, default=50)
-    p.add_argument("--edit", type=float, default=0.01, help="share of the documents removed, and updated, in the edit rows")
+    p.add_argument(
+        "--edit",
+        type=float,
+        default=0.01,
+        help="share of the documents removed, and updated, in the edit rows",
+    )
     p.add_argument("--only", choices=["grow", "edit"], help="run one part (default: both)")
     args = p.parse_args(argv)
     corpus = generate_corpus(args.tokens, doc_tokens=args.doc_tokens)
@@ -106,15 +113,20 @@ def grow_rows(corpus: Corpus, args: argparse.Namespace) -> None:
     added = corpus.num_tokens - prefix.num_tokens
     chunking = ChunkingConfig(unit="words", size=200)
     queries = sample_queries(args.queries, zipf=True)
-    print(f"## Growing an index: {corpus.num_tokens:,} tokens in {len(corpus)} documents; "
-          f"{len(corpus) - n} documents added ({added:,} tokens, {added / corpus.num_tokens:.1%})")
+    print(
+        f"## Growing an index: {corpus.num_tokens:,} tokens in {len(corpus)} documents; "
+        f"{len(corpus) - n} documents added ({added:,} tokens, {added / corpus.num_tokens:.1%})"
+    )
     print(
         "| retriever | chunks (added) | prefix build s | grow s | rebuild s | grow / rebuild "
         "| texts embedded: grow / rebuild | top-10 equal | query ms: grown / rebuilt |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
     for name in args.retrievers:
-        with tempfile.TemporaryDirectory() as grow_cache, tempfile.TemporaryDirectory() as rebuild_cache:
+        with (
+            tempfile.TemporaryDirectory() as grow_cache,
+            tempfile.TemporaryDirectory() as rebuild_cache,
+        ):
             counting = [CountingEmbedder() for _ in range(3)] if name == "dense" else [None] * 3
             if counting[0] is not None:
                 counting[0].embed_documents(["warm-up: load the model before timing"])
@@ -123,13 +135,21 @@ def grow_rows(corpus: Corpus, args: argparse.Namespace) -> None:
             prefix_s = time.perf_counter() - t
             index_module.clear_memory_cache()
             t = time.perf_counter()
-            grown = build_index(corpus, make(name, counting[1]), chunking=chunking, cache_dir=grow_cache)
+            grown = build_index(
+                corpus, make(name, counting[1]), chunking=chunking, cache_dir=grow_cache
+            )
             grow_s = time.perf_counter() - t
             index_module.clear_memory_cache()
             t = time.perf_counter()
-            rebuilt = build_index(corpus, make(name, counting[2]), chunking=chunking, cache_dir=Path(rebuild_cache))
+            rebuilt = build_index(
+                corpus, make(name, counting[2]), chunking=chunking, cache_dir=Path(rebuild_cache)
+            )
             rebuild_s = time.perf_counter() - t
-            embedded = f"{counting[1].embedded:,} / {counting[2].embedded:,}" if counting[1] is not None else "-"  # before the queries
+            embedded = (
+                f"{counting[1].embedded:,} / {counting[2].embedded:,}"
+                if counting[1] is not None
+                else "-"
+            )  # before the queries
             grown_top, grown_ms = top10(grown, queries)
             rebuilt_top, rebuilt_ms = top10(rebuilt, queries)
             same = sum(a == b for a, b in zip(grown_top, rebuilt_top))
@@ -157,7 +177,9 @@ def exact_top10(index, queries: list[str]) -> list[list[int]]:
     """Each query's top-10 live chunk ids by a brute-force inner product over the index's stored vectors, deleted ones
     excluded, ties by chunk order: the oracle of a dense index with tombstones, apart from FAISS and the retriever's filter."""
     stored = index.retriever._index.vectors(0, len(index.stored))
-    live = np.asarray([c.doc_index for c in index.stored]) >= 0  # every stored chunk, then the deleted ones dropped
+    live = (
+        np.asarray([c.doc_index for c in index.stored]) >= 0
+    )  # every stored chunk, then the deleted ones dropped
     deleted = set(json.loads((index.path / "meta.json").read_text()).get("deleted_documents") or [])
     live &= np.asarray([c.doc_index not in deleted for c in index.stored])
     positions = np.cumsum(live) - 1  # a live stored chunk's id among the live ones
@@ -198,26 +220,47 @@ def edit_rows(corpus: Corpus, args: argparse.Namespace) -> None:
                 new, removed, updated = changed(corpus, mode, args.edit)
                 new.document_digests  # noqa: B018 - hashed by the caller's corpus (as any corpus is once), not timed as index work
                 link_copy(base_cache, Path(root) / mode)
-                counting = [CountingEmbedder(), CountingEmbedder()] if name == "dense" else [None, None]
+                counting = (
+                    [CountingEmbedder(), CountingEmbedder()] if name == "dense" else [None, None]
+                )
                 index_module.clear_memory_cache()
                 t = time.perf_counter()
-                edited = build_index(new, make(name, counting[0]), chunking=chunking, cache_dir=Path(root) / mode)
+                edited = build_index(
+                    new, make(name, counting[0]), chunking=chunking, cache_dir=Path(root) / mode
+                )
                 edit_s = time.perf_counter() - t
                 index_module.clear_memory_cache()
                 t = time.perf_counter()
-                rebuilt = build_index(new, make(name, counting[1]), chunking=chunking, cache_dir=Path(root) / f"{mode}-rebuild")
+                rebuilt = build_index(
+                    new,
+                    make(name, counting[1]),
+                    chunking=chunking,
+                    cache_dir=Path(root) / f"{mode}-rebuild",
+                )
                 rebuild_s = time.perf_counter() - t
-                embedded = f"{counting[0].embedded:,} / {counting[1].embedded:,}" if counting[0] is not None else "-"
+                embedded = (
+                    f"{counting[0].embedded:,} / {counting[1].embedded:,}"
+                    if counting[0] is not None
+                    else "-"
+                )
                 edited_top, edited_ms = top10(edited, queries)
                 rebuilt_top, rebuilt_ms = top10(rebuilt, queries)
-                same = sum(a == b for a, b in zip(edited_top, rebuilt_top)) if edited.chunks == rebuilt.chunks else 0
+                same = (
+                    sum(a == b for a, b in zip(edited_top, rebuilt_top))
+                    if edited.chunks == rebuilt.chunks
+                    else 0
+                )
                 bits = "-"
                 if name == "bm25":
                     bits = f"{sum(np.array_equal(edited.retriever.scores(q), rebuilt.retriever.scores(q)) for q in queries)}/{len(queries)}"
                 else:  # the rebuild re-embeds every chunk in other batches: also compare with the same vectors, searched exactly
                     exact = exact_top10(edited, queries)
                     bits = f"same vectors: {sum(a == b for a, b in zip(edited_top, exact))}/{len(queries)}"
-                what = {"remove": f"remove {removed}", "update": f"update {updated}", "both": f"update {updated} + remove {removed}"}[mode]
+                what = {
+                    "remove": f"remove {removed}",
+                    "update": f"update {updated}",
+                    "both": f"update {updated} + remove {removed}",
+                }[mode]
                 print(f"| {name} | {what} | {len(edited.stored):,} / {len(edited):,} | {base_s:.2f} | {edit_s:.2f} | {rebuild_s:.2f} | "
                       f"{edit_s / rebuild_s:.1%} | {embedded} | {same}/{len(queries)} | {bits} | {edited_ms:.1f} / {rebuilt_ms:.1f} |")  # fmt: skip
                 index_module.clear_memory_cache()

@@ -22,7 +22,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from experiments.synth import NeedleConfig, SynthConfig, generate, load_samples, parse_tokens, retrieval_recall
+from experiments.synth import (
+    NeedleConfig,
+    SynthConfig,
+    generate,
+    load_samples,
+    parse_tokens,
+    retrieval_recall,
+)
 from graphs.retrieval_service import RetrievalService
 from graphs.retrieval_settings import RetrievalSettings
 
@@ -39,7 +46,10 @@ def variants(args: argparse.Namespace) -> list[tuple[str, str, dict[str, Any], d
         ("bm25", "bm25", {}, {}),
         ("dense (MiniLM)", "dense", dense, {}),
         ("hybrid rrf k=60", "hybrid", fused, {}),
-        *[(f"hybrid score w={w}", "hybrid", {**fused, "fusion": "score", "weight": w}, {}) for w in args.weights],
+        *[
+            (f"hybrid score w={w}", "hybrid", {**fused, "fusion": "score", "weight": w}, {})
+            for w in args.weights
+        ],
     ]
     rerank: dict[str, Any] = {}
     if args.rerank_model:
@@ -47,35 +57,60 @@ def variants(args: argparse.Namespace) -> list[tuple[str, str, dict[str, Any], d
         if args.tiny_reranker:
             rerank["label"] = "tiny random cross-encoder, not a real reranker"
     elif args.rerank_url:
-        rerank = {"rerank": "server", "rerank_options": {"base_url": args.rerank_url, "model": args.rerank_name}}
+        rerank = {
+            "rerank": "server",
+            "rerank_options": {"base_url": args.rerank_url, "model": args.rerank_name},
+        }
     if rerank:
         label = rerank.pop("label", rerank["rerank"])
-        rows.append((f"hybrid rrf + rerank ({label})", "hybrid", fused, {**rerank, "rerank_candidates": args.candidates}))
+        rows.append(
+            (
+                f"hybrid rrf + rerank ({label})",
+                "hybrid",
+                fused,
+                {**rerank, "rerank_candidates": args.candidates},
+            )
+        )
     return rows
 
 
-def measure(samples: list, retriever: str, options: dict[str, Any], rerank: dict[str, Any], ks: list[int], cache: Path) -> dict[int, dict[str, list[float]]]:
+def measure(
+    samples: list,
+    retriever: str,
+    options: dict[str, Any],
+    rerank: dict[str, Any],
+    ks: list[int],
+    cache: Path,
+) -> dict[int, dict[str, list[float]]]:
     """Recall per k and difficulty over ``samples``: the top ``max(ks)`` retrieved once per question, each k a prefix
     (fused and reranked rankings are prefix-consistent: every k under ``candidates`` fuses the same lists)."""
     by_k: dict[int, dict[str, list[float]]] = {k: {} for k in ks}
-    settings = RetrievalSettings(retriever=retriever, retriever_options=options, top_k=max(ks), **rerank)
+    settings = RetrievalSettings(
+        retriever=retriever, retriever_options=options, top_k=max(ks), **rerank
+    )
     service = RetrievalService(settings=settings, cache_dir=cache)
     index = service.build_index(samples[0].corpus)
     for s in samples:
         docs = [h.chunk.doc_id for h in service.retrieve(index, s.question.text)]
         for k in ks:
-            by_k[k].setdefault(s.difficulty, []).append(retrieval_recall(s.evidence_doc_ids, docs[:k]))
+            by_k[k].setdefault(s.difficulty, []).append(
+                retrieval_recall(s.evidence_doc_ids, docs[:k])
+            )
     return by_k
 
 
 def main() -> None:
     """Generate the tier, measure every variant, print the table."""
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--tier", default="1M")
     p.add_argument("--domain", default="finance")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--k", type=int, nargs="+", default=[7, 10, 50])
-    p.add_argument("--weights", type=float, nargs="*", default=[0.5], help="score fusion: weight of dense")
+    p.add_argument(
+        "--weights", type=float, nargs="*", default=[0.5], help="score fusion: weight of dense"
+    )
     p.add_argument("--rerank-model", help="a local CrossEncoder checkpoint")
     p.add_argument("--tiny-reranker", action="store_true", help="a tiny random cross-encoder built here (experiments.perf.tiny_reranker): "
                    "shows the path runs, its recall is not a real reranker's")  # fmt: skip
@@ -83,7 +118,11 @@ def main() -> None:
     p.add_argument("--rerank-name", default="", help="the model name the rerank server expects")
     p.add_argument("--candidates", type=int, default=50, help="first-stage chunks reranked")
     p.add_argument("--cache", help="index cache folder (default: a temporary one)")
-    p.add_argument("--no-fit-chunks", action="store_true", help="dense reads the chunks as chunked (cut at its max length), as BM25 indexes them")
+    p.add_argument(
+        "--no-fit-chunks",
+        action="store_true",
+        help="dense reads the chunks as chunked (cut at its max length), as BM25 indexes them",
+    )
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         if args.tiny_reranker:
@@ -92,12 +131,24 @@ def main() -> None:
             args.rerank_model = build_tiny_reranker(Path(tmp) / "tiny-reranker")
         out = Path(tmp) / f"{args.domain}-{args.tier}"
         t = time.perf_counter()
-        generate(SynthConfig(domain=args.domain, target_tokens=parse_tokens(args.tier), seed=args.seed, needle=NeedleConfig(depth=0.5)), out)
+        generate(
+            SynthConfig(
+                domain=args.domain,
+                target_tokens=parse_tokens(args.tier),
+                seed=args.seed,
+                needle=NeedleConfig(depth=0.5),
+            ),
+            out,
+        )
         samples = load_samples(out)
         corpus = samples[0].corpus
-        print(f"## Evidence recall on the synthetic {args.tier} {args.domain} tier (seed {args.seed}): {corpus.num_tokens:,} tokens, "
-              f"{len(corpus):,} documents, {len(samples)} questions; 200-word chunks (generated in {time.perf_counter() - t:.1f}s)")
-        print("| retriever | k | " + " | ".join(DIFFICULTIES) + " | all | seconds (index + queries) |")
+        print(
+            f"## Evidence recall on the synthetic {args.tier} {args.domain} tier (seed {args.seed}): {corpus.num_tokens:,} tokens, "
+            f"{len(corpus):,} documents, {len(samples)} questions; 200-word chunks (generated in {time.perf_counter() - t:.1f}s)"
+        )
+        print(
+            "| retriever | k | " + " | ".join(DIFFICULTIES) + " | all | seconds (index + queries) |"
+        )
         print("|---|---|" + "---|" * (len(DIFFICULTIES) + 2))
         cache = Path(args.cache) if args.cache else Path(tmp) / "cache"
         overall: dict[str, dict[int, float]] = {}
@@ -106,9 +157,18 @@ def main() -> None:
             by_k = measure(samples, retriever, options, rerank, args.k, cache)
             secs = time.perf_counter() - t
             for k, by in by_k.items():
-                cells = [f"{statistics.mean(by[d]):.3f} ({len(by[d])})" if d in by else "-" for d in DIFFICULTIES]
-                overall.setdefault(label, {})[k] = statistics.mean(r for rs in by.values() for r in rs)
-                print(f"| {label} | {k} | " + " | ".join(cells) + f" | {overall[label][k]:.3f} | {secs:.1f} |")
+                cells = [
+                    f"{statistics.mean(by[d]):.3f} ({len(by[d])})" if d in by else "-"
+                    for d in DIFFICULTIES
+                ]
+                overall.setdefault(label, {})[k] = statistics.mean(
+                    r for rs in by.values() for r in rs
+                )
+                print(
+                    f"| {label} | {k} | "
+                    + " | ".join(cells)
+                    + f" | {overall[label][k]:.3f} | {secs:.1f} |"
+                )
         for k in args.k:
             best_single = max(overall["bm25"][k], overall["dense (MiniLM)"][k])
             verdicts = ", ".join(f"{label} {'>=' if r[k] >= best_single else '<'} max(bm25, dense) ({r[k]:.3f} vs {best_single:.3f})"

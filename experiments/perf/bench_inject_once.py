@@ -39,7 +39,9 @@ def write_records(folder: Path, contexts: int, tokens: int, questions: int, salt
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / "Conflict_Resolution.jsonl", "w", encoding="utf-8") as f:
         for c in range(salt * contexts, (salt + 1) * contexts):
-            lines = [f"{i}. The capital of Region-{c}-{i % 997} is Town-{c}-{i}." for i in range(facts)]
+            lines = [
+                f"{i}. The capital of Region-{c}-{i % 997} is Town-{c}-{i}." for i in range(facts)
+            ]
             record = {"context": "\n".join(lines), "questions": [f"what is the capital of Region-{c}-{q}?" for q in range(questions)],
                       "answers": [[f"Town-{c}-{q}"] for q in range(questions)], "metadata": {"source": SOURCE}}  # fmt: skip
             f.write(json.dumps(record) + "\n")
@@ -54,14 +56,20 @@ def main() -> None:
     ap.add_argument("--strategies", default="rag,full_context,memagent")
     args = ap.parse_args()
     strategies = tuple(args.strategies.split(","))
-    options = {"rag": {"top_k": 10, "chunk_size": 4096, "chunk_unit": "tokens"}} if "rag" in strategies else {}
+    options = (
+        {"rag": {"top_k": 10, "chunk_size": 4096, "chunk_unit": "tokens"}}
+        if "rag" in strategies
+        else {}
+    )
     with stub_server(0.0, 8) as url, tempfile.TemporaryDirectory() as tmp:
         llm = make_chat_model("openai:stub", base_url=url, max_retries=0)
         for inject_once in (False, True):
             data = Path(tmp) / f"data-{inject_once}"
             write_records(data, args.contexts, args.tokens, args.questions, salt=int(inject_once))
             out = Path(tmp) / f"run-{inject_once}"
-            os.environ["LONGCTX_CACHE_DIR"] = str(Path(tmp) / f"cache-{inject_once}")  # each mode builds its indexes afresh
+            os.environ["LONGCTX_CACHE_DIR"] = str(
+                Path(tmp) / f"cache-{inject_once}"
+            )  # each mode builds its indexes afresh
             cfg = RunConfig(benchmark="memoryagentbench", strategies=strategies, data_path=str(data), llm_cache=False, concurrency=1,
                             inject_once=inject_once, strategy_options=options, loader_options={"all_contexts": True})  # fmt: skip
             started = time.perf_counter()
@@ -69,8 +77,12 @@ def main() -> None:
             wall = time.perf_counter() - started
             _, _, per_strategy = score_run(out)
             rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            print(f"\ninject_once={inject_once}: {wall:.1f} s wall, peak RSS {rss:.0f} MB (process so far)")
-            print("| strategy | contexts | questions | index s / context | s / question | s / question all-in | calls / question | prompt tokens / question |")
+            print(
+                f"\ninject_once={inject_once}: {wall:.1f} s wall, peak RSS {rss:.0f} MB (process so far)"
+            )
+            print(
+                "| strategy | contexts | questions | index s / context | s / question | s / question all-in | calls / question | prompt tokens / question |"
+            )
             print("|---|---|---|---|---|---|---|---|")
             for r in per_context_table(per_strategy):
                 print(f"| {r['strategy']} | {r['contexts']} | {r['questions']} | {r['index_seconds_per_context']} | {r['seconds_per_question']} "

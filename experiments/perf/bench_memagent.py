@@ -25,7 +25,9 @@ from retrieval import count_tokens
 
 def main() -> None:
     """Run the measurements and print them."""
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--tokens", type=int, default=1_000_000)
     p.add_argument("--latency", type=float, default=0.05, help="stub seconds per call")
     p.add_argument("--reply-tokens", type=int, default=200, help="memory size the stub writes")
@@ -37,9 +39,14 @@ def main() -> None:
     stream = count_tokens(format_documents(corpus.documents))
     n_chunks = math.ceil(stream / 5000)
     questions = [f"What is fact number {i}?" for i in range(args.questions)]
-    print(f"corpus {corpus.num_tokens:,} tokens ({stream:,} with document headers) -> {n_chunks} chunks of 5000, "
-          f"{n_chunks + 1} calls per question; stub latency {args.latency * 1000:.0f} ms, memory reply {args.reply_tokens} words")
-    with stub_server(args.latency, args.reply_tokens) as url, tempfile.TemporaryDirectory() as cache:
+    print(
+        f"corpus {corpus.num_tokens:,} tokens ({stream:,} with document headers) -> {n_chunks} chunks of 5000, "
+        f"{n_chunks + 1} calls per question; stub latency {args.latency * 1000:.0f} ms, memory reply {args.reply_tokens} words"
+    )
+    with (
+        stub_server(args.latency, args.reply_tokens) as url,
+        tempfile.TemporaryDirectory() as cache,
+    ):
         os.environ["OPENAI_BASE_URL"] = url
         llm = make_chat_model("openai:stub", max_retries=0)
         common = dict(strategy="memagent", llm=llm, cache_dir=cache, show_progress=False)
@@ -62,9 +69,15 @@ def main() -> None:
         print(f"| calls for one question | {calls} (expected {n_chunks + 1}) |")
         print(f"| wall time, one question (checkpointed) | {single_s:.2f} s |")
         print(f"| overhead per call beyond the stub's latency | {overhead_ms:.1f} ms |")
-        print(f"| of which a bare ChatOpenAI call of the same size (HTTP, SDK, stub work) | {bare_ms:.1f} ms |")
-        print(f"| orchestration overhead per call (graph, checkpoint, trace, chunking) | {overhead_ms - bare_ms:.1f} ms |")
-        print(f"| prompt tokens sent / corpus tokens | {one.usage.prompt_tokens / corpus.num_tokens:.3f} |")
+        print(
+            f"| of which a bare ChatOpenAI call of the same size (HTTP, SDK, stub work) | {bare_ms:.1f} ms |"
+        )
+        print(
+            f"| orchestration overhead per call (graph, checkpoint, trace, chunking) | {overhead_ms - bare_ms:.1f} ms |"
+        )
+        print(
+            f"| prompt tokens sent / corpus tokens | {one.usage.prompt_tokens / corpus.num_tokens:.3f} |"
+        )
 
         t = time.perf_counter()
         for q in questions:
@@ -75,7 +88,9 @@ def main() -> None:
         batched_s = time.perf_counter() - t
         assert all(a.usage.llm_calls == n_chunks + 1 for a in many)
         print(f"| {len(questions)} questions sequentially | {sequential_s:.2f} s |")
-        print(f"| {len(questions)} questions with answer_many (concurrency {args.concurrency}) | {batched_s:.2f} s |")
+        print(
+            f"| {len(questions)} questions with answer_many (concurrency {args.concurrency}) | {batched_s:.2f} s |"
+        )
         print(f"| answer_many speed-up | {sequential_s / batched_s:.2f}x |")
         print(f"| peak RSS | {peak_rss_mb():,.0f} MiB |")
 

@@ -45,7 +45,9 @@ def write_own_data(folder: Path, tokens: int, questions: int) -> tuple[Path, Pat
     for i, doc in enumerate(generate_corpus(tokens, doc_tokens=max(500, tokens // 3)).documents):
         (docs / f"doc{i}.txt").write_text(doc.text, encoding="utf-8")
     qfile = folder / "questions.jsonl"
-    topics = sample_queries(questions, zipf=True)  # words of the corpus, different for each question: RAG retrieves different chunks
+    topics = sample_queries(
+        questions, zipf=True
+    )  # words of the corpus, different for each question: RAG retrieves different chunks
     qfile.write_text("".join(json.dumps({"id": f"q{i:03d}", "question": f"What does the corpus say about {t}?", "answer": "stub"}) + "\n"
                              for i, t in enumerate(topics)), encoding="utf-8")  # fmt: skip
     return docs, qfile
@@ -60,26 +62,46 @@ def cost_table(summary: list[dict]) -> list[dict]:
 
 def main() -> None:
     """Run the strategies on the caching stub and print the cost table."""
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--tokens", type=int, default=6_000, help="corpus size")
     p.add_argument("--questions", type=int, default=20)
     p.add_argument("--strategies", default=",".join(STRATEGIES))
     p.add_argument("--out", help="keep the run and its report here")
-    p.add_argument("--llm", default=f"openai:{MODEL}", help="openai:gpt-4o-mini on the caching stub (default), or embedded")
+    p.add_argument(
+        "--llm",
+        default=f"openai:{MODEL}",
+        help="openai:gpt-4o-mini on the caching stub (default), or embedded",
+    )
     args = p.parse_args()
     prompt, completion, cached = DEFAULT_PRICES[MODEL]  # type: ignore[misc]  # the built-in rows carry the cached rate
     prices = {MODEL: {"prompt": prompt, "completion": completion, "cached": cached}}
-    with tempfile.TemporaryDirectory() as tmp, stub_server(latency=0.0, reply_tokens=8, tools=True, properties=1, prompt_cache=256) as url:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        stub_server(latency=0.0, reply_tokens=8, tools=True, properties=1, prompt_cache=256) as url,
+    ):
         os.environ["OPENAI_BASE_URL"] = url  # the embedded model ignores it
         docs, qfile = write_own_data(Path(tmp), args.tokens, args.questions)
         samples = load_benchmark("own", qfile, corpus=docs)
         out = Path(args.out) if args.out else Path(tmp) / "run"
-        cfg = RunConfig(benchmark="own", strategies=tuple(args.strategies.split(",")), llm_cache=False, concurrency=1)
-        llm = make_chat_model(args.llm, max_retries=0) if args.llm.startswith("openai:") else make_chat_model(args.llm)
+        cfg = RunConfig(
+            benchmark="own",
+            strategies=tuple(args.strategies.split(",")),
+            llm_cache=False,
+            concurrency=1,
+        )
+        llm = (
+            make_chat_model(args.llm, max_retries=0)
+            if args.llm.startswith("openai:")
+            else make_chat_model(args.llm)
+        )
         run_experiment(cfg, out, llm=llm, samples=samples, show_progress=False)
         result = build_report(out, samples=samples, plots=False, html=True, prices=prices)
     where = f"{MODEL} at ${prompt}/${cached}/${completion} per 1M prompt/cached/completion tokens (list prices), caching stub"
-    print(f"{args.questions} questions over one {args.tokens:,}-token corpus, {where if args.llm.startswith('openai:') else args.llm + ' (local: free)'}")
+    print(
+        f"{args.questions} questions over one {args.tokens:,}-token corpus, {where if args.llm.startswith('openai:') else args.llm + ' (local: free)'}"
+    )
     print("| strategy | score | prompt tokens / answer | cached / answer | USD / answer with cache | without | cost frontier with | without "
           "| tokens computed / answer | token frontier with | without |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|---|")

@@ -31,11 +31,25 @@ from retrieval.ray_support import ensure_ray
 def main() -> None:
     """Parse arguments, run both builds, print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--chunks", type=int, default=300, help="about this many chunks (default 300)")
-    parser.add_argument("--chunk-tokens", type=int, default=200, help="tokens per chunk (default 200)")
-    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="Ray embedding actors to try (default 1 2)")
-    parser.add_argument("--batch-size", type=int, default=32, help="chunks per actor call (default 32)")
-    parser.add_argument("--address", help="Ray cluster address (default: a new local instance with all CPUs)")
+    parser.add_argument(
+        "--chunks", type=int, default=300, help="about this many chunks (default 300)"
+    )
+    parser.add_argument(
+        "--chunk-tokens", type=int, default=200, help="tokens per chunk (default 200)"
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        nargs="+",
+        default=[1, 2],
+        help="Ray embedding actors to try (default 1 2)",
+    )
+    parser.add_argument(
+        "--batch-size", type=int, default=32, help="chunks per actor call (default 32)"
+    )
+    parser.add_argument(
+        "--address", help="Ray cluster address (default: a new local instance with all CPUs)"
+    )
     args = parser.parse_args()
 
     chunking = ChunkingConfig(unit="tokens", size=args.chunk_tokens)
@@ -43,14 +57,20 @@ def main() -> None:
     n = len(chunk_corpus(corpus, chunking))
     ray = ensure_ray(args.address)
     cpus = int(ray.cluster_resources().get("CPU", 0))
-    print(f"## Dense indexing, all-MiniLM-L6-v2: {n} chunks of <= {args.chunk_tokens} tokens, {corpus.num_tokens:,} tokens")
-    print(f"machine: {os.cpu_count()} CPU cores; Ray cluster: {cpus} CPUs, {len(ray.nodes())} node(s)")
+    print(
+        f"## Dense indexing, all-MiniLM-L6-v2: {n} chunks of <= {args.chunk_tokens} tokens, {corpus.num_tokens:,} tokens"
+    )
+    print(
+        f"machine: {os.cpu_count()} CPU cores; Ray cluster: {cpus} CPUs, {len(ray.nodes())} node(s)"
+    )
     embedder = SentenceTransformerEmbedder()
     embedder.embed_documents(["warm-up"])  # the local figure excludes model loading
     with tempfile.TemporaryDirectory() as tmp:
         index_module.clear_memory_cache()
         t = time.perf_counter()
-        build_index(corpus, DenseRetriever(embedder), chunking=chunking, cache_dir=Path(tmp) / "local")
+        build_index(
+            corpus, DenseRetriever(embedder), chunking=chunking, cache_dir=Path(tmp) / "local"
+        )
         local_s = time.perf_counter() - t
         print("| path | workers | seconds | chunks/s | vs local |")
         print("|---|---|---|---|---|")
@@ -59,11 +79,17 @@ def main() -> None:
             index_module.clear_memory_cache()
             t = time.perf_counter()
             build_index_ray(
-                corpus, DenseRetriever(SentenceTransformerEmbedder()), chunking=chunking,
-                cache_dir=Path(tmp) / f"ray{workers}", workers=workers, batch_size=args.batch_size,
+                corpus,
+                DenseRetriever(SentenceTransformerEmbedder()),
+                chunking=chunking,
+                cache_dir=Path(tmp) / f"ray{workers}",
+                workers=workers,
+                batch_size=args.batch_size,
             )
             ray_s = time.perf_counter() - t
-            print(f"| Ray Data map_batches | {workers} actor(s) | {ray_s:.1f} | {n / ray_s:.1f} | {local_s / ray_s:.2f}x |")
+            print(
+                f"| Ray Data map_batches | {workers} actor(s) | {ray_s:.1f} | {n / ray_s:.1f} | {local_s / ray_s:.2f}x |"
+            )
     ray.shutdown()
 
 

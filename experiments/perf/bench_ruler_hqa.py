@@ -43,8 +43,12 @@ def write_pool(path: Path, seed: int) -> None:
         context = []
         for _ in range(10):
             title = f"Title {rng.randrange(66_635)}"
-            own = random.Random(title)  # one text per title, so repeated titles are duplicate paragraphs
-            context.append([title, [" ".join(own.choice(WORDS) for _ in range(25)) + ". " for _ in range(4)]])
+            own = random.Random(
+                title
+            )  # one text per title, so repeated titles are duplicate paragraphs
+            context.append(
+                [title, [" ".join(own.choice(WORDS) for _ in range(25)) + ". " for _ in range(4)]]
+            )
         items.append({"_id": str(q), "question": "q?", "answer": "a", "context": context})
     path.write_text(json.dumps(items))
 
@@ -52,8 +56,12 @@ def write_pool(path: Path, seed: int) -> None:
 def main() -> None:
     """Build the files, load them and print one table row."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--docs", type=int, default=25600, help="documents per item (12800 or 25600 hold indices)")
-    parser.add_argument("--items", type=int, default=16, help="items in the eval file (the benchmark has 128)")
+    parser.add_argument(
+        "--docs", type=int, default=25600, help="documents per item (12800 or 25600 hold indices)"
+    )
+    parser.add_argument(
+        "--items", type=int, default=16, help="items in the eval file (the benchmark has 128)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -74,7 +82,9 @@ def main() -> None:
         tokens = len(encode(samples[0].corpus[0].text))
         count_s = time.perf_counter() - t
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"| {args.docs:,} | {len(pool):,} | {pool_s:.1f} | {args.items} | {load_s:.1f} | {chars / 1e6:.1f}M | {tokens:,} | {count_s:.1f} | {rss:.0f} |")
+    print(
+        f"| {args.docs:,} | {len(pool):,} | {pool_s:.1f} | {args.items} | {load_s:.1f} | {chars / 1e6:.1f}M | {tokens:,} | {count_s:.1f} | {rss:.0f} |"
+    )
 
 
 if __name__ == "__main__":

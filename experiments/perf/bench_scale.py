@@ -67,8 +67,19 @@ from retrieval.contract import Corpus
 from retrieval.embedders import SentenceTransformerEmbedder
 
 #: Every strategy, in the order they are run.
-ALL_STRATEGIES = ("rag", "full_context", "self_route", "self_ask", "pai", "pai_minus", "memagent", "structured")
-CHECKPOINTS_FILE = "checkpoints.sqlite"  # memory.CHECKPOINTS_FILE, matched with its -wal and -shm files
+ALL_STRATEGIES = (
+    "rag",
+    "full_context",
+    "self_route",
+    "self_ask",
+    "pai",
+    "pai_minus",
+    "memagent",
+    "structured",
+)
+CHECKPOINTS_FILE = (
+    "checkpoints.sqlite"  # memory.CHECKPOINTS_FILE, matched with its -wal and -shm files
+)
 RSS_BAR_MIB = 4096
 OVERHEAD_BAR_MS = 15.0
 CHECKPOINT_BAR_MB = 200.0
@@ -148,8 +159,14 @@ def worker_index(args: argparse.Namespace) -> dict[str, Any]:
     started = time.perf_counter()
     index = RetrievalService(settings=cfg, cache_dir=folder).build_index(corpus)
     seconds = time.perf_counter() - started
-    return {"chunks": len(index.chunks), "build_s": seconds, "index_bytes": disk_bytes(folder), "rss_mib": peak_rss_mib(),
-            "retriever": cfg.retriever, "chunking": f"{cfg.chunk_size} {cfg.chunk_unit}"}
+    return {
+        "chunks": len(index.chunks),
+        "build_s": seconds,
+        "index_bytes": disk_bytes(folder),
+        "rss_mib": peak_rss_mib(),
+        "retriever": cfg.retriever,
+        "chunking": f"{cfg.chunk_size} {cfg.chunk_unit}",
+    }
 
 
 def worker_run(args: argparse.Namespace) -> dict[str, Any]:
@@ -163,7 +180,9 @@ def worker_run(args: argparse.Namespace) -> dict[str, Any]:
     options = strategy_options(args.strategy)
     index = None
     if spec.uses_index:
-        index = RetrievalService(settings=spec.make_config(None, **options), cache_dir=args.index_dir).build_index(corpus)
+        index = RetrievalService(
+            settings=spec.make_config(None, **options), cache_dir=args.index_dir
+        ).build_index(corpus)
     llm = make_chat_model("openai:stub", max_retries=0)
     # one-time per process, not per call: resolve the model's tokenizer (a probe of the
     # server, loading cl100k), open the connection, and collect the garbage of loading (the
@@ -173,32 +192,65 @@ def worker_run(args: argparse.Namespace) -> dict[str, Any]:
     llm.invoke("warm up", max_tokens=1)
     gc.collect()
     load_s = time.perf_counter() - started
-    prepare_s = None if args.no_prepare else prepare_strategy(args.strategy, corpus, questions, llm, options)
+    prepare_s = (
+        None
+        if args.no_prepare
+        else prepare_strategy(args.strategy, corpus, questions, llm, options)
+    )
     run_dir = Path(args.run_dir)
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True)
     before = stub_requests(args.url)
     with DiskSampler(run_dir) as disk:
         t = time.perf_counter()
-        answers = answer_many(corpus, questions, strategy=args.strategy, llm=llm, cache_dir=run_dir, index=index,
-                              concurrency=args.concurrency, show_progress=False, **options)
+        answers = answer_many(
+            corpus,
+            questions,
+            strategy=args.strategy,
+            llm=llm,
+            cache_dir=run_dir,
+            index=index,
+            concurrency=args.concurrency,
+            show_progress=False,
+            **options,
+        )
         wall = time.perf_counter() - t
     calls = stub_requests(args.url) - before
     warm = {}
-    if args.repeat:  # the same batch again in this process, in a fresh run folder: one-time costs are paid
+    if (
+        args.repeat
+    ):  # the same batch again in this process, in a fresh run folder: one-time costs are paid
         shutil.rmtree(f"{run_dir}-again", ignore_errors=True)
         again_before = stub_requests(args.url)
         t = time.perf_counter()
-        answer_many(corpus, questions, strategy=args.strategy, llm=llm, cache_dir=f"{run_dir}-again", index=index,
-                    concurrency=args.concurrency, show_progress=False, **options)
-        warm = {"again_wall_s": time.perf_counter() - t, "again_calls": stub_requests(args.url) - again_before}
+        answer_many(
+            corpus,
+            questions,
+            strategy=args.strategy,
+            llm=llm,
+            cache_dir=f"{run_dir}-again",
+            index=index,
+            concurrency=args.concurrency,
+            show_progress=False,
+            **options,
+        )
+        warm = {
+            "again_wall_s": time.perf_counter() - t,
+            "again_calls": stub_requests(args.url) - again_before,
+        }
         shutil.rmtree(f"{run_dir}-again", ignore_errors=True)
     prompt_tokens = sum(a.usage.prompt_tokens for a in answers)
     mean_tokens, bare_n = prompt_tokens // max(calls, 1), min(calls, 64)
-    bare_ms = bare_call_ms(llm, corpus_text(corpus, mean_tokens), bare_n, args.concurrency, args.worker_latency)
-    bare_word_ms = bare_call_ms(llm, "word " * max(mean_tokens, 1), bare_n, args.concurrency, args.worker_latency)
+    bare_ms = bare_call_ms(
+        llm, corpus_text(corpus, mean_tokens), bare_n, args.concurrency, args.worker_latency
+    )
+    bare_word_ms = bare_call_ms(
+        llm, "word " * max(mean_tokens, 1), bare_n, args.concurrency, args.worker_latency
+    )
     steps = [s for a in answers for s in a.steps]
-    modes = sorted({str(s["mode"]) for s in steps if s.get("node") == "plan_judging" and "mode" in s})
+    modes = sorted(
+        {str(s["mode"]) for s in steps if s.get("node") == "plan_judging" and "mode" in s}
+    )
     return {
         "answered": sum(a.usage.failed_calls == 0 for a in answers),
         "empty": sum(not a.answer.strip() for a in answers),
@@ -222,7 +274,9 @@ def worker_run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def prepare_strategy(name: str, corpus: Corpus, questions: list, llm: Any, options: dict[str, Any]) -> float | None:
+def prepare_strategy(
+    name: str, corpus: Corpus, questions: list, llm: Any, options: dict[str, Any]
+) -> float | None:
     """Seconds of the once-per-corpus work a strategy can do before its questions, like an index
     build (full_context: its prompt's shared part, :func:`graphs.full_context.prepare_corpus`);
     ``None`` for strategies with none."""
@@ -280,9 +334,27 @@ def run_worker(phase: str, strategy: str, args: argparse.Namespace, **extra: Any
     """One phase of one strategy in a fresh interpreter; its JSON result (or the error)."""
     out = Path(args.root) / f"result-{phase}-{strategy}.json"
     out.unlink(missing_ok=True)
-    cmd = [sys.executable, "-m", "experiments.perf.bench_scale", "--worker", phase, "--strategy", strategy,
-           "--result", str(out), "--root", args.root, "--questions", str(args.questions),
-           "--concurrency", str(args.concurrency)] + (["--repeat"] if args.repeat else []) + (["--no-prepare"] if args.no_prepare else [])
+    cmd = (
+        [
+            sys.executable,
+            "-m",
+            "experiments.perf.bench_scale",
+            "--worker",
+            phase,
+            "--strategy",
+            strategy,
+            "--result",
+            str(out),
+            "--root",
+            args.root,
+            "--questions",
+            str(args.questions),
+            "--concurrency",
+            str(args.concurrency),
+        ]
+        + (["--repeat"] if args.repeat else [])
+        + (["--no-prepare"] if args.no_prepare else [])
+    )
     for key, value in extra.items():
         cmd += [f"--{key.replace('_', '-')}", str(value)]
     started = time.perf_counter()
@@ -292,7 +364,10 @@ def run_worker(phase: str, strategy: str, args: argparse.Namespace, **extra: Any
         return {"error": f"did not finish in {args.timeout} s"}
     if proc.returncode != 0 or not out.exists():
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-        return {"error": f"exit {proc.returncode}: " + " | ".join(tail), "process_s": time.perf_counter() - started}
+        return {
+            "error": f"exit {proc.returncode}: " + " | ".join(tail),
+            "process_s": time.perf_counter() - started,
+        }
     result = json.loads(out.read_text())
     result["process_s"] = time.perf_counter() - started
     return result
@@ -303,15 +378,21 @@ def mib(n: float) -> str:
     return f"{n / 2**20:,.1f}"
 
 
-def format_row(name: str, latency: float, r: dict[str, Any], index: dict[str, Any] | None, concurrency: int) -> tuple[str, list[str]]:
+def format_row(
+    name: str, latency: float, r: dict[str, Any], index: dict[str, Any] | None, concurrency: int
+) -> tuple[str, list[str]]:
     """One table row and the Done-when bars it misses."""
     if "error" in r:
-        return f"| {name} | {latency * 1000:.0f} | failed: {r['error']} |" + " |" * 12, [f"{name}: {r['error']}"]
+        return f"| {name} | {latency * 1000:.0f} | failed: {r['error']} |" + " |" * 12, [
+            f"{name}: {r['error']}"
+        ]
     calls = max(r["calls"], 1)
     overhead_ms = (r["wall_s"] - latency * r["calls"] / concurrency) / calls * 1000
     ours_ms = overhead_ms - r["bare_ms"]
     if "again_wall_s" in r:
-        again = (r["again_wall_s"] - latency * r["again_calls"] / concurrency) / max(r["again_calls"], 1) * 1000 - r["bare_ms"]
+        again = (r["again_wall_s"] - latency * r["again_calls"] / concurrency) / max(
+            r["again_calls"], 1
+        ) * 1000 - r["bare_ms"]
         ours = f"{ours_ms:.2f} / {again:.2f}"
     else:
         ours = f"{ours_ms:.2f}"
@@ -324,17 +405,32 @@ def format_row(name: str, latency: float, r: dict[str, Any], index: dict[str, An
         misses.append("overhead")
     if name == "memagent" and r["checkpoints_peak_bytes"] / 1e6 >= CHECKPOINT_BAR_MB:
         misses.append("checkpoints")
-    idx = "-" if not index else (f"{mib(index['index_bytes'])} ({index['chunks']:,} chunks, {index['build_s']:.0f} s)"
-                                 if "error" not in index else "failed")
+    idx = (
+        "-"
+        if not index
+        else (
+            f"{mib(index['index_bytes'])} ({index['chunks']:,} chunks, {index['build_s']:.0f} s)"
+            if "error" not in index
+            else "failed"
+        )
+    )
     if r.get("prepare_s") is not None:
         idx = f"prepare {r['prepare_s']:.2f} s"
     mode = f" ({', '.join(r['modes'])})" if r.get("modes") else ""
     empty = f" ({r['empty']} empty)" if r.get("empty") else ""
-    bare = f"{r['bare_ms']:.2f}" + (f" (word {r['bare_word_ms']:.2f})" if "bare_word_ms" in r else "")
-    ckpt = f"{r['checkpoints_peak_bytes'] / 1e6:,.1f} / {r['checkpoints_final_bytes'] / 1e6:,.1f}" if r["checkpoints_peak_bytes"] else "-"
-    row = (f"| {name}{mode} | {latency * 1000:.0f} | {r['answered']}/{r['questions']}{empty} | {r['calls']:,} | {r['prompt_tokens']:,} "
-           f"| {r['load_s']:.1f} | {r['wall_s']:.1f} | {overhead_ms:.2f} | {bare} | {ours} | {r['rss_mib']:,.0f} | {idx} "
-           f"| {mib(r['run_peak_bytes'])} / {mib(r['run_final_bytes'])} | {ckpt} | {'ok' if not misses else ', '.join(misses)} |")
+    bare = f"{r['bare_ms']:.2f}" + (
+        f" (word {r['bare_word_ms']:.2f})" if "bare_word_ms" in r else ""
+    )
+    ckpt = (
+        f"{r['checkpoints_peak_bytes'] / 1e6:,.1f} / {r['checkpoints_final_bytes'] / 1e6:,.1f}"
+        if r["checkpoints_peak_bytes"]
+        else "-"
+    )
+    row = (
+        f"| {name}{mode} | {latency * 1000:.0f} | {r['answered']}/{r['questions']}{empty} | {r['calls']:,} | {r['prompt_tokens']:,} "
+        f"| {r['load_s']:.1f} | {r['wall_s']:.1f} | {overhead_ms:.2f} | {bare} | {ours} | {r['rss_mib']:,.0f} | {idx} "
+        f"| {mib(r['run_peak_bytes'])} / {mib(r['run_final_bytes'])} | {ckpt} | {'ok' if not misses else ', '.join(misses)} |"
+    )
     return row, [f"{name} at {latency * 1000:.0f} ms: {m}" for m in misses]
 
 
@@ -351,27 +447,63 @@ def dense_probe(args: argparse.Namespace, folder: Path) -> None:
     embedder.embed_documents(sample)
     secs = time.perf_counter() - started
     rate = len(sample) / secs
-    print(f"dense probe: all-MiniLM-L6-v2 on CPU ({os.cpu_count()} cores), {len(sample)} of {len(chunks):,} chunks "
-          f"(200 words) in {secs:.1f} s = {rate:.1f} chunks/s -> the whole corpus in about {len(chunks) / rate / 60:.0f} min")
+    print(
+        f"dense probe: all-MiniLM-L6-v2 on CPU ({os.cpu_count()} cores), {len(sample)} of {len(chunks):,} chunks "
+        f"(200 words) in {secs:.1f} s = {rate:.1f} chunks/s -> the whole corpus in about {len(chunks) / rate / 60:.0f} min"
+    )
 
 
 def main() -> None:
     """Parse arguments; run as the parent (generate, then one subprocess per phase) or as a worker."""
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--tokens", default="10M", help="corpus size (a tier name or a number)")
     p.add_argument("--questions", type=int, default=8)
-    p.add_argument("--latency", type=float, action="append", help="stub seconds per call (repeatable; default 0)")
-    p.add_argument("--strategies", nargs="*", default=list(ALL_STRATEGIES), help="default: all (none: only --dense-probe)")
+    p.add_argument(
+        "--latency",
+        type=float,
+        action="append",
+        help="stub seconds per call (repeatable; default 0)",
+    )
+    p.add_argument(
+        "--strategies",
+        nargs="*",
+        default=list(ALL_STRATEGIES),
+        help="default: all (none: only --dense-probe)",
+    )
     p.add_argument("--concurrency", type=int, default=8, help="answer_many's concurrency")
-    p.add_argument("--reply-tokens", type=int, default=200, help="words in the stub's text replies (MemAgent's memory)")
+    p.add_argument(
+        "--reply-tokens",
+        type=int,
+        default=200,
+        help="words in the stub's text replies (MemAgent's memory)",
+    )
     p.add_argument("--root", default="runs/scale", help="corpus, index caches and run folders")
     p.add_argument("--domain", default="finance")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timeout", type=float, default=3600, help="seconds per subprocess")
-    p.add_argument("--dense-probe", type=int, default=0, help="embed this many chunks and extrapolate the dense index time")
-    p.add_argument("--rebuild", action="store_true", help="build the indexes again (default: reuse a build of an earlier run)")
-    p.add_argument("--repeat", action="store_true", help="answer each batch twice per process; 'ours' then shows first / second")
-    p.add_argument("--no-prepare", action="store_true", help="no prepare phase: full_context's first question formats and tokenizes the corpus")
+    p.add_argument(
+        "--dense-probe",
+        type=int,
+        default=0,
+        help="embed this many chunks and extrapolate the dense index time",
+    )
+    p.add_argument(
+        "--rebuild",
+        action="store_true",
+        help="build the indexes again (default: reuse a build of an earlier run)",
+    )
+    p.add_argument(
+        "--repeat",
+        action="store_true",
+        help="answer each batch twice per process; 'ours' then shows first / second",
+    )
+    p.add_argument(
+        "--no-prepare",
+        action="store_true",
+        help="no prepare phase: full_context's first question formats and tokenizes the corpus",
+    )
     p.add_argument("--json", help="also write every result here")
     # worker-only
     p.add_argument("--worker", choices=("index", "run"), help=argparse.SUPPRESS)
@@ -389,7 +521,6 @@ def main() -> None:
         Path(args.result).write_text(json.dumps(result))
         return
 
-
     unknown = [s for s in args.strategies if s not in STRATEGIES]
     if unknown:
         p.error(f"unknown strategies: {', '.join(unknown)}")
@@ -397,8 +528,10 @@ def main() -> None:
     root = Path(args.root)
     root.mkdir(parents=True, exist_ok=True)
     folder, gen_s = tier_folder(root, args.tokens, args.domain, args.seed)
-    print(f"corpus: {folder} ({'generated in %.1f s' % gen_s if gen_s is not None else 'reused'}); "
-          f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+    print(
+        f"corpus: {folder} ({'generated in %.1f s' % gen_s if gen_s is not None else 'reused'}); "
+        f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
+    )
     if args.dense_probe:
         dense_probe(args, folder)
 
@@ -409,38 +542,61 @@ def main() -> None:
             if built.exists() and not args.rebuild:
                 indexes[name] = {**json.loads(built.read_text()), "reused": True}
             else:
-                indexes[name] = run_worker("index", name, args, data=folder, index_dir=root / "index" / name)
+                indexes[name] = run_worker(
+                    "index", name, args, data=folder, index_dir=root / "index" / name
+                )
                 if "error" not in indexes[name]:
                     built.write_text(json.dumps(indexes[name]))
             r = indexes[name]
-            print(f"index {name}: " + (r["error"] if "error" in r else
-                  f"{r['retriever']} over {r['chunks']:,} chunks of {r['chunking']} built in {r['build_s']:.1f} s, "
-                  f"{mib(r['index_bytes'])} MiB on disk, build peak RSS {r['rss_mib']:,.0f} MiB"
-                  + (" (built by an earlier run)" if r.get("reused") else "")), flush=True)
+            print(
+                f"index {name}: "
+                + (
+                    r["error"]
+                    if "error" in r
+                    else f"{r['retriever']} over {r['chunks']:,} chunks of {r['chunking']} built in {r['build_s']:.1f} s, "
+                    f"{mib(r['index_bytes'])} MiB on disk, build peak RSS {r['rss_mib']:,.0f} MiB"
+                    + (" (built by an earlier run)" if r.get("reused") else "")
+                ),
+                flush=True,
+            )
 
     if not args.strategies:
         return
     results: dict[str, Any] = {"indexes": indexes, "runs": []}
-    header = ("| strategy | latency ms | answered | calls | prompt tokens | load s | wall s | overhead ms/call | bare call ms "
-              "| ours ms/call | peak RSS MiB | index MiB / prepare s | run folder MiB (peak / after) "
-              "| checkpoints MB (peak / after) | bars |\n" + "|---" * 15 + "|")
+    header = (
+        "| strategy | latency ms | answered | calls | prompt tokens | load s | wall s | overhead ms/call | bare call ms "
+        "| ours ms/call | peak RSS MiB | index MiB / prepare s | run folder MiB (peak / after) "
+        "| checkpoints MB (peak / after) | bars |\n" + "|---" * 15 + "|"
+    )
     rows, misses = [], []
     for latency in latencies:
         with stub_server(latency, args.reply_tokens, tools=True) as url:
             for name in args.strategies:
-                r = run_worker("run", name, args, data=folder, url=url, worker_latency=latency, index_dir=root / "index" / name,
-                               run_dir=root / f"run-{latency * 1000:g}ms" / name)
+                r = run_worker(
+                    "run",
+                    name,
+                    args,
+                    data=folder,
+                    url=url,
+                    worker_latency=latency,
+                    index_dir=root / "index" / name,
+                    run_dir=root / f"run-{latency * 1000:g}ms" / name,
+                )
                 row, miss = format_row(name, latency, r, indexes.get(name), args.concurrency)
                 print(row, flush=True)
                 rows.append(row)
                 misses += miss
                 results["runs"].append({"strategy": name, "latency": latency, **r})
-    print(f"\n{folder.name}: {args.questions} questions, concurrency {args.concurrency}, stub replies of {args.reply_tokens} words; "
-          f"load average {os.getloadavg()[0]:.2f}")
+    print(
+        f"\n{folder.name}: {args.questions} questions, concurrency {args.concurrency}, stub replies of {args.reply_tokens} words; "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
     print(header)
     print("\n".join(rows))
-    print("\nDone-when bars (RSS < 4 GiB, overhead <= 15 ms/call at 0 ms, MemAgent checkpoints < 200 MB): "
-          + ("all met" if not misses else "missed: " + "; ".join(misses)))
+    print(
+        "\nDone-when bars (RSS < 4 GiB, overhead <= 15 ms/call at 0 ms, MemAgent checkpoints < 200 MB): "
+        + ("all met" if not misses else "missed: " + "; ".join(misses))
+    )
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
 

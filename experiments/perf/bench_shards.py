@@ -58,9 +58,18 @@ def bare_read(path: Path) -> np.ndarray:
 
 def main() -> None:
     """Time one shard's embedding, then its checksum work against the bare write and read, and print both."""
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--shard-size", type=int, default=None, help="chunks per shard (default: the dense retriever's)")
-    ap.add_argument("--embed", type=int, default=64, help="chunks actually embedded to time the embedder")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--shard-size",
+        type=int,
+        default=None,
+        help="chunks per shard (default: the dense retriever's)",
+    )
+    ap.add_argument(
+        "--embed", type=int, default=64, help="chunks actually embedded to time the embedder"
+    )
     ap.add_argument("--rounds", type=int, default=21)
     args = ap.parse_args()
 
@@ -75,8 +84,12 @@ def main() -> None:
     t = time.perf_counter()
     sample = embedder.embed_documents(texts[: args.embed])
     embed_s = (time.perf_counter() - t) * len(texts) / args.embed
-    print(f"embedder {embedder.model_id} ({getattr(embedder, 'backend', 'torch')}), {len(texts)} chunks of <= {chunking.size} {chunking.unit}")
-    print(f"embedding: {args.embed} chunks in {embed_s * args.embed / len(texts):.2f} s -> {embed_s:.1f} s per shard of {len(texts)}")
+    print(
+        f"embedder {embedder.model_id} ({getattr(embedder, 'backend', 'torch')}), {len(texts)} chunks of <= {chunking.size} {chunking.unit}"
+    )
+    print(
+        f"embedding: {args.embed} chunks in {embed_s * args.embed / len(texts):.2f} s -> {embed_s:.1f} s per shard of {len(texts)}"
+    )
 
     rng = np.random.default_rng(0)
     vectors = rng.standard_normal((len(texts), sample.shape[1])).astype(np.float32)
@@ -85,12 +98,18 @@ def main() -> None:
     rows: dict[str, tuple[float, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         path = shard_path(Path(tmp), 0)
-        rows["digest of the shard's texts (source)"] = timed(lambda: shard_source(texts, params), args.rounds)
+        rows["digest of the shard's texts (source)"] = timed(
+            lambda: shard_source(texts, params), args.rounds
+        )
         rows["write, bare (earlier)"] = timed(lambda: bare_write(path, vectors), args.rounds)
-        rows["write with checksum and record"] = timed(lambda: write_shard(path, vectors, source), args.rounds)
+        rows["write with checksum and record"] = timed(
+            lambda: write_shard(path, vectors, source), args.rounds
+        )
         rows["digest of the shard file"] = timed(lambda: digest_file(path), args.rounds)
         rows["read, bare (earlier)"] = timed(lambda: bare_read(path), args.rounds)
-        rows["read through record and checksum"] = timed(lambda: read_shard(path, source), args.rounds)
+        rows["read through record and checksum"] = timed(
+            lambda: read_shard(path, source), args.rounds
+        )
         size = path.stat().st_size
     print(f"shard file: {size / 2**20:.2f} MiB; {args.rounds} rounds each, median / best ms")
     for name, (median, best) in rows.items():
@@ -107,6 +126,7 @@ def main() -> None:
         f"added per shard (texts digest + write and read over the bare ones), median / best: {added[0]:.2f} / {added[1]:.2f} ms, "
         f"{added[0] / 10 / embed_s:.4f}% / {added[1] / 10 / embed_s:.4f}% of the shard's {embed_s:.1f} s of embedding"
     )
+
 
 if __name__ == "__main__":
     main()

@@ -37,28 +37,58 @@ from retrieval.tokens import count_tokens
 def tool_arguments(function: dict, prompt: str, properties: int) -> list[dict]:
     """The arguments of the tool calls answering a request for ``function`` (PAI's schemas)."""
     fields = function.get("parameters", {}).get("properties", {})
-    items = [{"metric": "revenue", "subject": f"Company {i} annual report"} for i in range(properties)]
+    items = [
+        {"metric": "revenue", "subject": f"Company {i} annual report"} for i in range(properties)
+    ]
     if "keep_context" in fields:
         return [{"keep_context": zlib.crc32(prompt.encode()) % 10 == 0}]
     if "sub_question" in fields:
-        return [{"sub_question": f"What was the revenue of Company {i}?"} for i in range(properties)]
+        return [
+            {"sub_question": f"What was the revenue of Company {i}?"} for i in range(properties)
+        ]
     if "items" in fields:
         return [{"items": items}]
     if "records" in fields:  # the structured strategy's extraction: a document stating no row
         return [{"records": []}]
     if "attributes" in fields:  # the structured strategy's plan: a one-column table
-        return [{"table": "facts", "entity": "entity", "entity_description": "what a row is about", "time": None,
-                 "attributes": [{"name": "fact", "type": "text", "unit": "", "description": "a fact", "static": False}]}]
+        return [
+            {
+                "table": "facts",
+                "entity": "entity",
+                "entity_description": "what a row is about",
+                "time": None,
+                "attributes": [
+                    {
+                        "name": "fact",
+                        "type": "text",
+                        "unit": "",
+                        "description": "a fact",
+                        "static": False,
+                    }
+                ],
+            }
+        ]
     return items
 
 
 def tool_message(request: dict, prompt: str, properties: int) -> tuple[dict, str]:
     """An assistant message with tool calls for the request's first tool, and its argument text."""
     calls = [
-        {"id": f"call_{i}", "type": "function", "function": {"name": request["tools"][0]["function"]["name"], "arguments": json.dumps(args)}}
-        for i, args in enumerate(tool_arguments(request["tools"][0]["function"], prompt, properties))
+        {
+            "id": f"call_{i}",
+            "type": "function",
+            "function": {
+                "name": request["tools"][0]["function"]["name"],
+                "arguments": json.dumps(args),
+            },
+        }
+        for i, args in enumerate(
+            tool_arguments(request["tools"][0]["function"], prompt, properties)
+        )
     ]
-    return {"role": "assistant", "content": None, "tool_calls": calls}, "".join(c["function"]["arguments"] for c in calls)
+    return {"role": "assistant", "content": None, "tool_calls": calls}, "".join(
+        c["function"]["arguments"] for c in calls
+    )
 
 
 FAILURE_MODES = ("500", "429", "timeout", "malformed")
@@ -137,7 +167,9 @@ def make_handler(
 
         def _fail(self, mode: str) -> None:
             if mode == "500":
-                self._send(500, {"error": {"message": "injected server error", "type": "server_error"}})
+                self._send(
+                    500, {"error": {"message": "injected server error", "type": "server_error"}}
+                )
             elif mode == "429":
                 self.send_response(429)
                 body = b'{"error": {"message": "injected rate limit", "type": "rate_limit"}}'
@@ -147,7 +179,16 @@ def make_handler(
                 self.end_headers()
                 self.wfile.write(body)
             elif mode == "empty_choices":
-                self._send(200, {"id": "stub", "object": "chat.completion", "created": 0, "model": "stub", "choices": []})
+                self._send(
+                    200,
+                    {
+                        "id": "stub",
+                        "object": "chat.completion",
+                        "created": 0,
+                        "model": "stub",
+                        "choices": [],
+                    },
+                )
             elif mode == "timeout":
                 time.sleep(hang_seconds)
                 self._send(200, {})
@@ -179,7 +220,11 @@ def make_handler(
             request = json.loads(raw)
             prompt = "\n".join(m.get("content", "") for m in request.get("messages", []))
             time.sleep(latency + (hang_seconds if hold_after and seen > hold_after else 0.0))
-            text = "Therefore, the answer is stub." if prompt.rstrip().endswith("Your answer:") else reply
+            text = (
+                "Therefore, the answer is stub."
+                if prompt.rstrip().endswith("Your answer:")
+                else reply
+            )
             message, finish = {"role": "assistant", "content": text}, "stop"
             if tools and request.get("tools"):
                 (message, text), finish = tool_message(request, prompt, properties), "tool_calls"
@@ -187,9 +232,15 @@ def make_handler(
             usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
             if prompt_cache:
                 with lock:
-                    shared = max((shared_start(seen_prompt, prompt) for seen_prompt in recent), default=0)
+                    shared = max(
+                        (shared_start(seen_prompt, prompt) for seen_prompt in recent), default=0
+                    )
                     recent[:] = [*recent, prompt][-prompt_cache:]
-                usage["prompt_tokens_details"] = {"cached_tokens": min(count(prompt[:shared]), usage["prompt_tokens"]) if shared else 0}
+                usage["prompt_tokens_details"] = {
+                    "cached_tokens": min(count(prompt[:shared]), usage["prompt_tokens"])
+                    if shared
+                    else 0
+                }
             self._send(
                 200,
                 {
@@ -236,7 +287,14 @@ def stub_server(
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     cmd = [sys.executable, "-m", "experiments.perf.stub_server", "--port", str(port)]
-    cmd += ["--latency", str(latency), "--reply-tokens", str(reply_tokens), "--fail-every", str(fail_every)]
+    cmd += [
+        "--latency",
+        str(latency),
+        "--reply-tokens",
+        str(reply_tokens),
+        "--fail-every",
+        str(fail_every),
+    ]
     cmd += ["--hang-seconds", str(hang_seconds), "--usage", usage]
     if tools:
         cmd += ["--tools", "--properties", str(properties)]
@@ -266,19 +324,54 @@ def stub_server(
 
 def main() -> None:
     """Serve until interrupted."""
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--latency", type=float, default=0.05, help="seconds per call")
     p.add_argument("--reply-tokens", type=int, default=200, help="words in each memory reply")
-    p.add_argument("--fail-every", type=int, default=0, help="fail every N-th chat request (0: never)")
-    p.add_argument("--hang-seconds", type=float, default=30.0, help="how long an injected timeout hangs")
-    p.add_argument("--fault", choices=FAULT_MODES, help="fail chat requests this way (see --fault-first)")
-    p.add_argument("--fault-first", type=int, default=0, help="with --fault: fail only the first N chat requests (0: all)")
-    p.add_argument("--tools", action="store_true", help="answer requests that carry tools with tool calls")
-    p.add_argument("--properties", type=int, default=4, help="property calls per extraction request (with --tools)")
-    p.add_argument("--usage", choices=("cl100k", "approx"), default="cl100k", help="token counts of the usage: exact cl100k, or UTF-8 bytes / 4 (cheap)")
-    p.add_argument("--prompt-cache", type=int, default=0, help="report as cached the start a prompt shares with one of the last N (0: off)")
-    p.add_argument("--hold-after", type=int, default=0, help="chat requests after the first N wait --hang-seconds more (0: none)")
+    p.add_argument(
+        "--fail-every", type=int, default=0, help="fail every N-th chat request (0: never)"
+    )
+    p.add_argument(
+        "--hang-seconds", type=float, default=30.0, help="how long an injected timeout hangs"
+    )
+    p.add_argument(
+        "--fault", choices=FAULT_MODES, help="fail chat requests this way (see --fault-first)"
+    )
+    p.add_argument(
+        "--fault-first",
+        type=int,
+        default=0,
+        help="with --fault: fail only the first N chat requests (0: all)",
+    )
+    p.add_argument(
+        "--tools", action="store_true", help="answer requests that carry tools with tool calls"
+    )
+    p.add_argument(
+        "--properties",
+        type=int,
+        default=4,
+        help="property calls per extraction request (with --tools)",
+    )
+    p.add_argument(
+        "--usage",
+        choices=("cl100k", "approx"),
+        default="cl100k",
+        help="token counts of the usage: exact cl100k, or UTF-8 bytes / 4 (cheap)",
+    )
+    p.add_argument(
+        "--prompt-cache",
+        type=int,
+        default=0,
+        help="report as cached the start a prompt shares with one of the last N (0: off)",
+    )
+    p.add_argument(
+        "--hold-after",
+        type=int,
+        default=0,
+        help="chat requests after the first N wait --hang-seconds more (0: none)",
+    )
     args = p.parse_args()
     handler = make_handler(
         args.latency, args.reply_tokens, tools=args.tools, properties=args.properties,

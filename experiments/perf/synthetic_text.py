@@ -25,7 +25,9 @@ def vocabulary(size: int, seed: int = 0) -> list[str]:
     return sorted(words)
 
 
-def generate_corpus(num_tokens: int, *, doc_tokens: int = 4000, vocab_size: int = 50_000, seed: int = 0) -> Corpus:
+def generate_corpus(
+    num_tokens: int, *, doc_tokens: int = 4000, vocab_size: int = 50_000, seed: int = 0
+) -> Corpus:
     """A corpus of about ``num_tokens`` cl100k tokens in documents of about ``doc_tokens``."""
     rng = np.random.default_rng(seed)
     vocab = np.array(vocabulary(vocab_size, seed))
@@ -39,12 +41,16 @@ def generate_corpus(num_tokens: int, *, doc_tokens: int = 4000, vocab_size: int 
     texts = []
     for _ in range(n_docs):
         words = vocab[rng.choice(vocab_size, words_per_doc, p=probs)]
-        sentences = [" ".join(words[i : i + 15]).capitalize() + "." for i in range(0, len(words), 15)]
+        sentences = [
+            " ".join(words[i : i + 15]).capitalize() + "." for i in range(0, len(words), 15)
+        ]
         texts.append(" ".join(sentences))
     return Corpus.from_texts(texts, titles=[f"Synthetic {i}" for i in range(n_docs)])
 
 
-def sample_queries(n: int, *, vocab_size: int = 50_000, zipf: bool = False, seed: int = 1) -> list[str]:
+def sample_queries(
+    n: int, *, vocab_size: int = 50_000, zipf: bool = False, seed: int = 1
+) -> list[str]:
     """``n`` queries of 3-6 words: uniform over the vocabulary (mostly tail terms, short
     postings), or with the corpus's Zipf skew (head terms, long postings: the slow case)."""
     rng = np.random.default_rng(seed)
@@ -53,4 +59,7 @@ def sample_queries(n: int, *, vocab_size: int = 50_000, zipf: bool = False, seed
     if zipf:
         probs = 1.0 / np.arange(1, vocab_size + 1) ** 1.07
         probs /= probs.sum()
-    return [" ".join(vocab[int(i)] for i in rng.choice(vocab_size, int(rng.integers(3, 7)), p=probs)) for _ in range(n)]
+    return [
+        " ".join(vocab[int(i)] for i in rng.choice(vocab_size, int(rng.integers(3, 7)), p=probs))
+        for _ in range(n)
+    ]

@@ -13,7 +13,9 @@ from langchain_core.callbacks import BaseCallbackHandler
 class NodeTimer(BaseCallbackHandler):
     """First start, last end, call count and prompt tokens of the chat calls made by one graph node."""
 
-    run_inline = True  # thread-safe: on the async path, called on the loop rather than through its executor
+    run_inline = (
+        True  # thread-safe: on the async path, called on the loop rather than through its executor
+    )
 
     def __init__(self, node: str) -> None:
         self.node = node
@@ -25,7 +27,9 @@ class NodeTimer(BaseCallbackHandler):
         self.runs: set = set()
         self.first, self.last, self.calls, self.prompt_tokens = math.inf, 0.0, 0, 0
 
-    def on_chat_model_start(self, serialized, messages, *, run_id, metadata: dict | None = None, **kwargs: Any) -> None:
+    def on_chat_model_start(
+        self, serialized, messages, *, run_id, metadata: dict | None = None, **kwargs: Any
+    ) -> None:
         """Note the start of one of the node's calls."""
         if (metadata or {}).get("langgraph_node") == self.node:
             with self.lock:

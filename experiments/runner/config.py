@@ -58,24 +58,46 @@ class RunConfig:
     inject_once: bool = False
 
     @classmethod
-    def for_corpus(cls, corpus: str | Path, questions: str | Path, strategies: Sequence[str], **options: Any) -> RunConfig:
+    def for_corpus(
+        cls, corpus: str | Path, questions: str | Path, strategies: Sequence[str], **options: Any
+    ) -> RunConfig:
         """Your own documents and questions file (see :mod:`experiments.benchmarks.own`)."""
         loader = {**dict(options.pop("loader_options", {})), "corpus": str(Path(corpus).resolve())}
-        return cls(benchmark="own", data_path=str(Path(questions).resolve()), strategies=tuple(strategies), loader_options=loader, **options)
+        return cls(
+            benchmark="own",
+            data_path=str(Path(questions).resolve()),
+            strategies=tuple(strategies),
+            loader_options=loader,
+            **options,
+        )
 
     def __post_init__(self) -> None:
         if not self.strategies:
             raise ValueError("Give at least one strategy to run.")
         unique = tuple(dict.fromkeys(self.strategies))
         if len(unique) < len(self.strategies):  # each pair is answered (and paid for) once
-            log.warning("Strategies named more than once run once: %s", ", ".join(sorted({s for s in self.strategies if self.strategies.count(s) > 1})))
+            log.warning(
+                "Strategies named more than once run once: %s",
+                ", ".join(sorted({s for s in self.strategies if self.strategies.count(s) > 1})),
+            )
         object.__setattr__(self, "strategies", unique)
         unknown = sorted(set(self.strategy_options) - set(self.strategies))
         if unknown:
             raise ValueError(f"strategy_options name strategies not being run: {unknown}")
-        if self.benchmark in BENCHMARKS and BENCHMARKS.get(self.benchmark).shared_first:  # our prompts: the shared text goes first
-            shared = {name: shared_first_options(STRATEGIES.get(name).prompt_sharing, self.strategy_options.get(name, {})) for name in self.strategies}
-            object.__setattr__(self, "strategy_options", {name: options for name, options in shared.items() if options})
+        if (
+            self.benchmark in BENCHMARKS and BENCHMARKS.get(self.benchmark).shared_first
+        ):  # our prompts: the shared text goes first
+            shared = {
+                name: shared_first_options(
+                    STRATEGIES.get(name).prompt_sharing, self.strategy_options.get(name, {})
+                )
+                for name in self.strategies
+            }
+            object.__setattr__(
+                self,
+                "strategy_options",
+                {name: options for name, options in shared.items() if options},
+            )
         for name in self.strategies:  # unknown names, options and values fail before any work
             STRATEGIES.get(name).make_config(**dict(self.strategy_options.get(name, {})))
         if self.concurrency < 1:

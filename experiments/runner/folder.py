@@ -51,9 +51,13 @@ def check_out_folder(out: str | Path) -> Path:
         try:
             is_file = path.exists() and not path.is_dir()
         except OSError as exc:  # a name too long, a loop of links
-            raise RunFolderError(f"Cannot create the result folder {out}: {exc.strerror or exc}") from None
+            raise RunFolderError(
+                f"Cannot create the result folder {out}: {exc.strerror or exc}"
+            ) from None
         if is_file:
-            raise RunFolderError(f"{path} is a file, not a folder: give --out a folder (new, or a run to resume)")
+            raise RunFolderError(
+                f"{path} is a file, not a folder: give --out a folder (new, or a run to resume)"
+            )
     return out
 
 
@@ -67,4 +71,6 @@ def make_out_folder(out: Path) -> None:
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise RunFolderError(f"Cannot create the result folder {out}: {exc.strerror or exc}") from None
+        raise RunFolderError(
+            f"Cannot create the result folder {out}: {exc.strerror or exc}"
+        ) from None

@@ -42,13 +42,18 @@ def interrupt_run(out: Path, invocation: int, counts: dict[str, int], futures: s
     previous = _exit_on_next_interrupt()
     stop.set()
     pool.shutdown(wait=False, cancel_futures=True)
-    tqdm.write(f"\nStopping: no new calls; waiting up to {INTERRUPT_GRACE_SECONDS:.0f} s for the answers in flight (Ctrl-C again quits now)", file=sys.stderr)
+    tqdm.write(
+        f"\nStopping: no new calls; waiting up to {INTERRUPT_GRACE_SECONDS:.0f} s for the answers in flight (Ctrl-C again quits now)",
+        file=sys.stderr,
+    )
     finished, running = wait(futures, timeout=INTERRUPT_GRACE_SECONDS)
     for future in finished:
         if future.cancelled() or future.exception() is not None:
             continue
         for row in future.result():
-            if row["status"] == "ok":  # a unit stopped by the interrupt failed because of it: not a result
+            if (
+                row["status"] == "ok"
+            ):  # a unit stopped by the interrupt failed because of it: not a result
                 append_row(sink, row, counts)
     counts["interrupted"] = counts["pairs"] - counts["skipped"] - counts["ok"] - counts["failed"]
     finish_manifest(out, invocation, counts)
@@ -72,4 +77,3 @@ def _exit_on_next_interrupt() -> Any:
         os._exit(130)
 
     return signal.signal(signal.SIGINT, exit_now)
-

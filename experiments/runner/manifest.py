@@ -35,7 +35,13 @@ MANIFEST_FILE = "manifest.json"
 
 def _git_revision() -> str | None:
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent, timeout=5)
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).parent,
+            timeout=5,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return out.stdout.strip() or None
@@ -53,20 +59,31 @@ def _manifest_lock(out: Path):
     return exclusive_lock(out / (MANIFEST_FILE + ".lock"), wait=True, what=f"manifest of {out}")
 
 
-def start_manifest(out: Path, config: RunConfig, chat: BaseChatModel, n_samples: int, n_todo: int) -> int:
+def start_manifest(
+    out: Path, config: RunConfig, chat: BaseChatModel, n_samples: int, n_todo: int
+) -> int:
     """Record a new invocation (config redacted, model, versions) and return its index."""
     revision = _git_revision()
     with _manifest_lock(out):
         return _start_manifest_locked(out, config, chat, n_samples, n_todo, revision)
 
 
-def _start_manifest_locked(out: Path, config: RunConfig, chat: BaseChatModel, n_samples: int, n_todo: int, revision: str | None) -> int:
+def _start_manifest_locked(
+    out: Path,
+    config: RunConfig,
+    chat: BaseChatModel,
+    n_samples: int,
+    n_todo: int,
+    revision: str | None,
+) -> int:
     path = out / MANIFEST_FILE
     manifest = read_manifest(out, repair=True) if path.exists() else {"invocations": []}
     spec = BENCHMARKS.get(config.benchmark) if config.benchmark in BENCHMARKS else None
     manifest.update(
         {
-            "config": redact_secrets(json.loads(json.dumps(dataclasses.asdict(config), default=list))),
+            "config": redact_secrets(
+                json.loads(json.dumps(dataclasses.asdict(config), default=list))
+            ),
             "model": describe(chat),
             "tokenizer": tokenizer_manifest(chat),
             "library_version": _library_version(),
@@ -75,7 +92,12 @@ def _start_manifest_locked(out: Path, config: RunConfig, chat: BaseChatModel, n_
         }
     )
     manifest["invocations"].append(
-        {"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "git_revision": revision, "samples": n_samples, "todo": n_todo}
+        {
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "git_revision": revision,
+            "samples": n_samples,
+            "todo": n_todo,
+        }
     )
     _write_json(path, manifest)
     return len(manifest["invocations"]) - 1
@@ -105,12 +127,21 @@ def read_manifest(out: Path, *, repair: bool = False) -> dict[str, Any]:
             raise ValueError("not a manifest object with a list of invocations")
         return manifest
     except FileNotFoundError:
-        raise RunFolderError(f"{path} does not exist: {out} is not a folder written by 'longctx run'") from None
-    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise RunFolderError(
+            f"{path} does not exist: {out} is not a folder written by 'longctx run'"
+        ) from None
+    except (
+        ValueError,
+        RecursionError,
+    ) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         problem = f"{path} is unreadable ({type(exc).__name__}: {str(exc)[:200]})"
         if not repair:
-            raise RunFolderError(f"{problem}; rerun the same 'longctx run' command into {out} to rebuild it") from None
-    aside = path.with_name(f"{MANIFEST_FILE}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
+            raise RunFolderError(
+                f"{problem}; rerun the same 'longctx run' command into {out} to rebuild it"
+            ) from None
+    aside = path.with_name(
+        f"{MANIFEST_FILE}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+    )
     path.replace(aside)
     log.warning("%s; set aside as %s and rebuilt from the rows", problem, aside.name)
     return _manifest_from_rows(out, aside)
@@ -125,8 +156,14 @@ def manifest_config(out: str | Path, manifest: dict[str, Any] | None = None) -> 
     """
     path = Path(out) / MANIFEST_FILE
     config = (read_manifest(Path(out)) if manifest is None else manifest).get("config")
-    if not isinstance(config, dict) or not isinstance(config.get("benchmark"), str) or not isinstance(config.get("strategies"), list):
-        raise RunFolderError(f"{path} records no run config (benchmark and strategies); rerun the same 'longctx run' command into {out} to write it")
+    if (
+        not isinstance(config, dict)
+        or not isinstance(config.get("benchmark"), str)
+        or not isinstance(config.get("strategies"), list)
+    ):
+        raise RunFolderError(
+            f"{path} records no run config (benchmark and strategies); rerun the same 'longctx run' command into {out} to write it"
+        )
     return config
 
 
@@ -135,7 +172,13 @@ def _manifest_from_rows(out: Path, aside: Path) -> dict[str, Any]:
     config, model and versions are written by the invocation that rebuilds it)."""
     latest = latest_rows(read_rows(out)).values()
     ok = sum(r["status"] == "ok" for r in latest)
-    summary = {"rebuilt": time.strftime("%Y-%m-%dT%H:%M:%S"), "set_aside": aside.name, "pairs": len(latest), "ok": ok, "failed": len(latest) - ok}
+    summary = {
+        "rebuilt": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "set_aside": aside.name,
+        "pairs": len(latest),
+        "ok": ok,
+        "failed": len(latest) - ok,
+    }
     return {"invocations": [summary]}
 
 

@@ -52,12 +52,19 @@ def read_rows(out: Path) -> list[dict[str, Any]]:
             problems.append(f"line {number}: {problem}")
     if tail.strip():
         row, problem = parse_row(tail)
-        if row is not None:  # a whole row whose newline is missing: kept (the next append adds the newline)
+        if (
+            row is not None
+        ):  # a whole row whose newline is missing: kept (the next append adds the newline)
             rows.append(row)
         elif is_whole_json(tail):  # whole, yet not a usable row
             problems.append(f"line {len(lines) + 1}: {problem}")
         else:
-            log.warning("%s: line %d is torn (%d bytes, left by a killed run); ignored, the next run cuts it off", path, len(lines) + 1, len(tail))
+            log.warning(
+                "%s: line %d is torn (%d bytes, left by a killed run); ignored, the next run cuts it off",
+                path,
+                len(lines) + 1,
+                len(tail),
+            )
     for problem in problems[:MAX_REPORTED]:
         log.warning("%s, %s; skipped", path, problem)
     if len(problems) > MAX_REPORTED:
@@ -121,12 +128,30 @@ def row_line(row: dict[str, Any]) -> tuple[str, str]:
     try:
         problem = _unkeepable_answer(row)
         if problem is None:  # plain data first, so bytes that hold a key are redacted too
-            return dumps(redact_value(json_safe(row, max_chars=None, max_total=None))) + "\n", row["status"]
+            return dumps(redact_value(json_safe(row, max_chars=None, max_total=None))) + "\n", row[
+                "status"
+            ]
     except Exception as exc:  # noqa: BLE001 - whatever it is, the row is recorded as failed, never the run lost
         problem = redact_value(f"{type(exc).__name__}: {exc}")
-    keep = {k: row.get(k) for k in ("sample_id", "benchmark", "dataset", "strategy", "corpus_tokens", "metadata", "seconds")}
+    keep = {
+        k: row.get(k)
+        for k in (
+            "sample_id",
+            "benchmark",
+            "dataset",
+            "strategy",
+            "corpus_tokens",
+            "metadata",
+            "seconds",
+        )
+    }
     failed = {**keep, "status": "failed", "error": f"ResultNotWritable: {problem}"}
-    log.warning("%s / %s: the result cannot be written (%s); recorded as failed", row.get("sample_id"), row.get("strategy"), problem)
+    log.warning(
+        "%s / %s: the result cannot be written (%s); recorded as failed",
+        row.get("sample_id"),
+        row.get("strategy"),
+        problem,
+    )
     return dumps(redact_value(json_safe(failed))) + "\n", "failed"
 
 
@@ -174,4 +199,3 @@ def _repair_tail(sink: Any) -> None:
         return
     log.warning("%s: dropping a torn last line of %d bytes (a killed run)", sink.name, size - end)
     os.ftruncate(fd, end)
-

@@ -25,7 +25,9 @@ def plan_run(out: Path, config: RunConfig, chat: BaseChatModel, samples: list[An
     latest = latest_rows(read_rows(out))
     done, changed = answered_pairs(latest, config, chat, same_models=same_models)
     retries = {key for key, row in latest.items() if row["status"] == "failed"}
-    todo = [(s, name) for s in samples for name in config.strategies if (s.sample_id, name) not in done]
+    todo = [
+        (s, name) for s in samples for name in config.strategies if (s.sample_id, name) not in done
+    ]
     if changed:
         warn_changed(out, changed)
     invocation = start_manifest(out, config, chat, len(samples), len(todo))
@@ -40,13 +42,20 @@ def answered_pairs(latest: Mapping[tuple[str, str], dict[str, Any]], config: Run
     answered (not stopped by a budget, which is redone) with the settings this run would use
     (``same_models``: the ``llm`` of its other endpoints count as its own). The others answered ok
     come back with the fields that differ (:mod:`experiments.changed_settings`): they are answered again."""
-    expected = {name: expected_config(name, config.strategy_options.get(name, {}), chat) for name in config.strategies}
+    expected = {
+        name: expected_config(name, config.strategy_options.get(name, {}), chat)
+        for name in config.strategies
+    }
     done, changed = set(), {}
     for key, row in latest.items():
         if row["status"] != "ok" or row.get("stopped") or key[1] not in expected:
             continue
         wanted = expected[key[1]]
-        diff = changed_fields(row.get("config"), wanted, key[1], same_models=same_models) if wanted is not None else []
+        diff = (
+            changed_fields(row.get("config"), wanted, key[1], same_models=same_models)
+            if wanted is not None
+            else []
+        )
         if diff:
             changed[key] = diff
         else:
@@ -61,11 +70,15 @@ def warn_changed(out: Path, changed: Mapping[tuple[str, str], list[str]]) -> Non
         by_strategy.setdefault(strategy, []).append(diff)
     for strategy, diffs in by_strategy.items():
         fields = sorted({d for diff in diffs for d in diff})
-        log.warning("%s: %d %s answer(s) were made with other settings (%s); they are answered again (use another --out to keep both)",
-                    out, len(diffs), strategy, "; ".join(fields[:6]) + (f"; {len(fields) - 6} more" if len(fields) > 6 else ""))
+        log.warning(
+            "%s: %d %s answer(s) were made with other settings (%s); they are answered again (use another --out to keep both)",
+            out,
+            len(diffs),
+            strategy,
+            "; ".join(fields[:6]) + (f"; {len(fields) - 6} more" if len(fields) > 6 else ""),
+        )
 
 
 def is_retry(group: list[Any], strategy: str, retries: set) -> bool:
     """Whether a work unit answers a pair whose last row failed."""
     return any((s.sample_id, strategy) in retries for s in group)
-

@@ -16,7 +16,11 @@ def base_row(sample: Any, strategy: str) -> dict[str, Any]:
         "strategy": strategy,
         "corpus_tokens": sample.corpus.num_tokens,
         "corpus": sample.corpus.fingerprint,  # which questions share a context (cost per context in the report)
-        "metadata": {k: v for k, v in dict(sample.metadata).items() if isinstance(v, (str, int, float, bool, type(None)))},
+        "metadata": {
+            k: v
+            for k, v in dict(sample.metadata).items()
+            if isinstance(v, (str, int, float, bool, type(None)))
+        },
     }
 
 
@@ -30,19 +34,36 @@ def ok_row(base: dict[str, Any], result: Any) -> dict[str, Any]:
         "answer": result.answer,
         "usage": result.usage.to_dict(),
         "seconds": round(result.usage.seconds, 3),
-        "queued_seconds": round(result.usage.queued_seconds, 3),  # waiting for a model shared with other answers
+        "queued_seconds": round(
+            result.usage.queued_seconds, 3
+        ),  # waiting for a model shared with other answers
         "evidence_doc_ids": sorted({e.doc_id for e in result.evidence}),
-        "evidence": [{"doc_id": e.doc_id, "title": e.title, "chunk_id": e.chunk_id, "score": e.score, "snippet": e.text[:300],
-                      **({"components": e.components} if e.components else {})} for e in result.evidence],  # fused/reranked: each stage's rank and score
+        "evidence": [
+            {
+                "doc_id": e.doc_id,
+                "title": e.title,
+                "chunk_id": e.chunk_id,
+                "score": e.score,
+                "snippet": e.text[:300],
+                **({"components": e.components} if e.components else {}),
+            }
+            for e in result.evidence
+        ],  # fused/reranked: each stage's rank and score
         "route": next((s.get("route") for s in result.steps if "route" in s), None),
         "steps": [dict(s) for s in result.steps],
         "config": result.config,
-        "messages": list(getattr(result, "messages", None) or []),  # the last call's prompt, for the drill-down
-        "stopped": getattr(result, "stopped", None),  # "budget": the unit reached its budget; a rerun answers it again
+        "messages": list(
+            getattr(result, "messages", None) or []
+        ),  # the last call's prompt, for the drill-down
+        "stopped": getattr(
+            result, "stopped", None
+        ),  # "budget": the unit reached its budget; a rerun answers it again
     }
 
 
-def failed_row(sample: Any, strategy: str, exc: BaseException, seconds: float, *, what: str = "") -> dict[str, Any]:
+def failed_row(
+    sample: Any, strategy: str, exc: BaseException, seconds: float, *, what: str = ""
+) -> dict[str, Any]:
     """The row of a pair that failed with ``exc`` (the exception being handled)."""
     return {
         **base_row(sample, strategy),
@@ -51,4 +72,3 @@ def failed_row(sample: Any, strategy: str, exc: BaseException, seconds: float, *
         "traceback": traceback.format_exc(limit=8)[-4000:],
         "seconds": round(seconds, 3),
     }
-

@@ -44,26 +44,43 @@ def run_experiment(
         show_progress: A progress bar over (sample, strategy) pairs.
     """
     out = check_out_folder(out)  # a file there fails before samples load or a model starts
-    samples = select_samples(config, samples)  # a bad questions file or model fails before the folder exists
+    samples = select_samples(
+        config, samples
+    )  # a bad questions file or model fails before the folder exists
     chat = make_chat_model(llm or config.llm)
     make_out_folder(out)
     with run_lock(out):
         return _run_locked(config, out, chat, samples, show_progress)
 
 
-def _run_locked(config: RunConfig, out: Path, chat: BaseChatModel, samples: list[Any], show_progress: bool) -> dict[str, Any]:
+def _run_locked(
+    config: RunConfig, out: Path, chat: BaseChatModel, samples: list[Any], show_progress: bool
+) -> dict[str, Any]:
     if config.llm_cache and chat.cache is None:
         chat.cache = SQLiteLLMCache(out / "llm_cache.sqlite")
     todo, counts, invocation, retries = plan_run(out, config, chat, samples)
     stop = threading.Event()
     pool = ThreadPoolExecutor(config.concurrency)
-    bar = tqdm(total=len(todo), desc=f"{config.benchmark}: answering with {', '.join(config.strategies)}", unit="answer", disable=not show_progress)
-    with open(out / RESULTS_FILE, "a", encoding="utf-8") as sink, bar, _attached(chat, CancelGuard(stop), RunActivity(bar)):
+    bar = tqdm(
+        total=len(todo),
+        desc=f"{config.benchmark}: answering with {', '.join(config.strategies)}",
+        unit="answer",
+        disable=not show_progress,
+    )
+    with (
+        open(out / RESULTS_FILE, "a", encoding="utf-8") as sink,
+        bar,
+        _attached(chat, CancelGuard(stop), RunActivity(bar)),
+    ):
         pending = {pool.submit(run_unit, group, name, chat, config, retry=is_retry(group, name, retries), run_id=out.name)
                    for name, group in work_units(todo, inject_once=config.inject_once)}  # fmt: skip
         try:
-            for future in as_completed(list(pending)):  # rows are written by this (the driver) thread only
-                pending.discard(future)  # before its rows: an interrupt while writing them never writes one twice
+            for future in as_completed(
+                list(pending)
+            ):  # rows are written by this (the driver) thread only
+                pending.discard(
+                    future
+                )  # before its rows: an interrupt while writing them never writes one twice
                 for row in future.result():
                     append_row(sink, row, counts)
                     bar.update(1)
@@ -90,4 +107,3 @@ def _attached(chat: BaseChatModel, *handlers: Any) -> Iterator[None]:
         yield
     finally:
         chat.callbacks = before
-

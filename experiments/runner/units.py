@@ -15,7 +15,9 @@ from experiments.runner.config import RunConfig
 from experiments.runner.rows import base_row, failed_row, ok_row
 
 
-def work_units(todo: list[tuple[Any, str]], *, inject_once: bool = False) -> list[tuple[str, list[Any]]]:
+def work_units(
+    todo: list[tuple[Any, str]], *, inject_once: bool = False
+) -> list[tuple[str, list[Any]]]:
     """Work units: one sample each, except that a batched strategy (MemAgent) gets all samples
     sharing a corpus in one unit, so their questions share one pass over it; with ``inject_once``
     every strategy does, so it builds (or loads) its index once per corpus for all its questions.
@@ -38,7 +40,9 @@ def work_units(todo: list[tuple[Any, str]], *, inject_once: bool = False) -> lis
     first: dict[tuple[str, str], int] = {}
     for i, (name, group) in enumerate(units):
         first.setdefault((group[0].corpus.fingerprint, name), i)
-    return sorted(units, key=lambda unit: first[unit[1][0].corpus.fingerprint, unit[0]])  # stable: question order within a group
+    return sorted(
+        units, key=lambda unit: first[unit[1][0].corpus.fingerprint, unit[0]]
+    )  # stable: question order within a group
 
 
 def run_unit(samples: list[Any], strategy: str, chat: BaseChatModel, config: RunConfig, *, retry: bool = False,
@@ -74,4 +78,3 @@ def _traced(sample: Any, run_id: str | None = None) -> Any:
     traced = {**dict(sample.question.metadata), "benchmark": sample.benchmark, "sample_id": sample.sample_id,
               **({"run_id": run_id} if run_id else {})}  # fmt: skip
     return dataclasses.replace(sample.question, metadata=traced)
-

@@ -10,7 +10,13 @@ Public API::
 from experiments.synth.config import TIERS, NeedleConfig, SynthConfig, parse_tokens
 from experiments.synth.domains import DOMAINS, get_domain
 from experiments.synth.generate import GenerationResult, generate
-from experiments.synth.samples import CORPUSQA_INSTRUCTION, SynthSample, load_samples, read_questions, retrieval_recall
+from experiments.synth.samples import (
+    CORPUSQA_INSTRUCTION,
+    SynthSample,
+    load_samples,
+    read_questions,
+    retrieval_recall,
+)
 
 __all__ = [
     "CORPUSQA_INSTRUCTION",

@@ -23,7 +23,9 @@ def parse_tokens(text: str | int) -> int:
     else:
         match = _SIZE.match(str(text))
         if not match:
-            raise ValueError(f"Bad token count {text!r}: use an integer or a K/M suffix, e.g. 128K, 1M, 4M, 10M")
+            raise ValueError(
+                f"Bad token count {text!r}: use an integer or a K/M suffix, e.g. 128K, 1M, 4M, 10M"
+            )
         scale = {"": 1, "k": 1_000, "m": 1_000_000}[match.group(2).lower()]
         value = int(round(float(match.group(1)) * scale))
     if value <= 0:
@@ -90,7 +92,9 @@ class SynthConfig:
         if not 500 <= self.doc_tokens <= 100_000:
             raise ValueError(f"doc_tokens must be in [500, 100000], got {self.doc_tokens}")
         if not self.report_years or list(self.report_years) != sorted(set(self.report_years)):
-            raise ValueError(f"report_years must be distinct and increasing, got {self.report_years}")
+            raise ValueError(
+                f"report_years must be distinct and increasing, got {self.report_years}"
+            )
         if not 0.0 <= self.restatement_rate <= 1.0 or not 0.0 <= self.noise_rate < 0.5:
             raise ValueError("restatement_rate must be in [0, 1] and noise_rate in [0, 0.5)")
         if self.num_questions < 1:

@@ -36,7 +36,10 @@ def write_database(base: FactBase, path: Path) -> None:
         )
         conn.executemany(
             "INSERT INTO statements VALUES (?, ?, ?, ?, ?, ?)",
-            [(s.doc_id, s.entity, s.fiscal_year, s.field, s.value, s.text) for s in base.statements],
+            [
+                (s.doc_id, s.entity, s.fiscal_year, s.field, s.value, s.text)
+                for s in base.statements
+            ],
         )
         _build_resolved(conn, base)
         conn.commit()
@@ -59,7 +62,10 @@ def _build_resolved(conn: sqlite3.Connection, base: FactBase) -> None:
         f"(SELECT text FROM resolved c WHERE c.entity = r.entity AND c.fiscal_year = {STATIC} AND c.field = '{c.name}') AS {c.name}"
         for c in base.domain.categoricals
     )
-    nums = ", ".join(f"MAX(CASE WHEN r.field = '{f.name}' THEN r.value END) AS {f.name}" for f in base.domain.fields)
+    nums = ", ".join(
+        f"MAX(CASE WHEN r.field = '{f.name}' THEN r.value END) AS {f.name}"
+        for f in base.domain.fields
+    )
     conn.execute(
         f"CREATE TABLE facts AS SELECT r.entity AS entity, r.fiscal_year AS fiscal_year, {cats}, {nums} "
         f"FROM resolved r WHERE r.fiscal_year != {STATIC} GROUP BY r.entity, r.fiscal_year ORDER BY r.entity, r.fiscal_year"
@@ -70,7 +76,9 @@ def set_token_counts(path: Path, counts: dict[str, int]) -> None:
     """Record each rendered document's token count."""
     conn = sqlite3.connect(path)
     try:
-        conn.executemany("UPDATE documents SET tokens = ? WHERE doc_id = ?", [(n, d) for d, n in counts.items()])
+        conn.executemany(
+            "UPDATE documents SET tokens = ? WHERE doc_id = ?", [(n, d) for d, n in counts.items()]
+        )
         conn.commit()
     finally:
         conn.close()

@@ -116,7 +116,9 @@ def _new_company(rng: random.Random, taken: set[str]) -> dict:
         "scale": 10 ** rng.uniform(2.0, 4.6),  # revenue between USD 100 million and 40 billion
         "shares": rng.uniform(40, 1500),  # millions of shares
         "margin": rng.gauss(0.08, 0.08),
-        "rd": rng.uniform(0.0, 0.16) if sector in ("Technology", "Healthcare") else rng.uniform(0.0, 0.04),
+        "rd": rng.uniform(0.0, 0.16)
+        if sector in ("Technology", "Healthcare")
+        else rng.uniform(0.0, 0.04),
         # Ratios that drift slowly, so a company's balance sheet looks like itself year to year.
         "asset_turn": rng.uniform(0.8, 2.6),
         "leverage": rng.uniform(0.25, 0.85),
@@ -163,34 +165,73 @@ FINANCE = Domain(
         FieldSpec("basic_eps", "basic earnings per share", "usd2"),
         FieldSpec("diluted_eps", "diluted earnings per share", "usd2"),
     ),
-    categoricals=(Categorical("sector", "sector", _SECTORS), Categorical("region", "headquarters region", _REGIONS)),
+    categoricals=(
+        Categorical("sector", "sector", _SECTORS),
+        Categorical("region", "headquarters region", _REGIONS),
+    ),
     sections=(
-        ("Consolidated Income Statement", ("revenue", "net_income", "rd_expense", "basic_eps", "diluted_eps")),
+        (
+            "Consolidated Income Statement",
+            ("revenue", "net_income", "rd_expense", "basic_eps", "diluted_eps"),
+        ),
         ("Consolidated Statement of Cash Flows", ("operating_cash_flow", "financing_cash_flow")),
         ("Consolidated Balance Sheet", ("total_assets", "total_liabilities")),
         ("Our People", ("employees",)),
     ),
-    filler_sections=("Letter to Shareholders", "Business Overview", "Risk Factors", "Corporate Governance", "Sustainability"),
+    filler_sections=(
+        "Letter to Shareholders",
+        "Business Overview",
+        "Risk Factors",
+        "Corporate Governance",
+        "Sustainability",
+    ),
     metrics=(
-        Metric("net_margin", "net margin (net income attributable to shareholders divided by revenue, times 100)",
-               "100.0 * net_income / revenue", lambda r: 100.0 * r["net_income"] / r["revenue"], "percentage",
-               ("net_income", "revenue")),
-        Metric("debt_ratio", "debt ratio (total liabilities divided by total assets, times 100)",
-               "100.0 * total_liabilities / total_assets", lambda r: 100.0 * r["total_liabilities"] / r["total_assets"],
-               "percentage", ("total_liabilities", "total_assets")),
-        Metric("rd_intensity", "R&D intensity (research and development expense divided by revenue, times 100)",
-               "100.0 * rd_expense / revenue", lambda r: 100.0 * r["rd_expense"] / r["revenue"], "percentage",
-               ("rd_expense", "revenue")),
-        Metric("safety_margin", "operating safety margin in USD millions (net cash from operating activities minus "
-               "research and development expense minus net income attributable to shareholders)",
-               "operating_cash_flow - rd_expense - net_income",
-               lambda r: r["operating_cash_flow"] - r["rd_expense"] - r["net_income"], "number",
-               ("operating_cash_flow", "rd_expense", "net_income")),
-        Metric("risk_score", "risk score (1.2 x net cash from operating activities / total assets + 1.4 x net income "
-               "attributable to shareholders / total assets + 3.3 x revenue / total assets)",
-               "1.2 * operating_cash_flow / total_assets + 1.4 * net_income / total_assets + 3.3 * revenue / total_assets",
-               lambda r: 1.2 * r["operating_cash_flow"] / r["total_assets"] + 1.4 * r["net_income"] / r["total_assets"]
-               + 3.3 * r["revenue"] / r["total_assets"], "number", ("operating_cash_flow", "net_income", "revenue", "total_assets")),
+        Metric(
+            "net_margin",
+            "net margin (net income attributable to shareholders divided by revenue, times 100)",
+            "100.0 * net_income / revenue",
+            lambda r: 100.0 * r["net_income"] / r["revenue"],
+            "percentage",
+            ("net_income", "revenue"),
+        ),
+        Metric(
+            "debt_ratio",
+            "debt ratio (total liabilities divided by total assets, times 100)",
+            "100.0 * total_liabilities / total_assets",
+            lambda r: 100.0 * r["total_liabilities"] / r["total_assets"],
+            "percentage",
+            ("total_liabilities", "total_assets"),
+        ),
+        Metric(
+            "rd_intensity",
+            "R&D intensity (research and development expense divided by revenue, times 100)",
+            "100.0 * rd_expense / revenue",
+            lambda r: 100.0 * r["rd_expense"] / r["revenue"],
+            "percentage",
+            ("rd_expense", "revenue"),
+        ),
+        Metric(
+            "safety_margin",
+            "operating safety margin in USD millions (net cash from operating activities minus "
+            "research and development expense minus net income attributable to shareholders)",
+            "operating_cash_flow - rd_expense - net_income",
+            lambda r: r["operating_cash_flow"] - r["rd_expense"] - r["net_income"],
+            "number",
+            ("operating_cash_flow", "rd_expense", "net_income"),
+        ),
+        Metric(
+            "risk_score",
+            "risk score (1.2 x net cash from operating activities / total assets + 1.4 x net income "
+            "attributable to shareholders / total assets + 3.3 x revenue / total assets)",
+            "1.2 * operating_cash_flow / total_assets + 1.4 * net_income / total_assets + 3.3 * revenue / total_assets",
+            lambda r: (
+                1.2 * r["operating_cash_flow"] / r["total_assets"]
+                + 1.4 * r["net_income"] / r["total_assets"]
+                + 3.3 * r["revenue"] / r["total_assets"]
+            ),
+            "number",
+            ("operating_cash_flow", "net_income", "revenue", "total_assets"),
+        ),
     ),
     period=lambda y: f"FY{y}",
     new_entity=_new_company,
@@ -213,7 +254,9 @@ def _new_university(rng: random.Random, taken: set[str]) -> dict:
         "region": rng.choice(_US_REGIONS),
         "size": 10 ** rng.uniform(3.2, 4.7),  # 1,600 to 50,000 students
         "selectivity": rng.uniform(0.05, 0.9),
-        "tuition": rng.uniform(30_000, 62_000) if control == "Private" else rng.uniform(7_000, 16_000),
+        "tuition": rng.uniform(30_000, 62_000)
+        if control == "Private"
+        else rng.uniform(7_000, 16_000),
         "research": rng.uniform(0.0005, 0.03),
         # Slowly drifting ratios: faculty per student, part-time share, undergraduate share.
         "sfr": rng.uniform(9, 24),
@@ -263,8 +306,11 @@ EDUCATION = Domain(
         FieldSpec("research_expenditure", "research expenditure", "usd_m"),
         FieldSpec("tuition", "annual undergraduate tuition", "usd_int"),
     ),
-    categoricals=(Categorical("control", "control", _CONTROL), Categorical("setting", "campus setting", _SETTING),
-                  Categorical("region", "region", _US_REGIONS)),
+    categoricals=(
+        Categorical("control", "control", _CONTROL),
+        Categorical("setting", "campus setting", _SETTING),
+        Categorical("region", "region", _US_REGIONS),
+    ),
     sections=(
         ("Admissions", ("applications", "admits")),
         ("Enrollment", ("total_enrollment", "undergraduate_enrollment")),
@@ -272,25 +318,52 @@ EDUCATION = Domain(
         ("Student Success", ("graduation_rate", "retention_rate")),
         ("Finances and Research", ("research_expenditure", "tuition")),
     ),
-    filler_sections=("Message from the President", "Mission and History", "Academic Programs", "Campus Life", "Governance"),
+    filler_sections=(
+        "Message from the President",
+        "Mission and History",
+        "Academic Programs",
+        "Campus Life",
+        "Governance",
+    ),
     metrics=(
-        Metric("admission_rate", "admission rate (first-year admits divided by first-year applications, times 100)",
-               "100.0 * admits / applications", lambda r: 100.0 * r["admits"] / r["applications"], "percentage",
-               ("admits", "applications")),
-        Metric("student_faculty_ratio", "student-to-faculty ratio (total enrollment divided by the sum of full-time "
-               "faculty and one third of part-time faculty)",
-               "total_enrollment / (full_time_faculty + part_time_faculty / 3.0)",
-               lambda r: r["total_enrollment"] / (r["full_time_faculty"] + r["part_time_faculty"] / 3.0), "number",
-               ("total_enrollment", "full_time_faculty", "part_time_faculty")),
-        Metric("part_time_share", "part-time faculty share (part-time faculty divided by all faculty, times 100)",
-               "100.0 * part_time_faculty / (full_time_faculty + part_time_faculty)",
-               lambda r: 100.0 * r["part_time_faculty"] / (r["full_time_faculty"] + r["part_time_faculty"]), "percentage",
-               ("full_time_faculty", "part_time_faculty")),
-        Metric("research_per_faculty", "research expenditure per full-time faculty member, in USD thousands "
-               "(research expenditure in USD millions times 1000 divided by full-time faculty members)",
-               "research_expenditure * 1000.0 / full_time_faculty",
-               lambda r: r["research_expenditure"] * 1000.0 / r["full_time_faculty"], "number",
-               ("research_expenditure", "full_time_faculty")),
+        Metric(
+            "admission_rate",
+            "admission rate (first-year admits divided by first-year applications, times 100)",
+            "100.0 * admits / applications",
+            lambda r: 100.0 * r["admits"] / r["applications"],
+            "percentage",
+            ("admits", "applications"),
+        ),
+        Metric(
+            "student_faculty_ratio",
+            "student-to-faculty ratio (total enrollment divided by the sum of full-time "
+            "faculty and one third of part-time faculty)",
+            "total_enrollment / (full_time_faculty + part_time_faculty / 3.0)",
+            lambda r: (
+                r["total_enrollment"] / (r["full_time_faculty"] + r["part_time_faculty"] / 3.0)
+            ),
+            "number",
+            ("total_enrollment", "full_time_faculty", "part_time_faculty"),
+        ),
+        Metric(
+            "part_time_share",
+            "part-time faculty share (part-time faculty divided by all faculty, times 100)",
+            "100.0 * part_time_faculty / (full_time_faculty + part_time_faculty)",
+            lambda r: (
+                100.0 * r["part_time_faculty"] / (r["full_time_faculty"] + r["part_time_faculty"])
+            ),
+            "percentage",
+            ("full_time_faculty", "part_time_faculty"),
+        ),
+        Metric(
+            "research_per_faculty",
+            "research expenditure per full-time faculty member, in USD thousands "
+            "(research expenditure in USD millions times 1000 divided by full-time faculty members)",
+            "research_expenditure * 1000.0 / full_time_faculty",
+            lambda r: r["research_expenditure"] * 1000.0 / r["full_time_faculty"],
+            "number",
+            ("research_expenditure", "full_time_faculty"),
+        ),
     ),
     period=lambda y: f"Fall {y}",
     new_entity=_new_university,

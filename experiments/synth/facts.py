@@ -110,7 +110,9 @@ def _perturb(rng: random.Random, value: float, kind: str) -> float:
     return new if new not in (value, 0.0) else round(value + sign * 0.3, 1)
 
 
-def _series(rng: random.Random, domain: Domain, ent: dict, fiscal_years: list[int]) -> dict[int, dict[str, float]]:
+def _series(
+    rng: random.Random, domain: Domain, ent: dict, fiscal_years: list[int]
+) -> dict[int, dict[str, float]]:
     out: dict[int, dict[str, float]] = {}
     prev = None
     for fy in fiscal_years:
@@ -147,7 +149,10 @@ def build_fact_base(cfg: SynthConfig) -> FactBase:
             doc_id = f"{published}_{slug(ent['name'])}_{slug(domain.document_kind)}-{y}.md"
             doc_for[y] = doc_id
             plans.append((doc_id, "report", ent["name"], y))
-            statements += [Statement(doc_id, ent["name"], STATIC, c.name, text=ent[c.name]) for c in domain.categoricals]
+            statements += [
+                Statement(doc_id, ent["name"], STATIC, c.name, text=ent[c.name])
+                for c in domain.categoricals
+            ]
         statements += _entity_statements(rng, domain, cfg, ent, doc_for, years)
     for i in range(n_noise):
         published = f"{rng.choice(years) + 1}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
@@ -158,7 +163,9 @@ def build_fact_base(cfg: SynthConfig) -> FactBase:
     return FactBase(domain=domain, config=cfg, entities=entities, docs=docs, statements=statements)
 
 
-def _entity_statements(rng, domain: Domain, cfg: SynthConfig, ent: dict, doc_for: dict, years: list[int]) -> list[Statement]:
+def _entity_statements(
+    rng, domain: Domain, cfg: SynthConfig, ent: dict, doc_for: dict, years: list[int]
+) -> list[Statement]:
     """Statements of one entity: each report states its year and restates the previous one."""
     out = []
     truth = ent["truth"]

@@ -56,7 +56,9 @@ _TEMPLATES = (
     "{Actor} also {verb} the reporting lines for {topic2} to make decisions faster and clearer.",
     "No single factor explains the results; {topic}, {topic2} and {risk} all played a part.",
 )
-_PARSED: dict[str, dict[str, tuple[str, ...]]] = {d: {k: tuple(v.split("|")) for k, v in vocab.items()} for d, vocab in _VOCAB.items()}
+_PARSED: dict[str, dict[str, tuple[str, ...]]] = {
+    d: {k: tuple(v.split("|")) for k, v in vocab.items()} for d, vocab in _VOCAB.items()
+}
 
 
 def sentence(rng: random.Random, domain: str, name: str) -> str:

@@ -45,7 +45,9 @@ class GenerationResult:
 
 def _check_out_dir(out: Path) -> None:
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise ValueError(f"Output directory {out} exists and is not empty; choose a new or empty directory")
+        raise ValueError(
+            f"Output directory {out} exists and is not empty; choose a new or empty directory"
+        )
 
 
 def _plants(cfg: SynthConfig) -> tuple[list[tuple[int, str, str]], object]:
@@ -54,7 +56,9 @@ def _plants(cfg: SynthConfig) -> tuple[list[tuple[int, str, str]], object]:
         return [], None
     plan = plan_needle(cfg.needle, cfg.seed)
     plants = [(int(cfg.needle.depth * cfg.target_tokens), plan.needle_text, "needle")]
-    for depth, text in zip(confuser_depths(cfg.seed, cfg.needle.depth, len(plan.confusers)), plan.confusers):
+    for depth, text in zip(
+        confuser_depths(cfg.seed, cfg.needle.depth, len(plan.confusers)), plan.confusers
+    ):
         plants.append((int(depth * cfg.target_tokens), text, "confuser"))
     return plants, plan
 
@@ -83,7 +87,11 @@ def _write_documents(base: FactBase, docs_dir: Path, plants) -> tuple[dict[str, 
         last = i == len(base.docs) - 1
         # Plants are placed in budget space (the renderer's own token estimates), which
         # keeps the planted depth exact even when documents land slightly off budget.
-        local = [(o - cum_budget, t) for o, t, _ in plants if cum_budget <= o < cum_budget + plan.budget or (last and o >= cum_budget)]
+        local = [
+            (o - cum_budget, t)
+            for o, t, _ in plants
+            if cum_budget <= o < cum_budget + plan.budget or (last and o >= cum_budget)
+        ]
         cum_budget += plan.budget
         text = _render(base, plan, by_doc[plan.doc_id], names, local)
         (docs_dir / plan.doc_id).write_text(text, encoding="utf-8")
@@ -91,29 +99,54 @@ def _write_documents(base: FactBase, docs_dir: Path, plants) -> tuple[dict[str, 
         for o, t, label in plants:
             idx = text.find(t)
             if (o - cum_budget + plan.budget, t) in local and idx >= 0:
-                placed.append({"label": label, "doc_id": plan.doc_id, "text": t, "token_offset": cum + count_tokens(text[:idx])})
+                placed.append(
+                    {
+                        "label": label,
+                        "doc_id": plan.doc_id,
+                        "text": t,
+                        "token_offset": cum + count_tokens(text[:idx]),
+                    }
+                )
         counts[plan.doc_id] = n
         cum += n
     return counts, placed
 
 
-def _question_records(cfg: SynthConfig, base: FactBase, db_path: Path, needle_plan, placed) -> list[dict]:
+def _question_records(
+    cfg: SynthConfig, base: FactBase, db_path: Path, needle_plan, placed
+) -> list[dict]:
     conn = db.connect(db_path)
     try:
         queries = build_queries(conn, base.domain, cfg)
         records = []
         for q in queries:
-            records.append({
-                "question": q.text, "answer": sql_answer(conn, q), "answer_type": q.answer_type,
-                "difficulty": q.difficulty, "kind": q.kind, "evidence_doc_ids": evidence_doc_ids(conn, q),
-                "sql": q.sql, "fields": list(q.fields), "fiscal_years": list(q.years),
-            })
+            records.append(
+                {
+                    "question": q.text,
+                    "answer": sql_answer(conn, q),
+                    "answer_type": q.answer_type,
+                    "difficulty": q.difficulty,
+                    "kind": q.kind,
+                    "evidence_doc_ids": evidence_doc_ids(conn, q),
+                    "sql": q.sql,
+                    "fields": list(q.fields),
+                    "fiscal_years": list(q.years),
+                }
+            )
     finally:
         conn.close()
     if needle_plan is not None:
         doc = next(p["doc_id"] for p in placed if p["label"] == "needle")
-        records.append({"question": needle_plan.question, "answer": needle_plan.answer, "answer_type": "string",
-                        "difficulty": "needle", "kind": "needle", "evidence_doc_ids": [doc]})
+        records.append(
+            {
+                "question": needle_plan.question,
+                "answer": needle_plan.answer,
+                "answer_type": "string",
+                "difficulty": "needle",
+                "kind": "needle",
+                "evidence_doc_ids": [doc],
+            }
+        )
     prefix = f"synth-{cfg.domain}-{cfg.target_tokens}-s{cfg.seed}"
     return [{"id": f"{prefix}-{i:04d}", "domain": cfg.domain, **r} for i, r in enumerate(records)]
 
@@ -146,11 +179,19 @@ def generate(cfg: SynthConfig, out_dir: str | Path) -> GenerationResult:
         for r in records:
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
     manifest = _manifest(cfg, base, counts, records, placed)
-    (out / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    (out / MANIFEST_FILE).write_text(
+        json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     return GenerationResult(out, len(counts), total, len(records), time.perf_counter() - started)
 
 
-def _manifest(cfg: SynthConfig, base: FactBase, counts: dict[str, int], records: list[dict], placed: list[dict]) -> dict:
+def _manifest(
+    cfg: SynthConfig,
+    base: FactBase,
+    counts: dict[str, int],
+    records: list[dict],
+    placed: list[dict],
+) -> dict:
     by_difficulty: dict[str, int] = {}
     for r in records:
         by_difficulty[r["difficulty"]] = by_difficulty.get(r["difficulty"], 0) + 1
@@ -169,6 +210,14 @@ def _manifest(cfg: SynthConfig, base: FactBase, counts: dict[str, int], records:
         "num_questions": len(records),
         "questions_by_difficulty": by_difficulty,
         "plants": placed,
-        "documents": [{"doc_id": d.doc_id, "kind": d.kind, "entity": d.entity, "year": d.year, "tokens": counts[d.doc_id]}
-                      for d in base.docs],
+        "documents": [
+            {
+                "doc_id": d.doc_id,
+                "kind": d.kind,
+                "entity": d.entity,
+                "year": d.year,
+                "tokens": counts[d.doc_id],
+            }
+            for d in base.docs
+        ],
     }

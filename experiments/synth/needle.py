@@ -26,26 +26,56 @@ class NeedleFact:
 
 
 NEEDLES: tuple[NeedleFact, ...] = (
-    NeedleFact("the scientist who formulated the laws of planetary motion",
-               "Who formulated the laws of planetary motion?", "Johannes Kepler", "Edith Marlowe",
-               (("the scientist who formulated the laws of tidal motion", "Edith Marbury"),
-                ("the scientist who catalogued the moons of the outer planets", "Edwin Marlowe"))),
-    NeedleFact("the engineer who designed the first practical steam locomotive",
-               "Who designed the first practical steam locomotive?", "George Stephenson", "Harriet Quill",
-               (("the engineer who designed the first practical steam tractor", "Harriet Quigley"),
-                ("the engineer who designed the first practical canal lock", "Harold Quill"))),
-    NeedleFact("the composer of the opera about a magic flute",
-               "Who composed the opera about a magic flute?", "Wolfgang Amadeus Mozart", "Tobias Fenwick",
-               (("the composer of the ballet about a magic lantern", "Tobias Fenner"),
-                ("the composer of the opera about a silver harp", "Tomas Fenwick"))),
-    NeedleFact("the explorer who first reached the South Pole",
-               "Who first reached the South Pole?", "Roald Amundsen", "Maren Holloway",
-               (("the explorer who first crossed the southern ice shelf on foot", "Maren Halloway"),
-                ("the explorer who first reached the magnetic north pole", "Marek Holloway"))),
-    NeedleFact("the physician who introduced antiseptic surgery",
-               "Who introduced antiseptic surgery?", "Joseph Lister", "Clement Ashby",
-               (("the physician who introduced antiseptic dentistry", "Clement Ashworth"),
-                ("the physician who introduced the clinical thermometer", "Clemens Ashby"))),
+    NeedleFact(
+        "the scientist who formulated the laws of planetary motion",
+        "Who formulated the laws of planetary motion?",
+        "Johannes Kepler",
+        "Edith Marlowe",
+        (
+            ("the scientist who formulated the laws of tidal motion", "Edith Marbury"),
+            ("the scientist who catalogued the moons of the outer planets", "Edwin Marlowe"),
+        ),
+    ),
+    NeedleFact(
+        "the engineer who designed the first practical steam locomotive",
+        "Who designed the first practical steam locomotive?",
+        "George Stephenson",
+        "Harriet Quill",
+        (
+            ("the engineer who designed the first practical steam tractor", "Harriet Quigley"),
+            ("the engineer who designed the first practical canal lock", "Harold Quill"),
+        ),
+    ),
+    NeedleFact(
+        "the composer of the opera about a magic flute",
+        "Who composed the opera about a magic flute?",
+        "Wolfgang Amadeus Mozart",
+        "Tobias Fenwick",
+        (
+            ("the composer of the ballet about a magic lantern", "Tobias Fenner"),
+            ("the composer of the opera about a silver harp", "Tomas Fenwick"),
+        ),
+    ),
+    NeedleFact(
+        "the explorer who first reached the South Pole",
+        "Who first reached the South Pole?",
+        "Roald Amundsen",
+        "Maren Holloway",
+        (
+            ("the explorer who first crossed the southern ice shelf on foot", "Maren Halloway"),
+            ("the explorer who first reached the magnetic north pole", "Marek Holloway"),
+        ),
+    ),
+    NeedleFact(
+        "the physician who introduced antiseptic surgery",
+        "Who introduced antiseptic surgery?",
+        "Joseph Lister",
+        "Clement Ashby",
+        (
+            ("the physician who introduced antiseptic dentistry", "Clement Ashworth"),
+            ("the physician who introduced the clinical thermometer", "Clemens Ashby"),
+        ),
+    ),
 )
 
 
@@ -66,13 +96,23 @@ def _statement(subject: str, name: str) -> str:
 
 def plan_needle(cfg: NeedleConfig, seed: int) -> NeedlePlan:
     """Choose and phrase the needle for ``cfg`` (the template is drawn from ``seed`` when unset)."""
-    index = cfg.template if cfg.template is not None else random.Random(f"{seed}/needle").randrange(len(NEEDLES))
+    index = (
+        cfg.template
+        if cfg.template is not None
+        else random.Random(f"{seed}/needle").randrange(len(NEEDLES))
+    )
     if not 0 <= index < len(NEEDLES):
         raise ValueError(f"needle template must be in [0, {len(NEEDLES)}), got {index}")
     fact = NEEDLES[index]
     answer = fact.replacement if cfg.keyword_replacement else fact.answer
     confusers = tuple(_statement(s, n) for s, n in fact.confusers) if cfg.confusing_facts else ()
-    return NeedlePlan(_statement(fact.subject, answer), confusers, f"According to the documents, {fact.question[0].lower()}{fact.question[1:]}", answer, index)
+    return NeedlePlan(
+        _statement(fact.subject, answer),
+        confusers,
+        f"According to the documents, {fact.question[0].lower()}{fact.question[1:]}",
+        answer,
+        index,
+    )
 
 
 def confuser_depths(seed: int, depth: float, count: int) -> list[float]:

@@ -50,18 +50,26 @@ class Query:
 class _Ctx:
     """What makers draw from: the domain, the years, a seeded RNG and the SQL fact table."""
 
-    def __init__(self, conn: sqlite3.Connection, domain: Domain, cfg: SynthConfig, rng: random.Random):
+    def __init__(
+        self, conn: sqlite3.Connection, domain: Domain, cfg: SynthConfig, rng: random.Random
+    ):
         self.conn, self.domain, self.cfg, self.rng = conn, domain, cfg, rng
 
     def year(self) -> int:
         return self.rng.choice(self.cfg.report_years)
 
     def vals(self, expr: str, year: int, where: str = "1") -> dict[str, float]:
-        rows = self.conn.execute(f"SELECT entity, {expr} FROM facts WHERE fiscal_year = {year} AND {where}")
+        rows = self.conn.execute(
+            f"SELECT entity, {expr} FROM facts WHERE fiscal_year = {year} AND {where}"
+        )
         return {e: v for e, v in rows if v is not None}
 
     def numeric(self, year: int, positive: bool = False):
-        fields = [f for f in self.domain.fields if not positive or min(self.vals(f.name, year).values()) > 0]
+        fields = [
+            f
+            for f in self.domain.fields
+            if not positive or min(self.vals(f.name, year).values()) > 0
+        ]
         return self.rng.choice(fields)
 
     def p(self, year: int) -> str:
@@ -79,7 +87,11 @@ def _nice(x: float) -> float:
 def _threshold(rng: random.Random, values, empty_rate: float = 0.08) -> float | None:
     """A round threshold inside (or, rarely, above) the values' range, equal to none of them."""
     ordered = sorted(values)
-    x = ordered[-1] * 1.3 + 1 if rng.random() < empty_rate and ordered[-1] > 0 else ordered[int(rng.uniform(0.2, 0.8) * len(ordered))]
+    x = (
+        ordered[-1] * 1.3 + 1
+        if rng.random() < empty_rate and ordered[-1] > 0
+        else ordered[int(rng.uniform(0.2, 0.8) * len(ordered))]
+    )
     thr = _nice(x)
     return None if thr in ordered else thr
 
@@ -103,7 +115,11 @@ def _margin(x: float, kind: str) -> str:
 
 
 def _in_unit(kind: str) -> str:
-    return {"usd_m": " Give the answer in USD millions.", "usd2": " Give the answer in USD.", "usd_int": " Give the answer in USD."}.get(kind, "")
+    return {
+        "usd_m": " Give the answer in USD millions.",
+        "usd2": " Give the answer in USD.",
+        "usd_int": " Give the answer in USD.",
+    }.get(kind, "")
 
 
 def _rows(t, y):
@@ -132,7 +148,10 @@ def filter_gt(c: _Ctx) -> Query | None:
     thr = _threshold(c.rng, c.vals(f.name, y).values())
     if thr is None:
         return None
-    text = f"Which {c.domain.plural} reported {f.label} above {_show(thr, f.kind)} in {c.p(y)}?" + _SORTED
+    text = (
+        f"Which {c.domain.plural} reported {f.label} above {_show(thr, f.kind)} in {c.p(y)}?"
+        + _SORTED
+    )
     sql = f"SELECT entity FROM facts WHERE fiscal_year = {y} AND {f.name} > {thr!r} ORDER BY entity"
     py = lambda t: sorted(r["entity"] for r in _rows(t, y) if r[f.name] > thr)
     return Query("filter_gt", "easy", text, "list", sql, (f.name,), (y,), python=py)
@@ -175,8 +194,10 @@ def multi_filter(c: _Ctx) -> Query | None:
     t2 = _threshold(c.rng, c.vals(f2.name, y).values(), 0.0)
     if t1 is None or t2 is None:
         return None
-    text = (f"Which {c.domain.plural} had {f1.label} above {_show(t1, f1.kind)} and {f2.label} below "
-            f"{_show(t2, f2.kind)} in {c.p(y)}?" + _SORTED)
+    text = (
+        f"Which {c.domain.plural} had {f1.label} above {_show(t1, f1.kind)} and {f2.label} below "
+        f"{_show(t2, f2.kind)} in {c.p(y)}?" + _SORTED
+    )
     sql = f"SELECT entity FROM facts WHERE fiscal_year = {y} AND {f1.name} > {t1!r} AND {f2.name} < {t2!r} ORDER BY entity"
     py = lambda t: sorted(r["entity"] for r in _rows(t, y) if r[f1.name] > t1 and r[f2.name] < t2)
     return Query("multi_filter", "medium", text, "list", sql, (f1.name, f2.name), (y,), python=py)
@@ -186,8 +207,13 @@ def field_compare(c: _Ctx) -> Query | None:
     """Medium: entities whose one field exceeds another (CorpusQA's basic vs diluted EPS)."""
     y = c.year()
     a, b = (c.domain.field(n) for n in c.rng.choice(COMPARISONS[c.domain.name]))
-    text = f"List the {c.domain.plural} whose {a.label} was higher than their {b.label} in {c.p(y)}." + _SORTED
-    sql = f"SELECT entity FROM facts WHERE fiscal_year = {y} AND {a.name} > {b.name} ORDER BY entity"
+    text = (
+        f"List the {c.domain.plural} whose {a.label} was higher than their {b.label} in {c.p(y)}."
+        + _SORTED
+    )
+    sql = (
+        f"SELECT entity FROM facts WHERE fiscal_year = {y} AND {a.name} > {b.name} ORDER BY entity"
+    )
     py = lambda t: sorted(r["entity"] for r in _rows(t, y) if r[a.name] > r[b.name])
     return Query("field_compare", "medium", text, "list", sql, (a.name, b.name), (y,), python=py)
 
@@ -225,16 +251,24 @@ def group_difference(c: _Ctx) -> Query | None:
         return None
     a, b = c.rng.sample(present, 2)
     ans_type = "percentage" if f.kind == "percent" else "number"
-    text = (f"Compare the average {f.label} of {c.domain.plural} whose {cat.label} is {a} with those whose {cat.label} "
-            f"is {b} in {c.p(y)}: what is the first average minus the second?" + _in_unit(f.kind))
-    avg = lambda g: f"(SELECT AVG({f.name}) FROM facts WHERE fiscal_year = {y} AND {cat.name} = '{g}')"
+    text = (
+        f"Compare the average {f.label} of {c.domain.plural} whose {cat.label} is {a} with those whose {cat.label} "
+        f"is {b} in {c.p(y)}: what is the first average minus the second?" + _in_unit(f.kind)
+    )
+    avg = lambda g: (
+        f"(SELECT AVG({f.name}) FROM facts WHERE fiscal_year = {y} AND {cat.name} = '{g}')"
+    )
     sql = f"SELECT {avg(a)} - {avg(b)}"
 
     def py(t):
-        mean = lambda g: (lambda xs: sum(xs) / len(xs))([r[f.name] for r in _rows(t, y) if r[cat.name] == g])
+        mean = lambda g: (lambda xs: sum(xs) / len(xs))(
+            [r[f.name] for r in _rows(t, y) if r[cat.name] == g]
+        )
         return mean(a) - mean(b)
 
-    return Query("group_difference", "medium", text, ans_type, sql, (f.name,), (y,), (cat.name,), python=py)
+    return Query(
+        "group_difference", "medium", text, ans_type, sql, (f.name,), (y,), (cat.name,), python=py
+    )
 
 
 def growth_filter(c: _Ctx) -> Query | None:
@@ -243,13 +277,22 @@ def growth_filter(c: _Ctx) -> Query | None:
     f = c.numeric(y - 1, positive=True)
     pct = c.rng.choice((0, 5, 10, 15))
     by = f" by more than {pct}%" if pct else ""
-    text = f"Which {c.domain.plural} increased their {f.label}{by} from {c.p(y - 1)} to {c.p(y)}?" + _SORTED
-    sql = (f"SELECT a.entity FROM facts a JOIN facts b ON a.entity = b.entity AND b.fiscal_year = {y - 1} "
-           f"WHERE a.fiscal_year = {y} AND (a.{f.name} - b.{f.name}) * 100.0 / b.{f.name} > {pct} ORDER BY a.entity")
+    text = (
+        f"Which {c.domain.plural} increased their {f.label}{by} from {c.p(y - 1)} to {c.p(y)}?"
+        + _SORTED
+    )
+    sql = (
+        f"SELECT a.entity FROM facts a JOIN facts b ON a.entity = b.entity AND b.fiscal_year = {y - 1} "
+        f"WHERE a.fiscal_year = {y} AND (a.{f.name} - b.{f.name}) * 100.0 / b.{f.name} > {pct} ORDER BY a.entity"
+    )
 
     def py(t):
         before = {r["entity"]: r[f.name] for r in _rows(t, y - 1)}
-        return sorted(r["entity"] for r in _rows(t, y) if (r[f.name] - before[r["entity"]]) * 100.0 / before[r["entity"]] > pct)
+        return sorted(
+            r["entity"]
+            for r in _rows(t, y)
+            if (r[f.name] - before[r["entity"]]) * 100.0 / before[r["entity"]] > pct
+        )
 
     return Query("growth_filter", "medium", text, "list", sql, (f.name,), (y - 1, y), python=py)
 
@@ -264,11 +307,15 @@ def multi_step(c: _Ctx) -> Query | None:
         return None
     spread = sorted(c.vals(f2.name, y).values())
     margin = _nice(abs(spread[len(spread) // 2]) * c.rng.choice((0.1, 0.2, 0.3)) or 1.0)
-    text = (f"For all {c.domain.plural} with {f1.label} below {_show(t1, f1.kind)} in {c.p(y)}, calculate the average "
-            f"{f2.label}. Then list the {c.domain.plural} in this group whose {f2.label} is more than "
-            f"{_margin(margin, f2.kind)} above that average." + _SORTED)
-    sql = (f"WITH g AS (SELECT entity, {f2.name} AS v FROM facts WHERE fiscal_year = {y} AND {f1.name} < {t1!r}) "
-           f"SELECT entity FROM g WHERE v > (SELECT AVG(v) FROM g) + {margin!r} ORDER BY entity")
+    text = (
+        f"For all {c.domain.plural} with {f1.label} below {_show(t1, f1.kind)} in {c.p(y)}, calculate the average "
+        f"{f2.label}. Then list the {c.domain.plural} in this group whose {f2.label} is more than "
+        f"{_margin(margin, f2.kind)} above that average." + _SORTED
+    )
+    sql = (
+        f"WITH g AS (SELECT entity, {f2.name} AS v FROM facts WHERE fiscal_year = {y} AND {f1.name} < {t1!r}) "
+        f"SELECT entity FROM g WHERE v > (SELECT AVG(v) FROM g) + {margin!r} ORDER BY entity"
+    )
 
     def py(t):
         group = [r for r in _rows(t, y) if r[f1.name] < t1]
@@ -291,11 +338,26 @@ def metric_filter(c: _Ctx) -> Query | None:
     if thr is None:
         return None
     shown = f"{thr:g}%" if m.answer_type == "percentage" else f"{thr:g}"
-    text = (f"Among {c.domain.plural} whose {cat.label} is {group}, identify those whose {m.description} exceeded "
-            f"{shown} in {c.p(y)}." + _SORTED)
+    text = (
+        f"Among {c.domain.plural} whose {cat.label} is {group}, identify those whose {m.description} exceeded "
+        f"{shown} in {c.p(y)}." + _SORTED
+    )
     sql = f"SELECT entity FROM facts WHERE fiscal_year = {y} AND {cat.name} = '{group}' AND {m.sql} > {thr!r} ORDER BY entity"
-    py = lambda t: sorted(r["entity"] for r in _rows(t, y) if r[cat.name] == group and m.fn(r) > thr)
-    return Query("metric_filter", "hard", text, "list", sql, m.fields, (y,), (cat.name,), (cat.name, group), python=py)
+    py = lambda t: sorted(
+        r["entity"] for r in _rows(t, y) if r[cat.name] == group and m.fn(r) > thr
+    )
+    return Query(
+        "metric_filter",
+        "hard",
+        text,
+        "list",
+        sql,
+        m.fields,
+        (y,),
+        (cat.name,),
+        (cat.name, group),
+        python=py,
+    )
 
 
 def metric_change(c: _Ctx) -> Query | None:
@@ -304,10 +366,14 @@ def metric_change(c: _Ctx) -> Query | None:
     m: Metric = c.rng.choice(c.domain.metrics)
     d = c.rng.choice((0.5, 1, 2)) if m.answer_type == "percentage" else c.rng.choice((0, 0.5, 1))
     unit = " percentage points" if m.answer_type == "percentage" else ""
-    text = (f"Which {c.domain.plural} increased their {m.description} by more than {d:g}{unit} from {c.p(y - 1)} "
-            f"to {c.p(y)}?" + _SORTED)
-    sql = (f"SELECT a.entity FROM facts a JOIN facts b ON a.entity = b.entity AND b.fiscal_year = {y - 1} "
-           f"WHERE a.fiscal_year = {y} AND ({_qualify(m, 'a')}) - ({_qualify(m, 'b')}) > {d!r} ORDER BY a.entity")
+    text = (
+        f"Which {c.domain.plural} increased their {m.description} by more than {d:g}{unit} from {c.p(y - 1)} "
+        f"to {c.p(y)}?" + _SORTED
+    )
+    sql = (
+        f"SELECT a.entity FROM facts a JOIN facts b ON a.entity = b.entity AND b.fiscal_year = {y - 1} "
+        f"WHERE a.fiscal_year = {y} AND ({_qualify(m, 'a')}) - ({_qualify(m, 'b')}) > {d!r} ORDER BY a.entity"
+    )
 
     def py(t):
         before = {r["entity"]: m.fn(r) for r in _rows(t, y - 1)}
@@ -325,13 +391,17 @@ def group_metric_extreme(c: _Ctx) -> Query | None:
     thr = _threshold(c.rng, c.vals(f.name, y).values(), 0.0)
     if thr is None:
         return None
-    sql = (f"SELECT {cat.name}, AVG({m.sql}) AS s FROM facts WHERE fiscal_year = {y} AND {f.name} > {thr!r} "
-           f"GROUP BY {cat.name} ORDER BY s DESC")
+    sql = (
+        f"SELECT {cat.name}, AVG({m.sql}) AS s FROM facts WHERE fiscal_year = {y} AND {f.name} > {thr!r} "
+        f"GROUP BY {cat.name} ORDER BY s DESC"
+    )
     scores = [s for _, s in c.conn.execute(sql)]
     if len(scores) < 2 or scores[0] == scores[1]:
         return None
-    text = (f"Considering only {c.domain.plural} with {f.label} above {_show(thr, f.kind)} in {c.p(y)}, which {cat.label} "
-            f"had the highest average {m.description}?")
+    text = (
+        f"Considering only {c.domain.plural} with {f.label} above {_show(thr, f.kind)} in {c.p(y)}, which {cat.label} "
+        f"had the highest average {m.description}?"
+    )
 
     def py(t):
         groups: dict[str, list[float]] = {}
@@ -340,8 +410,17 @@ def group_metric_extreme(c: _Ctx) -> Query | None:
                 groups.setdefault(r[cat.name], []).append(m.fn(r))
         return max(groups, key=lambda g: sum(groups[g]) / len(groups[g]))
 
-    return Query("group_metric_extreme", "hard", text, "string", f"SELECT {cat.name} FROM ({sql}) LIMIT 1",
-                 tuple(dict.fromkeys(m.fields + (f.name,))), (y,), (cat.name,), python=py)
+    return Query(
+        "group_metric_extreme",
+        "hard",
+        text,
+        "string",
+        f"SELECT {cat.name} FROM ({sql}) LIMIT 1",
+        tuple(dict.fromkeys(m.fields + (f.name,))),
+        (y,),
+        (cat.name,),
+        python=py,
+    )
 
 
 def _qualify(m: Metric, alias: str) -> str:
@@ -351,7 +430,14 @@ def _qualify(m: Metric, alias: str) -> str:
 
 MAKERS: dict[str, tuple[Callable[[_Ctx], Query | None], ...]] = {
     "easy": (top_k, filter_gt, extreme, count_lt),
-    "medium": (multi_filter, field_compare, metric_extreme, metric_average, group_difference, growth_filter),
+    "medium": (
+        multi_filter,
+        field_compare,
+        metric_extreme,
+        metric_average,
+        group_difference,
+        growth_filter,
+    ),
     "hard": (multi_step, metric_filter, metric_change, group_metric_extreme),
 }
 
@@ -360,7 +446,9 @@ def difficulty_counts(cfg: SynthConfig) -> dict[str, int]:
     """Questions per difficulty, after the configured mix (largest remainders)."""
     raw = [share * cfg.num_questions for share in cfg.difficulty_mix]
     counts = [int(x) for x in raw]
-    for i in sorted(range(3), key=lambda i: raw[i] - counts[i], reverse=True)[: cfg.num_questions - sum(counts)]:
+    for i in sorted(range(3), key=lambda i: raw[i] - counts[i], reverse=True)[
+        : cfg.num_questions - sum(counts)
+    ]:
         counts[i] += 1
     return dict(zip(("easy", "medium", "hard"), counts))
 
@@ -379,7 +467,11 @@ def build_queries(conn: sqlite3.Connection, domain: Domain, cfg: SynthConfig) ->
             if query is None or query.text in seen:
                 continue
             # CorpusQA allows "[]", but most of its list answers are not empty.
-            if query.answer_type == "list" and not conn.execute(query.sql).fetchone() and rng.random() > EMPTY_LIST_RATE:
+            if (
+                query.answer_type == "list"
+                and not conn.execute(query.sql).fetchone()
+                and rng.random() > EMPTY_LIST_RATE
+            ):
                 continue
             seen.add(query.text)
             out.append(query)

@@ -110,12 +110,18 @@ def load_records(path: str | Path) -> dict[str, QuestionRecords]:
         out: dict[str, QuestionRecords] = {}
         for rec in read_questions(root):
             if rec.get("kind") == "needle":
-                cells = [Record(rec["question"], "answer", STATIC, rec["answer"], rec["evidence_doc_ids"][0])]
+                cells = [
+                    Record(
+                        rec["question"], "answer", STATIC, rec["answer"], rec["evidence_doc_ids"][0]
+                    )
+                ]
                 out[rec["id"]] = QuestionRecords(tuple(cells), (rec["question"],))
                 continue
             query = queries.get(rec["question"])
             if query is None:
-                raise ValueError(f"{root}: question {rec['id']} is not among the queries its config draws (generator version changed?)")
+                raise ValueError(
+                    f"{root}: question {rec['id']} is not among the queries its config draws (generator version changed?)"
+                )
             cells = needed_cells(conn, query)
             out[rec["id"]] = QuestionRecords(tuple(cells), tuple(gold_sub_questions(domain, cells)))
         return out

@@ -46,8 +46,16 @@ def _cap(text: str) -> str:
     return text[0].upper() + text[1:]
 
 
-def _fact_section(rng: random.Random, domain: Domain, heading: str, fields: Sequence[str], cur: dict, prev: dict,
-                  name: str, year: int) -> _Section:
+def _fact_section(
+    rng: random.Random,
+    domain: Domain,
+    heading: str,
+    fields: Sequence[str],
+    cur: dict,
+    prev: dict,
+    name: str,
+    year: int,
+) -> _Section:
     """A section stating its fields for ``year`` and ``year - 1`` in a table and/or prose."""
     p, pp = domain.period(year), domain.period(year - 1)
     in_table = [f for f in fields if rng.random() < 0.65]
@@ -56,8 +64,10 @@ def _fact_section(rng: random.Random, domain: Domain, heading: str, fields: Sequ
         rows = [f"| Item | {p} | {pp} |", "|---|---:|---:|"]
         for fname in in_table:
             spec = domain.field(fname)
-            rows.append(f"| {_cap(spec.label)} ({values.unit_label(spec.kind)}) | "
-                        f"{values.table_cell(cur[fname], spec.kind)} | {values.table_cell(prev[fname], spec.kind)} |")
+            rows.append(
+                f"| {_cap(spec.label)} ({values.unit_label(spec.kind)}) | "
+                f"{values.table_cell(cur[fname], spec.kind)} | {values.table_cell(prev[fname], spec.kind)} |"
+            )
         blocks.append("\n".join(rows))
     sentences = []
     for fname in fields:
@@ -66,16 +76,25 @@ def _fact_section(rng: random.Random, domain: Domain, heading: str, fields: Sequ
         if fname in in_table and not both and rng.random() < 0.5:
             continue
         template = rng.choice(_PROSE_BOTH if both else _PROSE_CURRENT)
-        sentences.append(template.format(
-            Label=_cap(spec.label), label=spec.label, name=name, p=p, pp=pp,
-            v=values.pick_form(cur[fname], spec.kind, rng), vp=values.pick_form(prev[fname], spec.kind, rng),
-        ))
+        sentences.append(
+            template.format(
+                Label=_cap(spec.label),
+                label=spec.label,
+                name=name,
+                p=p,
+                pp=pp,
+                v=values.pick_form(cur[fname], spec.kind, rng),
+                vp=values.pick_form(prev[fname], spec.kind, rng),
+            )
+        )
     if sentences:
         blocks.append(" ".join(sentences))
     return _Section(blocks, filler=False)
 
 
-def report_sections(rng: random.Random, domain: Domain, plan: DocPlan, stmts: Sequence[Statement]) -> list[_Section]:
+def report_sections(
+    rng: random.Random, domain: Domain, plan: DocPlan, stmts: Sequence[Statement]
+) -> list[_Section]:
     """Header, fact sections and (initially one-paragraph) filler sections of a report."""
     name, year = plan.entity, plan.year
     if name is None or year is None:
@@ -83,29 +102,43 @@ def report_sections(rng: random.Random, domain: Domain, plan: DocPlan, stmts: Se
     cur = {s.field: s.value for s in stmts if s.fiscal_year == year}
     prev = {s.field: s.value for s in stmts if s.fiscal_year == year - 1}
     cats = {s.field: s.text for s in stmts if s.fiscal_year == STATIC}
-    header = [f"# {name} — {domain.document_kind} {domain.period(year)}", f"**Published:** {plan.published}  "]
+    header = [
+        f"# {name} — {domain.document_kind} {domain.period(year)}",
+        f"**Published:** {plan.published}  ",
+    ]
     header += [f"**{_cap(c.label)}:** {cats[c.name]}  " for c in domain.categoricals]
     profile = ", ".join(f"its {c.label} is {cats[c.name]}" for c in domain.categoricals)
     sections = [_Section(["\n".join(header), f"{name} at a glance: {profile}."], filler=False)]
     facts = [_fact_section(rng, domain, h, fs, cur, prev, name, year) for h, fs in domain.sections]
-    fillers = [_Section([f"## {h}", filler.paragraph(rng, domain.name, name)], filler=True) for h in domain.filler_sections]
+    fillers = [
+        _Section([f"## {h}", filler.paragraph(rng, domain.name, name)], filler=True)
+        for h in domain.filler_sections
+    ]
     for i in range(max(len(facts), len(fillers))):
         sections += fillers[i : i + 1] + facts[i : i + 1]
     return sections
 
 
-def noise_sections(rng: random.Random, domain: Domain, plan: DocPlan, entity_names: Sequence[str]) -> list[_Section]:
+def noise_sections(
+    rng: random.Random, domain: Domain, plan: DocPlan, entity_names: Sequence[str]
+) -> list[_Section]:
     """A digest that names entities and fields but states no value."""
     header = f"# Industry Digest\n\n**Published:** {plan.published}  "
     sections = [_Section([header], filler=False)]
     for _ in range(3):
         name = rng.choice(entity_names)
         line = rng.choice(_NOISE_LINES).format(name=name, label=rng.choice(domain.fields).label)
-        sections.append(_Section([f"## Notes on {name}", line, filler.paragraph(rng, domain.name, name)], filler=True))
+        sections.append(
+            _Section(
+                [f"## Notes on {name}", line, filler.paragraph(rng, domain.name, name)], filler=True
+            )
+        )
     return sections
 
 
-def fill_to_budget(rng: random.Random, domain: Domain, sections: list[_Section], budget: int, name: str) -> None:
+def fill_to_budget(
+    rng: random.Random, domain: Domain, sections: list[_Section], budget: int, name: str
+) -> None:
     """Count the blocks, then append filler sentences to filler sections until ``budget`` is reached."""
     for s in sections:
         s.tokens = count_tokens_batch(s.blocks)
@@ -141,7 +174,10 @@ def assemble(sections: list[_Section], plants: Sequence[tuple[int, str]]) -> str
         acc += t
     inserts: dict[int, list[str]] = {}
     for offset, text in plants:
-        boundary = min(range(1, len(blocks) + 1), key=lambda j: abs((starts[j] if j < len(starts) else acc) - offset))
+        boundary = min(
+            range(1, len(blocks) + 1),
+            key=lambda j: abs((starts[j] if j < len(starts) else acc) - offset),
+        )
         inserts.setdefault(boundary, []).append(text)
     out = []
     for j, block in enumerate(blocks):

@@ -65,7 +65,9 @@ def read_questions(path: str | Path) -> list[dict]:
     """The raw question records of a generated corpus directory."""
     file = Path(path) / QUESTIONS_FILE
     if not file.exists():
-        raise FileNotFoundError(f"{path} is not a generated corpus: {QUESTIONS_FILE} is missing (run `longctx synth`)")
+        raise FileNotFoundError(
+            f"{path} is not a generated corpus: {QUESTIONS_FILE} is missing (run `longctx synth`)"
+        )
     with open(file, encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
 
@@ -81,13 +83,24 @@ def load_samples(path: str | Path) -> list[SynthSample]:
     out = []
     for rec in records:
         meta = {k: rec[k] for k in ("kind", "sql", "fields", "fiscal_years") if k in rec}
-        question = Question(text=rec["question"], instruction=CORPUSQA_INSTRUCTION,
-                            metadata={"sample_id": rec["id"], "benchmark": "synth", "kind": rec.get("kind")})
-        out.append(SynthSample(
-            sample_id=rec["id"], corpus=corpus, question=question, answer=rec["answer"],
-            answer_type=rec["answer_type"], difficulty=rec["difficulty"], domain=rec["domain"],
-            evidence_doc_ids=list(rec["evidence_doc_ids"]), metadata={**meta, "path": str(root)},
-        ))
+        question = Question(
+            text=rec["question"],
+            instruction=CORPUSQA_INSTRUCTION,
+            metadata={"sample_id": rec["id"], "benchmark": "synth", "kind": rec.get("kind")},
+        )
+        out.append(
+            SynthSample(
+                sample_id=rec["id"],
+                corpus=corpus,
+                question=question,
+                answer=rec["answer"],
+                answer_type=rec["answer_type"],
+                difficulty=rec["difficulty"],
+                domain=rec["domain"],
+                evidence_doc_ids=list(rec["evidence_doc_ids"]),
+                metadata={**meta, "path": str(root)},
+            )
+        )
     return out
 
 

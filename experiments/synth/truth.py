@@ -77,7 +77,9 @@ def cells_clause(query) -> tuple[str, list]:
         clauses.append(f"(r.field IN ({marks_f}) AND r.fiscal_year IN ({marks_y}){scope})")
         params = list(query.fields) + list(query.years) + params
     if query.categoricals:
-        clauses.append(f"(r.field IN ({','.join('?' * len(query.categoricals))}) AND r.fiscal_year = {STATIC})")
+        clauses.append(
+            f"(r.field IN ({','.join('?' * len(query.categoricals))}) AND r.fiscal_year = {STATIC})"
+        )
         params += list(query.categoricals)
     return " OR ".join(clauses), params
 

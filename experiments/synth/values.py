@@ -31,7 +31,12 @@ def written_forms(value: float, kind: str) -> list[str]:
     s, a = _sign(value), abs(value)
     if kind == "usd_m":
         m = f"{a:,.1f}"
-        return [f"{s}${m} million", f"{s}{round(a * 1_000_000):,} USD", f"USD {s}{m}M", f"{s}${round(a * 1000):,} thousand"]
+        return [
+            f"{s}${m} million",
+            f"{s}{round(a * 1_000_000):,} USD",
+            f"USD {s}{m}M",
+            f"{s}${round(a * 1000):,} thousand",
+        ]
     if kind == "count":
         return [f"{int(value):,}", f"{int(value)}"]
     if kind == "percent":
@@ -46,7 +51,13 @@ def written_forms(value: float, kind: str) -> list[str]:
 def table_cell(value: float, kind: str) -> str:
     """The value as a table cell whose unit is in the column header; negatives in parentheses."""
     a = abs(value)
-    body = {"usd_m": f"{a:,.1f}", "count": f"{int(a):,}", "percent": f"{a:.1f}", "usd2": f"{a:.2f}", "usd_int": f"{int(a):,}"}
+    body = {
+        "usd_m": f"{a:,.1f}",
+        "count": f"{int(a):,}",
+        "percent": f"{a:.1f}",
+        "usd2": f"{a:.2f}",
+        "usd_int": f"{int(a):,}",
+    }
     if kind not in body:
         raise ValueError(f"Unknown value kind {kind!r}; expected one of {KINDS}")
     return f"({body[kind]})" if value < 0 else body[kind]
@@ -64,7 +75,13 @@ def pick_form(value: float, kind: str, rng: random.Random) -> str:
 
 def unit_label(kind: str) -> str:
     """The unit written in a table header or a question ("USD millions", "%", ...)."""
-    return {"usd_m": "USD millions", "count": "number", "percent": "%", "usd2": "USD", "usd_int": "USD"}[kind]
+    return {
+        "usd_m": "USD millions",
+        "count": "number",
+        "percent": "%",
+        "usd2": "USD",
+        "usd_int": "USD",
+    }[kind]
 
 
 def round2(x: float) -> Decimal:

@@ -62,7 +62,10 @@ class TruncatedWindowCeiling(EvidenceCeiling):
             return Reach(covered(item.spans, kept_regions(item, s)), len(item.spans))
         if not s.truncated:
             return reach_of(item.evidence, (d for d, _, _ in s.spans))
-        return reach_of(item.evidence, (d for d, start, end in s.spans if start < s.head or end > s.length - s.tail))
+        return reach_of(
+            item.evidence,
+            (d for d, start, end in s.spans if start < s.head or end > s.length - s.tail),
+        )
 
     def describe(self, cfg: Any, env: CeilingEnv, corpus_tokens: int | None = None) -> str:
         window = cfg.context_window or cfg.default_context_window

@@ -23,8 +23,12 @@ class FullContextConfig(StrategyConfig):
     """
 
     context_window: int | None = option(None, min=1)
-    default_context_window: int = option(128_000, min=1, source="LongBench v2 model2maxlen: 120000 for 128k models")
+    default_context_window: int = option(
+        128_000, min=1, source="LongBench v2 model2maxlen: 120000 for 128k models"
+    )
     max_new_tokens: int = option(128, min=1, source="LongBench v2 pred.py max_tokens=128")
     prompt_reserve_tokens: int = option(64, min=0)
     temperature: float = option(0.0, min=0.0)
-    prompt: Literal["benchmark", "ours"] = option("benchmark", source="the benchmark's official prompt when the question carries one")
+    prompt: Literal["benchmark", "ours"] = option(
+        "benchmark", source="the benchmark's official prompt when the question carries one"
+    )

@@ -67,11 +67,15 @@ def input_budget(window: int, question: Question, cfg: FullContextConfig) -> int
     if protocol and protocol.max_input_tokens:
         budget = min(budget, protocol.max_input_tokens)
     if budget <= 0:
-        raise ConfigError(f"Context window {window} leaves no room for input after {question.answer_budget(cfg.max_new_tokens)} output tokens")
+        raise ConfigError(
+            f"Context window {window} leaves no room for input after {question.answer_budget(cfg.max_new_tokens)} output tokens"
+        )
     return budget
 
 
-def untruncated_prompt(corpus: Corpus, question: Question, cfg: FullContextConfig) -> tuple[str, bool]:
+def untruncated_prompt(
+    corpus: Corpus, question: Question, cfg: FullContextConfig
+) -> tuple[str, bool]:
     """The whole prompt before truncation, and whether it is the benchmark's official one."""
     official = question.protocol.prompt if question.protocol and cfg.prompt == "benchmark" else None
     if official is not None:
@@ -79,7 +83,9 @@ def untruncated_prompt(corpus: Corpus, question: Question, cfg: FullContextConfi
     return fill(FULL_CONTEXT_TEMPLATE, format_documents(corpus.documents), question), False
 
 
-def full_context_prompt(corpus: Corpus, question: Question, llm: BaseChatModel, cfg: FullContextConfig) -> FullContextPrompt:
+def full_context_prompt(
+    corpus: Corpus, question: Question, llm: BaseChatModel, cfg: FullContextConfig
+) -> FullContextPrompt:
     """The benchmark's official prompt when the question carries one (else our template with
     every document), middle-truncated to the input budget in the model's tokens.
 
@@ -94,16 +100,31 @@ def full_context_prompt(corpus: Corpus, question: Question, llm: BaseChatModel, 
         prompt, official = untruncated_prompt(corpus, question, cfg)
         text, truncated = truncate_prompt(prompt, budget, encode, decode)
     else:
-        text, truncated = truncate_our_prompt(corpus, question, budget, encode, decode, tokenizer_id(llm))
-    return FullContextPrompt(text=text, context_window=window, max_input_tokens=budget, truncated=truncated, official=official)
+        text, truncated = truncate_our_prompt(
+            corpus, question, budget, encode, decode, tokenizer_id(llm)
+        )
+    return FullContextPrompt(
+        text=text,
+        context_window=window,
+        max_input_tokens=budget,
+        truncated=truncated,
+        official=official,
+    )
 
 
 def _official(question: Question, cfg: FullContextConfig) -> bool:
     """Whether ``question`` gets its benchmark's official prompt rather than our template."""
-    return bool(question.protocol and question.protocol.prompt is not None and cfg.prompt == "benchmark")
+    return bool(
+        question.protocol and question.protocol.prompt is not None and cfg.prompt == "benchmark"
+    )
 
 
-def prepare_corpus(corpus: Corpus, questions: Iterable[Question], llm: BaseChatModel, cfg: FullContextConfig | None = None) -> int:
+def prepare_corpus(
+    corpus: Corpus,
+    questions: Iterable[Question],
+    llm: BaseChatModel,
+    cfg: FullContextConfig | None = None,
+) -> int:
     """Do now, once, what every question over ``corpus`` shares of :func:`full_context_prompt`
     with our template: format the documents, fingerprint the corpus, tokenize the kept head and
     the context's end (:func:`~graphs.full_context.prepared.prepared_context`, cached in this
@@ -124,7 +145,9 @@ def prepare_corpus(corpus: Corpus, questions: Iterable[Question], llm: BaseChatM
     return len(budgets)
 
 
-def build_prompt(state: FullContextState, runtime: Runtime[StrategyContext[FullContextConfig]]) -> dict[str, Any]:
+def build_prompt(
+    state: FullContextState, runtime: Runtime[StrategyContext[FullContextConfig]]
+) -> dict[str, Any]:
     """The full-context prompt of :func:`full_context_prompt`."""
     ctx = runtime.context
     built = full_context_prompt(ctx.corpus, state["question"], ctx.llm, ctx.config)
@@ -146,7 +169,15 @@ def full_context_costs(cfg: FullContextConfig, shape: costs.CorpusShape, questio
     benchmark's official prompt, counted whole), the documents' headers (their titles where the corpus is known, else empty),
     the corpus text, and a seam per piece; at most the window's input budget.
     """
-    window = cfg.context_window or window or (context_window(llm, cfg.default_context_window) if llm is not None else cfg.default_context_window)
+    window = (
+        cfg.context_window
+        or window
+        or (
+            context_window(llm, cfg.default_context_window)
+            if llm is not None
+            else cfg.default_context_window
+        )
+    )
     first = questions[0] if questions else costs.PLACEHOLDER_QUESTION
     docs = shape.corpus.documents if shape.corpus is not None else [None] * shape.documents
     headers = costs.counter(llm)[1]("\n\n".join(DOCUMENT_TEMPLATE.format(number=i, title=d.title if d is not None else "", text="")
@@ -156,10 +187,17 @@ def full_context_costs(cfg: FullContextConfig, shape: costs.CorpusShape, questio
     for q in questions or [first]:
         cap = input_budget(window, q, cfg)
         if _official(q, cfg):
-            whole = costs.prompt_tokens("full_context", "benchmark", lambda q=q: q.protocol.prompt(), llm, q)  # type: ignore[misc, union-attr, unused-ignore]
+            official = lambda q=q: q.protocol.prompt()  # type: ignore[misc, union-attr, unused-ignore]
+            whole = costs.prompt_tokens("full_context", "benchmark", official, llm, q)
             low, high = whole - 2 * costs.SEAM_TOKENS, whole + 2 * costs.SEAM_TOKENS
         else:
-            bare = costs.prompt_tokens("full_context", "ours", functools.partial(fill, FULL_CONTEXT_TEMPLATE, "", q), llm, q)
+            bare = costs.prompt_tokens(
+                "full_context",
+                "ours",
+                functools.partial(fill, FULL_CONTEXT_TEMPLATE, "", q),
+                llm,
+                q,
+            )
             low, high = bare + headers + shape.tokens - seams, bare + headers + shape.tokens + seams
         lows.append(max(0, min(low, cap - 2 * costs.SEAM_TOKENS)))
         highs.append(min(high, cap + 2 * costs.SEAM_TOKENS))
@@ -167,13 +205,17 @@ def full_context_costs(cfg: FullContextConfig, shape: costs.CorpusShape, questio
     bounds = costs.per_question_plan("full_context", questions, calls=1, max_calls=1, prompt_tokens=least, max_prompt_tokens=most,
                                      completion_tokens=first.answer_budget(cfg.max_new_tokens),
                                      formula=f"1 call of min(T, window) tokens, window {window:,}")  # fmt: skip
-    return costs.Costs(bounds, costs.ExpectedCost(costs.Calls(1, (least + most) / 2, costs.reply_tokens(cfg))))
+    return costs.Costs(
+        bounds, costs.ExpectedCost(costs.Calls(1, (least + most) / 2, costs.reply_tokens(cfg)))
+    )
 
 
 @STRATEGIES.register(
     "full_context",
     costs=costs.StrategyCosts(full_context_costs),
-    ceiling=TruncatedWindowCeiling(rank=70, input_budget=input_budget, untruncated_prompt=untruncated_prompt),
+    ceiling=TruncatedWindowCeiling(
+        rank=70, input_budget=input_budget, untruncated_prompt=untruncated_prompt
+    ),
     config_cls=FullContextConfig,
     presets={"paper": FullContextConfig(), "ours": FullContextConfig(prompt="ours")},
     prompts_version=PROMPTS_VERSION,
@@ -183,4 +225,6 @@ def full_context_costs(cfg: FullContextConfig, shape: costs.CorpusShape, questio
 )
 def build_graph(config: FullContextConfig | None = None) -> CompiledGraph:
     """START -> build_prompt -> generate -> END."""
-    return linear_graph("full_context", FullContextState, ("build_prompt", build_prompt), ("generate", generate))
+    return linear_graph(
+        "full_context", FullContextState, ("build_prompt", build_prompt), ("generate", generate)
+    )

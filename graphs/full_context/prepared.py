@@ -78,9 +78,15 @@ def question_suffix(question: Question) -> str:
     """Our prompt after the context: ``FULL_CONTEXT_TEMPLATE`` after ``{context}``, filled,
     less the literal text before the question (which belongs to the context)."""
     rest = FULL_CONTEXT_TEMPLATE[FULL_CONTEXT_TEMPLATE.index("{context}") + len("{context}") :]
-    filled = rest.format(question=question.render(), instruction=question.instruction or DEFAULT_INSTRUCTION)
-    if not filled.startswith(_FIXED):  # pragma: no cover - a template whose literal text is not a prefix of its filling
-        raise ValueError("FULL_CONTEXT_TEMPLATE's text after {context} does not start with its literal part")
+    filled = rest.format(
+        question=question.render(), instruction=question.instruction or DEFAULT_INSTRUCTION
+    )
+    if not filled.startswith(
+        _FIXED
+    ):  # pragma: no cover - a template whose literal text is not a prefix of its filling
+        raise ValueError(
+            "FULL_CONTEXT_TEMPLATE's text after {context} does not start with its literal part"
+        )
     return filled[len(_FIXED) :]
 
 
@@ -198,7 +204,9 @@ def prepare_context(context: str, budget: int, encode: Encode, decode: Decode) -
     bound = CHARS_PER_TOKEN_BOUND * budget
     if len(context) > 2 * bound:  # far beyond the budget: only the ends, as truncate_prompt
         head: str | None = decode(end_ids(context, half, encode, tail=False)[:half])
-        ids = end_ids(context, half + STITCH_CHARS, encode, tail=True)  # room for the stretch (a token holds a character or more)
+        ids = end_ids(
+            context, half + STITCH_CHARS, encode, tail=True
+        )  # room for the stretch (a token holds a character or more)
         total, end = None, context[-bound:]
     else:
         ids, end = encode(context), context
@@ -207,14 +215,25 @@ def prepare_context(context: str, budget: int, encode: Encode, decode: Decode) -
     if total is not None and total - n >= half:
         head = decode(ids[:half])
     ids = ids[max(len(ids) - n - half, 0) :]  # what a tail can need
-    return PreparedContext(budget=budget, total=total, head=head, ids=ids, end=end, stretch=n, stretch_text=text, agree=agree)
+    return PreparedContext(
+        budget=budget,
+        total=total,
+        head=head,
+        ids=ids,
+        end=end,
+        stretch=n,
+        stretch_text=text,
+        agree=agree,
+    )
 
 
 _PREPARED: OrderedDict[tuple[Any, ...], PreparedContext] = OrderedDict()
 _PREPARING: dict[tuple[Any, ...], threading.Lock] = {}
 
 
-def prepared_context(corpus: Corpus, budget: int, encode: Encode, decode: Decode, tokenizer: str) -> PreparedContext:
+def prepared_context(
+    corpus: Corpus, budget: int, encode: Encode, decode: Decode, tokenizer: str
+) -> PreparedContext:
     """:func:`prepare_context` of our prompt over ``corpus``, once per (corpus fingerprint,
     ``tokenizer``, ``budget``, template) in this process; questions asking at the same time
     wait for one preparation."""
@@ -238,11 +257,20 @@ def prepared_context(corpus: Corpus, budget: int, encode: Encode, decode: Decode
     return found
 
 
-def truncate_our_prompt(corpus: Corpus, question: Question, max_tokens: int, encode: Encode, decode: Decode, tokenizer: str) -> tuple[str, bool]:
+def truncate_our_prompt(
+    corpus: Corpus,
+    question: Question,
+    max_tokens: int,
+    encode: Encode,
+    decode: Decode,
+    tokenizer: str,
+) -> tuple[str, bool]:
     """:func:`~graphs.full_context.truncation.truncate_prompt` of our filled template, the same
     text, with the corpus's share tokenized once (:func:`prepared_context`) and per question only
     a short stretch and the question's suffix."""
-    return prepared_context(corpus, max_tokens, encode, decode, tokenizer).cut(question_suffix(question), encode, decode)
+    return prepared_context(corpus, max_tokens, encode, decode, tokenizer).cut(
+        question_suffix(question), encode, decode
+    )
 
 
 def clear_prepared() -> None:

@@ -5,4 +5,6 @@ from __future__ import annotations
 
 from graphs.presentation import StrategyPresentation
 
-PRESENTATION = StrategyPresentation(color="#ff7f0e", demo_options={"max_new_tokens": 32}, demo_default=True)
+PRESENTATION = StrategyPresentation(
+    color="#ff7f0e", demo_options={"max_new_tokens": 32}, demo_default=True
+)

@@ -35,18 +35,26 @@ def end_ids(prompt: str, half: int, encode: Callable[[str], list[int]], *, tail:
         need = half + END_MARGIN_TOKENS
         if len(ids) >= need or chars >= bound:
             return ids
-        chars = max(int(chars * need / max(len(ids), 1) * 1.1), chars + chars // 4)  # the density seen, 10% spare
+        chars = max(
+            int(chars * need / max(len(ids), 1) * 1.1), chars + chars // 4
+        )  # the density seen, 10% spare
 
 
 def truncation_cut(
-    prompt: str, max_tokens: int, encode: Callable[[str], list[int]], decode: Callable[[list[int]], str]
+    prompt: str,
+    max_tokens: int,
+    encode: Callable[[str], list[int]],
+    decode: Callable[[list[int]], str],
 ) -> tuple[int, int] | None:
     """Characters of ``prompt`` that :func:`truncate_prompt` keeps at the head and at the tail,
     or ``None`` when the prompt fits (for measuring what reaches the model without a call)."""
     bound = CHARS_PER_TOKEN_BOUND * max_tokens
     if len(prompt) > 2 * bound:
         half = max_tokens // 2
-        head, tail = end_ids(prompt, half, encode, tail=False), end_ids(prompt, half, encode, tail=True)
+        head, tail = (
+            end_ids(prompt, half, encode, tail=False),
+            end_ids(prompt, half, encode, tail=True),
+        )
         return len(decode(head[:half])), len(decode(tail[len(tail) - half :]))
     ids = encode(prompt)
     if len(ids) <= max_tokens:
@@ -57,7 +65,10 @@ def truncation_cut(
 
 
 def truncate_prompt(
-    prompt: str, max_tokens: int, encode: Callable[[str], list[int]], decode: Callable[[list[int]], str]
+    prompt: str,
+    max_tokens: int,
+    encode: Callable[[str], list[int]],
+    decode: Callable[[list[int]], str],
 ) -> tuple[str, bool]:
     """Middle-truncate ``prompt`` to ``max_tokens`` tokens; returns ``(text, was_truncated)``.
 
@@ -69,7 +80,10 @@ def truncate_prompt(
     bound = CHARS_PER_TOKEN_BOUND * max_tokens
     if len(prompt) > 2 * bound:
         half = max_tokens // 2
-        head, tail = end_ids(prompt, half, encode, tail=False), end_ids(prompt, half, encode, tail=True)
+        head, tail = (
+            end_ids(prompt, half, encode, tail=False),
+            end_ids(prompt, half, encode, tail=True),
+        )
         return decode(head[:half]) + decode(tail[len(tail) - half :]), True
     ids = encode(prompt)
     if len(ids) <= max_tokens:

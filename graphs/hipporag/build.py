@@ -18,7 +18,15 @@ from graphs.hipporag.kg import KnowledgeGraph, build_graph
 from graphs.hipporag.openie import Ask, OpenIELog, extract_all
 from graphs.hipporag.ppr import igraph_of
 from graphs.hipporag.requests import Messages, as_langchain
-from graphs.hipporag.store import graph_folder, graph_key, load_graph, model_key, openie_key, openie_root, save_graph
+from graphs.hipporag.store import (
+    graph_folder,
+    graph_key,
+    load_graph,
+    model_key,
+    openie_key,
+    openie_root,
+    save_graph,
+)
 from graphs.usage import index_time
 from retrieval import Chunk, ChunkingConfig, chunk_corpus, default_cache_dir
 from retrieval.contract import Corpus
@@ -59,7 +67,9 @@ def passage_text(chunk: Chunk) -> str:
 def passages_of(corpus: Corpus, cfg: HippoRAGConfig) -> tuple[list[str], list[Chunk]]:
     """The distinct passage texts in corpus order (the official chunk store keeps one of equal texts) and each one's first chunk."""
     if cfg.passage_tokens is None:
-        chunks = [Chunk(i, i, d.doc_id, d.title, 0, d.text, 0) for i, d in enumerate(corpus.documents)]
+        chunks = [
+            Chunk(i, i, d.doc_id, d.title, 0, d.text, 0) for i, d in enumerate(corpus.documents)
+        ]
     else:
         chunks = chunk_corpus(corpus, ChunkingConfig(unit="tokens", size=cfg.passage_tokens))
     first: dict[str, Chunk] = {}
@@ -72,7 +82,10 @@ def asker(ctx: StrategyContext[HippoRAGConfig]) -> Ask:
     """One OpenIE call (``CacheOpenAI.infer``): the messages, ``openie_max_tokens``, ``temperature``; the reply
     and whether it stopped at its budget (``finish_reason == "length"``: the official parser closes its JSON first)."""
     cfg, llm = ctx.config, ctx.llm
-    extra: dict[str, Any] = {**budget_kwargs(llm, cfg.openie_max_tokens), "temperature": cfg.temperature}
+    extra: dict[str, Any] = {
+        **budget_kwargs(llm, cfg.openie_max_tokens),
+        "temperature": cfg.temperature,
+    }
 
     def ask(messages: Messages) -> tuple[str, bool]:
         turns: list[BaseMessage] = as_langchain(messages)
@@ -85,16 +98,30 @@ def asker(ctx: StrategyContext[HippoRAGConfig]) -> Ask:
 def text_of(message: BaseMessage) -> str:
     """A reply's text (content parts joined)."""
     content = message.content
-    return content if isinstance(content, str) else "".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content)
+    return (
+        content
+        if isinstance(content, str)
+        else "".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content)
+    )
 
 
-def _build(ctx: StrategyContext[HippoRAGConfig], texts: list[str], root: Path | None) -> tuple[KnowledgeGraph, int]:
+def _build(
+    ctx: StrategyContext[HippoRAGConfig], texts: list[str], root: Path | None
+) -> tuple[KnowledgeGraph, int]:
     """OpenIE over every passage (index-time calls), then the graph."""
     cfg = ctx.config
-    log = OpenIELog(openie_root(root) if root is not None else None, openie_key(cfg), model_key(ctx.llm))
+    log = OpenIELog(
+        openie_root(root) if root is not None else None, openie_key(cfg), model_key(ctx.llm)
+    )
     with index_time():
         extractions, asked = extract_all(texts, asker(ctx), log, cfg.concurrency)
-    kg = build_graph(texts, extractions, embedder_for(cfg).embed_documents, threshold=cfg.synonymy_threshold, top_k=cfg.synonymy_top_k)
+    kg = build_graph(
+        texts,
+        extractions,
+        embedder_for(cfg).embed_documents,
+        threshold=cfg.synonymy_threshold,
+        top_k=cfg.synonymy_top_k,
+    )
     kg.facts_of_build["openie_calls_asked"] = asked
     return kg, asked
 
@@ -113,7 +140,9 @@ def graph_for(ctx: StrategyContext[HippoRAGConfig]) -> tuple[str, LoadedGraph, s
     else:
         folder = graph_folder(root, key)
         folder.mkdir(parents=True, exist_ok=True)
-        with exclusive_lock(folder / ".lock", what="a HippoRAG graph build"):  # a second question waits, then loads
+        with exclusive_lock(
+            folder / ".lock", what="a HippoRAG graph build"
+        ):  # a second question waits, then loads
             loaded = load_graph(folder)
             if loaded is not None:
                 kg, source = loaded, "disk"

@@ -10,7 +10,9 @@ from typing import Any
 from graphs.ceiling import CeilingEnv, CeilingItem, EvidenceCeiling, Reach, SkipCeiling
 
 #: Why the rule does not apply.
-NEEDS_INDEX_LLM = "needs the index-time LLM: the passages are ranked over a graph of the triples a model extracts"
+NEEDS_INDEX_LLM = (
+    "needs the index-time LLM: the passages are ranked over a graph of the triples a model extracts"
+)
 
 
 @dataclass(frozen=True, kw_only=True)

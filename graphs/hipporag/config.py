@@ -21,24 +21,58 @@ class HippoRAGConfig(StrategyConfig):
 
     passage_tokens: int | None = option(None, min=1, source="None: one passage per document, as TextPreprocessor (preprocessing.py:15-26); "
                                         "main.py:81 passes 'title\\ntext'; a size cuts documents into passages of that many cl100k tokens")  # fmt: skip
-    embedder: str = option("sentence-transformers", help="a registered embedder (official default: nvidia/NV-Embed-v2, config_utils.py:137)")
-    embedder_model: str | None = option(None, help="the embedder's model (default: its own; MiniLM for sentence-transformers)")
-    openie_max_tokens: int = option(2048, min=1, source="config_utils.py:39 max_new_tokens=2048 (every OpenIE call)")
-    concurrency: int = option(8, min=1, max=1024, help="passages in OpenIE at once (official: ThreadPoolExecutor()'s default, openie_openai.py:157)")
-    synonymy_threshold: float = option(0.8, min=-1.0, max=1.0, source="config_utils.py:173 synonymy_edge_sim_threshold=0.8")
-    synonymy_top_k: int = option(2047, min=1, source="config_utils.py:161 synonymy_edge_topk=2047 (at most 101 kept, HippoRAG.py:1007)")
-    linking_top_k: int = option(5, min=1, source="config_utils.py:185 linking_top_k=5 (facts to the filter, phrases seeded)")
+    embedder: str = option(
+        "sentence-transformers",
+        help="a registered embedder (official default: nvidia/NV-Embed-v2, config_utils.py:137)",
+    )
+    embedder_model: str | None = option(
+        None, help="the embedder's model (default: its own; MiniLM for sentence-transformers)"
+    )
+    openie_max_tokens: int = option(
+        2048, min=1, source="config_utils.py:39 max_new_tokens=2048 (every OpenIE call)"
+    )
+    concurrency: int = option(
+        8,
+        min=1,
+        max=1024,
+        help="passages in OpenIE at once (official: ThreadPoolExecutor()'s default, openie_openai.py:157)",
+    )
+    synonymy_threshold: float = option(
+        0.8, min=-1.0, max=1.0, source="config_utils.py:173 synonymy_edge_sim_threshold=0.8"
+    )
+    synonymy_top_k: int = option(
+        2047,
+        min=1,
+        source="config_utils.py:161 synonymy_edge_topk=2047 (at most 101 kept, HippoRAG.py:1007)",
+    )
+    linking_top_k: int = option(
+        5, min=1, source="config_utils.py:185 linking_top_k=5 (facts to the filter, phrases seeded)"
+    )
     filter_max_tokens: int = option(512, min=1, source="rerank.py:93 max_completion_tokens=512")
-    passage_node_weight: float = option(0.05, min=0.0, source="config_utils.py:92 passage_node_weight=0.05")
+    passage_node_weight: float = option(
+        0.05, min=0.0, source="config_utils.py:92 passage_node_weight=0.05"
+    )
     damping: float = option(0.5, min=0.0, max=1.0, source="config_utils.py:193 damping=0.5")
-    retrieval_top_k: int = option(200, min=1, source="config_utils.py:189 retrieval_top_k=200 (main.py:101)")
+    retrieval_top_k: int = option(
+        200, min=1, source="config_utils.py:189 retrieval_top_k=200 (main.py:101)"
+    )
     qa_top_k: int = option(5, min=1, source="config_utils.py:204 qa_top_k=5 (main.py:103)")
-    qa_prompt: Literal["ours", "paper"] = option("ours", source="paper: rag_qa_musique, HippoRAG.qa (HippoRAG.py:829-847)")
-    max_new_tokens: int = option(2048, min=1, source="config_utils.py:39 max_new_tokens=2048 (the QA call)")
-    temperature: float = option(0.0, min=0.0, source="config_utils.py:51 temperature=0 (every call)")
-    cache: bool = option(True, help="keep the graph on disk (checksummed) and every finished OpenIE call")
+    qa_prompt: Literal["ours", "paper"] = option(
+        "ours", source="paper: rag_qa_musique, HippoRAG.qa (HippoRAG.py:829-847)"
+    )
+    max_new_tokens: int = option(
+        2048, min=1, source="config_utils.py:39 max_new_tokens=2048 (the QA call)"
+    )
+    temperature: float = option(
+        0.0, min=0.0, source="config_utils.py:51 temperature=0 (every call)"
+    )
+    cache: bool = option(
+        True, help="keep the graph on disk (checksummed) and every finished OpenIE call"
+    )
 
     def check(self) -> None:
         """The answer reads at most what retrieval returns."""
         if self.qa_top_k > self.retrieval_top_k:
-            raise ConfigError(f"Option 'qa_top_k' ({self.qa_top_k}) must be at most 'retrieval_top_k' ({self.retrieval_top_k})")
+            raise ConfigError(
+                f"Option 'qa_top_k' ({self.qa_top_k}) must be at most 'retrieval_top_k' ({self.retrieval_top_k})"
+            )

@@ -13,7 +13,13 @@ from langchain_core.language_models import BaseChatModel
 from graphs import costs
 from graphs.budget import CostPlan, IndexWork
 from graphs.hipporag.config import HippoRAGConfig
-from graphs.hipporag.requests import Messages, filter_messages, ner_messages, qa_messages, triple_messages
+from graphs.hipporag.requests import (
+    Messages,
+    filter_messages,
+    ner_messages,
+    qa_messages,
+    triple_messages,
+)
 from graphs.prompts import fill
 from graphs.rag.prompts import RAG_TEMPLATE
 from retrieval.contract import Question
@@ -40,18 +46,42 @@ def hipporag_costs(cfg: HippoRAGConfig, shape: costs.CorpusShape, questions: Seq
     """Per question the filter and the answer over ``qa_top_k`` passages; once per corpus two OpenIE calls per passage."""
     k = len(questions)
     asked = questions or [costs.PLACEHOLDER_QUESTION]
-    each_q = [costs.prompt_tokens("hipporag", "answer:" + cfg.qa_prompt, functools.partial(_answer_prompt, cfg, x), llm, x) for x in asked]
-    each_f = [costs.prompt_tokens("hipporag", "filter", functools.partial(lambda q: _joined(filter_messages(q.render(), [])), x), llm, x) for x in asked]
+    each_q = [
+        costs.prompt_tokens(
+            "hipporag", "answer:" + cfg.qa_prompt, functools.partial(_answer_prompt, cfg, x), llm, x
+        )
+        for x in asked
+    ]
+    each_f = [
+        costs.prompt_tokens(
+            "hipporag",
+            "filter",
+            functools.partial(lambda q: _joined(filter_messages(q.render(), [])), x),
+            llm,
+            x,
+        )
+        for x in asked
+    ]
     ner = costs.prompt_tokens("hipporag", "ner", lambda: _joined(ner_messages("")), llm)
-    triple = costs.prompt_tokens("hipporag", "triples", lambda: _joined(triple_messages("", [])), llm)
+    triple = costs.prompt_tokens(
+        "hipporag", "triples", lambda: _joined(triple_messages("", [])), llm
+    )
     passages = passage_count(cfg, shape)
     largest = sorted(shape.token_counts, reverse=True)[: cfg.qa_top_k]
     title_tokens = 2 * cfg.qa_top_k + 20 * cfg.qa_top_k  # a title line and its header per passage
-    context_most = sum(largest) + title_tokens if cfg.passage_tokens is None else min(shape.tokens, cfg.qa_top_k * cfg.passage_tokens) + title_tokens
+    context_most = (
+        sum(largest) + title_tokens
+        if cfg.passage_tokens is None
+        else min(shape.tokens, cfg.qa_top_k * cfg.passage_tokens) + title_tokens
+    )
     fact_most = cfg.linking_top_k * ESCAPE_FACTOR * cfg.openie_max_tokens
     seams = 2 * costs.SEAM_TOKENS
     least = k * max(0, min(each_q) - seams)
-    index_most = 2 * shape.tokens + 2 * passages * (title_tokens + seams) + passages * (ner + triple + ESCAPE_FACTOR * cfg.openie_max_tokens)
+    index_most = (
+        2 * shape.tokens
+        + 2 * passages * (title_tokens + seams)
+        + passages * (ner + triple + ESCAPE_FACTOR * cfg.openie_max_tokens)
+    )
     most = k * (max(each_q) + context_most + max(each_f) + fact_most + 2 * seams) + index_most
     bounds = CostPlan(strategy="hipporag", questions=k, calls=k, max_calls=2 * k + 2 * passages, prompt_tokens=least, max_prompt_tokens=most,
                       completion_tokens=k * (cfg.filter_max_tokens + cfg.max_new_tokens) + 2 * passages * cfg.openie_max_tokens,
@@ -63,8 +93,14 @@ def hipporag_costs(cfg: HippoRAGConfig, shape: costs.CorpusShape, questions: Seq
     context = min(shape.tokens, cfg.qa_top_k * (shape.tokens / max(1, passages))) + title_tokens
     per_question = costs.Calls(2, sum(each_q) / len(each_q) + context + sum(each_f) / len(each_f) + cfg.linking_top_k * FACT_TOKENS,
                                costs.reply_tokens(cfg) + cfg.linking_top_k * FACT_TOKENS)  # fmt: skip
-    once = costs.Calls(2 * passages, passages * (ner + triple + ENTITY_JSON_TOKENS) + 2 * shape.tokens, passages * (NER_REPLY_TOKENS + TRIPLE_REPLY_TOKENS))
-    return costs.Costs(bounds, costs.ExpectedCost(per_question, once, index=once))  # the graph's OpenIE is all of what is built once
+    once = costs.Calls(
+        2 * passages,
+        passages * (ner + triple + ENTITY_JSON_TOKENS) + 2 * shape.tokens,
+        passages * (NER_REPLY_TOKENS + TRIPLE_REPLY_TOKENS),
+    )
+    return costs.Costs(
+        bounds, costs.ExpectedCost(per_question, once, index=once)
+    )  # the graph's OpenIE is all of what is built once
 
 
 def _answer_prompt(cfg: HippoRAGConfig, question: Question) -> str:

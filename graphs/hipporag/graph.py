@@ -28,8 +28,20 @@ from graphs.hipporag.ceiling import HIPPORAG_CEILING
 from graphs.hipporag.config import HippoRAGConfig
 from graphs.hipporag.cost_model import hipporag_costs
 from graphs.hipporag.presentation import PRESENTATION
-from graphs.hipporag.requests import as_langchain, filter_messages, qa_answer, qa_turns, qa_user_turn
-from graphs.hipporag.retrieve import candidate_facts, fact_scores, kept_facts, parse_filter, rank_passages
+from graphs.hipporag.requests import (
+    as_langchain,
+    filter_messages,
+    qa_answer,
+    qa_turns,
+    qa_user_turn,
+)
+from graphs.hipporag.retrieve import (
+    candidate_facts,
+    fact_scores,
+    kept_facts,
+    parse_filter,
+    rank_passages,
+)
 from graphs.nodes import CompiledGraph, generate, linear_graph
 from graphs.prompts import fill, format_chunks
 from graphs.rag.prompts import RAG_TEMPLATE
@@ -69,11 +81,20 @@ def recognize(state: HippoRAGState, runtime: Ctx) -> dict[str, Any]:
     kept: list[int] = []
     if candidates:
         turns = as_langchain(filter_messages(state["question"].render(), candidates))
-        reply = text_of(llm.invoke(turns, **budget_kwargs(llm, cfg.filter_max_tokens), temperature=cfg.temperature))
+        reply = text_of(
+            llm.invoke(
+                turns, **budget_kwargs(llm, cfg.filter_max_tokens), temperature=cfg.temperature
+            )
+        )
         kept = kept_facts(parse_filter(reply), candidates, cfg.linking_top_k)
     facts = [list(candidates[k]) for k in kept]
     step = Step("recognize", candidates=[list(f) for f in candidates], kept=facts)
-    return {"query": query.tolist(), "facts": facts, "fact_scores": [float(scores[picked[k]]) for k in kept], "steps": [step]}
+    return {
+        "query": query.tolist(),
+        "facts": facts,
+        "fact_scores": [float(scores[picked[k]]) for k in kept],
+        "steps": [step],
+    }
 
 
 def ppr(state: HippoRAGState, runtime: Ctx) -> dict[str, Any]:
@@ -86,9 +107,17 @@ def ppr(state: HippoRAGState, runtime: Ctx) -> dict[str, Any]:
                       damping=cfg.damping)  # fmt: skip
     order, ranked, linked, mode = r.order, r.scores, r.linked, r.mode
     order, ranked = order[: cfg.retrieval_top_k], ranked[: cfg.retrieval_top_k]
-    hits = [Hit(entry.chunks[int(j)], float(score), rank) for rank, (j, score) in enumerate(zip(order[: cfg.qa_top_k], ranked))]
-    top = [{"passage": int(j), "doc_id": entry.chunks[int(j)].doc_id, "score": round(float(x), 6)} for j, x in zip(order[: cfg.qa_top_k], ranked)]
-    step = Step("ppr", mode=mode, linked=[[p, round(w, 6)] for p, w in linked], top=top, ranked=len(order))
+    hits = [
+        Hit(entry.chunks[int(j)], float(score), rank)
+        for rank, (j, score) in enumerate(zip(order[: cfg.qa_top_k], ranked))
+    ]
+    top = [
+        {"passage": int(j), "doc_id": entry.chunks[int(j)].doc_id, "score": round(float(x), 6)}
+        for j, x in zip(order[: cfg.qa_top_k], ranked)
+    ]
+    step = Step(
+        "ppr", mode=mode, linked=[[p, round(w, 6)] for p, w in linked], top=top, ranked=len(order)
+    )
     return {"hits": hits, "passages": [int(j) for j in order[: cfg.qa_top_k]], "steps": [step]}
 
 
@@ -101,7 +130,11 @@ def build_prompt(state: HippoRAGState, runtime: Ctx) -> dict[str, Any]:
         prompt = qa_user_turn(texts, state["question"].render())
     else:
         prompt = fill(RAG_TEMPLATE, format_chunks(chunks), state["question"])
-    return {"prompt": prompt, "official_prompt": False, "steps": [Step("build_prompt", qa_prompt=cfg.qa_prompt, passages=len(chunks))]}
+    return {
+        "prompt": prompt,
+        "official_prompt": False,
+        "steps": [Step("build_prompt", qa_prompt=cfg.qa_prompt, passages=len(chunks))],
+    }
 
 
 def answer(state: HippoRAGState, runtime: Ctx) -> dict[str, Any]:
@@ -109,8 +142,18 @@ def answer(state: HippoRAGState, runtime: Ctx) -> dict[str, Any]:
     cfg, llm = runtime.context.config, runtime.context.llm
     if cfg.qa_prompt != "paper":
         return generate(state, cast(Runtime[StrategyContext[Any]], runtime))
-    raw = text_of(llm.invoke(as_langchain(qa_turns(state["prompt"])), **budget_kwargs(llm, cfg.max_new_tokens), temperature=cfg.temperature))
-    return {"raw": raw, "answer": qa_answer(raw), "steps": [Step("generate", max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature)]}
+    raw = text_of(
+        llm.invoke(
+            as_langchain(qa_turns(state["prompt"])),
+            **budget_kwargs(llm, cfg.max_new_tokens),
+            temperature=cfg.temperature,
+        )
+    )
+    return {
+        "raw": raw,
+        "answer": qa_answer(raw),
+        "steps": [Step("generate", max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature)],
+    }
 
 
 @STRATEGIES.register(

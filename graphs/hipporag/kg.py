@@ -74,7 +74,9 @@ class KnowledgeGraph:
         return len(self.phrases) + j
 
 
-def synonym_pairs(phrases: Sequence[str], vectors: np.ndarray, *, threshold: float, top_k: int, batch: int = 1000) -> list[tuple[int, int, float]]:
+def synonym_pairs(
+    phrases: Sequence[str], vectors: np.ndarray, *, threshold: float, top_k: int, batch: int = 1000
+) -> list[tuple[int, int, float]]:
     """``(phrase, synonym, similarity)`` in the official order: phrases in order, each one's synonyms nearest first."""
     unit = unit_rows(vectors)
     out: list[tuple[int, int, float]] = []
@@ -99,7 +101,10 @@ def synonym_pairs(phrases: Sequence[str], vectors: np.ndarray, *, threshold: flo
 def build_graph(passages: Sequence[str], extractions: Sequence[Extraction], embed: Embed, *, threshold: float, top_k: int,
                 batch: int = 1000) -> KnowledgeGraph:  # fmt: skip
     """The graph over ``passages`` (distinct texts, in order) and their OpenIE."""
-    triples: list[list[tuple[str, str, str]]] = [[(normalise(t[0]), normalise(t[1]), normalise(t[2])) for t in e.triples] for e in extractions]
+    triples: list[list[tuple[str, str, str]]] = [
+        [(normalise(t[0]), normalise(t[1]), normalise(t[2])) for t in e.triples]
+        for e in extractions
+    ]
     phrases = sorted({x for ts in triples for t in ts for x in (t[0], t[2])})
     index = {p: i for i, p in enumerate(phrases)}
     facts = list(dict.fromkeys(t for ts in triples for t in ts))

@@ -30,7 +30,15 @@ from memory.records.cache import RecordCache
 _NER = re.compile(r'\{[^{}]*"named_entities"\s*:\s*\[[^\]]*\][^{}]*\}', re.DOTALL)
 _TRIPLES = re.compile(r'\{[^{}]*"triples"\s*:\s*\[[^\]]*\][^{}]*\}', re.DOTALL)
 #: What a reply that cannot be read raises while it is parsed (the official code then keeps nothing of it).
-_UNREADABLE = (ValueError, SyntaxError, TypeError, KeyError, IndexError, RecursionError, MemoryError)
+_UNREADABLE = (
+    ValueError,
+    SyntaxError,
+    TypeError,
+    KeyError,
+    IndexError,
+    RecursionError,
+    MemoryError,
+)
 
 #: ``(messages) -> (reply text, cut at its budget)``: one OpenIE call.
 Ask = Callable[[Messages], tuple[str, bool]]
@@ -74,7 +82,11 @@ def _first_object(pattern: re.Pattern[str], reply: str, key: str) -> Any:
 def parse_entities(reply: str, truncated: bool = False) -> list[Any]:
     """The named entities of a NER reply, each once in order of appearance; none when it cannot be read."""
     try:
-        return list(dict.fromkeys(_first_object(_NER, close_json(reply) if truncated else reply, "named_entities")))
+        return list(
+            dict.fromkeys(
+                _first_object(_NER, close_json(reply) if truncated else reply, "named_entities")
+            )
+        )
     except _UNREADABLE:
         return []
 
@@ -96,7 +108,9 @@ def valid_triples(triples: Any) -> list[list[str]]:
 def parse_triples(reply: str, truncated: bool = False) -> list[list[str]]:
     """The valid triples of a triple-extraction reply; none when it cannot be read."""
     try:
-        return valid_triples(_first_object(_TRIPLES, close_json(reply) if truncated else reply, "triples"))
+        return valid_triples(
+            _first_object(_TRIPLES, close_json(reply) if truncated else reply, "triples")
+        )
     except _UNREADABLE:
         return []
 
@@ -123,7 +137,9 @@ class OpenIELog:
 
     def __init__(self, root: Path | None, settings_key: str, model: str):
         self.ner = RecordCache(root, "ner-" + settings_key, model) if root is not None else None
-        self.triples = RecordCache(root, "triples-" + settings_key, model) if root is not None else None
+        self.triples = (
+            RecordCache(root, "triples-" + settings_key, model) if root is not None else None
+        )
         self.memory: dict[str, dict[str, Any]] = {}
 
     def get(self, which: str, key: str) -> dict[str, Any] | None:
@@ -164,7 +180,9 @@ def extract_passage(passage: str, ask: Ask, log: OpenIELog) -> tuple[Extraction,
     return Extraction(entities, [list(t) for t in found["triples"]]), asked
 
 
-def extract_all(passages: Sequence[str], ask: Ask, log: OpenIELog, concurrency: int) -> tuple[list[Extraction], int]:
+def extract_all(
+    passages: Sequence[str], ask: Ask, log: OpenIELog, concurrency: int
+) -> tuple[list[Extraction], int]:
     """Every passage's extraction, in order, with at most ``concurrency`` passages in flight; and the calls asked.
     A failed call ends the map: nothing more is asked, and every call that finished is in the log."""
     results: list[Extraction | None] = [None] * len(passages)
@@ -182,7 +200,9 @@ def extract_all(passages: Sequence[str], ask: Ask, log: OpenIELog, concurrency: 
 
     if passages:
         with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(passages)))) as pool:
-            futures = [pool.submit(contextvars.copy_context().run, run, i) for i in range(len(passages))]  # each call sees this run's callbacks
+            futures = [
+                pool.submit(contextvars.copy_context().run, run, i) for i in range(len(passages))
+            ]  # each call sees this run's callbacks
             try:
                 for future in futures:
                     future.result()

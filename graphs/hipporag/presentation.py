@@ -17,14 +17,25 @@ def facts_view(step: Mapping[str, Any], _evidence: Mapping[Any, Mapping[str, Any
     """The filtered triples: those kept, and how many candidates the question was linked to."""
     kept = step.get("kept") or []
     shown = ", ".join(_fact(f) for f in kept) or "none (dense ranking)"
-    return Shown(tag("p", f"kept {len(kept)} of {len(step.get('candidates') or [])} linked facts: {shown}"), frozenset({"kept", "candidates"}))
+    return Shown(
+        tag("p", f"kept {len(kept)} of {len(step.get('candidates') or [])} linked facts: {shown}"),
+        frozenset({"kept", "candidates"}),
+    )
 
 
 def ppr_view(step: Mapping[str, Any], _evidence: Mapping[Any, Mapping[str, Any]]) -> Shown:
     """The linked phrases with their seed weights, then the top passages with their PPR (or dense) scores."""
     phrases = ", ".join(f"{p} ({w:.3g})" for p, w in step.get("linked") or []) or "none"
-    top = ", ".join(f"#{t['passage']} {t['doc_id']} ({t['score']:.3g})" for t in step.get("top") or []) or "none"
-    html = join(tag("p", f"linked phrases: {phrases}"), tag("p", f"{step.get('mode', 'ppr')} top passages: {top}"))
+    top = (
+        ", ".join(
+            f"#{t['passage']} {t['doc_id']} ({t['score']:.3g})" for t in step.get("top") or []
+        )
+        or "none"
+    )
+    html = join(
+        tag("p", f"linked phrases: {phrases}"),
+        tag("p", f"{step.get('mode', 'ppr')} top passages: {top}"),
+    )
     return Shown(html, frozenset({"linked", "top", "mode"}))
 
 

@@ -27,7 +27,9 @@ def entities_json(entities: Sequence[object]) -> str:
 
 def triple_messages(passage: str, entities: Sequence[object]) -> Messages:
     """Triple extraction of one passage given its named entities: system turn, the one-shot pair, the frame filled."""
-    example = P.TRIPLE_FRAME.format(passage=P.NER_EXAMPLE_PASSAGE, named_entity_json=P.NER_EXAMPLE_OUTPUT)
+    example = P.TRIPLE_FRAME.format(
+        passage=P.NER_EXAMPLE_PASSAGE, named_entity_json=P.NER_EXAMPLE_OUTPUT
+    )
     return [{"role": "system", "content": P.TRIPLE_SYSTEM}, {"role": "user", "content": example},
             {"role": "assistant", "content": P.TRIPLE_EXAMPLE_OUTPUT},
             {"role": "user", "content": P.TRIPLE_FRAME.format(passage=passage, named_entity_json=entities_json(entities))}]  # fmt: skip
@@ -42,15 +44,37 @@ def filter_messages(question: str, facts: Sequence[Sequence[str]]) -> Messages:
     """The recognition-memory filter: system turn, each demo as a user/assistant pair, then the question's candidates."""
     out: Messages = [{"role": "system", "content": P.FILTER_SYSTEM}]
     for q, before, after in P.FILTER_DEMOS:
-        out.append({"role": "user", "content": P.FILTER_INPUT_TEMPLATE.format(question=q, fact_before_filter=before)})
-        out.append({"role": "assistant", "content": P.FILTER_OUTPUT_TEMPLATE.format(fact_after_filter=after)})
-    out.append({"role": "user", "content": P.FILTER_INPUT_TEMPLATE.format(question=question, fact_before_filter=facts_json(facts))})
+        out.append(
+            {
+                "role": "user",
+                "content": P.FILTER_INPUT_TEMPLATE.format(question=q, fact_before_filter=before),
+            }
+        )
+        out.append(
+            {
+                "role": "assistant",
+                "content": P.FILTER_OUTPUT_TEMPLATE.format(fact_after_filter=after),
+            }
+        )
+    out.append(
+        {
+            "role": "user",
+            "content": P.FILTER_INPUT_TEMPLATE.format(
+                question=question, fact_before_filter=facts_json(facts)
+            ),
+        }
+    )
     return out
 
 
 def qa_user_turn(passages: Sequence[str], question: str) -> str:
     """``HippoRAG.qa``'s last user turn: each passage after ``Wikipedia Title: `` and a blank line, then the question and ``Thought: ``."""
-    return "".join(f"Wikipedia Title: {p}\n\n" for p in passages) + "Question: " + question + "\nThought: "
+    return (
+        "".join(f"Wikipedia Title: {p}\n\n" for p in passages)
+        + "Question: "
+        + question
+        + "\nThought: "
+    )
 
 
 def qa_turns(user_turn: str) -> Messages:

@@ -112,7 +112,15 @@ class Seeds:
     linked: list[tuple[str, float]]
 
 
-def seeds(kg: KnowledgeGraph, facts: list[Fact], scores: list[float], query: np.ndarray, *, link_top_k: int, passage_node_weight: float) -> Seeds:
+def seeds(
+    kg: KnowledgeGraph,
+    facts: list[Fact],
+    scores: list[float],
+    query: np.ndarray,
+    *,
+    link_top_k: int,
+    passage_node_weight: float,
+) -> Seeds:
     """``graph_search_with_fact_entities``'s weights: each kept fact's subject and object get its score divided by
     the number of passages the phrase is in, averaged over its occurrences; the ``link_top_k`` phrases of highest
     weight are kept; every passage gets its normalised dense score times ``passage_node_weight``."""
@@ -129,7 +137,9 @@ def seeds(kg: KnowledgeGraph, facts: list[Fact], scores: list[float], query: np.
             occurs[i] += 1
             linked.setdefault(phrase, i)
     weights = np.divide(weights, occurs, out=np.zeros_like(weights), where=occurs != 0)
-    top = sorted(((p, float(weights[i])) for p, i in linked.items()), key=lambda x: x[1], reverse=True)[:link_top_k]
+    top = sorted(
+        ((p, float(weights[i])) for p, i in linked.items()), key=lambda x: x[1], reverse=True
+    )[:link_top_k]
     keep = {linked[p] for p, _ in top}
     weights[[i for i in range(len(kg.phrases)) if i not in keep]] = 0.0
     order, dense = dense_ranking(kg, query)
@@ -154,7 +164,9 @@ def rank_passages(kg: KnowledgeGraph, graph: Any, query: np.ndarray, facts: list
     if not facts:
         order, ranked = dense_ranking(kg, query)
         return Ranking(order, ranked, [], "dense")
-    s = seeds(kg, facts, scores, query, link_top_k=link_top_k, passage_node_weight=passage_node_weight)
+    s = seeds(
+        kg, facts, scores, query, link_top_k=link_top_k, passage_node_weight=passage_node_weight
+    )
     passage_scores = personalized_pagerank(graph, s.reset, damping)[len(kg.phrases) :]
     order = np.argsort(passage_scores)[::-1]
     return Ranking(order, passage_scores[order], s.linked, "ppr")

@@ -26,7 +26,14 @@ log = logging.getLogger(__name__)
 #: The config fields that change the OpenIE requests (and so their stored replies).
 OPENIE_FIELDS = ("openie_max_tokens", "temperature")
 #: The config fields that change the graph (the retrieval and answer fields do not).
-GRAPH_FIELDS = ("passage_tokens", "embedder", "embedder_model", "synonymy_threshold", "synonymy_top_k", *OPENIE_FIELDS)
+GRAPH_FIELDS = (
+    "passage_tokens",
+    "embedder",
+    "embedder_model",
+    "synonymy_threshold",
+    "synonymy_top_k",
+    *OPENIE_FIELDS,
+)
 #: Bump when the folder's layout or the build changes.
 STORE_VERSION = 1
 _FILES = ("graph.json", "facts.npy", "passages.npy")
@@ -38,7 +45,13 @@ def _digest(parts: dict[str, Any]) -> str:
 
 def openie_key(cfg: HippoRAGConfig) -> str:
     """The digest of what an OpenIE request holds besides its passage: prompts and request settings."""
-    return _digest({"settings": {f: getattr(cfg, f) for f in OPENIE_FIELDS}, "prompts": PROMPTS_VERSION, "version": STORE_VERSION})
+    return _digest(
+        {
+            "settings": {f: getattr(cfg, f) for f in OPENIE_FIELDS},
+            "prompts": PROMPTS_VERSION,
+            "version": STORE_VERSION,
+        }
+    )
 
 
 def model_key(llm: BaseChatModel) -> str:
@@ -97,5 +110,7 @@ def save_graph(folder: Path, kg: KnowledgeGraph) -> None:
     with sums.open(folder / "passages.npy") as f:
         np.save(f, kg.passage_vectors, allow_pickle=False)
     tmp = folder / "meta.json.tmp"
-    tmp.write_text(json.dumps({"files": sums.as_dict(), "version": STORE_VERSION}), encoding="utf-8")
+    tmp.write_text(
+        json.dumps({"files": sums.as_dict(), "version": STORE_VERSION}), encoding="utf-8"
+    )
     tmp.replace(folder / "meta.json")

@@ -6,7 +6,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from graphs.ceiling import CeilingEnv, CeilingItem, EvidenceCeiling, Reach, SkipCeiling, render_records
+from graphs.ceiling import (
+    CeilingEnv,
+    CeilingItem,
+    EvidenceCeiling,
+    Reach,
+    SkipCeiling,
+    render_records,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -23,18 +30,36 @@ class MemoryCeiling(EvidenceCeiling):
     def reach(self, cfg: Any, item: CeilingItem, env: CeilingEnv) -> Reach:
         if item.spans is not None:
             facts = item.facts
-            return Reach(fitting_prefix(facts, lambda n: len(env.encode("\n".join(facts[:n]))), cfg.max_new_tokens), len(facts))
+            return Reach(
+                fitting_prefix(
+                    facts, lambda n: len(env.encode("\n".join(facts[:n]))), cfg.max_new_tokens
+                ),
+                len(facts),
+            )
         if item.records is None:
-            raise SkipCeiling("needs the records each question reads (synthetic corpora) or its supporting facts (generated BABILong)")
+            raise SkipCeiling(
+                "needs the records each question reads (synthetic corpora) or its supporting facts (generated BABILong)"
+            )
         records = list(item.records)
-        return Reach(fitting_prefix(records, lambda n: len(env.encode(render_records(records[:n]))), cfg.max_new_tokens), len(records))
+        return Reach(
+            fitting_prefix(
+                records, lambda n: len(env.encode(render_records(records[:n]))), cfg.max_new_tokens
+            ),
+            len(records),
+        )
 
     def describe(self, cfg: Any, env: CeilingEnv, corpus_tokens: int | None = None) -> str:
-        what = "supporting facts (one line each)" if env.sentences else "needed records (entity|field|year|value)"
+        what = (
+            "supporting facts (one line each)"
+            if env.sentences
+            else "needed records (entity|field|year|value)"
+        )
         return f"{what} fit the {cfg.max_new_tokens}-token memory"
 
 
-def fitting_prefix(items: Sequence[Any], tokens_of_prefix: Callable[[int], int], budget: int) -> int:
+def fitting_prefix(
+    items: Sequence[Any], tokens_of_prefix: Callable[[int], int], budget: int
+) -> int:
     """The length of the longest prefix of ``items`` whose rendering (``tokens_of_prefix(n)`` tokens) fits ``budget``."""
     if tokens_of_prefix(len(items)) <= budget:
         return len(items)

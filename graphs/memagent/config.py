@@ -49,7 +49,13 @@ class MemAgentConfig(StrategyConfig):
     concurrency: int = option(8, min=1, source="official --n_proc 64; 8 suits one local server")
     resume: bool = True
     trace_chars: int | None = option(2000, min=0)
-    final_instruction: Literal["benchmark", "memagent"] = option("benchmark", source="the benchmark's output format; 'memagent' = the paper's own")
-    stream: Literal["auto", "plain", "titled"] = option("auto", source="MemAgent recurrent.py: tokenizer.encode(item['context'].strip())")
-    window_cut: Literal["character", "token"] = option("character", source="MemAgent recurrent.py: tokenizer.decode(input_ids[i:i+5000]) ('token')")
+    final_instruction: Literal["benchmark", "memagent"] = option(
+        "benchmark", source="the benchmark's output format; 'memagent' = the paper's own"
+    )
+    stream: Literal["auto", "plain", "titled"] = option(
+        "auto", source="MemAgent recurrent.py: tokenizer.encode(item['context'].strip())"
+    )
+    window_cut: Literal["character", "token"] = option(
+        "character", source="MemAgent recurrent.py: tokenizer.decode(input_ids[i:i+5000]) ('token')"
+    )
     continue_from_prefix: bool = False

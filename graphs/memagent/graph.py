@@ -33,7 +33,12 @@ from graphs.llm import add_usage, complete_with_usage, tokenizer_for
 from graphs.memagent.ceiling import MEMAGENT_CEILING
 from graphs.memagent.config import MemAgentConfig
 from graphs.memagent.presentation import PRESENTATION
-from graphs.memagent.prompts import DEFAULT_FINAL_INSTRUCTION, FINAL_TEMPLATE, MEMORY_TEMPLATE, PROMPTS_VERSION
+from graphs.memagent.prompts import (
+    DEFAULT_FINAL_INSTRUCTION,
+    FINAL_TEMPLATE,
+    MEMORY_TEMPLATE,
+    PROMPTS_VERSION,
+)
 from graphs.nodes import CompiledGraph
 from graphs.prompts import format_documents
 from graphs.registry import STRATEGIES, BatchRun, BatchSettings, Continuation
@@ -105,7 +110,9 @@ class MemAgentState(TypedDict, total=False):
     finals: Annotated[dict[str, str], _merge]
     cuts: Annotated[dict[str, int], _sum_counts]
     usage: Annotated[dict[str, dict[str, Any]], add_usage]
-    continued_from: int  # documents of the earlier corpus whose final memories this run started from
+    continued_from: (
+        int  # documents of the earlier corpus whose final memories this run started from
+    )
 
 
 def final_instruction(instruction: str | None) -> str:
@@ -139,7 +146,9 @@ def official_prediction(reply: str) -> str:
     return extract_answer(body or response) or ""
 
 
-def split_stream(text: str, size: int, encode: Callable[[str], list[int]], decode: Callable[[list[int]], str]) -> list[tuple[str, int]]:
+def split_stream(
+    text: str, size: int, encode: Callable[[str], list[int]], decode: Callable[[list[int]], str]
+) -> list[tuple[str, int]]:
     """The token stream of ``text`` in windows of ``size`` tokens, as ``(text, n_tokens)``
     (cut at character boundaries; see :func:`retrieval.tokenizers.split_ids`)."""
     return split_ids(text, size, Tokenizer(id="given", encode_fn=encode, decode_fn=decode))
@@ -152,7 +161,9 @@ def cut_windows(text: str, cfg: MemAgentConfig, tokenizer: Tokenizer) -> list[tu
     return cut(text, cfg.chunk_tokens, tokenizer)
 
 
-def stream_text(corpus: Corpus, questions: Sequence[Question], stream: str, start: int = 0) -> tuple[str, str]:
+def stream_text(
+    corpus: Corpus, questions: Sequence[Question], stream: str, start: int = 0
+) -> tuple[str, str]:
     """The text MemAgent reads, and which layout made it.
 
     ``"plain"``: the documents' texts stripped, joined by blank lines; for one document
@@ -165,7 +176,9 @@ def stream_text(corpus: Corpus, questions: Sequence[Question], stream: str, star
     continued over a grown corpus reads.
     """
     if stream == "auto":
-        benchmark_item = bool(questions) and all(q.protocol is not None for q in questions) and len(corpus) == 1
+        benchmark_item = (
+            bool(questions) and all(q.protocol is not None for q in questions) and len(corpus) == 1
+        )
         stream = "plain" if benchmark_item else "titled"
     if stream == "plain":
         return "\n\n".join(d.text.strip() for d in corpus.documents[start:]), "plain"
@@ -175,7 +188,12 @@ def stream_text(corpus: Corpus, questions: Sequence[Question], stream: str, star
 
 
 def prepare_context(
-    ctx: StrategyContext[MemAgentConfig], *, trace: MemoryTrace, thread: str, questions: Sequence[Question] = (), start_document: int = 0
+    ctx: StrategyContext[MemAgentConfig],
+    *,
+    trace: MemoryTrace,
+    thread: str,
+    questions: Sequence[Question] = (),
+    start_document: int = 0,
 ) -> MemAgentContext:
     """Cut the corpus stream (:func:`stream_text`) into ``chunk_tokens`` windows of the model's tokens.
 
@@ -218,8 +236,12 @@ def initial_state(questions: list[Question], ctx: MemAgentContext) -> MemAgentSt
             {
                 "problem": q.render().strip(),  # official: item["input"].strip()
                 "instruction": q.instruction if benchmark else None,
-                "max_new_tokens": q.answer_budget(cfg.max_new_tokens) if benchmark else cfg.max_new_tokens,
-                "temperature": q.answer_temperature(cfg.temperature) if benchmark else cfg.temperature,
+                "max_new_tokens": q.answer_budget(cfg.max_new_tokens)
+                if benchmark
+                else cfg.max_new_tokens,
+                "temperature": q.answer_temperature(cfg.temperature)
+                if benchmark
+                else cfg.temperature,
                 "top_p": None if benchmark and benchmark_sampling(q) else cfg.top_p,
                 "stop": q.answer_stop() if benchmark else None,
             }
@@ -251,15 +273,24 @@ def update_memory(task: MemoryTask, runtime: Runtime[MemAgentContext]) -> dict[s
     """Problem + memory + chunk -> the new memory, which replaces the old one."""
     ctx, qi, k = runtime.context, task["qi"], task["chunk"]
     cfg: MemAgentConfig = ctx.config
-    prompt = MEMORY_TEMPLATE.format(prompt=task["question"]["problem"], memory=task["memory"], chunk=ctx.chunks[k])
-    text, usage = complete_with_usage(ctx.llm, prompt, max_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p)
+    prompt = MEMORY_TEMPLATE.format(
+        prompt=task["question"]["problem"], memory=task["memory"], chunk=ctx.chunks[k]
+    )
+    text, usage = complete_with_usage(
+        ctx.llm, prompt, max_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p
+    )
     tok = tokenizer_for(ctx.llm)
     # cut only beyond the budget in the model's own tokens (a server may ignore max_tokens)
     update = bound_memory(text, cfg.max_new_tokens, tok.encode, tok.decode)
     if ctx.trace is not None:
         ctx.trace.record(ctx.thread, int(qi), k, update.text, update.tokens, update.cut)
     if listening():  # the step the answer will carry for this chunk, as soon as it is done
-        snapshot = {"chunk": k, "memory": update.text, "tokens": update.tokens, "cut": bool(update.cut)}
+        snapshot = {
+            "chunk": k,
+            "memory": update.text,
+            "tokens": update.tokens,
+            "cut": bool(update.cut),
+        }
         report_step(trace_steps([snapshot], cfg.trace_chars, "update_memory")[0], question=int(qi))
     return {"memories": {qi: update.text}, "usage": {qi: usage}, "cuts": {qi: int(update.cut)}}
 
@@ -275,14 +306,22 @@ def final_answer(task: MemoryTask, runtime: Runtime[MemAgentContext]) -> dict[st
     ctx, qi = runtime.context, task["qi"]
     cfg: MemAgentConfig = ctx.config
     prompt = FINAL_TEMPLATE.format(
-        instruction=final_instruction(task["question"]["instruction"]), prompt=task["question"]["problem"], memory=task["memory"]
+        instruction=final_instruction(task["question"]["instruction"]),
+        prompt=task["question"]["problem"],
+        memory=task["memory"],
     )
-    budget = task["question"].get("max_new_tokens", cfg.max_new_tokens)  # the benchmark's answer budget
+    budget = task["question"].get(
+        "max_new_tokens", cfg.max_new_tokens
+    )  # the benchmark's answer budget
     temperature = task["question"].get("temperature", cfg.temperature)
-    top_p = task["question"].get("top_p", cfg.top_p)  # None: the benchmark's sampling, which sends no top-p
+    top_p = task["question"].get(
+        "top_p", cfg.top_p
+    )  # None: the benchmark's sampling, which sends no top-p
     stop = task["question"].get("stop")
     sampling: dict[str, Any] = {"top_p": top_p} if top_p is not None else {}
-    text, usage = complete_with_usage(ctx.llm, prompt, max_tokens=budget, temperature=temperature, stop=stop, **sampling)
+    text, usage = complete_with_usage(
+        ctx.llm, prompt, max_tokens=budget, temperature=temperature, stop=stop, **sampling
+    )
     return {"finals": {qi: text}, "usage": {qi: usage}}
 
 
@@ -298,11 +337,18 @@ def collect(state: MemAgentState, i: int) -> BatchAnswer:
     reply = state.get("finals", {}).get(str(i), "")
     own_format = not state["questions"][i]["instruction"]
     scored = official_prediction(reply) if own_format else reply
-    facts: dict[str, Any] = {"stream": state.get("layout")} | ({"reply": reply} if scored != reply else {})
+    facts: dict[str, Any] = {"stream": state.get("layout")} | (
+        {"reply": reply} if scored != reply else {}
+    )
     if state.get("continued_from"):
         facts["continued_from_documents"] = state["continued_from"]
     facts["memory_cuts"] = state.get("cuts", {}).get(str(i), 0)
-    return BatchAnswer(raw=scored, answer=(scored if own_format else "") or reply.strip(), final_step=facts, usage=state.get("usage", {}).get(str(i), {}))
+    return BatchAnswer(
+        raw=scored,
+        answer=(scored if own_format else "") or reply.strip(),
+        final_step=facts,
+        usage=state.get("usage", {}).get(str(i), {}),
+    )
 
 
 def batch_settings(cfg: MemAgentConfig) -> BatchSettings:
@@ -335,11 +381,18 @@ MEMAGENT_RUN = BatchRun(
     progress_key="chunk_index",
     runtime_fields=("concurrency", "resume", "trace_chars"),
     trace_step="update_memory",
-    continuation=Continuation(option="continue_from_prefix", carry=carried_memories, documents_key="continued_from"),
+    continuation=Continuation(
+        option="continue_from_prefix", carry=carried_memories, documents_key="continued_from"
+    ),
 )
 
 
-def memagent_chunks(cfg: MemAgentConfig, corpus: Corpus, questions: Sequence[Question], llm: BaseChatModel | None = None) -> tuple[int, ...]:
+def memagent_chunks(
+    cfg: MemAgentConfig,
+    corpus: Corpus,
+    questions: Sequence[Question],
+    llm: BaseChatModel | None = None,
+) -> tuple[int, ...]:
     """Token sizes of the chunks MemAgent reads (cut as :func:`graphs.memagent.graph.prepare_context` cuts them)."""
     text, _ = stream_text(corpus, questions, cfg.stream)
     tokenizer = tokenizer_for(llm) if llm is not None else tiktoken_tokenizer("cl100k_base")
@@ -361,12 +414,36 @@ def memagent_costs(cfg: MemAgentConfig, shape: costs.CorpusShape, questions: Seq
         sizes = (cfg.chunk_tokens,) * whole + ((rest,) if rest or not whole else ())
     n, k = len(sizes), len(questions)
     benchmark = cfg.final_instruction == "benchmark"
-    updates, finals, reads = [], [], []  # per question: one update's and the final call's text beyond the chunk and the memory
+    updates, finals, reads = (
+        [],
+        [],
+        [],
+    )  # per question: one update's and the final call's text beyond the chunk and the memory
     for x in questions or [costs.PLACEHOLDER_QUESTION]:
         problem = x.render().strip()
-        updates.append(costs.prompt_tokens("memagent", "update", functools.partial(MEMORY_TEMPLATE.format, prompt=problem, memory="", chunk=""), llm, x))
-        finals.append(costs.prompt_tokens("memagent", f"final:{cfg.final_instruction}", functools.partial(
-            FINAL_TEMPLATE.format, instruction=final_instruction(x.instruction if benchmark else None), prompt=problem, memory=""), llm, x))
+        updates.append(
+            costs.prompt_tokens(
+                "memagent",
+                "update",
+                functools.partial(MEMORY_TEMPLATE.format, prompt=problem, memory="", chunk=""),
+                llm,
+                x,
+            )
+        )
+        finals.append(
+            costs.prompt_tokens(
+                "memagent",
+                f"final:{cfg.final_instruction}",
+                functools.partial(
+                    FINAL_TEMPLATE.format,
+                    instruction=final_instruction(x.instruction if benchmark else None),
+                    prompt=problem,
+                    memory="",
+                ),
+                llm,
+                x,
+            )
+        )
         reads.append(n * updates[-1] + finals[-1])
     seam = costs.SEAM_TOKENS  # chunk and memory in each update, the memory in the final call
     read = sum(sizes) + max(reads) + (2 * n + 1) * seam

@@ -27,14 +27,21 @@ def memory_table(steps: Sequence[Mapping[str, Any]]) -> Markup:
     body = []
     for k, (first, last, s) in enumerate(shown):
         if hidden and k == MAX_MEMORY_ROWS // 2:
-            body.append(Markup(f'<tr><td colspan="3" class="na">… {hidden:,} more memory versions …</td></tr>'))
+            body.append(
+                Markup(
+                    f'<tr><td colspan="3" class="na">… {hidden:,} more memory versions …</td></tr>'
+                )
+            )
         chunks = f"{first}" if first == last else f"{first}–{last} (unchanged)"
         tokens = s.get("tokens")
         cut_note = " · cut to budget" if s.get("cut") else ""
         body.append(tag("tr", tag("td", chunks, cls="num"), tag("td", f"{tokens:,}" if isinstance(tokens, int) else tokens, cut_note, cls="num"),
                         tag("td", tag("pre", text(s.get("memory")), cls="memory"))))  # fmt: skip
     head = Markup("<thead><tr><th>after chunk</th><th>tokens</th><th>memory</th></tr></thead>")
-    return join(tag("p", f"Memory after each chunk ({len(steps)} chunks read)", cls="what"), tag("table", head, tag("tbody", *body), cls="memory"))
+    return join(
+        tag("p", f"Memory after each chunk ({len(steps)} chunks read)", cls="what"),
+        tag("table", head, tag("tbody", *body), cls="memory"),
+    )
 
 
 PRESENTATION = StrategyPresentation(

@@ -91,7 +91,15 @@ def call_structured(
         temperature: Sampling temperature (0 = greedy).
     """
     model = bind_function(llm, mode, function, tool_choice)
-    out = call_validated(llm, model, prompt, items_parser(item_model), retries=retries, max_tokens=max_tokens, temperature=temperature)
+    out = call_validated(
+        llm,
+        model,
+        prompt,
+        items_parser(item_model),
+        retries=retries,
+        max_tokens=max_tokens,
+        temperature=temperature,
+    )
     return _call_outcome(out, mode)
 
 
@@ -111,13 +119,23 @@ async def acall_structured(
     prompts, validation and retries, without holding a thread per call in flight (a sync-only
     model runs in :data:`graphs.validated_call.SYNC_MODEL_POOL`)."""
     model = bind_function(llm, mode, function, tool_choice)
-    out = await acall_validated(llm, model, prompt, items_parser(item_model), retries=retries, max_tokens=max_tokens, temperature=temperature)
+    out = await acall_validated(
+        llm,
+        model,
+        prompt,
+        items_parser(item_model),
+        retries=retries,
+        max_tokens=max_tokens,
+        temperature=temperature,
+    )
     return _call_outcome(out, mode)
 
 
 def _call_outcome(out: Outcome[list[dict[str, Any]]], mode: ToolMode) -> CallOutcome:
     """PAI's record of a validated call: its items (none when it failed), attempts, errors and mode."""
-    return CallOutcome(out.value if out.ok and out.value is not None else [], out.attempts, out.errors, mode)
+    return CallOutcome(
+        out.value if out.ok and out.value is not None else [], out.attempts, out.errors, mode
+    )
 
 
 def items_parser(item_model: type[BaseModel]) -> Callable[[list[Any]], list[dict[str, Any]]]:
@@ -140,8 +158,12 @@ def parse_items(arguments: list[Any], item_model: type[BaseModel]) -> list[dict[
         try:
             items.append(item_model.model_validate(item).model_dump())
         except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'item'}: {e['msg']}" for e in exc.errors())
-            raise MalformedOutput(f"invalid arguments {json.dumps(item)[:200]}: {problems}") from exc
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'item'}: {e['msg']}" for e in exc.errors()
+            )
+            raise MalformedOutput(
+                f"invalid arguments {json.dumps(item)[:200]}: {problems}"
+            ) from exc
     return items
 
 

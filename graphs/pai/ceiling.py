@@ -6,7 +6,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from graphs.ceiling import CeilingEnv, CeilingItem, EvidenceCeiling, Reach, cached_index, chunk_regions, covered, node_runtime, queries, reach_of
+from graphs.ceiling import (
+    CeilingEnv,
+    CeilingItem,
+    EvidenceCeiling,
+    Reach,
+    cached_index,
+    chunk_regions,
+    covered,
+    node_runtime,
+    queries,
+    reach_of,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,7 +45,11 @@ class JudgedChunksCeiling(EvidenceCeiling):
         subs = [{"text": q} for q in queries(item, env, cfg.max_items)]
         plan = self.plan_judging({"sub_questions": subs}, node_runtime(cfg, item.corpus, index))
         if item.spans is not None:
-            every = index.chunks if index is not None else [h.chunk for c in plan["candidates"] for h in c]
+            every = (
+                index.chunks
+                if index is not None
+                else [h.chunk for c in plan["candidates"] for h in c]
+            )
             return self._sentences(cfg, item, plan["candidates"], every)
         wanted = set(item.evidence)
         docs: set[str] = set()
@@ -47,11 +62,14 @@ class JudgedChunksCeiling(EvidenceCeiling):
             docs.update(c.doc_id for c in packed)
         return reach_of(item.evidence, docs)
 
-    def _sentences(self, cfg: Any, item: CeilingItem, candidates: Sequence[Sequence[Any]], every: Sequence[Any]) -> Reach:
+    def _sentences(
+        self, cfg: Any, item: CeilingItem, candidates: Sequence[Sequence[Any]], every: Sequence[Any]
+    ) -> Reach:
         """Perfect judges keep each sub-question's candidates that overlap a supporting fact; the facts the packed ones cover."""
         spans = item.spans or ()
         regions = chunk_regions(item.corpus, every)
         read: list[tuple[str, int, int]] = []
+
         def holds_a_fact(chunk: Any) -> bool:
             doc_id, start, end = regions[chunk.chunk_id]
             return any(s.doc_id == doc_id and s.start < end and start < s.end for s in spans)
@@ -65,10 +83,16 @@ class JudgedChunksCeiling(EvidenceCeiling):
 
     def describe(self, cfg: Any, env: CeilingEnv, corpus_tokens: int | None = None) -> str:
         mode = self.choose_mode(cfg, corpus_tokens) if corpus_tokens is not None else cfg.judge_mode
-        what = "every chunk judged" if mode == "exhaustive" else f"top-{cfg.top_k} {cfg.retriever} candidates"
+        what = (
+            "every chunk judged"
+            if mode == "exhaustive"
+            else f"top-{cfg.top_k} {cfg.retriever} candidates"
+        )
         q = f"<= {cfg.max_items} gold sub-questions" if env.gold_sub_questions else "the question"
         return f"{mode}: {what} for {q}; perfect judges; <= {cfg.sub_answer_context_tokens} tokens packed per sub-question"
 
-    def detail(self, cfg: Any, items: Sequence[CeilingItem], reaches: Sequence[Reach], env: CeilingEnv) -> dict[str, Any]:
+    def detail(
+        self, cfg: Any, items: Sequence[CeilingItem], reaches: Sequence[Reach], env: CeilingEnv
+    ) -> dict[str, Any]:
         """The judge modes that ran (``auto`` picks per corpus size)."""
         return {"judge_mode": sorted({self.choose_mode(cfg, i.corpus.num_tokens) for i in items})}

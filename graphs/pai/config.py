@@ -35,20 +35,34 @@ class PaiConfig(RetrievalSettings):
             alike, so a provider's prompt cache serves the chunk to the other sub-questions and questions).
     """
 
-    retriever: str = option("bm25", source="ours (no model download); the paper's RAG baseline used BGE-M3")
-    chunk_unit: Literal["words", "tokens"] = option("tokens", source="seed 002 App. A.2: 1024-token chunks")
+    retriever: str = option(
+        "bm25", source="ours (no model download); the paper's RAG baseline used BGE-M3"
+    )
+    chunk_unit: Literal["words", "tokens"] = option(
+        "tokens", source="seed 002 App. A.2: 1024-token chunks"
+    )
     chunk_size: int = option(1024, min=1, source="seed 002 App. A.2: 1024-token chunks")
     top_k: int = option(50, min=1, source="prefilter K; seed 002 §4.4 RAG baseline K=50 on Loong")
-    judge_mode: Literal["auto", "exhaustive", "prefilter"] = option("auto", source="seed 002: exhaustive")
-    exhaustive_max_tokens: int = option(262_144, min=0, source="Loong Set4 <= 250K; LongFinanceQA keeps <= 256K")
-    domain: Literal["auto", "general", "finance", "legal", "academic"] = option("auto", source="seed 002 App. A.2")
-    property_calls: Literal["parallel", "list"] = option("parallel", source="Fig. 4: one {metric, subject} per call")
+    judge_mode: Literal["auto", "exhaustive", "prefilter"] = option(
+        "auto", source="seed 002: exhaustive"
+    )
+    exhaustive_max_tokens: int = option(
+        262_144, min=0, source="Loong Set4 <= 250K; LongFinanceQA keeps <= 256K"
+    )
+    domain: Literal["auto", "general", "finance", "legal", "academic"] = option(
+        "auto", source="seed 002 App. A.2"
+    )
+    property_calls: Literal["parallel", "list"] = option(
+        "parallel", source="Fig. 4: one {metric, subject} per call"
+    )
     tool_mode: Literal["auto", "tools", "json"] = "auto"
     max_items: int = option(16, min=1, source="ours: bounds judge calls (Fig. 8 shows up to 5)")
     retries: int = option(2, min=0)
     judge_retries: int = option(1, min=0)
     on_malformed_judgment: Literal["drop", "keep"] = "drop"
-    sub_answer_context_tokens: int = option(32_000, min=1, source="ours; GPT-4o-mini (the paper's agent) has 128K")
+    sub_answer_context_tokens: int = option(
+        32_000, min=1, source="ours; GPT-4o-mini (the paper's agent) has 128K"
+    )
     extract_max_tokens: int = option(512, min=1)
     judge_max_tokens: int = option(64, min=1)
     sub_answer_max_tokens: int = option(256, min=1)
@@ -56,4 +70,6 @@ class PaiConfig(RetrievalSettings):
     temperature: float = option(0.0, min=0.0)
     concurrency: int = option(8, min=1, source="ours; raise for remote APIs (see bench_pai)")
     output: Literal["cot", "conclusion"] = "cot"
-    judge_order: Literal["query_first", "chunk_first"] = option("query_first", source="seed 002: the query, then the context")
+    judge_order: Literal["query_first", "chunk_first"] = option(
+        "query_first", source="seed 002: the query, then the context"
+    )

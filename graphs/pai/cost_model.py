@@ -35,7 +35,14 @@ def pai_costs(cfg: PaiConfig, shape: costs.CorpusShape, questions: Sequence[Ques
     decompose = P.PROPERTY_PROMPT if strategy == "pai" else P.SUB_QUESTION_PROMPT
     judge = [costs.prompt_tokens(strategy, f"judge:{i}:{title}", functools.partial(tpl.format, sub_question="", title=title, chunk=""), llm)
              for title in (shortest, longest) for i, tpl in enumerate(JUDGE_TEMPLATES.values())]  # fmt: skip
-    answer = costs.prompt_tokens(strategy, "sub_answer", lambda: P.SUB_ANSWER_PROMPT.format(context="", sub_question="", form=P.PROPERTY_ANSWER_FORM), llm)
+    answer = costs.prompt_tokens(
+        strategy,
+        "sub_answer",
+        lambda: P.SUB_ANSWER_PROMPT.format(
+            context="", sub_question="", form=P.PROPERTY_ANSWER_FORM
+        ),
+        llm,
+    )
     own = []  # per question: its decomposition's and its summary's text (no "how", no findings)
     for x in questions or [costs.PLACEHOLDER_QUESTION]:
         instruction = x.instruction or P.DEFAULT_SUMMARY_INSTRUCTION
@@ -52,7 +59,12 @@ def pai_costs(cfg: PaiConfig, shape: costs.CorpusShape, questions: Sequence[Ques
     n_max = cfg.max_items
     written = cfg.extract_max_tokens + costs.TEMPLATE_TOKENS
     judge_tokens = min(t, judged * chunk) + judged * (max(judge) + written + 3 * seam)
-    sub_prompt = min(t, cfg.sub_answer_context_tokens) + answer + written + n_max * costs.chunk_headers(1, longest, llm)
+    sub_prompt = (
+        min(t, cfg.sub_answer_context_tokens)
+        + answer
+        + written
+        + n_max * costs.chunk_headers(1, longest, llm)
+    )
     max_calls = (1 + cfg.retries) + n_max * judged * (1 + cfg.judge_retries) + n_max + 1
     max_prompt = ((1 + cfg.retries) * (max(own) + written) + n_max * (1 + cfg.judge_retries) * judge_tokens + n_max * sub_prompt
                   + n_max * cfg.sub_answer_max_tokens)  # fmt: skip
@@ -61,12 +73,25 @@ def pai_costs(cfg: PaiConfig, shape: costs.CorpusShape, questions: Sequence[Ques
     bounds = costs.per_question_plan(strategy, questions, calls=calls, max_calls=max_calls, prompt_tokens=prompt, max_prompt_tokens=max_prompt,
                                      completion_tokens=completion, formula=formula, judged_chunks=judged, mode=mode)  # fmt: skip
     p = max(1, min(n_max, TYPICAL_PROPERTIES))
-    fixed = max(own) / 2 + costs.ANSWER_TOKENS  # a question's decomposition or summary, with a short "how" or findings
+    fixed = (
+        max(own) / 2 + costs.ANSWER_TOKENS
+    )  # a question's decomposition or summary, with a short "how" or findings
     judge_typical = min(t, judged * chunk) + judged * (max(judge[:2]) + 16)
     typical = costs.Calls(2 + p * (judged + 1), 2 * fixed + p * (judge_typical + answer + min(t, cfg.sub_answer_context_tokens) / 2),
                           2 * costs.ANSWER_TOKENS + p * (judged * 8 + costs.ANSWER_TOKENS))  # fmt: skip
-    searched = Retrievals(least=1, most=n_max, typical=p) if mode == "prefilter" else Retrievals(least=0, most=0, typical=0)  # one per sub-question
-    return with_rerank(costs.Costs(bounds, costs.ExpectedCost(typical)), cfg, shape, questions, retrievals=searched, llm=llm)
+    searched = (
+        Retrievals(least=1, most=n_max, typical=p)
+        if mode == "prefilter"
+        else Retrievals(least=0, most=0, typical=0)
+    )  # one per sub-question
+    return with_rerank(
+        costs.Costs(bounds, costs.ExpectedCost(typical)),
+        cfg,
+        shape,
+        questions,
+        retrievals=searched,
+        llm=llm,
+    )
 
 
 def pai_minus_costs(cfg: PaiConfig, shape: costs.CorpusShape, questions: Sequence[Question], *, llm: BaseChatModel | None = None,

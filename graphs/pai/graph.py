@@ -35,7 +35,15 @@ from graphs.pai.ceiling import JudgedChunksCeiling
 from graphs.pai.config import PaiConfig
 from graphs.pai.cost_model import pai_costs, pai_minus_costs
 from graphs.pai.decompose import extract_properties, generate_sub_questions
-from graphs.pai.judging import ajudge, choose_mode, gather, judge, plan_judging, route_judges, stop_if_refused
+from graphs.pai.judging import (
+    ajudge,
+    choose_mode,
+    gather,
+    judge,
+    plan_judging,
+    route_judges,
+    stop_if_refused,
+)
 from graphs.pai.presentation import MINUS_PRESENTATION, PRESENTATION
 from graphs.pai.state import PaiState, SubAnswerTask, SubQuestion
 from graphs.prompt_sharing import PromptSharing
@@ -47,7 +55,10 @@ from retrieval.contract import Step
 
 def route_sub_answers(state: PaiState) -> list[Send]:
     """One ``sub_answer`` task per sub-question, with its kept chunks (document order)."""
-    return [Send("sub_answer", SubAnswerTask(sq=i, sub_question=sq, chunks=state["kept"][i])) for i, sq in enumerate(state["sub_questions"])]
+    return [
+        Send("sub_answer", SubAnswerTask(sq=i, sub_question=sq, chunks=state["kept"][i]))
+        for i, sq in enumerate(state["sub_questions"])
+    ]
 
 
 def pack(chunks: list[Chunk], budget: int) -> tuple[list[Chunk], int]:
@@ -69,16 +80,47 @@ def sub_answer(task: SubAnswerTask, runtime: Runtime[StrategyContext[PaiConfig]]
     has_property = sq.get("metric") is not None
     if not task["chunks"]:
         template = P.NOT_FOUND_PROPERTY if has_property else P.NOT_FOUND_SUB_QUESTION
-        text = template.format(metric=sq.get("metric"), subject=sq.get("subject"), sub_question=sq["text"])
-        return {"sub_answers": [{"sq": task["sq"], "text": text, "packed": 0, "over_budget": 0, "called": False}]}
+        text = template.format(
+            metric=sq.get("metric"), subject=sq.get("subject"), sub_question=sq["text"]
+        )
+        return {
+            "sub_answers": [
+                {"sq": task["sq"], "text": text, "packed": 0, "over_budget": 0, "called": False}
+            ]
+        }
     packed, over = pack(task["chunks"], cfg.sub_answer_context_tokens)
     form = P.PROPERTY_ANSWER_FORM.format(**sq) if has_property else P.SUB_QUESTION_ANSWER_FORM
-    prompt = P.SUB_ANSWER_PROMPT.format(context=format_chunks(packed), sub_question=sq["text"], form=form.strip())
+    prompt = P.SUB_ANSWER_PROMPT.format(
+        context=format_chunks(packed), sub_question=sq["text"], form=form.strip()
+    )
     try:
-        text = complete(ctx.llm, prompt, max_tokens=cfg.sub_answer_max_tokens, temperature=cfg.temperature).strip()
+        text = complete(
+            ctx.llm, prompt, max_tokens=cfg.sub_answer_max_tokens, temperature=cfg.temperature
+        ).strip()
     except BudgetReached as exc:
-        return {"sub_answers": [{"sq": task["sq"], "text": "", "packed": len(packed), "over_budget": over, "called": False, "stopped": str(exc)}]}
-    return {"sub_answers": [{"sq": task["sq"], "text": text, "packed": len(packed), "over_budget": over, "called": True}]}
+        return {
+            "sub_answers": [
+                {
+                    "sq": task["sq"],
+                    "text": "",
+                    "packed": len(packed),
+                    "over_budget": over,
+                    "called": False,
+                    "stopped": str(exc),
+                }
+            ]
+        }
+    return {
+        "sub_answers": [
+            {
+                "sq": task["sq"],
+                "text": text,
+                "packed": len(packed),
+                "over_budget": over,
+                "called": True,
+            }
+        ]
+    }
 
 
 def summarize(state: PaiState, runtime: Runtime[StrategyContext[PaiConfig]]) -> dict[str, Any]:
@@ -87,13 +129,35 @@ def summarize(state: PaiState, runtime: Runtime[StrategyContext[PaiConfig]]) -> 
     stop_if_refused(state.get("sub_answers", []))
     answers = sorted(state.get("sub_answers", []), key=lambda a: a["sq"])
     findings = "\n".join(f"- {a['text']}" for a in answers)
-    prompt = P.SUMMARY_PROMPT.format(question=question.render(), findings=findings, instruction=question.instruction or P.DEFAULT_SUMMARY_INSTRUCTION)
-    raw = complete(ctx.llm, prompt, max_tokens=question.answer_budget(cfg.summary_max_tokens), temperature=question.answer_temperature(cfg.temperature))
+    prompt = P.SUMMARY_PROMPT.format(
+        question=question.render(),
+        findings=findings,
+        instruction=question.instruction or P.DEFAULT_SUMMARY_INSTRUCTION,
+    )
+    raw = complete(
+        ctx.llm,
+        prompt,
+        max_tokens=question.answer_budget(cfg.summary_max_tokens),
+        temperature=question.answer_temperature(cfg.temperature),
+    )
     conclusion = strip_conclusion_label(raw)
-    output = render_cot(state.get("properties") or [], state["sub_questions"], [a["text"] for a in answers], conclusion)
+    output = render_cot(
+        state.get("properties") or [],
+        state["sub_questions"],
+        [a["text"] for a in answers],
+        conclusion,
+    )
     steps = [
-        Step("sub_answer", sub_answers=[{"sub_question": state["sub_questions"][a["sq"]]["text"], **{k: v for k, v in a.items() if k != "sq"}}
-                                        for a in answers]),  # fmt: skip
+        Step(
+            "sub_answer",
+            sub_answers=[
+                {
+                    "sub_question": state["sub_questions"][a["sq"]]["text"],
+                    **{k: v for k, v in a.items() if k != "sq"},
+                }
+                for a in answers
+            ],
+        ),  # fmt: skip
         Step("summarize", conclusion=conclusion),
     ]
     return {"raw": raw, "answer": output if cfg.output == "cot" else conclusion, "steps": steps}
@@ -105,15 +169,24 @@ def strip_conclusion_label(text: str) -> str:
     return text[len("Conclusion:") :].strip() if text.lower().startswith("conclusion:") else text
 
 
-def render_cot(properties: list[dict[str, str]], sub_questions: list[SubQuestion], sub_answers: list[str], conclusion: str) -> str:
+def render_cot(
+    properties: list[dict[str, str]],
+    sub_questions: list[SubQuestion],
+    sub_answers: list[str],
+    conclusion: str,
+) -> str:
     """The paper's output (Fig. 8): properties (or PAI- sub-questions), sub-answers, conclusion."""
     if properties:
-        items = "\n".join(repr({"metric": p["metric"], "subject": p["subject"]}) for p in properties)
+        items = "\n".join(
+            repr({"metric": p["metric"], "subject": p["subject"]}) for p in properties
+        )
         template = P.COT_TEMPLATE
     else:
         items = "\n".join(sq["text"] for sq in sub_questions)
         template = P.COT_TEMPLATE_MINUS
-    return template.format(properties=items, sub_answers="\n".join(sub_answers), conclusion=conclusion)
+    return template.format(
+        properties=items, sub_answers="\n".join(sub_answers), conclusion=conclusion
+    )
 
 
 def _graph(name: str, decompose: Callable[..., dict[str, Any]]) -> CompiledGraph:
@@ -136,7 +209,9 @@ def _graph(name: str, decompose: Callable[..., dict[str, Any]]) -> CompiledGraph
 
 
 #: PAI's ceiling rule (PAI- shares it, one row later).
-PAI_CEILING = JudgedChunksCeiling(rank=40, choose_mode=choose_mode, plan_judging=plan_judging, pack=pack)
+PAI_CEILING = JudgedChunksCeiling(
+    rank=40, choose_mode=choose_mode, plan_judging=plan_judging, pack=pack
+)
 
 
 def chunk_first_share(cfg: PaiConfig) -> float:

@@ -45,9 +45,14 @@ def plan_judging(state: PaiState, runtime: Runtime[StrategyContext[PaiConfig]]) 
         everything = [Hit(c, 1.0, i) for i, c in enumerate(all_chunks(ctx))]
         candidates = [everything for _ in state["sub_questions"]]
     elif ctx.index is None:
-        raise ValueError("PAI's prefilter needs a retrieval index: run it through agents.answer(), which builds one.")
+        raise ValueError(
+            "PAI's prefilter needs a retrieval index: run it through agents.answer(), which builds one."
+        )
     else:
-        candidates = [RetrievalService.of(ctx).retrieve(ctx.index, sq["text"]) for sq in state["sub_questions"]]
+        candidates = [
+            RetrievalService.of(ctx).retrieve(ctx.index, sq["text"])
+            for sq in state["sub_questions"]
+        ]
         retriever = ctx.index.retriever.name
     step = Step(
         "plan_judging",
@@ -71,7 +76,9 @@ def route_judges(state: PaiState) -> list[Send] | Literal["gather"]:
     by_chunk: dict[int, JudgeTask] = {}
     for i, sq in enumerate(state["sub_questions"]):
         for hit in state["candidates"][i]:
-            task = by_chunk.setdefault(hit.chunk.chunk_id, JudgeTask(hit=hit, pairs=[], tool_mode=state["tool_mode"]))
+            task = by_chunk.setdefault(
+                hit.chunk.chunk_id, JudgeTask(hit=hit, pairs=[], tool_mode=state["tool_mode"])
+            )
             task["pairs"].append(JudgedPair(sq=i, sub_question=sq["text"]))
     return [Send("judge", task) for task in by_chunk.values()] or "gather"
 
@@ -86,7 +93,9 @@ def judge(task: JudgeTask, runtime: Runtime[StrategyContext[PaiConfig]]) -> dict
 
     def one(pair: JudgedPair) -> dict[str, Any]:
         try:
-            out = call_structured(ctx.llm, _judge_prompt(pair, task, ctx.config), **_judge_call(task, ctx.config))
+            out = call_structured(
+                ctx.llm, _judge_prompt(pair, task, ctx.config), **_judge_call(task, ctx.config)
+            )
         except BudgetReached as exc:
             return _stopped_verdict(pair, task, exc)
         report_progress("judge", advance=1)
@@ -106,7 +115,9 @@ async def ajudge(task: JudgeTask, runtime: Runtime[StrategyContext[PaiConfig]]) 
     async def one(pair: JudgedPair) -> dict[str, Any]:
         try:
             async with gate:
-                out = await acall_structured(ctx.llm, _judge_prompt(pair, task, ctx.config), **_judge_call(task, ctx.config))
+                out = await acall_structured(
+                    ctx.llm, _judge_prompt(pair, task, ctx.config), **_judge_call(task, ctx.config)
+                )
         except BudgetReached as exc:
             return _stopped_verdict(pair, task, exc)
         report_progress("judge", advance=1)
@@ -117,7 +128,13 @@ async def ajudge(task: JudgeTask, runtime: Runtime[StrategyContext[PaiConfig]]) 
 
 def _stopped_verdict(pair: JudgedPair, task: JudgeTask, exc: BudgetReached) -> dict[str, Any]:
     """The verdict of a pair whose call the budget refused (no request was sent for it)."""
-    return {"sq": pair["sq"], "chunk_id": task["hit"].chunk.chunk_id, "keep": False, "attempts": 0, "stopped": str(exc)}
+    return {
+        "sq": pair["sq"],
+        "chunk_id": task["hit"].chunk.chunk_id,
+        "keep": False,
+        "attempts": 0,
+        "stopped": str(exc),
+    }
 
 
 def stop_if_refused(records: Sequence[dict[str, Any]]) -> None:
@@ -141,7 +158,9 @@ JUDGE_TEMPLATES = {
 def _judge_prompt(pair: JudgedPair, task: JudgeTask, cfg: PaiConfig) -> str:
     chunk = task["hit"].chunk
     template = JUDGE_TEMPLATES[cfg.judge_order, "tools" if task["tool_mode"] == "tools" else "json"]
-    return template.format(sub_question=pair["sub_question"], title=chunk.title, chunk=chunk.text.strip())
+    return template.format(
+        sub_question=pair["sub_question"], title=chunk.title, chunk=chunk.text.strip()
+    )
 
 
 def _judge_call(task: JudgeTask, cfg: PaiConfig) -> dict[str, Any]:
@@ -153,7 +172,12 @@ def _judge_call(task: JudgeTask, cfg: PaiConfig) -> dict[str, Any]:
 
 def _verdict(pair: JudgedPair, task: JudgeTask, cfg: PaiConfig, out: CallOutcome) -> dict[str, Any]:
     keep = bool(out.items[0]["keep_context"]) if out.ok else cfg.on_malformed_judgment == "keep"
-    verdict: dict[str, Any] = {"sq": pair["sq"], "chunk_id": task["hit"].chunk.chunk_id, "keep": keep, "attempts": out.attempts}
+    verdict: dict[str, Any] = {
+        "sq": pair["sq"],
+        "chunk_id": task["hit"].chunk.chunk_id,
+        "keep": keep,
+        "attempts": out.attempts,
+    }
     if not out.ok:
         verdict["error"] = out.errors[-1]
     return verdict
@@ -162,17 +186,38 @@ def _verdict(pair: JudgedPair, task: JudgeTask, cfg: PaiConfig, out: CallOutcome
 def gather(state: PaiState) -> dict[str, Any]:
     """Kept chunks per sub-question in document order (the evidence), and the verdict counts."""
     stop_if_refused(state.get("judgments", []))
-    verdicts: dict[tuple[int, int], dict[str, Any]] = {(v["sq"], v["chunk_id"]): v for v in state.get("judgments", [])}
+    verdicts: dict[tuple[int, int], dict[str, Any]] = {
+        (v["sq"], v["chunk_id"]): v for v in state.get("judgments", [])
+    }
     hits: list[Hit] = []
     per_sq, malformed, kept_chunks = [], [], []
     for i, sq in enumerate(state["sub_questions"]):
         judged = [(h, verdicts[(i, h.chunk.chunk_id)]) for h in state["candidates"][i]]
-        kept = sorted((h for h, v in judged if v["keep"]), key=lambda h: (h.chunk.doc_index, h.chunk.position))
+        kept = sorted(
+            (h for h, v in judged if v["keep"]), key=lambda h: (h.chunk.doc_index, h.chunk.position)
+        )
         hits.extend(kept)
         kept_chunks.append([h.chunk for h in kept])
-        bad = [{"sub_question": i, "chunk_id": h.chunk.chunk_id, "error": v["error"]} for h, v in judged if "error" in v]
+        bad = [
+            {"sub_question": i, "chunk_id": h.chunk.chunk_id, "error": v["error"]}
+            for h, v in judged
+            if "error" in v
+        ]
         malformed.extend(bad)
-        per_sq.append({"sub_question": sq["text"], "judged": len(judged), "kept": len(kept), "malformed": len(bad),
-                       "kept_chunk_ids": [h.chunk.chunk_id for h in kept]})
-    step = Step("judge", mode=state["mode"], calls=sum(v["attempts"] for v in verdicts.values()), per_sub_question=per_sq, malformed=malformed)
+        per_sq.append(
+            {
+                "sub_question": sq["text"],
+                "judged": len(judged),
+                "kept": len(kept),
+                "malformed": len(bad),
+                "kept_chunk_ids": [h.chunk.chunk_id for h in kept],
+            }
+        )
+    step = Step(
+        "judge",
+        mode=state["mode"],
+        calls=sum(v["attempts"] for v in verdicts.values()),
+        per_sub_question=per_sq,
+        malformed=malformed,
+    )
     return {"hits": hits, "kept": kept_chunks, "steps": [step]}

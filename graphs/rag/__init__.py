@@ -4,4 +4,12 @@ from graphs.rag.config import RagConfig
 from graphs.rag.graph import RagState, build_graph, order_hits, retrieve
 from graphs.rag.prompts import PROMPTS_VERSION, RAG_TEMPLATE
 
-__all__ = ["PROMPTS_VERSION", "RAG_TEMPLATE", "RagConfig", "RagState", "build_graph", "order_hits", "retrieve"]
+__all__ = [
+    "PROMPTS_VERSION",
+    "RAG_TEMPLATE",
+    "RagConfig",
+    "RagState",
+    "build_graph",
+    "order_hits",
+    "retrieve",
+]

@@ -6,7 +6,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from graphs.ceiling import CeilingEnv, CeilingItem, EvidenceCeiling, Reach, cached_index, node_runtime, reach_in_chunks
+from graphs.ceiling import (
+    CeilingEnv,
+    CeilingItem,
+    EvidenceCeiling,
+    Reach,
+    cached_index,
+    node_runtime,
+    reach_in_chunks,
+)
 from retrieval import Hit
 
 
@@ -29,7 +37,9 @@ class RetrievedChunksCeiling(EvidenceCeiling):
 
     def reach(self, cfg: Any, item: CeilingItem, env: CeilingEnv) -> Reach:
         index = cached_index(cfg, item.corpus, env)
-        hits = self.retrieve({"question": item.question}, node_runtime(cfg, item.corpus, index))["hits"]
+        hits = self.retrieve({"question": item.question}, node_runtime(cfg, item.corpus, index))[
+            "hits"
+        ]
         packed = self.order_hits(hits, cfg.order)  # the prompt holds every hit: nothing is dropped
         return reach_in_chunks(item, (h.chunk for h in packed), index.chunks)
 

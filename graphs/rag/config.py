@@ -25,7 +25,11 @@ class RagConfig(RetrievalSettings):
         temperature: 0 = greedy, as LongBench v1.
     """
 
-    order: Literal["document", "rank"] = option("rank", source="LongBench v1 retrieval/pred.py: chunks in rank order")
-    assembly: Literal["benchmark", "ours"] = option("benchmark", source="LongBench v1: retrieved chunks joined into the dataset's own prompt")
+    order: Literal["document", "rank"] = option(
+        "rank", source="LongBench v1 retrieval/pred.py: chunks in rank order"
+    )
+    assembly: Literal["benchmark", "ours"] = option(
+        "benchmark", source="LongBench v1: retrieved chunks joined into the dataset's own prompt"
+    )
     max_new_tokens: int = option(128, min=1, source="LongBench v2 pred.py max_tokens=128")
     temperature: float = option(0.0, min=0.0)

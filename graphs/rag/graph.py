@@ -83,7 +83,9 @@ def rag_prompt(question: Question, chunks: list[Chunk], assembly: str) -> tuple[
     return fill(RAG_TEMPLATE, format_chunks(chunks), question), "ours"
 
 
-def chunk_order(question: Question, order: Literal["document", "rank"], assembly: str) -> Literal["document", "rank"]:
+def chunk_order(
+    question: Question, order: Literal["document", "rank"], assembly: str
+) -> Literal["document", "rank"]:
     """The order chunks go into the prompt: the benchmark's official one under ``assembly="benchmark"``
     when its protocol names one (LongBench v2: document order, ``c_idx``), else ``order``."""
     protocol = question.protocol
@@ -98,7 +100,11 @@ def build_prompt(state: RagState, runtime: Runtime[StrategyContext[RagConfig]]) 
     order = chunk_order(state["question"], cfg.order, cfg.assembly)
     ordered = order_hits(state["hits"], order)
     prompt, assembly = rag_prompt(state["question"], [h.chunk for h in ordered], cfg.assembly)
-    return {"prompt": prompt, "official_prompt": assembly != "ours", "steps": [Step("build_prompt", order=order, assembly=assembly)]}
+    return {
+        "prompt": prompt,
+        "official_prompt": assembly != "ours",
+        "steps": [Step("build_prompt", order=order, assembly=assembly)],
+    }
 
 
 def rag_costs(cfg: RagConfig, shape: costs.CorpusShape, questions: Sequence[Question], *, llm: BaseChatModel | None = None,
@@ -106,21 +112,38 @@ def rag_costs(cfg: RagConfig, shape: costs.CorpusShape, questions: Sequence[Ques
     """1 call with ``top_k`` chunks (at most the corpus), its template counted from :func:`rag_prompt`; typically a short answer."""
 
     def headed(q: Question) -> bool:  # the benchmark's own prompts join bare chunk texts
-        return not (cfg.assembly == "benchmark" and q.protocol is not None and (q.protocol.rag_prompt or q.protocol.prompt) is not None)
+        return not (
+            cfg.assembly == "benchmark"
+            and q.protocol is not None
+            and (q.protocol.rag_prompt or q.protocol.prompt) is not None
+        )
 
     span = costs.retrieved_prompt(lambda q: rag_prompt(q, [], cfg.assembly)[0], strategy="rag", template=cfg.assembly, questions=questions, shape=shape,
                                   top_k=cfg.top_k, chunk_tokens=costs.tokens_of(cfg.chunk_size, cfg.chunk_unit), llm=llm, headed=headed)  # fmt: skip
-    budget = max((x.answer_budget(cfg.max_new_tokens) for x in questions), default=cfg.max_new_tokens)
+    budget = max(
+        (x.answer_budget(cfg.max_new_tokens) for x in questions), default=cfg.max_new_tokens
+    )
     bounds = costs.per_question_plan("rag", questions, calls=1, max_calls=1, prompt_tokens=span.least, max_prompt_tokens=span.most,
                                      completion_tokens=budget, formula="1 call of top_k chunks")  # fmt: skip
-    found = costs.Costs(bounds, costs.ExpectedCost(costs.Calls(1, (span.least + span.most) / 2, costs.reply_tokens(cfg))))
-    return with_rerank(found, cfg, shape, questions, retrievals=Retrievals(least=1, most=1, typical=1), llm=llm)  # one retrieval a question
+    found = costs.Costs(
+        bounds,
+        costs.ExpectedCost(costs.Calls(1, (span.least + span.most) / 2, costs.reply_tokens(cfg))),
+    )
+    return with_rerank(
+        found, cfg, shape, questions, retrievals=Retrievals(least=1, most=1, typical=1), llm=llm
+    )  # one retrieval a question
 
 
 def build_graph(config: RagConfig | None = None) -> RagGraph:
     """START -> retrieve -> build_prompt -> generate -> END."""
     graph: RagGraph
-    graph = linear_graph("rag", RagState, ("retrieve", retrieve), ("build_prompt", build_prompt), ("generate", generate))
+    graph = linear_graph(
+        "rag",
+        RagState,
+        ("retrieve", retrieve),
+        ("build_prompt", build_prompt),
+        ("generate", generate),
+    )
     return graph
 
 

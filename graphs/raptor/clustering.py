@@ -34,11 +34,15 @@ def reduce(points: np.ndarray, dim: int, neighbors: int, seed: int) -> np.ndarra
     require("umap", extra="raptor", feature="RAPTOR's clustering")
     import umap  # numba compiles on first import: paid only when a tree is built
 
-    reduced: np.ndarray = umap.UMAP(n_neighbors=neighbors, n_components=dim, metric="cosine", random_state=seed).fit_transform(points)
+    reduced: np.ndarray = umap.UMAP(
+        n_neighbors=neighbors, n_components=dim, metric="cosine", random_state=seed
+    ).fit_transform(points)
     return reduced
 
 
-def best_component_count(points: np.ndarray, max_clusters: int = MAX_CLUSTERS, seed: int = RANDOM_SEED) -> int:
+def best_component_count(
+    points: np.ndarray, max_clusters: int = MAX_CLUSTERS, seed: int = RANDOM_SEED
+) -> int:
     """The number of mixture components with the lowest BIC, among 1 .. min(max_clusters, n) - 1
     (the official range, which never tries n components; 1 when that range is empty)."""
     from sklearn.mixture import GaussianMixture
@@ -46,11 +50,16 @@ def best_component_count(points: np.ndarray, max_clusters: int = MAX_CLUSTERS, s
     candidates = list(range(1, min(max_clusters, len(points))))
     if not candidates:
         return 1
-    bics = [GaussianMixture(n_components=n, random_state=seed).fit(points).bic(points) for n in candidates]
+    bics = [
+        GaussianMixture(n_components=n, random_state=seed).fit(points).bic(points)
+        for n in candidates
+    ]
     return candidates[int(np.argmin(bics))]
 
 
-def soft_memberships(points: np.ndarray, threshold: float, seed: int = RANDOM_SEED) -> tuple[list[np.ndarray], int]:
+def soft_memberships(
+    points: np.ndarray, threshold: float, seed: int = RANDOM_SEED
+) -> tuple[list[np.ndarray], int]:
     """Per point, the components whose posterior exceeds ``threshold`` (a point may be in several,
     or in none), and the number of components (``GMM_cluster``)."""
     from sklearn.mixture import GaussianMixture
@@ -60,7 +69,9 @@ def soft_memberships(points: np.ndarray, threshold: float, seed: int = RANDOM_SE
     return [np.where(p > threshold)[0] for p in probs], n
 
 
-def cluster_points(embeddings: np.ndarray, dim: int, threshold: float, seed: int = RANDOM_SEED) -> list[list[int]]:
+def cluster_points(
+    embeddings: np.ndarray, dim: int, threshold: float, seed: int = RANDOM_SEED
+) -> list[list[int]]:
     """Per point, its cluster labels (``perform_clustering``): a global UMAP (neighbours
     ``sqrt(n - 1)``, ``min(dim, n - 2)`` dimensions) and soft mixture, then within each global
     cluster a local UMAP (10 neighbours, ``dim`` dimensions) and soft mixture, unless it has at
@@ -79,7 +90,9 @@ def cluster_points(embeddings: np.ndarray, dim: int, threshold: float, seed: int
         if len(members) <= dim + 1:
             local, n_local = [np.array([0]) for _ in members], 1
         else:
-            local, n_local = soft_memberships(reduce(embeddings[members], dim, LOCAL_NEIGHBORS, seed), threshold, seed)
+            local, n_local = soft_memberships(
+                reduce(embeddings[members], dim, LOCAL_NEIGHBORS, seed), threshold, seed
+            )
         for j in range(n_local):
             for pos, i in enumerate(members):
                 if j in local[pos]:
@@ -99,7 +112,11 @@ def cluster_nodes(embeddings: np.ndarray, tokens: Sequence[int], *, dim: int, th
     out: list[list[int]] = []
     for label in sorted({x for ls in labels for x in ls}):
         members = [i for i, ls in enumerate(labels) if label in ls]
-        if len(members) > 1 and sum(tokens[i] for i in members) > max_cluster_tokens and len(members) > 3:
+        if (
+            len(members) > 1
+            and sum(tokens[i] for i in members) > max_cluster_tokens
+            and len(members) > 3
+        ):
             sub = cluster_nodes(embeddings[members], [tokens[i] for i in members], dim=dim, threshold=threshold,
                                 max_cluster_tokens=max_cluster_tokens, seed=seed)  # fmt: skip
             if not (len(sub) == 1 and len(sub[0]) == len(members)):

@@ -18,27 +18,64 @@ class RaptorConfig(StrategyConfig):
     ``"ours"`` (default) our RAG prompt with the benchmark's instruction.
     """
 
-    chunk_tokens: int = option(100, min=1, source="TreeBuilderConfig max_tokens=100 (split_text, cl100k_base)")
-    embedder: str = option("sentence-transformers", help="a registered embedder (official default: OpenAI text-embedding-ada-002)")
-    embedder_model: str | None = option(None, help="the embedder's model (default: its own; MiniLM for sentence-transformers)")
+    chunk_tokens: int = option(
+        100, min=1, source="TreeBuilderConfig max_tokens=100 (split_text, cl100k_base)"
+    )
+    embedder: str = option(
+        "sentence-transformers",
+        help="a registered embedder (official default: OpenAI text-embedding-ada-002)",
+    )
+    embedder_model: str | None = option(
+        None, help="the embedder's model (default: its own; MiniLM for sentence-transformers)"
+    )
     reduction_dimension: int = option(10, min=1, source="ClusterTreeConfig reduction_dimension=10")
-    cluster_threshold: float = option(0.1, min=0.0, max=1.0, source="RAPTOR_Clustering threshold=0.1 (soft GMM membership)")
-    max_cluster_tokens: int = option(3500, min=1, source="RAPTOR_Clustering max_length_in_cluster=3500")
+    cluster_threshold: float = option(
+        0.1, min=0.0, max=1.0, source="RAPTOR_Clustering threshold=0.1 (soft GMM membership)"
+    )
+    max_cluster_tokens: int = option(
+        3500, min=1, source="RAPTOR_Clustering max_length_in_cluster=3500"
+    )
     num_layers: int = option(5, min=1, source="TreeBuilderConfig num_layers=5")
-    summary_tokens: int = option(100, min=1, source="TreeBuilderConfig summarization_length=100 (the summary call's max_tokens)")
-    summary_temperature: float | None = option(None, help="None: not sent, as GPT3TurboSummarizationModel (the server's default)")
-    seed: int = option(224, source="cluster_utils RANDOM_SEED=224 (UMAP left unseeded there: docs/protocols.md)")
-    concurrency: int = option(8, min=1, max=1024, help="summary calls in flight while a layer is built")
-    retrieval: Literal["collapsed", "traversal"] = option("collapsed", source="RetrievalAugmentation.retrieve collapse_tree=True; paper §4: collapsed tree")
-    top_k: int = option(10, min=1, source="RetrievalAugmentation.answer_question top_k=10 (collapsed tree)")
-    context_tokens: int = option(3500, min=1, source="RetrievalAugmentation.answer_question max_tokens=3500 (the paper's runs: 2,000)")
+    summary_tokens: int = option(
+        100,
+        min=1,
+        source="TreeBuilderConfig summarization_length=100 (the summary call's max_tokens)",
+    )
+    summary_temperature: float | None = option(
+        None, help="None: not sent, as GPT3TurboSummarizationModel (the server's default)"
+    )
+    seed: int = option(
+        224, source="cluster_utils RANDOM_SEED=224 (UMAP left unseeded there: docs/protocols.md)"
+    )
+    concurrency: int = option(
+        8, min=1, max=1024, help="summary calls in flight while a layer is built"
+    )
+    retrieval: Literal["collapsed", "traversal"] = option(
+        "collapsed",
+        source="RetrievalAugmentation.retrieve collapse_tree=True; paper §4: collapsed tree",
+    )
+    top_k: int = option(
+        10, min=1, source="RetrievalAugmentation.answer_question top_k=10 (collapsed tree)"
+    )
+    context_tokens: int = option(
+        3500,
+        min=1,
+        source="RetrievalAugmentation.answer_question max_tokens=3500 (the paper's runs: 2,000)",
+    )
     traversal_top_k: int = option(5, min=1, source="TreeRetrieverConfig top_k=5 (tree traversal)")
-    qa_prompt: Literal["ours", "paper"] = option("ours", source="paper: GPT3TurboQAModel's system and user turns")
+    qa_prompt: Literal["ours", "paper"] = option(
+        "ours", source="paper: GPT3TurboQAModel's system and user turns"
+    )
     max_new_tokens: int = option(128, min=1, help="answer budget (GPT3TurboQAModel sends none)")
     temperature: float = option(0.0, min=0.0, source="GPT3TurboQAModel temperature=0")
-    cache: bool = option(True, help="keep the tree on disk (checksummed) and the finished summaries of an unfinished build")
+    cache: bool = option(
+        True,
+        help="keep the tree on disk (checksummed) and the finished summaries of an unfinished build",
+    )
 
     def check(self) -> None:
         """The answer's context budget must hold at least one leaf."""
         if self.context_tokens < self.chunk_tokens:
-            raise ConfigError(f"Option 'context_tokens' ({self.context_tokens}) must hold one leaf ('chunk_tokens' {self.chunk_tokens})")
+            raise ConfigError(
+                f"Option 'context_tokens' ({self.context_tokens}) must hold one leaf ('chunk_tokens' {self.chunk_tokens})"
+            )

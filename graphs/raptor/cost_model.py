@@ -37,18 +37,32 @@ def raptor_costs(cfg: RaptorConfig, shape: costs.CorpusShape, questions: Sequenc
     k = len(questions)
     each_q = [costs.prompt_tokens("raptor", "answer", functools.partial(_answer_prompt, cfg, x), llm, x)
               for x in questions or [costs.PLACEHOLDER_QUESTION]]  # fmt: skip
-    summary = costs.prompt_tokens("raptor", "summary", lambda: P.SUMMARY_SYSTEM + "\n" + P.SUMMARY_TEMPLATE.format(context=""), llm)
-    context = min(cfg.context_tokens, shape.tokens) + 2 * cfg.top_k  # the nodes and their blank-line separators
+    summary = costs.prompt_tokens(
+        "raptor",
+        "summary",
+        lambda: P.SUMMARY_SYSTEM + "\n" + P.SUMMARY_TEMPLATE.format(context=""),
+        llm,
+    )
+    context = (
+        min(cfg.context_tokens, shape.tokens) + 2 * cfg.top_k
+    )  # the nodes and their blank-line separators
     leaves = sum(max(1, math.ceil(n / cfg.chunk_tokens)) for n in shape.token_counts if n > 0)
     layers = typical_layers(leaves, cfg)
     below = [leaves, *layers[:-1]]
     once_calls = sum(layers)
-    read = (shape.tokens if layers else 0) + sum(b * cfg.summary_tokens for b in below[1:])  # the texts each layer summarises
+    read = (shape.tokens if layers else 0) + sum(
+        b * cfg.summary_tokens for b in below[1:]
+    )  # the texts each layer summarises
     once_prompt = sum(c * summary for c in layers) + read + 2 * sum(below[: len(layers)])
     # the most: a leaf per sentence (at most one per token), every layer as many clusters as nodes below it, each reading all of them
     most_leaves = shape.tokens if leaves > cfg.reduction_dimension + 1 else 0
     max_index_calls = cfg.num_layers * most_leaves
-    max_index_prompt = cfg.num_layers * (shape.tokens + most_leaves * (cfg.summary_tokens + summary + 2 + costs.SEAM_TOKENS)) if most_leaves else 0
+    max_index_prompt = (
+        cfg.num_layers
+        * (shape.tokens + most_leaves * (cfg.summary_tokens + summary + 2 + costs.SEAM_TOKENS))
+        if most_leaves
+        else 0
+    )
     least = k * max(0, min(each_q) - 2 * costs.SEAM_TOKENS)
     most = k * (max(each_q) + context + 2 * costs.SEAM_TOKENS) + max_index_prompt
     bounds = CostPlan(strategy="raptor", questions=k, calls=k, max_calls=k + max_index_calls, prompt_tokens=least, max_prompt_tokens=most,
@@ -59,7 +73,9 @@ def raptor_costs(cfg: RaptorConfig, shape: costs.CorpusShape, questions: Sequenc
                                       max_prompt_tokens=max_index_prompt, completion_tokens=max_index_calls * cfg.summary_tokens))  # fmt: skip
     per_question = costs.Calls(1, sum(each_q) / len(each_q) + context / 2, costs.reply_tokens(cfg))
     once = costs.Calls(once_calls, once_prompt, once_calls * cfg.summary_tokens)
-    return costs.Costs(bounds, costs.ExpectedCost(per_question, once, index=once))  # the tree is all of what is built once
+    return costs.Costs(
+        bounds, costs.ExpectedCost(per_question, once, index=once)
+    )  # the tree is all of what is built once
 
 
 def _answer_prompt(cfg: RaptorConfig, question: Question) -> str:

@@ -74,9 +74,16 @@ def summarizer(ctx: StrategyContext[RaptorConfig]) -> Summarize:
         extra["temperature"] = cfg.summary_temperature
 
     def summarize(context: str) -> str:
-        turns = [SystemMessage(content=P.SUMMARY_SYSTEM), HumanMessage(content=P.SUMMARY_TEMPLATE.format(context=context))]
+        turns = [
+            SystemMessage(content=P.SUMMARY_SYSTEM),
+            HumanMessage(content=P.SUMMARY_TEMPLATE.format(context=context)),
+        ]
         content = llm.invoke(turns, **extra).content
-        return content if isinstance(content, str) else "".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content)
+        return (
+            content
+            if isinstance(content, str)
+            else "".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content)
+        )
 
     return summarize
 
@@ -87,20 +94,40 @@ def tree_for(ctx: StrategyContext[RaptorConfig]) -> tuple[str, Tree, str]:
     key = tree_key(ctx.corpus, cfg, ctx.llm)
     if key in _TREES:
         return key, _TREES[key], "memory"
-    folder = tree_folder(Path(ctx.cache_dir) if ctx.cache_dir else default_cache_dir(), key) if cfg.cache else None
+    folder = (
+        tree_folder(Path(ctx.cache_dir) if ctx.cache_dir else default_cache_dir(), key)
+        if cfg.cache
+        else None
+    )
     embedder = embedder_for(cfg)
     if folder is None:
         with index_time():
-            tree, source = build_tree(ctx.corpus, cfg, summarizer(ctx), embedder.embed_documents, summary_log(None)), "built"
+            tree, source = (
+                build_tree(
+                    ctx.corpus, cfg, summarizer(ctx), embedder.embed_documents, summary_log(None)
+                ),
+                "built",
+            )
     else:
         folder.mkdir(parents=True, exist_ok=True)
-        with exclusive_lock(folder / ".lock", what="a RAPTOR tree build"):  # a second question waits, then loads
+        with exclusive_lock(
+            folder / ".lock", what="a RAPTOR tree build"
+        ):  # a second question waits, then loads
             loaded = load_tree(folder)
             if loaded is not None:
                 tree, source = loaded, "disk"
             else:
                 with index_time():
-                    tree, source = build_tree(ctx.corpus, cfg, summarizer(ctx), embedder.embed_documents, summary_log(folder)), "built"
+                    tree, source = (
+                        build_tree(
+                            ctx.corpus,
+                            cfg,
+                            summarizer(ctx),
+                            embedder.embed_documents,
+                            summary_log(folder),
+                        ),
+                        "built",
+                    )
                 save_tree(folder, tree)
     with _LOCK:
         _TREES[key] = tree
@@ -109,11 +136,16 @@ def tree_for(ctx: StrategyContext[RaptorConfig]) -> tuple[str, Tree, str]:
     return key, tree, source
 
 
-def build_tree_node(state: RaptorState, runtime: Runtime[StrategyContext[RaptorConfig]]) -> dict[str, Any]:
+def build_tree_node(
+    state: RaptorState, runtime: Runtime[StrategyContext[RaptorConfig]]
+) -> dict[str, Any]:
     """Load or build the tree (index-time work, paid by the first answer over the corpus)."""
     key, tree, source = tree_for(runtime.context)
     nodes_per_layer = [len(tree.layer(i)) for i in range(tree.num_layers + 1)]
-    facts = {**tree.facts, "summaries_asked": tree.facts.get("summaries_asked", 0) if source == "built" else 0}
+    facts = {
+        **tree.facts,
+        "summaries_asked": tree.facts.get("summaries_asked", 0) if source == "built" else 0,
+    }
     return {"tree": key, "steps": [Step("build_tree", source=source, key=key[:16], num_layers=tree.num_layers, nodes_per_layer=nodes_per_layer,
                                         stopped=tree.stopped, **facts)]}  # fmt: skip
 
@@ -123,15 +155,34 @@ def retrieve(state: RaptorState, runtime: Runtime[StrategyContext[RaptorConfig]]
     cfg = runtime.context.config
     tree = _TREES[state["tree"]]
     query = np.asarray(embedder_for(cfg).embed_query(state["question"].render()), dtype=np.float32)
-    picked = collapsed(tree, query, cfg.top_k, cfg.context_tokens) if cfg.retrieval == "collapsed" else traversal(tree, query, cfg.traversal_top_k)
-    nodes = [{"index": n.index, "layer": n.layer, "cluster": n.cluster, "distance": round(d, 6), "text": n.text} for n, d in picked]
+    picked = (
+        collapsed(tree, query, cfg.top_k, cfg.context_tokens)
+        if cfg.retrieval == "collapsed"
+        else traversal(tree, query, cfg.traversal_top_k)
+    )
+    nodes = [
+        {
+            "index": n.index,
+            "layer": n.layer,
+            "cluster": n.cluster,
+            "distance": round(d, 6),
+            "text": n.text,
+        }
+        for n, d in picked
+    ]
     evidence = [Evidence(doc_id=doc, title=title, text=n.text, score=round(1 - d, 6), chunk_id=n.index, rank=rank)
                 for rank, (n, d) in enumerate(picked) for doc, title in zip(n.docs, n.titles)]  # fmt: skip
-    step = Step("retrieve", mode=cfg.retrieval, nodes=[{k: v for k, v in x.items() if k != "text"} for x in nodes])
+    step = Step(
+        "retrieve",
+        mode=cfg.retrieval,
+        nodes=[{k: v for k, v in x.items() if k != "text"} for x in nodes],
+    )
     return {"nodes": nodes, "evidence": evidence, "steps": [step]}
 
 
-def build_prompt(state: RaptorState, runtime: Runtime[StrategyContext[RaptorConfig]]) -> dict[str, Any]:
+def build_prompt(
+    state: RaptorState, runtime: Runtime[StrategyContext[RaptorConfig]]
+) -> dict[str, Any]:
     """The context (``get_text`` of the nodes, in retrieval order) in our RAG prompt, or the official QA turn."""
     cfg = runtime.context.config
     context = P.node_context([n["text"] for n in state["nodes"]])
@@ -139,7 +190,11 @@ def build_prompt(state: RaptorState, runtime: Runtime[StrategyContext[RaptorConf
         prompt = P.QA_TEMPLATE.format(context=context, question=state["question"].render())
     else:
         prompt = fill(RAG_TEMPLATE, context.strip(), state["question"])
-    return {"prompt": prompt, "official_prompt": False, "steps": [Step("build_prompt", qa_prompt=cfg.qa_prompt, nodes=len(state["nodes"]))]}
+    return {
+        "prompt": prompt,
+        "official_prompt": False,
+        "steps": [Step("build_prompt", qa_prompt=cfg.qa_prompt, nodes=len(state["nodes"]))],
+    }
 
 
 def answer(state: RaptorState, runtime: Runtime[StrategyContext[RaptorConfig]]) -> dict[str, Any]:
@@ -147,8 +202,18 @@ def answer(state: RaptorState, runtime: Runtime[StrategyContext[RaptorConfig]]) 
     cfg = runtime.context.config
     if cfg.qa_prompt != "paper":
         return generate(state, cast(Runtime[StrategyContext[Any]], runtime))
-    raw = complete(runtime.context.llm, state["prompt"], max_tokens=cfg.max_new_tokens, temperature=cfg.temperature, system=P.QA_SYSTEM)
-    return {"raw": raw, "answer": raw.strip(), "steps": [Step("generate", max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature)]}
+    raw = complete(
+        runtime.context.llm,
+        state["prompt"],
+        max_tokens=cfg.max_new_tokens,
+        temperature=cfg.temperature,
+        system=P.QA_SYSTEM,
+    )
+    return {
+        "raw": raw,
+        "answer": raw.strip(),
+        "steps": [Step("generate", max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature)],
+    }
 
 
 @STRATEGIES.register(
@@ -164,4 +229,11 @@ def answer(state: RaptorState, runtime: Runtime[StrategyContext[RaptorConfig]]) 
 )
 def build_graph(config: RaptorConfig | None = None) -> CompiledGraph:
     """START -> build_tree -> retrieve -> build_prompt -> generate -> END."""
-    return linear_graph("raptor", RaptorState, ("build_tree", build_tree_node), ("retrieve", retrieve), ("build_prompt", build_prompt), ("generate", answer))
+    return linear_graph(
+        "raptor",
+        RaptorState,
+        ("build_tree", build_tree_node),
+        ("retrieve", retrieve),
+        ("build_prompt", build_prompt),
+        ("generate", answer),
+    )

@@ -12,7 +12,10 @@ def nodes_view(step: Mapping[str, Any], _evidence: Mapping[Any, Mapping[str, Any
     """Each retrieved node as ``#index (layer L, cluster C)``: leaves are layer 0, with no cluster."""
     parts = [f"#{n['index']} (layer {n['layer']}" + (f", cluster {n['cluster']})" if n.get("cluster") is not None else ", leaf)")
              for n in step.get("nodes") or []]  # fmt: skip
-    return Shown(tag("p", f"{step.get('mode', 'collapsed')}: " + (", ".join(parts) or "no node")), frozenset({"nodes", "mode"}))
+    return Shown(
+        tag("p", f"{step.get('mode', 'collapsed')}: " + (", ".join(parts) or "no node")),
+        frozenset({"nodes", "mode"}),
+    )
 
 
 PRESENTATION = StrategyPresentation(

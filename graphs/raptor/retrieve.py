@@ -20,7 +20,9 @@ def distances(tree: Tree, query: np.ndarray, nodes: list[TreeNode]) -> np.ndarra
     return found
 
 
-def collapsed(tree: Tree, query: np.ndarray, top_k: int, max_tokens: int) -> list[tuple[TreeNode, float]]:
+def collapsed(
+    tree: Tree, query: np.ndarray, top_k: int, max_tokens: int
+) -> list[tuple[TreeNode, float]]:
     """``retrieve_information_collapse_tree``: the nearest nodes in order, at most ``top_k``, stopping at the
     first that would take the context past ``max_tokens`` (cl100k) tokens."""
     d = distances(tree, query, tree.nodes)

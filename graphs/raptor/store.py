@@ -65,7 +65,9 @@ def save_tree(folder: Path, tree: Tree) -> None:
     with sums.open(folder / "embeddings.npy") as f:
         np.save(f, tree.embeddings, allow_pickle=False)
     tmp = folder / "meta.json.tmp"
-    tmp.write_text(json.dumps({"files": sums.as_dict(), "version": STORE_VERSION}), encoding="utf-8")
+    tmp.write_text(
+        json.dumps({"files": sums.as_dict(), "version": STORE_VERSION}), encoding="utf-8"
+    )
     tmp.replace(folder / "meta.json")
 
 

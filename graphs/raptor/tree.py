@@ -80,7 +80,13 @@ class SummaryLog:
         with self.lock:
             self.done[key] = summary
             if self.path is not None:
-                line = json.dumps({"key": key, "summary": summary, "check": digest_bytes(f"{key}\n{summary}".encode())})
+                line = json.dumps(
+                    {
+                        "key": key,
+                        "summary": summary,
+                        "check": digest_bytes(f"{key}\n{summary}".encode()),
+                    }
+                )
                 with open(self.path, "a", encoding="utf-8") as f:
                     f.write(line + "\n")
 
@@ -98,7 +104,9 @@ def leaves_of(corpus: Corpus, chunk_tokens: int) -> list[TreeNode]:
     return out
 
 
-def summarize_layer(contexts: list[str], summarize: Summarize, log: SummaryLog, concurrency: int) -> tuple[list[str], int]:
+def summarize_layer(
+    contexts: list[str], summarize: Summarize, log: SummaryLog, concurrency: int
+) -> tuple[list[str], int]:
     """The summary of each context, in order: from the log where it holds one, else asked with at most
     ``concurrency`` calls in flight (each recorded as it arrives); and how many were asked."""
     keys = [digest_texts([c]) for c in contexts]
@@ -109,17 +117,23 @@ def summarize_layer(contexts: list[str], summarize: Summarize, log: SummaryLog, 
 
     if todo:
         with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(todo)))) as pool:
-            futures = [pool.submit(contextvars.copy_context().run, ask, i) for i in todo]  # each call sees this run's callbacks
+            futures = [
+                pool.submit(contextvars.copy_context().run, ask, i) for i in todo
+            ]  # each call sees this run's callbacks
             try:
                 for future in futures:
                     future.result()
-            except BaseException:  # a failed call ends the build: nothing more is asked, what finished is in the log
+            except (
+                BaseException
+            ):  # a failed call ends the build: nothing more is asked, what finished is in the log
                 pool.shutdown(wait=True, cancel_futures=True)
                 raise
     return [log.done[k] for k in keys], len(todo)
 
 
-def build_tree(corpus: Corpus, cfg: Any, summarize: Summarize, embed: Embed, log: SummaryLog) -> Tree:
+def build_tree(
+    corpus: Corpus, cfg: Any, summarize: Summarize, embed: Embed, log: SummaryLog
+) -> Tree:
     """The tree over ``corpus`` (``cfg``: a :class:`~graphs.raptor.config.RaptorConfig`)."""
     nodes = leaves_of(corpus, cfg.chunk_tokens)
     vectors = [embed([n.text for n in nodes])] if nodes else []
@@ -134,7 +148,12 @@ def build_tree(corpus: Corpus, cfg: Any, summarize: Summarize, embed: Embed, log
         clusters = cluster_nodes(emb, tokens, dim=cfg.reduction_dimension, threshold=cfg.cluster_threshold,
                                  max_cluster_tokens=cfg.max_cluster_tokens, seed=cfg.seed)  # fmt: skip
         members = [[current[k] for k in c] for c in clusters]
-        summaries, n_asked = summarize_layer([node_context([nodes[i].text for i in m]) for m in members], summarize, log, cfg.concurrency)
+        summaries, n_asked = summarize_layer(
+            [node_context([nodes[i].text for i in m]) for m in members],
+            summarize,
+            log,
+            cfg.concurrency,
+        )
         asked += n_asked
         start = len(nodes)
         for pos, (m, text) in enumerate(zip(members, summaries)):
@@ -146,7 +165,11 @@ def build_tree(corpus: Corpus, cfg: Any, summarize: Summarize, embed: Embed, log
         layers = layer + 1
         per_layer.append({"layer": layer + 1, "clusters": len(members), "nodes_below": len(tokens)})
     emb_all = np.concatenate(vectors) if vectors else np.zeros((0, 0), dtype=np.float32)
-    facts = {"leaves": sum(1 for n in nodes if n.layer == 0), "layers": per_layer, "summaries_asked": asked}
+    facts = {
+        "leaves": sum(1 for n in nodes if n.layer == 0),
+        "layers": per_layer,
+        "summaries_asked": asked,
+    }
     return Tree(nodes, np.asarray(emb_all, dtype=np.float32), layers, stopped, facts)
 
 
@@ -158,5 +181,8 @@ def tree_to_json(tree: Tree) -> dict[str, Any]:
 
 def tree_from_json(data: dict[str, Any], embeddings: np.ndarray) -> Tree:
     """The inverse of :func:`tree_to_json`."""
-    nodes = [TreeNode(i, layer, text, tuple(ch), tuple(docs), tuple(titles), cl) for i, layer, text, ch, docs, titles, cl in data["nodes"]]
+    nodes = [
+        TreeNode(i, layer, text, tuple(ch), tuple(docs), tuple(titles), cl)
+        for i, layer, text, ch, docs, titles, cl in data["nodes"]
+    ]
     return Tree(nodes, embeddings, data["num_layers"], data["stopped"], data["facts"])

@@ -5,7 +5,13 @@ Modules: ``state`` (the state, the stop cut), ``retrieve`` (the retrievals both 
 """
 
 from graphs.self_ask.config import SelfAskConfig
-from graphs.self_ask.flashrag import FINAL_PREFIX, first_follow_up, flashrag_prompt, format_contexts, parse_final_answer
+from graphs.self_ask.flashrag import (
+    FINAL_PREFIX,
+    first_follow_up,
+    flashrag_prompt,
+    format_contexts,
+    parse_final_answer,
+)
 from graphs.self_ask.graph import build_graph
 from graphs.self_ask.prompts import PROMPTS_VERSION
 from graphs.self_ask.reader import NOT_FOUND, clean_final, parse_step

@@ -6,7 +6,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from graphs.ceiling import CeilingEnv, CeilingItem, EvidenceCeiling, Reach, cached_index, node_runtime, queries, reach_in_chunks
+from graphs.ceiling import (
+    CeilingEnv,
+    CeilingItem,
+    EvidenceCeiling,
+    Reach,
+    cached_index,
+    node_runtime,
+    queries,
+    reach_in_chunks,
+)
 from retrieval import Hit
 
 
@@ -31,10 +40,16 @@ class FollowUpCeiling(EvidenceCeiling):
         read: list[Any] = []
         for query in queries(item, env, max(cfg.max_iterations, 1)):
             out = self.retrieve_follow_up({"follow_up": query, "hits": seen}, runtime)
-            seen = out["hits"]  # the node returns the evidence so far with this retrieval's new chunks
+            seen = out[
+                "hits"
+            ]  # the node returns the evidence so far with this retrieval's new chunks
             read += [h.chunk for h in out["follow_up_hits"]]
         return reach_in_chunks(item, read, index.chunks)
 
     def describe(self, cfg: Any, env: CeilingEnv, corpus_tokens: int | None = None) -> str:
-        q = f"<= {cfg.max_iterations} gold sub-questions" if env.gold_sub_questions else "the question"
+        q = (
+            f"<= {cfg.max_iterations} gold sub-questions"
+            if env.gold_sub_questions
+            else "the question"
+        )
         return f"{env.evidence} in the top-{cfg.top_k} {cfg.retriever} chunks ({cfg.chunk_size} {cfg.chunk_unit}) for {q}"

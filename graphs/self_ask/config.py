@@ -38,13 +38,27 @@ class SelfAskConfig(RetrievalSettings):
         temperature: 0 = greedy.
     """
 
-    variant: Literal["flashrag", "reader"] = option("flashrag", source="FlashRAG active_pipeline.py SelfAskPipeline")
-    chunk_size: int = option(100, min=1, source="FlashRAG retrieval corpus wiki18_100w: 100-word passages")
+    variant: Literal["flashrag", "reader"] = option(
+        "flashrag", source="FlashRAG active_pipeline.py SelfAskPipeline"
+    )
+    chunk_size: int = option(
+        100, min=1, source="FlashRAG retrieval corpus wiki18_100w: 100-word passages"
+    )
     top_k: int = option(5, min=1, source="FlashRAG config retrieval_topk: 5")
-    max_iterations: int = option(5, min=0, source="FlashRAG SelfAskPipeline max_iter=5 (run_exp.py retrobust)")
-    single_hop: bool = option(False, source="FlashRAG run_exp.py retrobust: SelfAskPipeline(single_hop=False)")
-    contexts: Literal["replace", "accumulate"] = option("replace", source="FlashRAG SelfAskPipeline.run_item: retrieval_result replaced")
-    order: Literal["document", "rank"] = option("document", source="LongBench v2 pred.py --rag: sort by c_idx")
-    max_new_tokens: int = option(100, min=1, source="FlashRAG run_exp.py retrobust generation_params max_tokens=100")
+    max_iterations: int = option(
+        5, min=0, source="FlashRAG SelfAskPipeline max_iter=5 (run_exp.py retrobust)"
+    )
+    single_hop: bool = option(
+        False, source="FlashRAG run_exp.py retrobust: SelfAskPipeline(single_hop=False)"
+    )
+    contexts: Literal["replace", "accumulate"] = option(
+        "replace", source="FlashRAG SelfAskPipeline.run_item: retrieval_result replaced"
+    )
+    order: Literal["document", "rank"] = option(
+        "document", source="LongBench v2 pred.py --rag: sort by c_idx"
+    )
+    max_new_tokens: int = option(
+        100, min=1, source="FlashRAG run_exp.py retrobust generation_params max_tokens=100"
+    )
     follow_up_max_new_tokens: int = option(64, min=1, source="ours: one short sentence")
     temperature: float = option(0.0, min=0.0, source="FlashRAG generation_params do_sample: False")

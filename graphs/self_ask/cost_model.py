@@ -24,8 +24,13 @@ def self_ask_costs(cfg: SelfAskConfig, shape: costs.CorpusShape, questions: Sequ
     transcript so far. Typically 2 calls per question (a follow-up and the answer), each with the
     template and ``top_k`` chunks.
     """
+
     def template(q: Question) -> str:
-        return flashrag_prompt(q, [], "", single_hop=cfg.single_hop) if cfg.variant == "flashrag" else self_ask_prompt(q, "")
+        return (
+            flashrag_prompt(q, [], "", single_hop=cfg.single_hop)
+            if cfg.variant == "flashrag"
+            else self_ask_prompt(q, "")
+        )
 
     # each question's template, counted as the budget guard counts (the least and the most over the questions)
     bases = [costs.prompt_tokens("self_ask", f"{cfg.variant}:{cfg.single_hop}", functools.partial(template, q), llm, q)
@@ -39,14 +44,27 @@ def self_ask_costs(cfg: SelfAskConfig, shape: costs.CorpusShape, questions: Sequ
         least, most = 1, 2 * cfg.max_iterations + 2
         formula = f"1 to 2 x max_iterations + 2 ({most}) calls"
     contexts = min(shape.tokens, cfg.top_k * chunk)
-    widest = min(shape.tokens, max(most, 1) * cfg.top_k * chunk) if cfg.contexts == "accumulate" else contexts
+    widest = (
+        min(shape.tokens, max(most, 1) * cfg.top_k * chunk)
+        if cfg.contexts == "accumulate"
+        else contexts
+    )
     transcript = most * max(cfg.max_new_tokens, cfg.follow_up_max_new_tokens)
     bounds = costs.per_question_plan("self_ask", questions, calls=least, max_calls=most, prompt_tokens=least * (base + contexts),
                                      max_prompt_tokens=most * (base_most + widest + transcript), completion_tokens=least * cfg.max_new_tokens,
                                      formula=formula)  # fmt: skip
     calls = min(2, most)
-    found = costs.Costs(bounds, costs.ExpectedCost(costs.Calls(calls, calls * (base + contexts), calls * costs.reply_tokens(cfg))))
+    found = costs.Costs(
+        bounds,
+        costs.ExpectedCost(
+            costs.Calls(calls, calls * (base + contexts), calls * costs.reply_tokens(cfg))
+        ),
+    )
     # retrievals: flashrag's of the question and of each follow-up (one per generator call at most); the reader's of each follow-up
     first = 1 if cfg.variant == "flashrag" else 0
-    searched = Retrievals(least=first, most=first + cfg.max_iterations, typical=min(first + 1, first + cfg.max_iterations))
+    searched = Retrievals(
+        least=first,
+        most=first + cfg.max_iterations,
+        typical=min(first + 1, first + cfg.max_iterations),
+    )
     return with_rerank(found, cfg, shape, questions, retrievals=searched, llm=llm)

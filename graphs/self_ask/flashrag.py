@@ -35,7 +35,9 @@ def format_contexts(hits: list[Hit]) -> str:
     return "".join(f"Context{i}: {h.chunk.text}\n" for i, h in enumerate(hits, 1))
 
 
-def flashrag_prompt(question: Question, contexts: list[Hit], transcript: str, *, single_hop: bool) -> str:
+def flashrag_prompt(
+    question: Question, contexts: list[Hit], transcript: str, *, single_hop: bool
+) -> str:
     """Instruction and ``#``-separated exemplars, the contexts, the question, the needed-line and the transcript.
 
     FlashRAG's assembly: ``P_INS + "\\n" + contexts + "\\nQuestion: q" +
@@ -64,15 +66,21 @@ def parse_final_answer(transcript: str) -> str:
     return "" if line is None else line.split(FINAL_PREFIX)[1].strip()
 
 
-def generate(state: SelfAskState, runtime: Runtime[StrategyContext[SelfAskConfig]]) -> dict[str, Any]:
+def generate(
+    state: SelfAskState, runtime: Runtime[StrategyContext[SelfAskConfig]]
+) -> dict[str, Any]:
     """One generator call: continue the transcript up to the current stop cue, then alternate the cue."""
     ctx = runtime.context
     cfg: SelfAskConfig = ctx.config
     cue = state.get("stop_cue", INTERMEDIATE)
     stops = [CONTEXT_STOP, EXEMPLAR_SEPARATOR, cue]
     transcript = state.get("transcript", "")
-    prompt = flashrag_prompt(state["question"], state.get("contexts", []), transcript, single_hop=cfg.single_hop)
-    text = complete(ctx.llm, prompt, max_tokens=cfg.max_new_tokens, temperature=cfg.temperature, stop=stops)
+    prompt = flashrag_prompt(
+        state["question"], state.get("contexts", []), transcript, single_hop=cfg.single_hop
+    )
+    text = complete(
+        ctx.llm, prompt, max_tokens=cfg.max_new_tokens, temperature=cfg.temperature, stop=stops
+    )
     kept = cut_at_stops(text, stops)
     if transcript and kept and not kept[0].isspace() and not transcript.endswith("\n"):
         transcript += "\n"  # a chat reply does not start with the newline a completion model writes
@@ -90,7 +98,14 @@ def generate(state: SelfAskState, runtime: Runtime[StrategyContext[SelfAskConfig
             done = "cap"
     step = Step("generate", call=calls, stop=stops, generated=text, follow_up=follow_up, exit=done)
     next_cue = FOLLOW_UP if cue == INTERMEDIATE else INTERMEDIATE
-    return {"transcript": transcript, "stop_cue": next_cue, "generator_calls": calls, "follow_up": follow_up, "exit": done, "steps": [step]}
+    return {
+        "transcript": transcript,
+        "stop_cue": next_cue,
+        "generator_calls": calls,
+        "follow_up": follow_up,
+        "exit": done,
+        "steps": [step],
+    }
 
 
 def after_generate(state: SelfAskState) -> Literal["finish", "retrieve_follow_up", "generate"]:

@@ -18,18 +18,33 @@ def generation_view(step: Mapping[str, Any], _evidence: Mapping[Any, Mapping[str
     if "generated" not in step:
         return Shown(join())
     follow = _follow_up(step["follow_up"]) if step.get("follow_up") else ""
-    return Shown(join(follow, tag("pre", text(step.get("generated")))), frozenset({"generated", "follow_up"}))
+    return Shown(
+        join(follow, tag("pre", text(step.get("generated")))), frozenset({"generated", "follow_up"})
+    )
 
 
-def follow_up_answer_view(step: Mapping[str, Any], _evidence: Mapping[Any, Mapping[str, Any]]) -> Shown:
+def follow_up_answer_view(
+    step: Mapping[str, Any], _evidence: Mapping[Any, Mapping[str, Any]]
+) -> Shown:
     """A follow-up question and its intermediate answer (the reader variant)."""
-    answer = tag("p", "Intermediate answer: ", tag("span", text(step.get("intermediate_answer")), cls="sub"))
-    return Shown(join(_follow_up(step.get("follow_up")), answer), frozenset({"follow_up", "intermediate_answer"}))
+    answer = tag(
+        "p", "Intermediate answer: ", tag("span", text(step.get("intermediate_answer")), cls="sub")
+    )
+    return Shown(
+        join(_follow_up(step.get("follow_up")), answer),
+        frozenset({"follow_up", "intermediate_answer"}),
+    )
 
 
 def transcript_view(step: Mapping[str, Any], _evidence: Mapping[Any, Mapping[str, Any]]) -> Shown:
     """The whole question-follow-up-answer transcript."""
-    return Shown(join(tag("p", "Transcript", cls="what"), tag("pre", text(step.get("transcript")), cls="transcript")), frozenset({"transcript"}))
+    return Shown(
+        join(
+            tag("p", "Transcript", cls="what"),
+            tag("pre", text(step.get("transcript")), cls="transcript"),
+        ),
+        frozenset({"transcript"}),
+    )
 
 
 PRESENTATION = StrategyPresentation(

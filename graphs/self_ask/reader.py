@@ -13,7 +13,15 @@ from graphs.llm import complete
 from graphs.prompts import fill, format_chunks
 from graphs.rag import RAG_TEMPLATE, order_hits
 from graphs.self_ask.config import SelfAskConfig
-from graphs.self_ask.prompts import EXEMPLARS, FINAL, FOLLOW_UP_INSTRUCTION, FORMAT_NOTE, HEADER, INTERMEDIATE, SELF_ASK_TEMPLATE
+from graphs.self_ask.prompts import (
+    EXEMPLARS,
+    FINAL,
+    FOLLOW_UP_INSTRUCTION,
+    FORMAT_NOTE,
+    HEADER,
+    INTERMEDIATE,
+    SELF_ASK_TEMPLATE,
+)
 from graphs.self_ask.retrieve import pending_follow_up
 from graphs.self_ask.state import STOPS, FinalSource, SelfAskState, cut_at_stops
 from retrieval.contract import Question, Step
@@ -61,12 +69,22 @@ def parse_step(text: str) -> ParsedStep:
 def self_ask_prompt(question: Question, scratchpad: str) -> str:
     """reader: header, exemplars, the question and the transcript so far."""
     note = FORMAT_NOTE.format(instruction=question.instruction) if question.instruction else ""
-    return SELF_ASK_TEMPLATE.format(header=HEADER, format_note=note, exemplars=EXEMPLARS, question=question.render(), scratchpad=scratchpad)
+    return SELF_ASK_TEMPLATE.format(
+        header=HEADER,
+        format_note=note,
+        exemplars=EXEMPLARS,
+        question=question.render(),
+        scratchpad=scratchpad,
+    )
 
 
 def intermediate_answers(scratchpad: str) -> list[str]:
     """The intermediate answers written into the transcript so far."""
-    return [line.split(INTERMEDIATE, 1)[1].strip() for line in scratchpad.splitlines() if line.startswith(INTERMEDIATE)]
+    return [
+        line.split(INTERMEDIATE, 1)[1].strip()
+        for line in scratchpad.splitlines()
+        if line.startswith(INTERMEDIATE)
+    ]
 
 
 def ask(state: SelfAskState, runtime: Runtime[StrategyContext[SelfAskConfig]]) -> dict[str, Any]:
@@ -74,14 +92,29 @@ def ask(state: SelfAskState, runtime: Runtime[StrategyContext[SelfAskConfig]]) -
     ctx = runtime.context
     cfg: SelfAskConfig = ctx.config
     pad = state.get("scratchpad", "")
-    text = complete(ctx.llm, self_ask_prompt(state["question"], pad), max_tokens=cfg.max_new_tokens, temperature=cfg.temperature, stop=list(STOPS))
+    text = complete(
+        ctx.llm,
+        self_ask_prompt(state["question"], pad),
+        max_tokens=cfg.max_new_tokens,
+        temperature=cfg.temperature,
+        stop=list(STOPS),
+    )
     parsed = parse_step(cut_at_stops(text))
     iteration = state.get("iterations", 0)
     capped = parsed.kind == "follow_up" and iteration >= cfg.max_iterations
     step = Step("ask", iteration=iteration, generated=text, parsed=parsed.kind, capped=capped)
     if capped:  # the unanswered follow-up leaves the transcript; force_final appends the cue
-        return {"scratchpad": pad + parsed.keep[: parsed.line_start], "follow_up": None, "capped": True, "steps": [step]}
-    update = {"scratchpad": pad + parsed.keep, "follow_up": parsed.value if parsed.kind == "follow_up" else None, "steps": [step]}
+        return {
+            "scratchpad": pad + parsed.keep[: parsed.line_start],
+            "follow_up": None,
+            "capped": True,
+            "steps": [step],
+        }
+    update = {
+        "scratchpad": pad + parsed.keep,
+        "follow_up": parsed.value if parsed.kind == "follow_up" else None,
+        "steps": [step],
+    }
     if parsed.kind == "final" and parsed.value:
         update |= {"final": parsed.value, "final_source": "model"}
     return update
@@ -96,7 +129,9 @@ def after_ask(state: SelfAskState) -> Literal["retrieve_follow_up", "force_final
     return "force_final"
 
 
-def answer_follow_up(state: SelfAskState, runtime: Runtime[StrategyContext[SelfAskConfig]]) -> dict[str, Any]:
+def answer_follow_up(
+    state: SelfAskState, runtime: Runtime[StrategyContext[SelfAskConfig]]
+) -> dict[str, Any]:
     """Answer the follow-up from its chunks alone and write it into the transcript."""
     ctx = runtime.context
     cfg: SelfAskConfig = ctx.config
@@ -104,31 +139,61 @@ def answer_follow_up(state: SelfAskState, runtime: Runtime[StrategyContext[SelfA
     reply = ""
     if hits:
         chunks = [h.chunk for h in order_hits(hits, cfg.order)]
-        prompt = fill(RAG_TEMPLATE, format_chunks(chunks), Question(text=pending_follow_up(state), instruction=FOLLOW_UP_INSTRUCTION))
-        reply = complete(ctx.llm, prompt, max_tokens=cfg.follow_up_max_new_tokens, temperature=cfg.temperature)
+        prompt = fill(
+            RAG_TEMPLATE,
+            format_chunks(chunks),
+            Question(text=pending_follow_up(state), instruction=FOLLOW_UP_INSTRUCTION),
+        )
+        reply = complete(
+            ctx.llm, prompt, max_tokens=cfg.follow_up_max_new_tokens, temperature=cfg.temperature
+        )
     lines = [line.strip() for line in reply.splitlines() if line.strip()]
     sub = lines[0] if lines else NOT_FOUND
     pad = state.get("scratchpad", "").rstrip() + f"\n{INTERMEDIATE} {sub}\n"
     iterations = state.get("iterations", 0) + 1
-    step = Step("answer_follow_up", follow_up=state["follow_up"], intermediate_answer=sub, iteration=iterations)
+    step = Step(
+        "answer_follow_up",
+        follow_up=state["follow_up"],
+        intermediate_answer=sub,
+        iteration=iterations,
+    )
     return {"scratchpad": pad, "iterations": iterations, "follow_up": None, "steps": [step]}
 
 
-def force_final(state: SelfAskState, runtime: Runtime[StrategyContext[SelfAskConfig]]) -> dict[str, Any]:
+def force_final(
+    state: SelfAskState, runtime: Runtime[StrategyContext[SelfAskConfig]]
+) -> dict[str, Any]:
     """Append the final-answer cue and let the model complete one line (original self-ask)."""
     ctx = runtime.context
     cfg: SelfAskConfig = ctx.config
     pad = state.get("scratchpad", "").rstrip()
-    pad = pad if _FINAL_CUE.search(pad.rsplit("\n", 1)[-1]) else f"{pad}\n{FINAL}"  # the model may have written a bare cue
-    text = complete(ctx.llm, self_ask_prompt(state["question"], pad), max_tokens=cfg.max_new_tokens, temperature=cfg.temperature, stop=["\n"])
+    pad = (
+        pad if _FINAL_CUE.search(pad.rsplit("\n", 1)[-1]) else f"{pad}\n{FINAL}"
+    )  # the model may have written a bare cue
+    text = complete(
+        ctx.llm,
+        self_ask_prompt(state["question"], pad),
+        max_tokens=cfg.max_new_tokens,
+        temperature=cfg.temperature,
+        stop=["\n"],
+    )
     line = next((s for s in text.splitlines() if s.strip()), "")
     final = clean_final(line)
     source: FinalSource = "forced"
     if not final:
         previous = intermediate_answers(pad)
-        final, source = (previous[-1], "last_intermediate_answer") if previous else (clean_final(state.get("scratchpad", "")), "raw")
+        final, source = (
+            (previous[-1], "last_intermediate_answer")
+            if previous
+            else (clean_final(state.get("scratchpad", "")), "raw")
+        )
     step = Step("force_final", generated=text, capped=state.get("capped", False))
-    return {"scratchpad": f"{pad} {line.strip()}\n", "final": final, "final_source": source, "steps": [step]}
+    return {
+        "scratchpad": f"{pad} {line.strip()}\n",
+        "final": final,
+        "final_source": source,
+        "steps": [step],
+    }
 
 
 def finish_reader(state: SelfAskState) -> dict[str, Any]:

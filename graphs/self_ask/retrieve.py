@@ -14,7 +14,9 @@ from retrieval import Hit
 from retrieval.contract import Step
 
 
-def _retrieval_facts(ctx: StrategyContext[SelfAskConfig], query: str, hits: list[Hit]) -> dict[str, Any]:
+def _retrieval_facts(
+    ctx: StrategyContext[SelfAskConfig], query: str, hits: list[Hit]
+) -> dict[str, Any]:
     return {
         "query": query,
         "retriever": ctx.require_index().retriever.name,
@@ -38,15 +40,23 @@ def pending_follow_up(state: SelfAskState) -> str:
     return follow_up
 
 
-def retrieve(state: SelfAskState, runtime: Runtime[StrategyContext[SelfAskConfig]]) -> dict[str, Any]:
+def retrieve(
+    state: SelfAskState, runtime: Runtime[StrategyContext[SelfAskConfig]]
+) -> dict[str, Any]:
     """The initial retrieval: top-k for the question, which become the first prompt's contexts."""
     ctx = runtime.context
     query = state["question"].render()
     hits = RetrievalService.of(ctx).retrieve(ctx.require_index(), query)
-    return {"contexts": hits, "hits": hits, "steps": [Step("retrieve", **_retrieval_facts(ctx, query, hits))]}
+    return {
+        "contexts": hits,
+        "hits": hits,
+        "steps": [Step("retrieve", **_retrieval_facts(ctx, query, hits))],
+    }
 
 
-def retrieve_follow_up(state: SelfAskState, runtime: Runtime[StrategyContext[SelfAskConfig]]) -> dict[str, Any]:
+def retrieve_follow_up(
+    state: SelfAskState, runtime: Runtime[StrategyContext[SelfAskConfig]]
+) -> dict[str, Any]:
     """Top-k chunks with the follow-up question as the query.
 
     ``flashrag``: they replace the prompt's contexts (or join them, ``contexts="accumulate"``);
@@ -64,4 +74,9 @@ def retrieve_follow_up(state: SelfAskState, runtime: Runtime[StrategyContext[Sel
     if ctx.config.variant == "flashrag":
         step["contexts"] = [h.chunk.chunk_id for h in contexts]
     # the answer's evidence so far and this retrieval's new chunks (``hits`` is overwritten by each write)
-    return {"follow_up_hits": hits, "contexts": contexts, "hits": [*state.get("hits", []), *_new_hits(state, hits)], "steps": [step]}
+    return {
+        "follow_up_hits": hits,
+        "contexts": contexts,
+        "hits": [*state.get("hits", []), *_new_hits(state, hits)],
+        "steps": [step],
+    }

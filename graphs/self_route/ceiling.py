@@ -13,7 +13,9 @@ from graphs.rag import order_hits, retrieve
 from graphs.rag.ceiling import RetrievedChunksCeiling
 from graphs.registry import STRATEGIES
 
-_FULL_CONTEXT_LEG = TruncatedWindowCeiling(input_budget=input_budget, untruncated_prompt=untruncated_prompt)
+_FULL_CONTEXT_LEG = TruncatedWindowCeiling(
+    input_budget=input_budget, untruncated_prompt=untruncated_prompt
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,11 +36,15 @@ class RoutedCeiling(RetrievedChunksCeiling):
         if spec.ceiling is None:
             return cfg.fallback, None
         try:
-            return cfg.fallback, spec.ceiling.reach(spec.make_config(**dict(cfg.fallback_options)), item, env)
+            return cfg.fallback, spec.ceiling.reach(
+                spec.make_config(**dict(cfg.fallback_options)), item, env
+            )
         except SkipCeiling:
             return cfg.fallback, None
 
-    def detail(self, cfg: Any, items: Sequence[CeilingItem], reaches: Sequence[Reach], env: CeilingEnv) -> dict[str, Any]:
+    def detail(
+        self, cfg: Any, items: Sequence[CeilingItem], reaches: Sequence[Reach], env: CeilingEnv
+    ) -> dict[str, Any]:
         """``routed_complete_share`` under perfect routing, and where declined questions went."""
         routed: list[bool] = []
         legs: dict[str, int] = {}

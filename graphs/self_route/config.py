@@ -28,23 +28,35 @@ class SelfRouteConfig(RetrievalSettings):
         full_context_prompt: The full-context leg's prompt: the benchmark's official one, or ours.
     """
 
-    chunk_size: int = option(300, min=1, source="Li et al. 2024 (arXiv 2407.16833), setup: 300-word chunks")
+    chunk_size: int = option(
+        300, min=1, source="Li et al. 2024 (arXiv 2407.16833), setup: 300-word chunks"
+    )
     top_k: int = option(5, min=1, source="Li et al. 2024 (arXiv 2407.16833), setup: top-5 chunks")
-    order: Literal["document", "rank"] = option("rank", source="retrieval rank, as LongBench v1's RAG (document order is our option)")
+    order: Literal["document", "rank"] = option(
+        "rank", source="retrieval rank, as LongBench v1's RAG (document order is our option)"
+    )
     max_new_tokens: int = option(128, min=1, source="LongBench v2 pred.py max_tokens=128")
     temperature: float = option(0.0, min=0.0)
     context_window: int | None = option(None, min=1)
-    default_context_window: int = option(128_000, min=1, source="LongBench v2 model2maxlen: 120000 for 128k models")
+    default_context_window: int = option(
+        128_000, min=1, source="LongBench v2 model2maxlen: 120000 for 128k models"
+    )
     prompt_reserve_tokens: int = option(64, min=0)
-    fallback: str = option("full_context", source="Li et al. 2024: declined queries get the (truncated) full context")
+    fallback: str = option(
+        "full_context", source="Li et al. 2024: declined queries get the (truncated) full context"
+    )
     fallback_options: Mapping[str, Any] = option({})
-    full_context_prompt: Literal["benchmark", "ours"] = option("benchmark", source="the benchmark's official prompt, as full_context")
+    full_context_prompt: Literal["benchmark", "ours"] = option(
+        "benchmark", source="the benchmark's official prompt, as full_context"
+    )
 
     def check(self) -> None:
         """Retrieval settings as for RAG; the fallback must be another registered strategy with valid options."""
         super().check()
         if self.fallback == "self_route":
-            raise ConfigError("Option 'fallback': self_route cannot be its own fallback; use 'memagent' or 'full_context'")
+            raise ConfigError(
+                "Option 'fallback': self_route cannot be its own fallback; use 'memagent' or 'full_context'"
+            )
         try:
             STRATEGIES.get(self.fallback).make_config(**dict(self.fallback_options))
         except (KeyError, TypeError, ConfigError) as exc:

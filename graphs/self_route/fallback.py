@@ -47,32 +47,52 @@ def fallback_node(config: SelfRouteConfig) -> RunnableCallable:
     return RunnableCallable(sync_leg, async_leg, name="fallback")
 
 
-def _subgraph_leg(spec: Strategy[Any], leg_cfg: Any) -> tuple[Callable[..., dict[str, Any]], Callable[..., Any]]:
+def _subgraph_leg(
+    spec: Strategy[Any], leg_cfg: Any
+) -> tuple[Callable[..., dict[str, Any]], Callable[..., Any]]:
     """The sync and async twins of a node running ``spec``'s compiled graph as a subgraph."""
     leg = spec.build_graph(leg_cfg)
 
-    def leg_context(state: SelfRouteState, runtime: RouteRuntime) -> tuple[dict[str, Any], StrategyContext[Any]]:
+    def leg_context(
+        state: SelfRouteState, runtime: RouteRuntime
+    ) -> tuple[dict[str, Any], StrategyContext[Any]]:
         ctx = runtime.context
-        context = StrategyContext(llm=ctx.llm, config=leg_cfg, corpus=ctx.corpus, index=_leg_index(spec, leg_cfg, ctx), cache_dir=ctx.cache_dir)
+        context = StrategyContext(
+            llm=ctx.llm,
+            config=leg_cfg,
+            corpus=ctx.corpus,
+            index=_leg_index(spec, leg_cfg, ctx),
+            cache_dir=ctx.cache_dir,
+        )
         return {"question": state["question"], "steps": []}, context
 
-    def fallback(state: SelfRouteState, runtime: RouteRuntime, config: RunnableConfig) -> dict[str, Any]:
+    def fallback(
+        state: SelfRouteState, runtime: RouteRuntime, config: RunnableConfig
+    ) -> dict[str, Any]:
         """Answer with the fallback strategy's graph, nested in this run."""
         leg_input, context = leg_context(state, runtime)
         try:
             final = leg.invoke(leg_input, context=context, config=config)
-        except BudgetReached as exc:  # the caller's budget ran out in the leg: stop the whole answer
+        except (
+            BudgetReached
+        ) as exc:  # the caller's budget ran out in the leg: stop the whole answer
             raise BudgetReached(f"budget reached in the {spec.name} fallback: {exc}") from exc
-        return leg_update(spec.name, final.get("raw", ""), final.get("answer", ""), final.get("steps", []))
+        return leg_update(
+            spec.name, final.get("raw", ""), final.get("answer", ""), final.get("steps", [])
+        )
 
-    async def afallback(state: SelfRouteState, runtime: RouteRuntime, config: RunnableConfig) -> dict[str, Any]:
+    async def afallback(
+        state: SelfRouteState, runtime: RouteRuntime, config: RunnableConfig
+    ) -> dict[str, Any]:
         """:func:`fallback` through the leg graph's ``ainvoke``."""
         leg_input, context = leg_context(state, runtime)
         try:
             final = await leg.ainvoke(leg_input, context=context, config=config)
         except BudgetReached as exc:
             raise BudgetReached(f"budget reached in the {spec.name} fallback: {exc}") from exc
-        return leg_update(spec.name, final.get("raw", ""), final.get("answer", ""), final.get("steps", []))
+        return leg_update(
+            spec.name, final.get("raw", ""), final.get("answer", ""), final.get("steps", [])
+        )
 
     return fallback, afallback
 
@@ -80,7 +100,9 @@ def _subgraph_leg(spec: Strategy[Any], leg_cfg: Any) -> tuple[Callable[..., dict
 def _checkpointed_leg(spec: Strategy[Any], leg_cfg: Any) -> Callable[..., dict[str, Any]]:
     """A node answering with a batched strategy through the one run path, checkpointed under its own key."""
 
-    def fallback(state: SelfRouteState, runtime: RouteRuntime, config: RunnableConfig) -> dict[str, Any]:
+    def fallback(
+        state: SelfRouteState, runtime: RouteRuntime, config: RunnableConfig
+    ) -> dict[str, Any]:
         """Answer with the fallback strategy's checkpointed run, under this run's callbacks
         (so this answer's usage counts every call of the leg)."""
         ctx = runtime.context
@@ -95,21 +117,39 @@ def _checkpointed_leg(spec: Strategy[Any], leg_cfg: Any) -> Callable[..., dict[s
             callbacks=config.get("callbacks"),
             key_prefix=f"self_route>{spec.name}",
         )[0]
-        if leg.stopped == "budget":  # the caller's budget (its guard is in the callbacks) ran out in the leg: stop the whole answer
-            raise BudgetReached(f"budget reached in the {spec.name} fallback after {leg.usage.llm_calls} call(s)")
+        if (
+            leg.stopped == "budget"
+        ):  # the caller's budget (its guard is in the callbacks) ran out in the leg: stop the whole answer
+            raise BudgetReached(
+                f"budget reached in the {spec.name} fallback after {leg.usage.llm_calls} call(s)"
+            )
         return leg_update(spec.name, leg.raw, leg.answer, leg.steps)
 
     return fallback
 
 
-def leg_update(name: str, raw: str, answer: str, steps: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def leg_update(
+    name: str, raw: str, answer: str, steps: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
     """The state update of a finished leg: its reply, and its steps after a ``fallback`` head, each marked with the leg's name."""
     last = steps[-1] if steps else {}
-    head = Step("fallback", strategy=name, chunks=last.get("chunks"), resumed_from=last.get("resumed_from"), replayed=last.get("replayed", False))
-    return {"raw": raw, "answer": answer, "steps": [Step({**s, "leg": name}) for s in [head, *steps]]}
+    head = Step(
+        "fallback",
+        strategy=name,
+        chunks=last.get("chunks"),
+        resumed_from=last.get("resumed_from"),
+        replayed=last.get("replayed", False),
+    )
+    return {
+        "raw": raw,
+        "answer": answer,
+        "steps": [Step({**s, "leg": name}) for s in [head, *steps]],
+    }
 
 
-def _leg_index(spec: Strategy[Any], leg_cfg: Any, ctx: StrategyContext[SelfRouteConfig]) -> Index | None:
+def _leg_index(
+    spec: Strategy[Any], leg_cfg: Any, ctx: StrategyContext[SelfRouteConfig]
+) -> Index | None:
     """The leg's index: ours when it retrieves with the same settings; its own (built or loaded
     from the cache) when it retrieves otherwise; none when it does not retrieve."""
     if not spec.uses_index or not isinstance(leg_cfg, RetrievalSettings):
@@ -121,7 +161,11 @@ def _leg_index(spec: Strategy[Any], leg_cfg: Any, ctx: StrategyContext[SelfRoute
 
 def _same_index(a: RetrievalSettings, b: RetrievalSettings) -> bool:
     """Whether two settings describe the same index (retriever, its options, chunking)."""
-    return (a.retriever, a.chunking(), dict(a.retriever_options)) == (b.retriever, b.chunking(), dict(b.retriever_options))
+    return (a.retriever, a.chunking(), dict(a.retriever_options)) == (
+        b.retriever,
+        b.chunking(),
+        dict(b.retriever_options),
+    )
 
 
 __all__ = ["fallback_node", "leg_update"]

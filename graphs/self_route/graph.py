@@ -77,24 +77,39 @@ def find_decline(reply: str) -> str | None:
     return None
 
 
-def build_prompt(state: SelfRouteState, runtime: Runtime[StrategyContext[SelfRouteConfig]]) -> dict[str, Any]:
+def build_prompt(
+    state: SelfRouteState, runtime: Runtime[StrategyContext[SelfRouteConfig]]
+) -> dict[str, Any]:
     """The RAG prompt with the unanswerable instruction after the answer-format instruction."""
     cfg: SelfRouteConfig = runtime.context.config
-    return {"prompt": route_prompt(state["question"], [h.chunk for h in order_hits(state["hits"], cfg.order)])}
+    return {
+        "prompt": route_prompt(
+            state["question"], [h.chunk for h in order_hits(state["hits"], cfg.order)]
+        )
+    }
 
 
 def route_prompt(question: Question, chunks: Sequence[Chunk]) -> str:
     """RAG's template around ``chunks`` (in order), the unanswerable instruction after the answer-format one."""
     instruction = f"{question.instruction or DEFAULT_INSTRUCTION}\n{UNANSWERABLE_INSTRUCTION}"
-    return fill(RAG_TEMPLATE, format_chunks(chunks), dataclasses.replace(question, instruction=instruction))
+    return fill(
+        RAG_TEMPLATE, format_chunks(chunks), dataclasses.replace(question, instruction=instruction)
+    )
 
 
 def check_answer(state: SelfRouteState) -> dict[str, Any]:
     """Record whether the RAG reply declined; a declined reply's hits are no evidence."""
     reason = find_decline(state.get("raw", ""))
     if reason is None:
-        return {"declined": False, "steps": [Step("check_answer", route="rag", reason="RAG answered")]}
-    return {"declined": True, "hits": [], "steps": [Step("check_answer", declined=True, reason=reason)]}
+        return {
+            "declined": False,
+            "steps": [Step("check_answer", route="rag", reason="RAG answered")],
+        }
+    return {
+        "declined": True,
+        "hits": [],
+        "steps": [Step("check_answer", declined=True, reason=reason)],
+    }
 
 
 def after_check(state: SelfRouteState) -> Literal["measure_context", "__end__"]:
@@ -102,7 +117,9 @@ def after_check(state: SelfRouteState) -> Literal["measure_context", "__end__"]:
     return "measure_context" if state["declined"] else END  # type: ignore[return-value]  # LangGraph declares END as str, not Literal
 
 
-def measure_context(state: SelfRouteState, runtime: Runtime[StrategyContext[SelfRouteConfig]]) -> dict[str, Any]:
+def measure_context(
+    state: SelfRouteState, runtime: Runtime[StrategyContext[SelfRouteConfig]]
+) -> dict[str, Any]:
     """Build the full-context prompt with ``full_context``'s own function and see whether it was cut."""
     ctx = runtime.context
     cfg: SelfRouteConfig = ctx.config
@@ -115,10 +132,21 @@ def measure_context(state: SelfRouteState, runtime: Runtime[StrategyContext[Self
             "fits": True,
             "prompt": leg.text,
             "official_prompt": leg.official,
-            "steps": [Step("measure_context", route="full_context", reason=why, prompt_tokens=tokens, **window)],
+            "steps": [
+                Step(
+                    "measure_context",
+                    route="full_context",
+                    reason=why,
+                    prompt_tokens=tokens,
+                    **window,
+                )
+            ],
         }
     why = f"RAG declined; the corpus exceeds the {leg.max_input_tokens}-token input budget, so {cfg.fallback} answers"
-    return {"fits": False, "steps": [Step("measure_context", route=cfg.fallback, reason=why, **window)]}
+    return {
+        "fits": False,
+        "steps": [Step("measure_context", route=cfg.fallback, reason=why, **window)],
+    }
 
 
 def after_measure(state: SelfRouteState) -> Literal["full_context", "fallback"]:
@@ -127,7 +155,9 @@ def after_measure(state: SelfRouteState) -> Literal["full_context", "fallback"]:
 
 
 #: Self-Route's compiled graph.
-SelfRouteGraph = CompiledStateGraph[SelfRouteState, StrategyContext[Any], SelfRouteState, SelfRouteState]
+SelfRouteGraph = CompiledStateGraph[
+    SelfRouteState, StrategyContext[Any], SelfRouteState, SelfRouteState
+]
 
 #: The share of questions RAG typically declines (the run plan's assumption: about half).
 TYPICAL_DECLINED = 0.5
@@ -144,10 +174,22 @@ def self_route_costs(cfg: SelfRouteConfig, shape: costs.CorpusShape, questions: 
     spec = STRATEGIES.get(cfg.fallback)
     sub_cfg = spec.make_config(**dict(cfg.fallback_options))
     one = questions[:1] or [costs.PLACEHOLDER_QUESTION]
-    most, usual = spec.costs.halves(sub_cfg, shape=shape, questions=one, llm=llm, window=window) if spec.costs is not None else (None, None)
-    if most is None and (usual is None or shape.corpus is not None):  # a budget needs the fallback's bounds, a run plan one half
-        half = "cost plan" if shape.corpus is not None else "cost model (its bounds need the corpus, its typical cost is not declared)"
-        raise ValueError(f"Self-Route's fallback {cfg.fallback!r} has no {half}: costs= on its registration")
+    most, usual = (
+        spec.costs.halves(sub_cfg, shape=shape, questions=one, llm=llm, window=window)
+        if spec.costs is not None
+        else (None, None)
+    )
+    if most is None and (
+        usual is None or shape.corpus is not None
+    ):  # a budget needs the fallback's bounds, a run plan one half
+        half = (
+            "cost plan"
+            if shape.corpus is not None
+            else "cost model (its bounds need the corpus, its typical cost is not declared)"
+        )
+        raise ValueError(
+            f"Self-Route's fallback {cfg.fallback!r} has no {half}: costs= on its registration"
+        )
     # a plug-in fallback with one half: its typical cost stands in for the bounds the run plan discards, and the other way round
     if usual is not None:
         each = usual.per_question
@@ -161,14 +203,25 @@ def self_route_costs(cfg: SelfRouteConfig, shape: costs.CorpusShape, questions: 
                                      formula=f"1 call when RAG answers; + {cfg.fallback} ({most_calls:,}) when it declines")  # fmt: skip
     typical = costs.Calls(1 + TYPICAL_DECLINED * each.calls, (rag.least + rag.most) / 2 + TYPICAL_DECLINED * each.prompt_tokens,
                           costs.reply_tokens(cfg) + TYPICAL_DECLINED * each.completion_tokens)  # fmt: skip
-    return with_rerank(costs.Costs(bounds, costs.ExpectedCost(typical)), cfg, shape, questions, retrievals=Retrievals(least=1, most=1, typical=1), llm=llm)
+    return with_rerank(
+        costs.Costs(bounds, costs.ExpectedCost(typical)),
+        cfg,
+        shape,
+        questions,
+        retrievals=Retrievals(least=1, most=1, typical=1),
+        llm=llm,
+    )
 
 
 def fallback_shares_corpus(cfg: Any) -> float:
     """The share of questions whose calls start with the corpus: the declined ones (typically
     :data:`TYPICAL_DECLINED`), when the fallback is a strategy that puts the corpus first."""
     spec = STRATEGIES.get(cfg.fallback)
-    return TYPICAL_DECLINED * spec.prompt_sharing.share(spec.make_config(**dict(cfg.fallback_options))) if spec.prompt_sharing else 0.0
+    return (
+        TYPICAL_DECLINED * spec.prompt_sharing.share(spec.make_config(**dict(cfg.fallback_options)))
+        if spec.prompt_sharing
+        else 0.0
+    )
 
 
 def build_graph(config: SelfRouteConfig | None = None) -> SelfRouteGraph:
@@ -180,7 +233,9 @@ def build_graph(config: SelfRouteConfig | None = None) -> SelfRouteGraph:
     graph.add_node("check_answer", check_answer)
     graph.add_node("measure_context", measure_context)
     graph.add_node("full_context", generate)  # type: ignore[call-overload, unused-ignore]  # as "generate"
-    graph.add_node("fallback", fallback_node(config or SelfRouteConfig()))  # a subgraph, or a batched strategy's checkpointed run
+    graph.add_node(
+        "fallback", fallback_node(config or SelfRouteConfig())
+    )  # a subgraph, or a batched strategy's checkpointed run
     graph.add_edge(START, "retrieve")
     graph.add_edge("retrieve", "build_prompt")
     graph.add_edge("build_prompt", "generate")
@@ -205,6 +260,9 @@ STRATEGIES.register(
         "beyond-window": SelfRouteConfig(fallback="memagent", order="document"),
     },
     presentation=PRESENTATION,
-    prompt_sharing=PromptSharing("the corpus text, in the full-context fallback of a declined question", share=fallback_shares_corpus),
+    prompt_sharing=PromptSharing(
+        "the corpus text, in the full-context fallback of a declined question",
+        share=fallback_shares_corpus,
+    ),
     description="RAG that may answer 'unanswerable'; declined questions get the full context (or memagent beyond the window, preset beyond-window).",
 )

@@ -14,4 +14,11 @@ from graphs.structured.graph import build_graph
 from graphs.structured.prompts import PROMPTS_VERSION
 from memory.records.schema import Attribute, TableSchema, TimeDimension
 
-__all__ = ["PROMPTS_VERSION", "Attribute", "StructuredConfig", "TableSchema", "TimeDimension", "build_graph"]
+__all__ = [
+    "PROMPTS_VERSION",
+    "Attribute",
+    "StructuredConfig",
+    "TableSchema",
+    "TimeDimension",
+    "build_graph",
+]

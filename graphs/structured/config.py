@@ -72,55 +72,123 @@ class StructuredConfig(StrategyConfig):
             in flight (``longctx run --ray --endpoints`` fills it in). Empty: the model's own server.
     """
 
-    schema: Mapping[str, Any] | None = option(None, source="ours: a fixed schema for repeated analyses")
+    schema: Mapping[str, Any] | None = option(
+        None, source="ours: a fixed schema for repeated analyses"
+    )
     reuse_schemas: bool = option(True, source="issue 15: one schema may serve several questions")
-    known_tables: int = option(5, min=0, source="ours: a few one-line tables keep the plan prompt short")
-    max_attributes: int = option(16, min=1, source="ours; CorpusQA questions read at most 4 fields plus 2 categoricals")
-    window_tokens: int = option(8_000, min=256, source="ours: one call per synthetic report (4K tokens); capped by the model window")
+    known_tables: int = option(
+        5, min=0, source="ours: a few one-line tables keep the plan prompt short"
+    )
+    max_attributes: int = option(
+        16, min=1, source="ours; CorpusQA questions read at most 4 fields plus 2 categoricals"
+    )
+    window_tokens: int = option(
+        8_000,
+        min=256,
+        source="ours: one call per synthetic report (4K tokens); capped by the model window",
+    )
     window_overlap: int = option(200, min=0, source="ours: a table row is under 200 tokens")
-    extract_order: Literal["table_first", "document_first"] = option("table_first", source="ours: the instructions first, as PAI's judge prompt")
-    tool_mode: Literal["auto", "tools", "json"] = option("auto", source="as PAI (graphs/pai/config.py)")
+    extract_order: Literal["table_first", "document_first"] = option(
+        "table_first", source="ours: the instructions first, as PAI's judge prompt"
+    )
+    tool_mode: Literal["auto", "tools", "json"] = option(
+        "auto", source="as PAI (graphs/pai/config.py)"
+    )
     retries: int = option(2, min=0, source="as PAI's retries (graphs/pai/config.py)")
     sql_retries: int = option(2, min=0, source="ours")
-    sql_timeout_s: float = option(5.0, min=0.01, source="ours: a scan of thousands of rows takes milliseconds")
+    sql_timeout_s: float = option(
+        5.0, min=0.01, source="ours: a scan of thousands of rows takes milliseconds"
+    )
     sample_rows: int = option(5, min=0, source="ours; DIN-SQL/DAIL-SQL show 3-5 rows")
-    distinct_values: int = option(12, min=0, source="ours: categorical values the SQL must match exactly")
-    sql_max_value_bytes: int = option(1_000_000, min=1_000, source="ours: a cell is under 1 KB; a GROUP_CONCAT of thousands of names ~50 KB (issue 27)")
-    sql_heap_limit_mb: int = option(256, min=16, source="ours: a table of thousands of rows takes ~1 MB; issue 27's attacks took 5-8 GB")
+    distinct_values: int = option(
+        12, min=0, source="ours: categorical values the SQL must match exactly"
+    )
+    sql_max_value_bytes: int = option(
+        1_000_000,
+        min=1_000,
+        source="ours: a cell is under 1 KB; a GROUP_CONCAT of thousands of names ~50 KB (issue 27)",
+    )
+    sql_heap_limit_mb: int = option(
+        256,
+        min=16,
+        source="ours: a table of thousands of rows takes ~1 MB; issue 27's attacks took 5-8 GB",
+    )
     max_result_rows: int = option(200, min=1, source="ours")
-    max_result_bytes: int = option(65_536, min=1_024, source="ours: 200 rows of a few short cells are ~10 KB")
-    max_cell_chars: int = option(1_000, min=16, source="ours: a name, a number or a date is under 100 characters")
+    max_result_bytes: int = option(
+        65_536, min=1_024, source="ours: 200 rows of a few short cells are ~10 KB"
+    )
+    max_cell_chars: int = option(
+        1_000, min=16, source="ours: a name, a number or a date is under 100 characters"
+    )
     answer_result_tokens: int = option(4_000, min=64, source="ours: 200 short rows are ~3K tokens")
-    conflict_rule: Literal["latest_document", "first_document"] = option("latest_document", source="CorpusQA appendix C, rule 3")
+    conflict_rule: Literal["latest_document", "first_document"] = option(
+        "latest_document", source="CorpusQA appendix C, rule 3"
+    )
     unverified_values: Literal["keep", "drop"] = option(
         "keep",
         source="ours: a right value's quote may not be verbatim (a re-spaced table row); 'drop' keeps only values whose quote is found in the text read",
     )
     cache: bool = option(True, source="issue 15: records reused by later questions")
-    retry_degraded: bool = option(False, source="issue 31: a degraded extraction is cached as such; True reads those documents again")
-    plan_max_tokens: int = option(1_024, min=1, source="ours: a 16-attribute schema is ~600 tokens of JSON")
+    retry_degraded: bool = option(
+        False,
+        source="issue 31: a degraded extraction is cached as such; True reads those documents again",
+    )
+    plan_max_tokens: int = option(
+        1_024, min=1, source="ours: a 16-attribute schema is ~600 tokens of JSON"
+    )
     extract_max_tokens: int = option(2_048, min=1, source="ours: ~25 values with quotes per report")
-    sql_max_tokens: int = option(512, min=1, source="ours: a CorpusQA-style query (filter, group, rank) is under 200 tokens")
-    answer_max_tokens: int = option(256, min=1, source="the final call uses the benchmark's budget when it has one")
-    temperature: float = option(0.0, min=0.0, max=2.0, source="CorpusQA src/infer.py: temperature 0.0; the final call takes the benchmark's when it sets one")
-    concurrency: int = option(8, min=1, source="as PAI; raise for remote APIs (bench_structured uses 32)")
-    max_evidence: int = option(50, min=0, source="ours: the cells behind a top-10 answer over a few years")
-    map_executor: Literal["local", "ray"] = option("local", source="issue 15: the Map stage runs on Ray with --ray, like the indexer")
-    ray_address: str | None = option(None, source="as longctx index --ray / run --ray: none is $RAY_ADDRESS or a local instance")
-    ray_batch_documents: int = option(16, min=1, source="ours: a task's fixed cost (model and tokenizer built on the worker) over two rounds of 8 calls")
-    ray_max_in_flight: int = option(4, min=1, source="ours: a few tasks per node of a small cluster; raise with the cluster")
-    ray_endpoints: tuple[str, ...] = option((), source="as longctx run --endpoints: several servers of one model share the Map stage")
+    sql_max_tokens: int = option(
+        512, min=1, source="ours: a CorpusQA-style query (filter, group, rank) is under 200 tokens"
+    )
+    answer_max_tokens: int = option(
+        256, min=1, source="the final call uses the benchmark's budget when it has one"
+    )
+    temperature: float = option(
+        0.0,
+        min=0.0,
+        max=2.0,
+        source="CorpusQA src/infer.py: temperature 0.0; the final call takes the benchmark's when it sets one",
+    )
+    concurrency: int = option(
+        8, min=1, source="as PAI; raise for remote APIs (bench_structured uses 32)"
+    )
+    max_evidence: int = option(
+        50, min=0, source="ours: the cells behind a top-10 answer over a few years"
+    )
+    map_executor: Literal["local", "ray"] = option(
+        "local", source="issue 15: the Map stage runs on Ray with --ray, like the indexer"
+    )
+    ray_address: str | None = option(
+        None, source="as longctx index --ray / run --ray: none is $RAY_ADDRESS or a local instance"
+    )
+    ray_batch_documents: int = option(
+        16,
+        min=1,
+        source="ours: a task's fixed cost (model and tokenizer built on the worker) over two rounds of 8 calls",
+    )
+    ray_max_in_flight: int = option(
+        4, min=1, source="ours: a few tasks per node of a small cluster; raise with the cluster"
+    )
+    ray_endpoints: tuple[str, ...] = option(
+        (), source="as longctx run --endpoints: several servers of one model share the Map stage"
+    )
 
     def check(self) -> None:
         if self.ray_address is not None and self.map_executor != "ray":
-            raise ConfigError(f"Option 'ray_address' ({self.ray_address!r}) needs map_executor='ray'")
+            raise ConfigError(
+                f"Option 'ray_address' ({self.ray_address!r}) needs map_executor='ray'"
+            )
         if self.ray_endpoints and self.map_executor != "ray":
-            raise ConfigError(f"Option 'ray_endpoints' ({list(self.ray_endpoints)}) needs map_executor='ray'")
+            raise ConfigError(
+                f"Option 'ray_endpoints' ({list(self.ray_endpoints)}) needs map_executor='ray'"
+            )
         for url in self.ray_endpoints:
             if not isinstance(url, str) or not url.startswith(("http://", "https://")):
                 raise ConfigError(f"Option 'ray_endpoints' takes http(s) base URLs, got {url!r}")
         if self.window_overlap * 2 >= self.window_tokens:
-            raise ConfigError(f"Option 'window_overlap' ({self.window_overlap}) must be under half of 'window_tokens' ({self.window_tokens})")
+            raise ConfigError(
+                f"Option 'window_overlap' ({self.window_overlap}) must be under half of 'window_tokens' ({self.window_tokens})"
+            )
         if self.schema is not None:
             try:
                 parse_schema(dict(self.schema))

@@ -25,7 +25,9 @@ def structured_costs(cfg: StructuredConfig, shape: costs.CorpusShape, questions:
     the plan and the extractions run once per corpus (no retry), then the SQL and the answer per question.
     """
     step = max(1, cfg.window_tokens - cfg.window_overlap)
-    windows = sum(max(1, math.ceil(max(n - cfg.window_overlap, 1) / step)) for n in shape.token_counts)
+    windows = sum(
+        max(1, math.ceil(max(n - cfg.window_overlap, 1) / step)) for n in shape.token_counts
+    )
     plan_calls = 0 if cfg.schema else 1
     k = len(questions)
     shortest, longest = costs.titles(shape, llm)
@@ -36,8 +38,18 @@ def structured_costs(cfg: StructuredConfig, shape: costs.CorpusShape, questions:
 
     # each call's template with every schema-, model- and result-written field empty (a lower bound), per question its own text
     template = P.EXTRACT_TEMPLATES[cfg.extract_order]
-    extract_bare = bare(f"extract:{cfg.extract_order}:{shortest}", template, entity="", period="", table="", columns="", title=shortest, part="",
-                        text="", how="")
+    extract_bare = bare(
+        f"extract:{cfg.extract_order}:{shortest}",
+        template,
+        entity="",
+        period="",
+        table="",
+        columns="",
+        title=shortest,
+        part="",
+        text="",
+        how="",
+    )
     each_q = [
         (costs.prompt_tokens("structured", "plan", lambda x=x: P.PLAN_PROMPT.format(  # type: ignore[misc]
             question=x.render(), max_attributes=cfg.max_attributes, known="", how=""), llm, x),
@@ -56,18 +68,32 @@ def structured_costs(cfg: StructuredConfig, shape: costs.CorpusShape, questions:
     schema = cfg.max_attributes * 48 + costs.TEMPLATE_TOKENS
     written = max(cfg.plan_max_tokens, cfg.sql_max_tokens) + costs.TEMPLATE_TOKENS
     plan_most = max(e[0] for e in each_q) + costs.TEMPLATE_TOKENS + written
-    asked_most = max(e[1] + e[2] for e in each_q) + 2 * (schema + written) + cfg.answer_result_tokens
+    asked_most = (
+        max(e[1] + e[2] for e in each_q) + 2 * (schema + written) + cfg.answer_result_tokens
+    )
     calls = plan_calls + windows + k * 2
-    max_calls = plan_calls * (1 + cfg.retries) + windows * (1 + cfg.retries) + k * (1 + cfg.sql_retries + 1)
-    text = shape.tokens + (windows - shape.documents) * cfg.window_overlap  # a window past a document's first repeats the overlap
+    max_calls = (
+        plan_calls * (1 + cfg.retries) + windows * (1 + cfg.retries) + k * (1 + cfg.sql_retries + 1)
+    )
+    text = (
+        shape.tokens + (windows - shape.documents) * cfg.window_overlap
+    )  # a window past a document's first repeats the overlap
     extract = max(0, shape.tokens + windows * (extract_bare - 6 * seam))
     extract_most = text + windows * (bare(f"extract:{cfg.extract_order}:{longest}", template, entity="", period="", table="", columns="", title=longest,
                                           part=" (part 9999 of 9999)", text="", how="") + schema + 6 * seam)  # fmt: skip
     prompt = plan_calls * max(0, plan_least) + extract + k * max(0, asked_least)
-    max_prompt = plan_calls * (1 + cfg.retries) * plan_most + (1 + cfg.retries) * extract_most + k * (1 + cfg.sql_retries) * asked_most
+    max_prompt = (
+        plan_calls * (1 + cfg.retries) * plan_most
+        + (1 + cfg.retries) * extract_most
+        + k * (1 + cfg.sql_retries) * asked_most
+    )
     fixed = (plan_least + plan_most) / 2
     per_question = max(0, asked_least) + (asked_most - max(0, asked_least)) / 4
-    completion = plan_calls * cfg.plan_max_tokens + windows * cfg.extract_max_tokens + k * (cfg.sql_max_tokens + cfg.answer_max_tokens)
+    completion = (
+        plan_calls * cfg.plan_max_tokens
+        + windows * cfg.extract_max_tokens
+        + k * (cfg.sql_max_tokens + cfg.answer_max_tokens)
+    )
     bounds = CostPlan(strategy="structured", questions=k, calls=calls, max_calls=max_calls, prompt_tokens=prompt, max_prompt_tokens=max_prompt,
                       completion_tokens=completion,
                       formula=f"{plan_calls} plan + {windows:,} document windows + SQL + answer per question (cached records: fewer)",
@@ -75,7 +101,9 @@ def structured_costs(cfg: StructuredConfig, shape: costs.CorpusShape, questions:
                       index=IndexWork(what=f"the records of {windows:,} document windows", calls=windows, max_calls=windows * (1 + cfg.retries),
                                       prompt_tokens=extract, max_prompt_tokens=(1 + cfg.retries) * extract_most,
                                       completion_tokens=windows * cfg.extract_max_tokens))  # fmt: skip
-    extraction = costs.Calls(windows, (extract + extract_most) / 2, windows * 150)  # index time (Usage.index_*): the records later questions reuse
+    extraction = costs.Calls(
+        windows, (extract + extract_most) / 2, windows * 150
+    )  # index time (Usage.index_*): the records later questions reuse
     once = costs.Calls(plan_calls + extraction.calls, plan_calls * fixed + extraction.prompt_tokens,
                        plan_calls * min(cfg.plan_max_tokens, 300) + extraction.completion_tokens)  # fmt: skip
     each = costs.Calls(2, per_question, 100 + costs.reply_tokens(cfg, "answer_max_tokens"))

@@ -25,7 +25,9 @@ def bound_model(llm: BaseChatModel, mode: str, function: Mapping[str, Any] | Non
     return bind_function(llm, mode, function, function["function"]["name"] if function else None)
 
 
-def parse_records(schema: TableSchema, model: type[BaseModel]) -> Callable[[list[Any]], list[dict[str, Any]]]:
+def parse_records(
+    schema: TableSchema, model: type[BaseModel]
+) -> Callable[[list[Any]], list[dict[str, Any]]]:
     """A parser of extraction replies: every call's ``records`` validated, numbers readable."""
     kinds = {a.name: a for a in schema.attributes}
 
@@ -40,7 +42,11 @@ def parse_records(schema: TableSchema, model: type[BaseModel]) -> Callable[[list
             records.extend(validated["records"])
         unreadable = []
         for rec in records:
-            rec["values"] = {k: v for k, v in rec["values"].items() if v is not None and v.get("value") is not None}
+            rec["values"] = {
+                k: v
+                for k, v in rec["values"].items()
+                if v is not None and v.get("value") is not None
+            }
             for attr, cell in rec["values"].items():
                 a = kinds[attr]
                 try:
@@ -48,7 +54,10 @@ def parse_records(schema: TableSchema, model: type[BaseModel]) -> Callable[[list
                 except ValueNotUnderstood as exc:
                     unreadable.append(f"{rec['entity']}.{attr}: {exc}")
         if unreadable:
-            raise ValueError("values with no number readable in their unit (give the value as written, e.g. '$12.3 million'): " + "; ".join(unreadable[:5]))
+            raise ValueError(
+                "values with no number readable in their unit (give the value as written, e.g. '$12.3 million'): "
+                + "; ".join(unreadable[:5])
+            )
         return records
 
     return parse
@@ -58,10 +67,18 @@ def fits_untokenized(text: str, size: int) -> bool:
     """Whether ``text`` surely fits ``size`` tokens, told without tokenizing: a token of a
     byte-level tokenizer is at least one UTF-8 byte (a character of CJK text may take
     several tokens, so characters alone are no bound)."""
-    return len(text) <= size and (text.isascii() or len(text.encode("utf-8", errors="surrogatepass")) <= size)
+    return len(text) <= size and (
+        text.isascii() or len(text.encode("utf-8", errors="surrogatepass")) <= size
+    )
 
 
-def windows(text: str, size: int, overlap: int, encode: Callable[[str], list[int]], decode: Callable[[list[int]], str]) -> list[str]:
+def windows(
+    text: str,
+    size: int,
+    overlap: int,
+    encode: Callable[[str], list[int]],
+    decode: Callable[[list[int]], str],
+) -> list[str]:
     """``text`` in windows of at most ``size`` tokens overlapping by ``overlap`` (one window when it fits)."""
     if fits_untokenized(text, size):
         return [text]
@@ -89,4 +106,12 @@ def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-__all__ = ["bound_model", "dumps", "fits_untokenized", "parse_records", "quote_found", "squeeze", "windows"]
+__all__ = [
+    "bound_model",
+    "dumps",
+    "fits_untokenized",
+    "parse_records",
+    "quote_found",
+    "squeeze",
+    "windows",
+]

@@ -18,11 +18,27 @@ from memory.records.schema import SQL_TYPES, TableSchema
 _ATTRIBUTE_JSON = {
     "type": "object",
     "properties": {
-        "name": {"type": "string", "description": "Column name in snake_case, e.g. revenue, net_income, sector."},
-        "type": {"type": "string", "enum": list(SQL_TYPES), "description": "number, integer, percent, text, boolean or date."},
-        "unit": {"type": "string", "description": "Unit of every stored value, e.g. 'USD million', '%', 'count', 'NOK billion'; empty for text."},
-        "description": {"type": "string", "description": "What the value means, as the documents would state it."},
-        "static": {"type": "boolean", "description": "True when the value does not change over time (e.g. sector, headquarters)."},
+        "name": {
+            "type": "string",
+            "description": "Column name in snake_case, e.g. revenue, net_income, sector.",
+        },
+        "type": {
+            "type": "string",
+            "enum": list(SQL_TYPES),
+            "description": "number, integer, percent, text, boolean or date.",
+        },
+        "unit": {
+            "type": "string",
+            "description": "Unit of every stored value, e.g. 'USD million', '%', 'count', 'NOK billion'; empty for text.",
+        },
+        "description": {
+            "type": "string",
+            "description": "What the value means, as the documents would state it.",
+        },
+        "static": {
+            "type": "boolean",
+            "description": "True when the value does not change over time (e.g. sector, headquarters).",
+        },
     },
     "required": ["name", "type", "unit", "description", "static"],
     "additionalProperties": False,
@@ -38,7 +54,10 @@ SCHEMA_FUNCTION: dict[str, Any] = {
             "type": "object",
             "properties": {
                 "table": {"type": "string", "description": "Table name in snake_case."},
-                "entity": {"type": "string", "description": "Column naming the entity each row is about (e.g. company, university)."},
+                "entity": {
+                    "type": "string",
+                    "description": "Column naming the entity each row is about (e.g. company, university).",
+                },
                 "entity_description": {"type": "string", "description": "What an entity is."},
                 "time": {
                     "type": ["object", "null"],
@@ -51,7 +70,11 @@ SCHEMA_FUNCTION: dict[str, Any] = {
                     "required": ["name", "type", "description"],
                     "additionalProperties": False,
                 },
-                "attributes": {"type": "array", "items": _ATTRIBUTE_JSON, "description": "The values the question needs, one column each."},
+                "attributes": {
+                    "type": "array",
+                    "items": _ATTRIBUTE_JSON,
+                    "description": "The values the question needs, one column each.",
+                },
             },
             "required": ["table", "entity", "entity_description", "time", "attributes"],
             "additionalProperties": False,
@@ -75,10 +98,14 @@ def records_model(schema: TableSchema) -> type[BaseModel]:
     cells: dict[str, Any] = {a.name: (Cell | None, None) for a in schema.attributes}
     values = create_model("Values", __config__=ConfigDict(extra="forbid"), **cells)
     record = create_model(
-        "Record", __config__=ConfigDict(extra="forbid"),
-        entity=(str, Field(min_length=1)), period=(str | int | None, None), values=(values, ...),
+        "Record",
+        __config__=ConfigDict(extra="forbid"),
+        entity=(str, Field(min_length=1)),
+        period=(str | int | None, None),
+        values=(values, ...),
     )
-    return create_model("Records", __config__=ConfigDict(extra="forbid"), records=(list[record], ...))  # type: ignore[valid-type]  # a model built at run time
+    records = (list[record], ...)  # type: ignore[valid-type]  # a model built at run time
+    return create_model("Records", __config__=ConfigDict(extra="forbid"), records=records)
 
 
 def records_function(schema: TableSchema) -> dict[str, Any]:
@@ -90,20 +117,35 @@ def records_function(schema: TableSchema) -> dict[str, Any]:
                 "type": ["string", "null"],
                 "description": "The value exactly as written, with its unit or scale (e.g. '$12.3 million', '45.2%', 'Europe').",
             },
-            "quote": {"type": "string", "description": "The sentence or table row of the document that states the value, copied verbatim."},
+            "quote": {
+                "type": "string",
+                "description": "The sentence or table row of the document that states the value, copied verbatim.",
+            },
         },
         "required": ["value", "quote"],
         "additionalProperties": False,
     }
-    values = {a.name: {**cell, "description": f"{a.description or a.name} ({a.type}{', ' + a.unit if a.unit else ''})"} for a in schema.attributes}
+    values = {
+        a.name: {
+            **cell,
+            "description": f"{a.description or a.name} ({a.type}{', ' + a.unit if a.unit else ''})",
+        }
+        for a in schema.attributes
+    }
     period = {
         "type": ["string", "null"],
-        "description": (schema.time.description or schema.time.name) if schema.time else "Always null: the table has no time dimension.",
+        "description": (schema.time.description or schema.time.name)
+        if schema.time
+        else "Always null: the table has no time dimension.",
     }
     record = {
         "type": "object",
         "properties": {
-            "entity": {"type": "string", "description": schema.entity_description or f"The {schema.entity} the values are about."},
+            "entity": {
+                "type": "string",
+                "description": schema.entity_description
+                or f"The {schema.entity} the values are about.",
+            },
             "period": period,
             "values": {"type": "object", "properties": values, "additionalProperties": False},
         },
@@ -129,17 +171,24 @@ def describe(schema: TableSchema) -> str:
     """The schema as prompt text: one line per column with type, unit and meaning."""
     lines = [f"- {schema.entity} (text): {schema.entity_description or 'the entity'}"]
     if schema.time:
-        lines.append(f"- {schema.time.name} ({schema.time.type}): {schema.time.description or 'the period'}")
+        lines.append(
+            f"- {schema.time.name} ({schema.time.type}): {schema.time.description or 'the period'}"
+        )
     for a in schema.attributes:
         extra = ", does not change over time" if a.static else ""
-        lines.append(f"- {a.name} ({a.type}{', ' + a.unit if a.unit else ''}{extra}): {a.description or a.name}")
+        lines.append(
+            f"- {a.name} ({a.type}{', ' + a.unit if a.unit else ''}{extra}): {a.description or a.name}"
+        )
     return "\n".join(lines)
 
 
 def summary(schema: TableSchema) -> str:
     """One line naming a table's row, period and columns (type, unit): what a planner reuses."""
     period = f" and {schema.time.name} ({schema.time.type})" if schema.time else ""
-    columns = ", ".join(f"{a.name} ({a.type}{', ' + a.unit if a.unit else ''}{', static' if a.static else ''})" for a in schema.attributes)
+    columns = ", ".join(
+        f"{a.name} ({a.type}{', ' + a.unit if a.unit else ''}{', static' if a.static else ''})"
+        for a in schema.attributes
+    )
     return f"- {schema.table}: one row per {schema.entity}{period}; columns: {columns}"
 
 

@@ -85,17 +85,25 @@ def long_token_counts(corpus: Corpus, indices: list[int]) -> list[int]:
     return count_tokens_batch([corpus[i].text for i in indices])
 
 
-def map_documents(state: StructuredState, runtime: Runtime[StrategyContext[StructuredConfig]]) -> dict[str, Any]:
+def map_documents(
+    state: StructuredState, runtime: Runtime[StrategyContext[StructuredConfig]]
+) -> dict[str, Any]:
     """Cached records where this (schema, model) already read a document; the rest to extract."""
     ctx, cfg = runtime.context, runtime.context.config
     schema = TableSchema.model_validate(state["schema"])
     window = effective_window(ctx)
-    order = () if cfg.extract_order == "table_first" else (cfg.extract_order,)  # the default's keys stay those cached before the option
-    key = schema_hash(schema, P.EXTRACT_PROMPTS_VERSION, state["tool_mode"], window, cfg.window_overlap, *order)
+    order = (
+        () if cfg.extract_order == "table_first" else (cfg.extract_order,)
+    )  # the default's keys stay those cached before the option
+    key = schema_hash(
+        schema, P.EXTRACT_PROMPTS_VERSION, state["tool_mode"], window, cfg.window_overlap, *order
+    )
     loaded: dict[int, list[dict[str, Any]]] = {}
     pending: list[int] = []
     fingerprints: dict[int, str] = {}
-    degraded: list[str] = []  # documents whose cached extraction is degraded (reused unless retry_degraded)
+    degraded: list[
+        str
+    ] = []  # documents whose cached extraction is degraded (reused unless retry_degraded)
     cache = record_cache(ctx, key) if cfg.cache else None
     if cache is not None:
         cache.refresh()  # the log read once, then looked up per document
@@ -112,14 +120,31 @@ def map_documents(state: StructuredState, runtime: Runtime[StrategyContext[Struc
     # so an extraction task tokenizes only a document it has to split
     long = [i for i in pending if not fits_untokenized(ctx.corpus[i].text, window)]
     split = [i for i, n in zip(long, long_token_counts(ctx.corpus, long)) if n > window]
-    step = Step("map", documents=len(ctx.corpus), cached=len(loaded), to_extract=len(pending), split_documents=len(split),
-                schema_key=key[:16], model=model_id(ctx.llm), window_tokens=window, cache=cfg.cache)
+    step = Step(
+        "map",
+        documents=len(ctx.corpus),
+        cached=len(loaded),
+        to_extract=len(pending),
+        split_documents=len(split),
+        schema_key=key[:16],
+        model=model_id(ctx.llm),
+        window_tokens=window,
+        cache=cfg.cache,
+    )
     report_progress("extract", done=0, total=len(pending))
     if degraded:
         step["degraded"] = (f"{len(degraded)} document(s) read degraded by an earlier question (cached): "
                             f"{', '.join(degraded[:10])}{' ...' if len(degraded) > 10 else ''}; retry_degraded=True reads them again")  # fmt: skip
-    return {"cache_key": key, "window": window, "loaded": loaded, "pending": pending, "split": split,
-            "group_size": group_size(len(pending), cfg.concurrency), "fingerprints": {i: fingerprints[i] for i in pending}, "steps": [step]}
+    return {
+        "cache_key": key,
+        "window": window,
+        "loaded": loaded,
+        "pending": pending,
+        "split": split,
+        "group_size": group_size(len(pending), cfg.concurrency),
+        "fingerprints": {i: fingerprints[i] for i in pending},
+        "steps": [step],
+    }
 
 
 def group_size(documents: int, concurrency: int) -> int:
@@ -140,16 +165,31 @@ def extract_tasks(state: StructuredState) -> list[dict[str, Any]]:
     rather than all waiting on the same ``concurrency`` ones (the single flight)."""
     split = set(state.get("split", []))
     fps, pending = state["fingerprints"], state["pending"]
-    start = zlib.crc32(state["question"].text.encode("utf-8", errors="surrogatepass")) % len(pending) if pending else 0
-    return [{"doc_index": i, "fingerprint": fps[i], "schema": state["schema"], "cache_key": state["cache_key"],
-             "window": state["window"], "tool_mode": state["tool_mode"], "split": i in split}
-            for i in pending[start:] + pending[:start]]
+    start = (
+        zlib.crc32(state["question"].text.encode("utf-8", errors="surrogatepass")) % len(pending)
+        if pending
+        else 0
+    )
+    return [
+        {
+            "doc_index": i,
+            "fingerprint": fps[i],
+            "schema": state["schema"],
+            "cache_key": state["cache_key"],
+            "window": state["window"],
+            "tool_mode": state["tool_mode"],
+            "split": i in split,
+        }
+        for i in pending[start:] + pending[:start]
+    ]
 
 
 def route_extract(state: StructuredState) -> list[Send] | str:
     """The :func:`extract_tasks` sent to ``extract`` in groups of ``group_size`` documents, or on to ``reduce``."""
     tasks, size = extract_tasks(state), state.get("group_size", 1)
-    return [Send("extract", {"documents": tasks[i : i + size]}) for i in range(0, len(tasks), size)] or "reduce"
+    return [
+        Send("extract", {"documents": tasks[i : i + size]}) for i in range(0, len(tasks), size)
+    ] or "reduce"
 
 
 def route_extract_ray(state: StructuredState) -> str:
@@ -166,18 +206,24 @@ def merged(updates: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def extract(group: dict[str, Any], runtime: Runtime[StrategyContext[StructuredConfig]]) -> dict[str, Any]:
+def extract(
+    group: dict[str, Any], runtime: Runtime[StrategyContext[StructuredConfig]]
+) -> dict[str, Any]:
     """A group of documents' records, one document after the other (each in windows when long;
     cached when every window gave a valid reply). Single flight: a document another question
     is reading for the same schema and model is waited for and its records reused
     (:mod:`graphs.structured.flight`)."""
     ctx = runtime.context
     cache = record_cache(ctx, group["documents"][0]["cache_key"]) if ctx.config.cache else None
-    with index_time():  # records are cached per (document, schema, model) and reused by later questions
+    with (
+        index_time()
+    ):  # records are cached per (document, schema, model) and reused by later questions
         return merged([_counted(extract_document(task, ctx, cache)) for task in group["documents"]])
 
 
-async def aextract(group: dict[str, Any], runtime: Runtime[StrategyContext[StructuredConfig]]) -> dict[str, Any]:
+async def aextract(
+    group: dict[str, Any], runtime: Runtime[StrategyContext[StructuredConfig]]
+) -> dict[str, Any]:
     """:func:`extract` through the model's async interface (what the graph's ``ainvoke`` runs):
     the group's documents concurrently, their calls under the run's gate of ``concurrency``
     calls in flight (a failure cancels the group's other documents)."""
@@ -192,7 +238,9 @@ async def aextract(group: dict[str, Any], runtime: Runtime[StrategyContext[Struc
     running = [asyncio.ensure_future(one(task)) for task in group["documents"]]
     try:
         return merged(await asyncio.gather(*running))
-    except BaseException:  # the document's own error goes up as it is (a TaskGroup would wrap it); the others stop
+    except (
+        BaseException
+    ):  # the document's own error goes up as it is (a TaskGroup would wrap it); the others stop
         for task in running:
             task.cancel()
         await asyncio.gather(*running, return_exceptions=True)
@@ -205,25 +253,39 @@ def _counted(update: dict[str, Any]) -> dict[str, Any]:
     return update
 
 
-def extract_ray(state: StructuredState, runtime: Runtime[StrategyContext[StructuredConfig]], config: RunnableConfig) -> dict[str, Any]:
+def extract_ray(
+    state: StructuredState,
+    runtime: Runtime[StrategyContext[StructuredConfig]],
+    config: RunnableConfig,
+) -> dict[str, Any]:
     """The documents not in the cache, extracted by Ray tasks (batches of ``ray_batch_documents``,
     at most ``ray_max_in_flight`` at once) into the same record log, under the same single
     flight: the same updates as the ``extract`` branches (:mod:`graphs.structured.ray_map`)."""
 
     ctx = runtime.context
     cache = record_cache(ctx, state["cache_key"]) if ctx.config.cache else None
-    return run_on_ray(extract_tasks(state), ctx, cache, cache_root(ctx) if cache is not None else None, config)
+    return run_on_ray(
+        extract_tasks(state), ctx, cache, cache_root(ctx) if cache is not None else None, config
+    )
 
 
-def reduce(state: StructuredState, runtime: Runtime[StrategyContext[StructuredConfig]]) -> dict[str, Any]:
+def reduce(
+    state: StructuredState, runtime: Runtime[StrategyContext[StructuredConfig]]
+) -> dict[str, Any]:
     """Every document's records -> normalised cells -> one table (restatements resolved)."""
     ctx, cfg = runtime.context, runtime.context.config
     schema = TableSchema.model_validate(state["schema"])
     new = {e["doc_index"]: e for e in state.get("extractions", [])}
-    per_doc = {**{i: r for i, r in state.get("loaded", {}).items()}, **{i: e["records"] for i, e in new.items()}}
+    per_doc = {
+        **{i: r for i, r in state.get("loaded", {}).items()},
+        **{i: e["records"] for i, e in new.items()},
+    }
     docs = ctx.corpus.documents
-    cells, stats = normalise_records(schema, ((i, docs[i].doc_id, docs[i].title, per_doc[i]) for i in sorted(per_doc)),
-                                     drop_unverified=cfg.unverified_values == "drop")
+    cells, stats = normalise_records(
+        schema,
+        ((i, docs[i].doc_id, docs[i].title, per_doc[i]) for i in sorted(per_doc)),
+        drop_unverified=cfg.unverified_values == "drop",
+    )
     table = reduce_cells(schema, cells, cfg.conflict_rule)
     extraction = {
         "documents": len(docs),
@@ -236,10 +298,20 @@ def reduce(state: StructuredState, runtime: Runtime[StrategyContext[StructuredCo
         "unverified_quotes": sum(e["unverified_quotes"] for e in new.values()),
         "documents_with_records": sum(1 for r in per_doc.values() if r),
     }
-    step = Step("reduce", extraction=extraction, records=stats["records"], values=stats["values"], unreadable=stats["unreadable"][:20],
-                unreadable_count=len(stats["unreadable"]), unit_notes=stats["notes"], values_without_period=stats["no_period"],
-                unverified_values=stats["unverified"], dropped_unverified=stats["dropped_unverified"],
-                unverified_cells=sum(c.quote_found is False for c in table.cells.values()), **table.stats)
+    step = Step(
+        "reduce",
+        extraction=extraction,
+        records=stats["records"],
+        values=stats["values"],
+        unreadable=stats["unreadable"][:20],
+        unreadable_count=len(stats["unreadable"]),
+        unit_notes=stats["notes"],
+        values_without_period=stats["no_period"],
+        unverified_values=stats["unverified"],
+        dropped_unverified=stats["dropped_unverified"],
+        unverified_cells=sum(c.quote_found is False for c in table.cells.values()),
+        **table.stats,
+    )
     return {"table": table, "steps": [step]}
 
 
@@ -261,12 +333,16 @@ EXTRACT_SHARING = PromptSharing("each document, in its extraction calls for ever
     config_cls=StructuredConfig,
     prompts_version=P.PROMPTS_VERSION,
     prompt_sharing=EXTRACT_SHARING,
-    run_mode=SingleRun(async_fan_out=True),  # extract has an async twin: answer() awaits it over an async client
+    run_mode=SingleRun(
+        async_fan_out=True
+    ),  # extract has an async twin: answer() awaits it over an async client
     presentation=PRESENTATION,
     ray_stage=RAY_STAGE,
     description="Structured corpus analysis: a table schema -> records from every document (cached) -> one table -> SQL -> answer.",
 )
-def build_graph(config: StructuredConfig | None = None) -> CompiledStateGraph[StructuredState, StrategyContext[Any], StructuredState, StructuredState]:
+def build_graph(
+    config: StructuredConfig | None = None,
+) -> CompiledStateGraph[StructuredState, StrategyContext[Any], StructuredState, StructuredState]:
     """START -> plan -> map -> extract x documents (or extract_ray) -> reduce -> query -> format_answer -> END."""
     cfg = config or StructuredConfig()
     graph = StateGraph(StructuredState, context_schema=StrategyContext)
@@ -275,7 +351,9 @@ def build_graph(config: StructuredConfig | None = None) -> CompiledStateGraph[St
     if cfg.map_executor == "ray":
         graph.add_node("extract_ray", extract_ray)  # type: ignore[arg-type, call-overload, unused-ignore]  # (state, runtime, config) runs, but add_node's overloads omit it
     else:
-        graph.add_node("extract", RunnableCallable(extract, aextract, name="extract"))  # sync and async twins
+        graph.add_node(
+            "extract", RunnableCallable(extract, aextract, name="extract")
+        )  # sync and async twins
     graph.add_node("reduce", reduce)
     graph.add_node("query", query)
     graph.add_node("format_answer", format_answer)

@@ -22,8 +22,15 @@ from retrieval.contract import Question, Step
 
 def fallback_schema(question: Question) -> TableSchema:
     """The degraded plan: one text fact per entity answering the question, stated per document."""
-    return TableSchema(entity="entity", entity_description="what the fact is about",
-                       attributes=[Attribute(name="fact", type="text", description=f"a fact that helps answer: {question.text}")])
+    return TableSchema(
+        entity="entity",
+        entity_description="what the fact is about",
+        attributes=[
+            Attribute(
+                name="fact", type="text", description=f"a fact that helps answer: {question.text}"
+            )
+        ],
+    )
 
 
 def known_schemas(store: SchemaStore | None) -> list[TableSchema]:
@@ -37,7 +44,9 @@ def known_schemas(store: SchemaStore | None) -> list[TableSchema]:
     return found
 
 
-def plan(state: StructuredState, runtime: Runtime[StrategyContext[StructuredConfig]]) -> dict[str, Any]:
+def plan(
+    state: StructuredState, runtime: Runtime[StrategyContext[StructuredConfig]]
+) -> dict[str, Any]:
     """The table schema: from the config, or by a validated tool call that sees the tables
     already filled from the corpus; an earlier covering schema is reused."""
     ctx, cfg, question = runtime.context, runtime.context.config, state["question"]
@@ -50,11 +59,24 @@ def plan(state: StructuredState, runtime: Runtime[StrategyContext[StructuredConf
         step["source"] = "config"
     else:
         how = P.PLAN_TOOLS if mode == "tools" else P.PLAN_JSON
-        shown = known[-cfg.known_tables:] if cfg.known_tables else []
-        listed = P.PLAN_KNOWN.format(tables="\n".join(summary(k) for k in reversed(shown))) if shown else ""
-        prompt = P.PLAN_PROMPT.format(question=question.render(), max_attributes=cfg.max_attributes, known=listed, how=how)
-        out = call_validated(ctx.llm, bound_model(ctx.llm, mode, SCHEMA_FUNCTION), prompt, lambda args: parse_schema(args[0], cfg.max_attributes),
-                             retries=cfg.retries, max_tokens=cfg.plan_max_tokens, temperature=cfg.temperature)
+        shown = known[-cfg.known_tables :] if cfg.known_tables else []
+        listed = (
+            P.PLAN_KNOWN.format(tables="\n".join(summary(k) for k in reversed(shown)))
+            if shown
+            else ""
+        )
+        prompt = P.PLAN_PROMPT.format(
+            question=question.render(), max_attributes=cfg.max_attributes, known=listed, how=how
+        )
+        out = call_validated(
+            ctx.llm,
+            bound_model(ctx.llm, mode, SCHEMA_FUNCTION),
+            prompt,
+            lambda args: parse_schema(args[0], cfg.max_attributes),
+            retries=cfg.retries,
+            max_tokens=cfg.plan_max_tokens,
+            temperature=cfg.temperature,
+        )
         step.update(source="model", attempts=out.attempts, known_tables=len(shown))
         if out.errors:
             step["errors"] = out.errors
@@ -62,9 +84,13 @@ def plan(state: StructuredState, runtime: Runtime[StrategyContext[StructuredConf
             schema = out.value
         else:
             schema = fallback_schema(question)
-            step["degraded"] = "no valid schema after the retries: one text fact per entity is extracted instead"
+            step["degraded"] = (
+                "no valid schema after the retries: one text fact per entity is extracted instead"
+            )
     if store is not None:
-        for earlier in known_schemas(store) if cfg.reuse_schemas else []:  # read again: a concurrent question may have added one
+        for earlier in (
+            known_schemas(store) if cfg.reuse_schemas else []
+        ):  # read again: a concurrent question may have added one
             if earlier.covers(schema):
                 step["reused_schema"] = earlier != schema
                 schema = earlier

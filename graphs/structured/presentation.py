@@ -11,7 +11,13 @@ from graphs.registry import RayStage
 PRESENTATION = StrategyPresentation(
     color="#17becf",
     # one retry per call and short budgets; records extracted for one question's table serve the next that reuses it
-    demo_options={"retries": 1, "sql_retries": 1, "plan_max_tokens": 512, "extract_max_tokens": 768, "answer_max_tokens": 32},
+    demo_options={
+        "retries": 1,
+        "sql_retries": 1,
+        "plan_max_tokens": 512,
+        "extract_max_tokens": 768,
+        "answer_max_tokens": 32,
+    },
 )
 
 

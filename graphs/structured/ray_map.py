@@ -89,7 +89,9 @@ class ModelRecipe:
             return self.model
         if self.model_class is None:
             raise ValueError("ModelRecipe needs a model or a model_class")
-        api_key = os.environ.get("OPENAI_API_KEY") or "not-needed"  # a local server ignores it, as make_chat_model does
+        api_key = (
+            os.environ.get("OPENAI_API_KEY") or "not-needed"
+        )  # a local server ignores it, as make_chat_model does
         llm = self.model_class(model=self.name, api_key=api_key, **self.options)
         return set_tokenizer(llm, self.tokenizer) if self.tokenizer else llm
 
@@ -98,22 +100,36 @@ def model_recipe(llm: BaseChatModel, base_url: str | None = None) -> ModelRecipe
     """The :class:`ModelRecipe` of ``llm`` (an OpenAI-client model: on ``base_url`` when given);
     a model that neither pickles nor is an OpenAI-client model is a ``TypeError``, as is a
     ``base_url`` for a model that is not an OpenAI-client one."""
-    if getattr(llm, "root_client", None) is not None and getattr(llm, "model_name", None):  # langchain_openai's ChatOpenAI
+    if getattr(llm, "root_client", None) is not None and getattr(
+        llm, "model_name", None
+    ):  # langchain_openai's ChatOpenAI
         openai: Any = llm  # its class is not imported here (agents imports graphs): read its fields duck-typed
-        options: dict[str, Any] = {"base_url": base_url or openai.openai_api_base or str(openai.root_client.base_url), "max_retries": openai.max_retries}
+        options: dict[str, Any] = {
+            "base_url": base_url or openai.openai_api_base or str(openai.root_client.base_url),
+            "max_retries": openai.max_retries,
+        }
         if isinstance(openai.request_timeout, (int, float)):
             options["timeout"] = float(openai.request_timeout)
         for name in ("default_headers", "default_query", "model_kwargs", "organization"):
             value = getattr(llm, name, None)
             if value:
                 options[name if name != "organization" else "openai_organization"] = value
-        for name in REQUEST_FIELDS:  # what the caller's requests carry, so a worker's requests are the same
+        for name in (
+            REQUEST_FIELDS
+        ):  # what the caller's requests carry, so a worker's requests are the same
             if (value := getattr(llm, name, None)) is not None:
                 options[name] = value
         tokenizer = tokenizer_spec(llm)
-        return ModelRecipe(model_class=type(llm), name=openai.model_name, options=options, tokenizer=None if tokenizer == "auto" else tokenizer)
+        return ModelRecipe(
+            model_class=type(llm),
+            name=openai.model_name,
+            options=options,
+            tokenizer=None if tokenizer == "auto" else tokenizer,
+        )
     if base_url is not None:
-        raise TypeError(f"ray_endpoints needs an OpenAI-compatible chat model ('openai:MODEL'), not {type(llm).__name__}")
+        raise TypeError(
+            f"ray_endpoints needs an OpenAI-compatible chat model ('openai:MODEL'), not {type(llm).__name__}"
+        )
     from ray import cloudpickle
 
     try:
@@ -135,7 +151,13 @@ def _portable_error(exc: BaseException) -> BaseException:
         return RuntimeError(f"{type(exc).__name__}: {exc}")
 
 
-def extract_batch(recipe: ModelRecipe, cfg: StructuredConfig, root: str | None, model: str, batch: Sequence[tuple[dict[str, Any], Document]]) -> dict[str, Any]:
+def extract_batch(
+    recipe: ModelRecipe,
+    cfg: StructuredConfig,
+    root: str | None,
+    model: str,
+    batch: Sequence[tuple[dict[str, Any], Document]],
+) -> dict[str, Any]:
     """One Ray task: the documents of ``batch`` (``(task, document)`` pairs of one schema key)
     extracted on ``cfg.concurrency`` threads into the record log of (``root``, key, ``model``).
 
@@ -143,10 +165,14 @@ def extract_batch(recipe: ModelRecipe, cfg: StructuredConfig, root: str | None, 
     """
     tracker = UsageTracker()
     built = recipe.build()
-    llm = built.model_copy(update={"callbacks": with_handler(built.callbacks, tracker)})  # this task's calls, counted
+    llm = built.model_copy(
+        update={"callbacks": with_handler(built.callbacks, tracker)}
+    )  # this task's calls, counted
     tracker.count = tokenizer_for(llm).count
     ctx = StrategyContext(llm=llm, config=cfg, corpus=None, cache_dir=Path(root) if root else None)  # type: ignore[arg-type]  # documents come with the tasks
-    cache = RecordCache(store_root(root), batch[0][0]["cache_key"], model) if root else None  # the caller's model id: the caller's log
+    cache = (
+        RecordCache(store_root(root), batch[0][0]["cache_key"], model) if root else None
+    )  # the caller's model id: the caller's log
 
     def one(item: tuple[dict[str, Any], Document]) -> dict[str, Any]:
         task, doc = item
@@ -154,7 +180,11 @@ def extract_batch(recipe: ModelRecipe, cfg: StructuredConfig, root: str | None, 
             return extract_document(task, ctx, cache, doc)
         except Exception as exc:  # noqa: BLE001 - raised in the caller, after the other documents
             # an OpenAI-client model already raises ChatModelError (server, status, retries)
-            return {"doc_index": task["doc_index"], "error": _portable_error(exc), "traceback": traceback.format_exc(limit=6)[-3000:]}
+            return {
+                "doc_index": task["doc_index"],
+                "error": _portable_error(exc),
+                "traceback": traceback.format_exc(limit=6)[-3000:],
+            }
 
     with ThreadPoolExecutor(max_workers=max(1, min(cfg.concurrency, len(batch)))) as pool:
         results = list(pool.map(one, batch))
@@ -163,17 +193,45 @@ def extract_batch(recipe: ModelRecipe, cfg: StructuredConfig, root: str | None, 
 
 def lost_document(task: dict[str, Any], doc: Document, why: str) -> dict[str, Any]:
     """The node update of a document whose Ray task was lost: no records, one failed window, degraded."""
-    extraction = {"doc_index": task["doc_index"], "records": [], "calls": 0, "windows": 1, "failed_windows": 1, "errors": [why],
-                  "unverified_quotes": 0}
-    step = Step("extract", doc_id=doc.doc_id, title=doc.title, windows=1, failed_windows=1, calls=0, errors=[why], executor="ray",
-                degraded="its Ray task failed: no records (not cached; a rerun extracts it)")
+    extraction = {
+        "doc_index": task["doc_index"],
+        "records": [],
+        "calls": 0,
+        "windows": 1,
+        "failed_windows": 1,
+        "errors": [why],
+        "unverified_quotes": 0,
+    }
+    step = Step(
+        "extract",
+        doc_id=doc.doc_id,
+        title=doc.title,
+        windows=1,
+        failed_windows=1,
+        calls=0,
+        errors=[why],
+        executor="ray",
+        degraded="its Ray task failed: no records (not cached; a rerun extracts it)",
+    )
     return {"extractions": [extraction], "steps": [step]}
 
 
 def cached_document(task: dict[str, Any], hit: dict[str, Any]) -> dict[str, Any]:
     """The node update of a document found in the record log (stored by a task lost after it)."""
-    return {"extractions": [{"doc_index": task["doc_index"], "records": hit["records"], "calls": 0, "windows": hit.get("windows", 1),
-                             "failed_windows": 0, "errors": [], "unverified_quotes": hit.get("unverified_quotes", 0), "shared": True}]}
+    return {
+        "extractions": [
+            {
+                "doc_index": task["doc_index"],
+                "records": hit["records"],
+                "calls": 0,
+                "windows": hit.get("windows", 1),
+                "failed_windows": 0,
+                "errors": [],
+                "unverified_quotes": hit.get("unverified_quotes", 0),
+                "shared": True,
+            }
+        ]
+    }
 
 
 _REMOTES: dict[float, Any] = {}
@@ -186,8 +244,13 @@ def _remote(ray: Any, cpus: float) -> Any:
     return _REMOTES[cpus]
 
 
-def run_on_ray(tasks: list[dict[str, Any]], ctx: StrategyContext[StructuredConfig], cache: RecordCache | None, root: Path | None,
-               config: RunnableConfig | None = None) -> dict[str, Any]:
+def run_on_ray(
+    tasks: list[dict[str, Any]],
+    ctx: StrategyContext[StructuredConfig],
+    cache: RecordCache | None,
+    root: Path | None,
+    config: RunnableConfig | None = None,
+) -> dict[str, Any]:
     """The ``extract`` updates of ``tasks`` (the local node's task dicts), made by Ray tasks.
 
     ``cache``: the caller's record cache under the cache folder ``root`` (both ``None`` with
@@ -197,16 +260,22 @@ def run_on_ray(tasks: list[dict[str, Any]], ctx: StrategyContext[StructuredConfi
     """
     cfg: StructuredConfig = ctx.config
     ray = ensure_ray(cfg.ray_address)
-    recipes = [ray.put(model_recipe(ctx.llm, url)) for url in cfg.ray_endpoints] or [ray.put(model_recipe(ctx.llm))]
+    recipes = [ray.put(model_recipe(ctx.llm, url)) for url in cfg.ray_endpoints] or [
+        ray.put(model_recipe(ctx.llm))
+    ]
     busy = [0] * len(recipes)  # tasks in flight per endpoint
-    nested = ray.get_runtime_context().get_task_id() is not None  # inside a Ray task (a worker of the runner)
+    nested = (
+        ray.get_runtime_context().get_task_id() is not None
+    )  # inside a Ray task (a worker of the runner)
     cpus = 0 if nested else TASK_CPUS
     remote = _remote(ray, cpus)
     where = str(Path(root).resolve()) if cache is not None and root is not None else None
     model = cache.model if cache is not None else extraction_model(ctx.llm)
     docs = ctx.corpus.documents
     n = cfg.ray_batch_documents
-    waiting = deque([(t, docs[t["doc_index"]]) for t in tasks[i : i + n]] for i in range(0, len(tasks), n))
+    waiting = deque(
+        [(t, docs[t["doc_index"]]) for t in tasks[i : i + n]] for i in range(0, len(tasks), n)
+    )
     running: dict[Any, tuple[list[tuple[dict[str, Any], Document]], int]] = {}
     extractions: list[dict[str, Any]] = []
     steps: list[dict[str, Any]] = []
@@ -235,15 +304,23 @@ def run_on_ray(tasks: list[dict[str, Any]], ctx: StrategyContext[StructuredConfi
                 if cache is not None:
                     cache.refresh()  # what the task stored before it was lost
                 for task, doc in batch:
-                    hit = cache.get(task["fingerprint"], refresh=False) if cache is not None else None
-                    part = lost_document(task, doc, why) if hit is None else cached_document(task, hit)
+                    hit = (
+                        cache.get(task["fingerprint"], refresh=False) if cache is not None else None
+                    )
+                    part = (
+                        lost_document(task, doc, why) if hit is None else cached_document(task, hit)
+                    )
                     extractions += part["extractions"]
                     steps += part.get("steps", [])
                 continue
             usage = usage + Usage.from_dict(out["usage"])
             for result in out["results"]:
                 if "error" in result:
-                    log.warning("Extraction of document %s failed on a Ray worker:\n%s", docs[result["doc_index"]].doc_id, result["traceback"])
+                    log.warning(
+                        "Extraction of document %s failed on a Ray worker:\n%s",
+                        docs[result["doc_index"]].doc_id,
+                        result["traceback"],
+                    )
                     errors.append(result["error"])
                     continue
                 extractions += result["extractions"]
@@ -251,25 +328,62 @@ def run_on_ray(tasks: list[dict[str, Any]], ctx: StrategyContext[StructuredConfi
     finally:
         for ref in running:
             ray.cancel(ref)
-        if usage != Usage() and config is not None:  # extraction is index-time work (cached, reused by later questions)
-            usage = replace(usage, index_llm_calls=usage.llm_calls, index_prompt_tokens=usage.prompt_tokens, index_completion_tokens=usage.completion_tokens)
+        if (
+            usage != Usage() and config is not None
+        ):  # extraction is index-time work (cached, reused by later questions)
+            usage = replace(
+                usage,
+                index_llm_calls=usage.llm_calls,
+                index_prompt_tokens=usage.prompt_tokens,
+                index_completion_tokens=usage.completion_tokens,
+            )
             dispatch_custom_event(USAGE_EVENT, asdict(usage), config=config)
     if cache is not None:
-        _store_missing(cache, extractions, {t["doc_index"]: (t["fingerprint"], docs[t["doc_index"]].doc_id) for t in tasks})
+        _store_missing(
+            cache,
+            extractions,
+            {t["doc_index"]: (t["fingerprint"], docs[t["doc_index"]].doc_id) for t in tasks},
+        )
     if errors:
         raise errors[0]
-    summary = Step("extract_ray", documents=len(tasks), tasks=submitted, failed_tasks=lost, batch_documents=n, endpoints=max(1, len(cfg.ray_endpoints)),
-                   max_in_flight=cfg.ray_max_in_flight, task_cpus=cpus, calls=usage.llm_calls, seconds=round(time.perf_counter() - started, 3))
+    summary = Step(
+        "extract_ray",
+        documents=len(tasks),
+        tasks=submitted,
+        failed_tasks=lost,
+        batch_documents=n,
+        endpoints=max(1, len(cfg.ray_endpoints)),
+        max_in_flight=cfg.ray_max_in_flight,
+        task_cpus=cpus,
+        calls=usage.llm_calls,
+        seconds=round(time.perf_counter() - started, 3),
+    )
     return {"extractions": extractions, "steps": [summary, *steps]}
 
 
-def _store_missing(cache: RecordCache, extractions: list[dict[str, Any]], keys: dict[int, tuple[str, str]]) -> None:
+def _store_missing(
+    cache: RecordCache, extractions: list[dict[str, Any]], keys: dict[int, tuple[str, str]]
+) -> None:
     """Append the complete extractions the caller's log lacks (their task ran on another node's disk)."""
     cache.refresh()
     for e in extractions:
         fingerprint, doc_id = keys[e["doc_index"]]
         if not e["failed_windows"] and cache.get(fingerprint, refresh=False) is None:
-            cache.put(fingerprint, e["records"], windows=e["windows"], calls=e["calls"], doc_id=doc_id, unverified_quotes=e["unverified_quotes"])
+            cache.put(
+                fingerprint,
+                e["records"],
+                windows=e["windows"],
+                calls=e["calls"],
+                doc_id=doc_id,
+                unverified_quotes=e["unverified_quotes"],
+            )
 
 
-__all__ = ["ModelRecipe", "cached_document", "extract_batch", "lost_document", "model_recipe", "run_on_ray"]
+__all__ = [
+    "ModelRecipe",
+    "cached_document",
+    "extract_batch",
+    "lost_document",
+    "model_recipe",
+    "run_on_ray",
+]

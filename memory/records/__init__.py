@@ -16,13 +16,38 @@ Modules: ``schema`` (the table schema), ``normalize`` (numbers, units, periods),
 """
 
 from memory.records.cache import RecordCache, SchemaStore, document_fingerprint
-from memory.records.database import QueryResult, QueryTimeout, QueryTooLarge, build_database, create_statement, run_query
+from memory.records.database import (
+    QueryResult,
+    QueryTimeout,
+    QueryTooLarge,
+    build_database,
+    create_statement,
+    run_query,
+)
 from memory.records.schema import Attribute, TableSchema, TimeDimension, parse_schema, schema_hash
 from memory.records.sql_text import QueryRefused, check_sql, clean_sql
 from memory.records.table import Cell, Table, normalise_records, reduce_cells
 
 __all__ = [
-    "Attribute", "Cell", "QueryRefused", "QueryResult", "QueryTimeout", "QueryTooLarge", "RecordCache", "SchemaStore", "Table",
-    "TableSchema", "TimeDimension", "build_database", "check_sql", "clean_sql", "create_statement", "document_fingerprint",
-    "normalise_records", "parse_schema", "reduce_cells", "run_query", "schema_hash",
+    "Attribute",
+    "Cell",
+    "QueryRefused",
+    "QueryResult",
+    "QueryTimeout",
+    "QueryTooLarge",
+    "RecordCache",
+    "SchemaStore",
+    "Table",
+    "TableSchema",
+    "TimeDimension",
+    "build_database",
+    "check_sql",
+    "clean_sql",
+    "create_statement",
+    "document_fingerprint",
+    "normalise_records",
+    "parse_schema",
+    "reduce_cells",
+    "run_query",
+    "schema_hash",
 ]

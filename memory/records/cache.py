@@ -101,8 +101,16 @@ _SET_ASIDE = itertools.count(1)
 def _quarantine(path: Path, why: str, then: str) -> None:
     """Move an unusable cache file aside (``<name>.corrupt-<time>-<pid>-<n>``: two in one second of
     one process keep both), saying why and what follows."""
-    aside = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{next(_SET_ASIDE)}")
-    log.warning("Structured cache file %s is unusable (%s); moved aside as %s; %s", path, why, aside.name, then)
+    aside = path.with_name(
+        f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{next(_SET_ASIDE)}"
+    )
+    log.warning(
+        "Structured cache file %s is unusable (%s); moved aside as %s; %s",
+        path,
+        why,
+        aside.name,
+        then,
+    )
     try:
         os.replace(path, aside)
     except OSError:
@@ -139,7 +147,9 @@ class RecordLog:
                 if self.inode is not None:
                     self._reset()
                 return
-            if self.inode is not None and (self.inode != (st.st_dev, st.st_ino) or st.st_size < self.end):
+            if self.inode is not None and (
+                self.inode != (st.st_dev, st.st_ino) or st.st_size < self.end
+            ):
                 self._reset()  # replaced or truncated under us: index it again
             if self.read_fd is None:
                 self.read_fd = os.open(self.path, os.O_RDONLY)
@@ -159,7 +169,11 @@ class RecordLog:
                     fingerprint = data[start:tab].decode("ascii", errors="replace")
                     self.index[fingerprint] = (self.end + tab + 1, newline - tab - 1)
                 elif newline > start:
-                    log.warning("Structured record log %s has an unreadable line at byte %d; skipped", self.path, self.end + start)
+                    log.warning(
+                        "Structured record log %s has an unreadable line at byte %d; skipped",
+                        self.path,
+                        self.end + start,
+                    )
                 start = newline + 1
             self.end += start
 
@@ -179,7 +193,9 @@ class RecordLog:
     def append(self, fingerprint: str, body: bytes) -> None:
         """Add one line in one ``write`` (atomic among appenders on a local file system)."""
         line = fingerprint.encode("ascii") + b"\t" + body + b"\n"
-        with self.lock:  # held through the write: a refresh that finds the file replaced closes the descriptor
+        with (
+            self.lock
+        ):  # held through the write: a refresh that finds the file replaced closes the descriptor
             if self.append_fd is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self.append_fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -233,8 +249,11 @@ class RecordCache:
             self._unusable(fingerprint, f"{type(exc).__name__}: {exc}")
             return None
         ok = (
-            isinstance(data, dict) and data.get("version") == CACHE_VERSION and data.get("fingerprint") == fingerprint
-            and data.get("schema") == self.schema_key and isinstance(data.get("records"), list)
+            isinstance(data, dict)
+            and data.get("version") == CACHE_VERSION
+            and data.get("fingerprint") == fingerprint
+            and data.get("schema") == self.schema_key
+            and isinstance(data.get("records"), list)
         )
         if not ok:
             self._unusable(fingerprint, "not a record line of this document and schema")
@@ -243,13 +262,24 @@ class RecordCache:
         return found
 
     def _unusable(self, fingerprint: str, why: str) -> None:
-        log.warning("Structured record log %s: the line of document %s is unusable (%s); skipped and extracted again",
-                    self.path, fingerprint[:16], why)
+        log.warning(
+            "Structured record log %s: the line of document %s is unusable (%s); skipped and extracted again",
+            self.path,
+            fingerprint[:16],
+            why,
+        )
         self.log.forget(fingerprint)
 
     def put(self, fingerprint: str, records: list[dict[str, Any]], **facts: Any) -> None:
         """Store a document's records (only complete extractions are stored)."""
-        payload = {"version": CACHE_VERSION, "fingerprint": fingerprint, "schema": self.schema_key, "model": self.model, "records": records, **facts}
+        payload = {
+            "version": CACHE_VERSION,
+            "fingerprint": fingerprint,
+            "schema": self.schema_key,
+            "model": self.model,
+            "records": records,
+            **facts,
+        }
         self.log.append(fingerprint, json.dumps(payload, ensure_ascii=False).encode("utf-8"))
 
 
@@ -280,25 +310,43 @@ class SchemaStore:
         except FileNotFoundError:
             return []
         except (OSError, ValueError) as exc:
-            log.warning("Structured schema store %s is unreadable (%s); no earlier schema is reused", self.path, f"{type(exc).__name__}: {exc}")
+            log.warning(
+                "Structured schema store %s is unreadable (%s); no earlier schema is reused",
+                self.path,
+                f"{type(exc).__name__}: {exc}",
+            )
             return []
 
     def add(self, schema: dict[str, Any]) -> None:
         """Remember ``schema`` (read-modify-write under the folder's lock)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with exclusive_lock(self.path.parent / ".schemas.lock", what="structured schema store"):
-            for stale in self.path.parent.glob(f".{self.path.name}.*.tmp"):  # no writer is active: these are killed writers'
+            for stale in self.path.parent.glob(
+                f".{self.path.name}.*.tmp"
+            ):  # no writer is active: these are killed writers'
                 stale.unlink(missing_ok=True)
             try:
                 known = self._read()
             except FileNotFoundError:
                 known = []
             except (OSError, ValueError) as exc:
-                _quarantine(self.path, f"{type(exc).__name__}: {exc}", "the schemas it held are planned again when asked")
+                _quarantine(
+                    self.path,
+                    f"{type(exc).__name__}: {exc}",
+                    "the schemas it held are planned again when asked",
+                )
                 known = []
             if schema not in known:
                 known.append(schema)
                 atomic_write_json(self.path, known)
 
 
-__all__ = ["CACHE_VERSION", "LOG_NAME", "RecordCache", "RecordLog", "SchemaStore", "atomic_write_json", "document_fingerprint"]
+__all__ = [
+    "CACHE_VERSION",
+    "LOG_NAME",
+    "RecordCache",
+    "RecordLog",
+    "SchemaStore",
+    "atomic_write_json",
+    "document_fingerprint",
+]

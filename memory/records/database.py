@@ -36,11 +36,24 @@ def create_statement(schema: TableSchema) -> str:
     """``CREATE TABLE`` of the schema, with each column's unit and meaning as a comment."""
     cols = [(schema.entity, "TEXT", schema.entity_description or "the entity")]
     if schema.time:
-        cols.append((schema.time.name, "INTEGER" if schema.time.type == "year" else "TEXT", schema.time.description or "the period"))
+        cols.append(
+            (
+                schema.time.name,
+                "INTEGER" if schema.time.type == "year" else "TEXT",
+                schema.time.description or "the period",
+            )
+        )
     for a in schema.attributes:
-        note = (f"[{a.unit}] " if a.unit else "") + (a.description or a.name) + (" (same on every row of the entity)" if a.static else "")
+        note = (
+            (f"[{a.unit}] " if a.unit else "")
+            + (a.description or a.name)
+            + (" (same on every row of the entity)" if a.static else "")
+        )
         cols.append((a.name, SQL_TYPES[a.type], note))
-    lines = [f"  {name} {kind}{',' if i < len(cols) - 1 else ''} -- {note}" for i, (name, kind, note) in enumerate(cols)]
+    lines = [
+        f"  {name} {kind}{',' if i < len(cols) - 1 else ''} -- {note}"
+        for i, (name, kind, note) in enumerate(cols)
+    ]
     return f"CREATE TABLE {schema.table} (\n" + "\n".join(lines) + "\n);"
 
 
@@ -50,8 +63,12 @@ def create_statement(schema: TableSchema) -> str:
 #: expression, evaluated without an interrupt check, so its length bounds the time a watchdog
 #: cannot cut; legitimate queries nest a few levels) and LIKE/GLOB patterns (matching is
 #: text length times pattern length at worst; a pattern such as '%bank%' is a few bytes).
-ENGINE_LIMITS = {sqlite3.SQLITE_LIMIT_COLUMN: 100, sqlite3.SQLITE_LIMIT_SQL_LENGTH: 100_000, sqlite3.SQLITE_LIMIT_EXPR_DEPTH: 100,
-                 sqlite3.SQLITE_LIMIT_LIKE_PATTERN_LENGTH: 1_000}
+ENGINE_LIMITS = {
+    sqlite3.SQLITE_LIMIT_COLUMN: 100,
+    sqlite3.SQLITE_LIMIT_SQL_LENGTH: 100_000,
+    sqlite3.SQLITE_LIMIT_EXPR_DEPTH: 100,
+    sqlite3.SQLITE_LIMIT_LIKE_PATTERN_LENGTH: 1_000,
+}
 
 
 class GuardedConnection(sqlite3.Connection):
@@ -67,7 +84,9 @@ class GuardedConnection(sqlite3.Connection):
         super().close()
 
 
-def build_database(table: Table, *, max_value_bytes: int = 1_000_000, heap_limit_bytes: int = 256 * 2**20) -> GuardedConnection:
+def build_database(
+    table: Table, *, max_value_bytes: int = 1_000_000, heap_limit_bytes: int = 256 * 2**20
+) -> GuardedConnection:
     """An in-memory database holding the table, read-only from here on (see :func:`run_query`).
 
     Limits are set on the connection before the authorizer (which refuses every PRAGMA of the
@@ -83,16 +102,27 @@ def build_database(table: Table, *, max_value_bytes: int = 1_000_000, heap_limit
     """
     schema = table.schema
     conn = sqlite3.connect(":memory:", check_same_thread=False, factory=GuardedConnection)
-    cols = [f"{schema.entity} TEXT"] + ([f"{schema.time.name} {'INTEGER' if schema.time.type == 'year' else 'TEXT'}"] if schema.time else [])
+    cols = [f"{schema.entity} TEXT"] + (
+        [f"{schema.time.name} {'INTEGER' if schema.time.type == 'year' else 'TEXT'}"]
+        if schema.time
+        else []
+    )
     cols += [f"{a.name} {SQL_TYPES[a.type]}" for a in schema.attributes]
     conn.execute(f"CREATE TABLE {schema.table} ({', '.join(cols)})")
     marks = ", ".join("?" * len(schema.columns))
-    conn.executemany(f"INSERT INTO {schema.table} VALUES ({marks})", [[r.get(c) for c in schema.columns] for r in table.rows])
+    conn.executemany(
+        f"INSERT INTO {schema.table} VALUES ({marks})",
+        [[r.get(c) for c in schema.columns] for r in table.rows],
+    )
     conn.commit()
-    stored = max((len(v.encode()) for r in table.rows for v in r.values() if isinstance(v, str)), default=0)
+    stored = max(
+        (len(v.encode()) for r in table.rows for v in r.values() if isinstance(v, str)), default=0
+    )
     conn.execute("PRAGMA temp_store = MEMORY")
     conn.heap_limit_bytes = int(heap_limit_bytes)
-    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max(int(max_value_bytes), stored))  # a stored cell always stays readable
+    conn.setlimit(
+        sqlite3.SQLITE_LIMIT_LENGTH, max(int(max_value_bytes), stored)
+    )  # a stored cell always stays readable
     for limit, value in ENGINE_LIMITS.items():
         conn.setlimit(limit, value)
     conn.guards = install_guards(conn, conn.getlimit(sqlite3.SQLITE_LIMIT_LENGTH))
@@ -109,10 +139,26 @@ class QueryTooLarge(RuntimeError):
     """SQL that made a value longer than the value limit or needed more memory than the heap limit."""
 
 
-_ALLOWED_ACTIONS = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, getattr(sqlite3, "SQLITE_RECURSIVE", 33)}
+_ALLOWED_ACTIONS = {
+    sqlite3.SQLITE_SELECT,
+    sqlite3.SQLITE_READ,
+    sqlite3.SQLITE_FUNCTION,
+    getattr(sqlite3, "SQLITE_RECURSIVE", 33),
+}
 #: Functions refused by the engine: file and extension access, and the two that make large values
 #: out of nothing (``randomblob(9e8)``, ``zeroblob(9e8)``), which answer no question.
-_DENIED_FUNCTIONS = {"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer", "sqlite_compileoption_get", "randomblob", "zeroblob"}
+_DENIED_FUNCTIONS = {
+    "load_extension",
+    "readfile",
+    "writefile",
+    "edit",
+    "fts3_tokenizer",
+    "sqlite_compileoption_get",
+    "randomblob",
+    "zeroblob",
+}
+
+
 def _authorize(action: int, arg1: Any, arg2: Any, db: Any, trigger: Any) -> int:
     if action not in _ALLOWED_ACTIONS:
         return sqlite3.SQLITE_DENY
@@ -147,8 +193,15 @@ class QueryResult:
     cut_cells: int = 0  # cells converted or cut by result_cell
 
 
-def run_query(conn: sqlite3.Connection, sql: str, *, timeout_s: float = 5.0, max_rows: int = 200,
-              max_result_bytes: int = 65_536, max_cell_chars: int = 1_000) -> QueryResult:
+def run_query(
+    conn: sqlite3.Connection,
+    sql: str,
+    *,
+    timeout_s: float = 5.0,
+    max_rows: int = 200,
+    max_result_bytes: int = 65_536,
+    max_cell_chars: int = 1_000,
+) -> QueryResult:
     """Run ``sql`` read-only under hard limits: ``timeout_s`` of wall clock (a watchdog thread
     interrupts the connection, and a progress handler checks the clock between instructions),
     ``max_rows`` rows and ``max_result_bytes`` of JSON rows (the first row is always kept), each
@@ -205,11 +258,17 @@ def run_query(conn: sqlite3.Connection, sql: str, *, timeout_s: float = 5.0, max
             nbytes += size
         columns = [d[0] for d in cur.description or []]
     except MemoryError:
-        raise QueryTooLarge("the query needed more memory than the database's heap limit: compute less, or aggregate") from None
+        raise QueryTooLarge(
+            "the query needed more memory than the database's heap limit: compute less, or aggregate"
+        ) from None
     except sqlite3.DatabaseError as exc:
         message = str(exc).lower()
-        reason = guards.reason if guards is not None and "user-defined function" in message else None
-        if ("interrupt" in message and (fired.is_set() or time.perf_counter() > deadline)) or reason == "timeout":
+        reason = (
+            guards.reason if guards is not None and "user-defined function" in message else None
+        )
+        if (
+            "interrupt" in message and (fired.is_set() or time.perf_counter() > deadline)
+        ) or reason == "timeout":
             raise QueryTimeout(f"the query ran longer than {timeout_s:g} s") from None
         if reason and reason != TOO_BIG:
             raise QueryTooLarge(f"{reason}: the query may not build large strings") from None
@@ -221,7 +280,9 @@ def run_query(conn: sqlite3.Connection, sql: str, *, timeout_s: float = 5.0, max
                 f"a value longer than {limit:,} bytes was made (string or blob too big): the query may not build large strings or blobs"
             ) from None
         if "not authorized" in message:
-            raise QueryRefused(f"refused by the database: {exc} (only SELECT over the table is allowed)") from exc
+            raise QueryRefused(
+                f"refused by the database: {exc} (only SELECT over the table is allowed)"
+            ) from exc
         raise
     finally:
         watchdog.cancel()
@@ -235,6 +296,13 @@ def run_query(conn: sqlite3.Connection, sql: str, *, timeout_s: float = 5.0, max
 
 
 __all__ = [
-    "ENGINE_LIMITS", "GuardedConnection", "QueryResult", "QueryTimeout", "QueryTooLarge", "build_database", "create_statement",
-    "result_cell", "run_query",
+    "ENGINE_LIMITS",
+    "GuardedConnection",
+    "QueryResult",
+    "QueryTimeout",
+    "QueryTooLarge",
+    "build_database",
+    "create_statement",
+    "result_cell",
+    "run_query",
 ]

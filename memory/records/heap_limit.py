@@ -94,7 +94,9 @@ def _functions(path: str) -> tuple[Callable[[int], int], Callable[[int], int]] |
         return None
     before = soft(-1)
     limit = hard(-1)
-    probe = 2**62 if before == 0 else before - 1 if limit and before >= limit else before + 1  # one byte apart: harmless
+    probe = (
+        2**62 if before == 0 else before - 1 if limit and before >= limit else before + 1
+    )  # one byte apart: harmless
     soft(probe)
     try:
         agrees = _pragma("soft_heap_limit") == probe
@@ -114,8 +116,10 @@ def _resolve() -> None:
         if found:
             _HARD, _SOFT = found
             return
-    log.warning("SQLite's heap-limit functions are not reachable through ctypes here: the structured strategy's SQL lowers the process's "
-                "hard heap limit with a pragma, which cannot raise it again, so every SQLite connection of this process keeps it")
+    log.warning(
+        "SQLite's heap-limit functions are not reachable through ctypes here: the structured strategy's SQL lowers the process's "
+        "hard heap limit with a pragma, which cannot raise it again, so every SQLite connection of this process keeps it"
+    )
 
 
 def restorable() -> bool:
@@ -155,7 +159,9 @@ def held_heap_limit(hard_bytes: int) -> Iterator[None]:
     hard_bytes = int(hard_bytes)
     with _LOCK:
         _resolve()
-        current = (_HARD(-1), _SOFT(-1)) if _HARD is not None and _SOFT is not None else heap_limits()
+        current = (
+            (_HARD(-1), _SOFT(-1)) if _HARD is not None and _SOFT is not None else heap_limits()
+        )
         if _ACTIVE == 0:
             _SAVED = current
         _ACTIVE += 1

@@ -30,16 +30,62 @@ from decimal import Decimal, InvalidOperation
 
 #: Scale words (lower case) -> multiplier. Single letters count only right after a number.
 SCALE_WORDS = {
-    "thousand": 10**3, "thousands": 10**3, "k": 10**3, "000s": 10**3,
-    "million": 10**6, "millions": 10**6, "mn": 10**6, "mm": 10**6, "mio": 10**6, "mln": 10**6, "m": 10**6,
-    "billion": 10**9, "billions": 10**9, "bn": 10**9, "bln": 10**9, "b": 10**9,
-    "trillion": 10**12, "trillions": 10**12, "tn": 10**12, "t": 10**12,
-    "lakh": 10**5, "crore": 10**7,
+    "thousand": 10**3,
+    "thousands": 10**3,
+    "k": 10**3,
+    "000s": 10**3,
+    "million": 10**6,
+    "millions": 10**6,
+    "mn": 10**6,
+    "mm": 10**6,
+    "mio": 10**6,
+    "mln": 10**6,
+    "m": 10**6,
+    "billion": 10**9,
+    "billions": 10**9,
+    "bn": 10**9,
+    "bln": 10**9,
+    "b": 10**9,
+    "trillion": 10**12,
+    "trillions": 10**12,
+    "tn": 10**12,
+    "t": 10**12,
+    "lakh": 10**5,
+    "crore": 10**7,
 }
 _SINGLE_LETTER = {"k", "m", "b", "t"}
 #: Currency symbols and ISO-like codes -> code.
-CURRENCY_SYMBOLS = {"us$": "USD", "$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY", "₹": "INR", "₩": "KRW"}
-CURRENCY_CODES = ("USD", "EUR", "GBP", "JPY", "CNY", "RMB", "NOK", "SEK", "DKK", "CHF", "CAD", "AUD", "INR", "KRW", "HKD", "SGD", "BRL", "MXN", "ZAR", "NZD")
+CURRENCY_SYMBOLS = {
+    "us$": "USD",
+    "$": "USD",
+    "€": "EUR",
+    "£": "GBP",
+    "¥": "JPY",
+    "₹": "INR",
+    "₩": "KRW",
+}
+CURRENCY_CODES = (
+    "USD",
+    "EUR",
+    "GBP",
+    "JPY",
+    "CNY",
+    "RMB",
+    "NOK",
+    "SEK",
+    "DKK",
+    "CHF",
+    "CAD",
+    "AUD",
+    "INR",
+    "KRW",
+    "HKD",
+    "SGD",
+    "BRL",
+    "MXN",
+    "ZAR",
+    "NZD",
+)
 _CODE = re.compile(r"(?<![A-Za-z])(" + "|".join(CURRENCY_CODES) + r")(?![A-Za-z])", re.I)
 _NUMBER = re.compile(r"\d{1,3}(?:[,.\u00a0\u202f' ]\d{3})+(?:[.,]\d+)?|\d+(?:[.,]\d+)?|[.,]\d+")
 _PERCENT = re.compile(r"%|\bper\s*cent\b|\bpercent(?:age)?\b|\bpct\b", re.I)
@@ -129,16 +175,29 @@ def parse_quantity(text: object) -> Quantity:
     if isinstance(text, bool):
         raise ValueNotUnderstood(f"a boolean is not a number: {text!r}")
     if isinstance(text, (int, float)):
-        return Quantity(Decimal(repr(text)) if isinstance(text, float) else Decimal(text), None, None, False)
+        return Quantity(
+            Decimal(repr(text)) if isinstance(text, float) else Decimal(text), None, None, False
+        )
     raw = str(text).strip()
     m = _NUMBER.search(raw)
     if not m:
         raise ValueNotUnderstood(f"no number in {raw!r}")
     number = _digits(m.group(0))
     before = raw[: m.start()]
-    negative = bool(re.search(r"[-\u2212\u2013]\s*(?:[A-Za-z]{3}\s*|US\$\s*|[$€£¥₹₩]\s*)?$", before))
-    negative = negative or (before.rstrip().endswith("(") and ")" in raw[m.end():]) or bool(re.match(r"\s*\(", raw) and raw.rstrip().endswith(")"))
-    return Quantity(-number if negative else number, _scale(raw, m.end()), _currency(raw), bool(_PERCENT.search(raw)))
+    negative = bool(
+        re.search(r"[-\u2212\u2013]\s*(?:[A-Za-z]{3}\s*|US\$\s*|[$€£¥₹₩]\s*)?$", before)
+    )
+    negative = (
+        negative
+        or (before.rstrip().endswith("(") and ")" in raw[m.end() :])
+        or bool(re.match(r"\s*\(", raw) and raw.rstrip().endswith(")"))
+    )
+    return Quantity(
+        -number if negative else number,
+        _scale(raw, m.end()),
+        _currency(raw),
+        bool(_PERCENT.search(raw)),
+    )
 
 
 def parse_unit(unit: str) -> Unit:
@@ -146,7 +205,9 @@ def parse_unit(unit: str) -> Unit:
     text = unit or ""
     scale = 1
     for word in _WORD.findall(text):
-        if word.lower() in SCALE_WORDS and (word.lower() not in _SINGLE_LETTER or len(text.strip()) <= 5):
+        if word.lower() in SCALE_WORDS and (
+            word.lower() not in _SINGLE_LETTER or len(text.strip()) <= 5
+        ):
             scale = SCALE_WORDS[word.lower()]
             break
     return Unit(scale, _currency(text), bool(_PERCENT.search(text)))
@@ -169,7 +230,9 @@ def to_unit(value: object, unit: str) -> tuple[float, str | None]:
     if q.currency and target.currency and q.currency != target.currency:
         note = f"currency {q.currency} kept as stated (unit {target.currency}; no exchange rate applied)"
     out = float(number)
-    if not math.isfinite(out):  # 400 digits, or an inf/nan given as a number: SQL over it gives Infinity, not a value
+    if not math.isfinite(
+        out
+    ):  # 400 digits, or an inf/nan given as a number: SQL over it gives Infinity, not a value
         raise ValueNotUnderstood(f"not a finite number: {str(value)[:80]!r}")
     return out, note
 
@@ -247,6 +310,14 @@ def entity_key(name: str) -> str:
 
 
 __all__ = [
-    "Quantity", "Unit", "ValueNotUnderstood", "entity_key", "normalize_date", "normalize_period",
-    "normalize_value", "parse_quantity", "parse_unit", "to_unit",
+    "Quantity",
+    "Unit",
+    "ValueNotUnderstood",
+    "entity_key",
+    "normalize_date",
+    "normalize_period",
+    "normalize_value",
+    "parse_quantity",
+    "parse_unit",
+    "to_unit",
 ]

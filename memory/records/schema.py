@@ -21,7 +21,14 @@ from memory.records.sql_words import refused_name
 
 AttributeType = Literal["number", "integer", "percent", "text", "boolean", "date"]
 #: SQLite column type of each attribute type.
-SQL_TYPES = {"number": "REAL", "integer": "INTEGER", "percent": "REAL", "text": "TEXT", "boolean": "INTEGER", "date": "TEXT"}
+SQL_TYPES = {
+    "number": "REAL",
+    "integer": "INTEGER",
+    "percent": "REAL",
+    "text": "TEXT",
+    "boolean": "INTEGER",
+    "date": "TEXT",
+}
 
 
 def identifier(text: str) -> str:
@@ -39,7 +46,9 @@ def identifier(text: str) -> str:
     for candidate in (name, name + "_", "c_" + name):
         if refused_name(candidate) is None:
             return candidate
-    raise ValueError(f"{text!r} cannot be a table or column name: {refused_name(name)}")  # pragma: no cover - a prefix always helps
+    raise ValueError(
+        f"{text!r} cannot be a table or column name: {refused_name(name)}"
+    )  # pragma: no cover - a prefix always helps
 
 
 class _Named(BaseModel):
@@ -86,7 +95,11 @@ class TableSchema(BaseModel):
 
     @model_validator(mode="after")
     def _distinct(self) -> TableSchema:
-        names = [self.entity] + ([self.time.name] if self.time else []) + [a.name for a in self.attributes]
+        names = (
+            [self.entity]
+            + ([self.time.name] if self.time else [])
+            + [a.name for a in self.attributes]
+        )
         repeated = sorted({n for n in names if names.count(n) > 1})
         if repeated:
             raise ValueError(f"column names must be distinct; repeated: {repeated}")
@@ -95,7 +108,11 @@ class TableSchema(BaseModel):
     @property
     def columns(self) -> list[str]:
         """The table's columns in order: entity, period (if any), attributes."""
-        return [self.entity] + ([self.time.name] if self.time else []) + [a.name for a in self.attributes]
+        return (
+            [self.entity]
+            + ([self.time.name] if self.time else [])
+            + [a.name for a in self.attributes]
+        )
 
     def attribute(self, name: str) -> Attribute:
         """The attribute called ``name``."""
@@ -110,7 +127,10 @@ class TableSchema(BaseModel):
     def covers(self, other: TableSchema) -> bool:
         """Whether this table answers everything ``other`` asks for: same entity and time,
         and every attribute of ``other`` with the same type and unit."""
-        if (self.entity, self.time and self.time.model_dump()) != (other.entity, other.time and other.time.model_dump()):
+        if (self.entity, self.time and self.time.model_dump()) != (
+            other.entity,
+            other.time and other.time.model_dump(),
+        ):
             return False
         mine = {a.name: (a.type, a.unit.lower(), a.static) for a in self.attributes}
         return all(mine.get(a.name) == (a.type, a.unit.lower(), a.static) for a in other.attributes)
@@ -121,7 +141,9 @@ def parse_schema(data: Any, max_attributes: int | None = None) -> TableSchema:
     ``max_attributes`` are an error, so the model is asked again rather than silently cut."""
     schema = TableSchema.model_validate(data)
     if max_attributes is not None and len(schema.attributes) > max_attributes:
-        raise ValueError(f"at most {max_attributes} attributes, got {len(schema.attributes)}: keep the ones the question needs")
+        raise ValueError(
+            f"at most {max_attributes} attributes, got {len(schema.attributes)}: keep the ones the question needs"
+        )
     return schema
 
 
@@ -131,4 +153,13 @@ def schema_hash(schema: TableSchema, *salt: Any) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
-__all__ = ["SQL_TYPES", "Attribute", "AttributeType", "TableSchema", "TimeDimension", "identifier", "parse_schema", "schema_hash"]
+__all__ = [
+    "SQL_TYPES",
+    "Attribute",
+    "AttributeType",
+    "TableSchema",
+    "TimeDimension",
+    "identifier",
+    "parse_schema",
+    "schema_hash",
+]

@@ -58,7 +58,11 @@ def _as_int(value: Any) -> int:
     if value is None or isinstance(value, (int, float)):
         number = value or 0
     else:
-        text = value.decode("utf-8", errors="ignore") if isinstance(value, (bytes, bytearray)) else str(value)
+        text = (
+            value.decode("utf-8", errors="ignore")
+            if isinstance(value, (bytes, bytearray))
+            else str(value)
+        )
         m = _LEADING_NUMBER.match(text)
         number = float(m.group(1)) if m else 0
     try:
@@ -94,7 +98,9 @@ class Guards:
         self.private.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max_value_bytes)
         self.deadline = float("inf")
         self.reason: str | None = None  # why a call was refused: "timeout", TOO_BIG or a limit
-        self.error: str | None = None  # the error of SQLite's own function (ESCAPE of two characters...)
+        self.error: str | None = (
+            None  # the error of SQLite's own function (ESCAPE of two characters...)
+        )
 
     def _refuse(self, reason: str) -> None:
         self.reason = reason
@@ -108,7 +114,9 @@ class Guards:
         marks = ", ".join("?" * len(args))
         try:
             return self.private.execute(f"SELECT {name}({marks})", args).fetchone()[0]
-        except sqlite3.Error as exc:  # "string or blob too big" past the value limit, or a wrong argument
+        except (
+            sqlite3.Error
+        ) as exc:  # "string or blob too big" past the value limit, or a wrong argument
             if "too big" in str(exc).lower():
                 self._refuse(TOO_BIG)
             self.error = str(exc)  # the function's own error, reported as SQLite would
@@ -119,7 +127,9 @@ class Guards:
             self._check_time()
             widest = max(printf_widths(args[0] if args else None, args[1:]), default=0)
             if widest > MAX_PRINTF_WIDTH:
-                self._refuse(f"{name}() width or precision {widest:,} is over the limit of {MAX_PRINTF_WIDTH:,}")
+                self._refuse(
+                    f"{name}() width or precision {widest:,} is over the limit of {MAX_PRINTF_WIDTH:,}"
+                )
             return self._sqlite(name, args)
 
         return call
@@ -129,7 +139,9 @@ class Guards:
             self._check_time()
             work = _size(text) * max(1, _size(pattern))
             if work > MAX_CALL_WORK:
-                self._refuse(f"{name}() over {_size(text):,} and {_size(pattern):,} bytes is over the limit of {MAX_CALL_WORK:,} byte comparisons")
+                self._refuse(
+                    f"{name}() over {_size(text):,} and {_size(pattern):,} bytes is over the limit of {MAX_CALL_WORK:,} byte comparisons"
+                )
             return self._sqlite(name, (text, pattern, *rest))
 
         return call
@@ -146,10 +158,26 @@ def install(conn: sqlite3.Connection, max_value_bytes: int) -> Guards:
     for name in ("printf", "format"):
         conn.create_function(name, -1, guards.printf(name), deterministic=True)
     conn.create_function("replace", 3, guards.pairwise("replace"), deterministic=True)
-    for name in ("instr", "trim", "ltrim", "rtrim", "like", "glob", "json_patch"):  # json_patch: every patch key looked up in the target's keys
+    for name in (
+        "instr",
+        "trim",
+        "ltrim",
+        "rtrim",
+        "like",
+        "glob",
+        "json_patch",
+    ):  # json_patch: every patch key looked up in the target's keys
         conn.create_function(name, 2, guards.pairwise(name), deterministic=True)
     conn.create_function("like", 3, guards.pairwise("like"), deterministic=True)  # LIKE ... ESCAPE
     return guards
 
 
-__all__ = ["TOO_BIG", "MAX_CALL_WORK", "MAX_PRINTF_WIDTH", "CallRefused", "Guards", "install", "printf_widths"]
+__all__ = [
+    "TOO_BIG",
+    "MAX_CALL_WORK",
+    "MAX_PRINTF_WIDTH",
+    "CallRefused",
+    "Guards",
+    "install",
+    "printf_widths",
+]

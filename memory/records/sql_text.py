@@ -35,7 +35,9 @@ def sql_spans(sql: str) -> list[tuple[str, int, int]]:
             j = i + 1
             while j < n:
                 if sql[j] == close:
-                    if close != "]" and j + 1 < n and sql[j + 1] == close:  # a doubled quote stays inside
+                    if (
+                        close != "]" and j + 1 < n and sql[j + 1] == close
+                    ):  # a doubled quote stays inside
                         j += 2
                         continue
                     break
@@ -73,7 +75,7 @@ def clean_sql(text: str) -> str:
     sql = "".join(" " if kind == "comment" else sql[a:b] for kind, a, b in sql_spans(sql))
     sql = sql.strip().rstrip(";").strip()
     start = re.search(r"\b(with|select)\b", _blank(sql, {"string", "identifier"}), re.I)
-    return sql[start.start():] if start else sql
+    return sql[start.start() :] if start else sql
 
 
 def check_sql(sql: str) -> None:
@@ -86,12 +88,16 @@ def check_sql(sql: str) -> None:
         raise QueryRefused("the reply holds no SQL statement")
     if not re.match(r"(with|select)\b", sql, re.I):
         raise QueryRefused("only one SELECT statement (optionally starting with WITH) is allowed")
-    code = _blank(sql, {"string"})  # string literals are data; identifiers and comments stay visible to the checks
+    code = _blank(
+        sql, {"string"}
+    )  # string literals are data; identifiers and comments stay visible to the checks
     if ";" in code:
         raise QueryRefused("only one statement is allowed (no ';' inside)")
     m = FORBIDDEN.search(code)
     if m:
-        raise QueryRefused(f"'{m.group(1) or m.group(0)}' is not allowed: the query may read the table only (no files, network, other databases or settings)")
+        raise QueryRefused(
+            f"'{m.group(1) or m.group(0)}' is not allowed: the query may read the table only (no files, network, other databases or settings)"
+        )
     m = _MAKERS.search(code)
     if m:
         raise QueryRefused(f"'{m.group(1)}' is not allowed: it makes values, it reads none")

@@ -12,7 +12,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memory.records.normalize import ValueNotUnderstood, entity_key, normalize_period, normalize_value
+from memory.records.normalize import (
+    ValueNotUnderstood,
+    entity_key,
+    normalize_period,
+    normalize_value,
+)
 from memory.records.schema import TableSchema
 
 
@@ -30,7 +35,9 @@ class Cell:
     doc_id: str
     title: str
     note: str | None = None
-    quote_found: bool | None = None  # whether the quote occurs in the text read (None: records cached before the check was kept)
+    quote_found: bool | None = (
+        None  # whether the quote occurs in the text read (None: records cached before the check was kept)
+    )
 
 
 @dataclass
@@ -44,14 +51,26 @@ class Table:
     stats: dict[str, Any] = field(default_factory=dict)
 
 
-def normalise_records(schema: TableSchema, extractions: Iterable[tuple[int, str, str, list[dict[str, Any]]]], *,
-                      drop_unverified: bool = False) -> tuple[list[Cell], dict[str, Any]]:
+def normalise_records(
+    schema: TableSchema,
+    extractions: Iterable[tuple[int, str, str, list[dict[str, Any]]]],
+    *,
+    drop_unverified: bool = False,
+) -> tuple[list[Cell], dict[str, Any]]:
     """Cells from per-document records ``(doc_index, doc_id, title, records)``, with counts of
     what could not be read (never dropped silently: the counts go into the ``reduce`` step);
     ``drop_unverified``: leave out values whose quote was not found in the text read."""
     attrs = {a.name: a for a in schema.attributes}
     cells: list[Cell] = []
-    stats: dict[str, Any] = {"records": 0, "values": 0, "unreadable": [], "notes": 0, "no_period": 0, "unverified": 0, "dropped_unverified": 0}
+    stats: dict[str, Any] = {
+        "records": 0,
+        "values": 0,
+        "unreadable": [],
+        "notes": 0,
+        "no_period": 0,
+        "unverified": 0,
+        "dropped_unverified": 0,
+    }
     for doc_index, doc_id, title, records in extractions:
         for rec in records:
             stats["records"] += 1
@@ -70,7 +89,15 @@ def normalise_records(schema: TableSchema, extractions: Iterable[tuple[int, str,
                 try:
                     value, note = normalize_value(cell["value"], a.type, a.unit)
                 except ValueNotUnderstood as exc:
-                    stats["unreadable"].append({"doc_id": doc_id, "entity": name, "attribute": attr, "value": cell["value"], "error": str(exc)})
+                    stats["unreadable"].append(
+                        {
+                            "doc_id": doc_id,
+                            "entity": name,
+                            "attribute": attr,
+                            "value": cell["value"],
+                            "error": str(exc),
+                        }
+                    )
                     continue
                 if value is None:
                     continue
@@ -80,17 +107,35 @@ def normalise_records(schema: TableSchema, extractions: Iterable[tuple[int, str,
                 stats["values"] += 1
                 stats["notes"] += note is not None
                 stats["unverified"] += found is False
-                cells.append(Cell(name, when, attr, value, cell["value"], str(cell.get("quote") or ""), doc_index, doc_id, title, note, found))
+                cells.append(
+                    Cell(
+                        name,
+                        when,
+                        attr,
+                        value,
+                        cell["value"],
+                        str(cell.get("quote") or ""),
+                        doc_index,
+                        doc_id,
+                        title,
+                        note,
+                        found,
+                    )
+                )
     return cells, stats
 
 
-def reduce_cells(schema: TableSchema, cells: Sequence[Cell], conflict_rule: str = "latest_document") -> Table:
+def reduce_cells(
+    schema: TableSchema, cells: Sequence[Cell], conflict_rule: str = "latest_document"
+) -> Table:
     """One row per entity (and period): each cell's value from the latest (or first) document stating it."""
     latest = conflict_rule == "latest_document"
     winners: dict[tuple[str, Any, str], Cell] = {}
     superseded = conflicting = 0
     display: dict[str, tuple[int, str]] = {}
-    for c in sorted(cells, key=lambda c: c.doc_index):  # stable: within a document, later records win
+    for c in sorted(
+        cells, key=lambda c: c.doc_index
+    ):  # stable: within a document, later records win
         key = (entity_key(c.entity), c.period, c.attribute)
         old = winners.get(key)
         if old is not None:
@@ -108,19 +153,34 @@ def reduce_cells(schema: TableSchema, cells: Sequence[Cell], conflict_rule: str 
     for (ek, period, attr), c in winners.items():
         if attr in static:
             continue
-        row = row_keys.setdefault((ek, period), {schema.entity: names[ek], **({schema.time.name: period} if schema.time else {})})
+        row = row_keys.setdefault(
+            (ek, period),
+            {schema.entity: names[ek], **({schema.time.name: period} if schema.time else {})},
+        )
         row[attr] = c.value
     for ek in names:
         if not any(k[0] == ek for k in row_keys):
-            row_keys[(ek, None)] = {schema.entity: names[ek], **({schema.time.name: None} if schema.time else {})}
+            row_keys[(ek, None)] = {
+                schema.entity: names[ek],
+                **({schema.time.name: None} if schema.time else {}),
+            }
     for (ek, _), row in row_keys.items():
         for attr in static:
             winner = winners.get((ek, None, attr))
             if winner is not None:
                 row[attr] = winner.value
-    rows = [{col: row.get(col) for col in schema.columns} for _, row in sorted(row_keys.items(), key=lambda kv: (kv[1][schema.entity], str(kv[0][1])))]
-    stats = {"rows": len(rows), "entities": len(names), "cells": len(winners), "superseded": superseded, "conflicting_restatements": conflicting,
-             "conflict_rule": conflict_rule}
+    rows = [
+        {col: row.get(col) for col in schema.columns}
+        for _, row in sorted(row_keys.items(), key=lambda kv: (kv[1][schema.entity], str(kv[0][1])))
+    ]
+    stats = {
+        "rows": len(rows),
+        "entities": len(names),
+        "cells": len(winners),
+        "superseded": superseded,
+        "conflicting_restatements": conflicting,
+        "conflict_rule": conflict_rule,
+    }
     return Table(schema, rows, winners, names, stats)
 
 

@@ -61,7 +61,16 @@ from __future__ import annotations
 
 from retrieval.index.build import build_index
 from retrieval.index.growth import CompactionPolicy, cached_base
-from retrieval.index.layout import CHUNKS_FILE, INDEX_FORMAT_VERSION, build_lock, index_folder, index_key, lock_file, partial_folder, shards_folder
+from retrieval.index.layout import (
+    CHUNKS_FILE,
+    INDEX_FORMAT_VERSION,
+    build_lock,
+    index_folder,
+    index_key,
+    lock_file,
+    partial_folder,
+    shards_folder,
+)
 from retrieval.index.process_cache import clear_memory_cache
 from retrieval.index.store import write_shards
 from retrieval.index.types import Index, live_chunks

@@ -24,12 +24,22 @@ from retrieval.hybrid import HybridRetriever
 from retrieval.index.growth import CompactionPolicy, grow_index
 from retrieval.index.layout import CHUNKS_FILE, build_lock, index_folder, index_key, partial_folder
 from retrieval.index.process_cache import remember, remembered
-from retrieval.index.store import index_meta, load_index, move_aside, private_build_folder, publish, save_retriever, write_chunks
+from retrieval.index.store import (
+    index_meta,
+    load_index,
+    move_aside,
+    private_build_folder,
+    publish,
+    save_retriever,
+    write_chunks,
+)
 from retrieval.index.types import Index
 from retrieval.lineage import write_documents
 from retrieval.retrievers import make_retriever
 
-log = logging.getLogger("retrieval.index")  # the index package's one logger: what users and tests filter on
+log = logging.getLogger(
+    "retrieval.index"
+)  # the index package's one logger: what users and tests filter on
 
 
 def build_index(
@@ -64,8 +74,18 @@ def build_index(
         retriever = make_retriever(retriever, **retriever_options)
     elif retriever_options:
         raise TypeError("retriever options are only accepted with a retriever name")
-    if isinstance(retriever, HybridRetriever):  # made of its components' indexes, each cached under its own key
-        return _hybrid_index(corpus, retriever, chunking, cache_dir=cache_dir, use_cache=use_cache, show_progress=show_progress, compaction=compaction)
+    if isinstance(
+        retriever, HybridRetriever
+    ):  # made of its components' indexes, each cached under its own key
+        return _hybrid_index(
+            corpus,
+            retriever,
+            chunking,
+            cache_dir=cache_dir,
+            use_cache=use_cache,
+            show_progress=show_progress,
+            compaction=compaction,
+        )
     key = index_key(corpus, chunking, retriever)
     if not use_cache:
         return _build(corpus, chunking, retriever, key, None, show_progress)
@@ -73,17 +93,33 @@ def build_index(
     if cached is not None:
         return cached
     folder = index_folder(cache_dir, key)
-    index = load_index(folder, key, chunking, retriever, quiet=True) if (folder / "meta.json").exists() else None
+    index = (
+        load_index(folder, key, chunking, retriever, quiet=True)
+        if (folder / "meta.json").exists()
+        else None
+    )
     if index is None:
         with build_lock(folder):  # one builder; the others wait here, then find its index
             cached = remembered(key)
             if cached is not None:
                 return cached
-            index = load_index(folder, key, chunking, retriever, upgrade=True) if folder.exists() else None
+            index = (
+                load_index(folder, key, chunking, retriever, upgrade=True)
+                if folder.exists()
+                else None
+            )
             if index is None:
                 if folder.exists():
                     move_aside(folder)
-                index = grow_index(corpus, chunking, retriever, key, folder, show_progress, compaction or CompactionPolicy())
+                index = grow_index(
+                    corpus,
+                    chunking,
+                    retriever,
+                    key,
+                    folder,
+                    show_progress,
+                    compaction or CompactionPolicy(),
+                )
             if index is None:
                 index = _build(corpus, chunking, retriever, key, folder, show_progress)
             remember(key, index)
@@ -91,22 +127,36 @@ def build_index(
     return remember(key, index)
 
 
-def _hybrid_index(corpus: IndexableCorpus, hybrid: HybridRetriever, chunking: ChunkingConfig, **options: Any) -> Index:
+def _hybrid_index(
+    corpus: IndexableCorpus, hybrid: HybridRetriever, chunking: ChunkingConfig, **options: Any
+) -> Index:
     """The hybrid index of ``corpus``: each component's own (cached) index, fused at search time.
 
     Each component's index is built, loaded or grown under its own key, so a dense index
     already built for ``retriever="dense"`` is reused, never embedded twice.
     """
-    parts = {name: build_index(corpus, r, chunking=chunking, **options) for name, r in hybrid.components.items()}
+    parts = {
+        name: build_index(corpus, r, chunking=chunking, **options)
+        for name, r in hybrid.components.items()
+    }
     first = next(iter(parts.values()))
     for name, part in parts.items():
         if [c.chunk_id for c in part.chunks] != [c.chunk_id for c in first.chunks]:
-            raise ValueError(f"hybrid component {name!r} indexes {len(part.chunks)} chunks, the first {len(first.chunks)}: they must index the same chunks")
+            raise ValueError(
+                f"hybrid component {name!r} indexes {len(part.chunks)} chunks, the first {len(first.chunks)}: they must index the same chunks"
+            )
     bound = hybrid.with_components({name: part.retriever for name, part in parts.items()})
     return Index(first.chunks, bound, chunking, index_key(corpus, chunking, hybrid), first.path)
 
 
-def _build(corpus: IndexableCorpus, chunking: ChunkingConfig, retriever: Retriever, key: str, folder: Path | None, show_progress: bool) -> Index:
+def _build(
+    corpus: IndexableCorpus,
+    chunking: ChunkingConfig,
+    retriever: Retriever,
+    key: str,
+    folder: Path | None,
+    show_progress: bool,
+) -> Index:
     """The index of ``corpus`` built from scratch: in memory when ``folder`` is None, else published at ``folder``
     (the caller holds its build lock)."""
     started = time.perf_counter()
@@ -124,15 +174,29 @@ def _build(corpus: IndexableCorpus, chunking: ChunkingConfig, retriever: Retriev
         save_retriever(retriever, tmp, checksums)
         write_chunks(tmp / CHUNKS_FILE, chunks, checksums)
         write_documents(tmp, corpus.document_digests, checksums)
-        hashed_after = checksums.add_unrecorded()  # files a library wrote itself (bm25s), hashed from the page cache
+        hashed_after = (
+            checksums.add_unrecorded()
+        )  # files a library wrote itself (bm25s), hashed from the page cache
         if hashed_after:
-            log.debug("Hashed after writing (written by %s itself): %s", retriever.name, ", ".join(hashed_after))
+            log.debug(
+                "Hashed after writing (written by %s itself): %s",
+                retriever.name,
+                ", ".join(hashed_after),
+            )
         meta = index_meta(corpus, chunking, retriever, key, num_chunks=len(chunks), started=started,
                           segments=[{"path": ".", "documents": [0, len(corpus)], "chunks": [0, len(chunks)]}], files=checksums.as_dict())  # fmt: skip
         publish(tmp, folder, meta)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)  # the shards in .partial stay, for the next build to resume
+        shutil.rmtree(
+            tmp, ignore_errors=True
+        )  # the shards in .partial stay, for the next build to resume
         raise
     shutil.rmtree(partial, ignore_errors=True)
-    log.info("Built %s index of %d chunks in %.1fs at %s", retriever.name, len(chunks), meta["build_seconds"], folder)
+    log.info(
+        "Built %s index of %d chunks in %.1fs at %s",
+        retriever.name,
+        len(chunks),
+        meta["build_seconds"],
+        folder,
+    )
     return Index(chunks, retriever, chunking, key, folder)

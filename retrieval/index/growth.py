@@ -25,11 +25,20 @@ from retrieval.chunking import Chunk, ChunkingConfig
 from retrieval.document import IndexableCorpus
 from retrieval.fit import chunks_for
 from retrieval.index.layout import CHUNKS_FILE, INDEX_FORMAT_VERSION, partial_folder, segment_paths
-from retrieval.index.store import index_meta, load_index, private_build_folder, publish, save_retriever, write_chunks
+from retrieval.index.store import (
+    index_meta,
+    load_index,
+    private_build_folder,
+    publish,
+    save_retriever,
+    write_chunks,
+)
 from retrieval.index.types import Index, live_chunks
 from retrieval.lineage import Base, find_base, write_documents
 
-log = logging.getLogger("retrieval.index")  # the index package's one logger: what users and tests filter on
+log = logging.getLogger(
+    "retrieval.index"
+)  # the index package's one logger: what users and tests filter on
 
 
 @dataclass(frozen=True)
@@ -49,21 +58,35 @@ class CompactionPolicy:
     max_deleted: float = 0.2
 
     def __post_init__(self) -> None:
-        if isinstance(self.max_segments, bool) or not isinstance(self.max_segments, int) or self.max_segments < 1:
+        if (
+            isinstance(self.max_segments, bool)
+            or not isinstance(self.max_segments, int)
+            or self.max_segments < 1
+        ):
             raise ValueError(f"max_segments must be a positive integer, got {self.max_segments!r}")
-        if isinstance(self.max_deleted, bool) or not isinstance(self.max_deleted, (int, float)) or not 0 <= self.max_deleted <= 1:
+        if (
+            isinstance(self.max_deleted, bool)
+            or not isinstance(self.max_deleted, (int, float))
+            or not 0 <= self.max_deleted <= 1
+        ):
             raise ValueError(f"max_deleted must be a share in [0, 1], got {self.max_deleted!r}")
 
     def compacts(self, segments: int, *, deleted_chunks: int = 0, stored_chunks: int = 0) -> bool:
         """Whether an index of ``segments`` segments, ``deleted_chunks`` of its ``stored_chunks`` deleted, is to be compacted into one."""
-        return segments > self.max_segments or (deleted_chunks > 0 and deleted_chunks > self.max_deleted * stored_chunks)
+        return segments > self.max_segments or (
+            deleted_chunks > 0 and deleted_chunks > self.max_deleted * stored_chunks
+        )
 
 
 def _same_json(a: Any, b: Any) -> bool:
-    return bool(json.loads(json.dumps(a, sort_keys=True)) == json.loads(json.dumps(b, sort_keys=True)))
+    return bool(
+        json.loads(json.dumps(a, sort_keys=True)) == json.loads(json.dumps(b, sort_keys=True))
+    )
 
 
-def cached_base(corpus: IndexableCorpus, chunking: ChunkingConfig, retriever: Retriever, root: Path) -> Base | None:
+def cached_base(
+    corpus: IndexableCorpus, chunking: ChunkingConfig, retriever: Retriever, root: Path
+) -> Base | None:
     """The finished index under ``root`` (``<cache>/indexes``), of the same chunking and retriever, that ``corpus``
     starts from: the most of its first documents live in that index, in order (a prefix, or the index of the
     corpus before documents were removed or updated; :mod:`retrieval.lineage`); None when there is none."""
@@ -127,24 +150,39 @@ def grow_index(corpus: IndexableCorpus, chunking: ChunkingConfig, retriever: Ret
     if found is None:
         return None
     started = time.perf_counter()
-    base = load_index(found.folder, found.meta["key"], chunking, retriever)  # validated: its files are linked below
-    if base is None or not getattr(retriever, "extensible", lambda: False)() or (found.deleted and not callable(getattr(retriever, "delete", None))):
+    base = load_index(
+        found.folder, found.meta["key"], chunking, retriever
+    )  # validated: its files are linked below
+    if (
+        base is None
+        or not getattr(retriever, "extensible", lambda: False)()
+        or (found.deleted and not callable(getattr(retriever, "delete", None)))
+    ):
         log.info("Cached index at %s cannot grow or delete; building the whole index", found.folder)
         return None
     partial = partial_folder(folder)
-    growth = _extend(corpus, chunking, retriever, found, base.stored, partial, show_progress, compaction)
-    tmp = private_build_folder(folder)  # after deleting the ones killed builders left (we hold the lock)
+    growth = _extend(
+        corpus, chunking, retriever, found, base.stored, partial, show_progress, compaction
+    )
+    tmp = private_build_folder(
+        folder
+    )  # after deleting the ones killed builders left (we hold the lock)
     try:
         checksums = Checksums(tmp)
         segments = _write_grown(tmp, retriever, corpus, growth, checksums)
         if segments is None:
             return None
-        tombstones = {"stored_documents": growth.stored_documents + growth.appended, "deleted_documents": sorted(growth.deleted)}
+        tombstones = {
+            "stored_documents": growth.stored_documents + growth.appended,
+            "deleted_documents": sorted(growth.deleted),
+        }
         meta = index_meta(corpus, chunking, retriever, key, num_chunks=len(growth.live), started=started, grown_from=found.meta["key"],
                           **({"compacted_segments": growth.segments} if growth.compacting else {}),
                           **(tombstones if growth.deleted and not growth.compacting else {}),
                           segments=segments, files=checksums.as_dict())  # fmt: skip
-        publish(tmp, folder, meta)  # atomic: the base's index (its segments) untouched, the new one whole or absent
+        publish(
+            tmp, folder, meta
+        )  # atomic: the base's index (its segments) untouched, the new one whole or absent
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -163,7 +201,10 @@ def _extend(corpus: IndexableCorpus, chunking: ChunkingConfig, retriever: Segmen
     """Extend the loaded base index in ``retriever`` by the corpus's documents after the kept ones (chunked,
     tokenized, embedded in the resumable ``partial`` folder) and delete the documents the corpus dropped;
     what the new index holds."""
-    stored_docs, first = found.meta.get("stored_documents", found.meta["num_documents"]), len(base_stored)
+    stored_docs, first = (
+        found.meta.get("stored_documents", found.meta["num_documents"]),
+        len(base_stored),
+    )
     appended = len(corpus) - found.kept
     shift = stored_docs - found.kept  # a new document's slot: after every stored one
     new_chunks = [replace(c, doc_index=c.doc_index + shift)
@@ -177,29 +218,51 @@ def _extend(corpus: IndexableCorpus, chunking: ChunkingConfig, retriever: Segmen
         retriever.delete([c.chunk_id for c in base_stored if c.doc_index in newly])
     stored = base_stored + new_chunks
     live = live_chunks(stored, deleted)
-    old_segments = found.meta.get("segments") or [{"path": ".", "documents": [0, stored_docs], "chunks": [0, first]}]
-    compacting = compaction.compacts(len(old_segments) + bool(appended), deleted_chunks=len(stored) - len(live), stored_chunks=len(stored))
-    return _Growth(found, stored_docs, appended, new_chunks, stored, live, deleted, old_segments, compacting)
+    old_segments = found.meta.get("segments") or [
+        {"path": ".", "documents": [0, stored_docs], "chunks": [0, first]}
+    ]
+    compacting = compaction.compacts(
+        len(old_segments) + bool(appended),
+        deleted_chunks=len(stored) - len(live),
+        stored_chunks=len(stored),
+    )
+    return _Growth(
+        found, stored_docs, appended, new_chunks, stored, live, deleted, old_segments, compacting
+    )
 
 
-def _write_grown(tmp: Path, retriever: SegmentedRetriever, corpus: IndexableCorpus, growth: _Growth, checksums: Checksums) -> list[dict[str, Any]] | None:
+def _write_grown(
+    tmp: Path,
+    retriever: SegmentedRetriever,
+    corpus: IndexableCorpus,
+    growth: _Growth,
+    checksums: Checksums,
+) -> list[dict[str, Any]] | None:
     """Write the grown index's files into ``tmp``: compacted into one segment, or the base's files linked and one segment
     of the new documents; its segment list, or None (``tmp`` deleted) when the base's files are gone."""
     if growth.compacting:
         return write_compacted(tmp, retriever, growth.live, corpus, checksums)
     base_folder = growth.base.folder
     try:
-        for name, entry in growth.base.meta["files"].items():  # the base's segments, verified by load_index
+        for name, entry in growth.base.meta[
+            "files"
+        ].items():  # the base's segments, verified by load_index
             _link(base_folder / name, tmp / name)
             checksums.files[name] = entry
     except OSError as exc:  # the base's index was moved aside (repaired) meanwhile: build whole
-        log.info("Cannot reuse the cached index at %s (%s); building the whole index", base_folder, exc)
+        log.info(
+            "Cannot reuse the cached index at %s (%s); building the whole index", base_folder, exc
+        )
         shutil.rmtree(tmp, ignore_errors=True)
         return None
     segments = list(growth.old_segments)
     if growth.appended:
         first, docs = len(growth.stored) - len(growth.new_chunks), growth.stored_documents
-        segment = {"path": f"segments/{len(growth.old_segments):03d}", "documents": [docs, docs + growth.appended], "chunks": [first, len(growth.stored)]}
+        segment = {
+            "path": f"segments/{len(growth.old_segments):03d}",
+            "documents": [docs, docs + growth.appended],
+            "chunks": [first, len(growth.stored)],
+        }
         seg_dir = tmp / str(segment["path"])
         seg_dir.mkdir(parents=True)
         retriever.save_segment(seg_dir, first, checksums)

@@ -29,7 +29,9 @@ def remembered(key: str) -> Index | None:
 def remember(key: str, index: Index) -> Index:
     """Keep ``index`` for ``key``, forgetting the least recently used beyond the cache's size; the object kept."""
     with _MEMORY_LOCK:
-        index = _MEMORY_CACHE.setdefault(key, index)  # a concurrent loader's object wins: one per key
+        index = _MEMORY_CACHE.setdefault(
+            key, index
+        )  # a concurrent loader's object wins: one per key
         _MEMORY_CACHE.move_to_end(key)
         while len(_MEMORY_CACHE) > _MEMORY_CACHE_SIZE:
             _MEMORY_CACHE.popitem(last=False)

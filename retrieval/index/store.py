@@ -33,10 +33,14 @@ from retrieval.extras import MissingExtraError
 from retrieval.index.layout import CHUNKS_FILE, INDEX_FORMAT_VERSION, partial_folder, segment_paths
 from retrieval.index.types import Index, live_chunks
 
-log = logging.getLogger("retrieval.index")  # the index package's one logger: what users and tests filter on
+log = logging.getLogger(
+    "retrieval.index"
+)  # the index package's one logger: what users and tests filter on
 
 
-def write_shards(folder: Path, retriever: DenseRetriever, texts: Sequence[str], vectors: np.ndarray) -> None:
+def write_shards(
+    folder: Path, retriever: DenseRetriever, texts: Sequence[str], vectors: np.ndarray
+) -> None:
     """``vectors`` of the chunk ``texts`` as the finished shards (checksummed, with their source) that
     a dense build of ``folder`` with ``retriever`` resumes from (hold :func:`~retrieval.index.build_lock`)."""
     retriever.write_shards(texts, vectors, work_dir=partial_folder(folder))
@@ -110,7 +114,9 @@ def fsync_tree(folder: Path) -> None:
 
 def move_aside(folder: Path) -> None:
     """Take a damaged or stale index out of the way (renamed, then deleted)."""
-    aside = folder.with_name(f"{folder.name}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
+    aside = folder.with_name(
+        f"{folder.name}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+    )
     try:
         folder.rename(aside)
     except OSError:
@@ -176,11 +182,15 @@ def load_index(
     try:
         meta = json.loads((folder / "meta.json").read_text())
         if meta.get("key") != key or meta.get("format") != INDEX_FORMAT_VERSION:
-            raise ValueError(f"meta.json is for key {meta.get('key')!r}, format {meta.get('format')!r}")
+            raise ValueError(
+                f"meta.json is for key {meta.get('key')!r}, format {meta.get('format')!r}"
+            )
         files = meta.get("files")
         legacy = "files" not in meta
         if legacy and not upgrade:
-            raise ChecksumMismatch("meta.json records no file checksums (written before they existed)")
+            raise ChecksumMismatch(
+                "meta.json records no file checksums (written before they existed)"
+            )
         if verify and not legacy:
             verify_folder(folder, files)  # before anything is parsed or loaded
         segments = [folder / path for path in segment_paths(meta)]
@@ -190,24 +200,35 @@ def load_index(
         deleted = set(meta.get("deleted_documents") or [])
         chunks = live_chunks(stored, deleted)
         if len(chunks) != meta.get("num_chunks"):
-            raise ValueError(f"chunks.jsonl holds {len(chunks)} live chunks, meta.json says {meta.get('num_chunks')}")
+            raise ValueError(
+                f"chunks.jsonl holds {len(chunks)} live chunks, meta.json says {meta.get('num_chunks')}"
+            )
         if len(segments) == 1:
             retriever.load(folder)
         elif callable(getattr(retriever, "load_segments", None)):
             retriever.load_segments(segments)  # type: ignore[attr-defined]  # optional part of the contract
         else:
-            raise ValueError(f"the {retriever.name} retriever cannot read an index of {len(segments)} segments")
+            raise ValueError(
+                f"the {retriever.name} retriever cannot read an index of {len(segments)} segments"
+            )
         if deleted:
             retriever.delete([c.chunk_id for c in stored if c.doc_index in deleted])  # type: ignore[attr-defined]  # only indexes of retrievers that delete have any
         size = retriever_size(retriever)
         if size is not None and size != len(chunks):
-            raise ValueError(f"the {retriever.name} index holds {size} entries for {len(chunks)} chunks")
+            raise ValueError(
+                f"the {retriever.name} index holds {size} entries for {len(chunks)} chunks"
+            )
         if legacy:
             record_checksums(folder, meta)
     except MissingExtraError:  # the index is sound; this environment cannot read it: keep it
         raise
     except Exception as exc:  # noqa: BLE001 - anything unreadable means: never trusted, rebuilt
         if not quiet:
-            log.warning("Cached index at %s is damaged or stale (%s: %s); moving it aside and rebuilding", folder, type(exc).__name__, exc)
+            log.warning(
+                "Cached index at %s is damaged or stale (%s: %s); moving it aside and rebuilding",
+                folder,
+                type(exc).__name__,
+                exc,
+            )
         return None
     return Index(chunks, retriever, chunking, key, folder, stored=stored)

@@ -35,14 +35,24 @@ class Index:
         """The ``k`` best chunks for ``query``, best first."""
         if not query.strip():
             raise ValueError("Cannot search with an empty query")
-        detailed = getattr(self.retriever, "search_components", None)  # fused retrievers (hybrid) say what each component ranked
+        detailed = getattr(
+            self.retriever, "search_components", None
+        )  # fused retrievers (hybrid) say what each component ranked
         if callable(detailed):
-            return [Hit(self.chunks[i], score, rank, parts) for rank, (i, score, parts) in enumerate(detailed(query, k))]
-        return [Hit(self.chunks[i], score, rank) for rank, (i, score) in enumerate(self.retriever.search(query, k))]
+            return [
+                Hit(self.chunks[i], score, rank, parts)
+                for rank, (i, score, parts) in enumerate(detailed(query, k))
+            ]
+        return [
+            Hit(self.chunks[i], score, rank)
+            for rank, (i, score) in enumerate(self.retriever.search(query, k))
+        ]
 
     def as_retriever(self, k: int = 7) -> Any:
         """This index as a LangChain ``BaseRetriever`` returning the top ``k`` chunks as documents."""
-        from retrieval.langchain_retriever import IndexRetriever  # langchain_core's retriever stack costs ~1 s to import
+        from retrieval.langchain_retriever import (
+            IndexRetriever,
+        )  # langchain_core's retriever stack costs ~1 s to import
 
         return IndexRetriever(index=self, k=k)
 
