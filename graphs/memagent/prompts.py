@@ -46,4 +46,3 @@ DEFAULT_FINAL_INSTRUCTION = """ and format your response as follows "Therefore, 
 def final_instruction(instruction: str | None) -> str:
     """The clause ending the final prompt's first paragraph."""
     return DEFAULT_FINAL_INSTRUCTION if not instruction else ". " + instruction
-
