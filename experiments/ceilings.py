@@ -16,9 +16,9 @@ questions whose *complete* evidence can reach the final call, and the mean share
 evidence that can. Each strategy's rule is an :class:`graphs.ceiling.EvidenceCeiling` on its
 registry entry (``STRATEGIES.get(name).ceiling``), defined in its own package
 (``graphs/<name>/ceiling.py``) with the strategy's own retrieval, packing and truncation
-code; this module only gathers the questions, applies the registered rules in their
-``rank`` order and prints the tables. A strategy registered without a rule (``ceiling=None``)
-is reported as skipped. See ``docs/ceilings.md`` for each built-in rule.
+code; this module applies the registered rules, in their ``rank`` order, to the questions
+:mod:`experiments.ceiling_items` gathers, and :mod:`experiments.ceiling_tables` prints them.
+A strategy registered without a rule (``ceiling=None``) is reported as skipped. See ``docs/ceilings.md`` for each built-in rule.
 """
 
 from __future__ import annotations
@@ -26,19 +26,12 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from experiments.synth.records import load_records
-from graphs.ceiling import (
-    CeilingEnv,
-    CeilingItem,
-    EvidenceCeiling,
-    EvidenceSpan,
-    Reach,
-    SkipCeiling,
-)
+from experiments.ceiling_items import NO_EVIDENCE, items_from_samples, names_evidence
+from experiments.ceiling_tables import UPPER_BOUND_NOTE, Ceiling, ceilings_json, format_table
+from graphs.ceiling import CeilingEnv, CeilingItem, EvidenceCeiling, Reach, SkipCeiling
 from graphs.registry import STRATEGIES
 from retrieval.tokenizers import (
     Tokenizer,
@@ -51,106 +44,6 @@ from retrieval.tokenizers import (
 #: One question with its evidence, and what every rule gets besides its config (``graphs.ceiling``).
 Item = CeilingItem
 Env = CeilingEnv
-
-#: Printed and stored with every ceiling table.
-UPPER_BOUND_NOTE = (
-    "A ceiling is an upper bound, not an accuracy: the share of questions whose complete evidence can reach "
-    "the strategy's final model call, assuming the model does everything else perfectly."
-)
-
-
-@dataclass
-class Ceiling:
-    """A strategy's ceiling over a set of questions.
-
-    Attributes:
-        strategy: Registry name.
-        config: The effective config (JSON-safe).
-        rule: The rule applied, in words.
-        unit: What evidence is counted in (``documents``, ``records``, or ``sentences`` for BABILong's supporting facts).
-        questions: Questions measured.
-        complete_share: Share of questions whose complete evidence can reach the final call.
-        mean_share: Mean over questions of the share of their evidence that can.
-        by_difficulty: ``complete_share`` per difficulty (synthetic corpora).
-        by_task_length: ``complete_share`` per task, then length (BABILong).
-        per_question: ``{sample_id, reached, total}`` per question.
-        detail: Rule-specific extras (PAI's judge mode, Self-Route's routed ceiling, ...).
-        skipped: Why no ceiling was computed (then the numbers are ``None``).
-    """
-
-    strategy: str
-    config: dict[str, Any]
-    rule: str
-    unit: str = "documents"
-    questions: int = 0
-    complete_share: float | None = None
-    mean_share: float | None = None
-    by_difficulty: dict[str, float] = field(default_factory=dict)
-    by_task_length: dict[str, dict[str, float]] = field(default_factory=dict)
-    per_question: list[dict[str, Any]] = field(default_factory=list)
-    detail: dict[str, Any] = field(default_factory=dict)
-    skipped: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-
-# -- items -----------------------------------------------------------------------------
-
-
-#: Why a benchmark's samples name no evidence, in the error when none does.
-NO_EVIDENCE = {
-    "babilong": "BABILong's released files carry input, question and target only, not the supporting facts: ceilings need "
-                "samples generated with 'python -m experiments.babilong_gen' (they record where each supporting fact is)",
-}  # fmt: skip
-
-
-def _spans_item(s: Any, meta: dict[str, Any]) -> Item:
-    """A question whose evidence is sentences (``metadata["evidence_spans"]``: BABILong's supporting facts), per task x length."""
-    spans = tuple(EvidenceSpan(d, a, b) for d, a, b in meta["evidence_spans"])
-    cell = (str(s.dataset), str(meta["length"])) if "length" in meta else None
-    return Item(
-        s.sample_id,
-        s.corpus,
-        s.question,
-        tuple(dict.fromkeys(x.doc_id for x in spans)),
-        spans=spans,
-        cell=cell,
-    )
-
-
-def items_from_samples(samples: Iterable[Any]) -> list[Item]:
-    """Questions that name their evidence: documents (``evidence_doc_ids`` attribute or metadata), with synth
-    records when known, or sentences (``metadata["evidence_spans"]``, generated BABILong)."""
-    records_by_path: dict[str, dict] = {}
-    out = []
-    for s in samples:
-        meta = dict(getattr(s, "metadata", {}) or {})
-        if meta.get("evidence_spans") is not None:
-            out.append(_spans_item(s, meta))
-            continue
-        evidence = getattr(s, "evidence_doc_ids", None) or meta.get("evidence_doc_ids")
-        if not evidence:
-            continue
-        recs = None
-        path = meta.get("path")
-        if path and (Path(path) / "facts.sqlite").exists():
-            if path not in records_by_path:
-                records_by_path[path] = load_records(path)
-            recs = records_by_path[path].get(s.sample_id)
-        difficulty = getattr(s, "difficulty", None) or meta.get("difficulty")
-        out.append(
-            Item(
-                s.sample_id,
-                s.corpus,
-                s.question,
-                tuple(evidence),
-                difficulty,
-                recs.records if recs else None,
-                recs.sub_questions if recs else None,
-            )
-        )
-    return out
 
 
 def _json_config(cfg: Any) -> dict[str, Any]:
@@ -304,100 +197,6 @@ def load_tokenizer(spec: str | None) -> Tokenizer | None:
     return hf_tokenizer(arg)
 
 
-# -- output ------------------------------------------------------------------------------
-
-
-_DIFFICULTY_ORDER = ("easy", "medium", "hard", "needle")
-
-
-def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:.1f}%"
-
-
-def format_table(ceilings: Sequence[Ceiling], *, title: str | None = None) -> str:
-    """A Markdown table of ceilings, with the upper-bound note."""
-    lines = [
-        f"# Evidence ceilings: {title}" if title else "# Evidence ceilings",
-        "",
-        UPPER_BOUND_NOTE,
-        "",
-    ]
-    lines += [
-        "| strategy | complete evidence | mean evidence share | questions | rule |",
-        "|---|---|---|---|---|",
-    ]
-    for c in ceilings:
-        if c.skipped:
-            lines.append(f"| {c.strategy} | - | - | - | skipped: {c.skipped} |")
-            continue
-        extra = ""
-        if "routed_complete_share" in c.detail:
-            extra = (
-                f"; with perfect routing to its fallback {_pct(c.detail['routed_complete_share'])}"
-            )
-        unit = f" ({c.unit})" if c.unit in ("records", "sentences") else ""
-        lines.append(
-            f"| {c.strategy} | {_pct(c.complete_share)} | {_pct(c.mean_share)}{unit} | {c.questions} | {c.rule}{extra} |"
-        )
-    seen = {d for c in ceilings for d in c.by_difficulty}
-    diffs = [d for d in _DIFFICULTY_ORDER if d in seen] + sorted(seen - set(_DIFFICULTY_ORDER))
-    if diffs:
-        lines += [
-            "",
-            "Complete-evidence share by difficulty:",
-            "",
-            "| strategy | " + " | ".join(diffs) + " |",
-            "|---|" + "---|" * len(diffs),
-        ]
-        for c in ceilings:
-            if not c.skipped:
-                lines.append(
-                    f"| {c.strategy} | "
-                    + " | ".join(_pct(c.by_difficulty.get(d)) for d in diffs)
-                    + " |"
-                )
-    return "\n".join(lines + _task_length_tables(ceilings)) + "\n"
-
-
-def _task_length_tables(ceilings: Sequence[Ceiling]) -> list[str]:
-    """Per strategy, the complete-evidence share per task (rows) x length (columns), as BABILong's tables lay out accuracy."""
-    lines: list[str] = []
-    for c in ceilings:
-        if c.skipped or not c.by_task_length:
-            continue
-        lengths = list(dict.fromkeys(n for row in c.by_task_length.values() for n in row))
-        lines += ["", f"Complete-evidence share by task x length, {c.strategy}:", "",
-                  "| task | " + " | ".join(lengths) + " |", "|---|" + "---|" * len(lengths)]  # fmt: skip
-        lines += [
-            f"| {t} | " + " | ".join(_pct(row.get(n)) for n in lengths) + " |"
-            for t, row in c.by_task_length.items()
-        ]
-    return lines
-
-
-def ceilings_json(ceilings: Sequence[Ceiling], *, per_question: bool = True) -> dict[str, Any]:
-    """The JSON form: the note and one object per strategy."""
-    rows = []
-    for c in ceilings:
-        d = c.to_dict()
-        if not per_question:
-            d.pop("per_question")
-        rows.append(d)
-    return {"note": UPPER_BOUND_NOTE, "ceilings": rows}
-
-
-# -- report hook -------------------------------------------------------------------------
-
-
-def _names_evidence(sample: Any) -> bool:
-    meta = dict(getattr(sample, "metadata", {}) or {})
-    return bool(
-        getattr(sample, "evidence_doc_ids", None)
-        or meta.get("evidence_doc_ids")
-        or meta.get("evidence_spans")
-    )
-
-
 def report_ceilings(
     cfg: Mapping[str, Any], samples: Sequence[Any], summary: list[dict[str, Any]], folder: Path
 ) -> list[Ceiling]:
@@ -407,7 +206,7 @@ def report_ceilings(
     row whose strategy has a rule, and writes ``ceilings.md`` / ``ceilings.json`` into
     ``folder``. Returns the ceilings (empty when no sample names evidence).
     """
-    if not any(_names_evidence(s) for s in samples):
+    if not any(names_evidence(s) for s in samples):
         return []
     names = [
         n
@@ -432,3 +231,20 @@ def report_ceilings(
     (folder / "ceilings.md").write_text(format_table(ceilings, title=str(cfg.get("benchmark", ""))))
     (folder / "ceilings.json").write_text(json.dumps(ceilings_json(ceilings), indent=2))
     return ceilings
+
+
+#: What ``experiments.ceilings`` offers: the computation here, the questions and tables it re-exports.
+__all__ = [
+    "NO_EVIDENCE",
+    "UPPER_BOUND_NOTE",
+    "Ceiling",
+    "Env",
+    "Item",
+    "ceilings_json",
+    "compute_ceilings",
+    "default_strategies",
+    "format_table",
+    "items_from_samples",
+    "load_tokenizer",
+    "report_ceilings",
+]

@@ -1,36 +1,27 @@
 """The ``longctx`` subcommands: each ``cmd_*`` runs one parsed command line and returns its exit status.
 
 Loaded by :mod:`experiments.cli` only once a command line has parsed, so that ``--help`` and
-argument errors never wait for the engines this module imports.
+argument errors never wait for the engines this module imports. The commands on one corpus
+(``answer``, ``index``) are in :mod:`experiments.corpus_commands`; what the options become
+(strategy options, retrieval overrides, a budget) in :mod:`experiments.command_options`.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
-from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
 
-from agents import (
-    STRATEGIES,
-    Budget,
-    ChatModelError,
-    Corpus,
-    Question,
-    answer,
-    index_for,
-    make_chat_model,
-)
-from agents.run_plan import announce_plan, plan_for
+from agents import ChatModelError, make_chat_model
+from agents.run_plan import announce_plan
 from experiments.benchmarks import BenchmarkDataError, load_benchmark
 from experiments.ceilings import ceilings_json, compute_ceilings, format_table, load_tokenizer
+from experiments.command_options import budget_from_args, parse_options, parse_value
+from experiments.corpus_commands import cmd_answer, cmd_index
 from experiments.demo import READING, demo_strategies, run_demo
 from experiments.export import export_official, official_command
 from experiments.planning import plan_experiment
-from experiments.prices import price_for, rerank_price
 from experiments.runner import (
     RunConfig,
     RunInterrupted,
@@ -51,76 +42,12 @@ from retrieval import CorpusError
 from retrieval.embedder_base import EmbedderError
 from retrieval.extras import MissingExtraError
 from retrieval.locks import LockHeld
-from retrieval.ray_support import RayNotInstalledError, require_ray
+from retrieval.ray_support import RayNotInstalledError
 
 #: Errors of the user's input or environment: printed on one line, exit status 2 (``OSError``:
 #: a path that is a file where a folder is wanted, no permission, a full disk; its message names the path).
 USER_ERRORS = (CorpusError, ChatModelError, KeyError, TypeError, ValueError, RayNotInstalledError, LockHeld, BenchmarkDataError, EmbedderError,
                OSError, MissingExtraError)  # fmt: skip
-
-
-def budget_from_args(
-    args: argparse.Namespace, llm: Any, configs: Iterable[Mapping[str, Any]] = ()
-) -> tuple[Budget | None, Any]:
-    """The :class:`~agents.Budget` of ``--max-calls/--max-tokens/--max-cost`` (``None`` without them)
-    and the model to run (made here when ``--max-cost`` needs its price, else ``llm`` as given).
-
-    The price comes from the report's table (:func:`experiments.prices.price_for`; local models
-    are free): the library's budget takes a price rather than reading a table above its layer.
-    So does the reranker's, when the strategy options ``configs`` name one (:func:`experiments.prices.rerank_price`).
-    """
-    if args.max_calls is None and args.max_tokens is None and args.max_cost is None:
-        return None, llm
-    price = None
-    if args.max_cost is not None:
-        llm = make_chat_model(llm)
-        price = price_for(model_id(llm))
-        if price is None:
-            raise ValueError(f"--max-cost needs the price of {model_id(llm).split(' @ ')[0]!r}, which the price table "
-                             "(experiments/prices.py) does not list; use --max-calls / --max-tokens instead")  # fmt: skip
-    reranking = rerank_price(configs) if args.max_cost is not None else None
-    return Budget(
-        max_llm_calls=args.max_calls,
-        max_prompt_tokens=args.max_tokens,
-        max_cost_usd=args.max_cost,
-        price=price,
-        rerank_price=reranking,
-    ), llm
-
-
-def _retrieval_overrides(args: argparse.Namespace) -> dict:
-    overrides = {
-        "retriever": args.retriever,
-        "chunk_unit": args.chunk_unit,
-        "chunk_size": args.chunk_size,
-        "chunk_overlap": args.chunk_overlap,
-    }
-    options = {"model": args.retriever_model, "backend": args.embedding_backend}
-    if any(options.values()):
-        overrides["retriever_options"] = {k: v for k, v in options.items() if v}
-    return {k: v for k, v in overrides.items() if v is not None}
-
-
-def _parse_value(item: str) -> tuple[str, Any]:
-    """``"key=JSON"`` -> ``(key, value)``; a bare string value needs no quotes."""
-    key, sep, value = item.partition("=")
-    if not sep or not key:
-        raise ValueError(f"Expected KEY=VALUE, got {item!r}")
-    try:
-        return key, json.loads(value)
-    except json.JSONDecodeError:
-        return key, value
-
-
-def _parse_options(items: list[str]) -> dict[str, dict]:
-    """``["rag.top_k=5", 'rag.retriever="dense"']`` -> ``{"rag": {"top_k": 5, "retriever": "dense"}}``."""
-    options: dict[str, dict] = {}
-    for item in items:
-        strategy, dot, field = item.partition("=")[0].partition(".")
-        if "=" not in item or not dot:
-            raise ValueError(f"--option must look like STRATEGY.KEY=VALUE, got {item!r}")
-        options.setdefault(strategy, {})[field] = _parse_value(item)[1]
-    return options
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -143,8 +70,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         "datasets": tuple(args.subset),
         "limit": args.limit,
         "concurrency": args.concurrency,
-        "strategy_options": _parse_options(args.option),
-        "loader_options": {k: v for k, v in (_parse_value(item) for item in args.loader_option)},
+        "strategy_options": parse_options(args.option),
+        "loader_options": {k: v for k, v in (parse_value(item) for item in args.loader_option)},
         "llm_cache": not args.no_llm_cache,
         "inject_once": args.inject_once,
     }
@@ -267,126 +194,6 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_answer(args: argparse.Namespace) -> int:
-    """Run one question and print answer, evidence titles and usage."""
-    choices = {chr(ord("A") + i): c for i, c in enumerate(args.choices or [])} or None
-    question = Question(text=args.question, choices=choices, instruction=args.instruction)
-    spec = STRATEGIES.get(args.strategy)
-    overrides = {
-        "top_k": args.top_k,
-        "max_new_tokens": args.max_new_tokens,
-        **(_retrieval_overrides(args) if spec.uses_index else {}),
-    }
-    overrides = {k: v for k, v in overrides.items() if v is not None}
-    options = _parse_options(
-        [o if "." in o.partition("=")[0] else f"{args.strategy}.{o}" for o in args.option]
-    )
-    wrong = sorted(set(options) - {args.strategy})
-    if wrong:
-        raise ValueError(f"--option names {wrong} but the strategy is {args.strategy!r}")
-    overrides.update(options.get(args.strategy, {}))
-    if args.ray is not None:
-        if spec.ray_stage is None:
-            staged = [n for n in STRATEGIES.available() if STRATEGIES.get(n).ray_stage is not None]
-            raise ValueError(
-                f"--ray on 'answer' runs a strategy's own stage on Ray (--strategy {' or '.join(staged) or '<one with a Ray stage>'}), "
-                f"and {args.strategy!r} has none; for an index use 'longctx index --ray', for many questions 'longctx run --ray'"
-            )
-        require_ray()  # the install hint now, not after the plan call
-        overrides.update(spec.ray_stage.options(args.ray or None))
-    cfg = spec.make_config(
-        args.preset, **overrides
-    )  # bad options and a bad model fail before the corpus is read
-    budget, llm = budget_from_args(args, make_chat_model(args.llm), [dataclasses.asdict(cfg)])
-    corpus = Corpus.from_path(args.corpus, show_progress=True)
-    plans, speed = plan_for(
-        {args.strategy: cfg}, [(corpus.num_tokens, len(corpus), 1)], llm, calibrate=True
-    )
-    if not announce_plan(plans, speed, model_id(llm), yes=args.yes):
-        print("Not started.", file=sys.stderr)
-        return 1
-    result = answer(
-        corpus,
-        question,
-        strategy=args.strategy,
-        llm=llm,
-        preset=args.preset,
-        cache_dir=args.cache_dir,
-        show_progress=True,
-        budget=budget,
-        **overrides,
-    )
-    if result.stopped:
-        print(f"Stopped: the run reached its {result.stopped} ({budget.describe() if budget else ''}) after {result.usage.llm_calls} call(s); "
-              "what it did is below (a larger budget resumes a checkpointed run)", file=sys.stderr)  # fmt: skip
-    if args.json:
-        print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
-        return 0
-    u = result.usage
-    print(f"Answer: {result.answer}")
-    if result.evidence:
-        print("Evidence:")
-        for i, e in enumerate(
-            result.evidence
-        ):  # structured evidence is a table cell: no chunk, no score
-            where = ", ".join(
-                ([f"chunk {e.chunk_id}"] if e.chunk_id is not None else [])
-                + ([f"score {e.score:.3f}"] if e.score is not None else [])
-            )
-            print(
-                f"  [{(i if e.rank is None else e.rank) + 1}] {e.title}"
-                + (f" ({where})" if where else "")
-                + ("" if e.score is not None else f": {e.text[:200]}")
-            )
-    earlier = (
-        f"; the resumed run made {u.earlier_llm_calls} more in earlier calls"
-        if u.earlier_llm_calls
-        else ""
-    )
-    cached = (
-        f" ({u.cached_prompt_tokens} of the prompt tokens read from the server's prompt cache)"
-        if u.cached_prompt_tokens
-        else ""
-    )
-    reranks = (
-        f", {u.rerank_calls} rerank call(s) of {u.rerank_tokens} tokens" if u.rerank_calls else ""
-    )
-    print(
-        f"Usage: {u.llm_calls} LLM call(s), {u.prompt_tokens} prompt + {u.completion_tokens} completion tokens"
-        f"{' (estimated)' if u.estimated else ''}{cached}{reranks}, {u.seconds:.1f}s ({u.index_seconds:.1f}s indexing){earlier}"
-    )
-    return 0
-
-
-def cmd_index(args: argparse.Namespace) -> int:
-    """Build (or find) the cached index of a corpus and print where it is."""
-    spec = STRATEGIES.get(args.strategy)
-    if not spec.uses_index:  # a plug-in is offered by its entry point's name before it is loaded
-        raise ValueError(f"Strategy {args.strategy!r} uses no index; 'longctx index' builds one for "
-                         f"{', '.join(s for s in STRATEGIES.available() if STRATEGIES.get(s).uses_index)}")  # fmt: skip
-    corpus = Corpus.from_path(args.path, show_progress=True)
-    cfg = spec.make_config(**_retrieval_overrides(args))
-    if args.ray is not None:
-        from retrieval.ray_index import build_index_ray
-
-        index = build_index_ray(
-            corpus,
-            cfg.retriever,
-            chunking=cfg.chunking(),
-            cache_dir=args.cache_dir,
-            address=args.ray or None,
-            workers=args.ray_workers,
-            show_progress=True,
-            **dict(cfg.retriever_options),
-        )
-    else:
-        index = index_for(corpus, cfg, cache_dir=args.cache_dir, show_progress=True)
-    print(
-        f"{len(corpus)} documents, {corpus.num_tokens} tokens -> {len(index)} chunks, {index.retriever.name} index at {index.path}"
-    )
-    return 0
-
-
 def cmd_synth(args: argparse.Namespace) -> int:
     """Generate a synthetic corpus directory and print its size and time."""
     get_domain(args.domain)
@@ -426,7 +233,7 @@ def cmd_ceilings(args: argparse.Namespace) -> int:
     ceilings = compute_ceilings(
         samples,
         strategies,
-        _parse_options(args.option),
+        parse_options(args.option),
         gold_sub_questions=args.gold_sub_questions,
         tokenizer=load_tokenizer(args.tokenizer),
         cache_dir=args.cache_dir,

@@ -4,7 +4,8 @@
 (one row per strategy: official headline score with its 95% bootstrap interval, standard
 error and n, failures, mean calls, tokens and seconds per answer, and whether it sits on the
 cost-accuracy frontier; for LongBench v2 and CorpusQA also ``score_official_denominator``,
-the headline with failed calls left out of the denominator as their official scripts do),
+the headline with failed calls left out of the denominator as their official scripts do;
+see ``experiments.report_summary``),
 ``pairwise.csv`` (every pair of strategies: paired difference, interval, Holm-adjusted p) and
 ``significance.md`` (the winner per metric where the paired tests support one, else why none
 is named; see ``experiments.comparison`` and docs/statistics.md), ``by_length.md`` /
@@ -32,19 +33,27 @@ from typing import Any
 from agents.jsonsafe import dumps
 from experiments import comparison, pairing, stats
 from experiments.amortized_costs import amortization, write_amortized
-from experiments.benchmarks import BENCHMARKS, score
+from experiments.benchmarks import score
 from experiments.benchmarks.predictions import row_prediction
 from experiments.ceilings import report_ceilings
 from experiments.context_costs import per_context_table
 from experiments.html_report import (
     pick_winners,
-    row_model,
     significance_text,
     strategy_costs,
     summary_table,
     write_html_report,
 )
-from experiments.prices import PriceRow, load_prices, parse_prices, row_cost
+from experiments.prices import PriceRow, load_prices, parse_prices
+from experiments.report_summary import (
+    add_frontiers,
+    add_intervals,
+    add_rerank_costs,
+    add_uncached_costs,
+    per_question_values,
+    rounded_mean,
+    summary_row,
+)
 from experiments.runner import (
     RunFolderError,
     manifest_config,
@@ -53,7 +62,6 @@ from experiments.runner import (
     run_samples,
 )
 from experiments.spend import latest_with_spend
-from experiments.synth import retrieval_recall
 from experiments.task_length_table import FILE as TASK_LENGTH_FILE
 from experiments.task_length_table import task_length_markdown
 from retrieval.redaction import redact_value
@@ -61,34 +69,11 @@ from retrieval.redaction import redact_value
 #: Corpus-length buckets (tokens) for accuracy-vs-length; CorpusQA's tiers fall one per bucket.
 LENGTH_BUCKETS = ((0, 32_000, "<32K"), (32_000, 160_000, "32K-160K"), (160_000, 1_500_000, "160K-1.5M"),
                   (1_500_000, 6_000_000, "1.5M-6M"), (6_000_000, 10**12, "6M+"))  # fmt: skip
-#: The aggregate key that headlines each benchmark (Loong reports its judge's average score).
-HEADLINE = {"loong": "avg_score"}
-#: Benchmarks whose official script leaves failed calls out of the denominator (LongBench v2
-#: ``pred.py`` and CorpusQA ``infer.py`` write no line for them): the aggregation holding the
-#: headline computed that way, shown beside ours as ``score_official_denominator``.
-OFFICIAL_DENOMINATOR = {
-    "longbench_v2": "official_drops_failed",
-    "corpusqa": "official_drops_failed",
-    "memoryagentbench": "official_drops_failed",
-}
 
 
 def length_bucket(tokens: int) -> str:
     """The bucket label of a corpus length."""
     return next(label for lo, hi, label in LENGTH_BUCKETS if lo <= tokens < hi)
-
-
-def headline(benchmark: str, scores: dict[str, Any]) -> float | None:
-    """The one number that summarizes a benchmark's official aggregation."""
-    value = scores.get(HEADLINE.get(benchmark, "overall"))
-    return float(value) if isinstance(value, (int, float)) else None
-
-
-def headline_official_denominator(benchmark: str, scores: dict[str, Any]) -> float | None:
-    """The headline with failed calls left out of the denominator, as the official script
-    computes it, or ``None`` where the official denominator is ours (see :data:`OFFICIAL_DENOMINATOR`)."""
-    key = OFFICIAL_DENOMINATOR.get(benchmark)
-    return headline(benchmark, scores.get(key) or {}) if key else None
 
 
 def build_report(
@@ -123,17 +108,17 @@ def build_report(
     by_id = {s.sample_id: s for s in samples}
     report = out / "report"
     report.mkdir(exist_ok=True)
-    summary = [_summary_row(benchmark, name, d, by_id) for name, d in per_strategy.items()]
+    summary = [summary_row(benchmark, name, d, by_id) for name, d in per_strategy.items()]
     _add_ceilings(cfg, samples, summary, report)
     costs = strategy_costs(
         per_strategy, manifest, price_table
     )  # each row priced once, for every table, test and page below
-    _add_rerank_costs(summary, costs)
-    per_question = _per_question(per_strategy, by_id, manifest, costs)
-    _add_intervals(benchmark, samples, summary, per_question["score"])
+    add_rerank_costs(summary, costs)
+    per_question = per_question_values(per_strategy, by_id, manifest, costs)
+    add_intervals(benchmark, samples, summary, per_question["score"])
     table = summary_table(summary, costs)
-    _add_frontiers(summary, table)
-    _add_uncached_costs(summary, table, costs)
+    add_frontiers(summary, table)
+    add_uncached_costs(summary, table, costs)
     pairs = comparison.pairwise(per_question["score"])
     comparison.write_pairwise(report / "pairwise.csv", pairs)
     missing = {r["strategy"]: r["missing"] for r in summary if r["missing"]}
@@ -307,199 +292,6 @@ def _add_ceilings(
         logging.getLogger(__name__).warning("Evidence ceilings skipped: %s", exc)
 
 
-def _per_question(per_strategy: dict[str, dict[str, Any]], by_id: dict[str, Any], manifest: dict[str, Any],
-                  costs: dict[str, dict[str, Any]]) -> dict[str, dict[str, dict[str, float | None]]]:  # fmt: skip
-    """metric -> strategy -> question id -> value: the paired data behind every interval and winner.
-
-    Scores are the scorer's (failed rows count as its rule says, unscored questions are None);
-    tokens, seconds, cost and evidence recall exist for answered rows only (``costs``: :func:`strategy_costs`'s)."""
-    out: dict[str, dict[str, dict[str, float | None]]] = {
-        m: {} for m in ("score", "tokens", "seconds", "cost_usd", "evidence_recall")
-    }
-    for name, data in per_strategy.items():
-        out["score"][name] = {r["sample_id"]: v for r, v in data["per_sample"]}
-        ok = [r for r in data["rows"] if r["status"] == "ok"]
-        out["tokens"][name] = {
-            r["sample_id"]: r["usage"]["prompt_tokens"] + r["usage"]["completion_tokens"]
-            for r in ok
-        }
-        out["seconds"][name] = {r["sample_id"]: r["seconds"] for r in ok}
-        price = costs[name]["prices"]
-        out["cost_usd"][name] = {
-            r["sample_id"]: row_cost(
-                r, price.get(row_model(r, manifest) or "unknown"), costs[name].get("table")
-            )
-            for r in ok
-        }
-        out["evidence_recall"][name] = {
-            r["sample_id"]: _recall(by_id[r["sample_id"]], r) for r in ok
-        }
-    return out
-
-
-def _add_intervals(
-    benchmark: str,
-    samples: list[Any],
-    summary: list[dict[str, Any]],
-    scores: dict[str, dict[str, float | None]],
-) -> None:
-    """Each summary row's score gets its 95% bootstrap interval, standard error and n (stratified as
-    the benchmark's headline averages sub-sets)."""
-    spec = BENCHMARKS.get(benchmark) if benchmark in BENCHMARKS else None
-    strata, weights = (
-        spec.strata(samples) if spec is not None and spec.strata is not None else (None, None)
-    )
-    for row in summary:
-        values = scores.get(row["strategy"], {})
-        ids = [q for q, v in values.items() if v is not None]
-        ci = stats.interval(
-            [values[q] for q in ids], [strata[q] for q in ids] if strata else None, weights
-        )
-        row.update(
-            {
-                "n_scored": ci.n,
-                "score_ci_low": _round(ci.low),
-                "score_ci_high": _round(ci.high),
-                "score_se": _round(ci.se),
-            }
-        )
-
-
-def _add_frontiers(summary: list[dict[str, Any]], table: list[dict[str, Any]]) -> None:
-    """``frontier_cost`` / ``frontier_tokens``: on the Pareto front of (score, estimated USD per
-    answer) and of (score, tokens per answer), or dominated by some other strategy (``table``:
-    the summary with costs, :func:`summary_table`)."""
-    for key, column in (("cost_usd", "frontier_cost"), ("tokens", "frontier_tokens")):
-        front = comparison.frontier(table, key)
-        known = {
-            r["strategy"] for r in table if r.get("score") is not None and r.get(key) is not None
-        }
-        for row in summary:
-            row[column] = (
-                ("frontier" if front[row["strategy"]] else "dominated")
-                if row["strategy"] in known
-                else None
-            )
-
-
-def _add_uncached_costs(
-    summary: list[dict[str, Any]], table: list[dict[str, Any]], costs: dict[str, dict[str, Any]]
-) -> None:
-    """Where the server reported cached prompt tokens: USD per answer with the prompt cache
-    (``cost_usd``) and without it (``cost_usd_uncached``: every prompt token at the prompt rate), and
-    the cost frontier without it (``frontier_cost_uncached``), so the table shows the frontier that changes.
-    Also the tokens the model computed per answer (``computed_tokens``: prompt tokens it did not read from
-    its cache, plus completion tokens) and the frontier by them (``frontier_computed_tokens``, beside
-    ``frontier_tokens`` by every token): the cost a cache changes on a free local model (its prefill)."""
-    if not any(row.get("cached_prompt_tokens") for row in summary):
-        return
-    uncached = [
-        {**row, "cost_usd": costs.get(row["strategy"], {}).get("usd_per_answer_uncached")}
-        for row in table
-    ]
-    computed = [{**row, "computed_tokens": None if row.get("tokens") is None else row["tokens"] - (row.get("cached_prompt_tokens") or 0)}
-                for row in table]  # fmt: skip
-    fronts = {
-        "frontier_cost_uncached": (uncached, "cost_usd"),
-        "frontier_computed_tokens": (computed, "computed_tokens"),
-    }
-    computed_by = {r["strategy"]: r["computed_tokens"] for r in computed}
-    for row in summary:
-        cost = costs.get(row["strategy"], {})
-        row["cost_usd"] = _round(cost.get("usd_per_answer"), 8)
-        row["cost_usd_uncached"] = _round(cost.get("usd_per_answer_uncached"), 8)
-        row["computed_tokens"] = _round(computed_by.get(row["strategy"]))
-    for column, (rows, key) in fronts.items():
-        front = comparison.frontier(rows, key)
-        known = {
-            r["strategy"] for r in rows if r.get("score") is not None and r.get(key) is not None
-        }
-        for row in summary:
-            row[column] = (
-                ("frontier" if front[row["strategy"]] else "dominated")
-                if row["strategy"] in known
-                else None
-            )
-
-
-def _round(value: float | None, digits: int = 2) -> float | None:
-    return None if value is None else round(value, digits)
-
-
-def _mean(values: Sequence[float]) -> float | None:
-    return round(sum(values) / len(values), 2) if values else None
-
-
-def _summary_row(
-    benchmark: str, name: str, data: dict[str, Any], by_id: dict[str, Any]
-) -> dict[str, Any]:
-    ok = [r for r in data["rows"] if r["status"] == "ok"]
-    usage = [r["usage"] for r in ok]
-    row = {
-        "strategy": name,
-        "score": headline(benchmark, data["official"]),
-        **(
-            {
-                "score_official_denominator": headline_official_denominator(
-                    benchmark, data["official"]
-                )
-            }
-            if benchmark in OFFICIAL_DENOMINATOR
-            else {}
-        ),
-        "answers": len(data["rows"]),
-        "failed": len(data["rows"]) - len(ok),
-        "missing": len(by_id)
-        - len(data["rows"]),  # questions of the run this strategy has not answered yet
-        "llm_calls": _mean([u["llm_calls"] for u in usage]),
-        "prompt_tokens": _mean([u["prompt_tokens"] for u in usage]),
-        "cached_prompt_tokens": _mean([u.get("cached_prompt_tokens", 0) for u in usage]),
-        "completion_tokens": _mean([u["completion_tokens"] for u in usage]),
-        # the part of the calls and tokens above spent building what later questions reuse (paid by the first answer)
-        "index_llm_calls": _mean([u.get("index_llm_calls", 0) for u in usage]),
-        "index_prompt_tokens": _mean([u.get("index_prompt_tokens", 0) for u in usage]),
-        "index_completion_tokens": _mean([u.get("index_completion_tokens", 0) for u in usage]),
-        "seconds": _mean([r["seconds"] for r in ok]),
-        "cached_calls": sum(u.get("cached_calls", 0) for u in usage),
-        # answers whose steps say they ran degraded (a fallback plan, malformed extractions, a lost task)
-        "degraded": sum(
-            1
-            for r in ok
-            if any(isinstance(st, dict) and st.get("degraded") for st in r.get("steps") or [])
-        ),
-    }
-    if any(
-        u.get("rerank_calls") or u.get("rerank_failed_calls") for u in usage
-    ):  # a second retrieval stage: its calls beside the model's
-        row.update(
-            {
-                k: _mean([u.get(k, 0) for u in usage])
-                for k in ("rerank_calls", "rerank_failed_calls", "rerank_tokens")
-            }
-        )
-    recalls = [_recall(by_id[r["sample_id"]], r) for r in ok]
-    if any(v is not None for v in recalls):  # generated corpora know their evidence documents
-        row["evidence_recall"] = _mean([v for v in recalls if v is not None])
-    return row
-
-
-def _add_rerank_costs(summary: list[dict[str, Any]], costs: dict[str, dict[str, Any]]) -> None:
-    """``rerank_usd`` (USD per answer of its rerank calls, part of ``cost_usd``) beside the rerank columns of a
-    strategy whose reranker has a price in the table (a local one is free: no column)."""
-    for row in summary:
-        cost = costs.get(row["strategy"], {})
-        if "rerank_calls" in row and cost.get("rerank_priced"):
-            row["rerank_usd"] = _round(cost.get("rerank_usd"), 8)
-
-
-def _recall(sample: Any, row: dict[str, Any]) -> float | None:
-    """Share of the sample's evidence documents among the documents the answer cited."""
-    evidence = sample.metadata.get("evidence_doc_ids")
-    if not evidence or not row.get("evidence_doc_ids"):
-        return None
-    return retrieval_recall(list(evidence), row["evidence_doc_ids"])
-
-
 def _by_length(per_strategy: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     table: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for name, data in per_strategy.items():
@@ -508,7 +300,7 @@ def _by_length(per_strategy: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
                 table[length_bucket(row["corpus_tokens"])][name].append(value)
     order = [label for _, _, label in LENGTH_BUCKETS if label in table]
     return [
-        {"length": label, **{n: _mean(table[label].get(n, [])) for n in per_strategy}}
+        {"length": label, **{n: rounded_mean(table[label].get(n, [])) for n in per_strategy}}
         for label in order
     ]
 

@@ -12,7 +12,8 @@ from graphs import STRATEGIES
 from graphs.answer_state import AnswerState, BatchAnswer
 from graphs.budget import CostPlan
 from graphs.costs import PLACEHOLDER_QUESTION, CorpusShape, per_question_plan, retrieved_prompt
-from graphs.memagent.graph import MemoryTask, collect, fan_out, final_answer, update_memory
+from graphs.memagent.graph import collect, fan_out, final_answer, update_memory
+from graphs.memagent.state import MemoryTask
 from graphs.pai.graph import route_sub_answers, sub_answer
 from graphs.pai.judging import judge, route_judges
 from graphs.pai.state import JudgeTask, SubAnswerTask

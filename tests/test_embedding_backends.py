@@ -147,15 +147,15 @@ def test_torch_bf16_vectors_are_float32_unit_length_and_agree_with_torch():
 
 def test_the_cli_passes_the_embedding_backend_to_the_dense_retriever():
     from experiments.cli import build_parser
-    from experiments.commands import _retrieval_overrides
+    from experiments.command_options import retrieval_overrides
 
     args = build_parser().parse_args(
         ["index", "docs/", "--retriever", "dense", "--embedding-backend", "onnx-int8"]
     )
-    assert _retrieval_overrides(args)["retriever_options"] == {"backend": "onnx-int8"}
+    assert retrieval_overrides(args)["retriever_options"] == {"backend": "onnx-int8"}
     args = build_parser().parse_args(
         ["index", "docs/", "--retriever", "dense", "--embedding-backend", "torch-bf16"]
     )
-    assert _retrieval_overrides(args)["retriever_options"] == {"backend": "torch-bf16"}
+    assert retrieval_overrides(args)["retriever_options"] == {"backend": "torch-bf16"}
     args = build_parser().parse_args(["index", "docs/"])
-    assert "retriever_options" not in _retrieval_overrides(args)
+    assert "retriever_options" not in retrieval_overrides(args)

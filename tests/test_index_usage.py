@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from agents import answer_many
 from experiments.html_report import strategy_costs, summary_table
 from experiments.prices import Price, row_index_cost
-from experiments.report import _summary_row
+from experiments.report_summary import summary_row
 from experiments.row_schema import row_problem
 from experiments.runner.rows import ok_row
 from graphs.usage import UsageTracker, index_time
@@ -54,7 +54,7 @@ def test_index_usage_reaches_rows_summary_and_priced_report(tmp_path):
     rows = [ok_row({**base, "sample_id": f"s{i}"}, a) for i, a in enumerate(answers)]
     assert all(row_problem(r) is None for r in rows)
     assert [r["usage"]["index_llm_calls"] for r in rows] == [3, 0]
-    summary = _summary_row(
+    summary = summary_row(
         "own",
         "structured",
         {"rows": rows, "official": {}},

@@ -17,7 +17,7 @@ from agents import make_chat_model
 from experiments.benchmarks import load_benchmark, score
 from experiments.runner import RunConfig, read_rows, run_experiment
 from graphs.llm import tokenizer_for
-from graphs.memagent.graph import official_prediction
+from graphs.memagent.answer_extraction import official_prediction
 from tests.recording_server import RecordingServer, prompt_of
 
 FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"

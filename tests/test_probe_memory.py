@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from graphs.probe_memory import NO_ROUTE_SECONDS, ProbeResult, probe_file, probe_key, remember
-from graphs.server_tokenizer import server_root
+from graphs.tokenize_routes import server_root
 from graphs.tokenizer_choice import ModelFacts, select_tokenizer
 from retrieval.tokenizers import FALLBACK_ID, SERVER_DIALECTS, TokenizerError
 from tests.recording_server import RecordingServer

@@ -133,7 +133,7 @@ def test_longctx_run_structured_offline_against_a_stub_server(benchmark, tmp_pat
 
 
 def test_the_summary_counts_answers_that_ran_degraded(tmp_path):
-    from experiments.report import _summary_row
+    from experiments.report_summary import summary_row
 
     ok = {
         "status": "ok",
@@ -149,7 +149,7 @@ def test_the_summary_counts_answers_that_ran_degraded(tmp_path):
     from types import SimpleNamespace
 
     sample = SimpleNamespace(metadata={})
-    row = _summary_row(
+    row = summary_row(
         "own", "structured", {"official": {}, "rows": rows}, {"a": sample, "b": sample, "c": sample}
     )
     assert row["degraded"] == 1 and row["missing"] == 0 and row["failed"] == 1

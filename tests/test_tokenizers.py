@@ -8,9 +8,9 @@ import pytest
 
 from agents import answer
 from agents.chat_models import ChatModelError, make_chat_model
-from graphs import server_tokenizer
+from graphs import tokenize_routes
 from graphs.llm import prompt_codec, set_tokenizer, tokenizer_for, tokenizer_id, tokenizer_manifest
-from graphs.server_tokenizer import DIALECTS, split_pieces
+from graphs.tokenize_routes import DIALECTS, split_pieces
 from graphs.tokenizer_choice import ModelFacts, select_tokenizer
 from memory import bound_memory
 from retrieval import Corpus
@@ -268,9 +268,9 @@ def test_a_hanging_server_fails_the_probe_within_longctx_timeout_and_its_retries
     monkeypatch.setenv("LONGCTX_MAX_RETRIES", "1")
     clients = []
     monkeypatch.setattr(
-        server_tokenizer.ServerTokenizer,
+        tokenize_routes.ServerTokenizer,
         "__post_init__",
-        _recorded(server_tokenizer.ServerTokenizer.__post_init__, clients),
+        _recorded(tokenize_routes.ServerTokenizer.__post_init__, clients),
     )
     server = HangingServer()
     try:

@@ -20,7 +20,7 @@ import numpy as np
 
 from experiments.babilong_gen.babi import BabiSample, read_babi, task_file
 from experiments.babilong_gen.sentences import SentenceSampler, synth_background
-from experiments.benchmarks.babilong import length_tokens
+from experiments.benchmarks.babilong_data import length_tokens
 from retrieval.tokenizers import Tokenizer, tiktoken_tokenizer
 
 #: ``create_tasks.py``: ``message_lengths = [ml - 300 ...]`` and ``max_n_facts = message_length // 8``.

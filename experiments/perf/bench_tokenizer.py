@@ -24,7 +24,8 @@ from collections.abc import Iterator
 
 from agents.embedded_chat import EmbeddedChatModel, embedded_model_path
 from experiments.perf.synthetic_text import generate_corpus
-from graphs.server_tokenizer import ServerTokenizer, probe_server, server_root
+from graphs.server_tokenizer import probe_server
+from graphs.tokenize_routes import ServerTokenizer, server_root
 from retrieval.tokenizers import tiktoken_tokenizer
 
 

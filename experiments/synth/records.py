@@ -22,7 +22,8 @@ from experiments.synth import db
 from experiments.synth.config import config_from_dict
 from experiments.synth.domains import Categorical, Domain, FieldSpec, get_domain
 from experiments.synth.facts import STATIC
-from experiments.synth.queries import Query, build_queries
+from experiments.synth.queries import build_queries
+from experiments.synth.query_drawing import Query
 from experiments.synth.samples import MANIFEST_FILE, read_questions
 from experiments.synth.truth import cells_clause
 from graphs.ceiling import render_records  # noqa: F401 - re-exported: its home before the ceiling rules moved into graphs

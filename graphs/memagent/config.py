@@ -28,7 +28,7 @@ class MemAgentConfig(StrategyConfig):
             scored text is what MemAgent's ``extract_answer`` keeps of the reply.
         stream: What is read: ``"auto"`` streams a benchmark item's context as the official loop
             does (``context.strip()``, no header) and own corpora with ``Document i: <title>``
-            headers; ``"plain"`` / ``"titled"`` force one layout (see ``graphs.memagent.graph.stream_text``).
+            headers; ``"plain"`` / ``"titled"`` force one layout (see ``graphs.memagent.stream.stream_text``).
         window_cut: How the stream is cut into windows. ``"character"`` (default): each cut at
             ``chunk_tokens`` is moved back to the start of a character whose tokens it would split
             (both windows stay readable; every later window then starts earlier than the official

@@ -8,17 +8,17 @@ corpus is never truncated: calls per question = ceil(T / chunk_tokens) + 1.
 Several questions over one corpus advance together: each chunk fans out one ``Send``
 task per question, so their calls go out as one concurrent batch, and LangGraph saves
 each finished task's writes, so a crash repeats no completed call on resume.
-Templates: BytedTsinghua-SIA/MemAgent ``taskutils/memory_eval/utils/recurrent.py``.
+Templates: BytedTsinghua-SIA/MemAgent ``taskutils/memory_eval/utils/recurrent.py``. Beside this
+wiring: the state and ``Send`` payloads (``state.py``), the stream and its windows (``stream.py``),
+what the official evaluation extracts of a reply (``answer_extraction.py``), the cost model
+(``cost_model.py``).
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Annotated, Any, Required, TypedDict
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
@@ -26,165 +26,26 @@ from langgraph.types import Send
 from graphs import costs
 from graphs.answer_state import BatchAnswer
 from graphs.batched import trace_steps
-from graphs.budget import CostPlan
 from graphs.context import StrategyContext
 from graphs.events import listening, report_progress, report_step
-from graphs.llm import add_usage, complete_with_usage, tokenizer_for
+from graphs.llm import complete_with_usage, tokenizer_for
+from graphs.memagent.answer_extraction import official_prediction
 from graphs.memagent.ceiling import MEMAGENT_CEILING
 from graphs.memagent.config import MemAgentConfig
+from graphs.memagent.cost_model import memagent_costs
 from graphs.memagent.presentation import PRESENTATION
 from graphs.memagent.prompts import (
-    DEFAULT_FINAL_INSTRUCTION,
     FINAL_TEMPLATE,
     MEMORY_TEMPLATE,
     PROMPTS_VERSION,
+    final_instruction,
 )
+from graphs.memagent.state import MemAgentContext, MemAgentState, MemoryTask
+from graphs.memagent.stream import cut_windows, stream_text
 from graphs.nodes import CompiledGraph
-from graphs.prompts import format_documents
 from graphs.registry import STRATEGIES, BatchRun, BatchSettings, Continuation
-from memory import NO_MEMORY, MemoryTrace, bound_memory, strip_think
-from retrieval.contract import Corpus, Question
-from retrieval.tokenizers import Tokenizer, slice_ids, split_ids, tiktoken_tokenizer
-
-
-@dataclass(frozen=True)
-class MemAgentContext(StrategyContext[MemAgentConfig]):
-    """The run context plus the corpus stream cut into chunks and the memory trace."""
-
-    chunks: tuple[str, ...] = ()
-    chunk_sizes: tuple[int, ...] = ()
-    trace: MemoryTrace | None = None
-    thread: str = ""
-    layout: str = "titled"
-
-
-def _merge(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any]:
-    return {**(a or {}), **(b or {})}
-
-
-def _sum_counts(a: dict[str, int] | None, b: dict[str, int] | None) -> dict[str, int]:
-    a, b = a or {}, b or {}
-    return {k: a.get(k, 0) + b.get(k, 0) for k in {*a, *b}}
-
-
-class SettledQuestion(TypedDict, total=False):
-    """A question as the checkpointed state holds it: its text and what its final call sends (plain values,
-    so a checkpoint stores it; runs checkpointed before a key existed lack it, so readers default).
-
-    Attributes:
-        problem: The question's text (official: ``item["input"].strip()``).
-        instruction: The benchmark's output-format instruction (``None``: MemAgent's own).
-        max_new_tokens: The final call's answer budget.
-        temperature: The final call's temperature.
-        top_p: The final call's top-p (``None``: not sent).
-        stop: The final call's stop sequences.
-    """
-
-    problem: Required[str]
-    instruction: Required[str | None]
-    max_new_tokens: int
-    temperature: float
-    top_p: float | None
-    stop: list[str] | None
-
-
-class MemoryTask(TypedDict):
-    """The payload of one ``update_memory`` / ``final_answer`` ``Send``: one question's memory at one chunk."""
-
-    qi: str
-    question: SettledQuestion
-    memory: str
-    chunk: int
-
-
-class MemAgentState(TypedDict, total=False):
-    """Checkpointed state: small and fixed-size per question (snapshots live in the trace). Not an
-    :class:`~graphs.answer_state.AnswerState`: it answers many questions at once, and the run path reads each
-    question's answer through :func:`collect` (a :class:`~graphs.answer_state.BatchAnswer`)."""
-
-    questions: list[SettledQuestion]
-    n_chunks: int
-    layout: str
-    chunk_index: int
-    memories: Annotated[dict[str, str], _merge]
-    finals: Annotated[dict[str, str], _merge]
-    cuts: Annotated[dict[str, int], _sum_counts]
-    usage: Annotated[dict[str, dict[str, Any]], add_usage]
-    continued_from: (
-        int  # documents of the earlier corpus whose final memories this run started from
-    )
-
-
-def final_instruction(instruction: str | None) -> str:
-    """The clause ending the final prompt's first paragraph."""
-    return DEFAULT_FINAL_INSTRUCTION if not instruction else ". " + instruction
-
-
-#: Special tokens the official ``extract_answer`` removes from the extracted answer (DeepSeek-R1's).
-_ANSWER_NOISE = ("<\uff5cAssistant\uff5c>", "<\uff5cend\u2581of\u2581sentence\uff5c>")
-
-
-def extract_answer(text: str) -> str | None:
-    """MemAgent's ``extract_answer``: the text after the last "the answer is" (case-sensitive), with
-    ``*`` removed, R1's special tokens removed and spaces and dots stripped; ``None`` without the phrase."""
-    text = text.replace("*", "")
-    if "the answer is" not in text:
-        return None
-    answer = text.rsplit("the answer is", 1)[-1].strip()
-    for token in _ANSWER_NOISE:
-        answer = answer.replace(token, "")
-    return answer.strip().strip(".").strip()
-
-
-def official_prediction(reply: str) -> str:
-    """What MemAgent's evaluation scores of a final reply (``taskutils/memory_eval/ruler_hqa.py``
-    ``get_pred``): the reply stripped, the text after its last ``</think>`` (``extract_solution``),
-    then :func:`extract_answer` of that (of the whole reply when nothing follows ``</think>``);
-    ``""`` when there is no "the answer is", which the official loop scores 0."""
-    response = reply.strip()
-    body = strip_think(response).strip()
-    return extract_answer(body or response) or ""
-
-
-def split_stream(
-    text: str, size: int, encode: Callable[[str], list[int]], decode: Callable[[list[int]], str]
-) -> list[tuple[str, int]]:
-    """The token stream of ``text`` in windows of ``size`` tokens, as ``(text, n_tokens)``
-    (cut at character boundaries; see :func:`retrieval.tokenizers.split_ids`)."""
-    return split_ids(text, size, Tokenizer(id="given", encode_fn=encode, decode_fn=decode))
-
-
-def cut_windows(text: str, cfg: MemAgentConfig, tokenizer: Tokenizer) -> list[tuple[str, int]]:
-    """The windows MemAgent reads of ``text``, ``(text, n_tokens)``, cut as ``cfg.window_cut`` says:
-    at character boundaries (:func:`split_ids`) or exactly as the official loop (:func:`slice_ids`)."""
-    cut = slice_ids if cfg.window_cut == "token" else split_ids
-    return cut(text, cfg.chunk_tokens, tokenizer)
-
-
-def stream_text(
-    corpus: Corpus, questions: Sequence[Question], stream: str, start: int = 0
-) -> tuple[str, str]:
-    """The text MemAgent reads, and which layout made it.
-
-    ``"plain"``: the documents' texts stripped, joined by blank lines; for one document
-    exactly the official loop's ``item["context"].strip()`` (``taskutils/memory_eval/utils/
-    recurrent.py``). ``"titled"``: ``Document i: <title>`` headers before each text. ``"auto"``:
-    plain for a benchmark item (every question carries a benchmark protocol and the corpus is
-    the item's one context), titled otherwise (own corpora, and multi-document benchmark items,
-    which MemAgent's evaluation never streams and whose titles name what the questions ask about).
-    ``start``: only the documents from there on (numbered as in the whole corpus), what a run
-    continued over a grown corpus reads.
-    """
-    if stream == "auto":
-        benchmark_item = (
-            bool(questions) and all(q.protocol is not None for q in questions) and len(corpus) == 1
-        )
-        stream = "plain" if benchmark_item else "titled"
-    if stream == "plain":
-        return "\n\n".join(d.text.strip() for d in corpus.documents[start:]), "plain"
-    if stream == "titled":
-        return format_documents(corpus.documents[start:], first=start + 1), "titled"
-    raise ValueError(f"stream must be 'auto', 'plain' or 'titled', got {stream!r}")
+from memory import NO_MEMORY, MemoryTrace, bound_memory
+from retrieval.contract import Question
 
 
 def prepare_context(
@@ -385,78 +246,6 @@ MEMAGENT_RUN = BatchRun(
         option="continue_from_prefix", carry=carried_memories, documents_key="continued_from"
     ),
 )
-
-
-def memagent_chunks(
-    cfg: MemAgentConfig,
-    corpus: Corpus,
-    questions: Sequence[Question],
-    llm: BaseChatModel | None = None,
-) -> tuple[int, ...]:
-    """Token sizes of the chunks MemAgent reads (cut as :func:`graphs.memagent.graph.prepare_context` cuts them)."""
-    text, _ = stream_text(corpus, questions, cfg.stream)
-    tokenizer = tokenizer_for(llm) if llm is not None else tiktoken_tokenizer("cl100k_base")
-    return tuple(n for _, n in cut_windows(text, cfg, tokenizer))
-
-
-def memagent_costs(cfg: MemAgentConfig, shape: costs.CorpusShape, questions: Sequence[Question], *, llm: BaseChatModel | None = None,
-                   window: int | None = None) -> costs.Costs:  # fmt: skip
-    """ceil(T / chunk_tokens) + 1 calls per question: one memory update per chunk, one final answer.
-
-    Chunks are cut as a run cuts them where the corpus is known (else ``chunk_tokens`` each); each call
-    also carries the memory, up to ``max_new_tokens``. Typically the memory is re-read at its budget
-    and each update rewrites it, then a short answer.
-    """
-    if shape.corpus is not None:
-        sizes = memagent_chunks(cfg, shape.corpus, questions, llm)
-    else:
-        whole, rest = divmod(shape.tokens, cfg.chunk_tokens)
-        sizes = (cfg.chunk_tokens,) * whole + ((rest,) if rest or not whole else ())
-    n, k = len(sizes), len(questions)
-    benchmark = cfg.final_instruction == "benchmark"
-    updates, finals, reads = (
-        [],
-        [],
-        [],
-    )  # per question: one update's and the final call's text beyond the chunk and the memory
-    for x in questions or [costs.PLACEHOLDER_QUESTION]:
-        problem = x.render().strip()
-        updates.append(
-            costs.prompt_tokens(
-                "memagent",
-                "update",
-                functools.partial(MEMORY_TEMPLATE.format, prompt=problem, memory="", chunk=""),
-                llm,
-                x,
-            )
-        )
-        finals.append(
-            costs.prompt_tokens(
-                "memagent",
-                f"final:{cfg.final_instruction}",
-                functools.partial(
-                    FINAL_TEMPLATE.format,
-                    instruction=final_instruction(x.instruction if benchmark else None),
-                    prompt=problem,
-                    memory="",
-                ),
-                llm,
-                x,
-            )
-        )
-        reads.append(n * updates[-1] + finals[-1])
-    seam = costs.SEAM_TOKENS  # chunk and memory in each update, the memory in the final call
-    read = sum(sizes) + max(reads) + (2 * n + 1) * seam
-    memory = (n + 1) * cfg.max_new_tokens
-    # at least, step by step (a resumed run's plan counts only the steps it has left): each question's update of each
-    # chunk, then each question's final call, the memory empty
-    steps = tuple((k, sum(max(0, size + u - 2 * seam) for u in updates[:k]), k * cfg.max_new_tokens) for size in sizes) + (
-        (k, sum(max(0, f - seam) for f in finals[:k]), sum(x.answer_budget(cfg.max_new_tokens) for x in questions)),)  # fmt: skip
-    bounds = CostPlan(strategy="memagent", questions=k, calls=k * (n + 1), max_calls=k * (n + 1), prompt_tokens=sum(p for _, p, _ in steps),
-                      max_prompt_tokens=k * (read + memory), completion_tokens=sum(t for _, _, t in steps),
-                      formula=f"(ceil(T/{cfg.chunk_tokens:,}) + 1) calls per question: {n:,} chunks + 1", details={"chunks": n}, steps=steps)  # fmt: skip
-    typical = costs.Calls(n + 1, read + memory, n * cfg.max_new_tokens + costs.ANSWER_TOKENS)
-    return costs.Costs(bounds, costs.ExpectedCost(typical))
 
 
 @STRATEGIES.register(

@@ -41,3 +41,8 @@ Your answer:
 
 
 DEFAULT_FINAL_INSTRUCTION = """ and format your response as follows "Therefore, the answer is (insert answer here)"."""
+
+
+def final_instruction(instruction: str | None) -> str:
+    """The clause ending the final prompt's first paragraph."""
+    return DEFAULT_FINAL_INSTRUCTION if not instruction else ". " + instruction
