@@ -262,6 +262,7 @@ TIERS: dict[str, dict[str, str]] = {
         "test_hybrid_index_keeps_both_components_ranks_and_reuses_the_dense_index": "model",
         "test_strategies_take_hybrid_and_every_evidence_carries_its_components": "integration",
     },
+    "test_hybrid_fit.py": {"*": "model"},
     "test_index_cache.py": {
         "test_interrupted_dense_build_resumes_from_finished_shards": "durability",
     },
