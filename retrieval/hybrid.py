@@ -10,6 +10,8 @@ each component's rank and score (``Hit.components``, then ``Evidence.components`
 Through :func:`retrieval.index.build_index` a hybrid index is made of its components' own
 cached indexes (:meth:`HybridRetriever.with_components`): a corpus already indexed by BM25
 and by MiniLM costs nothing more, and a grown corpus grows each component by segments.
+The components fuse chunk ids, so they index the same chunks: those fitted to the dense
+component's limit (:func:`fitted_components`, :mod:`retrieval.fitted`), BM25's included.
 """
 
 from __future__ import annotations
