@@ -73,6 +73,10 @@ class DenseRetriever:
         """Whether :meth:`chunk_limit` has a limit (``fit_chunks`` and an embedder that tells it), told without loading the model."""
         return self.fit_chunks and callable(getattr(self.embedder, "token_limit", None))
 
+    def chunk_limit_params(self) -> dict[str, Any]:
+        """What decides :meth:`chunk_limit` (the key of chunks fitted to it): :meth:`cache_params` but the backend."""
+        return {k: v for k, v in self.cache_params().items() if k != "backend"}
+
     def cache_params(self) -> dict[str, Any]:
         """Retriever name, embedding model id and, when not torch, the embedding backend.
 

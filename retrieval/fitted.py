@@ -36,6 +36,13 @@ def strictest_limit(retrievers: Sequence[Retriever]) -> TokenLimit | None:
     return min(limits, key=lambda limit: limit.budget, default=None)
 
 
+def _limit_params(retriever: Retriever) -> dict[str, Any]:
+    """What decides ``retriever``'s chunk limit, for a cache key (a dense retriever's backend does not)."""
+    params_of = getattr(retriever, "chunk_limit_params", None)
+    params = params_of() if callable(params_of) else retriever.cache_params()
+    return dict(params)
+
+
 class FittedRetriever:
     """``retriever`` indexing the chunks fitted to the strictest limit of ``sources`` (every other method its own).
 
@@ -54,10 +61,11 @@ class FittedRetriever:
         return strictest_limit(list(self.sources.values()))
 
     def cache_params(self) -> dict[str, Any]:
-        """The retriever's parameters and, under ``fitted_to``, each source's: other sources, other chunks."""
+        """The retriever's parameters and, under ``fitted_to``, what decides each source's limit
+        (its ``chunk_limit_params()``, else its cache parameters): other limits, other chunks."""
         return {
             **self.retriever.cache_params(),
-            "fitted_to": {name: r.cache_params() for name, r in self.sources.items()},
+            "fitted_to": {name: _limit_params(r) for name, r in self.sources.items()},
         }
 
     def build(

@@ -8,11 +8,11 @@ import json
 import random
 
 from agents import answer
-from retrieval import Corpus, build_index
+from retrieval import Corpus, build_index, make_retriever
 from retrieval.chunking import ChunkingConfig, chunk_corpus
 from retrieval.document import Document
 from retrieval.fit import chunks_for, over_limit
-from retrieval.index import CompactionPolicy, Index
+from retrieval.index import CompactionPolicy, Index, index_key
 from tests.scripted import ScriptedChatModel
 
 WORDS = ChunkingConfig(unit="words", size=200)  # the retrieving strategies' default chunks
@@ -120,3 +120,17 @@ def test_a_grown_edited_and_compacted_hybrid_keeps_its_components_aligned(tmp_pa
     parts = components(index, last, tmp_path, compaction=policy)
     assert_aligned(index, parts)
     assert all(meta(p).get("compacted_segments") for p in parts.values())  # one segment again
+
+
+def test_the_hybrids_bm25_is_keyed_by_the_dense_limit_and_not_by_the_dense_backend():
+    c = corpus(1)
+
+    def bm25_key(**dense_options) -> str:
+        hybrid = make_retriever("hybrid", dense_options=dense_options)
+        return index_key(c, WORDS, hybrid.components["bm25"])
+
+    plain = index_key(c, WORDS, make_retriever("bm25"))
+    assert bm25_key() != plain  # other chunks than BM25's own: never its cached index
+    assert bm25_key(backend="torch") == bm25_key(backend="onnx")  # the backend keeps the limit
+    assert bm25_key(model="/models/other") not in (bm25_key(), plain)
+    assert bm25_key(fit_chunks=False) == plain  # nothing fitted: BM25's own chunks and index
