@@ -68,6 +68,15 @@ class DenseRetriever:
         limit_of = getattr(self.embedder, "token_limit", None)
         return limit_of() if self.fit_chunks and callable(limit_of) else None
 
+    @property
+    def limits_chunks(self) -> bool:
+        """Whether :meth:`chunk_limit` has a limit (``fit_chunks`` and an embedder that tells it), told without loading the model."""
+        return self.fit_chunks and callable(getattr(self.embedder, "token_limit", None))
+
+    def chunk_limit_params(self) -> dict[str, Any]:
+        """What decides :meth:`chunk_limit` (the key of chunks fitted to it): :meth:`cache_params` but the backend."""
+        return {k: v for k, v in self.cache_params().items() if k != "backend"}
+
     def cache_params(self) -> dict[str, Any]:
         """Retriever name, embedding model id and, when not torch, the embedding backend.
 
@@ -78,7 +87,7 @@ class DenseRetriever:
         their own index.
         """
         params: dict[str, Any] = {"retriever": self.name, "model": self.embedder.model_id}
-        if self.fit_chunks and callable(getattr(self.embedder, "token_limit", None)):
+        if self.limits_chunks:
             params["fit_chunks"] = (
                 True  # other chunks than an index built before chunks were fitted
             )

@@ -10,6 +10,8 @@ each component's rank and score (``Hit.components``, then ``Evidence.components`
 Through :func:`retrieval.index.build_index` a hybrid index is made of its components' own
 cached indexes (:meth:`HybridRetriever.with_components`): a corpus already indexed by BM25
 and by MiniLM costs nothing more, and a grown corpus grows each component by segments.
+The components fuse chunk ids, so they index the same chunks: those fitted to the dense
+component's limit (:func:`fitted_components`, :mod:`retrieval.fitted`), BM25's included.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from typing import Any, Literal
 
 from retrieval.base import Retriever
 from retrieval.chunking import Chunk
+from retrieval.fit import TokenLimit
+from retrieval.fitted import FittedRetriever, limits_chunks, strictest_limit
 from retrieval.fusion import RRF_K, Fused, reciprocal_rank_fusion, score_fusion
 
 Fusion = Literal["rrf", "score"]
@@ -59,12 +63,21 @@ class HybridRetriever:
             raise ValueError(
                 f"rrf_k must be >= 0 and candidates >= 1, got {rrf_k} and {candidates}"
             )
-        self.components = dict(components)
+        self.components = fitted_components(components)
         self.fusion = fusion
         self.rrf_k = rrf_k
         self.weight = weight
         self.candidates = candidates
         self.name = name
+
+    @property
+    def limits_chunks(self) -> bool:
+        """Whether a component fits its chunks to a limit (then every component indexes chunks fitted to it)."""
+        return any(limits_chunks(r) for r in self.components.values())
+
+    def chunk_limit(self) -> TokenLimit | None:
+        """The strictest limit of the components' (their models load): every component indexes chunks fitted to it."""
+        return strictest_limit(list(self.components.values()))
 
     def cache_params(self) -> dict[str, Any]:
         """Each component's parameters and the fusion settings (they change what a search returns)."""
@@ -147,3 +160,22 @@ class HybridRetriever:
             candidates=self.candidates,
             name=self.name,
         )
+
+
+def fitted_components(components: Mapping[str, Retriever]) -> dict[str, Retriever]:
+    """``components``, each indexing the chunks fitted to the strictest limit among them (:mod:`retrieval.fitted`).
+
+    The components fuse chunk ids, so they must index the same chunks: one without a limit
+    (BM25) is wrapped to index the chunks fitted to the one with a limit (dense), which keeps
+    its own (and its cached index). Two with limits are both wrapped, fitted to the stricter.
+    """
+    plain = {
+        name: r.retriever if isinstance(r, FittedRetriever) else r for name, r in components.items()
+    }
+    sources = {name: r for name, r in plain.items() if limits_chunks(r)}
+    if not sources:
+        return plain
+    return {
+        name: r if len(sources) == 1 and name in sources else FittedRetriever(r, sources)
+        for name, r in plain.items()
+    }

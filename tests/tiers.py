@@ -262,6 +262,11 @@ TIERS: dict[str, dict[str, str]] = {
         "test_hybrid_index_keeps_both_components_ranks_and_reuses_the_dense_index": "model",
         "test_strategies_take_hybrid_and_every_evidence_carries_its_components": "integration",
     },
+    "test_hybrid_fit.py": {
+        "test_hybrid_over_chunks_longer_than_the_embedder_reads_indexes_the_same_fitted_chunks": "model",
+        "test_answer_with_hybrid_over_long_chunks_returns_the_fitted_chunks_as_evidence": "model",
+        "test_a_grown_edited_and_compacted_hybrid_keeps_its_components_aligned": "model",
+    },
     "test_index_cache.py": {
         "test_interrupted_dense_build_resumes_from_finished_shards": "durability",
     },

@@ -38,8 +38,8 @@ DIFFICULTIES = ("easy", "medium", "hard", "needle")
 
 def variants(args: argparse.Namespace) -> list[tuple[str, str, dict[str, Any], dict[str, Any]]]:
     """``(label, retriever, retriever options, rerank settings)`` of every measured setting."""
-    # --no-fit-chunks: MiniLM reads the RAG chunks as chunked (cut at 256 word pieces), so BM25 and dense index the same
-    # chunks, as hybrid needs (with fitted dense chunks they differ and hybrid refuses them)
+    # --no-fit-chunks: MiniLM reads the RAG chunks as chunked (cut at 256 word pieces); by default dense and both of
+    # hybrid's components index the chunks fitted to MiniLM (retrieval.fitted)
     dense: dict[str, Any] = {"fit_chunks": False} if args.no_fit_chunks else {}
     fused: dict[str, Any] = {"dense_options": dense} if dense else {}
     rows: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = [
