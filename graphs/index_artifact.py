@@ -26,6 +26,8 @@ from retrieval.locks import exclusive_lock
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+#: What the disk holds of an artifact (the held one may add what is rebuilt on load).
+D = TypeVar("D")
 #: Where an artifact came from: this process's memory, the disk cache, or a build just now.
 Source = Literal["memory", "disk", "built"]
 
@@ -140,6 +142,27 @@ class LoadedArtifacts(Generic[T]):
             self.entries[key] = artifact
             while len(self.entries) > self.keep:
                 self.entries.pop(next(iter(self.entries)))
+
+    def obtain(
+        self,
+        key: str,
+        folder: Path | None,
+        *,
+        what: str,
+        load: Callable[[Path], D | None],
+        build: Callable[[Path | None], D],
+        save: Callable[[Path, D], None],
+        hold: Callable[[D], T],
+    ) -> tuple[T, Source]:
+        """The artifact under ``key``: held in this process, else loaded or built (see
+        :func:`load_or_build`), then made ready by ``hold`` and held."""
+        held = self.get(key)
+        if held is not None:
+            return held, "memory"
+        stored, source = load_or_build(folder, what=what, load=load, build=build, save=save)
+        artifact = hold(stored)
+        self.remember(key, artifact)
+        return artifact, source
 
     def clear(self) -> None:
         """Drop every artifact held (tests; a later question loads from disk)."""

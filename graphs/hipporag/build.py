@@ -4,6 +4,7 @@ kept on disk and in this process (the last few graphs)."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from graphs.hipporag.store import (
     openie_root,
     save_graph,
 )
-from graphs.index_artifact import LoadedArtifacts, Source, cache_root, load_or_build
+from graphs.index_artifact import LoadedArtifacts, Source, cache_root
 from graphs.usage import index_time
 from retrieval import Chunk, ChunkingConfig, chunk_corpus
 from retrieval.contract import Corpus
@@ -121,27 +122,27 @@ def graph_for(ctx: StrategyContext[HippoRAGConfig]) -> tuple[str, LoadedGraph, S
     """The corpus's graph: its key, the graph, where it came from (``memory``, ``disk`` or ``built``) and the OpenIE calls this build asked."""
     cfg = ctx.config
     key = graph_key(ctx.corpus, cfg, ctx.llm)
-    held = _LOADED.get(key)
-    if held is not None:
-        return key, held, "memory", 0
-    texts, chunks = passages_of(ctx.corpus, cfg)
     root = cache_root(ctx, cfg.cache)
+    passages = functools.cache(lambda: passages_of(ctx.corpus, cfg))  # once, when not held
     asked = 0
 
     def build(folder: Path | None) -> KnowledgeGraph:
         nonlocal asked
-        kg, asked = _build(ctx, texts, root)
+        kg, asked = _build(ctx, passages()[0], root)
         return kg
 
-    kg, source = load_or_build(
+    def hold(kg: KnowledgeGraph) -> LoadedGraph:
+        return LoadedGraph(kg, igraph_of(kg), passages()[1])
+
+    entry, source = _LOADED.obtain(
+        key,
         graph_folder(root, key) if root is not None else None,
         what="a HippoRAG graph build",
         load=load_graph,
         build=build,
         save=save_graph,
+        hold=hold,
     )
-    entry = LoadedGraph(kg, igraph_of(kg), chunks)
-    _LOADED.remember(key, entry)
     return key, entry, source, asked
 
 

@@ -21,7 +21,7 @@ from graphs import costs
 from graphs.answer_state import PromptState
 from graphs.budget_field import budget_kwargs
 from graphs.context import StrategyContext
-from graphs.index_artifact import LoadedArtifacts, Source, cache_root, load_or_build
+from graphs.index_artifact import LoadedArtifacts, Source, cache_root
 from graphs.llm import complete
 from graphs.nodes import CompiledGraph, generate, linear_graph
 from graphs.prompts import fill
@@ -82,26 +82,22 @@ def tree_for(ctx: StrategyContext[RaptorConfig]) -> tuple[str, Tree, Source]:
     """The corpus's tree (key, tree, and where it came from: ``memory``, ``disk`` or ``built``)."""
     cfg = ctx.config
     key = tree_key(ctx.corpus, cfg, ctx.llm)
-    held = _LOADED.get(key)
-    if held is not None:
-        return key, held, "memory"
     root = cache_root(ctx, cfg.cache)
-    embedder = embedder_for(cfg)
 
     def build(folder: Path | None) -> Tree:
+        embed = embedder_for(cfg).embed_documents
         with index_time():
-            return build_tree(
-                ctx.corpus, cfg, summarizer(ctx), embedder.embed_documents, summary_log(folder)
-            )
+            return build_tree(ctx.corpus, cfg, summarizer(ctx), embed, summary_log(folder))
 
-    tree, source = load_or_build(
+    tree, source = _LOADED.obtain(
+        key,
         tree_folder(root, key) if root is not None else None,
         what="a RAPTOR tree build",
         load=load_tree,
         build=build,
         save=save_tree,
+        hold=lambda tree: tree,
     )
-    _LOADED.remember(key, tree)
     return key, tree, source
 
 
