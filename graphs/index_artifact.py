@@ -14,6 +14,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
@@ -118,6 +119,23 @@ def write_checked(folder: Path, write: Callable[[Checksums], None], *, version: 
     tmp.replace(folder / "meta.json")
 
 
+@dataclass(frozen=True, kw_only=True)
+class ArtifactStore(Generic[D]):
+    """How one strategy keeps its artifact on disk: where, and how it is read and written.
+
+    Attributes:
+        what: The build, as the lock's wait message names it (``a RAPTOR tree build``).
+        folder: The artifact's folder under the cache root, by its key.
+        load: The finished artifact in a folder, or ``None`` (see :func:`read_checked`).
+        save: Write it there (see :func:`write_checked`).
+    """
+
+    what: str
+    folder: Callable[[Path, str], Path]
+    load: Callable[[Path], D | None]
+    save: Callable[[Path, D], None]
+
+
 class LoadedArtifacts(Generic[T]):
     """The artifacts loaded or built in this process, by key: the last ``keep`` (a large corpus's
     artifact is large), with the embedders their strategy loaded once per process."""
@@ -146,20 +164,21 @@ class LoadedArtifacts(Generic[T]):
     def obtain(
         self,
         key: str,
-        folder: Path | None,
-        *,
-        what: str,
-        load: Callable[[Path], D | None],
+        root: Path | None,
+        store: ArtifactStore[D],
         build: Callable[[Path | None], D],
-        save: Callable[[Path, D], None],
         hold: Callable[[D], T],
     ) -> tuple[T, Source]:
-        """The artifact under ``key``: held in this process, else loaded or built (see
-        :func:`load_or_build`), then made ready by ``hold`` and held."""
+        """The artifact under ``key``: held in this process, else loaded from or built into its
+        folder under ``root`` (none: built, not stored; see :func:`load_or_build`), made ready by
+        ``hold`` and held."""
         held = self.get(key)
         if held is not None:
             return held, "memory"
-        stored, source = load_or_build(folder, what=what, load=load, build=build, save=save)
+        folder = store.folder(root, key) if root is not None else None
+        stored, source = load_or_build(
+            folder, what=store.what, load=store.load, build=build, save=store.save
+        )
         artifact = hold(stored)
         self.remember(key, artifact)
         return artifact, source

@@ -18,15 +18,7 @@ from graphs.hipporag.kg import KnowledgeGraph, build_graph
 from graphs.hipporag.openie import Ask, OpenIELog, extract_all
 from graphs.hipporag.ppr import igraph_of
 from graphs.hipporag.requests import Messages, as_langchain
-from graphs.hipporag.store import (
-    graph_folder,
-    graph_key,
-    load_graph,
-    model_key,
-    openie_key,
-    openie_root,
-    save_graph,
-)
+from graphs.hipporag.store import GRAPH_STORE, graph_key, model_key, openie_key, openie_root
 from graphs.index_artifact import LoadedArtifacts, Source, cache_root
 from graphs.usage import index_time
 from retrieval import Chunk, ChunkingConfig, chunk_corpus
@@ -134,15 +126,7 @@ def graph_for(ctx: StrategyContext[HippoRAGConfig]) -> tuple[str, LoadedGraph, S
     def hold(kg: KnowledgeGraph) -> LoadedGraph:
         return LoadedGraph(kg, igraph_of(kg), passages()[1])
 
-    entry, source = _LOADED.obtain(
-        key,
-        graph_folder(root, key) if root is not None else None,
-        what="a HippoRAG graph build",
-        load=load_graph,
-        build=build,
-        save=save_graph,
-        hold=hold,
-    )
+    entry, source = _LOADED.obtain(key, root, GRAPH_STORE, build, hold)
     return key, entry, source, asked
 
 

@@ -14,7 +14,7 @@ from langchain_core.language_models import BaseChatModel
 from graphs.hipporag.config import HippoRAGConfig
 from graphs.hipporag.kg import KnowledgeGraph
 from graphs.hipporag.prompts import PROMPTS_VERSION
-from graphs.index_artifact import digest_of, read_checked, write_checked
+from graphs.index_artifact import ArtifactStore, digest_of, read_checked, write_checked
 from graphs.llm import model_id
 from graphs.request_settings import settings_digest
 from retrieval.checksums import Checksums
@@ -97,3 +97,9 @@ def save_graph(folder: Path, kg: KnowledgeGraph) -> None:
             np.save(f, kg.passage_vectors, allow_pickle=False)
 
     write_checked(folder, write, version=STORE_VERSION)
+
+
+#: The graph's place in the cache, for :meth:`graphs.index_artifact.LoadedArtifacts.obtain`.
+GRAPH_STORE = ArtifactStore(
+    what="a HippoRAG graph build", folder=graph_folder, load=load_graph, save=save_graph
+)

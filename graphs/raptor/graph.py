@@ -32,7 +32,7 @@ from graphs.raptor.config import RaptorConfig
 from graphs.raptor.cost_model import raptor_costs
 from graphs.raptor.presentation import PRESENTATION
 from graphs.raptor.retrieve import collapsed, traversal
-from graphs.raptor.store import load_tree, save_tree, summary_log, tree_folder, tree_key
+from graphs.raptor.store import TREE_STORE, summary_log, tree_key
 from graphs.raptor.tree import Summarize, Tree, build_tree
 from graphs.registry import STRATEGIES
 from graphs.usage import index_time
@@ -89,15 +89,7 @@ def tree_for(ctx: StrategyContext[RaptorConfig]) -> tuple[str, Tree, Source]:
         with index_time():
             return build_tree(ctx.corpus, cfg, summarizer(ctx), embed, summary_log(folder))
 
-    tree, source = _LOADED.obtain(
-        key,
-        tree_folder(root, key) if root is not None else None,
-        what="a RAPTOR tree build",
-        load=load_tree,
-        build=build,
-        save=save_tree,
-        hold=lambda tree: tree,
-    )
+    tree, source = _LOADED.obtain(key, root, TREE_STORE, build, hold=lambda tree: tree)
     return key, tree, source
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from graphs.index_artifact import digest_of, read_checked, write_checked
+from graphs.index_artifact import ArtifactStore, digest_of, read_checked, write_checked
 from graphs.llm import model_id
 from graphs.raptor.prompts import PROMPTS_VERSION
 from graphs.raptor.tree import SummaryLog, Tree, tree_from_json, tree_to_json
@@ -59,6 +59,12 @@ def save_tree(folder: Path, tree: Tree) -> None:
             np.save(f, tree.embeddings, allow_pickle=False)
 
     write_checked(folder, write, version=STORE_VERSION)
+
+
+#: The tree's place in the cache, for :meth:`graphs.index_artifact.LoadedArtifacts.obtain`.
+TREE_STORE = ArtifactStore(
+    what="a RAPTOR tree build", folder=tree_folder, load=load_tree, save=save_tree
+)
 
 
 def summary_log(folder: Path | None) -> SummaryLog:
