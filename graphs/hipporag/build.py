@@ -20,6 +20,7 @@ from graphs.hipporag.ppr import igraph_of
 from graphs.hipporag.requests import Messages, as_langchain
 from graphs.hipporag.store import GRAPH_STORE, graph_key, model_key, openie_key, openie_root
 from graphs.index_artifact import LoadedArtifacts, Source, cache_root
+from graphs.replies import text_of
 from graphs.usage import index_time
 from retrieval import Chunk, ChunkingConfig, chunk_corpus
 from retrieval.contract import Corpus
@@ -77,16 +78,6 @@ def asker(ctx: StrategyContext[HippoRAGConfig]) -> Ask:
         return text_of(message), (message.response_metadata or {}).get("finish_reason") == "length"
 
     return ask
-
-
-def text_of(message: BaseMessage) -> str:
-    """A reply's text (content parts joined)."""
-    content = message.content
-    return (
-        content
-        if isinstance(content, str)
-        else "".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content)
-    )
 
 
 def _build(

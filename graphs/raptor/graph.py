@@ -35,6 +35,7 @@ from graphs.raptor.retrieve import collapsed, traversal
 from graphs.raptor.store import TREE_STORE, summary_log, tree_key
 from graphs.raptor.tree import Summarize, Tree, build_tree
 from graphs.registry import STRATEGIES
+from graphs.replies import text_of
 from graphs.usage import index_time
 from retrieval.contract import Evidence, Step
 
@@ -68,12 +69,7 @@ def summarizer(ctx: StrategyContext[RaptorConfig]) -> Summarize:
             SystemMessage(content=P.SUMMARY_SYSTEM),
             HumanMessage(content=P.SUMMARY_TEMPLATE.format(context=context)),
         ]
-        content = llm.invoke(turns, **extra).content
-        return (
-            content
-            if isinstance(content, str)
-            else "".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content)
-        )
+        return text_of(llm.invoke(turns, **extra))
 
     return summarize
 
