@@ -133,6 +133,22 @@ class EvidenceCeiling:
         return {}
 
 
+@dataclass(frozen=True, kw_only=True)
+class NeedsIndexLLM(EvidenceCeiling):
+    """No LLM-free ceiling: what a strategy retrieves is ranked over what an index-time model wrote
+    (RAPTOR's summaries, HippoRAG's triples); every question is skipped with ``reason``."""
+
+    reason: str
+
+    def reach(self, cfg: Any, item: CeilingItem, env: CeilingEnv) -> Reach:
+        """Never: raises :class:`SkipCeiling` with the reason."""
+        raise SkipCeiling(self.reason)
+
+    def describe(self, cfg: Any, env: CeilingEnv, corpus_tokens: int | None = None) -> str:
+        """``no LLM-free ceiling (<reason>)``."""
+        return f"no LLM-free ceiling ({self.reason})"
+
+
 class RecordLike(Protocol):
     """A fact a question needs: an entity's field in a year, with its value (``experiments.synth.records.Record``)."""
 

@@ -4,7 +4,7 @@ kept on disk and in this process (the last few graphs)."""
 
 from __future__ import annotations
 
-import threading
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,20 +18,12 @@ from graphs.hipporag.kg import KnowledgeGraph, build_graph
 from graphs.hipporag.openie import Ask, OpenIELog, extract_all
 from graphs.hipporag.ppr import igraph_of
 from graphs.hipporag.requests import Messages, as_langchain
-from graphs.hipporag.store import (
-    graph_folder,
-    graph_key,
-    load_graph,
-    model_key,
-    openie_key,
-    openie_root,
-    save_graph,
-)
+from graphs.hipporag.store import GRAPH_STORE, graph_key, model_key, openie_key, openie_root
+from graphs.index_artifact import LoadedArtifacts, Source, cache_root
+from graphs.replies import text_of
 from graphs.usage import index_time
-from retrieval import Chunk, ChunkingConfig, chunk_corpus, default_cache_dir
+from retrieval import Chunk, ChunkingConfig, chunk_corpus
 from retrieval.contract import Corpus
-from retrieval.embedders import EMBEDDERS
-from retrieval.locks import exclusive_lock
 
 
 @dataclass
@@ -43,20 +35,13 @@ class LoadedGraph:
     chunks: list[Chunk]
 
 
-_GRAPHS: dict[str, LoadedGraph] = {}
-_EMBEDDERS: dict[tuple[str, str | None], Any] = {}
-_LOCK = threading.Lock()
-_KEEP = 4
+#: Graphs loaded or built in this process, by key (the last few).
+_LOADED: LoadedArtifacts[LoadedGraph] = LoadedArtifacts()
 
 
 def embedder_for(cfg: HippoRAGConfig) -> Any:
     """The configured embedder, loaded once per process."""
-    key = (cfg.embedder, cfg.embedder_model)
-    with _LOCK:
-        if key not in _EMBEDDERS:
-            factory = EMBEDDERS.get(cfg.embedder)
-            _EMBEDDERS[key] = factory(cfg.embedder_model) if cfg.embedder_model else factory()
-        return _EMBEDDERS[key]
+    return _LOADED.embedder(cfg)
 
 
 def passage_text(chunk: Chunk) -> str:
@@ -95,16 +80,6 @@ def asker(ctx: StrategyContext[HippoRAGConfig]) -> Ask:
     return ask
 
 
-def text_of(message: BaseMessage) -> str:
-    """A reply's text (content parts joined)."""
-    content = message.content
-    return (
-        content
-        if isinstance(content, str)
-        else "".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content)
-    )
-
-
 def _build(
     ctx: StrategyContext[HippoRAGConfig], texts: list[str], root: Path | None
 ) -> tuple[KnowledgeGraph, int]:
@@ -126,43 +101,31 @@ def _build(
     return kg, asked
 
 
-def graph_for(ctx: StrategyContext[HippoRAGConfig]) -> tuple[str, LoadedGraph, str, int]:
+def graph_for(ctx: StrategyContext[HippoRAGConfig]) -> tuple[str, LoadedGraph, Source, int]:
     """The corpus's graph: its key, the graph, where it came from (``memory``, ``disk`` or ``built``) and the OpenIE calls this build asked."""
     cfg = ctx.config
     key = graph_key(ctx.corpus, cfg, ctx.llm)
-    if key in _GRAPHS:
-        return key, _GRAPHS[key], "memory", 0
-    texts, chunks = passages_of(ctx.corpus, cfg)
-    root = (Path(ctx.cache_dir) if ctx.cache_dir else default_cache_dir()) if cfg.cache else None
+    root = cache_root(ctx, cfg.cache)
+    passages = functools.cache(lambda: passages_of(ctx.corpus, cfg))  # once, when not held
     asked = 0
-    if root is None:
-        (kg, asked), source = _build(ctx, texts, None), "built"
-    else:
-        folder = graph_folder(root, key)
-        folder.mkdir(parents=True, exist_ok=True)
-        with exclusive_lock(
-            folder / ".lock", what="a HippoRAG graph build"
-        ):  # a second question waits, then loads
-            loaded = load_graph(folder)
-            if loaded is not None:
-                kg, source = loaded, "disk"
-            else:
-                (kg, asked), source = _build(ctx, texts, root), "built"
-                save_graph(folder, kg)
-    entry = LoadedGraph(kg, igraph_of(kg), chunks)
-    with _LOCK:
-        _GRAPHS[key] = entry
-        while len(_GRAPHS) > _KEEP:
-            _GRAPHS.pop(next(iter(_GRAPHS)))
+
+    def build(folder: Path | None) -> KnowledgeGraph:
+        nonlocal asked
+        kg, asked = _build(ctx, passages()[0], root)
+        return kg
+
+    def hold(kg: KnowledgeGraph) -> LoadedGraph:
+        return LoadedGraph(kg, igraph_of(kg), passages()[1])
+
+    entry, source = _LOADED.obtain(key, root, GRAPH_STORE, build, hold)
     return key, entry, source, asked
 
 
 def loaded(key: str) -> LoadedGraph:
     """A graph :func:`graph_for` loaded in this process."""
-    return _GRAPHS[key]
+    return _LOADED[key]
 
 
 def forget_graphs() -> None:
     """Drop the graphs held in this process (tests; a later question loads from disk)."""
-    with _LOCK:
-        _GRAPHS.clear()
+    _LOADED.clear()

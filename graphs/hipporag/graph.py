@@ -23,7 +23,7 @@ from graphs.answer_state import PromptState
 from graphs.budget_field import budget_kwargs
 from graphs.context import StrategyContext
 from graphs.hipporag import prompts as P
-from graphs.hipporag.build import embedder_for, graph_for, loaded, text_of
+from graphs.hipporag.build import embedder_for, graph_for, loaded
 from graphs.hipporag.ceiling import HIPPORAG_CEILING
 from graphs.hipporag.config import HippoRAGConfig
 from graphs.hipporag.cost_model import hipporag_costs
@@ -46,6 +46,7 @@ from graphs.nodes import CompiledGraph, generate, linear_graph
 from graphs.prompts import fill, format_chunks
 from graphs.rag.prompts import RAG_TEMPLATE
 from graphs.registry import STRATEGIES
+from graphs.replies import text_of
 from retrieval import Hit
 from retrieval.contract import Step
 

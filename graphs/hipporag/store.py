@@ -6,9 +6,7 @@ killed build resumes and another corpus reuses a passage's extraction."""
 from __future__ import annotations
 
 import json
-import logging
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from langchain_core.language_models import BaseChatModel
@@ -16,12 +14,11 @@ from langchain_core.language_models import BaseChatModel
 from graphs.hipporag.config import HippoRAGConfig
 from graphs.hipporag.kg import KnowledgeGraph
 from graphs.hipporag.prompts import PROMPTS_VERSION
+from graphs.index_artifact import ArtifactStore, digest_of, read_checked, write_checked
 from graphs.llm import model_id
 from graphs.request_settings import settings_digest
-from retrieval.checksums import ChecksumMismatch, Checksums, digest_bytes, verify_folder
+from retrieval.checksums import Checksums
 from retrieval.contract import Corpus
-
-log = logging.getLogger(__name__)
 
 #: The config fields that change the OpenIE requests (and so their stored replies).
 OPENIE_FIELDS = ("openie_max_tokens", "temperature")
@@ -39,13 +36,9 @@ STORE_VERSION = 1
 _FILES = ("graph.json", "facts.npy", "passages.npy")
 
 
-def _digest(parts: dict[str, Any]) -> str:
-    return digest_bytes(json.dumps(parts, sort_keys=True, default=str).encode())
-
-
 def openie_key(cfg: HippoRAGConfig) -> str:
     """The digest of what an OpenIE request holds besides its passage: prompts and request settings."""
-    return _digest(
+    return digest_of(
         {
             "settings": {f: getattr(cfg, f) for f in OPENIE_FIELDS},
             "prompts": PROMPTS_VERSION,
@@ -63,7 +56,7 @@ def graph_key(corpus: Corpus, cfg: HippoRAGConfig, llm: BaseChatModel) -> str:
     """The digest naming a graph's folder: what the graph depends on, the extracting model's requests included."""
     parts = {"corpus": corpus.fingerprint, "settings": {f: getattr(cfg, f) for f in GRAPH_FIELDS}, "prompts": PROMPTS_VERSION,
              "llm": model_key(llm), "version": STORE_VERSION}  # fmt: skip
-    return _digest(parts)
+    return digest_of(parts)
 
 
 def graph_folder(root: Path, key: str) -> Path:
@@ -79,38 +72,34 @@ def openie_root(root: Path) -> Path:
 def load_graph(folder: Path) -> KnowledgeGraph | None:
     """The finished graph in ``folder``, or ``None`` when there is none; a file that fails its checksum
     is named in a warning and the graph is rebuilt (from the OpenIE logs: no call is asked again)."""
-    meta_path = folder / "meta.json"
-    if not meta_path.exists():
-        return None
-    try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        verify_folder(folder, meta.get("files"))
-        data = json.loads((folder / "graph.json").read_text(encoding="utf-8"))
-        facts = [(str(s), str(p), str(o)) for s, p, o in data["facts"]]
-        return KnowledgeGraph(data["phrases"], data["passages"], facts, np.load(folder / "facts.npy", allow_pickle=False),
-                              np.load(folder / "passages.npy", allow_pickle=False), data["phrase_passages"],
-                              [(int(a), int(b)) for a, b in data["edges"]], data["weights"], data["facts_of_build"])  # fmt: skip
-    except (ChecksumMismatch, ValueError, KeyError, TypeError, OSError) as exc:
-        log.warning("HippoRAG graph in %s is unusable (%s): rebuilding it", folder, exc)
-        for name in ("meta.json", *_FILES):
-            (folder / name).unlink(missing_ok=True)
-        return None
+    return read_checked(folder, _FILES, _read_graph, what="HippoRAG graph")
+
+
+def _read_graph(folder: Path) -> KnowledgeGraph:
+    data = json.loads((folder / "graph.json").read_text(encoding="utf-8"))
+    facts = [(str(s), str(p), str(o)) for s, p, o in data["facts"]]
+    return KnowledgeGraph(data["phrases"], data["passages"], facts, np.load(folder / "facts.npy", allow_pickle=False),
+                          np.load(folder / "passages.npy", allow_pickle=False), data["phrase_passages"],
+                          [(int(a), int(b)) for a, b in data["edges"]], data["weights"], data["facts_of_build"])  # fmt: skip
 
 
 def save_graph(folder: Path, kg: KnowledgeGraph) -> None:
     """Write the graph's files with their checksums, ``meta.json`` last (its presence means finished)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    sums = Checksums(folder)
     data = {"phrases": kg.phrases, "passages": kg.passages, "facts": kg.facts, "phrase_passages": kg.phrase_passages, "edges": kg.edges,
             "weights": kg.weights, "facts_of_build": kg.facts_of_build}  # fmt: skip
-    with sums.open(folder / "graph.json", text=True) as f:
-        f.write(json.dumps(data))
-    with sums.open(folder / "facts.npy") as f:
-        np.save(f, kg.fact_vectors, allow_pickle=False)
-    with sums.open(folder / "passages.npy") as f:
-        np.save(f, kg.passage_vectors, allow_pickle=False)
-    tmp = folder / "meta.json.tmp"
-    tmp.write_text(
-        json.dumps({"files": sums.as_dict(), "version": STORE_VERSION}), encoding="utf-8"
-    )
-    tmp.replace(folder / "meta.json")
+
+    def write(sums: Checksums) -> None:
+        with sums.open(folder / "graph.json", text=True) as f:
+            f.write(json.dumps(data))
+        with sums.open(folder / "facts.npy") as f:
+            np.save(f, kg.fact_vectors, allow_pickle=False)
+        with sums.open(folder / "passages.npy") as f:
+            np.save(f, kg.passage_vectors, allow_pickle=False)
+
+    write_checked(folder, write, version=STORE_VERSION)
+
+
+#: The graph's place in the cache, for :meth:`graphs.index_artifact.LoadedArtifacts.obtain`.
+GRAPH_STORE = ArtifactStore(
+    what="a HippoRAG graph build", folder=graph_folder, load=load_graph, save=save_graph
+)

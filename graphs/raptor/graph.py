@@ -10,7 +10,6 @@ the retrieved nodes, or with ``qa_prompt="paper"`` the official ``GPT3TurboQAMod
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import Any, cast
 
@@ -22,6 +21,7 @@ from graphs import costs
 from graphs.answer_state import PromptState
 from graphs.budget_field import budget_kwargs
 from graphs.context import StrategyContext
+from graphs.index_artifact import LoadedArtifacts, Source, cache_root
 from graphs.llm import complete
 from graphs.nodes import CompiledGraph, generate, linear_graph
 from graphs.prompts import fill
@@ -32,20 +32,16 @@ from graphs.raptor.config import RaptorConfig
 from graphs.raptor.cost_model import raptor_costs
 from graphs.raptor.presentation import PRESENTATION
 from graphs.raptor.retrieve import collapsed, traversal
-from graphs.raptor.store import load_tree, save_tree, summary_log, tree_folder, tree_key
+from graphs.raptor.store import TREE_STORE, summary_log, tree_key
 from graphs.raptor.tree import Summarize, Tree, build_tree
 from graphs.registry import STRATEGIES
+from graphs.replies import text_of
 from graphs.usage import index_time
-from retrieval import default_cache_dir
 from retrieval.contract import Evidence, Step
-from retrieval.embedders import EMBEDDERS
-from retrieval.locks import exclusive_lock
 
 #: Trees loaded or built in this process, by key (the last few: a 10M-token tree is ~100K nodes).
-_TREES: dict[str, Tree] = {}
-_EMBEDDERS: dict[tuple[str, str | None], Any] = {}
-_LOCK = threading.Lock()
-_KEEP = 4
+_LOADED: LoadedArtifacts[Tree] = LoadedArtifacts()
+_TREES = _LOADED.entries
 
 
 class RaptorState(PromptState, total=False):
@@ -57,12 +53,7 @@ class RaptorState(PromptState, total=False):
 
 def embedder_for(cfg: RaptorConfig) -> Any:
     """The configured embedder, loaded once per process."""
-    key = (cfg.embedder, cfg.embedder_model)
-    with _LOCK:
-        if key not in _EMBEDDERS:
-            factory = EMBEDDERS.get(cfg.embedder)
-            _EMBEDDERS[key] = factory(cfg.embedder_model) if cfg.embedder_model else factory()
-        return _EMBEDDERS[key]
+    return _LOADED.embedder(cfg)
 
 
 def summarizer(ctx: StrategyContext[RaptorConfig]) -> Summarize:
@@ -78,61 +69,23 @@ def summarizer(ctx: StrategyContext[RaptorConfig]) -> Summarize:
             SystemMessage(content=P.SUMMARY_SYSTEM),
             HumanMessage(content=P.SUMMARY_TEMPLATE.format(context=context)),
         ]
-        content = llm.invoke(turns, **extra).content
-        return (
-            content
-            if isinstance(content, str)
-            else "".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content)
-        )
+        return text_of(llm.invoke(turns, **extra))
 
     return summarize
 
 
-def tree_for(ctx: StrategyContext[RaptorConfig]) -> tuple[str, Tree, str]:
+def tree_for(ctx: StrategyContext[RaptorConfig]) -> tuple[str, Tree, Source]:
     """The corpus's tree (key, tree, and where it came from: ``memory``, ``disk`` or ``built``)."""
     cfg = ctx.config
     key = tree_key(ctx.corpus, cfg, ctx.llm)
-    if key in _TREES:
-        return key, _TREES[key], "memory"
-    folder = (
-        tree_folder(Path(ctx.cache_dir) if ctx.cache_dir else default_cache_dir(), key)
-        if cfg.cache
-        else None
-    )
-    embedder = embedder_for(cfg)
-    if folder is None:
+    root = cache_root(ctx, cfg.cache)
+
+    def build(folder: Path | None) -> Tree:
+        embed = embedder_for(cfg).embed_documents
         with index_time():
-            tree, source = (
-                build_tree(
-                    ctx.corpus, cfg, summarizer(ctx), embedder.embed_documents, summary_log(None)
-                ),
-                "built",
-            )
-    else:
-        folder.mkdir(parents=True, exist_ok=True)
-        with exclusive_lock(
-            folder / ".lock", what="a RAPTOR tree build"
-        ):  # a second question waits, then loads
-            loaded = load_tree(folder)
-            if loaded is not None:
-                tree, source = loaded, "disk"
-            else:
-                with index_time():
-                    tree, source = (
-                        build_tree(
-                            ctx.corpus,
-                            cfg,
-                            summarizer(ctx),
-                            embedder.embed_documents,
-                            summary_log(folder),
-                        ),
-                        "built",
-                    )
-                save_tree(folder, tree)
-    with _LOCK:
-        _TREES[key] = tree
-        while len(_TREES) > _KEEP:
-            _TREES.pop(next(iter(_TREES)))
+            return build_tree(ctx.corpus, cfg, summarizer(ctx), embed, summary_log(folder))
+
+    tree, source = _LOADED.obtain(key, root, TREE_STORE, build, hold=lambda tree: tree)
     return key, tree, source
 
 
@@ -153,7 +106,7 @@ def build_tree_node(
 def retrieve(state: RaptorState, runtime: Runtime[StrategyContext[RaptorConfig]]) -> dict[str, Any]:
     """The nodes for the question: collapsed tree (``top_k`` within ``context_tokens``) or tree traversal."""
     cfg = runtime.context.config
-    tree = _TREES[state["tree"]]
+    tree = _LOADED[state["tree"]]
     query = np.asarray(embedder_for(cfg).embed_query(state["question"].render()), dtype=np.float32)
     picked = (
         collapsed(tree, query, cfg.top_k, cfg.context_tokens)

@@ -5,33 +5,32 @@ and, while it is built, the log of finished summaries (a killed build resumes fr
 from __future__ import annotations
 
 import json
-import logging
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from graphs.index_artifact import ArtifactStore, digest_of, read_checked, write_checked
 from graphs.llm import model_id
 from graphs.raptor.prompts import PROMPTS_VERSION
 from graphs.raptor.tree import SummaryLog, Tree, tree_from_json, tree_to_json
 from graphs.request_settings import settings_digest
-from retrieval.checksums import ChecksumMismatch, Checksums, digest_bytes, verify_folder
+from retrieval.checksums import Checksums
 from retrieval.contract import Corpus
-
-log = logging.getLogger(__name__)
 
 #: The config fields that change the tree (the retrieval and answer fields do not).
 TREE_FIELDS = ("chunk_tokens", "embedder", "embedder_model", "reduction_dimension", "cluster_threshold", "max_cluster_tokens",
                "num_layers", "summary_tokens", "summary_temperature", "seed")  # fmt: skip
 #: Bump when the folder's layout or the build changes.
 STORE_VERSION = 1
+_FILES = ("tree.json", "embeddings.npy")
 
 
 def tree_key(corpus: Corpus, cfg: Any, llm: Any) -> str:
     """The digest naming a tree's folder: what the tree depends on, the summarising model's requests included."""
     parts = {"corpus": corpus.fingerprint, "settings": {f: getattr(cfg, f) for f in TREE_FIELDS}, "prompts": PROMPTS_VERSION,
              "llm": model_id(llm), "llm_settings": settings_digest(llm), "version": STORE_VERSION}  # fmt: skip
-    return digest_bytes(json.dumps(parts, sort_keys=True, default=str).encode())
+    return digest_of(parts)
 
 
 def tree_folder(root: Path, key: str) -> Path:
@@ -42,33 +41,30 @@ def tree_folder(root: Path, key: str) -> Path:
 def load_tree(folder: Path) -> Tree | None:
     """The finished tree in ``folder``, or ``None`` when there is none; a file that fails its
     checksum is named in a warning and the tree is rebuilt (its summaries log is kept)."""
-    meta_path = folder / "meta.json"
-    if not meta_path.exists():
-        return None
-    try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        verify_folder(folder, meta.get("files"))
-        data = json.loads((folder / "tree.json").read_text(encoding="utf-8"))
-        return tree_from_json(data, np.load(folder / "embeddings.npy", allow_pickle=False))
-    except (ChecksumMismatch, ValueError, KeyError, OSError) as exc:
-        log.warning("RAPTOR tree in %s is unusable (%s): rebuilding it", folder, exc)
-        for name in ("meta.json", "tree.json", "embeddings.npy"):
-            (folder / name).unlink(missing_ok=True)
-        return None
+    return read_checked(folder, _FILES, _read_tree, what="RAPTOR tree")
+
+
+def _read_tree(folder: Path) -> Tree:
+    data = json.loads((folder / "tree.json").read_text(encoding="utf-8"))
+    return tree_from_json(data, np.load(folder / "embeddings.npy", allow_pickle=False))
 
 
 def save_tree(folder: Path, tree: Tree) -> None:
     """Write the tree's files with their checksums, ``meta.json`` last (its presence means finished)."""
-    sums = Checksums(folder)
-    with sums.open(folder / "tree.json", text=True) as f:
-        f.write(json.dumps(tree_to_json(tree)))
-    with sums.open(folder / "embeddings.npy") as f:
-        np.save(f, tree.embeddings, allow_pickle=False)
-    tmp = folder / "meta.json.tmp"
-    tmp.write_text(
-        json.dumps({"files": sums.as_dict(), "version": STORE_VERSION}), encoding="utf-8"
-    )
-    tmp.replace(folder / "meta.json")
+
+    def write(sums: Checksums) -> None:
+        with sums.open(folder / "tree.json", text=True) as f:
+            f.write(json.dumps(tree_to_json(tree)))
+        with sums.open(folder / "embeddings.npy") as f:
+            np.save(f, tree.embeddings, allow_pickle=False)
+
+    write_checked(folder, write, version=STORE_VERSION)
+
+
+#: The tree's place in the cache, for :meth:`graphs.index_artifact.LoadedArtifacts.obtain`.
+TREE_STORE = ArtifactStore(
+    what="a RAPTOR tree build", folder=tree_folder, load=load_tree, save=save_tree
+)
 
 
 def summary_log(folder: Path | None) -> SummaryLog:
