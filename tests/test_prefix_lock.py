@@ -123,7 +123,7 @@ def test_concurrent_calls_over_two_texts_on_the_embedded_model_read_each_text_on
         "Copper wire conducts heat and electricity very well. " * 10,
     ]
     prompts = [f"{texts[i % 2]}\nQuestion {i}: what is this about?" for i in range(4)]
-    llama, lock = _load_llama(llm._resolved, llm.n_ctx, llm.n_threads, llm.seed)
+    llama, lock = _load_llama(llm._resolved, llm.n_ctx, llm.settings, llm.seed)
     usages: dict[int, dict] = {}
     lock.acquire("an unrelated prompt")
     threads = []

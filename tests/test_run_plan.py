@@ -14,7 +14,13 @@ from pathlib import Path
 import pytest
 
 from agents import calibration
-from agents.calibration import ModelSpeed, calibration_key, calibration_path, model_speed
+from agents.calibration import (
+    ModelSpeed,
+    calibration_key,
+    calibration_path,
+    model_speed,
+    needs_remeasuring,
+)
 from agents.chat_models import EmbeddedChatModel
 from agents.run_plan import estimate, plan_for, too_slow
 from experiments.cli import main
@@ -70,14 +76,84 @@ def test_the_embedded_model_is_measured_on_this_machine_once(tmp_path):
     )  # read back: the same measurement
 
 
-def test_the_calibration_is_kept_per_model_and_cpu():
+def test_the_calibration_is_kept_per_model_settings_and_cpu():
     key = calibration_key(EmbeddedChatModel())
-    model, threads, cpu = key.split("|")
+    model, settings, cpu = key.split("|")
     assert model.startswith("SmolLM2") and model.endswith(
         f":{Path(EmbeddedChatModel()._resolved).stat().st_size}"
     )
-    assert threads == "threads=None" and cpu.endswith(f"x{os.cpu_count()}")
-    assert calibration_key(EmbeddedChatModel(n_threads=1)) != key
+    assert (
+        "n_threads=None" in settings
+        and "flash_attn=True" in settings
+        and cpu.endswith(f"x{os.cpu_count()}")
+    )
+    # every setting that changes the model's speed is a different calibration
+    others = {
+        calibration_key(EmbeddedChatModel(**change))
+        for change in (
+            {"n_threads": 1},
+            {"flash_attn": False},
+            {"n_batch": 2048},
+            {"n_ubatch": 256},
+        )
+    }
+    assert key not in others and len(others) == 4
+
+
+@pytest.mark.parametrize(
+    ("measured_at", "now", "again"),
+    [
+        (None, 0.0, False),
+        (0.2, 0.0, False),
+        (1.0, 0.49, True),
+        (3.0, 0.1, True),
+        (3.0, 0.5, False),
+        (3.0, None, False),
+        (0.99, 0.0, False),
+    ],
+)
+def test_a_figure_measured_busy_is_measured_again_once_the_machine_is_quiet(
+    measured_at, now, again
+):
+    speed = ModelSpeed(
+        prompt_tokens_per_second=50.0,
+        completion_tokens_per_second=5.0,
+        measured="t",
+        key="k",
+        load_average=measured_at,
+    )
+    assert needs_remeasuring(speed, now) is again
+
+
+def test_the_calibration_records_its_load_and_remeasures_a_busy_figure_when_quiet(
+    tmp_path, monkeypatch
+):
+    chat = _slow_model(virtual_clock(monkeypatch, calibration))
+    monkeypatch.setattr(
+        calibration, "load_per_core", lambda: 2.5
+    )  # the OS's figure, not a model part
+    busy = model_speed(chat, cache_dir=tmp_path)
+    assert busy.load_average == 2.5 and "load 2.5 per core (a busy machine" in busy.conditions()
+    calls = len(chat.calls)
+    model_speed(chat, cache_dir=tmp_path)
+    assert len(chat.calls) == calls  # still busy: the cached figure
+    monkeypatch.setattr(calibration, "load_per_core", lambda: 0.1)
+    quiet = model_speed(chat, cache_dir=tmp_path)
+    assert (
+        len(chat.calls) == calls + 5
+        and quiet.load_average == 0.1
+        and "busy" not in quiet.conditions()
+    )
+    assert model_speed(chat, cache_dir=tmp_path) == quiet  # quiet figures are kept
+    old = ModelSpeed(
+        prompt_tokens_per_second=1.0,
+        completion_tokens_per_second=1.0,
+        measured="2026-01-01T00:00:00",
+        key="k",
+    )
+    assert (
+        old.conditions() == "2026-01-01T00:00:00"
+    )  # a calibration from before the load was recorded
 
 
 def test_the_plan_uses_the_measured_rate(tmp_path, monkeypatch):

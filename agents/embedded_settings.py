@@ -1,0 +1,72 @@
+"""The llama.cpp settings the embedded model runs with, chosen by measurement on this CPU.
+
+``python -m experiments.perf.bench_embedded`` measures them (prefill and generation tokens/s,
+settings side by side in one run, with the load average); the defaults below are its winners on
+the 2-core x86-64 machine the project is developed on (docs/embedded_model.md has the figures):
+
+* threads: every core the process may use, for generation as for prefill. llama-cpp-python's
+  own default gives generation half the cores (``cpu_count() // 2``): one thread on 2 cores,
+  which halves generation speed (43 -> 79 tokens/s measured).
+* flash attention on: prefill +20% at 512 prompt tokens, +31% at 2,600 (225 -> 270, 155 -> 204
+  tokens/s); generation unchanged.
+* batch 512 / micro-batch 512 (llama.cpp's defaults): 2,048 gained nothing measurable and
+  256 lost 20-40%.
+* KV cache in f16: a q8_0 cache needs flash attention and measured 35-60% slower on the CPU.
+
+Flash attention and the batch sizes change the arithmetic's order (not the model), so a reply may
+differ in the last bits of a logit from a run with other values: they are part of the model's
+identity in caches and run keys (:meth:`EmbeddedSettings.identity`); the thread count splits rows
+between threads and changes no sum, so it is not.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+from typing import Any
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity, which containers restrict), at least 1."""
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except (AttributeError, OSError):  # not on Linux
+        return max(os.cpu_count() or 1, 1)
+
+
+@dataclass(frozen=True)
+class EmbeddedSettings:
+    """How llama.cpp runs the embedded model (see the module docstring for the measurements).
+
+    Attributes:
+        n_threads: Threads generating tokens (``None``: :func:`usable_cores`).
+        n_threads_batch: Threads reading the prompt (``None``: :func:`usable_cores`).
+        n_batch: Logical batch of prompt tokens per decode call.
+        n_ubatch: Physical micro-batch.
+        flash_attn: llama.cpp's flash-attention kernels.
+    """
+
+    n_threads: int | None = None
+    n_threads_batch: int | None = None
+    n_batch: int = 512
+    n_ubatch: int = 512
+    flash_attn: bool = True
+
+    def llama_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of ``llama_cpp.Llama`` for these settings, threads resolved."""
+        cores = usable_cores()
+        return {
+            "n_threads": self.n_threads or cores,
+            "n_threads_batch": self.n_threads_batch or cores,
+            "n_batch": self.n_batch,
+            "n_ubatch": self.n_ubatch,
+            "flash_attn": self.flash_attn,
+        }
+
+    def identity(self) -> dict[str, Any]:
+        """The settings that can change a reply (not only its speed): part of the model's cache key."""
+        return {"flash_attn": self.flash_attn, "n_batch": self.n_batch, "n_ubatch": self.n_ubatch}
+
+    def as_dict(self) -> dict[str, Any]:
+        """All settings, for manifests and benchmark records."""
+        return asdict(self)

@@ -1,0 +1,47 @@
+"""The embedded model's llama.cpp settings (#40 item 3): measured defaults reach llama.cpp, and a setting
+that can change a reply is part of the model's identity in caches."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from agents.embedded_chat import EmbeddedChatModel
+from agents.embedded_settings import EmbeddedSettings, usable_cores
+
+
+def test_threads_default_to_every_usable_core_for_generation_and_prefill():
+    kwargs = EmbeddedSettings().llama_kwargs()
+    cores = len(os.sched_getaffinity(0))
+    # llama-cpp-python's own default gives generation cpu_count() // 2 threads: one on two cores
+    assert kwargs["n_threads"] == kwargs["n_threads_batch"] == cores == usable_cores()
+    assert kwargs["flash_attn"] is True and (kwargs["n_batch"], kwargs["n_ubatch"]) == (512, 512)
+    assert EmbeddedSettings(n_threads=1, n_threads_batch=3).llama_kwargs()["n_threads"] == 1
+    assert EmbeddedSettings(n_threads=1, n_threads_batch=3).llama_kwargs()["n_threads_batch"] == 3
+
+
+@pytest.mark.e2e
+def test_the_settings_reach_llama_cpp():
+    chat = EmbeddedChatModel(n_threads=1, flash_attn=False, n_batch=256, n_ubatch=128)
+    llama, _ = chat._llama()
+    assert (llama.n_threads, llama.n_batch, llama.context_params.n_ubatch) == (1, 256, 128)
+    assert llama.context_params.flash_attn_type == 0  # disabled
+    default, _ = EmbeddedChatModel()._llama()
+    assert default is not llama  # one instance per settings
+    assert (
+        default.n_threads == usable_cores() and default.context_params.flash_attn_type == 1
+    )  # enabled
+
+
+def test_flash_attention_and_batches_are_part_of_the_model_identity_threads_are_not():
+    base = EmbeddedChatModel()._identifying_params
+    for change in (
+        {"flash_attn": False},
+        {"n_batch": 2048},
+        {"n_ubatch": 256},
+    ):  # the arithmetic's order differs: replies may
+        assert EmbeddedChatModel(**change)._identifying_params != base
+    assert (
+        EmbeddedChatModel(n_threads=1, n_threads_batch=1)._identifying_params == base
+    )  # speed only
