@@ -4,11 +4,16 @@
 settings side by side in one run, with the load average); the defaults below are its winners on
 the 2-core x86-64 machine the project is developed on (docs/embedded_model.md has the figures):
 
-* threads: every core the process may use, for generation as for prefill. llama-cpp-python's
-  own default gives generation half the cores (``cpu_count() // 2``): one thread on 2 cores,
-  which halves generation speed (43 -> 79 tokens/s measured).
+* threads: every core the process may use for prefill; for generation, one less (at least one).
+  Alone, generation is fastest on every core (2 threads 79 tokens/s, 1 thread 43 on 2 cores), but
+  the library's answers run concurrently and their Python side (graphs, prompts, tokenizing, the
+  report) needs a core: llama.cpp's generation threads wait on each other at every operation, and
+  a descheduled one stalls the rest. The demo took 97.0 s before, 109.8 s with every core
+  generating and 97.3 s with one core left free; the README's own-corpus run 52.3, 45.2 and 46.7 s
+  (docs/embedded_model.md).
 * flash attention on: prefill +20% at 512 prompt tokens, +31% at 2,600 (225 -> 270, 155 -> 204
-  tokens/s); generation unchanged.
+  tokens/s); generation unchanged on two threads, 13-23% slower on one: the library's prompts are
+  long and its replies short, so prefill decides.
 * batch 512 / micro-batch 512 (llama.cpp's defaults): 2,048 gained nothing measurable and
   256 lost 20-40%.
 * KV cache in f16: a q8_0 cache needs flash attention and measured 35-60% slower on the CPU.
@@ -39,7 +44,7 @@ class EmbeddedSettings:
     """How llama.cpp runs the embedded model (see the module docstring for the measurements).
 
     Attributes:
-        n_threads: Threads generating tokens (``None``: :func:`usable_cores`).
+        n_threads: Threads generating tokens (``None``: one less than :func:`usable_cores`, at least 1).
         n_threads_batch: Threads reading the prompt (``None``: :func:`usable_cores`).
         n_batch: Logical batch of prompt tokens per decode call.
         n_ubatch: Physical micro-batch.
@@ -56,7 +61,7 @@ class EmbeddedSettings:
         """Keyword arguments of ``llama_cpp.Llama`` for these settings, threads resolved."""
         cores = usable_cores()
         return {
-            "n_threads": self.n_threads or cores,
+            "n_threads": self.n_threads or max(cores - 1, 1),
             "n_threads_batch": self.n_threads_batch or cores,
             "n_batch": self.n_batch,
             "n_ubatch": self.n_ubatch,

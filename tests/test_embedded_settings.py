@@ -11,11 +11,13 @@ from agents.embedded_chat import EmbeddedChatModel
 from agents.embedded_settings import EmbeddedSettings, usable_cores
 
 
-def test_threads_default_to_every_usable_core_for_generation_and_prefill():
+def test_threads_default_to_every_usable_core_for_prefill_and_one_less_for_generation():
     kwargs = EmbeddedSettings().llama_kwargs()
     cores = len(os.sched_getaffinity(0))
-    # llama-cpp-python's own default gives generation cpu_count() // 2 threads: one on two cores
-    assert kwargs["n_threads"] == kwargs["n_threads_batch"] == cores == usable_cores()
+    assert kwargs["n_threads_batch"] == cores == usable_cores()
+    assert kwargs["n_threads"] == max(
+        cores - 1, 1
+    )  # a core for the Python side of concurrent answers
     assert kwargs["flash_attn"] is True and (kwargs["n_batch"], kwargs["n_ubatch"]) == (512, 512)
     assert EmbeddedSettings(n_threads=1, n_threads_batch=3).llama_kwargs()["n_threads"] == 1
     assert EmbeddedSettings(n_threads=1, n_threads_batch=3).llama_kwargs()["n_threads_batch"] == 3
@@ -30,7 +32,8 @@ def test_the_settings_reach_llama_cpp():
     default, _ = EmbeddedChatModel()._llama()
     assert default is not llama  # one instance per settings
     assert (
-        default.n_threads == usable_cores() and default.context_params.flash_attn_type == 1
+        default.n_threads == max(usable_cores() - 1, 1)
+        and default.context_params.flash_attn_type == 1
     )  # enabled
 
 
