@@ -25,6 +25,8 @@ from langchain_core.load import dumps, loads
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, Generation
 
+from memory.sqlite_wal import enable_wal
+
 _TEMPERATURE_ZERO = re.compile(r"['\"]temperature['\"][:,]\s*0(\.0+)?\b")
 
 
@@ -43,7 +45,7 @@ class SQLiteLLMCache(BaseCache):
         self._conn = sqlite3.connect(str(path), check_same_thread=False)
         self._lock = threading.Lock()
         with self._lock:
-            self._conn.execute("PRAGMA journal_mode=WAL")
+            enable_wal(self._conn)  # several processes may open one new cache at once
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute(
                 "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, generations TEXT NOT NULL)"

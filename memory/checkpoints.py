@@ -28,6 +28,7 @@ from typing import Any
 
 from langgraph.checkpoint.sqlite import SqliteSaver
 
+from memory.sqlite_wal import enable_wal
 from retrieval.locks import LockHeld, describe_holder, exclusive_lock
 
 log = logging.getLogger(__name__)
@@ -116,7 +117,7 @@ def open_database(path: str | Path) -> sqlite3.Connection:
     # WAL + synchronous=NORMAL: a killed process loses nothing committed (the WAL is in the OS
     # page cache); only a power cut can lose the last steps, which a rerun then redoes. Full
     # fsync per step cost ~15 ms a commit here, several times the orchestration itself.
-    conn.execute("PRAGMA journal_mode=WAL")
+    enable_wal(conn)
     conn.execute("PRAGMA synchronous=NORMAL")
     return conn
 

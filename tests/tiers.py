@@ -26,6 +26,10 @@ NOT_UNIT = ("slow", "ray", *MARKERS)
 
 #: Test file (relative to tests/) -> test function -> marker; ``"*"`` marks every test of the file.
 TIERS: dict[str, dict[str, str]] = {
+    "test_sqlite_wal.py": {
+        "test_processes_opening_one_new_reply_cache_together_all_succeed": "concurrency",
+        "test_a_reply_cache_opens_while_another_process_reads_its_new_file": "concurrency",
+    },
     "test_answer_budget.py": {
         "test_every_call_of_a_strategy_sends_max_tokens": "integration",
         "test_a_reasoning_model_gets_max_completion_tokens": "integration",
