@@ -16,9 +16,13 @@ from langchain_core.outputs import LLMResult
 
 from graphs.budget import Budget, BudgetReached
 
-#: Custom callback event a rerank call dispatches before its request, ``{"query": str, "documents": [str, ...]}``:
+#: Custom callback event a rerank call dispatches before its request, ``{"query": str, "documents": [str, ...], "call": str}``:
 #: the :class:`BudgetGuard` counts it as a model call (or stops it) as it counts a chat call when it starts.
 RERANK_EVENT = "longctx.rerank"
+#: Custom callback event a rerank call dispatches once its server answered, ``{"call": str, "tokens": int}``: the
+#: :class:`BudgetGuard` settles the cost it reserved for the call ``call`` (the ``call`` of its
+#: :data:`RERANK_EVENT`) at the ``tokens`` the reranker reported, as a chat call is settled at its server's usage.
+RERANK_END_EVENT = "longctx.rerank_end"
 
 
 class BudgetGuard(BaseCallbackHandler):
@@ -49,12 +53,16 @@ class BudgetGuard(BaseCallbackHandler):
         self.reached: str | None = None
         self._usd = 0.0  # every call's cost: reserved when it starts, settled when it ends
         self._reserved: dict[UUID, float] = {}  # USD reserved by each call in flight
+        self._rerank_reserved: dict[
+            str, tuple[int, float]
+        ] = {}  # (tokens, USD) of each rerank call in flight
 
     @property
     def spent_usd(self) -> float:
         """USD counted so far at the budget's prices: each ended call at its server's usage (the report's
         price), each call in flight at its prompt's tokens counted before it, at the prompt rate; each rerank
-        call at its query-document tokens counted before it, at the reranker's prompt rate."""
+        call at the tokens its reranker reported once answered (before that, and where none were reported,
+        at its query-document tokens counted before it), at the reranker's prompt rate."""
         return self._usd
 
     def on_chat_model_start(
@@ -72,6 +80,9 @@ class BudgetGuard(BaseCallbackHandler):
     def on_custom_event(self, name: str, data: Any, *, run_id: UUID, **kwargs: Any) -> None:
         """Reserve a rerank call announced as a :data:`RERANK_EVENT` (its tokens: the query with each document),
         or raise :class:`BudgetReached` before its request if it would pass a limit."""
+        if name == RERANK_END_EVENT:
+            self._settle_rerank(data["call"], data["tokens"])
+            return
         if name != RERANK_EVENT:
             return
         b = self.budget
@@ -79,7 +90,20 @@ class BudgetGuard(BaseCallbackHandler):
         if b.max_prompt_tokens is not None or b.max_cost_usd is not None:
             query = self.count(data["query"])
             tokens = sum(query + self.count(document) for document in data["documents"])
-        self._reserve(tokens, b.rerank_cost(tokens), rerank=True)
+        usd = b.rerank_cost(tokens)
+        self._reserve(tokens, usd, rerank=True)
+        if data.get("call") is not None and b.max_cost_usd is not None:
+            with self._lock:
+                self._rerank_reserved[data["call"]] = (tokens, usd)
+
+    def _settle_rerank(self, call: str, tokens: int) -> None:
+        """Settle a rerank call's reserved cost at the ``tokens`` its reranker reported (the reservation
+        stands where it reported none, or when the call failed and sent no end event)."""
+        with self._lock:
+            reserved = self._rerank_reserved.pop(call, None)
+            if reserved is None or tokens <= 0:
+                return
+            self._usd += self.budget.rerank_cost(tokens) - reserved[1]
 
     def _start(self, prompt: str, run_id: UUID | None) -> None:
         b = self.budget

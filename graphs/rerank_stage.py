@@ -7,18 +7,20 @@ cost reaches the answer's ``Usage`` (``rerank_calls``, ``rerank_failed_calls``,
 a call that fails for good raises :class:`~retrieval.rerank.RerankError`, failing the answer
 (the runner records it as a failed row, which the next run answers again). Before its request a
 call is announced as a :data:`~graphs.budget_guard.RERANK_EVENT`, so the run's budget counts it as a
-model call or stops it (:class:`~graphs.budget.BudgetReached`, no request sent).
+model call or stops it (:class:`~graphs.budget.BudgetReached`, no request sent); once answered, a
+:data:`~graphs.budget_guard.RERANK_END_EVENT` settles its cost at the tokens the reranker reported.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
+from uuid import uuid4
 
 from langchain_core.callbacks import dispatch_custom_event
 from langchain_core.runnables.config import var_child_runnable_config
 
-from graphs.budget_guard import RERANK_EVENT
+from graphs.budget_guard import RERANK_END_EVENT, RERANK_EVENT
 from graphs.usage import USAGE_EVENT
 from retrieval.base import Hit
 from retrieval.contract import Usage
@@ -43,12 +45,16 @@ def rerank(
     if not hits:  # nothing to rerank: no call
         return []
     reranker = get_reranker(name, options)
-    announce(query, [h.chunk.text for h in hits])
+    call = announce(query, [h.chunk.text for h in hits])
     try:
         reranked, result = rerank_hits(hits, query, reranker, top_n, stage=stage)
     except RerankError as exc:
         report(Usage(rerank_failed_calls=exc.retries + 1))
         raise
+    if (
+        call is not None
+    ):  # the guard settles the call's reserved cost at the tokens the reranker reported
+        dispatch_custom_event(RERANK_END_EVENT, {"call": call, "tokens": result.tokens})
     report(
         Usage(
             rerank_calls=result.calls,
@@ -59,10 +65,14 @@ def rerank(
     return reranked
 
 
-def announce(query: str, documents: list[str]) -> None:
-    """Tell the running answer's callbacks (its budget guard) a rerank call of ``documents`` is about to be sent (nothing outside a run)."""
-    if var_child_runnable_config.get() is not None:
-        dispatch_custom_event(RERANK_EVENT, {"query": query, "documents": documents})
+def announce(query: str, documents: list[str]) -> str | None:
+    """Tell the running answer's callbacks (its budget guard) a rerank call of ``documents`` is about to be
+    sent; the call's id for its end event (``None`` outside a run: nothing to tell)."""
+    if var_child_runnable_config.get() is None:
+        return None
+    call = uuid4().hex
+    dispatch_custom_event(RERANK_EVENT, {"query": query, "documents": documents, "call": call})
+    return call
 
 
 def report(usage: Usage) -> None:

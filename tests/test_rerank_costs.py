@@ -7,11 +7,12 @@ import asyncio
 from uuid import uuid4
 
 import pytest
+from langchain_core.callbacks import BaseCallbackHandler
 
 from agents import Budget, BudgetExceeded, aanswer, answer, estimate
 from graphs.budget import BudgetReached
-from graphs.budget_guard import RERANK_EVENT, BudgetGuard
-from tests.rerank_server import RerankServer
+from graphs.budget_guard import RERANK_END_EVENT, RERANK_EVENT, BudgetGuard
+from tests.rerank_server import RerankServer, token_count
 from tests.scripted import ScriptedChatModel
 from tests.test_rerank import QUESTION, corpus, server_options
 
@@ -237,3 +238,50 @@ def test_the_rerank_calls_a_run_sends_lie_within_its_plan(strategy):
         <= sum(len(r["documents"]) for r in server.requests)
         <= plan.rerank.max_documents
     )
+
+
+@pytest.mark.parametrize(
+    ("reported", "spent"),
+    [
+        (20, 20.0),  # the reranker read more tokens than counted: settled up
+        (5, 5.0),  # fewer: settled down
+        (0, 13.0),  # none reported: the reservation stands
+    ],
+)
+def test_a_rerank_calls_cost_is_settled_at_the_tokens_its_reranker_reported(reported, spent):
+    words = {
+        "query": "who keeps it",
+        "documents": ["the keeper keeps the lamp", "a bakery"],
+        "call": "c1",
+    }
+    guard = BudgetGuard(
+        Budget(max_cost_usd=100.0, price=(0.0, 0.0), rerank_price=(1e6, 0.0)),
+        count=lambda text: len(text.split()),
+    )
+    guard.on_custom_event(RERANK_EVENT, words, run_id=uuid4())
+    assert guard.spent_usd == pytest.approx(13.0)  # reserved at the 13 tokens counted
+    guard.on_custom_event(RERANK_END_EVENT, {"call": "c1", "tokens": reported}, run_id=uuid4())
+    assert guard.spent_usd == pytest.approx(spent)
+    guard.on_custom_event(RERANK_END_EVENT, {"call": "c1", "tokens": 50}, run_id=uuid4())
+    assert guard.spent_usd == pytest.approx(spent)  # settled once
+
+
+def test_the_rerank_stage_ends_each_announced_call_with_the_tokens_its_server_reported():
+    events: list[tuple[str, dict]] = []
+
+    class Events(BaseCallbackHandler):
+        def on_custom_event(self, name, data, **kwargs):
+            if name in (RERANK_EVENT, RERANK_END_EVENT):
+                events.append((name, data))
+
+    llm = ScriptedChatModel(reply_fn=lambda prompt: "the keeper")
+    with RerankServer() as server:
+        options = {"strategy": "rag", "llm": llm, "top_k": 2, "rerank": "server",
+                   "rerank_options": server_options(server)}  # fmt: skip
+        result = answer(corpus(), QUESTION, callbacks=[Events()], **options)
+        (sent,) = server.requests
+    reported = sum(token_count(sent["query"], d) for d in sent["documents"])  # the server's usage
+    (start, began), (end, ended) = events
+    assert (start, end) == (RERANK_EVENT, RERANK_END_EVENT)
+    assert ended == {"call": began["call"], "tokens": reported} and reported > 0
+    assert result.usage.rerank_tokens == reported
