@@ -59,4 +59,28 @@ def with_rerank(found: costs.Costs, cfg: RetrievalSettings, shape: costs.CorpusS
                        dataclasses.replace(found.typical, rerank=typical))  # fmt: skip
 
 
-__all__ = ["Retrievals", "candidates", "with_rerank"]
+def with_sometimes(
+    found: costs.Costs, *, most: RerankPlan | None, usual: costs.RerankCalls | None, share: float
+) -> costs.Costs:
+    """``found`` plus the rerank calls of a part that runs for some questions only (Self-Route's fallback on the
+    questions it declines): ``most`` its rerank bounds for one question (at least none: the part may not run),
+    ``usual`` its typical rerank calls per question, run on ``share`` of the questions."""
+    bounds, typical = found.bounds, found.typical
+    if most is not None and most.max_calls:
+        extra = RerankPlan(calls=0, max_calls=most.max_calls, documents=0, max_documents=most.max_documents, tokens=0,
+                           max_tokens=most.max_tokens).scaled(bounds.questions)  # fmt: skip
+        own = bounds.rerank
+        summed = (
+            extra
+            if own is None
+            else RerankPlan(**{k: v + getattr(own, k) for k, v in extra.to_dict().items()})
+        )
+        bounds = dataclasses.replace(bounds, rerank=summed)
+    if usual is not None and usual.calls:
+        r = typical.rerank
+        typical = dataclasses.replace(typical, rerank=costs.RerankCalls(r.calls + share * usual.calls, r.documents + share * usual.documents,
+                                                                      r.tokens + share * usual.tokens))  # fmt: skip
+    return costs.Costs(bounds, typical)
+
+
+__all__ = ["Retrievals", "candidates", "with_rerank", "with_sometimes"]

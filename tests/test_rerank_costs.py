@@ -285,3 +285,24 @@ def test_the_rerank_stage_ends_each_announced_call_with_the_tokens_its_server_re
     assert (start, end) == (RERANK_EVENT, RERANK_END_EVENT)
     assert ended == {"call": began["call"], "tokens": reported} and reported > 0
     assert result.usage.rerank_tokens == reported
+
+
+def test_a_reranking_fallbacks_rerank_calls_lie_within_self_routes_plan():
+    replies = iter(["unanswerable"])  # the route declines; the fallback (rag, reranking) answers
+    llm = ScriptedChatModel(reply_fn=lambda prompt: next(replies, "the keeper"))
+    with RerankServer() as server:
+        options = {"strategy": "self_route", "llm": llm, "top_k": 2, "context_window": 200, "max_new_tokens": 16, "fallback": "rag",
+                   "fallback_options": {"top_k": 2, "rerank": "server", "rerank_options": server_options(server)}}  # fmt: skip
+        plan = estimate(corpus(), QUESTION, **options)
+        result = answer(corpus(), QUESTION, show_progress=False, **options)
+    assert [s["strategy"] for s in result.steps if s["node"] == "fallback"] == [
+        "rag"
+    ]  # it declined
+    assert plan.rerank is not None  # None before: the fallback's rerank calls were not planned
+    assert (
+        plan.rerank.calls
+        == 0
+        < len(server.requests)
+        == result.usage.rerank_calls
+        <= plan.rerank.max_calls
+    )

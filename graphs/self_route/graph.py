@@ -45,7 +45,7 @@ from graphs.prompt_sharing import PromptSharing
 from graphs.prompts import DEFAULT_INSTRUCTION, fill, format_chunks
 from graphs.rag import RAG_TEMPLATE, order_hits, retrieve
 from graphs.registry import STRATEGIES
-from graphs.rerank_costs import Retrievals, with_rerank
+from graphs.rerank_costs import Retrievals, with_rerank, with_sometimes
 from graphs.self_route.ceiling import SELF_ROUTE_CEILING
 from graphs.self_route.config import SelfRouteConfig
 from graphs.self_route.fallback import fallback_node
@@ -203,13 +203,20 @@ def self_route_costs(cfg: SelfRouteConfig, shape: costs.CorpusShape, questions: 
                                      formula=f"1 call when RAG answers; + {cfg.fallback} ({most_calls:,}) when it declines")  # fmt: skip
     typical = costs.Calls(1 + TYPICAL_DECLINED * each.calls, (rag.least + rag.most) / 2 + TYPICAL_DECLINED * each.prompt_tokens,
                           costs.reply_tokens(cfg) + TYPICAL_DECLINED * each.completion_tokens)  # fmt: skip
-    return with_rerank(
+    own = with_rerank(
         costs.Costs(bounds, costs.ExpectedCost(typical)),
         cfg,
         shape,
         questions,
         retrievals=Retrievals(least=1, most=1, typical=1),
         llm=llm,
+    )
+    # the fallback's own rerank calls (a reranking rag / self_ask / pai fallback), on the questions it answers
+    return with_sometimes(
+        own,
+        most=most.rerank if most is not None else None,
+        usual=usual.rerank if usual is not None else None,
+        share=TYPICAL_DECLINED,
     )
 
 
