@@ -40,7 +40,7 @@ from experiments.synth import (
 from graphs.llm import model_id
 from retrieval import CorpusError
 from retrieval.embedder_base import EmbedderError
-from retrieval.extras import MissingExtraError
+from retrieval.extras import MissingExtraError, require
 from retrieval.locks import LockHeld
 from retrieval.ray_support import RayNotInstalledError
 
@@ -113,8 +113,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     from experiments.report import build_report
 
     judge = make_chat_model(args.judge) if args.judge else None
+    plots = not args.no_plots and _plots_installed()
     result = build_report(
-        args.dir, judge=judge, plots=not args.no_plots, html=not args.no_html, prices=args.prices
+        args.dir, judge=judge, plots=plots, html=not args.no_html, prices=args.prices
     )
     folder = Path(result["folder"])
     print(f"# {result['benchmark']}\n")
@@ -127,12 +128,21 @@ def cmd_report(args: argparse.Namespace) -> int:
     ):  # written when the samples name their evidence / when some strategy answered
         if (folder / extra).exists():
             print((folder / extra).read_text())
-    print(
-        f"{'Tables and scores.json' if args.no_plots else 'Tables, scores.json and plots'} in {folder}"
-    )
+    print(f"{'Tables, scores.json and plots' if plots else 'Tables and scores.json'} in {folder}")
     if result.get("html"):
         print(f"HTML report (open in a browser): {result['html']}")
     return 0
+
+
+def _plots_installed() -> bool:
+    """Whether the report's plots can be drawn; if not (the core install), say which extra draws them:
+    the tables, scores and HTML report need no plotting library, so they are written all the same."""
+    try:
+        require("matplotlib", extra="plots", feature="plotting the report")
+    except MissingExtraError as exc:
+        print(f"Plots skipped: {exc}", file=sys.stderr)
+        return False
+    return True
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

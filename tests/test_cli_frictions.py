@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from experiments.cli import main
@@ -118,4 +119,11 @@ def test_report_without_plots_does_not_promise_plots(tmp_path, monkeypatch, caps
     assert main(["report", str(tmp_path / "run"), "--no-plots", "--no-html"]) == 0
     out = capsys.readouterr().out
     assert "Tables and scores.json in" in out and "plots in" not in out
+    assert not list((tmp_path / "run" / "report").glob("*.png"))
+    # the core install (no plotting library): the tables and the HTML report all the same, and which extra draws plots
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    assert main(["report", str(tmp_path / "run")]) == 0
+    captured = capsys.readouterr()
+    assert "Tables and scores.json in" in captured.out and "report.html" in captured.out
+    assert "Plots skipped:" in captured.err and "pip install 'longctx[plots]'" in captured.err
     assert not list((tmp_path / "run" / "report").glob("*.png"))
