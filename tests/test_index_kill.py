@@ -34,6 +34,7 @@ from graphs.hipporag import prompts as HP
 from graphs.hipporag.build import forget_graphs
 from graphs.raptor import graph as raptor_graph
 from graphs.raptor.prompts import SUMMARY_SYSTEM
+from graphs.raptor.tree import SummaryLog
 from retrieval import Corpus
 from tests.recording_server import RecordingServer
 
@@ -493,3 +494,30 @@ def test_each_hipporag_file_corrupted_is_named_and_rebuilt_and_a_torn_openie_log
         corpus, QUESTION, strategy="hipporag", llm=llm, cache_dir=cache, **HIPPORAG_OPTIONS
     )
     assert step(held, "index")["source"] == "memory" and held.usage.index_seconds == 0
+
+
+def test_a_summary_log_cut_mid_line_is_named_and_the_next_record_survives(tmp_path, caplog):
+    caplog.set_level(logging.WARNING)
+    path = tmp_path / "summaries.jsonl"
+    log = SummaryLog(path)
+    for i in range(3):
+        log.put(f"cluster {i}", f"summary {i}")
+    cut_last_line(path)
+    resumed = SummaryLog(path)
+    assert str(path) in caplog.text and sorted(resumed.done) == ["cluster 0", "cluster 1"]
+    resumed.put("cluster 2", "summary 2")  # asked again
+    resumed.put("cluster 3", "summary 3")
+    assert SummaryLog(path).done == {f"cluster {i}": f"summary {i}" for i in range(4)}
+
+
+def test_a_tree_built_carries_its_seconds_and_one_reused_from_disk_or_memory_none(server, tmp_path):
+    texts = raptor_texts(11)  # at most reduction_dimension + 1 leaves: no clustering, no summary
+    built = ask(server, "raptor", texts, tmp_path, {**EMBEDDER})
+    from_disk = ask(server, "raptor", texts, tmp_path, {**EMBEDDER})
+    llm = make_chat_model("openai:gpt-3.5-turbo", base_url=server.url, max_retries=0)
+    corpus = Corpus.from_texts(texts, titles=[f"d{i}" for i in range(len(texts))])
+    held = answer(corpus, QUESTION, strategy="raptor", llm=llm, cache_dir=tmp_path, **EMBEDDER)
+    sources = [step(a, "build_tree")["source"] for a in (built, from_disk, held)]
+    assert sources == ["built", "disk", "memory"]
+    assert 0 < built.usage.index_seconds <= built.usage.seconds
+    assert from_disk.usage.index_seconds == held.usage.index_seconds == 0
