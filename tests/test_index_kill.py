@@ -283,7 +283,7 @@ def resumed_without_repeats(server: RecordingServer, since: int, answered: list[
 
 
 # -- kills ---------------------------------------------------------------------------------------------
-@pytest.mark.slow  # four builds, three of them in child processes paying UMAP's numba compilation: ~90 s
+@pytest.mark.slow  # four builds, three in child processes each compiling UMAP (numba): 273 s at load 11 on 2 cores
 def test_a_raptor_build_killed_in_the_map_in_clustering_and_in_writing_resumes_asking_no_answered_call(server, tmp_path):  # fmt: skip
     stub, texts = server.stub, raptor_texts()
     stub.answered.clear()
@@ -433,7 +433,7 @@ def corrupted_and_rebuilt(
     return out
 
 
-@pytest.mark.slow  # three RAPTOR builds (UMAP) in this process
+@pytest.mark.slow  # five RAPTOR builds (UMAP) in this process: 66 s at load 11 on 2 cores
 def test_each_raptor_file_corrupted_is_named_and_rebuilt_and_a_torn_summary_log_asks_only_its_torn_line(server, tmp_path, caplog):  # fmt: skip
     caplog.set_level(logging.WARNING)
     texts, cache = raptor_texts(), tmp_path
