@@ -105,9 +105,11 @@ class RunSetup(Generic[ConfigT]):
         ).build_index(self.corpus)
 
     def indexed(self, index: Index | None) -> None:
-        """Record the run's index and the time it took, then what the answers will record as run."""
+        """Record the run's index and the time it took to build or load (none when the run was given
+        one or the strategy uses none), then what the answers will record as run."""
+        made = self.needs_index
         self.index = index
-        self.index_seconds = time.perf_counter() - self.started
+        self.index_seconds = time.perf_counter() - self.started if made else 0.0
         self.effective = effective_config(self.spec, self.cfg, self.llm, self.preset)
 
     def context(self, llm: BaseChatModel) -> StrategyContext[ConfigT]:
@@ -117,8 +119,9 @@ class RunSetup(Generic[ConfigT]):
         )
 
     def finish(self, answers: list[Answer]) -> list[Answer]:
-        """``answers`` with the index time shared out."""
+        """``answers`` with the index time shared out (added to what an answer's own index-time
+        build reported: RAPTOR's tree, HippoRAG's graph)."""
         for a in answers:
-            a.usage.index_seconds = self.index_seconds / len(answers)
+            a.usage.index_seconds += self.index_seconds / len(answers)
             a.usage.seconds += self.index_seconds / len(answers)
         return answers

@@ -13,8 +13,9 @@ from dataclasses import fields
 from typing import Any
 from uuid import UUID
 
-from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.callbacks import BaseCallbackHandler, dispatch_custom_event
 from langchain_core.outputs import LLMResult
+from langchain_core.runnables.config import var_child_runnable_config
 
 from graphs.llm import reply_usage
 from retrieval.contract import Usage
@@ -28,6 +29,11 @@ USAGE_EVENT = "longctx.usage"
 EVENT_COUNTERS = tuple(
     f.name for f in fields(Usage) if type(f.default) is int and not f.name.startswith("earlier_")
 )
+
+
+#: Custom callback event carrying the wall seconds of an index-time build done inside an answer
+#: (RAPTOR's tree, HippoRAG's graph): ``{"seconds": s}``, added to that answer's ``Usage.index_seconds``.
+INDEX_SECONDS_EVENT = "longctx.index_seconds"
 
 
 _INDEX_TIME: contextvars.ContextVar[bool] = contextvars.ContextVar(
@@ -49,6 +55,13 @@ def index_time() -> Iterator[None]:
 def at_index_time() -> bool:
     """Whether a chat call made now is index-time work (inside :func:`index_time`)."""
     return _INDEX_TIME.get()
+
+
+def report_index_seconds(seconds: float) -> None:
+    """Add ``seconds`` of index-time build to the running answer's ``Usage.index_seconds`` (a build
+    outside a run, such as a ceiling's or a benchmark's, has no answer to add them to)."""
+    if var_child_runnable_config.get() is not None:
+        dispatch_custom_event(INDEX_SECONDS_EVENT, {"seconds": seconds})
 
 
 #: Characters of one sent message kept for the record (its head and tail; a 128K-token prompt is ~500 KB).
@@ -137,7 +150,12 @@ class UsageTracker(BaseCallbackHandler):
             self.errors.append(f"{type(error).__name__}: {error}")
 
     def on_custom_event(self, name: str, data: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        """Add the usage of calls made elsewhere and reported as a :data:`USAGE_EVENT`."""
+        """Add the usage of calls made elsewhere and reported as a :data:`USAGE_EVENT`, or the
+        seconds of an index-time build reported as an :data:`INDEX_SECONDS_EVENT`."""
+        if name == INDEX_SECONDS_EVENT:
+            with self._lock:
+                self.usage.index_seconds += float(data["seconds"])
+            return
         if name != USAGE_EVENT:
             return
         other = Usage.from_dict(data)

@@ -274,6 +274,11 @@ TIERS: dict[str, dict[str, str]] = {
     "test_index_cache.py": {
         "test_interrupted_dense_build_resumes_from_finished_shards": "durability",
     },
+    "test_index_kill.py": {
+        "test_a_tree_built_carries_its_seconds_and_one_reused_from_disk_or_memory_none": "integration",
+        "test_a_hipporag_build_killed_in_the_openie_map_and_in_writing_resumes_asking_no_answered_call": "subprocess",
+        "test_each_hipporag_file_corrupted_is_named_and_rebuilt_and_a_torn_openie_log_asks_only_its_torn_line": "durability",
+    },
     "test_index_checksums.py": {
         "test_a_same_size_corruption_is_named_set_aside_and_rebuilt": "durability",
         "test_an_index_written_before_checksums_gets_them_without_a_rebuild": "durability",

@@ -13,6 +13,7 @@ is kept); the answer call reads the ``qa_top_k`` best passages in our RAG prompt
 
 from __future__ import annotations
 
+import time
 from typing import Any, cast
 
 import numpy as np
@@ -47,6 +48,7 @@ from graphs.prompts import fill, format_chunks
 from graphs.rag.prompts import RAG_TEMPLATE
 from graphs.registry import STRATEGIES
 from graphs.replies import text_of
+from graphs.usage import report_index_seconds
 from retrieval import Hit
 from retrieval.contract import Step
 
@@ -64,8 +66,12 @@ class HippoRAGState(PromptState, total=False):
 
 
 def index(state: HippoRAGState, runtime: Ctx) -> dict[str, Any]:
-    """Load or build the graph (index-time work, paid by the first answer over the corpus)."""
+    """Load or build the graph (index-time work, paid by the first answer over the corpus: its
+    wall seconds, OpenIE to the graph on disk, are that answer's ``Usage.index_seconds``)."""
+    started = time.perf_counter()
     key, entry, source, asked = graph_for(runtime.context)
+    if source == "built":
+        report_index_seconds(time.perf_counter() - started)
     facts = {**entry.kg.facts_of_build, "openie_calls_asked": asked}
     return {"graph": key, "steps": [Step("index", source=source, key=key[:16], **facts)]}
 

@@ -10,6 +10,7 @@ the retrieved nodes, or with ``qa_prompt="paper"`` the official ``GPT3TurboQAMod
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any, cast
 
@@ -36,7 +37,7 @@ from graphs.raptor.store import TREE_STORE, summary_log, tree_key
 from graphs.raptor.tree import Summarize, Tree, build_tree
 from graphs.registry import STRATEGIES
 from graphs.replies import text_of
-from graphs.usage import index_time
+from graphs.usage import index_time, report_index_seconds
 from retrieval.contract import Evidence, Step
 
 #: Trees loaded or built in this process, by key (the last few: a 10M-token tree is ~100K nodes).
@@ -92,8 +93,12 @@ def tree_for(ctx: StrategyContext[RaptorConfig]) -> tuple[str, Tree, Source]:
 def build_tree_node(
     state: RaptorState, runtime: Runtime[StrategyContext[RaptorConfig]]
 ) -> dict[str, Any]:
-    """Load or build the tree (index-time work, paid by the first answer over the corpus)."""
+    """Load or build the tree (index-time work, paid by the first answer over the corpus: its
+    wall seconds, leaves to the tree on disk, are that answer's ``Usage.index_seconds``)."""
+    started = time.perf_counter()
     key, tree, source = tree_for(runtime.context)
+    if source == "built":
+        report_index_seconds(time.perf_counter() - started)
     nodes_per_layer = [len(tree.layer(i)) for i in range(tree.num_layers + 1)]
     facts = {
         **tree.facts,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextvars
 import json
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +29,8 @@ from graphs.raptor.split import split_text
 from retrieval.checksums import digest_bytes, digest_texts
 from retrieval.contract import Corpus
 from retrieval.tokens import count_tokens_batch
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -67,13 +70,22 @@ class SummaryLog:
         self.lock = threading.Lock()
         self.done: dict[str, str] = {}
         if path is not None and path.exists():
-            for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            text = path.read_text(encoding="utf-8", errors="replace")
+            for number, line in enumerate(text.splitlines(), 1):
+                if not line.strip():
+                    continue
                 try:
                     rec = json.loads(line)
                     if rec["check"] == digest_bytes(f"{rec['key']}\n{rec['summary']}".encode()):
                         self.done[rec["key"]] = rec["summary"]
+                        continue
                 except (ValueError, KeyError, TypeError):
-                    continue
+                    pass
+                log.warning("RAPTOR summary log %s: line %d is torn or altered; its summary is asked again", path, number)  # fmt: skip
+            # a last line torn by a kill: end it, so the next record starts on its own line
+            if text and not text.endswith("\n"):
+                with open(path, "a", encoding="utf-8") as f:
+                    f.write("\n")
 
     def put(self, key: str, summary: str) -> None:
         """Record one finished summary (flushed to disk before the next is recorded)."""

@@ -198,10 +198,24 @@ class RecordLog:
         ):  # held through the write: a refresh that finds the file replaced closes the descriptor
             if self.append_fd is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                self.append_fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                self.append_fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+                # a line torn by a kill: end it, else this line is glued to it and lost
+                if _ends_mid_line(self.append_fd):
+                    log.warning(
+                        "Record log %s ends in the middle of a line (a write cut short by a kill or a full disk): "
+                        "that record is asked again, and the log goes on from a new line",
+                        self.path,
+                    )
+                    line = b"\n" + line
             written = os.write(self.append_fd, line)
         if written != len(line):  # a regular file takes the whole line unless the disk is full
             raise OSError(f"short write to {self.path} ({written} of {len(line)} bytes)")
+
+
+def _ends_mid_line(fd: int) -> bool:
+    """Whether the file ends without a newline: its last line was torn (appenders write whole lines)."""
+    size = os.fstat(fd).st_size
+    return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
 
 
 _LOGS: dict[str, RecordLog] = {}
