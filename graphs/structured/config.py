@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from graphs.config import ConfigError, StrategyConfig, option
+from graphs.ray_options import check_ray_options
 from memory.records.schema import parse_schema
 
 #: Tokens kept free of the model window for a prompt's own text (the extraction and answer prompts).
@@ -174,17 +175,7 @@ class StructuredConfig(StrategyConfig):
     )
 
     def check(self) -> None:
-        if self.ray_address is not None and self.map_executor != "ray":
-            raise ConfigError(
-                f"Option 'ray_address' ({self.ray_address!r}) needs map_executor='ray'"
-            )
-        if self.ray_endpoints and self.map_executor != "ray":
-            raise ConfigError(
-                f"Option 'ray_endpoints' ({list(self.ray_endpoints)}) needs map_executor='ray'"
-            )
-        for url in self.ray_endpoints:
-            if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-                raise ConfigError(f"Option 'ray_endpoints' takes http(s) base URLs, got {url!r}")
+        check_ray_options(self)
         if self.window_overlap * 2 >= self.window_tokens:
             raise ConfigError(
                 f"Option 'window_overlap' ({self.window_overlap}) must be under half of 'window_tokens' ({self.window_tokens})"
