@@ -19,6 +19,7 @@ always finish, so none of their work is lost).
 
 from __future__ import annotations
 
+import logging
 import os
 import pickle
 import threading
@@ -52,6 +53,8 @@ TASK_RETRIES = 1
 #: ``ChatOpenAI`` fields that go into its request bodies, carried to the workers' rebuilt models.
 REQUEST_FIELDS = ("extra_body", "temperature", "top_p", "seed", "stop", "frequency_penalty", "presence_penalty", "logit_bias", "logprobs",
                   "top_logprobs", "n", "max_tokens", "reasoning_effort", "use_responses_api", "stream_usage")  # fmt: skip
+
+log = logging.getLogger(__name__)
 
 B = TypeVar("B")
 T = TypeVar("T")
@@ -268,6 +271,41 @@ def map_on_ray(
     return run
 
 
+def map_or_raise(
+    work: Callable[..., dict[str, Any]],
+    args: Sequence[Any],
+    items: Sequence[T],
+    batch_size: int,
+    llm: BaseChatModel,
+    settings: RaySettings,
+    keep: Callable[[dict[str, Any]], None],
+    what: str,
+) -> RayMapRun:
+    """:func:`map_on_ray` for a stage that must finish whole (an index build): ``items`` in batches of
+    ``batch_size``; each finished task's result goes to ``keep`` as it returns, even when its batch
+    failed part way (``"error"``, ``"traceback"``: what :func:`run_batch` gave the task); a failure
+    or a task Ray lost stops the map, and the first error is raised once the tasks in flight have
+    returned and been kept. ``what``: the items, named in the log and the errors."""
+    batches = [list(items[j : j + batch_size]) for j in range(0, len(items), batch_size)]
+    errors: list[BaseException] = []
+
+    def on_result(batch: list[T], out: dict[str, Any]) -> bool:
+        keep(out)
+        if out["error"] is not None:
+            log.warning("One of %s failed on a Ray worker:\n%s", what, out["traceback"])
+            errors.append(out["error"])
+        return not errors
+
+    def on_lost(batch: list[T], exc: BaseException) -> bool:
+        errors.append(RuntimeError(f"a Ray task of {len(batch)} {what} was lost: {type(exc).__name__}: {str(exc)[:1000]}"))  # fmt: skip
+        return False
+
+    run = map_on_ray(work, args, batches, llm, settings, on_result, on_lost)
+    if errors:
+        raise errors[0]
+    return run
+
+
 def report_index_usage(usage: Usage, config: RunnableConfig | None) -> None:
     """Report calls made on workers to the answer's usage, as index-time work (cached, reused by
     later questions); nothing to report, or no run listening (a direct call), sends nothing."""
@@ -289,6 +327,7 @@ __all__ = [
     "RaySettings",
     "counted_model",
     "map_on_ray",
+    "map_or_raise",
     "model_recipe",
     "portable_error",
     "report_index_usage",

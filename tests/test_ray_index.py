@@ -18,6 +18,7 @@ else:
 pytestmark = pytest.mark.ray
 
 from agents import ChatModelError, answer, estimate, make_chat_model  # noqa: E402
+from experiments.changed_settings import changed_fields  # noqa: E402
 from graphs.config import ConfigError  # noqa: E402
 from graphs.hipporag.build import forget_graphs  # noqa: E402
 from graphs.hipporag.config import HippoRAGConfig  # noqa: E402
@@ -134,14 +135,11 @@ NAME = re.compile(r"Person \d+|City \d+|Topic \d+")
 FACT = re.compile(r'\["[^"]*", "[^"]*", "[^"]*"\]')
 
 
+PASSAGES = [f"Person {i} lives in City {i % 4} and works on Topic {i % 3}." for i in range(N_PASSAGES)]  # fmt: skip
+
+
 def passages() -> Corpus:
-    return Corpus.from_texts(
-        [
-            f"Person {i} lives in City {i % 4} and works on Topic {i % 3}."
-            for i in range(N_PASSAGES)
-        ],
-        titles=[f"p{i}" for i in range(N_PASSAGES)],
-    )
+    return Corpus.from_texts(PASSAGES, titles=[f"p{i}" for i in range(N_PASSAGES)])
 
 
 def hipporag_reply(request: dict) -> str:
@@ -225,6 +223,11 @@ def test_the_ray_options_are_validated_and_leave_the_estimate_unchanged(cls):
     local = estimate(docs, "q?", strategy=name, llm=llm)
     on_ray = estimate(docs, "q?", strategy=name, llm=llm, map_executor="ray", ray_max_in_flight=2)  # fmt: skip
     assert on_ray == local
+    # where the stage runs is not a changed setting: a resumed run does not answer its rows again
+    recorded = {"map_executor": "local", "ray_max_in_flight": 4, "top_k": 5}
+    moved = {"map_executor": "ray", "ray_max_in_flight": 2, "ray_endpoints": ["http://a/v1"], "top_k": 5}  # fmt: skip
+    assert changed_fields(recorded, moved, name) == []
+    assert changed_fields(recorded, {**moved, "top_k": 6}, name) == ["top_k: 5 -> 6"]
     stage = STRATEGIES.get(name).ray_stage  # longctx answer --ray / run --ray --endpoints
     assert stage is not None and stage.options("auto") == {
         "map_executor": "ray",

@@ -18,7 +18,6 @@ Ray lost (its worker died) is an error naming it. A rerun asks only what the log
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
 from typing import Any
@@ -27,9 +26,7 @@ from graphs.context import StrategyContext
 from graphs.hipporag.config import HippoRAGConfig
 from graphs.hipporag.openie import Ask, Extraction, OpenIELog, extract_passage
 from graphs.hipporag.requests import Messages
-from graphs.ray_map import ModelRecipe, counted_model, map_on_ray, run_batch
-
-log = logging.getLogger(__name__)
+from graphs.ray_map import ModelRecipe, counted_model, map_or_raise, run_batch
 
 #: ``ask`` made from a run context (:func:`graphs.hipporag.build.asker`).
 MakeAsk = Callable[[StrategyContext[HippoRAGConfig]], Ask]
@@ -102,26 +99,13 @@ def extract_on_ray(
     """Every passage's extraction, in order, its missing calls asked by Ray tasks; and the calls asked."""
     cfg = ctx.config
     todo = [(i, p, known) for i, p in enumerate(passages) if (known := _pending(p, openie_log)) is not None]  # fmt: skip
-    n = cfg.ray_batch_passages
-    batches = [todo[j : j + n] for j in range(0, len(todo), n)]
-    errors: list[BaseException] = []
     asked = 0
 
-    def on_result(batch: Batch, out: dict[str, Any]) -> bool:
+    def keep(out: dict[str, Any]) -> None:
         nonlocal asked
         for which, key, record in out["calls"]:
             openie_log.put(which, key, record)
         asked += len(out["calls"])
-        if out["error"] is not None:
-            log.warning("A HippoRAG OpenIE call failed on a Ray worker:\n%s", out["traceback"])
-            errors.append(out["error"])
-        return not errors
 
-    def on_lost(batch: Batch, exc: BaseException) -> bool:
-        errors.append(RuntimeError(f"a Ray task of {len(batch)} HippoRAG OpenIE passages was lost: {type(exc).__name__}: {str(exc)[:1000]}"))  # fmt: skip
-        return False
-
-    map_on_ray(extract_batch, (make, cfg), batches, ctx.llm, cfg, on_result, on_lost)
-    if errors:
-        raise errors[0]
+    map_or_raise(extract_batch, (make, cfg), todo, cfg.ray_batch_passages, ctx.llm, cfg, keep, "HippoRAG OpenIE passages")  # fmt: skip
     return [extract_passage(p, _refuse, openie_log)[0] for p in passages], asked

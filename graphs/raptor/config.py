@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from graphs.config import ConfigError, StrategyConfig, option
-from graphs.ray_options import check_ray_options
+from graphs.config import ConfigError, option
+from graphs.ray_options import RayMapOptions
 
 
 @dataclass(frozen=True, kw_only=True)
-class RaptorConfig(StrategyConfig):
+class RaptorConfig(RayMapOptions):
     """The tree (leaves, clustering, summaries, layers), its retrieval and the answer call.
 
     The official default embedder is OpenAI's text-embedding-ada-002 (``OpenAIEmbeddingModel``);
@@ -73,30 +73,15 @@ class RaptorConfig(StrategyConfig):
         True,
         help="keep the tree on disk (checksummed) and the finished summaries of an unfinished build",
     )
-    map_executor: Literal["local", "ray"] = option(
-        "local",
-        help="where a layer's summaries are asked: 'local' (threads), 'ray' (Ray tasks: graphs/raptor/ray_summaries.py)",
-    )
-    ray_address: str | None = option(
-        None, source="as longctx index --ray: none is $RAY_ADDRESS or a local instance"
-    )
     ray_batch_clusters: int = option(
         16,
         min=1,
         source="ours: as structured's ray_batch_documents, two rounds of `concurrency` calls per task",
     )
-    ray_max_in_flight: int = option(
-        4,
-        min=1,
-        source="ours, as structured's: summary calls in flight are at most this times `concurrency`",
-    )
-    ray_endpoints: tuple[str, ...] = option(
-        (), source="as longctx run --endpoints: several servers of one model share the summaries"
-    )
 
     def check(self) -> None:
         """The answer's context budget must hold at least one leaf; the Ray options need map_executor='ray'."""
-        check_ray_options(self)
+        super().check()
         if self.context_tokens < self.chunk_tokens:
             raise ConfigError(
                 f"Option 'context_tokens' ({self.context_tokens}) must hold one leaf ('chunk_tokens' {self.chunk_tokens})"

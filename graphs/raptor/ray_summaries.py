@@ -15,7 +15,6 @@ naming it. Either way a rerun asks only the summaries the log lacks.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
@@ -23,10 +22,8 @@ from typing import Any
 from graphs.context import StrategyContext
 from graphs.raptor.config import RaptorConfig
 from graphs.raptor.tree import LayerMap, Summarize, SummaryLog
-from graphs.ray_map import ModelRecipe, counted_model, map_on_ray, run_batch
+from graphs.ray_map import ModelRecipe, counted_model, map_or_raise, run_batch
 from retrieval.checksums import digest_texts
-
-log = logging.getLogger(__name__)
 
 #: ``context -> summary`` made from a run context (:func:`graphs.raptor.graph.summarizer`).
 MakeSummarizer = Callable[[StrategyContext[RaptorConfig]], Summarize]
@@ -56,25 +53,13 @@ def summaries_on_ray(ctx: StrategyContext[RaptorConfig], make: MakeSummarizer) -
     def layer_map(contexts: list[str], summary_log: SummaryLog) -> tuple[list[str], int]:
         keys = [digest_texts([c]) for c in contexts]
         todo = [i for i, k in enumerate(keys) if k not in summary_log.done]
-        n = cfg.ray_batch_clusters
-        batches = [[(i, contexts[i]) for i in todo[j : j + n]] for j in range(0, len(todo), n)]
-        errors: list[BaseException] = []
 
-        def on_result(batch: Batch, out: dict[str, Any]) -> bool:
+        def keep(out: dict[str, Any]) -> None:
             for i, summary in out["summaries"]:
                 summary_log.put(keys[i], summary)
-            if out["error"] is not None:
-                log.warning("A RAPTOR summary failed on a Ray worker:\n%s", out["traceback"])
-                errors.append(out["error"])
-            return not errors
 
-        def on_lost(batch: Batch, exc: BaseException) -> bool:
-            errors.append(RuntimeError(f"a Ray task of {len(batch)} RAPTOR summaries was lost: {type(exc).__name__}: {str(exc)[:1000]}"))  # fmt: skip
-            return False
-
-        map_on_ray(summarize_batch, (make, cfg), batches, ctx.llm, cfg, on_result, on_lost)
-        if errors:
-            raise errors[0]
+        work = [(i, contexts[i]) for i in todo]
+        map_or_raise(summarize_batch, (make, cfg), work, cfg.ray_batch_clusters, ctx.llm, cfg, keep, "RAPTOR summaries")  # fmt: skip
         return [summary_log.done[k] for k in keys], len(todo)
 
     return layer_map
