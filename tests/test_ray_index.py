@@ -83,6 +83,7 @@ def raptor_answer(url: str, cache, **options):
     return answer(corpus(), QUESTIONS[0], strategy="raptor", preset="paper", llm=llm, cache_dir=cache, **options)  # fmt: skip
 
 
+@pytest.mark.slow  # ~80 s on 2 shared cores: two trees (UMAP's numba compilation, MiniLM)
 def test_raptor_summaries_on_ray_send_the_local_requests_and_build_the_same_tree(tmp_path):
     with RecordingServer(raptor_reply) as local_server, RecordingServer(raptor_reply) as ray_server:
         local = raptor_answer(local_server.url, tmp_path / "local", concurrency=2)
@@ -110,6 +111,7 @@ def test_raptor_summaries_on_ray_send_the_local_requests_and_build_the_same_tree
     )
 
 
+@pytest.mark.slow  # ~15 s: two tree builds
 def test_a_summary_failing_on_a_worker_fails_the_answer_and_the_rerun_asks_only_the_rest(tmp_path):
     options = dict(concurrency=1, map_executor="ray", ray_batch_clusters=2, ray_max_in_flight=1)
     with FailingServer(raptor_reply, is_summary, fail_at=4) as server:
@@ -171,6 +173,7 @@ def hipporag_answer(url: str, cache, **options):
     return answer(passages(), "Where does Person 7 live?", strategy="hipporag", llm=llm, cache_dir=cache, **options)  # fmt: skip
 
 
+@pytest.mark.slow  # ~12 s: two graph builds with MiniLM
 def test_hipporag_openie_on_ray_sends_the_local_requests_and_builds_the_same_graph(tmp_path):
     with RecordingServer(hipporag_reply) as local_server, RecordingServer(hipporag_reply) as ray_server:  # fmt: skip
         local = hipporag_answer(local_server.url, tmp_path / "local", concurrency=2)
