@@ -30,7 +30,7 @@ from retrieval import Corpus  # noqa: E402
 from tests.recording_server import RecordingServer, prompt_of  # noqa: E402
 from tests.test_raptor import QUESTIONS, corpus  # noqa: E402
 from tests.test_raptor import reply as raptor_reply  # noqa: E402
-from tests.test_ray import local_ray  # noqa: E402, F401  # the module's local 2-CPU Ray instance
+from tests.test_ray import DriverOnlyModel, local_ray  # noqa: E402, F401  # local_ray: the module's 2-CPU Ray instance
 
 
 @pytest.fixture(autouse=True)
@@ -210,6 +210,13 @@ def test_an_openie_call_failing_on_a_worker_keeps_its_passages_ner_and_the_rerun
     assert len(again) == 2 * N_PASSAGES - 15 and not set(again) & set(finished)
     assert "Person 7" in json.loads(again[0])["messages"][-1]["content"] and is_triples(json.loads(again[0]))  # fmt: skip
     assert a.usage.index_llm_calls == len(again)
+
+
+def test_a_lost_ray_task_fails_the_build_naming_it(tmp_path):
+    """A task Ray lost (here: a model that does not unpickle on a worker) fails the build: an index
+    cannot be built without its calls (the structured Map stage degrades its documents instead)."""
+    with pytest.raises(RuntimeError, match="HippoRAG OpenIE passages was lost"):
+        answer(passages(), "Where?", strategy="hipporag", llm=DriverOnlyModel(), cache_dir=tmp_path, map_executor="ray")  # fmt: skip
 
 
 # -- options, plan, --ray ----------------------------------------------------------------------
