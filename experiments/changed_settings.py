@@ -9,8 +9,8 @@ config (:func:`graphs.run_config.effective_config`); this module compares it wit
 would record and names the fields that differ. Those pairs are answered again (the new row
 supersedes the old one: the report reads the latest row of a pair).
 
-Fields that change how a run executes but not what it asks (concurrency, progress, resume, a
-batched strategy's declared runtime fields) are not compared; nor is the tokenizer, which follows
+Fields that change how a run executes but not what it asks (concurrency, progress, resume, where
+a stage runs: locally or on Ray, a batched strategy's declared runtime fields) are not compared; nor is the tokenizer, which follows
 from the model and server (comparing it would probe a server before the plan is shown). A field
 missing from an old row is not compared either (rows written before ``llm_settings`` existed
 are matched on the model's name and server).
@@ -24,11 +24,14 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
+from graphs.ray_options import RAY_RUNTIME_FIELDS
 from graphs.registry import STRATEGIES
 from graphs.run_config import effective_config
 
 #: Config fields of any strategy that change how a run executes, not what it sends or answers.
-RUNTIME_FIELDS = frozenset({"concurrency", "show_progress", "resume", "trace_chars"})
+RUNTIME_FIELDS = (
+    frozenset({"concurrency", "show_progress", "resume", "trace_chars"}) | RAY_RUNTIME_FIELDS
+)
 #: Recorded fields never compared: the tokenizer follows from model and server.
 NOT_COMPARED = frozenset({"tokenizer"})
 

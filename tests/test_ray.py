@@ -213,8 +213,8 @@ def test_without_ray_the_cli_says_how_to_install_it(monkeypatch, capsys, tmp_pat
     ]
     assert main([*ask, "--strategy", "structured"]) == 2
     assert "pip install 'longctx[ray]'" in capsys.readouterr().err
-    assert main([*ask, "--strategy", "rag"]) == 2  # --ray on answer is the structured Map stage's
-    assert "--strategy structured" in capsys.readouterr().err
+    assert main([*ask, "--strategy", "rag"]) == 2  # --ray on answer is a strategy's own stage's
+    assert "--strategy hipporag or raptor or structured" in capsys.readouterr().err
 
 
 # -- the structured strategy's Map stage on Ray ------------------------------------------------

@@ -17,6 +17,7 @@ from graphs.hipporag.config import HippoRAGConfig
 from graphs.hipporag.kg import KnowledgeGraph, build_graph
 from graphs.hipporag.openie import Ask, OpenIELog, extract_all
 from graphs.hipporag.ppr import igraph_of
+from graphs.hipporag.ray_openie import extract_on_ray
 from graphs.hipporag.requests import Messages, as_langchain
 from graphs.hipporag.store import GRAPH_STORE, graph_key, model_key, openie_key, openie_root
 from graphs.index_artifact import LoadedArtifacts, Source, cache_root
@@ -89,7 +90,11 @@ def _build(
         openie_root(root) if root is not None else None, openie_key(cfg), model_key(ctx.llm)
     )
     with index_time():
-        extractions, asked = extract_all(texts, asker(ctx), log, cfg.concurrency)
+        extractions, asked = (
+            extract_on_ray(texts, ctx, asker, log)
+            if cfg.map_executor == "ray"
+            else extract_all(texts, asker(ctx), log, cfg.concurrency)
+        )
     kg = build_graph(
         texts,
         extractions,

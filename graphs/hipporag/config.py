@@ -6,11 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from graphs.config import ConfigError, StrategyConfig, option
+from graphs.config import ConfigError, option
+from graphs.ray_options import RayMapOptions
 
 
 @dataclass(frozen=True, kw_only=True)
-class HippoRAGConfig(StrategyConfig):
+class HippoRAGConfig(RayMapOptions):
     """Passages, OpenIE, the graph's synonymy edges, retrieval (fact linking, the recognition filter, PPR) and the answer call.
 
     The official embedder is NV-Embed-v2 (``config_utils.py:137``) with a task instruction per query
@@ -69,9 +70,15 @@ class HippoRAGConfig(StrategyConfig):
     cache: bool = option(
         True, help="keep the graph on disk (checksummed) and every finished OpenIE call"
     )
+    ray_batch_passages: int = option(
+        16,
+        min=1,
+        source="ours: as structured's ray_batch_documents, two rounds of `concurrency` passages per task",
+    )
 
     def check(self) -> None:
-        """The answer reads at most what retrieval returns."""
+        """The answer reads at most what retrieval returns; the Ray options need map_executor='ray'."""
+        super().check()
         if self.qa_top_k > self.retrieval_top_k:
             raise ConfigError(
                 f"Option 'qa_top_k' ({self.qa_top_k}) must be at most 'retrieval_top_k' ({self.retrieval_top_k})"

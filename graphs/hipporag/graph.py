@@ -46,6 +46,7 @@ from graphs.hipporag.retrieve import (
 from graphs.nodes import CompiledGraph, generate, linear_graph
 from graphs.prompts import fill, format_chunks
 from graphs.rag.prompts import RAG_TEMPLATE
+from graphs.ray_options import MAP_ON_RAY
 from graphs.registry import STRATEGIES
 from graphs.replies import text_of
 from graphs.usage import report_index_seconds
@@ -172,6 +173,7 @@ def answer(state: HippoRAGState, runtime: Ctx) -> dict[str, Any]:
     uses_index=False,
     presets={"paper": HippoRAGConfig(qa_prompt="paper")},
     presentation=PRESENTATION,
+    ray_stage=MAP_ON_RAY,  # its OpenIE (map_executor="ray")
     description="HippoRAG 2: an OpenIE graph of phrases and passages built once per corpus, facts filtered by a recognition call, PPR, one answer call.",
 )
 def build_graph(config: HippoRAGConfig | None = None) -> CompiledGraph:

@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from graphs.config import ConfigError, StrategyConfig, option
+from graphs.config import ConfigError, option
+from graphs.ray_options import RayMapOptions
 
 
 @dataclass(frozen=True, kw_only=True)
-class RaptorConfig(StrategyConfig):
+class RaptorConfig(RayMapOptions):
     """The tree (leaves, clustering, summaries, layers), its retrieval and the answer call.
 
     The official default embedder is OpenAI's text-embedding-ada-002 (``OpenAIEmbeddingModel``);
@@ -72,9 +73,15 @@ class RaptorConfig(StrategyConfig):
         True,
         help="keep the tree on disk (checksummed) and the finished summaries of an unfinished build",
     )
+    ray_batch_clusters: int = option(
+        16,
+        min=1,
+        source="ours: as structured's ray_batch_documents, two rounds of `concurrency` calls per task",
+    )
 
     def check(self) -> None:
-        """The answer's context budget must hold at least one leaf."""
+        """The answer's context budget must hold at least one leaf; the Ray options need map_executor='ray'."""
+        super().check()
         if self.context_tokens < self.chunk_tokens:
             raise ConfigError(
                 f"Option 'context_tokens' ({self.context_tokens}) must hold one leaf ('chunk_tokens' {self.chunk_tokens})"

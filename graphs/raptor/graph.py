@@ -32,9 +32,11 @@ from graphs.raptor.ceiling import RAPTOR_CEILING
 from graphs.raptor.config import RaptorConfig
 from graphs.raptor.cost_model import raptor_costs
 from graphs.raptor.presentation import PRESENTATION
+from graphs.raptor.ray_summaries import summaries_on_ray
 from graphs.raptor.retrieve import collapsed, traversal
 from graphs.raptor.store import TREE_STORE, summary_log, tree_key
 from graphs.raptor.tree import Summarize, Tree, build_tree
+from graphs.ray_options import MAP_ON_RAY
 from graphs.registry import STRATEGIES
 from graphs.replies import text_of
 from graphs.usage import index_time, report_index_seconds
@@ -83,8 +85,9 @@ def tree_for(ctx: StrategyContext[RaptorConfig]) -> tuple[str, Tree, Source]:
 
     def build(folder: Path | None) -> Tree:
         embed = embedder_for(cfg).embed_documents
+        on_ray = summaries_on_ray(ctx, summarizer) if cfg.map_executor == "ray" else None
         with index_time():
-            return build_tree(ctx.corpus, cfg, summarizer(ctx), embed, summary_log(folder))
+            return build_tree(ctx.corpus, cfg, summarizer(ctx), embed, summary_log(folder), on_ray)
 
     tree, source = _LOADED.obtain(key, root, TREE_STORE, build, hold=lambda tree: tree)
     return key, tree, source
@@ -183,6 +186,7 @@ def answer(state: RaptorState, runtime: Runtime[StrategyContext[RaptorConfig]]) 
     uses_index=False,
     presets={"paper": RaptorConfig(qa_prompt="paper")},
     presentation=PRESENTATION,
+    ray_stage=MAP_ON_RAY,  # the summaries of each layer (map_executor="ray")
     description="RAPTOR: a tree of cluster summaries built once per corpus (UMAP + GMM), collapsed-tree retrieval, one answer call.",
 )
 def build_graph(config: RaptorConfig | None = None) -> CompiledGraph:

@@ -105,6 +105,9 @@ class SummaryLog:
 
 Summarize = Callable[[str], str]
 Embed = Callable[[Sequence[str]], np.ndarray]
+#: ``(contexts, log) -> (summaries, asked)``: a layer's summaries asked elsewhere than
+#: :func:`summarize_layer` (Ray tasks: :mod:`graphs.raptor.ray_summaries`), with the same log.
+LayerMap = Callable[[list[str], SummaryLog], tuple[list[str], int]]
 
 
 def leaves_of(corpus: Corpus, chunk_tokens: int) -> list[TreeNode]:
@@ -144,9 +147,15 @@ def summarize_layer(
 
 
 def build_tree(
-    corpus: Corpus, cfg: Any, summarize: Summarize, embed: Embed, log: SummaryLog
+    corpus: Corpus,
+    cfg: Any,
+    summarize: Summarize,
+    embed: Embed,
+    log: SummaryLog,
+    layer_map: LayerMap | None = None,
 ) -> Tree:
-    """The tree over ``corpus`` (``cfg``: a :class:`~graphs.raptor.config.RaptorConfig`)."""
+    """The tree over ``corpus`` (``cfg``: a :class:`~graphs.raptor.config.RaptorConfig`); a layer's
+    summaries by ``layer_map`` when given, else by :func:`summarize_layer` with ``summarize``."""
     nodes = leaves_of(corpus, cfg.chunk_tokens)
     vectors = [embed([n.text for n in nodes])] if nodes else []
     current = list(range(len(nodes)))
@@ -160,11 +169,11 @@ def build_tree(
         clusters = cluster_nodes(emb, tokens, dim=cfg.reduction_dimension, threshold=cfg.cluster_threshold,
                                  max_cluster_tokens=cfg.max_cluster_tokens, seed=cfg.seed)  # fmt: skip
         members = [[current[k] for k in c] for c in clusters]
-        summaries, n_asked = summarize_layer(
-            [node_context([nodes[i].text for i in m]) for m in members],
-            summarize,
-            log,
-            cfg.concurrency,
+        contexts = [node_context([nodes[i].text for i in m]) for m in members]
+        summaries, n_asked = (
+            layer_map(contexts, log)
+            if layer_map is not None
+            else summarize_layer(contexts, summarize, log, cfg.concurrency)
         )
         asked += n_asked
         start = len(nodes)

@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from graphs.config import ConfigError, StrategyConfig, option
+from graphs.config import ConfigError, option
+from graphs.ray_options import RayMapOptions
 from memory.records.schema import parse_schema
 
 #: Tokens kept free of the model window for a prompt's own text (the extraction and answer prompts).
@@ -16,7 +17,7 @@ PROMPT_OVERHEAD = 1_024
 
 
 @dataclass(frozen=True, kw_only=True)
-class StructuredConfig(StrategyConfig):
+class StructuredConfig(RayMapOptions):
     """Plan (schema) -> Map (records per document) -> Reduce (one table) -> Query (SQL) -> answer.
 
     Attributes:
@@ -59,17 +60,10 @@ class StructuredConfig(StrategyConfig):
             per run on the async path; on the threaded path, extraction tasks in flight per
             question); with ``map_executor="ray"``, per Ray task.
         max_evidence: Cells returned as evidence.
-        map_executor: Where the Map stage extracts the documents missing from the record cache:
-            ``"local"`` (this process, ``Send`` fan-out) or ``"ray"`` (Ray tasks, batches of
-            documents; :mod:`graphs.structured.ray_map`).
-        ray_address: Ray cluster to join with ``map_executor="ray"`` (``auto``, ``HOST:6379``,
-            ``ray://HOST:10001``); none: a running session, ``$RAY_ADDRESS`` or a new local instance.
+        map_executor / ray_address / ray_max_in_flight / ray_endpoints: Where the Map stage
+            extracts the documents missing from the record cache: this process (``Send`` fan-out)
+            or Ray tasks (:class:`~graphs.ray_options.RayMapOptions`, :mod:`graphs.structured.ray_map`).
         ray_batch_documents: Documents per Ray task.
-        ray_max_in_flight: Ray tasks in flight at once per answer (extraction calls in flight:
-            at most this times ``concurrency``).
-        ray_endpoints: With ``map_executor="ray"`` and an OpenAI-compatible model: base URLs of
-            servers running the same model; each Ray task goes to the one with the fewest tasks
-            in flight (``longctx run --ray --endpoints`` fills it in). Empty: the model's own server.
     """
 
     schema: Mapping[str, Any] | None = option(
@@ -155,36 +149,14 @@ class StructuredConfig(StrategyConfig):
     max_evidence: int = option(
         50, min=0, source="ours: the cells behind a top-10 answer over a few years"
     )
-    map_executor: Literal["local", "ray"] = option(
-        "local", source="issue 15: the Map stage runs on Ray with --ray, like the indexer"
-    )
-    ray_address: str | None = option(
-        None, source="as longctx index --ray / run --ray: none is $RAY_ADDRESS or a local instance"
-    )
     ray_batch_documents: int = option(
         16,
         min=1,
         source="ours: a task's fixed cost (model and tokenizer built on the worker) over two rounds of 8 calls",
     )
-    ray_max_in_flight: int = option(
-        4, min=1, source="ours: a few tasks per node of a small cluster; raise with the cluster"
-    )
-    ray_endpoints: tuple[str, ...] = option(
-        (), source="as longctx run --endpoints: several servers of one model share the Map stage"
-    )
 
     def check(self) -> None:
-        if self.ray_address is not None and self.map_executor != "ray":
-            raise ConfigError(
-                f"Option 'ray_address' ({self.ray_address!r}) needs map_executor='ray'"
-            )
-        if self.ray_endpoints and self.map_executor != "ray":
-            raise ConfigError(
-                f"Option 'ray_endpoints' ({list(self.ray_endpoints)}) needs map_executor='ray'"
-            )
-        for url in self.ray_endpoints:
-            if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-                raise ConfigError(f"Option 'ray_endpoints' takes http(s) base URLs, got {url!r}")
+        super().check()
         if self.window_overlap * 2 >= self.window_tokens:
             raise ConfigError(
                 f"Option 'window_overlap' ({self.window_overlap}) must be under half of 'window_tokens' ({self.window_tokens})"
