@@ -21,6 +21,7 @@ from graphs import costs
 from graphs.answer_state import PromptState
 from graphs.budget_field import budget_kwargs
 from graphs.context import StrategyContext
+from graphs.embedding_store import open_store
 from graphs.index_artifact import LoadedArtifacts, Source, cache_root
 from graphs.llm import complete
 from graphs.nodes import CompiledGraph, generate, linear_graph
@@ -32,7 +33,7 @@ from graphs.raptor.config import RaptorConfig
 from graphs.raptor.cost_model import raptor_costs
 from graphs.raptor.presentation import PRESENTATION
 from graphs.raptor.retrieve import collapsed, traversal
-from graphs.raptor.store import TREE_STORE, summary_log, tree_key
+from graphs.raptor.store import NODE_NAMESPACE, TREE_STORE, summary_key, summary_log, tree_key
 from graphs.raptor.tree import Summarize, Tree, build_tree
 from graphs.registry import STRATEGIES
 from graphs.replies import text_of
@@ -81,9 +82,11 @@ def tree_for(ctx: StrategyContext[RaptorConfig]) -> tuple[str, Tree, Source]:
     root = cache_root(ctx, cfg.cache)
 
     def build(folder: Path | None) -> Tree:
-        embed = embedder_for(cfg).embed_documents
+        emb = embedder_for(cfg)
+        store = open_store(root, cfg.embedder, emb, NODE_NAMESPACE)
+        log = summary_log(root, summary_key(cfg, ctx.llm))
         with index_time():
-            return build_tree(ctx.corpus, cfg, summarizer(ctx), embed, summary_log(folder))
+            return build_tree(ctx.corpus, cfg, summarizer(ctx), store, log)
 
     tree, source = _LOADED.obtain(key, root, TREE_STORE, build, hold=lambda tree: tree)
     return key, tree, source
