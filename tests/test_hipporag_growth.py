@@ -15,7 +15,6 @@ import pytest
 from agents import answer, make_chat_model
 from graphs.hipporag import build
 from graphs.hipporag.config import HippoRAGConfig
-from graphs.hipporag.ppr import igraph_of
 from graphs.hipporag.retrieve import fact_scores, rank_passages
 from graphs.hipporag.store import graph_key
 from retrieval import Corpus
