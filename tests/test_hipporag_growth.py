@@ -130,3 +130,26 @@ def test_growth_embeds_and_extracts_only_new_passages_and_edits_leave_no_trace(t
             build.forget_graphs()
             answer(corpus, QUESTIONS[2], strategy="hipporag", llm=llm, cache_dir=fresh / corpus.fingerprint[:8], **OPTIONS)  # fmt: skip
             _same_graph(mine, _graph(corpus, llm))
+
+
+def test_a_rescanned_folder_extracts_only_the_edited_file_and_forgets_the_deleted_one(tmp_path, monkeypatch):  # fmt: skip
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for i, text in enumerate([DOCS[0], DOCS[1], GONE, EDITED_OLD]):
+        (folder / f"n{i}.txt").write_text(text, encoding="utf-8")
+    with RecordingServer(reply) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        llm = make_chat_model("openai:gpt-4o-mini", base_url=server.url, max_retries=0)
+        before = Corpus.from_path(folder)
+        answer(before, QUESTIONS[0], strategy="hipporag", llm=llm, cache_dir=tmp_path / "c", **OPTIONS)  # fmt: skip
+        (folder / "n2.txt").unlink()
+        (folder / "n3.txt").write_text(DOCS[2], encoding="utf-8")
+        after = before.rescan(folder)
+        chats, embeds = len(server.requests), len(server.embedding_requests)
+        result = answer(after, "Who met Quokka or Zinnia?", strategy="hipporag", llm=llm, cache_dir=tmp_path / "c", **OPTIONS)  # fmt: skip
+    asked = _openie_passages(server.requests[chats:])
+    assert len(asked) == 1 and asked[0].endswith(DOCS[2]) and result.usage.index_llm_calls == 2
+    sent = [r["messages"][-1]["content"] for r in server.requests[chats:]] + _embedded(server.embedding_requests[embeds:])  # fmt: skip
+    assert not [t for t in sent if "wombat" in t.lower() or "yarrow" in t.lower()]
+    assert not [t for t in _embedded(server.embedding_requests[embeds:]) if t.endswith((DOCS[0], DOCS[1]))]  # fmt: skip
+    assert not [e for e in result.evidence if "Quokka" in e.text or "Yarrow" in e.text]

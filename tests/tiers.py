@@ -243,6 +243,7 @@ TIERS: dict[str, dict[str, str]] = {
     },
     "test_hipporag_growth.py": {
         "test_growth_embeds_and_extracts_only_new_passages_and_edits_leave_no_trace": "integration",
+        "test_a_rescanned_folder_extracts_only_the_edited_file_and_forgets_the_deleted_one": "integration",
     },
     "test_hipporag_requests.py": {
         "test_the_strategy_sends_the_official_openie_requests": "integration",
