@@ -115,8 +115,9 @@ def test_growth_embeds_and_extracts_only_new_passages_and_edits_leave_no_trace(t
 
         edited = grown.update(Document(doc_id="7", text="Kale met Hazel near Fern in town ten.", title="t7")).remove("6")  # fmt: skip
         chats, embeds = len(server.requests), len(server.embedding_requests)
-        for question in QUESTIONS:
-            answer(edited, question, strategy="hipporag", llm=llm, cache_dir=shared, **OPTIONS)
+        answers = [answer(edited, q, strategy="hipporag", llm=llm, cache_dir=shared, **OPTIONS) for q in QUESTIONS]  # fmt: skip
+        reused = next(s for s in answers[1].steps if s["node"] == "index")
+        assert reused["source"] == "memory" and reused["embedded"] == {"passage": 0, "entity": 0, "fact": 0}  # fmt: skip
         sent = [prompt_of(r) for r in server.requests[chats:]] + _embedded(server.embedding_requests[embeds:])  # fmt: skip
         for word in ("Quokka", "Wombat", "Xerus", "Yarrow", "Zinnia"):
             assert not any(word.lower() in text.lower() for text in sent), word

@@ -129,6 +129,15 @@ def graph_for(ctx: StrategyContext[HippoRAGConfig]) -> tuple[str, LoadedGraph, S
     return key, entry, source, asked
 
 
+def build_facts(kg: KnowledgeGraph, source: Source, asked: int) -> dict[str, Any]:
+    """The ``index`` step's facts: the graph's, with what this answer paid (OpenIE calls, texts
+    embedded per store) set to zero when it did not build the graph."""
+    facts = {**kg.facts_of_build, "openie_calls_asked": asked}
+    if source != "built":
+        facts["embedded"] = dict.fromkeys(NAMESPACES, 0)
+    return facts
+
+
 def loaded(key: str) -> LoadedGraph:
     """A graph :func:`graph_for` loaded in this process."""
     return _LOADED[key]

@@ -23,7 +23,7 @@ from graphs.answer_state import PromptState
 from graphs.budget_field import budget_kwargs
 from graphs.context import StrategyContext
 from graphs.hipporag import prompts as P
-from graphs.hipporag.build import embedder_for, graph_for, loaded
+from graphs.hipporag.build import build_facts, embedder_for, graph_for, loaded
 from graphs.hipporag.ceiling import HIPPORAG_CEILING
 from graphs.hipporag.config import HippoRAGConfig
 from graphs.hipporag.cost_model import hipporag_costs
@@ -66,7 +66,7 @@ class HippoRAGState(PromptState, total=False):
 def index(state: HippoRAGState, runtime: Ctx) -> dict[str, Any]:
     """Load or build the graph (index-time work, paid by the first answer over the corpus)."""
     key, entry, source, asked = graph_for(runtime.context)
-    facts = {**entry.kg.facts_of_build, "openie_calls_asked": asked}
+    facts = build_facts(entry.kg, source, asked)
     return {"graph": key, "steps": [Step("index", source=source, key=key[:16], **facts)]}
 
 

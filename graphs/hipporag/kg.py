@@ -128,6 +128,10 @@ def build_graph(passages: Sequence[str], extractions: Sequence[Extraction], embe
     edges = [e for e in stats if e[0] != e[1]]
     facts_of_build = {"phrases": len(phrases), "passages": len(passages), "facts": len(facts), "synonym_edges": len(synonyms),
                       "edges": len(edges)}  # fmt: skip
-    fact_vectors = unit_rows(embed_facts([fact_text(f) for f in facts])) if facts else np.zeros((0, 0), np.float32)
+    fact_vectors = (
+        unit_rows(embed_facts([fact_text(f) for f in facts]))
+        if facts
+        else np.zeros((0, 0), np.float32)
+    )
     return KnowledgeGraph(list(phrases), list(passages), facts, fact_vectors,
                           unit_rows(embed_passages(list(passages))), phrase_passages, edges, [stats[e] for e in edges], facts_of_build)  # fmt: skip

@@ -34,7 +34,7 @@ from graphs.raptor.cost_model import raptor_costs
 from graphs.raptor.presentation import PRESENTATION
 from graphs.raptor.retrieve import collapsed, traversal
 from graphs.raptor.store import NODE_NAMESPACE, TREE_STORE, summary_key, summary_log, tree_key
-from graphs.raptor.tree import Summarize, Tree, build_tree
+from graphs.raptor.tree import PAID_FACTS, Summarize, Tree, build_tree
 from graphs.registry import STRATEGIES
 from graphs.replies import text_of
 from graphs.usage import index_time
@@ -98,10 +98,7 @@ def build_tree_node(
     """Load or build the tree (index-time work, paid by the first answer over the corpus)."""
     key, tree, source = tree_for(runtime.context)
     nodes_per_layer = [len(tree.layer(i)) for i in range(tree.num_layers + 1)]
-    facts = {
-        **tree.facts,
-        "summaries_asked": tree.facts.get("summaries_asked", 0) if source == "built" else 0,
-    }
+    facts = {**tree.facts, **({} if source == "built" else dict.fromkeys(PAID_FACTS, 0))}
     return {"tree": key, "steps": [Step("build_tree", source=source, key=key[:16], num_layers=tree.num_layers, nodes_per_layer=nodes_per_layer,
                                         stopped=tree.stopped, **facts)]}  # fmt: skip
 

@@ -100,6 +100,8 @@ class SummaryLog:
 
 
 Summarize = Callable[[str], str]
+#: The build's facts that count what it paid (zero on an answer that reused the tree).
+PAID_FACTS = ("summaries_asked", "leaves_embedded", "embeddings_computed")
 
 
 def leaves_of(corpus: Corpus, chunk_tokens: int) -> list[TreeNode]:
