@@ -75,13 +75,16 @@ class EmbeddingStore:
         for path in segments:
             try:
                 data = path.read_bytes()
+            except FileNotFoundError:  # folded into one segment by another process meanwhile
+                continue
+            try:
                 if digest_bytes(data) != path.stem:
                     raise ValueError(f"{path.name} fails its checksum")
                 with np.load(io.BytesIO(data), allow_pickle=False) as npz:
                     keys, rows = npz["keys"], npz["vectors"]
                 if len(keys) != len(rows):
                     raise ValueError(f"{len(keys)} keys for {len(rows)} vectors")
-            except (ValueError, KeyError, OSError) as exc:
+            except (ValueError, KeyError) as exc:
                 log.warning("embedding segment %s is unusable (%s): its texts are embedded again", path, exc)  # fmt: skip
                 path.unlink(missing_ok=True)
                 continue
