@@ -28,8 +28,9 @@ TREE_FIELDS = ("chunk_tokens", "embedder", "embedder_model", "reduction_dimensio
 SUMMARY_FIELDS = ("summary_tokens", "summary_temperature")
 #: The embedding store's namespace of RAPTOR's nodes (leaves and summaries).
 NODE_NAMESPACE = "raptor-nodes"
-#: Bump when the folder's layout or the build changes (2: summaries log and embeddings shared by corpora).
-STORE_VERSION = 2
+#: Bump when the folder's layout or the build changes (the summary log's move out of the folder left
+#: finished trees as they were; an unfinished build's old log is not read).
+STORE_VERSION = 1
 _FILES = ("tree.json", "embeddings.npy")
 
 
