@@ -261,7 +261,9 @@ def step(a: Any, node: str) -> dict[str, Any]:
 
 def tree_files(cache: Path) -> tuple[dict[str, Any], np.ndarray]:
     """The stored tree (but how many summaries its build asked) and its embeddings."""
-    (folder,) = cache.glob("raptor/*")
+    (folder,) = (
+        f for f in cache.glob("raptor/*") if f.name != "summaries"
+    )  # the tree's; the log is shared
     data = json.loads((folder / "tree.json").read_text())
     data["facts"].pop("summaries_asked")
     return data, np.load(folder / "embeddings.npy")
@@ -294,7 +296,7 @@ def test_a_raptor_build_killed_in_the_map_in_clustering_and_in_writing_resumes_a
     assert reference.usage.index_seconds > 0
     assert reference.usage.index_llm_calls == len(ref_answered)
     cache = tmp_path / "killed"
-    summaries = lambda: list(cache.glob("raptor/*/summaries.jsonl"))  # noqa: E731
+    summaries = lambda: list(cache.glob("raptor/summaries/*.jsonl"))  # noqa: E731
     # (a) in the map: 5 summaries answered, the next ones held at the stub, then SIGKILL
     stub.answered.clear()
     stub.hold(5)
@@ -438,11 +440,13 @@ def test_each_raptor_file_corrupted_is_named_and_rebuilt_and_a_torn_summary_log_
     caplog.set_level(logging.WARNING)
     texts, cache = raptor_texts(), tmp_path
     first = ask(server, "raptor", texts, cache, RAPTOR_OPTIONS)
-    (folder,) = cache.glob("raptor/*")
+    (folder,) = (
+        f for f in cache.glob("raptor/*") if f.name != "summaries"
+    )  # the tree's; the log is shared
     again = corrupted_and_rebuilt(server, "raptor", texts, cache, RAPTOR_OPTIONS, [folder / "tree.json", folder / "embeddings.npy"], caplog)  # fmt: skip
     assert all(step(a, "retrieve")["nodes"] == step(first, "retrieve")["nodes"] for a in again)
     # the log cut mid-line: the torn summary is asked again, once; the ones before it never
-    log_path = folder / "summaries.jsonl"
+    (log_path,) = cache.glob("raptor/summaries/*.jsonl")
     cut_last_line(log_path)
     flip_byte(folder / "tree.json")
     caplog.clear()

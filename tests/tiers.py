@@ -241,6 +241,10 @@ TIERS: dict[str, dict[str, str]] = {
         "test_personalized_pagerank_equals_the_hand_computed_one": "integration",
         "test_the_plan_gives_the_openie_pass_as_index_time_and_a_run_counts_what_it_planned": "model",
     },
+    "test_hipporag_growth.py": {
+        "test_growth_embeds_and_extracts_only_new_passages_and_edits_leave_no_trace": "integration",
+        "test_a_rescanned_folder_extracts_only_the_edited_file_and_forgets_the_deleted_one": "integration",
+    },
     "test_hipporag_requests.py": {
         "test_the_strategy_sends_the_official_openie_requests": "integration",
         "test_openie_calls_stay_within_concurrency": "concurrency",

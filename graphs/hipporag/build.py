@@ -13,13 +13,21 @@ from langchain_core.messages import BaseMessage
 
 from graphs.budget_field import budget_kwargs
 from graphs.context import StrategyContext
+from graphs.embedding_store import open_store
 from graphs.hipporag.config import HippoRAGConfig
 from graphs.hipporag.kg import KnowledgeGraph, build_graph
 from graphs.hipporag.openie import Ask, OpenIELog, extract_all
 from graphs.hipporag.ppr import igraph_of
 from graphs.hipporag.ray_openie import extract_on_ray
 from graphs.hipporag.requests import Messages, as_langchain
-from graphs.hipporag.store import GRAPH_STORE, graph_key, model_key, openie_key, openie_root
+from graphs.hipporag.store import (
+    GRAPH_STORE,
+    NAMESPACES,
+    graph_key,
+    model_key,
+    openie_key,
+    openie_root,
+)
 from graphs.index_artifact import LoadedArtifacts, Source, cache_root
 from graphs.replies import text_of
 from graphs.usage import index_time
@@ -84,7 +92,8 @@ def asker(ctx: StrategyContext[HippoRAGConfig]) -> Ask:
 def _build(
     ctx: StrategyContext[HippoRAGConfig], texts: list[str], root: Path | None
 ) -> tuple[KnowledgeGraph, int]:
-    """OpenIE over every passage (index-time calls), then the graph."""
+    """OpenIE over every passage (index-time calls), then the graph; a passage, phrase or fact embedded
+    before (any corpus) is read from its embedding store (``HippoRAG.index``'s ``insert_strings``)."""
     cfg = ctx.config
     log = OpenIELog(
         openie_root(root) if root is not None else None, openie_key(cfg), model_key(ctx.llm)
@@ -95,14 +104,13 @@ def _build(
             if cfg.map_executor == "ray"
             else extract_all(texts, asker(ctx), log, cfg.concurrency)
         )
-    kg = build_graph(
-        texts,
-        extractions,
-        embedder_for(cfg).embed_documents,
-        threshold=cfg.synonymy_threshold,
-        top_k=cfg.synonymy_top_k,
-    )
+    emb = embedder_for(cfg)
+    stores = {ns: open_store(root, cfg.embedder, emb, ns) for ns in NAMESPACES}
+    kg = build_graph(texts, extractions, stores["entity"].embed_texts, threshold=cfg.synonymy_threshold, top_k=cfg.synonymy_top_k,
+                     embed_facts=stores["fact"].embed_texts, embed_passages=stores["passage"].embed_texts)  # fmt: skip
     kg.facts_of_build["openie_calls_asked"] = asked
+    kg.facts_of_build["embedded"] = {ns: s.computed for ns, s in stores.items()}
+    kg.facts_of_build["embeddings_reused"] = {ns: s.reused for ns, s in stores.items()}
     return kg, asked
 
 
@@ -124,6 +132,15 @@ def graph_for(ctx: StrategyContext[HippoRAGConfig]) -> tuple[str, LoadedGraph, S
 
     entry, source = _LOADED.obtain(key, root, GRAPH_STORE, build, hold)
     return key, entry, source, asked
+
+
+def build_facts(kg: KnowledgeGraph, source: Source, asked: int) -> dict[str, Any]:
+    """The ``index`` step's facts: the graph's, with what this answer paid (OpenIE calls, texts
+    embedded per store) set to zero when it did not build the graph."""
+    facts = {**kg.facts_of_build, "openie_calls_asked": asked}
+    if source != "built":
+        facts["embedded"] = dict.fromkeys(NAMESPACES, 0)
+    return facts
 
 
 def loaded(key: str) -> LoadedGraph:

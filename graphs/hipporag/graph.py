@@ -24,7 +24,7 @@ from graphs.answer_state import PromptState
 from graphs.budget_field import budget_kwargs
 from graphs.context import StrategyContext
 from graphs.hipporag import prompts as P
-from graphs.hipporag.build import embedder_for, graph_for, loaded
+from graphs.hipporag.build import build_facts, embedder_for, graph_for, loaded
 from graphs.hipporag.ceiling import HIPPORAG_CEILING
 from graphs.hipporag.config import HippoRAGConfig
 from graphs.hipporag.cost_model import hipporag_costs
@@ -73,7 +73,7 @@ def index(state: HippoRAGState, runtime: Ctx) -> dict[str, Any]:
     key, entry, source, asked = graph_for(runtime.context)
     if source == "built":
         report_index_seconds(time.perf_counter() - started)
-    facts = {**entry.kg.facts_of_build, "openie_calls_asked": asked}
+    facts = build_facts(entry.kg, source, asked)
     return {"graph": key, "steps": [Step("index", source=source, key=key[:16], **facts)]}
 
 

@@ -99,8 +99,10 @@ def synonym_pairs(
 
 
 def build_graph(passages: Sequence[str], extractions: Sequence[Extraction], embed: Embed, *, threshold: float, top_k: int,
-                batch: int = 1000) -> KnowledgeGraph:  # fmt: skip
-    """The graph over ``passages`` (distinct texts, in order) and their OpenIE."""
+                batch: int = 1000, embed_facts: Embed | None = None, embed_passages: Embed | None = None) -> KnowledgeGraph:  # fmt: skip
+    """The graph over ``passages`` (distinct texts, in order) and their OpenIE; ``embed`` embeds the
+    phrases and, unless given their own (the official code's three embedding stores), the facts and passages."""
+    embed_facts, embed_passages = embed_facts or embed, embed_passages or embed
     triples: list[list[tuple[str, str, str]]] = [
         [(normalise(t[0]), normalise(t[1]), normalise(t[2])) for t in e.triples]
         for e in extractions
@@ -126,5 +128,10 @@ def build_graph(passages: Sequence[str], extractions: Sequence[Extraction], embe
     edges = [e for e in stats if e[0] != e[1]]
     facts_of_build = {"phrases": len(phrases), "passages": len(passages), "facts": len(facts), "synonym_edges": len(synonyms),
                       "edges": len(edges)}  # fmt: skip
-    return KnowledgeGraph(list(phrases), list(passages), facts, unit_rows(embed([fact_text(f) for f in facts])) if facts else np.zeros((0, 0), np.float32),
-                          unit_rows(embed(list(passages))), phrase_passages, edges, [stats[e] for e in edges], facts_of_build)  # fmt: skip
+    fact_vectors = (
+        unit_rows(embed_facts([fact_text(f) for f in facts]))
+        if facts
+        else np.zeros((0, 0), np.float32)
+    )
+    return KnowledgeGraph(list(phrases), list(passages), facts, fact_vectors,
+                          unit_rows(embed_passages(list(passages))), phrase_passages, edges, [stats[e] for e in edges], facts_of_build)  # fmt: skip

@@ -31,6 +31,8 @@ GRAPH_FIELDS = (
     "synonymy_top_k",
     *OPENIE_FIELDS,
 )
+#: The embedding stores' namespaces (the official ``chunk``, ``entity`` and ``fact`` stores; :mod:`graphs.embedding_store`).
+NAMESPACES = ("passage", "entity", "fact")
 #: Bump when the folder's layout or the build changes.
 STORE_VERSION = 1
 _FILES = ("graph.json", "facts.npy", "passages.npy")

@@ -22,6 +22,7 @@ from graphs import costs
 from graphs.answer_state import PromptState
 from graphs.budget_field import budget_kwargs
 from graphs.context import StrategyContext
+from graphs.embedding_store import open_store
 from graphs.index_artifact import LoadedArtifacts, Source, cache_root
 from graphs.llm import complete
 from graphs.nodes import CompiledGraph, generate, linear_graph
@@ -34,8 +35,8 @@ from graphs.raptor.cost_model import raptor_costs
 from graphs.raptor.presentation import PRESENTATION
 from graphs.raptor.ray_summaries import summaries_on_ray
 from graphs.raptor.retrieve import collapsed, traversal
-from graphs.raptor.store import TREE_STORE, summary_log, tree_key
-from graphs.raptor.tree import Summarize, Tree, build_tree
+from graphs.raptor.store import NODE_NAMESPACE, TREE_STORE, summary_key, summary_log, tree_key
+from graphs.raptor.tree import PAID_FACTS, Summarize, Tree, build_tree
 from graphs.ray_options import MAP_ON_RAY
 from graphs.registry import STRATEGIES
 from graphs.replies import text_of
@@ -84,10 +85,12 @@ def tree_for(ctx: StrategyContext[RaptorConfig]) -> tuple[str, Tree, Source]:
     root = cache_root(ctx, cfg.cache)
 
     def build(folder: Path | None) -> Tree:
-        embed = embedder_for(cfg).embed_documents
+        emb = embedder_for(cfg)
+        store = open_store(root, cfg.embedder, emb, NODE_NAMESPACE)
+        log = summary_log(root, summary_key(cfg, ctx.llm))
         on_ray = summaries_on_ray(ctx, summarizer) if cfg.map_executor == "ray" else None
         with index_time():
-            return build_tree(ctx.corpus, cfg, summarizer(ctx), embed, summary_log(folder), on_ray)
+            return build_tree(ctx.corpus, cfg, summarizer(ctx), store, log, on_ray)
 
     tree, source = _LOADED.obtain(key, root, TREE_STORE, build, hold=lambda tree: tree)
     return key, tree, source
@@ -103,10 +106,7 @@ def build_tree_node(
     if source == "built":
         report_index_seconds(time.perf_counter() - started)
     nodes_per_layer = [len(tree.layer(i)) for i in range(tree.num_layers + 1)]
-    facts = {
-        **tree.facts,
-        "summaries_asked": tree.facts.get("summaries_asked", 0) if source == "built" else 0,
-    }
+    facts = {**tree.facts, **({} if source == "built" else dict.fromkeys(PAID_FACTS, 0))}
     return {"tree": key, "steps": [Step("build_tree", source=source, key=key[:16], num_layers=tree.num_layers, nodes_per_layer=nodes_per_layer,
                                         stopped=tree.stopped, **facts)]}  # fmt: skip
 

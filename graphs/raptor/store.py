@@ -1,6 +1,9 @@
 """Where a RAPTOR tree lives on disk: one folder per (corpus fingerprint, tree settings, embedder,
-chat model and every setting its requests carry), the finished tree checksummed in ``meta.json``
-and, while it is built, the log of finished summaries (a killed build resumes from it)."""
+chat model and every setting its requests carry), the finished tree checksummed in ``meta.json``;
+and, shared by every corpus, the log of finished summaries per (summary settings, prompts, model):
+``<cache>/raptor/summaries/<key>.jsonl``, from which a killed build resumes and a grown or edited
+corpus reuses every summary whose cluster's text is unchanged. The nodes' embeddings are in the
+shared embedding store (:mod:`graphs.embedding_store`, namespace :data:`NODE_NAMESPACE`)."""
 
 from __future__ import annotations
 
@@ -21,7 +24,12 @@ from retrieval.contract import Corpus
 #: The config fields that change the tree (the retrieval and answer fields do not).
 TREE_FIELDS = ("chunk_tokens", "embedder", "embedder_model", "reduction_dimension", "cluster_threshold", "max_cluster_tokens",
                "num_layers", "summary_tokens", "summary_temperature", "seed")  # fmt: skip
-#: Bump when the folder's layout or the build changes.
+#: The config fields that change a summary request (besides its cluster's text).
+SUMMARY_FIELDS = ("summary_tokens", "summary_temperature")
+#: The embedding store's namespace of RAPTOR's nodes (leaves and summaries).
+NODE_NAMESPACE = "raptor-nodes"
+#: Bump when the folder's layout or the build changes (the summary log's move out of the folder left
+#: finished trees as they were; an unfinished build's old log is not read).
 STORE_VERSION = 1
 _FILES = ("tree.json", "embeddings.npy")
 
@@ -67,8 +75,17 @@ TREE_STORE = ArtifactStore(
 )
 
 
-def summary_log(folder: Path | None) -> SummaryLog:
-    """The log of finished summaries in ``folder`` (in memory when ``None``)."""
-    if folder is not None:
-        folder.mkdir(parents=True, exist_ok=True)
-    return SummaryLog(folder / "summaries.jsonl" if folder is not None else None)
+def summary_key(cfg: Any, llm: Any) -> str:
+    """The digest naming a summary log: what a summary request holds besides its cluster's text."""
+    parts = {"settings": {f: getattr(cfg, f) for f in SUMMARY_FIELDS}, "prompts": PROMPTS_VERSION, "llm": model_id(llm),
+             "llm_settings": settings_digest(llm), "version": STORE_VERSION}  # fmt: skip
+    return digest_of(parts)
+
+
+def summary_log(root: Path | None, key: str) -> SummaryLog:
+    """The log of finished summaries under the cache ``root`` for ``key`` (:func:`summary_key`; in memory when ``root`` is ``None``)."""
+    if root is None:
+        return SummaryLog(None)
+    folder = root / "raptor" / "summaries"
+    folder.mkdir(parents=True, exist_ok=True)
+    return SummaryLog(folder / f"{key[:32]}.jsonl")

@@ -7,6 +7,13 @@ Stop rules (the official ones): at most ``num_layers`` summary layers, and no la
 ``concurrency`` calls in flight, in cluster order; each finished summary is appended to a log
 keyed by its cluster's text, so a build killed in the middle of a layer asks again only the
 summaries it had not received.
+
+A grown or edited corpus (``Corpus.add`` / ``update`` / ``remove``) is built the same way, and
+reuses what did not change: the leaves are split per document (the same documents give the same
+leaves), every node's embedding comes from the embedding store keyed by its text
+(:mod:`graphs.embedding_store`), and the summary log is shared by every corpus under the same
+summary settings and model, so only the summaries of clusters whose text is new are asked. Every
+upper layer is clustered again over the new leaf set (same seed: the clusters of a fresh build).
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ import contextvars
 import json
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from graphs.embedding_store import EmbeddingStore
 from graphs.raptor.clustering import cluster_nodes
 from graphs.raptor.prompts import node_context
 from graphs.raptor.split import split_text
@@ -104,10 +112,11 @@ class SummaryLog:
 
 
 Summarize = Callable[[str], str]
-Embed = Callable[[Sequence[str]], np.ndarray]
 #: ``(contexts, log) -> (summaries, asked)``: a layer's summaries asked elsewhere than
 #: :func:`summarize_layer` (Ray tasks: :mod:`graphs.raptor.ray_summaries`), with the same log.
 LayerMap = Callable[[list[str], SummaryLog], tuple[list[str], int]]
+#: The build's facts that count what it paid (zero on an answer that reused the tree).
+PAID_FACTS = ("summaries_asked", "leaves_embedded", "embeddings_computed")
 
 
 def leaves_of(corpus: Corpus, chunk_tokens: int) -> list[TreeNode]:
@@ -150,14 +159,16 @@ def build_tree(
     corpus: Corpus,
     cfg: Any,
     summarize: Summarize,
-    embed: Embed,
+    store: EmbeddingStore,
     log: SummaryLog,
     layer_map: LayerMap | None = None,
 ) -> Tree:
-    """The tree over ``corpus`` (``cfg``: a :class:`~graphs.raptor.config.RaptorConfig`); a layer's
-    summaries by ``layer_map`` when given, else by :func:`summarize_layer` with ``summarize``."""
+    """The tree over ``corpus`` (``cfg``: a :class:`~graphs.raptor.config.RaptorConfig`), every node
+    embedded through ``store``; a layer's summaries by ``layer_map`` when given, else by
+    :func:`summarize_layer` with ``summarize``; its facts say what was reused and what was computed or asked."""
     nodes = leaves_of(corpus, cfg.chunk_tokens)
-    vectors = [embed([n.text for n in nodes])] if nodes else []
+    vectors = [store.embed_texts([n.text for n in nodes])] if nodes else []
+    leaves_new = store.computed
     current = list(range(len(nodes)))
     layers, stopped, asked, per_layer = 0, f"num_layers={cfg.num_layers} reached", 0, []
     for layer in range(cfg.num_layers):
@@ -181,16 +192,14 @@ def build_tree(
             docs = tuple(dict.fromkeys(d for i in m for d in nodes[i].docs))
             titles = tuple(dict.fromkeys(t for i in m for t in nodes[i].titles))
             nodes.append(TreeNode(start + pos, layer + 1, text, tuple(m), docs, titles, pos))
-        vectors.append(embed(summaries))
+        vectors.append(store.embed_texts(summaries))
         current = list(range(start, len(nodes)))
         layers = layer + 1
-        per_layer.append({"layer": layer + 1, "clusters": len(members), "nodes_below": len(tokens)})
+        per_layer.append({"layer": layer + 1, "clusters": len(members), "nodes_below": len(tokens), "summaries_asked": n_asked})  # fmt: skip
     emb_all = np.concatenate(vectors) if vectors else np.zeros((0, 0), dtype=np.float32)
-    facts = {
-        "leaves": sum(1 for n in nodes if n.layer == 0),
-        "layers": per_layer,
-        "summaries_asked": asked,
-    }
+    leaves = sum(1 for n in nodes if n.layer == 0)
+    facts = {"leaves": leaves, "layers": per_layer, "summaries_asked": asked, "summaries_reused": len(nodes) - leaves - asked,
+             "leaves_embedded": leaves_new, "embeddings_computed": store.computed, "layers_rebuilt": layers}  # fmt: skip
     return Tree(nodes, np.asarray(emb_all, dtype=np.float32), layers, stopped, facts)
 
 
