@@ -260,20 +260,24 @@ def step(a: Any, node: str) -> dict[str, Any]:
 
 
 def tree_files(cache: Path) -> tuple[dict[str, Any], np.ndarray]:
-    """The stored tree (but how many summaries its build asked) and its embeddings."""
+    """The stored tree (but what its build paid: summaries asked or reused, texts embedded) and its embeddings."""
     (folder,) = (
         f for f in cache.glob("raptor/*") if f.name != "summaries"
     )  # the tree's; the log is shared
     data = json.loads((folder / "tree.json").read_text())
-    data["facts"].pop("summaries_asked")
+    for paid in ("summaries_asked", "summaries_reused", "leaves_embedded", "embeddings_computed"):
+        data["facts"].pop(paid)
+    for layer in data["facts"]["layers"]:
+        layer.pop("summaries_asked")
     return data, np.load(folder / "embeddings.npy")
 
 
 def graph_files(cache: Path) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
-    """The stored graph (but how many OpenIE calls its build asked) and its two vector files."""
+    """The stored graph (but what its build paid: OpenIE calls asked, texts embedded) and its two vector files."""
     (folder,) = cache.glob("hipporag/graphs/*")
     data = json.loads((folder / "graph.json").read_text())
-    data["facts_of_build"].pop("openie_calls_asked")
+    for paid in ("openie_calls_asked", "embedded", "embeddings_reused"):
+        data["facts_of_build"].pop(paid)
     return data, np.load(folder / "facts.npy"), np.load(folder / "passages.npy")
 
 
