@@ -171,7 +171,7 @@ def main() -> None:
                 )
         for k in args.k:
             best_single = max(overall["bm25"][k], overall["dense (MiniLM)"][k])
-            verdicts = ", ".join(f"{label} {'>=' if r[k] >= best_single else '<'} max(bm25, dense) ({r[k]:.3f} vs {best_single:.3f})"
+            verdicts = ", ".join(f"{label} {'>=' if r[k] >= best_single else '<'} max(bm25, dense) ({r[k]:.4f} vs {best_single:.4f})"
                                  for label, r in overall.items() if label.startswith("hybrid"))  # fmt: skip
             print(f"k={k}: {verdicts}")
 
