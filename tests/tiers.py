@@ -11,6 +11,8 @@ that names no test of its file, so the table cannot drift from the tests it desc
 
 from __future__ import annotations
 
+from collections import Counter
+
 #: The markers this table applies, and what a test under each does (registered in pyproject.toml).
 MARKERS = {
     "subprocess": "starts a process: the CLI in a fresh interpreter, the stub server, a run killed on purpose",
@@ -23,6 +25,33 @@ MARKERS = {
 
 #: Markers that keep a test out of the unit tier (``slow`` and ``ray`` are not in the default suite either).
 NOT_UNIT = ("slow", "ray", *MARKERS)
+
+#: The default suite's longest files, longest first (their tests' seconds summed from a
+#: ``--durations=60`` run on two workers; every run prints its slowest files). ``tests/conftest.py``
+#: hands them to the workers first: pytest-xdist's ``loadfile`` would otherwise hand out the files
+#: with the most tests first, and these few-test, long files would start last and make a tail.
+LONGEST_FILES = (
+    "test_demo.py",
+    "test_index_trust.py",
+    "test_hybrid_fit.py",
+    "test_toy_plugins.py",
+    "test_index_grow.py",
+    "test_runner_trust.py",
+    "test_shard_checksums.py",
+    "test_memagent_storage.py",
+    "test_core_install.py",
+    "test_import_graph.py",
+    "test_structured_store.py",
+    "test_corpus_edits.py",
+    "test_structured_report.py",
+    "test_cli.py",
+    "test_readme.py",
+    "test_sqlite_wal.py",
+    "test_tracing.py",
+    "test_runner.py",
+    "test_dense.py",
+    "test_tiers.py",
+)
 
 #: Test file (relative to tests/) -> test function -> marker; ``"*"`` marks every test of the file.
 TIERS: dict[str, dict[str, str]] = {
@@ -626,3 +655,12 @@ def stale_entries(path: str, functions: set[str]) -> list[str]:
     return [
         f"{path}::{name}" for name in TIERS.get(path, {}) if name != "*" and name not in functions
     ]
+
+
+def file_order(paths: list[str]) -> list[str]:
+    """The order the workers get test files in (each path once, relative to tests/): the
+    :data:`LONGEST_FILES` first, longest first, then the others by their number of tests, most first
+    (pytest-xdist's own order), ties in collection order."""
+    counts = Counter(paths)
+    rank = {p: i for i, p in enumerate(LONGEST_FILES)}
+    return sorted(counts, key=lambda p: (rank.get(p, len(rank)), -counts[p]))
