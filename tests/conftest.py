@@ -12,6 +12,13 @@ from pathlib import Path
 # hub name waits on network time-outs instead of failing at once.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# Each pytest-xdist worker gets its share of the cores for torch, faiss and MKL (OpenMP), set before
+# any of them starts its threads: two workers each running a thread per core put four threads
+# spinning at OpenMP barriers on two cores, and MiniLM ran 15-20x slower (40 short texts in
+# batches of 10: 7.2 s with 2 threads, 0.36 s with 1, at load 11).
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _WORKERS > 1:
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // _WORKERS)))
 
 import pytest  # noqa: E402
 

@@ -216,6 +216,7 @@ TIERS: dict[str, dict[str, str]] = {
     "test_dense.py": {
         "test_faiss_round_trip": "model",
         "test_minilm_is_found_offline_and_embeds_normalized_vectors": "model",
+        "test_embedders_of_one_model_share_the_loaded_model": "model",
         "test_dense_retriever_finds_the_semantically_related_chunk": "model",
         "test_overlong_chunks_warn_about_the_256_word_piece_limit": "model",
         "test_contriever_mean_pooling_on_a_local_bert_checkpoint": "model",
