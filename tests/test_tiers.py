@@ -97,3 +97,12 @@ def test_pytest_xdist_keeps_the_collected_file_order(pytestconfig):
     """Its own order (most tests first) would hand the few-test, long files out last."""
     pytest.importorskip("xdist")
     assert pytestconfig.option.loadscopereorder is False
+
+
+def test_a_pytest_xdist_worker_runs_openmp_on_its_share_of_the_cores():
+    """torch, faiss and MKL start a thread per core in each worker unless told: on 2 cores, two
+    workers' four threads spinning at OpenMP barriers ran MiniLM 15-20x slower."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers < 2:
+        pytest.skip("runs on a pytest-xdist worker (make test)")
+    assert os.environ["OMP_NUM_THREADS"] == str(max(1, (os.cpu_count() or 1) // workers))
