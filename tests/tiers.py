@@ -55,6 +55,20 @@ LONGEST_FILES = (
 
 #: Test file (relative to tests/) -> test function -> marker; ``"*"`` marks every test of the file.
 TIERS: dict[str, dict[str, str]] = {
+    "test_core_install.py": {
+        "test_the_core_imports_and_answers_with_bm25_without_any_extra": "subprocess",
+        "test_a_feature_that_needs_an_extra_names_the_extra": "subprocess",
+        "test_a_cached_dense_index_survives_a_run_without_its_extra": "subprocess",
+        "test_the_core_dependencies_leave_every_extra_out_and_each_hint_names_a_real_extra": "integration",
+    },
+    "test_import_graph.py": {
+        "test_the_module_import_graph_has_no_cycle": "integration",
+        "test_no_module_imports_a_higher_layer": "integration",
+    },
+    "test_module_shape.py": {
+        "test_no_import_inside_a_function_closes_a_cycle": "integration",
+    },
+    "test_toy_plugins.py": {"*": "subprocess"},
     "test_sqlite_wal.py": {
         "test_processes_opening_one_new_reply_cache_together_all_succeed": "concurrency",
         "test_a_reply_cache_opens_while_another_process_reads_its_new_file": "concurrency",
@@ -141,6 +155,10 @@ TIERS: dict[str, dict[str, str]] = {
         "test_the_embedded_model_reports_the_prefix_it_kept": "e2e",
         "test_the_async_lean_path_reads_cached_tokens_too": "integration",
         "test_the_report_prices_cached_tokens_at_the_cached_rate_and_shows_the_cost_without_cache": "integration",
+        "test_a_streamed_answer_reports_the_cached_tokens_a_whole_reply_does": "integration",
+        "test_workspace_compare_prices_cached_tokens_as_the_report_does": "integration",
+        "test_the_budget_guard_spends_what_the_report_charges": "integration",
+        "test_the_report_names_the_strategies_the_prompt_cache_moves_onto_or_off_the_frontier": "integration",
     },
     "test_ceilings.py": {
         "test_cli_prints_every_strategy_with_the_upper_bound_note": "integration",
@@ -600,6 +618,8 @@ TIERS: dict[str, dict[str, str]] = {
     },
     "test_tokenizers.py": {
         "test_order_2_a_local_hf_tokenizer_named_by_the_served_model": "model",
+        "test_chat_model_spec_takes_a_validated_tokenizer": "model",
+        "test_memagent_keeps_a_memory_within_budget_and_cuts_one_beyond_it": "model",
         "test_one_choice_labels_the_answer_and_the_manifest": "model",
         "test_a_1000_character_chinese_memory_within_1024_model_tokens_is_not_cut": "model",
         "test_order_3_the_servers_tokenize_endpoint": "integration",
