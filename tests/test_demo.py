@@ -59,7 +59,6 @@ def test_demo_can_run_every_strategy(tmp_path, monkeypatch):
     chosen = {n: o for n, o in demo_strategies().items() if n not in COMPILES_UMAP}
     report = run_demo_of(tmp_path, chosen)
     assert {r["strategy"] for r in report["summary"]} == set(chosen)
-    assert set(chosen) | set(COMPILES_UMAP) == set(demo_strategies())
 
 
 @pytest.mark.slow
