@@ -2,7 +2,7 @@
 #   make demo   fresh virtual environment, install the core with the embedded model and plots (.[embedded,plots]), compare four
 #               strategies on four questions over five short reports (examples/) offline on the embedded model (no API key, no network)
 #   make test   fresh virtual environment, install every extra and the test tools (.[all,test]), lint and format check (ruff), type-check (mypy),
-#               run the default test suite on two workers, a file per worker at a time (prints the 15 slowest tests)
+#               run the default test suite on two workers, a file per worker at a time (prints the 15 slowest tests and files)
 #   make test-fast  the unit tier only (-m unit: no process, server, embedded model, race or whole run; tests/tiers.py),
 #                   under a minute on 2 cores, no lint: the loop while editing
 #   make test-all   the default suite plus the slow end-to-end tests (-m slow), not Ray

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import importlib.util
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,10 @@ DEFAULT_CONTRIEVER = "facebook/contriever-msmarco"
 DEFAULT_OPENAI_EMBEDDING = "text-embedding-3-small"
 #: Input limit of OpenAI's embedding models (text-embedding-3-*, ada-002), in cl100k tokens.
 OPENAI_EMBEDDING_MAX_TOKENS = 8191
+#: (location, device, backend) -> the loaded ``SentenceTransformer``, shared by the process's embedders
+#: (inference leaves it unchanged): an index build used to load MiniLM again for every embedder it made.
+_LOADED_MODELS: dict[tuple[str, str, str], Any] = {}
+_LOADED_LOCK = threading.Lock()
 
 
 #: name -> embedder class (``texts -> vectors``); third parties add to ``longctx.embedders``.
@@ -92,35 +97,43 @@ class SentenceTransformerEmbedder:
 
     @property
     def model(self) -> Any:
-        """The loaded ``SentenceTransformer`` (loaded, and for ONNX exported, on first use)."""
+        """The loaded ``SentenceTransformer`` (loaded, and for ONNX exported, on first use), once per
+        process for each model, device and backend."""
         if self._model is None:
-            require(
-                "sentence_transformers", extra="dense", feature="the sentence-transformers embedder"
-            )
-            from sentence_transformers import SentenceTransformer
-
-            if self.backend.startswith("onnx"):
-                require_onnx_runtime(self.backend)
-            try:
-                if self.backend == "torch":
-                    self._model = SentenceTransformer(self._location, device=self.device)
-                elif self.backend == "torch-bf16":
-                    import torch
-
-                    self._model = SentenceTransformer(
-                        self._location, device=self.device, model_kwargs={"dtype": torch.bfloat16}
-                    )
-                else:
-                    folder, file_name = export_onnx_model(self._location, self.backend)
-                    self._model = SentenceTransformer(
-                        str(folder),
-                        device="cpu",
-                        backend="onnx",
-                        model_kwargs={"file_name": file_name, "session_options": session_options()},
-                    )
-            except Exception as exc:  # hub, file-format or config errors all mean "cannot load"
-                raise hub_error(self.model_id, exc) from exc
+            key = (self._location, self.device, self.backend)
+            with _LOADED_LOCK:
+                if key not in _LOADED_MODELS:
+                    _LOADED_MODELS[key] = self._load()
+                self._model = _LOADED_MODELS[key]
         return self._model
+
+    def _load(self) -> Any:
+        """A fresh ``SentenceTransformer`` of this model on this device and backend."""
+        require(
+            "sentence_transformers", extra="dense", feature="the sentence-transformers embedder"
+        )
+        from sentence_transformers import SentenceTransformer
+
+        if self.backend.startswith("onnx"):
+            require_onnx_runtime(self.backend)
+        try:
+            if self.backend == "torch":
+                return SentenceTransformer(self._location, device=self.device)
+            if self.backend == "torch-bf16":
+                import torch
+
+                return SentenceTransformer(
+                    self._location, device=self.device, model_kwargs={"dtype": torch.bfloat16}
+                )
+            folder, file_name = export_onnx_model(self._location, self.backend)
+            return SentenceTransformer(
+                str(folder),
+                device="cpu",
+                backend="onnx",
+                model_kwargs={"file_name": file_name, "session_options": session_options()},
+            )
+        except Exception as exc:  # hub, file-format or config errors all mean "cannot load"
+            raise hub_error(self.model_id, exc) from exc
 
     @property
     def max_input_tokens(self) -> int:

@@ -12,11 +12,18 @@ from pathlib import Path
 # hub name waits on network time-outs instead of failing at once.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# Each pytest-xdist worker gets its share of the cores for torch, faiss and MKL (OpenMP), set before
+# any of them starts its threads: two workers each running a thread per core put four threads
+# spinning at OpenMP barriers on two cores, and MiniLM ran 15-20x slower (40 short texts in
+# batches of 10: 7.2 s with 2 threads, 0.36 s with 1, at load 11).
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _WORKERS > 1:
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // _WORKERS)))
 
 import pytest  # noqa: E402
 
 from retrieval import Corpus  # noqa: E402
-from tests.tiers import NOT_UNIT, stale_entries, tier_of  # noqa: E402
+from tests.tiers import NOT_UNIT, file_order, stale_entries, tier_of  # noqa: E402
 
 TESTS = Path(__file__).resolve().parent
 
@@ -30,9 +37,39 @@ FILLER_TOPICS = [
 ]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Workers take test files in the collected order (:func:`tests.tiers.file_order`), not in
+    pytest-xdist's own order by number of tests, which would start the few-test, long files last."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+FILE_SECONDS: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Each test file's seconds (setup, call and teardown of its tests), for the summary below."""
+    path = report.nodeid.split("::", 1)[0]
+    FILE_SECONDS[path] = FILE_SECONDS.get(path, 0.0) + report.duration
+
+
+@pytest.hookimpl(trylast=True)  # after the slowest tests
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config
+) -> None:
+    """The 15 slowest test files after the 15 slowest tests: with a file whole on one worker, a
+    long file is what makes a tail (list it in tests/tiers.py LONGEST_FILES)."""
+    if not FILE_SECONDS or hasattr(config, "workerinput"):
+        return
+    terminalreporter.write_sep("=", "slowest 15 test files (seconds, their tests summed)")
+    for path, seconds in sorted(FILE_SECONDS.items(), key=lambda kv: -kv[1])[:15]:
+        terminalreporter.write_line(f"{seconds:8.2f}s {path}")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark each test with its tier (tests/tiers.py): its listed marker, or ``unit`` when nothing keeps
-    it out of the unit tier; an entry naming no test of a collected file stops the run."""
+    it out of the unit tier; an entry naming no test of a collected file stops the run. The files
+    are then put in :func:`tests.tiers.file_order`, each file's tests in their own order."""
     modules: dict[str, object] = {}
     for item in items:
         if TESTS not in item.path.parents:
@@ -54,6 +91,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError(
             f"tests/tiers.py lists tests that do not exist (renamed or removed?): {', '.join(stale)}"
         )
+    paths = [
+        item.path.relative_to(TESTS).as_posix() if TESTS in item.path.parents else str(item.path)
+        for item in items
+    ]
+    rank = {p: i for i, p in enumerate(file_order(paths))}
+    # sorted is stable: each file's tests keep their order
+    order = sorted(range(len(items)), key=lambda i: rank[paths[i]])
+    items[:] = [items[i] for i in order]
 
 
 def filler_document(i: int, sentences: int = 30) -> str:

@@ -30,6 +30,12 @@ def test_minilm_is_found_offline_and_embeds_normalized_vectors():
     assert emb.max_input_tokens == 256
 
 
+def test_embedders_of_one_model_share_the_loaded_model():
+    """A build makes several embedders (the index's, the chunk fitter's, a hybrid's): one load."""
+    first = SentenceTransformerEmbedder()
+    assert SentenceTransformerEmbedder().model is first.model is first.unloaded().model
+
+
 def test_dense_retriever_finds_the_semantically_related_chunk():
     corpus = Corpus.from_texts(
         [

@@ -8,25 +8,15 @@ from retrieval import index as index_module
 from retrieval.dense import DenseRetriever
 from retrieval.embedders import SentenceTransformerEmbedder
 
-#: The loaded MiniLM models, shared by every CountingEmbedder of the test process (a load takes seconds).
-_LOADED: dict[tuple[str, str, str], object] = {}
-
 
 class CountingEmbedder(SentenceTransformerEmbedder):
-    """The real MiniLM embedder, counting how many texts it embeds (to prove reuse); instances share
-    one loaded model, as they are the same model (the library's own instances each load theirs)."""
+    """The real MiniLM embedder, counting how many texts it embeds (to prove reuse); like the
+    library's own, its instances share the process's loaded model."""
 
     def __init__(self, fail_after: int | None = None):
         super().__init__()
         self.embedded = 0
         self.fail_after = fail_after
-
-    @property
-    def model(self):
-        key = (self._location, self.device, self.backend)
-        if key not in _LOADED:
-            _LOADED[key] = super().model
-        return _LOADED[key]
 
     def embed_documents(self, texts):
         if self.fail_after is not None and self.embedded >= self.fail_after:

@@ -12,7 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.tiers import MARKERS, NOT_UNIT, TIERS, stale_entries, tier_of
+from tests.tiers import (
+    LONGEST_FILES,
+    MARKERS,
+    NOT_UNIT,
+    TIERS,
+    file_order,
+    stale_entries,
+    tier_of,
+)
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
@@ -76,3 +84,25 @@ def test_the_makefile_keeps_every_tier_target(target):
     makefile = (ROOT / "Makefile").read_text()
     assert re.search(rf"^{target}: install", makefile, re.M), target
     assert "pytest -m unit" in makefile.split("test-fast: install", 1)[1].split("\n\n", 1)[0]
+
+
+def test_the_longest_files_go_to_the_workers_first_then_the_files_with_most_tests():
+    assert all((TESTS / path).is_file() for path in LONGEST_FILES)
+    longest, second = LONGEST_FILES[:2]
+    paths = ["test_a.py", "test_b.py", "test_b.py", second, longest, "test_c.py", "test_b.py", "test_c.py"]  # fmt: skip
+    assert file_order(paths) == [longest, second, "test_b.py", "test_c.py", "test_a.py"]
+
+
+def test_pytest_xdist_keeps_the_collected_file_order(pytestconfig):
+    """Its own order (most tests first) would hand the few-test, long files out last."""
+    pytest.importorskip("xdist")
+    assert pytestconfig.option.loadscopereorder is False
+
+
+def test_a_pytest_xdist_worker_runs_openmp_on_its_share_of_the_cores():
+    """torch, faiss and MKL start a thread per core in each worker unless told: on 2 cores, two
+    workers' four threads spinning at OpenMP barriers ran MiniLM 15-20x slower."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers < 2:
+        pytest.skip("runs on a pytest-xdist worker (make test)")
+    assert os.environ["OMP_NUM_THREADS"] == str(max(1, (os.cpu_count() or 1) // workers))

@@ -11,6 +11,8 @@ that names no test of its file, so the table cannot drift from the tests it desc
 
 from __future__ import annotations
 
+from collections import Counter
+
 #: The markers this table applies, and what a test under each does (registered in pyproject.toml).
 MARKERS = {
     "subprocess": "starts a process: the CLI in a fresh interpreter, the stub server, a run killed on purpose",
@@ -24,8 +26,49 @@ MARKERS = {
 #: Markers that keep a test out of the unit tier (``slow`` and ``ray`` are not in the default suite either).
 NOT_UNIT = ("slow", "ray", *MARKERS)
 
+#: The default suite's longest files, longest first (their tests' seconds summed from a
+#: ``--durations=60`` run on two workers; every run prints its slowest files). ``tests/conftest.py``
+#: hands them to the workers first: pytest-xdist's ``loadfile`` would otherwise hand out the files
+#: with the most tests first, and these few-test, long files would start last and make a tail.
+LONGEST_FILES = (
+    "test_demo.py",
+    "test_index_trust.py",
+    "test_hybrid_fit.py",
+    "test_toy_plugins.py",
+    "test_index_grow.py",
+    "test_runner_trust.py",
+    "test_shard_checksums.py",
+    "test_memagent_storage.py",
+    "test_core_install.py",
+    "test_import_graph.py",
+    "test_structured_store.py",
+    "test_corpus_edits.py",
+    "test_structured_report.py",
+    "test_cli.py",
+    "test_readme.py",
+    "test_sqlite_wal.py",
+    "test_tracing.py",
+    "test_runner.py",
+    "test_dense.py",
+    "test_tiers.py",
+)
+
 #: Test file (relative to tests/) -> test function -> marker; ``"*"`` marks every test of the file.
 TIERS: dict[str, dict[str, str]] = {
+    "test_core_install.py": {
+        "test_the_core_imports_and_answers_with_bm25_without_any_extra": "subprocess",
+        "test_a_feature_that_needs_an_extra_names_the_extra": "subprocess",
+        "test_a_cached_dense_index_survives_a_run_without_its_extra": "subprocess",
+        "test_the_core_dependencies_leave_every_extra_out_and_each_hint_names_a_real_extra": "integration",
+    },
+    "test_import_graph.py": {
+        "test_the_module_import_graph_has_no_cycle": "integration",
+        "test_no_module_imports_a_higher_layer": "integration",
+    },
+    "test_module_shape.py": {
+        "test_no_import_inside_a_function_closes_a_cycle": "integration",
+    },
+    "test_toy_plugins.py": {"*": "subprocess"},
     "test_sqlite_wal.py": {
         "test_processes_opening_one_new_reply_cache_together_all_succeed": "concurrency",
         "test_a_reply_cache_opens_while_another_process_reads_its_new_file": "concurrency",
@@ -112,6 +155,10 @@ TIERS: dict[str, dict[str, str]] = {
         "test_the_embedded_model_reports_the_prefix_it_kept": "e2e",
         "test_the_async_lean_path_reads_cached_tokens_too": "integration",
         "test_the_report_prices_cached_tokens_at_the_cached_rate_and_shows_the_cost_without_cache": "integration",
+        "test_a_streamed_answer_reports_the_cached_tokens_a_whole_reply_does": "integration",
+        "test_workspace_compare_prices_cached_tokens_as_the_report_does": "integration",
+        "test_the_budget_guard_spends_what_the_report_charges": "integration",
+        "test_the_report_names_the_strategies_the_prompt_cache_moves_onto_or_off_the_frontier": "integration",
     },
     "test_ceilings.py": {
         "test_cli_prints_every_strategy_with_the_upper_bound_note": "integration",
@@ -187,6 +234,7 @@ TIERS: dict[str, dict[str, str]] = {
     "test_dense.py": {
         "test_faiss_round_trip": "model",
         "test_minilm_is_found_offline_and_embeds_normalized_vectors": "model",
+        "test_embedders_of_one_model_share_the_loaded_model": "model",
         "test_dense_retriever_finds_the_semantically_related_chunk": "model",
         "test_overlong_chunks_warn_about_the_256_word_piece_limit": "model",
         "test_contriever_mean_pooling_on_a_local_bert_checkpoint": "model",
@@ -579,6 +627,8 @@ TIERS: dict[str, dict[str, str]] = {
     },
     "test_tokenizers.py": {
         "test_order_2_a_local_hf_tokenizer_named_by_the_served_model": "model",
+        "test_chat_model_spec_takes_a_validated_tokenizer": "model",
+        "test_memagent_keeps_a_memory_within_budget_and_cuts_one_beyond_it": "model",
         "test_one_choice_labels_the_answer_and_the_manifest": "model",
         "test_a_1000_character_chinese_memory_within_1024_model_tokens_is_not_cut": "model",
         "test_order_3_the_servers_tokenize_endpoint": "integration",
@@ -635,3 +685,12 @@ def stale_entries(path: str, functions: set[str]) -> list[str]:
     return [
         f"{path}::{name}" for name in TIERS.get(path, {}) if name != "*" and name not in functions
     ]
+
+
+def file_order(paths: list[str]) -> list[str]:
+    """The order the workers get test files in (each path once, relative to tests/): the
+    :data:`LONGEST_FILES` first, longest first, then the others by their number of tests, most first
+    (pytest-xdist's own order), ties in collection order."""
+    counts = Counter(paths)
+    rank = {p: i for i, p in enumerate(LONGEST_FILES)}
+    return sorted(counts, key=lambda p: (rank.get(p, len(rank)), -counts[p]))
