@@ -3,6 +3,7 @@
     python -m experiments.perf.bench_grow                          # 1M tokens, add 1%, BM25 and dense
     python -m experiments.perf.bench_grow --tokens 10000000 --retrievers bm25
     python -m experiments.perf.bench_grow --only edit              # updates and removals only
+    python -m experiments.perf.bench_grow --only edit --retrievers dense --embedder-url http://127.0.0.1:PORT/v1
 
 Generates a corpus (as ``bench_retrieval``: 200-word chunks, the RAG default), indexes its
 first documents (all but ``--grow`` of its tokens) into a cache, then, for each retriever,
@@ -39,7 +40,7 @@ from experiments.perf.synthetic_text import generate_corpus, sample_queries
 from retrieval import ChunkingConfig, Corpus, build_index
 from retrieval import index as index_module
 from retrieval.dense import DenseRetriever
-from retrieval.embedders import SentenceTransformerEmbedder
+from retrieval.embedders import OpenAIEmbedder, SentenceTransformerEmbedder
 from retrieval.retrievers import make_retriever
 
 
@@ -55,7 +56,26 @@ class CountingEmbedder(SentenceTransformerEmbedder):
         return super().embed_documents(texts)
 
 
-def make(name: str, embedder: CountingEmbedder | None):
+class CountingServerEmbedder(OpenAIEmbedder):
+    """An OpenAI-compatible embeddings endpoint (``--embedder-url``), counting the texts it embeds."""
+
+    url = ""
+
+    def __init__(self) -> None:
+        super().__init__(model="stub-embedding", base_url=self.url, api_key="unused")
+        self.embedded = 0
+
+    def embed_documents(self, texts):
+        self.embedded += len(texts)
+        return super().embed_documents(texts)
+
+
+def counting_embedder() -> CountingEmbedder | CountingServerEmbedder:
+    """The dense retriever's embedder: MiniLM, or the endpoint given by ``--embedder-url``."""
+    return CountingServerEmbedder() if CountingServerEmbedder.url else CountingEmbedder()
+
+
+def make(name: str, embedder: CountingEmbedder | CountingServerEmbedder | None):
     """A fresh retriever of ``name`` (dense: over ``embedder``)."""
     return DenseRetriever(embedder) if name == "dense" else make_retriever(name)
 
@@ -98,7 +118,11 @@ def main(argv: list[str] | None = None) -> None:
         help="share of the documents removed, and updated, in the edit rows",
     )
     p.add_argument("--only", choices=["grow", "edit"], help="run one part (default: both)")
+    p.add_argument("--embedder-url", help="dense: an OpenAI-compatible embeddings endpoint instead of MiniLM (e.g. the stub's, "
+                                          "python -m experiments.perf.stub_server: the index's own work at 1M-10M without "
+                                          "MiniLM's half hour per 1M tokens on 2 cores)")  # fmt: skip
     args = p.parse_args(argv)
+    CountingServerEmbedder.url = args.embedder_url or ""
     corpus = generate_corpus(args.tokens, doc_tokens=args.doc_tokens)
     if args.only != "edit":
         grow_rows(corpus, args)
@@ -127,7 +151,7 @@ def grow_rows(corpus: Corpus, args: argparse.Namespace) -> None:
             tempfile.TemporaryDirectory() as grow_cache,
             tempfile.TemporaryDirectory() as rebuild_cache,
         ):
-            counting = [CountingEmbedder() for _ in range(3)] if name == "dense" else [None] * 3
+            counting = [counting_embedder() for _ in range(3)] if name == "dense" else [None] * 3
             if counting[0] is not None:
                 counting[0].embed_documents(["warm-up: load the model before timing"])
             t = time.perf_counter()
@@ -210,7 +234,7 @@ def edit_rows(corpus: Corpus, args: argparse.Namespace) -> None:
     for name in args.retrievers:
         with tempfile.TemporaryDirectory() as root:
             base_cache = Path(root) / "base"
-            first = CountingEmbedder() if name == "dense" else None
+            first = counting_embedder() if name == "dense" else None
             if first is not None:
                 first.embed_documents(["warm-up: load the model before timing"])
             t = time.perf_counter()
@@ -221,7 +245,7 @@ def edit_rows(corpus: Corpus, args: argparse.Namespace) -> None:
                 new.document_digests  # noqa: B018 - hashed by the caller's corpus (as any corpus is once), not timed as index work
                 link_copy(base_cache, Path(root) / mode)
                 counting = (
-                    [CountingEmbedder(), CountingEmbedder()] if name == "dense" else [None, None]
+                    [counting_embedder(), counting_embedder()] if name == "dense" else [None, None]
                 )
                 index_module.clear_memory_cache()
                 t = time.perf_counter()
