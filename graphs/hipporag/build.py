@@ -96,6 +96,7 @@ def _build(
         embedder_for(cfg).embed_documents,
         threshold=cfg.synonymy_threshold,
         top_k=cfg.synonymy_top_k,
+        knn=cfg.synonymy_knn,
     )
     kg.facts_of_build["openie_calls_asked"] = asked
     return kg, asked

@@ -29,6 +29,7 @@ GRAPH_FIELDS = (
     "embedder_model",
     "synonymy_threshold",
     "synonymy_top_k",
+    "synonymy_knn",
     *OPENIE_FIELDS,
 )
 #: Bump when the folder's layout or the build changes.

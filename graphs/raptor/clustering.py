@@ -9,11 +9,20 @@ reductions unseeded (``umap.UMAP(...)`` without ``random_state``: numba-parallel
 every run); we pass ``seed`` to UMAP, which also makes UMAP single-threaded. With UMAP seeded the
 same way, the clusters equal the official functions' (``tests/test_raptor_clustering.py``).
 umap-learn and scikit-learn are imported when a layer is clustered, never with the package.
+
+``method="scalable"`` (not the official code's; docs/scale.md measures why it exists): every step
+above the same, but each reduction is a PCA and each mixture (its BIC search and its fit) is fitted
+on a seeded sample of at most ``sample`` points, then every point gets its posteriors from the
+fitted mixture. The official UMAP pays a fixed start of seconds per call, and RAPTOR clusters again
+every cluster over ``max_cluster_tokens``: at 100K leaves that is thousands of calls; PCA costs
+milliseconds, and the sample bounds each BIC search, so a layer's cost grows with its node count
+(the posteriors, the PCA projection) and not with the square of it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -27,6 +36,8 @@ FIT_SEED = 0
 MAX_CLUSTERS = 50
 #: local_cluster_embeddings(num_neighbors=10).
 LOCAL_NEIGHBORS = 10
+#: How a layer is clustered: as the official code (UMAP, BIC over every point) or on samples (PCA).
+Method = Literal["official", "scalable"]
 
 
 def reduce(points: np.ndarray, dim: int, neighbors: int, seed: int) -> np.ndarray:
@@ -37,6 +48,26 @@ def reduce(points: np.ndarray, dim: int, neighbors: int, seed: int) -> np.ndarra
     reduced: np.ndarray = umap.UMAP(
         n_neighbors=neighbors, n_components=dim, metric="cosine", random_state=seed
     ).fit_transform(points)
+    return reduced
+
+
+def sample_rows(n: int, size: int, seed: int) -> np.ndarray:
+    """Positions of a seeded sample of at most ``size`` of ``n`` rows, in order (all rows when ``n <= size``)."""
+    if n <= size:
+        return np.arange(n)
+    return np.sort(np.random.default_rng(seed).choice(n, size, replace=False))
+
+
+def reduce_sampled(points: np.ndarray, dim: int, sample: int, seed: int) -> np.ndarray:
+    """``points`` projected on the first ``dim`` principal components of a seeded sample of them
+    (``method="scalable"``: milliseconds where UMAP takes seconds)."""
+    from sklearn.decomposition import PCA
+
+    rows = sample_rows(len(points), sample, seed)
+    dim = max(1, min(dim, len(rows), points.shape[1]))
+    reduced: np.ndarray = (
+        PCA(n_components=dim, random_state=seed).fit(points[rows]).transform(points)
+    )
     return reduced
 
 
@@ -57,30 +88,54 @@ def best_component_count(
     return candidates[int(np.argmin(bics))]
 
 
+def supported_components(n: int, dim: int) -> int:
+    """``method="scalable"``'s bound on the BIC search: 1 + the most components of full covariance that
+    ``n`` points in ``dim`` dimensions support with ``dim + 1`` points each (more are singular but for
+    the mixture's regularisation), at most :data:`MAX_CLUSTERS`, at least 3 (two are tried)."""
+    return max(3, min(MAX_CLUSTERS, n // (dim + 1) + 1))
+
+
 def soft_memberships(
-    points: np.ndarray, threshold: float, seed: int = RANDOM_SEED
+    points: np.ndarray, threshold: float, seed: int = RANDOM_SEED, sample: int | None = None
 ) -> tuple[list[np.ndarray], int]:
     """Per point, the components whose posterior exceeds ``threshold`` (a point may be in several,
-    or in none), and the number of components (``GMM_cluster``)."""
+    or in none), and the number of components (``GMM_cluster``). With ``sample``, the BIC search and
+    the mixture are fitted on a seeded sample of at most that many points (the BIC search bounded by
+    :func:`supported_components`), and every point is scored."""
     from sklearn.mixture import GaussianMixture
 
-    n = best_component_count(points, seed=seed)
-    probs = GaussianMixture(n_components=n, random_state=FIT_SEED).fit(points).predict_proba(points)
+    fit_on = points if sample is None else points[sample_rows(len(points), sample, seed)]
+    limit = MAX_CLUSTERS if sample is None else supported_components(*fit_on.shape)
+    n = best_component_count(fit_on, limit, seed=seed)
+    probs = GaussianMixture(n_components=n, random_state=FIT_SEED).fit(fit_on).predict_proba(points)
     return [np.where(p > threshold)[0] for p in probs], n
 
 
 def cluster_points(
-    embeddings: np.ndarray, dim: int, threshold: float, seed: int = RANDOM_SEED
+    embeddings: np.ndarray,
+    dim: int,
+    threshold: float,
+    seed: int = RANDOM_SEED,
+    method: Method = "official",
+    sample: int = 2000,
 ) -> list[list[int]]:
     """Per point, its cluster labels (``perform_clustering``): a global UMAP (neighbours
     ``sqrt(n - 1)``, ``min(dim, n - 2)`` dimensions) and soft mixture, then within each global
     cluster a local UMAP (10 neighbours, ``dim`` dimensions) and soft mixture, unless it has at
     most ``dim + 1`` points (then it is one local cluster). Labels are numbered across global
     clusters in order. Membership is by position; the official code finds members by equal
-    vectors, so it gives every copy of a duplicated vector the labels of any one copy."""
+    vectors, so it gives every copy of a duplicated vector the labels of any one copy.
+    ``method="scalable"``: PCA for both reductions, mixtures fitted on samples of ``sample`` points."""
     n = len(embeddings)
-    reduced = reduce(embeddings, min(dim, n - 2), int((n - 1) ** 0.5), seed)
-    global_labels, n_global = soft_memberships(reduced, threshold, seed)
+    fitted = None if method == "official" else sample
+
+    def reduced_to(points: np.ndarray, to: int, neighbors: int) -> np.ndarray:
+        if method == "official":
+            return reduce(points, to, neighbors, seed)
+        return reduce_sampled(points, to, sample, seed)
+
+    reduced = reduced_to(embeddings, min(dim, n - 2), int((n - 1) ** 0.5))
+    global_labels, n_global = soft_memberships(reduced, threshold, seed, fitted)
     labels: list[list[int]] = [[] for _ in range(n)]
     total = 0
     for g in range(n_global):
@@ -91,7 +146,7 @@ def cluster_points(
             local, n_local = [np.array([0]) for _ in members], 1
         else:
             local, n_local = soft_memberships(
-                reduce(embeddings[members], dim, LOCAL_NEIGHBORS, seed), threshold, seed
+                reduced_to(embeddings[members], dim, LOCAL_NEIGHBORS), threshold, seed, fitted
             )
         for j in range(n_local):
             for pos, i in enumerate(members):
@@ -102,13 +157,13 @@ def cluster_points(
 
 
 def cluster_nodes(embeddings: np.ndarray, tokens: Sequence[int], *, dim: int, threshold: float, max_cluster_tokens: int,
-                  seed: int = RANDOM_SEED) -> list[list[int]]:  # fmt: skip
+                  seed: int = RANDOM_SEED, method: Method = "official", sample: int = 2000) -> list[list[int]]:  # fmt: skip
     """Clusters of node positions (``RAPTOR_Clustering.perform_clustering``), in label order: each
     cluster of two nodes or more whose texts hold more than ``max_cluster_tokens`` tokens is
-    clustered again on its own. Where the official recursion would repeat itself forever (the
-    cluster comes back whole, or is too small for UMAP's ``n - 2`` dimensions), the cluster is
-    kept as it is."""
-    labels = cluster_points(embeddings, dim, threshold, seed)
+    clustered again on its own. Where the official recursion would repeat itself forever (a
+    cluster holds every node clustered, or comes back whole, or is too small for UMAP's ``n - 2``
+    dimensions), the cluster is kept as it is. ``method`` and ``sample``: as :func:`cluster_points`."""
+    labels = cluster_points(embeddings, dim, threshold, seed, method, sample)
     out: list[list[int]] = []
     for label in sorted({x for ls in labels for x in ls}):
         members = [i for i, ls in enumerate(labels) if label in ls]
@@ -116,9 +171,10 @@ def cluster_nodes(embeddings: np.ndarray, tokens: Sequence[int], *, dim: int, th
             len(members) > 1
             and sum(tokens[i] for i in members) > max_cluster_tokens
             and len(members) > 3
+            and len(members) < len(embeddings)  # all of them again: the same call, forever
         ):
             sub = cluster_nodes(embeddings[members], [tokens[i] for i in members], dim=dim, threshold=threshold,
-                                max_cluster_tokens=max_cluster_tokens, seed=seed)  # fmt: skip
+                                max_cluster_tokens=max_cluster_tokens, seed=seed, method=method, sample=sample)  # fmt: skip
             if not (len(sub) == 1 and len(sub[0]) == len(members)):
                 out.extend([members[k] for k in cluster] for cluster in sub)
                 continue

@@ -20,7 +20,7 @@ from retrieval.contract import Corpus
 
 #: The config fields that change the tree (the retrieval and answer fields do not).
 TREE_FIELDS = ("chunk_tokens", "embedder", "embedder_model", "reduction_dimension", "cluster_threshold", "max_cluster_tokens",
-               "num_layers", "summary_tokens", "summary_temperature", "seed")  # fmt: skip
+               "num_layers", "summary_tokens", "summary_temperature", "seed", "clustering", "cluster_sample")  # fmt: skip
 #: Bump when the folder's layout or the build changes.
 STORE_VERSION = 1
 _FILES = ("tree.json", "embeddings.npy")
