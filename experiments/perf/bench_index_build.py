@@ -243,6 +243,22 @@ def report(r: dict[str, Any]) -> None:
               f"~{r['minilm_extrapolated_s']:,.0f} s (extrapolated, not run)")  # fmt: skip
 
 
+def sweep(args: argparse.Namespace) -> None:
+    """``--sweep``: where the official clustering / synonymy search stops (``experiments.perf.index_sweeps``)."""
+    from experiments.perf import index_sweeps
+
+    sizes = [int(parse_tokens(x)) for x in args.sweep.split(",")]
+    print(f"load before: {load()}", flush=True)
+    if args.strategy == "raptor":
+        corpus = load_samples(corpus_dir(Path(args.root), args.tokens))[0].corpus
+        rows = index_sweeps.raptor_sweep(corpus, sizes, args.official_max, args.cluster_sample)
+    else:
+        rows = index_sweeps.hipporag_sweep(sizes, args.official_max)
+    print(f"load after: {load()}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+
+
 def main() -> None:
     """Parse the flags, run, print (and write ``--json``)."""
     p = argparse.ArgumentParser(
@@ -271,6 +287,17 @@ def main() -> None:
     p.add_argument("--root", default="runs/index_build")
     p.add_argument("--json", help="write the figures here too")
     p.add_argument(
+        "--sweep",
+        default="",
+        help="sizes (e.g. 250,500,1000): experiments.perf.index_sweeps instead of a build",
+    )
+    p.add_argument(
+        "--official-max",
+        type=int,
+        default=2000,
+        help="--sweep: the largest size the official way runs at",
+    )
+    p.add_argument(
         "--blas-threads",
         type=int,
         default=1,
@@ -280,6 +307,10 @@ def main() -> None:
     args = p.parse_args()  # fmt: skip
     from threadpoolctl import threadpool_limits
 
+    if args.sweep:
+        with threadpool_limits(args.blas_threads):
+            sweep(args)
+        return
     with threadpool_limits(args.blas_threads):  # see --blas-threads
         r = run(args)
     r["blas_threads"] = args.blas_threads
