@@ -192,7 +192,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     u = first.usage
     build_s = phases.seconds.get("build + write (all)", first_s)
     calls = u.index_llm_calls
-    index_step = next((s for s in first.steps if s.get("node") in ("build_tree", "index")), {})
+    index_step: dict[str, Any] = next(
+        (s for s in first.steps if s.get("node") in ("build_tree", "index")), {}
+    )
     out |= {
         "index_llm_calls": calls, "index_prompt_tokens": u.index_prompt_tokens,
         "index_completion_tokens": u.index_completion_tokens, "stub_chat_requests": build_stats["chat_requests"],
@@ -305,7 +307,7 @@ def main() -> None:
         "a mixture fit is ~15x faster than with spinning threads, docs/scale.md)",
     )
     args = p.parse_args()  # fmt: skip
-    from threadpoolctl import threadpool_limits
+    from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
     if args.sweep:
         with threadpool_limits(args.blas_threads):

@@ -37,6 +37,7 @@ import urllib.request
 import zlib
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 from experiments.perf.stub_content import content_reply, embeddings_reply
 from retrieval.tokens import count_tokens
@@ -81,7 +82,7 @@ def tool_arguments(function: dict, prompt: str, properties: int) -> list[dict]:
 
 def tool_message(request: dict, prompt: str, properties: int) -> tuple[dict, str]:
     """An assistant message with tool calls for the request's first tool, and its argument text."""
-    calls = [
+    calls: list[dict[str, Any]] = [
         {
             "id": f"call_{i}",
             "type": "function",
