@@ -1,4 +1,4 @@
-"""RAPTOR's ``clustering="scalable"``: PCA and mixtures fitted on seeded samples, every node scored."""
+"""RAPTOR's ``clustering="scalable"``: UMAP and mixtures fitted on seeded samples, every node placed and scored."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from graphs.raptor.clustering import (
     best_component_count,
     cluster_nodes,
     cluster_points,
+    reduce,
     reduce_sampled,
     sample_rows,
     soft_memberships,
@@ -40,7 +41,7 @@ def test_a_sample_is_seeded_sorted_and_everything_when_small():
 
 
 def test_the_mixture_is_fitted_on_the_sample_and_scores_every_point():
-    points = reduce_sampled(blobs(300)[0], 3, 60, 224)
+    points = blobs(300)[0][:, :3]
     labels, n = soft_memberships(points, 0.1, 224, sample=60)
     fit_on = points[sample_rows(300, 60, 224)]
     assert n == best_component_count(fit_on, supported_components(60, 3), seed=224)
@@ -55,6 +56,7 @@ def test_the_bic_search_is_bounded_by_the_points_each_component_needs():
     assert supported_components(10_000, 10) == 50  # the official 1..49 where points suffice
 
 
+@pytest.mark.slow  # ~15 s on 2 shared cores: UMAP (numba) fitted and transforming, seeded single-threaded
 def test_scalable_clusters_recover_well_apart_blobs_and_are_deterministic():
     points, truth = blobs(300)
     labels = cluster_points(points, 4, 0.1, 224, method="scalable", sample=100)
@@ -64,8 +66,13 @@ def test_scalable_clusters_recover_well_apart_blobs_and_are_deterministic():
     assert adjusted_rand_score(truth, first) > 0.3
     assert all(len({int(truth[i]) for i, f in enumerate(first) if f == c}) == 1 for c in set(first))
     assert labels == cluster_points(points, 4, 0.1, 224, method="scalable", sample=100)
+    # up to the sample's size the reduction is the official one
+    assert np.array_equal(
+        reduce_sampled(points[:80], 4, 8, 100, 224), reduce(points[:80], 4, 8, 224)
+    )
 
 
+@pytest.mark.slow  # ~10 s on 2 shared cores: UMAP in every re-clustering
 def test_long_clusters_are_clustered_again_and_the_recursion_ends():
     rng = np.random.default_rng(3)
     levels = [

@@ -410,8 +410,6 @@ TIERS: dict[str, dict[str, str]] = {
     },
     "test_raptor_scalable.py": {
         "test_the_mixture_is_fitted_on_the_sample_and_scores_every_point": "integration",
-        "test_scalable_clusters_recover_well_apart_blobs_and_are_deterministic": "integration",
-        "test_long_clusters_are_clustered_again_and_the_recursion_ends": "integration",
         "test_the_tree_is_built_with_the_scalable_clustering_and_keyed_by_it": "integration",
     },
     "test_stub_content.py": {

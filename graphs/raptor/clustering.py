@@ -10,13 +10,12 @@ every run); we pass ``seed`` to UMAP, which also makes UMAP single-threaded. Wit
 same way, the clusters equal the official functions' (``tests/test_raptor_clustering.py``).
 umap-learn and scikit-learn are imported when a layer is clustered, never with the package.
 
-``method="scalable"`` (not the official code's; docs/scale.md measures why it exists): every step
-above the same, but each reduction is a PCA and each mixture (its BIC search and its fit) is fitted
-on a seeded sample of at most ``sample`` points, then every point gets its posteriors from the
-fitted mixture. The official UMAP pays a fixed start of seconds per call, and RAPTOR clusters again
-every cluster over ``max_cluster_tokens``: at 100K leaves that is thousands of calls; PCA costs
-milliseconds, and the sample bounds each BIC search, so a layer's cost grows with its node count
-(the posteriors, the PCA projection) and not with the square of it.
+``method="scalable"`` (not the official code's; docs/scale.md measures it): every step above the
+same, but each UMAP and each mixture (its BIC search and its fit) is fitted on a seeded sample of at
+most ``sample`` points, the others placed by UMAP's ``transform`` and scored by the fitted mixture,
+and the BIC search tries only the component counts the sample supports (``dim + 1`` points per
+component). Up to ``sample`` points the reductions are the official ones; beyond, a reduction's and
+a BIC search's cost stops growing with the points but for the transform and the scoring.
 """
 
 from __future__ import annotations
@@ -36,7 +35,7 @@ FIT_SEED = 0
 MAX_CLUSTERS = 50
 #: local_cluster_embeddings(num_neighbors=10).
 LOCAL_NEIGHBORS = 10
-#: How a layer is clustered: as the official code (UMAP, BIC over every point) or on samples (PCA).
+#: How a layer is clustered: as the official code (UMAP, BIC over every point) or fitted on samples.
 Method = Literal["official", "scalable"]
 
 
@@ -58,16 +57,24 @@ def sample_rows(n: int, size: int, seed: int) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).choice(n, size, replace=False))
 
 
-def reduce_sampled(points: np.ndarray, dim: int, sample: int, seed: int) -> np.ndarray:
-    """``points`` projected on the first ``dim`` principal components of a seeded sample of them
-    (``method="scalable"``: milliseconds where UMAP takes seconds)."""
-    from sklearn.decomposition import PCA
-
+def reduce_sampled(
+    points: np.ndarray, dim: int, neighbors: int, sample: int, seed: int
+) -> np.ndarray:
+    """``points`` reduced by a UMAP fitted on a seeded sample of at most ``sample`` of them, the others
+    placed by its ``transform`` (``method="scalable"``); all of them, as :func:`reduce`, when they fit."""
     rows = sample_rows(len(points), sample, seed)
-    dim = max(1, min(dim, len(rows), points.shape[1]))
-    reduced: np.ndarray = (
-        PCA(n_components=dim, random_state=seed).fit(points[rows]).transform(points)
-    )
+    neighbors = max(
+        2, neighbors
+    )  # UMAP's least; the official n - 1 ** 0.5 is 1 for 4 points (then it fails)
+    if len(rows) == len(points):
+        return reduce(points, dim, neighbors, seed)
+    require("umap", extra="raptor", feature="RAPTOR's clustering")
+    import umap
+
+    model = umap.UMAP(n_neighbors=min(neighbors, len(rows) - 1), n_components=dim, metric="cosine",
+                      random_state=seed).fit(points[rows])  # fmt: skip
+    reduced: np.ndarray = model.transform(points)
+    reduced[rows] = model.embedding_
     return reduced
 
 
@@ -125,14 +132,14 @@ def cluster_points(
     most ``dim + 1`` points (then it is one local cluster). Labels are numbered across global
     clusters in order. Membership is by position; the official code finds members by equal
     vectors, so it gives every copy of a duplicated vector the labels of any one copy.
-    ``method="scalable"``: PCA for both reductions, mixtures fitted on samples of ``sample`` points."""
+    ``method="scalable"``: UMAPs and mixtures fitted on samples of ``sample`` points (:func:`reduce_sampled`)."""
     n = len(embeddings)
     fitted = None if method == "official" else sample
 
     def reduced_to(points: np.ndarray, to: int, neighbors: int) -> np.ndarray:
         if method == "official":
             return reduce(points, to, neighbors, seed)
-        return reduce_sampled(points, to, sample, seed)
+        return reduce_sampled(points, to, neighbors, sample, seed)
 
     reduced = reduced_to(embeddings, min(dim, n - 2), int((n - 1) ** 0.5))
     global_labels, n_global = soft_memberships(reduced, threshold, seed, fitted)
