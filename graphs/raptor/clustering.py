@@ -61,11 +61,11 @@ def reduce_sampled(
     points: np.ndarray, dim: int, neighbors: int, sample: int, seed: int
 ) -> np.ndarray:
     """``points`` reduced by a UMAP fitted on a seeded sample of at most ``sample`` of them, the others
-    placed by its ``transform`` (``method="scalable"``); all of them, as :func:`reduce`, when they fit."""
+    placed by its ``transform`` (``method="scalable"``; the layer's neighbour count, at most the sample's
+    size less one); all of them, as :func:`reduce`, when they fit in the sample."""
     rows = sample_rows(len(points), sample, seed)
-    neighbors = max(
-        2, neighbors
-    )  # UMAP's least; the official n - 1 ** 0.5 is 1 for 4 points (then it fails)
+    # UMAP's least: the official sqrt(n - 1) neighbours is 1 for 4 points, and UMAP then fails
+    neighbors = max(2, neighbors)
     if len(rows) == len(points):
         return reduce(points, dim, neighbors, seed)
     require("umap", extra="raptor", feature="RAPTOR's clustering")
