@@ -465,6 +465,16 @@ TIERS: dict[str, dict[str, str]] = {
         "test_a_small_corpus_stops_at_the_leaves_and_a_corrupted_tree_file_is_named_and_rebuilt": "durability",
         "test_leaves_equal_the_official_split_text": "integration",
     },
+    "test_raptor_scalable.py": {
+        "test_the_mixture_is_fitted_on_the_sample_and_scores_every_point": "integration",
+        "test_the_tree_is_built_with_the_scalable_clustering_and_keyed_by_it": "integration",
+    },
+    "test_stub_content.py": {
+        "test_the_stub_serves_embeddings_to_the_openai_embedder_and_content_replies_to_chat": "subprocess",
+    },
+    "test_synonymy_knn.py": {
+        "test_ivf_searches_exactly_below_its_size_and_finds_most_neighbours_above_it": "integration",
+    },
     "test_raptor_clustering.py": {
         "test_bic_search_range_of_one_and_two_points": "integration",
     },

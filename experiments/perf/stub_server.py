@@ -13,6 +13,13 @@ call for a list-valued schema), and a deterministic ``keep_context`` verdict (tr
 one chunk in ten); the structured strategy's ``define_table`` gets a one-column table and its
 ``record_rows`` gets ``{"records": []}``.
 Without the flag, tools are ignored as before.
+
+With ``--content``, RAPTOR's summary requests and HippoRAG's OpenIE requests get replies made of
+their own text (``experiments.perf.stub_content``: a summary of the budgeted length, the passage's
+names and numbers, triples over them), so an index build against the stub has a realistic shape.
+``POST /v1/embeddings`` always answers with deterministic hashed bag-of-words vectors (384
+dimensions, unit length), so the ``openai`` embedder pointed at the stub embeds at HTTP speed;
+``GET /stats`` counts those requests apart (``embedding_requests``, ``embedded_texts``).
 """
 
 from __future__ import annotations
@@ -30,7 +37,9 @@ import urllib.request
 import zlib
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
+from experiments.perf.stub_content import content_reply, embeddings_reply
 from retrieval.tokens import count_tokens
 
 
@@ -73,7 +82,7 @@ def tool_arguments(function: dict, prompt: str, properties: int) -> list[dict]:
 
 def tool_message(request: dict, prompt: str, properties: int) -> tuple[dict, str]:
     """An assistant message with tool calls for the request's first tool, and its argument text."""
-    calls = [
+    calls: list[dict[str, Any]] = [
         {
             "id": f"call_{i}",
             "type": "function",
@@ -109,6 +118,7 @@ def make_handler(
     usage: str = "cl100k",
     prompt_cache: int = 0,
     hold_after: int = 0,
+    content: bool = False,
 ):
     """A request handler class bound to one latency and reply size.
 
@@ -125,6 +135,7 @@ def make_handler(
     as a provider's prompt cache holding N prompts would serve them.
     ``hold_after=N``: chat requests after the first N wait ``hang_seconds`` more before their reply
     (calls a test knows are still in flight, however slow the machine).
+    ``content``: RAPTOR summaries and HippoRAG OpenIE answered from the request's own text.
     """
     if usage not in ("cl100k", "approx"):
         raise ValueError(f"usage must be 'cl100k' or 'approx', got {usage!r}")
@@ -135,6 +146,7 @@ def make_handler(
     counter = itertools.count(1)
     lock = threading.Lock()
     requests_seen = [0]
+    embedded = {"embedding_requests": 0, "embedded_texts": 0}
     recent: list[str] = []
     if prompt_cache:  # imported only here: importing graphs costs the stub's start ~1 s, which every test using it paid
         from graphs.prefix_lock import shared_start
@@ -161,7 +173,7 @@ def make_handler(
 
         def do_GET(self) -> None:
             if self.path.rstrip("/").endswith("/stats"):
-                self._send(200, {"chat_requests": requests_seen[0]})
+                self._send(200, {"chat_requests": requests_seen[0], **embedded})
                 return
             self._send(200, {"object": "list", "data": [{"id": "stub", "object": "model"}]})
 
@@ -202,6 +214,13 @@ def make_handler(
 
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            if self.path.endswith("/embeddings"):
+                body = embeddings_reply(json.loads(raw))
+                with lock:
+                    embedded["embedding_requests"] += 1
+                    embedded["embedded_texts"] += len(body["data"])
+                self._send(200, body)
+                return
             if not self.path.endswith("/chat/completions"):
                 self.send_error(404)  # no tokenize routes: a tokenizer probe falls back to cl100k
                 return
@@ -225,6 +244,8 @@ def make_handler(
                 if prompt.rstrip().endswith("Your answer:")
                 else reply
             )
+            if content:
+                text = content_reply(request) or text
             message, finish = {"role": "assistant", "content": text}, "stop"
             if tools and request.get("tools"):
                 (message, text), finish = tool_message(request, prompt, properties), "tool_calls"
@@ -278,10 +299,12 @@ def stub_server(
     usage: str = "cl100k",
     prompt_cache: int = 0,
     hold_after: int = 0,
+    content: bool = False,
 ) -> Iterator[str]:
     """Run the stub in its own process (so it shares no GIL with the client); yields its base URL.
 
     ``usage``: how the replies count tokens (``"cl100k"``, exact; ``"approx"``, bytes / 4, cheap).
+    ``content``: replies made of the request's text for RAPTOR's and HippoRAG's index calls.
     """
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -302,6 +325,8 @@ def stub_server(
         cmd += ["--prompt-cache", str(prompt_cache)]
     if hold_after:
         cmd += ["--hold-after", str(hold_after)]
+    if content:
+        cmd += ["--content"]
     if fault:
         cmd += ["--fault", fault, "--fault-first", str(fault_first)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -372,11 +397,16 @@ def main() -> None:
         default=0,
         help="chat requests after the first N wait --hang-seconds more (0: none)",
     )
+    p.add_argument(
+        "--content",
+        action="store_true",
+        help="answer RAPTOR summaries and HippoRAG OpenIE from the request's own text",
+    )
     args = p.parse_args()
     handler = make_handler(
         args.latency, args.reply_tokens, tools=args.tools, properties=args.properties,
         fail_every=args.fail_every, hang_seconds=args.hang_seconds, fault=args.fault, fault_first=args.fault_first,
-        usage=args.usage, prompt_cache=args.prompt_cache, hold_after=args.hold_after,
+        usage=args.usage, prompt_cache=args.prompt_cache, hold_after=args.hold_after, content=args.content,
     )  # fmt: skip
     server = _Server(("127.0.0.1", args.port), handler)
     server.serve_forever()

@@ -107,7 +107,7 @@ def _build(
     emb = embedder_for(cfg)
     stores = {ns: open_store(root, cfg.embedder, emb, ns) for ns in NAMESPACES}
     kg = build_graph(texts, extractions, stores["entity"].embed_texts, threshold=cfg.synonymy_threshold, top_k=cfg.synonymy_top_k,
-                     embed_facts=stores["fact"].embed_texts, embed_passages=stores["passage"].embed_texts)  # fmt: skip
+                     knn=cfg.synonymy_knn, embed_facts=stores["fact"].embed_texts, embed_passages=stores["passage"].embed_texts)  # fmt: skip
     kg.facts_of_build["openie_calls_asked"] = asked
     kg.facts_of_build["embedded"] = {ns: s.computed for ns, s in stores.items()}
     kg.facts_of_build["embeddings_reused"] = {ns: s.reused for ns, s in stores.items()}

@@ -46,6 +46,12 @@ class HippoRAGConfig(RayMapOptions):
         min=1,
         source="config_utils.py:161 synonymy_edge_topk=2047 (at most 101 kept, HippoRAG.py:1007)",
     )
+    synonymy_knn: Literal["dense", "faiss", "faiss-ivf"] = option(
+        "dense",
+        source="dense: embed_utils.retrieve_knn (every phrase against every phrase); faiss: the same "
+        "neighbours by an exact FAISS range search; faiss-ivf: approximate (IVF), for millions of "
+        "phrases (ours, docs/scale.md)",
+    )
     linking_top_k: int = option(
         5, min=1, source="config_utils.py:185 linking_top_k=5 (facts to the filter, phrases seeded)"
     )

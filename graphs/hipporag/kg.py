@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from graphs.hipporag.openie import Extraction
+from graphs.hipporag.synonymy_knn import Knn, neighbours_above, pairs_of
 
 #: HippoRAG.add_synonymy_edges: ``num_nns > 100`` ends a phrase's synonyms (at most 101).
 MAX_SYNONYMS = 100
@@ -75,10 +76,23 @@ class KnowledgeGraph:
 
 
 def synonym_pairs(
-    phrases: Sequence[str], vectors: np.ndarray, *, threshold: float, top_k: int, batch: int = 1000
+    phrases: Sequence[str],
+    vectors: np.ndarray,
+    *,
+    threshold: float,
+    top_k: int,
+    batch: int = 1000,
+    knn: Knn = "dense",
 ) -> list[tuple[int, int, float]]:
-    """``(phrase, synonym, similarity)`` in the official order: phrases in order, each one's synonyms nearest first."""
+    """``(phrase, synonym, similarity)`` in the official order: phrases in order, each one's synonyms nearest first.
+    ``knn``: ``"dense"`` (the official search: similarities to every phrase, ``batch`` phrases at a time), or
+    through FAISS (:mod:`graphs.hipporag.synonymy_knn`: ``"faiss"`` exact, ``"faiss-ivf"`` approximate)."""
     unit = unit_rows(vectors)
+    if knn != "dense":
+        if len(phrases) == 0:
+            return []
+        found = neighbours_above(unit, threshold=threshold, top_k=top_k, knn=knn, batch=batch)
+        return pairs_of(phrases, found, lambda p: len(_NOT_ALNUM.sub("", p)) > 2, MAX_SYNONYMS)
     out: list[tuple[int, int, float]] = []
     for start in range(0, len(phrases), batch):
         sims = unit[start : start + batch] @ unit.T
@@ -99,7 +113,7 @@ def synonym_pairs(
 
 
 def build_graph(passages: Sequence[str], extractions: Sequence[Extraction], embed: Embed, *, threshold: float, top_k: int,
-                batch: int = 1000, embed_facts: Embed | None = None, embed_passages: Embed | None = None) -> KnowledgeGraph:  # fmt: skip
+                batch: int = 1000, embed_facts: Embed | None = None, embed_passages: Embed | None = None, knn: Knn = "dense") -> KnowledgeGraph:  # fmt: skip
     """The graph over ``passages`` (distinct texts, in order) and their OpenIE; ``embed`` embeds the
     phrases and, unless given their own (the official code's three embedding stores), the facts and passages."""
     embed_facts, embed_passages = embed_facts or embed, embed_passages or embed
@@ -122,7 +136,9 @@ def build_graph(passages: Sequence[str], extractions: Sequence[Extraction], embe
             stats[(len(phrases) + j, p)] = 1.0
             phrase_passages[p].append(j)
     phrase_vectors = embed(phrases) if phrases else np.zeros((0, 0), dtype=np.float32)
-    synonyms = synonym_pairs(phrases, phrase_vectors, threshold=threshold, top_k=top_k, batch=batch)
+    synonyms = synonym_pairs(
+        phrases, phrase_vectors, threshold=threshold, top_k=top_k, batch=batch, knn=knn
+    )
     for a, b, score in synonyms:
         stats[(a, b)] = score
     edges = [e for e in stats if e[0] != e[1]]

@@ -29,6 +29,7 @@ GRAPH_FIELDS = (
     "embedder_model",
     "synonymy_threshold",
     "synonymy_top_k",
+    "synonymy_knn",
     *OPENIE_FIELDS,
 )
 #: The embedding stores' namespaces (the official ``chunk``, ``entity`` and ``fact`` stores; :mod:`graphs.embedding_store`).

@@ -9,11 +9,19 @@ reductions unseeded (``umap.UMAP(...)`` without ``random_state``: numba-parallel
 every run); we pass ``seed`` to UMAP, which also makes UMAP single-threaded. With UMAP seeded the
 same way, the clusters equal the official functions' (``tests/test_raptor_clustering.py``).
 umap-learn and scikit-learn are imported when a layer is clustered, never with the package.
+
+``method="scalable"`` (not the official code's; docs/scale.md measures it): every step above the
+same, but each UMAP and each mixture (its BIC search and its fit) is fitted on a seeded sample of at
+most ``sample`` points, the others placed by UMAP's ``transform`` and scored by the fitted mixture,
+and the BIC search tries only the component counts the sample supports (``dim + 1`` points per
+component). Up to ``sample`` points the reductions are the official ones; beyond, a reduction's and
+a BIC search's cost stops growing with the points but for the transform and the scoring.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -27,6 +35,8 @@ FIT_SEED = 0
 MAX_CLUSTERS = 50
 #: local_cluster_embeddings(num_neighbors=10).
 LOCAL_NEIGHBORS = 10
+#: How a layer is clustered: as the official code (UMAP, BIC over every point) or fitted on samples.
+Method = Literal["official", "scalable"]
 
 
 def reduce(points: np.ndarray, dim: int, neighbors: int, seed: int) -> np.ndarray:
@@ -37,6 +47,34 @@ def reduce(points: np.ndarray, dim: int, neighbors: int, seed: int) -> np.ndarra
     reduced: np.ndarray = umap.UMAP(
         n_neighbors=neighbors, n_components=dim, metric="cosine", random_state=seed
     ).fit_transform(points)
+    return reduced
+
+
+def sample_rows(n: int, size: int, seed: int) -> np.ndarray:
+    """Positions of a seeded sample of at most ``size`` of ``n`` rows, in order (all rows when ``n <= size``)."""
+    if n <= size:
+        return np.arange(n)
+    return np.sort(np.random.default_rng(seed).choice(n, size, replace=False))
+
+
+def reduce_sampled(
+    points: np.ndarray, dim: int, neighbors: int, sample: int, seed: int
+) -> np.ndarray:
+    """``points`` reduced by a UMAP fitted on a seeded sample of at most ``sample`` of them, the others
+    placed by its ``transform`` (``method="scalable"``; the layer's neighbour count, at most the sample's
+    size less one); all of them, as :func:`reduce`, when they fit in the sample."""
+    rows = sample_rows(len(points), sample, seed)
+    # UMAP's least: the official sqrt(n - 1) neighbours is 1 for 4 points, and UMAP then fails
+    neighbors = max(2, neighbors)
+    if len(rows) == len(points):
+        return reduce(points, dim, neighbors, seed)
+    require("umap", extra="raptor", feature="RAPTOR's clustering")
+    import umap
+
+    model = umap.UMAP(n_neighbors=min(neighbors, len(rows) - 1), n_components=dim, metric="cosine",
+                      random_state=seed).fit(points[rows])  # fmt: skip
+    reduced: np.ndarray = model.transform(points)
+    reduced[rows] = model.embedding_
     return reduced
 
 
@@ -57,30 +95,54 @@ def best_component_count(
     return candidates[int(np.argmin(bics))]
 
 
+def supported_components(n: int, dim: int) -> int:
+    """``method="scalable"``'s bound on the BIC search: 1 + the most components of full covariance that
+    ``n`` points in ``dim`` dimensions support with ``dim + 1`` points each (more are singular but for
+    the mixture's regularisation), at most :data:`MAX_CLUSTERS`, at least 3 (two are tried)."""
+    return max(3, min(MAX_CLUSTERS, n // (dim + 1) + 1))
+
+
 def soft_memberships(
-    points: np.ndarray, threshold: float, seed: int = RANDOM_SEED
+    points: np.ndarray, threshold: float, seed: int = RANDOM_SEED, sample: int | None = None
 ) -> tuple[list[np.ndarray], int]:
     """Per point, the components whose posterior exceeds ``threshold`` (a point may be in several,
-    or in none), and the number of components (``GMM_cluster``)."""
+    or in none), and the number of components (``GMM_cluster``). With ``sample``, the BIC search and
+    the mixture are fitted on a seeded sample of at most that many points (the BIC search bounded by
+    :func:`supported_components`), and every point is scored."""
     from sklearn.mixture import GaussianMixture
 
-    n = best_component_count(points, seed=seed)
-    probs = GaussianMixture(n_components=n, random_state=FIT_SEED).fit(points).predict_proba(points)
+    fit_on = points if sample is None else points[sample_rows(len(points), sample, seed)]
+    limit = MAX_CLUSTERS if sample is None else supported_components(*fit_on.shape)
+    n = best_component_count(fit_on, limit, seed=seed)
+    probs = GaussianMixture(n_components=n, random_state=FIT_SEED).fit(fit_on).predict_proba(points)
     return [np.where(p > threshold)[0] for p in probs], n
 
 
 def cluster_points(
-    embeddings: np.ndarray, dim: int, threshold: float, seed: int = RANDOM_SEED
+    embeddings: np.ndarray,
+    dim: int,
+    threshold: float,
+    seed: int = RANDOM_SEED,
+    method: Method = "official",
+    sample: int = 2000,
 ) -> list[list[int]]:
     """Per point, its cluster labels (``perform_clustering``): a global UMAP (neighbours
     ``sqrt(n - 1)``, ``min(dim, n - 2)`` dimensions) and soft mixture, then within each global
     cluster a local UMAP (10 neighbours, ``dim`` dimensions) and soft mixture, unless it has at
     most ``dim + 1`` points (then it is one local cluster). Labels are numbered across global
     clusters in order. Membership is by position; the official code finds members by equal
-    vectors, so it gives every copy of a duplicated vector the labels of any one copy."""
+    vectors, so it gives every copy of a duplicated vector the labels of any one copy.
+    ``method="scalable"``: UMAPs and mixtures fitted on samples of ``sample`` points (:func:`reduce_sampled`)."""
     n = len(embeddings)
-    reduced = reduce(embeddings, min(dim, n - 2), int((n - 1) ** 0.5), seed)
-    global_labels, n_global = soft_memberships(reduced, threshold, seed)
+    fitted = None if method == "official" else sample
+
+    def reduced_to(points: np.ndarray, to: int, neighbors: int) -> np.ndarray:
+        if method == "official":
+            return reduce(points, to, neighbors, seed)
+        return reduce_sampled(points, to, neighbors, sample, seed)
+
+    reduced = reduced_to(embeddings, min(dim, n - 2), int((n - 1) ** 0.5))
+    global_labels, n_global = soft_memberships(reduced, threshold, seed, fitted)
     labels: list[list[int]] = [[] for _ in range(n)]
     total = 0
     for g in range(n_global):
@@ -91,7 +153,7 @@ def cluster_points(
             local, n_local = [np.array([0]) for _ in members], 1
         else:
             local, n_local = soft_memberships(
-                reduce(embeddings[members], dim, LOCAL_NEIGHBORS, seed), threshold, seed
+                reduced_to(embeddings[members], dim, LOCAL_NEIGHBORS), threshold, seed, fitted
             )
         for j in range(n_local):
             for pos, i in enumerate(members):
@@ -102,13 +164,13 @@ def cluster_points(
 
 
 def cluster_nodes(embeddings: np.ndarray, tokens: Sequence[int], *, dim: int, threshold: float, max_cluster_tokens: int,
-                  seed: int = RANDOM_SEED) -> list[list[int]]:  # fmt: skip
+                  seed: int = RANDOM_SEED, method: Method = "official", sample: int = 2000) -> list[list[int]]:  # fmt: skip
     """Clusters of node positions (``RAPTOR_Clustering.perform_clustering``), in label order: each
     cluster of two nodes or more whose texts hold more than ``max_cluster_tokens`` tokens is
-    clustered again on its own. Where the official recursion would repeat itself forever (the
-    cluster comes back whole, or is too small for UMAP's ``n - 2`` dimensions), the cluster is
-    kept as it is."""
-    labels = cluster_points(embeddings, dim, threshold, seed)
+    clustered again on its own. Where the official recursion would repeat itself forever (a
+    cluster holds every node clustered, or comes back whole, or is too small for UMAP's ``n - 2``
+    dimensions), the cluster is kept as it is. ``method`` and ``sample``: as :func:`cluster_points`."""
+    labels = cluster_points(embeddings, dim, threshold, seed, method, sample)
     out: list[list[int]] = []
     for label in sorted({x for ls in labels for x in ls}):
         members = [i for i, ls in enumerate(labels) if label in ls]
@@ -116,9 +178,10 @@ def cluster_nodes(embeddings: np.ndarray, tokens: Sequence[int], *, dim: int, th
             len(members) > 1
             and sum(tokens[i] for i in members) > max_cluster_tokens
             and len(members) > 3
+            and len(members) < len(embeddings)  # all of them again: the same call, forever
         ):
             sub = cluster_nodes(embeddings[members], [tokens[i] for i in members], dim=dim, threshold=threshold,
-                                max_cluster_tokens=max_cluster_tokens, seed=seed)  # fmt: skip
+                                max_cluster_tokens=max_cluster_tokens, seed=seed, method=method, sample=sample)  # fmt: skip
             if not (len(sub) == 1 and len(sub[0]) == len(members)):
                 out.extend([members[k] for k in cluster] for cluster in sub)
                 continue

@@ -36,6 +36,14 @@ class RaptorConfig(RayMapOptions):
     max_cluster_tokens: int = option(
         3500, min=1, source="RAPTOR_Clustering max_length_in_cluster=3500"
     )
+    clustering: Literal["official", "scalable"] = option(
+        "official",
+        source="official: RAPTOR_Clustering (UMAP, BIC over every node); scalable: UMAP and mixtures "
+        "fitted on samples of cluster_sample nodes (ours, docs/scale.md: for 1M+ token corpora)",
+    )
+    cluster_sample: int = option(
+        2000, min=10, help="nodes each UMAP and mixture is fitted on (clustering='scalable' only)"
+    )
     num_layers: int = option(5, min=1, source="TreeBuilderConfig num_layers=5")
     summary_tokens: int = option(
         100,

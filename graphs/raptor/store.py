@@ -23,7 +23,7 @@ from retrieval.contract import Corpus
 
 #: The config fields that change the tree (the retrieval and answer fields do not).
 TREE_FIELDS = ("chunk_tokens", "embedder", "embedder_model", "reduction_dimension", "cluster_threshold", "max_cluster_tokens",
-               "num_layers", "summary_tokens", "summary_temperature", "seed")  # fmt: skip
+               "num_layers", "summary_tokens", "summary_temperature", "seed", "clustering", "cluster_sample")  # fmt: skip
 #: The config fields that change a summary request (besides its cluster's text).
 SUMMARY_FIELDS = ("summary_tokens", "summary_temperature")
 #: The embedding store's namespace of RAPTOR's nodes (leaves and summaries).

@@ -1,0 +1,326 @@
+"""RAPTOR's tree and HippoRAG's graph built over a 1M- or 10M-token corpus against the stub, then questions.
+
+    python -m experiments.perf.bench_index_build --strategy raptor|hipporag --tokens 1M|10M
+        [--concurrency 32 --latency 0.05] [--clustering official|scalable] [--knn dense|faiss|faiss-ivf]
+        [--questions 4] [--minilm-sample 256] [--root runs/index_build] [--json out.json]
+
+The corpus is ``longctx synth``'s finance tier of that size (seed 0; generated once under ``--root``).
+The stub (``stub_server --content``) answers RAPTOR's summaries and HippoRAG's OpenIE from the request's
+own text after ``--latency`` seconds and serves ``/v1/embeddings`` (hashed bag of words, 384 dimensions),
+which the ``openai`` embedder reads, so embedding costs HTTP and not a model. The first question builds
+the artifact into an empty cache; the others reuse it from memory. Printed: index calls and tokens (the
+first answer's ``Usage.index_*``), the build's wall time against the ideal ``calls / concurrency x
+latency``, seconds per phase (measured by wrapping the build's functions: LLM map, embedding, clustering
+or OpenIE's graph and synonymy search, writing), peak RSS (``VmHWM`` of this process; the stub's own is
+apart), the artifact's size on disk, seconds per later question, and the load before and after.
+``--minilm-sample N`` also embeds N of the corpus's leaves with all-MiniLM-L6-v2 and extrapolates what the
+real embedder would add to this build (said as an extrapolation). Nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from agents import answer, make_chat_model
+from experiments.perf.stub_server import stub_server
+from experiments.synth import SynthConfig, generate, load_samples, parse_tokens
+
+#: Per strategy: (module, attribute, phase) of each function whose time is a phase of the build.
+PHASES: dict[str, list[tuple[str, str, str]]] = {
+    "raptor": [
+        ("graphs.raptor.tree", "summarize_layer", "llm map (summaries)"),
+        ("graphs.raptor.tree", "cluster_nodes", "clustering"),
+        ("graphs.raptor.tree", "count_tokens_batch", "token counts"),
+    ],
+    "hipporag": [
+        ("graphs.hipporag.build", "extract_all", "llm map (OpenIE)"),
+        ("graphs.hipporag.build", "build_graph", "graph build (all)"),
+        ("graphs.hipporag.kg", "synonym_pairs", "synonymy kNN"),
+        ("graphs.hipporag.build", "igraph_of", "igraph load"),
+    ],
+}
+
+
+def load() -> str:
+    """The 1/5/15-minute load averages."""
+    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def vm_hwm_mib() -> float:
+    """Peak resident set size of this process (``VmHWM``), in MiB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def disk_mib(path: Path) -> float:
+    """Bytes under ``path``, in MiB."""
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 2**20
+
+
+class Phases:
+    """Seconds spent in wrapped functions, by phase (nested phases are counted in each)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = defaultdict(float)
+        self.calls: dict[str, int] = defaultdict(int)
+        self.lock = threading.Lock()
+
+    def wrap(self, fn: Callable[..., Any], phase: str) -> Callable[..., Any]:
+        """``fn`` timed into ``phase``."""
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                with self.lock:
+                    self.seconds[phase] += time.perf_counter() - started
+                    self.calls[phase] += 1
+
+        return timed
+
+    @contextmanager
+    def patched(self, strategy: str) -> Iterator[None]:
+        """The build's functions timed while inside (the embedder's calls and the artifact's writing too)."""
+        import importlib
+
+        import graphs.index_artifact as artifact
+        from retrieval.embedders import OpenAIEmbedder
+
+        saved: list[tuple[Any, str, Any]] = []
+
+        def patch(owner: Any, name: str, phase: str) -> None:
+            saved.append((owner, name, getattr(owner, name)))
+            setattr(owner, name, self.wrap(getattr(owner, name), phase))
+
+        for module, name, phase in PHASES[strategy]:
+            patch(importlib.import_module(module), name, phase)
+        patch(OpenAIEmbedder, "embed_documents", "embedding")
+        original = artifact.load_or_build
+
+        def load_or_build(folder: Any, *, what: str, load: Any, build: Any, save: Any) -> Any:
+            return original(folder, what=what, load=load, build=build,
+                            save=self.wrap(save, "writing"))  # fmt: skip
+
+        saved.append((artifact, "load_or_build", original))
+        artifact.load_or_build = self.wrap(load_or_build, "build + write (all)")
+        try:
+            yield
+        finally:
+            for owner, name, value in reversed(saved):
+                setattr(owner, name, value)
+
+
+def corpus_dir(root: Path, tokens: str) -> Path:
+    """The synthetic finance corpus of ``tokens`` under ``root``, generated the first time."""
+    out = root / f"corpus-{tokens}"
+    if not (out / "manifest.json").exists():
+        generate(SynthConfig(domain="finance", target_tokens=parse_tokens(tokens), seed=0), out)
+    return out
+
+
+def options_of(args: argparse.Namespace) -> dict[str, Any]:
+    """The strategy's options: the stub's embeddings, the concurrency, the chosen scaling options."""
+    opts: dict[str, Any] = {"embedder": "openai", "embedder_model": "stub-embedding",
+                            "concurrency": args.concurrency}  # fmt: skip
+    if args.strategy == "raptor":
+        opts |= {"clustering": args.clustering, "cluster_sample": args.cluster_sample}
+    else:
+        opts |= {"synonymy_knn": args.knn}
+        if args.passage_tokens:
+            opts["passage_tokens"] = args.passage_tokens
+    return opts
+
+
+def stub_stats(url: str) -> dict[str, int]:
+    """The stub's request counts."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"{url}/stats", timeout=10) as r:
+        stats: dict[str, int] = json.loads(r.read())
+    return stats
+
+
+def minilm_rate(texts: list[str]) -> float:
+    """Texts per second all-MiniLM-L6-v2 embeds on this machine (the sample once, after a warm-up)."""
+    from retrieval.embedders import SentenceTransformerEmbedder
+
+    model = SentenceTransformerEmbedder()
+    model.embed_documents(texts[:8])
+    started = time.perf_counter()
+    model.embed_documents(texts)
+    return len(texts) / (time.perf_counter() - started)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Build once, answer the questions, and gather the figures."""
+    root = Path(args.root)
+    samples = load_samples(corpus_dir(root, args.tokens))[: args.questions]
+    corpus = samples[0].corpus
+    cache = root / f"cache-{args.strategy}-{args.tokens}-{int(time.time())}"
+    phases = Phases()
+    out: dict[str, Any] = {"strategy": args.strategy, "tokens": args.tokens, "corpus_tokens": corpus.num_tokens,
+                           "documents": len(corpus.documents), "latency": args.latency, "concurrency": args.concurrency,
+                           "options": options_of(args), "load_before": load()}  # fmt: skip
+    with stub_server(latency=args.latency, content=True) as url:
+        os.environ["OPENAI_BASE_URL"], os.environ["OPENAI_API_KEY"] = url, "stub"
+        llm = make_chat_model("openai:stub", base_url=url, max_retries=0, timeout=600)
+        started = time.perf_counter()
+        with phases.patched(args.strategy):
+            first = answer(corpus, samples[0].question, strategy=args.strategy, llm=llm,
+                           cache_dir=cache, **options_of(args))  # fmt: skip
+        first_s = time.perf_counter() - started
+        build_stats = stub_stats(url)
+        question_s = []
+        for sample in samples[1:]:
+            t0 = time.perf_counter()
+            answer(corpus, sample.question, strategy=args.strategy, llm=llm,
+                   cache_dir=cache, **options_of(args))  # fmt: skip
+            question_s.append(time.perf_counter() - t0)
+    u = first.usage
+    build_s = phases.seconds.get("build + write (all)", first_s)
+    calls = u.index_llm_calls
+    index_step: dict[str, Any] = next(
+        (s for s in first.steps if s.get("node") in ("build_tree", "index")), {}
+    )
+    out |= {
+        "index_llm_calls": calls, "index_prompt_tokens": u.index_prompt_tokens,
+        "index_completion_tokens": u.index_completion_tokens, "stub_chat_requests": build_stats["chat_requests"],
+        "embedded_texts": build_stats["embedded_texts"], "embedding_requests": build_stats["embedding_requests"],
+        "build_s": round(build_s, 2), "first_question_s": round(first_s, 2),
+        "ideal_s": round(calls / args.concurrency * args.latency, 2),
+        "phases_s": {k: round(v, 2) for k, v in phases.seconds.items()},
+        "peak_rss_mib": round(vm_hwm_mib(), 1), "disk_mib": round(disk_mib(cache), 1),
+        "question_s": [round(x, 3) for x in question_s],
+        "question_s_median": round(statistics.median(question_s), 3) if question_s else None,
+        "artifact": {k: v for k, v in index_step.items() if k not in ("node", "key")},
+        "load_after": load(),
+    }  # fmt: skip
+    if args.minilm_sample:
+        from graphs.raptor.split import split_text
+
+        leaves = [c for d in corpus.documents[:50] for c in split_text(d.text, 100)][
+            : args.minilm_sample
+        ]
+        rate = minilm_rate(leaves)
+        out["minilm_texts_per_s"] = round(rate, 1)
+        out["minilm_extrapolated_s"] = round(build_stats["embedded_texts"] / rate, 0)
+    return out
+
+
+def report(r: dict[str, Any]) -> None:
+    """The figures, one per line."""
+    print(
+        f"{r['strategy']} over {r['corpus_tokens']:,} tokens ({r['documents']:,} documents), options {r['options']}"
+    )
+    print(f"load before: {r['load_before']}   after: {r['load_after']}")
+    print(
+        f"index calls {r['index_llm_calls']:,} (stub saw {r['stub_chat_requests']:,}), prompt tokens "
+        f"{r['index_prompt_tokens']:,}, completion tokens {r['index_completion_tokens']:,}"
+    )
+    print(
+        f"build {r['build_s']} s against the ideal {r['ideal_s']} s (calls / {r['concurrency']} x {r['latency']} s); "
+        f"first question {r['first_question_s']} s"
+    )
+    for phase, s in r["phases_s"].items():
+        print(f"  {phase:24s} {s:10.2f} s")
+    print(f"embedded texts {r['embedded_texts']:,} in {r['embedding_requests']:,} requests")
+    print(f"peak RSS {r['peak_rss_mib']:,} MiB, on disk {r['disk_mib']:,} MiB")
+    print(f"question s: {r['question_s']} (median {r['question_s_median']})")
+    print(f"artifact: {json.dumps(r['artifact'])[:600]}")
+    if "minilm_texts_per_s" in r:
+        print(f"MiniLM here: {r['minilm_texts_per_s']} texts/s; the build's {r['embedded_texts']:,} texts would add "
+              f"~{r['minilm_extrapolated_s']:,.0f} s (extrapolated, not run)")  # fmt: skip
+
+
+def sweep(args: argparse.Namespace) -> None:
+    """``--sweep``: where the official clustering / synonymy search stops (``experiments.perf.index_sweeps``)."""
+    from experiments.perf import index_sweeps
+
+    sizes = [int(parse_tokens(x)) for x in args.sweep.split(",")]
+    print(f"load before: {load()}", flush=True)
+    if args.strategy == "raptor":
+        corpus = load_samples(corpus_dir(Path(args.root), args.tokens))[0].corpus
+        rows = index_sweeps.raptor_sweep(corpus, sizes, args.official_max, args.cluster_sample)
+    else:
+        rows = index_sweeps.hipporag_sweep(sizes, args.official_max)
+    print(f"load after: {load()}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+
+
+def main() -> None:
+    """Parse the flags, run, print (and write ``--json``)."""
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--strategy", choices=("raptor", "hipporag"), required=True)
+    p.add_argument("--tokens", default="1M", help="corpus size (1M, 10M, ...)")
+    p.add_argument("--concurrency", type=int, default=32, help="index calls in flight")
+    p.add_argument("--latency", type=float, default=0.05, help="the stub's seconds per call")
+    p.add_argument("--clustering", choices=("official", "scalable"), default="official")
+    p.add_argument("--cluster-sample", type=int, default=2000)
+    p.add_argument("--knn", choices=("dense", "faiss", "faiss-ivf"), default="dense")
+    p.add_argument(
+        "--passage-tokens",
+        type=int,
+        default=0,
+        help="HippoRAG passages of this many tokens (0: one per document)",
+    )
+    p.add_argument("--questions", type=int, default=4)
+    p.add_argument(
+        "--minilm-sample",
+        type=int,
+        default=0,
+        help="leaves MiniLM embeds to extrapolate the real embedder",
+    )
+    p.add_argument("--root", default="runs/index_build")
+    p.add_argument("--json", help="write the figures here too")
+    p.add_argument(
+        "--sweep",
+        default="",
+        help="sizes (e.g. 250,500,1000): experiments.perf.index_sweeps instead of a build",
+    )
+    p.add_argument(
+        "--official-max",
+        type=int,
+        default=2000,
+        help="--sweep: the largest size the official way runs at",
+    )
+    p.add_argument(
+        "--blas-threads",
+        type=int,
+        default=1,
+        help="BLAS / OpenMP threads (1: on 2 shared cores "
+        "a mixture fit is ~15x faster than with spinning threads, docs/scale.md)",
+    )
+    args = p.parse_args()  # fmt: skip
+    from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
+
+    if args.sweep:
+        with threadpool_limits(args.blas_threads):
+            sweep(args)
+        return
+    with threadpool_limits(args.blas_threads):  # see --blas-threads
+        r = run(args)
+    r["blas_threads"] = args.blas_threads
+    report(r)
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(r, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+"""RAPTOR's ``clustering="scalable"``: UMAP and mixtures fitted on seeded samples, every node placed and scored."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.metrics import adjusted_rand_score
+from sklearn.mixture import GaussianMixture
+
+from graphs.config import ConfigError
+from graphs.raptor.clustering import (
+    FIT_SEED,
+    best_component_count,
+    cluster_nodes,
+    cluster_points,
+    reduce,
+    reduce_sampled,
+    sample_rows,
+    soft_memberships,
+    supported_components,
+)
+from graphs.raptor.config import RaptorConfig
+from graphs.raptor.store import tree_key
+from graphs.raptor.tree import SummaryLog, build_tree
+from retrieval.contract import Corpus
+
+
+def blobs(n: int, centres: int = 6, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` unit vectors of 64 dimensions around ``centres`` well-apart centres, and each one's centre."""
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, centres, n)
+    points = 4 * rng.normal(size=(centres, 64))[truth] + rng.normal(size=(n, 64))
+    return points / np.linalg.norm(points, axis=1, keepdims=True), truth
+
+
+def test_a_sample_is_seeded_sorted_and_everything_when_small():
+    assert sample_rows(5, 10, 0).tolist() == [0, 1, 2, 3, 4]
+    rows = sample_rows(1000, 100, 7)
+    assert len(set(rows.tolist())) == 100 and rows.tolist() == sorted(rows.tolist())
+    assert rows.tolist() == sample_rows(1000, 100, 7).tolist() != sample_rows(1000, 100, 8).tolist()
+
+
+def test_the_mixture_is_fitted_on_the_sample_and_scores_every_point():
+    points = blobs(300)[0][:, :3]
+    labels, n = soft_memberships(points, 0.1, 224, sample=60)
+    fit_on = points[sample_rows(300, 60, 224)]
+    assert n == best_component_count(fit_on, supported_components(60, 3), seed=224)
+    probs = GaussianMixture(n, random_state=FIT_SEED).fit(fit_on).predict_proba(points)
+    assert len(labels) == 300
+    assert [x.tolist() for x in labels] == [np.where(p > 0.1)[0].tolist() for p in probs]
+
+
+def test_the_bic_search_is_bounded_by_the_points_each_component_needs():
+    assert supported_components(40, 10) == 4  # tries 1..3 components: 11 points each
+    assert supported_components(5, 10) == 3  # still tries a split in two
+    assert supported_components(10_000, 10) == 50  # the official 1..49 where points suffice
+
+
+@pytest.mark.slow  # ~15 s on 2 shared cores: UMAP (numba) fitted and transforming, seeded single-threaded
+def test_scalable_clusters_recover_well_apart_blobs_and_are_deterministic():
+    points, truth = blobs(300)
+    labels = cluster_points(points, 4, 0.1, 224, method="scalable", sample=100)
+    first = [ls[0] if ls else -1 for ls in labels]
+    assert all(labels)  # every node is in a cluster
+    # local clusters split the blobs further: each cluster lies within one blob
+    assert adjusted_rand_score(truth, first) > 0.3
+    assert all(len({int(truth[i]) for i, f in enumerate(first) if f == c}) == 1 for c in set(first))
+    assert labels == cluster_points(points, 4, 0.1, 224, method="scalable", sample=100)
+    # up to the sample's size the reduction is the official one
+    assert np.array_equal(
+        reduce_sampled(points[:80], 4, 8, 100, 224), reduce(points[:80], 4, 8, 224)
+    )
+
+
+@pytest.mark.slow  # ~10 s on 2 shared cores: UMAP in every re-clustering
+def test_long_clusters_are_clustered_again_and_the_recursion_ends():
+    rng = np.random.default_rng(3)
+    levels = [
+        rng.normal(size=(k, 32)) for k in (2, 6, 18)
+    ]  # three levels of structure, 18 leaves-blobs
+    blob = rng.integers(0, 18, 240)
+    points = (
+        9 * levels[0][blob // 9]
+        + 3 * levels[1][blob // 3]
+        + levels[2][blob]
+        + 0.2 * rng.normal(size=(240, 32))
+    )
+    kwargs = {"dim": 4, "threshold": 0.1, "method": "scalable", "sample": 80}
+    once = cluster_nodes(points, [2000] * 240, max_cluster_tokens=10**9, **kwargs)  # type: ignore[arg-type]
+    clusters = cluster_nodes(points, [2000] * 240, max_cluster_tokens=3500, **kwargs)  # type: ignore[arg-type]
+    assert {i for c in clusters for i in c} == set(range(240))
+    assert len(clusters) > len(once)  # over-long clusters were split again
+    # a cluster holding every node it was clustered from is kept, not clustered again forever
+    whole = cluster_nodes(points[:20] * 0 + points[0], [1000] * 20, dim=4, threshold=0.1,
+                          max_cluster_tokens=3500, method="scalable", sample=60)  # fmt: skip
+    assert sorted(i for c in whole for i in c) == list(range(20))
+
+
+def test_the_tree_is_built_with_the_scalable_clustering_and_keyed_by_it():
+    texts = [
+        f"Company {i % 7} reported revenue of {i} million in year {2000 + i % 5}." * 8
+        for i in range(60)
+    ]
+    corpus = Corpus.from_texts(texts)
+    cfg = RaptorConfig(clustering="scalable", cluster_sample=40, num_layers=1)
+
+    def embed(items):
+        rng = np.random.default_rng(len(items))
+        return np.array(
+            [[len(t) % 5, t.count("1"), t.count("Company 3")] for t in items]
+        ) + 0.01 * rng.normal(size=(len(items), 3))
+
+    tree = build_tree(corpus, cfg, lambda context: context[:50], embed, SummaryLog(None))
+    leaves = np.asarray(embed([n.text for n in tree.layer(0)]))
+    expected = cluster_nodes(leaves, [len(n.text) // 4 for n in tree.layer(0)], dim=10, threshold=0.1,
+                             max_cluster_tokens=3500, method="scalable", sample=40)  # fmt: skip
+    assert tree.num_layers == 1
+    assert len(tree.layer(1)) == len(expected)
+    assert tree_key(corpus, cfg, None) != tree_key(corpus, RaptorConfig(num_layers=1), None)
+
+
+def test_the_options_are_checked_and_official_is_the_default():
+    assert RaptorConfig().clustering == "official"
+    with pytest.raises(ConfigError):
+        RaptorConfig(clustering="kmeans")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError):
+        RaptorConfig(cluster_sample=1)
