@@ -8,6 +8,7 @@ from sklearn.metrics import adjusted_rand_score
 from sklearn.mixture import GaussianMixture
 
 from graphs.config import ConfigError
+from graphs.embedding_store import EmbeddingStore
 from graphs.raptor.clustering import (
     FIT_SEED,
     best_component_count,
@@ -110,7 +111,9 @@ def test_the_tree_is_built_with_the_scalable_clustering_and_keyed_by_it():
             [[len(t) % 5, t.count("1"), t.count("Company 3")] for t in items]
         ) + 0.01 * rng.normal(size=(len(items), 3))
 
-    tree = build_tree(corpus, cfg, lambda context: context[:50], embed, SummaryLog(None))
+    tree = build_tree(
+        corpus, cfg, lambda context: context[:50], EmbeddingStore(None, embed), SummaryLog(None)
+    )
     leaves = np.asarray(embed([n.text for n in tree.layer(0)]))
     expected = cluster_nodes(leaves, [len(n.text) // 4 for n in tree.layer(0)], dim=10, threshold=0.1,
                              max_cluster_tokens=3500, method="scalable", sample=40)  # fmt: skip
