@@ -97,6 +97,14 @@ def test_long_clusters_are_clustered_again_and_the_recursion_ends():
     assert sorted(i for c in whole for i in c) == list(range(20))
 
 
+def test_the_clustering_options_name_another_tree():
+    corpus = Corpus.from_texts(["one leaf", "another leaf"])
+    keys = {tree_key(corpus, cfg, None) for cfg in (RaptorConfig(), RaptorConfig(clustering="scalable"),
+                                                   RaptorConfig(clustering="scalable", cluster_sample=40))}  # fmt: skip
+    assert len(keys) == 3
+
+
+@pytest.mark.slow  # ~35 s in a fresh environment: UMAP's numba kernels compile on first use
 def test_the_tree_is_built_with_the_scalable_clustering_and_keyed_by_it():
     texts = [
         f"Company {i % 7} reported revenue of {i} million in year {2000 + i % 5}." * 8

@@ -467,7 +467,6 @@ TIERS: dict[str, dict[str, str]] = {
     },
     "test_raptor_scalable.py": {
         "test_the_mixture_is_fitted_on_the_sample_and_scores_every_point": "integration",
-        "test_the_tree_is_built_with_the_scalable_clustering_and_keyed_by_it": "integration",
     },
     "test_stub_content.py": {
         "test_the_stub_serves_embeddings_to_the_openai_embedder_and_content_replies_to_chat": "subprocess",
