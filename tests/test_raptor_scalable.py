@@ -7,6 +7,7 @@ import pytest
 from sklearn.metrics import adjusted_rand_score
 from sklearn.mixture import GaussianMixture
 
+import graphs.raptor.clustering as clustering
 from graphs.config import ConfigError
 from graphs.embedding_store import EmbeddingStore
 from graphs.raptor.clustering import (
@@ -97,7 +98,23 @@ def test_long_clusters_are_clustered_again_and_the_recursion_ends():
     assert sorted(i for c in whole for i in c) == list(range(20))
 
 
-def test_the_tree_is_built_with_the_scalable_clustering_and_keyed_by_it():
+def test_the_tree_is_built_with_the_scalable_clustering_and_keyed_by_it(monkeypatch):
+    """120 leaves (two a text), a sample of 40: the global UMAP (sqrt(39) = 6 neighbours) is fitted on
+    40 of them and the other 80 placed by their 6 nearest sample leaves, never by UMAP's ``transform``."""
+    umap = pytest.importorskip("umap")
+
+    def no_transform(*args: object, **kwargs: object) -> None:
+        raise AssertionError("UMAP.transform was called")
+
+    monkeypatch.setattr(umap.UMAP, "transform", no_transform)
+    placed: list[tuple[int, int, int]] = []
+    real = clustering.place_by_neighbours
+
+    def recorded(points: np.ndarray, rows: np.ndarray, fitted: np.ndarray, k: int) -> np.ndarray:
+        placed.append((len(points), len(rows), k))
+        return real(points, rows, fitted, k)
+
+    monkeypatch.setattr(clustering, "place_by_neighbours", recorded)
     texts = [
         f"Company {i % 7} reported revenue of {i} million in year {2000 + i % 5}." * 8
         for i in range(60)
@@ -118,6 +135,7 @@ def test_the_tree_is_built_with_the_scalable_clustering_and_keyed_by_it():
     expected = cluster_nodes(leaves, [len(n.text) // 4 for n in tree.layer(0)], dim=10, threshold=0.1,
                              max_cluster_tokens=3500, method="scalable", sample=40)  # fmt: skip
     assert tree.num_layers == 1
+    assert placed[0] == (len(leaves), 40, 6) and len(leaves) == 120
     assert len(tree.layer(1)) == len(expected)
     assert tree_key(corpus, cfg, None) != tree_key(corpus, RaptorConfig(num_layers=1), None)
 

@@ -12,10 +12,13 @@ umap-learn and scikit-learn are imported when a layer is clustered, never with t
 
 ``method="scalable"`` (not the official code's; docs/scale.md measures it): every step above the
 same, but each UMAP and each mixture (its BIC search and its fit) is fitted on a seeded sample of at
-most ``sample`` points, the others placed by UMAP's ``transform`` and scored by the fitted mixture,
-and the BIC search tries only the component counts the sample supports (``dim + 1`` points per
-component). Up to ``sample`` points the reductions are the official ones; beyond, a reduction's and
-a BIC search's cost stops growing with the points but for the transform and the scoring.
+most ``sample`` points, the others placed at the similarity-weighted mean position of their nearest
+sample points (:mod:`graphs.raptor.placement`, no UMAP ``transform``) and scored by the fitted
+mixture, and the BIC search tries only the component counts the sample supports (``dim + 1`` points
+per component). The global UMAP's neighbours are the official ``sqrt(m - 1)`` of the ``m`` points it
+is fitted on. Up to ``sample`` points the reductions are the official ones; beyond, a reduction's
+and a BIC search's cost stops growing with the points but for an exact similarity search against
+the sample and the scoring.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Literal
 
 import numpy as np
 
+from graphs.raptor.placement import place_by_neighbours
 from retrieval.extras import require
 
 #: cluster_utils.RANDOM_SEED: the BIC search's mixtures (and here UMAP's) are seeded with it.
@@ -61,21 +65,16 @@ def reduce_sampled(
     points: np.ndarray, dim: int, neighbors: int, sample: int, seed: int
 ) -> np.ndarray:
     """``points`` reduced by a UMAP fitted on a seeded sample of at most ``sample`` of them, the others
-    placed by its ``transform`` (``method="scalable"``; the layer's neighbour count, at most the sample's
-    size less one); all of them, as :func:`reduce`, when they fit in the sample."""
+    placed by :func:`~graphs.raptor.placement.place_by_neighbours` over as many nearest sample points
+    as UMAP's neighbours (``method="scalable"``; at most the sample's size less one); all of them,
+    as :func:`reduce`, when they fit in the sample."""
     rows = sample_rows(len(points), sample, seed)
     # UMAP's least: the official sqrt(n - 1) neighbours is 1 for 4 points, and UMAP then fails
     neighbors = max(2, neighbors)
     if len(rows) == len(points):
         return reduce(points, dim, neighbors, seed)
-    require("umap", extra="raptor", feature="RAPTOR's clustering")
-    import umap
-
-    model = umap.UMAP(n_neighbors=min(neighbors, len(rows) - 1), n_components=dim, metric="cosine",
-                      random_state=seed).fit(points[rows])  # fmt: skip
-    reduced: np.ndarray = model.transform(points)
-    reduced[rows] = model.embedding_
-    return reduced
+    k = min(neighbors, len(rows) - 1)
+    return place_by_neighbours(points, rows, reduce(points[rows], dim, k, seed), k)
 
 
 def best_component_count(
@@ -132,7 +131,8 @@ def cluster_points(
     most ``dim + 1`` points (then it is one local cluster). Labels are numbered across global
     clusters in order. Membership is by position; the official code finds members by equal
     vectors, so it gives every copy of a duplicated vector the labels of any one copy.
-    ``method="scalable"``: UMAPs and mixtures fitted on samples of ``sample`` points (:func:`reduce_sampled`)."""
+    ``method="scalable"``: UMAPs and mixtures fitted on samples of ``sample`` points (:func:`reduce_sampled`),
+    the global UMAP with ``sqrt(m - 1)`` neighbours for the ``m`` points it is fitted on."""
     n = len(embeddings)
     fitted = None if method == "official" else sample
 
@@ -141,12 +141,12 @@ def cluster_points(
             return reduce(points, to, neighbors, seed)
         return reduce_sampled(points, to, neighbors, sample, seed)
 
-    reduced = reduced_to(embeddings, min(dim, n - 2), int((n - 1) ** 0.5))
+    fitted_on = n if fitted is None else min(n, fitted)
+    reduced = reduced_to(embeddings, min(dim, n - 2), int((fitted_on - 1) ** 0.5))
     global_labels, n_global = soft_memberships(reduced, threshold, seed, fitted)
     labels: list[list[int]] = [[] for _ in range(n)]
     total = 0
-    for g in range(n_global):
-        members = [i for i, gl in enumerate(global_labels) if g in gl]
+    for members in members_by_label(global_labels, n_global):
         if not members:
             continue
         if len(members) <= dim + 1:
@@ -155,12 +155,20 @@ def cluster_points(
             local, n_local = soft_memberships(
                 reduced_to(embeddings[members], dim, LOCAL_NEIGHBORS), threshold, seed, fitted
             )
-        for j in range(n_local):
-            for pos, i in enumerate(members):
-                if j in local[pos]:
-                    labels[i].append(j + total)
+        for pos, i in enumerate(members):
+            labels[i].extend(int(j) + total for j in local[pos])  # ascending, as np.where gives
         total += n_local
     return labels
+
+
+def members_by_label(labels: Sequence[Sequence[int] | np.ndarray], count: int) -> list[list[int]]:
+    """For each label ``0 .. count - 1``, the positions that carry it, ascending (one pass over
+    ``labels``, not one per label: at 100K nodes and hundreds of labels that pass is seconds)."""
+    out: list[list[int]] = [[] for _ in range(count)]
+    for i, ls in enumerate(labels):
+        for x in ls:
+            out[int(x)].append(i)
+    return out
 
 
 def cluster_nodes(embeddings: np.ndarray, tokens: Sequence[int], *, dim: int, threshold: float, max_cluster_tokens: int,
@@ -172,8 +180,8 @@ def cluster_nodes(embeddings: np.ndarray, tokens: Sequence[int], *, dim: int, th
     dimensions), the cluster is kept as it is. ``method`` and ``sample``: as :func:`cluster_points`."""
     labels = cluster_points(embeddings, dim, threshold, seed, method, sample)
     out: list[list[int]] = []
-    for label in sorted({x for ls in labels for x in ls}):
-        members = [i for i, ls in enumerate(labels) if label in ls]
+    grouped = members_by_label(labels, 1 + max((x for ls in labels for x in ls), default=-1))
+    for members in (m for m in grouped if m):
         if (
             len(members) > 1
             and sum(tokens[i] for i in members) > max_cluster_tokens
