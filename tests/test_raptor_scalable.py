@@ -146,3 +146,34 @@ def test_the_options_are_checked_and_official_is_the_default():
         RaptorConfig(clustering="kmeans")  # type: ignore[arg-type]
     with pytest.raises(ConfigError):
         RaptorConfig(cluster_sample=1)
+
+
+def test_a_patient_bic_search_stops_after_counts_that_do_not_lower_the_bic(monkeypatch):
+    rng = np.random.default_rng(1)
+    points = np.vstack([c + 0.3 * rng.normal(size=(30, 2)) for c in ([0, 0], [6, 0], [0, 6])])
+    fits: list[int] = []
+    real = GaussianMixture.fit
+
+    def counted(self: GaussianMixture, x: np.ndarray, y: object = None) -> GaussianMixture:
+        fits.append(self.n_components)
+        return real(self, x)
+
+    monkeypatch.setattr(GaussianMixture, "fit", counted)
+    assert best_component_count(points, 7, seed=224) == 3  # the whole range: 1 .. 6
+    assert fits == list(range(1, 7))
+    fits.clear()
+    assert best_component_count(points, 7, seed=224, patience=2) == 3
+    assert fits == [1, 2, 3, 4, 5]  # 4 and 5 did not lower the BIC of 3
+
+
+def test_scalable_trees_are_keyed_by_the_scalable_method_and_official_keys_stay(monkeypatch):
+    import graphs.raptor.store as store
+
+    corpus = Corpus.from_texts(["one text", "another text"])
+    official, scalable = RaptorConfig(), RaptorConfig(clustering="scalable")
+    keys = (tree_key(corpus, official, None), tree_key(corpus, scalable, None))
+    patient = tree_key(corpus, RaptorConfig(clustering="scalable", cluster_bic_patience=5), None)
+    monkeypatch.setattr(store, "SCALABLE_VERSION", store.SCALABLE_VERSION + 1)
+    assert tree_key(corpus, official, None) == keys[0]  # official trees are found where they were
+    assert tree_key(corpus, scalable, None) != keys[1]  # a changed scalable method builds anew
+    assert patient != keys[1]

@@ -2,7 +2,7 @@
 
     python -m experiments.perf.bench_index_build --strategy raptor|hipporag --tokens 1M|10M
         [--concurrency 32 --latency 0.05] [--clustering official|scalable] [--knn dense|faiss|faiss-ivf]
-        [--questions 4] [--minilm-sample 256] [--root runs/index_build] [--json out.json] [--progress 60]
+        [--bic-patience 0] [--questions 4] [--minilm-sample 256] [--root runs/index_build] [--json out.json] [--progress 60]
 
 The corpus is ``longctx synth``'s finance tier of that size (seed 0; generated once under ``--root``).
 The stub (``stub_server --content``) answers RAPTOR's summaries and HippoRAG's OpenIE from the request's
@@ -172,7 +172,8 @@ def options_of(args: argparse.Namespace) -> dict[str, Any]:
     opts: dict[str, Any] = {"embedder": "openai", "embedder_model": "stub-embedding",
                             "concurrency": args.concurrency}  # fmt: skip
     if args.strategy == "raptor":
-        opts |= {"clustering": args.clustering, "cluster_sample": args.cluster_sample}
+        opts |= {"clustering": args.clustering, "cluster_sample": args.cluster_sample,
+                 "cluster_bic_patience": args.bic_patience}  # fmt: skip
     else:
         opts |= {"synonymy_knn": args.knn}
         if args.passage_tokens:
@@ -313,6 +314,9 @@ def main() -> None:
     p.add_argument("--latency", type=float, default=0.05, help="the stub's seconds per call")
     p.add_argument("--clustering", choices=("official", "scalable"), default="official")
     p.add_argument("--cluster-sample", type=int, default=2000)
+    p.add_argument(
+        "--bic-patience", type=int, default=0, help="RAPTOR's cluster_bic_patience (scalable)"
+    )
     p.add_argument("--knn", choices=("dense", "faiss", "faiss-ivf"), default="dense")
     p.add_argument(
         "--passage-tokens",
