@@ -15,8 +15,9 @@ same, but each UMAP and each mixture (its BIC search and its fit) is fitted on a
 most ``sample`` points, the others placed at the similarity-weighted mean position of their nearest
 sample points (:mod:`graphs.raptor.placement`, no UMAP ``transform``) and scored by the fitted
 mixture, and the BIC search tries only the component counts the sample supports (``dim + 1`` points
-per component). The global UMAP's neighbours are the official ``sqrt(m - 1)`` of the ``m`` points it
-is fitted on. Up to ``sample`` points the reductions are the official ones; beyond, a reduction's
+per component), stopped after ``patience`` counts in a row without a lower BIC when one is given.
+The global UMAP's neighbours are the official ``sqrt(m - 1)`` of the ``m`` points it is fitted on.
+Up to ``sample`` points the reductions are the official ones; beyond, a reduction's
 and a BIC search's cost stops growing with the points but for an exact similarity search against
 the sample and the scoring.
 """
