@@ -58,7 +58,7 @@ def test_the_bic_search_is_bounded_by_the_points_each_component_needs():
     assert supported_components(10_000, 10) == 50  # the official 1..49 where points suffice
 
 
-@pytest.mark.slow  # ~15 s on 2 shared cores: UMAP (numba) fitted and transforming, seeded single-threaded
+@pytest.mark.slow  # ~15 s on 2 shared cores: UMAP (numba) fitted on samples, seeded single-threaded
 def test_scalable_clusters_recover_well_apart_blobs_and_are_deterministic():
     points, truth = blobs(300)
     labels = cluster_points(points, 4, 0.1, 224, method="scalable", sample=100)
