@@ -7,6 +7,7 @@ import pytest
 from sklearn.metrics import adjusted_rand_score
 from sklearn.mixture import GaussianMixture
 
+import graphs.raptor.clustering as clustering
 from graphs.config import ConfigError
 from graphs.embedding_store import EmbeddingStore
 from graphs.raptor.clustering import (
@@ -57,7 +58,7 @@ def test_the_bic_search_is_bounded_by_the_points_each_component_needs():
     assert supported_components(10_000, 10) == 50  # the official 1..49 where points suffice
 
 
-@pytest.mark.slow  # ~15 s on 2 shared cores: UMAP (numba) fitted and transforming, seeded single-threaded
+@pytest.mark.slow  # ~15 s on 2 shared cores: UMAP (numba) fitted on samples, seeded single-threaded
 def test_scalable_clusters_recover_well_apart_blobs_and_are_deterministic():
     points, truth = blobs(300)
     labels = cluster_points(points, 4, 0.1, 224, method="scalable", sample=100)
@@ -105,7 +106,23 @@ def test_the_clustering_options_name_another_tree():
 
 
 @pytest.mark.slow  # ~35 s in a fresh environment: UMAP's numba kernels compile on first use
-def test_the_tree_is_built_with_the_scalable_clustering_and_keyed_by_it():
+def test_the_tree_is_built_with_the_scalable_clustering_and_keyed_by_it(monkeypatch):
+    """120 leaves (two a text), a sample of 40: the global UMAP (sqrt(39) = 6 neighbours) is fitted on
+    40 of them and the other 80 placed by their 6 nearest sample leaves, never by UMAP's ``transform``."""
+    umap = pytest.importorskip("umap")
+
+    def no_transform(*args: object, **kwargs: object) -> None:
+        raise AssertionError("UMAP.transform was called")
+
+    monkeypatch.setattr(umap.UMAP, "transform", no_transform)
+    placed: list[tuple[int, int, int]] = []
+    real = clustering.place_by_neighbours
+
+    def recorded(points: np.ndarray, rows: np.ndarray, fitted: np.ndarray, k: int) -> np.ndarray:
+        placed.append((len(points), len(rows), k))
+        return real(points, rows, fitted, k)
+
+    monkeypatch.setattr(clustering, "place_by_neighbours", recorded)
     texts = [
         f"Company {i % 7} reported revenue of {i} million in year {2000 + i % 5}." * 8
         for i in range(60)
@@ -126,6 +143,7 @@ def test_the_tree_is_built_with_the_scalable_clustering_and_keyed_by_it():
     expected = cluster_nodes(leaves, [len(n.text) // 4 for n in tree.layer(0)], dim=10, threshold=0.1,
                              max_cluster_tokens=3500, method="scalable", sample=40)  # fmt: skip
     assert tree.num_layers == 1
+    assert placed[0] == (len(leaves), 40, 6) and len(leaves) == 120
     assert len(tree.layer(1)) == len(expected)
     assert tree_key(corpus, cfg, None) != tree_key(corpus, RaptorConfig(num_layers=1), None)
 
@@ -136,3 +154,34 @@ def test_the_options_are_checked_and_official_is_the_default():
         RaptorConfig(clustering="kmeans")  # type: ignore[arg-type]
     with pytest.raises(ConfigError):
         RaptorConfig(cluster_sample=1)
+
+
+def test_a_patient_bic_search_stops_after_counts_that_do_not_lower_the_bic(monkeypatch):
+    rng = np.random.default_rng(1)
+    points = np.vstack([c + 0.3 * rng.normal(size=(30, 2)) for c in ([0, 0], [6, 0], [0, 6])])
+    fits: list[int] = []
+    real = GaussianMixture.fit
+
+    def counted(self: GaussianMixture, x: np.ndarray, y: object = None) -> GaussianMixture:
+        fits.append(self.n_components)
+        return real(self, x)
+
+    monkeypatch.setattr(GaussianMixture, "fit", counted)
+    assert best_component_count(points, 7, seed=224) == 3  # the whole range: 1 .. 6
+    assert fits == list(range(1, 7))
+    fits.clear()
+    assert best_component_count(points, 7, seed=224, patience=2) == 3
+    assert fits == [1, 2, 3, 4, 5]  # 4 and 5 did not lower the BIC of 3
+
+
+def test_scalable_trees_are_keyed_by_the_scalable_method_and_official_keys_stay(monkeypatch):
+    import graphs.raptor.store as store
+
+    corpus = Corpus.from_texts(["one text", "another text"])
+    official, scalable = RaptorConfig(), RaptorConfig(clustering="scalable")
+    keys = (tree_key(corpus, official, None), tree_key(corpus, scalable, None))
+    patient = tree_key(corpus, RaptorConfig(clustering="scalable", cluster_bic_patience=5), None)
+    monkeypatch.setattr(store, "SCALABLE_VERSION", store.SCALABLE_VERSION + 1)
+    assert tree_key(corpus, official, None) == keys[0]  # official trees are found where they were
+    assert tree_key(corpus, scalable, None) != keys[1]  # a changed scalable method builds anew
+    assert patient != keys[1]

@@ -2,7 +2,7 @@
 
     python -m experiments.perf.bench_index_build --strategy raptor|hipporag --tokens 1M|10M
         [--concurrency 32 --latency 0.05] [--clustering official|scalable] [--knn dense|faiss|faiss-ivf]
-        [--questions 4] [--minilm-sample 256] [--root runs/index_build] [--json out.json]
+        [--bic-patience 0] [--questions 4] [--minilm-sample 256] [--root runs/index_build] [--json out.json] [--progress 60]
 
 The corpus is ``longctx synth``'s finance tier of that size (seed 0; generated once under ``--root``).
 The stub (``stub_server --content``) answers RAPTOR's summaries and HippoRAG's OpenIE from the request's
@@ -41,6 +41,12 @@ PHASES: dict[str, list[tuple[str, str, str]]] = {
         ("graphs.raptor.tree", "summarize_layer", "llm map (summaries)"),
         ("graphs.raptor.tree", "cluster_nodes", "clustering"),
         ("graphs.raptor.tree", "count_tokens_batch", "token counts"),
+        # inside the clustering (nested phases counted in each; ``--progress`` shows them as they go)
+        ("graphs.raptor.clustering", "reduce", "  umap fits"),
+        ("graphs.raptor.clustering", "place_by_neighbours", "  out-of-sample placement"),
+        ("graphs.raptor.clustering", "best_component_count", "  bic searches"),
+        ("graphs.raptor.clustering", "soft_memberships", "  mixtures (bic included)"),
+        ("graphs.raptor.clustering", "cluster_nodes", "  re-clustering (over-long)"),
     ],
     "hipporag": [
         ("graphs.hipporag.build", "extract_all", "llm map (OpenIE)"),
@@ -49,6 +55,8 @@ PHASES: dict[str, list[tuple[str, str, str]]] = {
         ("graphs.hipporag.build", "igraph_of", "igraph load"),
     ],
 }
+#: Phases timed at their outermost call only (a recursion is counted once).
+OUTERMOST = {"  re-clustering (over-long)"}
 
 
 def load() -> str:
@@ -56,12 +64,25 @@ def load() -> str:
     return " / ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def vm_hwm_mib() -> float:
-    """Peak resident set size of this process (``VmHWM``), in MiB."""
+def vm_hwm_mib(field: str = "VmHWM") -> float:
+    """Peak resident set size of this process (``VmHWM``; ``VmRSS``: the current one), in MiB."""
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def report_progress(url: str, phases: Phases, every: float, stop: threading.Event) -> None:
+    """``--progress``: every ``every`` seconds, one line of where the build is (for a run that may be stopped)."""
+    started = time.perf_counter()
+    while not stop.wait(every):
+        try:
+            stats = stub_stats(url)
+        except OSError:
+            stats = {}
+        print(f"[{time.perf_counter() - started:.0f} s] load {load()}; RSS {vm_hwm_mib('VmRSS'):.0f} MiB, "
+              f"peak {vm_hwm_mib():.0f} MiB; stub: {stats.get('chat_requests', '?')} chat requests, "
+              f"{stats.get('embedded_texts', '?')} texts embedded; {phases.line()}", flush=True)  # fmt: skip
 
 
 def disk_mib(path: Path) -> float:
@@ -75,21 +96,36 @@ class Phases:
     def __init__(self) -> None:
         self.seconds: dict[str, float] = defaultdict(float)
         self.calls: dict[str, int] = defaultdict(int)
+        self.active: dict[str, int] = defaultdict(int)
         self.lock = threading.Lock()
 
     def wrap(self, fn: Callable[..., Any], phase: str) -> Callable[..., Any]:
-        """``fn`` timed into ``phase``."""
+        """``fn`` timed into ``phase`` (in :data:`OUTERMOST`: a call inside another is not counted)."""
 
         def timed(*args: Any, **kwargs: Any) -> Any:
+            with self.lock:
+                nested = phase in OUTERMOST and self.active[phase] > 0
+                self.active[phase] += 1
             started = time.perf_counter()
             try:
                 return fn(*args, **kwargs)
             finally:
                 with self.lock:
-                    self.seconds[phase] += time.perf_counter() - started
-                    self.calls[phase] += 1
+                    self.active[phase] -= 1
+                    if not nested:
+                        self.seconds[phase] += time.perf_counter() - started
+                        self.calls[phase] += 1
 
         return timed
+
+    def line(self) -> str:
+        """Seconds (calls) per finished phase and the phases under way, on one line."""
+        with self.lock:
+            done = ", ".join(
+                f"{k.strip()} {v:.1f} s ({self.calls[k]})" for k, v in self.seconds.items()
+            )
+            going = ", ".join(k.strip() for k, v in self.active.items() if v > 0)
+        return f"{done} | in progress: {going or '-'}"
 
     @contextmanager
     def patched(self, strategy: str) -> Iterator[None]:
@@ -136,7 +172,8 @@ def options_of(args: argparse.Namespace) -> dict[str, Any]:
     opts: dict[str, Any] = {"embedder": "openai", "embedder_model": "stub-embedding",
                             "concurrency": args.concurrency}  # fmt: skip
     if args.strategy == "raptor":
-        opts |= {"clustering": args.clustering, "cluster_sample": args.cluster_sample}
+        opts |= {"clustering": args.clustering, "cluster_sample": args.cluster_sample,
+                 "cluster_bic_patience": args.bic_patience}  # fmt: skip
     else:
         opts |= {"synonymy_knn": args.knn}
         if args.passage_tokens:
@@ -177,11 +214,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     with stub_server(latency=args.latency, content=True) as url:
         os.environ["OPENAI_BASE_URL"], os.environ["OPENAI_API_KEY"] = url, "stub"
         llm = make_chat_model("openai:stub", base_url=url, max_retries=0, timeout=600)
+        stop = threading.Event()
+        if args.progress:
+            threading.Thread(target=report_progress, args=(url, phases, args.progress, stop), daemon=True).start()  # fmt: skip
         started = time.perf_counter()
         with phases.patched(args.strategy):
             first = answer(corpus, samples[0].question, strategy=args.strategy, llm=llm,
                            cache_dir=cache, **options_of(args))  # fmt: skip
         first_s = time.perf_counter() - started
+        stop.set()
         build_stats = stub_stats(url)
         question_s = []
         for sample in samples[1:]:
@@ -202,6 +243,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "build_s": round(build_s, 2), "first_question_s": round(first_s, 2),
         "ideal_s": round(calls / args.concurrency * args.latency, 2),
         "phases_s": {k: round(v, 2) for k, v in phases.seconds.items()},
+        "phase_calls": dict(phases.calls),
         "peak_rss_mib": round(vm_hwm_mib(), 1), "disk_mib": round(disk_mib(cache), 1),
         "question_s": [round(x, 3) for x in question_s],
         "question_s_median": round(statistics.median(question_s), 3) if question_s else None,
@@ -235,7 +277,7 @@ def report(r: dict[str, Any]) -> None:
         f"first question {r['first_question_s']} s"
     )
     for phase, s in r["phases_s"].items():
-        print(f"  {phase:24s} {s:10.2f} s")
+        print(f"  {phase:28s} {s:10.2f} s  ({r['phase_calls'].get(phase, 0):,} calls)")
     print(f"embedded texts {r['embedded_texts']:,} in {r['embedding_requests']:,} requests")
     print(f"peak RSS {r['peak_rss_mib']:,} MiB, on disk {r['disk_mib']:,} MiB")
     print(f"question s: {r['question_s']} (median {r['question_s_median']})")
@@ -272,6 +314,9 @@ def main() -> None:
     p.add_argument("--latency", type=float, default=0.05, help="the stub's seconds per call")
     p.add_argument("--clustering", choices=("official", "scalable"), default="official")
     p.add_argument("--cluster-sample", type=int, default=2000)
+    p.add_argument(
+        "--bic-patience", type=int, default=0, help="RAPTOR's cluster_bic_patience (scalable)"
+    )
     p.add_argument("--knn", choices=("dense", "faiss", "faiss-ivf"), default="dense")
     p.add_argument(
         "--passage-tokens",
@@ -287,6 +332,9 @@ def main() -> None:
         help="leaves MiniLM embeds to extrapolate the real embedder",
     )
     p.add_argument("--root", default="runs/index_build")
+    p.add_argument(
+        "--progress", type=float, default=0, help="print where the build is every this many seconds"
+    )
     p.add_argument("--json", help="write the figures here too")
     p.add_argument(
         "--sweep",

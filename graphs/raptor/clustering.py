@@ -12,10 +12,14 @@ umap-learn and scikit-learn are imported when a layer is clustered, never with t
 
 ``method="scalable"`` (not the official code's; docs/scale.md measures it): every step above the
 same, but each UMAP and each mixture (its BIC search and its fit) is fitted on a seeded sample of at
-most ``sample`` points, the others placed by UMAP's ``transform`` and scored by the fitted mixture,
-and the BIC search tries only the component counts the sample supports (``dim + 1`` points per
-component). Up to ``sample`` points the reductions are the official ones; beyond, a reduction's and
-a BIC search's cost stops growing with the points but for the transform and the scoring.
+most ``sample`` points, the others placed at the similarity-weighted mean position of their nearest
+sample points (:mod:`graphs.raptor.placement`, no UMAP ``transform``) and scored by the fitted
+mixture, and the BIC search tries only the component counts the sample supports (``dim + 1`` points
+per component), stopped after ``patience`` counts in a row without a lower BIC when one is given.
+The global UMAP's neighbours are the official ``sqrt(m - 1)`` of the ``m`` points it is fitted on.
+Up to ``sample`` points the reductions are the official ones; beyond, a reduction's
+and a BIC search's cost stops growing with the points but for an exact similarity search against
+the sample and the scoring.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from typing import Literal
 
 import numpy as np
 
+from graphs.raptor.placement import place_by_neighbours
 from retrieval.extras import require
 
 #: cluster_utils.RANDOM_SEED: the BIC search's mixtures (and here UMAP's) are seeded with it.
@@ -35,6 +40,9 @@ FIT_SEED = 0
 MAX_CLUSTERS = 50
 #: local_cluster_embeddings(num_neighbors=10).
 LOCAL_NEIGHBORS = 10
+#: Bumped when ``method="scalable"`` gives other clusters for the same input (in its trees' cache key).
+#: 2: out-of-sample nodes placed by their nearest sample nodes, not UMAP's ``transform``.
+SCALABLE_VERSION = 2
 #: How a layer is clustered: as the official code (UMAP, BIC over every point) or fitted on samples.
 Method = Literal["official", "scalable"]
 
@@ -61,38 +69,44 @@ def reduce_sampled(
     points: np.ndarray, dim: int, neighbors: int, sample: int, seed: int
 ) -> np.ndarray:
     """``points`` reduced by a UMAP fitted on a seeded sample of at most ``sample`` of them, the others
-    placed by its ``transform`` (``method="scalable"``; the layer's neighbour count, at most the sample's
-    size less one); all of them, as :func:`reduce`, when they fit in the sample."""
+    placed by :func:`~graphs.raptor.placement.place_by_neighbours` over as many nearest sample points
+    as UMAP's neighbours (``method="scalable"``; at most the sample's size less one); all of them,
+    as :func:`reduce`, when they fit in the sample."""
     rows = sample_rows(len(points), sample, seed)
     # UMAP's least: the official sqrt(n - 1) neighbours is 1 for 4 points, and UMAP then fails
     neighbors = max(2, neighbors)
     if len(rows) == len(points):
         return reduce(points, dim, neighbors, seed)
-    require("umap", extra="raptor", feature="RAPTOR's clustering")
-    import umap
-
-    model = umap.UMAP(n_neighbors=min(neighbors, len(rows) - 1), n_components=dim, metric="cosine",
-                      random_state=seed).fit(points[rows])  # fmt: skip
-    reduced: np.ndarray = model.transform(points)
-    reduced[rows] = model.embedding_
-    return reduced
+    k = min(neighbors, len(rows) - 1)
+    return place_by_neighbours(points, rows, reduce(points[rows], dim, k, seed), k)
 
 
 def best_component_count(
-    points: np.ndarray, max_clusters: int = MAX_CLUSTERS, seed: int = RANDOM_SEED
+    points: np.ndarray, max_clusters: int = MAX_CLUSTERS, seed: int = RANDOM_SEED, patience: int = 0
 ) -> int:
     """The number of mixture components with the lowest BIC, among 1 .. min(max_clusters, n) - 1
-    (the official range, which never tries n components; 1 when that range is empty)."""
+    (the official range, which never tries n components; 1 when that range is empty). With
+    ``patience`` (``method="scalable"`` only), the counts are tried in order and the search stops
+    once that many in a row after the lowest so far have not lowered it (0: the whole range)."""
     from sklearn.mixture import GaussianMixture
 
     candidates = list(range(1, min(max_clusters, len(points))))
     if not candidates:
         return 1
-    bics = [
-        GaussianMixture(n_components=n, random_state=seed).fit(points).bic(points)
-        for n in candidates
-    ]
-    return candidates[int(np.argmin(bics))]
+    if not patience:
+        bics = [
+            GaussianMixture(n_components=n, random_state=seed).fit(points).bic(points)
+            for n in candidates
+        ]
+        return candidates[int(np.argmin(bics))]
+    best, lowest, since = candidates[0], float("inf"), 0
+    for n in candidates:
+        bic = GaussianMixture(n_components=n, random_state=seed).fit(points).bic(points)
+        if bic < lowest:
+            best, lowest, since = n, bic, 0
+        elif (since := since + 1) >= patience:
+            break
+    return best
 
 
 def supported_components(n: int, dim: int) -> int:
@@ -103,17 +117,22 @@ def supported_components(n: int, dim: int) -> int:
 
 
 def soft_memberships(
-    points: np.ndarray, threshold: float, seed: int = RANDOM_SEED, sample: int | None = None
+    points: np.ndarray,
+    threshold: float,
+    seed: int = RANDOM_SEED,
+    sample: int | None = None,
+    patience: int = 0,
 ) -> tuple[list[np.ndarray], int]:
     """Per point, the components whose posterior exceeds ``threshold`` (a point may be in several,
     or in none), and the number of components (``GMM_cluster``). With ``sample``, the BIC search and
     the mixture are fitted on a seeded sample of at most that many points (the BIC search bounded by
-    :func:`supported_components`), and every point is scored."""
+    :func:`supported_components`, and stopped after ``patience`` counts without a lower BIC), and every
+    point is scored."""
     from sklearn.mixture import GaussianMixture
 
     fit_on = points if sample is None else points[sample_rows(len(points), sample, seed)]
     limit = MAX_CLUSTERS if sample is None else supported_components(*fit_on.shape)
-    n = best_component_count(fit_on, limit, seed=seed)
+    n = best_component_count(fit_on, limit, seed=seed, patience=0 if sample is None else patience)
     probs = GaussianMixture(n_components=n, random_state=FIT_SEED).fit(fit_on).predict_proba(points)
     return [np.where(p > threshold)[0] for p in probs], n
 
@@ -125,6 +144,7 @@ def cluster_points(
     seed: int = RANDOM_SEED,
     method: Method = "official",
     sample: int = 2000,
+    patience: int = 0,
 ) -> list[list[int]]:
     """Per point, its cluster labels (``perform_clustering``): a global UMAP (neighbours
     ``sqrt(n - 1)``, ``min(dim, n - 2)`` dimensions) and soft mixture, then within each global
@@ -132,7 +152,9 @@ def cluster_points(
     most ``dim + 1`` points (then it is one local cluster). Labels are numbered across global
     clusters in order. Membership is by position; the official code finds members by equal
     vectors, so it gives every copy of a duplicated vector the labels of any one copy.
-    ``method="scalable"``: UMAPs and mixtures fitted on samples of ``sample`` points (:func:`reduce_sampled`)."""
+    ``method="scalable"``: UMAPs and mixtures fitted on samples of ``sample`` points (:func:`reduce_sampled`),
+    the global UMAP with ``sqrt(m - 1)`` neighbours for the ``m`` points it is fitted on, each BIC
+    search stopped after ``patience`` counts without a lower BIC (0: never)."""
     n = len(embeddings)
     fitted = None if method == "official" else sample
 
@@ -141,39 +163,51 @@ def cluster_points(
             return reduce(points, to, neighbors, seed)
         return reduce_sampled(points, to, neighbors, sample, seed)
 
-    reduced = reduced_to(embeddings, min(dim, n - 2), int((n - 1) ** 0.5))
-    global_labels, n_global = soft_memberships(reduced, threshold, seed, fitted)
+    fitted_on = n if fitted is None else min(n, fitted)
+    reduced = reduced_to(embeddings, min(dim, n - 2), int((fitted_on - 1) ** 0.5))
+    global_labels, n_global = soft_memberships(reduced, threshold, seed, fitted, patience)
     labels: list[list[int]] = [[] for _ in range(n)]
     total = 0
-    for g in range(n_global):
-        members = [i for i, gl in enumerate(global_labels) if g in gl]
+    for members in members_by_label(global_labels, n_global):
         if not members:
             continue
         if len(members) <= dim + 1:
             local, n_local = [np.array([0]) for _ in members], 1
         else:
             local, n_local = soft_memberships(
-                reduced_to(embeddings[members], dim, LOCAL_NEIGHBORS), threshold, seed, fitted
+                reduced_to(embeddings[members], dim, LOCAL_NEIGHBORS),
+                threshold,
+                seed,
+                fitted,
+                patience,
             )
-        for j in range(n_local):
-            for pos, i in enumerate(members):
-                if j in local[pos]:
-                    labels[i].append(j + total)
+        for pos, i in enumerate(members):
+            labels[i].extend(int(j) + total for j in local[pos])  # ascending, as np.where gives
         total += n_local
     return labels
 
 
+def members_by_label(labels: Sequence[Sequence[int] | np.ndarray], count: int) -> list[list[int]]:
+    """For each label ``0 .. count - 1``, the positions that carry it, ascending (one pass over
+    ``labels``, not one per label: at 100K nodes and hundreds of labels that pass is seconds)."""
+    out: list[list[int]] = [[] for _ in range(count)]
+    for i, ls in enumerate(labels):
+        for x in ls:
+            out[int(x)].append(i)
+    return out
+
+
 def cluster_nodes(embeddings: np.ndarray, tokens: Sequence[int], *, dim: int, threshold: float, max_cluster_tokens: int,
-                  seed: int = RANDOM_SEED, method: Method = "official", sample: int = 2000) -> list[list[int]]:  # fmt: skip
+                  seed: int = RANDOM_SEED, method: Method = "official", sample: int = 2000, patience: int = 0) -> list[list[int]]:  # fmt: skip
     """Clusters of node positions (``RAPTOR_Clustering.perform_clustering``), in label order: each
     cluster of two nodes or more whose texts hold more than ``max_cluster_tokens`` tokens is
     clustered again on its own. Where the official recursion would repeat itself forever (a
     cluster holds every node clustered, or comes back whole, or is too small for UMAP's ``n - 2``
-    dimensions), the cluster is kept as it is. ``method`` and ``sample``: as :func:`cluster_points`."""
-    labels = cluster_points(embeddings, dim, threshold, seed, method, sample)
+    dimensions), the cluster is kept as it is. ``method``, ``sample``, ``patience``: as :func:`cluster_points`."""
+    labels = cluster_points(embeddings, dim, threshold, seed, method, sample, patience)
     out: list[list[int]] = []
-    for label in sorted({x for ls in labels for x in ls}):
-        members = [i for i, ls in enumerate(labels) if label in ls]
+    grouped = members_by_label(labels, 1 + max((x for ls in labels for x in ls), default=-1))
+    for members in (m for m in grouped if m):
         if (
             len(members) > 1
             and sum(tokens[i] for i in members) > max_cluster_tokens
@@ -181,7 +215,7 @@ def cluster_nodes(embeddings: np.ndarray, tokens: Sequence[int], *, dim: int, th
             and len(members) < len(embeddings)  # all of them again: the same call, forever
         ):
             sub = cluster_nodes(embeddings[members], [tokens[i] for i in members], dim=dim, threshold=threshold,
-                                max_cluster_tokens=max_cluster_tokens, seed=seed, method=method, sample=sample)  # fmt: skip
+                                max_cluster_tokens=max_cluster_tokens, seed=seed, method=method, sample=sample, patience=patience)  # fmt: skip
             if not (len(sub) == 1 and len(sub[0]) == len(members)):
                 out.extend([members[k] for k in cluster] for cluster in sub)
                 continue

@@ -39,10 +39,17 @@ class RaptorConfig(RayMapOptions):
     clustering: Literal["official", "scalable"] = option(
         "official",
         source="official: RAPTOR_Clustering (UMAP, BIC over every node); scalable: UMAP and mixtures "
-        "fitted on samples of cluster_sample nodes (ours, docs/scale.md: for 1M+ token corpora)",
+        "fitted on samples of cluster_sample nodes, the others placed by their nearest sample nodes "
+        "(ours, docs/scale.md: for 1M+ token corpora)",
     )
     cluster_sample: int = option(
         2000, min=10, help="nodes each UMAP and mixture is fitted on (clustering='scalable' only)"
+    )
+    cluster_bic_patience: int = option(
+        0,
+        min=0,
+        help="clustering='scalable' only: stop each BIC search after this many component counts in "
+        "a row without a lower BIC (0: the whole range, as the official code; docs/scale.md)",
     )
     num_layers: int = option(5, min=1, source="TreeBuilderConfig num_layers=5")
     summary_tokens: int = option(

@@ -15,6 +15,7 @@ import numpy as np
 
 from graphs.index_artifact import ArtifactStore, digest_of, read_checked, write_checked
 from graphs.llm import model_id
+from graphs.raptor.clustering import SCALABLE_VERSION
 from graphs.raptor.prompts import PROMPTS_VERSION
 from graphs.raptor.tree import SummaryLog, Tree, tree_from_json, tree_to_json
 from graphs.request_settings import settings_digest
@@ -38,6 +39,8 @@ def tree_key(corpus: Corpus, cfg: Any, llm: Any) -> str:
     """The digest naming a tree's folder: what the tree depends on, the summarising model's requests included."""
     parts = {"corpus": corpus.fingerprint, "settings": {f: getattr(cfg, f) for f in TREE_FIELDS}, "prompts": PROMPTS_VERSION,
              "llm": model_id(llm), "llm_settings": settings_digest(llm), "version": STORE_VERSION}  # fmt: skip
+    if cfg.clustering == "scalable":  # official trees keep their keys
+        parts["scalable"] = {"version": SCALABLE_VERSION, "bic_patience": cfg.cluster_bic_patience}
     return digest_of(parts)
 
 

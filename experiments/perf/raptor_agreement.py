@@ -1,0 +1,81 @@
+"""How far RAPTOR's ``clustering="scalable"`` is from the official clustering on real embeddings.
+
+    python -m experiments.perf.raptor_agreement --corpus runs/index_build/corpus-1M --leaves 1000 \
+        --samples 250,2000 [--patience 0,5] [--vectors runs/minilm1000.npy]
+
+One layer's clustering (``cluster_nodes``: dim 10, threshold 0.1, 3,500-token clusters clustered
+again) of the corpus's first ``--leaves`` 100-token leaves embedded with all-MiniLM-L6-v2 (the
+offline default embedder; ``--vectors`` keeps them, as embedding 1,000 leaves takes over a minute
+on two shared cores), official once and scalable with each ``cluster_sample`` and each BIC ``patience``: seconds, clusters,
+and the adjusted Rand index with the official partition (each leaf labelled by its first cluster).
+One BLAS thread, as ``bench_index_build``. Nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+from sklearn.metrics import adjusted_rand_score
+from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
+
+from experiments.perf.index_sweeps import first_labels
+from experiments.synth import load_samples
+from graphs.raptor.clustering import cluster_nodes
+from graphs.raptor.split import split_text
+from retrieval.tokens import count_tokens_batch
+
+
+def leaves_of(corpus_dir: str, n: int) -> list[str]:
+    """The corpus's first ``n`` leaves, in document order."""
+    leaves: list[str] = []
+    for doc in load_samples(Path(corpus_dir))[0].corpus.documents:
+        leaves += split_text(doc.text, 100)
+        if len(leaves) >= n:
+            break
+    return leaves[:n]
+
+
+def main() -> None:
+    """Embed (or load), cluster official and scalable, print the figures."""
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p.add_argument("--corpus", default="runs/index_build/corpus-1M")
+    p.add_argument("--leaves", type=int, default=1000)
+    p.add_argument("--samples", default="250,2000", help="cluster_sample values to compare")
+    p.add_argument("--patience", default="0", help="cluster_bic_patience values to compare")
+    p.add_argument("--vectors", help="a .npy of the leaves' MiniLM vectors (written when absent)")
+    args = p.parse_args()
+    leaves = leaves_of(args.corpus, args.leaves)
+    with threadpool_limits(1):
+        if args.vectors and os.path.exists(args.vectors):
+            vectors = np.load(args.vectors)
+        else:
+            from retrieval.embedders import SentenceTransformerEmbedder
+
+            vectors = np.asarray(SentenceTransformerEmbedder().embed_documents(leaves))
+            if args.vectors:
+                np.save(args.vectors, vectors)
+        tokens = count_tokens_batch(leaves)
+        runs = [("official", 2000, 0)] + [("scalable", int(s), int(k)) for s in args.samples.split(",")
+                                          for k in args.patience.split(",")]  # fmt: skip
+        found = {}
+        for method, sample, patience in runs:
+            started, load = time.perf_counter(), os.getloadavg()
+            clusters = cluster_nodes(vectors, tokens, dim=10, threshold=0.1, max_cluster_tokens=3500,
+                                     method=method, sample=sample, patience=patience)  # type: ignore[arg-type]  # fmt: skip
+            name = (
+                "official"
+                if method == "official"
+                else f"scalable, cluster_sample {sample}, patience {patience}"
+            )
+            found[name] = first_labels(clusters, len(leaves))
+            ari = adjusted_rand_score(found["official"], found[name])
+            print(f"{name}: {time.perf_counter() - started:.1f} s, {len(clusters)} clusters, ARI with "
+                  f"official {ari:.3f}; load before {' / '.join(f'{x:.2f}' for x in load)}", flush=True)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
