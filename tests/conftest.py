@@ -140,6 +140,22 @@ def isolated_cache(tmp_path, monkeypatch):
 
 
 @pytest.fixture
+def no_held_index_artifacts():
+    """No RAPTOR tree or HippoRAG graph held by this process before or after the test: each answer
+    loads its artifact from the cache or builds it."""
+    from graphs.hipporag.build import forget_graphs
+    from graphs.raptor import graph as raptor_graph
+
+    def drop() -> None:
+        raptor_graph._TREES.clear()
+        forget_graphs()
+
+    drop()
+    yield
+    drop()
+
+
+@pytest.fixture
 def planted_corpus() -> Corpus:
     """Six documents; document 'Vault' holds the only statement of the vault code."""
     texts = [filler_document(i) for i in range(6)]

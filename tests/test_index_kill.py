@@ -143,13 +143,7 @@ def server():
             os.environ[k] = v
 
 
-@pytest.fixture(autouse=True)
-def fresh_memory():
-    raptor_graph._TREES.clear()
-    forget_graphs()
-    yield
-    raptor_graph._TREES.clear()
-    forget_graphs()
+pytestmark = pytest.mark.usefixtures("no_held_index_artifacts")
 
 
 def map_bodies(server: RecordingServer, since: int = 0) -> list[str]:

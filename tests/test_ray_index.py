@@ -15,7 +15,7 @@ if os.environ.get("LONGCTX_REQUIRE_RAY") == "1":  # make test-ray (CI): a missin
 else:
     pytest.importorskip("ray")
 
-pytestmark = pytest.mark.ray
+pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("no_held_index_artifacts")]
 
 from agents import ChatModelError, answer, estimate, make_chat_model  # noqa: E402
 from experiments.changed_settings import changed_fields  # noqa: E402
@@ -31,15 +31,6 @@ from tests.recording_server import RecordingServer, prompt_of  # noqa: E402
 from tests.test_raptor import QUESTIONS, corpus  # noqa: E402
 from tests.test_raptor import reply as raptor_reply  # noqa: E402
 from tests.test_ray import DriverOnlyModel, local_ray  # noqa: E402, F401  # local_ray: the module's 2-CPU Ray instance
-
-
-@pytest.fixture(autouse=True)
-def fresh_memory():
-    raptor_graph._TREES.clear()
-    forget_graphs()
-    yield
-    raptor_graph._TREES.clear()
-    forget_graphs()
 
 
 class FailingServer(RecordingServer):
