@@ -44,30 +44,27 @@ from retrieval.embedders import OpenAIEmbedder, SentenceTransformerEmbedder
 from retrieval.retrievers import make_retriever
 
 
-class CountingEmbedder(SentenceTransformerEmbedder):
-    """The real embedder, counting the texts it embeds."""
+class Counting:
+    """Counts the texts an embedder embeds (mixed in before the embedder's class)."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.embedded = 0
+    embedded = 0
 
     def embed_documents(self, texts):
         self.embedded += len(texts)
         return super().embed_documents(texts)
 
 
-class CountingServerEmbedder(OpenAIEmbedder):
+class CountingEmbedder(Counting, SentenceTransformerEmbedder):
+    """The real embedder, counting the texts it embeds."""
+
+
+class CountingServerEmbedder(Counting, OpenAIEmbedder):
     """An OpenAI-compatible embeddings endpoint (``--embedder-url``), counting the texts it embeds."""
 
     url = ""
 
     def __init__(self) -> None:
         super().__init__(model="stub-embedding", base_url=self.url, api_key="unused")
-        self.embedded = 0
-
-    def embed_documents(self, texts):
-        self.embedded += len(texts)
-        return super().embed_documents(texts)
 
 
 def counting_embedder() -> CountingEmbedder | CountingServerEmbedder:
