@@ -13,8 +13,12 @@ from graphs.embedding_store import EmbeddingStore
 from graphs.raptor.clustering import (
     FIT_SEED,
     best_component_count,
+    Splitting,
+    cluster_again,
     cluster_nodes,
     cluster_points,
+    clustered_with_positions,
+    two_steps,
     reduce,
     reduce_sampled,
     sample_rows,
@@ -74,35 +78,99 @@ def test_scalable_clusters_recover_well_apart_blobs_and_are_deterministic():
     )
 
 
-@pytest.mark.slow  # ~10 s on 2 shared cores: UMAP in every re-clustering
-def test_long_clusters_are_clustered_again_and_the_recursion_ends():
-    rng = np.random.default_rng(3)
-    levels = [
-        rng.normal(size=(k, 32)) for k in (2, 6, 18)
-    ]  # three levels of structure, 18 leaves-blobs
-    blob = rng.integers(0, 18, 240)
-    points = (
+def nested_blobs(n: int, width: int, seed: int = 3) -> np.ndarray:
+    """``n`` points of ``width`` dimensions with three levels of structure (2, 6, 18 blobs)."""
+    rng = np.random.default_rng(seed)
+    levels = [rng.normal(size=(k, width)) for k in (2, 6, 18)]
+    blob = rng.integers(0, 18, n)
+    return (
         9 * levels[0][blob // 9]
         + 3 * levels[1][blob // 3]
         + levels[2][blob]
-        + 0.2 * rng.normal(size=(240, 32))
+        + 0.2 * rng.normal(size=(n, width))
     )
-    kwargs = {"dim": 4, "threshold": 0.1, "method": "scalable", "sample": 80}
+
+
+@pytest.mark.slow  # ~10 s on 2 shared cores: UMAP in every re-clustering
+@pytest.mark.parametrize("recluster", ["fresh", "reuse"])
+def test_long_clusters_are_clustered_again_and_the_recursion_ends(monkeypatch, recluster):
+    points = nested_blobs(240, 32)
+    fits = []
+    real_reduce = clustering.reduce
+    monkeypatch.setattr(clustering, "reduce", lambda *a: fits.append(len(a[0])) or real_reduce(*a))
+    kwargs = {
+        "dim": 4,
+        "threshold": 0.1,
+        "method": "scalable",
+        "sample": 80,
+        "recluster": recluster,
+    }
     once = cluster_nodes(points, [2000] * 240, max_cluster_tokens=10**9, **kwargs)  # type: ignore[arg-type]
+    layer_fits = len(fits)
     clusters = cluster_nodes(points, [2000] * 240, max_cluster_tokens=3500, **kwargs)  # type: ignore[arg-type]
     assert {i for c in clusters for i in c} == set(range(240))
     assert len(clusters) > len(once)  # over-long clusters were split again
+    again = len(fits) - 2 * layer_fits  # the UMAP fits of the re-clustering alone
+    assert again == 0 if recluster == "reuse" else again > 0
     # a cluster holding every node it was clustered from is kept, not clustered again forever
     whole = cluster_nodes(points[:20] * 0 + points[0], [1000] * 20, dim=4, threshold=0.1,
-                          max_cluster_tokens=3500, method="scalable", sample=60)  # fmt: skip
+                          max_cluster_tokens=3500, method="scalable", sample=60, recluster=recluster)  # fmt: skip
     assert sorted(i for c in whole for i in c) == list(range(20))
+
+
+def first_dims(points: np.ndarray, dim: int, neighbors: int, seed: int) -> np.ndarray:
+    """A stand-in for UMAP in the tests of where positions go: a point's first ``dim`` coordinates."""
+    return np.asarray(points)[:, :dim]
+
+
+def test_each_cluster_carries_its_members_positions_in_the_reduction_it_was_found_in(monkeypatch):
+    monkeypatch.setattr(
+        clustering, "reduce", first_dims
+    )  # every reduction: the first 4 coordinates
+    points = nested_blobs(300, 12)
+    labels, positions = clustered_with_positions(points, 4, 0.1, method="scalable", sample=2000)
+    assert len(positions) > 6
+    for label, at in enumerate(positions):
+        members = [i for i, ls in enumerate(labels) if label in ls]
+        assert np.array_equal(at, points[members, :4])
+
+
+def test_reusing_the_positions_splits_an_over_long_cluster_with_no_new_reduction(monkeypatch):
+    def no_umap(*args: object) -> None:
+        raise AssertionError("a new reduction was fitted")
+
+    monkeypatch.setattr(clustering, "reduce", no_umap)
+    positions = nested_blobs(400, 6, seed=5)
+    how = Splitting(dim=4, threshold=0.1, max_cluster_tokens=3500, method="scalable", sample=2000,
+                    patience=5, recluster="reuse")  # fmt: skip
+    clusters = cluster_again(np.zeros((400, 2)), positions, [1000] * 400, how)
+    assert {i for c in clusters for i in c} == set(range(400))
+    assert len(clusters) > 18  # split below the three levels of structure
+    # every cluster over the limit (more than 3 nodes) is kept because it comes back whole
+    for c in (c for c in clusters if len(c) > 3):
+        assert cluster_again(np.zeros((len(c), 2)), positions[c], [1000] * len(c), how) == [
+            list(range(len(c)))
+        ]
+    # the first split is the two mixture steps over the positions themselves
+    labels, at = two_steps(positions, lambda m: positions[m], 4, 0.1, 224, 2000, 5)
+    unsplit = cluster_again(np.zeros((400, 2)), positions, [1] * 400, how)
+    grouped = [m for m in clustering.members_by_label(labels, len(at)) if m]
+    assert unsplit == grouped
+    # identical positions come back whole and are kept, not split forever
+    same = cluster_again(np.zeros((30, 2)), np.ones((30, 4)), [1000] * 30, how)
+    assert sorted(i for c in same for i in c) == list(range(30))
 
 
 def test_the_clustering_options_name_another_tree():
     corpus = Corpus.from_texts(["one leaf", "another leaf"])
     keys = {tree_key(corpus, cfg, None) for cfg in (RaptorConfig(), RaptorConfig(clustering="scalable"),
-                                                   RaptorConfig(clustering="scalable", cluster_sample=40))}  # fmt: skip
-    assert len(keys) == 3
+                                                   RaptorConfig(clustering="scalable", cluster_sample=40),
+                                                   RaptorConfig(clustering="scalable", cluster_recluster="fresh"))}  # fmt: skip
+    assert len(keys) == 4
+    # the official clustering never reads it: its trees keep their keys
+    assert tree_key(corpus, RaptorConfig(cluster_recluster="fresh"), None) == tree_key(
+        corpus, RaptorConfig(), None
+    )
 
 
 @pytest.mark.slow  # ~35 s in a fresh environment: UMAP's numba kernels compile on first use
@@ -141,7 +209,7 @@ def test_the_tree_is_built_with_the_scalable_clustering_and_keyed_by_it(monkeypa
     )
     leaves = np.asarray(embed([n.text for n in tree.layer(0)]))
     expected = cluster_nodes(leaves, [len(n.text) // 4 for n in tree.layer(0)], dim=10, threshold=0.1,
-                             max_cluster_tokens=3500, method="scalable", sample=40)  # fmt: skip
+                             max_cluster_tokens=3500, method="scalable", sample=40, recluster="reuse")  # fmt: skip
     assert tree.num_layers == 1
     assert placed[0] == (len(leaves), 40, 6) and len(leaves) == 120
     assert len(tree.layer(1)) == len(expected)

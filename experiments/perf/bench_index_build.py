@@ -46,7 +46,7 @@ PHASES: dict[str, list[tuple[str, str, str]]] = {
         ("graphs.raptor.clustering", "place_by_neighbours", "  out-of-sample placement"),
         ("graphs.raptor.clustering", "best_component_count", "  bic searches"),
         ("graphs.raptor.clustering", "soft_memberships", "  mixtures (bic included)"),
-        ("graphs.raptor.clustering", "cluster_nodes", "  re-clustering (over-long)"),
+        ("graphs.raptor.clustering", "cluster_again", "  re-clustering (over-long)"),
     ],
     "hipporag": [
         ("graphs.hipporag.build", "extract_all", "llm map (OpenIE)"),
@@ -173,7 +173,7 @@ def options_of(args: argparse.Namespace) -> dict[str, Any]:
                             "concurrency": args.concurrency}  # fmt: skip
     if args.strategy == "raptor":
         opts |= {"clustering": args.clustering, "cluster_sample": args.cluster_sample,
-                 "cluster_bic_patience": args.bic_patience}  # fmt: skip
+                 "cluster_bic_patience": args.bic_patience, "cluster_recluster": args.recluster}  # fmt: skip
     else:
         opts |= {"synonymy_knn": args.knn}
         if args.passage_tokens:
@@ -316,6 +316,12 @@ def main() -> None:
     p.add_argument("--cluster-sample", type=int, default=2000)
     p.add_argument(
         "--bic-patience", type=int, default=0, help="RAPTOR's cluster_bic_patience (scalable)"
+    )
+    p.add_argument(
+        "--recluster",
+        choices=("fresh", "reuse"),
+        default="reuse",
+        help="RAPTOR's cluster_recluster (scalable)",
     )
     p.add_argument("--knn", choices=("dense", "faiss", "faiss-ivf"), default="dense")
     p.add_argument(

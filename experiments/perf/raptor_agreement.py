@@ -6,7 +6,7 @@
 One layer's clustering (``cluster_nodes``: dim 10, threshold 0.1, 3,500-token clusters clustered
 again) of the corpus's first ``--leaves`` 100-token leaves embedded with all-MiniLM-L6-v2 (the
 offline default embedder; ``--vectors`` keeps them, as embedding 1,000 leaves takes over a minute
-on two shared cores), official once and scalable with each ``cluster_sample`` and each BIC ``patience``: seconds, clusters,
+on two shared cores), official once and scalable with each ``cluster_sample``, each BIC ``patience`` and each ``recluster``: seconds, clusters,
 and the adjusted Rand index with the official partition (each leaf labelled by its first cluster).
 One BLAS thread, as ``bench_index_build``. Nothing is asserted.
 """
@@ -46,6 +46,7 @@ def main() -> None:
     p.add_argument("--leaves", type=int, default=1000)
     p.add_argument("--samples", default="250,2000", help="cluster_sample values to compare")
     p.add_argument("--patience", default="0", help="cluster_bic_patience values to compare")
+    p.add_argument("--recluster", default="fresh,reuse", help="cluster_recluster values to compare")
     p.add_argument("--vectors", help="a .npy of the leaves' MiniLM vectors (written when absent)")
     args = p.parse_args()
     leaves = leaves_of(args.corpus, args.leaves)
@@ -59,17 +60,18 @@ def main() -> None:
             if args.vectors:
                 np.save(args.vectors, vectors)
         tokens = count_tokens_batch(leaves)
-        runs = [("official", 2000, 0)] + [("scalable", int(s), int(k)) for s in args.samples.split(",")
-                                          for k in args.patience.split(",")]  # fmt: skip
+        runs = [("official", 2000, 0, "fresh")] + [("scalable", int(s), int(k), r) for s in args.samples.split(",")
+                                                   for k in args.patience.split(",")
+                                                   for r in args.recluster.split(",")]  # fmt: skip
         found = {}
-        for method, sample, patience in runs:
+        for method, sample, patience, recluster in runs:
             started, load = time.perf_counter(), os.getloadavg()
             clusters = cluster_nodes(vectors, tokens, dim=10, threshold=0.1, max_cluster_tokens=3500,
-                                     method=method, sample=sample, patience=patience)  # type: ignore[arg-type]  # fmt: skip
+                                     method=method, sample=sample, patience=patience, recluster=recluster)  # type: ignore[arg-type]  # fmt: skip
             name = (
                 "official"
                 if method == "official"
-                else f"scalable, cluster_sample {sample}, patience {patience}"
+                else f"scalable, cluster_sample {sample}, patience {patience}, recluster {recluster}"
             )
             found[name] = first_labels(clusters, len(leaves))
             ari = adjusted_rand_score(found["official"], found[name])

@@ -24,7 +24,8 @@ the sample and the scoring.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -45,6 +46,8 @@ LOCAL_NEIGHBORS = 10
 SCALABLE_VERSION = 2
 #: How a layer is clustered: as the official code (UMAP, BIC over every point) or fitted on samples.
 Method = Literal["official", "scalable"]
+#: How an over-long cluster is clustered again: new UMAPs (official) or on its nodes' positions.
+Recluster = Literal["fresh", "reuse"]
 
 
 def reduce(points: np.ndarray, dim: int, neighbors: int, seed: int) -> np.ndarray:
@@ -155,6 +158,21 @@ def cluster_points(
     ``method="scalable"``: UMAPs and mixtures fitted on samples of ``sample`` points (:func:`reduce_sampled`),
     the global UMAP with ``sqrt(m - 1)`` neighbours for the ``m`` points it is fitted on, each BIC
     search stopped after ``patience`` counts without a lower BIC (0: never)."""
+    return clustered_with_positions(embeddings, dim, threshold, seed, method, sample, patience)[0]
+
+
+def clustered_with_positions(
+    embeddings: np.ndarray,
+    dim: int,
+    threshold: float,
+    seed: int = RANDOM_SEED,
+    method: Method = "official",
+    sample: int = 2000,
+    patience: int = 0,
+) -> tuple[list[list[int]], list[np.ndarray]]:
+    """:func:`cluster_points`'s labels, and per label the positions its members (ascending) have in
+    the reduction that cluster was found in (the local UMAP, or the global one for a global cluster
+    of at most ``dim + 1`` points)."""
     n = len(embeddings)
     fitted = None if method == "official" else sample
 
@@ -165,26 +183,46 @@ def cluster_points(
 
     fitted_on = n if fitted is None else min(n, fitted)
     reduced = reduced_to(embeddings, min(dim, n - 2), int((fitted_on - 1) ** 0.5))
+    return two_steps(
+        reduced,
+        lambda members: reduced_to(embeddings[members], dim, LOCAL_NEIGHBORS),
+        dim,
+        threshold,
+        seed,
+        fitted,
+        patience,
+    )
+
+
+def two_steps(
+    reduced: np.ndarray,
+    local_reduction: Callable[[list[int]], np.ndarray],
+    dim: int,
+    threshold: float,
+    seed: int,
+    fitted: int | None,
+    patience: int,
+) -> tuple[list[list[int]], list[np.ndarray]]:
+    """The global soft mixture over ``reduced``, then a local one inside each global cluster of more
+    than ``dim + 1`` points over ``local_reduction(its members)``: each point's labels, and per
+    label its members' positions in the reduction it was found in."""
+    labels: list[list[int]] = [[] for _ in range(len(reduced))]
+    positions: list[np.ndarray] = []
     global_labels, n_global = soft_memberships(reduced, threshold, seed, fitted, patience)
-    labels: list[list[int]] = [[] for _ in range(n)]
-    total = 0
     for members in members_by_label(global_labels, n_global):
         if not members:
             continue
         if len(members) <= dim + 1:
-            local, n_local = [np.array([0]) for _ in members], 1
+            local, n_local, at = [np.array([0]) for _ in members], 1, reduced[members]
         else:
-            local, n_local = soft_memberships(
-                reduced_to(embeddings[members], dim, LOCAL_NEIGHBORS),
-                threshold,
-                seed,
-                fitted,
-                patience,
-            )
+            at = local_reduction(members)
+            local, n_local = soft_memberships(at, threshold, seed, fitted, patience)
         for pos, i in enumerate(members):
-            labels[i].extend(int(j) + total for j in local[pos])  # ascending, as np.where gives
-        total += n_local
-    return labels
+            labels[i].extend(
+                int(j) + len(positions) for j in local[pos]
+            )  # ascending, as np.where gives
+        positions.extend(at[rows] for rows in members_by_label(local, n_local))
+    return labels, positions
 
 
 def members_by_label(labels: Sequence[Sequence[int] | np.ndarray], count: int) -> list[list[int]]:
@@ -197,27 +235,66 @@ def members_by_label(labels: Sequence[Sequence[int] | np.ndarray], count: int) -
     return out
 
 
+@dataclass(frozen=True)
+class Splitting:
+    """How :func:`cluster_nodes` clusters a layer and its over-long clusters again."""
+
+    dim: int
+    threshold: float
+    max_cluster_tokens: int
+    seed: int = RANDOM_SEED
+    method: Method = "official"
+    sample: int = 2000
+    patience: int = 0
+    recluster: Recluster = "fresh"
+
+
 def cluster_nodes(embeddings: np.ndarray, tokens: Sequence[int], *, dim: int, threshold: float, max_cluster_tokens: int,
-                  seed: int = RANDOM_SEED, method: Method = "official", sample: int = 2000, patience: int = 0) -> list[list[int]]:  # fmt: skip
+                  seed: int = RANDOM_SEED, method: Method = "official", sample: int = 2000, patience: int = 0,
+                  recluster: Recluster = "fresh") -> list[list[int]]:  # fmt: skip
     """Clusters of node positions (``RAPTOR_Clustering.perform_clustering``), in label order: each
     cluster of two nodes or more whose texts hold more than ``max_cluster_tokens`` tokens is
-    clustered again on its own. Where the official recursion would repeat itself forever (a
-    cluster holds every node clustered, or comes back whole, or is too small for UMAP's ``n - 2``
-    dimensions), the cluster is kept as it is. ``method``, ``sample``, ``patience``: as :func:`cluster_points`."""
-    labels = cluster_points(embeddings, dim, threshold, seed, method, sample, patience)
+    clustered again on its own (:func:`cluster_again`). Where the official recursion would repeat
+    itself forever (a cluster holds every node clustered, or comes back whole, or is too small for
+    UMAP's ``n - 2`` dimensions), the cluster is kept as it is. ``method``, ``sample``,
+    ``patience``: as :func:`cluster_points`; ``recluster``: as :func:`cluster_again`."""
+    how = Splitting(dim, threshold, max_cluster_tokens, seed, method, sample, patience, recluster)
+    labels, positions = clustered_with_positions(
+        embeddings, dim, threshold, seed, method, sample, patience
+    )
+    return split_over_long(labels, positions, tokens, how, embeddings)
+
+
+def split_over_long(labels: list[list[int]], positions: list[np.ndarray], tokens: Sequence[int], how: Splitting,
+                    embeddings: np.ndarray) -> list[list[int]]:  # fmt: skip
+    """The clusters of ``labels`` in label order, each over-long one replaced by its clusters."""
     out: list[list[int]] = []
-    grouped = members_by_label(labels, 1 + max((x for ls in labels for x in ls), default=-1))
-    for members in (m for m in grouped if m):
+    for members, at in zip(members_by_label(labels, len(positions)), positions, strict=True):
+        if not members:
+            continue
         if (
-            len(members) > 1
-            and sum(tokens[i] for i in members) > max_cluster_tokens
-            and len(members) > 3
-            and len(members) < len(embeddings)  # all of them again: the same call, forever
+            len(members) > 3
+            and sum(tokens[i] for i in members) > how.max_cluster_tokens
+            and len(members) < len(labels)  # all of them again: the same call, forever
         ):
-            sub = cluster_nodes(embeddings[members], [tokens[i] for i in members], dim=dim, threshold=threshold,
-                                max_cluster_tokens=max_cluster_tokens, seed=seed, method=method, sample=sample, patience=patience)  # fmt: skip
+            sub = cluster_again(embeddings[members], at, [tokens[i] for i in members], how)
             if not (len(sub) == 1 and len(sub[0]) == len(members)):
                 out.extend([members[k] for k in cluster] for cluster in sub)
                 continue
         out.append(members)
     return out
+
+
+def cluster_again(embeddings: np.ndarray, positions: np.ndarray, tokens: Sequence[int], how: Splitting) -> list[list[int]]:  # fmt: skip
+    """An over-long cluster's clusters. ``recluster="fresh"`` (the official code's): its nodes
+    clustered as a layer is (:func:`cluster_nodes`: new UMAPs). ``"reuse"`` (ours, with
+    ``method="scalable"``; docs/scale.md): the same two mixture steps (:func:`two_steps`, soft
+    membership, BIC choice), both over the ``positions`` its nodes have in the reduction the cluster
+    was found in, with no new UMAP; its over-long clusters split again the same way."""
+    if how.recluster == "fresh":
+        return cluster_nodes(embeddings, tokens, dim=how.dim, threshold=how.threshold,
+                             max_cluster_tokens=how.max_cluster_tokens, seed=how.seed, method=how.method,
+                             sample=how.sample, patience=how.patience, recluster=how.recluster)  # fmt: skip
+    fitted = None if how.method == "official" else how.sample
+    labels, at = two_steps(positions, lambda members: positions[members], how.dim, how.threshold, how.seed, fitted, how.patience)  # fmt: skip
+    return split_over_long(labels, at, tokens, how, embeddings)

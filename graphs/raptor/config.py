@@ -51,6 +51,12 @@ class RaptorConfig(RayMapOptions):
         help="clustering='scalable' only: stop each BIC search after this many component counts in "
         "a row without a lower BIC (0: the whole range, as the official code; docs/scale.md)",
     )
+    cluster_recluster: Literal["fresh", "reuse"] = option(
+        "reuse",
+        help="clustering='scalable' only: an over-long cluster is clustered again on the positions "
+        "its nodes have in the reduction it was found in, with no new UMAP (reuse: ours, "
+        "docs/scale.md), or with new UMAPs as the official code (fresh)",
+    )
     num_layers: int = option(5, min=1, source="TreeBuilderConfig num_layers=5")
     summary_tokens: int = option(
         100,

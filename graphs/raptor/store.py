@@ -40,7 +40,11 @@ def tree_key(corpus: Corpus, cfg: Any, llm: Any) -> str:
     parts = {"corpus": corpus.fingerprint, "settings": {f: getattr(cfg, f) for f in TREE_FIELDS}, "prompts": PROMPTS_VERSION,
              "llm": model_id(llm), "llm_settings": settings_digest(llm), "version": STORE_VERSION}  # fmt: skip
     if cfg.clustering == "scalable":  # official trees keep their keys
-        parts["scalable"] = {"version": SCALABLE_VERSION, "bic_patience": cfg.cluster_bic_patience}
+        parts["scalable"] = {
+            "version": SCALABLE_VERSION,
+            "bic_patience": cfg.cluster_bic_patience,
+            "recluster": cfg.cluster_recluster,
+        }
     return digest_of(parts)
 
 
