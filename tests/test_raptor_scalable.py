@@ -12,18 +12,19 @@ from graphs.config import ConfigError
 from graphs.embedding_store import EmbeddingStore
 from graphs.raptor.clustering import (
     FIT_SEED,
-    best_component_count,
     Splitting,
+    best_component_count,
     cluster_again,
     cluster_nodes,
     cluster_points,
     clustered_with_positions,
-    two_steps,
     reduce,
     reduce_sampled,
     sample_rows,
     soft_memberships,
+    split_over_long,
     supported_components,
+    two_steps,
 )
 from graphs.raptor.config import RaptorConfig
 from graphs.raptor.store import tree_key
@@ -140,25 +141,30 @@ def test_reusing_the_positions_splits_an_over_long_cluster_with_no_new_reduction
         raise AssertionError("a new reduction was fitted")
 
     monkeypatch.setattr(clustering, "reduce", no_umap)
-    positions = nested_blobs(400, 6, seed=5)
+    positions = nested_blobs(200, 6, seed=5)
     how = Splitting(dim=4, threshold=0.1, max_cluster_tokens=3500, method="scalable", sample=2000,
                     patience=5, recluster="reuse")  # fmt: skip
-    clusters = cluster_again(np.zeros((400, 2)), positions, [1000] * 400, how)
-    assert {i for c in clusters for i in c} == set(range(400))
+    clusters = cluster_again(np.zeros((200, 2)), positions, [1000] * 200, how)
+    assert {i for c in clusters for i in c} == set(range(200))
     assert len(clusters) > 18  # split below the three levels of structure
     # every cluster over the limit (more than 3 nodes) is kept because it comes back whole
     for c in (c for c in clusters if len(c) > 3):
         assert cluster_again(np.zeros((len(c), 2)), positions[c], [1000] * len(c), how) == [
             list(range(len(c)))
         ]
-    # the first split is the two mixture steps over the positions themselves
-    labels, at = two_steps(positions, lambda m: positions[m], 4, 0.1, 224, 2000, 5)
-    unsplit = cluster_again(np.zeros((400, 2)), positions, [1] * 400, how)
+    # the first split: the two mixture steps over the positions themselves, the global one from the
+    # fewest components that could hold the tokens (200 x 50 / 3,500: 3)
+    labels, at = two_steps(positions, lambda m: positions[m], 4, 0.1, 224, 2000, 5, least=3)
+    assert len({ls[0] for ls in labels}) >= 3
+    unsplit = cluster_again(np.zeros((200, 2)), positions, [50] * 200, how)
     grouped = [m for m in clustering.members_by_label(labels, len(at)) if m]
     assert unsplit == grouped
-    # identical positions come back whole and are kept, not split forever
+    # identical positions: two components of all of them, kept once, not split forever
     same = cluster_again(np.zeros((30, 2)), np.ones((30, 4)), [1000] * 30, how)
     assert sorted(i for c in same for i in c) == list(range(30))
+    assert split_over_long([[0]] * 30, [np.ones((30, 4))], [1000] * 30, how, np.zeros((30, 2))) == [
+        list(range(30))
+    ]
 
 
 def test_the_clustering_options_name_another_tree():

@@ -250,6 +250,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "artifact": {k: v for k, v in index_step.items() if k not in ("node", "key")},
         "load_after": load(),
     }  # fmt: skip
+    if args.strategy == "raptor":
+        out["cluster_tokens"] = cluster_tokens(cache)
     if args.minilm_sample:
         from graphs.raptor.split import split_text
 
@@ -260,6 +262,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         out["minilm_texts_per_s"] = round(rate, 1)
         out["minilm_extrapolated_s"] = round(build_stats["embedded_texts"] / rate, 0)
     return out
+
+
+def cluster_tokens(cache: Path) -> list[dict[str, Any]]:
+    """Per upper layer of the built tree: its clusters' texts in tokens (the children's, summed as the
+    3,500-token limit counts them): median, largest, and how many are over the limit."""
+    from retrieval.tokens import count_tokens_batch
+
+    nodes = json.loads(next(cache.glob("raptor/*/tree.json")).read_text())["nodes"]
+    tokens = count_tokens_batch([n[2] for n in nodes])
+    rows = []
+    for layer in sorted({n[1] for n in nodes} - {0}):
+        sizes = [sum(tokens[c] for c in n[3]) for n in nodes if n[1] == layer]
+        rows.append({"layer": layer, "clusters": len(sizes), "median": statistics.median(sizes),
+                     "max": max(sizes), "over_3500": sum(x > 3500 for x in sizes)})  # fmt: skip
+    return rows
 
 
 def report(r: dict[str, Any]) -> None:
@@ -282,6 +299,9 @@ def report(r: dict[str, Any]) -> None:
     print(f"peak RSS {r['peak_rss_mib']:,} MiB, on disk {r['disk_mib']:,} MiB")
     print(f"question s: {r['question_s']} (median {r['question_s_median']})")
     print(f"artifact: {json.dumps(r['artifact'])[:600]}")
+    for row in r.get("cluster_tokens", []):
+        print(f"  layer {row['layer']}: {row['clusters']:,} clusters, tokens median {row['median']:,} "
+              f"max {row['max']:,}, {row['over_3500']:,} over 3,500")  # fmt: skip
     if "minilm_texts_per_s" in r:
         print(f"MiniLM here: {r['minilm_texts_per_s']} texts/s; the build's {r['embedded_texts']:,} texts would add "
               f"~{r['minilm_extrapolated_s']:,.0f} s (extrapolated, not run)")  # fmt: skip

@@ -85,15 +85,20 @@ def reduce_sampled(
 
 
 def best_component_count(
-    points: np.ndarray, max_clusters: int = MAX_CLUSTERS, seed: int = RANDOM_SEED, patience: int = 0
+    points: np.ndarray,
+    max_clusters: int = MAX_CLUSTERS,
+    seed: int = RANDOM_SEED,
+    patience: int = 0,
+    least: int = 1,
 ) -> int:
     """The number of mixture components with the lowest BIC, among 1 .. min(max_clusters, n) - 1
-    (the official range, which never tries n components; 1 when that range is empty). With
+    (the official range, which never tries n components; 1 when that range is empty), or from
+    ``least`` (``recluster="reuse"``'s split of an over-long cluster: 2). With
     ``patience`` (``method="scalable"`` only), the counts are tried in order and the search stops
     once that many in a row after the lowest so far have not lowered it (0: the whole range)."""
     from sklearn.mixture import GaussianMixture
 
-    candidates = list(range(1, min(max_clusters, len(points))))
+    candidates = list(range(least, min(max_clusters, len(points))))
     if not candidates:
         return 1
     if not patience:
@@ -125,17 +130,20 @@ def soft_memberships(
     seed: int = RANDOM_SEED,
     sample: int | None = None,
     patience: int = 0,
+    least: int = 1,
 ) -> tuple[list[np.ndarray], int]:
     """Per point, the components whose posterior exceeds ``threshold`` (a point may be in several,
     or in none), and the number of components (``GMM_cluster``). With ``sample``, the BIC search and
     the mixture are fitted on a seeded sample of at most that many points (the BIC search bounded by
     :func:`supported_components`, and stopped after ``patience`` counts without a lower BIC), and every
-    point is scored."""
+    point is scored. ``least``: the fewest components the BIC search tries (fewer where the range
+    would be empty)."""
     from sklearn.mixture import GaussianMixture
 
     fit_on = points if sample is None else points[sample_rows(len(points), sample, seed)]
     limit = MAX_CLUSTERS if sample is None else supported_components(*fit_on.shape)
-    n = best_component_count(fit_on, limit, seed=seed, patience=0 if sample is None else patience)
+    least = max(1, min(least, min(limit, len(fit_on)) - 1))  # at least one count is tried
+    n = best_component_count(fit_on, limit, seed, 0 if sample is None else patience, least)
     probs = GaussianMixture(n_components=n, random_state=FIT_SEED).fit(fit_on).predict_proba(points)
     return [np.where(p > threshold)[0] for p in probs], n
 
@@ -202,13 +210,15 @@ def two_steps(
     seed: int,
     fitted: int | None,
     patience: int,
+    least: int = 1,
 ) -> tuple[list[list[int]], list[np.ndarray]]:
     """The global soft mixture over ``reduced``, then a local one inside each global cluster of more
     than ``dim + 1`` points over ``local_reduction(its members)``: each point's labels, and per
-    label its members' positions in the reduction it was found in."""
+    label its members' positions in the reduction it was found in. ``least``: the fewest components
+    the global step's BIC search tries."""
     labels: list[list[int]] = [[] for _ in range(len(reduced))]
     positions: list[np.ndarray] = []
-    global_labels, n_global = soft_memberships(reduced, threshold, seed, fitted, patience)
+    global_labels, n_global = soft_memberships(reduced, threshold, seed, fitted, patience, least)
     for members in members_by_label(global_labels, n_global):
         if not members:
             continue
@@ -278,7 +288,11 @@ def split_over_long(labels: list[list[int]], positions: list[np.ndarray], tokens
             and len(members) < len(labels)  # all of them again: the same call, forever
         ):
             sub = cluster_again(embeddings[members], at, [tokens[i] for i in members], how)
-            if not (len(sub) == 1 and len(sub[0]) == len(members)):
+            # it comes back whole (reuse's forced split of inseparable nodes: as copies of the whole)
+            whole = (len(sub) == 1 or how.recluster == "reuse") and all(
+                len(c) == len(members) for c in sub
+            )
+            if not whole:
                 out.extend([members[k] for k in cluster] for cluster in sub)
                 continue
         out.append(members)
@@ -290,11 +304,16 @@ def cluster_again(embeddings: np.ndarray, positions: np.ndarray, tokens: Sequenc
     clustered as a layer is (:func:`cluster_nodes`: new UMAPs). ``"reuse"`` (ours, with
     ``method="scalable"``; docs/scale.md): the same two mixture steps (:func:`two_steps`, soft
     membership, BIC choice), both over the ``positions`` its nodes have in the reduction the cluster
-    was found in, with no new UMAP; its over-long clusters split again the same way."""
+    was found in, with no new UMAP, the global step's BIC search starting from the fewest components
+    that could hold its tokens, ``ceil(tokens / max_cluster_tokens)`` (at least 2: on positions where
+    a mixture found one component the BIC mostly chooses one again, where a fresh UMAP spreads the
+    nodes into new clumps; starting at 2 split a 10M-token layer in ~48 BIC searches per over-long
+    cluster, docs/scale.md); its over-long clusters split again the same way."""
     if how.recluster == "fresh":
         return cluster_nodes(embeddings, tokens, dim=how.dim, threshold=how.threshold,
                              max_cluster_tokens=how.max_cluster_tokens, seed=how.seed, method=how.method,
                              sample=how.sample, patience=how.patience, recluster=how.recluster)  # fmt: skip
     fitted = None if how.method == "official" else how.sample
-    labels, at = two_steps(positions, lambda members: positions[members], how.dim, how.threshold, how.seed, fitted, how.patience)  # fmt: skip
+    labels, at = two_steps(positions, lambda members: positions[members], how.dim, how.threshold, how.seed, fitted, how.patience,
+                           least=max(2, -(-sum(tokens) // how.max_cluster_tokens)))  # fmt: skip
     return split_over_long(labels, at, tokens, how, embeddings)
