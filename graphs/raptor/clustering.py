@@ -169,15 +169,8 @@ def cluster_points(
     return clustered_with_positions(embeddings, dim, threshold, seed, method, sample, patience)[0]
 
 
-def clustered_with_positions(
-    embeddings: np.ndarray,
-    dim: int,
-    threshold: float,
-    seed: int = RANDOM_SEED,
-    method: Method = "official",
-    sample: int = 2000,
-    patience: int = 0,
-) -> tuple[list[list[int]], list[np.ndarray]]:
+def clustered_with_positions(embeddings: np.ndarray, dim: int, threshold: float, seed: int = RANDOM_SEED, method: Method = "official",
+                             sample: int = 2000, patience: int = 0) -> tuple[list[list[int]], list[np.ndarray]]:  # fmt: skip
     """:func:`cluster_points`'s labels, and per label the positions its members (ascending) have in
     the reduction that cluster was found in (the local UMAP, or the global one for a global cluster
     of at most ``dim + 1`` points)."""
