@@ -17,16 +17,26 @@ from graphs.raptor import prompts as P
 from graphs.raptor.config import RaptorConfig
 from retrieval.contract import Question
 
-#: Nodes per cluster, typically (measured: 24 leaves gave 6 clusters, 60 fixed nodes 25 after re-clustering).
+#: Nodes per cluster, typically, in a layer of fewer than :data:`LARGE_LAYER` nodes (measured: 24
+#: leaves gave 6 clusters, 60 fixed nodes 25 after re-clustering).
 NODES_PER_CLUSTER = 4
+#: From this many nodes a layer's clusters hold about :data:`NODES_PER_CLUSTER_LARGE` nodes (measured,
+#: docs/scale.md: the official clustering of 1,000 MiniLM leaves 7.5; the scalable one of a 1M-token
+#: layer's 10,656 leaves 7.4-8.3, of a 10M-token layer's 106,669 leaves 12.2 and then 10.8, 13.4:
+#: the 10M plan is ~1.6x the calls its tree asked).
+LARGE_LAYER = 1000
+NODES_PER_CLUSTER_LARGE = 8
 
 
 def typical_layers(leaves: int, cfg: RaptorConfig) -> list[int]:
-    """Clusters per summary layer, typically: a quarter of the nodes below, while a layer has more than ``reduction_dimension + 1`` nodes."""
+    """Clusters per summary layer, typically: a quarter of the nodes below (an eighth from
+    :data:`LARGE_LAYER` nodes), while a layer has more than ``reduction_dimension + 1`` nodes."""
     out: list[int] = []
     n = leaves
     while len(out) < cfg.num_layers and n > cfg.reduction_dimension + 1:
-        n = max(1, math.ceil(n / NODES_PER_CLUSTER))
+        n = max(
+            1, math.ceil(n / (NODES_PER_CLUSTER_LARGE if n >= LARGE_LAYER else NODES_PER_CLUSTER))
+        )
         out.append(n)
     return out
 
