@@ -15,6 +15,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import LLMResult
 
 from graphs.budget import Budget, BudgetReached
+from graphs.cancel import quiet_refused_starts
 
 #: Custom callback event a rerank call dispatches before its request, ``{"query": str, "documents": [str, ...], "call": str}``:
 #: the :class:`BudgetGuard` counts it as a model call (or stops it) as it counts a chat call when it starts.
@@ -40,6 +41,7 @@ class BudgetGuard(BaseCallbackHandler):
     run_inline = True
 
     def __init__(self, budget: Budget, count: Callable[[str], int]) -> None:
+        quiet_refused_starts()
         self.budget = budget
         self.count = count
         self._lock = threading.Lock()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import warnings
 from typing import Any
 
 from langchain_core.callbacks import BaseCallbackHandler
@@ -47,6 +48,19 @@ class QuietCancellation(logging.Filter):
 
 _QUIET = QuietCancellation()
 
+#: LangChain's async callback manager makes one ``ahandle_event`` coroutine per handler for a call's
+#: start and awaits the inline ones first: when a guard (inline) refuses the call, the coroutines of
+#: the handlers after it are never awaited, and Python warns of each as it is collected (several per
+#: stopped PAI run). The call never ran, so no handler should hear of its start: only that warning
+#: is dropped.
+REFUSED_START_WARNING = r"coroutine 'ahandle_event' was never awaited"
+
+
+def quiet_refused_starts() -> None:
+    """Drop the "never awaited" warning of the start events a guard's refusal leaves (idempotent:
+    ``warnings`` replaces an equal filter)."""
+    warnings.filterwarnings("ignore", message=REFUSED_START_WARNING, category=RuntimeWarning)
+
 
 def quiet_cancellation() -> None:
     """Install :class:`QuietCancellation` on LangChain's callback logger (once; idempotent)."""
@@ -63,6 +77,7 @@ class CancelGuard(BaseCallbackHandler):
 
     def __init__(self, cancel: threading.Event) -> None:
         quiet_cancellation()
+        quiet_refused_starts()
         self.cancel = cancel
 
     def on_chat_model_start(
@@ -76,4 +91,11 @@ class CancelGuard(BaseCallbackHandler):
         cancel_point(self.cancel)
 
 
-__all__ = ["CancelGuard", "QuietCancellation", "RunCancelled", "cancel_point", "quiet_cancellation"]
+__all__ = [
+    "CancelGuard",
+    "QuietCancellation",
+    "RunCancelled",
+    "cancel_point",
+    "quiet_cancellation",
+    "quiet_refused_starts",
+]
