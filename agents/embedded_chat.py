@@ -5,6 +5,7 @@ every model object and serialized by a lock that runs calls sharing a prompt sta
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import threading
 from pathlib import Path
@@ -46,6 +47,18 @@ _LOADED: dict[tuple, tuple[Any, PrefixAffinityLock]] = {}
 _LOAD_LOCK = threading.Lock()
 
 
+def close_loaded() -> None:
+    """Free every loaded llama.cpp instance now. Registered with ``atexit`` when the first loads: left
+    to the interpreter's shutdown, ``Llama.__del__`` could run after llama-cpp-python's module globals
+    were cleared and print "Exception ignored in: <function Llama.__del__>" (seen at the test run's
+    exit)."""
+    with _LOAD_LOCK:
+        loaded = [llama for llama, _ in _LOADED.values()]
+        _LOADED.clear()
+    for llama in loaded:
+        llama.close()
+
+
 def _load_llama(path: str, n_ctx: int, settings: EmbeddedSettings, seed: int):
     """One llama.cpp instance per (file, window, settings), shared and serialized by a lock that runs calls
     sharing a prompt start back to back (:class:`~graphs.prefix_lock.PrefixAffinityLock`)."""
@@ -57,6 +70,9 @@ def _load_llama(path: str, n_ctx: int, settings: EmbeddedSettings, seed: int):
 
             if not Path(path).is_file():
                 raise ChatModelError(f"GGUF model file not found: {path}")
+            if not _LOADED:
+                atexit.unregister(close_loaded)
+                atexit.register(close_loaded)
             llama = Llama(
                 model_path=path, n_ctx=n_ctx, seed=seed, verbose=False, **settings.llama_kwargs()
             )

@@ -48,3 +48,21 @@ def test_flash_attention_and_batches_are_part_of_the_model_identity_threads_are_
     assert (
         EmbeddedChatModel(n_threads=1, n_threads_batch=1)._identifying_params == base
     )  # speed only
+
+
+@pytest.mark.e2e
+def test_loaded_models_are_freed_at_exit_while_their_library_can_still_be_called(monkeypatch):
+    """``close_loaded``, registered with atexit at the first load, frees each llama.cpp model (left to
+    the interpreter's shutdown, ``Llama.__del__`` can run after llama-cpp-python's globals are gone)."""
+    from agents import embedded_chat
+
+    registered: list[object] = []
+    monkeypatch.setattr(embedded_chat.atexit, "register", registered.append)
+    monkeypatch.setattr(embedded_chat, "_LOADED", {})  # this test's loads apart from the others'
+    chat = EmbeddedChatModel(n_ctx=256)
+    llama, _ = chat._llama()
+    assert chat._llama()[0] is llama  # shared: loaded and registered once
+    assert registered == [embedded_chat.close_loaded] and llama._model.model is not None
+    embedded_chat.close_loaded()
+    assert llama._model.model is None and not embedded_chat._LOADED
+    assert chat._llama()[0] is not llama  # a later call loads it anew
