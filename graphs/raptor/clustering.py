@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -84,6 +84,34 @@ def reduce_sampled(
     return place_by_neighbours(points, rows, reduce(points[rows], dim, k, seed), k)
 
 
+def fit_mixture(points: np.ndarray, n: int, seed: int) -> Any | None:
+    """A full-covariance Gaussian mixture of ``n`` components fitted on ``points`` (scikit-learn's
+    defaults, as the official code), or ``None`` where it cannot be fitted. Collapsed points
+    (duplicated nodes: UMAP puts them on one spot) can leave a component's covariance not positive
+    definite in float32, UMAP's output type; the official code then fails. Such a fit is tried
+    again in float64 (what scikit-learn's message advises), and a count that fails both ways is
+    skipped by the caller (docs/protocols.md)."""
+    from sklearn.mixture import GaussianMixture
+
+    for data in (points, np.asarray(points, dtype=np.float64)):
+        try:
+            return GaussianMixture(n_components=n, random_state=seed).fit(data)
+        except ValueError:
+            if data.dtype == np.float64:
+                return None
+    return None
+
+
+def _bic(points: np.ndarray, n: int, seed: int) -> float:
+    """The BIC of :func:`fit_mixture`'s mixture (infinite where it could not be fitted)."""
+    mixture = fit_mixture(points, n, seed)
+    return (
+        float("inf")
+        if mixture is None
+        else float(mixture.bic(np.asarray(points, dtype=mixture.means_.dtype)))
+    )
+
+
 def best_component_count(
     points: np.ndarray,
     max_clusters: int = MAX_CLUSTERS,
@@ -96,20 +124,15 @@ def best_component_count(
     ``least`` (``recluster="reuse"``'s split of an over-long cluster: 2). With
     ``patience`` (``method="scalable"`` only), the counts are tried in order and the search stops
     once that many in a row after the lowest so far have not lowered it (0: the whole range)."""
-    from sklearn.mixture import GaussianMixture
-
     candidates = list(range(least, min(max_clusters, len(points))))
     if not candidates:
         return 1
     if not patience:
-        bics = [
-            GaussianMixture(n_components=n, random_state=seed).fit(points).bic(points)
-            for n in candidates
-        ]
+        bics = [_bic(points, n, seed) for n in candidates]
         return candidates[int(np.argmin(bics))]
     best, lowest, since = candidates[0], float("inf"), 0
     for n in candidates:
-        bic = GaussianMixture(n_components=n, random_state=seed).fit(points).bic(points)
+        bic = _bic(points, n, seed)
         if bic < lowest:
             best, lowest, since = n, bic, 0
         elif (since := since + 1) >= patience:
@@ -138,13 +161,17 @@ def soft_memberships(
     :func:`supported_components`, and stopped after ``patience`` counts without a lower BIC), and every
     point is scored. ``least``: the fewest components the BIC search tries (fewer where the range
     would be empty)."""
-    from sklearn.mixture import GaussianMixture
-
     fit_on = points if sample is None else points[sample_rows(len(points), sample, seed)]
     limit = MAX_CLUSTERS if sample is None else supported_components(*fit_on.shape)
     least = max(1, min(least, min(limit, len(fit_on)) - 1))  # at least one count is tried
     n = best_component_count(fit_on, limit, seed, 0 if sample is None else patience, least)
-    probs = GaussianMixture(n_components=n, random_state=FIT_SEED).fit(fit_on).predict_proba(points)
+    mixture = fit_mixture(fit_on, n, FIT_SEED)
+    while mixture is None:  # fewer components until one fits (a single regularised Gaussian does)
+        if n == 1:
+            raise ValueError(f"no Gaussian mixture fits these {len(fit_on)} points")
+        n -= 1
+        mixture = fit_mixture(fit_on, n, FIT_SEED)
+    probs = mixture.predict_proba(np.asarray(points, dtype=mixture.means_.dtype))
     return [np.where(p > threshold)[0] for p in probs], n
 
 
@@ -258,8 +285,9 @@ def cluster_nodes(embeddings: np.ndarray, tokens: Sequence[int], *, dim: int, th
     """Clusters of node positions (``RAPTOR_Clustering.perform_clustering``), in label order: each
     cluster of two nodes or more whose texts hold more than ``max_cluster_tokens`` tokens is
     clustered again on its own (:func:`cluster_again`). Where the official recursion would repeat
-    itself forever (a cluster holds every node clustered, or comes back whole, or is too small for
-    UMAP's ``n - 2`` dimensions), the cluster is kept as it is. ``method``, ``sample``,
+    itself forever or fail (a cluster holds every node clustered, or comes back whole, or is too
+    small for UMAP: ``n - 2`` dimensions, and with ``method="official"`` ``sqrt(n - 1)`` neighbours,
+    need 5 nodes), the cluster is kept as it is. ``method``, ``sample``,
     ``patience``: as :func:`cluster_points`; ``recluster``: as :func:`cluster_again`."""
     how = Splitting(dim, threshold, max_cluster_tokens, seed, method, sample, patience, recluster)
     labels, positions = clustered_with_positions(
@@ -276,7 +304,8 @@ def split_over_long(labels: list[list[int]], positions: list[np.ndarray], tokens
         if not members:
             continue
         if (
-            len(members) > 3
+            len(members)
+            > (4 if how.method == "official" else 3)  # official: sqrt(n - 1) neighbours >= 2
             and sum(tokens[i] for i in members) > how.max_cluster_tokens
             and len(members) < len(labels)  # all of them again: the same call, forever
         ):
