@@ -18,6 +18,7 @@ from graphs.raptor.clustering import (
     cluster_nodes,
     cluster_points,
     clustered_with_positions,
+    reclustered,
     reduce,
     reduce_sampled,
     sample_rows,
@@ -259,3 +260,15 @@ def test_scalable_trees_are_keyed_by_the_scalable_method_and_official_keys_stay(
     assert tree_key(corpus, official, None) == keys[0]  # official trees are found where they were
     assert tree_key(corpus, scalable, None) != keys[1]  # a changed scalable method builds anew
     assert patient != keys[1]
+
+
+def test_over_long_clusters_clustered_again_in_worker_processes_give_the_same_clusters():
+    how = Splitting(dim=4, threshold=0.1, max_cluster_tokens=3500, method="scalable", sample=2000,
+                    patience=5, recluster="reuse")  # fmt: skip
+    jobs = []
+    for seed in range(5):
+        positions = nested_blobs(80 + 20 * seed, 6, seed=seed)
+        jobs.append((np.zeros((len(positions), 2)), positions, [300] * len(positions)))
+    here = reclustered(jobs, how, workers=1)
+    assert reclustered(jobs, how, workers=2) == here
+    assert all(len(sub) > 1 for sub in here)  # every one was split

@@ -47,6 +47,11 @@ PHASES: dict[str, list[tuple[str, str, str]]] = {
         ("graphs.raptor.clustering", "best_component_count", "  bic searches"),
         ("graphs.raptor.clustering", "soft_memberships", "  mixtures (bic included)"),
         ("graphs.raptor.clustering", "cluster_again", "  re-clustering (over-long)"),
+        (
+            "graphs.raptor.clustering",
+            "reclustered",
+            "  re-clustering, per layer (workers included)",
+        ),
     ],
     "hipporag": [
         ("graphs.hipporag.build", "extract_all", "llm map (OpenIE)"),
@@ -173,7 +178,8 @@ def options_of(args: argparse.Namespace) -> dict[str, Any]:
                             "concurrency": args.concurrency}  # fmt: skip
     if args.strategy == "raptor":
         opts |= {"clustering": args.clustering, "cluster_sample": args.cluster_sample,
-                 "cluster_bic_patience": args.bic_patience, "cluster_recluster": args.recluster}  # fmt: skip
+                 "cluster_bic_patience": args.bic_patience, "cluster_recluster": args.recluster,
+                 "cluster_workers": args.cluster_workers}  # fmt: skip
     else:
         opts |= {"synonymy_knn": args.knn}
         if args.passage_tokens:
@@ -343,6 +349,7 @@ def main() -> None:
         default="reuse",
         help="RAPTOR's cluster_recluster (scalable)",
     )
+    p.add_argument("--cluster-workers", type=int, default=1, help="RAPTOR's cluster_workers")
     p.add_argument("--knn", choices=("dense", "faiss", "faiss-ivf"), default="dense")
     p.add_argument(
         "--passage-tokens",

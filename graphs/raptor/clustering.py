@@ -281,35 +281,39 @@ class Splitting:
 
 def cluster_nodes(embeddings: np.ndarray, tokens: Sequence[int], *, dim: int, threshold: float, max_cluster_tokens: int,
                   seed: int = RANDOM_SEED, method: Method = "official", sample: int = 2000, patience: int = 0,
-                  recluster: Recluster = "fresh") -> list[list[int]]:  # fmt: skip
+                  recluster: Recluster = "fresh", workers: int = 1) -> list[list[int]]:  # fmt: skip
     """Clusters of node positions (``RAPTOR_Clustering.perform_clustering``), in label order: each
     cluster of two nodes or more whose texts hold more than ``max_cluster_tokens`` tokens is
     clustered again on its own (:func:`cluster_again`). Where the official recursion would repeat
     itself forever or fail (a cluster holds every node clustered, or comes back whole, or is too
     small for UMAP: ``n - 2`` dimensions, and with ``method="official"`` ``sqrt(n - 1)`` neighbours,
     need 5 nodes), the cluster is kept as it is. ``method``, ``sample``,
-    ``patience``: as :func:`cluster_points`; ``recluster``: as :func:`cluster_again`."""
+    ``patience``: as :func:`cluster_points`; ``recluster``: as :func:`cluster_again`; ``workers``:
+    processes the layer's over-long clusters are clustered again in (:func:`reclustered`)."""
     how = Splitting(dim, threshold, max_cluster_tokens, seed, method, sample, patience, recluster)
     labels, positions = clustered_with_positions(
         embeddings, dim, threshold, seed, method, sample, patience
     )
-    return split_over_long(labels, positions, tokens, how, embeddings)
+    return split_over_long(labels, positions, tokens, how, embeddings, workers)
 
 
 def split_over_long(labels: list[list[int]], positions: list[np.ndarray], tokens: Sequence[int], how: Splitting,
-                    embeddings: np.ndarray) -> list[list[int]]:  # fmt: skip
-    """The clusters of ``labels`` in label order, each over-long one replaced by its clusters."""
+                    embeddings: np.ndarray, workers: int = 1) -> list[list[int]]:  # fmt: skip
+    """The clusters of ``labels`` in label order, each over-long one replaced by its clusters
+    (clustered again in ``workers`` processes, :func:`reclustered`)."""
+    groups = [(m, at) for m, at in zip(members_by_label(labels, len(positions)), positions, strict=True) if m]  # fmt: skip
+    over = [
+        len(m) > (4 if how.method == "official" else 3)  # official: sqrt(n - 1) neighbours >= 2
+        and sum(tokens[i] for i in m) > how.max_cluster_tokens
+        and len(m) < len(labels)  # all of them again: the same call, forever
+        for m, _ in groups
+    ]
+    jobs = [(embeddings[m], at, [tokens[i] for i in m]) for (m, at), o in zip(groups, over) if o]
+    subs = iter(reclustered(jobs, how, workers))
     out: list[list[int]] = []
-    for members, at in zip(members_by_label(labels, len(positions)), positions, strict=True):
-        if not members:
-            continue
-        if (
-            len(members)
-            > (4 if how.method == "official" else 3)  # official: sqrt(n - 1) neighbours >= 2
-            and sum(tokens[i] for i in members) > how.max_cluster_tokens
-            and len(members) < len(labels)  # all of them again: the same call, forever
-        ):
-            sub = cluster_again(embeddings[members], at, [tokens[i] for i in members], how)
+    for (members, _), again in zip(groups, over):
+        if again:
+            sub = next(subs)
             # it comes back whole (reuse's forced split of inseparable nodes: as copies of the whole)
             whole = (len(sub) == 1 or how.recluster == "reuse") and all(
                 len(c) == len(members) for c in sub
@@ -319,6 +323,35 @@ def split_over_long(labels: list[list[int]], positions: list[np.ndarray], tokens
                 continue
         out.append(members)
     return out
+
+
+def reclustered(jobs: list[tuple[np.ndarray, np.ndarray, list[int]]], how: Splitting, workers: int = 1) -> list[list[list[int]]]:  # fmt: skip
+    """Each over-long cluster's clusters (:func:`cluster_again` of its nodes' embeddings, positions
+    and tokens), in order: here, or over ``workers`` spawned processes of one BLAS thread each. The
+    clusters are the same either way: each re-clustering is seeded and depends on its cluster alone."""
+    if workers <= 1 or len(jobs) < 2:
+        return [cluster_again(*job, how) for job in jobs]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    n = min(workers, len(jobs))
+    with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"), initializer=_one_thread) as pool:  # fmt: skip
+        return list(
+            pool.map(_again, jobs, [how] * len(jobs), chunksize=max(1, len(jobs) // (8 * n)))
+        )
+
+
+def _one_thread() -> None:
+    """A re-clustering process's BLAS and OpenMP pools: one thread (``workers`` processes share the cores)."""
+    import sklearn.mixture  # noqa: F401  (its OpenMP runtime loaded, so limited too)
+    from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
+
+    threadpool_limits(1)
+
+
+def _again(job: tuple[np.ndarray, np.ndarray, list[int]], how: Splitting) -> list[list[int]]:
+    """:func:`cluster_again` in a worker process (a module function, picklable by name)."""
+    return cluster_again(*job, how)
 
 
 def cluster_again(embeddings: np.ndarray, positions: np.ndarray, tokens: Sequence[int], how: Splitting) -> list[list[int]]:  # fmt: skip

@@ -57,6 +57,13 @@ class RaptorConfig(RayMapOptions):
         "its nodes have in the reduction it was found in, with no new UMAP (reuse: ours, "
         "docs/scale.md), or with new UMAPs as the official code (fresh)",
     )
+    cluster_workers: int = option(
+        1,
+        min=1,
+        max=256,
+        help="processes a layer's over-long clusters are clustered again in (1: this one); the tree "
+        "is the same for any number",
+    )
     num_layers: int = option(5, min=1, source="TreeBuilderConfig num_layers=5")
     summary_tokens: int = option(
         100,

@@ -180,7 +180,8 @@ def build_tree(
         clusters = cluster_nodes(emb, tokens, dim=cfg.reduction_dimension, threshold=cfg.cluster_threshold,
                                  max_cluster_tokens=cfg.max_cluster_tokens, seed=cfg.seed, method=cfg.clustering,
                                  sample=cfg.cluster_sample, patience=cfg.cluster_bic_patience,
-                                 recluster=cfg.cluster_recluster if cfg.clustering == "scalable" else "fresh")  # fmt: skip
+                                 recluster=cfg.cluster_recluster if cfg.clustering == "scalable" else "fresh",
+                                 workers=cfg.cluster_workers)  # fmt: skip
         members = [[current[k] for k in c] for c in clusters]
         contexts = [node_context([nodes[i].text for i in m]) for m in members]
         summaries, n_asked = (
