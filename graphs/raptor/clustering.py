@@ -24,7 +24,8 @@ the sample and the scoring.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -291,10 +292,25 @@ def cluster_nodes(embeddings: np.ndarray, tokens: Sequence[int], *, dim: int, th
     ``patience``: as :func:`cluster_points`; ``recluster``: as :func:`cluster_again`; ``workers``:
     processes the layer's over-long clusters are clustered again in (:func:`reclustered`)."""
     how = Splitting(dim, threshold, max_cluster_tokens, seed, method, sample, patience, recluster)
-    labels, positions = clustered_with_positions(
-        embeddings, dim, threshold, seed, method, sample, patience
-    )
-    return split_over_long(labels, positions, tokens, how, embeddings, workers)
+    with one_thread_pools():
+        labels, positions = clustered_with_positions(
+            embeddings, dim, threshold, seed, method, sample, patience
+        )
+        return split_over_long(labels, positions, tokens, how, embeddings, workers)
+
+
+@contextmanager
+def one_thread_pools() -> Iterator[None]:
+    """BLAS and OpenMP (scikit-learn's k-means start of each mixture) at one thread while a layer is
+    clustered: its thousands of small mixture fits run slower on more (threads start and spin for a
+    few milliseconds of work: 80 fits of 200 points took 1.57 s on two threads against 1.00 s on
+    one, quiet; under load the gap grows, docs/scale.md). Seeded UMAP is single-threaded anyway.
+    scikit-learn is imported first: a limit set before its OpenMP runtime loads does not reach it."""
+    import sklearn.mixture  # noqa: F401
+    from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
+
+    with threadpool_limits(limits=1):
+        yield
 
 
 def split_over_long(labels: list[list[int]], positions: list[np.ndarray], tokens: Sequence[int], how: Splitting,
@@ -343,10 +359,7 @@ def reclustered(jobs: list[tuple[np.ndarray, np.ndarray, list[int]]], how: Split
 
 def _one_thread() -> None:
     """A re-clustering process's BLAS and OpenMP pools: one thread (``workers`` processes share the cores)."""
-    import sklearn.mixture  # noqa: F401  (its OpenMP runtime loaded, so limited too)
-    from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
-
-    threadpool_limits(1)
+    one_thread_pools().__enter__()  # for the process's life
 
 
 def _again(job: tuple[np.ndarray, np.ndarray, list[int]], how: Splitting) -> list[list[int]]:
