@@ -61,7 +61,7 @@ PHASES: dict[str, list[tuple[str, str, str]]] = {
     ],
 }
 #: Phases timed at their outermost call only (a recursion is counted once).
-OUTERMOST = {"  re-clustering (over-long)"}
+OUTERMOST = {"  re-clustering (over-long)", "  re-clustering, per layer (workers included)"}
 
 
 def load() -> str:
