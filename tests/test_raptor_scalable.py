@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from sklearn.metrics import adjusted_rand_score
@@ -272,3 +274,19 @@ def test_over_long_clusters_clustered_again_in_worker_processes_give_the_same_cl
     here = reclustered(jobs, how, workers=1)
     assert reclustered(jobs, how, workers=2) == here
     assert all(len(sub) > 1 for sub in here)  # every one was split
+
+
+def test_a_worker_process_keeps_its_pools_at_one_thread():
+    """The worker initializer's limit outlives the call (a dropped limit would restore the pools)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import gc, threadpoolctl, graphs.raptor.clustering as c; c._one_thread(); gc.collect(); "
+        "print(sorted({i['num_threads'] for i in threadpoolctl.threadpool_info()}))"
+    )
+    env = {**os.environ, "OMP_NUM_THREADS": "2", "OPENBLAS_NUM_THREADS": "2"}  # not one already
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True
+    )
+    assert out.stdout.strip() == "[1]", out.stdout + out.stderr

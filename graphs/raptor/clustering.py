@@ -357,9 +357,16 @@ def reclustered(jobs: list[tuple[np.ndarray, np.ndarray, list[int]]], how: Split
         )
 
 
+#: A worker process's one-thread limit (:func:`_one_thread`), entered once and never left.
+_WORKER_LIMIT: Any = None
+
+
 def _one_thread() -> None:
     """A re-clustering process's BLAS and OpenMP pools: one thread (``workers`` processes share the cores)."""
-    one_thread_pools().__enter__()  # for the process's life
+    global _WORKER_LIMIT
+    # held for the process's life: a dropped one would restore the pools as it is collected
+    _WORKER_LIMIT = one_thread_pools()
+    _WORKER_LIMIT.__enter__()
 
 
 def _again(job: tuple[np.ndarray, np.ndarray, list[int]], how: Splitting) -> list[list[int]]:
