@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 from sklearn.metrics import adjusted_rand_score
@@ -277,16 +275,16 @@ def test_over_long_clusters_clustered_again_in_worker_processes_give_the_same_cl
 
 
 def test_a_worker_process_keeps_its_pools_at_one_thread():
-    """The worker initializer's limit outlives the call (a dropped limit would restore the pools)."""
-    import subprocess
-    import sys
+    """The worker initializer's limit outlives the call (a dropped limit would restore the pools as it
+    is collected). Run here, from pools of two threads, and undone after."""
+    import gc
 
-    probe = (
-        "import gc, threadpoolctl, graphs.raptor.clustering as c; c._one_thread(); gc.collect(); "
-        "print(sorted({i['num_threads'] for i in threadpoolctl.threadpool_info()}))"
-    )
-    env = {**os.environ, "OMP_NUM_THREADS": "2", "OPENBLAS_NUM_THREADS": "2"}  # not one already
-    out = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True
-    )
-    assert out.stdout.strip() == "[1]", out.stdout + out.stderr
+    from threadpoolctl import threadpool_info, threadpool_limits  # type: ignore[import-untyped]
+
+    with threadpool_limits(limits=2):
+        clustering._one_thread()
+        gc.collect()
+        try:
+            assert {i["num_threads"] for i in threadpool_info()} == {1}
+        finally:
+            clustering._WORKER_LIMIT.__exit__(None, None, None)

@@ -470,7 +470,6 @@ TIERS: dict[str, dict[str, str]] = {
         "test_each_cluster_carries_its_members_positions_in_the_reduction_it_was_found_in": "integration",
         "test_reusing_the_positions_splits_an_over_long_cluster_with_no_new_reduction": "integration",
         "test_over_long_clusters_clustered_again_in_worker_processes_give_the_same_clusters": "concurrency",
-        "test_a_worker_process_keeps_its_pools_at_one_thread": "subprocess",
     },
     "test_stub_content.py": {
         "test_the_stub_serves_embeddings_to_the_openai_embedder_and_content_replies_to_chat": "subprocess",
