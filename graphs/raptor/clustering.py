@@ -94,13 +94,15 @@ def fit_mixture(points: np.ndarray, n: int, seed: int) -> Any | None:
     skipped by the caller (docs/protocols.md)."""
     from sklearn.mixture import GaussianMixture
 
-    for data in (points, np.asarray(points, dtype=np.float64)):
-        try:
-            return GaussianMixture(n_components=n, random_state=seed).fit(data)
-        except ValueError:
-            if data.dtype == np.float64:
-                return None
-    return None
+    try:
+        return GaussianMixture(n_components=n, random_state=seed).fit(points)
+    except ValueError:
+        if points.dtype == np.float64:
+            return None
+    try:  # the float64 copy only for a fit that failed
+        return GaussianMixture(n_components=n, random_state=seed).fit(points.astype(np.float64))
+    except ValueError:
+        return None
 
 
 def _bic(points: np.ndarray, n: int, seed: int) -> float:
@@ -314,9 +316,11 @@ def one_thread_pools() -> Iterator[None]:
 
 
 def split_over_long(labels: list[list[int]], positions: list[np.ndarray], tokens: Sequence[int], how: Splitting,
-                    embeddings: np.ndarray, workers: int = 1) -> list[list[int]]:  # fmt: skip
+                    embeddings: np.ndarray | None, workers: int = 1) -> list[list[int]]:  # fmt: skip
     """The clusters of ``labels`` in label order, each over-long one replaced by its clusters
-    (clustered again in ``workers`` processes, :func:`reclustered`)."""
+    (clustered again in ``workers`` processes, :func:`reclustered`). ``embeddings`` are read by a
+    fresh re-clustering only (``None`` will do for ``recluster="reuse"``): a reusing one is not
+    handed, nor sent to a worker, its nodes' embedding rows."""
     groups = [(m, at) for m, at in zip(members_by_label(labels, len(positions)), positions, strict=True) if m]  # fmt: skip
     over = [
         len(m) > (4 if how.method == "official" else 3)  # official: sqrt(n - 1) neighbours >= 2
@@ -324,7 +328,9 @@ def split_over_long(labels: list[list[int]], positions: list[np.ndarray], tokens
         and len(m) < len(labels)  # all of them again: the same call, forever
         for m, _ in groups
     ]
-    jobs = [(embeddings[m], at, [tokens[i] for i in m]) for (m, at), o in zip(groups, over) if o]
+    fresh = how.recluster == "fresh"  # only a fresh re-clustering reads the embeddings (new UMAPs)
+    jobs = [(embeddings[m] if fresh and embeddings is not None else None, at, [tokens[i] for i in m])
+            for (m, at), o in zip(groups, over) if o]  # fmt: skip
     subs = iter(reclustered(jobs, how, workers))
     out: list[list[int]] = []
     for (members, _), again in zip(groups, over):
@@ -341,10 +347,12 @@ def split_over_long(labels: list[list[int]], positions: list[np.ndarray], tokens
     return out
 
 
-def reclustered(jobs: list[tuple[np.ndarray, np.ndarray, list[int]]], how: Splitting, workers: int = 1) -> list[list[list[int]]]:  # fmt: skip
+def reclustered(jobs: list[tuple[np.ndarray | None, np.ndarray, list[int]]], how: Splitting, workers: int = 1) -> list[list[list[int]]]:  # fmt: skip
     """Each over-long cluster's clusters (:func:`cluster_again` of its nodes' embeddings, positions
     and tokens), in order: here, or over ``workers`` spawned processes of one BLAS thread each. The
-    clusters are the same either way: each re-clustering is seeded and depends on its cluster alone."""
+    clusters are the same either way: each re-clustering is seeded and depends on its cluster alone
+    (for ``recluster="fresh"``, as far as seeded UMAP is deterministic: on near-duplicate nodes it is
+    not, even in one process; docs/protocols.md)."""
     if workers <= 1 or len(jobs) < 2:
         return [cluster_again(*job, how) for job in jobs]
     import multiprocessing
@@ -369,12 +377,12 @@ def _one_thread() -> None:
     _WORKER_LIMIT.__enter__()
 
 
-def _again(job: tuple[np.ndarray, np.ndarray, list[int]], how: Splitting) -> list[list[int]]:
+def _again(job: tuple[np.ndarray | None, np.ndarray, list[int]], how: Splitting) -> list[list[int]]:
     """:func:`cluster_again` in a worker process (a module function, picklable by name)."""
     return cluster_again(*job, how)
 
 
-def cluster_again(embeddings: np.ndarray, positions: np.ndarray, tokens: Sequence[int], how: Splitting) -> list[list[int]]:  # fmt: skip
+def cluster_again(embeddings: np.ndarray | None, positions: np.ndarray, tokens: Sequence[int], how: Splitting) -> list[list[int]]:  # fmt: skip
     """An over-long cluster's clusters. ``recluster="fresh"`` (the official code's): its nodes
     clustered as a layer is (:func:`cluster_nodes`: new UMAPs). ``"reuse"`` (ours, with
     ``method="scalable"``; docs/scale.md): the same two mixture steps (:func:`two_steps`, soft
@@ -385,10 +393,11 @@ def cluster_again(embeddings: np.ndarray, positions: np.ndarray, tokens: Sequenc
     nodes into new clumps; starting at 2 split a 10M-token layer in ~48 BIC searches per over-long
     cluster, docs/scale.md); its over-long clusters split again the same way."""
     if how.recluster == "fresh":
+        assert embeddings is not None, "a fresh re-clustering needs the embeddings"
         return cluster_nodes(embeddings, tokens, dim=how.dim, threshold=how.threshold,
                              max_cluster_tokens=how.max_cluster_tokens, seed=how.seed, method=how.method,
                              sample=how.sample, patience=how.patience, recluster=how.recluster)  # fmt: skip
     fitted = None if how.method == "official" else how.sample
     labels, at = two_steps(positions, lambda members: positions[members], how.dim, how.threshold, how.seed, fitted, how.patience,
                            least=max(2, -(-sum(tokens) // how.max_cluster_tokens)))  # fmt: skip
-    return split_over_long(labels, at, tokens, how, embeddings)
+    return split_over_long(labels, at, tokens, how, None)
