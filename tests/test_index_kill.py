@@ -282,6 +282,23 @@ def resumed_without_repeats(server: RecordingServer, since: int, answered: list[
     return sent
 
 
+def killed_in_the_map(server, tmp_path: Path, strategy: str, texts: list[str], cache: Path, options: dict,
+                      logged: Callable[[], list[Path]], n: int, what: str) -> list[str]:  # fmt: skip
+    """A child process building ``strategy`` into ``cache``, killed with SIGKILL once ``n`` map calls
+    were answered and logged (in ``logged()``'s files) and the next ones held at the stub: the
+    bodies answered, exactly ``n``."""
+    stub = server.stub
+    stub.answered.clear()
+    stub.hold(n)
+    child = start_child(tmp_path, "map", job(server, strategy, texts, cache, options))
+    wait_for(lambda: lines(logged()) == n and stub.seen > n, child, tmp_path / "map.log", what)
+    assert killed(child) == -signal.SIGKILL
+    stub.release()
+    answered = list(stub.answered)
+    assert len(answered) == n
+    return answered
+
+
 # -- kills ---------------------------------------------------------------------------------------------
 @pytest.mark.slow  # four builds, three in child processes each compiling UMAP (numba): 273 s at load 11 on 2 cores
 def test_a_raptor_build_killed_in_the_map_in_clustering_and_in_writing_resumes_asking_no_answered_call(server, tmp_path):  # fmt: skip
@@ -296,19 +313,8 @@ def test_a_raptor_build_killed_in_the_map_in_clustering_and_in_writing_resumes_a
     cache = tmp_path / "killed"
     summaries = lambda: list(cache.glob("raptor/summaries/*.jsonl"))  # noqa: E731
     # (a) in the map: 5 summaries answered, the next ones held at the stub, then SIGKILL
-    stub.answered.clear()
-    stub.hold(5)
-    child = start_child(tmp_path, "map", job(server, "raptor", texts, cache, RAPTOR_OPTIONS))
-    wait_for(
-        lambda: lines(summaries()) == 5 and stub.seen > 5,
-        child,
-        tmp_path / "map.log",
-        "5 summaries",
-    )
-    assert killed(child) == -signal.SIGKILL and not list(cache.glob("raptor/*/meta.json"))
-    stub.release()
-    answered = list(stub.answered)
-    assert len(answered) == 5
+    answered = killed_in_the_map(server, tmp_path, "raptor", texts, cache, RAPTOR_OPTIONS, summaries, 5, "5 summaries")  # fmt: skip
+    assert not list(cache.glob("raptor/*/meta.json"))
     # (b) a fresh process resumes the map, then is killed while it clusters layer 2
     since, marker = len(server.requests), tmp_path / "clustering"
     child = start_child(tmp_path, "clustering", job(server, "raptor", texts, cache, RAPTOR_OPTIONS, kill="clustering", marker=str(marker)))  # fmt: skip
@@ -359,16 +365,8 @@ def test_a_hipporag_build_killed_in_the_openie_map_and_in_writing_resumes_asking
     cache = tmp_path / "killed"
     logs = lambda: list(cache.glob("hipporag/openie/records/*/*/records.jsonl"))  # noqa: E731
     # (a) in the OpenIE map: 7 calls answered, the next ones held at the stub, then SIGKILL
-    stub.answered.clear()
-    stub.hold(7)
-    child = start_child(tmp_path, "map", job(server, "hipporag", texts, cache, HIPPORAG_OPTIONS))
-    wait_for(
-        lambda: lines(logs()) == 7 and stub.seen > 7, child, tmp_path / "map.log", "7 OpenIE calls"
-    )
-    assert killed(child) == -signal.SIGKILL and not list(cache.glob("hipporag/graphs/*/meta.json"))
-    stub.release()
-    answered = list(stub.answered)
-    assert len(answered) == 7
+    answered = killed_in_the_map(server, tmp_path, "hipporag", texts, cache, HIPPORAG_OPTIONS, logs, 7, "7 OpenIE calls")  # fmt: skip
+    assert not list(cache.glob("hipporag/graphs/*/meta.json"))
     # (b) a fresh process resumes the map, then dies with facts.npy half written
     since = len(server.requests)
     child = start_child(tmp_path, "writing", job(server, "hipporag", texts, cache, HIPPORAG_OPTIONS, kill="writing", torn="facts.npy"))  # fmt: skip
