@@ -62,7 +62,8 @@ class RaptorConfig(RayMapOptions):
         min=1,
         max=256,
         help="processes a layer's over-long clusters are clustered again in (1: this one); the tree "
-        "is the same for any number",
+        "is the same for any number (with cluster_recluster='fresh', where seeded UMAP is "
+        "deterministic: not on near-duplicate nodes)",
     )
     num_layers: int = option(5, min=1, source="TreeBuilderConfig num_layers=5")
     summary_tokens: int = option(
