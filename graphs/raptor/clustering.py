@@ -108,11 +108,12 @@ def fit_mixture(points: np.ndarray, n: int, seed: int) -> Any | None:
 def _bic(points: np.ndarray, n: int, seed: int) -> float:
     """The BIC of :func:`fit_mixture`'s mixture (infinite where it could not be fitted)."""
     mixture = fit_mixture(points, n, seed)
-    return (
-        float("inf")
-        if mixture is None
-        else float(mixture.bic(np.asarray(points, dtype=mixture.means_.dtype)))
-    )
+    return float("inf") if mixture is None else float(mixture.bic(as_fitted(points, mixture)))
+
+
+def as_fitted(points: np.ndarray, mixture: Any) -> np.ndarray:
+    """``points`` in the type ``mixture`` was fitted in (float64 where :func:`fit_mixture` retried)."""
+    return np.asarray(points, dtype=mixture.means_.dtype)
 
 
 def best_component_count(
@@ -174,7 +175,7 @@ def soft_memberships(
             raise ValueError(f"no Gaussian mixture fits these {len(fit_on)} points")
         n -= 1
         mixture = fit_mixture(fit_on, n, FIT_SEED)
-    probs = mixture.predict_proba(np.asarray(points, dtype=mixture.means_.dtype))
+    probs = mixture.predict_proba(as_fitted(points, mixture))
     return [np.where(p > threshold)[0] for p in probs], n
 
 
@@ -214,15 +215,8 @@ def clustered_with_positions(embeddings: np.ndarray, dim: int, threshold: float,
 
     fitted_on = n if fitted is None else min(n, fitted)
     reduced = reduced_to(embeddings, min(dim, n - 2), int((fitted_on - 1) ** 0.5))
-    return two_steps(
-        reduced,
-        lambda members: reduced_to(embeddings[members], dim, LOCAL_NEIGHBORS),
-        dim,
-        threshold,
-        seed,
-        fitted,
-        patience,
-    )
+    return two_steps(reduced, lambda members: reduced_to(embeddings[members], dim, LOCAL_NEIGHBORS),
+                     dim, threshold, seed, fitted, patience)  # fmt: skip
 
 
 def two_steps(
@@ -250,10 +244,8 @@ def two_steps(
         else:
             at = local_reduction(members)
             local, n_local = soft_memberships(at, threshold, seed, fitted, patience)
-        for pos, i in enumerate(members):
-            labels[i].extend(
-                int(j) + len(positions) for j in local[pos]
-            )  # ascending, as np.where gives
+        for pos, i in enumerate(members):  # each point's labels ascending, as np.where gives
+            labels[i].extend(int(j) + len(positions) for j in local[pos])
         positions.extend(at[rows] for rows in members_by_label(local, n_local))
     return labels, positions
 
