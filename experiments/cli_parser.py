@@ -174,7 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--strategies",
         required=True,
-        help="comma-separated strategy names, e.g. rag,full_context,memagent",
+        help="comma-separated strategy names, e.g. rag,full_context,memagent; a strategy twice as variants "
+        "STRATEGY@LABEL, each its own column with its own --option, e.g. rag@bm25,rag@hybrid",
     )
     p.add_argument("--llm", help="'embedded' (default), 'embedded:PATH.gguf' or 'openai:MODEL'")
     p.add_argument("--data", help="benchmark files folder (default $LONGCTX_DATA_DIR/<benchmark>)")
@@ -206,7 +207,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="STRATEGY.KEY=JSON",
-        help="strategy option, e.g. rag.top_k=5",
+        help="strategy option, e.g. rag.top_k=5, or a variant's, e.g. rag@hybrid.retriever=hybrid "
+        "(a strategy's own options apply to each of its variants too)",
     )
     p.add_argument(
         "--no-llm-cache",

@@ -71,11 +71,14 @@ def parse_value(item: str) -> tuple[str, Any]:
 
 
 def parse_options(items: list[str]) -> dict[str, dict]:
-    """``["rag.top_k=5", 'rag.retriever="dense"']`` -> ``{"rag": {"top_k": 5, "retriever": "dense"}}``."""
+    """``["rag.top_k=5", 'rag.retriever="dense"']`` -> ``{"rag": {"top_k": 5, "retriever": "dense"}}``;
+    a variant's name before the first dot (``rag@hybrid.retriever=hybrid``) keys its own options."""
     options: dict[str, dict] = {}
     for item in items:
         strategy, dot, field = item.partition("=")[0].partition(".")
         if "=" not in item or not dot:
-            raise ValueError(f"--option must look like STRATEGY.KEY=VALUE, got {item!r}")
+            raise ValueError(
+                f"--option must look like STRATEGY.KEY=VALUE or STRATEGY@LABEL.KEY=VALUE, got {item!r}"
+            )
         options.setdefault(strategy, {})[field] = parse_value(item)[1]
     return options

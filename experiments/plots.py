@@ -16,6 +16,7 @@ from typing import Any
 from experiments.amortized_costs import Amortization
 from graphs.presentation import palette_color
 from graphs.registry import STRATEGIES
+from graphs.strategy_registry import VARIANT_SEPARATOR
 from retrieval.extras import require
 
 #: Strategies beside each other in a length bucket are spread over this share of the bucket's width.
@@ -25,8 +26,12 @@ DODGE = 0.3
 def strategy_color(name: str) -> str:
     """The colour of a strategy in every plot and in ``report.html``: the one its registry entry
     declares (``presentation.color``), else one fixed by its name (also for a strategy that a
-    run recorded but this process has not registered), so runs and plots agree."""
-    declared = STRATEGIES.get(name).presentation.color if name in STRATEGIES else None
+    run recorded but this process has not registered), so runs and plots agree. A variant
+    (``rag@hybrid``) gets one fixed by its whole name: two variants of a strategy differ."""
+    variant = VARIANT_SEPARATOR in name
+    declared = (
+        STRATEGIES.get(name).presentation.color if name in STRATEGIES and not variant else None
+    )
     return declared or palette_color(name)
 
 

@@ -424,6 +424,9 @@ TIERS: dict[str, dict[str, str]] = {
         "test_compare_prints_the_paired_table_of_two_runs_of_the_same_questions": "integration",
         "test_the_corpus_is_shared_by_every_question": "integration",
     },
+    "test_variants.py": {
+        "test_two_variants_of_rag_run_resume_and_report_as_two_columns": "integration",
+    },
     "test_pai.py": {
         "test_exhaustive_judge_calls_are_properties_times_chunks": "integration",
         "test_judge_fan_out_respects_max_concurrency": "concurrency",

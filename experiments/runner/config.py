@@ -12,6 +12,7 @@ from typing import Any
 
 from agents import STRATEGIES, Budget
 from experiments.benchmarks import BENCHMARKS, load_benchmark
+from experiments.runner.variants import variant_options
 from graphs.prompt_sharing import shared_first_options
 
 log = logging.getLogger(__name__)
@@ -23,13 +24,16 @@ class RunConfig:
 
     Attributes:
         benchmark: Registry name (``longbench_v2``, ``lveval``, ``synthetic``, ...).
-        strategies: Strategy registry names, compared on the same samples.
+        strategies: Strategy registry names, compared on the same samples, or variants
+            (``rag@hybrid``: a strategy, ``@``, a label), each its own column with its own options.
         llm: Chat model spec (``embedded``, ``openai:MODEL``); ignored when a model object is passed.
         data_path: Where the benchmark's files are (default ``$LONGCTX_DATA_DIR/<benchmark>``).
         datasets: Subsets of the benchmark (e.g. LongBench dataset names); all when empty.
         limit: First N samples only.
         concurrency: (sample, strategy) pairs in flight at once.
-        strategy_options: Per-strategy config overrides, e.g. ``{"rag": {"top_k": 5}}``. For own corpora
+        strategy_options: Per-strategy config overrides, e.g. ``{"rag": {"top_k": 5}}``, or per variant
+            (``{"rag@hybrid": {"retriever": "hybrid"}}``); a strategy's own apply to each of its
+            variants too, under the variant's (:func:`experiments.runner.variants.variant_options`). For own corpora
             (``BenchmarkSpec.shared_first``) each strategy's shared-first options go under them
             (:func:`graphs.prompt_sharing.shared_first_options`; PAI's ``judge_order="chunk_first"``).
         llm_cache: Replay temperature-0 calls from ``<out>/llm_cache.sqlite``.
@@ -81,9 +85,9 @@ class RunConfig:
                 ", ".join(sorted({s for s in self.strategies if self.strategies.count(s) > 1})),
             )
         object.__setattr__(self, "strategies", unique)
-        unknown = sorted(set(self.strategy_options) - set(self.strategies))
-        if unknown:
-            raise ValueError(f"strategy_options name strategies not being run: {unknown}")
+        object.__setattr__(
+            self, "strategy_options", variant_options(self.strategies, self.strategy_options)
+        )
         if (
             self.benchmark in BENCHMARKS and BENCHMARKS.get(self.benchmark).shared_first
         ):  # our prompts: the shared text goes first
