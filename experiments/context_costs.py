@@ -50,6 +50,30 @@ def context_costs(strategy: str, rows: Iterable[Mapping[str, Any]]) -> dict[str,
     }
 
 
+#: What each column of ``per_context.md`` (and the report page's per-context table) counts, one line each.
+COLUMNS = {
+    "strategy": "the strategy (or variant) of the row",
+    "contexts": "distinct contexts (corpora) it answered questions over",
+    "questions": "questions it answered (ok rows)",
+    "questions_per_context": "questions / contexts: how many questions shared each context",
+    "index_seconds_per_context": "seconds building or loading the index (tree, graph, records) "
+    "per context, its questions' shares summed",
+    "seconds_per_question": "wall seconds per question without the index time: what one more "
+    "question adds",
+    "seconds_per_question_all_in": "wall seconds per question with the index time shared out "
+    "over this many questions",
+    "llm_calls_per_question": "model calls per question, index-time calls included (the "
+    "question that built the index paid them)",
+    "prompt_tokens_per_question": "prompt tokens per question, index-time tokens included",
+    "completion_tokens_per_question": "completion tokens per question, index-time tokens included",
+}
+
+
+def legend(columns: Iterable[str]) -> list[str]:
+    """A Markdown line per column of the per-context table: ``- `name`: what it counts``."""
+    return [f"- `{c}`: {COLUMNS[c]}" for c in columns if c in COLUMNS]
+
+
 def per_context_table(per_strategy: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
     """A row per strategy of a run (``score_run``'s ``per_strategy``), when some context was asked more than one question; else empty."""
     asked: dict[tuple[str, str], int] = {}

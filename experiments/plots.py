@@ -92,23 +92,64 @@ def plot_accuracy_vs_tokens(summary: list[dict[str, Any]], path: Path, *, title:
 
     Returns False, writing nothing, when no strategy has both a score and tokens.
     """
+    points = [
+        (row, (row.get("prompt_tokens") or 0) + (row.get("completion_tokens") or 0))
+        for row in summary
+    ]
+    return _score_against(
+        points,
+        "frontier_tokens",
+        path,
+        xlabel="tokens per answer (prompt + completion)",
+        title=f"{title}: accuracy vs tokens spent",
+        unit="tokens",
+    )
+
+
+def plot_accuracy_vs_usd(table: list[dict[str, Any]], path: Path, *, title: str = "") -> bool:
+    """One point per strategy: official score against estimated USD per answer (log x; ``table``: the
+    summary with ``cost_usd``, :func:`experiments.html_report.summary_table`), with the score's interval
+    and the (score, USD) frontier. A strategy without a price or at no cost (a local model) is left out.
+
+    Returns False, writing nothing, when no strategy has both a score and a cost above zero.
+    """
+    points = [(row, row.get("cost_usd") or 0.0) for row in table]
+    return _score_against(
+        points,
+        "frontier_cost",
+        path,
+        xlabel="estimated USD per answer",
+        title=f"{title}: accuracy vs estimated cost",
+        unit="USD",
+    )
+
+
+def _score_against(
+    pairs: list[tuple[dict[str, Any], float]],
+    frontier: str,
+    path: Path,
+    *,
+    xlabel: str,
+    title: str,
+    unit: str,
+) -> bool:
+    """The scatter of :func:`plot_accuracy_vs_tokens` over ``(summary row, x)`` pairs (``x`` > 0 only)."""
     points, rows = [], {}
-    for row in summary:
-        tokens = (row.get("prompt_tokens") or 0) + (row.get("completion_tokens") or 0)
-        if row.get("score") is not None and tokens > 0:
-            points.append((row["strategy"], tokens, row["score"]))
+    for row, x in pairs:
+        if row.get("score") is not None and x > 0:
+            points.append((row["strategy"], x, row["score"]))
             rows[row["strategy"]] = row
     if not points:
         return False
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for name, tokens, value in points:
+    for name, x, value in points:
         low, high = rows[name].get("score_ci_low"), rows[name].get("score_ci_high")
         if low is not None and high is not None:  # the score's 95% interval (experiments.stats)
-            ax.errorbar(tokens, value, yerr=[[max(0.0, value - low)], [max(0.0, high - value)]], color=strategy_color(name),
+            ax.errorbar(x, value, yerr=[[max(0.0, value - low)], [max(0.0, high - value)]], color=strategy_color(name),
                         capsize=3, linewidth=1, zorder=2)  # fmt: skip
         ax.scatter(
-            tokens,
+            x,
             value,
             s=60,
             color=strategy_color(name),
@@ -117,12 +158,10 @@ def plot_accuracy_vs_tokens(summary: list[dict[str, Any]], path: Path, *, title:
             edgecolors="white",
             linewidths=0.8,
         )
-    front = sorted((t, v) for n, t, v in points if rows[n].get("frontier_tokens") == "frontier")
-    if (
-        len(front) > 1
-    ):  # the cost-accuracy frontier: no other strategy scores higher for fewer tokens
+    front = sorted((x, v) for n, x, v in points if rows[n].get(frontier) == "frontier")
+    if len(front) > 1:  # the cost-accuracy frontier: no other strategy scores higher for less
         ax.plot(
-            [t for t, _ in front],
+            [x for x, _ in front],
             [v for _, v in front],
             linestyle="--",
             color="#888",
@@ -131,16 +170,16 @@ def plot_accuracy_vs_tokens(summary: list[dict[str, Any]], path: Path, *, title:
             label="frontier",
         )
     _log_token_axis(ax)
+    if unit == "USD":
+        from matplotlib.ticker import FuncFormatter
+
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"${x:.3g}"))
     low, high = min(p[1] for p in points), max(p[1] for p in points)
     ax.set_xlim(low / 2.5, high * 4)  # room on the right for the labels
     _legend_outside(ax)
-    _axes_style(
-        ax,
-        xlabel="tokens per answer (prompt + completion)",
-        title=f"{title}: accuracy vs tokens spent",
-    )
+    _axes_style(ax, xlabel=xlabel, title=title)
     fig.tight_layout()
-    place_labels(ax, [(t, v) for _, t, v in points], [n for n, _, _ in points])
+    place_labels(ax, [(x, v) for _, x, v in points], [n for n, _, _ in points])
     _save(plt, fig, path)
     return True
 

@@ -14,11 +14,14 @@ accuracy x 100 per task x length, the official tables' layout), ``scores.json`` 
 ``ceilings.md`` / ``ceilings.json`` and a ``ceiling`` summary column when the samples name
 their evidence (upper bounds, see ``experiments.ceilings``), ``amortized_cost.md`` / ``.csv``
 (a question's cost as the questions over one corpus accumulate, index cost shared out, and
-where each pair of strategies breaks even, see ``experiments.amortized_costs``), ``report.html`` (everything in
+where each pair of strategies breaks even, see ``experiments.amortized_costs``), ``per_context.md`` /
+``.csv`` (cost per context and per question when some context was asked several questions, a legend
+line per column), ``report.html`` (everything in
 one self-contained page, with winners, estimated cost and a per-question drill-down, see
 ``experiments.html_report``), and
-three PNG plots: accuracy vs context length (when the run spans two length buckets or more),
-accuracy vs tokens spent, and cost per question vs questions asked over one corpus.
+the PNG plots: accuracy vs context length (when the run spans two length buckets or more),
+accuracy vs tokens spent, accuracy vs estimated USD per answer (when some model has a price), and
+cost per question vs questions asked over one corpus.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from experiments.amortized_costs import amortization, write_amortized
 from experiments.benchmarks import score
 from experiments.benchmarks.predictions import row_prediction
 from experiments.ceilings import report_ceilings
+from experiments.context_costs import legend as context_legend
 from experiments.context_costs import per_context_table
 from experiments.html_report import (
     pick_winners,
@@ -133,7 +137,7 @@ def build_report(
         per_strategy
     )  # many questions over one context: its cost apart from each question's
     if per_context:
-        _write_table(report / "per_context", per_context)
+        _write_table(report / "per_context", per_context, legend=context_legend(per_context[0]))
     amortized = amortization(
         per_strategy, costs
     )  # a question's cost as questions over one corpus accumulate, and the break-evens
@@ -154,11 +158,16 @@ def build_report(
         from experiments.plots import (
             plot_accuracy_vs_length,
             plot_accuracy_vs_tokens,
+            plot_accuracy_vs_usd,
             plot_cost_per_question,
         )
 
-        for plot, data, name in ((plot_accuracy_vs_length, by_length, "accuracy_vs_length.png"),
-                                 (plot_accuracy_vs_tokens, summary, "accuracy_vs_tokens.png")):  # fmt: skip
+        drawn = (
+            (plot_accuracy_vs_length, by_length, "accuracy_vs_length.png"),
+            (plot_accuracy_vs_tokens, summary, "accuracy_vs_tokens.png"),
+            (plot_accuracy_vs_usd, summary_table(summary, costs), "accuracy_vs_usd.png"),
+        )  # USD: the table's costs, with the frontiers added to the summary since
+        for plot, data, name in drawn:
             if not plot(
                 data, report / name, title=benchmark
             ):  # nothing to show (one length bucket): no stale plot either
@@ -305,8 +314,8 @@ def _by_length(per_strategy: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def _write_table(stem: Path, rows: list[dict[str, Any]]) -> None:
-    """``stem.csv`` and ``stem.md`` with the same rows."""
+def _write_table(stem: Path, rows: list[dict[str, Any]], legend: Sequence[str] = ()) -> None:
+    """``stem.csv`` and ``stem.md`` with the same rows (``legend``: lines after the Markdown table)."""
     if not rows:
         stem.with_suffix(".md").write_text("(no rows)\n")
         return
@@ -320,4 +329,5 @@ def _write_table(stem: Path, rows: list[dict[str, Any]]) -> None:
     lines += [
         "| " + " | ".join("" if r[c] is None else str(r[c]) for c in columns) + " |" for r in rows
     ]
+    lines += ["", *legend] if legend else []
     stem.with_suffix(".md").write_text("\n".join(lines) + "\n")

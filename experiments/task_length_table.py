@@ -12,14 +12,24 @@ from typing import Any
 
 #: The report file holding the tables.
 FILE = "by_task_length.md"
+#: The label of the official tables' average row (the mean of qa1-qa5 where all five have a score).
+AVG_ROW = "avg (qa1-qa5)"
+#: What the tables show, for the file's head and the page's note.
+NOTE = (
+    "Rows: tasks; columns: context lengths; avg: the mean of qa1-qa5 where all five have a score "
+    "(the official avg row)."
+)
 
 
 def _cell(value: Any) -> str:
     return "-" if value is None else f"{value:g}"
 
 
-def task_length_table(scores: Mapping[str, Any]) -> list[str] | None:
-    """One strategy's table as Markdown lines, or ``None`` when its score has no task x length aggregation."""
+def task_length_grid(
+    scores: Mapping[str, Any],
+) -> tuple[list[str], list[tuple[str, list[Any]]]] | None:
+    """One strategy's table as data: the lengths (columns) and a ``(task, values)`` row per task, then
+    the ``avg (qa1-qa5)`` row where the score has it; ``None`` without a task x length aggregation."""
     tasks = scores.get("tasks")
     if (
         not isinstance(tasks, Mapping)
@@ -28,15 +38,21 @@ def task_length_table(scores: Mapping[str, Any]) -> list[str] | None:
     ):
         return None
     lengths = list(scores.get("lengths") or dict.fromkeys(n for row in tasks.values() for n in row))
-    lines = ["| task | " + " | ".join(lengths) + " |", "|---|" + "---|" * len(lengths)]
-    lines += [
-        f"| {t} | " + " | ".join(_cell(row.get(n)) for n in lengths) + " |"
-        for t, row in tasks.items()
-    ]
+    rows = [(str(t), [row.get(n) for n in lengths]) for t, row in tasks.items()]
     avg = scores.get("avg_qa1_qa5")
     if isinstance(avg, Mapping):
-        lines.append("| avg (qa1-qa5) | " + " | ".join(_cell(avg.get(n)) for n in lengths) + " |")
-    return lines
+        rows.append((AVG_ROW, [avg.get(n) for n in lengths]))
+    return lengths, rows
+
+
+def task_length_table(scores: Mapping[str, Any]) -> list[str] | None:
+    """One strategy's table as Markdown lines, or ``None`` when its score has no task x length aggregation."""
+    grid = task_length_grid(scores)
+    if grid is None:
+        return None
+    lengths, rows = grid
+    lines = ["| task | " + " | ".join(lengths) + " |", "|---|" + "---|" * len(lengths)]
+    return lines + [f"| {t} | " + " | ".join(_cell(v) for v in values) + " |" for t, values in rows]
 
 
 def task_length_markdown(benchmark: str, official: Mapping[str, Mapping[str, Any]]) -> str | None:
@@ -48,6 +64,5 @@ def task_length_markdown(benchmark: str, official: Mapping[str, Mapping[str, Any
             parts += [f"## {strategy}", "", *table, ""]
     if not parts:
         return None
-    head = [f"# {benchmark}: accuracy x 100 per task x length", "",
-            "Rows: tasks; columns: context lengths; avg: the mean of qa1-qa5 where all five have a score (the official avg row).", ""]  # fmt: skip
+    head = [f"# {benchmark}: accuracy x 100 per task x length", "", NOTE, ""]
     return "\n".join(head + parts)

@@ -47,7 +47,8 @@ def split_variant(name: str) -> tuple[str, str | None]:
         return name, None
     if not strategy or not _LABEL.fullmatch(label):
         raise KeyError(
-            f"Strategy variant {name!r} must be STRATEGY@LABEL, the label of letters, digits, '_' or '-' (e.g. rag@hybrid)"
+            f"Strategy variant {name!r} must be STRATEGY@LABEL, the label of letters, digits, "
+            "'_' or '-' (e.g. rag@hybrid)"
         )
     return strategy, label
 

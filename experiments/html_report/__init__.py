@@ -4,7 +4,9 @@ shows why each one answered as it did.
 The page has the summary table, the plots (embedded PNG), the winner per metric (best
 value; the cheaper strategy wins a tie), an estimated money cost per strategy
 (:mod:`experiments.prices`), a question's cost as the questions over one corpus accumulate with
-the break-even points (:mod:`experiments.amortized_costs`), and a collapsible drill-down per question: the question, the
+the break-even points (:mod:`experiments.amortized_costs`), BABILong's accuracy per task x length and
+the cost per context with a legend per column (:mod:`~experiments.html_report.contexts`), and a
+collapsible drill-down per question: the question, the
 gold answers, and for each strategy its answer, score, cost, evidence and steps: each step as
 its strategy's registry entry shows it (``presentation.step_views`` and ``run_views``, declared
 in the strategy's package), every other step as its facts.

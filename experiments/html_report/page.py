@@ -7,9 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from experiments.amortized_costs import amortization
+from experiments.context_costs import per_context_table
 from experiments.html_report.amortized import amortized_section
 from experiments.html_report.assets import CSS, SCRIPT
 from experiments.html_report.cells import e
+from experiments.html_report.contexts import per_context_section, task_length_section
 from experiments.html_report.costs import strategy_costs, summary_table
 from experiments.html_report.drilldown import drilldown_section
 from experiments.html_report.prompt_cache import prompt_cache_section
@@ -76,6 +78,8 @@ def write_html_report(
         amortized_section(amortization(per_strategy, costs)),
         prompt_cache_section(table, costs),
         by_length_section(by_length),
+        task_length_section({n: d["official"] for n, d in per_strategy.items()}),
+        per_context_section(per_context_table(per_strategy)),
         plots_section(folder),
         drilldown_section(per_strategy, samples, costs, manifest),
         SCRIPT,

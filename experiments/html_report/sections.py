@@ -104,6 +104,7 @@ def plots_section(folder: Path) -> str:
     """The plots already written in ``folder``, embedded as PNG ``data:`` URIs (nothing when there are none)."""
     images = []
     for name, caption in (("accuracy_vs_tokens.png", "Accuracy vs tokens spent per answer"),
+                          ("accuracy_vs_usd.png", "Accuracy vs estimated USD per answer (priced models only)"),
                           ("accuracy_vs_length.png", "Accuracy vs corpus length"),
                           ("cost_per_question.png", "Cost per question vs questions asked over one corpus")):  # fmt: skip
         path = folder / name
