@@ -54,7 +54,10 @@ class ProgressEvent:
     """``done`` of ``total`` units of a stage (``total`` is ``None`` until known).
 
     Stages: ``read`` (MemAgent: chunks every question has read), ``judge`` (PAI: judged
-    (sub-question, chunk) pairs), ``extract`` (structured: documents extracted this run).
+    (sub-question, chunk) pairs), ``extract`` (structured: documents extracted this run), and
+    while a tree or graph builds, before the answer's first step: ``summarize`` (RAPTOR: cluster
+    summaries, the total growing layer by layer), ``openie`` (HippoRAG: passages extracted) and
+    ``embed`` (texts the tree or graph embedded, the total growing as it learns them).
     """
 
     stage: str

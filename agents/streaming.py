@@ -135,7 +135,8 @@ async def astream_answer(
 
     Yields a :class:`StepEvent` per step as its graph node finishes (MemAgent: each chunk's
     ``update_memory`` with the memory so far), :class:`ProgressEvent` for fan-outs (MemAgent's
-    chunks, PAI's judge calls, the structured strategy's documents), :class:`TokenEvent` for each
+    chunks, PAI's judge calls, the structured strategy's documents, RAPTOR's summaries and
+    HippoRAG's passages while the index builds, and what they embed), :class:`TokenEvent` for each
     piece of a reply when the model streams, then the answer's steps not seen live
     (``live=False``) and the :class:`AnswerEvent`. ``streaming=True`` makes the model stream
     (also one named by a spec string, ``llm="openai:MODEL"``; see

@@ -8,21 +8,25 @@ nobody listens (PAI reports once per judge call; LangChain's ``dispatch_custom_e
 build a callback manager for each).
 
 Progress is per ``stage`` (``read``: MemAgent's chunks, ``judge``: PAI's judge calls,
-``extract``: the structured strategy's documents): a report sets the stage's ``total`` (and
-``done`` when it knows it) or ``advance``-s its ``done`` count; the sink adds them up.
+``extract``: the structured strategy's documents; while an index builds, ``summarize``: RAPTOR's
+cluster summaries, ``openie``: HippoRAG's passages, ``embed``: the texts a tree or graph embeds): a
+report sets the stage's ``total`` (and ``done`` when it knows it) or ``advance``-s its ``done``
+count; the sink adds them up.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, TypeVar
 
 #: A report: ``{"type": "step", "step": Step, "question": int}`` or
 #: ``{"type": "progress", "stage": str, "advance": int, "done": int | None, "total": int | None}``.
 Report = dict[str, Any]
 Sink = Callable[[Report], None]
+R = TypeVar("R")
 
 _SINK: ContextVar[Sink | None] = ContextVar("longctx_report_sink", default=None)
 
@@ -62,4 +66,41 @@ def report_progress(
         sink({"type": "progress", "stage": stage, "advance": advance, "done": done, "total": total})
 
 
-__all__ = ["Report", "Sink", "listening", "report_progress", "report_step", "reporting_to"]
+class GrowingStage:
+    """A stage whose work is learnt as it goes (RAPTOR's layers, HippoRAG's embedding stores): each
+    :meth:`add` grows its total, and :meth:`wrap` reports a function over a list as such work."""
+
+    def __init__(self, stage: str) -> None:
+        self.stage = stage
+        self._lock = threading.Lock()
+        self._total = 0
+
+    def add(self, n: int, *, done: int = 0) -> None:
+        """``n`` more units to do, ``done`` of them already done (found in a log)."""
+        with self._lock:  # totals are reported in the order they grow
+            self._total += n
+            report_progress(self.stage, total=self._total, advance=done)
+
+    def wrap(self, work: Callable[[Sequence[Any]], R]) -> Callable[[Sequence[Any]], R]:
+        """``work`` over a list, its length added as the call starts and done as it returns."""
+
+        def run(items: Sequence[Any]) -> R:
+            if items:
+                self.add(len(items))
+            out = work(items)
+            if items:
+                report_progress(self.stage, advance=len(items))
+            return out
+
+        return run
+
+
+__all__ = [
+    "GrowingStage",
+    "Report",
+    "Sink",
+    "listening",
+    "report_progress",
+    "report_step",
+    "reporting_to",
+]

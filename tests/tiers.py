@@ -424,6 +424,9 @@ TIERS: dict[str, dict[str, str]] = {
         "test_compare_prints_the_paired_table_of_two_runs_of_the_same_questions": "integration",
         "test_the_corpus_is_shared_by_every_question": "integration",
     },
+    "test_build_progress.py": {
+        "test_hipporag_reports_each_passages_openie_and_the_embedding_before_its_first_step": "integration",
+    },
     "test_report_sections.py": {
         "test_the_page_has_babilongs_task_by_length_tables_with_the_scorers_values": "integration",
         "test_the_page_has_the_cost_per_context_with_a_legend_and_a_usd_plot_when_priced": "integration",

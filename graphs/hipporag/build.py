@@ -14,6 +14,7 @@ from langchain_core.messages import BaseMessage
 from graphs.budget_field import budget_kwargs
 from graphs.context import StrategyContext
 from graphs.embedding_store import open_store
+from graphs.events import GrowingStage
 from graphs.hipporag.config import HippoRAGConfig
 from graphs.hipporag.kg import KnowledgeGraph, build_graph
 from graphs.hipporag.openie import Ask, OpenIELog, extract_all
@@ -106,8 +107,10 @@ def _build(
         )
     emb = embedder_for(cfg)
     stores = {ns: open_store(root, cfg.embedder, emb, ns) for ns in NAMESPACES}
-    kg = build_graph(texts, extractions, stores["entity"].embed_texts, threshold=cfg.synonymy_threshold, top_k=cfg.synonymy_top_k,
-                     knn=cfg.synonymy_knn, embed_facts=stores["fact"].embed_texts, embed_passages=stores["passage"].embed_texts)  # fmt: skip
+    embedding = GrowingStage("embed")  # progress events, as the graph learns what it embeds
+    embed = {ns: embedding.wrap(s.embed_texts) for ns, s in stores.items()}
+    kg = build_graph(texts, extractions, embed["entity"], threshold=cfg.synonymy_threshold, top_k=cfg.synonymy_top_k,
+                     knn=cfg.synonymy_knn, embed_facts=embed["fact"], embed_passages=embed["passage"])  # fmt: skip
     kg.facts_of_build["openie_calls_asked"] = asked
     kg.facts_of_build["embedded"] = {ns: s.computed for ns, s in stores.items()}
     kg.facts_of_build["embeddings_reused"] = {ns: s.reused for ns, s in stores.items()}

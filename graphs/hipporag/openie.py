@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from graphs.events import report_progress
 from graphs.hipporag.requests import Messages, entities_json, ner_messages, triple_messages
 from memory.records.cache import RecordCache
 
@@ -197,8 +198,10 @@ def extract_all(
         except BaseException:
             failed.set()
             raise
+        report_progress("openie", advance=1)
 
     if passages:
+        report_progress("openie", done=0, total=len(passages))  # then one per passage extracted
         with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(passages)))) as pool:
             futures = [
                 pool.submit(contextvars.copy_context().run, run, i) for i in range(len(passages))

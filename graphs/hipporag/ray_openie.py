@@ -23,6 +23,7 @@ from dataclasses import asdict
 from typing import Any
 
 from graphs.context import StrategyContext
+from graphs.events import report_progress
 from graphs.hipporag.config import HippoRAGConfig
 from graphs.hipporag.openie import Ask, Extraction, OpenIELog, extract_passage
 from graphs.hipporag.requests import Messages
@@ -100,12 +101,17 @@ def extract_on_ray(
     cfg = ctx.config
     todo = [(i, p, known) for i, p in enumerate(passages) if (known := _pending(p, openie_log)) is not None]  # fmt: skip
     asked = 0
+    if passages:  # a passage is done when its triple call is: then one event per returned batch
+        report_progress("openie", done=len(passages) - len(todo), total=len(passages))
 
     def keep(out: dict[str, Any]) -> None:
         nonlocal asked
         for which, key, record in out["calls"]:
             openie_log.put(which, key, record)
         asked += len(out["calls"])
+        report_progress(
+            "openie", advance=sum(1 for which, _, _ in out["calls"] if which == "triples")
+        )
 
     map_or_raise(extract_batch, (make, cfg), todo, cfg.ray_batch_passages, ctx.llm, cfg, keep, "HippoRAG OpenIE passages")  # fmt: skip
     return [extract_passage(p, _refuse, openie_log)[0] for p in passages], asked

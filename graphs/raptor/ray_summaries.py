@@ -20,6 +20,7 @@ from dataclasses import asdict
 from typing import Any
 
 from graphs.context import StrategyContext
+from graphs.events import report_progress
 from graphs.raptor.config import RaptorConfig
 from graphs.raptor.tree import LayerMap, Summarize, SummaryLog
 from graphs.ray_map import ModelRecipe, counted_model, map_or_raise, run_batch
@@ -57,6 +58,7 @@ def summaries_on_ray(ctx: StrategyContext[RaptorConfig], make: MakeSummarizer) -
         def keep(out: dict[str, Any]) -> None:
             for i, summary in out["summaries"]:
                 summary_log.put(keys[i], summary)
+            report_progress("summarize", advance=len(out["summaries"]))
 
         work = [(i, contexts[i]) for i in todo]
         map_or_raise(summarize_batch, (make, cfg), work, cfg.ray_batch_clusters, ctx.llm, cfg, keep, "RAPTOR summaries")  # fmt: skip

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from graphs.embedding_store import EmbeddingStore
+from graphs.events import GrowingStage, report_progress
 from graphs.raptor.clustering import cluster_nodes
 from graphs.raptor.prompts import node_context
 from graphs.raptor.split import split_text
@@ -138,6 +139,7 @@ def summarize_layer(
 
     def ask(i: int) -> None:
         log.put(keys[i], summarize(contexts[i]))
+        report_progress("summarize", advance=1)
 
     if todo:
         with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(todo)))) as pool:
@@ -166,8 +168,9 @@ def build_tree(
     """The tree over ``corpus`` (``cfg``: a :class:`~graphs.raptor.config.RaptorConfig`), every node
     embedded through ``store``; a layer's summaries by ``layer_map`` when given, else by
     :func:`summarize_layer` with ``summarize``; its facts say what was reused and what was computed or asked."""
+    embed, summarized = GrowingStage("embed").wrap(store.embed_texts), GrowingStage("summarize")
     nodes = leaves_of(corpus, cfg.chunk_tokens)
-    vectors = [store.embed_texts([n.text for n in nodes])] if nodes else []
+    vectors = [embed([n.text for n in nodes])] if nodes else []
     leaves_new = store.computed
     current = list(range(len(nodes)))
     layers, stopped, asked, per_layer = 0, f"num_layers={cfg.num_layers} reached", 0, []
@@ -184,6 +187,8 @@ def build_tree(
                                  workers=cfg.cluster_workers)  # fmt: skip
         members = [[current[k] for k in c] for c in clusters]
         contexts = [node_context([nodes[i].text for i in m]) for m in members]
+        logged = sum(1 for c in contexts if digest_texts([c]) in log.done)
+        summarized.add(len(contexts), done=logged)  # then one event per summary (or Ray batch)
         summaries, n_asked = (
             layer_map(contexts, log)
             if layer_map is not None
@@ -195,7 +200,7 @@ def build_tree(
             docs = tuple(dict.fromkeys(d for i in m for d in nodes[i].docs))
             titles = tuple(dict.fromkeys(t for i in m for t in nodes[i].titles))
             nodes.append(TreeNode(start + pos, layer + 1, text, tuple(m), docs, titles, pos))
-        vectors.append(store.embed_texts(summaries))
+        vectors.append(embed(summaries))
         current = list(range(start, len(nodes)))
         layers = layer + 1
         per_layer.append({"layer": layer + 1, "clusters": len(members), "nodes_below": len(tokens), "summaries_asked": n_asked})  # fmt: skip
