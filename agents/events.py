@@ -57,7 +57,8 @@ class ProgressEvent:
     (sub-question, chunk) pairs), ``extract`` (structured: documents extracted this run), and
     while a tree or graph builds, before the answer's first step: ``summarize`` (RAPTOR: cluster
     summaries, the total growing layer by layer), ``openie`` (HippoRAG: passages extracted) and
-    ``embed`` (texts the tree or graph embedded, the total growing as it learns them).
+    ``embed`` (texts the tree or graph embedded or read from its embedding store, the total
+    growing as it learns them).
     """
 
     stage: str
