@@ -9,9 +9,9 @@ build a callback manager for each).
 
 Progress is per ``stage`` (``read``: MemAgent's chunks, ``judge``: PAI's judge calls,
 ``extract``: the structured strategy's documents; while an index builds, ``summarize``: RAPTOR's
-cluster summaries, ``openie``: HippoRAG's passages, ``embed``: the texts a tree or graph embeds or reads from its embedding store): a
-report sets the stage's ``total`` (and ``done`` when it knows it) or ``advance``-s its ``done``
-count; the sink adds them up.
+cluster summaries, ``openie``: HippoRAG's passages, ``embed``: the texts a tree or graph embeds
+or reads from its embedding store): a report sets the stage's ``total`` (and ``done`` when it
+knows it) or ``advance``-s its ``done`` count; the sink adds them up.
 """
 
 from __future__ import annotations
