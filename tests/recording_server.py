@@ -2,7 +2,7 @@
 
 It answers ``/v1/chat/completions`` with ``reply(request) -> str`` after ``latency``
 seconds (as server-sent chunks, one per word, when the request says ``stream``),
-``/v1/embeddings`` with deterministic bag-of-words vectors, and records every request
+``/v1/embeddings`` with deterministic bag-of-words vectors (or ``embed(text)``'s), and records every request
 body (``requests``, ``embedding_requests``), the headers of each, and the most requests
 in flight at once (``max_in_flight``). Other routes (a tokenizer's probe of
 ``/tokenize``) get 404; their paths are recorded in ``other_paths``.
@@ -67,8 +67,12 @@ class RecordingServer(LoopbackServer):
         latency: float = 0.0,
         prompt_cache: str | None = None,
         cache_size: int = 1,
+        embed: Callable[[str], Any] | None = None,
     ):
         self.reply = reply or (lambda request: "Paris")
+        #: The vector sent for one input text (default :func:`bag_of_words_vector`; a test may
+        #: change it between requests, e.g. to NaN, another dimension or float64 values).
+        self.embed = embed or bag_of_words_vector
         self.latency = latency
         self.prompt_cache = prompt_cache
         self.cache_size = cache_size
@@ -178,7 +182,7 @@ class RecordingServer(LoopbackServer):
                         {
                             "object": "embedding",
                             "index": i,
-                            "embedding": bag_of_words_vector(str(t)),
+                            "embedding": server.embed(str(t)),
                         }
                         for i, t in enumerate(inputs)
                     ]
