@@ -71,8 +71,8 @@ def checked_vectors(
         row = int(np.argmax(bad))
         what = "an all-zero" if np.isfinite(vectors[row]).all() else "a NaN or infinite"
         raise EmbedderError(
-            f"{source} returned {what} vector for text {row} ({int(bad.sum())} of {texts} unusable); "
-            "nothing of this batch is kept"
+            f"{source} returned {what} vector for text {row} of a batch of {texts} "
+            f"({int(bad.sum())} unusable); nothing of this batch is kept"
         )
     return vectors
 

@@ -332,6 +332,8 @@ class OpenAIEmbedder:
                 ) from exc
             try:
                 data = sorted(resp.data, key=lambda d: d.index)
+                if [d.index for d in data] != list(range(len(data))):
+                    raise ValueError(f"indexes {[d.index for d in data][:8]} are not 0..n-1")
                 vecs = np.asarray([_pooled(d.embedding) for d in data], dtype=np.float64)
             except (TypeError, ValueError, AttributeError) as exc:
                 raise EmbedderError(
