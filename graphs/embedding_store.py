@@ -8,8 +8,8 @@ strategies embed through this store (HippoRAG's three namespaces, RAPTOR's tree 
 
 On disk: ``<cache>/embeddings/<embedder>/<namespace>/<digest>.npz``, each file a segment of
 text digests and their vectors written once, atomically, and named by the digest of its bytes
-(its checksum): a segment that fails it is named in a warning, removed, and its texts are
-embedded again. A build killed after a batch finds that batch's segment. Past
+(its checksum): a segment that fails it, or holds a NaN, infinite or zero vector (written before
+replies were checked), is named in a warning, removed, and its texts are embedded again. A build killed after a batch finds that batch's segment. Past
 :data:`MAX_SEGMENTS` segments a load folds them into one.
 """
 
@@ -28,7 +28,7 @@ import numpy as np
 
 from graphs.index_artifact import digest_of
 from retrieval.checksums import digest_bytes, digest_texts
-from retrieval.embedder_base import dimension_error, source_of
+from retrieval.embedder_base import EmbedderError, checked_vectors, dimension_error, source_of
 from retrieval.embedders import openai_input
 from retrieval.locks import exclusive_lock
 
@@ -92,7 +92,8 @@ class EmbeddingStore:
                     keys, rows = npz["keys"], npz["vectors"]
                 if len(keys) != len(rows):
                     raise ValueError(f"{len(keys)} keys for {len(rows)} vectors")
-            except (ValueError, KeyError) as exc:
+                checked_vectors(rows, len(keys), f"segment {path.name}")  # as written before checks
+            except (ValueError, KeyError, EmbedderError) as exc:
                 log.warning("embedding segment %s is unusable (%s): its texts are embedded again", path, exc)  # fmt: skip
                 path.unlink(missing_ok=True)
                 continue

@@ -68,11 +68,14 @@ class RecordingServer(LoopbackServer):
         prompt_cache: str | None = None,
         cache_size: int = 1,
         embed: Callable[[str], Any] | None = None,
+        embedding_data: Callable[[list[dict[str, Any]]], Any] | None = None,
     ):
         self.reply = reply or (lambda request: "Paris")
         #: The vector sent for one input text (default :func:`bag_of_words_vector`; a test may
         #: change it between requests, e.g. to NaN, another dimension or float64 values).
         self.embed = embed or bag_of_words_vector
+        #: What becomes of an embeddings reply's ``data`` list before it is sent (a hostile server).
+        self.embedding_data = embedding_data or (lambda data: data)
         self.latency = latency
         self.prompt_cache = prompt_cache
         self.cache_size = cache_size
@@ -189,7 +192,7 @@ class RecordingServer(LoopbackServer):
                     self._send(
                         {
                             "object": "list",
-                            "data": data,
+                            "data": server.embedding_data(data),
                             "model": request.get("model"),
                             "usage": {"prompt_tokens": 0, "total_tokens": 0},
                         }

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from agents import answer, make_chat_model
-from graphs.embedding_store import open_store
+from graphs.embedding_store import EmbeddingStore, open_store
 from graphs.hipporag import build as hippo_build
 from graphs.raptor import graph as raptor_graph
 from graphs.raptor import tree as raptor_tree
@@ -102,6 +102,38 @@ def test_the_embedding_store_refuses_vectors_of_another_dimension(tmp_path):
         with pytest.raises(EmbedderError, match="32-dimensional vectors where 64") as caught:
             open_store(tmp_path, "openai", later, "passage").embed_texts(DOCS)
     assert server.url in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        lambda data: data[:-1],  # a row missing
+        lambda data: [dict(d, index=0) for d in data],  # every row claims index 0
+        lambda data: [dict(d, index=d["index"] + 0.5) for d in data],  # fractional indexes
+        lambda data: [dict(d, embedding="lots") for d in data],  # not a vector
+        lambda data: [],  # no rows at all
+        lambda data: None,
+    ],
+    ids=["missing-row", "duplicate-index", "fractional-index", "string", "empty", "null"],
+)
+def test_a_reply_without_one_vector_per_text_is_refused_naming_the_server(hostile):
+    with RecordingServer(embedding_data=hostile) as server:
+        embedder = OpenAIEmbedder("stub", base_url=server.url, api_key="test", max_retries=0)
+        with pytest.raises(EmbedderError) as caught:
+            embedder.embed_documents(DOCS[:3])
+    assert server.url in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_store_segment_holding_a_nan_vector_is_embedded_again(tmp_path):
+    """A store poisoned before replies were checked heals: its segment is dropped and re-embedded."""
+    with RecordingServer() as server:
+        good = OpenAIEmbedder("stub", base_url=server.url, api_key="test")
+        folder = tmp_path / "passage"
+        old = EmbeddingStore(folder, lambda texts: np.full((len(texts), 64), np.nan))
+        old.embed_texts(DOCS[:2])  # what an unchecked build wrote
+        healed = EmbeddingStore(folder, good.embed_documents).embed_texts(DOCS[:2])
+    assert np.allclose(healed, [bag_of_words_vector(t) for t in DOCS[:2]], atol=1e-6)
+    assert len(server.embedding_requests) == 1
 
 
 def test_local_embedders_vectors_go_through_the_same_check():
