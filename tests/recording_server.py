@@ -34,11 +34,14 @@ EMBEDDING_DIM = 64
 
 
 def bag_of_words_vector(text: str) -> list[float]:
-    """A unit vector over hashed lowercase words: texts sharing words are similar."""
+    """A unit vector over hashed lowercase words: texts sharing words are similar; a text without
+    words gets the first axis (a real server sends no zero vector, which the embedders refuse)."""
     v = np.zeros(EMBEDDING_DIM, dtype=np.float32)
     for word in text.lower().split():
         v[int(hashlib.md5(word.encode()).hexdigest(), 16) % EMBEDDING_DIM] += 1.0
-    norm = float(np.linalg.norm(v)) or 1.0
+    norm = float(np.linalg.norm(v))
+    if norm == 0.0:
+        v[0] = norm = 1.0
     return (v / norm).tolist()
 
 
