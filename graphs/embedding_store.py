@@ -8,8 +8,8 @@ strategies embed through this store (HippoRAG's three namespaces, RAPTOR's tree 
 
 On disk: ``<cache>/embeddings/<embedder>/<namespace>/<digest>.npz``, each file a segment of
 text digests and their vectors written once, atomically, and named by the digest of its bytes
-(its checksum): a segment that fails it is named in a warning, removed, and its texts are
-embedded again. A build killed after a batch finds that batch's segment. Past
+(its checksum): a segment that fails it, or holds a NaN, infinite or zero vector (written before
+replies were checked), is named in a warning, removed, and its texts are embedded again. A build killed after a batch finds that batch's segment. Past
 :data:`MAX_SEGMENTS` segments a load folds them into one.
 """
 
@@ -28,6 +28,8 @@ import numpy as np
 
 from graphs.index_artifact import digest_of
 from retrieval.checksums import digest_bytes, digest_texts
+from retrieval.embedder_base import EmbedderError, checked_vectors, dimension_error, source_of
+from retrieval.embedders import openai_input
 from retrieval.locks import exclusive_lock
 
 log = logging.getLogger(__name__)
@@ -37,9 +39,13 @@ Embed = Callable[[Sequence[str]], np.ndarray]
 MAX_SEGMENTS = 32
 
 
-def embedder_folder(root: Path, embedder: str, model_id: str) -> Path:
-    """``<cache>/embeddings/<digest of the embedder's name and model>``."""
-    return root / "embeddings" / digest_of({"embedder": embedder, "model": model_id})[:32]
+def embedder_folder(
+    root: Path, embedder: str, model_id: str, variant: dict[str, str] | None = None
+) -> Path:
+    """``<cache>/embeddings/<digest of the embedder's name and model>`` (and of ``variant``, how the
+    texts are sent or the vectors kept, where it is not the default)."""
+    parts = {"embedder": embedder, "model": model_id, **(variant or {})}
+    return root / "embeddings" / digest_of(parts)[:32]
 
 
 def text_key(text: str) -> str:
@@ -56,12 +62,14 @@ class EmbeddingStore:
         embed: The embedder's ``embed_documents``.
         computed: Texts embedded by this store object (each distinct text once).
         reused: Texts found stored (each distinct text once per request).
+        source: The embedder's server or model, named in an error.
     """
 
     folder: Path | None
     embed: Embed
     computed: int = 0
     reused: int = 0
+    source: str = "the embedder"
     vectors: dict[str, np.ndarray] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -84,7 +92,8 @@ class EmbeddingStore:
                     keys, rows = npz["keys"], npz["vectors"]
                 if len(keys) != len(rows):
                     raise ValueError(f"{len(keys)} keys for {len(rows)} vectors")
-            except (ValueError, KeyError) as exc:
+                checked_vectors(rows, len(keys), f"segment {path.name}")  # as written before checks
+            except (ValueError, KeyError, EmbedderError) as exc:
                 log.warning("embedding segment %s is unusable (%s): its texts are embedded again", path, exc)  # fmt: skip
                 path.unlink(missing_ok=True)
                 continue
@@ -120,6 +129,9 @@ class EmbeddingStore:
         missing = {k: t for k, t in zip(keys, texts) if k not in self.vectors}
         if missing:
             rows = np.asarray(self.embed(list(missing.values())))
+            held = next(iter(self.vectors.values()), None)
+            if held is not None and rows.shape[1:] != held.shape:
+                raise dimension_error(self.source, rows.shape[-1], held.shape[-1])
             self._write(list(missing), rows)
             with self._lock:
                 self.vectors.update(zip(missing, rows))
@@ -131,9 +143,41 @@ class EmbeddingStore:
         return np.stack([self.vectors[k] for k in keys])
 
 
-def open_store(root: Path | None, name: str, embedder: Any, namespace: str) -> EmbeddingStore:
+def open_store(
+    root: Path | None,
+    name: str,
+    embedder: Any,
+    namespace: str,
+    *,
+    flatten: bool = False,
+    raw: bool = False,
+) -> EmbeddingStore:
     """The store of ``namespace`` for ``embedder`` (registered as ``name``; its ``model_id`` names
-    its vectors) under the cache ``root`` (none: in this process only)."""
+    its vectors) under the cache ``root`` (none: in this process only). ``flatten`` and ``raw``: as
+    :func:`embed_function`; each gives the store another folder (its vectors differ)."""
     model = str(getattr(embedder, "model_id", type(embedder).__name__))
-    folder = None if root is None else embedder_folder(root, name, model) / namespace
-    return EmbeddingStore(folder, embedder.embed_documents)
+    variant = {"inputs": "newlines as spaces"} if flatten else {}
+    variant |= {"vectors": "as returned"} if raw else {}
+    folder = None if root is None else embedder_folder(root, name, model, variant) / namespace
+    embed = embed_function(embedder, flatten=flatten, raw=raw)
+    return EmbeddingStore(folder, embed, source=source_of(embedder))
+
+
+def embed_function(embedder: Any, *, flatten: bool = False, raw: bool = False) -> Embed:
+    """``embedder``'s ``embed_documents``; with ``raw``, its ``embed_raw`` (the server's vectors as
+    returned, the official RAPTOR code's); with ``flatten``, every text sent as the official codes send
+    it to an OpenAI embedding model (:func:`~retrieval.embedders.openai_input`)."""
+    base: Embed = embedder.embed_raw if raw else embedder.embed_documents
+    if not flatten:
+        return base
+    return lambda texts: base([openai_input(t) for t in texts])
+
+
+def query_vector(
+    embedder: Any, text: str, *, flatten: bool = False, raw: bool = False
+) -> np.ndarray:
+    """The vector of the query ``text``: ``embed_query``, or as :func:`embed_function` embeds a text."""
+    if not (flatten or raw):
+        return np.asarray(embedder.embed_query(text))
+    vector: np.ndarray = embed_function(embedder, flatten=flatten, raw=raw)([text])[0]
+    return vector

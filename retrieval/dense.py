@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 
 from retrieval.checksums import ChecksumMismatch, Checksums, digest_texts, verify_file
 from retrieval.chunking import Chunk
-from retrieval.embedder_base import Embedder, warn_if_truncated
+from retrieval.embedder_base import Embedder, dimension_error, source_of, warn_if_truncated
 from retrieval.embedders import OpenAIEmbedder
 from retrieval.extras import require
 from retrieval.faiss_index import VectorIndex
@@ -128,6 +128,9 @@ class DenseRetriever:
                 bar.update(len(batch))
         if not shards:
             raise ValueError("Cannot build a dense index over zero chunks")
+        dims = sorted({s.shape[1] for s in shards})
+        if len(dims) > 1:  # shards of an interrupted build by a model since changed under its name
+            raise dimension_error(source_of(self.embedder), dims[-1], dims[0])
         vectors = np.concatenate(shards)
         self._index = VectorIndex(vectors.shape[1])
         self._index.add(vectors)
@@ -153,11 +156,12 @@ class DenseRetriever:
         """Top ``k`` live chunks by inner product with the query embedding (deleted ones skipped, live ids renumbered)."""
         if self._index is None:
             raise RuntimeError("Dense index is not built; call build() or load() first")
+        vector = np.asarray(self.embedder.embed_query(query))
+        if vector.shape != (self._index.dim,):
+            raise dimension_error(source_of(self.embedder), vector.size, self._index.dim)
         if not self._dead:
-            return self._index.search(self.embedder.embed_query(query), k)
-        found = self._index.search(
-            self.embedder.embed_query(query), k + len(self._dead.dead)
-        )  # k live among them
+            return self._index.search(vector, k)
+        found = self._index.search(vector, k + len(self._dead.dead))  # k live among them
         ids = np.asarray([i for i, _ in found], dtype=np.int64)
         live = ~self._dead.is_dead(ids)
         positions = self._dead.live_position(ids[live])

@@ -43,6 +43,48 @@ class Embedder(Protocol):
         ...
 
 
+def source_of(embedder: object) -> str:
+    """Where an embedder's vectors come from, for an error: its server's URL or its model."""
+    url = getattr(embedder, "base_url", None)
+    model = getattr(embedder, "model_id", type(embedder).__name__)
+    return (
+        f"the embeddings server at {url} (model {model!r})" if url else f"embedding model {model!r}"
+    )
+
+
+def checked_vectors(
+    vectors: np.ndarray, texts: int, source: str, dim: int | None = None
+) -> np.ndarray:
+    """``vectors`` if they are one finite, non-zero row per text (of ``dim`` columns when given), else an
+    :class:`EmbedderError` naming ``source``: a NaN, infinite or zero vector indexed would rank
+    every search wrongly and stay in the cache after the server recovers."""
+    if texts == 0 and len(vectors) == 0:
+        return vectors
+    if vectors.ndim != 2 or len(vectors) != texts:
+        raise EmbedderError(
+            f"{source} returned {len(vectors)} vectors of shape {vectors.shape[1:]} for {texts} texts"
+        )
+    if dim is not None and vectors.shape[1] != dim:
+        raise dimension_error(source, vectors.shape[1], dim)
+    bad = ~np.isfinite(vectors).all(axis=1) | ~np.any(vectors != 0, axis=1)
+    if bad.any():
+        row = int(np.argmax(bad))
+        what = "an all-zero" if np.isfinite(vectors[row]).all() else "a NaN or infinite"
+        raise EmbedderError(
+            f"{source} returned {what} vector for text {row} of a batch of {texts} "
+            f"({int(bad.sum())} unusable); nothing of this batch is kept"
+        )
+    return vectors
+
+
+def dimension_error(source: str, got: int, expected: int) -> EmbedderError:
+    """The error of vectors whose dimension is not the one stored under the same model name."""
+    return EmbedderError(
+        f"{source} returned {got}-dimensional vectors where {expected}-dimensional ones are stored "
+        "under this model name: the model changed; give it another name or clear the cache"
+    )
+
+
 def hub_error(model: str, exc: Exception) -> EmbedderError:
     """The error of a model that cannot be loaded, saying what to do offline."""
     return EmbedderError(

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from retrieval.embedder_base import EmbedderError, hub_error
+from retrieval.embedder_base import EmbedderError, checked_vectors, hub_error, source_of
 from retrieval.embedding_backends import resolve_backend
 from retrieval.extras import install_hint, require
 from retrieval.fit import TokenLimit, cl100k_token_limit, hf_token_limit, over_limit
@@ -163,7 +163,7 @@ class SentenceTransformerEmbedder:
         vecs = np.asarray(vecs, dtype=np.float32)
         if bf16:
             vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
-        return vecs
+        return checked_vectors(vecs, len(texts), source_of(self))
 
     def embed_query(self, text: str) -> np.ndarray:
         """Normalized embedding of one query."""
@@ -240,7 +240,7 @@ class ContrieverEmbedder:
             if out
             else np.zeros((0, model.config.hidden_size), np.float32)
         )
-        return vectors
+        return checked_vectors(vectors, len(texts), source_of(self))
 
     def embed_query(self, text: str) -> np.ndarray:
         """Contriever encodes queries and passages with the same encoder."""
@@ -250,7 +250,8 @@ class ContrieverEmbedder:
 
 @EMBEDDERS.register("openai")
 class OpenAIEmbedder:
-    """Embeddings from any OpenAI-compatible ``/v1/embeddings`` endpoint (normalized to unit length)."""
+    """Embeddings from any OpenAI-compatible ``/v1/embeddings`` endpoint (normalized to unit length;
+    as returned by :meth:`embed_raw`)."""
 
     def __init__(
         self,
@@ -274,6 +275,8 @@ class OpenAIEmbedder:
                 "OpenAI embeddings need OPENAI_API_KEY (or OPENAI_BASE_URL for a local server)."
             )
         self.batch_size = batch_size
+        #: The dimension of this embedder's first reply: a later reply of another is refused.
+        self.dimension: int | None = None
         register_secret(key)  # redacted from every output from now on
         register_url(self.base_url)
         self.client = openai.OpenAI(
@@ -292,15 +295,29 @@ class OpenAIEmbedder:
         return cl100k_token_limit(self.max_input_tokens, f"{self.model_id} cl100k tokens")
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit-length embeddings, one row per text, requested in batches."""
+        """Unit-length float32 embeddings, one row per text (:meth:`embed_raw`, normalised)."""
+        vecs = self.embed_raw(texts).astype(np.float32)
+        unit: np.ndarray = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+        return unit
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Unit-length embedding of one query."""
+        vector: np.ndarray = self.embed_documents([text])[0]
+        return vector
+
+    def embed_raw(self, texts: Sequence[str]) -> np.ndarray:
+        """The server's vectors as the client returns them (float64, not normalised: what the
+        official RAPTOR code clusters), one row per text, requested in batches; a reply without one
+        finite, non-zero vector per text, or of another dimension than this embedder's earlier
+        replies, is refused (:func:`~retrieval.embedder_base.checked_vectors`)."""
         import openai
 
+        source = source_of(self)
         rows: list[np.ndarray] = []
         for i in range(0, len(texts), self.batch_size):
+            batch = list(texts[i : i + self.batch_size])
             try:
-                resp = self.client.embeddings.create(
-                    model=self.model_id, input=list(texts[i : i + self.batch_size])
-                )
+                resp = self.client.embeddings.create(model=self.model_id, input=batch)
             except openai.APIConnectionError as exc:
                 raise EmbedderError(
                     f"The embeddings server at {self.base_url} does not answer: {exc}"
@@ -309,19 +326,32 @@ class OpenAIEmbedder:
                 raise EmbedderError(
                     f"The embeddings server at {self.base_url} failed with HTTP {exc.status_code}: {exc.message}"
                 ) from exc
-            rows.extend(_pooled(d.embedding) for d in sorted(resp.data, key=lambda d: d.index))
-        vecs = np.asarray(rows, dtype=np.float32)
-        norms = np.linalg.norm(vecs, axis=1, keepdims=True)
-        unit: np.ndarray = vecs / np.maximum(norms, 1e-12)
-        return unit
+            except (TypeError, ValueError) as exc:  # the client's reading of the reply (no data)
+                raise EmbedderError(
+                    f"{source} sent an unreadable embeddings reply ({exc})"
+                ) from exc
+            try:
+                data = sorted(resp.data, key=lambda d: d.index)
+                if [d.index for d in data] != list(range(len(data))):
+                    raise ValueError(f"indexes {[d.index for d in data][:8]} are not 0..n-1")
+                vecs = np.asarray([_pooled(d.embedding) for d in data], dtype=np.float64)
+            except (TypeError, ValueError, AttributeError) as exc:
+                raise EmbedderError(
+                    f"{source} sent an unreadable embeddings reply ({exc})"
+                ) from exc
+            rows.append(checked_vectors(vecs, len(batch), source, self.dimension))
+            self.dimension = self.dimension or (vecs.shape[1] if batch else None)
+        return np.concatenate(rows) if rows else np.zeros((0, self.dimension or 0))
 
-    def embed_query(self, text: str) -> np.ndarray:
-        """Unit-length embedding of one query."""
-        vector: np.ndarray = self.embed_documents([text])[0]
-        return vector
+
+def openai_input(text: str) -> str:
+    """``text`` as the official codes send it to an OpenAI embedding model: newlines as spaces
+    (RAPTOR's ``OpenAIEmbeddingModel.create_embedding``, HippoRAG's ``OpenAIEmbeddingModel.encode``)
+    and an empty text as one space (HippoRAG's)."""
+    return text.replace("\n", " ") or " "
 
 
 def _pooled(embedding: Sequence[float] | Sequence[Sequence[float]]) -> np.ndarray:
     """One vector per text: servers without a pooling setting return one vector per token."""
-    vec = np.asarray(embedding, dtype=np.float32)
+    vec = np.asarray(embedding, dtype=np.float64)
     return vec.mean(axis=0) if vec.ndim == 2 else vec

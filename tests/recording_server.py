@@ -2,7 +2,7 @@
 
 It answers ``/v1/chat/completions`` with ``reply(request) -> str`` after ``latency``
 seconds (as server-sent chunks, one per word, when the request says ``stream``),
-``/v1/embeddings`` with deterministic bag-of-words vectors, and records every request
+``/v1/embeddings`` with deterministic bag-of-words vectors (or ``embed(text)``'s), and records every request
 body (``requests``, ``embedding_requests``), the headers of each, and the most requests
 in flight at once (``max_in_flight``). Other routes (a tokenizer's probe of
 ``/tokenize``) get 404; their paths are recorded in ``other_paths``.
@@ -34,11 +34,14 @@ EMBEDDING_DIM = 64
 
 
 def bag_of_words_vector(text: str) -> list[float]:
-    """A unit vector over hashed lowercase words: texts sharing words are similar."""
+    """A unit vector over hashed lowercase words: texts sharing words are similar; a text without
+    words gets the first axis (a real server sends no zero vector, which the embedders refuse)."""
     v = np.zeros(EMBEDDING_DIM, dtype=np.float32)
     for word in text.lower().split():
         v[int(hashlib.md5(word.encode()).hexdigest(), 16) % EMBEDDING_DIM] += 1.0
-    norm = float(np.linalg.norm(v)) or 1.0
+    norm = float(np.linalg.norm(v))
+    if norm == 0.0:
+        v[0] = norm = 1.0
     return (v / norm).tolist()
 
 
@@ -67,8 +70,15 @@ class RecordingServer(LoopbackServer):
         latency: float = 0.0,
         prompt_cache: str | None = None,
         cache_size: int = 1,
+        embed: Callable[[str], Any] | None = None,
+        embedding_data: Callable[[list[dict[str, Any]]], Any] | None = None,
     ):
         self.reply = reply or (lambda request: "Paris")
+        #: The vector sent for one input text (default :func:`bag_of_words_vector`; a test may
+        #: change it between requests, e.g. to NaN, another dimension or float64 values).
+        self.embed = embed or bag_of_words_vector
+        #: What becomes of an embeddings reply's ``data`` list before it is sent (a hostile server).
+        self.embedding_data = embedding_data or (lambda data: data)
         self.latency = latency
         self.prompt_cache = prompt_cache
         self.cache_size = cache_size
@@ -178,14 +188,14 @@ class RecordingServer(LoopbackServer):
                         {
                             "object": "embedding",
                             "index": i,
-                            "embedding": bag_of_words_vector(str(t)),
+                            "embedding": server.embed(str(t)),
                         }
                         for i, t in enumerate(inputs)
                     ]
                     self._send(
                         {
                             "object": "list",
-                            "data": data,
+                            "data": server.embedding_data(data),
                             "model": request.get("model"),
                             "usage": {"prompt_tokens": 0, "total_tokens": 0},
                         }

@@ -368,6 +368,7 @@ TIERS: dict[str, dict[str, str]] = {
         "test_shared_sub_values_are_cut_after_max_values_not_expanded": "integration",
     },
     "test_judges.py": {"*": "integration"},
+    "test_embedding_replies.py": {"*": "integration"},
     "test_lean_client.py": {
         "test_lean_path_sends_the_same_body_and_returns_the_same_message": "integration",
         "test_reasoning_models_get_the_sdks_body_budget_included": "integration",

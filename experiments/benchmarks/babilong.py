@@ -50,7 +50,9 @@ DEFAULT_PROMPTS: dict[str, dict[str, str]] = json.loads(
 #: The prompt parts the run script switches on or off (``--use_instruction`` ...).
 SWITCHES = ("instruction", "examples", "post_prompt")
 
-#: ``run_model_on_babilong.py`` ``generate_kwargs``: 20 new tokens, greedy (temperature 0.0 through an API).
+#: ``run_model_on_babilong.py`` ``generate_kwargs`` (its local path; its ``--api_url`` path sends no
+#: budget) and the OpenAI-API notebook's ``max_tokens``: 20 new tokens, greedy (temperature 0.0
+#: through an API). Every run sends the 20 (docs/protocols.md).
 MAX_NEW_TOKENS = 20
 TEMPERATURE = 0.0
 #: The ``generate_kwargs`` the run script saves beside its CSV (temperature as its API path sends it; no tokenizer, so no pad id).

@@ -148,7 +148,7 @@ class Phases:
 
         for module, name, phase in PHASES[strategy]:
             patch(importlib.import_module(module), name, phase)
-        patch(OpenAIEmbedder, "embed_documents", "embedding")
+        patch(OpenAIEmbedder, "embed_raw", "embedding")  # under embed_documents and RAPTOR's path
         original = artifact.load_or_build
 
         def load_or_build(folder: Any, *, what: str, load: Any, build: Any, save: Any) -> Any:

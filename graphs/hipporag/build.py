@@ -49,6 +49,12 @@ class LoadedGraph:
 _LOADED: LoadedArtifacts[LoadedGraph] = LoadedArtifacts()
 
 
+def flattens(cfg: HippoRAGConfig) -> bool:
+    """Whether texts go to the embedder as the official ``OpenAIEmbeddingModel.encode`` sends them
+    (newlines as spaces, an empty text as a space): with the ``openai`` embedder."""
+    return cfg.embedder == "openai"
+
+
 def embedder_for(cfg: HippoRAGConfig) -> Any:
     """The configured embedder, loaded once per process."""
     return _LOADED.embedder(cfg)
@@ -106,7 +112,8 @@ def _build(
             else extract_all(texts, asker(ctx), log, cfg.concurrency)
         )
     emb = embedder_for(cfg)
-    stores = {ns: open_store(root, cfg.embedder, emb, ns) for ns in NAMESPACES}
+    flat = flattens(cfg)
+    stores = {ns: open_store(root, cfg.embedder, emb, ns, flatten=flat) for ns in NAMESPACES}
     embedding = GrowingStage("embed")  # progress events, as the graph learns what it embeds
     embed = {ns: embedding.wrap(s.embed_texts) for ns, s in stores.items()}
     kg = build_graph(texts, extractions, embed["entity"], threshold=cfg.synonymy_threshold, top_k=cfg.synonymy_top_k,

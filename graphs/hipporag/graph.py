@@ -23,8 +23,9 @@ from graphs import costs
 from graphs.answer_state import PromptState
 from graphs.budget_field import budget_kwargs
 from graphs.context import StrategyContext
+from graphs.embedding_store import query_vector
 from graphs.hipporag import prompts as P
-from graphs.hipporag.build import build_facts, embedder_for, graph_for, loaded
+from graphs.hipporag.build import build_facts, embedder_for, flattens, graph_for, loaded
 from graphs.hipporag.ceiling import HIPPORAG_CEILING
 from graphs.hipporag.config import HippoRAGConfig
 from graphs.hipporag.cost_model import hipporag_costs
@@ -52,6 +53,7 @@ from graphs.replies import text_of
 from graphs.usage import report_index_seconds
 from retrieval import Hit
 from retrieval.contract import Step
+from retrieval.embedder_base import dimension_error, source_of
 
 Ctx = Runtime[StrategyContext[HippoRAGConfig]]
 
@@ -81,7 +83,12 @@ def recognize(state: HippoRAGState, runtime: Ctx) -> dict[str, Any]:
     """The question's ``linking_top_k`` nearest facts, then the recognition-memory call's choice among them (no call without facts)."""
     cfg, llm = runtime.context.config, runtime.context.llm
     kg = loaded(state["graph"]).kg
-    query = np.asarray(embedder_for(cfg).embed_query(state["question"].render()), dtype=np.float32)
+    question = state["question"].render()
+    emb = embedder_for(cfg)
+    query = query_vector(emb, question, flatten=flattens(cfg)).astype(np.float32)
+    stored = kg.passage_vectors.shape[-1] if kg.passage_vectors.size else query.size
+    if query.shape != (stored,):
+        raise dimension_error(source_of(emb), query.size, stored)
     query /= max(float(np.linalg.norm(query)), 1e-12)
     scores = fact_scores(kg, query)
     picked = candidate_facts(scores, cfg.linking_top_k) if len(scores) else []

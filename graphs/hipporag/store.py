@@ -59,6 +59,8 @@ def graph_key(corpus: Corpus, cfg: HippoRAGConfig, llm: BaseChatModel) -> str:
     """The digest naming a graph's folder: what the graph depends on, the extracting model's requests included."""
     parts = {"corpus": corpus.fingerprint, "settings": {f: getattr(cfg, f) for f in GRAPH_FIELDS}, "prompts": PROMPTS_VERSION,
              "llm": model_key(llm), "version": STORE_VERSION}  # fmt: skip
+    if cfg.embedder == "openai":  # graphs of other embedders keep their keys
+        parts["openai_inputs"] = "newlines as spaces"
     return digest_of(parts)
 
 

@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 from typing import Any, cast
 
-import numpy as np
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
@@ -22,7 +21,7 @@ from graphs import costs
 from graphs.answer_state import PromptState
 from graphs.budget_field import budget_kwargs
 from graphs.context import StrategyContext
-from graphs.embedding_store import open_store
+from graphs.embedding_store import open_store, query_vector
 from graphs.index_artifact import LoadedArtifacts, Source, cache_root
 from graphs.llm import complete
 from graphs.nodes import CompiledGraph, generate, linear_graph
@@ -35,13 +34,21 @@ from graphs.raptor.cost_model import raptor_costs
 from graphs.raptor.presentation import PRESENTATION
 from graphs.raptor.ray_summaries import summaries_on_ray
 from graphs.raptor.retrieve import collapsed, traversal
-from graphs.raptor.store import NODE_NAMESPACE, TREE_STORE, summary_key, summary_log, tree_key
+from graphs.raptor.store import (
+    NODE_NAMESPACE,
+    TREE_STORE,
+    official_openai,
+    summary_key,
+    summary_log,
+    tree_key,
+)
 from graphs.raptor.tree import PAID_FACTS, Summarize, Tree, build_tree
 from graphs.ray_options import MAP_ON_RAY
 from graphs.registry import STRATEGIES
 from graphs.replies import text_of
 from graphs.usage import index_time, report_index_seconds
 from retrieval.contract import Evidence, Step
+from retrieval.embedder_base import dimension_error, source_of
 
 #: Trees loaded or built in this process, by key (the last few: a 10M-token tree is ~100K nodes).
 _LOADED: LoadedArtifacts[Tree] = LoadedArtifacts()
@@ -86,7 +93,7 @@ def tree_for(ctx: StrategyContext[RaptorConfig]) -> tuple[str, Tree, Source]:
 
     def build(folder: Path | None) -> Tree:
         emb = embedder_for(cfg)
-        store = open_store(root, cfg.embedder, emb, NODE_NAMESPACE)
+        store = open_store(root, cfg.embedder, emb, NODE_NAMESPACE, **official_openai(cfg))
         log = summary_log(root, summary_key(cfg, ctx.llm))
         on_ray = summaries_on_ray(ctx, summarizer) if cfg.map_executor == "ray" else None
         with index_time():
@@ -115,7 +122,10 @@ def retrieve(state: RaptorState, runtime: Runtime[StrategyContext[RaptorConfig]]
     """The nodes for the question: collapsed tree (``top_k`` within ``context_tokens``) or tree traversal."""
     cfg = runtime.context.config
     tree = _LOADED[state["tree"]]
-    query = np.asarray(embedder_for(cfg).embed_query(state["question"].render()), dtype=np.float32)
+    emb = embedder_for(cfg)
+    query = query_vector(emb, state["question"].render(), **official_openai(cfg))
+    if tree.embeddings.size and query.shape != tree.embeddings.shape[1:]:
+        raise dimension_error(source_of(emb), query.size, tree.embeddings.shape[1])
     picked = (
         collapsed(tree, query, cfg.top_k, cfg.context_tokens)
         if cfg.retrieval == "collapsed"

@@ -39,6 +39,8 @@ def tree_key(corpus: Corpus, cfg: Any, llm: Any) -> str:
     """The digest naming a tree's folder: what the tree depends on, the summarising model's requests included."""
     parts = {"corpus": corpus.fingerprint, "settings": {f: getattr(cfg, f) for f in TREE_FIELDS}, "prompts": PROMPTS_VERSION,
              "llm": model_id(llm), "llm_settings": settings_digest(llm), "version": STORE_VERSION}  # fmt: skip
+    if official_openai(cfg)["raw"]:  # trees of other embedders keep their keys
+        parts["openai"] = "vectors as returned, newlines as spaces"
     if cfg.clustering == "scalable":  # official trees keep their keys
         parts["scalable"] = {
             "version": SCALABLE_VERSION,
@@ -46,6 +48,14 @@ def tree_key(corpus: Corpus, cfg: Any, llm: Any) -> str:
             "recluster": cfg.cluster_recluster,
         }
     return digest_of(parts)
+
+
+def official_openai(cfg: Any) -> dict[str, bool]:
+    """How the ``openai`` embedder is used as the official ``OpenAIEmbeddingModel`` uses it: each text
+    with its newlines as spaces, and the server's vectors as returned (float64, not normalised
+    again: a 1-ulp change moves seeded UMAP, and the clusters with it); other embedders as they are."""
+    official = cfg.embedder == "openai"
+    return {"flatten": official, "raw": official}
 
 
 def tree_folder(root: Path, key: str) -> Path:

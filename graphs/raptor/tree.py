@@ -208,7 +208,9 @@ def build_tree(
     leaves = sum(1 for n in nodes if n.layer == 0)
     facts = {"leaves": leaves, "layers": per_layer, "summaries_asked": asked, "summaries_reused": len(nodes) - leaves - asked,
              "leaves_embedded": leaves_new, "embeddings_computed": store.computed, "layers_rebuilt": layers}  # fmt: skip
-    return Tree(nodes, np.asarray(emb_all, dtype=np.float32), layers, stopped, facts)
+    # float64 as the server returned them (store.official_openai), else float32
+    kept = emb_all if emb_all.dtype == np.float64 else emb_all.astype(np.float32)
+    return Tree(nodes, kept, layers, stopped, facts)
 
 
 def tree_to_json(tree: Tree) -> dict[str, Any]:
