@@ -5,13 +5,24 @@ break-even points the table reproduces, and the workspace's price in its budgets
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
 from experiments import comparison
+from experiments.amortized_costs import (
+    Amortization,
+    amortization,
+    amortized_rows,
+    crossing_text,
+    markdown_lines,
+    shown_digits,
+)
+from experiments.break_even import CostLine, break_evens, crossing_interval
 from experiments.cli import main
 from experiments.cli_parser import build_parser
 from experiments.command_options import budget_from_args
+from experiments.html_report.amortized import amortized_section
 from experiments.html_report.winners import pick_winners
 from experiments.prices import PRICE_KEYS, PriceTableError, parse_prices
 from tests.recording_server import RecordingServer
@@ -144,3 +155,49 @@ def test_a_cost_of_zero_or_one_is_no_right_or_wrong_answer():
     assert pair["detectable_difference"] is None or pair["detectable_difference"] <= 1.0
     (scored,) = comparison.pairwise({"a": dict(enumerate(a)), "b": dict(enumerate(b))})
     assert scored["test"] == "mcnemar-exact"  # scores of 0/1 are right or wrong answers
+
+
+# -- break-even points -------------------------------------------------------------------------
+
+
+def test_the_tables_own_figures_reproduce_every_break_even_point():
+    # two per-question costs a few millionths of a dollar apart: at 6 decimals their gap is 0.000009, not
+    # 0.00000889, and the table's own figures would put the crossing at 356 questions instead of 360
+    lines = [CostLine("raptor", 0.0032, 0.00001249), CostLine("memagent", 0.0, 0.00002138)]
+    a = Amortization("USD", lines, break_evens(lines))
+    (crossing,) = a.crossings()
+    assert (crossing.kind, crossing.questions) == ("from", 360)
+    rows = amortized_rows(a)
+    shown = [CostLine(r["strategy"], r["index_per_corpus"], r["per_question"]) for r in rows]
+    assert break_evens(shown) == a.break_evens and shown_digits(a) > 6
+    assert crossing_text(a, crossing) == (
+        "raptor is cheaper than memagent from 360 questions on (the lines cross at n = 359.96)"
+    )
+    page = amortized_section(a)
+    assert f"${rows[0]['per_question']:,.{shown_digits(a)}f}" in page and "n = 359.96" in page
+
+
+def test_a_small_gap_over_few_answers_is_given_with_the_range_of_its_crossing():
+    # 8 questions over one corpus each: structured builds once (1,000 tokens), then about 97 tokens a
+    # question against full_context's 100: a 3% gap, well inside the answers' spread
+    def rows(tokens: list[int], index: int) -> list[dict]:
+        return [{"status": "ok", "sample_id": f"q{i}", "corpus": "c", "usage": {
+            "prompt_tokens": t + (index if i == 0 else 0), "completion_tokens": 0,
+            "index_llm_calls": int(i == 0 and index > 0), "index_prompt_tokens": index if i == 0 else 0}}
+            for i, t in enumerate(tokens)]  # fmt: skip
+
+    per_strategy = {
+        "structured": {"rows": rows([87, 107, 92, 102, 97, 97, 82, 112], 1_000)},
+        "full_context": {"rows": rows([90, 110, 95, 105, 100, 100, 85, 115], 0)},
+    }
+    a = amortization(per_strategy, {})
+    assert a is not None and a.unit == "tokens"
+    (crossing,) = a.crossings()
+    assert (crossing.questions, crossing.crossing) == (334, pytest.approx(1_000 / 3))
+    low, high = crossing_interval(*a.lines)
+    assert 0 < low < crossing.crossing and high == math.inf  # the gap's interval reaches 0
+    assert crossing_text(a, crossing).endswith(
+        f"(the lines cross at n = 333.33; 95% interval {low:,.0f} to never: the per-question gap, "
+        "3.0% of full_context's, is a mean over 8 and 8 answers)"
+    )
+    assert "95% interval" in "\n".join(markdown_lines(a, amortized_rows(a)))
