@@ -198,7 +198,7 @@ def markdown_lines(a: Amortization, rows: Sequence[Mapping[str, Any]]) -> list[s
              "index-time work (usage.index_*) paid once per corpus and shared out. A strategy that built nothing in this run",
              "(or reused a cached index) has index 0. The figures have the decimals that reproduce every break-even point below:",
              "the lines cross at n* = (index_a - index_b) / (per_question_b - per_question_a).", ""]  # fmt: skip
-    lines += _table(rows)
+    lines += _table(rows, shown_digits(a))
     crossing = a.crossings()
     lines += ["", "## Break-even", ""]
     lines += [f"- {crossing_text(a, b)}." for b in crossing] or [
@@ -213,8 +213,15 @@ def markdown_lines(a: Amortization, rows: Sequence[Mapping[str, Any]]) -> list[s
     return lines
 
 
-def _table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+def _table(rows: Sequence[Mapping[str, Any]], digits: int | None = None) -> list[str]:
+    """A markdown table; floats at ``digits`` decimals (never in exponent form) when given."""
+
+    def cell(value: Any) -> str:
+        return (
+            f"{value:.{digits}f}" if digits is not None and isinstance(value, float) else str(value)
+        )
+
     columns = list(rows[0])
     return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)] + [
-        "| " + " | ".join(str(r[c]) for c in columns) + " |" for r in rows
+        "| " + " | ".join(cell(r[c]) for c in columns) + " |" for r in rows
     ]
