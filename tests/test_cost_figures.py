@@ -121,8 +121,16 @@ def test_answer_stops_at_max_cost_priced_by_prices_on_a_loopback_server(
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)
         code = main(["answer", "--corpus", str(docs_folder), "--question", "code of site 1?", "--llm", "openai:smollm2",
                      "--max-cost", "1", "--prices", prices])  # fmt: skip
-    err = capsys.readouterr().err
-    assert code == 2 and server.requests == [] and "Budget exceeded before any call" in err
+        refused, sent = capsys.readouterr().err, len(server.requests)
+        paid = main(["answer", "--corpus", str(docs_folder), "--question", "code of site 1?", "--llm", "openai:smollm2",
+                     "--max-cost", "1e9", "--prices", prices])  # fmt: skip
+    assert code == 2 and sent == 0 and "Budget exceeded before any call" in refused
+    out = capsys.readouterr().out
+    assert paid == 0 and len(server.requests) == 1
+    assert (
+        "Cost: $" in out
+        and "at 'smollm2' (user price, USD per 1M tokens: 1e+06 prompt, 0 completion)" in out
+    )
 
 
 # -- the unit of a difference in cost ----------------------------------------------------------

@@ -349,6 +349,11 @@ TIERS: dict[str, dict[str, str]] = {
         "test_a_damaged_segment_is_caught_by_its_checksum_and_rebuilt": "durability",
         "test_bm25_index_grows_again_from_a_grown_one": "integration",
     },
+    "test_cost_figures.py": {
+        "test_cli_refuses_an_unknown_price_key_on_one_line": "integration",
+        "test_answer_stops_at_max_cost_priced_by_prices_on_a_loopback_server": "integration",
+        "test_a_cost_of_zero_or_one_is_no_right_or_wrong_answer": "integration",
+    },
     "test_index_seconds_once.py": {
         "test_a_build_waited_for_is_counted_once_as_when_the_questions_are_asked_together": "concurrency",
     },
