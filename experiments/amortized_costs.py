@@ -163,9 +163,17 @@ def crossing_text(a: Amortization, b: BreakEven) -> str:
         return text + ")"
     dearer = max(mine, other, key=lambda x: x.per_question)
     share = abs(mine.per_question - other.per_question) / dearer.per_question
-    high = "never" if interval[1] == math.inf else f"{interval[1]:,.0f}"
-    return (f"{text}; 95% interval {interval[0]:,.0f} to {high}: the per-question gap, {share:.1%} of {dearer.strategy}'s, "
-            f"is a mean over {mine.answers} and {other.answers} answers)")  # fmt: skip
+    over = f"a mean over {mine.answers} and {other.answers} answers"
+    if interval[0] == interval[1]:
+        return f"{text}; each per-question cost is the same on all its answers, {mine.answers} and {other.answers})"
+    high = "never" if interval[1] == math.inf else _questions(interval[1])
+    return (f"{text}; 95% interval {_questions(interval[0])} to {high}: the per-question gap, {share:.1%} of "
+            f"{dearer.strategy}'s, is {over})")  # fmt: skip
+
+
+def _questions(n: float) -> str:
+    """A number of questions for a sentence: two decimals below 100, whole above."""
+    return f"{n:,.2f}" if n < 100 else f"{n:,.0f}"
 
 
 def break_even_cell(b: BreakEven) -> str:

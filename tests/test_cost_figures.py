@@ -205,7 +205,7 @@ def test_a_small_gap_over_few_answers_is_given_with_the_range_of_its_crossing():
     low, high = crossing_interval(*a.lines)
     assert 0 < low < crossing.crossing and high == math.inf  # the gap's interval reaches 0
     assert crossing_text(a, crossing).endswith(
-        f"(the lines cross at n = 333.33; 95% interval {low:,.0f} to never: the per-question gap, "
+        f"(the lines cross at n = 333.33; 95% interval {low:,.2f} to never: the per-question gap, "
         "3.0% of full_context's, is a mean over 8 and 8 answers)"
     )
     assert "95% interval" in "\n".join(markdown_lines(a, amortized_rows(a)))
