@@ -331,6 +331,8 @@ def _prepare(corpus: Corpus, questions: list, strategy: str, llm: Any, preset: s
     qs = [as_question(q) for q in questions]
     if budget is not None and not isinstance(budget, Budget):
         raise TypeError(f"budget must be an agents.Budget, got {type(budget).__name__}")
+    if budget is not None:
+        budget.check_priced()
     if not qs:
         return None
     chat = make_chat_model(llm)

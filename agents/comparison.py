@@ -3,7 +3,9 @@
 :meth:`agents.workspace.Workspace.compare` returns a :class:`Comparison`: ``to_rows()`` gives
 plain dicts (for pandas or a CSV), ``str()`` a plain-text table, and in a notebook it shows as
 an HTML table (``_repr_html_``). USD is filled when the workspace was given a price, at the
-report's rule (:mod:`graphs.pricing`: cached prompt tokens at the cached rate).
+report's rule (:mod:`graphs.pricing`: cached prompt tokens at the cached rate). An answer replayed
+from its checkpoint (a MemAgent run asked again) shows what it cost when its calls were paid, and
+how many of them were replayed now, never a free answer.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from typing import Any
 from graphs.pricing import TokenPrice
 from retrieval.contract import Answer, Question
 
-#: Columns of a row, in order.
+#: Columns of a row, in order. ``calls``, the tokens and ``cost_usd`` are what the answer cost when its
+#: calls were paid, those of an earlier call it replayed or resumed included; ``replayed`` counts the
+#: calls answered now without a request (from that earlier run's checkpoint, or from the LLM cache).
 COLUMNS = (
     "strategy",
     "answer",
@@ -25,8 +29,16 @@ COLUMNS = (
     "completion_tokens",
     "seconds",
     "cost_usd",
+    "replayed",
     "stopped",
     "error",
+)
+#: Columns shown only when some row has a value (``replayed``: when some row replayed a call).
+OPTIONAL = ("cost_usd", "replayed", "stopped", "error")
+#: The note under a table with replayed calls.
+REPLAYED_NOTE = (
+    "replayed: calls answered now without a request (an earlier run's checkpoint, or the LLM cache); "
+    "calls, tokens and cost_usd count the checkpoint's as they were paid (the LLM cache keeps no tokens)"
 )
 #: Characters of an answer shown in the plain-text table (rows and HTML keep it whole).
 TEXT_WIDTH = 60
@@ -70,15 +82,16 @@ class Comparison:
                 )
                 continue
             u = a.usage
+            cached = u.cached_prompt_tokens + u.earlier_cached_prompt_tokens
             cost = (
                 None
                 if self.price is None
-                else self.price.cost(u.prompt_tokens, u.completion_tokens, u.cached_prompt_tokens)
+                else self.price.cost(u.run_prompt_tokens, u.run_completion_tokens, cached)
             )
             rows.append({
-                "strategy": name, "answer": a.answer, "calls": u.llm_calls, "prompt_tokens": u.prompt_tokens,
-                "completion_tokens": u.completion_tokens, "seconds": round(u.seconds, 3),
-                "cost_usd": cost, "stopped": a.stopped, "error": None,
+                "strategy": name, "answer": a.answer, "calls": u.run_llm_calls, "prompt_tokens": u.run_prompt_tokens,
+                "completion_tokens": u.run_completion_tokens, "seconds": round(u.seconds, 3), "cost_usd": cost,
+                "replayed": (u.earlier_llm_calls + u.cached_calls) or None, "stopped": a.stopped, "error": None,
             })  # fmt: skip
         return rows
 
@@ -101,11 +114,7 @@ class Comparison:
     def _columns(self) -> list[str]:
         """The columns worth showing: cost only with a price, stopped / error only when some row has one."""
         rows = self.to_rows()
-        return [
-            c
-            for c in COLUMNS
-            if c not in ("cost_usd", "stopped", "error") or any(r[c] is not None for r in rows)
-        ]
+        return [c for c in COLUMNS if c not in OPTIONAL or any(r[c] is not None for r in rows)]
 
     def __str__(self) -> str:
         header = self._columns()
@@ -113,6 +122,8 @@ class Comparison:
         widths = [max(len(x) for x in column) for column in zip(header, *body)]
         lines = [f"Q: {self.question.text}", "  ".join(h.ljust(w) for h, w in zip(header, widths))]
         lines += ["  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip() for cells in body]
+        if "replayed" in header:
+            lines.append(REPLAYED_NOTE)
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
@@ -123,4 +134,9 @@ class Comparison:
             for r in self.to_rows()
         )
         caption = html.escape(self.question.text)
-        return f"<table><caption>{caption}</caption><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+        note = (
+            f"<tfoot><tr><td colspan='{len(self._columns())}'>{html.escape(REPLAYED_NOTE)}</td></tr></tfoot>"
+            if "replayed" in self._columns()
+            else ""
+        )
+        return f"<table><caption>{caption}</caption><thead><tr>{head}</tr></thead><tbody>{rows}</tbody>{note}</table>"

@@ -17,6 +17,7 @@ so the next answer indexes (or loads) the new corpus.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import threading
 import time
@@ -39,6 +40,7 @@ from graphs.retrieval_service import RetrievalService
 from graphs.retrieval_settings import RetrievalSettings
 from retrieval import Index, default_cache_dir
 from retrieval.contract import Answer, Corpus, CorpusError, Document, Question, as_question
+from retrieval.index.waits import counting_waits, waited_for
 from retrieval.readers import read_path
 
 Paths = str | Path | Document | Iterable[str | Path | Document]
@@ -55,7 +57,8 @@ class Workspace:
         cache_dir: Root of the index cache and checkpoints (default ``$LONGCTX_CACHE_DIR`` or
             ``~/.cache/longctx``, resolved once, here).
         price: ``(prompt, completion)`` or ``(prompt, completion, cached)`` USD per 1M tokens of the model (or an
-            ``experiments.prices.Price``), for the USD column of :meth:`compare` (priced as the report prices).
+            ``experiments.prices.Price``), for the USD column of :meth:`compare` (priced as the report prices)
+            and for a budget's ``max_cost_usd`` (``Budget(max_cost_usd=0.05)`` needs no price of its own here).
         show_progress: Progress bars while indexing and reading (default: when stderr is a terminal).
     """
 
@@ -117,24 +120,30 @@ class Workspace:
         """:func:`agents.answer_many` (several questions, one run) on this workspace."""
         name, qs, corpus, held, built = self._prepare(questions, strategy, preset, options)
         started = time.perf_counter()
-        index = held() if built else held
+        with counting_waits() as wait:
+            index = held() if built else held
+        indexing = time.perf_counter() - started if built else 0.0
         answers = answer_many(
             corpus, qs, strategy=name, llm=self.llm, preset=preset, cache_dir=self.cache_dir, show_progress=self.show_progress,
-            concurrency=concurrency, index=index, callbacks=callbacks, budget=budget, **options,
+            concurrency=concurrency, index=index, callbacks=callbacks, budget=self._budget(budget), **options,
         )  # fmt: skip
-        return _with_index_time(answers, time.perf_counter() - started if built else 0.0)
+        return _with_index_time(answers, indexing, wait.seconds)
 
     async def aanswer(self, question: str | Question, *, strategy: str | None = None, preset: str | None = None, budget: Budget | None = None,
                       callbacks: Any = None, **options: Any) -> Answer:  # fmt: skip
         """:meth:`answer` for async code (see :func:`agents.aanswer`); an index build runs in a worker thread."""
         name, qs, corpus, held, built = self._prepare([question], strategy, preset, options)
         started = time.perf_counter()
-        index = await asyncio.to_thread(held) if built else held
+        with (
+            counting_waits() as wait
+        ):  # the worker thread copies this context: its waits count here
+            index = await asyncio.to_thread(held) if built else held
+        indexing = time.perf_counter() - started if built else 0.0
         answers = await aanswer_many(
             corpus, qs, strategy=name, llm=self.llm, preset=preset, cache_dir=self.cache_dir, show_progress=self.show_progress,
-            index=index, callbacks=callbacks, budget=budget, **options,
+            index=index, callbacks=callbacks, budget=self._budget(budget), **options,
         )  # fmt: skip
-        return _with_index_time(answers, time.perf_counter() - started if built else 0.0)[0]
+        return _with_index_time(answers, indexing, wait.seconds)[0]
 
     def stream_answer(
         self, question: str | Question, *, strategy: str | None = None, **options: Any
@@ -142,6 +151,7 @@ class Workspace:
         """:func:`agents.stream_answer` on this workspace's corpus, model and cache: the run's events, then
         the answer (its index comes from the cache, where an earlier answer put it)."""
         name = self._checked(question, strategy, options)
+        options = {**options, "budget": self._budget(options.get("budget"))}
         return stream_answer(
             self._corpus,
             question,
@@ -157,6 +167,7 @@ class Workspace:
     ) -> AsyncIterator[Event]:
         """:meth:`stream_answer` for async code (:func:`agents.astream_answer`)."""
         name = self._checked(question, strategy, options)
+        options = {**options, "budget": self._budget(options.get("budget"))}
         return astream_answer(
             self._corpus,
             question,
@@ -212,6 +223,12 @@ class Workspace:
             preset=preset,
             **options,
         )
+
+    def _budget(self, budget: Budget | None) -> Budget | None:
+        """``budget`` with this workspace's price where it sets ``max_cost_usd`` and carries no price of its own."""
+        if budget is None or budget.price is not None or self.price is None:
+            return budget
+        return dataclasses.replace(budget, price=self.price)
 
     # -- the corpus -------------------------------------------------------------------
     def add(self, paths: Paths) -> list[str]:
@@ -289,7 +306,7 @@ class Workspace:
             return name, qs, corpus, held, False
 
         def build() -> Index:
-            with self._lock:
+            with waited_for(self._lock):  # another thread's build of it: waited, not built here
                 if key in self._indexes:
                     return self._indexes[key]
                 index = RetrievalService(
@@ -303,12 +320,14 @@ class Workspace:
         return name, qs, corpus, build, True
 
 
-def _with_index_time(answers: list[Answer], seconds: float) -> list[Answer]:
+def _with_index_time(answers: list[Answer], seconds: float, waited: float = 0.0) -> list[Answer]:
     """The answers with the time spent building or loading their index shared out over them
-    (the run path saw a ready index, so it counted none)."""
+    (the run path saw a ready index, so it counted none); of ``seconds``, ``waited`` for another
+    thread's build of it is queued time (that build is counted once, by the answer that made it)."""
     for a in answers:
-        a.usage.index_seconds += seconds / len(answers)
-        a.usage.seconds += seconds / len(answers)
+        a.usage.index_seconds += (seconds - waited) / len(answers)
+        a.usage.seconds += (seconds - waited) / len(answers)
+        a.usage.queued_seconds += waited / len(answers)
     return answers
 
 

@@ -16,15 +16,19 @@ else tokens (prompt + completion), for every strategy alike so the lines can be 
 from __future__ import annotations
 
 import csv
+import math
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from experiments.break_even import BreakEven, CostLine, break_evens
+from experiments.break_even import BreakEven, CostLine, break_evens, crossing_interval
 
 #: The numbers of questions over one corpus the table shows a question's cost at.
 SHOWN_QUESTIONS = (1, 2, 5, 10, 20, 50, 100)
+#: The most decimals :func:`shown_digits` gives (beyond them a float's own rounding decides).
+MAX_DIGITS = 15
 
 
 @dataclass(frozen=True)
@@ -93,26 +97,83 @@ def _built_corpora(rows: Sequence[Mapping[str, Any]]) -> int:
     )
 
 
+def _sd(values: Sequence[float]) -> float | None:
+    return statistics.stdev(values) if len(values) > 1 else None
+
+
 def _token_line(name: str, rows: Sequence[Mapping[str, Any]]) -> CostLine:
     """Tokens (prompt + completion): the index part per corpus built, the rest per answer."""
     index = sum(_usage(r, "index_prompt_tokens", "index_completion_tokens") for r in rows)
-    total = sum(_usage(r, "prompt_tokens", "completion_tokens") for r in rows)
-    return CostLine(name, index / max(1, _built_corpora(rows)), (total - index) / len(rows))
+    each = [_usage(r, "prompt_tokens", "completion_tokens") - _usage(r, "index_prompt_tokens", "index_completion_tokens")
+            for r in rows]  # fmt: skip
+    return CostLine(
+        name, index / max(1, _built_corpora(rows)), sum(each) / len(rows), _sd(each), len(each)
+    )
 
 
 def _usd_line(name: str, rows: Sequence[Mapping[str, Any]], cost: Mapping[str, Any]) -> CostLine:
     """USD: the strategy's index-time USD per corpus built, the rest of its total per answer."""
     index, total = float(cost["index_usd"]), float(cost["total_usd"])
-    return CostLine(name, index / max(1, _built_corpora(rows)), (total - index) / len(rows))
+    each = cost.get("question_usd") or []
+    return CostLine(
+        name,
+        index / max(1, _built_corpora(rows)),
+        (total - index) / len(rows),
+        _sd(each),
+        len(each),
+    )
+
+
+def shown_digits(a: Amortization) -> int:
+    """Decimals the table gives its figures with: 6 for USD (1 for tokens), or more where fewer would move
+    a break-even point, so the table's own index and per-question figures reproduce every one of them
+    (two per-question costs a few millionths apart otherwise put a crossing at 403 questions, not 360)."""
+    digits = 6 if a.unit == "USD" else 1
+    for digits in range(digits, MAX_DIGITS + 1):
+        shown = [
+            CostLine(x.strategy, round(x.index, digits), round(x.per_question, digits))
+            for x in a.lines
+        ]
+        if break_evens(shown) == a.break_evens:
+            break
+    return digits
 
 
 def amortized_rows(
     a: Amortization, questions: Sequence[int] = SHOWN_QUESTIONS
 ) -> list[dict[str, Any]]:
-    """A row per strategy: its index cost per corpus, its cost per question beside it, and a question's cost at each of ``questions``."""
-    digits = 6 if a.unit == "USD" else 1
+    """A row per strategy: its index cost per corpus, its cost per question beside it, and a question's cost at
+    each of ``questions``, at :func:`shown_digits` decimals."""
+    digits = shown_digits(a)
     return [{"strategy": line.strategy, "unit": a.unit, "index_per_corpus": round(line.index, digits), "per_question": round(line.per_question, digits),
              **{f"at_{n}": round(line.at(n), digits) for n in questions}} for line in a.lines]  # fmt: skip
+
+
+def crossing_text(a: Amortization, b: BreakEven) -> str:
+    """A crossing's sentence with where the lines cross and how sure that is: ``raptor is cheaper than memagent
+    from 360 questions on (the lines cross at n = 359.43; 95% interval 181 to never: the per-question gap,
+    3.0% of memagent's, is a mean over 8 and 8 answers)``."""
+    if b.crossing is None:
+        return b.sentence()
+    lines = {line.strategy: line for line in a.lines}
+    mine, other = lines[b.strategy], lines[b.other]
+    text = f"{b.sentence()} (the lines cross at n = {b.crossing:,.2f}"
+    interval = crossing_interval(mine, other)
+    if interval is None:
+        return text + ")"
+    dearer = max(mine, other, key=lambda x: x.per_question)
+    share = abs(mine.per_question - other.per_question) / dearer.per_question
+    over = f"a mean over {mine.answers} and {other.answers} answers"
+    if interval[0] == interval[1]:
+        return f"{text}; each per-question cost is the same on all its answers, {mine.answers} and {other.answers})"
+    high = "never" if interval[1] == math.inf else _questions(interval[1])
+    return (f"{text}; 95% interval {_questions(interval[0])} to {high}: the per-question gap, {share:.1%} of "
+            f"{dearer.strategy}'s, is {over})")  # fmt: skip
+
+
+def _questions(n: float) -> str:
+    """A number of questions for a sentence: two decimals below 100, whole above."""
+    return f"{n:,.2f}" if n < 100 else f"{n:,.0f}"
 
 
 def break_even_cell(b: BreakEven) -> str:
@@ -143,11 +204,12 @@ def markdown_lines(a: Amortization, rows: Sequence[Mapping[str, Any]]) -> list[s
     lines = ["# Cost per question over one corpus", "",
              f"A question's cost ({a.unit}) when n questions are asked over the same corpus: (index + n x per question) / n, the",
              "index-time work (usage.index_*) paid once per corpus and shared out. A strategy that built nothing in this run",
-             "(or reused a cached index) has index 0.", ""]  # fmt: skip
-    lines += _table(rows)
+             "(or reused a cached index) has index 0. The figures have the decimals that reproduce every break-even point below:",
+             "the lines cross at n* = (index_a - index_b) / (per_question_b - per_question_a).", ""]  # fmt: skip
+    lines += _table(rows, shown_digits(a))
     crossing = a.crossings()
     lines += ["", "## Break-even", ""]
-    lines += [f"- {b.sentence()}." for b in crossing] or [
+    lines += [f"- {crossing_text(a, b)}." for b in crossing] or [
         "- No two strategies' lines cross: the cheaper one is cheaper at any number of questions."
     ]
     lines += [
@@ -159,8 +221,15 @@ def markdown_lines(a: Amortization, rows: Sequence[Mapping[str, Any]]) -> list[s
     return lines
 
 
-def _table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+def _table(rows: Sequence[Mapping[str, Any]], digits: int | None = None) -> list[str]:
+    """A markdown table; floats at ``digits`` decimals (never in exponent form) when given."""
+
+    def cell(value: Any) -> str:
+        return (
+            f"{value:.{digits}f}" if digits is not None and isinstance(value, float) else str(value)
+        )
+
     columns = list(rows[0])
     return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)] + [
-        "| " + " | ".join(str(r[c]) for c in columns) + " |" for r in rows
+        "| " + " | ".join(cell(r[c]) for c in columns) + " |" for r in rows
     ]

@@ -11,7 +11,7 @@ tests read the same answers.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 #: A crossing this close to a whole number of questions (relative) is that number: sums of float costs are not exact.
@@ -25,12 +25,16 @@ class CostLine:
     Attributes:
         strategy: Registry name.
         index: Cost of the index-time work over one corpus (USD or tokens).
-        per_question: Cost of one question beside it (same unit).
+        per_question: Cost of one question beside it (same unit): a mean over ``answers``.
+        sd: The standard deviation of that cost over the answers (``None``: unknown, or one answer).
+        answers: How many answers ``per_question`` is the mean of (0: unknown).
     """
 
     strategy: str
     index: float
     per_question: float
+    sd: float | None = field(default=None, compare=False)
+    answers: int = field(default=0, compare=False)
 
     def at(self, questions: int) -> float:
         """Cost per question when ``questions`` questions are asked over one corpus (the index shared out)."""
@@ -54,12 +58,15 @@ class BreakEven:
         kind: See :data:`Kind`.
         questions: ``from``: the first whole number of questions from which it is cheaper (and stays so);
             ``until``: the last at which it still is; ``None`` for the other kinds.
+        crossing: ``from`` / ``until``: where the two lines cross, ``n*`` unrounded (``questions`` is
+            the whole number past or before it); ``None`` for the other kinds.
     """
 
     strategy: str
     other: str
     kind: Kind
     questions: int | None = None
+    crossing: float | None = field(default=None, compare=False)
 
     def sentence(self) -> str:
         """``raptor is cheaper than memagent from 14 questions on`` (and the other kinds alike)."""
@@ -91,14 +98,35 @@ def break_even(a: CostLine, b: CostLine) -> BreakEven:
         return (
             BreakEven(a.strategy, b.strategy, "always")
             if first <= 1
-            else BreakEven(a.strategy, b.strategy, "from", first)
+            else BreakEven(a.strategy, b.strategy, "from", first, cross)
         )
     last = math.ceil(cross) - 1  # a is steeper: cheaper before the crossing
     return (
         BreakEven(a.strategy, b.strategy, "never")
         if last < 1
-        else BreakEven(a.strategy, b.strategy, "until", last)
+        else BreakEven(a.strategy, b.strategy, "until", last, cross)
     )
+
+
+def crossing_interval(
+    a: CostLine, b: CostLine, *, confidence: float = 0.95
+) -> tuple[float, float] | None:
+    """The range of the crossing ``n*`` that the spread of the per-question costs allows, at ``confidence``.
+
+    Each ``per_question`` is a mean over its answers, so their gap is uncertain: a 3% gap measured on 8
+    answers may be 0 or twice as wide. The gap's interval is Welch's (``t`` at the fewer answers less
+    one), and ``n* = |index gap| / |per-question gap|`` over it; where the gap's interval reaches 0
+    the lines may never cross (upper end ``inf``). ``None`` when the lines do not cross or a spread is unknown.
+    """
+    d_index, gap = abs(a.index - b.index), abs(b.per_question - a.per_question)
+    if a.sd is None or b.sd is None or min(a.answers, b.answers) < 2 or gap == 0 or d_index == 0:
+        return None
+    from scipy import stats  # lazily: the report's other readers of this module need no scipy
+
+    se = math.sqrt(a.sd**2 / a.answers + b.sd**2 / b.answers)
+    margin = float(stats.t.ppf(0.5 + confidence / 2, min(a.answers, b.answers) - 1)) * se
+    low, high = gap - margin, gap + margin
+    return d_index / high, (d_index / low if low > 0 else math.inf)
 
 
 def break_evens(lines: list[CostLine]) -> list[BreakEven]:

@@ -94,7 +94,17 @@ def _add_budget_args(p: argparse.ArgumentParser, what: str) -> None:
         "--max-cost",
         type=float,
         metavar="USD",
-        help=f"at most this many USD {what}, at the report's price table",
+        help=f"at most this many USD {what}, at the price table (--prices; refused for a free model)",
+    )
+    _add_prices_arg(p, "the price table --max-cost counts at")
+
+
+def _add_prices_arg(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument(
+        "--prices",
+        metavar="FILE",
+        help=f"JSON of USD per 1M tokens per model id, {what}, "
+        'e.g. {"gpt-4o-mini": {"prompt": 0.15, "completion": 0.6}} (default: built-in list prices; local models free)',
     )
 
 
@@ -237,12 +247,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="chat model spec for LLM-judged benchmarks (Loong; CorpusQA; MemoryAgentBench LongMemEval, InfBench-Sum)",
     )
     p.add_argument("--no-plots", action="store_true")
-    p.add_argument(
-        "--prices",
-        metavar="FILE",
-        help="JSON of USD per 1M tokens per model id for report.html's cost estimate, "
-        'e.g. {"gpt-4o-mini": {"prompt": 0.15, "completion": 0.6}} (default: built-in list prices; local models free)',
-    )
+    _add_prices_arg(p, "for the report's cost estimate")
     p.add_argument("--no-html", action="store_true", help="do not write report.html")
 
     p = sub.add_parser("compare", help="paired comparison of the same strategies across run folders",

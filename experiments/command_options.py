@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from agents import Budget, make_chat_model
-from experiments.prices import price_for, rerank_price
+from experiments.prices import Price, load_prices, price_for, rerank_price
 from graphs.llm import model_id
 
 
@@ -22,20 +22,36 @@ def budget_from_args(
     """The :class:`~agents.Budget` of ``--max-calls/--max-tokens/--max-cost`` (``None`` without them)
     and the model to run (made here when ``--max-cost`` needs its price, else ``llm`` as given).
 
-    The price comes from the report's table (:func:`experiments.prices.price_for`; local models
-    are free): the library's budget takes a price rather than reading a table above its layer.
-    So does the reranker's, when the strategy options ``configs`` name one (:func:`experiments.prices.rerank_price`).
+    The price comes from the price table (``--prices FILE`` over the built-in one,
+    :func:`experiments.prices.price_for`; local models are free): the library's budget takes a
+    price rather than reading a table above its layer. So does the reranker's, when the strategy
+    options ``configs`` name one (:func:`experiments.prices.rerank_price`). A ``--prices`` file is
+    read (and a bad one refused) even without ``--max-cost``.
+
+    Raises:
+        ValueError: ``--max-cost`` for a model the table does not price, or for one it prices at
+            nothing (a local server): such a limit would bind nothing.
     """
+    table = load_prices(args.prices) if getattr(args, "prices", None) else None
     if args.max_calls is None and args.max_tokens is None and args.max_cost is None:
         return None, llm
-    price = None
+    price = reranking = None
     if args.max_cost is not None:
         llm = make_chat_model(llm)
-        price = price_for(model_id(llm))
+        name = model_id(llm).split(" @ ")[0]
+        price = price_for(model_id(llm), table)
         if price is None:
-            raise ValueError(f"--max-cost needs the price of {model_id(llm).split(' @ ')[0]!r}, which the price table "
-                             "(experiments/prices.py) does not list; use --max-calls / --max-tokens instead")  # fmt: skip
-    reranking = rerank_price(configs) if args.max_cost is not None else None
+            raise ValueError(f"--max-cost needs the price of {name!r}, which the price table (experiments/prices.py) "
+                             "does not list: give it with --prices FILE, or use --max-calls / --max-tokens instead")  # fmt: skip
+        reranking = rerank_price(configs, table)
+        if _free(price) and reranking is None:
+            why = (
+                "is a local model (free)"
+                if price.source == "local"
+                else f"is priced at 0 by {args.prices}"
+            )
+            raise ValueError(f"--max-cost {args.max_cost:g} would bind nothing: {name!r} {why}; give its price with "
+                             "--prices FILE, or use --max-calls / --max-tokens instead")  # fmt: skip
     return Budget(
         max_llm_calls=args.max_calls,
         max_prompt_tokens=args.max_tokens,
@@ -43,6 +59,11 @@ def budget_from_args(
         price=price,
         rerank_price=reranking,
     ), llm
+
+
+def _free(price: Price) -> bool:
+    """Whether every rate of ``price`` is 0 (a cost limit at it binds nothing)."""
+    return price.prompt == 0 and price.completion == 0 and not price.cached
 
 
 def retrieval_overrides(args: argparse.Namespace) -> dict:

@@ -23,8 +23,16 @@ Scores = Mapping[
 ]  # strategy -> question id -> value (None: unscored)
 
 
+#: Metrics whose values are right or wrong answers where they are 0/1 (or 0/100): McNemar's test applies.
+SCORE_METRICS = ("score", "evidence_recall")
+
+
 def pairwise(scores: Scores, *, metric: str = "score") -> list[dict[str, Any]]:
     """Every pair of strategies on the questions both have a value for, Holm-adjusted across the pairs.
+
+    Values of a metric outside :data:`SCORE_METRICS` (USD, tokens, seconds) are never read as right or
+    wrong answers, even where every one is 0 or 1: the sign-flip test, with a detectable difference in
+    the metric's own unit.
 
     p-values stay at full precision (the adjustment must see them so; :func:`experiments.stats.format_p`
     formats them for display), the other figures are rounded to 4 decimals.
@@ -38,7 +46,7 @@ def pairwise(scores: Scores, *, metric: str = "score") -> list[dict[str, Any]]:
             ]
             xa = [float(scores[a][q]) for q in shared]  # type: ignore[arg-type]
             xb = [float(scores[b][q]) for q in shared]  # type: ignore[arg-type]
-            r = stats.paired_test(xa, xb)
+            r = stats.paired_test(xa, xb, binary=metric in SCORE_METRICS)
             rows.append({
                 "metric": metric, "strategy_a": a, "strategy_b": b, "n": r.n,
                 "mean_a": _round(sum(xa) / len(xa)) if xa else None, "mean_b": _round(sum(xb) / len(xb)) if xb else None,

@@ -13,6 +13,7 @@ import sys
 from agents import STRATEGIES, Corpus, Question, answer, index_for, make_chat_model
 from agents.run_plan import announce_plan, plan_for
 from experiments.command_options import budget_from_args, parse_options, retrieval_overrides
+from experiments.prices import load_prices, price_for
 from graphs.llm import model_id
 from retrieval.ray_support import require_ray
 
@@ -105,6 +106,11 @@ def cmd_answer(args: argparse.Namespace) -> int:
         f"Usage: {u.llm_calls} LLM call(s), {u.prompt_tokens} prompt + {u.completion_tokens} completion tokens"
         f"{' (estimated)' if u.estimated else ''}{cached}{reranks}, {u.seconds:.1f}s ({u.index_seconds:.1f}s indexing){earlier}"
     )
+    price = price_for(model_id(llm), load_prices(args.prices) if args.prices else None)
+    if price is not None and price.source != "local":
+        usd = price.cost(u.prompt_tokens, u.completion_tokens, u.cached_prompt_tokens)
+        print(f"Cost: ${usd:,.6f} at {price.key!r} ({price.source} price, USD per 1M tokens: "
+              f"{price.prompt:g} prompt, {price.completion:g} completion)")  # fmt: skip
     return 0
 
 

@@ -76,6 +76,10 @@ class PriceTableError(ValueError):
     """A ``--prices`` file that cannot be read as a price table (the message says why)."""
 
 
+#: The names an entry of a price table may use (``input``/``output``/``cached_input``: the same rates by other names).
+PRICE_KEYS = ("prompt", "completion", "cached", "input", "output", "cached_input")
+
+
 def load_prices(path: str | Path) -> dict[str, PriceRow]:
     """A user's price table from a JSON file: ``{model_id: {"prompt": USD, "completion": USD, "cached": USD}}``
     per 1M tokens (``input``/``output``/``cached_input`` are accepted as the key names too; ``cached`` is optional)."""
@@ -110,6 +114,14 @@ def parse_prices(data: Any, *, where: str = "price table") -> dict[str, PriceRow
         if not isinstance(entry, Mapping):
             raise PriceTableError(
                 f"{where}: {model!r} needs an object with 'prompt' and 'completion' USD per 1M tokens"
+            )
+        unknown = sorted(str(k) for k in entry if k not in PRICE_KEYS)
+        if (
+            unknown
+        ):  # a misspelt rate would otherwise fall back to another and price every token wrong
+            raise PriceTableError(
+                f"{where}: {model!r} has unknown key(s) {', '.join(map(repr, unknown))}; "
+                f"known keys: {', '.join(PRICE_KEYS)}"
             )
         prompt = _usd(entry.get("prompt", entry.get("input")), model, "prompt", where)
         completion = _usd(entry.get("completion", entry.get("output")), model, "completion", where)
@@ -253,7 +265,7 @@ def rerank_price(
         price = price_for(model, user)
         if price is None:
             raise ValueError(f"--max-cost needs the price of the reranker {model.split(' @ ')[0]!r}, which the price table "
-                             "(experiments/prices.py) does not list; use --max-calls / --max-tokens instead")  # fmt: skip
+                             "(experiments/prices.py) does not list: give it with --prices FILE, or use --max-calls / --max-tokens")  # fmt: skip
         found.append(price)
     priced = [p for p in found if p.prompt > 0]
     return max(priced, key=lambda p: p.prompt) if priced else None

@@ -187,11 +187,17 @@ def _degenerate_interval(mean: float, values: np.ndarray) -> Interval:
 
 
 def paired_test(
-    a: Sequence[float], b: Sequence[float], *, seed: int = SEED, n_resamples: int = N_RESAMPLES
+    a: Sequence[float],
+    b: Sequence[float],
+    *,
+    seed: int = SEED,
+    n_resamples: int = N_RESAMPLES,
+    binary: bool = True,
 ) -> PairedResult:
     """Strategy a against strategy b on the same questions (``a[i]`` and ``b[i]`` score question i).
 
-    McNemar's exact test when every score is 0/1 (or 0/100): the two-sided binomial test of the
+    McNemar's exact test when every score is 0/1 (or 0/100) and ``binary`` (false for costs, tokens and
+    seconds: a cost of 0 or 1 is no right or wrong answer): the two-sided binomial test of the
     discordant pairs. The interval is the percentile bootstrap of the differences, ``None`` where
     every question differs by the same amount (3 of 3 questions moved by 100: no interval, not
     [100, 100]). Otherwise a paired sign-flip permutation test of the mean difference over
@@ -219,7 +225,7 @@ def paired_test(
         res = _scipy_stats().bootstrap((d,), np.mean, confidence_level=CONFIDENCE, n_resamples=n_resamples, method="percentile",
                             batch=max(1, _BATCH_VALUES // n), random_state=np.random.default_rng(seed))  # fmt: skip
         low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
-    scale = _binary_scale(np.concatenate([x, y]))
+    scale = _binary_scale(np.concatenate([x, y])) if binary else None
     if scale is not None:
         a_only, b_only = int(np.sum(x > y)), int(np.sum(y > x))
         p = (

@@ -48,7 +48,8 @@ class Budget:
         max_cost_usd: USD at :attr:`price` (a call's prompt tokens reserved before it, at the prompt rate; settled at
             the usage its server reports when it ends, cached prompt tokens at the cached rate, as the report prices them).
         price: ``(prompt, completion)`` or ``(prompt, completion, cached)`` USD per 1M tokens of the model (or an
-            ``experiments.prices.Price``), read as a :class:`~graphs.pricing.TokenPrice`; needed by ``max_cost_usd``.
+            ``experiments.prices.Price``), read as a :class:`~graphs.pricing.TokenPrice`; needed by ``max_cost_usd``
+            (a :class:`~agents.workspace.Workspace` fills in its own; a run without one is refused before any call).
             A parameter because the price table sits above this layer.
         rerank_price: The same for the reranker of a strategy's ``rerank`` stage (its prompt rate is what the
             query-document tokens cost); ``None``: free (a local cross-encoder or server).
@@ -85,10 +86,18 @@ class Budget:
             object.__setattr__(self, "rerank_price", as_token_price(self.rerank_price))
         except ValueError as exc:
             raise ValueError(f"Budget {exc}") from None
-        if cost is not None and self.price is None:
+
+    def check_priced(self) -> None:
+        """Refuse a ``max_cost_usd`` without a price (it would bind nothing): the run path calls this before
+        any model call, once a :class:`~agents.workspace.Workspace` has given its own price to a budget without one.
+
+        Raises:
+            ValueError: ``max_cost_usd`` is set and :attr:`price` is not.
+        """
+        if self.max_cost_usd is not None and self.price is None:
             raise ValueError(
                 "Budget max_cost_usd needs the model's price: Budget(max_cost_usd=..., price=(prompt, completion[, cached])) in USD per 1M tokens "
-                "(experiments.prices.price_for(model) reads the report's table)"
+                "(experiments.prices.price_for(model) reads the report's table), or a Workspace(price=...) to answer in"
             )
 
     @property

@@ -72,4 +72,5 @@ def with_budget(callbacks: Callbacks, budget: Budget | None, llm: BaseChatModel)
     """``callbacks`` plus a :class:`~graphs.budget_guard.BudgetGuard` of ``budget`` (one for the whole call) when it sets a limit."""
     if budget is None or not budget.limited:
         return callbacks
+    budget.check_priced()
     return with_handler(callbacks, BudgetGuard(budget, tokenizer_for(llm).count))

@@ -20,6 +20,7 @@ from graphs.retrieval_settings import RetrievalSettings
 from graphs.run_config import effective_config, with_budget
 from retrieval import Index
 from retrieval.contract import Answer, Corpus, Question
+from retrieval.index.waits import counting_waits
 
 
 class RunOptions(TypedDict, total=False):
@@ -73,6 +74,9 @@ class RunSetup(Generic[ConfigT]):
         cache_dir = options.get("cache_dir")
         self.cache = Path(cache_dir) if cache_dir else None
         self.index_seconds = 0.0
+        self.index_waited = (
+            0.0  # of the time indexing: waiting for another's build of the same index
+        )
         self.effective: dict[str, Any] = {}
 
     def awaits(self, use_async: bool | None) -> bool:
@@ -100,16 +104,22 @@ class RunSetup(Generic[ConfigT]):
             raise TypeError(
                 f"Strategy {self.spec.name!r} uses an index, but its config {type(self.cfg).__name__} is no RetrievalSettings"
             )
-        return RetrievalService(
-            settings=self.cfg, cache_dir=self.cache, show_progress=self.show_progress
-        ).build_index(self.corpus)
+        with (
+            counting_waits() as wait
+        ):  # waiting for another's build of this index is not this run's
+            index = RetrievalService(
+                settings=self.cfg, cache_dir=self.cache, show_progress=self.show_progress
+            ).build_index(self.corpus)
+        self.index_waited = wait.seconds
+        return index
 
     def indexed(self, index: Index | None) -> None:
         """Record the run's index and the time it took to build or load (none when the run was given
-        one or the strategy uses none), then what the answers will record as run."""
+        one or the strategy uses none; the wait for another run's build of it apart, as queued time,
+        so a build is counted once), then what the answers will record as run."""
         made = self.needs_index
         self.index = index
-        self.index_seconds = time.perf_counter() - self.started if made else 0.0
+        self.index_seconds = time.perf_counter() - self.started - self.index_waited if made else 0.0
         self.effective = effective_config(self.spec, self.cfg, self.llm, self.preset)
 
     def context(self, llm: BaseChatModel) -> StrategyContext[ConfigT]:
@@ -120,8 +130,10 @@ class RunSetup(Generic[ConfigT]):
 
     def finish(self, answers: list[Answer]) -> list[Answer]:
         """``answers`` with the index time shared out (added to what an answer's own index-time
-        build reported: RAPTOR's tree, HippoRAG's graph)."""
+        build reported: RAPTOR's tree, HippoRAG's graph), and the wait for another's build of
+        the index as queued time."""
         for a in answers:
             a.usage.index_seconds += self.index_seconds / len(answers)
             a.usage.seconds += self.index_seconds / len(answers)
+            a.usage.queued_seconds += self.index_waited / len(answers)
         return answers

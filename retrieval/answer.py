@@ -41,7 +41,8 @@ class Usage:
             so sums over answers add up to the batch).
         index_seconds: Part of ``seconds`` spent building or loading the index.
         queued_seconds: Wall time spent waiting for a model busy with other answers (the
-            embedded model serves one call at a time); not part of ``seconds``.
+            embedded model serves one call at a time), or for an index another answer is
+            building (counted once, as that answer's ``index_seconds``); not part of ``seconds``.
         estimated: True when some call reported no usage and its tokens were counted.
         cached_calls: Calls answered from the on-disk LLM cache (free: not in the other counts).
         cached_prompt_tokens: Part of ``prompt_tokens`` the server reported as read from its prompt

@@ -55,7 +55,7 @@ def test_the_report_says_from_how_many_questions_structured_is_cheaper_than_full
     folder = tmp_path / "run" / "report"
     md = (folder / "amortized_cost.md").read_text()
     assert (
-        f"- {sentence}." in md and "| full_context | up to " in md
+        f"- {sentence} (the lines cross at n = " in md and "| full_context | up to " in md
     )  # full_context's row of the break-even matrix
     assert "| structured | tokens |" in md
     assert (

@@ -231,7 +231,6 @@ def test_a_single_run_reaching_its_budget_returns_what_was_done(isolated_cache):
     [
         ({"max_llm_calls": -1}, "non-negative whole number"),
         ({"max_prompt_tokens": 1.5}, "whole number"),
-        ({"max_cost_usd": 5}, "needs the model's price"),
         ({"max_cost_usd": 1, "price": "cheap"}, "USD per 1M"),
     ],
 )
@@ -310,8 +309,12 @@ def test_cli_stops_memagent_at_max_tokens_and_says_so(
             llm="openai:smollm2",
             chunk_tokens=300,
         )
+        prices = (
+            docs_folder.parent / "prices.json"
+        )  # a local server is free: --max-cost needs its price
+        prices.write_text(json.dumps({"smollm2": {"prompt": 0.001, "completion": 0.001}}))
         argv = ["answer", "--corpus", str(docs_folder), "--question", "code of site 3?", "--llm", "openai:smollm2", "--strategy", "memagent",
-                "--option", "chunk_tokens=300", "--max-cost", "1", "--json"]  # fmt: skip
+                "--option", "chunk_tokens=300", "--max-cost", "1", "--prices", str(prices), "--json"]  # fmt: skip
         refused = main([*argv, "--max-calls", str(plan.calls - 1)])
         assert (
             refused == 2
@@ -324,7 +327,7 @@ def test_cli_stops_memagent_at_max_tokens_and_says_so(
     out = capsys.readouterr()
     assert (
         code == 0 and 0 < len(server.requests) < plan.calls
-    )  # a local server is free: --max-cost does not stop it
+    )  # $1 at $0.001 per 1M tokens does not stop it
     assert (
         json.loads(out.out)["stopped"] == "budget"
         and f"Stopped: the run reached its budget ({plan.prompt_tokens + 20:,} prompt tokens"

@@ -155,6 +155,47 @@ def test_compare_without_a_price_has_no_cost_column_and_shows_a_refused_plan(
     assert len(server.requests) == 1  # full_context was refused before its call
 
 
+def test_compare_shows_a_replayed_answer_at_what_it_cost_when_paid(
+    planted_corpus, llm, server, isolated_cache
+):
+    ws = Workspace(planted_corpus, llm=llm, cache_dir=isolated_cache, price=PRICE)
+    question, strategies = (
+        "What is the secret code of the museum vault?",
+        {"memagent": {"chunk_tokens": 400}},
+    )
+    (paid,) = ws.compare(question, strategies=strategies).to_rows()
+    sent = len(server.requests)
+    again = ws.compare(
+        question, strategies=strategies
+    )  # replayed from memagent's finished checkpoint
+    (replayed,) = again.to_rows()
+    assert len(server.requests) == sent and again["memagent"].usage.llm_calls == 0
+    assert paid["replayed"] is None and replayed["replayed"] == paid["calls"] == sent
+    assert {
+        k: replayed[k] for k in ("calls", "prompt_tokens", "completion_tokens", "cost_usd")
+    } == {k: paid[k] for k in ("calls", "prompt_tokens", "completion_tokens", "cost_usd")}
+    assert replayed["cost_usd"] > 0
+    text = str(again)
+    assert "replayed" in text.splitlines()[1] and text.splitlines()[-1].startswith(
+        "replayed: calls answered now"
+    )
+    assert "replayed: calls answered now" in again._repr_html_()
+
+
+def test_the_workspace_price_prices_its_budgets(planted_corpus, llm, server, isolated_cache):
+    # 1 USD per prompt token: the least a rag answer sends is far over 1 USD, refused before any call
+    ws = Workspace(planted_corpus, llm=llm, cache_dir=isolated_cache, price=(1e6, 0.0))
+    with pytest.raises(BudgetExceeded, match=r"over the budget: ~\$[0-9,.]+ > \$1.00"):
+        ws.answer("What is the vault code?", budget=Budget(max_cost_usd=1.0))
+    with pytest.raises(ValueError, match="max_cost_usd needs the model's price"):
+        Workspace(planted_corpus, llm=llm, cache_dir=isolated_cache).answer(
+            "What is the vault code?", budget=Budget(max_cost_usd=1.0)
+        )  # no price anywhere: refused, never a limit that binds nothing
+    assert server.requests == []
+    paid = ws.answer("What is the vault code?", budget=Budget(max_cost_usd=1e6))
+    assert paid.stopped is None and len(server.requests) == 1
+
+
 def test_add_makes_a_new_document_answerable(filler, llm, builds, isolated_cache, tmp_path):
     ws = Workspace(filler, llm=llm, cache_dir=isolated_cache)
     assert ws.answer("What is the secret code of the museum vault?").answer == "unknown"

@@ -349,6 +349,14 @@ TIERS: dict[str, dict[str, str]] = {
         "test_a_damaged_segment_is_caught_by_its_checksum_and_rebuilt": "durability",
         "test_bm25_index_grows_again_from_a_grown_one": "integration",
     },
+    "test_cost_figures.py": {
+        "test_cli_refuses_an_unknown_price_key_on_one_line": "integration",
+        "test_answer_stops_at_max_cost_priced_by_prices_on_a_loopback_server": "integration",
+        "test_a_cost_of_zero_or_one_is_no_right_or_wrong_answer": "integration",
+    },
+    "test_index_seconds_once.py": {
+        "test_a_build_waited_for_is_counted_once_as_when_the_questions_are_asked_together": "concurrency",
+    },
     "test_index_trust.py": {
         "test_concurrent_index_commands_build_once": "subprocess",
         "test_a_damaged_dense_index_is_named_moved_aside_and_rebuilt": "durability",
@@ -686,6 +694,8 @@ TIERS: dict[str, dict[str, str]] = {
         "test_the_index_is_built_once_for_several_questions_and_strategies": "integration",
         "test_compare_gives_one_row_per_strategy_with_its_cost": "integration",
         "test_compare_without_a_price_has_no_cost_column_and_shows_a_refused_plan": "integration",
+        "test_compare_shows_a_replayed_answer_at_what_it_cost_when_paid": "integration",
+        "test_the_workspace_price_prices_its_budgets": "integration",
         "test_add_makes_a_new_document_answerable": "integration",
         "test_add_takes_documents_and_rereads_a_changed_file": "integration",
         "test_an_edited_file_whose_id_was_its_path_is_replaced_not_refused": "integration",

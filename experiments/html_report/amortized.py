@@ -9,8 +9,10 @@ from experiments.amortized_costs import (
     Amortization,
     amortized_rows,
     break_even_matrix,
+    crossing_text,
+    shown_digits,
 )
-from experiments.html_report.cells import e, swatch, usd_exact
+from experiments.html_report.cells import e, swatch
 
 
 def amortized_section(amortized: Amortization | None) -> str:
@@ -18,16 +20,17 @@ def amortized_section(amortized: Amortization | None) -> str:
     if amortized is None:
         return ""
     columns = ("index_per_corpus", "per_question", *(f"at_{n}" for n in SHOWN_QUESTIONS))
+    digits = shown_digits(amortized)
     heads = [
         "index / corpus",
         "each question",
         *(f"{n} question{'' if n == 1 else 's'}" for n in SHOWN_QUESTIONS),
     ]
     body = "".join(f'<tr data-strategy="{e(row["strategy"])}"><td>{swatch(row["strategy"])}</td>'
-                   + "".join(f'<td class="num">{_value(row[c], amortized.unit)}</td>' for c in columns) + "</tr>"
+                   + "".join(f'<td class="num">{_value(row[c], amortized.unit, digits)}</td>' for c in columns) + "</tr>"
                    for row in amortized_rows(amortized))  # fmt: skip
     crossings = "".join(
-        f'<li data-pair="{e(b.strategy)}|{e(b.other)}">{e(b.sentence())}</li>'
+        f'<li data-pair="{e(b.strategy)}|{e(b.other)}">{e(crossing_text(amortized, b))}</li>'
         for b in amortized.crossings()
     )
     none = "<p>No two strategies' lines cross: the cheaper one is cheaper at any number of questions.</p>"
@@ -53,6 +56,7 @@ def amortized_section(amortized: Amortization | None) -> str:
     )
 
 
-def _value(value: float, unit: str) -> str:
-    """A cost cell: USD as the cost table writes it, tokens rounded."""
-    return e(usd_exact(value)) if unit == "USD" else e(f"{value:,.0f}")
+def _value(value: float, unit: str, digits: int) -> str:
+    """A cost cell at ``digits`` decimals (:func:`~experiments.amortized_costs.shown_digits`: USD to the
+    millionth, tokens to the tenth, or more where a break-even point needs them)."""
+    return e(f"${value:,.{digits}f}") if unit == "USD" else e(f"{value:,.{digits}f}")

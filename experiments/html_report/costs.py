@@ -25,7 +25,7 @@ def row_model(row: Mapping[str, Any], manifest: Mapping[str, Any]) -> str | None
 def strategy_costs(per_strategy: Mapping[str, Mapping[str, Any]], manifest: Mapping[str, Any],
                    prices: Mapping[str, PriceRow] | None) -> dict[str, dict[str, Any]]:  # fmt: skip
     """Per strategy: total and per-answer estimated USD over its answered rows (cached prompt tokens
-    at the cached rate), the same without a prompt cache (``usd_per_answer_uncached``: every prompt
+    at the cached rate; ``question_usd``: each row's less its index-time part), the same without a prompt cache (``usd_per_answer_uncached``: every prompt
     token at the prompt rate), the part of the total spent at index time (``index_usd``), the part per answer
     spent on rerank calls (``rerank_usd``, with ``rerank_priced``: some reranker has a price in the table, not
     only local ones), and the prices used (``None`` costs when some model has no price)."""
@@ -57,7 +57,8 @@ def _strategy_cost(
     total = sum(costs) if known else None  # type: ignore[arg-type]
     total_uncached = sum(uncached) if known else None  # type: ignore[arg-type]
     index_total = sum(index_costs) if known else None  # type: ignore[arg-type]
-    return {"total_usd": total, "usd_per_answer": total / len(costs) if total is not None else None,
+    question_usd = [c - i for c, i in zip(costs, index_costs)] if known else None  # type: ignore[operator]
+    return {"total_usd": total, "usd_per_answer": total / len(costs) if total is not None else None, "question_usd": question_usd,
             "usd_per_answer_uncached": total_uncached / len(costs) if total_uncached is not None else None,
             "cached_prompt_tokens": sum((r.get("usage") or {}).get("cached_prompt_tokens", 0) for r in ok), "index_usd": index_total,
             "prices": used, "table": prices,

@@ -74,9 +74,13 @@ def _verdict(key: str, label: str, higher: bool, leader: str, others: list[str],
         return _untested(), f"{label}: only {leader} has a value; nothing to compare."
     if values is None:
         return _untested(), f"{label}: not tested (no per-question values); best value {leader}."
-    pairs = comparison.pairwise(
-        {r["strategy"]: values.get(r["strategy"], {}) for r in candidates}, metric=key
-    )
+    by_strategy = {r["strategy"]: values.get(r["strategy"], {}) for r in candidates}
+    seen = {v for per in by_strategy.values() for v in per.values() if v is not None}
+    if len(seen) == 1:  # no spread to test: say so, not a detectable difference sized on nothing
+        n = max(len(per) for per in by_strategy.values())
+        return _untested(), (f"{label}: every strategy has the same value ({seen.pop():g} {UNITS.get(key, 'points')}) on "
+                             f"every one of the {n} questions; nothing to test.")  # fmt: skip
+    pairs = comparison.pairwise(by_strategy, metric=key)
     verdict = comparison.significant_winner(leader, others, pairs, higher=higher)
     return verdict, comparison.verdict_line(label, leader, verdict, UNITS.get(key, "points"))
 

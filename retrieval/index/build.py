@@ -34,6 +34,7 @@ from retrieval.index.store import (
     write_chunks,
 )
 from retrieval.index.types import Index
+from retrieval.index.waits import waited_for
 from retrieval.lineage import write_documents
 from retrieval.retrievers import make_retriever
 
@@ -99,7 +100,9 @@ def build_index(
         else None
     )
     if index is None:
-        with build_lock(folder):  # one builder; the others wait here, then find its index
+        with waited_for(
+            build_lock(folder)
+        ):  # one builder; the others wait here (not their build), then find its index
             cached = remembered(key)
             if cached is not None:
                 return cached
