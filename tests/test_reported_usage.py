@@ -8,6 +8,7 @@ ones ``longctx report`` counts and a rerun does not pay for again."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 from pathlib import Path
@@ -111,15 +112,24 @@ def _call(llm: Any, path: str) -> Any:
     return llm.invoke(messages)
 
 
+@pytest.fixture(scope="module")
+def usage_server():
+    """One chat stub for the hostile usages below (each test sets its own ``hostile`` fields)."""
+    with UsageServer() as server:
+        yield server
+
+
 @pytest.mark.parametrize("path", ["sync", "async", "stream", "sdk"])
 @pytest.mark.parametrize(("hostile", "field", "becomes"), ABSURD_COUNTS + UNPARSABLE)
 def test_a_hostile_usage_count_keeps_the_answer_and_is_counted_as_ours_with_a_warning(
-    hostile, field, becomes, path, caplog
+    hostile, field, becomes, path, usage_server, caplog
 ):
-    with UsageServer(hostile=hostile) as server:
-        llm = make_chat_model("openai:m", base_url=server.url, max_retries=0)
-        with caplog.at_level(logging.WARNING):
-            reply = _call(llm, path)
+    server = usage_server
+    server.hostile = hostile
+    server.requests.clear()
+    llm = make_chat_model("openai:m", base_url=server.url, max_retries=0)
+    with caplog.at_level(logging.WARNING):
+        reply = _call(llm, path)
     assert reply.content == "Paris" and len(server.requests) == 1  # kept, asked once
     usage = reply_usage(reply, PROMPT, str(reply.content))
     assert all(
@@ -151,7 +161,7 @@ def test_a_hostile_usage_count_keeps_the_answer_and_is_counted_as_ours_with_a_wa
         (True, None),
         (None, None),
         ([1], None),
-    ],  # fmt: skip
+    ],
 )
 def test_as_count_takes_whole_numbers_from_0_to_a_trillion(value, count):
     assert as_count(value) == count
@@ -182,33 +192,60 @@ def _pai_under_budget(server: RecordingServer, budget: Budget, use_async: bool) 
     return len(server.requests)
 
 
-@pytest.mark.parametrize("use_async", [False, True], ids=["threads", "async"])
+@functools.cache
+def _guard_count() -> Any:
+    """The tokenizer the budget guard counts PAI's prompts with (``openai:rec``'s)."""
+    llm = make_chat_model("openai:rec", base_url="http://127.0.0.1:9/v1", api_key="not-needed")
+    return tokenizer_for(llm).count
+
+
+def _honest_counts(request: dict, text: str) -> dict:
+    """The usage an honest server reports, counted as our tokenizer counts (the guard's own count)."""
+    count = _guard_count()
+    prompt, completion = count(prompt_of(request)), count(text)
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+
+
+#: A cost limit that stops PAI among its judges: $0.004 at $1 per 1M tokens.
+COST_LIMIT = Budget(max_cost_usd=0.004, price=(1.0, 1.0))
+
+
+@pytest.fixture(scope="module")
+def honest_stop() -> dict[bool, int]:
+    """Requests PAI sends an honest server under :data:`COST_LIMIT`, threads and async (fewer than it needs)."""
+    with UsageServer(server_world, usage=_honest_counts) as server:
+        everything = _pai_under_budget(server, Budget(max_llm_calls=1000), use_async=False)
+    stops = {}
+    for use_async in (False, True):
+        with UsageServer(server_world, usage=_honest_counts) as server:
+            stops[use_async] = _pai_under_budget(server, COST_LIMIT, use_async)
+    assert stops[False] == stops[True] < everything
+    return stops
+
+
 @pytest.mark.parametrize(
-    "hostile", [{"prompt_tokens": -1000}, {"prompt_tokens": "many"}, {"completion_tokens": -7}]
+    ("hostile", "use_async"),
+    [
+        ({"prompt_tokens": -1000}, False),
+        ({"prompt_tokens": -1000}, True),
+        ({"prompt_tokens": 1e13}, False),
+        ({"prompt_tokens": "many"}, False),
+        ({"completion_tokens": -7}, True),
+    ],
+    ids=["negative-threads", "negative-async", "huge", "text", "negative-completion-async"],
 )
 def test_a_cost_budget_stops_pai_at_the_same_call_for_a_server_that_reports_absurd_usage(
-    hostile, use_async
+    hostile, use_async, honest_stop
 ):
-    """The honest server counts as our tokenizer does; a hostile one's calls are counted with that tokenizer:
-    both stop at the same request (a negative count, settled as reported, let every request through)."""
-    llm = make_chat_model("openai:rec", base_url="http://127.0.0.1:9/v1", api_key="not-needed")
-    count = tokenizer_for(llm).count
-
-    def honest(request: dict, text: str) -> dict:
-        prompt, completion = count(prompt_of(request)), count(text)
-        return {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "total_tokens": prompt + completion,
-        }
-
-    budget = Budget(max_cost_usd=0.004, price=(1.0, 1.0))
-    with UsageServer(server_world, usage=honest) as server:
-        everything = _pai_under_budget(server, Budget(max_llm_calls=1000), use_async=use_async)
-    with UsageServer(server_world, usage=honest) as server:
-        stopped = _pai_under_budget(server, budget, use_async)
-    with UsageServer(server_world, usage=honest, hostile=hostile) as server:
-        assert _pai_under_budget(server, budget, use_async) == stopped < everything  # fmt: skip
+    """The honest server counts as our tokenizer does; a hostile one's calls are counted with that
+    tokenizer: both stop at the same request (36 of 41; a count of -1000, settled as reported, let
+    all 41 through, 1e13 stopped PAI after 1)."""
+    with UsageServer(server_world, usage=_honest_counts, hostile=hostile) as server:
+        assert _pai_under_budget(server, COST_LIMIT, use_async) == honest_stop[use_async]
 
 
 def test_the_guard_settles_an_absurd_usage_metadata_of_any_chat_model_at_its_own_count():
