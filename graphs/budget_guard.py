@@ -16,7 +16,7 @@ from langchain_core.outputs import LLMResult
 
 from graphs.budget import Budget, BudgetReached
 from graphs.cancel import quiet_refused_starts
-from retrieval.reported_usage import metadata_counts
+from retrieval.reported_usage import as_count, metadata_counts
 
 #: Custom callback event a rerank call dispatches before its request, ``{"query": str, "documents": [str, ...], "call": str}``:
 #: the :class:`BudgetGuard` counts it as a model call (or stops it) as it counts a chat call when it starts.
@@ -101,12 +101,13 @@ class BudgetGuard(BaseCallbackHandler):
 
     def _settle_rerank(self, call: str, tokens: int) -> None:
         """Settle a rerank call's reserved cost at the ``tokens`` its reranker reported (the reservation
-        stands where it reported none, or when the call failed and sent no end event)."""
+        stands where it reported none or no token count, or when the call failed and sent no end event)."""
         with self._lock:
             reserved = self._rerank_reserved.pop(call, None)
-            if reserved is None or tokens <= 0:
+            reported = as_count(tokens)  # a plug-in reranker's figure is checked as a server's is
+            if reserved is None or not reported:
                 return
-            self._usd += self.budget.rerank_cost(tokens) - reserved[1]
+            self._usd += self.budget.rerank_cost(reported) - reserved[1]
 
     def _start(self, prompt: str, run_id: UUID | None) -> None:
         b = self.budget

@@ -314,6 +314,26 @@ def test_a_rerank_reply_with_an_absurd_usage_keeps_its_ranking_and_counts_no_tok
     assert any(server.url in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
 
 
+@pytest.mark.parametrize("tokens", [-1_000_000, 10**30, 2.5, "lots"])
+def test_the_guard_keeps_a_rerank_reservation_when_a_plug_in_reports_no_token_count(tokens):
+    """A rerank plug-in (no server reply to check) ends its call with a figure that is no count."""
+    from uuid import uuid4
+
+    from graphs.budget_guard import RERANK_END_EVENT, RERANK_EVENT
+
+    guard = BudgetGuard(
+        Budget(max_cost_usd=1e4, price=(0.0, 0.0), rerank_price=(1e6, 0.0)),
+        count=lambda t: len(t.split()),
+    )
+    guard.on_custom_event(
+        RERANK_EVENT,
+        {"query": "who keeps it", "documents": ["the keeper", "a bakery"], "call": "c"},
+        run_id=uuid4(),
+    )
+    guard.on_custom_event(RERANK_END_EVENT, {"call": "c", "tokens": tokens}, run_id=uuid4())
+    assert guard.spent_usd == pytest.approx(10.0)  # the 3 + 2, 3 + 2 words reserved
+
+
 def test_rerank_tokens_read_the_first_usable_count():
     assert checked_rerank_tokens({"total_tokens": 40, "prompt_tokens": 30}, "R") == 40
     assert checked_rerank_tokens({"prompt_tokens": 30.0}, "R") == 30
