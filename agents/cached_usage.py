@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from retrieval.reported_usage import as_count
+
 #: Keys of ``usage`` (dotted for nested) holding cached prompt tokens, first found wins.
 USAGE_KEYS = (
     "prompt_tokens_details.cached_tokens",
@@ -46,11 +48,13 @@ def reported_cached_tokens(
     usage: Mapping[str, Any] | None, timings: Mapping[str, Any] | None = None
 ) -> int | None:
     """Cached prompt tokens a reply reports (its ``usage`` and llama.cpp's ``timings``), or ``None``
-    when it reports none. Values that are not non-negative integers are ignored (an untrusted reply)."""
+    when it reports none. Values that are not token counts are ignored (an untrusted reply; see
+    :func:`retrieval.reported_usage.as_count`)."""
     candidates = [_dig(usage, key) for key in USAGE_KEYS] + [_dig(timings, "cache_n")]
     for value in candidates:
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-            return value
+        count = as_count(value)
+        if count is not None:
+            return count
     return None
 
 

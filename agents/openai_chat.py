@@ -36,6 +36,7 @@ from agents.chat_errors import (
 from agents.lean_transport import LeanTransport, retry_delay
 from graphs.budget_field import budget_field, with_budget_field
 from graphs.twins import blocking, run_blocking
+from retrieval.reported_usage import checked_chat_usage
 
 #: A request for :meth:`RetryingChatOpenAI._complete`'s ``send``: ``post`` arguments of the lean
 #: path, or ``None`` for ChatOpenAI's own path.
@@ -63,6 +64,11 @@ class RetryingChatOpenAI(ChatOpenAI):
         self._transport = LeanTransport(self.root_async_client, session)
         return True
 
+    def _server(self) -> str:
+        """The server and model a reply came from, as a warning about its usage names them."""
+        client = self.root_async_client or self.root_client
+        return f"the chat server at {getattr(client, 'base_url', '?')} (model {self.model_name})"
+
     def _create_chat_result(self, response: Any, generation_info: dict | None = None) -> ChatResult:
         if isinstance(response, dict):
             error, choices = response.get("error"), response.get("choices")
@@ -77,17 +83,20 @@ class RetryingChatOpenAI(ChatOpenAI):
                 raise MalformedResponseError(f"the reply has no choices (choices={choices!r})")
             if any(m is None for m in messages):
                 raise MalformedResponseError("a choice of the reply has no message")
-        result = super()._create_chat_result(response, generation_info)
         if isinstance(response, dict):
-            usage, timings = response.get("usage"), response.get("timings")
+            usage = checked_chat_usage(response.get("usage"), self._server())
+            response, timings = {**response, "usage": usage}, response.get("timings")
         else:  # the SDK keeps fields it does not know (llama.cpp's timings) as extras
             raw_usage: Any = getattr(response, "usage", None)
-            usage = (
-                raw_usage.model_dump()
-                if raw_usage is not None and hasattr(raw_usage, "model_dump")
-                else None
+            usage = checked_chat_usage(
+                raw_usage.model_dump(warnings=False)
+                if hasattr(raw_usage, "model_dump")
+                else raw_usage,
+                self._server(),
             )
+            response = response.model_copy(update={"usage": usage})
             timings = (getattr(response, "model_extra", None) or {}).get("timings")
+        result = super()._create_chat_result(response, generation_info)
         for generation in result.generations:
             with_cached_tokens(getattr(generation, "message", None), usage, timings)
         return result
@@ -98,6 +107,8 @@ class RetryingChatOpenAI(ChatOpenAI):
         """ChatOpenAI's chunk of a streamed reply, with the cached prompt tokens its usage (the last
         chunk's, ``stream_usage``) reports under a vendor's own name or in llama.cpp's ``timings``
         (:func:`~agents.cached_usage.with_cached_tokens`): a streamed answer counts what a whole reply does."""
+        if chunk.get("usage") is not None:
+            chunk = {**chunk, "usage": checked_chat_usage(chunk["usage"], self._server())}
         generation = super()._convert_chunk_to_generation_chunk(
             chunk, default_chunk_class, base_generation_info
         )

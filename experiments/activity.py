@@ -17,6 +17,8 @@ from uuid import UUID
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import LLMResult
 
+from retrieval.reported_usage import metadata_counts
+
 
 class RunActivity(BaseCallbackHandler):
     """Counts a run's model calls and posts them, with the step in flight, on a tqdm bar (thread-safe)."""
@@ -61,11 +63,11 @@ class RunActivity(BaseCallbackHandler):
             if response.generations and response.generations[0]
             else None
         )
-        usage = getattr(message, "usage_metadata", None) or {}
+        counts = metadata_counts(getattr(message, "usage_metadata", None))
         with self._lock:
             self._running.pop(run_id, None)
             self.calls += 1
-            self.prompt_tokens += int(usage.get("input_tokens") or 0)
+            self.prompt_tokens += counts[0] if counts else 0
         self._show()
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:

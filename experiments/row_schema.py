@@ -15,9 +15,13 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-#: Counts (tokens, calls) are whole numbers below this: a trillion tokens is more than any
-#: answer spends, and sums of thousands of such counts stay exact.
-MAX_COUNT = 10**12
+from retrieval.reported_usage import MAX_COUNT
+
+# Counts (tokens, calls) are whole numbers below ``MAX_COUNT`` (10**12): a trillion tokens is more
+# than any answer spends, and sums of thousands of such counts stay exact. It is the bound a
+# server's usage is checked against as its reply arrives (:mod:`retrieval.reported_usage`), so a
+# paid answer's row is never one refused here.
+
 #: Seconds are below this (about 31 years): more is a corrupt value, and sums stay finite.
 MAX_SECONDS = 1e9
 #: Seconds this far below zero are clock rounding (an answer's time less its time queued), not corruption.

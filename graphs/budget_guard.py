@@ -16,6 +16,7 @@ from langchain_core.outputs import LLMResult
 
 from graphs.budget import Budget, BudgetReached
 from graphs.cancel import quiet_refused_starts
+from retrieval.reported_usage import as_count, metadata_counts
 
 #: Custom callback event a rerank call dispatches before its request, ``{"query": str, "documents": [str, ...], "call": str}``:
 #: the :class:`BudgetGuard` counts it as a model call (or stops it) as it counts a chat call when it starts.
@@ -100,12 +101,13 @@ class BudgetGuard(BaseCallbackHandler):
 
     def _settle_rerank(self, call: str, tokens: int) -> None:
         """Settle a rerank call's reserved cost at the ``tokens`` its reranker reported (the reservation
-        stands where it reported none, or when the call failed and sent no end event)."""
+        stands where it reported none or no token count, or when the call failed and sent no end event)."""
         with self._lock:
             reserved = self._rerank_reserved.pop(call, None)
-            if reserved is None or tokens <= 0:
+            reported = as_count(tokens)  # a plug-in reranker's figure is checked as a server's is
+            if reserved is None or not reported:
                 return
-            self._usd += self.budget.rerank_cost(tokens) - reserved[1]
+            self._usd += self.budget.rerank_cost(reported) - reserved[1]
 
     def _start(self, prompt: str, run_id: UUID | None) -> None:
         b = self.budget
@@ -148,18 +150,22 @@ class BudgetGuard(BaseCallbackHandler):
                 self._reserved[run_id] = usd
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
-        """Settle the call's cost at the usage its server reported (its reserved prompt cost where it reported none)."""
+        """Settle the call's cost at the usage its server reported (its reserved prompt cost where it reported none
+        or counts that are not token counts, never below zero: :func:`~retrieval.reported_usage.metadata_counts`)."""
         if self.budget.max_cost_usd is None:
             return
         prompt, cached, completion, reported = 0, 0, 0, False
         for batch in response.generations:
             for gen in batch:
-                usage = getattr(getattr(gen, "message", None), "usage_metadata", None) or {}
-                completion += usage.get("output_tokens") or self.count(gen.text)
-                if usage.get("input_tokens") is not None:
+                # None where the reply has no usage or one no server can mean (a negative count): our own count
+                counts = metadata_counts(
+                    getattr(getattr(gen, "message", None), "usage_metadata", None)
+                )
+                completion += (counts[2] if counts else 0) or self.count(gen.text)
+                if counts is not None:
                     reported = True
-                    prompt += usage["input_tokens"]
-                    cached += (usage.get("input_token_details") or {}).get("cache_read") or 0
+                    prompt += counts[0]
+                    cached += counts[1]
         with self._lock:
             reserved = self._reserved.pop(run_id, 0.0)
             settled = (

@@ -22,6 +22,7 @@ from graphs.budget_field import budget_kwargs
 from graphs.tokenizer_choice import ModelFacts, select_tokenizer
 from retrieval import tokens
 from retrieval.contract import Usage
+from retrieval.reported_usage import metadata_counts
 from retrieval.tokenizers import Tokenizer, validate_spec
 
 #: Key of the tokenizer spec in a chat model's ``metadata`` (set by :func:`set_tokenizer`).
@@ -166,8 +167,9 @@ def reply_usage(
 ) -> dict[str, Any]:
     """What one reply cost, as :class:`~retrieval.contract.Usage` fields: free when replayed
     from the LLM cache, the model's own counts when it reports them (with the prompt tokens its
-    server read from its prompt cache, ``input_token_details.cache_read``), else ``count`` (the
-    model's tokenizer; cl100k when not given) of ``prompt`` and ``text`` marked ``estimated``."""
+    server read from its prompt cache, ``input_token_details.cache_read``), else (none, or counts that
+    are not token counts: :func:`~retrieval.reported_usage.metadata_counts`) ``count`` (the model's
+    tokenizer; cl100k when not given) of ``prompt`` and ``text`` marked ``estimated``."""
     meta = getattr(message, "usage_metadata", None)
     if getattr(message, "response_metadata", {}).get("cache_hit"):
         return {
@@ -177,14 +179,13 @@ def reply_usage(
             "completion_tokens": 0,
             "estimated": False,
         }
-    if meta:
-        prompt_tokens = meta.get("input_tokens", 0)
-        cached = (meta.get("input_token_details") or {}).get("cache_read") or 0
+    counts = metadata_counts(meta)  # None: no usage, or counts no server can mean (negative, ...)
+    if counts is not None:
         return {
             "llm_calls": 1,
-            "prompt_tokens": prompt_tokens,
-            "cached_prompt_tokens": min(int(cached), prompt_tokens),
-            "completion_tokens": meta.get("output_tokens", 0),
+            "prompt_tokens": counts[0],
+            "cached_prompt_tokens": counts[1],
+            "completion_tokens": counts[2],
             "estimated": False,
         }
     count = count or tokens.count_tokens

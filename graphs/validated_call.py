@@ -31,6 +31,7 @@ from graphs.llm import has_native_async
 from graphs.prompts import RETRY_NOTE
 from graphs.replies import MalformedOutput, reply_arguments
 from graphs.twins import blocking, run_blocking
+from retrieval.reported_usage import metadata_counts
 
 T = TypeVar("T")
 ToolMode = Literal["tools", "json"]
@@ -183,12 +184,15 @@ def _take(
     out: Outcome[T], message: AIMessage, parse: Callable[[list[Any]], T], attempt: int
 ) -> bool:
     """Count one reply into ``out``; whether ``parse`` accepted it (else its error is noted)."""
-    meta: Mapping[str, Any] = getattr(message, "usage_metadata", None) or {}
-    out.usage["prompt_tokens"] += meta.get("input_tokens", 0)
-    out.usage["cached_prompt_tokens"] += (meta.get("input_token_details") or {}).get(
-        "cache_read"
-    ) or 0
-    out.usage["completion_tokens"] += meta.get("output_tokens", 0)
+    # (0, 0, 0) where the reply reports none or counts no server can mean (a negative count)
+    prompt, cached, completion = metadata_counts(getattr(message, "usage_metadata", None)) or (
+        0,
+        0,
+        0,
+    )
+    out.usage["prompt_tokens"] += prompt
+    out.usage["cached_prompt_tokens"] += cached
+    out.usage["completion_tokens"] += completion
     out.attempts = attempt
     try:
         out.value = parse(reply_arguments(message))

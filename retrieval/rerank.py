@@ -30,6 +30,7 @@ from typing import Any, Protocol
 from retrieval.base import Hit
 from retrieval.extras import require
 from retrieval.registry import Registry
+from retrieval.reported_usage import checked_rerank_tokens
 
 #: HTTP statuses retried, as the openai SDK retries a chat call's (besides timeouts and connection errors).
 RETRIED_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
@@ -250,14 +251,15 @@ class ServerReranker:
         if response.status_code != 200:
             return response.status_code, response.text[:500]
         try:
-            return parse_reply(response.json(), len(body["documents"]), body["top_n"])
+            return parse_reply(response.json(), len(body["documents"]), body["top_n"], self.url)
         except (ValueError, KeyError, TypeError) as exc:  # a malformed 200 is retried like a 5xx
             return 500, f"malformed rerank reply ({exc})"
 
 
-def parse_reply(reply: Any, n_documents: int, top_n: int) -> RerankResult:
+def parse_reply(reply: Any, n_documents: int, top_n: int, server: str = "?") -> RerankResult:
     """A rerank API reply as a :class:`RerankResult` (``results`` or ``data``; ``usage.total_tokens``
-    or ``prompt_tokens``; Cohere's ``meta.billed_units`` counts search units, not tokens: 0)."""
+    or ``prompt_tokens``, checked by :func:`~retrieval.reported_usage.checked_rerank_tokens`, a
+    warning naming ``server`` where unusable; Cohere's ``meta.billed_units`` counts search units, not tokens: 0)."""
     results = reply.get("results", reply.get("data"))
     if not isinstance(results, list):
         raise ValueError("no 'results' list")
@@ -270,12 +272,7 @@ def parse_reply(reply: Any, n_documents: int, top_n: int) -> RerankResult:
         if not 0 <= index < n_documents:
             raise ValueError(f"result index {index} outside the {n_documents} documents sent")
         scores[index] = score
-    usage = reply.get("usage") or {}
-    tokens = (
-        int(usage.get("total_tokens") or usage.get("prompt_tokens") or 0)
-        if isinstance(usage, Mapping)
-        else 0
-    )
+    tokens = checked_rerank_tokens(reply.get("usage"), f"the rerank server at {server}")
     return RerankResult(order_by_score(scores, top_n), tokens=tokens)
 
 

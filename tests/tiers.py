@@ -522,6 +522,13 @@ TIERS: dict[str, dict[str, str]] = {
         "test_the_report_shows_rerank_calls_tokens_and_their_cost_beside_the_model_calls": "integration",
         "test_the_rerank_calls_a_run_sends_lie_within_its_plan": "integration",
     },
+    "test_reported_usage.py": {
+        "test_a_hostile_usage_count_keeps_the_answer_and_is_counted_as_ours_with_a_warning": "integration",
+        "test_a_cost_budget_stops_pai_at_the_same_call_for_a_server_that_reports_absurd_usage": "integration",
+        "test_a_rerank_reply_with_an_absurd_usage_keeps_its_ranking_and_counts_no_tokens": "integration",
+        "test_longctx_answer_prints_the_answer_of_a_server_with_unparsable_usage": "integration",
+        "test_rows_of_a_server_with_absurd_usage_are_counted_by_the_report_and_not_paid_again": "integration",
+    },
     "test_result_rows.py": {
         "test_hostile_results_never_stop_a_run_and_the_rerun_finishes": "integration",
         "test_answer_json_is_strict_json_whatever_the_strategy_returns": "subprocess",
