@@ -146,11 +146,21 @@ def _openai_chat_model(model: str, **options: Any) -> BaseChatModel:
     register_url(base_url)
     options.setdefault("max_retries", max_retries_setting())
     options.setdefault("timeout", float(os.environ.get("LONGCTX_TIMEOUT", "600")))
+    # the timeout a deadline for each whole request, not a wait per read (a dripping server)
+    # each request's timeout a deadline for the whole request, not a wait per read: the sync
+    # client our own, the async one (LangChain's, shared per server) wrapped, a run's own too
+    from retrieval.deadlines import openai_http_client, with_async_deadline
+
+    if "http_client" not in options:
+        options["http_client"] = openai_http_client(options["timeout"])
     from agents.openai_chat import (
         RetryingChatOpenAI,
     )  # langchain_openai loads with the first openai: model
 
-    return RetryingChatOpenAI(model=model, base_url=base_url, api_key=SecretStr(api_key), **options)
+    chat = RetryingChatOpenAI(model=model, base_url=base_url, api_key=SecretStr(api_key), **options)
+    if chat.http_async_client is None:  # not the user's own
+        with_async_deadline(chat.root_async_client._client)
+    return chat
 
 
 def __getattr__(name: str) -> Any:

@@ -153,12 +153,15 @@ def _ssl_context() -> Any:
 
 
 def _async_http_client() -> Any:
-    """The openai SDK's aiohttp-backed async client when aiohttp is installed, else its httpx default."""
+    """The openai SDK's aiohttp-backed async client when aiohttp is installed, else its httpx
+    default; a request's timeout is a deadline for the whole request (:mod:`retrieval.deadlines`)."""
     import openai  # only models that already carry an openai client get here
 
+    from retrieval.deadlines import with_async_deadline  # each request's timeout a deadline
+
     if importlib.util.find_spec("aiohttp") is not None:
-        return openai.DefaultAioHttpClient(verify=_ssl_context())
-    return openai.DefaultAsyncHttpxClient(verify=_ssl_context())
+        return with_async_deadline(openai.DefaultAioHttpClient(verify=_ssl_context()))
+    return with_async_deadline(openai.DefaultAsyncHttpxClient(verify=_ssl_context()))
 
 
 def reply_usage(

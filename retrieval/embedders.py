@@ -265,6 +265,8 @@ class OpenAIEmbedder:
     ):
         import openai
 
+        from retrieval.deadlines import openai_http_client
+
         self.model_id = model or DEFAULT_OPENAI_EMBEDDING
         self.max_input_tokens = max_input_tokens
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
@@ -281,6 +283,7 @@ class OpenAIEmbedder:
             api_key=key or "unused",
             max_retries=max_retries,
             timeout=timeout,
+            http_client=openai_http_client(timeout),  # the timeout a deadline per whole request
         )
 
     def unloaded(self) -> OpenAIEmbedder:
