@@ -49,6 +49,7 @@ from graphs.budget_field import budget_field as budget_field
 from graphs.budget_field import with_budget_field as with_budget_field
 from graphs.llm import model_id, set_tokenizer
 from retrieval.contract import Registry
+from retrieval.deadlines import openai_http_client, with_async_deadline
 from retrieval.redaction import register_secret, register_url
 from retrieval.tokenizers import TokenizerError
 
@@ -146,11 +147,8 @@ def _openai_chat_model(model: str, **options: Any) -> BaseChatModel:
     register_url(base_url)
     options.setdefault("max_retries", max_retries_setting())
     options.setdefault("timeout", float(os.environ.get("LONGCTX_TIMEOUT", "600")))
-    # the timeout a deadline for each whole request, not a wait per read (a dripping server)
     # each request's timeout a deadline for the whole request, not a wait per read: the sync
     # client our own, the async one (LangChain's, shared per server) wrapped, a run's own too
-    from retrieval.deadlines import openai_http_client, with_async_deadline
-
     if "http_client" not in options:
         options["http_client"] = openai_http_client(options["timeout"])
     from agents.openai_chat import (

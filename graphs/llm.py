@@ -22,6 +22,7 @@ from graphs.budget_field import budget_kwargs
 from graphs.tokenizer_choice import ModelFacts, select_tokenizer
 from retrieval import tokens
 from retrieval.contract import Usage
+from retrieval.deadlines import with_async_deadline
 from retrieval.tokenizers import Tokenizer, validate_spec
 
 #: Key of the tokenizer spec in a chat model's ``metadata`` (set by :func:`set_tokenizer`).
@@ -156,8 +157,6 @@ def _async_http_client() -> Any:
     """The openai SDK's aiohttp-backed async client when aiohttp is installed, else its httpx
     default; a request's timeout is a deadline for the whole request (:mod:`retrieval.deadlines`)."""
     import openai  # only models that already carry an openai client get here
-
-    from retrieval.deadlines import with_async_deadline  # each request's timeout a deadline
 
     if importlib.util.find_spec("aiohttp") is not None:
         return with_async_deadline(openai.DefaultAioHttpClient(verify=_ssl_context()))

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from retrieval.deadlines import openai_http_client
 from retrieval.embedder_base import EmbedderError, hub_error
 from retrieval.embedding_backends import resolve_backend
 from retrieval.extras import install_hint, require
@@ -264,8 +265,6 @@ class OpenAIEmbedder:
         max_input_tokens: int = OPENAI_EMBEDDING_MAX_TOKENS,
     ):
         import openai
-
-        from retrieval.deadlines import openai_http_client
 
         self.model_id = model or DEFAULT_OPENAI_EMBEDDING
         self.max_input_tokens = max_input_tokens
