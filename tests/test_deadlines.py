@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import asyncio
 
+import httpx
 import openai
 import pytest
 
 from agents import make_chat_model
 from agents.chat_errors import ChatModelError
 from graphs.llm import run_client
+from graphs.tokenize_routes import ServerTokenizer, server_root
 from retrieval.embedder_base import EmbedderError
 from retrieval.embedders import OpenAIEmbedder
 from retrieval.rerank import RerankError, ServerReranker
@@ -88,4 +90,15 @@ def test_an_async_chat_call_is_cut_at_its_timeout(how):
         error = openai.APITimeoutError if how == "sdk stream" else ChatModelError
         with pytest.raises(error, match="timed out"):
             asyncio.run(call)
+        assert_cut(server)
+
+
+def test_a_tokenize_request_is_cut_at_its_timeout():
+    with DripServer({"tokens": [1, 2]}) as server:
+        tokenizer = ServerTokenizer(server_root(server.url), "m", "llama.cpp", timeout=1)
+        try:
+            with pytest.raises(httpx.TimeoutException):
+                tokenizer.encode_piece("Capital of France?")
+        finally:
+            tokenizer.close()
         assert_cut(server)
