@@ -66,10 +66,16 @@ def chat(server: DripServer):
     return make_chat_model("openai:m", base_url=server.url, max_retries=0, timeout=1)
 
 
-def test_a_sync_chat_call_is_cut_at_its_timeout():
+@pytest.mark.parametrize("how", ["invoke", "stream"])
+def test_a_sync_chat_call_is_cut_at_its_timeout(how):
     with DripServer(COMPLETION) as server:
-        with pytest.raises(ChatModelError, match="did not answer after 0 retries"):
-            chat(server).invoke("Capital of France?")
+        llm = chat(server)
+        if how == "invoke":  # the lean request through the SDK's sync client
+            with pytest.raises(ChatModelError, match="did not answer after 0 retries"):
+                llm.invoke("Capital of France?")
+        else:  # ChatOpenAI's own path
+            with pytest.raises(openai.APITimeoutError, match="timed out"):
+                list(llm.stream("Capital of France?"))
         assert_cut(server)
 
 
