@@ -20,10 +20,13 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import sys
 import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
+
+logger = logging.getLogger(__name__)
 
 #: Bytes written per socket call, so that a server reading slowly meets the deadline too.
 WRITE_SLICE = 65536
@@ -110,25 +113,29 @@ class DeadlineTransport:
     """A sync httpx transport (``HTTPTransport`` of httpx or the SDK's ``httpx2``) whose request
     timeout is a deadline for the whole attempt.
 
-    Raises:
-        TypeError: ``inner`` keeps no httpcore pool whose network backend can be wrapped.
+    The deadline needs the transport's httpcore pool (its private ``_pool._network_backend``,
+    pinned by ``tests/test_deadlines.py``); a transport without one keeps its timeouts per read,
+    with a warning, rather than failing every client made with it.
     """
 
     def __init__(self, inner: Any):
         pool: Any = getattr(inner, "_pool", None)
         backend = getattr(pool, "_network_backend", None)
+        self._inner, self._bounded = inner, backend is not None
         if backend is None:
-            raise TypeError(f"{type(inner).__name__} has no network backend to bound by a deadline")
-        core = sys.modules[type(pool).__module__.split(".")[0]]  # httpcore or httpcore2
-        if not isinstance(backend, _Backend):
+            logger.warning(
+                "%s has no network backend to bound: its request timeouts stay per read",
+                type(inner).__name__,
+            )
+        elif not isinstance(backend, _Backend):
+            core = sys.modules[type(pool).__module__.split(".")[0]]  # httpcore or httpcore2
             pool._network_backend = _Backend(backend, core)
-        self._inner = inner
 
     def handle_request(self, request: Any) -> Any:
         """Send ``request`` with its timeouts stamped with its deadline (:class:`Remaining`)."""
         timeouts = request.extensions.get("timeout")
         limit = request_deadline(timeouts)
-        if limit is not None:
+        if limit is not None and self._bounded:
             at = time.monotonic() + limit
             request.extensions["timeout"] = {
                 k: None if v is None else Remaining(v, at) for k, v in timeouts.items()

@@ -16,6 +16,7 @@ from agents import make_chat_model
 from agents.chat_errors import ChatModelError
 from graphs.llm import run_client
 from graphs.tokenize_routes import ServerTokenizer, server_root
+from retrieval.deadlines import DeadlineTransport
 from retrieval.embedder_base import EmbedderError
 from retrieval.embedders import OpenAIEmbedder
 from retrieval.rerank import RerankError, ServerReranker
@@ -108,3 +109,10 @@ def test_a_tokenize_request_is_cut_at_its_timeout():
         finally:
             tokenizer.close()
         assert_cut(server)
+
+
+@pytest.mark.parametrize("flavour", ["httpx", "httpx2"])
+def test_the_pool_the_deadline_bounds_is_where_it_was(flavour):
+    """The sync deadline wraps httpcore's private network backend: pinned for both flavours."""
+    module = pytest.importorskip(flavour)
+    assert DeadlineTransport(module.HTTPTransport())._bounded
