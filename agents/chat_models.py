@@ -49,6 +49,7 @@ from graphs.budget_field import budget_field as budget_field
 from graphs.budget_field import with_budget_field as with_budget_field
 from graphs.llm import model_id, set_tokenizer
 from retrieval.contract import Registry
+from retrieval.deadlines import openai_http_client, with_async_deadline
 from retrieval.redaction import register_secret, register_url
 from retrieval.tokenizers import TokenizerError
 
@@ -146,11 +147,18 @@ def _openai_chat_model(model: str, **options: Any) -> BaseChatModel:
     register_url(base_url)
     options.setdefault("max_retries", max_retries_setting())
     options.setdefault("timeout", float(os.environ.get("LONGCTX_TIMEOUT", "600")))
+    # each request's timeout a deadline for the whole request, not a wait per read: the sync
+    # client our own, the async one (LangChain's, shared per server) wrapped, a run's own too
+    if "http_client" not in options:
+        options["http_client"] = openai_http_client(options["timeout"])
     from agents.openai_chat import (
         RetryingChatOpenAI,
     )  # langchain_openai loads with the first openai: model
 
-    return RetryingChatOpenAI(model=model, base_url=base_url, api_key=SecretStr(api_key), **options)
+    chat = RetryingChatOpenAI(model=model, base_url=base_url, api_key=SecretStr(api_key), **options)
+    if chat.http_async_client is None:  # not the user's own
+        with_async_deadline(chat.root_async_client._client)
+    return chat
 
 
 def __getattr__(name: str) -> Any:

@@ -14,7 +14,9 @@ same headers and keeps the SDK's behaviour where it matters, measured against it
   ``retry-after-ms`` / ``retry-after`` ask (up to 120 s; more is not retried) or the SDK's
   schedule (0.5 s doubling to 8 s, minus up to 25% jitter); ``x-stainless-retry-count``
   counts them.
-* **Timeouts**: the client's (or the request's) connect and read timeouts.
+* **Timeouts**: the client's (or the request's) connect and read timeouts, and the largest of
+  them as a deadline for each whole attempt (``total``), as :mod:`retrieval.deadlines` makes it
+  for the SDK's own path: a server dripping its reply cannot hold a call past it.
 * **Errors**: the SDK's own exceptions (``APITimeoutError``, ``APIConnectionError``, and the
   status errors made by the client itself), so :func:`agents.chat_errors.as_chat_model_error`
   maps them as before.
@@ -38,6 +40,8 @@ import urllib.request
 from typing import Any
 
 from pydantic import BaseModel
+
+from retrieval.deadlines import request_deadline
 
 try:  # a LangSmith dependency; declared in pyproject
     import orjson
@@ -158,6 +162,13 @@ def _timeouts(value: Any) -> tuple[float | None, float | None]:
     return getattr(value, "connect", None), getattr(value, "read", None)
 
 
+def _timeout_dict(value: Any) -> dict[str, Any]:
+    """An SDK timeout's parts by name (a number stands for all of them)."""
+    if isinstance(value, (int, float)):
+        return {"read": float(value)}
+    return value.as_dict() if hasattr(value, "as_dict") else {}
+
+
 class LeanTransport:
     """Posts Chat Completions bodies for one SDK client through one aiohttp session (one run's pool)."""
 
@@ -239,7 +250,8 @@ class LeanTransport:
             raise ValueError("query parameters are sent by the SDK's path")
         data = encode_body(body)
         connect, read = _timeouts(options.get("timeout", self.timeout))
-        timeout = self._aiohttp.ClientTimeout(total=None, sock_connect=connect, sock_read=read)
+        total = request_deadline(_timeout_dict(options.get("timeout", self.timeout)))
+        timeout = self._aiohttp.ClientTimeout(total=total, sock_connect=connect, sock_read=read)
         retry = 0
         while True:
             headers = self._request_headers(options.get("headers"), retry, read)

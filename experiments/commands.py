@@ -43,11 +43,13 @@ from retrieval.embedder_base import EmbedderError
 from retrieval.extras import MissingExtraError, require
 from retrieval.locks import LockHeld
 from retrieval.ray_support import RayNotInstalledError
+from retrieval.rerank import RerankError
 
 #: Errors of the user's input or environment: printed on one line, exit status 2 (``OSError``:
-#: a path that is a file where a folder is wanted, no permission, a full disk; its message names the path).
+#: a path that is a file where a folder is wanted, no permission, a full disk; its message names the path;
+#: ``RerankError``: a rerank server that failed for good, named with what it said).
 USER_ERRORS = (CorpusError, ChatModelError, KeyError, TypeError, ValueError, RayNotInstalledError, LockHeld, BenchmarkDataError, EmbedderError,
-               OSError, MissingExtraError)  # fmt: skip
+               OSError, MissingExtraError, RerankError)  # fmt: skip
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -23,6 +23,7 @@ from graphs.tokenizer_choice import ModelFacts, select_tokenizer
 from retrieval import tokens
 from retrieval.contract import Usage
 from retrieval.reported_usage import metadata_counts
+from retrieval.deadlines import with_async_deadline
 from retrieval.tokenizers import Tokenizer, validate_spec
 
 #: Key of the tokenizer spec in a chat model's ``metadata`` (set by :func:`set_tokenizer`).
@@ -154,12 +155,13 @@ def _ssl_context() -> Any:
 
 
 def _async_http_client() -> Any:
-    """The openai SDK's aiohttp-backed async client when aiohttp is installed, else its httpx default."""
+    """The openai SDK's aiohttp-backed async client when aiohttp is installed, else its httpx
+    default; a request's timeout is a deadline for the whole request (:mod:`retrieval.deadlines`)."""
     import openai  # only models that already carry an openai client get here
 
     if importlib.util.find_spec("aiohttp") is not None:
-        return openai.DefaultAioHttpClient(verify=_ssl_context())
-    return openai.DefaultAsyncHttpxClient(verify=_ssl_context())
+        return with_async_deadline(openai.DefaultAioHttpClient(verify=_ssl_context()))
+    return with_async_deadline(openai.DefaultAsyncHttpxClient(verify=_ssl_context()))
 
 
 def reply_usage(

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from retrieval.deadlines import deadline_client
 from retrieval.tokenizers import TokenizerError
 
 #: Seconds a tokenize request of a chosen server tokenizer waits when ``$LONGCTX_TIMEOUT`` is not set.
@@ -121,7 +122,7 @@ class ServerTokenizer:
         dialect: One of :data:`~retrieval.tokenizers.SERVER_DIALECTS`.
         max_chars: Characters per request piece (None: whole text in one request).
         workers: Requests in flight at once.
-        timeout: Seconds each request waits.
+        timeout: Seconds each request may take in all (a deadline: :mod:`retrieval.deadlines`).
         retries: Retries of a request that timed out before its ``httpx.TimeoutException`` is raised.
         headers: Sent with every request (the API key).
         prefix: Ids the server prepends to every request (a BOS), stripped from its replies.
@@ -143,7 +144,8 @@ class ServerTokenizer:
     def __post_init__(self) -> None:
         import httpx  # the openai client's transport; imported only for server tokenizers
 
-        self._client = httpx.Client(
+        self._client = deadline_client(  # each request's timeout a deadline, not a wait per read
+            httpx,
             timeout=self.timeout,
             headers=self.headers,
             limits=httpx.Limits(

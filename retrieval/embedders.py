@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from retrieval.deadlines import openai_http_client
 from retrieval.embedder_base import EmbedderError, checked_vectors, hub_error, source_of
 from retrieval.embedding_backends import resolve_backend
 from retrieval.extras import install_hint, require
@@ -284,6 +285,7 @@ class OpenAIEmbedder:
             api_key=key or "unused",
             max_retries=max_retries,
             timeout=timeout,
+            http_client=openai_http_client(timeout),  # the timeout a deadline per whole request
         )
 
     def unloaded(self) -> OpenAIEmbedder:

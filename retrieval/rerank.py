@@ -19,6 +19,7 @@ server reported or the cross-encoder's tokenizer counted), for the answer's ``Us
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import threading
@@ -28,9 +29,11 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from retrieval.base import Hit
+from retrieval.deadlines import deadline_client
 from retrieval.extras import require
 from retrieval.registry import Registry
 from retrieval.reported_usage import checked_rerank_tokens
+from retrieval.rerank_reply import MalformedReply, json_kind, reply_scores, strict_json
 
 #: HTTP statuses retried, as the openai SDK retries a chat call's (besides timeouts and connection errors).
 RETRIED_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
@@ -81,10 +84,10 @@ class Reranker(Protocol):
 
 
 def order_by_score(scores: Mapping[int, float], top_n: int) -> list[tuple[int, float]]:
-    """``(index, score)`` pairs of ``scores`` by score, best first (ties by lower index), ``top_n`` of them."""
-    return sorted(((i, float(s)) for i, s in scores.items()), key=lambda pair: (-pair[1], pair[0]))[
-        : max(top_n, 0)
-    ]
+    """``(index, score)`` pairs of ``scores`` by score, best first (ties by lower index), ``top_n``
+    of them; a NaN score (a cross-encoder's overflow) ranks last, never above a finite one."""
+    pairs = ((i, float(s)) for i, s in scores.items())
+    return sorted(pairs, key=lambda pair: (math.isnan(pair[1]), -pair[1], pair[0]))[: max(top_n, 0)]
 
 
 class CrossEncoderReranker:
@@ -164,7 +167,8 @@ class ServerReranker:
         model: The reranker model name the server expects.
         api_key: Sent as a bearer token; default ``$LONGCTX_RERANK_API_KEY`` (none if unset).
         route: ``rerank`` (vLLM's ``/v1/rerank``, llama.cpp's, Jina's, Cohere's ``/v1/rerank``).
-        timeout: Seconds per request; default ``$LONGCTX_TIMEOUT`` or 600, as chat calls.
+        timeout: Seconds a request attempt may take in all (a deadline, not a wait per read:
+            :mod:`retrieval.deadlines`); default ``$LONGCTX_TIMEOUT`` or 600, as chat calls.
         max_retries: Retries of a timeout, connection failure, 408/409/429/5xx or malformed
             reply; default ``$LONGCTX_MAX_RETRIES`` or 3, as chat calls.
         backoff: Seconds before the first retry, doubling (the openai SDK's 0.5).
@@ -208,7 +212,7 @@ class ServerReranker:
                 import httpx  # the openai SDK's HTTP client, a dependency already
 
                 headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-                self._client = httpx.Client(timeout=self.timeout, headers=headers)
+                self._client = deadline_client(httpx, timeout=self.timeout, headers=headers)
             return self._client
 
     def rerank(self, query: str, documents: Sequence[str], top_n: int) -> RerankResult:
@@ -229,19 +233,24 @@ class ServerReranker:
                 return replace(outcome, failed_calls=failed)
             status, error = outcome
             failed += 1
-            if status is not None and status not in RETRIED_STATUSES:
+            if status is not None and status != 200 and status not in RETRIED_STATUSES:
                 message = (
                     f"The rerank server at {self.url} rejected the request (HTTP {status}): {error}"
                 )
                 raise RerankError(message, url=self.url, status=status, retries=failed - 1)
             if failed > self.max_retries:
-                what = f"HTTP {status}" if status is not None else "no answer"
-                message = f"The rerank server at {self.url} failed after {self.max_retries} retries ({what}: {error}). Check that it is running."
+                what, check = (
+                    ("no answer", "that it is running")
+                    if status is None
+                    else (f"HTTP {status}", "that it speaks the rerank API")
+                )
+                message = f"The rerank server at {self.url} failed after {self.max_retries} retries ({what}: {error}). Check {check}."
                 raise RerankError(message, url=self.url, status=status, retries=self.max_retries)
             time.sleep(retry_delay(failed, self.backoff))
 
     def _attempt(self, body: dict[str, Any]) -> RerankResult | tuple[int | None, str]:
-        """One request: its result, or ``(HTTP status or None, why)`` when it gave none (a malformed 200 counts as a 500)."""
+        """One request: its result, or ``(HTTP status or None, why)`` when it gave none (a
+        malformed reply keeps its status, 200, and is retried like a 5xx)."""
         import httpx
 
         try:
@@ -251,27 +260,25 @@ class ServerReranker:
         if response.status_code != 200:
             return response.status_code, response.text[:500]
         try:
-            return parse_reply(response.json(), len(body["documents"]), body["top_n"], self.url)
-        except (ValueError, KeyError, TypeError) as exc:  # a malformed 200 is retried like a 5xx
-            return 500, f"malformed rerank reply ({exc})"
+            return parse_reply(
+                strict_json(response.content), len(body["documents"]), body["top_n"], self.url
+            )
+        except (ValueError, TypeError, OverflowError) as exc:  # MalformedReply, a usage field
+            return 200, f"malformed reply: {exc}"
 
 
 def parse_reply(reply: Any, n_documents: int, top_n: int, server: str = "?") -> RerankResult:
     """A rerank API reply as a :class:`RerankResult` (``results`` or ``data``; ``usage.total_tokens``
     or ``prompt_tokens``, checked by :func:`~retrieval.reported_usage.checked_rerank_tokens`, a
-    warning naming ``server`` where unusable; Cohere's ``meta.billed_units`` counts search units, not tokens: 0)."""
-    results = reply.get("results", reply.get("data"))
-    if not isinstance(results, list):
-        raise ValueError("no 'results' list")
-    scores: dict[int, float] = {}
-    for item in results:
-        index, score = (
-            int(item["index"]),
-            float(item["relevance_score"] if "relevance_score" in item else item["score"]),
-        )
-        if not 0 <= index < n_documents:
-            raise ValueError(f"result index {index} outside the {n_documents} documents sent")
-        scores[index] = score
+    warning naming ``server`` where unusable; Cohere's ``meta.billed_units`` counts search units, not tokens: 0).
+
+    Raises:
+        MalformedReply: Anything but an object whose results rank distinct documents sent, at
+            least as many as were asked (:func:`~retrieval.rerank_reply.reply_scores`).
+    """
+    if not isinstance(reply, Mapping):
+        raise MalformedReply(f"the reply is {json_kind(reply)}, not an object")
+    scores = reply_scores(reply.get("results", reply.get("data")), n_documents, top_n)
     tokens = checked_rerank_tokens(reply.get("usage"), f"the rerank server at {server}")
     return RerankResult(order_by_score(scores, top_n), tokens=tokens)
 

@@ -4,7 +4,8 @@
 ``{"results": [{"index", "relevance_score"}], "usage": {"total_tokens"}}``, scores from
 :func:`word_overlap`. Every request body is recorded (``requests``). ``fail`` requests answer
 ``fail_status`` first (``fail=-1``: all of them); ``hang`` makes every request wait until the
-server closes (a client's timeout).
+server closes (a client's timeout); ``raw`` answers every request 200 with those bytes as they
+are (a malformed reply: a list, ``NaN``, duplicate indexes...).
 """
 
 from __future__ import annotations
@@ -37,7 +38,10 @@ def token_count(query: str, document: str) -> int:
 class RerankServer(LoopbackServer):
     """Serve on ``127.0.0.1`` in a background thread; use as a context manager."""
 
-    def __init__(self, *, fail: int = 0, fail_status: int = 503, hang: bool = False):
+    def __init__(
+        self, *, fail: int = 0, fail_status: int = 503, hang: bool = False, raw: bytes | None = None
+    ):
+        self.raw = raw
         self.fail = fail
         self.fail_status = fail_status
         self.hang = hang
@@ -90,7 +94,7 @@ class RerankServer(LoopbackServer):
                     if self.path in ("/v1/rerank", "/rerank")
                     else (404, {"error": "no route"})
                 )
-                data = json.dumps(reply).encode()
+                data = json.dumps(reply).encode() if outer.raw is None else outer.raw
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")

@@ -226,6 +226,7 @@ TIERS: dict[str, dict[str, str]] = {
     "test_cost_contract.py": {
         "test_the_typical_cost_lies_within_the_plans_bounds": "integration",
     },
+    "test_deadlines.py": {"*": "integration"},
     "test_demo.py": {
         "test_demo_says_what_it_will_do_then_compares_every_strategy": "e2e",
         "test_demo_can_run_every_strategy": "e2e",
@@ -515,6 +516,11 @@ TIERS: dict[str, dict[str, str]] = {
         "test_a_client_error_is_not_retried": "integration",
         "test_a_failed_rerank_fails_its_row_only_and_the_next_run_answers_it": "integration",
         "test_pais_prefilter_reranks_each_sub_questions_candidates": "integration",
+    },
+    "test_rerank_replies.py": {
+        "test_a_malformed_reply_is_retried_then_fails_the_answer_before_any_model_call": "integration",
+        "test_more_results_than_asked_keep_the_best_top_n": "integration",
+        "test_the_command_line_names_the_server_on_one_line": "integration",
     },
     "test_rerank_costs.py": {
         "test_a_budget_stops_a_rerank_call_before_its_request": "integration",
