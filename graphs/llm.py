@@ -22,8 +22,8 @@ from graphs.budget_field import budget_kwargs
 from graphs.tokenizer_choice import ModelFacts, select_tokenizer
 from retrieval import tokens
 from retrieval.contract import Usage
-from retrieval.reported_usage import metadata_counts
 from retrieval.deadlines import with_async_deadline
+from retrieval.reported_usage import metadata_counts
 from retrieval.tokenizers import Tokenizer, validate_spec
 
 #: Key of the tokenizer spec in a chat model's ``metadata`` (set by :func:`set_tokenizer`).
