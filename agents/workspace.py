@@ -39,6 +39,7 @@ from graphs.retrieval_service import RetrievalService
 from graphs.retrieval_settings import RetrievalSettings
 from retrieval import Index, default_cache_dir
 from retrieval.contract import Answer, Corpus, CorpusError, Document, Question, as_question
+from retrieval.errors import OptionError
 from retrieval.readers import read_path
 
 Paths = str | Path | Document | Iterable[str | Path | Document]
@@ -72,7 +73,7 @@ class Workspace:
         if isinstance(corpus, (str, Path)):
             corpus = Corpus.from_path(corpus, show_progress=bool(show_progress))
         if not isinstance(corpus, Corpus):
-            raise TypeError(f"corpus must be a Corpus or a path, got {type(corpus).__name__}")
+            raise OptionError(f"corpus must be a Corpus or a path, got {type(corpus).__name__}")
         STRATEGIES.get(strategy)  # an unknown name fails here, with suggestions
         self.strategy = strategy
         self.price = Budget(price=price).price  # validated: a graphs.pricing.TokenPrice or None
@@ -273,7 +274,7 @@ class Workspace:
         building it, and True); the corpus and the index are taken together, so an ``add`` meanwhile cannot mix them."""
         name = strategy or self.strategy
         if isinstance(questions, (str, Question)):
-            raise TypeError("answer_many takes a list of questions")
+            raise OptionError("answer_many takes a list of questions")
         qs = [as_question(q) for q in questions]
         spec = STRATEGIES.get(name)
         cfg = spec.make_config(preset, **options)

@@ -28,9 +28,10 @@ from typing import Any
 
 from graphs.pricing import as_token_price
 from graphs.rerank_plan import RerankPlan
+from retrieval.errors import LongctxError
 
 
-class BudgetExceeded(ValueError):
+class BudgetExceeded(LongctxError, ValueError):
     """A call whose cost plan cannot fit its budget, refused before any model call (the message has the plan)."""
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from retrieval.base import Hit
+from retrieval.errors import ModelError
 from retrieval.extras import require
 from retrieval.registry import Registry
 
@@ -35,7 +36,7 @@ from retrieval.registry import Registry
 RETRIED_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
 
 
-class RerankError(RuntimeError):
+class RerankError(ModelError):
     """A rerank request that failed for good (after its retries), naming the server and what it said.
 
     Attributes:

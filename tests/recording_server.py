@@ -67,8 +67,11 @@ class RecordingServer(LoopbackServer):
         latency: float = 0.0,
         prompt_cache: str | None = None,
         cache_size: int = 1,
+        streams: bool = True,
     ):
         self.reply = reply or (lambda request: "Paris")
+        #: ``False``: a server that does not stream, answering a ``stream`` request with one JSON body.
+        self.streams = streams
         self.latency = latency
         self.prompt_cache = prompt_cache
         self.cache_size = cache_size
@@ -193,7 +196,7 @@ class RecordingServer(LoopbackServer):
                     return
                 with server._lock:
                     server.requests.append(request)
-                if request.get("stream"):
+                if request.get("stream") and server.streams:
                     self._stream(
                         server._chat(request),
                         include_usage=bool(

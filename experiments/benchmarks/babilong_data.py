@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.benchmarks.base import BenchmarkDataError, find_file, load_from_hub, read_records
+from retrieval.errors import UnknownName
 
 #: ``collect_results.py`` ``LENGTHS``: the column order of the official tables.
 LENGTHS = (
@@ -56,7 +57,7 @@ def lengths_in(folder: Path, requested: Sequence[str] | None) -> list[str]:
     if requested is not None:
         bad = [n for n in requested if not _LENGTH.fullmatch(n)]
         if bad:
-            raise KeyError(
+            raise UnknownName(
                 f"babilong: unknown length(s) {bad}; known: {', '.join(LENGTHS)} or any <N>k / <N>M"
             )
         return list(requested)

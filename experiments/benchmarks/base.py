@@ -20,6 +20,7 @@ from typing import Any
 
 from retrieval import Corpus, paths
 from retrieval.contract import Protocol, Question, Registry
+from retrieval.errors import DataError, UnknownName
 from retrieval.extras import require
 
 #: Where benchmark files live unless a path is given: ``$LONGCTX_DATA_DIR`` or this default.
@@ -28,7 +29,7 @@ DEFAULT_DATA_DIR = Path("~/longctx-data").expanduser()
 RECORD_SUFFIXES = (".jsonl", ".json", ".parquet")
 
 
-class BenchmarkDataError(FileNotFoundError):
+class BenchmarkDataError(DataError, FileNotFoundError):
     """Benchmark files are neither on disk nor reachable on the hub."""
 
 
@@ -263,5 +264,5 @@ def only_known(requested: Sequence[str] | None, known: Sequence[str], benchmark:
         return list(known)
     unknown = [d for d in requested if d not in known]
     if unknown:
-        raise KeyError(f"{benchmark}: unknown dataset(s) {unknown}; known: {', '.join(known)}")
+        raise UnknownName(f"{benchmark}: unknown dataset(s) {unknown}; known: {', '.join(known)}")
     return list(requested)
