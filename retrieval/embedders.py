@@ -179,6 +179,9 @@ class ContrieverEmbedder:
     LongBench v1 scripts use, ``facebook/contriever-msmarco`` the default here.
     """
 
+    #: The engine, as the indexing progress bar names it.
+    backend = "torch"
+
     def __init__(
         self,
         model: str | None = None,
@@ -251,6 +254,9 @@ class ContrieverEmbedder:
 @EMBEDDERS.register("openai")
 class OpenAIEmbedder:
     """Embeddings from any OpenAI-compatible ``/v1/embeddings`` endpoint (normalized to unit length)."""
+
+    #: What computes the vectors, as the indexing progress bar names it: the server, no local engine.
+    backend = "OpenAI-compatible server"
 
     def __init__(
         self,

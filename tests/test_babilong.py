@@ -195,7 +195,12 @@ def test_loader_reads_every_layout_and_switches_reach_the_prompt():
                 f'"supporting_facts": ["home."], "supporting_spans": [{span}]}}\n',
                 "field 'supporting_spans' is not one [start, end] of 'input'",
             )
-            for span in ("[-5, 15]", "[10, 1000]", "[10, 15.0]", "[true, 15]")  # slices that take them
+            for span in (
+                "[-5, 15]",
+                "[10, 1000]",
+                "[10, 15.0]",
+                "[true, 15]",
+            )  # slices that take them
         ),
         ("", "holds no record"),
         ("\n\n", "holds no record"),

@@ -36,6 +36,20 @@ def test_exactly_tied_chunks_come_lowest_id_first_and_the_cut_takes_the_lowest(k
     assert [s for _, s in found] == sorted((s for _, s in found), reverse=True)
 
 
+def test_the_indexing_bar_names_the_openai_embedders_server_not_torch(tmp_path, capsys):
+    from retrieval.chunking import Chunk
+    from retrieval.dense import DenseRetriever
+    from retrieval.embedders import OpenAIEmbedder
+    from tests.recording_server import RecordingServer
+
+    chunks = [Chunk(i, 0, "d", "d", i, f"text {i}", 2) for i in range(3)]
+    with RecordingServer() as server:
+        embedder = OpenAIEmbedder("emb", base_url=server.url, api_key="x")
+        DenseRetriever(embedder).build(chunks, work_dir=tmp_path, show_progress=True)
+    bar = capsys.readouterr().err
+    assert "Indexing: embedding (emb, OpenAI-compatible server)" in bar and "torch" not in bar
+
+
 def test_minilm_is_found_offline_and_embeds_normalized_vectors():
     assert (offline_minilm_path() / "config.json").exists()
     emb = SentenceTransformerEmbedder()
