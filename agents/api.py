@@ -35,7 +35,7 @@ from graphs.run import RunOptions, arun_strategy, run_strategy
 from graphs.run_batched import checkpoint_held
 from retrieval import Index
 from retrieval.contract import Answer, Corpus, Question, Step, as_question
-from retrieval.errors import OptionError
+from retrieval.errors import ConfigError, OptionError
 
 #: Questions in flight at once in ``answer_many`` for single-question strategies.
 DEFAULT_CONCURRENCY = 4
@@ -293,7 +293,7 @@ def _plan(
     chat: BaseChatModel | None,
 ) -> CostPlan:
     if spec.costs is None or not spec.costs.has_bounds:
-        raise ValueError(
+        raise ConfigError(
             f"Strategy {spec.name!r} declares no cost plan (costs= or cost_plan= on its registration), so it cannot be estimated"
         )
     return spec.costs.bounds(cfg, corpus=corpus, questions=qs, llm=chat)

@@ -39,7 +39,7 @@ from graphs.retrieval_service import RetrievalService
 from graphs.retrieval_settings import RetrievalSettings
 from retrieval import Index, default_cache_dir
 from retrieval.contract import Answer, Corpus, CorpusError, Document, Question, as_question
-from retrieval.errors import OptionError
+from retrieval.errors import ConfigError, OptionError
 from retrieval.readers import read_path
 
 Paths = str | Path | Document | Iterable[str | Path | Document]
@@ -184,7 +184,7 @@ class Workspace:
             else {k: dict(v) for k, v in strategies.items()}
         )
         if not wanted:
-            raise ValueError(
+            raise ConfigError(
                 "compare needs at least one strategy, e.g. strategies=['rag', 'full_context']"
             )
         for name, options in wanted.items():
@@ -233,7 +233,7 @@ class Workspace:
         """
         items = [paths] if isinstance(paths, (str, Path, Document)) else list(paths)
         if not items:
-            raise ValueError("Nothing to add: give a file, a folder, or a list of them")
+            raise ConfigError("Nothing to add: give a file, a folder, or a list of them")
         read: list[Document] = []
         for item in items:
             if isinstance(item, Document):

@@ -28,7 +28,7 @@ from typing import Any
 
 from graphs.pricing import as_token_price
 from graphs.rerank_plan import RerankPlan
-from retrieval.errors import LongctxError
+from retrieval.errors import ConfigError, LongctxError
 
 
 class BudgetExceeded(LongctxError, ValueError):
@@ -70,7 +70,7 @@ class Budget:
             if value is not None and (
                 isinstance(value, bool) or not isinstance(value, int) or value < 0
             ):
-                raise ValueError(
+                raise ConfigError(
                     f"Budget {name} must be a non-negative whole number, got {value!r}"
                 )
         cost = self.max_cost_usd
@@ -80,14 +80,14 @@ class Budget:
             or cost < 0
             or math.isnan(cost)
         ):
-            raise ValueError(f"Budget max_cost_usd must be a non-negative number, got {cost!r}")
+            raise ConfigError(f"Budget max_cost_usd must be a non-negative number, got {cost!r}")
         try:
             object.__setattr__(self, "price", as_token_price(self.price))
             object.__setattr__(self, "rerank_price", as_token_price(self.rerank_price))
         except ValueError as exc:
-            raise ValueError(f"Budget {exc}") from None
+            raise ConfigError(f"Budget {exc}") from None
         if cost is not None and self.price is None:
-            raise ValueError(
+            raise ConfigError(
                 "Budget max_cost_usd needs the model's price: Budget(max_cost_usd=..., price=(prompt, completion[, cached])) in USD per 1M tokens "
                 "(experiments.prices.price_for(model) reads the report's table)"
             )

@@ -58,6 +58,8 @@ def test_what_a_user_gets_wrong_raises_a_longctx_error_of_its_kind(tmp_path):
         answer(corpus, asked, strategy="rag", top_k=-1, llm=llm)
     with pytest.raises(OptionError, match="budget must be an agents.Budget"):
         answer(corpus, asked, strategy="rag", budget=3, llm=llm)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="max_cost_usd"):
+        Budget(max_cost_usd=-1.0)
     with pytest.raises(BudgetExceeded):
         answer(corpus, asked, strategy="pai", budget=Budget(max_llm_calls=1), llm=llm)
     with pytest.raises(DataError):
