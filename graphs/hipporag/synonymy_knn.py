@@ -71,14 +71,14 @@ def pair_similarities(unit: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> n
     """The similarities of the pairs ``(unit[rows[k]], unit[cols[k]])`` as float32, each rounded once
     from a sum whose value does not depend on the order of its terms (so not on where a pair sits, the
     library or the CPU): a product of two float32 components is exact in float64, and is added as an
-    integer count of ``2**-bits`` (at most ``dim`` terms of magnitude 1 fit an int64)."""
+    integer count of ``2**-bits``, truncated (at most ``dim`` terms of magnitude 1 fit an int64)."""
     dim = max(unit.shape[1], 1)
     bits = 62 - dim.bit_length()
     out = np.empty(len(rows), dtype=np.float32)
     step = max(1, (1 << 22) // dim)  # 32 MB of products at a time
     for at in range(0, len(rows), step):
         products = unit[rows[at : at + step]].astype(np.float64) * unit[cols[at : at + step]]
-        units = np.rint(np.ldexp(products, bits)).astype(np.int64).sum(axis=1)
+        units = (products * 2.0**bits).astype(np.int64).sum(axis=1)
         out[at : at + step] = np.ldexp(units.astype(np.float64), -bits)
     return out
 
