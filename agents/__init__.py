@@ -39,6 +39,8 @@ if TYPE_CHECKING:  # the lazy names below, for type checkers (nothing is importe
         Step,
         Usage,
     )
+    from retrieval.errors import DataError, LongctxError, ModelError
+    from retrieval.extras import MissingExtraError
 
 #: Exported name -> the module that defines it.
 _EXPORTS = {
@@ -58,6 +60,8 @@ _EXPORTS = {
         ("Answer", "Corpus", "CorpusError", "Document", "Evidence", "Question", "Step", "Usage"),
         "retrieval.contract",
     ),
+    **dict.fromkeys(("DataError", "LongctxError", "ModelError"), "retrieval.errors"),
+    "MissingExtraError": "retrieval.extras",
 }
 
 __all__ = [
@@ -71,9 +75,13 @@ __all__ = [
     "Corpus",
     "CorpusError",
     "CostPlan",
+    "DataError",
     "Document",
     "EmbeddedChatModel",
     "Evidence",
+    "LongctxError",
+    "MissingExtraError",
+    "ModelError",
     "ProgressEvent",
     "Question",
     "Step",

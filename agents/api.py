@@ -35,6 +35,7 @@ from graphs.run import RunOptions, arun_strategy, run_strategy
 from graphs.run_batched import checkpoint_held
 from retrieval import Index
 from retrieval.contract import Answer, Corpus, Question, Step, as_question
+from retrieval.errors import ConfigError, OptionError
 
 #: Questions in flight at once in ``answer_many`` for single-question strategies.
 DEFAULT_CONCURRENCY = 4
@@ -292,7 +293,7 @@ def _plan(
     chat: BaseChatModel | None,
 ) -> CostPlan:
     if spec.costs is None or not spec.costs.has_bounds:
-        raise ValueError(
+        raise ConfigError(
             f"Strategy {spec.name!r} declares no cost plan (costs= or cost_plan= on its registration), so it cannot be estimated"
         )
     return spec.costs.bounds(cfg, corpus=corpus, questions=qs, llm=chat)
@@ -330,7 +331,7 @@ def _prepare(corpus: Corpus, questions: list, strategy: str, llm: Any, preset: s
     cfg = spec.make_config(preset, **config)
     qs = [as_question(q) for q in questions]
     if budget is not None and not isinstance(budget, Budget):
-        raise TypeError(f"budget must be an agents.Budget, got {type(budget).__name__}")
+        raise OptionError(f"budget must be an agents.Budget, got {type(budget).__name__}")
     if budget is not None:
         budget.check_priced()
     if not qs:
@@ -368,6 +369,6 @@ def index_for(
 
 def _check_corpus(corpus: Any) -> None:
     if not isinstance(corpus, Corpus):
-        raise TypeError(
+        raise OptionError(
             f"corpus must be a retrieval.Corpus (see Corpus.from_path / from_texts), got {type(corpus).__name__}"
         )

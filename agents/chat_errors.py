@@ -16,12 +16,13 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from agents.lean_transport import should_retry
+from retrieval.errors import ModelError
 from retrieval.redaction import redact
 
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 
 
-class ChatModelError(RuntimeError):
+class ChatModelError(ModelError):
     """A chat model cannot be built (bad spec, missing key or file) or its server does not answer.
 
     For a server failure: ``url`` (the server), ``status`` (the last HTTP status, ``None``
@@ -49,6 +50,9 @@ class MalformedResponseError(ValueError):
 
     status = 200
 
+
+#: What LangChain raises when a streamed call yields no chunk: a server that answered without streaming.
+NO_STREAM = "No generations found in stream"
 
 #: HTTP statuses the openai SDK retries (besides connection errors and timeouts).
 _RETRIED_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
@@ -84,8 +88,8 @@ def as_chat_model_error(
 ) -> BaseException:
     """A provider failure as a :class:`ChatModelError` naming the server, HTTP status and retries.
 
-    Connection failures and timeouts, authentication errors, HTTP error statuses and
-    malformed replies are mapped; anything else (a bug, a bad argument) is returned
+    Connection failures and timeouts, authentication errors, HTTP error statuses, malformed
+    replies and a streamed call that got no stream (a server that does not stream) are mapped; anything else (a bug, a bad argument) is returned
     unchanged. ``retries`` defaults to what the client did: the count a run's lean transport
     noted on the error, else the model's ``max_retries`` for statuses the SDK retries, none
     for others (the SDK's errors do not say how many it made).
@@ -120,6 +124,13 @@ def as_chat_model_error(
         return ChatModelError(
             f"The chat model server at {url} failed with HTTP {exc.status_code} after {n} retries: {exc.message}",
             url=url, status=exc.status_code, retries=n,
+        )  # fmt: skip
+    if isinstance(exc, ValueError) and str(exc).startswith(NO_STREAM):
+        return ChatModelError(
+            f"The chat model server at {url} does not stream: it answered a streamed request (streaming=True) "
+            "with no server-sent events. Ask it with streaming=False; the call is not made again unstreamed, "
+            "which would pay for its reply twice.",
+            url=url, status=200, retries=0,
         )  # fmt: skip
     if is_malformed(exc):
         n = configured if retries is None else retries

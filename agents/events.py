@@ -34,6 +34,7 @@ class StepEvent:
 
     Attributes:
         step: The step, as the answer will carry it.
+        node: The graph node that wrote it (``step.node``), as :attr:`TokenEvent.node` names it.
         live: ``True`` when sent as the node finished; ``False`` for a step of the answer that
             was not seen live, sent just before the answer (MemAgent's chunks read before a
             resume or replayed from a finished run's checkpoint, its ``final_answer`` step,
@@ -43,6 +44,12 @@ class StepEvent:
     step: Step
     live: bool = True
     kind: str = field(default="step", init=False)
+
+    @property
+    def node(self) -> str | None:
+        """The graph node that wrote the step (``step["node"]``), named as :attr:`TokenEvent.node` is."""
+        node = self.step.get("node")
+        return None if node is None else str(node)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""

@@ -40,6 +40,7 @@ from graphs.retrieval_service import RetrievalService
 from graphs.retrieval_settings import RetrievalSettings
 from retrieval import Index, default_cache_dir
 from retrieval.contract import Answer, Corpus, CorpusError, Document, Question, as_question
+from retrieval.errors import ConfigError, OptionError
 from retrieval.index.waits import counting_waits, waited_for
 from retrieval.readers import read_path
 
@@ -75,7 +76,7 @@ class Workspace:
         if isinstance(corpus, (str, Path)):
             corpus = Corpus.from_path(corpus, show_progress=bool(show_progress))
         if not isinstance(corpus, Corpus):
-            raise TypeError(f"corpus must be a Corpus or a path, got {type(corpus).__name__}")
+            raise OptionError(f"corpus must be a Corpus or a path, got {type(corpus).__name__}")
         STRATEGIES.get(strategy)  # an unknown name fails here, with suggestions
         self.strategy = strategy
         self.price = Budget(price=price).price  # validated: a graphs.pricing.TokenPrice or None
@@ -194,7 +195,7 @@ class Workspace:
             else {k: dict(v) for k, v in strategies.items()}
         )
         if not wanted:
-            raise ValueError(
+            raise ConfigError(
                 "compare needs at least one strategy, e.g. strategies=['rag', 'full_context']"
             )
         for name, options in wanted.items():
@@ -249,7 +250,7 @@ class Workspace:
         """
         items = [paths] if isinstance(paths, (str, Path, Document)) else list(paths)
         if not items:
-            raise ValueError("Nothing to add: give a file, a folder, or a list of them")
+            raise ConfigError("Nothing to add: give a file, a folder, or a list of them")
         read: list[Document] = []
         for item in items:
             if isinstance(item, Document):
@@ -290,7 +291,7 @@ class Workspace:
         building it, and True); the corpus and the index are taken together, so an ``add`` meanwhile cannot mix them."""
         name = strategy or self.strategy
         if isinstance(questions, (str, Question)):
-            raise TypeError("answer_many takes a list of questions")
+            raise OptionError("answer_many takes a list of questions")
         qs = [as_question(q) for q in questions]
         spec = STRATEGIES.get(name)
         cfg = spec.make_config(preset, **options)

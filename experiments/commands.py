@@ -40,6 +40,7 @@ from experiments.synth import (
 from graphs.llm import model_id
 from retrieval import CorpusError
 from retrieval.embedder_base import EmbedderError
+from retrieval.errors import LongctxError
 from retrieval.extras import MissingExtraError, require
 from retrieval.locks import LockHeld
 from retrieval.ray_support import RayNotInstalledError
@@ -48,7 +49,7 @@ from retrieval.rerank import RerankError
 #: Errors of the user's input or environment: printed on one line, exit status 2 (``OSError``:
 #: a path that is a file where a folder is wanted, no permission, a full disk; its message names the path;
 #: ``RerankError``: a rerank server that failed for good, named with what it said).
-USER_ERRORS = (CorpusError, ChatModelError, KeyError, TypeError, ValueError, RayNotInstalledError, LockHeld, BenchmarkDataError, EmbedderError,
+USER_ERRORS = (LongctxError, CorpusError, ChatModelError, KeyError, TypeError, ValueError, RayNotInstalledError, LockHeld, BenchmarkDataError, EmbedderError,
                OSError, MissingExtraError, RerankError)  # fmt: skip
 
 

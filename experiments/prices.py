@@ -27,6 +27,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from graphs.pricing import TokenPrice
+from retrieval.errors import DataError
 
 #: When the built-in list prices were read (the providers' pricing pages, standard tier).
 DEFAULT_PRICES_DATE = "2025-06"
@@ -72,7 +73,7 @@ class Price(TokenPrice):
         return cls(row[0], row[1], row[2] if len(row) > 2 else None, source=source, key=key)
 
 
-class PriceTableError(ValueError):
+class PriceTableError(DataError):
     """A ``--prices`` file that cannot be read as a price table (the message says why)."""
 
 

@@ -28,9 +28,10 @@ from typing import Any
 
 from graphs.pricing import as_token_price
 from graphs.rerank_plan import RerankPlan
+from retrieval.errors import ConfigError, LongctxError
 
 
-class BudgetExceeded(ValueError):
+class BudgetExceeded(LongctxError, ValueError):
     """A call whose cost plan cannot fit its budget, refused before any model call (the message has the plan)."""
 
 
@@ -70,7 +71,7 @@ class Budget:
             if value is not None and (
                 isinstance(value, bool) or not isinstance(value, int) or value < 0
             ):
-                raise ValueError(
+                raise ConfigError(
                     f"Budget {name} must be a non-negative whole number, got {value!r}"
                 )
         cost = self.max_cost_usd
@@ -80,22 +81,22 @@ class Budget:
             or cost < 0
             or math.isnan(cost)
         ):
-            raise ValueError(f"Budget max_cost_usd must be a non-negative number, got {cost!r}")
+            raise ConfigError(f"Budget max_cost_usd must be a non-negative number, got {cost!r}")
         try:
             object.__setattr__(self, "price", as_token_price(self.price))
             object.__setattr__(self, "rerank_price", as_token_price(self.rerank_price))
         except ValueError as exc:
-            raise ValueError(f"Budget {exc}") from None
+            raise ConfigError(f"Budget {exc}") from None
 
     def check_priced(self) -> None:
         """Refuse a ``max_cost_usd`` without a price (it would bind nothing): the run path calls this before
         any model call, once a :class:`~agents.workspace.Workspace` has given its own price to a budget without one.
 
         Raises:
-            ValueError: ``max_cost_usd`` is set and :attr:`price` is not.
+            ConfigError: ``max_cost_usd`` is set and :attr:`price` is not.
         """
         if self.max_cost_usd is not None and self.price is None:
-            raise ValueError(
+            raise ConfigError(
                 "Budget max_cost_usd needs the model's price: Budget(max_cost_usd=..., price=(prompt, completion[, cached])) in USD per 1M tokens "
                 "(experiments.prices.price_for(model) reads the report's table), or a Workspace(price=...) to answer in"
             )

@@ -17,11 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, get_args, get_origin
 
+from retrieval.errors import ConfigError as ConfigError
 from retrieval.redaction import redact_value, register_options
-
-
-class ConfigError(ValueError):
-    """A strategy option has a value it cannot take."""
 
 
 def option(

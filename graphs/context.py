@@ -11,13 +11,14 @@ from langchain_core.language_models import BaseChatModel
 
 from retrieval import Index
 from retrieval.contract import Corpus
+from retrieval.errors import LongctxError
 
 #: The strategy's config class (``RagConfig``, ``PaiConfig``...): ``StrategyContext[RagConfig]``
 #: gives RAG's nodes a typed ``context.config``.
 ConfigT = TypeVar("ConfigT")
 
 
-class MissingIndex(RuntimeError):
+class MissingIndex(LongctxError, RuntimeError):
     """A node that retrieves ran without a retrieval index in its run context."""
 
 

@@ -33,6 +33,7 @@ from graphs.strategy_registry import (
     STRATEGIES as STRATEGIES,
 )  # the registry object: light, so the CLI reads its names
 from retrieval.contract import Question
+from retrieval.errors import OptionError, UnknownName
 
 
 @dataclass(frozen=True)
@@ -240,7 +241,7 @@ class Strategy(Generic[ConfigT]):
             KeyError: An unknown preset.
         """
         if preset is not None and preset not in self.presets:
-            raise KeyError(
+            raise UnknownName(
                 f"Strategy {self.name!r} has no preset {preset!r}; presets: {sorted(self.presets) or 'none'}"
             )
         base = self.presets[preset] if preset else self.config_cls()
@@ -253,7 +254,7 @@ class Strategy(Generic[ConfigT]):
                 else repr(k)
                 for k in unknown
             ]
-            raise TypeError(
+            raise OptionError(
                 f"Unknown option(s) for strategy {self.name!r}: {', '.join(hints)}. Valid: {', '.join(valid)}"
             )
         try:

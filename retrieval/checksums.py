@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import xxhash
 
+from retrieval.errors import DataError
+
 if TYPE_CHECKING:
     from _typeshed import (
         ReadableBuffer,
@@ -38,7 +40,7 @@ _MAP_FLAGS = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
 _WINDOW = 1 << 22
 
 
-class ChecksumMismatch(ValueError):
+class ChecksumMismatch(DataError):
     """A file of an index is missing, of another size, or holds other bytes than were written."""
 
 

@@ -10,6 +10,7 @@ helpers a corpus uses, file readers and the tokenizer, load where they are neede
 
 - :mod:`retrieval.registry`: ``Registry``, the plug-in registry of every kind;
 - :mod:`retrieval.document`: ``Document``, ``CorpusError``;
+- :mod:`retrieval.errors`: ``LongctxError``, the base of every error raised to users, and its kinds;
 - :mod:`retrieval.corpus`: ``Corpus``;
 - :mod:`retrieval.question`: ``Question``, ``Protocol``, ``as_question``;
 - :mod:`retrieval.answer`: ``Answer``, ``Evidence``, ``Usage``, ``Step``.
@@ -23,15 +24,20 @@ from __future__ import annotations
 from retrieval.answer import Answer, Evidence, Step, Usage
 from retrieval.corpus import Corpus
 from retrieval.document import CorpusError, Document
+from retrieval.errors import ConfigError, DataError, LongctxError, ModelError
 from retrieval.question import Protocol, Question, as_question
 from retrieval.registry import Registry
 
 __all__ = [
     "Answer",
+    "ConfigError",
     "Corpus",
     "CorpusError",
+    "DataError",
     "Document",
     "Evidence",
+    "LongctxError",
+    "ModelError",
     "Protocol",
     "Question",
     "Registry",

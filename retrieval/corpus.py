@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval.document import CorpusError, Document
+from retrieval.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +139,7 @@ class Corpus:
         What a grown corpus (:meth:`add`) looks its shorter self's cached index up by.
         """
         if not 1 <= num_documents <= len(self):
-            raise ValueError(f"A prefix holds 1 to {len(self)} documents, got {num_documents}")
+            raise ConfigError(f"A prefix holds 1 to {len(self)} documents, got {num_documents}")
         if num_documents == len(self):
             return self.fingerprint
         return self._hash_prefix(num_documents)

@@ -114,7 +114,8 @@ class DenseRetriever:
         shards_dir.mkdir(parents=True, exist_ok=True)
         params = self.cache_params()
         shards = []
-        desc = f"Indexing: embedding ({self.embedder.model_id}, {getattr(self.embedder, 'backend', 'torch')})"
+        engine = getattr(self.embedder, "backend", type(self.embedder).__name__)
+        desc = f"Indexing: embedding ({self.embedder.model_id}, {engine})"
         with tqdm(total=len(texts), desc=desc, unit="chunk", disable=not show_progress) as bar:
             for n, start in enumerate(range(0, len(texts), self.shard_size)):
                 batch = texts[start : start + self.shard_size]

@@ -14,8 +14,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from retrieval.errors import DataError
 
-class CorpusError(ValueError):
+
+class CorpusError(DataError):
     """A corpus cannot be built from the given input (empty, missing or unreadable)."""
 
 

@@ -13,11 +13,12 @@ from typing import Protocol
 
 import numpy as np
 
+from retrieval.errors import ModelError
 from retrieval.fit import over_limit
 from retrieval.redaction import redact
 
 
-class EmbedderError(RuntimeError):
+class EmbedderError(ModelError):
     """An embedding model cannot be loaded or an embedding endpoint does not answer (message redacted:
     a server's error body may echo the request's credentials)."""
 

@@ -180,6 +180,9 @@ class ContrieverEmbedder:
     LongBench v1 scripts use, ``facebook/contriever-msmarco`` the default here.
     """
 
+    #: The engine, as the indexing progress bar names it.
+    backend = "torch"
+
     def __init__(
         self,
         model: str | None = None,
@@ -253,6 +256,9 @@ class ContrieverEmbedder:
 class OpenAIEmbedder:
     """Embeddings from any OpenAI-compatible ``/v1/embeddings`` endpoint (normalized to unit length;
     as returned by :meth:`embed_raw`)."""
+
+    #: What computes the vectors, as the indexing progress bar names it: the server, no local engine.
+    backend = "OpenAI-compatible server"
 
     def __init__(
         self,

@@ -13,8 +13,10 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
+from retrieval.errors import LongctxError
 
-class MissingExtraError(ImportError):
+
+class MissingExtraError(LongctxError, ImportError):
     """A feature needs a package that the core install leaves out; the message names the extra that installs it."""
 
 

@@ -57,12 +57,23 @@ class VectorIndex:
         return vectors
 
     def search(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
-        """Top ``k`` ``(id, inner product)`` pairs for one query vector."""
-        if len(self) == 0:
+        """Top ``k`` ``(id, inner product)`` pairs for one query vector, best first, ties by lower id (as
+        BM25's); FAISS leaves ties in its heap's order (last id first), so while a tie runs past the
+        ``k``-th pair, more are fetched to find every id it holds."""
+        n, want = len(self), min(k, len(self))
+        if want <= 0:
             return []
         q = np.ascontiguousarray(query, dtype=np.float32).reshape(1, -1)
-        scores, ids = self.index.search(q, min(k, len(self)))
-        return [(int(i), float(s)) for i, s in zip(ids[0], scores[0]) if i >= 0]
+        fetch = want
+        while True:
+            scores, ids = self.index.search(q, fetch)
+            found = ids[0] >= 0
+            s, i = scores[0][found], ids[0][found]
+            if fetch >= n or len(s) < fetch or s[-1] < s[want - 1]:
+                break
+            fetch = min(n, 2 * fetch)
+        order = np.lexsort((i, -s))[:want]
+        return [(int(i[o]), float(s[o])) for o in order]
 
     def save(self, folder: Path, checksums: Checksums | None = None) -> None:
         """Write the index to ``folder/vectors.faiss``, hashed into ``checksums`` as FAISS writes it."""

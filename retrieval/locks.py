@@ -24,8 +24,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from retrieval.errors import LongctxError
 
-class LockHeld(RuntimeError):
+
+class LockHeld(LongctxError, RuntimeError):
     """The lock is held by someone else (``holder``: pid, host, start time, what, when known)."""
 
     def __init__(self, message: str, *, path: Path, holder: dict[str, Any] | None):

@@ -9,6 +9,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
+from retrieval.errors import OptionError
+
 
 @dataclass(frozen=True, kw_only=True)
 class Protocol:
@@ -149,4 +151,4 @@ def as_question(question: str | Question) -> Question:
         return question
     if isinstance(question, str):
         return Question(text=question)
-    raise TypeError(f"question must be a str or Question, got {type(question).__name__}")
+    raise OptionError(f"question must be a str or Question, got {type(question).__name__}")

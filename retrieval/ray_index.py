@@ -23,6 +23,7 @@ from retrieval.chunking import ChunkingConfig
 from retrieval.contract import Corpus
 from retrieval.dense import DenseRetriever
 from retrieval.embedder_base import Embedder
+from retrieval.errors import OptionError
 from retrieval.fit import chunks_for
 from retrieval.index import Index, build_index, build_lock, index_folder, index_key, write_shards
 from retrieval.ray_support import ensure_ray, require_ray
@@ -125,7 +126,7 @@ def build_index_ray(
     if isinstance(retriever, str):
         retriever = make_retriever(retriever, **retriever_options)
     elif retriever_options:
-        raise TypeError("retriever options are only accepted with a retriever name")
+        raise OptionError("retriever options are only accepted with a retriever name")
     if not isinstance(retriever, DenseRetriever):
         log.info("%s has no embeddings to distribute; building it locally", retriever.name)
         return build_index(

@@ -9,12 +9,14 @@ from __future__ import annotations
 import logging
 from types import ModuleType
 
+from retrieval.extras import MissingExtraError
+
 log = logging.getLogger(__name__)
 
 INSTALL_HINT = "Ray is not installed; install the extra with: pip install 'longctx[ray]' (or pip install 'ray[data]')"
 
 
-class RayNotInstalledError(ImportError):
+class RayNotInstalledError(MissingExtraError):
     """A Ray code path was asked for but Ray is not installed."""
 
 

@@ -31,6 +31,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Generic, TypeVar, overload
 
+from retrieval.errors import UnknownName
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -287,7 +289,7 @@ class Registry(Generic[T]):
             ):  # the import registered it (decorator form)
                 return now
             if not attr:
-                raise KeyError(
+                raise UnknownName(
                     f"{self.kind} {name!r}: importing {module!r} ({declaration.source}) registered no {self.kind} of that name"
                 )
             entry = _attribute(imported, attr)
@@ -296,11 +298,11 @@ class Registry(Generic[T]):
         self._entries[name] = entry
         return entry
 
-    def _unknown(self, name: str) -> KeyError:
+    def _unknown(self, name: str) -> UnknownName:
         names = self.names()
         close = difflib.get_close_matches(name, names, n=3)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
-        return KeyError(f"Unknown {self.kind} {name!r}.{hint} Available: {', '.join(names)}")
+        return UnknownName(f"Unknown {self.kind} {name!r}.{hint} Available: {', '.join(names)}")
 
     def _read_declarations(self) -> None:
         """Declare, once, the entries of the ``plugin.toml`` files of :attr:`packages` and the entry points of :attr:`group`."""

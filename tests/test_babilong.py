@@ -189,6 +189,21 @@ def test_loader_reads_every_layout_and_switches_reach_the_prompt():
             '{"input": "M.", "question": "Where?", "target": "home", "supporting_facts": "M."}\n',
             "field 'supporting_facts' is not a list",
         ),
+        *(
+            (
+                '{"input": "Mary went home.", "question": "Where?", "target": "home", '
+                f'"supporting_facts": ["home."], "supporting_spans": [{span}]}}\n',
+                "field 'supporting_spans' is not one [start, end] of 'input'",
+            )
+            for span in (
+                "[-5, 15]",
+                "[10, 1000]",
+                "[10, 15.0]",
+                "[true, 15]",
+            )  # slices that take them
+        ),
+        ("", "holds no record"),
+        ("\n\n", "holds no record"),
     ],
 )
 def test_loader_refuses_malformed_files_in_one_line_naming_file_and_field(

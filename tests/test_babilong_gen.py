@@ -176,3 +176,17 @@ def test_default_background_is_our_synthetic_prose_and_the_cli_writes_the_layout
     )  # experiments.synth.filler's prose
     assert f"{tmp_path / '4k' / 'qa2.jsonl'}: 1 samples of 4k" in capsys.readouterr().out
     assert main(["--tasks-dir", str(tmp_path), "--out", str(tmp_path), "--tasks", "qa9"]) == 2
+
+
+def test_help_documents_every_argument(capsys):
+    from experiments.babilong_gen.__main__ import build_parser
+
+    options = [a for a in build_parser()._actions if a.option_strings and a.dest != "help"]
+    assert {a.dest for a in options} >= {"tasks_dir", "out", "tasks", "lengths", "samples", "seed"}
+    assert all(a.help and len(a.help) > 20 for a in options), [
+        a.dest for a in options if not a.help
+    ]
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = capsys.readouterr().out
+    assert "{out}/{length}/{task}.jsonl" in text and "(default: 100)" in text

@@ -169,9 +169,9 @@ def test_the_core_dependencies_leave_every_extra_out_and_each_hint_names_a_real_
         _distribution(extras["all"][0]),
         extras["all"][0].partition("[")[2].rstrip("]").split(","),
     )
-    assert (
-        everything[0] == "longctx" and set(everything[1]) == named
-    )  # `all` is every extra the code asks for
+    # `all` is every extra the code asks for but `hub`, which only fetches benchmark files from the
+    # network (the missing-data errors name it); `all` is what runs offline
+    assert everything[0] == "longctx" and set(everything[1]) == named - {"hub"}
     in_extras = {_distribution(r) for name in named for r in extras[name]}
     assert (
         set(EXTRA_DISTRIBUTIONS) <= in_extras

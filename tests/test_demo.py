@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
+from pathlib import Path
+
 import pytest
+from pydantic import PrivateAttr
 
 from experiments.demo import default_demo, demo_strategies, run_demo
 from graphs import STRATEGIES
+from tests.recording_server import shared_words
 from tests.scripted import ScriptedChatModel
 
 
@@ -69,11 +74,26 @@ def test_demo_can_run_raptor(tmp_path, monkeypatch):
     assert {r["strategy"] for r in report["summary"]} == set(COMPILES_UMAP)
 
 
+class PrefixCachingModel(ScriptedChatModel):
+    """Reports the words a prompt shares at its start with the previous prompt as cached, as the
+    embedded model's llama.cpp prefix cache does (the demo's table then has its cache columns)."""
+
+    _last: list[str] = PrivateAttr(default_factory=list)
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        result = super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+        words = "\n".join(str(m.content) for m in messages).split()
+        usage = result.generations[0].message.usage_metadata
+        usage["input_token_details"] = {"cache_read": shared_words(self._last, words)}
+        self._last = words
+        return result
+
+
 def test_the_demo_report_names_no_winner_on_its_few_scored_questions_and_says_why(
     tmp_path, monkeypatch
 ):
     monkeypatch.setenv("LONGCTX_CACHE_DIR", str(tmp_path / "cache"))
-    llm = ScriptedChatModel(
+    llm = PrefixCachingModel(
         reply_fn=lambda prompt: (
             "So the final answer is: Bergen" if "follow up" in prompt else "Bergen"
         )
@@ -100,3 +120,21 @@ def test_the_demo_report_names_no_winner_on_its_few_scored_questions_and_says_wh
         summary
     )
     assert 'id="pairwise"' in (folder / "report.html").read_text()
+    # the README shows the table `longctx demo` prints (summary.md, built here by the same code)
+    printed = [cells(line) for line in (folder / "summary.md").read_text().splitlines()]
+    shown = readme_demo_table()
+    assert shown[0] == printed[0], "README's demo table: other columns than `longctx demo` prints"
+    assert sorted(row[0] for row in shown[2:]) == sorted(row[0] for row in printed[2:])
+
+
+def cells(line: str) -> list[str]:
+    """The cells of a markdown table row."""
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def readme_demo_table() -> list[list[str]]:
+    """The table the README says `longctx demo` printed: the first one whose header starts
+    ``| strategy | score |``."""
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    lines = text[text.index("\n| strategy | score |") + 1 :].splitlines()
+    return [cells(line) for line in itertools.takewhile(lambda x: x.startswith("|"), lines)]

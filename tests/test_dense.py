@@ -21,6 +21,35 @@ def test_faiss_round_trip(tmp_path):
         index.add(np.zeros((2, 8), np.float32))
 
 
+@pytest.mark.parametrize("k", [1, 2, 3, 5, 7, 9])
+def test_exactly_tied_chunks_come_lowest_id_first_and_the_cut_takes_the_lowest(k):
+    """Identical vectors (a chunk and its copies) tie exactly; FAISS's heap leaves them last id first."""
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(40, 8)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    twins = [0, 3, 9, 17, 25, 33, 39]
+    vectors[twins] = vectors[0]
+    index = VectorIndex(8)
+    index.add(vectors)
+    found = index.search(vectors[0], k)
+    assert [i for i, _ in found][: min(k, 7)] == twins[: min(k, 7)] and len(found) == k
+    assert [s for _, s in found] == sorted((s for _, s in found), reverse=True)
+
+
+def test_the_indexing_bar_names_the_openai_embedders_server_not_torch(tmp_path, capsys):
+    from retrieval.chunking import Chunk
+    from retrieval.dense import DenseRetriever
+    from retrieval.embedders import OpenAIEmbedder
+    from tests.recording_server import RecordingServer
+
+    chunks = [Chunk(i, 0, "d", "d", i, f"text {i}", 2) for i in range(3)]
+    with RecordingServer() as server:
+        embedder = OpenAIEmbedder("emb", base_url=server.url, api_key="x")
+        DenseRetriever(embedder).build(chunks, work_dir=tmp_path, show_progress=True)
+    bar = capsys.readouterr().err
+    assert "Indexing: embedding (emb, OpenAI-compatible server)" in bar and "torch" not in bar
+
+
 def test_minilm_is_found_offline_and_embeds_normalized_vectors():
     assert (offline_minilm_path() / "config.json").exists()
     emb = SentenceTransformerEmbedder()

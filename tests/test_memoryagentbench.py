@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -108,6 +109,29 @@ def test_loader_refuses_a_malformed_record_in_one_line_naming_file_and_field(
 def test_loader_names_the_missing_split_file(tmp_path):
     with pytest.raises(BenchmarkDataError, match="Accurate_Retrieval"):
         load_benchmark("memoryagentbench", tmp_path, datasets=["ruler_qa1_197K"], hub=False)
+
+
+def test_the_hubs_data_folder_itself_is_a_path(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    parquet = pytest.importorskip("pyarrow.parquet")
+    record = json.loads((DATA / "Conflict_Resolution.jsonl").read_text().splitlines()[0])
+    (tmp_path / "data").mkdir()
+    shard = tmp_path / "data" / "Conflict_Resolution-00000-of-00001.parquet"
+    parquet.write_table(pa.Table.from_pylist([record]), shard)
+    from_root = load_benchmark("memoryagentbench", tmp_path, hub=False)
+    from_data = load_benchmark("memoryagentbench", tmp_path / "data", hub=False)
+    assert from_data and [s.question for s in from_data] == [s.question for s in from_root]
+
+
+def test_missing_data_names_the_hub_dataset_and_the_hub_extra(tmp_path, monkeypatch):
+    with pytest.raises(BenchmarkDataError) as offline:
+        load_benchmark("memoryagentbench", tmp_path, datasets=["ruler_qa1_197K"], hub=False)
+    monkeypatch.setitem(sys.modules, "datasets", None)  # the core install: no 'datasets' package
+    with pytest.raises(BenchmarkDataError) as core:
+        load_benchmark("memoryagentbench", tmp_path, datasets=["ruler_qa1_197K"])
+    for message in (str(offline.value), str(core.value)):
+        assert "ai-hyz/MemoryAgentBench" in message and "pip install 'longctx[hub]'" in message
+        assert "Accurate_Retrieval" in message and "\n" not in message
 
 
 def _ours(sample, request) -> str:

@@ -102,3 +102,16 @@ def test_duplicated_and_long_nodes_are_clustered_without_failing(method):
         clusters = cluster_nodes(points, [2000] * n, dim=10, threshold=0.1, max_cluster_tokens=3500,
                                  method=method, sample=50, patience=5)  # fmt: skip
         assert sorted({i for c in clusters for i in c}) == list(range(n))
+
+
+@pytest.mark.slow  # UMAP
+def test_a_seeded_layer_is_clustered_without_a_warning():
+    """UMAP warned "n_jobs value -1 overridden to 1 by setting random_state" on every reduction of
+    every RAPTOR build: the seed makes it run single-threaded, and we now ask for that."""
+    import warnings
+
+    points = np.random.default_rng(0).normal(size=(30, 16))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        clusters = cluster_nodes(points, [10] * 30, dim=10, threshold=0.1, max_cluster_tokens=3500)
+    assert sorted({i for c in clusters for i in c}) == list(range(30))

@@ -116,3 +116,14 @@ def test_call_counts_stated_in_the_readme_follow_from_the_defaults():
             f"{math.ceil(tokens / chunk) + 1:,} at {label}" in text
             or f"{math.ceil(tokens / chunk) + 1:,} calls at {label}" in text
         )
+
+
+def test_test_counts_in_the_docs_say_when_they_were_measured():
+    """A count of tests goes stale with the next test added ("689 passed in 3m24s" stood beside 2,017
+    tests): where the README or docs/testing.md gives one, its paragraph or table row dates it."""
+    count = re.compile(r"\b\d[\d,]* (?:tests|passed)\b")
+    dated = re.compile(r"\b20\d\d-\d\d-\d\d\b")
+    for doc in ("README.md", "docs/testing.md"):
+        for part in re.split(r"\n\s*\n|\n(?=\|)", (ROOT / doc).read_text()):
+            for found in count.findall(part):
+                assert dated.search(part), f"{doc}: {found!r} without the date it was measured"

@@ -483,6 +483,34 @@ def test_streaming_true_turns_token_events_on_for_a_spec_string(tmp_path, monkey
         plain_usage.llm_calls, plain_usage.prompt_tokens, plain_usage.completion_tokens)  # fmt: skip
 
 
+def test_streaming_true_against_a_server_that_does_not_stream_is_a_model_error_naming_it(
+    tmp_path, monkeypatch
+):
+    """A server that answers ``stream: true`` with one JSON body (no server-sent events) left LangChain's
+    bare "No generations found in stream"; the error names the server and says what to do, and the
+    one request it answered is not sent again (a fallback would pay for the reply twice)."""
+    from agents import LongctxError, ModelError
+
+    monkeypatch.setenv("LONGCTX_TOKENIZER", "cl100k")
+    with RecordingServer(reply=lambda request: "Paris", streams=False) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "x")
+        with pytest.raises(ModelError) as caught:
+            list(stream_answer(FACTS, "What is the capital of France?", strategy="rag",
+                               llm="openai:rec", streaming=True, cache_dir=tmp_path))  # fmt: skip
+        assert len(server.requests) == 1 and server.requests[0]["stream"] is True
+    assert isinstance(caught.value, LongctxError) and server.url in str(caught.value)
+    assert "does not stream" in str(caught.value) and "streaming=False" in str(caught.value)
+
+
+def test_a_step_event_names_its_node_as_a_token_event_does(tmp_path):
+    events = list(stream_answer(FACTS, "What is the capital of France?", strategy="rag",
+                                llm=ScriptedChatModel(reply_fn=lambda p: "Paris"), cache_dir=tmp_path))  # fmt: skip
+    steps = [e for e in events if isinstance(e, StepEvent)]
+    assert steps and all(e.node == e.step.node == e.step["node"] for e in steps)
+    assert "retrieve" in {e.node for e in steps}
+
+
 def test_streaming_true_streams_a_model_object_without_changing_it_and_refuses_one_that_cannot(
     tmp_path,
 ):

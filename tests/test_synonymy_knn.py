@@ -8,7 +8,7 @@ import pytest
 
 from graphs.config import ConfigError
 from graphs.hipporag.config import HippoRAGConfig
-from graphs.hipporag.kg import build_graph, synonym_pairs
+from graphs.hipporag.kg import build_graph, synonym_pairs, unit_rows
 from graphs.hipporag.openie import Extraction
 from graphs.hipporag.synonymy_knn import neighbours_above
 
@@ -44,6 +44,29 @@ def test_exact_faiss_gives_the_dense_searchs_pairs_in_its_order(threshold, top_k
     assert dense, "the case has synonyms"
     assert [p[:2] for p in faiss] == [p[:2] for p in dense]
     assert np.allclose([p[2] for p in faiss], [p[2] for p in dense], atol=1e-6)
+
+
+def twins_at_the_ends() -> tuple[list[str], np.ndarray, list[int]]:
+    """63 phrases, five of them one vector (exact ties), two at the start and three in the last columns
+    (63 = 4 x 15 + 3: OpenBLAS's single-query product rounds those in another kernel), and thirty near them."""
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(63, 16))
+    twins = [1, 2, 60, 61, 62]
+    vectors[twins] = rng.normal(size=16)
+    vectors[10:40] = vectors[1] + 0.3 * rng.normal(size=(30, 16))
+    return [f"phrase {i}" for i in range(63)], vectors, twins
+
+
+@pytest.mark.parametrize("knn", ["dense", "faiss"])
+@pytest.mark.parametrize("batch", [1, 7, 1000])
+def test_exactly_tied_synonyms_come_in_phrase_order_whatever_the_search_and_batch(knn, batch):
+    phrases, vectors, twins = twins_at_the_ends()
+    assert all(np.array_equal(unit_rows(vectors)[t], unit_rows(vectors)[1]) for t in twins)
+    pairs = synonym_pairs(phrases, vectors, threshold=-1.0, top_k=4, batch=batch, knn=knn)
+    for a in range(len(phrases)):
+        listed = [b for x, b, _ in pairs if x == a and b in twins]
+        assert listed == [t for t in twins if t != a][: len(listed)], (a, listed)
+    assert pairs == synonym_pairs(phrases, vectors, threshold=-1.0, top_k=4, batch=1000)
 
 
 def test_ties_are_kept_in_phrase_order_and_cut_by_top_k_as_the_dense_search():

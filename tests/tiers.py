@@ -256,6 +256,9 @@ TIERS: dict[str, dict[str, str]] = {
         "test_the_backend_is_part_of_the_index_cache_key": "model",
         "test_the_cli_passes_the_embedding_backend_to_the_dense_retriever": "model",
     },
+    "test_errors.py": {
+        "test_what_a_user_gets_wrong_raises_a_longctx_error_of_its_kind": "integration",
+    },
     "test_export.py": {
         "test_export_writes_the_official_layout": "integration",
     },
@@ -614,6 +617,7 @@ TIERS: dict[str, dict[str, str]] = {
         "test_a_client_that_disconnects_mid_stream_stops_the_model_calls": "concurrency",
         "test_leaving_a_sync_stream_early_stops_the_run": "integration",
         "test_streaming_true_turns_token_events_on_for_a_spec_string": "integration",
+        "test_streaming_true_against_a_server_that_does_not_stream_is_a_model_error_naming_it": "integration",
         "test_closing_the_async_stream_early_stops_the_run": "integration",
         "test_rag_steps_arrive_over_sse_in_order_then_the_answer": "concurrency",
     },

@@ -11,8 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from retrieval.errors import DataError
 
-class BabiFormatError(ValueError):
+
+class BabiFormatError(DataError):
     """A bAbI task file line is not ``N text`` or ``N question<TAB>answer<TAB>ids``."""
 
 

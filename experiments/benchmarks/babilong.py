@@ -31,6 +31,7 @@ from experiments.benchmarks.base import (
 from experiments.metrics import babilong as m
 from retrieval import Corpus, Document
 from retrieval.contract import Question
+from retrieval.errors import UnknownName
 
 VERSION = 1
 
@@ -146,7 +147,7 @@ def load(path: str | Path | None = None, *, datasets: Sequence[str] | None = Non
         samples: ``"100"`` or ``"1k"``: the hub dataset tried for a file that is not on disk.
     """
     if samples not in HUB_REPOS:
-        raise KeyError(f"babilong: samples={samples!r}; known: {', '.join(HUB_REPOS)}")
+        raise UnknownName(f"babilong: samples={samples!r}; known: {', '.join(HUB_REPOS)}")
     folder = data_root("babilong", path)
     tasks = only_known(datasets, TASKS, "babilong")
     wanted = lengths_in(folder, lengths)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.benchmarks.base import BenchmarkDataError, find_file, load_from_hub, read_records
+from retrieval.errors import UnknownName
 
 #: ``collect_results.py`` ``LENGTHS``: the column order of the official tables.
 LENGTHS = (
@@ -56,7 +57,7 @@ def lengths_in(folder: Path, requested: Sequence[str] | None) -> list[str]:
     if requested is not None:
         bad = [n for n in requested if not _LENGTH.fullmatch(n)]
         if bad:
-            raise KeyError(
+            raise UnknownName(
                 f"babilong: unknown length(s) {bad}; known: {', '.join(LENGTHS)} or any <N>k / <N>M"
             )
         return list(requested)
@@ -129,14 +130,16 @@ def _spans(record: dict[str, Any], support: list[str], where: str) -> list[tuple
         and all(
             isinstance(g, list)
             and len(g) == 2
-            and all(isinstance(x, int) for x in g)
+            and all(isinstance(x, int) and not isinstance(x, bool) for x in g)
+            and 0 <= g[0] <= g[1] <= len(text)  # a slice would take -3 or 10**9 as well
             and text[g[0] : g[1]] == f
             for g, f in zip(given, support)
         )
     )
     if not ok:
         raise BenchmarkDataError(
-            f"BABILong {where}: field 'supporting_spans' is not one [start, end] of 'input' per supporting fact."
+            f"BABILong {where}: field 'supporting_spans' is not one [start, end] of 'input' per supporting fact "
+            f"(0 <= start <= end <= {len(text)}, the fact's text between them)."
         )
     return [(g[0], g[1]) for g in given]
 
@@ -153,6 +156,8 @@ def read_task(folder: Path, task: str, length: str, hub_repo: str | None) -> lis
         rows = load_from_hub(
             hub_repo, length, task, what=f"BABILong {task} at {length}", expected=expected
         )
+        if not rows:
+            raise BenchmarkDataError(f"BABILong {task} at {length}: {hub_repo} holds no record.")
         return [_checked(r, f"{hub_repo} {length}/{task} record {i}") for i, r in enumerate(rows)]
     out: list[dict[str, Any]] = []
     for path in files:
@@ -163,4 +168,8 @@ def read_task(folder: Path, task: str, length: str, hub_repo: str | None) -> lis
                 f"BABILong {path}: unreadable ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})."
             ) from None
         out += [_checked(r, f"{path} record {i}") for i, r in enumerate(rows)]
+    if not out:
+        raise BenchmarkDataError(
+            f"BABILong {task} at {length}: {', '.join(map(str, files))} holds no record."
+        )
     return out

@@ -20,7 +20,8 @@ from typing import Any
 
 from retrieval import Corpus, paths
 from retrieval.contract import Protocol, Question, Registry
-from retrieval.extras import require
+from retrieval.errors import DataError, UnknownName
+from retrieval.extras import install_hint, require
 
 #: Where benchmark files live unless a path is given: ``$LONGCTX_DATA_DIR`` or this default.
 DEFAULT_DATA_DIR = Path("~/longctx-data").expanduser()
@@ -28,7 +29,7 @@ DEFAULT_DATA_DIR = Path("~/longctx-data").expanduser()
 RECORD_SUFFIXES = (".jsonl", ".json", ".parquet")
 
 
-class BenchmarkDataError(FileNotFoundError):
+class BenchmarkDataError(DataError, FileNotFoundError):
     """Benchmark files are neither on disk nor reachable on the hub."""
 
 
@@ -241,12 +242,16 @@ def load_from_hub(
     repo_id: str, config: str | None, split: str, *, what: str, expected: Path
 ) -> list[dict[str, Any]]:
     """Records from the Hugging Face hub through ``datasets``; fails fast with a clear error offline."""
-    hint = f"Put the official file at {expected}, or install 'datasets' and go online."
+    hint = (
+        f"Put the official file at {expected} (from the hub dataset {repo_id}), or go online with "
+        f"the 'hub' extra installed ({install_hint('hub')})."
+    )
     try:
         from datasets import load_dataset
     except ImportError:
         raise BenchmarkDataError(
-            f"{what}: no local file and the 'datasets' package is not installed. {hint}"
+            f"{what}: no local file, and loading the hub dataset {repo_id} needs the 'hub' extra "
+            f"(the 'datasets' package), which is not installed. {hint}"
         ) from None
     try:
         return list(load_dataset(repo_id, config, split=split))
@@ -263,5 +268,5 @@ def only_known(requested: Sequence[str] | None, known: Sequence[str], benchmark:
         return list(known)
     unknown = [d for d in requested if d not in known]
     if unknown:
-        raise KeyError(f"{benchmark}: unknown dataset(s) {unknown}; known: {', '.join(known)}")
+        raise UnknownName(f"{benchmark}: unknown dataset(s) {unknown}; known: {', '.join(known)}")
     return list(requested)

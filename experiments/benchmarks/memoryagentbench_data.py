@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.benchmarks.base import BenchmarkDataError, find_file, load_from_hub, read_records
+from retrieval.extras import install_hint
 
 HUB_REPO = "ai-hyz/MemoryAgentBench"
 SPLITS = (
@@ -51,11 +52,16 @@ class Item:
 
 
 def split_files(root: Path, split: str) -> list[Path]:
-    """The local files of ``split``: ``<root>/<split>.*``, else ``<root>/data/<split>-*.parquet``."""
+    """The local files of ``split``: ``<root>/<split>.*``, else the hub's shards
+    ``<root>/data/<split>-*.parquet``, or ``<root>/<split>-*.parquet`` when ``root`` is that ``data/``."""
     single = find_file(root, split)
     if single is not None:
         return [single]
-    return sorted((root / "data").glob(f"{split}-*.parquet")) if (root / "data").is_dir() else []
+    for folder in (root / "data", root):
+        shards = sorted(folder.glob(f"{split}-*.parquet")) if folder.is_dir() else []
+        if shards:
+            return shards
+    return []
 
 
 def read_split(root: Path, split: str, *, hub: bool) -> list[tuple[str, dict[str, Any]]]:
@@ -66,7 +72,9 @@ def read_split(root: Path, split: str, *, hub: bool) -> list[tuple[str, dict[str
     expected = root / f"{split}.{{jsonl,json,parquet}}"
     if not hub:
         raise BenchmarkDataError(
-            f"MemoryAgentBench {split}: no local file {expected} (or {root / 'data'}/{split}-*.parquet); see docs/benchmarks-data.md."
+            f"MemoryAgentBench {split}: no local file {expected} (or {split}-*.parquet in {root} or "
+            f"{root / 'data'}): download the hub dataset {HUB_REPO} (its data/ folder will do), or let "
+            f"the loader fetch it with the 'hub' extra ({install_hint('hub')}); see docs/benchmarks-data.md."
         )
     records = load_from_hub(
         HUB_REPO, None, split, what=f"MemoryAgentBench {split}", expected=expected

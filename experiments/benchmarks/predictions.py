@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from experiments.benchmarks.base import Sample
+from retrieval.errors import OptionError, UnknownName
 
 
 @dataclass(frozen=True)
@@ -79,11 +80,11 @@ def _as_prediction(item: Any) -> tuple[Sample | None, Prediction]:
         sample = key if isinstance(key, Sample) else None
         sample_id = key.sample_id if isinstance(key, Sample) else str(key)
         if text is not None and not isinstance(text, str):
-            raise TypeError(
+            raise OptionError(
                 f"Prediction for {sample_id!r} is a {type(text).__name__}; expected str or None (failed)."
             )
         return sample, Prediction(sample_id, text, error)
-    raise TypeError(
+    raise OptionError(
         f"Cannot read a prediction from {type(item).__name__}; give Prediction objects, "
         "(sample_or_id, text[, error]) tuples, or a {sample_id: text} mapping."
     )
@@ -114,7 +115,7 @@ def pair_predictions(
                     if not by_id
                     else "is it from another benchmark or subset?"
                 )
-                raise KeyError(f"No sample with id {pred.sample_id!r} ({hint}).")
+                raise UnknownName(f"No sample with id {pred.sample_id!r} ({hint}).")
             sample = by_id[pred.sample_id]
         if pred.sample_id in seen:
             raise ValueError(f"Sample {pred.sample_id!r} has more than one prediction.")

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 
 from experiments.metrics import text  # noqa: F401  (registers the text metrics)
 from experiments.metrics.registry import METRICS
+from retrieval.errors import UnknownName
 
 VERSION = 2  # 2: code_sim is difflib's ratio, as the official requirements install fuzzywuzzy
 
@@ -161,7 +162,7 @@ def score_item(
 ) -> float:
     """One item's score in [0, 1]: first-line cut where official, then max over golds."""
     if dataset not in DATASET_METRIC:
-        raise KeyError(
+        raise UnknownName(
             f"Unknown LongBench dataset {dataset!r}; known: {', '.join(sorted(DATASET_METRIC))}"
         )
     if dataset in FIRST_LINE_DATASETS:

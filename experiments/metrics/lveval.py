@@ -25,6 +25,7 @@ from experiments.metrics.text import (
     token_f1,
     zh_tokens,
 )
+from retrieval.errors import UnknownName
 
 VERSION = 1
 
@@ -134,7 +135,7 @@ def score_item(
             the max over all gold answers, as LongBench does.
     """
     if dataset not in DATASET_METRIC:
-        raise KeyError(
+        raise UnknownName(
             f"Unknown LV-Eval dataset {dataset!r}; known: {', '.join(sorted(DATASET_METRIC))}"
         )
     if not answers:

@@ -7,13 +7,14 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
+from retrieval.errors import DataError
 from retrieval.locks import LockHeld, describe_holder, exclusive_lock
 
 #: Held by the run using a result folder (released by the kernel if that process dies).
 RUN_LOCK_FILE = ".run.lock"
 
 
-class RunFolderError(ValueError):
+class RunFolderError(DataError):
     """A result folder, or its manifest, is missing or unreadable."""
 
 

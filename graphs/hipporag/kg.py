@@ -84,32 +84,16 @@ def synonym_pairs(
     batch: int = 1000,
     knn: Knn = "dense",
 ) -> list[tuple[int, int, float]]:
-    """``(phrase, synonym, similarity)`` in the official order: phrases in order, each one's synonyms nearest first.
-    ``knn``: ``"dense"`` (the official search: similarities to every phrase, ``batch`` phrases at a time), or
-    through FAISS (:mod:`graphs.hipporag.synonymy_knn`: ``"faiss"`` exact, ``"faiss-ivf"`` approximate)."""
-    unit = unit_rows(vectors)
-    if knn != "dense":
-        if len(phrases) == 0:
-            return []
-        found = neighbours_above(unit, threshold=threshold, top_k=top_k, knn=knn, batch=batch)
-        return pairs_of(phrases, found, lambda p: len(_NOT_ALNUM.sub("", p)) > 2, MAX_SYNONYMS)
-    out: list[tuple[int, int, float]] = []
-    for start in range(0, len(phrases), batch):
-        sims = unit[start : start + batch] @ unit.T
-        for row_at, row in enumerate(sims):
-            i = start + row_at
-            if len(_NOT_ALNUM.sub("", phrases[i])) <= 2:
-                continue
-            near = np.flatnonzero(row >= threshold)
-            order = near[np.argsort(-row[near], kind="stable")][:top_k]
-            kept = 0
-            for j in order:
-                if kept > MAX_SYNONYMS:
-                    break
-                if j != i and phrases[j] != "":
-                    out.append((i, int(j), float(row[j])))
-                    kept += 1
-    return out
+    """``(phrase, synonym, similarity)`` in the official order: phrases in order, each one's synonyms nearest
+    first, exact ties in phrase order (:mod:`graphs.hipporag.synonymy_knn`). ``knn``: ``"dense"`` (the official
+    search: similarities to every phrase, ``batch`` phrases at a time), or through FAISS (``"faiss"`` exact,
+    ``"faiss-ivf"`` approximate)."""
+    if len(phrases) == 0:
+        return []
+    found = neighbours_above(
+        unit_rows(vectors), threshold=threshold, top_k=top_k, knn=knn, batch=batch
+    )
+    return pairs_of(phrases, found, lambda p: len(_NOT_ALNUM.sub("", p)) > 2, MAX_SYNONYMS)
 
 
 def build_graph(passages: Sequence[str], extractions: Sequence[Extraction], embed: Embed, *, threshold: float, top_k: int,

@@ -1,16 +1,24 @@
-"""HippoRAG's synonymy neighbours through FAISS, for graphs of hundreds of thousands of phrases and more.
+"""HippoRAG's synonymy neighbours: the dense search and, for graphs of hundreds of thousands of phrases
+and more, FAISS.
 
 The official code (``embed_utils.retrieve_knn``, @ c617143) multiplies every phrase's vector with
-every other's, a block of queries at a time, and keeps each one's ``top_k`` (2,047) most similar;
-``kg.synonym_pairs`` does the same in numpy (``synonymy_knn="dense"``). Here the neighbours above
-the threshold are found by a FAISS range search instead, so no row of similarities to every phrase
-is ever held or sorted:
+every other's, a block of queries at a time, and keeps each one's ``top_k`` (2,047) most similar
+(``synonymy_knn="dense"``, in numpy here). Through FAISS the neighbours above the threshold are found
+by a range search instead, so no row of similarities to every phrase is ever held or sorted:
 
 * ``"faiss"``: an exact inner-product index (``IndexFlatIP``): the same neighbours, ordered the same
-  way (similarity, then phrase order), as the dense search (``tests/test_synonymy_knn.py``);
+  way, as the dense search (``tests/test_synonymy_knn.py``);
 * ``"faiss-ivf"``: an inverted-file index (``IndexIVFFlat``, ``4 sqrt(n)`` lists, trained on a seeded
   sample, ``IVF_PROBES`` lists searched): approximate, what keeps millions of phrases within reach
   of a small machine; docs/scale.md measures its recall against the exact search.
+
+A search only proposes candidates (similar to within its rounding error, ``_margin``); each
+candidate's similarity is then computed again, the same way wherever the pair sits
+(:func:`pair_similarities`), and the neighbours are ordered by it, then by phrase order. A matrix
+product rounds a row's similarities differently by the column's position (OpenBLAS's kernel for
+the last columns of a single-query product; another CPU's FAISS or BLAS elsewhere), so exactly
+tied phrases (identical vectors) came in an order that varied with the search, the batch size and
+the machine.
 """
 
 from __future__ import annotations
@@ -53,6 +61,52 @@ def _index(unit: np.ndarray, knn: Knn, seed: int, ivf_min: int) -> Any:
     return index
 
 
+def _margin(dim: int) -> float:
+    """How far a search's float32 similarity of two unit vectors may fall below their exact one: the
+    rounding bound of a ``dim``-term inner product (``dim`` units of 2**-24), doubled."""
+    return (dim + 2) * 2.0**-23
+
+
+def pair_similarities(unit: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """The similarities of the pairs ``(unit[rows[k]], unit[cols[k]])`` as float32, each rounded once
+    from a sum whose value does not depend on the order of its terms (so not on where a pair sits, the
+    library or the CPU): a product of two float32 components is exact in float64, and is added as an
+    integer count of ``2**-bits``, truncated (at most ``dim`` terms of magnitude 1 fit an int64)."""
+    dim = max(unit.shape[1], 1)
+    bits = 62 - dim.bit_length()
+    out = np.empty(len(rows), dtype=np.float32)
+    step = max(1, (1 << 22) // dim)  # 32 MB of products at a time
+    for at in range(0, len(rows), step):
+        products = unit[rows[at : at + step]].astype(np.float64) * unit[cols[at : at + step]]
+        units = (products * 2.0**bits).astype(np.int64).sum(axis=1)
+        out[at : at + step] = np.ldexp(units.astype(np.float64), -bits)
+    return out
+
+
+def _candidates(
+    unit: np.ndarray, knn: Knn, lower: float, seed: int, ivf_min: int
+) -> Callable[[int, int], tuple[np.ndarray, np.ndarray]]:
+    """A function of rows ``start:end`` giving the pairs ``(row, column)`` a search finds at least
+    ``lower`` similar, grouped by row: the dense product of those rows with every row, or FAISS."""
+    if knn == "dense":
+
+        def dense(start: int, end: int) -> tuple[np.ndarray, np.ndarray]:
+            rows, cols = np.nonzero(unit[start:end] @ unit.T >= lower)
+            return rows + start, cols
+
+        return dense
+    index = _index(unit, knn, seed, ivf_min)
+    radius = float(np.nextafter(np.float32(lower), np.float32(-np.inf)))  # FAISS keeps > radius
+
+    def ranged(start: int, end: int) -> tuple[np.ndarray, np.ndarray]:
+        lims, _, ids = index.range_search(unit[start:end], radius)
+        return np.repeat(np.arange(start, end), np.diff(lims.astype(np.int64))), ids.astype(
+            np.int64
+        )
+
+    return ranged
+
+
 def neighbours_above(
     unit: np.ndarray,
     *,
@@ -64,25 +118,28 @@ def neighbours_above(
     ivf_min: int = IVF_MIN_PHRASES,
 ) -> Callable[[int], tuple[np.ndarray, np.ndarray]]:
     """A function of a row ``i`` giving its neighbours of similarity at least ``threshold``, most similar
-    first (ties in row order), at most ``top_k``, and their similarities; rows are asked in order and
-    searched ``batch`` at a time (``faiss-ivf``: exact below ``ivf_min`` rows)."""
+    first, ties in row order, at most ``top_k``, and their similarities (:func:`pair_similarities`);
+    rows are asked in order and searched ``batch`` at a time (``faiss-ivf``: exact below ``ivf_min``
+    rows). The search finds the candidates from ``_margin`` below the threshold; the exact
+    similarities decide which are kept and their order."""
     unit = np.ascontiguousarray(unit, dtype=np.float32)
-    index = _index(unit, knn, seed, ivf_min)
-    radius = float(np.nextafter(np.float32(threshold), np.float32(-np.inf)))  # FAISS keeps > radius
+    search = _candidates(unit, knn, threshold - _margin(unit.shape[1]), seed, ivf_min)
     held: dict[str, Any] = {"start": -1}
 
     def row(i: int) -> tuple[np.ndarray, np.ndarray]:
         start = i - i % batch
         if held["start"] != start:
-            lims, sims, ids = index.range_search(unit[start : start + batch], radius)
-            held.update(start=start, lims=lims, sims=sims, ids=ids)
-        lims, sims, ids = held["lims"], held["sims"], held["ids"]
-        lo, hi = lims[i - start], lims[i - start + 1]
-        s, j = sims[lo:hi], ids[lo:hi].astype(np.int64)
-        keep = s >= threshold
-        s, j = s[keep], j[keep]
-        order = np.lexsort((j, -s))[:top_k]
-        return j[order], s[order]
+            end = min(start + batch, len(unit))
+            rows, cols = search(start, end)
+            sims = pair_similarities(unit, rows, cols)
+            keep = sims >= np.float32(threshold)
+            rows, cols, sims = rows[keep], cols[keep], sims[keep]
+            order = np.lexsort((cols, -sims, rows))
+            lims = np.searchsorted(rows[order], np.arange(start, end + 1))
+            held.update(start=start, lims=lims, cols=cols[order], sims=sims[order])
+        lo, hi = held["lims"][i - start], held["lims"][i - start + 1]
+        hi = min(hi, lo + top_k)
+        return held["cols"][lo:hi], held["sims"][lo:hi]
 
     return row
 

@@ -56,8 +56,9 @@ def reduce(points: np.ndarray, dim: int, neighbors: int, seed: int) -> np.ndarra
     require("umap", extra="raptor", feature="RAPTOR's clustering")
     import umap  # numba compiles on first import: paid only when a tree is built
 
+    # n_jobs=1: what the seed makes UMAP use anyway; left at -1, it warns so on every reduction
     reduced: np.ndarray = umap.UMAP(
-        n_neighbors=neighbors, n_components=dim, metric="cosine", random_state=seed
+        n_neighbors=neighbors, n_components=dim, metric="cosine", random_state=seed, n_jobs=1
     ).fit_transform(points)
     return reduced
 

@@ -19,6 +19,7 @@ from retrieval.base import Retriever
 from retrieval.checksums import Checksums
 from retrieval.chunking import ChunkingConfig
 from retrieval.document import IndexableCorpus
+from retrieval.errors import OptionError
 from retrieval.fit import chunks_for
 from retrieval.hybrid import HybridRetriever
 from retrieval.index.growth import CompactionPolicy, grow_index
@@ -74,7 +75,7 @@ def build_index(
     if isinstance(retriever, str):
         retriever = make_retriever(retriever, **retriever_options)
     elif retriever_options:
-        raise TypeError("retriever options are only accepted with a retriever name")
+        raise OptionError("retriever options are only accepted with a retriever name")
     if isinstance(
         retriever, HybridRetriever
     ):  # made of its components' indexes, each cached under its own key
