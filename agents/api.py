@@ -262,6 +262,7 @@ def estimate(
     strategy: str = "rag",
     llm: str | BaseChatModel | None = None,
     preset: str | None = None,
+    cache_dir: str | Path | None = None,
     **config: Any,
 ) -> CostPlan:
     """What ``answer`` (or ``answer_many``, given a list) would spend, before any model call.
@@ -271,7 +272,8 @@ def estimate(
     the tokenizer the budget guard counts with, MemAgent's chunks and full context's window; as in
     :func:`answer`, ``None`` is ``$LONGCTX_LLM`` or the embedded default, so this is the plan a budget
     of ``answer`` with the same arguments is checked against (the same numbers as its refusal).
-    ``plan.cost_usd(price)`` turns it into USD at a price.
+    ``plan.cost_usd(price)`` turns it into USD at a price. An index-time strategy's least counts the
+    index calls still to make under ``cache_dir`` (none when its tree or graph is cached there).
 
     Raises:
         ValueError: The strategy declares no cost plan (a plug-in).
@@ -280,9 +282,8 @@ def estimate(
     spec = STRATEGIES.get(strategy)
     cfg = spec.make_config(preset, **config)
     qs = [as_question(q) for q in (question if isinstance(question, list) else [question])]
-    return _plan(
-        spec, cfg, corpus, qs, make_chat_model(llm)
-    )  # the model answer() would use: one plan, one tokenizer
+    chat = make_chat_model(llm)  # the model answer() would use: one plan, one tokenizer
+    return with_index_calls(spec, cfg, corpus, chat, cache_dir, _plan(spec, cfg, corpus, qs, chat))
 
 
 def _plan(
@@ -306,7 +307,23 @@ def remaining_plan(spec: Strategy[ConfigT], cfg: ConfigT, corpus: Corpus, qs: li
     budget the whole plan cannot fit is refused up front as for every other strategy, not spent on a run that
     cannot finish."""
     held = checkpoint_held(spec, cfg, qs, llm=chat, corpus=corpus, cache_dir=cache_dir)
-    return _plan(spec, cfg, corpus, qs, chat).after(held.calls, held.step)
+    plan = with_index_calls(spec, cfg, corpus, chat, cache_dir, _plan(spec, cfg, corpus, qs, chat))
+    return plan.after(held.calls, held.step)
+
+
+def with_index_calls(
+    spec: Strategy[ConfigT],
+    cfg: ConfigT,
+    corpus: Corpus,
+    chat: BaseChatModel,
+    cache_dir: str | Path | None,
+    plan: CostPlan,
+) -> CostPlan:
+    """``plan`` with the index-time calls still to make counted in its least (an index-time strategy whose
+    tree or graph is not cached under ``cache_dir``: a budget that cannot pay for the build is refused up front)."""
+    if spec.index_calls is None:
+        return plan
+    return plan.with_index_calls(spec.index_calls(cfg, corpus, chat, cache_dir))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -22,6 +22,7 @@ call costs what its server's usage says at that price, cached prompt tokens at t
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -284,6 +285,21 @@ class CostPlan:
         if budget.max_cost_usd is not None and cost is not None and cost > budget.max_cost_usd:
             problems.append(f"~${cost:,.4f} > ${budget.max_cost_usd:,.2f}")
         return problems
+
+    def with_index_calls(self, calls: int) -> CostPlan:
+        """This plan when its index is known to need ``calls`` model calls at least (its cost model assumes
+        a cached index: none); the most stays the most, raised only where ``calls`` passes it."""
+        i = self.index
+        if i is None or calls <= i.calls:
+            return self
+        more = calls - i.calls
+        return dataclasses.replace(
+            self,
+            calls=self.calls + more,
+            max_calls=max(self.max_calls, self.calls + more),
+            details={**self.details, "index_calls_left": calls},
+            index=dataclasses.replace(i, calls=calls, max_calls=max(i.max_calls, calls)),
+        )
 
     def after(self, calls: int, step: int | None = None) -> CostPlan:
         """What is left of this plan when a checkpoint already holds ``calls`` calls (a resumed run does not make them

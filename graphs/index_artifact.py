@@ -56,9 +56,14 @@ def digest_of(parts: dict[str, Any]) -> str:
 
 def cache_root(ctx: StrategyContext[Any], enabled: bool) -> Path | None:
     """The on-disk cache's root (the context's, else the default), or ``None`` when caching is off."""
+    return root_of(ctx.cache_dir, enabled)
+
+
+def root_of(cache_dir: str | Path | None, enabled: bool) -> Path | None:
+    """:func:`cache_root` from a run's ``cache_dir`` (a plan made before the run has no context)."""
     if not enabled:
         return None
-    return Path(ctx.cache_dir) if ctx.cache_dir else default_cache_dir()
+    return Path(cache_dir) if cache_dir else default_cache_dir()
 
 
 def load_or_build(
@@ -153,6 +158,13 @@ class LoadedArtifacts(Generic[T]):
     def __getitem__(self, key: str) -> T:
         """The artifact under ``key`` (``KeyError`` when this process does not hold it)."""
         return self.entries[key]
+
+    def held(self, key: str, root: Path | None, store: ArtifactStore[Any]) -> bool:
+        """Whether the artifact under ``key`` is held in this process or finished on disk under ``root``
+        (``meta.json`` present: a file that then fails its checksum is rebuilt from the logs, asking nothing)."""
+        return key in self.entries or (
+            root is not None and (store.folder(root, key) / "meta.json").exists()
+        )
 
     def remember(self, key: str, artifact: T) -> None:
         """Hold ``artifact`` under ``key``, dropping the oldest beyond ``keep``."""

@@ -34,6 +34,7 @@ from graphs.strategy_registry import (
 )  # the registry object: light, so the CLI reads its names
 from retrieval.contract import Question
 from retrieval.errors import OptionError, UnknownName
+from retrieval.extras import Need
 
 
 @dataclass(frozen=True)
@@ -188,6 +189,10 @@ class Strategy(Generic[ConfigT]):
         prompt_sharing: The long text its prompts start with for every question over one corpus
             (:class:`~graphs.prompt_sharing.PromptSharing`), which a provider's prompt cache serves to
             questions 2..N; ``None``: its prompts start with what differs per question.
+        needs: ``config -> packages`` (:class:`~retrieval.extras.Need`) the run will import, checked all
+            together before its first model call (``None``: the core install runs it).
+        index_calls: ``(config, corpus, llm, cache_dir) -> calls``: the index-time calls still to make
+            (0 when the index is cached), which a budget's up-front check adds to the plan's least.
     """
 
     name: str
@@ -203,6 +208,8 @@ class Strategy(Generic[ConfigT]):
     presentation: StrategyPresentation = field(default_factory=StrategyPresentation)
     ray_stage: RayStage | None = None
     prompt_sharing: PromptSharing | None = None
+    needs: Callable[[ConfigT], Sequence[Need]] | None = None
+    index_calls: Callable[[ConfigT, Any, Any, Any], int] | None = None
 
     @property
     def batch(self) -> BatchRun | None:

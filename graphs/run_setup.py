@@ -20,6 +20,7 @@ from graphs.retrieval_settings import RetrievalSettings
 from graphs.run_config import effective_config, with_budget
 from retrieval import Index
 from retrieval.contract import Answer, Corpus, Question
+from retrieval.extras import require_all
 from retrieval.index.waits import counting_waits
 
 
@@ -59,6 +60,8 @@ class RunSetup(Generic[ConfigT]):
     def __init__(
         self, spec: Strategy[ConfigT], cfg: ConfigT, questions: list[Question], options: RunOptions
     ) -> None:
+        if spec.needs is not None:  # every missing extra named at once, before any model call
+            require_all(spec.needs(cfg), who=f"Strategy {spec.name!r}")
         self.started = time.perf_counter()
         self.spec, self.cfg, self.questions = spec, cfg, questions
         self.llm, self.corpus = options["llm"], options["corpus"]

@@ -20,7 +20,7 @@ import numpy as np
 from retrieval.deadlines import openai_http_client
 from retrieval.embedder_base import EmbedderError, checked_vectors, hub_error, source_of
 from retrieval.embedding_backends import resolve_backend
-from retrieval.extras import install_hint, require
+from retrieval.extras import Need, install_hint, require
 from retrieval.fit import TokenLimit, cl100k_token_limit, hf_token_limit, over_limit
 from retrieval.onnx_export import export_onnx_model, require_onnx_runtime, session_options
 from retrieval.redaction import register_secret, register_url
@@ -40,6 +40,20 @@ _LOADED_LOCK = threading.Lock()
 
 #: name -> embedder class (``texts -> vectors``); third parties add to ``longctx.embedders``.
 EMBEDDERS: Registry[type] = Registry("embedder", group="longctx.embedders")
+#: What each built-in embedder imports from an extra (a class may declare its own ``needs``).
+_NEEDS = {
+    "sentence-transformers": ("sentence_transformers", "torch"),
+    "contriever": ("transformers", "torch"),
+}
+
+
+def embedder_needs(name: str) -> tuple[Need, ...]:
+    """The packages the embedder registered as ``name`` imports, and their extra: checked with a
+    strategy's own before its first call (:func:`retrieval.extras.require_all`)."""
+    declared = getattr(EMBEDDERS.get(name), "needs", None) if name not in _NEEDS else None
+    if declared is not None:
+        return tuple(declared)
+    return tuple(Need(m, "dense", f"the {name} embedder") for m in _NEEDS.get(name, ()))
 
 
 def offline_minilm_path() -> Path:

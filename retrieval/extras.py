@@ -11,6 +11,9 @@ This module sits at the bottom of the import graph with the contract, so every p
 from __future__ import annotations
 
 import importlib
+import importlib.util
+from collections.abc import Iterable
+from dataclasses import dataclass
 from types import ModuleType
 
 from retrieval.errors import LongctxError
@@ -23,6 +26,41 @@ class MissingExtraError(LongctxError, ImportError):
 def install_hint(extra: str) -> str:
     """The command that installs ``extra``, one of ``pyproject.toml``'s (``pip install 'longctx[dense]'``)."""
     return f"pip install 'longctx[{extra}]'"
+
+
+@dataclass(frozen=True)
+class Need:
+    """A package that a feature needs and the extra that installs it (``Need("igraph", "hipporag", "HippoRAG's PageRank")``)."""
+
+    module: str
+    extra: str
+    feature: str
+
+
+def installed(module: str) -> bool:
+    """Whether ``module`` is found on the import path (located, not imported: numba-heavy
+    packages take seconds to import, and a check runs before every run)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def require_all(needs: Iterable[Need], *, who: str) -> None:
+    """Check every package ``who`` will need before it does any work, and name every missing one
+    and its extra in one message (a run that stops at the second missing extra after paying for
+    model calls, then at a third, is what this prevents).
+
+    Raises:
+        MissingExtraError: One or more are not installed; the message gives one install command for all.
+    """
+    missing = [n for n in dict.fromkeys(needs) if not installed(n.module)]
+    if missing:
+        extras = ",".join(dict.fromkeys(n.extra for n in missing))
+        names = ", ".join(f"{n.module!r} ({n.feature}, extra {n.extra!r})" for n in missing)
+        raise MissingExtraError(
+            f"{who} needs {names}, which the core install leaves out: pip install 'longctx[{extras}]'"
+        )
 
 
 def require(module: str, *, extra: str, feature: str | None = None) -> ModuleType:

@@ -179,7 +179,8 @@ def test_the_core_dependencies_leave_every_extra_out_and_each_hint_names_a_real_
 
 
 def _extras_named_in_the_code() -> set[str]:
-    """The ``extra=`` of every ``require`` call and the argument of every ``install_hint`` call in the library."""
+    """The ``extra=`` of every ``require`` call, the argument of every ``install_hint`` call and the extra
+    of every ``Need`` (a strategy's or embedder's declared packages) in the library."""
     named = set()
     for package in ("agents", "retrieval", "memory", "graphs", "experiments"):
         for path in (ROOT / package).rglob("*.py"):
@@ -187,11 +188,13 @@ def _extras_named_in_the_code() -> set[str]:
                 if (
                     isinstance(node, ast.Call)
                     and isinstance(node.func, ast.Name)
-                    and node.func.id in ("require", "install_hint")
+                    and node.func.id in ("require", "install_hint", "Need")
                 ):
                     args = (
                         [k.value for k in node.keywords if k.arg == "extra"]
                         if node.func.id == "require"
+                        else node.args[1:2]
+                        if node.func.id == "Need"
                         else node.args[:1]
                     )
                     named |= {

@@ -343,9 +343,9 @@ def test_the_plan_gives_the_openie_pass_as_index_time_and_a_run_counts_what_it_p
     corpus = Corpus.from_texts(DOCS)
     plan = estimate(corpus, QUESTION, strategy="hipporag", llm=ScriptedChatModel(reply_fn=reply))
     assert plan.index is not None and (plan.index.calls, plan.index.max_calls) == (
-        0,
         6,
-    )  # none when the graph is cached; 2 per passage
+        6,
+    )  # 2 per passage while the graph is not cached (none once it is: below)
     assert plan.question_calls == (1, 2)  # the answer; the filter besides when a fact is linked
     typical = run_plan(
         "hipporag", STRATEGIES.get("hipporag").make_config(), corpus.num_tokens, len(corpus), 4
@@ -357,3 +357,5 @@ def test_the_plan_gives_the_openie_pass_as_index_time_and_a_run_counts_what_it_p
         result.usage.index_llm_calls == plan.index.max_calls
         and result.usage.llm_calls - result.usage.index_llm_calls == plan.question_calls[1]
     )
+    cached = estimate(corpus, QUESTION, strategy="hipporag", llm=llm, cache_dir=tmp_path)
+    assert (cached.calls, cached.index.calls, cached.question_calls) == (1, 0, (1, 2))

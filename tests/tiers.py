@@ -361,6 +361,14 @@ TIERS: dict[str, dict[str, str]] = {
     "test_index_seconds_once.py": {
         "test_a_build_waited_for_is_counted_once_as_when_the_questions_are_asked_together": "concurrency",
     },
+    "test_index_strategies_trust.py": {
+        "test_a_flipped_byte_in_a_stored_triple_is_named_and_asked_again": "durability",
+        "test_replies_that_ignore_max_tokens_are_cut_with_a_warning_and_the_build_says_so": "integration",
+        "test_unreadable_extraction_replies_mark_the_build_degraded_with_a_warning": "integration",
+        "test_every_missing_extra_is_named_at_once_before_any_request": "integration",
+        "test_a_budget_counts_the_graphs_openie_calls_until_it_is_cached": "model",
+        "test_raptors_plan_counts_its_first_summary_and_bounds_its_calls_by_the_real_leaves": "integration",
+    },
     "test_index_trust.py": {
         "test_concurrent_index_commands_build_once": "subprocess",
         "test_a_damaged_dense_index_is_named_moved_aside_and_rebuilt": "durability",

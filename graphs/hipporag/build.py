@@ -5,6 +5,7 @@ kept on disk and in this process (the last few graphs)."""
 from __future__ import annotations
 
 import functools
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from graphs.embedding_store import open_store
 from graphs.events import GrowingStage
 from graphs.hipporag.config import HippoRAGConfig
 from graphs.hipporag.kg import KnowledgeGraph, build_graph
-from graphs.hipporag.openie import Ask, OpenIELog, extract_all
+from graphs.hipporag.openie import Ask, OpenIELog, calls_left, extract_all
 from graphs.hipporag.ppr import igraph_of
 from graphs.hipporag.ray_openie import extract_on_ray
 from graphs.hipporag.requests import Messages, as_langchain
@@ -29,7 +30,7 @@ from graphs.hipporag.store import (
     openie_key,
     openie_root,
 )
-from graphs.index_artifact import LoadedArtifacts, Source, cache_root
+from graphs.index_artifact import LoadedArtifacts, Source, cache_root, root_of
 from graphs.replies import text_of
 from graphs.usage import index_time
 from retrieval import Chunk, ChunkingConfig, chunk_corpus
@@ -44,6 +45,8 @@ class LoadedGraph:
     graph: Any
     chunks: list[Chunk]
 
+
+_logger = logging.getLogger(__name__)
 
 #: Graphs loaded or built in this process, by key (the last few).
 _LOADED: LoadedArtifacts[LoadedGraph] = LoadedArtifacts()
@@ -109,7 +112,7 @@ def _build(
         extractions, asked = (
             extract_on_ray(texts, ctx, asker, log)
             if cfg.map_executor == "ray"
-            else extract_all(texts, asker(ctx), log, cfg.concurrency)
+            else extract_all(texts, asker(ctx), log, cfg.concurrency, cfg.openie_max_tokens)
         )
     emb = embedder_for(cfg)
     flat = flattens(cfg)
@@ -119,6 +122,10 @@ def _build(
     kg = build_graph(texts, extractions, embed["entity"], threshold=cfg.synonymy_threshold, top_k=cfg.synonymy_top_k,
                      knn=cfg.synonymy_knn, embed_facts=embed["fact"], embed_passages=embed["passage"])  # fmt: skip
     kg.facts_of_build["openie_calls_asked"] = asked
+    kg.facts_of_build["openie_unreadable"] = sum(e.unreadable for e in extractions)
+    kg.facts_of_build["openie_capped"] = sum(e.capped for e in extractions)
+    if (why := degraded(kg.facts_of_build)) is not None:
+        _logger.warning("HippoRAG graph built degraded: %s", why)
     kg.facts_of_build["embedded"] = {ns: s.computed for ns, s in stores.items()}
     kg.facts_of_build["embeddings_reused"] = {ns: s.reused for ns, s in stores.items()}
     return kg, asked
@@ -144,13 +151,51 @@ def graph_for(ctx: StrategyContext[HippoRAGConfig]) -> tuple[str, LoadedGraph, S
     return key, entry, source, asked
 
 
+def index_calls_left(
+    cfg: HippoRAGConfig, corpus: Corpus, llm: Any, cache_dir: str | Path | None
+) -> int:
+    """The OpenIE calls an answer over ``corpus`` would still make: none when its graph is held or on
+    disk; else two per passage, less those the OpenIE log holds (a budget's up-front check counts them)."""
+    key, root = graph_key(corpus, cfg, llm), root_of(cache_dir, cfg.cache)
+    if _LOADED.held(key, root, GRAPH_STORE):
+        return 0
+    texts = passages_of(corpus, cfg)[0]
+    if root is None:
+        return 2 * len(texts)
+    log = OpenIELog(openie_root(root), openie_key(cfg), model_key(llm))
+    return sum(calls_left(text, log, cfg.openie_max_tokens) for text in texts)
+
+
 def build_facts(kg: KnowledgeGraph, source: Source, asked: int) -> dict[str, Any]:
     """The ``index`` step's facts: the graph's, with what this answer paid (OpenIE calls, texts
     embedded per store) set to zero when it did not build the graph."""
     facts = {**kg.facts_of_build, "openie_calls_asked": asked}
     if source != "built":
         facts["embedded"] = dict.fromkeys(NAMESPACES, 0)
+    if (why := degraded(kg.facts_of_build)) is not None:
+        facts["degraded"] = why if source == "built" else f"{why} (a graph built earlier)"
     return facts
+
+
+def degraded(facts: dict[str, Any]) -> str | None:
+    """Why a graph's build ran degraded (OpenIE replies it could not read, or cut: a server that ignored
+    the budget), as the answers over it say it; ``None`` when it did not."""
+    bad, cut = facts.get("openie_unreadable", 0), facts.get("openie_capped", 0)
+    if not bad and not cut:
+        return None
+    replies = 2 * facts.get("passages", 0)
+    parts = (
+        [f"{bad} of {replies} OpenIE replies could not be read (nothing kept of them)"]
+        if bad
+        else []
+    )
+    parts += (
+        [f"{cut} OpenIE replies over their budget cut (the server ignored max_tokens)"]
+        if cut
+        else []
+    )
+    empty = " (an empty graph: passages are ranked densely)" if not facts.get("facts") else ""
+    return f"{'; '.join(parts)}; the graph has {facts.get('phrases', 0)} phrases and {facts.get('facts', 0)} facts{empty}"
 
 
 def loaded(key: str) -> LoadedGraph:

@@ -25,7 +25,14 @@ from graphs.budget_field import budget_kwargs
 from graphs.context import StrategyContext
 from graphs.embedding_store import query_vector
 from graphs.hipporag import prompts as P
-from graphs.hipporag.build import build_facts, embedder_for, flattens, graph_for, loaded
+from graphs.hipporag.build import (
+    build_facts,
+    embedder_for,
+    flattens,
+    graph_for,
+    index_calls_left,
+    loaded,
+)
 from graphs.hipporag.ceiling import HIPPORAG_CEILING
 from graphs.hipporag.config import HippoRAGConfig
 from graphs.hipporag.cost_model import hipporag_costs
@@ -54,6 +61,8 @@ from graphs.usage import report_index_seconds
 from retrieval import Hit
 from retrieval.contract import Step
 from retrieval.embedder_base import dimension_error, source_of
+from retrieval.embedders import embedder_needs
+from retrieval.extras import Need
 
 Ctx = Runtime[StrategyContext[HippoRAGConfig]]
 
@@ -171,6 +180,16 @@ def answer(state: HippoRAGState, runtime: Ctx) -> dict[str, Any]:
     }
 
 
+def needs(cfg: HippoRAGConfig) -> tuple[Need, ...]:
+    """What a run imports from extras: its embedder's packages, igraph for PPR, FAISS for a FAISS synonymy search."""
+    faiss = (Need("faiss", "dense", "HippoRAG's FAISS synonymy search"),)
+    return (
+        *embedder_needs(cfg.embedder),
+        Need("igraph", "hipporag", "HippoRAG's Personalized PageRank"),
+        *(faiss if cfg.synonymy_knn != "dense" else ()),
+    )
+
+
 @STRATEGIES.register(
     "hipporag",
     costs=costs.StrategyCosts(hipporag_costs),
@@ -181,6 +200,8 @@ def answer(state: HippoRAGState, runtime: Ctx) -> dict[str, Any]:
     presets={"paper": HippoRAGConfig(qa_prompt="paper")},
     presentation=PRESENTATION,
     ray_stage=MAP_ON_RAY,  # its OpenIE (map_executor="ray")
+    needs=needs,
+    index_calls=index_calls_left,
     description="HippoRAG 2: an OpenIE graph of phrases and passages built once per corpus, facts filtered by a recognition call, PPR, one answer call.",
 )
 def build_graph(config: HippoRAGConfig | None = None) -> CompiledGraph:

@@ -7,7 +7,15 @@ The map asks at most ``concurrency`` passages at once (NER then triples, each pa
 Every finished call is appended to a record log (``memory.records.cache.RecordCache``) keyed by
 what the request holds (the passage; the passage and its entities), so a build that stops in the
 middle asks again only the calls it had not finished, and a passage seen before (another corpus,
-another question) is never asked again under the same model and prompts.
+another question) is never asked again under the same model and prompts. Each stored call carries
+the XXH3-128 digest of its record: a record altered on disk (a flipped byte in a triple) is named in
+a warning and asked again, never read into the graph.
+
+Untrusted replies (ours, docs/protocols.md): a reply longer than ``MAX_CHARS_PER_TOKEN`` characters
+per token of its budget (a server that ignored ``max_tokens``) is cut there and parsed as a reply
+stopped at its budget; a passage keeps at most a quarter of the budget's tokens in triples and half
+in entities (what a reply within its budget can hold). Both are warned about, and an unreadable
+reply is counted: the graph's build says how many (``degraded``).
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ import ast
 import contextvars
 import hashlib
 import json
+import logging
 import re
 import threading
 from collections.abc import Callable, Sequence
@@ -27,6 +36,9 @@ from typing import Any
 from graphs.events import report_progress
 from graphs.hipporag.requests import Messages, entities_json, ner_messages, triple_messages
 from memory.records.cache import RecordCache
+from retrieval.checksums import ALGORITHM, digest_bytes
+
+_logger = logging.getLogger(__name__)
 
 _NER = re.compile(r'\{[^{}]*"named_entities"\s*:\s*\[[^\]]*\][^{}]*\}', re.DOTALL)
 _TRIPLES = re.compile(r'\{[^{}]*"triples"\s*:\s*\[[^\]]*\][^{}]*\}', re.DOTALL)
@@ -43,6 +55,11 @@ _UNREADABLE = (
 
 #: ``(messages) -> (reply text, cut at its budget)``: one OpenIE call.
 Ask = Callable[[Messages], tuple[str, bool]]
+#: Characters per token of its budget beyond which a reply is cut (an English JSON reply runs about 4
+#: a token: an honest reply within ``openie_max_tokens`` does not come near it).
+MAX_CHARS_PER_TOKEN = 16
+#: Tokens of the budget per triple / per entity kept at most (``["a","b","c"],`` is 6 cl100k tokens, ``"a",`` 2).
+TOKENS_PER_TRIPLE, TOKENS_PER_ENTITY = 4, 2
 
 
 def close_json(text: str) -> str:
@@ -78,6 +95,17 @@ def close_json(text: str) -> str:
 def _first_object(pattern: re.Pattern[str], reply: str, key: str) -> Any:
     match = pattern.search(reply)
     return [] if match is None else ast.literal_eval(match.group())[key]
+
+
+def readable(reply: str, truncated: bool, which: str) -> bool:
+    """Whether a NER (``which="ner"``) or triple reply holds its JSON object in a form the parser
+    reads (``False``: the official parser keeps nothing of it, and the graph loses that passage)."""
+    pattern, key = (_NER, "named_entities") if which == "ner" else (_TRIPLES, "triples")
+    try:
+        match = pattern.search(close_json(reply) if truncated else reply)
+        return match is not None and isinstance(ast.literal_eval(match.group())[key], list)
+    except _UNREADABLE:
+        return False
 
 
 def parse_entities(reply: str, truncated: bool = False) -> list[Any]:
@@ -118,10 +146,13 @@ def parse_triples(reply: str, truncated: bool = False) -> list[list[str]]:
 
 @dataclass(frozen=True)
 class Extraction:
-    """One passage's OpenIE: its named entities (sent to the triple call) and its valid triples."""
+    """One passage's OpenIE: its named entities (sent to the triple call) and its valid triples; how many
+    of its two replies could not be read, and how many were cut (a server that ignored the budget)."""
 
     entities: list[Any]
     triples: list[list[str]]
+    unreadable: int = 0
+    capped: int = 0
 
 
 def _digest(*parts: str) -> str:
@@ -149,7 +180,22 @@ class OpenIELog:
         if cache is None:
             return self.memory.get(which + key)
         found = cache.get(key)
-        return found["records"][0] if found is not None and found["records"] else None
+        record = found["records"][0] if found is not None and found["records"] else None
+        if not isinstance(record, dict):
+            return None
+        body = {k: v for k, v in record.items() if k != ALGORITHM}
+        stored = record.get(ALGORITHM)  # none: written before the checks
+        if stored is not None and stored != _record_digest(body):
+            _logger.warning(
+                "HippoRAG OpenIE log %s: the %s record of %s fails its %s checksum (altered on disk); "
+                "not read, asked again",
+                cache.path,
+                which,
+                key[:16],
+                ALGORITHM,
+            )
+            return None
+        return body
 
     def put(self, which: str, key: str, record: dict[str, Any]) -> None:
         """Store a finished call (appended before the next one is recorded)."""
@@ -157,32 +203,95 @@ class OpenIELog:
         if cache is None:
             self.memory[which + key] = record
         else:
-            cache.put(key, [record])
+            cache.put(key, [{**record, ALGORITHM: _record_digest(record)}])
 
 
-def extract_passage(passage: str, ask: Ask, log: OpenIELog) -> tuple[Extraction, int]:
-    """One passage's NER then triples, each from the log where it holds it; and how many calls were asked."""
+def _record_digest(record: dict[str, Any]) -> str:
+    """The digest of a stored call's record (its JSON with sorted keys)."""
+    text = json.dumps(record, sort_keys=True, ensure_ascii=False)
+    return digest_bytes(text.encode("utf-8", errors="surrogatepass"))
+
+
+def _asked(ask: Ask, messages: Messages, which: str, most: int | None) -> dict[str, Any]:
+    """One call's record: its reply (cut at ``MAX_CHARS_PER_TOKEN`` per budget token, warned, when the
+    server sent more than its budget allows), whether it stopped at its budget, and what parses of it."""
+    reply, cut = ask(messages)
+    record: dict[str, Any] = {}
+    if most is not None and len(reply) > most * MAX_CHARS_PER_TOKEN:
+        _logger.warning(
+            "HippoRAG OpenIE: a %s reply of %d characters is over what %d tokens can hold (the server "
+            "ignored max_tokens); cut at %d and read as a reply stopped at its budget",
+            which,
+            len(reply),
+            most,
+            most * MAX_CHARS_PER_TOKEN,
+        )
+        record["cut_from_chars"] = len(reply)
+        reply, cut = reply[: most * MAX_CHARS_PER_TOKEN], True
+    key, parse = ("entities", parse_entities) if which == "ner" else ("triples", parse_triples)
+    record.update({"reply": reply, "truncated": cut, key: parse(reply, cut)})
+    record["unreadable"] = not readable(reply, cut, which)
+    return record
+
+
+def _kept(record: dict[str, Any], which: str, most: int | None) -> tuple[list[Any], int, int]:
+    """A record's entities or triples, at most what a reply within ``most`` tokens holds (warned); and
+    whether it was unreadable and whether it was cut (0 or 1 each)."""
+    key, per = ("entities", TOKENS_PER_ENTITY) if which == "ner" else ("triples", TOKENS_PER_TRIPLE)
+    items = list(record[key])
+    unreadable = record.get("unreadable")
+    if unreadable is None:  # a record written before they were counted
+        unreadable = not readable(record["reply"], record["truncated"], which)
+    capped = "cut_from_chars" in record
+    if most is not None and len(items) > max(1, most // per):
+        _logger.warning(
+            "HippoRAG OpenIE: a %s reply names %d %s, more than a reply of %d tokens holds; the first %d kept",
+            which,
+            len(items),
+            key,
+            most,
+            max(1, most // per),
+        )
+        items, capped = items[: max(1, most // per)], True
+    return items, int(bool(unreadable)), int(capped)
+
+
+def extract_passage(
+    passage: str, ask: Ask, log: OpenIELog, most: int | None = None
+) -> tuple[Extraction, int]:
+    """One passage's NER then triples, each from the log where it holds it; and how many calls were asked.
+    ``most``: the calls' token budget (``openie_max_tokens``), which bounds what a reply may bring."""
     asked = 0
     ner_key = _digest(passage)
     ner = log.get("ner", ner_key)
     if ner is None:
-        reply, cut = ask(ner_messages(passage))
-        ner = {"reply": reply, "truncated": cut, "entities": parse_entities(reply, cut)}
+        ner = _asked(ask, ner_messages(passage), "ner", most)
         log.put("ner", ner_key, ner)
         asked += 1
-    entities = list(ner["entities"])
+    entities, bad_ner, cut_ner = _kept(ner, "ner", most)
     triple_key = _digest(passage, entities_json(entities))
     found = log.get("triples", triple_key)
     if found is None:
-        reply, cut = ask(triple_messages(passage, entities))
-        found = {"reply": reply, "truncated": cut, "triples": parse_triples(reply, cut)}
+        found = _asked(ask, triple_messages(passage, entities), "triples", most)
         log.put("triples", triple_key, found)
         asked += 1
-    return Extraction(entities, [list(t) for t in found["triples"]]), asked
+    triples, bad, cut = _kept(found, "triples", most)
+    return Extraction(entities, [list(t) for t in triples], bad_ner + bad, cut_ner + cut), asked
+
+
+def calls_left(passage: str, log: OpenIELog, most: int | None = None) -> int:
+    """How many of a passage's two OpenIE calls the log does not hold (what a build would still ask)."""
+    ner = log.get("ner", _digest(passage))
+    if ner is None:
+        return 2
+    entities = (
+        list(ner["entities"])[: max(1, most // TOKENS_PER_ENTITY)] if most else ner["entities"]
+    )
+    return int(log.get("triples", _digest(passage, entities_json(list(entities)))) is None)
 
 
 def extract_all(
-    passages: Sequence[str], ask: Ask, log: OpenIELog, concurrency: int
+    passages: Sequence[str], ask: Ask, log: OpenIELog, concurrency: int, most: int | None = None
 ) -> tuple[list[Extraction], int]:
     """Every passage's extraction, in order, with at most ``concurrency`` passages in flight; and the calls asked.
     A failed call ends the map: nothing more is asked, and every call that finished is in the log."""
@@ -194,7 +303,7 @@ def extract_all(
         if failed.is_set():  # a passage taken up after a failure asks nothing
             return
         try:
-            results[i], asked[i] = extract_passage(passages[i], ask, log)
+            results[i], asked[i] = extract_passage(passages[i], ask, log, most)
         except BaseException:
             failed.set()
             raise

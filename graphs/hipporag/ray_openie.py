@@ -78,17 +78,19 @@ def extract_batch(
     llm, tracker = counted_model(recipe)
     ask = make(StrategyContext(llm=llm, config=cfg, corpus=None))  # type: ignore[arg-type]  # the passages come with the task
     made: list[Call] = []
-    _, error, trace = run_batch(
-        batch, lambda item: extract_passage(item[1], ask, CallTap(None, item[2], made)), cfg.concurrency
-    )  # fmt: skip
+
+    def one(item: tuple[int, str, list[Call]]) -> Any:
+        return extract_passage(item[1], ask, CallTap(None, item[2], made), cfg.openie_max_tokens)
+
+    _, error, trace = run_batch(batch, one, cfg.concurrency)
     return {"calls": made, "error": error, "traceback": trace, "usage": asdict(tracker.usage)}
 
 
-def _pending(passage: str, openie_log: OpenIELog) -> list[Call] | None:
+def _pending(passage: str, openie_log: OpenIELog, most: int) -> list[Call] | None:
     """``None`` when the log holds every call of ``passage``; else the calls it holds."""
     tap = CallTap(openie_log)
     try:
-        extract_passage(passage, _refuse, tap)
+        extract_passage(passage, _refuse, tap, most)
     except _NeedsCall:
         return [(w, k, r) for (w, k), r in tap.seen.items()]
     return None
@@ -99,7 +101,12 @@ def extract_on_ray(
 ) -> tuple[list[Extraction], int]:  # fmt: skip
     """Every passage's extraction, in order, its missing calls asked by Ray tasks; and the calls asked."""
     cfg = ctx.config
-    todo = [(i, p, known) for i, p in enumerate(passages) if (known := _pending(p, openie_log)) is not None]  # fmt: skip
+    most = cfg.openie_max_tokens
+    todo = [
+        (i, p, known)
+        for i, p in enumerate(passages)
+        if (known := _pending(p, openie_log, most)) is not None
+    ]
     asked = 0
     if passages:  # a passage is done when its triple call is: then one event per returned batch
         report_progress("openie", done=len(passages) - len(todo), total=len(passages))
@@ -114,4 +121,4 @@ def extract_on_ray(
         )
 
     map_or_raise(extract_batch, (make, cfg), todo, cfg.ray_batch_passages, ctx.llm, cfg, keep, "HippoRAG OpenIE passages")  # fmt: skip
-    return [extract_passage(p, _refuse, openie_log)[0] for p in passages], asked
+    return [extract_passage(p, _refuse, openie_log, most)[0] for p in passages], asked

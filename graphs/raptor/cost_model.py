@@ -15,6 +15,7 @@ from graphs.prompts import fill
 from graphs.rag.prompts import RAG_TEMPLATE
 from graphs.raptor import prompts as P
 from graphs.raptor.config import RaptorConfig
+from graphs.raptor.tree import leaf_count
 from retrieval.contract import Question
 
 #: Nodes per cluster, typically, in a layer of fewer than :data:`LARGE_LAYER` nodes (measured: 24
@@ -56,7 +57,13 @@ def raptor_costs(cfg: RaptorConfig, shape: costs.CorpusShape, questions: Sequenc
     context = (
         min(cfg.context_tokens, shape.tokens) + 2 * cfg.top_k
     )  # the nodes and their blank-line separators
-    leaves = sum(max(1, math.ceil(n / cfg.chunk_tokens)) for n in shape.token_counts if n > 0)
+    # the leaves the corpus makes where it is known (a budget's plan), else chunks of chunk_tokens (the run plan)
+    real = leaf_count(shape.corpus, cfg.chunk_tokens) if shape.corpus is not None else None
+    leaves = (
+        real
+        if real is not None
+        else sum(max(1, math.ceil(n / cfg.chunk_tokens)) for n in shape.token_counts if n > 0)
+    )
     layers = typical_layers(leaves, cfg)
     below = [leaves, *layers[:-1]]
     once_calls = sum(layers)
@@ -64,8 +71,11 @@ def raptor_costs(cfg: RaptorConfig, shape: costs.CorpusShape, questions: Sequenc
         b * cfg.summary_tokens for b in below[1:]
     )  # the texts each layer summarises
     once_prompt = sum(c * summary for c in layers) + read + 2 * sum(below[: len(layers)])
-    # the most: a leaf per sentence (at most one per token), every layer as many clusters as nodes below it, each reading all of them
-    most_leaves = shape.tokens if leaves > cfg.reduction_dimension + 1 else 0
+    # the most: the leaves the corpus makes (without it, a leaf per sentence: at most one per token), every
+    # layer as many clusters as nodes below it, each reading all of them
+    most_leaves = (
+        (real if real is not None else shape.tokens) if leaves > cfg.reduction_dimension + 1 else 0
+    )
     max_index_calls = cfg.num_layers * most_leaves
     max_index_prompt = (
         cfg.num_layers

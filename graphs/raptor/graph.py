@@ -22,7 +22,7 @@ from graphs.answer_state import PromptState
 from graphs.budget_field import budget_kwargs
 from graphs.context import StrategyContext
 from graphs.embedding_store import open_store, query_vector
-from graphs.index_artifact import LoadedArtifacts, Source, cache_root
+from graphs.index_artifact import LoadedArtifacts, Source, cache_root, root_of
 from graphs.llm import complete
 from graphs.nodes import CompiledGraph, generate, linear_graph
 from graphs.prompts import fill
@@ -40,15 +40,18 @@ from graphs.raptor.store import (
     official_openai,
     summary_key,
     summary_log,
+    summary_log_path,
     tree_key,
 )
-from graphs.raptor.tree import PAID_FACTS, Summarize, Tree, build_tree
+from graphs.raptor.tree import PAID_FACTS, Summarize, Tree, build_tree, leaf_count
 from graphs.ray_options import MAP_ON_RAY
 from graphs.registry import STRATEGIES
 from graphs.replies import text_of
 from graphs.usage import index_time, report_index_seconds
-from retrieval.contract import Evidence, Step
+from retrieval.contract import Corpus, Evidence, Step
 from retrieval.embedder_base import dimension_error, source_of
+from retrieval.embedders import embedder_needs
+from retrieval.extras import Need
 
 #: Trees loaded or built in this process, by key (the last few: a 10M-token tree is ~100K nodes).
 _LOADED: LoadedArtifacts[Tree] = LoadedArtifacts()
@@ -187,6 +190,31 @@ def answer(state: RaptorState, runtime: Runtime[StrategyContext[RaptorConfig]]) 
     }
 
 
+def needs(cfg: RaptorConfig) -> tuple[Need, ...]:
+    """What a run imports from extras: its embedder's packages, UMAP and scikit-learn for the clustering."""
+    return (
+        *embedder_needs(cfg.embedder),
+        Need("umap", "raptor", "RAPTOR's clustering (UMAP)"),
+        Need("sklearn", "raptor", "RAPTOR's clustering (Gaussian mixtures)"),
+    )
+
+
+def index_calls_left(
+    cfg: RaptorConfig, corpus: Corpus, llm: Any, cache_dir: str | Path | None
+) -> int:
+    """The summary calls an answer over ``corpus`` makes at least: none when its tree is held or on disk,
+    or its leaves stop the tree at layer 0; else one (a layer holds at least one cluster), none when the
+    summary log holds summaries already (they may be all the tree needs)."""
+    key, root = tree_key(corpus, cfg, llm), root_of(cache_dir, cfg.cache)
+    if (
+        _LOADED.held(key, root, TREE_STORE)
+        or leaf_count(corpus, cfg.chunk_tokens) <= cfg.reduction_dimension + 1
+    ):
+        return 0
+    logged = summary_log_path(root, summary_key(cfg, llm)) if root is not None else None
+    return 0 if logged is not None and logged.exists() and logged.stat().st_size > 0 else 1
+
+
 @STRATEGIES.register(
     "raptor",
     costs=costs.StrategyCosts(raptor_costs),
@@ -197,6 +225,8 @@ def answer(state: RaptorState, runtime: Runtime[StrategyContext[RaptorConfig]]) 
     presets={"paper": RaptorConfig(qa_prompt="paper")},
     presentation=PRESENTATION,
     ray_stage=MAP_ON_RAY,  # the summaries of each layer (map_executor="ray")
+    needs=needs,
+    index_calls=index_calls_left,
     description="RAPTOR: a tree of cluster summaries built once per corpus (UMAP + GMM), collapsed-tree retrieval, one answer call.",
 )
 def build_graph(config: RaptorConfig | None = None) -> CompiledGraph:

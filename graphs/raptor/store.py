@@ -103,6 +103,11 @@ def summary_log(root: Path | None, key: str) -> SummaryLog:
     """The log of finished summaries under the cache ``root`` for ``key`` (:func:`summary_key`; in memory when ``root`` is ``None``)."""
     if root is None:
         return SummaryLog(None)
-    folder = root / "raptor" / "summaries"
-    folder.mkdir(parents=True, exist_ok=True)
-    return SummaryLog(folder / f"{key[:32]}.jsonl")
+    path = summary_log_path(root, key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return SummaryLog(path)
+
+
+def summary_log_path(root: Path, key: str) -> Path:
+    """``<cache>/raptor/summaries/<key>.jsonl``."""
+    return root / "raptor" / "summaries" / f"{key[:32]}.jsonl"

@@ -129,6 +129,20 @@ def leaves_of(corpus: Corpus, chunk_tokens: int) -> list[TreeNode]:
     return out
 
 
+#: Leaves per (corpus fingerprint, chunk_tokens), counted once per process for the cost plan.
+_LEAF_COUNTS: dict[tuple[str, int], int] = {}
+
+
+def leaf_count(corpus: Corpus, chunk_tokens: int) -> int:
+    """How many leaves :func:`leaves_of` makes of ``corpus`` (remembered: a budget's plan asks each call)."""
+    key = (corpus.fingerprint, chunk_tokens)
+    if key not in _LEAF_COUNTS:
+        if len(_LEAF_COUNTS) >= 64:
+            _LEAF_COUNTS.clear()
+        _LEAF_COUNTS[key] = sum(len(split_text(d.text, chunk_tokens)) for d in corpus.documents)
+    return _LEAF_COUNTS[key]
+
+
 def summarize_layer(
     contexts: list[str], summarize: Summarize, log: SummaryLog, concurrency: int
 ) -> tuple[list[str], int]:
