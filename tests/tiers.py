@@ -331,6 +331,10 @@ TIERS: dict[str, dict[str, str]] = {
         "test_a_hipporag_build_killed_in_the_openie_map_and_in_writing_resumes_asking_no_answered_call": "subprocess",
         "test_each_hipporag_file_corrupted_is_named_and_rebuilt_and_a_torn_openie_log_asks_only_its_torn_line": "durability",
     },
+    "test_index_model_identity.py": {
+        "test_the_keys_name_the_model_and_its_settings_not_its_address": "integration",
+        "test_hipporag_on_another_port_asks_no_index_call_again": "integration",
+    },
     "test_index_checksums.py": {
         "test_a_same_size_corruption_is_named_set_aside_and_rebuilt": "durability",
         "test_an_index_written_before_checksums_gets_them_without_a_rebuild": "durability",
