@@ -331,6 +331,13 @@ TIERS: dict[str, dict[str, str]] = {
         "test_a_hipporag_build_killed_in_the_openie_map_and_in_writing_resumes_asking_no_answered_call": "subprocess",
         "test_each_hipporag_file_corrupted_is_named_and_rebuilt_and_a_torn_openie_log_asks_only_its_torn_line": "durability",
     },
+    "test_duplicates.py": {
+        "test_rag_spends_no_slot_on_a_copy": "integration",
+        "test_the_cli_index_drops_copies_unless_told_to_keep_them": "integration",
+    },
+    "test_huge_line.py": {
+        "test_hashing_a_huge_document_makes_no_copy_of_its_text": "subprocess",
+    },
     "test_index_model_identity.py": {
         "test_the_keys_name_the_model_and_its_settings_not_its_address": "integration",
         "test_hipporag_on_another_port_asks_no_index_call_again": "integration",
