@@ -18,11 +18,13 @@ import json
 import logging
 import math
 import re
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import IO, Any, Literal
 
 import numpy as np
 from rank_bm25 import BM25Okapi
@@ -35,6 +37,8 @@ from retrieval.tombstones import Tombstones
 
 _TOKEN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+")
 _HAS_CJK = re.compile(rf"[{_CJK}]")
+#: bm25s's file of the score matrix's values (``BM25.save``'s ``data_name``).
+SCORES_FILE = "data.csc.index.npy"
 
 
 def _bm25s() -> Any:
@@ -132,6 +136,8 @@ class BM25Retriever:
             None  # a loaded one-segment index reads its counts on first need
         )
         self._tokens: list[list[str]] = []  # every chunk's tokens (engine rank_bm25 only)
+        #: The unnamed file a build's score values are mapped from, and that mapping.
+        self._scores: tuple[IO[bytes], np.ndarray] | None = None
         self._dead = Tombstones(
             0
         )  # deleted chunks (stored ids): scored from the counts without them
@@ -153,7 +159,10 @@ class BM25Retriever:
         """
         if self.engine == "bm25s":
             counts = count_terms(self._token_lists(chunks, show_progress), spill_dir=work_dir)
-            self._model = bm25s_model(counts, k1=self.k1, b=self.b)
+            # the score values go to an unnamed file in work_dir, memory-mapped (copied into place by save)
+            spill = None if work_dir is None else tempfile.TemporaryFile(dir=work_dir)
+            self._model = bm25s_model(counts, k1=self.k1, b=self.b, out=spill)
+            self._scores = None if spill is None else (spill, self._model.scores["data"])
             self._counts, self._counts_folder, self._dead = [counts], None, Tombstones(0)
             return
         # interned: a word repeated across chunks is one string object (a 20 MB corpus: 300 against 520 MB peak)
@@ -206,7 +215,18 @@ class BM25Retriever:
         its own files, so the index hashes them once they are written (page cache, ~ms).
         """
         if self.engine == "bm25s":
-            self._model.save(str(folder / "bm25s"), allow_pickle=False, show_progress=False)
+            data = self._model.scores["data"]
+            spilled = self._scores is not None and self._scores[1] is data
+            if spilled:  # bm25s writes the rest; the values, on disk already, are copied below
+                self._model.scores["data"] = np.empty(0, dtype=data.dtype)
+            try:
+                self._model.save(str(folder / "bm25s"), allow_pickle=False, show_progress=False)
+            finally:
+                self._model.scores["data"] = data
+            if spilled and self._scores is not None:  # through a small buffer, not this memory
+                self._scores[0].seek(0)
+                with open(folder / "bm25s" / SCORES_FILE, "wb") as f:
+                    shutil.copyfileobj(self._scores[0], f)
             if self._counts:
                 self._counts[0].save(folder, checksums)
         else:
@@ -327,13 +347,14 @@ class BM25Retriever:
         self._model, self._counts_folder, self._dead = None, None, Tombstones(0)
 
 
-def bm25s_model(counts: TermCounts, *, k1: float, b: float) -> Any:
+def bm25s_model(counts: TermCounts, *, k1: float, b: float, out: IO[bytes] | None = None) -> Any:
     """A bm25s ``BM25`` (method ``lucene``) over the chunks of ``counts``, as ``BM25.index`` would set it up from their tokens.
 
     Its vocabulary is the counts' term order, with bm25s's empty token ``""`` appended as
-    ``index`` does (bm25s's own order is a set's, so only the column order differs).
+    ``index`` does (bm25s's own order is a set's, so only the column order differs). With ``out``,
+    the score matrix's values are written there and memory-mapped (:func:`lucene_matrix`).
     """
-    data, indices, indptr = lucene_matrix(counts, k1=k1, b=b)
+    data, indices, indptr = lucene_matrix(counts, k1=k1, b=b, out=out)
     model = _bm25s().BM25(method="lucene", k1=k1, b=b)
     model.scores = {"data": data, "indices": indices, "indptr": indptr, "num_docs": len(counts)}
     vocab = {term: j for j, term in enumerate(counts.terms)}
