@@ -14,6 +14,7 @@ proportional (tests/test_bm25.py checks both).
 from __future__ import annotations
 
 import functools
+import importlib.abc
 import json
 import logging
 import math
@@ -21,6 +22,7 @@ import re
 import shutil
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,7 +45,20 @@ SCORES_FILE = "data.csc.index.npy"
 
 def _bm25s() -> Any:
     """The ``bm25s`` module, loaded on first use (it brings scipy). Its import sets its own logger to
-    DEBUG, which would print a line for every index build, so the level is set after it loads."""
+    DEBUG, which would print a line for every index build, so the level is set after it loads.
+
+    bm25s imports numba when it is installed (the ``raptor`` extra brings it), for a backend we
+    never select (scores come from its numpy path and from :func:`bm25_scores`): ~120 MiB of
+    LLVM resident in every process that reads a BM25 index. It is loaded without it
+    (:class:`_NoNumba`), unless numba is already loaded; later imports of numba are unaffected.
+    """
+    if "bm25s" not in sys.modules and "numba" not in sys.modules:
+        guard = _NoNumba()
+        sys.meta_path.insert(0, guard)
+        try:
+            import bm25s
+        finally:
+            sys.meta_path.remove(guard)
     import bm25s
 
     logging.getLogger("bm25s").setLevel(logging.WARNING)
@@ -51,6 +66,19 @@ def _bm25s() -> Any:
 
 
 @functools.cache
+class _NoNumba(importlib.abc.MetaPathFinder):
+    """Makes ``import numba`` fail in the thread that made it, while it is on ``sys.meta_path``."""
+
+    def __init__(self) -> None:
+        self.thread = threading.get_ident()
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        """Refuse numba and its submodules in this thread; leave every other import to the next finder."""
+        if threading.get_ident() == self.thread and name.split(".")[0] == "numba":
+            raise ModuleNotFoundError(f"numba is left out while bm25s loads ({name})", name=name)
+        return None
+
+
 def stopwords() -> frozenset[str]:
     """bm25s's English stopwords, loaded on the first tokenization (bm25s brings scipy: ~80 ms)."""
     from bm25s.stopwords import STOPWORDS_EN

@@ -196,6 +196,22 @@ def test_a_build_with_a_work_folder_keeps_the_score_matrix_on_disk(monkeypatch, 
     assert np.array_equal(spilled.scores(query), in_memory.scores(query))
 
 
+def test_bm25s_is_loaded_without_numba():
+    """bm25s imports numba when it is installed (~120 MiB resident for a backend never used: half the
+    fixed peak of ``longctx index``); it is loaded without it, and numba still imports afterwards."""
+    pytest.importorskip("numba")
+    code = (
+        "import sys; from retrieval.bm25 import _bm25s; bm25s = _bm25s(); "
+        "print('numba' in sys.modules, bm25s.NUMBA_AVAILABLE); import numba; print('ok')"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["False", "False", "ok"]
+
+
 #: The peak is read from ``VmHWM`` (this process's own high-water mark): ``ru_maxrss`` starts at
 #: the parent's peak, carried across ``exec``, so under a pytest that generated the file it
 #: can already exceed what the build reaches.

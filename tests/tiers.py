@@ -132,6 +132,7 @@ TIERS: dict[str, dict[str, str]] = {
         "test_a_build_scores_bit_identically_to_bm25s_indexing_the_token_lists": "integration",
         "test_a_build_holds_its_arrays_and_one_block_not_the_tokens": "integration",
         "test_a_build_with_a_work_folder_keeps_the_score_matrix_on_disk": "integration",
+        "test_bm25s_is_loaded_without_numba": "subprocess",
     },
     "test_budget_trust.py": {
         "test_estimate_without_a_model_is_the_plan_the_refusal_gives": "integration",
