@@ -65,7 +65,6 @@ def _bm25s() -> Any:
     return bm25s
 
 
-@functools.cache
 class _NoNumba(importlib.abc.MetaPathFinder):
     """Makes ``import numba`` fail in the thread that made it, while it is on ``sys.meta_path``."""
 
@@ -79,11 +78,10 @@ class _NoNumba(importlib.abc.MetaPathFinder):
         return None
 
 
+@functools.cache
 def stopwords() -> frozenset[str]:
     """bm25s's English stopwords, loaded on the first tokenization (bm25s brings scipy: ~80 ms)."""
-    from bm25s.stopwords import STOPWORDS_EN
-
-    return frozenset(STOPWORDS_EN)
+    return frozenset(_bm25s().stopwords.STOPWORDS_EN)
 
 
 def tokenize(text: str) -> list[str]:

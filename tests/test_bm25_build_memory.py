@@ -201,7 +201,7 @@ def test_bm25s_is_loaded_without_numba():
     fixed peak of ``longctx index``); it is loaded without it, and numba still imports afterwards."""
     pytest.importorskip("numba")
     code = (
-        "import sys; from retrieval.bm25 import _bm25s; bm25s = _bm25s(); "
+        "import sys; from retrieval.bm25 import _bm25s, tokenize; tokenize('a b'); bm25s = _bm25s(); "
         "print('numba' in sys.modules, bm25s.NUMBA_AVAILABLE); import numba; print('ok')"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
