@@ -40,6 +40,7 @@ from graphs.retrieval_service import RetrievalService
 from graphs.retrieval_settings import RetrievalSettings
 from retrieval import Index, default_cache_dir
 from retrieval.contract import Answer, Corpus, CorpusError, Document, Question, as_question
+from retrieval.duplicates import checked_duplicates, text_digest, warn_dropped
 from retrieval.errors import ConfigError, OptionError
 from retrieval.index.waits import counting_waits, waited_for
 from retrieval.readers import read_path
@@ -61,6 +62,8 @@ class Workspace:
             ``experiments.prices.Price``), for the USD column of :meth:`compare` (priced as the report prices)
             and for a budget's ``max_cost_usd`` (``Budget(max_cost_usd=0.05)`` needs no price of its own here).
         show_progress: Progress bars while indexing and reading (default: when stderr is a terminal).
+        duplicates: ``"drop"`` (default): a document whose text equals one already read is left out,
+            here and in :meth:`add`, with a warning naming both; ``"keep"`` keeps every copy.
     """
 
     def __init__(
@@ -72,9 +75,13 @@ class Workspace:
         cache_dir: str | Path | None = None,
         price: Any = None,
         show_progress: bool | None = None,
+        duplicates: str = "drop",
     ) -> None:
+        self.duplicates = checked_duplicates(duplicates)
         if isinstance(corpus, (str, Path)):
-            corpus = Corpus.from_path(corpus, show_progress=bool(show_progress))
+            corpus = Corpus.from_path(
+                corpus, show_progress=bool(show_progress), duplicates=duplicates
+            )
         if not isinstance(corpus, Corpus):
             raise OptionError(f"corpus must be a Corpus or a path, got {type(corpus).__name__}")
         STRATEGIES.get(strategy)  # an unknown name fails here, with suggestions
@@ -235,7 +242,8 @@ class Workspace:
     def add(self, paths: Paths) -> list[str]:
         """Add files, folders (read as ``Corpus.from_path`` reads them) or :class:`Document` objects.
 
-        A document already present with the same text is skipped; a file read again from the
+        A document whose text is already present (under any id) is skipped, with a warning
+        naming it (kept with ``duplicates="keep"``); a file read again from the
         same path with new text replaces its old version; a new file whose id (its name under
         the folder given) is taken by another file's gets its path as id. The held indexes are
         dropped, so the next answer indexes the new corpus: documents only appended grow the
@@ -261,7 +269,7 @@ class Workspace:
                 raise CorpusError(f"Cannot add {item}: no such file or folder")
             read.extend(read_path(path, show_progress=bool(self.show_progress)))
         with self._lock:
-            documents, changed = merged(self._corpus.documents, read)
+            documents, changed = merged(self._corpus.documents, read, self.duplicates)
             if changed:
                 self._corpus = Corpus(documents)
                 self._indexes.clear()
@@ -333,15 +341,18 @@ def _with_index_time(answers: list[Answer], seconds: float, waited: float = 0.0)
 
 
 def merged(
-    documents: Sequence[Document], new: Sequence[Document]
+    documents: Sequence[Document], new: Sequence[Document], duplicates: str = "drop"
 ) -> tuple[list[Document], list[str]]:
     """``documents`` with ``new`` added: unchanged ones skipped, a file read again (same ``source``)
     replaced, a clashing id of another file renamed to its source path (and that file, read
-    again, found under its path: skipped or replaced, never refused as a clash). Returns the
-    documents and the ids added or replaced."""
+    again, found under its path: skipped or replaced, never refused as a clash), a new document
+    whose text is already there skipped with a warning (unless ``duplicates`` is ``"keep"``).
+    Returns the documents and the ids added or replaced."""
     docs = list(documents)
     where = {d.doc_id: i for i, d in enumerate(docs)}
     changed: list[str] = []
+    texts = {text_digest(d.text): d.doc_id for d in docs if d.text.strip()}
+    dropped: list[tuple[str, str]] = []
     for doc in new:
         source = doc.metadata.get("source")
         i = _same_file(docs, where, doc.doc_id, source)
@@ -370,9 +381,16 @@ def merged(
             doc = Document(
                 doc_id=str(source), text=doc.text, title=doc.title, metadata=doc.metadata
             )
+        copied = texts.get(text_digest(doc.text)) if doc.text.strip() else None
+        if copied is not None and duplicates == "drop":
+            dropped.append((doc.doc_id, copied))
+            continue
+        texts.setdefault(text_digest(doc.text), doc.doc_id)
         where[doc.doc_id] = len(docs)
         docs.append(doc)
         changed.append(doc.doc_id)
+    if dropped:
+        warn_dropped(dropped, "Workspace.add")
     return docs, changed
 
 

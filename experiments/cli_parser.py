@@ -78,6 +78,15 @@ def _add_ray_arg(p: argparse.ArgumentParser, what: str) -> None:
     )
 
 
+def _add_duplicates_arg(p: argparse.ArgumentParser) -> None:
+    """``--keep-duplicates``: keep a document whose text equals an earlier one's (``retrieval.duplicates``)."""
+    p.add_argument(
+        "--keep-duplicates",
+        action="store_true",
+        help="keep documents whose text equals an earlier one's (default: dropped, with a warning naming them)",
+    )
+
+
 def _add_yes_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "-y",
@@ -126,6 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--corpus", required=True, help="a file or folder (.txt .md .rst .json .jsonl .pdf .html)"
     )
     p.add_argument("--question", required=True, help="the question")
+    _add_duplicates_arg(p)
     p.add_argument(
         "--choices",
         nargs="+",
@@ -161,6 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("path", help="a file or folder (.txt .md .rst .json .jsonl .pdf .html)")
     p.add_argument("--strategy", default="rag", choices=IndexStrategies())
+    _add_duplicates_arg(p)
     _add_retrieval_args(p)
     _add_ray_arg(p, "embed the chunks")
     p.add_argument("--ray-workers", type=int, default=2, help="embedding actors on Ray (default 2)")

@@ -49,7 +49,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
         args.preset, **overrides
     )  # bad options and a bad model fail before the corpus is read
     budget, llm = budget_from_args(args, make_chat_model(args.llm), [dataclasses.asdict(cfg)])
-    corpus = Corpus.from_path(args.corpus, show_progress=True)
+    corpus = Corpus.from_path(args.corpus, show_progress=True, duplicates=_duplicates(args))
     plans, speed = plan_for(
         {args.strategy: cfg}, [(corpus.num_tokens, len(corpus), 1)], llm, calibrate=True
     )
@@ -120,7 +120,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     if not spec.uses_index:  # a plug-in is offered by its entry point's name before it is loaded
         raise ValueError(f"Strategy {args.strategy!r} uses no index; 'longctx index' builds one for "
                          f"{', '.join(s for s in STRATEGIES.available() if STRATEGIES.get(s).uses_index)}")  # fmt: skip
-    corpus = Corpus.from_path(args.path, show_progress=True)
+    corpus = Corpus.from_path(args.path, show_progress=True, duplicates=_duplicates(args))
     cfg = spec.make_config(**retrieval_overrides(args))
     if args.ray is not None:
         from retrieval.ray_index import build_index_ray
@@ -141,3 +141,8 @@ def cmd_index(args: argparse.Namespace) -> int:
         f"{len(corpus)} documents, {corpus.num_tokens} tokens -> {len(index)} chunks, {index.retriever.name} index at {index.path}"
     )
     return 0
+
+
+def _duplicates(args: argparse.Namespace) -> str:
+    """``keep`` with ``--keep-duplicates``, else ``drop`` (:mod:`retrieval.duplicates`)."""
+    return "keep" if getattr(args, "keep_duplicates", False) else "drop"

@@ -90,6 +90,15 @@ def settings_digest(llm: BaseChatModel) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def model_identity(llm: BaseChatModel) -> str:
+    """What names a model's index-time replies in the caches (RAPTOR's summaries and tree, HippoRAG's
+    OpenIE logs and graph, the structured records): its name and :func:`settings_digest` (every setting
+    its requests carry, the served model's fingerprint where it is known), never its server's address,
+    so the same model behind another port, host or endpoint reuses what it already answered."""
+    name = getattr(llm, "model_name", None) or getattr(llm, "model", None) or type(llm).__name__
+    return f"{name} [{settings_digest(llm)}]"
+
+
 def file_fingerprint(path: str | Path) -> str:
     """A content fingerprint of a model file: sha256 of its size and :data:`SAMPLED_BLOCKS` evenly
     spaced blocks (the whole file when smaller). Other weights, a re-quantisation or a different

@@ -14,15 +14,19 @@ proportional (tests/test_bm25.py checks both).
 from __future__ import annotations
 
 import functools
+import importlib.abc
 import json
 import logging
 import math
 import re
+import shutil
 import sys
+import tempfile
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import IO, Any, Literal
 
 import numpy as np
 from rank_bm25 import BM25Okapi
@@ -35,23 +39,49 @@ from retrieval.tombstones import Tombstones
 
 _TOKEN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+")
 _HAS_CJK = re.compile(rf"[{_CJK}]")
+#: bm25s's file of the score matrix's values (``BM25.save``'s ``data_name``).
+SCORES_FILE = "data.csc.index.npy"
 
 
 def _bm25s() -> Any:
     """The ``bm25s`` module, loaded on first use (it brings scipy). Its import sets its own logger to
-    DEBUG, which would print a line for every index build, so the level is set after it loads."""
+    DEBUG, which would print a line for every index build, so the level is set after it loads.
+
+    bm25s imports numba when it is installed (the ``raptor`` extra brings it), for a backend we
+    never select (scores come from its numpy path and from :func:`bm25_scores`): ~120 MiB of
+    LLVM resident in every process that reads a BM25 index. It is loaded without it
+    (:class:`_NoNumba`), unless numba is already loaded; later imports of numba are unaffected.
+    """
+    if "bm25s" not in sys.modules and "numba" not in sys.modules:
+        guard = _NoNumba()
+        sys.meta_path.insert(0, guard)
+        try:
+            import bm25s
+        finally:
+            sys.meta_path.remove(guard)
     import bm25s
 
     logging.getLogger("bm25s").setLevel(logging.WARNING)
     return bm25s
 
 
+class _NoNumba(importlib.abc.MetaPathFinder):
+    """Makes ``import numba`` fail in the thread that made it, while it is on ``sys.meta_path``."""
+
+    def __init__(self) -> None:
+        self.thread = threading.get_ident()
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        """Refuse numba and its submodules in this thread; leave every other import to the next finder."""
+        if threading.get_ident() == self.thread and name.split(".")[0] == "numba":
+            raise ModuleNotFoundError(f"numba is left out while bm25s loads ({name})", name=name)
+        return None
+
+
 @functools.cache
 def stopwords() -> frozenset[str]:
     """bm25s's English stopwords, loaded on the first tokenization (bm25s brings scipy: ~80 ms)."""
-    from bm25s.stopwords import STOPWORDS_EN
-
-    return frozenset(STOPWORDS_EN)
+    return frozenset(_bm25s().stopwords.STOPWORDS_EN)
 
 
 def tokenize(text: str) -> list[str]:
@@ -132,6 +162,8 @@ class BM25Retriever:
             None  # a loaded one-segment index reads its counts on first need
         )
         self._tokens: list[list[str]] = []  # every chunk's tokens (engine rank_bm25 only)
+        #: The unnamed file a build's score values are mapped from, and that mapping.
+        self._scores: tuple[IO[bytes], np.ndarray] | None = None
         self._dead = Tombstones(
             0
         )  # deleted chunks (stored ids): scored from the counts without them
@@ -153,7 +185,10 @@ class BM25Retriever:
         """
         if self.engine == "bm25s":
             counts = count_terms(self._token_lists(chunks, show_progress), spill_dir=work_dir)
-            self._model = bm25s_model(counts, k1=self.k1, b=self.b)
+            # the score values go to an unnamed file in work_dir, memory-mapped (copied into place by save)
+            spill = None if work_dir is None else tempfile.TemporaryFile(dir=work_dir)
+            self._model = bm25s_model(counts, k1=self.k1, b=self.b, out=spill)
+            self._scores = None if spill is None else (spill, self._model.scores["data"])
             self._counts, self._counts_folder, self._dead = [counts], None, Tombstones(0)
             return
         # interned: a word repeated across chunks is one string object (a 20 MB corpus: 300 against 520 MB peak)
@@ -206,7 +241,18 @@ class BM25Retriever:
         its own files, so the index hashes them once they are written (page cache, ~ms).
         """
         if self.engine == "bm25s":
-            self._model.save(str(folder / "bm25s"), allow_pickle=False, show_progress=False)
+            data = self._model.scores["data"]
+            spilled = self._scores is not None and self._scores[1] is data
+            if spilled:  # bm25s writes the rest; the values, on disk already, are copied below
+                self._model.scores["data"] = np.empty(0, dtype=data.dtype)
+            try:
+                self._model.save(str(folder / "bm25s"), allow_pickle=False, show_progress=False)
+            finally:
+                self._model.scores["data"] = data
+            if spilled and self._scores is not None:  # through a small buffer, not this memory
+                self._scores[0].seek(0)
+                with open(folder / "bm25s" / SCORES_FILE, "wb") as f:
+                    shutil.copyfileobj(self._scores[0], f)
             if self._counts:
                 self._counts[0].save(folder, checksums)
         else:
@@ -327,18 +373,21 @@ class BM25Retriever:
         self._model, self._counts_folder, self._dead = None, None, Tombstones(0)
 
 
-def bm25s_model(counts: TermCounts, *, k1: float, b: float) -> Any:
+def bm25s_model(counts: TermCounts, *, k1: float, b: float, out: IO[bytes] | None = None) -> Any:
     """A bm25s ``BM25`` (method ``lucene``) over the chunks of ``counts``, as ``BM25.index`` would set it up from their tokens.
 
     Its vocabulary is the counts' term order, with bm25s's empty token ``""`` appended as
-    ``index`` does (bm25s's own order is a set's, so only the column order differs).
+    ``index`` does (bm25s's own order is a set's, so only the column order differs). With ``out``,
+    the score matrix's values are written there and memory-mapped (:func:`lucene_matrix`).
     """
-    data, indices, indptr = lucene_matrix(counts, k1=k1, b=b)
+    data, indices, indptr = lucene_matrix(counts, k1=k1, b=b, out=out)
     model = _bm25s().BM25(method="lucene", k1=k1, b=b)
     model.scores = {"data": data, "indices": indices, "indptr": indptr, "num_docs": len(counts)}
     vocab = {term: j for j, term in enumerate(counts.terms)}
     vocab.setdefault("", len(vocab))
     model.vocab_dict = vocab
-    model.unique_token_ids_set = set(vocab.values())
+    # the ids are 0..n-1: a range answers bm25s's membership test as the set of them would, in O(1)
+    # memory (a set of a 3M-term vocabulary's ids was ~150 MB at the build's peak)
+    model.unique_token_ids_set = range(len(vocab))
     model.nonoccurrence_array = None
     return model

@@ -16,7 +16,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from retrieval.document import CorpusError, Document
+from retrieval.document import CorpusError, Document, hash_text
+from retrieval.duplicates import checked_duplicates, without_duplicates
 from retrieval.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -44,8 +45,15 @@ class Corpus:
         self.documents: tuple[Document, ...] = docs
 
     @classmethod
-    def from_texts(cls, texts: Iterable[str], titles: Iterable[str] | None = None) -> Corpus:
-        """Corpus from plain strings; titles default to ``"Document {i}"``."""
+    def from_texts(
+        cls, texts: Iterable[str], titles: Iterable[str] | None = None, *, duplicates: str = "drop"
+    ) -> Corpus:
+        """Corpus from plain strings; titles default to ``"Document {i}"``.
+
+        ``duplicates``: ``"drop"`` (default) leaves out a text equal to an earlier one, with a
+        warning naming it; ``"keep"`` keeps every copy (:mod:`retrieval.duplicates`).
+        """
+        checked_duplicates(duplicates)
         texts = list(texts)
         titles = (
             list(titles) if titles is not None else [f"Document {i + 1}" for i in range(len(texts))]
@@ -55,12 +63,11 @@ class Corpus:
         for i, text in enumerate(texts):
             if not isinstance(text, str):
                 raise CorpusError(f"Text {i} is a {type(text).__name__}, expected str.")
-        return cls(
-            [
-                Document(doc_id=str(i), text=t, title=ti)
-                for i, (t, ti) in enumerate(zip(texts, titles))
-            ]
-        )
+        docs = [
+            Document(doc_id=str(i), text=t, title=ti)
+            for i, (t, ti) in enumerate(zip(texts, titles))
+        ]
+        return cls(without_duplicates(docs, duplicates, where="Corpus.from_texts"))
 
     @classmethod
     def from_documents(cls, documents: Iterable[Any]) -> Corpus:
@@ -73,16 +80,22 @@ class Corpus:
         return cls([_as_document(d, i) for i, d in enumerate(documents)])
 
     @classmethod
-    def from_path(cls, path: str | Path, *, show_progress: bool = False) -> Corpus:
+    def from_path(
+        cls, path: str | Path, *, show_progress: bool = False, duplicates: str = "drop"
+    ) -> Corpus:
         """Corpus from a file or a folder (read recursively, in sorted path order).
 
         Supported: ``.txt``, ``.md``, ``.json``, ``.jsonl``, and ``.pdf`` / ``.html``
         through LlamaIndex readers. Text files must be UTF-8; a file that is not raises
-        :class:`CorpusError` naming it.
+        :class:`CorpusError` naming it. ``duplicates``: ``"drop"`` (default) leaves out a
+        document whose text equals an earlier one's (in path order), with a warning naming
+        both; ``"keep"`` keeps every copy (:mod:`retrieval.duplicates`).
         """
         from retrieval.readers import read_path  # heavy: LlamaIndex's file readers
 
-        return cls(read_path(Path(path), show_progress=show_progress))
+        checked_duplicates(duplicates)
+        docs = read_path(Path(path), show_progress=show_progress)
+        return cls(without_duplicates(docs, duplicates, where=str(path)))
 
     def as_retriever(self, retriever: str = "bm25", *, k: int = 7, chunk_size: int = 200, chunk_unit: str = "words",
                      cache_dir: str | Path | None = None, show_progress: bool = False, **retriever_options: Any) -> Any:  # fmt: skip
@@ -232,18 +245,23 @@ class Corpus:
             [d for d in self.documents if d.doc_id not in changed] + list(changed.values())
         )
 
-    def rescan(self, path: str | Path, *, show_progress: bool = False) -> Corpus:
+    def rescan(
+        self, path: str | Path, *, show_progress: bool = False, duplicates: str = "drop"
+    ) -> Corpus:
         """The folder ``path`` read again against this corpus: new files appended, edited ones updated, deleted ones removed.
 
         Unchanged documents keep their order; edited files (other title or text) then new
         ones follow in the folder's sorted path order, as :meth:`update` and :meth:`add` place
         them, so the result's indexes start from this corpus's (tombstones for the removed and
         edited documents' old chunks, one segment of the rest). Returns this corpus when
-        nothing changed.
+        nothing changed. ``duplicates`` as :meth:`from_path` takes it.
         """
         from retrieval.readers import read_path  # heavy: LlamaIndex's file readers
 
-        fresh = read_path(Path(path), show_progress=show_progress)
+        checked_duplicates(duplicates)
+        fresh = without_duplicates(
+            read_path(Path(path), show_progress=show_progress), duplicates, where=str(path)
+        )
         by_id = {d.doc_id: d for d in fresh}
         kept = [
             d
@@ -267,9 +285,7 @@ class Corpus:
 def _hash_document(h: Any, d: Document) -> None:
     """Feed ``d``'s id, title and text to the hash ``h``, each prefixed by its length."""
     for part in (d.doc_id, d.title, d.text):
-        data = part.encode("utf-8", errors="surrogatepass")
-        h.update(len(data).to_bytes(8, "little"))
-        h.update(data)
+        hash_text(h, part, length_prefix=True)
 
 
 def _as_document(obj: Any, index: int) -> Document:

@@ -71,3 +71,22 @@ class IndexableCorpus(Protocol):
     def __getitem__(self, i: int) -> Document:
         """The ``i``-th document."""
         ...
+
+
+#: Characters encoded at a time when a text is hashed (a whole copy of a 200 MB text was 1x its size).
+HASH_SLICE_CHARS = 1 << 20
+
+
+def hash_text(h: Any, text: str, *, length_prefix: bool = False) -> None:
+    """Feed ``text``'s UTF-8 bytes (lone surrogates passed through) to the hash ``h``, a slice at a
+    time, so no whole encoded copy is made; ``length_prefix``: first its byte length as 8 bytes
+    (little-endian). The digest equals hashing ``text.encode(...)`` at once (each code point
+    encodes on its own)."""
+    slices = range(0, len(text), HASH_SLICE_CHARS)
+    if length_prefix:
+        n = 0
+        for i in slices:
+            n += len(text[i : i + HASH_SLICE_CHARS].encode("utf-8", errors="surrogatepass"))
+        h.update(n.to_bytes(8, "little"))
+    for i in slices:
+        h.update(text[i : i + HASH_SLICE_CHARS].encode("utf-8", errors="surrogatepass"))

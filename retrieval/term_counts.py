@@ -271,7 +271,7 @@ MATRIX_BLOCK = 1 << 16
 
 
 def lucene_matrix(
-    counts: TermCounts, *, k1: float, b: float
+    counts: TermCounts, *, k1: float, b: float, out: IO[bytes] | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """bm25s's score matrix (method ``lucene``) of the chunks of ``counts``: ``(data, indices, indptr)``, term-major.
 
@@ -281,7 +281,10 @@ def lucene_matrix(
     order as over a bm25s index built from the tokens: scores bit-identical. Vectorized
     over the postings, :data:`MATRIX_BLOCK` at a time (the float64 temporaries of all of them
     would be several times the matrix); ``indices`` and ``indptr`` are the counts' own
-    arrays (no copy when they already have bm25s's dtypes), so only ``data`` is new memory.
+    arrays (no copy when they already have bm25s's dtypes), so only ``data`` is new memory;
+    with ``out`` (an empty binary file, such as an unnamed temporary one), not even that: ``data``
+    is written there as a ``.npy`` a block at a time and returned memory-mapped from it (pages
+    not read are not resident: a huge build holds 4 bytes a posting less at its peak).
     """
     n = len(counts)
     lengths = np.asarray(counts.lengths)
@@ -290,7 +293,12 @@ def lucene_matrix(
     df = np.diff(indptr)
     idf = np.array([math.log(1 + (n - d + 0.5) / (d + 0.5)) for d in df.tolist()], dtype=np.float32)
     rows = np.asarray(counts.rows, dtype=np.int32)
-    data = np.empty(len(rows), dtype=np.float32)
+    data = np.empty(len(rows) if out is None else 0, dtype=np.float32)
+    if out is not None:
+        descr = np.lib.format.dtype_to_descr(data.dtype)
+        header = {"descr": descr, "fortran_order": False, "shape": (len(rows),)}
+        np.lib.format.write_array_header_1_0(out, header)
+    offset = out.tell() if out is not None else 0
     for start in range(0, len(rows), MATRIX_BLOCK):
         end = min(start + MATRIX_BLOCK, len(rows))
         terms = (
@@ -299,5 +307,11 @@ def lucene_matrix(
         tf = np.asarray(counts.counts[start:end], dtype=np.float32)
         dl = lengths[rows[start:end]]
         tfc = tf / (k1 * ((1 - b) + b * dl / avgdl) + tf)
-        data[start:end] = idf[terms] * tfc
+        if out is None:
+            data[start:end] = idf[terms] * tfc
+        else:  # the same rounding to float32 as the assignment's
+            out.write(np.asarray(idf[terms] * tfc, dtype=np.float32).tobytes())
+    if out is not None and len(rows):
+        out.flush()
+        data = np.memmap(out, dtype=data.dtype, mode="r", offset=offset, shape=(len(rows),))
     return data, rows, indptr

@@ -166,6 +166,52 @@ def test_a_build_holds_its_arrays_and_one_block_not_the_tokens(monkeypatch):
     )
 
 
+def test_a_build_with_a_work_folder_keeps_the_score_matrix_on_disk(monkeypatch, tmp_path):
+    """With a work folder (every cached build has one) the bm25s matrix's values (4 bytes an entry)
+    are written there and memory-mapped, not allocated: the build's tracemalloc peak is 7.8 bytes an
+    entry (11.9 in memory); the saved index equals an in-memory build's, file for file."""
+    monkeypatch.setattr(term_counting, "BLOCK_ENTRIES", 1024)
+    monkeypatch.setattr(term_counts, "MATRIX_BLOCK", 1024)
+    stopwords(), _bm25s()
+    chunks = chunk_corpus(
+        Corpus.from_texts([single_line_text(2_000_000)]), ChunkingConfig(unit="words", size=200)
+    )
+    spilled, in_memory = BM25Retriever(), BM25Retriever()
+    tracemalloc.start()
+    try:
+        spilled.build(chunks, work_dir=tmp_path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    entries = len(spilled._counts[0].rows)
+    assert peak / entries < 9.5, f"{peak / entries:.1f} bytes per entry"
+    in_memory.build(chunks)
+    for retriever, folder in ((spilled, tmp_path / "a"), (in_memory, tmp_path / "b")):
+        retriever.save(folder)
+    for name in sorted(p.name for p in (tmp_path / "b" / "bm25s").iterdir()):
+        assert (tmp_path / "a" / "bm25s" / name).read_bytes() == (
+            tmp_path / "b" / "bm25s" / name
+        ).read_bytes(), name
+    query = "zu rofz " + chunks[7].text[:40]
+    assert np.array_equal(spilled.scores(query), in_memory.scores(query))
+
+
+def test_bm25s_is_loaded_without_numba():
+    """bm25s imports numba when it is installed (~120 MiB resident for a backend never used: half the
+    fixed peak of ``longctx index``); it is loaded without it, and numba still imports afterwards."""
+    pytest.importorskip("numba")
+    code = (
+        "import sys; from retrieval.bm25 import _bm25s, tokenize; tokenize('a b'); bm25s = _bm25s(); "
+        "print('numba' in sys.modules, bm25s.NUMBA_AVAILABLE); import numba; print('ok')"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["False", "False", "ok"]
+
+
 #: The peak is read from ``VmHWM`` (this process's own high-water mark): ``ru_maxrss`` starts at
 #: the parent's peak, carried across ``exec``, so under a pytest that generated the file it
 #: can already exceed what the build reaches.

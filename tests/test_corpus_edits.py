@@ -304,7 +304,7 @@ def test_ten_thousand_documents_with_ties_and_one_percent_removed():
     texts = [
         f"report {i % 7} on the harbour" for i in range(10_000)
     ]  # many equal chunks: ties everywhere
-    old = Corpus.from_texts(texts)
+    old = Corpus.from_texts(texts, duplicates="keep")
     build_index(old, "bm25", chunking=CHUNKING)
     new = old.remove(*[str(i) for i in range(0, 10_000, 100)])
     fresh_process()

@@ -321,7 +321,9 @@ def test_passages_are_documents_with_their_titles_or_pieces_of_passage_tokens():
     from graphs.hipporag.config import HippoRAGConfig
 
     corpus = Corpus.from_texts(
-        [" ".join(["word"] * 250), DOCS[2], DOCS[2]], titles=["Long", "Oslo", "Oslo"]
+        [" ".join(["word"] * 250), DOCS[2], DOCS[2]],
+        titles=["Long", "Oslo", "Oslo"],
+        duplicates="keep",
     )
     texts, chunks = passages_of(corpus, HippoRAGConfig())
     assert texts == ["Long\n" + " ".join(["word"] * 250), "Oslo\n" + DOCS[2]] and [

@@ -85,3 +85,35 @@ def test_reading_and_chunking_a_20_mb_single_line_file_peaks_under_4x_its_size(
             result["chunk_tokens"] == result["tokens"] and result["rejoined"]
         )  # nothing lost or changed
     assert result["peak_bytes"] < 4 * size, f"peak {result['peak_bytes'] / size:.1f}x the file"
+
+
+#: Hashes a 20 MB one-document corpus (its fingerprint, its document digests, its duplicate check)
+#: and prints the peak above the text itself, over the text's size.
+HASHING = """
+import json
+from retrieval import Corpus
+from retrieval.duplicates import text_digest
+def high_water():
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
+text = "word " * 4_000_000
+corpus = Corpus.from_texts([text, "another"])
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")  # the high-water mark starts again from the resident set
+before = high_water()
+corpus.fingerprint, corpus.document_digests, text_digest(text)
+print(json.dumps({"peak_bytes": high_water() - before, "size": len(text)}))
+"""
+
+
+@pytest.mark.skipif(
+    not Path("/proc/self/clear_refs").exists(), reason="reads the peak from /proc (Linux)"
+)
+def test_hashing_a_huge_document_makes_no_copy_of_its_text():
+    """The fingerprint, the index's document digests and the duplicate check hashed an encoded copy
+    of the whole text (a 200 MB document: 200 MB more at the index's peak); a slice at a time now."""
+    out = subprocess.run([sys.executable, "-c", HASHING], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT, timeout=120)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["peak_bytes"] < 0.5 * result["size"], result

@@ -30,7 +30,7 @@ def fresh_process():
 
 
 def test_second_build_loads_from_disk(isolated_cache):
-    corpus = Corpus.from_texts(["alpha beta gamma"] * 3)
+    corpus = Corpus.from_texts(["alpha beta gamma"] * 3, duplicates="keep")
     first = build_index(corpus, "bm25")
     assert (first.path / "meta.json").exists() and first.path.parent.parent == isolated_cache
     assert build_index(corpus, "bm25") is first  # in-process cache

@@ -31,7 +31,8 @@ def built_messages(caplog) -> list[str]:
 def test_threads_building_one_key_share_a_single_build(caplog):
     caplog.set_level(logging.INFO, logger="retrieval.index")
     corpus = Corpus.from_texts(
-        [filler_document(i, 40) for i in range(8)] + ["The vault code is 7421."]
+        [filler_document(i, 40) for i in range(8)] + ["The vault code is 7421."],
+        duplicates="keep",  # fillers 6 and 7 repeat 0 and 1
     )
     barrier = threading.Barrier(6)
     results, errors = [None] * 6, []

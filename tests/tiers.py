@@ -131,6 +131,8 @@ TIERS: dict[str, dict[str, str]] = {
         "test_counts_spilled_in_many_blocks_equal_counts_made_in_one": "integration",
         "test_a_build_scores_bit_identically_to_bm25s_indexing_the_token_lists": "integration",
         "test_a_build_holds_its_arrays_and_one_block_not_the_tokens": "integration",
+        "test_a_build_with_a_work_folder_keeps_the_score_matrix_on_disk": "integration",
+        "test_bm25s_is_loaded_without_numba": "subprocess",
     },
     "test_budget_trust.py": {
         "test_estimate_without_a_model_is_the_plan_the_refusal_gives": "integration",
@@ -334,6 +336,17 @@ TIERS: dict[str, dict[str, str]] = {
         "test_a_tree_built_carries_its_seconds_and_one_reused_from_disk_or_memory_none": "integration",
         "test_a_hipporag_build_killed_in_the_openie_map_and_in_writing_resumes_asking_no_answered_call": "subprocess",
         "test_each_hipporag_file_corrupted_is_named_and_rebuilt_and_a_torn_openie_log_asks_only_its_torn_line": "durability",
+    },
+    "test_duplicates.py": {
+        "test_rag_spends_no_slot_on_a_copy": "integration",
+        "test_the_cli_index_drops_copies_unless_told_to_keep_them": "integration",
+    },
+    "test_huge_line.py": {
+        "test_hashing_a_huge_document_makes_no_copy_of_its_text": "subprocess",
+    },
+    "test_index_model_identity.py": {
+        "test_the_keys_name_the_model_and_its_settings_not_its_address": "integration",
+        "test_hipporag_on_another_port_asks_no_index_call_again": "integration",
     },
     "test_index_checksums.py": {
         "test_a_same_size_corruption_is_named_set_aside_and_rebuilt": "durability",

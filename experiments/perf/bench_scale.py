@@ -152,7 +152,7 @@ def stub_requests(url: str) -> int:
 def worker_index(args: argparse.Namespace) -> dict[str, Any]:
     """Build the strategy's default index cold into its own cache folder."""
 
-    corpus = Corpus.from_path(Path(args.data) / DOCS_DIR)
+    corpus = Corpus.from_path(Path(args.data) / DOCS_DIR, duplicates="keep")
     cfg = STRATEGIES.get(args.strategy).make_config(None, **strategy_options(args.strategy))
     folder = Path(args.index_dir)
     shutil.rmtree(folder, ignore_errors=True)
@@ -437,7 +437,7 @@ def format_row(
 def dense_probe(args: argparse.Namespace, folder: Path) -> None:
     """Embed ``--dense-probe`` chunks of RAG's chunking with the default dense embedder; extrapolate to the corpus."""
 
-    corpus = Corpus.from_path(folder / DOCS_DIR)
+    corpus = Corpus.from_path(folder / DOCS_DIR, duplicates="keep")
     chunks = chunk_corpus(corpus, RagConfig(retriever="dense").chunking())
     step = max(1, len(chunks) // args.dense_probe)
     sample = [c.text for c in chunks[::step][: args.dense_probe]]

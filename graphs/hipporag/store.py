@@ -15,8 +15,7 @@ from graphs.hipporag.config import HippoRAGConfig
 from graphs.hipporag.kg import KnowledgeGraph
 from graphs.hipporag.prompts import PROMPTS_VERSION
 from graphs.index_artifact import ArtifactStore, digest_of, read_checked, write_checked
-from graphs.llm import model_id
-from graphs.request_settings import settings_digest
+from graphs.request_settings import model_identity
 from retrieval.checksums import Checksums
 from retrieval.contract import Corpus
 
@@ -51,8 +50,9 @@ def openie_key(cfg: HippoRAGConfig) -> str:
 
 
 def model_key(llm: BaseChatModel) -> str:
-    """The extracting model, with every setting its requests carry."""
-    return f"{model_id(llm)} {settings_digest(llm)}"
+    """The extracting model, with every setting its requests carry, not its server's address
+    (:func:`graphs.request_settings.model_identity`)."""
+    return model_identity(llm)
 
 
 def graph_key(corpus: Corpus, cfg: HippoRAGConfig, llm: BaseChatModel) -> str:

@@ -14,11 +14,10 @@ from typing import Any
 import numpy as np
 
 from graphs.index_artifact import ArtifactStore, digest_of, read_checked, write_checked
-from graphs.llm import model_id
 from graphs.raptor.clustering import SCALABLE_VERSION
 from graphs.raptor.prompts import PROMPTS_VERSION
 from graphs.raptor.tree import SummaryLog, Tree, tree_from_json, tree_to_json
-from graphs.request_settings import settings_digest
+from graphs.request_settings import model_identity
 from retrieval.checksums import Checksums
 from retrieval.contract import Corpus
 
@@ -38,7 +37,7 @@ _FILES = ("tree.json", "embeddings.npy")
 def tree_key(corpus: Corpus, cfg: Any, llm: Any) -> str:
     """The digest naming a tree's folder: what the tree depends on, the summarising model's requests included."""
     parts = {"corpus": corpus.fingerprint, "settings": {f: getattr(cfg, f) for f in TREE_FIELDS}, "prompts": PROMPTS_VERSION,
-             "llm": model_id(llm), "llm_settings": settings_digest(llm), "version": STORE_VERSION}  # fmt: skip
+             "llm": model_identity(llm), "version": STORE_VERSION}  # fmt: skip
     if official_openai(cfg)["raw"]:  # trees of other embedders keep their keys
         parts["openai"] = "vectors as returned, newlines as spaces"
     if cfg.clustering == "scalable":  # official trees keep their keys
@@ -94,8 +93,8 @@ TREE_STORE = ArtifactStore(
 
 def summary_key(cfg: Any, llm: Any) -> str:
     """The digest naming a summary log: what a summary request holds besides its cluster's text."""
-    parts = {"settings": {f: getattr(cfg, f) for f in SUMMARY_FIELDS}, "prompts": PROMPTS_VERSION, "llm": model_id(llm),
-             "llm_settings": settings_digest(llm), "version": STORE_VERSION}  # fmt: skip
+    parts = {"settings": {f: getattr(cfg, f) for f in SUMMARY_FIELDS}, "prompts": PROMPTS_VERSION,
+             "llm": model_identity(llm), "version": STORE_VERSION}  # fmt: skip
     return digest_of(parts)
 
 

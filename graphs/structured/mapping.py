@@ -20,8 +20,8 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from graphs.context import StrategyContext
-from graphs.llm import model_id, prompt_codec
-from graphs.request_settings import settings_digest
+from graphs.llm import prompt_codec
+from graphs.request_settings import model_identity
 from graphs.structured import prompts as P
 from graphs.structured.config import StructuredConfig
 from graphs.structured.extract import bound_model, parse_records, quote_found, squeeze, windows
@@ -106,10 +106,11 @@ def extractor(
 
 
 def extraction_model(llm: BaseChatModel) -> str:
-    """Whose records a cache entry holds: the model's name and server and a digest of every setting its
-    requests carry (:func:`graphs.request_settings.settings_digest`), so a model that asks differently
-    (another ``extra_body``, sampling, headers) reads every document anew instead of reusing another's records."""
-    return f"{model_id(llm)} [{settings_digest(llm)}]"
+    """Whose records a cache entry holds: the model's name and a digest of every setting its requests
+    carry (:func:`graphs.request_settings.model_identity`), so a model that asks differently (another
+    ``extra_body``, sampling, headers) reads every document anew instead of reusing another's records,
+    while the same model behind another address reuses them."""
+    return model_identity(llm)
 
 
 class Job:
