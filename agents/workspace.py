@@ -38,6 +38,7 @@ from graphs.budget import Budget, BudgetExceeded, CostPlan
 from graphs.llm import model_id
 from graphs.retrieval_service import RetrievalService
 from graphs.retrieval_settings import RetrievalSettings
+from graphs.strategy_registry import one_answer_strategy
 from retrieval import Index, default_cache_dir
 from retrieval.contract import Answer, Corpus, CorpusError, Document, Question, as_question
 from retrieval.index.waits import counting_waits, waited_for
@@ -76,7 +77,7 @@ class Workspace:
             corpus = Corpus.from_path(corpus, show_progress=bool(show_progress))
         if not isinstance(corpus, Corpus):
             raise TypeError(f"corpus must be a Corpus or a path, got {type(corpus).__name__}")
-        STRATEGIES.get(strategy)  # an unknown name fails here, with suggestions
+        STRATEGIES.get(one_answer_strategy(strategy))  # unknown names fail here, with suggestions
         self.strategy = strategy
         self.price = Budget(price=price).price  # validated: a graphs.pricing.TokenPrice or None
         self.cache_dir = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
@@ -198,7 +199,7 @@ class Workspace:
                 "compare needs at least one strategy, e.g. strategies=['rag', 'full_context']"
             )
         for name, options in wanted.items():
-            STRATEGIES.get(name).make_config(
+            STRATEGIES.get(one_answer_strategy(name)).make_config(
                 None, **options
             )  # unknown names and options fail before any call
         result = Comparison(question=q, price=self.price, order=list(wanted))
@@ -292,7 +293,7 @@ class Workspace:
         if isinstance(questions, (str, Question)):
             raise TypeError("answer_many takes a list of questions")
         qs = [as_question(q) for q in questions]
-        spec = STRATEGIES.get(name)
+        spec = STRATEGIES.get(one_answer_strategy(name))
         cfg = spec.make_config(preset, **options)
         with self._lock:
             corpus = self._corpus
