@@ -9,6 +9,7 @@ import json
 import pytest
 
 from agents import Workspace, answer, answer_many, estimate, make_chat_model
+from agents.interop import as_runnable
 from experiments.cli import main
 from experiments.runner import RunConfig, read_rows
 from experiments.runner.variants import variant_options
@@ -143,6 +144,8 @@ def test_one_answer_refuses_a_variant_before_any_call(tmp_path, monkeypatch):
             lambda: estimate(corpus, "Who?", strategy="rag@x", llm=llm),
             lambda: Workspace(corpus, llm=llm, strategy="rag@x"),
             lambda: Workspace(corpus, llm=llm).answer("Who?", strategy="rag@x"),
+            lambda: Workspace(corpus, llm=llm).compare("Who?", strategies=["rag", "rag@x"]),
+            lambda: as_runnable(corpus, strategy="rag@x", llm=llm),
         ):
             with pytest.raises(ValueError, match=r"'rag@x' is a variant.*longctx run.*'rag'"):
                 call()
