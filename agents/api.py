@@ -33,6 +33,7 @@ from graphs.registry import Strategy
 from graphs.retrieval_service import RetrievalService
 from graphs.run import RunOptions, arun_strategy, run_strategy
 from graphs.run_batched import checkpoint_held
+from graphs.strategy_registry import one_answer_strategy
 from retrieval import Index
 from retrieval.contract import Answer, Corpus, Question, Step, as_question
 from retrieval.errors import ConfigError, OptionError
@@ -113,6 +114,7 @@ def answer(
             output-format instruction.
         strategy: A registered strategy name (``rag``, ``full_context``, ``memagent``, ...);
             ``rag`` by default, as in :func:`answer_many`, :func:`estimate` and the async twins.
+            A variant (``rag@x``) is refused with ``ValueError``: it is a column of a run.
         llm: A chat model, a spec (``"embedded"``, ``"openai:MODEL"``), or ``None`` for
             ``$LONGCTX_LLM`` / the embedded default.
         preset: A named config of the strategy (e.g. ``"longbench-500x3"`` for ``rag``).
@@ -279,7 +281,7 @@ def estimate(
         ValueError: The strategy declares no cost plan (a plug-in).
     """
     _check_corpus(corpus)
-    spec = STRATEGIES.get(strategy)
+    spec = STRATEGIES.get(one_answer_strategy(strategy))
     cfg = spec.make_config(preset, **config)
     qs = [as_question(q) for q in (question if isinstance(question, list) else [question])]
     chat = make_chat_model(llm)  # the model answer() would use: one plan, one tokenizer
@@ -341,7 +343,7 @@ def _prepare(corpus: Corpus, questions: list, strategy: str, llm: Any, preset: s
     """Validated inputs of one call (strategy, config, questions, chat model, progress flag), or
     ``None`` when there are no questions; a plan that cannot fit ``budget`` is refused here, before any call."""
     _check_corpus(corpus)
-    spec = STRATEGIES.get(strategy)
+    spec = STRATEGIES.get(one_answer_strategy(strategy))
     fields = {f for f in spec.config_cls.__dataclass_fields__}
     if concurrency is not None and "concurrency" in fields:
         config = {**config, "concurrency": concurrency}

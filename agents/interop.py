@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 
 from agents.api import aanswer, answer
 from graphs import STRATEGIES
+from graphs.strategy_registry import one_answer_strategy
 from retrieval.contract import Answer, Corpus, Question
 
 #: What a Runnable returns: the answer text (for chains), or the whole Answer (evidence, usage, steps).
@@ -60,7 +61,7 @@ def as_runnable(corpus: Corpus | None = None, *, strategy: str = "rag", llm: str
     """
     if output not in OUTPUTS:
         raise ValueError(f"output must be one of {OUTPUTS}, got {output!r}")
-    STRATEGIES.get(strategy).make_config(
+    STRATEGIES.get(one_answer_strategy(strategy)).make_config(
         **options
     )  # a wrong option fails here, before any chain runs
 

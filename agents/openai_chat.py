@@ -6,7 +6,7 @@ imports it on first use, and ``import agents`` never does.
 
 The class overrides private ``ChatOpenAI`` members (``_create_chat_result``,
 ``_convert_chunk_to_generation_chunk``, ``_get_request_payload``, ``_generate``,
-``_agenerate``; ``_get_llm_string`` comes from LangChain's ``BaseChatModel``) and calls
+``_agenerate``, ``_stream``, ``_astream``; ``_get_llm_string`` comes from LangChain's ``BaseChatModel``) and calls
 others (``_use_responses_api``, ``_ensure_sync_client_available``). Private members change without notice, so
 ``tests/test_openai_chat.py`` pins the signatures this module relies on and ``pyproject.toml``
 pins the langchain-openai versions they were checked against.
@@ -18,7 +18,7 @@ import asyncio
 import inspect
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, ClassVar
 
 from langchain_core.messages import BaseMessage
@@ -241,6 +241,26 @@ class RetryingChatOpenAI(ChatOpenAI):
             return await self.root_async_client.post("/chat/completions", cast_to=bytes, **request)
 
         return await self._complete(messages, stop, kwargs, send, asyncio.sleep)
+
+    def _stream(self, *args: Any, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
+        """ChatOpenAI's streamed reply, its failures (a timeout, an error status) raised as the
+        ``ChatModelError`` a whole reply's would be (:func:`~agents.chat_errors.as_chat_model_error`)."""
+        try:
+            yield from super()._stream(*args, **kwargs)
+        except Exception as exc:
+            if (mapped := as_chat_model_error(exc, self)) is exc:
+                raise
+            raise mapped from exc
+
+    async def _astream(self, *args: Any, **kwargs: Any) -> AsyncIterator[ChatGenerationChunk]:
+        """:meth:`_stream` for async code: the same chunks, the same errors."""
+        try:
+            async for chunk in super()._astream(*args, **kwargs):
+                yield chunk
+        except Exception as exc:
+            if (mapped := as_chat_model_error(exc, self)) is exc:
+                raise
+            raise mapped from exc
 
 
 # LangChain asks ``inspect.signature(self._agenerate)`` on every call whether it takes a

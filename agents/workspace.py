@@ -38,6 +38,7 @@ from graphs.budget import Budget, BudgetExceeded, CostPlan
 from graphs.llm import model_id
 from graphs.retrieval_service import RetrievalService
 from graphs.retrieval_settings import RetrievalSettings
+from graphs.strategy_registry import one_answer_strategy
 from retrieval import Index, default_cache_dir
 from retrieval.contract import Answer, Corpus, CorpusError, Document, Question, as_question
 from retrieval.duplicates import checked_duplicates, text_digest, warn_dropped
@@ -84,7 +85,7 @@ class Workspace:
             )
         if not isinstance(corpus, Corpus):
             raise OptionError(f"corpus must be a Corpus or a path, got {type(corpus).__name__}")
-        STRATEGIES.get(strategy)  # an unknown name fails here, with suggestions
+        STRATEGIES.get(one_answer_strategy(strategy))  # unknown names fail here, with suggestions
         self.strategy = strategy
         self.price = Budget(price=price).price  # validated: a graphs.pricing.TokenPrice or None
         self.cache_dir = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
@@ -206,7 +207,7 @@ class Workspace:
                 "compare needs at least one strategy, e.g. strategies=['rag', 'full_context']"
             )
         for name, options in wanted.items():
-            STRATEGIES.get(name).make_config(
+            STRATEGIES.get(one_answer_strategy(name)).make_config(
                 None, **options
             )  # unknown names and options fail before any call
         result = Comparison(question=q, price=self.price, order=list(wanted))
@@ -301,7 +302,7 @@ class Workspace:
         if isinstance(questions, (str, Question)):
             raise OptionError("answer_many takes a list of questions")
         qs = [as_question(q) for q in questions]
-        spec = STRATEGIES.get(name)
+        spec = STRATEGIES.get(one_answer_strategy(name))
         cfg = spec.make_config(preset, **options)
         with self._lock:
             corpus = self._corpus

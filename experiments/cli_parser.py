@@ -108,12 +108,14 @@ def _add_budget_args(p: argparse.ArgumentParser, what: str) -> None:
     _add_prices_arg(p, "the price table --max-cost counts at")
 
 
-def _add_prices_arg(p: argparse.ArgumentParser, what: str) -> None:
+def _add_prices_arg(
+    p: argparse.ArgumentParser, what: str, default: str = "built-in list prices"
+) -> None:
     p.add_argument(
         "--prices",
         metavar="FILE",
         help=f"JSON of USD per 1M tokens per model id, {what}, "
-        'e.g. {"gpt-4o-mini": {"prompt": 0.15, "completion": 0.6}} (default: built-in list prices; local models free)',
+        f'e.g. {{"gpt-4o-mini": {{"prompt": 0.15, "completion": 0.6}}}} (default: {default}; local models free)',
     )
 
 
@@ -258,7 +260,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="chat model spec for LLM-judged benchmarks (Loong; CorpusQA; MemoryAgentBench LongMemEval, InfBench-Sum)",
     )
     p.add_argument("--no-plots", action="store_true")
-    _add_prices_arg(p, "for the report's cost estimate")
+    kept = "the table the run was given (its prices.json), else built-in list prices"
+    _add_prices_arg(p, "for the report's cost estimate", kept)
     p.add_argument("--no-html", action="store_true", help="do not write report.html")
 
     p = sub.add_parser("compare", help="paired comparison of the same strategies across run folders",

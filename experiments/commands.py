@@ -22,6 +22,8 @@ from experiments.corpus_commands import cmd_answer, cmd_index
 from experiments.demo import READING, demo_strategies, run_demo
 from experiments.export import export_official, official_command
 from experiments.planning import plan_experiment
+from experiments.prices import load_prices
+from experiments.run_prices import save_run_prices
 from experiments.runner import (
     RunConfig,
     RunInterrupted,
@@ -83,10 +85,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         config = RunConfig.for_corpus(args.corpus, args.questions, **options)
     else:
         config = RunConfig(benchmark=args.benchmark, data_path=args.data, **options)
+    prices = load_prices(args.prices) if args.prices else None  # kept for the run's report
     if args.ray is not None:
         from experiments.ray_runner import run_experiment_ray
 
         endpoints = [u.strip() for u in (args.endpoints or "").split(",") if u.strip()]
+        if prices is not None:
+            save_run_prices(args.out, prices)
         counts = run_experiment_ray(config, args.out, address=args.ray or None, endpoints=endpoints)
     elif args.endpoints:
         raise ValueError("--endpoints needs --ray")
@@ -98,6 +103,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         ):
             print("Not started.", file=sys.stderr)
             return 1
+        if prices is not None:
+            save_run_prices(args.out, prices)
         counts = run_experiment(config, args.out, llm=chat, samples=samples)
     print(
         f"{counts['pairs']} answers in {args.out}: {counts['skipped']} already done, "
@@ -121,7 +128,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         args.dir, judge=judge, plots=plots, html=not args.no_html, prices=args.prices
     )
     folder = Path(result["folder"])
-    print(f"# {result['benchmark']}\n")
+    print(f"# {result['benchmark']}\n\nPrices: {result['prices']}\n")
     print((folder / "summary.md").read_text())
     print((folder / "significance.md").read_text())
     print((folder / "by_length.md").read_text())

@@ -15,6 +15,7 @@ from agents.run_plan import announce_plan, plan_for
 from experiments.command_options import budget_from_args, parse_options, retrieval_overrides
 from experiments.prices import load_prices, price_for
 from graphs.llm import model_id
+from graphs.strategy_registry import one_answer_strategy
 from retrieval.ray_support import require_ray
 
 
@@ -22,7 +23,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
     """Run one question and print answer, evidence titles and usage."""
     choices = {chr(ord("A") + i): c for i, c in enumerate(args.choices or [])} or None
     question = Question(text=args.question, choices=choices, instruction=args.instruction)
-    spec = STRATEGIES.get(args.strategy)
+    spec = STRATEGIES.get(one_answer_strategy(args.strategy))
     overrides = {
         "top_k": args.top_k,
         "max_new_tokens": args.max_new_tokens,
@@ -116,7 +117,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
 
 def cmd_index(args: argparse.Namespace) -> int:
     """Build (or find) the cached index of a corpus and print where it is."""
-    spec = STRATEGIES.get(args.strategy)
+    spec = STRATEGIES.get(one_answer_strategy(args.strategy))
     if not spec.uses_index:  # a plug-in is offered by its entry point's name before it is loaded
         raise ValueError(f"Strategy {args.strategy!r} uses no index; 'longctx index' builds one for "
                          f"{', '.join(s for s in STRATEGIES.available() if STRATEGIES.get(s).uses_index)}")  # fmt: skip

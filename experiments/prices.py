@@ -4,7 +4,8 @@ The built-in table lists a few well-known API models at their public list prices
 :data:`DEFAULT_PRICES_DATE`, with the price of a prompt token the provider read from its prompt
 cache (OpenAI, Gemini: cached input; Anthropic: cache read; cache writes and batch discounts are
 ignored); it is an *estimate* (prices change). A user's table (``longctx report DIR --prices
-FILE``) overrides and extends it; ``cached`` is optional (without it a cached token costs a prompt
+FILE``, or the one ``longctx run --prices`` kept in DIR: :mod:`experiments.run_prices`) overrides
+and extends it; ``cached`` is optional (without it a cached token costs a prompt
 token)::
 
     {"gpt-4o-mini": {"prompt": 0.15, "cached": 0.075, "completion": 0.60},

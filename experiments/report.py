@@ -48,7 +48,6 @@ from experiments.html_report import (
     summary_table,
     write_html_report,
 )
-from experiments.prices import PriceRow, load_prices, parse_prices
 from experiments.report_summary import (
     add_frontiers,
     add_intervals,
@@ -58,6 +57,7 @@ from experiments.report_summary import (
     rounded_mean,
     summary_row,
 )
+from experiments.run_prices import report_prices
 from experiments.runner import (
     RunFolderError,
     manifest_config,
@@ -100,12 +100,13 @@ def build_report(
         html: Write ``report.html`` (``experiments.html_report``): tables, plots, winners,
             estimated cost and a per-question drill-down in one self-contained file.
         prices: USD per 1M prompt/completion tokens per model id for the cost estimate: a JSON
-            file or a mapping (``experiments.prices``); built-in estimates otherwise.
+            file or a mapping (``experiments.prices``); otherwise the table the run was given
+            (``experiments.run_prices``), else built-in estimates. ``result["prices"]`` says which.
     """
     out = Path(out)
     if not out.is_dir():
         raise RunFolderError(f"{out} is not a folder: give a folder written by 'longctx run'")
-    price_table = _price_table(prices)  # a bad file fails before any scoring
+    price_table, price_source = report_prices(out, prices)  # a bad file fails before any scoring
     manifest, samples, per_strategy = score_run(out, samples=samples, judge=judge)
     cfg = manifest["config"]
     benchmark = cfg["benchmark"]
@@ -177,7 +178,7 @@ def build_report(
         ):
             (report / "cost_per_question.png").unlink(missing_ok=True)
     result = {"benchmark": benchmark, "summary": summary, "by_length": by_length, "folder": str(report), "pairwise": pairs, "winners": winners,
-              "missing": missing, "per_context": per_context, "amortized": amortized}  # fmt: skip
+              "missing": missing, "per_context": per_context, "amortized": amortized, "prices": price_source}  # fmt: skip
     if html:
         result["html"] = str(write_html_report(report, benchmark=benchmark, manifest=manifest, summary=summary, by_length=by_length,
                                                per_strategy=per_strategy, samples=by_id, prices=price_table, winners=winners,
@@ -275,12 +276,6 @@ def compare_runs(folders: Sequence[str | Path], *, judge: Any = None) -> RunComp
     dropped = [line for i, (la, ra) in enumerate(zip(labels, runs)) for lb, rb in zip(labels[i + 1 :], runs[i + 1 :])
                if (line := pairing.dropped_line(la, lb, ra[3], rb[3]))]  # fmt: skip
     return RunComparison(pairs, dropped)
-
-
-def _price_table(prices: str | Path | dict[str, Any] | None) -> dict[str, PriceRow] | None:
-    if prices is None:
-        return None
-    return parse_prices(prices) if isinstance(prices, dict) else load_prices(prices)
 
 
 def _add_ceilings(

@@ -58,6 +58,27 @@ def base_strategy(name: str) -> str:
     return split_variant(name)[0]
 
 
+def one_answer_strategy(name: str) -> str:
+    """``name`` for one answer (``answer()``, a Workspace, ``longctx answer``/``index``): a variant refused.
+
+    A variant's label names a column beside others of its strategy in one run, with its own
+    ``--option NAME@LABEL.KEY=VALUE``; one answer has neither, so ``rag@x`` would run plain
+    ``rag`` and drop the label without a word. It is refused instead, naming what to do.
+
+    Raises:
+        KeyError: A malformed variant (:func:`split_variant`).
+        ValueError: A variant.
+    """
+    strategy, label = split_variant(name)
+    if label is not None:
+        raise ValueError(
+            f"Strategy {name!r} is a variant, for `longctx run --strategies` (a column beside "
+            f"another of {strategy!r}'s, with its own --option {name}.KEY=VALUE); one answer runs "
+            f"{strategy!r} with its options: use {strategy!r}"
+        )
+    return name
+
+
 class StrategyRegistry(Registry["Strategy[Any]"]):
     """The :class:`~retrieval.registry.Registry` of strategies, which looks a variant name up as its strategy."""
 

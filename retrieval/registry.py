@@ -25,6 +25,7 @@ import importlib.util
 import logging
 import pkgutil
 import sys
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,10 +96,9 @@ class Registry(Generic[T]):
         self.packages = packages
         self._entries: dict[str, T | Declaration] = {}
         self._declared: dict[str, Declaration] = {}
-        self._loaded: dict[
-            str, T
-        ] = {}  # target -> the entry it loaded (kept when a test swaps ``_entries``)
-        self._declarations_read = False
+        self._loaded: dict[str, T] = {}  # target -> its entry (kept when a test swaps _entries)
+        self._declarations_read = self._reading = False
+        self._lock = threading.RLock()
         self._frozen = False
 
     @overload
@@ -283,10 +283,8 @@ class Registry(Generic[T]):
         else:
             module, _, attr = declaration.target.partition(":")
             imported = importlib.import_module(module)
-            now = self._entries.get(name)
-            if now is not None and not isinstance(
-                now, Declaration
-            ):  # the import registered it (decorator form)
+            now = self._entries.get(name)  # the import registered it (decorator form)?
+            if now is not None and not isinstance(now, Declaration):
                 return now
             if not attr:
                 raise UnknownName(
@@ -305,18 +303,31 @@ class Registry(Generic[T]):
         return UnknownName(f"Unknown {self.kind} {name!r}.{hint} Available: {', '.join(names)}")
 
     def _read_declarations(self) -> None:
-        """Declare, once, the entries of the ``plugin.toml`` files of :attr:`packages` and the entry points of :attr:`group`."""
+        """Declare, once, the entries of the ``plugin.toml`` files of :attr:`packages` and the entry points of :attr:`group`.
+
+        Under a lock, checked again inside it: a lookup while another thread reads waits for it.
+        :meth:`_load` imports without our lock (Python's import lock runs a module once; ours held
+        there could deadlock with a module that looks a name up as it is imported).
+        """
         if self._declarations_read:
             return
-        self._declarations_read = True
+        with self._lock:  # a second thread's first lookup waits here for the first's reading
+            if self._declarations_read or self._reading:  # read, or being read by this thread
+                return
+            self._reading = True
+            try:
+                self._declare_all()
+                self._declarations_read = True
+            finally:
+                self._reading = False
+
+    def _declare_all(self) -> None:
         section = self.group.rpartition(".")[2] if self.group else None
         for path in declaration_files(self.packages) if section else ():
             for name, declaration in read_declarations(path, section or "").items():
                 self._declare(name, declaration)
         if self.group is not None:
-            from importlib import (
-                metadata,
-            )  # standard library, but 20 ms: only when a name is first looked up
+            from importlib import metadata  # standard library, but 20 ms: on the first lookup only
 
             for ep in metadata.entry_points(group=self.group):
                 if ep.name not in self._entries and ep.name not in self._declared:
@@ -340,14 +351,11 @@ def declaration_files(packages: tuple[str, ...]) -> list[Path]:
             or []
         )
         for folder in map(Path, folders):
-            found += [
-                p
-                for p in [
-                    folder / DECLARATIONS_FILE,
-                    *sorted(folder.glob(f"*/{DECLARATIONS_FILE}")),
-                ]
-                if p.is_file()
+            candidates = [
+                folder / DECLARATIONS_FILE,
+                *sorted(folder.glob(f"*/{DECLARATIONS_FILE}")),
             ]
+            found += [p for p in candidates if p.is_file()]
     return found
 
 

@@ -4,6 +4,7 @@ break-even points the table reproduces, and the workspace's price in its budgets
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 
@@ -209,3 +210,45 @@ def test_a_small_gap_over_few_answers_is_given_with_the_range_of_its_crossing():
         "3.0% of full_context's, is a mean over 8 and 8 answers)"
     )
     assert "95% interval" in "\n".join(markdown_lines(a, amortized_rows(a)))
+
+
+def _cost_usd(out) -> float:
+    """The USD per question of the run's one strategy, in its report's amortized table."""
+    with open(out / "report" / "amortized_cost.csv", encoding="utf-8") as f:
+        row = next(csv.DictReader(f))
+    assert row["unit"] == "USD"
+    return float(row["per_question"])
+
+
+def test_a_runs_price_table_is_kept_in_its_folder_for_its_report(
+    docs_folder, tmp_path, capsys, monkeypatch, isolated_cache
+):
+    """``run --prices`` keeps the table beside the manifest; ``report`` of that run prices at it
+    without ``--prices`` (the loopback server is local: free at the built-in table), and an
+    explicit ``--prices`` wins; the report names the table it used."""
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(json.dumps({"question": "code of site 1?", "answer": "1001"}) + "\n")
+    given = tmp_path / "given" / "prices.json"
+    given.parent.mkdir()
+    given.write_text(json.dumps({"smollm2": {"prompt": 1e6, "completion": 0}}))
+    out = tmp_path / "out"
+    with RecordingServer(lambda request: "1001") as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        assert main(["run", "--corpus", str(docs_folder), "--questions", str(questions), "--strategies", "rag",
+                     "--llm", "openai:smollm2", "--out", str(out), "--prices", str(given), "--yes"]) == 0  # fmt: skip
+    given.unlink()  # the report reads the run's own copy
+    assert json.loads((out / "prices.json").read_text()) == {
+        "smollm2": {"prompt": 1e6, "completion": 0.0}
+    }
+    capsys.readouterr()
+    assert main(["report", str(out), "--no-plots", "--no-html"]) == 0
+    assert f"Prices: the table the run was given ({out / 'prices.json'})" in capsys.readouterr().out
+    kept = _cost_usd(out)
+    assert kept > 0  # each prompt token at 1 USD, not a local model's 0
+    other = _prices(tmp_path, {"smollm2": {"prompt": 2e6, "completion": 0}})
+    assert main(["report", str(out), "--no-plots", "--no-html", "--prices", other]) == 0
+    assert f"Prices: {other} (--prices)" in capsys.readouterr().out
+    assert _cost_usd(out) == pytest.approx(2 * kept)
+    (out / "prices.json").unlink()  # a run given no table: the built-in one, said so
+    assert main(["report", str(out), "--no-plots", "--no-html"]) == 0
+    assert "Prices: built-in list prices as of" in capsys.readouterr().out

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 
 import httpx
-import openai
 import pytest
 
 from agents import make_chat_model
@@ -71,11 +70,10 @@ def chat(server: DripServer):
 def test_a_sync_chat_call_is_cut_at_its_timeout(how):
     with DripServer(COMPLETION) as server:
         llm = chat(server)
-        if how == "invoke":  # the lean request through the SDK's sync client
-            with pytest.raises(ChatModelError, match="did not answer after 0 retries"):
+        with pytest.raises(ChatModelError, match="did not answer after 0 retries.*timed out"):
+            if how == "invoke":  # the lean request through the SDK's sync client
                 llm.invoke("Capital of France?")
-        else:  # ChatOpenAI's own path
-            with pytest.raises(openai.APITimeoutError, match="timed out"):
+            else:  # ChatOpenAI's own path: the same error as a whole reply's
                 list(llm.stream("Capital of France?"))
         assert_cut(server)
 
@@ -94,8 +92,7 @@ def test_an_async_chat_call_is_cut_at_its_timeout(how):
         call = (
             llm.ainvoke("Capital of France?") if how == "sdk outside a run" else in_a_run(llm, how)
         )
-        error = openai.APITimeoutError if how == "sdk stream" else ChatModelError
-        with pytest.raises(error, match="timed out"):
+        with pytest.raises(ChatModelError, match="did not answer after 0 retries.*timed out"):
             asyncio.run(call)
         assert_cut(server)
 

@@ -1,4 +1,5 @@
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -6,6 +7,7 @@ import pytest
 
 from graphs import STRATEGIES
 from retrieval import RETRIEVERS, Registry, make_retriever
+from retrieval import registry as registry_module
 
 
 def test_register_and_get():
@@ -171,3 +173,58 @@ def test_metric_versions_are_every_metric_module_version():
         "registry",
     }
     assert set(VERSIONS) == modules and VERSIONS["text"] == text.VERSION
+
+
+class _WatchedLock:
+    """A re-entrant lock that reports when the thread called ``name`` starts waiting for it."""
+
+    def __init__(self, name: str):
+        self.lock, self.name, self.asked = threading.RLock(), name, threading.Event()
+
+    def __enter__(self):
+        if threading.current_thread().name == self.name:
+            self.asked.set()
+        return self.lock.__enter__()
+
+    def __exit__(self, *exc):
+        return self.lock.__exit__(*exc)
+
+
+def test_a_lookup_while_another_thread_reads_the_declarations_waits_for_them(tmp_path, monkeypatch):
+    """Two threads' first lookups at once: the second waits for the first's reading (it saw an
+    empty registry, 'Unknown strategy 'rag'. Available: ', when the reading was not locked)."""
+    (tmp_path / "race_kinds").mkdir()
+    (tmp_path / "race_kinds" / "plugin.toml").write_text('[things]\nplain = "race_impl:PLAIN"\n')
+    _module(tmp_path, monkeypatch, "race_impl", "PLAIN = 'plain'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    reg = Registry("thing", group="toy.things", packages=("race_kinds",))
+    reg._lock = watched = _WatchedLock("second")  # the test sees the second lookup reach the lock
+    reading, done = threading.Event(), threading.Event()
+    real_files = registry_module.declaration_files
+
+    def held_files(packages):  # the first reader is held mid-reading until the second has asked
+        reading.set()
+        while not (watched.asked.is_set() or done.is_set()):
+            done.wait(0.01)
+        return real_files(packages)
+
+    monkeypatch.setattr(registry_module, "declaration_files", held_files)
+    results: dict[str, object] = {}
+
+    def look_up():
+        try:
+            results[threading.current_thread().name] = reg.get("plain")
+        except KeyError as exc:
+            results[threading.current_thread().name] = exc
+        finally:
+            if threading.current_thread().name == "second":
+                done.set()
+
+    first = threading.Thread(target=look_up, name="first")
+    first.start()
+    reading.wait()
+    second = threading.Thread(target=look_up, name="second")
+    second.start()
+    first.join()
+    second.join()
+    assert results == {"first": "plain", "second": "plain"}

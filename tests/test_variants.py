@@ -8,10 +8,13 @@ import json
 
 import pytest
 
+from agents import Workspace, answer, answer_many, estimate, make_chat_model
+from agents.interop import as_runnable
 from experiments.cli import main
 from experiments.runner import RunConfig, read_rows
 from experiments.runner.variants import variant_options
 from graphs.strategy_registry import STRATEGIES, base_strategy
+from retrieval import Corpus
 from tests.recording_server import RecordingServer, prompt_of
 
 DOCS = {
@@ -126,3 +129,34 @@ def test_the_command_line_names_a_bad_variant_on_one_line(tmp_path, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "must be STRATEGY@LABEL" in err and "Traceback" not in err
+
+
+def test_one_answer_refuses_a_variant_before_any_call(tmp_path, monkeypatch):
+    """A variant's label names a column beside another of its strategy's in a run; one answer has
+    no such column and no variant options, so ``rag@x`` there is refused, not run as ``rag``."""
+    monkeypatch.setenv("LONGCTX_CACHE_DIR", str(tmp_path / "cache"))
+    corpus = Corpus.from_texts(DOCS.values(), DOCS)
+    with RecordingServer(reply) as server:
+        llm = make_chat_model("openai:rec", base_url=server.url, api_key="k")
+        for call in (
+            lambda: answer(corpus, "Who keeps the lighthouse?", strategy="rag@x", llm=llm),
+            lambda: answer_many(corpus, ["Who?"], strategy="rag@x", llm=llm),
+            lambda: estimate(corpus, "Who?", strategy="rag@x", llm=llm),
+            lambda: Workspace(corpus, llm=llm, strategy="rag@x"),
+            lambda: Workspace(corpus, llm=llm).answer("Who?", strategy="rag@x"),
+            lambda: Workspace(corpus, llm=llm).compare("Who?", strategies=["rag", "rag@x"]),
+            lambda: as_runnable(corpus, strategy="rag@x", llm=llm),
+        ):
+            with pytest.raises(ValueError, match=r"'rag@x' is a variant.*longctx run.*'rag'"):
+                call()
+        assert server.requests == [] and server.embedding_requests == []
+
+
+def test_longctx_answer_refuses_a_variant_on_one_line(tmp_path, capsys):
+    (tmp_path / "d.txt").write_text("text")
+    argv = ["answer", "--corpus", str(tmp_path / "d.txt"), "--question", "What?", "--strategy", "rag@x",
+            "--llm", "openai:m"]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "'rag@x' is a variant" in err and "longctx run" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1

@@ -370,6 +370,7 @@ TIERS: dict[str, dict[str, str]] = {
         "test_cli_refuses_an_unknown_price_key_on_one_line": "integration",
         "test_answer_stops_at_max_cost_priced_by_prices_on_a_loopback_server": "integration",
         "test_a_cost_of_zero_or_one_is_no_right_or_wrong_answer": "integration",
+        "test_a_runs_price_table_is_kept_in_its_folder_for_its_report": "integration",
     },
     "test_index_seconds_once.py": {
         "test_a_build_waited_for_is_counted_once_as_when_the_questions_are_asked_together": "concurrency",
@@ -467,6 +468,7 @@ TIERS: dict[str, dict[str, str]] = {
     },
     "test_variants.py": {
         "test_two_variants_of_rag_run_resume_and_report_as_two_columns": "integration",
+        "test_one_answer_refuses_a_variant_before_any_call": "integration",
     },
     "test_pai.py": {
         "test_exhaustive_judge_calls_are_properties_times_chunks": "integration",

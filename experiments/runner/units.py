@@ -13,6 +13,7 @@ from agents import STRATEGIES, answer_many
 from agents.llm_cache import SQLiteLLMCache
 from experiments.runner.config import RunConfig
 from experiments.runner.rows import base_row, failed_row, ok_row
+from graphs.strategy_registry import base_strategy
 
 
 def work_units(
@@ -58,8 +59,9 @@ def run_unit(samples: list[Any], strategy: str, chat: BaseChatModel, config: Run
     if retry and isinstance(chat.cache, SQLiteLLMCache):
         chat = chat.model_copy(update={"cache": chat.cache.refreshing()})
     try:
-        options = dict(config.strategy_options.get(strategy, {}))
-        results = answer_many(samples[0].corpus, [_traced(s, run_id) for s in samples], strategy=strategy, llm=chat, show_progress=False,
+        options = dict(config.strategy_options.get(strategy, {}))  # a variant's, under its name
+        base = base_strategy(strategy)  # what a variant runs: its options are in ``options``
+        results = answer_many(samples[0].corpus, [_traced(s, run_id) for s in samples], strategy=base, llm=chat, show_progress=False,
                               budget=config.budget, **options)  # fmt: skip
     except Exception as exc:  # noqa: BLE001 - recorded as failed rows; the rerun retries (and resumes) them
         seconds = (time.perf_counter() - started) / len(samples)
