@@ -31,6 +31,7 @@ from agents.api import aanswer_many, answer_many
 from agents.api import estimate as estimate_plan
 from agents.chat_models import make_chat_model
 from agents.comparison import Comparison
+from agents.corpus_merge import merged
 from agents.events import Event
 from agents.streaming import astream_answer, stream_answer
 from graphs import STRATEGIES
@@ -41,7 +42,7 @@ from graphs.retrieval_settings import RetrievalSettings
 from graphs.strategy_registry import one_answer_strategy
 from retrieval import Index, default_cache_dir
 from retrieval.contract import Answer, Corpus, CorpusError, Document, Question, as_question
-from retrieval.duplicates import checked_duplicates, text_digest, warn_dropped
+from retrieval.duplicates import checked_duplicates
 from retrieval.errors import ConfigError, OptionError
 from retrieval.index.waits import counting_waits, waited_for
 from retrieval.readers import read_path
@@ -339,69 +340,3 @@ def _with_index_time(answers: list[Answer], seconds: float, waited: float = 0.0)
         a.usage.seconds += (seconds - waited) / len(answers)
         a.usage.queued_seconds += waited / len(answers)
     return answers
-
-
-def merged(
-    documents: Sequence[Document], new: Sequence[Document], duplicates: str = "drop"
-) -> tuple[list[Document], list[str]]:
-    """``documents`` with ``new`` added: unchanged ones skipped, a file read again (same ``source``)
-    replaced, a clashing id of another file renamed to its source path (and that file, read
-    again, found under its path: skipped or replaced, never refused as a clash), a new document
-    whose text is already there skipped with a warning (unless ``duplicates`` is ``"keep"``).
-    Returns the documents and the ids added or replaced."""
-    docs = list(documents)
-    where = {d.doc_id: i for i, d in enumerate(docs)}
-    changed: list[str] = []
-    texts = {text_digest(d.text): d.doc_id for d in docs if d.text.strip()}
-    dropped: list[tuple[str, str]] = []
-    for doc in new:
-        source = doc.metadata.get("source")
-        i = _same_file(docs, where, doc.doc_id, source)
-        if i is None and source:  # renamed to its path when first added: the same file read again
-            i = _same_file(docs, where, str(source), source)
-        if i is not None:
-            old = docs[i]
-            if (old.text, old.title) != (doc.text, doc.title):
-                docs[i] = (
-                    doc
-                    if doc.doc_id == old.doc_id
-                    else Document(
-                        doc_id=old.doc_id, text=doc.text, title=doc.title, metadata=doc.metadata
-                    )
-                )
-                changed.append(old.doc_id)
-            continue
-        if doc.doc_id in where:
-            old = docs[where[doc.doc_id]]
-            if (old.text, old.title) == (doc.text, doc.title):
-                continue
-            if not source or str(source) in where:
-                raise CorpusError(
-                    f"Document id {doc.doc_id!r} is already in the corpus; give the new document another id"
-                )
-            doc = Document(
-                doc_id=str(source), text=doc.text, title=doc.title, metadata=doc.metadata
-            )
-        copied = texts.get(text_digest(doc.text)) if doc.text.strip() else None
-        if copied is not None and duplicates == "drop":
-            dropped.append((doc.doc_id, copied))
-            continue
-        texts.setdefault(text_digest(doc.text), doc.doc_id)
-        where[doc.doc_id] = len(docs)
-        docs.append(doc)
-        changed.append(doc.doc_id)
-    if dropped:
-        warn_dropped(dropped, "Workspace.add")
-    return docs, changed
-
-
-def _same_file(
-    docs: Sequence[Document], where: Mapping[str, int], doc_id: str, source: Any
-) -> int | None:
-    """Where the document ``doc_id`` read from ``source`` is (the same file read earlier), or ``None``."""
-    i = where.get(doc_id)
-    return (
-        i
-        if i is not None and source is not None and docs[i].metadata.get("source") == source
-        else None
-    )

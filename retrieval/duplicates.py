@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from retrieval.document import Document, hash_text
+from retrieval.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -27,9 +28,9 @@ SHOWN = 10
 
 
 def checked_duplicates(duplicates: str) -> Duplicates:
-    """``duplicates`` if it is ``"drop"`` or ``"keep"``; otherwise a one-line ``ValueError``."""
+    """``duplicates`` if it is ``"drop"`` or ``"keep"``; otherwise a one-line ``ConfigError``."""
     if duplicates not in ("drop", "keep"):
-        raise ValueError(f"duplicates must be 'drop' or 'keep', got {duplicates!r}")
+        raise ConfigError(f"duplicates must be 'drop' or 'keep', got {duplicates!r}")
     return "drop" if duplicates == "drop" else "keep"
 
 

@@ -125,6 +125,7 @@ CONTRACT_MODULES = (
     "retrieval.contract",
     "retrieval.corpus",
     "retrieval.document",
+    "retrieval.duplicates",
     "retrieval.errors",
     "retrieval.question",
     "retrieval.registry",

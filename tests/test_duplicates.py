@@ -10,7 +10,7 @@ import logging
 import pytest
 
 from agents import Workspace
-from agents.workspace import merged
+from agents.corpus_merge import merged
 from retrieval import Corpus
 from retrieval.document import Document
 from tests.scripted import ScriptedChatModel
