@@ -12,7 +12,6 @@ helpers a corpus uses, file readers and the tokenizer, load where they are neede
 - :mod:`retrieval.document`: ``Document``, ``CorpusError``;
 - :mod:`retrieval.errors`: ``LongctxError``, the base of every error raised to users, and its kinds;
 - :mod:`retrieval.corpus`: ``Corpus``;
-- :mod:`retrieval.duplicates`: ``Duplicates``, what a corpus built from the user's files does with exact copies;
 - :mod:`retrieval.question`: ``Question``, ``Protocol``, ``as_question``;
 - :mod:`retrieval.answer`: ``Answer``, ``Evidence``, ``Usage``, ``Step``.
 
@@ -25,7 +24,6 @@ from __future__ import annotations
 from retrieval.answer import Answer, Evidence, Step, Usage
 from retrieval.corpus import Corpus
 from retrieval.document import CorpusError, Document
-from retrieval.duplicates import Duplicates
 from retrieval.errors import ConfigError, DataError, LongctxError, ModelError
 from retrieval.question import Protocol, Question, as_question
 from retrieval.registry import Registry
@@ -37,7 +35,6 @@ __all__ = [
     "CorpusError",
     "DataError",
     "Document",
-    "Duplicates",
     "Evidence",
     "LongctxError",
     "ModelError",
