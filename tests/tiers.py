@@ -132,6 +132,12 @@ TIERS: dict[str, dict[str, str]] = {
         "test_a_build_scores_bit_identically_to_bm25s_indexing_the_token_lists": "integration",
         "test_a_build_holds_its_arrays_and_one_block_not_the_tokens": "integration",
     },
+    "test_agent_doubles.py": {
+        "test_the_openai_client_parses_the_stubs_tool_calls": "integration",
+        "test_the_openai_client_streams_the_stubs_tool_call_deltas": "integration",
+        "test_our_chat_model_parses_the_stubs_tool_calls_whole_and_streamed": "integration",
+        "test_the_stub_counts_schemas_and_tool_call_arguments_as_prompt": "integration",
+    },
     "test_budget_trust.py": {
         "test_estimate_without_a_model_is_the_plan_the_refusal_gives": "integration",
         "test_pai_stopped_by_its_budget_sends_nothing_after_and_counts_all_it_sent": "concurrency",
