@@ -86,16 +86,22 @@ def openai_tool_calls(calls: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def counted_words(request: dict[str, Any]) -> list[str]:
-    """The words a chat request's usage counts: every message's text (:func:`prompt_of`), the
-    name and arguments of each assistant tool call and the ``tools`` schemas (as JSON)."""
+def counted_text(request: dict[str, Any]) -> str:
+    """What a chat request's prompt usage counts, as the budget guard counts it
+    (:func:`graphs.prompt_text.counted_prompt`): every message's text (:func:`prompt_of`), the name
+    and arguments of each assistant tool call, and the ``tools`` schemas (as JSON)."""
     parts = [prompt_of(request)]
     for m in request.get("messages", []):
         for c in m.get("tool_calls") or []:
             parts.append(f"{c['function']['name']} {c['function']['arguments']}")
     if request.get("tools"):
         parts.append(json.dumps(request["tools"]))
-    return "\n".join(parts).split()
+    return "\n".join(parts)
+
+
+def counted_words(request: dict[str, Any]) -> list[str]:
+    """The words of :func:`counted_text`: the stub's prompt tokens (a word a token)."""
+    return counted_text(request).split()
 
 
 def shared_words(a: Sequence[str], b: Sequence[str]) -> int:

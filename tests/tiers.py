@@ -138,6 +138,11 @@ TIERS: dict[str, dict[str, str]] = {
         "test_our_chat_model_parses_the_stubs_tool_calls_whole_and_streamed": "integration",
         "test_the_stub_counts_schemas_and_tool_call_arguments_as_prompt": "integration",
     },
+    "test_chat_call.py": {
+        "test_chat_sends_tools_choice_and_budget_and_returns_the_tool_calls": "integration",
+        "test_a_prompt_budget_only_the_schemas_pass_is_refused_before_sending": "integration",
+        "test_counted_prompt_tokens_are_what_the_stub_read_schemas_and_arguments_included": "integration",
+    },
     "test_budget_trust.py": {
         "test_estimate_without_a_model_is_the_plan_the_refusal_gives": "integration",
         "test_pai_stopped_by_its_budget_sends_nothing_after_and_counts_all_it_sent": "concurrency",
