@@ -143,6 +143,9 @@ TIERS: dict[str, dict[str, str]] = {
         "test_a_prompt_budget_only_the_schemas_pass_is_refused_before_sending": "integration",
         "test_counted_prompt_tokens_are_what_the_stub_read_schemas_and_arguments_included": "integration",
     },
+    "test_tool_loop.py": {
+        "test_a_tool_loop_at_the_stub_never_passes_a_prompt_budget_and_counts_what_it_read": "integration",
+    },
     "test_budget_trust.py": {
         "test_estimate_without_a_model_is_the_plan_the_refusal_gives": "integration",
         "test_pai_stopped_by_its_budget_sends_nothing_after_and_counts_all_it_sent": "concurrency",
