@@ -4,7 +4,7 @@
 the arguments of a call of the model's ``tool_name`` (``"Query"``, PAI's, by default), a
 named call (:func:`named_call`: ``{"name", "args"}``) or a call in OpenAI's format
 (``{"id", "type": "function", "function": {"name", "arguments": "<json>"}}``). Streamed
-(``.stream``), the reply comes as chunks: its text word by word, then each tool call as
+(``.stream`` on a model made with ``disable_streaming=False``), the reply comes as chunks: its text word by word, then each tool call as
 ``tool_call_chunks`` (name and id, then the arguments in pieces), as a streamed OpenAI reply does.
 """
 
@@ -14,7 +14,7 @@ import asyncio
 import json
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
@@ -58,6 +58,9 @@ class ToolScriptedChatModel(BaseChatModel):
     tool_name: str = "Query"
     #: ``False``: replies carry no ``usage_metadata`` (a server that reports none: the tracker estimates).
     report_usage: bool = True
+    #: LangChain's switch, on by default here: graphs streamed in ``messages`` mode get whole
+    #: replies, as before the model could stream; ``disable_streaming=False`` streams its chunks.
+    disable_streaming: bool | Literal["tool_calling"] = True
     _calls: list[dict[str, Any]] = PrivateAttr(default_factory=list)
     _lock: Any = PrivateAttr(default_factory=threading.Lock)
 
@@ -67,7 +70,7 @@ class ToolScriptedChatModel(BaseChatModel):
 
     @property
     def calls(self) -> list[dict[str, Any]]:
-        """One dict per call: ``prompt``, ``tools``, ``tool_choice`` and the other keyword arguments."""
+        """One dict per call: ``prompt``, ``messages``, ``tools``, ``tool_choice`` and the other keyword arguments."""
         return self._calls
 
     def bind_tools(self, tools: list[Any], *, tool_choice: Any = None, **kwargs: Any):
@@ -82,7 +85,7 @@ class ToolScriptedChatModel(BaseChatModel):
         """Record the call and make its scripted reply (with whitespace-word usage)."""
         prompt = "\n".join(str(m.content) for m in messages)
         with self._lock:
-            self._calls.append({"prompt": prompt, "stop": stop, **kwargs})
+            self._calls.append({"prompt": prompt, "stop": stop, "messages": messages, **kwargs})
         reply = self.reply_fn(prompt, kwargs.get("tools"))
         if isinstance(reply, AIMessage):
             message = reply
@@ -114,14 +117,14 @@ class ToolScriptedChatModel(BaseChatModel):
         text = str(message.content)
         words = text.split(" ") if text else []
         chunks = [AIMessageChunk(content=w if i == 0 else " " + w) for i, w in enumerate(words)]
-        for i, call in enumerate(message.tool_calls):
-            args = json.dumps(call["args"])
+        calls = [(c["name"], json.dumps(c["args"]), c["id"]) for c in message.tool_calls]
+        # a malformed call streams its raw arguments: merged, they fail to parse again
+        calls += [(c["name"], c["args"] or "", c["id"]) for c in message.invalid_tool_calls]
+        for i, (name, args, call_id) in enumerate(calls):
             chunks.append(
                 AIMessageChunk(
                     content="",
-                    tool_call_chunks=[
-                        tool_call_chunk(name=call["name"], args="", id=call["id"], index=i)
-                    ],
+                    tool_call_chunks=[tool_call_chunk(name=name, args="", id=call_id, index=i)],
                 )
             )
             chunks += [

@@ -127,11 +127,14 @@ def test_the_scripted_tool_model_calls_any_tool_in_any_format() -> None:
     llm = ToolScriptedChatModel(
         reply_fn=lambda prompt, tools: [named_call("search", **ARGS), openai_format, {"q": 1}],
         tool_name="lookup",
+        disable_streaming=False,
     )
     whole = llm.bind_tools([SEARCH]).invoke("Where?")
-    streamed = None
-    for chunk in llm.bind_tools([SEARCH]).stream("Where?"):
-        streamed = chunk if streamed is None else streamed + chunk
+    chunks = list(llm.bind_tools([SEARCH]).stream("Where?"))
+    assert len(chunks) > 6  # names and ids, then the arguments in pieces
+    streamed = chunks[0]
+    for chunk in chunks[1:]:
+        streamed = streamed + chunk
     expected = [
         ("search", ARGS, "call_0"),
         ("get_document", {"doc_id": "d7"}, "call_x"),
