@@ -16,6 +16,7 @@ from langchain_core.outputs import LLMResult
 
 from graphs.budget import Budget, BudgetReached
 from graphs.cancel import quiet_refused_starts
+from graphs.prompt_text import counted_prompt
 from retrieval.reported_usage import as_count, metadata_counts
 
 #: Custom callback event a rerank call dispatches before its request, ``{"query": str, "documents": [str, ...], "call": str}``:
@@ -71,10 +72,10 @@ class BudgetGuard(BaseCallbackHandler):
     def on_chat_model_start(
         self, serialized: dict[str, Any], messages: list[list[Any]], **kwargs: Any
     ) -> None:
-        """Reserve this call, or raise :class:`BudgetReached` if it would pass a limit."""
-        self._start(
-            "\n".join(str(m.content) for batch in messages for m in batch), kwargs.get("run_id")
-        )
+        """Reserve this call (its messages, tool-call arguments and tool schemas:
+        :func:`~graphs.prompt_text.counted_prompt`), or raise :class:`BudgetReached` if it would pass a limit."""
+        flat = [m for batch in messages for m in batch]
+        self._start(counted_prompt(flat, kwargs.get("invocation_params")), kwargs.get("run_id"))
 
     def on_llm_start(self, serialized: dict[str, Any], prompts: list[str], **kwargs: Any) -> None:
         """The same for a completion model."""

@@ -16,7 +16,8 @@ from dataclasses import asdict
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
 
 from graphs.budget_field import budget_kwargs
 from graphs.tokenizer_choice import ModelFacts, select_tokenizer
@@ -82,6 +83,45 @@ def complete_with_usage(
     return content, reply_usage(
         message, prompt, content, count=lambda text: tokenizer_for(llm).count(text)
     )
+
+
+def chat(
+    llm: BaseChatModel,
+    messages: Sequence[BaseMessage],
+    *,
+    max_tokens: int,
+    tools: Sequence[Any] | None = None,
+    tool_choice: Any = None,
+    temperature: float = 0.0,
+    stop: Sequence[str] | None = None,
+    config: RunnableConfig | None = None,
+    **kwargs: Any,
+) -> AIMessage:
+    """One turn of a conversation (an agent's): ``messages`` sent with ``tools`` bound (any form
+    ``bind_tools`` takes; ``tool_choice`` passed to it), the answer budget sent as
+    :func:`complete` sends it (:func:`~graphs.budget_field.budget_kwargs`); returns the reply
+    with its ``tool_calls`` and ``usage_metadata``.
+
+    The budget guard and the usage tracker count the tool schemas and the history's tool-call
+    arguments with the messages (:mod:`graphs.prompt_text`). A model without native tool
+    calling raises ``NotImplementedError`` from ``bind_tools``: the tool loop's JSON adapter
+    (:mod:`graphs.tool_loop`) is for those.
+    """
+    runnable: Any = llm
+    if tools:
+        choice = {} if tool_choice is None else {"tool_choice": tool_choice}
+        runnable = llm.bind_tools(list(tools), **choice)
+    message = runnable.invoke(
+        list(messages),
+        config,
+        **budget_kwargs(llm, max_tokens),
+        temperature=temperature,
+        stop=None if stop is None else list(stop),
+        **kwargs,
+    )
+    if not isinstance(message, AIMessage):
+        raise TypeError(f"a chat model returned {type(message).__name__}, not an AIMessage")
+    return message
 
 
 def has_native_async(llm: BaseChatModel) -> bool:

@@ -18,6 +18,7 @@ from langchain_core.outputs import LLMResult
 from langchain_core.runnables.config import var_child_runnable_config
 
 from graphs.llm import reply_usage
+from graphs.prompt_text import counted_prompt
 from retrieval.contract import Usage
 
 #: Custom callback event carrying the usage of calls made outside this process (a Ray worker's
@@ -103,8 +104,10 @@ class UsageTracker(BaseCallbackHandler):
     def on_chat_model_start(
         self, serialized: dict[str, Any], messages: list[list[Any]], *, run_id: UUID, **kwargs: Any
     ) -> None:
-        """Remember the prompt text in case the reply carries no usage, and the messages sent."""
-        text = "\n".join(str(m.content) for batch in messages for m in batch)
+        """Remember the prompt text in case the reply carries no usage (with its tool-call arguments and
+        tool schemas: :func:`~graphs.prompt_text.counted_prompt`), and the messages sent."""
+        flat = [m for batch in messages for m in batch]
+        text = counted_prompt(flat, kwargs.get("invocation_params"))
         with self._lock:
             self._prompts[run_id] = text
             self._messages[run_id] = sent_messages(messages[0] if messages else [])

@@ -1,7 +1,12 @@
 """A recording OpenAI-compatible server on loopback, for tests that check what a run *sends*.
 
-It answers ``/v1/chat/completions`` with ``reply(request) -> str`` after ``latency``
-seconds (as server-sent chunks, one per word, when the request says ``stream``),
+It answers ``/v1/chat/completions`` with ``reply(request)`` after ``latency`` seconds: a
+``str`` is the reply's text, a :func:`tool_reply` an assistant turn calling tools (OpenAI's
+``tool_calls``, ``finish_reason="tool_calls"``); as server-sent chunks when the request says
+``stream`` (one per word, and ``tool_calls`` deltas: each call's id and name, then its
+arguments in pieces, as OpenAI streams them). Its usage counts the words of every message's
+text, of the assistant turns' tool-call arguments and of the ``tools`` schemas sent
+(:func:`counted_words`), as a server counts what it reads;
 ``/v1/embeddings`` with deterministic bag-of-words vectors (or ``embed(text)``'s), and records every request
 body (``requests``, ``embedding_requests``), the headers of each, and the most requests
 in flight at once (``max_in_flight``). Other routes (a tokenizer's probe of
@@ -50,6 +55,55 @@ def prompt_of(request: dict[str, Any]) -> str:
     return "\n".join(str(m.get("content") or "") for m in request.get("messages", []))
 
 
+def tool_call(
+    name: str, arguments: dict[str, Any] | str, call_id: str | None = None
+) -> dict[str, Any]:
+    """One scripted call of tool ``name`` for :func:`tool_reply` (``arguments``: a dict, or a string
+    sent as it is, e.g. malformed JSON); ``call_id`` defaults to ``call_<index>``."""
+    return {"name": name, "arguments": arguments, "id": call_id}
+
+
+def tool_reply(*calls: dict[str, Any], content: str = "") -> dict[str, Any]:
+    """What ``reply(request)`` returns for an assistant turn that calls tools: ``calls`` made with
+    :func:`tool_call`, ``content`` the text sent beside them (empty: ``null``, as OpenAI sends it)."""
+    return {"content": content, "tool_calls": list(calls)}
+
+
+def openai_tool_calls(calls: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``calls`` (:func:`tool_call`) as a Chat Completions message's ``tool_calls``."""
+    return [
+        {
+            "id": c.get("id") or f"call_{i}",
+            "type": "function",
+            "function": {
+                "name": c["name"],
+                "arguments": c["arguments"]
+                if isinstance(c["arguments"], str)
+                else json.dumps(c["arguments"]),
+            },
+        }
+        for i, c in enumerate(calls)
+    ]
+
+
+def counted_text(request: dict[str, Any]) -> str:
+    """What a chat request's prompt usage counts, as the budget guard counts it
+    (:func:`graphs.prompt_text.counted_prompt`): every message's text (:func:`prompt_of`), the name
+    and arguments of each assistant tool call, and the ``tools`` schemas (as JSON)."""
+    parts = [prompt_of(request)]
+    for m in request.get("messages", []):
+        for c in m.get("tool_calls") or []:
+            parts.append(f"{c['function']['name']} {c['function']['arguments']}")
+    if request.get("tools"):
+        parts.append(json.dumps(request["tools"]))
+    return "\n".join(parts)
+
+
+def counted_words(request: dict[str, Any]) -> list[str]:
+    """The words of :func:`counted_text`: the stub's prompt tokens (a word a token)."""
+    return counted_text(request).split()
+
+
 def shared_words(a: Sequence[str], b: Sequence[str]) -> int:
     """How many words two prompts (as word lists) share at their start: the caching stub's cached tokens."""
     n = 0
@@ -60,12 +114,29 @@ def shared_words(a: Sequence[str], b: Sequence[str]) -> int:
     return n
 
 
+def tool_call_deltas(calls: list[dict[str, Any]], piece: int = 8) -> list[dict[str, Any]]:
+    """Streamed ``tool_calls`` deltas of a message's ``calls``, as OpenAI sends them: for each call
+    its index, id, type and name with empty arguments, then its arguments ``piece`` characters at a time."""
+    deltas: list[dict[str, Any]] = []
+    for i, c in enumerate(calls):
+        head = {"index": i, "id": c["id"], "type": "function"}
+        deltas.append(
+            {"tool_calls": [head | {"function": {"name": c["function"]["name"], "arguments": ""}}]}
+        )
+        args = c["function"]["arguments"]
+        deltas += [
+            {"tool_calls": [{"index": i, "function": {"arguments": args[k : k + piece]}}]}
+            for k in range(0, len(args), piece)
+        ]
+    return deltas
+
+
 class RecordingServer(LoopbackServer):
     """Serve on ``127.0.0.1`` in a background thread; use as a context manager."""
 
     def __init__(
         self,
-        reply: Callable[[dict[str, Any]], str] | None = None,
+        reply: Callable[[dict[str, Any]], str | dict[str, Any]] | None = None,
         *,
         latency: float = 0.0,
         prompt_cache: str | None = None,
@@ -103,11 +174,18 @@ class RecordingServer(LoopbackServer):
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
             time.sleep(self.latency)
-            text = self.reply(request)
+            reply = self.reply(request)
         finally:
             with self._lock:
                 self.in_flight -= 1
-        words = prompt_of(request).split()
+        message: dict[str, Any] = {"role": "assistant", "content": reply}
+        text = reply
+        if isinstance(reply, dict):  # a tool_reply
+            calls = openai_tool_calls(reply["tool_calls"])
+            message = {"role": "assistant", "content": reply["content"] or None}
+            message["tool_calls"] = calls
+            text = " ".join([reply["content"], *(f"{c['function']['arguments']}" for c in calls)])
+        words = counted_words(request)
         prompt_tokens = len(words)
         body: dict[str, Any] = {
             "id": "rec",
@@ -117,8 +195,8 @@ class RecordingServer(LoopbackServer):
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": text},
-                    "finish_reason": "stop",
+                    "message": message,
+                    "finish_reason": "tool_calls" if "tool_calls" in message else "stop",
                 }
             ],
             "usage": {
@@ -218,19 +296,22 @@ class RecordingServer(LoopbackServer):
 
             def _stream(self, reply: dict[str, Any], *, include_usage: bool) -> None:
                 """The reply as server-sent chunks, one per word (the usage in a last chunk when asked), then ``[DONE]``."""
-                words = reply["choices"][0]["message"]["content"].split(" ")
+                message = reply["choices"][0]["message"]
+                words = [] if message["content"] is None else message["content"].split(" ")
                 head = {k: reply[k] for k in ("id", "created", "model")} | {
                     "object": "chat.completion.chunk"
                 }
                 deltas = [{"role": "assistant", "content": ""}] + [
                     {"content": w if i == 0 else " " + w} for i, w in enumerate(words)
                 ]
+                deltas += tool_call_deltas(message.get("tool_calls") or [])
                 chunks = [
                     head | {"choices": [{"index": 0, "delta": d, "finish_reason": None}]}
                     for d in deltas
                 ]
+                finish = reply["choices"][0]["finish_reason"]
                 chunks.append(
-                    head | {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+                    head | {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
                 )
                 if include_usage:
                     chunks.append(head | {"choices": [], "usage": reply["usage"]})

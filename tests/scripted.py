@@ -14,11 +14,13 @@ from pydantic import PrivateAttr
 class ScriptedChatModel(BaseChatModel):
     """Replays ``replies`` in order (or calls ``reply_fn(prompt)``) and records every call.
 
-    Usage is reported as whitespace-word counts so tests can check the accounting.
+    A reply is text, or a ready ``AIMessage`` (one with ``tool_calls``: an agent's turn; for a
+    model that binds tools, :class:`tests.scripted_tools.ToolScriptedChatModel`). Usage is
+    reported as whitespace-word counts so tests can check the accounting.
     """
 
-    replies: list[str] = []
-    reply_fn: Callable[[str], str] | None = None
+    replies: list[str | AIMessage] = []
+    reply_fn: Callable[[str], str | AIMessage] | None = None
     report_usage: bool = True
     context_window: int | None = None
     _calls: list[dict[str, Any]] = PrivateAttr(default_factory=list)
@@ -45,6 +47,9 @@ class ScriptedChatModel(BaseChatModel):
                     f"Scripted model ran out of replies after {len(self.replies)} calls"
                 )
             text = self.replies[len(self._calls) - 1]
+        message = text if isinstance(text, AIMessage) else AIMessage(content=text)
+        if isinstance(text, AIMessage):
+            text = str(text.content) + str([c["args"] for c in text.tool_calls])
         usage = None
         if self.report_usage:
             usage = {
@@ -52,6 +57,5 @@ class ScriptedChatModel(BaseChatModel):
                 "output_tokens": len(text.split()),
                 "total_tokens": 0,
             }
-        return ChatResult(
-            generations=[ChatGeneration(message=AIMessage(content=text, usage_metadata=usage))]
-        )
+        message.usage_metadata = usage
+        return ChatResult(generations=[ChatGeneration(message=message)])

@@ -14,6 +14,7 @@ import pytest
 from agents import Budget, answer, estimate
 from graphs.budget import CostPlan
 from graphs.llm import tokenizer_for
+from graphs.prompt_text import counted_prompt
 from retrieval import Corpus
 from tests.scripted import ScriptedChatModel
 from tests.scripted_tools import ToolScriptedChatModel
@@ -74,7 +75,9 @@ def run(
         corpus, QUESTION, strategy=strategy, llm=llm, budget=budget, show_progress=False, **options
     )
     count = tokenizer_for(llm).count
-    return plan, len(llm.calls), sum(count(c["prompt"]) for c in llm.calls), result
+    # the guard counts a call's messages with its tool schemas and tool-call arguments
+    sent = [counted_prompt(c["messages"], c) if "messages" in c else c["prompt"] for c in llm.calls]
+    return plan, len(llm.calls), sum(count(text) for text in sent), result
 
 
 @pytest.fixture

@@ -28,7 +28,7 @@ from retrieval import reported_usage
 from retrieval.contract import as_question
 from retrieval.reported_usage import as_count, checked_chat_usage, checked_rerank_tokens
 from retrieval.tokens import count_tokens
-from tests.recording_server import RecordingServer, prompt_of
+from tests.recording_server import RecordingServer, counted_text
 from tests.rerank_server import RerankServer
 from tests.scripted import ScriptedChatModel
 from tests.test_async import server_world
@@ -200,9 +200,10 @@ def _guard_count() -> Any:
 
 
 def _honest_counts(request: dict, text: str) -> dict:
-    """The usage an honest server reports, counted as our tokenizer counts (the guard's own count)."""
+    """The usage an honest server reports, counted as our tokenizer counts (the guard's own count:
+    the messages, and the tool schemas and tool-call arguments it reads with them)."""
     count = _guard_count()
-    prompt, completion = count(prompt_of(request)), count(text)
+    prompt, completion = count(counted_text(request)), count(text)
     return {
         "prompt_tokens": prompt,
         "completion_tokens": completion,

@@ -134,6 +134,20 @@ TIERS: dict[str, dict[str, str]] = {
         "test_a_build_with_a_work_folder_keeps_the_score_matrix_on_disk": "integration",
         "test_bm25s_is_loaded_without_numba": "subprocess",
     },
+    "test_agent_doubles.py": {
+        "test_the_openai_client_parses_the_stubs_tool_calls": "integration",
+        "test_the_openai_client_streams_the_stubs_tool_call_deltas": "integration",
+        "test_our_chat_model_parses_the_stubs_tool_calls_whole_and_streamed": "integration",
+        "test_the_stub_counts_schemas_and_tool_call_arguments_as_prompt": "integration",
+    },
+    "test_chat_call.py": {
+        "test_chat_sends_tools_choice_and_budget_and_returns_the_tool_calls": "integration",
+        "test_a_prompt_budget_only_the_schemas_pass_is_refused_before_sending": "integration",
+        "test_counted_prompt_tokens_are_what_the_stub_read_schemas_and_arguments_included": "integration",
+    },
+    "test_tool_loop.py": {
+        "test_a_tool_loop_at_the_stub_never_passes_a_prompt_budget_and_counts_what_it_read": "integration",
+    },
     "test_budget_trust.py": {
         "test_estimate_without_a_model_is_the_plan_the_refusal_gives": "integration",
         "test_pai_stopped_by_its_budget_sends_nothing_after_and_counts_all_it_sent": "concurrency",
