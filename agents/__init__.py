@@ -23,7 +23,14 @@ if TYPE_CHECKING:  # the lazy names below, for type checkers (nothing is importe
     from agents.chat_errors import ChatModelError
     from agents.chat_models import make_chat_model
     from agents.embedded_chat import EmbeddedChatModel
-    from agents.events import AnswerEvent, ProgressEvent, StepEvent, TokenEvent
+    from agents.events import (
+        AnswerEvent,
+        ProgressEvent,
+        StepEvent,
+        TokenEvent,
+        ToolCallEvent,
+        ToolResultEvent,
+    )
     from agents.interop import as_runnable, as_tool
     from agents.streaming import astream_answer, stream_answer
     from agents.workspace import Workspace
@@ -50,7 +57,17 @@ _EXPORTS = {
     "ChatModelError": "agents.chat_errors",
     "EmbeddedChatModel": "agents.embedded_chat",
     "make_chat_model": "agents.chat_models",
-    **dict.fromkeys(("AnswerEvent", "ProgressEvent", "StepEvent", "TokenEvent"), "agents.events"),
+    **dict.fromkeys(
+        (
+            "AnswerEvent",
+            "ProgressEvent",
+            "StepEvent",
+            "TokenEvent",
+            "ToolCallEvent",
+            "ToolResultEvent",
+        ),
+        "agents.events",
+    ),
     **dict.fromkeys(("as_runnable", "as_tool"), "agents.interop"),
     **dict.fromkeys(("astream_answer", "stream_answer"), "agents.streaming"),
     "Workspace": "agents.workspace",
@@ -87,6 +104,8 @@ __all__ = [
     "Step",
     "StepEvent",
     "TokenEvent",
+    "ToolCallEvent",
+    "ToolResultEvent",
     "Usage",
     "Workspace",
     "aanswer",

@@ -1,11 +1,15 @@
 """The events ``astream_answer`` / ``stream_answer`` yield while a strategy runs.
 
-Each is a small frozen dataclass with a ``kind`` (``"step"``, ``"progress"``, ``"token"``, ``"answer"``)
-and ``to_dict()`` giving JSON data, e.g. for server-sent events::
+Each is a small frozen dataclass with a ``kind`` (``"step"``, ``"progress"``, ``"token"``,
+``"tool_call"``, ``"tool_result"``, ``"answer"``) and ``to_dict()`` giving JSON data, e.g. for
+server-sent events::
 
     {"kind": "step", "step": {"node": "retrieve", "chunk_ids": [...], ...}, "live": true}
     {"kind": "progress", "stage": "judge", "done": 3000, "total": 48830}
-    {"kind": "token", "text": " Bergen", "node": "generate"}
+    {"kind": "token", "text": " Bergen", "node": "generate", "tool_call_chunks": []}
+    {"kind": "tool_call", "name": "search", "arguments": {"query": "x"}, "call_id": "call_0", "node": "agent"}
+    {"kind": "tool_result", "call_id": "call_0", "name": "search", "result": "...", "status": "ok",
+     "chars": 812, "node": "tools"}
     {"kind": "answer", "answer": {... Answer.to_dict() ...}}
 """
 
@@ -83,18 +87,91 @@ class TokenEvent:
     """A piece of a model reply as it streams (only from a model that streams: ``streaming=True``).
 
     Attributes:
-        text: The new text.
+        text: The new text (``""`` for a chunk that carries only a piece of a tool call).
         node: The graph node making the call; the answer's tokens are those of the strategy's
             last node (``generate``, ``final_answer``, ``summarize``, ``format_answer``, ...).
+        tool_call_chunks: The pieces of tool calls the chunk carries, as LangChain's
+            ``AIMessageChunk.tool_call_chunks`` (``name``, ``args`` (a piece of the JSON
+            arguments), ``id``, ``index``): the name and id come first, then the arguments in
+            pieces; join the pieces of one ``index`` to get the call.
     """
 
     text: str
     node: str | None = None
+    tool_call_chunks: tuple[dict[str, Any], ...] = ()
     kind: str = field(default="token", init=False)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
-        return {"kind": self.kind, "text": self.text, "node": self.node}
+        return {
+            "kind": self.kind,
+            "text": self.text,
+            "node": self.node,
+            "tool_call_chunks": [dict(c) for c in self.tool_call_chunks],
+        }
+
+
+@dataclass(frozen=True)
+class ToolCallEvent:
+    """A model turn asked for a tool call (:class:`graphs.tool_loop.ToolLoop`), sent before it runs.
+
+    Attributes:
+        name: The tool called (``None`` for a call that could not be read).
+        arguments: Its arguments (the raw text for a call that could not be read).
+        call_id: The call's id, which its :class:`ToolResultEvent` repeats.
+        node: The graph node that made the model call (``agent`` in a tool loop).
+    """
+
+    name: str | None
+    arguments: dict[str, Any] | str
+    call_id: str
+    node: str | None = None
+    kind: str = field(default="tool_call", init=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "arguments": json_safe(self.arguments),
+            "call_id": self.call_id,
+            "node": self.node,
+        }
+
+
+@dataclass(frozen=True)
+class ToolResultEvent:
+    """A tool call's result, sent as it is ready (in the order of the calls of a turn).
+
+    Attributes:
+        call_id: The id of the :class:`ToolCallEvent` it answers.
+        name: The tool that ran.
+        result: The text the model reads, cut in the middle beyond
+            :data:`graphs.tool_events.EVENT_RESULT_CHARS` characters (a marker says how many).
+        status: ``"ok"``, or ``"error"`` (the tool raised, is unknown, got invalid arguments...).
+        chars: The length of the whole result the model reads.
+        node: The graph node that ran the tool (``tools`` in a tool loop).
+    """
+
+    call_id: str
+    name: str | None
+    result: str
+    status: str = "ok"
+    chars: int = 0
+    node: str | None = None
+    kind: str = field(default="tool_result", init=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "kind": self.kind,
+            "call_id": self.call_id,
+            "name": self.name,
+            "result": self.result,
+            "status": self.status,
+            "chars": self.chars,
+            "node": self.node,
+        }
 
 
 @dataclass(frozen=True)
@@ -109,6 +186,23 @@ class AnswerEvent:
         return {"kind": self.kind, "answer": self.answer.to_dict()}
 
 
-Event = StepEvent | ProgressEvent | TokenEvent | AnswerEvent
+Event = StepEvent | ProgressEvent | TokenEvent | ToolCallEvent | ToolResultEvent | AnswerEvent
 
-__all__ = ["AnswerEvent", "Event", "ProgressEvent", "StepEvent", "TokenEvent", "plain_step"]
+
+def tool_event(payload: dict[str, Any]) -> ToolCallEvent | ToolResultEvent:
+    """The event of a tool loop's report (``to_dict()``'s form, :mod:`graphs.tool_events`)."""
+    fields = {k: v for k, v in payload.items() if k != "kind"}
+    return ToolCallEvent(**fields) if payload["kind"] == "tool_call" else ToolResultEvent(**fields)
+
+
+__all__ = [
+    "AnswerEvent",
+    "Event",
+    "ProgressEvent",
+    "StepEvent",
+    "TokenEvent",
+    "ToolCallEvent",
+    "ToolResultEvent",
+    "plain_step",
+    "tool_event",
+]

@@ -22,7 +22,15 @@ from langchain_core.callbacks import BaseCallbackHandler
 
 from agents.api import aanswer
 from agents.chat_models import streaming_model
-from agents.events import AnswerEvent, Event, ProgressEvent, StepEvent, TokenEvent, plain_step
+from agents.events import (
+    AnswerEvent,
+    Event,
+    ProgressEvent,
+    StepEvent,
+    TokenEvent,
+    plain_step,
+    tool_event,
+)
 from graphs.event_loop import private_loop
 from graphs.events import Report, reporting_to
 from graphs.run_config import with_handler
@@ -91,9 +99,15 @@ class EventCollector(BaseCallbackHandler):
 
     def on_llm_new_token(self, token: str | list[str | dict[str, Any]], *, chunk: Any = None, run_id: UUID, parent_run_id: UUID | None = None,
                          tags: list[str] | None = None, **kwargs: Any) -> None:  # fmt: skip
-        """A streamed piece of a reply (only models that stream send these; a content list is not text)."""
-        if isinstance(token, str) and token and run_id in self._calls:
-            self.put(TokenEvent(token, self._calls[run_id]))
+        """A streamed piece of a reply (only models that stream send these; a content list is not
+        text): its text and the pieces of tool calls its chunk carries."""
+        if run_id not in self._calls:
+            return
+        text = token if isinstance(token, str) else ""
+        message = getattr(chunk, "message", None)
+        pieces = tuple(dict(c) for c in getattr(message, "tool_call_chunks", None) or ())
+        if text or pieces:
+            self.put(TokenEvent(text, self._calls[run_id], pieces))
 
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
         """A call finished."""
@@ -106,7 +120,11 @@ class EventCollector(BaseCallbackHandler):
             self._calls.pop(run_id, None)
 
     def report(self, report: Report) -> None:
-        """A node's report: a step of the (first) question, or a stage's progress added up."""
+        """A node's report: a step of the (first) question, a tool call or result, or a stage's
+        progress added up."""
+        if report["type"] == "tool":
+            self.put(tool_event(report["event"]))
+            return
         if report["type"] == "step":
             if report["question"] == 0:
                 self.put(StepEvent(plain_step(report["step"])))
@@ -137,7 +155,9 @@ async def astream_answer(
     ``update_memory`` with the memory so far), :class:`ProgressEvent` for fan-outs (MemAgent's
     chunks, PAI's judge calls, the structured strategy's documents, RAPTOR's summaries and
     HippoRAG's passages while the index builds, and what they embed), :class:`TokenEvent` for each
-    piece of a reply when the model streams, then the answer's steps not seen live
+    piece of a reply when the model streams (its text and its pieces of tool calls), a tool loop's
+    :class:`ToolCallEvent` per call asked and :class:`ToolResultEvent` per result (in the order
+    they happen, :mod:`graphs.tool_events`), then the answer's steps not seen live
     (``live=False``) and the :class:`AnswerEvent`. ``streaming=True`` makes the model stream
     (also one named by a spec string, ``llm="openai:MODEL"``; see
     :func:`agents.chat_models.streaming_model`), ``False`` makes it not, ``None`` leaves it as

@@ -1,6 +1,6 @@
 """What a running graph reports as it goes: steps that are not node outputs, and fan-out progress.
 
-A node calls :func:`report_step` or :func:`report_progress`; the reports go to the sink the
+A node calls :func:`report_step`, :func:`report_progress` or :func:`report_tool_event`; the reports go to the sink the
 caller installed with :func:`reporting_to` (``agents.astream_answer`` turns them into events)
 and are dropped when there is none. The sink lives in a context variable, which follows the
 run into its tasks, worker threads and LangGraph's executor, so a report costs a lookup when
@@ -22,8 +22,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
-#: A report: ``{"type": "step", "step": Step, "question": int}`` or
-#: ``{"type": "progress", "stage": str, "advance": int, "done": int | None, "total": int | None}``.
+#: A report: ``{"type": "step", "step": Step, "question": int}``,
+#: ``{"type": "progress", "stage": str, "advance": int, "done": int | None, "total": int | None}``
+#: or ``{"type": "tool", "event": {"kind": "tool_call" | "tool_result", ...}}`` (a tool loop's).
 Report = dict[str, Any]
 Sink = Callable[[Report], None]
 R = TypeVar("R")
@@ -55,6 +56,13 @@ def report_step(step: Any, *, question: int = 0) -> None:
     sink = _SINK.get()
     if sink is not None:
         sink({"type": "step", "step": step, "question": question})
+
+
+def report_tool_event(event: dict[str, Any]) -> None:
+    """A tool loop's tool call or result (:mod:`graphs.tool_events`), as its event's ``to_dict()``."""
+    sink = _SINK.get()
+    if sink is not None:
+        sink({"type": "tool", "event": event})
 
 
 def report_progress(
@@ -102,5 +110,6 @@ __all__ = [
     "listening",
     "report_progress",
     "report_step",
+    "report_tool_event",
     "reporting_to",
 ]

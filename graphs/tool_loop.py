@@ -19,7 +19,8 @@
 
 Every model turn writes a ``Step("agent", turn, mode, final, tool_calls, chars)`` and every tool
 call a ``Step("tools", turn, tool, call_id, args, status, chars)``, in the state's ``steps`` (the
-strategy's :class:`~graphs.answer_state.AnswerState` reducer). The model is ``llm`` when given,
+strategy's :class:`~graphs.answer_state.AnswerState` reducer), and every call and result is an
+event (:mod:`graphs.tool_events`: LangGraph's custom stream and ``astream_answer``). The model is ``llm`` when given,
 else the run's (``runtime.context.llm``): the subgraph is a node of a strategy's graph.
 """
 
@@ -41,6 +42,7 @@ from graphs.budget import BudgetReached
 from graphs.context import StrategyContext
 from graphs.llm import chat
 from graphs.nodes import CompiledGraph
+from graphs.tool_events import cut, emit_calls, emit_results
 from graphs.tool_json import as_text_history, with_json_calls
 from graphs.validated_call import resolve_tool_mode
 from retrieval.answer import Step
@@ -65,14 +67,6 @@ def tool_error(error: Exception) -> str:
     if isinstance(error, BudgetReached):
         raise error
     return f"Error: {type(error).__name__}: {error}"
-
-
-def cut(text: str, limit: int) -> str:
-    """``text`` cut in the middle beyond ``limit`` characters, saying how many were left out."""
-    if len(text) <= limit:
-        return text
-    half = limit // 2
-    return f"{text[:half]}\n[... {len(text) - 2 * half:,} characters cut ...]\n{text[-half:]}"
 
 
 @dataclass(frozen=True)
@@ -144,6 +138,8 @@ class ToolLoop:
             tool_calls=len(reply.tool_calls) + len(reply.invalid_tool_calls),
             chars=len(reply.text),
         )
+        if not final:  # a forced final turn's calls never run
+            emit_calls(reply)
         return {"messages": [reply], "turns": turn, "steps": [step]}
 
     def route(self, state: ToolLoopState) -> str:
@@ -201,6 +197,7 @@ class ToolLoop:
                     chars=len(message.text),
                 )
             )
+        emit_results(messages)
         return {"messages": messages, "steps": steps}
 
     def build(self, name: str = "tool_loop") -> CompiledGraph:

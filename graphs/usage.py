@@ -69,16 +69,28 @@ def report_index_seconds(seconds: float) -> None:
 MAX_MESSAGE_CHARS = 24_000
 
 
-def sent_messages(messages: list[Any], limit: int = MAX_MESSAGE_CHARS) -> list[dict[str, str]]:
+def sent_messages(messages: list[Any], limit: int = MAX_MESSAGE_CHARS) -> list[dict[str, Any]]:
     """``[{"role", "content"}]`` of one call's messages, each content cut in the middle beyond ``limit``
-    characters with a marker saying how many were left out (the drill-down's "messages sent")."""
-    out = []
+    characters with a marker saying how many were left out (the drill-down's "messages sent").
+
+    An assistant turn that called tools also has ``tool_calls`` (``[{"id", "name", "args"}]``,
+    its content often empty) and a tool result ``tool_call_id``, ``name`` and ``status``, so the
+    record shows what an agent asked for and what it read."""
+    out: list[dict[str, Any]] = []
     for m in messages:
         content = m.content if isinstance(m.content, str) else str(m.content)
         if len(content) > limit:
             half = limit // 2
             content = f"{content[:half]}\n[... {len(content) - 2 * half:,} characters not kept in this record ...]\n{content[-half:]}"
-        out.append({"role": getattr(m, "type", "user"), "content": content})
+        record: dict[str, Any] = {"role": getattr(m, "type", "user"), "content": content}
+        calls = getattr(m, "tool_calls", None)
+        if calls:
+            record["tool_calls"] = [
+                {"id": c.get("id"), "name": c.get("name"), "args": c.get("args")} for c in calls
+            ]
+        if getattr(m, "type", None) == "tool":
+            record |= {"tool_call_id": m.tool_call_id, "name": m.name, "status": m.status}
+        out.append(record)
     return out
 
 
@@ -94,12 +106,12 @@ class UsageTracker(BaseCallbackHandler):
         self.count = count  # the model's tokenizer, for replies that report no usage
         self._lock = threading.Lock()
         self._prompts: dict[UUID, str] = {}
-        self._messages: dict[UUID, list[dict[str, str]]] = {}
+        self._messages: dict[UUID, list[dict[str, Any]]] = {}
         self._index_runs: set[UUID] = set()  # calls started inside index_time()
         self.usage = Usage()
         self.errors: list[str] = []
         #: The messages of the last call that finished: what produced the answer (capped, see :func:`sent_messages`).
-        self.last_messages: list[dict[str, str]] = []
+        self.last_messages: list[dict[str, Any]] = []
 
     def on_chat_model_start(
         self, serialized: dict[str, Any], messages: list[list[Any]], *, run_id: UUID, **kwargs: Any

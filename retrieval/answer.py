@@ -203,6 +203,8 @@ class Answer:
         config: The effective strategy config (preset, model, secrets redacted).
         messages: The messages of the answer's last model call (``role``, ``content``; each
             content kept up to 24,000 characters, head and tail): the prompt that produced it.
+            An assistant turn that called tools adds ``tool_calls`` (``id``, ``name``,
+            ``args``), a tool result ``tool_call_id``, ``name`` and ``status``.
             Empty for batched strategies (MemAgent's final prompts are in its steps).
         stopped: Why the run stopped before finishing, or ``None`` when it finished:
             ``"budget"`` when it reached its :class:`~graphs.budget.Budget` (the answer then
@@ -217,7 +219,7 @@ class Answer:
     strategy: str
     question: Question
     config: dict[str, Any] = field(default_factory=dict)
-    messages: list[dict[str, str]] = field(default_factory=list)
+    messages: list[dict[str, Any]] = field(default_factory=list)
     stopped: str | None = None
 
     def to_dict(self) -> dict[str, Any]:

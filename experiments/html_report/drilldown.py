@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agents.jsonsafe import dumps
 from experiments.html_report.cells import anchor, e, number, swatch, usd
 from experiments.html_report.costs import row_model
 from experiments.html_report.steps import steps_details
@@ -179,15 +180,42 @@ def _context_cut(row: Mapping[str, Any]) -> str:
 
 
 def _messages(messages: Sequence[Mapping[str, Any]]) -> str:
-    """The last model call's messages, collapsed: the exact prompt behind the answer."""
+    """The last model call's messages, collapsed: the exact prompt behind the answer (an agent's
+    tool calls and the results it read included)."""
     if not messages:
         return ""
     body = "".join(
-        f'<div class="msg"><div class="role">{e(m.get("role"))}</div><pre>{cut(m.get("content"), 30_000)}</pre></div>'
+        f'<div class="msg"><div class="role">{e(_role(m))}</div>{_tool_calls(m)}{_content(m)}</div>'
         for m in messages
     )
     size = sum(len(str(m.get("content") or "")) for m in messages)
     return f'<details class="messages"><summary>Messages sent (last model call, {len(messages)} message(s), {size:,} characters)</summary>{body}</details>'
+
+
+def _content(message: Mapping[str, Any]) -> str:
+    """A message's text (none shown for a turn that only called tools)."""
+    if message.get("tool_calls") and not message.get("content"):
+        return ""
+    return f"<pre>{cut(message.get('content'), 30_000)}</pre>"
+
+
+def _role(message: Mapping[str, Any]) -> str:
+    """A message's role, a tool result's with the call it answers (and its error status)."""
+    if message.get("role") != "tool":
+        return str(message.get("role"))
+    status = " (error)" if message.get("status") == "error" else ""
+    return f"tool result: {message.get('name')} [{message.get('tool_call_id')}]{status}"
+
+
+def _tool_calls(message: Mapping[str, Any]) -> str:
+    """The tool calls an assistant turn made, one line each: name, id and JSON arguments."""
+    calls = message.get("tool_calls") or []
+    items = "".join(
+        f'<li class="tool-call" data-call="{e(c.get("id"))}"><b>{e(c.get("name"))}</b> '
+        f'<span class="meta">[{e(c.get("id"))}]</span> <code>{cut(dumps(c.get("args")), 2000)}</code></li>'
+        for c in calls
+    )
+    return f'<ul class="tool-calls">{items}</ul>' if items else ""
 
 
 def _rule(row: Mapping[str, Any], value: Any) -> str:
