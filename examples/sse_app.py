@@ -7,9 +7,10 @@ It needs fastapi, sse-starlette and uvicorn, which the base install leaves out (
     curl -N 'http://127.0.0.1:8000/answer?q=Where+is+Vantaa+Robotics+based%3F&strategy=memagent'
 
 ``GET /answer?q=...&strategy=...`` sends one SSE event per :mod:`agents.events` event (its
-``kind`` as the event name, its ``to_dict()`` as JSON data), ending with ``answer``; a run that
+``kind`` as the event name, its ``to_dict()`` as JSON data: ``step``, ``progress``, ``token``,
+and a tool-calling strategy's ``tool_call`` and ``tool_result``), ending with ``answer``; a run that
 fails ends with an ``error`` event. A client that disconnects cancels the run: no model call
-starts after that (``tests/test_streaming.py`` drives this app).
+starts after that (``tests/test_streaming.py`` and ``tests/test_tool_events.py`` drive this app).
 """
 
 from __future__ import annotations
