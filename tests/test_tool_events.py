@@ -196,6 +196,27 @@ def test_a_loop_streamed_by_hand_writes_the_events_to_langgraphs_custom_stream()
     ]
 
 
+def test_a_model_without_tools_sends_the_same_events_an_unreadable_call_with_its_text():
+    def reply(prompt: str, tools: Any) -> str:
+        if "Result of tool search" in prompt:
+            return "Paris"
+        if "Error" in prompt:
+            return '```json\n{"tool": "search", "arguments": {"query": "capital"}}\n```'
+        return '```json\n{"tool": "search", "arguments": {"query": \n```'  # malformed
+
+    llm = ToolScriptedChatModel(reply_fn=reply, supports_tools=False)
+    loop = ToolLoop([search, get_document], llm=llm).build()
+    custom = list(loop.stream({"messages": [HumanMessage(content=QUESTION)]}, stream_mode="custom"))
+    assert [(c["kind"], c["name"], c.get("status")) for c in custom] == [
+        ("tool_call", None, None),
+        ("tool_result", "unknown", "error"),
+        ("tool_call", "search", None),
+        ("tool_result", "search", "ok"),
+    ]
+    assert isinstance(custom[0]["arguments"], str) and '"query"' in custom[0]["arguments"]
+    assert custom[0]["call_id"] == custom[1]["call_id"]
+
+
 class _Drilldown(HTMLParser):
     """The tool calls (``li.tool-call``) and the message roles of a drill-down block."""
 
@@ -312,6 +333,7 @@ def test_toolnode_runs_are_traced_as_tool_runs_under_the_answers_run(tool_agent)
         assert tree.root_of(rid)["name"] == "longctx.tool_agent"
         assert run["metadata"]["strategy"] == "tool_agent"
         assert run["metadata"]["langgraph_node"] == "tools"
+        assert tree.runs[run["parent"]]["name"] == "tools"  # the loop's node, then its graph
 
 
 def test_the_sse_app_streams_the_tool_events_in_order(tool_agent):
