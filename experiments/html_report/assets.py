@@ -14,6 +14,7 @@ th{background:#f4f4f6}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .swatch{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:5px;vertical-align:baseline}
 .note{color:#666;font-size:13px}.na{color:#999}.fail{color:#b00020}.score{font-weight:600}
 ul.winners li{margin:3px 0}details.messages .role{font-weight:600;font-size:12px;color:#555}p.cut{font-size:13px}
+ul.tool-calls{margin:2px 0 6px;padding-left:18px;font-size:13px}ul.tool-calls code{white-space:pre-wrap;word-break:break-all}
 .incomplete{border:2px solid #c62828;background:#fdecea;padding:4px 12px;border-radius:4px}.nowin{color:#555}
 table.pairwise td.sig{font-weight:700;background:#eef6ee}table.pairwise .ci,table.pairwise .p{font-size:11px;color:#555}
 figure{display:inline-block;margin:6px 12px 6px 0}figure img{max-width:100%;border:1px solid #eee}figcaption{color:#666;font-size:12px}
