@@ -35,6 +35,7 @@ from graphs.nodes import AnswerSettings, generate, linear_graph
 from graphs.presentation import Markup, Shown, StrategyPresentation
 from graphs.prompts import DEFAULT_INSTRUCTION, fill, format_chunks, format_documents
 from graphs.registry import Strategy
+from graphs.retrieval_settings import RetrievalSettings
 from graphs.strategy_registry import STRATEGIES
 from graphs.tool_loop import FINAL_TURN_PROMPT, ToolLoop, ToolLoopState, final_text
 from retrieval.contract import Answer, Corpus, Document, Evidence, Question, Step, Usage
@@ -67,6 +68,7 @@ __all__ = [
     "PromptState",
     "Question",
     "Reach",
+    "RetrievalSettings",
     "Shown",
     "SkipCeiling",
     "Step",
