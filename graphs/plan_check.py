@@ -18,11 +18,17 @@ import warnings
 from graphs.budget import Budget, BudgetExceeded, CostPlan
 
 
-class UnboundedCostWarning(UserWarning):
+class PlanWarning(UserWarning):
+    """A cost plan's warning to the user (the CLI prints it as one line: :attr:`one_line`)."""
+
+    one_line = True
+
+
+class UnboundedCostWarning(PlanWarning):
     """A plan with no most run without a budget that caps it (turn into an error to refuse such runs)."""
 
 
-class BudgetMayStopWarning(UserWarning):
+class BudgetMayStopWarning(PlanWarning):
     """A plan whose most passes the budget: the run may be stopped (``stopped="budget"``) before it ends."""
 
 

@@ -82,3 +82,27 @@ def test_pai_and_structured_plans_count_their_tool_schemas():
         96,
         492,
     )
+
+
+def test_the_cli_says_a_plan_warning_in_one_line(tmp_path, monkeypatch, capsys, isolated_cache):
+    from agents import estimate
+    from experiments.cli import main
+    from tests.recording_server import RecordingServer
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for i in range(3):
+        (folder / f"site{i}.txt").write_text(f"Site {i} has the vault code {1000 + i}. " * 40)
+    with RecordingServer(lambda request: "1002") as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        plan = estimate(
+            Corpus.from_path(folder), "code of site 2?", strategy="rag", llm="openai:rec"
+        )
+        assert plan.prompt_tokens < plan.max_prompt_tokens  # a budget between them may stop it
+        code = main(["answer", "--corpus", str(folder), "--question", "code of site 2?", "--llm", "openai:rec",
+                     "--strategy", "rag", "--max-tokens", str(plan.prompt_tokens), "--json"])  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    said = [line for line in err if "warning" in line.lower()]
+    assert code == 0 and len(said) == 1, err
+    assert said[0].startswith("longctx: warning: the budget may stop rag before it ends")
+    assert not any("plan_check.py" in line or "warnings.warn" in line for line in err)
