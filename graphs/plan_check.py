@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import warnings
 
 from graphs.budget import Budget, BudgetExceeded, CostPlan
@@ -38,19 +39,24 @@ def capped(plan: CostPlan, budget: Budget | None) -> CostPlan:
     A budget of USD only caps no count: the plan is returned unchanged."""
     if budget is None:
         return plan
-    calls, tokens = budget.max_llm_calls, budget.max_prompt_tokens
-    most_calls = plan.max_calls if calls is None else min(calls, plan.max_calls or calls)
-    most_tokens = (
-        plan.max_prompt_tokens if tokens is None else min(tokens, plan.max_prompt_tokens or tokens)
-    )
+    most_calls = _cut(plan.max_calls, budget.max_llm_calls)
+    most_tokens = _cut(plan.max_prompt_tokens, budget.max_prompt_tokens)
     if (most_calls, most_tokens) == (plan.max_calls, plan.max_prompt_tokens):
         return plan
-    return dataclasses.replace(
-        plan,
-        max_calls=None if most_calls is None else max(plan.calls, most_calls),
-        max_prompt_tokens=None if most_tokens is None else max(plan.prompt_tokens, most_tokens),
-        details={**plan.details, "capped_by": f"budget: {budget.describe()}"},
-    )
+    calls = None if most_calls is None else max(plan.calls, most_calls)
+    tokens = None if most_tokens is None else max(plan.prompt_tokens, most_tokens)
+    i = plan.index  # its most is part of the plan's: cut with it
+    index = i and dataclasses.replace(i, max_calls=int(min(i.max_calls, math.inf if calls is None else calls)),
+                                      max_prompt_tokens=int(min(i.max_prompt_tokens, math.inf if tokens is None else tokens)))  # fmt: skip
+    return dataclasses.replace(plan, max_calls=calls, max_prompt_tokens=tokens, index=index,
+                               details={**plan.details, "capped_by": f"budget: {budget.describe()}"})  # fmt: skip
+
+
+def _cut(most: int | None, limit: int | None) -> int | None:
+    """A most under a limit: the smaller (an unbounded most is the limit; no limit leaves it)."""
+    if limit is None:
+        return most
+    return limit if most is None else min(most, limit)
 
 
 def check_plan(plan: CostPlan, budget: Budget | None) -> None:
@@ -76,10 +82,12 @@ def check_plan(plan: CostPlan, budget: Budget | None) -> None:
         raise BudgetExceeded(
             f"Budget exceeded before any call: {plan.describe()}; over the budget: {', '.join(problems)}"
         )
-    most = dataclasses.replace(
-        plan, calls=plan.max_calls or 0, prompt_tokens=plan.max_prompt_tokens or 0
-    )
-    over = [] if plan.unbounded else most.over(budget)
+    over = []
+    if (
+        plan.max_calls is not None and plan.max_prompt_tokens is not None
+    ):  # an unbounded plan's budget is its cap
+        most = dataclasses.replace(plan, calls=plan.max_calls, prompt_tokens=plan.max_prompt_tokens)
+        over = most.over(budget)
     if over:
         warnings.warn(
             BudgetMayStopWarning(

@@ -106,3 +106,22 @@ def test_the_cli_says_a_plan_warning_in_one_line(tmp_path, monkeypatch, capsys, 
     assert code == 0 and len(said) == 1, err
     assert said[0].startswith("longctx: warning: the budget may stop rag before it ends")
     assert not any("plan_check.py" in line or "warnings.warn" in line for line in err)
+
+
+def test_a_plan_with_an_index_part_is_capped_with_it():
+    from graphs.budget import IndexWork
+
+    tree = IndexWork(
+        what="a tree",
+        calls=0,
+        max_calls=40,
+        prompt_tokens=0,
+        max_prompt_tokens=4000,
+        completion_tokens=0,
+    )
+    plan = CostPlan(strategy="raptor", questions=1, calls=1, max_calls=41, prompt_tokens=100, max_prompt_tokens=4100,
+                    completion_tokens=10, formula="a tree and an answer", index=tree)  # fmt: skip
+    held = capped(plan, Budget(max_llm_calls=5))
+    assert (held.max_calls, held.index.max_calls, held.max_prompt_tokens) == (5, 5, 4100)
+    with pytest.warns(BudgetMayStopWarning):
+        check_plan(_plan(most=10), Budget(max_prompt_tokens=500))
