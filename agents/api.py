@@ -27,8 +27,9 @@ from agents.embedded_chat import EmbeddedChatModel
 from agents.jsonsafe import is_plain, json_safe
 from agents.run_plan import plan_for, too_slow
 from graphs import STRATEGIES
-from graphs.budget import Budget, CostPlan, check_plan
+from graphs.budget import Budget, CostPlan
 from graphs.config import ConfigT, StrategyConfig
+from graphs.plan_check import capped, check_plan
 from graphs.registry import Strategy
 from graphs.retrieval_service import RetrievalService
 from graphs.run import RunOptions, arun_strategy, run_strategy
@@ -265,6 +266,7 @@ def estimate(
     llm: str | BaseChatModel | None = None,
     preset: str | None = None,
     cache_dir: str | Path | None = None,
+    budget: Budget | None = None,
     **config: Any,
 ) -> CostPlan:
     """What ``answer`` (or ``answer_many``, given a list) would spend, before any model call.
@@ -276,6 +278,7 @@ def estimate(
     of ``answer`` with the same arguments is checked against (the same numbers as its refusal).
     ``plan.cost_usd(price)`` turns it into USD at a price. An index-time strategy's least counts the
     index calls still to make under ``cache_dir`` (none when its tree or graph is cached there).
+    ``budget``: the most cut to what it lets run (an unbounded most, ``None``, becomes the budget's).
 
     Raises:
         ValueError: The strategy declares no cost plan (a plug-in).
@@ -285,7 +288,8 @@ def estimate(
     cfg = spec.make_config(preset, **config)
     qs = [as_question(q) for q in (question if isinstance(question, list) else [question])]
     chat = make_chat_model(llm)  # the model answer() would use: one plan, one tokenizer
-    return with_index_calls(spec, cfg, corpus, chat, cache_dir, _plan(spec, cfg, corpus, qs, chat))
+    plan = with_index_calls(spec, cfg, corpus, chat, cache_dir, _plan(spec, cfg, corpus, qs, chat))
+    return capped(plan, budget)
 
 
 def _plan(
@@ -356,8 +360,10 @@ def _prepare(corpus: Corpus, questions: list, strategy: str, llm: Any, preset: s
     if not qs:
         return None
     chat = make_chat_model(llm)
-    if budget is not None and budget.limited and spec.costs is not None and spec.costs.has_bounds:
-        check_plan(remaining_plan(spec, cfg, corpus, qs, chat, cache_dir), budget)
+    if spec.costs is not None and spec.costs.has_bounds:  # refused, or warned: may stop, unbounded
+        limited = budget is not None and budget.limited
+        plan = remaining_plan(spec, cfg, corpus, qs, chat, cache_dir) if limited else None
+        check_plan(plan or _plan(spec, cfg, corpus, qs, chat), budget)
     warn_if_slow(strategy, corpus, len(qs), chat, cfg)
     progress = sys.stderr.isatty() if show_progress is None else show_progress
     options = RunOptions(llm=chat, corpus=corpus, index=index, preset=preset, cache_dir=cache_dir, concurrency=concurrency or DEFAULT_CONCURRENCY,

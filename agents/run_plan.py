@@ -54,6 +54,8 @@ class StrategyPlan:
         index_completion_tokens: Part of ``completion_tokens`` written at index time.
         rerank_calls / rerank_documents / rerank_tokens: Rerank calls besides the model calls (a strategy whose
             ``rerank`` names a reranker: one per retrieval), the candidate documents and the tokens they send.
+        calibrated_from: Earlier answers with the same settings its question-time counts are calibrated from
+            (:mod:`experiments.cost_calibration`); 0: the cost model's typical counts as they are.
     """
 
     strategy: str
@@ -69,6 +71,7 @@ class StrategyPlan:
     rerank_calls: float = 0.0
     rerank_documents: float = 0.0
     rerank_tokens: float = 0.0
+    calibrated_from: int = 0
 
     def __add__(self, other: StrategyPlan) -> StrategyPlan:
         seconds = (
@@ -80,6 +83,7 @@ class StrategyPlan:
             self.shared_prompt_tokens + other.shared_prompt_tokens, self.index_calls + other.index_calls,
             self.index_prompt_tokens + other.index_prompt_tokens, self.index_completion_tokens + other.index_completion_tokens,
             self.rerank_calls + other.rerank_calls, self.rerank_documents + other.rerank_documents, self.rerank_tokens + other.rerank_tokens,
+            max(self.calibrated_from, other.calibrated_from),
         )  # fmt: skip
 
 
@@ -169,8 +173,11 @@ def describe_plan(plans: Sequence[StrategyPlan], model: str, speed: ModelSpeed |
         minutes = f", about {_minutes(p.seconds)}" if p.seconds is not None else ""
         reranks = (f", + ~{math.ceil(p.rerank_calls):,} rerank calls (~{round(p.rerank_documents):,} documents, ~{round(p.rerank_tokens):,} tokens)"
                    if p.rerank_calls else "")  # fmt: skip
+        measured = (
+            f" (calibrated from {p.calibrated_from:,} earlier answers)" if p.calibrated_from else ""
+        )
         lines.append(f"  {p.strategy}: {p.questions} question(s), ~{math.ceil(p.calls):,} calls, "
-                     f"~{round(p.prompt_tokens):,} prompt + ~{round(p.completion_tokens):,} completion tokens{minutes}{reranks}")  # fmt: skip
+                     f"~{round(p.prompt_tokens):,} prompt + ~{round(p.completion_tokens):,} completion tokens{minutes}{reranks}{measured}")  # fmt: skip
         if p.index_calls > 0:
             lines.append(f"    of which at index time, once per corpus and reused by later questions (nothing when cached): "
                          f"~{math.ceil(p.index_calls):,} calls, ~{round(p.index_prompt_tokens):,} prompt + ~{round(p.index_completion_tokens):,} "

@@ -9,10 +9,13 @@ has parsed.
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import os
 import sys
+import warnings
 from collections.abc import Sequence
+from typing import Any
 
 from experiments.cli_parser import build_parser, check_strategy_list
 from retrieval.redaction import redacted_terminal
@@ -35,11 +38,25 @@ def _main(argv: Sequence[str] | None) -> int:
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    shown = warnings.showwarning
+    warnings.showwarning = functools.partial(_show_warning, shown)
     try:
         return _run(args)
     except KeyboardInterrupt:
         print("\nlongctx: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    finally:
+        warnings.showwarning = shown
+
+
+def _show_warning(
+    shown: Any, message: Any, category: type[Warning], *args: Any, **kwargs: Any
+) -> None:
+    """A warning meant for users (``one_line``: a cost plan's) as one line, not a file, line and source."""
+    if getattr(category, "one_line", False):
+        print(f"longctx: warning: {message}", file=sys.stderr)
+    else:
+        shown(message, category, *args, **kwargs)
 
 
 def _run(args: argparse.Namespace) -> int:

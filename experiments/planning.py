@@ -1,5 +1,7 @@
 """The up-front plan of an experiment: per strategy, the calls, tokens and minutes of the answers
-still to give (finished ones in the result folder are not counted), at the measured model speed."""
+still to give (finished ones in the result folder are not counted), at the measured model speed,
+calibrated from the usage of the answers already there with the same settings
+(:mod:`experiments.cost_calibration`)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from langchain_core.language_models import BaseChatModel
 
 from agents.calibration import ModelSpeed
 from agents.run_plan import StrategyPlan, plan_for
+from experiments import cost_calibration
 from experiments.runner import RunConfig, latest_rows, read_rows
 from experiments.runner.resume import answered_pairs
 from graphs import STRATEGIES
@@ -19,7 +22,8 @@ def plan_experiment(config: RunConfig, samples: list[Any], chat: BaseChatModel, 
                     calibrate: bool | None = True) -> tuple[list[StrategyPlan], ModelSpeed | None]:  # fmt: skip
     """Plans of ``config``'s strategies over the ``samples`` not yet answered in ``out``, and the
     speed they assume (the embedded model is calibrated once per machine; see :func:`agents.run_plan.plan_for`)."""
-    done = answered_pairs(latest_rows(read_rows(Path(out))), config, chat)[0] if out else set()
+    latest = latest_rows(read_rows(Path(out))) if out else {}
+    done = answered_pairs(latest, config, chat)[0] if out else set()
     corpora: dict[str, list[tuple[int, int, int]]] = {}
     for name in config.strategies:
         groups: dict[str, list[int]] = {}
@@ -33,4 +37,15 @@ def plan_experiment(config: RunConfig, samples: list[Any], chat: BaseChatModel, 
         name: STRATEGIES.get(name).make_config(**dict(config.strategy_options.get(name, {})))
         for name in config.strategies
     }
-    return plan_for(configs, corpora, chat, calibrate=calibrate)
+    plans, speed = plan_for(configs, corpora, chat, calibrate=calibrate)
+    sizes = {s.sample_id: (s.corpus.num_tokens, len(s.corpus)) for s in samples}
+    window = getattr(chat, "context_window", None)
+    for i, plan in enumerate(
+        plans
+    ):  # the typical cost, measured where this folder holds answers like these
+        rows = [latest[key] for key in done if key[1] == plan.strategy]
+        found = cost_calibration.calibrate(
+            plan.strategy, configs[plan.strategy], rows, sizes, window
+        )
+        plans[i] = cost_calibration.calibrated(plan, found, speed) if found is not None else plan
+    return plans, speed

@@ -171,15 +171,17 @@ class CostPlan:
     ``max_calls`` / ``max_prompt_tokens`` the most (retries, follow-ups, a fallback, every
     extracted property); equal where the count is fixed (rag, full_context, memagent).
     ``completion_tokens`` is the most the least run may generate (its calls' answer budgets).
+    ``max_calls=None`` / ``max_prompt_tokens=None``: no most (:data:`UNBOUNDED`, an agent that loops until
+    it is done): a budget must then cap the run (:func:`graphs.plan_check.check_plan` warns without one).
     Token counts are estimates (the corpus in the model's tokens plus the prompt templates).
 
     Attributes:
         strategy: The strategy's name.
         questions: Questions the plan covers.
         calls: Model calls at least.
-        max_calls: Model calls at most.
+        max_calls: Model calls at most (``None``: unbounded).
         prompt_tokens: Prompt tokens at least (estimate).
-        max_prompt_tokens: Prompt tokens at most (estimate).
+        max_prompt_tokens: Prompt tokens at most (estimate; ``None``: unbounded).
         completion_tokens: Completion tokens the least run may generate at most.
         formula: How the counts follow from the corpus and the config (the README's formula).
         details: Strategy-specific facts (MemAgent: its chunks).
@@ -195,9 +197,9 @@ class CostPlan:
     strategy: str
     questions: int
     calls: int
-    max_calls: int
+    max_calls: int | None
     prompt_tokens: int
-    max_prompt_tokens: int
+    max_prompt_tokens: int | None
     completion_tokens: int
     formula: str
     details: dict[str, Any] = field(default_factory=dict)
@@ -207,8 +209,8 @@ class CostPlan:
 
     def __post_init__(self) -> None:
         i = self.index
-        if i is not None and not (i.calls <= self.calls and i.max_calls <= self.max_calls and i.prompt_tokens <= self.prompt_tokens
-                                  and i.max_prompt_tokens <= self.max_prompt_tokens and i.completion_tokens <= self.completion_tokens):  # fmt: skip
+        if i is not None and not (i.calls <= self.calls and i.max_calls <= _most(self.max_calls) and i.prompt_tokens <= self.prompt_tokens
+                                  and i.max_prompt_tokens <= _most(self.max_prompt_tokens) and i.completion_tokens <= self.completion_tokens):  # fmt: skip
             raise ValueError(
                 f"{self.strategy}'s index-time part {i.to_dict()} exceeds its plan's counts"
             )
@@ -218,8 +220,8 @@ class CostPlan:
         k = questions / max(self.questions, 1)
         i = self.index
 
-        def part(total: int, once: int) -> int:
-            return once + math.ceil((total - once) * k)
+        def part(total: Any, once: int) -> Any:
+            return None if total is None else once + math.ceil((total - once) * k)
 
         return CostPlan(
             strategy=self.strategy, questions=questions, calls=part(self.calls, i.calls if i else 0),
@@ -230,21 +232,29 @@ class CostPlan:
         )  # fmt: skip
 
     @property
-    def question_calls(self) -> tuple[int, int]:
+    def unbounded(self) -> bool:
+        """Whether the plan has no most (calls or prompt tokens): only a budget bounds the run."""
+        return self.max_calls is None or self.max_prompt_tokens is None
+
+    @property
+    def question_calls(self) -> tuple[int, int | None]:
         """Model calls at question time, at least and at most (the plan's less its index part)."""
         i = self.index
         return (
-            (self.calls - i.calls, self.max_calls - i.max_calls)
+            (self.calls - i.calls, _less(self.max_calls, i.max_calls))
             if i
             else (self.calls, self.max_calls)
         )
 
     @property
-    def question_prompt_tokens(self) -> tuple[int, int]:
+    def question_prompt_tokens(self) -> tuple[int, int | None]:
         """Prompt tokens at question time, at least and at most (the plan's less its index part)."""
         i = self.index
         return (
-            (self.prompt_tokens - i.prompt_tokens, self.max_prompt_tokens - i.max_prompt_tokens)
+            (
+                self.prompt_tokens - i.prompt_tokens,
+                _less(self.max_prompt_tokens, i.max_prompt_tokens),
+            )
             if i
             else (self.prompt_tokens, self.max_prompt_tokens)
         )
@@ -296,7 +306,7 @@ class CostPlan:
         return dataclasses.replace(
             self,
             calls=self.calls + more,
-            max_calls=max(self.max_calls, self.calls + more),
+            max_calls=None if self.max_calls is None else max(self.max_calls, self.calls + more),
             details={**self.details, "index_calls_left": calls},
             index=dataclasses.replace(i, calls=calls, max_calls=max(i.max_calls, calls)),
         )
@@ -314,29 +324,23 @@ class CostPlan:
                 self.steps[step + 1 :] if calls > done else self.steps[step:]
             )  # a step partly done counts none of its tokens
             prompt, completion = sum(p for _, p, _ in rest), sum(t for _, _, t in rest)
-            most = self.max_prompt_tokens - (
-                self.prompt_tokens - prompt
-            )  # the steps done sent at least their least
+            most = _less(
+                self.max_prompt_tokens, self.prompt_tokens - prompt
+            )  # the steps done sent their least
         else:
             prompt, completion, most = 0, 0, self.max_prompt_tokens
         return CostPlan(
-            strategy=self.strategy, questions=self.questions, calls=max(0, self.calls - calls), max_calls=max(0, self.max_calls - calls),
-            prompt_tokens=prompt, max_prompt_tokens=max(prompt, most), completion_tokens=completion,
+            strategy=self.strategy, questions=self.questions, calls=max(0, self.calls - calls), max_calls=_less(self.max_calls, calls),
+            prompt_tokens=prompt, max_prompt_tokens=None if most is None else max(prompt, most), completion_tokens=completion,
             formula=f"{self.formula}; less the {calls:,} call{'' if calls == 1 else 's'} its checkpoint holds",
             details={**self.details, "checkpointed_calls": calls}, rerank=self.rerank,
         )  # fmt: skip
 
     def describe(self) -> str:
         """One line: calls and tokens (a range where they vary) and the formula."""
-        calls = (
-            f"{self.calls:,}"
-            if self.calls == self.max_calls
-            else f"{self.calls:,}-{self.max_calls:,}"
-        )
-        tokens = (
-            f"~{self.prompt_tokens:,}"
-            if self.prompt_tokens == self.max_prompt_tokens
-            else f"~{self.prompt_tokens:,}-{self.max_prompt_tokens:,}"
+        calls, tokens = (
+            _range(self.calls, self.max_calls),
+            f"~{_range(self.prompt_tokens, self.max_prompt_tokens)}",
         )
         per = f" for {self.questions} questions" if self.questions != 1 else ""
         line = f"{self.strategy} plans {calls} call{'' if self.max_calls == 1 else 's'} and {tokens} prompt tokens{per} ({self.formula})"
@@ -360,21 +364,24 @@ class CostPlan:
         }  # fmt: skip
 
 
-def _range(least: int, most: int) -> str:
-    """``12`` or ``12-40``, with thousands separators."""
+def _range(least: int, most: int | None) -> str:
+    """``12``, ``12-40`` or ``12-unbounded``, with thousands separators."""
+    if most is None:
+        return f"{least:,}-{UNBOUNDED_TEXT}"
     return f"{least:,}" if least == most else f"{least:,}-{most:,}"
 
 
-def check_plan(plan: CostPlan, budget: Budget | None) -> None:
-    """Refuse up front a plan that cannot fit ``budget``.
+#: A plan's most where it has none (``max_calls=UNBOUNDED``): a name for ``None`` that reads as meant.
+UNBOUNDED = None
+#: How a plan's description names a missing most.
+UNBOUNDED_TEXT = "unbounded"
 
-    Raises:
-        BudgetExceeded: With the plan and the limits it passes.
-    """
-    if budget is None or not budget.limited:
-        return
-    problems = plan.over(budget)
-    if problems:
-        raise BudgetExceeded(
-            f"Budget exceeded before any call: {plan.describe()}; over the budget: {', '.join(problems)}"
-        )
+
+def _most(value: int | None) -> float:
+    """A most as a number (an unbounded one is infinite), for comparisons."""
+    return math.inf if value is None else value
+
+
+def _less(most: int | None, done: int) -> int | None:
+    """``most - done`` (at least 0); an unbounded most stays unbounded."""
+    return None if most is None else max(0, most - done)

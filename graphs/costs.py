@@ -23,8 +23,9 @@ the older ``cost_plan=`` / ``expected_cost=`` keywords): the other half is then 
 from __future__ import annotations
 
 import functools
+import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -98,6 +99,17 @@ def prompt_tokens(
     return found
 
 
+def tool_schema_tokens(
+    strategy: str, function: Mapping[str, Any], llm: BaseChatModel | None = None
+) -> int:
+    """Tokens of one OpenAI-format ``function`` schema sent with a call (tools mode), as the budget guard
+    counts it (``graphs.prompt_text.counted_prompt``: the ``tools`` list as JSON, after the messages), plus a
+    seam: what each call that binds it adds to a plan's most."""
+    name = str(function.get("function", {}).get("name", ""))
+    text = functools.partial(json.dumps, [dict(function)])
+    return prompt_tokens(strategy, f"tools:{name}:{len(text())}", text, llm) + SEAM_TOKENS
+
+
 def chunk_headers(chunks: int, title: str, llm: BaseChatModel | None = None) -> int:
     """Tokens of the headers :func:`~graphs.prompts.format_chunks` puts before ``chunks`` chunks titled ``title``
     (the blank lines between them included), counted as :func:`prompt_tokens` counts."""
@@ -150,7 +162,7 @@ def retrieved_prompt(render: Callable[[Question], str], *, strategy: str, templa
     return Span(min(lows), max(highs))
 
 
-def per_question_plan(strategy: str, questions: Sequence[Question], *, calls: int, max_calls: int, prompt_tokens: int, max_prompt_tokens: int,
+def per_question_plan(strategy: str, questions: Sequence[Question], *, calls: int, max_calls: int | None, prompt_tokens: int, max_prompt_tokens: int | None,
                       completion_tokens: int, formula: str, **details: Any) -> CostPlan:  # fmt: skip
     """A per-question plan (the :class:`~graphs.budget.CostPlan` fields of one question) scaled to every question
     (single-question strategies run the plan once each)."""

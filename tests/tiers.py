@@ -69,6 +69,11 @@ TIERS: dict[str, dict[str, str]] = {
         "test_no_import_inside_a_function_closes_a_cycle": "integration",
     },
     "test_toy_plugins.py": {"*": "subprocess"},
+    "test_search_agent_plugin.py": {
+        "test_a_tool_loop_strategy_in_its_own_folder_answers_and_is_capped_by_its_budget": "subprocess",
+        "test_the_search_agent_folder_imports_only_the_plugin_surface": "integration",
+    },
+    "test_plugin_surface.py": {"*": "integration"},
     "test_sqlite_wal.py": {
         "test_processes_opening_one_new_reply_cache_together_all_succeed": "concurrency",
         "test_a_reply_cache_opens_while_another_process_reads_its_new_file": "concurrency",

@@ -66,12 +66,16 @@ def pai_costs(cfg: PaiConfig, shape: costs.CorpusShape, questions: Sequence[Ques
         + n_max * costs.chunk_headers(1, longest, llm)
     )
     max_calls = (1 + cfg.retries) + n_max * judged * (1 + cfg.judge_retries) + n_max + 1
-    max_prompt = ((1 + cfg.retries) * (max(own) + written) + n_max * (1 + cfg.judge_retries) * judge_tokens + n_max * sub_prompt
-                  + n_max * cfg.sub_answer_max_tokens)  # fmt: skip
+    # in tools mode the decomposition and every judge call also send their function's schema (counted by the guard)
+    schemas = {"decompose": costs.tool_schema_tokens(strategy, P.PROPERTY_FUNCTION if strategy == "pai" else P.SUB_QUESTION_FUNCTION, llm),
+               "judge": costs.tool_schema_tokens(strategy, P.KEEP_CONTEXT_FUNCTION, llm)}  # fmt: skip
+    max_prompt = ((1 + cfg.retries) * (max(own) + written + schemas["decompose"]) + n_max * sub_prompt
+                  + n_max * (1 + cfg.judge_retries) * (judge_tokens + judged * schemas["judge"]) + n_max * cfg.sub_answer_max_tokens)  # fmt: skip
     completion = cfg.extract_max_tokens + judged * cfg.judge_max_tokens + cfg.summary_max_tokens
     formula = f"N_p x {judged:,} judge calls ({mode}: {'C = T/' + str(chunk) if mode == 'exhaustive' else 'min(K, C)'}), N_p 1-{n_max}, + N_p sub-answers + 2"
     bounds = costs.per_question_plan(strategy, questions, calls=calls, max_calls=max_calls, prompt_tokens=prompt, max_prompt_tokens=max_prompt,
-                                     completion_tokens=completion, formula=formula, judged_chunks=judged, mode=mode)  # fmt: skip
+                                     completion_tokens=completion, formula=formula, judged_chunks=judged, mode=mode,
+                                     tool_schema_tokens=schemas)  # fmt: skip
     p = max(1, min(n_max, TYPICAL_PROPERTIES))
     fixed = (
         max(own) / 2 + costs.ANSWER_TOKENS

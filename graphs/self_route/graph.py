@@ -198,9 +198,14 @@ def self_route_costs(cfg: SelfRouteConfig, shape: costs.CorpusShape, questions: 
         each = costs.Calls(most.calls, most.prompt_tokens, most.completion_tokens)
     most_calls = most.max_calls if most is not None else math.ceil(each.calls)
     most_prompt = most.max_prompt_tokens if most is not None else math.ceil(each.prompt_tokens)
-    bounds = costs.per_question_plan("self_route", questions, calls=1, max_calls=1 + most_calls, prompt_tokens=rag.least,
-                                     max_prompt_tokens=rag.most + most_prompt, completion_tokens=cfg.max_new_tokens,
-                                     formula=f"1 call when RAG answers; + {cfg.fallback} ({most_calls:,}) when it declines")  # fmt: skip
+    fallback = (
+        "unbounded" if most_calls is None else f"{most_calls:,}"
+    )  # an agent's plan may have no most
+    bounds = costs.per_question_plan(
+        "self_route", questions, calls=1, max_calls=None if most_calls is None else 1 + most_calls,
+        prompt_tokens=rag.least, max_prompt_tokens=None if most_prompt is None else rag.most + most_prompt,
+        completion_tokens=cfg.max_new_tokens, formula=f"1 call when RAG answers; + {cfg.fallback} ({fallback}) when it declines",
+    )  # fmt: skip
     typical = costs.Calls(1 + TYPICAL_DECLINED * each.calls, (rag.least + rag.most) / 2 + TYPICAL_DECLINED * each.prompt_tokens,
                           costs.reply_tokens(cfg) + TYPICAL_DECLINED * each.completion_tokens)  # fmt: skip
     own = with_rerank(

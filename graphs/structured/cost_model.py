@@ -13,6 +13,7 @@ from graphs import costs
 from graphs.budget import CostPlan, IndexWork
 from graphs.structured import prompts as P
 from graphs.structured.config import StructuredConfig
+from graphs.structured.functions import SCHEMA_FUNCTION
 from retrieval.contract import Question
 
 
@@ -67,7 +68,9 @@ def structured_costs(cfg: StructuredConfig, shape: costs.CorpusShape, questions:
     # the schema's own text (columns, CREATE, the JSON form), at most max_attributes columns; the retry notes, model-written text
     schema = cfg.max_attributes * 48 + costs.TEMPLATE_TOKENS
     written = max(cfg.plan_max_tokens, cfg.sql_max_tokens) + costs.TEMPLATE_TOKENS
-    plan_most = max(e[0] for e in each_q) + costs.TEMPLATE_TOKENS + written
+    # in tools mode the schema plan also sends its function's schema (counted by the guard)
+    schema_function = costs.tool_schema_tokens("structured", SCHEMA_FUNCTION, llm)
+    plan_most = max(e[0] for e in each_q) + costs.TEMPLATE_TOKENS + written + schema_function
     asked_most = (
         max(e[1] + e[2] for e in each_q) + 2 * (schema + written) + cfg.answer_result_tokens
     )
@@ -97,7 +100,7 @@ def structured_costs(cfg: StructuredConfig, shape: costs.CorpusShape, questions:
     bounds = CostPlan(strategy="structured", questions=k, calls=calls, max_calls=max_calls, prompt_tokens=prompt, max_prompt_tokens=max_prompt,
                       completion_tokens=completion,
                       formula=f"{plan_calls} plan + {windows:,} document windows + SQL + answer per question (cached records: fewer)",
-                      details={"windows": windows},
+                      details={"windows": windows, "tool_schema_tokens": {"plan": schema_function}},
                       index=IndexWork(what=f"the records of {windows:,} document windows", calls=windows, max_calls=windows * (1 + cfg.retries),
                                       prompt_tokens=extract, max_prompt_tokens=(1 + cfg.retries) * extract_most,
                                       completion_tokens=windows * cfg.extract_max_tokens))  # fmt: skip

@@ -1,0 +1,247 @@
+"""The plug-in import surface (issue #47): a strategy package imports the engine through ``graphs.api`` only
+(plus its own package, the contract ``retrieval.contract`` and third-party libraries)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.test_import_graph import ROOT, imported_modules, module_files
+
+#: What a strategy package may import of the library besides its own package.
+SURFACE = {"graphs.api", "retrieval.contract"}
+
+#: The built-in strategies' imports from before the surface existed (issue #47): package -> the library
+#: modules it imports beside :data:`SURFACE`. Migrating one is mechanical (import the name from
+#: ``graphs.api``, adding it there when missing) and shrinks its entry; an entry the package no longer
+#: needs fails the test, so the list cannot outlive it. A package not listed (a new one) gets no exception.
+KNOWN_EXCEPTIONS: dict[str, set[str]] = {
+    "graphs.full_context": {
+        "graphs.answer_state",
+        "graphs.ceiling",
+        "graphs.config",
+        "graphs.context",
+        "graphs.costs",
+        "graphs.llm",
+        "graphs.nodes",
+        "graphs.presentation",
+        "graphs.prompt_sharing",
+        "graphs.prompts",
+        "graphs.registry",
+        "retrieval",
+    },
+    "graphs.hipporag": {
+        "graphs.answer_state",
+        "graphs.budget",
+        "graphs.budget_field",
+        "graphs.ceiling",
+        "graphs.config",
+        "graphs.context",
+        "graphs.costs",
+        "graphs.embedding_store",
+        "graphs.events",
+        "graphs.index_artifact",
+        "graphs.nodes",
+        "graphs.presentation",
+        "graphs.prompts",
+        "graphs.rag.prompts",
+        "graphs.ray_map",
+        "graphs.ray_options",
+        "graphs.registry",
+        "graphs.replies",
+        "graphs.request_settings",
+        "graphs.usage",
+        "memory.records.cache",
+        "retrieval",
+        "retrieval.checksums",
+        "retrieval.embedder_base",
+        "retrieval.embedders",
+        "retrieval.extras",
+    },
+    "graphs.memagent": {
+        "graphs.answer_state",
+        "graphs.batched",
+        "graphs.budget",
+        "graphs.ceiling",
+        "graphs.config",
+        "graphs.context",
+        "graphs.costs",
+        "graphs.events",
+        "graphs.llm",
+        "graphs.nodes",
+        "graphs.presentation",
+        "graphs.prompts",
+        "graphs.registry",
+        "memory",
+        "retrieval.tokenizers",
+    },
+    "graphs.pai": {
+        "graphs.answer_state",
+        "graphs.budget",
+        "graphs.ceiling",
+        "graphs.config",
+        "graphs.context",
+        "graphs.costs",
+        "graphs.event_loop",
+        "graphs.events",
+        "graphs.llm",
+        "graphs.nodes",
+        "graphs.presentation",
+        "graphs.prompt_sharing",
+        "graphs.prompts",
+        "graphs.registry",
+        "graphs.replies",
+        "graphs.rerank_costs",
+        "graphs.retrieval_service",
+        "graphs.retrieval_settings",
+        "graphs.validated_call",
+        "retrieval",
+    },
+    "graphs.rag": {
+        "graphs.answer_state",
+        "graphs.ceiling",
+        "graphs.config",
+        "graphs.context",
+        "graphs.costs",
+        "graphs.nodes",
+        "graphs.presentation",
+        "graphs.prompts",
+        "graphs.registry",
+        "graphs.rerank_costs",
+        "graphs.retrieval_service",
+        "graphs.retrieval_settings",
+        "retrieval",
+    },
+    "graphs.raptor": {
+        "graphs.answer_state",
+        "graphs.budget",
+        "graphs.budget_field",
+        "graphs.ceiling",
+        "graphs.config",
+        "graphs.context",
+        "graphs.costs",
+        "graphs.embedding_store",
+        "graphs.events",
+        "graphs.index_artifact",
+        "graphs.llm",
+        "graphs.nodes",
+        "graphs.presentation",
+        "graphs.prompts",
+        "graphs.rag.prompts",
+        "graphs.ray_map",
+        "graphs.ray_options",
+        "graphs.registry",
+        "graphs.replies",
+        "graphs.request_settings",
+        "graphs.usage",
+        "retrieval.checksums",
+        "retrieval.embedder_base",
+        "retrieval.embedders",
+        "retrieval.extras",
+        "retrieval.tokens",
+    },
+    "graphs.self_ask": {
+        "graphs.answer_state",
+        "graphs.ceiling",
+        "graphs.config",
+        "graphs.context",
+        "graphs.costs",
+        "graphs.llm",
+        "graphs.nodes",
+        "graphs.presentation",
+        "graphs.prompts",
+        "graphs.rag",
+        "graphs.rag.presentation",
+        "graphs.registry",
+        "graphs.rerank_costs",
+        "graphs.retrieval_service",
+        "graphs.retrieval_settings",
+        "retrieval",
+    },
+    "graphs.self_route": {
+        "graphs.budget",
+        "graphs.ceiling",
+        "graphs.config",
+        "graphs.context",
+        "graphs.costs",
+        "graphs.full_context",
+        "graphs.full_context.ceiling",
+        "graphs.full_context.config",
+        "graphs.llm",
+        "graphs.nodes",
+        "graphs.presentation",
+        "graphs.prompt_sharing",
+        "graphs.prompts",
+        "graphs.rag",
+        "graphs.rag.ceiling",
+        "graphs.rag.presentation",
+        "graphs.registry",
+        "graphs.rerank_costs",
+        "graphs.retrieval_service",
+        "graphs.retrieval_settings",
+        "graphs.run",
+        "retrieval",
+    },
+    "graphs.structured": {
+        "graphs.answer_state",
+        "graphs.budget",
+        "graphs.ceiling",
+        "graphs.config",
+        "graphs.context",
+        "graphs.costs",
+        "graphs.events",
+        "graphs.llm",
+        "graphs.presentation",
+        "graphs.prompt_sharing",
+        "graphs.ray_map",
+        "graphs.ray_options",
+        "graphs.registry",
+        "graphs.request_settings",
+        "graphs.twins",
+        "graphs.usage",
+        "graphs.validated_call",
+        "memory.records.cache",
+        "memory.records.database",
+        "memory.records.normalize",
+        "memory.records.schema",
+        "memory.records.sql_text",
+        "memory.records.table",
+        "retrieval.paths",
+        "retrieval.tokens",
+    },
+}
+
+
+def library_imports(package_dir: Path, package: str) -> set[str]:
+    """The library modules (``retrieval``, ``memory``, ``graphs``, ``agents``, ``experiments``) that the modules of
+    ``package_dir`` (dotted name ``package``) import, outside their own package and :data:`SURFACE`."""
+    known = set(module_files())
+    found: set[str] = set()
+    for path in sorted(package_dir.rglob("*.py")):
+        parts = path.relative_to(package_dir).with_suffix("").parts
+        name = ".".join((package, *(parts[:-1] if parts[-1] == "__init__" else parts)))
+        found |= imported_modules(
+            name,
+            path.read_text(encoding="utf-8"),
+            is_package=path.name == "__init__.py",
+            known=known,
+        )
+    return {
+        m for m in found if m not in SURFACE and m != package and not m.startswith(f"{package}.")
+    }
+
+
+def strategy_packages() -> dict[str, Path]:
+    """The strategy packages under ``graphs/`` (a folder with an ``__init__.py``)."""
+    return {
+        f"graphs.{d.name}": d
+        for d in sorted((ROOT / "graphs").iterdir())
+        if (d / "__init__.py").is_file()
+    }
+
+
+def test_strategy_packages_import_only_the_plugin_surface():
+    found = {name: library_imports(path, name) for name, path in strategy_packages().items()}
+    extra = {name: sorted(mods - KNOWN_EXCEPTIONS.get(name, set())) for name, mods in found.items()}
+    assert {k: v for k, v in extra.items() if v} == {}
+    stale = {name: sorted(mods - found.get(name, set())) for name, mods in KNOWN_EXCEPTIONS.items()}
+    assert {k: v for k, v in stale.items() if v} == {}, "an exception no longer needed: remove it"
