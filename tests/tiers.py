@@ -69,6 +69,12 @@ TIERS: dict[str, dict[str, str]] = {
         "test_no_import_inside_a_function_closes_a_cycle": "integration",
     },
     "test_toy_plugins.py": {"*": "subprocess"},
+    "test_budget_channel.py": {
+        "test_a_child_process_never_passes_a_call_budget": "subprocess",
+        "test_a_child_process_never_passes_a_prompt_token_budget": "subprocess",
+        "test_a_cost_budget_reserves_the_answer_budget_and_settles_at_the_stubs_usage": "subprocess",
+        "test_a_child_that_dies_holding_a_grant_leaves_its_reservation_standing": "subprocess",
+    },
     "test_sqlite_wal.py": {
         "test_processes_opening_one_new_reply_cache_together_all_succeed": "concurrency",
         "test_a_reply_cache_opens_while_another_process_reads_its_new_file": "concurrency",
