@@ -27,16 +27,18 @@ import secrets
 import socket
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from multiprocessing.connection import Connection, Listener
 from typing import Any
 
+from langchain_core.callbacks import dispatch_custom_event
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
 
 from graphs.budget import BudgetReached
 from graphs.budget_client import MAX_MESSAGE_BYTES
 from graphs.budget_guard import BudgetGuard
+from graphs.usage import USAGE_EVENT
 from retrieval.contract import Usage
 from retrieval.reported_usage import as_count, checked_chat_usage
 
@@ -131,6 +133,13 @@ class BudgetChannel:
         with self._lock:
             for gid in list(self._open):
                 self._abandon(gid)
+
+    def report_usage(self, config: RunnableConfig | None = None) -> None:
+        """Add the calls settled through this channel to the running answer's usage (a
+        :data:`~graphs.usage.USAGE_EVENT` to ``config``'s callbacks, ``None``: the node's): the calls
+        of a child process, which no callback here saw. A Ray map reports its tasks' own usage instead."""
+        if self.usage != Usage() and (config or var_child_runnable_config.get()) is not None:
+            dispatch_custom_event(USAGE_EVENT, asdict(self.usage), config=config)
 
     def _accept(self) -> None:
         while True:

@@ -12,11 +12,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from langchain_core.runnables import RunnableLambda
 
 from graphs.budget import Budget, BudgetReached
 from graphs.budget_channel import BudgetChannel, guard_of
 from graphs.budget_client import TICKET_ENV, BudgetChannelError, BudgetClient
 from graphs.budget_guard import BudgetGuard
+from graphs.usage import UsageTracker
 from tests.budget_child import MAX_TOKENS
 from tests.recording_server import RecordingServer, counted_words
 
@@ -44,16 +46,27 @@ def stub_totals(stub: RecordingServer) -> tuple[int, int, int]:
 
 def test_a_child_process_never_passes_a_call_budget():
     with RecordingServer(lambda r: REPLY) as stub:
-        guard = BudgetGuard(Budget(max_llm_calls=3), count=words)
-        with BudgetChannel(guard) as channel:
-            child = run_child(channel, stub.url, 6)
+        guard, tracker = BudgetGuard(Budget(max_llm_calls=3), count=words), UsageTracker()
+
+        def node(_: object) -> subprocess.CompletedProcess:  # a strategy's node running a sandbox
+            with BudgetChannel(guard_of()) as channel:
+                child = run_child(channel, stub.url, 6)
+            channel.report_usage()  # the child's calls in the answer's usage
+            return child
+
+        child = RunnableLambda(node).invoke(None, config={"callbacks": [guard, tracker]})
         out = json.loads(child.stdout)
         assert child.returncode == 0, child.stderr
         assert out["sent"] == 3 and out["refused"].startswith("budget reached: 3 calls")
         calls, prompt, completion = stub_totals(stub)
     assert calls == guard.calls == 3
-    assert (channel.usage.llm_calls, channel.usage.prompt_tokens) == (calls, prompt)
-    assert channel.usage.completion_tokens == completion and not channel.usage.estimated
+    usage = tracker.usage
+    assert (usage.llm_calls, usage.prompt_tokens, usage.completion_tokens) == (
+        3,
+        prompt,
+        completion,
+    )
+    assert not usage.estimated
     assert guard.prompt_tokens == prompt  # the parent counted each prompt as the stub read it
 
 
