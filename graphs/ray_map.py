@@ -10,6 +10,8 @@ flight; every finished task is handed to the stage as it returns (so the stage w
 once: a killed run resumes from it); and the workers' calls, which the caller's callbacks never
 see, are summed from the tasks and reported as one :data:`~graphs.usage.USAGE_EVENT` of
 index-time work (every such stage builds something cached and reused by later questions).
+Under a budget the run's guard still holds: each worker call is reserved with it before it is sent,
+through a :class:`~graphs.budget_channel.BudgetChannel` the map opens for its tasks.
 
 What it leaves to the stage: what a batch is, what a task runs (:func:`counted_model` gives it
 the model with its calls counted), and what a finished or lost task means (the stage's

@@ -70,6 +70,20 @@ def test_a_child_process_never_passes_a_call_budget():
     assert guard.prompt_tokens == prompt  # the parent counted each prompt as the stub read it
 
 
+def test_children_running_together_share_one_call_budget():
+    with RecordingServer(lambda r: REPLY) as stub:
+        guard = BudgetGuard(Budget(max_llm_calls=3), count=words)
+        with BudgetChannel(guard) as channel:
+            env = {**os.environ, TICKET_ENV: channel.ticket, "PYTHONPATH": str(ROOT)}
+            command = [sys.executable, "-m", "tests.budget_child", stub.url, "4"]
+            children = [
+                subprocess.Popen(command, env=env, stdout=subprocess.PIPE, cwd=ROOT)
+                for _ in range(2)
+            ]
+            sent = [json.loads(c.communicate(timeout=120)[0])["sent"] for c in children]
+    assert sum(sent) == len(stub.requests) == guard.calls == channel.usage.llm_calls == 3
+
+
 def test_a_child_process_never_passes_a_prompt_token_budget():
     per_call = words("question number 0 about the corpus")  # 6 words a call
     with RecordingServer(lambda r: REPLY) as stub:

@@ -71,6 +71,7 @@ TIERS: dict[str, dict[str, str]] = {
     "test_toy_plugins.py": {"*": "subprocess"},
     "test_budget_channel.py": {
         "test_a_child_process_never_passes_a_call_budget": "subprocess",
+        "test_children_running_together_share_one_call_budget": "concurrency",
         "test_a_child_process_never_passes_a_prompt_token_budget": "subprocess",
         "test_a_cost_budget_reserves_the_answer_budget_and_settles_at_the_stubs_usage": "subprocess",
         "test_a_child_that_dies_holding_a_grant_leaves_its_reservation_standing": "subprocess",
