@@ -41,6 +41,7 @@ from langchain_core.runnables.config import var_child_runnable_config
 from graphs.budget_callback import ChannelGuard
 from graphs.budget_channel import BudgetChannel, guard_of
 from graphs.budget_client import BudgetClient
+from graphs.budget_guard import BudgetGuard
 from graphs.llm import set_tokenizer, tokenizer_for, tokenizer_spec
 from graphs.run_config import with_handler
 from graphs.usage import USAGE_EVENT, UsageTracker
@@ -242,10 +243,7 @@ def map_on_ray(
     when the caller stops with an error.
     """
     ray = ensure_ray(settings.ray_address)
-    guard = guard_of(config)  # the run's budget: the workers' calls are reserved with it first
-    channel = (
-        BudgetChannel(guard, host=ray.util.get_node_ip_address()) if guard is not None else None
-    )
+    channel = budget_channel(ray, guard_of(config))  # the workers' calls reserved with the guard
     ticket = channel.__enter__().ticket if channel is not None else None
     recipes = [
         ray.put(replace(model_recipe(llm, url), budget=ticket))
@@ -287,6 +285,18 @@ def map_on_ray(
         run.seconds = round(time.perf_counter() - started, 3)
         report_index_usage(run.usage, config)
     return run
+
+
+def budget_channel(ray: Any, guard: BudgetGuard | None) -> BudgetChannel | None:
+    """A channel for the workers' calls to ``guard`` (``None`` without one) at the driver's Ray node
+    address; on loopback where that address is not this machine's (a Ray client): a worker that
+    cannot reach it then fails its task before any call, naming the channel."""
+    if guard is None:
+        return None
+    try:
+        return BudgetChannel(guard, host=ray.util.get_node_ip_address())
+    except OSError:
+        return BudgetChannel(guard)
 
 
 def map_or_raise(
