@@ -183,6 +183,19 @@ class BudgetGuard(BaseCallbackHandler):
         with self._lock:
             self._reserved.pop(run_id, None)
 
+    def reserve_outside(self, tokens: int, usd: float) -> None:
+        """Count one call another process will send (:mod:`graphs.budget_channel`): ``tokens`` prompt
+        tokens and ``usd`` (its prompt and its answer budget at the most), or raise :class:`BudgetReached`."""
+        self._reserve(tokens, usd, rerank=False)
+
+    def settle_outside(self, reserved_usd: float, usd: float, completion: int, cached: int) -> None:
+        """Settle a call reserved by :meth:`reserve_outside` at ``usd``, the cost of the usage its
+        server reported (``completion`` and ``cached`` prompt tokens counted as a call ending here)."""
+        with self._lock:
+            self._usd += usd - reserved_usd
+            self.completion_tokens += completion
+            self.cached_prompt_tokens += cached
+
 
 class _QuietBudgetStop(logging.Filter):
     """Drops LangChain's warning about a callback that raised when it is the guard's planned stop

@@ -10,6 +10,8 @@ flight; every finished task is handed to the stage as it returns (so the stage w
 once: a killed run resumes from it); and the workers' calls, which the caller's callbacks never
 see, are summed from the tasks and reported as one :data:`~graphs.usage.USAGE_EVENT` of
 index-time work (every such stage builds something cached and reused by later questions).
+Under a budget the run's guard still holds: each worker call is reserved with it before it is sent,
+through a :class:`~graphs.budget_channel.BudgetChannel` the map opens for its tasks.
 
 What it leaves to the stage: what a batch is, what a task runs (:func:`counted_model` gives it
 the model with its calls counted), and what a finished or lost task means (the stage's
@@ -36,6 +38,10 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
 
+from graphs.budget_callback import ChannelGuard
+from graphs.budget_channel import BudgetChannel, guard_of
+from graphs.budget_client import BudgetClient
+from graphs.budget_guard import BudgetGuard
 from graphs.llm import set_tokenizer, tokenizer_for, tokenizer_spec
 from graphs.run_config import with_handler
 from graphs.usage import USAGE_EVENT, UsageTracker
@@ -86,6 +92,8 @@ class ModelRecipe:
     name: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
     tokenizer: str | None = None
+    #: The ticket of the caller's budget channel (:mod:`graphs.budget_channel`): each call is reserved there first.
+    budget: str | None = None
 
     def build(self) -> BaseChatModel:
         """The chat model on this worker."""
@@ -151,7 +159,10 @@ def counted_model(recipe: ModelRecipe) -> tuple[BaseChatModel, UsageTracker]:
     task sends back as ``asdict(tracker.usage)`` under ``"usage"``)."""
     tracker = UsageTracker()
     built = recipe.build()
-    llm = built.model_copy(update={"callbacks": with_handler(built.callbacks, tracker)})
+    callbacks = with_handler(built.callbacks, tracker)
+    if recipe.budget is not None:  # the caller's budget holds: each call reserved before it is sent
+        callbacks = with_handler(callbacks, ChannelGuard(BudgetClient(recipe.budget)))
+    llm = built.model_copy(update={"callbacks": callbacks})
     tracker.count = tokenizer_for(llm).count
     return llm, tracker
 
@@ -232,8 +243,11 @@ def map_on_ray(
     when the caller stops with an error.
     """
     ray = ensure_ray(settings.ray_address)
-    recipes = [ray.put(model_recipe(llm, url)) for url in settings.ray_endpoints] or [
-        ray.put(model_recipe(llm))
+    channel = budget_channel(ray, guard_of(config))  # the workers' calls reserved with the guard
+    ticket = channel.__enter__().ticket if channel is not None else None
+    recipes = [
+        ray.put(replace(model_recipe(llm, url), budget=ticket))
+        for url in settings.ray_endpoints or [None]
     ]
     busy = [0] * len(recipes)  # tasks in flight per endpoint
     nested = ray.get_runtime_context().get_task_id() is not None  # inside a Ray task
@@ -266,9 +280,23 @@ def map_on_ray(
     finally:
         for ref in running:
             ray.cancel(ref)
+        if channel is not None:  # a grant no task settled stands at its reservation
+            channel.close()
         run.seconds = round(time.perf_counter() - started, 3)
         report_index_usage(run.usage, config)
     return run
+
+
+def budget_channel(ray: Any, guard: BudgetGuard | None) -> BudgetChannel | None:
+    """A channel for the workers' calls to ``guard`` (``None`` without one) at the driver's Ray node
+    address; on loopback where that address is not this machine's (a Ray client): a worker that
+    cannot reach it then fails its task before any call, naming the channel."""
+    if guard is None:
+        return None
+    try:
+        return BudgetChannel(guard, host=ray.util.get_node_ip_address())
+    except OSError:
+        return BudgetChannel(guard)
 
 
 def map_or_raise(

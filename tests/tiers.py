@@ -74,6 +74,13 @@ TIERS: dict[str, dict[str, str]] = {
         "test_the_search_agent_folder_imports_only_the_plugin_surface": "integration",
     },
     "test_plugin_surface.py": {"*": "integration"},
+    "test_budget_channel.py": {
+        "test_a_child_process_never_passes_a_call_budget": "subprocess",
+        "test_children_running_together_share_one_call_budget": "concurrency",
+        "test_a_child_process_never_passes_a_prompt_token_budget": "subprocess",
+        "test_a_cost_budget_reserves_the_answer_budget_and_settles_at_the_stubs_usage": "subprocess",
+        "test_a_child_that_dies_holding_a_grant_leaves_its_reservation_standing": "subprocess",
+    },
     "test_sqlite_wal.py": {
         "test_processes_opening_one_new_reply_cache_together_all_succeed": "concurrency",
         "test_a_reply_cache_opens_while_another_process_reads_its_new_file": "concurrency",
