@@ -3,7 +3,7 @@ tools, as a plug-in author would write it, and the stub's scripted replies that 
 :data:`TURNS` turns (each but the last calls a tool; the last answers).
 
 Run as a script (``python -m tests.loop_strategy JOB.json``) it answers one question through
-:func:`graphs.run.run_strategy` with ``checkpoint=True`` against the stub at the job's ``url``,
+``answer(..., checkpoint=True)`` against the stub at the job's ``url``,
 and writes the answer as JSON to the job's ``out``: the child process a kill test kills.
 """
 
@@ -109,24 +109,20 @@ def scripted_reply(request: dict[str, Any]) -> str | dict[str, Any]:
 
 
 def main(job_path: str) -> None:
-    """Answer the job's question with ``checkpoint=True`` and write the answer's JSON to its ``out``."""
-    from agents import make_chat_model
-    from graphs import STRATEGIES
-    from graphs.run import run_strategy
+    """Answer the job's question through ``answer(..., checkpoint=True)`` and write its JSON to ``out``."""
+    from agents import answer, make_chat_model
     from retrieval import Corpus
-    from retrieval.contract import Question
 
     job = json.loads(open(job_path).read())
     register()
-    spec = STRATEGIES.get(NAME)
     llm = make_chat_model("openai:loop-test", base_url=job["url"], max_retries=0)
-    (done,) = run_strategy(
-        spec,
-        spec.make_config(),
-        [Question(text=job["question"])],
+    done = answer(
+        Corpus.from_texts(["unused"]),
+        job["question"],
+        strategy=NAME,
         llm=llm,
-        corpus=Corpus.from_texts(["unused"]),
         cache_dir=job["cache"],
+        show_progress=False,
         checkpoint=True,
     )
     with open(job["out"], "w") as f:
