@@ -19,8 +19,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_openai import ChatOpenAI
 
-from tests.loop_strategy import NAME, TURNS, scripted_reply
+from graphs import STRATEGIES
+from graphs.context import StrategyContext
+from graphs.run_checkpoint import single_folder
+from retrieval import Corpus
+from retrieval.contract import Question
+from tests.loop_strategy import NAME, TURNS, LoopConfig, scripted_reply
 from tests.recording_server import RecordingServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -112,3 +118,29 @@ def test_a_tool_loop_killed_at_turn_4_of_6_resumes_at_turn_5_sending_no_answered
     assert (usage["llm_calls"], usage["earlier_llm_calls"], usage["run_llm_calls"]) == (2, 4, 6)
     assert usage["run_prompt_tokens"] == whole["usage"]["prompt_tokens"]
     assert not list((cache / NAME).iterdir())  # finished: its checkpoint deleted
+
+
+def test_the_single_run_key_holds_the_question_config_and_every_request_setting(tmp_path):
+
+    spec, corpus = STRATEGIES.get("rag"), Corpus.from_texts(["one", "two"])
+
+    def folder(question: str = "q?", turns: int = 6, **model: Any) -> Any:
+        model.setdefault("api_key", "k")
+        llm = ChatOpenAI(model="m", base_url="http://127.0.0.1:9/v1", **model)
+        context = StrategyContext(
+            llm=llm, config=LoopConfig(max_turns=turns), corpus=corpus, cache_dir=tmp_path
+        )
+        return single_folder(spec, context, Question(text=question))
+
+    base = folder()
+    assert base == folder() and base.parent == tmp_path / "rag"
+    others = [
+        folder("other?"),
+        folder(turns=7),
+        folder(temperature=0.7),
+        folder(seed=3),
+        folder(extra_body={"top_k": 5}),
+        folder(default_headers={"X-Route": "b"}),
+    ]
+    assert len({base, *others}) == 1 + len(others)
+    assert folder(api_key="rotated") == base  # a credential is not a request setting

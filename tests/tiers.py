@@ -69,7 +69,9 @@ TIERS: dict[str, dict[str, str]] = {
         "test_no_import_inside_a_function_closes_a_cycle": "integration",
     },
     "test_toy_plugins.py": {"*": "subprocess"},
-    "test_single_checkpoint.py": {"*": "subprocess"},
+    "test_single_checkpoint.py": {
+        "test_a_tool_loop_killed_at_turn_4_of_6_resumes_at_turn_5_sending_no_answered_request": "subprocess",
+    },
     "test_sqlite_wal.py": {
         "test_processes_opening_one_new_reply_cache_together_all_succeed": "concurrency",
         "test_a_reply_cache_opens_while_another_process_reads_its_new_file": "concurrency",
