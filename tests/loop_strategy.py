@@ -3,7 +3,7 @@ tools, as a plug-in author would write it, and the stub's scripted replies that 
 :data:`TURNS` turns (each but the last calls a tool; the last answers).
 
 Run as a script (``python -m tests.loop_strategy JOB.json``) it answers one question through
-``answer(..., checkpoint=True)`` against the stub at the job's ``url``,
+``answer(..., checkpoint=True)`` (or ``aanswer``) against the stub at the job's ``url``,
 and writes the answer as JSON to the job's ``out``: the child process a kill test kills.
 """
 
@@ -109,22 +109,22 @@ def scripted_reply(request: dict[str, Any]) -> str | dict[str, Any]:
 
 
 def main(job_path: str) -> None:
-    """Answer the job's question through ``answer(..., checkpoint=True)`` and write its JSON to ``out``."""
-    from agents import answer, make_chat_model
+    """Answer the job's question with ``checkpoint=True`` (``answer``, or ``aanswer`` when the job
+    says ``async``) and write the answer's JSON to ``out``."""
+    import asyncio
+
+    from agents import aanswer, answer, make_chat_model
     from retrieval import Corpus
 
     job = json.loads(open(job_path).read())
     register()
     llm = make_chat_model("openai:loop-test", base_url=job["url"], max_retries=0)
-    done = answer(
-        Corpus.from_texts(["unused"]),
-        job["question"],
-        strategy=NAME,
-        llm=llm,
-        cache_dir=job["cache"],
-        show_progress=False,
-        checkpoint=True,
-    )
+    args = (Corpus.from_texts(["unused"]), job["question"])
+    options = dict(strategy=NAME, llm=llm, cache_dir=job["cache"], show_progress=False)
+    if job.get("async"):
+        done = asyncio.run(aanswer(*args, **options, checkpoint=True))
+    else:
+        done = answer(*args, **options, checkpoint=True)
     with open(job["out"], "w") as f:
         json.dump(done.to_dict(), f)
 

@@ -57,9 +57,12 @@ class HoldingStub:
         return scripted_reply(request)
 
 
-def child(tmp_path: Path, name: str, url: str, cache: Path) -> subprocess.Popen[bytes]:
+def child(
+    tmp_path: Path, name: str, url: str, cache: Path, *, use_async: bool = False
+) -> subprocess.Popen[bytes]:
     """``python -m tests.loop_strategy`` answering one question into ``<name>.out.json``."""
     job = {
+        "async": use_async,
         "url": url,
         "question": "Sum the cities.",
         "cache": str(cache),
@@ -106,7 +109,9 @@ def test_a_tool_loop_killed_at_turn_4_of_6_resumes_at_turn_5_sending_no_answered
 
         stub.hold_at, stub.answered = None, []
         stub.gate.set()
-        resumed = finished(tmp_path, "resumed", child(tmp_path, "resumed", server.url, cache))
+        # resumed through the async twin (aanswer: the checkpointed run in a worker thread)
+        again = child(tmp_path, "resumed", server.url, cache, use_async=True)
+        resumed = finished(tmp_path, "resumed", again)
 
     # it resumed at turn 5: the only requests sent are turns 5 and 6, as the whole run sent them
     # (turn 4's tool result and every earlier turn in them), and none was answered before
