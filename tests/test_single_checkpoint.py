@@ -22,12 +22,17 @@ import pytest
 from langchain_openai import ChatOpenAI
 
 from graphs import STRATEGIES
+from graphs.budget import Budget
 from graphs.context import StrategyContext
+from graphs.registry import Strategy
 from graphs.run_checkpoint import single_folder
+from graphs.run_config import with_budget
+from graphs.run_single import run_single
 from retrieval import Corpus
 from retrieval.contract import Question
-from tests.loop_strategy import NAME, TURNS, LoopConfig, scripted_reply
+from tests.loop_strategy import NAME, TURNS, LoopConfig, build_graph, scripted_reply
 from tests.recording_server import RecordingServer
+from tests.scripted_tools import ToolScriptedChatModel, named_call
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -149,3 +154,36 @@ def test_the_single_run_key_holds_the_question_config_and_every_request_setting(
     ]
     assert len({base, *others}) == 1 + len(others)
     assert folder(api_key="rotated") == base  # a credential is not a request setting
+
+
+def test_a_run_stopped_by_its_budget_keeps_its_checkpoint_and_a_larger_budget_resumes_it(tmp_path):
+    """In process, with the scripted tool model: 3 calls allowed of 6, stopped; rerun without a budget,
+    3 more calls (turns 4-6), 3 earlier, the whole run's answer; then the folder is gone."""
+    spec = Strategy(name=NAME, build_graph=build_graph, config_cls=LoopConfig)
+    calls: list[int] = []
+
+    def reply(prompt: str, tools: Any) -> Any:
+        calls.append(1)
+        turn = len(calls)  # the runs share this list: the resumed run's first call is turn 4
+        if turn >= TURNS:
+            return f"answer after {turn - 1} tool results"
+        if turn % 2:
+            return [named_call("population", city="Arden")]
+        return [named_call("add", a=turn, b=1)]
+
+    llm = ToolScriptedChatModel(reply_fn=reply)
+    context = StrategyContext(
+        llm=llm, config=LoopConfig(), corpus=Corpus.from_texts(["x"]), cache_dir=tmp_path
+    )
+    question = Question(text="Sum the cities.")
+    graph = build_graph(LoopConfig())
+    callbacks = with_budget(None, Budget(max_llm_calls=3), llm)
+    stopped = run_single(spec, graph, context, question, callbacks, {}, checkpoint=True)
+    assert stopped.stopped == "budget" and len(calls) == 3
+    assert single_folder(spec, context, question).is_dir()
+    done = run_single(spec, graph, context, question, None, {}, checkpoint=True)
+    assert len(calls) == TURNS and done.stopped is None
+    assert (done.usage.llm_calls, done.usage.earlier_llm_calls) == (3, 3)
+    assert [s.node for s in done.steps].count("agent") == TURNS  # the stopped run's turns kept
+    assert done.answer == f"answer after {TURNS - 1} tool results"
+    assert not single_folder(spec, context, question).exists()
