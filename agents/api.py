@@ -105,6 +105,7 @@ def answer(
     show_progress: bool | None = None,
     callbacks: Any = None,
     budget: Budget | None = None,
+    checkpoint: bool = False,
     **config: Any,
 ) -> Answer:
     """Answer ``question`` over ``corpus`` with one strategy.
@@ -126,6 +127,8 @@ def answer(
         budget: At most this many calls / prompt tokens / USD (:class:`~graphs.budget.Budget`):
             a plan that cannot fit is refused before any call; a run that reaches it stops
             issuing calls and returns what it did, marked ``stopped="budget"``.
+        checkpoint: Checkpoint a single-question run under ``cache_dir``: killed, it resumes at its last
+            finished step (``graphs.run_checkpoint``); off by default. MemAgent's option is ``resume``.
         **config: Fields of the strategy's config (e.g. ``top_k=5``, ``retriever="dense"``);
             unknown names raise ``TypeError``, invalid values ``ConfigError``.
 
@@ -137,7 +140,7 @@ def answer(
         BudgetExceeded: The strategy's cost plan cannot fit ``budget`` (the message has the plan).
     """
     return answer_many(corpus, [question], strategy=strategy, llm=llm, preset=preset, cache_dir=cache_dir, show_progress=show_progress,
-                       callbacks=callbacks, budget=budget, **config)[0]  # fmt: skip
+                       callbacks=callbacks, budget=budget, checkpoint=checkpoint, **config)[0]  # fmt: skip
 
 
 def answer_many(
@@ -153,6 +156,7 @@ def answer_many(
     index: Index | None = None,
     callbacks: Any = None,
     budget: Budget | None = None,
+    checkpoint: bool = False,
     **config: Any,
 ) -> list[Answer]:
     """Answer several questions over one corpus, in the order of ``questions``.
@@ -184,6 +188,7 @@ def answer_many(
             callbacks,
             budget,
             config,
+            checkpoint,
         )
     )
 
@@ -343,7 +348,8 @@ class _Call:
 
 
 def _prepare(corpus: Corpus, questions: list, strategy: str, llm: Any, preset: str | None, cache_dir: str | Path | None, show_progress: bool | None,
-             concurrency: int | None, index: Index | None, callbacks: Any, budget: Budget | None, config: dict) -> _Call | None:  # fmt: skip
+             concurrency: int | None, index: Index | None, callbacks: Any, budget: Budget | None, config: dict,
+             checkpoint: bool = False) -> _Call | None:  # fmt: skip
     """Validated inputs of one call (strategy, config, questions, chat model, progress flag), or
     ``None`` when there are no questions; a plan that cannot fit ``budget`` is refused here, before any call."""
     _check_corpus(corpus)
@@ -367,7 +373,7 @@ def _prepare(corpus: Corpus, questions: list, strategy: str, llm: Any, preset: s
     warn_if_slow(strategy, corpus, len(qs), chat, cfg)
     progress = sys.stderr.isatty() if show_progress is None else show_progress
     options = RunOptions(llm=chat, corpus=corpus, index=index, preset=preset, cache_dir=cache_dir, concurrency=concurrency or DEFAULT_CONCURRENCY,
-                         show_progress=progress, callbacks=callbacks, budget=budget)  # fmt: skip
+                         show_progress=progress, callbacks=callbacks, budget=budget, checkpoint=checkpoint)  # fmt: skip
     return _Call(spec, cfg, qs, options)
 
 

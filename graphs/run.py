@@ -63,7 +63,9 @@ def run_strategy(spec: Strategy[ConfigT], cfg: ConfigT, questions: Sequence[Ques
         ) as pool:
             answers = list(
                 pool.map(
-                    lambda q: run_single(spec, graph, context, q, run.callbacks, run.effective),
+                    lambda q: run_single(
+                        spec, graph, context, q, run.callbacks, run.effective, run.checkpoint
+                    ),
                     run.questions,
                 )
             )
@@ -103,7 +105,13 @@ async def _arun(run: RunSetup[ConfigT]) -> list[Answer]:
             async def one(question: Question) -> Answer:
                 async with gate:
                     return await arun_single(
-                        run.spec, graph, context, question, run.callbacks, run.effective
+                        run.spec,
+                        graph,
+                        context,
+                        question,
+                        run.callbacks,
+                        run.effective,
+                        run.checkpoint,
                     )
 
             answers = await gather_or_cancel([one(q) for q in run.questions])

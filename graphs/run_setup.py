@@ -40,6 +40,8 @@ class RunOptions(TypedDict, total=False):
         key_prefix: Separates a batched run made for another purpose (Self-Route's leg).
         budget: Limits of the whole call (all questions together): the run stops issuing
             model calls before one would pass it, and the answers say ``stopped="budget"``.
+        checkpoint: Checkpoint each single-question run's steps under ``cache_dir`` so a killed
+            run resumes at its last finished step (:mod:`graphs.run_checkpoint`); default off.
     """
 
     llm: Required[BaseChatModel]
@@ -52,6 +54,7 @@ class RunOptions(TypedDict, total=False):
     show_progress: bool
     key_prefix: str | None
     budget: Budget | None
+    checkpoint: bool
 
 
 class RunSetup(Generic[ConfigT]):
@@ -71,6 +74,7 @@ class RunSetup(Generic[ConfigT]):
         self.concurrency = options.get("concurrency", 1)
         self.show_progress = options.get("show_progress", False)
         self.key_prefix = options.get("key_prefix")
+        self.checkpoint = options.get("checkpoint", False)
         self.callbacks = with_budget(
             options.get("callbacks"), options.get("budget"), self.llm
         )  # one guard for the whole call

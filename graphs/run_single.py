@@ -3,6 +3,7 @@ question, with its own usage tracker, read back through :class:`~graphs.answer_s
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any, cast
 
@@ -16,6 +17,7 @@ from graphs.context import StrategyContext
 from graphs.llm import tokenizer_for
 from graphs.nodes import CompiledGraph
 from graphs.registry import Strategy
+from graphs.run_checkpoint import checkpointed_single
 from graphs.run_config import model_name, trace_tags, with_handler
 from graphs.usage import UsageTracker, metering_queue
 from retrieval import Hit
@@ -23,21 +25,25 @@ from retrieval.contract import Answer, Evidence, Question, Step
 
 
 def run_single(spec: Strategy[ConfigT], graph: CompiledGraph, context: StrategyContext[ConfigT], question: Question, callbacks: Callbacks,
-               effective: dict[str, Any]) -> Answer:  # fmt: skip
-    """``question`` answered by one ``invoke`` of ``graph`` (a budget stop is an answer with ``stopped="budget"``)."""
+               effective: dict[str, Any], checkpoint: bool = False) -> Answer:  # fmt: skip
+    """``question`` answered by one ``invoke`` of ``graph`` (a budget stop is an answer with ``stopped="budget"``);
+    ``checkpoint``: resumable (:mod:`graphs.run_checkpoint`)."""
     started = time.perf_counter()
     tracker, run_config = _run_config(spec, context, question, callbacks)
-    with metering_queue() as queue:
+    fresh = AnswerState(question=question, steps=[])
+    resumable = checkpointed_single(spec, graph, context, question, tracker, run_config, checkpoint)
+    with metering_queue() as queue, resumable as run:
         try:
             final = cast(
                 AnswerState,
-                graph.invoke(
-                    AnswerState(question=question, steps=[]), context=context, config=run_config
+                run.graph.invoke(
+                    run.input(fresh), context=context, config=run.config, **run.invoke_options
                 ),
             )
+            run.finished = True
         except BudgetReached as exc:
             final = budget_stop(exc)
-    return single_answer(
+    done = single_answer(
         spec,
         final,
         tracker,
@@ -46,11 +52,16 @@ def run_single(spec: Strategy[ConfigT], graph: CompiledGraph, context: StrategyC
         question=question,
         effective=effective,
     )
+    return run.settled(done)
 
 
 async def arun_single(spec: Strategy[ConfigT], graph: CompiledGraph, context: StrategyContext[ConfigT], question: Question, callbacks: Callbacks,
-                      effective: dict[str, Any]) -> Answer:  # fmt: skip
-    """:func:`run_single` with the graph's ``ainvoke``."""
+                      effective: dict[str, Any], checkpoint: bool = False) -> Answer:  # fmt: skip
+    """:func:`run_single` with the graph's ``ainvoke`` (checkpointed: in a worker thread, its checkpointer is sync SQLite)."""
+    if checkpoint:
+        return await asyncio.to_thread(
+            run_single, spec, graph, context, question, callbacks, effective, True
+        )
     started = time.perf_counter()
     tracker, run_config = _run_config(spec, context, question, callbacks)
     tracker.run_inline = True  # thread-safe and cheap: called on the loop, not through its executor

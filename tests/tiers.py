@@ -81,6 +81,9 @@ TIERS: dict[str, dict[str, str]] = {
         "test_a_cost_budget_reserves_the_answer_budget_and_settles_at_the_stubs_usage": "subprocess",
         "test_a_child_that_dies_holding_a_grant_leaves_its_reservation_standing": "subprocess",
     },
+    "test_single_checkpoint.py": {
+        "test_a_tool_loop_killed_at_turn_4_of_6_resumes_at_turn_5_sending_no_answered_request": "subprocess",
+    },
     "test_sqlite_wal.py": {
         "test_processes_opening_one_new_reply_cache_together_all_succeed": "concurrency",
         "test_a_reply_cache_opens_while_another_process_reads_its_new_file": "concurrency",
