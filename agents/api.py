@@ -26,18 +26,18 @@ from agents.chat_models import make_chat_model
 from agents.embedded_chat import EmbeddedChatModel
 from agents.jsonsafe import is_plain, json_safe
 from agents.run_plan import plan_for, too_slow
+from agents.strategy_plan import remaining_plan, strategy_plan, with_index_calls
 from graphs import STRATEGIES
 from graphs.budget import Budget, CostPlan
-from graphs.config import ConfigT, StrategyConfig
+from graphs.config import StrategyConfig
 from graphs.plan_check import capped, check_plan
 from graphs.registry import Strategy
 from graphs.retrieval_service import RetrievalService
 from graphs.run import RunOptions, arun_strategy, run_strategy
-from graphs.run_batched import checkpoint_held
 from graphs.strategy_registry import one_answer_strategy
 from retrieval import Index
 from retrieval.contract import Answer, Corpus, Question, Step, as_question
-from retrieval.errors import ConfigError, OptionError
+from retrieval.errors import OptionError
 
 #: Questions in flight at once in ``answer_many`` for single-question strategies.
 DEFAULT_CONCURRENCY = 4
@@ -293,48 +293,10 @@ def estimate(
     cfg = spec.make_config(preset, **config)
     qs = [as_question(q) for q in (question if isinstance(question, list) else [question])]
     chat = make_chat_model(llm)  # the model answer() would use: one plan, one tokenizer
-    plan = with_index_calls(spec, cfg, corpus, chat, cache_dir, _plan(spec, cfg, corpus, qs, chat))
+    plan = with_index_calls(
+        spec, cfg, corpus, chat, cache_dir, strategy_plan(spec, cfg, corpus, qs, chat)
+    )
     return capped(plan, budget)
-
-
-def _plan(
-    spec: Strategy[ConfigT],
-    cfg: ConfigT,
-    corpus: Corpus,
-    qs: list[Question],
-    chat: BaseChatModel | None,
-) -> CostPlan:
-    if spec.costs is None or not spec.costs.has_bounds:
-        raise ConfigError(
-            f"Strategy {spec.name!r} declares no cost plan (costs= or cost_plan= on its registration), so it cannot be estimated"
-        )
-    return spec.costs.bounds(cfg, corpus=corpus, questions=qs, llm=chat)
-
-
-def remaining_plan(spec: Strategy[ConfigT], cfg: ConfigT, corpus: Corpus, qs: list[Question], chat: BaseChatModel,
-                   cache_dir: str | Path | None) -> CostPlan:  # fmt: skip
-    """The plan a budget is checked against: the strategy's plan, less what the checkpoint of a resumable run
-    (MemAgent) already holds, which it will not spend again. Without a checkpoint that covers the difference, a
-    budget the whole plan cannot fit is refused up front as for every other strategy, not spent on a run that
-    cannot finish."""
-    held = checkpoint_held(spec, cfg, qs, llm=chat, corpus=corpus, cache_dir=cache_dir)
-    plan = with_index_calls(spec, cfg, corpus, chat, cache_dir, _plan(spec, cfg, corpus, qs, chat))
-    return plan.after(held.calls, held.step)
-
-
-def with_index_calls(
-    spec: Strategy[ConfigT],
-    cfg: ConfigT,
-    corpus: Corpus,
-    chat: BaseChatModel,
-    cache_dir: str | Path | None,
-    plan: CostPlan,
-) -> CostPlan:
-    """``plan`` with the index-time calls still to make counted in its least (an index-time strategy whose
-    tree or graph is not cached under ``cache_dir``: a budget that cannot pay for the build is refused up front)."""
-    if spec.index_calls is None:
-        return plan
-    return plan.with_index_calls(spec.index_calls(cfg, corpus, chat, cache_dir))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -369,7 +331,7 @@ def _prepare(corpus: Corpus, questions: list, strategy: str, llm: Any, preset: s
     if spec.costs is not None and spec.costs.has_bounds:  # refused, or warned: may stop, unbounded
         limited = budget is not None and budget.limited
         plan = remaining_plan(spec, cfg, corpus, qs, chat, cache_dir) if limited else None
-        check_plan(plan or _plan(spec, cfg, corpus, qs, chat), budget)
+        check_plan(plan or strategy_plan(spec, cfg, corpus, qs, chat), budget)
     warn_if_slow(strategy, corpus, len(qs), chat, cfg)
     progress = sys.stderr.isatty() if show_progress is None else show_progress
     options = RunOptions(llm=chat, corpus=corpus, index=index, preset=preset, cache_dir=cache_dir, concurrency=concurrency or DEFAULT_CONCURRENCY,
