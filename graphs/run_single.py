@@ -1,16 +1,16 @@
-"""The run path of a single-question strategy (:class:`~graphs.registry.SingleRun`): one graph invocation per
+"""The run path of a single-question strategy (:class:`~graphs.registry.SingleRun`): one graph run per
 question, with its own usage tracker, read back through :class:`~graphs.answer_state.AnswerState`."""
 
 from __future__ import annotations
 
 import time
-from typing import Any, cast
+from typing import Any
 
 from langchain_core.callbacks import Callbacks
 from langchain_core.runnables import RunnableConfig
 
 from graphs.answer_state import AnswerState
-from graphs.budget import BudgetReached
+from graphs.budget_stop import ainvoke_keeping, invoke_keeping
 from graphs.config import ConfigT
 from graphs.context import StrategyContext
 from graphs.llm import tokenizer_for
@@ -24,19 +24,13 @@ from retrieval.contract import Answer, Evidence, Question, Step
 
 def run_single(spec: Strategy[ConfigT], graph: CompiledGraph, context: StrategyContext[ConfigT], question: Question, callbacks: Callbacks,
                effective: dict[str, Any]) -> Answer:  # fmt: skip
-    """``question`` answered by one ``invoke`` of ``graph`` (a budget stop is an answer with ``stopped="budget"``)."""
+    """``question`` answered by one run of ``graph`` (a budget stop is an answer with ``stopped="budget"``
+    that keeps the steps, hits and evidence gathered so far: :mod:`graphs.budget_stop`)."""
     started = time.perf_counter()
     tracker, run_config = _run_config(spec, context, question, callbacks)
     with metering_queue() as queue:
-        try:
-            final = cast(
-                AnswerState,
-                graph.invoke(
-                    AnswerState(question=question, steps=[]), context=context, config=run_config
-                ),
-            )
-        except BudgetReached as exc:
-            final = budget_stop(exc)
+        start = AnswerState(question=question, steps=[])
+        final = invoke_keeping(spec, graph, start, context, run_config)  # a stop keeps the steps
     return single_answer(
         spec,
         final,
@@ -55,15 +49,8 @@ async def arun_single(spec: Strategy[ConfigT], graph: CompiledGraph, context: St
     tracker, run_config = _run_config(spec, context, question, callbacks)
     tracker.run_inline = True  # thread-safe and cheap: called on the loop, not through its executor
     with metering_queue() as queue:  # this task's context: its executor calls copy it
-        try:
-            final = cast(
-                AnswerState,
-                await graph.ainvoke(
-                    AnswerState(question=question, steps=[]), context=context, config=run_config
-                ),
-            )
-        except BudgetReached as exc:
-            final = budget_stop(exc)
+        start = AnswerState(question=question, steps=[])
+        final = await ainvoke_keeping(spec, graph, start, context, run_config)
     return single_answer(
         spec,
         final,
@@ -72,13 +59,6 @@ async def arun_single(spec: Strategy[ConfigT], graph: CompiledGraph, context: St
         queued=queue.seconds,
         question=question,
         effective=effective,
-    )
-
-
-def budget_stop(exc: BudgetReached) -> AnswerState:
-    """The final fields of a single run stopped by its budget: no answer, a step saying why."""
-    return AnswerState(
-        answer="", raw="", steps=[Step("stopped", reason=str(exc))], stopped="budget"
     )
 
 

@@ -148,6 +148,7 @@ TIERS: dict[str, dict[str, str]] = {
     "test_tool_loop.py": {
         "test_a_tool_loop_at_the_stub_never_passes_a_prompt_budget_and_counts_what_it_read": "integration",
     },
+    "test_budget_stop.py": {"*": "integration"},
     "test_budget_trust.py": {
         "test_estimate_without_a_model_is_the_plan_the_refusal_gives": "integration",
         "test_pai_stopped_by_its_budget_sends_nothing_after_and_counts_all_it_sent": "concurrency",
