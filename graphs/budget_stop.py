@@ -7,8 +7,9 @@ subgraphs=True)``, which yields the whole state after every superstep of the gra
 subgraph; the last state of each namespace still running when the stop is raised is the partial
 state. ``invoke`` is that same stream's last value, so a run that is not stopped gets the
 same final state. Only a graph with subgraphs streams them (``subgraphs=True`` runs every
-node in a worker thread: 2-3 ms more per run of a four-node graph); a graph without them streams
-its values at no cost over ``invoke``. (An in-memory checkpointer and ``graph.get_state(config,
+node in a worker thread: 2-3 ms more per run of a four-node graph, and holds one slot of the
+run's ``max_concurrency`` for its waiter, given back here); a graph without them streams its
+values at no cost over ``invoke``. (An in-memory checkpointer and ``graph.get_state(config,
 subgraphs=True)`` would also give the partial state, at the price of serialising it at every
 superstep of every run: as slow as streaming subgraphs, for every graph.)
 Lost either way: the work inside the node that was stopped (a node that made two calls before
@@ -72,8 +73,9 @@ def invoke_keeping(spec: Strategy[Any], graph: CompiledGraph, state: AnswerState
                    config: RunnableConfig) -> AnswerState:  # fmt: skip
     """``graph.invoke``'s final state, or, when the budget stops it, :func:`stopped_state`."""
     partial, nested = PartialState(), _nested(graph)
+    config = _with_waiter_slot(graph, config) if nested else config
     try:
-        chunks = graph.stream(
+        chunks: Iterable[Any] = graph.stream(
             state, config, context=context, stream_mode="values", subgraphs=nested
         )
         return partial.values(chunks if nested else (((), values) for values in chunks))
@@ -87,6 +89,7 @@ async def ainvoke_keeping(spec: Strategy[Any], graph: CompiledGraph, state: Answ
                           config: RunnableConfig) -> AnswerState:  # fmt: skip
     """:func:`invoke_keeping` with the graph's ``astream``."""
     partial, nested = PartialState(), _nested(graph)
+    config = _with_waiter_slot(graph, config) if nested else config
     try:
         async for chunk in graph.astream(
             state, config, context=context, stream_mode="values", subgraphs=nested
@@ -102,6 +105,14 @@ async def ainvoke_keeping(spec: Strategy[Any], graph: CompiledGraph, state: Answ
 def _nested(graph: CompiledGraph) -> bool:
     """Whether ``graph`` has a subgraph node (a tool loop), whose progress is streamed too."""
     return next(iter(graph.get_subgraphs()), None) is not None
+
+
+def _with_waiter_slot(graph: CompiledGraph, config: RunnableConfig) -> RunnableConfig:
+    """``config`` with one more slot than the graph's ``max_concurrency``: streaming subgraphs,
+    LangGraph holds one slot of the run's executor for its stream's waiter, so a graph limited
+    to one task at a time would wait forever for the slot its only task needs."""
+    limit = config.get("max_concurrency") or (graph.config or {}).get("max_concurrency")
+    return RunnableConfig(**{**config, "max_concurrency": limit + 1}) if limit else config
 
 
 def _on_stop(spec: Strategy[Any]) -> RunnableLambda[Any, Any] | None:

@@ -4,6 +4,7 @@ in the run context (issue #47, item 1): a tool-loop strategy built here, at the 
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import Annotated, Any
 
 import pytest
@@ -69,7 +70,7 @@ def finish(state: AgentState) -> dict[str, Any]:
     return {"answer": text.strip(), "raw": text}
 
 
-def build_graph(config: Any = None) -> Any:
+def build_graph(config: Any = None, max_concurrency: int | None = None) -> Any:
     graph: Any = StateGraph(AgentState, context_schema=StrategyContext)
     graph.add_node("plan", plan)
     graph.add_node("loop", ToolLoop([search, get_document], max_turns=4, max_tokens=32).build())
@@ -78,7 +79,8 @@ def build_graph(config: Any = None) -> Any:
     graph.add_edge("plan", "loop")
     graph.add_edge("loop", "finish")
     graph.add_edge("finish", END)
-    return graph.compile()
+    compiled = graph.compile()
+    return compiled.with_config(max_concurrency=max_concurrency) if max_concurrency else compiled
 
 
 def last_tool_result(state: dict[str, Any]) -> dict[str, Any]:
@@ -185,3 +187,24 @@ def test_pai_stopped_by_its_budget_keeps_its_steps_so_far():
     assert result.stopped == "budget" and len(model.calls) == 8
     nodes = [s["node"] for s in result.steps]
     assert nodes == ["extract_properties", "plan_judging", "stopped"]  # today: ["stopped"]
+
+
+def test_a_tool_loop_graph_limited_to_one_task_at_a_time_still_runs():
+    """Streaming subgraphs, LangGraph's waiter holds a slot of ``max_concurrency``: with 1, the
+    run would wait forever for its only task without the slot the run path adds."""
+    spec = Strategy("agent_one", lambda config=None: build_graph(max_concurrency=1), StrategyConfig)
+    results: list[Any] = []
+    with RecordingServer(_stub_agent) as server:
+        llm = make_chat_model("openai:rec", base_url=server.url, api_key="x", max_retries=0)
+        question = Question(text="What is the capital of France?")
+        corpus = Corpus.from_texts(list(DOCS.values()))
+        run = threading.Thread(
+            target=lambda: results.extend(
+                run_strategy(spec, StrategyConfig(), [question], llm=llm, corpus=corpus)
+            ),
+            daemon=True,
+        )
+        run.start()
+        run.join(120)  # a deadline, not a measure: without the slot it never ends
+        assert not run.is_alive(), "the run waits for a slot its own stream holds"
+    assert results[0].answer == "Paris"
