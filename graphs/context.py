@@ -9,6 +9,7 @@ from typing import Any, Generic, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 
+from graphs.budget_left import UNLIMITED, BudgetLeft
 from retrieval import Index
 from retrieval.contract import Corpus
 from retrieval.errors import LongctxError
@@ -36,6 +37,9 @@ class StrategyContext(Generic[ConfigT]):
         index: The retrieval index, for strategies that retrieve (:meth:`require_index`).
         cache_dir: Root of the on-disk cache (``None`` = ``$LONGCTX_CACHE_DIR`` or
             ``~/.cache/longctx``), for strategies that checkpoint a sub-run.
+        budget: What the run's budget has left, read live from its guard (calls, prompt
+            tokens and dollars left, ``None`` where unlimited: :class:`~graphs.budget_left.BudgetLeft`),
+            so an agent can plan its next turn; a run without a budget has :data:`UNLIMITED`.
     """
 
     llm: BaseChatModel
@@ -43,6 +47,7 @@ class StrategyContext(Generic[ConfigT]):
     corpus: Corpus
     index: Index | None = None
     cache_dir: Path | None = None
+    budget: BudgetLeft = UNLIMITED
     _gates: dict[Any, asyncio.Semaphore] = field(
         default_factory=dict, init=False, compare=False, repr=False
     )

@@ -46,16 +46,21 @@ class SingleRun:
             judges): :func:`graphs.run.run_strategy` then drives it with ``ainvoke`` when the
             model has an async client of its own, which sustains wider fan-outs per CPU
             cycle than threads over the sync client (``experiments/perf/bench_pai.py``).
+        on_stop: The strategy's final node after a budget stop: ``partial_state -> fields``
+            (``answer``, ``raw``, ``hits``, ``evidence``, ``steps``) made of what the run gathered
+            (:func:`graphs.tool_loop.answer_so_far` for a tool loop's), with no model call (the
+            guard refuses any: the budget is reached). ``None``: no answer; the steps, hits and
+            evidence so far are kept either way (:mod:`graphs.budget_stop`).
     """
 
     async_fan_out: bool = False
+    on_stop: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
 
     def __repr__(self) -> str:
-        return (
-            f"SingleRun(async_fan_out={self.async_fan_out})"
-            if self.async_fan_out
-            else "SingleRun()"
-        )
+        fields = [f"async_fan_out={self.async_fan_out}"] if self.async_fan_out else []
+        if self.on_stop is not None:
+            fields.append(f"on_stop={getattr(self.on_stop, '__name__', self.on_stop)}")
+        return f"SingleRun({', '.join(fields)})"
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from langchain_core.callbacks import Callbacks
 from langchain_core.language_models import BaseChatModel
 
 from graphs.budget import Budget
+from graphs.budget_left import budget_left
 from graphs.config import ConfigT
 from graphs.context import StrategyContext
 from graphs.llm import has_native_async
@@ -132,7 +133,12 @@ class RunSetup(Generic[ConfigT]):
     def context(self, llm: BaseChatModel) -> StrategyContext[ConfigT]:
         """The run context of a single-question graph."""
         return StrategyContext(
-            llm=llm, config=self.cfg, corpus=self.corpus, index=self.index, cache_dir=self.cache
+            llm=llm,
+            config=self.cfg,
+            corpus=self.corpus,
+            index=self.index,
+            cache_dir=self.cache,
+            budget=budget_left(self.callbacks),
         )
 
     def finish(self, answers: list[Answer]) -> list[Answer]:

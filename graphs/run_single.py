@@ -1,17 +1,17 @@
-"""The run path of a single-question strategy (:class:`~graphs.registry.SingleRun`): one graph invocation per
+"""The run path of a single-question strategy (:class:`~graphs.registry.SingleRun`): one graph run per
 question, with its own usage tracker, read back through :class:`~graphs.answer_state.AnswerState`."""
 
 from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, cast
+from typing import Any
 
 from langchain_core.callbacks import Callbacks
 from langchain_core.runnables import RunnableConfig
 
 from graphs.answer_state import AnswerState
-from graphs.budget import BudgetReached
+from graphs.budget_stop import ainvoke_keeping, invoke_keeping
 from graphs.config import ConfigT
 from graphs.context import StrategyContext
 from graphs.llm import tokenizer_for
@@ -26,23 +26,16 @@ from retrieval.contract import Answer, Evidence, Question, Step
 
 def run_single(spec: Strategy[ConfigT], graph: CompiledGraph, context: StrategyContext[ConfigT], question: Question, callbacks: Callbacks,
                effective: dict[str, Any], checkpoint: bool = False) -> Answer:  # fmt: skip
-    """``question`` answered by one ``invoke`` of ``graph`` (a budget stop is an answer with ``stopped="budget"``);
-    ``checkpoint``: resumable (:mod:`graphs.run_checkpoint`)."""
+    """``question`` answered by one run of ``graph`` (a budget stop is an answer with ``stopped="budget"``
+    that keeps the steps, hits and evidence gathered so far: :mod:`graphs.budget_stop`); ``checkpoint``:
+    resumable (:mod:`graphs.run_checkpoint`; a stopped run keeps its checkpoint for a larger budget)."""
     started = time.perf_counter()
     tracker, run_config = _run_config(spec, context, question, callbacks)
     fresh = AnswerState(question=question, steps=[])
     resumable = checkpointed_single(spec, graph, context, question, tracker, run_config, checkpoint)
     with metering_queue() as queue, resumable as run:
-        try:
-            final = cast(
-                AnswerState,
-                run.graph.invoke(
-                    run.input(fresh), context=context, config=run.config, **run.invoke_options
-                ),
-            )
-            run.finished = True
-        except BudgetReached as exc:
-            final = budget_stop(exc)
+        final = invoke_keeping(spec, run.graph, run.input(fresh), context, run.config, **run.invoke_options)  # fmt: skip
+        run.finished = not final.get("stopped")
     done = single_answer(
         spec,
         final,
@@ -57,7 +50,7 @@ def run_single(spec: Strategy[ConfigT], graph: CompiledGraph, context: StrategyC
 
 async def arun_single(spec: Strategy[ConfigT], graph: CompiledGraph, context: StrategyContext[ConfigT], question: Question, callbacks: Callbacks,
                       effective: dict[str, Any], checkpoint: bool = False) -> Answer:  # fmt: skip
-    """:func:`run_single` with the graph's ``ainvoke`` (checkpointed: in a worker thread, its checkpointer is sync SQLite)."""
+    """:func:`run_single` with the graph's ``astream`` (checkpointed: in a worker thread, its checkpointer is sync SQLite)."""
     if checkpoint:
         return await asyncio.to_thread(
             run_single, spec, graph, context, question, callbacks, effective, True
@@ -66,15 +59,8 @@ async def arun_single(spec: Strategy[ConfigT], graph: CompiledGraph, context: St
     tracker, run_config = _run_config(spec, context, question, callbacks)
     tracker.run_inline = True  # thread-safe and cheap: called on the loop, not through its executor
     with metering_queue() as queue:  # this task's context: its executor calls copy it
-        try:
-            final = cast(
-                AnswerState,
-                await graph.ainvoke(
-                    AnswerState(question=question, steps=[]), context=context, config=run_config
-                ),
-            )
-        except BudgetReached as exc:
-            final = budget_stop(exc)
+        start = AnswerState(question=question, steps=[])
+        final = await ainvoke_keeping(spec, graph, start, context, run_config)
     return single_answer(
         spec,
         final,
@@ -83,13 +69,6 @@ async def arun_single(spec: Strategy[ConfigT], graph: CompiledGraph, context: St
         queued=queue.seconds,
         question=question,
         effective=effective,
-    )
-
-
-def budget_stop(exc: BudgetReached) -> AnswerState:
-    """The final fields of a single run stopped by its budget: no answer, a step saying why."""
-    return AnswerState(
-        answer="", raw="", steps=[Step("stopped", reason=str(exc))], stopped="budget"
     )
 
 

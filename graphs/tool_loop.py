@@ -53,12 +53,19 @@ FINAL_TURN_PROMPT = (
 )
 
 
-class ToolLoopState(TypedDict, total=False):
-    """The loop's state: the conversation (LangGraph's ``add_messages``), the model turns made,
-    and the steps (appended, as every strategy's ``steps``)."""
+class ToolLoopInput(TypedDict, total=False):
+    """What the loop reads of its caller's state: the conversation and the turns made. Not the
+    caller's ``steps``: the loop returns only its own, which the caller's reducer appends
+    (given them, it would return them again and the caller would hold them twice)."""
 
     messages: Annotated[list[AnyMessage], add_messages]
     turns: int
+
+
+class ToolLoopState(ToolLoopInput, total=False):
+    """The loop's state: the conversation (LangGraph's ``add_messages``), the model turns made,
+    and the steps (appended, as every strategy's ``steps``)."""
+
     steps: Annotated[list[Step], operator.add]
 
 
@@ -203,7 +210,7 @@ class ToolLoop:
     def build(self, name: str = "tool_loop") -> CompiledGraph:
         """The compiled subgraph (state :class:`ToolLoopState`; a strategy adds it as a node)."""
         graph: StateGraph[Any, StrategyContext[Any], Any, Any] = StateGraph(
-            ToolLoopState, context_schema=StrategyContext
+            ToolLoopState, context_schema=StrategyContext, input_schema=ToolLoopInput
         )
         graph.add_node("agent", self.agent)
         graph.add_node("tools", self.run_tools)
@@ -217,3 +224,13 @@ def final_text(state: Mapping[str, Any]) -> str:
     """The loop's answer: the text of its last model reply (empty when it made none)."""
     replies = [m for m in state.get("messages", []) if isinstance(m, AIMessage)]
     return replies[-1].text if replies else ""
+
+
+def answer_so_far(state: Mapping[str, Any]) -> dict[str, str]:
+    """A tool loop's final node after a budget stop (:attr:`graphs.registry.SingleRun.on_stop`):
+    the text of its last reply that called no tool (an answer), else an empty answer; no model call."""
+    answers = [
+        m for m in state.get("messages", []) if isinstance(m, AIMessage) and not m.tool_calls
+    ]
+    text = answers[-1].text if answers else ""
+    return {"answer": text.strip(), "raw": text}

@@ -166,6 +166,7 @@ TIERS: dict[str, dict[str, str]] = {
     "test_tool_events.py": {
         "test_the_sse_app_streams_the_tool_events_in_order": "integration",
     },
+    "test_budget_stop.py": {"*": "integration"},
     "test_budget_trust.py": {
         "test_estimate_without_a_model_is_the_plan_the_refusal_gives": "integration",
         "test_pai_stopped_by_its_budget_sends_nothing_after_and_counts_all_it_sent": "concurrency",

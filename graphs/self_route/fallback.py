@@ -63,6 +63,7 @@ def _subgraph_leg(
             corpus=ctx.corpus,
             index=_leg_index(spec, leg_cfg, ctx),
             cache_dir=ctx.cache_dir,
+            budget=ctx.budget,  # the run's guard: the leg sees what the whole run has left
         )
         return {"question": state["question"], "steps": []}, context
 
