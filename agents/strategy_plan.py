@@ -11,6 +11,7 @@ from graphs.budget import CostPlan
 from graphs.config import ConfigT
 from graphs.registry import Strategy
 from graphs.run_batched import checkpoint_held
+from graphs.run_checkpoint import single_held
 from retrieval.contract import Corpus, Question
 from retrieval.errors import ConfigError
 
@@ -35,15 +36,18 @@ def strategy_plan(
 
 
 def remaining_plan(spec: Strategy[ConfigT], cfg: ConfigT, corpus: Corpus, qs: list[Question], chat: BaseChatModel,
-                   cache_dir: str | Path | None) -> CostPlan:  # fmt: skip
+                   cache_dir: str | Path | None, checkpoint: bool = False) -> CostPlan:  # fmt: skip
     """The plan a budget is checked against: the strategy's plan, less what the checkpoint of a resumable run
-    (MemAgent) already holds, which it will not spend again. Without a checkpoint that covers the difference, a
-    budget the whole plan cannot fit is refused up front as for every other strategy, not spent on a run that
-    cannot finish."""
+    (MemAgent) or, with ``checkpoint``, the checkpoints of single runs already hold, which it will not spend
+    again. Without a checkpoint that covers the difference, a budget the whole plan cannot fit is refused up
+    front as for every other strategy, not spent on a run that cannot finish."""
     held = checkpoint_held(spec, cfg, qs, llm=chat, corpus=corpus, cache_dir=cache_dir)
     plan = with_index_calls(
         spec, cfg, corpus, chat, cache_dir, strategy_plan(spec, cfg, corpus, qs, chat)
     )
+    if checkpoint and spec.batch is None:  # checkpointed single runs: what their checkpoints paid
+        paid = single_held(spec, cfg, qs, llm=chat, corpus=corpus, cache_dir=cache_dir)
+        return plan.after(paid.llm_calls + paid.cached_calls, None)
     return plan.after(held.calls, held.step)
 
 

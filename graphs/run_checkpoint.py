@@ -27,6 +27,7 @@ import contextlib
 import dataclasses
 import json
 import shutil
+import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -205,3 +206,27 @@ def checkpointed_single(
             saver.conn.close()
         if run.finished:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def single_held(spec: Strategy[Any], cfg: Any, questions: Sequence[Question], *, llm: Any, corpus: Any,
+                cache_dir: str | Path | None) -> Usage:  # fmt: skip
+    """What the checkpoints of these questions' single runs already paid (a run stopped or killed
+    before it finished): the identical call resumes them without paying it again, so a budget's
+    plan counts only the rest. Read-only; an unreadable checkpoint holds nothing."""
+    context = StrategyContext(llm=llm, config=cfg, corpus=corpus, cache_dir=Path(cache_dir) if cache_dir else None)  # fmt: skip
+    held = Usage()
+    for question in questions:
+        folder = single_folder(spec, context, question)
+        path = folder / CHECKPOINTS_FILE
+        if not path.is_file():
+            continue
+        try:
+            with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+                row = conn.execute(
+                    f"SELECT usage FROM {PAID_TABLE} WHERE thread_id = ?", (folder.name,)
+                ).fetchone()
+        except sqlite3.Error:
+            continue
+        if row:
+            held = held + Usage.from_dict(json.loads(row[0]))
+    return held

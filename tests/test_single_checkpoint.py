@@ -187,3 +187,54 @@ def test_a_run_stopped_by_its_budget_keeps_its_checkpoint_and_a_larger_budget_re
     assert [s.node for s in done.steps].count("agent") == TURNS  # the stopped run's turns kept
     assert done.answer == f"answer after {TURNS - 1} tool results"
     assert not single_folder(spec, context, question).exists()
+
+
+def _six_calls(cfg: Any, corpus: Any, questions: Any, llm: Any) -> Any:
+    """A plan of exactly :data:`TURNS` calls a question (the test loop's scripted run)."""
+    from graphs.costs import per_question_plan
+
+    return per_question_plan(PLANNED, questions, calls=TURNS, max_calls=TURNS, prompt_tokens=0,
+                             max_prompt_tokens=None, completion_tokens=0, formula="6 turns")  # fmt: skip
+
+
+#: The test loop registered with a cost plan, so a budget is checked against it up front.
+PLANNED = "test_loop_planned"
+
+
+def test_a_budget_plan_counts_only_what_a_single_runs_checkpoint_has_not_paid(tmp_path):
+    """6 calls planned, 3 paid by a run its budget stopped: ``answer(checkpoint=True)`` with a 3-call
+    budget is not refused up front (the plan less the 3 its checkpoint holds) and finishes the run."""
+    if PLANNED not in STRATEGIES:
+        STRATEGIES.register(PLANNED, build_graph, config_cls=LoopConfig, cost_plan=_six_calls)
+    spec = STRATEGIES.get(PLANNED)
+    calls: list[int] = []
+
+    def reply(prompt: str, tools: Any) -> Any:
+        calls.append(1)
+        turn = len(calls)
+        if turn >= TURNS:
+            return f"answer after {turn - 1} tool results"
+        return (
+            [named_call("population", city="Arden")]
+            if turn % 2
+            else [named_call("add", a=turn, b=1)]
+        )
+
+    from agents import answer
+    from graphs.budget import BudgetExceeded
+
+    llm = ToolScriptedChatModel(reply_fn=reply)
+    corpus, question = Corpus.from_texts(["x"]), Question(text="Sum the cities.")
+    with pytest.raises(BudgetExceeded, match="6 calls > 3"):  # nothing paid yet: refused up front
+        answer(corpus, question, strategy=PLANNED, llm=llm, cache_dir=tmp_path, checkpoint=True,
+               budget=Budget(max_llm_calls=3))  # fmt: skip
+    assert calls == []
+    cfg = spec.make_config(None)  # as answer() makes it: the checkpoint's key holds the config
+    context = StrategyContext(llm=llm, config=cfg, corpus=corpus, cache_dir=tmp_path)
+    callbacks = with_budget(None, Budget(max_llm_calls=3), llm)
+    stopped = run_single(spec, build_graph(cfg), context, question, callbacks, {}, checkpoint=True)
+    assert stopped.stopped == "budget" and len(calls) == 3
+    done = answer(corpus, question, strategy=PLANNED, llm=llm, cache_dir=tmp_path, checkpoint=True,
+                  budget=Budget(max_llm_calls=3))  # fmt: skip
+    assert done.stopped is None and len(calls) == TURNS
+    assert (done.usage.llm_calls, done.usage.earlier_llm_calls) == (3, 3)
