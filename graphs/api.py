@@ -12,49 +12,121 @@ strategy does), so ``import graphs`` stays lazy and this module is imported by s
 
 from __future__ import annotations
 
+# The answer state, the budget and the batch loop's parts.
 from graphs.answer_state import AnswerState, BatchAnswer, PromptState
+from graphs.batched import trace_steps
 from graphs.budget import UNBOUNDED, Budget, BudgetReached, CostPlan, IndexWork
-from graphs.ceiling import CeilingEnv, CeilingItem, EvidenceCeiling, Reach, SkipCeiling
-from graphs.config import StrategyConfig, option
+
+# The evidence ceiling: its types and the helpers a strategy's ceiling reads the run with.
+from graphs.ceiling import (
+    CeilingEnv,
+    CeilingItem,
+    EvidenceCeiling,
+    Reach,
+    SkipCeiling,
+    cached_index,
+    covered,
+    node_runtime,
+    queries,
+    reach_in_chunks,
+    reach_of,
+    render_records,
+)
+
+# The run's config and context.
+from graphs.config import ConfigError, StrategyConfig, option
 from graphs.context import StrategyContext
+
+# The cost model: what a strategy's cost model is built of.
 from graphs.costs import (
     ANSWER_TOKENS,
+    PLACEHOLDER_QUESTION,
+    SEAM_TOKENS,
     Calls,
     CorpusShape,
     Costs,
     ExpectedCost,
     StrategyCosts,
+    counter,
     per_question_plan,
     prompt_tokens,
     reply_tokens,
+    retrieved_prompt,
+    tokens_of,
     tool_schema_tokens,
 )
-from graphs.events import report_progress, report_step
-from graphs.llm import chat, complete, complete_with_usage, tokenizer_for
-from graphs.nodes import AnswerSettings, generate, linear_graph
-from graphs.presentation import Markup, Shown, StrategyPresentation
-from graphs.prompts import DEFAULT_INSTRUCTION, fill, format_chunks, format_documents
-from graphs.registry import Strategy
+
+# Events, the call helpers and the model's facts.
+from graphs.events import listening, report_progress, report_step
+from graphs.llm import (
+    add_usage,
+    chat,
+    complete,
+    complete_with_usage,
+    context_window,
+    prompt_codec,
+    tokenizer_for,
+    tokenizer_id,
+)
+
+# Graph nodes; the drill-down's markup; prompts and the prompt-sharing declaration; the registry and
+# its run kinds; the rerank stage's cost.
+from graphs.nodes import AnswerSettings, CompiledGraph, generate, linear_graph
+from graphs.presentation import Markup, Shown, StrategyPresentation, bullets, join, tag, text
+from graphs.prompt_sharing import PromptSharing
+from graphs.prompts import (
+    DEFAULT_INSTRUCTION,
+    DOCUMENT_TEMPLATE,
+    fill,
+    format_chunks,
+    format_documents,
+)
+from graphs.registry import BatchRun, BatchSettings, Continuation, SingleRun, Strategy
+from graphs.rerank_costs import Retrievals, with_rerank
+
+# Retrieval: the shared index service and its settings; the strategy registry.
+from graphs.retrieval_service import RetrievalService
 from graphs.retrieval_settings import RetrievalSettings
 from graphs.strategy_registry import STRATEGIES
+
+# The shared tool loop.
 from graphs.tool_loop import FINAL_TURN_PROMPT, ToolLoop, ToolLoopState, final_text
+
+# Memory for streaming strategies (MemAgent's kind); retrieval's hits, chunks and truncation.
+from memory import NO_MEMORY, MemoryTrace, bound_memory, strip_think
+from retrieval import Chunk, Hit, chunk_corpus, middle_truncate
+
+# The contract's types.
 from retrieval.contract import Answer, Corpus, Document, Evidence, Question, Step, Usage
+
+# Token ids: splitting and slicing a text by a tokenizer.
+from retrieval.tokenizers import Tokenizer, slice_ids, split_ids, tiktoken_tokenizer
 
 __all__ = [
     "ANSWER_TOKENS",
     "DEFAULT_INSTRUCTION",
+    "DOCUMENT_TEMPLATE",
     "FINAL_TURN_PROMPT",
+    "NO_MEMORY",
+    "PLACEHOLDER_QUESTION",
+    "SEAM_TOKENS",
     "STRATEGIES",
     "UNBOUNDED",
     "Answer",
     "AnswerSettings",
     "AnswerState",
     "BatchAnswer",
+    "BatchRun",
+    "BatchSettings",
     "Budget",
     "BudgetReached",
     "Calls",
     "CeilingEnv",
     "CeilingItem",
+    "Chunk",
+    "CompiledGraph",
+    "ConfigError",
+    "Continuation",
     "Corpus",
     "CorpusShape",
     "CostPlan",
@@ -63,13 +135,19 @@ __all__ = [
     "Evidence",
     "EvidenceCeiling",
     "ExpectedCost",
+    "Hit",
     "IndexWork",
     "Markup",
+    "MemoryTrace",
+    "PromptSharing",
     "PromptState",
     "Question",
     "Reach",
+    "RetrievalService",
     "RetrievalSettings",
+    "Retrievals",
     "Shown",
+    "SingleRun",
     "SkipCeiling",
     "Step",
     "Strategy",
@@ -77,24 +155,53 @@ __all__ = [
     "StrategyContext",
     "StrategyCosts",
     "StrategyPresentation",
+    "Tokenizer",
     "ToolLoop",
     "ToolLoopState",
     "Usage",
+    "add_usage",
+    "bound_memory",
+    "bullets",
+    "cached_index",
     "chat",
+    "chunk_corpus",
     "complete",
     "complete_with_usage",
+    "context_window",
+    "counter",
+    "covered",
     "fill",
     "final_text",
     "format_chunks",
     "format_documents",
     "generate",
+    "join",
     "linear_graph",
+    "listening",
+    "middle_truncate",
+    "node_runtime",
     "option",
     "per_question_plan",
+    "prompt_codec",
     "prompt_tokens",
+    "queries",
+    "reach_in_chunks",
+    "reach_of",
+    "render_records",
     "reply_tokens",
     "report_progress",
     "report_step",
+    "retrieved_prompt",
+    "slice_ids",
+    "split_ids",
+    "strip_think",
+    "tag",
+    "text",
+    "tiktoken_tokenizer",
     "tokenizer_for",
+    "tokenizer_id",
+    "tokens_of",
     "tool_schema_tokens",
+    "trace_steps",
+    "with_rerank",
 ]
