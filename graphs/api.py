@@ -25,6 +25,7 @@ from graphs.ceiling import (
     Reach,
     SkipCeiling,
     cached_index,
+    chunk_regions,
     covered,
     node_runtime,
     queries,
@@ -42,21 +43,25 @@ from graphs.costs import (
     ANSWER_TOKENS,
     PLACEHOLDER_QUESTION,
     SEAM_TOKENS,
+    TEMPLATE_TOKENS,
     Calls,
     CorpusShape,
     Costs,
     ExpectedCost,
     StrategyCosts,
+    chunk_headers,
     counter,
     per_question_plan,
     prompt_tokens,
     reply_tokens,
     retrieved_prompt,
+    titles,
     tokens_of,
     tool_schema_tokens,
 )
 
 # Events, the call helpers and the model's facts.
+from graphs.event_loop import gather_or_cancel
 from graphs.events import listening, report_progress, report_step
 from graphs.llm import (
     add_usage,
@@ -70,7 +75,7 @@ from graphs.llm import (
 )
 
 # Graph nodes; the drill-down's markup; prompts and the prompt-sharing declaration; the registry and
-# its run kinds; the rerank stage's cost.
+# its run kinds; a malformed reply's error; the rerank stage's cost.
 from graphs.nodes import AnswerSettings, CompiledGraph, generate, linear_graph
 from graphs.presentation import Markup, Shown, StrategyPresentation, bullets, join, tag, text
 from graphs.prompt_sharing import PromptSharing
@@ -82,15 +87,26 @@ from graphs.prompts import (
     format_documents,
 )
 from graphs.registry import BatchRun, BatchSettings, Continuation, SingleRun, Strategy
+from graphs.replies import MalformedOutput
 from graphs.rerank_costs import Retrievals, with_rerank
 
-# Retrieval: the shared index service and its settings; the strategy registry.
+# The shared index service and its settings; the strategy registry.
 from graphs.retrieval_service import RetrievalService
 from graphs.retrieval_settings import RetrievalSettings
 from graphs.strategy_registry import STRATEGIES
 
 # The shared tool loop.
 from graphs.tool_loop import FINAL_TURN_PROMPT, ToolLoop, ToolLoopState, final_text
+
+# The validated (structured-output) call: a schema as a tool or JSON, retried on malformed replies.
+from graphs.validated_call import (
+    Outcome,
+    ToolMode,
+    acall_validated,
+    bind_function,
+    call_validated,
+    resolve_tool_mode,
+)
 
 # Memory for streaming strategies (MemAgent's kind); retrieval's hits, chunks and truncation.
 from memory import NO_MEMORY, MemoryTrace, bound_memory, strip_think
@@ -103,6 +119,18 @@ from retrieval.contract import Answer, Corpus, Document, Evidence, Question, Ste
 from retrieval.tokenizers import Tokenizer, slice_ids, split_ids, tiktoken_tokenizer
 
 __all__ = [
+    "TEMPLATE_TOKENS",
+    "chunk_headers",
+    "titles",
+    "chunk_regions",
+    "gather_or_cancel",
+    "MalformedOutput",
+    "Outcome",
+    "ToolMode",
+    "acall_validated",
+    "bind_function",
+    "call_validated",
+    "resolve_tool_mode",
     "ANSWER_TOKENS",
     "DEFAULT_INSTRUCTION",
     "DOCUMENT_TEMPLATE",
