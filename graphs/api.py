@@ -90,9 +90,11 @@ from graphs.registry import BatchRun, BatchSettings, Continuation, SingleRun, St
 from graphs.replies import MalformedOutput
 from graphs.rerank_costs import Retrievals, with_rerank
 
-# The shared index service and its settings; the strategy registry.
+# The shared index service and its settings; reading retrieved chunks (prompt, order, view);
+# the strategy registry.
 from graphs.retrieval_service import RetrievalService
 from graphs.retrieval_settings import RetrievalSettings
+from graphs.retrieved import RAG_TEMPLATE, order_hits, retrieval_view
 from graphs.strategy_registry import STRATEGIES
 
 # The shared tool loop.
@@ -119,6 +121,9 @@ from retrieval.contract import Answer, Corpus, Document, Evidence, Question, Ste
 from retrieval.tokenizers import Tokenizer, slice_ids, split_ids, tiktoken_tokenizer
 
 __all__ = [
+    "RAG_TEMPLATE",
+    "order_hits",
+    "retrieval_view",
     "TEMPLATE_TOKENS",
     "chunk_headers",
     "titles",

@@ -24,7 +24,6 @@ from graphs.api import (
     CorpusShape,
     Costs,
     ExpectedCost,
-    Hit,
     PromptState,
     Retrievals,
     RetrievalService,
@@ -34,6 +33,7 @@ from graphs.api import (
     format_chunks,
     generate,
     linear_graph,
+    order_hits,
     per_question_plan,
     reply_tokens,
     retrieved_prompt,
@@ -53,15 +53,6 @@ class RagState(PromptState, total=False):
 
 #: RAG's compiled graph.
 RagGraph = CompiledStateGraph[RagState, StrategyContext[Any], RagState, RagState]
-
-
-def order_hits(hits: list[Hit], order: Literal["document", "rank"]) -> list[Hit]:
-    """Hits in corpus order (document, then position) or as ranked."""
-    if order == "rank":
-        return sorted(hits, key=lambda h: h.rank)
-    if order == "document":
-        return sorted(hits, key=lambda h: (h.chunk.doc_index, h.chunk.position))
-    raise ValueError(f"order must be 'document' or 'rank', got {order!r}")
 
 
 def retrieve(state: RagState, runtime: Runtime[StrategyContext[RagConfig]]) -> dict[str, Any]:
