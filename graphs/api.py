@@ -75,7 +75,8 @@ from graphs.llm import (
 )
 
 # Graph nodes; the drill-down's markup; prompts and the prompt-sharing declaration; the registry and
-# its run kinds; a malformed reply's error; the rerank stage's cost.
+# its run kinds; a malformed reply's error; the rerank stage's cost; the shared index service and its
+# settings; reading retrieved chunks (RAG's prompt, the hit order, the drill-down's retrieval view).
 from graphs.nodes import AnswerSettings, CompiledGraph, generate, linear_graph
 from graphs.presentation import Markup, Shown, StrategyPresentation, bullets, join, tag, text
 from graphs.prompt_sharing import PromptSharing
@@ -88,13 +89,13 @@ from graphs.prompts import (
 )
 from graphs.registry import BatchRun, BatchSettings, Continuation, SingleRun, Strategy
 from graphs.replies import MalformedOutput
-from graphs.rerank_costs import Retrievals, with_rerank
-
-# The shared index service and its settings; reading retrieved chunks (prompt, order, view);
-# the strategy registry.
+from graphs.rerank_costs import Retrievals, with_rerank, with_sometimes
 from graphs.retrieval_service import RetrievalService
 from graphs.retrieval_settings import RetrievalSettings
 from graphs.retrieved import RAG_TEMPLATE, order_hits, retrieval_view
+
+# Another strategy's run as a leg of a composite (Self-Route's fallback); the strategy registry.
+from graphs.run import run_strategy
 from graphs.strategy_registry import STRATEGIES
 
 # The shared tool loop.
@@ -112,7 +113,7 @@ from graphs.validated_call import (
 
 # Memory for streaming strategies (MemAgent's kind); retrieval's hits, chunks and truncation.
 from memory import NO_MEMORY, MemoryTrace, bound_memory, strip_think
-from retrieval import Chunk, Hit, chunk_corpus, middle_truncate
+from retrieval import Chunk, Hit, Index, chunk_corpus, middle_truncate
 
 # The contract's types.
 from retrieval.contract import Answer, Corpus, Document, Evidence, Question, Step, Usage
@@ -121,6 +122,9 @@ from retrieval.contract import Answer, Corpus, Document, Evidence, Question, Ste
 from retrieval.tokenizers import Tokenizer, slice_ids, split_ids, tiktoken_tokenizer
 
 __all__ = [
+    "with_sometimes",
+    "run_strategy",
+    "Index",
     "RAG_TEMPLATE",
     "order_hits",
     "retrieval_view",
