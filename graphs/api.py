@@ -6,22 +6,22 @@ helpers, the presentation and ceiling types, the cost model's parts and the regi
 contract's types (``Step``, ``Answer``...). A strategy that imports only this module (plus its own
 package, ``retrieval.contract`` and third-party libraries) keeps working when the engine's modules
 move: ``tests/test_plugin_surface.py`` holds new strategy packages under ``graphs/`` to that and
-lists the built-ins' older imports as explicit exceptions. Importing it loads LangGraph (every
-strategy does), so ``import graphs`` stays lazy and this module is imported by strategies only.
+lists the built-ins' remaining imports as explicit exceptions; ``__all__`` groups the names by what
+they serve. Importing it loads LangGraph (every strategy does), so ``import graphs`` stays lazy and
+this module is imported by strategies only.
 """
 
 from __future__ import annotations
 
-# The answer state, the budget and the batch loop's parts.
 from graphs.answer_state import AnswerState, BatchAnswer, PromptState
 from graphs.batched import trace_steps
 from graphs.budget import UNBOUNDED, Budget, BudgetReached, CostPlan, IndexWork
-
-# The evidence ceiling: its types and the helpers a strategy's ceiling reads the run with.
+from graphs.budget_field import budget_kwargs
 from graphs.ceiling import (
     CeilingEnv,
     CeilingItem,
     EvidenceCeiling,
+    NeedsIndexLLM,
     Reach,
     SkipCeiling,
     cached_index,
@@ -33,12 +33,8 @@ from graphs.ceiling import (
     reach_of,
     render_records,
 )
-
-# The run's config and context.
 from graphs.config import ConfigError, StrategyConfig, option
 from graphs.context import StrategyContext
-
-# The cost model: what a strategy's cost model is built of.
 from graphs.costs import (
     ANSWER_TOKENS,
     PLACEHOLDER_QUESTION,
@@ -59,24 +55,30 @@ from graphs.costs import (
     tokens_of,
     tool_schema_tokens,
 )
-
-# Events, the call helpers and the model's facts.
+from graphs.embedding_store import EmbeddingStore, open_store, query_vector
 from graphs.event_loop import gather_or_cancel
-from graphs.events import listening, report_progress, report_step
+from graphs.events import GrowingStage, listening, report_progress, report_step
+from graphs.index_artifact import (
+    ArtifactStore,
+    LoadedArtifacts,
+    Source,
+    cache_root,
+    digest_of,
+    read_checked,
+    root_of,
+    write_checked,
+)
 from graphs.llm import (
     add_usage,
     chat,
     complete,
     complete_with_usage,
     context_window,
+    model_id,
     prompt_codec,
     tokenizer_for,
     tokenizer_id,
 )
-
-# Graph nodes; the drill-down's markup; prompts and the prompt-sharing declaration; the registry and
-# its run kinds; a malformed reply's error; the rerank stage's cost; the shared index service and its
-# settings; reading retrieved chunks (RAG's prompt, the hit order, the drill-down's retrieval view).
 from graphs.nodes import AnswerSettings, CompiledGraph, generate, linear_graph
 from graphs.presentation import Markup, Shown, StrategyPresentation, bullets, join, tag, text
 from graphs.prompt_sharing import PromptSharing
@@ -87,21 +89,28 @@ from graphs.prompts import (
     format_chunks,
     format_documents,
 )
+from graphs.ray_map import (
+    ModelRecipe,
+    counted_model,
+    map_on_ray,
+    map_or_raise,
+    model_recipe,
+    portable_error,
+    run_batch,
+)
+from graphs.ray_options import MAP_ON_RAY, RayMapOptions
 from graphs.registry import BatchRun, BatchSettings, Continuation, SingleRun, Strategy
-from graphs.replies import MalformedOutput
+from graphs.replies import MalformedOutput, text_of
+from graphs.request_settings import model_identity
 from graphs.rerank_costs import Retrievals, with_rerank, with_sometimes
 from graphs.retrieval_service import RetrievalService
 from graphs.retrieval_settings import RetrievalSettings
 from graphs.retrieved import RAG_TEMPLATE, order_hits, retrieval_view
-
-# Another strategy's run as a leg of a composite (Self-Route's fallback); the strategy registry.
 from graphs.run import run_strategy
 from graphs.strategy_registry import STRATEGIES
-
-# The shared tool loop.
 from graphs.tool_loop import FINAL_TURN_PROMPT, ToolLoop, ToolLoopState, final_text
-
-# The validated (structured-output) call: a schema as a tool or JSON, retried on malformed replies.
+from graphs.twins import blocking, run_blocking
+from graphs.usage import index_time, report_index_seconds
 from graphs.validated_call import (
     Outcome,
     ToolMode,
@@ -110,135 +119,193 @@ from graphs.validated_call import (
     call_validated,
     resolve_tool_mode,
 )
-
-# Memory for streaming strategies (MemAgent's kind); retrieval's hits, chunks and truncation.
 from memory import NO_MEMORY, MemoryTrace, bound_memory, strip_think
-from retrieval import Chunk, Hit, Index, chunk_corpus, middle_truncate
-
-# The contract's types.
+from memory.records.cache import RecordCache, SchemaStore, document_fingerprint
+from retrieval import Chunk, ChunkingConfig, Hit, Index, chunk_corpus, middle_truncate
+from retrieval.checksums import ALGORITHM, Checksums, digest_bytes, digest_texts
 from retrieval.contract import Answer, Corpus, Document, Evidence, Question, Step, Usage
-
-# Token ids: splitting and slicing a text by a tokenizer.
+from retrieval.embedder_base import dimension_error, source_of
+from retrieval.embedders import embedder_needs
+from retrieval.extras import Need, require
+from retrieval.paths import default_cache_dir
 from retrieval.tokenizers import Tokenizer, slice_ids, split_ids, tiktoken_tokenizer
+from retrieval.tokens import count_tokens, count_tokens_batch, decode, encode
 
 __all__ = [
-    "with_sometimes",
-    "run_strategy",
-    "Index",
-    "RAG_TEMPLATE",
-    "order_hits",
-    "retrieval_view",
-    "TEMPLATE_TOKENS",
-    "chunk_headers",
-    "titles",
-    "chunk_regions",
-    "gather_or_cancel",
-    "MalformedOutput",
-    "Outcome",
-    "ToolMode",
-    "acall_validated",
-    "bind_function",
-    "call_validated",
-    "resolve_tool_mode",
-    "ANSWER_TOKENS",
-    "DEFAULT_INSTRUCTION",
-    "DOCUMENT_TEMPLATE",
-    "FINAL_TURN_PROMPT",
-    "NO_MEMORY",
-    "PLACEHOLDER_QUESTION",
-    "SEAM_TOKENS",
-    "STRATEGIES",
-    "UNBOUNDED",
+    # The contract's types.
     "Answer",
-    "AnswerSettings",
+    "Corpus",
+    "Document",
+    "Evidence",
+    "Question",
+    "Step",
+    "Usage",
+    # Run context, config, answer state, registry and run kinds.
     "AnswerState",
     "BatchAnswer",
     "BatchRun",
     "BatchSettings",
-    "Budget",
-    "BudgetReached",
-    "Calls",
-    "CeilingEnv",
-    "CeilingItem",
-    "Chunk",
-    "CompiledGraph",
     "ConfigError",
     "Continuation",
-    "Corpus",
-    "CorpusShape",
-    "CostPlan",
-    "Costs",
-    "Document",
-    "Evidence",
-    "EvidenceCeiling",
-    "ExpectedCost",
-    "Hit",
-    "IndexWork",
-    "Markup",
-    "MemoryTrace",
-    "PromptSharing",
     "PromptState",
-    "Question",
-    "Reach",
-    "RetrievalService",
-    "RetrievalSettings",
-    "Retrievals",
-    "Shown",
+    "STRATEGIES",
     "SingleRun",
-    "SkipCeiling",
-    "Step",
     "Strategy",
     "StrategyConfig",
     "StrategyContext",
-    "StrategyCosts",
-    "StrategyPresentation",
-    "Tokenizer",
+    "option",
+    "run_strategy",
+    "trace_steps",
+    # Calls: the call helpers, the validated (structured-output) call, the shared tool loop, events.
+    "FINAL_TURN_PROMPT",
+    "GrowingStage",
+    "MalformedOutput",
+    "Outcome",
     "ToolLoop",
     "ToolLoopState",
-    "Usage",
+    "ToolMode",
+    "acall_validated",
     "add_usage",
-    "bound_memory",
-    "bullets",
-    "cached_index",
+    "bind_function",
+    "blocking",
+    "budget_kwargs",
+    "call_validated",
     "chat",
-    "chunk_corpus",
     "complete",
     "complete_with_usage",
     "context_window",
-    "counter",
-    "covered",
-    "fill",
     "final_text",
+    "gather_or_cancel",
+    "listening",
+    "model_id",
+    "model_identity",
+    "prompt_codec",
+    "report_progress",
+    "report_step",
+    "resolve_tool_mode",
+    "run_blocking",
+    "text_of",
+    "tokenizer_for",
+    "tokenizer_id",
+    # Graph nodes, prompts and prompt sharing.
+    "AnswerSettings",
+    "CompiledGraph",
+    "DEFAULT_INSTRUCTION",
+    "DOCUMENT_TEMPLATE",
+    "PromptSharing",
+    "fill",
     "format_chunks",
     "format_documents",
     "generate",
-    "join",
     "linear_graph",
-    "listening",
-    "middle_truncate",
+    # Presentation (the drill-down) and the evidence ceiling.
+    "CeilingEnv",
+    "CeilingItem",
+    "EvidenceCeiling",
+    "Markup",
+    "NeedsIndexLLM",
+    "Reach",
+    "Shown",
+    "SkipCeiling",
+    "StrategyPresentation",
+    "bullets",
+    "cached_index",
+    "chunk_regions",
+    "covered",
+    "join",
     "node_runtime",
-    "option",
-    "per_question_plan",
-    "prompt_codec",
-    "prompt_tokens",
     "queries",
     "reach_in_chunks",
     "reach_of",
     "render_records",
+    "tag",
+    "text",
+    # Budgets and the cost model.
+    "ANSWER_TOKENS",
+    "Budget",
+    "BudgetReached",
+    "Calls",
+    "CorpusShape",
+    "CostPlan",
+    "Costs",
+    "ExpectedCost",
+    "IndexWork",
+    "PLACEHOLDER_QUESTION",
+    "Retrievals",
+    "SEAM_TOKENS",
+    "StrategyCosts",
+    "TEMPLATE_TOKENS",
+    "UNBOUNDED",
+    "chunk_headers",
+    "counter",
+    "index_time",
+    "per_question_plan",
+    "prompt_tokens",
     "reply_tokens",
-    "report_progress",
-    "report_step",
+    "report_index_seconds",
     "retrieved_prompt",
+    "titles",
+    "tokens_of",
+    "tool_schema_tokens",
+    "with_rerank",
+    "with_sometimes",
+    # Retrieval: settings, the shared index service, hits and chunks, reading retrieved chunks.
+    "Chunk",
+    "ChunkingConfig",
+    "Hit",
+    "Index",
+    "RAG_TEMPLATE",
+    "RetrievalService",
+    "RetrievalSettings",
+    "chunk_corpus",
+    "middle_truncate",
+    "order_hits",
+    "retrieval_view",
+    # Memory for streaming strategies (MemAgent's kind) and token ids.
+    "MemoryTrace",
+    "NO_MEMORY",
+    "Tokenizer",
+    "bound_memory",
+    "count_tokens",
+    "count_tokens_batch",
+    "decode",
+    "encode",
     "slice_ids",
     "split_ids",
     "strip_think",
-    "tag",
-    "text",
     "tiktoken_tokenizer",
-    "tokenizer_for",
-    "tokenizer_id",
-    "tokens_of",
-    "tool_schema_tokens",
-    "trace_steps",
-    "with_rerank",
+    # Index-time strategies (RAPTOR, HippoRAG, Structured): checked artefacts, embedding store, Ray map.
+    "ALGORITHM",
+    "ArtifactStore",
+    "Checksums",
+    "EmbeddingStore",
+    "LoadedArtifacts",
+    "MAP_ON_RAY",
+    "ModelRecipe",
+    "Need",
+    "RayMapOptions",
+    "RecordCache",
+    "SchemaStore",
+    "Source",
+    "cache_root",
+    "counted_model",
+    "default_cache_dir",
+    "digest_bytes",
+    "digest_of",
+    "digest_texts",
+    "dimension_error",
+    "document_fingerprint",
+    "embedder_needs",
+    "map_on_ray",
+    "map_or_raise",
+    "model_recipe",
+    "open_store",
+    "portable_error",
+    "query_vector",
+    "read_checked",
+    "require",
+    "root_of",
+    "run_batch",
+    "source_of",
+    "write_checked",
 ]

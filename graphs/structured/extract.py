@@ -15,7 +15,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel
 
-from graphs.validated_call import bind_function
+from graphs.api import bind_function
 from memory.records.normalize import ValueNotUnderstood, normalize_value
 from memory.records.schema import TableSchema
 

@@ -10,8 +10,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from graphs.context import StrategyContext
-from graphs.llm import complete, context_window
+from graphs.api import StrategyContext, complete, context_window, count_tokens, decode, encode
 from graphs.structured import prompts as P
 from graphs.structured.config import PROMPT_OVERHEAD, StructuredConfig
 from graphs.structured.extract import dumps
@@ -29,7 +28,6 @@ from memory.records.normalize import entity_key
 from memory.records.sql_text import QueryRefused, clean_sql
 from memory.records.table import Table
 from retrieval.contract import Evidence, Step
-from retrieval.tokens import count_tokens, decode, encode
 
 
 def _samples(table: Table, n: int) -> str:
