@@ -121,6 +121,25 @@ from graphs.validated_call import (
 )
 from memory import NO_MEMORY, MemoryTrace, bound_memory, strip_think
 from memory.records.cache import RecordCache, SchemaStore, document_fingerprint
+from memory.records.database import (
+    QueryResult,
+    QueryTimeout,
+    QueryTooLarge,
+    build_database,
+    create_statement,
+    run_query,
+)
+from memory.records.normalize import ValueNotUnderstood, entity_key, normalize_value
+from memory.records.schema import (
+    SQL_TYPES,
+    Attribute,
+    TableSchema,
+    TimeDimension,
+    parse_schema,
+    schema_hash,
+)
+from memory.records.sql_text import QueryRefused, clean_sql
+from memory.records.table import Table, normalise_records, reduce_cells
 from retrieval import Chunk, ChunkingConfig, Hit, Index, chunk_corpus, middle_truncate
 from retrieval.checksums import ALGORITHM, Checksums, digest_bytes, digest_texts
 from retrieval.contract import Answer, Corpus, Document, Evidence, Question, Step, Usage
@@ -274,7 +293,7 @@ __all__ = [
     "split_ids",
     "strip_think",
     "tiktoken_tokenizer",
-    # Index-time strategies (RAPTOR, HippoRAG, Structured): checked artefacts, embedding store, Ray map.
+    # Index-time strategies (RAPTOR, HippoRAG, Structured): artefacts, embeddings, the Ray map.
     "ALGORITHM",
     "ArtifactStore",
     "Checksums",
@@ -308,4 +327,25 @@ __all__ = [
     "run_batch",
     "source_of",
     "write_checked",
+    # Records (Structured's kind): schema, normalised values, the table and its SQL database.
+    "Attribute",
+    "QueryRefused",
+    "QueryResult",
+    "QueryTimeout",
+    "QueryTooLarge",
+    "SQL_TYPES",
+    "Table",
+    "TableSchema",
+    "TimeDimension",
+    "ValueNotUnderstood",
+    "build_database",
+    "clean_sql",
+    "create_statement",
+    "entity_key",
+    "normalise_records",
+    "normalize_value",
+    "parse_schema",
+    "reduce_cells",
+    "run_query",
+    "schema_hash",
 ]

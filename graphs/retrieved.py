@@ -1,8 +1,8 @@
-"""Reading retrieved chunks, shared by the retrieval strategies (RAG, Self-Ask's reader, Self-Route,
-RAPTOR, HippoRAG): the answer prompt, the order the hits are laid out in, and the drill-down's view of a
-retrieval step. Here rather than in ``graphs.rag`` so that a strategy reuses them through ``graphs.api``
-without importing another strategy. ``RAG_TEMPLATE`` is versioned as ``graphs.rag.prompts.PROMPTS_VERSION``
-(its golden copy is that module's): bump that on any edit."""
+"""Reading retrieved chunks, shared by the retrieval strategies (RAG, Self-Ask's reader,
+Self-Route, RAPTOR, HippoRAG): the answer prompt, the order the hits are laid out in, and the
+drill-down's view of a retrieval step. Here rather than in ``graphs.rag`` so that a strategy reuses
+them through ``graphs.api`` without importing another strategy. ``RAG_TEMPLATE`` is versioned as
+``graphs.rag.prompts.PROMPTS_VERSION`` (its golden copy is that module's): bump that on any edit."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from graphs.presentation import Shown, join, tag, text
 if TYPE_CHECKING:
     from retrieval import Hit
 
-#: LongBench v2's ``0shot_rag.txt`` frame: instructions, the retrieved text in ``<text>`` tags, then the
-#: question and the output-format instruction last.
+#: LongBench v2's ``0shot_rag.txt`` frame: instructions, the retrieved text in ``<text>`` tags,
+#: then the question and the output-format instruction last.
 RAG_TEMPLATE = """Please read the following retrieved text chunks and answer the question below.
 
 <text>

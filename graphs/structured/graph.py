@@ -46,12 +46,16 @@ from graphs.api import (
     SingleRun,
     StrategyContext,
     StrategyCosts,
+    TableSchema,
     context_window,
     count_tokens_batch,
     document_fingerprint,
     index_time,
     model_id,
+    normalise_records,
+    reduce_cells,
     report_progress,
+    schema_hash,
 )
 from graphs.structured import prompts as P
 from graphs.structured.ceiling import STRUCTURED_CEILING
@@ -65,8 +69,6 @@ from graphs.structured.query import format_answer, query
 from graphs.structured.ray_map import run_on_ray
 from graphs.structured.state import StructuredState
 from graphs.structured.stores import cache_root, record_cache
-from memory.records.schema import TableSchema, schema_hash
-from memory.records.table import normalise_records, reduce_cells
 from retrieval.contract import Corpus, Step
 
 

@@ -23,6 +23,7 @@ from graphs.api import (
     Outcome,
     RecordCache,
     StrategyContext,
+    TableSchema,
     acall_validated,
     call_validated,
     model_identity,
@@ -33,7 +34,6 @@ from graphs.structured.config import StructuredConfig
 from graphs.structured.extract import bound_model, parse_records, quote_found, squeeze, windows
 from graphs.structured.flight import FLIGHTS, adocument_lock, await_flight, document_lock
 from graphs.structured.functions import describe, records_function, records_model
-from memory.records.schema import TableSchema
 from retrieval.contract import Document, Step
 
 

@@ -10,23 +10,29 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from graphs.api import StrategyContext, complete, context_window, count_tokens, decode, encode
+from graphs.api import (
+    QueryRefused,
+    QueryResult,
+    QueryTimeout,
+    QueryTooLarge,
+    StrategyContext,
+    Table,
+    build_database,
+    clean_sql,
+    complete,
+    context_window,
+    count_tokens,
+    create_statement,
+    decode,
+    encode,
+    entity_key,
+    run_query,
+)
 from graphs.structured import prompts as P
 from graphs.structured.config import PROMPT_OVERHEAD, StructuredConfig
 from graphs.structured.extract import dumps
 from graphs.structured.functions import describe
 from graphs.structured.state import StructuredState
-from memory.records.database import (
-    QueryResult,
-    QueryTimeout,
-    QueryTooLarge,
-    build_database,
-    create_statement,
-    run_query,
-)
-from memory.records.normalize import entity_key
-from memory.records.sql_text import QueryRefused, clean_sql
-from memory.records.table import Table
 from retrieval.contract import Evidence, Step
 
 
