@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from graphs.ceiling import CeilingEnv, CeilingItem, EvidenceCeiling, Reach, covered, reach_of
+from graphs.api import CeilingEnv, CeilingItem, EvidenceCeiling, Reach, covered, reach_of
 from graphs.full_context.truncation import truncation_cut
 
 

@@ -15,10 +15,33 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
 
-from graphs import costs
-from graphs.answer_state import PromptState
-from graphs.config import ConfigError
-from graphs.context import StrategyContext
+from graphs.api import (
+    DOCUMENT_TEMPLATE,
+    PLACEHOLDER_QUESTION,
+    SEAM_TOKENS,
+    STRATEGIES,
+    Calls,
+    CompiledGraph,
+    ConfigError,
+    CorpusShape,
+    Costs,
+    ExpectedCost,
+    PromptSharing,
+    PromptState,
+    StrategyContext,
+    StrategyCosts,
+    context_window,
+    counter,
+    fill,
+    format_documents,
+    generate,
+    linear_graph,
+    per_question_plan,
+    prompt_codec,
+    prompt_tokens,
+    reply_tokens,
+    tokenizer_id,
+)
 from graphs.full_context.ceiling import TruncatedWindowCeiling
 from graphs.full_context.config import FullContextConfig
 from graphs.full_context.prepared import prepared_context, truncate_our_prompt
@@ -32,11 +55,6 @@ from graphs.full_context.truncation import (  # noqa: F401 - re-exported: the tr
     truncate_prompt,
     truncation_cut,
 )
-from graphs.llm import context_window, prompt_codec, tokenizer_id
-from graphs.nodes import CompiledGraph, generate, linear_graph
-from graphs.prompt_sharing import PromptSharing
-from graphs.prompts import DOCUMENT_TEMPLATE, fill, format_documents
-from graphs.registry import STRATEGIES
 from retrieval.contract import Corpus, Question, Step
 
 
@@ -161,8 +179,8 @@ def build_prompt(
     return {"prompt": built.text, "official_prompt": built.official, "steps": [step]}
 
 
-def full_context_costs(cfg: FullContextConfig, shape: costs.CorpusShape, questions: Sequence[Question], *, llm: BaseChatModel | None = None,
-                       window: int | None = None) -> costs.Costs:  # fmt: skip
+def full_context_costs(cfg: FullContextConfig, shape: CorpusShape, questions: Sequence[Question], *, llm: BaseChatModel | None = None,
+                       window: int | None = None) -> Costs:  # fmt: skip
     """1 call of min(T, window input budget) tokens, its template counted from the real prompt; typically a short answer.
 
     Per question: the prompt with no documents (:func:`untruncated_prompt`'s template with no documents, or the
@@ -178,20 +196,20 @@ def full_context_costs(cfg: FullContextConfig, shape: costs.CorpusShape, questio
             else cfg.default_context_window
         )
     )
-    first = questions[0] if questions else costs.PLACEHOLDER_QUESTION
+    first = questions[0] if questions else PLACEHOLDER_QUESTION
     docs = shape.corpus.documents if shape.corpus is not None else [None] * shape.documents
-    headers = costs.counter(llm)[1]("\n\n".join(DOCUMENT_TEMPLATE.format(number=i, title=d.title if d is not None else "", text="")
+    headers = counter(llm)[1]("\n\n".join(DOCUMENT_TEMPLATE.format(number=i, title=d.title if d is not None else "", text="")
                                                  for i, d in enumerate(docs, 1)))  # fmt: skip
-    seams = costs.SEAM_TOKENS * (2 * len(docs) + 2)
+    seams = SEAM_TOKENS * (2 * len(docs) + 2)
     lows, highs = [], []
     for q in questions or [first]:
         cap = input_budget(window, q, cfg)
         if _official(q, cfg):
             official = lambda q=q: q.protocol.prompt()  # type: ignore[misc, union-attr, unused-ignore]
-            whole = costs.prompt_tokens("full_context", "benchmark", official, llm, q)
-            low, high = whole - 2 * costs.SEAM_TOKENS, whole + 2 * costs.SEAM_TOKENS
+            whole = prompt_tokens("full_context", "benchmark", official, llm, q)
+            low, high = whole - 2 * SEAM_TOKENS, whole + 2 * SEAM_TOKENS
         else:
-            bare = costs.prompt_tokens(
+            bare = prompt_tokens(
                 "full_context",
                 "ours",
                 functools.partial(fill, FULL_CONTEXT_TEMPLATE, "", q),
@@ -199,20 +217,18 @@ def full_context_costs(cfg: FullContextConfig, shape: costs.CorpusShape, questio
                 q,
             )
             low, high = bare + headers + shape.tokens - seams, bare + headers + shape.tokens + seams
-        lows.append(max(0, min(low, cap - 2 * costs.SEAM_TOKENS)))
-        highs.append(min(high, cap + 2 * costs.SEAM_TOKENS))
+        lows.append(max(0, min(low, cap - 2 * SEAM_TOKENS)))
+        highs.append(min(high, cap + 2 * SEAM_TOKENS))
     least, most = min(lows), max(highs)
-    bounds = costs.per_question_plan("full_context", questions, calls=1, max_calls=1, prompt_tokens=least, max_prompt_tokens=most,
+    bounds = per_question_plan("full_context", questions, calls=1, max_calls=1, prompt_tokens=least, max_prompt_tokens=most,
                                      completion_tokens=first.answer_budget(cfg.max_new_tokens),
                                      formula=f"1 call of min(T, window) tokens, window {window:,}")  # fmt: skip
-    return costs.Costs(
-        bounds, costs.ExpectedCost(costs.Calls(1, (least + most) / 2, costs.reply_tokens(cfg)))
-    )
+    return Costs(bounds, ExpectedCost(Calls(1, (least + most) / 2, reply_tokens(cfg))))
 
 
 @STRATEGIES.register(
     "full_context",
-    costs=costs.StrategyCosts(full_context_costs),
+    costs=StrategyCosts(full_context_costs),
     ceiling=TruncatedWindowCeiling(
         rank=70, input_budget=input_budget, untruncated_prompt=untruncated_prompt
     ),

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from graphs.presentation import StrategyPresentation
+from graphs.api import StrategyPresentation
 
 PRESENTATION = StrategyPresentation(
     color="#ff7f0e", demo_options={"max_new_tokens": 32}, demo_default=True

@@ -12,10 +12,21 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from graphs.budget_field import budget_kwargs
-from graphs.context import StrategyContext
-from graphs.embedding_store import open_store
-from graphs.events import GrowingStage
+from graphs.api import (
+    Chunk,
+    ChunkingConfig,
+    GrowingStage,
+    LoadedArtifacts,
+    Source,
+    StrategyContext,
+    budget_kwargs,
+    cache_root,
+    chunk_corpus,
+    index_time,
+    open_store,
+    root_of,
+    text_of,
+)
 from graphs.hipporag.config import HippoRAGConfig
 from graphs.hipporag.kg import KnowledgeGraph, build_graph
 from graphs.hipporag.openie import Ask, OpenIELog, calls_left, extract_all
@@ -30,10 +41,6 @@ from graphs.hipporag.store import (
     openie_key,
     openie_root,
 )
-from graphs.index_artifact import LoadedArtifacts, Source, cache_root, root_of
-from graphs.replies import text_of
-from graphs.usage import index_time
-from retrieval import Chunk, ChunkingConfig, chunk_corpus
 from retrieval.contract import Corpus
 
 

@@ -10,8 +10,20 @@ from collections.abc import Sequence
 
 from langchain_core.language_models import BaseChatModel
 
-from graphs import costs
-from graphs.budget import CostPlan, IndexWork
+from graphs.api import (
+    PLACEHOLDER_QUESTION,
+    RAG_TEMPLATE,
+    SEAM_TOKENS,
+    Calls,
+    CorpusShape,
+    CostPlan,
+    Costs,
+    ExpectedCost,
+    IndexWork,
+    fill,
+    prompt_tokens,
+    reply_tokens,
+)
 from graphs.hipporag.config import HippoRAGConfig
 from graphs.hipporag.requests import (
     Messages,
@@ -20,8 +32,6 @@ from graphs.hipporag.requests import (
     qa_messages,
     triple_messages,
 )
-from graphs.prompts import fill
-from graphs.rag.prompts import RAG_TEMPLATE
 from retrieval.contract import Question
 
 #: Typical replies: a NER reply's and a triple reply's tokens, a fact's tokens, the entity list sent back (measured scale: a 100-word passage).
@@ -34,26 +44,26 @@ def _joined(messages: Messages) -> str:
     return "\n".join(m["content"] for m in messages)
 
 
-def passage_count(cfg: HippoRAGConfig, shape: costs.CorpusShape) -> int:
+def passage_count(cfg: HippoRAGConfig, shape: CorpusShape) -> int:
     """Passages of the corpus: one per document, or per ``passage_tokens`` of each document."""
     if cfg.passage_tokens is None:
         return len(shape.token_counts)
     return sum(max(1, math.ceil(n / cfg.passage_tokens)) for n in shape.token_counts)
 
 
-def hipporag_costs(cfg: HippoRAGConfig, shape: costs.CorpusShape, questions: Sequence[Question], *, llm: BaseChatModel | None = None,
-                   window: int | None = None) -> costs.Costs:  # fmt: skip
+def hipporag_costs(cfg: HippoRAGConfig, shape: CorpusShape, questions: Sequence[Question], *, llm: BaseChatModel | None = None,
+                   window: int | None = None) -> Costs:  # fmt: skip
     """Per question the filter and the answer over ``qa_top_k`` passages; once per corpus two OpenIE calls per passage."""
     k = len(questions)
-    asked = questions or [costs.PLACEHOLDER_QUESTION]
+    asked = questions or [PLACEHOLDER_QUESTION]
     each_q = [
-        costs.prompt_tokens(
+        prompt_tokens(
             "hipporag", "answer:" + cfg.qa_prompt, functools.partial(_answer_prompt, cfg, x), llm, x
         )
         for x in asked
     ]
     each_f = [
-        costs.prompt_tokens(
+        prompt_tokens(
             "hipporag",
             "filter",
             functools.partial(lambda q: _joined(filter_messages(q.render(), [])), x),
@@ -62,10 +72,8 @@ def hipporag_costs(cfg: HippoRAGConfig, shape: costs.CorpusShape, questions: Seq
         )
         for x in asked
     ]
-    ner = costs.prompt_tokens("hipporag", "ner", lambda: _joined(ner_messages("")), llm)
-    triple = costs.prompt_tokens(
-        "hipporag", "triples", lambda: _joined(triple_messages("", [])), llm
-    )
+    ner = prompt_tokens("hipporag", "ner", lambda: _joined(ner_messages("")), llm)
+    triple = prompt_tokens("hipporag", "triples", lambda: _joined(triple_messages("", [])), llm)
     passages = passage_count(cfg, shape)
     largest = sorted(shape.token_counts, reverse=True)[: cfg.qa_top_k]
     title_tokens = 2 * cfg.qa_top_k + 20 * cfg.qa_top_k  # a title line and its header per passage
@@ -75,7 +83,7 @@ def hipporag_costs(cfg: HippoRAGConfig, shape: costs.CorpusShape, questions: Seq
         else min(shape.tokens, cfg.qa_top_k * cfg.passage_tokens) + title_tokens
     )
     fact_most = cfg.linking_top_k * ESCAPE_FACTOR * cfg.openie_max_tokens
-    seams = 2 * costs.SEAM_TOKENS
+    seams = 2 * SEAM_TOKENS
     least = k * max(0, min(each_q) - seams)
     index_most = (
         2 * shape.tokens
@@ -91,15 +99,15 @@ def hipporag_costs(cfg: HippoRAGConfig, shape: costs.CorpusShape, questions: Seq
                       index=IndexWork(what="OpenIE of every passage, a NER and a triple call each", calls=0, max_calls=2 * passages, prompt_tokens=0,
                                       max_prompt_tokens=index_most, completion_tokens=2 * passages * cfg.openie_max_tokens))  # fmt: skip
     context = min(shape.tokens, cfg.qa_top_k * (shape.tokens / max(1, passages))) + title_tokens
-    per_question = costs.Calls(2, sum(each_q) / len(each_q) + context + sum(each_f) / len(each_f) + cfg.linking_top_k * FACT_TOKENS,
-                               costs.reply_tokens(cfg) + cfg.linking_top_k * FACT_TOKENS)  # fmt: skip
-    once = costs.Calls(
+    per_question = Calls(2, sum(each_q) / len(each_q) + context + sum(each_f) / len(each_f) + cfg.linking_top_k * FACT_TOKENS,
+                               reply_tokens(cfg) + cfg.linking_top_k * FACT_TOKENS)  # fmt: skip
+    once = Calls(
         2 * passages,
         passages * (ner + triple + ENTITY_JSON_TOKENS) + 2 * shape.tokens,
         passages * (NER_REPLY_TOKENS + TRIPLE_REPLY_TOKENS),
     )
-    return costs.Costs(
-        bounds, costs.ExpectedCost(per_question, once, index=once)
+    return Costs(
+        bounds, ExpectedCost(per_question, once, index=once)
     )  # the graph's OpenIE is all of what is built once
 
 

@@ -19,11 +19,28 @@ from typing import Any, cast
 import numpy as np
 from langgraph.runtime import Runtime
 
-from graphs import costs
-from graphs.answer_state import PromptState
-from graphs.budget_field import budget_kwargs
-from graphs.context import StrategyContext
-from graphs.embedding_store import query_vector
+from graphs.api import (
+    MAP_ON_RAY,
+    RAG_TEMPLATE,
+    STRATEGIES,
+    CompiledGraph,
+    Hit,
+    Need,
+    PromptState,
+    StrategyContext,
+    StrategyCosts,
+    budget_kwargs,
+    dimension_error,
+    embedder_needs,
+    fill,
+    format_chunks,
+    generate,
+    linear_graph,
+    query_vector,
+    report_index_seconds,
+    source_of,
+    text_of,
+)
 from graphs.hipporag import prompts as P
 from graphs.hipporag.build import (
     build_facts,
@@ -51,18 +68,7 @@ from graphs.hipporag.retrieve import (
     parse_filter,
     rank_passages,
 )
-from graphs.nodes import CompiledGraph, generate, linear_graph
-from graphs.prompts import fill, format_chunks
-from graphs.rag.prompts import RAG_TEMPLATE
-from graphs.ray_options import MAP_ON_RAY
-from graphs.registry import STRATEGIES
-from graphs.replies import text_of
-from graphs.usage import report_index_seconds
-from retrieval import Hit
 from retrieval.contract import Step
-from retrieval.embedder_base import dimension_error, source_of
-from retrieval.embedders import embedder_needs
-from retrieval.extras import Need
 
 Ctx = Runtime[StrategyContext[HippoRAGConfig]]
 
@@ -192,7 +198,7 @@ def needs(cfg: HippoRAGConfig) -> tuple[Need, ...]:
 
 @STRATEGIES.register(
     "hipporag",
-    costs=costs.StrategyCosts(hipporag_costs),
+    costs=StrategyCosts(hipporag_costs),
     ceiling=HIPPORAG_CEILING,
     config_cls=HippoRAGConfig,
     prompts_version=P.PROMPTS_VERSION,

@@ -33,10 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from graphs.events import report_progress
+from graphs.api import ALGORITHM, RecordCache, digest_bytes, report_progress
 from graphs.hipporag.requests import Messages, entities_json, ner_messages, triple_messages
-from memory.records.cache import RecordCache
-from retrieval.checksums import ALGORITHM, digest_bytes
 
 _logger = logging.getLogger(__name__)
 

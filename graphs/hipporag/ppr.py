@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from graphs.api import require
 from graphs.hipporag.kg import KnowledgeGraph
-from retrieval.extras import require
 
 
 def igraph_of(kg: KnowledgeGraph) -> Any:

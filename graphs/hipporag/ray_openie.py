@@ -22,12 +22,17 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from graphs.context import StrategyContext
-from graphs.events import report_progress
+from graphs.api import (
+    ModelRecipe,
+    StrategyContext,
+    counted_model,
+    map_or_raise,
+    report_progress,
+    run_batch,
+)
 from graphs.hipporag.config import HippoRAGConfig
 from graphs.hipporag.openie import Ask, Extraction, OpenIELog, extract_passage
 from graphs.hipporag.requests import Messages
-from graphs.ray_map import ModelRecipe, counted_model, map_or_raise, run_batch
 
 #: ``ask`` made from a run context (:func:`graphs.hipporag.build.asker`).
 MakeAsk = Callable[[StrategyContext[HippoRAGConfig]], Ask]

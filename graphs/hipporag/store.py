@@ -11,12 +11,17 @@ from pathlib import Path
 import numpy as np
 from langchain_core.language_models import BaseChatModel
 
+from graphs.api import (
+    ArtifactStore,
+    Checksums,
+    digest_of,
+    model_identity,
+    read_checked,
+    write_checked,
+)
 from graphs.hipporag.config import HippoRAGConfig
 from graphs.hipporag.kg import KnowledgeGraph
 from graphs.hipporag.prompts import PROMPTS_VERSION
-from graphs.index_artifact import ArtifactStore, digest_of, read_checked, write_checked
-from graphs.request_settings import model_identity
-from retrieval.checksums import Checksums
 from retrieval.contract import Corpus
 
 #: The config fields that change the OpenIE requests (and so their stored replies).

@@ -6,14 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from graphs.ceiling import (
-    CeilingEnv,
-    CeilingItem,
-    EvidenceCeiling,
-    Reach,
-    SkipCeiling,
-    render_records,
-)
+from graphs.api import CeilingEnv, CeilingItem, EvidenceCeiling, Reach, SkipCeiling, render_records
 
 
 @dataclass(frozen=True, kw_only=True)

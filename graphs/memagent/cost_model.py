@@ -7,16 +7,25 @@ from collections.abc import Sequence
 
 from langchain_core.language_models import BaseChatModel
 
-from graphs import costs
-from graphs.budget import CostPlan
+from graphs.api import (
+    ANSWER_TOKENS,
+    PLACEHOLDER_QUESTION,
+    SEAM_TOKENS,
+    Calls,
+    CorpusShape,
+    CostPlan,
+    Costs,
+    ExpectedCost,
+    prompt_tokens,
+)
 from graphs.memagent.config import MemAgentConfig
 from graphs.memagent.prompts import FINAL_TEMPLATE, MEMORY_TEMPLATE, final_instruction
 from graphs.memagent.stream import memagent_chunks
 from retrieval.contract import Question
 
 
-def memagent_costs(cfg: MemAgentConfig, shape: costs.CorpusShape, questions: Sequence[Question], *, llm: BaseChatModel | None = None,
-                   window: int | None = None) -> costs.Costs:  # fmt: skip
+def memagent_costs(cfg: MemAgentConfig, shape: CorpusShape, questions: Sequence[Question], *, llm: BaseChatModel | None = None,
+                   window: int | None = None) -> Costs:  # fmt: skip
     """ceil(T / chunk_tokens) + 1 calls per question: one memory update per chunk, one final answer.
 
     Chunks are cut as a run cuts them where the corpus is known (else ``chunk_tokens`` each); each call
@@ -35,10 +44,10 @@ def memagent_costs(cfg: MemAgentConfig, shape: costs.CorpusShape, questions: Seq
         [],
         [],
     )  # per question: one update's and the final call's text beyond the chunk and the memory
-    for x in questions or [costs.PLACEHOLDER_QUESTION]:
+    for x in questions or [PLACEHOLDER_QUESTION]:
         problem = x.render().strip()
         updates.append(
-            costs.prompt_tokens(
+            prompt_tokens(
                 "memagent",
                 "update",
                 functools.partial(MEMORY_TEMPLATE.format, prompt=problem, memory="", chunk=""),
@@ -47,7 +56,7 @@ def memagent_costs(cfg: MemAgentConfig, shape: costs.CorpusShape, questions: Seq
             )
         )
         finals.append(
-            costs.prompt_tokens(
+            prompt_tokens(
                 "memagent",
                 f"final:{cfg.final_instruction}",
                 functools.partial(
@@ -61,7 +70,7 @@ def memagent_costs(cfg: MemAgentConfig, shape: costs.CorpusShape, questions: Seq
             )
         )
         reads.append(n * updates[-1] + finals[-1])
-    seam = costs.SEAM_TOKENS  # chunk and memory in each update, the memory in the final call
+    seam = SEAM_TOKENS  # chunk and memory in each update, the memory in the final call
     read = sum(sizes) + max(reads) + (2 * n + 1) * seam
     memory = (n + 1) * cfg.max_new_tokens
     # at least, step by step (a resumed run's plan counts only the steps it has left): each question's update of each
@@ -71,5 +80,5 @@ def memagent_costs(cfg: MemAgentConfig, shape: costs.CorpusShape, questions: Seq
     bounds = CostPlan(strategy="memagent", questions=k, calls=k * (n + 1), max_calls=k * (n + 1), prompt_tokens=sum(p for _, p, _ in steps),
                       max_prompt_tokens=k * (read + memory), completion_tokens=sum(t for _, _, t in steps),
                       formula=f"(ceil(T/{cfg.chunk_tokens:,}) + 1) calls per question: {n:,} chunks + 1", details={"chunks": n}, steps=steps)  # fmt: skip
-    typical = costs.Calls(n + 1, read + memory, n * cfg.max_new_tokens + costs.ANSWER_TOKENS)
-    return costs.Costs(bounds, costs.ExpectedCost(typical))
+    typical = Calls(n + 1, read + memory, n * cfg.max_new_tokens + ANSWER_TOKENS)
+    return Costs(bounds, ExpectedCost(typical))

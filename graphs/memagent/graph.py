@@ -23,12 +23,25 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from graphs import costs
-from graphs.answer_state import BatchAnswer
-from graphs.batched import trace_steps
-from graphs.context import StrategyContext
-from graphs.events import listening, report_progress, report_step
-from graphs.llm import complete_with_usage, tokenizer_for
+from graphs.api import (
+    NO_MEMORY,
+    STRATEGIES,
+    BatchAnswer,
+    BatchRun,
+    BatchSettings,
+    CompiledGraph,
+    Continuation,
+    MemoryTrace,
+    StrategyContext,
+    StrategyCosts,
+    bound_memory,
+    complete_with_usage,
+    listening,
+    report_progress,
+    report_step,
+    tokenizer_for,
+    trace_steps,
+)
 from graphs.memagent.answer_extraction import official_prediction
 from graphs.memagent.ceiling import MEMAGENT_CEILING
 from graphs.memagent.config import MemAgentConfig
@@ -42,9 +55,6 @@ from graphs.memagent.prompts import (
 )
 from graphs.memagent.state import MemAgentContext, MemAgentState, MemoryTask
 from graphs.memagent.stream import cut_windows, stream_text
-from graphs.nodes import CompiledGraph
-from graphs.registry import STRATEGIES, BatchRun, BatchSettings, Continuation
-from memory import NO_MEMORY, MemoryTrace, bound_memory
 from retrieval.contract import Question
 
 
@@ -250,7 +260,7 @@ MEMAGENT_RUN = BatchRun(
 
 @STRATEGIES.register(
     "memagent",
-    costs=costs.StrategyCosts(memagent_costs),
+    costs=StrategyCosts(memagent_costs),
     ceiling=MEMAGENT_CEILING,
     config_cls=MemAgentConfig,
     prompts_version=PROMPTS_VERSION,

@@ -6,10 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any, Required, TypedDict
 
-from graphs.context import StrategyContext
-from graphs.llm import add_usage
+from graphs.api import MemoryTrace, StrategyContext, add_usage
 from graphs.memagent.config import MemAgentConfig
-from memory import MemoryTrace
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,16 @@ from collections.abc import Callable, Sequence
 
 from langchain_core.language_models import BaseChatModel
 
-from graphs.llm import tokenizer_for
+from graphs.api import (
+    Tokenizer,
+    format_documents,
+    slice_ids,
+    split_ids,
+    tiktoken_tokenizer,
+    tokenizer_for,
+)
 from graphs.memagent.config import MemAgentConfig
-from graphs.prompts import format_documents
 from retrieval.contract import Corpus, Question
-from retrieval.tokenizers import Tokenizer, slice_ids, split_ids, tiktoken_tokenizer
 
 
 def split_stream(

@@ -17,8 +17,14 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from graphs.replies import MalformedOutput
-from graphs.validated_call import Outcome, ToolMode, acall_validated, bind_function, call_validated
+from graphs.api import (
+    MalformedOutput,
+    Outcome,
+    ToolMode,
+    acall_validated,
+    bind_function,
+    call_validated,
+)
 
 
 class PropertyArgs(BaseModel):

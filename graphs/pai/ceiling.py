@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from graphs.ceiling import (
+from graphs.api import (
     CeilingEnv,
     CeilingItem,
     EvidenceCeiling,

@@ -17,11 +17,10 @@ from typing import Any
 from langgraph.runtime import Runtime
 from pydantic import BaseModel
 
-from graphs.context import StrategyContext
+from graphs.api import StrategyContext, resolve_tool_mode
 from graphs.pai import prompts as P
 from graphs.pai.calls import CallOutcome, PropertyArgs, SubQuestionArgs, call_structured
 from graphs.pai.config import PaiConfig
-from graphs.validated_call import resolve_tool_mode
 from retrieval.contract import Question, Step
 
 

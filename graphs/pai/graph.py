@@ -25,11 +25,18 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from graphs import costs
-from graphs.budget import BudgetReached
-from graphs.context import StrategyContext
-from graphs.llm import complete
-from graphs.nodes import CompiledGraph
+from graphs.api import (
+    STRATEGIES,
+    BudgetReached,
+    Chunk,
+    CompiledGraph,
+    PromptSharing,
+    SingleRun,
+    StrategyContext,
+    StrategyCosts,
+    complete,
+    format_chunks,
+)
 from graphs.pai import prompts as P
 from graphs.pai.ceiling import JudgedChunksCeiling
 from graphs.pai.config import PaiConfig
@@ -46,10 +53,6 @@ from graphs.pai.judging import (
 )
 from graphs.pai.presentation import MINUS_PRESENTATION, PRESENTATION
 from graphs.pai.state import PaiState, SubAnswerTask, SubQuestion
-from graphs.prompt_sharing import PromptSharing
-from graphs.prompts import format_chunks
-from graphs.registry import STRATEGIES, SingleRun
-from retrieval import Chunk
 from retrieval.contract import Step
 
 
@@ -226,7 +229,7 @@ JUDGE_SHARING = PromptSharing("each chunk, in its judge calls (judge_order='chun
 
 @STRATEGIES.register(
     "pai",
-    costs=costs.StrategyCosts(pai_costs),
+    costs=StrategyCosts(pai_costs),
     ceiling=PAI_CEILING,
     config_cls=PaiConfig,
     presets={"paper": PaiConfig(judge_mode="exhaustive")},
@@ -245,7 +248,7 @@ def build_graph(config: PaiConfig | None = None) -> CompiledGraph:
 
 @STRATEGIES.register(
     "pai_minus",
-    costs=costs.StrategyCosts(pai_minus_costs),
+    costs=StrategyCosts(pai_minus_costs),
     ceiling=dataclasses.replace(PAI_CEILING, rank=50),
     config_cls=PaiConfig,
     presets={"paper": PaiConfig(judge_mode="exhaustive")},

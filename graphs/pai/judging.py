@@ -9,16 +9,20 @@ from typing import Any, Literal
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from graphs.budget import BudgetReached
-from graphs.context import StrategyContext
-from graphs.event_loop import gather_or_cancel
-from graphs.events import report_progress
+from graphs.api import (
+    BudgetReached,
+    Chunk,
+    Hit,
+    RetrievalService,
+    StrategyContext,
+    chunk_corpus,
+    gather_or_cancel,
+    report_progress,
+)
 from graphs.pai import prompts as P
 from graphs.pai.calls import CallOutcome, KeepContextArgs, acall_structured, call_structured
 from graphs.pai.config import PaiConfig
 from graphs.pai.state import JudgedPair, JudgeTask, PaiState
-from graphs.retrieval_service import RetrievalService
-from retrieval import Chunk, Hit, chunk_corpus
 from retrieval.contract import Step
 
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any, TypedDict
 
-from graphs.answer_state import AnswerState
-from retrieval import Chunk, Hit
+from graphs.api import AnswerState, Chunk, Hit
 
 
 class SubQuestion(TypedDict):

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from graphs.config import option
-from graphs.retrieval_settings import RetrievalSettings
+from graphs.api import RetrievalSettings, option
 
 
 @dataclass(frozen=True, kw_only=True)

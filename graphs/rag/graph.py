@@ -17,19 +17,33 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
-from graphs import costs
-from graphs.answer_state import PromptState
-from graphs.context import StrategyContext
-from graphs.nodes import generate, linear_graph
-from graphs.prompts import fill, format_chunks
+from graphs.api import (
+    STRATEGIES,
+    Calls,
+    Chunk,
+    CorpusShape,
+    Costs,
+    ExpectedCost,
+    PromptState,
+    Retrievals,
+    RetrievalService,
+    StrategyContext,
+    StrategyCosts,
+    fill,
+    format_chunks,
+    generate,
+    linear_graph,
+    order_hits,
+    per_question_plan,
+    reply_tokens,
+    retrieved_prompt,
+    tokens_of,
+    with_rerank,
+)
 from graphs.rag.ceiling import RetrievedChunksCeiling
 from graphs.rag.config import RagConfig
 from graphs.rag.presentation import PRESENTATION
 from graphs.rag.prompts import PROMPTS_VERSION, RAG_TEMPLATE
-from graphs.registry import STRATEGIES
-from graphs.rerank_costs import Retrievals, with_rerank
-from graphs.retrieval_service import RetrievalService
-from retrieval import Chunk, Hit
 from retrieval.contract import Question, Step
 
 
@@ -39,15 +53,6 @@ class RagState(PromptState, total=False):
 
 #: RAG's compiled graph.
 RagGraph = CompiledStateGraph[RagState, StrategyContext[Any], RagState, RagState]
-
-
-def order_hits(hits: list[Hit], order: Literal["document", "rank"]) -> list[Hit]:
-    """Hits in corpus order (document, then position) or as ranked."""
-    if order == "rank":
-        return sorted(hits, key=lambda h: h.rank)
-    if order == "document":
-        return sorted(hits, key=lambda h: (h.chunk.doc_index, h.chunk.position))
-    raise ValueError(f"order must be 'document' or 'rank', got {order!r}")
 
 
 def retrieve(state: RagState, runtime: Runtime[StrategyContext[RagConfig]]) -> dict[str, Any]:
@@ -107,8 +112,8 @@ def build_prompt(state: RagState, runtime: Runtime[StrategyContext[RagConfig]]) 
     }
 
 
-def rag_costs(cfg: RagConfig, shape: costs.CorpusShape, questions: Sequence[Question], *, llm: BaseChatModel | None = None,
-              window: int | None = None) -> costs.Costs:  # fmt: skip
+def rag_costs(cfg: RagConfig, shape: CorpusShape, questions: Sequence[Question], *, llm: BaseChatModel | None = None,
+              window: int | None = None) -> Costs:  # fmt: skip
     """1 call with ``top_k`` chunks (at most the corpus), its template counted from :func:`rag_prompt`; typically a short answer."""
 
     def headed(q: Question) -> bool:  # the benchmark's own prompts join bare chunk texts
@@ -118,16 +123,16 @@ def rag_costs(cfg: RagConfig, shape: costs.CorpusShape, questions: Sequence[Ques
             and (q.protocol.rag_prompt or q.protocol.prompt) is not None
         )
 
-    span = costs.retrieved_prompt(lambda q: rag_prompt(q, [], cfg.assembly)[0], strategy="rag", template=cfg.assembly, questions=questions, shape=shape,
-                                  top_k=cfg.top_k, chunk_tokens=costs.tokens_of(cfg.chunk_size, cfg.chunk_unit), llm=llm, headed=headed)  # fmt: skip
+    span = retrieved_prompt(lambda q: rag_prompt(q, [], cfg.assembly)[0], strategy="rag", template=cfg.assembly, questions=questions, shape=shape,
+                                  top_k=cfg.top_k, chunk_tokens=tokens_of(cfg.chunk_size, cfg.chunk_unit), llm=llm, headed=headed)  # fmt: skip
     budget = max(
         (x.answer_budget(cfg.max_new_tokens) for x in questions), default=cfg.max_new_tokens
     )
-    bounds = costs.per_question_plan("rag", questions, calls=1, max_calls=1, prompt_tokens=span.least, max_prompt_tokens=span.most,
+    bounds = per_question_plan("rag", questions, calls=1, max_calls=1, prompt_tokens=span.least, max_prompt_tokens=span.most,
                                      completion_tokens=budget, formula="1 call of top_k chunks")  # fmt: skip
-    found = costs.Costs(
+    found = Costs(
         bounds,
-        costs.ExpectedCost(costs.Calls(1, (span.least + span.most) / 2, costs.reply_tokens(cfg))),
+        ExpectedCost(Calls(1, (span.least + span.most) / 2, reply_tokens(cfg))),
     )
     return with_rerank(
         found, cfg, shape, questions, retrievals=Retrievals(least=1, most=1, typical=1), llm=llm
@@ -150,7 +155,7 @@ def build_graph(config: RagConfig | None = None) -> RagGraph:
 STRATEGIES.register(
     "rag",
     build_graph,
-    costs=costs.StrategyCosts(rag_costs),
+    costs=StrategyCosts(rag_costs),
     ceiling=RetrievedChunksCeiling(rank=10, retrieve=retrieve, order_hits=order_hits),
     config_cls=RagConfig,
     prompts_version=PROMPTS_VERSION,

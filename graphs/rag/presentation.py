@@ -2,24 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from graphs.presentation import Shown, StrategyPresentation, join, tag, text
-
-
-def retrieval_view(step: Mapping[str, Any], _evidence: Mapping[Any, Mapping[str, Any]]) -> Shown:
-    """The query (where the step has its own, e.g. a follow-up question) and the chunks retrieved."""
-    query = (
-        tag("p", "Query: ", tag("span", text(step["query"], 500), cls="follow"), cls="what")
-        if step.get("query")
-        else ""
-    )
-    ids = ", ".join(str(c) for c in step.get("chunk_ids") or [])
-    return Shown(
-        join(query, tag("p", f"chunks {ids or 'none'}")), frozenset({"query", "chunk_ids"})
-    )
-
+from graphs.api import StrategyPresentation, retrieval_view
 
 PRESENTATION = StrategyPresentation(
     color="#1f77b4",

@@ -31,8 +31,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from graphs.api import require
 from graphs.raptor.placement import place_by_neighbours
-from retrieval.extras import require
 
 #: cluster_utils.RANDOM_SEED: the BIC search's mixtures (and here UMAP's) are seeded with it.
 RANDOM_SEED = 224

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from graphs.config import ConfigError, option
-from graphs.ray_options import RayMapOptions
+from graphs.api import ConfigError, RayMapOptions, option
 
 
 @dataclass(frozen=True, kw_only=True)

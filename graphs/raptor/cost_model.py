@@ -9,10 +9,20 @@ from collections.abc import Sequence
 
 from langchain_core.language_models import BaseChatModel
 
-from graphs import costs
-from graphs.budget import CostPlan, IndexWork
-from graphs.prompts import fill
-from graphs.rag.prompts import RAG_TEMPLATE
+from graphs.api import (
+    PLACEHOLDER_QUESTION,
+    RAG_TEMPLATE,
+    SEAM_TOKENS,
+    Calls,
+    CorpusShape,
+    CostPlan,
+    Costs,
+    ExpectedCost,
+    IndexWork,
+    fill,
+    prompt_tokens,
+    reply_tokens,
+)
 from graphs.raptor import prompts as P
 from graphs.raptor.config import RaptorConfig
 from graphs.raptor.tree import leaf_count
@@ -42,13 +52,13 @@ def typical_layers(leaves: int, cfg: RaptorConfig) -> list[int]:
     return out
 
 
-def raptor_costs(cfg: RaptorConfig, shape: costs.CorpusShape, questions: Sequence[Question], *, llm: BaseChatModel | None = None,
-                 window: int | None = None) -> costs.Costs:  # fmt: skip
+def raptor_costs(cfg: RaptorConfig, shape: CorpusShape, questions: Sequence[Question], *, llm: BaseChatModel | None = None,
+                 window: int | None = None) -> Costs:  # fmt: skip
     """Per question one answer call over at most ``context_tokens`` of nodes; once per corpus one summary per cluster per layer."""
     k = len(questions)
-    each_q = [costs.prompt_tokens("raptor", "answer", functools.partial(_answer_prompt, cfg, x), llm, x)
-              for x in questions or [costs.PLACEHOLDER_QUESTION]]  # fmt: skip
-    summary = costs.prompt_tokens(
+    each_q = [prompt_tokens("raptor", "answer", functools.partial(_answer_prompt, cfg, x), llm, x)
+              for x in questions or [PLACEHOLDER_QUESTION]]  # fmt: skip
+    summary = prompt_tokens(
         "raptor",
         "summary",
         lambda: P.SUMMARY_SYSTEM + "\n" + P.SUMMARY_TEMPLATE.format(context=""),
@@ -79,22 +89,22 @@ def raptor_costs(cfg: RaptorConfig, shape: costs.CorpusShape, questions: Sequenc
     max_index_calls = cfg.num_layers * most_leaves
     max_index_prompt = (
         cfg.num_layers
-        * (shape.tokens + most_leaves * (cfg.summary_tokens + summary + 2 + costs.SEAM_TOKENS))
+        * (shape.tokens + most_leaves * (cfg.summary_tokens + summary + 2 + SEAM_TOKENS))
         if most_leaves
         else 0
     )
-    least = k * max(0, min(each_q) - 2 * costs.SEAM_TOKENS)
-    most = k * (max(each_q) + context + 2 * costs.SEAM_TOKENS) + max_index_prompt
+    least = k * max(0, min(each_q) - 2 * SEAM_TOKENS)
+    most = k * (max(each_q) + context + 2 * SEAM_TOKENS) + max_index_prompt
     bounds = CostPlan(strategy="raptor", questions=k, calls=k, max_calls=k + max_index_calls, prompt_tokens=least, max_prompt_tokens=most,
                       completion_tokens=k * cfg.max_new_tokens + max_index_calls * cfg.summary_tokens,
                       formula="1 answer call per question; once per corpus one summary per cluster per layer (none when the tree is cached)",
                       details={"leaves": leaves, "typical_clusters_per_layer": layers},
                       index=IndexWork(what="the tree's summaries, one per cluster per layer", calls=0, max_calls=max_index_calls, prompt_tokens=0,
                                       max_prompt_tokens=max_index_prompt, completion_tokens=max_index_calls * cfg.summary_tokens))  # fmt: skip
-    per_question = costs.Calls(1, sum(each_q) / len(each_q) + context / 2, costs.reply_tokens(cfg))
-    once = costs.Calls(once_calls, once_prompt, once_calls * cfg.summary_tokens)
-    return costs.Costs(
-        bounds, costs.ExpectedCost(per_question, once, index=once)
+    per_question = Calls(1, sum(each_q) / len(each_q) + context / 2, reply_tokens(cfg))
+    once = Calls(once_calls, once_prompt, once_calls * cfg.summary_tokens)
+    return Costs(
+        bounds, ExpectedCost(per_question, once, index=once)
     )  # the tree is all of what is built once
 
 

@@ -17,16 +17,33 @@ from typing import Any, cast
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
-from graphs import costs
-from graphs.answer_state import PromptState
-from graphs.budget_field import budget_kwargs
-from graphs.context import StrategyContext
-from graphs.embedding_store import open_store, query_vector
-from graphs.index_artifact import LoadedArtifacts, Source, cache_root, root_of
-from graphs.llm import complete
-from graphs.nodes import CompiledGraph, generate, linear_graph
-from graphs.prompts import fill
-from graphs.rag.prompts import RAG_TEMPLATE
+from graphs.api import (
+    MAP_ON_RAY,
+    RAG_TEMPLATE,
+    STRATEGIES,
+    CompiledGraph,
+    LoadedArtifacts,
+    Need,
+    PromptState,
+    Source,
+    StrategyContext,
+    StrategyCosts,
+    budget_kwargs,
+    cache_root,
+    complete,
+    dimension_error,
+    embedder_needs,
+    fill,
+    generate,
+    index_time,
+    linear_graph,
+    open_store,
+    query_vector,
+    report_index_seconds,
+    root_of,
+    source_of,
+    text_of,
+)
 from graphs.raptor import prompts as P
 from graphs.raptor.ceiling import RAPTOR_CEILING
 from graphs.raptor.config import RaptorConfig
@@ -44,14 +61,7 @@ from graphs.raptor.store import (
     tree_key,
 )
 from graphs.raptor.tree import PAID_FACTS, Summarize, Tree, build_tree, leaf_count
-from graphs.ray_options import MAP_ON_RAY
-from graphs.registry import STRATEGIES
-from graphs.replies import text_of
-from graphs.usage import index_time, report_index_seconds
 from retrieval.contract import Corpus, Evidence, Step
-from retrieval.embedder_base import dimension_error, source_of
-from retrieval.embedders import embedder_needs
-from retrieval.extras import Need
 
 #: Trees loaded or built in this process, by key (the last few: a 10M-token tree is ~100K nodes).
 _LOADED: LoadedArtifacts[Tree] = LoadedArtifacts()
@@ -217,7 +227,7 @@ def index_calls_left(
 
 @STRATEGIES.register(
     "raptor",
-    costs=costs.StrategyCosts(raptor_costs),
+    costs=StrategyCosts(raptor_costs),
     ceiling=RAPTOR_CEILING,
     config_cls=RaptorConfig,
     prompts_version=P.PROMPTS_VERSION,

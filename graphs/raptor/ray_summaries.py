@@ -19,12 +19,17 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from graphs.context import StrategyContext
-from graphs.events import report_progress
+from graphs.api import (
+    ModelRecipe,
+    StrategyContext,
+    counted_model,
+    digest_texts,
+    map_or_raise,
+    report_progress,
+    run_batch,
+)
 from graphs.raptor.config import RaptorConfig
 from graphs.raptor.tree import LayerMap, Summarize, SummaryLog
-from graphs.ray_map import ModelRecipe, counted_model, map_or_raise, run_batch
-from retrieval.checksums import digest_texts
 
 #: ``context -> summary`` made from a run context (:func:`graphs.raptor.graph.summarizer`).
 MakeSummarizer = Callable[[StrategyContext[RaptorConfig]], Summarize]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from retrieval.tokens import count_tokens_batch
+from graphs.api import count_tokens_batch
 
 _SENTENCE = re.compile(r"[.!?\n]")
 _CLAUSE = re.compile(r"[,;:]")

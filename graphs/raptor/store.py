@@ -13,12 +13,17 @@ from typing import Any
 
 import numpy as np
 
-from graphs.index_artifact import ArtifactStore, digest_of, read_checked, write_checked
+from graphs.api import (
+    ArtifactStore,
+    Checksums,
+    digest_of,
+    model_identity,
+    read_checked,
+    write_checked,
+)
 from graphs.raptor.clustering import SCALABLE_VERSION
 from graphs.raptor.prompts import PROMPTS_VERSION
 from graphs.raptor.tree import SummaryLog, Tree, tree_from_json, tree_to_json
-from graphs.request_settings import model_identity
-from retrieval.checksums import Checksums
 from retrieval.contract import Corpus
 
 #: The config fields that change the tree (the retrieval and answer fields do not).

@@ -30,14 +30,18 @@ from typing import Any
 
 import numpy as np
 
-from graphs.embedding_store import EmbeddingStore
-from graphs.events import GrowingStage, report_progress
+from graphs.api import (
+    EmbeddingStore,
+    GrowingStage,
+    count_tokens_batch,
+    digest_bytes,
+    digest_texts,
+    report_progress,
+)
 from graphs.raptor.clustering import cluster_nodes
 from graphs.raptor.prompts import node_context
 from graphs.raptor.split import split_text
-from retrieval.checksums import digest_bytes, digest_texts
 from retrieval.contract import Corpus
-from retrieval.tokens import count_tokens_batch
 
 log = logging.getLogger(__name__)
 

@@ -6,17 +6,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from graphs.ceiling import (
+from graphs.api import (
     CeilingEnv,
     CeilingItem,
     EvidenceCeiling,
+    Hit,
     Reach,
     cached_index,
     node_runtime,
     queries,
     reach_in_chunks,
 )
-from retrieval import Hit
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -7,16 +7,27 @@ from collections.abc import Sequence
 
 from langchain_core.language_models import BaseChatModel
 
-from graphs import costs
-from graphs.rerank_costs import Retrievals, with_rerank
+from graphs.api import (
+    PLACEHOLDER_QUESTION,
+    Calls,
+    CorpusShape,
+    Costs,
+    ExpectedCost,
+    Retrievals,
+    per_question_plan,
+    prompt_tokens,
+    reply_tokens,
+    tokens_of,
+    with_rerank,
+)
 from graphs.self_ask.config import SelfAskConfig
 from graphs.self_ask.flashrag import flashrag_prompt
 from graphs.self_ask.reader import self_ask_prompt
 from retrieval.contract import Question
 
 
-def self_ask_costs(cfg: SelfAskConfig, shape: costs.CorpusShape, questions: Sequence[Question], *, llm: BaseChatModel | None = None,
-                   window: int | None = None) -> costs.Costs:  # fmt: skip
+def self_ask_costs(cfg: SelfAskConfig, shape: CorpusShape, questions: Sequence[Question], *, llm: BaseChatModel | None = None,
+                   window: int | None = None) -> Costs:  # fmt: skip
     """Up to ``max_iterations`` generator calls (FlashRAG); the reader variant also answers each follow-up.
 
     Each call carries the few-shot template with the question (counted from the real prompt),
@@ -33,10 +44,10 @@ def self_ask_costs(cfg: SelfAskConfig, shape: costs.CorpusShape, questions: Sequ
         )
 
     # each question's template, counted as the budget guard counts (the least and the most over the questions)
-    bases = [costs.prompt_tokens("self_ask", f"{cfg.variant}:{cfg.single_hop}", functools.partial(template, q), llm, q)
-             for q in questions or [costs.PLACEHOLDER_QUESTION]]  # fmt: skip
+    bases = [prompt_tokens("self_ask", f"{cfg.variant}:{cfg.single_hop}", functools.partial(template, q), llm, q)
+             for q in questions or [PLACEHOLDER_QUESTION]]  # fmt: skip
     base, base_most = min(bases), max(bases)
-    chunk = costs.tokens_of(cfg.chunk_size, "words")
+    chunk = tokens_of(cfg.chunk_size, "words")
     if cfg.variant == "flashrag":
         least, most = min(1, cfg.max_iterations), cfg.max_iterations
         formula = f"1 to max_iterations ({cfg.max_iterations}) generator calls"
@@ -50,15 +61,13 @@ def self_ask_costs(cfg: SelfAskConfig, shape: costs.CorpusShape, questions: Sequ
         else contexts
     )
     transcript = most * max(cfg.max_new_tokens, cfg.follow_up_max_new_tokens)
-    bounds = costs.per_question_plan("self_ask", questions, calls=least, max_calls=most, prompt_tokens=least * (base + contexts),
+    bounds = per_question_plan("self_ask", questions, calls=least, max_calls=most, prompt_tokens=least * (base + contexts),
                                      max_prompt_tokens=most * (base_most + widest + transcript), completion_tokens=least * cfg.max_new_tokens,
                                      formula=formula)  # fmt: skip
     calls = min(2, most)
-    found = costs.Costs(
+    found = Costs(
         bounds,
-        costs.ExpectedCost(
-            costs.Calls(calls, calls * (base + contexts), calls * costs.reply_tokens(cfg))
-        ),
+        ExpectedCost(Calls(calls, calls * (base + contexts), calls * reply_tokens(cfg))),
     )
     # retrievals: flashrag's of the question and of each follow-up (one per generator call at most); the reader's of each follow-up
     first = 1 if cfg.variant == "flashrag" else 0

@@ -7,8 +7,7 @@ from typing import Any, Literal
 
 from langgraph.runtime import Runtime
 
-from graphs.context import StrategyContext
-from graphs.llm import complete
+from graphs.api import Hit, StrategyContext, complete
 from graphs.self_ask.config import SelfAskConfig
 from graphs.self_ask.prompts import (
     CONTEXT_STOP,
@@ -23,7 +22,6 @@ from graphs.self_ask.prompts import (
     SINGLE_HOP_EXEMPLARS,
 )
 from graphs.self_ask.state import SelfAskState, cut_at_stops
-from retrieval import Hit
 from retrieval.contract import Question, Step
 
 #: flashrag: the final-answer marker FlashRAG's ``selfask_pred_parse`` and loop look for (trailing space included).

@@ -36,10 +36,7 @@ from __future__ import annotations
 
 from langgraph.graph import END, START, StateGraph
 
-from graphs import costs
-from graphs.context import StrategyContext
-from graphs.nodes import CompiledGraph
-from graphs.registry import STRATEGIES
+from graphs.api import STRATEGIES, CompiledGraph, StrategyContext, StrategyCosts
 from graphs.self_ask.ceiling import FollowUpCeiling
 from graphs.self_ask.config import SelfAskConfig
 from graphs.self_ask.cost_model import self_ask_costs
@@ -53,7 +50,7 @@ from graphs.self_ask.state import SelfAskState
 
 @STRATEGIES.register(
     "self_ask",
-    costs=costs.StrategyCosts(self_ask_costs),
+    costs=StrategyCosts(self_ask_costs),
     ceiling=FollowUpCeiling(rank=30, retrieve_follow_up=retrieve_follow_up),
     config_cls=SelfAskConfig,
     prompts_version=PROMPTS_VERSION,

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from graphs.presentation import Shown, StrategyPresentation, join, tag, text
-from graphs.rag.presentation import retrieval_view
+from graphs.api import Shown, StrategyPresentation, join, retrieval_view, tag, text
 
 
 def _follow_up(question: Any) -> Any:

@@ -8,10 +8,7 @@ from typing import Any, Literal, NamedTuple
 
 from langgraph.runtime import Runtime
 
-from graphs.context import StrategyContext
-from graphs.llm import complete
-from graphs.prompts import fill, format_chunks
-from graphs.rag import RAG_TEMPLATE, order_hits
+from graphs.api import RAG_TEMPLATE, StrategyContext, complete, fill, format_chunks, order_hits
 from graphs.self_ask.config import SelfAskConfig
 from graphs.self_ask.prompts import (
     EXEMPLARS,

@@ -6,11 +6,9 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from graphs.context import StrategyContext
-from graphs.retrieval_service import RetrievalService
+from graphs.api import Hit, RetrievalService, StrategyContext
 from graphs.self_ask.config import SelfAskConfig
 from graphs.self_ask.state import SelfAskState
-from retrieval import Hit
 from retrieval.contract import Step
 
 

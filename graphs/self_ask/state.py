@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from graphs.answer_state import AnswerState
+from graphs.api import AnswerState, Hit
 from graphs.self_ask.prompts import INTERMEDIATE
-from retrieval import Hit
 
 #: reader: stop before the model writes an intermediate answer or starts a new exemplar.
 STOPS = (INTERMEDIATE, "\nQuestion:")

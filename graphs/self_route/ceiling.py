@@ -6,12 +6,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from graphs.ceiling import CeilingEnv, CeilingItem, Reach, SkipCeiling
+from graphs.api import STRATEGIES, CeilingEnv, CeilingItem, Reach, SkipCeiling, order_hits
 from graphs.full_context import input_budget, untruncated_prompt
 from graphs.full_context.ceiling import TruncatedWindowCeiling
-from graphs.rag import order_hits, retrieve
+from graphs.rag import retrieve
 from graphs.rag.ceiling import RetrievedChunksCeiling
-from graphs.registry import STRATEGIES
 
 _FULL_CONTEXT_LEG = TruncatedWindowCeiling(
     input_budget=input_budget, untruncated_prompt=untruncated_prompt

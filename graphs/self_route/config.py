@@ -6,10 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from graphs.config import ConfigError, option
+from graphs.api import STRATEGIES, ConfigError, RetrievalSettings, option
 from graphs.full_context.config import FullContextConfig
-from graphs.registry import STRATEGIES
-from graphs.retrieval_settings import RetrievalSettings
 
 
 @dataclass(frozen=True, kw_only=True)

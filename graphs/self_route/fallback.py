@@ -22,15 +22,18 @@ from langchain_core.runnables import RunnableConfig
 from langgraph._internal._runnable import RunnableCallable
 from langgraph.runtime import Runtime
 
-from graphs.budget import BudgetReached
-from graphs.context import StrategyContext
-from graphs.registry import STRATEGIES, Strategy
-from graphs.retrieval_service import RetrievalService
-from graphs.retrieval_settings import RetrievalSettings
-from graphs.run import run_strategy
+from graphs.api import (
+    STRATEGIES,
+    BudgetReached,
+    Index,
+    RetrievalService,
+    RetrievalSettings,
+    Strategy,
+    StrategyContext,
+    run_strategy,
+)
 from graphs.self_route.config import SelfRouteConfig
 from graphs.self_route.state import SelfRouteState
-from retrieval import Index
 from retrieval.contract import Step
 
 #: A Self-Route node's run time.

@@ -36,23 +36,40 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
-from graphs import costs
-from graphs.context import StrategyContext
+from graphs.api import (
+    DEFAULT_INSTRUCTION,
+    PLACEHOLDER_QUESTION,
+    RAG_TEMPLATE,
+    STRATEGIES,
+    Calls,
+    Chunk,
+    CorpusShape,
+    Costs,
+    ExpectedCost,
+    PromptSharing,
+    Retrievals,
+    StrategyContext,
+    StrategyCosts,
+    fill,
+    format_chunks,
+    generate,
+    order_hits,
+    per_question_plan,
+    prompt_codec,
+    reply_tokens,
+    retrieved_prompt,
+    tokens_of,
+    with_rerank,
+    with_sometimes,
+)
 from graphs.full_context import full_context_prompt
-from graphs.llm import prompt_codec
-from graphs.nodes import generate
-from graphs.prompt_sharing import PromptSharing
-from graphs.prompts import DEFAULT_INSTRUCTION, fill, format_chunks
-from graphs.rag import RAG_TEMPLATE, order_hits, retrieve
-from graphs.registry import STRATEGIES
-from graphs.rerank_costs import Retrievals, with_rerank, with_sometimes
+from graphs.rag import retrieve
 from graphs.self_route.ceiling import SELF_ROUTE_CEILING
 from graphs.self_route.config import SelfRouteConfig
 from graphs.self_route.fallback import fallback_node
 from graphs.self_route.presentation import PRESENTATION
 from graphs.self_route.prompts import PROMPTS_VERSION, UNANSWERABLE_INSTRUCTION
 from graphs.self_route.state import SelfRouteState
-from retrieval import Chunk
 from retrieval.contract import Question, Step
 
 _DECLINE_WORD = re.compile(r"\bun-?answerable\b")
@@ -163,17 +180,17 @@ SelfRouteGraph = CompiledStateGraph[
 TYPICAL_DECLINED = 0.5
 
 
-def self_route_costs(cfg: SelfRouteConfig, shape: costs.CorpusShape, questions: Sequence[Question], *, llm: BaseChatModel | None = None,
-                     window: int | None = None) -> costs.Costs:  # fmt: skip
+def self_route_costs(cfg: SelfRouteConfig, shape: CorpusShape, questions: Sequence[Question], *, llm: BaseChatModel | None = None,
+                     window: int | None = None) -> Costs:  # fmt: skip
     """1 RAG call; a declined question adds its fallback's cost (full context: 1 call; memagent: ceil(T/5000) + 1).
 
     Typically about half the questions are declined (:data:`TYPICAL_DECLINED`), each running the fallback's typical cost.
     """
-    rag = costs.retrieved_prompt(lambda q: route_prompt(q, []), strategy="self_route", template="route", questions=questions, shape=shape,
-                                 top_k=cfg.top_k, chunk_tokens=costs.tokens_of(cfg.chunk_size, "words"), llm=llm)  # fmt: skip
+    rag = retrieved_prompt(lambda q: route_prompt(q, []), strategy="self_route", template="route", questions=questions, shape=shape,
+                                 top_k=cfg.top_k, chunk_tokens=tokens_of(cfg.chunk_size, "words"), llm=llm)  # fmt: skip
     spec = STRATEGIES.get(cfg.fallback)
     sub_cfg = spec.make_config(**dict(cfg.fallback_options))
-    one = questions[:1] or [costs.PLACEHOLDER_QUESTION]
+    one = questions[:1] or [PLACEHOLDER_QUESTION]
     most, usual = (
         spec.costs.halves(sub_cfg, shape=shape, questions=one, llm=llm, window=window)
         if spec.costs is not None
@@ -195,21 +212,21 @@ def self_route_costs(cfg: SelfRouteConfig, shape: costs.CorpusShape, questions: 
         each = usual.per_question
     else:
         assert most is not None
-        each = costs.Calls(most.calls, most.prompt_tokens, most.completion_tokens)
+        each = Calls(most.calls, most.prompt_tokens, most.completion_tokens)
     most_calls = most.max_calls if most is not None else math.ceil(each.calls)
     most_prompt = most.max_prompt_tokens if most is not None else math.ceil(each.prompt_tokens)
     fallback = (
         "unbounded" if most_calls is None else f"{most_calls:,}"
     )  # an agent's plan may have no most
-    bounds = costs.per_question_plan(
+    bounds = per_question_plan(
         "self_route", questions, calls=1, max_calls=None if most_calls is None else 1 + most_calls,
         prompt_tokens=rag.least, max_prompt_tokens=None if most_prompt is None else rag.most + most_prompt,
         completion_tokens=cfg.max_new_tokens, formula=f"1 call when RAG answers; + {cfg.fallback} ({fallback}) when it declines",
     )  # fmt: skip
-    typical = costs.Calls(1 + TYPICAL_DECLINED * each.calls, (rag.least + rag.most) / 2 + TYPICAL_DECLINED * each.prompt_tokens,
-                          costs.reply_tokens(cfg) + TYPICAL_DECLINED * each.completion_tokens)  # fmt: skip
+    typical = Calls(1 + TYPICAL_DECLINED * each.calls, (rag.least + rag.most) / 2 + TYPICAL_DECLINED * each.prompt_tokens,
+                          reply_tokens(cfg) + TYPICAL_DECLINED * each.completion_tokens)  # fmt: skip
     own = with_rerank(
-        costs.Costs(bounds, costs.ExpectedCost(typical)),
+        Costs(bounds, ExpectedCost(typical)),
         cfg,
         shape,
         questions,
@@ -262,7 +279,7 @@ def build_graph(config: SelfRouteConfig | None = None) -> SelfRouteGraph:
 STRATEGIES.register(
     "self_route",
     build_graph,
-    costs=costs.StrategyCosts(self_route_costs),
+    costs=StrategyCosts(self_route_costs),
     ceiling=SELF_ROUTE_CEILING,
     config_cls=SelfRouteConfig,
     prompts_version=PROMPTS_VERSION,

@@ -9,10 +9,10 @@ value normalisation, the record cache, the reduced table and the SQL engine with
 are :mod:`memory.records`.
 """
 
+from graphs.api import Attribute, TableSchema, TimeDimension
 from graphs.structured.config import StructuredConfig
 from graphs.structured.graph import build_graph
 from graphs.structured.prompts import PROMPTS_VERSION
-from memory.records.schema import Attribute, TableSchema, TimeDimension
 
 __all__ = [
     "PROMPTS_VERSION",

@@ -8,9 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from graphs.config import ConfigError, option
-from graphs.ray_options import RayMapOptions
-from memory.records.schema import parse_schema
+from graphs.api import ConfigError, RayMapOptions, option, parse_schema
 
 #: Tokens kept free of the model window for a prompt's own text (the extraction and answer prompts).
 PROMPT_OVERHEAD = 1_024

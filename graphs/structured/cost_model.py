@@ -9,16 +9,29 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from graphs import costs
-from graphs.budget import CostPlan, IndexWork
+from graphs.api import (
+    PLACEHOLDER_QUESTION,
+    SEAM_TOKENS,
+    TEMPLATE_TOKENS,
+    Calls,
+    CorpusShape,
+    CostPlan,
+    Costs,
+    ExpectedCost,
+    IndexWork,
+    prompt_tokens,
+    reply_tokens,
+    titles,
+    tool_schema_tokens,
+)
 from graphs.structured import prompts as P
 from graphs.structured.config import StructuredConfig
 from graphs.structured.functions import SCHEMA_FUNCTION
 from retrieval.contract import Question
 
 
-def structured_costs(cfg: StructuredConfig, shape: costs.CorpusShape, questions: Sequence[Question], *, llm: BaseChatModel | None = None,
-                     window: int | None = None) -> costs.Costs:  # fmt: skip
+def structured_costs(cfg: StructuredConfig, shape: CorpusShape, questions: Sequence[Question], *, llm: BaseChatModel | None = None,
+                     window: int | None = None) -> Costs:  # fmt: skip
     """A schema plan (none with a fixed schema), one extraction per document window, SQL, the answer.
 
     Records already extracted for this schema are reused by later questions, so a run over a
@@ -31,11 +44,11 @@ def structured_costs(cfg: StructuredConfig, shape: costs.CorpusShape, questions:
     )
     plan_calls = 0 if cfg.schema else 1
     k = len(questions)
-    shortest, longest = costs.titles(shape, llm)
-    seam = costs.SEAM_TOKENS
+    shortest, longest = titles(shape, llm)
+    seam = SEAM_TOKENS
 
     def bare(name: str, template: str, **fields: Any) -> int:
-        return costs.prompt_tokens("structured", name, lambda: template.format(**fields), llm)
+        return prompt_tokens("structured", name, lambda: template.format(**fields), llm)
 
     # each call's template with every schema-, model- and result-written field empty (a lower bound), per question its own text
     template = P.EXTRACT_TEMPLATES[cfg.extract_order]
@@ -52,25 +65,25 @@ def structured_costs(cfg: StructuredConfig, shape: costs.CorpusShape, questions:
         how="",
     )
     each_q = [
-        (costs.prompt_tokens("structured", "plan", lambda x=x: P.PLAN_PROMPT.format(  # type: ignore[misc]
+        (prompt_tokens("structured", "plan", lambda x=x: P.PLAN_PROMPT.format(  # type: ignore[misc]
             question=x.render(), max_attributes=cfg.max_attributes, known="", how=""), llm, x),
-         costs.prompt_tokens("structured", "sql", lambda x=x: P.SQL_PROMPT.format(  # type: ignore[misc]
+         prompt_tokens("structured", "sql", lambda x=x: P.SQL_PROMPT.format(  # type: ignore[misc]
              create="", entity="", per_period="", rule="", samples="", distinct="", question=x.render(), table=""), llm, x),
-         min(costs.prompt_tokens("structured", "answer", lambda x=x: P.ANSWER_PROMPT.format(  # type: ignore[misc]
+         min(prompt_tokens("structured", "answer", lambda x=x: P.ANSWER_PROMPT.format(  # type: ignore[misc]
              question=x.render(), table="", columns="", sql="", n_rows="", truncated="", header="", result="",
              instruction=x.instruction or P.DEFAULT_INSTRUCTION), llm, x),
-             costs.prompt_tokens("structured", "answer_no_sql", lambda x=x: P.ANSWER_NO_SQL.format(  # type: ignore[misc]
+             prompt_tokens("structured", "answer_no_sql", lambda x=x: P.ANSWER_NO_SQL.format(  # type: ignore[misc]
                  error="", samples="", question=x.render(), instruction=x.instruction or P.DEFAULT_INSTRUCTION), llm, x)))
-        for x in questions or [costs.PLACEHOLDER_QUESTION]
+        for x in questions or [PLACEHOLDER_QUESTION]
     ]  # fmt: skip
     plan_least = min(e[0] for e in each_q) - 2 * seam
     asked_least = min(e[1] + e[2] for e in each_q) - 8 * seam
     # the schema's own text (columns, CREATE, the JSON form), at most max_attributes columns; the retry notes, model-written text
-    schema = cfg.max_attributes * 48 + costs.TEMPLATE_TOKENS
-    written = max(cfg.plan_max_tokens, cfg.sql_max_tokens) + costs.TEMPLATE_TOKENS
+    schema = cfg.max_attributes * 48 + TEMPLATE_TOKENS
+    written = max(cfg.plan_max_tokens, cfg.sql_max_tokens) + TEMPLATE_TOKENS
     # in tools mode the schema plan also sends its function's schema (counted by the guard)
-    schema_function = costs.tool_schema_tokens("structured", SCHEMA_FUNCTION, llm)
-    plan_most = max(e[0] for e in each_q) + costs.TEMPLATE_TOKENS + written + schema_function
+    schema_function = tool_schema_tokens("structured", SCHEMA_FUNCTION, llm)
+    plan_most = max(e[0] for e in each_q) + TEMPLATE_TOKENS + written + schema_function
     asked_most = (
         max(e[1] + e[2] for e in each_q) + 2 * (schema + written) + cfg.answer_result_tokens
     )
@@ -104,13 +117,13 @@ def structured_costs(cfg: StructuredConfig, shape: costs.CorpusShape, questions:
                       index=IndexWork(what=f"the records of {windows:,} document windows", calls=windows, max_calls=windows * (1 + cfg.retries),
                                       prompt_tokens=extract, max_prompt_tokens=(1 + cfg.retries) * extract_most,
                                       completion_tokens=windows * cfg.extract_max_tokens))  # fmt: skip
-    extraction = costs.Calls(
+    extraction = Calls(
         windows, (extract + extract_most) / 2, windows * 150
     )  # index time (Usage.index_*): the records later questions reuse
-    once = costs.Calls(plan_calls + extraction.calls, plan_calls * fixed + extraction.prompt_tokens,
+    once = Calls(plan_calls + extraction.calls, plan_calls * fixed + extraction.prompt_tokens,
                        plan_calls * min(cfg.plan_max_tokens, 300) + extraction.completion_tokens)  # fmt: skip
-    each = costs.Calls(2, per_question, 100 + costs.reply_tokens(cfg, "answer_max_tokens"))
-    return costs.Costs(bounds, costs.ExpectedCost(each, once, index=extraction))
+    each = Calls(2, per_question, 100 + reply_tokens(cfg, "answer_max_tokens"))
+    return Costs(bounds, ExpectedCost(each, once, index=extraction))
 
 
 __all__ = ["structured_costs"]

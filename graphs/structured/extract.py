@@ -15,9 +15,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel
 
-from graphs.validated_call import bind_function
-from memory.records.normalize import ValueNotUnderstood, normalize_value
-from memory.records.schema import TableSchema
+from graphs.api import TableSchema, ValueNotUnderstood, bind_function, normalize_value
 
 
 def bound_model(llm: BaseChatModel, mode: str, function: Mapping[str, Any] | None) -> Any:

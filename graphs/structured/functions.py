@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from memory.records.schema import SQL_TYPES, TableSchema
+from graphs.api import SQL_TYPES, TableSchema
 
 # -- the Plan function --------------------------------------------------------------------
 _ATTRIBUTE_JSON = {

@@ -40,12 +40,23 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from graphs import costs
-from graphs.context import StrategyContext
-from graphs.events import report_progress
-from graphs.llm import context_window, model_id
-from graphs.prompt_sharing import PromptSharing
-from graphs.registry import STRATEGIES, SingleRun
+from graphs.api import (
+    STRATEGIES,
+    PromptSharing,
+    SingleRun,
+    StrategyContext,
+    StrategyCosts,
+    TableSchema,
+    context_window,
+    count_tokens_batch,
+    document_fingerprint,
+    index_time,
+    model_id,
+    normalise_records,
+    reduce_cells,
+    report_progress,
+    schema_hash,
+)
 from graphs.structured import prompts as P
 from graphs.structured.ceiling import STRUCTURED_CEILING
 from graphs.structured.config import PROMPT_OVERHEAD, StructuredConfig
@@ -58,12 +69,7 @@ from graphs.structured.query import format_answer, query
 from graphs.structured.ray_map import run_on_ray
 from graphs.structured.state import StructuredState
 from graphs.structured.stores import cache_root, record_cache
-from graphs.usage import index_time
-from memory.records.cache import document_fingerprint
-from memory.records.schema import TableSchema, schema_hash
-from memory.records.table import normalise_records, reduce_cells
 from retrieval.contract import Corpus, Step
-from retrieval.tokens import count_tokens_batch
 
 
 def effective_window(ctx: StrategyContext[StructuredConfig]) -> int:
@@ -328,7 +334,7 @@ EXTRACT_SHARING = PromptSharing("each document, in its extraction calls for ever
 
 @STRATEGIES.register(
     "structured",
-    costs=costs.StrategyCosts(structured_costs),
+    costs=StrategyCosts(structured_costs),
     ceiling=STRUCTURED_CEILING,
     config_cls=StructuredConfig,
     prompts_version=P.PROMPTS_VERSION,

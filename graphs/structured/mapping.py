@@ -19,17 +19,21 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from graphs.context import StrategyContext
-from graphs.llm import prompt_codec
-from graphs.request_settings import model_identity
+from graphs.api import (
+    Outcome,
+    RecordCache,
+    StrategyContext,
+    TableSchema,
+    acall_validated,
+    call_validated,
+    model_identity,
+    prompt_codec,
+)
 from graphs.structured import prompts as P
 from graphs.structured.config import StructuredConfig
 from graphs.structured.extract import bound_model, parse_records, quote_found, squeeze, windows
 from graphs.structured.flight import FLIGHTS, adocument_lock, await_flight, document_lock
 from graphs.structured.functions import describe, records_function, records_model
-from graphs.validated_call import Outcome, acall_validated, call_validated
-from memory.records.cache import RecordCache
-from memory.records.schema import TableSchema
 from retrieval.contract import Document, Step
 
 

@@ -7,16 +7,21 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from graphs.context import StrategyContext
+from graphs.api import (
+    Attribute,
+    SchemaStore,
+    StrategyContext,
+    TableSchema,
+    call_validated,
+    parse_schema,
+    resolve_tool_mode,
+)
 from graphs.structured import prompts as P
 from graphs.structured.config import StructuredConfig
 from graphs.structured.extract import bound_model
 from graphs.structured.functions import SCHEMA_FUNCTION, summary
 from graphs.structured.state import StructuredState
 from graphs.structured.stores import schema_store
-from graphs.validated_call import call_validated, resolve_tool_mode
-from memory.records.cache import SchemaStore
-from memory.records.schema import Attribute, TableSchema, parse_schema
 from retrieval.contract import Question, Step
 
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from graphs.presentation import StrategyPresentation
-from graphs.ray_options import MAP_ON_RAY
+from graphs.api import MAP_ON_RAY, StrategyPresentation
 
 PRESENTATION = StrategyPresentation(
     color="#17becf",

@@ -10,26 +10,30 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from graphs.context import StrategyContext
-from graphs.llm import complete, context_window
+from graphs.api import (
+    QueryRefused,
+    QueryResult,
+    QueryTimeout,
+    QueryTooLarge,
+    StrategyContext,
+    Table,
+    build_database,
+    clean_sql,
+    complete,
+    context_window,
+    count_tokens,
+    create_statement,
+    decode,
+    encode,
+    entity_key,
+    run_query,
+)
 from graphs.structured import prompts as P
 from graphs.structured.config import PROMPT_OVERHEAD, StructuredConfig
 from graphs.structured.extract import dumps
 from graphs.structured.functions import describe
 from graphs.structured.state import StructuredState
-from memory.records.database import (
-    QueryResult,
-    QueryTimeout,
-    QueryTooLarge,
-    build_database,
-    create_statement,
-    run_query,
-)
-from memory.records.normalize import entity_key
-from memory.records.sql_text import QueryRefused, clean_sql
-from memory.records.table import Table
 from retrieval.contract import Evidence, Step
-from retrieval.tokens import count_tokens, decode, encode
 
 
 def _samples(table: Table, n: int) -> str:

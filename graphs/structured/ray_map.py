@@ -28,13 +28,19 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
-from graphs.context import StrategyContext
-from graphs.events import report_progress
-from graphs.ray_map import ModelRecipe, counted_model, map_on_ray, model_recipe, portable_error
+from graphs.api import (
+    ModelRecipe,
+    RecordCache,
+    StrategyContext,
+    counted_model,
+    map_on_ray,
+    model_recipe,
+    portable_error,
+    report_progress,
+)
 from graphs.structured.config import StructuredConfig
 from graphs.structured.mapping import extract_document, extraction_model
 from graphs.structured.stores import store_root
-from memory.records.cache import RecordCache
 from retrieval.contract import Document, Step
 
 log = logging.getLogger(__name__)

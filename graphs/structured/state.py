@@ -5,8 +5,7 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any
 
-from graphs.answer_state import AnswerState
-from memory.records.table import Table
+from graphs.api import AnswerState, Table
 
 
 class StructuredState(AnswerState, total=False):

@@ -6,11 +6,9 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from graphs.context import StrategyContext
+from graphs.api import RecordCache, SchemaStore, StrategyContext, default_cache_dir
 from graphs.structured.config import StructuredConfig
 from graphs.structured.mapping import extraction_model
-from memory.records.cache import RecordCache, SchemaStore
-from retrieval.paths import default_cache_dir
 
 #: The stores' folder under the cache folder.
 STORE_FOLDER = "structured"
