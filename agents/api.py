@@ -330,7 +330,9 @@ def _prepare(corpus: Corpus, questions: list, strategy: str, llm: Any, preset: s
     chat = make_chat_model(llm)
     if spec.costs is not None and spec.costs.has_bounds:  # refused, or warned: may stop, unbounded
         limited = budget is not None and budget.limited
-        plan = remaining_plan(spec, cfg, corpus, qs, chat, cache_dir, checkpoint) if limited else None
+        plan = (
+            remaining_plan(spec, cfg, corpus, qs, chat, cache_dir, checkpoint) if limited else None
+        )
         check_plan(plan or strategy_plan(spec, cfg, corpus, qs, chat), budget)
     warn_if_slow(strategy, corpus, len(qs), chat, cfg)
     progress = sys.stderr.isatty() if show_progress is None else show_progress
