@@ -9,7 +9,6 @@ from typing import Annotated, Any
 
 import pytest
 from langchain_core.messages import AnyMessage, HumanMessage, ToolMessage
-from langchain_core.tools import tool
 from langgraph.graph import END, START, StateGraph, add_messages
 from langgraph.runtime import Runtime
 
@@ -23,22 +22,9 @@ from graphs.run import arun_strategy, run_strategy
 from graphs.tool_loop import ToolLoop, answer_so_far, final_text
 from retrieval import Corpus
 from retrieval.contract import Question, Step
+from tests.corpus_tools import DOCS, get_document, search
 from tests.recording_server import RecordingServer, tool_call, tool_reply
 from tests.scripted import ScriptedChatModel
-
-DOCS = {"d1": "Paris is the capital of France.", "d2": "Lyon is a city in France."}
-
-
-@tool
-def search(query: str) -> str:
-    """Search the corpus; returns the ids of the matching documents."""
-    return ", ".join(k for k, v in DOCS.items() if any(w in v for w in query.split())) or "none"
-
-
-@tool
-def get_document(doc_id: str) -> str:
-    """The text of one document."""
-    return DOCS[doc_id]
 
 
 class AgentState(AnswerState, total=False):

@@ -18,22 +18,9 @@ from graphs.context import StrategyContext
 from graphs.tool_json import parse_json_calls, tools_prompt
 from graphs.tool_loop import FINAL_TURN_PROMPT, ToolLoop, final_text
 from graphs.usage import UsageTracker
+from tests.corpus_tools import get_document, search
 from tests.recording_server import RecordingServer, counted_words, tool_call, tool_reply
 from tests.scripted_tools import ToolScriptedChatModel, named_call
-
-DOCS = {"d1": "Paris is the capital of France.", "d2": "Lyon is a city in France."}
-
-
-@tool
-def search(query: str) -> str:
-    """Search the corpus; returns the ids of the matching documents."""
-    return ", ".join(k for k, v in DOCS.items() if any(w in v for w in query.split())) or "none"
-
-
-@tool
-def get_document(doc_id: str) -> str:
-    """The text of one document."""
-    return DOCS[doc_id]  # KeyError for an unknown id: a tool error
 
 
 def _question() -> dict:
