@@ -167,6 +167,7 @@ def fresh_raptor():
     raptor_graph._LOADED._embedders.clear()
 
 
+@pytest.mark.slow  # UMAP on 60 leaves: ~13 s on 2 cores; make test-all runs it
 def test_raptor_clusters_the_servers_vectors_as_returned(tmp_path, monkeypatch, fresh_raptor):
     from tests.test_raptor import corpus, reply
 
