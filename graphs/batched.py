@@ -22,6 +22,7 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.memory import InMemorySaver
 
 from graphs.budget import BudgetReached
+from graphs.budget_left import budget_left
 from graphs.config import StrategyConfig
 from graphs.context import StrategyContext
 from graphs.llm import model_id, tokenizer_id
@@ -102,6 +103,9 @@ def run_batched_graph(
     def prepare(start_document: int = 0) -> tuple[Any, Sequence[int]]:
         ctx = mode.prepare_context(StrategyContext(llm=llm, config=cfg, corpus=corpus), trace=trace, thread=thread, questions=questions,
                                    **({"start_document": start_document} if start_document else {}))  # fmt: skip
+        ctx = dataclasses.replace(
+            ctx, budget=budget_left(callbacks)
+        )  # whatever the mode's context copied
         return ctx, mode.step_sizes(ctx)
 
     try:

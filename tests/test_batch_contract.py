@@ -2,6 +2,7 @@
 still resume), and a second, toy batched strategy with its own names runs through ``answer_many``."""
 
 import asyncio
+import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -383,3 +384,18 @@ def test_without_its_resume_option_the_toy_run_stays_in_memory(tally_registered,
         checkpointed=False,
     )
     assert [a.answer for a in answers] == ["3", "5"] and not (tmp_path / "tally").exists()
+
+
+def test_a_batched_runs_nodes_see_what_its_budget_has_left(tally_registered, tmp_path, monkeypatch):
+    """The budget handle reaches a batched strategy's context too, whatever its ``prepare_context`` copied."""
+    seen: list[int | None] = []
+    counted = tally
+
+    def recording(task: dict[str, Any], runtime: Runtime[TallyContext]) -> dict:
+        seen.append(runtime.context.budget.calls_left)
+        return counted(task, runtime)
+
+    monkeypatch.setattr(sys.modules[__name__], "tally", recording)
+    answer_many(TALLY_CORPUS, WORDS, strategy="tally", llm=counting_model(), cache_dir=tmp_path, in_flight=1,
+                budget=Budget(max_llm_calls=12))  # fmt: skip
+    assert len(seen) == len(WORDS) * N_WINDOWS and seen[0] == 12 and min(seen) == 12 - len(seen) + 1
