@@ -272,6 +272,7 @@ def estimate(
     preset: str | None = None,
     cache_dir: str | Path | None = None,
     budget: Budget | None = None,
+    checkpoint: bool = False,
     **config: Any,
 ) -> CostPlan:
     """What ``answer`` (or ``answer_many``, given a list) would spend, before any model call.
@@ -284,6 +285,8 @@ def estimate(
     ``plan.cost_usd(price)`` turns it into USD at a price. An index-time strategy's least counts the
     index calls still to make under ``cache_dir`` (none when its tree or graph is cached there).
     ``budget``: the most cut to what it lets run (an unbounded most, ``None``, becomes the budget's).
+    ``checkpoint``: as ``answer(..., checkpoint=True)`` would resume, less what the questions'
+    checkpoints (and a MemAgent run's) already paid.
 
     Raises:
         ValueError: The strategy declares no cost plan (a plug-in).
@@ -293,6 +296,8 @@ def estimate(
     cfg = spec.make_config(preset, **config)
     qs = [as_question(q) for q in (question if isinstance(question, list) else [question])]
     chat = make_chat_model(llm)  # the model answer() would use: one plan, one tokenizer
+    if checkpoint:
+        return capped(remaining_plan(spec, cfg, corpus, qs, chat, cache_dir, True), budget)
     plan = with_index_calls(
         spec, cfg, corpus, chat, cache_dir, strategy_plan(spec, cfg, corpus, qs, chat)
     )

@@ -220,7 +220,7 @@ def test_a_budget_plan_counts_only_what_a_single_runs_checkpoint_has_not_paid(tm
             else [named_call("add", a=turn, b=1)]
         )
 
-    from agents import answer
+    from agents import answer, estimate
     from graphs.budget import BudgetExceeded
 
     llm = ToolScriptedChatModel(reply_fn=reply)
@@ -234,6 +234,11 @@ def test_a_budget_plan_counts_only_what_a_single_runs_checkpoint_has_not_paid(tm
     callbacks = with_budget(None, Budget(max_llm_calls=3), llm)
     stopped = run_single(spec, build_graph(cfg), context, question, callbacks, {}, checkpoint=True)
     assert stopped.stopped == "budget" and len(calls) == 3
+    assert estimate(corpus, question, strategy=PLANNED, llm=llm, cache_dir=tmp_path).calls == TURNS
+    plan = estimate(
+        corpus, question, strategy=PLANNED, llm=llm, cache_dir=tmp_path, checkpoint=True
+    )
+    assert (plan.calls, plan.details["checkpointed_calls"]) == (TURNS - 3, 3)
     done = answer(corpus, question, strategy=PLANNED, llm=llm, cache_dir=tmp_path, checkpoint=True,
                   budget=Budget(max_llm_calls=3))  # fmt: skip
     assert done.stopped is None and len(calls) == TURNS
