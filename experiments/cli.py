@@ -39,7 +39,7 @@ def _main(argv: Sequence[str] | None) -> int:
         format="%(levelname)s %(name)s: %(message)s",
     )
     shown = warnings.showwarning
-    warnings.showwarning = functools.partial(_show_warning, shown)
+    warnings.showwarning = functools.partial(_show_warning, shown, set())
     try:
         return _run(args)
     except KeyboardInterrupt:
@@ -50,11 +50,15 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def _show_warning(
-    shown: Any, message: Any, category: type[Warning], *args: Any, **kwargs: Any
+    shown: Any, said: set, message: Any, category: type[Warning], *args: Any, **kwargs: Any
 ) -> None:
-    """A warning meant for users (``one_line``: a cost plan's) as one line, not a file, line and source."""
+    """A warning meant for users (``one_line``: a cost plan's) as one line, not a file, line and source;
+    once per kind and strategy (``said``): a run checks each unit's plan and would repeat it per unit."""
     if getattr(category, "one_line", False):
-        print(f"longctx: warning: {message}", file=sys.stderr)
+        key = (category, getattr(message, "strategy", str(message)))
+        if key not in said:
+            said.add(key)
+            print(f"longctx: warning: {message}", file=sys.stderr)
     else:
         shown(message, category, *args, **kwargs)
 

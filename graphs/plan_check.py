@@ -20,9 +20,14 @@ from graphs.budget import Budget, BudgetExceeded, CostPlan
 
 
 class PlanWarning(UserWarning):
-    """A cost plan's warning to the user (the CLI prints it as one line: :attr:`one_line`)."""
+    """A cost plan's warning to the user (the CLI prints it as one line: :attr:`one_line`, once per
+    strategy and kind in a command: a run checks each unit's plan, with its own figures)."""
 
     one_line = True
+
+    def __init__(self, message: str, strategy: str = "") -> None:
+        super().__init__(message)
+        self.strategy = strategy
 
 
 class UnboundedCostWarning(PlanWarning):
@@ -71,7 +76,8 @@ def check_plan(plan: CostPlan, budget: Budget | None) -> None:
             UnboundedCostWarning(
                 f"{plan.strategy}'s cost has no upper bound ({plan.describe()}) and no budget caps it: "
                 "pass budget=Budget(max_llm_calls=..., max_prompt_tokens=... or max_cost_usd=...) "
-                "(--max-calls / --max-tokens / --max-cost)"
+                "(--max-calls / --max-tokens / --max-cost)",
+                plan.strategy,
             ),
             stacklevel=2,
         )
@@ -92,7 +98,8 @@ def check_plan(plan: CostPlan, budget: Budget | None) -> None:
         warnings.warn(
             BudgetMayStopWarning(
                 f"the budget may stop {plan.strategy} before it ends: {plan.describe()}; "
-                f"its most run passes {', '.join(over)} (the answer is then marked stopped=budget)"
+                f"its most run passes {', '.join(over)} (the answer is then marked stopped=budget)",
+                plan.strategy,
             ),
             stacklevel=2,
         )

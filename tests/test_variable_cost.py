@@ -125,3 +125,23 @@ def test_a_plan_with_an_index_part_is_capped_with_it():
     assert (held.max_calls, held.index.max_calls, held.max_prompt_tokens) == (5, 5, 4100)
     with pytest.warns(BudgetMayStopWarning):
         check_plan(_plan(most=10), Budget(max_prompt_tokens=500))
+
+
+def test_the_cli_says_each_strategys_plan_warning_once_not_once_per_unit(capsys):
+    """A run checks each unit's plan, each with its own figures: the command says it once per strategy."""
+    from experiments.cli import _show_warning
+
+    def unshown(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a plan warning went to Python's own printer")
+
+    said: set = set()
+    for strategy, calls in (("rag", 10), ("rag", 12), ("pai", 10), ("rag", 14)):
+        warning = BudgetMayStopWarning(
+            f"the budget may stop {strategy}: {calls} calls > 5", strategy
+        )
+        _show_warning(unshown, said, warning, BudgetMayStopWarning, "plan_check.py", 1)
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines == [
+        "longctx: warning: the budget may stop rag: 10 calls > 5",
+        "longctx: warning: the budget may stop pai: 10 calls > 5",
+    ]
