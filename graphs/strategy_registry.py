@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from retrieval.errors import ConfigError, UnknownName
 from retrieval.registry import Registry
 
 if TYPE_CHECKING:
@@ -40,13 +41,13 @@ def split_variant(name: str) -> tuple[str, str | None]:
     """``"rag@hybrid"`` -> ``("rag", "hybrid")``; ``"rag"`` -> ``("rag", None)``.
 
     Raises:
-        KeyError: A name with ``@`` but no strategy before it or no valid label after it.
+        UnknownName: A name with ``@`` but no strategy before it or no valid label after it.
     """
     strategy, sep, label = name.partition(VARIANT_SEPARATOR)
     if not sep:
         return name, None
     if not strategy or not _LABEL.fullmatch(label):
-        raise KeyError(
+        raise UnknownName(
             f"Strategy variant {name!r} must be STRATEGY@LABEL, the label of letters, digits, "
             "'_' or '-' (e.g. rag@hybrid)"
         )
@@ -66,12 +67,12 @@ def one_answer_strategy(name: str) -> str:
     ``rag`` and drop the label without a word. It is refused instead, naming what to do.
 
     Raises:
-        KeyError: A malformed variant (:func:`split_variant`).
-        ValueError: A variant.
+        UnknownName: A malformed variant (:func:`split_variant`; a ``KeyError``).
+        ConfigError: A variant (a ``ValueError``).
     """
     strategy, label = split_variant(name)
     if label is not None:
-        raise ValueError(
+        raise ConfigError(
             f"Strategy {name!r} is a variant, for `longctx run --strategies` (a column beside "
             f"another of {strategy!r}'s, with its own --option {name}.KEY=VALUE); one answer runs "
             f"{strategy!r} with its options: use {strategy!r}"
