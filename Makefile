@@ -63,4 +63,4 @@ test-ray: install-ray
 
 bench: install
 	$(BIN)/python -m pip install -q -e ".[bench]"
-	$(BIN)/python -m experiments.perf.bench_retrieval
+	$(BIN)/python -m benchmarks.bench_retrieval

@@ -2,7 +2,7 @@
 
 ``aanswer`` / ``aanswer_many`` are the same for async code (run on the caller's event loop).
 All are thin: validate the inputs, make the chat model, and hand over to the one run
-path (:func:`graphs.run.run_strategy`), which runs any registered strategy over one or
+path (:func:`longctx.graphs.run.run_strategy`), which runs any registered strategy over one or
 many questions the way its registry entry declares.
 """
 
@@ -20,24 +20,24 @@ from typing import Any, ParamSpec, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 
-from agents.calibration import ModelSpeed
-from agents.chat_errors import as_chat_model_error
-from agents.chat_models import make_chat_model
-from agents.embedded_chat import EmbeddedChatModel
-from agents.jsonsafe import is_plain, json_safe
-from agents.run_plan import plan_for, too_slow
-from agents.strategy_plan import remaining_plan, strategy_plan, with_index_calls
-from graphs import STRATEGIES
-from graphs.budget import Budget, CostPlan
-from graphs.config import StrategyConfig
-from graphs.plan_check import capped, check_plan
-from graphs.registry import Strategy
-from graphs.retrieval_service import RetrievalService
-from graphs.run import RunOptions, arun_strategy, run_strategy
-from graphs.strategy_registry import one_answer_strategy
-from retrieval import Index
-from retrieval.contract import Answer, Corpus, Question, Step, as_question
-from retrieval.errors import OptionError
+from longctx.agents.calibration import ModelSpeed
+from longctx.agents.chat_errors import as_chat_model_error
+from longctx.agents.chat_models import make_chat_model
+from longctx.agents.embedded_chat import EmbeddedChatModel
+from longctx.agents.jsonsafe import is_plain, json_safe
+from longctx.agents.run_plan import plan_for, too_slow
+from longctx.agents.strategy_plan import remaining_plan, strategy_plan, with_index_calls
+from longctx.graphs import STRATEGIES
+from longctx.graphs.budget import Budget, CostPlan
+from longctx.graphs.config import StrategyConfig
+from longctx.graphs.plan_check import capped, check_plan
+from longctx.graphs.registry import Strategy
+from longctx.graphs.retrieval_service import RetrievalService
+from longctx.graphs.run import RunOptions, arun_strategy, run_strategy
+from longctx.graphs.strategy_registry import one_answer_strategy
+from longctx.retrieval import Index
+from longctx.retrieval.contract import Answer, Corpus, Question, Step, as_question
+from longctx.retrieval.errors import OptionError
 
 #: Questions in flight at once in ``answer_many`` for single-question strategies.
 DEFAULT_CONCURRENCY = 4
@@ -51,7 +51,7 @@ log = logging.getLogger(__name__)
 def warn_if_slow(strategy: str, corpus: Corpus, questions: int, chat: BaseChatModel, cfg: StrategyConfig | None = None, *,
                  speed: ModelSpeed | None = None) -> str | None:  # fmt: skip
     """Say up front when a run will take long on the embedded model, at its speed measured on this
-    machine (:mod:`agents.calibration`); returns the message (also logged as a warning), or ``None``."""
+    machine (:mod:`longctx.agents.calibration`); returns the message (also logged as a warning), or ``None``."""
     if not isinstance(chat, EmbeddedChatModel):
         return None
     cfg = cfg if cfg is not None else STRATEGIES.get(strategy).make_config()
@@ -128,7 +128,7 @@ def answer(
             a plan that cannot fit is refused before any call; a run that reaches it stops
             issuing calls and returns what it did, marked ``stopped="budget"``.
         checkpoint: Checkpoint a single-question run under ``cache_dir``: killed, it resumes at its last
-            finished step (``graphs.run_checkpoint``); off by default. MemAgent's option is ``resume``.
+            finished step (``longctx.graphs.run_checkpoint``); off by default. MemAgent's option is ``resume``.
         **config: Fields of the strategy's config (e.g. ``top_k=5``, ``retriever="dense"``);
             unknown names raise ``TypeError``, invalid values ``ConfigError``.
 
@@ -277,7 +277,7 @@ def estimate(
 ) -> CostPlan:
     """What ``answer`` (or ``answer_many``, given a list) would spend, before any model call.
 
-    The bounds of the strategy's cost model (:attr:`graphs.registry.Strategy.costs`): model calls at least
+    The bounds of the strategy's cost model (:attr:`longctx.graphs.registry.Strategy.costs`): model calls at least
     and at most, prompt tokens (estimated), and the formula they follow. ``llm`` (never called) gives
     the tokenizer the budget guard counts with, MemAgent's chunks and full context's window; as in
     :func:`answer`, ``None`` is ``$LONGCTX_LLM`` or the embedded default, so this is the plan a budget

@@ -14,7 +14,7 @@ the OpenAI-compatible servers of other vendors use their own:
 | ``timings.cache_n`` | llama.cpp's ``llama-server`` (its own timings block) |
 
 A streamed reply carries its usage (and llama.cpp's timings) in its last chunk; both paths of
-:class:`agents.openai_chat.RetryingChatOpenAI` read it here, so streaming changes no count.
+:class:`longctx.agents.openai_chat.RetryingChatOpenAI` read it here, so streaming changes no count.
 
 llama-cpp-python's server (``python -m llama_cpp.server``) reuses the prefix of the previous
 request but reports none of these (``tests/test_cached_tokens.py`` checks what it sends back).
@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from retrieval.reported_usage import as_count
+from longctx.retrieval.reported_usage import as_count
 
 #: Keys of ``usage`` (dotted for nested) holding cached prompt tokens, first found wins.
 USAGE_KEYS = (
@@ -49,7 +49,7 @@ def reported_cached_tokens(
 ) -> int | None:
     """Cached prompt tokens a reply reports (its ``usage`` and llama.cpp's ``timings``), or ``None``
     when it reports none. Values that are not token counts are ignored (an untrusted reply; see
-    :func:`retrieval.reported_usage.as_count`)."""
+    :func:`longctx.retrieval.reported_usage.as_count`)."""
     candidates = [_dig(usage, key) for key in USAGE_KEYS] + [_dig(timings, "cache_n")]
     for value in candidates:
         count = as_count(value)

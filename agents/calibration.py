@@ -1,6 +1,6 @@
 """How fast the embedded model reads and writes on this machine: a short measured calibration.
 
-Up-front time estimates (:mod:`agents.run_plan`) need the model's prompt (prefill) and
+Up-front time estimates (:mod:`longctx.agents.run_plan`) need the model's prompt (prefill) and
 generation speeds, which vary tenfold with the CPU and its load (300-500 prompt tokens/s on
 2 quiet cores, 45-100 on 2 busy ones). After a warm-up call, short calls measure them: a few hundred prompt tokens
 with a one-token reply (three times, the median taken), then the same prompt (read already)
@@ -23,10 +23,10 @@ from pathlib import Path
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 
-from graphs.budget_field import budget_kwargs
-from graphs.usage import metering_queue
-from retrieval.cache_files import read_json_object, write_json_object
-from retrieval.paths import default_cache_dir
+from longctx.graphs.budget_field import budget_kwargs
+from longctx.graphs.usage import metering_queue
+from longctx.retrieval.cache_files import read_json_object, write_json_object
+from longctx.retrieval.paths import default_cache_dir
 
 CALIBRATION_FILE = "calibration.json"
 #: Prompt of both calls: about 300 tokens of prose and a request for more.

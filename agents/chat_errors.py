@@ -3,8 +3,8 @@ server, the HTTP status and the retries made) and which failures are retried.
 
 The openai SDK retries transient errors (connection, 408/409/429/5xx) with exponential
 backoff; malformed replies (a body that is not JSON, an empty ``choices`` list) are retried
-the same way by :mod:`agents.openai_chat`, up to ``$LONGCTX_MAX_RETRIES`` times. Its own module,
-below both the factory (:mod:`agents.chat_models`) and the OpenAI client, so neither imports the other.
+the same way by :mod:`longctx.agents.openai_chat`, up to ``$LONGCTX_MAX_RETRIES`` times. Its own module,
+below both the factory (:mod:`longctx.agents.chat_models`) and the OpenAI client, so neither imports the other.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from agents.lean_transport import should_retry
-from retrieval.errors import ModelError
-from retrieval.redaction import redact
+from longctx.agents.lean_transport import should_retry
+from longctx.retrieval.errors import ModelError
+from longctx.retrieval.redaction import redact
 
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 
@@ -27,7 +27,7 @@ class ChatModelError(ModelError):
 
     For a server failure: ``url`` (the server), ``status`` (the last HTTP status, ``None``
     if no response came) and ``retries`` (retries made before giving up), when known. The
-    message and URL are redacted (:func:`retrieval.redaction.redact`): a provider's error
+    message and URL are redacted (:func:`longctx.retrieval.redaction.redact`): a provider's error
     body may echo the request's credentials.
     """
 

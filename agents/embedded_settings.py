@@ -1,6 +1,6 @@
 """The llama.cpp settings the embedded model runs with, chosen by measurement on this CPU.
 
-``python -m experiments.perf.bench_embedded`` measures them (prefill and generation tokens/s,
+``python -m benchmarks.bench_embedded`` measures them (prefill and generation tokens/s,
 settings side by side in one run, with the load average); the defaults below are its winners on
 the 2-core x86-64 machine the project is developed on (docs/embedded_model.md has the figures):
 

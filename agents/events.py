@@ -18,12 +18,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.jsonsafe import is_plain, json_safe
-from retrieval.contract import Answer, Step
+from longctx.agents.jsonsafe import is_plain, json_safe
+from longctx.retrieval.contract import Answer, Step
 
 
 def plain_step(step: Any) -> Step:
-    """``step`` as a :class:`Step` of JSON data (what ``Answer.steps`` holds, see ``agents.api.json_ready``)."""
+    """``step`` as a :class:`Step` of JSON data (what ``Answer.steps`` holds, see ``longctx.agents.api.json_ready``)."""
     step = Step.coerce(step)
     return (
         step
@@ -113,7 +113,7 @@ class TokenEvent:
 
 @dataclass(frozen=True)
 class ToolCallEvent:
-    """A model turn asked for a tool call (:class:`graphs.tool_loop.ToolLoop`), sent before it runs.
+    """A model turn asked for a tool call (:class:`longctx.graphs.tool_loop.ToolLoop`), sent before it runs.
 
     Attributes:
         name: The tool called (``None`` for a call that could not be read).
@@ -147,7 +147,7 @@ class ToolResultEvent:
         call_id: The id of the :class:`ToolCallEvent` it answers.
         name: The tool that ran.
         result: The text the model reads, cut in the middle beyond
-            :data:`graphs.tool_events.EVENT_RESULT_CHARS` characters (a marker says how many).
+            :data:`longctx.graphs.tool_events.EVENT_RESULT_CHARS` characters (a marker says how many).
         status: ``"ok"``, or ``"error"`` (the tool raised, is unknown, got invalid arguments...).
         chars: The length of the whole result the model reads.
         node: The graph node that ran the tool (``tools`` in a tool loop).
@@ -190,7 +190,7 @@ Event = StepEvent | ProgressEvent | TokenEvent | ToolCallEvent | ToolResultEvent
 
 
 def tool_event(payload: dict[str, Any]) -> ToolCallEvent | ToolResultEvent:
-    """The event of a tool loop's report (``to_dict()``'s form, :mod:`graphs.tool_events`)."""
+    """The event of a tool loop's report (``to_dict()``'s form, :mod:`longctx.graphs.tool_events`)."""
     fields = {k: v for k, v in payload.items() if k != "kind"}
     return ToolCallEvent(**fields) if payload["kind"] == "tool_call" else ToolResultEvent(**fields)
 

@@ -4,7 +4,7 @@
     tool = as_tool(corpus, strategy="memagent", name="ask_reports")   # bind to an agent's model
 
 A retriever over the same cached index is ``corpus.as_retriever()`` / ``index.as_retriever()``
-(:mod:`retrieval.langchain_retriever`). Callbacks and tags of the calling chain reach the
+(:mod:`longctx.retrieval.langchain_retriever`). Callbacks and tags of the calling chain reach the
 strategy's graph, so LangSmith shows the strategy's run nested under the chain's.
 """
 
@@ -18,10 +18,10 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field
 
-from agents.api import aanswer, answer
-from graphs import STRATEGIES
-from graphs.strategy_registry import one_answer_strategy
-from retrieval.contract import Answer, Corpus, Question
+from longctx.agents.api import aanswer, answer
+from longctx.graphs import STRATEGIES
+from longctx.graphs.strategy_registry import one_answer_strategy
+from longctx.retrieval.contract import Answer, Corpus, Question
 
 #: What a Runnable returns: the answer text (for chains), or the whole Answer (evidence, usage, steps).
 OUTPUTS = ("answer", "full")

@@ -5,7 +5,7 @@ machine. Under cProfile the SDK's ``post`` is ~55% of an extraction call's clien
 (building the ``FinalRequestOptions``, the httpx request, its URL and header objects, then
 converting it to aiohttp and the response back), and an extraction fan-out of 250 calls at
 32 in flight against a 50 ms server spends longer on the client than on the server
-(``experiments/perf/bench_structured.py``). This transport sends the same bytes with the
+(``benchmarks/bench_structured.py``). This transport sends the same bytes with the
 same headers and keeps the SDK's behaviour where it matters, measured against it in
 ``tests/test_transport_parity.py``:
 
@@ -15,10 +15,10 @@ same headers and keeps the SDK's behaviour where it matters, measured against it
   schedule (0.5 s doubling to 8 s, minus up to 25% jitter); ``x-stainless-retry-count``
   counts them.
 * **Timeouts**: the client's (or the request's) connect and read timeouts, and the largest of
-  them as a deadline for each whole attempt (``total``), as :mod:`retrieval.deadlines` makes it
+  them as a deadline for each whole attempt (``total``), as :mod:`longctx.retrieval.deadlines` makes it
   for the SDK's own path: a server dripping its reply cannot hold a call past it.
 * **Errors**: the SDK's own exceptions (``APITimeoutError``, ``APIConnectionError``, and the
-  status errors made by the client itself), so :func:`agents.chat_errors.as_chat_model_error`
+  status errors made by the client itself), so :func:`longctx.agents.chat_errors.as_chat_model_error`
   maps them as before.
 
 It serves only clients whose requests it can reproduce exactly (:meth:`LeanTransport.serves`):
@@ -41,7 +41,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from retrieval.deadlines import request_deadline
+from longctx.retrieval.deadlines import request_deadline
 
 try:  # a LangSmith dependency; declared in pyproject
     import orjson
@@ -292,7 +292,7 @@ class LeanTransport:
 
 def _made(error: BaseException, retries: int) -> BaseException:
     """``error`` noting the retries actually made (``retries_made``), which the SDK's errors do not
-    carry: :func:`agents.chat_errors.as_chat_model_error` reports it instead of the configured count."""
+    carry: :func:`longctx.agents.chat_errors.as_chat_model_error` reports it instead of the configured count."""
     setattr(error, "retries_made", retries)  # an attribute of our own on the SDK's exception
     return error
 

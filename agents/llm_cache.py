@@ -25,7 +25,7 @@ from langchain_core.load import dumps, loads
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, Generation
 
-from memory.sqlite_wal import enable_wal
+from longctx.memory.sqlite_wal import enable_wal
 
 _TEMPERATURE_ZERO = re.compile(r"['\"]temperature['\"][:,]\s*0(\.0+)?\b")
 

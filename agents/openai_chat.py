@@ -1,8 +1,8 @@
 """``RetryingChatOpenAI``: LangChain's ``ChatOpenAI`` with our retries, errors, budget field and lean requests.
 
 A module of its own so that ``langchain_openai`` and the openai SDK (about 0.5 s of imports)
-load only when an ``openai:`` model is made: :func:`agents.chat_models.make_chat_model`
-imports it on first use, and ``import agents`` never does.
+load only when an ``openai:`` model is made: :func:`longctx.agents.chat_models.make_chat_model`
+imports it on first use, and ``import longctx`` never does.
 
 The class overrides private ``ChatOpenAI`` members (``_create_chat_result``,
 ``_convert_chunk_to_generation_chunk``, ``_get_request_payload``, ``_generate``,
@@ -26,17 +26,17 @@ from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_openai import ChatOpenAI
 from pydantic import PrivateAttr
 
-from agents.cached_usage import with_cached_tokens
-from agents.chat_errors import (
+from longctx.agents.cached_usage import with_cached_tokens
+from longctx.agents.chat_errors import (
     MalformedResponseError,
     as_chat_model_error,
     is_malformed,
     max_retries_setting,
 )
-from agents.lean_transport import LeanTransport, retry_delay
-from graphs.budget_field import budget_field, with_budget_field
-from graphs.twins import blocking, run_blocking
-from retrieval.reported_usage import checked_chat_usage
+from longctx.agents.lean_transport import LeanTransport, retry_delay
+from longctx.graphs.budget_field import budget_field, with_budget_field
+from longctx.graphs.twins import blocking, run_blocking
+from longctx.retrieval.reported_usage import checked_chat_usage
 
 #: A request for :meth:`RetryingChatOpenAI._complete`'s ``send``: ``post`` arguments of the lean
 #: path, or ``None`` for ChatOpenAI's own path.
@@ -48,7 +48,7 @@ class RetryingChatOpenAI(ChatOpenAI):
     :class:`~agents.chat_errors.ChatModelError`; serialized (and so cached) as plain ``ChatOpenAI``."""
 
     _transport: Any = PrivateAttr(default=None)
-    #: Its payload goes through ``with_budget_field``: ``graphs.budget_field.budget_kwargs`` sends it a plain ``max_tokens``.
+    #: Its payload goes through ``with_budget_field``: ``longctx.graphs.budget_field.budget_kwargs`` sends it a plain ``max_tokens``.
     applies_budget_field: ClassVar[bool] = True
 
     @classmethod
@@ -57,7 +57,7 @@ class RetryingChatOpenAI(ChatOpenAI):
 
     def use_http_session(self, session: Any) -> bool:
         """Post async Chat Completions calls through ``session`` (an aiohttp session owned by
-        one run, see :func:`graphs.llm.run_client`) when :class:`LeanTransport` can reproduce
+        one run, see :func:`longctx.graphs.llm.run_client`) when :class:`LeanTransport` can reproduce
         this model's requests; whether it will."""
         if not LeanTransport.serves(self.root_async_client):
             return False
@@ -147,7 +147,7 @@ class RetryingChatOpenAI(ChatOpenAI):
         ChatOpenAI sends the same payload through ``chat.completions.create``, which walks
         every message through the SDK's parameter transform and parses the reply into
         pydantic models (about 1 ms of CPU per call, the bound of a wide judge fan-out:
-        ``experiments/perf/bench_pai.py``). The payload needs neither, so it is posted as
+        ``benchmarks/bench_pai.py``). The payload needs neither, so it is posted as
         built and the reply read as JSON: same body, same retries, timeouts and errors (the
         SDK's request loop), about 40% less client CPU. Streaming, structured-output
         ``response_format``, the Responses API and response headers keep ChatOpenAI's path.
@@ -178,7 +178,7 @@ class RetryingChatOpenAI(ChatOpenAI):
         send: Callable[[LeanRequest], Awaitable[Any]],
         pause: Callable[[float], Awaitable[Any]],
     ) -> ChatResult:
-        """One completion under the policy :meth:`_generate` and :meth:`_agenerate` share (:mod:`graphs.twins`).
+        """One completion under the policy :meth:`_generate` and :meth:`_agenerate` share (:mod:`longctx.graphs.twins`).
 
         ``send(request)`` posts a lean request and returns the reply's bytes, or, for ``None``,
         runs ChatOpenAI's own path and returns its result. A malformed reply is retried after

@@ -7,13 +7,13 @@ from pathlib import Path
 
 from langchain_core.language_models import BaseChatModel
 
-from graphs.budget import CostPlan
-from graphs.config import ConfigT
-from graphs.registry import Strategy
-from graphs.run_batched import checkpoint_held
-from graphs.run_checkpoint import single_held
-from retrieval.contract import Corpus, Question
-from retrieval.errors import ConfigError
+from longctx.graphs.budget import CostPlan
+from longctx.graphs.config import ConfigT
+from longctx.graphs.registry import Strategy
+from longctx.graphs.run_batched import checkpoint_held
+from longctx.graphs.run_checkpoint import single_held
+from longctx.retrieval.contract import Corpus, Question
+from longctx.retrieval.errors import ConfigError
 
 
 def strategy_plan(

@@ -1,8 +1,8 @@
 """``astream_answer`` / ``stream_answer``: one answer, with events as the strategy's graph runs.
 
-The run is :func:`agents.aanswer`'s own (same arguments, same ``Answer``, same usage): the
+The run is :func:`longctx.agents.aanswer`'s own (same arguments, same ``Answer``, same usage): the
 events come from a callback handler added to ``callbacks`` (each graph node's ``steps`` as the
-node finishes) and from what nodes report through :mod:`graphs.events` (MemAgent's memory
+node finishes) and from what nodes report through :mod:`longctx.graphs.events` (MemAgent's memory
 per chunk, fan-out progress). Closing the iterator (a client that went away) cancels the run:
 no model call starts after it; calls in flight finish; MemAgent keeps its checkpoint.
 """
@@ -20,9 +20,9 @@ from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
 
-from agents.api import aanswer
-from agents.chat_models import streaming_model
-from agents.events import (
+from longctx.agents.api import aanswer
+from longctx.agents.chat_models import streaming_model
+from longctx.agents.events import (
     AnswerEvent,
     Event,
     ProgressEvent,
@@ -31,14 +31,14 @@ from agents.events import (
     plain_step,
     tool_event,
 )
-from graphs.event_loop import private_loop
-from graphs.events import Report, reporting_to
-from graphs.run_config import with_handler
-from retrieval.contract import Answer, Corpus, Question
+from longctx.graphs.event_loop import private_loop
+from longctx.graphs.events import Report, reporting_to
+from longctx.graphs.run_config import with_handler
+from longctx.retrieval.contract import Answer, Corpus, Question
 
 
 class EventCollector(BaseCallbackHandler):
-    """Turns a run's node outputs (callbacks) and its nodes' reports (:mod:`graphs.events`) into events.
+    """Turns a run's node outputs (callbacks) and its nodes' reports (:mod:`longctx.graphs.events`) into events.
 
     A node of the run's graph is a chain run whose parent is the graph's own run and whose
     ``langgraph_node`` is its name; nested graphs (a strategy run inside a node) are left out.
@@ -149,7 +149,7 @@ async def astream_answer(
     streaming: bool | None = None,
     **options: Any,
 ) -> AsyncIterator[Event]:
-    """:func:`agents.aanswer` as an async iterator of events, ending with the :class:`AnswerEvent`.
+    """:func:`longctx.agents.aanswer` as an async iterator of events, ending with the :class:`AnswerEvent`.
 
     Yields a :class:`StepEvent` per step as its graph node finishes (MemAgent: each chunk's
     ``update_memory`` with the memory so far), :class:`ProgressEvent` for fan-outs (MemAgent's
@@ -157,11 +157,11 @@ async def astream_answer(
     HippoRAG's passages while the index builds, and what they embed), :class:`TokenEvent` for each
     piece of a reply when the model streams (its text and its pieces of tool calls), a tool loop's
     :class:`ToolCallEvent` per call asked and :class:`ToolResultEvent` per result (in the order
-    they happen, :mod:`graphs.tool_events`), then the answer's steps not seen live
+    they happen, :mod:`longctx.graphs.tool_events`), then the answer's steps not seen live
     (``live=False``) and the :class:`AnswerEvent`. ``streaming=True`` makes the model stream
     (also one named by a spec string, ``llm="openai:MODEL"``; see
-    :func:`agents.chat_models.streaming_model`), ``False`` makes it not, ``None`` leaves it as
-    it is. ``options`` are :func:`agents.aanswer`'s (``strategy``, ``llm``, ``budget``, config
+    :func:`longctx.agents.chat_models.streaming_model`), ``False`` makes it not, ``None`` leaves it as
+    it is. ``options`` are :func:`longctx.agents.aanswer`'s (``strategy``, ``llm``, ``budget``, config
     fields...), passed as they are; ``callbacks`` still see the whole run. A failed run raises
     here, after the events before the failure. Closing the iterator early cancels the run.
     """
@@ -228,7 +228,7 @@ _DONE = object()
 
 def stream_answer(corpus: Corpus, question: str | Question, **options: Any) -> Iterator[Event]:
     """:func:`astream_answer` for sync code (a script, Streamlit): the same events, as a plain iterator
-    (``options`` are :func:`astream_answer`'s: ``streaming`` and :func:`agents.aanswer`'s, ``callbacks`` included).
+    (``options`` are :func:`astream_answer`'s: ``streaming`` and :func:`longctx.agents.aanswer`'s, ``callbacks`` included).
 
     The run goes on the library's private event loop while this thread takes its events;
     closing the iterator early (``break`` out of the loop, Ctrl-C) cancels the run.

@@ -27,25 +27,25 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from agents.api import aanswer_many, answer_many
-from agents.api import estimate as estimate_plan
-from agents.chat_models import make_chat_model
-from agents.comparison import Comparison
-from agents.corpus_merge import merged
-from agents.events import Event
-from agents.streaming import astream_answer, stream_answer
-from graphs import STRATEGIES
-from graphs.budget import Budget, BudgetExceeded, CostPlan
-from graphs.llm import model_id
-from graphs.retrieval_service import RetrievalService
-from graphs.retrieval_settings import RetrievalSettings
-from graphs.strategy_registry import one_answer_strategy
-from retrieval import Index, default_cache_dir
-from retrieval.contract import Answer, Corpus, CorpusError, Document, Question, as_question
-from retrieval.duplicates import checked_duplicates
-from retrieval.errors import ConfigError, OptionError
-from retrieval.index.waits import counting_waits, waited_for
-from retrieval.readers import read_path
+from longctx.agents.api import aanswer_many, answer_many
+from longctx.agents.api import estimate as estimate_plan
+from longctx.agents.chat_models import make_chat_model
+from longctx.agents.comparison import Comparison
+from longctx.agents.corpus_merge import merged
+from longctx.agents.events import Event
+from longctx.agents.streaming import astream_answer, stream_answer
+from longctx.graphs import STRATEGIES
+from longctx.graphs.budget import Budget, BudgetExceeded, CostPlan
+from longctx.graphs.llm import model_id
+from longctx.graphs.retrieval_service import RetrievalService
+from longctx.graphs.retrieval_settings import RetrievalSettings
+from longctx.graphs.strategy_registry import one_answer_strategy
+from longctx.retrieval import Index, default_cache_dir
+from longctx.retrieval.contract import Answer, Corpus, CorpusError, Document, Question, as_question
+from longctx.retrieval.duplicates import checked_duplicates
+from longctx.retrieval.errors import ConfigError, OptionError
+from longctx.retrieval.index.waits import counting_waits, waited_for
+from longctx.retrieval.readers import read_path
 
 Paths = str | Path | Document | Iterable[str | Path | Document]
 
@@ -61,7 +61,7 @@ class Workspace:
         cache_dir: Root of the index cache and checkpoints (default ``$LONGCTX_CACHE_DIR`` or
             ``~/.cache/longctx``, resolved once, here).
         price: ``(prompt, completion)`` or ``(prompt, completion, cached)`` USD per 1M tokens of the model (or an
-            ``experiments.prices.Price``), for the USD column of :meth:`compare` (priced as the report prices)
+            ``longctx.experiments.prices.Price``), for the USD column of :meth:`compare` (priced as the report prices)
             and for a budget's ``max_cost_usd`` (``Budget(max_cost_usd=0.05)`` needs no price of its own here).
         show_progress: Progress bars while indexing and reading (default: when stderr is a terminal).
         duplicates: ``"drop"`` (default): a document whose text equals one already read is left out,
@@ -112,7 +112,7 @@ class Workspace:
     # -- answering ------------------------------------------------------------------
     def answer(self, question: str | Question, *, strategy: str | None = None, preset: str | None = None, budget: Budget | None = None,
                callbacks: Any = None, **options: Any) -> Answer:  # fmt: skip
-        """:func:`agents.answer` over this workspace's corpus, model and cache, on its held index.
+        """:func:`longctx.agents.answer` over this workspace's corpus, model and cache, on its held index.
 
         ``budget`` and ``callbacks`` pass through; ``**options`` are the strategy's config fields.
         """
@@ -127,7 +127,7 @@ class Workspace:
 
     def answer_many(self, questions: Sequence[str | Question], *, strategy: str | None = None, preset: str | None = None,
                     budget: Budget | None = None, callbacks: Any = None, concurrency: int | None = None, **options: Any) -> list[Answer]:  # fmt: skip
-        """:func:`agents.answer_many` (several questions, one run) on this workspace."""
+        """:func:`longctx.agents.answer_many` (several questions, one run) on this workspace."""
         name, qs, corpus, held, built = self._prepare(questions, strategy, preset, options)
         started = time.perf_counter()
         with counting_waits() as wait:
@@ -141,7 +141,7 @@ class Workspace:
 
     async def aanswer(self, question: str | Question, *, strategy: str | None = None, preset: str | None = None, budget: Budget | None = None,
                       callbacks: Any = None, **options: Any) -> Answer:  # fmt: skip
-        """:meth:`answer` for async code (see :func:`agents.aanswer`); an index build runs in a worker thread."""
+        """:meth:`answer` for async code (see :func:`longctx.agents.aanswer`); an index build runs in a worker thread."""
         name, qs, corpus, held, built = self._prepare([question], strategy, preset, options)
         started = time.perf_counter()
         with (
@@ -158,7 +158,7 @@ class Workspace:
     def stream_answer(
         self, question: str | Question, *, strategy: str | None = None, **options: Any
     ) -> Iterator[Event]:
-        """:func:`agents.stream_answer` on this workspace's corpus, model and cache: the run's events, then
+        """:func:`longctx.agents.stream_answer` on this workspace's corpus, model and cache: the run's events, then
         the answer (its index comes from the cache, where an earlier answer put it)."""
         name = self._checked(question, strategy, options)
         options = {**options, "budget": self._budget(options.get("budget"))}
@@ -175,7 +175,7 @@ class Workspace:
     def astream_answer(
         self, question: str | Question, *, strategy: str | None = None, **options: Any
     ) -> AsyncIterator[Event]:
-        """:meth:`stream_answer` for async code (:func:`agents.astream_answer`)."""
+        """:meth:`stream_answer` for async code (:func:`longctx.agents.astream_answer`)."""
         name = self._checked(question, strategy, options)
         options = {**options, "budget": self._budget(options.get("budget"))}
         return astream_answer(
@@ -223,7 +223,7 @@ class Workspace:
 
     def estimate(self, question: str | Question | list[str | Question], *, strategy: str | None = None, preset: str | None = None,
                  **options: Any) -> CostPlan:  # fmt: skip
-        """What :meth:`answer` would spend, before any call (:func:`agents.estimate`, with this
+        """What :meth:`answer` would spend, before any call (:func:`longctx.agents.estimate`, with this
         workspace's model for its tokenizer and window); ``plan.cost_usd(ws.price)`` gives USD."""
         return estimate_plan(
             self._corpus,
@@ -249,7 +249,7 @@ class Workspace:
         same path with new text replaces its old version; a new file whose id (its name under
         the folder given) is taken by another file's gets its path as id. The held indexes are
         dropped, so the next answer indexes the new corpus: documents only appended grow the
-        cached index by a segment (``retrieval.index``: the new documents alone are indexed); a
+        cached index by a segment (``longctx.retrieval.index``: the new documents alone are indexed); a
         replaced document rebuilds it.
 
         Returns:

@@ -6,7 +6,7 @@ It needs fastapi, sse-starlette and uvicorn, which the base install leaves out (
     .venv/bin/uvicorn --factory examples.sse_app:default_app          # examples/corpus, $LONGCTX_LLM
     curl -N 'http://127.0.0.1:8000/answer?q=Where+is+Vantaa+Robotics+based%3F&strategy=memagent'
 
-``GET /answer?q=...&strategy=...`` sends one SSE event per :mod:`agents.events` event (its
+``GET /answer?q=...&strategy=...`` sends one SSE event per :mod:`longctx.agents.events` event (its
 ``kind`` as the event name, its ``to_dict()`` as JSON data: ``step``, ``progress``, ``token``,
 and a tool-calling strategy's ``tool_call`` and ``tool_result``), ending with ``answer``; a run that
 fails ends with an ``error`` event. A client that disconnects cancels the run: no model call
@@ -28,11 +28,11 @@ except ImportError as exc:  # said where the example is run, not as a bare Modul
         f"examples/sse_app.py needs fastapi, sse-starlette and uvicorn: pip install '.[app]' ({exc})"
     ) from exc
 
-from agents import Corpus, astream_answer
+from longctx import Corpus, astream_answer
 
 
 def make_app(corpus: Corpus, **answer_options: Any) -> FastAPI:
-    """The app over ``corpus``; ``answer_options`` go to every :func:`agents.astream_answer` call (``llm=``, ``cache_dir=``, ...)."""
+    """The app over ``corpus``; ``answer_options`` go to every :func:`longctx.agents.astream_answer` call (``llm=``, ``cache_dir=``, ...)."""
     app = FastAPI(title="longctx streaming answers")
 
     @app.get("/answer")

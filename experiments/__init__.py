@@ -1,9 +1,9 @@
 """Experiments: the ``longctx`` command line, benchmark loaders, metrics and runners.
 
-``experiments.score(benchmark, predictions, samples=...)`` scores predictions with the
+``longctx.experiments.score(benchmark, predictions, samples=...)`` scores predictions with the
 official aggregation of LongBench v1/-E/v2, LV-Eval, Loong, CorpusQA or a synthetic
-corpus; loaders live in :mod:`experiments.benchmarks`, per-item metrics in
-:mod:`experiments.metrics`. Benchmark scripts live under ``experiments/perf`` in the
+corpus; loaders live in :mod:`longctx.experiments.benchmarks`, per-item metrics in
+:mod:`longctx.experiments.metrics`. Benchmark scripts live under ``benchmarks`` in the
 source tree (not in the installed package). ``score`` loads the benchmarks on first use
 (PEP 562), so the command line starts without them.
 """
@@ -14,15 +14,15 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the lazy name below, for type checkers
-    from experiments.benchmarks import score
+    from longctx.experiments.benchmarks import score
 
 __all__ = ["score"]
 
 
 def __getattr__(name: str) -> Any:
-    """Load ``score`` from :mod:`experiments.benchmarks` on first use (PEP 562)."""
+    """Load ``score`` from :mod:`longctx.experiments.benchmarks` on first use (PEP 562)."""
     if name != "score":
         raise AttributeError(f"module 'experiments' has no attribute {name!r}")
-    value = importlib.import_module("experiments.benchmarks").score
+    value = importlib.import_module("longctx.experiments.benchmarks").score
     globals()[name] = value
     return value

@@ -17,7 +17,7 @@ from uuid import UUID
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import LLMResult
 
-from retrieval.reported_usage import metadata_counts
+from longctx.retrieval.reported_usage import metadata_counts
 
 
 class RunActivity(BaseCallbackHandler):

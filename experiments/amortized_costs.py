@@ -8,7 +8,7 @@ that corpus's answers, averaged over the corpora that built one; 0 where none wa
 reused from the cache included), and ``per_question``, the mean cost of an answer without it. Asked
 ``n`` questions over one corpus, a question costs ``(index + n * per_question) / n``.
 
-The unit is USD when every strategy's rows are priced (:mod:`experiments.prices`) and cost something,
+The unit is USD when every strategy's rows are priced (:mod:`longctx.experiments.prices`) and cost something,
 else tokens (prompt + completion), for every strategy alike so the lines can be compared.
 ``longctx report`` writes ``amortized_cost.md`` / ``.csv`` and the plot, and ``report.html`` shows them.
 """
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from experiments.break_even import BreakEven, CostLine, break_evens, crossing_interval
+from longctx.experiments.break_even import BreakEven, CostLine, break_evens, crossing_interval
 
 #: The numbers of questions over one corpus the table shows a question's cost at.
 SHOWN_QUESTIONS = (1, 2, 5, 10, 20, 50, 100)

@@ -11,13 +11,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from experiments.synth.records import load_records
-from graphs.ceiling import CeilingItem, EvidenceSpan
+from longctx.experiments.synth.records import load_records
+from longctx.graphs.ceiling import CeilingItem, EvidenceSpan
 
 #: Why a benchmark's samples name no evidence, in the error when none does.
 NO_EVIDENCE = {
     "babilong": "BABILong's released files carry input, question and target only, not the supporting facts: ceilings need "
-                "samples generated with 'python -m experiments.babilong_gen' (they record where each supporting fact is)",
+                "samples generated with 'python -m longctx.experiments.babilong_gen' (they record where each supporting fact is)",
 }  # fmt: skip
 
 

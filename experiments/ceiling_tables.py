@@ -1,7 +1,7 @@
 """Evidence ceilings as tables: one :class:`Ceiling` per strategy, printed as Markdown or stored as JSON.
 
 Every table carries :data:`UPPER_BOUND_NOTE`: a ceiling is an upper bound on accuracy, not an
-accuracy. Computed by :mod:`experiments.ceilings`.
+accuracy. Computed by :mod:`longctx.experiments.ceilings`.
 """
 
 from __future__ import annotations

@@ -13,11 +13,11 @@ sub-questions, the memory keeps only what matters, the final call reasons withou
 
 Per strategy and its effective config, :func:`compute_ceilings` reports the share of
 questions whose *complete* evidence can reach the final call, and the mean share of
-evidence that can. Each strategy's rule is an :class:`graphs.ceiling.EvidenceCeiling` on its
+evidence that can. Each strategy's rule is an :class:`longctx.graphs.ceiling.EvidenceCeiling` on its
 registry entry (``STRATEGIES.get(name).ceiling``), defined in its own package
 (``graphs/<name>/ceiling.py``) with the strategy's own retrieval, packing and truncation
 code; this module applies the registered rules, in their ``rank`` order, to the questions
-:mod:`experiments.ceiling_items` gathers, and :mod:`experiments.ceiling_tables` prints them.
+:mod:`longctx.experiments.ceiling_items` gathers, and :mod:`longctx.experiments.ceiling_tables` prints them.
 A strategy registered without a rule (``ceiling=None``) is reported as skipped. See ``docs/ceilings.md`` for each built-in rule.
 """
 
@@ -29,11 +29,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.ceiling_items import NO_EVIDENCE, items_from_samples, names_evidence
-from experiments.ceiling_tables import UPPER_BOUND_NOTE, Ceiling, ceilings_json, format_table
-from graphs.ceiling import CeilingEnv, CeilingItem, EvidenceCeiling, Reach, SkipCeiling
-from graphs.registry import STRATEGIES
-from retrieval.tokenizers import (
+from longctx.experiments.ceiling_items import NO_EVIDENCE, items_from_samples, names_evidence
+from longctx.experiments.ceiling_tables import (
+    UPPER_BOUND_NOTE,
+    Ceiling,
+    ceilings_json,
+    format_table,
+)
+from longctx.graphs.ceiling import CeilingEnv, CeilingItem, EvidenceCeiling, Reach, SkipCeiling
+from longctx.graphs.registry import STRATEGIES
+from longctx.retrieval.tokenizers import (
     Tokenizer,
     TokenizerError,
     hf_tokenizer,
@@ -41,7 +46,7 @@ from retrieval.tokenizers import (
     tiktoken_tokenizer,
 )
 
-#: One question with its evidence, and what every rule gets besides its config (``graphs.ceiling``).
+#: One question with its evidence, and what every rule gets besides its config (``longctx.graphs.ceiling``).
 Item = CeilingItem
 Env = CeilingEnv
 
@@ -79,7 +84,7 @@ def compute_ceilings(
     """Evidence ceilings of ``strategies`` (default: every registered one with a rule) over ``samples``.
 
     Args:
-        samples: Synthetic samples (``experiments.synth.load_samples``) or benchmark samples whose
+        samples: Synthetic samples (``longctx.experiments.synth.load_samples``) or benchmark samples whose
             metadata names ``evidence_doc_ids``; samples without evidence are left out.
         strategies: Registry names; one registered without a rule is reported as skipped.
         options: Config overrides per strategy, as ``longctx run --option`` (``{"rag": {"top_k": 20}}``).
@@ -184,7 +189,7 @@ def _codec(tokenizer: Any) -> tuple[Callable[[str], list[int]], Callable[[list[i
 
 def load_tokenizer(spec: str | None) -> Tokenizer | None:
     """``None`` / ``cl100k``: the library's counter; ``tiktoken:NAME``; ``hf:PATH`` or a bare path:
-    a local Hugging Face tokenizer, loaded offline by :func:`retrieval.tokenizers.hf_tokenizer`."""
+    a local Hugging Face tokenizer, loaded offline by :func:`longctx.retrieval.tokenizers.hf_tokenizer`."""
     if spec in (None, "", "cl100k"):
         return None
     kind, arg = parse_spec(spec if ":" in spec else f"hf:{spec}")
@@ -233,7 +238,7 @@ def report_ceilings(
     return ceilings
 
 
-#: What ``experiments.ceilings`` offers: the computation here, the questions and tables it re-exports.
+#: What ``longctx.experiments.ceilings`` offers: the computation here, the questions and tables it re-exports.
 __all__ = [
     "NO_EVIDENCE",
     "UPPER_BOUND_NOTE",

@@ -5,7 +5,7 @@ only when the answer is what this run would have produced: rerunning into the sa
 another model, other request settings of the same model (``extra_body``, sampling, headers), a
 changed strategy option or preset, or prompts of another library version would otherwise leave
 the table mixing answers of two configurations under one name. Every row records its effective
-config (:func:`graphs.run_config.effective_config`); this module compares it with what the resuming run
+config (:func:`longctx.graphs.run_config.effective_config`); this module compares it with what the resuming run
 would record and names the fields that differ. Those pairs are answered again (the new row
 supersedes the old one: the report reads the latest row of a pair).
 
@@ -24,9 +24,9 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from graphs.ray_options import RAY_RUNTIME_FIELDS
-from graphs.registry import STRATEGIES
-from graphs.run_config import effective_config
+from longctx.graphs.ray_options import RAY_RUNTIME_FIELDS
+from longctx.graphs.registry import STRATEGIES
+from longctx.graphs.run_config import effective_config
 
 #: Config fields of any strategy that change how a run executes, not what it sends or answers.
 RUNTIME_FIELDS = (
@@ -40,7 +40,7 @@ def expected_config(
     strategy: str, options: Mapping[str, Any], chat: BaseChatModel
 ) -> dict[str, Any] | None:
     """The effective config a run of ``strategy`` with ``options`` (config fields and ``preset``, as
-    :class:`experiments.runner.RunConfig` takes them) on ``chat`` records with its answers, or ``None``
+    :class:`longctx.experiments.runner.RunConfig` takes them) on ``chat`` records with its answers, or ``None``
     when the options do not make a config."""
     spec = STRATEGIES.get(strategy)
     overrides = {k: v for k, v in options.items() if k != "preset"}

@@ -1,8 +1,8 @@
 """The ``longctx`` command line: answer, index, run experiments, report on them.
 
-Startup is instant: this module and :mod:`experiments.cli_parser` load only the standard
+Startup is instant: this module and :mod:`longctx.experiments.cli_parser` load only the standard
 library (and the key redaction), so ``--help`` and argument errors answer at once; the
-subcommands (:mod:`experiments.commands`) and the engines they use load once a command line
+subcommands (:mod:`longctx.experiments.commands`) and the engines they use load once a command line
 has parsed.
 """
 
@@ -17,8 +17,8 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from experiments.cli_parser import build_parser, check_strategy_list
-from retrieval.redaction import redacted_terminal
+from longctx.experiments.cli_parser import build_parser, check_strategy_list
+from longctx.retrieval.redaction import redacted_terminal
 
 __all__ = ["EXIT_INTERRUPTED", "build_parser", "main", "one_line"]
 
@@ -27,7 +27,7 @@ EXIT_INTERRUPTED = 130
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``longctx`` console script; nothing it prints carries a key (see :mod:`retrieval.redaction`)."""
+    """Entry point of the ``longctx`` console script; nothing it prints carries a key (see :mod:`longctx.retrieval.redaction`)."""
     with redacted_terminal():
         return _main(argv)
 
@@ -70,7 +70,7 @@ def _run(args: argparse.Namespace) -> int:
     except KeyError as exc:
         return _user_error(args, exc)
     # the subcommands import the engines (LangGraph, LangChain, retrievers): only once the line has parsed
-    from experiments.commands import COMMANDS, USER_ERRORS, RunInterrupted
+    from longctx.experiments.commands import COMMANDS, USER_ERRORS, RunInterrupted
 
     try:
         return COMMANDS[args.command](args)

@@ -3,7 +3,7 @@
 ``longctx --help`` and a mistyped command or option answer at once because this module
 imports none of the engines (LangGraph, LangChain, faiss, bm25s, torch, llama.cpp) and no
 strategy package: the strategy and retriever names it offers are the registries' own
-(:data:`graphs.strategy_registry.STRATEGIES`, :data:`retrieval.retriever_registry.RETRIEVERS`),
+(:data:`longctx.graphs.strategy_registry.STRATEGIES`, :data:`longctx.retrieval.retriever_registry.RETRIEVERS`),
 which know their names from each package's ``plugin.toml`` and the entry points of third-party
 plug-ins, and import a plug-in only when it is looked up.
 """
@@ -13,11 +13,11 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterator
 
-from graphs.strategy_registry import STRATEGIES
-from retrieval.retriever_registry import RETRIEVERS
+from longctx.graphs.strategy_registry import STRATEGIES
+from longctx.retrieval.retriever_registry import RETRIEVERS
 
-#: Copies, for the help text, of ``retrieval.embedding_backends.EMBEDDING_BACKENDS``,
-#: ``agents.run_plan.CONFIRM_MINUTES`` and ``experiments.export.FORMATS`` (a test keeps them equal).
+#: Copies, for the help text, of ``longctx.retrieval.embedding_backends.EMBEDDING_BACKENDS``,
+#: ``longctx.agents.run_plan.CONFIRM_MINUTES`` and ``longctx.experiments.export.FORMATS`` (a test keeps them equal).
 EMBEDDING_BACKENDS = ("torch", "torch-bf16", "onnx", "onnx-int8")
 CONFIRM_MINUTES = 15.0
 FORMATS = ("official",)
@@ -73,13 +73,13 @@ def _add_ray_arg(p: argparse.ArgumentParser, what: str) -> None:
         nargs="?",
         const="",
         metavar="ADDRESS",
-        help=f"{what} on Ray (needs pip install 'longctx[ray]'): a cluster address such as 'auto' or HOST:6379; "
+        help=f"{what} on Ray (needs pip install 'longctx-lab[ray]'): a cluster address such as 'auto' or HOST:6379; "
         "none: $RAY_ADDRESS or a new local instance",
     )
 
 
 def _add_duplicates_arg(p: argparse.ArgumentParser) -> None:
-    """``--keep-duplicates``: keep a document whose text equals an earlier one's (``retrieval.duplicates``)."""
+    """``--keep-duplicates``: keep a document whose text equals an earlier one's (``longctx.retrieval.duplicates``)."""
     p.add_argument(
         "--keep-duplicates",
         action="store_true",

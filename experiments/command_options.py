@@ -11,9 +11,9 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from agents import Budget, make_chat_model
-from experiments.prices import Price, load_prices, price_for, rerank_price
-from graphs.llm import model_id
+from longctx import Budget, make_chat_model
+from longctx.experiments.prices import Price, load_prices, price_for, rerank_price
+from longctx.graphs.llm import model_id
 
 
 def budget_from_args(
@@ -23,9 +23,9 @@ def budget_from_args(
     and the model to run (made here when ``--max-cost`` needs its price, else ``llm`` as given).
 
     The price comes from the price table (``--prices FILE`` over the built-in one,
-    :func:`experiments.prices.price_for`; local models are free): the library's budget takes a
+    :func:`longctx.experiments.prices.price_for`; local models are free): the library's budget takes a
     price rather than reading a table above its layer. So does the reranker's, when the strategy
-    options ``configs`` name one (:func:`experiments.prices.rerank_price`). A ``--prices`` file is
+    options ``configs`` name one (:func:`longctx.experiments.prices.rerank_price`). A ``--prices`` file is
     read (and a bad one refused) even without ``--max-cost``.
 
     Raises:

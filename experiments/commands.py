@@ -1,9 +1,9 @@
 """The ``longctx`` subcommands: each ``cmd_*`` runs one parsed command line and returns its exit status.
 
-Loaded by :mod:`experiments.cli` only once a command line has parsed, so that ``--help`` and
+Loaded by :mod:`longctx.experiments.cli` only once a command line has parsed, so that ``--help`` and
 argument errors never wait for the engines this module imports. The commands on one corpus
-(``answer``, ``index``) are in :mod:`experiments.corpus_commands`; what the options become
-(strategy options, retrieval overrides, a budget) in :mod:`experiments.command_options`.
+(``answer``, ``index``) are in :mod:`longctx.experiments.corpus_commands`; what the options become
+(strategy options, retrieval overrides, a budget) in :mod:`longctx.experiments.command_options`.
 """
 
 from __future__ import annotations
@@ -13,25 +13,30 @@ import json
 import sys
 from pathlib import Path
 
-from agents import ChatModelError, make_chat_model
-from agents.run_plan import announce_plan
-from experiments.benchmarks import BenchmarkDataError, load_benchmark
-from experiments.ceilings import ceilings_json, compute_ceilings, format_table, load_tokenizer
-from experiments.command_options import budget_from_args, parse_options, parse_value
-from experiments.corpus_commands import cmd_answer, cmd_index
-from experiments.demo import READING, demo_strategies, run_demo
-from experiments.export import export_official, official_command
-from experiments.planning import plan_experiment
-from experiments.prices import load_prices
-from experiments.run_prices import save_run_prices
-from experiments.runner import (
+from longctx import ChatModelError, make_chat_model
+from longctx.agents.run_plan import announce_plan
+from longctx.experiments.benchmarks import BenchmarkDataError, load_benchmark
+from longctx.experiments.ceilings import (
+    ceilings_json,
+    compute_ceilings,
+    format_table,
+    load_tokenizer,
+)
+from longctx.experiments.command_options import budget_from_args, parse_options, parse_value
+from longctx.experiments.corpus_commands import cmd_answer, cmd_index
+from longctx.experiments.demo import READING, demo_strategies, run_demo
+from longctx.experiments.export import export_official, official_command
+from longctx.experiments.planning import plan_experiment
+from longctx.experiments.prices import load_prices
+from longctx.experiments.run_prices import save_run_prices
+from longctx.experiments.runner import (
     RunConfig,
     RunInterrupted,
     check_out_folder,
     run_experiment,
     select_samples,
 )
-from experiments.synth import (
+from longctx.experiments.synth import (
     NeedleConfig,
     SynthConfig,
     generate,
@@ -39,14 +44,14 @@ from experiments.synth import (
     load_samples,
     parse_tokens,
 )
-from graphs.llm import model_id
-from retrieval import CorpusError
-from retrieval.embedder_base import EmbedderError
-from retrieval.errors import LongctxError
-from retrieval.extras import MissingExtraError, require
-from retrieval.locks import LockHeld
-from retrieval.ray_support import RayNotInstalledError
-from retrieval.rerank import RerankError
+from longctx.graphs.llm import model_id
+from longctx.retrieval import CorpusError
+from longctx.retrieval.embedder_base import EmbedderError
+from longctx.retrieval.errors import LongctxError
+from longctx.retrieval.extras import MissingExtraError, require
+from longctx.retrieval.locks import LockHeld
+from longctx.retrieval.ray_support import RayNotInstalledError
+from longctx.retrieval.rerank import RerankError
 
 #: Errors of the user's input or environment: printed on one line, exit status 2 (``OSError``:
 #: a path that is a file where a folder is wanted, no permission, a full disk; its message names the path;
@@ -87,7 +92,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         config = RunConfig(benchmark=args.benchmark, data_path=args.data, **options)
     prices = load_prices(args.prices) if args.prices else None  # kept for the run's report
     if args.ray is not None:
-        from experiments.ray_runner import run_experiment_ray
+        from longctx.experiments.ray_runner import run_experiment_ray
 
         endpoints = [u.strip() for u in (args.endpoints or "").split(",") if u.strip()]
         if prices is not None:
@@ -120,7 +125,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Score a run folder and print its summary table."""
-    from experiments.report import build_report
+    from longctx.experiments.report import build_report
 
     judge = make_chat_model(args.judge) if args.judge else None
     plots = not args.no_plots and _plots_installed()
@@ -157,7 +162,7 @@ def _plots_installed() -> bool:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Compare the same strategies across run folders on their shared questions and print the paired table."""
-    from experiments.report import (
+    from longctx.experiments.report import (
         compare_runs,
         comparison,
         stats,

@@ -1,6 +1,6 @@
 """Strategies compared on the same questions: pairwise tables, winners the data supports, frontiers.
 
-Built on :mod:`experiments.stats`; used by the report (``report/pairwise.csv``, the summary's
+Built on :mod:`longctx.experiments.stats`; used by the report (``report/pairwise.csv``, the summary's
 intervals, the page's matrix and winners) and by ``longctx compare`` across run folders.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments import stats
+from longctx.experiments import stats
 
 #: Columns of ``pairwise.csv`` (mean_diff = a - b, on the questions both answered).
 PAIRWISE_COLUMNS = ("metric", "strategy_a", "strategy_b", "n", "mean_a", "mean_b", "mean_diff", "ci_low", "ci_high",
@@ -34,7 +34,7 @@ def pairwise(scores: Scores, *, metric: str = "score") -> list[dict[str, Any]]:
     wrong answers, even where every one is 0 or 1: the sign-flip test, with a detectable difference in
     the metric's own unit.
 
-    p-values stay at full precision (the adjustment must see them so; :func:`experiments.stats.format_p`
+    p-values stay at full precision (the adjustment must see them so; :func:`longctx.experiments.stats.format_p`
     formats them for display), the other figures are rounded to 4 decimals.
     """
     names = list(scores)

@@ -1,6 +1,6 @@
 """The ``longctx`` commands on one corpus: answer a question (``answer``) and build its index (``index``).
 
-Each ``cmd_*`` runs one parsed command line and returns its exit status (see :mod:`experiments.commands`).
+Each ``cmd_*`` runs one parsed command line and returns its exit status (see :mod:`longctx.experiments.commands`).
 """
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ import dataclasses
 import json
 import sys
 
-from agents import STRATEGIES, Corpus, Question, answer, index_for, make_chat_model
-from agents.run_plan import announce_plan, plan_for
-from experiments.command_options import budget_from_args, parse_options, retrieval_overrides
-from experiments.prices import load_prices, price_for
-from graphs.llm import model_id
-from graphs.strategy_registry import one_answer_strategy
-from retrieval.ray_support import require_ray
+from longctx import STRATEGIES, Corpus, Question, answer, index_for, make_chat_model
+from longctx.agents.run_plan import announce_plan, plan_for
+from longctx.experiments.command_options import budget_from_args, parse_options, retrieval_overrides
+from longctx.experiments.prices import load_prices, price_for
+from longctx.graphs.llm import model_id
+from longctx.graphs.strategy_registry import one_answer_strategy
+from longctx.retrieval.ray_support import require_ray
 
 
 def cmd_answer(args: argparse.Namespace) -> int:
@@ -124,7 +124,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     corpus = Corpus.from_path(args.path, show_progress=True, duplicates=_duplicates(args))
     cfg = spec.make_config(**retrieval_overrides(args))
     if args.ray is not None:
-        from retrieval.ray_index import build_index_ray
+        from longctx.retrieval.ray_index import build_index_ray
 
         index = build_index_ray(
             corpus,
@@ -145,5 +145,5 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def _duplicates(args: argparse.Namespace) -> str:
-    """``keep`` with ``--keep-duplicates``, else ``drop`` (:mod:`retrieval.duplicates`)."""
+    """``keep`` with ``--keep-duplicates``, else ``drop`` (:mod:`longctx.retrieval.duplicates`)."""
     return "keep" if getattr(args, "keep_duplicates", False) else "drop"

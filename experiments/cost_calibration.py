@@ -1,8 +1,8 @@
 """A strategy's typical cost calibrated from earlier runs' usage (issue #47).
 
-The run plan's typical calls and tokens come from the strategy's cost model (:mod:`graphs.costs`): for
+The run plan's typical calls and tokens come from the strategy's cost model (:mod:`longctx.graphs.costs`): for
 a loop (an agent, PAI's judge), a guessed constant. Where a result folder already holds answers of the
-same strategy with the same settings (the pairs a resumed run skips: :func:`experiments.runner.resume.answered_pairs`),
+same strategy with the same settings (the pairs a resumed run skips: :func:`longctx.experiments.runner.resume.answered_pairs`),
 their usage says what a question really costs. The plan's question-time part is scaled, per count
 (calls, prompt tokens, completion tokens), by what those answers used over what the model predicted
 for their corpora (a ratio, so a corpus of another size is still planned by the model's formula); the
@@ -17,12 +17,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agents.calibration import ModelSpeed
-from agents.run_plan import StrategyPlan
-from graphs import STRATEGIES
-from graphs.config import StrategyConfig
+from longctx.agents.calibration import ModelSpeed
+from longctx.agents.run_plan import StrategyPlan
+from longctx.graphs import STRATEGIES
+from longctx.graphs.config import StrategyConfig
 
-#: Usage fields of a question-time count and their index-time part (``retrieval.contract.Usage``).
+#: Usage fields of a question-time count and their index-time part (``longctx.retrieval.contract.Usage``).
 COUNTS = (
     ("llm_calls", "index_llm_calls"),
     ("prompt_tokens", "index_prompt_tokens"),

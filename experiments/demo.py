@@ -15,17 +15,17 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from agents.chat_models import make_chat_model
-from agents.embedded_chat import EmbeddedChatModel
-from agents.run_plan import announce_plan
-from experiments.benchmarks import load_benchmark
-from experiments.benchmarks.own import read_questions
-from experiments.planning import plan_experiment
-from experiments.report import build_report
-from experiments.runner import RunConfig, run_experiment
-from graphs.llm import model_id
-from graphs.registry import STRATEGIES
-from retrieval import Corpus
+from longctx.agents.chat_models import make_chat_model
+from longctx.agents.embedded_chat import EmbeddedChatModel
+from longctx.agents.run_plan import announce_plan
+from longctx.experiments.benchmarks import load_benchmark
+from longctx.experiments.benchmarks.own import read_questions
+from longctx.experiments.planning import plan_experiment
+from longctx.experiments.report import build_report
+from longctx.experiments.runner import RunConfig, run_experiment
+from longctx.graphs.llm import model_id
+from longctx.graphs.registry import STRATEGIES
+from longctx.retrieval import Corpus
 
 #: The corpus and questions shipped with the repository.
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

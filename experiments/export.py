@@ -31,12 +31,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from experiments.benchmarks import babilong as bl
-from experiments.benchmarks.base import Sample
-from experiments.benchmarks.predictions import final_reply
-from experiments.metrics import longbench_v2 as v2
-from experiments.metrics import ruler_hqa as rq
-from experiments.runner import MANIFEST_FILE, latest_rows, manifest_config, read_rows, run_samples
+from longctx.experiments.benchmarks import babilong as bl
+from longctx.experiments.benchmarks.base import Sample
+from longctx.experiments.benchmarks.predictions import final_reply
+from longctx.experiments.metrics import longbench_v2 as v2
+from longctx.experiments.metrics import ruler_hqa as rq
+from longctx.experiments.runner import (
+    MANIFEST_FILE,
+    latest_rows,
+    manifest_config,
+    read_rows,
+    run_samples,
+)
 
 #: Export formats: the official scripts' layouts (the only one so far).
 FORMATS = ("official",)

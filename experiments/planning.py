@@ -1,7 +1,7 @@
 """The up-front plan of an experiment: per strategy, the calls, tokens and minutes of the answers
 still to give (finished ones in the result folder are not counted), at the measured model speed,
 calibrated from the usage of the answers already there with the same settings
-(:mod:`experiments.cost_calibration`)."""
+(:mod:`longctx.experiments.cost_calibration`)."""
 
 from __future__ import annotations
 
@@ -10,18 +10,18 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from agents.calibration import ModelSpeed
-from agents.run_plan import StrategyPlan, plan_for
-from experiments import cost_calibration
-from experiments.runner import RunConfig, latest_rows, read_rows
-from experiments.runner.resume import answered_pairs
-from graphs import STRATEGIES
+from longctx.agents.calibration import ModelSpeed
+from longctx.agents.run_plan import StrategyPlan, plan_for
+from longctx.experiments import cost_calibration
+from longctx.experiments.runner import RunConfig, latest_rows, read_rows
+from longctx.experiments.runner.resume import answered_pairs
+from longctx.graphs import STRATEGIES
 
 
 def plan_experiment(config: RunConfig, samples: list[Any], chat: BaseChatModel, out: str | Path | None = None, *,
                     calibrate: bool | None = True) -> tuple[list[StrategyPlan], ModelSpeed | None]:  # fmt: skip
     """Plans of ``config``'s strategies over the ``samples`` not yet answered in ``out``, and the
-    speed they assume (the embedded model is calibrated once per machine; see :func:`agents.run_plan.plan_for`)."""
+    speed they assume (the embedded model is calibrated once per machine; see :func:`longctx.agents.run_plan.plan_for`)."""
     latest = latest_rows(read_rows(Path(out))) if out else {}
     done = answered_pairs(latest, config, chat)[0] if out else set()
     corpora: dict[str, list[tuple[int, int, int]]] = {}

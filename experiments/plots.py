@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.amortized_costs import Amortization
-from graphs.presentation import palette_color
-from graphs.registry import STRATEGIES
-from graphs.strategy_registry import VARIANT_SEPARATOR
-from retrieval.extras import require
+from longctx.experiments.amortized_costs import Amortization
+from longctx.graphs.presentation import palette_color
+from longctx.graphs.registry import STRATEGIES
+from longctx.graphs.strategy_registry import VARIANT_SEPARATOR
+from longctx.retrieval.extras import require
 
 #: Strategies beside each other in a length bucket are spread over this share of the bucket's width.
 DODGE = 0.3
@@ -108,7 +108,7 @@ def plot_accuracy_vs_tokens(summary: list[dict[str, Any]], path: Path, *, title:
 
 def plot_accuracy_vs_usd(table: list[dict[str, Any]], path: Path, *, title: str = "") -> bool:
     """One point per strategy: official score against estimated USD per answer (log x; ``table``: the
-    summary with ``cost_usd``, :func:`experiments.html_report.summary_table`), with the score's interval
+    summary with ``cost_usd``, :func:`longctx.experiments.html_report.summary_table`), with the score's interval
     and the (score, USD) frontier. A strategy without a price or at no cost (a local model) is left out.
 
     Returns False, writing nothing, when no strategy has both a score and a cost above zero.
@@ -186,7 +186,7 @@ def _score_against(
 
 def plot_cost_per_question(amortized: Amortization, path: Path, *, title: str = "") -> bool:
     """One line per strategy: a question's cost when n questions are asked over one corpus (its index cost shared
-    out, :mod:`experiments.amortized_costs`), log n from 1 to past the last break-even, a dot where two lines cross.
+    out, :mod:`longctx.experiments.amortized_costs`), log n from 1 to past the last break-even, a dot where two lines cross.
 
     Returns False, writing nothing, when no strategy has a cost.
     """

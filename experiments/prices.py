@@ -4,7 +4,7 @@ The built-in table lists a few well-known API models at their public list prices
 :data:`DEFAULT_PRICES_DATE`, with the price of a prompt token the provider read from its prompt
 cache (OpenAI, Gemini: cached input; Anthropic: cache read; cache writes and batch discounts are
 ignored); it is an *estimate* (prices change). A user's table (``longctx report DIR --prices
-FILE``, or the one ``longctx run --prices`` kept in DIR: :mod:`experiments.run_prices`) overrides
+FILE``, or the one ``longctx run --prices`` kept in DIR: :mod:`longctx.experiments.run_prices`) overrides
 and extends it; ``cached`` is optional (without it a cached token costs a prompt
 token)::
 
@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from graphs.pricing import TokenPrice
-from retrieval.errors import DataError
+from longctx.graphs.pricing import TokenPrice
+from longctx.retrieval.errors import DataError
 
 #: When the built-in list prices were read (the providers' pricing pages, standard tier).
 DEFAULT_PRICES_DATE = "2025-06"

@@ -1,6 +1,6 @@
 """The experiment runner on Ray: work units as Ray tasks, rows written by the driver.
 
-Same output folder as :func:`experiments.runner.run_experiment` (``results.jsonl`` rows
+Same output folder as :func:`longctx.experiments.runner.run_experiment` (``results.jsonl`` rows
 appended and fsynced one at a time as tasks finish, ``manifest.json``), same resume rule
 (pairs whose latest row is ok are skipped) and failures are rows, including a task that
 Ray itself lost. Each LLM endpoint has at most ``config.concurrency`` work units in
@@ -21,18 +21,18 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from tqdm.auto import tqdm
 
-from agents import make_chat_model
-from agents.llm_cache import SQLiteLLMCache
-from experiments.runner import RESULTS_FILE, RunConfig, select_samples
-from experiments.runner.folder import make_out_folder
-from experiments.runner.manifest import finish_manifest
-from experiments.runner.results_file import append_row
-from experiments.runner.resume import is_retry, plan_run
-from experiments.runner.rows import base_row
-from experiments.runner.units import run_unit, work_units
-from graphs.llm import model_id
-from graphs.registry import STRATEGIES
-from retrieval.ray_support import ensure_ray
+from longctx import make_chat_model
+from longctx.agents.llm_cache import SQLiteLLMCache
+from longctx.experiments.runner import RESULTS_FILE, RunConfig, select_samples
+from longctx.experiments.runner.folder import make_out_folder
+from longctx.experiments.runner.manifest import finish_manifest
+from longctx.experiments.runner.results_file import append_row
+from longctx.experiments.runner.resume import is_retry, plan_run
+from longctx.experiments.runner.rows import base_row
+from longctx.experiments.runner.units import run_unit, work_units
+from longctx.graphs.llm import model_id
+from longctx.graphs.registry import STRATEGIES
+from longctx.retrieval.ray_support import ensure_ray
 
 
 class EndpointPool:

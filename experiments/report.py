@@ -5,20 +5,20 @@
 error and n, failures, mean calls, tokens and seconds per answer, and whether it sits on the
 cost-accuracy frontier; for LongBench v2 and CorpusQA also ``score_official_denominator``,
 the headline with failed calls left out of the denominator as their official scripts do;
-see ``experiments.report_summary``),
+see ``longctx.experiments.report_summary``),
 ``pairwise.csv`` (every pair of strategies: paired difference, interval, Holm-adjusted p) and
 ``significance.md`` (the winner per metric where the paired tests support one, else why none
-is named; see ``experiments.comparison`` and docs/statistics.md), ``by_length.md`` /
+is named; see ``longctx.experiments.comparison`` and docs/statistics.md), ``by_length.md`` /
 ``by_length.csv`` (mean per-sample score by corpus-length bucket), ``by_task_length.md`` (BABILong:
 accuracy x 100 per task x length, the official tables' layout), ``scores.json`` (every strategy's full official aggregation),
 ``ceilings.md`` / ``ceilings.json`` and a ``ceiling`` summary column when the samples name
-their evidence (upper bounds, see ``experiments.ceilings``), ``amortized_cost.md`` / ``.csv``
+their evidence (upper bounds, see ``longctx.experiments.ceilings``), ``amortized_cost.md`` / ``.csv``
 (a question's cost as the questions over one corpus accumulate, index cost shared out, and
-where each pair of strategies breaks even, see ``experiments.amortized_costs``), ``per_context.md`` /
+where each pair of strategies breaks even, see ``longctx.experiments.amortized_costs``), ``per_context.md`` /
 ``.csv`` (cost per context and per question when some context was asked several questions, a legend
 line per column), ``report.html`` (everything in
 one self-contained page, with winners, estimated cost and a per-question drill-down, see
-``experiments.html_report``), and
+``longctx.experiments.html_report``), and
 the PNG plots: accuracy vs context length (when the run spans two length buckets or more),
 accuracy vs tokens spent, accuracy vs estimated USD per answer (when some model has a price), and
 cost per question vs questions asked over one corpus.
@@ -33,22 +33,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agents.jsonsafe import dumps
-from experiments import comparison, pairing, stats
-from experiments.amortized_costs import amortization, write_amortized
-from experiments.benchmarks import score
-from experiments.benchmarks.predictions import row_prediction
-from experiments.ceilings import report_ceilings
-from experiments.context_costs import legend as context_legend
-from experiments.context_costs import per_context_table
-from experiments.html_report import (
+from longctx.agents.jsonsafe import dumps
+from longctx.experiments import comparison, pairing, stats
+from longctx.experiments.amortized_costs import amortization, write_amortized
+from longctx.experiments.benchmarks import score
+from longctx.experiments.benchmarks.predictions import row_prediction
+from longctx.experiments.ceilings import report_ceilings
+from longctx.experiments.context_costs import legend as context_legend
+from longctx.experiments.context_costs import per_context_table
+from longctx.experiments.html_report import (
     pick_winners,
     significance_text,
     strategy_costs,
     summary_table,
     write_html_report,
 )
-from experiments.report_summary import (
+from longctx.experiments.report_summary import (
     add_frontiers,
     add_intervals,
     add_rerank_costs,
@@ -57,18 +57,18 @@ from experiments.report_summary import (
     rounded_mean,
     summary_row,
 )
-from experiments.run_prices import report_prices
-from experiments.runner import (
+from longctx.experiments.run_prices import report_prices
+from longctx.experiments.runner import (
     RunFolderError,
     manifest_config,
     read_manifest,
     read_rows,
     run_samples,
 )
-from experiments.spend import latest_with_spend
-from experiments.task_length_table import FILE as TASK_LENGTH_FILE
-from experiments.task_length_table import task_length_markdown
-from retrieval.redaction import redact_value
+from longctx.experiments.spend import latest_with_spend
+from longctx.experiments.task_length_table import FILE as TASK_LENGTH_FILE
+from longctx.experiments.task_length_table import task_length_markdown
+from longctx.retrieval.redaction import redact_value
 
 #: Corpus-length buckets (tokens) for accuracy-vs-length; CorpusQA's tiers fall one per bucket.
 LENGTH_BUCKETS = ((0, 32_000, "<32K"), (32_000, 160_000, "32K-160K"), (160_000, 1_500_000, "160K-1.5M"),
@@ -92,16 +92,16 @@ def build_report(
     """Score every strategy of the run in ``out`` and write tables and plots to ``out/report``.
 
     Args:
-        out: A folder written by :func:`experiments.runner.run_experiment`.
+        out: A folder written by :func:`longctx.experiments.runner.run_experiment`.
         samples: The run's samples (default: reloaded as the manifest describes).
         judge: A chat model for LLM-judged benchmarks (Loong; CorpusQA, which otherwise
             uses the deterministic equivalence checker).
         plots: Write the PNG plots.
-        html: Write ``report.html`` (``experiments.html_report``): tables, plots, winners,
+        html: Write ``report.html`` (``longctx.experiments.html_report``): tables, plots, winners,
             estimated cost and a per-question drill-down in one self-contained file.
         prices: USD per 1M prompt/completion tokens per model id for the cost estimate: a JSON
-            file or a mapping (``experiments.prices``); otherwise the table the run was given
-            (``experiments.run_prices``), else built-in estimates. ``result["prices"]`` says which.
+            file or a mapping (``longctx.experiments.prices``); otherwise the table the run was given
+            (``longctx.experiments.run_prices``), else built-in estimates. ``result["prices"]`` says which.
     """
     out = Path(out)
     if not out.is_dir():
@@ -156,7 +156,7 @@ def build_report(
     if tables is not None:  # BABILong's official layout: tasks x lengths
         (report / TASK_LENGTH_FILE).write_text(tables, encoding="utf-8")
     if plots and summary:
-        from experiments.plots import (
+        from longctx.experiments.plots import (
             plot_accuracy_vs_length,
             plot_accuracy_vs_tokens,
             plot_accuracy_vs_usd,
@@ -236,7 +236,7 @@ def compare_runs(folders: Sequence[str | Path], *, judge: Any = None) -> RunComp
     Strategies named in several runs are compared run against run (``rag @ runA`` vs ``rag @ runB``);
     when the runs share no strategy name, every strategy of one run meets every strategy of the
     others. A question is paired only when its id, text and corpus fingerprint match in both runs
-    (``experiments.pairing``; ``dropped`` says how many were not, and why); p-values are
+    (``longctx.experiments.pairing``; ``dropped`` says how many were not, and why); p-values are
     Holm-adjusted across all the pairs shown.
 
     Raises:
@@ -281,7 +281,7 @@ def compare_runs(folders: Sequence[str | Path], *, judge: Any = None) -> RunComp
 def _add_ceilings(
     cfg: dict[str, Any], samples: list[Any], summary: list[dict[str, Any]], report: Path
 ) -> None:
-    """Evidence ceilings beside accuracy when the samples name their evidence (``experiments.ceilings``)."""
+    """Evidence ceilings beside accuracy when the samples name their evidence (``longctx.experiments.ceilings``)."""
     try:
         report_ceilings(cfg, samples, summary, report)
     except (

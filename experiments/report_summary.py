@@ -4,7 +4,7 @@ A row holds the official headline score (with its 95% bootstrap interval, standa
 failures, mean calls, tokens and seconds per answer, index and rerank spend, evidence recall where
 the samples name their evidence, estimated USD per answer (with and without the prompt cache), and
 whether it sits on the cost-accuracy and token-accuracy frontiers. Written by
-:func:`experiments.report.build_report`.
+:func:`longctx.experiments.report.build_report`.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from experiments import comparison, stats
-from experiments.benchmarks import BENCHMARKS
-from experiments.html_report import row_model
-from experiments.prices import row_cost
-from experiments.synth import retrieval_recall
+from longctx.experiments import comparison, stats
+from longctx.experiments.benchmarks import BENCHMARKS
+from longctx.experiments.html_report import row_model
+from longctx.experiments.prices import row_cost
+from longctx.experiments.synth import retrieval_recall
 
 #: The aggregate key that headlines each benchmark (Loong reports its judge's average score).
 HEADLINE = {"loong": "avg_score"}

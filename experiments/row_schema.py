@@ -5,7 +5,7 @@ Why: a row is read long after it was written, by code that sums, averages and ra
 numbers and scores its text. A hand edit, an old writer or a plugin strategy can leave a row
 that is strict JSON yet unusable (``"prompt_tokens": 1e308`` overflows every sum to ``inf``;
 ``"llm_calls": "many"`` fails a mean; a prediction that is a mapping cannot be scored). Such a
-row is refused where it is read (:func:`experiments.runner.read_rows` names its file and line
+row is refused where it is read (:func:`longctx.experiments.runner.read_rows` names its file and line
 and skips it, so a rerun answers that pair again) instead of failing a report far from it.
 """
 
@@ -15,11 +15,11 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from retrieval.reported_usage import MAX_COUNT
+from longctx.retrieval.reported_usage import MAX_COUNT
 
 # Counts (tokens, calls) are whole numbers below ``MAX_COUNT`` (10**12): a trillion tokens is more
 # than any answer spends, and sums of thousands of such counts stay exact. It is the bound a
-# server's usage is checked against as its reply arrives (:mod:`retrieval.reported_usage`), so a
+# server's usage is checked against as its reply arrives (:mod:`longctx.retrieval.reported_usage`), so a
 # paid answer's row is never one refused here.
 
 #: Seconds are below this (about 31 years): more is a corrupt value, and sums stay finite.

@@ -13,8 +13,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from experiments.prices import DEFAULT_PRICES_DATE, PriceRow, load_prices, parse_prices
-from retrieval.redaction import redact_value
+from longctx.experiments.prices import DEFAULT_PRICES_DATE, PriceRow, load_prices, parse_prices
+from longctx.retrieval.redaction import redact_value
 
 #: The run folder's copy of its price table.
 RUN_PRICES_FILE = "prices.json"

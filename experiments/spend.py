@@ -1,6 +1,6 @@
 """What each answer of a run folder cost in all: the usage of every row of its (sample, strategy) pair added up.
 
-A row's ``usage`` counts what that call of ``answer`` sent (:class:`retrieval.contract.Usage`: a resumed run's
+A row's ``usage`` counts what that call of ``answer`` sent (:class:`longctx.retrieval.contract.Usage`: a resumed run's
 earlier calls are apart, in ``earlier_*``). A pair stopped by its budget and answered again by a rerun has one row
 per call, each with its own requests; a report prices their sum, so every request the run sent for an answer counts
 once, and none twice.

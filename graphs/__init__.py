@@ -10,46 +10,53 @@ offline against a scripted model in tests.
 
 No strategy package is imported here: :data:`STRATEGIES` finds them through their ``plugin.toml``
 and imports one on the first lookup of its name, and the names below load their module on first
-use, so ``import graphs`` (and the CLI's ``--help``) loads no LangGraph.
+use, so ``import longctx`` (and the CLI's ``--help``) loads no LangGraph.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from retrieval.lazy import lazy_attributes
+from longctx.retrieval.lazy import lazy_attributes
 
 if TYPE_CHECKING:  # the lazy names below, for type checkers (nothing is imported at run time)
-    from graphs.config import ConfigError, StrategyConfig
-    from graphs.context import StrategyContext
-    from graphs.full_context import FullContextConfig
-    from graphs.memagent import MemAgentConfig
-    from graphs.pai import PaiConfig
-    from graphs.presentation import StrategyPresentation
-    from graphs.rag import RagConfig
-    from graphs.registry import BatchRun, BatchSettings, Continuation, RayStage, SingleRun, Strategy
-    from graphs.retrieval_settings import RetrievalSettings
-    from graphs.self_ask import SelfAskConfig
-    from graphs.self_route import SelfRouteConfig
-    from graphs.strategy_registry import STRATEGIES
+    from longctx.graphs.config import ConfigError, StrategyConfig
+    from longctx.graphs.context import StrategyContext
+    from longctx.graphs.full_context import FullContextConfig
+    from longctx.graphs.memagent import MemAgentConfig
+    from longctx.graphs.pai import PaiConfig
+    from longctx.graphs.presentation import StrategyPresentation
+    from longctx.graphs.rag import RagConfig
+    from longctx.graphs.registry import (
+        BatchRun,
+        BatchSettings,
+        Continuation,
+        RayStage,
+        SingleRun,
+        Strategy,
+    )
+    from longctx.graphs.retrieval_settings import RetrievalSettings
+    from longctx.graphs.self_ask import SelfAskConfig
+    from longctx.graphs.self_route import SelfRouteConfig
+    from longctx.graphs.strategy_registry import STRATEGIES
 
 _EXPORTS = {
-    "STRATEGIES": "graphs.strategy_registry",
-    "ConfigError": "graphs.config",
-    "StrategyConfig": "graphs.config",
-    "StrategyContext": "graphs.context",
-    "FullContextConfig": "graphs.full_context",
-    "MemAgentConfig": "graphs.memagent",
-    "PaiConfig": "graphs.pai",
-    "StrategyPresentation": "graphs.presentation",
-    "RagConfig": "graphs.rag",
-    "RetrievalSettings": "graphs.retrieval_settings",
+    "STRATEGIES": "longctx.graphs.strategy_registry",
+    "ConfigError": "longctx.graphs.config",
+    "StrategyConfig": "longctx.graphs.config",
+    "StrategyContext": "longctx.graphs.context",
+    "FullContextConfig": "longctx.graphs.full_context",
+    "MemAgentConfig": "longctx.graphs.memagent",
+    "PaiConfig": "longctx.graphs.pai",
+    "StrategyPresentation": "longctx.graphs.presentation",
+    "RagConfig": "longctx.graphs.rag",
+    "RetrievalSettings": "longctx.graphs.retrieval_settings",
     **dict.fromkeys(
         ("BatchRun", "BatchSettings", "Continuation", "RayStage", "SingleRun", "Strategy"),
-        "graphs.registry",
+        "longctx.graphs.registry",
     ),
-    "SelfAskConfig": "graphs.self_ask",
-    "SelfRouteConfig": "graphs.self_route",
+    "SelfAskConfig": "longctx.graphs.self_ask",
+    "SelfRouteConfig": "longctx.graphs.self_route",
 }
 
 __all__ = [
@@ -73,4 +80,4 @@ __all__ = [
     "StrategyPresentation",
 ]
 
-__getattr__, __dir__ = lazy_attributes("graphs", _EXPORTS, globals())
+__getattr__, __dir__ = lazy_attributes("longctx.graphs", _EXPORTS, globals())

@@ -1,7 +1,7 @@
 """What a single-question strategy's final state holds for the run path: the answer contract of its graph.
 
 Every strategy's state ``TypedDict`` extends :class:`AnswerState` (``class RagState(AnswerState, total=False)``)
-and adds what evolves in its own graph; :func:`graphs.run_single.single_answer` reads a final state through this
+and adds what evolves in its own graph; :func:`longctx.graphs.run_single.single_answer` reads a final state through this
 type alone, so a key renamed in one strategy is a type error there, not an answer that is quietly empty.
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any, Literal, TypedDict
 
-from retrieval import Hit
-from retrieval.contract import Evidence, Question, Step
+from longctx.retrieval import Hit
+from longctx.retrieval.contract import Evidence, Question, Step
 
 #: Why a run stopped before its answer: its budget (the guard refused the next call).
 Stopped = Literal["budget"]
@@ -41,12 +41,12 @@ class AnswerState(TypedDict, total=False):
 
 
 class BatchAnswer(TypedDict):
-    """Question ``i``'s answer fields in a batched run's final state (:attr:`graphs.registry.BatchRun.collect`).
+    """Question ``i``'s answer fields in a batched run's final state (:attr:`longctx.graphs.registry.BatchRun.collect`).
 
     Attributes:
         answer: The answer a user reads.
         raw: The text a benchmark scores.
-        usage: The question's usage as its state records it (:meth:`retrieval.contract.Usage.from_dict`).
+        usage: The question's usage as its state records it (:meth:`longctx.retrieval.contract.Usage.from_dict`).
         final_step: Facts the strategy adds to the answer's last step.
     """
 
@@ -57,7 +57,7 @@ class BatchAnswer(TypedDict):
 
 
 class PromptState(AnswerState, total=False):
-    """What the shared final call (:func:`graphs.nodes.generate`) reads besides the question: the filled prompt.
+    """What the shared final call (:func:`longctx.graphs.nodes.generate`) reads besides the question: the filled prompt.
 
     Attributes:
         prompt: The prompt to send.

@@ -1,23 +1,23 @@
 """The one import surface of a strategy plug-in: what a strategy package needs from the engine.
 
-``from graphs.api import ToolLoop, chat, StrategyContext, STRATEGIES, StrategyCosts, ...``: the call
+``from longctx.graphs.api import ToolLoop, chat, StrategyContext, STRATEGIES, StrategyCosts, ...``: the call
 helpers, the shared tool loop, the run context and config, the answer state and nodes, the prompt
 helpers, the presentation and ceiling types, the cost model's parts and the registry, and the
 contract's types (``Step``, ``Answer``...). A strategy that imports only this module (plus its own
-package, ``retrieval.contract`` and third-party libraries) keeps working when the engine's modules
+package, ``longctx.retrieval.contract`` and third-party libraries) keeps working when the engine's modules
 move: ``tests/test_plugin_surface.py`` holds new strategy packages under ``graphs/`` to that and
 lists the built-ins' remaining imports as explicit exceptions; ``__all__`` groups the names by what
-they serve. Importing it loads LangGraph (every strategy does), so ``import graphs`` stays lazy and
+they serve. Importing it loads LangGraph (every strategy does), so ``import longctx`` stays lazy and
 this module is imported by strategies only.
 """
 
 from __future__ import annotations
 
-from graphs.answer_state import AnswerState, BatchAnswer, PromptState
-from graphs.batched import trace_steps
-from graphs.budget import UNBOUNDED, Budget, BudgetReached, CostPlan, IndexWork
-from graphs.budget_field import budget_kwargs
-from graphs.ceiling import (
+from longctx.graphs.answer_state import AnswerState, BatchAnswer, PromptState
+from longctx.graphs.batched import trace_steps
+from longctx.graphs.budget import UNBOUNDED, Budget, BudgetReached, CostPlan, IndexWork
+from longctx.graphs.budget_field import budget_kwargs
+from longctx.graphs.ceiling import (
     CeilingEnv,
     CeilingItem,
     EvidenceCeiling,
@@ -33,9 +33,9 @@ from graphs.ceiling import (
     reach_of,
     render_records,
 )
-from graphs.config import ConfigError, StrategyConfig, option
-from graphs.context import StrategyContext
-from graphs.costs import (
+from longctx.graphs.config import ConfigError, StrategyConfig, option
+from longctx.graphs.context import StrategyContext
+from longctx.graphs.costs import (
     ANSWER_TOKENS,
     PLACEHOLDER_QUESTION,
     SEAM_TOKENS,
@@ -55,10 +55,10 @@ from graphs.costs import (
     tokens_of,
     tool_schema_tokens,
 )
-from graphs.embedding_store import EmbeddingStore, open_store, query_vector
-from graphs.event_loop import gather_or_cancel
-from graphs.events import GrowingStage, listening, report_progress, report_step
-from graphs.index_artifact import (
+from longctx.graphs.embedding_store import EmbeddingStore, open_store, query_vector
+from longctx.graphs.event_loop import gather_or_cancel
+from longctx.graphs.events import GrowingStage, listening, report_progress, report_step
+from longctx.graphs.index_artifact import (
     ArtifactStore,
     LoadedArtifacts,
     Source,
@@ -68,7 +68,7 @@ from graphs.index_artifact import (
     root_of,
     write_checked,
 )
-from graphs.llm import (
+from longctx.graphs.llm import (
     add_usage,
     chat,
     complete,
@@ -79,17 +79,25 @@ from graphs.llm import (
     tokenizer_for,
     tokenizer_id,
 )
-from graphs.nodes import AnswerSettings, CompiledGraph, generate, linear_graph
-from graphs.presentation import Markup, Shown, StrategyPresentation, bullets, join, tag, text
-from graphs.prompt_sharing import PromptSharing
-from graphs.prompts import (
+from longctx.graphs.nodes import AnswerSettings, CompiledGraph, generate, linear_graph
+from longctx.graphs.presentation import (
+    Markup,
+    Shown,
+    StrategyPresentation,
+    bullets,
+    join,
+    tag,
+    text,
+)
+from longctx.graphs.prompt_sharing import PromptSharing
+from longctx.graphs.prompts import (
     DEFAULT_INSTRUCTION,
     DOCUMENT_TEMPLATE,
     fill,
     format_chunks,
     format_documents,
 )
-from graphs.ray_map import (
+from longctx.graphs.ray_map import (
     ModelRecipe,
     counted_model,
     map_on_ray,
@@ -98,20 +106,20 @@ from graphs.ray_map import (
     portable_error,
     run_batch,
 )
-from graphs.ray_options import MAP_ON_RAY, RayMapOptions
-from graphs.registry import BatchRun, BatchSettings, Continuation, SingleRun, Strategy
-from graphs.replies import MalformedOutput, text_of
-from graphs.request_settings import model_identity
-from graphs.rerank_costs import Retrievals, with_rerank, with_sometimes
-from graphs.retrieval_service import RetrievalService
-from graphs.retrieval_settings import RetrievalSettings
-from graphs.retrieved import RAG_TEMPLATE, order_hits, retrieval_view
-from graphs.run import run_strategy
-from graphs.strategy_registry import STRATEGIES
-from graphs.tool_loop import FINAL_TURN_PROMPT, ToolLoop, ToolLoopState, final_text
-from graphs.twins import blocking, run_blocking
-from graphs.usage import index_time, report_index_seconds
-from graphs.validated_call import (
+from longctx.graphs.ray_options import MAP_ON_RAY, RayMapOptions
+from longctx.graphs.registry import BatchRun, BatchSettings, Continuation, SingleRun, Strategy
+from longctx.graphs.replies import MalformedOutput, text_of
+from longctx.graphs.request_settings import model_identity
+from longctx.graphs.rerank_costs import Retrievals, with_rerank, with_sometimes
+from longctx.graphs.retrieval_service import RetrievalService
+from longctx.graphs.retrieval_settings import RetrievalSettings
+from longctx.graphs.retrieved import RAG_TEMPLATE, order_hits, retrieval_view
+from longctx.graphs.run import run_strategy
+from longctx.graphs.strategy_registry import STRATEGIES
+from longctx.graphs.tool_loop import FINAL_TURN_PROMPT, ToolLoop, ToolLoopState, final_text
+from longctx.graphs.twins import blocking, run_blocking
+from longctx.graphs.usage import index_time, report_index_seconds
+from longctx.graphs.validated_call import (
     Outcome,
     ToolMode,
     acall_validated,
@@ -119,9 +127,9 @@ from graphs.validated_call import (
     call_validated,
     resolve_tool_mode,
 )
-from memory import NO_MEMORY, MemoryTrace, bound_memory, strip_think
-from memory.records.cache import RecordCache, SchemaStore, document_fingerprint
-from memory.records.database import (
+from longctx.memory import NO_MEMORY, MemoryTrace, bound_memory, strip_think
+from longctx.memory.records.cache import RecordCache, SchemaStore, document_fingerprint
+from longctx.memory.records.database import (
     QueryResult,
     QueryTimeout,
     QueryTooLarge,
@@ -129,8 +137,8 @@ from memory.records.database import (
     create_statement,
     run_query,
 )
-from memory.records.normalize import ValueNotUnderstood, entity_key, normalize_value
-from memory.records.schema import (
+from longctx.memory.records.normalize import ValueNotUnderstood, entity_key, normalize_value
+from longctx.memory.records.schema import (
     SQL_TYPES,
     Attribute,
     TableSchema,
@@ -138,17 +146,17 @@ from memory.records.schema import (
     parse_schema,
     schema_hash,
 )
-from memory.records.sql_text import QueryRefused, clean_sql
-from memory.records.table import Table, normalise_records, reduce_cells
-from retrieval import Chunk, ChunkingConfig, Hit, Index, chunk_corpus, middle_truncate
-from retrieval.checksums import ALGORITHM, Checksums, digest_bytes, digest_texts
-from retrieval.contract import Answer, Corpus, Document, Evidence, Question, Step, Usage
-from retrieval.embedder_base import dimension_error, source_of
-from retrieval.embedders import embedder_needs
-from retrieval.extras import Need, require
-from retrieval.paths import default_cache_dir
-from retrieval.tokenizers import Tokenizer, slice_ids, split_ids, tiktoken_tokenizer
-from retrieval.tokens import count_tokens, count_tokens_batch, decode, encode
+from longctx.memory.records.sql_text import QueryRefused, clean_sql
+from longctx.memory.records.table import Table, normalise_records, reduce_cells
+from longctx.retrieval import Chunk, ChunkingConfig, Hit, Index, chunk_corpus, middle_truncate
+from longctx.retrieval.checksums import ALGORITHM, Checksums, digest_bytes, digest_texts
+from longctx.retrieval.contract import Answer, Corpus, Document, Evidence, Question, Step, Usage
+from longctx.retrieval.embedder_base import dimension_error, source_of
+from longctx.retrieval.embedders import embedder_needs
+from longctx.retrieval.extras import Need, require
+from longctx.retrieval.paths import default_cache_dir
+from longctx.retrieval.tokenizers import Tokenizer, slice_ids, split_ids, tiktoken_tokenizer
+from longctx.retrieval.tokens import count_tokens, count_tokens_batch, decode, encode
 
 __all__ = [
     # The contract's types.

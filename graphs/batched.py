@@ -4,7 +4,7 @@ One implementation serves ``answer()`` / ``answer_many()`` and Self-Route's fall
 the run is keyed by (strategy, corpus fingerprint, questions, config, model and every
 setting its requests carry, tokenizer); every step
 is checkpointed in SQLite (``durability="sync"``: a step is on disk before the next
-starts) in the run's own folder ``<folder>/<key>/`` (see :mod:`memory.checkpoints`),
+starts) in the run's own folder ``<folder>/<key>/`` (see :mod:`longctx.memory.checkpoints`),
 superseded checkpoints dropped every ``PRUNE_EVERY_CHUNKS`` chunks; an interrupted run
 continues from its last step; a finished one is pruned to its final checkpoint and replayed from it with no model call. The run key is locked while it runs.
 """
@@ -21,14 +21,14 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.memory import InMemorySaver
 
-from graphs.budget import BudgetReached
-from graphs.budget_left import budget_left
-from graphs.config import StrategyConfig
-from graphs.context import StrategyContext
-from graphs.llm import model_id, tokenizer_id
-from graphs.registry import BatchRun, BatchSettings, Strategy
-from graphs.request_settings import request_settings
-from memory import (
+from longctx.graphs.budget import BudgetReached
+from longctx.graphs.budget_left import budget_left
+from longctx.graphs.config import StrategyConfig
+from longctx.graphs.context import StrategyContext
+from longctx.graphs.llm import model_id, tokenizer_id
+from longctx.graphs.registry import BatchRun, BatchSettings, Strategy
+from longctx.graphs.request_settings import request_settings
+from longctx.memory import (
     CHECKPOINTS_FILE,
     TRACE_FILE,
     MemoryTrace,
@@ -38,7 +38,7 @@ from memory import (
     run_folder,
     thread_key,
 )
-from retrieval.contract import Corpus, Question, Step, Usage
+from longctx.retrieval.contract import Corpus, Question, Step, Usage
 
 #: A running run drops its superseded checkpoints every this many chunks. Resuming reads only
 #: the latest, so storage stays a few dozen steps instead of growing with the corpus (a
@@ -226,7 +226,7 @@ def run_key(
 
 def model_key(llm: BaseChatModel) -> dict[str, Any]:
     """The model's part of a run key: name and server, every setting its requests carry
-    (:func:`graphs.request_settings.request_settings`) and the tokenizer that cuts the windows."""
+    (:func:`longctx.graphs.request_settings.request_settings`) and the tokenizer that cuts the windows."""
     return {
         "model": model_id(llm),
         "requests": request_settings(llm),

@@ -1,22 +1,22 @@
 """Spending limits of one call: a :class:`Budget` and a strategy's :class:`CostPlan` (the guard that stops a run
-at its budget is :class:`graphs.budget_guard.BudgetGuard`).
+at its budget is :class:`longctx.graphs.budget_guard.BudgetGuard`).
 
 A budget is checked twice. Up front, the strategy's cost plan (calls and prompt tokens from the
 corpus size and its config, before any call) is compared with it: a plan that cannot fit is
 refused with :class:`BudgetExceeded` (a checkpointed run's plan less what its checkpoint already
 holds, :meth:`CostPlan.after`). During the run, :class:`~graphs.budget_guard.BudgetGuard` (a LangChain callback,
-like :class:`graphs.cancel.CancelGuard`) counts every chat-model call as it starts and raises
+like :class:`longctx.graphs.cancel.CancelGuard`) counts every chat-model call as it starts and raises
 :class:`BudgetReached` before the call that would pass a limit; the run path turns that into an
 answer marked ``stopped="budget"`` with what was done (MemAgent's checkpoint keeps its chunks).
 A rerank call is a model call too: the rerank stage announces it (``budget_guard.RERANK_EVENT``) before
 its request, and the guard counts it (a call, its query-document tokens as prompt tokens, their
 cost at :attr:`Budget.rerank_price`) or refuses it as it refuses a chat call.
 
-Money needs a price. The report's price table lives in ``experiments.prices``, above this layer
+Money needs a price. The report's price table lives in ``longctx.experiments.prices``, above this layer
 (experiments -> agents -> graphs), so the budget takes the price as a parameter
 (:attr:`Budget.price`, USD per 1M prompt, completion and cached prompt tokens) and the CLI fills it
-from that table for the model it runs; a library caller passes it (``experiments.prices.price_for(model)``
-gives it) or leaves ``max_cost_usd`` unset. USD is the report's (:mod:`graphs.pricing`): a finished
+from that table for the model it runs; a library caller passes it (``longctx.experiments.prices.price_for(model)``
+gives it) or leaves ``max_cost_usd`` unset. USD is the report's (:mod:`longctx.graphs.pricing`): a finished
 call costs what its server's usage says at that price, cached prompt tokens at the cached rate.
 """
 
@@ -27,9 +27,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from graphs.pricing import as_token_price
-from graphs.rerank_plan import RerankPlan
-from retrieval.errors import ConfigError, LongctxError
+from longctx.graphs.pricing import as_token_price
+from longctx.graphs.rerank_plan import RerankPlan
+from longctx.retrieval.errors import ConfigError, LongctxError
 
 
 class BudgetExceeded(LongctxError, ValueError):
@@ -50,7 +50,7 @@ class Budget:
         max_cost_usd: USD at :attr:`price` (a call's prompt tokens reserved before it, at the prompt rate; settled at
             the usage its server reports when it ends, cached prompt tokens at the cached rate, as the report prices them).
         price: ``(prompt, completion)`` or ``(prompt, completion, cached)`` USD per 1M tokens of the model (or an
-            ``experiments.prices.Price``), read as a :class:`~graphs.pricing.TokenPrice`; needed by ``max_cost_usd``
+            ``longctx.experiments.prices.Price``), read as a :class:`~graphs.pricing.TokenPrice`; needed by ``max_cost_usd``
             (a :class:`~agents.workspace.Workspace` fills in its own; a run without one is refused before any call).
             A parameter because the price table sits above this layer.
         rerank_price: The same for the reranker of a strategy's ``rerank`` stage (its prompt rate is what the
@@ -172,7 +172,7 @@ class CostPlan:
     extracted property); equal where the count is fixed (rag, full_context, memagent).
     ``completion_tokens`` is the most the least run may generate (its calls' answer budgets).
     ``max_calls=None`` / ``max_prompt_tokens=None``: no most (:data:`UNBOUNDED`, an agent that loops until
-    it is done): a budget must then cap the run (:func:`graphs.plan_check.check_plan` warns without one).
+    it is done): a budget must then cap the run (:func:`longctx.graphs.plan_check.check_plan` warns without one).
     Token counts are estimates (the corpus in the model's tokens plus the prompt templates).
 
     Attributes:

@@ -1,5 +1,5 @@
 """A LangChain callback that puts a chat model's calls in a child process (a Ray worker, a sandbox)
-through the parent's budget channel (:mod:`graphs.budget_channel`): each call is reserved before
+through the parent's budget channel (:mod:`longctx.graphs.budget_channel`): each call is reserved before
 its request is sent (its prompt as the parent's guard counts it, and its answer budget) and settled
 at the usage its reply carries; a refused call raises :class:`~graphs.budget.BudgetReached`."""
 
@@ -12,9 +12,9 @@ from uuid import UUID
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import LLMResult
 
-from graphs.budget_client import BudgetClient, Grant
-from graphs.prompt_text import counted_prompt
-from retrieval.reported_usage import as_count, metadata_counts
+from longctx.graphs.budget_client import BudgetClient, Grant
+from longctx.graphs.prompt_text import counted_prompt
+from longctx.retrieval.reported_usage import as_count, metadata_counts
 
 
 def answer_budget(params: dict[str, Any] | None) -> int:

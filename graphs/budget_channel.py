@@ -15,8 +15,8 @@ holds; no pickle crosses it, so a sandboxed child cannot run code in the parent)
   (:func:`~retrieval.reported_usage.checked_chat_usage`); no usable usage, a failure, or a child
   that dies or disconnects holding a grant: the reservation stands, never lost.
 
-The child's side is :mod:`graphs.budget_client` (and, for a LangChain model,
-:class:`graphs.budget_callback.ChannelGuard`).
+The child's side is :mod:`longctx.graphs.budget_client` (and, for a LangChain model,
+:class:`longctx.graphs.budget_callback.ChannelGuard`).
 """
 
 from __future__ import annotations
@@ -35,12 +35,12 @@ from langchain_core.callbacks import dispatch_custom_event
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
 
-from graphs.budget import BudgetReached
-from graphs.budget_client import MAX_MESSAGE_BYTES
-from graphs.budget_guard import BudgetGuard
-from graphs.usage import USAGE_EVENT
-from retrieval.contract import Usage
-from retrieval.reported_usage import as_count, checked_chat_usage
+from longctx.graphs.budget import BudgetReached
+from longctx.graphs.budget_client import MAX_MESSAGE_BYTES
+from longctx.graphs.budget_guard import BudgetGuard
+from longctx.graphs.usage import USAGE_EVENT
+from longctx.retrieval.contract import Usage
+from longctx.retrieval.reported_usage import as_count, checked_chat_usage
 
 BAD_RESERVE = "max_completion_tokens and prompt_tokens must be token counts, prompt a string"
 

@@ -1,4 +1,4 @@
-"""The child's side of the budget channel (:mod:`graphs.budget_channel`): a model call made in
+"""The child's side of the budget channel (:mod:`longctx.graphs.budget_channel`): a model call made in
 another process (a sandboxed REPL's sub-call, a Ray worker's) asks the parent's budget guard for
 a grant before its request is sent, and settles it at the usage its server reported.
 
@@ -25,7 +25,7 @@ from multiprocessing import AuthenticationError
 from multiprocessing.connection import Client
 from typing import Any
 
-from graphs.budget import BudgetReached
+from longctx.graphs.budget import BudgetReached
 
 #: The environment variable a parent sets to its channel's :attr:`~graphs.budget_channel.BudgetChannel.ticket`.
 TICKET_ENV = "LONGCTX_BUDGET_CHANNEL"

@@ -3,10 +3,10 @@
 Every OpenAI-compatible server honours ``max_tokens``; llama-cpp-python's server (0.3.x)
 ignores ``max_completion_tokens`` and generates to the end of its window. OpenAI's reasoning
 models take only ``max_completion_tokens``. LangChain's ``ChatOpenAI`` renames every budget to
-``max_completion_tokens``. Our own OpenAI model (``agents.openai_chat.RetryingChatOpenAI``)
+``max_completion_tokens``. Our own OpenAI model (``longctx.agents.openai_chat.RetryingChatOpenAI``)
 rewrites its request body with :func:`with_budget_field`; a ``ChatOpenAI`` the user built and
 passed as ``llm=`` gets the same rule through :func:`budget_kwargs`, which every call site that
-sends a budget uses (``graphs.llm.complete_with_usage``, PAI's and the structured strategy's
+sends a budget uses (``longctx.graphs.llm.complete_with_usage``, PAI's and the structured strategy's
 calls, the speed calibration).
 
 Why per-call arguments, and not a converted model at the entry where ``llm=`` is accepted: a

@@ -14,10 +14,10 @@ from uuid import UUID
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import LLMResult
 
-from graphs.budget import Budget, BudgetReached
-from graphs.cancel import quiet_refused_starts
-from graphs.prompt_text import counted_prompt
-from retrieval.reported_usage import as_count, metadata_counts
+from longctx.graphs.budget import Budget, BudgetReached
+from longctx.graphs.cancel import quiet_refused_starts
+from longctx.graphs.prompt_text import counted_prompt
+from longctx.retrieval.reported_usage import as_count, metadata_counts
 
 #: Custom callback event a rerank call dispatches before its request, ``{"query": str, "documents": [str, ...], "call": str}``:
 #: the :class:`BudgetGuard` counts it as a model call (or stops it) as it counts a chat call when it starts.
@@ -184,7 +184,7 @@ class BudgetGuard(BaseCallbackHandler):
             self._reserved.pop(run_id, None)
 
     def reserve_outside(self, tokens: int, usd: float) -> None:
-        """Count one call another process will send (:mod:`graphs.budget_channel`): ``tokens`` prompt
+        """Count one call another process will send (:mod:`longctx.graphs.budget_channel`): ``tokens`` prompt
         tokens and ``usd`` (its prompt and its answer budget at the most), or raise :class:`BudgetReached`."""
         self._reserve(tokens, usd, rerank=False)
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from langchain_core.callbacks import BaseCallbackManager, Callbacks
 
-from graphs.budget_guard import BudgetGuard
+from longctx.graphs.budget_guard import BudgetGuard
 
 
 @dataclass(frozen=True)

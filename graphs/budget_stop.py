@@ -1,6 +1,6 @@
 """A single run stopped by its budget keeps what it gathered: the steps, hits and evidence of
 every node that finished, and of the subgraph in flight (a tool loop's turns), then lets the
-strategy finish with what it has (:attr:`graphs.registry.SingleRun.on_stop`).
+strategy finish with what it has (:attr:`longctx.graphs.registry.SingleRun.on_stop`).
 
 How the partial state is kept: the graph is driven with LangGraph's ``stream(stream_mode="values",
 subgraphs=True)``, which yields the whole state after every superstep of the graph and of each
@@ -23,12 +23,12 @@ from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 
-from graphs.answer_state import AnswerState
-from graphs.budget import BudgetReached
-from graphs.context import StrategyContext
-from graphs.nodes import CompiledGraph
-from graphs.registry import Strategy
-from retrieval.contract import Step
+from longctx.graphs.answer_state import AnswerState
+from longctx.graphs.budget import BudgetReached
+from longctx.graphs.context import StrategyContext
+from longctx.graphs.nodes import CompiledGraph
+from longctx.graphs.registry import Strategy
+from longctx.retrieval.contract import Step
 
 #: The keys of a partial state an answer stopped by its budget keeps (besides ``steps``).
 KEPT = ("hits", "evidence")

@@ -3,7 +3,7 @@
 A strategy registers an :class:`EvidenceCeiling` (``STRATEGIES.register(..., ceiling=...)``):
 the rule that says how much of a question's known evidence can reach its final model call,
 computed with the strategy's own retrieval / packing / truncation code and no model.
-``experiments.ceilings`` loops over questions and strategies, reads these rules from the
+``longctx.experiments.ceilings`` loops over questions and strategies, reads these rules from the
 registry and prints the tables; the rules themselves live in each strategy's package
 (``graphs/<name>/ceiling.py``). A ceiling is an upper bound on accuracy, not an accuracy.
 
@@ -22,11 +22,11 @@ from typing import Any, Protocol
 
 from langgraph.runtime import Runtime
 
-from graphs.context import StrategyContext
-from graphs.retrieval_service import RetrievalService
-from retrieval import tokens
-from retrieval.chunking import Chunk
-from retrieval.contract import Corpus
+from longctx.graphs.context import StrategyContext
+from longctx.graphs.retrieval_service import RetrievalService
+from longctx.retrieval import tokens
+from longctx.retrieval.chunking import Chunk
+from longctx.retrieval.contract import Corpus
 
 
 @dataclass(frozen=True)
@@ -150,7 +150,7 @@ class NeedsIndexLLM(EvidenceCeiling):
 
 
 class RecordLike(Protocol):
-    """A fact a question needs: an entity's field in a year, with its value (``experiments.synth.records.Record``)."""
+    """A fact a question needs: an entity's field in a year, with its value (``longctx.experiments.synth.records.Record``)."""
 
     @property
     def entity(self) -> str: ...

@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, get_args, get_origin
 
-from retrieval.errors import ConfigError as ConfigError
-from retrieval.redaction import redact_value, register_options
+from longctx.retrieval.errors import ConfigError as ConfigError
+from longctx.retrieval.redaction import redact_value, register_options
 
 
 def option(
@@ -129,5 +129,5 @@ def _describe(hint: Any) -> str:
 
 def redact_secrets(value: Any) -> Any:
     """``value`` with every secret-named entry of every nested mapping replaced by ``***``, and
-    every string through :func:`retrieval.redaction.redact` (known keys, URL credentials)."""
+    every string through :func:`longctx.retrieval.redaction.redact` (known keys, URL credentials)."""
     return redact_value(value, by_name=True)

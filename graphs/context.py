@@ -9,10 +9,10 @@ from typing import Any, Generic, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 
-from graphs.budget_left import UNLIMITED, BudgetLeft
-from retrieval import Index
-from retrieval.contract import Corpus
-from retrieval.errors import LongctxError
+from longctx.graphs.budget_left import UNLIMITED, BudgetLeft
+from longctx.retrieval import Index
+from longctx.retrieval.contract import Corpus
+from longctx.retrieval.errors import LongctxError
 
 #: The strategy's config class (``RagConfig``, ``PaiConfig``...): ``StrategyContext[RagConfig]``
 #: gives RAG's nodes a typed ``context.config``.

@@ -2,8 +2,8 @@
 
 A strategy registers a :class:`StrategyCosts` (``STRATEGIES.register(..., costs=StrategyCosts(model))``);
 its model is a :class:`CostModel`, ``(cfg, shape, questions, *, llm, window) -> Costs``: the least and most calls and prompt
-tokens (a :class:`~graphs.budget.CostPlan`: ``agents.estimate``, budgets refuse a call before any model
-call) and the typical calls and tokens (an :class:`ExpectedCost`: ``agents.run_plan`` prints it before
+tokens (a :class:`~graphs.budget.CostPlan`: ``longctx.agents.estimate``, budgets refuse a call before any model
+call) and the typical calls and tokens (an :class:`ExpectedCost`: ``longctx.agents.run_plan`` prints it before
 ``longctx run``/``demo``/``answer``), computed from one set of terms so the typical cost lies within the
 bounds (``tests/test_cost_contract.py`` holds every built-in to that). ``shape`` is the corpus's size per
 document (:class:`CorpusShape`: the corpus itself for a budget, an even split of a size for the run plan),
@@ -31,13 +31,13 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 
-from graphs.budget import CostPlan
-from graphs.config import ConfigT, StrategyConfig
-from graphs.llm import tokenizer_for
-from graphs.prompts import CHUNK_TEMPLATE
-from retrieval.contract import Question
-from retrieval.corpus import Corpus
-from retrieval.tokens import count_tokens
+from longctx.graphs.budget import CostPlan
+from longctx.graphs.config import ConfigT, StrategyConfig
+from longctx.graphs.llm import tokenizer_for
+from longctx.graphs.prompts import CHUNK_TEMPLATE
+from longctx.retrieval.contract import Question
+from longctx.retrieval.corpus import Corpus
+from longctx.retrieval.tokens import count_tokens
 
 #: Prompt tokens of a call's template beyond the corpus text and the question, where a strategy's model has no
 #: real prompt to count (a plug-in's estimate; every built-in counts its own templates with :func:`prompt_tokens`).
@@ -103,7 +103,7 @@ def tool_schema_tokens(
     strategy: str, function: Mapping[str, Any], llm: BaseChatModel | None = None
 ) -> int:
     """Tokens of one OpenAI-format ``function`` schema sent with a call (tools mode), as the budget guard
-    counts it (``graphs.prompt_text.counted_prompt``: the ``tools`` list as JSON, after the messages), plus a
+    counts it (``longctx.graphs.prompt_text.counted_prompt``: the ``tools`` list as JSON, after the messages), plus a
     seam: what each call that binds it adds to a plan's most."""
     name = str(function.get("function", {}).get("name", ""))
     text = functools.partial(json.dumps, [dict(function)])
@@ -200,7 +200,7 @@ class ExpectedCost:
     """What a strategy typically costs over one corpus: per question, and once per corpus (a cache built once);
     ``index`` is the part of ``once`` spent at index time (``Usage.index_*``: RAPTOR's tree, structured's
     extraction), which the run plan prints apart from question time; ``rerank``: its rerank calls per question
-    (:mod:`graphs.rerank_costs`), besides the model calls."""
+    (:mod:`longctx.graphs.rerank_costs`), besides the model calls."""
 
     per_question: Calls
     once: Calls = Calls()

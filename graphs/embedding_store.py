@@ -26,11 +26,16 @@ from typing import Any
 
 import numpy as np
 
-from graphs.index_artifact import digest_of
-from retrieval.checksums import digest_bytes, digest_texts
-from retrieval.embedder_base import EmbedderError, checked_vectors, dimension_error, source_of
-from retrieval.embedders import openai_input
-from retrieval.locks import exclusive_lock
+from longctx.graphs.index_artifact import digest_of
+from longctx.retrieval.checksums import digest_bytes, digest_texts
+from longctx.retrieval.embedder_base import (
+    EmbedderError,
+    checked_vectors,
+    dimension_error,
+    source_of,
+)
+from longctx.retrieval.embedders import openai_input
+from longctx.retrieval.locks import exclusive_lock
 
 log = logging.getLogger(__name__)
 

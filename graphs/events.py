@@ -1,7 +1,7 @@
 """What a running graph reports as it goes: steps that are not node outputs, and fan-out progress.
 
 A node calls :func:`report_step`, :func:`report_progress` or :func:`report_tool_event`; the reports go to the sink the
-caller installed with :func:`reporting_to` (``agents.astream_answer`` turns them into events)
+caller installed with :func:`reporting_to` (``longctx.agents.astream_answer`` turns them into events)
 and are dropped when there is none. The sink lives in a context variable, which follows the
 run into its tasks, worker threads and LangGraph's executor, so a report costs a lookup when
 nobody listens (PAI reports once per judge call; LangChain's ``dispatch_custom_event`` would
@@ -59,7 +59,7 @@ def report_step(step: Any, *, question: int = 0) -> None:
 
 
 def report_tool_event(event: dict[str, Any]) -> None:
-    """A tool loop's tool call or result (:mod:`graphs.tool_events`), as its event's ``to_dict()``."""
+    """A tool loop's tool call or result (:mod:`longctx.graphs.tool_events`), as its event's ``to_dict()``."""
     sink = _SINK.get()
     if sink is not None:
         sink({"type": "tool", "event": event})

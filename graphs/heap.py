@@ -5,7 +5,7 @@ tasks), which trigger full collections; a full collection walks every tracked ob
 process, and the imports alone (LangChain, LangGraph, pydantic, numpy, faiss, scipy) leave
 ~130,000 of them. On the 2-core benchmark machine one full collection took 130-150 ms in the
 middle of the structured strategy's extraction, in most runs, against a makespan of ~0.5 s
-(``experiments/perf/bench_structured.py``: answer() 0.69-0.87 s with them, 0.52-0.65 s without).
+(``benchmarks/bench_structured.py``: answer() 0.69-0.87 s with them, 0.52-0.65 s without).
 
 :func:`frozen_heap` moves every object that exists when the first run starts into the
 collector's permanent generation (``gc.freeze()``) and back when the last run in the process

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
-from graphs.context import StrategyContext
-from retrieval import default_cache_dir
-from retrieval.checksums import ChecksumMismatch, Checksums, digest_bytes, verify_folder
-from retrieval.embedders import EMBEDDERS
-from retrieval.locks import exclusive_lock
+from longctx.graphs.context import StrategyContext
+from longctx.retrieval import default_cache_dir
+from longctx.retrieval.checksums import ChecksumMismatch, Checksums, digest_bytes, verify_folder
+from longctx.retrieval.embedders import EMBEDDERS
+from longctx.retrieval.locks import exclusive_lock
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Calling a chat model from a node, and the model facts nodes need (tokenizer, window).
 
 The tokenizer is chosen once per model (see :func:`tokenizer_for` and
-:func:`graphs.tokenizer_choice.select_tokenizer`) and is the one every count for that model
+:func:`longctx.graphs.tokenizer_choice.select_tokenizer`) and is the one every count for that model
 uses: MemAgent's chunks and memory bound, full-context truncation, usage estimates.
 """
 
@@ -19,13 +19,13 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
-from graphs.budget_field import budget_kwargs
-from graphs.tokenizer_choice import ModelFacts, select_tokenizer
-from retrieval import tokens
-from retrieval.contract import Usage
-from retrieval.deadlines import with_async_deadline
-from retrieval.reported_usage import metadata_counts
-from retrieval.tokenizers import Tokenizer, validate_spec
+from longctx.graphs.budget_field import budget_kwargs
+from longctx.graphs.tokenizer_choice import ModelFacts, select_tokenizer
+from longctx.retrieval import tokens
+from longctx.retrieval.contract import Usage
+from longctx.retrieval.deadlines import with_async_deadline
+from longctx.retrieval.reported_usage import metadata_counts
+from longctx.retrieval.tokenizers import Tokenizer, validate_spec
 
 #: Key of the tokenizer spec in a chat model's ``metadata`` (set by :func:`set_tokenizer`).
 TOKENIZER_KEY = "tokenizer"
@@ -103,9 +103,9 @@ def chat(
     with its ``tool_calls`` and ``usage_metadata``.
 
     The budget guard and the usage tracker count the tool schemas and the history's tool-call
-    arguments with the messages (:mod:`graphs.prompt_text`). A model without native tool
+    arguments with the messages (:mod:`longctx.graphs.prompt_text`). A model without native tool
     calling raises ``NotImplementedError`` from ``bind_tools``: the tool loop's JSON adapter
-    (:mod:`graphs.tool_loop`) is for those.
+    (:mod:`longctx.graphs.tool_loop`) is for those.
     """
     runnable: Any = llm
     if tools:
@@ -140,7 +140,7 @@ async def run_client(llm: BaseChatModel) -> AsyncIterator[BaseChatModel]:
     closed". The run's own pool lives on the run's loop and is closed with it. It is the
     SDK's aiohttp transport when aiohttp is installed (it is a LlamaIndex dependency): its
     connection pool costs a fraction of httpx's per request, which bounds wide fan-outs on a
-    small machine (``experiments/perf/bench_pai.py``: 1.15x against 1.30x of the ideal judge
+    small machine (``benchmarks/bench_pai.py``: 1.15x against 1.30x of the ideal judge
     makespan at concurrency 32). Everything else, callbacks included, is shared. A model
     given its own ``http_async_client`` is left as is.
     """
@@ -196,7 +196,7 @@ def _ssl_context() -> Any:
 
 def _async_http_client() -> Any:
     """The openai SDK's aiohttp-backed async client when aiohttp is installed, else its httpx
-    default; a request's timeout is a deadline for the whole request (:mod:`retrieval.deadlines`)."""
+    default; a request's timeout is a deadline for the whole request (:mod:`longctx.retrieval.deadlines`)."""
     import openai  # only models that already carry an openai client get here
 
     if importlib.util.find_spec("aiohttp") is not None:

@@ -9,10 +9,10 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
-from graphs.answer_state import PromptState
-from graphs.context import StrategyContext
-from graphs.llm import complete
-from retrieval.contract import Step
+from longctx.graphs.answer_state import PromptState
+from longctx.graphs.context import StrategyContext
+from longctx.graphs.llm import complete
+from longctx.retrieval.contract import Step
 
 #: A strategy's compiled graph (its state, run context and input/output schemas are the strategy's own).
 CompiledGraph = CompiledStateGraph[Any, Any, Any, Any]

@@ -16,7 +16,7 @@ import dataclasses
 import math
 import warnings
 
-from graphs.budget import Budget, BudgetExceeded, CostPlan
+from longctx.graphs.budget import Budget, BudgetExceeded, CostPlan
 
 
 class PlanWarning(UserWarning):

@@ -3,7 +3,7 @@
 Providers bill the prompt tokens they read from their prompt cache at a cached-input rate (OpenAI:
 half or a quarter of the prompt rate, Anthropic a tenth), so a price has three rates; without a
 cached rate a cached token costs a prompt token. The report's price table
-(``experiments.prices``, whose ``Price`` is a :class:`TokenPrice`) sits above this layer, so the
+(``longctx.experiments.prices``, whose ``Price`` is a :class:`TokenPrice`) sits above this layer, so the
 budgets and the comparison take a price as a parameter and read it with :func:`as_token_price`.
 """
 
@@ -46,7 +46,7 @@ class TokenPrice:
 
 
 def as_token_price(price: Any) -> TokenPrice | None:
-    """``price`` as a :class:`TokenPrice`: ``None``, a ``TokenPrice`` (``experiments.prices.Price`` is one),
+    """``price`` as a :class:`TokenPrice`: ``None``, a ``TokenPrice`` (``longctx.experiments.prices.Price`` is one),
     ``(prompt, completion)`` or ``(prompt, completion, cached)`` USD per 1M tokens, or an object with
     ``prompt``, ``completion`` and optionally ``cached`` attributes.
 

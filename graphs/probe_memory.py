@@ -3,14 +3,14 @@
 Probing a server costs requests before the first answer: three 404s for a server with no
 tokenize route (one per dialect), seven for one that has one. Every process paid them again;
 now the answer is kept in ``<cache dir>/server_tokenizers.json`` (see
-:func:`retrieval.paths.default_cache_dir`), one entry per server root, model name, dialects
+:func:`longctx.retrieval.paths.default_cache_dir`), one entry per server root, model name, dialects
 asked and API key (hashed: a server may answer differently with another key).
 
 A remembered answer must not hide a server that changed behind the same URL and name:
 
 * a remembered route is checked with one request per process: the probe text must still get
   the ids it got (same route, same vocabulary, same BOS); anything else forgets it and probes
-  again (:mod:`graphs.server_tokenizer`);
+  again (:mod:`longctx.graphs.server_tokenizer`);
 * a remembered "no tokenize route" holds for :data:`NO_ROUTE_SECONDS`, then the server is
   probed again; an explicit ``tokenizer="server"`` never takes it (it always probes).
 
@@ -27,8 +27,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from retrieval.cache_files import read_json_object, write_json_object
-from retrieval.paths import default_cache_dir
+from longctx.retrieval.cache_files import read_json_object, write_json_object
+from longctx.retrieval.paths import default_cache_dir
 
 #: File of remembered probes in the cache folder.
 PROBE_FILE = "server_tokenizers.json"

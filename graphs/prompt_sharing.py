@@ -6,7 +6,7 @@ one corpus profit only where each question's prompt starts with the same long te
 puts the corpus first and the question last, so questions 2..N read the corpus from the cache;
 MemAgent puts the question before every chunk (its paper's order), RAG's retrieved chunks differ
 per question, so they do not. A strategy declares it on its registry entry (``prompt_sharing=``);
-the run plan (:mod:`agents.run_plan`) says from it which strategies can profit and by about how
+the run plan (:mod:`longctx.agents.run_plan`) says from it which strategies can profit and by about how
 many tokens, and the report shows what the server actually reported (``cached_prompt_tokens``).
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from graphs.config import StrategyConfig
+from longctx.graphs.config import StrategyConfig
 
 
 def _always(cfg: StrategyConfig) -> float:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from retrieval import Chunk, Document
-from retrieval.contract import Question
+from longctx.retrieval import Chunk, Document
+from longctx.retrieval.contract import Question
 
 PROMPTS_VERSION = 1
 
@@ -19,7 +19,7 @@ CHUNK_TEMPLATE = """Retrieved chunk {number} (from "{title}"):
 DOCUMENT_TEMPLATE = """Document {number}: {title}
 {text}"""
 
-#: Appended to the prompt of a call retried after a malformed reply (:mod:`graphs.validated_call`;
+#: Appended to the prompt of a call retried after a malformed reply (:mod:`longctx.graphs.validated_call`;
 #: written for PAI's structured calls, and shared since with the structured strategy's).
 RETRY_NOTE = """
 

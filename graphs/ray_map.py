@@ -38,15 +38,15 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
 
-from graphs.budget_callback import ChannelGuard
-from graphs.budget_channel import BudgetChannel, guard_of
-from graphs.budget_client import BudgetClient
-from graphs.budget_guard import BudgetGuard
-from graphs.llm import set_tokenizer, tokenizer_for, tokenizer_spec
-from graphs.run_config import with_handler
-from graphs.usage import USAGE_EVENT, UsageTracker
-from retrieval.contract import Usage
-from retrieval.ray_support import ensure_ray
+from longctx.graphs.budget_callback import ChannelGuard
+from longctx.graphs.budget_channel import BudgetChannel, guard_of
+from longctx.graphs.budget_client import BudgetClient
+from longctx.graphs.budget_guard import BudgetGuard
+from longctx.graphs.llm import set_tokenizer, tokenizer_for, tokenizer_spec
+from longctx.graphs.run_config import with_handler
+from longctx.graphs.usage import USAGE_EVENT, UsageTracker
+from longctx.retrieval.contract import Usage
+from longctx.retrieval.ray_support import ensure_ray
 
 #: CPUs Ray reserves per task (its calls wait on the network; parsing is light). Zero when the
 #: answer itself runs in a Ray task (``longctx run --ray`` with a stage on Ray): Ray yields a
@@ -92,7 +92,7 @@ class ModelRecipe:
     name: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
     tokenizer: str | None = None
-    #: The ticket of the caller's budget channel (:mod:`graphs.budget_channel`): each call is reserved there first.
+    #: The ticket of the caller's budget channel (:mod:`longctx.graphs.budget_channel`): each call is reserved there first.
     budget: str | None = None
 
     def build(self) -> BaseChatModel:

@@ -2,7 +2,7 @@
 ``ray_address``, ``ray_max_in_flight``, ``ray_endpoints``, validated once), and the
 :class:`~graphs.registry.RayStage` that ``--ray`` and ``--endpoints`` turn into those options.
 The structured strategy's Map stage, RAPTOR's summaries and HippoRAG's OpenIE share both (the
-map itself: :mod:`graphs.ray_map`); each config adds its own batch size."""
+map itself: :mod:`longctx.graphs.ray_map`); each config adds its own batch size."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from graphs.config import ConfigError, StrategyConfig, option
-from graphs.registry import RayStage
+from longctx.graphs.config import ConfigError, StrategyConfig, option
+from longctx.graphs.registry import RayStage
 
 #: The options that decide where a stage runs, not what it asks: a resumed run does not answer
-#: again the rows answered with other values (``experiments.changed_settings``).
+#: again the rows answered with other values (``longctx.experiments.changed_settings``).
 RAY_RUNTIME_FIELDS = frozenset({"map_executor", "ray_address", "ray_max_in_flight", "ray_endpoints",
                                 "ray_batch_documents", "ray_batch_clusters", "ray_batch_passages"})  # fmt: skip
 

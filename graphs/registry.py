@@ -5,7 +5,7 @@ Strategies register with the decorator every plug-in kind uses, on their graph b
     @STRATEGIES.register("rag", config_cls=RagConfig, uses_index=True, presets={...})
     def build_graph(config): ...
 
-and declare the name in their package's ``plugin.toml`` (:mod:`graphs.strategy_registry`), so it is
+and declare the name in their package's ``plugin.toml`` (:mod:`longctx.graphs.strategy_registry`), so it is
 known, and its module imported on first use, without any import line elsewhere. A third-party
 package adds one through the ``longctx.strategies`` entry-point group (its module registers on
 import, or the entry point names a :class:`Strategy`).
@@ -23,18 +23,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic
 
-from graphs.answer_state import BatchAnswer
-from graphs.ceiling import EvidenceCeiling
-from graphs.config import ConfigError, ConfigT
-from graphs.costs import StrategyCosts
-from graphs.presentation import StrategyPresentation
-from graphs.prompt_sharing import PromptSharing
-from graphs.strategy_registry import (
+from longctx.graphs.answer_state import BatchAnswer
+from longctx.graphs.ceiling import EvidenceCeiling
+from longctx.graphs.config import ConfigError, ConfigT
+from longctx.graphs.costs import StrategyCosts
+from longctx.graphs.presentation import StrategyPresentation
+from longctx.graphs.prompt_sharing import PromptSharing
+from longctx.graphs.strategy_registry import (
     STRATEGIES as STRATEGIES,
 )  # the registry object: light, so the CLI reads its names
-from retrieval.contract import Question
-from retrieval.errors import OptionError, UnknownName
-from retrieval.extras import Need
+from longctx.retrieval.contract import Question
+from longctx.retrieval.errors import OptionError, UnknownName
+from longctx.retrieval.extras import Need
 
 
 @dataclass(frozen=True)
@@ -43,14 +43,14 @@ class SingleRun:
 
     Attributes:
         async_fan_out: The graph fans out many model calls from native async nodes (PAI's
-            judges): :func:`graphs.run.run_strategy` then drives it with ``ainvoke`` when the
+            judges): :func:`longctx.graphs.run.run_strategy` then drives it with ``ainvoke`` when the
             model has an async client of its own, which sustains wider fan-outs per CPU
-            cycle than threads over the sync client (``experiments/perf/bench_pai.py``).
+            cycle than threads over the sync client (``benchmarks/bench_pai.py``).
         on_stop: The strategy's final node after a budget stop: ``partial_state -> fields``
             (``answer``, ``raw``, ``hits``, ``evidence``, ``steps``) made of what the run gathered
-            (:func:`graphs.tool_loop.answer_so_far` for a tool loop's), with no model call (the
+            (:func:`longctx.graphs.tool_loop.answer_so_far` for a tool loop's), with no model call (the
             guard refuses any: the budget is reached). ``None``: no answer; the steps, hits and
-            evidence so far are kept either way (:mod:`graphs.budget_stop`).
+            evidence so far are kept either way (:mod:`longctx.graphs.budget_stop`).
     """
 
     async_fan_out: bool = False
@@ -179,13 +179,13 @@ class Strategy(Generic[ConfigT]):
         description: One line for ``--help`` and the README.
         prompts_version: The strategy's ``PROMPTS_VERSION``, recorded with every answer.
         costs: Its one cost model (:class:`~graphs.costs.StrategyCosts`): the least and most calls and
-            prompt tokens before any call (``agents.estimate``, budgets refuse a call up front) and the
-            typical calls and tokens the plan printed before a run shows (``agents.run_plan``), from the
+            prompt tokens before any call (``longctx.agents.estimate``, budgets refuse a call up front) and the
+            typical calls and tokens the plan printed before a run shows (``longctx.agents.run_plan``), from the
             same terms. ``None``, or a plug-in's half (``StrategyCosts(plan=...)`` / ``(expected=...)``):
             without bounds its budget is enforced during the run only; without a typical cost it is
             left out of the run plan. Registering with the older ``cost_plan=`` / ``expected_cost=``
             keywords builds the half they name.
-        ceiling: Its LLM-free evidence-ceiling rule (``experiments.ceilings``), defined in its
+        ceiling: Its LLM-free evidence-ceiling rule (``longctx.experiments.ceilings``), defined in its
             package; ``None``: no ceiling row is measured.
         presentation: Its colour, demo options and report step views
             (:class:`~graphs.presentation.StrategyPresentation`); a plug-in without one gets a

@@ -3,7 +3,7 @@
 A model asked to call a function answers with tool calls (tools mode) or, where it cannot
 bind tools, with JSON in its text (json mode); both are read here as a list of argument
 objects. What cannot be read raises :class:`MalformedOutput`, whose message goes back to the
-model when the call is retried (:mod:`graphs.validated_call`).
+model when the call is retried (:mod:`longctx.graphs.validated_call`).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ the corpus's chunks) with the query.
 
 A retrieving strategy's cost model ends with :func:`with_rerank`, saying how many retrievals a question
 makes (at least, at most, typically): the bounds get a :class:`~graphs.budget.RerankPlan` (what
-``agents.estimate`` shows and a budget counts as model calls), the typical cost its
+``longctx.agents.estimate`` shows and a budget counts as model calls), the typical cost its
 :class:`~graphs.costs.RerankCalls` (what the run plan prints). Tokens are estimates as a plan's: per call,
 the query (the question, standing in for a follow-up or sub-question) once per candidate, and the
 candidates' text, counted with the tokenizer the budget guard counts a rerank call with.
@@ -18,10 +18,10 @@ from collections.abc import Sequence
 
 from langchain_core.language_models import BaseChatModel
 
-from graphs import costs
-from graphs.rerank_plan import RerankPlan
-from graphs.retrieval_settings import RetrievalSettings
-from retrieval.contract import Question
+from longctx.graphs import costs
+from longctx.graphs.rerank_plan import RerankPlan
+from longctx.graphs.retrieval_settings import RetrievalSettings
+from longctx.retrieval.contract import Question
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

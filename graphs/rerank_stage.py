@@ -1,7 +1,7 @@
 """The optional second retrieval stage of every retrieving strategy: rerank the first stage's candidates.
 
-:meth:`graphs.retrieval_service.RetrievalService.retrieve` calls :func:`rerank` when a strategy's
-``rerank`` option names a reranker (:data:`retrieval.rerank.RERANKERS`). What each rerank call
+:meth:`longctx.graphs.retrieval_service.RetrievalService.retrieve` calls :func:`rerank` when a strategy's
+``rerank`` option names a reranker (:data:`longctx.retrieval.rerank.RERANKERS`). What each rerank call
 cost reaches the answer's ``Usage`` (``rerank_calls``, ``rerank_failed_calls``,
 ``rerank_tokens``) as a :data:`~graphs.usage.USAGE_EVENT`, as the calls made on a Ray worker do;
 a call that fails for good raises :class:`~retrieval.rerank.RerankError`, failing the answer
@@ -20,11 +20,11 @@ from uuid import uuid4
 from langchain_core.callbacks import dispatch_custom_event
 from langchain_core.runnables.config import var_child_runnable_config
 
-from graphs.budget_guard import RERANK_END_EVENT, RERANK_EVENT
-from graphs.usage import USAGE_EVENT
-from retrieval.base import Hit
-from retrieval.contract import Usage
-from retrieval.rerank import RerankError, get_reranker, rerank_hits
+from longctx.graphs.budget_guard import RERANK_END_EVENT, RERANK_EVENT
+from longctx.graphs.usage import USAGE_EVENT
+from longctx.retrieval.base import Hit
+from longctx.retrieval.contract import Usage
+from longctx.retrieval.rerank import RerankError, get_reranker, rerank_hits
 
 
 def rerank(

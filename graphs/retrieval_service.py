@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from graphs.context import StrategyContext
-from graphs.rerank_stage import rerank
-from graphs.retrieval_settings import RetrievalSettings
-from retrieval import Hit, Index, build_index
-from retrieval.contract import Corpus
+from longctx.graphs.context import StrategyContext
+from longctx.graphs.rerank_stage import rerank
+from longctx.graphs.retrieval_settings import RetrievalSettings
+from longctx.retrieval import Hit, Index, build_index
+from longctx.retrieval.contract import Corpus
 
 SettingsT = TypeVar("SettingsT", bound=RetrievalSettings)
 

@@ -2,7 +2,7 @@
 
 A neutral home: RAG, Self-Route, Self-Ask and PAI configs extend :class:`RetrievalSettings`,
 and the agents' workspace reads it, so it belongs to no one strategy. The settings only
-describe; :class:`graphs.retrieval_service.RetrievalService` builds the index and retrieves.
+describe; :class:`longctx.graphs.retrieval_service.RetrievalService` builds the index and retrieves.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from graphs.config import ConfigError, StrategyConfig, option
-from retrieval import RETRIEVERS, ChunkingConfig
-from retrieval.rerank import RERANKERS
+from longctx.graphs.config import ConfigError, StrategyConfig, option
+from longctx.retrieval import RETRIEVERS, ChunkingConfig
+from longctx.retrieval.rerank import RERANKERS
 
 
 @dataclass(frozen=True, kw_only=True)

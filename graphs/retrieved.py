@@ -1,18 +1,18 @@
 """Reading retrieved chunks, shared by the retrieval strategies (RAG, Self-Ask's reader,
 Self-Route, RAPTOR, HippoRAG): the answer prompt, the order the hits are laid out in, and the
-drill-down's view of a retrieval step. Here rather than in ``graphs.rag`` so that a strategy reuses
-them through ``graphs.api`` without importing another strategy. ``RAG_TEMPLATE`` is versioned as
-``graphs.rag.prompts.PROMPTS_VERSION`` (its golden copy is that module's): bump that on any edit."""
+drill-down's view of a retrieval step. Here rather than in ``longctx.graphs.rag`` so that a strategy reuses
+them through ``longctx.graphs.api`` without importing another strategy. ``RAG_TEMPLATE`` is versioned as
+``longctx.graphs.rag.prompts.PROMPTS_VERSION`` (its golden copy is that module's): bump that on any edit."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
-from graphs.presentation import Shown, join, tag, text
+from longctx.graphs.presentation import Shown, join, tag, text
 
 if TYPE_CHECKING:
-    from retrieval import Hit
+    from longctx.retrieval import Hit
 
 #: LongBench v2's ``0shot_rag.txt`` frame: instructions, the retrieved text in ``<text>`` tags,
 #: then the question and the output-format instruction last.

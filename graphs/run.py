@@ -1,15 +1,15 @@
 """One run path: any registered strategy over one or many questions.
 
-``run_strategy`` is what ``agents.answer`` / ``answer_many``, the experiment runner and
+``run_strategy`` is what ``longctx.agents.answer`` / ``answer_many``, the experiment runner and
 Self-Route's fallback leg call. How a strategy runs is declared on its registry entry
 (:class:`~graphs.registry.SingleRun` or :class:`~graphs.registry.BatchRun`), never
 guessed here. Every answer's usage is its own: single runs count each question's calls
 with their own tracker; batched runs keep per-question usage in the checkpointed state,
 and share out the batch's wall time, so sums over answers add up to the run.
 
-The parts live beside it: :mod:`graphs.run_setup` (options and what both twins share),
-:mod:`graphs.run_single` and :mod:`graphs.run_batched` (the two run modes), :mod:`graphs.run_config`
-(callbacks, tags, the effective config) and :mod:`graphs.event_loop` (the private event loop).
+The parts live beside it: :mod:`longctx.graphs.run_setup` (options and what both twins share),
+:mod:`longctx.graphs.run_single` and :mod:`longctx.graphs.run_batched` (the two run modes), :mod:`longctx.graphs.run_config`
+(callbacks, tags, the effective config) and :mod:`longctx.graphs.event_loop` (the private event loop).
 """
 
 from __future__ import annotations
@@ -19,15 +19,15 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Unpack
 
-from graphs.config import ConfigT
-from graphs.event_loop import gather_or_cancel, run_sync
-from graphs.heap import during_runs
-from graphs.llm import run_client
-from graphs.registry import Strategy
-from graphs.run_batched import arun_batch, run_batch
-from graphs.run_setup import RunOptions, RunSetup
-from graphs.run_single import arun_single, run_single
-from retrieval.contract import Answer, Question
+from longctx.graphs.config import ConfigT
+from longctx.graphs.event_loop import gather_or_cancel, run_sync
+from longctx.graphs.heap import during_runs
+from longctx.graphs.llm import run_client
+from longctx.graphs.registry import Strategy
+from longctx.graphs.run_batched import arun_batch, run_batch
+from longctx.graphs.run_setup import RunOptions, RunSetup
+from longctx.graphs.run_single import arun_single, run_single
+from longctx.retrieval.contract import Answer, Question
 
 
 @during_runs

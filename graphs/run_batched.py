@@ -1,5 +1,5 @@
 """The run path of a batched strategy (:class:`~graphs.registry.BatchRun`: MemAgent): all questions in one checkpointed
-run (:mod:`graphs.batched`), each answer's usage from the state, the batch's wall time shared out."""
+run (:mod:`longctx.graphs.batched`), each answer's usage from the state, the batch's wall time shared out."""
 
 from __future__ import annotations
 
@@ -16,16 +16,16 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from tqdm.auto import tqdm
 
-from graphs.batched import BatchedRun, Checkpointed, checkpointed, run_batched_graph
-from graphs.cancel import CancelGuard, RunCancelled, cancel_point
-from graphs.config import ConfigT
-from graphs.llm import tokenizer_for
-from graphs.registry import BatchRun, Strategy
-from graphs.run_config import model_name, trace_tags, with_handler
-from graphs.run_setup import RunSetup
-from graphs.usage import UsageTracker, metering_queue
-from retrieval import default_cache_dir
-from retrieval.contract import Answer, Corpus, Question, Step, Usage
+from longctx.graphs.batched import BatchedRun, Checkpointed, checkpointed, run_batched_graph
+from longctx.graphs.cancel import CancelGuard, RunCancelled, cancel_point
+from longctx.graphs.config import ConfigT
+from longctx.graphs.llm import tokenizer_for
+from longctx.graphs.registry import BatchRun, Strategy
+from longctx.graphs.run_config import model_name, trace_tags, with_handler
+from longctx.graphs.run_setup import RunSetup
+from longctx.graphs.usage import UsageTracker, metering_queue
+from longctx.retrieval import default_cache_dir
+from longctx.retrieval.contract import Answer, Corpus, Question, Step, Usage
 
 
 def run_batch(
@@ -94,7 +94,7 @@ def batch_folder(spec: Strategy[Any], cache_dir: str | Path | None) -> Path:
 def checkpoint_held(spec: Strategy[ConfigT], cfg: ConfigT, questions: Sequence[Question], *, llm: BaseChatModel, corpus: Corpus,
                     cache_dir: str | Path | None = None) -> Checkpointed:  # fmt: skip
     """What the checkpoint of ``spec``'s run over these questions (as :func:`~graphs.run.run_strategy` would run it) already
-    holds: the calls that run would not make again and the steps it finished (:func:`graphs.batched.checkpointed`); nothing
+    holds: the calls that run would not make again and the steps it finished (:func:`longctx.graphs.batched.checkpointed`); nothing
     for a single-question strategy, which keeps no checkpoint."""
     if spec.batch is None:
         return Checkpointed(Usage())

@@ -4,9 +4,9 @@ finished turn, with its tool results, and sends no answered request again.
 Off by default: most single runs are a few calls, and a checkpoint (the state after every step:
 the conversation, its tool results and the chunks retrieved) costs a SQLite write a step and disk
 for nothing unless the run is long and may die. On, a run is keyed as a batched one is
-(:func:`graphs.batched.run_key`'s rules): strategy, corpus fingerprint, the question (its text,
+(:func:`longctx.graphs.batched.run_key`'s rules): strategy, corpus fingerprint, the question (its text,
 choices, instruction and protocol), every config field, and the model with every setting its
-requests carry (:func:`graphs.batched.model_key`); so a changed setting starts afresh and never
+requests carry (:func:`longctx.graphs.batched.model_key`); so a changed setting starts afresh and never
 replays another run's turns. Its folder is ``<cache>/<strategy>/single-<key>/`` (beside the
 batched runs' ``<key>/`` folders) with ``checkpoints.sqlite`` (LangGraph's ``SqliteSaver``,
 ``durability="sync"``: a step is on disk before the next starts) and ``run.lock`` (a second
@@ -35,17 +35,17 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from graphs.batched import model_key
-from graphs.context import StrategyContext
-from graphs.nodes import CompiledGraph
-from graphs.registry import Strategy
-from graphs.request_settings import plain
-from graphs.usage import UsageTracker
-from memory import CHECKPOINTS_FILE, lock_run, thread_key
-from memory.checkpoints import open_database
-from retrieval import default_cache_dir
-from retrieval.answer import SPLIT_FIELDS
-from retrieval.contract import Answer, Question, Usage
+from longctx.graphs.batched import model_key
+from longctx.graphs.context import StrategyContext
+from longctx.graphs.nodes import CompiledGraph
+from longctx.graphs.registry import Strategy
+from longctx.graphs.request_settings import plain
+from longctx.graphs.usage import UsageTracker
+from longctx.memory import CHECKPOINTS_FILE, lock_run, thread_key
+from longctx.memory.checkpoints import open_database
+from longctx.retrieval import default_cache_dir
+from longctx.retrieval.answer import SPLIT_FIELDS
+from longctx.retrieval.contract import Answer, Question, Usage
 
 #: The table beside LangGraph's where a checkpointed single run keeps what it has paid so far.
 PAID_TABLE = "longctx_paid"

@@ -8,21 +8,21 @@ from typing import Any
 from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager, Callbacks
 from langchain_core.language_models import BaseChatModel
 
-from graphs.budget import Budget
-from graphs.budget_guard import BudgetGuard
-from graphs.config import ConfigT, redact_secrets
-from graphs.llm import model_id, tokenizer_for, tokenizer_id
-from graphs.prompts import PROMPTS_VERSION as SHARED_PROMPTS_VERSION
-from graphs.registry import Strategy
-from graphs.request_settings import settings_digest
-from retrieval.contract import Question
+from longctx.graphs.budget import Budget
+from longctx.graphs.budget_guard import BudgetGuard
+from longctx.graphs.config import ConfigT, redact_secrets
+from longctx.graphs.llm import model_id, tokenizer_for, tokenizer_id
+from longctx.graphs.prompts import PROMPTS_VERSION as SHARED_PROMPTS_VERSION
+from longctx.graphs.registry import Strategy
+from longctx.graphs.request_settings import settings_digest
+from longctx.retrieval.contract import Question
 
 
 def effective_config(
     spec: Strategy[ConfigT], cfg: ConfigT, llm: BaseChatModel, preset: str | None
 ) -> dict[str, Any]:
     """What ran, as recorded with each answer: strategy, preset, model, a digest of every setting its
-    requests carry (``llm_settings``, :func:`graphs.request_settings.settings_digest`), tokenizer, prompt
+    requests carry (``llm_settings``, :func:`longctx.graphs.request_settings.settings_digest`), tokenizer, prompt
     versions and every config field (secrets redacted)."""
     return {
         "strategy": spec.name,

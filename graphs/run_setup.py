@@ -1,4 +1,4 @@
-"""One call of the run path (:func:`graphs.run.run_strategy` / ``arun_strategy``): its options, and what the sync
+"""One call of the run path (:func:`longctx.graphs.run.run_strategy` / ``arun_strategy``): its options, and what the sync
 and async twins share (the run mode, the budget guard, the cache, the index and its time, the effective config)."""
 
 from __future__ import annotations
@@ -10,19 +10,19 @@ from typing import Any, Generic, Required, TypedDict
 from langchain_core.callbacks import Callbacks
 from langchain_core.language_models import BaseChatModel
 
-from graphs.budget import Budget
-from graphs.budget_left import budget_left
-from graphs.config import ConfigT
-from graphs.context import StrategyContext
-from graphs.llm import has_native_async
-from graphs.registry import Strategy
-from graphs.retrieval_service import RetrievalService
-from graphs.retrieval_settings import RetrievalSettings
-from graphs.run_config import effective_config, with_budget
-from retrieval import Index
-from retrieval.contract import Answer, Corpus, Question
-from retrieval.extras import require_all
-from retrieval.index.waits import counting_waits
+from longctx.graphs.budget import Budget
+from longctx.graphs.budget_left import budget_left
+from longctx.graphs.config import ConfigT
+from longctx.graphs.context import StrategyContext
+from longctx.graphs.llm import has_native_async
+from longctx.graphs.registry import Strategy
+from longctx.graphs.retrieval_service import RetrievalService
+from longctx.graphs.retrieval_settings import RetrievalSettings
+from longctx.graphs.run_config import effective_config, with_budget
+from longctx.retrieval import Index
+from longctx.retrieval.contract import Answer, Corpus, Question
+from longctx.retrieval.extras import require_all
+from longctx.retrieval.index.waits import counting_waits
 
 
 class RunOptions(TypedDict, total=False):
@@ -42,7 +42,7 @@ class RunOptions(TypedDict, total=False):
         budget: Limits of the whole call (all questions together): the run stops issuing
             model calls before one would pass it, and the answers say ``stopped="budget"``.
         checkpoint: Checkpoint each single-question run's steps under ``cache_dir`` so a killed
-            run resumes at its last finished step (:mod:`graphs.run_checkpoint`); default off.
+            run resumes at its last finished step (:mod:`longctx.graphs.run_checkpoint`); default off.
     """
 
     llm: Required[BaseChatModel]

@@ -10,25 +10,25 @@ from typing import Any
 from langchain_core.callbacks import Callbacks
 from langchain_core.runnables import RunnableConfig
 
-from graphs.answer_state import AnswerState
-from graphs.budget_stop import ainvoke_keeping, invoke_keeping
-from graphs.config import ConfigT
-from graphs.context import StrategyContext
-from graphs.llm import tokenizer_for
-from graphs.nodes import CompiledGraph
-from graphs.registry import Strategy
-from graphs.run_checkpoint import checkpointed_single
-from graphs.run_config import model_name, trace_tags, with_handler
-from graphs.usage import UsageTracker, metering_queue
-from retrieval import Hit
-from retrieval.contract import Answer, Evidence, Question, Step
+from longctx.graphs.answer_state import AnswerState
+from longctx.graphs.budget_stop import ainvoke_keeping, invoke_keeping
+from longctx.graphs.config import ConfigT
+from longctx.graphs.context import StrategyContext
+from longctx.graphs.llm import tokenizer_for
+from longctx.graphs.nodes import CompiledGraph
+from longctx.graphs.registry import Strategy
+from longctx.graphs.run_checkpoint import checkpointed_single
+from longctx.graphs.run_config import model_name, trace_tags, with_handler
+from longctx.graphs.usage import UsageTracker, metering_queue
+from longctx.retrieval import Hit
+from longctx.retrieval.contract import Answer, Evidence, Question, Step
 
 
 def run_single(spec: Strategy[ConfigT], graph: CompiledGraph, context: StrategyContext[ConfigT], question: Question, callbacks: Callbacks,
                effective: dict[str, Any], checkpoint: bool = False) -> Answer:  # fmt: skip
     """``question`` answered by one run of ``graph`` (a budget stop is an answer with ``stopped="budget"``
-    that keeps the steps, hits and evidence gathered so far: :mod:`graphs.budget_stop`); ``checkpoint``:
-    resumable (:mod:`graphs.run_checkpoint`; a stopped run keeps its checkpoint for a larger budget)."""
+    that keeps the steps, hits and evidence gathered so far: :mod:`longctx.graphs.budget_stop`); ``checkpoint``:
+    resumable (:mod:`longctx.graphs.run_checkpoint`; a stopped run keeps its checkpoint for a larger budget)."""
     started = time.perf_counter()
     tracker, run_config = _run_config(spec, context, question, callbacks)
     fresh = AnswerState(question=question, steps=[])

@@ -1,12 +1,12 @@
 """A chat server's own tokenizer, through its tokenize / detokenize routes: which routes it has, probed.
 
-The probe tries each dialect's routes (:mod:`graphs.tokenize_routes`, the client that sends long
+The probe tries each dialect's routes (:mod:`longctx.graphs.tokenize_routes`, the client that sends long
 text as parallel pieces) and checks once per server that pieces cut at word or sentence
 boundaries concatenate to the whole text's tokens. What a probe finds is remembered
-across processes (:mod:`graphs.probe_memory`): a later process checks a remembered route with
+across processes (:mod:`longctx.graphs.probe_memory`): a later process checks a remembered route with
 one request, and does not probe a server remembered to have none.
 
-Here, beside :mod:`graphs.llm`, because it talks to the chat model's server; the offline
+Here, beside :mod:`longctx.graphs.llm`, because it talks to the chat model's server; the offline
 tokenizers it wraps (:class:`~retrieval.tokenizers.Tokenizer`) live in ``retrieval``,
 which never calls a chat model.
 """
@@ -17,9 +17,14 @@ import os
 import time
 from collections.abc import Sequence
 
-from graphs.probe_memory import ProbeResult, forget, probe_key, recall, remember
-from graphs.tokenize_routes import TOKENIZE_TIMEOUT, RouteError, ServerTokenizer, server_root
-from retrieval.tokenizers import SERVER_DIALECTS, Tokenizer, TokenizerError
+from longctx.graphs.probe_memory import ProbeResult, forget, probe_key, recall, remember
+from longctx.graphs.tokenize_routes import (
+    TOKENIZE_TIMEOUT,
+    RouteError,
+    ServerTokenizer,
+    server_root,
+)
+from longctx.retrieval.tokenizers import SERVER_DIALECTS, Tokenizer, TokenizerError
 
 #: A probe cut where :func:`~graphs.tokenize_routes.split_pieces` cuts: its pieces' tokens must concatenate to the whole's.
 _PROBE_PIECES = (
@@ -158,7 +163,7 @@ def server_tokenizer(
 ) -> Tokenizer | None:
     """A :class:`Tokenizer` on the server's tokenize endpoint, or None when it has none.
 
-    The probe's answer is remembered (:mod:`graphs.probe_memory`): a remembered route is
+    The probe's answer is remembered (:mod:`longctx.graphs.probe_memory`): a remembered route is
     checked with one request, a remembered absence is taken as it is unless
     ``recall_absence`` is false (an explicit ``tokenizer="server"``: the server is probed).
     """

@@ -3,11 +3,11 @@
 Each strategy package declares its names in its own ``plugin.toml`` (``graphs/rag/plugin.toml``)::
 
     [strategies.rag]
-    target = "graphs.rag.graph:build_graph"   # imported on the first lookup of "rag"
+    target = "longctx.graphs.rag.graph:build_graph"   # imported on the first lookup of "rag"
     uses_index = true                         # read by `longctx index` without importing it
 
 and registers its entry in code (``@STRATEGIES.register("rag", config_cls=..., ...)`` on its graph
-builder, see :mod:`graphs.registry`), so ``longctx --help``, ``answer()``, the report, the plan and
+builder, see :mod:`longctx.graphs.registry`), so ``longctx --help``, ``answer()``, the report, the plan and
 the ceilings read one set of names, and a new package under ``graphs/`` needs no line elsewhere.
 Third-party strategies are entry points of the ``longctx.strategies`` group.
 
@@ -22,13 +22,13 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from retrieval.errors import ConfigError, UnknownName
-from retrieval.registry import Registry
+from longctx.retrieval.errors import ConfigError, UnknownName
+from longctx.retrieval.registry import Registry
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from graphs.registry import Strategy
+    from longctx.graphs.registry import Strategy
 
 #: What separates a strategy's name from a variant's label (``rag@hybrid``).
 VARIANT_SEPARATOR = "@"
@@ -104,10 +104,10 @@ class StrategyRegistry(Registry["Strategy[Any]"]):
             return False
 
 
-#: name -> :class:`~graphs.registry.Strategy`; the entry type is built by ``graphs.registry`` when first needed.
+#: name -> :class:`~graphs.registry.Strategy`; the entry type is built by ``longctx.graphs.registry`` when first needed.
 STRATEGIES = StrategyRegistry(
     "strategy",
     group="longctx.strategies",
-    make_entry="graphs.registry:_strategy",
-    packages=("graphs",),
+    make_entry="longctx.graphs.registry:_strategy",
+    packages=("longctx.graphs",),
 )

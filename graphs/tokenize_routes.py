@@ -3,7 +3,7 @@
 Server tokenizers (vLLM ``/tokenize``, llama.cpp ``/tokenize``, llama-cpp-python
 ``/extras/tokenize``) take one string per request, so long text is cut into pieces at
 word or sentence boundaries (where every BPE pre-tokenizer also cuts, so the pieces'
-tokens concatenate to the whole text's tokens; :mod:`graphs.server_tokenizer` checks that
+tokens concatenate to the whole text's tokens; :mod:`longctx.graphs.server_tokenizer` checks that
 once per server) and the pieces are sent in parallel over one keep-alive connection pool.
 """
 
@@ -14,8 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from retrieval.deadlines import deadline_client
-from retrieval.tokenizers import TokenizerError
+from longctx.retrieval.deadlines import deadline_client
+from longctx.retrieval.tokenizers import TokenizerError
 
 #: Seconds a tokenize request of a chosen server tokenizer waits when ``$LONGCTX_TIMEOUT`` is not set.
 TOKENIZE_TIMEOUT = 60.0
@@ -122,7 +122,7 @@ class ServerTokenizer:
         dialect: One of :data:`~retrieval.tokenizers.SERVER_DIALECTS`.
         max_chars: Characters per request piece (None: whole text in one request).
         workers: Requests in flight at once.
-        timeout: Seconds each request may take in all (a deadline: :mod:`retrieval.deadlines`).
+        timeout: Seconds each request may take in all (a deadline: :mod:`longctx.retrieval.deadlines`).
         retries: Retries of a request that timed out before its ``httpx.TimeoutException`` is raised.
         headers: Sent with every request (the API key).
         prefix: Ids the server prepends to every request (a BOS), stripped from its replies.

@@ -3,9 +3,9 @@ server's tokenize endpoint, tiktoken's encoding of an OpenAI model, cl100k last.
 
 :func:`select_tokenizer` picks one from a spec (``"auto"``, ``"model"``, ``"hf:PATH"``,
 ``"server"``, ``"server:<dialect>"``, ``"tiktoken:<encoding>"``, ``"cl100k"``) and the
-model's :class:`ModelFacts` (gathered by :func:`graphs.llm.model_facts`). The offline
-tokenizers come from :mod:`retrieval.tokenizers`, the server's from
-:mod:`graphs.server_tokenizer`.
+model's :class:`ModelFacts` (gathered by :func:`longctx.graphs.llm.model_facts`). The offline
+tokenizers come from :mod:`longctx.retrieval.tokenizers`, the server's from
+:mod:`longctx.graphs.server_tokenizer`.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from graphs.server_tokenizer import server_tokenizer
-from retrieval.tokenizers import (
+from longctx.graphs.server_tokenizer import server_tokenizer
+from longctx.retrieval.tokenizers import (
     Tokenizer,
     TokenizerError,
     fallback_tokenizer,
@@ -31,7 +31,7 @@ OPENAI_API_URL = "https://api.openai.com/v1"
 
 @dataclass(frozen=True)
 class ModelFacts:
-    """What the choice needs to know about a chat model (gathered by ``graphs.llm``).
+    """What the choice needs to know about a chat model (gathered by ``longctx.graphs.llm``).
 
     Attributes:
         model_id: ``name @ url`` (labels ``model:`` tokenizers).

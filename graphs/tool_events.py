@@ -1,10 +1,10 @@
 """A tool loop's tool-call and tool-result events, written where they happen.
 
 Each event is a dict (``{"kind": "tool_call", ...}`` / ``{"kind": "tool_result", ...}``, the
-``to_dict()`` form of :class:`agents.events.ToolCallEvent` / ``ToolResultEvent``) written twice
+``to_dict()`` form of :class:`longctx.agents.events.ToolCallEvent` / ``ToolResultEvent``) written twice
 at the same point: to LangGraph's custom stream (``graph.stream(..., stream_mode="custom")``
 yields it, for a loop compiled and streamed by hand) and to the run's report sink
-(:mod:`graphs.events`, which :func:`agents.astream_answer` listens to). The sink is called in the
+(:mod:`longctx.graphs.events`, which :func:`longctx.agents.astream_answer` listens to). The sink is called in the
 node's own thread, as the callbacks that make token and step events are, so a call's event
 follows the tokens of the reply that asked for it and its result precedes the next turn's tokens.
 """
@@ -17,7 +17,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.config import get_config, get_stream_writer
 
-from graphs.events import report_tool_event
+from longctx.graphs.events import report_tool_event
 
 #: Characters of a tool result an event carries (cut in the middle beyond, with a marker; the
 #: model reads up to the loop's ``max_result_chars``).

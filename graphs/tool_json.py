@@ -1,7 +1,7 @@
 """Tool calling for models without it: the tools described in the system text, and the
 ```json {"tool": ..., "arguments": ...}``` blocks of a reply read back as tool calls.
 
-The tool loop (:mod:`graphs.tool_loop`) keeps its history in LangChain's native form (assistant
+The tool loop (:mod:`longctx.graphs.tool_loop`) keeps its history in LangChain's native form (assistant
 turns with ``tool_calls``, ``ToolMessage`` results) whatever the model; for a model without
 native tool calling it sends that history through :func:`as_text_history` (results as user
 turns) after :func:`tools_prompt`, and reads the reply with :func:`with_json_calls`. The block

@@ -1,10 +1,10 @@
 """One reusable tool loop for agentic strategies: a LangGraph subgraph that calls the model
-(:func:`graphs.llm.chat`), runs the tools it asks for and feeds the results back, until it answers.
+(:func:`longctx.graphs.llm.chat`), runs the tools it asks for and feeds the results back, until it answers.
 
 ``ToolLoop(tools, max_turns=6).build()`` compiles ``START -> agent -> (tools -> agent)* -> END``:
 
 - **agent** sends the history with the tools (natively, or described in the system text for a
-  model without tool calling: :mod:`graphs.tool_json`) and appends the reply;
+  model without tool calling: :mod:`longctx.graphs.tool_json`) and appends the reply;
 - **routing**: LangGraph's ``tools_condition`` (to ``tools`` when the reply calls one), and to
   ``tools`` too when its only calls are malformed, so their error goes back to the model;
 - **tools** runs the calls with LangGraph's ``ToolNode``: at most ``max_calls_per_turn`` of a turn,
@@ -20,7 +20,7 @@
 Every model turn writes a ``Step("agent", turn, mode, final, tool_calls, chars)`` and every tool
 call a ``Step("tools", turn, tool, call_id, args, status, chars)``, in the state's ``steps`` (the
 strategy's :class:`~graphs.answer_state.AnswerState` reducer), and every call and result is an
-event (:mod:`graphs.tool_events`: LangGraph's custom stream and ``astream_answer``). The model is ``llm`` when given,
+event (:mod:`longctx.graphs.tool_events`: LangGraph's custom stream and ``astream_answer``). The model is ``llm`` when given,
 else the run's (``runtime.context.llm``): the subgraph is a node of a strategy's graph.
 """
 
@@ -38,14 +38,14 @@ from langgraph.graph import END, START, StateGraph, add_messages
 from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.runtime import Runtime
 
-from graphs.budget import BudgetReached
-from graphs.context import StrategyContext
-from graphs.llm import chat
-from graphs.nodes import CompiledGraph
-from graphs.tool_events import cut, emit_calls, emit_results
-from graphs.tool_json import as_text_history, with_json_calls
-from graphs.validated_call import resolve_tool_mode
-from retrieval.answer import Step
+from longctx.graphs.budget import BudgetReached
+from longctx.graphs.context import StrategyContext
+from longctx.graphs.llm import chat
+from longctx.graphs.nodes import CompiledGraph
+from longctx.graphs.tool_events import cut, emit_calls, emit_results
+from longctx.graphs.tool_json import as_text_history, with_json_calls
+from longctx.graphs.validated_call import resolve_tool_mode
+from longctx.retrieval.answer import Step
 
 #: The user turn added to the forced final call (sent, not kept in the history).
 FINAL_TURN_PROMPT = (
@@ -227,7 +227,7 @@ def final_text(state: Mapping[str, Any]) -> str:
 
 
 def answer_so_far(state: Mapping[str, Any]) -> dict[str, str]:
-    """A tool loop's final node after a budget stop (:attr:`graphs.registry.SingleRun.on_stop`):
+    """A tool loop's final node after a budget stop (:attr:`longctx.graphs.registry.SingleRun.on_stop`):
     the text of its last reply that called no tool (an answer), else an empty answer; no model call."""
     answers = [
         m for m in state.get("messages", []) if isinstance(m, AIMessage) and not m.tool_calls

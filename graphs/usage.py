@@ -17,9 +17,9 @@ from langchain_core.callbacks import BaseCallbackHandler, dispatch_custom_event
 from langchain_core.outputs import LLMResult
 from langchain_core.runnables.config import var_child_runnable_config
 
-from graphs.llm import reply_usage
-from graphs.prompt_text import counted_prompt
-from retrieval.contract import Usage
+from longctx.graphs.llm import reply_usage
+from longctx.graphs.prompt_text import counted_prompt
+from longctx.retrieval.contract import Usage
 
 #: Custom callback event carrying the usage of calls made outside this process (a Ray worker's
 #: extraction calls): ``dispatch_custom_event(USAGE_EVENT, usage_dict, config=config)``.

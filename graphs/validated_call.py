@@ -1,12 +1,12 @@
 """One model call whose reply is validated, and retried with the error until it validates.
 
-Why one helper: PAI's structured calls (:mod:`graphs.pai.calls`) and the structured
-strategy's Plan and Map calls (:mod:`graphs.structured.plan`, :mod:`graphs.structured.mapping`)
+Why one helper: PAI's structured calls (:mod:`longctx.graphs.pai.calls`) and the structured
+strategy's Plan and Map calls (:mod:`longctx.graphs.structured.plan`, :mod:`longctx.graphs.structured.mapping`)
 both ask a model for a function's arguments, check them, and after a malformed reply call
-again with the error appended (:data:`graphs.prompts.RETRY_NOTE`). The loop, its sync and async twins
-(:mod:`graphs.twins`), the tool binding, the tool-mode choice and the usage count live here
+again with the error appended (:data:`longctx.graphs.prompts.RETRY_NOTE`). The loop, its sync and async twins
+(:mod:`longctx.graphs.twins`), the tool binding, the tool-mode choice and the usage count live here
 once. What a valid reply is stays with the caller: ``parse`` takes the reply's argument
-objects (:func:`graphs.replies.reply_arguments`) and raises ``ValueError`` (a
+objects (:func:`longctx.graphs.replies.reply_arguments`) and raises ``ValueError`` (a
 :class:`~graphs.replies.MalformedOutput`, a pydantic ``ValidationError``) when they are not
 usable; the error's text is what the next attempt shows the model.
 """
@@ -26,12 +26,12 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from pydantic import ValidationError
 
-from graphs.budget_field import budget_kwargs
-from graphs.llm import has_native_async
-from graphs.prompts import RETRY_NOTE
-from graphs.replies import MalformedOutput, reply_arguments
-from graphs.twins import blocking, run_blocking
-from retrieval.reported_usage import metadata_counts
+from longctx.graphs.budget_field import budget_kwargs
+from longctx.graphs.llm import has_native_async
+from longctx.graphs.prompts import RETRY_NOTE
+from longctx.graphs.replies import MalformedOutput, reply_arguments
+from longctx.graphs.twins import blocking, run_blocking
+from longctx.retrieval.reported_usage import metadata_counts
 
 T = TypeVar("T")
 ToolMode = Literal["tools", "json"]
@@ -171,7 +171,7 @@ async def _attempts(
     invoke: Callable[[list[BaseMessage]], Awaitable[AIMessage]],
 ) -> Outcome[T]:
     """The policy both twins share: call through ``invoke`` until ``parse`` accepts a reply, at
-    most ``1 + retries`` times, each retry carrying the previous error (:mod:`graphs.twins`)."""
+    most ``1 + retries`` times, each retry carrying the previous error (:mod:`longctx.graphs.twins`)."""
     out: Outcome[T] = Outcome()
     for attempt in range(1, retries + 2):
         text = prompt if not out.errors else prompt + RETRY_NOTE.format(error=out.errors[-1])

@@ -1,12 +1,12 @@
 """Bounded memory for the streaming (MemAgent) strategy, its per-step trace, and checkpointing.
 
-``memory.records`` is the records store of the structured strategy (a table of what a corpus
+``longctx.memory.records`` is the records store of the structured strategy (a table of what a corpus
 states, its on-disk cache and its guarded SQL). PAI's property/sub-answer store joins this
 package with the PAI strategy.
 """
 
-from memory.buffer import NO_MEMORY, MemoryUpdate, bound_memory, strip_think
-from memory.checkpoints import (
+from longctx.memory.buffer import NO_MEMORY, MemoryUpdate, bound_memory, strip_think
+from longctx.memory.checkpoints import (
     CHECKPOINTS_FILE,
     TRACE_FILE,
     RunInUse,
@@ -16,7 +16,7 @@ from memory.checkpoints import (
     run_folder,
     thread_key,
 )
-from memory.trace import MemoryTrace
+from longctx.memory.trace import MemoryTrace
 
 __all__ = [
     "CHECKPOINTS_FILE",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from retrieval.tokenizers import decode_prefix
+from longctx.retrieval.tokenizers import decode_prefix
 
 #: MemAgent's initial memory (``taskutils/memory_eval``: ``NO_MEMORY``).
 NO_MEMORY = "No previous memory"

@@ -28,14 +28,18 @@ from typing import Any
 
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from memory.sqlite_wal import enable_wal
-from retrieval.locks import LockHeld, describe_holder, exclusive_lock
+from longctx.memory.sqlite_wal import enable_wal
+from longctx.retrieval.locks import LockHeld, describe_holder, exclusive_lock
 
 log = logging.getLogger(__name__)
 
 CHECKPOINTS_FILE = "checkpoints.sqlite"
 TRACE_FILE = "trace.sqlite"
 RUN_LOCK_FILE = "run.lock"
+#: Part of every run key: checkpoints written before the ``longctx`` namespace (version 1) hold their
+#: state's types under the old top-level module names (``retrieval.contract.Question``), so they are
+#: not resumed; such a run starts afresh and its old folder is left as it was.
+CHECKPOINT_FORMAT = 2
 
 
 class RunInUse(LockHeld):
@@ -164,5 +168,6 @@ def checkpoint_rows(path: str | Path) -> int:
 
 def thread_key(**parts: Any) -> str:
     """A stable id for one resumable run (corpus fingerprint, questions, config, model, ...)."""
-    blob = json.dumps(parts, sort_keys=True, default=str, ensure_ascii=False)
+    keyed = {"checkpoint_format": CHECKPOINT_FORMAT, **parts}
+    blob = json.dumps(keyed, sort_keys=True, default=str, ensure_ascii=False)
     return hashlib.sha256(blob.encode()).hexdigest()[:32]

@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from memory.checkpoints import open_database
+from longctx.memory.checkpoints import open_database
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 Nothing in this package calls a chat model. The answer contract every package shares
 (``Corpus``, ``Question``, ``Answer``, ``Usage``, ``Step``, ``Registry``...) lives in
-:mod:`retrieval.contract` (gathered from ``registry``, ``document``, ``corpus``, ``question`` and ``answer``),
+:mod:`longctx.retrieval.contract` (gathered from ``registry``, ``document``, ``corpus``, ``question`` and ``answer``),
 the bottom of the import graph. The names below load their module on first use, so importing
 the contract does not load the retrievers.
 """
@@ -11,38 +11,38 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from retrieval.lazy import lazy_attributes
+from longctx.retrieval.lazy import lazy_attributes
 
 if TYPE_CHECKING:  # the lazy names below, for type checkers (nothing is imported at run time)
-    from retrieval.base import Hit, Retriever
-    from retrieval.chunking import Chunk, ChunkingConfig, chunk_corpus
-    from retrieval.corpus import Corpus
-    from retrieval.document import CorpusError, Document
-    from retrieval.embedders import EMBEDDERS
-    from retrieval.index import Index, build_index
-    from retrieval.paths import default_cache_dir
-    from retrieval.registry import Registry
-    from retrieval.retrievers import RETRIEVERS, make_retriever
-    from retrieval.tokens import count_tokens, middle_truncate
+    from longctx.retrieval.base import Hit, Retriever
+    from longctx.retrieval.chunking import Chunk, ChunkingConfig, chunk_corpus
+    from longctx.retrieval.corpus import Corpus
+    from longctx.retrieval.document import CorpusError, Document
+    from longctx.retrieval.embedders import EMBEDDERS
+    from longctx.retrieval.index import Index, build_index
+    from longctx.retrieval.paths import default_cache_dir
+    from longctx.retrieval.registry import Registry
+    from longctx.retrieval.retrievers import RETRIEVERS, make_retriever
+    from longctx.retrieval.tokens import count_tokens, middle_truncate
 
 _EXPORTS = {
-    "Hit": "retrieval.base",
-    "Retriever": "retrieval.base",
-    "Chunk": "retrieval.chunking",
-    "ChunkingConfig": "retrieval.chunking",
-    "chunk_corpus": "retrieval.chunking",
-    "Corpus": "retrieval.corpus",
-    "CorpusError": "retrieval.document",
-    "Document": "retrieval.document",
-    "Registry": "retrieval.registry",
-    "EMBEDDERS": "retrieval.embedders",
-    "Index": "retrieval.index",
-    "build_index": "retrieval.index",
-    "default_cache_dir": "retrieval.paths",
-    "RETRIEVERS": "retrieval.retrievers",
-    "make_retriever": "retrieval.retrievers",
-    "count_tokens": "retrieval.tokens",
-    "middle_truncate": "retrieval.tokens",
+    "Hit": "longctx.retrieval.base",
+    "Retriever": "longctx.retrieval.base",
+    "Chunk": "longctx.retrieval.chunking",
+    "ChunkingConfig": "longctx.retrieval.chunking",
+    "chunk_corpus": "longctx.retrieval.chunking",
+    "Corpus": "longctx.retrieval.corpus",
+    "CorpusError": "longctx.retrieval.document",
+    "Document": "longctx.retrieval.document",
+    "Registry": "longctx.retrieval.registry",
+    "EMBEDDERS": "longctx.retrieval.embedders",
+    "Index": "longctx.retrieval.index",
+    "build_index": "longctx.retrieval.index",
+    "default_cache_dir": "longctx.retrieval.paths",
+    "RETRIEVERS": "longctx.retrieval.retrievers",
+    "make_retriever": "longctx.retrieval.retrievers",
+    "count_tokens": "longctx.retrieval.tokens",
+    "middle_truncate": "longctx.retrieval.tokens",
 }
 
 __all__ = [
@@ -66,4 +66,4 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = lazy_attributes("retrieval", _EXPORTS, globals())
+__getattr__, __dir__ = lazy_attributes("longctx.retrieval", _EXPORTS, globals())

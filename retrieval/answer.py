@@ -1,6 +1,6 @@
 """What a strategy returns: ``Answer``, its ``Evidence``, ``Usage`` and ``Step`` records.
 
-Part of the answer contract (:mod:`retrieval.contract`): standard library only.
+Part of the answer contract (:mod:`longctx.retrieval.contract`): standard library only.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
-from retrieval.question import Question
+from longctx.retrieval.question import Question
 
 #: The counts a resumed run's usage splits into this call's and the earlier calls' (:meth:`Usage.since`).
 SPLIT_FIELDS = (
@@ -187,7 +187,7 @@ class Evidence:
 
 @dataclass
 class Answer:
-    """The result of ``agents.answer``: the same for every strategy.
+    """The result of ``longctx.agents.answer``: the same for every strategy.
 
     Attributes:
         answer: Final answer text (the model's reply, stripped; benchmarks extract their format).

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeGuard, runtime_checkable
 
-from retrieval.checksums import Checksums
-from retrieval.chunking import Chunk
+from longctx.retrieval.checksums import Checksums
+from longctx.retrieval.chunking import Chunk
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class Retriever(Protocol):
     A retriever is built once over a chunk list, saved to a folder, and loaded back
     by a fresh instance constructed with the same parameters.
 
-    Optional, for indexes that grow and change without a rebuild (:mod:`retrieval.index`;
+    Optional, for indexes that grow and change without a rebuild (:mod:`longctx.retrieval.index`;
     ours have them): ``extensible()``, ``extend(chunks, work_dir=...)``, ``save_segment``,
     ``load_segments``, ``compact()``, and ``delete(chunk_ids)`` (tombstones: searches then
     return live chunks only, numbered by their place among them): :class:`SegmentedRetriever`.
@@ -58,7 +58,7 @@ class Retriever(Protocol):
     def save(self, folder: Path) -> None:
         """Write the index into ``folder`` (no pickles).
 
-        A ``save`` that also takes ``checksums`` (a :class:`retrieval.checksums.Checksums`)
+        A ``save`` that also takes ``checksums`` (a :class:`longctx.retrieval.checksums.Checksums`)
         gets one and should write through ``checksums.open(path)``, so each file is hashed as
         it is written; files written otherwise are hashed from disk afterwards.
         """

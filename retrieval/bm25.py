@@ -31,11 +31,11 @@ from typing import IO, Any, Literal
 import numpy as np
 from rank_bm25 import BM25Okapi
 
-from retrieval.checksums import Checksums
-from retrieval.chunking import _CJK, Chunk
-from retrieval.term_counting import count_terms
-from retrieval.term_counts import TermCounts, bm25_scores, lucene_matrix
-from retrieval.tombstones import Tombstones
+from longctx.retrieval.checksums import Checksums
+from longctx.retrieval.chunking import _CJK, Chunk
+from longctx.retrieval.term_counting import count_terms
+from longctx.retrieval.term_counts import TermCounts, bm25_scores, lucene_matrix
+from longctx.retrieval.tombstones import Tombstones
 
 _TOKEN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+")
 _HAS_CJK = re.compile(rf"[{_CJK}]")
@@ -177,7 +177,7 @@ class BM25Retriever:
     ) -> None:
         """Tokenize every chunk and build the engine's index.
 
-        Engine bm25s: each chunk's tokens are counted and dropped (:mod:`retrieval.term_counting`,
+        Engine bm25s: each chunk's tokens are counted and dropped (:mod:`longctx.retrieval.term_counting`,
         blocks of counts spilled into ``work_dir``) and the model is made from the counts
         (:func:`bm25s_model`, scores bit-identical to ``bm25s.BM25.index`` over the token
         lists), so no chunk's tokens outlive it. Engine rank_bm25 keeps every token list: it
@@ -296,7 +296,7 @@ class BM25Retriever:
     def delete(self, chunk_ids: Sequence[int] | np.ndarray) -> None:
         """Mark the stored chunks ``chunk_ids`` deleted: no longer scored, and out of ``N``, ``df`` and the average length.
 
-        Scores then come from the raw counts (:func:`retrieval.term_counts.bm25_scores` with
+        Scores then come from the raw counts (:func:`longctx.retrieval.term_counts.bm25_scores` with
         the live chunks), bit-identical to a bm25s index built over the live chunks alone;
         search returns live chunks numbered by their place among them.
         """
@@ -327,7 +327,7 @@ class BM25Retriever:
         """Add a segment of new chunks (their ids follow the indexed ones); only they are tokenized.
 
         Scores are then computed from the raw counts of all segments with the corpus-wide
-        statistics (:func:`retrieval.term_counts.bm25_scores`), identical to a rebuild's.
+        statistics (:func:`longctx.retrieval.term_counts.bm25_scores`), identical to a rebuild's.
         """
         if not self.extensible():
             raise RuntimeError(
@@ -349,7 +349,7 @@ class BM25Retriever:
 
         Nothing is tokenized again: the merged counts are those a build over all the live chunks
         makes (deleted chunks are dropped here), and the model's matrix is computed from them in bm25s's arithmetic
-        (:func:`retrieval.term_counts.lucene_matrix`), so scores equal a fresh build's bit for bit.
+        (:func:`longctx.retrieval.term_counts.lucene_matrix`), so scores equal a fresh build's bit for bit.
         :meth:`save` then writes the index of one segment.
         """
         if not self.extensible():

@@ -8,7 +8,7 @@ verifying a 10M-token index costs milliseconds. It guards against accidents (dis
 copy, editor), not against an attacker, who could rewrite ``meta.json`` as well.
 
 The embedding shards of an unfinished dense build are checked by the same rule, each
-against the record written beside it (:mod:`retrieval.dense`).
+against the record written beside it (:mod:`longctx.retrieval.dense`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import xxhash
 
-from retrieval.errors import DataError
+from longctx.retrieval.errors import DataError
 
 if TYPE_CHECKING:
     from _typeshed import (

@@ -10,8 +10,13 @@ from typing import Any, Literal
 
 from tqdm.auto import tqdm
 
-from retrieval.document import Document, IndexableCorpus
-from retrieval.tokens import SEGMENT_CHARS, count_tokens_batch, encode_segments, get_encoding
+from longctx.retrieval.document import Document, IndexableCorpus
+from longctx.retrieval.tokens import (
+    SEGMENT_CHARS,
+    count_tokens_batch,
+    encode_segments,
+    get_encoding,
+)
 
 #: LongBench v1 ``retrieval/splitter.py`` sentence delimiters (kept with their sentence).
 SENTENCE_SPLIT = re.compile(r"([。？！；\n.!?;]\s*)")
@@ -130,7 +135,7 @@ def split_tokens(
     Window edges are moved forward to the next UTF-8 character start, so a character
     split across tokens (common in CJK) is never cut in half and every chunk is an
     exact substring of ``text``. The text is encoded ``segment_chars`` at a time
-    (:func:`retrieval.tokens.encode_segments`) and only the ids of the current window are
+    (:func:`longctx.retrieval.tokens.encode_segments`) and only the ids of the current window are
     kept, so a huge single-line file never has all its token ids in memory at once.
     """
     if not text.strip():

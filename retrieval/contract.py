@@ -8,25 +8,25 @@ layer, which already owned ``Corpus``/``Document``.
 Each part lives in a module with one job, all standard library only at import (the heavy
 helpers a corpus uses, file readers and the tokenizer, load where they are needed):
 
-- :mod:`retrieval.registry`: ``Registry``, the plug-in registry of every kind;
-- :mod:`retrieval.document`: ``Document``, ``CorpusError``;
-- :mod:`retrieval.errors`: ``LongctxError``, the base of every error raised to users, and its kinds;
-- :mod:`retrieval.corpus`: ``Corpus``;
-- :mod:`retrieval.question`: ``Question``, ``Protocol``, ``as_question``;
-- :mod:`retrieval.answer`: ``Answer``, ``Evidence``, ``Usage``, ``Step``.
+- :mod:`longctx.retrieval.registry`: ``Registry``, the plug-in registry of every kind;
+- :mod:`longctx.retrieval.document`: ``Document``, ``CorpusError``;
+- :mod:`longctx.retrieval.errors`: ``LongctxError``, the base of every error raised to users, and its kinds;
+- :mod:`longctx.retrieval.corpus`: ``Corpus``;
+- :mod:`longctx.retrieval.question`: ``Question``, ``Protocol``, ``as_question``;
+- :mod:`longctx.retrieval.answer`: ``Answer``, ``Evidence``, ``Usage``, ``Step``.
 
 This module gathers them under one name, which is how the library and plug-ins import them
-(``from retrieval.contract import Corpus, Question``); ``import retrieval.contract`` stays cheap.
+(``from longctx.retrieval.contract import Corpus, Question``); ``import longctx.retrieval.contract`` stays cheap.
 """
 
 from __future__ import annotations
 
-from retrieval.answer import Answer, Evidence, Step, Usage
-from retrieval.corpus import Corpus
-from retrieval.document import CorpusError, Document
-from retrieval.errors import ConfigError, DataError, LongctxError, ModelError
-from retrieval.question import Protocol, Question, as_question
-from retrieval.registry import Registry
+from longctx.retrieval.answer import Answer, Evidence, Step, Usage
+from longctx.retrieval.corpus import Corpus
+from longctx.retrieval.document import CorpusError, Document
+from longctx.retrieval.errors import ConfigError, DataError, LongctxError, ModelError
+from longctx.retrieval.question import Protocol, Question, as_question
+from longctx.retrieval.registry import Registry
 
 __all__ = [
     "Answer",

@@ -1,9 +1,9 @@
 """The corpus every strategy answers over: ``Corpus``, an ordered list of documents.
 
-Part of the answer contract (:mod:`retrieval.contract`): standard library only at import;
+Part of the answer contract (:mod:`longctx.retrieval.contract`): standard library only at import;
 the heavy helpers (file readers, the tokenizer, the index) load where they are used. They
 sit below the corpus: they take :class:`~retrieval.document.Document` and
-:class:`~retrieval.document.IndexableCorpus` (:mod:`retrieval.document`), never this module.
+:class:`~retrieval.document.IndexableCorpus` (:mod:`longctx.retrieval.document`), never this module.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from retrieval.document import CorpusError, Document, hash_text
-from retrieval.duplicates import checked_duplicates, without_duplicates
-from retrieval.errors import ConfigError
+from longctx.retrieval.document import CorpusError, Document, hash_text
+from longctx.retrieval.duplicates import checked_duplicates, without_duplicates
+from longctx.retrieval.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ class Corpus:
         """Corpus from plain strings; titles default to ``"Document {i}"``.
 
         ``duplicates``: ``"drop"`` (default) leaves out a text equal to an earlier one, with a
-        warning naming it; ``"keep"`` keeps every copy (:mod:`retrieval.duplicates`).
+        warning naming it; ``"keep"`` keeps every copy (:mod:`longctx.retrieval.duplicates`).
         """
         checked_duplicates(duplicates)
         texts = list(texts)
@@ -89,9 +89,9 @@ class Corpus:
         through LlamaIndex readers. Text files must be UTF-8; a file that is not raises
         :class:`CorpusError` naming it. ``duplicates``: ``"drop"`` (default) leaves out a
         document whose text equals an earlier one's (in path order), with a warning naming
-        both; ``"keep"`` keeps every copy (:mod:`retrieval.duplicates`).
+        both; ``"keep"`` keeps every copy (:mod:`longctx.retrieval.duplicates`).
         """
-        from retrieval.readers import read_path  # heavy: LlamaIndex's file readers
+        from longctx.retrieval.readers import read_path  # heavy: LlamaIndex's file readers
 
         checked_duplicates(duplicates)
         docs = read_path(Path(path), show_progress=show_progress)
@@ -105,8 +105,8 @@ class Corpus:
         registered retriever (``dense``, ``contriever``, ``openai``) with its options. The index is
         built once and shared with every strategy that asks for the same chunking and retriever.
         """
-        from retrieval.chunking import ChunkingConfig
-        from retrieval.index import build_index  # heavy: the retrievers and their engines
+        from longctx.retrieval.chunking import ChunkingConfig
+        from longctx.retrieval.index import build_index  # heavy: the retrievers and their engines
 
         index = build_index(self, retriever, chunking=ChunkingConfig(unit=chunk_unit, size=chunk_size),  # type: ignore[arg-type]
                             cache_dir=cache_dir, show_progress=show_progress, **retriever_options)  # fmt: skip
@@ -132,7 +132,7 @@ class Corpus:
     @cached_property
     def token_counts(self) -> tuple[int, ...]:
         """cl100k tokens of each document's text, counted once per corpus object."""
-        from retrieval.tokens import count_tokens_batch  # heavy: loads the BPE ranks
+        from longctx.retrieval.tokens import count_tokens_batch  # heavy: loads the BPE ranks
 
         return tuple(count_tokens_batch([d.text for d in self.documents]))
 
@@ -205,7 +205,7 @@ class Corpus:
         """A new corpus without the documents ``doc_ids`` (the others keep their order).
 
         Its indexes start from this corpus's cached ones: the removed documents' chunks are
-        tombstones, filtered out at search time and dropped at compaction (:mod:`retrieval.index`).
+        tombstones, filtered out at search time and dropped at compaction (:mod:`longctx.retrieval.index`).
         """
         gone = set(doc_ids)
         unknown = sorted(gone - {d.doc_id for d in self.documents})
@@ -256,7 +256,7 @@ class Corpus:
         edited documents' old chunks, one segment of the rest). Returns this corpus when
         nothing changed. ``duplicates`` as :meth:`from_path` takes it.
         """
-        from retrieval.readers import read_path  # heavy: LlamaIndex's file readers
+        from longctx.retrieval.readers import read_path  # heavy: LlamaIndex's file readers
 
         checked_duplicates(duplicates)
         fresh = without_duplicates(

@@ -5,7 +5,7 @@ written in shards as they are computed: an interrupted build resumes from the la
 finished shard instead of starting over.
 
 Each shard ``NNNNNN.npy`` has a record ``NNNNNN.json`` beside it: the size and XXH3-128
-digest of the shard's bytes, taken as they are written (:mod:`retrieval.checksums`), and
+digest of the shard's bytes, taken as they are written (:mod:`longctx.retrieval.checksums`), and
 its source, the embedder and the digest of the exact chunk texts embedded. A resumed
 build reuses a shard only when both match, so neither a shard whose bytes changed (disk,
 partial copy) nor one computed from other texts (another chunking or shard size in the
@@ -23,14 +23,14 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from retrieval.checksums import ChecksumMismatch, Checksums, digest_texts, verify_file
-from retrieval.chunking import Chunk
-from retrieval.embedder_base import Embedder, dimension_error, source_of, warn_if_truncated
-from retrieval.embedders import OpenAIEmbedder
-from retrieval.extras import require
-from retrieval.faiss_index import VectorIndex
-from retrieval.fit import TokenLimit
-from retrieval.tombstones import Tombstones
+from longctx.retrieval.checksums import ChecksumMismatch, Checksums, digest_texts, verify_file
+from longctx.retrieval.chunking import Chunk
+from longctx.retrieval.embedder_base import Embedder, dimension_error, source_of, warn_if_truncated
+from longctx.retrieval.embedders import OpenAIEmbedder
+from longctx.retrieval.extras import require
+from longctx.retrieval.faiss_index import VectorIndex
+from longctx.retrieval.fit import TokenLimit
+from longctx.retrieval.tombstones import Tombstones
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +63,7 @@ class DenseRetriever:
         """What one chunk may hold so that the embedder reads all of it (None: chunks are indexed as chunked).
 
         With ``fit_chunks`` (the default) and an embedder that tells its limit, the index
-        splits longer chunks (:mod:`retrieval.fit`); otherwise a build warns which are cut.
+        splits longer chunks (:mod:`longctx.retrieval.fit`); otherwise a build warns which are cut.
         """
         limit_of = getattr(self.embedder, "token_limit", None)
         return limit_of() if self.fit_chunks and callable(limit_of) else None
@@ -308,7 +308,7 @@ def read_shard(path: Path, source: dict[str, Any]) -> np.ndarray | None:
     told from a shard of another shard size (the earlier version reused such shards when
     their row counts matched). Re-embedding costs at most the work of one build interrupted
     before this version, once; a finished index, by contrast, is checked whole on load
-    before its checksums are recorded (see :mod:`retrieval.index`).
+    before its checksums are recorded (see :mod:`longctx.retrieval.index`).
     """
     path = Path(path)
     if not path.exists():

@@ -1,8 +1,8 @@
 """A corpus's documents, and what the modules below :class:`~retrieval.corpus.Corpus` read of a corpus.
 
-Part of the answer contract (:mod:`retrieval.contract`): standard library only. ``Document``
+Part of the answer contract (:mod:`longctx.retrieval.contract`): standard library only. ``Document``
 and ``CorpusError`` live here, under the corpus, because the modules that make documents
-(:mod:`retrieval.readers`) and the ones that read a corpus (chunking, the index) sit below
+(:mod:`longctx.retrieval.readers`) and the ones that read a corpus (chunking, the index) sit below
 ``Corpus``, which calls them (``Corpus.from_path`` reads files, ``Corpus.as_retriever``
 builds an index): they take an :class:`IndexableCorpus`, which ``Corpus`` is, so no module
 they import imports the corpus back.
@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from retrieval.errors import DataError
+from longctx.retrieval.errors import DataError
 
 
 class CorpusError(DataError):
@@ -42,7 +42,7 @@ class IndexableCorpus(Protocol):
     """What chunking and the index cache read of a corpus (:class:`~retrieval.corpus.Corpus` is one).
 
     The documents in order, and the digests that key an index and find the cached index an
-    edited or grown corpus starts from (:mod:`retrieval.lineage`).
+    edited or grown corpus starts from (:mod:`longctx.retrieval.lineage`).
     """
 
     @property

@@ -16,8 +16,8 @@ import logging
 from collections.abc import Sequence
 from typing import Literal
 
-from retrieval.document import Document, hash_text
-from retrieval.errors import ConfigError
+from longctx.retrieval.document import Document, hash_text
+from longctx.retrieval.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """The embedder contract: what an embedder is, the error it raises, and the warning when it cuts inputs.
 
 The embedders themselves (sentence-transformers, Contriever, OpenAI-compatible) are in
-:mod:`retrieval.embedders`; the dense retriever (:mod:`retrieval.dense`) takes any
+:mod:`longctx.retrieval.embedders`; the dense retriever (:mod:`longctx.retrieval.dense`) takes any
 :class:`Embedder`.
 """
 
@@ -13,9 +13,9 @@ from typing import Protocol
 
 import numpy as np
 
-from retrieval.errors import ModelError
-from retrieval.fit import over_limit
-from retrieval.redaction import redact
+from longctx.retrieval.errors import ModelError
+from longctx.retrieval.fit import over_limit
+from longctx.retrieval.redaction import redact
 
 
 class EmbedderError(ModelError):

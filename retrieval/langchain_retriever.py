@@ -17,8 +17,8 @@ from langchain_core.documents import Document as LCDocument
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field
 
-from retrieval.base import Hit
-from retrieval.extras import require
+from longctx.retrieval.base import Hit
+from longctx.retrieval.extras import require
 
 
 def hit_metadata(hit: Hit) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Package attributes loaded on first use (PEP 562): ``import agents`` or ``import retrieval`` stays
+"""Package attributes loaded on first use (PEP 562): ``import longctx`` or ``import longctx`` stays
 instant, and a name's module (with its engines) loads when the name is first read."""
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from retrieval.checksums import Checksums
-from retrieval.document import IndexableCorpus
+from longctx.retrieval.checksums import Checksums
+from longctx.retrieval.document import IndexableCorpus
 
 #: The digests of a segment's documents, in its folder.
 DOCUMENTS_FILE = "documents.json"

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from retrieval.errors import LongctxError
+from longctx.retrieval.errors import LongctxError
 
 
 class LockHeld(LongctxError, RuntimeError):

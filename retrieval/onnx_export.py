@@ -15,10 +15,10 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from retrieval.embedder_base import EmbedderError
-from retrieval.embedding_backends import quantization_target
-from retrieval.extras import install_hint, require
-from retrieval.paths import default_cache_dir
+from longctx.retrieval.embedder_base import EmbedderError
+from longctx.retrieval.embedding_backends import quantization_target
+from longctx.retrieval.extras import install_hint, require
+from longctx.retrieval.paths import default_cache_dir
 
 log = logging.getLogger(__name__)
 

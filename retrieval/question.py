@@ -1,6 +1,6 @@
 """The question and the benchmark protocol that travels with it: ``Question``, ``Protocol``.
 
-Part of the answer contract (:mod:`retrieval.contract`): standard library only.
+Part of the answer contract (:mod:`longctx.retrieval.contract`): standard library only.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
-from retrieval.errors import OptionError
+from longctx.retrieval.errors import OptionError
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -18,16 +18,23 @@ from typing import Any
 
 import numpy as np
 
-from retrieval.base import Retriever
-from retrieval.chunking import ChunkingConfig
-from retrieval.contract import Corpus
-from retrieval.dense import DenseRetriever
-from retrieval.embedder_base import Embedder
-from retrieval.errors import OptionError
-from retrieval.fit import chunks_for
-from retrieval.index import Index, build_index, build_lock, index_folder, index_key, write_shards
-from retrieval.ray_support import ensure_ray, require_ray
-from retrieval.retrievers import make_retriever
+from longctx.retrieval.base import Retriever
+from longctx.retrieval.chunking import ChunkingConfig
+from longctx.retrieval.contract import Corpus
+from longctx.retrieval.dense import DenseRetriever
+from longctx.retrieval.embedder_base import Embedder
+from longctx.retrieval.errors import OptionError
+from longctx.retrieval.fit import chunks_for
+from longctx.retrieval.index import (
+    Index,
+    build_index,
+    build_lock,
+    index_folder,
+    index_key,
+    write_shards,
+)
+from longctx.retrieval.ray_support import ensure_ray, require_ray
+from longctx.retrieval.retrievers import make_retriever
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Lazy access to Ray, an optional extra: ``pip install 'longctx[ray]'``.
+"""Lazy access to Ray, an optional extra: ``pip install 'longctx-lab[ray]'``.
 
 Nothing outside the Ray code paths imports Ray; without it installed, asking for one of
 those paths raises :class:`RayNotInstalledError` saying how to install it.
@@ -9,11 +9,11 @@ from __future__ import annotations
 import logging
 from types import ModuleType
 
-from retrieval.extras import MissingExtraError
+from longctx.retrieval.extras import MissingExtraError
 
 log = logging.getLogger(__name__)
 
-INSTALL_HINT = "Ray is not installed; install the extra with: pip install 'longctx[ray]' (or pip install 'ray[data]')"
+INSTALL_HINT = "Ray is not installed; install the extra with: pip install 'longctx-lab[ray]' (or pip install 'ray[data]')"
 
 
 class RayNotInstalledError(MissingExtraError):

@@ -10,9 +10,9 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from retrieval.document import CorpusError, Document
-from retrieval.extras import require
-from retrieval.paths import OutsideRoot, resolve_inside
+from longctx.retrieval.document import CorpusError, Document
+from longctx.retrieval.extras import require
+from longctx.retrieval.paths import OutsideRoot, resolve_inside
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The plug-in registry: one ``Registry`` per kind of plug-in, entries declared by name and loaded on first use.
 
-Part of the answer contract (:mod:`retrieval.contract`): standard library only, so every
+Part of the answer contract (:mod:`longctx.retrieval.contract`): standard library only, so every
 package may import it.
 
 An entry is registered in one of two ways:
@@ -32,7 +32,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Generic, TypeVar, overload
 
-from retrieval.errors import UnknownName
+from longctx.retrieval.errors import UnknownName
 
 log = logging.getLogger(__name__)
 

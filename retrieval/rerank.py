@@ -28,13 +28,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from retrieval.base import Hit
-from retrieval.deadlines import deadline_client
-from retrieval.errors import ModelError
-from retrieval.extras import require
-from retrieval.registry import Registry
-from retrieval.reported_usage import checked_rerank_tokens
-from retrieval.rerank_reply import MalformedReply, json_kind, reply_scores, strict_json
+from longctx.retrieval.base import Hit
+from longctx.retrieval.deadlines import deadline_client
+from longctx.retrieval.errors import ModelError
+from longctx.retrieval.extras import require
+from longctx.retrieval.registry import Registry
+from longctx.retrieval.reported_usage import checked_rerank_tokens
+from longctx.retrieval.rerank_reply import MalformedReply, json_kind, reply_scores, strict_json
 
 #: HTTP statuses retried, as the openai SDK retries a chat call's (besides timeouts and connection errors).
 RETRIED_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
@@ -169,7 +169,7 @@ class ServerReranker:
         api_key: Sent as a bearer token; default ``$LONGCTX_RERANK_API_KEY`` (none if unset).
         route: ``rerank`` (vLLM's ``/v1/rerank``, llama.cpp's, Jina's, Cohere's ``/v1/rerank``).
         timeout: Seconds a request attempt may take in all (a deadline, not a wait per read:
-            :mod:`retrieval.deadlines`); default ``$LONGCTX_TIMEOUT`` or 600, as chat calls.
+            :mod:`longctx.retrieval.deadlines`); default ``$LONGCTX_TIMEOUT`` or 600, as chat calls.
         max_retries: Retries of a timeout, connection failure, 408/409/429/5xx or malformed
             reply; default ``$LONGCTX_MAX_RETRIES`` or 3, as chat calls.
         backoff: Seconds before the first retry, doubling (the openai SDK's 0.5).

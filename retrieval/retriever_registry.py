@@ -1,7 +1,7 @@
 """The retriever registry object, importable without the retrieval engines: names and lazy targets.
 
-The built-in retrievers are declared in ``retrieval/plugin.toml`` (``bm25 = "retrieval.retrievers:bm25"``)
-and registered where they are defined (``@RETRIEVERS.register("bm25")`` in :mod:`retrieval.retrievers`),
+The built-in retrievers are declared in ``retrieval/plugin.toml`` (``bm25 = "longctx.retrieval.retrievers:bm25"``)
+and registered where they are defined (``@RETRIEVERS.register("bm25")`` in :mod:`longctx.retrieval.retrievers`),
 so ``longctx --retriever`` offers them without importing numpy or an engine; third parties add to the
 ``longctx.retrievers`` entry-point group.
 """
@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from retrieval.registry import Registry
+from longctx.retrieval.registry import Registry
 
 if TYPE_CHECKING:
-    from retrieval.base import Retriever
+    from longctx.retrieval.base import Retriever
 
 #: name -> factory taking the retriever's options.
 RETRIEVERS: Registry[Callable[..., Retriever]] = Registry(
-    "retriever", group="longctx.retrievers", packages=("retrieval",)
+    "retriever", group="longctx.retrievers", packages=("longctx.retrieval",)
 )

@@ -6,19 +6,19 @@ import inspect
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from retrieval.base import Retriever
-from retrieval.bm25 import BM25Retriever
-from retrieval.dense import DenseRetriever
-from retrieval.embedders import (
+from longctx.retrieval.base import Retriever
+from longctx.retrieval.bm25 import BM25Retriever
+from longctx.retrieval.dense import DenseRetriever
+from longctx.retrieval.embedders import (
     OPENAI_EMBEDDING_MAX_TOKENS,
     ContrieverEmbedder,
     OpenAIEmbedder,
     SentenceTransformerEmbedder,
 )
-from retrieval.errors import OptionError
-from retrieval.fusion import RRF_K
-from retrieval.hybrid import Fusion, HybridRetriever
-from retrieval.retriever_registry import (
+from longctx.retrieval.errors import OptionError
+from longctx.retrieval.fusion import RRF_K
+from longctx.retrieval.hybrid import Fusion, HybridRetriever
+from longctx.retrieval.retriever_registry import (
     RETRIEVERS as RETRIEVERS,
 )  # declared in retrieval/plugin.toml, registered here
 
@@ -42,12 +42,12 @@ def dense(
     """Any sentence-transformers model; default the offline all-MiniLM-L6-v2.
 
     ``fit_chunks``: split a chunk longer than the model reads (its max sequence length, in its own
-    word pieces: 256 for MiniLM) into pieces that fit, so no text goes unembedded (:mod:`retrieval.fit`);
+    word pieces: 256 for MiniLM) into pieces that fit, so no text goes unembedded (:mod:`longctx.retrieval.fit`);
     ``False`` indexes the chunks as chunked and warns which are cut and by how much.
 
     ``backend``: ``torch``, ``torch-bf16`` (bfloat16 weights and activations), ``onnx`` or
     ``onnx-int8`` (ONNX Runtime, int8-quantised weights); default
-    :func:`retrieval.embedding_backends.default_cpu_backend`: ``torch-bf16`` on a CPU with native
+    :func:`longctx.retrieval.embedding_backends.default_cpu_backend`: ``torch-bf16`` on a CPU with native
     bfloat16 (AMX or AVX-512 BF16), else ``torch``.
     """
     return DenseRetriever(

@@ -23,7 +23,7 @@ from typing import IO
 
 import numpy as np
 
-from retrieval.term_counts import TermCounts, counts_dtype
+from longctx.retrieval.term_counts import TermCounts, counts_dtype
 
 #: (chunk, term, count) entries buffered before they are written out, and read back at once
 #: (12 bytes each on disk; placing a block takes ~6x that in temporaries: ~10 MB).

@@ -25,7 +25,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from retrieval.checksums import Checksums
+from longctx.retrieval.checksums import Checksums
 
 #: Files of one segment's counts, inside its folder.
 TERMS_FILE = "bm25_terms.json"
@@ -56,7 +56,7 @@ class TermCounts:
         indptr: Column ``j`` (term ``terms[j]``) is ``rows[indptr[j]:indptr[j + 1]]``.
         rows: Chunk positions within the segment (ascending within a column).
         counts: How often the term occurs in that chunk: whole numbers, float32 on disk as bm25s
-            counts them; counted by :mod:`retrieval.term_counting`, they are held in the
+            counts them; counted by :mod:`longctx.retrieval.term_counting`, they are held in the
             smallest type that fits them (:func:`counts_dtype`: one byte for 200-word chunks).
         lengths: Tokens of each chunk of the segment.
     """
@@ -90,11 +90,11 @@ class TermCounts:
 
     @classmethod
     def concat(cls, segments: Sequence[TermCounts]) -> TermCounts:
-        """One segment of the chunks of ``segments`` in order, equal array for array to :func:`retrieval.term_counting.count_terms` over them all.
+        """One segment of the chunks of ``segments`` in order, equal array for array to :func:`longctx.retrieval.term_counting.count_terms` over them all.
 
         The vocabulary is the union in order of first appearance (segment by segment, which is
         the order over all chunks); a stable sort by term keeps each column's chunks ascending;
-        the counts are held in the type :func:`retrieval.term_counting.count_terms` holds them in (:func:`counts_dtype`).
+        the counts are held in the type :func:`longctx.retrieval.term_counting.count_terms` holds them in (:func:`counts_dtype`).
         """
         if not segments:
             raise ValueError("Nothing to concatenate: no segments")

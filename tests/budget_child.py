@@ -2,7 +2,7 @@
 ``llm_query`` would: ``python -m tests.budget_child URL CALLS [die]``.
 
 Each call is a real HTTP request to the Chat Completions server at ``URL`` (the recording stub),
-reserved with :class:`graphs.budget_client.BudgetClient` before it is sent and settled with the
+reserved with :class:`longctx.graphs.budget_client.BudgetClient` before it is sent and settled with the
 usage the server returned. Prints one JSON line: the calls sent and the refusal, if any. With
 ``die``, it takes a grant and kills itself before sending anything.
 """
@@ -15,8 +15,8 @@ import signal
 import sys
 import urllib.request
 
-from graphs.budget import BudgetReached
-from graphs.budget_client import BudgetClient
+from longctx.graphs.budget import BudgetReached
+from longctx.graphs.budget_client import BudgetClient
 
 MAX_TOKENS = 8
 

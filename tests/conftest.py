@@ -22,7 +22,7 @@ if _WORKERS > 1:
 
 import pytest  # noqa: E402
 
-from retrieval import Corpus  # noqa: E402
+from longctx.retrieval import Corpus  # noqa: E402
 from tests.tiers import NOT_UNIT, file_order, stale_entries, tier_of  # noqa: E402
 
 TESTS = Path(__file__).resolve().parent
@@ -112,8 +112,8 @@ def shared_calibration(tmp_path_factory):
     (this machine's measured figures, 2 quiet cores): the plans the CLI and the demo print need
     one, and measuring it costs ~5 s of model calls. The measurement itself is tested on its own
     (tests/test_run_plan.py, against the real model, in its own folder)."""
-    from agents.calibration import ModelSpeed, calibration_key
-    from agents.chat_models import EmbeddedChatModel
+    from longctx.agents.calibration import ModelSpeed, calibration_key
+    from longctx.agents.chat_models import EmbeddedChatModel
 
     path = tmp_path_factory.mktemp("calibration") / "calibration.json"
     key = calibration_key(EmbeddedChatModel())
@@ -133,7 +133,7 @@ def shared_calibration(tmp_path_factory):
 def isolated_cache(tmp_path, monkeypatch):
     """Every test gets its own index cache directory."""
     monkeypatch.setenv("LONGCTX_CACHE_DIR", str(tmp_path / "cache"))
-    from retrieval import index as index_module
+    from longctx.retrieval import index as index_module
 
     index_module.clear_memory_cache()
     return tmp_path / "cache"
@@ -143,8 +143,8 @@ def isolated_cache(tmp_path, monkeypatch):
 def no_held_index_artifacts():
     """No RAPTOR tree or HippoRAG graph held by this process before or after the test: each answer
     loads its artifact from the cache or builds it."""
-    from graphs.hipporag.build import forget_graphs
-    from graphs.raptor import graph as raptor_graph
+    from longctx.graphs.hipporag.build import forget_graphs
+    from longctx.graphs.raptor import graph as raptor_graph
 
     def drop() -> None:
         raptor_graph._TREES.clear()

@@ -19,11 +19,11 @@ from langchain_core.messages import AnyMessage, HumanMessage
 from langchain_core.tools import tool
 from langgraph.graph import END, START, StateGraph, add_messages
 
-from graphs.answer_state import AnswerState
-from graphs.config import StrategyConfig
-from graphs.context import StrategyContext
-from graphs.tool_loop import ToolLoop, final_text
-from retrieval.contract import Step
+from longctx.graphs.answer_state import AnswerState
+from longctx.graphs.config import StrategyConfig
+from longctx.graphs.context import StrategyContext
+from longctx.graphs.tool_loop import ToolLoop, final_text
+from longctx.retrieval.contract import Step
 from tests.recording_server import tool_call, tool_reply
 
 NAME = "test_loop"
@@ -85,7 +85,7 @@ def build_graph(config: LoopConfig | None = None) -> Any:
 
 def register() -> None:
     """Register the strategy (once per process)."""
-    from graphs import STRATEGIES
+    from longctx.graphs import STRATEGIES
 
     if NAME not in STRATEGIES:
         STRATEGIES.register(
@@ -113,8 +113,8 @@ def main(job_path: str) -> None:
     says ``async``) and write the answer's JSON to ``out``."""
     import asyncio
 
-    from agents import aanswer, answer, make_chat_model
-    from retrieval import Corpus
+    from longctx import aanswer, answer, make_chat_model
+    from longctx.retrieval import Corpus
 
     job = json.loads(open(job_path).read())
     register()

@@ -21,26 +21,26 @@ GOLDEN_DIR = Path(__file__).parent / "golden" / "prompts"
 
 #: module -> the name of its version constant
 PROMPT_MODULES = {
-    "graphs.prompts": "PROMPTS_VERSION",
-    "graphs.rag.prompts": "PROMPTS_VERSION",
-    "graphs.full_context.prompts": "PROMPTS_VERSION",
-    "graphs.memagent.prompts": "PROMPTS_VERSION",
-    "graphs.pai.prompts": "PROMPTS_VERSION",
-    "graphs.self_ask.prompts": "PROMPTS_VERSION",
-    "graphs.self_route.prompts": "PROMPTS_VERSION",
-    "graphs.structured.prompts": "PROMPTS_VERSION",
-    "graphs.raptor.prompts": "PROMPTS_VERSION",
-    "graphs.hipporag.prompts": "PROMPTS_VERSION",
-    "experiments.benchmarks.longbench_v1": "VERSION",
-    "experiments.benchmarks.longbench_v2": "VERSION",
-    "experiments.benchmarks.lveval": "VERSION",
-    "experiments.benchmarks.corpusqa": "VERSION",
-    "experiments.benchmarks.synth": "VERSION",
-    "experiments.benchmarks.own": "VERSION",
-    "experiments.benchmarks.ruler_hqa": "VERSION",
-    "experiments.benchmarks.babilong": "VERSION",
-    "experiments.metrics.loong": "VERSION",
-    "experiments.metrics.corpusqa": "VERSION",
+    "longctx.graphs.prompts": "PROMPTS_VERSION",
+    "longctx.graphs.rag.prompts": "PROMPTS_VERSION",
+    "longctx.graphs.full_context.prompts": "PROMPTS_VERSION",
+    "longctx.graphs.memagent.prompts": "PROMPTS_VERSION",
+    "longctx.graphs.pai.prompts": "PROMPTS_VERSION",
+    "longctx.graphs.self_ask.prompts": "PROMPTS_VERSION",
+    "longctx.graphs.self_route.prompts": "PROMPTS_VERSION",
+    "longctx.graphs.structured.prompts": "PROMPTS_VERSION",
+    "longctx.graphs.raptor.prompts": "PROMPTS_VERSION",
+    "longctx.graphs.hipporag.prompts": "PROMPTS_VERSION",
+    "longctx.experiments.benchmarks.longbench_v1": "VERSION",
+    "longctx.experiments.benchmarks.longbench_v2": "VERSION",
+    "longctx.experiments.benchmarks.lveval": "VERSION",
+    "longctx.experiments.benchmarks.corpusqa": "VERSION",
+    "longctx.experiments.benchmarks.synth": "VERSION",
+    "longctx.experiments.benchmarks.own": "VERSION",
+    "longctx.experiments.benchmarks.ruler_hqa": "VERSION",
+    "longctx.experiments.benchmarks.babilong": "VERSION",
+    "longctx.experiments.metrics.loong": "VERSION",
+    "longctx.experiments.metrics.corpusqa": "VERSION",
 }
 
 
@@ -73,7 +73,7 @@ def snapshot(module_name: str) -> dict[str, Any]:
 
 def golden_path(module_name: str) -> Path:
     """Where the golden copy of ``module_name`` lives."""
-    return GOLDEN_DIR / f"{module_name}.json"
+    return GOLDEN_DIR / f"{module_name.removeprefix('longctx.')}.json"
 
 
 def update() -> None:

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from agents.embedded_chat import embedded_model_path
+from longctx.agents.embedded_chat import embedded_model_path
 
 
 class QuietHandler(BaseHTTPRequestHandler):

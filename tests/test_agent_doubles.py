@@ -8,7 +8,7 @@ import json
 import openai
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from agents import make_chat_model
+from longctx import make_chat_model
 from tests.recording_server import RecordingServer, counted_words, tool_call, tool_reply
 from tests.scripted import ScriptedChatModel
 from tests.scripted_tools import ToolScriptedChatModel, named_call

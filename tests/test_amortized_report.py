@@ -4,13 +4,13 @@ give each strategy's line and the question count from which structured is the ch
 
 from __future__ import annotations
 
-from agents import Question
-from experiments.amortized_costs import amortization
-from experiments.benchmarks import Sample
-from experiments.break_even import CostLine
-from experiments.report import build_report
-from experiments.runner import RunConfig, read_rows, run_experiment
-from retrieval import Corpus
+from longctx import Question
+from longctx.experiments.amortized_costs import amortization
+from longctx.experiments.benchmarks import Sample
+from longctx.experiments.break_even import CostLine
+from longctx.experiments.report import build_report
+from longctx.experiments.runner import RunConfig, read_rows, run_experiment
+from longctx.retrieval import Corpus
 from tests.test_structured import DOCS, SCHEMA, scripted
 
 #: Enough text beside each report's facts that reading the corpus again per question costs more than structured's SQL and answer.

@@ -8,16 +8,21 @@ import typing
 
 import pytest
 
-from graphs import STRATEGIES
-from graphs.answer_state import AnswerState, BatchAnswer
-from graphs.budget import CostPlan
-from graphs.costs import PLACEHOLDER_QUESTION, CorpusShape, per_question_plan, retrieved_prompt
-from graphs.memagent.graph import collect, fan_out, final_answer, update_memory
-from graphs.memagent.state import MemoryTask
-from graphs.pai.graph import route_sub_answers, sub_answer
-from graphs.pai.judging import judge, route_judges
-from graphs.pai.state import JudgeTask, SubAnswerTask
-from retrieval import Chunk, Hit
+from longctx.graphs import STRATEGIES
+from longctx.graphs.answer_state import AnswerState, BatchAnswer
+from longctx.graphs.budget import CostPlan
+from longctx.graphs.costs import (
+    PLACEHOLDER_QUESTION,
+    CorpusShape,
+    per_question_plan,
+    retrieved_prompt,
+)
+from longctx.graphs.memagent.graph import collect, fan_out, final_answer, update_memory
+from longctx.graphs.memagent.state import MemoryTask
+from longctx.graphs.pai.graph import route_sub_answers, sub_answer
+from longctx.graphs.pai.judging import judge, route_judges
+from longctx.graphs.pai.state import JudgeTask, SubAnswerTask
+from longctx.retrieval import Chunk, Hit
 
 SINGLE = sorted(name for name in STRATEGIES if not STRATEGIES.get(name).batched)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.metrics.answer_match import Match, asks_for_list, match_answer, parse_date
+from longctx.experiments.metrics.answer_match import Match, asks_for_list, match_answer, parse_date
 
 Q = "Which group can read /var/log?"
 

@@ -17,6 +17,12 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("retrieval", "memory", "graphs", "agents", "experiments")
 
 
+def _package(module: str) -> str | None:
+    """The folder of ours that ``module`` (``longctx.graphs.rag``) lives in, else None."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "longctx" and len(parts) > 1 else None
+
+
 def _modules() -> list[str]:
     """Every importable module of the library, in dependency order (bottom layer first)."""
     names = []
@@ -25,10 +31,12 @@ def _modules() -> list[str]:
             parts = path.relative_to(ROOT).with_suffix("").parts
             if parts[-1] == "__init__":
                 parts = parts[:-1]
-            if "perf" in parts:  # benchmark scripts are not part of the installed package
-                continue
-            names.append(".".join(parts))
-    return [n for n in names if not n.startswith(("retrieval.ray_index", "experiments.ray_runner"))]
+            names.append(".".join(("longctx", *parts)))
+    return [
+        n
+        for n in names
+        if not n.startswith(("longctx.retrieval.ray_index", "longctx.experiments.ray_runner"))
+    ]
 
 
 def _run(code: str) -> str:
@@ -42,9 +50,10 @@ def _run(code: str) -> str:
 
 def _module_level_imports(name: str) -> set[str]:
     """First-party modules ``name`` imports at module level (function-level imports excluded)."""
-    path = ROOT / (name.replace(".", "/") + ".py")
+    relative = name.removeprefix("longctx.").replace(".", "/")
+    path = ROOT / (relative + ".py")
     if not path.exists():
-        path = ROOT / name.replace(".", "/") / "__init__.py"
+        path = ROOT / relative / "__init__.py"
     found = set()
     for node in ast.parse(path.read_text()).body:
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -52,14 +61,14 @@ def _module_level_imports(name: str) -> set[str]:
             found.update(f"{node.module}.{a.name}" for a in node.names)
         elif isinstance(node, ast.Import):
             found.update(a.name for a in node.names)
-    return {m for m in found if m.split(".")[0] in PACKAGES}
+    return {m for m in found if _package(m) in PACKAGES}
 
 
 def test_the_module_import_graph_has_no_cycle():
     modules = set(_modules())
     graph = {m: {d for d in _module_level_imports(m) if d in modules and d != m} for m in modules}
     # a package's __init__ importing its submodules, and a submodule importing a sibling
-    # through its package (``from graphs.pai import prompts``), are how packages are built
+    # through its package (``from longctx.graphs.pai import prompts``), are how packages are built
     state: dict[str, int] = {}
 
     def visit(m: str, path: list[str]) -> None:
@@ -79,35 +88,31 @@ def test_the_module_import_graph_has_no_cycle():
 def test_no_function_level_imports_of_our_own_modules():
     """Function-level imports are for optional or heavy dependencies only, never to dodge a cycle."""
     allowed = {
-        ("retrieval/corpus.py", "retrieval.readers"),
-        ("retrieval/corpus.py", "retrieval.tokens"),
-        ("experiments/commands.py", "experiments.report"),
-        ("experiments/commands.py", "experiments.ray_runner"),
-        ("experiments/corpus_commands.py", "retrieval.ray_index"),
-        ("experiments/report.py", "experiments.plots"),
+        ("retrieval/corpus.py", "longctx.retrieval.readers"),
+        ("retrieval/corpus.py", "longctx.retrieval.tokens"),
+        ("experiments/commands.py", "longctx.experiments.report"),
+        ("experiments/commands.py", "longctx.experiments.ray_runner"),
+        ("experiments/corpus_commands.py", "longctx.retrieval.ray_index"),
+        ("experiments/report.py", "longctx.experiments.plots"),
         # startup time: `longctx --help` and argument errors answer before the subcommands load the engines
-        ("experiments/cli.py", "experiments.commands"),
+        ("experiments/cli.py", "longctx.experiments.commands"),
         # langchain_core's retriever stack (~1 s) only for users who ask for a retriever:
-        ("retrieval/index/types.py", "retrieval.langchain_retriever"),
-        ("retrieval/corpus.py", "retrieval.index"),
-        ("retrieval/corpus.py", "retrieval.chunking"),
+        ("retrieval/index/types.py", "longctx.retrieval.langchain_retriever"),
+        ("retrieval/corpus.py", "longctx.retrieval.index"),
+        ("retrieval/corpus.py", "longctx.retrieval.chunking"),
         # langchain_openai and the openai SDK (~0.5 s) only for users of an openai: model:
-        ("agents/chat_models.py", "agents.openai_chat"),
+        ("agents/chat_models.py", "longctx.agents.openai_chat"),
     }
     found = set()
     for package in PACKAGES:
         for path in (ROOT / package).rglob("*.py"):
-            if (
-                "perf" in path.parts
-            ):  # benchmark scripts (not in the installed package) may import lazily for their workers
-                continue
             for node in ast.walk(ast.parse(path.read_text())):
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     for sub in ast.walk(node):
                         if (
                             isinstance(sub, ast.ImportFrom)
                             and sub.module
-                            and sub.module.split(".")[0] in PACKAGES
+                            and _package(sub.module) in PACKAGES
                         ):
                             found.add((str(path.relative_to(ROOT)), sub.module))
     assert found <= allowed, sorted(found - allowed)
@@ -119,18 +124,18 @@ def test_every_module_imports_in_a_fresh_interpreter(order):
     _run("import importlib\nfor name in " + repr(modules) + ":\n    importlib.import_module(name)")
 
 
-#: The answer contract: ``retrieval.contract`` re-exports the modules that define it.
+#: The answer contract: ``longctx.retrieval.contract`` re-exports the modules that define it.
 CONTRACT_MODULES = (
-    "retrieval.answer",
-    "retrieval.contract",
-    "retrieval.corpus",
-    "retrieval.document",
-    "retrieval.errors",
-    "retrieval.question",
-    "retrieval.registry",
+    "longctx.retrieval.answer",
+    "longctx.retrieval.contract",
+    "longctx.retrieval.corpus",
+    "longctx.retrieval.document",
+    "longctx.retrieval.errors",
+    "longctx.retrieval.question",
+    "longctx.retrieval.registry",
 )
 #: Standard-library-only helpers a contract module uses, with no type of the contract's own.
-CONTRACT_HELPERS = ("retrieval.duplicates",)
+CONTRACT_HELPERS = ("longctx.retrieval.duplicates",)
 
 
 @pytest.mark.parametrize("module", CONTRACT_MODULES)
@@ -138,24 +143,34 @@ def test_the_contract_modules_import_no_other_package(module):
     """Each contract module, imported alone, loads only contract modules and the standard library."""
     code = f"import json, sys; before = set(sys.modules); import {module}; print(json.dumps(sorted(set(sys.modules) - before)))"
     loaded = json.loads(_run(code))
-    ours = {m for m in loaded if m.split(".")[0] in PACKAGES}
-    assert ours <= {"retrieval", "retrieval.lazy", *CONTRACT_MODULES, *CONTRACT_HELPERS}, sorted(
-        ours
-    )  # lazy: the package's PEP 562 hook, standard library only
+    ours = {m for m in loaded if m.split(".")[0] == "longctx"}
+    assert ours <= {
+        "longctx",
+        "longctx.retrieval",
+        "longctx.retrieval.lazy",
+        *CONTRACT_MODULES,
+        *CONTRACT_HELPERS,
+    }, sorted(ours)  # lazy: the package's PEP 562 hook, standard library only
     foreign = sorted(
         m
         for m in loaded
-        if m.split(".")[0] not in PACKAGES and m.split(".")[0] not in sys.stdlib_module_names
+        if m.split(".")[0] != "longctx" and m.split(".")[0] not in sys.stdlib_module_names
     )
     assert foreign == [], foreign
 
 
 def test_the_contract_module_gathers_every_contract_module():
     loaded = json.loads(
-        _run("import json, sys, retrieval.contract; print(json.dumps(sorted(sys.modules)))")
+        _run("import json, sys, longctx.retrieval.contract; print(json.dumps(sorted(sys.modules)))")
     )
-    assert [m for m in loaded if m.split(".")[0] in PACKAGES] == sorted(
-        ["retrieval", "retrieval.lazy", *CONTRACT_MODULES, *CONTRACT_HELPERS]
+    assert [m for m in loaded if m.split(".")[0] == "longctx"] == sorted(
+        [
+            "longctx",
+            "longctx.retrieval",
+            "longctx.retrieval.lazy",
+            *CONTRACT_MODULES,
+            *CONTRACT_HELPERS,
+        ]
     )
 
 
@@ -175,15 +190,15 @@ def test_the_retrieval_package_talks_to_no_chat_server():
 
 
 def test_contract_types_have_one_home():
-    import agents
-    import retrieval
-    from retrieval import contract
+    import longctx
+    from longctx import retrieval
+    from longctx.retrieval import contract
 
     for name in ("Answer", "Evidence", "Usage", "Question", "Step", "Corpus", "Document"):
-        assert getattr(agents, name) is getattr(contract, name)
+        assert getattr(longctx, name) is getattr(contract, name)
     assert retrieval.Registry is contract.Registry
     defined = {name: getattr(contract, name).__module__ for name in contract.__all__}
-    assert set(defined.values()) == set(CONTRACT_MODULES) - {"retrieval.contract"}, (
+    assert set(defined.values()) == set(CONTRACT_MODULES) - {"longctx.retrieval.contract"}, (
         defined
     )  # each part has its own module
 
@@ -209,8 +224,8 @@ def test_third_party_strategy_through_an_entry_point(tmp_path):
         """A third-party strategy: answers with the first document's title."""
         from dataclasses import dataclass
         from langgraph.graph import END, START, StateGraph
-        from graphs import STRATEGIES, StrategyConfig, StrategyContext
-        from graphs.config import option
+        from longctx.graphs import STRATEGIES, StrategyConfig, StrategyContext
+        from longctx.graphs.config import option
 
         @dataclass(frozen=True, kw_only=True)
         class EchoConfig(StrategyConfig):
@@ -246,7 +261,7 @@ def test_third_party_strategy_through_an_entry_point(tmp_path):
     subprocess.run(pip, check=True, capture_output=True, timeout=300)
     code = textwrap.dedent(f"""
         import sys; sys.path.insert(0, {str(target)!r})
-        from agents import answer, Corpus, STRATEGIES
+        from longctx import answer, Corpus, STRATEGIES
         from tests.scripted import ScriptedChatModel
         assert "echo" in STRATEGIES.names()
         result = answer(Corpus.from_texts(["x"], titles=["Alpha"]), "Which title?", strategy="echo", llm=ScriptedChatModel(replies=[]), repeat=2)
@@ -256,13 +271,13 @@ def test_third_party_strategy_through_an_entry_point(tmp_path):
 
 
 def test_registries_share_one_idiom():
-    from agents.chat_models import CHAT_MODELS
-    from experiments.benchmarks import BENCHMARKS
-    from experiments.metrics import METRICS
-    from experiments.synth.domains import DOMAINS
-    from graphs import STRATEGIES
-    from retrieval import EMBEDDERS, RETRIEVERS
-    from retrieval.contract import Registry
+    from longctx.agents.chat_models import CHAT_MODELS
+    from longctx.experiments.benchmarks import BENCHMARKS
+    from longctx.experiments.metrics import METRICS
+    from longctx.experiments.synth.domains import DOMAINS
+    from longctx.graphs import STRATEGIES
+    from longctx.retrieval import EMBEDDERS, RETRIEVERS
+    from longctx.retrieval.contract import Registry
 
     registries = (STRATEGIES, RETRIEVERS, EMBEDDERS, CHAT_MODELS, BENCHMARKS, METRICS, DOMAINS)
     assert all(
@@ -307,18 +322,16 @@ def test_no_module_outside_a_strategy_package_names_a_strategy():
     """What the library knows of a strategy is on its registry entry, declared in ``graphs/<name>/``:
     no other module names one (docstrings and documented defaults aside), so a strategy is added,
     in the tree or as a plug-in, without editing the report, the plots, the demo or the CLI."""
-    from graphs import STRATEGIES
+    from longctx.graphs import STRATEGIES
 
     names = {
         n
         for n in STRATEGIES.names()
-        if STRATEGIES.get(n).build_graph.__module__.startswith("graphs.")
+        if STRATEGIES.get(n).build_graph.__module__.startswith("longctx.graphs.")
     }
     paths = [*(ROOT / "graphs").glob("*.py")]
     for package in ("retrieval", "memory", "agents", "experiments"):
-        paths += [
-            p for p in (ROOT / package).rglob("*.py") if "perf" not in p.relative_to(ROOT).parts
-        ]
+        paths += list((ROOT / package).rglob("*.py"))
     found = []
     for path in sorted(paths):
         where = str(path.relative_to(ROOT))
@@ -349,7 +362,7 @@ def _budget_bypasses(tree: ast.AST, where: str) -> list[str]:
 
 def test_every_answer_budget_goes_through_budget_kwargs():
     """A budget handed to a chat model as ``max_tokens=`` goes out as ``max_completion_tokens`` from a
-    ``ChatOpenAI`` the user built, which llama.cpp servers ignore; :func:`graphs.budget_field.budget_kwargs`
+    ``ChatOpenAI`` the user built, which llama.cpp servers ignore; :func:`longctx.graphs.budget_field.budget_kwargs`
     sends the field the model honours, so no library call passes ``max_tokens=`` to a model itself."""
     bad = ast.parse(
         "functools.partial(model.invoke, max_tokens=8)\nllm.ainvoke(messages, max_tokens=8)\nllm.invoke(m, **budget_kwargs(llm, 8))"
@@ -361,10 +374,6 @@ def test_every_answer_budget_goes_through_budget_kwargs():
     found = []
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*.py")):
-            if (
-                "perf" in path.parts
-            ):  # the benchmark scripts drive the library's own ``openai:`` models, which fix their payload
-                continue
             found += _budget_bypasses(
                 ast.parse(path.read_text(encoding="utf-8")), str(path.relative_to(ROOT))
             )

@@ -10,15 +10,14 @@ import threading
 
 import pytest
 
-import graphs.run_batched
-from agents import STRATEGIES, Corpus, aanswer, aanswer_many, answer, answer_many
-from graphs.cancel import CancelGuard
-from graphs.pai import graph as pai_graph
-from graphs.pai.judging import route_judges
-from graphs.prompts import format_documents
-from graphs.run import arun_strategy, run_strategy
-from retrieval import Chunk, Hit
-from retrieval.contract import as_question
+from longctx import STRATEGIES, Corpus, aanswer, aanswer_many, answer, answer_many, graphs
+from longctx.graphs.cancel import CancelGuard
+from longctx.graphs.pai import graph as pai_graph
+from longctx.graphs.pai.judging import route_judges
+from longctx.graphs.prompts import format_documents
+from longctx.graphs.run import arun_strategy, run_strategy
+from longctx.retrieval import Chunk, Hit
+from longctx.retrieval.contract import as_question
 from tests.recording_server import RecordingServer, prompt_of
 from tests.scripted import ScriptedChatModel
 from tests.scripted_tools import AsyncToolScriptedChatModel, ToolScriptedChatModel
@@ -320,8 +319,8 @@ def test_judge_tasks_are_one_per_chunk_with_every_pair():
 
 
 def test_a_runs_connection_pool_is_its_own_and_closed_when_the_run_ends(monkeypatch):
-    from agents.chat_models import make_chat_model
-    from graphs.llm import run_client
+    from longctx.agents.chat_models import make_chat_model
+    from longctx.graphs.llm import run_client
 
     with RecordingServer() as server:
         llm = make_chat_model("openai:rec", base_url=server.url)

@@ -20,11 +20,17 @@ from pathlib import Path
 
 import pytest
 
-from agents import make_chat_model
-from experiments.benchmarks import BENCHMARKS, BenchmarkDataError, Prediction, load_benchmark, score
-from experiments.benchmarks import babilong as bl
-from experiments.metrics import babilong as m
-from experiments.runner import RunConfig, read_rows, run_experiment
+from longctx import make_chat_model
+from longctx.experiments.benchmarks import (
+    BENCHMARKS,
+    BenchmarkDataError,
+    Prediction,
+    load_benchmark,
+    score,
+)
+from longctx.experiments.benchmarks import babilong as bl
+from longctx.experiments.metrics import babilong as m
+from longctx.experiments.runner import RunConfig, read_rows, run_experiment
 from tests.recording_server import RecordingServer
 
 DATA = Path(__file__).parent / "fixtures" / "benchmarks" / "babilong"
@@ -317,7 +323,7 @@ def test_export_writes_the_csv_the_official_collect_results_reads(tmp_path):
         llm = make_chat_model("openai:rec", base_url=server.url, max_retries=0)
         run_experiment(RunConfig(benchmark="babilong", strategies=("full_context",), data_path=str(DATA), llm_cache=False), tmp_path / "run",
                        llm=llm, show_progress=False)  # fmt: skip
-    from experiments.export import export_official
+    from longctx.experiments.export import export_official
 
     written = export_official(tmp_path / "run", tmp_path / "official")["full_context"]
     folder = tmp_path / "official" / "babilong_evals" / "longctx" / "full_context"
@@ -359,7 +365,7 @@ def test_the_documented_cli_chain_with_loader_options_runs_reports_and_exports(
     tmp_path, monkeypatch
 ):
     """``longctx run --benchmark babilong --loader-option examples=false ...``, then ``report`` and ``export``."""
-    from experiments.cli import main
+    from longctx.experiments.cli import main
 
     run = tmp_path / "run"
     with RecordingServer(lambda request: "bathroom") as server:

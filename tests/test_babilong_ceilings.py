@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from agents import answer
-from experiments.babilong_gen import generate
-from experiments.benchmarks import load_benchmark
-from experiments.ceilings import compute_ceilings, format_table
-from experiments.report import build_report
-from experiments.runner import RunConfig, run_experiment
-from graphs.registry import STRATEGIES
-from graphs.retrieval_service import RetrievalService
-from retrieval import tokens
+from longctx import answer
+from longctx.experiments.babilong_gen import generate
+from longctx.experiments.benchmarks import load_benchmark
+from longctx.experiments.ceilings import compute_ceilings, format_table
+from longctx.experiments.report import build_report
+from longctx.experiments.runner import RunConfig, run_experiment
+from longctx.graphs.registry import STRATEGIES
+from longctx.graphs.retrieval_service import RetrievalService
+from longctx.retrieval import tokens
 from tests.scripted import ScriptedChatModel
 
 BABI = Path(__file__).parent / "fixtures" / "babi"

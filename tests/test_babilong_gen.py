@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from experiments.babilong_gen import generate, length_tokens, read_babi, task_file
-from experiments.babilong_gen.__main__ import main
-from experiments.babilong_gen.babi import BabiFormatError
-from experiments.babilong_gen.haystack import placed
-from experiments.benchmarks import BENCHMARKS, load_benchmark
-from retrieval.tokenizers import tiktoken_tokenizer
+from longctx.experiments.babilong_gen import generate, length_tokens, read_babi, task_file
+from longctx.experiments.babilong_gen.__main__ import main
+from longctx.experiments.babilong_gen.babi import BabiFormatError
+from longctx.experiments.babilong_gen.haystack import placed
+from longctx.experiments.benchmarks import BENCHMARKS, load_benchmark
+from longctx.retrieval.tokenizers import tiktoken_tokenizer
 
 BABI = Path(__file__).parent / "fixtures" / "babi"
 BACKGROUND = [(BABI / "background.txt").read_text(encoding="utf-8")]
@@ -179,7 +179,7 @@ def test_default_background_is_our_synthetic_prose_and_the_cli_writes_the_layout
 
 
 def test_help_documents_every_argument(capsys):
-    from experiments.babilong_gen.__main__ import build_parser
+    from longctx.experiments.babilong_gen.__main__ import build_parser
 
     options = [a for a in build_parser()._actions if a.option_strings and a.dest != "help"]
     assert {a.dest for a in options} >= {"tasks_dir", "out", "tasks", "lengths", "samples", "seed"}

@@ -14,16 +14,16 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from agents import Budget, BudgetExceeded, Question, aanswer_many, answer_many
-from graphs import STRATEGIES
-from graphs.budget import CostPlan
-from graphs.config import StrategyConfig, option
-from graphs.context import StrategyContext
-from graphs.llm import add_usage, complete_with_usage
-from graphs.registry import BatchRun, BatchSettings
-from graphs.run import run_strategy
-from memory import MemoryTrace
-from retrieval import Corpus
+from longctx import Budget, BudgetExceeded, Question, aanswer_many, answer_many
+from longctx.graphs import STRATEGIES
+from longctx.graphs.budget import CostPlan
+from longctx.graphs.config import StrategyConfig, option
+from longctx.graphs.context import StrategyContext
+from longctx.graphs.llm import add_usage, complete_with_usage
+from longctx.graphs.registry import BatchRun, BatchSettings
+from longctx.graphs.run import run_strategy
+from longctx.memory import MemoryTrace
+from longctx.retrieval import Corpus
 from tests.scripted import ScriptedChatModel
 from tests.test_memagent import echo_model
 
@@ -39,8 +39,10 @@ def _run_dirs(folder: Path) -> list[str]:
 @pytest.mark.parametrize(
     "options,key_prefix,key",
     [
-        # changed once (issue 35): the key gained the model's request settings and tokenizer and the window_cut option
-        ({}, None, "673b5a5cb302b3684ee095202e481f7e"),
+        # changed twice: issue 35 (the key gained the model's request settings and tokenizer and the
+        # window_cut option) and issue 50 (memory.checkpoints.CHECKPOINT_FORMAT 2: checkpoints of the
+        # longctx namespace, whose state types are named longctx.retrieval...)
+        ({}, None, "fb2efbac15014a174d82a549d33ecf6a"),
         (
             {
                 "chunk_tokens": 400,
@@ -49,12 +51,12 @@ def _run_dirs(folder: Path) -> list[str]:
                 "trace_chars": 10,
             },
             None,
-            "064eab8d8ba04cc8105ed1083c397b57",
+            "a7e876aedae78b028abdfd4c52ec4a29",
         ),
         (
             {"max_new_tokens": 64, "resume": True},
             "self_route>memagent",
-            "e0cf891fe7d935febce7d51c293c8cc9",
+            "2360590d47317c86c87564cb429e2a80",
         ),
     ],
 )

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-import experiments
-from experiments.benchmarks import (
+from longctx import experiments
+from longctx.experiments.benchmarks import (
     BENCHMARKS,
     BenchmarkDataError,
     Prediction,
     full_context_prompt,
     load_benchmark,
 )
-from experiments.benchmarks.corpusqa import split_prompt
+from longctx.experiments.benchmarks.corpusqa import split_prompt
 from tests.scripted import ScriptedChatModel
 
 FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"
@@ -230,7 +230,7 @@ def test_corpusqa_splits_documents_and_rebuilds_the_prompt():
         and "The answer is: xxx" in s.question.instruction
     )
     assert (s.dataset, s.metadata["set"]) == ("financial_en", 1)
-    from experiments.benchmarks.base import read_records
+    from longctx.experiments.benchmarks.base import read_records
 
     original = read_records(FIXTURES / "corpusqa" / "financial_en_set1.jsonl")[0]["prompt"][0][
         "content"

@@ -3,8 +3,8 @@ import random
 import numpy as np
 import pytest
 
-from retrieval import ChunkingConfig, Corpus, build_index, chunk_corpus
-from retrieval.bm25 import BM25Retriever, tokenize, top_k
+from longctx.retrieval import ChunkingConfig, Corpus, build_index, chunk_corpus
+from longctx.retrieval.bm25 import BM25Retriever, tokenize, top_k
 
 WORDS = (
     "river market castle engine harvest violin glacier copper lantern meadow orbit saddle "
@@ -88,7 +88,7 @@ def test_unknown_query_words_return_the_first_chunks_with_zero_scores():
 def test_bm25_save_load_round_trip(engine, tmp_path):
     corpus = random_corpus(50)
     built = build_index(corpus, "bm25", engine=engine, cache_dir=tmp_path)
-    from retrieval import index as index_module
+    from longctx.retrieval import index as index_module
 
     index_module.clear_memory_cache()
     loaded = build_index(corpus, "bm25", engine=engine, cache_dir=tmp_path)

@@ -3,7 +3,7 @@
 A 209.7 MB single-line file peaked at 3.30 GB while indexing with BM25: every chunk's token
 list was kept, bm25s turned them into lists of Python ints, and the raw counts were three
 more Python lists. The build now holds, besides the chunks, only the term-major arrays it
-returns and one block of (chunk, term, count) entries (:mod:`retrieval.term_counting`).
+returns and one block of (chunk, term, count) entries (:mod:`longctx.retrieval.term_counting`).
 Measured here with ``tracemalloc`` (Python objects and numpy arrays alike) on a few MB;
 the RSS of the whole build on a 40 MB file is measured in a subprocess (slow). Its bar is
 5x above the baseline, not the issue's 4x: with a document and its chunks both held (2x)
@@ -24,11 +24,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval import term_counting, term_counts
-from retrieval.bm25 import BM25Retriever, _bm25s, stopwords, tokenize, top_k
-from retrieval.chunking import Chunk, ChunkingConfig, chunk_corpus
-from retrieval.contract import Corpus
-from retrieval.term_counting import count_terms
+from longctx.retrieval import term_counting, term_counts
+from longctx.retrieval.bm25 import BM25Retriever, _bm25s, stopwords, tokenize, top_k
+from longctx.retrieval.chunking import Chunk, ChunkingConfig, chunk_corpus
+from longctx.retrieval.contract import Corpus
+from longctx.retrieval.term_counting import count_terms
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -80,7 +80,7 @@ def test_counts_spilled_in_many_blocks_equal_counts_made_in_one():
 def test_counts_are_held_in_the_smallest_type_that_fits_and_saved_as_float32(
     tmp_path, largest, dtype
 ):
-    from retrieval.term_counts import TermCounts
+    from longctx.retrieval.term_counts import TermCounts
 
     counts = count_terms([["x"] * largest, ["y"]])
     assert counts.counts.dtype == dtype and counts.counts.tolist() == [largest, 1]
@@ -201,7 +201,7 @@ def test_bm25s_is_loaded_without_numba():
     fixed peak of ``longctx index``); it is loaded without it, and numba still imports afterwards."""
     pytest.importorskip("numba")
     code = (
-        "import sys; from retrieval.bm25 import _bm25s, tokenize; tokenize('a b'); bm25s = _bm25s(); "
+        "import sys; from longctx.retrieval.bm25 import _bm25s, tokenize; tokenize('a b'); bm25s = _bm25s(); "
         "print('numba' in sys.modules, bm25s.NUMBA_AVAILABLE); import numba; print('ok')"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -217,9 +217,9 @@ def test_bm25s_is_loaded_without_numba():
 #: can already exceed what the build reaches.
 MEASURE = """
 import json, sys, tempfile
-from retrieval import ChunkingConfig, Corpus, build_index
-from retrieval.bm25 import _bm25s, stopwords
-from retrieval.tokens import get_encoding
+from longctx.retrieval import ChunkingConfig, Corpus, build_index
+from longctx.retrieval.bm25 import _bm25s, stopwords
+from longctx.retrieval.tokens import get_encoding
 def high_water():
     with open("/proc/self/status") as f:
         return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))

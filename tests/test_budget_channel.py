@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from langchain_core.runnables import RunnableLambda
 
-from graphs.budget import Budget, BudgetReached
-from graphs.budget_channel import BudgetChannel, guard_of
-from graphs.budget_client import TICKET_ENV, BudgetChannelError, BudgetClient
-from graphs.budget_guard import BudgetGuard
-from graphs.usage import UsageTracker
+from longctx.graphs.budget import Budget, BudgetReached
+from longctx.graphs.budget_channel import BudgetChannel, guard_of
+from longctx.graphs.budget_client import TICKET_ENV, BudgetChannelError, BudgetClient
+from longctx.graphs.budget_guard import BudgetGuard
+from longctx.graphs.usage import UsageTracker
 from tests.budget_child import MAX_TOKENS
 from tests.recording_server import RecordingServer, counted_words
 

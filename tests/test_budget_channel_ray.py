@@ -21,11 +21,11 @@ pytestmark = pytest.mark.ray
 
 from langchain_core.runnables import RunnableLambda  # noqa: E402
 
-from agents import make_chat_model  # noqa: E402
-from graphs.budget import Budget, BudgetReached  # noqa: E402
-from graphs.budget_guard import BudgetGuard  # noqa: E402
-from graphs.ray_map import ModelRecipe, counted_model, map_or_raise, run_batch  # noqa: E402
-from graphs.usage import UsageTracker  # noqa: E402
+from longctx import make_chat_model  # noqa: E402
+from longctx.graphs.budget import Budget, BudgetReached  # noqa: E402
+from longctx.graphs.budget_guard import BudgetGuard  # noqa: E402
+from longctx.graphs.ray_map import ModelRecipe, counted_model, map_or_raise, run_batch  # noqa: E402
+from longctx.graphs.usage import UsageTracker  # noqa: E402
 from tests.recording_server import RecordingServer, counted_words  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

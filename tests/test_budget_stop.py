@@ -12,16 +12,16 @@ from langchain_core.messages import AnyMessage, HumanMessage, ToolMessage
 from langgraph.graph import END, START, StateGraph, add_messages
 from langgraph.runtime import Runtime
 
-from agents import Budget, answer, make_chat_model
-from graphs.answer_state import AnswerState
-from graphs.config import StrategyConfig
-from graphs.context import StrategyContext
-from graphs.llm import complete
-from graphs.registry import SingleRun, Strategy
-from graphs.run import arun_strategy, run_strategy
-from graphs.tool_loop import ToolLoop, answer_so_far, final_text
-from retrieval import Corpus
-from retrieval.contract import Question, Step
+from longctx import Budget, answer, make_chat_model
+from longctx.graphs.answer_state import AnswerState
+from longctx.graphs.config import StrategyConfig
+from longctx.graphs.context import StrategyContext
+from longctx.graphs.llm import complete
+from longctx.graphs.registry import SingleRun, Strategy
+from longctx.graphs.run import arun_strategy, run_strategy
+from longctx.graphs.tool_loop import ToolLoop, answer_so_far, final_text
+from longctx.retrieval import Corpus
+from longctx.retrieval.contract import Question, Step
 from tests.corpus_tools import DOCS, get_document, search
 from tests.recording_server import RecordingServer, tool_call, tool_reply
 from tests.scripted import ScriptedChatModel

@@ -11,10 +11,10 @@ import warnings
 
 import pytest
 
-from agents import STRATEGIES, Budget, BudgetExceeded, answer, estimate, make_chat_model
-from graphs.run import run_strategy
-from retrieval import Corpus
-from retrieval.contract import Answer, as_question
+from longctx import STRATEGIES, Budget, BudgetExceeded, answer, estimate, make_chat_model
+from longctx.graphs.run import run_strategy
+from longctx.retrieval import Corpus
+from longctx.retrieval.contract import Answer, as_question
 from tests.recording_server import RecordingServer, prompt_of
 from tests.test_async import server_world
 from tests.test_pai import CHUNK, company_corpus
@@ -176,8 +176,8 @@ def test_result_rows_of_a_stopped_then_resumed_unit_add_up_to_the_requests_sent(
     tmp_path, isolated_cache
 ):
     """The stopped row and the row that finished the run each carry their own calls: summed, as a report's cost sums them, nothing twice."""
-    from experiments.report import score_run
-    from experiments.runner import RunConfig, read_rows, run_experiment
+    from longctx.experiments.report import score_run
+    from longctx.experiments.runner import RunConfig, read_rows, run_experiment
 
     questions = tmp_path / "q.jsonl"
     questions.write_text(json.dumps({"question": QUESTION, "answer": "Gamma Inc"}) + "\n")
@@ -334,7 +334,7 @@ def test_a_checkpoint_that_covers_the_difference_lets_the_rest_run(isolated_cach
     ],
 )
 def test_a_plan_after_a_checkpoint_counts_only_the_steps_left(calls, step, left):
-    from graphs.budget import CostPlan
+    from longctx.graphs.budget import CostPlan
 
     steps = (
         (3, 100, 10),
@@ -352,7 +352,7 @@ def test_a_plan_after_a_checkpoint_counts_only_the_steps_left(calls, step, left)
 
 
 def test_a_pairs_rows_add_up_to_its_spend_each_row_once():
-    from experiments.spend import latest_with_spend
+    from longctx.experiments.spend import latest_with_spend
 
     def row(sample: str, status: str, calls: int | None) -> dict:
         usage = (

@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from agents import Budget, BudgetExceeded, aanswer, answer, answer_many, estimate
-from experiments.cli import main
-from graphs.budget import BudgetReached, CostPlan
-from graphs.budget_guard import BudgetGuard
-from retrieval import Corpus
+from longctx import Budget, BudgetExceeded, aanswer, answer, answer_many, estimate
+from longctx.experiments.cli import main
+from longctx.graphs.budget import BudgetReached, CostPlan
+from longctx.graphs.budget_guard import BudgetGuard
+from longctx.retrieval import Corpus
 from tests.recording_server import RecordingServer
 from tests.scripted import ScriptedChatModel
 from tests.test_memagent import corpus_of, echo_model, format_documents, section_in
@@ -357,7 +357,7 @@ def test_cli_budget_errors_are_one_line(docs_folder, tmp_path, capsys, monkeypat
 def test_run_rows_keep_stopped_and_a_rerun_answers_them_again(
     docs_folder, tmp_path, isolated_cache, caplog
 ):
-    from experiments.runner import RunConfig, read_rows, run_experiment
+    from longctx.experiments.runner import RunConfig, read_rows, run_experiment
 
     questions = tmp_path / "q.jsonl"
     questions.write_text(json.dumps({"question": "code of site 3?", "answer": "1003"}) + "\n")

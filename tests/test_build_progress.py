@@ -9,10 +9,10 @@ import random
 
 import pytest
 
-from agents import AnswerEvent, ProgressEvent, StepEvent, make_chat_model, stream_answer
-from graphs.hipporag.build import forget_graphs
-from graphs.raptor import graph as raptor_graph
-from retrieval import Corpus
+from longctx import AnswerEvent, ProgressEvent, StepEvent, make_chat_model, stream_answer
+from longctx.graphs.hipporag.build import forget_graphs
+from longctx.graphs.raptor import graph as raptor_graph
+from longctx.retrieval import Corpus
 from tests.recording_server import RecordingServer, prompt_of
 
 

@@ -12,11 +12,11 @@ import urllib.request
 
 import pytest
 
-from agents import answer_many
-from agents.cached_usage import reported_cached_tokens, reused_prefix
-from agents.chat_models import make_chat_model, streaming_model
-from experiments.benchmarks import load_benchmark
-from experiments.prices import (
+from longctx import answer_many
+from longctx.agents.cached_usage import reported_cached_tokens, reused_prefix
+from longctx.agents.chat_models import make_chat_model, streaming_model
+from longctx.experiments.benchmarks import load_benchmark
+from longctx.experiments.prices import (
     DEFAULT_PRICES,
     Price,
     PriceTableError,
@@ -24,10 +24,10 @@ from experiments.prices import (
     price_for,
     row_cost,
 )
-from experiments.report import build_report
-from experiments.runner import RunConfig, read_rows, run_experiment
-from retrieval import Corpus
-from retrieval.contract import Usage
+from longctx.experiments.report import build_report
+from longctx.experiments.runner import RunConfig, read_rows, run_experiment
+from longctx.retrieval import Corpus
+from longctx.retrieval.contract import Usage
 from tests.recording_server import RecordingServer, prompt_of
 from tests.servers import llama_server
 
@@ -281,7 +281,7 @@ def test_the_async_lean_path_reads_cached_tokens_too(style):
 
     from langchain_core.messages import HumanMessage
 
-    from graphs.llm import reply_usage, run_client
+    from longctx.graphs.llm import reply_usage, run_client
 
     prompt = DOCUMENT + "\nQuestion: how many crates at gate 1?"
 
@@ -318,7 +318,7 @@ def report_usd(usage) -> float:
 
 
 def test_workspace_compare_prices_cached_tokens_as_the_report_does(tmp_path):
-    from agents import Workspace
+    from longctx import Workspace
 
     with RecordingServer(lambda request: "The answer is: 7", prompt_cache="openai") as server:
         ws = Workspace(Corpus.from_texts([DOCUMENT]), llm=make_chat_model("openai:m", base_url=server.url, max_retries=0), cache_dir=tmp_path,
@@ -345,9 +345,9 @@ def test_the_budget_guard_spends_what_the_report_charges():
     call at the prompt rate."""
     from langchain_core.messages import HumanMessage
 
-    from graphs.budget import Budget
-    from graphs.budget_guard import BudgetGuard
-    from graphs.llm import reply_usage, tokenizer_for
+    from longctx.graphs.budget import Budget
+    from longctx.graphs.budget_guard import BudgetGuard
+    from longctx.graphs.llm import reply_usage, tokenizer_for
 
     with RecordingServer(lambda request: "The answer is: 7", prompt_cache="openai") as server:
         llm = make_chat_model("openai:m", base_url=server.url, max_retries=0)

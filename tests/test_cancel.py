@@ -8,7 +8,7 @@ import threading
 import pytest
 from langchain_core.callbacks import BaseCallbackHandler
 
-from graphs.cancel import CALLBACK_LOGGER, CancelGuard, RunCancelled
+from longctx.graphs.cancel import CALLBACK_LOGGER, CancelGuard, RunCancelled
 from tests.scripted import ScriptedChatModel
 
 

@@ -7,13 +7,13 @@ import json
 
 import pytest
 
-from experiments.ceilings import UPPER_BOUND_NOTE, Env, Item, compute_ceilings, format_table
-from experiments.synth.records import Record
-from graphs.ceiling import render_records
-from graphs.registry import STRATEGIES
-from graphs.retrieval_service import RetrievalService
-from retrieval import Corpus, tokens
-from retrieval.contract import Question
+from longctx.experiments.ceilings import UPPER_BOUND_NOTE, Env, Item, compute_ceilings, format_table
+from longctx.experiments.synth.records import Record
+from longctx.graphs.ceiling import render_records
+from longctx.graphs.registry import STRATEGIES
+from longctx.graphs.retrieval_service import RetrievalService
+from longctx.retrieval import Corpus, tokens
+from longctx.retrieval.contract import Question
 
 TOPICS = {
     "Harbour": "The harbour authority repainted the lighthouse and inspected the breakwater.",
@@ -169,8 +169,8 @@ def test_full_context_rule_keeps_the_documents_inside_the_truncated_window(
 
 @pytest.mark.parametrize("window", [700, 1_200, 100_000])
 def test_full_context_rule_mirrors_the_strategys_own_truncation(corpus, window):
-    from graphs.full_context import FULL_CONTEXT_TEMPLATE, truncate_prompt
-    from graphs.prompts import fill, format_documents
+    from longctx.graphs.full_context import FULL_CONTEXT_TEMPLATE, truncate_prompt
+    from longctx.graphs.prompts import fill, format_documents
 
     c = cfg("full_context", context_window=window)
     it = item(corpus, "q?", ["0"])
@@ -229,7 +229,7 @@ def test_structured_is_skipped_unless_registered(corpus):
 
 @pytest.fixture(scope="module")
 def synth_dir(tmp_path_factory):
-    from experiments.synth import NeedleConfig, SynthConfig, generate
+    from longctx.experiments.synth import NeedleConfig, SynthConfig, generate
 
     out = tmp_path_factory.mktemp("synth") / "corpus"
     generate(
@@ -247,8 +247,8 @@ def synth_dir(tmp_path_factory):
 
 
 def test_records_cover_exactly_the_evidence_documents(synth_dir):
-    from experiments.synth import load_samples
-    from experiments.synth.records import load_records
+    from longctx.experiments.synth import load_samples
+    from longctx.experiments.synth.records import load_records
 
     records = load_records(synth_dir)
     for s in load_samples(synth_dir):
@@ -261,10 +261,10 @@ def test_records_cover_exactly_the_evidence_documents(synth_dir):
 
 def test_rag_ceiling_agrees_with_the_synth_reports_evidence_recall(synth_dir, tmp_path):
     """Same settings, same numbers: the runner + report's evidence recall, and bench_synth's recall per question."""
-    from experiments.benchmarks import load_benchmark
-    from experiments.report import build_report
-    from experiments.runner import RunConfig, run_experiment
-    from experiments.synth import load_samples, retrieval_recall
+    from longctx.experiments.benchmarks import load_benchmark
+    from longctx.experiments.report import build_report
+    from longctx.experiments.runner import RunConfig, run_experiment
+    from longctx.experiments.synth import load_samples, retrieval_recall
     from tests.scripted import ScriptedChatModel
 
     samples = load_benchmark("synth", synth_dir)
@@ -303,7 +303,7 @@ def test_rag_ceiling_agrees_with_the_synth_reports_evidence_recall(synth_dir, tm
 
 
 def test_cli_prints_every_strategy_with_the_upper_bound_note(synth_dir, capsys):
-    from experiments.cli import main
+    from longctx.experiments.cli import main
 
     assert (
         main(
@@ -350,7 +350,7 @@ def test_cli_prints_every_strategy_with_the_upper_bound_note(synth_dir, capsys):
 
 
 def test_format_table_marks_skipped_strategies():
-    from experiments.ceilings import Ceiling
+    from longctx.experiments.ceilings import Ceiling
 
     text = format_table(
         [Ceiling("structured", {}, "reads every document", skipped="not registered")]
@@ -359,8 +359,8 @@ def test_format_table_marks_skipped_strategies():
 
 
 def test_load_tokenizer_uses_the_librarys_offline_tokenizers(tmp_path):
-    from experiments.ceilings import load_tokenizer
-    from retrieval.tokenizers import Tokenizer, TokenizerError
+    from longctx.experiments.ceilings import load_tokenizer
+    from longctx.retrieval.tokenizers import Tokenizer, TokenizerError
 
     assert load_tokenizer(None) is None and load_tokenizer("cl100k") is None
     tok = load_tokenizer("tiktoken:cl100k_base")

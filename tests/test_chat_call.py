@@ -1,4 +1,4 @@
-"""``graphs.llm.chat``: an agent's turn sent with its tools and the answer budget, and the tool
+"""``longctx.graphs.llm.chat``: an agent's turn sent with its tools and the answer budget, and the tool
 schemas and tool-call arguments counted as prompt by the guard and the tracker (issue #47, item 1)."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 
-from agents import make_chat_model
-from graphs.budget import Budget, BudgetReached
-from graphs.budget_guard import BudgetGuard
-from graphs.llm import chat
-from graphs.usage import UsageTracker
+from longctx import make_chat_model
+from longctx.graphs.budget import Budget, BudgetReached
+from longctx.graphs.budget_guard import BudgetGuard
+from longctx.graphs.llm import chat
+from longctx.graphs.usage import UsageTracker
 from tests.recording_server import RecordingServer, tool_call, tool_reply
 from tests.scripted_tools import ToolScriptedChatModel
 

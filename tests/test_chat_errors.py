@@ -9,13 +9,11 @@ import urllib.request
 
 import pytest
 
-import agents.lean_transport
-import agents.openai_chat
-from agents import ChatModelError, answer
-from agents.chat_errors import as_chat_model_error
-from agents.chat_models import make_chat_model
-from experiments.perf.stub_server import stub_server
-from retrieval import Corpus
+from benchmarks.stub_server import stub_server
+from longctx import ChatModelError, agents, answer
+from longctx.agents.chat_errors import as_chat_model_error
+from longctx.agents.chat_models import make_chat_model
+from longctx.retrieval import Corpus
 
 
 def chat_requests(url: str) -> int:
@@ -96,11 +94,11 @@ def test_unrelated_errors_pass_through():
     "fault,status", [("500", 500), ("429", 429), ("empty_choices", 200), ("malformed", 200)]
 )
 def test_async_runs_map_failures_the_same_through_their_own_pool(fault, status):
-    """The async path (a run's own aiohttp-backed pool, ``graphs.llm.run_client``) retries and
+    """The async path (a run's own aiohttp-backed pool, ``longctx.graphs.llm.run_client``) retries and
     maps every failure like the sync one."""
     import asyncio
 
-    from graphs.llm import run_client
+    from longctx.graphs.llm import run_client
 
     async def call(url):
         async with run_client(make_chat_model("openai:stub", base_url=url)) as llm:
@@ -116,7 +114,7 @@ def test_async_runs_map_failures_the_same_through_their_own_pool(fault, status):
 def test_async_timeout_is_a_chat_model_error_naming_no_status():
     import asyncio
 
-    from graphs.llm import run_client
+    from longctx.graphs.llm import run_client
 
     async def call(url):
         async with run_client(
@@ -133,7 +131,7 @@ def test_async_timeout_is_a_chat_model_error_naming_no_status():
 def test_malformed_replies_are_retried_when_the_model_leaves_max_retries_unset():
     # ChatOpenAI's max_retries is Optional; unset, malformed replies get $LONGCTX_MAX_RETRIES
     # retries as the error mapping counts them (comparing with None raised TypeError before).
-    from agents.openai_chat import RetryingChatOpenAI
+    from longctx.agents.openai_chat import RetryingChatOpenAI
 
     with stub_server(latency=0.0, fault="malformed", fault_first=2) as url:
         llm = RetryingChatOpenAI(model="stub", base_url=url, api_key="x", max_retries=None)

@@ -1,8 +1,8 @@
 import pytest
 
-from retrieval import ChunkingConfig, Corpus, chunk_corpus
-from retrieval.chunking import split_sentences, split_tokens, split_words, word_len
-from retrieval.tokens import count_tokens
+from longctx.retrieval import ChunkingConfig, Corpus, chunk_corpus
+from longctx.retrieval.chunking import split_sentences, split_tokens, split_words, word_len
+from longctx.retrieval.tokens import count_tokens
 
 
 @pytest.fixture
@@ -137,7 +137,7 @@ def test_a_text_encoded_a_segment_at_a_time_has_the_same_tokens_and_chunks():
     whole text's, for 300 random texts of mixed scripts, sizes and overlaps."""
     import random
 
-    from retrieval.tokens import encode, encode_segments, text_segments
+    from longctx.retrieval.tokens import encode, encode_segments, text_segments
 
     rng = random.Random(0)
     for _ in range(300):
@@ -154,7 +154,7 @@ def test_a_text_encoded_a_segment_at_a_time_has_the_same_tokens_and_chunks():
 
 
 def test_count_tokens_of_long_and_batched_texts_matches_one_encode(monkeypatch):
-    import retrieval.tokens as tokens
+    import longctx.retrieval.tokens as tokens
 
     monkeypatch.setattr(tokens, "SEGMENT_CHARS", 50)
     monkeypatch.setattr(tokens, "_BATCH_CHARS", 120)

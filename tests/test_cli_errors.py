@@ -2,7 +2,7 @@
 
 import pytest
 
-from experiments.cli import main
+from longctx.experiments.cli import main
 from tests.test_runner import V2
 
 QUESTIONS = {
@@ -105,8 +105,8 @@ def test_an_unknown_benchmark_is_named_without_quotes_around_the_message(tmp_pat
 
 
 def test_a_message_over_several_lines_is_printed_on_one(tmp_path, capsys, monkeypatch):
-    from experiments.benchmarks import BenchmarkDataError
-    from experiments.runner import config as run_config
+    from longctx.experiments.benchmarks import BenchmarkDataError
+    from longctx.experiments.runner import config as run_config
 
     def unreadable(*args, **kwargs):
         raise BenchmarkDataError(
@@ -119,7 +119,7 @@ def test_a_message_over_several_lines_is_printed_on_one(tmp_path, capsys, monkey
 
 
 def test_duplicate_strategies_on_the_command_line_run_once(tmp_path, capsys, monkeypatch, caplog):
-    from experiments.perf.stub_server import stub_server
+    from benchmarks.stub_server import stub_server
 
     with stub_server(latency=0.0) as url:
         monkeypatch.setenv("OPENAI_BASE_URL", url)

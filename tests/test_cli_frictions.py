@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from experiments.cli import main
-from experiments.perf.stub_server import stub_server
+from benchmarks.stub_server import stub_server
+from longctx.experiments.cli import main
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -125,5 +125,5 @@ def test_report_without_plots_does_not_promise_plots(tmp_path, monkeypatch, caps
     assert main(["report", str(tmp_path / "run")]) == 0
     captured = capsys.readouterr()
     assert "Tables and scores.json in" in captured.out and "report.html" in captured.out
-    assert "Plots skipped:" in captured.err and "pip install 'longctx[plots]'" in captured.err
+    assert "Plots skipped:" in captured.err and "pip install 'longctx-lab[plots]'" in captured.err
     assert not list((tmp_path / "run" / "report").glob("*.png"))

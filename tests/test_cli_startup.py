@@ -1,5 +1,5 @@
 """An instant command line (#29): ``longctx --help`` and argument errors load no engine, and
-``import agents`` loads its modules on first use."""
+``import longctx`` loads its modules on first use."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments import cli_parser
-from experiments.cli import main
+from longctx.experiments import cli_parser
+from longctx.experiments.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 #: What a start must not wait for: LangGraph, LangChain, its OpenAI client, torch, sentence-transformers, faiss, bm25s,
@@ -33,10 +33,10 @@ HEAVY = (
 #: The retrieval engines: loaded by the first index a run builds or reads, never by importing the library.
 ENGINES = ("torch", "sentence_transformers", "faiss", "bm25s", "scipy")
 #: The modules a start may have loaded (a bare ``python -c pass`` has 68): ``longctx --help`` had 156 and
-#: ``import agents`` 76 when these were set, and LangGraph alone brings ~1,000 (``--help`` took 57 bare
+#: ``import longctx`` 76 when these were set, and LangGraph alone brings ~1,000 (``--help`` took 57 bare
 #: interpreter starts before the parser was split from the commands, 3 after). A count, not a time, is
 #: checked, so a loaded machine cannot fail it.
-MAX_MODULES = {"longctx --help": 250, "import agents": 120}
+MAX_MODULES = {"longctx --help": 250, "import longctx": 120}
 
 
 def _python(*args: str, pythonpath: str = str(ROOT)) -> subprocess.CompletedProcess:
@@ -86,27 +86,27 @@ def _loaded_after(code: str, pythonpath: str = str(ROOT)) -> tuple[list[str], st
     ],
 )
 def test_help_and_argument_errors_load_no_engine(argv):
-    heavy, err = _loaded_after(f"from experiments.cli import main; main({argv!r})")
+    heavy, err = _loaded_after(f"from longctx.experiments.cli import main; main({argv!r})")
     assert heavy == [], f"longctx {' '.join(argv)} loaded {heavy}"
     if "--help" not in argv:
         assert "error:" in err
 
 
 def test_import_agents_loads_no_engine_until_a_name_is_used():
-    assert _loaded_after("import agents")[0] == []
-    assert _loaded_after("from agents import Corpus, Question, Answer")[0] == []
-    heavy, _ = _loaded_after("import agents; agents.answer")
+    assert _loaded_after("import longctx")[0] == []
+    assert _loaded_after("from longctx import Corpus, Question, Answer")[0] == []
+    heavy, _ = _loaded_after("import longctx; longctx.answer")
     assert "langgraph" in heavy  # the name still works, loading what it needs
 
 
 def test_the_answer_function_loads_the_retrieval_engines_on_first_use(tmp_path):
-    """``from agents import answer`` loads LangGraph but no engine (it loaded FAISS, bm25s and scipy,
+    """``from longctx import answer`` loads LangGraph but no engine (it loaded FAISS, bm25s and scipy,
     ~0.1 s, through the strategies' imports); a BM25 run then loads bm25s, and still not FAISS."""
-    heavy, _ = _loaded_after("from agents import answer")
+    heavy, _ = _loaded_after("from longctx import answer")
     assert "langgraph" in heavy and [m for m in heavy if m in ENGINES + ("langchain_openai",)] == []
     run = (
         f"import os; os.environ['LONGCTX_CACHE_DIR'] = {str(tmp_path)!r}\n"
-        "from agents import Corpus, answer\nfrom tests.scripted import ScriptedChatModel\n"
+        "from longctx import Corpus, answer\nfrom tests.scripted import ScriptedChatModel\n"
         "result = answer(Corpus.from_texts(['alpha beta', 'gamma delta']), 'Which follows gamma?', strategy='rag',"
         " llm=ScriptedChatModel(replies=['delta']))\nassert result.answer == 'delta', result.answer"
     )
@@ -125,8 +125,8 @@ def _modules_after(code: str) -> int:
 @pytest.mark.parametrize(
     "start,code",
     [
-        ("longctx --help", "from experiments.cli import main; main(['--help'])"),
-        ("import agents", "import agents"),
+        ("longctx --help", "from longctx.experiments.cli import main; main(['--help'])"),
+        ("import longctx", "import longctx"),
     ],
 )
 def test_a_start_loads_a_few_modules(start, code):
@@ -158,17 +158,17 @@ def test_a_mistyped_strategy_in_a_list_is_named_with_suggestions(capsys):
 def test_the_parser_offers_the_registries_themselves():
     """The parser's choices are the registries ``answer()`` looks names up in (no copy of their names):
     ``longctx index`` offers those whose ``plugin.toml`` does not declare ``uses_index = false``."""
-    from agents.run_plan import CONFIRM_MINUTES
-    from experiments.export import FORMATS
-    from graphs import STRATEGIES
-    from retrieval import RETRIEVERS
-    from retrieval.embedding_backends import EMBEDDING_BACKENDS
+    from longctx.agents.run_plan import CONFIRM_MINUTES
+    from longctx.experiments.export import FORMATS
+    from longctx.graphs import STRATEGIES
+    from longctx.retrieval import RETRIEVERS
+    from longctx.retrieval.embedding_backends import EMBEDDING_BACKENDS
 
     assert cli_parser.STRATEGIES is STRATEGIES and cli_parser.RETRIEVERS is RETRIEVERS
     ours = [
         n
         for n in STRATEGIES.names()
-        if STRATEGIES.get(n).build_graph.__module__.startswith("graphs.")
+        if STRATEGIES.get(n).build_graph.__module__.startswith("longctx.graphs.")
     ]
     assert len(ours) >= 8 and list(cli_parser.IndexStrategies()) == [
         n for n in ours if STRATEGIES.get(n).uses_index
@@ -186,7 +186,7 @@ def _plugin(tmp_path: Path, name: str) -> Path:
     (tmp_path / f"{name}_plugin.py").write_text(
         textwrap.dedent(f'''
         """A plug-in strategy that uses no index."""
-        from graphs import STRATEGIES, StrategyConfig
+        from longctx.graphs import STRATEGIES, StrategyConfig
 
         @STRATEGIES.register({name!r}, config_cls=StrategyConfig, description="a plug-in")
         def build_graph(config=None):
@@ -202,15 +202,18 @@ def _plugin(tmp_path: Path, name: str) -> Path:
 
 def test_a_plugin_strategy_is_offered_by_its_entry_point_name_without_loading_it(tmp_path):
     path = f"{_plugin(tmp_path, 'echo')}{os.pathsep}{ROOT}"
-    help_text = _python("-m", "experiments.cli", "answer", "--help", pythonpath=path).stdout
+    help_text = _python("-m", "longctx.experiments.cli", "answer", "--help", pythonpath=path).stdout
     assert "echo" in help_text and "structured" in help_text
-    code = "from experiments.cli_parser import build_parser; build_parser().parse_args(['answer', '--corpus', 'c', '--question', 'q', '--strategy', 'echo'])"
+    code = (
+        "from longctx.experiments.cli_parser import build_parser; build_parser().parse_args("
+        "['answer', '--corpus', 'c', '--question', 'q', '--strategy', 'echo'])"
+    )
     heavy, err = _loaded_after(code, pythonpath=path)
     assert heavy == [] and err == ""
     # `longctx index` learns that the plug-in builds no index once it is loaded: a one-line error, before the corpus is read
     out = _python(
         "-m",
-        "experiments.cli",
+        "longctx.experiments.cli",
         "index",
         str(tmp_path / "missing"),
         "--strategy",

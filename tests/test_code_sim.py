@@ -14,8 +14,8 @@ import warnings
 
 import pytest
 
-from experiments.metrics import METRICS
-from experiments.metrics import longbench_v1 as lb1
+from longctx.experiments.metrics import METRICS
+from longctx.experiments.metrics import longbench_v1 as lb1
 
 
 @pytest.mark.parametrize(

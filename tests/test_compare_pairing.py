@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from experiments.cli import main as cli_main
-from experiments.report import compare_runs
-from experiments.runner import RunConfig, run_experiment
+from longctx.experiments.cli import main as cli_main
+from longctx.experiments.report import compare_runs
+from longctx.experiments.runner import RunConfig, run_experiment
 from tests.scripted_tools import ToolScriptedChatModel
 
 QUESTIONS = [

@@ -2,12 +2,12 @@
 
 import pytest
 
-from graphs import STRATEGIES
-from graphs.context import MissingIndex, StrategyContext
-from graphs.rag.graph import retrieve
-from graphs.retrieval_service import RetrievalService
-from retrieval import Corpus
-from retrieval.contract import Question
+from longctx.graphs import STRATEGIES
+from longctx.graphs.context import MissingIndex, StrategyContext
+from longctx.graphs.rag.graph import retrieve
+from longctx.graphs.retrieval_service import RetrievalService
+from longctx.retrieval import Corpus
+from longctx.retrieval.contract import Question
 from tests.scripted import ScriptedChatModel
 
 

@@ -1,4 +1,4 @@
-"""The core install (#36): ``pip install longctx`` answers with an OpenAI-compatible server and BM25;
+"""The core install (#36): ``pip install longctx-lab`` answers with an OpenAI-compatible server and BM25;
 every package only an optional feature needs is an extra, and that feature, run without it, says
 which extra to install.
 
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments.cli import main
-from retrieval.extras import MissingExtraError, install_hint, require
+from longctx.experiments.cli import main
+from longctx.retrieval.extras import MissingExtraError, install_hint, require
 from tests.recording_server import RecordingServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,8 +78,8 @@ def _corpus(folder: Path) -> Path:
 def test_the_core_imports_and_answers_with_bm25_without_any_extra(tmp_path):
     corpus = _corpus(tmp_path / "corpus")
     code = textwrap.dedent(f"""
-        import agents, graphs, retrieval, experiments.cli
-        from experiments.cli import main
+        import longctx, longctx.graphs, longctx.retrieval, longctx.experiments.cli
+        from longctx.experiments.cli import main
         status = main(["answer", "--corpus", {str(corpus)!r}, "--question", "What is the code of the museum vault?",
                        "--llm", "openai:stub-model", "--retriever", "bm25", "--top-k", "1", "--yes", "--json"])
         print("EXIT", status)
@@ -102,7 +102,7 @@ def test_a_feature_that_needs_an_extra_names_the_extra(tmp_path):
     pages.mkdir()
     (pages / "report.html").write_text("<html><body><p>The vault code is 7421.</p></body></html>")
     code = textwrap.dedent(f"""
-        from experiments.cli import main
+        from longctx.experiments.cli import main
         base = ["answer", "--question", "What is the code?", "--yes"]
         for extra, argv in [("dense", ["--corpus", {str(corpus)!r}, "--llm", "openai:stub-model", "--retriever", "dense"]),
                             ("dense", ["--corpus", {str(corpus)!r}, "--llm", "openai:stub-model", "--retriever", "openai"]),
@@ -120,7 +120,7 @@ def test_a_feature_that_needs_an_extra_names_the_extra(tmp_path):
     for extra, run in zip(extras, runs[1:]):
         assert run.startswith(f"{extra} 2"), run[:200]  # a user error: one line, exit status 2
     for extra, before in zip(extras, runs[:-1]):
-        assert f"pip install 'longctx[{extra}]'" in before.splitlines()[-1], before[-1000:]
+        assert f"pip install 'longctx-lab[{extra}]'" in before.splitlines()[-1], before[-1000:]
     assert (
         server.embedding_requests == [] and server.requests == []
     )  # each stopped before paying for a call
@@ -140,9 +140,9 @@ def test_a_cached_dense_index_survives_a_run_without_its_extra(
         cached = sorted(p.relative_to(isolated_cache) for p in isolated_cache.rglob("*"))
         assert any(p.name == "vectors.faiss" for p in cached)
         out = _without_extras(
-            f"from experiments.cli import main; print('EXIT', main({argv!r}))", {}
+            f"from longctx.experiments.cli import main; print('EXIT', main({argv!r}))", {}
         )
-    assert "pip install 'longctx[dense]'" in out.stderr and out.stdout.rstrip().endswith(
+    assert "pip install 'longctx-lab[dense]'" in out.stderr and out.stdout.rstrip().endswith(
         "EXIT 2"
     ), out.stderr[-3000:]
     assert sorted(p.relative_to(isolated_cache) for p in isolated_cache.rglob("*")) == cached
@@ -152,10 +152,10 @@ def test_require_imports_an_installed_module_or_names_the_extra():
     assert require("json", extra="dense") is json
     with pytest.raises(
         MissingExtraError,
-        match=r"the embedder needs 'no_such_module_xyz'.*pip install 'longctx\[dense\]'",
+        match=r"the embedder needs 'no_such_module_xyz'.*pip install 'longctx-lab\[dense\]'",
     ):
         require("no_such_module_xyz", extra="dense", feature="the embedder")
-    assert install_hint("plots") == "pip install 'longctx[plots]'"
+    assert install_hint("plots") == "pip install 'longctx-lab[plots]'"
 
 
 def test_the_core_dependencies_leave_every_extra_out_and_each_hint_names_a_real_extra():
@@ -171,7 +171,7 @@ def test_the_core_dependencies_leave_every_extra_out_and_each_hint_names_a_real_
     )
     # `all` is every extra the code asks for but `hub`, which only fetches benchmark files from the
     # network (the missing-data errors name it); `all` is what runs offline
-    assert everything[0] == "longctx" and set(everything[1]) == named - {"hub"}
+    assert everything[0] == project["name"] and set(everything[1]) == named - {"hub"}
     in_extras = {_distribution(r) for name in named for r in extras[name]}
     assert (
         set(EXTRA_DISTRIBUTIONS) <= in_extras

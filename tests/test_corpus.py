@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from retrieval import Corpus, CorpusError, Document
+from longctx.retrieval import Corpus, CorpusError, Document
 
 
 def minimal_pdf(text: str) -> bytes:
@@ -135,7 +135,7 @@ def test_skipped_files_are_named(tmp_path, caplog):
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "x.docx").write_bytes(b"\x00")
     (tmp_path / "y.bin").write_bytes(b"\x00")
-    with caplog.at_level("WARNING", logger="retrieval.readers"):
+    with caplog.at_level("WARNING", logger="longctx.retrieval.readers"):
         assert len(Corpus.from_path(tmp_path)) == 1
     assert "Skipped 2 file(s)" in caplog.text and "sub/x.docx, y.bin" in caplog.text
 

@@ -13,17 +13,17 @@ import numpy as np
 import pytest
 from langchain_openai import ChatOpenAI
 
-from agents import answer
-from experiments.synth import SynthConfig, generate, load_samples
-from retrieval import ChunkingConfig, Corpus, Document, build_index
-from retrieval import bm25 as bm25_module
-from retrieval.bm25 import BM25Retriever, tokenize
-from retrieval.chunking import Chunk
-from retrieval.contract import CorpusError
-from retrieval.dense import DenseRetriever
-from retrieval.index import CompactionPolicy
-from retrieval.term_counting import count_terms
-from retrieval.term_counts import TermCounts, bm25_scores
+from longctx import answer
+from longctx.experiments.synth import SynthConfig, generate, load_samples
+from longctx.retrieval import ChunkingConfig, Corpus, Document, build_index
+from longctx.retrieval import bm25 as bm25_module
+from longctx.retrieval.bm25 import BM25Retriever, tokenize
+from longctx.retrieval.chunking import Chunk
+from longctx.retrieval.contract import CorpusError
+from longctx.retrieval.dense import DenseRetriever
+from longctx.retrieval.index import CompactionPolicy
+from longctx.retrieval.term_counting import count_terms
+from longctx.retrieval.term_counts import TermCounts, bm25_scores
 from tests.conftest import filler_document
 from tests.recording_server import RecordingServer, prompt_of
 from tests.test_index_cache import CountingEmbedder
@@ -316,8 +316,8 @@ def test_ten_thousand_documents_with_ties_and_one_percent_removed():
 # -- a killed update ------------------------------------------------------------------------------
 _KILLED_CHILD = """
 import json, os, sys
-from retrieval import ChunkingConfig, Corpus, Document, build_index
-from retrieval.index import store
+from longctx.retrieval import ChunkingConfig, Corpus, Document, build_index
+from longctx.retrieval.index import store
 store.fsync_tree = lambda folder: os._exit(9)  # killed with the edited index written, before its rename
 old = Corpus.from_texts(json.loads(open(sys.argv[1]).read()))
 new = old.remove("3").update(Document(doc_id="7", text="edited text", title="Doc 8"))

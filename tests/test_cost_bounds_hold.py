@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from agents import Budget, answer, estimate
-from graphs.budget import CostPlan
-from graphs.llm import tokenizer_for
-from graphs.prompt_text import counted_prompt
-from retrieval import Corpus
+from longctx import Budget, answer, estimate
+from longctx.graphs.budget import CostPlan
+from longctx.graphs.llm import tokenizer_for
+from longctx.graphs.prompt_text import counted_prompt
+from longctx.retrieval import Corpus
 from tests.scripted import ScriptedChatModel
 from tests.scripted_tools import ToolScriptedChatModel
 
@@ -88,7 +88,7 @@ def fresh(tmp_path, monkeypatch):
     def folder() -> Path:
         path = tmp_path / f"cache{next(made)}"
         monkeypatch.setenv("LONGCTX_CACHE_DIR", str(path))
-        from retrieval import index as index_module
+        from longctx.retrieval import index as index_module
 
         index_module.clear_memory_cache()
         return path

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from experiments.cost_calibration import calibrate
-from experiments.planning import plan_experiment
-from experiments.runner import RunConfig, latest_rows, read_rows, run_experiment
-from graphs import STRATEGIES
+from longctx.experiments.cost_calibration import calibrate
+from longctx.experiments.planning import plan_experiment
+from longctx.experiments.runner import RunConfig, latest_rows, read_rows, run_experiment
+from longctx.graphs import STRATEGIES
 from tests.scripted import ScriptedChatModel
 from tests.test_runner import V2, v2_samples
 

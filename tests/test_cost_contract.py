@@ -1,5 +1,5 @@
-"""The contract of a strategy's cost model: the typical cost the run plan prints (``agents.run_plan``)
-lies within the bounds the budget check uses (``agents.estimate``), per question and for a whole run, its index-time part too,
+"""The contract of a strategy's cost model: the typical cost the run plan prints (``longctx.agents.run_plan``)
+lies within the bounds the budget check uses (``longctx.agents.estimate``), per question and for a whole run, its index-time part too,
 for every built-in strategy, its presets and default config, over corpora of few and many documents,
 small and large, and several context windows; and the run plan prints what the model's typical half says."""
 
@@ -9,13 +9,13 @@ import functools
 
 import pytest
 
-from agents.api import estimate as bounds_of
-from agents.run_plan import estimate as typical
-from graphs import STRATEGIES
-from graphs.budget import IndexWork
-from graphs.costs import CorpusShape, Costs
-from retrieval import Corpus
-from retrieval.contract import Question
+from longctx.agents.api import estimate as bounds_of
+from longctx.agents.run_plan import estimate as typical
+from longctx.graphs import STRATEGIES
+from longctx.graphs.budget import IndexWork
+from longctx.graphs.costs import CorpusShape, Costs
+from longctx.retrieval import Corpus
+from longctx.retrieval.contract import Question
 from tests.scripted import ScriptedChatModel
 
 BUILT_IN = [
@@ -111,7 +111,7 @@ def test_the_typical_cost_lies_within_the_plans_bounds(name, preset):
 
 @pytest.mark.parametrize("name", BUILT_IN)
 def test_the_run_plan_and_the_budget_read_the_same_model(name):
-    """``agents.estimate`` gives the model's bounds; the run plan its typical half (a placeholder question, an even split)."""
+    """``longctx.agents.estimate`` gives the model's bounds; the run plan its typical half (a placeholder question, an even split)."""
     spec = STRATEGIES.get(name)
     cfg = spec.make_config()
     c = corpus(6, 500)

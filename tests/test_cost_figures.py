@@ -10,8 +10,8 @@ import math
 
 import pytest
 
-from experiments import comparison
-from experiments.amortized_costs import (
+from longctx.experiments import comparison
+from longctx.experiments.amortized_costs import (
     Amortization,
     amortization,
     amortized_rows,
@@ -19,13 +19,13 @@ from experiments.amortized_costs import (
     markdown_lines,
     shown_digits,
 )
-from experiments.break_even import CostLine, break_evens, crossing_interval
-from experiments.cli import main
-from experiments.cli_parser import build_parser
-from experiments.command_options import budget_from_args
-from experiments.html_report.amortized import amortized_section
-from experiments.html_report.winners import pick_winners
-from experiments.prices import PRICE_KEYS, PriceTableError, parse_prices
+from longctx.experiments.break_even import CostLine, break_evens, crossing_interval
+from longctx.experiments.cli import main
+from longctx.experiments.cli_parser import build_parser
+from longctx.experiments.command_options import budget_from_args
+from longctx.experiments.html_report.amortized import amortized_section
+from longctx.experiments.html_report.winners import pick_winners
+from longctx.experiments.prices import PRICE_KEYS, PriceTableError, parse_prices
 from tests.recording_server import RecordingServer
 
 DOCS = {

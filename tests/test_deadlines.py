@@ -11,14 +11,14 @@ import asyncio
 import httpx
 import pytest
 
-from agents import make_chat_model
-from agents.chat_errors import ChatModelError
-from graphs.llm import run_client
-from graphs.tokenize_routes import ServerTokenizer, server_root
-from retrieval.deadlines import DeadlineTransport
-from retrieval.embedder_base import EmbedderError
-from retrieval.embedders import OpenAIEmbedder
-from retrieval.rerank import RerankError, ServerReranker
+from longctx import make_chat_model
+from longctx.agents.chat_errors import ChatModelError
+from longctx.graphs.llm import run_client
+from longctx.graphs.tokenize_routes import ServerTokenizer, server_root
+from longctx.retrieval.deadlines import DeadlineTransport
+from longctx.retrieval.embedder_base import EmbedderError
+from longctx.retrieval.embedders import OpenAIEmbedder
+from longctx.retrieval.rerank import RerankError, ServerReranker
 from tests.drip_server import DripServer
 
 RERANKED = {"results": [{"index": 0, "relevance_score": 0.5}], "usage": {"total_tokens": 3}}

@@ -1,10 +1,14 @@
 import numpy as np
 import pytest
 
-from retrieval import ChunkingConfig, Corpus, build_index
-from retrieval.embedder_base import warn_if_truncated
-from retrieval.embedders import ContrieverEmbedder, SentenceTransformerEmbedder, offline_minilm_path
-from retrieval.faiss_index import VectorIndex
+from longctx.retrieval import ChunkingConfig, Corpus, build_index
+from longctx.retrieval.embedder_base import warn_if_truncated
+from longctx.retrieval.embedders import (
+    ContrieverEmbedder,
+    SentenceTransformerEmbedder,
+    offline_minilm_path,
+)
+from longctx.retrieval.faiss_index import VectorIndex
 
 
 def test_faiss_round_trip(tmp_path):
@@ -37,9 +41,9 @@ def test_exactly_tied_chunks_come_lowest_id_first_and_the_cut_takes_the_lowest(k
 
 
 def test_the_indexing_bar_names_the_openai_embedders_server_not_torch(tmp_path, capsys):
-    from retrieval.chunking import Chunk
-    from retrieval.dense import DenseRetriever
-    from retrieval.embedders import OpenAIEmbedder
+    from longctx.retrieval.chunking import Chunk
+    from longctx.retrieval.dense import DenseRetriever
+    from longctx.retrieval.embedders import OpenAIEmbedder
     from tests.recording_server import RecordingServer
 
     chunks = [Chunk(i, 0, "d", "d", i, f"text {i}", 2) for i in range(3)]
@@ -124,7 +128,7 @@ def test_missing_contriever_checkpoint_offline_gives_a_clear_error():
     """Offline (set by conftest before any hub import): a hub name fails at once, naming the fix."""
     import os
 
-    from retrieval.embedder_base import EmbedderError
+    from longctx.retrieval.embedder_base import EmbedderError
 
     assert os.environ["HF_HUB_OFFLINE"] == "1"
 

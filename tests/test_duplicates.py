@@ -9,10 +9,10 @@ import logging
 
 import pytest
 
-from agents import Workspace
-from agents.corpus_merge import merged
-from retrieval import Corpus
-from retrieval.document import Document
+from longctx import Workspace
+from longctx.agents.corpus_merge import merged
+from longctx.retrieval import Corpus
+from longctx.retrieval.document import Document
 from tests.scripted import ScriptedChatModel
 
 REPORT = "Kestrel Aviation is based in Tampere. Its chief executive is Aino Virtanen."
@@ -32,7 +32,7 @@ def folder(tmp_path):
 
 
 def test_from_path_drops_exact_copies_with_a_warning_naming_them(folder, caplog):
-    with caplog.at_level(logging.WARNING, logger="retrieval.duplicates"):
+    with caplog.at_level(logging.WARNING, logger="longctx.retrieval.duplicates"):
         corpus = Corpus.from_path(folder)
     assert [d.doc_id for d in corpus].count("a.txt") == 1 and len(corpus) == 1 + len(OTHERS)
     assert [d.text for d in corpus].count(REPORT) == 1
@@ -40,7 +40,7 @@ def test_from_path_drops_exact_copies_with_a_warning_naming_them(folder, caplog)
     assert "2 exact duplicate" in warning and "'b.txt' (= 'a.txt')" in warning
     assert "'sub/c.txt' (= 'a.txt')" in warning and "duplicates='keep'" in warning
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="retrieval.duplicates"):
+    with caplog.at_level(logging.WARNING, logger="longctx.retrieval.duplicates"):
         kept = Corpus.from_path(folder, duplicates="keep")
     assert len(kept) == 3 + len(OTHERS) and not caplog.records
 
@@ -75,7 +75,7 @@ def test_workspace_add_skips_an_exact_copy_under_a_new_name(folder, tmp_path_fac
     copy = tmp_path_factory.mktemp("new") / "kestrel-copy.txt"
     copy.write_text(REPORT, encoding="utf-8")
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="retrieval.duplicates"):
+    with caplog.at_level(logging.WARNING, logger="longctx.retrieval.duplicates"):
         assert ws.add(copy) == []
         assert ws.add(Document("memo", REPORT, title="Memo")) == []
     assert len(ws.corpus) == 1 + len(OTHERS)
@@ -94,7 +94,7 @@ def test_merged_skips_a_copy_within_the_batch_too():
 
 
 def test_the_cli_index_drops_copies_unless_told_to_keep_them(folder, tmp_path_factory, capsys):
-    from experiments.cli import main
+    from longctx.experiments.cli import main
 
     cache = tmp_path_factory.mktemp("cache")
     for flags, documents in (([], 1 + len(OTHERS)), (["--keep-duplicates"], 3 + len(OTHERS))):

@@ -2,8 +2,8 @@
 
 import pytest
 
-from agents import ChatModelError, EmbeddedChatModel, answer, make_chat_model
-from retrieval import ChunkingConfig, build_index
+from longctx import ChatModelError, EmbeddedChatModel, answer, make_chat_model
+from longctx.retrieval import ChunkingConfig, build_index
 from tests.servers import llama_server
 
 pytestmark = pytest.mark.e2e
@@ -82,7 +82,7 @@ def test_a_server_that_does_not_answer_is_named():
 
     url = f"http://127.0.0.1:{free_port()}/v1"
     llm = make_chat_model("openai:any", base_url=url, max_retries=0, timeout=5)
-    from agents import Corpus
+    from longctx import Corpus
 
     with pytest.raises(ChatModelError, match=f"server at {url} did not answer"):
         answer(Corpus.from_texts(["text"]), "q?", llm=llm, strategy="full_context")
@@ -102,8 +102,8 @@ def test_memagent_on_the_embedded_model_reads_a_20k_token_corpus(planted_corpus,
     """The run completes with ceil(T/chunk)+1 calls; whether the fact survived is reported, not asserted."""
     import math
 
-    from agents import make_chat_model
-    from graphs.prompts import format_documents
+    from longctx import make_chat_model
+    from longctx.graphs.prompts import format_documents
     from tests.conftest import filler_document
 
     texts = [filler_document(i, 190) for i in range(6)]  # ~3.4k tokens each, ~20k in all

@@ -9,7 +9,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from agents import answer, make_chat_model
+from longctx import answer, make_chat_model
 
 pytestmark = pytest.mark.e2e
 QUESTION = "What is the secret code of the museum vault?"

@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from agents.embedded_chat import EmbeddedChatModel
-from agents.embedded_settings import EmbeddedSettings, usable_cores
+from longctx.agents.embedded_chat import EmbeddedChatModel
+from longctx.agents.embedded_settings import EmbeddedSettings, usable_cores
 
 
 def test_threads_default_to_every_usable_core_for_prefill_and_one_less_for_generation():
@@ -54,7 +54,7 @@ def test_flash_attention_and_batches_are_part_of_the_model_identity_threads_are_
 def test_loaded_models_are_freed_at_exit_while_their_library_can_still_be_called(monkeypatch):
     """``close_loaded``, registered with atexit at the first load, frees each llama.cpp model (left to
     the interpreter's shutdown, ``Llama.__del__`` can run after llama-cpp-python's globals are gone)."""
-    from agents import embedded_chat
+    from longctx.agents import embedded_chat
 
     registered: list[object] = []
     monkeypatch.setattr(embedded_chat.atexit, "register", registered.append)

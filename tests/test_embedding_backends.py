@@ -3,12 +3,12 @@
 import numpy as np
 import pytest
 
-from retrieval import Corpus, build_index, embedding_backends, make_retriever
-from retrieval.chunking import ChunkingConfig
-from retrieval.embedders import SentenceTransformerEmbedder
-from retrieval.embedding_backends import EMBEDDING_BACKENDS, resolve_backend
-from retrieval.index import index_key
-from retrieval.onnx_export import onnx_model_dir
+from longctx.retrieval import Corpus, build_index, embedding_backends, make_retriever
+from longctx.retrieval.chunking import ChunkingConfig
+from longctx.retrieval.embedders import SentenceTransformerEmbedder
+from longctx.retrieval.embedding_backends import EMBEDDING_BACKENDS, resolve_backend
+from longctx.retrieval.index import index_key
+from longctx.retrieval.onnx_export import onnx_model_dir
 
 TEXTS = [
     "The orchestra performed Beethoven's ninth symphony.",
@@ -146,8 +146,8 @@ def test_torch_bf16_vectors_are_float32_unit_length_and_agree_with_torch():
 
 
 def test_the_cli_passes_the_embedding_backend_to_the_dense_retriever():
-    from experiments.cli import build_parser
-    from experiments.command_options import retrieval_overrides
+    from longctx.experiments.cli import build_parser
+    from longctx.experiments.command_options import retrieval_overrides
 
     args = build_parser().parse_args(
         ["index", "docs/", "--retriever", "dense", "--embedding-backend", "onnx-int8"]

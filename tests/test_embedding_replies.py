@@ -12,16 +12,16 @@ import math
 import numpy as np
 import pytest
 
-from agents import answer, make_chat_model
-from graphs.embedding_store import EmbeddingStore, open_store
-from graphs.hipporag import build as hippo_build
-from graphs.raptor import graph as raptor_graph
-from graphs.raptor import tree as raptor_tree
-from graphs.retrieval_service import RetrievalService
-from graphs.retrieval_settings import RetrievalSettings
-from retrieval import Corpus
-from retrieval.embedder_base import EmbedderError
-from retrieval.embedders import OpenAIEmbedder
+from longctx import answer, make_chat_model
+from longctx.graphs.embedding_store import EmbeddingStore, open_store
+from longctx.graphs.hipporag import build as hippo_build
+from longctx.graphs.raptor import graph as raptor_graph
+from longctx.graphs.raptor import tree as raptor_tree
+from longctx.graphs.retrieval_service import RetrievalService
+from longctx.graphs.retrieval_settings import RetrievalSettings
+from longctx.retrieval import Corpus
+from longctx.retrieval.embedder_base import EmbedderError
+from longctx.retrieval.embedders import OpenAIEmbedder
 from tests.recording_server import RecordingServer, bag_of_words_vector
 
 DOCS = [f"Report {i} about {w} lamps near the river and the market." for i, w in enumerate("red blue green amber violet".split())]  # fmt: skip
@@ -138,7 +138,7 @@ def test_a_store_segment_holding_a_nan_vector_is_embedded_again(tmp_path):
 
 def test_local_embedders_vectors_go_through_the_same_check():
     """The check the sentence-transformers and Contriever embedders apply to what their model emits."""
-    from retrieval.embedder_base import checked_vectors
+    from longctx.retrieval.embedder_base import checked_vectors
 
     good = np.eye(3, dtype=np.float32)
     assert checked_vectors(good, 3, "embedding model 'm'") is good

@@ -1,11 +1,11 @@
 """One exception hierarchy: what a user gets wrong, or a model server or the data does, is a
-:class:`agents.LongctxError` of one kind, and still the built-in class it was raised as before."""
+:class:`longctx.agents.LongctxError` of one kind, and still the built-in class it was raised as before."""
 
 from __future__ import annotations
 
 import pytest
 
-from agents import (
+from longctx import (
     Budget,
     BudgetExceeded,
     ChatModelError,
@@ -19,14 +19,14 @@ from agents import (
     answer,
     make_chat_model,
 )
-from experiments.benchmarks.base import BenchmarkDataError
-from experiments.prices import PriceTableError
-from retrieval.embedder_base import EmbedderError
-from retrieval.errors import OptionError, UnknownName
-from retrieval.extras import require
-from retrieval.ray_support import RayNotInstalledError
-from retrieval.rerank import RerankError
-from retrieval.tokenizers import TokenizerError
+from longctx.experiments.benchmarks.base import BenchmarkDataError
+from longctx.experiments.prices import PriceTableError
+from longctx.retrieval.embedder_base import EmbedderError
+from longctx.retrieval.errors import OptionError, UnknownName
+from longctx.retrieval.extras import require
+from longctx.retrieval.ray_support import RayNotInstalledError
+from longctx.retrieval.rerank import RerankError
+from longctx.retrieval.tokenizers import TokenizerError
 from tests.scripted import ScriptedChatModel
 
 #: Each kind and the built-in class an ``except`` written before the hierarchy catches it by.
@@ -64,7 +64,7 @@ def test_what_a_user_gets_wrong_raises_a_longctx_error_of_its_kind(tmp_path):
         answer(corpus, asked, strategy="pai", budget=Budget(max_llm_calls=1), llm=llm)
     with pytest.raises(DataError):
         Corpus.from_path(tmp_path / "missing")
-    with pytest.raises(MissingExtraError, match="longctx\\[dense\\]"):
+    with pytest.raises(MissingExtraError, match="longctx-lab\\[dense\\]"):
         require("no_such_module_of_longctx", extra="dense")
     closed = make_chat_model("openai:x", base_url="http://127.0.0.1:9/v1", max_retries=0)
     with pytest.raises(ModelError, match="127.0.0.1:9"):

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from experiments.cli import main
-from experiments.export import export_official
-from experiments.runner import RunConfig, run_experiment
+from longctx.experiments.cli import main
+from longctx.experiments.export import export_official
+from longctx.experiments.runner import RunConfig, run_experiment
 from tests.scripted import ScriptedChatModel
 
 FIXTURES = Path(__file__).parent / "fixtures"

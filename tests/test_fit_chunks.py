@@ -5,14 +5,14 @@ import warnings
 
 import pytest
 
-from graphs.retrieval_service import RetrievalService
-from graphs.retrieval_settings import RetrievalSettings
-from retrieval import Corpus, build_index
-from retrieval.chunking import Chunk
-from retrieval.dense import DenseRetriever
-from retrieval.embedders import ContrieverEmbedder, OpenAIEmbedder, offline_minilm_path
-from retrieval.fit import TokenLimit, fit_chunks, split_to_fit
-from retrieval.tokens import count_tokens_batch
+from longctx.graphs.retrieval_service import RetrievalService
+from longctx.graphs.retrieval_settings import RetrievalSettings
+from longctx.retrieval import Corpus, build_index
+from longctx.retrieval.chunking import Chunk
+from longctx.retrieval.dense import DenseRetriever
+from longctx.retrieval.embedders import ContrieverEmbedder, OpenAIEmbedder, offline_minilm_path
+from longctx.retrieval.fit import TokenLimit, fit_chunks, split_to_fit
+from longctx.retrieval.tokens import count_tokens_batch
 from tests.recording_server import RecordingServer
 from tests.test_index_cache import CountingEmbedder
 

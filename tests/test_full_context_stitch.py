@@ -18,8 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from graphs.full_context import FULL_CONTEXT_TEMPLATE, truncate_prompt
-from graphs.full_context.prepared import (
+from longctx.graphs.full_context import FULL_CONTEXT_TEMPLATE, truncate_prompt
+from longctx.graphs.full_context.prepared import (
     STITCH_CHARS,
     clear_prepared,
     prepare_context,
@@ -27,10 +27,10 @@ from graphs.full_context.prepared import (
     question_suffix,
     truncate_our_prompt,
 )
-from graphs.prompts import fill, format_documents
-from retrieval import Corpus, middle_truncate
-from retrieval.contract import Question
-from retrieval.tokenizers import Tokenizer, hf_tokenizer, tiktoken_tokenizer
+from longctx.graphs.prompts import fill, format_documents
+from longctx.retrieval import Corpus, middle_truncate
+from longctx.retrieval.contract import Question
+from longctx.retrieval.tokenizers import Tokenizer, hf_tokenizer, tiktoken_tokenizer
 
 # -- tokenizers ------------------------------------------------------------------------------
 
@@ -69,7 +69,7 @@ def _trained(path, kind: str) -> str:
 
 @pytest.fixture(scope="module")
 def tokenizers(tmp_path_factory) -> dict[str, Tokenizer]:
-    from retrieval.embedders import offline_minilm_path
+    from longctx.retrieval.embedders import offline_minilm_path
     from tests.test_tokenizers import char_vocab_tokenizer
 
     return {
@@ -405,7 +405,7 @@ def test_questions_after_the_first_tokenize_only_a_short_stretch_and_prepare_onc
 @pytest.fixture(scope="module")
 def embedded_bpe():
     """The embedded SmolLM2's own byte-level BPE (llama.cpp), the library's default model."""
-    from agents.chat_models import EmbeddedChatModel
+    from longctx.agents.chat_models import EmbeddedChatModel
 
     llm = EmbeddedChatModel()
     return llm.tokenize, llm.detokenize
@@ -416,11 +416,11 @@ def embedded_bpe():
     "".join(["naïve café 鼹鼠饕餮 Zürich – 東京 🚀\n", "   \n\n", "1,234,567.89 USD\n"][i % 3] for i in range(6000)),
 ])  # fmt: skip
 def test_the_stitched_cut_equals_the_exact_cut_with_the_embedded_models_bpe(text, embedded_bpe):
-    from graphs.full_context import FULL_CONTEXT_TEMPLATE, truncate_prompt
-    from graphs.full_context.prepared import clear_prepared, truncate_our_prompt
-    from graphs.prompts import fill, format_documents
-    from retrieval import Corpus
-    from retrieval.contract import Question
+    from longctx.graphs.full_context import FULL_CONTEXT_TEMPLATE, truncate_prompt
+    from longctx.graphs.full_context.prepared import clear_prepared, truncate_our_prompt
+    from longctx.graphs.prompts import fill, format_documents
+    from longctx.retrieval import Corpus
+    from longctx.retrieval.contract import Question
 
     encode, decode = embedded_bpe
     clear_prepared()

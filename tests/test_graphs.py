@@ -4,11 +4,11 @@ import re
 
 import pytest
 
-from agents import Question, answer
-from graphs.full_context import truncate_prompt
-from graphs.prompts import DEFAULT_INSTRUCTION
-from retrieval import Corpus, count_tokens, middle_truncate
-from retrieval.tokens import decode, encode
+from longctx import Question, answer
+from longctx.graphs.full_context import truncate_prompt
+from longctx.graphs.prompts import DEFAULT_INSTRUCTION
+from longctx.retrieval import Corpus, count_tokens, middle_truncate
+from longctx.retrieval.tokens import decode, encode
 from tests.scripted import ScriptedChatModel
 
 

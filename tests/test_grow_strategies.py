@@ -2,8 +2,8 @@
 
 import pytest
 
-from agents import answer
-from retrieval import Corpus, Document
+from longctx import answer
+from longctx.retrieval import Corpus, Document
 from tests.test_structured import DOCS, SCHEMA, recording_extractions
 
 

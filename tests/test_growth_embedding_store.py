@@ -8,8 +8,8 @@ import logging
 
 import numpy as np
 
-from graphs import embedding_store
-from graphs.embedding_store import EmbeddingStore, open_store
+from longctx.graphs import embedding_store
+from longctx.graphs.embedding_store import EmbeddingStore, open_store
 
 
 class CountingEmbedder:

@@ -8,9 +8,9 @@ import weakref
 
 import pytest
 
-from agents import answer
-from graphs.heap import during_runs, frozen_heap
-from retrieval import Corpus
+from longctx import answer
+from longctx.graphs.heap import during_runs, frozen_heap
+from longctx.retrieval import Corpus
 from tests.scripted import ScriptedChatModel
 
 

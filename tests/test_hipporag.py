@@ -10,12 +10,12 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from agents import answer
-from graphs.hipporag.build import forget_graphs
-from graphs.hipporag.kg import KnowledgeGraph, build_graph, synonym_pairs
-from graphs.hipporag.openie import Extraction
-from graphs.hipporag.ppr import igraph_of, personalized_pagerank
-from retrieval import Corpus
+from longctx import answer
+from longctx.graphs.hipporag.build import forget_graphs
+from longctx.graphs.hipporag.kg import KnowledgeGraph, build_graph, synonym_pairs
+from longctx.graphs.hipporag.openie import Extraction
+from longctx.graphs.hipporag.ppr import igraph_of, personalized_pagerank
+from longctx.retrieval import Corpus
 from tests.scripted import ScriptedChatModel
 
 DOCS = ["Radio City is India's first private FM radio station. It was started in Bangalore in 2001.",
@@ -75,10 +75,10 @@ def test_personalized_pagerank_equals_the_hand_computed_one():
 
 
 def test_graph_from_fixed_openie_replies_has_its_nodes_fact_edges_and_synonyms_at_the_threshold():
-    from graphs.context import StrategyContext
-    from graphs.hipporag.build import asker
-    from graphs.hipporag.config import HippoRAGConfig
-    from graphs.hipporag.openie import OpenIELog, extract_all
+    from longctx.graphs.context import StrategyContext
+    from longctx.graphs.hipporag.build import asker
+    from longctx.graphs.hipporag.config import HippoRAGConfig
+    from longctx.graphs.hipporag.openie import OpenIELog, extract_all
 
     llm = ScriptedChatModel(reply_fn=reply)
     ctx = StrategyContext(llm=llm, config=HippoRAGConfig(), corpus=Corpus.from_texts(DOCS))
@@ -254,8 +254,8 @@ def test_answers_through_answer_with_index_usage_on_the_first_only(tmp_path, cap
 
 
 def test_config_defaults_are_the_official_ones_and_bad_values_are_refused():
-    from graphs import ConfigError
-    from graphs.hipporag.config import HippoRAGConfig
+    from longctx.graphs import ConfigError
+    from longctx.graphs.hipporag.config import HippoRAGConfig
 
     c = HippoRAGConfig()
     assert (
@@ -285,8 +285,8 @@ def test_config_defaults_are_the_official_ones_and_bad_values_are_refused():
 
 
 def test_report_shows_filtered_triples_linked_phrases_and_top_passages_and_the_ceiling_needs_the_index_llm():
-    from graphs import STRATEGIES
-    from graphs.ceiling import CeilingEnv, CeilingItem, SkipCeiling
+    from longctx.graphs import STRATEGIES
+    from longctx.graphs.ceiling import CeilingEnv, CeilingItem, SkipCeiling
 
     spec = STRATEGIES.get("hipporag")
     facts = spec.presentation.step_views["recognize"](
@@ -317,8 +317,8 @@ def test_report_shows_filtered_triples_linked_phrases_and_top_passages_and_the_c
 
 
 def test_passages_are_documents_with_their_titles_or_pieces_of_passage_tokens():
-    from graphs.hipporag.build import passages_of
-    from graphs.hipporag.config import HippoRAGConfig
+    from longctx.graphs.hipporag.build import passages_of
+    from longctx.graphs.hipporag.config import HippoRAGConfig
 
     corpus = Corpus.from_texts(
         [" ".join(["word"] * 250), DOCS[2], DOCS[2]],
@@ -338,9 +338,9 @@ def test_passages_are_documents_with_their_titles_or_pieces_of_passage_tokens():
 
 
 def test_the_plan_gives_the_openie_pass_as_index_time_and_a_run_counts_what_it_planned(tmp_path):
-    from agents import estimate
-    from agents.run_plan import estimate as run_plan
-    from graphs import STRATEGIES
+    from longctx import estimate
+    from longctx.agents.run_plan import estimate as run_plan
+    from longctx.graphs import STRATEGIES
 
     corpus = Corpus.from_texts(DOCS)
     plan = estimate(corpus, QUESTION, strategy="hipporag", llm=ScriptedChatModel(reply_fn=reply))

@@ -12,13 +12,13 @@ import re
 import numpy as np
 import pytest
 
-from agents import answer, make_chat_model
-from graphs.hipporag import build
-from graphs.hipporag.config import HippoRAGConfig
-from graphs.hipporag.retrieve import fact_scores, rank_passages
-from graphs.hipporag.store import graph_key
-from retrieval import Corpus
-from retrieval.document import Document
+from longctx import answer, make_chat_model
+from longctx.graphs.hipporag import build
+from longctx.graphs.hipporag.config import HippoRAGConfig
+from longctx.graphs.hipporag.retrieve import fact_scores, rank_passages
+from longctx.graphs.hipporag.store import graph_key
+from longctx.retrieval import Corpus
+from longctx.retrieval.document import Document
 from tests.recording_server import RecordingServer, bag_of_words_vector, prompt_of
 
 NAMES = "Alder Birch Cedar Dahlia Elm Fern Gorse Hazel Iris Juniper Kale Laurel".split()

@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from graphs.hipporag.config import HippoRAGConfig
-from graphs.hipporag.openie import parse_entities, parse_triples
-from graphs.hipporag.requests import (
+from longctx.graphs.hipporag.config import HippoRAGConfig
+from longctx.graphs.hipporag.openie import parse_entities, parse_triples
+from longctx.graphs.hipporag.requests import (
     filter_messages,
     ner_messages,
     qa_answer,
     qa_messages,
     triple_messages,
 )
-from graphs.hipporag.retrieve import kept_facts, parse_filter
+from longctx.graphs.hipporag.retrieve import kept_facts, parse_filter
 from tests import hipporag_official as official
 
 FIXTURE = json.loads(
@@ -86,9 +86,9 @@ def test_qa_answers_are_read_as_the_official_code_reads_them():
 
 def test_the_strategy_sends_the_official_openie_requests(tmp_path):
     """Through a real OpenAI client: each passage's NER request, then its triple request given the entities the NER reply names."""
-    from agents import answer, make_chat_model
-    from graphs.hipporag.build import forget_graphs
-    from retrieval import Corpus
+    from longctx import answer, make_chat_model
+    from longctx.graphs.hipporag.build import forget_graphs
+    from longctx.retrieval import Corpus
     from tests.recording_server import RecordingServer
 
     ner_reply = '{"named_entities": ["Radio City", "India", "Café Zürich", "José"]}'
@@ -128,9 +128,9 @@ def test_the_strategy_sends_the_official_openie_requests(tmp_path):
 
 
 def test_openie_calls_stay_within_concurrency(tmp_path):
-    from agents import answer, make_chat_model
-    from graphs.hipporag.build import forget_graphs
-    from retrieval import Corpus
+    from longctx import answer, make_chat_model
+    from longctx.graphs.hipporag.build import forget_graphs
+    from longctx.retrieval import Corpus
     from tests.recording_server import RecordingServer
 
     forget_graphs()
@@ -177,10 +177,10 @@ def test_graph_and_ppr_rankings_equal_the_official_ones(ties, monkeypatch):
     differs between machines: the rankings are compared up to the order of their ties."""
     import numpy as np
 
-    from graphs.hipporag.kg import build_graph
-    from graphs.hipporag.openie import OpenIELog, extract_all
-    from graphs.hipporag.ppr import igraph_of
-    from graphs.hipporag.retrieve import (
+    from longctx.graphs.hipporag.kg import build_graph
+    from longctx.graphs.hipporag.openie import OpenIELog, extract_all
+    from longctx.graphs.hipporag.ppr import igraph_of
+    from longctx.graphs.hipporag.retrieve import (
         candidate_facts,
         fact_scores,
         kept_facts,

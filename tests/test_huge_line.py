@@ -24,8 +24,8 @@ FILE_BYTES = 20_000_000
 #: parent's peak, carried across ``exec``, which under the pytest that generated the file can exceed it.
 MEASURE = """
 import json, sys
-from retrieval import ChunkingConfig, Corpus, chunk_corpus
-from retrieval.tokens import get_encoding
+from longctx.retrieval import ChunkingConfig, Corpus, chunk_corpus
+from longctx.retrieval.tokens import get_encoding
 def high_water():
     with open("/proc/self/status") as f:
         return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
@@ -91,8 +91,8 @@ def test_reading_and_chunking_a_20_mb_single_line_file_peaks_under_4x_its_size(
 #: and prints the peak above the text itself, over the text's size.
 HASHING = """
 import json
-from retrieval import Corpus
-from retrieval.duplicates import text_digest
+from longctx.retrieval import Corpus
+from longctx.retrieval.duplicates import text_digest
 def high_water():
     with open("/proc/self/status") as f:
         return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))

@@ -8,10 +8,10 @@ import random
 
 import pytest
 
-from agents import answer
-from retrieval import Corpus, build_index, make_retriever
-from retrieval.fusion import reciprocal_rank_fusion, score_fusion
-from retrieval.hybrid import HybridRetriever
+from longctx import answer
+from longctx.retrieval import Corpus, build_index, make_retriever
+from longctx.retrieval.fusion import reciprocal_rank_fusion, score_fusion
+from longctx.retrieval.hybrid import HybridRetriever
 from tests.scripted import ScriptedChatModel
 
 # two rankings, best first: (chunk_id, score)

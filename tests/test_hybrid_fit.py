@@ -7,12 +7,12 @@ from __future__ import annotations
 import json
 import random
 
-from agents import answer
-from retrieval import Corpus, build_index, make_retriever
-from retrieval.chunking import ChunkingConfig, chunk_corpus
-from retrieval.document import Document
-from retrieval.fit import chunks_for, over_limit
-from retrieval.index import CompactionPolicy, Index, index_key
+from longctx import answer
+from longctx.retrieval import Corpus, build_index, make_retriever
+from longctx.retrieval.chunking import ChunkingConfig, chunk_corpus
+from longctx.retrieval.document import Document
+from longctx.retrieval.fit import chunks_for, over_limit
+from longctx.retrieval.index import CompactionPolicy, Index, index_key
 from tests.scripted import ScriptedChatModel
 
 WORDS = ChunkingConfig(unit="words", size=200)  # the retrieving strategies' default chunks

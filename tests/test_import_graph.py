@@ -27,12 +27,12 @@ KNOWN_UPWARD_IMPORTS: set[tuple[str, str]] = set()
 
 
 def module_files() -> dict[str, Path]:
-    """Every module of the five packages (``experiments/perf`` included), by dotted name."""
+    """Every module of the five packages, by dotted name (``longctx.graphs.rag``)."""
     found = {}
     for package in LAYERS:
         for path in sorted((ROOT / package).rglob("*.py")):
             parts = path.relative_to(ROOT).with_suffix("").parts
-            found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+            found[".".join(("longctx", *(parts[:-1] if parts[-1] == "__init__" else parts)))] = path
     return found
 
 
@@ -149,27 +149,32 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def layer(module: str) -> int:
     """The layer of ``module``'s package (0: retrieval, the bottom)."""
-    return LAYERS.index(module.split(".")[0])
+    return LAYERS.index(module.split(".")[1])
 
 
 def test_the_graph_sees_imports_inside_functions_and_relative_imports():
-    source = "import retrieval.tokens\nfrom . import sibling\ndef f():\n    from retrieval.index import build_index\n    from ..chunking import Chunk\n"
+    source = (
+        "import longctx.retrieval.tokens\nfrom . import sibling\ndef f():\n"
+        "    from longctx.retrieval.index import build_index\n    from ..chunking import Chunk\n"
+    )
     known = {
-        "retrieval.tokens",
-        "retrieval.index",
-        "retrieval.pkg.sibling",
-        "retrieval.chunking",
-        "retrieval.pkg.mod",
+        "longctx.retrieval.tokens",
+        "longctx.retrieval.index",
+        "longctx.retrieval.pkg.sibling",
+        "longctx.retrieval.chunking",
+        "longctx.retrieval.pkg.mod",
     }
-    assert imported_modules("retrieval.pkg.mod", source, is_package=False, known=known) == {
-        "retrieval.tokens", "retrieval.index", "retrieval.pkg.sibling", "retrieval.chunking"}  # fmt: skip
-    guarded = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from retrieval.index import Index\nimport retrieval.chunking\n"
+    assert imported_modules("longctx.retrieval.pkg.mod", source, is_package=False, known=known) == {
+        "longctx.retrieval.tokens", "longctx.retrieval.index", "longctx.retrieval.pkg.sibling", "longctx.retrieval.chunking"}  # fmt: skip
+    guarded = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from longctx.retrieval.index import Index\nimport longctx.retrieval.chunking\n"
     assert imported_modules(
-        "retrieval.pkg.mod", guarded, is_package=False, known=known, type_checking=False
-    ) == {"retrieval.chunking"}
-    assert imported_modules("retrieval.pkg.mod", guarded, is_package=False, known=known) == {
-        "retrieval.index",
-        "retrieval.chunking",
+        "longctx.retrieval.pkg.mod", guarded, is_package=False, known=known, type_checking=False
+    ) == {"longctx.retrieval.chunking"}
+    assert imported_modules(
+        "longctx.retrieval.pkg.mod", guarded, is_package=False, known=known
+    ) == {
+        "longctx.retrieval.index",
+        "longctx.retrieval.chunking",
     }
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []

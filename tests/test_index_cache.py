@@ -3,10 +3,10 @@ import json
 import numpy as np
 import pytest
 
-from retrieval import ChunkingConfig, Corpus, build_index
-from retrieval import index as index_module
-from retrieval.dense import DenseRetriever
-from retrieval.embedders import SentenceTransformerEmbedder
+from longctx.retrieval import ChunkingConfig, Corpus, build_index
+from longctx.retrieval import index as index_module
+from longctx.retrieval.dense import DenseRetriever
+from longctx.retrieval.embedders import SentenceTransformerEmbedder
 
 
 class CountingEmbedder(SentenceTransformerEmbedder):

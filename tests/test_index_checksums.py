@@ -11,12 +11,18 @@ import faiss
 import numpy as np
 import pytest
 
-from agents import answer, answer_many
-from retrieval import ChunkingConfig, Corpus, build_index
-from retrieval.bm25 import BM25Retriever
-from retrieval.checksums import ALGORITHM, ChecksumMismatch, Checksums, digest_file, verify_folder
-from retrieval.dense import DenseRetriever
-from retrieval.faiss_index import VectorIndex
+from longctx import answer, answer_many
+from longctx.retrieval import ChunkingConfig, Corpus, build_index
+from longctx.retrieval.bm25 import BM25Retriever
+from longctx.retrieval.checksums import (
+    ALGORITHM,
+    ChecksumMismatch,
+    Checksums,
+    digest_file,
+    verify_folder,
+)
+from longctx.retrieval.dense import DenseRetriever
+from longctx.retrieval.faiss_index import VectorIndex
 from tests.scripted import ScriptedChatModel
 from tests.test_index_cache import CountingEmbedder, fresh_process
 from tests.test_index_trust import damage_chunks_missing_lines, dense
@@ -157,12 +163,12 @@ def test_a_same_size_corruption_is_named_set_aside_and_rebuilt(
         p: p.stat().st_size for p in folder.rglob("*") if p.is_file()
     } == size  # same size: no truncation
     fresh_process()
-    caplog.set_level(logging.WARNING, logger="retrieval.index")
+    caplog.set_level(logging.WARNING, logger="longctx.retrieval.index")
     after = ask(retriever)
     warnings = [
         r.getMessage()
         for r in caplog.records
-        if r.levelno == logging.WARNING and r.name == "retrieval.index"
+        if r.levelno == logging.WARNING and r.name == "longctx.retrieval.index"
     ]
     assert any(str(folder) in w and file in w and "checksum" in w for w in warnings), warnings
     assert after.answer == "7421" and "7421" in after.evidence[0].text
@@ -173,7 +179,9 @@ def test_a_same_size_corruption_is_named_set_aside_and_rebuilt(
     fresh_process()
     assert ask(retriever).answer == "7421"
     assert not [
-        r for r in caplog.records if r.levelno == logging.WARNING and r.name == "retrieval.index"
+        r
+        for r in caplog.records
+        if r.levelno == logging.WARNING and r.name == "longctx.retrieval.index"
     ]  # rebuilt sound
 
 
@@ -198,7 +206,7 @@ def without_checksums(folder: Path) -> None:
 
 
 def test_an_index_written_before_checksums_gets_them_without_a_rebuild(caplog):
-    caplog.set_level(logging.INFO, logger="retrieval.index")
+    caplog.set_level(logging.INFO, logger="longctx.retrieval.index")
     corpus = corpus_with_needle()
     chunking = ChunkingConfig(size=16)
     embedder = shared_embedder()

@@ -10,14 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval import Corpus, build_index
-from retrieval import bm25 as bm25_module
-from retrieval.bm25 import BM25Retriever, tokenize
-from retrieval.chunking import Chunk
-from retrieval.dense import DenseRetriever
-from retrieval.index import CompactionPolicy, store
-from retrieval.term_counting import count_terms
-from retrieval.term_counts import TermCounts
+from longctx.retrieval import Corpus, build_index
+from longctx.retrieval import bm25 as bm25_module
+from longctx.retrieval.bm25 import BM25Retriever, tokenize
+from longctx.retrieval.chunking import Chunk
+from longctx.retrieval.dense import DenseRetriever
+from longctx.retrieval.index import CompactionPolicy, store
+from longctx.retrieval.term_counting import count_terms
+from longctx.retrieval.term_counts import TermCounts
 from tests.test_index_cache import CountingEmbedder
 from tests.test_index_grow import CHUNKING, QUESTIONS, VOCABULARY, fresh_process, make_texts, top10
 
@@ -215,8 +215,8 @@ def test_a_kill_during_compaction_leaves_the_old_segments_loadable_and_the_next_
 
 _KILLED_CHILD = """
 import json, os, sys
-from retrieval import ChunkingConfig, Corpus, build_index
-from retrieval.index import CompactionPolicy, store
+from longctx.retrieval import ChunkingConfig, Corpus, build_index
+from longctx.retrieval.index import CompactionPolicy, store
 store.fsync_tree = lambda folder: os._exit(9)  # killed with the compacted index written, before its rename
 texts = json.loads(open(sys.argv[1]).read())
 build_index(Corpus.from_texts(texts), "bm25", chunking=ChunkingConfig(unit="words", size=40), compaction=CompactionPolicy(max_segments=2))

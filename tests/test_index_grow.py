@@ -7,16 +7,16 @@ import random
 import numpy as np
 import pytest
 
-from retrieval import ChunkingConfig, Corpus, build_index
-from retrieval import bm25 as bm25_module
-from retrieval import index as index_module
-from retrieval.bm25 import BM25Retriever, tokenize
-from retrieval.chunking import Chunk
-from retrieval.contract import CorpusError
-from retrieval.dense import DenseRetriever
-from retrieval.index import growth
-from retrieval.term_counting import count_terms
-from retrieval.term_counts import bm25_scores
+from longctx.retrieval import ChunkingConfig, Corpus, build_index
+from longctx.retrieval import bm25 as bm25_module
+from longctx.retrieval import index as index_module
+from longctx.retrieval.bm25 import BM25Retriever, tokenize
+from longctx.retrieval.chunking import Chunk
+from longctx.retrieval.contract import CorpusError
+from longctx.retrieval.dense import DenseRetriever
+from longctx.retrieval.index import growth
+from longctx.retrieval.term_counting import count_terms
+from longctx.retrieval.term_counts import bm25_scores
 from tests.test_index_cache import CountingEmbedder
 
 VOCABULARY = (
@@ -117,7 +117,7 @@ def test_term_counts_score_bit_identically_to_bm25s_in_any_number_of_segments():
 def test_bm25_index_of_a_grown_corpus_adds_one_segment_and_ranks_as_a_rebuild(
     isolated_cache, monkeypatch, caplog
 ):
-    caplog.set_level(logging.INFO, logger="retrieval.index")
+    caplog.set_level(logging.INFO, logger="longctx.retrieval.index")
     old = Corpus.from_texts(make_texts(300))
     build_index(old, "bm25", chunking=CHUNKING)
     grown = old.add([NEW_DOCUMENT])
@@ -178,7 +178,7 @@ def test_a_damaged_segment_is_caught_by_its_checksum_and_rebuilt(isolated_cache,
     data[-1] ^= 0xFF  # same size, other bytes
     counts.write_bytes(bytes(data))
     fresh_process()
-    caplog.set_level(logging.WARNING, logger="retrieval.index")
+    caplog.set_level(logging.WARNING, logger="longctx.retrieval.index")
     repaired = build_index(Corpus.from_texts(texts), "bm25", chunking=CHUNKING)
     assert any(
         "segments/001/bm25_counts.npy fails its xxh3_128 checksum" in r.getMessage()

@@ -29,13 +29,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from agents import answer, make_chat_model
-from graphs.hipporag import prompts as HP
-from graphs.hipporag.build import forget_graphs
-from graphs.raptor import graph as raptor_graph
-from graphs.raptor.prompts import SUMMARY_SYSTEM
-from graphs.raptor.tree import SummaryLog
-from retrieval import Corpus
+from longctx import answer, make_chat_model
+from longctx.graphs.hipporag import prompts as HP
+from longctx.graphs.hipporag.build import forget_graphs
+from longctx.graphs.raptor import graph as raptor_graph
+from longctx.graphs.raptor.prompts import SUMMARY_SYSTEM
+from longctx.graphs.raptor.tree import SummaryLog
+from longctx.retrieval import Corpus
 from tests.recording_server import RecordingServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -157,7 +157,7 @@ import contextlib, json, os, signal, sys, time
 from pathlib import Path
 job = json.loads(Path(sys.argv[1]).read_text())
 if job["kill"] == "clustering":  # layer 2's clustering: say so, then wait for the SIGKILL
-    import graphs.raptor.tree as tree
+    import longctx.graphs.raptor.tree as tree
     real_cluster, calls = tree.cluster_nodes, []
     def cluster_nodes(*args, **kwargs):
         calls.append(1)
@@ -167,7 +167,7 @@ if job["kill"] == "clustering":  # layer 2's clustering: say so, then wait for t
         return real_cluster(*args, **kwargs)
     tree.cluster_nodes = cluster_nodes
 if job["kill"] == "writing":  # half of the first write to the named file reaches the disk, then SIGKILL
-    from retrieval.checksums import Checksums
+    from longctx.retrieval.checksums import Checksums
     real_open = Checksums.open
     class Torn:
         def __init__(self, f):
@@ -183,8 +183,8 @@ if job["kill"] == "writing":  # half of the first write to the named file reache
         with real_open(self, path, **kwargs) as f:
             yield Torn(f) if Path(path).name == job["torn"] else f
     Checksums.open = torn_open
-from agents import answer, make_chat_model
-from retrieval import Corpus
+from longctx import answer, make_chat_model
+from longctx.retrieval import Corpus
 llm = make_chat_model("openai:gpt-3.5-turbo", base_url=job["url"], max_retries=0)
 corpus = Corpus.from_texts(job["texts"], titles=job["titles"])
 answer(corpus, job["question"], strategy=job["strategy"], llm=llm, cache_dir=job["cache"], **job["options"])

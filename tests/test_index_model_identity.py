@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import shutil
 
-from agents import answer, make_chat_model
-from graphs.hipporag.build import forget_graphs
-from graphs.hipporag.config import HippoRAGConfig
-from graphs.hipporag.store import graph_key, model_key
-from graphs.raptor.config import RaptorConfig
-from graphs.raptor.store import summary_key, tree_key
-from graphs.structured.mapping import extraction_model
-from retrieval import Corpus
+from longctx import answer, make_chat_model
+from longctx.graphs.hipporag.build import forget_graphs
+from longctx.graphs.hipporag.config import HippoRAGConfig
+from longctx.graphs.hipporag.store import graph_key, model_key
+from longctx.graphs.raptor.config import RaptorConfig
+from longctx.graphs.raptor.store import summary_key, tree_key
+from longctx.graphs.structured.mapping import extraction_model
+from longctx.retrieval import Corpus
 from tests.recording_server import RecordingServer
 
 DOCS = ["Radio City is India's first private FM radio station, started in Bangalore.",

@@ -1,4 +1,4 @@
-"""The plan before a run gives index time apart from question time: ``agents.estimate`` (the bounds) and the
+"""The plan before a run gives index time apart from question time: ``longctx.agents.estimate`` (the bounds) and the
 run plan (the typical counts) show what a strategy builds once per corpus, as its cost model declares it,
 and the index calls they plan are the ones a run then counts in ``Usage.index_*``."""
 
@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from agents import answer_many, estimate
-from agents.run_plan import describe_plan
-from agents.run_plan import estimate as run_plan
-from graphs import STRATEGIES
-from graphs.budget import CostPlan, IndexWork
-from graphs.costs import Calls, ExpectedCost
-from retrieval import Corpus
+from longctx import answer_many, estimate
+from longctx.agents.run_plan import describe_plan
+from longctx.agents.run_plan import estimate as run_plan
+from longctx.graphs import STRATEGIES
+from longctx.graphs.budget import CostPlan, IndexWork
+from longctx.graphs.costs import Calls, ExpectedCost
+from longctx.retrieval import Corpus
 from tests.scripted import ScriptedChatModel
 from tests.test_structured import SCHEMA, scripted, small_corpus
 

@@ -13,14 +13,9 @@ import uuid
 
 import pytest
 
-import graphs.run_setup
-import graphs.run_single
-import graphs.usage
-import retrieval.index.build
-import retrieval.index.waits
-from agents import STRATEGIES, Corpus, answer, answer_many
-from experiments.context_costs import context_costs
-from retrieval.contract import Document
+from longctx import STRATEGIES, Corpus, answer, answer_many, graphs, retrieval
+from longctx.experiments.context_costs import context_costs
+from longctx.retrieval.contract import Document
 from tests.scripted import ScriptedChatModel
 from tests.virtual_clock import VirtualClock
 

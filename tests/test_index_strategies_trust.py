@@ -14,13 +14,13 @@ import sys
 
 import pytest
 
-from agents import Budget, BudgetExceeded, answer, estimate, make_chat_model
-from graphs.hipporag import build as hipporag_build
-from graphs.hipporag.build import forget_graphs, loaded
-from graphs.raptor import graph as raptor_graph
-from graphs.raptor.tree import leaves_of
-from retrieval import Corpus
-from retrieval.extras import MissingExtraError
+from longctx import Budget, BudgetExceeded, answer, estimate, make_chat_model
+from longctx.graphs.hipporag import build as hipporag_build
+from longctx.graphs.hipporag.build import forget_graphs, loaded
+from longctx.graphs.raptor import graph as raptor_graph
+from longctx.graphs.raptor.tree import leaves_of
+from longctx.retrieval import Corpus
+from longctx.retrieval.extras import MissingExtraError
 from tests.recording_server import RecordingServer, prompt_of
 from tests.test_hipporag import DOCS, QUESTION
 from tests.test_hipporag import reply as hipporag_reply
@@ -149,8 +149,8 @@ def test_unreadable_extraction_replies_mark_the_build_degraded_with_a_warning(tm
 @pytest.mark.parametrize(
     ("strategy", "absent", "install"),
     [
-        ("hipporag", ("sentence_transformers", "igraph"), "longctx[dense,hipporag]"),
-        ("raptor", ("sentence_transformers", "umap"), "longctx[dense,raptor]"),
+        ("hipporag", ("sentence_transformers", "igraph"), "longctx-lab[dense,hipporag]"),
+        ("raptor", ("sentence_transformers", "umap"), "longctx-lab[dense,raptor]"),
     ],
 )
 def test_every_missing_extra_is_named_at_once_before_any_request(

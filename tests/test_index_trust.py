@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval import ChunkingConfig, Corpus, build_index
-from retrieval import index as index_module
-from retrieval.dense import DenseRetriever
-from retrieval.paths import default_cache_dir
+from longctx.retrieval import ChunkingConfig, Corpus, build_index
+from longctx.retrieval import index as index_module
+from longctx.retrieval.dense import DenseRetriever
+from longctx.retrieval.paths import default_cache_dir
 from tests.conftest import filler_document
 from tests.test_index_cache import CountingEmbedder, fresh_process
 
@@ -24,12 +24,12 @@ def built_messages(caplog) -> list[str]:
     return [
         r.getMessage()
         for r in caplog.records
-        if r.name == "retrieval.index" and r.getMessage().startswith("Built ")
+        if r.name == "longctx.retrieval.index" and r.getMessage().startswith("Built ")
     ]
 
 
 def test_threads_building_one_key_share_a_single_build(caplog):
-    caplog.set_level(logging.INFO, logger="retrieval.index")
+    caplog.set_level(logging.INFO, logger="longctx.retrieval.index")
     corpus = Corpus.from_texts(
         [filler_document(i, 40) for i in range(8)] + ["The vault code is 7421."],
         duplicates="keep",  # fillers 6 and 7 repeat 0 and 1
@@ -67,7 +67,16 @@ def test_concurrent_index_commands_build_once(tmp_path):
     for i in range(30):
         (docs / f"doc{i:02d}.txt").write_text(filler_document(i, 60) + f" Report {i} closes here.")
     env = {**os.environ, "LONGCTX_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "experiments.cli", "-v", "index", str(docs), "--retriever", "bm25"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "longctx.experiments.cli",
+        "-v",
+        "index",
+        str(docs),
+        "--retriever",
+        "bm25",
+    ]
     procs = [
         subprocess.Popen(
             cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -76,7 +85,7 @@ def test_concurrent_index_commands_build_once(tmp_path):
     ]
     outs = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0], [err[-2000:] for _, err in outs]
-    builds = sum(err.count("INFO retrieval.index: Built ") for _, err in outs)
+    builds = sum(err.count("INFO longctx.retrieval.index: Built ") for _, err in outs)
     assert builds == 1
     paths = {out.strip().rsplit(" at ", 1)[-1] for out, _ in outs}
     assert len(paths) == 1
@@ -122,7 +131,7 @@ def test_a_damaged_dense_index_is_named_moved_aside_and_rebuilt(damage, caplog):
     first = build_index(corpus, dense(), chunking=chunking)
     damage(first.path)
     fresh_process()
-    caplog.set_level(logging.INFO, logger="retrieval.index")
+    caplog.set_level(logging.INFO, logger="longctx.retrieval.index")
     embedder = CountingEmbedder()
     rebuilt = build_index(corpus, dense(embedder), chunking=chunking)
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]

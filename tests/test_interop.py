@@ -18,7 +18,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableLambda, RunnablePassthrough
 from langchain_openai import ChatOpenAI
 
-from agents import ConfigError, Corpus, as_runnable, as_tool
+from longctx import ConfigError, Corpus, as_runnable, as_tool
 from tests.recording_server import RecordingServer, prompt_of
 from tests.scripted_tools import ToolScriptedChatModel
 
@@ -74,8 +74,8 @@ def test_corpus_as_retriever_in_an_lcel_chain(corpus, tmp_path):
 
 
 def test_index_as_llama_index_retriever(corpus, tmp_path):
-    from retrieval.chunking import ChunkingConfig
-    from retrieval.index import build_index
+    from longctx.retrieval.chunking import ChunkingConfig
+    from longctx.retrieval.index import build_index
 
     index = build_index(
         corpus, "bm25", chunking=ChunkingConfig(unit="words", size=60), cache_dir=tmp_path

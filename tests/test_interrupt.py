@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments.perf.stub_server import stub_server
-from experiments.runner import read_rows
+from benchmarks.stub_server import stub_server
+from longctx.experiments.runner import read_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 QUESTIONS = 24
@@ -46,7 +46,7 @@ def _start(
     cmd = [
         sys.executable,
         "-m",
-        "experiments.cli",
+        "longctx.experiments.cli",
         "run",
         "--corpus",
         str(ROOT / "examples" / "corpus"),

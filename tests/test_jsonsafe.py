@@ -1,4 +1,4 @@
-"""agents.jsonsafe: whatever a strategy returns becomes strict, bounded JSON."""
+"""longctx.agents.jsonsafe: whatever a strategy returns becomes strict, bounded JSON."""
 
 import dataclasses
 import json
@@ -9,7 +9,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from agents.jsonsafe import CYCLE, MAX_DEPTH, MAX_VALUES, bytes_text, dumps, is_plain, json_safe
+from longctx.agents.jsonsafe import (
+    CYCLE,
+    MAX_DEPTH,
+    MAX_VALUES,
+    bytes_text,
+    dumps,
+    is_plain,
+    json_safe,
+)
 
 
 @dataclasses.dataclass

@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import experiments
-from agents.chat_models import make_chat_model
-from experiments.benchmarks import load_benchmark
-from experiments.cli import main
-from experiments.runner import RunConfig, run_experiment
+from longctx import experiments
+from longctx.agents.chat_models import make_chat_model
+from longctx.experiments.benchmarks import load_benchmark
+from longctx.experiments.cli import main
+from longctx.experiments.runner import RunConfig, run_experiment
 from tests.recording_server import RecordingServer, prompt_of
 from tests.scripted import ScriptedChatModel
 

@@ -6,7 +6,7 @@ hold it to the plain ``ChatOpenAI`` on the same server: identical request bodies
 messages back (text, tool calls, usage), on the sync and async paths. One difference is
 ours on purpose: the answer budget goes out as ``max_tokens`` (ChatOpenAI renames it to
 ``max_completion_tokens``, which llama-cpp-python's server ignores) except for OpenAI's
-reasoning models (``agents.chat_models.budget_field``).
+reasoning models (``longctx.agents.chat_models.budget_field``).
 """
 
 import asyncio
@@ -15,9 +15,9 @@ import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_openai import ChatOpenAI
 
-from agents.chat_models import make_chat_model
-from experiments.perf.stub_server import stub_server
-from graphs.pai.prompts import KEEP_CONTEXT_FUNCTION, PROPERTY_FUNCTION
+from benchmarks.stub_server import stub_server
+from longctx.agents.chat_models import make_chat_model
+from longctx.graphs.pai.prompts import KEEP_CONTEXT_FUNCTION, PROPERTY_FUNCTION
 from tests.recording_server import RecordingServer
 
 CALLS = {

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from experiments.benchmarks import load_benchmark
-from experiments.benchmarks.base import BenchmarkDataError, resolve_inside
-from retrieval import Corpus
+from longctx.experiments.benchmarks import load_benchmark
+from longctx.experiments.benchmarks.base import BenchmarkDataError, resolve_inside
+from longctx.retrieval import Corpus
 
 FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks" / "loong"
 
@@ -90,7 +90,7 @@ def _folder_with_escapes(tmp_path):
 
 def test_a_corpus_folder_skips_links_leading_outside_it_with_a_warning(tmp_path, caplog):
     root = _folder_with_escapes(tmp_path)
-    with caplog.at_level("WARNING", logger="retrieval.readers"):
+    with caplog.at_level("WARNING", logger="longctx.retrieval.readers"):
         corpus = Corpus.from_path(root, duplicates="keep")  # the alias is a copy of real.txt
     assert sorted(d.doc_id for d in corpus) == [
         "alias.txt",
@@ -101,7 +101,7 @@ def test_a_corpus_folder_skips_links_leading_outside_it_with_a_warning(tmp_path,
 
 
 def test_the_synth_benchmark_docs_folder_stays_inside_too(tmp_path):
-    from experiments.synth.samples import DOCS_DIR, QUESTIONS_FILE, load_samples
+    from longctx.experiments.synth.samples import DOCS_DIR, QUESTIONS_FILE, load_samples
 
     data = tmp_path / "synth"
     data.mkdir()

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from agents.chat_models import make_chat_model
-from experiments.benchmarks import BenchmarkDataError, load_benchmark
-from experiments.runner import RunConfig, read_rows, run_experiment
+from longctx.agents.chat_models import make_chat_model
+from longctx.experiments.benchmarks import BenchmarkDataError, load_benchmark
+from longctx.experiments.runner import RunConfig, read_rows, run_experiment
 from tests.recording_server import RecordingServer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"

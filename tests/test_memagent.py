@@ -9,17 +9,17 @@ import threading
 
 import pytest
 
-from agents import Question, answer, answer_many
-from graphs.memagent import (
+from longctx import Question, answer, answer_many
+from longctx.graphs.memagent import (
     DEFAULT_FINAL_INSTRUCTION,
     FINAL_TEMPLATE,
     MEMORY_TEMPLATE,
     extract_answer,
 )
-from graphs.prompts import format_documents
-from memory import NO_MEMORY, bound_memory, strip_think
-from retrieval import Corpus, count_tokens
-from retrieval.tokens import decode, encode
+from longctx.graphs.prompts import format_documents
+from longctx.memory import NO_MEMORY, bound_memory, strip_think
+from longctx.retrieval import Corpus, count_tokens
+from longctx.retrieval.tokens import decode, encode
 from tests.scripted import ScriptedChatModel
 
 
@@ -233,7 +233,7 @@ def test_resume_after_the_process_is_killed(tmp_path):
         f"""
         import os, signal, sys, json
         sys.path.insert(0, {os.getcwd()!r})
-        from agents import answer
+        from longctx import answer
         from tests.scripted import ScriptedChatModel
         from tests.test_memagent import corpus_of, section_in
         kill_at = int(sys.argv[1])

@@ -13,19 +13,19 @@ from pathlib import Path
 
 import pytest
 
-from agents import answer, make_chat_model
-from agents.chat_models import EmbeddedChatModel
-from experiments.export import export_official
-from experiments.report import score_run
-from experiments.runner import RunConfig, read_rows, run_experiment
-from graphs import STRATEGIES
-from graphs.batched import run_key
-from graphs.llm import set_tokenizer
-from graphs.request_settings import BLOCK_BYTES, SAMPLED_BLOCKS, file_fingerprint
-from retrieval import Corpus
-from retrieval.contract import Question
-from retrieval.question import Protocol
-from retrieval.tokenizers import (
+from longctx import answer, make_chat_model
+from longctx.agents.chat_models import EmbeddedChatModel
+from longctx.experiments.export import export_official
+from longctx.experiments.report import score_run
+from longctx.experiments.runner import RunConfig, read_rows, run_experiment
+from longctx.graphs import STRATEGIES
+from longctx.graphs.batched import run_key
+from longctx.graphs.llm import set_tokenizer
+from longctx.graphs.request_settings import BLOCK_BYTES, SAMPLED_BLOCKS, file_fingerprint
+from longctx.retrieval import Corpus
+from longctx.retrieval.contract import Question
+from longctx.retrieval.question import Protocol
+from longctx.retrieval.tokenizers import (
     Tokenizer,
     TokenizerError,
     slice_ids,

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from agents import make_chat_model
-from experiments.benchmarks import load_benchmark, score
-from experiments.runner import RunConfig, read_rows, run_experiment
-from graphs.llm import tokenizer_for
-from graphs.memagent.answer_extraction import official_prediction
+from longctx import make_chat_model
+from longctx.experiments.benchmarks import load_benchmark, score
+from longctx.experiments.runner import RunConfig, read_rows, run_experiment
+from longctx.graphs.llm import tokenizer_for
+from longctx.graphs.memagent.answer_extraction import official_prediction
 from tests.recording_server import RecordingServer, prompt_of
 
 FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"
@@ -143,8 +143,8 @@ def test_benchmark_items_are_streamed_as_the_official_loop_cuts_them(tmp_path, m
 
 
 def test_own_corpora_keep_document_headers_unless_told_otherwise(tmp_path):
-    from agents import answer
-    from retrieval import Corpus
+    from longctx import answer
+    from longctx.retrieval import Corpus
     from tests.scripted import ScriptedChatModel
 
     corpus = Corpus.from_texts(["  alpha text  ", "beta text"], titles=["A", "B"])

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from agents import answer, answer_many
-from memory import CHECKPOINTS_FILE, TRACE_FILE, RunInUse
-from memory.checkpoints import checkpoint_rows
+from longctx import answer, answer_many
+from longctx.memory import CHECKPOINTS_FILE, TRACE_FILE, RunInUse
+from longctx.memory.checkpoints import checkpoint_rows
 from tests.test_memagent import Crash, corpus_of, crashing_model, echo_model, stream_tokens
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -126,7 +126,7 @@ def test_a_finished_run_keeps_only_its_final_checkpoint(isolated_cache):
 HOLDER = textwrap.dedent(
     """
     import sys
-    from agents import answer
+    from longctx import answer
     from tests.scripted import ScriptedChatModel
     from tests.test_memagent import corpus_of
     started = []
@@ -173,7 +173,7 @@ def test_a_killed_run_resumes_in_its_own_folder_and_is_pruned(tmp_path):
     script = textwrap.dedent(
         """
         import os, signal, sys
-        from agents import answer
+        from longctx import answer
         from tests.scripted import ScriptedChatModel
         from tests.test_memagent import corpus_of
         kill_at, calls = int(sys.argv[1]), []

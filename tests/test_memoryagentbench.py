@@ -15,13 +15,19 @@ from pathlib import Path
 
 import pytest
 
-from agents import make_chat_model
-from experiments.benchmarks import BENCHMARKS, BenchmarkDataError, Prediction, load_benchmark, score
-from experiments.benchmarks import memoryagentbench as mab
-from experiments.benchmarks import memoryagentbench_prompts as p
-from experiments.metrics import memoryagentbench as m
-from experiments.metrics import memoryagentbench_judge as mj
-from experiments.runner import RunConfig, read_rows, run_experiment
+from longctx import make_chat_model
+from longctx.experiments.benchmarks import (
+    BENCHMARKS,
+    BenchmarkDataError,
+    Prediction,
+    load_benchmark,
+    score,
+)
+from longctx.experiments.benchmarks import memoryagentbench as mab
+from longctx.experiments.benchmarks import memoryagentbench_prompts as p
+from longctx.experiments.metrics import memoryagentbench as m
+from longctx.experiments.metrics import memoryagentbench_judge as mj
+from longctx.experiments.runner import RunConfig, read_rows, run_experiment
 from tests.recording_server import RecordingServer
 from tests.scripted import ScriptedChatModel
 
@@ -130,7 +136,7 @@ def test_missing_data_names_the_hub_dataset_and_the_hub_extra(tmp_path, monkeypa
     with pytest.raises(BenchmarkDataError) as core:
         load_benchmark("memoryagentbench", tmp_path, datasets=["ruler_qa1_197K"])
     for message in (str(offline.value), str(core.value)):
-        assert "ai-hyz/MemoryAgentBench" in message and "pip install 'longctx[hub]'" in message
+        assert "ai-hyz/MemoryAgentBench" in message and "pip install 'longctx-lab[hub]'" in message
         assert "Accurate_Retrieval" in message and "\n" not in message
 
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.metrics import METRICS, loong
-from experiments.metrics import corpusqa as cq
-from experiments.metrics import longbench_v1 as lb1
-from experiments.metrics import longbench_v2 as lb2
-from experiments.metrics import lveval as lv
-from experiments.metrics.equivalence import equivalent
-from experiments.metrics.text import (
+from longctx.experiments.metrics import METRICS, loong
+from longctx.experiments.metrics import corpusqa as cq
+from longctx.experiments.metrics import longbench_v1 as lb1
+from longctx.experiments.metrics import longbench_v2 as lb2
+from longctx.experiments.metrics import lveval as lv
+from longctx.experiments.metrics.equivalence import equivalent
+from longctx.experiments.metrics.text import (
     normalize_answer,
     normalize_zh_answer,
     qa_f1,

@@ -1,6 +1,6 @@
 """One idea per module: no module of the library (``agents/``, ``experiments/``, ``graphs/``,
 ``retrieval/``, ``memory/``) over about 400 lines (prompt tables and the benchmark scripts of
-``experiments/perf`` aside), and no import inside a function of ``agents/`` or ``experiments/`` that
+``benchmarks`` aside), and no import inside a function of ``agents/`` or ``experiments/`` that
 closes an import cycle (such an import hides a cycle from the module-level check)."""
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from langchain_openai import ChatOpenAI
 
-from agents.openai_chat import RetryingChatOpenAI
+from longctx.agents.openai_chat import RetryingChatOpenAI
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -81,10 +81,10 @@ def test_the_fields_we_read_exist_and_the_class_serializes_as_chat_openai():
 
 
 def test_the_class_lives_at_module_level_and_pickles_by_reference():
-    import agents.chat_models
+    from longctx import agents
 
     assert (
-        RetryingChatOpenAI.__module__ == "agents.openai_chat"
+        RetryingChatOpenAI.__module__ == "longctx.agents.openai_chat"
         and RetryingChatOpenAI.__qualname__ == "RetryingChatOpenAI"
     )
     assert (
@@ -98,9 +98,9 @@ def test_the_class_lives_at_module_level_and_pickles_by_reference():
 def test_importing_agents_loads_no_langchain_openai_until_an_openai_model_is_made():
     probe = (
         "import json, sys\n"
-        "import agents, agents.chat_models\n"
-        "before = sorted(m for m in ('langchain_openai', 'openai', 'agents.openai_chat') if m in sys.modules)\n"
-        "llm = agents.make_chat_model('openai:m', base_url='http://127.0.0.1:9/v1')\n"
+        "import longctx, longctx.agents.chat_models\n"
+        "before = sorted(m for m in ('langchain_openai', 'openai', 'longctx.agents.openai_chat') if m in sys.modules)\n"
+        "llm = longctx.make_chat_model('openai:m', base_url='http://127.0.0.1:9/v1')\n"
         "print(json.dumps([before, 'langchain_openai' in sys.modules, type(llm).__module__]))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -114,4 +114,4 @@ def test_importing_agents_loads_no_langchain_openai_until_an_openai_model_is_mad
     )
     assert out.returncode == 0, out.stderr[-2000:]
     before, after, module = json.loads(out.stdout.strip().splitlines()[-1])
-    assert before == [] and after and module == "agents.openai_chat"
+    assert before == [] and after and module == "longctx.agents.openai_chat"

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from experiments.benchmarks import BenchmarkDataError, load_benchmark, score
-from experiments.benchmarks.own import extract, read_questions
-from experiments.cli import main as cli_main
-from experiments.perf.stub_server import stub_server
-from experiments.runner import read_rows
+from benchmarks.stub_server import stub_server
+from longctx.experiments.benchmarks import BenchmarkDataError, load_benchmark, score
+from longctx.experiments.benchmarks.own import extract, read_questions
+from longctx.experiments.cli import main as cli_main
+from longctx.experiments.runner import read_rows
 from tests.test_corpus import minimal_pdf
 from tests.test_html_report import _chromium, answer_block, open_in_chromium, question_block
 
@@ -190,8 +190,8 @@ ADM_REPLIES = {
 def test_gold_phrase_inside_other_words_scores_wrong_and_the_drilldown_shows_the_rule(tmp_path):
     """Issue #30's three answers to "Which group can read /var/log?" (gold adm): wrong, wrong, right,
     through a real run and report; each answer's card says which rule decided it."""
-    from experiments.report import build_report
-    from experiments.runner import RunConfig, run_experiment
+    from longctx.experiments.report import build_report
+    from longctx.experiments.runner import RunConfig, run_experiment
     from tests.scripted_tools import ToolScriptedChatModel
 
     docs = tmp_path / "docs"
@@ -244,7 +244,7 @@ def test_several_candidates_are_credited_only_when_the_question_asks_for_a_list(
 
 def test_compare_prints_the_paired_table_of_two_runs_of_the_same_questions(tmp_path, capsys):
     """Two models on the same 24 questions: `longctx compare` pairs them question by question."""
-    from experiments.runner import RunConfig, run_experiment
+    from longctx.experiments.runner import RunConfig, run_experiment
     from tests.scripted_tools import ToolScriptedChatModel
 
     docs = tmp_path / "docs"

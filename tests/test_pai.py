@@ -7,10 +7,10 @@ import threading
 
 import pytest
 
-from agents import Question, answer
-from graphs.pai import PaiConfig, build_graph, choose_mode
-from graphs.pai import prompts as P
-from retrieval import ChunkingConfig, Corpus, chunk_corpus
+from longctx import Question, answer
+from longctx.graphs.pai import PaiConfig, build_graph, choose_mode
+from longctx.graphs.pai import prompts as P
+from longctx.retrieval import ChunkingConfig, Corpus, chunk_corpus
 from tests.scripted_tools import ToolScriptedChatModel, malformed_tool_call
 
 FILLER = (

@@ -2,8 +2,8 @@
 
 import pytest
 
-from agents import answer
-from retrieval import Corpus
+from longctx import answer
+from longctx.retrieval import Corpus
 
 pytestmark = pytest.mark.e2e
 

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from experiments.plots import (
+from longctx.experiments.plots import (
     place_labels,
     plot_accuracy_vs_length,
     plot_accuracy_vs_tokens,
     strategy_color,
 )
-from graphs import STRATEGIES
+from longctx.graphs import STRATEGIES
 
 NAMES = ["rag", "full_context", "memagent", "pai", "pai_minus", "self_ask", "self_route"]
 

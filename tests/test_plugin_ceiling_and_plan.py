@@ -8,16 +8,16 @@ from typing import Any
 
 import pytest
 
-from agents.api import estimate as estimate_bounds
-from agents.run_plan import describe_plan, estimate, plan_for
-from experiments.ceilings import compute_ceilings, default_strategies, format_table
-from graphs import STRATEGIES, StrategyConfig
-from graphs.budget import CostPlan
-from graphs.ceiling import CeilingEnv, CeilingItem, EvidenceCeiling, Reach, reach_of
-from graphs.config import option
-from graphs.costs import Calls, ExpectedCost, StrategyCosts
-from retrieval import Corpus
-from retrieval.contract import Question
+from longctx.agents.api import estimate as estimate_bounds
+from longctx.agents.run_plan import describe_plan, estimate, plan_for
+from longctx.experiments.ceilings import compute_ceilings, default_strategies, format_table
+from longctx.graphs import STRATEGIES, StrategyConfig
+from longctx.graphs.budget import CostPlan
+from longctx.graphs.ceiling import CeilingEnv, CeilingItem, EvidenceCeiling, Reach, reach_of
+from longctx.graphs.config import option
+from longctx.graphs.costs import Calls, ExpectedCost, StrategyCosts
+from longctx.retrieval import Corpus
+from longctx.retrieval.contract import Question
 from tests.scripted import ScriptedChatModel
 
 BUILT_IN_ORDER = [

@@ -14,22 +14,22 @@ from typing import Annotated, TypedDict
 import matplotlib.image
 import pytest
 
-from agents import Question
-from experiments.benchmarks import Sample
-from experiments.ceilings import compute_ceilings, format_table
-from experiments.demo import demo_strategies
-from experiments.html_report.steps import steps_details
-from experiments.plots import strategy_color
-from experiments.report import build_report
-from experiments.runner import RunConfig, read_rows, run_experiment
-from graphs import STRATEGIES, StrategyConfig, StrategyPresentation
-from graphs.ceiling import EvidenceCeiling, reach_of
-from graphs.config import option
-from graphs.llm import complete
-from graphs.nodes import linear_graph
-from graphs.presentation import PALETTE, Shown, join, tag, text
-from retrieval import Corpus
-from retrieval.contract import Step
+from longctx import Question
+from longctx.experiments.benchmarks import Sample
+from longctx.experiments.ceilings import compute_ceilings, format_table
+from longctx.experiments.demo import demo_strategies
+from longctx.experiments.html_report.steps import steps_details
+from longctx.experiments.plots import strategy_color
+from longctx.experiments.report import build_report
+from longctx.experiments.runner import RunConfig, read_rows, run_experiment
+from longctx.graphs import STRATEGIES, StrategyConfig, StrategyPresentation
+from longctx.graphs.ceiling import EvidenceCeiling, reach_of
+from longctx.graphs.config import option
+from longctx.graphs.llm import complete
+from longctx.graphs.nodes import linear_graph
+from longctx.graphs.presentation import PALETTE, Shown, join, tag, text
+from longctx.retrieval import Corpus
+from longctx.retrieval.contract import Step
 from tests.scripted import ScriptedChatModel
 from tests.test_html_report import answer_block, question_block
 

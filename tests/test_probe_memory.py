@@ -1,7 +1,7 @@
 """A server's tokenize probe is made once and remembered in the cache folder (#35 item 20).
 
 Each ``select_tokenizer`` call below is what a fresh process does (the in-process choice of
-``graphs.llm.tokenizer_for`` is not involved); the last test runs two real processes.
+``longctx.graphs.llm.tokenizer_for`` is not involved); the last test runs two real processes.
 """
 
 from __future__ import annotations
@@ -15,10 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from graphs.probe_memory import NO_ROUTE_SECONDS, ProbeResult, probe_file, probe_key, remember
-from graphs.tokenize_routes import server_root
-from graphs.tokenizer_choice import ModelFacts, select_tokenizer
-from retrieval.tokenizers import FALLBACK_ID, SERVER_DIALECTS, TokenizerError
+from longctx.graphs.probe_memory import (
+    NO_ROUTE_SECONDS,
+    ProbeResult,
+    probe_file,
+    probe_key,
+    remember,
+)
+from longctx.graphs.tokenize_routes import server_root
+from longctx.graphs.tokenizer_choice import ModelFacts, select_tokenizer
+from longctx.retrieval.tokenizers import FALLBACK_ID, SERVER_DIALECTS, TokenizerError
 from tests.recording_server import RecordingServer
 from tests.servers import LoopbackServer, QuietHandler
 from tests.test_tokenizers import FakeTokenizeServer
@@ -158,7 +164,7 @@ def test_a_second_process_makes_no_probe(tmp_path):
     """Two real processes answer one question each through ``openai:`` on a stub without tokenize
     routes: the first probes the three dialects (four requests for one answer), the second none."""
     script = (
-        "from agents import Corpus, answer; "
+        "from longctx import Corpus, answer; "
         "answer(Corpus.from_texts(['Paris is the capital of France.']), 'Capital?', strategy='full_context', llm='openai:rec')"
     )
     with RecordingServer() as server:

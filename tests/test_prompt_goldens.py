@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from graphs import STRATEGIES
+from longctx.graphs import STRATEGIES
 from tests.prompt_goldens import PROMPT_MODULES, golden_path, snapshot
 
 

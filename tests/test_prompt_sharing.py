@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from agents import answer_many
-from agents.chat_models import make_chat_model
-from agents.run_plan import describe_plan, estimate
-from graphs.prompt_sharing import PromptSharing, shared_prompt_tokens
-from graphs.registry import STRATEGIES
-from retrieval import Corpus
+from longctx import answer_many
+from longctx.agents.chat_models import make_chat_model
+from longctx.agents.run_plan import describe_plan, estimate
+from longctx.graphs.prompt_sharing import PromptSharing, shared_prompt_tokens
+from longctx.graphs.registry import STRATEGIES
+from longctx.retrieval import Corpus
 from tests.recording_server import RecordingServer, prompt_of, shared_words
 
 TOPICS = ["river", "museum", "orchestra", "harbour", "library", "bridge", "market", "garden"]
@@ -168,7 +168,7 @@ def test_pai_chunk_first_judge_prompts_let_a_cache_serve_each_chunk_to_the_other
 
 
 def test_own_corpora_get_the_shared_first_options_and_benchmarks_do_not():
-    from experiments.runner import RunConfig
+    from longctx.experiments.runner import RunConfig
 
     own = RunConfig(benchmark="own", strategies=("pai", "full_context", "rag"))
     assert own.strategy_options == {"pai": {"judge_order": "chunk_first"}}
@@ -189,9 +189,9 @@ def test_a_run_of_several_strategies_runs_one_strategys_questions_over_a_corpus_
 ):
     """On a server that keeps only the previous prompt (the embedded model, llama.cpp), full context's
     questions 2..N read the corpus from it only if no other strategy's call comes in between."""
-    from agents import Question
-    from experiments.benchmarks import Sample
-    from experiments.runner import RunConfig, read_rows, run_experiment
+    from longctx import Question
+    from longctx.experiments.benchmarks import Sample
+    from longctx.experiments.runner import RunConfig, read_rows, run_experiment
 
     corpus = Corpus.from_texts(DOCS[:2], titles=TOPICS[:2])
     samples = [Sample(sample_id=f"q{i}", benchmark="own", dataset="own", corpus=corpus, question=Question(text=f"How many river items, case {i}?"),
@@ -265,7 +265,7 @@ def test_structured_document_first_lets_a_cache_serve_each_document_to_a_later_q
 
 
 def test_own_corpora_extract_structured_records_document_first():
-    from experiments.runner import RunConfig
+    from longctx.experiments.runner import RunConfig
 
     spec = STRATEGIES.get("structured")
     assert spec.prompt_sharing is not None and spec.prompt_sharing.options == {

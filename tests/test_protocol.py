@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from agents import make_chat_model
-from experiments.benchmarks import load_benchmark, score
-from experiments.runner import RunConfig, read_rows, run_experiment
-from retrieval.tokens import get_encoding
+from longctx import make_chat_model
+from longctx.experiments.benchmarks import load_benchmark, score
+from longctx.experiments.runner import RunConfig, read_rows, run_experiment
+from longctx.retrieval.tokens import get_encoding
 from tests.recording_server import RecordingServer, prompt_of
 from tests.scripted import ScriptedChatModel
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from agents import make_chat_model
-from experiments.benchmarks import load_benchmark, score
-from experiments.runner import RunConfig, read_rows, run_experiment
+from longctx import make_chat_model
+from longctx.experiments.benchmarks import load_benchmark, score
+from longctx.experiments.runner import RunConfig, read_rows, run_experiment
 from tests.recording_server import RecordingServer, prompt_of
 
 FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"

@@ -13,12 +13,8 @@ from pathlib import Path
 
 import pytest
 
-import graphs.run_batched
-import graphs.run_setup
-import graphs.run_single
-import graphs.usage
-from agents import Corpus, aanswer_many, answer_many
-from graphs.usage import QueueMeter, metering_queue, shared_model_lock
+from longctx import Corpus, aanswer_many, answer_many, graphs
+from longctx.graphs.usage import QueueMeter, metering_queue, shared_model_lock
 from tests.scripted import ScriptedChatModel
 from tests.virtual_clock import VirtualClock, virtual_clock
 

@@ -11,18 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from agents import answer_many, make_chat_model
-from graphs.raptor import graph as raptor_graph
-from graphs.raptor.prompts import (
+from longctx import answer_many, make_chat_model
+from longctx.graphs.raptor import graph as raptor_graph
+from longctx.graphs.raptor.prompts import (
     QA_SYSTEM,
     QA_TEMPLATE,
     SUMMARY_SYSTEM,
     SUMMARY_TEMPLATE,
     node_context,
 )
-from graphs.raptor.split import split_text
-from retrieval import Corpus
-from retrieval.tokens import count_tokens
+from longctx.graphs.raptor.split import split_text
+from longctx.retrieval import Corpus
+from longctx.retrieval.tokens import count_tokens
 from tests.recording_server import RecordingServer, prompt_of
 
 TOPICS = ["ships", "bread", "rockets", "violins", "glaciers", "coffee"]
@@ -198,8 +198,8 @@ def test_a_small_corpus_stops_at_the_leaves_and_a_corrupted_tree_file_is_named_a
 
 
 def test_report_shows_each_node_layer_and_cluster_and_the_ceiling_needs_the_index_llm():
-    from graphs import STRATEGIES
-    from graphs.ceiling import CeilingEnv, CeilingItem, SkipCeiling
+    from longctx.graphs import STRATEGIES
+    from longctx.graphs.ceiling import CeilingEnv, CeilingItem, SkipCeiling
 
     spec = STRATEGIES.get("raptor")
     step = {
@@ -224,7 +224,7 @@ def _hand_tree():
     """Leaves 0-3, summaries 4 (of 0, 1) and 5 (of 2, 3), root 6 (of 4, 5), on unit vectors in 3 dimensions."""
     import numpy as np
 
-    from graphs.raptor.tree import Tree, TreeNode
+    from longctx.graphs.raptor.tree import Tree, TreeNode
 
     vec = {
         0: [1, 0, 0],
@@ -249,7 +249,7 @@ def _hand_tree():
 def test_collapsed_tree_ranks_every_layer_and_stops_at_the_first_node_over_the_budget():
     import numpy as np
 
-    from graphs.raptor.retrieve import collapsed
+    from longctx.graphs.raptor.retrieve import collapsed
 
     tree, query = _hand_tree(), np.array([1.0, 0.05, 0.0], dtype=np.float32)
     # cosine distances: leaves 0 and 1 (0.001, 0.002), their summary 4 (0.011), the root 6 (0.27), then 5, 2, 3
@@ -271,7 +271,7 @@ def test_collapsed_tree_ranks_every_layer_and_stops_at_the_first_node_over_the_b
 def test_tree_traversal_descends_from_the_root_through_the_best_children():
     import numpy as np
 
-    from graphs.raptor.retrieve import traversal
+    from longctx.graphs.raptor.retrieve import traversal
 
     tree, query = _hand_tree(), np.array([1.0, 0.05, 0.0], dtype=np.float32)
     assert [n.index for n, _ in traversal(tree, query, top_k=1)] == [
@@ -303,8 +303,8 @@ def test_leaves_equal_the_official_split_text():
 
 
 def test_config_defaults_are_the_official_ones_and_bad_values_are_refused():
-    from graphs import ConfigError
-    from graphs.raptor.config import RaptorConfig
+    from longctx.graphs import ConfigError
+    from longctx.graphs.raptor.config import RaptorConfig
 
     c = RaptorConfig()
     tree = (

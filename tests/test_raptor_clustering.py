@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import graphs.raptor.clustering as clustering
-from graphs.raptor.clustering import (
+import longctx.graphs.raptor.clustering as clustering
+from longctx.graphs.raptor.clustering import (
     RANDOM_SEED,
     best_component_count,
     cluster_nodes,
@@ -18,7 +18,7 @@ from graphs.raptor.clustering import (
     fit_mixture,
     soft_memberships,
 )
-from retrieval.tokens import count_tokens_batch
+from longctx.retrieval.tokens import count_tokens_batch
 from tests.raptor_official import fixture_nodes
 
 OFFICIAL = json.loads(

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import pytest
 
-from agents import answer, make_chat_model
-from graphs.raptor import graph as raptor_graph
-from graphs.raptor.config import RaptorConfig
-from graphs.raptor.prompts import SUMMARY_SYSTEM, SUMMARY_TEMPLATE, node_context
-from graphs.raptor.store import tree_key
-from graphs.raptor.tree import Tree
-from retrieval import Corpus
-from retrieval.document import Document
+from longctx import answer, make_chat_model
+from longctx.graphs.raptor import graph as raptor_graph
+from longctx.graphs.raptor.config import RaptorConfig
+from longctx.graphs.raptor.prompts import SUMMARY_SYSTEM, SUMMARY_TEMPLATE, node_context
+from longctx.graphs.raptor.store import tree_key
+from longctx.graphs.raptor.tree import Tree
+from longctx.retrieval import Corpus
+from longctx.retrieval.document import Document
 from tests.recording_server import RecordingServer, prompt_of
 from tests.test_raptor import QUESTIONS, corpus, reply
 

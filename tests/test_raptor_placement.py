@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-import graphs.raptor.placement as placement
-from graphs.raptor.placement import nearest_mask, neighbour_weights, place_by_neighbours
+import longctx.graphs.raptor.placement as placement
+from longctx.graphs.raptor.placement import nearest_mask, neighbour_weights, place_by_neighbours
 
 #: Three sample nodes in the original space (rows 1, 2, 3 of POINTS) and where UMAP put them.
 SAMPLE = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]])

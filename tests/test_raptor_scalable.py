@@ -7,10 +7,10 @@ import pytest
 from sklearn.metrics import adjusted_rand_score
 from sklearn.mixture import GaussianMixture
 
-import graphs.raptor.clustering as clustering
-from graphs.config import ConfigError
-from graphs.embedding_store import EmbeddingStore
-from graphs.raptor.clustering import (
+import longctx.graphs.raptor.clustering as clustering
+from longctx.graphs.config import ConfigError
+from longctx.graphs.embedding_store import EmbeddingStore
+from longctx.graphs.raptor.clustering import (
     FIT_SEED,
     Splitting,
     best_component_count,
@@ -27,10 +27,10 @@ from graphs.raptor.clustering import (
     supported_components,
     two_steps,
 )
-from graphs.raptor.config import RaptorConfig
-from graphs.raptor.store import tree_key
-from graphs.raptor.tree import SummaryLog, build_tree
-from retrieval.contract import Corpus
+from longctx.graphs.raptor.config import RaptorConfig
+from longctx.graphs.raptor.store import tree_key
+from longctx.graphs.raptor.tree import SummaryLog, build_tree
+from longctx.retrieval.contract import Corpus
 
 
 def blobs(n: int, centres: int = 6, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -250,7 +250,7 @@ def test_a_patient_bic_search_stops_after_counts_that_do_not_lower_the_bic(monke
 
 
 def test_scalable_trees_are_keyed_by_the_scalable_method_and_official_keys_stay(monkeypatch):
-    import graphs.raptor.store as store
+    import longctx.graphs.raptor.store as store
 
     corpus = Corpus.from_texts(["one text", "another text"])
     official, scalable = RaptorConfig(), RaptorConfig(clustering="scalable")

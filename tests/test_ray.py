@@ -21,15 +21,15 @@ from langchain_core.language_models import BaseChatModel  # noqa: E402
 from langchain_core.messages import AIMessage  # noqa: E402
 from langchain_core.outputs import ChatGeneration, ChatResult  # noqa: E402
 
-from agents import ChatModelError, answer, make_chat_model  # noqa: E402
-from experiments.perf.stub_server import stub_server  # noqa: E402
-from experiments.ray_runner import EndpointPool, run_experiment_ray  # noqa: E402
-from experiments.runner import RunConfig, latest_rows, read_rows, run_experiment  # noqa: E402
-from retrieval import ChunkingConfig, Corpus, build_index  # noqa: E402
-from retrieval import index as index_module  # noqa: E402
-from retrieval.dense import DenseRetriever  # noqa: E402
-from retrieval.embedders import SentenceTransformerEmbedder  # noqa: E402
-from retrieval.ray_index import build_index_ray  # noqa: E402
+from benchmarks.stub_server import stub_server  # noqa: E402
+from longctx import ChatModelError, answer, make_chat_model  # noqa: E402
+from longctx.experiments.ray_runner import EndpointPool, run_experiment_ray  # noqa: E402
+from longctx.experiments.runner import RunConfig, latest_rows, read_rows, run_experiment  # noqa: E402
+from longctx.retrieval import ChunkingConfig, Corpus, build_index  # noqa: E402
+from longctx.retrieval import index as index_module  # noqa: E402
+from longctx.retrieval.dense import DenseRetriever  # noqa: E402
+from longctx.retrieval.embedders import SentenceTransformerEmbedder  # noqa: E402
+from longctx.retrieval.ray_index import build_index_ray  # noqa: E402
 from tests.recording_server import RecordingServer, prompt_of  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -178,12 +178,12 @@ def test_ray_index_equals_local_index_and_loads_locally(tmp_path):
 
 
 def test_without_ray_the_cli_says_how_to_install_it(monkeypatch, capsys, tmp_path):
-    from experiments.cli import main
+    from longctx.experiments.cli import main
 
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray now fails as if not installed
     (tmp_path / "a.txt").write_text("alpha beta gamma")
     assert main(["index", str(tmp_path / "a.txt"), "--retriever", "dense", "--ray"]) == 2
-    assert "pip install 'longctx[ray]'" in capsys.readouterr().err
+    assert "pip install 'longctx-lab[ray]'" in capsys.readouterr().err
     args = [
         "run",
         "--benchmark",
@@ -198,7 +198,7 @@ def test_without_ray_the_cli_says_how_to_install_it(monkeypatch, capsys, tmp_pat
         str(tmp_path / "o"),
     ]
     assert main([*args, "--ray", "auto"]) == 2
-    assert "pip install 'longctx[ray]'" in capsys.readouterr().err
+    assert "pip install 'longctx-lab[ray]'" in capsys.readouterr().err
     assert main([*args, "--endpoints", "http://a/v1"]) == 2  # --endpoints without --ray
     assert "--endpoints needs --ray" in capsys.readouterr().err
     ask = [
@@ -212,7 +212,7 @@ def test_without_ray_the_cli_says_how_to_install_it(monkeypatch, capsys, tmp_pat
         "--ray",
     ]
     assert main([*ask, "--strategy", "structured"]) == 2
-    assert "pip install 'longctx[ray]'" in capsys.readouterr().err
+    assert "pip install 'longctx-lab[ray]'" in capsys.readouterr().err
     assert main([*ask, "--strategy", "rag"]) == 2  # --ray on answer is a strategy's own stage's
     assert "--strategy hipporag or raptor or structured" in capsys.readouterr().err
 
@@ -370,7 +370,7 @@ def test_structured_map_on_ray_spreads_its_tasks_over_the_endpoints(tmp_path):
 
 
 def test_ray_runner_gives_its_endpoints_to_the_structured_map_stage():
-    from experiments.ray_runner import with_map_endpoints
+    from longctx.experiments.ray_runner import with_map_endpoints
 
     base = {"benchmark": "synth", "strategies": ("structured",), "llm": "openai:m"}
     config = RunConfig(**base, strategy_options={"structured": {"map_executor": "ray"}})
@@ -477,8 +477,8 @@ def test_longctx_run_structured_on_ray_and_answer_with_ray(tmp_path, capsys):
     that cause is checked directly (``task_cpus`` of the nested tasks is 0), not by a wall-clock
     cap: on 2 loaded cores, starting the workers alone can take minutes, and a hang still ends
     at the suite's ``--timeout``."""
-    from experiments.cli import main
-    from experiments.synth import SynthConfig, generate, parse_tokens
+    from longctx.experiments.cli import main
+    from longctx.experiments.synth import SynthConfig, generate, parse_tokens
 
     data = tmp_path / "synth"
     generate(

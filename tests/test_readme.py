@@ -1,6 +1,6 @@
 """Every code block of the README runs as pasted, or says why it cannot (a key, a server, data).
 
-Blocks are run against a real loopback OpenAI-compatible stub (`experiments.perf.stub_server`,
+Blocks are run against a real loopback OpenAI-compatible stub (`benchmarks.stub_server`,
 answering PAI's tool calls too) through ``LONGCTX_LLM=openai:stub``, so they finish in
 seconds; paths under ``runs/`` and ``corpora/`` go to a temporary folder. A block preceded
 by ``<!-- readme: REASON -->`` is not run; the reason must say what it needs.
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments.cli import main as cli_main
-from experiments.perf.stub_server import stub_server
+from benchmarks.stub_server import stub_server
+from longctx.experiments.cli import main as cli_main
 
 ROOT = Path(__file__).resolve().parents[1]
 BLOCK = re.compile(
@@ -107,7 +107,7 @@ def test_call_counts_stated_in_the_readme_follow_from_the_defaults():
     """The README's MemAgent call counts are what the default config gives (a fact checked, not typed)."""
     import math
 
-    from graphs import STRATEGIES
+    from longctx.graphs import STRATEGIES
 
     chunk = STRATEGIES.get("memagent").make_config().chunk_tokens
     text = (ROOT / "README.md").read_text()

@@ -1,5 +1,5 @@
 """The structured strategy's store is a module of its own below ``graphs`` (issue 36, item 3):
-``memory.records`` loads no graph or agent code, the strategy's package shares the validated
+``longctx.memory.records`` loads no graph or agent code, the strategy's package shares the validated
 call with PAI instead of importing PAI, and no module of either is over ~400 lines."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_records_store_loads_no_graph_or_agent_module():
-    code = "import json, sys; import memory.records; print(json.dumps(sorted(sys.modules)))"
+    code = "import json, sys; import longctx.memory.records; print(json.dumps(sorted(sys.modules)))"
     out = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
@@ -26,7 +26,7 @@ def test_the_records_store_loads_no_graph_or_agent_module():
     )
     assert out.returncode == 0, out.stderr[-2000:]
     loaded = json.loads(out.stdout)
-    assert "memory.records.database" in loaded and "memory.records.cache" in loaded
+    assert "longctx.memory.records.database" in loaded and "longctx.memory.records.cache" in loaded
     assert [m for m in loaded if m.split(".")[0] in ("graphs", "agents", "experiments")] == []
 
 
@@ -43,12 +43,12 @@ def _imports(path: Path) -> set[str]:
 
 
 def test_the_structured_strategy_imports_nothing_of_pai():
-    """Its calls go through ``graphs.validated_call`` and its retry note is ``graphs.prompts``'s, not PAI's."""
+    """Its calls go through ``longctx.graphs.validated_call`` and its retry note is ``longctx.graphs.prompts``'s, not PAI's."""
     found = {
         f"{p.name}: {m}"
         for p in sorted((ROOT / "graphs" / "structured").glob("*.py"))
         for m in _imports(p)
-        if m == "graphs.pai" or m.startswith("graphs.pai.")
+        if m == "longctx.graphs.pai" or m.startswith("longctx.graphs.pai.")
     }
     assert found == set()
 

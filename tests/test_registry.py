@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from graphs import STRATEGIES
-from retrieval import RETRIEVERS, Registry, make_retriever
-from retrieval import registry as registry_module
+from longctx.graphs import STRATEGIES
+from longctx.retrieval import RETRIEVERS, Registry, make_retriever
+from longctx.retrieval import registry as registry_module
 
 
 def test_register_and_get():
@@ -165,8 +165,8 @@ def test_every_builtin_strategy_and_retriever_is_declared_as_its_module_register
 
 
 def test_metric_versions_are_every_metric_module_version():
-    from experiments import metrics
-    from experiments.metrics import VERSIONS, text
+    from longctx.experiments import metrics
+    from longctx.experiments.metrics import VERSIONS, text
 
     modules = {p.stem for p in Path(metrics.__file__).parent.glob("*.py")} - {
         "__init__",

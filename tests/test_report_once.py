@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from agents import Question
-from experiments.benchmarks import Sample
-from experiments.report import build_report
-from experiments.runner import RunConfig, run_experiment
-from retrieval import Corpus
+from longctx import Question
+from longctx.experiments.benchmarks import Sample
+from longctx.experiments.report import build_report
+from longctx.experiments.runner import RunConfig, run_experiment
+from longctx.retrieval import Corpus
 from tests.scripted import ScriptedChatModel
 
 

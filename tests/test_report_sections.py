@@ -9,12 +9,12 @@ import json
 from html.parser import HTMLParser
 from pathlib import Path
 
-from agents import Question
-from experiments.benchmarks import Sample, load_benchmark
-from experiments.context_costs import COLUMNS
-from experiments.report import build_report
-from experiments.runner import RunConfig, run_experiment
-from retrieval import Corpus
+from longctx import Question
+from longctx.experiments.benchmarks import Sample, load_benchmark
+from longctx.experiments.context_costs import COLUMNS
+from longctx.experiments.report import build_report
+from longctx.experiments.runner import RunConfig, run_experiment
+from longctx.retrieval import Corpus
 from tests.scripted import ScriptedChatModel
 
 BABILONG = Path(__file__).parent / "fixtures" / "benchmarks" / "babilong"

@@ -1,5 +1,5 @@
 """Usage a server reports is untrusted (issue 46, items 3-5): a count that is negative, huge, fractional
-or not a number is checked once, as the reply arrives (:mod:`retrieval.reported_usage`), on every path
+or not a number is checked once, as the reply arrives (:mod:`longctx.retrieval.reported_usage`), on every path
 that reads it (chat: whole, async through the lean transport, streamed, the SDK's parsed reply; rerank).
 The answer is kept, the call counted with our own tokenizer (or the field treated as absent), a warning
 names the server and the field, a budget stops where it stops for an honest server, and the rows are
@@ -17,17 +17,17 @@ from typing import Any
 import pytest
 from langchain_core.messages import HumanMessage
 
-from agents import Budget, answer, make_chat_model
-from agents.chat_models import streaming_model
-from experiments.cli import main
-from experiments.row_schema import count_problem
-from graphs.budget_guard import BudgetGuard
-from graphs.llm import reply_usage, run_client, tokenizer_for
-from graphs.run import run_strategy
-from retrieval import reported_usage
-from retrieval.contract import as_question
-from retrieval.reported_usage import as_count, checked_chat_usage, checked_rerank_tokens
-from retrieval.tokens import count_tokens
+from longctx import Budget, answer, make_chat_model
+from longctx.agents.chat_models import streaming_model
+from longctx.experiments.cli import main
+from longctx.experiments.row_schema import count_problem
+from longctx.graphs.budget_guard import BudgetGuard
+from longctx.graphs.llm import reply_usage, run_client, tokenizer_for
+from longctx.graphs.run import run_strategy
+from longctx.retrieval import reported_usage
+from longctx.retrieval.contract import as_question
+from longctx.retrieval.reported_usage import as_count, checked_chat_usage, checked_rerank_tokens
+from longctx.retrieval.tokens import count_tokens
 from tests.recording_server import RecordingServer, counted_text
 from tests.rerank_server import RerankServer
 from tests.scripted import ScriptedChatModel
@@ -179,7 +179,7 @@ def test_a_usage_that_is_not_an_object_is_no_usage_and_an_empty_one_needs_no_war
 # -- item 3: a budget stops where it stops for an honest server ----------------------------------------------
 def _pai_under_budget(server: RecordingServer, budget: Budget, use_async: bool) -> int:
     """PAI's requests under ``budget`` (one call at a time, so the stop does not depend on timing)."""
-    from agents import STRATEGIES
+    from longctx import STRATEGIES
 
     spec = STRATEGIES.get("pai")
     llm = make_chat_model("openai:rec", base_url=server.url, api_key="not-needed", max_retries=0)
@@ -255,7 +255,7 @@ def test_the_guard_settles_an_absurd_usage_metadata_of_any_chat_model_at_its_own
     from langchain_core.messages import AIMessage
     from langchain_core.outputs import ChatGeneration, LLMResult
 
-    from retrieval.reported_usage import metadata_counts
+    from longctx.retrieval.reported_usage import metadata_counts
 
     guard = BudgetGuard(
         Budget(max_cost_usd=10.0, price=(1e6, 0.0)), count=lambda text: len(text.split())
@@ -320,7 +320,7 @@ def test_the_guard_keeps_a_rerank_reservation_when_a_plug_in_reports_no_token_co
     """A rerank plug-in (no server reply to check) ends its call with a figure that is no count."""
     from uuid import uuid4
 
-    from graphs.budget_guard import RERANK_END_EVENT, RERANK_EVENT
+    from longctx.graphs.budget_guard import RERANK_END_EVENT, RERANK_EVENT
 
     guard = BudgetGuard(
         Budget(max_cost_usd=1e4, price=(0.0, 0.0), rerank_price=(1e6, 0.0)),

@@ -8,12 +8,12 @@ import json
 
 import pytest
 
-from agents import answer, make_chat_model
-from experiments.runner import RunConfig, read_rows, run_experiment
-from graphs.config import ConfigError
-from retrieval import Corpus, build_index
-from retrieval.contract import as_question
-from retrieval.rerank import RerankError
+from longctx import answer, make_chat_model
+from longctx.experiments.runner import RunConfig, read_rows, run_experiment
+from longctx.graphs.config import ConfigError
+from longctx.retrieval import Corpus, build_index
+from longctx.retrieval.contract import as_question
+from longctx.retrieval.rerank import RerankError
 from tests.recording_server import RecordingServer, prompt_of
 from tests.rerank_server import RerankServer, token_count, word_overlap
 from tests.scripted import ScriptedChatModel
@@ -268,7 +268,7 @@ def test_pais_prefilter_reranks_each_sub_questions_candidates():
 
 
 def test_a_hosted_rerankers_tokens_are_priced_like_a_chat_models():
-    from experiments.prices import Price, row_cost
+    from longctx.experiments.prices import Price, row_cost
 
     chat = Price(1.0, 2.0, source="user", key="m")
 

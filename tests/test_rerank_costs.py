@@ -9,9 +9,9 @@ from uuid import uuid4
 import pytest
 from langchain_core.callbacks import BaseCallbackHandler
 
-from agents import Budget, BudgetExceeded, aanswer, answer, estimate
-from graphs.budget import BudgetReached
-from graphs.budget_guard import RERANK_END_EVENT, RERANK_EVENT, BudgetGuard
+from longctx import Budget, BudgetExceeded, aanswer, answer, estimate
+from longctx.graphs.budget import BudgetReached
+from longctx.graphs.budget_guard import RERANK_END_EVENT, RERANK_EVENT, BudgetGuard
 from tests.rerank_server import RerankServer, token_count
 from tests.scripted import ScriptedChatModel
 from tests.test_rerank import QUESTION, corpus, server_options
@@ -112,8 +112,8 @@ def test_the_plan_counts_rerank_calls_documents_and_tokens():
 
 
 def test_the_run_plan_prints_rerank_calls_beside_the_model_calls():
-    from agents.run_plan import describe_plan, plan_for
-    from graphs.rag import RagConfig
+    from longctx.agents.run_plan import describe_plan, plan_for
+    from longctx.graphs.rag import RagConfig
 
     llm = ScriptedChatModel(reply_fn=lambda prompt: "x")
     shape = [(corpus().num_tokens, len(corpus()), 3)]  # 3 questions over the test corpus
@@ -140,7 +140,7 @@ def test_the_run_plan_prints_rerank_calls_beside_the_model_calls():
 
 
 def test_max_cost_prices_the_reranker_from_the_table_and_refuses_an_unpriced_hosted_one():
-    from experiments.prices import rerank_price
+    from longctx.experiments.prices import rerank_price
 
     hosted = {
         "rerank": "server",
@@ -164,8 +164,8 @@ def test_max_cost_prices_the_reranker_from_the_table_and_refuses_an_unpriced_hos
 def test_the_report_shows_rerank_calls_tokens_and_their_cost_beside_the_model_calls(tmp_path):
     import json
 
-    from experiments.report import build_report
-    from experiments.runner import RunConfig, read_rows, run_experiment
+    from longctx.experiments.report import build_report
+    from longctx.experiments.runner import RunConfig, read_rows, run_experiment
     from tests.test_rerank import DOCS
 
     data = tmp_path / "longbench"

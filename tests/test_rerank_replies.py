@@ -8,9 +8,9 @@ import math
 
 import pytest
 
-from agents import answer
-from experiments.cli import main
-from retrieval.rerank import RerankError, order_by_score
+from longctx import answer
+from longctx.experiments.cli import main
+from longctx.retrieval.rerank import RerankError, order_by_score
 from tests.recording_server import RecordingServer
 from tests.rerank_server import RerankServer
 from tests.scripted import ScriptedChatModel

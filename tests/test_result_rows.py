@@ -10,10 +10,10 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from agents.jsonsafe import MAX_CHARS
-from agents.llm_cache import SQLiteLLMCache
-from experiments.report import build_report
-from experiments.runner import (
+from longctx.agents.jsonsafe import MAX_CHARS
+from longctx.agents.llm_cache import SQLiteLLMCache
+from longctx.experiments.report import build_report
+from longctx.experiments.runner import (
     MANIFEST_FILE,
     RESULTS_FILE,
     RunConfig,
@@ -23,10 +23,10 @@ from experiments.runner import (
     read_rows,
     run_experiment,
 )
-from graphs import STRATEGIES, StrategyConfig
-from graphs.nodes import linear_graph
-from graphs.registry import Strategy
-from retrieval.contract import Evidence
+from longctx.graphs import STRATEGIES, StrategyConfig
+from longctx.graphs.nodes import linear_graph
+from longctx.graphs.registry import Strategy
+from longctx.retrieval.contract import Evidence
 from tests.scripted import ScriptedChatModel
 from tests.test_runner import V2, config, v2_samples
 
@@ -131,8 +131,8 @@ def test_hostile_results_never_stop_a_run_and_the_rerun_finishes(tmp_path, hosti
 def test_answer_json_is_strict_json_whatever_the_strategy_returns(
     tmp_path, hostile_strategy, capsys, monkeypatch
 ):
-    from experiments.cli import main
-    from experiments.perf.stub_server import stub_server
+    from benchmarks.stub_server import stub_server
+    from longctx.experiments.cli import main
 
     monkeypatch.setattr(
         sys.modules[__name__], "HUGE", 2 * MAX_CHARS
@@ -338,7 +338,7 @@ def test_duplicate_strategies_run_once_with_a_warning(tmp_path, caplog):
 def test_a_retry_over_a_served_model_asks_the_server_again(tmp_path, monkeypatch):
     """The same rule with the real OpenAI-compatible client: the retried pair's call is sent,
     the others of an ordinary rerun are replayed."""
-    from experiments.perf.stub_server import stub_server
+    from benchmarks.stub_server import stub_server
 
     cfg = config(llm="openai:stub", llm_cache=True, strategies=("rag",), limit=2)
     with stub_server(latency=0.0) as url:
@@ -360,7 +360,7 @@ def test_a_retry_over_a_served_model_asks_the_server_again(tmp_path, monkeypatch
 
 def test_a_ray_unit_retrying_a_pair_does_not_replay_the_cache(tmp_path):
     """The Ray worker's unit (run here without Ray: it is a plain function) follows the same rule."""
-    from experiments.ray_runner import _unit_task
+    from longctx.experiments.ray_runner import _unit_task
 
     cfg = config(strategies=("full_context",), strategy_options={}, llm_cache=True)
     sample = v2_samples()[:1]

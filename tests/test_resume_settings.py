@@ -4,9 +4,9 @@ settings, same strategy options and prompts; the others are answered again, coun
 import json
 import logging
 
-from experiments.changed_settings import changed_fields, expected_config
-from experiments.planning import plan_experiment
-from experiments.runner import RunConfig, latest_rows, read_rows, run_experiment
+from longctx.experiments.changed_settings import changed_fields, expected_config
+from longctx.experiments.planning import plan_experiment
+from longctx.experiments.runner import RunConfig, latest_rows, read_rows, run_experiment
 from tests.recording_server import RecordingServer
 from tests.scripted import ScriptedChatModel
 from tests.test_runner import V2, v2_samples
@@ -28,7 +28,7 @@ def test_a_model_with_other_request_settings_answers_again_at_the_server(tmp_pat
     with RecordingServer(lambda r: "The correct answer is (A)") as server:
         first = run_experiment(_config(), tmp_path, llm=_openai(server.url), show_progress=False)
         sent = len(server.requests)
-        with caplog.at_level(logging.WARNING, logger="experiments.runner"):
+        with caplog.at_level(logging.WARNING, logger="longctx.experiments.runner"):
             second = run_experiment(
                 _config(),
                 tmp_path,
@@ -119,9 +119,9 @@ def test_how_a_run_executes_is_not_compared():
 def test_a_ray_worker_rebuilds_the_callers_request_settings():
     """The structured map's Ray workers rebuild an OpenAI model from a recipe: it must ask as the caller's
     model asks (the old recipe dropped extra_body, sampling, seed and stop)."""
-    from agents import make_chat_model
-    from graphs.request_settings import request_settings
-    from graphs.structured.ray_map import model_recipe
+    from longctx import make_chat_model
+    from longctx.graphs.request_settings import request_settings
+    from longctx.graphs.structured.ray_map import model_recipe
 
     llm = make_chat_model("openai:m", base_url="http://127.0.0.1:9/v1", max_retries=1, extra_body={"top_k": 20}, temperature=0.3, top_p=0.9,
                           seed=7, stop=["\n\n"], model_kwargs={"min_p": 0.05}, default_headers={"X-Variant": "int4"})  # fmt: skip
@@ -130,8 +130,8 @@ def test_a_ray_worker_rebuilds_the_callers_request_settings():
 
 def test_structured_records_are_kept_per_request_settings(tmp_path):
     """Another extra_body reads every document anew instead of reusing the first model's records."""
-    from agents import make_chat_model
-    from graphs.structured.mapping import extraction_model
+    from longctx import make_chat_model
+    from longctx.graphs.structured.mapping import extraction_model
 
     plain = make_chat_model("openai:m", base_url="http://127.0.0.1:9/v1")
     tuned = make_chat_model("openai:m", base_url="http://127.0.0.1:9/v1", extra_body={"top_k": 20})

@@ -1,13 +1,13 @@
 """The retrieval settings (a neutral module every retrieving config extends) and the service doing what they describe."""
 
-from graphs.context import StrategyContext
-from graphs.pai import PaiConfig
-from graphs.rag import RagConfig
-from graphs.retrieval_service import RetrievalService
-from graphs.retrieval_settings import RetrievalSettings
-from graphs.self_ask import SelfAskConfig
-from graphs.self_route import SelfRouteConfig
-from retrieval import Corpus, build_index
+from longctx.graphs.context import StrategyContext
+from longctx.graphs.pai import PaiConfig
+from longctx.graphs.rag import RagConfig
+from longctx.graphs.retrieval_service import RetrievalService
+from longctx.graphs.retrieval_settings import RetrievalSettings
+from longctx.graphs.self_ask import SelfAskConfig
+from longctx.graphs.self_route import SelfRouteConfig
+from longctx.retrieval import Corpus, build_index
 from tests.scripted import ScriptedChatModel
 
 TEXTS = [
@@ -18,7 +18,7 @@ TEXTS = [
 
 
 def test_every_retrieving_config_extends_the_neutral_settings():
-    assert RetrievalSettings.__module__ == "graphs.retrieval_settings"
+    assert RetrievalSettings.__module__ == "longctx.graphs.retrieval_settings"
     assert all(
         issubclass(c, RetrievalSettings)
         for c in (RagConfig, SelfRouteConfig, SelfAskConfig, PaiConfig)

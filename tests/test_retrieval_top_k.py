@@ -13,11 +13,11 @@ import json
 
 import pytest
 
-from agents import answer, make_chat_model
-from experiments.runner import RunConfig, read_rows, run_experiment
-from graphs.config import ConfigError
-from graphs.rag.config import RagConfig
-from retrieval import Corpus, build_index
+from longctx import answer, make_chat_model
+from longctx.experiments.runner import RunConfig, read_rows, run_experiment
+from longctx.graphs.config import ConfigError
+from longctx.graphs.rag.config import RagConfig
+from longctx.retrieval import Corpus, build_index
 from tests.recording_server import RecordingServer, prompt_of
 from tests.scripted import ScriptedChatModel
 

@@ -10,13 +10,19 @@ from typing import Any
 
 import pytest
 
-from agents.jsonsafe import CYCLE, MAX_VALUES
-from experiments.report import build_report
-from experiments.row_schema import MAX_COUNT, row_problem
-from experiments.runner import RESULTS_FILE, RunConfig, latest_rows, read_rows, run_experiment
-from graphs import STRATEGIES, StrategyConfig
-from graphs.nodes import linear_graph
-from graphs.registry import Strategy
+from longctx.agents.jsonsafe import CYCLE, MAX_VALUES
+from longctx.experiments.report import build_report
+from longctx.experiments.row_schema import MAX_COUNT, row_problem
+from longctx.experiments.runner import (
+    RESULTS_FILE,
+    RunConfig,
+    latest_rows,
+    read_rows,
+    run_experiment,
+)
+from longctx.graphs import STRATEGIES, StrategyConfig
+from longctx.graphs.nodes import linear_graph
+from longctx.graphs.registry import Strategy
 from tests.scripted import ScriptedChatModel
 from tests.test_runner import V2, config
 
@@ -227,9 +233,9 @@ def test_row_problem_names_what_is_wrong(row, problem):
 def test_a_long_string_held_many_times_is_redacted_once_and_written_within_the_row_limit(
     monkeypatch,
 ):
-    import retrieval.redaction as redaction
-    from agents.jsonsafe import MAX_TOTAL_CHARS
-    from experiments.runner.results_file import row_line
+    import longctx.retrieval.redaction as redaction
+    from longctx.agents.jsonsafe import MAX_TOTAL_CHARS
+    from longctx.experiments.runner.results_file import row_line
 
     scanned = []
     real = redaction._redact

@@ -13,11 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from agents import make_chat_model
-from experiments.benchmarks import BENCHMARKS, BenchmarkDataError, Prediction, load_benchmark, score
-from experiments.metrics import METRICS
-from experiments.metrics import ruler_hqa as m
-from experiments.runner import RunConfig, read_rows, run_experiment
+from longctx import make_chat_model
+from longctx.experiments.benchmarks import (
+    BENCHMARKS,
+    BenchmarkDataError,
+    Prediction,
+    load_benchmark,
+    score,
+)
+from longctx.experiments.metrics import METRICS
+from longctx.experiments.metrics import ruler_hqa as m
+from longctx.experiments.runner import RunConfig, read_rows, run_experiment
 from tests.recording_server import RecordingServer
 
 DATA = Path(__file__).parent / "fixtures" / "benchmarks" / "ruler_hqa"
@@ -181,7 +187,7 @@ def test_score_ours_and_the_official_number():
 def test_a_reply_without_the_phrase_counts_only_when_it_reads_as_an_extracted_answer(
     reply, expected
 ):
-    from experiments.benchmarks.ruler_hqa import as_given
+    from longctx.experiments.benchmarks.ruler_hqa import as_given
 
     assert as_given(reply) == expected
 
@@ -215,7 +221,7 @@ def test_full_context_sends_memagents_prompt_budget_and_temperature(tmp_path):
 
 def test_the_documented_cli_chain_runs_reports_and_exports(tmp_path, monkeypatch, capsys):
     """``longctx run --benchmark ruler_hqa --data PATH``, then ``report`` and ``export``, against a server."""
-    from experiments.cli import main
+    from longctx.experiments.cli import main
 
     def reply(request: dict) -> str:
         return (

@@ -13,19 +13,19 @@ from pathlib import Path
 
 import pytest
 
-from agents import calibration
-from agents.calibration import (
+from benchmarks.stub_server import stub_server
+from longctx.agents import calibration
+from longctx.agents.calibration import (
     ModelSpeed,
     calibration_key,
     calibration_path,
     model_speed,
     needs_remeasuring,
 )
-from agents.chat_models import EmbeddedChatModel
-from agents.run_plan import estimate, plan_for, too_slow
-from experiments.cli import main
-from experiments.perf.stub_server import stub_server
-from graphs import STRATEGIES
+from longctx.agents.chat_models import EmbeddedChatModel
+from longctx.agents.run_plan import estimate, plan_for, too_slow
+from longctx.experiments.cli import main
+from longctx.graphs import STRATEGIES
 from tests.scripted import ScriptedChatModel
 from tests.virtual_clock import VirtualClock, virtual_clock
 
@@ -204,7 +204,7 @@ def test_no_calibration_where_no_plan_could_be_slow():
 
 def _ask(stdin_is_tty: bool) -> tuple[str, str]:
     """Run ``confirm`` in a child whose stdin is a real terminal (a pty) or a pipe; answer 'y'."""
-    code = "from agents.run_plan import confirm; print('GO' if confirm('a long run', yes=False) else 'STOP')"
+    code = "from longctx.agents.run_plan import confirm; print('GO' if confirm('a long run', yes=False) else 'STOP')"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     if not stdin_is_tty:
         out = subprocess.run(
@@ -244,7 +244,7 @@ def test_the_question_is_asked_only_on_a_terminal():
 
 
 def test_yes_and_a_pipe_skip_the_question_and_a_terminal_no_declines():
-    from agents.run_plan import confirm
+    from longctx.agents.run_plan import confirm
 
     class Terminal:
         def __init__(self, reply: str) -> None:
@@ -265,7 +265,7 @@ def test_yes_and_a_pipe_skip_the_question_and_a_terminal_no_declines():
 
 
 def test_a_plan_over_the_threshold_warns_with_minutes_and_the_speed():
-    from agents.run_plan import StrategyPlan, announce_plan
+    from longctx.agents.run_plan import StrategyPlan, announce_plan
 
     speed = ModelSpeed(
         prompt_tokens_per_second=50.0,

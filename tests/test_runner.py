@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from experiments.benchmarks import load_benchmark
-from experiments.perf.stub_server import stub_server
-from experiments.report import build_report, length_bucket
-from experiments.runner import RunConfig, latest_rows, read_rows, run_experiment
+from benchmarks.stub_server import stub_server
+from longctx.experiments.benchmarks import load_benchmark
+from longctx.experiments.report import build_report, length_bucket
+from longctx.experiments.runner import RunConfig, latest_rows, read_rows, run_experiment
 from tests.scripted import ScriptedChatModel
 
 FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"
@@ -150,7 +150,7 @@ def test_llm_cache_replays_a_rerun_at_no_cost(tmp_path):
 
 def _run_cli(out: Path, url: str, extra_env: dict | None = None) -> subprocess.Popen:
     env = {**os.environ, "OPENAI_BASE_URL": url, **(extra_env or {})}
-    cmd = [sys.executable, "-m", "experiments.cli", *_cli_args(out)]
+    cmd = [sys.executable, "-m", "longctx.experiments.cli", *_cli_args(out)]
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -171,7 +171,7 @@ def _cli_args(out: Path) -> list[str]:
 
 def _run_cli_in_process(out: Path, url: str, monkeypatch, extra_env: dict | None = None) -> int:
     """The same command as ``_run_cli``, in this process: the subprocess start (~3 s of imports) is not the point."""
-    from experiments.cli import main
+    from longctx.experiments.cli import main
 
     with monkeypatch.context() as m:
         for k, v in {"OPENAI_BASE_URL": url, **(extra_env or {})}.items():

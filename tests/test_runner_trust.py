@@ -10,8 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from experiments.perf.stub_server import stub_server
-from experiments.runner import RESULTS_FILE, RunFolderLocked, latest_rows, read_rows, run_experiment
+from benchmarks.stub_server import stub_server
+from longctx.experiments.runner import (
+    RESULTS_FILE,
+    RunFolderLocked,
+    latest_rows,
+    read_rows,
+    run_experiment,
+)
 from tests.scripted import ScriptedChatModel
 from tests.test_runner import _run_cli, config
 
@@ -81,7 +87,10 @@ def test_a_second_run_on_the_same_folder_is_refused_naming_the_holder(tmp_path):
 
 
 def test_the_lock_of_a_killed_run_is_taken_over(tmp_path):
-    code = "import sys\nfrom experiments.runner.folder import run_lock\nwith run_lock(sys.argv[1]):\n    print('held', flush=True)\n    sys.stdin.read()\n"
+    code = (
+        "import sys\nfrom longctx.experiments.runner.folder import run_lock\n"
+        "with run_lock(sys.argv[1]):\n    print('held', flush=True)\n    sys.stdin.read()\n"
+    )
     holder = subprocess.Popen(
         [sys.executable, "-c", code, str(tmp_path)],
         cwd=ROOT,
@@ -107,7 +116,7 @@ def test_the_lock_of_a_killed_run_is_taken_over(tmp_path):
 
 RACER = """
 import sys
-from experiments.runner.manifest import finish_manifest, start_manifest
+from longctx.experiments.runner.manifest import finish_manifest, start_manifest
 from tests.scripted import ScriptedChatModel
 from tests.test_runner import config
 from pathlib import Path

@@ -1,8 +1,8 @@
-"""Fixes found by running every strategy over a 10M-token corpus (``experiments/perf/bench_scale.py``, docs/scale.md)."""
+"""Fixes found by running every strategy over a 10M-token corpus (``benchmarks/bench_scale.py``, docs/scale.md)."""
 
 from __future__ import annotations
 
-from retrieval.tokenizers import Tokenizer, clean_cut, decode_prefix, split_ids
+from longctx.retrieval.tokenizers import Tokenizer, clean_cut, decode_prefix, split_ids
 
 
 class NoWholeCopy(list):
@@ -41,16 +41,16 @@ def test_split_ids_still_covers_the_stream_in_windows():
 
 
 def _checkpoint_rows_now(cache) -> int:
-    from memory import CHECKPOINTS_FILE
-    from memory.checkpoints import checkpoint_rows
+    from longctx.memory import CHECKPOINTS_FILE
+    from longctx.memory.checkpoints import checkpoint_rows
 
     dbs = list((cache / "memagent").glob(f"*/{CHECKPOINTS_FILE}"))
     return checkpoint_rows(dbs[0]) if dbs else 0
 
 
 def test_a_long_memagent_run_keeps_few_checkpoints_while_it_runs(isolated_cache):
-    from agents import answer
-    from graphs.batched import PRUNE_EVERY_CHUNKS
+    from longctx import answer
+    from longctx.graphs.batched import PRUNE_EVERY_CHUNKS
     from tests.scripted import ScriptedChatModel
     from tests.test_memagent import corpus_of, echo_model
 
@@ -80,8 +80,8 @@ def test_a_long_memagent_run_keeps_few_checkpoints_while_it_runs(isolated_cache)
 
 
 def test_a_run_pruned_while_running_resumes_where_it_stopped(isolated_cache):
-    from agents import answer
-    from graphs.batched import PRUNE_EVERY_CHUNKS
+    from longctx import answer
+    from longctx.graphs.batched import PRUNE_EVERY_CHUNKS
     from tests.test_memagent import (
         Crash,
         corpus_of,
@@ -139,10 +139,10 @@ def _texts() -> dict[str, str]:
 
 
 def test_truncating_a_huge_prompt_tokenizes_a_little_more_than_it_keeps_and_equals_truncating_everything():
-    from graphs.full_context import truncate_prompt, truncation_cut
-    from graphs.full_context.graph import CHARS_PER_TOKEN_BOUND
-    from retrieval import middle_truncate
-    from retrieval.tokenizers import tiktoken_tokenizer
+    from longctx.graphs.full_context import truncate_prompt, truncation_cut
+    from longctx.graphs.full_context.graph import CHARS_PER_TOKEN_BOUND
+    from longctx.retrieval import middle_truncate
+    from longctx.retrieval.tokenizers import tiktoken_tokenizer
 
     tok = tiktoken_tokenizer("cl100k_base")
     budget = 4_000
@@ -170,13 +170,17 @@ def test_truncating_a_huge_prompt_tokenizes_a_little_more_than_it_keeps_and_equa
 
 
 def test_questions_over_one_huge_corpus_share_its_tokenized_head_and_get_the_same_prompt():
-    from graphs.full_context import FULL_CONTEXT_TEMPLATE, truncate_prompt
-    from graphs.full_context.graph import truncate_our_prompt
-    from graphs.full_context.prepared import clear_prepared, prepared_context, question_suffix
-    from graphs.prompts import fill, format_documents
-    from retrieval import Corpus
-    from retrieval.contract import Question
-    from retrieval.tokenizers import tiktoken_tokenizer
+    from longctx.graphs.full_context import FULL_CONTEXT_TEMPLATE, truncate_prompt
+    from longctx.graphs.full_context.graph import truncate_our_prompt
+    from longctx.graphs.full_context.prepared import (
+        clear_prepared,
+        prepared_context,
+        question_suffix,
+    )
+    from longctx.graphs.prompts import fill, format_documents
+    from longctx.retrieval import Corpus
+    from longctx.retrieval.contract import Question
+    from longctx.retrieval.tokenizers import tiktoken_tokenizer
 
     tok = tiktoken_tokenizer("cl100k_base")
     texts = _texts()

@@ -1,6 +1,6 @@
 """Issue #47's first proof: a tool-loop strategy added in its own folder (``tests/fixtures/search_agent``:
 ``search`` and ``get_document`` over the corpus's BM25 index) as a third party adds one, the engine through
-``graphs.api`` only, registered by an entry point: ``answer()`` runs it against the recording stub with
+``longctx.graphs.api`` only, registered by an entry point: ``answer()`` runs it against the recording stub with
 scripted tool calls, and its estimate has no most until a budget caps it."""
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ FOLDER = ROOT / "tests" / "fixtures" / "search_agent"
 
 RUN = """
     import json, warnings
-    from agents import Budget, Corpus, STRATEGIES, answer, estimate, make_chat_model
-    from graphs.plan_check import UnboundedCostWarning
+    from longctx import Budget, Corpus, STRATEGIES, answer, estimate, make_chat_model
+    from longctx.graphs.plan_check import UnboundedCostWarning
     from tests.recording_server import RecordingServer, tool_call, tool_reply
 
     corpus = Corpus.from_texts(["The harbour of Bergen is the oldest.", "Oslo has the largest harbour in Norway.",

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from experiments.cli import main
-from retrieval import redaction
-from retrieval.redaction import redact, redact_value, register_options
+from longctx.experiments.cli import main
+from longctx.retrieval import redaction
+from longctx.retrieval.redaction import redact, redact_value, register_options
 from tests.recording_server import bag_of_words_vector
 from tests.servers import LoopbackServer, QuietHandler
 

@@ -8,11 +8,11 @@ run through its preset): unchanged behaviour, except that ``raw`` is now the ans
 
 import pytest
 
-from agents import Question, answer
-from agents.chat_models import make_chat_model
-from graphs import STRATEGIES
-from graphs.config import ConfigError
-from graphs.self_ask import (
+from longctx import Question, answer
+from longctx.agents.chat_models import make_chat_model
+from longctx.graphs import STRATEGIES
+from longctx.graphs.config import ConfigError
+from longctx.graphs.self_ask import (
     NOT_FOUND,
     SelfAskConfig,
     clean_final,
@@ -21,7 +21,7 @@ from graphs.self_ask import (
     parse_final_answer,
     parse_step,
 )
-from graphs.self_ask.prompts import (
+from longctx.graphs.self_ask.prompts import (
     EXEMPLARS,
     FINAL,
     FLASHRAG_HEADER,
@@ -31,7 +31,7 @@ from graphs.self_ask.prompts import (
     NEEDED,
     SINGLE_HOP_EXEMPLARS,
 )
-from retrieval import Index
+from longctx.retrieval import Index
 from tests.recording_server import RecordingServer, prompt_of
 from tests.scripted import ScriptedChatModel
 
@@ -367,8 +367,8 @@ def test_recorded_requests_carry_the_stops_and_budget(planted_corpus, monkeypatc
 def test_hotpotqa_item_scores_the_parsed_answer(monkeypatch):
     from pathlib import Path
 
-    import experiments
-    from experiments.benchmarks import load_benchmark
+    from longctx import experiments
+    from longctx.experiments.benchmarks import load_benchmark
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     samples = load_benchmark(
@@ -605,7 +605,7 @@ def test_exemplars_use_the_canonical_cues_and_our_own_examples():
 
 @pytest.mark.parametrize("name", ["self_ask", "self_route"])
 def test_reachable_from_registry_and_cli(name):
-    from experiments.cli import build_parser
+    from longctx.experiments.cli import build_parser
 
     spec = STRATEGIES.get(name)
     assert spec.uses_index and not spec.batched and spec.description

@@ -5,12 +5,12 @@ import math
 
 import pytest
 
-from agents import Budget, aanswer, answer
-from graphs import STRATEGIES, ConfigError, SelfRouteConfig, StrategyContext
-from graphs.prompts import DEFAULT_INSTRUCTION, format_documents
-from graphs.self_route import UNANSWERABLE_INSTRUCTION, find_decline
-from retrieval import build_index, count_tokens
-from retrieval.contract import Question
+from longctx import Budget, aanswer, answer
+from longctx.graphs import STRATEGIES, ConfigError, SelfRouteConfig, StrategyContext
+from longctx.graphs.prompts import DEFAULT_INSTRUCTION, format_documents
+from longctx.graphs.self_route import UNANSWERABLE_INSTRUCTION, find_decline
+from longctx.retrieval import build_index, count_tokens
+from longctx.retrieval.contract import Question
 from tests.scripted import ScriptedChatModel
 
 QUESTION = "What is the secret code of the museum vault?"

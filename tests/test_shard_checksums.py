@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval import ChunkingConfig, Corpus, build_index
-from retrieval import index as index_module
-from retrieval.chunking import chunk_corpus
-from retrieval.dense import (
+from longctx.retrieval import ChunkingConfig, Corpus, build_index
+from longctx.retrieval import index as index_module
+from longctx.retrieval.chunking import chunk_corpus
+from longctx.retrieval.dense import (
     DenseRetriever,
     read_shard,
     shard_path,
@@ -88,7 +88,7 @@ def test_a_resumed_build_re_embeds_a_shard_without_a_sound_checksum(damage, capl
     shards = interrupted_build_shards()
     damage(shards / "000001.npy")
     fresh_process()
-    caplog.set_level(logging.WARNING, logger="retrieval.dense")
+    caplog.set_level(logging.WARNING, logger="longctx.retrieval.dense")
     resumed_embedder = embedder()
     resumed = build_index(
         corpus(), DenseRetriever(resumed_embedder, shard_size=10), chunking=CHUNKING

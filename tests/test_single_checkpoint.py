@@ -21,15 +21,15 @@ from typing import Any
 import pytest
 from langchain_openai import ChatOpenAI
 
-from graphs import STRATEGIES
-from graphs.budget import Budget
-from graphs.context import StrategyContext
-from graphs.registry import Strategy
-from graphs.run_checkpoint import single_folder
-from graphs.run_config import with_budget
-from graphs.run_single import run_single
-from retrieval import Corpus
-from retrieval.contract import Question
+from longctx.graphs import STRATEGIES
+from longctx.graphs.budget import Budget
+from longctx.graphs.context import StrategyContext
+from longctx.graphs.registry import Strategy
+from longctx.graphs.run_checkpoint import single_folder
+from longctx.graphs.run_config import with_budget
+from longctx.graphs.run_single import run_single
+from longctx.retrieval import Corpus
+from longctx.retrieval.contract import Question
 from tests.loop_strategy import NAME, TURNS, LoopConfig, build_graph, scripted_reply
 from tests.recording_server import RecordingServer
 from tests.scripted_tools import ToolScriptedChatModel, named_call
@@ -191,7 +191,7 @@ def test_a_run_stopped_by_its_budget_keeps_its_checkpoint_and_a_larger_budget_re
 
 def _six_calls(cfg: Any, corpus: Any, questions: Any, llm: Any) -> Any:
     """A plan of exactly :data:`TURNS` calls a question (the test loop's scripted run)."""
-    from graphs.costs import per_question_plan
+    from longctx.graphs.costs import per_question_plan
 
     return per_question_plan(PLANNED, questions, calls=TURNS, max_calls=TURNS, prompt_tokens=0,
                              max_prompt_tokens=None, completion_tokens=0, formula="6 turns")  # fmt: skip
@@ -220,8 +220,8 @@ def test_a_budget_plan_counts_only_what_a_single_runs_checkpoint_has_not_paid(tm
             else [named_call("add", a=turn, b=1)]
         )
 
-    from agents import answer, estimate
-    from graphs.budget import BudgetExceeded
+    from longctx import answer, estimate
+    from longctx.graphs.budget import BudgetExceeded
 
     llm = ToolScriptedChatModel(reply_fn=reply)
     corpus, question = Corpus.from_texts(["x"]), Question(text="Sum the cities.")

@@ -9,8 +9,8 @@ import threading
 
 import pytest
 
-from agents.llm_cache import SQLiteLLMCache
-from memory.sqlite_wal import enable_wal
+from longctx.agents.llm_cache import SQLiteLLMCache
+from longctx.memory.sqlite_wal import enable_wal
 
 
 def _reader_holding(path) -> sqlite3.Connection:

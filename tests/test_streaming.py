@@ -21,8 +21,8 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessageChunk
 from langchain_core.outputs import ChatGenerationChunk
 
-import graphs.run_batched
-from agents import (
+from examples.sse_app import make_app
+from longctx import (
     AnswerEvent,
     ProgressEvent,
     StepEvent,
@@ -31,11 +31,11 @@ from agents import (
     aanswer,
     answer,
     astream_answer,
+    graphs,
     stream_answer,
 )
-from agents.chat_models import ChatModelError
-from examples.sse_app import make_app
-from retrieval.contract import Corpus
+from longctx.agents.chat_models import ChatModelError
+from longctx.retrieval.contract import Corpus
 from tests.recording_server import RecordingServer
 from tests.scripted import ScriptedChatModel
 from tests.test_async import RecordedCancelGuard
@@ -489,7 +489,7 @@ def test_streaming_true_against_a_server_that_does_not_stream_is_a_model_error_n
     """A server that answers ``stream: true`` with one JSON body (no server-sent events) left LangChain's
     bare "No generations found in stream"; the error names the server and says what to do, and the
     one request it answered is not sent again (a fallback would pay for the reply twice)."""
-    from agents import LongctxError, ModelError
+    from longctx import LongctxError, ModelError
 
     monkeypatch.setenv("LONGCTX_TOKENIZER", "cl100k")
     with RecordingServer(reply=lambda request: "Paris", streams=False) as server:

@@ -14,21 +14,21 @@ from pathlib import Path
 
 import pytest
 
-from agents import answer, answer_many
-from experiments.synth import SynthConfig, generate, load_samples, parse_tokens
-from experiments.synth.domains import get_domain
-from experiments.synth.queries import MAKERS
-from experiments.synth.values import format_answer, written_forms
-from graphs import STRATEGIES, ConfigError
-from graphs.structured.graph import extract_tasks, group_size, route_extract
-from memory.records.cache import RecordCache
-from memory.records.database import build_database, run_query
-from memory.records.normalize import normalize_period, to_unit
-from memory.records.schema import TableSchema, parse_schema
-from memory.records.sql_text import QueryRefused, check_sql
-from memory.records.table import normalise_records, reduce_cells
-from retrieval import Corpus
-from retrieval.contract import Question
+from longctx import answer, answer_many
+from longctx.experiments.synth import SynthConfig, generate, load_samples, parse_tokens
+from longctx.experiments.synth.domains import get_domain
+from longctx.experiments.synth.queries import MAKERS
+from longctx.experiments.synth.values import format_answer, written_forms
+from longctx.graphs import STRATEGIES, ConfigError
+from longctx.graphs.structured.graph import extract_tasks, group_size, route_extract
+from longctx.memory.records.cache import RecordCache
+from longctx.memory.records.database import build_database, run_query
+from longctx.memory.records.normalize import normalize_period, to_unit
+from longctx.memory.records.schema import TableSchema, parse_schema
+from longctx.memory.records.sql_text import QueryRefused, check_sql
+from longctx.memory.records.table import normalise_records, reduce_cells
+from longctx.retrieval import Corpus
+from longctx.retrieval.contract import Question
 from tests.scripted_tools import ToolScriptedChatModel, malformed_tool_call
 
 UNITS = {
@@ -649,7 +649,7 @@ def test_extract_tasks_go_out_in_groups_covering_every_document_once():
 def test_extraction_calls_in_flight_stay_within_concurrency_on_a_real_server(tmp_path):
     """Groups run their documents concurrently under one gate per run: never more than
     ``concurrency`` extraction calls at the server, and all of them used."""
-    from agents.chat_models import make_chat_model
+    from longctx.agents.chat_models import make_chat_model
     from tests.recording_server import RecordingServer
 
     corpus = Corpus.from_texts(
@@ -888,8 +888,8 @@ def test_unusable_log_line_is_skipped_and_extracted_again(tmp_path, caplog):
     log_file.write_bytes(
         data.replace(b'"records": [', b'"records": {', 1)
     )  # one line no longer parses
-    from graphs.structured import stores
-    from memory.records import cache as cache_module
+    from longctx.graphs.structured import stores
+    from longctx.memory.records import cache as cache_module
 
     cache_module._LOGS.clear()  # a new process's view
     stores._record_cache.cache_clear()
@@ -920,7 +920,7 @@ def test_unusable_log_line_is_skipped_and_extracted_again(tmp_path, caplog):
 def test_record_log_reads_what_other_writers_appended(tmp_path):
     mine, theirs = RecordCache(tmp_path, "k" * 64, "model"), None
     assert mine.get("a" * 64) is None
-    from memory.records import cache as cache_module
+    from longctx.memory.records import cache as cache_module
 
     theirs = cache_module.RecordCache.__new__(cache_module.RecordCache)
     theirs.__dict__.update(
@@ -1008,10 +1008,10 @@ def test_ray_workers_rebuild_an_openai_model_and_its_usage_reaches_the_answer():
     """No Ray needed: the recipe a Ray task gets, and the usage event the caller reports."""
     from langchain_core.callbacks import CallbackManager
 
-    from agents import make_chat_model
-    from graphs.llm import model_id, tokenizer_spec
-    from graphs.structured.ray_map import model_recipe
-    from graphs.usage import USAGE_EVENT, UsageTracker
+    from longctx import make_chat_model
+    from longctx.graphs.llm import model_id, tokenizer_spec
+    from longctx.graphs.structured.ray_map import model_recipe
+    from longctx.graphs.usage import USAGE_EVENT, UsageTracker
 
     llm = make_chat_model(
         "openai:m", base_url="http://127.0.0.1:9/v1", timeout=7, max_retries=1, tokenizer="cl100k"
@@ -1069,8 +1069,8 @@ def test_structured_on_the_embedded_model_over_examples(tmp_path):
 def test_a_failing_extraction_raises_the_chat_model_error_itself_on_the_async_path(tmp_path):
     """A document whose calls fail after the retries fails the answer with its ChatModelError
     (not an exception group of the task's documents), and the group's other documents stop."""
-    from agents.chat_models import ChatModelError, make_chat_model
-    from experiments.perf.stub_server import stub_server
+    from benchmarks.stub_server import stub_server
+    from longctx.agents.chat_models import ChatModelError, make_chat_model
 
     corpus = Corpus.from_texts(
         [f"Company {i} had revenue of ${i} million in FY2023." for i in range(12)],
@@ -1105,7 +1105,7 @@ def test_ray_endpoints_are_validated(options, message):
 
 
 def test_ray_endpoints_need_an_openai_model():
-    from graphs.structured.ray_map import model_recipe
+    from longctx.graphs.structured.ray_map import model_recipe
 
     with pytest.raises(TypeError, match="OpenAI-compatible"):
         model_recipe(ToolScriptedChatModel(reply_fn=lambda prompt, tools: ""), "http://a/v1")

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from agents import aanswer_many, answer, answer_many, make_chat_model
-from experiments.perf.stub_server import stub_server
-from graphs import STRATEGIES
-from graphs.run import run_strategy
-from graphs.structured.flight import FLIGHTS, Flights, await_flight
-from retrieval import Corpus
-from retrieval.contract import as_question
+from benchmarks.stub_server import stub_server
+from longctx import aanswer_many, answer, answer_many, make_chat_model
+from longctx.graphs import STRATEGIES
+from longctx.graphs.run import run_strategy
+from longctx.graphs.structured.flight import FLIGHTS, Flights, await_flight
+from longctx.retrieval import Corpus
+from longctx.retrieval.contract import as_question
 from tests.scripted_tools import (
     AsyncToolScriptedChatModel,
     ToolScriptedChatModel,

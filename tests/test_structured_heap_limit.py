@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from memory.records import heap_limit
-from memory.records.database import QueryTooLarge, build_database, run_query
-from memory.records.schema import parse_schema
-from memory.records.table import normalise_records, reduce_cells
+from longctx.memory.records import heap_limit
+from longctx.memory.records.database import QueryTooLarge, build_database, run_query
+from longctx.memory.records.schema import parse_schema
+from longctx.memory.records.table import normalise_records, reduce_cells
 
 ROOT = Path(__file__).resolve().parent.parent
 MB = 2**20
@@ -183,9 +183,9 @@ def test_where_the_test_reaches_the_library_so_does_the_guard(process_limits):
 
 AFTER_A_QUERY = r"""
 import sqlite3
-from memory.records.database import build_database, run_query
-from memory.records.schema import parse_schema
-from memory.records.table import normalise_records, reduce_cells
+from longctx.memory.records.database import build_database, run_query
+from longctx.memory.records.schema import parse_schema
+from longctx.memory.records.table import normalise_records, reduce_cells
 
 schema = parse_schema({"entity": "company", "attributes": [{"name": "revenue", "type": "number"}]})
 records = [(0, "a", "A", [{"entity": "Acme", "values": {"revenue": {"value": "1", "quote": "1"}}}])]

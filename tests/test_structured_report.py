@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from experiments.benchmarks import load_benchmark
-from experiments.report import build_report
-from experiments.runner import RunConfig, run_experiment
-from experiments.synth import SynthConfig, generate, parse_tokens
+from longctx.experiments.benchmarks import load_benchmark
+from longctx.experiments.report import build_report
+from longctx.experiments.runner import RunConfig, run_experiment
+from longctx.experiments.synth import SynthConfig, generate, parse_tokens
 from tests.scripted_tools import ToolScriptedChatModel
 from tests.test_structured import TruthModel
 
@@ -84,8 +84,8 @@ def test_longctx_run_structured_offline_against_a_stub_server(benchmark, tmp_pat
     every row answers, with a planned schema, one extraction call per document and the SQL step."""
     import json
 
-    from experiments.cli import main
-    from experiments.perf.stub_server import stub_server
+    from benchmarks.stub_server import stub_server
+    from longctx.experiments.cli import main
 
     data = Path(__file__).parent / "fixtures" / "benchmarks" / benchmark
     if benchmark == "synth":
@@ -133,7 +133,7 @@ def test_longctx_run_structured_offline_against_a_stub_server(benchmark, tmp_pat
 
 
 def test_the_summary_counts_answers_that_ran_degraded(tmp_path):
-    from experiments.report_summary import summary_row
+    from longctx.experiments.report_summary import summary_row
 
     ok = {
         "status": "ok",

@@ -14,24 +14,24 @@ from pathlib import Path
 
 import pytest
 
-from agents import answer
-from graphs import STRATEGIES
-from graphs.structured.query import result_text
-from memory.records.database import (
+from longctx import answer
+from longctx.graphs import STRATEGIES
+from longctx.graphs.structured.query import result_text
+from longctx.memory.records.database import (
     QueryTimeout,
     QueryTooLarge,
     build_database,
     result_cell,
     run_query,
 )
-from memory.records.normalize import ValueNotUnderstood, to_unit
-from memory.records.schema import identifier, parse_schema
-from memory.records.sql_guards import printf_widths
-from memory.records.sql_text import QueryRefused, clean_sql
-from memory.records.sql_words import FORBIDDEN, SQLITE_KEYWORDS, library_keywords
-from memory.records.table import normalise_records, reduce_cells
-from retrieval import Corpus
-from retrieval.tokens import count_tokens
+from longctx.memory.records.normalize import ValueNotUnderstood, to_unit
+from longctx.memory.records.schema import identifier, parse_schema
+from longctx.memory.records.sql_guards import printf_widths
+from longctx.memory.records.sql_text import QueryRefused, clean_sql
+from longctx.memory.records.sql_words import FORBIDDEN, SQLITE_KEYWORDS, library_keywords
+from longctx.memory.records.table import normalise_records, reduce_cells
+from longctx.retrieval import Corpus
+from longctx.retrieval.tokens import count_tokens
 from tests.recording_server import RecordingServer, prompt_of
 from tests.scripted_tools import ToolScriptedChatModel
 
@@ -467,9 +467,9 @@ def test_a_long_query_is_stopped_by_the_watchdog_within_twice_the_limit():
 
 ATTACKS = r"""
 import json, resource, sys, time
-from memory.records.database import build_database, run_query
-from memory.records.schema import parse_schema
-from memory.records.table import normalise_records, reduce_cells
+from longctx.memory.records.database import build_database, run_query
+from longctx.memory.records.schema import parse_schema
+from longctx.memory.records.table import normalise_records, reduce_cells
 
 schema = parse_schema({"entity": "company", "attributes": [{"name": "revenue", "type": "number"}]})
 records = [(0, "a", "A", [{"entity": "Acme", "values": {"revenue": {"value": "1", "quote": "1"}}}])]
@@ -593,7 +593,7 @@ def test_the_final_prompt_holds_at_most_the_result_budget(tmp_path):
 
 # -- 6. `longctx answer --strategy structured` prints evidence without a score ---------------------
 def test_cli_answer_with_the_structured_strategy_prints_its_evidence(tmp_path, monkeypatch, capsys):
-    from experiments.cli import main
+    from longctx.experiments.cli import main
 
     folder = tmp_path / "docs"
     folder.mkdir()
@@ -645,9 +645,9 @@ def test_cli_answer_with_the_structured_strategy_prints_its_evidence(tmp_path, m
 def test_a_run_whose_sql_returns_a_blob_an_infinity_and_a_huge_string_writes_every_row(
     tmp_path, monkeypatch
 ):
-    from experiments.benchmarks import Sample
-    from experiments.runner import RunConfig, read_rows, run_experiment
-    from retrieval.contract import Question
+    from longctx.experiments.benchmarks import Sample
+    from longctx.experiments.runner import RunConfig, read_rows, run_experiment
+    from longctx.retrieval.contract import Question
 
     monkeypatch.setenv("LONGCTX_CACHE_DIR", str(tmp_path / "cache"))
     sql = {

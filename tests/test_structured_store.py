@@ -13,10 +13,10 @@ import os
 import signal
 import threading
 
-from agents import answer
-from graphs.structured.stores import store_root
-from memory.records.cache import SchemaStore
-from retrieval.contract import Corpus
+from longctx import answer
+from longctx.graphs.structured.stores import store_root
+from longctx.memory.records.cache import SchemaStore
+from longctx.retrieval.contract import Corpus
 from tests.scripted_tools import ToolScriptedChatModel
 
 FINGERPRINT = "f" * 64
@@ -104,13 +104,13 @@ def test_a_corrupt_store_reads_as_empty_and_only_a_writer_sets_it_aside(tmp_path
     store.add(_schema("revenue"))
     for garbage in ('[{"table": "facts", "entity"', '{"not": "a list"}'):
         store.path.write_text(garbage)
-        with caplog.at_level(logging.WARNING, logger="memory.records.cache"):
+        with caplog.at_level(logging.WARNING, logger="longctx.memory.records.cache"):
             assert store.load() == []
         assert (
             "unreadable" in caplog.text and store.path.read_text() == garbage
         )  # a reader moves nothing
         caplog.clear()
-        with caplog.at_level(logging.WARNING, logger="memory.records.cache"):
+        with caplog.at_level(logging.WARNING, logger="longctx.memory.records.cache"):
             store.add(_schema("employees"))
         assert "moved aside" in caplog.text
         assert store.load() == [_schema("employees")]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from experiments.perf.stub_content import (
+from benchmarks.stub_content import (
     NER_SYSTEM_START,
     SUMMARY_PREFIX,
     TRIPLE_SYSTEM_START,
@@ -13,11 +13,11 @@ from experiments.perf.stub_content import (
     entities_of,
     hashed_vector,
 )
-from experiments.perf.stub_server import stub_server
-from graphs.hipporag import prompts as HP
-from graphs.hipporag.openie import parse_entities, parse_triples
-from graphs.hipporag.requests import ner_messages, triple_messages
-from graphs.raptor import prompts as RP
+from benchmarks.stub_server import stub_server
+from longctx.graphs.hipporag import prompts as HP
+from longctx.graphs.hipporag.openie import parse_entities, parse_triples
+from longctx.graphs.hipporag.requests import ner_messages, triple_messages
+from longctx.graphs.raptor import prompts as RP
 
 PASSAGE = """Dalcrest Petroleum Corporation
 Revenue at Dalcrest Petroleum Corporation rose to $459.0 million in FY2022 across Latin America.
@@ -59,7 +59,7 @@ def test_the_stub_serves_embeddings_to_the_openai_embedder_and_content_replies_t
     from langchain_core.messages import HumanMessage, SystemMessage
     from langchain_openai import ChatOpenAI
 
-    from retrieval.embedders import OpenAIEmbedder
+    from longctx.retrieval.embedders import OpenAIEmbedder
 
     texts = ["Dalcrest Petroleum Corporation", "Dalcrest Petroleum", "Kingswell Biosciences AG", ""]
     with stub_server(latency=0.0, content=True) as url:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments.cli import main
-from experiments.synth import (
+from longctx.experiments.cli import main
+from longctx.experiments.synth import (
     NeedleConfig,
     SynthConfig,
     filler,
@@ -20,12 +20,17 @@ from experiments.synth import (
     read_questions,
     retrieval_recall,
 )
-from experiments.synth.config import config_from_dict
-from experiments.synth.facts import STATIC
-from experiments.synth.queries import build_queries
-from experiments.synth.truth import evidence_doc_ids, python_answer, python_table, sql_answer
-from experiments.synth.values import all_forms, format_answer, written_forms
-from retrieval.tokens import count_tokens
+from longctx.experiments.synth.config import config_from_dict
+from longctx.experiments.synth.facts import STATIC
+from longctx.experiments.synth.queries import build_queries
+from longctx.experiments.synth.truth import (
+    evidence_doc_ids,
+    python_answer,
+    python_table,
+    sql_answer,
+)
+from longctx.experiments.synth.values import all_forms, format_answer, written_forms
+from longctx.retrieval.tokens import count_tokens
 
 SMALL = 40_000
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from experiments import score
-from experiments.benchmarks import (
+from longctx.experiments import score
+from longctx.experiments.benchmarks import (
     BENCHMARKS,
     BenchmarkDataError,
     full_context_prompt,
@@ -13,7 +13,7 @@ from experiments.benchmarks import (
 
 @pytest.fixture(scope="module")
 def synth_dir(tmp_path_factory):
-    from experiments.synth import SynthConfig, generate
+    from longctx.experiments.synth import SynthConfig, generate
 
     out = tmp_path_factory.mktemp("synth") / "corpus"
     generate(
@@ -61,8 +61,8 @@ def test_missing_folder_is_explained(tmp_path):
 
 def test_runner_and_report_on_the_synthetic_benchmark(synth_dir, tmp_path):
     """Evidence recall appears in the report for retrieval strategies on generated corpora."""
-    from experiments.report import build_report
-    from experiments.runner import RunConfig, run_experiment
+    from longctx.experiments.report import build_report
+    from longctx.experiments.runner import RunConfig, run_experiment
     from tests.scripted import ScriptedChatModel
 
     samples = load_benchmark("synth", synth_dir)[:3]
@@ -87,9 +87,9 @@ def test_runner_and_report_on_the_synthetic_benchmark(synth_dir, tmp_path):
 def test_runner_streams_questions_sharing_a_corpus_in_one_memagent_pass(synth_dir, tmp_path):
     import math
 
-    from experiments.runner import RunConfig, read_rows, run_experiment
-    from graphs.prompts import format_documents
-    from retrieval import count_tokens
+    from longctx.experiments.runner import RunConfig, read_rows, run_experiment
+    from longctx.graphs.prompts import format_documents
+    from longctx.retrieval import count_tokens
     from tests.scripted import ScriptedChatModel
 
     samples = load_benchmark("synth", synth_dir)[:3]

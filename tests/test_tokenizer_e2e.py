@@ -10,14 +10,14 @@ import urllib.request
 
 import pytest
 
-from agents import answer
-from agents.chat_models import make_chat_model
-from graphs.context import StrategyContext
-from graphs.llm import tokenizer_for, tokenizer_id
-from graphs.memagent import MemAgentConfig, prepare_context
-from memory import MemoryTrace
-from retrieval import Corpus
-from retrieval.tokens import count_tokens
+from longctx import answer
+from longctx.agents.chat_models import make_chat_model
+from longctx.graphs.context import StrategyContext
+from longctx.graphs.llm import tokenizer_for, tokenizer_id
+from longctx.graphs.memagent import MemAgentConfig, prepare_context
+from longctx.memory import MemoryTrace
+from longctx.retrieval import Corpus
+from longctx.retrieval.tokens import count_tokens
 from tests.servers import llama_server
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

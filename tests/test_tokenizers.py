@@ -6,15 +6,21 @@ import json
 
 import pytest
 
-from agents import answer
-from agents.chat_models import ChatModelError, make_chat_model
-from graphs import tokenize_routes
-from graphs.llm import prompt_codec, set_tokenizer, tokenizer_for, tokenizer_id, tokenizer_manifest
-from graphs.tokenize_routes import DIALECTS, split_pieces
-from graphs.tokenizer_choice import ModelFacts, select_tokenizer
-from memory import bound_memory
-from retrieval import Corpus
-from retrieval.tokenizers import (
+from longctx import answer
+from longctx.agents.chat_models import ChatModelError, make_chat_model
+from longctx.graphs import tokenize_routes
+from longctx.graphs.llm import (
+    prompt_codec,
+    set_tokenizer,
+    tokenizer_for,
+    tokenizer_id,
+    tokenizer_manifest,
+)
+from longctx.graphs.tokenize_routes import DIALECTS, split_pieces
+from longctx.graphs.tokenizer_choice import ModelFacts, select_tokenizer
+from longctx.memory import bound_memory
+from longctx.retrieval import Corpus
+from longctx.retrieval.tokenizers import (
     FALLBACK_ID,
     SERVER_DIALECTS,
     TokenizerError,
@@ -24,7 +30,7 @@ from retrieval.tokenizers import (
     tiktoken_encoding,
     tiktoken_tokenizer,
 )
-from retrieval.tokens import count_tokens
+from longctx.retrieval.tokens import count_tokens
 from tests.recording_server import RecordingServer
 from tests.scripted import ScriptedChatModel
 from tests.servers import LoopbackServer, QuietHandler

@@ -1,6 +1,6 @@
 import pytest
 
-from retrieval.tokens import (
+from longctx.retrieval.tokens import (
     count_tokens,
     count_tokens_batch,
     decode,

@@ -18,7 +18,7 @@ from langchain_core.messages import AnyMessage, HumanMessage
 from langchain_core.tools import tool
 from langgraph.graph import END, START, StateGraph, add_messages
 
-from agents import (
+from longctx import (
     AnswerEvent,
     StepEvent,
     TokenEvent,
@@ -27,15 +27,15 @@ from agents import (
     answer,
     stream_answer,
 )
-from experiments.benchmarks.base import Sample
-from experiments.html_report.drilldown import answer_details
-from experiments.runner.rows import base_row, ok_row
-from graphs import STRATEGIES, StrategyConfig
-from graphs.context import StrategyContext
-from graphs.registry import Strategy
-from graphs.tool_events import EVENT_RESULT_CHARS
-from graphs.tool_loop import ToolLoop, final_text
-from retrieval.contract import Corpus, Question, Step
+from longctx.experiments.benchmarks.base import Sample
+from longctx.experiments.html_report.drilldown import answer_details
+from longctx.experiments.runner.rows import base_row, ok_row
+from longctx.graphs import STRATEGIES, StrategyConfig
+from longctx.graphs.context import StrategyContext
+from longctx.graphs.registry import Strategy
+from longctx.graphs.tool_events import EVENT_RESULT_CHARS
+from longctx.graphs.tool_loop import ToolLoop, final_text
+from longctx.retrieval.contract import Corpus, Question, Step
 from tests.scripted_tools import ToolScriptedChatModel, named_call
 
 QUESTION = "What is the capital of France?"

@@ -11,13 +11,13 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMes
 from langchain_core.tools import tool
 from langgraph.graph import END, START, StateGraph, add_messages
 
-from agents import make_chat_model
-from graphs.budget import Budget, BudgetReached
-from graphs.budget_guard import BudgetGuard
-from graphs.context import StrategyContext
-from graphs.tool_json import parse_json_calls, tools_prompt
-from graphs.tool_loop import FINAL_TURN_PROMPT, ToolLoop, final_text
-from graphs.usage import UsageTracker
+from longctx import make_chat_model
+from longctx.graphs.budget import Budget, BudgetReached
+from longctx.graphs.budget_guard import BudgetGuard
+from longctx.graphs.context import StrategyContext
+from longctx.graphs.tool_json import parse_json_calls, tools_prompt
+from longctx.graphs.tool_loop import FINAL_TURN_PROMPT, ToolLoop, final_text
+from longctx.graphs.usage import UsageTracker
 from tests.corpus_tools import get_document, search
 from tests.recording_server import RecordingServer, counted_words, tool_call, tool_reply
 from tests.scripted_tools import ToolScriptedChatModel, named_call

@@ -23,12 +23,12 @@ import operator
 from dataclasses import dataclass
 from typing import Annotated, TypedDict
 
-from graphs import STRATEGIES, StrategyConfig
-from graphs.config import option
-from graphs.costs import Calls, ExpectedCost, StrategyCosts
-from graphs.llm import complete
-from graphs.nodes import linear_graph
-from retrieval.contract import Question, Step
+from longctx.graphs import STRATEGIES, StrategyConfig
+from longctx.graphs.config import option
+from longctx.graphs.costs import Calls, ExpectedCost, StrategyCosts
+from longctx.graphs.llm import complete
+from longctx.graphs.nodes import linear_graph
+from longctx.retrieval.contract import Question, Step
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,9 +67,9 @@ TOY_QA = '''
 import json
 from pathlib import Path
 
-from experiments.benchmarks.base import BENCHMARKS, Sample
-from experiments.metrics import METRICS
-from retrieval.contract import Corpus, Question
+from longctx.experiments.benchmarks.base import BENCHMARKS, Sample
+from longctx.experiments.metrics import METRICS
+from longctx.retrieval.contract import Corpus, Question
 
 
 def load(path=None, **options):
@@ -138,7 +138,7 @@ def _python(code: str, *args: str, pythonpath: str, cache: Path) -> str:
 
 HELP = """
     import contextlib, io, json, sys
-    from experiments.cli_parser import build_parser
+    from longctx.experiments.cli_parser import build_parser
     text = io.StringIO()
     with contextlib.redirect_stdout(text), contextlib.suppress(SystemExit):
         build_parser().parse_args([sys.argv[1], "--help"])
@@ -149,7 +149,7 @@ HELP = """
 def _loaded_ours(modules: list[str]) -> list[str]:
     """What of LangGraph, the strategy packages and the plug-ins a process has imported."""
     return [m for m in modules if m.split(".")[0] in ("langgraph", "langchain_core", "first_chunk", "toy_qa")
-            or (m.startswith("graphs.") and m != "graphs.strategy_registry")]  # fmt: skip
+            or (m.startswith("longctx.graphs.") and m != "longctx.graphs.strategy_registry")]  # fmt: skip
 
 
 def test_the_toy_plugins_are_offered_by_help_without_importing_them(tmp_path):
@@ -173,13 +173,13 @@ def test_the_toy_plugins_are_offered_by_help_without_importing_them(tmp_path):
 RUN = """
     import json, sys
     from pathlib import Path
-    from agents import Corpus, answer
-    from agents.run_plan import describe_plan
-    from experiments.benchmarks import load_benchmark
-    from experiments.ceilings import compute_ceilings, default_strategies
-    from experiments.planning import plan_experiment
-    from experiments.report import build_report
-    from experiments.runner import RunConfig, read_rows, run_experiment
+    from longctx import Corpus, answer
+    from longctx.agents.run_plan import describe_plan
+    from longctx.experiments.benchmarks import load_benchmark
+    from longctx.experiments.ceilings import compute_ceilings, default_strategies
+    from longctx.experiments.planning import plan_experiment
+    from longctx.experiments.report import build_report
+    from longctx.experiments.runner import RunConfig, read_rows, run_experiment
     from tests.scripted import ScriptedChatModel
 
     data, out = Path(sys.argv[1]), Path(sys.argv[2])
@@ -228,14 +228,14 @@ def test_the_toy_plugins_answer_run_report_ceiling_and_plan(tmp_path):
 
 DROPPED = """
     import contextlib, io, json, sys
-    import graphs
+    from longctx import graphs
     graphs.__path__.append(sys.argv[1])  # as if first_chunk/ had been copied into graphs/
-    from experiments.cli_parser import build_parser
+    from longctx.experiments.cli_parser import build_parser
     text = io.StringIO()
     with contextlib.redirect_stdout(text), contextlib.suppress(SystemExit):
         build_parser().parse_args(["answer", "--help"])
     modules = sorted(sys.modules)
-    from agents import Corpus, answer
+    from longctx import Corpus, answer
     from tests.scripted import ScriptedChatModel
     result = answer(Corpus.from_texts(["alpha beta gamma"]), "First word?", strategy="first_chunk", llm=ScriptedChatModel(replies=["alpha"]))
     print(json.dumps({"help": text.getvalue(), "modules": modules, "answer": result.answer}))
@@ -245,7 +245,7 @@ DROPPED = """
 def test_a_strategy_package_under_graphs_needs_no_import_line(tmp_path):
     """Its ``plugin.toml`` is all that makes it known (with the old hand list in ``graphs/__init__.py``:
     offered by the CLI, a KeyError in ``answer()``)."""
-    _write_strategy(tmp_path / "extra", "graphs.first_chunk")
+    _write_strategy(tmp_path / "extra", "longctx.graphs.first_chunk")
     got = json.loads(
         _python(DROPPED, str(tmp_path / "extra"), pythonpath=str(ROOT), cache=tmp_path / "cache")
     )
@@ -267,8 +267,8 @@ def test_a_broken_third_party_plugin_is_left_out_of_listings_not_of_lookups(tmp_
     )
     code = """
         import json, logging
-        from graphs import STRATEGIES
-        from experiments.demo import default_demo
+        from longctx.graphs import STRATEGIES
+        from longctx.experiments.demo import default_demo
         logging.basicConfig(level=logging.WARNING)
         listed = STRATEGIES.available()
         try:

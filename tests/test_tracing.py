@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from experiments.perf.stub_server import stub_server
+from benchmarks.stub_server import stub_server
 
 LANGSMITH_KEY = "ls-test-secret-7f3a"
 OPENAI_KEY = "sk-test-secret-91bc"
@@ -99,7 +99,7 @@ def langsmith(monkeypatch):
 def test_one_trace_per_answer_with_nodes_llm_usage_and_tags(langsmith, monkeypatch, planted_corpus):
     from langchain_core.tracers.langchain import wait_for_all_tracers
 
-    from agents import Question, answer, make_chat_model
+    from longctx import Question, answer, make_chat_model
 
     with stub_server(latency=0.0) as url:
         llm = make_chat_model("openai:stub", base_url=url, api_key=OPENAI_KEY, max_retries=0)
@@ -146,7 +146,7 @@ def test_no_tracing_without_the_environment(planted_corpus):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LANGSMITH_", "LANGCHAIN_"))}
     env.update(LANGSMITH_ENDPOINT=fake.url, LANGSMITH_API_KEY=LANGSMITH_KEY)
     script = (
-        "from agents import Corpus, answer; from tests.scripted import ScriptedChatModel;"
+        "from longctx import Corpus, answer; from tests.scripted import ScriptedChatModel;"
         "from langchain_core.tracers.langchain import wait_for_all_tracers;"
         "answer(Corpus.from_texts(['the vault code is 7421']), 'code?', llm=ScriptedChatModel(replies=['7421']), top_k=1);"
         "wait_for_all_tracers(); print('done')"

@@ -1,7 +1,7 @@
 """A run's lean transport (agents/lean_transport.py) sends what the OpenAI SDK sends and fails as it fails.
 
 Every test drives the same chat model twice against one scripted loopback server: inside
-``graphs.llm.run_client`` (the run's aiohttp session, our transport) and outside it (the
+``longctx.graphs.llm.run_client`` (the run's aiohttp session, our transport) and outside it (the
 SDK's own ``post``). The server records each request's headers and raw body bytes and
 answers from a script of (status, headers, body), so retries, server-requested waits,
 ``x-should-retry``, timeouts and the errors after the retries are compared request by
@@ -20,9 +20,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-import agents.lean_transport as lean
-from agents.chat_models import ChatModelError, make_chat_model
-from graphs.llm import run_client
+import longctx.agents.lean_transport as lean
+from longctx.agents.chat_models import ChatModelError, make_chat_model
+from longctx.graphs.llm import run_client
 
 OK = (
     200,

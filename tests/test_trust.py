@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from agents import Question, answer, answer_many, make_chat_model
-from experiments.cli import main as cli_main
-from experiments.runner import RunConfig, read_rows, run_experiment
-from graphs import STRATEGIES, ConfigError
-from retrieval import Corpus
+from longctx import Question, answer, answer_many, make_chat_model
+from longctx.experiments.cli import main as cli_main
+from longctx.experiments.runner import RunConfig, read_rows, run_experiment
+from longctx.graphs import STRATEGIES, ConfigError
+from longctx.retrieval import Corpus
 from tests.recording_server import RecordingServer, prompt_of
 from tests.scripted import ScriptedChatModel
 
@@ -64,7 +64,7 @@ def test_answer_many_memagent_runs_at_the_given_concurrency(corpus, tmp_path, co
 
 
 def test_runner_option_memagent_concurrency_is_honoured(corpus, tmp_path):
-    from experiments.benchmarks import Sample
+    from longctx.experiments.benchmarks import Sample
 
     samples = [
         Sample(
@@ -210,7 +210,7 @@ def test_planted_keys_appear_in_no_output(corpus, tmp_path, monkeypatch, capsys)
     monkeypatch.setenv("OPENAI_API_KEY", ENV_KEY)
     cache, out = tmp_path / "cache", tmp_path / "run"
     monkeypatch.setenv("LONGCTX_CACHE_DIR", str(cache))
-    from experiments.benchmarks import Sample
+    from longctx.experiments.benchmarks import Sample
 
     with RecordingServer(lambda request: "101") as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)
@@ -293,7 +293,7 @@ def _write(corpus: Corpus, folder: Path) -> Path:
 
 # -- 8. a failed batch is recorded in every affected row and resumes from its checkpoint ----------
 def test_failed_batch_fails_every_row_and_the_rerun_resumes(corpus, tmp_path, monkeypatch):
-    from experiments.benchmarks import Sample
+    from longctx.experiments.benchmarks import Sample
 
     monkeypatch.setenv("LONGCTX_CACHE_DIR", str(tmp_path / "cache"))
     samples = [
@@ -345,9 +345,9 @@ def test_failed_batch_fails_every_row_and_the_rerun_resumes(corpus, tmp_path, mo
 
 
 def test_a_long_embedded_run_warns_up_front_with_an_estimate(monkeypatch):
-    from agents.api import warn_if_slow
-    from agents.calibration import ModelSpeed
-    from agents.chat_models import EmbeddedChatModel
+    from longctx.agents.api import warn_if_slow
+    from longctx.agents.calibration import ModelSpeed
+    from longctx.agents.chat_models import EmbeddedChatModel
 
     big = Corpus.from_texts(["word " * 1000])
     monkeypatch.setattr(type(big), "num_tokens", property(lambda self: 4_000_000))

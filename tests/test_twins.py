@@ -2,7 +2,7 @@
 
 The twins (PAI's ``call_structured``/``acall_structured``, the validated call's
 ``call_validated``/``acall_validated``, structured's ``document_lock``/``adocument_lock``, the OpenAI
-model's ``_generate``/``_agenerate``) share one body (:mod:`graphs.twins`) and differ only in
+model's ``_generate``/``_agenerate``) share one body (:mod:`longctx.graphs.twins`) and differ only in
 how they wait. Every scenario below runs through each twin and is held to one expectation,
 so a fix made to one twin and not the other fails here.
 """
@@ -21,15 +21,15 @@ import pytest
 from langchain_core.messages import AIMessage
 from pydantic import BaseModel, ConfigDict
 
-import graphs.structured.flight as flight
-from agents import ChatModelError, make_chat_model
-from graphs.llm import run_client
-from graphs.pai import prompts as P
-from graphs.pai.calls import KeepContextArgs, acall_structured, call_structured
-from graphs.prompts import RETRY_NOTE
-from graphs.structured.flight import adocument_lock, document_lock
-from graphs.twins import blocking, run_blocking
-from graphs.validated_call import acall_validated, bind_function, call_validated
+import longctx.graphs.structured.flight as flight
+from longctx import ChatModelError, make_chat_model
+from longctx.graphs.llm import run_client
+from longctx.graphs.pai import prompts as P
+from longctx.graphs.pai.calls import KeepContextArgs, acall_structured, call_structured
+from longctx.graphs.prompts import RETRY_NOTE
+from longctx.graphs.structured.flight import adocument_lock, document_lock
+from longctx.graphs.twins import blocking, run_blocking
+from longctx.graphs.validated_call import acall_validated, bind_function, call_validated
 from tests.scripted_tools import (
     AsyncToolScriptedChatModel,
     ToolScriptedChatModel,
@@ -437,7 +437,7 @@ CHAT_TWINS = {
 @pytest.mark.parametrize("twin", list(CHAT_TWINS))
 @pytest.mark.parametrize("case", list(CHAT_CASES))
 def test_openai_model_generate_twins_agree(case, twin, chat_server, monkeypatch):
-    import agents.openai_chat
+    from longctx import agents
 
     max_retries, replies, expected, paused = CHAT_CASES[case]
     monkeypatch.setenv("LONGCTX_MAX_RETRIES", "1")

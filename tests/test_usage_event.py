@@ -7,8 +7,8 @@ from dataclasses import fields
 
 from langchain_core.callbacks import CallbackManager
 
-from graphs.usage import USAGE_EVENT, UsageTracker
-from retrieval.contract import Usage
+from longctx.graphs.usage import USAGE_EVENT, UsageTracker
+from longctx.retrieval.contract import Usage
 
 #: What an event must not add: the answer measures its own times, and ``earlier_*`` are a resumed
 #: run's calls of earlier invocations (never sent now); ``estimated`` is a flag (or'ed, not summed).

@@ -8,15 +8,15 @@ import warnings
 
 import pytest
 
-from graphs import STRATEGIES
-from graphs.budget import UNBOUNDED, Budget, BudgetExceeded, CostPlan
-from graphs.costs import CorpusShape
-from graphs.pai import prompts as pai_prompts
-from graphs.plan_check import BudgetMayStopWarning, UnboundedCostWarning, capped, check_plan
-from graphs.structured.functions import SCHEMA_FUNCTION
-from retrieval import Corpus
-from retrieval.contract import Question
-from retrieval.tokens import count_tokens
+from longctx.graphs import STRATEGIES
+from longctx.graphs.budget import UNBOUNDED, Budget, BudgetExceeded, CostPlan
+from longctx.graphs.costs import CorpusShape
+from longctx.graphs.pai import prompts as pai_prompts
+from longctx.graphs.plan_check import BudgetMayStopWarning, UnboundedCostWarning, capped, check_plan
+from longctx.graphs.structured.functions import SCHEMA_FUNCTION
+from longctx.retrieval import Corpus
+from longctx.retrieval.contract import Question
+from longctx.retrieval.tokens import count_tokens
 
 
 def _plan(least: int = 2, most: int | None = 10) -> CostPlan:
@@ -85,8 +85,8 @@ def test_pai_and_structured_plans_count_their_tool_schemas():
 
 
 def test_the_cli_says_a_plan_warning_in_one_line(tmp_path, monkeypatch, capsys, isolated_cache):
-    from agents import estimate
-    from experiments.cli import main
+    from longctx import estimate
+    from longctx.experiments.cli import main
     from tests.recording_server import RecordingServer
 
     folder = tmp_path / "docs"
@@ -109,7 +109,7 @@ def test_the_cli_says_a_plan_warning_in_one_line(tmp_path, monkeypatch, capsys, 
 
 
 def test_a_plan_with_an_index_part_is_capped_with_it():
-    from graphs.budget import IndexWork
+    from longctx.graphs.budget import IndexWork
 
     tree = IndexWork(
         what="a tree",
@@ -129,7 +129,7 @@ def test_a_plan_with_an_index_part_is_capped_with_it():
 
 def test_the_cli_says_each_strategys_plan_warning_once_not_once_per_unit(capsys):
     """A run checks each unit's plan, each with its own figures: the command says it once per strategy."""
-    from experiments.cli import _show_warning
+    from longctx.experiments.cli import _show_warning
 
     def unshown(*args: object, **kwargs: object) -> None:
         raise AssertionError("a plan warning went to Python's own printer")

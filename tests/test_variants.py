@@ -8,13 +8,13 @@ import json
 
 import pytest
 
-from agents import Workspace, answer, answer_many, estimate, make_chat_model
-from agents.interop import as_runnable
-from experiments.cli import main
-from experiments.runner import RunConfig, read_rows
-from experiments.runner.variants import variant_options
-from graphs.strategy_registry import STRATEGIES, base_strategy
-from retrieval import Corpus
+from longctx import Workspace, answer, answer_many, estimate, make_chat_model
+from longctx.agents.interop import as_runnable
+from longctx.experiments.cli import main
+from longctx.experiments.runner import RunConfig, read_rows
+from longctx.experiments.runner.variants import variant_options
+from longctx.graphs.strategy_registry import STRATEGIES, base_strategy
+from longctx.retrieval import Corpus
 from tests.recording_server import RecordingServer, prompt_of
 
 DOCS = {

@@ -12,14 +12,14 @@ import math
 import pytest
 from langchain_core.callbacks import BaseCallbackHandler
 
-from agents import Budget, BudgetExceeded, CorpusError, Workspace, estimate
-from agents.chat_models import make_chat_model
-from agents.comparison import TEXT_WIDTH, Comparison
-from agents.workspace import merged
-from graphs import retrieval_service
-from retrieval import Corpus
-from retrieval.contract import Answer, Document, Question, Usage
-from retrieval.index import build as build_module
+from longctx import Budget, BudgetExceeded, CorpusError, Workspace, estimate
+from longctx.agents.chat_models import make_chat_model
+from longctx.agents.comparison import TEXT_WIDTH, Comparison
+from longctx.agents.workspace import merged
+from longctx.graphs import retrieval_service
+from longctx.retrieval import Corpus
+from longctx.retrieval.contract import Answer, Document, Question, Usage
+from longctx.retrieval.index import build as build_module
 from tests.conftest import filler_document
 from tests.recording_server import RecordingServer, prompt_of
 
@@ -54,7 +54,7 @@ def filler() -> Corpus:
 @pytest.fixture
 def builds(monkeypatch):
     """Counts of index requests reaching the cache (``build_index``), of indexes actually built,
-    and of indexes grown from an earlier corpus's by a segment (``retrieval.index.growth.grow_index``)."""
+    and of indexes grown from an earlier corpus's by a segment (``longctx.retrieval.index.growth.grow_index``)."""
     counts = {"requested": 0, "built": 0, "grown": 0}
     request, build, grow = (
         retrieval_service.build_index,

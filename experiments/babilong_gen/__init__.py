@@ -1,6 +1,6 @@
 """A BABILong-style generator: bAbI task files hidden in background text, at any length, seeded.
 
-    python -m experiments.babilong_gen --tasks-dir tasks_1-20_v1-2/en-10k --out data/babilong \\
+    python -m longctx.experiments.babilong_gen --tasks-dir tasks_1-20_v1-2/en-10k --out data/babilong \\
         --tasks qa1 qa2 --lengths 4M 10M --samples 5 [--background books/] [--seed 0]
 
 writes ``{out}/{length}/{task}.jsonl`` (the plain layout the ``babilong`` loader reads). The
@@ -10,9 +10,9 @@ placement is the official ``data/create_tasks.py`` / ``babilong/babilong_utils.p
 
 from __future__ import annotations
 
-from experiments.babilong_gen.babi import BabiSample, read_babi, task_file
-from experiments.babilong_gen.haystack import GenerateResult, generate, length_tokens
-from experiments.babilong_gen.sentences import SentenceSampler, synth_background
+from longctx.experiments.babilong_gen.babi import BabiSample, read_babi, task_file
+from longctx.experiments.babilong_gen.haystack import GenerateResult, generate, length_tokens
+from longctx.experiments.babilong_gen.sentences import SentenceSampler, synth_background
 
 __all__ = [
     "BabiSample",

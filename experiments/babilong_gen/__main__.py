@@ -1,4 +1,4 @@
-"""``python -m experiments.babilong_gen``: BABILong-style haystacks from bAbI task files (see the package docstring)."""
+"""``python -m longctx.experiments.babilong_gen``: BABILong-style haystacks from bAbI task files (see the package docstring)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from experiments.babilong_gen.haystack import SAMPLES, generate
-from retrieval.tokenizers import TokenizerError, hf_tokenizer, tiktoken_tokenizer
+from longctx.experiments.babilong_gen.haystack import SAMPLES, generate
+from longctx.retrieval.tokenizers import TokenizerError, hf_tokenizer, tiktoken_tokenizer
 
 
 def _background(folder: str | None) -> list[str] | None:
@@ -22,7 +22,7 @@ def _background(folder: str | None) -> list[str] | None:
 def build_parser() -> argparse.ArgumentParser:
     """The command line, each argument with its help (``--help`` documents them all)."""
     p = argparse.ArgumentParser(
-        prog="python -m experiments.babilong_gen",
+        prog="python -m longctx.experiments.babilong_gen",
         description="BABILong-style haystacks: each bAbI sample's statements hidden in background "
         "text "
         "at every length, seeded; writes {out}/{length}/{task}.jsonl (input, question, target, "

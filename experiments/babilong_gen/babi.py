@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from retrieval.errors import DataError
+from longctx.retrieval.errors import DataError
 
 
 class BabiFormatError(DataError):

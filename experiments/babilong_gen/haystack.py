@@ -18,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.babilong_gen.babi import BabiSample, read_babi, task_file
-from experiments.babilong_gen.sentences import SentenceSampler, synth_background
-from experiments.benchmarks.babilong_data import length_tokens
-from retrieval.tokenizers import Tokenizer, tiktoken_tokenizer
+from longctx.experiments.babilong_gen.babi import BabiSample, read_babi, task_file
+from longctx.experiments.babilong_gen.sentences import SentenceSampler, synth_background
+from longctx.experiments.benchmarks.babilong_data import length_tokens
+from longctx.retrieval.tokenizers import Tokenizer, tiktoken_tokenizer
 
 #: ``create_tasks.py``: ``message_lengths = [ml - 300 ...]`` and ``max_n_facts = message_length // 8``.
 PROMPT_ALLOWANCE = 300

@@ -15,9 +15,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from experiments.synth import filler
-from retrieval.extras import require
-from retrieval.tokenizers import Tokenizer
+from longctx.experiments.synth import filler
+from longctx.retrieval.extras import require
+from longctx.retrieval.tokenizers import Tokenizer
 
 #: ``SentenceSampler``'s default: sentences under 10 tokens are skipped.
 MIN_SENTENCE_LEN = 10
@@ -78,7 +78,7 @@ SYNTH_PARAGRAPHS = 400
 
 
 def synth_background(domain: str = "education") -> Callable[[np.random.Generator], str]:
-    """Documents of our digit-free synthetic prose (:mod:`experiments.synth.filler`), one per draw, from the sampler's generator."""
+    """Documents of our digit-free synthetic prose (:mod:`longctx.experiments.synth.filler`), one per draw, from the sampler's generator."""
 
     def pick(rng: np.random.Generator) -> str:
         local = random.Random(int(rng.integers(2**63)))

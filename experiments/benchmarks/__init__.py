@@ -1,7 +1,7 @@
 """Benchmark loaders behind one registry, with their official prompts and scoring.
 
-    from experiments.benchmarks import load_benchmark
-    from experiments import score
+    from longctx.experiments.benchmarks import load_benchmark
+    from longctx.experiments import score
     samples = load_benchmark("longbench_v2")            # $LONGCTX_DATA_DIR/longbench_v2/data.json
     preds = {s.sample_id: my_model(s) for s in samples}  # None marks a failed call
     score("longbench_v2", preds, samples=samples)
@@ -20,10 +20,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from experiments.benchmarks.base import BENCHMARKS, BenchmarkDataError, BenchmarkSpec, Sample
-from experiments.benchmarks.predictions import Prediction, pair_predictions
-from experiments.metrics import VERSIONS
-from retrieval.registry import import_submodules
+from longctx.experiments.benchmarks.base import (
+    BENCHMARKS,
+    BenchmarkDataError,
+    BenchmarkSpec,
+    Sample,
+)
+from longctx.experiments.benchmarks.predictions import Prediction, pair_predictions
+from longctx.experiments.metrics import VERSIONS
+from longctx.retrieval.registry import import_submodules
 
 import_submodules(__name__)  # each benchmark module registers itself
 

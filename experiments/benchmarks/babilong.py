@@ -3,13 +3,13 @@
 Official code booydar/babilong @ 7a6efee; data ``RMT-team/babilong`` (100 samples a task) and
 ``RMT-team/babilong-1k-samples``: one hub config per length (``0k`` ... ``1M``, ``10M``), one split
 per task (``qa1`` ... ``qa20``), records ``{input, question, target}``, read from the data folder's
-layouts or the hub by :mod:`experiments.benchmarks.babilong_data`.
+layouts or the hub by :mod:`longctx.experiments.benchmarks.babilong_data`.
 
 The prompt is ``get_formatted_input`` with ``DEFAULT_TEMPLATE`` and the task's ``DEFAULT_PROMPTS``
 (``babilong_prompts.json``, the official dict verbatim), each part on or off by the run script's
 three switches (``instruction``, ``examples``, ``post_prompt``); ``chat_template`` says whether the
 prompt goes as a chat user message or as a raw completion. Scoring is ``compare_answers``
-(:mod:`experiments.metrics.babilong`); the table is accuracy per task x length.
+(:mod:`longctx.experiments.metrics.babilong`); the table is accuracy per task x length.
 """
 
 from __future__ import annotations
@@ -20,18 +20,23 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from experiments.benchmarks.babilong_data import length_tokens, lengths_in, read_task, task_files
-from experiments.benchmarks.base import (
+from longctx.experiments.benchmarks.babilong_data import (
+    length_tokens,
+    lengths_in,
+    read_task,
+    task_files,
+)
+from longctx.experiments.benchmarks.base import (
     BENCHMARKS,
     BenchmarkDataError,
     Sample,
     data_root,
     only_known,
 )
-from experiments.metrics import babilong as m
-from retrieval import Corpus, Document
-from retrieval.contract import Question
-from retrieval.errors import UnknownName
+from longctx.experiments.metrics import babilong as m
+from longctx.retrieval import Corpus, Document
+from longctx.retrieval.contract import Question
+from longctx.retrieval.errors import UnknownName
 
 VERSION = 1
 

@@ -3,7 +3,7 @@
 Files are found, for a task and a length, in any of these layouts under the data folder:
 
 - ``{length}/{task}.jsonl`` (or ``.json`` / ``.parquet``): the plain layout, what
-  ``experiments.babilong_gen`` writes;
+  ``longctx.experiments.babilong_gen`` writes;
 - ``{length}/{task}-00000-of-0000N.parquet``: the hub's per-length files (1k-samples, later 100-sample);
 - ``{task}/{length}-00000-of-00001.parquet``: the 100-sample set's earlier per-task files;
 - ``{task}/{length}.json``: what the official ``data/create_tasks.py`` writes.
@@ -20,8 +20,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.benchmarks.base import BenchmarkDataError, find_file, load_from_hub, read_records
-from retrieval.errors import UnknownName
+from longctx.experiments.benchmarks.base import (
+    BenchmarkDataError,
+    find_file,
+    load_from_hub,
+    read_records,
+)
+from longctx.retrieval.errors import UnknownName
 
 #: ``collect_results.py`` ``LENGTHS``: the column order of the official tables.
 LENGTHS = (

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from retrieval import Corpus, paths
-from retrieval.contract import Protocol, Question, Registry
-from retrieval.errors import DataError, UnknownName
-from retrieval.extras import install_hint, require
+from longctx.retrieval import Corpus, paths
+from longctx.retrieval.contract import Protocol, Question, Registry
+from longctx.retrieval.errors import DataError, UnknownName
+from longctx.retrieval.extras import install_hint, require
 
 #: Where benchmark files live unless a path is given: ``$LONGCTX_DATA_DIR`` or this default.
 DEFAULT_DATA_DIR = Path("~/longctx-data").expanduser()
@@ -35,7 +35,7 @@ class BenchmarkDataError(DataError, FileNotFoundError):
 
 @dataclass(frozen=True, kw_only=True)
 class Sample:
-    """One benchmark item, ready for ``agents.answer(sample.corpus, sample.question)``.
+    """One benchmark item, ready for ``longctx.agents.answer(sample.corpus, sample.question)``.
 
     Attributes:
         sample_id: Unique id within the benchmark (predictions are keyed by it).
@@ -75,11 +75,11 @@ class BenchmarkSpec:
             benchmark's code has one (LongBench v2 ``0shot_rag``).
         strata: ``strata(samples) -> (sample id -> stratum, stratum -> weight)`` where the
             headline averages sub-sets (LongBench's macro over datasets and categories): the
-            report's bootstrap resamples within each stratum and weighs them so (``experiments.stats``).
+            report's bootstrap resamples within each stratum and weighs them so (``longctx.experiments.stats``).
             ``None``: the headline is the plain mean over questions.
         shared_first: Its prompts are ours, not an official protocol's (own corpora): strategies
             put the text every question shares first (their ``PromptSharing.options``, see
-            :mod:`graphs.prompt_sharing`), so a provider's prompt cache serves it to later questions.
+            :mod:`longctx.graphs.prompt_sharing`), so a provider's prompt cache serves it to later questions.
     """
 
     name: str
@@ -144,7 +144,7 @@ def resolve_inside(root: str | os.PathLike, relative: str | os.PathLike, *, what
     """``root / relative`` resolved (symlinks followed), or :class:`BenchmarkDataError` if it leaves ``root``.
 
     Every path a loader takes from a data file goes through here (the rule of
-    :func:`retrieval.paths.resolve_inside`, shared with corpus folders): an absolute path, a
+    :func:`longctx.retrieval.paths.resolve_inside`, shared with corpus folders): an absolute path, a
     ``..`` climb or a symlink out of the data root is rejected with the offending path
     named, so a crafted data file cannot read e.g. ``/etc/hostname`` into a corpus.
     """

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.benchmarks.base import (
+from longctx.experiments.benchmarks.base import (
     BENCHMARKS,
     BenchmarkDataError,
     Sample,
@@ -22,11 +22,11 @@ from experiments.benchmarks.base import (
     macro_strata,
     read_records,
 )
-from experiments.metrics import corpusqa as m
-from experiments.metrics import judge as judge_mod
-from experiments.metrics.equivalence import equivalent
-from retrieval import Corpus, Document
-from retrieval.contract import Question
+from longctx.experiments.metrics import corpusqa as m
+from longctx.experiments.metrics import judge as judge_mod
+from longctx.experiments.metrics.equivalence import equivalent
+from longctx.retrieval import Corpus, Document
+from longctx.retrieval.contract import Question
 
 VERSION = 2  # 2: generation at temperature 0.0, official denominators reported, judge at temperature 0.0 and n=1
 #: ``src/infer.py`` sends ``temperature=0.0`` to every model but ``o3*``.

@@ -15,10 +15,16 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from experiments.benchmarks.base import BENCHMARKS, Sample, data_root, load_records, only_known
-from experiments.metrics import longbench_v1 as m
-from retrieval import Corpus, Document
-from retrieval.contract import Question
+from longctx.experiments.benchmarks.base import (
+    BENCHMARKS,
+    Sample,
+    data_root,
+    load_records,
+    only_known,
+)
+from longctx.experiments.metrics import longbench_v1 as m
+from longctx.retrieval import Corpus, Document
+from longctx.retrieval.contract import Question
 
 VERSION = 1
 HUB_REPO = "THUDM/LongBench"

@@ -16,10 +16,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.benchmarks.base import BENCHMARKS, Sample, data_root, load_records
-from experiments.metrics import longbench_v2 as m
-from retrieval import Corpus, Document
-from retrieval.contract import Question
+from longctx.experiments.benchmarks.base import BENCHMARKS, Sample, data_root, load_records
+from longctx.experiments.metrics import longbench_v2 as m
+from longctx.retrieval import Corpus, Document
+from longctx.retrieval.contract import Question
 
 VERSION = 2
 HUB_REPO = "THUDM/LongBench-v2"

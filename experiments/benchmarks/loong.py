@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.benchmarks.base import (
+from longctx.experiments.benchmarks.base import (
     BENCHMARKS,
     BenchmarkDataError,
     Sample,
@@ -25,10 +25,10 @@ from experiments.benchmarks.base import (
     load_records,
     resolve_inside,
 )
-from experiments.metrics import judge as judge_mod
-from experiments.metrics import loong as m
-from retrieval import Corpus, Document
-from retrieval.contract import Question
+from longctx.experiments.metrics import judge as judge_mod
+from longctx.experiments.metrics import loong as m
+from longctx.retrieval import Corpus, Document
+from longctx.retrieval.contract import Question
 
 VERSION = 2  # 2: 128,000-token input budget (run.sh at HEAD), generation at temperature 0.0, failed generations judged as ""
 #: ``src/run.sh`` at HEAD (7ad6cc8): ``MAX_LENGTH="128000"`` tokens per prompt (the first

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.benchmarks.base import (
+from longctx.experiments.benchmarks.base import (
     BENCHMARKS,
     Sample,
     data_root,
@@ -22,10 +22,10 @@ from experiments.benchmarks.base import (
     macro_strata,
     only_known,
 )
-from experiments.metrics import longbench_v1 as lb
-from experiments.metrics import lveval as m
-from retrieval import Corpus, Document
-from retrieval.contract import Question
+from longctx.experiments.metrics import longbench_v1 as lb
+from longctx.experiments.metrics import lveval as m
+from longctx.retrieval import Corpus, Document
+from longctx.retrieval.contract import Question
 
 VERSION = 1
 HUB_REPO = "infini-ai/LVEval"

@@ -1,16 +1,16 @@
 """MemoryAgentBench (Hu et al., ICLR 2026): inject once, ask many; one long context, many questions.
 
 Official code HUST-AI-HYZ/MemoryAgentBench @ 455306d; data ``ai-hyz/MemoryAgentBench``
-(records read by :mod:`experiments.benchmarks.memoryagentbench_data`). Each record becomes
+(records read by :mod:`longctx.experiments.benchmarks.memoryagentbench_data`). Each record becomes
 one :class:`Sample` per question, all sharing the record's one :class:`~retrieval.Corpus`,
 so a run indexes (or reads) each context once for all its questions. The sub-datasets and
 their numbers are the official data configs (``configs/data_conf``): :data:`CONFIGS`.
 
 Prompts are the long-context agent's and the BM25 RAG agent's (``utils/templates.py``,
-:mod:`experiments.benchmarks.memoryagentbench_prompts`); scores are the official
-per-dataset metrics (:mod:`experiments.metrics.memoryagentbench`), LongMemEval and
+:mod:`longctx.experiments.benchmarks.memoryagentbench_prompts`); scores are the official
+per-dataset metrics (:mod:`longctx.experiments.metrics.memoryagentbench`), LongMemEval and
 InfBench-Sum judged by an LLM when ``judge=`` is given
-(:mod:`experiments.metrics.memoryagentbench_judge`).
+(:mod:`longctx.experiments.metrics.memoryagentbench_judge`).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from experiments.benchmarks import memoryagentbench_prompts as p
-from experiments.benchmarks.base import (
+from longctx.experiments.benchmarks import memoryagentbench_prompts as p
+from longctx.experiments.benchmarks.base import (
     BENCHMARKS,
     BenchmarkDataError,
     Sample,
@@ -31,17 +31,17 @@ from experiments.benchmarks.base import (
     macro_strata,
     only_known,
 )
-from experiments.benchmarks.memoryagentbench_data import (
+from longctx.experiments.benchmarks.memoryagentbench_data import (
     SPLITS,
     Item,
     parse_item,
     read_split,
     split_files,
 )
-from experiments.metrics import memoryagentbench as m
-from experiments.metrics import memoryagentbench_judge as mj
-from retrieval import Corpus, Document
-from retrieval.contract import Question
+from longctx.experiments.metrics import memoryagentbench as m
+from longctx.experiments.metrics import memoryagentbench_judge as mj
+from longctx.retrieval import Corpus, Document
+from longctx.retrieval.contract import Question
 
 VERSION = 1
 #: ``temperature`` of the official agent configs (``Long_context_agent_gpt-4o-mini.yaml``, ``Simple_rag_gpt-4o-mini-bm25.yaml``).

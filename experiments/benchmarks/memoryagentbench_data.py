@@ -16,8 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from experiments.benchmarks.base import BenchmarkDataError, find_file, load_from_hub, read_records
-from retrieval.extras import install_hint
+from longctx.experiments.benchmarks.base import (
+    BenchmarkDataError,
+    find_file,
+    load_from_hub,
+    read_records,
+)
+from longctx.retrieval.extras import install_hint
 
 HUB_REPO = "ai-hyz/MemoryAgentBench"
 SPLITS = (

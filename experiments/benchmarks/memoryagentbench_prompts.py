@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from experiments.metrics.memoryagentbench_judge import official_prompts
-from retrieval.tokens import count_tokens, decode, encode
+from longctx.experiments.metrics.memoryagentbench_judge import official_prompts
+from longctx.retrieval.tokens import count_tokens, decode, encode
 
 #: ``chunk_size`` of every data config.
 CHUNK_SIZE = 4096

@@ -18,12 +18,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.benchmarks.base import BENCHMARKS, BenchmarkDataError, Sample, read_records
-from experiments.metrics import corpusqa as cq
-from experiments.metrics import judge as judge_mod
-from experiments.metrics.answer_match import Match, match_answer
-from retrieval import Corpus
-from retrieval.contract import Question
+from longctx.experiments.benchmarks.base import BENCHMARKS, BenchmarkDataError, Sample, read_records
+from longctx.experiments.metrics import corpusqa as cq
+from longctx.experiments.metrics import judge as judge_mod
+from longctx.experiments.metrics.answer_match import Match, match_answer
+from longctx.retrieval import Corpus
+from longctx.retrieval.contract import Question
 
 VERSION = 1  # the prompts' version; the scoring rule has its own (experiments.metrics.answer_match.VERSION)
 ANSWER_TYPES = ("number", "list", "date", "text")
@@ -167,7 +167,7 @@ def extract(reply: str) -> str:
 
 def correct(sample: Sample, prediction: str, judge: Any = None) -> tuple[Match, bool]:
     """(verdict with its rule, judge_error): an LLM judge when given, else the deterministic rule of
-    ``experiments.metrics.answer_match`` (exact, typed, or the gold phrase as whole tokens)."""
+    ``longctx.experiments.metrics.answer_match`` (exact, typed, or the gold phrase as whole tokens)."""
     gold, answer = sample.answers[0], extract(prediction)
     if judge is not None:
         reply = judge_mod.call_judge(

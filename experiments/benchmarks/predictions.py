@@ -1,4 +1,4 @@
-"""Pairing predictions with samples: the input side of ``experiments.score``.
+"""Pairing predictions with samples: the input side of ``longctx.experiments.score``.
 
 Predictions may be given as :class:`Prediction` objects, a ``{sample_id: text}``
 mapping, or ``(sample_or_id, text[, error])`` tuples. ``text=None`` or a non-empty
@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from experiments.benchmarks.base import Sample
-from retrieval.errors import OptionError, UnknownName
+from longctx.experiments.benchmarks.base import Sample
+from longctx.retrieval.errors import OptionError, UnknownName
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ documents: a JSON list of ``{context, input, answers, num_docs, index}`` where
 paragraphs of HotpotQA's ``hotpotqa_dev.json`` (distractor dev set), which must then
 sit beside the eval files; the text is rebuilt as ``ruler_hqa_over1m.py`` does.
 
-Scoring is ``sub_em`` on the extracted answer (``experiments.metrics.ruler_hqa``).
+Scoring is ``sub_em`` on the extracted answer (``longctx.experiments.metrics.ruler_hqa``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.benchmarks.base import (
+from longctx.experiments.benchmarks.base import (
     BENCHMARKS,
     BenchmarkDataError,
     Sample,
@@ -27,9 +27,9 @@ from experiments.benchmarks.base import (
     load_records,
     only_known,
 )
-from experiments.metrics import ruler_hqa as m
-from retrieval import Corpus, Document
-from retrieval.contract import Question
+from longctx.experiments.metrics import ruler_hqa as m
+from longctx.retrieval import Corpus, Document
+from longctx.retrieval.contract import Question
 
 VERSION = 1
 

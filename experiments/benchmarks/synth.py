@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.benchmarks import corpusqa
-from experiments.benchmarks.base import BENCHMARKS, BenchmarkDataError, Sample
-from experiments.synth import load_samples
+from longctx.experiments.benchmarks import corpusqa
+from longctx.experiments.benchmarks.base import BENCHMARKS, BenchmarkDataError, Sample
+from longctx.experiments.synth import load_samples
 
 VERSION = 1
 

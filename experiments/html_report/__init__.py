@@ -3,8 +3,8 @@ shows why each one answered as it did.
 
 The page has the summary table, the plots (embedded PNG), the winner per metric (best
 value; the cheaper strategy wins a tie), an estimated money cost per strategy
-(:mod:`experiments.prices`), a question's cost as the questions over one corpus accumulate with
-the break-even points (:mod:`experiments.amortized_costs`), BABILong's accuracy per task x length and
+(:mod:`longctx.experiments.prices`), a question's cost as the questions over one corpus accumulate with
+the break-even points (:mod:`longctx.experiments.amortized_costs`), BABILong's accuracy per task x length and
 the cost per context with a legend per column (:mod:`~experiments.html_report.contexts`), and a
 collapsible drill-down per question: the question, the
 gold answers, and for each strategy its answer, score, cost, evidence and steps: each step as
@@ -25,9 +25,9 @@ assets (:mod:`~experiments.html_report.assets`) and the page (:mod:`~experiments
 
 from __future__ import annotations
 
-from experiments.html_report.costs import row_model, strategy_costs, summary_table
-from experiments.html_report.page import HTML_FILE, write_html_report
-from experiments.html_report.winners import pick_winners, significance_text
+from longctx.experiments.html_report.costs import row_model, strategy_costs, summary_table
+from longctx.experiments.html_report.page import HTML_FILE, write_html_report
+from longctx.experiments.html_report.winners import pick_winners, significance_text
 
 __all__ = [
     "HTML_FILE",

@@ -1,10 +1,10 @@
 """The page's section on cost per question as the questions over one corpus accumulate: each strategy's
 index cost shared out over n questions, and where each pair of strategies breaks even
-(:mod:`experiments.amortized_costs`); its plot is embedded with the others."""
+(:mod:`longctx.experiments.amortized_costs`); its plot is embedded with the others."""
 
 from __future__ import annotations
 
-from experiments.amortized_costs import (
+from longctx.experiments.amortized_costs import (
     SHOWN_QUESTIONS,
     Amortization,
     amortized_rows,
@@ -12,7 +12,7 @@ from experiments.amortized_costs import (
     crossing_text,
     shown_digits,
 )
-from experiments.html_report.cells import e, swatch
+from longctx.experiments.html_report.cells import e, swatch
 
 
 def amortized_section(amortized: Amortization | None) -> str:

@@ -7,7 +7,7 @@ import html
 import re
 from typing import Any
 
-from experiments.plots import strategy_color
+from longctx.experiments.plots import strategy_color
 
 
 def e(value: Any) -> str:

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from experiments.context_costs import COLUMNS
-from experiments.html_report.cells import e, number, swatch
-from experiments.task_length_table import NOTE, task_length_grid
+from longctx.experiments.context_costs import COLUMNS
+from longctx.experiments.html_report.cells import e, number, swatch
+from longctx.experiments.task_length_table import NOTE, task_length_grid
 
 
 def task_length_section(official: Mapping[str, Mapping[str, Any]]) -> str:
@@ -42,7 +42,7 @@ def task_length_section(official: Mapping[str, Mapping[str, Any]]) -> str:
 
 
 def per_context_section(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The cost per context and per question (:func:`experiments.context_costs.per_context_table`'s
+    """The cost per context and per question (:func:`longctx.experiments.context_costs.per_context_table`'s
     rows) with a legend line per column; nothing when no context was asked two questions or more."""
     if not rows:
         return ""

@@ -1,4 +1,4 @@
-"""Estimated money cost per strategy (:mod:`experiments.prices`) and the summary rows the page and
+"""Estimated money cost per strategy (:mod:`longctx.experiments.prices`) and the summary rows the page and
 the winners read (tokens and USD per answer beside the report's own columns)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from experiments.prices import (
+from longctx.experiments.prices import (
     Price,
     PriceRow,
     price_for,

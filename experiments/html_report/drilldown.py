@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agents.jsonsafe import dumps
-from experiments.html_report.cells import anchor, e, number, swatch, usd
-from experiments.html_report.costs import row_model
-from experiments.html_report.steps import steps_details
-from experiments.plots import strategy_color
-from experiments.prices import row_cost
-from graphs.presentation import text as cut
+from longctx.agents.jsonsafe import dumps
+from longctx.experiments.html_report.cells import anchor, e, number, swatch, usd
+from longctx.experiments.html_report.costs import row_model
+from longctx.experiments.html_report.steps import steps_details
+from longctx.experiments.plots import strategy_color
+from longctx.experiments.prices import row_cost
+from longctx.graphs.presentation import text as cut
 
 #: A strategy's answers to one question: strategy -> (its row, the scorer's value).
 Answers = Mapping[str, tuple[dict[str, Any], Any]]

@@ -6,26 +6,30 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.amortized_costs import amortization
-from experiments.context_costs import per_context_table
-from experiments.html_report.amortized import amortized_section
-from experiments.html_report.assets import CSS, SCRIPT
-from experiments.html_report.cells import e
-from experiments.html_report.contexts import per_context_section, task_length_section
-from experiments.html_report.costs import strategy_costs, summary_table
-from experiments.html_report.drilldown import drilldown_section
-from experiments.html_report.prompt_cache import prompt_cache_section
-from experiments.html_report.sections import (
+from longctx.experiments.amortized_costs import amortization
+from longctx.experiments.context_costs import per_context_table
+from longctx.experiments.html_report.amortized import amortized_section
+from longctx.experiments.html_report.assets import CSS, SCRIPT
+from longctx.experiments.html_report.cells import e
+from longctx.experiments.html_report.contexts import per_context_section, task_length_section
+from longctx.experiments.html_report.costs import strategy_costs, summary_table
+from longctx.experiments.html_report.drilldown import drilldown_section
+from longctx.experiments.html_report.prompt_cache import prompt_cache_section
+from longctx.experiments.html_report.sections import (
     costs_section,
     header_section,
     incomplete_section,
     plots_section,
     winners_section,
 )
-from experiments.html_report.tables import by_length_section, pairwise_section, summary_section
-from experiments.html_report.winners import pick_winners
-from experiments.prices import PriceRow
-from retrieval.redaction import redact
+from longctx.experiments.html_report.tables import (
+    by_length_section,
+    pairwise_section,
+    summary_section,
+)
+from longctx.experiments.html_report.winners import pick_winners
+from longctx.experiments.prices import PriceRow
+from longctx.retrieval.redaction import redact
 
 HTML_FILE = "report.html"
 
@@ -45,19 +49,19 @@ def write_html_report(
     missing: Mapping[str, int] | None = None,
     costs: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Path:
-    """Write ``folder/report.html`` (see :mod:`experiments.html_report`) and return its path.
+    """Write ``folder/report.html`` (see :mod:`longctx.experiments.html_report`) and return its path.
 
     Args:
         folder: The report folder (plots already written there are embedded).
         benchmark: Benchmark name, for the title.
         manifest: The run's ``manifest.json``.
-        summary: :func:`experiments.report.build_report`'s summary rows.
+        summary: :func:`longctx.experiments.report.build_report`'s summary rows.
         by_length: Its accuracy-by-length rows.
         per_strategy: Strategy -> ``{"official", "rows", "per_sample": [(row, score)]}``.
         samples: Sample id -> sample (question and gold answers).
-        prices: The user's price table (:func:`experiments.prices.load_prices`).
+        prices: The user's price table (:func:`longctx.experiments.prices.load_prices`).
         winners: :func:`pick_winners` with per-question values (the report's); none named without.
-        pairwise: The score's pairwise table (``experiments.comparison.pairwise``), shown as a matrix.
+        pairwise: The score's pairwise table (``longctx.experiments.comparison.pairwise``), shown as a matrix.
         missing: Strategy -> questions it has not answered: an incomplete run says so at the top
             and names no winner.
         costs: :func:`strategy_costs` of these rows and prices, when the caller has them already.

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from experiments.html_report.cells import e, number, usd_exact
-from graphs.registry import STRATEGIES
+from longctx.experiments.html_report.cells import e, number, usd_exact
+from longctx.graphs.registry import STRATEGIES
 
 #: (frontier column with the cache, without it, what the frontier weighs against the score)
 FRONTIERS = (("frontier_cost", "frontier_cost_uncached", "USD per answer"),

@@ -8,9 +8,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.html_report.cells import e, number, swatch, usd
-from experiments.html_report.winners import incomplete_line
-from experiments.prices import DEFAULT_PRICES_DATE, Price
+from longctx.experiments.html_report.cells import e, number, swatch, usd
+from longctx.experiments.html_report.winners import incomplete_line
+from longctx.experiments.prices import DEFAULT_PRICES_DATE, Price
 
 
 def header_section(
@@ -65,7 +65,7 @@ def winners_section(winners: Sequence[Mapping[str, Any]]) -> str:
 
 
 def costs_section(costs: Mapping[str, Mapping[str, Any]], prices: Mapping[str, Any] | None) -> str:
-    """The prices used per model and where each came from (what the prompt cache saved: :mod:`experiments.html_report.prompt_cache`)."""
+    """The prices used per model and where each came from (what the prompt cache saved: :mod:`longctx.experiments.html_report.prompt_cache`)."""
     used: dict[str, Price | None] = {}
     for data in costs.values():
         used.update(data["prices"])

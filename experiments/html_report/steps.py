@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from agents.jsonsafe import dumps
-from experiments.html_report.cells import e
-from graphs.presentation import LEG_KEY, StrategyPresentation, escape
-from graphs.presentation import text as cut
-from graphs.registry import STRATEGIES
+from longctx.agents.jsonsafe import dumps
+from longctx.experiments.html_report.cells import e
+from longctx.graphs.presentation import LEG_KEY, StrategyPresentation, escape
+from longctx.graphs.presentation import text as cut
+from longctx.graphs.registry import STRATEGIES
 
 
 def steps_details(

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from experiments import stats
-from experiments.html_report.cells import e, number, swatch, usd
+from longctx.experiments import stats
+from longctx.experiments.html_report.cells import e, number, swatch, usd
 
 #: The summary's first columns on the page: the score beside its interval and n, in view without scrolling.
 LEAD_COLUMNS = ("strategy", "score", "score_ci", "n_scored")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from experiments import comparison
+from longctx.experiments import comparison
 
 #: Metrics that can have a winner: (summary key, label, higher is better).
 METRICS = (
@@ -35,7 +35,7 @@ def pick_winners(
     cost metrics the better-scoring one) and whether the data makes it the winner.
 
     A winner is named (``strategies``) only when the leader beats every other strategy on the
-    questions they share with a Holm-adjusted paired p below 0.05 (``experiments.comparison``);
+    questions they share with a Holm-adjusted paired p below 0.05 (``longctx.experiments.comparison``);
     otherwise ``strategies`` is empty and ``note`` says so, with n and the smallest difference
     these questions could detect. Without ``per_question`` (metric -> strategy -> question id ->
     value) nothing can be tested and no winner is named.

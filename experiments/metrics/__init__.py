@@ -4,14 +4,14 @@ Every per-item metric is a pure function ``(prediction, ground_truth, **kwargs) 
 in [0, 1], registered in :data:`METRICS` where it is defined, under a stable name that
 results record together with :data:`VERSIONS`::
 
-    from experiments.metrics import METRICS
+    from longctx.experiments.metrics import METRICS
     METRICS.get("qa_f1")("The Eiffel Tower", "Eiffel Tower")  # 1.0
 """
 
 from __future__ import annotations
 
-from experiments.metrics.registry import METRICS
-from retrieval.registry import import_submodules
+from longctx.experiments.metrics.registry import METRICS
+from longctx.retrieval.registry import import_submodules
 
 #: Metric-module versions (each module's ``VERSION``), recorded with every score; every module of this
 #: package is imported here and registers its metrics, so a new metric module needs no line elsewhere.

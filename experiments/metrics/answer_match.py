@@ -6,7 +6,7 @@ A gold answer is credited by the first rule that matches, and the rule is kept w
   (case, punctuation, the articles a/an/the, whitespace; numbers by value: ``1,200`` = ``1200``;
   CJK text by character).
 * ``typed``: the answer states the same number, list or date as the gold, the whole answer
-  read as that type (``experiments.metrics.equivalence``; dates in ISO, ``5 January 2023`` or
+  read as that type (``longctx.experiments.metrics.equivalence``; dates in ISO, ``5 January 2023`` or
   ``January 5, 2023`` form compare by calendar day; a list answer also in prose: ``adm and root``).
 * ``phrase`` (text answers only): the gold's token sequence occurs in the answer as whole
   tokens, never inside a word (``adm`` is not in ``README`` or ``administrator``, ``12`` not in
@@ -26,8 +26,13 @@ import json
 import re
 from dataclasses import dataclass
 
-from experiments.metrics.equivalence import equivalent, numbers_equal, parse_list, parse_number
-from experiments.metrics.registry import METRICS
+from longctx.experiments.metrics.equivalence import (
+    equivalent,
+    numbers_equal,
+    parse_list,
+    parse_number,
+)
+from longctx.experiments.metrics.registry import METRICS
 
 VERSION = 1
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from experiments.metrics.registry import METRICS
+from longctx.experiments.metrics.registry import METRICS
 
 VERSION = 1
 

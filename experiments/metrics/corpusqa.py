@@ -4,15 +4,15 @@ Official semantics (``src/eval.py``): the answer is what follows ``The answer is
 (to the end of that line), else the whole response; the judge (deepseek-v3 at
 temperature 0 officially) is correct iff its reply contains ``[[YES]]`` and not
 ``[[NO]]``; a judge API error counts as wrong. Without a judge model we fall back to
-:func:`experiments.metrics.equivalence.equivalent`, and results say so.
+:func:`longctx.experiments.metrics.equivalence.equivalent`, and results say so.
 """
 
 from __future__ import annotations
 
 import re
 
-from experiments.metrics.equivalence import equivalent
-from experiments.metrics.registry import METRICS
+from longctx.experiments.metrics.equivalence import equivalent
+from longctx.experiments.metrics.registry import METRICS
 
 VERSION = 1
 

@@ -20,9 +20,9 @@ import difflib
 import re
 from collections.abc import Mapping, Sequence
 
-from experiments.metrics import text  # noqa: F401  (registers the text metrics)
-from experiments.metrics.registry import METRICS
-from retrieval.errors import UnknownName
+from longctx.experiments.metrics import text  # noqa: F401  (registers the text metrics)
+from longctx.experiments.metrics.registry import METRICS
+from longctx.retrieval.errors import UnknownName
 
 VERSION = 2  # 2: code_sim is difflib's ratio, as the official requirements install fuzzywuzzy
 

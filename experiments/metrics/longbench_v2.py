@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from experiments.metrics.registry import METRICS
+from longctx.experiments.metrics.registry import METRICS
 
 VERSION = 1
 

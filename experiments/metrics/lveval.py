@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from experiments.metrics.registry import METRICS
-from experiments.metrics.text import (
+from longctx.experiments.metrics.registry import METRICS
+from longctx.experiments.metrics.text import (
     jieba_tokens,
     normalize_answer,
     normalize_zh_answer,
@@ -25,7 +25,7 @@ from experiments.metrics.text import (
     token_f1,
     zh_tokens,
 )
-from retrieval.errors import UnknownName
+from longctx.retrieval.errors import UnknownName
 
 VERSION = 1
 

@@ -16,9 +16,9 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from experiments.metrics.registry import METRICS
-from experiments.metrics.ruler_hqa import exact_match, hotpotqa_f1
-from experiments.metrics.text import normalize_answer
+from longctx.experiments.metrics.registry import METRICS
+from longctx.experiments.metrics.ruler_hqa import exact_match, hotpotqa_f1
+from longctx.experiments.metrics.text import normalize_answer
 
 VERSION = 1
 

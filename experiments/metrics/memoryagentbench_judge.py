@@ -3,7 +3,7 @@
 Prompts are the official ones verbatim (``llm_based_eval/longmem_qa_evaluate.py``
 ``get_anscheck_prompt``; ``llm_based_eval/summarization_evaluate.py`` ``*_prompt_book``,
 from HELMET), kept in ``experiments/benchmarks/memoryagentbench_prompts.json``. Judge calls
-go through :func:`experiments.metrics.judge.call_judge` with the official sampling
+go through :func:`longctx.experiments.metrics.judge.call_judge` with the official sampling
 parameters. LongMemEval: correct iff ``yes`` is in the reply (lower-cased). InfBench-Sum:
 three calls (fluency 0/1, recall = key points found / key points, precision = supported
 sentences / sentences), ``f1 = fluency x harmonic mean(recall, precision)``; the official
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from experiments.metrics import judge as judge_mod
+from longctx.experiments.metrics import judge as judge_mod
 
 VERSION = 1
 

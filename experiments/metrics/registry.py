@@ -10,6 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from retrieval.contract import Registry
+from longctx.retrieval.contract import Registry
 
 METRICS: Registry[Callable[..., float]] = Registry("metric", group="longctx.metrics")

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from experiments.metrics.registry import METRICS
-from experiments.metrics.text import normalize_answer
+from longctx.experiments.metrics.registry import METRICS
+from longctx.experiments.metrics.text import normalize_answer
 
 VERSION = 1
 

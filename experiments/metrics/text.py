@@ -12,7 +12,7 @@ import string
 from collections import Counter
 from collections.abc import Sequence
 
-from experiments.metrics.registry import METRICS
+from longctx.experiments.metrics.registry import METRICS
 
 VERSION = 1
 

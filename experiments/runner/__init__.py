@@ -6,7 +6,7 @@ that succeeded and retries pairs that failed; the report reads the last row of e
 pair. ``manifest.json`` records the library version, git revision, config, model and
 the start and end of every invocation.
 
-Rows are strict JSON whatever a strategy returns (:mod:`agents.jsonsafe`); one that
+Rows are strict JSON whatever a strategy returns (:mod:`longctx.agents.jsonsafe`); one that
 cannot be kept is a failed row saying why. Reading tolerates what kills and editors
 leave (torn tails, bad lines, a BOM, a corrupt manifest); a retried pair's calls are not
 replayed from the LLM cache.
@@ -26,12 +26,12 @@ One module per idea; the names below are the runner's public API:
 
 from __future__ import annotations
 
-from experiments.runner.config import RunConfig, run_samples, select_samples
-from experiments.runner.folder import RunFolderError, RunFolderLocked, check_out_folder
-from experiments.runner.interrupts import RunInterrupted
-from experiments.runner.manifest import MANIFEST_FILE, manifest_config, read_manifest
-from experiments.runner.results_file import RESULTS_FILE, latest_rows, read_rows
-from experiments.runner.run import run_experiment
+from longctx.experiments.runner.config import RunConfig, run_samples, select_samples
+from longctx.experiments.runner.folder import RunFolderError, RunFolderLocked, check_out_folder
+from longctx.experiments.runner.interrupts import RunInterrupted
+from longctx.experiments.runner.manifest import MANIFEST_FILE, manifest_config, read_manifest
+from longctx.experiments.runner.results_file import RESULTS_FILE, latest_rows, read_rows
+from longctx.experiments.runner.run import run_experiment
 
 __all__ = [
     "MANIFEST_FILE",

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agents import STRATEGIES, Budget
-from experiments.benchmarks import BENCHMARKS, load_benchmark
-from experiments.runner.variants import variant_options
-from graphs.prompt_sharing import shared_first_options
+from longctx import STRATEGIES, Budget
+from longctx.experiments.benchmarks import BENCHMARKS, load_benchmark
+from longctx.experiments.runner.variants import variant_options
+from longctx.graphs.prompt_sharing import shared_first_options
 
 log = logging.getLogger(__name__)
 
@@ -33,9 +33,9 @@ class RunConfig:
         concurrency: (sample, strategy) pairs in flight at once.
         strategy_options: Per-strategy config overrides, e.g. ``{"rag": {"top_k": 5}}``, or per variant
             (``{"rag@hybrid": {"retriever": "hybrid"}}``); a strategy's own apply to each of its
-            variants too, under the variant's (:func:`experiments.runner.variants.variant_options`). For own corpora
+            variants too, under the variant's (:func:`longctx.experiments.runner.variants.variant_options`). For own corpora
             (``BenchmarkSpec.shared_first``) each strategy's shared-first options go under them
-            (:func:`graphs.prompt_sharing.shared_first_options`; PAI's ``judge_order="chunk_first"``).
+            (:func:`longctx.graphs.prompt_sharing.shared_first_options`; PAI's ``judge_order="chunk_first"``).
         llm_cache: Replay temperature-0 calls from ``<out>/llm_cache.sqlite``.
         loader_options: Options of the benchmark's loader, e.g. ``{"lengths": ["16k"]}`` for
             LV-Eval or ``{"seed": 1}`` for Loong.
@@ -65,7 +65,7 @@ class RunConfig:
     def for_corpus(
         cls, corpus: str | Path, questions: str | Path, strategies: Sequence[str], **options: Any
     ) -> RunConfig:
-        """Your own documents and questions file (see :mod:`experiments.benchmarks.own`)."""
+        """Your own documents and questions file (see :mod:`longctx.experiments.benchmarks.own`)."""
         loader = {**dict(options.pop("loader_options", {})), "corpus": str(Path(corpus).resolve())}
         return cls(
             benchmark="own",

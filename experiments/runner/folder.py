@@ -7,8 +7,8 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from retrieval.errors import DataError
-from retrieval.locks import LockHeld, describe_holder, exclusive_lock
+from longctx.retrieval.errors import DataError
+from longctx.retrieval.locks import LockHeld, describe_holder, exclusive_lock
 
 #: Held by the run using a result folder (released by the kernel if that process dies).
 RUN_LOCK_FILE = ".run.lock"

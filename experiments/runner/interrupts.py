@@ -13,8 +13,8 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from experiments.runner.manifest import finish_manifest
-from experiments.runner.results_file import append_row
+from longctx.experiments.runner.manifest import finish_manifest
+from longctx.experiments.runner.results_file import append_row
 
 #: Seconds an interrupted run waits for the answers in flight before it stops without them.
 INTERRUPT_GRACE_SECONDS = 2.0

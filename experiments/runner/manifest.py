@@ -18,15 +18,16 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from agents.chat_models import describe
-from experiments.benchmarks import BENCHMARKS
-from experiments.runner.config import RunConfig
-from experiments.runner.folder import RunFolderError
-from experiments.runner.results_file import BOM, latest_rows, read_rows
-from graphs.config import redact_secrets
-from graphs.llm import tokenizer_manifest
-from retrieval.locks import exclusive_lock
-from retrieval.redaction import redact_value
+from longctx.agents.chat_models import describe
+from longctx.experiments.benchmarks import BENCHMARKS
+from longctx.experiments.runner.config import RunConfig
+from longctx.experiments.runner.folder import RunFolderError
+from longctx.experiments.runner.results_file import BOM, latest_rows, read_rows
+from longctx.graphs.config import redact_secrets
+from longctx.graphs.llm import tokenizer_manifest
+from longctx.retrieval.extras import DISTRIBUTION
+from longctx.retrieval.locks import exclusive_lock
+from longctx.retrieval.redaction import redact_value
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +50,7 @@ def _git_revision() -> str | None:
 
 def _library_version() -> str:
     try:
-        return metadata.version("longctx")
+        return metadata.version(DISTRIBUTION)
     except metadata.PackageNotFoundError:
         return "unknown"
 

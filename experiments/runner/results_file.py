@@ -1,7 +1,7 @@
 """``results.jsonl``: every finished (sample, strategy) pair, one JSON row a line, appended durably
 and read back whatever a kill or an editor left.
 
-Rows are strict JSON whatever a strategy returns (:mod:`agents.jsonsafe`); one that cannot be
+Rows are strict JSON whatever a strategy returns (:mod:`longctx.agents.jsonsafe`); one that cannot be
 kept is a failed row saying why. Reading tolerates torn tails, bad lines and a BOM: an
 unreadable line's pair counts as not answered, so a rerun answers it again.
 """
@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agents.jsonsafe import MAX_CHARS, dumps, json_safe
-from experiments.row_schema import row_problem
-from retrieval.redaction import redact_value
+from longctx.agents.jsonsafe import MAX_CHARS, dumps, json_safe
+from longctx.experiments.row_schema import row_problem
+from longctx.retrieval.redaction import redact_value
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ def read_rows(out: Path) -> list[dict[str, Any]]:
     writer, cut anywhere, inside a multi-byte character too) is dropped alone; the next
     append cuts it off. A line that is not UTF-8, not JSON, or JSON that is not a usable row
     (``[1,2]``, ``{}``, a count of ``1e308``, a prediction that is not text: see
-    :mod:`experiments.row_schema`) is skipped with a warning naming the file, the line and
+    :mod:`longctx.experiments.row_schema`) is skipped with a warning naming the file, the line and
     what is wrong; its pair counts as not answered, so a rerun answers it again. A BOM is ignored.
     """
     path = Path(out) / RESULTS_FILE
@@ -106,7 +106,7 @@ def append_row(sink: Any, row: dict[str, Any], counts: dict[str, int]) -> None:
     """Append one result row durably (flushed and fsynced: a kill loses only what is in flight).
 
     The row is made plain JSON data, then every string of it is redacted
-    (:func:`retrieval.redaction.redact_value`: an error may quote a provider's reply that
+    (:func:`longctx.retrieval.redaction.redact_value`: an error may quote a provider's reply that
     echoes the request's credentials, and bytes may hold them too), then written by
     :func:`row_line` (JSON-safe, bounded; a row that cannot be written becomes a failed row
     saying why). A torn last line left by a killed writer is cut off first, so it cannot
@@ -122,7 +122,7 @@ def append_row(sink: Any, row: dict[str, Any], counts: dict[str, int]) -> None:
 
 def row_line(row: dict[str, Any]) -> tuple[str, str]:
     """The JSONL line of ``row`` and its status: every value JSON-safe and bounded
-    (:func:`agents.jsonsafe.json_safe`: characters, values, cycles); an answer that is not
+    (:func:`longctx.agents.jsonsafe.json_safe`: characters, values, cycles); an answer that is not
     text or too long to keep, or a row that still cannot be serialized, is written as a failed
     row naming why (its rerun retries it)."""
     try:

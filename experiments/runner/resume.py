@@ -10,10 +10,10 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from experiments.changed_settings import changed_fields, expected_config
-from experiments.runner.config import RunConfig
-from experiments.runner.manifest import start_manifest
-from experiments.runner.results_file import latest_rows, read_rows
+from longctx.experiments.changed_settings import changed_fields, expected_config
+from longctx.experiments.runner.config import RunConfig
+from longctx.experiments.runner.manifest import start_manifest
+from longctx.experiments.runner.results_file import latest_rows, read_rows
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ def answered_pairs(latest: Mapping[tuple[str, str], dict[str, Any]], config: Run
     """The pairs of ``latest`` (a folder's latest row per pair) that a run of ``config`` on ``chat`` skips:
     answered (not stopped by a budget, which is redone) with the settings this run would use
     (``same_models``: the ``llm`` of its other endpoints count as its own). The others answered ok
-    come back with the fields that differ (:mod:`experiments.changed_settings`): they are answered again."""
+    come back with the fields that differ (:mod:`longctx.experiments.changed_settings`): they are answered again."""
     expected = {
         name: expected_config(name, config.strategy_options.get(name, {}), chat)
         for name in config.strategies

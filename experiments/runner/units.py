@@ -9,11 +9,11 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from agents import STRATEGIES, answer_many
-from agents.llm_cache import SQLiteLLMCache
-from experiments.runner.config import RunConfig
-from experiments.runner.rows import base_row, failed_row, ok_row
-from graphs.strategy_registry import base_strategy
+from longctx import STRATEGIES, answer_many
+from longctx.agents.llm_cache import SQLiteLLMCache
+from longctx.experiments.runner.config import RunConfig
+from longctx.experiments.runner.rows import base_row, failed_row, ok_row
+from longctx.graphs.strategy_registry import base_strategy
 
 
 def work_units(

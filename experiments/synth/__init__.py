@@ -2,15 +2,15 @@
 
 Public API::
 
-    from experiments.synth import SynthConfig, generate, load_samples, retrieval_recall
+    from longctx.experiments.synth import SynthConfig, generate, load_samples, retrieval_recall
     generate(SynthConfig(domain="finance", target_tokens=parse_tokens("1M"), seed=0), "out/fin-1m")
     samples = load_samples("out/fin-1m")
 """
 
-from experiments.synth.config import TIERS, NeedleConfig, SynthConfig, parse_tokens
-from experiments.synth.domains import DOMAINS, get_domain
-from experiments.synth.generate import GenerationResult, generate
-from experiments.synth.samples import (
+from longctx.experiments.synth.config import TIERS, NeedleConfig, SynthConfig, parse_tokens
+from longctx.experiments.synth.domains import DOMAINS, get_domain
+from longctx.experiments.synth.generate import GenerationResult, generate
+from longctx.experiments.synth.samples import (
     CORPUSQA_INSTRUCTION,
     SynthSample,
     load_samples,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from experiments.synth.facts import STATIC, FactBase
+from longctx.experiments.synth.facts import STATIC, FactBase
 
 DB_NAME = "facts.sqlite"
 

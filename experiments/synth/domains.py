@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from experiments.synth import names
-from retrieval.contract import Registry
+from longctx.experiments.synth import names
+from longctx.retrieval.contract import Registry
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ Python twin, or ``None`` when the draw would be ambiguous (the caller draws agai
 
 from __future__ import annotations
 
-from experiments.synth.query_drawing import (
+from longctx.experiments.synth.query_drawing import (
     ALPHABETICAL,
     DrawContext,
     Query,

@@ -12,9 +12,9 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from experiments.synth.config import SynthConfig
-from experiments.synth.domains import Domain, get_domain
-from experiments.synth.names import slug
+from longctx.experiments.synth.config import SynthConfig
+from longctx.experiments.synth.domains import Domain, get_domain
+from longctx.experiments.synth.names import slug
 
 #: Smallest per-document budget that still holds a report's tables and prose.
 MIN_DOC_BUDGET = 1_500

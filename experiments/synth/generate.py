@@ -19,14 +19,14 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from experiments.synth import db, render
-from experiments.synth.config import SynthConfig
-from experiments.synth.facts import DocPlan, FactBase, build_fact_base
-from experiments.synth.needle import confuser_depths, plan_needle
-from experiments.synth.queries import build_queries
-from experiments.synth.samples import DOCS_DIR, MANIFEST_FILE, QUESTIONS_FILE
-from experiments.synth.truth import evidence_doc_ids, sql_answer
-from retrieval.tokens import count_tokens
+from longctx.experiments.synth import db, render
+from longctx.experiments.synth.config import SynthConfig
+from longctx.experiments.synth.facts import DocPlan, FactBase, build_fact_base
+from longctx.experiments.synth.needle import confuser_depths, plan_needle
+from longctx.experiments.synth.queries import build_queries
+from longctx.experiments.synth.samples import DOCS_DIR, MANIFEST_FILE, QUESTIONS_FILE
+from longctx.experiments.synth.truth import evidence_doc_ids, sql_answer
+from longctx.retrieval.tokens import count_tokens
 
 #: Bump when the output for a given config changes.
 GENERATOR_VERSION = 1
@@ -199,7 +199,7 @@ def _manifest(
     return {
         "generator_version": GENERATOR_VERSION,
         "config": asdict(cfg),
-        "token_counter": "retrieval.tokens.count_tokens (cl100k)",
+        "token_counter": "longctx.retrieval.tokens.count_tokens (cl100k)",
         "target_tokens": cfg.target_tokens,
         "total_tokens": total,
         "deviation": round(total / cfg.target_tokens - 1, 6),

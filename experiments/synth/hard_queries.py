@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from experiments.synth.domains import Metric
-from experiments.synth.query_drawing import (
+from longctx.experiments.synth.domains import Metric
+from longctx.experiments.synth.query_drawing import (
     ALPHABETICAL,
     DrawContext,
     Query,

@@ -7,8 +7,8 @@ Python twin, or ``None`` when the draw would be ambiguous (the caller draws agai
 
 from __future__ import annotations
 
-from experiments.synth.domains import Metric
-from experiments.synth.query_drawing import (
+from longctx.experiments.synth.domains import Metric
+from longctx.experiments.synth.query_drawing import (
     ALPHABETICAL,
     DrawContext,
     Query,

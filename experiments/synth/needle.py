@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from experiments.synth.config import NeedleConfig
+from longctx.experiments.synth.config import NeedleConfig
 
 
 @dataclass(frozen=True)

@@ -15,16 +15,16 @@ import random
 import sqlite3
 from collections.abc import Callable
 
-from experiments.synth.config import SynthConfig
-from experiments.synth.domains import Domain
-from experiments.synth.easy_queries import count_lt, extreme, filter_gt, top_k
-from experiments.synth.hard_queries import (
+from longctx.experiments.synth.config import SynthConfig
+from longctx.experiments.synth.domains import Domain
+from longctx.experiments.synth.easy_queries import count_lt, extreme, filter_gt, top_k
+from longctx.experiments.synth.hard_queries import (
     group_metric_extreme,
     metric_change,
     metric_filter,
     multi_step,
 )
-from experiments.synth.medium_queries import (
+from longctx.experiments.synth.medium_queries import (
     field_compare,
     group_difference,
     growth_filter,
@@ -32,7 +32,7 @@ from experiments.synth.medium_queries import (
     metric_extreme,
     multi_filter,
 )
-from experiments.synth.query_drawing import DrawContext, Query
+from longctx.experiments.synth.query_drawing import DrawContext, Query
 
 #: Share of drawn empty-list questions that are kept.
 EMPTY_LIST_RATE = 0.15

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from experiments.synth.config import SynthConfig
-from experiments.synth.domains import Domain
+from longctx.experiments.synth.config import SynthConfig
+from longctx.experiments.synth.domains import Domain
 
 #: Appended to every question whose answer is a list.
 ALPHABETICAL = " List them in alphabetical order."

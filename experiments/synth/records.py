@@ -1,13 +1,13 @@
 """The records (cells) each generated question needs: entity, field, year, value, and their document.
 
 Evidence documents say *where* an answer's facts are; records say *what* they are. The
-evidence ceilings (:mod:`experiments.ceilings`) need both: MemAgent's ceiling asks whether
+evidence ceilings (:mod:`longctx.experiments.ceilings`) need both: MemAgent's ceiling asks whether
 the minimal rendering of the needed records fits its memory, and the gold sub-questions
 of PAI and Self-Ask name the entities and fields the records cover.
 
 The queries are drawn again from the fact table with the manifest's config (the draw is
 deterministic for a seed) and matched to ``questions.jsonl`` by text; the cells are read
-from ``resolved`` with the clause of :func:`experiments.synth.truth.cells_clause`
+from ``resolved`` with the clause of :func:`longctx.experiments.synth.truth.cells_clause`
 (a test checks that the records' documents are exactly the evidence documents).
 """
 
@@ -18,15 +18,15 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from experiments.synth import db
-from experiments.synth.config import config_from_dict
-from experiments.synth.domains import Categorical, Domain, FieldSpec, get_domain
-from experiments.synth.facts import STATIC
-from experiments.synth.queries import build_queries
-from experiments.synth.query_drawing import Query
-from experiments.synth.samples import MANIFEST_FILE, read_questions
-from experiments.synth.truth import cells_clause
-from graphs.ceiling import render_records  # noqa: F401 - re-exported: its home before the ceiling rules moved into graphs
+from longctx.experiments.synth import db
+from longctx.experiments.synth.config import config_from_dict
+from longctx.experiments.synth.domains import Categorical, Domain, FieldSpec, get_domain
+from longctx.experiments.synth.facts import STATIC
+from longctx.experiments.synth.queries import build_queries
+from longctx.experiments.synth.query_drawing import Query
+from longctx.experiments.synth.samples import MANIFEST_FILE, read_questions
+from longctx.experiments.synth.truth import cells_clause
+from longctx.graphs.ceiling import render_records  # noqa: F401 - re-exported: its home before the ceiling rules moved into graphs
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,10 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from experiments.synth import filler, values
-from experiments.synth.domains import Domain
-from experiments.synth.facts import STATIC, DocPlan, Statement
-from retrieval.tokens import count_tokens, count_tokens_batch
+from longctx.experiments.synth import filler, values
+from longctx.experiments.synth.domains import Domain
+from longctx.experiments.synth.facts import STATIC, DocPlan, Statement
+from longctx.retrieval.tokens import count_tokens, count_tokens_batch
 
 _PROSE_BOTH = (
     "{Label} was {v} in {p}, compared with {vp} in {pp}.",

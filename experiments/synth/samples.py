@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from retrieval import Corpus
-from retrieval.contract import Question
+from longctx.retrieval import Corpus
+from longctx.retrieval.contract import Question
 
 QUESTIONS_FILE = "questions.jsonl"
 MANIFEST_FILE = "manifest.json"
@@ -73,7 +73,7 @@ def read_questions(path: str | Path) -> list[dict]:
 
 
 def load_samples(path: str | Path) -> list[SynthSample]:
-    """Samples of a corpus written by ``longctx synth`` (or :func:`experiments.synth.generate`).
+    """Samples of a corpus written by ``longctx synth`` (or :func:`longctx.experiments.synth.generate`).
 
     The corpus is read once and shared by every sample.
     """

@@ -12,8 +12,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Mapping
 
-from experiments.synth.facts import STATIC
-from experiments.synth.values import format_answer
+from longctx.experiments.synth.facts import STATIC
+from longctx.experiments.synth.values import format_answer
 
 
 def sql_value(conn: sqlite3.Connection, query) -> object:

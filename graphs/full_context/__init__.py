@@ -1,7 +1,7 @@
 """The full-context baseline: the whole corpus in one prompt, middle-truncated to the window."""
 
-from graphs.full_context.config import FullContextConfig
-from graphs.full_context.graph import (
+from longctx.graphs.full_context.config import FullContextConfig
+from longctx.graphs.full_context.graph import (
     FullContextPrompt,
     build_graph,
     full_context_prompt,
@@ -9,8 +9,8 @@ from graphs.full_context.graph import (
     prepare_corpus,
     untruncated_prompt,
 )
-from graphs.full_context.prompts import FULL_CONTEXT_TEMPLATE, PROMPTS_VERSION
-from graphs.full_context.truncation import truncate_prompt, truncation_cut
+from longctx.graphs.full_context.prompts import FULL_CONTEXT_TEMPLATE, PROMPTS_VERSION
+from longctx.graphs.full_context.truncation import truncate_prompt, truncation_cut
 
 __all__ = [
     "FULL_CONTEXT_TEMPLATE",

@@ -6,8 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from graphs.api import CeilingEnv, CeilingItem, EvidenceCeiling, Reach, covered, reach_of
-from graphs.full_context.truncation import truncation_cut
+from longctx.graphs.api import CeilingEnv, CeilingItem, EvidenceCeiling, Reach, covered, reach_of
+from longctx.graphs.full_context.truncation import truncation_cut
 
 
 @dataclass(frozen=True)

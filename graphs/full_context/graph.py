@@ -15,7 +15,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
 
-from graphs.api import (
+from longctx.graphs.api import (
     DOCUMENT_TEMPLATE,
     PLACEHOLDER_QUESTION,
     SEAM_TOKENS,
@@ -42,12 +42,12 @@ from graphs.api import (
     reply_tokens,
     tokenizer_id,
 )
-from graphs.full_context.ceiling import TruncatedWindowCeiling
-from graphs.full_context.config import FullContextConfig
-from graphs.full_context.prepared import prepared_context, truncate_our_prompt
-from graphs.full_context.presentation import PRESENTATION
-from graphs.full_context.prompts import FULL_CONTEXT_TEMPLATE, PROMPTS_VERSION
-from graphs.full_context.truncation import (  # noqa: F401 - re-exported: the truncation rule's home before it moved
+from longctx.graphs.full_context.ceiling import TruncatedWindowCeiling
+from longctx.graphs.full_context.config import FullContextConfig
+from longctx.graphs.full_context.prepared import prepared_context, truncate_our_prompt
+from longctx.graphs.full_context.presentation import PRESENTATION
+from longctx.graphs.full_context.prompts import FULL_CONTEXT_TEMPLATE, PROMPTS_VERSION
+from longctx.graphs.full_context.truncation import (  # noqa: F401 - re-exported: the truncation rule's home before it moved
     CHARS_PER_TOKEN_BOUND,
     END_MARGIN_TOKENS,
     FIRST_CHARS_PER_TOKEN,
@@ -55,7 +55,7 @@ from graphs.full_context.truncation import (  # noqa: F401 - re-exported: the tr
     truncate_prompt,
     truncation_cut,
 )
-from retrieval.contract import Corpus, Question, Step
+from longctx.retrieval.contract import Corpus, Question, Step
 
 
 class FullContextState(PromptState, total=False):

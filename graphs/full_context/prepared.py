@@ -36,10 +36,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from graphs.api import DEFAULT_INSTRUCTION, format_documents
-from graphs.full_context.prompts import FULL_CONTEXT_TEMPLATE
-from graphs.full_context.truncation import CHARS_PER_TOKEN_BOUND, end_ids, truncate_prompt
-from retrieval.contract import Corpus, Question
+from longctx.graphs.api import DEFAULT_INSTRUCTION, format_documents
+from longctx.graphs.full_context.prompts import FULL_CONTEXT_TEMPLATE
+from longctx.graphs.full_context.truncation import CHARS_PER_TOKEN_BOUND, end_ids, truncate_prompt
+from longctx.retrieval.contract import Corpus, Question
 
 #: Characters at the context's end re-tokenized with each question (at least; a token boundary).
 STITCH_CHARS = 512

@@ -12,7 +12,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from graphs.api import (
+from longctx.graphs.api import (
     Chunk,
     ChunkingConfig,
     GrowingStage,
@@ -27,13 +27,13 @@ from graphs.api import (
     root_of,
     text_of,
 )
-from graphs.hipporag.config import HippoRAGConfig
-from graphs.hipporag.kg import KnowledgeGraph, build_graph
-from graphs.hipporag.openie import Ask, OpenIELog, calls_left, extract_all
-from graphs.hipporag.ppr import igraph_of
-from graphs.hipporag.ray_openie import extract_on_ray
-from graphs.hipporag.requests import Messages, as_langchain
-from graphs.hipporag.store import (
+from longctx.graphs.hipporag.config import HippoRAGConfig
+from longctx.graphs.hipporag.kg import KnowledgeGraph, build_graph
+from longctx.graphs.hipporag.openie import Ask, OpenIELog, calls_left, extract_all
+from longctx.graphs.hipporag.ppr import igraph_of
+from longctx.graphs.hipporag.ray_openie import extract_on_ray
+from longctx.graphs.hipporag.requests import Messages, as_langchain
+from longctx.graphs.hipporag.store import (
     GRAPH_STORE,
     NAMESPACES,
     graph_key,
@@ -41,7 +41,7 @@ from graphs.hipporag.store import (
     openie_key,
     openie_root,
 )
-from retrieval.contract import Corpus
+from longctx.retrieval.contract import Corpus
 
 
 @dataclass

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from langchain_core.language_models import BaseChatModel
 
-from graphs.api import (
+from longctx.graphs.api import (
     PLACEHOLDER_QUESTION,
     RAG_TEMPLATE,
     SEAM_TOKENS,
@@ -24,15 +24,15 @@ from graphs.api import (
     prompt_tokens,
     reply_tokens,
 )
-from graphs.hipporag.config import HippoRAGConfig
-from graphs.hipporag.requests import (
+from longctx.graphs.hipporag.config import HippoRAGConfig
+from longctx.graphs.hipporag.requests import (
     Messages,
     filter_messages,
     ner_messages,
     qa_messages,
     triple_messages,
 )
-from retrieval.contract import Question
+from longctx.retrieval.contract import Question
 
 #: Typical replies: a NER reply's and a triple reply's tokens, a fact's tokens, the entity list sent back (measured scale: a 100-word passage).
 NER_REPLY_TOKENS, TRIPLE_REPLY_TOKENS, FACT_TOKENS, ENTITY_JSON_TOKENS = 40, 150, 15, 40

@@ -19,7 +19,7 @@ from typing import Any, cast
 import numpy as np
 from langgraph.runtime import Runtime
 
-from graphs.api import (
+from longctx.graphs.api import (
     MAP_ON_RAY,
     RAG_TEMPLATE,
     STRATEGIES,
@@ -41,8 +41,8 @@ from graphs.api import (
     source_of,
     text_of,
 )
-from graphs.hipporag import prompts as P
-from graphs.hipporag.build import (
+from longctx.graphs.hipporag import prompts as P
+from longctx.graphs.hipporag.build import (
     build_facts,
     embedder_for,
     flattens,
@@ -50,25 +50,25 @@ from graphs.hipporag.build import (
     index_calls_left,
     loaded,
 )
-from graphs.hipporag.ceiling import HIPPORAG_CEILING
-from graphs.hipporag.config import HippoRAGConfig
-from graphs.hipporag.cost_model import hipporag_costs
-from graphs.hipporag.presentation import PRESENTATION
-from graphs.hipporag.requests import (
+from longctx.graphs.hipporag.ceiling import HIPPORAG_CEILING
+from longctx.graphs.hipporag.config import HippoRAGConfig
+from longctx.graphs.hipporag.cost_model import hipporag_costs
+from longctx.graphs.hipporag.presentation import PRESENTATION
+from longctx.graphs.hipporag.requests import (
     as_langchain,
     filter_messages,
     qa_answer,
     qa_turns,
     qa_user_turn,
 )
-from graphs.hipporag.retrieve import (
+from longctx.graphs.hipporag.retrieve import (
     candidate_facts,
     fact_scores,
     kept_facts,
     parse_filter,
     rank_passages,
 )
-from retrieval.contract import Step
+from longctx.retrieval.contract import Step
 
 Ctx = Runtime[StrategyContext[HippoRAGConfig]]
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from graphs.hipporag.openie import Extraction
-from graphs.hipporag.synonymy_knn import Knn, neighbours_above, pairs_of
+from longctx.graphs.hipporag.openie import Extraction
+from longctx.graphs.hipporag.synonymy_knn import Knn, neighbours_above, pairs_of
 
 #: HippoRAG.add_synonymy_edges: ``num_nns > 100`` ends a phrase's synonyms (at most 101).
 MAX_SYNONYMS = 100
@@ -85,7 +85,7 @@ def synonym_pairs(
     knn: Knn = "dense",
 ) -> list[tuple[int, int, float]]:
     """``(phrase, synonym, similarity)`` in the official order: phrases in order, each one's synonyms nearest
-    first, exact ties in phrase order (:mod:`graphs.hipporag.synonymy_knn`). ``knn``: ``"dense"`` (the official
+    first, exact ties in phrase order (:mod:`longctx.graphs.hipporag.synonymy_knn`). ``knn``: ``"dense"`` (the official
     search: similarities to every phrase, ``batch`` phrases at a time), or through FAISS (``"faiss"`` exact,
     ``"faiss-ivf"`` approximate)."""
     if len(phrases) == 0:

@@ -4,7 +4,7 @@ code parses them (the first JSON object holding the key, a truncated reply close
 three kept once each, in order).
 
 The map asks at most ``concurrency`` passages at once (NER then triples, each passage on its own).
-Every finished call is appended to a record log (``memory.records.cache.RecordCache``) keyed by
+Every finished call is appended to a record log (``longctx.memory.records.cache.RecordCache``) keyed by
 what the request holds (the passage; the passage and its entities), so a build that stops in the
 middle asks again only the calls it had not finished, and a passage seen before (another corpus,
 another question) is never asked again under the same model and prompts. Each stored call carries
@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from graphs.api import ALGORITHM, RecordCache, digest_bytes, report_progress
-from graphs.hipporag.requests import Messages, entities_json, ner_messages, triple_messages
+from longctx.graphs.api import ALGORITHM, RecordCache, digest_bytes, report_progress
+from longctx.graphs.hipporag.requests import Messages, entities_json, ner_messages, triple_messages
 
 _logger = logging.getLogger(__name__)
 

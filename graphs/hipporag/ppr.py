@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from graphs.api import require
-from graphs.hipporag.kg import KnowledgeGraph
+from longctx.graphs.api import require
+from longctx.graphs.hipporag.kg import KnowledgeGraph
 
 
 def igraph_of(kg: KnowledgeGraph) -> Any:

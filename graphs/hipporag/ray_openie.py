@@ -1,5 +1,5 @@
 """HippoRAG's OpenIE as Ray tasks (``map_executor="ray"``), through the shared map
-(:mod:`graphs.ray_map`).
+(:mod:`longctx.graphs.ray_map`).
 
 The caller first reads each passage's calls from its :class:`~graphs.hipporag.openie.OpenIELog`;
 the passages that still need one (NER, or triples after a NER already logged) go out in batches
@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from graphs.api import (
+from longctx.graphs.api import (
     ModelRecipe,
     StrategyContext,
     counted_model,
@@ -30,11 +30,11 @@ from graphs.api import (
     report_progress,
     run_batch,
 )
-from graphs.hipporag.config import HippoRAGConfig
-from graphs.hipporag.openie import Ask, Extraction, OpenIELog, extract_passage
-from graphs.hipporag.requests import Messages
+from longctx.graphs.hipporag.config import HippoRAGConfig
+from longctx.graphs.hipporag.openie import Ask, Extraction, OpenIELog, extract_passage
+from longctx.graphs.hipporag.requests import Messages
 
-#: ``ask`` made from a run context (:func:`graphs.hipporag.build.asker`).
+#: ``ask`` made from a run context (:func:`longctx.graphs.hipporag.build.asker`).
 MakeAsk = Callable[[StrategyContext[HippoRAGConfig]], Ask]
 #: A finished call as the log stores it: ``(which, key, record)``.
 Call = tuple[str, str, dict[str, Any]]

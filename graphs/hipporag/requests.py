@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from graphs.hipporag import prompts as P
+from longctx.graphs.hipporag import prompts as P
 
 Messages = list[dict[str, str]]
 

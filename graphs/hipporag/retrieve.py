@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from graphs.hipporag.kg import KnowledgeGraph
-from graphs.hipporag.ppr import personalized_pagerank
+from longctx.graphs.hipporag.kg import KnowledgeGraph
+from longctx.graphs.hipporag.ppr import personalized_pagerank
 
 Fact = tuple[str, str, str]
 _HEADER = re.compile(r"\[\[ ## (\w+) ## \]\]")

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 from langchain_core.language_models import BaseChatModel
 
-from graphs.api import (
+from longctx.graphs.api import (
     ArtifactStore,
     Checksums,
     digest_of,
@@ -19,10 +19,10 @@ from graphs.api import (
     read_checked,
     write_checked,
 )
-from graphs.hipporag.config import HippoRAGConfig
-from graphs.hipporag.kg import KnowledgeGraph
-from graphs.hipporag.prompts import PROMPTS_VERSION
-from retrieval.contract import Corpus
+from longctx.graphs.hipporag.config import HippoRAGConfig
+from longctx.graphs.hipporag.kg import KnowledgeGraph
+from longctx.graphs.hipporag.prompts import PROMPTS_VERSION
+from longctx.retrieval.contract import Corpus
 
 #: The config fields that change the OpenIE requests (and so their stored replies).
 OPENIE_FIELDS = ("openie_max_tokens", "temperature")
@@ -36,7 +36,7 @@ GRAPH_FIELDS = (
     "synonymy_knn",
     *OPENIE_FIELDS,
 )
-#: The embedding stores' namespaces (the official ``chunk``, ``entity`` and ``fact`` stores; :mod:`graphs.embedding_store`).
+#: The embedding stores' namespaces (the official ``chunk``, ``entity`` and ``fact`` stores; :mod:`longctx.graphs.embedding_store`).
 NAMESPACES = ("passage", "entity", "fact")
 #: Bump when the folder's layout or the build changes.
 STORE_VERSION = 1
@@ -56,7 +56,7 @@ def openie_key(cfg: HippoRAGConfig) -> str:
 
 def model_key(llm: BaseChatModel) -> str:
     """The extracting model, with every setting its requests carry, not its server's address
-    (:func:`graphs.request_settings.model_identity`)."""
+    (:func:`longctx.graphs.request_settings.model_identity`)."""
     return model_identity(llm)
 
 
@@ -109,7 +109,7 @@ def save_graph(folder: Path, kg: KnowledgeGraph) -> None:
     write_checked(folder, write, version=STORE_VERSION)
 
 
-#: The graph's place in the cache, for :meth:`graphs.index_artifact.LoadedArtifacts.obtain`.
+#: The graph's place in the cache, for :meth:`longctx.graphs.index_artifact.LoadedArtifacts.obtain`.
 GRAPH_STORE = ArtifactStore(
     what="a HippoRAG graph build", folder=graph_folder, load=load_graph, save=save_graph
 )

@@ -6,7 +6,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from graphs.api import CeilingEnv, CeilingItem, EvidenceCeiling, Reach, SkipCeiling, render_records
+from longctx.graphs.api import (
+    CeilingEnv,
+    CeilingItem,
+    EvidenceCeiling,
+    Reach,
+    SkipCeiling,
+    render_records,
+)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from graphs.api import StrategyConfig, option
+from longctx.graphs.api import StrategyConfig, option
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -15,7 +15,7 @@ class MemAgentConfig(StrategyConfig):
     Attributes:
         chunk_tokens: Tokens of corpus per step, in the model's tokenizer (as the official
             loop): its own, a local HF one, the server's tokenize endpoint, tiktoken's for
-            OpenAI models, cl100k last (see ``graphs.llm.tokenizer_for``; recorded as
+            OpenAI models, cl100k last (see ``longctx.graphs.llm.tokenizer_for``; recorded as
             ``config["tokenizer"]``).
         max_new_tokens: Budget of every generated memory and of the final answer.
         temperature / top_p: The official evaluation's sampling.
@@ -28,13 +28,13 @@ class MemAgentConfig(StrategyConfig):
             scored text is what MemAgent's ``extract_answer`` keeps of the reply.
         stream: What is read: ``"auto"`` streams a benchmark item's context as the official loop
             does (``context.strip()``, no header) and own corpora with ``Document i: <title>``
-            headers; ``"plain"`` / ``"titled"`` force one layout (see ``graphs.memagent.stream.stream_text``).
+            headers; ``"plain"`` / ``"titled"`` force one layout (see ``longctx.graphs.memagent.stream.stream_text``).
         window_cut: How the stream is cut into windows. ``"character"`` (default): each cut at
             ``chunk_tokens`` is moved back to the start of a character whose tokens it would split
             (both windows stay readable; every later window then starts earlier than the official
             loop's, by all the tokens moved so far); ``"token"`` (preset ``paper``): exactly ``chunk_tokens`` ids
             a window, each decoded as it is, as the official loop (a split character arrives as
-            U+FFFD in both windows; see :func:`retrieval.tokenizers.slice_ids`).
+            U+FFFD in both windows; see :func:`longctx.retrieval.tokenizers.slice_ids`).
         continue_from_prefix: For a corpus that grew (``Corpus.add`` / ``Corpus.rescan``): start from
             the final memories of the finished run (same questions, config and model) over the
             longest earlier corpus this one extends, and read only the documents added since (a

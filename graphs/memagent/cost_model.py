@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from langchain_core.language_models import BaseChatModel
 
-from graphs.api import (
+from longctx.graphs.api import (
     ANSWER_TOKENS,
     PLACEHOLDER_QUESTION,
     SEAM_TOKENS,
@@ -18,10 +18,10 @@ from graphs.api import (
     ExpectedCost,
     prompt_tokens,
 )
-from graphs.memagent.config import MemAgentConfig
-from graphs.memagent.prompts import FINAL_TEMPLATE, MEMORY_TEMPLATE, final_instruction
-from graphs.memagent.stream import memagent_chunks
-from retrieval.contract import Question
+from longctx.graphs.memagent.config import MemAgentConfig
+from longctx.graphs.memagent.prompts import FINAL_TEMPLATE, MEMORY_TEMPLATE, final_instruction
+from longctx.graphs.memagent.stream import memagent_chunks
+from longctx.retrieval.contract import Question
 
 
 def memagent_costs(cfg: MemAgentConfig, shape: CorpusShape, questions: Sequence[Question], *, llm: BaseChatModel | None = None,

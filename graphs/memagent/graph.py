@@ -2,7 +2,7 @@
 
 Each step sends problem + memory + chunk with the official update template; the reply
 *replaces* the memory (text before a closing ``</think>`` stripped, then cut to the
-budget by :func:`memory.bound_memory`). One final call sees problem + memory only. The
+budget by :func:`longctx.memory.bound_memory`). One final call sees problem + memory only. The
 corpus is never truncated: calls per question = ceil(T / chunk_tokens) + 1.
 
 Several questions over one corpus advance together: each chunk fans out one ``Send``
@@ -23,7 +23,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from graphs.api import (
+from longctx.graphs.api import (
     NO_MEMORY,
     STRATEGIES,
     BatchAnswer,
@@ -42,20 +42,20 @@ from graphs.api import (
     tokenizer_for,
     trace_steps,
 )
-from graphs.memagent.answer_extraction import official_prediction
-from graphs.memagent.ceiling import MEMAGENT_CEILING
-from graphs.memagent.config import MemAgentConfig
-from graphs.memagent.cost_model import memagent_costs
-from graphs.memagent.presentation import PRESENTATION
-from graphs.memagent.prompts import (
+from longctx.graphs.memagent.answer_extraction import official_prediction
+from longctx.graphs.memagent.ceiling import MEMAGENT_CEILING
+from longctx.graphs.memagent.config import MemAgentConfig
+from longctx.graphs.memagent.cost_model import memagent_costs
+from longctx.graphs.memagent.presentation import PRESENTATION
+from longctx.graphs.memagent.prompts import (
     FINAL_TEMPLATE,
     MEMORY_TEMPLATE,
     PROMPTS_VERSION,
     final_instruction,
 )
-from graphs.memagent.state import MemAgentContext, MemAgentState, MemoryTask
-from graphs.memagent.stream import cut_windows, stream_text
-from retrieval.contract import Question
+from longctx.graphs.memagent.state import MemAgentContext, MemAgentState, MemoryTask
+from longctx.graphs.memagent.stream import cut_windows, stream_text
+from longctx.retrieval.contract import Question
 
 
 def prepare_context(
@@ -68,7 +68,7 @@ def prepare_context(
 ) -> MemAgentContext:
     """Cut the corpus stream (:func:`stream_text`) into ``chunk_tokens`` windows of the model's tokens.
 
-    The tokenizer is the model's (:func:`graphs.llm.tokenizer_for`: its own, a local HF
+    The tokenizer is the model's (:func:`longctx.graphs.llm.tokenizer_for`: its own, a local HF
     tokenizer, the server's tokenize endpoint, tiktoken's for OpenAI models, cl100k last),
     as the official loop cuts with the served model's HF tokenizer: ``encode`` the whole
     stream, windows of ``chunk_tokens`` ids, each decoded (moved back to a character

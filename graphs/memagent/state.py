@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any, Required, TypedDict
 
-from graphs.api import MemoryTrace, StrategyContext, add_usage
-from graphs.memagent.config import MemAgentConfig
+from longctx.graphs.api import MemoryTrace, StrategyContext, add_usage
+from longctx.graphs.memagent.config import MemAgentConfig
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 The layout (plain, as the official loop streams one context, or titled documents) and the cut
 (at character boundaries, or exactly at token ids as the official loop) follow the config; the
-run (:func:`graphs.memagent.graph.prepare_context`) and the cost plan cut the same way.
+run (:func:`longctx.graphs.memagent.graph.prepare_context`) and the cost plan cut the same way.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 
 from langchain_core.language_models import BaseChatModel
 
-from graphs.api import (
+from longctx.graphs.api import (
     Tokenizer,
     format_documents,
     slice_ids,
@@ -19,15 +19,15 @@ from graphs.api import (
     tiktoken_tokenizer,
     tokenizer_for,
 )
-from graphs.memagent.config import MemAgentConfig
-from retrieval.contract import Corpus, Question
+from longctx.graphs.memagent.config import MemAgentConfig
+from longctx.retrieval.contract import Corpus, Question
 
 
 def split_stream(
     text: str, size: int, encode: Callable[[str], list[int]], decode: Callable[[list[int]], str]
 ) -> list[tuple[str, int]]:
     """The token stream of ``text`` in windows of ``size`` tokens, as ``(text, n_tokens)``
-    (cut at character boundaries; see :func:`retrieval.tokenizers.split_ids`)."""
+    (cut at character boundaries; see :func:`longctx.retrieval.tokenizers.split_ids`)."""
     return split_ids(text, size, Tokenizer(id="given", encode_fn=encode, decode_fn=decode))
 
 
@@ -70,7 +70,7 @@ def memagent_chunks(
     questions: Sequence[Question],
     llm: BaseChatModel | None = None,
 ) -> tuple[int, ...]:
-    """Token sizes of the chunks MemAgent reads (cut as :func:`graphs.memagent.graph.prepare_context` cuts them)."""
+    """Token sizes of the chunks MemAgent reads (cut as :func:`longctx.graphs.memagent.graph.prepare_context` cuts them)."""
     text, _ = stream_text(corpus, questions, cfg.stream)
     tokenizer = tokenizer_for(llm) if llm is not None else tiktoken_tokenizer("cl100k_base")
     return tuple(n for _, n in cut_windows(text, cfg, tokenizer))

@@ -6,9 +6,9 @@ sub-questions), ``judging`` (the judge fan-out and the kept chunks), ``state`` (
 ``Send`` payloads), ``cost_model``, ``graph`` (sub-answers, summary, wiring; registration).
 """
 
-from graphs.pai.config import PaiConfig
-from graphs.pai.graph import build_graph, build_graph_minus
-from graphs.pai.judging import choose_mode
-from graphs.pai.prompts import PROMPTS_VERSION
+from longctx.graphs.pai.config import PaiConfig
+from longctx.graphs.pai.graph import build_graph, build_graph_minus
+from longctx.graphs.pai.judging import choose_mode
+from longctx.graphs.pai.prompts import PROMPTS_VERSION
 
 __all__ = ["PROMPTS_VERSION", "PaiConfig", "build_graph", "build_graph_minus", "choose_mode"]

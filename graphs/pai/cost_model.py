@@ -1,4 +1,4 @@
-"""PAI's cost model (its calls and tokens before any call; :mod:`graphs.costs`), from its own prompts."""
+"""PAI's cost model (its calls and tokens before any call; :mod:`longctx.graphs.costs`), from its own prompts."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from langchain_core.language_models import BaseChatModel
 
-from graphs.api import (
+from longctx.graphs.api import (
     ANSWER_TOKENS,
     PLACEHOLDER_QUESTION,
     SEAM_TOKENS,
@@ -26,10 +26,10 @@ from graphs.api import (
     tool_schema_tokens,
     with_rerank,
 )
-from graphs.pai import prompts as P
-from graphs.pai.config import PaiConfig
-from graphs.pai.judging import JUDGE_TEMPLATES, choose_mode
-from retrieval.contract import Question
+from longctx.graphs.pai import prompts as P
+from longctx.graphs.pai.config import PaiConfig
+from longctx.graphs.pai.judging import JUDGE_TEMPLATES, choose_mode
+from longctx.retrieval.contract import Question
 
 #: Typical properties of a PAI question (its judge calls multiply by this; expected cost only).
 TYPICAL_PROPERTIES = 2

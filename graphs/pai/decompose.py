@@ -17,11 +17,11 @@ from typing import Any
 from langgraph.runtime import Runtime
 from pydantic import BaseModel
 
-from graphs.api import StrategyContext, resolve_tool_mode
-from graphs.pai import prompts as P
-from graphs.pai.calls import CallOutcome, PropertyArgs, SubQuestionArgs, call_structured
-from graphs.pai.config import PaiConfig
-from retrieval.contract import Question, Step
+from longctx.graphs.api import StrategyContext, resolve_tool_mode
+from longctx.graphs.pai import prompts as P
+from longctx.graphs.pai.calls import CallOutcome, PropertyArgs, SubQuestionArgs, call_structured
+from longctx.graphs.pai.config import PaiConfig
+from longctx.retrieval.contract import Question, Step
 
 
 def resolve_domain(domain: str, question: Question) -> str:

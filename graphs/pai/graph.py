@@ -25,7 +25,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from graphs.api import (
+from longctx.graphs.api import (
     STRATEGIES,
     BudgetReached,
     Chunk,
@@ -37,12 +37,12 @@ from graphs.api import (
     complete,
     format_chunks,
 )
-from graphs.pai import prompts as P
-from graphs.pai.ceiling import JudgedChunksCeiling
-from graphs.pai.config import PaiConfig
-from graphs.pai.cost_model import pai_costs, pai_minus_costs
-from graphs.pai.decompose import extract_properties, generate_sub_questions
-from graphs.pai.judging import (
+from longctx.graphs.pai import prompts as P
+from longctx.graphs.pai.ceiling import JudgedChunksCeiling
+from longctx.graphs.pai.config import PaiConfig
+from longctx.graphs.pai.cost_model import pai_costs, pai_minus_costs
+from longctx.graphs.pai.decompose import extract_properties, generate_sub_questions
+from longctx.graphs.pai.judging import (
     ajudge,
     choose_mode,
     gather,
@@ -51,9 +51,9 @@ from graphs.pai.judging import (
     route_judges,
     stop_if_refused,
 )
-from graphs.pai.presentation import MINUS_PRESENTATION, PRESENTATION
-from graphs.pai.state import PaiState, SubAnswerTask, SubQuestion
-from retrieval.contract import Step
+from longctx.graphs.pai.presentation import MINUS_PRESENTATION, PRESENTATION
+from longctx.graphs.pai.state import PaiState, SubAnswerTask, SubQuestion
+from longctx.retrieval.contract import Step
 
 
 def route_sub_answers(state: PaiState) -> list[Send]:

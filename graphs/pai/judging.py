@@ -9,7 +9,7 @@ from typing import Any, Literal
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from graphs.api import (
+from longctx.graphs.api import (
     BudgetReached,
     Chunk,
     Hit,
@@ -19,11 +19,11 @@ from graphs.api import (
     gather_or_cancel,
     report_progress,
 )
-from graphs.pai import prompts as P
-from graphs.pai.calls import CallOutcome, KeepContextArgs, acall_structured, call_structured
-from graphs.pai.config import PaiConfig
-from graphs.pai.state import JudgedPair, JudgeTask, PaiState
-from retrieval.contract import Step
+from longctx.graphs.pai import prompts as P
+from longctx.graphs.pai.calls import CallOutcome, KeepContextArgs, acall_structured, call_structured
+from longctx.graphs.pai.config import PaiConfig
+from longctx.graphs.pai.state import JudgedPair, JudgeTask, PaiState
+from longctx.retrieval.contract import Step
 
 
 def choose_mode(cfg: PaiConfig, corpus_tokens: int) -> Literal["exhaustive", "prefilter"]:

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from graphs.api import (
+from longctx.graphs.api import (
     CeilingEnv,
     CeilingItem,
     EvidenceCeiling,

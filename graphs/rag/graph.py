@@ -17,7 +17,7 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
-from graphs.api import (
+from longctx.graphs.api import (
     STRATEGIES,
     Calls,
     Chunk,
@@ -40,11 +40,11 @@ from graphs.api import (
     tokens_of,
     with_rerank,
 )
-from graphs.rag.ceiling import RetrievedChunksCeiling
-from graphs.rag.config import RagConfig
-from graphs.rag.presentation import PRESENTATION
-from graphs.rag.prompts import PROMPTS_VERSION, RAG_TEMPLATE
-from retrieval.contract import Question, Step
+from longctx.graphs.rag.ceiling import RetrievedChunksCeiling
+from longctx.graphs.rag.config import RagConfig
+from longctx.graphs.rag.presentation import PRESENTATION
+from longctx.graphs.rag.prompts import PROMPTS_VERSION, RAG_TEMPLATE
+from longctx.retrieval.contract import Question, Step
 
 
 class RagState(PromptState, total=False):

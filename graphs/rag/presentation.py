@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from graphs.api import StrategyPresentation, retrieval_view
+from longctx.graphs.api import StrategyPresentation, retrieval_view
 
 PRESENTATION = StrategyPresentation(
     color="#1f77b4",

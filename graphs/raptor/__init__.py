@@ -1,7 +1,7 @@
 """RAPTOR: a tree of cluster summaries over the corpus, retrieved as a collapsed tree (Sarthi et al., ICLR 2024)."""
 
-from graphs.raptor.config import RaptorConfig
-from graphs.raptor.graph import build_graph
-from graphs.raptor.prompts import PROMPTS_VERSION
+from longctx.graphs.raptor.config import RaptorConfig
+from longctx.graphs.raptor.graph import build_graph
+from longctx.graphs.raptor.prompts import PROMPTS_VERSION
 
 __all__ = ["PROMPTS_VERSION", "RaptorConfig", "build_graph"]

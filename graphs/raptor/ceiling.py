@@ -4,7 +4,7 @@ LLM-free rule bounds it; the rule says so instead of guessing."""
 
 from __future__ import annotations
 
-from graphs.api import NeedsIndexLLM
+from longctx.graphs.api import NeedsIndexLLM
 
 #: Why the rule does not apply.
 NEEDS_INDEX_LLM = "needs the index-time LLM: the retrieved nodes are ranked among the tree's summaries, which a model writes"

@@ -13,7 +13,7 @@ umap-learn and scikit-learn are imported when a layer is clustered, never with t
 ``method="scalable"`` (not the official code's; docs/scale.md measures it): every step above the
 same, but each UMAP and each mixture (its BIC search and its fit) is fitted on a seeded sample of at
 most ``sample`` points, the others placed at the similarity-weighted mean position of their nearest
-sample points (:mod:`graphs.raptor.placement`, no UMAP ``transform``) and scored by the fitted
+sample points (:mod:`longctx.graphs.raptor.placement`, no UMAP ``transform``) and scored by the fitted
 mixture, and the BIC search tries only the component counts the sample supports (``dim + 1`` points
 per component), stopped after ``patience`` counts in a row without a lower BIC when one is given.
 The global UMAP's neighbours are the official ``sqrt(m - 1)`` of the ``m`` points it is fitted on.
@@ -31,8 +31,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from graphs.api import require
-from graphs.raptor.placement import place_by_neighbours
+from longctx.graphs.api import require
+from longctx.graphs.raptor.placement import place_by_neighbours
 
 #: cluster_utils.RANDOM_SEED: the BIC search's mixtures (and here UMAP's) are seeded with it.
 RANDOM_SEED = 224

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from langchain_core.language_models import BaseChatModel
 
-from graphs.api import (
+from longctx.graphs.api import (
     PLACEHOLDER_QUESTION,
     RAG_TEMPLATE,
     SEAM_TOKENS,
@@ -23,10 +23,10 @@ from graphs.api import (
     prompt_tokens,
     reply_tokens,
 )
-from graphs.raptor import prompts as P
-from graphs.raptor.config import RaptorConfig
-from graphs.raptor.tree import leaf_count
-from retrieval.contract import Question
+from longctx.graphs.raptor import prompts as P
+from longctx.graphs.raptor.config import RaptorConfig
+from longctx.graphs.raptor.tree import leaf_count
+from longctx.retrieval.contract import Question
 
 #: Nodes per cluster, typically, in a layer of fewer than :data:`LARGE_LAYER` nodes (measured: 24
 #: leaves gave 6 clusters, 60 fixed nodes 25 after re-clustering).

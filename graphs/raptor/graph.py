@@ -17,7 +17,7 @@ from typing import Any, cast
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
-from graphs.api import (
+from longctx.graphs.api import (
     MAP_ON_RAY,
     RAG_TEMPLATE,
     STRATEGIES,
@@ -44,14 +44,14 @@ from graphs.api import (
     source_of,
     text_of,
 )
-from graphs.raptor import prompts as P
-from graphs.raptor.ceiling import RAPTOR_CEILING
-from graphs.raptor.config import RaptorConfig
-from graphs.raptor.cost_model import raptor_costs
-from graphs.raptor.presentation import PRESENTATION
-from graphs.raptor.ray_summaries import summaries_on_ray
-from graphs.raptor.retrieve import collapsed, traversal
-from graphs.raptor.store import (
+from longctx.graphs.raptor import prompts as P
+from longctx.graphs.raptor.ceiling import RAPTOR_CEILING
+from longctx.graphs.raptor.config import RaptorConfig
+from longctx.graphs.raptor.cost_model import raptor_costs
+from longctx.graphs.raptor.presentation import PRESENTATION
+from longctx.graphs.raptor.ray_summaries import summaries_on_ray
+from longctx.graphs.raptor.retrieve import collapsed, traversal
+from longctx.graphs.raptor.store import (
     NODE_NAMESPACE,
     TREE_STORE,
     official_openai,
@@ -60,8 +60,8 @@ from graphs.raptor.store import (
     summary_log_path,
     tree_key,
 )
-from graphs.raptor.tree import PAID_FACTS, Summarize, Tree, build_tree, leaf_count
-from retrieval.contract import Corpus, Evidence, Step
+from longctx.graphs.raptor.tree import PAID_FACTS, Summarize, Tree, build_tree, leaf_count
+from longctx.retrieval.contract import Corpus, Evidence, Step
 
 #: Trees loaded or built in this process, by key (the last few: a 10M-token tree is ~100K nodes).
 _LOADED: LoadedArtifacts[Tree] = LoadedArtifacts()

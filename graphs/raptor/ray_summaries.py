@@ -1,5 +1,5 @@
 """RAPTOR's summaries of a layer as Ray tasks (``map_executor="ray"``), through the shared map
-(:mod:`graphs.ray_map`).
+(:mod:`longctx.graphs.ray_map`).
 
 The clusters whose summary the log lacks go out in batches of ``ray_batch_clusters``, at most
 ``ray_max_in_flight`` tasks at once; a task asks its batch's summaries on ``concurrency``
@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from graphs.api import (
+from longctx.graphs.api import (
     ModelRecipe,
     StrategyContext,
     counted_model,
@@ -28,10 +28,10 @@ from graphs.api import (
     report_progress,
     run_batch,
 )
-from graphs.raptor.config import RaptorConfig
-from graphs.raptor.tree import LayerMap, Summarize, SummaryLog
+from longctx.graphs.raptor.config import RaptorConfig
+from longctx.graphs.raptor.tree import LayerMap, Summarize, SummaryLog
 
-#: ``context -> summary`` made from a run context (:func:`graphs.raptor.graph.summarizer`).
+#: ``context -> summary`` made from a run context (:func:`longctx.graphs.raptor.graph.summarizer`).
 MakeSummarizer = Callable[[StrategyContext[RaptorConfig]], Summarize]
 #: One task's clusters: ``(position in the layer, context)``.
 Batch = list[tuple[int, str]]

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from graphs.api import count_tokens
-from graphs.raptor.tree import Tree, TreeNode
+from longctx.graphs.api import count_tokens
+from longctx.graphs.raptor.tree import Tree, TreeNode
 
 
 def distances(tree: Tree, query: np.ndarray, nodes: list[TreeNode]) -> np.ndarray:

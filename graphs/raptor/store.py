@@ -3,7 +3,7 @@ chat model and every setting its requests carry), the finished tree checksummed 
 and, shared by every corpus, the log of finished summaries per (summary settings, prompts, model):
 ``<cache>/raptor/summaries/<key>.jsonl``, from which a killed build resumes and a grown or edited
 corpus reuses every summary whose cluster's text is unchanged. The nodes' embeddings are in the
-shared embedding store (:mod:`graphs.embedding_store`, namespace :data:`NODE_NAMESPACE`)."""
+shared embedding store (:mod:`longctx.graphs.embedding_store`, namespace :data:`NODE_NAMESPACE`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from graphs.api import (
+from longctx.graphs.api import (
     ArtifactStore,
     Checksums,
     digest_of,
@@ -21,10 +21,10 @@ from graphs.api import (
     read_checked,
     write_checked,
 )
-from graphs.raptor.clustering import SCALABLE_VERSION
-from graphs.raptor.prompts import PROMPTS_VERSION
-from graphs.raptor.tree import SummaryLog, Tree, tree_from_json, tree_to_json
-from retrieval.contract import Corpus
+from longctx.graphs.raptor.clustering import SCALABLE_VERSION
+from longctx.graphs.raptor.prompts import PROMPTS_VERSION
+from longctx.graphs.raptor.tree import SummaryLog, Tree, tree_from_json, tree_to_json
+from longctx.retrieval.contract import Corpus
 
 #: The config fields that change the tree (the retrieval and answer fields do not).
 TREE_FIELDS = ("chunk_tokens", "embedder", "embedder_model", "reduction_dimension", "cluster_threshold", "max_cluster_tokens",
@@ -90,7 +90,7 @@ def save_tree(folder: Path, tree: Tree) -> None:
     write_checked(folder, write, version=STORE_VERSION)
 
 
-#: The tree's place in the cache, for :meth:`graphs.index_artifact.LoadedArtifacts.obtain`.
+#: The tree's place in the cache, for :meth:`longctx.graphs.index_artifact.LoadedArtifacts.obtain`.
 TREE_STORE = ArtifactStore(
     what="a RAPTOR tree build", folder=tree_folder, load=load_tree, save=save_tree
 )

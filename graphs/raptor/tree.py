@@ -11,7 +11,7 @@ summaries it had not received.
 A grown or edited corpus (``Corpus.add`` / ``update`` / ``remove``) is built the same way, and
 reuses what did not change: the leaves are split per document (the same documents give the same
 leaves), every node's embedding comes from the embedding store keyed by its text
-(:mod:`graphs.embedding_store`), and the summary log is shared by every corpus under the same
+(:mod:`longctx.graphs.embedding_store`), and the summary log is shared by every corpus under the same
 summary settings and model, so only the summaries of clusters whose text is new are asked. Every
 upper layer is clustered again over the new leaf set (same seed: the clusters of a fresh build).
 """
@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from graphs.api import (
+from longctx.graphs.api import (
     EmbeddingStore,
     GrowingStage,
     count_tokens_batch,
@@ -38,10 +38,10 @@ from graphs.api import (
     digest_texts,
     report_progress,
 )
-from graphs.raptor.clustering import cluster_nodes
-from graphs.raptor.prompts import node_context
-from graphs.raptor.split import split_text
-from retrieval.contract import Corpus
+from longctx.graphs.raptor.clustering import cluster_nodes
+from longctx.graphs.raptor.prompts import node_context
+from longctx.graphs.raptor.split import split_text
+from longctx.retrieval.contract import Corpus
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +118,7 @@ class SummaryLog:
 
 Summarize = Callable[[str], str]
 #: ``(contexts, log) -> (summaries, asked)``: a layer's summaries asked elsewhere than
-#: :func:`summarize_layer` (Ray tasks: :mod:`graphs.raptor.ray_summaries`), with the same log.
+#: :func:`summarize_layer` (Ray tasks: :mod:`longctx.graphs.raptor.ray_summaries`), with the same log.
 LayerMap = Callable[[list[str], SummaryLog], tuple[list[str], int]]
 #: The build's facts that count what it paid (zero on an answer that reused the tree).
 PAID_FACTS = ("summaries_asked", "leaves_embedded", "embeddings_computed")

@@ -4,18 +4,18 @@ Modules: ``state`` (the state, the stop cut), ``retrieve`` (the retrievals both 
 ``reader`` (each variant's nodes, prompt and parsing), ``cost_model``, ``graph`` (the wiring; registration).
 """
 
-from graphs.self_ask.config import SelfAskConfig
-from graphs.self_ask.flashrag import (
+from longctx.graphs.self_ask.config import SelfAskConfig
+from longctx.graphs.self_ask.flashrag import (
     FINAL_PREFIX,
     first_follow_up,
     flashrag_prompt,
     format_contexts,
     parse_final_answer,
 )
-from graphs.self_ask.graph import build_graph
-from graphs.self_ask.prompts import PROMPTS_VERSION
-from graphs.self_ask.reader import NOT_FOUND, clean_final, parse_step
-from graphs.self_ask.state import cut_at_stops
+from longctx.graphs.self_ask.graph import build_graph
+from longctx.graphs.self_ask.prompts import PROMPTS_VERSION
+from longctx.graphs.self_ask.reader import NOT_FOUND, clean_final, parse_step
+from longctx.graphs.self_ask.state import cut_at_stops
 
 __all__ = [
     "FINAL_PREFIX",

@@ -1,4 +1,4 @@
-"""Self-Ask's cost model (its calls and tokens before any call; :mod:`graphs.costs`), from its own prompts."""
+"""Self-Ask's cost model (its calls and tokens before any call; :mod:`longctx.graphs.costs`), from its own prompts."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from langchain_core.language_models import BaseChatModel
 
-from graphs.api import (
+from longctx.graphs.api import (
     PLACEHOLDER_QUESTION,
     Calls,
     CorpusShape,
@@ -20,10 +20,10 @@ from graphs.api import (
     tokens_of,
     with_rerank,
 )
-from graphs.self_ask.config import SelfAskConfig
-from graphs.self_ask.flashrag import flashrag_prompt
-from graphs.self_ask.reader import self_ask_prompt
-from retrieval.contract import Question
+from longctx.graphs.self_ask.config import SelfAskConfig
+from longctx.graphs.self_ask.flashrag import flashrag_prompt
+from longctx.graphs.self_ask.reader import self_ask_prompt
+from longctx.retrieval.contract import Question
 
 
 def self_ask_costs(cfg: SelfAskConfig, shape: CorpusShape, questions: Sequence[Question], *, llm: BaseChatModel | None = None,

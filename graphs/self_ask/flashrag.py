@@ -1,5 +1,5 @@
 """Self-Ask's ``flashrag`` variant, as FlashRAG's ``SelfAskPipeline.run_item`` runs it: the generator continues the
-transcript, its stop cue alternating, until a final answer, an empty transcript or the cap (:mod:`graphs.self_ask.graph`)."""
+transcript, its stop cue alternating, until a final answer, an empty transcript or the cap (:mod:`longctx.graphs.self_ask.graph`)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import Any, Literal
 
 from langgraph.runtime import Runtime
 
-from graphs.api import Hit, StrategyContext, complete
-from graphs.self_ask.config import SelfAskConfig
-from graphs.self_ask.prompts import (
+from longctx.graphs.api import Hit, StrategyContext, complete
+from longctx.graphs.self_ask.config import SelfAskConfig
+from longctx.graphs.self_ask.prompts import (
     CONTEXT_STOP,
     EXEMPLAR_SEPARATOR,
     FINAL,
@@ -21,8 +21,8 @@ from graphs.self_ask.prompts import (
     NEEDED,
     SINGLE_HOP_EXEMPLARS,
 )
-from graphs.self_ask.state import SelfAskState, cut_at_stops
-from retrieval.contract import Question, Step
+from longctx.graphs.self_ask.state import SelfAskState, cut_at_stops
+from longctx.retrieval.contract import Question, Step
 
 #: flashrag: the final-answer marker FlashRAG's ``selfask_pred_parse`` and loop look for (trailing space included).
 FINAL_PREFIX = f"{FINAL} "

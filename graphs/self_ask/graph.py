@@ -36,16 +36,22 @@ from __future__ import annotations
 
 from langgraph.graph import END, START, StateGraph
 
-from graphs.api import STRATEGIES, CompiledGraph, StrategyContext, StrategyCosts
-from graphs.self_ask.ceiling import FollowUpCeiling
-from graphs.self_ask.config import SelfAskConfig
-from graphs.self_ask.cost_model import self_ask_costs
-from graphs.self_ask.flashrag import after_generate, finish_flashrag, generate
-from graphs.self_ask.presentation import PRESENTATION
-from graphs.self_ask.prompts import PROMPTS_VERSION
-from graphs.self_ask.reader import after_ask, answer_follow_up, ask, finish_reader, force_final
-from graphs.self_ask.retrieve import retrieve, retrieve_follow_up
-from graphs.self_ask.state import SelfAskState
+from longctx.graphs.api import STRATEGIES, CompiledGraph, StrategyContext, StrategyCosts
+from longctx.graphs.self_ask.ceiling import FollowUpCeiling
+from longctx.graphs.self_ask.config import SelfAskConfig
+from longctx.graphs.self_ask.cost_model import self_ask_costs
+from longctx.graphs.self_ask.flashrag import after_generate, finish_flashrag, generate
+from longctx.graphs.self_ask.presentation import PRESENTATION
+from longctx.graphs.self_ask.prompts import PROMPTS_VERSION
+from longctx.graphs.self_ask.reader import (
+    after_ask,
+    answer_follow_up,
+    ask,
+    finish_reader,
+    force_final,
+)
+from longctx.graphs.self_ask.retrieve import retrieve, retrieve_follow_up
+from longctx.graphs.self_ask.state import SelfAskState
 
 
 @STRATEGIES.register(

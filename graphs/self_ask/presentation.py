@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from graphs.api import Shown, StrategyPresentation, join, retrieval_view, tag, text
+from longctx.graphs.api import Shown, StrategyPresentation, join, retrieval_view, tag, text
 
 
 def _follow_up(question: Any) -> Any:

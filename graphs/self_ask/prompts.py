@@ -72,7 +72,7 @@ Are follow up questions needed here:{scratchpad}"""
 
 FORMAT_NOTE = """ Write the final answer after "So the final answer is:" and follow this format in it: {instruction}"""
 
-#: The reader that answers one follow-up from the chunks retrieved for it (``graphs.prompts.RAG_TEMPLATE``'s instruction).
+#: The reader that answers one follow-up from the chunks retrieved for it (``longctx.graphs.prompts.RAG_TEMPLATE``'s instruction).
 FOLLOW_UP_INSTRUCTION = """Answer in one short sentence using only the text above. If the text does not say, write: The text does not say."""
 
 

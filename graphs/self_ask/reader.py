@@ -1,5 +1,5 @@
 """Self-Ask's ``reader`` variant: the model stops before every intermediate answer, a reader answers each follow-up
-from its chunks alone, and the final answer is forced after the cap (:mod:`graphs.self_ask.graph`)."""
+from its chunks alone, and the final answer is forced after the cap (:mod:`longctx.graphs.self_ask.graph`)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,16 @@ from typing import Any, Literal, NamedTuple
 
 from langgraph.runtime import Runtime
 
-from graphs.api import RAG_TEMPLATE, StrategyContext, complete, fill, format_chunks, order_hits
-from graphs.self_ask.config import SelfAskConfig
-from graphs.self_ask.prompts import (
+from longctx.graphs.api import (
+    RAG_TEMPLATE,
+    StrategyContext,
+    complete,
+    fill,
+    format_chunks,
+    order_hits,
+)
+from longctx.graphs.self_ask.config import SelfAskConfig
+from longctx.graphs.self_ask.prompts import (
     EXEMPLARS,
     FINAL,
     FOLLOW_UP_INSTRUCTION,
@@ -19,9 +26,9 @@ from graphs.self_ask.prompts import (
     INTERMEDIATE,
     SELF_ASK_TEMPLATE,
 )
-from graphs.self_ask.retrieve import pending_follow_up
-from graphs.self_ask.state import STOPS, FinalSource, SelfAskState, cut_at_stops
-from retrieval.contract import Question, Step
+from longctx.graphs.self_ask.retrieve import pending_follow_up
+from longctx.graphs.self_ask.state import STOPS, FinalSource, SelfAskState, cut_at_stops
+from longctx.retrieval.contract import Question, Step
 
 NOT_FOUND = "The text does not say."
 _FOLLOW_UP_LINE = re.compile(r"^[\s*_>#-]*follow[\s-]*up\s*:\s*(.*)$", re.I)

@@ -6,10 +6,10 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from graphs.api import Hit, RetrievalService, StrategyContext
-from graphs.self_ask.config import SelfAskConfig
-from graphs.self_ask.state import SelfAskState
-from retrieval.contract import Step
+from longctx.graphs.api import Hit, RetrievalService, StrategyContext
+from longctx.graphs.self_ask.config import SelfAskConfig
+from longctx.graphs.self_ask.state import SelfAskState
+from longctx.retrieval.contract import Step
 
 
 def _retrieval_facts(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from graphs.api import AnswerState, Hit
-from graphs.self_ask.prompts import INTERMEDIATE
+from longctx.graphs.api import AnswerState, Hit
+from longctx.graphs.self_ask.prompts import INTERMEDIATE
 
 #: reader: stop before the model writes an intermediate answer or starts a new exemplar.
 STOPS = (INTERMEDIATE, "\nQuestion:")

@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from graphs.api import STRATEGIES, CeilingEnv, CeilingItem, Reach, SkipCeiling, order_hits
-from graphs.full_context import input_budget, untruncated_prompt
-from graphs.full_context.ceiling import TruncatedWindowCeiling
-from graphs.rag import retrieve
-from graphs.rag.ceiling import RetrievedChunksCeiling
+from longctx.graphs.api import STRATEGIES, CeilingEnv, CeilingItem, Reach, SkipCeiling, order_hits
+from longctx.graphs.full_context import input_budget, untruncated_prompt
+from longctx.graphs.full_context.ceiling import TruncatedWindowCeiling
+from longctx.graphs.rag import retrieve
+from longctx.graphs.rag.ceiling import RetrievedChunksCeiling
 
 _FULL_CONTEXT_LEG = TruncatedWindowCeiling(
     input_budget=input_budget, untruncated_prompt=untruncated_prompt

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from graphs.api import STRATEGIES, ConfigError, RetrievalSettings, option
-from graphs.full_context.config import FullContextConfig
+from longctx.graphs.api import STRATEGIES, ConfigError, RetrievalSettings, option
+from longctx.graphs.full_context.config import FullContextConfig
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -8,7 +8,7 @@ under ``fallback`` (LangSmith traces show them there, ``get_graph(xray=True)`` d
 calls reach this run's callbacks once (usage, budget guard), and cancelling an async run
 cancels it where it waits.
 
-A batched fallback (memagent) keeps the one run path (:func:`graphs.run.run_strategy`): its
+A batched fallback (memagent) keeps the one run path (:func:`longctx.graphs.run.run_strategy`): its
 run is checkpointed on disk under a thread key of its own (``self_route>memagent``), so a
 crash in a 2,000-call leg resumes, and a repeated question replays it without calls.
 """
@@ -22,7 +22,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph._internal._runnable import RunnableCallable
 from langgraph.runtime import Runtime
 
-from graphs.api import (
+from longctx.graphs.api import (
     STRATEGIES,
     BudgetReached,
     Index,
@@ -32,9 +32,9 @@ from graphs.api import (
     StrategyContext,
     run_strategy,
 )
-from graphs.self_route.config import SelfRouteConfig
-from graphs.self_route.state import SelfRouteState
-from retrieval.contract import Step
+from longctx.graphs.self_route.config import SelfRouteConfig
+from longctx.graphs.self_route.state import SelfRouteState
+from longctx.retrieval.contract import Step
 
 #: A Self-Route node's run time.
 RouteRuntime = Runtime[StrategyContext[SelfRouteConfig]]

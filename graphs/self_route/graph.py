@@ -18,7 +18,7 @@ Graph::
 
 The legs reuse the other strategies' code: ``full_context_prompt`` (its template and
 middle truncation) for the full-context leg, and the fallback strategy's own compiled
-graph, composed as a subgraph (:mod:`graphs.self_route.fallback`). A batched fallback
+graph, composed as a subgraph (:mod:`longctx.graphs.self_route.fallback`). A batched fallback
 (memagent) is checkpointed on disk like a direct memagent run, under its own thread key,
 so a crash in a 2,000-call fallback resumes and a repeated question replays it without calls.
 """
@@ -36,7 +36,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
-from graphs.api import (
+from longctx.graphs.api import (
     DEFAULT_INSTRUCTION,
     PLACEHOLDER_QUESTION,
     RAG_TEMPLATE,
@@ -62,15 +62,15 @@ from graphs.api import (
     with_rerank,
     with_sometimes,
 )
-from graphs.full_context import full_context_prompt
-from graphs.rag import retrieve
-from graphs.self_route.ceiling import SELF_ROUTE_CEILING
-from graphs.self_route.config import SelfRouteConfig
-from graphs.self_route.fallback import fallback_node
-from graphs.self_route.presentation import PRESENTATION
-from graphs.self_route.prompts import PROMPTS_VERSION, UNANSWERABLE_INSTRUCTION
-from graphs.self_route.state import SelfRouteState
-from retrieval.contract import Question, Step
+from longctx.graphs.full_context import full_context_prompt
+from longctx.graphs.rag import retrieve
+from longctx.graphs.self_route.ceiling import SELF_ROUTE_CEILING
+from longctx.graphs.self_route.config import SelfRouteConfig
+from longctx.graphs.self_route.fallback import fallback_node
+from longctx.graphs.self_route.presentation import PRESENTATION
+from longctx.graphs.self_route.prompts import PROMPTS_VERSION, UNANSWERABLE_INSTRUCTION
+from longctx.graphs.self_route.state import SelfRouteState
+from longctx.retrieval.contract import Question, Step
 
 _DECLINE_WORD = re.compile(r"\bun-?answerable\b")
 _NEGATIONS = {"not", "never", "isn't", "isnt", "no", "hardly"}

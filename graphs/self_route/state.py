@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from graphs.rag import RagState
+from longctx.graphs.rag import RagState
 
 
 class SelfRouteState(RagState, total=False):
     """RAG's state (its leg runs RAG's nodes) and what routing adds.
 
     Attributes:
-        declined: The RAG reply declined (:func:`graphs.self_route.graph.find_decline`).
+        declined: The RAG reply declined (:func:`longctx.graphs.self_route.graph.find_decline`).
         fits: The full-context prompt of a declined question fits the model's window.
     """
 

@@ -6,13 +6,13 @@ functions and their validators), ``extract`` (reply parsing, windows, quotes), `
 and ``query`` (nodes), ``state``, ``stores`` (where records and schemas are kept),
 ``cost_model``, ``graph`` (the Map-Reduce nodes, wiring and registration). The table schema,
 value normalisation, the record cache, the reduced table and the SQL engine with its guards
-are :mod:`memory.records`.
+are :mod:`longctx.memory.records`.
 """
 
-from graphs.api import Attribute, TableSchema, TimeDimension
-from graphs.structured.config import StructuredConfig
-from graphs.structured.graph import build_graph
-from graphs.structured.prompts import PROMPTS_VERSION
+from longctx.graphs.api import Attribute, TableSchema, TimeDimension
+from longctx.graphs.structured.config import StructuredConfig
+from longctx.graphs.structured.graph import build_graph
+from longctx.graphs.structured.prompts import PROMPTS_VERSION
 
 __all__ = [
     "PROMPTS_VERSION",

@@ -9,7 +9,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from graphs.api import (
+from longctx.graphs.api import (
     PLACEHOLDER_QUESTION,
     SEAM_TOKENS,
     TEMPLATE_TOKENS,
@@ -24,10 +24,10 @@ from graphs.api import (
     titles,
     tool_schema_tokens,
 )
-from graphs.structured import prompts as P
-from graphs.structured.config import StructuredConfig
-from graphs.structured.functions import SCHEMA_FUNCTION
-from retrieval.contract import Question
+from longctx.graphs.structured import prompts as P
+from longctx.graphs.structured.config import StructuredConfig
+from longctx.graphs.structured.functions import SCHEMA_FUNCTION
+from longctx.retrieval.contract import Question
 
 
 def structured_costs(cfg: StructuredConfig, shape: CorpusShape, questions: Sequence[Question], *, llm: BaseChatModel | None = None,

@@ -1,6 +1,6 @@
 """The Plan and Map calls' functions (OpenAI format) and their validators, and a table schema as prompt text.
 
-The table schema itself is :class:`memory.records.schema.TableSchema` (the store's); here is
+The table schema itself is :class:`longctx.memory.records.schema.TableSchema` (the store's); here is
 what the model is told about it. The extraction function's JSON schema is generated from the
 same description as the pydantic validator of its arguments (:func:`records_model`), so what
 the model is told and what is checked cannot drift apart.
@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from graphs.api import SQL_TYPES, TableSchema
+from longctx.graphs.api import SQL_TYPES, TableSchema
 
 # -- the Plan function --------------------------------------------------------------------
 _ATTRIBUTE_JSON = {

@@ -15,16 +15,16 @@ one table, Query it with model-written SQL, answer in the benchmark's format.
   cached). Finished documents are cached at once: a killed run resumes from there.
   With ``map_executor="ray"``, ``extract_ray`` instead: the same extraction in Ray tasks
   (:mod:`~graphs.structured.ray_map`), into the same record log.
-* ``reduce``: normalised values (:mod:`memory.records.normalize`), restatements resolved
-  (latest document wins by default) into one table (:mod:`memory.records.table`).
+* ``reduce``: normalised values (:mod:`longctx.memory.records.normalize`), restatements resolved
+  (latest document wins by default) into one table (:mod:`longctx.memory.records.table`).
 * ``query`` (:mod:`~graphs.structured.query`): SQL from the model over the schema, a few rows
-  and the text columns' values; run read-only with a time limit (:mod:`memory.records.database`);
+  and the text columns' values; run read-only with a time limit (:mod:`longctx.memory.records.database`);
   errors go back to the model (bounded retries).
 * ``format_answer``: the final call (the benchmark's answer budget and format) over the
   SQL result; the evidence is the cells behind the result with their documents and quotes.
 
 The records, their cache, the table and the SQL engine are a store of their own
-(:mod:`memory.records`); this package prompts, calls and wires.
+(:mod:`longctx.memory.records`); this package prompts, calls and wires.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from graphs.api import (
+from longctx.graphs.api import (
     STRATEGIES,
     PromptSharing,
     SingleRun,
@@ -57,19 +57,19 @@ from graphs.api import (
     report_progress,
     schema_hash,
 )
-from graphs.structured import prompts as P
-from graphs.structured.ceiling import STRUCTURED_CEILING
-from graphs.structured.config import PROMPT_OVERHEAD, StructuredConfig
-from graphs.structured.cost_model import structured_costs
-from graphs.structured.extract import fits_untokenized
-from graphs.structured.mapping import aextract_document, extract_document
-from graphs.structured.plan import plan
-from graphs.structured.presentation import PRESENTATION, RAY_STAGE
-from graphs.structured.query import format_answer, query
-from graphs.structured.ray_map import run_on_ray
-from graphs.structured.state import StructuredState
-from graphs.structured.stores import cache_root, record_cache
-from retrieval.contract import Corpus, Step
+from longctx.graphs.structured import prompts as P
+from longctx.graphs.structured.ceiling import STRUCTURED_CEILING
+from longctx.graphs.structured.config import PROMPT_OVERHEAD, StructuredConfig
+from longctx.graphs.structured.cost_model import structured_costs
+from longctx.graphs.structured.extract import fits_untokenized
+from longctx.graphs.structured.mapping import aextract_document, extract_document
+from longctx.graphs.structured.plan import plan
+from longctx.graphs.structured.presentation import PRESENTATION, RAY_STAGE
+from longctx.graphs.structured.query import format_answer, query
+from longctx.graphs.structured.ray_map import run_on_ray
+from longctx.graphs.structured.state import StructuredState
+from longctx.graphs.structured.stores import cache_root, record_cache
+from longctx.retrieval.contract import Corpus, Step
 
 
 def effective_window(ctx: StrategyContext[StructuredConfig]) -> int:
@@ -159,7 +159,7 @@ def group_size(documents: int, concurrency: int) -> int:
     A LangGraph task (and the callback and config copies each node run makes) costs ~0.6-1 ms
     of client CPU, as much as the extraction call's own client work; at 32 calls in flight
     against a 50 ms server that overhead, not the server, set the makespan
-    (``experiments/perf/bench_structured.py``). Two tasks per slot keep every slot busy on the
+    (``benchmarks/bench_structured.py``). Two tasks per slot keep every slot busy on the
     threaded path too, where a task reads its documents one after the other.
     """
     return max(1, -(-documents // (2 * concurrency)))
@@ -218,7 +218,7 @@ def extract(
     """A group of documents' records, one document after the other (each in windows when long;
     cached when every window gave a valid reply). Single flight: a document another question
     is reading for the same schema and model is waited for and its records reused
-    (:mod:`graphs.structured.flight`)."""
+    (:mod:`longctx.graphs.structured.flight`)."""
     ctx = runtime.context
     cache = record_cache(ctx, group["documents"][0]["cache_key"]) if ctx.config.cache else None
     with (
@@ -266,7 +266,7 @@ def extract_ray(
 ) -> dict[str, Any]:
     """The documents not in the cache, extracted by Ray tasks (batches of ``ray_batch_documents``,
     at most ``ray_max_in_flight`` at once) into the same record log, under the same single
-    flight: the same updates as the ``extract`` branches (:mod:`graphs.structured.ray_map`)."""
+    flight: the same updates as the ``extract`` branches (:mod:`longctx.graphs.structured.ray_map`)."""
 
     ctx = runtime.context
     cache = record_cache(ctx, state["cache_key"]) if ctx.config.cache else None

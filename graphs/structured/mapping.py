@@ -2,7 +2,7 @@
 
 :func:`extract_document` (threads) and :func:`aextract_document` (coroutines) are the two
 faces of the graph's ``extract`` node. Both go through the single flight of
-:mod:`graphs.structured.flight` (one extraction of a document at a time across the
+:mod:`longctx.graphs.structured.flight` (one extraction of a document at a time across the
 questions of a process, and, with the record cache, across processes) and share
 everything else: what depends on the schema alone (the record validator, the function,
 the prompt's fixed parts, the tool-bound model) is built once per schema key and model
@@ -19,7 +19,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from graphs.api import (
+from longctx.graphs.api import (
     Outcome,
     RecordCache,
     StrategyContext,
@@ -29,12 +29,18 @@ from graphs.api import (
     model_identity,
     prompt_codec,
 )
-from graphs.structured import prompts as P
-from graphs.structured.config import StructuredConfig
-from graphs.structured.extract import bound_model, parse_records, quote_found, squeeze, windows
-from graphs.structured.flight import FLIGHTS, adocument_lock, await_flight, document_lock
-from graphs.structured.functions import describe, records_function, records_model
-from retrieval.contract import Document, Step
+from longctx.graphs.structured import prompts as P
+from longctx.graphs.structured.config import StructuredConfig
+from longctx.graphs.structured.extract import (
+    bound_model,
+    parse_records,
+    quote_found,
+    squeeze,
+    windows,
+)
+from longctx.graphs.structured.flight import FLIGHTS, adocument_lock, await_flight, document_lock
+from longctx.graphs.structured.functions import describe, records_function, records_model
+from longctx.retrieval.contract import Document, Step
 
 
 @dataclass
@@ -111,7 +117,7 @@ def extractor(
 
 def extraction_model(llm: BaseChatModel) -> str:
     """Whose records a cache entry holds: the model's name and a digest of every setting its requests
-    carry (:func:`graphs.request_settings.model_identity`), so a model that asks differently (another
+    carry (:func:`longctx.graphs.request_settings.model_identity`), so a model that asks differently (another
     ``extra_body``, sampling, headers) reads every document anew instead of reusing another's records,
     while the same model behind another address reuses them."""
     return model_identity(llm)

@@ -7,7 +7,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from graphs.api import (
+from longctx.graphs.api import (
     Attribute,
     SchemaStore,
     StrategyContext,
@@ -16,13 +16,13 @@ from graphs.api import (
     parse_schema,
     resolve_tool_mode,
 )
-from graphs.structured import prompts as P
-from graphs.structured.config import StructuredConfig
-from graphs.structured.extract import bound_model
-from graphs.structured.functions import SCHEMA_FUNCTION, summary
-from graphs.structured.state import StructuredState
-from graphs.structured.stores import schema_store
-from retrieval.contract import Question, Step
+from longctx.graphs.structured import prompts as P
+from longctx.graphs.structured.config import StructuredConfig
+from longctx.graphs.structured.extract import bound_model
+from longctx.graphs.structured.functions import SCHEMA_FUNCTION, summary
+from longctx.graphs.structured.state import StructuredState
+from longctx.graphs.structured.stores import schema_store
+from longctx.retrieval.contract import Question, Step
 
 
 def fallback_schema(question: Question) -> TableSchema:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from graphs.api import MAP_ON_RAY, StrategyPresentation
+from longctx.graphs.api import MAP_ON_RAY, StrategyPresentation
 
 PRESENTATION = StrategyPresentation(
     color="#17becf",

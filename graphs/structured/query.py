@@ -1,5 +1,5 @@
 """The Query and answer nodes: model-written SQL over the reduced table, run read-only under hard
-limits (:mod:`memory.records.database`), errors back to the model; then the final call over the
+limits (:mod:`longctx.memory.records.database`), errors back to the model; then the final call over the
 result, with the cells behind it as evidence."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from graphs.api import (
+from longctx.graphs.api import (
     QueryRefused,
     QueryResult,
     QueryTimeout,
@@ -28,12 +28,12 @@ from graphs.api import (
     entity_key,
     run_query,
 )
-from graphs.structured import prompts as P
-from graphs.structured.config import PROMPT_OVERHEAD, StructuredConfig
-from graphs.structured.extract import dumps
-from graphs.structured.functions import describe
-from graphs.structured.state import StructuredState
-from retrieval.contract import Evidence, Step
+from longctx.graphs.structured import prompts as P
+from longctx.graphs.structured.config import PROMPT_OVERHEAD, StructuredConfig
+from longctx.graphs.structured.extract import dumps
+from longctx.graphs.structured.functions import describe
+from longctx.graphs.structured.state import StructuredState
+from longctx.retrieval.contract import Evidence, Step
 
 
 def _samples(table: Table, n: int) -> str:

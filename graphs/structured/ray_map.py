@@ -1,6 +1,6 @@
 """The Map stage on Ray (``map_executor="ray"``): the documents missing from the record cache
 are extracted by Ray tasks, a batch of documents per task, at most ``ray_max_in_flight``
-tasks at once per answer, through the shared map (:mod:`graphs.ray_map`: the model's recipe,
+tasks at once per answer, through the shared map (:mod:`longctx.graphs.ray_map`: the model's recipe,
 bounded submission over the endpoints, the workers' usage).
 
 A task runs on a worker what the local ``extract`` node runs (:func:`~graphs.structured.mapping.extract_document`,
@@ -28,7 +28,7 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
-from graphs.api import (
+from longctx.graphs.api import (
     ModelRecipe,
     RecordCache,
     StrategyContext,
@@ -38,10 +38,10 @@ from graphs.api import (
     portable_error,
     report_progress,
 )
-from graphs.structured.config import StructuredConfig
-from graphs.structured.mapping import extract_document, extraction_model
-from graphs.structured.stores import store_root
-from retrieval.contract import Document, Step
+from longctx.graphs.structured.config import StructuredConfig
+from longctx.graphs.structured.mapping import extract_document, extraction_model
+from longctx.graphs.structured.stores import store_root
+from longctx.retrieval.contract import Document, Step
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any
 
-from graphs.api import AnswerState, Table
+from longctx.graphs.api import AnswerState, Table
 
 
 class StructuredState(AnswerState, total=False):

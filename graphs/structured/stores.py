@@ -1,14 +1,14 @@
 """Where a structured answer keeps what it reads: the record cache and the schema store of
-:mod:`memory.records.cache`, in the folder ``<cache folder>/structured``."""
+:mod:`longctx.memory.records.cache`, in the folder ``<cache folder>/structured``."""
 
 from __future__ import annotations
 
 import functools
 from pathlib import Path
 
-from graphs.api import RecordCache, SchemaStore, StrategyContext, default_cache_dir
-from graphs.structured.config import StructuredConfig
-from graphs.structured.mapping import extraction_model
+from longctx.graphs.api import RecordCache, SchemaStore, StrategyContext, default_cache_dir
+from longctx.graphs.structured.config import StructuredConfig
+from longctx.graphs.structured.mapping import extraction_model
 
 #: The stores' folder under the cache folder.
 STORE_FOLDER = "structured"

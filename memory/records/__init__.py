@@ -15,8 +15,8 @@ Modules: ``schema`` (the table schema), ``normalize`` (numbers, units, periods),
 ``heap_limit`` (SQLite's process-wide heap limit held only while a query runs).
 """
 
-from memory.records.cache import RecordCache, SchemaStore, document_fingerprint
-from memory.records.database import (
+from longctx.memory.records.cache import RecordCache, SchemaStore, document_fingerprint
+from longctx.memory.records.database import (
     QueryResult,
     QueryTimeout,
     QueryTooLarge,
@@ -24,9 +24,15 @@ from memory.records.database import (
     create_statement,
     run_query,
 )
-from memory.records.schema import Attribute, TableSchema, TimeDimension, parse_schema, schema_hash
-from memory.records.sql_text import QueryRefused, check_sql, clean_sql
-from memory.records.table import Cell, Table, normalise_records, reduce_cells
+from longctx.memory.records.schema import (
+    Attribute,
+    TableSchema,
+    TimeDimension,
+    parse_schema,
+    schema_hash,
+)
+from longctx.memory.records.sql_text import QueryRefused, check_sql, clean_sql
+from longctx.memory.records.table import Cell, Table, normalise_records, reduce_cells
 
 __all__ = [
     "Attribute",

@@ -36,8 +36,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from retrieval.contract import Document
-from retrieval.locks import exclusive_lock
+from longctx.retrieval.contract import Document
+from longctx.retrieval.locks import exclusive_lock
 
 log = logging.getLogger(__name__)
 

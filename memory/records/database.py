@@ -7,7 +7,7 @@ and CorpusQA's NL2SQL ground truth are computed in (same arithmetic, same ``AVG`
 ordering), and its authorizer gives a statement-level allow-list: only ``SELECT``, reads
 and scalar/aggregate functions pass, so ATTACH, PRAGMA, writes and extension loading are
 refused by the engine itself, not only by a text filter. Its connection limits, heap limits
-(held only while a query runs: :mod:`memory.records.heap_limit`) and interrupt bound a
+(held only while a query runs: :mod:`longctx.memory.records.heap_limit`) and interrupt bound a
 query's value sizes, memory and time (:func:`build_database`, :func:`run_query`). DuckDB
 would add file readers (``read_csv``, ``COPY``, ``httpfs``) that have to be switched off one
 by one.
@@ -24,12 +24,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from memory.records.heap_limit import held_heap_limit
-from memory.records.schema import SQL_TYPES, TableSchema
-from memory.records.sql_guards import TOO_BIG, Guards
-from memory.records.sql_guards import install as install_guards
-from memory.records.sql_text import QueryRefused, check_sql
-from memory.records.table import Table
+from longctx.memory.records.heap_limit import held_heap_limit
+from longctx.memory.records.schema import SQL_TYPES, TableSchema
+from longctx.memory.records.sql_guards import TOO_BIG, Guards
+from longctx.memory.records.sql_guards import install as install_guards
+from longctx.memory.records.sql_text import QueryRefused, check_sql
+from longctx.memory.records.table import Table
 
 
 def create_statement(schema: TableSchema) -> str:
@@ -72,7 +72,7 @@ ENGINE_LIMITS = {
 
 
 class GuardedConnection(sqlite3.Connection):
-    """A connection with the guarded functions of :mod:`memory.records.sql_guards` (``guards``) and
+    """A connection with the guarded functions of :mod:`longctx.memory.records.sql_guards` (``guards``) and
     the SQLite heap limit its queries run under (``heap_limit_bytes``; :func:`run_query`)."""
 
     guards: Guards | None = None
@@ -96,9 +96,9 @@ def build_database(
     ``heap_limit_bytes`` while :func:`run_query` runs (an allocation past it fails, the query ends
     with a memory error; the soft limit at half of it makes SQLite shed cache first). SQLite's
     heap limits hold for the whole process, so they are set only for the time a query runs and
-    restored after (:func:`memory.records.heap_limit.held_heap_limit`); building sets none.
+    restored after (:func:`longctx.memory.records.heap_limit.held_heap_limit`); building sets none.
     The functions one call of which can run unbounded are replaced by guarded versions
-    (:mod:`memory.records.sql_guards`).
+    (:mod:`longctx.memory.records.sql_guards`).
     """
     schema = table.schema
     conn = sqlite3.connect(":memory:", check_same_thread=False, factory=GuardedConnection)

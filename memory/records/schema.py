@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from memory.records.sql_words import refused_name
+from longctx.memory.records.sql_words import refused_name
 
 AttributeType = Literal["number", "integer", "percent", "text", "boolean", "date"]
 #: SQLite column type of each attribute type.
@@ -35,7 +35,7 @@ def identifier(text: str) -> str:
     """``"Net Income (USD m)"`` -> ``"net_income_usd_m"``: lower snake case, starting with a letter.
 
     A name SQL cannot use as written (an SQLite keyword such as ``transaction``, a word the
-    SQL filter refuses such as ``export``; :mod:`memory.records.sql_words`) is renamed:
+    SQL filter refuses such as ``export``; :mod:`longctx.memory.records.sql_words`) is renamed:
     ``transaction_``, ``export_``, else a prefix: ``c_http``; the model then writes SQL over the new name.
     """
     name = re.sub(r"[^0-9a-z]+", "_", str(text).strip().lower()).strip("_")

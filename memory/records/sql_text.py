@@ -2,14 +2,14 @@
 unless it is one SELECT without file or network access.
 
 The check reads the statement's text before the engine sees it; the engine's authorizer
-(:mod:`memory.records.database`) refuses the same things again by what the statement does.
+(:mod:`longctx.memory.records.database`) refuses the same things again by what the statement does.
 """
 
 from __future__ import annotations
 
 import re
 
-from memory.records.sql_words import FORBIDDEN
+from longctx.memory.records.sql_words import FORBIDDEN
 
 
 class QueryRefused(ValueError):

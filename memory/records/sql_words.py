@@ -4,7 +4,7 @@ and SQLite's reserved ``sqlite_`` prefix.
 A column named ``transaction`` or ``in`` makes every query over it a syntax error, and a
 column named ``export`` or ``load`` makes every query naming it refused by the text filter
 (:data:`FORBIDDEN`); both were accepted as names (issue 27, item 7). :func:`identifier`
-in :mod:`memory.records.schema` renames such a name when the schema is made.
+in :mod:`longctx.memory.records.schema` renames such a name when the schema is made.
 
 The keyword list is the one of the SQLite library the ``sqlite3`` module runs on, read with
 ``sqlite3_keyword_count``/``sqlite3_keyword_name`` (Python's ``sqlite3`` does not wrap

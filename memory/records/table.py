@@ -12,13 +12,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memory.records.normalize import (
+from longctx.memory.records.normalize import (
     ValueNotUnderstood,
     entity_key,
     normalize_period,
     normalize_value,
 )
-from memory.records.schema import TableSchema
+from longctx.memory.records.schema import TableSchema
 
 
 @dataclass

@@ -22,14 +22,14 @@ term counts with corpus-wide statistics, so rankings equal a rebuild's.
 
 An edited corpus (:meth:`~retrieval.contract.Corpus.remove`, :meth:`~retrieval.contract.Corpus.update`
 (delete + add), ``rescan``) starts from the cached index that holds the most of its first
-documents, live and in order (:mod:`retrieval.lineage`: every segment records its documents'
+documents, live and in order (:mod:`longctx.retrieval.lineage`: every segment records its documents'
 digests in ``documents.json``). That index's files are linked as for growth, its documents
 the corpus dropped or replaced are listed in ``meta.json`` as ``deleted_documents``
 (tombstones, by stored position), and one segment holds the documents after them. A load
 reads the stored chunks and keeps the live ones, numbered as a fresh build numbers them
 (:func:`~retrieval.index.types.live_chunks`); the retriever is told which stored chunks are deleted: BM25 scores
 the live chunks' raw counts with the live chunks' statistics (bit-identical to a rebuild),
-dense searches past the deleted vectors (:mod:`retrieval.tombstones`).
+dense searches past the deleted vectors (:mod:`longctx.retrieval.tombstones`).
 
 Segments are compacted as in a log-structured merge: a growth that would leave more than
 :attr:`~retrieval.index.growth.CompactionPolicy.max_segments` (10) segments writes the new index as one segment
@@ -43,7 +43,7 @@ past :attr:`~retrieval.index.growth.CompactionPolicy.max_deleted` (20% of the st
 compacted index holds the live chunks only (tombstones folded).
 
 ``meta.json`` records the size and XXH3-128 digest of every other file, computed while
-the file is written (:mod:`retrieval.checksums`). Every load is validated (files present,
+the file is written (:mod:`longctx.retrieval.checksums`). Every load is validated (files present,
 of their recorded size and digest, readable, chunk count as in the meta, one vector per
 chunk); a damaged index, truncated or corrupted in place, is named in a warning, moved
 aside and rebuilt. Nothing is pickled: chunks are JSON lines, vectors FAISS's format,
@@ -54,14 +54,14 @@ One module per idea: :mod:`~retrieval.index.types` (the ``Index``),
 checksum, publish, load), :mod:`~retrieval.index.growth` (grow, edit, compact),
 :mod:`~retrieval.index.process_cache` (the indexes kept in this process) and
 :mod:`~retrieval.index.build` (``build_index``, which uses them all). They log as
-``retrieval.index``.
+``longctx.retrieval.index``.
 """
 
 from __future__ import annotations
 
-from retrieval.index.build import build_index
-from retrieval.index.growth import CompactionPolicy, cached_base
-from retrieval.index.layout import (
+from longctx.retrieval.index.build import build_index
+from longctx.retrieval.index.growth import CompactionPolicy, cached_base
+from longctx.retrieval.index.layout import (
     CHUNKS_FILE,
     INDEX_FORMAT_VERSION,
     build_lock,
@@ -71,9 +71,9 @@ from retrieval.index.layout import (
     partial_folder,
     shards_folder,
 )
-from retrieval.index.process_cache import clear_memory_cache
-from retrieval.index.store import write_shards
-from retrieval.index.types import Index, live_chunks
+from longctx.retrieval.index.process_cache import clear_memory_cache
+from longctx.retrieval.index.store import write_shards
+from longctx.retrieval.index.types import Index, live_chunks
 
 __all__ = [
     "CHUNKS_FILE",

@@ -3,7 +3,7 @@
 One builder per index key (:func:`~retrieval.index.build_lock`): concurrent calls, in threads
 or processes, wait for it and load what it built. A fresh build chunks the corpus, builds the
 retriever in the resumable ``<key>.partial/`` folder and publishes the index whole
-(:mod:`retrieval.index.store`).
+(:mod:`longctx.retrieval.index.store`).
 """
 
 from __future__ import annotations
@@ -15,17 +15,23 @@ import time
 from pathlib import Path
 from typing import Any
 
-from retrieval.base import Retriever
-from retrieval.checksums import Checksums
-from retrieval.chunking import ChunkingConfig
-from retrieval.document import IndexableCorpus
-from retrieval.errors import OptionError
-from retrieval.fit import chunks_for
-from retrieval.hybrid import HybridRetriever
-from retrieval.index.growth import CompactionPolicy, grow_index
-from retrieval.index.layout import CHUNKS_FILE, build_lock, index_folder, index_key, partial_folder
-from retrieval.index.process_cache import remember, remembered
-from retrieval.index.store import (
+from longctx.retrieval.base import Retriever
+from longctx.retrieval.checksums import Checksums
+from longctx.retrieval.chunking import ChunkingConfig
+from longctx.retrieval.document import IndexableCorpus
+from longctx.retrieval.errors import OptionError
+from longctx.retrieval.fit import chunks_for
+from longctx.retrieval.hybrid import HybridRetriever
+from longctx.retrieval.index.growth import CompactionPolicy, grow_index
+from longctx.retrieval.index.layout import (
+    CHUNKS_FILE,
+    build_lock,
+    index_folder,
+    index_key,
+    partial_folder,
+)
+from longctx.retrieval.index.process_cache import remember, remembered
+from longctx.retrieval.index.store import (
     index_meta,
     load_index,
     move_aside,
@@ -34,13 +40,13 @@ from retrieval.index.store import (
     save_retriever,
     write_chunks,
 )
-from retrieval.index.types import Index
-from retrieval.index.waits import waited_for
-from retrieval.lineage import write_documents
-from retrieval.retrievers import make_retriever
+from longctx.retrieval.index.types import Index
+from longctx.retrieval.index.waits import waited_for
+from longctx.retrieval.lineage import write_documents
+from longctx.retrieval.retrievers import make_retriever
 
 log = logging.getLogger(
-    "retrieval.index"
+    "longctx.retrieval.index"
 )  # the index package's one logger: what users and tests filter on
 
 

@@ -1,11 +1,11 @@
 """Growing and editing an index by segments, and compacting the segments back into one.
 
 A grown or edited corpus starts from the cached index that holds the most of its first
-documents, live and in order (:func:`cached_base`, :mod:`retrieval.lineage`): that index's
+documents, live and in order (:func:`cached_base`, :mod:`longctx.retrieval.lineage`): that index's
 files are hard-linked into the new one, the documents the corpus dropped or replaced are
 deleted (tombstones) and one segment holds the documents after them (:func:`grow_index`).
 Past :class:`CompactionPolicy`'s limits the new index is written as one segment instead
-(:func:`write_compacted`), as a log-structured merge does; see :mod:`retrieval.index`.
+(:func:`write_compacted`), as a log-structured merge does; see :mod:`longctx.retrieval.index`.
 """
 
 from __future__ import annotations
@@ -19,13 +19,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from retrieval.base import Retriever, SegmentedRetriever, grows
-from retrieval.checksums import Checksums
-from retrieval.chunking import Chunk, ChunkingConfig
-from retrieval.document import IndexableCorpus
-from retrieval.fit import chunks_for
-from retrieval.index.layout import CHUNKS_FILE, INDEX_FORMAT_VERSION, partial_folder, segment_paths
-from retrieval.index.store import (
+from longctx.retrieval.base import Retriever, SegmentedRetriever, grows
+from longctx.retrieval.checksums import Checksums
+from longctx.retrieval.chunking import Chunk, ChunkingConfig
+from longctx.retrieval.document import IndexableCorpus
+from longctx.retrieval.fit import chunks_for
+from longctx.retrieval.index.layout import (
+    CHUNKS_FILE,
+    INDEX_FORMAT_VERSION,
+    partial_folder,
+    segment_paths,
+)
+from longctx.retrieval.index.store import (
     index_meta,
     load_index,
     private_build_folder,
@@ -33,17 +38,17 @@ from retrieval.index.store import (
     save_retriever,
     write_chunks,
 )
-from retrieval.index.types import Index, live_chunks
-from retrieval.lineage import Base, find_base, write_documents
+from longctx.retrieval.index.types import Index, live_chunks
+from longctx.retrieval.lineage import Base, find_base, write_documents
 
 log = logging.getLogger(
-    "retrieval.index"
+    "longctx.retrieval.index"
 )  # the index package's one logger: what users and tests filter on
 
 
 @dataclass(frozen=True)
 class CompactionPolicy:
-    """When a grown index folds its segments back into one (see :mod:`retrieval.index`).
+    """When a grown index folds its segments back into one (see :mod:`longctx.retrieval.index`).
 
     Attributes:
         max_segments: The most segments an index keeps; a growth that would make more writes
@@ -89,7 +94,7 @@ def cached_base(
 ) -> Base | None:
     """The finished index under ``root`` (``<cache>/indexes``), of the same chunking and retriever, that ``corpus``
     starts from: the most of its first documents live in that index, in order (a prefix, or the index of the
-    corpus before documents were removed or updated; :mod:`retrieval.lineage`); None when there is none."""
+    corpus before documents were removed or updated; :mod:`longctx.retrieval.lineage`); None when there is none."""
     chunk_spec, params = chunking.as_dict(), retriever.cache_params()
     candidates = []
     for meta_path in root.glob("*/meta.json"):

@@ -1,6 +1,6 @@
 """Where an index lives in the cache, what keys it, and the folders and lock around it.
 
-Layout under ``<cache>/indexes/`` (see :mod:`retrieval.index`): ``<key>/`` the finished index,
+Layout under ``<cache>/indexes/`` (see :mod:`longctx.retrieval.index`): ``<key>/`` the finished index,
 ``<key>.lock`` its builder's lock, ``<key>.partial/`` an unfinished build's resumable work,
 ``<key>.build-<pid>-<id>/`` a builder's private output; ``meta.json`` lists the segments.
 """
@@ -13,11 +13,11 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from retrieval.base import Retriever
-from retrieval.chunking import ChunkingConfig
-from retrieval.document import IndexableCorpus
-from retrieval.locks import exclusive_lock
-from retrieval.paths import default_cache_dir
+from longctx.retrieval.base import Retriever
+from longctx.retrieval.chunking import ChunkingConfig
+from longctx.retrieval.document import IndexableCorpus
+from longctx.retrieval.locks import exclusive_lock
+from longctx.retrieval.paths import default_cache_dir
 
 #: Bump when chunking, tokenization or the on-disk layout changes: old indexes are then rebuilt.
 INDEX_FORMAT_VERSION = 1
@@ -50,7 +50,7 @@ def partial_folder(folder: Path) -> Path:
 
 
 def shards_folder(folder: Path) -> Path:
-    """The embedding shards of an unfinished dense build of ``folder`` (see :mod:`retrieval.dense`)."""
+    """The embedding shards of an unfinished dense build of ``folder`` (see :mod:`longctx.retrieval.dense`)."""
     return partial_folder(folder) / "shards"
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-from retrieval.index.types import Index
+from longctx.retrieval.index.types import Index
 
 _MEMORY_CACHE: OrderedDict[str, Index] = OrderedDict()
 _MEMORY_CACHE_SIZE = 4

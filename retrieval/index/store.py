@@ -1,7 +1,7 @@
 """An index's folder on disk: written with a checksum of every file, published whole, loaded only when sound.
 
 A builder writes into its own ``<key>.build-<pid>-<id>/`` folder, hashing each file as it is
-written (:mod:`retrieval.checksums`), writes ``meta.json`` last, flushes everything and renames
+written (:mod:`longctx.retrieval.checksums`), writes ``meta.json`` last, flushes everything and renames
 the folder into place (:func:`publish`): readers see no index or a whole one. A load
 (:func:`load_index`) verifies every file against ``meta.json`` before anything is parsed;
 a damaged index is moved aside (:func:`move_aside`) and rebuilt. Nothing is pickled: chunks
@@ -24,17 +24,22 @@ from typing import Any
 
 import numpy as np
 
-from retrieval.base import Retriever
-from retrieval.checksums import ChecksumMismatch, Checksums, verify_folder
-from retrieval.chunking import Chunk, ChunkingConfig
-from retrieval.dense import DenseRetriever
-from retrieval.document import IndexableCorpus
-from retrieval.extras import MissingExtraError
-from retrieval.index.layout import CHUNKS_FILE, INDEX_FORMAT_VERSION, partial_folder, segment_paths
-from retrieval.index.types import Index, live_chunks
+from longctx.retrieval.base import Retriever
+from longctx.retrieval.checksums import ChecksumMismatch, Checksums, verify_folder
+from longctx.retrieval.chunking import Chunk, ChunkingConfig
+from longctx.retrieval.dense import DenseRetriever
+from longctx.retrieval.document import IndexableCorpus
+from longctx.retrieval.extras import MissingExtraError
+from longctx.retrieval.index.layout import (
+    CHUNKS_FILE,
+    INDEX_FORMAT_VERSION,
+    partial_folder,
+    segment_paths,
+)
+from longctx.retrieval.index.types import Index, live_chunks
 
 log = logging.getLogger(
-    "retrieval.index"
+    "longctx.retrieval.index"
 )  # the index package's one logger: what users and tests filter on
 
 

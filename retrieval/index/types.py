@@ -7,8 +7,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from retrieval.base import Hit, Retriever
-from retrieval.chunking import Chunk, ChunkingConfig
+from longctx.retrieval.base import Hit, Retriever
+from longctx.retrieval.chunking import Chunk, ChunkingConfig
 
 
 class Index:
@@ -50,7 +50,7 @@ class Index:
 
     def as_retriever(self, k: int = 7) -> Any:
         """This index as a LangChain ``BaseRetriever`` returning the top ``k`` chunks as documents."""
-        from retrieval.langchain_retriever import (
+        from longctx.retrieval.langchain_retriever import (
             IndexRetriever,
         )  # langchain_core's retriever stack costs ~1 s to import
 
@@ -58,7 +58,7 @@ class Index:
 
     def as_llama_index_retriever(self, k: int = 7) -> Any:
         """This index as a LlamaIndex ``BaseRetriever`` (``NodeWithScore`` results)."""
-        from retrieval.langchain_retriever import llama_index_retriever
+        from longctx.retrieval.langchain_retriever import llama_index_retriever
 
         return llama_index_retriever(self, k)
 

@@ -1,7 +1,7 @@
 """RULER-HotpotQA loading cost of the over-1M files (document indices rebuilt into text).
 
-    python -m experiments.perf.bench_ruler_hqa                    # 16 items x 25,600 documents (the 3.5M bucket)
-    python -m experiments.perf.bench_ruler_hqa --docs 12800 --items 32
+    python -m benchmarks.bench_ruler_hqa                    # 16 items x 25,600 documents (the 3.5M bucket)
+    python -m benchmarks.bench_ruler_hqa --docs 12800 --items 32
 
 Writes, in a temporary folder, a ``hotpotqa_dev.json`` shaped like HotpotQA's distractor
 dev set (7,405 questions x 10 paragraphs of about 100 common English words, so about
@@ -21,9 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from experiments.benchmarks import load_benchmark
-from experiments.benchmarks.ruler_hqa import HOTPOTQA_DEV, hotpotqa_paragraphs
-from retrieval.tokens import encode
+from longctx.experiments.benchmarks import load_benchmark
+from longctx.experiments.benchmarks.ruler_hqa import HOTPOTQA_DEV, hotpotqa_paragraphs
+from longctx.retrieval.tokens import encode
 
 WORDS = (
     "the of and to in a is that for it as was with be by on not he this are or his from at which but have an they you were her "

@@ -1,13 +1,13 @@
 """Evidence recall of BM25, dense, hybrid (RRF and score fusion) and, where a reranker is given, hybrid + rerank.
 
-    python -m experiments.perf.bench_hybrid                                   # synthetic 1M finance tier, seed 0
-    python -m experiments.perf.bench_hybrid --tier 128K --k 7 10 50
-    python -m experiments.perf.bench_hybrid --rerank-model PATH               # + a local CrossEncoder
-    python -m experiments.perf.bench_hybrid --tiny-reranker                   # + a tiny random one: the path runs, its recall is noise
-    python -m experiments.perf.bench_hybrid --rerank-url http://HOST:PORT/v1 --rerank-name bge-reranker-v2-m3
+    python -m benchmarks.bench_hybrid                                   # synthetic 1M finance tier, seed 0
+    python -m benchmarks.bench_hybrid --tier 128K --k 7 10 50
+    python -m benchmarks.bench_hybrid --rerank-model PATH               # + a local CrossEncoder
+    python -m benchmarks.bench_hybrid --tiny-reranker                   # + a tiny random one: the path runs, its recall is noise
+    python -m benchmarks.bench_hybrid --rerank-url http://HOST:PORT/v1 --rerank-name bge-reranker-v2-m3
 
 LLM-free: recall@k is the share of a question's evidence documents among the documents of the
-top-k chunks (:func:`experiments.synth.retrieval_recall`), averaged over the tier's questions,
+top-k chunks (:func:`longctx.experiments.synth.retrieval_recall`), averaged over the tier's questions,
 overall and by difficulty. Chunks are the RAG default (200 words); dense is the offline
 MiniLM. Prints a markdown table (nothing is asserted) and, per k, whether hybrid's recall is
 at least max(bm25, dense).
@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from experiments.synth import (
+from longctx.experiments.synth import (
     NeedleConfig,
     SynthConfig,
     generate,
@@ -30,8 +30,8 @@ from experiments.synth import (
     parse_tokens,
     retrieval_recall,
 )
-from graphs.retrieval_service import RetrievalService
-from graphs.retrieval_settings import RetrievalSettings
+from longctx.graphs.retrieval_service import RetrievalService
+from longctx.graphs.retrieval_settings import RetrievalSettings
 
 DIFFICULTIES = ("easy", "medium", "hard", "needle")
 
@@ -112,7 +112,7 @@ def main() -> None:
         "--weights", type=float, nargs="*", default=[0.5], help="score fusion: weight of dense"
     )
     p.add_argument("--rerank-model", help="a local CrossEncoder checkpoint")
-    p.add_argument("--tiny-reranker", action="store_true", help="a tiny random cross-encoder built here (experiments.perf.tiny_reranker): "
+    p.add_argument("--tiny-reranker", action="store_true", help="a tiny random cross-encoder built here (benchmarks.tiny_reranker): "
                    "shows the path runs, its recall is not a real reranker's")  # fmt: skip
     p.add_argument("--rerank-url", help="a rerank server's base URL (http://HOST:PORT/v1)")
     p.add_argument("--rerank-name", default="", help="the model name the rerank server expects")
@@ -126,7 +126,7 @@ def main() -> None:
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         if args.tiny_reranker:
-            from experiments.perf.tiny_reranker import build_tiny_reranker
+            from benchmarks.tiny_reranker import build_tiny_reranker
 
             args.rerank_model = build_tiny_reranker(Path(tmp) / "tiny-reranker")
         out = Path(tmp) / f"{args.domain}-{args.tier}"

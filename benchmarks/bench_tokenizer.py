@@ -1,6 +1,6 @@
 """Token counting speed of the server tokenizer path (llama-cpp-python's ``/extras/tokenize``).
 
-    python -m experiments.perf.bench_tokenizer [--tokens 10000000] [--url http://127.0.0.1:PORT/v1]
+    python -m benchmarks.bench_tokenizer [--tokens 10000000] [--url http://127.0.0.1:PORT/v1]
 
 Without ``--url`` it serves the embedded GGUF with ``llama_cpp.server`` on loopback. It
 counts a synthetic corpus of about ``--tokens`` cl100k tokens through the server in
@@ -22,11 +22,11 @@ import time
 import urllib.request
 from collections.abc import Iterator
 
-from agents.embedded_chat import EmbeddedChatModel, embedded_model_path
-from experiments.perf.synthetic_text import generate_corpus
-from graphs.server_tokenizer import probe_server
-from graphs.tokenize_routes import ServerTokenizer, server_root
-from retrieval.tokenizers import tiktoken_tokenizer
+from benchmarks.synthetic_text import generate_corpus
+from longctx.agents.embedded_chat import EmbeddedChatModel, embedded_model_path
+from longctx.graphs.server_tokenizer import probe_server
+from longctx.graphs.tokenize_routes import ServerTokenizer, server_root
+from longctx.retrieval.tokenizers import tiktoken_tokenizer
 
 
 @contextlib.contextmanager

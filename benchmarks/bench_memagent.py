@@ -1,6 +1,6 @@
 """MemAgent orchestration benchmark against a local OpenAI-compatible stub with fixed latency.
 
-    python -m experiments.perf.bench_memagent [--tokens 1000000] [--latency 0.05] [--questions 8]
+    python -m benchmarks.bench_memagent [--tokens 1000000] [--latency 0.05] [--questions 8]
 
 Prints (nothing is asserted): orchestration overhead per call (wall time minus the
 server's known latency, per call), prompt tokens sent / corpus tokens, peak RSS, and the
@@ -15,12 +15,12 @@ import os
 import tempfile
 import time
 
-from agents import answer, answer_many, make_chat_model
-from experiments.perf.bench_retrieval import peak_rss_mb
-from experiments.perf.stub_server import stub_server
-from experiments.perf.synthetic_text import generate_corpus
-from graphs.prompts import format_documents
-from retrieval import count_tokens
+from benchmarks.bench_retrieval import peak_rss_mb
+from benchmarks.stub_server import stub_server
+from benchmarks.synthetic_text import generate_corpus
+from longctx import answer, answer_many, make_chat_model
+from longctx.graphs.prompts import format_documents
+from longctx.retrieval import count_tokens
 
 
 def main() -> None:

@@ -3,14 +3,14 @@ one only shows that the cross-encoder path runs end to end (its scores are noise
 
 A 2-layer BERT sequence classifier (hidden size 32, one label, ``torch.manual_seed(seed)``) with the offline
 MiniLM's word-piece tokenizer, saved as a local checkpoint that ``rerank="cross-encoder"`` loads. Nothing is
-downloaded. ``python -m experiments.perf.bench_hybrid --tiny-reranker`` adds its row to the recall table.
+downloaded. ``python -m benchmarks.bench_hybrid --tiny-reranker`` adds its row to the recall table.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from retrieval.embedders import offline_minilm_path
+from longctx.retrieval.embedders import offline_minilm_path
 
 
 def build_tiny_reranker(folder: str | Path, *, seed: int = 0) -> str:

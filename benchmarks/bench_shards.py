@@ -1,7 +1,7 @@
 """What checksumming an embedding shard costs against embedding it (not a test; nothing is asserted).
 
-    python -m experiments.perf.bench_shards                  # default embedder, 512-token chunks, shards of 1024
-    python -m experiments.perf.bench_shards --embed 128 --rounds 31
+    python -m benchmarks.bench_shards                  # default embedder, 512-token chunks, shards of 1024
+    python -m benchmarks.bench_shards --embed 128 --rounds 31
 
 Chunks a generated corpus with the default chunking, embeds ``--embed`` of its chunks with
 the default dense retriever's embedder (model loaded and warmed first) and scales that
@@ -24,11 +24,17 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.perf.synthetic_text import generate_corpus
-from retrieval.checksums import digest_file
-from retrieval.chunking import ChunkingConfig, chunk_corpus
-from retrieval.dense import DenseRetriever, read_shard, shard_path, shard_source, write_shard
-from retrieval.retrievers import make_retriever
+from benchmarks.synthetic_text import generate_corpus
+from longctx.retrieval.checksums import digest_file
+from longctx.retrieval.chunking import ChunkingConfig, chunk_corpus
+from longctx.retrieval.dense import (
+    DenseRetriever,
+    read_shard,
+    shard_path,
+    shard_source,
+    write_shard,
+)
+from longctx.retrieval.retrievers import make_retriever
 
 
 def timed(fn: Callable[[], object], rounds: int) -> tuple[float, float]:

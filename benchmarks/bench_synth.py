@@ -1,8 +1,8 @@
 """Synthetic-corpus benchmark: generation time per tier and retrieval recall of the evidence.
 
-    python -m experiments.perf.bench_synth                          # all tiers; recall at 128K and 1M
-    python -m experiments.perf.bench_synth --tiers 128K 1M --dense-max-questions 10
-    python -m experiments.perf.bench_synth --tiers 10M --recall-tiers
+    python -m benchmarks.bench_synth                          # all tiers; recall at 128K and 1M
+    python -m benchmarks.bench_synth --tiers 128K 1M --dense-max-questions 10
+    python -m benchmarks.bench_synth --tiers 10M --recall-tiers
 
 Prints (nothing is asserted):
 * per tier: wall seconds to generate, documents, tokens counted with the library's
@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from experiments.synth import (
+from longctx.experiments.synth import (
     TIERS,
     NeedleConfig,
     SynthConfig,
@@ -29,7 +29,7 @@ from experiments.synth import (
     parse_tokens,
     retrieval_recall,
 )
-from retrieval import ChunkingConfig, build_index
+from longctx.retrieval import ChunkingConfig, build_index
 
 DIFFICULTIES = ("easy", "medium", "hard", "needle")
 

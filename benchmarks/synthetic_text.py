@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from retrieval import Corpus
-from retrieval.tokens import count_tokens
+from longctx.retrieval import Corpus
+from longctx.retrieval.tokens import count_tokens
 
 _SYLLABLES = "ka lo mi ne ru sa ti vo ze ba de fi gu ho ja ke li mo nu pa qui re so tu ve wa xi yo zu".split()
 

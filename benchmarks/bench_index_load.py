@@ -1,7 +1,7 @@
 """What verifying an index's checksums costs at load time (not a test; nothing is asserted).
 
-    python -m experiments.perf.bench_index_load                      # 10M tokens, BM25, 7 rounds
-    python -m experiments.perf.bench_index_load --tokens 1000000 --rounds 3 --retriever rank_bm25
+    python -m benchmarks.bench_index_load                      # 10M tokens, BM25, 7 rounds
+    python -m benchmarks.bench_index_load --tokens 1000000 --rounds 3 --retriever rank_bm25
 
 Builds the cached BM25 index of a generated corpus (as ``bench_retrieval``: 200-word
 chunks, the RAG default; ``--cache`` keeps it for a later run), then loads it from disk
@@ -22,12 +22,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from experiments.perf.synthetic_text import generate_corpus, sample_queries
-from retrieval import ChunkingConfig, build_index
-from retrieval import index as index_module
-from retrieval.bm25 import BM25Retriever
-from retrieval.checksums import digest_file, verify_folder
-from retrieval.index.store import load_index
+from benchmarks.synthetic_text import generate_corpus, sample_queries
+from longctx.retrieval import ChunkingConfig, build_index
+from longctx.retrieval import index as index_module
+from longctx.retrieval.bm25 import BM25Retriever
+from longctx.retrieval.checksums import digest_file, verify_folder
+from longctx.retrieval.index.store import load_index
 
 
 def load_once(

@@ -1,8 +1,8 @@
 """How far RAPTOR's ``clustering="scalable"`` is from the official clustering on real embeddings.
 
-    python -m experiments.perf.raptor_agreement --corpus runs/index_build/corpus-1M --leaves 1000 \
+    python -m benchmarks.raptor_agreement --corpus runs/index_build/corpus-1M --leaves 1000 \
         --samples 250,2000 [--patience 0,5] [--recluster fresh,reuse] [--vectors runs/minilm1000.npy]
-    python -m experiments.perf.raptor_agreement --leaves 10656 --samples 2000 --patience 5 --hashed --no-official
+    python -m benchmarks.raptor_agreement --leaves 10656 --samples 2000 --patience 5 --hashed --no-official
 
 One layer's clustering (``cluster_nodes``: dim 10, threshold 0.1, 3,500-token clusters clustered
 again) of the corpus's first ``--leaves`` 100-token leaves embedded with all-MiniLM-L6-v2 (the
@@ -24,12 +24,12 @@ import numpy as np
 from sklearn.metrics import adjusted_rand_score
 from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
-from experiments.perf.index_sweeps import first_labels
-from experiments.perf.stub_content import hashed_vector
-from experiments.synth import load_samples
-from graphs.raptor.clustering import cluster_nodes
-from graphs.raptor.split import split_text
-from retrieval.tokens import count_tokens_batch
+from benchmarks.index_sweeps import first_labels
+from benchmarks.stub_content import hashed_vector
+from longctx.experiments.synth import load_samples
+from longctx.graphs.raptor.clustering import cluster_nodes
+from longctx.graphs.raptor.split import split_text
+from longctx.retrieval.tokens import count_tokens_batch
 
 
 def leaves_of(corpus_dir: str, n: int) -> list[str]:
@@ -69,7 +69,7 @@ def main() -> None:
         elif args.vectors and os.path.exists(args.vectors):
             vectors = np.load(args.vectors)
         else:
-            from retrieval.embedders import SentenceTransformerEmbedder
+            from longctx.retrieval.embedders import SentenceTransformerEmbedder
 
             vectors = np.asarray(SentenceTransformerEmbedder().embed_documents(leaves))
             if args.vectors:

@@ -1,10 +1,10 @@
 """Indexing throughput, local vs Ray: prints figures (not a test; nothing is asserted).
 
-    python -m experiments.perf.bench_ray                       # 300 chunks of 200 tokens
-    python -m experiments.perf.bench_ray --chunks 2000 --workers 1 2 4 --address auto
+    python -m benchmarks.bench_ray                       # 300 chunks of 200 tokens
+    python -m benchmarks.bench_ray --chunks 2000 --workers 1 2 4 --address auto
 
-Embeds the same chunks with the local dense build (:func:`retrieval.build_index`, model
-already loaded) and with :func:`retrieval.ray_index.build_index_ray` (Ray Data
+Embeds the same chunks with the local dense build (:func:`longctx.retrieval.build_index`, model
+already loaded) and with :func:`longctx.retrieval.ray_index.build_index_ray` (Ray Data
 ``map_batches`` on a pool of embedding actors) for each worker count, each into a fresh
 cache folder, and prints chunks per second and the Ray/local ratio. A Ray figure includes
 what a real run pays: scheduling, shipping texts and vectors, and each actor loading
@@ -19,13 +19,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from experiments.perf.synthetic_text import generate_corpus
-from retrieval import ChunkingConfig, build_index, chunk_corpus
-from retrieval import index as index_module
-from retrieval.dense import DenseRetriever
-from retrieval.embedders import SentenceTransformerEmbedder
-from retrieval.ray_index import build_index_ray
-from retrieval.ray_support import ensure_ray
+from benchmarks.synthetic_text import generate_corpus
+from longctx.retrieval import ChunkingConfig, build_index, chunk_corpus
+from longctx.retrieval import index as index_module
+from longctx.retrieval.dense import DenseRetriever
+from longctx.retrieval.embedders import SentenceTransformerEmbedder
+from longctx.retrieval.ray_index import build_index_ray
+from longctx.retrieval.ray_support import ensure_ray
 
 
 def main() -> None:

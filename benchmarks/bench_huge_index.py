@@ -1,11 +1,11 @@
 """Peak memory of ``longctx index --retriever bm25`` on a huge single-line file (not a test; nothing is asserted).
 
-    python -m experiments.perf.bench_huge_index                       # 200 MB files of Zipf, uniform and random words
-    python -m experiments.perf.bench_huge_index --mb 50 --words uniform --chunk-unit tokens --chunk-size 512
+    python -m benchmarks.bench_huge_index                       # 200 MB files of Zipf, uniform and random words
+    python -m benchmarks.bench_huge_index --mb 50 --words uniform --chunk-unit tokens --chunk-size 512
 
 Writes (once; an existing file is reused) a file of ``--mb`` MB with no newline for each kind of
 ``--words`` (:func:`write_single_line_file`): Zipf-distributed over a 50,000-word synthetic
-vocabulary (as :mod:`experiments.perf.synthetic_text`; long-tailed postings), uniform over it
+vocabulary (as :mod:`benchmarks.synthetic_text`; long-tailed postings), uniform over it
 (nearly every word of a chunk distinct: the most postings), or 5,000 random words. Then runs the
 real command, ``longctx index FILE --retriever bm25``, into a fresh cache folder, in a
 subprocess, and prints its peak RSS (the child's ``ru_maxrss``, from ``wait4``; this parent
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.perf.synthetic_text import vocabulary
+from benchmarks.synthetic_text import vocabulary
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Words written per block while generating (a block's text is in memory at once).
@@ -96,7 +96,7 @@ def measure(path: Path, args: argparse.Namespace) -> tuple[int, float, float, st
         cmd = [
             sys.executable,
             "-m",
-            "experiments.cli",
+            "longctx.experiments.cli",
             "index",
             str(path),
             "--retriever",

@@ -1,11 +1,11 @@
 """Inject once, ask many: cost per context and per question, one unit per question against one per context.
 
-    python -m experiments.perf.bench_inject_once                       # 2 contexts x 25 questions, ~100K tokens each
-    python -m experiments.perf.bench_inject_once --tokens 400000 --questions 50 --strategies rag
+    python -m benchmarks.bench_inject_once                       # 2 contexts x 25 questions, ~100K tokens each
+    python -m benchmarks.bench_inject_once --tokens 400000 --questions 50 --strategies rag
 
 Writes, in a temporary folder, a MemoryAgentBench ``Conflict_Resolution.jsonl`` of
 ``--contexts`` records (``factconsolidation_sh_262k``: numbered facts, then ``--questions``
-questions each), runs the strategies against the stub server (``experiments.perf.stub_server``,
+questions each), runs the strategies against the stub server (``benchmarks.stub_server``,
 no latency, 8-word replies, usage in cl100k) twice, ``inject_once`` off and on, and prints
 the report's per-context table, the wall time and the peak RSS of each run. Nothing is asserted.
 """
@@ -20,11 +20,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from agents import make_chat_model
-from experiments.context_costs import per_context_table
-from experiments.perf.stub_server import stub_server
-from experiments.report import score_run
-from experiments.runner import RunConfig, run_experiment
+from benchmarks.stub_server import stub_server
+from longctx import make_chat_model
+from longctx.experiments.context_costs import per_context_table
+from longctx.experiments.report import score_run
+from longctx.experiments.runner import RunConfig, run_experiment
 
 SOURCE = "factconsolidation_sh_262k"
 

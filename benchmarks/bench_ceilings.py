@@ -1,7 +1,7 @@
 """Evidence ceilings vs corpus size: every strategy's ceiling over the generator's tiers, and a plot.
 
-    python -m experiments.perf.bench_ceilings --out docs/img/ceilings_vs_size.png
-    python -m experiments.perf.bench_ceilings --tiers 128K 1M 4M --root runs/ceilings
+    python -m benchmarks.bench_ceilings --out docs/img/ceilings_vs_size.png
+    python -m benchmarks.bench_ceilings --tiers 128K 1M 4M --root runs/ceilings
 
 Generates each tier once under ``--root`` (finance, seed 0, a needle at depth 0.5, as
 ``bench_synth``; an existing tier folder is reused), computes the ceilings of every
@@ -20,13 +20,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from experiments.ceilings import (
+from longctx.experiments.ceilings import (
     UPPER_BOUND_NOTE,
     ceilings_json,
     compute_ceilings,
     format_table,
 )
-from experiments.synth import (
+from longctx.experiments.synth import (
     TIERS,
     NeedleConfig,
     SynthConfig,

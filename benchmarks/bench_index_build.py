@@ -1,6 +1,6 @@
 """RAPTOR's tree and HippoRAG's graph built over a 1M- or 10M-token corpus against the stub, then questions.
 
-    python -m experiments.perf.bench_index_build --strategy raptor|hipporag --tokens 1M|10M
+    python -m benchmarks.bench_index_build --strategy raptor|hipporag --tokens 1M|10M
         [--concurrency 32 --latency 0.05] [--clustering official|scalable] [--knn dense|faiss|faiss-ivf]
         [--bic-patience 0] [--questions 4] [--minilm-sample 256] [--root runs/index_build] [--json out.json] [--progress 60]
 
@@ -31,33 +31,33 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from agents import answer, make_chat_model
-from experiments.perf.stub_server import stub_server
-from experiments.synth import SynthConfig, generate, load_samples, parse_tokens
+from benchmarks.stub_server import stub_server
+from longctx import answer, make_chat_model
+from longctx.experiments.synth import SynthConfig, generate, load_samples, parse_tokens
 
 #: Per strategy: (module, attribute, phase) of each function whose time is a phase of the build.
 PHASES: dict[str, list[tuple[str, str, str]]] = {
     "raptor": [
-        ("graphs.raptor.tree", "summarize_layer", "llm map (summaries)"),
-        ("graphs.raptor.tree", "cluster_nodes", "clustering"),
-        ("graphs.raptor.tree", "count_tokens_batch", "token counts"),
+        ("longctx.graphs.raptor.tree", "summarize_layer", "llm map (summaries)"),
+        ("longctx.graphs.raptor.tree", "cluster_nodes", "clustering"),
+        ("longctx.graphs.raptor.tree", "count_tokens_batch", "token counts"),
         # inside the clustering (nested phases counted in each; ``--progress`` shows them as they go)
-        ("graphs.raptor.clustering", "reduce", "  umap fits"),
-        ("graphs.raptor.clustering", "place_by_neighbours", "  out-of-sample placement"),
-        ("graphs.raptor.clustering", "best_component_count", "  bic searches"),
-        ("graphs.raptor.clustering", "soft_memberships", "  mixtures (bic included)"),
-        ("graphs.raptor.clustering", "cluster_again", "  re-clustering (over-long)"),
+        ("longctx.graphs.raptor.clustering", "reduce", "  umap fits"),
+        ("longctx.graphs.raptor.clustering", "place_by_neighbours", "  out-of-sample placement"),
+        ("longctx.graphs.raptor.clustering", "best_component_count", "  bic searches"),
+        ("longctx.graphs.raptor.clustering", "soft_memberships", "  mixtures (bic included)"),
+        ("longctx.graphs.raptor.clustering", "cluster_again", "  re-clustering (over-long)"),
         (
-            "graphs.raptor.clustering",
+            "longctx.graphs.raptor.clustering",
             "reclustered",
             "  re-clustering, per layer (workers included)",
         ),
     ],
     "hipporag": [
-        ("graphs.hipporag.build", "extract_all", "llm map (OpenIE)"),
-        ("graphs.hipporag.build", "build_graph", "graph build (all)"),
-        ("graphs.hipporag.kg", "synonym_pairs", "synonymy kNN"),
-        ("graphs.hipporag.build", "igraph_of", "igraph load"),
+        ("longctx.graphs.hipporag.build", "extract_all", "llm map (OpenIE)"),
+        ("longctx.graphs.hipporag.build", "build_graph", "graph build (all)"),
+        ("longctx.graphs.hipporag.kg", "synonym_pairs", "synonymy kNN"),
+        ("longctx.graphs.hipporag.build", "igraph_of", "igraph load"),
     ],
 }
 #: Phases timed at their outermost call only (a recursion is counted once).
@@ -137,8 +137,8 @@ class Phases:
         """The build's functions timed while inside (the embedder's calls and the artifact's writing too)."""
         import importlib
 
-        import graphs.index_artifact as artifact
-        from retrieval.embedders import OpenAIEmbedder
+        import longctx.graphs.index_artifact as artifact
+        from longctx.retrieval.embedders import OpenAIEmbedder
 
         saved: list[tuple[Any, str, Any]] = []
 
@@ -198,7 +198,7 @@ def stub_stats(url: str) -> dict[str, int]:
 
 def minilm_rate(texts: list[str]) -> float:
     """Texts per second all-MiniLM-L6-v2 embeds on this machine (the sample once, after a warm-up)."""
-    from retrieval.embedders import SentenceTransformerEmbedder
+    from longctx.retrieval.embedders import SentenceTransformerEmbedder
 
     model = SentenceTransformerEmbedder()
     model.embed_documents(texts[:8])
@@ -259,7 +259,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.strategy == "raptor":
         out["cluster_tokens"] = cluster_tokens(cache)
     if args.minilm_sample:
-        from graphs.raptor.split import split_text
+        from longctx.graphs.raptor.split import split_text
 
         leaves = [c for d in corpus.documents[:50] for c in split_text(d.text, 100)][
             : args.minilm_sample
@@ -273,7 +273,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def cluster_tokens(cache: Path) -> list[dict[str, Any]]:
     """Per upper layer of the built tree: its clusters' texts in tokens (the children's, summed as the
     3,500-token limit counts them): median, largest, and how many are over the limit."""
-    from retrieval.tokens import count_tokens_batch
+    from longctx.retrieval.tokens import count_tokens_batch
 
     nodes = json.loads(next(cache.glob("raptor/*/tree.json")).read_text())["nodes"]
     tokens = count_tokens_batch([n[2] for n in nodes])
@@ -314,8 +314,8 @@ def report(r: dict[str, Any]) -> None:
 
 
 def sweep(args: argparse.Namespace) -> None:
-    """``--sweep``: where the official clustering / synonymy search stops (``experiments.perf.index_sweeps``)."""
-    from experiments.perf import index_sweeps
+    """``--sweep``: where the official clustering / synonymy search stops (``benchmarks.index_sweeps``)."""
+    from benchmarks import index_sweeps
 
     sizes = [int(parse_tokens(x)) for x in args.sweep.split(",")]
     print(f"load before: {load()}", flush=True)
@@ -372,7 +372,7 @@ def main() -> None:
     p.add_argument(
         "--sweep",
         default="",
-        help="sizes (e.g. 250,500,1000): experiments.perf.index_sweeps instead of a build",
+        help="sizes (e.g. 250,500,1000): benchmarks.index_sweeps instead of a build",
     )
     p.add_argument(
         "--official-max",

@@ -1,9 +1,9 @@
 """Structured strategy: extraction makespan and reuse against a local stub with fixed latency.
 
-    python -m experiments.perf.bench_structured [--tokens 1M] [--latency 0.05] [--concurrency 32] [--repeat 5] [--compare]
+    python -m benchmarks.bench_structured [--tokens 1M] [--latency 0.05] [--concurrency 32] [--repeat 5] [--compare]
 
-Generates a synthetic CorpusQA-style corpus (``experiments.synth``, finance, seed 0),
-starts the stub (``experiments.perf.stub_server --tools``: every extraction call answers
+Generates a synthetic CorpusQA-style corpus (``longctx.experiments.synth``, finance, seed 0),
+starts the stub (``benchmarks.stub_server --tools``: every extraction call answers
 ``{"records": []}`` after ``latency``) and answers with ``structured`` and the finance table
 as a fixed schema. The Map stage is timed from the first ``extract`` call's start to the
 last one's end (a callback keyed by LangGraph's node name). Measured, each on a fresh
@@ -44,16 +44,16 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage
 
-from agents import answer, answer_many, make_chat_model
-from experiments.perf.stub_server import stub_server
-from experiments.perf.timing import NodeTimer
-from experiments.synth import SynthConfig, generate, load_samples, parse_tokens
-from experiments.synth.domains import get_domain
-from graphs import STRATEGIES
-from graphs.llm import run_client
-from graphs.run import run_strategy
-from graphs.structured.mapping import extractor
-from retrieval.tokens import count_tokens
+from benchmarks.stub_server import stub_server
+from benchmarks.timing import NodeTimer
+from longctx import answer, answer_many, make_chat_model
+from longctx.experiments.synth import SynthConfig, generate, load_samples, parse_tokens
+from longctx.experiments.synth.domains import get_domain
+from longctx.graphs import STRATEGIES
+from longctx.graphs.llm import run_client
+from longctx.graphs.run import run_strategy
+from longctx.graphs.structured.mapping import extractor
+from longctx.retrieval.tokens import count_tokens
 
 UNITS = {
     "usd_m": ("number", "USD million"),
@@ -89,8 +89,8 @@ def load() -> str:
 
 def client_only(url: str, prompts: list[str], concurrency: int) -> float:
     """Seconds for the extraction requests with bare ``ainvoke`` (tools bound), ``concurrency`` at once."""
-    from graphs.structured.functions import records_function
-    from memory.records.schema import TableSchema
+    from longctx.graphs.structured.functions import records_function
+    from longctx.memory.records.schema import TableSchema
 
     function = records_function(TableSchema.model_validate(finance_schema()))
 
@@ -117,9 +117,9 @@ def http_floor(url: str, prompts: list[str], concurrency: int) -> float:
     """Seconds for the extraction request bodies posted with aiohttp alone, ``concurrency`` at once."""
     import aiohttp
 
-    from agents.lean_transport import encode_body
-    from graphs.structured.functions import records_function
-    from memory.records.schema import TableSchema
+    from longctx.agents.lean_transport import encode_body
+    from longctx.graphs.structured.functions import records_function
+    from longctx.memory.records.schema import TableSchema
 
     function = records_function(TableSchema.model_validate(finance_schema()))
 

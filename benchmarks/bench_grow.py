@@ -1,9 +1,9 @@
 """What adding documents to an indexed corpus costs against a rebuild (not a test; the rankings are checked).
 
-    python -m experiments.perf.bench_grow                          # 1M tokens, add 1%, BM25 and dense
-    python -m experiments.perf.bench_grow --tokens 10000000 --retrievers bm25
-    python -m experiments.perf.bench_grow --only edit              # updates and removals only
-    python -m experiments.perf.bench_grow --only edit --retrievers dense --embedder-url http://127.0.0.1:PORT/v1
+    python -m benchmarks.bench_grow                          # 1M tokens, add 1%, BM25 and dense
+    python -m benchmarks.bench_grow --tokens 10000000 --retrievers bm25
+    python -m benchmarks.bench_grow --only edit              # updates and removals only
+    python -m benchmarks.bench_grow --only edit --retrievers dense --embedder-url http://127.0.0.1:PORT/v1
 
 Generates a corpus (as ``bench_retrieval``: 200-word chunks, the RAG default), indexes its
 first documents (all but ``--grow`` of its tokens) into a cache, then, for each retriever,
@@ -36,12 +36,12 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.perf.synthetic_text import generate_corpus, sample_queries
-from retrieval import ChunkingConfig, Corpus, build_index
-from retrieval import index as index_module
-from retrieval.dense import DenseRetriever
-from retrieval.embedders import OpenAIEmbedder, SentenceTransformerEmbedder
-from retrieval.retrievers import make_retriever
+from benchmarks.synthetic_text import generate_corpus, sample_queries
+from longctx.retrieval import ChunkingConfig, Corpus, build_index
+from longctx.retrieval import index as index_module
+from longctx.retrieval.dense import DenseRetriever
+from longctx.retrieval.embedders import OpenAIEmbedder, SentenceTransformerEmbedder
+from longctx.retrieval.retrievers import make_retriever
 
 
 class Counting:
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     p.add_argument("--only", choices=["grow", "edit"], help="run one part (default: both)")
     p.add_argument("--embedder-url", help="dense: an OpenAI-compatible embeddings endpoint instead of MiniLM (e.g. the stub's, "
-                                          "python -m experiments.perf.stub_server: the index's own work at 1M-10M without "
+                                          "python -m benchmarks.stub_server: the index's own work at 1M-10M without "
                                           "MiniLM's half hour per 1M tokens on 2 cores)")  # fmt: skip
     args = p.parse_args(argv)
     CountingServerEmbedder.url = args.embedder_url or ""

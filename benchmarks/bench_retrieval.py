@@ -1,8 +1,8 @@
 """Retrieval benchmark: prints figures side by side in one run (not a test; nothing is asserted).
 
-    python -m experiments.perf.bench_retrieval                 # 1M and 10M tokens, dense on 512 chunks
-    python -m experiments.perf.bench_retrieval --sizes 1000000 --dense-chunks 128
-    python -m experiments.perf.bench_retrieval --only backends      # the embedding-backend guard alone
+    python -m benchmarks.bench_retrieval                 # 1M and 10M tokens, dense on 512 chunks
+    python -m benchmarks.bench_retrieval --sizes 1000000 --dense-chunks 128
+    python -m benchmarks.bench_retrieval --only backends      # the embedding-backend guard alone
 
 Reports, on generated corpora:
 * BM25 build seconds (chunking, then tokenize + index) and query latency p50/p95 for
@@ -28,13 +28,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from experiments.perf.synthetic_text import generate_corpus, sample_queries
-from retrieval import ChunkingConfig, build_index, chunk_corpus
-from retrieval import index as index_module
-from retrieval.bm25 import BM25Retriever
-from retrieval.dense import DenseRetriever
-from retrieval.embedders import SentenceTransformerEmbedder, offline_minilm_path
-from retrieval.embedding_backends import EMBEDDING_BACKENDS, native_bf16_cpu
+from benchmarks.synthetic_text import generate_corpus, sample_queries
+from longctx.retrieval import ChunkingConfig, build_index, chunk_corpus
+from longctx.retrieval import index as index_module
+from longctx.retrieval.bm25 import BM25Retriever
+from longctx.retrieval.dense import DenseRetriever
+from longctx.retrieval.embedders import SentenceTransformerEmbedder, offline_minilm_path
+from longctx.retrieval.embedding_backends import EMBEDDING_BACKENDS, native_bf16_cpu
 
 
 def peak_rss_mb() -> float:
@@ -220,8 +220,8 @@ def bench_backend_quality(
     tier: str, backends: list[str], k: int = 10, recall_ks: tuple[int, ...] = (10, 50)
 ) -> None:
     """Top-k overlap with the torch index and evidence recall per backend on a synthetic tier."""
-    from experiments.cli import main as cli_main
-    from experiments.synth import load_samples, retrieval_recall
+    from longctx.experiments.cli import main as cli_main
+    from longctx.experiments.synth import load_samples, retrieval_recall
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / f"finance-{tier}"

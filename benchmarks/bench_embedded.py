@@ -1,8 +1,8 @@
 """The embedded model's speed: through the library against bare llama-cpp-python, side by side.
 
-    python -m experiments.perf.bench_embedded                 # library vs bare (best settings) vs llama-cpp-python's defaults
-    python -m experiments.perf.bench_embedded --sweep         # + each setting changed alone (threads, flash attention, batches)
-    python -m experiments.perf.bench_embedded --other-build DIR   # + a second llama_cpp build (e.g. AVX-512) installed in DIR
+    python -m benchmarks.bench_embedded                 # library vs bare (best settings) vs llama-cpp-python's defaults
+    python -m benchmarks.bench_embedded --sweep         # + each setting changed alone (threads, flash attention, batches)
+    python -m benchmarks.bench_embedded --other-build DIR   # + a second llama_cpp build (e.g. AVX-512) installed in DIR
 
 Every contender is measured once per round, rounds interleaved, so a load that comes and goes
 hits them alike; the median of the rounds is printed with the load average before and after.
@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from agents.embedded_settings import EmbeddedSettings, usable_cores
+from longctx.agents.embedded_settings import EmbeddedSettings, usable_cores
 
 Messages = list[dict[str, str]]
 Call = Callable[[Messages, int], tuple[float, int, int]]
@@ -97,7 +97,7 @@ def library_call(settings: EmbeddedSettings) -> Call:
     ``invoke``, the shared-model lock, usage accounting; its reply cache off."""
     from langchain_core.messages import HumanMessage
 
-    from agents.embedded_chat import EmbeddedChatModel
+    from longctx.agents.embedded_chat import EmbeddedChatModel
 
     chat = EmbeddedChatModel(cache=False, **settings.as_dict())
 
@@ -126,7 +126,7 @@ def subprocess_call(
         PYTHONPATH=os.pathsep.join(p for p in (build_dir, os.environ.get("PYTHONPATH", "")) if p),
     )
     child = subprocess.Popen(
-        [sys.executable, "-m", "experiments.perf.bench_embedded", "--bare-json", json.dumps(settings), "--model", model_path],
+        [sys.executable, "-m", "benchmarks.bench_embedded", "--bare-json", json.dumps(settings), "--model", model_path],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
     )  # fmt: skip
     assert child.stdin is not None and child.stdout is not None
@@ -246,7 +246,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--bare-json", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.model is None:
-        from agents.embedded_chat import embedded_model_path
+        from longctx.agents.embedded_chat import embedded_model_path
 
         args.model = str(embedded_model_path())
     if args.bare_json is not None:

@@ -1,6 +1,6 @@
 """A minimal OpenAI-compatible chat server with a fixed latency, for orchestration benchmarks.
 
-    python -m experiments.perf.stub_server --port 8099 --latency 0.05 --reply-tokens 200 [--tools --properties 4]
+    python -m benchmarks.stub_server --port 8099 --latency 0.05 --reply-tokens 200 [--tools --properties 4]
 
 It answers ``POST /v1/chat/completions`` after sleeping ``latency`` seconds, with a reply
 of ``reply-tokens`` words and usage counted with cl100k, so a benchmark can subtract the
@@ -15,7 +15,7 @@ one chunk in ten); the structured strategy's ``define_table`` gets a one-column 
 Without the flag, tools are ignored as before.
 
 With ``--content``, RAPTOR's summary requests and HippoRAG's OpenIE requests get replies made of
-their own text (``experiments.perf.stub_content``: a summary of the budgeted length, the passage's
+their own text (``benchmarks.stub_content``: a summary of the budgeted length, the passage's
 names and numbers, triples over them), so an index build against the stub has a realistic shape.
 ``POST /v1/embeddings`` always answers with deterministic hashed bag-of-words vectors (384
 dimensions, unit length), so the ``openai`` embedder pointed at the stub embeds at HTTP speed;
@@ -39,8 +39,8 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from experiments.perf.stub_content import content_reply, embeddings_reply
-from retrieval.tokens import count_tokens
+from benchmarks.stub_content import content_reply, embeddings_reply
+from longctx.retrieval.tokens import count_tokens
 
 
 def tool_arguments(function: dict, prompt: str, properties: int) -> list[dict]:
@@ -149,7 +149,7 @@ def make_handler(
     embedded = {"embedding_requests": 0, "embedded_texts": 0}
     recent: list[str] = []
     if prompt_cache:  # imported only here: importing graphs costs the stub's start ~1 s, which every test using it paid
-        from graphs.prefix_lock import shared_start
+        from longctx.graphs.prefix_lock import shared_start
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -309,7 +309,7 @@ def stub_server(
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    cmd = [sys.executable, "-m", "experiments.perf.stub_server", "--port", str(port)]
+    cmd = [sys.executable, "-m", "benchmarks.stub_server", "--port", str(port)]
     cmd += [
         "--latency",
         str(latency),

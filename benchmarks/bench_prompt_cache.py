@@ -1,6 +1,6 @@
 """Cost per question per strategy with a provider's prompt cache and without one, on a caching stub.
 
-    python -m experiments.perf.bench_prompt_cache [--tokens 6000] [--questions 20] [--strategies rag,full_context,...] [--llm embedded]
+    python -m benchmarks.bench_prompt_cache [--tokens 6000] [--questions 20] [--strategies rag,full_context,...] [--llm embedded]
 
 One own corpus (synthetic text) and ``--questions`` questions, every strategy run through
 ``longctx run``'s path (``run_experiment``, one call at a time) against the loopback stub with
@@ -25,14 +25,14 @@ import os
 import tempfile
 from pathlib import Path
 
-from agents import make_chat_model
-from experiments.benchmarks import load_benchmark
-from experiments.html_report.prompt_cache import frontier_changes
-from experiments.perf.stub_server import stub_server
-from experiments.perf.synthetic_text import generate_corpus, sample_queries
-from experiments.prices import DEFAULT_PRICES
-from experiments.report import build_report
-from experiments.runner import RunConfig, run_experiment
+from benchmarks.stub_server import stub_server
+from benchmarks.synthetic_text import generate_corpus, sample_queries
+from longctx import make_chat_model
+from longctx.experiments.benchmarks import load_benchmark
+from longctx.experiments.html_report.prompt_cache import frontier_changes
+from longctx.experiments.prices import DEFAULT_PRICES
+from longctx.experiments.report import build_report
+from longctx.experiments.runner import RunConfig, run_experiment
 
 MODEL = "gpt-4o-mini"
 STRATEGIES = ("rag", "full_context", "self_route", "memagent", "pai")

@@ -1,7 +1,7 @@
 """Load time and query latency of an index grown in many steps, with and without compaction (not a test; rankings are checked).
 
-    python -m experiments.perf.bench_compact                           # 1M tokens, BM25, 1 / 10 / 50 growth steps
-    python -m experiments.perf.bench_compact --tokens 200000 --retrievers dense
+    python -m benchmarks.bench_compact                           # 1M tokens, BM25, 1 / 10 / 50 growth steps
+    python -m benchmarks.bench_compact --tokens 200000 --retrievers dense
 
 Generates a corpus (as ``bench_grow``: 200-word chunks), indexes its first documents (all
 but ``--grow`` of its tokens) once, then for each number of steps grows a copy of that cache
@@ -25,13 +25,13 @@ import time
 import warnings
 from pathlib import Path
 
-from experiments.perf.synthetic_text import generate_corpus, sample_queries
-from retrieval import ChunkingConfig, Corpus, build_index
-from retrieval import index as index_module
-from retrieval.dense import DenseRetriever
-from retrieval.embedders import SentenceTransformerEmbedder
-from retrieval.index import CompactionPolicy
-from retrieval.retrievers import make_retriever
+from benchmarks.synthetic_text import generate_corpus, sample_queries
+from longctx.retrieval import ChunkingConfig, Corpus, build_index
+from longctx.retrieval import index as index_module
+from longctx.retrieval.dense import DenseRetriever
+from longctx.retrieval.embedders import SentenceTransformerEmbedder
+from longctx.retrieval.index import CompactionPolicy
+from longctx.retrieval.retrievers import make_retriever
 
 POLICIES = {
     "never": CompactionPolicy(max_segments=10**9),

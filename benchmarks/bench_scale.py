@@ -1,7 +1,7 @@
 """Every strategy end to end over a 10M-token synthetic corpus, against a local stub.
 
-    python -m experiments.perf.bench_scale --tokens 10M --questions 8 --latency 0 [--latency 0.05] [--strategies rag memagent ...]
-    python -m experiments.perf.bench_scale --tokens 10M --dense-probe 512      # embedding time, measured on 512 chunks, extrapolated
+    python -m benchmarks.bench_scale --tokens 10M --questions 8 --latency 0 [--latency 0.05] [--strategies rag memagent ...]
+    python -m benchmarks.bench_scale --tokens 10M --dense-probe 512      # embedding time, measured on 512 chunks, extrapolated
 
 Generates the tier once under ``--root`` (finance, seed 0, a needle at depth 0.5, as
 ``bench_ceilings``; an existing folder is reused) and takes its first ``--questions``
@@ -17,7 +17,7 @@ questions. For each strategy, in its own subprocess (so peak RSS is per strategy
    the prefilter at 10M; full_context: truncated to the 128K window; structured: the
    finance table as a fixed schema, as ``bench_structured``), checkpoints and caches in
    a fresh run folder ``--root``/run-<latency>/<strategy>. Before ``answer_many``,
-   full_context is *prepared* (``graphs.full_context.prepare_corpus``: the documents
+   full_context is *prepared* (``longctx.graphs.full_context.prepare_corpus``: the documents
    formatted into its prompt, the corpus fingerprinted, the kept head and the context's end
    tokenized; once per corpus per process), timed apart as ``prepare s`` in the index
    column, as an index build is (``--no-prepare``: its first question does it instead).
@@ -52,19 +52,19 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from agents import answer_many, make_chat_model
-from experiments.perf.bench_ceilings import tier_folder
-from experiments.perf.bench_structured import finance_schema
-from experiments.perf.stub_server import stub_server
-from experiments.synth import load_samples
-from experiments.synth.samples import DOCS_DIR
-from graphs import STRATEGIES
-from graphs.llm import tokenizer_for
-from graphs.rag.config import RagConfig
-from graphs.retrieval_service import RetrievalService
-from retrieval import chunk_corpus
-from retrieval.contract import Corpus
-from retrieval.embedders import SentenceTransformerEmbedder
+from benchmarks.bench_ceilings import tier_folder
+from benchmarks.bench_structured import finance_schema
+from benchmarks.stub_server import stub_server
+from longctx import answer_many, make_chat_model
+from longctx.experiments.synth import load_samples
+from longctx.experiments.synth.samples import DOCS_DIR
+from longctx.graphs import STRATEGIES
+from longctx.graphs.llm import tokenizer_for
+from longctx.graphs.rag.config import RagConfig
+from longctx.graphs.retrieval_service import RetrievalService
+from longctx.retrieval import chunk_corpus
+from longctx.retrieval.contract import Corpus
+from longctx.retrieval.embedders import SentenceTransformerEmbedder
 
 #: Every strategy, in the order they are run.
 ALL_STRATEGIES = (
@@ -278,11 +278,11 @@ def prepare_strategy(
     name: str, corpus: Corpus, questions: list, llm: Any, options: dict[str, Any]
 ) -> float | None:
     """Seconds of the once-per-corpus work a strategy can do before its questions, like an index
-    build (full_context: its prompt's shared part, :func:`graphs.full_context.prepare_corpus`);
+    build (full_context: its prompt's shared part, :func:`longctx.graphs.full_context.prepare_corpus`);
     ``None`` for strategies with none."""
     if name != "full_context":
         return None
-    from graphs.full_context import prepare_corpus
+    from longctx.graphs.full_context import prepare_corpus
 
     started = time.perf_counter()
     prepare_corpus(corpus, questions, llm, STRATEGIES.get(name).make_config(None, **options))
@@ -293,7 +293,7 @@ def corpus_text(corpus: Corpus, tokens: int) -> str:
     """The corpus's first ``tokens`` cl100k tokens of document text (documents joined by blank
     lines, repeated if the corpus is shorter): a bare prompt of the run's size in the kind of
     text the strategies send."""
-    from retrieval.tokens import decode, encode
+    from longctx.retrieval.tokens import decode, encode
 
     tokens = max(tokens, 1)
     parts: list[str] = []
@@ -338,7 +338,7 @@ def run_worker(phase: str, strategy: str, args: argparse.Namespace, **extra: Any
         [
             sys.executable,
             "-m",
-            "experiments.perf.bench_scale",
+            "benchmarks.bench_scale",
             "--worker",
             phase,
             "--strategy",

@@ -1,7 +1,7 @@
 """What a grown or edited corpus costs RAPTOR's tree and HippoRAG's graph against a fresh build (not a test).
 
-    python -m experiments.perf.bench_index_growth                    # 50K tokens, +1 doc in 100, both strategies
-    python -m experiments.perf.bench_index_growth --strategies raptor --tokens 200000
+    python -m benchmarks.bench_index_growth                    # 50K tokens, +1 doc in 100, both strategies
+    python -m benchmarks.bench_index_growth --strategies raptor --tokens 200000
 
 Generates a corpus (``synthetic_text``), builds its tree / graph through ``answer`` into a cache
 (the stub server answers every call after ``--latency`` seconds; MiniLM embeds), then, side by
@@ -23,13 +23,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agents import answer, make_chat_model
-from experiments.perf.stub_server import stub_server
-from experiments.perf.synthetic_text import generate_corpus
-from graphs.hipporag import build as hipporag_build
-from graphs.raptor import graph as raptor_graph
-from retrieval import Corpus
-from retrieval.document import Document
+from benchmarks.stub_server import stub_server
+from benchmarks.synthetic_text import generate_corpus
+from longctx import answer, make_chat_model
+from longctx.graphs.hipporag import build as hipporag_build
+from longctx.graphs.raptor import graph as raptor_graph
+from longctx.retrieval import Corpus
+from longctx.retrieval.document import Document
 
 STEP = {"raptor": "build_tree", "hipporag": "index"}
 

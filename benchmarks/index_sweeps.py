@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from experiments.perf.stub_content import hashed_vector
+from benchmarks.stub_content import hashed_vector
 
 
 def _hwm() -> float:
@@ -43,9 +43,9 @@ def raptor_sweep(
     """One layer's clustering of the first ``n`` leaves, for each ``n``, official (up to ``official_max``) and scalable."""
     from sklearn.metrics import adjusted_rand_score
 
-    from graphs.raptor.clustering import cluster_nodes
-    from graphs.raptor.split import split_text
-    from retrieval.tokens import count_tokens_batch
+    from longctx.graphs.raptor.clustering import cluster_nodes
+    from longctx.graphs.raptor.split import split_text
+    from longctx.retrieval.tokens import count_tokens_batch
 
     leaves: list[str] = []
     for doc in corpus.documents:
@@ -82,7 +82,7 @@ def raptor_sweep(
 
 def phrases(n: int, seed: int = 0) -> list[str]:
     """``n`` distinct phrases of one to three Zipf-drawn pseudo-words."""
-    from experiments.perf.synthetic_text import vocabulary
+    from benchmarks.synthetic_text import vocabulary
 
     vocab = vocabulary(50_000, 0)
     probs = 1.0 / np.arange(1, 50_001) ** 1.07
@@ -99,7 +99,7 @@ def phrases(n: int, seed: int = 0) -> list[str]:
 
 def hipporag_sweep(sizes: list[int], dense_max: int) -> list[dict[str, Any]]:
     """The synonymy search over ``n`` phrases, for each ``n``: dense (up to ``dense_max``), FAISS exact and IVF."""
-    from graphs.hipporag.kg import synonym_pairs
+    from longctx.graphs.hipporag.kg import synonym_pairs
 
     rows = []
     for n in sizes:

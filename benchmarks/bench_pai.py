@@ -1,6 +1,6 @@
 """PAI judge-stage benchmark against a local OpenAI-compatible stub with fixed latency.
 
-    python -m experiments.perf.bench_pai [--pairs 2000] [--latency 0.2] [--concurrency 1,8,32] [--serial-pairs 100] [--paths sync,async]
+    python -m benchmarks.bench_pai [--pairs 2000] [--latency 0.2] [--concurrency 1,8,32] [--serial-pairs 100] [--paths sync,async]
 
 Runs full PAI answers (tool calling: the stub returns ``--properties`` parallel property
 calls and a ``keep_context`` verdict per chunk) over a synthetic corpus of 1,024-token
@@ -28,16 +28,16 @@ import time
 
 from langchain_core.messages import HumanMessage
 
-from agents import STRATEGIES, make_chat_model
-from experiments.perf.stub_server import stub_server
-from experiments.perf.synthetic_text import generate_corpus
-from experiments.perf.timing import NodeTimer
-from graphs.event_loop import run_sync
-from graphs.llm import run_client
-from graphs.pai import prompts as P
-from graphs.run import run_strategy
-from retrieval import ChunkingConfig, Corpus, chunk_corpus
-from retrieval.contract import as_question
+from benchmarks.stub_server import stub_server
+from benchmarks.synthetic_text import generate_corpus
+from benchmarks.timing import NodeTimer
+from longctx import STRATEGIES, make_chat_model
+from longctx.graphs.event_loop import run_sync
+from longctx.graphs.llm import run_client
+from longctx.graphs.pai import prompts as P
+from longctx.graphs.run import run_strategy
+from longctx.retrieval import ChunkingConfig, Corpus, chunk_corpus
+from longctx.retrieval.contract import as_question
 
 
 def chunk_corpus_of(n_chunks: int, size: int = 1024) -> Corpus:

@@ -1,0 +1,111 @@
+"""One import namespace (#50): the wheel installs ``longctx`` and nothing else at the top level, so
+the library installs beside packages that own the generic names its folders have (the OpenAI Agents
+SDK installs a top-level ``agents``), and no module of ours imports a folder by its bare name."""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FOLDERS = ("agents", "retrieval", "memory", "graphs", "experiments")
+
+
+def _built_wheel(tmp_path: Path) -> Path:
+    """The wheel of the working tree, built from a copy (the build writes beside its sources)."""
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for folder in (*FOLDERS, "longctx"):
+        shutil.copytree(ROOT / folder, source / folder, symlinks=True, ignore=ignore)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(tmp_path / "dist"),
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    (wheel,) = (tmp_path / "dist").glob("*.whl")
+    return wheel
+
+
+def test_the_wheel_holds_longctx_only_and_its_command_and_declarations(tmp_path):
+    wheel = _built_wheel(tmp_path)
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    names = zipfile.ZipFile(wheel).namelist()
+    dist_info = f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
+    assert {n.split("/")[0] for n in names} == {"longctx", dist_info}
+    assert {f"longctx/{f}/__init__.py" for f in FOLDERS} <= set(names)
+    # every strategy package's registry declarations ship with it; the speed benchmarks do not
+    declared = {p.parent.name for p in (ROOT / "graphs").glob("*/plugin.toml")}
+    assert {f"longctx/graphs/{d}/plugin.toml" for d in declared} <= set(names)
+    assert not [n for n in names if n.startswith(("longctx/benchmarks", "benchmarks/", "tests/"))]
+    entry_points = zipfile.ZipFile(wheel).read(f"{dist_info}/entry_points.txt").decode()
+    assert "longctx = longctx.experiments.cli:main" in entry_points
+
+
+def test_longctx_imports_beside_another_top_level_agents_package(tmp_path):
+    """A package owning the name ``agents`` (the Agents SDK's) stays the one ``import agents``
+    finds, and ``longctx`` imports beside it; run outside the checkout, as an installed user runs."""
+    site = tmp_path / "site"
+    (site / "agents").mkdir(parents=True)
+    (site / "agents" / "__init__.py").write_text("OWNER = 'someone else'\n")
+    code = (
+        "import agents, longctx\n"
+        "from longctx import Corpus, answer\n"
+        "import longctx.agents.api as api\n"
+        "assert agents.OWNER == 'someone else' and api.answer is answer, agents.__file__\n"
+        "print('ok', longctx.__name__)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert out.returncode == 0 and out.stdout.strip() == "ok longctx", out.stderr[-2000:]
+
+
+@pytest.mark.parametrize("folder", [*FOLDERS, "tests", "benchmarks", "examples"])
+def test_no_module_imports_a_folder_by_its_bare_name(folder):
+    """``import graphs`` works only from a checkout and loads a second copy of every module beside
+    ``longctx.graphs`` (two registries, two caches): every import names the namespace."""
+    found = []
+    for path in sorted((ROOT / folder).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            found += [
+                f"{path.relative_to(ROOT)}:{node.lineno} {n}"
+                for n in names
+                if n.split(".")[0] in FOLDERS
+            ]
+    assert found == [], "\n".join(found)
