@@ -109,3 +109,45 @@ def test_no_module_imports_a_folder_by_its_bare_name(folder):
                 if n.split(".")[0] in FOLDERS
             ]
     assert found == [], "\n".join(found)
+
+
+def test_a_cached_reply_is_keyed_by_no_module_path_of_ours():
+    """The reply cache keys a call by LangChain's ``llm_string``: it names ChatOpenAI's own path, not
+    the module of our subclass, so moving modules (as the namespace move did) re-pays no cached answer."""
+    from longctx import make_chat_model
+
+    llm = make_chat_model("openai:m", base_url="http://127.0.0.1:9/v1", api_key="sk-test")
+    key = llm._get_llm_string(stop=None)
+    assert '"ChatOpenAI"' in key and "longctx" not in key and "openai_chat" not in key, key
+
+
+@pytest.mark.slow
+def test_the_wheel_installs_beside_the_openai_agents_sdk_in_a_fresh_environment(tmp_path):
+    """The issue's proof, as a user meets it: a fresh virtual environment, the built wheel and the
+    OpenAI Agents SDK (which owns the top-level name ``agents``) installed from the package index;
+    both import, each its own, and the console script runs. Needs the package index: slow tier."""
+    wheel = _built_wheel(tmp_path)
+    env_dir = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(env_dir)], check=True, timeout=300)
+    python = env_dir / "bin" / "python"
+    install = subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", str(wheel), "openai-agents"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert install.returncode == 0, install.stderr[-3000:]
+    code = (
+        "import agents, longctx\n"
+        "from longctx import answer\n"
+        "assert hasattr(agents, 'Runner') and 'site-packages/agents' in agents.__file__\n"
+        "print(longctx.__file__)\n"
+    )
+    out = subprocess.run(
+        [str(python), "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300
+    )
+    assert out.returncode == 0 and "site-packages/longctx" in out.stdout, out.stderr[-2000:]
+    help_text = subprocess.run(
+        [str(env_dir / "bin" / "longctx"), "--help"], capture_output=True, text=True, timeout=300
+    )
+    assert help_text.returncode == 0 and "usage: longctx" in help_text.stdout, help_text.stderr

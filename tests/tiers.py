@@ -74,6 +74,11 @@ TIERS: dict[str, dict[str, str]] = {
         "test_the_module_import_graph_has_no_cycle": "integration",
         "test_no_module_imports_a_higher_layer": "integration",
     },
+    "test_namespace.py": {
+        "test_the_wheel_holds_longctx_only_and_its_command_and_declarations": "subprocess",
+        "test_longctx_imports_beside_another_top_level_agents_package": "subprocess",
+        "test_a_cached_reply_is_keyed_by_no_module_path_of_ours": "integration",
+    },
     "test_module_shape.py": {
         "test_no_import_inside_a_function_closes_a_cycle": "integration",
     },
