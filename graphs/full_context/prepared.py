@@ -56,7 +56,8 @@ Decode = Callable[[list[int]], str]
 
 
 def _template_parts(template: str) -> tuple[str, str]:
-    """``template``'s literal text before ``{context}`` and between ``{context}`` and the next field."""
+    """``template``'s literal text before ``{context}`` and between ``{context}`` and the next
+    field."""
     before: list[str] = []
     after: list[str] = []
     seen = False
@@ -149,8 +150,9 @@ class PreparedContext:
         return fresh
 
     def cut(self, suffix: str, encode: Encode, decode: Decode) -> tuple[str, bool]:
-        """The prompt of context + ``suffix`` middle-truncated to the budget: ``(text, was_truncated)``,
-        as :func:`~graphs.full_context.truncation.truncate_prompt` of the whole prompt."""
+        """The prompt of context + ``suffix`` middle-truncated to the budget:
+        ``(text, was_truncated)``, as :func:`~graphs.full_context.truncation.truncate_prompt` of the
+        whole prompt."""
         half = self.budget // 2
         fresh = self.stitched(suffix, encode)
         if fresh is None:  # the exact path

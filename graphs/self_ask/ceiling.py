@@ -1,4 +1,5 @@
-"""Self-Ask's evidence ceiling: the union of the documents its ``retrieve_follow_up`` node returns (LLM-free)."""
+"""Self-Ask's evidence ceiling: the union of the documents its ``retrieve_follow_up`` node returns
+(LLM-free)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ class FollowUpCeiling(EvidenceCeiling):
     supporting facts those chunks cover.
 
     Attributes:
-        retrieve_follow_up: Self-Ask's node (passed in by its registration, which this module cannot import).
+        retrieve_follow_up: Self-Ask's node (passed in by its registration, which this module cannot
+            import).
     """
 
     retrieve_follow_up: Callable[..., dict[str, Any]]
@@ -52,4 +54,7 @@ class FollowUpCeiling(EvidenceCeiling):
             if env.gold_sub_questions
             else "the question"
         )
-        return f"{env.evidence} in the top-{cfg.top_k} {cfg.retriever} chunks ({cfg.chunk_size} {cfg.chunk_unit}) for {q}"
+        return (
+            f"{env.evidence} in the top-{cfg.top_k} {cfg.retriever} chunks ({cfg.chunk_size} "
+            f"{cfg.chunk_unit}) for {q}"
+        )

@@ -67,12 +67,14 @@ from longctx.graphs.self_ask.state import SelfAskState
     },
     presentation=PRESENTATION,
     description=(
-        "Self-Ask as FlashRAG runs it: the question's top-5 in the prompt, the model writes follow-ups and their "
-        "answers, each follow-up re-retrieves; at most 5 generator calls (variant='reader': a reader answers each follow-up)."
+        "Self-Ask as FlashRAG runs it: the question's top-5 in the prompt, the model writes "
+        "follow-ups and their answers, each follow-up re-retrieves; at most 5 generator calls "
+        "(variant='reader': a reader answers each follow-up)."
     ),
 )
 def build_graph(config: SelfAskConfig | None = None) -> CompiledGraph:
-    """The loop of ``config.variant`` (module docstring), with a recursion limit that fits the cap."""
+    """The loop of ``config.variant`` (module docstring), with a recursion limit that fits the
+    cap."""
     cfg = config or SelfAskConfig()
     graph = StateGraph(SelfAskState, context_schema=StrategyContext)
     if cfg.variant == "flashrag":

@@ -116,10 +116,10 @@ def extractor(
 
 
 def extraction_model(llm: BaseChatModel) -> str:
-    """Whose records a cache entry holds: the model's name and a digest of every setting its requests
-    carry (:func:`longctx.graphs.request_settings.model_identity`), so a model that asks differently (another
-    ``extra_body``, sampling, headers) reads every document anew instead of reusing another's records,
-    while the same model behind another address reuses them."""
+    """Whose records a cache entry holds: the model's name and a digest of every setting its
+    requests carry (:func:`longctx.graphs.request_settings.model_identity`), so a model that asks
+    differently (another ``extra_body``, sampling, headers) reads every document anew instead of
+    reusing another's records, while the same model behind another address reuses them."""
     return model_identity(llm)
 
 
@@ -176,8 +176,8 @@ class Job:
         }
 
     def cached(self) -> dict[str, Any] | None:
-        """The document's records in the cache, as a shareable result (written since ``map`` looked);
-        a degraded one only when the config does not ask to read it again."""
+        """The document's records in the cache, as a shareable result (written since ``map``
+        looked); a degraded one only when the config does not ask to read it again."""
         hit = self.cache.get(self.fingerprint) if self.cache is not None else None
         if hit is None or (hit.get("failed_windows") and self.cfg.retry_degraded):
             return None
@@ -191,7 +191,8 @@ class Job:
     def finish(
         self, parts: list[tuple[str, str]], outs: list[Outcome[list[dict[str, Any]]]]
     ) -> dict[str, Any]:
-        """The leader's result from its calls' outcomes (cached when every window gave a valid reply)."""
+        """The leader's result from its calls' outcomes (cached when every window gave a valid
+        reply)."""
         records: list[dict[str, Any]] = []
         calls, errors, failed, unverified = 0, [], 0, 0
         for w, ((text, _), out) in enumerate(zip(parts, outs)):
@@ -233,7 +234,8 @@ class Job:
         }
 
     def state(self, result: dict[str, Any], *, shared: bool = False) -> dict[str, Any]:
-        """The node's update: this document's extraction (``shared``: read by another task, no call made here)."""
+        """The node's update: this document's extraction (``shared``: read by another task, no call
+        made here)."""
         if shared:
             result = {
                 "records": result["records"],
@@ -246,8 +248,15 @@ class Job:
             }
         out: dict[str, Any] = {"extractions": [{"doc_index": self.task["doc_index"], **result}]}
         if result["failed_windows"]:
-            why = ("read degraded earlier (cached): its malformed windows gave no records; retry_degraded=True reads it again" if shared
-                   else "malformed after the retries: these windows gave no records (cached as degraded; retry_degraded=True reads it again)")  # fmt: skip
+            why = (
+                "read degraded earlier (cached): its malformed windows gave no records; "
+                "retry_degraded=True reads it again"
+                if shared
+                else (
+                    "malformed after the retries: these windows gave no records (cached as "
+                    "degraded; retry_degraded=True reads it again)"
+                )
+            )
             out["steps"] = [
                 Step(
                     "extract",
@@ -269,8 +278,8 @@ def extract_document(
     cache: RecordCache | None,
     doc: Document | None = None,
 ) -> dict[str, Any]:
-    """One document's records (in windows when long), extracted here or by the task leading its flight
-    (``doc``: the document itself, when ``ctx.corpus`` is not the whole corpus)."""
+    """One document's records (in windows when long), extracted here or by the task leading its
+    flight (``doc``: the document itself, when ``ctx.corpus`` is not the whole corpus)."""
     job = Job(task, ctx, cache, doc)
     while True:
         leader, fut = FLIGHTS.join(job.key)
@@ -278,7 +287,8 @@ def extract_document(
             shared = fut.result()
             if shared is not None:
                 return job.state(shared, shared=True)
-            continue  # the leader ended without records: try again (lead, or wait for the next leader)
+            # The leader ended without records: try again (lead, or wait for the next leader).
+            continue
         usable = None
         try:
             with document_lock(job.lock_folder, job.fingerprint):
