@@ -52,7 +52,8 @@ CYCLE = "<a value that contains itself>"
 BYTES_PREVIEW = 32
 #: Strings at least this long are checked once per conversion however often they recur.
 LONG_TEXT = 256
-#: Integers wider than this are written as a marker (Python refuses to print ints over 4,300 digits).
+#: Integers wider than this are written as a marker (Python refuses to print ints over 4,300
+#: digits).
 MAX_INT_BITS = 4096
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -78,7 +79,8 @@ def json_safe(
 
 
 def dumps(value: Any, *, indent: int | None = None, **limits: Any) -> str:
-    """Strict JSON text of :func:`json_safe` ``(value, **limits)`` (never ``NaN`` or ``Infinity``)."""
+    """Strict JSON text of :func:`json_safe` ``(value, **limits)`` (never ``NaN`` or
+    ``Infinity``)."""
     return json.dumps(
         json_safe(value, **limits), ensure_ascii=False, allow_nan=False, indent=indent
     )
@@ -228,7 +230,9 @@ class _Converter:
     def items(self, values: Any, size: int, depth: int) -> list[Any]:
         out: list[Any] = []
         for i, item in enumerate(values):
-            if self.spent:  # the marker is a mapping among mappings (steps, evidence), so readers of those still read it
+            # The marker is a mapping among mappings (steps, evidence), so readers of those still
+            # read it.
+            if self.spent:
                 marker = f"...[cut: {size - i:,} more items]"
                 out.append({"...": marker} if out and isinstance(out[-1], dict) else marker)
                 break
