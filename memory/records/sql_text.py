@@ -69,7 +69,8 @@ def _blank(sql: str, kinds: set[str], fill: str = " ") -> str:
 
 def clean_sql(text: str) -> str:
     """The SQL of a reply: the first fenced block (or the whole text), comments and a trailing ``;``
-    removed; ``--`` or ``/*`` inside a string (``WHERE company = 'C1--x'``) is text, not a comment."""
+    removed; ``--`` or ``/*`` inside a string (``WHERE company = 'C1--x'``) is text, not a
+    comment."""
     m = re.search(r"```(?:sql|sqlite)?\s*(.*?)```", text, re.S | re.I)
     sql = m.group(1) if m else text
     sql = "".join(" " if kind == "comment" else sql[a:b] for kind, a, b in sql_spans(sql))
@@ -96,7 +97,8 @@ def check_sql(sql: str) -> None:
     m = FORBIDDEN.search(code)
     if m:
         raise QueryRefused(
-            f"'{m.group(1) or m.group(0)}' is not allowed: the query may read the table only (no files, network, other databases or settings)"
+            f"'{m.group(1) or m.group(0)}' is not allowed: the query may read the table only (no "
+            "files, network, other databases or settings)"
         )
     m = _MAKERS.search(code)
     if m:
