@@ -95,13 +95,11 @@ def run_batched_graph(
     run_dir = run_folder(folder, thread)  # one checkpoint + trace database per run key
     held = contextlib.ExitStack()
     if settings.resume:
-        held.enter_context(
-            lock_run(run_dir)
-        )  # a second identical run at once: RunInUse, naming this one
+        # a second identical run at once: RunInUse, naming this one
+        held.enter_context(lock_run(run_dir))
     trace = MemoryTrace(run_dir / TRACE_FILE if settings.resume else ":memory:")
-    on_disk = (
-        open_checkpointer(run_dir / CHECKPOINTS_FILE) if settings.resume else None
-    )  # None: in memory, nothing to prune
+    # None: in memory, nothing to prune
+    on_disk = open_checkpointer(run_dir / CHECKPOINTS_FILE) if settings.resume else None
     saver = on_disk if on_disk is not None else InMemorySaver()
 
     def prepare(start_document: int = 0) -> tuple[Any, Sequence[int]]:
@@ -112,9 +110,8 @@ def run_batched_graph(
             questions=questions,
             **({"start_document": start_document} if start_document else {}),
         )
-        ctx = dataclasses.replace(
-            ctx, budget=budget_left(callbacks)
-        )  # whatever the mode's context copied
+        # whatever the mode's context copied
+        ctx = dataclasses.replace(ctx, budget=budget_left(callbacks))
         return ctx, mode.step_sizes(ctx)
 
     try:
@@ -128,9 +125,8 @@ def run_batched_graph(
         run_config.update(
             {k: v for k, v in (("run_name", run_name), ("tags", tags), ("metadata", metadata)) if v}
         )
-        snapshot = graph.get_state(
-            run_config
-        )  # its values include the finished tasks of an interrupted step
+        # its values include the finished tasks of an interrupted step
+        snapshot = graph.get_state(run_config)
         earlier = recorded_usage(mode, snapshot.values, len(questions))
         resumed_from = snapshot.values.get(mode.progress_key) if snapshot.next else None
         replayed = bool(snapshot.values) and not snapshot.next

@@ -355,13 +355,11 @@ class CostPlan:
             return self
         if self.steps and step is not None:
             done = sum(c for c, _, _ in self.steps[:step])
-            rest = (
-                self.steps[step + 1 :] if calls > done else self.steps[step:]
-            )  # a step partly done counts none of its tokens
+            # a step partly done counts none of its tokens
+            rest = self.steps[step + 1 :] if calls > done else self.steps[step:]
             prompt, completion = sum(p for _, p, _ in rest), sum(t for _, _, t in rest)
-            most = _less(
-                self.max_prompt_tokens, self.prompt_tokens - prompt
-            )  # the steps done sent their least
+            # the steps done sent their least
+            most = _less(self.max_prompt_tokens, self.prompt_tokens - prompt)
         else:
             prompt, completion, most = 0, 0, self.max_prompt_tokens
         return CostPlan(

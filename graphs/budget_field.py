@@ -55,9 +55,8 @@ def with_budget_field(payload: dict[str, Any], model: str | None) -> dict[str, A
     place."""
     present = [key for key in BUDGET_FIELDS if key in payload]
     if present:
-        value = payload.pop(
-            present[-1]
-        )  # ChatOpenAI's own rename leaves only max_completion_tokens
+        # ChatOpenAI's own rename leaves only max_completion_tokens
+        value = payload.pop(present[-1])
         for key in present[:-1]:
             payload.pop(key)
         payload[budget_field(model)] = value

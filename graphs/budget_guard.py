@@ -156,9 +156,8 @@ class BudgetGuard(BaseCallbackHandler):
                 self.rerank_tokens += tokens
                 return
             self.prompt_tokens += tokens
-            if (
-                run_id is not None and b.max_cost_usd is not None
-            ):  # settled in on_llm_end, which only a cost limit needs
+            # settled in on_llm_end, which only a cost limit needs
+            if run_id is not None and b.max_cost_usd is not None:
                 self._reserved[run_id] = usd
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:

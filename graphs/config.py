@@ -52,9 +52,8 @@ class StrategyConfig:
     def __post_init__(self) -> None:
         validate(self)
         self.check()
-        register_options(
-            {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        )  # keys in options never reach an output
+        # keys in options never reach an output
+        register_options({f.name: getattr(self, f.name) for f in dataclasses.fields(self)})
 
     def check(self) -> None:
         """Cross-field rules of a strategy (override; raise :class:`ConfigError`)."""

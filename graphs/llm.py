@@ -64,9 +64,8 @@ def complete_with_usage(
     that reports no usage is counted with its tokenizer (:func:`tokenizer_for`) and marked
     ``estimated``.
     """
-    budget = budget_kwargs(
-        llm, max_tokens
-    )  # the field the model honours, also for a ChatOpenAI the user built
+    # the field the model honours, also for a ChatOpenAI the user built
+    budget = budget_kwargs(llm, max_tokens)
     turns = ([SystemMessage(content=system)] if system is not None else []) + [
         HumanMessage(content=prompt)
     ]
@@ -180,9 +179,8 @@ def _lean_session(llm: BaseChatModel) -> Any:
     # trust_env off: the transport looks the environment's proxy up once (aiohttp would, per
     # request, in a thread) limit: the connections a run may hold open, the SDK's default pool limit
     session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=1000), trust_env=False)
-    use(
-        session
-    )  # unused when the model's client needs the SDK's path; closed with the run all the same
+    # unused when the model's client needs the SDK's path; closed with the run all the same
+    use(session)
     return session
 
 

@@ -101,9 +101,8 @@ def check_plan(plan: CostPlan, budget: Budget | None) -> None:
             f"{', '.join(problems)}"
         )
     over = []
-    if (
-        plan.max_calls is not None and plan.max_prompt_tokens is not None
-    ):  # an unbounded plan's budget is its cap
+    # an unbounded plan's budget is its cap
+    if plan.max_calls is not None and plan.max_prompt_tokens is not None:
         most = dataclasses.replace(plan, calls=plan.max_calls, prompt_tokens=plan.max_prompt_tokens)
         over = most.over(budget)
     if over:

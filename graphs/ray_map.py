@@ -117,9 +117,8 @@ class ModelRecipe:
             return self.model
         if self.model_class is None:
             raise ValueError("ModelRecipe needs a model or a model_class")
-        api_key = (
-            os.environ.get("OPENAI_API_KEY") or "not-needed"
-        )  # a local server ignores it, as make_chat_model does
+        # a local server ignores it, as make_chat_model does
+        api_key = os.environ.get("OPENAI_API_KEY") or "not-needed"
         llm = self.model_class(model=self.name, api_key=api_key, **self.options)
         return set_tokenizer(llm, self.tokenizer) if self.tokenizer else llm
 
@@ -128,9 +127,8 @@ def model_recipe(llm: BaseChatModel, base_url: str | None = None) -> ModelRecipe
     """The :class:`ModelRecipe` of ``llm`` (an OpenAI-client model: on ``base_url`` when given);
     a model that neither pickles nor is an OpenAI-client model is a ``TypeError``, as is a
     ``base_url`` for a model that is not an OpenAI-client one."""
-    if getattr(llm, "root_client", None) is not None and getattr(
-        llm, "model_name", None
-    ):  # langchain_openai's ChatOpenAI
+    # langchain_openai's ChatOpenAI
+    if getattr(llm, "root_client", None) is not None and getattr(llm, "model_name", None):
         # Its class is not imported here (agents imports graphs): its fields are read duck-typed.
         openai: Any = llm
         options: dict[str, Any] = {
@@ -143,9 +141,8 @@ def model_recipe(llm: BaseChatModel, base_url: str | None = None) -> ModelRecipe
             value = getattr(llm, name, None)
             if value:
                 options[name if name != "organization" else "openai_organization"] = value
-        for name in (
-            REQUEST_FIELDS
-        ):  # what the caller's requests carry, so a worker's requests are the same
+        # what the caller's requests carry, so a worker's requests are the same
+        for name in REQUEST_FIELDS:
             if (value := getattr(llm, name, None)) is not None:
                 options[name] = value
         tokenizer = tokenizer_spec(llm)

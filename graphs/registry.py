@@ -29,9 +29,9 @@ from longctx.graphs.config import ConfigError, ConfigT
 from longctx.graphs.costs import StrategyCosts
 from longctx.graphs.presentation import StrategyPresentation
 from longctx.graphs.prompt_sharing import PromptSharing
-from longctx.graphs.strategy_registry import (
-    STRATEGIES as STRATEGIES,
-)  # the registry object: light, so the CLI reads its names
+
+# the registry object: light, so the CLI reads its names
+from longctx.graphs.strategy_registry import STRATEGIES as STRATEGIES
 from longctx.retrieval.contract import Question
 from longctx.retrieval.errors import OptionError, UnknownName
 from longctx.retrieval.extras import Need
@@ -284,10 +284,11 @@ class Strategy(Generic[ConfigT]):
 
 
 def _strategy(name: str, build_graph: Callable[..., Any], **attrs: Any) -> Strategy[Any]:
+    # the older keywords: one half each
     plan, expected = (
         attrs.pop("cost_plan", None),
         attrs.pop("expected_cost", None),
-    )  # the older keywords: one half each
+    )
     if plan is not None or expected is not None:
         if attrs.get("costs") is not None:
             raise TypeError(

@@ -53,9 +53,8 @@ def rerank(
     except RerankError as exc:
         report(Usage(rerank_failed_calls=exc.retries + 1))
         raise
-    if (
-        call is not None
-    ):  # the guard settles the call's reserved cost at the tokens the reranker reported
+    # the guard settles the call's reserved cost at the tokens the reranker reported
+    if call is not None:
         dispatch_custom_event(RERANK_END_EVENT, {"call": call, "tokens": result.tokens})
     report(
         Usage(

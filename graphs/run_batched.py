@@ -36,9 +36,8 @@ def run_batch(
     next model call or step once set."""
     started = time.perf_counter()
     spec, questions, llm, corpus = run.spec, run.questions, run.llm, run.corpus
-    tracker = UsageTracker(
-        count=tokenizer_for(llm).count
-    )  # failure accounting; per-answer usage comes from the state
+    # failure accounting; per-answer usage comes from the state
+    tracker = UsageTracker(count=tokenizer_for(llm).count)
     progress = ChunkProgress(run.show_progress, f"{spec.name}: reading the corpus")
     callbacks = (
         run.callbacks if cancel is None else with_handler(run.callbacks, CancelGuard(cancel))
@@ -141,9 +140,8 @@ def _batch_answer(
     effective: dict[str, Any],
 ) -> Answer:
     fields = mode.collect(run.final, i)
-    usage = Usage.from_dict(fields.get("usage")).since(
-        run.earlier[i]
-    )  # this call's calls; the checkpoint's earlier ones apart
+    # this call's calls; the checkpoint's earlier ones apart
+    usage = Usage.from_dict(fields.get("usage")).since(run.earlier[i])
     usage.seconds = seconds
     usage.queued_seconds = queued
     # resumed_from: the step an interrupted run continued from; replayed: finished earlier,

@@ -80,9 +80,8 @@ class RunSetup(Generic[ConfigT]):
         self.show_progress = options.get("show_progress", False)
         self.key_prefix = options.get("key_prefix")
         self.checkpoint = options.get("checkpoint", False)
-        self.callbacks = with_budget(
-            options.get("callbacks"), options.get("budget"), self.llm
-        )  # one guard for the whole call
+        # one guard for the whole call
+        self.callbacks = with_budget(options.get("callbacks"), options.get("budget"), self.llm)
         cache_dir = options.get("cache_dir")
         self.cache = Path(cache_dir) if cache_dir else None
         self.index_seconds = 0.0
@@ -119,9 +118,8 @@ class RunSetup(Generic[ConfigT]):
                 f"Strategy {self.spec.name!r} uses an index, but its config "
                 f"{type(self.cfg).__name__} is no RetrievalSettings"
             )
-        with (
-            counting_waits() as wait
-        ):  # waiting for another's build of this index is not this run's
+        # waiting for another's build of this index is not this run's
+        with counting_waits() as wait:
             index = RetrievalService(
                 settings=self.cfg, cache_dir=self.cache, show_progress=self.show_progress
             ).build_index(self.corpus)

@@ -206,9 +206,8 @@ def prepare_context(context: str, budget: int, encode: Encode, decode: Decode) -
     bound = CHARS_PER_TOKEN_BOUND * budget
     if len(context) > 2 * bound:  # far beyond the budget: only the ends, as truncate_prompt
         head: str | None = decode(end_ids(context, half, encode, tail=False)[:half])
-        ids = end_ids(
-            context, half + STITCH_CHARS, encode, tail=True
-        )  # room for the stretch (a token holds a character or more)
+        # room for the stretch (a token holds a character or more)
+        ids = end_ids(context, half + STITCH_CHARS, encode, tail=True)
         total, end = None, context[-bound:]
     else:
         ids, end = encode(context), context

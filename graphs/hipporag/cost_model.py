@@ -135,9 +135,8 @@ def hipporag_costs(
         passages * (ner + triple + ENTITY_JSON_TOKENS) + 2 * shape.tokens,
         passages * (NER_REPLY_TOKENS + TRIPLE_REPLY_TOKENS),
     )
-    return Costs(
-        bounds, ExpectedCost(per_question, once, index=once)
-    )  # the graph's OpenIE is all of what is built once
+    # the graph's OpenIE is all of what is built once
+    return Costs(bounds, ExpectedCost(per_question, once, index=once))
 
 
 def _answer_prompt(cfg: HippoRAGConfig, question: Question) -> str:

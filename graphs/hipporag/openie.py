@@ -322,9 +322,10 @@ def extract_all(
     if passages:
         report_progress("openie", done=0, total=len(passages))  # then one per passage extracted
         with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(passages)))) as pool:
+            # each call sees this run's callbacks
             futures = [
                 pool.submit(contextvars.copy_context().run, run, i) for i in range(len(passages))
-            ]  # each call sees this run's callbacks
+            ]
             try:
                 for future in futures:
                     future.result()

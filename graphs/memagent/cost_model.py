@@ -46,11 +46,12 @@ def memagent_costs(
         sizes = (cfg.chunk_tokens,) * whole + ((rest,) if rest or not whole else ())
     n, k = len(sizes), len(questions)
     benchmark = cfg.final_instruction == "benchmark"
+    # per question: one update's and the final call's text beyond the chunk and the memory
     updates, finals, reads = (
         [],
         [],
         [],
-    )  # per question: one update's and the final call's text beyond the chunk and the memory
+    )
     for x in questions or [PLACEHOLDER_QUESTION]:
         problem = x.render().strip()
         updates.append(

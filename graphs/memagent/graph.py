@@ -183,13 +183,11 @@ def final_answer(task: MemoryTask, runtime: Runtime[MemAgentContext]) -> dict[st
         prompt=task["question"]["problem"],
         memory=task["memory"],
     )
-    budget = task["question"].get(
-        "max_new_tokens", cfg.max_new_tokens
-    )  # the benchmark's answer budget
+    # the benchmark's answer budget
+    budget = task["question"].get("max_new_tokens", cfg.max_new_tokens)
     temperature = task["question"].get("temperature", cfg.temperature)
-    top_p = task["question"].get(
-        "top_p", cfg.top_p
-    )  # None: the benchmark's sampling, which sends no top-p
+    # None: the benchmark's sampling, which sends no top-p
+    top_p = task["question"].get("top_p", cfg.top_p)
     stop = task["question"].get("stop")
     sampling: dict[str, Any] = {"top_p": top_p} if top_p is not None else {}
     text, usage = complete_with_usage(

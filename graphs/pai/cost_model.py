@@ -142,20 +142,20 @@ def pai_costs(
         tool_schema_tokens=schemas,
     )
     p = max(1, min(n_max, TYPICAL_PROPERTIES))
-    fixed = (
-        max(own) / 2 + ANSWER_TOKENS
-    )  # a question's decomposition or summary, with a short "how" or findings
+    # a question's decomposition or summary, with a short "how" or findings
+    fixed = max(own) / 2 + ANSWER_TOKENS
     judge_typical = min(t, judged * chunk) + judged * (max(judge[:2]) + 16)
     typical = Calls(
         2 + p * (judged + 1),
         2 * fixed + p * (judge_typical + answer + min(t, cfg.sub_answer_context_tokens) / 2),
         2 * ANSWER_TOKENS + p * (judged * 8 + ANSWER_TOKENS),
     )
+    # one per sub-question
     searched = (
         Retrievals(least=1, most=n_max, typical=p)
         if mode == "prefilter"
         else Retrievals(least=0, most=0, typical=0)
-    )  # one per sub-question
+    )
     return with_rerank(
         Costs(bounds, ExpectedCost(typical)),
         cfg,

@@ -159,9 +159,10 @@ def rag_costs(
         bounds,
         ExpectedCost(Calls(1, (span.least + span.most) / 2, reply_tokens(cfg))),
     )
+    # one retrieval a question
     return with_rerank(
         found, cfg, shape, questions, retrievals=Retrievals(least=1, most=1, typical=1), llm=llm
-    )  # one retrieval a question
+    )
 
 
 def build_graph(config: RagConfig | None = None) -> RagGraph:

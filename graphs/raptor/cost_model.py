@@ -73,9 +73,8 @@ def raptor_costs(
         lambda: P.SUMMARY_SYSTEM + "\n" + P.SUMMARY_TEMPLATE.format(context=""),
         llm,
     )
-    context = (
-        min(cfg.context_tokens, shape.tokens) + 2 * cfg.top_k
-    )  # the nodes and their blank-line separators
+    # the nodes and their blank-line separators
+    context = min(cfg.context_tokens, shape.tokens) + 2 * cfg.top_k
     # the leaves the corpus makes where it is known (a budget's plan), else chunks of chunk_tokens
     # (the run plan)
     real = leaf_count(shape.corpus, cfg.chunk_tokens) if shape.corpus is not None else None
@@ -87,9 +86,8 @@ def raptor_costs(
     layers = typical_layers(leaves, cfg)
     below = [leaves, *layers[:-1]]
     once_calls = sum(layers)
-    read = (shape.tokens if layers else 0) + sum(
-        b * cfg.summary_tokens for b in below[1:]
-    )  # the texts each layer summarises
+    # the texts each layer summarises
+    read = (shape.tokens if layers else 0) + sum(b * cfg.summary_tokens for b in below[1:])
     once_prompt = sum(c * summary for c in layers) + read + 2 * sum(below[: len(layers)])
     # the most: the leaves the corpus makes (without it, a leaf per sentence: at most one per
     # token), every layer as many clusters as nodes below it, each reading all of them
@@ -129,9 +127,8 @@ def raptor_costs(
     )
     per_question = Calls(1, sum(each_q) / len(each_q) + context / 2, reply_tokens(cfg))
     once = Calls(once_calls, once_prompt, once_calls * cfg.summary_tokens)
-    return Costs(
-        bounds, ExpectedCost(per_question, once, index=once)
-    )  # the tree is all of what is built once
+    # the tree is all of what is built once
+    return Costs(bounds, ExpectedCost(per_question, once, index=once))
 
 
 def _answer_prompt(cfg: RaptorConfig, question: Question) -> str:

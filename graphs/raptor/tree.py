@@ -171,15 +171,13 @@ def summarize_layer(
 
     if todo:
         with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(todo)))) as pool:
-            futures = [
-                pool.submit(contextvars.copy_context().run, ask, i) for i in todo
-            ]  # each call sees this run's callbacks
+            # each call sees this run's callbacks
+            futures = [pool.submit(contextvars.copy_context().run, ask, i) for i in todo]
             try:
                 for future in futures:
                     future.result()
-            except (
-                BaseException
-            ):  # a failed call ends the build: nothing more is asked, what finished is in the log
+            except BaseException:
+                # a failed call ends the build: nothing more is asked, what finished is in the log
                 pool.shutdown(wait=True, cancel_futures=True)
                 raise
     return [log.done[k] for k in keys], len(todo)

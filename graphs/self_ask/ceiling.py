@@ -42,9 +42,8 @@ class FollowUpCeiling(EvidenceCeiling):
         read: list[Any] = []
         for query in queries(item, env, max(cfg.max_iterations, 1)):
             out = self.retrieve_follow_up({"follow_up": query, "hits": seen}, runtime)
-            seen = out[
-                "hits"
-            ]  # the node returns the evidence so far with this retrieval's new chunks
+            # the node returns the evidence so far with this retrieval's new chunks
+            seen = out["hits"]
             read += [h.chunk for h in out["follow_up_hits"]]
         return reach_in_chunks(item, read, index.chunks)
 

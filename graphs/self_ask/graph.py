@@ -83,9 +83,8 @@ def build_graph(config: SelfAskConfig | None = None) -> CompiledGraph:
         graph.add_node("retrieve_follow_up", retrieve_follow_up)
         graph.add_node("finish", finish_flashrag)
         graph.add_edge(START, "retrieve")
-        graph.add_edge(
-            "retrieve", "generate" if cfg.max_iterations else "finish"
-        )  # FlashRAG: range(max_iter)
+        # FlashRAG: range(max_iter)
+        graph.add_edge("retrieve", "generate" if cfg.max_iterations else "finish")
         graph.add_conditional_edges("generate", after_generate)
         graph.add_edge("retrieve_follow_up", "generate")
         limit = 2 * cfg.max_iterations + 10

@@ -173,9 +173,8 @@ def force_final(
     ctx = runtime.context
     cfg: SelfAskConfig = ctx.config
     pad = state.get("scratchpad", "").rstrip()
-    pad = (
-        pad if _FINAL_CUE.search(pad.rsplit("\n", 1)[-1]) else f"{pad}\n{FINAL}"
-    )  # the model may have written a bare cue
+    # the model may have written a bare cue
+    pad = pad if _FINAL_CUE.search(pad.rsplit("\n", 1)[-1]) else f"{pad}\n{FINAL}"
     text = complete(
         ctx.llm,
         self_ask_prompt(state["question"], pad),

@@ -79,9 +79,8 @@ def _subgraph_leg(
         leg_input, context = leg_context(state, runtime)
         try:
             final = leg.invoke(leg_input, context=context, config=config)
-        except (
-            BudgetReached
-        ) as exc:  # the caller's budget ran out in the leg: stop the whole answer
+        except BudgetReached as exc:
+            # the caller's budget ran out in the leg: stop the whole answer
             raise BudgetReached(f"budget reached in the {spec.name} fallback: {exc}") from exc
         return leg_update(
             spec.name, final.get("raw", ""), final.get("answer", ""), final.get("steps", [])

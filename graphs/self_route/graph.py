@@ -221,9 +221,8 @@ def self_route_costs(
         if spec.costs is not None
         else (None, None)
     )
-    if most is None and (
-        usual is None or shape.corpus is not None
-    ):  # a budget needs the fallback's bounds, a run plan one half
+    # a budget needs the fallback's bounds, a run plan one half
+    if most is None and (usual is None or shape.corpus is not None):
         half = (
             "cost plan"
             if shape.corpus is not None
@@ -241,9 +240,8 @@ def self_route_costs(
         each = Calls(most.calls, most.prompt_tokens, most.completion_tokens)
     most_calls = most.max_calls if most is not None else math.ceil(each.calls)
     most_prompt = most.max_prompt_tokens if most is not None else math.ceil(each.prompt_tokens)
-    fallback = (
-        "unbounded" if most_calls is None else f"{most_calls:,}"
-    )  # an agent's plan may have no most
+    # an agent's plan may have no most
+    fallback = "unbounded" if most_calls is None else f"{most_calls:,}"
     bounds = per_question_plan(
         "self_route",
         questions,
@@ -299,9 +297,8 @@ def build_graph(config: SelfRouteConfig | None = None) -> SelfRouteGraph:
     graph.add_node("check_answer", check_answer)
     graph.add_node("measure_context", measure_context)
     graph.add_node("full_context", generate)  # type: ignore[call-overload, unused-ignore]
-    graph.add_node(
-        "fallback", fallback_node(config or SelfRouteConfig())
-    )  # a subgraph, or a batched strategy's checkpointed run
+    # a subgraph, or a batched strategy's checkpointed run
+    graph.add_node("fallback", fallback_node(config or SelfRouteConfig()))
     graph.add_edge(START, "retrieve")
     graph.add_edge("retrieve", "build_prompt")
     graph.add_edge("build_prompt", "generate")

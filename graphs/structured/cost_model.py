@@ -150,9 +150,8 @@ def structured_costs(
     max_calls = (
         plan_calls * (1 + cfg.retries) + windows * (1 + cfg.retries) + k * (1 + cfg.sql_retries + 1)
     )
-    text = (
-        shape.tokens + (windows - shape.documents) * cfg.window_overlap
-    )  # a window past a document's first repeats the overlap
+    # a window past a document's first repeats the overlap
+    text = shape.tokens + (windows - shape.documents) * cfg.window_overlap
     extract = max(0, shape.tokens + windows * (extract_bare - 6 * seam))
     extract_most = text + windows * (
         bare(
@@ -205,9 +204,8 @@ def structured_costs(
             completion_tokens=windows * cfg.extract_max_tokens,
         ),
     )
-    extraction = Calls(
-        windows, (extract + extract_most) / 2, windows * 150
-    )  # index time (Usage.index_*): the records later questions reuse
+    # index time (Usage.index_*): the records later questions reuse
+    extraction = Calls(windows, (extract + extract_most) / 2, windows * 150)
     once = Calls(
         plan_calls + extraction.calls,
         plan_calls * fixed + extraction.prompt_tokens,

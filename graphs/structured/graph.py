@@ -99,9 +99,8 @@ def map_documents(
     ctx, cfg = runtime.context, runtime.context.config
     schema = TableSchema.model_validate(state["schema"])
     window = effective_window(ctx)
-    order = (
-        () if cfg.extract_order == "table_first" else (cfg.extract_order,)
-    )  # the default's keys stay those cached before the option
+    # the default's keys stay those cached before the option
+    order = () if cfg.extract_order == "table_first" else (cfg.extract_order,)
     key = schema_hash(
         schema, P.EXTRACT_PROMPTS_VERSION, state["tool_mode"], window, cfg.window_overlap, *order
     )
@@ -226,9 +225,8 @@ def extract(
     (:mod:`longctx.graphs.structured.flight`)."""
     ctx = runtime.context
     cache = record_cache(ctx, group["documents"][0]["cache_key"]) if ctx.config.cache else None
-    with (
-        index_time()
-    ):  # records are cached per (document, schema, model) and reused by later questions
+    # records are cached per (document, schema, model) and reused by later questions
+    with index_time():
         return merged([_counted(extract_document(task, ctx, cache)) for task in group["documents"]])
 
 
@@ -249,9 +247,8 @@ async def aextract(
     running = [asyncio.ensure_future(one(task)) for task in group["documents"]]
     try:
         return merged(await asyncio.gather(*running))
-    except (
-        BaseException
-    ):  # the document's own error goes up as it is (a TaskGroup would wrap it); the others stop
+    except BaseException:
+        # the document's own error goes up as it is (a TaskGroup would wrap it); the others stop
         for task in running:
             task.cancel()
         await asyncio.gather(*running, return_exceptions=True)

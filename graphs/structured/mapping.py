@@ -66,10 +66,11 @@ class Extractor:
             if found is None or found[0] is not llm:
                 if len(self._bound) > 16:
                     self._bound.clear()
+                # llm kept: its id stays its own
                 found = self._bound[id(llm)] = (
                     llm,
                     bound_model(llm, self.mode, self.function),
-                )  # llm kept: its id stays its own
+                )
             return found[1]
 
 
@@ -134,9 +135,8 @@ class Job:
         doc: Document | None = None,
     ):
         self.task, self.ctx, self.cfg = task, ctx, ctx.config
-        self.doc = (
-            doc if doc is not None else ctx.corpus[task["doc_index"]]
-        )  # given: a Ray worker holds its batch alone
+        # given: a Ray worker holds its batch alone
+        self.doc = doc if doc is not None else ctx.corpus[task["doc_index"]]
         self.fingerprint = task["fingerprint"]
         self.cache = cache
         self.ex = extractor(
@@ -204,17 +204,15 @@ class Job:
             squeezed = squeeze(text) if out.value else ""
             for rec in out.value:
                 rec["window"] = w
-                for cell in (
-                    rec["values"].values()
-                ):  # kept with the record: reduce may drop, evidence marks what is not found
+                # kept with the record: reduce may drop, evidence marks what is not found
+                for cell in rec["values"].values():
                     cell["quote_found"] = quote_found(
                         cell.get("quote") or "", text, squeezed=squeezed
                     )
                     unverified += not cell["quote_found"]
             records.extend(out.value)
-        if (
-            self.cache is not None
-        ):  # a degraded extraction too, marked: a later question does not pay for it again
+        # a degraded extraction too, marked: a later question does not pay for it again
+        if self.cache is not None:
             self.cache.put(
                 self.fingerprint,
                 records,

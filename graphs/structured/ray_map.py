@@ -68,9 +68,8 @@ def extract_batch(
         corpus=None,  # type: ignore[arg-type]  # the documents come with the tasks
         cache_dir=Path(root) if root else None,
     )
-    cache = (
-        RecordCache(store_root(root), batch[0][0]["cache_key"], model) if root else None
-    )  # the caller's model id: the caller's log
+    # the caller's model id: the caller's log
+    cache = RecordCache(store_root(root), batch[0][0]["cache_key"], model) if root else None
 
     def one(item: tuple[dict[str, Any], Document]) -> dict[str, Any]:
         task, doc = item
