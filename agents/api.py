@@ -90,9 +90,8 @@ def _async_twin(
     IDEs and type checkers): a twin's parameter list and defaults are written once, on ``sync``."""
 
     def twin(fn: Callable[..., Awaitable[R]]) -> Callable[P, Coroutine[Any, Any, R]]:
-        setattr(
-            fn, "__signature__", inspect.signature(sync)
-        )  # functions take attributes; mypy does not model it
+        # functions take attributes; mypy does not model it
+        setattr(fn, "__signature__", inspect.signature(sync))
         # The same function, now typed with sync's parameters.
         return fn  # type: ignore[return-value]
 
@@ -230,9 +229,8 @@ async def aanswer(corpus: Corpus, question: str | Question, **options: Any) -> A
     """
     args = _arguments(answer, corpus, question, **options)
     args["questions"] = [args.pop("question")]
-    return (await _aanswers(_prepare(concurrency=None, index=None, **args)))[
-        0
-    ]  # as answer() calls answer_many
+    # as answer() calls answer_many
+    return (await _aanswers(_prepare(concurrency=None, index=None, **args)))[0]
 
 
 @_async_twin(answer_many)

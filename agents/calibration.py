@@ -168,14 +168,12 @@ def measure_speed(chat: BaseChatModel, key: str = "") -> ModelSpeed:
     generating
     :data:`GENERATED_TOKENS`: llama.cpp reuses the prompt it has just read, so that call times the
     generation (a server without prefix reuse reads it again: a slower, safe figure)."""
-    _timed(
-        chat, "Say hi.", 1
-    )  # the model loads (and its weights page in) on first use: not part of its speed
+    # the model loads (and its weights page in) on first use: not part of its speed
+    _timed(chat, "Say hi.", 1)
     load = load_per_core()
     rates = []
-    for i in range(
-        PREFILL_SAMPLES
-    ):  # a different first word each time: nothing of the last prompt is reused
+    # a different first word each time: nothing of the last prompt is reused
+    for i in range(PREFILL_SAMPLES):
         prompt = f"Batch {i + 1}. {PREFILL_TEXT}"
         seconds, prompt_tokens, _ = _timed(chat, prompt, 1)
         rates.append(prompt_tokens / max(seconds, 1e-6))
@@ -193,13 +191,11 @@ def measure_speed(chat: BaseChatModel, key: str = "") -> ModelSpeed:
 
 def _timed(chat: BaseChatModel, prompt: str, max_tokens: int) -> tuple[float, int, int]:
     """(seconds, prompt tokens, completion tokens) of one uncached call."""
-    uncached = chat.model_copy(
-        update={"cache": False, "callbacks": None}
-    )  # a replayed call would time nothing
+    # a replayed call would time nothing
+    uncached = chat.model_copy(update={"cache": False, "callbacks": None})
     started = time.perf_counter()
-    with (
-        metering_queue() as queue
-    ):  # waiting while concurrent answers use the model is not its speed
+    # waiting while concurrent answers use the model is not its speed
+    with metering_queue() as queue:
         reply = uncached.invoke(
             [HumanMessage(content=prompt)], **budget_kwargs(uncached, max_tokens), temperature=0.0
         )

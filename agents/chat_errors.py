@@ -106,9 +106,8 @@ def as_chat_model_error(
         return exc
     url = server_url(llm) or "the configured server"
     if retries is None:
-        retries = getattr(
-            exc, "retries_made", None
-        )  # known when a run's lean transport made the call
+        # known when a run's lean transport made the call
+        retries = getattr(exc, "retries_made", None)
     configured = getattr(llm, "max_retries", None)
     configured = max_retries_setting() if configured is None else int(configured)
     if isinstance(exc, openai.AuthenticationError):

@@ -35,16 +35,16 @@ from langchain_core.language_models import BaseChatModel
 from pydantic import SecretStr
 
 from longctx.agents.chat_errors import OPENAI_DEFAULT_URL, ChatModelError, max_retries_setting
-from longctx.agents.chat_errors import (
-    as_chat_model_error as as_chat_model_error,
-)  # re-exported: the documented path (README)
+
+# re-exported: the documented path (README)
+from longctx.agents.chat_errors import as_chat_model_error as as_chat_model_error
 from longctx.agents.embedded_chat import EmbeddedChatModel
-from longctx.agents.embedded_chat import (
-    embedded_model_path as embedded_model_path,
-)  # re-exported: the documented path (README)
-from longctx.graphs.budget_field import (
-    BUDGET_FIELDS as BUDGET_FIELDS,
-)  # re-exported: the rule lives in graphs, its callers
+
+# re-exported: the documented path (README)
+from longctx.agents.embedded_chat import embedded_model_path as embedded_model_path
+
+# re-exported: the rule lives in graphs, its callers
+from longctx.graphs.budget_field import BUDGET_FIELDS as BUDGET_FIELDS
 from longctx.graphs.budget_field import budget_field as budget_field
 from longctx.graphs.budget_field import with_budget_field as with_budget_field
 from longctx.graphs.llm import model_id, set_tokenizer
@@ -157,9 +157,8 @@ def _openai_chat_model(model: str, **options: Any) -> BaseChatModel:
     # client our own, the async one (LangChain's, shared per server) wrapped, a run's own too
     if "http_client" not in options:
         options["http_client"] = openai_http_client(options["timeout"])
-    from longctx.agents.openai_chat import (
-        RetryingChatOpenAI,
-    )  # langchain_openai loads with the first openai: model
+    # langchain_openai loads with the first openai: model
+    from longctx.agents.openai_chat import RetryingChatOpenAI
 
     chat = RetryingChatOpenAI(model=model, base_url=base_url, api_key=SecretStr(api_key), **options)
     if chat.http_async_client is None:  # not the user's own

@@ -183,9 +183,8 @@ class EmbeddedChatModel(BaseChatModel):
     ) -> ChatResult:
         llama, lock = self._llama()
         payload = [{"role": _ROLES.get(m.type, "user"), "content": m.content} for m in messages]
-        with shared_model_lock(
-            lock, "\n".join(str(m["content"]) for m in payload)
-        ):  # calls sharing a prompt start run back to back
+        # calls sharing a prompt start run back to back
+        with shared_model_lock(lock, "\n".join(str(m["content"]) for m in payload)):
             kept = _context_tokens(llama)
             out = llama.create_chat_completion(
                 messages=payload,

@@ -72,9 +72,8 @@ def as_runnable(
     """
     if output not in OUTPUTS:
         raise ValueError(f"output must be one of {OUTPUTS}, got {output!r}")
-    STRATEGIES.get(one_answer_strategy(strategy)).make_config(
-        **options
-    )  # a wrong option fails here, before any chain runs
+    # a wrong option fails here, before any chain runs
+    STRATEGIES.get(one_answer_strategy(strategy)).make_config(**options)
 
     def shape(result: Answer) -> Any:
         return result.answer if output == "answer" else result

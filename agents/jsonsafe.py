@@ -142,9 +142,8 @@ class _Converter:
         self.max_chars = _UNLIMITED if max_chars is None else max_chars
         self.left = _UNLIMITED if max_total is None else max_total
         self.values_left = max_values
-        self.inside: set[int] = (
-            set()
-        )  # ids of the containers being converted: the current value's ancestors
+        # ids of the containers being converted: the current value's ancestors
+        self.inside: set[int] = set()
         self.texts: dict[int, tuple[str, str]] = {}  # id -> (a long string, its valid text)
 
     @property
@@ -217,14 +216,14 @@ class _Converter:
         self.left -= len(value) + 2
         if len(value) < LONG_TEXT:
             return _valid_text(value)
-        known = self.texts.get(
-            id(value)
-        )  # a long string held many times over (one cell in every step) is scanned once
+        # a long string held many times over (one cell in every step) is scanned once
+        known = self.texts.get(id(value))
         if known is None:
+            # the string kept alive: its id stays its own
             known = self.texts[id(value)] = (
                 value,
                 _valid_text(value),
-            )  # the string kept alive: its id stays its own
+            )
         return known[1]
 
     def items(self, values: Any, size: int, depth: int) -> list[Any]:
@@ -253,8 +252,7 @@ class _Converter:
                 if isinstance(key, bytes)
                 else str(self.convert(key, depth + 1))
             )
-            out[name] = self.convert(
-                item, depth + 1
-            )  # the key first: it is spent from the budget before its value
+            # the key first: it is spent from the budget before its value
+            out[name] = self.convert(item, depth + 1)
         self.left -= 2
         return out

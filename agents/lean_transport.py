@@ -187,10 +187,11 @@ class LeanTransport:
         self.client, self.session, self._aiohttp = client, session, aiohttp
         self.url = str(client.base_url).rstrip("/") + "/chat/completions"
         merged: dict[str, tuple[str, str]] = {}
+        # the SDK's order: later wins, Omit removes
         for mapping in (
             client.auth_headers,
             client.default_headers,
-        ):  # the SDK's order: later wins, Omit removes
+        ):
             for name, value in mapping.items():
                 if isinstance(value, str):
                     merged[name.lower()] = (name, value)

@@ -75,9 +75,8 @@ class SQLiteLLMCache(BaseCache):
                 self.misses += 1
                 return None
             self.hits += 1
-        with (
-            warnings.catch_warnings()
-        ):  # langchain_core marks loads() beta; the format is stable JSON
+        # langchain_core marks loads() beta; the format is stable JSON
+        with warnings.catch_warnings():
             warnings.simplefilter("ignore", LangChainBetaWarning)
             generations = loads(row[0], allowed_objects=[ChatGeneration, Generation, AIMessage])
         for gen in generations:

@@ -275,9 +275,8 @@ class RetryingChatOpenAI(ChatOpenAI):
 # LangChain asks ``inspect.signature(self._agenerate)`` on every call whether it takes a
 # run manager (~14 us of a ~300 us call); the signature is fixed, so it is computed once.
 for _method in (RetryingChatOpenAI._generate, RetryingChatOpenAI._agenerate):
-    setattr(
-        _method, "__signature__", inspect.signature(_method)
-    )  # functions take attributes; mypy does not model it
+    # functions take attributes; mypy does not model it
+    setattr(_method, "__signature__", inspect.signature(_method))
 
 
 __all__ = ["RetryingChatOpenAI"]

@@ -173,11 +173,12 @@ def plan_for(
     ``calibrate=None`` measures only when the plan could exceed :data:`CONFIRM_MINUTES` at the
     slowest rate seen; ``False`` never (no minutes then)."""
     window = getattr(chat, "context_window", None)
+    # a strategy without a formula is not planned
     work = {
         name: (cfg, corpora.get(name, ()) if isinstance(corpora, Mapping) else corpora)
         for name, cfg in configs.items()
         if _costs(name) is not None
-    }  # a strategy without a formula is not planned
+    }
     plans = [
         p
         for p in (

@@ -153,9 +153,8 @@ class EventCollector(BaseCallbackHandler):
             if report["total"] is not None:
                 state[1] = report["total"]
             state[0] += report["advance"]
-            self.put(
-                ProgressEvent(report["stage"], state[0], state[1])
-            )  # under the lock: counts arrive in order
+            # under the lock: counts arrive in order
+            self.put(ProgressEvent(report["stage"], state[0], state[1]))
 
 
 async def astream_answer(
@@ -192,9 +191,8 @@ async def astream_answer(
         loop.call_soon_threadsafe(events.put_nowait, event)
 
     collector = EventCollector(put)
-    with reporting_to(
-        collector.report
-    ):  # the run's task copies this context, and so do its threads
+    # the run's task copies this context, and so do its threads
+    with reporting_to(collector.report):
         run = asyncio.ensure_future(
             aanswer(corpus, question, callbacks=with_handler(callbacks, collector), **options)
         )
@@ -213,9 +211,8 @@ async def astream_answer(
                 yield tracked(waiting.result())
             else:
                 waiting.cancel()
-            while (
-                not events.empty()
-            ):  # a burst (a wide fan-out's progress) without a wait per event
+            # a burst (a wide fan-out's progress) without a wait per event
+            while not events.empty():
                 yield tracked(events.get_nowait())
         await asyncio.sleep(0)  # events a worker thread handed over just before it finished
         while not events.empty():
@@ -230,9 +227,8 @@ async def astream_answer(
     finally:
         if not run.done():
             run.cancel()
-            await asyncio.wait(
-                {run}
-            )  # the run has stopped issuing calls (a cancelled MemAgent run: its worker returned)
+            # the run has stopped issuing calls (a cancelled MemAgent run: its worker returned)
+            await asyncio.wait({run})
         if not run.cancelled():
             run.exception()  # retrieved: it was raised above, or the caller left before it
 

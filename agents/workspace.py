@@ -184,9 +184,8 @@ class Workspace:
         in a worker thread."""
         name, qs, corpus, held, built = self._prepare([question], strategy, preset, options)
         started = time.perf_counter()
-        with (
-            counting_waits() as wait
-        ):  # the worker thread copies this context: its waits count here
+        # the worker thread copies this context: its waits count here
+        with counting_waits() as wait:
             index = await asyncio.to_thread(held) if built else held
         indexing = time.perf_counter() - started if built else 0.0
         answers = await aanswer_many(
@@ -265,9 +264,8 @@ class Workspace:
                 "compare needs at least one strategy, e.g. strategies=['rag', 'full_context']"
             )
         for name, options in wanted.items():
-            STRATEGIES.get(one_answer_strategy(name)).make_config(
-                None, **options
-            )  # unknown names and options fail before any call
+            # unknown names and options fail before any call
+            STRATEGIES.get(one_answer_strategy(name)).make_config(None, **options)
         result = Comparison(question=q, price=self.price, order=list(wanted))
         for name, options in wanted.items():
             try:
