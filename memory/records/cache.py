@@ -194,9 +194,8 @@ class RecordLog:
     def append(self, fingerprint: str, body: bytes) -> None:
         """Add one line in one ``write`` (atomic among appenders on a local file system)."""
         line = fingerprint.encode("ascii") + b"\t" + body + b"\n"
-        with (
-            self.lock
-        ):  # held through the write: a refresh that finds the file replaced closes the descriptor
+        # held through the write: a refresh that finds the file replaced closes the descriptor
+        with self.lock:
             if self.append_fd is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self.append_fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
@@ -345,9 +344,8 @@ class SchemaStore:
         """Remember ``schema`` (read-modify-write under the folder's lock)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with exclusive_lock(self.path.parent / ".schemas.lock", what="structured schema store"):
-            for stale in self.path.parent.glob(
-                f".{self.path.name}.*.tmp"
-            ):  # no writer is active: these are killed writers'
+            # no writer is active: these are killed writers'
+            for stale in self.path.parent.glob(f".{self.path.name}.*.tmp"):
                 stale.unlink(missing_ok=True)
             try:
                 known = self._read()

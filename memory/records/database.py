@@ -122,9 +122,8 @@ def build_database(
     )
     conn.execute("PRAGMA temp_store = MEMORY")
     conn.heap_limit_bytes = int(heap_limit_bytes)
-    conn.setlimit(
-        sqlite3.SQLITE_LIMIT_LENGTH, max(int(max_value_bytes), stored)
-    )  # a stored cell always stays readable
+    # a stored cell always stays readable
+    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max(int(max_value_bytes), stored))
     for limit, value in ENGINE_LIMITS.items():
         conn.setlimit(limit, value)
     conn.guards = install_guards(conn, conn.getlimit(sqlite3.SQLITE_LIMIT_LENGTH))

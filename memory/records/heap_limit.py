@@ -95,9 +95,8 @@ def _functions(path: str) -> tuple[Callable[[int], int], Callable[[int], int]] |
         return None
     before = soft(-1)
     limit = hard(-1)
-    probe = (
-        2**62 if before == 0 else before - 1 if limit and before >= limit else before + 1
-    )  # one byte apart: harmless
+    # one byte apart: harmless
+    probe = 2**62 if before == 0 else before - 1 if limit and before >= limit else before + 1
     soft(probe)
     try:
         agrees = _pragma("soft_heap_limit") == probe

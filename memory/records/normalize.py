@@ -234,9 +234,8 @@ def to_unit(value: object, unit: str) -> tuple[float, str | None]:
             "applied)"
         )
     out = float(number)
-    if not math.isfinite(
-        out
-    ):  # 400 digits, or an inf/nan given as a number: SQL over it gives Infinity, not a value
+    # 400 digits, or an inf/nan given as a number: SQL over it gives Infinity, not a value
+    if not math.isfinite(out):
         raise ValueNotUnderstood(f"not a finite number: {str(value)[:80]!r}")
     return out, note
 

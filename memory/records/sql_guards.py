@@ -114,9 +114,8 @@ class Guards:
         marks = ", ".join("?" * len(args))
         try:
             return self.private.execute(f"SELECT {name}({marks})", args).fetchone()[0]
-        except (
-            sqlite3.Error
-        ) as exc:  # "string or blob too big" past the value limit, or a wrong argument
+        except sqlite3.Error as exc:
+            # "string or blob too big" past the value limit, or a wrong argument
             if "too big" in str(exc).lower():
                 self._refuse(TOO_BIG)
             self.error = str(exc)  # the function's own error, reported as SQLite would
@@ -161,6 +160,7 @@ def install(conn: sqlite3.Connection, max_value_bytes: int) -> Guards:
     for name in ("printf", "format"):
         conn.create_function(name, -1, guards.printf(name), deterministic=True)
     conn.create_function("replace", 3, guards.pairwise("replace"), deterministic=True)
+    # json_patch: every patch key looked up in the target's keys
     for name in (
         "instr",
         "trim",
@@ -169,7 +169,7 @@ def install(conn: sqlite3.Connection, max_value_bytes: int) -> Guards:
         "like",
         "glob",
         "json_patch",
-    ):  # json_patch: every patch key looked up in the target's keys
+    ):
         conn.create_function(name, 2, guards.pairwise(name), deterministic=True)
     conn.create_function("like", 3, guards.pairwise("like"), deterministic=True)  # LIKE ... ESCAPE
     return guards

@@ -35,9 +35,8 @@ def sql_spans(sql: str) -> list[tuple[str, int, int]]:
             j = i + 1
             while j < n:
                 if sql[j] == close:
-                    if (
-                        close != "]" and j + 1 < n and sql[j + 1] == close
-                    ):  # a doubled quote stays inside
+                    # a doubled quote stays inside
+                    if close != "]" and j + 1 < n and sql[j + 1] == close:
                         j += 2
                         continue
                     break
@@ -89,9 +88,8 @@ def check_sql(sql: str) -> None:
         raise QueryRefused("the reply holds no SQL statement")
     if not re.match(r"(with|select)\b", sql, re.I):
         raise QueryRefused("only one SELECT statement (optionally starting with WITH) is allowed")
-    code = _blank(
-        sql, {"string"}
-    )  # string literals are data; identifiers and comments stay visible to the checks
+    # string literals are data; identifiers and comments stay visible to the checks
+    code = _blank(sql, {"string"})
     if ";" in code:
         raise QueryRefused("only one statement is allowed (no ';' inside)")
     m = FORBIDDEN.search(code)

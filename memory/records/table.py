@@ -133,9 +133,8 @@ def reduce_cells(
     winners: dict[tuple[str, Any, str], Cell] = {}
     superseded = conflicting = 0
     display: dict[str, tuple[int, str]] = {}
-    for c in sorted(
-        cells, key=lambda c: c.doc_index
-    ):  # stable: within a document, later records win
+    # stable: within a document, later records win
+    for c in sorted(cells, key=lambda c: c.doc_index):
         key = (entity_key(c.entity), c.period, c.attribute)
         old = winners.get(key)
         if old is not None:
