@@ -1,4 +1,5 @@
-"""``answer(corpus, question)`` and ``answer_many``: the entry points every user and experiment uses.
+"""``answer(corpus, question)`` and ``answer_many``: the entry points every user and experiment
+uses.
 
 ``aanswer`` / ``aanswer_many`` are the same for async code (run on the caller's event loop).
 All are thin: validate the inputs, make the chat model, and hand over to the one run
@@ -48,10 +49,18 @@ R = TypeVar("R")
 log = logging.getLogger(__name__)
 
 
-def warn_if_slow(strategy: str, corpus: Corpus, questions: int, chat: BaseChatModel, cfg: StrategyConfig | None = None, *,
-                 speed: ModelSpeed | None = None) -> str | None:  # fmt: skip
+def warn_if_slow(
+    strategy: str,
+    corpus: Corpus,
+    questions: int,
+    chat: BaseChatModel,
+    cfg: StrategyConfig | None = None,
+    *,
+    speed: ModelSpeed | None = None,
+) -> str | None:
     """Say up front when a run will take long on the embedded model, at its speed measured on this
-    machine (:mod:`longctx.agents.calibration`); returns the message (also logged as a warning), or ``None``."""
+    machine (:mod:`longctx.agents.calibration`); returns the message (also logged as a warning), or
+    ``None``."""
     if not isinstance(chat, EmbeddedChatModel):
         return None
     cfg = cfg if cfg is not None else STRATEGIES.get(strategy).make_config()
@@ -64,9 +73,11 @@ def warn_if_slow(strategy: str, corpus: Corpus, questions: int, chat: BaseChatMo
     if plan.seconds is None:
         return None
     message = (
-        f"{strategy} will read about {round(plan.prompt_tokens):,} tokens in ~{math.ceil(plan.calls):,} calls on the embedded model: "
-        f"roughly {plan.seconds / 3600:.1f} hours at the {speed.prompt_tokens_per_second:,.0f} prompt tokens/s measured on this machine. "
-        "Point llm=/--llm at a served model for corpora this size."
+        f"{strategy} will read about {round(plan.prompt_tokens):,} tokens in "
+        f"~{math.ceil(plan.calls):,} calls on the embedded model: roughly "
+        f"{plan.seconds / 3600:.1f} hours at the {speed.prompt_tokens_per_second:,.0f} prompt "
+        "tokens/s measured on this machine. Point llm=/--llm at a served model for corpora this "
+        "size."
     )
     log.warning(message)
     return message
@@ -79,10 +90,10 @@ def _async_twin(
     IDEs and type checkers): a twin's parameter list and defaults are written once, on ``sync``."""
 
     def twin(fn: Callable[..., Awaitable[R]]) -> Callable[P, Coroutine[Any, Any, R]]:
-        setattr(
-            fn, "__signature__", inspect.signature(sync)
-        )  # functions take attributes; mypy does not model it
-        return fn  # type: ignore[return-value]  # the same function, now typed with sync's parameters
+        # functions take attributes; mypy does not model it
+        setattr(fn, "__signature__", inspect.signature(sync))
+        # The same function, now typed with sync's parameters.
+        return fn  # type: ignore[return-value]
 
     return twin
 
@@ -121,26 +132,40 @@ def answer(
             ``$LONGCTX_LLM`` / the embedded default.
         preset: A named config of the strategy (e.g. ``"longbench-500x3"`` for ``rag``).
         cache_dir: Root of the index cache and checkpoints (default ``~/.cache/longctx``).
-        show_progress: Progress bars while indexing and reading (default: when stderr is a terminal).
+        show_progress: Progress bars while indexing and reading (default: when stderr is a
+            terminal).
         callbacks: LangChain callback handlers (or a parent run's callback manager): they see
             the strategy's graph run, its nodes and every model call, nested under the caller's run.
         budget: At most this many calls / prompt tokens / USD (:class:`~graphs.budget.Budget`):
             a plan that cannot fit is refused before any call; a run that reaches it stops
             issuing calls and returns what it did, marked ``stopped="budget"``.
-        checkpoint: Checkpoint a single-question run under ``cache_dir``: killed, it resumes at its last
-            finished step (``longctx.graphs.run_checkpoint``); off by default. MemAgent's option is ``resume``.
+        checkpoint: Checkpoint a single-question run under ``cache_dir``: killed, it resumes at its
+            last finished step (``longctx.graphs.run_checkpoint``); off by default. MemAgent's
+            option is ``resume``.
         **config: Fields of the strategy's config (e.g. ``top_k=5``, ``retriever="dense"``);
             unknown names raise ``TypeError``, invalid values ``ConfigError``.
 
     Returns:
-        The :class:`~retrieval.contract.Answer` with evidence, usage, steps and the effective config.
+        The :class:`~retrieval.contract.Answer` with evidence, usage, steps and the effective
+        config.
 
     Raises:
         ChatModelError: The chat model's server does not answer, rejects the key, or keeps failing.
         BudgetExceeded: The strategy's cost plan cannot fit ``budget`` (the message has the plan).
     """
-    return answer_many(corpus, [question], strategy=strategy, llm=llm, preset=preset, cache_dir=cache_dir, show_progress=show_progress,
-                       callbacks=callbacks, budget=budget, checkpoint=checkpoint, **config)[0]  # fmt: skip
+    return answer_many(
+        corpus,
+        [question],
+        strategy=strategy,
+        llm=llm,
+        preset=preset,
+        cache_dir=cache_dir,
+        show_progress=show_progress,
+        callbacks=callbacks,
+        budget=budget,
+        checkpoint=checkpoint,
+        **config,
+    )[0]
 
 
 def answer_many(
@@ -204,9 +229,8 @@ async def aanswer(corpus: Corpus, question: str | Question, **options: Any) -> A
     """
     args = _arguments(answer, corpus, question, **options)
     args["questions"] = [args.pop("question")]
-    return (await _aanswers(_prepare(concurrency=None, index=None, **args)))[
-        0
-    ]  # as answer() calls answer_many
+    # as answer() calls answer_many
+    return (await _aanswers(_prepare(concurrency=None, index=None, **args)))[0]
 
 
 @_async_twin(answer_many)
@@ -277,16 +301,17 @@ def estimate(
 ) -> CostPlan:
     """What ``answer`` (or ``answer_many``, given a list) would spend, before any model call.
 
-    The bounds of the strategy's cost model (:attr:`longctx.graphs.registry.Strategy.costs`): model calls at least
-    and at most, prompt tokens (estimated), and the formula they follow. ``llm`` (never called) gives
-    the tokenizer the budget guard counts with, MemAgent's chunks and full context's window; as in
-    :func:`answer`, ``None`` is ``$LONGCTX_LLM`` or the embedded default, so this is the plan a budget
-    of ``answer`` with the same arguments is checked against (the same numbers as its refusal).
-    ``plan.cost_usd(price)`` turns it into USD at a price. An index-time strategy's least counts the
-    index calls still to make under ``cache_dir`` (none when its tree or graph is cached there).
-    ``budget``: the most cut to what it lets run (an unbounded most, ``None``, becomes the budget's).
-    ``checkpoint``: as ``answer(..., checkpoint=True)`` would resume, less what the questions'
-    checkpoints (and a MemAgent run's) already paid.
+    The bounds of the strategy's cost model (:attr:`longctx.graphs.registry.Strategy.costs`): model
+    calls at least and at most, prompt tokens (estimated), and the formula they follow. ``llm``
+    (never called) gives the tokenizer the budget guard counts with, MemAgent's chunks and full
+    context's window; as in
+    :func:`answer`, ``None`` is ``$LONGCTX_LLM`` or the embedded default, so this is the plan a
+    budget of ``answer`` with the same arguments is checked against (the same numbers as its
+    refusal). ``plan.cost_usd(price)`` turns it into USD at a price. An index-time strategy's least
+    counts the index calls still to make under ``cache_dir`` (none when its tree or graph is cached
+    there). ``budget``: the most cut to what it lets run (an unbounded most, ``None``, becomes the
+    budget's). ``checkpoint``: as ``answer(..., checkpoint=True)`` would resume, less what the
+    questions' checkpoints (and a MemAgent run's) already paid.
 
     Raises:
         ValueError: The strategy declares no cost plan (a plug-in).
@@ -314,11 +339,24 @@ class _Call:
     options: RunOptions
 
 
-def _prepare(corpus: Corpus, questions: list, strategy: str, llm: Any, preset: str | None, cache_dir: str | Path | None, show_progress: bool | None,
-             concurrency: int | None, index: Index | None, callbacks: Any, budget: Budget | None, config: dict,
-             checkpoint: bool = False) -> _Call | None:  # fmt: skip
+def _prepare(
+    corpus: Corpus,
+    questions: list,
+    strategy: str,
+    llm: Any,
+    preset: str | None,
+    cache_dir: str | Path | None,
+    show_progress: bool | None,
+    concurrency: int | None,
+    index: Index | None,
+    callbacks: Any,
+    budget: Budget | None,
+    config: dict,
+    checkpoint: bool = False,
+) -> _Call | None:
     """Validated inputs of one call (strategy, config, questions, chat model, progress flag), or
-    ``None`` when there are no questions; a plan that cannot fit ``budget`` is refused here, before any call."""
+    ``None`` when there are no questions; a plan that cannot fit ``budget`` is refused here, before
+    any call."""
     _check_corpus(corpus)
     spec = STRATEGIES.get(one_answer_strategy(strategy))
     fields = {f for f in spec.config_cls.__dataclass_fields__}
@@ -341,8 +379,18 @@ def _prepare(corpus: Corpus, questions: list, strategy: str, llm: Any, preset: s
         check_plan(plan or strategy_plan(spec, cfg, corpus, qs, chat), budget)
     warn_if_slow(strategy, corpus, len(qs), chat, cfg)
     progress = sys.stderr.isatty() if show_progress is None else show_progress
-    options = RunOptions(llm=chat, corpus=corpus, index=index, preset=preset, cache_dir=cache_dir, concurrency=concurrency or DEFAULT_CONCURRENCY,
-                         show_progress=progress, callbacks=callbacks, budget=budget, checkpoint=checkpoint)  # fmt: skip
+    options = RunOptions(
+        llm=chat,
+        corpus=corpus,
+        index=index,
+        preset=preset,
+        cache_dir=cache_dir,
+        concurrency=concurrency or DEFAULT_CONCURRENCY,
+        show_progress=progress,
+        callbacks=callbacks,
+        budget=budget,
+        checkpoint=checkpoint,
+    )
     return _Call(spec, cfg, qs, options)
 
 
@@ -370,5 +418,6 @@ def index_for(
 def _check_corpus(corpus: Any) -> None:
     if not isinstance(corpus, Corpus):
         raise OptionError(
-            f"corpus must be a retrieval.Corpus (see Corpus.from_path / from_texts), got {type(corpus).__name__}"
+            "corpus must be a retrieval.Corpus (see Corpus.from_path / from_texts), got "
+            f"{type(corpus).__name__}"
         )

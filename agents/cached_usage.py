@@ -2,16 +2,19 @@
 
 Providers bill a prompt prefix they have seen recently at a fraction of the input price and say
 how many prompt tokens it covered. LangChain reads OpenAI's name only
-(``usage.prompt_tokens_details.cached_tokens`` -> ``usage_metadata.input_token_details.cache_read``);
-the OpenAI-compatible servers of other vendors use their own:
+(``usage.prompt_tokens_details.cached_tokens`` ->
+``usage_metadata.input_token_details.cache_read``); the OpenAI-compatible servers of other vendors
+use their own:
 
 | where in the reply | who |
 |---|---|
-| ``usage.prompt_tokens_details.cached_tokens`` | OpenAI, vLLM (with ``--enable-prompt-tokens-details``) |
+| ``usage.prompt_tokens_details.cached_tokens`` | OpenAI, vLLM (its flag below) |
 | ``usage.prompt_cache_hit_tokens`` | DeepSeek |
 | ``usage.cached_tokens`` | Moonshot (Kimi) |
 | ``usage.cache_read_input_tokens`` | Anthropic's name, as some proxies pass it on |
 | ``timings.cache_n`` | llama.cpp's ``llama-server`` (its own timings block) |
+
+vLLM reports its cached tokens only when started with ``--enable-prompt-tokens-details``.
 
 A streamed reply carries its usage (and llama.cpp's timings) in its last chunk; both paths of
 :class:`longctx.agents.openai_chat.RetryingChatOpenAI` read it here, so streaming changes no count.

@@ -3,8 +3,9 @@ server, the HTTP status and the retries made) and which failures are retried.
 
 The openai SDK retries transient errors (connection, 408/409/429/5xx) with exponential
 backoff; malformed replies (a body that is not JSON, an empty ``choices`` list) are retried
-the same way by :mod:`longctx.agents.openai_chat`, up to ``$LONGCTX_MAX_RETRIES`` times. Its own module,
-below both the factory (:mod:`longctx.agents.chat_models`) and the OpenAI client, so neither imports the other.
+the same way by :mod:`longctx.agents.openai_chat`, up to ``$LONGCTX_MAX_RETRIES`` times. Its own
+module, below both the factory (:mod:`longctx.agents.chat_models`) and the OpenAI client, so neither
+imports the other.
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ class MalformedResponseError(ValueError):
     status = 200
 
 
-#: What LangChain raises when a streamed call yields no chunk: a server that answered without streaming.
+#: What LangChain raises when a streamed call yields no chunk: a server that answered without
+#: streaming.
 NO_STREAM = "No generations found in stream"
 
 #: HTTP statuses the openai SDK retries (besides connection errors and timeouts).
@@ -64,7 +66,8 @@ def max_retries_setting() -> int:
 
 
 def is_malformed(exc: BaseException) -> bool:
-    """Whether ``exc`` is a malformed 200 reply (not JSON, no ``choices``, not a chat completion): retried like a 5xx."""
+    """Whether ``exc`` is a malformed 200 reply (not JSON, no ``choices``, not a chat completion):
+    retried like a 5xx."""
     try:
         import openai
     except ImportError:  # pragma: no cover - openai is a hard dependency
@@ -89,10 +92,11 @@ def as_chat_model_error(
     """A provider failure as a :class:`ChatModelError` naming the server, HTTP status and retries.
 
     Connection failures and timeouts, authentication errors, HTTP error statuses, malformed
-    replies and a streamed call that got no stream (a server that does not stream) are mapped; anything else (a bug, a bad argument) is returned
-    unchanged. ``retries`` defaults to what the client did: the count a run's lean transport
-    noted on the error, else the model's ``max_retries`` for statuses the SDK retries, none
-    for others (the SDK's errors do not say how many it made).
+    replies and a streamed call that got no stream (a server that does not stream) are mapped;
+    anything else (a bug, a bad argument) is returned unchanged. ``retries`` defaults to what the
+    client did: the count a run's lean transport noted on the error, else the model's
+    ``max_retries`` for statuses the SDK retries, none for others (the SDK's errors do not say how
+    many it made).
     """
     if isinstance(exc, ChatModelError):
         return exc
@@ -102,42 +106,55 @@ def as_chat_model_error(
         return exc
     url = server_url(llm) or "the configured server"
     if retries is None:
-        retries = getattr(
-            exc, "retries_made", None
-        )  # known when a run's lean transport made the call
+        # known when a run's lean transport made the call
+        retries = getattr(exc, "retries_made", None)
     configured = getattr(llm, "max_retries", None)
     configured = max_retries_setting() if configured is None else int(configured)
     if isinstance(exc, openai.AuthenticationError):
         return ChatModelError(
-            f"The chat model server at {url} rejected the API key (HTTP {exc.status_code}; check OPENAI_API_KEY).",
-            url=url, status=exc.status_code, retries=0,
-        )  # fmt: skip
+            f"The chat model server at {url} rejected the API key (HTTP {exc.status_code}; check "
+            "OPENAI_API_KEY).",
+            url=url,
+            status=exc.status_code,
+            retries=0,
+        )
     if isinstance(exc, openai.APIConnectionError):  # includes timeouts
         n = configured if retries is None else retries
         return ChatModelError(
-            f"The chat model server at {url} did not answer after {n} retries ({type(exc).__name__}: {exc}). "
-            "Check that it is running and that OPENAI_BASE_URL points to it.",
-            url=url, status=None, retries=n,
-        )  # fmt: skip
+            f"The chat model server at {url} did not answer after {n} retries "
+            f"({type(exc).__name__}: {exc}). Check that it is running and that OPENAI_BASE_URL "
+            "points to it.",
+            url=url,
+            status=None,
+            retries=n,
+        )
     if isinstance(exc, openai.APIStatusError):
         n = retries if retries is not None else (configured if _was_retried(exc) else 0)
         return ChatModelError(
-            f"The chat model server at {url} failed with HTTP {exc.status_code} after {n} retries: {exc.message}",
-            url=url, status=exc.status_code, retries=n,
-        )  # fmt: skip
+            f"The chat model server at {url} failed with HTTP {exc.status_code} after {n} "
+            f"retries: {exc.message}",
+            url=url,
+            status=exc.status_code,
+            retries=n,
+        )
     if isinstance(exc, ValueError) and str(exc).startswith(NO_STREAM):
         return ChatModelError(
-            f"The chat model server at {url} does not stream: it answered a streamed request (streaming=True) "
-            "with no server-sent events. Ask it with streaming=False; the call is not made again unstreamed, "
-            "which would pay for its reply twice.",
-            url=url, status=200, retries=0,
-        )  # fmt: skip
+            f"The chat model server at {url} does not stream: it answered a streamed request "
+            "(streaming=True) with no server-sent events. Ask it with streaming=False; the call "
+            "is not made again unstreamed, which would pay for its reply twice.",
+            url=url,
+            status=200,
+            retries=0,
+        )
     if is_malformed(exc):
         n = configured if retries is None else retries
         return ChatModelError(
-            f"The chat model server at {url} sent a malformed reply (HTTP 200) after {n} retries: {type(exc).__name__}: {exc}",
-            url=url, status=200, retries=n,
-        )  # fmt: skip
+            f"The chat model server at {url} sent a malformed reply (HTTP 200) after {n} "
+            f"retries: {type(exc).__name__}: {exc}",
+            url=url,
+            status=200,
+            retries=n,
+        )
     return exc
 
 

@@ -35,16 +35,16 @@ from langchain_core.language_models import BaseChatModel
 from pydantic import SecretStr
 
 from longctx.agents.chat_errors import OPENAI_DEFAULT_URL, ChatModelError, max_retries_setting
-from longctx.agents.chat_errors import (
-    as_chat_model_error as as_chat_model_error,
-)  # re-exported: the documented path (README)
+
+# re-exported: the documented path (README)
+from longctx.agents.chat_errors import as_chat_model_error as as_chat_model_error
 from longctx.agents.embedded_chat import EmbeddedChatModel
-from longctx.agents.embedded_chat import (
-    embedded_model_path as embedded_model_path,
-)  # re-exported: the documented path (README)
-from longctx.graphs.budget_field import (
-    BUDGET_FIELDS as BUDGET_FIELDS,
-)  # re-exported: the rule lives in graphs, its callers
+
+# re-exported: the documented path (README)
+from longctx.agents.embedded_chat import embedded_model_path as embedded_model_path
+
+# re-exported: the rule lives in graphs, its callers
+from longctx.graphs.budget_field import BUDGET_FIELDS as BUDGET_FIELDS
 from longctx.graphs.budget_field import budget_field as budget_field
 from longctx.graphs.budget_field import with_budget_field as with_budget_field
 from longctx.graphs.llm import model_id, set_tokenizer
@@ -70,7 +70,8 @@ def make_chat_model(spec: str | BaseChatModel | None = None, **options: Any) -> 
             of a registered provider, or a LangChain chat model.
         **options: Passed to the model constructor (e.g. ``n_ctx=4096``, ``timeout=60``), except
             ``tokenizer`` (default ``$LONGCTX_TOKENIZER`` or ``"auto"``): the tokenizer every
-            count for this model uses, validated here (see :func:`longctx.graphs.llm.set_tokenizer`).
+            count for this model uses, validated here (see
+            :func:`longctx.graphs.llm.set_tokenizer`).
     """
     tokenizer = options.pop("tokenizer", None) or os.environ.get("LONGCTX_TOKENIZER")
     if isinstance(spec, BaseChatModel):
@@ -79,7 +80,9 @@ def make_chat_model(spec: str | BaseChatModel | None = None, **options: Any) -> 
     kind, _, arg = spec.partition(":")
     if kind not in CHAT_MODELS:
         raise ChatModelError(
-            f"Unknown chat model spec {spec!r}; use {', '.join(repr(n + ':...') for n in CHAT_MODELS.names())} (e.g. 'embedded', 'openai:MODEL')."
+            f"Unknown chat model spec {spec!r}; use "
+            f"{', '.join(repr(n + ':...') for n in CHAT_MODELS.names())} (e.g. 'embedded', "
+            "'openai:MODEL')."
         )
     return with_tokenizer(CHAT_MODELS.get(kind)(arg, **options), tokenizer)
 
@@ -104,8 +107,9 @@ def streaming_model(llm: str | BaseChatModel | None, streaming: bool) -> BaseCha
         if not streaming:
             return chat
         raise ChatModelError(
-            f"streaming=True: {describe(chat)} ({type(chat).__name__}) cannot stream its replies; token events come from a model "
-            "with a streaming option, such as llm='openai:MODEL' or a ChatOpenAI."
+            f"streaming=True: {describe(chat)} ({type(chat).__name__}) cannot stream its "
+            "replies; token events come from a model with a streaming option, such as "
+            "llm='openai:MODEL' or a ChatOpenAI."
         )
     update: dict[str, Any] = {"streaming": streaming}
     if streaming and "stream_usage" in fields and "stream_usage" not in chat.model_fields_set:
@@ -114,7 +118,8 @@ def streaming_model(llm: str | BaseChatModel | None, streaming: bool) -> BaseCha
 
 
 def with_tokenizer(llm: BaseChatModel, tokenizer: str | None) -> BaseChatModel:
-    """``llm`` with its tokenizer choice set (``None``/``"auto"``: the default order), or a :class:`ChatModelError`."""
+    """``llm`` with its tokenizer choice set (``None``/``"auto"``: the default order), or a
+    :class:`ChatModelError`."""
     try:
         return set_tokenizer(llm, tokenizer)
     except TokenizerError as exc:
@@ -129,7 +134,8 @@ def _embedded_chat_model(path: str, **options: Any) -> BaseChatModel:
 
 @CHAT_MODELS.register("openai")
 def _openai_chat_model(model: str, **options: Any) -> BaseChatModel:
-    """``openai:MODEL`` on ``OPENAI_BASE_URL`` with ``OPENAI_API_KEY`` (no key needed for a local server)."""
+    """``openai:MODEL`` on ``OPENAI_BASE_URL`` with ``OPENAI_API_KEY`` (no key needed for a local
+    server)."""
     if not model:
         raise ChatModelError("Give the model name: 'openai:MODEL', e.g. 'openai:gpt-4o-mini'.")
     base_url = (
@@ -151,9 +157,8 @@ def _openai_chat_model(model: str, **options: Any) -> BaseChatModel:
     # client our own, the async one (LangChain's, shared per server) wrapped, a run's own too
     if "http_client" not in options:
         options["http_client"] = openai_http_client(options["timeout"])
-    from longctx.agents.openai_chat import (
-        RetryingChatOpenAI,
-    )  # langchain_openai loads with the first openai: model
+    # langchain_openai loads with the first openai: model
+    from longctx.agents.openai_chat import RetryingChatOpenAI
 
     chat = RetryingChatOpenAI(model=model, base_url=base_url, api_key=SecretStr(api_key), **options)
     if chat.http_async_client is None:  # not the user's own
@@ -162,7 +167,8 @@ def _openai_chat_model(model: str, **options: Any) -> BaseChatModel:
 
 
 def __getattr__(name: str) -> Any:
-    """``RetryingChatOpenAI`` from :mod:`longctx.agents.openai_chat`, imported on first use (it loads langchain_openai)."""
+    """``RetryingChatOpenAI`` from :mod:`longctx.agents.openai_chat`, imported on first use (it
+    loads langchain_openai)."""
     if name == "RetryingChatOpenAI":
         from longctx.agents.openai_chat import RetryingChatOpenAI
 

@@ -1,9 +1,9 @@
 """Answers of several strategies to one question, side by side with what each cost.
 
-:meth:`longctx.agents.workspace.Workspace.compare` returns a :class:`Comparison`: ``to_rows()`` gives
-plain dicts (for pandas or a CSV), ``str()`` a plain-text table, and in a notebook it shows as
-an HTML table (``_repr_html_``). USD is filled when the workspace was given a price, at the
-report's rule (:mod:`longctx.graphs.pricing`: cached prompt tokens at the cached rate). An answer replayed
+:meth:`longctx.agents.workspace.Workspace.compare` returns a :class:`Comparison`: ``to_rows()``
+gives plain dicts (for pandas or a CSV), ``str()`` a plain-text table, and in a notebook it shows as
+an HTML table (``_repr_html_``). USD is filled when the workspace was given a price, at the report's
+rule (:mod:`longctx.graphs.pricing`: cached prompt tokens at the cached rate). An answer replayed
 from its checkpoint (a MemAgent run asked again) shows what it cost when its calls were paid, and
 how many of them were replayed now, never a free answer.
 """
@@ -18,9 +18,10 @@ from typing import Any
 from longctx.graphs.pricing import TokenPrice
 from longctx.retrieval.contract import Answer, Question
 
-#: Columns of a row, in order. ``calls``, the tokens and ``cost_usd`` are what the answer cost when its
-#: calls were paid, those of an earlier call it replayed or resumed included; ``replayed`` counts the
-#: calls answered now without a request (from that earlier run's checkpoint, or from the LLM cache).
+#: Columns of a row, in order. ``calls``, the tokens and ``cost_usd`` are what the answer cost when
+#: its calls were paid, those of an earlier call it replayed or resumed included; ``replayed``
+#: counts the calls answered now without a request (from that earlier run's checkpoint, or from the
+#: LLM cache).
 COLUMNS = (
     "strategy",
     "answer",
@@ -37,8 +38,9 @@ COLUMNS = (
 OPTIONAL = ("cost_usd", "replayed", "stopped", "error")
 #: The note under a table with replayed calls.
 REPLAYED_NOTE = (
-    "replayed: calls answered now without a request (an earlier run's checkpoint, or the LLM cache); "
-    "calls, tokens and cost_usd count the checkpoint's as they were paid (the LLM cache keeps no tokens)"
+    "replayed: calls answered now without a request (an earlier run's checkpoint, or the LLM "
+    "cache); calls, tokens and cost_usd count the checkpoint's as they were paid (the LLM cache "
+    "keeps no tokens)"
 )
 #: Characters of an answer shown in the plain-text table (rows and HTML keep it whole).
 TEXT_WIDTH = 60
@@ -52,7 +54,8 @@ class Comparison:
         question: The question asked.
         answers: Strategy name -> its :class:`~retrieval.contract.Answer`, in the order asked.
         errors: Strategy name -> why it gave no answer (a budget its plan could not fit).
-        price: USD per 1M prompt, completion and cached prompt tokens used for ``cost_usd``, or ``None``.
+        price: USD per 1M prompt, completion and cached prompt tokens used for ``cost_usd``, or
+            ``None``.
         order: The strategies in the order asked (answered or not).
     """
 
@@ -88,11 +91,20 @@ class Comparison:
                 if self.price is None
                 else self.price.cost(u.run_prompt_tokens, u.run_completion_tokens, cached)
             )
-            rows.append({
-                "strategy": name, "answer": a.answer, "calls": u.run_llm_calls, "prompt_tokens": u.run_prompt_tokens,
-                "completion_tokens": u.run_completion_tokens, "seconds": round(u.seconds, 3), "cost_usd": cost,
-                "replayed": (u.earlier_llm_calls + u.cached_calls) or None, "stopped": a.stopped, "error": None,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "strategy": name,
+                    "answer": a.answer,
+                    "calls": u.run_llm_calls,
+                    "prompt_tokens": u.run_prompt_tokens,
+                    "completion_tokens": u.run_completion_tokens,
+                    "seconds": round(u.seconds, 3),
+                    "cost_usd": cost,
+                    "replayed": (u.earlier_llm_calls + u.cached_calls) or None,
+                    "stopped": a.stopped,
+                    "error": None,
+                }
+            )
         return rows
 
     def _cells(self, row: Mapping[str, Any], width: int | None) -> list[str]:
@@ -112,7 +124,8 @@ class Comparison:
         return [cell(k) for k in self._columns()]
 
     def _columns(self) -> list[str]:
-        """The columns worth showing: cost only with a price, stopped / error only when some row has one."""
+        """The columns worth showing: cost only with a price, stopped / error only when some row has
+        one."""
         rows = self.to_rows()
         return [c for c in COLUMNS if c not in OPTIONAL or any(r[c] is not None for r in rows)]
 
@@ -135,8 +148,10 @@ class Comparison:
         )
         caption = html.escape(self.question.text)
         note = (
-            f"<tfoot><tr><td colspan='{len(self._columns())}'>{html.escape(REPLAYED_NOTE)}</td></tr></tfoot>"
+            "<tfoot><tr><td "
+            f"colspan='{len(self._columns())}'>{html.escape(REPLAYED_NOTE)}</td></tr></tfoot>"
             if "replayed" in self._columns()
             else ""
         )
-        return f"<table><caption>{caption}</caption><thead><tr>{head}</tr></thead><tbody>{rows}</tbody>{note}</table>"
+        table = f"<thead><tr>{head}</tr></thead><tbody>{rows}</tbody>{note}"
+        return f"<table><caption>{caption}</caption>{table}</table>"

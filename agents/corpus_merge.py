@@ -47,7 +47,8 @@ def merged(
                 continue
             if not source or str(source) in where:
                 raise CorpusError(
-                    f"Document id {doc.doc_id!r} is already in the corpus; give the new document another id"
+                    f"Document id {doc.doc_id!r} is already in the corpus; give the new document "
+                    "another id"
                 )
             doc = Document(
                 doc_id=str(source), text=doc.text, title=doc.title, metadata=doc.metadata
@@ -68,7 +69,8 @@ def merged(
 def _same_file(
     docs: Sequence[Document], where: Mapping[str, int], doc_id: str, source: Any
 ) -> int | None:
-    """Where the document ``doc_id`` read from ``source`` is (the same file read earlier), or ``None``."""
+    """Where the document ``doc_id`` read from ``source`` is (the same file read earlier), or
+    ``None``."""
     i = where.get(doc_id)
     return (
         i

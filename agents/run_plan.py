@@ -1,12 +1,13 @@
 """The up-front plan of a run: model calls, tokens and minutes per strategy, before any call.
 
 Calls and tokens follow from each strategy's config and the corpus size, by the expected-cost
-cost model the strategy registers (``costs=``, :mod:`longctx.graphs.costs`: its typical counts, which lie
-within the bounds its budget is checked against; a model may stop early or write to its budget), the part
-spent at index time (built once per corpus, reused by later questions) printed apart; minutes come from the model's speed
-as measured on this machine (:mod:`longctx.agents.calibration`), so the estimate holds for a busy
-2-core laptop as well as a quiet server. ``longctx run``, ``demo`` and ``answer`` print the
-plan, and on a terminal ask before a run estimated above :data:`CONFIRM_MINUTES`.
+cost model the strategy registers (``costs=``, :mod:`longctx.graphs.costs`: its typical counts,
+which lie within the bounds its budget is checked against; a model may stop early or write to its
+budget), the part spent at index time (built once per corpus, reused by later questions) printed
+apart; minutes come from the model's speed as measured on this machine
+(:mod:`longctx.agents.calibration`), so the estimate holds for a busy 2-core laptop as well as a
+quiet server. ``longctx run``, ``demo`` and ``answer`` print the plan, and on a terminal ask before
+a run estimated above :data:`CONFIRM_MINUTES`.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ from longctx.graphs.registry import STRATEGIES
 
 #: A run estimated longer than this asks for confirmation on a terminal (and warns elsewhere).
 CONFIRM_MINUTES = 15.0
-#: Prompt tokens/s of the embedded model on 2 busy cores (the slowest measured, issue 31): a plan under
-#: ``CONFIRM_MINUTES`` at this rate needs no calibration to know it is not too slow.
+#: Prompt tokens/s of the embedded model on 2 busy cores (the slowest measured, issue 31): a plan
+#: under ``CONFIRM_MINUTES`` at this rate needs no calibration to know it is not too slow.
 SLOWEST_PROMPT_RATE = 45
 
 
@@ -45,17 +46,20 @@ class StrategyPlan:
         prompt_tokens: Tokens the model reads.
         completion_tokens: Tokens the model writes.
         seconds: At the measured speed; ``None`` when the model's speed is not known.
-        shared_prompt_tokens: Part of ``prompt_tokens`` a prompt cache can serve (a provider's, or the
-            embedded model's kept context): the text its prompts start with for every question over a
-            corpus (:mod:`longctx.graphs.prompt_sharing`), read again by questions 2..N.
-        index_calls: Part of ``calls`` made at index time, once per corpus (what the cost model declares as
-            built once and reused: RAPTOR's tree, structured's extraction; nothing when cached); the rest is question time.
+        shared_prompt_tokens: Part of ``prompt_tokens`` a prompt cache can serve (a provider's, or
+            the embedded model's kept context): the text its prompts start with for every question
+            over a corpus (:mod:`longctx.graphs.prompt_sharing`), read again by questions 2..N.
+        index_calls: Part of ``calls`` made at index time, once per corpus (what the cost model
+            declares as built once and reused: RAPTOR's tree, structured's extraction; nothing when
+            cached); the rest is question time.
         index_prompt_tokens: Part of ``prompt_tokens`` read at index time.
         index_completion_tokens: Part of ``completion_tokens`` written at index time.
-        rerank_calls / rerank_documents / rerank_tokens: Rerank calls besides the model calls (a strategy whose
-            ``rerank`` names a reranker: one per retrieval), the candidate documents and the tokens they send.
-        calibrated_from: Earlier answers with the same settings its question-time counts are calibrated from
-            (:mod:`longctx.experiments.cost_calibration`); 0: the cost model's typical counts as they are.
+        rerank_calls / rerank_documents / rerank_tokens: Rerank calls besides the model calls (a
+            strategy whose ``rerank`` names a reranker: one per retrieval), the candidate documents
+            and the tokens they send.
+        calibrated_from: Earlier answers with the same settings its question-time counts are
+            calibrated from (:mod:`longctx.experiments.cost_calibration`); 0: the cost model's
+            typical counts as they are.
     """
 
     strategy: str
@@ -78,18 +82,34 @@ class StrategyPlan:
             None if self.seconds is None or other.seconds is None else self.seconds + other.seconds
         )
         return StrategyPlan(
-            self.strategy, self.questions + other.questions, self.calls + other.calls,
-            self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens, seconds,
-            self.shared_prompt_tokens + other.shared_prompt_tokens, self.index_calls + other.index_calls,
-            self.index_prompt_tokens + other.index_prompt_tokens, self.index_completion_tokens + other.index_completion_tokens,
-            self.rerank_calls + other.rerank_calls, self.rerank_documents + other.rerank_documents, self.rerank_tokens + other.rerank_tokens,
+            self.strategy,
+            self.questions + other.questions,
+            self.calls + other.calls,
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            seconds,
+            self.shared_prompt_tokens + other.shared_prompt_tokens,
+            self.index_calls + other.index_calls,
+            self.index_prompt_tokens + other.index_prompt_tokens,
+            self.index_completion_tokens + other.index_completion_tokens,
+            self.rerank_calls + other.rerank_calls,
+            self.rerank_documents + other.rerank_documents,
+            self.rerank_tokens + other.rerank_tokens,
             max(self.calibrated_from, other.calibrated_from),
-        )  # fmt: skip
+        )
 
 
-def estimate(strategy: str, cfg: StrategyConfig, corpus_tokens: int, documents: int, questions: int, window: int | None = None,
-             speed: ModelSpeed | None = None) -> StrategyPlan:  # fmt: skip
-    """The plan of ``strategy`` (with its config ``cfg``) over one corpus and ``questions`` questions.
+def estimate(
+    strategy: str,
+    cfg: StrategyConfig,
+    corpus_tokens: int,
+    documents: int,
+    questions: int,
+    window: int | None = None,
+    speed: ModelSpeed | None = None,
+) -> StrategyPlan:
+    """The plan of ``strategy`` (with its config ``cfg``) over one corpus and ``questions``
+    questions.
 
     ``window`` is the model's context window (full-context reads are cut to it).
 
@@ -99,7 +119,8 @@ def estimate(strategy: str, cfg: StrategyConfig, corpus_tokens: int, documents: 
     cost = _costs(strategy)
     if cost is None:
         raise ValueError(
-            f"Strategy {strategy!r} registers no expected cost (costs= or expected_cost= on its registration), so it cannot be planned"
+            f"Strategy {strategy!r} registers no expected cost (costs= or expected_cost= on its "
+            "registration), so it cannot be planned"
         )
     expected = cost.typical(cfg, corpus_tokens=corpus_tokens, documents=documents, window=window)
     each, once = expected.per_question, expected.once
@@ -111,13 +132,26 @@ def estimate(strategy: str, cfg: StrategyConfig, corpus_tokens: int, documents: 
         STRATEGIES.get(strategy).prompt_sharing, cfg, corpus_tokens, questions, each.prompt_tokens
     )
     index, rerank = expected.index, expected.rerank
-    return StrategyPlan(strategy, questions, calls, prompt, completion, seconds, shared, index.calls, index.prompt_tokens, index.completion_tokens,
-                        rerank_calls=rerank.calls * questions, rerank_documents=rerank.documents * questions,
-                        rerank_tokens=rerank.tokens * questions)  # fmt: skip
+    return StrategyPlan(
+        strategy,
+        questions,
+        calls,
+        prompt,
+        completion,
+        seconds,
+        shared,
+        index.calls,
+        index.prompt_tokens,
+        index.completion_tokens,
+        rerank_calls=rerank.calls * questions,
+        rerank_documents=rerank.documents * questions,
+        rerank_tokens=rerank.tokens * questions,
+    )
 
 
 def _costs(strategy: str) -> StrategyCosts[Any] | None:
-    """The strategy's registered cost model when it gives a typical cost (``None``: unknown, or it declares none)."""
+    """The strategy's registered cost model when it gives a typical cost (``None``: unknown, or it
+    declares none)."""
     costs = STRATEGIES.get(strategy).costs if strategy in STRATEGIES else None
     return costs if costs is not None and costs.has_typical else None
 
@@ -125,16 +159,26 @@ def _costs(strategy: str) -> StrategyCosts[Any] | None:
 Corpora = Sequence[tuple[int, int, int]]
 
 
-def plan_for(configs: Mapping[str, StrategyConfig], corpora: Corpora | Mapping[str, Corpora], chat: BaseChatModel, *,
-             speed: ModelSpeed | None = None, calibrate: bool | None = None) -> tuple[list[StrategyPlan], ModelSpeed | None]:  # fmt: skip
+def plan_for(
+    configs: Mapping[str, StrategyConfig],
+    corpora: Corpora | Mapping[str, Corpora],
+    chat: BaseChatModel,
+    *,
+    speed: ModelSpeed | None = None,
+    calibrate: bool | None = None,
+) -> tuple[list[StrategyPlan], ModelSpeed | None]:
     """Plans of the strategies in ``configs`` (name -> config) over ``corpora`` ((tokens, documents,
-    questions) per corpus; or per strategy, name -> those), and the speed they assume: ``speed``, else,
-    for the embedded model, its calibrated speed (measured once per machine). ``calibrate=None``
-    measures only when the plan could exceed :data:`CONFIRM_MINUTES` at the slowest rate seen;
-    ``False`` never (no minutes then)."""
+    questions) per corpus; or per strategy, name -> those), and the speed they assume: ``speed``,
+    else, for the embedded model, its calibrated speed (measured once per machine).
+    ``calibrate=None`` measures only when the plan could exceed :data:`CONFIRM_MINUTES` at the
+    slowest rate seen; ``False`` never (no minutes then)."""
     window = getattr(chat, "context_window", None)
-    work = {name: (cfg, corpora.get(name, ()) if isinstance(corpora, Mapping) else corpora)
-            for name, cfg in configs.items() if _costs(name) is not None}  # a strategy without a formula is not planned  # fmt: skip
+    # a strategy without a formula is not planned
+    work = {
+        name: (cfg, corpora.get(name, ()) if isinstance(corpora, Mapping) else corpora)
+        for name, cfg in configs.items()
+        if _costs(name) is not None
+    }
     plans = [
         p
         for p in (
@@ -171,42 +215,61 @@ def describe_plan(plans: Sequence[StrategyPlan], model: str, speed: ModelSpeed |
     lines = [f"Plan on {model}:"]
     for p in plans:
         minutes = f", about {_minutes(p.seconds)}" if p.seconds is not None else ""
-        reranks = (f", + ~{math.ceil(p.rerank_calls):,} rerank calls (~{round(p.rerank_documents):,} documents, ~{round(p.rerank_tokens):,} tokens)"
-                   if p.rerank_calls else "")  # fmt: skip
+        reranks = (
+            f", + ~{math.ceil(p.rerank_calls):,} rerank calls (~{round(p.rerank_documents):,} "
+            f"documents, ~{round(p.rerank_tokens):,} tokens)"
+            if p.rerank_calls
+            else ""
+        )
         measured = (
             f" (calibrated from {p.calibrated_from:,} earlier answers)" if p.calibrated_from else ""
         )
-        lines.append(f"  {p.strategy}: {p.questions} question(s), ~{math.ceil(p.calls):,} calls, "
-                     f"~{round(p.prompt_tokens):,} prompt + ~{round(p.completion_tokens):,} completion tokens{minutes}{reranks}{measured}")  # fmt: skip
+        lines.append(
+            f"  {p.strategy}: {p.questions} question(s), ~{math.ceil(p.calls):,} calls, "
+            f"~{round(p.prompt_tokens):,} prompt + ~{round(p.completion_tokens):,} completion "
+            f"tokens{minutes}{reranks}{measured}"
+        )
         if p.index_calls > 0:
-            lines.append(f"    of which at index time, once per corpus and reused by later questions (nothing when cached): "
-                         f"~{math.ceil(p.index_calls):,} calls, ~{round(p.index_prompt_tokens):,} prompt + ~{round(p.index_completion_tokens):,} "
-                         f"completion tokens; at question time ~{math.ceil(p.calls - p.index_calls):,} calls, "
-                         f"~{round(p.prompt_tokens - p.index_prompt_tokens):,} prompt + ~{round(p.completion_tokens - p.index_completion_tokens):,} "
-                         "completion tokens")  # fmt: skip
+            lines.append(
+                "    of which at index time, once per corpus and reused by later questions "
+                f"(nothing when cached): ~{math.ceil(p.index_calls):,} calls, "
+                f"~{round(p.index_prompt_tokens):,} prompt + "
+                f"~{round(p.index_completion_tokens):,} completion tokens; at question time "
+                f"~{math.ceil(p.calls - p.index_calls):,} calls, "
+                f"~{round(p.prompt_tokens - p.index_prompt_tokens):,} prompt + "
+                f"~{round(p.completion_tokens - p.index_completion_tokens):,} completion tokens"
+            )
     lines += _sharing_lines(plans)
     whole = total(plans)
     if speed is not None and whole is not None and whole.seconds is not None:
-        lines.append(f"  in all about {_minutes(whole.seconds)} at {speed.prompt_tokens_per_second:,.0f} prompt and "
-                     f"{speed.completion_tokens_per_second:,.0f} completion tokens/s (measured on this machine, {speed.conditions()})")  # fmt: skip
+        lines.append(
+            f"  in all about {_minutes(whole.seconds)} at {speed.prompt_tokens_per_second:,.0f} "
+            f"prompt and {speed.completion_tokens_per_second:,.0f} completion tokens/s (measured "
+            f"on this machine, {speed.conditions()})"
+        )
     return "\n".join(lines)
 
 
 def _sharing_lines(plans: Sequence[StrategyPlan]) -> list[str]:
-    """What a prompt cache can save, per strategy whose prompts start with text every question shares."""
+    """What a prompt cache can save, per strategy whose prompts start with text every question
+    shares."""
     lines = []
     for p in plans:
         sharing = STRATEGIES.get(p.strategy).prompt_sharing if p.strategy in STRATEGIES else None
         if sharing is None or p.shared_prompt_tokens < 1:
             continue
         share = p.shared_prompt_tokens / p.prompt_tokens
-        lines.append(f"  {p.strategy}: its prompts start with {sharing.what}; with a prompt cache, "
-                     f"~{round(p.shared_prompt_tokens):,} of its prompt tokens ({share:.0%}) can be read from the cache")  # fmt: skip
+        lines.append(
+            f"  {p.strategy}: its prompts start with {sharing.what}; with a prompt cache, "
+            f"~{round(p.shared_prompt_tokens):,} of its prompt tokens ({share:.0%}) can be read "
+            "from the cache"
+        )
     if lines:
         others = [p.strategy for p in plans if p.shared_prompt_tokens < 1]
         if others:
             lines.append(
-                f"  {', '.join(others)}: prompts start with what differs per question (no prompt-cache saving across questions)"
+                f"  {', '.join(others)}: prompts start with what differs per question (no "
+                "prompt-cache saving across questions)"
             )
     return lines
 
@@ -244,8 +307,11 @@ def announce_plan(
     if not too_slow(plans):
         print(text, file=out or sys.stderr, flush=True)
         return True
-    text += (f"\nWarning: that is over {CONFIRM_MINUTES:.0f} minutes on this machine. A served model (--llm openai:MODEL) "
-             "is much faster; fewer questions (--limit) or strategies are quicker.")  # fmt: skip
+    text += (
+        f"\nWarning: that is over {CONFIRM_MINUTES:.0f} minutes on this machine. A served model "
+        "(--llm openai:MODEL) is much faster; fewer questions (--limit) or strategies are "
+        "quicker."
+    )
     return confirm(text, yes=yes, out=out)
 
 

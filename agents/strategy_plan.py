@@ -23,24 +23,34 @@ def strategy_plan(
     qs: list[Question],
     chat: BaseChatModel | None,
 ) -> CostPlan:
-    """The plan ``spec`` registers for the questions ``qs`` over ``corpus`` (its least and most calls and tokens).
+    """The plan ``spec`` registers for the questions ``qs`` over ``corpus`` (its least and most
+    calls and tokens).
 
     Raises:
         ConfigError: The strategy declares no cost plan.
     """
     if spec.costs is None or not spec.costs.has_bounds:
         raise ConfigError(
-            f"Strategy {spec.name!r} declares no cost plan (costs= or cost_plan= on its registration), so it cannot be estimated"
+            f"Strategy {spec.name!r} declares no cost plan (costs= or cost_plan= on its "
+            "registration), so it cannot be estimated"
         )
     return spec.costs.bounds(cfg, corpus=corpus, questions=qs, llm=chat)
 
 
-def remaining_plan(spec: Strategy[ConfigT], cfg: ConfigT, corpus: Corpus, qs: list[Question], chat: BaseChatModel,
-                   cache_dir: str | Path | None, checkpoint: bool = False) -> CostPlan:  # fmt: skip
-    """The plan a budget is checked against: the strategy's plan, less what the checkpoint of a resumable run
-    (MemAgent) or, with ``checkpoint``, the checkpoints of single runs already hold, which it will not spend
-    again. Without a checkpoint that covers the difference, a budget the whole plan cannot fit is refused up
-    front as for every other strategy, not spent on a run that cannot finish."""
+def remaining_plan(
+    spec: Strategy[ConfigT],
+    cfg: ConfigT,
+    corpus: Corpus,
+    qs: list[Question],
+    chat: BaseChatModel,
+    cache_dir: str | Path | None,
+    checkpoint: bool = False,
+) -> CostPlan:
+    """The plan a budget is checked against: the strategy's plan, less what the checkpoint of a
+    resumable run (MemAgent) or, with ``checkpoint``, the checkpoints of single runs already hold,
+    which it will not spend again. Without a checkpoint that covers the difference, a budget the
+    whole plan cannot fit is refused up front as for every other strategy, not spent on a run that
+    cannot finish."""
     held = checkpoint_held(spec, cfg, qs, llm=chat, corpus=corpus, cache_dir=cache_dir)
     plan = with_index_calls(
         spec, cfg, corpus, chat, cache_dir, strategy_plan(spec, cfg, corpus, qs, chat)
@@ -59,8 +69,9 @@ def with_index_calls(
     cache_dir: str | Path | None,
     plan: CostPlan,
 ) -> CostPlan:
-    """``plan`` with the index-time calls still to make counted in its least (an index-time strategy whose
-    tree or graph is not cached under ``cache_dir``: a budget that cannot pay for the build is refused up front)."""
+    """``plan`` with the index-time calls still to make counted in its least (an index-time strategy
+    whose tree or graph is not cached under ``cache_dir``: a budget that cannot pay for the build is
+    refused up front)."""
     if spec.index_calls is None:
         return plan
     return plan.with_index_calls(spec.index_calls(cfg, corpus, chat, cache_dir))

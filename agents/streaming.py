@@ -38,7 +38,8 @@ from longctx.retrieval.contract import Answer, Corpus, Question
 
 
 class EventCollector(BaseCallbackHandler):
-    """Turns a run's node outputs (callbacks) and its nodes' reports (:mod:`longctx.graphs.events`) into events.
+    """Turns a run's node outputs (callbacks) and its nodes' reports (:mod:`longctx.graphs.events`)
+    into events.
 
     A node of the run's graph is a chain run whose parent is the graph's own run and whose
     ``langgraph_node`` is its name; nested graphs (a strategy run inside a node) are left out.
@@ -55,8 +56,16 @@ class EventCollector(BaseCallbackHandler):
         self._progress: dict[str, list[Any]] = {}  # stage -> [done, total]
         self._calls: dict[UUID, str | None] = {}  # model calls in flight -> their graph node
 
-    def on_chain_start(self, serialized: Any, inputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None,
-                       metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:  # fmt: skip
+    def on_chain_start(
+        self,
+        serialized: Any,
+        inputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
         """Remember the graph's run and its node runs."""
         node = (metadata or {}).get("langgraph_node")
         with self._lock:
@@ -97,8 +106,16 @@ class EventCollector(BaseCallbackHandler):
         with self._lock:
             self._calls[run_id] = (metadata or {}).get("langgraph_node")
 
-    def on_llm_new_token(self, token: str | list[str | dict[str, Any]], *, chunk: Any = None, run_id: UUID, parent_run_id: UUID | None = None,
-                         tags: list[str] | None = None, **kwargs: Any) -> None:  # fmt: skip
+    def on_llm_new_token(
+        self,
+        token: str | list[str | dict[str, Any]],
+        *,
+        chunk: Any = None,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
         """A streamed piece of a reply (only models that stream send these; a content list is not
         text): its text and the pieces of tool calls its chunk carries."""
         if run_id not in self._calls:
@@ -136,9 +153,8 @@ class EventCollector(BaseCallbackHandler):
             if report["total"] is not None:
                 state[1] = report["total"]
             state[0] += report["advance"]
-            self.put(
-                ProgressEvent(report["stage"], state[0], state[1])
-            )  # under the lock: counts arrive in order
+            # under the lock: counts arrive in order
+            self.put(ProgressEvent(report["stage"], state[0], state[1]))
 
 
 async def astream_answer(
@@ -149,7 +165,8 @@ async def astream_answer(
     streaming: bool | None = None,
     **options: Any,
 ) -> AsyncIterator[Event]:
-    """:func:`longctx.agents.aanswer` as an async iterator of events, ending with the :class:`AnswerEvent`.
+    """:func:`longctx.agents.aanswer` as an async iterator of events, ending with the
+    :class:`AnswerEvent`.
 
     Yields a :class:`StepEvent` per step as its graph node finishes (MemAgent: each chunk's
     ``update_memory`` with the memory so far), :class:`ProgressEvent` for fan-outs (MemAgent's
@@ -160,10 +177,10 @@ async def astream_answer(
     they happen, :mod:`longctx.graphs.tool_events`), then the answer's steps not seen live
     (``live=False``) and the :class:`AnswerEvent`. ``streaming=True`` makes the model stream
     (also one named by a spec string, ``llm="openai:MODEL"``; see
-    :func:`longctx.agents.chat_models.streaming_model`), ``False`` makes it not, ``None`` leaves it as
-    it is. ``options`` are :func:`longctx.agents.aanswer`'s (``strategy``, ``llm``, ``budget``, config
-    fields...), passed as they are; ``callbacks`` still see the whole run. A failed run raises
-    here, after the events before the failure. Closing the iterator early cancels the run.
+    :func:`longctx.agents.chat_models.streaming_model`), ``False`` makes it not, ``None`` leaves it
+    as it is. ``options`` are :func:`longctx.agents.aanswer`'s (``strategy``, ``llm``, ``budget``,
+    config fields...), passed as they are; ``callbacks`` still see the whole run. A failed run
+    raises here, after the events before the failure. Closing the iterator early cancels the run.
     """
     if streaming is not None:
         options["llm"] = streaming_model(options.get("llm"), streaming)
@@ -174,9 +191,8 @@ async def astream_answer(
         loop.call_soon_threadsafe(events.put_nowait, event)
 
     collector = EventCollector(put)
-    with reporting_to(
-        collector.report
-    ):  # the run's task copies this context, and so do its threads
+    # the run's task copies this context, and so do its threads
+    with reporting_to(collector.report):
         run = asyncio.ensure_future(
             aanswer(corpus, question, callbacks=with_handler(callbacks, collector), **options)
         )
@@ -195,9 +211,8 @@ async def astream_answer(
                 yield tracked(waiting.result())
             else:
                 waiting.cancel()
-            while (
-                not events.empty()
-            ):  # a burst (a wide fan-out's progress) without a wait per event
+            # a burst (a wide fan-out's progress) without a wait per event
+            while not events.empty():
                 yield tracked(events.get_nowait())
         await asyncio.sleep(0)  # events a worker thread handed over just before it finished
         while not events.empty():
@@ -212,9 +227,8 @@ async def astream_answer(
     finally:
         if not run.done():
             run.cancel()
-            await asyncio.wait(
-                {run}
-            )  # the run has stopped issuing calls (a cancelled MemAgent run: its worker returned)
+            # the run has stopped issuing calls (a cancelled MemAgent run: its worker returned)
+            await asyncio.wait({run})
         if not run.cancelled():
             run.exception()  # retrieved: it was raised above, or the caller left before it
 
@@ -227,8 +241,9 @@ _DONE = object()
 
 
 def stream_answer(corpus: Corpus, question: str | Question, **options: Any) -> Iterator[Event]:
-    """:func:`astream_answer` for sync code (a script, Streamlit): the same events, as a plain iterator
-    (``options`` are :func:`astream_answer`'s: ``streaming`` and :func:`longctx.agents.aanswer`'s, ``callbacks`` included).
+    """:func:`astream_answer` for sync code (a script, Streamlit): the same events, as a plain
+    iterator (``options`` are :func:`astream_answer`'s: ``streaming`` and
+    :func:`longctx.agents.aanswer`'s, ``callbacks`` included).
 
     The run goes on the library's private event loop while this thread takes its events;
     closing the iterator early (``break`` out of the loop, Ctrl-C) cancels the run.

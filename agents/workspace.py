@@ -3,9 +3,9 @@
     ws = Workspace("examples/corpus", llm="openai:gpt-4o-mini", price=(0.15, 0.60))
     ws.answer("Where is Vantaa Robotics based?")                 # rag; the BM25 index is built here
     ws.answer("Who runs Kestrel Aviation?", top_k=3)             # the same index, held in memory
-    ws.compare("Which company grew most?", strategies=["rag", "memagent"])   # side by side, with cost
-    ws.estimate("Which company grew most?", strategy="memagent")  # before any call
-    ws.add("new_reports/")                                       # later answers see the new documents
+    ws.compare("Which company grew most?", strategies=["rag", "memagent"]) # side by side, with cost
+    ws.estimate("Which company grew most?", strategy="memagent") # before any call
+    ws.add("new_reports/") # later answers see the new documents
 
 The chat model, the cache folder and the corpus are fixed when the workspace is made; each
 index a strategy asks for (retriever, chunking) is built or loaded on first use and kept, so
@@ -54,16 +54,19 @@ class Workspace:
     """One corpus, one chat model and one cache folder, with the indexes it needs held in memory.
 
     Args:
-        corpus: A :class:`~retrieval.contract.Corpus`, or a file or folder to read (as ``Corpus.from_path``).
-        llm: A chat model or spec (``"openai:MODEL"``, ``"embedded"``); ``None``: ``$LONGCTX_LLM`` or
-            the embedded default, resolved once, here.
+        corpus: A :class:`~retrieval.contract.Corpus`, or a file or folder to read (as
+            ``Corpus.from_path``).
+        llm: A chat model or spec (``"openai:MODEL"``, ``"embedded"``); ``None``: ``$LONGCTX_LLM``
+            or the embedded default, resolved once, here.
         strategy: The strategy ``answer`` and ``estimate`` use when none is named.
         cache_dir: Root of the index cache and checkpoints (default ``$LONGCTX_CACHE_DIR`` or
             ``~/.cache/longctx``, resolved once, here).
-        price: ``(prompt, completion)`` or ``(prompt, completion, cached)`` USD per 1M tokens of the model (or an
-            ``longctx.experiments.prices.Price``), for the USD column of :meth:`compare` (priced as the report prices)
-            and for a budget's ``max_cost_usd`` (``Budget(max_cost_usd=0.05)`` needs no price of its own here).
-        show_progress: Progress bars while indexing and reading (default: when stderr is a terminal).
+        price: ``(prompt, completion)`` or ``(prompt, completion, cached)`` USD per 1M tokens of the
+            model (or an ``longctx.experiments.prices.Price``), for the USD column of
+            :meth:`compare` (priced as the report prices) and for a budget's ``max_cost_usd``
+            (``Budget(max_cost_usd=0.05)`` needs no price of its own here).
+        show_progress: Progress bars while indexing and reading (default: when stderr is a
+            terminal).
         duplicates: ``"drop"`` (default): a document whose text equals one already read is left out,
             here and in :meth:`add`, with a warning naming both; ``"keep"`` keeps every copy.
     """
@@ -110,9 +113,18 @@ class Workspace:
         )
 
     # -- answering ------------------------------------------------------------------
-    def answer(self, question: str | Question, *, strategy: str | None = None, preset: str | None = None, budget: Budget | None = None,
-               callbacks: Any = None, **options: Any) -> Answer:  # fmt: skip
-        """:func:`longctx.agents.answer` over this workspace's corpus, model and cache, on its held index.
+    def answer(
+        self,
+        question: str | Question,
+        *,
+        strategy: str | None = None,
+        preset: str | None = None,
+        budget: Budget | None = None,
+        callbacks: Any = None,
+        **options: Any,
+    ) -> Answer:
+        """:func:`longctx.agents.answer` over this workspace's corpus, model and cache, on its held
+        index.
 
         ``budget`` and ``callbacks`` pass through; ``**options`` are the strategy's config fields.
         """
@@ -125,8 +137,17 @@ class Workspace:
             **options,
         )[0]
 
-    def answer_many(self, questions: Sequence[str | Question], *, strategy: str | None = None, preset: str | None = None,
-                    budget: Budget | None = None, callbacks: Any = None, concurrency: int | None = None, **options: Any) -> list[Answer]:  # fmt: skip
+    def answer_many(
+        self,
+        questions: Sequence[str | Question],
+        *,
+        strategy: str | None = None,
+        preset: str | None = None,
+        budget: Budget | None = None,
+        callbacks: Any = None,
+        concurrency: int | None = None,
+        **options: Any,
+    ) -> list[Answer]:
         """:func:`longctx.agents.answer_many` (several questions, one run) on this workspace."""
         name, qs, corpus, held, built = self._prepare(questions, strategy, preset, options)
         started = time.perf_counter()
@@ -134,32 +155,60 @@ class Workspace:
             index = held() if built else held
         indexing = time.perf_counter() - started if built else 0.0
         answers = answer_many(
-            corpus, qs, strategy=name, llm=self.llm, preset=preset, cache_dir=self.cache_dir, show_progress=self.show_progress,
-            concurrency=concurrency, index=index, callbacks=callbacks, budget=self._budget(budget), **options,
-        )  # fmt: skip
+            corpus,
+            qs,
+            strategy=name,
+            llm=self.llm,
+            preset=preset,
+            cache_dir=self.cache_dir,
+            show_progress=self.show_progress,
+            concurrency=concurrency,
+            index=index,
+            callbacks=callbacks,
+            budget=self._budget(budget),
+            **options,
+        )
         return _with_index_time(answers, indexing, wait.seconds)
 
-    async def aanswer(self, question: str | Question, *, strategy: str | None = None, preset: str | None = None, budget: Budget | None = None,
-                      callbacks: Any = None, **options: Any) -> Answer:  # fmt: skip
-        """:meth:`answer` for async code (see :func:`longctx.agents.aanswer`); an index build runs in a worker thread."""
+    async def aanswer(
+        self,
+        question: str | Question,
+        *,
+        strategy: str | None = None,
+        preset: str | None = None,
+        budget: Budget | None = None,
+        callbacks: Any = None,
+        **options: Any,
+    ) -> Answer:
+        """:meth:`answer` for async code (see :func:`longctx.agents.aanswer`); an index build runs
+        in a worker thread."""
         name, qs, corpus, held, built = self._prepare([question], strategy, preset, options)
         started = time.perf_counter()
-        with (
-            counting_waits() as wait
-        ):  # the worker thread copies this context: its waits count here
+        # the worker thread copies this context: its waits count here
+        with counting_waits() as wait:
             index = await asyncio.to_thread(held) if built else held
         indexing = time.perf_counter() - started if built else 0.0
         answers = await aanswer_many(
-            corpus, qs, strategy=name, llm=self.llm, preset=preset, cache_dir=self.cache_dir, show_progress=self.show_progress,
-            index=index, callbacks=callbacks, budget=self._budget(budget), **options,
-        )  # fmt: skip
+            corpus,
+            qs,
+            strategy=name,
+            llm=self.llm,
+            preset=preset,
+            cache_dir=self.cache_dir,
+            show_progress=self.show_progress,
+            index=index,
+            callbacks=callbacks,
+            budget=self._budget(budget),
+            **options,
+        )
         return _with_index_time(answers, indexing, wait.seconds)[0]
 
     def stream_answer(
         self, question: str | Question, *, strategy: str | None = None, **options: Any
     ) -> Iterator[Event]:
-        """:func:`longctx.agents.stream_answer` on this workspace's corpus, model and cache: the run's events, then
-        the answer (its index comes from the cache, where an earlier answer put it)."""
+        """:func:`longctx.agents.stream_answer` on this workspace's corpus, model and cache: the
+        run's events, then the answer (its index comes from the cache, where an earlier answer put
+        it)."""
         name = self._checked(question, strategy, options)
         options = {**options, "budget": self._budget(options.get("budget"))}
         return stream_answer(
@@ -188,9 +237,16 @@ class Workspace:
             **options,
         )
 
-    def compare(self, question: str | Question, *, strategies: Sequence[str] | Mapping[str, Mapping[str, Any]] = ("rag", "full_context"),
-                budget: Budget | None = None, callbacks: Any = None) -> Comparison:  # fmt: skip
-        """One question answered by each strategy in turn, side by side with calls, tokens, seconds and USD.
+    def compare(
+        self,
+        question: str | Question,
+        *,
+        strategies: Sequence[str] | Mapping[str, Mapping[str, Any]] = ("rag", "full_context"),
+        budget: Budget | None = None,
+        callbacks: Any = None,
+    ) -> Comparison:
+        """One question answered by each strategy in turn, side by side with calls, tokens, seconds
+        and USD.
 
         ``strategies`` is a list of names, or a mapping name -> that strategy's options
         (``{"rag": {"top_k": 3}, "memagent": {"chunk_tokens": 400}}``). Every name and option is
@@ -208,9 +264,8 @@ class Workspace:
                 "compare needs at least one strategy, e.g. strategies=['rag', 'full_context']"
             )
         for name, options in wanted.items():
-            STRATEGIES.get(one_answer_strategy(name)).make_config(
-                None, **options
-            )  # unknown names and options fail before any call
+            # unknown names and options fail before any call
+            STRATEGIES.get(one_answer_strategy(name)).make_config(None, **options)
         result = Comparison(question=q, price=self.price, order=list(wanted))
         for name, options in wanted.items():
             try:
@@ -221,10 +276,17 @@ class Workspace:
                 result.errors[name] = str(exc)
         return result
 
-    def estimate(self, question: str | Question | list[str | Question], *, strategy: str | None = None, preset: str | None = None,
-                 **options: Any) -> CostPlan:  # fmt: skip
-        """What :meth:`answer` would spend, before any call (:func:`longctx.agents.estimate`, with this
-        workspace's model for its tokenizer and window); ``plan.cost_usd(ws.price)`` gives USD."""
+    def estimate(
+        self,
+        question: str | Question | list[str | Question],
+        *,
+        strategy: str | None = None,
+        preset: str | None = None,
+        **options: Any,
+    ) -> CostPlan:
+        """What :meth:`answer` would spend, before any call (:func:`longctx.agents.estimate`, with
+        this workspace's model for its tokenizer and window); ``plan.cost_usd(ws.price)`` gives
+        USD."""
         return estimate_plan(
             self._corpus,
             question,
@@ -235,22 +297,24 @@ class Workspace:
         )
 
     def _budget(self, budget: Budget | None) -> Budget | None:
-        """``budget`` with this workspace's price where it sets ``max_cost_usd`` and carries no price of its own."""
+        """``budget`` with this workspace's price where it sets ``max_cost_usd`` and carries no
+        price of its own."""
         if budget is None or budget.price is not None or self.price is None:
             return budget
         return dataclasses.replace(budget, price=self.price)
 
     # -- the corpus -------------------------------------------------------------------
     def add(self, paths: Paths) -> list[str]:
-        """Add files, folders (read as ``Corpus.from_path`` reads them) or :class:`Document` objects.
+        """Add files, folders (read as ``Corpus.from_path`` reads them) or :class:`Document`
+        objects.
 
         A document whose text is already present (under any id) is skipped, with a warning
         naming it (kept with ``duplicates="keep"``); a file read again from the
         same path with new text replaces its old version; a new file whose id (its name under
         the folder given) is taken by another file's gets its path as id. The held indexes are
         dropped, so the next answer indexes the new corpus: documents only appended grow the
-        cached index by a segment (``longctx.retrieval.index``: the new documents alone are indexed); a
-        replaced document rebuilds it.
+        cached index by a segment (``longctx.retrieval.index``: the new documents alone are
+        indexed); a replaced document rebuilds it.
 
         Returns:
             The ids of the documents added or replaced (empty when nothing changed).
@@ -278,7 +342,8 @@ class Workspace:
         return changed
 
     def _checked(self, question: str | Question, strategy: str | None, options: dict) -> str:
-        """The strategy's name, once the question, the name and the options are checked (a stream fails here, not mid-way)."""
+        """The strategy's name, once the question, the name and the options are checked (a stream
+        fails here, not mid-way)."""
         name = strategy or self.strategy
         as_question(question)
         config = {
@@ -297,8 +362,9 @@ class Workspace:
         preset: str | None,
         options: dict,
     ) -> tuple:
-        """Checked inputs: the strategy name, the questions, the corpus, and its held index (or a function
-        building it, and True); the corpus and the index are taken together, so an ``add`` meanwhile cannot mix them."""
+        """Checked inputs: the strategy name, the questions, the corpus, and its held index (or a
+        function building it, and True); the corpus and the index are taken together, so an ``add``
+        meanwhile cannot mix them."""
         name = strategy or self.strategy
         if isinstance(questions, (str, Question)):
             raise OptionError("answer_many takes a list of questions")
@@ -309,8 +375,15 @@ class Workspace:
             corpus = self._corpus
         if not qs or not spec.uses_index or not isinstance(cfg, RetrievalSettings):
             return name, qs, corpus, None, False
-        key = json.dumps({"retriever": cfg.retriever, "options": dict(cfg.retriever_options), "chunking": cfg.chunking().as_dict()},
-                         sort_keys=True, default=str)  # fmt: skip
+        key = json.dumps(
+            {
+                "retriever": cfg.retriever,
+                "options": dict(cfg.retriever_options),
+                "chunking": cfg.chunking().as_dict(),
+            },
+            sort_keys=True,
+            default=str,
+        )
         with self._lock:
             corpus, held = self._corpus, self._indexes.get(key)
         if held is not None:

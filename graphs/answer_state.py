@@ -1,8 +1,10 @@
-"""What a single-question strategy's final state holds for the run path: the answer contract of its graph.
+"""What a single-question strategy's final state holds for the run path: the answer contract of its
+graph.
 
-Every strategy's state ``TypedDict`` extends :class:`AnswerState` (``class RagState(AnswerState, total=False)``)
-and adds what evolves in its own graph; :func:`longctx.graphs.run_single.single_answer` reads a final state through this
-type alone, so a key renamed in one strategy is a type error there, not an answer that is quietly empty.
+Every strategy's state ``TypedDict`` extends :class:`AnswerState`
+(``class RagState(AnswerState, total=False)``) and adds what evolves in its own graph;
+:func:`longctx.graphs.run_single.single_answer` reads a final state through this type alone, so a
+key renamed in one strategy is a type error there, not an answer that is quietly empty.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ Stopped = Literal["budget"]
 
 
 class AnswerState(TypedDict, total=False):
-    """The keys the run path reads of a final state (each optional: a node writes only what it found).
+    """The keys the run path reads of a final state (each optional: a node writes only what it
+    found).
 
     Attributes:
         question: The question asked (the graph's input, with ``steps``).
@@ -41,12 +44,14 @@ class AnswerState(TypedDict, total=False):
 
 
 class BatchAnswer(TypedDict):
-    """Question ``i``'s answer fields in a batched run's final state (:attr:`longctx.graphs.registry.BatchRun.collect`).
+    """Question ``i``'s answer fields in a batched run's final state
+    (:attr:`longctx.graphs.registry.BatchRun.collect`).
 
     Attributes:
         answer: The answer a user reads.
         raw: The text a benchmark scores.
-        usage: The question's usage as its state records it (:meth:`longctx.retrieval.contract.Usage.from_dict`).
+        usage: The question's usage as its state records it
+            (:meth:`longctx.retrieval.contract.Usage.from_dict`).
         final_step: Facts the strategy adds to the answer's last step.
     """
 
@@ -57,11 +62,13 @@ class BatchAnswer(TypedDict):
 
 
 class PromptState(AnswerState, total=False):
-    """What the shared final call (:func:`longctx.graphs.nodes.generate`) reads besides the question: the filled prompt.
+    """What the shared final call (:func:`longctx.graphs.nodes.generate`) reads besides the
+    question: the filled prompt.
 
     Attributes:
         prompt: The prompt to send.
-        official_prompt: The prompt is the benchmark's own (its protocol's system turn and answer prompt apply).
+        official_prompt: The prompt is the benchmark's own (its protocol's system turn and answer
+            prompt apply).
     """
 
     prompt: str

@@ -1,14 +1,14 @@
 """The one import surface of a strategy plug-in: what a strategy package needs from the engine.
 
-``from longctx.graphs.api import ToolLoop, chat, StrategyContext, STRATEGIES, StrategyCosts, ...``: the call
-helpers, the shared tool loop, the run context and config, the answer state and nodes, the prompt
-helpers, the presentation and ceiling types, the cost model's parts and the registry, and the
+``from longctx.graphs.api import ToolLoop, chat, StrategyContext, STRATEGIES, StrategyCosts, ...``:
+the call helpers, the shared tool loop, the run context and config, the answer state and nodes, the
+prompt helpers, the presentation and ceiling types, the cost model's parts and the registry, and the
 contract's types (``Step``, ``Answer``...). A strategy that imports only this module (plus its own
-package, ``longctx.retrieval.contract`` and third-party libraries) keeps working when the engine's modules
-move: ``tests/test_plugin_surface.py`` holds new strategy packages under ``graphs/`` to that and
-lists the built-ins' remaining imports as explicit exceptions; ``__all__`` groups the names by what
-they serve. Importing it loads LangGraph (every strategy does), so ``import longctx`` stays lazy and
-this module is imported by strategies only.
+package, ``longctx.retrieval.contract`` and third-party libraries) keeps working when the engine's
+modules move: ``tests/test_plugin_surface.py`` holds new strategy packages under ``graphs/`` to that
+and lists the built-ins' remaining imports as explicit exceptions; ``__all__`` groups the names by
+what they serve. Importing it loads LangGraph (every strategy does), so ``import longctx`` stays
+lazy and this module is imported by strategies only.
 """
 
 from __future__ import annotations

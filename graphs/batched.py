@@ -1,4 +1,5 @@
-"""Running a batched, checkpointed strategy graph (a :class:`~graphs.registry.BatchRun`: MemAgent) to completion, resuming if it can.
+"""Running a batched, checkpointed strategy graph (a :class:`~graphs.registry.BatchRun`: MemAgent)
+to completion, resuming if it can.
 
 One implementation serves ``answer()`` / ``answer_many()`` and Self-Route's fallback leg:
 the run is keyed by (strategy, corpus fingerprint, questions, config, model and every
@@ -6,7 +7,8 @@ setting its requests carry, tokenizer); every step
 is checkpointed in SQLite (``durability="sync"``: a step is on disk before the next
 starts) in the run's own folder ``<folder>/<key>/`` (see :mod:`longctx.memory.checkpoints`),
 superseded checkpoints dropped every ``PRUNE_EVERY_CHUNKS`` chunks; an interrupted run
-continues from its last step; a finished one is pruned to its final checkpoint and replayed from it with no model call. The run key is locked while it runs.
+continues from its last step; a finished one is pruned to its final checkpoint and replayed from it
+with no model call. The run key is locked while it runs.
 """
 
 from __future__ import annotations
@@ -54,11 +56,13 @@ class BatchedRun:
     steps: list[list[Step]]
     resumed_from: int | None
     replayed: bool
-    #: ``"budget"`` when the run reached its budget before finishing (its checkpoint is kept), else ``None``.
+    #: ``"budget"`` when the run reached its budget before finishing (its checkpoint is kept), else
+    #: ``None``.
     stopped: str | None = None
     #: Steps of the run (MemAgent: the chunks it read).
     n_steps: int = 0
-    #: Per question, the usage the checkpoint held when this call began (earlier calls' work, which it did not redo).
+    #: Per question, the usage the checkpoint held when this call began (earlier calls' work, which
+    #: it did not redo).
     earlier: list[Usage] = field(default_factory=list)
 
 
@@ -91,21 +95,23 @@ def run_batched_graph(
     run_dir = run_folder(folder, thread)  # one checkpoint + trace database per run key
     held = contextlib.ExitStack()
     if settings.resume:
-        held.enter_context(
-            lock_run(run_dir)
-        )  # a second identical run at once: RunInUse, naming this one
+        # a second identical run at once: RunInUse, naming this one
+        held.enter_context(lock_run(run_dir))
     trace = MemoryTrace(run_dir / TRACE_FILE if settings.resume else ":memory:")
-    on_disk = (
-        open_checkpointer(run_dir / CHECKPOINTS_FILE) if settings.resume else None
-    )  # None: in memory, nothing to prune
+    # None: in memory, nothing to prune
+    on_disk = open_checkpointer(run_dir / CHECKPOINTS_FILE) if settings.resume else None
     saver = on_disk if on_disk is not None else InMemorySaver()
 
     def prepare(start_document: int = 0) -> tuple[Any, Sequence[int]]:
-        ctx = mode.prepare_context(StrategyContext(llm=llm, config=cfg, corpus=corpus), trace=trace, thread=thread, questions=questions,
-                                   **({"start_document": start_document} if start_document else {}))  # fmt: skip
-        ctx = dataclasses.replace(
-            ctx, budget=budget_left(callbacks)
-        )  # whatever the mode's context copied
+        ctx = mode.prepare_context(
+            StrategyContext(llm=llm, config=cfg, corpus=corpus),
+            trace=trace,
+            thread=thread,
+            questions=questions,
+            **({"start_document": start_document} if start_document else {}),
+        )
+        # whatever the mode's context copied
+        ctx = dataclasses.replace(ctx, budget=budget_left(callbacks))
         return ctx, mode.step_sizes(ctx)
 
     try:
@@ -119,9 +125,8 @@ def run_batched_graph(
         run_config.update(
             {k: v for k, v in (("run_name", run_name), ("tags", tags), ("metadata", metadata)) if v}
         )
-        snapshot = graph.get_state(
-            run_config
-        )  # its values include the finished tasks of an interrupted step
+        # its values include the finished tasks of an interrupted step
+        snapshot = graph.get_state(run_config)
         earlier = recorded_usage(mode, snapshot.values, len(questions))
         resumed_from = snapshot.values.get(mode.progress_key) if snapshot.next else None
         replayed = bool(snapshot.values) and not snapshot.next
@@ -152,7 +157,8 @@ def run_batched_graph(
                         if on_disk is not None and k % PRUNE_EVERY_CHUNKS == 0:
                             prune_checkpoints(on_disk, thread, compact=False)
             except BudgetReached:
-                stopped = "budget"  # the checkpoint holds every finished step: a larger budget resumes from it
+                # The checkpoint holds every finished step: a larger budget resumes from it.
+                stopped = "budget"
         final = graph.get_state(run_config).values
         if not replayed and on_disk is not None and stopped is None:
             prune_checkpoints(on_disk, thread)  # finished: keep only the final state replay reads
@@ -177,19 +183,29 @@ def run_batched_graph(
 
 
 def recorded_usage(mode: BatchRun, values: Mapping[str, Any], questions: int) -> list[Usage]:
-    """Per question, the usage a run's state records (``mode.collect``'s ``usage``; none for an empty state)."""
+    """Per question, the usage a run's state records (``mode.collect``'s ``usage``; none for an
+    empty state)."""
     if not values:
         return [Usage() for _ in range(questions)]
     return [Usage.from_dict(mode.collect(values, i).get("usage")) for i in range(questions)]
 
 
 def _continued(
-    spec: Strategy[Any], mode: BatchRun, cfg: StrategyConfig, questions: list[Question], llm: BaseChatModel, corpus: Corpus, folder: Path,
-    key_prefix: str | None, values: Mapping[str, Any], settings: BatchSettings,
-) -> tuple[int | None, dict[str, Any]]:  # fmt: skip
+    spec: Strategy[Any],
+    mode: BatchRun,
+    cfg: StrategyConfig,
+    questions: list[Question],
+    llm: BaseChatModel,
+    corpus: Corpus,
+    folder: Path,
+    key_prefix: str | None,
+    values: Mapping[str, Any],
+    settings: BatchSettings,
+) -> tuple[int | None, dict[str, Any]]:
     """``(documents continued from, state a fresh run starts with beyond its initial state)``: a run
     already under way (or finished) continued from what its state records; a fresh one with
-    ``continue_from_prefix`` from the finished run over the longest earlier prefix, when there is one."""
+    ``continue_from_prefix`` from the finished run over the longest earlier prefix, when there is
+    one."""
     how = mode.continuation
     if how is None:
         return None, {}
@@ -205,12 +221,20 @@ def _continued(
 
 
 def run_key(
-    spec: Strategy[Any], mode: BatchRun, cfg: StrategyConfig, questions: list[Question], llm: BaseChatModel, corpus_fingerprint: str, key_prefix: str | None,
-    *, model: Mapping[str, Any] | None = None,
-) -> str:  # fmt: skip
+    spec: Strategy[Any],
+    mode: BatchRun,
+    cfg: StrategyConfig,
+    questions: list[Question],
+    llm: BaseChatModel,
+    corpus_fingerprint: str,
+    key_prefix: str | None,
+    *,
+    model: Mapping[str, Any] | None = None,
+) -> str:
     """The key of one run: strategy, corpus, questions (with the final call's sampling where their
     protocol sets it), config (its runtime fields and an unset continuation option left out, so
-    keys made before that option existed still hold) and :func:`model_key` (``model``: already made)."""
+    keys made before that option existed still hold) and :func:`model_key` (``model``: already
+    made)."""
     config = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in mode.runtime_fields}
     if mode.continuation is not None and not config.get(mode.continuation.option, True):
         config.pop(mode.continuation.option)
@@ -226,7 +250,8 @@ def run_key(
 
 def model_key(llm: BaseChatModel) -> dict[str, Any]:
     """The model's part of a run key: name and server, every setting its requests carry
-    (:func:`longctx.graphs.request_settings.request_settings`) and the tokenizer that cuts the windows."""
+    (:func:`longctx.graphs.request_settings.request_settings`) and the tokenizer that cuts the
+    windows."""
     return {
         "model": model_id(llm),
         "requests": request_settings(llm),
@@ -277,7 +302,8 @@ def _finished_prefix_state(
     folder: Path,
     key_prefix: str | None,
 ) -> tuple[int, Mapping[str, Any], Mapping[str, Any]] | None:
-    """``(documents, final state, state carried on)`` of :func:`finished_prefix_run`'s earlier run."""
+    """``(documents, final state, state carried on)`` of :func:`finished_prefix_run`'s earlier
+    run."""
     how = mode.continuation
     if how is None:
         return None
@@ -314,7 +340,8 @@ def _finished_prefix_state(
 
 
 def _stored_state(spec: Strategy[Any], cfg: StrategyConfig, path: Path) -> Any:
-    """The latest state snapshot in the checkpoint database at ``path`` (its run key is its folder's name), or None without one."""
+    """The latest state snapshot in the checkpoint database at ``path`` (its run key is its folder's
+    name), or None without one."""
     if not path.exists():
         return None
     saver = open_checkpointer(path)
@@ -332,8 +359,8 @@ class Checkpointed:
 
     Attributes:
         usage: Its calls and tokens, which an identical call does not make again.
-        step: The steps it finished (its progress key), ``None`` when they are another run's (a run continued from
-            an earlier corpus's, whose steps are not this run's).
+        step: The steps it finished (its progress key), ``None`` when they are another run's (a run
+            continued from an earlier corpus's, whose steps are not this run's).
     """
 
     usage: Usage
@@ -356,9 +383,10 @@ def checkpointed(
     folder: Path,
     key_prefix: str | None = None,
 ) -> Checkpointed:
-    """What the checkpoint of the run an identical call would make holds: its own (the finished tasks of an interrupted
-    step included); for a fresh run continued from an earlier corpus (``continue_from_prefix``), the finished earlier
-    run's, whose work it reads on from; nothing without a checkpoint or ``resume``."""
+    """What the checkpoint of the run an identical call would make holds: its own (the finished
+    tasks of an interrupted step included); for a fresh run continued from an earlier corpus
+    (``continue_from_prefix``), the finished earlier run's, whose work it reads on from; nothing
+    without a checkpoint or ``resume``."""
     settings = mode.settings(cfg)
     if not settings.resume:
         return Checkpointed(Usage())
@@ -380,7 +408,8 @@ def checkpointed(
 
 
 def trace_steps(snapshots: list[dict[str, Any]], trace_chars: int | None, node: str) -> list[Step]:
-    """Trace snapshots as ``Answer.steps`` entries named ``node``, each memory cut to ``trace_chars``."""
+    """Trace snapshots as ``Answer.steps`` entries named ``node``, each memory cut to
+    ``trace_chars``."""
     return [
         Step(
             node,

@@ -1,7 +1,8 @@
 """A LangChain callback that puts a chat model's calls in a child process (a Ray worker, a sandbox)
-through the parent's budget channel (:mod:`longctx.graphs.budget_channel`): each call is reserved before
-its request is sent (its prompt as the parent's guard counts it, and its answer budget) and settled
-at the usage its reply carries; a refused call raises :class:`~graphs.budget.BudgetReached`."""
+through the parent's budget channel (:mod:`longctx.graphs.budget_channel`): each call is reserved
+before its request is sent (its prompt as the parent's guard counts it, and its answer budget) and
+settled at the usage its reply carries; a refused call raises
+:class:`~graphs.budget.BudgetReached`."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ def answer_budget(params: dict[str, Any] | None) -> int:
 
 
 class ChannelGuard(BaseCallbackHandler):
-    """Reserves each call of the model it is given to with ``client`` as it starts; settles it when it ends."""
+    """Reserves each call of the model it is given to with ``client`` as it starts; settles it when
+    it ends."""
 
     raise_error = True
     run_inline = True
@@ -47,7 +49,8 @@ class ChannelGuard(BaseCallbackHandler):
     def on_chat_model_start(
         self, serialized: dict[str, Any], messages: list[list[Any]], *, run_id: UUID, **kwargs: Any
     ) -> None:
-        """Reserve the call (its prompt as :func:`~graphs.prompt_text.counted_prompt` writes it), or raise."""
+        """Reserve the call (its prompt as :func:`~graphs.prompt_text.counted_prompt` writes it), or
+        raise."""
         params = kwargs.get("invocation_params")
         self._start(counted_prompt([m for b in messages for m in b], params), run_id, params)
 

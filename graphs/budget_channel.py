@@ -5,13 +5,14 @@ before they are sent and settled at their server's usage once answered.
 The protocol (JSON messages over a ``multiprocessing.connection`` socket whose key the child
 holds; no pickle crosses it, so a sandboxed child cannot run code in the parent):
 
-- ``{"op": "reserve", "prompt": text | null, "prompt_tokens": n | null, "max_completion_tokens": m}``
-  -> ``{"ok": true, "grant": id, "prompt_tokens": counted}`` or ``{"refused": "budget reached: ..."}``.
-  The parent counts ``prompt`` with the run's tokenizer (the larger of that and ``prompt_tokens``
-  is reserved, so a child cannot shrink its prompt), and reserves the prompt and the whole answer
-  budget ``m`` at the budget's prices: a call granted can never take the run past its limits.
-- ``{"op": "settle", "grant": id, "usage": {...} | null, "failed": text | null}`` -> ``{"ok": true}``:
-  the cost is settled at the server's ``usage`` checked as every server's is
+- ``{"op": "reserve", "prompt": text | null, "prompt_tokens": n | null,``
+  ``"max_completion_tokens": m}`` -> ``{"ok": true, "grant": id, "prompt_tokens": counted}`` or
+  ``{"refused": "budget reached: ..."}``. The parent counts ``prompt`` with the run's tokenizer (the
+  larger of that and ``prompt_tokens`` is reserved, so a child cannot shrink its prompt), and
+  reserves the prompt and the whole answer budget ``m`` at the budget's prices: a call granted can
+  never take the run past its limits.
+- ``{"op": "settle", "grant": id, "usage": {...} | null, "failed": text | null}`` ->
+  ``{"ok": true}``: the cost is settled at the server's ``usage`` checked as every server's is
   (:func:`~retrieval.reported_usage.checked_chat_usage`); no usable usage, a failure, or a child
   that dies or disconnects holding a grant: the reservation stands, never lost.
 
@@ -46,7 +47,8 @@ BAD_RESERVE = "max_completion_tokens and prompt_tokens must be token counts, pro
 
 
 def guard_of(config: RunnableConfig | None = None) -> BudgetGuard | None:
-    """The :class:`BudgetGuard` among ``config``'s callbacks (``None``: the running node's), if any."""
+    """The :class:`BudgetGuard` among ``config``'s callbacks (``None``: the running node's), if
+    any."""
     cfg = config if config is not None else var_child_runnable_config.get()
     callbacks = (cfg or {}).get("callbacks")
     handlers = (
@@ -66,7 +68,8 @@ class _Grant:
 
 class BudgetChannel:
     """A reservation channel on ``host`` (loopback unless a Ray cluster's workers must reach it) for
-    the calls of child processes, against ``guard`` (``None``: no limit, the calls are only counted).
+    the calls of child processes, against ``guard`` (``None``: no limit, the calls are only
+    counted).
 
     Use as a context manager; give the children :attr:`ticket` (an environment variable,
     :data:`~graphs.budget_client.TICKET_ENV`, or a task argument). :attr:`usage` holds the calls
@@ -100,7 +103,8 @@ class BudgetChannel:
 
     @property
     def ticket(self) -> str:
-        """``HOST:PORT:KEY``: what a child needs to connect (:class:`~graphs.budget_client.BudgetClient`)."""
+        """``HOST:PORT:KEY``: what a child needs to connect
+        (:class:`~graphs.budget_client.BudgetClient`)."""
         return self._ticket
 
     def __enter__(self) -> BudgetChannel:
@@ -136,8 +140,9 @@ class BudgetChannel:
 
     def report_usage(self, config: RunnableConfig | None = None) -> None:
         """Add the calls settled through this channel to the running answer's usage (a
-        :data:`~graphs.usage.USAGE_EVENT` to ``config``'s callbacks, ``None``: the node's): the calls
-        of a child process, which no callback here saw. A Ray map reports its tasks' own usage instead."""
+        :data:`~graphs.usage.USAGE_EVENT` to ``config``'s callbacks, ``None``: the node's): the
+        calls of a child process, which no callback here saw. A Ray map reports its tasks' own usage
+        instead."""
         if self.usage != Usage() and (config or var_child_runnable_config.get()) is not None:
             dispatch_custom_event(USAGE_EVENT, asdict(self.usage), config=config)
 

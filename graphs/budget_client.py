@@ -1,5 +1,5 @@
-"""The child's side of the budget channel (:mod:`longctx.graphs.budget_channel`): a model call made in
-another process (a sandboxed REPL's sub-call, a Ray worker's) asks the parent's budget guard for
+"""The child's side of the budget channel (:mod:`longctx.graphs.budget_channel`): a model call made
+in another process (a sandboxed REPL's sub-call, a Ray worker's) asks the parent's budget guard for
 a grant before its request is sent, and settles it at the usage its server reported.
 
 Standard library only (and :class:`~graphs.budget.BudgetReached`), so a sandbox child starts fast::
@@ -27,14 +27,16 @@ from typing import Any
 
 from longctx.graphs.budget import BudgetReached
 
-#: The environment variable a parent sets to its channel's :attr:`~graphs.budget_channel.BudgetChannel.ticket`.
+#: The environment variable a parent sets to its channel's
+#: :attr:`~graphs.budget_channel.BudgetChannel.ticket`.
 TICKET_ENV = "LONGCTX_BUDGET_CHANNEL"
 #: The largest message either side reads (a prompt sent to be counted; 128K tokens are ~0.5 MB).
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 
 
 class BudgetChannelError(RuntimeError):
-    """The parent's budget channel cannot be reached or answered out of protocol: no call is sent."""
+    """The parent's budget channel cannot be reached or answered out of protocol: no call is
+    sent."""
 
 
 def parse_ticket(ticket: str) -> tuple[tuple[str, int], bytes]:
@@ -84,7 +86,8 @@ class BudgetClient:
 
     @classmethod
     def from_env(cls) -> BudgetClient | None:
-        """A client of the ticket in ``$LONGCTX_BUDGET_CHANNEL``, ``None`` where the parent set none."""
+        """A client of the ticket in ``$LONGCTX_BUDGET_CHANNEL``, ``None`` where the parent set
+        none."""
         ticket = os.environ.get(TICKET_ENV)
         return cls(ticket) if ticket else None
 
@@ -151,7 +154,8 @@ class BudgetClient:
         prompt_tokens: int | None = None,
     ) -> Iterator[Grant]:
         """Reserve a call around the block that sends it: settle the grant inside with the server's
-        usage; an error leaves it failed, a block that settles nothing leaves the reservation standing."""
+        usage; an error leaves it failed, a block that settles nothing leaves the reservation
+        standing."""
         grant = self.reserve(
             prompt, max_completion_tokens=max_completion_tokens, prompt_tokens=prompt_tokens
         )

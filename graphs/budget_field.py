@@ -1,4 +1,5 @@
-"""Which Chat Completions field carries the answer budget, and the call arguments that send it there.
+"""Which Chat Completions field carries the answer budget, and the call arguments that send it
+there.
 
 Every OpenAI-compatible server honours ``max_tokens``; llama-cpp-python's server (0.3.x)
 ignores ``max_completion_tokens`` and generates to the end of its window. OpenAI's reasoning
@@ -50,12 +51,12 @@ def budget_field(model: str | None) -> str:
 
 
 def with_budget_field(payload: dict[str, Any], model: str | None) -> dict[str, Any]:
-    """``payload`` with its answer budget (under either name) sent as :func:`budget_field` says; in place."""
+    """``payload`` with its answer budget (under either name) sent as :func:`budget_field` says; in
+    place."""
     present = [key for key in BUDGET_FIELDS if key in payload]
     if present:
-        value = payload.pop(
-            present[-1]
-        )  # ChatOpenAI's own rename leaves only max_completion_tokens
+        # ChatOpenAI's own rename leaves only max_completion_tokens
+        value = payload.pop(present[-1])
         for key in present[:-1]:
             payload.pop(key)
         payload[budget_field(model)] = value
@@ -63,7 +64,8 @@ def with_budget_field(payload: dict[str, Any], model: str | None) -> dict[str, A
 
 
 def budget_kwargs(llm: Any, max_tokens: int) -> dict[str, Any]:
-    """The call keyword arguments that send the answer budget ``max_tokens`` to ``llm`` under :func:`budget_field`'s field.
+    """The call keyword arguments that send the answer budget ``max_tokens`` to ``llm`` under
+    :func:`budget_field`'s field.
 
     ``{"max_tokens": max_tokens}`` for every model but a ``ChatOpenAI`` (or a subclass not of
     ours) on Chat Completions for a model that takes ``max_tokens``: LangChain would rename that
@@ -101,7 +103,8 @@ _RENAMES: dict[type, bool] = {}  # per model class: the answer is asked on every
 
 
 def _renames_budget(cls: type) -> bool:
-    """Whether ``cls`` is LangChain's ``ChatOpenAI`` or a subclass that does not apply :func:`with_budget_field` itself."""
+    """Whether ``cls`` is LangChain's ``ChatOpenAI`` or a subclass that does not apply
+    :func:`with_budget_field` itself."""
     found = _RENAMES.get(cls)
     if found is None:
         is_chat_openai = any(

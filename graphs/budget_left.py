@@ -72,7 +72,8 @@ class BudgetLeft:
     @property
     def completion_tokens_left(self) -> int | None:
         """Always ``None``: a :class:`~graphs.budget.Budget` limits no completion tokens
-        (a call's answer is bounded by its own ``max_tokens``); kept so an agent reads every figure alike."""
+        (a call's answer is bounded by its own ``max_tokens``); kept so an agent reads every figure
+        alike."""
         return None
 
     @property

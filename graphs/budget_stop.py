@@ -69,10 +69,17 @@ class PartialState:
         return cast(AnswerState, dict(self.last.get((), {})))
 
 
-def invoke_keeping(spec: Strategy[Any], graph: CompiledGraph, state: AnswerState | None, context: StrategyContext[Any],
-                   config: RunnableConfig, **options: Any) -> AnswerState:  # fmt: skip
-    """``graph.invoke``'s final state, or, when the budget stops it, :func:`stopped_state`; ``state``
-    ``None`` continues the graph's checkpoint, ``options`` go to ``stream`` (``durability``)."""
+def invoke_keeping(
+    spec: Strategy[Any],
+    graph: CompiledGraph,
+    state: AnswerState | None,
+    context: StrategyContext[Any],
+    config: RunnableConfig,
+    **options: Any,
+) -> AnswerState:
+    """``graph.invoke``'s final state, or, when the budget stops it, :func:`stopped_state`;
+    ``state`` ``None`` continues the graph's checkpoint, ``options`` go to ``stream``
+    (``durability``)."""
     partial, nested = PartialState(), _nested(graph)
     config = _with_waiter_slot(graph, config) if nested else config
     try:
@@ -86,8 +93,13 @@ def invoke_keeping(spec: Strategy[Any], graph: CompiledGraph, state: AnswerState
         return stopped_state(partial.state(), exc, done)
 
 
-async def ainvoke_keeping(spec: Strategy[Any], graph: CompiledGraph, state: AnswerState, context: StrategyContext[Any],
-                          config: RunnableConfig) -> AnswerState:  # fmt: skip
+async def ainvoke_keeping(
+    spec: Strategy[Any],
+    graph: CompiledGraph,
+    state: AnswerState,
+    context: StrategyContext[Any],
+    config: RunnableConfig,
+) -> AnswerState:
     """:func:`invoke_keeping` with the graph's ``astream``."""
     partial, nested = PartialState(), _nested(graph)
     config = _with_waiter_slot(graph, config) if nested else config
@@ -135,11 +147,13 @@ def _on_stop(spec: Strategy[Any]) -> RunnableLambda[Any, Any] | None:
 def stopped_state(
     partial: Mapping[str, Any], exc: BudgetReached, done: Mapping[str, Any] | None = None
 ) -> AnswerState:
-    """The final fields of a single run stopped by its budget: the steps, hits and evidence gathered so far,
-    the answer its final node made of them (``done``; none: no answer), a step saying why, ``stopped="budget"``."""
+    """The final fields of a single run stopped by its budget: the steps, hits and evidence gathered
+    so far, the answer its final node made of them (``done``; none: no answer), a step saying why,
+    ``stopped="budget"``."""
     done = done or {}
     steps = [*partial.get("steps", []), *done.get("steps", []), Step("stopped", reason=str(exc))]
     final = AnswerState(answer="", raw="", steps=steps, stopped="budget")
     final.update({k: partial[k] for k in KEPT if k in partial})  # type: ignore[typeddict-item]
-    final.update({k: done[k] for k in ("answer", "raw", *KEPT) if k in done})  # type: ignore[typeddict-item]
+    ended = {k: done[k] for k in ("answer", "raw", *KEPT) if k in done}
+    final.update(ended)  # type: ignore[typeddict-item]
     return final

@@ -1,4 +1,5 @@
-"""Stopping a run between model calls: :class:`CancelGuard` raises :class:`RunCancelled` at the next call once cancelled.
+"""Stopping a run between model calls: :class:`CancelGuard` raises :class:`RunCancelled` at the next
+call once cancelled.
 
 LangChain logs a warning for every callback that raises ("Error in CancelGuard.on_chat_model_start
 callback: RunCancelled(...)"), also when the handler asks for the error to propagate, so every

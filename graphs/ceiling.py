@@ -1,4 +1,5 @@
-"""The evidence-ceiling contract: what a strategy declares so its ceiling is measured without a model.
+"""The evidence-ceiling contract: what a strategy declares so its ceiling is measured without a
+model.
 
 A strategy registers an :class:`EvidenceCeiling` (``STRATEGIES.register(..., ceiling=...)``):
 the rule that says how much of a question's known evidence can reach its final model call,
@@ -31,7 +32,8 @@ from longctx.retrieval.contract import Corpus
 
 @dataclass(frozen=True)
 class EvidenceSpan:
-    """One evidence sentence: characters ``[start, end)`` of document ``doc_id`` (a BABILong supporting fact)."""
+    """One evidence sentence: characters ``[start, end)`` of document ``doc_id`` (a BABILong
+    supporting fact)."""
 
     doc_id: str
     start: int
@@ -40,7 +42,8 @@ class EvidenceSpan:
 
 @dataclass(frozen=True)
 class CeilingItem:
-    """One question with its evidence: documents, and (synthetic corpora) records and gold sub-questions.
+    """One question with its evidence: documents, and (synthetic corpora) records and gold
+    sub-questions.
 
     Attributes:
         spans: Evidence sentences (BABILong's supporting facts); when set, rules count these.
@@ -66,7 +69,8 @@ class CeilingItem:
 
 @dataclass(frozen=True)
 class Reach:
-    """How much of one question's evidence reaches the final call (in the rule's unit: documents, records...)."""
+    """How much of one question's evidence reaches the final call (in the rule's unit: documents,
+    records...)."""
 
     reached: int
     total: int
@@ -82,8 +86,9 @@ class Reach:
 
 @dataclass
 class CeilingEnv:
-    """What every rule gets besides its config: where indexes are cached, the tokenizer, options, and
-    whether the questions' evidence is sentences (``sentences``: BABILong's supporting facts)."""
+    """What every rule gets besides its config: where indexes are cached, the tokenizer, options,
+    and whether the questions' evidence is sentences (``sentences``: BABILong's supporting
+    facts)."""
 
     cache_dir: str | Path | None = None
     encode: Callable[[str], list[int]] = tokens.encode
@@ -93,17 +98,20 @@ class CeilingEnv:
 
     @property
     def evidence(self) -> str:
-        """What the rules' descriptions call the evidence: ``evidence docs``, or ``supporting facts`` (sentences)."""
+        """What the rules' descriptions call the evidence: ``evidence docs``, or
+        ``supporting facts`` (sentences)."""
         return "supporting facts" if self.sentences else "evidence docs"
 
 
 class SkipCeiling(Exception):
-    """The rule does not apply to these questions (e.g. it needs records a benchmark does not have)."""
+    """The rule does not apply to these questions (e.g. it needs records a benchmark does not
+    have)."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class EvidenceCeiling:
-    """A strategy's LLM-free evidence-ceiling rule; subclasses implement :meth:`reach` and :meth:`describe`.
+    """A strategy's LLM-free evidence-ceiling rule; subclasses implement :meth:`reach` and
+    :meth:`describe`.
 
     Attributes:
         rank: Row order in ceiling tables (lower first; ties by name). The built-ins use 10..80;
@@ -123,7 +131,8 @@ class EvidenceCeiling:
         raise NotImplementedError
 
     def describe(self, cfg: Any, env: CeilingEnv, corpus_tokens: int | None = None) -> str:
-        """The rule applied under ``cfg``, in one line (``corpus_tokens``: of the first question's corpus)."""
+        """The rule applied under ``cfg``, in one line (``corpus_tokens``: of the first question's
+        corpus)."""
         raise NotImplementedError
 
     def detail(
@@ -150,7 +159,8 @@ class NeedsIndexLLM(EvidenceCeiling):
 
 
 class RecordLike(Protocol):
-    """A fact a question needs: an entity's field in a year, with its value (``longctx.experiments.synth.records.Record``)."""
+    """A fact a question needs: an entity's field in a year, with its value
+    (``longctx.experiments.synth.records.Record``)."""
 
     @property
     def entity(self) -> str: ...
@@ -163,7 +173,8 @@ class RecordLike(Protocol):
 
 
 def render_records(records: Sequence[RecordLike]) -> str:
-    """The minimal rendering of records a memory would have to keep: one ``entity | field | year | value`` line each."""
+    """The minimal rendering of records a memory would have to keep: one
+    ``entity | field | year | value`` line each."""
     return "\n".join(f"{r.entity} | {r.field} | {r.year or '-'} | {r.value}" for r in records)
 
 
@@ -199,7 +210,8 @@ def queries(item: CeilingItem, env: CeilingEnv, cap: int) -> list[str]:
 
 
 def covered(spans: Iterable[EvidenceSpan], regions: Iterable[tuple[str, int, int]]) -> int:
-    """How many ``spans`` lie whole inside the union of ``regions`` (``(doc_id, start, end)``, overlapping or adjacent)."""
+    """How many ``spans`` lie whole inside the union of ``regions`` (``(doc_id, start, end)``,
+    overlapping or adjacent)."""
     merged: dict[str, list[list[int]]] = {}
     for doc_id, start, end in sorted(regions):
         runs = merged.setdefault(doc_id, [])

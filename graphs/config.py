@@ -52,15 +52,15 @@ class StrategyConfig:
     def __post_init__(self) -> None:
         validate(self)
         self.check()
-        register_options(
-            {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        )  # keys in options never reach an output
+        # keys in options never reach an output
+        register_options({f.name: getattr(self, f.name) for f in dataclasses.fields(self)})
 
     def check(self) -> None:
         """Cross-field rules of a strategy (override; raise :class:`ConfigError`)."""
 
 
-#: A strategy's config class: ``Strategy[RagConfig]``, ``StrategyCosts[RagConfig]`` check what reads it against it.
+#: A strategy's config class: ``Strategy[RagConfig]``, ``StrategyCosts[RagConfig]`` check what reads
+#: it against it.
 ConfigT = TypeVar("ConfigT", bound=StrategyConfig)
 
 
@@ -72,7 +72,8 @@ def validate(config: Any) -> None:
         where = f"{type(config).__name__}.{f.name}"
         if not _matches(value, hints.get(f.name, Any)):
             raise ConfigError(
-                f"Option {f.name!r} ({where}) must be {_describe(hints.get(f.name, Any))}, got {value!r}"
+                f"Option {f.name!r} ({where}) must be {_describe(hints.get(f.name, Any))}, got "
+                f"{value!r}"
             )
         low, high = f.metadata.get("min"), f.metadata.get("max")
         if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -129,5 +130,6 @@ def _describe(hint: Any) -> str:
 
 def redact_secrets(value: Any) -> Any:
     """``value`` with every secret-named entry of every nested mapping replaced by ``***``, and
-    every string through :func:`longctx.retrieval.redaction.redact` (known keys, URL credentials)."""
+    every string through :func:`longctx.retrieval.redaction.redact` (known keys, URL
+    credentials)."""
     return redact_value(value, by_name=True)

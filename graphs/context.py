@@ -38,8 +38,9 @@ class StrategyContext(Generic[ConfigT]):
         cache_dir: Root of the on-disk cache (``None`` = ``$LONGCTX_CACHE_DIR`` or
             ``~/.cache/longctx``), for strategies that checkpoint a sub-run.
         budget: What the run's budget has left, read live from its guard (calls, prompt
-            tokens and dollars left, ``None`` where unlimited: :class:`~graphs.budget_left.BudgetLeft`),
-            so an agent can plan its next turn; a run without a budget has :data:`UNLIMITED`.
+            tokens and dollars left, ``None`` where unlimited:
+            :class:`~graphs.budget_left.BudgetLeft`), so an agent can plan its next turn; a run
+            without a budget has :data:`UNLIMITED`.
     """
 
     llm: BaseChatModel
@@ -61,8 +62,8 @@ class StrategyContext(Generic[ConfigT]):
         """
         if self.index is None:
             raise MissingIndex(
-                f"{type(self.config).__name__}: this strategy retrieves, but its run context has no index "
-                "(pass index= or register it with uses_index=True)"
+                f"{type(self.config).__name__}: this strategy retrieves, but its run context has "
+                "no index (pass index= or register it with uses_index=True)"
             )
         return self.index
 

@@ -1,23 +1,26 @@
-"""One cost model per strategy: the bounds a budget is checked against and the typical cost the run plan prints, from the same terms.
+"""One cost model per strategy: the bounds a budget is checked against and the typical cost the run
+plan prints, from the same terms.
 
-A strategy registers a :class:`StrategyCosts` (``STRATEGIES.register(..., costs=StrategyCosts(model))``);
-its model is a :class:`CostModel`, ``(cfg, shape, questions, *, llm, window) -> Costs``: the least and most calls and prompt
-tokens (a :class:`~graphs.budget.CostPlan`: ``longctx.agents.estimate``, budgets refuse a call before any model
-call) and the typical calls and tokens (an :class:`ExpectedCost`: ``longctx.agents.run_plan`` prints it before
-``longctx run``/``demo``/``answer``), computed from one set of terms so the typical cost lies within the
-bounds (``tests/test_cost_contract.py`` holds every built-in to that). ``shape`` is the corpus's size per
-document (:class:`CorpusShape`: the corpus itself for a budget, an even split of a size for the run plan),
-``llm`` may be ``None`` (a plan made before a model is chosen: cl100k and the config's default window),
-``window`` the model's context window where known.
+A strategy registers a :class:`StrategyCosts`
+(``STRATEGIES.register(..., costs=StrategyCosts(model))``); its model is a :class:`CostModel`,
+``(cfg, shape, questions, *, llm, window) -> Costs``: the least and most calls and prompt tokens (a
+:class:`~graphs.budget.CostPlan`: ``longctx.agents.estimate``, budgets refuse a call before any
+model call) and the typical calls and tokens (an :class:`ExpectedCost`: ``longctx.agents.run_plan``
+prints it before ``longctx run``/``demo``/``answer``), computed from one set of terms so the typical
+cost lies within the bounds (``tests/test_cost_contract.py`` holds every built-in to that).
+``shape`` is the corpus's size per document (:class:`CorpusShape`: the corpus itself for a budget,
+an even split of a size for the run plan), ``llm`` may be ``None`` (a plan made before a model is
+chosen: cl100k and the config's default window), ``window`` the model's context window where known.
 
-The formulas are the README's ("calls per question" of the strategy table, and PAI's cost model); token
-counts are estimates: the corpus in cl100k tokens (MemAgent's chunks in the model's own tokens, as it
-cuts them), and each call's template with its question rendered from the strategy's own prompt with an
-empty context (:func:`prompt_tokens`), counted as the budget guard counts a call, so the least is a true
-lower bound of what a run sends and a budget of exactly that is not refused up front. This module holds what
-the models share; each lives beside its strategy's graph (``rag_costs`` in ``graphs/rag/graph.py``...).
-A plug-in may declare only one half (``StrategyCosts(plan=...)`` or ``StrategyCosts(expected=...)``, or
-the older ``cost_plan=`` / ``expected_cost=`` keywords): the other half is then unavailable, with a clear error.
+The formulas are the README's ("calls per question" of the strategy table, and PAI's cost model);
+token counts are estimates: the corpus in cl100k tokens (MemAgent's chunks in the model's own
+tokens, as it cuts them), and each call's template with its question rendered from the strategy's
+own prompt with an empty context (:func:`prompt_tokens`), counted as the budget guard counts a call,
+so the least is a true lower bound of what a run sends and a budget of exactly that is not refused
+up front. This module holds what the models share; each lives beside its strategy's graph
+(``rag_costs`` in ``graphs/rag/graph.py``...). A plug-in may declare only one half
+(``StrategyCosts(plan=...)`` or ``StrategyCosts(expected=...)``, or the older ``cost_plan=`` /
+``expected_cost=`` keywords): the other half is then unavailable, with a clear error.
 """
 
 from __future__ import annotations
@@ -39,12 +42,14 @@ from longctx.retrieval.contract import Question
 from longctx.retrieval.corpus import Corpus
 from longctx.retrieval.tokens import count_tokens
 
-#: Prompt tokens of a call's template beyond the corpus text and the question, where a strategy's model has no
-#: real prompt to count (a plug-in's estimate; every built-in counts its own templates with :func:`prompt_tokens`).
-#: Measured (cl100k): the templates run from 38 (PAI's judge) to 189 + 64 (structured's extraction, before its schema).
+#: Prompt tokens of a call's template beyond the corpus text and the question, where a strategy's
+#: model has no real prompt to count (a plug-in's estimate; every built-in counts its own templates
+#: with :func:`prompt_tokens`). Measured (cl100k): the templates run from 38 (PAI's judge) to 189 +
+#: 64 (structured's extraction, before its schema).
 TEMPLATE_TOKENS = 200
-#: Tokens a seam between two separately counted texts may save or add (a byte-pair merge across it), per seam:
-#: a lower bound takes them off, an upper bound adds them, so a sum of counted parts brackets the joined prompt.
+#: Tokens a seam between two separately counted texts may save or add (a byte-pair merge across it),
+#: per seam: a lower bound takes them off, an upper bound adds them, so a sum of counted parts
+#: brackets the joined prompt.
 SEAM_TOKENS = 1
 #: The question a plan assumes when it is made for none (a placeholder, never asked).
 PLACEHOLDER_QUESTION = Question(text="(a question)")
@@ -58,14 +63,16 @@ def tokens_of(size: int, unit: str) -> int:
 
 
 def counter(llm: BaseChatModel | None = None) -> tuple[str, Callable[[str], int]]:
-    """``(id, count)`` of the tokenizer the budget guard counts ``llm``'s prompts with (cl100k without a model)."""
+    """``(id, count)`` of the tokenizer the budget guard counts ``llm``'s prompts with (cl100k
+    without a model)."""
     if llm is None:
         return "cl100k", count_tokens
     tok = tokenizer_for(llm)
     return tok.id, tok.count
 
 
-#: Counted templates: (strategy, template, tokenizer, question) -> tokens (a plan is made per answer call).
+#: Counted templates: (strategy, template, tokenizer, question) -> tokens (a plan is made per answer
+#: call).
 _COUNTED: dict[tuple[Any, ...], int] = {}
 _COUNTED_MAX = 4096
 
@@ -77,10 +84,11 @@ def prompt_tokens(
     llm: BaseChatModel | None = None,
     question: Question | None = None,
 ) -> int:
-    """Tokens of one call's prompt without its corpus text: ``render()`` (the strategy's own prompt function with an
-    empty context, and ``question`` where given), counted as the budget guard counts a call (``llm``'s tokenizer;
-    cl100k without one); cached per (strategy, template, tokenizer, question) so plans stay cheap. A question with a
-    benchmark protocol (its own prompt builders) is counted afresh each time."""
+    """Tokens of one call's prompt without its corpus text: ``render()`` (the strategy's own prompt
+    function with an empty context, and ``question`` where given), counted as the budget guard
+    counts a call (``llm``'s tokenizer; cl100k without one); cached per (strategy, template,
+    tokenizer, question) so plans stay cheap. A question with a benchmark protocol (its own prompt
+    builders) is counted afresh each time."""
     tokenizer, count = counter(llm)
     if question is not None and question.protocol is not None:
         return count(render())
@@ -102,19 +110,26 @@ def prompt_tokens(
 def tool_schema_tokens(
     strategy: str, function: Mapping[str, Any], llm: BaseChatModel | None = None
 ) -> int:
-    """Tokens of one OpenAI-format ``function`` schema sent with a call (tools mode), as the budget guard
-    counts it (``longctx.graphs.prompt_text.counted_prompt``: the ``tools`` list as JSON, after the messages), plus a
-    seam: what each call that binds it adds to a plan's most."""
+    """Tokens of one OpenAI-format ``function`` schema sent with a call (tools mode), as the budget
+    guard counts it (``longctx.graphs.prompt_text.counted_prompt``: the ``tools`` list as JSON,
+    after the messages), plus a seam: what each call that binds it adds to a plan's most."""
     name = str(function.get("function", {}).get("name", ""))
     text = functools.partial(json.dumps, [dict(function)])
     return prompt_tokens(strategy, f"tools:{name}:{len(text())}", text, llm) + SEAM_TOKENS
 
 
 def chunk_headers(chunks: int, title: str, llm: BaseChatModel | None = None) -> int:
-    """Tokens of the headers :func:`~graphs.prompts.format_chunks` puts before ``chunks`` chunks titled ``title``
-    (the blank lines between them included), counted as :func:`prompt_tokens` counts."""
-    return prompt_tokens("chunks", f"headers:{chunks}:{title}", lambda: "\n\n".join(CHUNK_TEMPLATE.format(number=i, title=title, text="")
-                                                                                    for i in range(1, chunks + 1)), llm)  # fmt: skip
+    """Tokens of the headers :func:`~graphs.prompts.format_chunks` puts before ``chunks`` chunks
+    titled ``title`` (the blank lines between them included), counted as :func:`prompt_tokens`
+    counts."""
+    return prompt_tokens(
+        "chunks",
+        f"headers:{chunks}:{title}",
+        lambda: "\n\n".join(
+            CHUNK_TEMPLATE.format(number=i, title=title, text="") for i in range(1, chunks + 1)
+        ),
+        llm,
+    )
 
 
 def titles(shape: CorpusShape, llm: BaseChatModel | None = None) -> tuple[str, str]:
@@ -138,13 +153,24 @@ class Span:
         return Span(self.least + o.least, self.most + o.most)
 
 
-def retrieved_prompt(render: Callable[[Question], str], *, strategy: str, template: str, questions: Sequence[Question], shape: CorpusShape,
-                     top_k: int, chunk_tokens: int, llm: BaseChatModel | None = None,
-                     headed: Callable[[Question], bool] = lambda q: True) -> Span:  # fmt: skip
-    """Prompt tokens of one call over ``top_k`` retrieved chunks of ``chunk_tokens`` (at most the corpus): ``render(question)``
-    is the call's prompt with no chunks (the strategy's own function), counted per question (the least and most over
-    ``questions``); the chunk headers of :func:`~graphs.prompts.format_chunks` where ``headed(question)``: at least one
-    per document up to ``top_k`` with the corpus's shortest title, at most ``top_k`` with its longest; a seam per piece."""
+def retrieved_prompt(
+    render: Callable[[Question], str],
+    *,
+    strategy: str,
+    template: str,
+    questions: Sequence[Question],
+    shape: CorpusShape,
+    top_k: int,
+    chunk_tokens: int,
+    llm: BaseChatModel | None = None,
+    headed: Callable[[Question], bool] = lambda q: True,
+) -> Span:
+    """Prompt tokens of one call over ``top_k`` retrieved chunks of ``chunk_tokens`` (at most the
+    corpus): ``render(question)`` is the call's prompt with no chunks (the strategy's own function),
+    counted per question (the least and most over ``questions``); the chunk headers of
+    :func:`~graphs.prompts.format_chunks` where ``headed(question)``: at least one per document up
+    to ``top_k`` with the corpus's shortest title, at most ``top_k`` with its longest; a seam per
+    piece."""
     text = min(shape.tokens, top_k * chunk_tokens)
     least_chunks, most_chunks = min(top_k, max(1, shape.documents)), top_k
     shortest, longest = titles(shape, llm)
@@ -162,16 +188,36 @@ def retrieved_prompt(render: Callable[[Question], str], *, strategy: str, templa
     return Span(min(lows), max(highs))
 
 
-def per_question_plan(strategy: str, questions: Sequence[Question], *, calls: int, max_calls: int | None, prompt_tokens: int, max_prompt_tokens: int | None,
-                      completion_tokens: int, formula: str, **details: Any) -> CostPlan:  # fmt: skip
-    """A per-question plan (the :class:`~graphs.budget.CostPlan` fields of one question) scaled to every question
-    (single-question strategies run the plan once each)."""
-    one = CostPlan(strategy=strategy, questions=1, calls=calls, max_calls=max_calls, prompt_tokens=prompt_tokens,
-                   max_prompt_tokens=max_prompt_tokens, completion_tokens=completion_tokens, formula=formula, details=details)  # fmt: skip
+def per_question_plan(
+    strategy: str,
+    questions: Sequence[Question],
+    *,
+    calls: int,
+    max_calls: int | None,
+    prompt_tokens: int,
+    max_prompt_tokens: int | None,
+    completion_tokens: int,
+    formula: str,
+    **details: Any,
+) -> CostPlan:
+    """A per-question plan (the :class:`~graphs.budget.CostPlan` fields of one question) scaled to
+    every question (single-question strategies run the plan once each)."""
+    one = CostPlan(
+        strategy=strategy,
+        questions=1,
+        calls=calls,
+        max_calls=max_calls,
+        prompt_tokens=prompt_tokens,
+        max_prompt_tokens=max_prompt_tokens,
+        completion_tokens=completion_tokens,
+        formula=formula,
+        details=details,
+    )
     return one.scaled(len(questions))
 
 
-# -- the typical cost and the registered model ----------------------------------------------------------------
+# -- the typical cost and the registered model
+# ----------------------------------------------------------------
 
 #: A short answer's length; the reply budget (``max_new_tokens``) bounds it.
 ANSWER_TOKENS = 32
@@ -188,7 +234,8 @@ class Calls:
 
 @dataclass(frozen=True)
 class RerankCalls:
-    """Rerank calls (typical counts): the calls, the candidate documents they send and their tokens."""
+    """Rerank calls (typical counts): the calls, the candidate documents they send and their
+    tokens."""
 
     calls: float = 0
     documents: float = 0
@@ -197,10 +244,10 @@ class RerankCalls:
 
 @dataclass(frozen=True)
 class ExpectedCost:
-    """What a strategy typically costs over one corpus: per question, and once per corpus (a cache built once);
-    ``index`` is the part of ``once`` spent at index time (``Usage.index_*``: RAPTOR's tree, structured's
-    extraction), which the run plan prints apart from question time; ``rerank``: its rerank calls per question
-    (:mod:`longctx.graphs.rerank_costs`), besides the model calls."""
+    """What a strategy typically costs over one corpus: per question, and once per corpus (a cache
+    built once); ``index`` is the part of ``once`` spent at index time (``Usage.index_*``: RAPTOR's
+    tree, structured's extraction), which the run plan prints apart from question time; ``rerank``:
+    its rerank calls per question (:mod:`longctx.graphs.rerank_costs`), besides the model calls."""
 
     per_question: Calls
     once: Calls = Calls()
@@ -218,16 +265,19 @@ class ExpectedCost:
 
 
 #: ``(config, corpus_tokens, documents, window) -> ExpectedCost``: a plug-in's typical cost alone
-#: (``StrategyCosts(expected=...)``, formerly ``expected_cost=``); ``window`` is the model's context window when known.
+#: (``StrategyCosts(expected=...)``, formerly ``expected_cost=``); ``window`` is the model's context
+#: window when known.
 ExpectedCostFn = Callable[[ConfigT, int, int, int | None], ExpectedCost]
-#: ``(config, corpus, questions, llm) -> CostPlan``: a plug-in's bounds alone (``StrategyCosts(plan=...)``, formerly ``cost_plan=``).
+#: ``(config, corpus, questions, llm) -> CostPlan``: a plug-in's bounds alone
+#: (``StrategyCosts(plan=...)``, formerly ``cost_plan=``).
 CostPlanFn = Callable[[ConfigT, Corpus, Sequence[Question], BaseChatModel | None], CostPlan]
 
 
 @dataclass(frozen=True)
 class CorpusShape:
-    """What a cost model reads of a corpus: each document's tokens, and the corpus itself where known
-    (MemAgent cuts its text as a run would; without it, chunks of the configured size are assumed)."""
+    """What a cost model reads of a corpus: each document's tokens, and the corpus itself where
+    known (MemAgent cuts its text as a run would; without it, chunks of the configured size are
+    assumed)."""
 
     token_counts: tuple[int, ...]
     corpus: Corpus | None = None
@@ -239,7 +289,8 @@ class CorpusShape:
 
     @classmethod
     def even(cls, tokens: int, documents: int) -> CorpusShape:
-        """``tokens`` split evenly over ``documents`` documents (the run plan knows only the sizes)."""
+        """``tokens`` split evenly over ``documents`` documents (the run plan knows only the
+        sizes)."""
         n = max(1, documents)
         base, extra = divmod(max(0, tokens), n)
         return cls((base + 1,) * extra + (base,) * (n - extra))
@@ -257,7 +308,8 @@ class CorpusShape:
 
 @dataclass(frozen=True)
 class Costs:
-    """A strategy's cost over one corpus and its questions: the bounds and the typical value, from the same terms.
+    """A strategy's cost over one corpus and its questions: the bounds and the typical value, from
+    the same terms.
 
     Attributes:
         bounds: The least and most calls and prompt tokens of all the questions.
@@ -274,23 +326,34 @@ ConfigT_contra = TypeVar("ConfigT_contra", bound=StrategyConfig, contravariant=T
 class CostModel(Protocol[ConfigT_contra]):
     """A strategy's one cost model: ``(cfg, shape, questions, *, llm=None, window=None) -> Costs``.
 
-    ``llm``: the model whose tokenizer counts the prompts (``None``: a plan made before one is chosen, cl100k);
-    ``window``: its context window where known.
+    ``llm``: the model whose tokenizer counts the prompts (``None``: a plan made before one is
+    chosen, cl100k); ``window``: its context window where known.
     """
 
-    def __call__(self, cfg: ConfigT_contra, shape: CorpusShape, questions: Sequence[Question], /, *,
-                 llm: BaseChatModel | None = None, window: int | None = None) -> Costs: ...  # fmt: skip
+    def __call__(
+        self,
+        cfg: ConfigT_contra,
+        shape: CorpusShape,
+        questions: Sequence[Question],
+        /,
+        *,
+        llm: BaseChatModel | None = None,
+        window: int | None = None,
+    ) -> Costs: ...
 
 
 @dataclass(frozen=True)
 class StrategyCosts(Generic[ConfigT]):
-    """What a strategy costs, registered on its entry (``costs=``): one :attr:`model` giving the bounds and the
-    typical value together (every built-in), or, for a plug-in, only one half (:attr:`plan` or :attr:`expected`).
+    """What a strategy costs, registered on its entry (``costs=``): one :attr:`model` giving the
+    bounds and the typical value together (every built-in), or, for a plug-in, only one half
+    (:attr:`plan` or :attr:`expected`).
 
     Attributes:
         model: ``(config, shape, questions, *, llm, window) -> Costs`` (a :class:`CostModel`).
-        plan: A plug-in's bounds alone (``(config, corpus, questions, llm) -> CostPlan``); not with ``model``.
-        expected: A plug-in's typical cost alone (``(config, corpus_tokens, documents, window) -> ExpectedCost``); not with ``model``.
+        plan: A plug-in's bounds alone (``(config, corpus, questions, llm) -> CostPlan``); not with
+            ``model``.
+        expected: A plug-in's typical cost alone
+            (``(config, corpus_tokens, documents, window) -> ExpectedCost``); not with ``model``.
     """
 
     model: CostModel[ConfigT] | None = None
@@ -300,7 +363,8 @@ class StrategyCosts(Generic[ConfigT]):
     def __post_init__(self) -> None:
         if self.model is not None and (self.plan is not None or self.expected is not None):
             raise TypeError(
-                "StrategyCosts takes a model (bounds and typical cost together) or plan= / expected=, not both"
+                "StrategyCosts takes a model (bounds and typical cost together) or plan= / "
+                "expected=, not both"
             )
 
     @property
@@ -332,8 +396,15 @@ class StrategyCosts(Generic[ConfigT]):
             raise ValueError("declares no cost bounds (StrategyCosts(plan=...) or a model)")
         return self.plan(cfg, corpus, questions, llm)
 
-    def halves(self, cfg: ConfigT, *, shape: CorpusShape, questions: Sequence[Question], llm: BaseChatModel | None = None,
-               window: int | None = None) -> tuple[CostPlan | None, ExpectedCost | None]:  # fmt: skip
+    def halves(
+        self,
+        cfg: ConfigT,
+        *,
+        shape: CorpusShape,
+        questions: Sequence[Question],
+        llm: BaseChatModel | None = None,
+        window: int | None = None,
+    ) -> tuple[CostPlan | None, ExpectedCost | None]:
         """The bounds (``None`` without them, or without the corpus they count) and the typical cost
         (``None`` without it): what a strategy that runs another (Self-Route's fallback) adds up."""
         if self.model is not None:

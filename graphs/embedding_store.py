@@ -9,7 +9,8 @@ strategies embed through this store (HippoRAG's three namespaces, RAPTOR's tree 
 On disk: ``<cache>/embeddings/<embedder>/<namespace>/<digest>.npz``, each file a segment of
 text digests and their vectors written once, atomically, and named by the digest of its bytes
 (its checksum): a segment that fails it, or holds a NaN, infinite or zero vector (written before
-replies were checked), is named in a warning, removed, and its texts are embedded again. A build killed after a batch finds that batch's segment. Past
+replies were checked), is named in a warning, removed, and its texts are embedded again. A build
+killed after a batch finds that batch's segment. Past
 :data:`MAX_SEGMENTS` segments a load folds them into one.
 """
 
@@ -99,7 +100,9 @@ class EmbeddingStore:
                     raise ValueError(f"{len(keys)} keys for {len(rows)} vectors")
                 checked_vectors(rows, len(keys), f"segment {path.name}")  # as written before checks
             except (ValueError, KeyError, EmbedderError) as exc:
-                log.warning("embedding segment %s is unusable (%s): its texts are embedded again", path, exc)  # fmt: skip
+                log.warning(
+                    "embedding segment %s is unusable (%s): its texts are embedded again", path, exc
+                )
                 path.unlink(missing_ok=True)
                 continue
             self.vectors.update(zip((str(k) for k in keys), rows))
@@ -170,8 +173,8 @@ def open_store(
 
 def embed_function(embedder: Any, *, flatten: bool = False, raw: bool = False) -> Embed:
     """``embedder``'s ``embed_documents``; with ``raw``, its ``embed_raw`` (the server's vectors as
-    returned, the official RAPTOR code's); with ``flatten``, every text sent as the official codes send
-    it to an OpenAI embedding model (:func:`~retrieval.embedders.openai_input`)."""
+    returned, the official RAPTOR code's); with ``flatten``, every text sent as the official codes
+    send it to an OpenAI embedding model (:func:`~retrieval.embedders.openai_input`)."""
     base: Embed = embedder.embed_raw if raw else embedder.embed_documents
     if not flatten:
         return base
@@ -181,7 +184,8 @@ def embed_function(embedder: Any, *, flatten: bool = False, raw: bool = False) -
 def query_vector(
     embedder: Any, text: str, *, flatten: bool = False, raw: bool = False
 ) -> np.ndarray:
-    """The vector of the query ``text``: ``embed_query``, or as :func:`embed_function` embeds a text."""
+    """The vector of the query ``text``: ``embed_query``, or as :func:`embed_function` embeds a
+    text."""
     if not (flatten or raw):
         return np.asarray(embedder.embed_query(text))
     vector: np.ndarray = embed_function(embedder, flatten=flatten, raw=raw)([text])[0]

@@ -57,9 +57,8 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     interrupt (Ctrl-C) while waiting cancels it, which stops its model calls."""
     loop = private_loop()
     try:
-        if (
-            asyncio.get_running_loop() is loop
-        ):  # called from the private loop's own thread: it cannot wait on itself
+        # called from the private loop's own thread: it cannot wait on itself
+        if asyncio.get_running_loop() is loop:
             with ThreadPoolExecutor(max_workers=1) as pool:
                 return pool.submit(asyncio.run, coro).result()
     except RuntimeError:

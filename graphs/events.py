@@ -1,11 +1,11 @@
 """What a running graph reports as it goes: steps that are not node outputs, and fan-out progress.
 
-A node calls :func:`report_step`, :func:`report_progress` or :func:`report_tool_event`; the reports go to the sink the
-caller installed with :func:`reporting_to` (``longctx.agents.astream_answer`` turns them into events)
-and are dropped when there is none. The sink lives in a context variable, which follows the
-run into its tasks, worker threads and LangGraph's executor, so a report costs a lookup when
-nobody listens (PAI reports once per judge call; LangChain's ``dispatch_custom_event`` would
-build a callback manager for each).
+A node calls :func:`report_step`, :func:`report_progress` or :func:`report_tool_event`; the reports
+go to the sink the caller installed with :func:`reporting_to` (``longctx.agents.astream_answer``
+turns them into events) and are dropped when there is none. The sink lives in a context variable,
+which follows the run into its tasks, worker threads and LangGraph's executor, so a report costs a
+lookup when nobody listens (PAI reports once per judge call; LangChain's ``dispatch_custom_event``
+would build a callback manager for each).
 
 Progress is per ``stage`` (``read``: MemAgent's chunks, ``judge``: PAI's judge calls,
 ``extract``: the structured strategy's documents; while an index builds, ``summarize``: RAPTOR's
@@ -59,7 +59,8 @@ def report_step(step: Any, *, question: int = 0) -> None:
 
 
 def report_tool_event(event: dict[str, Any]) -> None:
-    """A tool loop's tool call or result (:mod:`longctx.graphs.tool_events`), as its event's ``to_dict()``."""
+    """A tool loop's tool call or result (:mod:`longctx.graphs.tool_events`), as its event's
+    ``to_dict()``."""
     sink = _SINK.get()
     if sink is not None:
         sink({"type": "tool", "event": event})
@@ -68,7 +69,8 @@ def report_tool_event(event: dict[str, Any]) -> None:
 def report_progress(
     stage: str, *, advance: int = 0, done: int | None = None, total: int | None = None
 ) -> None:
-    """Progress of ``stage``: ``advance`` more units done, or the absolute ``done`` and/or ``total``."""
+    """Progress of ``stage``: ``advance`` more units done, or the absolute ``done`` and/or
+    ``total``."""
     sink = _SINK.get()
     if sink is not None:
         sink({"type": "progress", "stage": stage, "advance": advance, "done": done, "total": total})

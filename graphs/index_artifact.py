@@ -1,5 +1,5 @@
-"""An index-time strategy's cached artifact (RAPTOR's tree, HippoRAG's graph): built once per corpus,
-settings and model, kept on disk and in this process.
+"""An index-time strategy's cached artifact (RAPTOR's tree, HippoRAG's graph): built once per
+corpus, settings and model, kept on disk and in this process.
 
 The pieces both strategies share: the digest that names an artifact's folder, where the cache lives,
 the build done once under the folder's lock (a second question waits, then loads), the folder's
@@ -55,7 +55,8 @@ def digest_of(parts: dict[str, Any]) -> str:
 
 
 def cache_root(ctx: StrategyContext[Any], enabled: bool) -> Path | None:
-    """The on-disk cache's root (the context's, else the default), or ``None`` when caching is off."""
+    """The on-disk cache's root (the context's, else the default), or ``None`` when caching is
+    off."""
     return root_of(ctx.cache_dir, enabled)
 
 
@@ -94,7 +95,8 @@ def load_or_build(
 def read_checked(
     folder: Path, files: tuple[str, ...], read: Callable[[Path], T], *, what: str
 ) -> T | None:
-    """``read(folder)`` once ``meta.json`` exists and every file matches its checksum, else ``None``.
+    """``read(folder)`` once ``meta.json`` exists and every file matches its checksum, else
+    ``None``.
 
     An unusable artifact (a checksum fails, a file is missing or malformed) is named in a warning
     and its ``files`` and ``meta.json`` are removed, so the caller rebuilds it.
@@ -160,8 +162,9 @@ class LoadedArtifacts(Generic[T]):
         return self.entries[key]
 
     def held(self, key: str, root: Path | None, store: ArtifactStore[Any]) -> bool:
-        """Whether the artifact under ``key`` is held in this process or finished on disk under ``root``
-        (``meta.json`` present: a file that then fails its checksum is rebuilt from the logs, asking nothing)."""
+        """Whether the artifact under ``key`` is held in this process or finished on disk under
+        ``root`` (``meta.json`` present: a file that then fails its checksum is rebuilt from the
+        logs, asking nothing)."""
         return key in self.entries or (
             root is not None and (store.folder(root, key) / "meta.json").exists()
         )

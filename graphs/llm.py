@@ -40,7 +40,8 @@ def complete(
     stop: Sequence[str] | None = None,
     system: str | None = None,
 ) -> str:
-    """One user-turn chat call (after a ``system`` turn, if given); returns the reply text (greedy by default, as LongBench)."""
+    """One user-turn chat call (after a ``system`` turn, if given); returns the reply text (greedy
+    by default, as LongBench)."""
     return complete_with_usage(
         llm, prompt, max_tokens=max_tokens, temperature=temperature, stop=stop, system=system
     )[0]
@@ -56,15 +57,15 @@ def complete_with_usage(
     system: str | None = None,
     **kwargs: Any,
 ) -> tuple[str, dict[str, Any]]:
-    """One call, returning the reply and its usage ``{calls, cached_calls, prompt_tokens, cached_prompt_tokens, completion_tokens, estimated}``.
+    """One call, returning the reply and its usage
+    ``{calls, cached_calls, prompt_tokens, cached_prompt_tokens, completion_tokens, estimated}``.
 
     Strategies that checkpoint keep usage in their state so it survives a resume; a model
     that reports no usage is counted with its tokenizer (:func:`tokenizer_for`) and marked
     ``estimated``.
     """
-    budget = budget_kwargs(
-        llm, max_tokens
-    )  # the field the model honours, also for a ChatOpenAI the user built
+    # the field the model honours, also for a ChatOpenAI the user built
+    budget = budget_kwargs(llm, max_tokens)
     turns = ([SystemMessage(content=system)] if system is not None else []) + [
         HumanMessage(content=prompt)
     ]
@@ -125,7 +126,8 @@ def chat(
 
 
 def has_native_async(llm: BaseChatModel) -> bool:
-    """Whether ``llm`` implements ``_agenerate`` itself (LangChain's default runs ``_generate`` in a thread)."""
+    """Whether ``llm`` implements ``_agenerate`` itself (LangChain's default runs ``_generate`` in a
+    thread)."""
     return type(llm)._agenerate is not BaseChatModel._agenerate
 
 
@@ -174,12 +176,11 @@ def _lean_session(llm: BaseChatModel) -> Any:
         return None
     import aiohttp  # optional: installed with the SDK's aiohttp extra and LlamaIndex
 
-    # trust_env off: the transport looks the environment's proxy up once (aiohttp would, per request, in a thread)
-    # limit: the connections a run may hold open, the SDK's default pool limit
+    # trust_env off: the transport looks the environment's proxy up once (aiohttp would, per
+    # request, in a thread) limit: the connections a run may hold open, the SDK's default pool limit
     session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=1000), trust_env=False)
-    use(
-        session
-    )  # unused when the model's client needs the SDK's path; closed with the run all the same
+    # unused when the model's client needs the SDK's path; closed with the run all the same
+    use(session)
     return session
 
 
@@ -196,7 +197,8 @@ def _ssl_context() -> Any:
 
 def _async_http_client() -> Any:
     """The openai SDK's aiohttp-backed async client when aiohttp is installed, else its httpx
-    default; a request's timeout is a deadline for the whole request (:mod:`longctx.retrieval.deadlines`)."""
+    default; a request's timeout is a deadline for the whole request
+    (:mod:`longctx.retrieval.deadlines`)."""
     import openai  # only models that already carry an openai client get here
 
     if importlib.util.find_spec("aiohttp") is not None:
@@ -209,9 +211,9 @@ def reply_usage(
 ) -> dict[str, Any]:
     """What one reply cost, as :class:`~retrieval.contract.Usage` fields: free when replayed
     from the LLM cache, the model's own counts when it reports them (with the prompt tokens its
-    server read from its prompt cache, ``input_token_details.cache_read``), else (none, or counts that
-    are not token counts: :func:`~retrieval.reported_usage.metadata_counts`) ``count`` (the model's
-    tokenizer; cl100k when not given) of ``prompt`` and ``text`` marked ``estimated``."""
+    server read from its prompt cache, ``input_token_details.cache_read``), else (none, or counts
+    that are not token counts: :func:`~retrieval.reported_usage.metadata_counts`) ``count`` (the
+    model's tokenizer; cl100k when not given) of ``prompt`` and ``text`` marked ``estimated``."""
     meta = getattr(message, "usage_metadata", None)
     if getattr(message, "response_metadata", {}).get("cache_hit"):
         return {
@@ -250,7 +252,8 @@ def add_usage(
 
 
 def set_tokenizer(llm: BaseChatModel, spec: str | None) -> BaseChatModel:
-    """Make ``spec`` the tokenizer of ``llm`` (validated now; stored in ``llm.metadata``); returns ``llm``.
+    """Make ``spec`` the tokenizer of ``llm`` (validated now; stored in ``llm.metadata``); returns
+    ``llm``.
 
     Specs: ``"auto"`` (the default order of :func:`~graphs.tokenizer_choice.select_tokenizer`),
     ``"model"``, ``"hf:PATH"``, ``"server"`` / ``"server:<dialect>"``, ``"tiktoken:<encoding>"``,
@@ -313,7 +316,8 @@ def tokenizer_for(llm: BaseChatModel) -> Tokenizer:
 def prompt_codec(
     llm: BaseChatModel,
 ) -> tuple[Callable[[str], list[int]], Callable[[list[int]], str]]:
-    """``(encode, decode)`` in ``llm``'s tokenizer (see :func:`tokenizer_for`, labelled by :func:`tokenizer_id`).
+    """``(encode, decode)`` in ``llm``'s tokenizer (see :func:`tokenizer_for`, labelled by
+    :func:`tokenizer_id`).
 
     Truncating by the serving model's tokenizer matters for small windows (the embedded
     model's 8k) and is what the official loops do (LongBench v2: the model's tokenizer,
@@ -344,7 +348,8 @@ def context_window(llm: BaseChatModel, default: int) -> int:
 
 
 def model_id(llm: BaseChatModel) -> str:
-    """Model name and server (``name @ url``), for run keys and manifests: runs of different models never mix."""
+    """Model name and server (``name @ url``), for run keys and manifests: runs of different models
+    never mix."""
     name = getattr(llm, "model_name", None) or getattr(llm, "model", None) or type(llm).__name__
     url = getattr(llm, "openai_api_base", None)
     return f"{name} @ {url}" if url else str(name)

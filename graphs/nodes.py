@@ -14,12 +14,14 @@ from longctx.graphs.context import StrategyContext
 from longctx.graphs.llm import complete
 from longctx.retrieval.contract import Step
 
-#: A strategy's compiled graph (its state, run context and input/output schemas are the strategy's own).
+#: A strategy's compiled graph (its state, run context and input/output schemas are the strategy's
+#: own).
 CompiledGraph = CompiledStateGraph[Any, Any, Any, Any]
 
 
 class AnswerSettings(Protocol):
-    """What :func:`generate` reads from a strategy's config (RAG, full context and Self-Route have it)."""
+    """What :func:`generate` reads from a strategy's config (RAG, full context and Self-Route have
+    it)."""
 
     @property
     def max_new_tokens(self) -> int: ...

@@ -31,17 +31,19 @@ class PlanWarning(UserWarning):
 
 
 class UnboundedCostWarning(PlanWarning):
-    """A plan with no most run without a budget that caps it (turn into an error to refuse such runs)."""
+    """A plan with no most run without a budget that caps it (turn into an error to refuse such
+    runs)."""
 
 
 class BudgetMayStopWarning(PlanWarning):
-    """A plan whose most passes the budget: the run may be stopped (``stopped="budget"``) before it ends."""
+    """A plan whose most passes the budget: the run may be stopped (``stopped="budget"``) before it
+    ends."""
 
 
 def capped(plan: CostPlan, budget: Budget | None) -> CostPlan:
-    """``plan`` with its most cut to what ``budget`` lets run (calls and prompt tokens; an unbounded most
-    becomes the budget's), noted in ``details["capped_by"]``: what a run can spend at most under that budget.
-    A budget of USD only caps no count: the plan is returned unchanged."""
+    """``plan`` with its most cut to what ``budget`` lets run (calls and prompt tokens; an unbounded
+    most becomes the budget's), noted in ``details["capped_by"]``: what a run can spend at most
+    under that budget. A budget of USD only caps no count: the plan is returned unchanged."""
     if budget is None:
         return plan
     most_calls = _cut(plan.max_calls, budget.max_llm_calls)
@@ -51,10 +53,18 @@ def capped(plan: CostPlan, budget: Budget | None) -> CostPlan:
     calls = None if most_calls is None else max(plan.calls, most_calls)
     tokens = None if most_tokens is None else max(plan.prompt_tokens, most_tokens)
     i = plan.index  # its most is part of the plan's: cut with it
-    index = i and dataclasses.replace(i, max_calls=int(min(i.max_calls, math.inf if calls is None else calls)),
-                                      max_prompt_tokens=int(min(i.max_prompt_tokens, math.inf if tokens is None else tokens)))  # fmt: skip
-    return dataclasses.replace(plan, max_calls=calls, max_prompt_tokens=tokens, index=index,
-                               details={**plan.details, "capped_by": f"budget: {budget.describe()}"})  # fmt: skip
+    index = i and dataclasses.replace(
+        i,
+        max_calls=int(min(i.max_calls, math.inf if calls is None else calls)),
+        max_prompt_tokens=int(min(i.max_prompt_tokens, math.inf if tokens is None else tokens)),
+    )
+    return dataclasses.replace(
+        plan,
+        max_calls=calls,
+        max_prompt_tokens=tokens,
+        index=index,
+        details={**plan.details, "capped_by": f"budget: {budget.describe()}"},
+    )
 
 
 def _cut(most: int | None, limit: int | None) -> int | None:
@@ -66,7 +76,8 @@ def _cut(most: int | None, limit: int | None) -> int | None:
 
 def check_plan(plan: CostPlan, budget: Budget | None) -> None:
     """Refuse up front a plan whose least run cannot fit ``budget``; warn when its most may not
-    (:class:`BudgetMayStopWarning`) or when it has no most and no budget caps it (:class:`UnboundedCostWarning`).
+    (:class:`BudgetMayStopWarning`) or when it has no most and no budget caps it
+    (:class:`UnboundedCostWarning`).
 
     Raises:
         BudgetExceeded: With the plan and the limits its least run passes.
@@ -74,9 +85,9 @@ def check_plan(plan: CostPlan, budget: Budget | None) -> None:
     if plan.unbounded and (budget is None or not budget.limited):
         warnings.warn(
             UnboundedCostWarning(
-                f"{plan.strategy}'s cost has no upper bound ({plan.describe()}) and no budget caps it: "
-                "pass budget=Budget(max_llm_calls=..., max_prompt_tokens=... or max_cost_usd=...) "
-                "(--max-calls / --max-tokens / --max-cost)",
+                f"{plan.strategy}'s cost has no upper bound ({plan.describe()}) and no budget "
+                "caps it: pass budget=Budget(max_llm_calls=..., max_prompt_tokens=... or "
+                "max_cost_usd=...) (--max-calls / --max-tokens / --max-cost)",
                 plan.strategy,
             ),
             stacklevel=2,
@@ -86,12 +97,12 @@ def check_plan(plan: CostPlan, budget: Budget | None) -> None:
     problems = plan.over(budget)
     if problems:
         raise BudgetExceeded(
-            f"Budget exceeded before any call: {plan.describe()}; over the budget: {', '.join(problems)}"
+            f"Budget exceeded before any call: {plan.describe()}; over the budget: "
+            f"{', '.join(problems)}"
         )
     over = []
-    if (
-        plan.max_calls is not None and plan.max_prompt_tokens is not None
-    ):  # an unbounded plan's budget is its cap
+    # an unbounded plan's budget is its cap
+    if plan.max_calls is not None and plan.max_prompt_tokens is not None:
         most = dataclasses.replace(plan, calls=plan.max_calls, prompt_tokens=plan.max_prompt_tokens)
         over = most.over(budget)
     if over:

@@ -1,4 +1,5 @@
-"""A lock for one model instance that keeps its last prompt in context (the embedded llama.cpp model).
+"""A lock for one model instance that keeps its last prompt in context (the embedded llama.cpp
+model).
 
 llama.cpp skips the prefill of the start a prompt shares with the tokens its context holds, and
 holds one sequence: concurrent answers that take turns in arrival order make it alternate between
@@ -39,8 +40,9 @@ class _Waiter:
 
 
 class PrefixAffinityLock:
-    """A mutual-exclusion lock whose next holder is the waiting call with the longest start in common
-    with the last prompt run (see the module docstring); ``acquire(key)`` / ``release()``, or ``with``.
+    """A mutual-exclusion lock whose next holder is the waiting call with the longest start in
+    common with the last prompt run (see the module docstring); ``acquire(key)`` / ``release()``, or
+    ``with``.
 
     ``key`` is the prompt a call will run, or ``None`` for a call that leaves the model's context as
     it is (it goes first and does not change the prompt held).
@@ -54,7 +56,8 @@ class PrefixAffinityLock:
         self._waiting: dict[int, _Waiter] = {}
 
     def acquire(self, key: str | None = None) -> bool:
-        """Wait for the model, then hold it; returns ``True`` (as :meth:`threading.Lock.acquire`)."""
+        """Wait for the model, then hold it; returns ``True`` (as
+        :meth:`threading.Lock.acquire`)."""
         with self._cond:
             ticket = next(self._tickets)
             self._waiting[ticket] = _Waiter(
@@ -97,8 +100,8 @@ class PrefixAffinityLock:
             return len(self._waiting)
 
     def _next(self) -> int:
-        """The ticket that goes next: a context-free call, else one passed over too often (the oldest),
-        else the longest shared start (the oldest among equals)."""
+        """The ticket that goes next: a context-free call, else one passed over too often (the
+        oldest), else the longest shared start (the oldest among equals)."""
         for ticket, waiter in self._waiting.items():  # dicts keep arrival order
             if waiter.key is None:
                 return ticket

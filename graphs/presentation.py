@@ -19,7 +19,8 @@ from typing import Any
 
 #: Longest text shown for one value of a step (memories, transcripts); the rest is cut with a note.
 MAX_TEXT = 4000
-#: Colours of strategies that declare none (third-party plug-ins), picked by a hash of the name; none is a built-in's.
+#: Colours of strategies that declare none (third-party plug-ins), picked by a hash of the name;
+#: none is a built-in's.
 PALETTE = (
     "#7f7f7f",
     "#bcbd22",
@@ -39,7 +40,8 @@ _COLOR = re.compile(r"#[0-9a-fA-F]{6}")
 
 
 class Markup(str):
-    """HTML that is safe to put in the page as it is (made by :func:`tag`, :func:`text`, :func:`join`)."""
+    """HTML that is safe to put in the page as it is (made by :func:`tag`, :func:`text`,
+    :func:`join`)."""
 
     __slots__ = ()
 
@@ -57,7 +59,8 @@ def text(value: Any, limit: int = MAX_TEXT) -> Markup:
     if len(value) <= limit:
         return escape(value)
     return Markup(
-        f'{escape(value[:limit])}<span class="more"> … ({len(value) - limit:,} more characters)</span>'
+        f'{escape(value[:limit])}<span class="more"> … ({len(value) - limit:,} more '
+        "characters)</span>"
     )
 
 
@@ -89,13 +92,15 @@ class Shown:
 #: ``(step, evidence by chunk id) -> Shown``: one step in the drill-down (the evidence lets a view
 #: show the text of the chunks a step names).
 StepView = Callable[[Mapping[str, Any], Mapping[Any, Mapping[str, Any]]], Shown]
-#: ``steps -> Markup``: a run of consecutive steps of one node shown as one block (MemAgent's memory).
+#: ``steps -> Markup``: a run of consecutive steps of one node shown as one block (MemAgent's
+#: memory).
 RunView = Callable[[Sequence[Mapping[str, Any]]], Markup]
 
 
 @dataclass(frozen=True)
 class StrategyPresentation:
-    """How the report, the plots and ``longctx demo`` show a strategy; nothing here changes how it runs.
+    """How the report, the plots and ``longctx demo`` show a strategy; nothing here changes how it
+    runs.
 
     Attributes:
         color: Its colour in every plot and in ``report.html`` (``#rrggbb``); ``None``: one of

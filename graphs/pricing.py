@@ -1,10 +1,11 @@
-"""USD of token counts at a model's price: the one rule the report, the budgets and ``Workspace.compare`` share.
+"""USD of token counts at a model's price: the one rule the report, the budgets and
+``Workspace.compare`` share.
 
 Providers bill the prompt tokens they read from their prompt cache at a cached-input rate (OpenAI:
 half or a quarter of the prompt rate, Anthropic a tenth), so a price has three rates; without a
 cached rate a cached token costs a prompt token. The report's price table
-(``longctx.experiments.prices``, whose ``Price`` is a :class:`TokenPrice`) sits above this layer, so the
-budgets and the comparison take a price as a parameter and read it with :func:`as_token_price`.
+(``longctx.experiments.prices``, whose ``Price`` is a :class:`TokenPrice`) sits above this layer, so
+the budgets and the comparison take a price as a parameter and read it with :func:`as_token_price`.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ class TokenPrice:
     def cost(
         self, prompt_tokens: float, completion_tokens: float, cached_prompt_tokens: float = 0
     ) -> float:
-        """USD for these token counts (``cached_prompt_tokens``: the part of ``prompt_tokens`` read from the prompt cache)."""
+        """USD for these token counts (``cached_prompt_tokens``: the part of ``prompt_tokens`` read
+        from the prompt cache)."""
         cached = min(max(cached_prompt_tokens, 0), prompt_tokens)
         cached_rate = self.prompt if self.cached is None else self.cached
         return (
@@ -46,9 +48,10 @@ class TokenPrice:
 
 
 def as_token_price(price: Any) -> TokenPrice | None:
-    """``price`` as a :class:`TokenPrice`: ``None``, a ``TokenPrice`` (``longctx.experiments.prices.Price`` is one),
-    ``(prompt, completion)`` or ``(prompt, completion, cached)`` USD per 1M tokens, or an object with
-    ``prompt``, ``completion`` and optionally ``cached`` attributes.
+    """``price`` as a :class:`TokenPrice`: ``None``, a ``TokenPrice``
+    (``longctx.experiments.prices.Price`` is one), ``(prompt, completion)`` or
+    ``(prompt, completion, cached)`` USD per 1M tokens, or an object with ``prompt``, ``completion``
+    and optionally ``cached`` attributes.
 
     Raises:
         ValueError: A price that is not such a value, or a rate that is negative or not a number.
@@ -69,7 +72,8 @@ def as_token_price(price: Any) -> TokenPrice | None:
         rates.append(None)
     if len(rates) != 3 or rates[0] is None or rates[1] is None:
         raise ValueError(
-            f"A price must be (prompt, completion) or (prompt, completion, cached) USD per 1M tokens, got {price!r}"
+            "A price must be (prompt, completion) or (prompt, completion, cached) USD per 1M "
+            f"tokens, got {price!r}"
         )
     if any(r is not None and (r < 0 or math.isnan(r)) for r in rates):
         raise ValueError(f"A price must be non-negative USD per 1M tokens, got {price!r}")

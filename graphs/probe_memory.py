@@ -55,7 +55,8 @@ class ProbeResult:
     probed_at: float = 0.0
 
     def expired(self, now: float | None = None) -> bool:
-        """Whether a remembered "no route" is too old to trust (a found route never expires: it is checked instead)."""
+        """Whether a remembered "no route" is too old to trust (a found route never expires: it is
+        checked instead)."""
         return (
             self.dialect is None
             and (time.time() if now is None else now) - self.probed_at > NO_ROUTE_SECONDS
@@ -63,18 +64,21 @@ class ProbeResult:
 
 
 def probe_key(root: str, model: str, dialects: Sequence[str], api_key: str | None) -> str:
-    """The entry of a probe: server root, model name, dialects asked, and a hash of the key (never the key)."""
+    """The entry of a probe: server root, model name, dialects asked, and a hash of the key (never
+    the key)."""
     key_hash = hashlib.sha256(api_key.encode()).hexdigest()[:16] if api_key else "-"
     return f"{root}|{model}|{','.join(dialects)}|{key_hash}"
 
 
 def probe_file() -> Path:
-    """Where probes are remembered: :data:`PROBE_FILE` in ``$LONGCTX_CACHE_DIR`` (or ``~/.cache/longctx``)."""
+    """Where probes are remembered: :data:`PROBE_FILE` in ``$LONGCTX_CACHE_DIR`` (or
+    ``~/.cache/longctx``)."""
     return default_cache_dir() / PROBE_FILE
 
 
 def recall(key: str) -> ProbeResult | None:
-    """The remembered probe for ``key``, or ``None`` (none, unreadable, or an expired "no route")."""
+    """The remembered probe for ``key``, or ``None`` (none, unreadable, or an expired "no
+    route")."""
     entry = read_json_object(probe_file()).get(key)
     if not isinstance(entry, dict):
         return None
@@ -102,7 +106,8 @@ def forget(key: str) -> None:
 
 
 def _write(path: Path, entries: dict[str, Any]) -> None:
-    """Replace the file whole (a reader never sees half of it); a folder that cannot be written only costs the next process a probe."""
+    """Replace the file whole (a reader never sees half of it); a folder that cannot be written only
+    costs the next process a probe."""
     try:
         write_json_object(path, entries)
     except OSError:

@@ -6,8 +6,8 @@ one corpus profit only where each question's prompt starts with the same long te
 puts the corpus first and the question last, so questions 2..N read the corpus from the cache;
 MemAgent puts the question before every chunk (its paper's order), RAG's retrieved chunks differ
 per question, so they do not. A strategy declares it on its registry entry (``prompt_sharing=``);
-the run plan (:mod:`longctx.agents.run_plan`) says from it which strategies can profit and by about how
-many tokens, and the report shows what the server actually reported (``cached_prompt_tokens``).
+the run plan (:mod:`longctx.agents.run_plan`) says from it which strategies can profit and by about
+how many tokens, and the report shows what the server actually reported (``cached_prompt_tokens``).
 """
 
 from __future__ import annotations
@@ -30,11 +30,12 @@ class PromptSharing:
     Attributes:
         what: That text, in words (``"the corpus text (truncated to the window)"``).
         share: ``config -> float``: the typical share of questions whose calls start with it
-            (1.0: every question; Self-Route: the questions RAG declines, when its fallback is full context).
+            (1.0: every question; Self-Route: the questions RAG declines, when its fallback is full
+            context).
         options: Config overrides that put the shared text first where the strategy's default keeps
-            its paper's order (PAI: ``judge_order="chunk_first"``); applied to runs whose prompts are
-            ours (own corpora, ``BenchmarkSpec.shared_first``), never to a benchmark's, and not over
-            an option or preset the user chose. Empty when the text already comes first.
+            its paper's order (PAI: ``judge_order="chunk_first"``); applied to runs whose prompts
+            are ours (own corpora, ``BenchmarkSpec.shared_first``), never to a benchmark's, and not
+            over an option or preset the user chose. Empty when the text already comes first.
     """
 
     what: str

@@ -19,23 +19,34 @@ CHUNK_TEMPLATE = """Retrieved chunk {number} (from "{title}"):
 DOCUMENT_TEMPLATE = """Document {number}: {title}
 {text}"""
 
-#: Appended to the prompt of a call retried after a malformed reply (:mod:`longctx.graphs.validated_call`;
-#: written for PAI's structured calls, and shared since with the structured strategy's).
+#: Appended to the prompt of a call retried after a malformed reply
+#: (:mod:`longctx.graphs.validated_call`; written for PAI's structured calls, and shared since with
+#: the structured strategy's).
 RETRY_NOTE = """
 
-Your previous reply could not be used ({error}). Reply again, following the required format exactly."""
+Your previous reply could not be used ({error}). Reply again, following the required format exactly."""  # noqa: E501
 
 
 def format_chunks(chunks: Sequence[Chunk]) -> str:
     """Chunks numbered from 1, in the order given, separated by blank lines."""
-    return "\n\n".join(CHUNK_TEMPLATE.format(number=i, title=c.title, text=c.text.strip()) for i, c in enumerate(chunks, 1))
+    return "\n\n".join(
+        CHUNK_TEMPLATE.format(number=i, title=c.title, text=c.text.strip())
+        for i, c in enumerate(chunks, 1)
+    )
 
 
 def format_documents(documents: Sequence[Document], first: int = 1) -> str:
     """Whole documents numbered from ``first`` (1) with their titles, separated by blank lines."""
-    return "\n\n".join(DOCUMENT_TEMPLATE.format(number=i, title=d.title, text=d.text.strip()) for i, d in enumerate(documents, first))
+    return "\n\n".join(
+        DOCUMENT_TEMPLATE.format(number=i, title=d.title, text=d.text.strip())
+        for i, d in enumerate(documents, first)
+    )
 
 
 def fill(template: str, context: str, question: Question) -> str:
     """Fill a strategy template with context, the rendered question and its instruction."""
-    return template.format(context=context, question=question.render(), instruction=question.instruction or DEFAULT_INSTRUCTION)
+    return template.format(
+        context=context,
+        question=question.render(),
+        instruction=question.instruction or DEFAULT_INSTRUCTION,
+    )

@@ -57,8 +57,23 @@ TASK_CPUS = 1.0
 TASK_RETRIES = 1
 
 #: ``ChatOpenAI`` fields that go into its request bodies, carried to the workers' rebuilt models.
-REQUEST_FIELDS = ("extra_body", "temperature", "top_p", "seed", "stop", "frequency_penalty", "presence_penalty", "logit_bias", "logprobs",
-                  "top_logprobs", "n", "max_tokens", "reasoning_effort", "use_responses_api", "stream_usage")  # fmt: skip
+REQUEST_FIELDS = (
+    "extra_body",
+    "temperature",
+    "top_p",
+    "seed",
+    "stop",
+    "frequency_penalty",
+    "presence_penalty",
+    "logit_bias",
+    "logprobs",
+    "top_logprobs",
+    "n",
+    "max_tokens",
+    "reasoning_effort",
+    "use_responses_api",
+    "stream_usage",
+)
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +107,8 @@ class ModelRecipe:
     name: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
     tokenizer: str | None = None
-    #: The ticket of the caller's budget channel (:mod:`longctx.graphs.budget_channel`): each call is reserved there first.
+    #: The ticket of the caller's budget channel (:mod:`longctx.graphs.budget_channel`): each call
+    #: is reserved there first.
     budget: str | None = None
 
     def build(self) -> BaseChatModel:
@@ -101,9 +117,8 @@ class ModelRecipe:
             return self.model
         if self.model_class is None:
             raise ValueError("ModelRecipe needs a model or a model_class")
-        api_key = (
-            os.environ.get("OPENAI_API_KEY") or "not-needed"
-        )  # a local server ignores it, as make_chat_model does
+        # a local server ignores it, as make_chat_model does
+        api_key = os.environ.get("OPENAI_API_KEY") or "not-needed"
         llm = self.model_class(model=self.name, api_key=api_key, **self.options)
         return set_tokenizer(llm, self.tokenizer) if self.tokenizer else llm
 
@@ -112,10 +127,10 @@ def model_recipe(llm: BaseChatModel, base_url: str | None = None) -> ModelRecipe
     """The :class:`ModelRecipe` of ``llm`` (an OpenAI-client model: on ``base_url`` when given);
     a model that neither pickles nor is an OpenAI-client model is a ``TypeError``, as is a
     ``base_url`` for a model that is not an OpenAI-client one."""
-    if getattr(llm, "root_client", None) is not None and getattr(
-        llm, "model_name", None
-    ):  # langchain_openai's ChatOpenAI
-        openai: Any = llm  # its class is not imported here (agents imports graphs): read its fields duck-typed
+    # langchain_openai's ChatOpenAI
+    if getattr(llm, "root_client", None) is not None and getattr(llm, "model_name", None):
+        # Its class is not imported here (agents imports graphs): its fields are read duck-typed.
+        openai: Any = llm
         options: dict[str, Any] = {
             "base_url": base_url or openai.openai_api_base or str(openai.root_client.base_url),
             "max_retries": openai.max_retries,
@@ -126,9 +141,8 @@ def model_recipe(llm: BaseChatModel, base_url: str | None = None) -> ModelRecipe
             value = getattr(llm, name, None)
             if value:
                 options[name if name != "organization" else "openai_organization"] = value
-        for name in (
-            REQUEST_FIELDS
-        ):  # what the caller's requests carry, so a worker's requests are the same
+        # what the caller's requests carry, so a worker's requests are the same
+        for name in REQUEST_FIELDS:
             if (value := getattr(llm, name, None)) is not None:
                 options[name] = value
         tokenizer = tokenizer_spec(llm)
@@ -140,7 +154,8 @@ def model_recipe(llm: BaseChatModel, base_url: str | None = None) -> ModelRecipe
         )
     if base_url is not None:
         raise TypeError(
-            f"ray_endpoints needs an OpenAI-compatible chat model ('openai:MODEL'), not {type(llm).__name__}"
+            "ray_endpoints needs an OpenAI-compatible chat model ('openai:MODEL'), not "
+            f"{type(llm).__name__}"
         )
     from ray import cloudpickle
 
@@ -148,8 +163,9 @@ def model_recipe(llm: BaseChatModel, base_url: str | None = None) -> ModelRecipe
         cloudpickle.dumps(llm)
     except Exception as exc:  # noqa: BLE001 - any pickling failure means the same thing here
         raise TypeError(
-            f"map_executor='ray' sends the chat model to Ray workers, but {type(llm).__name__} does not pickle "
-            f"({type(exc).__name__}: {exc}); use an 'openai:MODEL' or 'embedded' model, or the local executor"
+            f"map_executor='ray' sends the chat model to Ray workers, but {type(llm).__name__} "
+            f"does not pickle ({type(exc).__name__}: {exc}); use an 'openai:MODEL' or 'embedded' "
+            "model, or the local executor"
         ) from exc
     return ModelRecipe(model=llm)
 
@@ -168,7 +184,8 @@ def counted_model(recipe: ModelRecipe) -> tuple[BaseChatModel, UsageTracker]:
 
 
 def portable_error(exc: BaseException) -> BaseException:
-    """``exc`` if it survives pickling (it goes back to the caller), else a ``RuntimeError`` naming it."""
+    """``exc`` if it survives pickling (it goes back to the caller), else a ``RuntimeError`` naming
+    it."""
     try:
         pickle.loads(pickle.dumps(exc))
         return exc
@@ -179,8 +196,8 @@ def portable_error(exc: BaseException) -> BaseException:
 def run_batch(
     items: Sequence[T], do: Callable[[T], R], threads: int
 ) -> tuple[list[R], BaseException | None, str]:
-    """On a worker: ``do`` over ``items`` on at most ``threads`` threads, as the local map runs them (a
-    failure ends the batch: nothing more is started). The results that finished, in item order;
+    """On a worker: ``do`` over ``items`` on at most ``threads`` threads, as the local map runs them
+    (a failure ends the batch: nothing more is started). The results that finished, in item order;
     the first error, as it can travel back (:func:`portable_error`); and its traceback."""
     results: list[tuple[int, R]] = []
     failures: list[tuple[BaseException, str]] = []
@@ -203,7 +220,8 @@ def run_batch(
 
 @dataclass
 class RayMapRun:
-    """How one map on Ray went: tasks submitted and lost, the workers' usage, the CPUs a task reserved."""
+    """How one map on Ray went: tasks submitted and lost, the workers' usage, the CPUs a task
+    reserved."""
 
     tasks: int = 0
     failed_tasks: int = 0
@@ -233,8 +251,8 @@ def map_on_ray(
     on_lost: Callable[[B, BaseException], bool],
     config: RunnableConfig | None = None,
 ) -> RayMapRun:
-    """Run ``work(recipe, *args, batch)`` (a module-level function returning a dict with ``"usage"``)
-    as a Ray task per batch, at most ``settings.ray_max_in_flight`` at once.
+    """Run ``work(recipe, *args, batch)`` (a module-level function returning a dict with
+    ``"usage"``) as a Ray task per batch, at most ``settings.ray_max_in_flight`` at once.
 
     Each finished task goes to ``on_result(batch, result)`` as it returns, a task Ray lost (its
     worker died, its arguments did not unpickle) to ``on_lost(batch, error)``; either returns
@@ -271,7 +289,8 @@ def map_on_ray(
             busy[slot] -= 1
             try:
                 out = ray.get(done[0])
-            except Exception as exc:  # noqa: BLE001 - RayTaskError, WorkerCrashedError, ...: the stage decides
+            # BLE001: RayTaskError, WorkerCrashedError, ...: the stage decides.
+            except Exception as exc:  # noqa: BLE001
                 run.failed_tasks += 1
                 going = on_lost(batch, exc) and going
                 continue
@@ -309,11 +328,11 @@ def map_or_raise(
     keep: Callable[[dict[str, Any]], None],
     what: str,
 ) -> RayMapRun:
-    """:func:`map_on_ray` for a stage that must finish whole (an index build): ``items`` in batches of
-    ``batch_size``; each finished task's result goes to ``keep`` as it returns, even when its batch
-    failed part way (``"error"``, ``"traceback"``: what :func:`run_batch` gave the task); a failure
-    or a task Ray lost stops the map, and the first error is raised once the tasks in flight have
-    returned and been kept. ``what``: the items, named in the log and the errors."""
+    """:func:`map_on_ray` for a stage that must finish whole (an index build): ``items`` in batches
+    of ``batch_size``; each finished task's result goes to ``keep`` as it returns, even when its
+    batch failed part way (``"error"``, ``"traceback"``: what :func:`run_batch` gave the task); a
+    failure or a task Ray lost stops the map, and the first error is raised once the tasks in flight
+    have returned and been kept. ``what``: the items, named in the log and the errors."""
     batches = [list(items[j : j + batch_size]) for j in range(0, len(items), batch_size)]
     errors: list[BaseException] = []
 
@@ -325,7 +344,12 @@ def map_or_raise(
         return not errors
 
     def on_lost(batch: list[T], exc: BaseException) -> bool:
-        errors.append(RuntimeError(f"a Ray task of {len(batch)} {what} was lost: {type(exc).__name__}: {str(exc)[:1000]}"))  # fmt: skip
+        errors.append(
+            RuntimeError(
+                f"a Ray task of {len(batch)} {what} was lost: {type(exc).__name__}: "
+                f"{str(exc)[:1000]}"
+            )
+        )
         return False
 
     run = map_on_ray(work, args, batches, llm, settings, on_result, on_lost)

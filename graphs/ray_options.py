@@ -15,8 +15,17 @@ from longctx.graphs.registry import RayStage
 
 #: The options that decide where a stage runs, not what it asks: a resumed run does not answer
 #: again the rows answered with other values (``longctx.experiments.changed_settings``).
-RAY_RUNTIME_FIELDS = frozenset({"map_executor", "ray_address", "ray_max_in_flight", "ray_endpoints",
-                                "ray_batch_documents", "ray_batch_clusters", "ray_batch_passages"})  # fmt: skip
+RAY_RUNTIME_FIELDS = frozenset(
+    {
+        "map_executor",
+        "ray_address",
+        "ray_max_in_flight",
+        "ray_endpoints",
+        "ray_batch_documents",
+        "ray_batch_clusters",
+        "ray_batch_passages",
+    }
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -27,12 +36,14 @@ class RayMapOptions(StrategyConfig):
         map_executor: ``"local"`` (this process, on ``concurrency`` threads) or ``"ray"`` (Ray
             tasks, a batch each; every task runs its batch on ``concurrency`` threads).
         ray_address: Ray cluster to join with ``map_executor="ray"`` (``auto``, ``HOST:6379``,
-            ``ray://HOST:10001``); none: a running session, ``$RAY_ADDRESS`` or a new local instance.
+            ``ray://HOST:10001``); none: a running session, ``$RAY_ADDRESS`` or a new local
+            instance.
         ray_max_in_flight: Ray tasks in flight at once per answer (calls in flight: at most this
             times ``concurrency``).
         ray_endpoints: With ``map_executor="ray"`` and an OpenAI-compatible model: base URLs of
             servers running the same model; each Ray task goes to the one with the fewest tasks
-            in flight (``longctx run --ray --endpoints`` fills it in). Empty: the model's own server.
+            in flight (``longctx run --ray --endpoints`` fills it in). Empty: the model's own
+            server.
     """
 
     map_executor: Literal["local", "ray"] = option(
@@ -49,7 +60,8 @@ class RayMapOptions(StrategyConfig):
     )
 
     def check(self) -> None:
-        """``ray_address`` and ``ray_endpoints`` only with ``map_executor="ray"``; endpoints are http(s) base URLs."""
+        """``ray_address`` and ``ray_endpoints`` only with ``map_executor="ray"``; endpoints are
+        http(s) base URLs."""
         if self.ray_address is not None and self.map_executor != "ray":
             raise ConfigError(
                 f"Option 'ray_address' ({self.ray_address!r}) needs map_executor='ray'"
@@ -64,13 +76,15 @@ class RayMapOptions(StrategyConfig):
 
 
 def ray_options(address: str | None) -> dict[str, Any]:
-    """The stage as Ray tasks, on the cluster at ``address`` (``None``: ``$RAY_ADDRESS`` or a new local one)."""
+    """The stage as Ray tasks, on the cluster at ``address`` (``None``: ``$RAY_ADDRESS`` or a new
+    local one)."""
     return {"map_executor": "ray", **({"ray_address": address} if address else {})}
 
 
 def spread_map(options: Mapping[str, Any], endpoints: Sequence[str]) -> Mapping[str, Any]:
-    """``options`` whose stage on Ray also spreads its tasks over ``endpoints`` (their ``ray_endpoints``,
-    unless the options set it): a run's unit is one question's answer, and the stage is where its calls are."""
+    """``options`` whose stage on Ray also spreads its tasks over ``endpoints`` (their
+    ``ray_endpoints``, unless the options set it): a run's unit is one question's answer, and the
+    stage is where its calls are."""
     if len(endpoints) < 2 or options.get("map_executor") != "ray" or "ray_endpoints" in options:
         return options
     return {**options, "ray_endpoints": list(endpoints)}

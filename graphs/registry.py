@@ -5,10 +5,10 @@ Strategies register with the decorator every plug-in kind uses, on their graph b
     @STRATEGIES.register("rag", config_cls=RagConfig, uses_index=True, presets={...})
     def build_graph(config): ...
 
-and declare the name in their package's ``plugin.toml`` (:mod:`longctx.graphs.strategy_registry`), so it is
-known, and its module imported on first use, without any import line elsewhere. A third-party
-package adds one through the ``longctx.strategies`` entry-point group (its module registers on
-import, or the entry point names a :class:`Strategy`).
+and declare the name in their package's ``plugin.toml`` (:mod:`longctx.graphs.strategy_registry`),
+so it is known, and its module imported on first use, without any import line elsewhere. A
+third-party package adds one through the ``longctx.strategies`` entry-point group (its module
+registers on import, or the entry point names a :class:`Strategy`).
 
 Everything the library knows of a strategy is on its entry, declared in its own package: how it
 runs, its cost model, how reports, plots and the demo show it (``presentation``) and the part of
@@ -29,9 +29,9 @@ from longctx.graphs.config import ConfigError, ConfigT
 from longctx.graphs.costs import StrategyCosts
 from longctx.graphs.presentation import StrategyPresentation
 from longctx.graphs.prompt_sharing import PromptSharing
-from longctx.graphs.strategy_registry import (
-    STRATEGIES as STRATEGIES,
-)  # the registry object: light, so the CLI reads its names
+
+# the registry object: light, so the CLI reads its names
+from longctx.graphs.strategy_registry import STRATEGIES as STRATEGIES
 from longctx.retrieval.contract import Question
 from longctx.retrieval.errors import OptionError, UnknownName
 from longctx.retrieval.extras import Need
@@ -43,13 +43,13 @@ class SingleRun:
 
     Attributes:
         async_fan_out: The graph fans out many model calls from native async nodes (PAI's
-            judges): :func:`longctx.graphs.run.run_strategy` then drives it with ``ainvoke`` when the
-            model has an async client of its own, which sustains wider fan-outs per CPU
-            cycle than threads over the sync client (``benchmarks/bench_pai.py``).
+            judges): :func:`longctx.graphs.run.run_strategy` then drives it with ``ainvoke`` when
+            the model has an async client of its own, which sustains wider fan-outs per CPU cycle
+            than threads over the sync client (``benchmarks/bench_pai.py``).
         on_stop: The strategy's final node after a budget stop: ``partial_state -> fields``
             (``answer``, ``raw``, ``hits``, ``evidence``, ``steps``) made of what the run gathered
-            (:func:`longctx.graphs.tool_loop.answer_so_far` for a tool loop's), with no model call (the
-            guard refuses any: the budget is reached). ``None``: no answer; the steps, hits and
+            (:func:`longctx.graphs.tool_loop.answer_so_far` for a tool loop's), with no model call
+            (the guard refuses any: the budget is reached). ``None``: no answer; the steps, hits and
             evidence so far are kept either way (:mod:`longctx.graphs.budget_stop`).
     """
 
@@ -115,9 +115,10 @@ class BatchRun:
     whose update carries the index of the next step under :attr:`progress_key`.
 
     Attributes:
-        prepare_context: ``(StrategyContext, *, trace, thread, questions, start_document=0) -> context``
-            with what the nodes need (e.g. the corpus cut into chunks, laid out for these
-            questions); ``start_document``: only the documents from there on (a continued run).
+        prepare_context:
+            ``(StrategyContext, *, trace, thread, questions, start_document=0) -> context`` with
+            what the nodes need (e.g. the corpus cut into chunks, laid out for these questions);
+            ``start_document``: only the documents from there on (a continued run).
         initial_state: ``(questions, context) -> state`` of a fresh run (the graph's state schema).
         collect: ``(final_state, i) -> {"raw", "answer", "usage", "final_step"}`` of question ``i``
             (``final_step``: facts added to the answer's last step).
@@ -133,7 +134,8 @@ class BatchRun:
         continuation: How a run over a grown corpus continues an earlier one; ``None``: it cannot.
     """
 
-    #: A batched run runs in a worker thread with its sync nodes (a SQLite checkpointer), never with ``ainvoke``.
+    #: A batched run runs in a worker thread with its sync nodes (a SQLite checkpointer), never with
+    #: ``ainvoke``.
     async_fan_out: ClassVar[bool] = False
 
     prepare_context: Callable[..., Any]
@@ -150,13 +152,15 @@ class BatchRun:
 
 @dataclass(frozen=True)
 class RayStage:
-    """A part of a strategy's own work that runs as Ray tasks (e.g. an extraction over every document).
+    """A part of a strategy's own work that runs as Ray tasks (e.g. an extraction over every
+    document).
 
     Attributes:
         options: ``address -> config options`` that put the stage on Ray (``longctx answer --ray``;
             ``address`` ``None``: ``$RAY_ADDRESS`` or a new local instance).
-        spread: ``(options, endpoints) -> options`` spreading the stage's calls over several servers of
-            one model (``longctx run --ray --endpoints``); options that keep the stage local come back as they are.
+        spread: ``(options, endpoints) -> options`` spreading the stage's calls over several servers
+            of one model (``longctx run --ray --endpoints``); options that keep the stage local come
+            back as they are.
     """
 
     options: Callable[[str | None], Mapping[str, Any]]
@@ -165,39 +169,41 @@ class RayStage:
 
 @dataclass(frozen=True)
 class Strategy(Generic[ConfigT]):
-    """A registered strategy, generic in its config class (``Strategy[RagConfig]``): what reads its config
-    (the run path, its cost model, its presets) is type-checked against that class.
+    """A registered strategy, generic in its config class (``Strategy[RagConfig]``): what reads its
+    config (the run path, its cost model, its presets) is type-checked against that class.
 
     Attributes:
         name: Registry name used by ``answer(strategy=...)`` and the CLI.
-        build_graph: ``config -> compiled LangGraph`` (dependencies come in the run context; a batched
-            strategy's also takes ``checkpointer=``).
+        build_graph: ``config -> compiled LangGraph`` (dependencies come in the run context; a
+            batched strategy's also takes ``checkpointer=``).
         config_cls: Frozen, validated dataclass whose defaults are the paper's numbers.
         uses_index: Whether the strategy needs a retrieval index built before it runs.
         run_mode: How it runs: :class:`SingleRun` (default) or a :class:`BatchRun`.
         presets: Named configs (``paper`` reproduces the source's setting where it differs).
         description: One line for ``--help`` and the README.
         prompts_version: The strategy's ``PROMPTS_VERSION``, recorded with every answer.
-        costs: Its one cost model (:class:`~graphs.costs.StrategyCosts`): the least and most calls and
-            prompt tokens before any call (``longctx.agents.estimate``, budgets refuse a call up front) and the
-            typical calls and tokens the plan printed before a run shows (``longctx.agents.run_plan``), from the
-            same terms. ``None``, or a plug-in's half (``StrategyCosts(plan=...)`` / ``(expected=...)``):
-            without bounds its budget is enforced during the run only; without a typical cost it is
-            left out of the run plan. Registering with the older ``cost_plan=`` / ``expected_cost=``
-            keywords builds the half they name.
-        ceiling: Its LLM-free evidence-ceiling rule (``longctx.experiments.ceilings``), defined in its
-            package; ``None``: no ceiling row is measured.
+        costs: Its one cost model (:class:`~graphs.costs.StrategyCosts`): the least and most calls
+            and prompt tokens before any call (``longctx.agents.estimate``, budgets refuse a call up
+            front) and the typical calls and tokens the plan printed before a run shows
+            (``longctx.agents.run_plan``), from the same terms. ``None``, or a plug-in's half
+            (``StrategyCosts(plan=...)`` / ``(expected=...)``): without bounds its budget is
+            enforced during the run only; without a typical cost it is left out of the run plan.
+            Registering with the older ``cost_plan=`` / ``expected_cost=`` keywords builds the half
+            they name.
+        ceiling: Its LLM-free evidence-ceiling rule (``longctx.experiments.ceilings``), defined in
+            its package; ``None``: no ceiling row is measured.
         presentation: Its colour, demo options and report step views
             (:class:`~graphs.presentation.StrategyPresentation`); a plug-in without one gets a
             colour by name and its steps shown as their facts.
         ray_stage: The part of its work ``--ray`` puts on Ray (:class:`RayStage`); ``None``: none.
         prompt_sharing: The long text its prompts start with for every question over one corpus
-            (:class:`~graphs.prompt_sharing.PromptSharing`), which a provider's prompt cache serves to
-            questions 2..N; ``None``: its prompts start with what differs per question.
-        needs: ``config -> packages`` (:class:`~retrieval.extras.Need`) the run will import, checked all
-            together before its first model call (``None``: the core install runs it).
-        index_calls: ``(config, corpus, llm, cache_dir) -> calls``: the index-time calls still to make
-            (0 when the index is cached), which a budget's up-front check adds to the plan's least.
+            (:class:`~graphs.prompt_sharing.PromptSharing`), which a provider's prompt cache serves
+            to questions 2..N; ``None``: its prompts start with what differs per question.
+        needs: ``config -> packages`` (:class:`~retrieval.extras.Need`) the run will import, checked
+            all together before its first model call (``None``: the core install runs it).
+        index_calls: ``(config, corpus, llm, cache_dir) -> calls``: the index-time calls still to
+            make (0 when the index is cached), which a budget's up-front check adds to the plan's
+            least.
     """
 
     name: str
@@ -254,7 +260,8 @@ class Strategy(Generic[ConfigT]):
         """
         if preset is not None and preset not in self.presets:
             raise UnknownName(
-                f"Strategy {self.name!r} has no preset {preset!r}; presets: {sorted(self.presets) or 'none'}"
+                f"Strategy {self.name!r} has no preset {preset!r}; presets: "
+                f"{sorted(self.presets) or 'none'}"
             )
         base = self.presets[preset] if preset else self.config_cls()
         valid = [f.name for f in dataclasses.fields(self.config_cls)]
@@ -267,7 +274,8 @@ class Strategy(Generic[ConfigT]):
                 for k in unknown
             ]
             raise OptionError(
-                f"Unknown option(s) for strategy {self.name!r}: {', '.join(hints)}. Valid: {', '.join(valid)}"
+                f"Unknown option(s) for strategy {self.name!r}: {', '.join(hints)}. Valid: "
+                f"{', '.join(valid)}"
             )
         try:
             return dataclasses.replace(base, **overrides)
@@ -276,10 +284,11 @@ class Strategy(Generic[ConfigT]):
 
 
 def _strategy(name: str, build_graph: Callable[..., Any], **attrs: Any) -> Strategy[Any]:
+    # the older keywords: one half each
     plan, expected = (
         attrs.pop("cost_plan", None),
         attrs.pop("expected_cost", None),
-    )  # the older keywords: one half each
+    )
     if plan is not None or expected is not None:
         if attrs.get("costs") is not None:
             raise TypeError(

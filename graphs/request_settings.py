@@ -1,4 +1,5 @@
-"""What a chat model's requests carry beyond its name and server: the model part of a resumable run's key.
+"""What a chat model's requests carry beyond its name and server: the model part of a resumable
+run's key.
 
 Two models with the same name and URL send different requests when their sampling, stop
 sequences, seed, ``extra_body``, ``model_kwargs`` or model-selecting headers differ, or
@@ -27,7 +28,8 @@ NEUTRAL_HEADER = re.compile(
     re.IGNORECASE,
 )
 
-#: :func:`file_fingerprint` reads this many evenly spaced blocks of this size (4 MiB in all, first and last included).
+#: :func:`file_fingerprint` reads this many evenly spaced blocks of this size (4 MiB in all, first
+#: and last included).
 SAMPLED_BLOCKS, BLOCK_BYTES = 64, 64 * 1024
 
 
@@ -56,7 +58,8 @@ def model_headers(llm: BaseChatModel) -> dict[str, Any]:
 
 
 def request_settings(llm: BaseChatModel) -> dict[str, Any]:
-    """Every setting of ``llm`` that changes what its requests ask for, JSON-ready; empty parts left out.
+    """Every setting of ``llm`` that changes what its requests ask for, JSON-ready; empty parts left
+    out.
 
     - ``params``: the integration's own identifying parameters (LangChain's
       ``_identifying_params``, what its LLM cache keys a model by): for ``ChatOpenAI`` the
@@ -83,18 +86,20 @@ def request_settings(llm: BaseChatModel) -> dict[str, Any]:
 
 
 def settings_digest(llm: BaseChatModel) -> str:
-    """A short stable digest of :func:`request_settings`: recorded with every answer (``llm_settings``
-    in its config) so a resumed experiment can tell answers of a differently set model from its own
-    without writing the settings themselves (a header or body field may carry what is not ours to copy)."""
+    """A short stable digest of :func:`request_settings`: recorded with every answer
+    (``llm_settings`` in its config) so a resumed experiment can tell answers of a differently set
+    model from its own without writing the settings themselves (a header or body field may carry
+    what is not ours to copy)."""
     text = json.dumps(request_settings(llm), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def model_identity(llm: BaseChatModel) -> str:
-    """What names a model's index-time replies in the caches (RAPTOR's summaries and tree, HippoRAG's
-    OpenIE logs and graph, the structured records): its name and :func:`settings_digest` (every setting
-    its requests carry, the served model's fingerprint where it is known), never its server's address,
-    so the same model behind another port, host or endpoint reuses what it already answered."""
+    """What names a model's index-time replies in the caches (RAPTOR's summaries and tree,
+    HippoRAG's OpenIE logs and graph, the structured records): its name and :func:`settings_digest`
+    (every setting its requests carry, the served model's fingerprint where it is known), never its
+    server's address, so the same model behind another port, host or endpoint reuses what it already
+    answered."""
     name = getattr(llm, "model_name", None) or getattr(llm, "model", None) or type(llm).__name__
     return f"{name} [{settings_digest(llm)}]"
 
@@ -102,7 +107,8 @@ def model_identity(llm: BaseChatModel) -> str:
 def file_fingerprint(path: str | Path) -> str:
     """A content fingerprint of a model file: sha256 of its size and :data:`SAMPLED_BLOCKS` evenly
     spaced blocks (the whole file when smaller). Other weights, a re-quantisation or a different
-    header change it; reading 4 MiB keeps it fast for a 40 GB file. Cached per (path, size, mtime)."""
+    header change it; reading 4 MiB keeps it fast for a 40 GB file. Cached per (path, size,
+    mtime)."""
     stat = os.stat(path)
     return _fingerprint(str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
 

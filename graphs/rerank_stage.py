@@ -1,13 +1,14 @@
-"""The optional second retrieval stage of every retrieving strategy: rerank the first stage's candidates.
+"""The optional second retrieval stage of every retrieving strategy: rerank the first stage's
+candidates.
 
-:meth:`longctx.graphs.retrieval_service.RetrievalService.retrieve` calls :func:`rerank` when a strategy's
-``rerank`` option names a reranker (:data:`longctx.retrieval.rerank.RERANKERS`). What each rerank call
-cost reaches the answer's ``Usage`` (``rerank_calls``, ``rerank_failed_calls``,
-``rerank_tokens``) as a :data:`~graphs.usage.USAGE_EVENT`, as the calls made on a Ray worker do;
-a call that fails for good raises :class:`~retrieval.rerank.RerankError`, failing the answer
-(the runner records it as a failed row, which the next run answers again). Before its request a
-call is announced as a :data:`~graphs.budget_guard.RERANK_EVENT`, so the run's budget counts it as a
-model call or stops it (:class:`~graphs.budget.BudgetReached`, no request sent); once answered, a
+:meth:`longctx.graphs.retrieval_service.RetrievalService.retrieve` calls :func:`rerank` when a
+strategy's ``rerank`` option names a reranker (:data:`longctx.retrieval.rerank.RERANKERS`). What
+each rerank call cost reaches the answer's ``Usage`` (``rerank_calls``, ``rerank_failed_calls``,
+``rerank_tokens``) as a :data:`~graphs.usage.USAGE_EVENT`, as the calls made on a Ray worker do; a
+call that fails for good raises :class:`~retrieval.rerank.RerankError`, failing the answer (the
+runner records it as a failed row, which the next run answers again). Before its request a call is
+announced as a :data:`~graphs.budget_guard.RERANK_EVENT`, so the run's budget counts it as a model
+call or stops it (:class:`~graphs.budget.BudgetReached`, no request sent); once answered, a
 :data:`~graphs.budget_guard.RERANK_END_EVENT` settles its cost at the tokens the reranker reported.
 """
 
@@ -36,7 +37,8 @@ def rerank(
     top_n: int,
     stage: str,
 ) -> list[Hit]:
-    """The ``top_n`` of ``hits`` the reranker ``name`` (with ``options``) puts first; the call's usage reported.
+    """The ``top_n`` of ``hits`` the reranker ``name`` (with ``options``) puts first; the call's
+    usage reported.
 
     Raises:
         BudgetReached: The run's budget refuses the call (no request is sent).
@@ -51,9 +53,8 @@ def rerank(
     except RerankError as exc:
         report(Usage(rerank_failed_calls=exc.retries + 1))
         raise
-    if (
-        call is not None
-    ):  # the guard settles the call's reserved cost at the tokens the reranker reported
+    # the guard settles the call's reserved cost at the tokens the reranker reported
+    if call is not None:
         dispatch_custom_event(RERANK_END_EVENT, {"call": call, "tokens": result.tokens})
     report(
         Usage(
@@ -66,8 +67,8 @@ def rerank(
 
 
 def announce(query: str, documents: list[str]) -> str | None:
-    """Tell the running answer's callbacks (its budget guard) a rerank call of ``documents`` is about to be
-    sent; the call's id for its end event (``None`` outside a run: nothing to tell)."""
+    """Tell the running answer's callbacks (its budget guard) a rerank call of ``documents`` is
+    about to be sent; the call's id for its end event (``None`` outside a run: nothing to tell)."""
     if var_child_runnable_config.get() is None:
         return None
     call = uuid4().hex
@@ -76,7 +77,8 @@ def announce(query: str, documents: list[str]) -> str | None:
 
 
 def report(usage: Usage) -> None:
-    """Add ``usage`` to the running answer's usage (nothing to add to outside a run: a ceiling's retrieval)."""
+    """Add ``usage`` to the running answer's usage (nothing to add to outside a run: a ceiling's
+    retrieval)."""
     if var_child_runnable_config.get() is not None and (
         usage.rerank_calls or usage.rerank_failed_calls
     ):

@@ -27,7 +27,8 @@ class RetrievalService:
 
     Attributes:
         settings: The strategy's config (any :class:`RetrievalSettings`).
-        cache_dir: Root of the index cache (``None``: ``$LONGCTX_CACHE_DIR`` or ``~/.cache/longctx``).
+        cache_dir: Root of the index cache (``None``: ``$LONGCTX_CACHE_DIR`` or
+            ``~/.cache/longctx``).
         show_progress: A progress bar while an index is built.
     """
 
@@ -58,8 +59,9 @@ class RetrievalService:
         retrievers return); with ``drop_zero_scores``, only those scoring above zero (for BM25:
         sharing a word with the query).
 
-        With ``rerank``, the first stage's ``max(top_k, rerank_candidates)`` best go to the reranker,
-        whose ``top_k`` best are kept (each hit's ``components`` keeps its first-stage rank and score)."""
+        With ``rerank``, the first stage's ``max(top_k, rerank_candidates)`` best go to the
+        reranker, whose ``top_k`` best are kept (each hit's ``components`` keeps its first-stage
+        rank and score)."""
         s = self.settings
         hits = index.search(
             query, s.top_k if s.rerank is None else max(s.top_k, s.rerank_candidates)

@@ -38,7 +38,10 @@ class RetrievalSettings(StrategyConfig):
     )
     rerank: str | None = option(
         None,
-        help="a second stage: 'cross-encoder' ({'model': PATH}) or 'server' ({'base_url': URL, 'model': NAME})",
+        help=(
+            "a second stage: 'cross-encoder' ({'model': PATH}) or 'server' ({'base_url': URL, "
+            "'model': NAME})"
+        ),
     )
     rerank_options: Mapping[str, Any] = option(
         {}, help="e.g. {'model': PATH} or {'base_url': 'http://HOST:PORT/v1', 'model': NAME}"
@@ -46,22 +49,28 @@ class RetrievalSettings(StrategyConfig):
     rerank_candidates: int = option(
         50,
         min=1,
-        source="ours: the first stage's top 50 reranked, the best top_k kept (common practice: 20-100)",
+        source=(
+            "ours: the first stage's top 50 reranked, the best top_k kept (common practice: 20-100)"
+        ),
     )
 
     def check(self) -> None:
-        """The retriever (and reranker) must exist and the overlap must leave each chunk new text."""
+        """The retriever (and reranker) must exist and the overlap must leave each chunk new
+        text."""
         if self.retriever not in RETRIEVERS:
             raise ConfigError(
-                f"Option 'retriever' must be one of {', '.join(RETRIEVERS.names())}, got {self.retriever!r}"
+                f"Option 'retriever' must be one of {', '.join(RETRIEVERS.names())}, got "
+                f"{self.retriever!r}"
             )
         if self.rerank is not None and self.rerank not in RERANKERS:
             raise ConfigError(
-                f"Option 'rerank' must be one of {', '.join(RERANKERS.names())}, got {self.rerank!r}"
+                f"Option 'rerank' must be one of {', '.join(RERANKERS.names())}, got "
+                f"{self.rerank!r}"
             )
         if self.chunk_overlap >= self.chunk_size:
             raise ConfigError(
-                f"Option 'chunk_overlap' ({self.chunk_overlap}) must be smaller than 'chunk_size' ({self.chunk_size})"
+                f"Option 'chunk_overlap' ({self.chunk_overlap}) must be smaller than "
+                f"'chunk_size' ({self.chunk_size})"
             )
 
     def chunking(self) -> ChunkingConfig:

@@ -1,8 +1,9 @@
 """Reading retrieved chunks, shared by the retrieval strategies (RAG, Self-Ask's reader,
 Self-Route, RAPTOR, HippoRAG): the answer prompt, the order the hits are laid out in, and the
-drill-down's view of a retrieval step. Here rather than in ``longctx.graphs.rag`` so that a strategy reuses
-them through ``longctx.graphs.api`` without importing another strategy. ``RAG_TEMPLATE`` is versioned as
-``longctx.graphs.rag.prompts.PROMPTS_VERSION`` (its golden copy is that module's): bump that on any edit."""
+drill-down's view of a retrieval step. Here rather than in ``longctx.graphs.rag`` so that a strategy
+reuses them through ``longctx.graphs.api`` without importing another strategy. ``RAG_TEMPLATE`` is
+versioned as ``longctx.graphs.rag.prompts.PROMPTS_VERSION`` (its golden copy is that module's): bump
+that on any edit."""
 
 from __future__ import annotations
 
@@ -37,7 +38,8 @@ def order_hits(hits: list[Hit], order: Literal["document", "rank"]) -> list[Hit]
 
 
 def retrieval_view(step: Mapping[str, Any], _evidence: Mapping[Any, Mapping[str, Any]]) -> Shown:
-    """The query (where the step has its own, e.g. a follow-up question) and the chunks retrieved."""
+    """The query (where the step has its own, e.g. a follow-up question) and the chunks
+    retrieved."""
     query = (
         tag("p", "Query: ", tag("span", text(step["query"], 500), cls="follow"), cls="what")
         if step.get("query")

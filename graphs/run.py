@@ -8,8 +8,9 @@ with their own tracker; batched runs keep per-question usage in the checkpointed
 and share out the batch's wall time, so sums over answers add up to the run.
 
 The parts live beside it: :mod:`longctx.graphs.run_setup` (options and what both twins share),
-:mod:`longctx.graphs.run_single` and :mod:`longctx.graphs.run_batched` (the two run modes), :mod:`longctx.graphs.run_config`
-(callbacks, tags, the effective config) and :mod:`longctx.graphs.event_loop` (the private event loop).
+:mod:`longctx.graphs.run_single` and :mod:`longctx.graphs.run_batched` (the two run modes),
+:mod:`longctx.graphs.run_config` (callbacks, tags, the effective config) and
+:mod:`longctx.graphs.event_loop` (the private event loop).
 """
 
 from __future__ import annotations
@@ -31,23 +32,29 @@ from longctx.retrieval.contract import Answer, Question
 
 
 @during_runs
-def run_strategy(spec: Strategy[ConfigT], cfg: ConfigT, questions: Sequence[Question], *, use_async: bool | None = None,
-                 **options: Unpack[RunOptions]) -> list[Answer]:  # fmt: skip
-    """Answer ``questions`` over ``corpus`` with ``spec`` and its (validated) ``cfg``, answers in the order of ``questions``.
+def run_strategy(
+    spec: Strategy[ConfigT],
+    cfg: ConfigT,
+    questions: Sequence[Question],
+    *,
+    use_async: bool | None = None,
+    **options: Unpack[RunOptions],
+) -> list[Answer]:
+    """Answer ``questions`` over ``corpus`` with ``spec`` and its (validated) ``cfg``, answers in
+    the order of ``questions``.
 
     Args:
         spec: The registered strategy.
         cfg: Its config (``spec.make_config(...)``).
         questions: One or many.
         use_async: Drive single-question graphs with ``ainvoke`` on the library's private
-            event loop (:func:`~graphs.event_loop.run_sync`; native async nodes such as PAI's judges await the
-            model) instead of ``invoke`` in threads (their sync twins). ``None`` (default):
-            async for a strategy whose run mode declares ``async_fan_out`` (PAI) when the
-            model has its own async client (1.14x against 1.33x of the ideal judge makespan
-            at 32 calls in flight, docs/pai.md), threads otherwise (sync-only models, and
-            graphs of sync nodes, which the loop would squeeze into its small default
-            executor). Async services use :func:`arun_strategy` (``aanswer``). Batched
-            strategies run as before.
+            event loop (:func:`~graphs.event_loop.run_sync`; native async nodes such as PAI's judges
+            await the model) instead of ``invoke`` in threads (their sync twins). ``None``
+            (default): async for a strategy whose run mode declares ``async_fan_out`` (PAI) when the
+            model has its own async client (1.14x against 1.33x of the ideal judge makespan at 32
+            calls in flight, docs/pai.md), threads otherwise (sync-only models, and graphs of sync
+            nodes, which the loop would squeeze into its small default executor). Async services use
+            :func:`arun_strategy` (``aanswer``). Batched strategies run as before.
         **options: :class:`RunOptions`: ``llm``, ``corpus``, ``index``, ``budget`` ...
     """
     run = RunSetup(spec, cfg, list(questions), options)
@@ -93,7 +100,8 @@ async def arun_strategy(
 
 
 async def _arun(run: RunSetup[ConfigT]) -> list[Answer]:
-    """The awaiting twin of :func:`run_strategy`'s body (the setup and policy are :class:`~graphs.run_setup.RunSetup`'s)."""
+    """The awaiting twin of :func:`run_strategy`'s body (the setup and policy are
+    :class:`~graphs.run_setup.RunSetup`'s)."""
     run.indexed(await asyncio.to_thread(run.build_index) if run.needs_index else run.index)
     if run.batch is not None:
         answers = await arun_batch(run, run.batch)

@@ -1,5 +1,6 @@
-"""The run path of a batched strategy (:class:`~graphs.registry.BatchRun`: MemAgent): all questions in one checkpointed
-run (:mod:`longctx.graphs.batched`), each answer's usage from the state, the batch's wall time shared out."""
+"""The run path of a batched strategy (:class:`~graphs.registry.BatchRun`: MemAgent): all questions
+in one checkpointed run (:mod:`longctx.graphs.batched`), each answer's usage from the state, the
+batch's wall time shared out."""
 
 from __future__ import annotations
 
@@ -31,12 +32,12 @@ from longctx.retrieval.contract import Answer, Corpus, Question, Step, Usage
 def run_batch(
     run: RunSetup[ConfigT], mode: BatchRun, cancel: threading.Event | None = None
 ) -> list[Answer]:
-    """The batched run of ``run``'s questions, as ``mode`` declares; ``cancel``: stop before the next model call or step once set."""
+    """The batched run of ``run``'s questions, as ``mode`` declares; ``cancel``: stop before the
+    next model call or step once set."""
     started = time.perf_counter()
     spec, questions, llm, corpus = run.spec, run.questions, run.llm, run.corpus
-    tracker = UsageTracker(
-        count=tokenizer_for(llm).count
-    )  # failure accounting; per-answer usage comes from the state
+    # failure accounting; per-answer usage comes from the state
+    tracker = UsageTracker(count=tokenizer_for(llm).count)
     progress = ChunkProgress(run.show_progress, f"{spec.name}: reading the corpus")
     callbacks = (
         run.callbacks if cancel is None else with_handler(run.callbacks, CancelGuard(cancel))
@@ -91,11 +92,19 @@ def batch_folder(spec: Strategy[Any], cache_dir: str | Path | None) -> Path:
     return (Path(cache_dir) if cache_dir else default_cache_dir()) / spec.name
 
 
-def checkpoint_held(spec: Strategy[ConfigT], cfg: ConfigT, questions: Sequence[Question], *, llm: BaseChatModel, corpus: Corpus,
-                    cache_dir: str | Path | None = None) -> Checkpointed:  # fmt: skip
-    """What the checkpoint of ``spec``'s run over these questions (as :func:`~graphs.run.run_strategy` would run it) already
-    holds: the calls that run would not make again and the steps it finished (:func:`longctx.graphs.batched.checkpointed`); nothing
-    for a single-question strategy, which keeps no checkpoint."""
+def checkpoint_held(
+    spec: Strategy[ConfigT],
+    cfg: ConfigT,
+    questions: Sequence[Question],
+    *,
+    llm: BaseChatModel,
+    corpus: Corpus,
+    cache_dir: str | Path | None = None,
+) -> Checkpointed:
+    """What the checkpoint of ``spec``'s run over these questions (as
+    :func:`~graphs.run.run_strategy` would run it) already holds: the calls that run would not make
+    again and the steps it finished (:func:`longctx.graphs.batched.checkpointed`); nothing for a
+    single-question strategy, which keeps no checkpoint."""
     if spec.batch is None:
         return Checkpointed(Usage())
     return checkpointed(
@@ -120,12 +129,19 @@ async def arun_batch(run: RunSetup[ConfigT], mode: BatchRun) -> list[Answer]:
         raise
 
 
-def _batch_answer(spec: Strategy[Any], mode: BatchRun, run: BatchedRun, i: int, question: Question, seconds: float, queued: float,
-                  effective: dict[str, Any]) -> Answer:  # fmt: skip
+def _batch_answer(
+    spec: Strategy[Any],
+    mode: BatchRun,
+    run: BatchedRun,
+    i: int,
+    question: Question,
+    seconds: float,
+    queued: float,
+    effective: dict[str, Any],
+) -> Answer:
     fields = mode.collect(run.final, i)
-    usage = Usage.from_dict(fields.get("usage")).since(
-        run.earlier[i]
-    )  # this call's calls; the checkpoint's earlier ones apart
+    # this call's calls; the checkpoint's earlier ones apart
+    usage = Usage.from_dict(fields.get("usage")).since(run.earlier[i])
     usage.seconds = seconds
     usage.queued_seconds = queued
     # resumed_from: the step an interrupted run continued from; replayed: finished earlier,
@@ -162,7 +178,8 @@ class ChunkProgress:
         self.bar: Any = None
 
     def start(self, sizes: Sequence[int], start_chunk: int) -> None:
-        """Open the bar over steps of ``sizes`` tokens at ``start_chunk`` (a resumed run starts part-way)."""
+        """Open the bar over steps of ``sizes`` tokens at ``start_chunk`` (a resumed run starts
+        part-way)."""
         self.sizes = sizes
         self.start_chunk = start_chunk
         self.began = time.perf_counter()

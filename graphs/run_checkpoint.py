@@ -4,10 +4,10 @@ finished turn, with its tool results, and sends no answered request again.
 Off by default: most single runs are a few calls, and a checkpoint (the state after every step:
 the conversation, its tool results and the chunks retrieved) costs a SQLite write a step and disk
 for nothing unless the run is long and may die. On, a run is keyed as a batched one is
-(:func:`longctx.graphs.batched.run_key`'s rules): strategy, corpus fingerprint, the question (its text,
-choices, instruction and protocol), every config field, and the model with every setting its
-requests carry (:func:`longctx.graphs.batched.model_key`); so a changed setting starts afresh and never
-replays another run's turns. Its folder is ``<cache>/<strategy>/single-<key>/`` (beside the
+(:func:`longctx.graphs.batched.run_key`'s rules): strategy, corpus fingerprint, the question (its
+text, choices, instruction and protocol), every config field, and the model with every setting its
+requests carry (:func:`longctx.graphs.batched.model_key`); so a changed setting starts afresh and
+never replays another run's turns. Its folder is ``<cache>/<strategy>/single-<key>/`` (beside the
 batched runs' ``<key>/`` folders) with ``checkpoints.sqlite`` (LangGraph's ``SqliteSaver``,
 ``durability="sync"``: a step is on disk before the next starts) and ``run.lock`` (a second
 identical run at once is refused, :class:`~memory.checkpoints.RunInUse`).
@@ -105,7 +105,8 @@ class PaidSaver(SqliteSaver):
 
 
 def single_key(spec: Strategy[Any], context: StrategyContext[Any], question: Question) -> str:
-    """The key of one checkpointed single run: strategy, corpus, question, config and model (see the module)."""
+    """The key of one checkpointed single run: strategy, corpus, question, config and model (see the
+    module)."""
     protocol = plain(dataclasses.asdict(question.protocol)) if question.protocol else None
     return thread_key(
         run="single",
@@ -144,12 +145,14 @@ class SingleCheckpoint:
     finished: bool = False
 
     def input(self, fresh: Any) -> Any:
-        """What to invoke the graph with: ``fresh`` for a new run, ``None`` to continue a checkpoint."""
+        """What to invoke the graph with: ``fresh`` for a new run, ``None`` to continue a
+        checkpoint."""
         return None if self.resumed else fresh
 
     @property
     def invoke_options(self) -> dict[str, Any]:
-        """Keyword arguments of ``invoke``: a checkpointed run writes each step before the next starts."""
+        """Keyword arguments of ``invoke``: a checkpointed run writes each step before the next
+        starts."""
         return {"durability": "sync"} if self.saver is not None else {}
 
     def settled(self, answer: Answer) -> Answer:
@@ -208,12 +211,21 @@ def checkpointed_single(
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def single_held(spec: Strategy[Any], cfg: Any, questions: Sequence[Question], *, llm: Any, corpus: Any,
-                cache_dir: str | Path | None) -> Usage:  # fmt: skip
+def single_held(
+    spec: Strategy[Any],
+    cfg: Any,
+    questions: Sequence[Question],
+    *,
+    llm: Any,
+    corpus: Any,
+    cache_dir: str | Path | None,
+) -> Usage:
     """What the checkpoints of these questions' single runs already paid (a run stopped or killed
     before it finished): the identical call resumes them without paying it again, so a budget's
     plan counts only the rest. Read-only; an unreadable checkpoint holds nothing."""
-    context = StrategyContext(llm=llm, config=cfg, corpus=corpus, cache_dir=Path(cache_dir) if cache_dir else None)  # fmt: skip
+    context = StrategyContext(
+        llm=llm, config=cfg, corpus=corpus, cache_dir=Path(cache_dir) if cache_dir else None
+    )
     held = Usage()
     for question in questions:
         folder = single_folder(spec, context, question)

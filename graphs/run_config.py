@@ -1,4 +1,5 @@
-"""What a run carries to LangChain and records with its answers: callbacks, trace tags and the effective config."""
+"""What a run carries to LangChain and records with its answers: callbacks, trace tags and the
+effective config."""
 
 from __future__ import annotations
 
@@ -21,9 +22,9 @@ from longctx.retrieval.contract import Question
 def effective_config(
     spec: Strategy[ConfigT], cfg: ConfigT, llm: BaseChatModel, preset: str | None
 ) -> dict[str, Any]:
-    """What ran, as recorded with each answer: strategy, preset, model, a digest of every setting its
-    requests carry (``llm_settings``, :func:`longctx.graphs.request_settings.settings_digest`), tokenizer, prompt
-    versions and every config field (secrets redacted)."""
+    """What ran, as recorded with each answer: strategy, preset, model, a digest of every setting
+    its requests carry (``llm_settings``, :func:`longctx.graphs.request_settings.settings_digest`),
+    tokenizer, prompt versions and every config field (secrets redacted)."""
     return {
         "strategy": spec.name,
         "preset": preset,
@@ -69,7 +70,8 @@ def with_handler(
 
 
 def with_budget(callbacks: Callbacks, budget: Budget | None, llm: BaseChatModel) -> Callbacks:
-    """``callbacks`` plus a :class:`~graphs.budget_guard.BudgetGuard` of ``budget`` (one for the whole call) when it sets a limit."""
+    """``callbacks`` plus a :class:`~graphs.budget_guard.BudgetGuard` of ``budget`` (one for the
+    whole call) when it sets a limit."""
     if budget is None or not budget.limited:
         return callbacks
     budget.check_priced()

@@ -1,5 +1,6 @@
-"""One call of the run path (:func:`longctx.graphs.run.run_strategy` / ``arun_strategy``): its options, and what the sync
-and async twins share (the run mode, the budget guard, the cache, the index and its time, the effective config)."""
+"""One call of the run path (:func:`longctx.graphs.run.run_strategy` / ``arun_strategy``): its
+options, and what the sync and async twins share (the run mode, the budget guard, the cache, the
+index and its time, the effective config)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ from longctx.retrieval.index.waits import counting_waits
 
 
 class RunOptions(TypedDict, total=False):
-    """How :func:`~graphs.run.run_strategy` / :func:`~graphs.run.arun_strategy` run (``llm`` and ``corpus`` required).
+    """How :func:`~graphs.run.run_strategy` / :func:`~graphs.run.arun_strategy` run (``llm`` and
+    ``corpus`` required).
 
     Attributes:
         llm: The chat model.
@@ -42,7 +44,8 @@ class RunOptions(TypedDict, total=False):
         budget: Limits of the whole call (all questions together): the run stops issuing
             model calls before one would pass it, and the answers say ``stopped="budget"``.
         checkpoint: Checkpoint each single-question run's steps under ``cache_dir`` so a killed
-            run resumes at its last finished step (:mod:`longctx.graphs.run_checkpoint`); default off.
+            run resumes at its last finished step (:mod:`longctx.graphs.run_checkpoint`); default
+            off.
     """
 
     llm: Required[BaseChatModel]
@@ -59,7 +62,8 @@ class RunOptions(TypedDict, total=False):
 
 
 class RunSetup(Generic[ConfigT]):
-    """One call of the run path: what its sync and async twins share; they differ only in how they wait."""
+    """One call of the run path: what its sync and async twins share; they differ only in how they
+    wait."""
 
     def __init__(
         self, spec: Strategy[ConfigT], cfg: ConfigT, questions: list[Question], options: RunOptions
@@ -76,9 +80,8 @@ class RunSetup(Generic[ConfigT]):
         self.show_progress = options.get("show_progress", False)
         self.key_prefix = options.get("key_prefix")
         self.checkpoint = options.get("checkpoint", False)
-        self.callbacks = with_budget(
-            options.get("callbacks"), options.get("budget"), self.llm
-        )  # one guard for the whole call
+        # one guard for the whole call
+        self.callbacks = with_budget(options.get("callbacks"), options.get("budget"), self.llm)
         cache_dir = options.get("cache_dir")
         self.cache = Path(cache_dir) if cache_dir else None
         self.index_seconds = 0.0
@@ -88,7 +91,8 @@ class RunSetup(Generic[ConfigT]):
         self.effective: dict[str, Any] = {}
 
     def awaits(self, use_async: bool | None) -> bool:
-        """Whether the sync entry point drives this run on the event loop (see ``run_strategy``'s ``use_async``)."""
+        """Whether the sync entry point drives this run on the event loop (see ``run_strategy``'s
+        ``use_async``)."""
         if self.batch is not None:
             return False
         return (
@@ -106,15 +110,16 @@ class RunSetup(Generic[ConfigT]):
         """Build (or load from the cache) the index the config asks for.
 
         Raises:
-            TypeError: The strategy is registered with ``uses_index=True`` but its config has no retrieval settings.
+            TypeError: The strategy is registered with ``uses_index=True`` but its config has no
+                retrieval settings.
         """
         if not isinstance(self.cfg, RetrievalSettings):
             raise TypeError(
-                f"Strategy {self.spec.name!r} uses an index, but its config {type(self.cfg).__name__} is no RetrievalSettings"
+                f"Strategy {self.spec.name!r} uses an index, but its config "
+                f"{type(self.cfg).__name__} is no RetrievalSettings"
             )
-        with (
-            counting_waits() as wait
-        ):  # waiting for another's build of this index is not this run's
+        # waiting for another's build of this index is not this run's
+        with counting_waits() as wait:
             index = RetrievalService(
                 settings=self.cfg, cache_dir=self.cache, show_progress=self.show_progress
             ).build_index(self.corpus)

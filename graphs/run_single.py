@@ -1,5 +1,6 @@
-"""The run path of a single-question strategy (:class:`~graphs.registry.SingleRun`): one graph run per
-question, with its own usage tracker, read back through :class:`~graphs.answer_state.AnswerState`."""
+"""The run path of a single-question strategy (:class:`~graphs.registry.SingleRun`): one graph run
+per question, with its own usage tracker, read back through
+:class:`~graphs.answer_state.AnswerState`."""
 
 from __future__ import annotations
 
@@ -24,17 +25,28 @@ from longctx.retrieval import Hit
 from longctx.retrieval.contract import Answer, Evidence, Question, Step
 
 
-def run_single(spec: Strategy[ConfigT], graph: CompiledGraph, context: StrategyContext[ConfigT], question: Question, callbacks: Callbacks,
-               effective: dict[str, Any], checkpoint: bool = False) -> Answer:  # fmt: skip
-    """``question`` answered by one run of ``graph`` (a budget stop is an answer with ``stopped="budget"``
-    that keeps the steps, hits and evidence gathered so far: :mod:`longctx.graphs.budget_stop`); ``checkpoint``:
-    resumable (:mod:`longctx.graphs.run_checkpoint`; a stopped run keeps its checkpoint for a larger budget)."""
+def run_single(
+    spec: Strategy[ConfigT],
+    graph: CompiledGraph,
+    context: StrategyContext[ConfigT],
+    question: Question,
+    callbacks: Callbacks,
+    effective: dict[str, Any],
+    checkpoint: bool = False,
+) -> Answer:
+    """``question`` answered by one run of ``graph`` (a budget stop is an answer with
+    ``stopped="budget"`` that keeps the steps, hits and evidence gathered so far:
+    :mod:`longctx.graphs.budget_stop`); ``checkpoint``: resumable
+    (:mod:`longctx.graphs.run_checkpoint`; a stopped run keeps its checkpoint for a larger
+    budget)."""
     started = time.perf_counter()
     tracker, run_config = _run_config(spec, context, question, callbacks)
     fresh = AnswerState(question=question, steps=[])
     resumable = checkpointed_single(spec, graph, context, question, tracker, run_config, checkpoint)
     with metering_queue() as queue, resumable as run:
-        final = invoke_keeping(spec, run.graph, run.input(fresh), context, run.config, **run.invoke_options)  # fmt: skip
+        final = invoke_keeping(
+            spec, run.graph, run.input(fresh), context, run.config, **run.invoke_options
+        )
         run.finished = not final.get("stopped")
     done = single_answer(
         spec,
@@ -48,9 +60,17 @@ def run_single(spec: Strategy[ConfigT], graph: CompiledGraph, context: StrategyC
     return run.settled(done)
 
 
-async def arun_single(spec: Strategy[ConfigT], graph: CompiledGraph, context: StrategyContext[ConfigT], question: Question, callbacks: Callbacks,
-                      effective: dict[str, Any], checkpoint: bool = False) -> Answer:  # fmt: skip
-    """:func:`run_single` with the graph's ``astream`` (checkpointed: in a worker thread, its checkpointer is sync SQLite)."""
+async def arun_single(
+    spec: Strategy[ConfigT],
+    graph: CompiledGraph,
+    context: StrategyContext[ConfigT],
+    question: Question,
+    callbacks: Callbacks,
+    effective: dict[str, Any],
+    checkpoint: bool = False,
+) -> Answer:
+    """:func:`run_single` with the graph's ``astream`` (checkpointed: in a worker thread, its
+    checkpointer is sync SQLite)."""
     if checkpoint:
         return await asyncio.to_thread(
             run_single, spec, graph, context, question, callbacks, effective, True
@@ -110,9 +130,18 @@ def evidence(hit: Hit) -> Evidence:
     )
 
 
-def single_answer(spec: Strategy[ConfigT], final: AnswerState, tracker: UsageTracker, *, started: float, queued: float, question: Question,
-                  effective: dict[str, Any]) -> Answer:  # fmt: skip
-    """The :class:`Answer` of a final state: its answer fields, its hits and evidence, and the tracker's usage."""
+def single_answer(
+    spec: Strategy[ConfigT],
+    final: AnswerState,
+    tracker: UsageTracker,
+    *,
+    started: float,
+    queued: float,
+    question: Question,
+    effective: dict[str, Any],
+) -> Answer:
+    """The :class:`Answer` of a final state: its answer fields, its hits and evidence, and the
+    tracker's usage."""
     usage = tracker.usage
     usage.queued_seconds = queued
     usage.seconds = time.perf_counter() - started - queued

@@ -1,10 +1,11 @@
-"""A chat server's own tokenizer, through its tokenize / detokenize routes: which routes it has, probed.
+"""A chat server's own tokenizer, through its tokenize / detokenize routes: which routes it has,
+probed.
 
-The probe tries each dialect's routes (:mod:`longctx.graphs.tokenize_routes`, the client that sends long
-text as parallel pieces) and checks once per server that pieces cut at word or sentence
-boundaries concatenate to the whole text's tokens. What a probe finds is remembered
-across processes (:mod:`longctx.graphs.probe_memory`): a later process checks a remembered route with
-one request, and does not probe a server remembered to have none.
+The probe tries each dialect's routes (:mod:`longctx.graphs.tokenize_routes`, the client that sends
+long text as parallel pieces) and checks once per server that pieces cut at word or sentence
+boundaries concatenate to the whole text's tokens. What a probe finds is remembered across processes
+(:mod:`longctx.graphs.probe_memory`): a later process checks a remembered route with one request,
+and does not probe a server remembered to have none.
 
 Here, beside :mod:`longctx.graphs.llm`, because it talks to the chat model's server; the offline
 tokenizers it wraps (:class:`~retrieval.tokenizers.Tokenizer`) live in ``retrieval``,
@@ -26,7 +27,8 @@ from longctx.graphs.tokenize_routes import (
 )
 from longctx.retrieval.tokenizers import SERVER_DIALECTS, Tokenizer, TokenizerError
 
-#: A probe cut where :func:`~graphs.tokenize_routes.split_pieces` cuts: its pieces' tokens must concatenate to the whole's.
+#: A probe cut where :func:`~graphs.tokenize_routes.split_pieces` cuts: its pieces' tokens must
+#: concatenate to the whole's.
 _PROBE_PIECES = (
     "Tokenizers agree on words.",
     " 分词器在句子边界切分文本。",
@@ -34,7 +36,8 @@ _PROBE_PIECES = (
     " paragraph 第二段。",
 )
 _PROBE_TEXT = "".join(_PROBE_PIECES)
-#: Seconds a probe request waits when ``$LONGCTX_TIMEOUT`` is not set (a probe must not hold a run up).
+#: Seconds a probe request waits when ``$LONGCTX_TIMEOUT`` is not set (a probe must not hold a run
+#: up).
 PROBE_TIMEOUT = 10.0
 
 
@@ -45,7 +48,8 @@ def request_timeout(default: float) -> float:
 
 
 def request_retries() -> int:
-    """``$LONGCTX_MAX_RETRIES`` (default 3): retries of a tokenize request that timed out, as for chat calls."""
+    """``$LONGCTX_MAX_RETRIES`` (default 3): retries of a tokenize request that timed out, as for
+    chat calls."""
     return int(os.environ.get("LONGCTX_MAX_RETRIES", "3"))
 
 
@@ -61,8 +65,8 @@ def probe_server(
     """The first dialect whose tokenize and detokenize routes answer on ``base_url``, else None.
 
     The probe also finds a BOS the server prepends (tokenizing ``""``) and checks that
-    pieces cut by :func:`~graphs.tokenize_routes.split_pieces` concatenate to the whole text's tokens; where they
-    do not, the server gets the whole text in one request.
+    pieces cut by :func:`~graphs.tokenize_routes.split_pieces` concatenate to the whole text's
+    tokens; where they do not, the server gets the whole text in one request.
 
     Each request waits ``timeout`` seconds (default ``$LONGCTX_TIMEOUT``, else
     :data:`PROBE_TIMEOUT`) and a timed-out one is retried ``retries`` times (default
@@ -85,8 +89,8 @@ def _probe(
     timeout: float | None,
     retries: int | None,
 ) -> tuple[ServerTokenizer | None, bool]:
-    """:func:`probe_server`'s tokenizer, and whether a ``None`` is definite (no dialect failed with a
-    transient status, 408, 429 or 5xx, that a later probe might not get)."""
+    """:func:`probe_server`'s tokenizer, and whether a ``None`` is definite (no dialect failed with
+    a transient status, 408, 429 or 5xx, that a later probe might not get)."""
     import httpx
 
     timeout = request_timeout(PROBE_TIMEOUT) if timeout is None else timeout
@@ -169,7 +173,8 @@ def server_tokenizer(
     """
     if dialect is not None and dialect not in SERVER_DIALECTS:
         raise TokenizerError(
-            f"Unknown server tokenizer dialect {dialect!r}; use one of {', '.join(SERVER_DIALECTS)}."
+            f"Unknown server tokenizer dialect {dialect!r}; use one of "
+            f"{', '.join(SERVER_DIALECTS)}."
         )
     dialects = [dialect] if dialect else list(SERVER_DIALECTS)
     key = probe_key(server_root(base_url), model, dialects, api_key)
@@ -206,5 +211,10 @@ def _result(found: ServerTokenizer | None) -> ProbeResult:
     """What a probe found, to remember."""
     if found is None:
         return ProbeResult(dialect=None, probed_at=time.time())
-    return ProbeResult(dialect=found.dialect, prefix=list(found.prefix), probe_ids=list(found.probe_ids), whole_text=found.max_chars is None,
-                       probed_at=time.time())  # fmt: skip
+    return ProbeResult(
+        dialect=found.dialect,
+        prefix=list(found.prefix),
+        probe_ids=list(found.probe_ids),
+        whole_text=found.max_chars is None,
+        probed_at=time.time(),
+    )

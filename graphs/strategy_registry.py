@@ -7,9 +7,9 @@ Each strategy package declares its names in its own ``plugin.toml`` (``graphs/ra
     uses_index = true                         # read by `longctx index` without importing it
 
 and registers its entry in code (``@STRATEGIES.register("rag", config_cls=..., ...)`` on its graph
-builder, see :mod:`longctx.graphs.registry`), so ``longctx --help``, ``answer()``, the report, the plan and
-the ceilings read one set of names, and a new package under ``graphs/`` needs no line elsewhere.
-Third-party strategies are entry points of the ``longctx.strategies`` group.
+builder, see :mod:`longctx.graphs.registry`), so ``longctx --help``, ``answer()``, the report, the
+plan and the ceilings read one set of names, and a new package under ``graphs/`` needs no line
+elsewhere. Third-party strategies are entry points of the ``longctx.strategies`` group.
 
 A *variant* name (``rag@hybrid``: a strategy's name, ``@``, and a label) names one strategy run
 with its own options beside others of the same strategy in one experiment: the registry looks
@@ -60,7 +60,8 @@ def base_strategy(name: str) -> str:
 
 
 def one_answer_strategy(name: str) -> str:
-    """``name`` for one answer (``answer()``, a Workspace, ``longctx answer``/``index``): a variant refused.
+    """``name`` for one answer (``answer()``, a Workspace, ``longctx answer``/``index``): a variant
+    refused.
 
     A variant's label names a column beside others of its strategy in one run, with its own
     ``--option NAME@LABEL.KEY=VALUE``; one answer has neither, so ``rag@x`` would run plain
@@ -81,14 +82,17 @@ def one_answer_strategy(name: str) -> str:
 
 
 class StrategyRegistry(Registry["Strategy[Any]"]):
-    """The :class:`~retrieval.registry.Registry` of strategies, which looks a variant name up as its strategy."""
+    """The :class:`~retrieval.registry.Registry` of strategies, which looks a variant name up as its
+    strategy."""
 
     def get(self, name: str) -> Strategy[Any]:
-        """The entry of ``name``'s strategy (see :meth:`Registry.get`); a variant gives its strategy's entry."""
+        """The entry of ``name``'s strategy (see :meth:`Registry.get`); a variant gives its
+        strategy's entry."""
         return super().get(base_strategy(name))
 
     def check(self, name: str) -> None:
-        """Raise the ``KeyError`` of :meth:`get` for an unknown strategy or a malformed variant, importing nothing."""
+        """Raise the ``KeyError`` of :meth:`get` for an unknown strategy or a malformed variant,
+        importing nothing."""
         super().check(base_strategy(name))
 
     def declared(self, name: str) -> Mapping[str, Any]:
@@ -104,7 +108,8 @@ class StrategyRegistry(Registry["Strategy[Any]"]):
             return False
 
 
-#: name -> :class:`~graphs.registry.Strategy`; the entry type is built by ``longctx.graphs.registry`` when first needed.
+#: name -> :class:`~graphs.registry.Strategy`; the entry type is built by
+#: ``longctx.graphs.registry`` when first needed.
 STRATEGIES = StrategyRegistry(
     "strategy",
     group="longctx.strategies",

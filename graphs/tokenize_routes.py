@@ -1,4 +1,5 @@
-"""A chat server's tokenize / detokenize routes as a client: the dialects, and long text cut into pieces.
+"""A chat server's tokenize / detokenize routes as a client: the dialects, and long text cut into
+pieces.
 
 Server tokenizers (vLLM ``/tokenize``, llama.cpp ``/tokenize``, llama-cpp-python
 ``/extras/tokenize``) take one string per request, so long text is cut into pieces at
@@ -17,12 +18,14 @@ from typing import Any
 from longctx.retrieval.deadlines import deadline_client
 from longctx.retrieval.tokenizers import TokenizerError
 
-#: Seconds a tokenize request of a chosen server tokenizer waits when ``$LONGCTX_TIMEOUT`` is not set.
+#: Seconds a tokenize request of a chosen server tokenizer waits when ``$LONGCTX_TIMEOUT`` is not
+#: set.
 TOKENIZE_TIMEOUT = 60.0
 
 
 def server_root(base_url: str) -> str:
-    """The server root of an OpenAI-compatible base URL (``.../v1`` stripped): tokenize routes live there."""
+    """The server root of an OpenAI-compatible base URL (``.../v1`` stripped): tokenize routes live
+    there."""
     url = base_url.rstrip("/")
     return url[: -len("/v1")] if url.endswith("/v1") else url
 
@@ -68,13 +71,15 @@ class RouteError(TokenizerError):
 
     @property
     def transient(self) -> bool:
-        """Whether the server may answer otherwise soon (408, 429, 5xx): not proof it lacks the route."""
+        """Whether the server may answer otherwise soon (408, 429, 5xx): not proof it lacks the
+        route."""
         return self.status in (408, 429) or self.status >= 500
 
 
 @dataclass
 class Dialect:
-    """A server's tokenize and detokenize routes, the request bodies they take and the reply's text field."""
+    """A server's tokenize and detokenize routes, the request bodies they take and the reply's text
+    field."""
 
     tokenize_path: str
     detokenize_path: str
@@ -85,7 +90,8 @@ class Dialect:
 
 #: The routes of each of :data:`~retrieval.tokenizers.SERVER_DIALECTS`, probed in that order.
 DIALECTS: dict[str, Dialect] = {
-    # llama_cpp/server/app.py: TokenizeInputRequest{model, input} -> {tokens}; DetokenizeInputRequest{model, tokens} -> {text}
+    # llama_cpp/server/app.py: TokenizeInputRequest{model, input} -> {tokens};
+    # DetokenizeInputRequest{model, tokens} -> {text}
     "llama-cpp-python": Dialect(
         "/extras/tokenize",
         "/extras/detokenize",
@@ -93,7 +99,8 @@ DIALECTS: dict[str, Dialect] = {
         lambda ids, m: {"tokens": ids, "model": m},
         "text",
     ),
-    # vLLM: TokenizeCompletionRequest{model, prompt, add_special_tokens} -> {tokens, count}; DetokenizeRequest -> {prompt}
+    # vLLM: TokenizeCompletionRequest{model, prompt, add_special_tokens} -> {tokens, count};
+    # DetokenizeRequest -> {prompt}
     "vllm": Dialect(
         "/tokenize",
         "/detokenize",
@@ -122,8 +129,10 @@ class ServerTokenizer:
         dialect: One of :data:`~retrieval.tokenizers.SERVER_DIALECTS`.
         max_chars: Characters per request piece (None: whole text in one request).
         workers: Requests in flight at once.
-        timeout: Seconds each request may take in all (a deadline: :mod:`longctx.retrieval.deadlines`).
-        retries: Retries of a request that timed out before its ``httpx.TimeoutException`` is raised.
+        timeout: Seconds each request may take in all (a deadline:
+            :mod:`longctx.retrieval.deadlines`).
+        retries: Retries of a request that timed out before its ``httpx.TimeoutException`` is
+            raised.
         headers: Sent with every request (the API key).
         prefix: Ids the server prepends to every request (a BOS), stripped from its replies.
         probe_ids: The probe text's ids, as the probe found them.
@@ -218,7 +227,8 @@ class ServerTokenizer:
         return out
 
     def decode(self, ids: list[int]) -> str:
-        """Text of token ids (raises :class:`TokenizerError` where the server refuses, e.g. a cut UTF-8 character)."""
+        """Text of token ids (raises :class:`TokenizerError` where the server refuses, e.g. a cut
+        UTF-8 character)."""
         if not ids:
             return ""
         d = DIALECTS[self.dialect]

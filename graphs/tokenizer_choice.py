@@ -53,7 +53,8 @@ def select_tokenizer(spec: str | None, facts: ModelFacts) -> Tokenizer:
 
     1. the model's own (the embedded model's llama.cpp vocabulary);
     2. a local Hugging Face tokenizer named by the served model (a folder, or a cached hub id);
-    3. the server's tokenize endpoint (vLLM, llama.cpp, llama-cpp-python; never probed on OpenAI's API);
+    3. the server's tokenize endpoint (vLLM, llama.cpp, llama-cpp-python; never probed on OpenAI's
+       API);
     4. tiktoken's encoding of an OpenAI model name, when its file is on this machine;
     5. cl100k, labelled ``fallback:cl100k_base``.
 
@@ -90,7 +91,8 @@ def select_tokenizer(spec: str | None, facts: ModelFacts) -> Tokenizer:
         )
         if found is None:
             raise TokenizerError(
-                f"tokenizer='{kind}{':' + arg if arg else ''}': the server at {facts.base_url} has no tokenize endpoint we know."
+                f"tokenizer='{kind}{':' + arg if arg else ''}': the server at {facts.base_url} "
+                "has no tokenize endpoint we know."
             )
         return found
     return _auto(facts)

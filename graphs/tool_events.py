@@ -1,12 +1,13 @@
 """A tool loop's tool-call and tool-result events, written where they happen.
 
 Each event is a dict (``{"kind": "tool_call", ...}`` / ``{"kind": "tool_result", ...}``, the
-``to_dict()`` form of :class:`longctx.agents.events.ToolCallEvent` / ``ToolResultEvent``) written twice
-at the same point: to LangGraph's custom stream (``graph.stream(..., stream_mode="custom")``
+``to_dict()`` form of :class:`longctx.agents.events.ToolCallEvent` / ``ToolResultEvent``) written
+twice at the same point: to LangGraph's custom stream (``graph.stream(..., stream_mode="custom")``
 yields it, for a loop compiled and streamed by hand) and to the run's report sink
-(:mod:`longctx.graphs.events`, which :func:`longctx.agents.astream_answer` listens to). The sink is called in the
-node's own thread, as the callbacks that make token and step events are, so a call's event
-follows the tokens of the reply that asked for it and its result precedes the next turn's tokens.
+(:mod:`longctx.graphs.events`, which :func:`longctx.agents.astream_answer` listens to). The sink is
+called in the node's own thread, as the callbacks that make token and step events are, so a call's
+event follows the tokens of the reply that asked for it and its result precedes the next turn's
+tokens.
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ def _emit(payload: dict[str, Any]) -> None:
 
 
 def emit_calls(reply: AIMessage) -> None:
-    """A ``tool_call`` event per call of ``reply`` (its unreadable calls with their raw arguments)."""
+    """A ``tool_call`` event per call of ``reply`` (its unreadable calls with their raw
+    arguments)."""
     node = _node()
     for call in reply.tool_calls:
         _emit(

@@ -1,9 +1,9 @@
 """Tool calling for models without it: the tools described in the system text, and the
 ```json {"tool": ..., "arguments": ...}``` blocks of a reply read back as tool calls.
 
-The tool loop (:mod:`longctx.graphs.tool_loop`) keeps its history in LangChain's native form (assistant
-turns with ``tool_calls``, ``ToolMessage`` results) whatever the model; for a model without
-native tool calling it sends that history through :func:`as_text_history` (results as user
+The tool loop (:mod:`longctx.graphs.tool_loop`) keeps its history in LangChain's native form
+(assistant turns with ``tool_calls``, ``ToolMessage`` results) whatever the model; for a model
+without native tool calling it sends that history through :func:`as_text_history` (results as user
 turns) after :func:`tools_prompt`, and reads the reply with :func:`with_json_calls`. The block
 form is the one ReAct-style prompts and smolagents' JSON agents use.
 """
@@ -78,7 +78,8 @@ def _invalid(name: str | None, args: str, call_id: str, error: str) -> dict[str,
 
 
 def with_json_calls(reply: AIMessage, turn: int) -> AIMessage:
-    """``reply`` with the calls its json blocks make (:func:`parse_json_calls`) as its tool calls."""
+    """``reply`` with the calls its json blocks make (:func:`parse_json_calls`) as its tool
+    calls."""
     calls, invalid = parse_json_calls(reply.text, turn)
     if not calls and not invalid:
         return reply

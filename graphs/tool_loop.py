@@ -1,5 +1,6 @@
 """One reusable tool loop for agentic strategies: a LangGraph subgraph that calls the model
-(:func:`longctx.graphs.llm.chat`), runs the tools it asks for and feeds the results back, until it answers.
+(:func:`longctx.graphs.llm.chat`), runs the tools it asks for and feeds the results back, until it
+answers.
 
 ``ToolLoop(tools, max_turns=6).build()`` compiles ``START -> agent -> (tools -> agent)* -> END``:
 
@@ -20,8 +21,9 @@
 Every model turn writes a ``Step("agent", turn, mode, final, tool_calls, chars)`` and every tool
 call a ``Step("tools", turn, tool, call_id, args, status, chars)``, in the state's ``steps`` (the
 strategy's :class:`~graphs.answer_state.AnswerState` reducer), and every call and result is an
-event (:mod:`longctx.graphs.tool_events`: LangGraph's custom stream and ``astream_answer``). The model is ``llm`` when given,
-else the run's (``runtime.context.llm``): the subgraph is a node of a strategy's graph.
+event (:mod:`longctx.graphs.tool_events`: LangGraph's custom stream and ``astream_answer``). The
+model is ``llm`` when given, else the run's (``runtime.context.llm``): the subgraph is a node of a
+strategy's graph.
 """
 
 from __future__ import annotations
@@ -70,7 +72,8 @@ class ToolLoopState(ToolLoopInput, total=False):
 
 
 def tool_error(error: Exception) -> str:
-    """The ``ToolMessage`` text of a tool that raised (``ToolNode``'s handler); a budget stop is re-raised."""
+    """The ``ToolMessage`` text of a tool that raised (``ToolNode``'s handler); a budget stop is
+    re-raised."""
     if isinstance(error, BudgetReached):
         raise error
     return f"Error: {type(error).__name__}: {error}"
@@ -227,8 +230,9 @@ def final_text(state: Mapping[str, Any]) -> str:
 
 
 def answer_so_far(state: Mapping[str, Any]) -> dict[str, str]:
-    """A tool loop's final node after a budget stop (:attr:`longctx.graphs.registry.SingleRun.on_stop`):
-    the text of its last reply that called no tool (an answer), else an empty answer; no model call."""
+    """A tool loop's final node after a budget stop
+    (:attr:`longctx.graphs.registry.SingleRun.on_stop`): the text of its last reply that called no
+    tool (an answer), else an empty answer; no model call."""
     answers = [
         m for m in state.get("messages", []) if isinstance(m, AIMessage) and not m.tool_calls
     ]

@@ -18,7 +18,8 @@ T = TypeVar("T")
 
 
 def blocking(fn: Callable[P, T]) -> Callable[P, Awaitable[T]]:
-    """``fn`` as a coroutine function that calls it (blocking this thread) and returns without suspending."""
+    """``fn`` as a coroutine function that calls it (blocking this thread) and returns without
+    suspending."""
 
     async def call(*args: P.args, **kwargs: P.kwargs) -> T:
         return fn(*args, **kwargs)

@@ -1,5 +1,6 @@
 """Usage accounting: a LangChain callback that counts every chat-model call of one answer, and
-a meter of the time an answer waits for a model it shares with other answers (queued, not its own)."""
+a meter of the time an answer waits for a model it shares with other answers (queued, not its
+own)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ EVENT_COUNTERS = tuple(
 
 
 #: Custom callback event carrying the wall seconds of an index-time build done inside an answer
-#: (RAPTOR's tree, HippoRAG's graph): ``{"seconds": s}``, added to that answer's ``Usage.index_seconds``.
+#: (RAPTOR's tree, HippoRAG's graph): ``{"seconds": s}``, added to that answer's
+#: ``Usage.index_seconds``.
 INDEX_SECONDS_EVENT = "longctx.index_seconds"
 
 
@@ -65,13 +67,15 @@ def report_index_seconds(seconds: float) -> None:
         dispatch_custom_event(INDEX_SECONDS_EVENT, {"seconds": seconds})
 
 
-#: Characters of one sent message kept for the record (its head and tail; a 128K-token prompt is ~500 KB).
+#: Characters of one sent message kept for the record (its head and tail; a 128K-token prompt is
+#: ~500 KB).
 MAX_MESSAGE_CHARS = 24_000
 
 
 def sent_messages(messages: list[Any], limit: int = MAX_MESSAGE_CHARS) -> list[dict[str, Any]]:
-    """``[{"role", "content"}]`` of one call's messages, each content cut in the middle beyond ``limit``
-    characters with a marker saying how many were left out (the drill-down's "messages sent").
+    """``[{"role", "content"}]`` of one call's messages, each content cut in the middle beyond
+    ``limit`` characters with a marker saying how many were left out (the drill-down's "messages
+    sent").
 
     An assistant turn that called tools also has ``tool_calls`` (``[{"id", "name", "args"}]``,
     its content often empty) and a tool result ``tool_call_id``, ``name`` and ``status``, so the
@@ -81,7 +85,10 @@ def sent_messages(messages: list[Any], limit: int = MAX_MESSAGE_CHARS) -> list[d
         content = m.content if isinstance(m.content, str) else str(m.content)
         if len(content) > limit:
             half = limit // 2
-            content = f"{content[:half]}\n[... {len(content) - 2 * half:,} characters not kept in this record ...]\n{content[-half:]}"
+            content = (
+                f"{content[:half]}\n[... {len(content) - 2 * half:,} characters not kept in this "
+                f"record ...]\n{content[-half:]}"
+            )
         record: dict[str, Any] = {"role": getattr(m, "type", "user"), "content": content}
         calls = getattr(m, "tool_calls", None)
         if calls:
@@ -110,14 +117,15 @@ class UsageTracker(BaseCallbackHandler):
         self._index_runs: set[UUID] = set()  # calls started inside index_time()
         self.usage = Usage()
         self.errors: list[str] = []
-        #: The messages of the last call that finished: what produced the answer (capped, see :func:`sent_messages`).
+        #: The messages of the last call that finished: what produced the answer (capped, see
+        #: :func:`sent_messages`).
         self.last_messages: list[dict[str, Any]] = []
 
     def on_chat_model_start(
         self, serialized: dict[str, Any], messages: list[list[Any]], *, run_id: UUID, **kwargs: Any
     ) -> None:
-        """Remember the prompt text in case the reply carries no usage (with its tool-call arguments and
-        tool schemas: :func:`~graphs.prompt_text.counted_prompt`), and the messages sent."""
+        """Remember the prompt text in case the reply carries no usage (with its tool-call arguments
+        and tool schemas: :func:`~graphs.prompt_text.counted_prompt`), and the messages sent."""
         flat = [m for batch in messages for m in batch]
         text = counted_prompt(flat, kwargs.get("invocation_params"))
         with self._lock:
@@ -220,7 +228,8 @@ _METER: contextvars.ContextVar[QueueMeter | None] = contextvars.ContextVar(
 
 @contextlib.contextmanager
 def metering_queue() -> Iterator[QueueMeter]:
-    """Meter the queueing of the code run inside (this context, and the threads and tasks that copy it)."""
+    """Meter the queueing of the code run inside (this context, and the threads and tasks that copy
+    it)."""
     meter = QueueMeter()
     token = _METER.set(meter)
     try:

@@ -1,12 +1,13 @@
 """One model call whose reply is validated, and retried with the error until it validates.
 
 Why one helper: PAI's structured calls (:mod:`longctx.graphs.pai.calls`) and the structured
-strategy's Plan and Map calls (:mod:`longctx.graphs.structured.plan`, :mod:`longctx.graphs.structured.mapping`)
-both ask a model for a function's arguments, check them, and after a malformed reply call
-again with the error appended (:data:`longctx.graphs.prompts.RETRY_NOTE`). The loop, its sync and async twins
+strategy's Plan and Map calls (:mod:`longctx.graphs.structured.plan`,
+:mod:`longctx.graphs.structured.mapping`) both ask a model for a function's arguments, check them,
+and after a malformed reply call again with the error appended
+(:data:`longctx.graphs.prompts.RETRY_NOTE`). The loop, its sync and async twins
 (:mod:`longctx.graphs.twins`), the tool binding, the tool-mode choice and the usage count live here
-once. What a valid reply is stays with the caller: ``parse`` takes the reply's argument
-objects (:func:`longctx.graphs.replies.reply_arguments`) and raises ``ValueError`` (a
+once. What a valid reply is stays with the caller: ``parse`` takes the reply's argument objects
+(:func:`longctx.graphs.replies.reply_arguments`) and raises ``ValueError`` (a
 :class:`~graphs.replies.MalformedOutput`, a pydantic ``ValidationError``) when they are not
 usable; the error's text is what the next attempt shows the model.
 """
@@ -65,7 +66,8 @@ def resolve_tool_mode(llm: BaseChatModel, requested: Literal["auto", "tools", "j
 def bind_function(
     llm: BaseChatModel, mode: str, function: Mapping[str, Any] | None, tool_choice: str | None
 ) -> Any:
-    """``llm`` with ``function`` bound (``tool_choice`` passed to ``bind_tools``) in tools mode, else ``llm`` itself."""
+    """``llm`` with ``function`` bound (``tool_choice`` passed to ``bind_tools``) in tools mode,
+    else ``llm`` itself."""
     return (
         llm.bind_tools([dict(function)], tool_choice=tool_choice)
         if mode == "tools" and function
@@ -82,7 +84,8 @@ class Outcome(Generic[T]):
         attempts: Calls made (1 + retries used).
         errors: One message per unusable reply, in order.
         ok: Whether a reply was accepted.
-        usage: Prompt, cached prompt and completion tokens of every attempt, as the replies report them.
+        usage: Prompt, cached prompt and completion tokens of every attempt, as the replies report
+            them.
     """
 
     value: T | None = None
@@ -106,7 +109,8 @@ async def ainvoke_model(
     llm: BaseChatModel, model: Any, messages: list[BaseMessage], **kwargs: Any
 ) -> AIMessage:
     """``await model.ainvoke(messages, **kwargs)`` (``model``: ``llm`` or a binding of it);
-    a sync-only ``llm`` runs in :data:`SYNC_MODEL_POOL` with the caller's context (callbacks, tracing).
+    a sync-only ``llm`` runs in :data:`SYNC_MODEL_POOL` with the caller's context (callbacks,
+    tracing).
 
     A model with no async implementation of its own (LangChain would run its sync call in the
     event loop's default executor, a handful of threads) runs in that pool instead, so the
@@ -130,8 +134,8 @@ def call_validated(
     max_tokens: int,
     temperature: float,
 ) -> Outcome[T]:
-    """Call ``model`` (``llm`` or a binding of it: :func:`bind_function`) until ``parse`` accepts the
-    reply's arguments, at most ``1 + retries`` times; each retry carries the previous error."""
+    """Call ``model`` (``llm`` or a binding of it: :func:`bind_function`) until ``parse`` accepts
+    the reply's arguments, at most ``1 + retries`` times; each retry carries the previous error."""
     invoke = blocking(
         functools.partial(model.invoke, **budget_kwargs(llm, max_tokens), temperature=temperature)
     )
@@ -150,7 +154,8 @@ async def acall_validated(
     gate: contextlib.AbstractAsyncContextManager[Any] | None = None,
 ) -> Outcome[T]:
     """:func:`call_validated` through the model's async interface (:func:`ainvoke_model`), without
-    holding a thread per call in flight; ``gate``: held around each call (an ``asyncio.Semaphore``)."""
+    holding a thread per call in flight; ``gate``: held around each call (an
+    ``asyncio.Semaphore``)."""
     held: contextlib.AbstractAsyncContextManager[Any] = (
         gate if gate is not None else contextlib.nullcontext()
     )
@@ -171,7 +176,8 @@ async def _attempts(
     invoke: Callable[[list[BaseMessage]], Awaitable[AIMessage]],
 ) -> Outcome[T]:
     """The policy both twins share: call through ``invoke`` until ``parse`` accepts a reply, at
-    most ``1 + retries`` times, each retry carrying the previous error (:mod:`longctx.graphs.twins`)."""
+    most ``1 + retries`` times, each retry carrying the previous error
+    (:mod:`longctx.graphs.twins`)."""
     out: Outcome[T] = Outcome()
     for attempt in range(1, retries + 2):
         text = prompt if not out.errors else prompt + RETRY_NOTE.format(error=out.errors[-1])

@@ -6,14 +6,16 @@
     result.answer, result.evidence, result.usage
 
 In async code (FastAPI and the like): ``result = await aanswer(corpus, question, strategy="pai")``;
-``async for event in astream_answer(corpus, question)`` yields the steps as they happen, then the answer.
+``async for event in astream_answer(corpus, question)`` yields the steps as they happen, then the
+answer.
 
 Everything the library installs lives under this one namespace: ``longctx.agents`` (the API and
 chat models), ``longctx.retrieval``, ``longctx.memory``, ``longctx.graphs`` (the strategies and
 their engine) and ``longctx.experiments`` (benchmarks, runs, reports, the command line).
 
 The names below load their module on first use (PEP 562): ``import longctx`` is instant, and the
-engines (LangGraph graphs, LangChain, llama.cpp, the retrievers) load with the first name that needs them.
+engines (LangGraph graphs, LangChain, llama.cpp, the retrievers) load with the first name that needs
+them.
 """
 
 from __future__ import annotations

@@ -36,9 +36,9 @@ log = logging.getLogger(__name__)
 CHECKPOINTS_FILE = "checkpoints.sqlite"
 TRACE_FILE = "trace.sqlite"
 RUN_LOCK_FILE = "run.lock"
-#: Part of every run key: checkpoints written before the ``longctx`` namespace (version 1) hold their
-#: state's types under the old top-level module names (``retrieval.contract.Question``), so they are
-#: not resumed; such a run starts afresh and its old folder is left as it was.
+#: Part of every run key: checkpoints written before the ``longctx`` namespace (version 1) hold
+#: their state's types under the old top-level module names (``retrieval.contract.Question``), so
+#: they are not resumed; such a run starts afresh and its old folder is left as it was.
 CHECKPOINT_FORMAT = 2
 
 
@@ -63,15 +63,16 @@ def lock_run(run_dir: str | Path) -> Iterator[Path]:
         if isinstance(exc, RunInUse) or exc.path != path.absolute():
             raise
         raise RunInUse(
-            f"The same run ({run_dir}) is in progress in {describe_holder(exc.holder)}; wait for it to "
-            "finish (a rerun then replays its answers), or stop it",
+            f"The same run ({run_dir}) is in progress in {describe_holder(exc.holder)}; wait for "
+            "it to finish (a rerun then replays its answers), or stop it",
             path=exc.path,
             holder=exc.holder,
         ) from None
 
 
 def move_aside(path: str | Path, reason: str) -> Path:
-    """Rename a damaged database (and its WAL) to ``<name>.corrupt-<timestamp>``, with a warning naming it."""
+    """Rename a damaged database (and its WAL) to ``<name>.corrupt-<timestamp>``, with a warning
+    naming it."""
     path = Path(path)
     aside = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}")
     n = 1
@@ -111,7 +112,8 @@ def check_database(path: str | Path) -> str | None:
 
 
 def open_database(path: str | Path) -> sqlite3.Connection:
-    """A WAL connection to ``path`` (folder created), usable from worker threads; a corrupt file is moved aside first."""
+    """A WAL connection to ``path`` (folder created), usable from worker threads; a corrupt file is
+    moved aside first."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     problem = check_database(path)
@@ -144,11 +146,13 @@ def prune_checkpoints(saver: SqliteSaver, thread: str, *, compact: bool = True) 
     with saver.lock:
         conn.execute(
             """DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_id NOT IN (
-                   SELECT MAX(checkpoint_id) FROM checkpoints WHERE thread_id = ? GROUP BY checkpoint_ns)""",
+                   SELECT MAX(checkpoint_id) FROM checkpoints WHERE thread_id = ?
+                   GROUP BY checkpoint_ns)""",
             (thread, thread),
         )
         conn.execute(
-            "DELETE FROM writes WHERE thread_id = ? AND checkpoint_id NOT IN (SELECT checkpoint_id FROM checkpoints WHERE thread_id = ?)",
+            "DELETE FROM writes WHERE thread_id = ? AND checkpoint_id NOT IN (SELECT "
+            "checkpoint_id FROM checkpoints WHERE thread_id = ?)",
             (thread, thread),
         )
         conn.commit()

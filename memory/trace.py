@@ -90,7 +90,8 @@ class MemoryTrace:
                 return []
             try:
                 rows = self._conn.execute(
-                    "SELECT chunk, memory, tokens, cut FROM snapshots WHERE thread = ? AND question = ? ORDER BY chunk",
+                    "SELECT chunk, memory, tokens, cut FROM snapshots WHERE thread = ? AND "
+                    "question = ? ORDER BY chunk",
                     (thread, question),
                 ).fetchall()
             except sqlite3.Error as exc:

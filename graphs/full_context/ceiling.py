@@ -1,4 +1,5 @@
-"""Full context's evidence ceiling: the documents that survive its own middle truncation (LLM-free)."""
+"""Full context's evidence ceiling: the documents that survive its own middle truncation
+(LLM-free)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from longctx.graphs.full_context.truncation import truncation_cut
 
 @dataclass(frozen=True)
 class PromptSpans:
-    """Documents' character spans in the prompt, whether it is truncated, and the kept head / tail / length."""
+    """Documents' character spans in the prompt, whether it is truncated, and the kept head / tail /
+    length."""
 
     spans: list[tuple[str, int, int]]
     truncated: bool
@@ -39,7 +41,8 @@ class TruncatedWindowCeiling(EvidenceCeiling):
 
     def spans(self, cfg: Any, item: CeilingItem, env: CeilingEnv) -> PromptSpans:
         """The documents' spans in the prompt the strategy builds (the benchmark's official one when
-        the question carries it), found with the strategy's own functions so the rule follows them."""
+        the question carries it), found with the strategy's own functions so the rule follows
+        them."""
         window = cfg.context_window or cfg.default_context_window
         budget = self.input_budget(window, item.question, cfg)
         prompt, _ = self.untruncated_prompt(item.corpus, item.question, cfg)
@@ -69,11 +72,15 @@ class TruncatedWindowCeiling(EvidenceCeiling):
 
     def describe(self, cfg: Any, env: CeilingEnv, corpus_tokens: int | None = None) -> str:
         window = cfg.context_window or cfg.default_context_window
-        return f"{env.evidence} inside the middle-truncated {window}-token window (- {cfg.max_new_tokens} answer, - {cfg.prompt_reserve_tokens})"
+        return (
+            f"{env.evidence} inside the middle-truncated {window}-token window (- "
+            f"{cfg.max_new_tokens} answer, - {cfg.prompt_reserve_tokens})"
+        )
 
 
 def kept_regions(item: CeilingItem, s: PromptSpans) -> list[tuple[str, int, int]]:
-    """The documents' characters (in document coordinates) inside the kept head and tail of the prompt."""
+    """The documents' characters (in document coordinates) inside the kept head and tail of the
+    prompt."""
     kept = [(0, s.length)] if not s.truncated else [(0, s.head), (s.length - s.tail, s.length)]
     lead = {d.doc_id: len(d.text) - len(d.text.lstrip()) for d in item.corpus.documents}
     out = []

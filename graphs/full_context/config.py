@@ -15,7 +15,8 @@ class FullContextConfig(StrategyConfig):
     Attributes:
         context_window: Model window in tokens; ``None`` asks the model (the embedded
             model reports its own), else 128000 (GPT-4o class; LongBench v2 truncates to 120000).
-        max_new_tokens: Answer budget, subtracted from the window (a benchmark's protocol overrides it).
+        max_new_tokens: Answer budget, subtracted from the window (a benchmark's protocol overrides
+            it).
         prompt_reserve_tokens: Room for chat-template tokens around the prompt.
         temperature: 0 = greedy (a benchmark's protocol overrides it).
         prompt: ``"benchmark"``: the benchmark's official full-context prompt and truncation

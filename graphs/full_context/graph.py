@@ -47,7 +47,9 @@ from longctx.graphs.full_context.config import FullContextConfig
 from longctx.graphs.full_context.prepared import prepared_context, truncate_our_prompt
 from longctx.graphs.full_context.presentation import PRESENTATION
 from longctx.graphs.full_context.prompts import FULL_CONTEXT_TEMPLATE, PROMPTS_VERSION
-from longctx.graphs.full_context.truncation import (  # noqa: F401 - re-exported: the truncation rule's home before it moved
+
+# Re-exported (F401): this module was the truncation rule's home before it moved.
+from longctx.graphs.full_context.truncation import (  # noqa: F401
     CHARS_PER_TOKEN_BOUND,
     END_MARGIN_TOKENS,
     FIRST_CHARS_PER_TOKEN,
@@ -86,7 +88,8 @@ def input_budget(window: int, question: Question, cfg: FullContextConfig) -> int
         budget = min(budget, protocol.max_input_tokens)
     if budget <= 0:
         raise ConfigError(
-            f"Context window {window} leaves no room for input after {question.answer_budget(cfg.max_new_tokens)} output tokens"
+            f"Context window {window} leaves no room for input after "
+            f"{question.answer_budget(cfg.max_new_tokens)} output tokens"
         )
     return budget
 
@@ -179,13 +182,21 @@ def build_prompt(
     return {"prompt": built.text, "official_prompt": built.official, "steps": [step]}
 
 
-def full_context_costs(cfg: FullContextConfig, shape: CorpusShape, questions: Sequence[Question], *, llm: BaseChatModel | None = None,
-                       window: int | None = None) -> Costs:  # fmt: skip
-    """1 call of min(T, window input budget) tokens, its template counted from the real prompt; typically a short answer.
+def full_context_costs(
+    cfg: FullContextConfig,
+    shape: CorpusShape,
+    questions: Sequence[Question],
+    *,
+    llm: BaseChatModel | None = None,
+    window: int | None = None,
+) -> Costs:
+    """1 call of min(T, window input budget) tokens, its template counted from the real prompt;
+    typically a short answer.
 
-    Per question: the prompt with no documents (:func:`untruncated_prompt`'s template with no documents, or the
-    benchmark's official prompt, counted whole), the documents' headers (their titles where the corpus is known, else empty),
-    the corpus text, and a seam per piece; at most the window's input budget.
+    Per question: the prompt with no documents (:func:`untruncated_prompt`'s template with no
+    documents, or the benchmark's official prompt, counted whole), the documents' headers (their
+    titles where the corpus is known, else empty), the corpus text, and a seam per piece; at most
+    the window's input budget.
     """
     window = (
         cfg.context_window
@@ -198,14 +209,18 @@ def full_context_costs(cfg: FullContextConfig, shape: CorpusShape, questions: Se
     )
     first = questions[0] if questions else PLACEHOLDER_QUESTION
     docs = shape.corpus.documents if shape.corpus is not None else [None] * shape.documents
-    headers = counter(llm)[1]("\n\n".join(DOCUMENT_TEMPLATE.format(number=i, title=d.title if d is not None else "", text="")
-                                                 for i, d in enumerate(docs, 1)))  # fmt: skip
+    headers = counter(llm)[1](
+        "\n\n".join(
+            DOCUMENT_TEMPLATE.format(number=i, title=d.title if d is not None else "", text="")
+            for i, d in enumerate(docs, 1)
+        )
+    )
     seams = SEAM_TOKENS * (2 * len(docs) + 2)
     lows, highs = [], []
     for q in questions or [first]:
         cap = input_budget(window, q, cfg)
-        if _official(q, cfg):
-            official = lambda q=q: q.protocol.prompt()  # type: ignore[misc, union-attr, unused-ignore]
+        official = q.protocol.prompt if q.protocol and _official(q, cfg) else None
+        if official is not None:
             whole = prompt_tokens("full_context", "benchmark", official, llm, q)
             low, high = whole - 2 * SEAM_TOKENS, whole + 2 * SEAM_TOKENS
         else:
@@ -220,9 +235,16 @@ def full_context_costs(cfg: FullContextConfig, shape: CorpusShape, questions: Se
         lows.append(max(0, min(low, cap - 2 * SEAM_TOKENS)))
         highs.append(min(high, cap + 2 * SEAM_TOKENS))
     least, most = min(lows), max(highs)
-    bounds = per_question_plan("full_context", questions, calls=1, max_calls=1, prompt_tokens=least, max_prompt_tokens=most,
-                                     completion_tokens=first.answer_budget(cfg.max_new_tokens),
-                                     formula=f"1 call of min(T, window) tokens, window {window:,}")  # fmt: skip
+    bounds = per_question_plan(
+        "full_context",
+        questions,
+        calls=1,
+        max_calls=1,
+        prompt_tokens=least,
+        max_prompt_tokens=most,
+        completion_tokens=first.answer_budget(cfg.max_new_tokens),
+        formula=f"1 call of min(T, window) tokens, window {window:,}",
+    )
     return Costs(bounds, ExpectedCost(Calls(1, (least + most) / 2, reply_tokens(cfg))))
 
 

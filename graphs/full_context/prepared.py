@@ -56,7 +56,8 @@ Decode = Callable[[list[int]], str]
 
 
 def _template_parts(template: str) -> tuple[str, str]:
-    """``template``'s literal text before ``{context}`` and between ``{context}`` and the next field."""
+    """``template``'s literal text before ``{context}`` and between ``{context}`` and the next
+    field."""
     before: list[str] = []
     after: list[str] = []
     seen = False
@@ -149,8 +150,9 @@ class PreparedContext:
         return fresh
 
     def cut(self, suffix: str, encode: Encode, decode: Decode) -> tuple[str, bool]:
-        """The prompt of context + ``suffix`` middle-truncated to the budget: ``(text, was_truncated)``,
-        as :func:`~graphs.full_context.truncation.truncate_prompt` of the whole prompt."""
+        """The prompt of context + ``suffix`` middle-truncated to the budget:
+        ``(text, was_truncated)``, as :func:`~graphs.full_context.truncation.truncate_prompt` of the
+        whole prompt."""
         half = self.budget // 2
         fresh = self.stitched(suffix, encode)
         if fresh is None:  # the exact path
@@ -204,9 +206,8 @@ def prepare_context(context: str, budget: int, encode: Encode, decode: Decode) -
     bound = CHARS_PER_TOKEN_BOUND * budget
     if len(context) > 2 * bound:  # far beyond the budget: only the ends, as truncate_prompt
         head: str | None = decode(end_ids(context, half, encode, tail=False)[:half])
-        ids = end_ids(
-            context, half + STITCH_CHARS, encode, tail=True
-        )  # room for the stretch (a token holds a character or more)
+        # room for the stretch (a token holds a character or more)
+        ids = end_ids(context, half + STITCH_CHARS, encode, tail=True)
         total, end = None, context[-bound:]
     else:
         ids, end = encode(context), context

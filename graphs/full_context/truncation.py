@@ -35,9 +35,8 @@ def end_ids(prompt: str, half: int, encode: Callable[[str], list[int]], *, tail:
         need = half + END_MARGIN_TOKENS
         if len(ids) >= need or chars >= bound:
             return ids
-        chars = max(
-            int(chars * need / max(len(ids), 1) * 1.1), chars + chars // 4
-        )  # the density seen, 10% spare
+        # the density seen, 10% spare
+        chars = max(int(chars * need / max(len(ids), 1) * 1.1), chars + chars // 4)
 
 
 def truncation_cut(

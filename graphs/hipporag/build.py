@@ -46,7 +46,8 @@ from longctx.retrieval.contract import Corpus
 
 @dataclass
 class LoadedGraph:
-    """A graph ready to search: its data, the ``igraph`` graph, and each passage's first chunk (its document, for evidence)."""
+    """A graph ready to search: its data, the ``igraph`` graph, and each passage's first chunk (its
+    document, for evidence)."""
 
     kg: KnowledgeGraph
     graph: Any
@@ -71,12 +72,14 @@ def embedder_for(cfg: HippoRAGConfig) -> Any:
 
 
 def passage_text(chunk: Chunk) -> str:
-    """What OpenIE reads and the graph holds: ``title\\ntext`` as the official ``main.py`` builds its documents (the text alone without a title)."""
+    """What OpenIE reads and the graph holds: ``title\\ntext`` as the official ``main.py`` builds
+    its documents (the text alone without a title)."""
     return f"{chunk.title}\n{chunk.text}" if chunk.title else chunk.text
 
 
 def passages_of(corpus: Corpus, cfg: HippoRAGConfig) -> tuple[list[str], list[Chunk]]:
-    """The distinct passage texts in corpus order (the official chunk store keeps one of equal texts) and each one's first chunk."""
+    """The distinct passage texts in corpus order (the official chunk store keeps one of equal
+    texts) and each one's first chunk."""
     if cfg.passage_tokens is None:
         chunks = [
             Chunk(i, i, d.doc_id, d.title, 0, d.text, 0) for i, d in enumerate(corpus.documents)
@@ -90,8 +93,9 @@ def passages_of(corpus: Corpus, cfg: HippoRAGConfig) -> tuple[list[str], list[Ch
 
 
 def asker(ctx: StrategyContext[HippoRAGConfig]) -> Ask:
-    """One OpenIE call (``CacheOpenAI.infer``): the messages, ``openie_max_tokens``, ``temperature``; the reply
-    and whether it stopped at its budget (``finish_reason == "length"``: the official parser closes its JSON first)."""
+    """One OpenIE call (``CacheOpenAI.infer``): the messages, ``openie_max_tokens``,
+    ``temperature``; the reply and whether it stopped at its budget (``finish_reason == "length"``:
+    the official parser closes its JSON first)."""
     cfg, llm = ctx.config, ctx.llm
     extra: dict[str, Any] = {
         **budget_kwargs(llm, cfg.openie_max_tokens),
@@ -109,8 +113,9 @@ def asker(ctx: StrategyContext[HippoRAGConfig]) -> Ask:
 def _build(
     ctx: StrategyContext[HippoRAGConfig], texts: list[str], root: Path | None
 ) -> tuple[KnowledgeGraph, int]:
-    """OpenIE over every passage (index-time calls), then the graph; a passage, phrase or fact embedded
-    before (any corpus) is read from its embedding store (``HippoRAG.index``'s ``insert_strings``)."""
+    """OpenIE over every passage (index-time calls), then the graph; a passage, phrase or fact
+    embedded before (any corpus) is read from its embedding store (``HippoRAG.index``'s
+    ``insert_strings``)."""
     cfg = ctx.config
     log = OpenIELog(
         openie_root(root) if root is not None else None, openie_key(cfg), model_key(ctx.llm)
@@ -126,8 +131,16 @@ def _build(
     stores = {ns: open_store(root, cfg.embedder, emb, ns, flatten=flat) for ns in NAMESPACES}
     embedding = GrowingStage("embed")  # progress events, as the graph learns what it embeds
     embed = {ns: embedding.wrap(s.embed_texts) for ns, s in stores.items()}
-    kg = build_graph(texts, extractions, embed["entity"], threshold=cfg.synonymy_threshold, top_k=cfg.synonymy_top_k,
-                     knn=cfg.synonymy_knn, embed_facts=embed["fact"], embed_passages=embed["passage"])  # fmt: skip
+    kg = build_graph(
+        texts,
+        extractions,
+        embed["entity"],
+        threshold=cfg.synonymy_threshold,
+        top_k=cfg.synonymy_top_k,
+        knn=cfg.synonymy_knn,
+        embed_facts=embed["fact"],
+        embed_passages=embed["passage"],
+    )
     kg.facts_of_build["openie_calls_asked"] = asked
     kg.facts_of_build["openie_unreadable"] = sum(e.unreadable for e in extractions)
     kg.facts_of_build["openie_capped"] = sum(e.capped for e in extractions)
@@ -139,7 +152,8 @@ def _build(
 
 
 def graph_for(ctx: StrategyContext[HippoRAGConfig]) -> tuple[str, LoadedGraph, Source, int]:
-    """The corpus's graph: its key, the graph, where it came from (``memory``, ``disk`` or ``built``) and the OpenIE calls this build asked."""
+    """The corpus's graph: its key, the graph, where it came from (``memory``, ``disk`` or
+    ``built``) and the OpenIE calls this build asked."""
     cfg = ctx.config
     key = graph_key(ctx.corpus, cfg, ctx.llm)
     root = cache_root(ctx, cfg.cache)
@@ -161,8 +175,9 @@ def graph_for(ctx: StrategyContext[HippoRAGConfig]) -> tuple[str, LoadedGraph, S
 def index_calls_left(
     cfg: HippoRAGConfig, corpus: Corpus, llm: Any, cache_dir: str | Path | None
 ) -> int:
-    """The OpenIE calls an answer over ``corpus`` would still make: none when its graph is held or on
-    disk; else two per passage, less those the OpenIE log holds (a budget's up-front check counts them)."""
+    """The OpenIE calls an answer over ``corpus`` would still make: none when its graph is held or
+    on disk; else two per passage, less those the OpenIE log holds (a budget's up-front check counts
+    them)."""
     key, root = graph_key(corpus, cfg, llm), root_of(cache_dir, cfg.cache)
     if _LOADED.held(key, root, GRAPH_STORE):
         return 0
@@ -185,8 +200,8 @@ def build_facts(kg: KnowledgeGraph, source: Source, asked: int) -> dict[str, Any
 
 
 def degraded(facts: dict[str, Any]) -> str | None:
-    """Why a graph's build ran degraded (OpenIE replies it could not read, or cut: a server that ignored
-    the budget), as the answers over it say it; ``None`` when it did not."""
+    """Why a graph's build ran degraded (OpenIE replies it could not read, or cut: a server that
+    ignored the budget), as the answers over it say it; ``None`` when it did not."""
     bad, cut = facts.get("openie_unreadable", 0), facts.get("openie_capped", 0)
     if not bad and not cut:
         return None
@@ -202,7 +217,10 @@ def degraded(facts: dict[str, Any]) -> str | None:
         else []
     )
     empty = " (an empty graph: passages are ranked densely)" if not facts.get("facts") else ""
-    return f"{'; '.join(parts)}; the graph has {facts.get('phrases', 0)} phrases and {facts.get('facts', 0)} facts{empty}"
+    return (
+        f"{'; '.join(parts)}; the graph has {facts.get('phrases', 0)} phrases and "
+        f"{facts.get('facts', 0)} facts{empty}"
+    )
 
 
 def loaded(key: str) -> LoadedGraph:

@@ -34,9 +34,11 @@ from longctx.graphs.hipporag.requests import (
 )
 from longctx.retrieval.contract import Question
 
-#: Typical replies: a NER reply's and a triple reply's tokens, a fact's tokens, the entity list sent back (measured scale: a 100-word passage).
+#: Typical replies: a NER reply's and a triple reply's tokens, a fact's tokens, the entity list sent
+#: back (measured scale: a 100-word passage).
 NER_REPLY_TOKENS, TRIPLE_REPLY_TOKENS, FACT_TOKENS, ENTITY_JSON_TOKENS = 40, 150, 15, 40
-#: A fact the filter reads, or the entity list a triple call sends back, is at most this many times its reply's budget (escaped characters).
+#: A fact the filter reads, or the entity list a triple call sends back, is at most this many times
+#: its reply's budget (escaped characters).
 ESCAPE_FACTOR = 6
 
 
@@ -51,9 +53,16 @@ def passage_count(cfg: HippoRAGConfig, shape: CorpusShape) -> int:
     return sum(max(1, math.ceil(n / cfg.passage_tokens)) for n in shape.token_counts)
 
 
-def hipporag_costs(cfg: HippoRAGConfig, shape: CorpusShape, questions: Sequence[Question], *, llm: BaseChatModel | None = None,
-                   window: int | None = None) -> Costs:  # fmt: skip
-    """Per question the filter and the answer over ``qa_top_k`` passages; once per corpus two OpenIE calls per passage."""
+def hipporag_costs(
+    cfg: HippoRAGConfig,
+    shape: CorpusShape,
+    questions: Sequence[Question],
+    *,
+    llm: BaseChatModel | None = None,
+    window: int | None = None,
+) -> Costs:
+    """Per question the filter and the answer over ``qa_top_k`` passages; once per corpus two OpenIE
+    calls per passage."""
     k = len(questions)
     asked = questions or [PLACEHOLDER_QUESTION]
     each_q = [
@@ -91,24 +100,43 @@ def hipporag_costs(cfg: HippoRAGConfig, shape: CorpusShape, questions: Sequence[
         + passages * (ner + triple + ESCAPE_FACTOR * cfg.openie_max_tokens)
     )
     most = k * (max(each_q) + context_most + max(each_f) + fact_most + 2 * seams) + index_most
-    bounds = CostPlan(strategy="hipporag", questions=k, calls=k, max_calls=2 * k + 2 * passages, prompt_tokens=least, max_prompt_tokens=most,
-                      completion_tokens=k * (cfg.filter_max_tokens + cfg.max_new_tokens) + 2 * passages * cfg.openie_max_tokens,
-                      formula="1 filter call (none without linked facts) and 1 answer call per question; once per corpus a NER and a triple "
-                              "call per passage (none when the graph is cached)",
-                      details={"passages": passages},
-                      index=IndexWork(what="OpenIE of every passage, a NER and a triple call each", calls=0, max_calls=2 * passages, prompt_tokens=0,
-                                      max_prompt_tokens=index_most, completion_tokens=2 * passages * cfg.openie_max_tokens))  # fmt: skip
+    bounds = CostPlan(
+        strategy="hipporag",
+        questions=k,
+        calls=k,
+        max_calls=2 * k + 2 * passages,
+        prompt_tokens=least,
+        max_prompt_tokens=most,
+        completion_tokens=k * (cfg.filter_max_tokens + cfg.max_new_tokens)
+        + 2 * passages * cfg.openie_max_tokens,
+        formula="1 filter call (none without linked facts) and 1 answer call per question; once "
+        "per corpus a NER and a triple call per passage (none when the graph is cached)",
+        details={"passages": passages},
+        index=IndexWork(
+            what="OpenIE of every passage, a NER and a triple call each",
+            calls=0,
+            max_calls=2 * passages,
+            prompt_tokens=0,
+            max_prompt_tokens=index_most,
+            completion_tokens=2 * passages * cfg.openie_max_tokens,
+        ),
+    )
     context = min(shape.tokens, cfg.qa_top_k * (shape.tokens / max(1, passages))) + title_tokens
-    per_question = Calls(2, sum(each_q) / len(each_q) + context + sum(each_f) / len(each_f) + cfg.linking_top_k * FACT_TOKENS,
-                               reply_tokens(cfg) + cfg.linking_top_k * FACT_TOKENS)  # fmt: skip
+    per_question = Calls(
+        2,
+        sum(each_q) / len(each_q)
+        + context
+        + sum(each_f) / len(each_f)
+        + cfg.linking_top_k * FACT_TOKENS,
+        reply_tokens(cfg) + cfg.linking_top_k * FACT_TOKENS,
+    )
     once = Calls(
         2 * passages,
         passages * (ner + triple + ENTITY_JSON_TOKENS) + 2 * shape.tokens,
         passages * (NER_REPLY_TOKENS + TRIPLE_REPLY_TOKENS),
     )
-    return Costs(
-        bounds, ExpectedCost(per_question, once, index=once)
-    )  # the graph's OpenIE is all of what is built once
+    # the graph's OpenIE is all of what is built once
+    return Costs(bounds, ExpectedCost(per_question, once, index=once))
 
 
 def _answer_prompt(cfg: HippoRAGConfig, question: Question) -> str:

@@ -74,7 +74,8 @@ Ctx = Runtime[StrategyContext[HippoRAGConfig]]
 
 
 class HippoRAGState(PromptState, total=False):
-    """What evolves during one HippoRAG answer (the graph itself stays in the process's cache, by ``graph``)."""
+    """What evolves during one HippoRAG answer (the graph itself stays in the process's cache, by
+    ``graph``)."""
 
     graph: str
     query: list[float]
@@ -95,7 +96,8 @@ def index(state: HippoRAGState, runtime: Ctx) -> dict[str, Any]:
 
 
 def recognize(state: HippoRAGState, runtime: Ctx) -> dict[str, Any]:
-    """The question's ``linking_top_k`` nearest facts, then the recognition-memory call's choice among them (no call without facts)."""
+    """The question's ``linking_top_k`` nearest facts, then the recognition-memory call's choice
+    among them (no call without facts)."""
     cfg, llm = runtime.context.config, runtime.context.llm
     kg = loaded(state["graph"]).kg
     question = state["question"].render()
@@ -128,13 +130,22 @@ def recognize(state: HippoRAGState, runtime: Ctx) -> dict[str, Any]:
 
 
 def ppr(state: HippoRAGState, runtime: Ctx) -> dict[str, Any]:
-    """Passages ranked by PPR from the kept facts' phrases and the dense scores, or densely when no fact was kept; the best ``qa_top_k`` as hits."""
+    """Passages ranked by PPR from the kept facts' phrases and the dense scores, or densely when no
+    fact was kept; the best ``qa_top_k`` as hits."""
     cfg = runtime.context.config
     entry = loaded(state["graph"])
     kg, query = entry.kg, np.asarray(state["query"], dtype=np.float32)
     facts = [(f[0], f[1], f[2]) for f in state["facts"]]
-    r = rank_passages(kg, entry.graph, query, facts, state["fact_scores"], link_top_k=cfg.linking_top_k, passage_node_weight=cfg.passage_node_weight,
-                      damping=cfg.damping)  # fmt: skip
+    r = rank_passages(
+        kg,
+        entry.graph,
+        query,
+        facts,
+        state["fact_scores"],
+        link_top_k=cfg.linking_top_k,
+        passage_node_weight=cfg.passage_node_weight,
+        damping=cfg.damping,
+    )
     order, ranked, linked, mode = r.order, r.scores, r.linked, r.mode
     order, ranked = order[: cfg.retrieval_top_k], ranked[: cfg.retrieval_top_k]
     hits = [
@@ -152,7 +163,8 @@ def ppr(state: HippoRAGState, runtime: Ctx) -> dict[str, Any]:
 
 
 def build_prompt(state: HippoRAGState, runtime: Ctx) -> dict[str, Any]:
-    """The passages in our RAG prompt, or the official QA turn (``Wikipedia Title: `` passages, the question, ``Thought: ``)."""
+    """The passages in our RAG prompt, or the official QA turn (``Wikipedia Title: `` passages, the
+    question, ``Thought: ``)."""
     cfg = runtime.context.config
     chunks = [h.chunk for h in state["hits"]]
     if cfg.qa_prompt == "paper":
@@ -168,7 +180,8 @@ def build_prompt(state: HippoRAGState, runtime: Ctx) -> dict[str, Any]:
 
 
 def answer(state: HippoRAGState, runtime: Ctx) -> dict[str, Any]:
-    """The answer call: the shared ``generate`` for our prompt; for ``paper`` the official QA messages, the answer after ``Answer:``."""
+    """The answer call: the shared ``generate`` for our prompt; for ``paper`` the official QA
+    messages, the answer after ``Answer:``."""
     cfg, llm = runtime.context.config, runtime.context.llm
     if cfg.qa_prompt != "paper":
         return generate(state, cast(Runtime[StrategyContext[Any]], runtime))
@@ -187,7 +200,8 @@ def answer(state: HippoRAGState, runtime: Ctx) -> dict[str, Any]:
 
 
 def needs(cfg: HippoRAGConfig) -> tuple[Need, ...]:
-    """What a run imports from extras: its embedder's packages, igraph for PPR, FAISS for a FAISS synonymy search."""
+    """What a run imports from extras: its embedder's packages, igraph for PPR, FAISS for a FAISS
+    synonymy search."""
     faiss = (Need("faiss", "dense", "HippoRAG's FAISS synonymy search"),)
     return (
         *embedder_needs(cfg.embedder),
@@ -208,9 +222,19 @@ def needs(cfg: HippoRAGConfig) -> tuple[Need, ...]:
     ray_stage=MAP_ON_RAY,  # its OpenIE (map_executor="ray")
     needs=needs,
     index_calls=index_calls_left,
-    description="HippoRAG 2: an OpenIE graph of phrases and passages built once per corpus, facts filtered by a recognition call, PPR, one answer call.",
+    description=(
+        "HippoRAG 2: an OpenIE graph of phrases and passages built once per corpus, facts "
+        "filtered by a recognition call, PPR, one answer call."
+    ),
 )
 def build_graph(config: HippoRAGConfig | None = None) -> CompiledGraph:
     """START -> index -> recognize -> ppr -> build_prompt -> generate -> END."""
-    return linear_graph("hipporag", HippoRAGState, ("index", index), ("recognize", recognize), ("ppr", ppr), ("build_prompt", build_prompt),
-                        ("generate", answer))  # fmt: skip
+    return linear_graph(
+        "hipporag",
+        HippoRAGState,
+        ("index", index),
+        ("recognize", recognize),
+        ("ppr", ppr),
+        ("build_prompt", build_prompt),
+        ("generate", answer),
+    )

@@ -32,12 +32,14 @@ Embed = Callable[[Sequence[str]], np.ndarray]
 
 
 def normalise(text: Any) -> str:
-    """``misc_utils.text_processing``: lower case, every character but letters, digits and spaces made a space, stripped."""
+    """``misc_utils.text_processing``: lower case, every character but letters, digits and spaces
+    made a space, stripped."""
     return _NOT_ALNUM_SPACE.sub(" ", str(text).lower()).strip()
 
 
 def fact_text(fact: tuple[str, str, str]) -> str:
-    """What a fact's embedding is of: its Python tuple form, as the official fact store holds it (``str(fact)``)."""
+    """What a fact's embedding is of: its Python tuple form, as the official fact store holds it
+    (``str(fact)``)."""
     return str(fact)
 
 
@@ -52,8 +54,8 @@ def unit_rows(m: np.ndarray) -> np.ndarray:
 
 @dataclass
 class KnowledgeGraph:
-    """Phrases, passages and facts with their embeddings, and the graph's edges (vertex ``i < len(phrases)``
-    is phrase ``i``, vertex ``len(phrases) + j`` passage ``j``)."""
+    """Phrases, passages and facts with their embeddings, and the graph's edges (vertex
+    ``i < len(phrases)`` is phrase ``i``, vertex ``len(phrases) + j`` passage ``j``)."""
 
     phrases: list[str]
     passages: list[str]
@@ -84,9 +86,10 @@ def synonym_pairs(
     batch: int = 1000,
     knn: Knn = "dense",
 ) -> list[tuple[int, int, float]]:
-    """``(phrase, synonym, similarity)`` in the official order: phrases in order, each one's synonyms nearest
-    first, exact ties in phrase order (:mod:`longctx.graphs.hipporag.synonymy_knn`). ``knn``: ``"dense"`` (the official
-    search: similarities to every phrase, ``batch`` phrases at a time), or through FAISS (``"faiss"`` exact,
+    """``(phrase, synonym, similarity)`` in the official order: phrases in order, each one's
+    synonyms nearest first, exact ties in phrase order
+    (:mod:`longctx.graphs.hipporag.synonymy_knn`). ``knn``: ``"dense"`` (the official search:
+    similarities to every phrase, ``batch`` phrases at a time), or through FAISS (``"faiss"`` exact,
     ``"faiss-ivf"`` approximate)."""
     if len(phrases) == 0:
         return []
@@ -96,10 +99,21 @@ def synonym_pairs(
     return pairs_of(phrases, found, lambda p: len(_NOT_ALNUM.sub("", p)) > 2, MAX_SYNONYMS)
 
 
-def build_graph(passages: Sequence[str], extractions: Sequence[Extraction], embed: Embed, *, threshold: float, top_k: int,
-                batch: int = 1000, embed_facts: Embed | None = None, embed_passages: Embed | None = None, knn: Knn = "dense") -> KnowledgeGraph:  # fmt: skip
+def build_graph(
+    passages: Sequence[str],
+    extractions: Sequence[Extraction],
+    embed: Embed,
+    *,
+    threshold: float,
+    top_k: int,
+    batch: int = 1000,
+    embed_facts: Embed | None = None,
+    embed_passages: Embed | None = None,
+    knn: Knn = "dense",
+) -> KnowledgeGraph:
     """The graph over ``passages`` (distinct texts, in order) and their OpenIE; ``embed`` embeds the
-    phrases and, unless given their own (the official code's three embedding stores), the facts and passages."""
+    phrases and, unless given their own (the official code's three embedding stores), the facts and
+    passages."""
     embed_facts, embed_passages = embed_facts or embed, embed_passages or embed
     triples: list[list[tuple[str, str, str]]] = [
         [(normalise(t[0]), normalise(t[1]), normalise(t[2])) for t in e.triples]
@@ -126,12 +140,26 @@ def build_graph(passages: Sequence[str], extractions: Sequence[Extraction], embe
     for a, b, score in synonyms:
         stats[(a, b)] = score
     edges = [e for e in stats if e[0] != e[1]]
-    facts_of_build = {"phrases": len(phrases), "passages": len(passages), "facts": len(facts), "synonym_edges": len(synonyms),
-                      "edges": len(edges)}  # fmt: skip
+    facts_of_build = {
+        "phrases": len(phrases),
+        "passages": len(passages),
+        "facts": len(facts),
+        "synonym_edges": len(synonyms),
+        "edges": len(edges),
+    }
     fact_vectors = (
         unit_rows(embed_facts([fact_text(f) for f in facts]))
         if facts
         else np.zeros((0, 0), np.float32)
     )
-    return KnowledgeGraph(list(phrases), list(passages), facts, fact_vectors,
-                          unit_rows(embed_passages(list(passages))), phrase_passages, edges, [stats[e] for e in edges], facts_of_build)  # fmt: skip
+    return KnowledgeGraph(
+        list(phrases),
+        list(passages),
+        facts,
+        fact_vectors,
+        unit_rows(embed_passages(list(passages))),
+        phrase_passages,
+        edges,
+        [stats[e] for e in edges],
+        facts_of_build,
+    )

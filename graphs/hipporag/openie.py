@@ -1,11 +1,11 @@
-"""HippoRAG 2's OpenIE (``information_extraction/openie_openai.py``, official code @ c617143): per passage
-one NER call, then one triple-extraction call given its entities; the replies parsed as the official
-code parses them (the first JSON object holding the key, a truncated reply closed first, triples of
-three kept once each, in order).
+"""HippoRAG 2's OpenIE (``information_extraction/openie_openai.py``, official code @ c617143): per
+passage one NER call, then one triple-extraction call given its entities; the replies parsed as the
+official code parses them (the first JSON object holding the key, a truncated reply closed first,
+triples of three kept once each, in order).
 
 The map asks at most ``concurrency`` passages at once (NER then triples, each passage on its own).
-Every finished call is appended to a record log (``longctx.memory.records.cache.RecordCache``) keyed by
-what the request holds (the passage; the passage and its entities), so a build that stops in the
+Every finished call is appended to a record log (``longctx.memory.records.cache.RecordCache``) keyed
+by what the request holds (the passage; the passage and its entities), so a build that stops in the
 middle asks again only the calls it had not finished, and a passage seen before (another corpus,
 another question) is never asked again under the same model and prompts. Each stored call carries
 the XXH3-128 digest of its record: a record altered on disk (a flipped byte in a triple) is named in
@@ -40,7 +40,8 @@ _logger = logging.getLogger(__name__)
 
 _NER = re.compile(r'\{[^{}]*"named_entities"\s*:\s*\[[^\]]*\][^{}]*\}', re.DOTALL)
 _TRIPLES = re.compile(r'\{[^{}]*"triples"\s*:\s*\[[^\]]*\][^{}]*\}', re.DOTALL)
-#: What a reply that cannot be read raises while it is parsed (the official code then keeps nothing of it).
+#: What a reply that cannot be read raises while it is parsed (the official code then keeps nothing
+#: of it).
 _UNREADABLE = (
     ValueError,
     SyntaxError,
@@ -53,16 +54,18 @@ _UNREADABLE = (
 
 #: ``(messages) -> (reply text, cut at its budget)``: one OpenIE call.
 Ask = Callable[[Messages], tuple[str, bool]]
-#: Characters per token of its budget beyond which a reply is cut (an English JSON reply runs about 4
-#: a token: an honest reply within ``openie_max_tokens`` does not come near it).
+#: Characters per token of its budget beyond which a reply is cut (an English JSON reply runs about
+#: 4 a token: an honest reply within ``openie_max_tokens`` does not come near it).
 MAX_CHARS_PER_TOKEN = 16
-#: Tokens of the budget per triple / per entity kept at most (``["a","b","c"],`` is 6 cl100k tokens, ``"a",`` 2).
+#: Tokens of the budget per triple / per entity kept at most (``["a","b","c"],`` is 6 cl100k tokens,
+#: ``"a",`` 2).
 TOKENS_PER_TRIPLE, TOKENS_PER_ENTITY = 4, 2
 
 
 def close_json(text: str) -> str:
-    """A reply cut at its budget, closed as ``llm_utils.fix_broken_generated_json`` does: valid JSON is kept;
-    else everything from the last comma on is dropped and the brackets still open (outside strings) are closed."""
+    """A reply cut at its budget, closed as ``llm_utils.fix_broken_generated_json`` does: valid JSON
+    is kept; else everything from the last comma on is dropped and the brackets still open (outside
+    strings) are closed."""
     try:
         json.loads(text)
         return text
@@ -107,7 +110,8 @@ def readable(reply: str, truncated: bool, which: str) -> bool:
 
 
 def parse_entities(reply: str, truncated: bool = False) -> list[Any]:
-    """The named entities of a NER reply, each once in order of appearance; none when it cannot be read."""
+    """The named entities of a NER reply, each once in order of appearance; none when it cannot be
+    read."""
     try:
         return list(
             dict.fromkeys(
@@ -119,7 +123,8 @@ def parse_entities(reply: str, truncated: bool = False) -> list[Any]:
 
 
 def valid_triples(triples: Any) -> list[list[str]]:
-    """``llm_utils.filter_invalid_triples``: items of exactly three parts, as strings, each kept once in order."""
+    """``llm_utils.filter_invalid_triples``: items of exactly three parts, as strings, each kept
+    once in order."""
     seen: set[tuple[str, ...]] = set()
     out: list[list[str]] = []
     for triple in triples:
@@ -144,8 +149,9 @@ def parse_triples(reply: str, truncated: bool = False) -> list[list[str]]:
 
 @dataclass(frozen=True)
 class Extraction:
-    """One passage's OpenIE: its named entities (sent to the triple call) and its valid triples; how many
-    of its two replies could not be read, and how many were cut (a server that ignored the budget)."""
+    """One passage's OpenIE: its named entities (sent to the triple call) and its valid triples; how
+    many of its two replies could not be read, and how many were cut (a server that ignored the
+    budget)."""
 
     entities: list[Any]
     triples: list[list[str]]
@@ -163,7 +169,8 @@ def _digest(*parts: str) -> str:
 
 
 class OpenIELog:
-    """Finished OpenIE calls: on disk in two record logs under ``root`` (NER, triples), or in memory."""
+    """Finished OpenIE calls: on disk in two record logs under ``root`` (NER, triples), or in
+    memory."""
 
     def __init__(self, root: Path | None, settings_key: str, model: str):
         self.ner = RecordCache(root, "ner-" + settings_key, model) if root is not None else None
@@ -185,8 +192,8 @@ class OpenIELog:
         stored = record.get(ALGORITHM)  # none: written before the checks
         if stored is not None and stored != _record_digest(body):
             _logger.warning(
-                "HippoRAG OpenIE log %s: the %s record of %s fails its %s checksum (altered on disk); "
-                "not read, asked again",
+                "HippoRAG OpenIE log %s: the %s record of %s fails its %s checksum (altered on "
+                "disk); not read, asked again",
                 cache.path,
                 which,
                 key[:16],
@@ -211,14 +218,15 @@ def _record_digest(record: dict[str, Any]) -> str:
 
 
 def _asked(ask: Ask, messages: Messages, which: str, most: int | None) -> dict[str, Any]:
-    """One call's record: its reply (cut at ``MAX_CHARS_PER_TOKEN`` per budget token, warned, when the
-    server sent more than its budget allows), whether it stopped at its budget, and what parses of it."""
+    """One call's record: its reply (cut at ``MAX_CHARS_PER_TOKEN`` per budget token, warned, when
+    the server sent more than its budget allows), whether it stopped at its budget, and what parses
+    of it."""
     reply, cut = ask(messages)
     record: dict[str, Any] = {}
     if most is not None and len(reply) > most * MAX_CHARS_PER_TOKEN:
         _logger.warning(
-            "HippoRAG OpenIE: a %s reply of %d characters is over what %d tokens can hold (the server "
-            "ignored max_tokens); cut at %d and read as a reply stopped at its budget",
+            "HippoRAG OpenIE: a %s reply of %d characters is over what %d tokens can hold (the "
+            "server ignored max_tokens); cut at %d and read as a reply stopped at its budget",
             which,
             len(reply),
             most,
@@ -233,8 +241,8 @@ def _asked(ask: Ask, messages: Messages, which: str, most: int | None) -> dict[s
 
 
 def _kept(record: dict[str, Any], which: str, most: int | None) -> tuple[list[Any], int, int]:
-    """A record's entities or triples, at most what a reply within ``most`` tokens holds (warned); and
-    whether it was unreadable and whether it was cut (0 or 1 each)."""
+    """A record's entities or triples, at most what a reply within ``most`` tokens holds (warned);
+    and whether it was unreadable and whether it was cut (0 or 1 each)."""
     key, per = ("entities", TOKENS_PER_ENTITY) if which == "ner" else ("triples", TOKENS_PER_TRIPLE)
     items = list(record[key])
     unreadable = record.get("unreadable")
@@ -243,7 +251,8 @@ def _kept(record: dict[str, Any], which: str, most: int | None) -> tuple[list[An
     capped = "cut_from_chars" in record
     if most is not None and len(items) > max(1, most // per):
         _logger.warning(
-            "HippoRAG OpenIE: a %s reply names %d %s, more than a reply of %d tokens holds; the first %d kept",
+            "HippoRAG OpenIE: a %s reply names %d %s, more than a reply of %d tokens holds; the "
+            "first %d kept",
             which,
             len(items),
             key,
@@ -257,8 +266,9 @@ def _kept(record: dict[str, Any], which: str, most: int | None) -> tuple[list[An
 def extract_passage(
     passage: str, ask: Ask, log: OpenIELog, most: int | None = None
 ) -> tuple[Extraction, int]:
-    """One passage's NER then triples, each from the log where it holds it; and how many calls were asked.
-    ``most``: the calls' token budget (``openie_max_tokens``), which bounds what a reply may bring."""
+    """One passage's NER then triples, each from the log where it holds it; and how many calls were
+    asked. ``most``: the calls' token budget (``openie_max_tokens``), which bounds what a reply may
+    bring."""
     asked = 0
     ner_key = _digest(passage)
     ner = log.get("ner", ner_key)
@@ -278,7 +288,8 @@ def extract_passage(
 
 
 def calls_left(passage: str, log: OpenIELog, most: int | None = None) -> int:
-    """How many of a passage's two OpenIE calls the log does not hold (what a build would still ask)."""
+    """How many of a passage's two OpenIE calls the log does not hold (what a build would still
+    ask)."""
     ner = log.get("ner", _digest(passage))
     if ner is None:
         return 2
@@ -291,8 +302,9 @@ def calls_left(passage: str, log: OpenIELog, most: int | None = None) -> int:
 def extract_all(
     passages: Sequence[str], ask: Ask, log: OpenIELog, concurrency: int, most: int | None = None
 ) -> tuple[list[Extraction], int]:
-    """Every passage's extraction, in order, with at most ``concurrency`` passages in flight; and the calls asked.
-    A failed call ends the map: nothing more is asked, and every call that finished is in the log."""
+    """Every passage's extraction, in order, with at most ``concurrency`` passages in flight; and
+    the calls asked. A failed call ends the map: nothing more is asked, and every call that finished
+    is in the log."""
     results: list[Extraction | None] = [None] * len(passages)
     asked = [0] * len(passages)
     failed = threading.Event()
@@ -310,9 +322,10 @@ def extract_all(
     if passages:
         report_progress("openie", done=0, total=len(passages))  # then one per passage extracted
         with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(passages)))) as pool:
+            # each call sees this run's callbacks
             futures = [
                 pool.submit(contextvars.copy_context().run, run, i) for i in range(len(passages))
-            ]  # each call sees this run's callbacks
+            ]
             try:
                 for future in futures:
                     future.result()

@@ -14,7 +14,8 @@ from longctx.graphs.hipporag.kg import KnowledgeGraph
 
 
 def igraph_of(kg: KnowledgeGraph) -> Any:
-    """The graph as an undirected ``igraph.Graph`` with a ``weight`` per edge (parallel edges kept)."""
+    """The graph as an undirected ``igraph.Graph`` with a ``weight`` per edge (parallel edges
+    kept)."""
     require("igraph", extra="hipporag", feature="HippoRAG's Personalized PageRank")
     import igraph
 
@@ -24,8 +25,15 @@ def igraph_of(kg: KnowledgeGraph) -> Any:
 
 
 def personalized_pagerank(graph: Any, reset: np.ndarray, damping: float) -> np.ndarray:
-    """Each vertex's PageRank with teleports to ``reset`` (normalised by igraph), ``damping`` the probability of following an edge."""
+    """Each vertex's PageRank with teleports to ``reset`` (normalised by igraph), ``damping`` the
+    probability of following an edge."""
     reset = np.where(np.isnan(reset) | (reset < 0), 0, reset)
-    scores = graph.personalized_pagerank(vertices=range(graph.vcount()), damping=damping, directed=False, weights="weight",
-                                         reset=reset.tolist(), implementation="prpack")  # fmt: skip
+    scores = graph.personalized_pagerank(
+        vertices=range(graph.vcount()),
+        damping=damping,
+        directed=False,
+        weights="weight",
+        reset=reset.tolist(),
+        implementation="prpack",
+    )
     return np.asarray(scores, dtype=np.float64)

@@ -1,5 +1,5 @@
-"""How reports and the demo show HippoRAG: the facts the filter kept among the candidates, the linked
-phrases that seeded PPR, and the passages ranked first."""
+"""How reports and the demo show HippoRAG: the facts the filter kept among the candidates, the
+linked phrases that seeded PPR, and the passages ranked first."""
 
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ def facts_view(step: Mapping[str, Any], _evidence: Mapping[Any, Mapping[str, Any
 
 
 def ppr_view(step: Mapping[str, Any], _evidence: Mapping[Any, Mapping[str, Any]]) -> Shown:
-    """The linked phrases with their seed weights, then the top passages with their PPR (or dense) scores."""
+    """The linked phrases with their seed weights, then the top passages with their PPR (or dense)
+    scores."""
     phrases = ", ".join(f"{p} ({w:.3g})" for p, w in step.get("linked") or []) or "none"
     top = (
         ", ".join(

@@ -54,7 +54,9 @@ class CallTap(OpenIELog):
     """An in-memory log around ``inner`` (or none) that remembers every call it hands out
     (``seen``) or takes in (also appended to ``made``)."""
 
-    def __init__(self, inner: OpenIELog | None, known: Iterable[Call] = (), made: list[Call] | None = None):  # fmt: skip
+    def __init__(
+        self, inner: OpenIELog | None, known: Iterable[Call] = (), made: list[Call] | None = None
+    ):
         super().__init__(None, "", "")
         self.inner = inner
         self.seen: dict[tuple[str, str], dict[str, Any]] = {(w, k): r for w, k, r in known}
@@ -81,7 +83,8 @@ def extract_batch(
     Returns ``{"calls": [(which, key, record)], "error", "traceback", "usage"}``.
     """
     llm, tracker = counted_model(recipe)
-    ask = make(StrategyContext(llm=llm, config=cfg, corpus=None))  # type: ignore[arg-type]  # the passages come with the task
+    # No corpus: the passages come with the task.
+    ask = make(StrategyContext(llm=llm, config=cfg, corpus=None))  # type: ignore[arg-type]
     made: list[Call] = []
 
     def one(item: tuple[int, str, list[Call]]) -> Any:
@@ -102,9 +105,13 @@ def _pending(passage: str, openie_log: OpenIELog, most: int) -> list[Call] | Non
 
 
 def extract_on_ray(
-    passages: Sequence[str], ctx: StrategyContext[HippoRAGConfig], make: MakeAsk, openie_log: OpenIELog
-) -> tuple[list[Extraction], int]:  # fmt: skip
-    """Every passage's extraction, in order, its missing calls asked by Ray tasks; and the calls asked."""
+    passages: Sequence[str],
+    ctx: StrategyContext[HippoRAGConfig],
+    make: MakeAsk,
+    openie_log: OpenIELog,
+) -> tuple[list[Extraction], int]:
+    """Every passage's extraction, in order, its missing calls asked by Ray tasks; and the calls
+    asked."""
     cfg = ctx.config
     most = cfg.openie_max_tokens
     todo = [
@@ -125,5 +132,14 @@ def extract_on_ray(
             "openie", advance=sum(1 for which, _, _ in out["calls"] if which == "triples")
         )
 
-    map_or_raise(extract_batch, (make, cfg), todo, cfg.ray_batch_passages, ctx.llm, cfg, keep, "HippoRAG OpenIE passages")  # fmt: skip
+    map_or_raise(
+        extract_batch,
+        (make, cfg),
+        todo,
+        cfg.ray_batch_passages,
+        ctx.llm,
+        cfg,
+        keep,
+        "HippoRAG OpenIE passages",
+    )
     return [extract_passage(p, _refuse, openie_log, most)[0] for p in passages], asked

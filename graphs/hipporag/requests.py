@@ -1,6 +1,7 @@
 """The message lists HippoRAG 2 sends, filled as the official code fills its templates
 (``PromptTemplateManager.render``, ``OpenIE.ner`` / ``triple_extraction``, ``DSPyFilter.llm_call``,
-``HippoRAG.qa``; official code @ c617143), as ``{"role", "content"}`` dicts and as LangChain messages."""
+``HippoRAG.qa``; official code @ c617143), as ``{"role", "content"}`` dicts and as LangChain
+messages."""
 
 from __future__ import annotations
 
@@ -16,32 +17,48 @@ Messages = list[dict[str, str]]
 
 def ner_messages(passage: str) -> Messages:
     """NER of one passage: system turn, the one-shot pair, the passage."""
-    return [{"role": "system", "content": P.NER_SYSTEM}, {"role": "user", "content": P.NER_EXAMPLE_PASSAGE},
-            {"role": "assistant", "content": P.NER_EXAMPLE_OUTPUT}, {"role": "user", "content": passage}]  # fmt: skip
+    return [
+        {"role": "system", "content": P.NER_SYSTEM},
+        {"role": "user", "content": P.NER_EXAMPLE_PASSAGE},
+        {"role": "assistant", "content": P.NER_EXAMPLE_OUTPUT},
+        {"role": "user", "content": passage},
+    ]
 
 
 def entities_json(entities: Sequence[object]) -> str:
-    """``json.dumps({"named_entities": entities})`` with the standard library's defaults (non-ASCII escaped), as the official call."""
+    """``json.dumps({"named_entities": entities})`` with the standard library's defaults (non-ASCII
+    escaped), as the official call."""
     return json.dumps({"named_entities": list(entities)})
 
 
 def triple_messages(passage: str, entities: Sequence[object]) -> Messages:
-    """Triple extraction of one passage given its named entities: system turn, the one-shot pair, the frame filled."""
+    """Triple extraction of one passage given its named entities: system turn, the one-shot pair,
+    the frame filled."""
     example = P.TRIPLE_FRAME.format(
         passage=P.NER_EXAMPLE_PASSAGE, named_entity_json=P.NER_EXAMPLE_OUTPUT
     )
-    return [{"role": "system", "content": P.TRIPLE_SYSTEM}, {"role": "user", "content": example},
-            {"role": "assistant", "content": P.TRIPLE_EXAMPLE_OUTPUT},
-            {"role": "user", "content": P.TRIPLE_FRAME.format(passage=passage, named_entity_json=entities_json(entities))}]  # fmt: skip
+    return [
+        {"role": "system", "content": P.TRIPLE_SYSTEM},
+        {"role": "user", "content": example},
+        {"role": "assistant", "content": P.TRIPLE_EXAMPLE_OUTPUT},
+        {
+            "role": "user",
+            "content": P.TRIPLE_FRAME.format(
+                passage=passage, named_entity_json=entities_json(entities)
+            ),
+        },
+    ]
 
 
 def facts_json(facts: Sequence[Sequence[str]]) -> str:
-    """The candidate facts as the filter receives them: ``json.dumps({"fact": [[s, p, o], ...]})``."""
+    """The candidate facts as the filter receives them: ``json.dumps({"fact": [[s, p, o],
+    ...]})``."""
     return json.dumps({"fact": [list(f) for f in facts]})
 
 
 def filter_messages(question: str, facts: Sequence[Sequence[str]]) -> Messages:
-    """The recognition-memory filter: system turn, each demo as a user/assistant pair, then the question's candidates."""
+    """The recognition-memory filter: system turn, each demo as a user/assistant pair, then the
+    question's candidates."""
     out: Messages = [{"role": "system", "content": P.FILTER_SYSTEM}]
     for q, before, after in P.FILTER_DEMOS:
         out.append(
@@ -68,7 +85,8 @@ def filter_messages(question: str, facts: Sequence[Sequence[str]]) -> Messages:
 
 
 def qa_user_turn(passages: Sequence[str], question: str) -> str:
-    """``HippoRAG.qa``'s last user turn: each passage after ``Wikipedia Title: `` and a blank line, then the question and ``Thought: ``."""
+    """``HippoRAG.qa``'s last user turn: each passage after ``Wikipedia Title: `` and a blank line,
+    then the question and ``Thought: ``."""
     return (
         "".join(f"Wikipedia Title: {p}\n\n" for p in passages)
         + "Question: "
@@ -78,9 +96,14 @@ def qa_user_turn(passages: Sequence[str], question: str) -> str:
 
 
 def qa_turns(user_turn: str) -> Messages:
-    """The official QA request (``rag_qa_musique``) around its last user turn: system turn, the one-shot pair, ``user_turn``."""
-    return [{"role": "system", "content": P.QA_SYSTEM}, {"role": "user", "content": P.QA_EXAMPLE_INPUT},
-            {"role": "assistant", "content": P.QA_EXAMPLE_OUTPUT}, {"role": "user", "content": user_turn}]  # fmt: skip
+    """The official QA request (``rag_qa_musique``) around its last user turn: system turn, the
+    one-shot pair, ``user_turn``."""
+    return [
+        {"role": "system", "content": P.QA_SYSTEM},
+        {"role": "user", "content": P.QA_EXAMPLE_INPUT},
+        {"role": "assistant", "content": P.QA_EXAMPLE_OUTPUT},
+        {"role": "user", "content": user_turn},
+    ]
 
 
 def qa_messages(passages: Sequence[str], question: str) -> Messages:
@@ -95,6 +118,7 @@ def as_langchain(messages: Messages) -> list[BaseMessage]:
 
 
 def qa_answer(reply: str) -> str:
-    """The answer of an official QA reply: what follows the first ``Answer:``, stripped; the whole reply without one."""
+    """The answer of an official QA reply: what follows the first ``Answer:``, stripped; the whole
+    reply without one."""
     parts = reply.split("Answer:")
     return parts[1].strip() if len(parts) > 1 else reply

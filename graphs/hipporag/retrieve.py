@@ -48,7 +48,8 @@ def candidate_facts(scores: np.ndarray, link_top_k: int) -> list[int]:
 
 
 def _as_facts(value: Any) -> list[list[str]] | None:
-    """``value`` read as the filter's ``Fact`` (``{"fact": [[str, ...], ...]}``), or ``None`` when it is not one."""
+    """``value`` read as the filter's ``Fact`` (``{"fact": [[str, ...], ...]}``), or ``None`` when
+    it is not one."""
     if not isinstance(value, dict) or not isinstance(value.get("fact"), (list, tuple)):
         return None
     facts = value["fact"]
@@ -58,8 +59,9 @@ def _as_facts(value: Any) -> list[list[str]] | None:
 
 
 def parse_filter(reply: str) -> list[list[str]]:
-    """The facts of the filter's ``[[ ## fact_after_filter ## ]]`` field (``DSPyFilter.parse_filter``): JSON, else a
-    Python literal; none when no such field holds a ``Fact`` (the last one that does wins)."""
+    """The facts of the filter's ``[[ ## fact_after_filter ## ]]`` field
+    (``DSPyFilter.parse_filter``): JSON, else a Python literal; none when no such field holds a
+    ``Fact`` (the last one that does wins)."""
     sections: list[tuple[str | None, list[str]]] = [(None, [])]
     for line in reply.splitlines():
         match = _HEADER.match(line.strip())
@@ -86,8 +88,9 @@ def parse_filter(reply: str) -> list[list[str]]:
 
 
 def kept_facts(generated: list[list[str]], candidates: list[Fact], limit: int) -> list[int]:
-    """Positions in ``candidates`` of the facts the filter kept, in its order: each reply fact matched to its
-    closest candidate (difflib, as ``DSPyFilter.rerank``; a candidate matched twice is kept twice), at most ``limit``."""
+    """Positions in ``candidates`` of the facts the filter kept, in its order: each reply fact
+    matched to its closest candidate (difflib, as ``DSPyFilter.rerank``; a candidate matched twice
+    is kept twice), at most ``limit``."""
     texts = [str(c) for c in candidates]
     out: list[int] = []
     for fact in generated:
@@ -98,7 +101,8 @@ def kept_facts(generated: list[list[str]], candidates: list[Fact], limit: int) -
 
 
 def dense_ranking(kg: KnowledgeGraph, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Passages by normalised dense score, best first (``dense_passage_retrieval``), and those scores."""
+    """Passages by normalised dense score, best first (``dense_passage_retrieval``), and those
+    scores."""
     scores = min_max(kg.passage_vectors @ query)
     order = np.argsort(scores)[::-1]
     return order, scores[order]
@@ -121,9 +125,10 @@ def seeds(
     link_top_k: int,
     passage_node_weight: float,
 ) -> Seeds:
-    """``graph_search_with_fact_entities``'s weights: each kept fact's subject and object get its score divided by
-    the number of passages the phrase is in, averaged over its occurrences; the ``link_top_k`` phrases of highest
-    weight are kept; every passage gets its normalised dense score times ``passage_node_weight``."""
+    """``graph_search_with_fact_entities``'s weights: each kept fact's subject and object get its
+    score divided by the number of passages the phrase is in, averaged over its occurrences; the
+    ``link_top_k`` phrases of highest weight are kept; every passage gets its normalised dense score
+    times ``passage_node_weight``."""
     index = {p: i for i, p in enumerate(kg.phrases)}
     weights = np.zeros(kg.vertices)
     occurs = np.zeros(kg.vertices)
@@ -150,7 +155,8 @@ def seeds(
 
 @dataclass(frozen=True)
 class Ranking:
-    """Every passage best first with its score, the linked phrases that seeded PPR, and how it was ranked (``ppr`` or ``dense``)."""
+    """Every passage best first with its score, the linked phrases that seeded PPR, and how it was
+    ranked (``ppr`` or ``dense``)."""
 
     order: np.ndarray
     scores: np.ndarray
@@ -158,9 +164,19 @@ class Ranking:
     mode: str
 
 
-def rank_passages(kg: KnowledgeGraph, graph: Any, query: np.ndarray, facts: list[Fact], scores: list[float], *, link_top_k: int,
-                  passage_node_weight: float, damping: float) -> Ranking:  # fmt: skip
-    """PPR over ``graph`` (``kg`` as igraph) seeded by the kept ``facts`` (with their scores) and the dense scores; the dense ranking without facts."""
+def rank_passages(
+    kg: KnowledgeGraph,
+    graph: Any,
+    query: np.ndarray,
+    facts: list[Fact],
+    scores: list[float],
+    *,
+    link_top_k: int,
+    passage_node_weight: float,
+    damping: float,
+) -> Ranking:
+    """PPR over ``graph`` (``kg`` as igraph) seeded by the kept ``facts`` (with their scores) and
+    the dense scores; the dense ranking without facts."""
     if not facts:
         order, ranked = dense_ranking(kg, query)
         return Ranking(order, ranked, [], "dense")

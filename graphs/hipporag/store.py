@@ -1,7 +1,7 @@
-"""Where a HippoRAG graph lives on disk: one folder per (corpus fingerprint, graph settings, embedder,
-chat model and every setting its requests carry), its files checksummed in ``meta.json``; and, shared
-by every corpus, the record logs of finished OpenIE calls (``<cache>/hipporag/openie``), from which a
-killed build resumes and another corpus reuses a passage's extraction."""
+"""Where a HippoRAG graph lives on disk: one folder per (corpus fingerprint, graph settings,
+embedder, chat model and every setting its requests carry), its files checksummed in ``meta.json``;
+and, shared by every corpus, the record logs of finished OpenIE calls (``<cache>/hipporag/openie``),
+from which a killed build resumes and another corpus reuses a passage's extraction."""
 
 from __future__ import annotations
 
@@ -36,7 +36,8 @@ GRAPH_FIELDS = (
     "synonymy_knn",
     *OPENIE_FIELDS,
 )
-#: The embedding stores' namespaces (the official ``chunk``, ``entity`` and ``fact`` stores; :mod:`longctx.graphs.embedding_store`).
+#: The embedding stores' namespaces (the official ``chunk``, ``entity`` and ``fact`` stores;
+#: :mod:`longctx.graphs.embedding_store`).
 NAMESPACES = ("passage", "entity", "fact")
 #: Bump when the folder's layout or the build changes.
 STORE_VERSION = 1
@@ -44,7 +45,8 @@ _FILES = ("graph.json", "facts.npy", "passages.npy")
 
 
 def openie_key(cfg: HippoRAGConfig) -> str:
-    """The digest of what an OpenIE request holds besides its passage: prompts and request settings."""
+    """The digest of what an OpenIE request holds besides its passage: prompts and request
+    settings."""
     return digest_of(
         {
             "settings": {f: getattr(cfg, f) for f in OPENIE_FIELDS},
@@ -61,9 +63,15 @@ def model_key(llm: BaseChatModel) -> str:
 
 
 def graph_key(corpus: Corpus, cfg: HippoRAGConfig, llm: BaseChatModel) -> str:
-    """The digest naming a graph's folder: what the graph depends on, the extracting model's requests included."""
-    parts = {"corpus": corpus.fingerprint, "settings": {f: getattr(cfg, f) for f in GRAPH_FIELDS}, "prompts": PROMPTS_VERSION,
-             "llm": model_key(llm), "version": STORE_VERSION}  # fmt: skip
+    """The digest naming a graph's folder: what the graph depends on, the extracting model's
+    requests included."""
+    parts = {
+        "corpus": corpus.fingerprint,
+        "settings": {f: getattr(cfg, f) for f in GRAPH_FIELDS},
+        "prompts": PROMPTS_VERSION,
+        "llm": model_key(llm),
+        "version": STORE_VERSION,
+    }
     if cfg.embedder == "openai":  # graphs of other embedders keep their keys
         parts["openai_inputs"] = "newlines as spaces"
     return digest_of(parts)
@@ -80,23 +88,40 @@ def openie_root(root: Path) -> Path:
 
 
 def load_graph(folder: Path) -> KnowledgeGraph | None:
-    """The finished graph in ``folder``, or ``None`` when there is none; a file that fails its checksum
-    is named in a warning and the graph is rebuilt (from the OpenIE logs: no call is asked again)."""
+    """The finished graph in ``folder``, or ``None`` when there is none; a file that fails its
+    checksum is named in a warning and the graph is rebuilt (from the OpenIE logs: no call is asked
+    again)."""
     return read_checked(folder, _FILES, _read_graph, what="HippoRAG graph")
 
 
 def _read_graph(folder: Path) -> KnowledgeGraph:
     data = json.loads((folder / "graph.json").read_text(encoding="utf-8"))
     facts = [(str(s), str(p), str(o)) for s, p, o in data["facts"]]
-    return KnowledgeGraph(data["phrases"], data["passages"], facts, np.load(folder / "facts.npy", allow_pickle=False),
-                          np.load(folder / "passages.npy", allow_pickle=False), data["phrase_passages"],
-                          [(int(a), int(b)) for a, b in data["edges"]], data["weights"], data["facts_of_build"])  # fmt: skip
+    return KnowledgeGraph(
+        data["phrases"],
+        data["passages"],
+        facts,
+        np.load(folder / "facts.npy", allow_pickle=False),
+        np.load(folder / "passages.npy", allow_pickle=False),
+        data["phrase_passages"],
+        [(int(a), int(b)) for a, b in data["edges"]],
+        data["weights"],
+        data["facts_of_build"],
+    )
 
 
 def save_graph(folder: Path, kg: KnowledgeGraph) -> None:
-    """Write the graph's files with their checksums, ``meta.json`` last (its presence means finished)."""
-    data = {"phrases": kg.phrases, "passages": kg.passages, "facts": kg.facts, "phrase_passages": kg.phrase_passages, "edges": kg.edges,
-            "weights": kg.weights, "facts_of_build": kg.facts_of_build}  # fmt: skip
+    """Write the graph's files with their checksums, ``meta.json`` last (its presence means
+    finished)."""
+    data = {
+        "phrases": kg.phrases,
+        "passages": kg.passages,
+        "facts": kg.facts,
+        "phrase_passages": kg.phrase_passages,
+        "edges": kg.edges,
+        "weights": kg.weights,
+        "facts_of_build": kg.facts_of_build,
+    }
 
     def write(sums: Checksums) -> None:
         with sums.open(folder / "graph.json", text=True) as f:

@@ -1,16 +1,16 @@
-"""HippoRAG's synonymy neighbours: the dense search and, for graphs of hundreds of thousands of phrases
-and more, FAISS.
+"""HippoRAG's synonymy neighbours: the dense search and, for graphs of hundreds of thousands of
+phrases and more, FAISS.
 
 The official code (``embed_utils.retrieve_knn``, @ c617143) multiplies every phrase's vector with
 every other's, a block of queries at a time, and keeps each one's ``top_k`` (2,047) most similar
-(``synonymy_knn="dense"``, in numpy here). Through FAISS the neighbours above the threshold are found
-by a range search instead, so no row of similarities to every phrase is ever held or sorted:
+(``synonymy_knn="dense"``, in numpy here). Through FAISS the neighbours above the threshold are
+found by a range search instead, so no row of similarities to every phrase is ever held or sorted:
 
 * ``"faiss"``: an exact inner-product index (``IndexFlatIP``): the same neighbours, ordered the same
   way, as the dense search (``tests/test_synonymy_knn.py``);
-* ``"faiss-ivf"``: an inverted-file index (``IndexIVFFlat``, ``4 sqrt(n)`` lists, trained on a seeded
-  sample, ``IVF_PROBES`` lists searched): approximate, what keeps millions of phrases within reach
-  of a small machine; docs/scale.md measures its recall against the exact search.
+* ``"faiss-ivf"``: an inverted-file index (``IndexIVFFlat``, ``4 sqrt(n)`` lists, trained on a
+  seeded sample, ``IVF_PROBES`` lists searched): approximate, what keeps millions of phrases within
+  reach of a small machine; docs/scale.md measures its recall against the exact search.
 
 A search only proposes candidates (similar to within its rounding error, ``_margin``); each
 candidate's similarity is then computed again, the same way wherever the pair sits
@@ -34,14 +34,16 @@ from longctx.graphs.api import require
 Knn = Literal["dense", "faiss", "faiss-ivf"]
 #: Lists an IVF search visits (of ``4 sqrt(n)``): about 5% of them at a million phrases.
 IVF_PROBES = 200
-#: Below this many phrases ``faiss-ivf`` searches exactly (an IVF index would not pay for its training).
+#: Below this many phrases ``faiss-ivf`` searches exactly (an IVF index would not pay for its
+#: training).
 IVF_MIN_PHRASES = 20_000
 #: Vectors per list that train the IVF quantizer (FAISS warns below 39).
 IVF_TRAIN_PER_LIST = 64
 
 
 def _index(unit: np.ndarray, knn: Knn, seed: int, ivf_min: int) -> Any:
-    """The FAISS index over ``unit`` (rows of unit length): exact, or IVF from ``ivf_min`` rows on."""
+    """The FAISS index over ``unit`` (rows of unit length): exact, or IVF from ``ivf_min`` rows
+    on."""
     require("faiss", extra="dense", feature="HippoRAG's FAISS synonymy search")
     import faiss
 
@@ -68,10 +70,11 @@ def _margin(dim: int) -> float:
 
 
 def pair_similarities(unit: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-    """The similarities of the pairs ``(unit[rows[k]], unit[cols[k]])`` as float32, each rounded once
-    from a sum whose value does not depend on the order of its terms (so not on where a pair sits, the
-    library or the CPU): a product of two float32 components is exact in float64, and is added as an
-    integer count of ``2**-bits``, truncated (at most ``dim`` terms of magnitude 1 fit an int64)."""
+    """The similarities of the pairs ``(unit[rows[k]], unit[cols[k]])`` as float32, each rounded
+    once from a sum whose value does not depend on the order of its terms (so not on where a pair
+    sits, the library or the CPU): a product of two float32 components is exact in float64, and is
+    added as an integer count of ``2**-bits``, truncated (at most ``dim`` terms of magnitude 1 fit
+    an int64)."""
     dim = max(unit.shape[1], 1)
     bits = 62 - dim.bit_length()
     out = np.empty(len(rows), dtype=np.float32)
@@ -117,11 +120,11 @@ def neighbours_above(
     seed: int = 0,
     ivf_min: int = IVF_MIN_PHRASES,
 ) -> Callable[[int], tuple[np.ndarray, np.ndarray]]:
-    """A function of a row ``i`` giving its neighbours of similarity at least ``threshold``, most similar
-    first, ties in row order, at most ``top_k``, and their similarities (:func:`pair_similarities`);
-    rows are asked in order and searched ``batch`` at a time (``faiss-ivf``: exact below ``ivf_min``
-    rows). The search finds the candidates from ``_margin`` below the threshold; the exact
-    similarities decide which are kept and their order."""
+    """A function of a row ``i`` giving its neighbours of similarity at least ``threshold``, most
+    similar first, ties in row order, at most ``top_k``, and their similarities
+    (:func:`pair_similarities`); rows are asked in order and searched ``batch`` at a time
+    (``faiss-ivf``: exact below ``ivf_min`` rows). The search finds the candidates from ``_margin``
+    below the threshold; the exact similarities decide which are kept and their order."""
     unit = np.ascontiguousarray(unit, dtype=np.float32)
     search = _candidates(unit, knn, threshold - _margin(unit.shape[1]), seed, ivf_min)
     held: dict[str, Any] = {"start": -1}
@@ -150,8 +153,9 @@ def pairs_of(
     eligible: Callable[[str], bool],
     max_synonyms: int,
 ) -> list[tuple[int, int, float]]:
-    """``(phrase, synonym, similarity)`` from each eligible phrase's neighbours (itself and empty phrases
-    skipped), at most ``max_synonyms + 1`` each, as ``HippoRAG.add_synonymy_edges`` keeps them."""
+    """``(phrase, synonym, similarity)`` from each eligible phrase's neighbours (itself and empty
+    phrases skipped), at most ``max_synonyms + 1`` each, as ``HippoRAG.add_synonymy_edges`` keeps
+    them."""
     out: list[tuple[int, int, float]] = []
     for i, phrase in enumerate(phrases):
         if not eligible(phrase):

@@ -1,4 +1,5 @@
-"""MemAgent: the whole corpus streamed through a bounded, overwritten memory (batched, resumable)."""
+"""MemAgent: the whole corpus streamed through a bounded, overwritten memory (batched,
+resumable)."""
 
 from longctx.graphs.memagent.answer_extraction import extract_answer
 from longctx.graphs.memagent.config import MemAgentConfig

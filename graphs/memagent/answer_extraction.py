@@ -11,7 +11,8 @@ _ANSWER_NOISE = ("<\uff5cAssistant\uff5c>", "<\uff5cend\u2581of\u2581sentence\uf
 
 def extract_answer(text: str) -> str | None:
     """MemAgent's ``extract_answer``: the text after the last "the answer is" (case-sensitive), with
-    ``*`` removed, R1's special tokens removed and spaces and dots stripped; ``None`` without the phrase."""
+    ``*`` removed, R1's special tokens removed and spaces and dots stripped; ``None`` without the
+    phrase."""
     text = text.replace("*", "")
     if "the answer is" not in text:
         return None

@@ -38,7 +38,8 @@ class MemoryCeiling(EvidenceCeiling):
             )
         if item.records is None:
             raise SkipCeiling(
-                "needs the records each question reads (synthetic corpora) or its supporting facts (generated BABILong)"
+                "needs the records each question reads (synthetic corpora) or its supporting "
+                "facts (generated BABILong)"
             )
         records = list(item.records)
         return Reach(
@@ -60,7 +61,8 @@ class MemoryCeiling(EvidenceCeiling):
 def fitting_prefix(
     items: Sequence[Any], tokens_of_prefix: Callable[[int], int], budget: int
 ) -> int:
-    """The length of the longest prefix of ``items`` whose rendering (``tokens_of_prefix(n)`` tokens) fits ``budget``."""
+    """The length of the longest prefix of ``items`` whose rendering (``tokens_of_prefix(n)``
+    tokens) fits ``budget``."""
     if tokens_of_prefix(len(items)) <= budget:
         return len(items)
     lo, hi = 0, len(items)

@@ -24,22 +24,24 @@ class MemAgentConfig(StrategyConfig):
         trace_chars: Characters of each memory snapshot kept in ``Answer.steps`` (None = all).
         final_instruction: ``"benchmark"``: the final call ends with the benchmark's output
             format and answer budget when the question gives them (what its scorer reads);
-            ``"memagent"`` (preset ``paper``): always MemAgent's own "Therefore, the answer is", and the
-            scored text is what MemAgent's ``extract_answer`` keeps of the reply.
+            ``"memagent"`` (preset ``paper``): always MemAgent's own "Therefore, the answer is", and
+            the scored text is what MemAgent's ``extract_answer`` keeps of the reply.
         stream: What is read: ``"auto"`` streams a benchmark item's context as the official loop
             does (``context.strip()``, no header) and own corpora with ``Document i: <title>``
-            headers; ``"plain"`` / ``"titled"`` force one layout (see ``longctx.graphs.memagent.stream.stream_text``).
+            headers; ``"plain"`` / ``"titled"`` force one layout (see
+            ``longctx.graphs.memagent.stream.stream_text``).
         window_cut: How the stream is cut into windows. ``"character"`` (default): each cut at
             ``chunk_tokens`` is moved back to the start of a character whose tokens it would split
             (both windows stay readable; every later window then starts earlier than the official
-            loop's, by all the tokens moved so far); ``"token"`` (preset ``paper``): exactly ``chunk_tokens`` ids
-            a window, each decoded as it is, as the official loop (a split character arrives as
-            U+FFFD in both windows; see :func:`longctx.retrieval.tokenizers.slice_ids`).
-        continue_from_prefix: For a corpus that grew (``Corpus.add`` / ``Corpus.rescan``): start from
-            the final memories of the finished run (same questions, config and model) over the
+            loop's, by all the tokens moved so far); ``"token"`` (preset ``paper``): exactly
+            ``chunk_tokens`` ids a window, each decoded as it is, as the official loop (a split
+            character arrives as U+FFFD in both windows; see
+            :func:`longctx.retrieval.tokenizers.slice_ids`).
+        continue_from_prefix: For a corpus that grew (``Corpus.add`` / ``Corpus.rescan``): start
+            from the final memories of the finished run (same questions, config and model) over the
             longest earlier corpus this one extends, and read only the documents added since (a
-            standing question kept up to date). Off by default: the answer then differs from a
-            run over the whole corpus, whose windows are cut differently.
+            standing question kept up to date). Off by default: the answer then differs from a run
+            over the whole corpus, whose windows are cut differently.
     """
 
     chunk_tokens: int = option(5000, min=1, source="MemAgent RECURRENT_CHUNK_SIZE=5000")

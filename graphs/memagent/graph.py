@@ -17,7 +17,7 @@ what the official evaluation extracts of a reply (``answer_extraction.py``), the
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
@@ -66,14 +66,16 @@ def prepare_context(
     questions: Sequence[Question] = (),
     start_document: int = 0,
 ) -> MemAgentContext:
-    """Cut the corpus stream (:func:`stream_text`) into ``chunk_tokens`` windows of the model's tokens.
+    """Cut the corpus stream (:func:`stream_text`) into ``chunk_tokens`` windows of the model's
+    tokens.
 
     The tokenizer is the model's (:func:`longctx.graphs.llm.tokenizer_for`: its own, a local HF
     tokenizer, the server's tokenize endpoint, tiktoken's for OpenAI models, cl100k last),
     as the official loop cuts with the served model's HF tokenizer: ``encode`` the whole
     stream, windows of ``chunk_tokens`` ids, each decoded (moved back to a character
-    boundary where a window would split one, unless ``window_cut="token"``: :func:`cut_windows`). ``start_document``: stream only the documents from
-    there on (a run continued from an earlier corpus's final memories).
+    boundary where a window would split one, unless ``window_cut="token"``: :func:`cut_windows`).
+    ``start_document``: stream only the documents from there on (a run continued from an earlier
+    corpus's final memories).
     """
     text, layout = stream_text(ctx.corpus, questions, ctx.config.stream, start_document)
     pieces = cut_windows(text, ctx.config, tokenizer_for(ctx.llm))
@@ -181,13 +183,11 @@ def final_answer(task: MemoryTask, runtime: Runtime[MemAgentContext]) -> dict[st
         prompt=task["question"]["problem"],
         memory=task["memory"],
     )
-    budget = task["question"].get(
-        "max_new_tokens", cfg.max_new_tokens
-    )  # the benchmark's answer budget
+    # the benchmark's answer budget
+    budget = task["question"].get("max_new_tokens", cfg.max_new_tokens)
     temperature = task["question"].get("temperature", cfg.temperature)
-    top_p = task["question"].get(
-        "top_p", cfg.top_p
-    )  # None: the benchmark's sampling, which sends no top-p
+    # None: the benchmark's sampling, which sends no top-p
+    top_p = task["question"].get("top_p", cfg.top_p)
     stop = task["question"].get("stop")
     sampling: dict[str, Any] = {"top_p": top_p} if top_p is not None else {}
     text, usage = complete_with_usage(
@@ -202,8 +202,8 @@ def collect(state: MemAgentState, i: int) -> BatchAnswer:
     When the final call asked for MemAgent's own format ("Therefore, the answer is ...":
     preset ``paper``, or a question without a benchmark instruction), the scored text
     (``raw``) is what MemAgent's evaluation extracts (:func:`official_prediction`) and the
-    whole reply is kept in the final step's ``reply``; otherwise ``raw`` is the reply, which the benchmark's
-    own scorer reads.
+    whole reply is kept in the final step's ``reply``; otherwise ``raw`` is the reply, which the
+    benchmark's own scorer reads.
     """
     reply = state.get("finals", {}).get(str(i), "")
     own_format = not state["questions"][i]["instruction"]
@@ -225,9 +225,12 @@ def collect(state: MemAgentState, i: int) -> BatchAnswer:
 def batch_settings(cfg: MemAgentConfig) -> BatchSettings:
     """What the batch runner reads of MemAgent's config."""
     return BatchSettings(
-        resume=cfg.resume, concurrency=cfg.concurrency, answer_budget=cfg.max_new_tokens, trace_chars=cfg.trace_chars,
+        resume=cfg.resume,
+        concurrency=cfg.concurrency,
+        answer_budget=cfg.max_new_tokens,
+        trace_chars=cfg.trace_chars,
         continue_from_prefix=cfg.continue_from_prefix,
-    )  # fmt: skip
+    )
 
 
 def chunk_sizes(ctx: MemAgentContext) -> tuple[int, ...]:
@@ -241,7 +244,8 @@ def carried_memories(final: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 #: How the batch runner runs MemAgent: one step a chunk, closed by ``advance``; the progress key and
-#: the runtime fields are part of every checkpoint and run key already written, so they never change.
+#: the runtime fields are part of every checkpoint and run key already written, so they never
+#: change.
 MEMAGENT_RUN = BatchRun(
     prepare_context=prepare_context,
     initial_state=initial_state,
@@ -267,14 +271,18 @@ MEMAGENT_RUN = BatchRun(
     run_mode=MEMAGENT_RUN,
     presets={"paper": MemAgentConfig(final_instruction="memagent", window_cut="token")},
     presentation=PRESENTATION,
-    description="Stream the whole corpus through a 1,024-token overwritten memory, 5,000 tokens per step.",
+    description=(
+        "Stream the whole corpus through a 1,024-token overwritten memory, 5,000 tokens per step."
+    ),
 )
 def build_graph(config: MemAgentConfig | None = None, checkpointer: Any = None) -> CompiledGraph:
     """START -> (update_memory per question -> advance)* -> final_answer per question -> END."""
     graph = StateGraph(MemAgentState, context_schema=MemAgentContext)
-    graph.add_node("update_memory", update_memory)  # type: ignore[arg-type, call-overload, unused-ignore]  # LangGraph types node inputs as state schemas; Send payloads are plain dicts
+    # LangGraph types node inputs as state schemas; Send payloads are plain dicts: both nodes
+    # are given untyped (cast), their own signatures checked where they are defined.
+    graph.add_node("update_memory", cast(Any, update_memory))
     graph.add_node("advance", advance)
-    graph.add_node("final_answer", final_answer)  # type: ignore[arg-type, call-overload, unused-ignore]  # as update_memory: a Send payload
+    graph.add_node("final_answer", cast(Any, final_answer))
     graph.add_conditional_edges(START, fan_out, ["update_memory", "final_answer"])
     graph.add_edge("update_memory", "advance")
     graph.add_conditional_edges("advance", fan_out, ["update_memory", "final_answer"])

@@ -35,8 +35,16 @@ def memory_table(steps: Sequence[Mapping[str, Any]]) -> Markup:
         chunks = f"{first}" if first == last else f"{first}–{last} (unchanged)"
         tokens = s.get("tokens")
         cut_note = " · cut to budget" if s.get("cut") else ""
-        body.append(tag("tr", tag("td", chunks, cls="num"), tag("td", f"{tokens:,}" if isinstance(tokens, int) else tokens, cut_note, cls="num"),
-                        tag("td", tag("pre", text(s.get("memory")), cls="memory"))))  # fmt: skip
+        body.append(
+            tag(
+                "tr",
+                tag("td", chunks, cls="num"),
+                tag(
+                    "td", f"{tokens:,}" if isinstance(tokens, int) else tokens, cut_note, cls="num"
+                ),
+                tag("td", tag("pre", text(s.get("memory")), cls="memory")),
+            )
+        )
     head = Markup("<thead><tr><th>after chunk</th><th>tokens</th><th>memory</th></tr></thead>")
     return join(
         tag("p", f"Memory after each chunk ({len(steps)} chunks read)", cls="what"),

@@ -1,5 +1,5 @@
-"""MemAgent's run context and checkpointed state, and the payload of its ``Send`` tasks (a typed task per
-question and chunk, never a loose dict)."""
+"""MemAgent's run context and checkpointed state, and the payload of its ``Send`` tasks (a typed
+task per question and chunk, never a loose dict)."""
 
 from __future__ import annotations
 
@@ -31,8 +31,9 @@ def _sum_counts(a: dict[str, int] | None, b: dict[str, int] | None) -> dict[str,
 
 
 class SettledQuestion(TypedDict, total=False):
-    """A question as the checkpointed state holds it: its text and what its final call sends (plain values,
-    so a checkpoint stores it; runs checkpointed before a key existed lack it, so readers default).
+    """A question as the checkpointed state holds it: its text and what its final call sends (plain
+    values, so a checkpoint stores it; runs checkpointed before a key existed lack it, so readers
+    default).
 
     Attributes:
         problem: The question's text (official: ``item["input"].strip()``).
@@ -52,7 +53,8 @@ class SettledQuestion(TypedDict, total=False):
 
 
 class MemoryTask(TypedDict):
-    """The payload of one ``update_memory`` / ``final_answer`` ``Send``: one question's memory at one chunk."""
+    """The payload of one ``update_memory`` / ``final_answer`` ``Send``: one question's memory at
+    one chunk."""
 
     qi: str
     question: SettledQuestion
@@ -62,8 +64,9 @@ class MemoryTask(TypedDict):
 
 class MemAgentState(TypedDict, total=False):
     """Checkpointed state: small and fixed-size per question (snapshots live in the trace). Not an
-    :class:`~graphs.answer_state.AnswerState`: it answers many questions at once, and the run path reads each
-    question's answer through :func:`collect` (a :class:`~graphs.answer_state.BatchAnswer`)."""
+    :class:`~graphs.answer_state.AnswerState`: it answers many questions at once, and the run path
+    reads each question's answer through :func:`collect` (a
+    :class:`~graphs.answer_state.BatchAnswer`)."""
 
     questions: list[SettledQuestion]
     n_chunks: int

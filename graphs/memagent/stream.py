@@ -33,7 +33,8 @@ def split_stream(
 
 def cut_windows(text: str, cfg: MemAgentConfig, tokenizer: Tokenizer) -> list[tuple[str, int]]:
     """The windows MemAgent reads of ``text``, ``(text, n_tokens)``, cut as ``cfg.window_cut`` says:
-    at character boundaries (:func:`split_ids`) or exactly as the official loop (:func:`slice_ids`)."""
+    at character boundaries (:func:`split_ids`) or exactly as the official loop
+    (:func:`slice_ids`)."""
     cut = slice_ids if cfg.window_cut == "token" else split_ids
     return cut(text, cfg.chunk_tokens, tokenizer)
 
@@ -70,7 +71,8 @@ def memagent_chunks(
     questions: Sequence[Question],
     llm: BaseChatModel | None = None,
 ) -> tuple[int, ...]:
-    """Token sizes of the chunks MemAgent reads (cut as :func:`longctx.graphs.memagent.graph.prepare_context` cuts them)."""
+    """Token sizes of the chunks MemAgent reads (cut as
+    :func:`longctx.graphs.memagent.graph.prepare_context` cuts them)."""
     text, _ = stream_text(corpus, questions, cfg.stream)
     tokenizer = tokenizer_for(llm) if llm is not None else tiktoken_tokenizer("cl100k_base")
     return tuple(n for _, n in cut_windows(text, cfg, tokenizer))

@@ -138,7 +138,8 @@ async def acall_structured(
 
 
 def _call_outcome(out: Outcome[list[dict[str, Any]]], mode: ToolMode) -> CallOutcome:
-    """PAI's record of a validated call: its items (none when it failed), attempts, errors and mode."""
+    """PAI's record of a validated call: its items (none when it failed), attempts, errors and
+    mode."""
     return CallOutcome(
         out.value if out.ok and out.value is not None else [], out.attempts, out.errors, mode
     )
@@ -174,7 +175,8 @@ def parse_items(arguments: list[Any], item_model: type[BaseModel]) -> list[dict[
 
 
 def unwrap(obj: Any) -> list[Any]:
-    """Items of a list-valued reply (``{"items": [...]}``, any single list-valued key, or a bare list), else ``[obj]``."""
+    """Items of a list-valued reply (``{"items": [...]}``, any single list-valued key, or a bare
+    list), else ``[obj]``."""
     if isinstance(obj, list):
         return obj
     if isinstance(obj, dict) and len(obj) == 1:

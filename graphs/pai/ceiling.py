@@ -1,4 +1,5 @@
-"""PAI's (and PAI-'s) evidence ceiling: perfect judges over ``plan_judging``'s candidates, packed as PAI packs (LLM-free)."""
+"""PAI's (and PAI-'s) evidence ceiling: perfect judges over ``plan_judging``'s candidates, packed as
+PAI packs (LLM-free)."""
 
 from __future__ import annotations
 
@@ -65,7 +66,8 @@ class JudgedChunksCeiling(EvidenceCeiling):
     def _sentences(
         self, cfg: Any, item: CeilingItem, candidates: Sequence[Sequence[Any]], every: Sequence[Any]
     ) -> Reach:
-        """Perfect judges keep each sub-question's candidates that overlap a supporting fact; the facts the packed ones cover."""
+        """Perfect judges keep each sub-question's candidates that overlap a supporting fact; the
+        facts the packed ones cover."""
         spans = item.spans or ()
         regions = chunk_regions(item.corpus, every)
         read: list[tuple[str, int, int]] = []
@@ -89,7 +91,10 @@ class JudgedChunksCeiling(EvidenceCeiling):
             else f"top-{cfg.top_k} {cfg.retriever} candidates"
         )
         q = f"<= {cfg.max_items} gold sub-questions" if env.gold_sub_questions else "the question"
-        return f"{mode}: {what} for {q}; perfect judges; <= {cfg.sub_answer_context_tokens} tokens packed per sub-question"
+        return (
+            f"{mode}: {what} for {q}; perfect judges; <= {cfg.sub_answer_context_tokens} tokens "
+            "packed per sub-question"
+        )
 
     def detail(
         self, cfg: Any, items: Sequence[CeilingItem], reaches: Sequence[Reach], env: CeilingEnv

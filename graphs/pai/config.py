@@ -29,9 +29,10 @@ class PaiConfig(RetrievalSettings):
         sub_answer_context_tokens: Budget of kept-chunk tokens packed per sub-answer.
         concurrency: ``max_concurrency`` of the run: judge calls in flight at once.
         output: ``"cot"`` (the paper's reasoning + conclusion) or ``"conclusion"`` only.
-        judge_order: ``"query_first"`` (the paper's judge prompt: the sub-question, then the chunk) or
-            ``"chunk_first"`` (the chunk, then the sub-question: every judge call of one chunk starts
-            alike, so a provider's prompt cache serves the chunk to the other sub-questions and questions).
+        judge_order: ``"query_first"`` (the paper's judge prompt: the sub-question, then the chunk)
+            or ``"chunk_first"`` (the chunk, then the sub-question: every judge call of one chunk
+            starts alike, so a provider's prompt cache serves the chunk to the other sub-questions
+            and questions).
     """
 
     retriever: str = option(

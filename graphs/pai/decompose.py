@@ -25,7 +25,8 @@ from longctx.retrieval.contract import Question, Step
 
 
 def resolve_domain(domain: str, question: Question) -> str:
-    """The configured domain, or under ``"auto"`` the question's ``metadata["domain"]`` mapped to ours."""
+    """The configured domain, or under ``"auto"`` the question's ``metadata["domain"]`` mapped to
+    ours."""
     if domain != "auto":
         return domain
     label = str(question.metadata.get("domain", "")).lower()
@@ -41,7 +42,8 @@ def decompose_call(
     item_model: type[BaseModel],
     item: str,
 ) -> tuple[CallOutcome, str]:
-    """One structured decomposition call in the model's tool mode; returns the outcome and the mode."""
+    """One structured decomposition call in the model's tool mode; returns the outcome and the
+    mode."""
     cfg = ctx.config
     mode = resolve_tool_mode(ctx.llm, cfg.tool_mode)
     if mode == "json":
@@ -68,7 +70,8 @@ def decompose_call(
 def dedupe_and_cap(
     items: list[dict[str, Any]], cap: int
 ) -> tuple[list[dict[str, Any]], int, list[dict[str, Any]]]:
-    """Items in order without exact repeats, at most ``cap``; also the repeat count and the items cut."""
+    """Items in order without exact repeats, at most ``cap``; also the repeat count and the items
+    cut."""
     unique: list[dict[str, Any]] = []
     for item in items:
         if item not in unique:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from langgraph._internal._runnable import RunnableCallable
 from langgraph.graph import END, START, StateGraph
@@ -78,7 +78,8 @@ def pack(chunks: list[Chunk], budget: int) -> tuple[list[Chunk], int]:
 
 def sub_answer(task: SubAnswerTask, runtime: Runtime[StrategyContext[PaiConfig]]) -> dict[str, Any]:
     """The sub-answer from the packed kept chunks; "not found" without a call when none was kept
-    (a call the budget refuses is marked ``stopped``, as a judge's, and :func:`summarize` stops the run)."""
+    (a call the budget refuses is marked ``stopped``, as a judge's, and :func:`summarize` stops the
+    run)."""
     ctx, cfg, sq = runtime.context, runtime.context.config, task["sub_question"]
     has_property = sq.get("metric") is not None
     if not task["chunks"]:
@@ -160,7 +161,7 @@ def summarize(state: PaiState, runtime: Runtime[StrategyContext[PaiConfig]]) -> 
                 }
                 for a in answers
             ],
-        ),  # fmt: skip
+        ),
         Step("summarize", conclusion=conclusion),
     ]
     return {"raw": raw, "answer": output if cfg.output == "cot" else conclusion, "steps": steps}
@@ -199,7 +200,9 @@ def _graph(name: str, decompose: Callable[..., dict[str, Any]]) -> CompiledGraph
     graph.add_node("plan_judging", plan_judging)
     graph.add_node("judge", RunnableCallable(judge, ajudge, name="judge"))  # sync and async twins
     graph.add_node("gather", gather)
-    graph.add_node("sub_answer", sub_answer)  # type: ignore[arg-type, call-overload, unused-ignore]  # LangGraph types node inputs as state schemas; Send payloads are plain dicts
+    # LangGraph types node inputs as state schemas; Send payloads are plain dicts: the node is
+    # given untyped (cast), its own signature checked where it is defined.
+    graph.add_node("sub_answer", cast(Any, sub_answer))
     graph.add_node("summarize", summarize)
     graph.add_edge(START, "decompose")
     graph.add_edge("decompose", "plan_judging")
@@ -218,13 +221,19 @@ PAI_CEILING = JudgedChunksCeiling(
 
 
 def chunk_first_share(cfg: PaiConfig) -> float:
-    """Every question's judge calls start with a chunk when ``judge_order="chunk_first"``; none otherwise."""
+    """Every question's judge calls start with a chunk when ``judge_order="chunk_first"``; none
+    otherwise."""
     return 1.0 if cfg.judge_order == "chunk_first" else 0.0
 
 
-#: With ``judge_order="chunk_first"`` each judge call starts with its chunk, which every sub-question and question re-reads.
-JUDGE_SHARING = PromptSharing("each chunk, in its judge calls (judge_order='chunk_first'; the paper's order puts the sub-question first)",
-                              share=chunk_first_share, options={"judge_order": "chunk_first"})  # fmt: skip
+#: With ``judge_order="chunk_first"`` each judge call starts with its chunk, which every
+#: sub-question and question re-reads.
+JUDGE_SHARING = PromptSharing(
+    "each chunk, in its judge calls (judge_order='chunk_first'; the paper's order puts the "
+    "sub-question first)",
+    share=chunk_first_share,
+    options={"judge_order": "chunk_first"},
+)
 
 
 @STRATEGIES.register(
@@ -238,10 +247,14 @@ JUDGE_SHARING = PromptSharing("each chunk, in its judge calls (judge_order='chun
     uses_index=True,
     run_mode=SingleRun(async_fan_out=True),
     presentation=PRESENTATION,
-    description="Property-based agentic inference: properties -> keep_context per (sub-question, 1,024-token chunk) -> sub-answers -> conclusion.",
+    description=(
+        "Property-based agentic inference: properties -> keep_context per (sub-question, "
+        "1,024-token chunk) -> sub-answers -> conclusion."
+    ),
 )
 def build_graph(config: PaiConfig | None = None) -> CompiledGraph:
-    """START -> decompose (properties) -> plan_judging -> judge x chunks -> gather -> sub_answer x N -> summarize -> END."""
+    """START -> decompose (properties) -> plan_judging -> judge x chunks -> gather -> sub_answer x N
+    -> summarize -> END."""
     cfg = config or PaiConfig()
     return _graph("pai", extract_properties).with_config(max_concurrency=cfg.concurrency)
 
@@ -257,7 +270,10 @@ def build_graph(config: PaiConfig | None = None) -> CompiledGraph:
     uses_index=True,
     run_mode=SingleRun(async_fan_out=True),
     presentation=MINUS_PRESENTATION,
-    description="PAI- ablation: sub-questions generated directly, no properties, then PAI's judging and summary.",
+    description=(
+        "PAI- ablation: sub-questions generated directly, no properties, then PAI's judging and "
+        "summary."
+    ),
 )
 def build_graph_minus(config: PaiConfig | None = None) -> CompiledGraph:
     """PAI-: the same graph with sub-questions generated directly (no properties)."""

@@ -1,5 +1,6 @@
-"""PAI's property-based retrieval (Fig. 4 bottom): which chunks each sub-question's judges read, one ``judge``
-task per chunk with its (sub-question, chunk) pairs, each a boolean ``keep_context`` call, and the kept chunks."""
+"""PAI's property-based retrieval (Fig. 4 bottom): which chunks each sub-question's judges read, one
+``judge`` task per chunk with its (sub-question, chunk) pairs, each a boolean ``keep_context`` call,
+and the kept chunks."""
 
 from __future__ import annotations
 
@@ -50,7 +51,8 @@ def plan_judging(state: PaiState, runtime: Runtime[StrategyContext[PaiConfig]]) 
         candidates = [everything for _ in state["sub_questions"]]
     elif ctx.index is None:
         raise ValueError(
-            "PAI's prefilter needs a retrieval index: run it through agents.answer(), which builds one."
+            "PAI's prefilter needs a retrieval index: run it through agents.answer(), which "
+            "builds one."
         )
     else:
         candidates = [
@@ -88,10 +90,12 @@ def route_judges(state: PaiState) -> list[Send] | Literal["gather"]:
 
 
 def judge(task: JudgeTask, runtime: Runtime[StrategyContext[PaiConfig]]) -> dict[str, Any]:
-    """One ``keep_context`` verdict per pair of the chunk; a reply still malformed after the retries is recorded.
+    """One ``keep_context`` verdict per pair of the chunk; a reply still malformed after the retries
+    is recorded.
 
-    A pair whose call the budget refuses is marked ``stopped`` instead of raising here: the other judges'
-    calls already sent then finish and are counted, and :func:`gather` stops the run once all are in.
+    A pair whose call the budget refuses is marked ``stopped`` instead of raising here: the other
+    judges' calls already sent then finish and are counted, and :func:`gather` stops the run once
+    all are in.
     """
     ctx = runtime.context
 
@@ -109,10 +113,11 @@ def judge(task: JudgeTask, runtime: Runtime[StrategyContext[PaiConfig]]) -> dict
 
 
 async def ajudge(task: JudgeTask, runtime: Runtime[StrategyContext[PaiConfig]]) -> dict[str, Any]:
-    """:func:`judge` through the model's async interface (what ``ainvoke`` / ``astream`` of the graph run):
-    the chunk's pairs as coroutines, each holding the run's call gate (``concurrency`` calls in
-    flight), with the same retries and the same budget stop. Any other failure cancels the chunk's
-    other pairs and waits for them before it propagates (none is left running after the answer returns)."""
+    """:func:`judge` through the model's async interface (what ``ainvoke`` / ``astream`` of the
+    graph run): the chunk's pairs as coroutines, each holding the run's call gate (``concurrency``
+    calls in flight), with the same retries and the same budget stop. Any other failure cancels the
+    chunk's other pairs and waits for them before it propagates (none is left running after the
+    answer returns)."""
     ctx = runtime.context
     gate = ctx.call_gate(ctx.config.concurrency)
 
@@ -154,9 +159,11 @@ def stop_if_refused(records: Sequence[dict[str, Any]]) -> None:
 
 #: Judge templates by ``(PaiConfig.judge_order, tool mode)``.
 JUDGE_TEMPLATES = {
-    ("query_first", "tools"): P.JUDGE_PROMPT, ("query_first", "json"): P.JUDGE_JSON_PROMPT,
-    ("chunk_first", "tools"): P.JUDGE_CHUNK_FIRST_PROMPT, ("chunk_first", "json"): P.JUDGE_CHUNK_FIRST_JSON_PROMPT,
-}  # fmt: skip
+    ("query_first", "tools"): P.JUDGE_PROMPT,
+    ("query_first", "json"): P.JUDGE_JSON_PROMPT,
+    ("chunk_first", "tools"): P.JUDGE_CHUNK_FIRST_PROMPT,
+    ("chunk_first", "json"): P.JUDGE_CHUNK_FIRST_JSON_PROMPT,
+}
 
 
 def _judge_prompt(pair: JudgedPair, task: JudgeTask, cfg: PaiConfig) -> str:
@@ -169,9 +176,14 @@ def _judge_prompt(pair: JudgedPair, task: JudgeTask, cfg: PaiConfig) -> str:
 
 def _judge_call(task: JudgeTask, cfg: PaiConfig) -> dict[str, Any]:
     return {
-        "item_model": KeepContextArgs, "mode": task["tool_mode"], "function": P.KEEP_CONTEXT_FUNCTION, "tool_choice": "Query",
-        "retries": cfg.judge_retries, "max_tokens": cfg.judge_max_tokens, "temperature": cfg.temperature,
-    }  # fmt: skip
+        "item_model": KeepContextArgs,
+        "mode": task["tool_mode"],
+        "function": P.KEEP_CONTEXT_FUNCTION,
+        "tool_choice": "Query",
+        "retries": cfg.judge_retries,
+        "max_tokens": cfg.judge_max_tokens,
+        "temperature": cfg.temperature,
+    }
 
 
 def _verdict(pair: JudgedPair, task: JudgeTask, cfg: PaiConfig, out: CallOutcome) -> dict[str, Any]:

@@ -1,5 +1,5 @@
-"""How reports, plots and the demo show PAI and PAI-: properties or sub-questions, the chunks kept per
-sub-question, the sub-answers and the conclusion."""
+"""How reports, plots and the demo show PAI and PAI-: properties or sub-questions, the chunks kept
+per sub-question, the sub-answers and the conclusion."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from longctx.graphs.api import Shown, StrategyPresentation, bullets, join, tag, 
 def decomposition_view(
     step: Mapping[str, Any], _evidence: Mapping[Any, Mapping[str, Any]]
 ) -> Shown:
-    """The properties (``extract_properties``) and the sub-questions made of them, or made directly (PAI-)."""
+    """The properties (``extract_properties``) and the sub-questions made of them, or made directly
+    (PAI-)."""
     items = step.get("items") or []
     props = [
         join(tag("b", i.get("metric")), " of ", tag("b", i.get("subject")))
@@ -53,8 +54,14 @@ def judge_view(step: Mapping[str, Any], evidence: Mapping[Any, Mapping[str, Any]
             )
             chunks.append(join(f"chunk {cid}", seen))
         malformed = f" ({sq['malformed']} malformed verdicts)" if sq.get("malformed") else ""
-        blocks.append(tag("li", tag("b", text(sq.get("sub_question"), 500)), f": kept {sq.get('kept')} of {sq.get('judged')} chunks{malformed}",
-                          bullets(chunks) if chunks else ""))  # fmt: skip
+        blocks.append(
+            tag(
+                "li",
+                tag("b", text(sq.get("sub_question"), 500)),
+                f": kept {sq.get('kept')} of {sq.get('judged')} chunks{malformed}",
+                bullets(chunks) if chunks else "",
+            )
+        )
     return Shown(
         join(tag("p", "Kept chunks per sub-question", cls="what"), tag("ul", *blocks, cls="kept")),
         frozenset({"per_sub_question"}),

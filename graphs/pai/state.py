@@ -1,4 +1,5 @@
-"""PAI's state and the payloads its ``Send`` fan-outs carry (each a typed task, not a loose dict)."""
+"""PAI's state and the payloads its ``Send`` fan-outs carry (each a typed task, not a loose
+dict)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from longctx.graphs.api import AnswerState, Chunk, Hit
 
 
 class SubQuestion(TypedDict):
-    """A sub-question, and for PAI the property it asks for (``metric`` and ``subject``; ``None`` for PAI-)."""
+    """A sub-question, and for PAI the property it asks for (``metric`` and ``subject``; ``None``
+    for PAI-)."""
 
     text: str
     metric: str | None
@@ -32,7 +34,8 @@ class JudgeTask(TypedDict):
 
 
 class SubAnswerTask(TypedDict):
-    """The payload of one ``sub_answer`` ``Send``: a sub-question and its kept chunks (document order)."""
+    """The payload of one ``sub_answer`` ``Send``: a sub-question and its kept chunks (document
+    order)."""
 
     sq: int
     sub_question: SubQuestion

@@ -1,4 +1,5 @@
-"""RAG's evidence ceiling: the documents of the chunks its own ``retrieve`` node returns (LLM-free)."""
+"""RAG's evidence ceiling: the documents of the chunks its own ``retrieve`` node returns
+(LLM-free)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ class RetrievedChunksCeiling(EvidenceCeiling):
     sentences (BABILong), the supporting facts the retrieved chunks cover.
 
     Attributes:
-        retrieve: RAG's ``retrieve`` node (passed in by its registration, which this module cannot import).
+        retrieve: RAG's ``retrieve`` node (passed in by its registration, which this module cannot
+            import).
         order_hits: RAG's chunk ordering for the prompt.
         leg: Prefix of the description (Self-Route: ``"RAG leg: "``).
     """
@@ -44,4 +46,7 @@ class RetrievedChunksCeiling(EvidenceCeiling):
         return reach_in_chunks(item, (h.chunk for h in packed), index.chunks)
 
     def describe(self, cfg: Any, env: CeilingEnv, corpus_tokens: int | None = None) -> str:
-        return f"{self.leg}{env.evidence} in the top-{cfg.top_k} {cfg.retriever} chunks ({cfg.chunk_size} {cfg.chunk_unit}) for the question"
+        return (
+            f"{self.leg}{env.evidence} in the top-{cfg.top_k} {cfg.retriever} chunks "
+            f"({cfg.chunk_size} {cfg.chunk_unit}) for the question"
+        )

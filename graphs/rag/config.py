@@ -13,8 +13,8 @@ class RagConfig(RetrievalSettings):
     """Chunked top-N RAG.
 
     Attributes:
-        order: ``"rank"`` (LongBench v1, the default) or ``"document"`` (corpus order, LongBench v2's
-            RAG and the stronger DOS-RAG baseline; preset ``longbench-v2``).
+        order: ``"rank"`` (LongBench v1, the default) or ``"document"`` (corpus order, LongBench
+            v2's RAG and the stronger DOS-RAG baseline; preset ``longbench-v2``).
         assembly: ``"benchmark"``: when the question carries a benchmark protocol, the chunks fill
             the benchmark's official prompt in its official order where it has one (LongBench v2's
             RAG prompt with "Retrieved chunk {i}: ", chunks in document order as ``0shot_rag``;

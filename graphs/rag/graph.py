@@ -91,8 +91,9 @@ def rag_prompt(question: Question, chunks: list[Chunk], assembly: str) -> tuple[
 def chunk_order(
     question: Question, order: Literal["document", "rank"], assembly: str
 ) -> Literal["document", "rank"]:
-    """The order chunks go into the prompt: the benchmark's official one under ``assembly="benchmark"``
-    when its protocol names one (LongBench v2: document order, ``c_idx``), else ``order``."""
+    """The order chunks go into the prompt: the benchmark's official one under
+    ``assembly="benchmark"`` when its protocol names one (LongBench v2: document order, ``c_idx``),
+    else ``order``."""
     protocol = question.protocol
     if assembly == "benchmark" and protocol is not None and protocol.rag_order:
         return protocol.rag_order
@@ -112,9 +113,16 @@ def build_prompt(state: RagState, runtime: Runtime[StrategyContext[RagConfig]]) 
     }
 
 
-def rag_costs(cfg: RagConfig, shape: CorpusShape, questions: Sequence[Question], *, llm: BaseChatModel | None = None,
-              window: int | None = None) -> Costs:  # fmt: skip
-    """1 call with ``top_k`` chunks (at most the corpus), its template counted from :func:`rag_prompt`; typically a short answer."""
+def rag_costs(
+    cfg: RagConfig,
+    shape: CorpusShape,
+    questions: Sequence[Question],
+    *,
+    llm: BaseChatModel | None = None,
+    window: int | None = None,
+) -> Costs:
+    """1 call with ``top_k`` chunks (at most the corpus), its template counted from
+    :func:`rag_prompt`; typically a short answer."""
 
     def headed(q: Question) -> bool:  # the benchmark's own prompts join bare chunk texts
         return not (
@@ -123,20 +131,38 @@ def rag_costs(cfg: RagConfig, shape: CorpusShape, questions: Sequence[Question],
             and (q.protocol.rag_prompt or q.protocol.prompt) is not None
         )
 
-    span = retrieved_prompt(lambda q: rag_prompt(q, [], cfg.assembly)[0], strategy="rag", template=cfg.assembly, questions=questions, shape=shape,
-                                  top_k=cfg.top_k, chunk_tokens=tokens_of(cfg.chunk_size, cfg.chunk_unit), llm=llm, headed=headed)  # fmt: skip
+    span = retrieved_prompt(
+        lambda q: rag_prompt(q, [], cfg.assembly)[0],
+        strategy="rag",
+        template=cfg.assembly,
+        questions=questions,
+        shape=shape,
+        top_k=cfg.top_k,
+        chunk_tokens=tokens_of(cfg.chunk_size, cfg.chunk_unit),
+        llm=llm,
+        headed=headed,
+    )
     budget = max(
         (x.answer_budget(cfg.max_new_tokens) for x in questions), default=cfg.max_new_tokens
     )
-    bounds = per_question_plan("rag", questions, calls=1, max_calls=1, prompt_tokens=span.least, max_prompt_tokens=span.most,
-                                     completion_tokens=budget, formula="1 call of top_k chunks")  # fmt: skip
+    bounds = per_question_plan(
+        "rag",
+        questions,
+        calls=1,
+        max_calls=1,
+        prompt_tokens=span.least,
+        max_prompt_tokens=span.most,
+        completion_tokens=budget,
+        formula="1 call of top_k chunks",
+    )
     found = Costs(
         bounds,
         ExpectedCost(Calls(1, (span.least + span.most) / 2, reply_tokens(cfg))),
     )
+    # one retrieval a question
     return with_rerank(
         found, cfg, shape, questions, retrievals=Retrievals(least=1, most=1, typical=1), llm=llm
-    )  # one retrieval a question
+    )
 
 
 def build_graph(config: RagConfig | None = None) -> RagGraph:

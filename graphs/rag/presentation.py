@@ -1,4 +1,5 @@
-"""How reports, plots and the demo show RAG, and the retrieval view the strategies built on it share."""
+"""How reports, plots and the demo show RAG, and the retrieval view the strategies built on it
+share."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""RAPTOR: a tree of cluster summaries over the corpus, retrieved as a collapsed tree (Sarthi et al., ICLR 2024)."""
+"""RAPTOR: a tree of cluster summaries over the corpus, retrieved as a collapsed tree (Sarthi et
+al., ICLR 2024)."""
 
 from longctx.graphs.raptor.config import RaptorConfig
 from longctx.graphs.raptor.graph import build_graph

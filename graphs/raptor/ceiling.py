@@ -7,7 +7,10 @@ from __future__ import annotations
 from longctx.graphs.api import NeedsIndexLLM
 
 #: Why the rule does not apply.
-NEEDS_INDEX_LLM = "needs the index-time LLM: the retrieved nodes are ranked among the tree's summaries, which a model writes"
+NEEDS_INDEX_LLM = (
+    "needs the index-time LLM: the retrieved nodes are ranked among the tree's summaries, which "
+    "a model writes"
+)
 
 #: RAPTOR's ceiling rule, on its registration.
 RAPTOR_CEILING = NeedsIndexLLM(rank=90, reason=NEEDS_INDEX_LLM)

@@ -1,7 +1,7 @@
-"""RAPTOR's clustering (Sarthi et al., ICLR 2024, §3; official code ``raptor/cluster_utils.py`` @ 2e3e83e):
-UMAP reduction, Gaussian mixtures with the number of components chosen by BIC, soft membership
-above a probability threshold, global then local, and clusters whose text is over a token limit
-clustered again.
+"""RAPTOR's clustering (Sarthi et al., ICLR 2024, §3; official code ``raptor/cluster_utils.py`` @
+2e3e83e): UMAP reduction, Gaussian mixtures with the number of components chosen by BIC, soft
+membership above a probability threshold, global then local, and clusters whose text is over a token
+limit clustered again.
 
 Every random step is seeded here. The official code seeds its BIC search (``random_state=224``)
 and its final mixture fit (``random_state=0``, ``GMM_cluster``'s default) but leaves both UMAP
@@ -13,13 +13,13 @@ umap-learn and scikit-learn are imported when a layer is clustered, never with t
 ``method="scalable"`` (not the official code's; docs/scale.md measures it): every step above the
 same, but each UMAP and each mixture (its BIC search and its fit) is fitted on a seeded sample of at
 most ``sample`` points, the others placed at the similarity-weighted mean position of their nearest
-sample points (:mod:`longctx.graphs.raptor.placement`, no UMAP ``transform``) and scored by the fitted
-mixture, and the BIC search tries only the component counts the sample supports (``dim + 1`` points
-per component), stopped after ``patience`` counts in a row without a lower BIC when one is given.
-The global UMAP's neighbours are the official ``sqrt(m - 1)`` of the ``m`` points it is fitted on.
-Up to ``sample`` points the reductions are the official ones; beyond, a reduction's
-and a BIC search's cost stops growing with the points but for an exact similarity search against
-the sample and the scoring.
+sample points (:mod:`longctx.graphs.raptor.placement`, no UMAP ``transform``) and scored by the
+fitted mixture, and the BIC search tries only the component counts the sample supports (``dim + 1``
+points per component), stopped after ``patience`` counts in a row without a lower BIC when one is
+given. The global UMAP's neighbours are the official ``sqrt(m - 1)`` of the ``m`` points it is
+fitted on. Up to ``sample`` points the reductions are the official ones; beyond, a reduction's and a
+BIC search's cost stops growing with the points but for an exact similarity search against the
+sample and the scoring.
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ FIT_SEED = 0
 MAX_CLUSTERS = 50
 #: local_cluster_embeddings(num_neighbors=10).
 LOCAL_NEIGHBORS = 10
-#: Bumped when ``method="scalable"`` gives other clusters for the same input (in its trees' cache key).
-#: 2: out-of-sample nodes placed by their nearest sample nodes, not UMAP's ``transform``.
+#: Bumped when ``method="scalable"`` gives other clusters for the same input (in its trees' cache
+#: key). 2: out-of-sample nodes placed by their nearest sample nodes, not UMAP's ``transform``.
 SCALABLE_VERSION = 2
 #: How a layer is clustered: as the official code (UMAP, BIC over every point) or fitted on samples.
 Method = Literal["official", "scalable"]
@@ -64,7 +64,8 @@ def reduce(points: np.ndarray, dim: int, neighbors: int, seed: int) -> np.ndarra
 
 
 def sample_rows(n: int, size: int, seed: int) -> np.ndarray:
-    """Positions of a seeded sample of at most ``size`` of ``n`` rows, in order (all rows when ``n <= size``)."""
+    """Positions of a seeded sample of at most ``size`` of ``n`` rows, in order (all rows when
+    ``n <= size``)."""
     if n <= size:
         return np.arange(n)
     return np.sort(np.random.default_rng(seed).choice(n, size, replace=False))
@@ -73,10 +74,10 @@ def sample_rows(n: int, size: int, seed: int) -> np.ndarray:
 def reduce_sampled(
     points: np.ndarray, dim: int, neighbors: int, sample: int, seed: int
 ) -> np.ndarray:
-    """``points`` reduced by a UMAP fitted on a seeded sample of at most ``sample`` of them, the others
-    placed by :func:`~graphs.raptor.placement.place_by_neighbours` over as many nearest sample points
-    as UMAP's neighbours (``method="scalable"``; at most the sample's size less one); all of them,
-    as :func:`reduce`, when they fit in the sample."""
+    """``points`` reduced by a UMAP fitted on a seeded sample of at most ``sample`` of them, the
+    others placed by :func:`~graphs.raptor.placement.place_by_neighbours` over as many nearest
+    sample points as UMAP's neighbours (``method="scalable"``; at most the sample's size less one);
+    all of them, as :func:`reduce`, when they fit in the sample."""
     rows = sample_rows(len(points), sample, seed)
     # UMAP's least: the official sqrt(n - 1) neighbours is 1 for 4 points, and UMAP then fails
     neighbors = max(2, neighbors)
@@ -113,7 +114,8 @@ def _bic(points: np.ndarray, n: int, seed: int) -> float:
 
 
 def as_fitted(points: np.ndarray, mixture: Any) -> np.ndarray:
-    """``points`` in the type ``mixture`` was fitted in (float64 where :func:`fit_mixture` retried)."""
+    """``points`` in the type ``mixture`` was fitted in (float64 where :func:`fit_mixture`
+    retried)."""
     return np.asarray(points, dtype=mixture.means_.dtype)
 
 
@@ -146,9 +148,10 @@ def best_component_count(
 
 
 def supported_components(n: int, dim: int) -> int:
-    """``method="scalable"``'s bound on the BIC search: 1 + the most components of full covariance that
-    ``n`` points in ``dim`` dimensions support with ``dim + 1`` points each (more are singular but for
-    the mixture's regularisation), at most :data:`MAX_CLUSTERS`, at least 3 (two are tried)."""
+    """``method="scalable"``'s bound on the BIC search: 1 + the most components of full covariance
+    that ``n`` points in ``dim`` dimensions support with ``dim + 1`` points each (more are singular
+    but for the mixture's regularisation), at most :data:`MAX_CLUSTERS`, at least 3 (two are
+    tried)."""
     return max(3, min(MAX_CLUSTERS, n // (dim + 1) + 1))
 
 
@@ -163,9 +166,9 @@ def soft_memberships(
     """Per point, the components whose posterior exceeds ``threshold`` (a point may be in several,
     or in none), and the number of components (``GMM_cluster``). With ``sample``, the BIC search and
     the mixture are fitted on a seeded sample of at most that many points (the BIC search bounded by
-    :func:`supported_components`, and stopped after ``patience`` counts without a lower BIC), and every
-    point is scored. ``least``: the fewest components the BIC search tries (fewer where the range
-    would be empty)."""
+    :func:`supported_components`, and stopped after ``patience`` counts without a lower BIC), and
+    every point is scored. ``least``: the fewest components the BIC search tries (fewer where the
+    range would be empty)."""
     fit_on = points if sample is None else points[sample_rows(len(points), sample, seed)]
     limit = MAX_CLUSTERS if sample is None else supported_components(*fit_on.shape)
     least = max(1, min(least, min(limit, len(fit_on)) - 1))  # at least one count is tried
@@ -195,14 +198,22 @@ def cluster_points(
     most ``dim + 1`` points (then it is one local cluster). Labels are numbered across global
     clusters in order. Membership is by position; the official code finds members by equal
     vectors, so it gives every copy of a duplicated vector the labels of any one copy.
-    ``method="scalable"``: UMAPs and mixtures fitted on samples of ``sample`` points (:func:`reduce_sampled`),
-    the global UMAP with ``sqrt(m - 1)`` neighbours for the ``m`` points it is fitted on, each BIC
-    search stopped after ``patience`` counts without a lower BIC (0: never)."""
+    ``method="scalable"``: UMAPs and mixtures fitted on samples of ``sample`` points
+    (:func:`reduce_sampled`), the global UMAP with ``sqrt(m - 1)`` neighbours for the ``m`` points
+    it is fitted on, each BIC search stopped after ``patience`` counts without a lower BIC (0:
+    never)."""
     return clustered_with_positions(embeddings, dim, threshold, seed, method, sample, patience)[0]
 
 
-def clustered_with_positions(embeddings: np.ndarray, dim: int, threshold: float, seed: int = RANDOM_SEED, method: Method = "official",
-                             sample: int = 2000, patience: int = 0) -> tuple[list[list[int]], list[np.ndarray]]:  # fmt: skip
+def clustered_with_positions(
+    embeddings: np.ndarray,
+    dim: int,
+    threshold: float,
+    seed: int = RANDOM_SEED,
+    method: Method = "official",
+    sample: int = 2000,
+    patience: int = 0,
+) -> tuple[list[list[int]], list[np.ndarray]]:
     """:func:`cluster_points`'s labels, and per label the positions its members (ascending) have in
     the reduction that cluster was found in (the local UMAP, or the global one for a global cluster
     of at most ``dim + 1`` points)."""
@@ -216,8 +227,15 @@ def clustered_with_positions(embeddings: np.ndarray, dim: int, threshold: float,
 
     fitted_on = n if fitted is None else min(n, fitted)
     reduced = reduced_to(embeddings, min(dim, n - 2), int((fitted_on - 1) ** 0.5))
-    return two_steps(reduced, lambda members: reduced_to(embeddings[members], dim, LOCAL_NEIGHBORS),
-                     dim, threshold, seed, fitted, patience)  # fmt: skip
+    return two_steps(
+        reduced,
+        lambda members: reduced_to(embeddings[members], dim, LOCAL_NEIGHBORS),
+        dim,
+        threshold,
+        seed,
+        fitted,
+        patience,
+    )
 
 
 def two_steps(
@@ -275,9 +293,20 @@ class Splitting:
     recluster: Recluster = "fresh"
 
 
-def cluster_nodes(embeddings: np.ndarray, tokens: Sequence[int], *, dim: int, threshold: float, max_cluster_tokens: int,
-                  seed: int = RANDOM_SEED, method: Method = "official", sample: int = 2000, patience: int = 0,
-                  recluster: Recluster = "fresh", workers: int = 1) -> list[list[int]]:  # fmt: skip
+def cluster_nodes(
+    embeddings: np.ndarray,
+    tokens: Sequence[int],
+    *,
+    dim: int,
+    threshold: float,
+    max_cluster_tokens: int,
+    seed: int = RANDOM_SEED,
+    method: Method = "official",
+    sample: int = 2000,
+    patience: int = 0,
+    recluster: Recluster = "fresh",
+    workers: int = 1,
+) -> list[list[int]]:
     """Clusters of node positions (``RAPTOR_Clustering.perform_clustering``), in label order: each
     cluster of two nodes or more whose texts hold more than ``max_cluster_tokens`` tokens is
     clustered again on its own (:func:`cluster_again`). Where the official recursion would repeat
@@ -300,7 +329,8 @@ def one_thread_pools() -> Iterator[None]:
     clustered: its thousands of small mixture fits run slower on more (threads start and spin for a
     few milliseconds of work: 80 fits of 200 points took 1.57 s on two threads against 1.00 s on
     one, quiet; under load the gap grows, docs/scale.md). Seeded UMAP is single-threaded anyway.
-    scikit-learn is imported first: a limit set before its OpenMP runtime loads does not reach it."""
+    scikit-learn is imported first: a limit set before its OpenMP runtime loads does not reach
+    it."""
     import sklearn.mixture  # noqa: F401
     from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
@@ -308,13 +338,23 @@ def one_thread_pools() -> Iterator[None]:
         yield
 
 
-def split_over_long(labels: list[list[int]], positions: list[np.ndarray], tokens: Sequence[int], how: Splitting,
-                    embeddings: np.ndarray | None, workers: int = 1) -> list[list[int]]:  # fmt: skip
+def split_over_long(
+    labels: list[list[int]],
+    positions: list[np.ndarray],
+    tokens: Sequence[int],
+    how: Splitting,
+    embeddings: np.ndarray | None,
+    workers: int = 1,
+) -> list[list[int]]:
     """The clusters of ``labels`` in label order, each over-long one replaced by its clusters
     (clustered again in ``workers`` processes, :func:`reclustered`). ``embeddings`` are read by a
     fresh re-clustering only (``None`` will do for ``recluster="reuse"``): a reusing one is not
     handed, nor sent to a worker, its nodes' embedding rows."""
-    groups = [(m, at) for m, at in zip(members_by_label(labels, len(positions)), positions, strict=True) if m]  # fmt: skip
+    groups = [
+        (m, at)
+        for m, at in zip(members_by_label(labels, len(positions)), positions, strict=True)
+        if m
+    ]
     over = [
         len(m) > (4 if how.method == "official" else 3)  # official: sqrt(n - 1) neighbours >= 2
         and sum(tokens[i] for i in m) > how.max_cluster_tokens
@@ -322,14 +362,18 @@ def split_over_long(labels: list[list[int]], positions: list[np.ndarray], tokens
         for m, _ in groups
     ]
     fresh = how.recluster == "fresh"  # only a fresh re-clustering reads the embeddings (new UMAPs)
-    jobs = [(embeddings[m] if fresh and embeddings is not None else None, at, [tokens[i] for i in m])
-            for (m, at), o in zip(groups, over) if o]  # fmt: skip
+    jobs = [
+        (embeddings[m] if fresh and embeddings is not None else None, at, [tokens[i] for i in m])
+        for (m, at), o in zip(groups, over)
+        if o
+    ]
     subs = iter(reclustered(jobs, how, workers))
     out: list[list[int]] = []
     for (members, _), again in zip(groups, over):
         if again:
             sub = next(subs)
-            # it comes back whole (reuse's forced split of inseparable nodes: as copies of the whole)
+            # it comes back whole (reuse's forced split of inseparable nodes: as copies of the
+            # whole)
             whole = (len(sub) == 1 or how.recluster == "reuse") and all(
                 len(c) == len(members) for c in sub
             )
@@ -340,19 +384,23 @@ def split_over_long(labels: list[list[int]], positions: list[np.ndarray], tokens
     return out
 
 
-def reclustered(jobs: list[tuple[np.ndarray | None, np.ndarray, list[int]]], how: Splitting, workers: int = 1) -> list[list[list[int]]]:  # fmt: skip
+def reclustered(
+    jobs: list[tuple[np.ndarray | None, np.ndarray, list[int]]], how: Splitting, workers: int = 1
+) -> list[list[list[int]]]:
     """Each over-long cluster's clusters (:func:`cluster_again` of its nodes' embeddings, positions
     and tokens), in order: here, or over ``workers`` spawned processes of one BLAS thread each. The
     clusters are the same either way: each re-clustering is seeded and depends on its cluster alone
-    (for ``recluster="fresh"``, as far as seeded UMAP is deterministic: on near-duplicate nodes it is
-    not, even in one process; docs/protocols.md)."""
+    (for ``recluster="fresh"``, as far as seeded UMAP is deterministic: on near-duplicate nodes it
+    is not, even in one process; docs/protocols.md)."""
     if workers <= 1 or len(jobs) < 2:
         return [cluster_again(*job, how) for job in jobs]
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     n = min(workers, len(jobs))
-    with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"), initializer=_one_thread) as pool:  # fmt: skip
+    with ProcessPoolExecutor(
+        n, mp_context=multiprocessing.get_context("spawn"), initializer=_one_thread
+    ) as pool:
         return list(
             pool.map(_again, jobs, [how] * len(jobs), chunksize=max(1, len(jobs) // (8 * n)))
         )
@@ -363,7 +411,8 @@ _WORKER_LIMIT: Any = None
 
 
 def _one_thread() -> None:
-    """A re-clustering process's BLAS and OpenMP pools: one thread (``workers`` processes share the cores)."""
+    """A re-clustering process's BLAS and OpenMP pools: one thread (``workers`` processes share the
+    cores)."""
     global _WORKER_LIMIT
     # held for the process's life: a dropped one would restore the pools as it is collected
     _WORKER_LIMIT = one_thread_pools()
@@ -375,22 +424,41 @@ def _again(job: tuple[np.ndarray | None, np.ndarray, list[int]], how: Splitting)
     return cluster_again(*job, how)
 
 
-def cluster_again(embeddings: np.ndarray | None, positions: np.ndarray, tokens: Sequence[int], how: Splitting) -> list[list[int]]:  # fmt: skip
+def cluster_again(
+    embeddings: np.ndarray | None, positions: np.ndarray, tokens: Sequence[int], how: Splitting
+) -> list[list[int]]:
     """An over-long cluster's clusters. ``recluster="fresh"`` (the official code's): its nodes
     clustered as a layer is (:func:`cluster_nodes`: new UMAPs). ``"reuse"`` (ours, with
     ``method="scalable"``; docs/scale.md): the same two mixture steps (:func:`two_steps`, soft
     membership, BIC choice), both over the ``positions`` its nodes have in the reduction the cluster
     was found in, with no new UMAP, the global step's BIC search starting from the fewest components
-    that could hold its tokens, ``ceil(tokens / max_cluster_tokens)`` (at least 2: on positions where
-    a mixture found one component the BIC mostly chooses one again, where a fresh UMAP spreads the
-    nodes into new clumps; starting at 2 split a 10M-token layer in ~48 BIC searches per over-long
-    cluster, docs/scale.md); its over-long clusters split again the same way."""
+    that could hold its tokens, ``ceil(tokens / max_cluster_tokens)`` (at least 2: on positions
+    where a mixture found one component the BIC mostly chooses one again, where a fresh UMAP spreads
+    the nodes into new clumps; starting at 2 split a 10M-token layer in ~48 BIC searches per
+    over-long cluster, docs/scale.md); its over-long clusters split again the same way."""
     if how.recluster == "fresh":
         assert embeddings is not None, "a fresh re-clustering needs the embeddings"
-        return cluster_nodes(embeddings, tokens, dim=how.dim, threshold=how.threshold,
-                             max_cluster_tokens=how.max_cluster_tokens, seed=how.seed, method=how.method,
-                             sample=how.sample, patience=how.patience, recluster=how.recluster)  # fmt: skip
+        return cluster_nodes(
+            embeddings,
+            tokens,
+            dim=how.dim,
+            threshold=how.threshold,
+            max_cluster_tokens=how.max_cluster_tokens,
+            seed=how.seed,
+            method=how.method,
+            sample=how.sample,
+            patience=how.patience,
+            recluster=how.recluster,
+        )
     fitted = None if how.method == "official" else how.sample
-    labels, at = two_steps(positions, lambda members: positions[members], how.dim, how.threshold, how.seed, fitted, how.patience,
-                           least=max(2, -(-sum(tokens) // how.max_cluster_tokens)))  # fmt: skip
+    labels, at = two_steps(
+        positions,
+        lambda members: positions[members],
+        how.dim,
+        how.threshold,
+        how.seed,
+        fitted,
+        how.patience,
+        least=max(2, -(-sum(tokens) // how.max_cluster_tokens)),
+    )
     return split_over_long(labels, at, tokens, how, None)

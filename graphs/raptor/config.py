@@ -37,9 +37,9 @@ class RaptorConfig(RayMapOptions):
     )
     clustering: Literal["official", "scalable"] = option(
         "official",
-        source="official: RAPTOR_Clustering (UMAP, BIC over every node); scalable: UMAP and mixtures "
-        "fitted on samples of cluster_sample nodes, the others placed by their nearest sample nodes "
-        "(ours, docs/scale.md: for 1M+ token corpora)",
+        source="official: RAPTOR_Clustering (UMAP, BIC over every node); scalable: UMAP and "
+        "mixtures fitted on samples of cluster_sample nodes, the others placed by their "
+        "nearest sample nodes (ours, docs/scale.md: for 1M+ token corpora)",
     )
     cluster_sample: int = option(
         2000, min=10, help="nodes each UMAP and mixture is fitted on (clustering='scalable' only)"
@@ -60,9 +60,9 @@ class RaptorConfig(RayMapOptions):
         1,
         min=1,
         max=256,
-        help="processes a layer's over-long clusters are clustered again in (1: this one); the tree "
-        "is the same for any number (with cluster_recluster='fresh', where seeded UMAP is "
-        "deterministic: not on near-duplicate nodes)",
+        help="processes a layer's over-long clusters are clustered again in (1: this one); the "
+        "tree is the same for any number (with cluster_recluster='fresh', where seeded UMAP "
+        "is deterministic: not on near-duplicate nodes)",
     )
     num_layers: int = option(5, min=1, source="TreeBuilderConfig num_layers=5")
     summary_tokens: int = option(
@@ -99,18 +99,24 @@ class RaptorConfig(RayMapOptions):
     temperature: float = option(0.0, min=0.0, source="GPT3TurboQAModel temperature=0")
     cache: bool = option(
         True,
-        help="keep the tree on disk (checksummed) and the finished summaries of an unfinished build",
+        help=(
+            "keep the tree on disk (checksummed) and the finished summaries of an unfinished build"
+        ),
     )
     ray_batch_clusters: int = option(
         16,
         min=1,
-        source="ours: as structured's ray_batch_documents, two rounds of `concurrency` calls per task",
+        source=(
+            "ours: as structured's ray_batch_documents, two rounds of `concurrency` calls per task"
+        ),
     )
 
     def check(self) -> None:
-        """The answer's context budget must hold at least one leaf; the Ray options need map_executor='ray'."""
+        """The answer's context budget must hold at least one leaf; the Ray options need
+        map_executor='ray'."""
         super().check()
         if self.context_tokens < self.chunk_tokens:
             raise ConfigError(
-                f"Option 'context_tokens' ({self.context_tokens}) must hold one leaf ('chunk_tokens' {self.chunk_tokens})"
+                f"Option 'context_tokens' ({self.context_tokens}) must hold one leaf "
+                f"('chunk_tokens' {self.chunk_tokens})"
             )

@@ -69,7 +69,8 @@ _TREES = _LOADED.entries
 
 
 class RaptorState(PromptState, total=False):
-    """What evolves during one RAPTOR answer (the tree itself stays in the process's cache, by ``tree``)."""
+    """What evolves during one RAPTOR answer (the tree itself stays in the process's cache, by
+    ``tree``)."""
 
     tree: str
     nodes: list[dict[str, Any]]
@@ -81,8 +82,9 @@ def embedder_for(cfg: RaptorConfig) -> Any:
 
 
 def summarizer(ctx: StrategyContext[RaptorConfig]) -> Summarize:
-    """One summary call (``GPT3TurboSummarizationModel.summarize``): its system and user turns, ``max_tokens``
-    = ``summary_tokens``; temperature sent only when configured (the official call sends none)."""
+    """One summary call (``GPT3TurboSummarizationModel.summarize``): its system and user turns,
+    ``max_tokens`` = ``summary_tokens``; temperature sent only when configured (the official call
+    sends none)."""
     cfg, llm = ctx.config, ctx.llm
     extra: dict[str, Any] = {**budget_kwargs(llm, cfg.summary_tokens)}
     if cfg.summary_temperature is not None:
@@ -127,12 +129,25 @@ def build_tree_node(
         report_index_seconds(time.perf_counter() - started)
     nodes_per_layer = [len(tree.layer(i)) for i in range(tree.num_layers + 1)]
     facts = {**tree.facts, **({} if source == "built" else dict.fromkeys(PAID_FACTS, 0))}
-    return {"tree": key, "steps": [Step("build_tree", source=source, key=key[:16], num_layers=tree.num_layers, nodes_per_layer=nodes_per_layer,
-                                        stopped=tree.stopped, **facts)]}  # fmt: skip
+    return {
+        "tree": key,
+        "steps": [
+            Step(
+                "build_tree",
+                source=source,
+                key=key[:16],
+                num_layers=tree.num_layers,
+                nodes_per_layer=nodes_per_layer,
+                stopped=tree.stopped,
+                **facts,
+            )
+        ],
+    }
 
 
 def retrieve(state: RaptorState, runtime: Runtime[StrategyContext[RaptorConfig]]) -> dict[str, Any]:
-    """The nodes for the question: collapsed tree (``top_k`` within ``context_tokens``) or tree traversal."""
+    """The nodes for the question: collapsed tree (``top_k`` within ``context_tokens``) or tree
+    traversal."""
     cfg = runtime.context.config
     tree = _LOADED[state["tree"]]
     emb = embedder_for(cfg)
@@ -154,8 +169,13 @@ def retrieve(state: RaptorState, runtime: Runtime[StrategyContext[RaptorConfig]]
         }
         for n, d in picked
     ]
-    evidence = [Evidence(doc_id=doc, title=title, text=n.text, score=round(1 - d, 6), chunk_id=n.index, rank=rank)
-                for rank, (n, d) in enumerate(picked) for doc, title in zip(n.docs, n.titles)]  # fmt: skip
+    evidence = [
+        Evidence(
+            doc_id=doc, title=title, text=n.text, score=round(1 - d, 6), chunk_id=n.index, rank=rank
+        )
+        for rank, (n, d) in enumerate(picked)
+        for doc, title in zip(n.docs, n.titles)
+    ]
     step = Step(
         "retrieve",
         mode=cfg.retrieval,
@@ -167,7 +187,8 @@ def retrieve(state: RaptorState, runtime: Runtime[StrategyContext[RaptorConfig]]
 def build_prompt(
     state: RaptorState, runtime: Runtime[StrategyContext[RaptorConfig]]
 ) -> dict[str, Any]:
-    """The context (``get_text`` of the nodes, in retrieval order) in our RAG prompt, or the official QA turn."""
+    """The context (``get_text`` of the nodes, in retrieval order) in our RAG prompt, or the
+    official QA turn."""
     cfg = runtime.context.config
     context = P.node_context([n["text"] for n in state["nodes"]])
     if cfg.qa_prompt == "paper":
@@ -182,7 +203,8 @@ def build_prompt(
 
 
 def answer(state: RaptorState, runtime: Runtime[StrategyContext[RaptorConfig]]) -> dict[str, Any]:
-    """The answer call: the shared ``generate`` for our prompt; the official system turn and temperature 0 for ``paper``."""
+    """The answer call: the shared ``generate`` for our prompt; the official system turn and
+    temperature 0 for ``paper``."""
     cfg = runtime.context.config
     if cfg.qa_prompt != "paper":
         return generate(state, cast(Runtime[StrategyContext[Any]], runtime))
@@ -201,7 +223,8 @@ def answer(state: RaptorState, runtime: Runtime[StrategyContext[RaptorConfig]]) 
 
 
 def needs(cfg: RaptorConfig) -> tuple[Need, ...]:
-    """What a run imports from extras: its embedder's packages, UMAP and scikit-learn for the clustering."""
+    """What a run imports from extras: its embedder's packages, UMAP and scikit-learn for the
+    clustering."""
     return (
         *embedder_needs(cfg.embedder),
         Need("umap", "raptor", "RAPTOR's clustering (UMAP)"),
@@ -212,9 +235,9 @@ def needs(cfg: RaptorConfig) -> tuple[Need, ...]:
 def index_calls_left(
     cfg: RaptorConfig, corpus: Corpus, llm: Any, cache_dir: str | Path | None
 ) -> int:
-    """The summary calls an answer over ``corpus`` makes at least: none when its tree is held or on disk,
-    or its leaves stop the tree at layer 0; else one (a layer holds at least one cluster), none when the
-    summary log holds summaries already (they may be all the tree needs)."""
+    """The summary calls an answer over ``corpus`` makes at least: none when its tree is held or on
+    disk, or its leaves stop the tree at layer 0; else one (a layer holds at least one cluster),
+    none when the summary log holds summaries already (they may be all the tree needs)."""
     key, root = tree_key(corpus, cfg, llm), root_of(cache_dir, cfg.cache)
     if (
         _LOADED.held(key, root, TREE_STORE)
@@ -237,7 +260,10 @@ def index_calls_left(
     ray_stage=MAP_ON_RAY,  # the summaries of each layer (map_executor="ray")
     needs=needs,
     index_calls=index_calls_left,
-    description="RAPTOR: a tree of cluster summaries built once per corpus (UMAP + GMM), collapsed-tree retrieval, one answer call.",
+    description=(
+        "RAPTOR: a tree of cluster summaries built once per corpus (UMAP + GMM), collapsed-tree "
+        "retrieval, one answer call."
+    ),
 )
 def build_graph(config: RaptorConfig | None = None) -> CompiledGraph:
     """START -> build_tree -> retrieve -> build_prompt -> generate -> END."""

@@ -4,8 +4,9 @@
 The clusters whose summary the log lacks go out in batches of ``ray_batch_clusters``, at most
 ``ray_max_in_flight`` tasks at once; a task asks its batch's summaries on ``concurrency``
 threads with the caller's model rebuilt on the worker, so each request is the one the local
-build sends. Each finished summary is appended to the caller's :class:`~graphs.raptor.tree.SummaryLog`
-as its task returns, so a killed build asks again only what no returned task held.
+build sends. Each finished summary is appended to the caller's
+:class:`~graphs.raptor.tree.SummaryLog` as its task returns, so a killed build asks again only what
+no returned task held.
 
 Failures: a summary call that fails on a worker stops that task's batch (its finished summaries
 come back and are logged) and the map (no new task), and its error is raised once the tasks in
@@ -45,7 +46,8 @@ def summarize_batch(
     Returns ``{"summaries": [[position, summary]], "error", "traceback", "usage"}``.
     """
     llm, tracker = counted_model(recipe)
-    summarize = make(StrategyContext(llm=llm, config=cfg, corpus=None))  # type: ignore[arg-type]  # the contexts come with the task
+    # No corpus: the contexts come with the task.
+    summarize = make(StrategyContext(llm=llm, config=cfg, corpus=None))  # type: ignore[arg-type]
     done, error, trace = run_batch(
         batch, lambda item: (item[0], summarize(item[1])), cfg.concurrency
     )
@@ -66,7 +68,16 @@ def summaries_on_ray(ctx: StrategyContext[RaptorConfig], make: MakeSummarizer) -
             report_progress("summarize", advance=len(out["summaries"]))
 
         work = [(i, contexts[i]) for i in todo]
-        map_or_raise(summarize_batch, (make, cfg), work, cfg.ray_batch_clusters, ctx.llm, cfg, keep, "RAPTOR summaries")  # fmt: skip
+        map_or_raise(
+            summarize_batch,
+            (make, cfg),
+            work,
+            cfg.ray_batch_clusters,
+            ctx.llm,
+            cfg,
+            keep,
+            "RAPTOR summaries",
+        )
         return [summary_log.done[k] for k in keys], len(todo)
 
     return layer_map

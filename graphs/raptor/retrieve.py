@@ -1,6 +1,7 @@
 """RAPTOR's retrieval (``TreeRetriever``, official code @ 2e3e83e): the collapsed tree (every node
 of every layer ranked by cosine distance to the query, the first ``top_k`` kept while they fit the
-token budget) or tree traversal (``top_k`` of the top layer, then of their children, down to the leaves)."""
+token budget) or tree traversal (``top_k`` of the top layer, then of their children, down to the
+leaves)."""
 
 from __future__ import annotations
 
@@ -23,8 +24,8 @@ def distances(tree: Tree, query: np.ndarray, nodes: list[TreeNode]) -> np.ndarra
 def collapsed(
     tree: Tree, query: np.ndarray, top_k: int, max_tokens: int
 ) -> list[tuple[TreeNode, float]]:
-    """``retrieve_information_collapse_tree``: the nearest nodes in order, at most ``top_k``, stopping at the
-    first that would take the context past ``max_tokens`` (cl100k) tokens."""
+    """``retrieve_information_collapse_tree``: the nearest nodes in order, at most ``top_k``,
+    stopping at the first that would take the context past ``max_tokens`` (cl100k) tokens."""
     d = distances(tree, query, tree.nodes)
     out, total = [], 0
     for i in np.argsort(d)[:top_k]:
@@ -38,8 +39,9 @@ def collapsed(
 
 
 def traversal(tree: Tree, query: np.ndarray, top_k: int) -> list[tuple[TreeNode, float]]:
-    """``retrieve_information`` from the top layer through ``num_layers + 1`` layers: ``top_k`` nearest of
-    the layer, then ``top_k`` nearest of their children (in order of first appearance), and so on."""
+    """``retrieve_information`` from the top layer through ``num_layers + 1`` layers: ``top_k``
+    nearest of the layer, then ``top_k`` nearest of their children (in order of first appearance),
+    and so on."""
     layer_nodes = tree.layer(tree.num_layers)
     out: list[tuple[TreeNode, float]] = []
     for depth in range(tree.num_layers + 1):

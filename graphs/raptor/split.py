@@ -38,7 +38,8 @@ def split_text(text: str, max_tokens: int) -> list[str]:
 
 
 def _clauses(sentence: str, max_tokens: int) -> list[str]:
-    """A long sentence cut at ``, ; :`` into runs of clauses of at most ``max_tokens`` (a clause over it stays whole)."""
+    """A long sentence cut at ``, ; :`` into runs of clauses of at most ``max_tokens`` (a clause
+    over it stays whole)."""
     parts = _CLAUSE.split(sentence)
     out: list[str] = []
     run: list[str] = []

@@ -27,8 +27,20 @@ from longctx.graphs.raptor.tree import SummaryLog, Tree, tree_from_json, tree_to
 from longctx.retrieval.contract import Corpus
 
 #: The config fields that change the tree (the retrieval and answer fields do not).
-TREE_FIELDS = ("chunk_tokens", "embedder", "embedder_model", "reduction_dimension", "cluster_threshold", "max_cluster_tokens",
-               "num_layers", "summary_tokens", "summary_temperature", "seed", "clustering", "cluster_sample")  # fmt: skip
+TREE_FIELDS = (
+    "chunk_tokens",
+    "embedder",
+    "embedder_model",
+    "reduction_dimension",
+    "cluster_threshold",
+    "max_cluster_tokens",
+    "num_layers",
+    "summary_tokens",
+    "summary_temperature",
+    "seed",
+    "clustering",
+    "cluster_sample",
+)
 #: The config fields that change a summary request (besides its cluster's text).
 SUMMARY_FIELDS = ("summary_tokens", "summary_temperature")
 #: The embedding store's namespace of RAPTOR's nodes (leaves and summaries).
@@ -40,9 +52,15 @@ _FILES = ("tree.json", "embeddings.npy")
 
 
 def tree_key(corpus: Corpus, cfg: Any, llm: Any) -> str:
-    """The digest naming a tree's folder: what the tree depends on, the summarising model's requests included."""
-    parts = {"corpus": corpus.fingerprint, "settings": {f: getattr(cfg, f) for f in TREE_FIELDS}, "prompts": PROMPTS_VERSION,
-             "llm": model_identity(llm), "version": STORE_VERSION}  # fmt: skip
+    """The digest naming a tree's folder: what the tree depends on, the summarising model's requests
+    included."""
+    parts = {
+        "corpus": corpus.fingerprint,
+        "settings": {f: getattr(cfg, f) for f in TREE_FIELDS},
+        "prompts": PROMPTS_VERSION,
+        "llm": model_identity(llm),
+        "version": STORE_VERSION,
+    }
     if official_openai(cfg)["raw"]:  # trees of other embedders keep their keys
         parts["openai"] = "vectors as returned, newlines as spaces"
     if cfg.clustering == "scalable":  # official trees keep their keys
@@ -55,9 +73,10 @@ def tree_key(corpus: Corpus, cfg: Any, llm: Any) -> str:
 
 
 def official_openai(cfg: Any) -> dict[str, bool]:
-    """How the ``openai`` embedder is used as the official ``OpenAIEmbeddingModel`` uses it: each text
-    with its newlines as spaces, and the server's vectors as returned (float64, not normalised
-    again: a 1-ulp change moves seeded UMAP, and the clusters with it); other embedders as they are."""
+    """How the ``openai`` embedder is used as the official ``OpenAIEmbeddingModel`` uses it: each
+    text with its newlines as spaces, and the server's vectors as returned (float64, not normalised
+    again: a 1-ulp change moves seeded UMAP, and the clusters with it); other embedders as they
+    are."""
     official = cfg.embedder == "openai"
     return {"flatten": official, "raw": official}
 
@@ -79,7 +98,8 @@ def _read_tree(folder: Path) -> Tree:
 
 
 def save_tree(folder: Path, tree: Tree) -> None:
-    """Write the tree's files with their checksums, ``meta.json`` last (its presence means finished)."""
+    """Write the tree's files with their checksums, ``meta.json`` last (its presence means
+    finished)."""
 
     def write(sums: Checksums) -> None:
         with sums.open(folder / "tree.json", text=True) as f:
@@ -98,13 +118,18 @@ TREE_STORE = ArtifactStore(
 
 def summary_key(cfg: Any, llm: Any) -> str:
     """The digest naming a summary log: what a summary request holds besides its cluster's text."""
-    parts = {"settings": {f: getattr(cfg, f) for f in SUMMARY_FIELDS}, "prompts": PROMPTS_VERSION,
-             "llm": model_identity(llm), "version": STORE_VERSION}  # fmt: skip
+    parts = {
+        "settings": {f: getattr(cfg, f) for f in SUMMARY_FIELDS},
+        "prompts": PROMPTS_VERSION,
+        "llm": model_identity(llm),
+        "version": STORE_VERSION,
+    }
     return digest_of(parts)
 
 
 def summary_log(root: Path | None, key: str) -> SummaryLog:
-    """The log of finished summaries under the cache ``root`` for ``key`` (:func:`summary_key`; in memory when ``root`` is ``None``)."""
+    """The log of finished summaries under the cache ``root`` for ``key`` (:func:`summary_key`; in
+    memory when ``root`` is ``None``)."""
     if root is None:
         return SummaryLog(None)
     path = summary_log_path(root, key)

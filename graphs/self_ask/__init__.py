@@ -1,7 +1,9 @@
-"""Self-Ask (Press et al. 2023), retrieval-backed: FlashRAG's SelfAskPipeline by default, or the reader variant.
+"""Self-Ask (Press et al. 2023), retrieval-backed: FlashRAG's SelfAskPipeline by default, or the
+reader variant.
 
-Modules: ``state`` (the state, the stop cut), ``retrieve`` (the retrievals both variants share), ``flashrag`` and
-``reader`` (each variant's nodes, prompt and parsing), ``cost_model``, ``graph`` (the wiring; registration).
+Modules: ``state`` (the state, the stop cut), ``retrieve`` (the retrievals both variants share),
+``flashrag`` and ``reader`` (each variant's nodes, prompt and parsing), ``cost_model``, ``graph``
+(the wiring; registration).
 """
 
 from longctx.graphs.self_ask.config import SelfAskConfig

@@ -1,4 +1,5 @@
-"""Self-Ask's evidence ceiling: the union of the documents its ``retrieve_follow_up`` node returns (LLM-free)."""
+"""Self-Ask's evidence ceiling: the union of the documents its ``retrieve_follow_up`` node returns
+(LLM-free)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ class FollowUpCeiling(EvidenceCeiling):
     supporting facts those chunks cover.
 
     Attributes:
-        retrieve_follow_up: Self-Ask's node (passed in by its registration, which this module cannot import).
+        retrieve_follow_up: Self-Ask's node (passed in by its registration, which this module cannot
+            import).
     """
 
     retrieve_follow_up: Callable[..., dict[str, Any]]
@@ -40,9 +42,8 @@ class FollowUpCeiling(EvidenceCeiling):
         read: list[Any] = []
         for query in queries(item, env, max(cfg.max_iterations, 1)):
             out = self.retrieve_follow_up({"follow_up": query, "hits": seen}, runtime)
-            seen = out[
-                "hits"
-            ]  # the node returns the evidence so far with this retrieval's new chunks
+            # the node returns the evidence so far with this retrieval's new chunks
+            seen = out["hits"]
             read += [h.chunk for h in out["follow_up_hits"]]
         return reach_in_chunks(item, read, index.chunks)
 
@@ -52,4 +53,7 @@ class FollowUpCeiling(EvidenceCeiling):
             if env.gold_sub_questions
             else "the question"
         )
-        return f"{env.evidence} in the top-{cfg.top_k} {cfg.retriever} chunks ({cfg.chunk_size} {cfg.chunk_unit}) for {q}"
+        return (
+            f"{env.evidence} in the top-{cfg.top_k} {cfg.retriever} chunks ({cfg.chunk_size} "
+            f"{cfg.chunk_unit}) for {q}"
+        )

@@ -1,4 +1,5 @@
-"""Self-Ask's settings: FlashRAG's SelfAskPipeline by default, the project's reader variant as an option."""
+"""Self-Ask's settings: FlashRAG's SelfAskPipeline by default, the project's reader variant as an
+option."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Self-Ask's cost model (its calls and tokens before any call; :mod:`longctx.graphs.costs`), from its own prompts."""
+"""Self-Ask's cost model (its calls and tokens before any call; :mod:`longctx.graphs.costs`), from
+its own prompts."""
 
 from __future__ import annotations
 
@@ -26,9 +27,16 @@ from longctx.graphs.self_ask.reader import self_ask_prompt
 from longctx.retrieval.contract import Question
 
 
-def self_ask_costs(cfg: SelfAskConfig, shape: CorpusShape, questions: Sequence[Question], *, llm: BaseChatModel | None = None,
-                   window: int | None = None) -> Costs:  # fmt: skip
-    """Up to ``max_iterations`` generator calls (FlashRAG); the reader variant also answers each follow-up.
+def self_ask_costs(
+    cfg: SelfAskConfig,
+    shape: CorpusShape,
+    questions: Sequence[Question],
+    *,
+    llm: BaseChatModel | None = None,
+    window: int | None = None,
+) -> Costs:
+    """Up to ``max_iterations`` generator calls (FlashRAG); the reader variant also answers each
+    follow-up.
 
     Each call carries the few-shot template with the question (counted from the real prompt),
     the top-k chunks (all retrieved so far with ``contexts="accumulate"``), and at most the
@@ -43,9 +51,14 @@ def self_ask_costs(cfg: SelfAskConfig, shape: CorpusShape, questions: Sequence[Q
             else self_ask_prompt(q, "")
         )
 
-    # each question's template, counted as the budget guard counts (the least and the most over the questions)
-    bases = [prompt_tokens("self_ask", f"{cfg.variant}:{cfg.single_hop}", functools.partial(template, q), llm, q)
-             for q in questions or [PLACEHOLDER_QUESTION]]  # fmt: skip
+    # each question's template, counted as the budget guard counts (the least and the most over the
+    # questions)
+    bases = [
+        prompt_tokens(
+            "self_ask", f"{cfg.variant}:{cfg.single_hop}", functools.partial(template, q), llm, q
+        )
+        for q in questions or [PLACEHOLDER_QUESTION]
+    ]
     base, base_most = min(bases), max(bases)
     chunk = tokens_of(cfg.chunk_size, "words")
     if cfg.variant == "flashrag":
@@ -61,15 +74,23 @@ def self_ask_costs(cfg: SelfAskConfig, shape: CorpusShape, questions: Sequence[Q
         else contexts
     )
     transcript = most * max(cfg.max_new_tokens, cfg.follow_up_max_new_tokens)
-    bounds = per_question_plan("self_ask", questions, calls=least, max_calls=most, prompt_tokens=least * (base + contexts),
-                                     max_prompt_tokens=most * (base_most + widest + transcript), completion_tokens=least * cfg.max_new_tokens,
-                                     formula=formula)  # fmt: skip
+    bounds = per_question_plan(
+        "self_ask",
+        questions,
+        calls=least,
+        max_calls=most,
+        prompt_tokens=least * (base + contexts),
+        max_prompt_tokens=most * (base_most + widest + transcript),
+        completion_tokens=least * cfg.max_new_tokens,
+        formula=formula,
+    )
     calls = min(2, most)
     found = Costs(
         bounds,
         ExpectedCost(Calls(calls, calls * (base + contexts), calls * reply_tokens(cfg))),
     )
-    # retrievals: flashrag's of the question and of each follow-up (one per generator call at most); the reader's of each follow-up
+    # retrievals: flashrag's of the question and of each follow-up (one per generator call at most);
+    # the reader's of each follow-up
     first = 1 if cfg.variant == "flashrag" else 0
     searched = Retrievals(
         least=first,

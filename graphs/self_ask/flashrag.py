@@ -1,5 +1,6 @@
-"""Self-Ask's ``flashrag`` variant, as FlashRAG's ``SelfAskPipeline.run_item`` runs it: the generator continues the
-transcript, its stop cue alternating, until a final answer, an empty transcript or the cap (:mod:`longctx.graphs.self_ask.graph`)."""
+"""Self-Ask's ``flashrag`` variant, as FlashRAG's ``SelfAskPipeline.run_item`` runs it: the
+generator continues the transcript, its stop cue alternating, until a final answer, an empty
+transcript or the cap (:mod:`longctx.graphs.self_ask.graph`)."""
 
 from __future__ import annotations
 
@@ -24,19 +25,22 @@ from longctx.graphs.self_ask.prompts import (
 from longctx.graphs.self_ask.state import SelfAskState, cut_at_stops
 from longctx.retrieval.contract import Question, Step
 
-#: flashrag: the final-answer marker FlashRAG's ``selfask_pred_parse`` and loop look for (trailing space included).
+#: flashrag: the final-answer marker FlashRAG's ``selfask_pred_parse`` and loop look for (trailing
+#: space included).
 FINAL_PREFIX = f"{FINAL} "
 
 
 def format_contexts(hits: list[Hit]) -> str:
-    """FlashRAG's ``format_reference``: one ``Context{i}: {text}`` line per hit, rank order, no title."""
+    """FlashRAG's ``format_reference``: one ``Context{i}: {text}`` line per hit, rank order, no
+    title."""
     return "".join(f"Context{i}: {h.chunk.text}\n" for i, h in enumerate(hits, 1))
 
 
 def flashrag_prompt(
     question: Question, contexts: list[Hit], transcript: str, *, single_hop: bool
 ) -> str:
-    """Instruction and ``#``-separated exemplars, the contexts, the question, the needed-line and the transcript.
+    """Instruction and ``#``-separated exemplars, the contexts, the question, the needed-line and
+    the transcript.
 
     FlashRAG's assembly: ``P_INS + "\\n" + contexts + "\\nQuestion: q" +
     "\\nAre follow up questions needed here: " + ("No." | "Yes.") + "\\n" + transcript``,
@@ -48,11 +52,15 @@ def flashrag_prompt(
     sep = f"\n{EXEMPLAR_SEPARATOR}\n"
     instructions = FLASHRAG_HEADER + note + sep + sep.join(exemplars) + f"\n{EXEMPLAR_SEPARATOR}"
     needed = "No." if single_hop else "Yes."
-    return f"{instructions}\n{format_contexts(contexts)}\nQuestion: {question.render()}\n{NEEDED} {needed}\n{transcript}"
+    return (
+        f"{instructions}\n{format_contexts(contexts)}\nQuestion: {question.render()}\n"
+        f"{NEEDED} {needed}\n{transcript}"
+    )
 
 
 def first_follow_up(text: str) -> str | None:
-    """FlashRAG's follow-up query: the first line holding ``"Follow up: "``, after its last occurrence."""
+    """FlashRAG's follow-up query: the first line holding ``"Follow up: "``, after its last
+    occurrence."""
     line = next((ln for ln in text.split("\n") if f"{FOLLOW_UP} " in ln), None)
     return None if line is None else line.split(f"{FOLLOW_UP} ")[-1]
 
@@ -67,7 +75,8 @@ def parse_final_answer(transcript: str) -> str:
 def generate(
     state: SelfAskState, runtime: Runtime[StrategyContext[SelfAskConfig]]
 ) -> dict[str, Any]:
-    """One generator call: continue the transcript up to the current stop cue, then alternate the cue."""
+    """One generator call: continue the transcript up to the current stop cue, then alternate the
+    cue."""
     ctx = runtime.context
     cfg: SelfAskConfig = ctx.config
     cue = state.get("stop_cue", INTERMEDIATE)
@@ -114,7 +123,8 @@ def after_generate(state: SelfAskState) -> Literal["finish", "retrieve_follow_up
 
 
 def finish_flashrag(state: SelfAskState) -> dict[str, Any]:
-    """The final answer parsed from the transcript (empty when absent); the transcript goes in the step."""
+    """The final answer parsed from the transcript (empty when absent); the transcript goes in the
+    step."""
     transcript = state.get("transcript", "")
     final = parse_final_answer(transcript)
     step = Step(

@@ -67,12 +67,14 @@ from longctx.graphs.self_ask.state import SelfAskState
     },
     presentation=PRESENTATION,
     description=(
-        "Self-Ask as FlashRAG runs it: the question's top-5 in the prompt, the model writes follow-ups and their "
-        "answers, each follow-up re-retrieves; at most 5 generator calls (variant='reader': a reader answers each follow-up)."
+        "Self-Ask as FlashRAG runs it: the question's top-5 in the prompt, the model writes "
+        "follow-ups and their answers, each follow-up re-retrieves; at most 5 generator calls "
+        "(variant='reader': a reader answers each follow-up)."
     ),
 )
 def build_graph(config: SelfAskConfig | None = None) -> CompiledGraph:
-    """The loop of ``config.variant`` (module docstring), with a recursion limit that fits the cap."""
+    """The loop of ``config.variant`` (module docstring), with a recursion limit that fits the
+    cap."""
     cfg = config or SelfAskConfig()
     graph = StateGraph(SelfAskState, context_schema=StrategyContext)
     if cfg.variant == "flashrag":
@@ -81,9 +83,8 @@ def build_graph(config: SelfAskConfig | None = None) -> CompiledGraph:
         graph.add_node("retrieve_follow_up", retrieve_follow_up)
         graph.add_node("finish", finish_flashrag)
         graph.add_edge(START, "retrieve")
-        graph.add_edge(
-            "retrieve", "generate" if cfg.max_iterations else "finish"
-        )  # FlashRAG: range(max_iter)
+        # FlashRAG: range(max_iter)
+        graph.add_edge("retrieve", "generate" if cfg.max_iterations else "finish")
         graph.add_conditional_edges("generate", after_generate)
         graph.add_edge("retrieve_follow_up", "generate")
         limit = 2 * cfg.max_iterations + 10

@@ -1,4 +1,5 @@
-"""How reports, plots and the demo show Self-Ask: its follow-up questions, their answers and the transcript."""
+"""How reports, plots and the demo show Self-Ask: its follow-up questions, their answers and the
+transcript."""
 
 from __future__ import annotations
 

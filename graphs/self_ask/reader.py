@@ -1,5 +1,6 @@
-"""Self-Ask's ``reader`` variant: the model stops before every intermediate answer, a reader answers each follow-up
-from its chunks alone, and the final answer is forced after the cap (:mod:`longctx.graphs.self_ask.graph`)."""
+"""Self-Ask's ``reader`` variant: the model stops before every intermediate answer, a reader answers
+each follow-up from its chunks alone, and the final answer is forced after the cap
+(:mod:`longctx.graphs.self_ask.graph`)."""
 
 from __future__ import annotations
 
@@ -125,7 +126,8 @@ def ask(state: SelfAskState, runtime: Runtime[StrategyContext[SelfAskConfig]]) -
 
 
 def after_ask(state: SelfAskState) -> Literal["retrieve_follow_up", "force_final", "finish"]:
-    """A final answer ends the loop; a follow-up is retrieved for; anything else forces the answer."""
+    """A final answer ends the loop; a follow-up is retrieved for; anything else forces the
+    answer."""
     if state.get("final"):
         return "finish"
     if state.get("follow_up"):
@@ -171,9 +173,8 @@ def force_final(
     ctx = runtime.context
     cfg: SelfAskConfig = ctx.config
     pad = state.get("scratchpad", "").rstrip()
-    pad = (
-        pad if _FINAL_CUE.search(pad.rsplit("\n", 1)[-1]) else f"{pad}\n{FINAL}"
-    )  # the model may have written a bare cue
+    # the model may have written a bare cue
+    pad = pad if _FINAL_CUE.search(pad.rsplit("\n", 1)[-1]) else f"{pad}\n{FINAL}"
     text = complete(
         ctx.llm,
         self_ask_prompt(state["question"], pad),

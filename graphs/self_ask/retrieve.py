@@ -71,7 +71,8 @@ def retrieve_follow_up(
     step = Step("retrieve_follow_up", **_retrieval_facts(ctx, query, hits))
     if ctx.config.variant == "flashrag":
         step["contexts"] = [h.chunk.chunk_id for h in contexts]
-    # the answer's evidence so far and this retrieval's new chunks (``hits`` is overwritten by each write)
+    # the answer's evidence so far and this retrieval's new chunks (``hits`` is overwritten by each
+    # write)
     return {
         "follow_up_hits": hits,
         "contexts": contexts,

@@ -1,4 +1,5 @@
-"""Self-Ask's state (both variants' keys) and the stop-sequence cut both variants apply to a reply."""
+"""Self-Ask's state (both variants' keys) and the stop-sequence cut both variants apply to a
+reply."""
 
 from __future__ import annotations
 

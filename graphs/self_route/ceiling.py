@@ -1,4 +1,5 @@
-"""Self-Route's evidence ceiling: its RAG leg, and (as a detail) perfect routing of declined questions (LLM-free)."""
+"""Self-Route's evidence ceiling: its RAG leg, and (as a detail) perfect routing of declined
+questions (LLM-free)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ class RoutedCeiling(RetrievedChunksCeiling):
     leg: str = "RAG leg: "
 
     def fallback(self, cfg: Any, item: CeilingItem, env: CeilingEnv) -> tuple[str, Reach | None]:
-        """The leg a declined question takes under perfect routing, and its reach (``None``: no rule applies)."""
+        """The leg a declined question takes under perfect routing, and its reach (``None``: no rule
+        applies)."""
         fc = cfg.full_context()
         if not _FULL_CONTEXT_LEG.spans(fc, item, env).truncated:
             return "full_context", _FULL_CONTEXT_LEG.reach(fc, item, env)

@@ -49,11 +49,13 @@ class SelfRouteConfig(RetrievalSettings):
     )
 
     def check(self) -> None:
-        """Retrieval settings as for RAG; the fallback must be another registered strategy with valid options."""
+        """Retrieval settings as for RAG; the fallback must be another registered strategy with
+        valid options."""
         super().check()
         if self.fallback == "self_route":
             raise ConfigError(
-                "Option 'fallback': self_route cannot be its own fallback; use 'memagent' or 'full_context'"
+                "Option 'fallback': self_route cannot be its own fallback; use 'memagent' or "
+                "'full_context'"
             )
         try:
             STRATEGIES.get(self.fallback).make_config(**dict(self.fallback_options))

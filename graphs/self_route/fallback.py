@@ -1,4 +1,5 @@
-"""Self-Route's fallback leg: the fallback strategy answers a declined question whose corpus exceeds the window.
+"""Self-Route's fallback leg: the fallback strategy answers a declined question whose corpus exceeds
+the window.
 
 A single-question fallback (``full_context``, the paper's route; any other single-run
 strategy) is its own compiled graph composed into Self-Route's as a subgraph: the ``fallback``
@@ -41,7 +42,8 @@ RouteRuntime = Runtime[StrategyContext[SelfRouteConfig]]
 
 
 def fallback_node(config: SelfRouteConfig) -> RunnableCallable:
-    """The ``fallback`` node for ``config.fallback``: its graph as a subgraph, or (batched) its checkpointed run."""
+    """The ``fallback`` node for ``config.fallback``: its graph as a subgraph, or (batched) its
+    checkpointed run."""
     spec = STRATEGIES.get(config.fallback)
     leg_cfg = spec.make_config(**dict(config.fallback_options))
     if spec.batch is not None:
@@ -77,9 +79,8 @@ def _subgraph_leg(
         leg_input, context = leg_context(state, runtime)
         try:
             final = leg.invoke(leg_input, context=context, config=config)
-        except (
-            BudgetReached
-        ) as exc:  # the caller's budget ran out in the leg: stop the whole answer
+        except BudgetReached as exc:
+            # the caller's budget ran out in the leg: stop the whole answer
             raise BudgetReached(f"budget reached in the {spec.name} fallback: {exc}") from exc
         return leg_update(
             spec.name, final.get("raw", ""), final.get("answer", ""), final.get("steps", [])
@@ -102,7 +103,8 @@ def _subgraph_leg(
 
 
 def _checkpointed_leg(spec: Strategy[Any], leg_cfg: Any) -> Callable[..., dict[str, Any]]:
-    """A node answering with a batched strategy through the one run path, checkpointed under its own key."""
+    """A node answering with a batched strategy through the one run path, checkpointed under its own
+    key."""
 
     def fallback(
         state: SelfRouteState, runtime: RouteRuntime, config: RunnableConfig
@@ -121,9 +123,9 @@ def _checkpointed_leg(spec: Strategy[Any], leg_cfg: Any) -> Callable[..., dict[s
             callbacks=config.get("callbacks"),
             key_prefix=f"self_route>{spec.name}",
         )[0]
-        if (
-            leg.stopped == "budget"
-        ):  # the caller's budget (its guard is in the callbacks) ran out in the leg: stop the whole answer
+        # The caller's budget (its guard is in the callbacks) ran out in the leg: stop the whole
+        # answer.
+        if leg.stopped == "budget":
             raise BudgetReached(
                 f"budget reached in the {spec.name} fallback after {leg.usage.llm_calls} call(s)"
             )
@@ -135,7 +137,8 @@ def _checkpointed_leg(spec: Strategy[Any], leg_cfg: Any) -> Callable[..., dict[s
 def leg_update(
     name: str, raw: str, answer: str, steps: Sequence[Mapping[str, Any]]
 ) -> dict[str, Any]:
-    """The state update of a finished leg: its reply, and its steps after a ``fallback`` head, each marked with the leg's name."""
+    """The state update of a finished leg: its reply, and its steps after a ``fallback`` head, each
+    marked with the leg's name."""
     last = steps[-1] if steps else {}
     head = Step(
         "fallback",

@@ -107,7 +107,8 @@ def build_prompt(
 
 
 def route_prompt(question: Question, chunks: Sequence[Chunk]) -> str:
-    """RAG's template around ``chunks`` (in order), the unanswerable instruction after the answer-format one."""
+    """RAG's template around ``chunks`` (in order), the unanswerable instruction after the
+    answer-format one."""
     instruction = f"{question.instruction or DEFAULT_INSTRUCTION}\n{UNANSWERABLE_INSTRUCTION}"
     return fill(
         RAG_TEMPLATE, format_chunks(chunks), dataclasses.replace(question, instruction=instruction)
@@ -131,20 +132,25 @@ def check_answer(state: SelfRouteState) -> dict[str, Any]:
 
 def after_check(state: SelfRouteState) -> Literal["measure_context", "__end__"]:
     """Declined replies go on to the context check; answers are final."""
-    return "measure_context" if state["declined"] else END  # type: ignore[return-value]  # LangGraph declares END as str, not Literal
+    # LangGraph declares END as str, not Literal.
+    return "measure_context" if state["declined"] else END  # type: ignore[return-value]
 
 
 def measure_context(
     state: SelfRouteState, runtime: Runtime[StrategyContext[SelfRouteConfig]]
 ) -> dict[str, Any]:
-    """Build the full-context prompt with ``full_context``'s own function and see whether it was cut."""
+    """Build the full-context prompt with ``full_context``'s own function and see whether it was
+    cut."""
     ctx = runtime.context
     cfg: SelfRouteConfig = ctx.config
     leg = full_context_prompt(ctx.corpus, state["question"], ctx.llm, cfg.full_context())
     window = {"context_window": leg.context_window, "max_input_tokens": leg.max_input_tokens}
     if not leg.truncated:
         tokens = len(prompt_codec(ctx.llm)[0](leg.text))
-        why = f"RAG declined; the full-context prompt ({tokens} tokens) fits the {leg.max_input_tokens}-token input budget"
+        why = (
+            f"RAG declined; the full-context prompt ({tokens} tokens) fits the "
+            f"{leg.max_input_tokens}-token input budget"
+        )
         return {
             "fits": True,
             "prompt": leg.text,
@@ -159,7 +165,10 @@ def measure_context(
                 )
             ],
         }
-    why = f"RAG declined; the corpus exceeds the {leg.max_input_tokens}-token input budget, so {cfg.fallback} answers"
+    why = (
+        f"RAG declined; the corpus exceeds the {leg.max_input_tokens}-token input budget, so "
+        f"{cfg.fallback} answers"
+    )
     return {
         "fits": False,
         "steps": [Step("measure_context", route=cfg.fallback, reason=why, **window)],
@@ -180,14 +189,30 @@ SelfRouteGraph = CompiledStateGraph[
 TYPICAL_DECLINED = 0.5
 
 
-def self_route_costs(cfg: SelfRouteConfig, shape: CorpusShape, questions: Sequence[Question], *, llm: BaseChatModel | None = None,
-                     window: int | None = None) -> Costs:  # fmt: skip
-    """1 RAG call; a declined question adds its fallback's cost (full context: 1 call; memagent: ceil(T/5000) + 1).
+def self_route_costs(
+    cfg: SelfRouteConfig,
+    shape: CorpusShape,
+    questions: Sequence[Question],
+    *,
+    llm: BaseChatModel | None = None,
+    window: int | None = None,
+) -> Costs:
+    """1 RAG call; a declined question adds its fallback's cost (full context: 1 call; memagent:
+    ceil(T/5000) + 1).
 
-    Typically about half the questions are declined (:data:`TYPICAL_DECLINED`), each running the fallback's typical cost.
+    Typically about half the questions are declined (:data:`TYPICAL_DECLINED`), each running the
+    fallback's typical cost.
     """
-    rag = retrieved_prompt(lambda q: route_prompt(q, []), strategy="self_route", template="route", questions=questions, shape=shape,
-                                 top_k=cfg.top_k, chunk_tokens=tokens_of(cfg.chunk_size, "words"), llm=llm)  # fmt: skip
+    rag = retrieved_prompt(
+        lambda q: route_prompt(q, []),
+        strategy="self_route",
+        template="route",
+        questions=questions,
+        shape=shape,
+        top_k=cfg.top_k,
+        chunk_tokens=tokens_of(cfg.chunk_size, "words"),
+        llm=llm,
+    )
     spec = STRATEGIES.get(cfg.fallback)
     sub_cfg = spec.make_config(**dict(cfg.fallback_options))
     one = questions[:1] or [PLACEHOLDER_QUESTION]
@@ -196,9 +221,8 @@ def self_route_costs(cfg: SelfRouteConfig, shape: CorpusShape, questions: Sequen
         if spec.costs is not None
         else (None, None)
     )
-    if most is None and (
-        usual is None or shape.corpus is not None
-    ):  # a budget needs the fallback's bounds, a run plan one half
+    # a budget needs the fallback's bounds, a run plan one half
+    if most is None and (usual is None or shape.corpus is not None):
         half = (
             "cost plan"
             if shape.corpus is not None
@@ -207,7 +231,8 @@ def self_route_costs(cfg: SelfRouteConfig, shape: CorpusShape, questions: Sequen
         raise ValueError(
             f"Self-Route's fallback {cfg.fallback!r} has no {half}: costs= on its registration"
         )
-    # a plug-in fallback with one half: its typical cost stands in for the bounds the run plan discards, and the other way round
+    # a plug-in fallback with one half: its typical cost stands in for the bounds the run plan
+    # discards, and the other way round
     if usual is not None:
         each = usual.per_question
     else:
@@ -215,16 +240,23 @@ def self_route_costs(cfg: SelfRouteConfig, shape: CorpusShape, questions: Sequen
         each = Calls(most.calls, most.prompt_tokens, most.completion_tokens)
     most_calls = most.max_calls if most is not None else math.ceil(each.calls)
     most_prompt = most.max_prompt_tokens if most is not None else math.ceil(each.prompt_tokens)
-    fallback = (
-        "unbounded" if most_calls is None else f"{most_calls:,}"
-    )  # an agent's plan may have no most
+    # an agent's plan may have no most
+    fallback = "unbounded" if most_calls is None else f"{most_calls:,}"
     bounds = per_question_plan(
-        "self_route", questions, calls=1, max_calls=None if most_calls is None else 1 + most_calls,
-        prompt_tokens=rag.least, max_prompt_tokens=None if most_prompt is None else rag.most + most_prompt,
-        completion_tokens=cfg.max_new_tokens, formula=f"1 call when RAG answers; + {cfg.fallback} ({fallback}) when it declines",
-    )  # fmt: skip
-    typical = Calls(1 + TYPICAL_DECLINED * each.calls, (rag.least + rag.most) / 2 + TYPICAL_DECLINED * each.prompt_tokens,
-                          reply_tokens(cfg) + TYPICAL_DECLINED * each.completion_tokens)  # fmt: skip
+        "self_route",
+        questions,
+        calls=1,
+        max_calls=None if most_calls is None else 1 + most_calls,
+        prompt_tokens=rag.least,
+        max_prompt_tokens=None if most_prompt is None else rag.most + most_prompt,
+        completion_tokens=cfg.max_new_tokens,
+        formula=f"1 call when RAG answers; + {cfg.fallback} ({fallback}) when it declines",
+    )
+    typical = Calls(
+        1 + TYPICAL_DECLINED * each.calls,
+        (rag.least + rag.most) / 2 + TYPICAL_DECLINED * each.prompt_tokens,
+        reply_tokens(cfg) + TYPICAL_DECLINED * each.completion_tokens,
+    )
     own = with_rerank(
         Costs(bounds, ExpectedCost(typical)),
         cfg,
@@ -233,7 +265,8 @@ def self_route_costs(cfg: SelfRouteConfig, shape: CorpusShape, questions: Sequen
         retrievals=Retrievals(least=1, most=1, typical=1),
         llm=llm,
     )
-    # the fallback's own rerank calls (a reranking rag / self_ask / pai fallback), on the questions it answers
+    # the fallback's own rerank calls (a reranking rag / self_ask / pai fallback), on the questions
+    # it answers
     return with_sometimes(
         own,
         most=most.rerank if most is not None else None,
@@ -254,17 +287,18 @@ def fallback_shares_corpus(cfg: Any) -> float:
 
 
 def build_graph(config: SelfRouteConfig | None = None) -> SelfRouteGraph:
-    """The Self-Route graph (module docstring); the config has checked the fallback and its options."""
+    """The Self-Route graph (module docstring); the config has checked the fallback and its
+    options."""
     graph = StateGraph(SelfRouteState, context_schema=StrategyContext)
     graph.add_node("retrieve", retrieve)
     graph.add_node("build_prompt", build_prompt)
-    graph.add_node("generate", generate)  # type: ignore[call-overload, unused-ignore]  # typed for any state (a dict)
+    # generate is typed for any state (a dict), as is full_context below.
+    graph.add_node("generate", generate)  # type: ignore[call-overload, unused-ignore]
     graph.add_node("check_answer", check_answer)
     graph.add_node("measure_context", measure_context)
-    graph.add_node("full_context", generate)  # type: ignore[call-overload, unused-ignore]  # as "generate"
-    graph.add_node(
-        "fallback", fallback_node(config or SelfRouteConfig())
-    )  # a subgraph, or a batched strategy's checkpointed run
+    graph.add_node("full_context", generate)  # type: ignore[call-overload, unused-ignore]
+    # a subgraph, or a batched strategy's checkpointed run
+    graph.add_node("fallback", fallback_node(config or SelfRouteConfig()))
     graph.add_edge(START, "retrieve")
     graph.add_edge("retrieve", "build_prompt")
     graph.add_edge("build_prompt", "generate")
@@ -293,5 +327,8 @@ STRATEGIES.register(
         "the corpus text, in the full-context fallback of a declined question",
         share=fallback_shares_corpus,
     ),
-    description="RAG that may answer 'unanswerable'; declined questions get the full context (or memagent beyond the window, preset beyond-window).",
+    description=(
+        "RAG that may answer 'unanswerable'; declined questions get the full context (or "
+        "memagent beyond the window, preset beyond-window)."
+    ),
 )

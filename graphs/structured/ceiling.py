@@ -10,7 +10,8 @@ from longctx.graphs.api import CeilingEnv, CeilingItem, EvidenceCeiling, Reach
 
 @dataclass(frozen=True, kw_only=True)
 class EveryDocumentCeiling(EvidenceCeiling):
-    """Every document is read (a record extraction per document window), so all evidence reaches the final call."""
+    """Every document is read (a record extraction per document window), so all evidence reaches the
+    final call."""
 
     def reach(self, cfg: Any, item: CeilingItem, env: CeilingEnv) -> Reach:
         if item.spans is not None:  # every sentence is read too

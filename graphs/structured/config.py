@@ -28,20 +28,23 @@ class StructuredConfig(RayMapOptions):
             windows (capped by the model's window minus the prompt and the reply).
         window_overlap: Tokens repeated between consecutive windows (a row cut at a border).
         extract_order: ``"table_first"`` (the instructions and the table, then the document) or
-            ``"document_first"`` (the document, then the instructions and the table: the extractions of
-            one document for several tables start alike, so a provider's prompt cache serves the document
-            to a later question's new table; own-corpus runs use it, :mod:`longctx.graphs.prompt_sharing`).
+            ``"document_first"`` (the document, then the instructions and the table: the extractions
+            of one document for several tables start alike, so a provider's prompt cache serves the
+            document to a later question's new table; own-corpus runs use it,
+            :mod:`longctx.graphs.prompt_sharing`).
         tool_mode: ``"tools"``, ``"json"`` or ``"auto"`` (tools when the model binds them).
         retries: Extra calls after a malformed plan or extraction (the error is shown).
         sql_retries: Extra SQL calls after an error (the message goes back to the model).
         sql_timeout_s: Wall-clock limit of one query (a watchdog interrupts the connection).
-        sql_max_value_bytes: Longest string or blob a query may make (SQLite's ``SQLITE_LIMIT_LENGTH``).
+        sql_max_value_bytes: Longest string or blob a query may make (SQLite's
+            ``SQLITE_LIMIT_LENGTH``).
         sql_heap_limit_mb: SQLite's hard heap limit while a query runs (the soft one at half;
             sorts and temporary tables are kept in memory under it). The limits are the whole
             process's, so they are set when a query starts and restored when it ends
             (``memory/records/heap_limit.py``; where ctypes cannot reach SQLite, the hard
             one stays lowered, with a warning).
-        sample_rows / distinct_values: Rows and per-column distinct text values shown to the SQL writer.
+        sample_rows / distinct_values: Rows and per-column distinct text values shown to the SQL
+        writer.
         max_result_rows: Result rows kept (and shown to the final call).
         max_result_bytes: JSON bytes of result rows kept (the first row always is).
         max_cell_chars: A longer text cell of the result is cut, with a marker.
@@ -49,7 +52,8 @@ class StructuredConfig(RayMapOptions):
             are named on a marker line); capped by the model's window less the answer budget.
         conflict_rule: Which document's value a cell keeps when several state it.
         unverified_values: ``"keep"`` or ``"drop"`` the values whose quote is not found in the
-            text the model read (counted in the ``reduce`` step and marked in the evidence either way).
+            text the model read (counted in the ``reduce`` step and marked in the evidence either
+            way).
         cache: Keep records on disk per (document, schema, model) for later questions.
         retry_degraded: Read again the documents whose extraction degraded earlier (windows still
             malformed after the retries, cached as such with the records of their good windows);
@@ -60,7 +64,8 @@ class StructuredConfig(RayMapOptions):
         max_evidence: Cells returned as evidence.
         map_executor / ray_address / ray_max_in_flight / ray_endpoints: Where the Map stage
             extracts the documents missing from the record cache: this process (``Send`` fan-out)
-            or Ray tasks (:class:`~graphs.ray_options.RayMapOptions`, :mod:`longctx.graphs.structured.ray_map`).
+            or Ray tasks (:class:`~graphs.ray_options.RayMapOptions`,
+            :mod:`longctx.graphs.structured.ray_map`).
         ray_batch_documents: Documents per Ray task.
     """
 
@@ -118,12 +123,17 @@ class StructuredConfig(RayMapOptions):
     )
     unverified_values: Literal["keep", "drop"] = option(
         "keep",
-        source="ours: a right value's quote may not be verbatim (a re-spaced table row); 'drop' keeps only values whose quote is found in the text read",
+        source=(
+            "ours: a right value's quote may not be verbatim (a re-spaced table row); 'drop' "
+            "keeps only values whose quote is found in the text read"
+        ),
     )
     cache: bool = option(True, source="issue 15: records reused by later questions")
     retry_degraded: bool = option(
         False,
-        source="issue 31: a degraded extraction is cached as such; True reads those documents again",
+        source=(
+            "issue 31: a degraded extraction is cached as such; True reads those documents again"
+        ),
     )
     plan_max_tokens: int = option(
         1_024, min=1, source="ours: a 16-attribute schema is ~600 tokens of JSON"
@@ -139,7 +149,10 @@ class StructuredConfig(RayMapOptions):
         0.0,
         min=0.0,
         max=2.0,
-        source="CorpusQA src/infer.py: temperature 0.0; the final call takes the benchmark's when it sets one",
+        source=(
+            "CorpusQA src/infer.py: temperature 0.0; the final call takes the benchmark's when "
+            "it sets one"
+        ),
     )
     concurrency: int = option(
         8, min=1, source="as PAI; raise for remote APIs (bench_structured uses 32)"
@@ -150,14 +163,18 @@ class StructuredConfig(RayMapOptions):
     ray_batch_documents: int = option(
         16,
         min=1,
-        source="ours: a task's fixed cost (model and tokenizer built on the worker) over two rounds of 8 calls",
+        source=(
+            "ours: a task's fixed cost (model and tokenizer built on the worker) over two rounds "
+            "of 8 calls"
+        ),
     )
 
     def check(self) -> None:
         super().check()
         if self.window_overlap * 2 >= self.window_tokens:
             raise ConfigError(
-                f"Option 'window_overlap' ({self.window_overlap}) must be under half of 'window_tokens' ({self.window_tokens})"
+                f"Option 'window_overlap' ({self.window_overlap}) must be under half of "
+                f"'window_tokens' ({self.window_tokens})"
             )
         if self.schema is not None:
             try:

@@ -1,4 +1,5 @@
-"""The structured strategy's Plan and Map replies: the record parser, document windows, quote checks.
+"""The structured strategy's Plan and Map replies: the record parser, document windows, quote
+checks.
 
 The calls themselves go through :mod:`longctx.graphs.validated_call` (the loop PAI's calls share);
 what is the structured strategy's own is what a valid reply is: a document may state no
@@ -53,8 +54,8 @@ def parse_records(
                     unreadable.append(f"{rec['entity']}.{attr}: {exc}")
         if unreadable:
             raise ValueError(
-                "values with no number readable in their unit (give the value as written, e.g. '$12.3 million'): "
-                + "; ".join(unreadable[:5])
+                "values with no number readable in their unit (give the value as written, e.g. "
+                "'$12.3 million'): " + "; ".join(unreadable[:5])
             )
         return records
 
@@ -77,7 +78,8 @@ def windows(
     encode: Callable[[str], list[int]],
     decode: Callable[[list[int]], str],
 ) -> list[str]:
-    """``text`` in windows of at most ``size`` tokens overlapping by ``overlap`` (one window when it fits)."""
+    """``text`` in windows of at most ``size`` tokens overlapping by ``overlap`` (one window when it
+    fits)."""
     if fits_untokenized(text, size):
         return [text]
     ids = encode(text)

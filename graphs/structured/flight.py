@@ -38,7 +38,8 @@ POLL_START_S, POLL_MAX_S = 0.005, 0.1
 
 
 class Flights:
-    """In-flight work per key: one leader; the others wait on its :class:`~concurrent.futures.Future`."""
+    """In-flight work per key: one leader; the others wait on its
+    :class:`~concurrent.futures.Future`."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -118,7 +119,8 @@ class DocumentLock:
         self._held: tuple[int, int] | None = None
 
     async def _acquire(self, pause: Callable[[float], Awaitable[Any]]) -> bool:
-        """Poll the byte-range lock until it is held, pausing with a doubling delay; whether it was busy."""
+        """Poll the byte-range lock until it is held, pausing with a doubling delay; whether it was
+        busy."""
         if self._folder is None:
             return False
         fd, offset = _lock_fd(self._folder), _offset(self._fingerprint)
@@ -150,7 +152,8 @@ class DocumentLock:
 
 def document_lock(folder: Path | None, fingerprint: str) -> DocumentLock:
     """Hold the cross-process lock of a document (``with`` in a thread, ``async with`` in a
-    coroutine; no-op when ``folder`` is ``None``); entering yields whether another process held it first."""
+    coroutine; no-op when ``folder`` is ``None``); entering yields whether another process held it
+    first."""
     return DocumentLock(folder, fingerprint)
 
 

@@ -1,4 +1,5 @@
-"""The Plan and Map calls' functions (OpenAI format) and their validators, and a table schema as prompt text.
+"""The Plan and Map calls' functions (OpenAI format) and their validators, and a table schema as
+prompt text.
 
 The table schema itself is :class:`longctx.memory.records.schema.TableSchema` (the store's); here is
 what the model is told about it. The extraction function's JSON schema is generated from the
@@ -29,7 +30,10 @@ _ATTRIBUTE_JSON = {
         },
         "unit": {
             "type": "string",
-            "description": "Unit of every stored value, e.g. 'USD million', '%', 'count', 'NOK billion'; empty for text.",
+            "description": (
+                "Unit of every stored value, e.g. 'USD million', '%', 'count', 'NOK billion'; "
+                "empty for text."
+            ),
         },
         "description": {
             "type": "string",
@@ -37,7 +41,9 @@ _ATTRIBUTE_JSON = {
         },
         "static": {
             "type": "boolean",
-            "description": "True when the value does not change over time (e.g. sector, headquarters).",
+            "description": (
+                "True when the value does not change over time (e.g. sector, headquarters)."
+            ),
         },
     },
     "required": ["name", "type", "unit", "description", "static"],
@@ -49,19 +55,27 @@ SCHEMA_FUNCTION: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "define_table",
-        "description": "Define the table that, filled with one row per entity (and period) from every document, answers the question by SQL.",
+        "description": (
+            "Define the table that, filled with one row per entity (and period) from every "
+            "document, answers the question by SQL."
+        ),
         "parameters": {
             "type": "object",
             "properties": {
                 "table": {"type": "string", "description": "Table name in snake_case."},
                 "entity": {
                     "type": "string",
-                    "description": "Column naming the entity each row is about (e.g. company, university).",
+                    "description": (
+                        "Column naming the entity each row is about (e.g. company, university)."
+                    ),
                 },
                 "entity_description": {"type": "string", "description": "What an entity is."},
                 "time": {
                     "type": ["object", "null"],
-                    "description": "The time dimension (e.g. fiscal_year) when values are reported per period; null when they are not.",
+                    "description": (
+                        "The time dimension (e.g. fiscal_year) when values are reported per "
+                        "period; null when they are not."
+                    ),
                     "properties": {
                         "name": {"type": "string"},
                         "type": {"type": "string", "enum": ["year", "date", "text"]},
@@ -115,11 +129,17 @@ def records_function(schema: TableSchema) -> dict[str, Any]:
         "properties": {
             "value": {
                 "type": ["string", "null"],
-                "description": "The value exactly as written, with its unit or scale (e.g. '$12.3 million', '45.2%', 'Europe').",
+                "description": (
+                    "The value exactly as written, with its unit or scale (e.g. '$12.3 million', "
+                    "'45.2%', 'Europe')."
+                ),
             },
             "quote": {
                 "type": "string",
-                "description": "The sentence or table row of the document that states the value, copied verbatim.",
+                "description": (
+                    "The sentence or table row of the document that states the value, copied "
+                    "verbatim."
+                ),
             },
         },
         "required": ["value", "quote"],
@@ -156,7 +176,10 @@ def records_function(schema: TableSchema) -> dict[str, Any]:
         "type": "function",
         "function": {
             "name": "record_rows",
-            "description": "Record every row of the table that this document states (an empty list when it states none).",
+            "description": (
+                "Record every row of the table that this document states (an empty list when it "
+                "states none)."
+            ),
             "parameters": {
                 "type": "object",
                 "properties": {"records": {"type": "array", "items": record}},
@@ -177,7 +200,8 @@ def describe(schema: TableSchema) -> str:
     for a in schema.attributes:
         extra = ", does not change over time" if a.static else ""
         lines.append(
-            f"- {a.name} ({a.type}{', ' + a.unit if a.unit else ''}{extra}): {a.description or a.name}"
+            f"- {a.name} ({a.type}{', ' + a.unit if a.unit else ''}{extra}): "
+            f"{a.description or a.name}"
         )
     return "\n".join(lines)
 

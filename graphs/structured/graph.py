@@ -1,8 +1,9 @@
 """Structured corpus analysis: Plan a table, Map every document to records, Reduce them to
 one table, Query it with model-written SQL, answer in the benchmark's format.
 
-    START -> plan -> map -> extract x documents (Send, max_concurrency) -> reduce -> query -> format_answer -> END
-                              (map_executor="ray": map -> extract_ray -> reduce)
+    START -> plan -> map -> extract x documents (Send, max_concurrency) -> reduce -> query ->
+                              format_answer -> END (map_executor="ray": map -> extract_ray ->
+                              reduce)
 
 * ``plan`` (:mod:`~graphs.structured.plan`): the table schema by tool calling (validated,
   retried; a config ``schema`` skips the call; a schema planned earlier on the same corpus
@@ -18,8 +19,8 @@ one table, Query it with model-written SQL, answer in the benchmark's format.
 * ``reduce``: normalised values (:mod:`longctx.memory.records.normalize`), restatements resolved
   (latest document wins by default) into one table (:mod:`longctx.memory.records.table`).
 * ``query`` (:mod:`~graphs.structured.query`): SQL from the model over the schema, a few rows
-  and the text columns' values; run read-only with a time limit (:mod:`longctx.memory.records.database`);
-  errors go back to the model (bounded retries).
+  and the text columns' values; run read-only with a time limit
+  (:mod:`longctx.memory.records.database`); errors go back to the model (bounded retries).
 * ``format_answer``: the final call (the benchmark's answer budget and format) over the
   SQL result; the evidence is the cells behind the result with their documents and quotes.
 
@@ -31,7 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import zlib
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph._internal._runnable import RunnableCallable
@@ -98,9 +99,8 @@ def map_documents(
     ctx, cfg = runtime.context, runtime.context.config
     schema = TableSchema.model_validate(state["schema"])
     window = effective_window(ctx)
-    order = (
-        () if cfg.extract_order == "table_first" else (cfg.extract_order,)
-    )  # the default's keys stay those cached before the option
+    # the default's keys stay those cached before the option
+    order = () if cfg.extract_order == "table_first" else (cfg.extract_order,)
     key = schema_hash(
         schema, P.EXTRACT_PROMPTS_VERSION, state["tool_mode"], window, cfg.window_overlap, *order
     )
@@ -139,8 +139,11 @@ def map_documents(
     )
     report_progress("extract", done=0, total=len(pending))
     if degraded:
-        step["degraded"] = (f"{len(degraded)} document(s) read degraded by an earlier question (cached): "
-                            f"{', '.join(degraded[:10])}{' ...' if len(degraded) > 10 else ''}; retry_degraded=True reads them again")  # fmt: skip
+        step["degraded"] = (
+            f"{len(degraded)} document(s) read degraded by an earlier question (cached): "
+            f"{', '.join(degraded[:10])}{' ...' if len(degraded) > 10 else ''}; "
+            "retry_degraded=True reads them again"
+        )
     return {
         "cache_key": key,
         "window": window,
@@ -191,7 +194,8 @@ def extract_tasks(state: StructuredState) -> list[dict[str, Any]]:
 
 
 def route_extract(state: StructuredState) -> list[Send] | str:
-    """The :func:`extract_tasks` sent to ``extract`` in groups of ``group_size`` documents, or on to ``reduce``."""
+    """The :func:`extract_tasks` sent to ``extract`` in groups of ``group_size`` documents, or on to
+    ``reduce``."""
     tasks, size = extract_tasks(state), state.get("group_size", 1)
     return [
         Send("extract", {"documents": tasks[i : i + size]}) for i in range(0, len(tasks), size)
@@ -221,9 +225,8 @@ def extract(
     (:mod:`longctx.graphs.structured.flight`)."""
     ctx = runtime.context
     cache = record_cache(ctx, group["documents"][0]["cache_key"]) if ctx.config.cache else None
-    with (
-        index_time()
-    ):  # records are cached per (document, schema, model) and reused by later questions
+    # records are cached per (document, schema, model) and reused by later questions
+    with index_time():
         return merged([_counted(extract_document(task, ctx, cache)) for task in group["documents"]])
 
 
@@ -244,9 +247,8 @@ async def aextract(
     running = [asyncio.ensure_future(one(task)) for task in group["documents"]]
     try:
         return merged(await asyncio.gather(*running))
-    except (
-        BaseException
-    ):  # the document's own error goes up as it is (a TaskGroup would wrap it); the others stop
+    except BaseException:
+        # the document's own error goes up as it is (a TaskGroup would wrap it); the others stop
         for task in running:
             task.cancel()
         await asyncio.gather(*running, return_exceptions=True)
@@ -266,7 +268,8 @@ def extract_ray(
 ) -> dict[str, Any]:
     """The documents not in the cache, extracted by Ray tasks (batches of ``ray_batch_documents``,
     at most ``ray_max_in_flight`` at once) into the same record log, under the same single
-    flight: the same updates as the ``extract`` branches (:mod:`longctx.graphs.structured.ray_map`)."""
+    flight: the same updates as the ``extract`` branches
+    (:mod:`longctx.graphs.structured.ray_map`)."""
 
     ctx = runtime.context
     cache = record_cache(ctx, state["cache_key"]) if ctx.config.cache else None
@@ -322,14 +325,19 @@ def reduce(
 
 
 def no_typical_rereading(cfg: StructuredConfig) -> float:
-    """None of a typical run's questions re-reads a document: its plan extracts each once (later questions
-    reuse the records); the saving comes with each new table a later question fills from a document."""
+    """None of a typical run's questions re-reads a document: its plan extracts each once (later
+    questions reuse the records); the saving comes with each new table a later question fills from a
+    document."""
     return 0.0
 
 
-#: With ``extract_order="document_first"`` every extraction of a document (window) starts with it, whatever the table.
-EXTRACT_SHARING = PromptSharing("each document, in its extraction calls for every table (extract_order='document_first')",
-                                share=no_typical_rereading, options={"extract_order": "document_first"})  # fmt: skip
+#: With ``extract_order="document_first"`` every extraction of a document (window) starts with it,
+#: whatever the table.
+EXTRACT_SHARING = PromptSharing(
+    "each document, in its extraction calls for every table (extract_order='document_first')",
+    share=no_typical_rereading,
+    options={"extract_order": "document_first"},
+)
 
 
 @STRATEGIES.register(
@@ -344,22 +352,27 @@ EXTRACT_SHARING = PromptSharing("each document, in its extraction calls for ever
     ),  # extract has an async twin: answer() awaits it over an async client
     presentation=PRESENTATION,
     ray_stage=RAY_STAGE,
-    description="Structured corpus analysis: a table schema -> records from every document (cached) -> one table -> SQL -> answer.",
+    description=(
+        "Structured corpus analysis: a table schema -> records from every document (cached) -> "
+        "one table -> SQL -> answer."
+    ),
 )
 def build_graph(
     config: StructuredConfig | None = None,
 ) -> CompiledStateGraph[StructuredState, StrategyContext[Any], StructuredState, StructuredState]:
-    """START -> plan -> map -> extract x documents (or extract_ray) -> reduce -> query -> format_answer -> END."""
+    """START -> plan -> map -> extract x documents (or extract_ray) -> reduce -> query ->
+    format_answer -> END."""
     cfg = config or StructuredConfig()
     graph = StateGraph(StructuredState, context_schema=StrategyContext)
     graph.add_node("plan", plan)
     graph.add_node("map", map_documents)
     if cfg.map_executor == "ray":
-        graph.add_node("extract_ray", extract_ray)  # type: ignore[arg-type, call-overload, unused-ignore]  # (state, runtime, config) runs, but add_node's overloads omit it
+        # (state, runtime, config) runs, but add_node's overloads omit it: the node is given
+        # untyped (cast), its own signature checked where it is defined.
+        graph.add_node("extract_ray", cast(Any, extract_ray))
     else:
-        graph.add_node(
-            "extract", RunnableCallable(extract, aextract, name="extract")
-        )  # sync and async twins
+        twins = RunnableCallable(extract, aextract, name="extract")  # sync and async twins
+        graph.add_node("extract", twins)
     graph.add_node("reduce", reduce)
     graph.add_node("query", query)
     graph.add_node("format_answer", format_answer)

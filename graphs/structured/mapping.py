@@ -66,10 +66,11 @@ class Extractor:
             if found is None or found[0] is not llm:
                 if len(self._bound) > 16:
                     self._bound.clear()
+                # llm kept: its id stays its own
                 found = self._bound[id(llm)] = (
                     llm,
                     bound_model(llm, self.mode, self.function),
-                )  # llm kept: its id stays its own
+                )
             return found[1]
 
 
@@ -116,10 +117,10 @@ def extractor(
 
 
 def extraction_model(llm: BaseChatModel) -> str:
-    """Whose records a cache entry holds: the model's name and a digest of every setting its requests
-    carry (:func:`longctx.graphs.request_settings.model_identity`), so a model that asks differently (another
-    ``extra_body``, sampling, headers) reads every document anew instead of reusing another's records,
-    while the same model behind another address reuses them."""
+    """Whose records a cache entry holds: the model's name and a digest of every setting its
+    requests carry (:func:`longctx.graphs.request_settings.model_identity`), so a model that asks
+    differently (another ``extra_body``, sampling, headers) reads every document anew instead of
+    reusing another's records, while the same model behind another address reuses them."""
     return model_identity(llm)
 
 
@@ -134,9 +135,8 @@ class Job:
         doc: Document | None = None,
     ):
         self.task, self.ctx, self.cfg = task, ctx, ctx.config
-        self.doc = (
-            doc if doc is not None else ctx.corpus[task["doc_index"]]
-        )  # given: a Ray worker holds its batch alone
+        # given: a Ray worker holds its batch alone
+        self.doc = doc if doc is not None else ctx.corpus[task["doc_index"]]
         self.fingerprint = task["fingerprint"]
         self.cache = cache
         self.ex = extractor(
@@ -176,8 +176,8 @@ class Job:
         }
 
     def cached(self) -> dict[str, Any] | None:
-        """The document's records in the cache, as a shareable result (written since ``map`` looked);
-        a degraded one only when the config does not ask to read it again."""
+        """The document's records in the cache, as a shareable result (written since ``map``
+        looked); a degraded one only when the config does not ask to read it again."""
         hit = self.cache.get(self.fingerprint) if self.cache is not None else None
         if hit is None or (hit.get("failed_windows") and self.cfg.retry_degraded):
             return None
@@ -191,7 +191,8 @@ class Job:
     def finish(
         self, parts: list[tuple[str, str]], outs: list[Outcome[list[dict[str, Any]]]]
     ) -> dict[str, Any]:
-        """The leader's result from its calls' outcomes (cached when every window gave a valid reply)."""
+        """The leader's result from its calls' outcomes (cached when every window gave a valid
+        reply)."""
         records: list[dict[str, Any]] = []
         calls, errors, failed, unverified = 0, [], 0, 0
         for w, ((text, _), out) in enumerate(zip(parts, outs)):
@@ -203,17 +204,15 @@ class Job:
             squeezed = squeeze(text) if out.value else ""
             for rec in out.value:
                 rec["window"] = w
-                for cell in (
-                    rec["values"].values()
-                ):  # kept with the record: reduce may drop, evidence marks what is not found
+                # kept with the record: reduce may drop, evidence marks what is not found
+                for cell in rec["values"].values():
                     cell["quote_found"] = quote_found(
                         cell.get("quote") or "", text, squeezed=squeezed
                     )
                     unverified += not cell["quote_found"]
             records.extend(out.value)
-        if (
-            self.cache is not None
-        ):  # a degraded extraction too, marked: a later question does not pay for it again
+        # a degraded extraction too, marked: a later question does not pay for it again
+        if self.cache is not None:
             self.cache.put(
                 self.fingerprint,
                 records,
@@ -233,7 +232,8 @@ class Job:
         }
 
     def state(self, result: dict[str, Any], *, shared: bool = False) -> dict[str, Any]:
-        """The node's update: this document's extraction (``shared``: read by another task, no call made here)."""
+        """The node's update: this document's extraction (``shared``: read by another task, no call
+        made here)."""
         if shared:
             result = {
                 "records": result["records"],
@@ -246,8 +246,15 @@ class Job:
             }
         out: dict[str, Any] = {"extractions": [{"doc_index": self.task["doc_index"], **result}]}
         if result["failed_windows"]:
-            why = ("read degraded earlier (cached): its malformed windows gave no records; retry_degraded=True reads it again" if shared
-                   else "malformed after the retries: these windows gave no records (cached as degraded; retry_degraded=True reads it again)")  # fmt: skip
+            why = (
+                "read degraded earlier (cached): its malformed windows gave no records; "
+                "retry_degraded=True reads it again"
+                if shared
+                else (
+                    "malformed after the retries: these windows gave no records (cached as "
+                    "degraded; retry_degraded=True reads it again)"
+                )
+            )
             out["steps"] = [
                 Step(
                     "extract",
@@ -269,8 +276,8 @@ def extract_document(
     cache: RecordCache | None,
     doc: Document | None = None,
 ) -> dict[str, Any]:
-    """One document's records (in windows when long), extracted here or by the task leading its flight
-    (``doc``: the document itself, when ``ctx.corpus`` is not the whole corpus)."""
+    """One document's records (in windows when long), extracted here or by the task leading its
+    flight (``doc``: the document itself, when ``ctx.corpus`` is not the whole corpus)."""
     job = Job(task, ctx, cache, doc)
     while True:
         leader, fut = FLIGHTS.join(job.key)
@@ -278,7 +285,8 @@ def extract_document(
             shared = fut.result()
             if shared is not None:
                 return job.state(shared, shared=True)
-            continue  # the leader ended without records: try again (lead, or wait for the next leader)
+            # The leader ended without records: try again (lead, or wait for the next leader).
+            continue
         usable = None
         try:
             with document_lock(job.lock_folder, job.fingerprint):

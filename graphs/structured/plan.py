@@ -93,9 +93,8 @@ def plan(
                 "no valid schema after the retries: one text fact per entity is extracted instead"
             )
     if store is not None:
-        for earlier in (
-            known_schemas(store) if cfg.reuse_schemas else []
-        ):  # read again: a concurrent question may have added one
+        # read again: a concurrent question may have added one
+        for earlier in known_schemas(store) if cfg.reuse_schemas else []:
             if earlier.covers(schema):
                 step["reused_schema"] = earlier != schema
                 schema = earlier

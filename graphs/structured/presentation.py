@@ -1,4 +1,5 @@
-"""How reports, plots and the demo show the structured strategy, and its Map stage on Ray (``--ray``)."""
+"""How reports, plots and the demo show the structured strategy, and its Map stage on Ray
+(``--ray``)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ from longctx.graphs.api import MAP_ON_RAY, StrategyPresentation
 
 PRESENTATION = StrategyPresentation(
     color="#17becf",
-    # one retry per call and short budgets; records extracted for one question's table serve the next that reuses it
+    # one retry per call and short budgets; records extracted for one question's table serve the
+    # next that reuses it
     demo_options={
         "retries": 1,
         "sql_retries": 1,

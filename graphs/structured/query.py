@@ -1,6 +1,6 @@
 """The Query and answer nodes: model-written SQL over the reduced table, run read-only under hard
-limits (:mod:`longctx.memory.records.database`), errors back to the model; then the final call over the
-result, with the cells behind it as evidence."""
+limits (:mod:`longctx.memory.records.database`), errors back to the model; then the final call over
+the result, with the cells behind it as evidence."""
 
 from __future__ import annotations
 
@@ -41,7 +41,10 @@ def _samples(table: Table, n: int) -> str:
         return ""
     shown = table.rows[:n]
     lines = "\n".join(dumps([r[c] for c in table.schema.columns]) for r in shown)
-    return f"\nFirst {len(shown)} of {len(table.rows)} rows ({', '.join(table.schema.columns)}):\n{lines}\n"
+    return (
+        f"\nFirst {len(shown)} of {len(table.rows)} rows ({', '.join(table.schema.columns)}):\n"
+        f"{lines}\n"
+    )
 
 
 def _distinct(table: Table, n: int) -> str:
@@ -60,7 +63,8 @@ def _distinct(table: Table, n: int) -> str:
 def query(
     state: StructuredState, runtime: Runtime[StrategyContext[StructuredConfig]]
 ) -> dict[str, Any]:
-    """Model-written SQL run read-only; an error goes back to the model, at most ``sql_retries`` times."""
+    """Model-written SQL run read-only; an error goes back to the model, at most ``sql_retries``
+    times."""
     ctx, cfg, question, table = (
         runtime.context,
         runtime.context.config,
@@ -173,7 +177,10 @@ def evidence_cells(
         when = f" | {c.period}" if c.period is not None else ""
         unit = f" {units[c.attribute]}" if units.get(c.attribute) else ""
         unchecked = " [quote not found in the text read]" if c.quote_found is False else ""
-        text = f'{table.display[entity_key(c.entity)]}{when} | {c.attribute} = {c.value}{unit} (as written: {c.raw}): "{c.quote}"{unchecked}'
+        text = (
+            f"{table.display[entity_key(c.entity)]}{when} | {c.attribute} = {c.value}{unit} (as "
+            f'written: {c.raw}): "{c.quote}"{unchecked}'
+        )
         out.append(Evidence(doc_id=c.doc_id, title=c.title, text=text, rank=rank))
     return out
 
@@ -194,7 +201,8 @@ def result_text(rows: list[list[Any]], max_tokens: int) -> tuple[str, int]:
                 lines.append(decode(encode(line)[: max(0, max_tokens - 32)]) + " ... [row cut]")
             left = len(rows) - i - (i == 0)
             lines.append(
-                f"... [{left} of {len(rows)} rows not shown: the result shown is limited to {max_tokens:,} tokens]"
+                f"... [{left} of {len(rows)} rows not shown: the result shown is limited to "
+                f"{max_tokens:,} tokens]"
             )
             return "\n".join(lines), i
         lines.append(line)

@@ -3,11 +3,11 @@ are extracted by Ray tasks, a batch of documents per task, at most ``ray_max_in_
 tasks at once per answer, through the shared map (:mod:`longctx.graphs.ray_map`: the model's recipe,
 bounded submission over the endpoints, the workers' usage).
 
-A task runs on a worker what the local ``extract`` node runs (:func:`~graphs.structured.mapping.extract_document`,
-its batch on ``concurrency`` threads): the same single flight, the same per-document lock
-in the cache folder and the same record log (the caller's cache folder, passed by path), so
-a document is extracted once whoever asks, ``reduce`` reads what the tasks stored, and a
-killed run resumes from the log.
+A task runs on a worker what the local ``extract`` node runs
+(:func:`~graphs.structured.mapping.extract_document`, its batch on ``concurrency`` threads): the
+same single flight, the same per-document lock in the cache folder and the same record log (the
+caller's cache folder, passed by path), so a document is extracted once whoever asks, ``reduce``
+reads what the tasks stored, and a killed run resumes from the log.
 
 Failures: a document whose extraction raised on the worker raises in the caller once the
 tasks in flight have finished (as the local fan-out raises; what finished is cached); a task
@@ -62,10 +62,14 @@ def extract_batch(
     Returns ``{"results": [node update or {"doc_index", "error"}], "usage": Usage fields}``.
     """
     llm, tracker = counted_model(recipe)  # this task's calls, counted
-    ctx = StrategyContext(llm=llm, config=cfg, corpus=None, cache_dir=Path(root) if root else None)  # type: ignore[arg-type]  # documents come with the tasks
-    cache = (
-        RecordCache(store_root(root), batch[0][0]["cache_key"], model) if root else None
-    )  # the caller's model id: the caller's log
+    ctx = StrategyContext(
+        llm=llm,
+        config=cfg,
+        corpus=None,  # type: ignore[arg-type]  # the documents come with the tasks
+        cache_dir=Path(root) if root else None,
+    )
+    # the caller's model id: the caller's log
+    cache = RecordCache(store_root(root), batch[0][0]["cache_key"], model) if root else None
 
     def one(item: tuple[dict[str, Any], Document]) -> dict[str, Any]:
         task, doc = item
@@ -85,7 +89,8 @@ def extract_batch(
 
 
 def lost_document(task: dict[str, Any], doc: Document, why: str) -> dict[str, Any]:
-    """The node update of a document whose Ray task was lost: no records, one failed window, degraded."""
+    """The node update of a document whose Ray task was lost: no records, one failed window,
+    degraded."""
     extraction = {
         "doc_index": task["doc_index"],
         "records": [],
@@ -209,7 +214,8 @@ def run_on_ray(
 def _store_missing(
     cache: RecordCache, extractions: list[dict[str, Any]], keys: dict[int, tuple[str, str]]
 ) -> None:
-    """Append the complete extractions the caller's log lacks (their task ran on another node's disk)."""
+    """Append the complete extractions the caller's log lacks (their task ran on another node's
+    disk)."""
     cache.refresh()
     for e in extractions:
         fingerprint, doc_id = keys[e["doc_index"]]

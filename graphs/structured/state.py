@@ -1,4 +1,5 @@
-"""What evolves during one structured answer: the graph's state (its nodes live in several modules)."""
+"""What evolves during one structured answer: the graph's state (its nodes live in several
+modules)."""
 
 from __future__ import annotations
 

@@ -15,7 +15,8 @@ STORE_FOLDER = "structured"
 
 
 def cache_root(ctx: StrategyContext[StructuredConfig]) -> Path:
-    """The cache folder of the run (``cache_dir``, else ``$LONGCTX_CACHE_DIR`` or ``~/.cache/longctx``)."""
+    """The cache folder of the run (``cache_dir``, else ``$LONGCTX_CACHE_DIR`` or
+    ``~/.cache/longctx``)."""
     return Path(ctx.cache_dir) if ctx.cache_dir is not None else default_cache_dir()
 
 
@@ -30,7 +31,8 @@ def schema_store(ctx: StrategyContext[StructuredConfig]) -> SchemaStore:
 
 
 def record_cache(ctx: StrategyContext[StructuredConfig], key: str) -> RecordCache:
-    """The record cache of (schema key, model and its request settings) under the run's cache folder."""
+    """The record cache of (schema key, model and its request settings) under the run's cache
+    folder."""
     return _record_cache(str(store_root(cache_root(ctx))), key, extraction_model(ctx.llm))
 
 

@@ -121,7 +121,8 @@ LOG_NAME = "records.jsonl"
 
 
 class RecordLog:
-    """One process's view of a record log: an index of the lines read so far, and an append descriptor."""
+    """One process's view of a record log: an index of the lines read so far, and an append
+    descriptor."""
 
     def __init__(self, path: Path):
         self.path = path
@@ -193,17 +194,17 @@ class RecordLog:
     def append(self, fingerprint: str, body: bytes) -> None:
         """Add one line in one ``write`` (atomic among appenders on a local file system)."""
         line = fingerprint.encode("ascii") + b"\t" + body + b"\n"
-        with (
-            self.lock
-        ):  # held through the write: a refresh that finds the file replaced closes the descriptor
+        # held through the write: a refresh that finds the file replaced closes the descriptor
+        with self.lock:
             if self.append_fd is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self.append_fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
                 # a line torn by a kill: end it, else this line is glued to it and lost
                 if _ends_mid_line(self.append_fd):
                     log.warning(
-                        "Record log %s ends in the middle of a line (a write cut short by a kill or a full disk): "
-                        "that record is asked again, and the log goes on from a new line",
+                        "Record log %s ends in the middle of a line (a write cut short by a kill "
+                        "or a full disk): that record is asked again, and the log goes on from a "
+                        "new line",
                         self.path,
                     )
                     line = b"\n" + line
@@ -213,7 +214,8 @@ class RecordLog:
 
 
 def _ends_mid_line(fd: int) -> bool:
-    """Whether the file ends without a newline: its last line was torn (appenders write whole lines)."""
+    """Whether the file ends without a newline: its last line was torn (appenders write whole
+    lines)."""
     size = os.fstat(fd).st_size
     return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
 
@@ -233,7 +235,8 @@ def record_log(path: Path) -> RecordLog:
 
 
 class RecordCache:
-    """The records of one (schema, model) pair under the store folder ``root``: one log line per document fingerprint."""
+    """The records of one (schema, model) pair under the store folder ``root``: one log line per
+    document fingerprint."""
 
     def __init__(self, root: str | Path, schema_key: str, model: str):
         self.schema_key = schema_key
@@ -247,11 +250,13 @@ class RecordCache:
         return self.log.path
 
     def refresh(self) -> None:
-        """Read what was appended since the last look (``get(..., refresh=False)`` then skips it)."""
+        """Read what was appended since the last look (``get(..., refresh=False)`` then skips
+        it)."""
         self.log.refresh()
 
     def get(self, fingerprint: str, *, refresh: bool = True) -> dict[str, Any] | None:
-        """The cached extraction of a document, or ``None`` (missing, or unusable: warned about and skipped)."""
+        """The cached extraction of a document, or ``None`` (missing, or unusable: warned about and
+        skipped)."""
         if refresh:
             self.log.refresh()
         raw = self.log.read(fingerprint)
@@ -277,7 +282,8 @@ class RecordCache:
 
     def _unusable(self, fingerprint: str, why: str) -> None:
         log.warning(
-            "Structured record log %s: the line of document %s is unusable (%s); skipped and extracted again",
+            "Structured record log %s: the line of document %s is unusable (%s); skipped and "
+            "extracted again",
             self.path,
             fingerprint[:16],
             why,
@@ -298,7 +304,8 @@ class RecordCache:
 
 
 class SchemaStore:
-    """The schemas used on one corpus (under the store folder ``root``), so a later question reuses one that covers it.
+    """The schemas used on one corpus (under the store folder ``root``), so a later question reuses
+    one that covers it.
 
     Readers take no lock: the file is only ever replaced whole (``os.replace``), so a reader
     sees the old list or the new one. A writer reads, adds and replaces under the folder's
@@ -311,14 +318,16 @@ class SchemaStore:
         self.path = Path(root) / "schemas" / f"{corpus_fingerprint[:32]}.json"
 
     def _read(self) -> list[dict[str, Any]]:
-        """The stored list; ``FileNotFoundError`` when there is none, ``ValueError``/``OSError`` when unreadable."""
+        """The stored list; ``FileNotFoundError`` when there is none, ``ValueError``/``OSError``
+        when unreadable."""
         data = json.loads(self.path.read_text(encoding="utf-8"))
         if not isinstance(data, list):
             raise ValueError(f"a JSON {type(data).__name__}, not a list of schemas")
         return data
 
     def load(self) -> list[dict[str, Any]]:
-        """The stored schemas (oldest first); an unreadable file reads as none (the next :meth:`add` sets it aside)."""
+        """The stored schemas (oldest first); an unreadable file reads as none (the next :meth:`add`
+        sets it aside)."""
         try:
             return self._read()
         except FileNotFoundError:
@@ -335,9 +344,8 @@ class SchemaStore:
         """Remember ``schema`` (read-modify-write under the folder's lock)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with exclusive_lock(self.path.parent / ".schemas.lock", what="structured schema store"):
-            for stale in self.path.parent.glob(
-                f".{self.path.name}.*.tmp"
-            ):  # no writer is active: these are killed writers'
+            # no writer is active: these are killed writers'
+            for stale in self.path.parent.glob(f".{self.path.name}.*.tmp"):
                 stale.unlink(missing_ok=True)
             try:
                 known = self._read()

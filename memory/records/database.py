@@ -1,4 +1,5 @@
-"""Query: the reduced table in an embedded SQLite database, and model-written SQL run over it safely.
+"""Query: the reduced table in an embedded SQLite database, and model-written SQL run over it
+safely.
 
 Why SQLite rather than DuckDB: the tables are small (one row per entity and period: a
 10M-token corpus gives thousands of rows, which SQLite scans in milliseconds), SQLite is
@@ -72,8 +73,9 @@ ENGINE_LIMITS = {
 
 
 class GuardedConnection(sqlite3.Connection):
-    """A connection with the guarded functions of :mod:`longctx.memory.records.sql_guards` (``guards``) and
-    the SQLite heap limit its queries run under (``heap_limit_bytes``; :func:`run_query`)."""
+    """A connection with the guarded functions of :mod:`longctx.memory.records.sql_guards`
+    (``guards``) and the SQLite heap limit its queries run under (``heap_limit_bytes``;
+    :func:`run_query`)."""
 
     guards: Guards | None = None
     heap_limit_bytes: int | None = None
@@ -120,9 +122,8 @@ def build_database(
     )
     conn.execute("PRAGMA temp_store = MEMORY")
     conn.heap_limit_bytes = int(heap_limit_bytes)
-    conn.setlimit(
-        sqlite3.SQLITE_LIMIT_LENGTH, max(int(max_value_bytes), stored)
-    )  # a stored cell always stays readable
+    # a stored cell always stays readable
+    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max(int(max_value_bytes), stored))
     for limit, value in ENGINE_LIMITS.items():
         conn.setlimit(limit, value)
     conn.guards = install_guards(conn, conn.getlimit(sqlite3.SQLITE_LIMIT_LENGTH))
@@ -136,7 +137,8 @@ class QueryTimeout(RuntimeError):
 
 
 class QueryTooLarge(RuntimeError):
-    """SQL that made a value longer than the value limit or needed more memory than the heap limit."""
+    """SQL that made a value longer than the value limit or needed more memory than the heap
+    limit."""
 
 
 _ALLOWED_ACTIONS = {
@@ -170,7 +172,8 @@ def _authorize(action: int, arg1: Any, arg2: Any, db: Any, trigger: Any) -> int:
 def result_cell(value: Any, max_chars: int = 1_000) -> Any:
     """A result cell as JSON-safe data of bounded size: a BLOB -> ``"<blob N bytes: 0a1b...>"``,
     an infinite float (``1e999``) -> ``"Infinity"``/``"-Infinity"`` (NaN, which SQLite stores as
-    NULL, -> ``"NaN"``), text longer than ``max_chars`` -> cut with ``"... [cut: N characters]"``."""
+    NULL, -> ``"NaN"``), text longer than ``max_chars`` -> cut with ``"... [cut: N
+    characters]"``."""
     if isinstance(value, (bytes, bytearray, memoryview)):
         data = bytes(value)
         return f"<blob {len(data):,} bytes: {data[:16].hex()}{'...' if len(data) > 16 else ''}>"
@@ -183,7 +186,8 @@ def result_cell(value: Any, max_chars: int = 1_000) -> Any:
 
 @dataclass
 class QueryResult:
-    """Columns, rows (at most ``max_rows``, JSON-safe cells; :func:`result_cell`) and whether rows were cut."""
+    """Columns, rows (at most ``max_rows``, JSON-safe cells; :func:`result_cell`) and whether rows
+    were cut."""
 
     columns: list[str]
     rows: list[list[Any]]
@@ -259,7 +263,8 @@ def run_query(
         columns = [d[0] for d in cur.description or []]
     except MemoryError:
         raise QueryTooLarge(
-            "the query needed more memory than the database's heap limit: compute less, or aggregate"
+            "the query needed more memory than the database's heap limit: compute less, or "
+            "aggregate"
         ) from None
     except sqlite3.DatabaseError as exc:
         message = str(exc).lower()
@@ -277,7 +282,8 @@ def run_query(
         if "too big" in message or reason == TOO_BIG:
             limit = conn.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
             raise QueryTooLarge(
-                f"a value longer than {limit:,} bytes was made (string or blob too big): the query may not build large strings or blobs"
+                f"a value longer than {limit:,} bytes was made (string or blob too big): the "
+                "query may not build large strings or blobs"
             ) from None
         if "not authorized" in message:
             raise QueryRefused(

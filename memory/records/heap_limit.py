@@ -49,7 +49,8 @@ _SOFT: Callable[[int], int] | None = None
 
 
 def _pragma(name: str, value: int | None = None) -> int:
-    """``PRAGMA <name>[ = value]`` on a private connection (the limits are process-wide); the value after."""
+    """``PRAGMA <name>[ = value]`` on a private connection (the limits are process-wide); the value
+    after."""
     conn = sqlite3.connect(":memory:")
     try:
         if value is not None:
@@ -94,9 +95,8 @@ def _functions(path: str) -> tuple[Callable[[int], int], Callable[[int], int]] |
         return None
     before = soft(-1)
     limit = hard(-1)
-    probe = (
-        2**62 if before == 0 else before - 1 if limit and before >= limit else before + 1
-    )  # one byte apart: harmless
+    # one byte apart: harmless
+    probe = 2**62 if before == 0 else before - 1 if limit and before >= limit else before + 1
     soft(probe)
     try:
         agrees = _pragma("soft_heap_limit") == probe
@@ -117,25 +117,29 @@ def _resolve() -> None:
             _HARD, _SOFT = found
             return
     log.warning(
-        "SQLite's heap-limit functions are not reachable through ctypes here: the structured strategy's SQL lowers the process's "
-        "hard heap limit with a pragma, which cannot raise it again, so every SQLite connection of this process keeps it"
+        "SQLite's heap-limit functions are not reachable through ctypes here: the structured "
+        "strategy's SQL lowers the process's hard heap limit with a pragma, which cannot raise "
+        "it again, so every SQLite connection of this process keeps it"
     )
 
 
 def restorable() -> bool:
-    """Whether :func:`held_heap_limit` can give the hard limit back (the C functions were reached)."""
+    """Whether :func:`held_heap_limit` can give the hard limit back (the C functions were
+    reached)."""
     with _LOCK:
         _resolve()
         return _HARD is not None
 
 
 def heap_limits() -> tuple[int, int]:
-    """The process's SQLite ``(hard, soft)`` heap limits in bytes (0: none), as its pragmas read them."""
+    """The process's SQLite ``(hard, soft)`` heap limits in bytes (0: none), as its pragmas read
+    them."""
     return _pragma("hard_heap_limit"), _pragma("soft_heap_limit")
 
 
 def _set(hard: int, soft: int) -> None:
-    """Set both limits, the hard one first (setting it lowers a larger soft limit, then the soft one is set)."""
+    """Set both limits, the hard one first (setting it lowers a larger soft limit, then the soft one
+    is set)."""
     if _HARD is not None and _SOFT is not None:
         _HARD(hard)
         _SOFT(soft)

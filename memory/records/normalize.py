@@ -201,7 +201,8 @@ def parse_quantity(text: object) -> Quantity:
 
 
 def parse_unit(unit: str) -> Unit:
-    """``"USD million"`` -> scale 10**6, USD; ``"%"`` -> percent; ``""`` / ``"count"`` -> scale 1."""
+    """``"USD million"`` -> scale 10**6, USD; ``"%"`` -> percent; ``""`` / ``"count"`` -> scale
+    1."""
     text = unit or ""
     scale = 1
     for word in _WORD.findall(text):
@@ -228,11 +229,13 @@ def to_unit(value: object, unit: str) -> tuple[float, str | None]:
         number = number / target.scale
     note = None
     if q.currency and target.currency and q.currency != target.currency:
-        note = f"currency {q.currency} kept as stated (unit {target.currency}; no exchange rate applied)"
+        note = (
+            f"currency {q.currency} kept as stated (unit {target.currency}; no exchange rate "
+            "applied)"
+        )
     out = float(number)
-    if not math.isfinite(
-        out
-    ):  # 400 digits, or an inf/nan given as a number: SQL over it gives Infinity, not a value
+    # 400 digits, or an inf/nan given as a number: SQL over it gives Infinity, not a value
+    if not math.isfinite(out):
         raise ValueNotUnderstood(f"not a finite number: {str(value)[:80]!r}")
     return out, note
 
@@ -267,7 +270,8 @@ def normalize_value(value: object, kind: str, unit: str = "") -> tuple[object, s
 
 
 def normalize_date(text: str) -> str:
-    """``2024-03-05`` / ``2024/3/5`` -> ``2024-03-05``; ``March 2024`` -> ``2024-03``; a year alone -> ``2024``."""
+    """``2024-03-05`` / ``2024/3/5`` -> ``2024-03-05``; ``March 2024`` -> ``2024-03``; a year alone
+    -> ``2024``."""
     m = _ISO_DATE.search(text)
     if m:
         y, mo, d = m.group(1), int(m.group(2)), m.group(3)
@@ -305,7 +309,8 @@ def normalize_period(value: object, kind: str) -> object:
 
 
 def entity_key(name: str) -> str:
-    """The key entity names are matched by: case-folded, whitespace collapsed, outer punctuation stripped."""
+    """The key entity names are matched by: case-folded, whitespace collapsed, outer punctuation
+    stripped."""
     return " ".join(str(name).split()).strip(" .,;:'\"").casefold()
 
 

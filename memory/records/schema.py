@@ -1,4 +1,5 @@
-"""The table schema of a records store: the entity key, typed attributes with units, the time dimension.
+"""The table schema of a records store: the entity key, typed attributes with units, the time
+dimension.
 
 A :class:`TableSchema` names what one table holds (what the Plan call of the structured
 strategy returns, or a config gives): one row per entity, and per period when there is a
@@ -36,7 +37,8 @@ def identifier(text: str) -> str:
 
     A name SQL cannot use as written (an SQLite keyword such as ``transaction``, a word the
     SQL filter refuses such as ``export``; :mod:`longctx.memory.records.sql_words`) is renamed:
-    ``transaction_``, ``export_``, else a prefix: ``c_http``; the model then writes SQL over the new name.
+    ``transaction_``, ``export_``, else a prefix: ``c_http``; the model then writes SQL over the new
+    name.
     """
     name = re.sub(r"[^0-9a-z]+", "_", str(text).strip().lower()).strip("_")
     if not name:
@@ -61,7 +63,8 @@ class _Named(BaseModel):
 
 
 class Attribute(_Named):
-    """One column: name, type, unit (``"USD million"``, ``"%"``, ``"count"``), meaning, staticness."""
+    """One column: name, type, unit (``"USD million"``, ``"%"``, ``"count"``), meaning,
+    staticness."""
 
     name: str
     type: AttributeType = "text"
@@ -71,7 +74,8 @@ class Attribute(_Named):
 
 
 class TimeDimension(_Named):
-    """The period a value belongs to: ``year`` (stored as an integer), ``date`` (ISO text) or ``text``."""
+    """The period a value belongs to: ``year`` (stored as an integer), ``date`` (ISO text) or
+    ``text``."""
 
     name: str = "year"
     type: Literal["year", "date", "text"] = "year"
@@ -79,7 +83,8 @@ class TimeDimension(_Named):
 
 
 class TableSchema(BaseModel):
-    """A table for one or several questions: one row per entity (and period, with a time dimension)."""
+    """A table for one or several questions: one row per entity (and period, with a time
+    dimension)."""
 
     model_config = ConfigDict(extra="ignore", str_strip_whitespace=True)
     table: str = "facts"
@@ -142,7 +147,8 @@ def parse_schema(data: Any, max_attributes: int | None = None) -> TableSchema:
     schema = TableSchema.model_validate(data)
     if max_attributes is not None and len(schema.attributes) > max_attributes:
         raise ValueError(
-            f"at most {max_attributes} attributes, got {len(schema.attributes)}: keep the ones the question needs"
+            f"at most {max_attributes} attributes, got {len(schema.attributes)}: keep the ones "
+            "the question needs"
         )
     return schema
 

@@ -114,9 +114,8 @@ class Guards:
         marks = ", ".join("?" * len(args))
         try:
             return self.private.execute(f"SELECT {name}({marks})", args).fetchone()[0]
-        except (
-            sqlite3.Error
-        ) as exc:  # "string or blob too big" past the value limit, or a wrong argument
+        except sqlite3.Error as exc:
+            # "string or blob too big" past the value limit, or a wrong argument
             if "too big" in str(exc).lower():
                 self._refuse(TOO_BIG)
             self.error = str(exc)  # the function's own error, reported as SQLite would
@@ -128,7 +127,8 @@ class Guards:
             widest = max(printf_widths(args[0] if args else None, args[1:]), default=0)
             if widest > MAX_PRINTF_WIDTH:
                 self._refuse(
-                    f"{name}() width or precision {widest:,} is over the limit of {MAX_PRINTF_WIDTH:,}"
+                    f"{name}() width or precision {widest:,} is over the limit of "
+                    f"{MAX_PRINTF_WIDTH:,}"
                 )
             return self._sqlite(name, args)
 
@@ -140,7 +140,8 @@ class Guards:
             work = _size(text) * max(1, _size(pattern))
             if work > MAX_CALL_WORK:
                 self._refuse(
-                    f"{name}() over {_size(text):,} and {_size(pattern):,} bytes is over the limit of {MAX_CALL_WORK:,} byte comparisons"
+                    f"{name}() over {_size(text):,} and {_size(pattern):,} bytes is over the "
+                    f"limit of {MAX_CALL_WORK:,} byte comparisons"
                 )
             return self._sqlite(name, (text, pattern, *rest))
 
@@ -151,13 +152,15 @@ class Guards:
 
 
 def install(conn: sqlite3.Connection, max_value_bytes: int) -> Guards:
-    """Replace ``printf``, ``format``, ``replace``, ``instr``, two-argument ``trim``/``ltrim``/``rtrim``,
-    ``like`` and ``glob`` (what the ``LIKE`` and ``GLOB`` operators call) and ``json_patch`` on
-    ``conn`` by their guarded versions; the returned :class:`Guards` holds the deadline."""
+    """Replace ``printf``, ``format``, ``replace``, ``instr``, two-argument
+    ``trim``/``ltrim``/``rtrim``, ``like`` and ``glob`` (what the ``LIKE`` and ``GLOB`` operators
+    call) and ``json_patch`` on ``conn`` by their guarded versions; the returned :class:`Guards`
+    holds the deadline."""
     guards = Guards(max_value_bytes)
     for name in ("printf", "format"):
         conn.create_function(name, -1, guards.printf(name), deterministic=True)
     conn.create_function("replace", 3, guards.pairwise("replace"), deterministic=True)
+    # json_patch: every patch key looked up in the target's keys
     for name in (
         "instr",
         "trim",
@@ -166,7 +169,7 @@ def install(conn: sqlite3.Connection, max_value_bytes: int) -> Guards:
         "like",
         "glob",
         "json_patch",
-    ):  # json_patch: every patch key looked up in the target's keys
+    ):
         conn.create_function(name, 2, guards.pairwise(name), deterministic=True)
     conn.create_function("like", 3, guards.pairwise("like"), deterministic=True)  # LIKE ... ESCAPE
     return guards

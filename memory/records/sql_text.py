@@ -35,9 +35,8 @@ def sql_spans(sql: str) -> list[tuple[str, int, int]]:
             j = i + 1
             while j < n:
                 if sql[j] == close:
-                    if (
-                        close != "]" and j + 1 < n and sql[j + 1] == close
-                    ):  # a doubled quote stays inside
+                    # a doubled quote stays inside
+                    if close != "]" and j + 1 < n and sql[j + 1] == close:
                         j += 2
                         continue
                     break
@@ -69,7 +68,8 @@ def _blank(sql: str, kinds: set[str], fill: str = " ") -> str:
 
 def clean_sql(text: str) -> str:
     """The SQL of a reply: the first fenced block (or the whole text), comments and a trailing ``;``
-    removed; ``--`` or ``/*`` inside a string (``WHERE company = 'C1--x'``) is text, not a comment."""
+    removed; ``--`` or ``/*`` inside a string (``WHERE company = 'C1--x'``) is text, not a
+    comment."""
     m = re.search(r"```(?:sql|sqlite)?\s*(.*?)```", text, re.S | re.I)
     sql = m.group(1) if m else text
     sql = "".join(" " if kind == "comment" else sql[a:b] for kind, a, b in sql_spans(sql))
@@ -88,15 +88,15 @@ def check_sql(sql: str) -> None:
         raise QueryRefused("the reply holds no SQL statement")
     if not re.match(r"(with|select)\b", sql, re.I):
         raise QueryRefused("only one SELECT statement (optionally starting with WITH) is allowed")
-    code = _blank(
-        sql, {"string"}
-    )  # string literals are data; identifiers and comments stay visible to the checks
+    # string literals are data; identifiers and comments stay visible to the checks
+    code = _blank(sql, {"string"})
     if ";" in code:
         raise QueryRefused("only one statement is allowed (no ';' inside)")
     m = FORBIDDEN.search(code)
     if m:
         raise QueryRefused(
-            f"'{m.group(1) or m.group(0)}' is not allowed: the query may read the table only (no files, network, other databases or settings)"
+            f"'{m.group(1) or m.group(0)}' is not allowed: the query may read the table only (no "
+            "files, network, other databases or settings)"
         )
     m = _MAKERS.search(code)
     if m:

@@ -35,9 +35,8 @@ class Cell:
     doc_id: str
     title: str
     note: str | None = None
-    quote_found: bool | None = (
-        None  # whether the quote occurs in the text read (None: records cached before the check was kept)
-    )
+    #: Whether the quote occurs in the text read (None: records cached before the check was kept).
+    quote_found: bool | None = None
 
 
 @dataclass
@@ -128,14 +127,14 @@ def normalise_records(
 def reduce_cells(
     schema: TableSchema, cells: Sequence[Cell], conflict_rule: str = "latest_document"
 ) -> Table:
-    """One row per entity (and period): each cell's value from the latest (or first) document stating it."""
+    """One row per entity (and period): each cell's value from the latest (or first) document
+    stating it."""
     latest = conflict_rule == "latest_document"
     winners: dict[tuple[str, Any, str], Cell] = {}
     superseded = conflicting = 0
     display: dict[str, tuple[int, str]] = {}
-    for c in sorted(
-        cells, key=lambda c: c.doc_index
-    ):  # stable: within a document, later records win
+    # stable: within a document, later records win
+    for c in sorted(cells, key=lambda c: c.doc_index):
         key = (entity_key(c.entity), c.period, c.attribute)
         old = winners.get(key)
         if old is not None:
