@@ -1,4 +1,5 @@
-"""Evidence ceilings vs corpus size: every strategy's ceiling over the generator's tiers, and a plot.
+"""Evidence ceilings vs corpus size: every strategy's ceiling over the generator's
+tiers, and a plot.
 
     python -m benchmarks.bench_ceilings --out docs/img/ceilings_vs_size.png
     python -m benchmarks.bench_ceilings --tiers 128K 1M 4M --root runs/ceilings
@@ -37,7 +38,8 @@ from longctx.experiments.synth import (
 
 
 def tier_folder(root: Path, tier: str, domain: str, seed: int) -> tuple[Path, float | None]:
-    """The tier's corpus folder, generated when missing; and the generation seconds (``None``: reused)."""
+    """The tier's corpus folder, generated when missing; and the generation seconds
+    (``None``: reused)."""
     out = root / f"{domain}-{tier}"
     if (out / "questions.jsonl").exists():
         return out, None

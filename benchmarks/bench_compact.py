@@ -1,6 +1,7 @@
-"""Load time and query latency of an index grown in many steps, with and without compaction (not a test; rankings are checked).
+"""Load time and query latency of an index grown in many steps, with and without compaction (not a
+test; rankings are checked).
 
-    python -m benchmarks.bench_compact                           # 1M tokens, BM25, 1 / 10 / 50 growth steps
+    python -m benchmarks.bench_compact              # 1M tokens, BM25, 1 / 10 / 50 growth steps
     python -m benchmarks.bench_compact --tokens 200000 --retrievers dense
 
 Generates a corpus (as ``bench_grow``: 200-word chunks), indexes its first documents (all
@@ -62,7 +63,8 @@ def split(corpus: Corpus, grow: float) -> int:
 def measure(
     corpus: Corpus, retriever, chunking: ChunkingConfig, cache: Path, queries: list[str], loads: int
 ):
-    """``(index, median load ms, median query ms, top-10s)`` of the cached index of ``corpus``, loaded afresh."""
+    """``(index, median load ms, median query ms, top-10s)`` of the cached index of ``corpus``,
+    loaded afresh."""
     times = []
     for _ in range(loads):
         index_module.clear_memory_cache()
@@ -79,7 +81,8 @@ def measure(
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Grow copies of one prefix index in 1, 10, 50 steps under each policy; print them beside a fresh build."""
+    """Grow copies of one prefix index in 1, 10, 50 steps under each policy; print them beside a
+    fresh build."""
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -98,14 +101,18 @@ def main(argv: list[str] | None = None) -> None:
     first = split(corpus, args.grow)
     if len(corpus) - first < max(args.steps):
         raise SystemExit(
-            f"{len(corpus) - first} documents to add cannot make {max(args.steps)} steps; raise --tokens or --grow"
+            f"{len(corpus) - first} documents to add cannot make {max(args.steps)} steps; raise "
+            "--tokens or --grow"
         )
     chunking = ChunkingConfig(unit="words", size=200)
     queries = sample_queries(args.queries, zipf=True)
-    print(f"## Compacting a grown index: {corpus.num_tokens:,} tokens in {len(corpus)} documents; the first {first} indexed, "
-          f"then {len(corpus) - first} added in N equal steps")  # fmt: skip
     print(
-        "| retriever | steps | compaction | segments | grow s: all steps / slowest | load ms | query ms | top-10 = fresh |"
+        f"## Compacting a grown index: {corpus.num_tokens:,} tokens in {len(corpus)} documents; "
+        f"the first {first} indexed, then {len(corpus) - first} added in N equal steps"
+    )
+    print(
+        "| retriever | steps | compaction | segments | grow s: all steps / slowest | load ms | "
+        "query ms | top-10 = fresh |"
     )
     print("|---|---|---|---|---|---|---|---|")
     for name in args.retrievers:
@@ -131,7 +138,8 @@ def main(argv: list[str] | None = None) -> None:
                 corpus, retriever, chunking, root / "fresh", queries, args.loads
             )
             print(
-                f"| {name} | - | fresh build | 1 | {fresh_s:.2f} (whole build) | {load_ms:.0f} | {query_ms:.2f} | - |"
+                f"| {name} | - | fresh build | 1 | {fresh_s:.2f} (whole build) | {load_ms:.0f} | "
+                f"{query_ms:.2f} | - |"
             )
             for steps in args.steps:
                 cuts = [
@@ -142,7 +150,8 @@ def main(argv: list[str] | None = None) -> None:
                     shutil.copytree(root / "prefix", cache)
                     grow_times = []
                     for cut in cuts:
-                        index_module.clear_memory_cache()  # every growth in a new process, as a daily job
+                        # every growth in a new process, as a daily job
+                        index_module.clear_memory_cache()
                         t = time.perf_counter()
                         build_index(
                             Corpus(corpus.documents[:cut]),
@@ -157,8 +166,11 @@ def main(argv: list[str] | None = None) -> None:
                     )
                     segments = len(json.loads((index.path / "meta.json").read_text())["segments"])
                     same = sum(a == b for a, b in zip(tops, fresh_tops))
-                    print(f"| {name} | {steps} | {label} | {segments} | {sum(grow_times):.2f} / {max(grow_times):.2f} | {load_ms:.0f} | "
-                          f"{query_ms:.2f} | {same}/{len(queries)} |")  # fmt: skip
+                    print(
+                        f"| {name} | {steps} | {label} | {segments} | {sum(grow_times):.2f} / "
+                        f"{max(grow_times):.2f} | {load_ms:.0f} | "
+                        f"{query_ms:.2f} | {same}/{len(queries)} |"
+                    )
                     shutil.rmtree(cache, ignore_errors=True)
         index_module.clear_memory_cache()
 

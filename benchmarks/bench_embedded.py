@@ -1,8 +1,11 @@
 """The embedded model's speed: through the library against bare llama-cpp-python, side by side.
 
-    python -m benchmarks.bench_embedded                 # library vs bare (best settings) vs llama-cpp-python's defaults
-    python -m benchmarks.bench_embedded --sweep         # + each setting changed alone (threads, flash attention, batches)
-    python -m benchmarks.bench_embedded --other-build DIR   # + a second llama_cpp build (e.g. AVX-512) installed in DIR
+    # library vs bare (best settings) vs llama-cpp-python's defaults
+    python -m benchmarks.bench_embedded
+    # + each setting changed alone (threads, flash attention, batches)
+    python -m benchmarks.bench_embedded --sweep
+    # + a second llama_cpp build (e.g. AVX-512) installed in DIR
+    python -m benchmarks.bench_embedded --other-build DIR
 
 Every contender is measured once per round, rounds interleaved, so a load that comes and goes
 hits them alike; the median of the rounds is printed with the load average before and after.
@@ -34,11 +37,15 @@ Messages = list[dict[str, str]]
 Call = Callable[[Messages, int], tuple[float, int, int]]
 
 #: About 40 words per report line; the prompt is cut to the token count asked for.
-REPORT = "Report {i}: the harbour office logged {a} vessels, {b} inspections and {c} delays in week {i}, with notes on costs and margins."
+REPORT = (
+    "Report {i}: the harbour office logged {a} vessels, {b} inspections and {c} delays in week "
+    "{i}, with notes on costs and margins."
+)
 
 
 def prompt_text(first_word: str, words: int) -> str:
-    """A prose prompt of about ``words`` words that starts with ``first_word`` (so no two share a prefix)."""
+    """A prose prompt of about ``words`` words that starts with ``first_word`` (so no two
+    share a prefix)."""
     lines, i = [first_word + "."], 1
     while sum(len(x.split()) for x in lines) < words:
         lines.append(REPORT.format(i=i, a=i * 7, b=i * 3, c=i + 11))
@@ -126,15 +133,27 @@ def subprocess_call(
         PYTHONPATH=os.pathsep.join(p for p in (build_dir, os.environ.get("PYTHONPATH", "")) if p),
     )
     child = subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.bench_embedded", "--bare-json", json.dumps(settings), "--model", model_path],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.bench_embedded",
+            "--bare-json",
+            json.dumps(settings),
+            "--model",
+            model_path,
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     assert child.stdin is not None and child.stdout is not None
 
     def call(messages: Messages, max_tokens: int) -> tuple[float, int, int]:
         child.stdin.write(json.dumps([messages, max_tokens]) + "\n")  # type: ignore[union-attr]
         child.stdin.flush()  # type: ignore[union-attr]
-        seconds, prompt_tokens, written = json.loads(child.stdout.readline())  # type: ignore[union-attr]
+        reply = child.stdout.readline()  # type: ignore[union-attr]
+        seconds, prompt_tokens, written = json.loads(reply)
         return seconds, prompt_tokens, written
 
     call([{"role": "user", "content": "Say hi."}], 1)
@@ -159,8 +178,9 @@ def serve_bare_json(settings: dict[str, Any], model_path: str) -> None:
 def contenders(
     model_path: str, sweep: bool, other_build: str | None, env_variants: list[str] | None = None
 ) -> list[Contender]:
-    """The library and bare llama-cpp-python at the chosen settings, llama-cpp-python's own defaults
-    (what the library ran with before the settings were chosen) and, asked for, one change at a time."""
+    """The library and bare llama-cpp-python at the chosen settings, llama-cpp-python's own
+    defaults (what the library ran with before the settings were chosen) and, asked for, one
+    change at a time."""
     best = EmbeddedSettings()
     out = [
         Contender("library (chosen settings)", library_call(best)),
@@ -266,8 +286,11 @@ def main(argv: list[str] | None = None) -> None:
             flush=True,
         )
     load_after = os.getloadavg()
-    print(f"embedded model {os.path.basename(args.model)}, {usable_cores()} cores, {args.rounds} rounds (medians), "
-          f"load average before {load_before[0]:.2f} / after {load_after[0]:.2f}")  # fmt: skip
+    print(
+        f"embedded model {os.path.basename(args.model)}, {usable_cores()} cores, {args.rounds} "
+        "rounds (medians), "
+        f"load average before {load_before[0]:.2f} / after {load_after[0]:.2f}"
+    )
     head = "".join(f"{f'prefill@{n}':>13}" for n in sizes) + f"{'generation':>12}"
     print(f"{'tokens/s':<48}{head}")
     base = entries[1]
@@ -286,8 +309,17 @@ def main(argv: list[str] | None = None) -> None:
     print("(last columns: ratio to bare llama-cpp-python at the chosen settings)")
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"load_before": load_before[0], "load_after": load_after[0], "rounds": args.rounds,
-                       "settings": EmbeddedSettings().as_dict(), "rows": rows}, fh, indent=1)  # fmt: skip
+            json.dump(
+                {
+                    "load_before": load_before[0],
+                    "load_after": load_after[0],
+                    "rounds": args.rounds,
+                    "settings": EmbeddedSettings().as_dict(),
+                    "rows": rows,
+                },
+                fh,
+                indent=1,
+            )
 
 
 if __name__ == "__main__":

@@ -1,9 +1,11 @@
-"""What adding documents to an indexed corpus costs against a rebuild (not a test; the rankings are checked).
+"""What adding documents to an indexed corpus costs against a rebuild (not a test; the rankings
+are checked).
 
     python -m benchmarks.bench_grow                          # 1M tokens, add 1%, BM25 and dense
     python -m benchmarks.bench_grow --tokens 10000000 --retrievers bm25
     python -m benchmarks.bench_grow --only edit              # updates and removals only
-    python -m benchmarks.bench_grow --only edit --retrievers dense --embedder-url http://127.0.0.1:PORT/v1
+    python -m benchmarks.bench_grow --only edit --retrievers dense \\
+        --embedder-url http://127.0.0.1:PORT/v1
 
 Generates a corpus (as ``bench_retrieval``: 200-word chunks, the RAG default), indexes its
 first documents (all but ``--grow`` of its tokens) into a cache, then, for each retriever,
@@ -59,7 +61,8 @@ class CountingEmbedder(Counting, SentenceTransformerEmbedder):
 
 
 class CountingServerEmbedder(Counting, OpenAIEmbedder):
-    """An OpenAI-compatible embeddings endpoint (``--embedder-url``), counting the texts it embeds."""
+    """An OpenAI-compatible embeddings endpoint (``--embedder-url``), counting the
+    texts it embeds."""
 
     url = ""
 
@@ -78,7 +81,8 @@ def make(name: str, embedder: CountingEmbedder | CountingServerEmbedder | None):
 
 
 def top10(index, queries: list[str]) -> tuple[list[list[int]], float]:
-    """The top-10 chunk ids of each query, and the median milliseconds of a query (after one warm-up)."""
+    """The top-10 chunk ids of each query, and the median milliseconds of a query (after
+    one warm-up)."""
     index.search(queries[0], 10)
     tops, times = [], []
     for q in queries:
@@ -89,7 +93,8 @@ def top10(index, queries: list[str]) -> tuple[list[list[int]], float]:
 
 
 def split(corpus: Corpus, grow: float) -> int:
-    """How many of the first documents hold about ``1 - grow`` of the tokens (at least one is added)."""
+    """How many of the first documents hold about ``1 - grow`` of the tokens (at least
+    one is added)."""
     counts, total, kept = corpus.token_counts, corpus.num_tokens, 0
     for n, tokens in enumerate(counts):
         if kept + tokens > total * (1 - grow):
@@ -99,7 +104,8 @@ def split(corpus: Corpus, grow: float) -> int:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Index the prefix, then grow it and rebuild the whole, timed side by side; then edit the whole and rebuild it."""
+    """Index the prefix, then grow it and rebuild the whole, timed side by side; then edit the whole
+    and rebuild it."""
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -115,9 +121,14 @@ def main(argv: list[str] | None = None) -> None:
         help="share of the documents removed, and updated, in the edit rows",
     )
     p.add_argument("--only", choices=["grow", "edit"], help="run one part (default: both)")
-    p.add_argument("--embedder-url", help="dense: an OpenAI-compatible embeddings endpoint instead of MiniLM (e.g. the stub's, "
-                                          "python -m benchmarks.stub_server: the index's own work at 1M-10M without "
-                                          "MiniLM's half hour per 1M tokens on 2 cores)")  # fmt: skip
+    p.add_argument(
+        "--embedder-url",
+        help=(
+            "dense: an OpenAI-compatible embeddings endpoint instead of MiniLM (e.g. the stub's, "
+            "python -m benchmarks.stub_server: the index's own work at 1M-10M without "
+            "MiniLM's half hour per 1M tokens on 2 cores)"
+        ),
+    )
     args = p.parse_args(argv)
     CountingServerEmbedder.url = args.embedder_url or ""
     corpus = generate_corpus(args.tokens, doc_tokens=args.doc_tokens)
@@ -175,14 +186,17 @@ def grow_rows(corpus: Corpus, args: argparse.Namespace) -> None:
             rebuilt_top, rebuilt_ms = top10(rebuilt, queries)
             same = sum(a == b for a, b in zip(grown_top, rebuilt_top))
             new_chunks = len(grown) - sum(1 for c in grown.chunks if c.doc_index < n)
-            print(f"| {name} | {len(grown):,} ({new_chunks:,}) | {prefix_s:.2f} | {grow_s:.2f} | {rebuild_s:.2f} | "
-                  f"{grow_s / rebuild_s:.1%} | {embedded} | {same}/{len(queries)} | {grown_ms:.1f} / {rebuilt_ms:.1f} |")  # fmt: skip
+            print(
+                f"| {name} | {len(grown):,} ({new_chunks:,}) | {prefix_s:.2f} | {grow_s:.2f} | "
+                f"{rebuild_s:.2f} | {grow_s / rebuild_s:.1%} | {embedded} | {same}/{len(queries)} "
+                f"| {grown_ms:.1f} / {rebuilt_ms:.1f} |"
+            )
         index_module.clear_memory_cache()
 
 
 def changed(corpus: Corpus, mode: str, share: float, seed: int = 3) -> tuple[Corpus, int, int]:
-    """``corpus`` with ``share`` of its documents removed (``remove``), updated (``update``: a sentence appended), or both;
-    the counts removed and updated."""
+    """``corpus`` with ``share`` of its documents removed (``remove``), updated (``update``: a
+    sentence appended), or both; the counts removed and updated."""
     rng = random.Random(seed)
     n = max(1, round(share * len(corpus)))
     picked = rng.sample(range(len(corpus)), 2 * n)
@@ -195,8 +209,9 @@ def changed(corpus: Corpus, mode: str, share: float, seed: int = 3) -> tuple[Cor
 
 
 def exact_top10(index, queries: list[str]) -> list[list[int]]:
-    """Each query's top-10 live chunk ids by a brute-force inner product over the index's stored vectors, deleted ones
-    excluded, ties by chunk order: the oracle of a dense index with tombstones, apart from FAISS and the retriever's filter."""
+    """Each query's top-10 live chunk ids by a brute-force inner product over the index's stored
+    vectors, deleted ones excluded, ties by chunk order: the oracle of a dense index with
+    tombstones, apart from FAISS and the retriever's filter."""
     stored = index.retriever._index.vectors(0, len(index.stored))
     live = (
         np.asarray([c.doc_index for c in index.stored]) >= 0
@@ -214,19 +229,26 @@ def exact_top10(index, queries: list[str]) -> list[list[int]]:
 
 
 def link_copy(src: Path, dst: Path) -> None:
-    """A copy of the cache ``src`` made of hard links (the base index, shared, as the edited index shares it)."""
+    """A copy of the cache ``src`` made of hard links (the base index, shared, as the edited
+    index shares it)."""
     shutil.copytree(src, dst, copy_function=os.link)
 
 
 def edit_rows(corpus: Corpus, args: argparse.Namespace) -> None:
-    """Index the whole corpus, then derive the index of each changed corpus from it, against a rebuild."""
+    """Index the whole corpus, then derive the index of each changed corpus from it,
+    against a rebuild."""
     chunking = ChunkingConfig(unit="words", size=200)
     queries = sample_queries(args.queries, zipf=True)
-    print(f"\n## Editing an indexed corpus: {corpus.num_tokens:,} tokens in {len(corpus)} documents; {args.edit:.0%} of the "
-          "documents removed, updated (delete + add), or both")  # fmt: skip
-    print("| retriever | change | chunks: stored / live | base build s | edit s | rebuild s | edit / rebuild "
-          "| texts embedded: edit / rebuild | top-10 equal to the rebuild | BM25 scores bit-identical (dense: top-10 exact) "
-          "| query ms: edited / rebuilt |")  # fmt: skip
+    print(
+        f"\n## Editing an indexed corpus: {corpus.num_tokens:,} tokens in {len(corpus)} "
+        f"documents; {args.edit:.0%} of the "
+        "documents removed, updated (delete + add), or both"
+    )
+    print(
+        "| retriever | change | chunks: stored / live | base build s | edit s | rebuild s | edit "
+        "/ rebuild | texts embedded: edit / rebuild | top-10 equal to the rebuild | BM25 scores "
+        "bit-identical (dense: top-10 exact) | query ms: edited / rebuilt |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name in args.retrievers:
         with tempfile.TemporaryDirectory() as root:
@@ -239,7 +261,8 @@ def edit_rows(corpus: Corpus, args: argparse.Namespace) -> None:
             base_s = time.perf_counter() - t
             for mode in ("remove", "update", "both"):
                 new, removed, updated = changed(corpus, mode, args.edit)
-                new.document_digests  # noqa: B018 - hashed by the caller's corpus (as any corpus is once), not timed as index work
+                # hashed by the caller's corpus (as any corpus is once), not timed as index work
+                new.document_digests  # noqa: B018
                 link_copy(base_cache, Path(root) / mode)
                 counting = (
                     [counting_embedder(), counting_embedder()] if name == "dense" else [None, None]
@@ -273,17 +296,29 @@ def edit_rows(corpus: Corpus, args: argparse.Namespace) -> None:
                 )
                 bits = "-"
                 if name == "bm25":
-                    bits = f"{sum(np.array_equal(edited.retriever.scores(q), rebuilt.retriever.scores(q)) for q in queries)}/{len(queries)}"
-                else:  # the rebuild re-embeds every chunk in other batches: also compare with the same vectors, searched exactly
+                    equal = sum(
+                        np.array_equal(edited.retriever.scores(q), rebuilt.retriever.scores(q))
+                        for q in queries
+                    )
+                    bits = f"{equal}/{len(queries)}"
+                else:
+                    # the rebuild re-embeds every chunk in other batches: also compare with the same
+                    # vectors, searched exactly
                     exact = exact_top10(edited, queries)
-                    bits = f"same vectors: {sum(a == b for a, b in zip(edited_top, exact))}/{len(queries)}"
+                    bits = (
+                        "same vectors: "
+                        f"{sum(a == b for a, b in zip(edited_top, exact))}/{len(queries)}"
+                    )
                 what = {
                     "remove": f"remove {removed}",
                     "update": f"update {updated}",
                     "both": f"update {updated} + remove {removed}",
                 }[mode]
-                print(f"| {name} | {what} | {len(edited.stored):,} / {len(edited):,} | {base_s:.2f} | {edit_s:.2f} | {rebuild_s:.2f} | "
-                      f"{edit_s / rebuild_s:.1%} | {embedded} | {same}/{len(queries)} | {bits} | {edited_ms:.1f} / {rebuilt_ms:.1f} |")  # fmt: skip
+                print(
+                    f"| {name} | {what} | {len(edited.stored):,} / {len(edited):,} | {base_s:.2f} "
+                    f"| {edit_s:.2f} | {rebuild_s:.2f} | {edit_s / rebuild_s:.1%} | {embedded} | "
+                    f"{same}/{len(queries)} | {bits} | {edited_ms:.1f} / {rebuilt_ms:.1f} |"
+                )
                 index_module.clear_memory_cache()
 
 

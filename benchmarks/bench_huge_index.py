@@ -1,7 +1,9 @@
-"""Peak memory of ``longctx index --retriever bm25`` on a huge single-line file (not a test; nothing is asserted).
+"""Peak memory of ``longctx index --retriever bm25`` on a huge single-line file (not a test; nothing
+is asserted).
 
-    python -m benchmarks.bench_huge_index                       # 200 MB files of Zipf, uniform and random words
-    python -m benchmarks.bench_huge_index --mb 50 --words uniform --chunk-unit tokens --chunk-size 512
+    python -m benchmarks.bench_huge_index    # 200 MB files of Zipf, uniform and random words
+    python -m benchmarks.bench_huge_index --mb 50 --words uniform \\
+        --chunk-unit tokens --chunk-size 512
 
 Writes (once; an existing file is reused) a file of ``--mb`` MB with no newline for each kind of
 ``--words`` (:func:`write_single_line_file`): Zipf-distributed over a 50,000-word synthetic
@@ -91,7 +93,8 @@ def _letters(rng: np.random.Generator, n: int) -> list[str]:
 
 
 def measure(path: Path, args: argparse.Namespace) -> tuple[int, float, float, str]:
-    """``(peak RSS bytes, wall seconds, CPU seconds, last output line)`` of ``longctx index`` on ``path`` in a fresh subprocess and cache."""
+    """``(peak RSS bytes, wall seconds, CPU seconds, last output line)`` of ``longctx index`` on
+    ``path`` in a fresh subprocess and cache."""
     with tempfile.TemporaryDirectory(prefix="bench-huge-index-") as cache:
         cmd = [
             sys.executable,
@@ -128,7 +131,8 @@ def measure(path: Path, args: argparse.Namespace) -> tuple[int, float, float, st
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Generate each file (once), then measure the index build's peak RSS against the file's size."""
+    """Generate each file (once), then measure the index build's peak RSS against the
+    file's size."""
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -136,8 +140,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument(
         "--file",
         type=Path,
-        help="one file to measure (default: /tmp/longctx-bench/one_line_<words>_<mb>MB.txt, "
-        "written when absent)",
+        help=(
+            "one file to measure (default: /tmp/longctx-bench/one_line_<words>_<mb>MB.txt, "
+            "written when absent)"
+        ),
     )
     p.add_argument(
         "--chunk-unit", choices=["words", "tokens"], help="default: the RAG strategy's (words)"
@@ -148,8 +154,10 @@ def main(argv: list[str] | None = None) -> None:
         nargs="+",
         choices=WORDS,
         default=["zipf", "uniform", "random"],
-        help="the files' words (default: zipf uniform random): Zipf or uniform over 50,000 "
-        "pseudo-words, 5,000 random words, or every word new (unique)",
+        help=(
+            "the files' words (default: zipf uniform random): Zipf or uniform over 50,000 "
+            "pseudo-words, 5,000 random words, or every word new (unique)"
+        ),
     )
     p.add_argument(
         "--no-baseline", action="store_true", help="skip measuring the command on a one-line file"

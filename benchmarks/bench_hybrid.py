@@ -1,16 +1,19 @@
-"""Evidence recall of BM25, dense, hybrid (RRF and score fusion) and, where a reranker is given, hybrid + rerank.
+"""Evidence recall of BM25, dense, hybrid (RRF and score fusion) and, where a reranker is given,
+hybrid + rerank.
 
-    python -m benchmarks.bench_hybrid                                   # synthetic 1M finance tier, seed 0
+    python -m benchmarks.bench_hybrid                          # synthetic 1M finance tier, seed 0
     python -m benchmarks.bench_hybrid --tier 128K --k 7 10 50
-    python -m benchmarks.bench_hybrid --rerank-model PATH               # + a local CrossEncoder
-    python -m benchmarks.bench_hybrid --tiny-reranker                   # + a tiny random one: the path runs, its recall is noise
-    python -m benchmarks.bench_hybrid --rerank-url http://HOST:PORT/v1 --rerank-name bge-reranker-v2-m3
+    python -m benchmarks.bench_hybrid --rerank-model PATH      # + a local CrossEncoder
+    # + a tiny random reranker: the path runs, its recall is noise
+    python -m benchmarks.bench_hybrid --tiny-reranker
+    python -m benchmarks.bench_hybrid --rerank-url http://HOST:PORT/v1 \\
+        --rerank-name bge-reranker-v2-m3
 
-LLM-free: recall@k is the share of a question's evidence documents among the documents of the
-top-k chunks (:func:`longctx.experiments.synth.retrieval_recall`), averaged over the tier's questions,
-overall and by difficulty. Chunks are the RAG default (200 words); dense is the offline
-MiniLM. Prints a markdown table (nothing is asserted) and, per k, whether hybrid's recall is
-at least max(bm25, dense).
+LLM-free: recall@k is the share of a question's evidence documents among the documents of the top-k
+chunks (:func:`longctx.experiments.synth.retrieval_recall`), averaged over the tier's questions,
+overall and by difficulty. Chunks are the RAG default (200 words); dense is the offline MiniLM.
+Prints a markdown table (nothing is asserted) and, per k, whether hybrid's recall is at least
+max(bm25, dense).
 """
 
 from __future__ import annotations
@@ -38,8 +41,8 @@ DIFFICULTIES = ("easy", "medium", "hard", "needle")
 
 def variants(args: argparse.Namespace) -> list[tuple[str, str, dict[str, Any], dict[str, Any]]]:
     """``(label, retriever, retriever options, rerank settings)`` of every measured setting."""
-    # --no-fit-chunks: MiniLM reads the RAG chunks as chunked (cut at 256 word pieces); by default dense and both of
-    # hybrid's components index the chunks fitted to MiniLM (retrieval.fitted)
+    # --no-fit-chunks: MiniLM reads the RAG chunks as chunked (cut at 256 word pieces); by default
+    # dense and both of hybrid's components index the chunks fitted to MiniLM (retrieval.fitted)
     dense: dict[str, Any] = {"fit_chunks": False} if args.no_fit_chunks else {}
     fused: dict[str, Any] = {"dense_options": dense} if dense else {}
     rows: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = [
@@ -82,8 +85,9 @@ def measure(
     ks: list[int],
     cache: Path,
 ) -> dict[int, dict[str, list[float]]]:
-    """Recall per k and difficulty over ``samples``: the top ``max(ks)`` retrieved once per question, each k a prefix
-    (fused and reranked rankings are prefix-consistent: every k under ``candidates`` fuses the same lists)."""
+    """Recall per k and difficulty over ``samples``: the top ``max(ks)`` retrieved once per
+    question, each k a prefix (fused and reranked rankings are prefix-consistent: every k under
+    ``candidates`` fuses the same lists)."""
     by_k: dict[int, dict[str, list[float]]] = {k: {} for k in ks}
     settings = RetrievalSettings(
         retriever=retriever, retriever_options=options, top_k=max(ks), **rerank
@@ -112,8 +116,14 @@ def main() -> None:
         "--weights", type=float, nargs="*", default=[0.5], help="score fusion: weight of dense"
     )
     p.add_argument("--rerank-model", help="a local CrossEncoder checkpoint")
-    p.add_argument("--tiny-reranker", action="store_true", help="a tiny random cross-encoder built here (benchmarks.tiny_reranker): "
-                   "shows the path runs, its recall is not a real reranker's")  # fmt: skip
+    p.add_argument(
+        "--tiny-reranker",
+        action="store_true",
+        help=(
+            "a tiny random cross-encoder built here (benchmarks.tiny_reranker): "
+            "shows the path runs, its recall is not a real reranker's"
+        ),
+    )
     p.add_argument("--rerank-url", help="a rerank server's base URL (http://HOST:PORT/v1)")
     p.add_argument("--rerank-name", default="", help="the model name the rerank server expects")
     p.add_argument("--candidates", type=int, default=50, help="first-stage chunks reranked")
@@ -143,8 +153,10 @@ def main() -> None:
         samples = load_samples(out)
         corpus = samples[0].corpus
         print(
-            f"## Evidence recall on the synthetic {args.tier} {args.domain} tier (seed {args.seed}): {corpus.num_tokens:,} tokens, "
-            f"{len(corpus):,} documents, {len(samples)} questions; 200-word chunks (generated in {time.perf_counter() - t:.1f}s)"
+            f"## Evidence recall on the synthetic {args.tier} {args.domain} tier (seed "
+            f"{args.seed}): {corpus.num_tokens:,} tokens, "
+            f"{len(corpus):,} documents, {len(samples)} questions; 200-word chunks (generated in "
+            f"{time.perf_counter() - t:.1f}s)"
         )
         print(
             "| retriever | k | " + " | ".join(DIFFICULTIES) + " | all | seconds (index + queries) |"
@@ -171,8 +183,12 @@ def main() -> None:
                 )
         for k in args.k:
             best_single = max(overall["bm25"][k], overall["dense (MiniLM)"][k])
-            verdicts = ", ".join(f"{label} {'>=' if r[k] >= best_single else '<'} max(bm25, dense) ({r[k]:.4f} vs {best_single:.4f})"
-                                 for label, r in overall.items() if label.startswith("hybrid"))  # fmt: skip
+            verdicts = ", ".join(
+                f"{label} {'>=' if r[k] >= best_single else '<'} max(bm25, dense) ({r[k]:.4f} vs "
+                f"{best_single:.4f})"
+                for label, r in overall.items()
+                if label.startswith("hybrid")
+            )
             print(f"k={k}: {verdicts}")
 
 

@@ -1,20 +1,23 @@
-"""RAPTOR's tree and HippoRAG's graph built over a 1M- or 10M-token corpus against the stub, then questions.
+"""RAPTOR's tree and HippoRAG's graph built over a 1M- or 10M-token corpus against the stub,
+then questions.
 
     python -m benchmarks.bench_index_build --strategy raptor|hipporag --tokens 1M|10M
-        [--concurrency 32 --latency 0.05] [--clustering official|scalable] [--knn dense|faiss|faiss-ivf]
-        [--bic-patience 0] [--questions 4] [--minilm-sample 256] [--root runs/index_build] [--json out.json] [--progress 60]
+        [--concurrency 32 --latency 0.05] [--clustering official|scalable]
+        [--knn dense|faiss|faiss-ivf] [--bic-patience 0] [--questions 4] [--minilm-sample 256]
+        [--root runs/index_build] [--json out.json] [--progress 60]
 
-The corpus is ``longctx synth``'s finance tier of that size (seed 0; generated once under ``--root``).
-The stub (``stub_server --content``) answers RAPTOR's summaries and HippoRAG's OpenIE from the request's
-own text after ``--latency`` seconds and serves ``/v1/embeddings`` (hashed bag of words, 384 dimensions),
-which the ``openai`` embedder reads, so embedding costs HTTP and not a model. The first question builds
-the artifact into an empty cache; the others reuse it from memory. Printed: index calls and tokens (the
-first answer's ``Usage.index_*``), the build's wall time against the ideal ``calls / concurrency x
-latency``, seconds per phase (measured by wrapping the build's functions: LLM map, embedding, clustering
-or OpenIE's graph and synonymy search, writing), peak RSS (``VmHWM`` of this process; the stub's own is
-apart), the artifact's size on disk, seconds per later question, and the load before and after.
-``--minilm-sample N`` also embeds N of the corpus's leaves with all-MiniLM-L6-v2 and extrapolates what the
-real embedder would add to this build (said as an extrapolation). Nothing is asserted.
+The corpus is ``longctx synth``'s finance tier of that size (seed 0; generated once under
+``--root``). The stub (``stub_server --content``) answers RAPTOR's summaries and HippoRAG's OpenIE
+from the request's own text after ``--latency`` seconds and serves ``/v1/embeddings`` (hashed bag of
+words, 384 dimensions), which the ``openai`` embedder reads, so embedding costs HTTP and not a
+model. The first question builds the artifact into an empty cache; the others reuse it from memory.
+Printed: index calls and tokens (the first answer's ``Usage.index_*``), the build's wall time
+against the ideal ``calls / concurrency x latency``, seconds per phase (measured by wrapping the
+build's functions: LLM map, embedding, clustering or OpenIE's graph and synonymy search, writing),
+peak RSS (``VmHWM`` of this process; the stub's own is apart), the artifact's size on disk, seconds
+per later question, and the load before and after. ``--minilm-sample N`` also embeds N of the
+corpus's leaves with all-MiniLM-L6-v2 and extrapolates what the real embedder would add to this
+build (said as an extrapolation). Nothing is asserted.
 """
 
 from __future__ import annotations
@@ -41,7 +44,8 @@ PHASES: dict[str, list[tuple[str, str, str]]] = {
         ("longctx.graphs.raptor.tree", "summarize_layer", "llm map (summaries)"),
         ("longctx.graphs.raptor.tree", "cluster_nodes", "clustering"),
         ("longctx.graphs.raptor.tree", "count_tokens_batch", "token counts"),
-        # inside the clustering (nested phases counted in each; ``--progress`` shows them as they go)
+        # inside the clustering (nested phases counted in each;
+        # ``--progress`` shows them as they go)
         ("longctx.graphs.raptor.clustering", "reduce", "  umap fits"),
         ("longctx.graphs.raptor.clustering", "place_by_neighbours", "  out-of-sample placement"),
         ("longctx.graphs.raptor.clustering", "best_component_count", "  bic searches"),
@@ -78,16 +82,21 @@ def vm_hwm_mib(field: str = "VmHWM") -> float:
 
 
 def report_progress(url: str, phases: Phases, every: float, stop: threading.Event) -> None:
-    """``--progress``: every ``every`` seconds, one line of where the build is (for a run that may be stopped)."""
+    """``--progress``: every ``every`` seconds, one line of where the build is (for a run that may
+    be stopped)."""
     started = time.perf_counter()
     while not stop.wait(every):
         try:
             stats = stub_stats(url)
         except OSError:
             stats = {}
-        print(f"[{time.perf_counter() - started:.0f} s] load {load()}; RSS {vm_hwm_mib('VmRSS'):.0f} MiB, "
-              f"peak {vm_hwm_mib():.0f} MiB; stub: {stats.get('chat_requests', '?')} chat requests, "
-              f"{stats.get('embedded_texts', '?')} texts embedded; {phases.line()}", flush=True)  # fmt: skip
+        print(
+            f"[{time.perf_counter() - started:.0f} s] load {load()}; RSS "
+            f"{vm_hwm_mib('VmRSS'):.0f} MiB, "
+            f"peak {vm_hwm_mib():.0f} MiB; stub: {stats.get('chat_requests', '?')} chat requests, "
+            f"{stats.get('embedded_texts', '?')} texts embedded; {phases.line()}",
+            flush=True,
+        )
 
 
 def disk_mib(path: Path) -> float:
@@ -105,7 +114,8 @@ class Phases:
         self.lock = threading.Lock()
 
     def wrap(self, fn: Callable[..., Any], phase: str) -> Callable[..., Any]:
-        """``fn`` timed into ``phase`` (in :data:`OUTERMOST`: a call inside another is not counted)."""
+        """``fn`` timed into ``phase`` (in :data:`OUTERMOST`: a call inside another is
+        not counted)."""
 
         def timed(*args: Any, **kwargs: Any) -> Any:
             with self.lock:
@@ -134,7 +144,8 @@ class Phases:
 
     @contextmanager
     def patched(self, strategy: str) -> Iterator[None]:
-        """The build's functions timed while inside (the embedder's calls and the artifact's writing too)."""
+        """The build's functions timed while inside (the embedder's calls and the artifact's
+        writing too)."""
         import importlib
 
         import longctx.graphs.index_artifact as artifact
@@ -152,8 +163,9 @@ class Phases:
         original = artifact.load_or_build
 
         def load_or_build(folder: Any, *, what: str, load: Any, build: Any, save: Any) -> Any:
-            return original(folder, what=what, load=load, build=build,
-                            save=self.wrap(save, "writing"))  # fmt: skip
+            return original(
+                folder, what=what, load=load, build=build, save=self.wrap(save, "writing")
+            )
 
         saved.append((artifact, "load_or_build", original))
         artifact.load_or_build = self.wrap(load_or_build, "build + write (all)")
@@ -173,13 +185,21 @@ def corpus_dir(root: Path, tokens: str) -> Path:
 
 
 def options_of(args: argparse.Namespace) -> dict[str, Any]:
-    """The strategy's options: the stub's embeddings, the concurrency, the chosen scaling options."""
-    opts: dict[str, Any] = {"embedder": "openai", "embedder_model": "stub-embedding",
-                            "concurrency": args.concurrency}  # fmt: skip
+    """The strategy's options: the stub's embeddings, the concurrency, the chosen
+    scaling options."""
+    opts: dict[str, Any] = {
+        "embedder": "openai",
+        "embedder_model": "stub-embedding",
+        "concurrency": args.concurrency,
+    }
     if args.strategy == "raptor":
-        opts |= {"clustering": args.clustering, "cluster_sample": args.cluster_sample,
-                 "cluster_bic_patience": args.bic_patience, "cluster_recluster": args.recluster,
-                 "cluster_workers": args.cluster_workers}  # fmt: skip
+        opts |= {
+            "clustering": args.clustering,
+            "cluster_sample": args.cluster_sample,
+            "cluster_bic_patience": args.bic_patience,
+            "cluster_recluster": args.recluster,
+            "cluster_workers": args.cluster_workers,
+        }
     else:
         opts |= {"synonymy_knn": args.knn}
         if args.passage_tokens:
@@ -197,7 +217,8 @@ def stub_stats(url: str) -> dict[str, int]:
 
 
 def minilm_rate(texts: list[str]) -> float:
-    """Texts per second all-MiniLM-L6-v2 embeds on this machine (the sample once, after a warm-up)."""
+    """Texts per second all-MiniLM-L6-v2 embeds on this machine (the sample once,
+    after a warm-up)."""
     from longctx.retrieval.embedders import SentenceTransformerEmbedder
 
     model = SentenceTransformerEmbedder()
@@ -214,27 +235,48 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     corpus = samples[0].corpus
     cache = root / f"cache-{args.strategy}-{args.tokens}-{int(time.time())}"
     phases = Phases()
-    out: dict[str, Any] = {"strategy": args.strategy, "tokens": args.tokens, "corpus_tokens": corpus.num_tokens,
-                           "documents": len(corpus.documents), "latency": args.latency, "concurrency": args.concurrency,
-                           "options": options_of(args), "load_before": load()}  # fmt: skip
+    out: dict[str, Any] = {
+        "strategy": args.strategy,
+        "tokens": args.tokens,
+        "corpus_tokens": corpus.num_tokens,
+        "documents": len(corpus.documents),
+        "latency": args.latency,
+        "concurrency": args.concurrency,
+        "options": options_of(args),
+        "load_before": load(),
+    }
     with stub_server(latency=args.latency, content=True) as url:
         os.environ["OPENAI_BASE_URL"], os.environ["OPENAI_API_KEY"] = url, "stub"
         llm = make_chat_model("openai:stub", base_url=url, max_retries=0, timeout=600)
         stop = threading.Event()
         if args.progress:
-            threading.Thread(target=report_progress, args=(url, phases, args.progress, stop), daemon=True).start()  # fmt: skip
+            threading.Thread(
+                target=report_progress, args=(url, phases, args.progress, stop), daemon=True
+            ).start()
         started = time.perf_counter()
         with phases.patched(args.strategy):
-            first = answer(corpus, samples[0].question, strategy=args.strategy, llm=llm,
-                           cache_dir=cache, **options_of(args))  # fmt: skip
+            first = answer(
+                corpus,
+                samples[0].question,
+                strategy=args.strategy,
+                llm=llm,
+                cache_dir=cache,
+                **options_of(args),
+            )
         first_s = time.perf_counter() - started
         stop.set()
         build_stats = stub_stats(url)
         question_s = []
         for sample in samples[1:]:
             t0 = time.perf_counter()
-            answer(corpus, sample.question, strategy=args.strategy, llm=llm,
-                   cache_dir=cache, **options_of(args))  # fmt: skip
+            answer(
+                corpus,
+                sample.question,
+                strategy=args.strategy,
+                llm=llm,
+                cache_dir=cache,
+                **options_of(args),
+            )
             question_s.append(time.perf_counter() - t0)
     u = first.usage
     build_s = phases.seconds.get("build + write (all)", first_s)
@@ -243,19 +285,24 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         (s for s in first.steps if s.get("node") in ("build_tree", "index")), {}
     )
     out |= {
-        "index_llm_calls": calls, "index_prompt_tokens": u.index_prompt_tokens,
-        "index_completion_tokens": u.index_completion_tokens, "stub_chat_requests": build_stats["chat_requests"],
-        "embedded_texts": build_stats["embedded_texts"], "embedding_requests": build_stats["embedding_requests"],
-        "build_s": round(build_s, 2), "first_question_s": round(first_s, 2),
+        "index_llm_calls": calls,
+        "index_prompt_tokens": u.index_prompt_tokens,
+        "index_completion_tokens": u.index_completion_tokens,
+        "stub_chat_requests": build_stats["chat_requests"],
+        "embedded_texts": build_stats["embedded_texts"],
+        "embedding_requests": build_stats["embedding_requests"],
+        "build_s": round(build_s, 2),
+        "first_question_s": round(first_s, 2),
         "ideal_s": round(calls / args.concurrency * args.latency, 2),
         "phases_s": {k: round(v, 2) for k, v in phases.seconds.items()},
         "phase_calls": dict(phases.calls),
-        "peak_rss_mib": round(vm_hwm_mib(), 1), "disk_mib": round(disk_mib(cache), 1),
+        "peak_rss_mib": round(vm_hwm_mib(), 1),
+        "disk_mib": round(disk_mib(cache), 1),
         "question_s": [round(x, 3) for x in question_s],
         "question_s_median": round(statistics.median(question_s), 3) if question_s else None,
         "artifact": {k: v for k, v in index_step.items() if k not in ("node", "key")},
         "load_after": load(),
-    }  # fmt: skip
+    }
     if args.strategy == "raptor":
         out["cluster_tokens"] = cluster_tokens(cache)
     if args.minilm_sample:
@@ -271,8 +318,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cluster_tokens(cache: Path) -> list[dict[str, Any]]:
-    """Per upper layer of the built tree: its clusters' texts in tokens (the children's, summed as the
-    3,500-token limit counts them): median, largest, and how many are over the limit."""
+    """Per upper layer of the built tree: its clusters' texts in tokens (the children's, summed as
+    the 3,500-token limit counts them): median, largest, and how many are over the limit."""
     from longctx.retrieval.tokens import count_tokens_batch
 
     nodes = json.loads(next(cache.glob("raptor/*/tree.json")).read_text())["nodes"]
@@ -280,24 +327,33 @@ def cluster_tokens(cache: Path) -> list[dict[str, Any]]:
     rows = []
     for layer in sorted({n[1] for n in nodes} - {0}):
         sizes = [sum(tokens[c] for c in n[3]) for n in nodes if n[1] == layer]
-        rows.append({"layer": layer, "clusters": len(sizes), "median": statistics.median(sizes),
-                     "max": max(sizes), "over_3500": sum(x > 3500 for x in sizes)})  # fmt: skip
+        rows.append(
+            {
+                "layer": layer,
+                "clusters": len(sizes),
+                "median": statistics.median(sizes),
+                "max": max(sizes),
+                "over_3500": sum(x > 3500 for x in sizes),
+            }
+        )
     return rows
 
 
 def report(r: dict[str, Any]) -> None:
     """The figures, one per line."""
     print(
-        f"{r['strategy']} over {r['corpus_tokens']:,} tokens ({r['documents']:,} documents), options {r['options']}"
+        f"{r['strategy']} over {r['corpus_tokens']:,} tokens ({r['documents']:,} documents), "
+        f"options {r['options']}"
     )
     print(f"load before: {r['load_before']}   after: {r['load_after']}")
     print(
-        f"index calls {r['index_llm_calls']:,} (stub saw {r['stub_chat_requests']:,}), prompt tokens "
+        f"index calls {r['index_llm_calls']:,} (stub saw {r['stub_chat_requests']:,}), "
+        "prompt tokens "
         f"{r['index_prompt_tokens']:,}, completion tokens {r['index_completion_tokens']:,}"
     )
     print(
-        f"build {r['build_s']} s against the ideal {r['ideal_s']} s (calls / {r['concurrency']} x {r['latency']} s); "
-        f"first question {r['first_question_s']} s"
+        f"build {r['build_s']} s against the ideal {r['ideal_s']} s (calls / {r['concurrency']} x "
+        f"{r['latency']} s); first question {r['first_question_s']} s"
     )
     for phase, s in r["phases_s"].items():
         print(f"  {phase:28s} {s:10.2f} s  ({r['phase_calls'].get(phase, 0):,} calls)")
@@ -306,15 +362,20 @@ def report(r: dict[str, Any]) -> None:
     print(f"question s: {r['question_s']} (median {r['question_s_median']})")
     print(f"artifact: {json.dumps(r['artifact'])[:600]}")
     for row in r.get("cluster_tokens", []):
-        print(f"  layer {row['layer']}: {row['clusters']:,} clusters, tokens median {row['median']:,} "
-              f"max {row['max']:,}, {row['over_3500']:,} over 3,500")  # fmt: skip
+        print(
+            f"  layer {row['layer']}: {row['clusters']:,} clusters, tokens median "
+            f"{row['median']:,} max {row['max']:,}, {row['over_3500']:,} over 3,500"
+        )
     if "minilm_texts_per_s" in r:
-        print(f"MiniLM here: {r['minilm_texts_per_s']} texts/s; the build's {r['embedded_texts']:,} texts would add "
-              f"~{r['minilm_extrapolated_s']:,.0f} s (extrapolated, not run)")  # fmt: skip
+        print(
+            f"MiniLM here: {r['minilm_texts_per_s']} texts/s; the build's {r['embedded_texts']:,} "
+            f"texts would add ~{r['minilm_extrapolated_s']:,.0f} s (extrapolated, not run)"
+        )
 
 
 def sweep(args: argparse.Namespace) -> None:
-    """``--sweep``: where the official clustering / synonymy search stops (``benchmarks.index_sweeps``)."""
+    """``--sweep``: where the official clustering / synonymy search stops
+    (``benchmarks.index_sweeps``)."""
     from benchmarks import index_sweeps
 
     sizes = [int(parse_tokens(x)) for x in args.sweep.split(",")]
@@ -384,10 +445,12 @@ def main() -> None:
         "--blas-threads",
         type=int,
         default=1,
-        help="BLAS / OpenMP threads (1: on 2 shared cores "
-        "a mixture fit is ~15x faster than with spinning threads, docs/scale.md)",
+        help=(
+            "BLAS / OpenMP threads (1: on 2 shared cores "
+            "a mixture fit is ~15x faster than with spinning threads, docs/scale.md)"
+        ),
     )
-    args = p.parse_args()  # fmt: skip
+    args = p.parse_args()
     from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
     if args.sweep:

@@ -1,6 +1,7 @@
-"""What a grown or edited corpus costs RAPTOR's tree and HippoRAG's graph against a fresh build (not a test).
+"""What a grown or edited corpus costs RAPTOR's tree and HippoRAG's graph against a fresh build
+(not a test).
 
-    python -m benchmarks.bench_index_growth                    # 50K tokens, +1 doc in 100, both strategies
+    python -m benchmarks.bench_index_growth    # 50K tokens, +1 doc in 100, both strategies
     python -m benchmarks.bench_index_growth --strategies raptor --tokens 200000
 
 Generates a corpus (``synthetic_text``), builds its tree / graph through ``answer`` into a cache
@@ -56,15 +57,24 @@ def forget() -> None:
     hipporag_build.forget_graphs()
 
 
-def measure(strategy: str, corpus: Corpus, cache: Path, llm: Any, options: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+def measure(
+    strategy: str, corpus: Corpus, cache: Path, llm: Any, options: dict[str, Any]
+) -> dict[str, Any]:
     """One build of ``corpus``'s tree or graph in ``cache``: calls, embedded texts, wall seconds."""
     forget()
     start = time.perf_counter()
-    result = answer(corpus, "What is reported?", strategy=strategy, llm=llm, cache_dir=cache, **options)  # fmt: skip
+    result = answer(
+        corpus, "What is reported?", strategy=strategy, llm=llm, cache_dir=cache, **options
+    )
     wall = time.perf_counter() - start
     step = next(s for s in result.steps if s["node"] == STEP[strategy])
-    return {"calls": result.usage.index_llm_calls, "embedded": embedded(strategy, step), "wall_s": round(wall, 2),
-            "tokens": result.usage.index_prompt_tokens, "artifact": artifact(strategy)}  # fmt: skip
+    return {
+        "calls": result.usage.index_llm_calls,
+        "embedded": embedded(strategy, step),
+        "wall_s": round(wall, 2),
+        "tokens": result.usage.index_prompt_tokens,
+        "artifact": artifact(strategy),
+    }
 
 
 def run(strategy: str, corpus: Corpus, grow: float, url: str) -> None:
@@ -77,7 +87,9 @@ def run(strategy: str, corpus: Corpus, grow: float, url: str) -> None:
     base = Corpus(corpus.documents[:-added])
     grown = corpus
     first = base.documents[0]
-    edited = grown.update(Document(doc_id=first.doc_id, text=first.text + " Edited.", title=first.title))  # fmt: skip
+    edited = grown.update(
+        Document(doc_id=first.doc_id, text=first.text + " Edited.", title=first.title)
+    )
     edited = edited.remove(base.documents[1].doc_id)
     with tempfile.TemporaryDirectory() as tmp:
         shared, fresh = Path(tmp) / "shared", Path(tmp) / "fresh"
@@ -86,16 +98,24 @@ def run(strategy: str, corpus: Corpus, grow: float, url: str) -> None:
         rows["fresh"] = measure(strategy, grown, fresh, llm, options)
         rows["edited"] = measure(strategy, edited, shared, llm, options)
     same = rows["grown"]["artifact"] == rows["fresh"]["artifact"]
-    print(f"{strategy}: {len(base)} documents + {added} ({grown.num_tokens:,} tokens), load {os.getloadavg()[0]:.2f}")  # fmt: skip
+    print(
+        f"{strategy}: {len(base)} documents + {added} ({grown.num_tokens:,} tokens), load "
+        f"{os.getloadavg()[0]:.2f}"
+    )
     for name, row in rows.items():
-        figures = f"calls {row['calls']:5d}  prompt tokens {row['tokens']:9,d}  embedded {row['embedded']:6d}"
+        figures = (
+            f"calls {row['calls']:5d}  prompt tokens {row['tokens']:9,d}  embedded "
+            f"{row['embedded']:6d}"
+        )
         print(f"  {name:7s} {figures}  wall {row['wall_s']:7.2f} s")
     print(f"  grown tree/graph equals the fresh build's: {same}")
 
 
 def main() -> None:
     """Parse the options and run each strategy."""
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--tokens", type=int, default=50_000)
     p.add_argument("--doc-tokens", type=int, default=1000)
     p.add_argument("--grow", type=float, default=0.01, help="share of documents added")

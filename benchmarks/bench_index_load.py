@@ -86,7 +86,8 @@ def main(argv: list[str] | None = None) -> None:
             + ", ".join(f"{n} {f['bytes'] / 2**20:.1f}" for n, f in files.items())
         )
         print(
-            f"built and saved in {build_s:.1f}s (or loaded, if --cache held it); hashing the {len(library_written)} "
+            f"built and saved in {build_s:.1f}s (or loaded, if --cache held it); hashing the "
+            f"{len(library_written)} "
             f"files bm25s writes itself, from the page cache: {after_ms:.1f} ms"
         )
         query = sample_queries(1, zipf=True)[0]
@@ -114,11 +115,15 @@ def main(argv: list[str] | None = None) -> None:
         diff = statistics.median(on) - statistics.median(off)
         alone = statistics.median(verify_only)
         print(
-            f"cost of verification: {diff * 1000:+.1f} ms on the median load ({diff / statistics.median(off):+.1%}), "
-            f"{(min(on) - min(off)) * 1000:+.1f} ms on the best ({(min(on) - min(off)) / min(off):+.1%}); "
-            f"the verification's own work (all {len(files)} files, {total / 2**20:.1f} MiB, timed alone): "
+            f"cost of verification: {diff * 1000:+.1f} ms on the median load "
+            f"({diff / statistics.median(off):+.1%}), "
+            f"{(min(on) - min(off)) * 1000:+.1f} ms on the best "
+            f"({(min(on) - min(off)) / min(off):+.1%}); "
+            f"the verification's own work (all {len(files)} files, {total / 2**20:.1f} MiB, "
+            "timed alone): "
             f"{alone * 1000:.1f} ms median, {min(verify_only) * 1000:.1f} ms best = "
-            f"{alone / statistics.median(off):.1%} of the median unverified load, {min(verify_only) / min(off):.1%} of the best"
+            f"{alone / statistics.median(off):.1%} of the median unverified load, "
+            f"{min(verify_only) / min(off):.1%} of the best"
         )
 
 

@@ -1,6 +1,7 @@
-"""Inject once, ask many: cost per context and per question, one unit per question against one per context.
+"""Inject once, ask many: cost per context and per question, one unit per question against one
+per context.
 
-    python -m benchmarks.bench_inject_once                       # 2 contexts x 25 questions, ~100K tokens each
+    python -m benchmarks.bench_inject_once    # 2 contexts x 25 questions, ~100K tokens each
     python -m benchmarks.bench_inject_once --tokens 400000 --questions 50 --strategies rag
 
 Writes, in a temporary folder, a MemoryAgentBench ``Conflict_Resolution.jsonl`` of
@@ -30,7 +31,8 @@ SOURCE = "factconsolidation_sh_262k"
 
 
 def write_records(folder: Path, contexts: int, tokens: int, questions: int, salt: int = 0) -> None:
-    """``contexts`` records of about ``tokens`` cl100k tokens of numbered facts (about 19 tokens a fact, memorized).
+    """``contexts`` records of about ``tokens`` cl100k tokens of numbered facts (about 19 tokens a
+    fact, memorized).
 
     ``salt`` makes other contexts (another corpus fingerprint), so an index held in memory by
     an earlier run of the process is not reused.
@@ -42,14 +44,18 @@ def write_records(folder: Path, contexts: int, tokens: int, questions: int, salt
             lines = [
                 f"{i}. The capital of Region-{c}-{i % 997} is Town-{c}-{i}." for i in range(facts)
             ]
-            record = {"context": "\n".join(lines), "questions": [f"what is the capital of Region-{c}-{q}?" for q in range(questions)],
-                      "answers": [[f"Town-{c}-{q}"] for q in range(questions)], "metadata": {"source": SOURCE}}  # fmt: skip
+            record = {
+                "context": "\n".join(lines),
+                "questions": [f"what is the capital of Region-{c}-{q}?" for q in range(questions)],
+                "answers": [[f"Town-{c}-{q}"] for q in range(questions)],
+                "metadata": {"source": SOURCE},
+            }
             f.write(json.dumps(record) + "\n")
 
 
 def main() -> None:
     """Run both modes and print their cost per context and per question."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--contexts", type=int, default=2)
     ap.add_argument("--tokens", type=int, default=100_000)
     ap.add_argument("--questions", type=int, default=25)
@@ -70,23 +76,37 @@ def main() -> None:
             os.environ["LONGCTX_CACHE_DIR"] = str(
                 Path(tmp) / f"cache-{inject_once}"
             )  # each mode builds its indexes afresh
-            cfg = RunConfig(benchmark="memoryagentbench", strategies=strategies, data_path=str(data), llm_cache=False, concurrency=1,
-                            inject_once=inject_once, strategy_options=options, loader_options={"all_contexts": True})  # fmt: skip
+            cfg = RunConfig(
+                benchmark="memoryagentbench",
+                strategies=strategies,
+                data_path=str(data),
+                llm_cache=False,
+                concurrency=1,
+                inject_once=inject_once,
+                strategy_options=options,
+                loader_options={"all_contexts": True},
+            )
             started = time.perf_counter()
             run_experiment(cfg, out, llm=llm, show_progress=False)
             wall = time.perf_counter() - started
             _, _, per_strategy = score_run(out)
             rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
             print(
-                f"\ninject_once={inject_once}: {wall:.1f} s wall, peak RSS {rss:.0f} MB (process so far)"
+                f"\ninject_once={inject_once}: {wall:.1f} s wall, peak RSS {rss:.0f} MB "
+                "(process so far)"
             )
             print(
-                "| strategy | contexts | questions | index s / context | s / question | s / question all-in | calls / question | prompt tokens / question |"
+                "| strategy | contexts | questions | index s / context | s / question | s / "
+                "question all-in | calls / question | prompt tokens / question |"
             )
             print("|---|---|---|---|---|---|---|---|")
             for r in per_context_table(per_strategy):
-                print(f"| {r['strategy']} | {r['contexts']} | {r['questions']} | {r['index_seconds_per_context']} | {r['seconds_per_question']} "
-                      f"| {r['seconds_per_question_all_in']} | {r['llm_calls_per_question']} | {r['prompt_tokens_per_question']:,.0f} |")  # fmt: skip
+                print(
+                    f"| {r['strategy']} | {r['contexts']} | {r['questions']} | "
+                    f"{r['index_seconds_per_context']} | {r['seconds_per_question']} "
+                    f"| {r['seconds_per_question_all_in']} | {r['llm_calls_per_question']} | "
+                    f"{r['prompt_tokens_per_question']:,.0f} |"
+                )
 
 
 if __name__ == "__main__":

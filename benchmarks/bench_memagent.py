@@ -40,8 +40,10 @@ def main() -> None:
     n_chunks = math.ceil(stream / 5000)
     questions = [f"What is fact number {i}?" for i in range(args.questions)]
     print(
-        f"corpus {corpus.num_tokens:,} tokens ({stream:,} with document headers) -> {n_chunks} chunks of 5000, "
-        f"{n_chunks + 1} calls per question; stub latency {args.latency * 1000:.0f} ms, memory reply {args.reply_tokens} words"
+        f"corpus {corpus.num_tokens:,} tokens ({stream:,} with document headers) -> {n_chunks} "
+        "chunks of 5000, "
+        f"{n_chunks + 1} calls per question; stub latency {args.latency * 1000:.0f} ms, memory "
+        f"reply {args.reply_tokens} words"
     )
     with (
         stub_server(args.latency, args.reply_tokens) as url,
@@ -70,13 +72,16 @@ def main() -> None:
         print(f"| wall time, one question (checkpointed) | {single_s:.2f} s |")
         print(f"| overhead per call beyond the stub's latency | {overhead_ms:.1f} ms |")
         print(
-            f"| of which a bare ChatOpenAI call of the same size (HTTP, SDK, stub work) | {bare_ms:.1f} ms |"
+            "| of which a bare ChatOpenAI call of the same size (HTTP, SDK, stub work) | "
+            f"{bare_ms:.1f} ms |"
         )
         print(
-            f"| orchestration overhead per call (graph, checkpoint, trace, chunking) | {overhead_ms - bare_ms:.1f} ms |"
+            "| orchestration overhead per call (graph, checkpoint, trace, chunking) | "
+            f"{overhead_ms - bare_ms:.1f} ms |"
         )
         print(
-            f"| prompt tokens sent / corpus tokens | {one.usage.prompt_tokens / corpus.num_tokens:.3f} |"
+            "| prompt tokens sent / corpus tokens | "
+            f"{one.usage.prompt_tokens / corpus.num_tokens:.3f} |"
         )
 
         t = time.perf_counter()
@@ -89,7 +94,8 @@ def main() -> None:
         assert all(a.usage.llm_calls == n_chunks + 1 for a in many)
         print(f"| {len(questions)} questions sequentially | {sequential_s:.2f} s |")
         print(
-            f"| {len(questions)} questions with answer_many (concurrency {args.concurrency}) | {batched_s:.2f} s |"
+            f"| {len(questions)} questions with answer_many (concurrency {args.concurrency}) | "
+            f"{batched_s:.2f} s |"
         )
         print(f"| answer_many speed-up | {sequential_s / batched_s:.2f}x |")
         print(f"| peak RSS | {peak_rss_mb():,.0f} MiB |")

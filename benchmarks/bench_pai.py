@@ -1,6 +1,7 @@
 """PAI judge-stage benchmark against a local OpenAI-compatible stub with fixed latency.
 
-    python -m benchmarks.bench_pai [--pairs 2000] [--latency 0.2] [--concurrency 1,8,32] [--serial-pairs 100] [--paths sync,async]
+    python -m benchmarks.bench_pai [--pairs 2000] [--latency 0.2] [--concurrency 1,8,32]
+        [--serial-pairs 100] [--paths sync,async]
 
 Runs full PAI answers (tool calling: the stub returns ``--properties`` parallel property
 calls and a ``keep_context`` verdict per chunk) over a synthetic corpus of 1,024-token
@@ -54,7 +55,8 @@ def chunk_corpus_of(n_chunks: int, size: int = 1024) -> Corpus:
 def run_once(
     pairs: int, properties: int, concurrency: int, cache: str, use_async: bool
 ) -> dict[str, float]:
-    """One PAI answer judging ``pairs`` pairs at ``concurrency`` on one run path; the judge stage's figures."""
+    """One PAI answer judging ``pairs`` pairs at ``concurrency`` on one run path; the judge
+    stage's figures."""
     timer = NodeTimer("judge")
     llm = make_chat_model("openai:stub", max_retries=0, callbacks=[timer])
     corpus = chunk_corpus_of(pairs // properties)
@@ -78,8 +80,8 @@ def run_once(
 
 
 def client_floor(pairs: int, concurrency: int) -> dict[str, float]:
-    """The same judge calls (prompt of one 1,024-token chunk, bound ``keep_context`` tool) made
-    with bare ``ainvoke`` under a semaphore: no graph, no parsing. The async client's own ceiling."""
+    """The same judge calls (prompt of one 1,024-token chunk, bound ``keep_context`` tool) made with
+    bare ``ainvoke`` under a semaphore: no graph, no parsing. The async client's own ceiling."""
     chunk = chunk_corpus_of(1).documents[0].text
 
     async def run() -> float:
@@ -131,11 +133,13 @@ def main() -> None:
     levels = [int(c) for c in args.concurrency.split(",")]
     paths = [x.strip() for x in args.paths.split(",")]
     print(
-        f"PAI judge stage: stub latency {args.latency * 1000:.0f} ms, {args.properties} properties, 1,024-token chunks, "
+        f"PAI judge stage: stub latency {args.latency * 1000:.0f} ms, {args.properties} "
+        "properties, 1,024-token chunks, "
         f"exhaustive judging; concurrency 1 runs {args.serial_pairs} pairs, the others {args.pairs}"
     )
     print(
-        "| concurrency | path | pairs | judge makespan | ideal (pairs / c x latency) | ratio | judge calls/s | prompt tokens per pair | whole answer |"
+        "| concurrency | path | pairs | judge makespan | ideal (pairs / c x latency) | ratio | "
+        "judge calls/s | prompt tokens per pair | whole answer |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
     with (
@@ -149,15 +153,18 @@ def main() -> None:
                 f = client_floor(pairs, c)
                 ideal = pairs / c * args.latency
                 print(
-                    f"| {c} | client only (bare ainvoke, {f['cpu_ms']:.2f} ms CPU per call) | {pairs:,} | {f['makespan']:.2f} s | {ideal:.2f} s "
+                    f"| {c} | client only (bare ainvoke, {f['cpu_ms']:.2f} ms CPU per call) | "
+                    f"{pairs:,} | {f['makespan']:.2f} s | {ideal:.2f} s "
                     f"| {f['makespan'] / ideal:.3f}x | {pairs / f['makespan']:.0f} | | |"
                 )
                 continue
             r = run_once(pairs, args.properties, c, cache, use_async=path == "async")
             ideal = r["pairs"] / c * args.latency
             print(
-                f"| {c} | {path} | {r['pairs']:,} (graph: {r['expected']:,}) | {r['makespan']:.2f} s | {ideal:.2f} s | {r['makespan'] / ideal:.3f}x "
-                f"| {r['pairs'] / r['makespan']:.0f} | {r['tokens_per_pair']:,.0f} | {r['total']:.2f} s, {r['calls']:,} calls |"
+                f"| {c} | {path} | {r['pairs']:,} (graph: {r['expected']:,}) | "
+                f"{r['makespan']:.2f} s | {ideal:.2f} s | {r['makespan'] / ideal:.3f}x "
+                f"| {r['pairs'] / r['makespan']:.0f} | {r['tokens_per_pair']:,.0f} | "
+                f"{r['total']:.2f} s, {r['calls']:,} calls |"
             )
 
 

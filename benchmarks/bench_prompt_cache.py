@@ -1,20 +1,21 @@
 """Cost per question per strategy with a provider's prompt cache and without one, on a caching stub.
 
-    python -m benchmarks.bench_prompt_cache [--tokens 6000] [--questions 20] [--strategies rag,full_context,...] [--llm embedded]
+    python -m benchmarks.bench_prompt_cache [--tokens 6000] [--questions 20]
+        [--strategies rag,full_context,...] [--llm embedded]
 
 One own corpus (synthetic text) and ``--questions`` questions, every strategy run through
 ``longctx run``'s path (``run_experiment``, one call at a time) against the loopback stub with
 ``--prompt-cache 256`` (it reports, as OpenAI does, the tokens of the longest start a prompt shares
 with one of the last 256 prompts), then ``build_report`` at gpt-4o-mini's built-in list prices.
 Prints, per strategy, prompt and cached prompt tokens per answer, USD per answer with the cache and
-without it, the cost frontier both ways, the tokens the model computed per answer (prompt tokens not read
-from the cache, plus completion) and the frontier by them and by every token, then the report's sentence
-naming the strategies the cache moves onto or off each frontier (nothing is asserted; the report folder is kept with
-``--out``). The stub's PAI replies name the same sub-question for every question, so PAI's judge
-prompts (which start with the sub-question) repeat across questions here as they would not over real
-questions; the stub caches any shared start, where OpenAI caches from 1,024 tokens in steps of 128.
-``--llm embedded`` runs the embedded model instead (free: the cached tokens are the prefix llama.cpp
-kept in its context, prefill it skipped).
+without it, the cost frontier both ways, the tokens the model computed per answer (prompt tokens not
+read from the cache, plus completion) and the frontier by them and by every token, then the report's
+sentence naming the strategies the cache moves onto or off each frontier (nothing is asserted; the
+report folder is kept with ``--out``). The stub's PAI replies name the same sub-question for every
+question, so PAI's judge prompts (which start with the sub-question) repeat across questions here as
+they would not over real questions; the stub caches any shared start, where OpenAI caches from 1,024
+tokens in steps of 128. ``--llm embedded`` runs the embedded model instead (free: the cached tokens
+are the prefix llama.cpp kept in its context, prefill it skipped).
 """
 
 from __future__ import annotations
@@ -48,15 +49,40 @@ def write_own_data(folder: Path, tokens: int, questions: int) -> tuple[Path, Pat
     topics = sample_queries(
         questions, zipf=True
     )  # words of the corpus, different for each question: RAG retrieves different chunks
-    qfile.write_text("".join(json.dumps({"id": f"q{i:03d}", "question": f"What does the corpus say about {t}?", "answer": "stub"}) + "\n"
-                             for i, t in enumerate(topics)), encoding="utf-8")  # fmt: skip
+    qfile.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": f"q{i:03d}",
+                    "question": f"What does the corpus say about {t}?",
+                    "answer": "stub",
+                }
+            )
+            + "\n"
+            for i, t in enumerate(topics)
+        ),
+        encoding="utf-8",
+    )
     return docs, qfile
 
 
 def cost_table(summary: list[dict]) -> list[dict]:
-    """Per strategy (the report's summary rows): tokens and USD per answer with and without the cache, and the frontier each way."""
-    keys = ("strategy", "score", "prompt_tokens", "cached_prompt_tokens", "completion_tokens", "cost_usd", "cost_usd_uncached", "frontier_cost",
-            "frontier_cost_uncached", "computed_tokens", "frontier_computed_tokens", "frontier_tokens")  # fmt: skip
+    """Per strategy (the report's summary rows): tokens and USD per answer with and without the
+    cache, and the frontier each way."""
+    keys = (
+        "strategy",
+        "score",
+        "prompt_tokens",
+        "cached_prompt_tokens",
+        "completion_tokens",
+        "cost_usd",
+        "cost_usd_uncached",
+        "frontier_cost",
+        "frontier_cost_uncached",
+        "computed_tokens",
+        "frontier_computed_tokens",
+        "frontier_tokens",
+    )
     return [{k: row.get(k) for k in keys} for row in summary]
 
 
@@ -75,7 +101,8 @@ def main() -> None:
         help="openai:gpt-4o-mini on the caching stub (default), or embedded",
     )
     args = p.parse_args()
-    prompt, completion, cached = DEFAULT_PRICES[MODEL]  # type: ignore[misc]  # the built-in rows carry the cached rate
+    # the built-in rows carry the cached rate
+    prompt, completion, cached = DEFAULT_PRICES[MODEL]  # type: ignore[misc]
     prices = {MODEL: {"prompt": prompt, "completion": completion, "cached": cached}}
     with (
         tempfile.TemporaryDirectory() as tmp,
@@ -98,18 +125,29 @@ def main() -> None:
         )
         run_experiment(cfg, out, llm=llm, samples=samples, show_progress=False)
         result = build_report(out, samples=samples, plots=False, html=True, prices=prices)
-    where = f"{MODEL} at ${prompt}/${cached}/${completion} per 1M prompt/cached/completion tokens (list prices), caching stub"
-    print(
-        f"{args.questions} questions over one {args.tokens:,}-token corpus, {where if args.llm.startswith('openai:') else args.llm + ' (local: free)'}"
+    where = (
+        f"{MODEL} at ${prompt}/${cached}/${completion} per 1M prompt/cached/completion tokens "
+        "(list prices), caching stub"
     )
-    print("| strategy | score | prompt tokens / answer | cached / answer | USD / answer with cache | without | cost frontier with | without "
-          "| tokens computed / answer | token frontier with | without |")  # fmt: skip
+    print(
+        f"{args.questions} questions over one {args.tokens:,}-token corpus, "
+        f"{where if args.llm.startswith('openai:') else args.llm + ' (local: free)'}"
+    )
+    print(
+        "| strategy | score | prompt tokens / answer | cached / answer | USD / answer with cache "
+        "| without | cost frontier with | without "
+        "| tokens computed / answer | token frontier with | without |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     table = cost_table(result["summary"])
     for r in table:
-        print(f"| {r['strategy']} | {r['score']} | {r['prompt_tokens']:,} | {r['cached_prompt_tokens']:,} | ${r['cost_usd'] or 0:.6f} | "
-              f"${r['cost_usd_uncached'] or 0:.6f} | {r['frontier_cost']} | {r['frontier_cost_uncached']} | {r['computed_tokens'] or 0:,} | "
-              f"{r['frontier_computed_tokens']} | {r['frontier_tokens']} |")  # fmt: skip
+        print(
+            f"| {r['strategy']} | {r['score']} | {r['prompt_tokens']:,} | "
+            f"{r['cached_prompt_tokens']:,} | ${r['cost_usd'] or 0:.6f} | "
+            f"${r['cost_usd_uncached'] or 0:.6f} | {r['frontier_cost']} | "
+            f"{r['frontier_cost_uncached']} | {r['computed_tokens'] or 0:,} | "
+            f"{r['frontier_computed_tokens']} | {r['frontier_tokens']} |"
+        )
     print(frontier_changes(table))
 
 

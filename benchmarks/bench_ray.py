@@ -58,7 +58,8 @@ def main() -> None:
     ray = ensure_ray(args.address)
     cpus = int(ray.cluster_resources().get("CPU", 0))
     print(
-        f"## Dense indexing, all-MiniLM-L6-v2: {n} chunks of <= {args.chunk_tokens} tokens, {corpus.num_tokens:,} tokens"
+        f"## Dense indexing, all-MiniLM-L6-v2: {n} chunks of <= {args.chunk_tokens} tokens, "
+        f"{corpus.num_tokens:,} tokens"
     )
     print(
         f"machine: {os.cpu_count()} CPU cores; Ray cluster: {cpus} CPUs, {len(ray.nodes())} node(s)"
@@ -88,7 +89,8 @@ def main() -> None:
             )
             ray_s = time.perf_counter() - t
             print(
-                f"| Ray Data map_batches | {workers} actor(s) | {ray_s:.1f} | {n / ray_s:.1f} | {local_s / ray_s:.2f}x |"
+                f"| Ray Data map_batches | {workers} actor(s) | {ray_s:.1f} | {n / ray_s:.1f} | "
+                f"{local_s / ray_s:.2f}x |"
             )
     ray.shutdown()
 

@@ -58,16 +58,19 @@ def bench_bm25(num_tokens: int, n_queries: int, engines: list[str]) -> None:
     chunks = chunk_corpus(corpus, chunking)
     chunk_s = time.perf_counter() - t
     print(
-        f"\n## BM25 over {corpus.num_tokens:,} tokens ({len(corpus):,} documents, {len(chunks):,} chunks of 200 words)"
+        f"\n## BM25 over {corpus.num_tokens:,} tokens ({len(corpus):,} documents, "
+        f"{len(chunks):,} chunks of 200 words)"
     )
     print(f"generated in {gen_s:.1f}s, chunked in {chunk_s:.1f}s")
     query_sets = {"tail": sample_queries(n_queries), "head": sample_queries(n_queries, zipf=True)}
     queries = query_sets["tail"]
     print(
-        "query p50/p95 in ms; tail = words drawn uniformly (short postings), head = Zipf-drawn (long postings)"
+        "query p50/p95 in ms; tail = words drawn uniformly (short postings), head = Zipf-drawn "
+        "(long postings)"
     )
     print(
-        "| engine | tokenize+index s | build incl. chunking s | tail p50 | tail p95 | head p50 | head p95 | peak RSS MiB |"
+        "| engine | tokenize+index s | build incl. chunking s | tail p50 | tail p95 | head p50 | "
+        "head p95 | peak RSS MiB |"
     )
     print("|---|---|---|---|---|---|---|---|")
     for engine in engines:
@@ -86,7 +89,8 @@ def bench_bm25(num_tokens: int, n_queries: int, engines: list[str]) -> None:
                 latencies.append((time.perf_counter() - t) * 1000)
             cells += [f"{statistics.median(latencies):.2f}", f"{percentile(latencies, 95):.2f}"]
         print(
-            f"| {engine} | {build_s:.1f} | {build_s + chunk_s:.1f} | {' | '.join(cells)} | {peak_rss_mb():,.0f} |"
+            f"| {engine} | {build_s:.1f} | {build_s + chunk_s:.1f} | {' | '.join(cells)} | "
+            f"{peak_rss_mb():,.0f} |"
         )
         del retriever
     with tempfile.TemporaryDirectory() as cache:
@@ -101,7 +105,8 @@ def bench_bm25(num_tokens: int, n_queries: int, engines: list[str]) -> None:
         loaded.search(queries[0], 10)
         first_q = (time.perf_counter() - t) * 1000
     print(
-        f"cached bm25s index: built+saved in {cold:.1f}s, loaded from disk in {load_s:.2f}s, first query {first_q:.1f} ms"
+        f"cached bm25s index: built+saved in {cold:.1f}s, loaded from disk in {load_s:.2f}s, "
+        f"first query {first_q:.1f} ms"
     )
 
 
@@ -114,7 +119,8 @@ def bench_dense(n_chunks: int, skip_llamaindex: bool) -> None:
     texts = [c.text for c in chunks]
     path = str(offline_minilm_path())
     print(
-        f"\n## Dense indexing, all-MiniLM-L6-v2 on CPU, {len(texts)} chunks of <=200 tokens, batch 32"
+        f"\n## Dense indexing, all-MiniLM-L6-v2 on CPU, {len(texts)} chunks of <=200 tokens, "
+        "batch 32"
     )
     from sentence_transformers import SentenceTransformer
 
@@ -172,7 +178,8 @@ def bench_backend_throughput(n_chunks: int, backends: list[str], rounds: int) ->
     from sentence_transformers import SentenceTransformer
 
     print(
-        f"\n## Embedding backends, all-MiniLM-L6-v2 on CPU, {len(texts)} chunks of <=200 tokens, batch 32"
+        f"\n## Embedding backends, all-MiniLM-L6-v2 on CPU, {len(texts)} chunks of <=200 tokens, "
+        "batch 32"
     )
     path = str(offline_minilm_path())
     bare = SentenceTransformer(path, device="cpu")
@@ -201,17 +208,19 @@ def bench_backend_throughput(n_chunks: int, backends: list[str], rounds: int) ->
             times[name].append(time.perf_counter() - t)
     best, median = min(times[BARE_TORCH]), statistics.median(times[BARE_TORCH])
     print(
-        f"after one warm-up pass each, {rounds} interleaved rounds; throughput ratio = bare torch fp32 seconds / "
+        f"after one warm-up pass each, {rounds} interleaved rounds; throughput ratio = bare "
+        "torch fp32 seconds / "
         "pipeline seconds, best round against best round and median against median"
     )
     print(
-        "| pipeline | best s | median s | chunks/s (best) | vs bare torch fp32, best | vs bare torch fp32, median |"
+        "| pipeline | best s | median s | chunks/s (best) | vs bare torch fp32, best | vs bare "
+        "torch fp32, median |"
     )
     print("|---|---|---|---|---|---|")
     for name, ts in times.items():
         print(
-            f"| {name} | {min(ts):.1f} | {statistics.median(ts):.1f} | {len(texts) / min(ts):.1f} | "
-            f"{best / min(ts):.2f}x | {median / statistics.median(ts):.2f}x |"
+            f"| {name} | {min(ts):.1f} | {statistics.median(ts):.1f} | {len(texts) / min(ts):.1f} "
+            f"| {best / min(ts):.2f}x | {median / statistics.median(ts):.2f}x |"
         )
     print(f"peak RSS {peak_rss_mb():,.0f} MiB")
 
@@ -255,7 +264,8 @@ def bench_backend_quality(
             ]
             rows.append((b, overlap, recalls, build_s, len(index)))
         print(
-            f"\n## Embedding backends: quality on the synthetic {tier} finance tier (seed 0), {corpus.num_tokens:,} tokens, "
+            f"\n## Embedding backends: quality on the synthetic {tier} finance tier (seed 0), "
+            f"{corpus.num_tokens:,} tokens, "
             f"{rows[0][4]:,} chunks of 200 tokens, {len(samples)} questions"
         )
         print(

@@ -1,6 +1,6 @@
 """RULER-HotpotQA loading cost of the over-1M files (document indices rebuilt into text).
 
-    python -m benchmarks.bench_ruler_hqa                    # 16 items x 25,600 documents (the 3.5M bucket)
+    python -m benchmarks.bench_ruler_hqa    # 16 items x 25,600 documents (the 3.5M bucket)
     python -m benchmarks.bench_ruler_hqa --docs 12800 --items 32
 
 Writes, in a temporary folder, a ``hotpotqa_dev.json`` shaped like HotpotQA's distractor
@@ -26,12 +26,14 @@ from longctx.experiments.benchmarks.ruler_hqa import HOTPOTQA_DEV, hotpotqa_para
 from longctx.retrieval.tokens import encode
 
 WORDS = (
-    "the of and to in a is that for it as was with be by on not he this are or his from at which but have an they you were her "
-    "she there been one all we their has would when if so no will more other its out time what about up into them can only some "
-    "could new two these may first then do any like my now over such our man me even most made after also did many before must "
-    "through back years where much your way well down should because each just those people how too little state good very make "
-    "world still own see men work long get here between both life being under never day same another know while last might us "
-    "great old year off come since against go came right used take three"
+    "the of and to in a is that for it as was with be by on not he this are or his from at which "
+    "but have an they you were her she there been one all we their has would when if so no will "
+    "more other its out time what about up into them can only some could new two these may first "
+    "then do any like my now over such our man me even most made after also did many before must "
+    "through back years where much your way well down should because each just those people how "
+    "too little state good very make world still own see men work long get here between both life "
+    "being under never day same another know while last might us great old year off come since "
+    "against go came right used take three"
 ).split()
 
 
@@ -71,8 +73,16 @@ def main() -> None:
         pool = hotpotqa_paragraphs(root / HOTPOTQA_DEV)
         pool_s = time.perf_counter() - t
         rng = random.Random(args.seed)
-        items = [{"context": rng.sample(range(len(pool)), args.docs), "input": "q?", "answers": ["a"], "num_docs": args.docs, "index": i}
-                 for i in range(args.items)]  # fmt: skip
+        items = [
+            {
+                "context": rng.sample(range(len(pool)), args.docs),
+                "input": "q?",
+                "answers": ["a"],
+                "num_docs": args.docs,
+                "index": i,
+            }
+            for i in range(args.items)
+        ]
         (root / f"eval_{args.docs}.json").write_text(json.dumps(items))
         t = time.perf_counter()
         samples = load_benchmark("ruler_hqa", root, datasets=[f"eval_{args.docs}"])
@@ -83,7 +93,8 @@ def main() -> None:
         count_s = time.perf_counter() - t
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(
-        f"| {args.docs:,} | {len(pool):,} | {pool_s:.1f} | {args.items} | {load_s:.1f} | {chars / 1e6:.1f}M | {tokens:,} | {count_s:.1f} | {rss:.0f} |"
+        f"| {args.docs:,} | {len(pool):,} | {pool_s:.1f} | {args.items} | {load_s:.1f} | "
+        f"{chars / 1e6:.1f}M | {tokens:,} | {count_s:.1f} | {rss:.0f} |"
     )
 
 

@@ -1,7 +1,9 @@
 """Every strategy end to end over a 10M-token synthetic corpus, against a local stub.
 
-    python -m benchmarks.bench_scale --tokens 10M --questions 8 --latency 0 [--latency 0.05] [--strategies rag memagent ...]
-    python -m benchmarks.bench_scale --tokens 10M --dense-probe 512      # embedding time, measured on 512 chunks, extrapolated
+    python -m benchmarks.bench_scale --tokens 10M --questions 8 --latency 0 [--latency 0.05]
+        [--strategies rag memagent ...]
+    # embedding time, measured on 512 chunks, extrapolated
+    python -m benchmarks.bench_scale --tokens 10M --dense-probe 512
 
 Generates the tier once under ``--root`` (finance, seed 0, a needle at depth 0.5, as
 ``bench_ceilings``; an existing folder is reused) and takes its first ``--questions``
@@ -10,30 +12,29 @@ questions. For each strategy, in its own subprocess (so peak RSS is per strategy
 1. **index** (strategies with an index, once per strategy): the strategy's default
    index (BM25) built cold into ``--root``/index/<strategy>; build seconds, size on disk
    and the build's peak RSS.
-2. **run** (per stub latency): the corpus and questions loaded, the index loaded from
-   that cache, the process warmed up (the model's tokenizer resolved, one call made, a
-   full garbage collection: one-time costs of about half a second, in ``load s``), then ``answer_many`` over all questions with ``concurrency=--concurrency``
-   (MemAgent: every question in one batched pass; PAI: ``judge_mode="auto"``, which picks
-   the prefilter at 10M; full_context: truncated to the 128K window; structured: the
-   finance table as a fixed schema, as ``bench_structured``), checkpoints and caches in
-   a fresh run folder ``--root``/run-<latency>/<strategy>. Before ``answer_many``,
+2. **run** (per stub latency): the corpus and questions loaded, the index loaded from that cache,
+   the process warmed up (the model's tokenizer resolved, one call made, a full garbage collection:
+   one-time costs of about half a second, in ``load s``), then ``answer_many`` over all questions
+   with ``concurrency=--concurrency`` (MemAgent: every question in one batched pass; PAI:
+   ``judge_mode="auto"``, which picks the prefilter at 10M; full_context: truncated to the 128K
+   window; structured: the finance table as a fixed schema, as ``bench_structured``), checkpoints
+   and caches in a fresh run folder ``--root``/run-<latency>/<strategy>. Before ``answer_many``,
    full_context is *prepared* (``longctx.graphs.full_context.prepare_corpus``: the documents
    formatted into its prompt, the corpus fingerprinted, the kept head and the context's end
-   tokenized; once per corpus per process), timed apart as ``prepare s`` in the index
-   column, as an index build is (``--no-prepare``: its first question does it instead).
+   tokenized; once per corpus per process), timed apart as ``prepare s`` in the index column, as an
+   index build is (``--no-prepare``: its first question does it instead).
 
-Printed per strategy and latency: questions answered, calls (the stub's request count),
-prompt tokens, wall time of ``answer_many``, the overhead per call ``(wall - latency x
-calls / concurrency) / calls``, what a bare ``ChatOpenAI`` call of the run's mean prompt
-size costs by the same formula (HTTP, SDK, the stub's token counting), its prompt the
-corpus's own text (the figure with a prompt of ``"word "`` repeated, used before, is shown
-beside it: at 128K tokens it is ~12 ms cheaper, the stub counting and the client encoding
-shorter, simpler text), our own overhead (the difference; with ``--repeat`` also for a second batch in the same process), the
-process's peak RSS, the index on disk, the run folder on disk (largest seen while
-running, sampled twice a second, and after the run) and, apart, its checkpoint
-databases. Nothing is asserted; the Done-when bars of issue 16 (RSS < 4 GiB, own
-overhead <= 15 ms per call at 0 ms, MemAgent's checkpoints < 200 MB) are marked in the
-last column. Results: docs/scale.md.
+Printed per strategy and latency: questions answered, calls (the stub's request count), prompt
+tokens, wall time of ``answer_many``, the overhead per call
+``(wall - latency x calls / concurrency) / calls``, what a bare ``ChatOpenAI`` call of the run's
+mean prompt size costs by the same formula (HTTP, SDK, the stub's token counting), its prompt the
+corpus's own text (the figure with a prompt of ``"word "`` repeated, used before, is shown beside
+it: at 128K tokens it is ~12 ms cheaper, the stub counting and the client encoding shorter, simpler
+text), our own overhead (the difference; with ``--repeat`` also for a second batch in the same
+process), the process's peak RSS, the index on disk, the run folder on disk (largest seen while
+running, sampled twice a second, and after the run) and, apart, its checkpoint databases. Nothing is
+asserted; the Done-when bars of issue 16 (RSS < 4 GiB, own overhead <= 15 ms per call at 0 ms,
+MemAgent's checkpoints < 200 MB) are marked in the last column. Results: docs/scale.md.
 """
 
 from __future__ import annotations
@@ -91,7 +92,8 @@ def peak_rss_mib() -> float:
 
 
 def disk_bytes(path: Path, prefix: str = "") -> int:
-    """Bytes allocated on disk under ``path`` by files named ``prefix...`` (files that vanish while walking are skipped)."""
+    """Bytes allocated on disk under ``path`` by files named ``prefix...`` (files that vanish while
+    walking are skipped)."""
     total = 0
     for root, _dirs, files in os.walk(path):
         for name in files:
@@ -278,8 +280,8 @@ def prepare_strategy(
     name: str, corpus: Corpus, questions: list, llm: Any, options: dict[str, Any]
 ) -> float | None:
     """Seconds of the once-per-corpus work a strategy can do before its questions, like an index
-    build (full_context: its prompt's shared part, :func:`longctx.graphs.full_context.prepare_corpus`);
-    ``None`` for strategies with none."""
+    build (full_context: its prompt's shared part,
+    :func:`longctx.graphs.full_context.prepare_corpus`); ``None`` for strategies with none."""
     if name != "full_context":
         return None
     from longctx.graphs.full_context import prepare_corpus
@@ -427,15 +429,18 @@ def format_row(
         else "-"
     )
     row = (
-        f"| {name}{mode} | {latency * 1000:.0f} | {r['answered']}/{r['questions']}{empty} | {r['calls']:,} | {r['prompt_tokens']:,} "
-        f"| {r['load_s']:.1f} | {r['wall_s']:.1f} | {overhead_ms:.2f} | {bare} | {ours} | {r['rss_mib']:,.0f} | {idx} "
-        f"| {mib(r['run_peak_bytes'])} / {mib(r['run_final_bytes'])} | {ckpt} | {'ok' if not misses else ', '.join(misses)} |"
+        f"| {name}{mode} | {latency * 1000:.0f} | {r['answered']}/{r['questions']}{empty} | "
+        f"{r['calls']:,} | {r['prompt_tokens']:,} | {r['load_s']:.1f} | {r['wall_s']:.1f} | "
+        f"{overhead_ms:.2f} | {bare} | {ours} | {r['rss_mib']:,.0f} | {idx} | "
+        f"{mib(r['run_peak_bytes'])} / {mib(r['run_final_bytes'])} | {ckpt} | "
+        f"{'ok' if not misses else ', '.join(misses)} |"
     )
     return row, [f"{name} at {latency * 1000:.0f} ms: {m}" for m in misses]
 
 
 def dense_probe(args: argparse.Namespace, folder: Path) -> None:
-    """Embed ``--dense-probe`` chunks of RAG's chunking with the default dense embedder; extrapolate to the corpus."""
+    """Embed ``--dense-probe`` chunks of RAG's chunking with the default dense embedder; extrapolate
+    to the corpus."""
 
     corpus = Corpus.from_path(folder / DOCS_DIR, duplicates="keep")
     chunks = chunk_corpus(corpus, RagConfig(retriever="dense").chunking())
@@ -448,13 +453,15 @@ def dense_probe(args: argparse.Namespace, folder: Path) -> None:
     secs = time.perf_counter() - started
     rate = len(sample) / secs
     print(
-        f"dense probe: all-MiniLM-L6-v2 on CPU ({os.cpu_count()} cores), {len(sample)} of {len(chunks):,} chunks "
-        f"(200 words) in {secs:.1f} s = {rate:.1f} chunks/s -> the whole corpus in about {len(chunks) / rate / 60:.0f} min"
+        f"dense probe: all-MiniLM-L6-v2 on CPU ({os.cpu_count()} cores), {len(sample)} of "
+        f"{len(chunks):,} chunks (200 words) in {secs:.1f} s = {rate:.1f} chunks/s -> the whole "
+        f"corpus in about {len(chunks) / rate / 60:.0f} min"
     )
 
 
 def main() -> None:
-    """Parse arguments; run as the parent (generate, then one subprocess per phase) or as a worker."""
+    """Parse arguments; run as the parent (generate, then one subprocess per phase) or
+    as a worker."""
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -553,8 +560,12 @@ def main() -> None:
                 + (
                     r["error"]
                     if "error" in r
-                    else f"{r['retriever']} over {r['chunks']:,} chunks of {r['chunking']} built in {r['build_s']:.1f} s, "
-                    f"{mib(r['index_bytes'])} MiB on disk, build peak RSS {r['rss_mib']:,.0f} MiB"
+                    else (
+                        f"{r['retriever']} over {r['chunks']:,} chunks of {r['chunking']} built "
+                        f"in {r['build_s']:.1f} s, "
+                        f"{mib(r['index_bytes'])} MiB on disk, "
+                        f"build peak RSS {r['rss_mib']:,.0f} MiB"
+                    )
                     + (" (built by an earlier run)" if r.get("reused") else "")
                 ),
                 flush=True,
@@ -564,7 +575,8 @@ def main() -> None:
         return
     results: dict[str, Any] = {"indexes": indexes, "runs": []}
     header = (
-        "| strategy | latency ms | answered | calls | prompt tokens | load s | wall s | overhead ms/call | bare call ms "
+        "| strategy | latency ms | answered | calls | prompt tokens | load s | wall s | overhead "
+        "ms/call | bare call ms "
         "| ours ms/call | peak RSS MiB | index MiB / prepare s | run folder MiB (peak / after) "
         "| checkpoints MB (peak / after) | bars |\n" + "|---" * 15 + "|"
     )
@@ -588,14 +600,15 @@ def main() -> None:
                 misses += miss
                 results["runs"].append({"strategy": name, "latency": latency, **r})
     print(
-        f"\n{folder.name}: {args.questions} questions, concurrency {args.concurrency}, stub replies of {args.reply_tokens} words; "
+        f"\n{folder.name}: {args.questions} questions, concurrency {args.concurrency}, stub "
+        f"replies of {args.reply_tokens} words; "
         f"load average {os.getloadavg()[0]:.2f}"
     )
     print(header)
     print("\n".join(rows))
     print(
-        "\nDone-when bars (RSS < 4 GiB, overhead <= 15 ms/call at 0 ms, MemAgent checkpoints < 200 MB): "
-        + ("all met" if not misses else "missed: " + "; ".join(misses))
+        "\nDone-when bars (RSS < 4 GiB, overhead <= 15 ms/call at 0 ms, MemAgent checkpoints < "
+        "200 MB): " + ("all met" if not misses else "missed: " + "; ".join(misses))
     )
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))

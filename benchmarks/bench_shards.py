@@ -1,6 +1,7 @@
-"""What checksumming an embedding shard costs against embedding it (not a test; nothing is asserted).
+"""What checksumming an embedding shard costs against embedding it (not a test; nothing
+is asserted).
 
-    python -m benchmarks.bench_shards                  # default embedder, 512-token chunks, shards of 1024
+    python -m benchmarks.bench_shards    # default embedder, 512-token chunks, shards of 1024
     python -m benchmarks.bench_shards --embed 128 --rounds 31
 
 Chunks a generated corpus with the default chunking, embeds ``--embed`` of its chunks with
@@ -63,7 +64,8 @@ def bare_read(path: Path) -> np.ndarray:
 
 
 def main() -> None:
-    """Time one shard's embedding, then its checksum work against the bare write and read, and print both."""
+    """Time one shard's embedding, then its checksum work against the bare write and read,
+    and print both."""
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -91,10 +93,12 @@ def main() -> None:
     sample = embedder.embed_documents(texts[: args.embed])
     embed_s = (time.perf_counter() - t) * len(texts) / args.embed
     print(
-        f"embedder {embedder.model_id} ({getattr(embedder, 'backend', 'torch')}), {len(texts)} chunks of <= {chunking.size} {chunking.unit}"
+        f"embedder {embedder.model_id} ({getattr(embedder, 'backend', 'torch')}), {len(texts)} "
+        f"chunks of <= {chunking.size} {chunking.unit}"
     )
     print(
-        f"embedding: {args.embed} chunks in {embed_s * args.embed / len(texts):.2f} s -> {embed_s:.1f} s per shard of {len(texts)}"
+        f"embedding: {args.embed} chunks in {embed_s * args.embed / len(texts):.2f} s -> "
+        f"{embed_s:.1f} s per shard of {len(texts)}"
     )
 
     rng = np.random.default_rng(0)
@@ -129,8 +133,10 @@ def main() -> None:
         for i in (0, 1)
     ]
     print(
-        f"added per shard (texts digest + write and read over the bare ones), median / best: {added[0]:.2f} / {added[1]:.2f} ms, "
-        f"{added[0] / 10 / embed_s:.4f}% / {added[1] / 10 / embed_s:.4f}% of the shard's {embed_s:.1f} s of embedding"
+        "added per shard (texts digest + write and read over the bare ones), median / best: "
+        f"{added[0]:.2f} / {added[1]:.2f} ms, "
+        f"{added[0] / 10 / embed_s:.4f}% / {added[1] / 10 / embed_s:.4f}% of the shard's "
+        f"{embed_s:.1f} s of embedding"
     )
 
 

@@ -1,6 +1,7 @@
 """Structured strategy: extraction makespan and reuse against a local stub with fixed latency.
 
-    python -m benchmarks.bench_structured [--tokens 1M] [--latency 0.05] [--concurrency 32] [--repeat 5] [--compare]
+    python -m benchmarks.bench_structured [--tokens 1M] [--latency 0.05] [--concurrency 32]
+        [--repeat 5] [--compare]
 
 Generates a synthetic CorpusQA-style corpus (``longctx.experiments.synth``, finance, seed 0),
 starts the stub (``benchmarks.stub_server --tools``: every extraction call answers
@@ -88,7 +89,8 @@ def load() -> str:
 
 
 def client_only(url: str, prompts: list[str], concurrency: int) -> float:
-    """Seconds for the extraction requests with bare ``ainvoke`` (tools bound), ``concurrency`` at once."""
+    """Seconds for the extraction requests with bare ``ainvoke`` (tools bound),
+    ``concurrency`` at once."""
     from longctx.graphs.structured.functions import records_function
     from longctx.memory.records.schema import TableSchema
 
@@ -114,7 +116,8 @@ def client_only(url: str, prompts: list[str], concurrency: int) -> float:
 
 
 def http_floor(url: str, prompts: list[str], concurrency: int) -> float:
-    """Seconds for the extraction request bodies posted with aiohttp alone, ``concurrency`` at once."""
+    """Seconds for the extraction request bodies posted with aiohttp alone,
+    ``concurrency`` at once."""
     import aiohttp
 
     from longctx.agents.lean_transport import encode_body
@@ -178,8 +181,11 @@ def main() -> None:
         "--stub-usage",
         choices=("approx", "cl100k"),
         default="approx",
-        help="how the stub counts usage tokens: UTF-8 bytes / 4 (default; exact cl100k counting costs the stub "
-        "~1 ms of CPU per 4K-token request, beyond what 32 x 50 ms leaves it on 2 cores) or exact cl100k",
+        help=(
+            "how the stub counts usage tokens: UTF-8 bytes / 4 (default; exact cl100k counting "
+            "costs the stub ~1 ms of CPU per 4K-token request, beyond what 32 x 50 ms leaves it "
+            "on 2 cores) or exact cl100k"
+        ),
     )
     p.add_argument(
         "--compare",
@@ -284,21 +290,26 @@ def main() -> None:
                 overhead = timer.last - timer.first
 
             print(
-                f"\nstructured, {n_docs} documents, {n_tokens:,} tokens, stub latency {args.latency * 1000:.0f} ms, concurrency {args.concurrency}, "
-                f"{args.repeat} runs per path; stub usage counted as {'UTF-8 bytes / 4' if args.stub_usage == 'approx' else 'cl100k tokens'}; "
+                f"\nstructured, {n_docs} documents, {n_tokens:,} tokens, stub latency "
+                f"{args.latency * 1000:.0f} ms, concurrency {args.concurrency}, "
+                f"{args.repeat} runs per path; stub usage counted as "
+                f"{'UTF-8 bytes / 4' if args.stub_usage == 'approx' else 'cl100k tokens'}; "
                 f"load average at the end: {load()}"
             )
             print(
-                "| question 1 extraction | makespan min | median | ideal (docs / c x latency) | ratio min / median |"
+                "| question 1 extraction | makespan min | median | ideal (docs / c x latency) | "
+                "ratio min / median |"
             )
             print("|---|---|---|---|---|")
             for path, values in spans.items():
                 lo, mid = min(values), statistics.median(values)
                 print(
-                    f"| {path} | {lo:.3f} s | {mid:.3f} s | {ideal:.3f} s | {lo / ideal:.2f}x / {mid / ideal:.2f}x |"
+                    f"| {path} | {lo:.3f} s | {mid:.3f} s | {ideal:.3f} s | {lo / ideal:.2f}x / "
+                    f"{mid / ideal:.2f}x |"
                 )
             print(
-                "\n| run | documents extracted / shared / cached | extraction calls | extraction prompt tokens (per corpus token) | whole answer |"
+                "\n| run | documents extracted / shared / cached | extraction calls | extraction "
+                "prompt tokens (per corpus token) | whole answer |"
             )
             print("|---|---|---|---|---|")
             for name, a, calls, toks, total in (
@@ -308,17 +319,21 @@ def main() -> None:
                 e = next(s for s in a.steps if s["node"] == "reduce")["extraction"]
                 per = f"{toks:,} ({toks / n_tokens:.2f})" if calls else "0"
                 print(
-                    f"| {name} | {e['extracted']} / {e['shared']} / {e['cached']} | {calls} | {per} | {total:.2f} s, {a.usage.llm_calls} calls |"
+                    f"| {name} | {e['extracted']} / {e['shared']} / {e['cached']} | {calls} | "
+                    f"{per} | {total:.2f} s, {a.usage.llm_calls} calls |"
                 )
             ex = [next(s for s in a.steps if s["node"] == "reduce")["extraction"] for a in many]
             print(
-                f"| {len(many)} questions together (answer_many, concurrency {args.concurrency}) | {sum(e['extracted'] for e in ex)} / "
-                f"{sum(e['shared'] for e in ex)} / {sum(e['cached'] for e in ex)} | {many_calls} (makespan {many_span:.3f} s) | | "
+                f"| {len(many)} questions together (answer_many, concurrency {args.concurrency}) "
+                f"| {sum(e['extracted'] for e in ex)} / {sum(e['shared'] for e in ex)} / "
+                f"{sum(e['cached'] for e in ex)} | {many_calls} (makespan {many_span:.3f} s) | | "
                 f"{many_wall:.2f} s, {sum(a.usage.llm_calls for a in many)} calls |"
             )
             print(
-                f"\noverhead: the same {n_docs} extraction calls against a 0 ms stub take {overhead:.3f} s "
-                f"({overhead / n_docs * 1000:.2f} ms per call: client, stub and tokenizer CPU on {os.cpu_count()} cores); "
+                f"\noverhead: the same {n_docs} extraction calls against a 0 ms stub take "
+                f"{overhead:.3f} s "
+                f"({overhead / n_docs * 1000:.2f} ms per call: client, stub and tokenizer CPU on "
+                f"{os.cpu_count()} cores); "
                 f"ideal + overhead = {ideal + overhead:.3f} s"
             )
             if args.compare:
@@ -332,13 +347,16 @@ def compare(
     kw: dict[str, Any],
     cache_root: Path,
 ) -> None:
-    """Two questions with ``structured``, ``pai`` and ``memagent`` (default configs) on the same corpus,
-    against a stub that counts usage exactly (cl100k): calls, prompt tokens and seconds per question."""
+    """Two questions with ``structured``, ``pai`` and ``memagent`` (default configs) on the same
+    corpus, against a stub that counts usage exactly (cl100k): calls, prompt tokens and seconds
+    per question."""
     print(
-        f"\nsame corpus, two questions per strategy, default configs, stub {args.latency * 1000:.0f} ms counting usage with cl100k:"
+        "\nsame corpus, two questions per strategy, default configs, stub "
+        f"{args.latency * 1000:.0f} ms counting usage with cl100k:"
     )
     print(
-        "| strategy | question 1: calls / prompt tokens (per corpus token) / seconds | question 2: calls / prompt tokens / seconds |"
+        "| strategy | question 1: calls / prompt tokens (per corpus token) / seconds | question "
+        "2: calls / prompt tokens / seconds |"
     )
     print("|---|---|---|")
     runs = (
@@ -358,7 +376,9 @@ def compare(
                 a = answer(corpus, q, llm=llm, cache_dir=cache_root / name, **options)
                 u = a.usage
                 cells.append(
-                    f"{u.llm_calls} / {u.prompt_tokens:,} ({u.prompt_tokens / corpus.num_tokens:.2f}) / {time.perf_counter() - started:.1f} s"
+                    f"{u.llm_calls} / {u.prompt_tokens:,} "
+                    f"({u.prompt_tokens / corpus.num_tokens:.2f}) / "
+                    f"{time.perf_counter() - started:.1f} s"
                 )
             print(f"| {name} | {cells[0]} | {cells[1]} |")
 

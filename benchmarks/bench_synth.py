@@ -133,7 +133,8 @@ def main() -> None:
         if not args.recall_tiers:
             return
         print(
-            "\n## Retrieval recall of evidence documents (mean over questions; question count in parentheses)"
+            "\n## Retrieval recall of evidence documents (mean over questions; question count in "
+            "parentheses)"
         )
         print(
             "| tier | retriever | top-k chunks | "

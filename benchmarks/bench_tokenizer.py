@@ -2,11 +2,11 @@
 
     python -m benchmarks.bench_tokenizer [--tokens 10000000] [--url http://127.0.0.1:PORT/v1]
 
-Without ``--url`` it serves the embedded GGUF with ``llama_cpp.server`` on loopback. It
-counts a synthetic corpus of about ``--tokens`` cl100k tokens through the server in
-pieces (several piece sizes and request concurrencies), checks the pieces' total against
-the embedded model's own count of the whole text, and prints tokens per second; the in-process tokenizers (the embedded
-model's own, cl100k) are printed beside it. Nothing is asserted.
+Without ``--url`` it serves the embedded GGUF with ``llama_cpp.server`` on loopback. It counts a
+synthetic corpus of about ``--tokens`` cl100k tokens through the server in pieces (several piece
+sizes and request concurrencies), checks the pieces' total against the embedded model's own count of
+the whole text, and prints tokens per second; the in-process tokenizers (the embedded model's own,
+cl100k) are printed beside it. Nothing is asserted.
 """
 
 from __future__ import annotations
@@ -102,7 +102,8 @@ def main() -> None:
     corpus = generate_corpus(args.tokens)
     text = "\n\n".join(d.text for d in corpus.documents)
     print(
-        f"corpus: {len(corpus.documents):,} documents, {len(text):,} characters, about {args.tokens:,} cl100k tokens"
+        f"corpus: {len(corpus.documents):,} documents, {len(text):,} characters, about "
+        f"{args.tokens:,} cl100k tokens"
     )
     cl100k = tiktoken_tokenizer("cl100k_base")
     timed("cl100k (tiktoken, in process)", lambda t: len(cl100k.encode(t)), text)
@@ -115,7 +116,8 @@ def main() -> None:
         if probed is None:
             raise SystemExit(f"{url} has no tokenize endpoint we know")
         print(
-            f"server: {probed.dialect} at {server_root(url)}; pieces concatenate exactly: {probed.max_chars is not None}"
+            f"server: {probed.dialect} at {server_root(url)}; pieces concatenate exactly: "
+            f"{probed.max_chars is not None}"
         )
         for max_chars, workers in [
             (16_000, 1),

@@ -1,12 +1,15 @@
-"""Where RAPTOR's clustering and HippoRAG's synonymy search stop scaling, for ``bench_index_build --sweep``.
+"""Where RAPTOR's clustering and HippoRAG's synonymy search stop scaling, for
+``bench_index_build --sweep``.
 
-* ``raptor``: one layer's clustering (``cluster_nodes``) of the corpus's first ``n`` leaves (100-token
-  ``split_text`` chunks, embedded with the stub's hashed vectors computed in-process), official and
-  scalable side by side: seconds, the process's peak RSS after each, clusters, and the adjusted Rand
-  index of the two (each leaf labelled by its first cluster; a leaf in none is its own label).
-* ``hipporag``: the synonymy search over ``n`` phrases (one to three pseudo-words of the Zipf vocabulary
-  of ``synthetic_text``, distinct, hashed vectors), dense (the official search) against FAISS exact and
-  IVF: seconds, pairs, whether exact FAISS gave the dense pairs, and IVF's share of them.
+* ``raptor``: one layer's clustering (``cluster_nodes``) of the corpus's first ``n`` leaves
+  (100-token ``split_text`` chunks, embedded with the stub's hashed vectors computed in-process),
+  official and scalable side by side: seconds, the process's peak RSS after each, clusters, and
+  the adjusted Rand index of the two (each leaf labelled by its first cluster; a leaf in none is
+  its own label).
+* ``hipporag``: the synonymy search over ``n`` phrases (one to three pseudo-words of the Zipf
+  vocabulary of ``synthetic_text``, distinct, hashed vectors), dense (the official search)
+  against FAISS exact and IVF: seconds, pairs, whether exact FAISS gave the dense pairs, and
+  IVF's share of them.
 """
 
 from __future__ import annotations
@@ -40,7 +43,8 @@ def first_labels(clusters: list[list[int]], n: int) -> list[int]:
 def raptor_sweep(
     corpus: Any, sizes: list[int], official_max: int, sample: int
 ) -> list[dict[str, Any]]:
-    """One layer's clustering of the first ``n`` leaves, for each ``n``, official (up to ``official_max``) and scalable."""
+    """One layer's clustering of the first ``n`` leaves, for each ``n``, official (up to
+    ``official_max``) and scalable."""
     from sklearn.metrics import adjusted_rand_score
 
     from longctx.graphs.raptor.clustering import cluster_nodes
@@ -63,8 +67,15 @@ def raptor_sweep(
             if method == "official" and n > official_max:
                 continue
             t0 = time.perf_counter()
-            found[method] = cluster_nodes(vectors, tokens, dim=10, threshold=0.1, max_cluster_tokens=3500,
-                                          method=method, sample=sample)  # type: ignore[arg-type]  # fmt: skip
+            found[method] = cluster_nodes(
+                vectors,
+                tokens,
+                dim=10,
+                threshold=0.1,
+                max_cluster_tokens=3500,
+                method=method,
+                sample=sample,
+            )  # type: ignore[arg-type]
             row[f"{method}_s"] = round(time.perf_counter() - t0, 1)
             row[f"{method}_clusters"] = len(found[method])
             row[f"{method}_peak_rss_mib"] = round(_hwm(), 0)
@@ -98,7 +109,8 @@ def phrases(n: int, seed: int = 0) -> list[str]:
 
 
 def hipporag_sweep(sizes: list[int], dense_max: int) -> list[dict[str, Any]]:
-    """The synonymy search over ``n`` phrases, for each ``n``: dense (up to ``dense_max``), FAISS exact and IVF."""
+    """The synonymy search over ``n`` phrases, for each ``n``: dense (up to ``dense_max``), FAISS
+    exact and IVF."""
     from longctx.graphs.hipporag.kg import synonym_pairs
 
     rows = []
@@ -111,7 +123,13 @@ def hipporag_sweep(sizes: list[int], dense_max: int) -> list[dict[str, Any]]:
             if knn == "dense" and n > dense_max:
                 continue
             t0 = time.perf_counter()
-            found[knn] = synonym_pairs(texts, vectors, threshold=0.8, top_k=2047, knn=knn)  # type: ignore[arg-type]
+            found[knn] = synonym_pairs(
+                texts,
+                vectors,
+                threshold=0.8,
+                top_k=2047,
+                knn=knn,  # type: ignore[arg-type]
+            )
             row[f"{knn}_s"] = round(time.perf_counter() - t0, 1)
             row[f"{knn}_pairs"] = len(found[knn])
             row[f"{knn}_peak_rss_mib"] = round(_hwm(), 0)

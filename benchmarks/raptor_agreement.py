@@ -1,8 +1,10 @@
 """How far RAPTOR's ``clustering="scalable"`` is from the official clustering on real embeddings.
 
-    python -m benchmarks.raptor_agreement --corpus runs/index_build/corpus-1M --leaves 1000 \
-        --samples 250,2000 [--patience 0,5] [--recluster fresh,reuse] [--vectors runs/minilm1000.npy]
-    python -m benchmarks.raptor_agreement --leaves 10656 --samples 2000 --patience 5 --hashed --no-official
+    python -m benchmarks.raptor_agreement --corpus runs/index_build/corpus-1M --leaves 1000 \\
+        --samples 250,2000 [--patience 0,5] [--recluster fresh,reuse]
+        [--vectors runs/minilm1000.npy]
+    python -m benchmarks.raptor_agreement --leaves 10656 --samples 2000 --patience 5 --hashed \\
+        --no-official
 
 One layer's clustering (``cluster_nodes``: dim 10, threshold 0.1, 3,500-token clusters clustered
 again) of the corpus's first ``--leaves`` 100-token leaves embedded with all-MiniLM-L6-v2 (the
@@ -44,7 +46,9 @@ def leaves_of(corpus_dir: str, n: int) -> list[str]:
 
 def main() -> None:
     """Embed (or load), cluster official and scalable, print the figures."""
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--corpus", default="runs/index_build/corpus-1M")
     p.add_argument("--leaves", type=int, default=1000)
     p.add_argument("--samples", default="250,2000", help="cluster_sample values to compare")
@@ -76,23 +80,51 @@ def main() -> None:
                 np.save(args.vectors, vectors)
         tokens = count_tokens_batch(leaves)
         runs = [("official", 2000, 0, "fresh")] if not args.no_official else []
-        runs += [("scalable", int(s), int(k), r) for s in args.samples.split(",")
-                 for k in args.patience.split(",") for r in args.recluster.split(",")]  # fmt: skip
+        runs += [
+            ("scalable", int(s), int(k), r)
+            for s in args.samples.split(",")
+            for k in args.patience.split(",")
+            for r in args.recluster.split(",")
+        ]
         found: dict[tuple[str, int, int, str], list[int]] = {}
         for run in runs:
             method, sample, patience, recluster = run
             started, load = time.perf_counter(), os.getloadavg()
-            clusters = cluster_nodes(vectors, tokens, dim=10, threshold=0.1, max_cluster_tokens=3500,
-                                     method=method, sample=sample, patience=patience, recluster=recluster)  # type: ignore[arg-type]  # fmt: skip
+            clusters = cluster_nodes(
+                vectors,
+                tokens,
+                dim=10,
+                threshold=0.1,
+                max_cluster_tokens=3500,
+                method=method,
+                sample=sample,
+                patience=patience,
+                recluster=recluster,
+            )  # type: ignore[arg-type]
             seconds = time.perf_counter() - started
             found[run] = first_labels(clusters, len(leaves))
-            name = "official" if method == "official" else f"scalable, cluster_sample {sample}, patience {patience}, recluster {recluster}"  # fmt: skip
-            against = [("official", ("official", 2000, 0, "fresh")), ("the same with fresh", (method, sample, patience, "fresh"))]  # fmt: skip
-            aris = "; ".join(f"ARI with {what} {adjusted_rand_score(found[ref], found[run]):.3f}"
-                             for what, ref in against if ref in found and ref != run)  # fmt: skip
+            name = (
+                "official"
+                if method == "official"
+                else (
+                    f"scalable, cluster_sample {sample}, patience {patience}, recluster {recluster}"
+                )
+            )
+            against = [
+                ("official", ("official", 2000, 0, "fresh")),
+                ("the same with fresh", (method, sample, patience, "fresh")),
+            ]
+            aris = "; ".join(
+                f"ARI with {what} {adjusted_rand_score(found[ref], found[run]):.3f}"
+                for what, ref in against
+                if ref in found and ref != run
+            )
             over = sum(sum(tokens[i] for i in c) > 3500 for c in clusters)
-            print(f"{name}: {seconds:.1f} s, {len(clusters)} clusters ({over} over 3,500 tokens); {aris or '-'}; load before "
-                  f"{' / '.join(f'{x:.2f}' for x in load)}", flush=True)  # fmt: skip
+            print(
+                f"{name}: {seconds:.1f} s, {len(clusters)} clusters ({over} over 3,500 tokens); "
+                f"{aris or '-'}; load before {' / '.join(f'{x:.2f}' for x in load)}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

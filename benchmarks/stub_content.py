@@ -1,13 +1,15 @@
-"""Content-dependent replies and embeddings for the stub server (``stub_server --content``), so that
-index builds against it are realistic: RAPTOR's summaries are made of the clustered text's own words,
-HippoRAG's OpenIE finds the passage's capitalised names and numbers and relates the ones that share
-a sentence, and ``/v1/embeddings`` returns deterministic vectors in which texts sharing words are near.
+"""Content-dependent replies and embeddings for the stub server (``stub_server --content``), so
+that index builds against it are realistic: RAPTOR's summaries are made of the clustered text's own
+words, HippoRAG's OpenIE finds the passage's capitalised names and numbers and relates the ones
+that share a sentence, and ``/v1/embeddings`` returns deterministic vectors in which texts sharing
+words are near.
 
-Requests are recognised by the official prompts' opening words (RAPTOR @ 2e3e83e, HippoRAG @ c617143,
-as ``graphs/raptor/prompts.py`` and ``graphs/hipporag/prompts.py`` hold them); the strings are
-repeated here because importing ``graphs`` would cost every stub start about a second
+Requests are recognised by the official prompts' opening words (RAPTOR @ 2e3e83e, HippoRAG @
+c617143, as ``graphs/raptor/prompts.py`` and ``graphs/hipporag/prompts.py`` hold them); the
+strings are repeated here because importing ``graphs`` would cost every stub start about a second
 (``tests/test_stub_content.py`` checks them against the real requests and parses every reply with
-our parsers). Nothing here is a model: the replies have the shape and size of real ones, not their sense.
+our parsers). Nothing here is a model: the replies have the shape and size of real ones, not
+their sense.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ SUMMARY_PREFIX = "Write a summary of the following, including as many key detail
 NER_SYSTEM_START = "Your task is to extract named entities from the given paragraph."
 #: HippoRAG's triple-extraction system turn (``TRIPLE_SYSTEM``), its start.
 TRIPLE_SYSTEM_START = "Your task is to construct an RDF (Resource Description Framework) graph"
-#: Words per cl100k token in English prose (about 0.75): a summary of ``n`` tokens has ``0.75 n`` words.
+#: Words per cl100k token in English prose (about 0.75): a summary of ``n``
+#: tokens has ``0.75 n`` words.
 WORDS_PER_TOKEN = 0.75
 #: Dimensions of the stub's embeddings (all-MiniLM-L6-v2's, the offline default embedder).
 EMBEDDING_DIM = 384
@@ -73,8 +76,9 @@ def entities_of(passage: str) -> list[str]:
 
 
 def triples_of(passage: str, entities: list[str]) -> list[list[str]]:
-    """Triples over ``entities``: in each sentence, each entity and the next one found there, related
-    by the first lowercase word between them (``"has"`` when there is none); at most two per entity."""
+    """Triples over ``entities``: in each sentence, each entity and the next one found there,
+    related by the first lowercase word between them (``"has"`` when there is none); at most
+    two per entity."""
     out: list[list[str]] = []
     for sentence in _SENTENCE.split(passage):
         spots = sorted((sentence.find(e), e) for e in entities if e in sentence)
@@ -99,7 +103,8 @@ def _triple_request(text: str) -> tuple[str, list[str]]:
 
 
 def content_reply(request: dict[str, Any]) -> str | None:
-    """The reply to a RAPTOR summary or HippoRAG OpenIE request, or ``None`` for any other request."""
+    """The reply to a RAPTOR summary or HippoRAG OpenIE request, or ``None`` for any
+    other request."""
     messages = request.get("messages") or []
     if not messages:
         return None
@@ -117,8 +122,9 @@ def content_reply(request: dict[str, Any]) -> str | None:
 
 
 def hashed_vector(text: str) -> np.ndarray:
-    """A unit vector of hashed lowercase words (crc32 picks the dimension and the sign): texts sharing
-    words are near, as in a real embedding's rough sense; the zero text gets the first axis."""
+    """A unit vector of hashed lowercase words (crc32 picks the dimension and the sign):
+    texts sharing words are near, as in a real embedding's rough sense; the zero text gets
+    the first axis."""
     v = np.zeros(EMBEDDING_DIM, dtype=np.float32)
     for word in _WORD.findall(text.lower()):
         h = zlib.crc32(word.encode())
@@ -131,8 +137,8 @@ def hashed_vector(text: str) -> np.ndarray:
 
 
 def embeddings_reply(request: dict[str, Any]) -> dict[str, Any]:
-    """An OpenAI ``/v1/embeddings`` response for the request's inputs (base64 float32 when asked, as the
-    openai client asks by default, else lists of floats)."""
+    """An OpenAI ``/v1/embeddings`` response for the request's inputs (base64 float32 when asked, as
+    the openai client asks by default, else lists of floats)."""
     inputs = request.get("input", [])
     texts = [inputs] if isinstance(inputs, str) else [str(t) for t in inputs]
     as_base64 = request.get("encoding_format") == "base64"

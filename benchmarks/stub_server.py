@@ -1,6 +1,7 @@
 """A minimal OpenAI-compatible chat server with a fixed latency, for orchestration benchmarks.
 
-    python -m benchmarks.stub_server --port 8099 --latency 0.05 --reply-tokens 200 [--tools --properties 4]
+    python -m benchmarks.stub_server --port 8099 --latency 0.05 --reply-tokens 200
+        [--tools --properties 4]
 
 It answers ``POST /v1/chat/completions`` after sleeping ``latency`` seconds, with a reply
 of ``reply-tokens`` words and usage counted with cl100k, so a benchmark can subtract the
@@ -122,20 +123,20 @@ def make_handler(
 ):
     """A request handler class bound to one latency and reply size.
 
-    With ``tools``, requests carrying tools get tool calls. With ``fail_every=N``, every
-    N-th chat request fails, cycling through HTTP 500, 429 with ``Retry-After: 0``, a hang
-    past the client's timeout, and malformed JSON. With ``fault=MODE`` (one of
-    :data:`FAULT_MODES`), the first ``fault_first`` chat requests fail that way (every
-    request when ``fault_first`` is 0). ``GET /stats`` returns ``{"chat_requests": N}``.
-    ``usage="approx"`` reports UTF-8 bytes / 4 as token counts instead of cl100k's: exact
-    counting costs the stub ~1 ms of CPU per 4K-token prompt, more than a 32-way fan-out
-    against 50 ms leaves per request on a 2-core machine (``bench_structured``).
-    ``prompt_cache=N``: report, as OpenAI does (``usage.prompt_tokens_details.cached_tokens``), the tokens
-    of the longest start each prompt shares with one of the last N chat requests' (1: the previous one),
-    as a provider's prompt cache holding N prompts would serve them.
-    ``hold_after=N``: chat requests after the first N wait ``hang_seconds`` more before their reply
-    (calls a test knows are still in flight, however slow the machine).
-    ``content``: RAPTOR summaries and HippoRAG OpenIE answered from the request's own text.
+    With ``tools``, requests carrying tools get tool calls. With ``fail_every=N``, every N-th chat
+    request fails, cycling through HTTP 500, 429 with ``Retry-After: 0``, a hang past the client's
+    timeout, and malformed JSON. With ``fault=MODE`` (one of :data:`FAULT_MODES`), the first
+    ``fault_first`` chat requests fail that way (every request when ``fault_first`` is 0).
+    ``GET /stats`` returns ``{"chat_requests": N}``. ``usage="approx"`` reports UTF-8 bytes / 4 as
+    token counts instead of cl100k's: exact counting costs the stub ~1 ms of CPU per 4K-token
+    prompt, more than a 32-way fan-out against 50 ms leaves per request on a 2-core machine
+    (``bench_structured``). ``prompt_cache=N``: report, as OpenAI does
+    (``usage.prompt_tokens_details.cached_tokens``), the tokens of the longest start each prompt
+    shares with one of the last N chat requests' (1: the previous one), as a provider's prompt
+    cache holding N prompts would serve them. ``hold_after=N``: chat requests after the first N
+    wait ``hang_seconds`` more before their reply (calls a test knows are still in flight, however
+    slow the machine). ``content``: RAPTOR summaries and HippoRAG OpenIE answered from the
+    request's own text.
     """
     if usage not in ("cl100k", "approx"):
         raise ValueError(f"usage must be 'cl100k' or 'approx', got {usage!r}")
@@ -148,7 +149,9 @@ def make_handler(
     requests_seen = [0]
     embedded = {"embedding_requests": 0, "embedded_texts": 0}
     recent: list[str] = []
-    if prompt_cache:  # imported only here: importing graphs costs the stub's start ~1 s, which every test using it paid
+    if prompt_cache:
+        # imported only here: importing graphs costs the stub's start ~1 s,
+        # which every test using it paid
         from longctx.graphs.prefix_lock import shared_start
 
     class Handler(BaseHTTPRequestHandler):
@@ -404,10 +407,19 @@ def main() -> None:
     )
     args = p.parse_args()
     handler = make_handler(
-        args.latency, args.reply_tokens, tools=args.tools, properties=args.properties,
-        fail_every=args.fail_every, hang_seconds=args.hang_seconds, fault=args.fault, fault_first=args.fault_first,
-        usage=args.usage, prompt_cache=args.prompt_cache, hold_after=args.hold_after, content=args.content,
-    )  # fmt: skip
+        args.latency,
+        args.reply_tokens,
+        tools=args.tools,
+        properties=args.properties,
+        fail_every=args.fail_every,
+        hang_seconds=args.hang_seconds,
+        fault=args.fault,
+        fault_first=args.fault_first,
+        usage=args.usage,
+        prompt_cache=args.prompt_cache,
+        hold_after=args.hold_after,
+        content=args.content,
+    )
     server = _Server(("127.0.0.1", args.port), handler)
     server.serve_forever()
 

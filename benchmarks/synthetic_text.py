@@ -12,7 +12,9 @@ import numpy as np
 from longctx.retrieval import Corpus
 from longctx.retrieval.tokens import count_tokens
 
-_SYLLABLES = "ka lo mi ne ru sa ti vo ze ba de fi gu ho ja ke li mo nu pa qui re so tu ve wa xi yo zu".split()
+_SYLLABLES = (
+    "ka lo mi ne ru sa ti vo ze ba de fi gu ho ja ke li mo nu pa qui re so tu ve wa xi yo zu"
+).split()
 
 
 def vocabulary(size: int, seed: int = 0) -> list[str]:

@@ -1,4 +1,5 @@
-"""Timing the calls one graph node makes, for the fan-out benchmarks (PAI's judges, structured's extraction)."""
+"""Timing the calls one graph node makes, for the fan-out benchmarks (PAI's judges, structured's
+extraction)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from langchain_core.callbacks import BaseCallbackHandler
 
 
 class NodeTimer(BaseCallbackHandler):
-    """First start, last end, call count and prompt tokens of the chat calls made by one graph node."""
+    """First start, last end, call count and prompt tokens of the chat calls made by
+    one graph node."""
 
     run_inline = (
         True  # thread-safe: on the async path, called on the loop rather than through its executor

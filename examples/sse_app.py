@@ -2,8 +2,8 @@
 
 It needs fastapi, sse-starlette and uvicorn, which the base install leaves out (the ``app`` extra)::
 
-    pip install '.[app]'                                               # or: pip install fastapi sse-starlette uvicorn
-    .venv/bin/uvicorn --factory examples.sse_app:default_app          # examples/corpus, $LONGCTX_LLM
+    pip install '.[app]'    # or: pip install fastapi sse-starlette uvicorn
+    .venv/bin/uvicorn --factory examples.sse_app:default_app    # examples/corpus, $LONGCTX_LLM
     curl -N 'http://127.0.0.1:8000/answer?q=Where+is+Vantaa+Robotics+based%3F&strategy=memagent'
 
 ``GET /answer?q=...&strategy=...`` sends one SSE event per :mod:`longctx.agents.events` event (its
@@ -25,14 +25,16 @@ try:
     from sse_starlette import EventSourceResponse
 except ImportError as exc:  # said where the example is run, not as a bare ModuleNotFoundError
     raise ImportError(
-        f"examples/sse_app.py needs fastapi, sse-starlette and uvicorn: pip install '.[app]' ({exc})"
+        "examples/sse_app.py needs fastapi, sse-starlette and uvicorn: pip install "
+        f"'.[app]' ({exc})"
     ) from exc
 
 from longctx import Corpus, astream_answer
 
 
 def make_app(corpus: Corpus, **answer_options: Any) -> FastAPI:
-    """The app over ``corpus``; ``answer_options`` go to every :func:`longctx.agents.astream_answer` call (``llm=``, ``cache_dir=``, ...)."""
+    """The app over ``corpus``; ``answer_options`` go to every :func:`longctx.agents.astream_answer`
+    call (``llm=``, ``cache_dir=``, ...)."""
     app = FastAPI(title="longctx streaming answers")
 
     @app.get("/answer")
@@ -41,7 +43,8 @@ def make_app(corpus: Corpus, **answer_options: Any) -> FastAPI:
             try:
                 async for event in astream_answer(corpus, q, strategy=strategy, **answer_options):
                     yield {"event": event.kind, "data": json.dumps(event.to_dict())}
-            except Exception as exc:  # noqa: BLE001 - the client gets the one-line reason instead of a cut stream
+            except Exception as exc:  # noqa: BLE001
+                # the client gets the one-line reason instead of a cut stream
                 yield {
                     "event": "error",
                     "data": json.dumps({"kind": "error", "error": f"{type(exc).__name__}: {exc}"}),

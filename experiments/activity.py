@@ -21,7 +21,8 @@ from longctx.retrieval.reported_usage import metadata_counts
 
 
 class RunActivity(BaseCallbackHandler):
-    """Counts a run's model calls and posts them, with the step in flight, on a tqdm bar (thread-safe)."""
+    """Counts a run's model calls and posts them, with the step in flight, on a tqdm bar
+    (thread-safe)."""
 
     run_inline = True
 

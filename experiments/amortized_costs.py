@@ -1,16 +1,19 @@
-"""Cost per question as the questions over one corpus accumulate, per strategy of a run, and the break-even points.
+"""Cost per question as the questions over one corpus accumulate, per strategy of a run, and the
+break-even points.
 
-A strategy that builds something once per corpus (RAPTOR's tree, structured's records: ``usage.index_*`` on
-the answer that paid for it) costs most on its first question and less on each further one; a strategy
-that builds nothing costs the same each time. From a run's rows each strategy gets a line
-(:class:`~experiments.break_even.CostLine`): ``index``, the index-time cost of one corpus (summed over
-that corpus's answers, averaged over the corpora that built one; 0 where none was built, an index
-reused from the cache included), and ``per_question``, the mean cost of an answer without it. Asked
-``n`` questions over one corpus, a question costs ``(index + n * per_question) / n``.
+A strategy that builds something once per corpus (RAPTOR's tree, structured's records:
+``usage.index_*`` on the answer that paid for it) costs most on its first question and less on each
+further one; a strategy that builds nothing costs the same each time. From a run's rows each
+strategy gets a line (:class:`~experiments.break_even.CostLine`): ``index``, the index-time cost of
+one corpus (summed over that corpus's answers, averaged over the corpora that built one; 0 where
+none was built, an index reused from the cache included), and ``per_question``, the mean cost of an
+answer without it. Asked ``n`` questions over one corpus, a question costs
+``(index + n * per_question) / n``.
 
-The unit is USD when every strategy's rows are priced (:mod:`longctx.experiments.prices`) and cost something,
-else tokens (prompt + completion), for every strategy alike so the lines can be compared.
-``longctx report`` writes ``amortized_cost.md`` / ``.csv`` and the plot, and ``report.html`` shows them.
+The unit is USD when every strategy's rows are priced (:mod:`longctx.experiments.prices`) and cost
+something, else tokens (prompt + completion), for every strategy alike so the lines can be
+compared. ``longctx report`` writes ``amortized_cost.md`` / ``.csv`` and the plot, and
+``report.html`` shows them.
 """
 
 from __future__ import annotations
@@ -38,7 +41,8 @@ class Amortization:
     Attributes:
         unit: ``"USD"`` or ``"tokens"``.
         lines: One per strategy with answers, in the run's order.
-        break_evens: Every strategy against every other (:func:`~experiments.break_even.break_evens`).
+        break_evens: Every strategy against every other
+            (:func:`~experiments.break_even.break_evens`).
     """
 
     unit: Literal["USD", "tokens"]
@@ -46,7 +50,8 @@ class Amortization:
     break_evens: list[BreakEven]
 
     def crossings(self) -> list[BreakEven]:
-        """The pairs whose lines cross, each told once, by the strategy that is cheaper from some number of questions on."""
+        """The pairs whose lines cross, each told once, by the strategy that is cheaper from some
+        number of questions on."""
         return [b for b in self.break_evens if b.kind == "from"]
 
     def largest_crossing(self) -> int:
@@ -57,8 +62,8 @@ class Amortization:
 def amortization(
     per_strategy: Mapping[str, Mapping[str, Any]], costs: Mapping[str, Mapping[str, Any]]
 ) -> Amortization | None:
-    """The cost lines of a run's strategies (``score_run``'s ``per_strategy``; ``costs``: ``strategy_costs``'s),
-    ``None`` when no strategy answered a question."""
+    """The cost lines of a run's strategies (``score_run``'s ``per_strategy``; ``costs``:
+    ``strategy_costs``'s), ``None`` when no strategy answered a question."""
     answered = {
         name: [r for r in data.get("rows", []) if r.get("status") == "ok"]
         for name, data in per_strategy.items()
@@ -87,7 +92,8 @@ def _usage(row: Mapping[str, Any], *keys: str) -> float:
 
 
 def _built_corpora(rows: Sequence[Mapping[str, Any]]) -> int:
-    """How many corpora some answer paid index-time calls for (a row's ``corpus`` fingerprint, else its question)."""
+    """How many corpora some answer paid index-time calls for (a row's ``corpus`` fingerprint, else
+    its question)."""
     return len(
         {
             str(r.get("corpus") or r.get("sample_id"))
@@ -104,8 +110,11 @@ def _sd(values: Sequence[float]) -> float | None:
 def _token_line(name: str, rows: Sequence[Mapping[str, Any]]) -> CostLine:
     """Tokens (prompt + completion): the index part per corpus built, the rest per answer."""
     index = sum(_usage(r, "index_prompt_tokens", "index_completion_tokens") for r in rows)
-    each = [_usage(r, "prompt_tokens", "completion_tokens") - _usage(r, "index_prompt_tokens", "index_completion_tokens")
-            for r in rows]  # fmt: skip
+    each = [
+        _usage(r, "prompt_tokens", "completion_tokens")
+        - _usage(r, "index_prompt_tokens", "index_completion_tokens")
+        for r in rows
+    ]
     return CostLine(
         name, index / max(1, _built_corpora(rows)), sum(each) / len(rows), _sd(each), len(each)
     )
@@ -125,9 +134,10 @@ def _usd_line(name: str, rows: Sequence[Mapping[str, Any]], cost: Mapping[str, A
 
 
 def shown_digits(a: Amortization) -> int:
-    """Decimals the table gives its figures with: 6 for USD (1 for tokens), or more where fewer would move
-    a break-even point, so the table's own index and per-question figures reproduce every one of them
-    (two per-question costs a few millionths apart otherwise put a crossing at 403 questions, not 360)."""
+    """Decimals the table gives its figures with: 6 for USD (1 for tokens), or more where fewer
+    would move a break-even point, so the table's own index and per-question figures reproduce every
+    one of them (two per-question costs a few millionths apart otherwise put a crossing at 403
+    questions, not 360)."""
     digits = 6 if a.unit == "USD" else 1
     for digits in range(digits, MAX_DIGITS + 1):
         shown = [
@@ -142,17 +152,26 @@ def shown_digits(a: Amortization) -> int:
 def amortized_rows(
     a: Amortization, questions: Sequence[int] = SHOWN_QUESTIONS
 ) -> list[dict[str, Any]]:
-    """A row per strategy: its index cost per corpus, its cost per question beside it, and a question's cost at
-    each of ``questions``, at :func:`shown_digits` decimals."""
+    """A row per strategy: its index cost per corpus, its cost per question beside it, and a
+    question's cost at each of ``questions``, at :func:`shown_digits` decimals."""
     digits = shown_digits(a)
-    return [{"strategy": line.strategy, "unit": a.unit, "index_per_corpus": round(line.index, digits), "per_question": round(line.per_question, digits),
-             **{f"at_{n}": round(line.at(n), digits) for n in questions}} for line in a.lines]  # fmt: skip
+    return [
+        {
+            "strategy": line.strategy,
+            "unit": a.unit,
+            "index_per_corpus": round(line.index, digits),
+            "per_question": round(line.per_question, digits),
+            **{f"at_{n}": round(line.at(n), digits) for n in questions},
+        }
+        for line in a.lines
+    ]
 
 
 def crossing_text(a: Amortization, b: BreakEven) -> str:
-    """A crossing's sentence with where the lines cross and how sure that is: ``raptor is cheaper than memagent
-    from 360 questions on (the lines cross at n = 359.43; 95% interval 181 to never: the per-question gap,
-    3.0% of memagent's, is a mean over 8 and 8 answers)``."""
+    """A crossing's sentence with where the lines cross and how sure that is:
+    ``raptor is cheaper than memagent from 360 questions on (the lines cross at n = 359.43; 95%
+    interval 181 to never: the per-question gap, 3.0% of memagent's, is a mean over 8 and 8
+    answers)``."""
     if b.crossing is None:
         return b.sentence()
     lines = {line.strategy: line for line in a.lines}
@@ -165,10 +184,15 @@ def crossing_text(a: Amortization, b: BreakEven) -> str:
     share = abs(mine.per_question - other.per_question) / dearer.per_question
     over = f"a mean over {mine.answers} and {other.answers} answers"
     if interval[0] == interval[1]:
-        return f"{text}; each per-question cost is the same on all its answers, {mine.answers} and {other.answers})"
+        return (
+            f"{text}; each per-question cost is the same on all its answers, {mine.answers} and "
+            f"{other.answers})"
+        )
     high = "never" if interval[1] == math.inf else _questions(interval[1])
-    return (f"{text}; 95% interval {_questions(interval[0])} to {high}: the per-question gap, {share:.1%} of "
-            f"{dearer.strategy}'s, is {over})")  # fmt: skip
+    return (
+        f"{text}; 95% interval {_questions(interval[0])} to {high}: the per-question gap, "
+        f"{share:.1%} of {dearer.strategy}'s, is {over})"
+    )
 
 
 def _questions(n: float) -> str:
@@ -182,7 +206,8 @@ def break_even_cell(b: BreakEven) -> str:
 
 
 def break_even_matrix(a: Amortization) -> list[dict[str, str]]:
-    """A row per strategy: when it is cheaper per question than each other (its cell in that one's column)."""
+    """A row per strategy: when it is cheaper per question than each other (its cell in that
+    one's column)."""
     cells = {(b.strategy, b.other): break_even_cell(b) for b in a.break_evens}
     names = [line.strategy for line in a.lines]
     return [{"cheaper": x, **{y: ("" if x == y else cells[(x, y)]) for y in names}} for x in names]
@@ -201,11 +226,18 @@ def write_amortized(stem: Path, a: Amortization) -> None:
 
 def markdown_lines(a: Amortization, rows: Sequence[Mapping[str, Any]]) -> list[str]:
     """The markdown of :func:`write_amortized`."""
-    lines = ["# Cost per question over one corpus", "",
-             f"A question's cost ({a.unit}) when n questions are asked over the same corpus: (index + n x per question) / n, the",
-             "index-time work (usage.index_*) paid once per corpus and shared out. A strategy that built nothing in this run",
-             "(or reused a cached index) has index 0. The figures have the decimals that reproduce every break-even point below:",
-             "the lines cross at n* = (index_a - index_b) / (per_question_b - per_question_a).", ""]  # fmt: skip
+    lines = [
+        "# Cost per question over one corpus",
+        "",
+        f"A question's cost ({a.unit}) when n questions are asked over the same corpus: (index + "
+        "n x per question) / n, the",
+        "index-time work (usage.index_*) paid once per corpus and shared out. A strategy that "
+        "built nothing in this run",
+        "(or reused a cached index) has index 0. The figures have the decimals that reproduce "
+        "every break-even point below:",
+        "the lines cross at n* = (index_a - index_b) / (per_question_b - per_question_a).",
+        "",
+    ]
     lines += _table(rows, shown_digits(a))
     crossing = a.crossings()
     lines += ["", "## Break-even", ""]

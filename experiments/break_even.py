@@ -14,13 +14,15 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal
 
-#: A crossing this close to a whole number of questions (relative) is that number: sums of float costs are not exact.
+#: A crossing this close to a whole number of questions (relative) is that number: sums of
+#: float costs are not exact.
 WHOLE_TOLERANCE = 1e-9
 
 
 @dataclass(frozen=True)
 class CostLine:
-    """One strategy's cost over one corpus: ``index`` once (0: it builds nothing), then ``per_question`` each.
+    """One strategy's cost over one corpus: ``index`` once (0: it builds nothing), then
+    ``per_question`` each.
 
     Attributes:
         strategy: Registry name.
@@ -37,7 +39,8 @@ class CostLine:
     answers: int = field(default=0, compare=False)
 
     def at(self, questions: int) -> float:
-        """Cost per question when ``questions`` questions are asked over one corpus (the index shared out)."""
+        """Cost per question when ``questions`` questions are asked over one corpus (the index
+        shared out)."""
         if questions < 1:
             raise ValueError(f"questions must be at least 1, got {questions}")
         return (self.index + questions * self.per_question) / questions
@@ -50,16 +53,17 @@ Kind = Literal["always", "never", "from", "until", "same"]
 
 @dataclass(frozen=True)
 class BreakEven:
-    """Whether ``strategy`` costs less per question than ``other`` as questions over one corpus accumulate.
+    """Whether ``strategy`` costs less per question than ``other`` as questions over one
+    corpus accumulate.
 
     Attributes:
         strategy: The strategy the sentence is about.
         other: The one it is compared with.
         kind: See :data:`Kind`.
-        questions: ``from``: the first whole number of questions from which it is cheaper (and stays so);
-            ``until``: the last at which it still is; ``None`` for the other kinds.
-        crossing: ``from`` / ``until``: where the two lines cross, ``n*`` unrounded (``questions`` is
-            the whole number past or before it); ``None`` for the other kinds.
+        questions: ``from``: the first whole number of questions from which it is cheaper (and stays
+            so); ``until``: the last at which it still is; ``None`` for the other kinds.
+        crossing: ``from`` / ``until``: where the two lines cross, ``n*`` unrounded (``questions``
+            is the whole number past or before it); ``None`` for the other kinds.
     """
 
     strategy: str
@@ -81,12 +85,14 @@ class BreakEven:
 
 
 def break_even(a: CostLine, b: CostLine) -> BreakEven:
-    """Where ``a`` costs strictly less per question than ``b``, over whole numbers of questions from 1.
+    """Where ``a`` costs strictly less per question than ``b``, over whole numbers of
+    questions from 1.
 
-    Per question ``a`` is cheaper at ``n`` exactly when its total is: ``a.index + n * a.per_question <
-    b.index + n * b.per_question``. The lines cross at ``n* = (a.index - b.index) / (b.per_question -
-    a.per_question)``; a crossing between whole numbers is rounded to the first whole question past it,
-    and at a crossing on a whole number the two cost the same there (neither is cheaper).
+    Per question ``a`` is cheaper at ``n`` exactly when its total is:
+    ``a.index + n * a.per_question < b.index + n * b.per_question``. The lines cross at
+    ``n* = (a.index - b.index) / (b.per_question - a.per_question)``; a crossing between whole
+    numbers is rounded to the first whole question past it, and at a crossing on a whole number the
+    two cost the same there (neither is cheaper).
     """
     d_index, d_each = a.index - b.index, a.per_question - b.per_question
     if d_each == 0:
@@ -111,12 +117,14 @@ def break_even(a: CostLine, b: CostLine) -> BreakEven:
 def crossing_interval(
     a: CostLine, b: CostLine, *, confidence: float = 0.95
 ) -> tuple[float, float] | None:
-    """The range of the crossing ``n*`` that the spread of the per-question costs allows, at ``confidence``.
+    """The range of the crossing ``n*`` that the spread of the per-question costs allows, at
+    ``confidence``.
 
-    Each ``per_question`` is a mean over its answers, so their gap is uncertain: a 3% gap measured on 8
-    answers may be 0 or twice as wide. The gap's interval is Welch's (``t`` at the fewer answers less
-    one), and ``n* = |index gap| / |per-question gap|`` over it; where the gap's interval reaches 0
-    the lines may never cross (upper end ``inf``). ``None`` when the lines do not cross or a spread is unknown.
+    Each ``per_question`` is a mean over its answers, so their gap is uncertain: a 3% gap measured
+    on 8 answers may be 0 or twice as wide. The gap's interval is Welch's (``t`` at the fewer
+    answers less one), and ``n* = |index gap| / |per-question gap|`` over it; where the gap's
+    interval reaches 0 the lines may never cross (upper end ``inf``). ``None`` when the lines do not
+    cross or a spread is unknown.
     """
     d_index, gap = abs(a.index - b.index), abs(b.per_question - a.per_question)
     if a.sd is None or b.sd is None or min(a.answers, b.answers) < 2 or gap == 0 or d_index == 0:
@@ -130,7 +138,8 @@ def crossing_interval(
 
 
 def break_evens(lines: list[CostLine]) -> list[BreakEven]:
-    """:func:`break_even` of every strategy against every other (ordered pairs, in the order given)."""
+    """:func:`break_even` of every strategy against every other (ordered pairs, in the
+    order given)."""
     return [break_even(a, b) for a in lines for b in lines if a.strategy != b.strategy]
 
 

@@ -16,13 +16,17 @@ from longctx.graphs.ceiling import CeilingItem, EvidenceSpan
 
 #: Why a benchmark's samples name no evidence, in the error when none does.
 NO_EVIDENCE = {
-    "babilong": "BABILong's released files carry input, question and target only, not the supporting facts: ceilings need "
-                "samples generated with 'python -m longctx.experiments.babilong_gen' (they record where each supporting fact is)",
-}  # fmt: skip
+    "babilong": (
+        "BABILong's released files carry input, question and target only, not the supporting "
+        "facts: ceilings need samples generated with 'python -m longctx.experiments.babilong_gen' "
+        "(they record where each supporting fact is)"
+    ),
+}
 
 
 def _spans_item(s: Any, meta: dict[str, Any]) -> CeilingItem:
-    """A question whose evidence is sentences (``metadata["evidence_spans"]``: BABILong's supporting facts), per task x length."""
+    """A question whose evidence is sentences (``metadata["evidence_spans"]``: BABILong's supporting
+    facts), per task x length."""
     spans = tuple(EvidenceSpan(d, a, b) for d, a, b in meta["evidence_spans"])
     cell = (str(s.dataset), str(meta["length"])) if "length" in meta else None
     return CeilingItem(
@@ -36,8 +40,9 @@ def _spans_item(s: Any, meta: dict[str, Any]) -> CeilingItem:
 
 
 def items_from_samples(samples: Iterable[Any]) -> list[CeilingItem]:
-    """Questions that name their evidence: documents (``evidence_doc_ids`` attribute or metadata), with synth
-    records when known, or sentences (``metadata["evidence_spans"]``, generated BABILong)."""
+    """Questions that name their evidence: documents (``evidence_doc_ids`` attribute or
+    metadata), with synth records when known, or sentences (``metadata["evidence_spans"]``,
+    generated BABILong)."""
     records_by_path: dict[str, dict] = {}
     out = []
     for s in samples:

@@ -1,4 +1,5 @@
-"""Evidence ceilings as tables: one :class:`Ceiling` per strategy, printed as Markdown or stored as JSON.
+"""Evidence ceilings as tables: one :class:`Ceiling` per strategy, printed as Markdown or
+stored as JSON.
 
 Every table carries :data:`UPPER_BOUND_NOTE`: a ceiling is an upper bound on accuracy, not an
 accuracy. Computed by :mod:`longctx.experiments.ceilings`.
@@ -13,8 +14,8 @@ from typing import Any
 
 #: Printed and stored with every ceiling table.
 UPPER_BOUND_NOTE = (
-    "A ceiling is an upper bound, not an accuracy: the share of questions whose complete evidence can reach "
-    "the strategy's final model call, assuming the model does everything else perfectly."
+    "A ceiling is an upper bound, not an accuracy: the share of questions whose complete evidence "
+    "can reach the strategy's final model call, assuming the model does everything else perfectly."
 )
 
 
@@ -26,7 +27,8 @@ class Ceiling:
         strategy: Registry name.
         config: The effective config (JSON-safe).
         rule: The rule applied, in words.
-        unit: What evidence is counted in (``documents``, ``records``, or ``sentences`` for BABILong's supporting facts).
+        unit: What evidence is counted in (``documents``, ``records``, or ``sentences`` for
+            BABILong's supporting facts).
         questions: Questions measured.
         complete_share: Share of questions whose complete evidence can reach the final call.
         mean_share: Mean over questions of the share of their evidence that can.
@@ -84,7 +86,8 @@ def format_table(ceilings: Sequence[Ceiling], *, title: str | None = None) -> st
             )
         unit = f" ({c.unit})" if c.unit in ("records", "sentences") else ""
         lines.append(
-            f"| {c.strategy} | {_pct(c.complete_share)} | {_pct(c.mean_share)}{unit} | {c.questions} | {c.rule}{extra} |"
+            f"| {c.strategy} | {_pct(c.complete_share)} | {_pct(c.mean_share)}{unit} | "
+            f"{c.questions} | {c.rule}{extra} |"
         )
     seen = {d for c in ceilings for d in c.by_difficulty}
     diffs = [d for d in _DIFFICULTY_ORDER if d in seen] + sorted(seen - set(_DIFFICULTY_ORDER))
@@ -107,14 +110,20 @@ def format_table(ceilings: Sequence[Ceiling], *, title: str | None = None) -> st
 
 
 def _task_length_tables(ceilings: Sequence[Ceiling]) -> list[str]:
-    """Per strategy, the complete-evidence share per task (rows) x length (columns), as BABILong's tables lay out accuracy."""
+    """Per strategy, the complete-evidence share per task (rows) x length (columns), as BABILong's
+    tables lay out accuracy."""
     lines: list[str] = []
     for c in ceilings:
         if c.skipped or not c.by_task_length:
             continue
         lengths = list(dict.fromkeys(n for row in c.by_task_length.values() for n in row))
-        lines += ["", f"Complete-evidence share by task x length, {c.strategy}:", "",
-                  "| task | " + " | ".join(lengths) + " |", "|---|" + "---|" * len(lengths)]  # fmt: skip
+        lines += [
+            "",
+            f"Complete-evidence share by task x length, {c.strategy}:",
+            "",
+            "| task | " + " | ".join(lengths) + " |",
+            "|---|" + "---|" * len(lengths),
+        ]
         lines += [
             f"| {t} | " + " | ".join(_pct(row.get(n)) for n in lengths) + " |"
             for t, row in c.by_task_length.items()

@@ -11,14 +11,14 @@ records), these ceilings are exact and LLM-free.
 everything else perfectly (judges keep exactly the evidence, a decomposer asks the right
 sub-questions, the memory keeps only what matters, the final call reasons without error).
 
-Per strategy and its effective config, :func:`compute_ceilings` reports the share of
-questions whose *complete* evidence can reach the final call, and the mean share of
-evidence that can. Each strategy's rule is an :class:`longctx.graphs.ceiling.EvidenceCeiling` on its
-registry entry (``STRATEGIES.get(name).ceiling``), defined in its own package
-(``graphs/<name>/ceiling.py``) with the strategy's own retrieval, packing and truncation
-code; this module applies the registered rules, in their ``rank`` order, to the questions
-:mod:`longctx.experiments.ceiling_items` gathers, and :mod:`longctx.experiments.ceiling_tables` prints them.
-A strategy registered without a rule (``ceiling=None``) is reported as skipped. See ``docs/ceilings.md`` for each built-in rule.
+Per strategy and its effective config, :func:`compute_ceilings` reports the share of questions whose
+*complete* evidence can reach the final call, and the mean share of evidence that can. Each
+strategy's rule is an :class:`longctx.graphs.ceiling.EvidenceCeiling` on its registry entry
+(``STRATEGIES.get(name).ceiling``), defined in its own package (``graphs/<name>/ceiling.py``) with
+the strategy's own retrieval, packing and truncation code; this module applies the registered rules,
+in their ``rank`` order, to the questions :mod:`longctx.experiments.ceiling_items` gathers, and
+:mod:`longctx.experiments.ceiling_tables` prints them. A strategy registered without a rule
+(``ceiling=None``) is reported as skipped. See ``docs/ceilings.md`` for each built-in rule.
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ from longctx.retrieval.tokenizers import (
     tiktoken_tokenizer,
 )
 
-#: One question with its evidence, and what every rule gets besides its config (``longctx.graphs.ceiling``).
+#: One question with its evidence, and what every rule gets besides its config
+#: (``longctx.graphs.ceiling``).
 Item = CeilingItem
 Env = CeilingEnv
 
@@ -63,7 +64,8 @@ def _json_config(cfg: Any) -> dict[str, Any]:
 
 
 def default_strategies() -> list[str]:
-    """Every registered strategy that has a ceiling rule, in the rules' ``rank`` order (ties by name)."""
+    """Every registered strategy that has a ceiling rule, in the rules' ``rank`` order
+    (ties by name)."""
     ranked = [
         (rule.rank, name)
         for name in STRATEGIES.available()
@@ -81,13 +83,15 @@ def compute_ceilings(
     tokenizer: Any = None,
     cache_dir: str | Path | None = None,
 ) -> list[Ceiling]:
-    """Evidence ceilings of ``strategies`` (default: every registered one with a rule) over ``samples``.
+    """Evidence ceilings of ``strategies`` (default: every registered one with a rule) over
+    ``samples``.
 
     Args:
-        samples: Synthetic samples (``longctx.experiments.synth.load_samples``) or benchmark samples whose
-            metadata names ``evidence_doc_ids``; samples without evidence are left out.
+        samples: Synthetic samples (``longctx.experiments.synth.load_samples``) or benchmark samples
+            whose metadata names ``evidence_doc_ids``; samples without evidence are left out.
         strategies: Registry names; one registered without a rule is reported as skipped.
-        options: Config overrides per strategy, as ``longctx run --option`` (``{"rag": {"top_k": 20}}``).
+        options: Config overrides per strategy, as ``longctx run --option``
+            (``{"rag": {"top_k": 20}}``).
         gold_sub_questions: Rules that ask sub-questions (follow-ups, decompositions) ask the gold
             ones (one per entity the records name) instead of the question itself.
         tokenizer: The rules' tokenizer (memory and window sizes): ``None`` (cl100k), an object with
@@ -105,7 +109,10 @@ def compute_ceilings(
         )
         raise ValueError(
             "; ".join(why)
-            or "No sample names its evidence (evidence_doc_ids): ceilings need evidence, e.g. a 'longctx synth' folder"
+            or (
+                "No sample names its evidence (evidence_doc_ids): ceilings need evidence, e.g. a "
+                "'longctx synth' folder"
+            )
         )
     env = Env(
         cache_dir=cache_dir,
@@ -163,7 +170,8 @@ def _one(name: str, rule: EvidenceCeiling, cfg: Any, items: list[Item], env: Env
 
 
 def _by_cell(items: Sequence[Item], reaches: Sequence[Reach]) -> dict[str, dict[str, float]]:
-    """``complete_share`` per ``(task, length)`` cell, tasks and lengths in first-seen order (the loader's)."""
+    """``complete_share`` per ``(task, length)`` cell, tasks and lengths in first-seen order
+    (the loader's)."""
     cells: dict[str, dict[str, list[bool]]] = {}
     for item, r in zip(items, reaches):
         if item.cell is not None:
@@ -189,7 +197,8 @@ def _codec(tokenizer: Any) -> tuple[Callable[[str], list[int]], Callable[[list[i
 
 def load_tokenizer(spec: str | None) -> Tokenizer | None:
     """``None`` / ``cl100k``: the library's counter; ``tiktoken:NAME``; ``hf:PATH`` or a bare path:
-    a local Hugging Face tokenizer, loaded offline by :func:`longctx.retrieval.tokenizers.hf_tokenizer`."""
+    a local Hugging Face tokenizer, loaded offline by
+    :func:`longctx.retrieval.tokenizers.hf_tokenizer`."""
     if spec in (None, "", "cl100k"):
         return None
     kind, arg = parse_spec(spec if ":" in spec else f"hf:{spec}")
@@ -197,7 +206,8 @@ def load_tokenizer(spec: str | None) -> Tokenizer | None:
         return tiktoken_tokenizer(arg)
     if kind != "hf":
         raise TokenizerError(
-            f"--tokenizer for ceilings takes cl100k, tiktoken:NAME or a local Hugging Face tokenizer (hf:PATH), got {spec!r}"
+            "--tokenizer for ceilings takes cl100k, tiktoken:NAME or a local Hugging Face "
+            f"tokenizer (hf:PATH), got {spec!r}"
         )
     return hf_tokenizer(arg)
 
@@ -238,7 +248,8 @@ def report_ceilings(
     return ceilings
 
 
-#: What ``longctx.experiments.ceilings`` offers: the computation here, the questions and tables it re-exports.
+#: What ``longctx.experiments.ceilings`` offers: the computation here, the questions
+#: and tables it re-exports.
 __all__ = [
     "NO_EVIDENCE",
     "UPPER_BOUND_NOTE",

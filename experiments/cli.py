@@ -27,7 +27,8 @@ EXIT_INTERRUPTED = 130
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``longctx`` console script; nothing it prints carries a key (see :mod:`longctx.retrieval.redaction`)."""
+    """Entry point of the ``longctx`` console script; nothing it prints carries a key (see
+    :mod:`longctx.retrieval.redaction`)."""
     with redacted_terminal():
         return _main(argv)
 
@@ -52,8 +53,9 @@ def _main(argv: Sequence[str] | None) -> int:
 def _show_warning(
     shown: Any, said: set, message: Any, category: type[Warning], *args: Any, **kwargs: Any
 ) -> None:
-    """A warning meant for users (``one_line``: a cost plan's) as one line, not a file, line and source;
-    once per kind and strategy (``said``): a run checks each unit's plan and would repeat it per unit."""
+    """A warning meant for users (``one_line``: a cost plan's) as one line, not a file, line and
+    source; once per kind and strategy (``said``): a run checks each unit's plan and would repeat
+    it per unit."""
     if getattr(category, "one_line", False):
         key = (category, getattr(message, "strategy", str(message)))
         if key not in said:
@@ -69,7 +71,8 @@ def _run(args: argparse.Namespace) -> int:
             check_strategy_list(args.strategies)
     except KeyError as exc:
         return _user_error(args, exc)
-    # the subcommands import the engines (LangGraph, LangChain, retrievers): only once the line has parsed
+    # the subcommands import the engines (LangGraph, LangChain, retrievers):
+    # only once the line has parsed
     from longctx.experiments.commands import COMMANDS, USER_ERRORS, RunInterrupted
 
     try:
@@ -88,7 +91,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _user_error(args: argparse.Namespace, exc: Exception) -> int:
-    """Print a bad input's message on one line (exit status 2); ``--debug`` shows the traceback instead."""
+    """Print a bad input's message on one line (exit status 2); ``--debug`` shows the
+    traceback instead."""
     if args.debug:
         raise exc
     print(f"longctx: error: {one_line(exc)}", file=sys.stderr)

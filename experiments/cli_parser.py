@@ -1,11 +1,12 @@
 """The ``longctx`` argument parser, with nothing but the standard library loaded.
 
-``longctx --help`` and a mistyped command or option answer at once because this module
-imports none of the engines (LangGraph, LangChain, faiss, bm25s, torch, llama.cpp) and no
-strategy package: the strategy and retriever names it offers are the registries' own
-(:data:`longctx.graphs.strategy_registry.STRATEGIES`, :data:`longctx.retrieval.retriever_registry.RETRIEVERS`),
-which know their names from each package's ``plugin.toml`` and the entry points of third-party
-plug-ins, and import a plug-in only when it is looked up.
+``longctx --help`` and a mistyped command or option answer at once because this module imports none
+of the engines (LangGraph, LangChain, faiss, bm25s, torch, llama.cpp) and no strategy package: the
+strategy and retriever names it offers are the registries' own
+(:data:`longctx.graphs.strategy_registry.STRATEGIES`,
+:data:`longctx.retrieval.retriever_registry.RETRIEVERS`), which know their names from each
+package's ``plugin.toml`` and the entry points of third-party plug-ins, and import a plug-in only
+when it is looked up.
 """
 
 from __future__ import annotations
@@ -17,15 +18,17 @@ from longctx.graphs.strategy_registry import STRATEGIES
 from longctx.retrieval.retriever_registry import RETRIEVERS
 
 #: Copies, for the help text, of ``longctx.retrieval.embedding_backends.EMBEDDING_BACKENDS``,
-#: ``longctx.agents.run_plan.CONFIRM_MINUTES`` and ``longctx.experiments.export.FORMATS`` (a test keeps them equal).
+#: ``longctx.agents.run_plan.CONFIRM_MINUTES`` and ``longctx.experiments.export.FORMATS`` (a test
+#: keeps them equal).
 EMBEDDING_BACKENDS = ("torch", "torch-bf16", "onnx", "onnx-int8")
 CONFIRM_MINUTES = 15.0
 FORMATS = ("official",)
 
 
 class IndexStrategies:
-    """``longctx index`` choices: the strategies not declared to use no index (``uses_index = false`` in
-    their ``plugin.toml``); a plug-in's use of an index is checked once it is loaded."""
+    """``longctx index`` choices: the strategies not declared to use no index
+    (``uses_index = false`` in their ``plugin.toml``); a plug-in's use of an index is checked once
+    it is loaded."""
 
     def __contains__(self, name: object) -> bool:
         return (
@@ -55,7 +58,10 @@ def _add_retrieval_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--embedding-backend",
         choices=list(EMBEDDING_BACKENDS),
-        help="dense retriever's embedding backend (default on a CPU: torch-bf16 where it has native bfloat16, else torch)",
+        help=(
+            "dense retriever's embedding backend (default on a CPU: torch-bf16 where it has "
+            "native bfloat16, else torch)"
+        ),
     )
     p.add_argument(
         "--chunk-unit", choices=["words", "tokens"], help="chunk by words (LongBench v1) or tokens"
@@ -73,17 +79,24 @@ def _add_ray_arg(p: argparse.ArgumentParser, what: str) -> None:
         nargs="?",
         const="",
         metavar="ADDRESS",
-        help=f"{what} on Ray (needs pip install 'longctx-lab[ray]'): a cluster address such as 'auto' or HOST:6379; "
-        "none: $RAY_ADDRESS or a new local instance",
+        help=(
+            f"{what} on Ray (needs pip install 'longctx-lab[ray]'): a cluster address such as "
+            "'auto' or HOST:6379; "
+            "none: $RAY_ADDRESS or a new local instance"
+        ),
     )
 
 
 def _add_duplicates_arg(p: argparse.ArgumentParser) -> None:
-    """``--keep-duplicates``: keep a document whose text equals an earlier one's (``longctx.retrieval.duplicates``)."""
+    """``--keep-duplicates``: keep a document whose text equals an earlier one's
+    (``longctx.retrieval.duplicates``)."""
     p.add_argument(
         "--keep-duplicates",
         action="store_true",
-        help="keep documents whose text equals an earlier one's (default: dropped, with a warning naming them)",
+        help=(
+            "keep documents whose text equals an earlier one's (default: dropped, with a warning "
+            "naming them)"
+        ),
     )
 
 
@@ -92,7 +105,10 @@ def _add_yes_arg(p: argparse.ArgumentParser) -> None:
         "-y",
         "--yes",
         action="store_true",
-        help=f"do not ask before a run estimated over {CONFIRM_MINUTES:.0f} minutes (nobody is asked when stdin is not a terminal)",
+        help=(
+            f"do not ask before a run estimated over {CONFIRM_MINUTES:.0f} minutes (nobody is "
+            "asked when stdin is not a terminal)"
+        ),
     )
 
 
@@ -103,7 +119,9 @@ def _add_budget_args(p: argparse.ArgumentParser, what: str) -> None:
         "--max-cost",
         type=float,
         metavar="USD",
-        help=f"at most this many USD {what}, at the price table (--prices; refused for a free model)",
+        help=(
+            f"at most this many USD {what}, at the price table (--prices; refused for a free model)"
+        ),
     )
     _add_prices_arg(p, "the price table --max-cost counts at")
 
@@ -114,8 +132,11 @@ def _add_prices_arg(
     p.add_argument(
         "--prices",
         metavar="FILE",
-        help=f"JSON of USD per 1M tokens per model id, {what}, "
-        f'e.g. {{"gpt-4o-mini": {{"prompt": 0.15, "completion": 0.6}}}} (default: {default}; local models free)',
+        help=(
+            f"JSON of USD per 1M tokens per model id, {what}, "
+            f'e.g. {{"gpt-4o-mini": {{"prompt": 0.15, "completion": 0.6}}}} (default: {default}; '
+            "local models free)"
+        ),
     )
 
 
@@ -163,7 +184,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_ray_arg(p, "with --strategy structured, extract the documents (the Map stage)")
     _add_budget_args(
         p,
-        "for this answer: a plan over it is refused before any call; a run reaching it stops and says so",
+        "for this answer: a plan over it is refused before any call; a run reaching it stops "
+        "and says so",
     )
 
     p = sub.add_parser(
@@ -192,13 +214,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--questions",
-        help="your questions: JSONL or CSV with 'question' and optional 'answer', 'answer_type', 'id'",
+        help=(
+            "your questions: JSONL or CSV with 'question' and optional 'answer', "
+            "'answer_type', 'id'"
+        ),
     )
     p.add_argument(
         "--strategies",
         required=True,
-        help="comma-separated strategy names, e.g. rag,full_context,memagent; a strategy twice as variants "
-        "STRATEGY@LABEL, each its own column with its own --option, e.g. rag@bm25,rag@hybrid",
+        help=(
+            "comma-separated strategy names, e.g. rag,full_context,memagent; a strategy twice as "
+            "variants "
+            "STRATEGY@LABEL, each its own column with its own --option, e.g. rag@bm25,rag@hybrid"
+        ),
     )
     p.add_argument("--llm", help="'embedded' (default), 'embedded:PATH.gguf' or 'openai:MODEL'")
     p.add_argument("--data", help="benchmark files folder (default $LONGCTX_DATA_DIR/<benchmark>)")
@@ -223,15 +251,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--inject-once",
         action="store_true",
-        help="inject once, ask many: each strategy answers all questions over one context in one unit, its index built or loaded once",
+        help=(
+            "inject once, ask many: each strategy answers all questions over one context in one "
+            "unit, its index built or loaded once"
+        ),
     )
     p.add_argument(
         "--option",
         action="append",
         default=[],
         metavar="STRATEGY.KEY=JSON",
-        help="strategy option, e.g. rag.top_k=5, or a variant's, e.g. rag@hybrid.retriever=hybrid "
-        "(a strategy's own options apply to each of its variants too)",
+        help=(
+            "strategy option, e.g. rag.top_k=5, or a variant's, e.g. rag@hybrid.retriever=hybrid "
+            "(a strategy's own options apply to each of its variants too)"
+        ),
     )
     p.add_argument(
         "--no-llm-cache",
@@ -257,29 +290,43 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dir", help="a folder written by 'longctx run'")
     p.add_argument(
         "--judge",
-        help="chat model spec for LLM-judged benchmarks (Loong; CorpusQA; MemoryAgentBench LongMemEval, InfBench-Sum)",
+        help=(
+            "chat model spec for LLM-judged benchmarks (Loong; CorpusQA; MemoryAgentBench "
+            "LongMemEval, InfBench-Sum)"
+        ),
     )
     p.add_argument("--no-plots", action="store_true")
     kept = "the table the run was given (its prices.json), else built-in list prices"
     _add_prices_arg(p, "for the report's cost estimate", kept)
     p.add_argument("--no-html", action="store_true", help="do not write report.html")
 
-    p = sub.add_parser("compare", help="paired comparison of the same strategies across run folders",
-                       description="Compare run folders of one benchmark on their shared questions (two models, two configs): "
-                                   "mean difference, 95%% paired-bootstrap interval, paired test, Holm-adjusted.")  # fmt: skip
+    p = sub.add_parser(
+        "compare",
+        help="paired comparison of the same strategies across run folders",
+        description=(
+            "Compare run folders of one benchmark on their shared questions (two models, two "
+            "configs): mean difference, 95%% paired-bootstrap interval, paired test, Holm-adjusted."
+        ),
+    )
     p.add_argument(
         "dirs", nargs="+", metavar="RUN", help="two or more folders written by 'longctx run'"
     )
     p.add_argument(
         "--judge",
-        help="chat model spec for LLM-judged benchmarks (Loong; CorpusQA; MemoryAgentBench LongMemEval, InfBench-Sum)",
+        help=(
+            "chat model spec for LLM-judged benchmarks (Loong; CorpusQA; MemoryAgentBench "
+            "LongMemEval, InfBench-Sum)"
+        ),
     )
     p.add_argument("--out", metavar="CSV", help="also write the table to this CSV file")
 
     p = sub.add_parser(
         "export",
         help="write a run's answers as each benchmark's official prediction files",
-        description="Write the files the benchmark's official scorer reads (LongBench pred/, v2 results/, LV-Eval, Loong, CorpusQA, RULER-HotpotQA).",
+        description=(
+            "Write the files the benchmark's official scorer reads (LongBench pred/, v2 "
+            "results/, LV-Eval, Loong, CorpusQA, RULER-HotpotQA)."
+        ),
     )
     p.add_argument("dir", help="a folder written by 'longctx run'")
     p.add_argument(
@@ -293,7 +340,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "ceilings",
         help="evidence ceilings per strategy, LLM-free (upper bounds, not accuracies)",
-        description="Share of questions whose complete evidence can reach each strategy's final call (see docs/ceilings.md).",
+        description=(
+            "Share of questions whose complete evidence can reach each strategy's final call "
+            "(see docs/ceilings.md)."
+        ),
     )
     p.add_argument(
         "data", help="a 'longctx synth' folder, or a benchmark's data folder with --benchmark"
@@ -318,7 +368,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--tokenizer",
-        help="memagent / full_context tokenizer: cl100k (default) or a local Hugging Face tokenizer",
+        help=(
+            "memagent / full_context tokenizer: cl100k (default) or a local Hugging Face tokenizer"
+        ),
     )
     p.add_argument("--limit", type=int, help="first N questions only")
     p.add_argument(
@@ -342,7 +394,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--strategies",
-        help="comma-separated strategies, or 'all' (default: those that finish in minutes on 2 cores)",
+        help=(
+            "comma-separated strategies, or 'all' (default: those that finish in minutes on "
+            "2 cores)"
+        ),
     )
     _add_yes_arg(p)
 

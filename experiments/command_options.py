@@ -1,7 +1,9 @@
-"""What the ``longctx`` command line's options become: strategy options, retrieval overrides, a budget.
+"""What the ``longctx`` command line's options become: strategy options, retrieval
+overrides, a budget.
 
-``--option STRATEGY.KEY=VALUE`` values are JSON (a bare string needs no quotes); the budget's price
-comes from the report's price table, since the library's budget takes a price rather than reading it.
+``--option STRATEGY.KEY=VALUE`` values are JSON (a bare string needs no quotes); the budget's
+price comes from the report's price table, since the library's budget takes a price rather
+than reading it.
 """
 
 from __future__ import annotations
@@ -19,14 +21,15 @@ from longctx.graphs.llm import model_id
 def budget_from_args(
     args: argparse.Namespace, llm: Any, configs: Iterable[Mapping[str, Any]] = ()
 ) -> tuple[Budget | None, Any]:
-    """The :class:`~agents.Budget` of ``--max-calls/--max-tokens/--max-cost`` (``None`` without them)
-    and the model to run (made here when ``--max-cost`` needs its price, else ``llm`` as given).
+    """The :class:`~agents.Budget` of ``--max-calls/--max-tokens/--max-cost`` (``None``
+    without them) and the model to run (made here when ``--max-cost`` needs its price, else
+    ``llm`` as given).
 
     The price comes from the price table (``--prices FILE`` over the built-in one,
-    :func:`longctx.experiments.prices.price_for`; local models are free): the library's budget takes a
-    price rather than reading a table above its layer. So does the reranker's, when the strategy
-    options ``configs`` name one (:func:`longctx.experiments.prices.rerank_price`). A ``--prices`` file is
-    read (and a bad one refused) even without ``--max-cost``.
+    :func:`longctx.experiments.prices.price_for`; local models are free): the library's budget takes
+    a price rather than reading a table above its layer. So does the reranker's, when the strategy
+    options ``configs`` name one (:func:`longctx.experiments.prices.rerank_price`). A ``--prices``
+    file is read (and a bad one refused) even without ``--max-cost``.
 
     Raises:
         ValueError: ``--max-cost`` for a model the table does not price, or for one it prices at
@@ -41,8 +44,12 @@ def budget_from_args(
         name = model_id(llm).split(" @ ")[0]
         price = price_for(model_id(llm), table)
         if price is None:
-            raise ValueError(f"--max-cost needs the price of {name!r}, which the price table (experiments/prices.py) "
-                             "does not list: give it with --prices FILE, or use --max-calls / --max-tokens instead")  # fmt: skip
+            raise ValueError(
+                f"--max-cost needs the price of {name!r}, which the price table "
+                "(experiments/prices.py) "
+                "does not list: give it with --prices FILE, or use --max-calls / "
+                "--max-tokens instead"
+            )
         reranking = rerank_price(configs, table)
         if _free(price) and reranking is None:
             why = (
@@ -50,8 +57,11 @@ def budget_from_args(
                 if price.source == "local"
                 else f"is priced at 0 by {args.prices}"
             )
-            raise ValueError(f"--max-cost {args.max_cost:g} would bind nothing: {name!r} {why}; give its price with "
-                             "--prices FILE, or use --max-calls / --max-tokens instead")  # fmt: skip
+            raise ValueError(
+                f"--max-cost {args.max_cost:g} would bind nothing: {name!r} {why}; give its "
+                "price with "
+                "--prices FILE, or use --max-calls / --max-tokens instead"
+            )
     return Budget(
         max_llm_calls=args.max_calls,
         max_prompt_tokens=args.max_tokens,
@@ -67,7 +77,8 @@ def _free(price: Price) -> bool:
 
 
 def retrieval_overrides(args: argparse.Namespace) -> dict:
-    """The retrieval settings given on the command line (retriever, chunking, its model and backend), unset ones left out."""
+    """The retrieval settings given on the command line (retriever, chunking, its model and
+    backend), unset ones left out."""
     overrides = {
         "retriever": args.retriever,
         "chunk_unit": args.chunk_unit,
@@ -92,14 +103,16 @@ def parse_value(item: str) -> tuple[str, Any]:
 
 
 def parse_options(items: list[str]) -> dict[str, dict]:
-    """``["rag.top_k=5", 'rag.retriever="dense"']`` -> ``{"rag": {"top_k": 5, "retriever": "dense"}}``;
-    a variant's name before the first dot (``rag@hybrid.retriever=hybrid``) keys its own options."""
+    """``["rag.top_k=5", 'rag.retriever="dense"']`` ->
+    ``{"rag": {"top_k": 5, "retriever": "dense"}}``; a variant's name before the first dot
+    (``rag@hybrid.retriever=hybrid``) keys its own options."""
     options: dict[str, dict] = {}
     for item in items:
         strategy, dot, field = item.partition("=")[0].partition(".")
         if "=" not in item or not dot:
             raise ValueError(
-                f"--option must look like STRATEGY.KEY=VALUE or STRATEGY@LABEL.KEY=VALUE, got {item!r}"
+                "--option must look like STRATEGY.KEY=VALUE or STRATEGY@LABEL.KEY=VALUE, got "
+                f"{item!r}"
             )
         options.setdefault(strategy, {})[field] = parse_value(item)[1]
     return options

@@ -1,4 +1,5 @@
-"""The ``longctx`` subcommands: each ``cmd_*`` runs one parsed command line and returns its exit status.
+"""The ``longctx`` subcommands: each ``cmd_*`` runs one parsed command line and returns its
+exit status.
 
 Loaded by :mod:`longctx.experiments.cli` only once a command line has parsed, so that ``--help`` and
 argument errors never wait for the engines this module imports. The commands on one corpus
@@ -53,11 +54,24 @@ from longctx.retrieval.locks import LockHeld
 from longctx.retrieval.ray_support import RayNotInstalledError
 from longctx.retrieval.rerank import RerankError
 
-#: Errors of the user's input or environment: printed on one line, exit status 2 (``OSError``:
-#: a path that is a file where a folder is wanted, no permission, a full disk; its message names the path;
-#: ``RerankError``: a rerank server that failed for good, named with what it said).
-USER_ERRORS = (LongctxError, CorpusError, ChatModelError, KeyError, TypeError, ValueError, RayNotInstalledError, LockHeld, BenchmarkDataError, EmbedderError,
-               OSError, MissingExtraError, RerankError)  # fmt: skip
+#: Errors of the user's input or environment: printed on one line, exit status 2 (``OSError``: a
+#: path that is a file where a folder is wanted, no permission, a full disk; its message names the
+#: path; ``RerankError``: a rerank server that failed for good, named with what it said).
+USER_ERRORS = (
+    LongctxError,
+    CorpusError,
+    ChatModelError,
+    KeyError,
+    TypeError,
+    ValueError,
+    RayNotInstalledError,
+    LockHeld,
+    BenchmarkDataError,
+    EmbedderError,
+    OSError,
+    MissingExtraError,
+    RerankError,
+)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -71,7 +85,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise ValueError("Your own run needs both --corpus PATH and --questions FILE.")
     if not own and not args.benchmark:
         raise ValueError(
-            "Give --benchmark NAME (see 'longctx run --help'), or --corpus PATH --questions FILE for your own documents."
+            "Give --benchmark NAME (see 'longctx run --help'), or --corpus PATH --questions FILE "
+            "for your own documents."
         )
     check_out_folder(args.out)  # before any sample loads or model starts
     options = {
@@ -150,8 +165,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def _plots_installed() -> bool:
-    """Whether the report's plots can be drawn; if not (the core install), say which extra draws them:
-    the tables, scores and HTML report need no plotting library, so they are written all the same."""
+    """Whether the report's plots can be drawn; if not (the core install), say which extra
+    draws them: the tables, scores and HTML report need no plotting library, so they are
+    written all the same."""
     try:
         require("matplotlib", extra="plots", feature="plotting the report")
     except MissingExtraError as exc:
@@ -161,7 +177,8 @@ def _plots_installed() -> bool:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    """Compare the same strategies across run folders on their shared questions and print the paired table."""
+    """Compare the same strategies across run folders on their shared questions and print the
+    paired table."""
     from longctx.experiments.report import (
         compare_runs,
         comparison,
@@ -188,7 +205,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if not result.pairs:
         print("(no pair of strategies to compare)")
     print(
-        "\nmean_diff = a - b on the questions both answered; ci: 95% paired bootstrap; p: McNemar exact (0/1 scores) or paired "
+        "\nmean_diff = a - b on the questions both answered; ci: 95% paired bootstrap; p: "
+        "McNemar exact (0/1 scores) or paired "
         "sign-flip permutation, Holm-adjusted across the rows."
     )
     print(
@@ -240,7 +258,8 @@ def cmd_synth(args: argparse.Namespace) -> int:
     )
     result = generate(cfg, args.out)
     print(
-        f"{result.num_documents} documents, {result.total_tokens:,} tokens (target {cfg.target_tokens:,}), "
+        f"{result.num_documents} documents, {result.total_tokens:,} tokens (target "
+        f"{cfg.target_tokens:,}), "
         f"{result.num_questions} questions in {result.seconds:.1f}s -> {result.out_dir}"
     )
     return 0

@@ -1,4 +1,5 @@
-"""Cost per context and per question: where index-time strategies win or lose as questions accumulate.
+"""Cost per context and per question: where index-time strategies win or lose as
+questions accumulate.
 
 A benchmark that asks many questions over one context (MemoryAgentBench: "inject once, ask
 many") pays some work once per context (building or loading an index, a tree, an extraction)
@@ -20,7 +21,8 @@ def _usage(row: Mapping[str, Any], key: str) -> float:
 
 
 def context_costs(strategy: str, rows: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
-    """One strategy's cost per context and per question over its answered rows (``None`` without any).
+    """One strategy's cost per context and per question over its answered rows (``None``
+    without any).
 
     ``index_seconds_per_context`` is the index time summed over each context's questions
     (the runner shares one build out among the questions that used it), averaged over
@@ -50,20 +52,27 @@ def context_costs(strategy: str, rows: Iterable[Mapping[str, Any]]) -> dict[str,
     }
 
 
-#: What each column of ``per_context.md`` (and the report page's per-context table) counts, one line each.
+#: What each column of ``per_context.md`` (and the report page's per-context
+#: table) counts, one line each.
 COLUMNS = {
     "strategy": "the strategy (or variant) of the row",
     "contexts": "distinct contexts (corpora) it answered questions over",
     "questions": "questions it answered (ok rows)",
     "questions_per_context": "questions / contexts: how many questions shared each context",
-    "index_seconds_per_context": "seconds building or loading the index (tree, graph, records) "
-    "per context, its questions' shares summed",
-    "seconds_per_question": "wall seconds per question without the index time: what one more "
-    "question adds",
-    "seconds_per_question_all_in": "wall seconds per question with the index time shared out "
-    "over this many questions",
-    "llm_calls_per_question": "model calls per question, index-time calls included (the "
-    "question that built the index paid them)",
+    "index_seconds_per_context": (
+        "seconds building or loading the index (tree, graph, records) "
+        "per context, its questions' shares summed"
+    ),
+    "seconds_per_question": (
+        "wall seconds per question without the index time: what one more question adds"
+    ),
+    "seconds_per_question_all_in": (
+        "wall seconds per question with the index time shared out over this many questions"
+    ),
+    "llm_calls_per_question": (
+        "model calls per question, index-time calls included (the "
+        "question that built the index paid them)"
+    ),
     "prompt_tokens_per_question": "prompt tokens per question, index-time tokens included",
     "completion_tokens_per_question": "completion tokens per question, index-time tokens included",
 }
@@ -75,7 +84,8 @@ def legend(columns: Iterable[str]) -> list[str]:
 
 
 def per_context_table(per_strategy: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """A row per strategy of a run (``score_run``'s ``per_strategy``), when some context was asked more than one question; else empty."""
+    """A row per strategy of a run (``score_run``'s ``per_strategy``), when some context was asked
+    more than one question; else empty."""
     asked: dict[tuple[str, str], int] = {}
     for name, d in per_strategy.items():
         for r in d.get("rows", []):

@@ -1,6 +1,8 @@
-"""The ``longctx`` commands on one corpus: answer a question (``answer``) and build its index (``index``).
+"""The ``longctx`` commands on one corpus: answer a question (``answer``) and build its index
+(``index``).
 
-Each ``cmd_*`` runs one parsed command line and returns its exit status (see :mod:`longctx.experiments.commands`).
+Each ``cmd_*`` runs one parsed command line and returns its exit status (see
+:mod:`longctx.experiments.commands`).
 """
 
 from __future__ import annotations
@@ -41,8 +43,10 @@ def cmd_answer(args: argparse.Namespace) -> int:
         if spec.ray_stage is None:
             staged = [n for n in STRATEGIES.available() if STRATEGIES.get(n).ray_stage is not None]
             raise ValueError(
-                f"--ray on 'answer' runs a strategy's own stage on Ray (--strategy {' or '.join(staged) or '<one with a Ray stage>'}), "
-                f"and {args.strategy!r} has none; for an index use 'longctx index --ray', for many questions 'longctx run --ray'"
+                "--ray on 'answer' runs a strategy's own stage on Ray (--strategy "
+                f"{' or '.join(staged) or '<one with a Ray stage>'}), "
+                f"and {args.strategy!r} has none; for an index use 'longctx index --ray', for "
+                "many questions 'longctx run --ray'"
             )
         require_ray()  # the install hint now, not after the plan call
         overrides.update(spec.ray_stage.options(args.ray or None))
@@ -69,8 +73,12 @@ def cmd_answer(args: argparse.Namespace) -> int:
         **overrides,
     )
     if result.stopped:
-        print(f"Stopped: the run reached its {result.stopped} ({budget.describe() if budget else ''}) after {result.usage.llm_calls} call(s); "
-              "what it did is below (a larger budget resumes a checkpointed run)", file=sys.stderr)  # fmt: skip
+        print(
+            f"Stopped: the run reached its {result.stopped} "
+            f"({budget.describe() if budget else ''}) after {result.usage.llm_calls} call(s); "
+            "what it did is below (a larger budget resumes a checkpointed run)",
+            file=sys.stderr,
+        )
     if args.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
         return 0
@@ -104,14 +112,18 @@ def cmd_answer(args: argparse.Namespace) -> int:
         f", {u.rerank_calls} rerank call(s) of {u.rerank_tokens} tokens" if u.rerank_calls else ""
     )
     print(
-        f"Usage: {u.llm_calls} LLM call(s), {u.prompt_tokens} prompt + {u.completion_tokens} completion tokens"
-        f"{' (estimated)' if u.estimated else ''}{cached}{reranks}, {u.seconds:.1f}s ({u.index_seconds:.1f}s indexing){earlier}"
+        f"Usage: {u.llm_calls} LLM call(s), {u.prompt_tokens} prompt + {u.completion_tokens} "
+        "completion tokens"
+        f"{' (estimated)' if u.estimated else ''}{cached}{reranks}, {u.seconds:.1f}s "
+        f"({u.index_seconds:.1f}s indexing){earlier}"
     )
     price = price_for(model_id(llm), load_prices(args.prices) if args.prices else None)
     if price is not None and price.source != "local":
         usd = price.cost(u.prompt_tokens, u.completion_tokens, u.cached_prompt_tokens)
-        print(f"Cost: ${usd:,.6f} at {price.key!r} ({price.source} price, USD per 1M tokens: "
-              f"{price.prompt:g} prompt, {price.completion:g} completion)")  # fmt: skip
+        print(
+            f"Cost: ${usd:,.6f} at {price.key!r} ({price.source} price, USD per 1M tokens: "
+            f"{price.prompt:g} prompt, {price.completion:g} completion)"
+        )
     return 0
 
 
@@ -119,8 +131,10 @@ def cmd_index(args: argparse.Namespace) -> int:
     """Build (or find) the cached index of a corpus and print where it is."""
     spec = STRATEGIES.get(one_answer_strategy(args.strategy))
     if not spec.uses_index:  # a plug-in is offered by its entry point's name before it is loaded
-        raise ValueError(f"Strategy {args.strategy!r} uses no index; 'longctx index' builds one for "
-                         f"{', '.join(s for s in STRATEGIES.available() if STRATEGIES.get(s).uses_index)}")  # fmt: skip
+        raise ValueError(
+            f"Strategy {args.strategy!r} uses no index; 'longctx index' builds one for "
+            f"{', '.join(s for s in STRATEGIES.available() if STRATEGIES.get(s).uses_index)}"
+        )
     corpus = Corpus.from_path(args.path, show_progress=True, duplicates=_duplicates(args))
     cfg = spec.make_config(**retrieval_overrides(args))
     if args.ray is not None:
@@ -139,7 +153,8 @@ def cmd_index(args: argparse.Namespace) -> int:
     else:
         index = index_for(corpus, cfg, cache_dir=args.cache_dir, show_progress=True)
     print(
-        f"{len(corpus)} documents, {corpus.num_tokens} tokens -> {len(index)} chunks, {index.retriever.name} index at {index.path}"
+        f"{len(corpus)} documents, {corpus.num_tokens} tokens -> {len(index)} chunks, "
+        f"{index.retriever.name} index at {index.path}"
     )
     return 0
 

@@ -1,13 +1,14 @@
 """A strategy's typical cost calibrated from earlier runs' usage (issue #47).
 
-The run plan's typical calls and tokens come from the strategy's cost model (:mod:`longctx.graphs.costs`): for
-a loop (an agent, PAI's judge), a guessed constant. Where a result folder already holds answers of the
-same strategy with the same settings (the pairs a resumed run skips: :func:`longctx.experiments.runner.resume.answered_pairs`),
-their usage says what a question really costs. The plan's question-time part is scaled, per count
-(calls, prompt tokens, completion tokens), by what those answers used over what the model predicted
-for their corpora (a ratio, so a corpus of another size is still planned by the model's formula); the
-index-time part, built once per corpus, is left as modelled. A ratio is taken only from answers that
-finished (``ok``, not stopped by a budget) and whose corpus the run's samples give a size for.
+The run plan's typical calls and tokens come from the strategy's cost model
+(:mod:`longctx.graphs.costs`): for a loop (an agent, PAI's judge), a guessed constant. Where a
+result folder already holds answers of the same strategy with the same settings (the pairs a resumed
+run skips: :func:`longctx.experiments.runner.resume.answered_pairs`), their usage says what a
+question really costs. The plan's question-time part is scaled, per count (calls, prompt tokens,
+completion tokens), by what those answers used over what the model predicted for their corpora (a
+ratio, so a corpus of another size is still planned by the model's formula); the index-time part,
+built once per corpus, is left as modelled. A ratio is taken only from answers that finished
+(``ok``, not stopped by a budget) and whose corpus the run's samples give a size for.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from longctx.agents.run_plan import StrategyPlan
 from longctx.graphs import STRATEGIES
 from longctx.graphs.config import StrategyConfig
 
-#: Usage fields of a question-time count and their index-time part (``longctx.retrieval.contract.Usage``).
+#: Usage fields of a question-time count and their index-time part
+#: (``longctx.retrieval.contract.Usage``).
 COUNTS = (
     ("llm_calls", "index_llm_calls"),
     ("prompt_tokens", "index_prompt_tokens"),
@@ -37,7 +39,8 @@ class CostCalibration:
     Attributes:
         strategy: Registry name.
         answers: Earlier answers it is taken from.
-        calls / prompt_tokens / completion_tokens: Ratio of what they used to what the model predicted.
+        calls / prompt_tokens / completion_tokens: Ratio of what they used to what the
+            model predicted.
     """
 
     strategy: str
@@ -47,10 +50,16 @@ class CostCalibration:
     completion_tokens: float
 
 
-def calibrate(strategy: str, cfg: StrategyConfig, rows: Iterable[Mapping[str, Any]], sizes: Mapping[str, tuple[int, int]],
-              window: int | None = None) -> CostCalibration | None:  # fmt: skip
-    """The calibration of ``strategy`` (config ``cfg``) from ``rows`` (earlier answers with these settings), ``sizes``
-    giving each sample's corpus (tokens, documents); ``None`` without a usable row or a typical cost to compare."""
+def calibrate(
+    strategy: str,
+    cfg: StrategyConfig,
+    rows: Iterable[Mapping[str, Any]],
+    sizes: Mapping[str, tuple[int, int]],
+    window: int | None = None,
+) -> CostCalibration | None:
+    """The calibration of ``strategy`` (config ``cfg``) from ``rows`` (earlier answers with these
+    settings), ``sizes`` giving each sample's corpus (tokens, documents); ``None`` without a usable
+    row or a typical cost to compare."""
     costs = STRATEGIES.get(strategy).costs
     if costs is None or not costs.has_typical:
         return None
@@ -82,8 +91,8 @@ def calibrate(strategy: str, cfg: StrategyConfig, rows: Iterable[Mapping[str, An
 def calibrated(
     plan: StrategyPlan, calibration: CostCalibration, speed: ModelSpeed | None = None
 ) -> StrategyPlan:
-    """``plan`` with its question-time calls and tokens scaled by ``calibration`` (the index-time part as
-    modelled), its minutes recomputed at ``speed`` where known."""
+    """``plan`` with its question-time calls and tokens scaled by ``calibration`` (the index-time
+    part as modelled), its minutes recomputed at ``speed`` where known."""
 
     def scaled(total: float, index: float, ratio: float) -> float:
         return index + (total - index) * ratio
@@ -93,5 +102,11 @@ def calibrated(
     prompt = scaled(plan.prompt_tokens, plan.index_prompt_tokens, c.prompt_tokens)
     completion = scaled(plan.completion_tokens, plan.index_completion_tokens, c.completion_tokens)
     seconds = speed.seconds(prompt, completion) if speed is not None else plan.seconds
-    return dataclasses.replace(plan, calls=calls, prompt_tokens=prompt, completion_tokens=completion,
-                               seconds=seconds, calibrated_from=c.answers)  # fmt: skip
+    return dataclasses.replace(
+        plan,
+        calls=calls,
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        seconds=seconds,
+        calibrated_from=c.answers,
+    )

@@ -45,8 +45,9 @@ def demo_strategies() -> dict[str, dict[str, Any]]:
 
 
 def default_demo() -> tuple[str, ...]:
-    """The strategies the demo runs without ``--strategies``: those that finish in minutes on 2 cores
-    (``presentation.demo_default``); ``--strategies all`` adds the others (several calls each)."""
+    """The strategies the demo runs without ``--strategies``: those that finish in minutes on
+    2 cores (``presentation.demo_default``); ``--strategies all`` adds the others (several
+    calls each)."""
     return tuple(
         name for name in STRATEGIES.available() if STRATEGIES.get(name).presentation.demo_default
     )
@@ -89,8 +90,10 @@ def run_demo(
     chat = make_chat_model(llm)
     plans, speed = plan_experiment(config, samples, chat, Path(out) / "run")
     name = "the embedded SmolLM2-135M" if isinstance(chat, EmbeddedChatModel) else model_id(chat)
-    say(f"Demo: {len(chosen)} strategies ({', '.join(chosen)}) x {n} questions over {len(corpus)} annual reports "
-        f"({corpus.num_tokens:,} tokens) on {name}. Results go to {out}.")  # fmt: skip
+    say(
+        f"Demo: {len(chosen)} strategies ({', '.join(chosen)}) x {n} questions over {len(corpus)} "
+        f"annual reports ({corpus.num_tokens:,} tokens) on {name}. Results go to {out}."
+    )
     if not announce_plan(plans, speed, name, yes=yes, out=_Said(say)):
         return None
     run_experiment(
@@ -113,10 +116,16 @@ class _Said:
         return None
 
 
-READING = """How to read this: the embedded model is SmolLM2-135M, chosen because it ships inside a package
-and runs anywhere offline. It can copy a fact out of a short context (the lookups), and it
-cannot compare numbers across five reports (the aggregation question), whatever the strategy.
-So the table shows what each strategy sends and costs (calls, tokens, seconds) and that the
-strategies reach the facts differently, not which strategy is best. For that, point --llm at
-a real model, e.g. OPENAI_BASE_URL=http://127.0.0.1:8000/v1 longctx demo --llm openai:Qwen/Qwen2.5-7B-Instruct,
-and use your own documents: longctx run --corpus DIR --questions FILE --strategies ... --out DIR."""
+READING = (
+    "How to read this: the embedded model is SmolLM2-135M, chosen because it ships inside a "
+    "package\n"
+    "and runs anywhere offline. It can copy a fact out of a short context (the lookups), and it\n"
+    "cannot compare numbers across five reports (the aggregation question), whatever the "
+    "strategy.\n"
+    "So the table shows what each strategy sends and costs (calls, tokens, seconds) and that the\n"
+    "strategies reach the facts differently, not which strategy is best. For that, point --llm at\n"
+    "a real model, e.g. OPENAI_BASE_URL=http://127.0.0.1:8000/v1 longctx demo --llm "
+    "openai:Qwen/Qwen2.5-7B-Instruct,\n"
+    "and use your own documents: longctx run --corpus DIR --questions FILE --strategies ... "
+    "--out DIR."
+)

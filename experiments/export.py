@@ -7,11 +7,14 @@ official evaluation scripts read, one "model" per strategy (the strategy name):
 - longbench_e: ``pred_e/<strategy>/<dataset>.jsonl``, read by ``eval.py --e``;
 - longbench_v2: ``results/<strategy>.jsonl``, read by LongBench v2 ``result.py``;
 - lveval: ``outputs/<strategy>/<dataset>_<level>.jsonl``, read by LV-Eval ``evaluation.py``;
-- loong: ``output/<strategy>/loong_generate.jsonl``, read by Loong's ``step3`` (judge) and ``step4``;
-- corpusqa: ``runs/<strategy>_<file>.jsonl`` (``_`` in the strategy becomes ``-``), read by ``src/eval.py``;
+- loong: ``output/<strategy>/loong_generate.jsonl``, read by Loong's ``step3`` (judge)
+  and ``step4``;
+- corpusqa: ``runs/<strategy>_<file>.jsonl`` (``_`` in the strategy becomes ``-``), read by
+  ``src/eval.py``;
 - ruler_hqa: ``results/ruler_hqa_<docs>/<strategy>.jsonl``, read by MemAgent's ``visualize.py``;
-- babilong: ``babilong_evals/longctx/<strategy>/<task>_<length>_<prompt switches>.csv`` (``target, output, question``)
-  and its ``.json`` settings, read by BABILong's ``collect_results.py --model_name longctx/<strategy>``.
+- babilong: ``babilong_evals/longctx/<strategy>/<task>_<length>_<prompt switches>.csv``
+  (``target, output, question``) and its ``.json`` settings, read by BABILong's
+  ``collect_results.py --model_name longctx/<strategy>``.
 
 Each line carries the keys the official script reads, with the values the official
 prediction script would have written. Failed calls follow the official prediction
@@ -102,9 +105,10 @@ def longbench_v1_line(sample: Sample, text: str | None) -> dict[str, Any]:
 
 
 def longbench_v2_line(sample: Sample, text: str, reasoning: str | None = None) -> dict[str, Any]:
-    """LongBench v2 ``pred.py``'s line: the item (context cut to 1,000 characters), response, pred, judge;
-    in the CoT setting (``pred.py --cot``) ``response_cot`` before ``response``: the reasoning call's reply,
-    stripped, or ``None`` where the strategy answered in one call (it made no reasoning call)."""
+    """LongBench v2 ``pred.py``'s line: the item (context cut to 1,000 characters), response, pred,
+    judge; in the CoT setting (``pred.py --cot``) ``response_cot`` before ``response``: the
+    reasoning call's reply, stripped, or ``None`` where the strategy answered in one call (it made
+    no reasoning call)."""
     md, choices = sample.metadata, sample.question.choices or {}
     response = text.strip()
     pred = v2.extract_choice(response)
@@ -126,18 +130,32 @@ def longbench_v2_line(sample: Sample, text: str, reasoning: str | None = None) -
 def lveval_line(sample: Sample, text: str | None) -> dict[str, Any]:
     """LV-Eval ``prediction.py``'s line: ``pred, answers, gold_ans, input, all_classes, length``."""
     md = sample.metadata
-    return {"pred": text or "", "answers": list(sample.answers), "gold_ans": md.get("answer_keywords"), "input": sample.question.text,
-            "all_classes": None, "length": md.get("length")}  # fmt: skip
+    return {
+        "pred": text or "",
+        "answers": list(sample.answers),
+        "gold_ans": md.get("answer_keywords"),
+        "input": sample.question.text,
+        "all_classes": None,
+        "length": md.get("length"),
+    }
 
 
 def loong_line(sample: Sample, text: str | None) -> dict[str, Any]:
-    """Loong ``step2``'s line: the ``loong.jsonl`` item plus ``generate_response`` ("" when generation failed)."""
+    """Loong ``step2``'s line: the ``loong.jsonl`` item plus ``generate_response`` ("" when
+    generation failed)."""
     md = sample.metadata
     return {
-        "id": sample.sample_id, "type": md["type"], "level": md["level"], "set": md["set"], "question": sample.question.text,
-        "instruction": md["instruction"], "prompt_template": md["prompt_template"], "doc": list(md["doc_names"]),
-        "answer": md.get("answer_raw", sample.answers[0]), "generate_response": text or "",
-    }  # fmt: skip
+        "id": sample.sample_id,
+        "type": md["type"],
+        "level": md["level"],
+        "set": md["set"],
+        "question": sample.question.text,
+        "instruction": md["instruction"],
+        "prompt_template": md["prompt_template"],
+        "doc": list(md["doc_names"]),
+        "answer": md.get("answer_raw", sample.answers[0]),
+        "generate_response": text or "",
+    }
 
 
 def corpusqa_line(sample: Sample, text: str, model: str) -> dict[str, Any]:
@@ -153,7 +171,8 @@ def corpusqa_line(sample: Sample, text: str, model: str) -> dict[str, Any]:
 
 
 def ruler_hqa_line(sample: Sample, text: str) -> dict[str, Any]:
-    """MemAgent ``ruler_hqa.py``'s line: the item without its context, response, pred and the judge_* scores."""
+    """MemAgent ``ruler_hqa.py``'s line: the item without its context, response, pred and the
+    judge_* scores."""
     md = sample.metadata
     response = text.strip()
     pred = rq.official_prediction(response)
@@ -255,11 +274,13 @@ def _write_ruler_hqa(pairs: Sequence[Pair], out: Path, label: str) -> list[Expor
 
 
 def _write_babilong(pairs: Sequence[Pair], out: Path, label: str) -> list[ExportedFile]:
-    """``run_model_on_babilong.py``'s files: a pandas-style CSV (index, ``target, output, question``; the output stripped,
-    "" for a failed call) and the ``{prompt, generate_kwargs}`` JSON beside it, per task, length and prompt setting."""
+    """``run_model_on_babilong.py``'s files: a pandas-style CSV (index,
+    ``target, output, question``; the output stripped, "" for a failed call) and the
+    ``{prompt, generate_kwargs}`` JSON beside it, per task, length and prompt setting."""
 
     def name(s: Sample) -> str:
-        return f"{s.dataset}_{s.metadata['length']}_{bl.prompt_name(s.metadata['switches'], s.metadata['chat_template'])}"
+        prompt = bl.prompt_name(s.metadata["switches"], s.metadata["chat_template"])
+        return f"{s.dataset}_{s.metadata['length']}_{prompt}"
 
     files = []
     for stem, group in _grouped(pairs, name).items():
@@ -322,7 +343,8 @@ def export_official(
     benchmark = cfg["benchmark"]
     if benchmark not in WRITERS:
         raise ValueError(
-            f"Benchmark {benchmark!r} has no official prediction format; exportable: {', '.join(WRITERS)}."
+            f"Benchmark {benchmark!r} has no official prediction format; exportable: "
+            f"{', '.join(WRITERS)}."
         )
     samples = list(samples) if samples is not None else run_samples(cfg)
     rows = latest_rows(read_rows(run))
@@ -340,16 +362,18 @@ def export_official(
     return written
 
 
-#: Benchmarks whose official scorer reads the model's whole final reply and extracts the answer itself
-#: (MemAgent's ``ruler_hqa.py``: after the last "the answer is"): their files carry that reply, not an
-#: extraction a strategy scored (MemAgent's preset ``paper``), which the official scorer would find no phrase in.
+#: Benchmarks whose official scorer reads the model's whole final reply and extracts the answer
+#: itself (MemAgent's ``ruler_hqa.py``: after the last "the answer is"): their files carry that
+#: reply, not an extraction a strategy scored (MemAgent's preset ``paper``), which the official
+#: scorer would find no phrase in.
 WHOLE_REPLY = frozenset({"ruler_hqa"})
 
 
 def _answered(row: dict[str, Any], whole_reply: bool) -> Answered:
-    """What a row's official line carries: the text ``longctx report`` scores, or with ``whole_reply``
-    the whole final reply it was extracted from (:func:`final_reply`; ``None`` for a failed call),
-    and the reasoning reply of a two-call CoT answer (the ``reasoning`` its steps keep)."""
+    """What a row's official line carries: the text ``longctx report`` scores, or with
+    ``whole_reply`` the whole final reply it was extracted from (:func:`final_reply`; ``None``
+    for a failed call), and the reasoning reply of a two-call CoT answer (the ``reasoning`` its
+    steps keep)."""
     text = row.get("prediction")
     if row.get("status") != "ok" or not isinstance(text, str) or row.get("error"):
         return Answered(None)
@@ -365,19 +389,25 @@ def _answered(row: dict[str, Any], whole_reply: bool) -> Answered:
     return Answered(reply if reply is not None else text, reasoning)
 
 
-#: How the official code scores an export (``{dir}``: the export folder, ``{model}``: a strategy, ``{file}``: a file
-#: name under ``runs/``; ``<Repo>``: where that official repository is cloned).
+#: How the official code scores an export (``{dir}``: the export folder, ``{model}``: a strategy,
+#: ``{file}``: a file name under ``runs/``; ``<Repo>``: where that official repository is cloned).
 OFFICIAL_COMMANDS = {
     "longbench": "cd {dir} && python <LongBench>/LongBench/eval.py --model {model}",
     "longbench_e": "cd {dir} && python <LongBench>/LongBench/eval.py --model {model} --e",
     "longbench_v2": "cd {dir} && python <LongBench>/result.py",
     "lveval": "python <LVEval>/evaluation.py --input-dir {dir}/outputs/{model}",
-    "loong": "cd <Loong>/src && python step3_model_evaluate.py --eval_model gpt4.yaml "
-    "--output_path {dir}/output/{model}/loong_generate.jsonl --evaluate_output_path {dir}/output/{model}/loong_evaluate.jsonl "
-    "&& python step4_cal_metric.py --evaluate_output_path {dir}/output/{model}/loong_evaluate.jsonl",
+    "loong": (
+        "cd <Loong>/src && python step3_model_evaluate.py --eval_model gpt4.yaml --output_path "
+        "{dir}/output/{model}/loong_generate.jsonl --evaluate_output_path "
+        "{dir}/output/{model}/loong_evaluate.jsonl && python step4_cal_metric.py "
+        "--evaluate_output_path {dir}/output/{model}/loong_evaluate.jsonl"
+    ),
     "corpusqa": "cd {dir} && python <CorpusQA>/src/eval.py --input_file {file} --model deepseek-v3",
     "ruler_hqa": "cd {dir} && python <MemAgent>/taskutils/memory_eval/visualize.py",
-    "babilong": "cd <babilong> && python -m babilong.collect_results --evals_path {dir}/babilong_evals --model_name longctx/{model}",
+    "babilong": (
+        "cd <babilong> && python -m babilong.collect_results --evals_path {dir}/babilong_evals "
+        "--model_name longctx/{model}"
+    ),
 }
 
 

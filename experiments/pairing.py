@@ -23,7 +23,8 @@ Identity = tuple[
 
 
 def identity(sample: Any) -> Identity:
-    """What makes a sample the same question in another run: its text, choices and corpus fingerprint."""
+    """What makes a sample the same question in another run: its text, choices and corpus
+    fingerprint."""
     question = sample.question
     choices = tuple(
         sorted((str(k), str(v)) for k, v in (getattr(question, "choices", None) or {}).items())
@@ -37,8 +38,8 @@ def identities(samples: Iterable[Any]) -> dict[str, Identity]:
 
 
 def key(sample_id: str, known: Mapping[str, Identity]) -> str:
-    """The key a run's answer is paired by: its sample id with a digest of its :func:`identity` (two runs'
-    keys are equal only for the same question over the same corpus)."""
+    """The key a run's answer is paired by: its sample id with a digest of its :func:`identity` (two
+    runs' keys are equal only for the same question over the same corpus)."""
     digest = hashlib.sha256(
         repr(known.get(sample_id)).encode("utf-8", errors="surrogatepass")
     ).hexdigest()[:16]
@@ -46,7 +47,8 @@ def key(sample_id: str, known: Mapping[str, Identity]) -> str:
 
 
 def mismatches(a: Mapping[str, Identity], b: Mapping[str, Identity]) -> Counter[str]:
-    """Per reason, how many ids both runs have that name different questions (text first, then corpus)."""
+    """Per reason, how many ids both runs have that name different questions (text first,
+    then corpus)."""
     reasons: Counter[str] = Counter()
     for sid in a.keys() & b.keys():
         if a[sid][:2] != b[sid][:2]:
@@ -59,7 +61,8 @@ def mismatches(a: Mapping[str, Identity], b: Mapping[str, Identity]) -> Counter[
 def dropped_line(
     run_a: str, run_b: str, a: Mapping[str, Identity], b: Mapping[str, Identity]
 ) -> str | None:
-    """One sentence on the questions of ``run_a`` and ``run_b`` left unpaired, or ``None`` when every id matched."""
+    """One sentence on the questions of ``run_a`` and ``run_b`` left unpaired, or ``None`` when
+    every id matched."""
     reasons = mismatches(a, b)
     only = len(a.keys() ^ b.keys())
     if not reasons and not only:

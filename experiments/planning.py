@@ -18,10 +18,17 @@ from longctx.experiments.runner.resume import answered_pairs
 from longctx.graphs import STRATEGIES
 
 
-def plan_experiment(config: RunConfig, samples: list[Any], chat: BaseChatModel, out: str | Path | None = None, *,
-                    calibrate: bool | None = True) -> tuple[list[StrategyPlan], ModelSpeed | None]:  # fmt: skip
+def plan_experiment(
+    config: RunConfig,
+    samples: list[Any],
+    chat: BaseChatModel,
+    out: str | Path | None = None,
+    *,
+    calibrate: bool | None = True,
+) -> tuple[list[StrategyPlan], ModelSpeed | None]:
     """Plans of ``config``'s strategies over the ``samples`` not yet answered in ``out``, and the
-    speed they assume (the embedded model is calibrated once per machine; see :func:`longctx.agents.run_plan.plan_for`)."""
+    speed they assume (the embedded model is calibrated once per machine; see
+    :func:`longctx.agents.run_plan.plan_for`)."""
     latest = latest_rows(read_rows(Path(out))) if out else {}
     done = answered_pairs(latest, config, chat)[0] if out else set()
     corpora: dict[str, list[tuple[int, int, int]]] = {}

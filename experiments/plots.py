@@ -1,10 +1,10 @@
 """PNG plots of a run's report (matplotlib, headless Agg backend).
 
-Every plot gives a strategy the same colour (:func:`strategy_color`: the one its registry entry declares), keeps
-its legend outside the data, and places point labels so that they do not overlap
-(:func:`place_labels`). Accuracy vs context length is drawn only when the run spans at
-least two length buckets: one bucket is no trend. Cost per question against the questions asked over one corpus
-shows where an index built once pays off (:func:`plot_cost_per_question`).
+Every plot gives a strategy the same colour (:func:`strategy_color`: the one its registry entry
+declares), keeps its legend outside the data, and places point labels so that they do not overlap
+(:func:`place_labels`). Accuracy vs context length is drawn only when the run spans at least two
+length buckets: one bucket is no trend. Cost per question against the questions asked over one
+corpus shows where an index built once pays off (:func:`plot_cost_per_question`).
 """
 
 from __future__ import annotations
@@ -107,9 +107,10 @@ def plot_accuracy_vs_tokens(summary: list[dict[str, Any]], path: Path, *, title:
 
 
 def plot_accuracy_vs_usd(table: list[dict[str, Any]], path: Path, *, title: str = "") -> bool:
-    """One point per strategy: official score against estimated USD per answer (log x; ``table``: the
-    summary with ``cost_usd``, :func:`longctx.experiments.html_report.summary_table`), with the score's interval
-    and the (score, USD) frontier. A strategy without a price or at no cost (a local model) is left out.
+    """One point per strategy: official score against estimated USD per answer (log x; ``table``:
+    the summary with ``cost_usd``, :func:`longctx.experiments.html_report.summary_table`), with the
+    score's interval and the (score, USD) frontier. A strategy without a price or at no cost (a
+    local model) is left out.
 
     Returns False, writing nothing, when no strategy has both a score and a cost above zero.
     """
@@ -133,7 +134,8 @@ def _score_against(
     title: str,
     unit: str,
 ) -> bool:
-    """The scatter of :func:`plot_accuracy_vs_tokens` over ``(summary row, x)`` pairs (``x`` > 0 only)."""
+    """The scatter of :func:`plot_accuracy_vs_tokens` over ``(summary row, x)`` pairs
+    (``x`` > 0 only)."""
     points, rows = [], {}
     for row, x in pairs:
         if row.get("score") is not None and x > 0:
@@ -146,8 +148,15 @@ def _score_against(
     for name, x, value in points:
         low, high = rows[name].get("score_ci_low"), rows[name].get("score_ci_high")
         if low is not None and high is not None:  # the score's 95% interval (experiments.stats)
-            ax.errorbar(x, value, yerr=[[max(0.0, value - low)], [max(0.0, high - value)]], color=strategy_color(name),
-                        capsize=3, linewidth=1, zorder=2)  # fmt: skip
+            ax.errorbar(
+                x,
+                value,
+                yerr=[[max(0.0, value - low)], [max(0.0, high - value)]],
+                color=strategy_color(name),
+                capsize=3,
+                linewidth=1,
+                zorder=2,
+            )
         ax.scatter(
             x,
             value,
@@ -185,8 +194,9 @@ def _score_against(
 
 
 def plot_cost_per_question(amortized: Amortization, path: Path, *, title: str = "") -> bool:
-    """One line per strategy: a question's cost when n questions are asked over one corpus (its index cost shared
-    out, :mod:`longctx.experiments.amortized_costs`), log n from 1 to past the last break-even, a dot where two lines cross.
+    """One line per strategy: a question's cost when n questions are asked over one corpus (its
+    index cost shared out, :mod:`longctx.experiments.amortized_costs`), log n from 1 to past the
+    last break-even, a dot where two lines cross.
 
     Returns False, writing nothing, when no strategy has a cost.
     """
@@ -315,7 +325,8 @@ def _spread(anchors, lefts, sizes, *, gap: float, bottom: float, top: float) -> 
                     ys[low] -= overlap / 2
                     ys[high] += overlap / 2
                     moved = True
-        # keep every label inside the axes (a label held at an edge makes its neighbour move on the next pass)
+        # keep every label inside the axes (a label held at an edge makes its
+        # neighbour move on the next pass)
         ys = [
             min(max(y, bottom + sizes[i][1] / 2), top - sizes[i][1] / 2) for i, y in enumerate(ys)
         ]
@@ -326,7 +337,8 @@ def _spread(anchors, lefts, sizes, *, gap: float, bottom: float, top: float) -> 
 
 
 def _log_token_axis(ax: Any) -> None:
-    """Log x axis with ticks at 1, 2 and 5 per decade, written 500, 2K, 1M (no crowded minor labels)."""
+    """Log x axis with ticks at 1, 2 and 5 per decade, written 500, 2K, 1M (no crowded
+    minor labels)."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     ax.set_xscale("log")

@@ -1,19 +1,20 @@
-"""Estimated money cost of a run: USD per 1M prompt, cached prompt and completion tokens, per model id.
+"""Estimated money cost of a run: USD per 1M prompt, cached prompt and completion tokens,
+per model id.
 
 The built-in table lists a few well-known API models at their public list prices on
 :data:`DEFAULT_PRICES_DATE`, with the price of a prompt token the provider read from its prompt
 cache (OpenAI, Gemini: cached input; Anthropic: cache read; cache writes and batch discounts are
-ignored); it is an *estimate* (prices change). A user's table (``longctx report DIR --prices
-FILE``, or the one ``longctx run --prices`` kept in DIR: :mod:`longctx.experiments.run_prices`) overrides
+ignored); it is an *estimate* (prices change). A user's table (``longctx report DIR --prices FILE``,
+or the one ``longctx run --prices`` kept in DIR: :mod:`longctx.experiments.run_prices`) overrides
 and extends it; ``cached`` is optional (without it a cached token costs a prompt
 token)::
 
     {"gpt-4o-mini": {"prompt": 0.15, "cached": 0.075, "completion": 0.60},
      "my-finetune @ http://gpu-box:8000/v1": {"prompt": 0.05, "completion": 0.05}}
 
-Local models cost 0: the embedded GGUF model, any ``.gguf`` file, and any server on
-localhost or a private address (unless the user's table prices them). A rerank server's
-tokens (``usage.rerank_tokens``) are priced the same way, at its model's prompt price. Calls replayed from
+Local models cost 0: the embedded GGUF model, any ``.gguf`` file, and any server on localhost or a
+private address (unless the user's table prices them). A rerank server's tokens
+(``usage.rerank_tokens``) are priced the same way, at its model's prompt price. Calls replayed from
 the LLM cache are free already: usage counts only calls that reached the model.
 """
 
@@ -32,10 +33,12 @@ from longctx.retrieval.errors import DataError
 
 #: When the built-in list prices were read (the providers' pricing pages, standard tier).
 DEFAULT_PRICES_DATE = "2025-06"
-#: One table entry: USD per 1M ``(prompt, completion)`` tokens, or ``(prompt, completion, cached prompt)``.
+#: One table entry: USD per 1M ``(prompt, completion)`` tokens, or
+#: ``(prompt, completion, cached prompt)``.
 PriceRow = tuple[float, float] | tuple[float, float, float]
-#: USD per 1M tokens (prompt, completion, cached prompt): public list prices on DEFAULT_PRICES_DATE, standard tier
-#: (cached: OpenAI's and Gemini's cached input, Anthropic's cache read; Gemini 2.5 Pro at prompts up to 200K tokens).
+#: USD per 1M tokens (prompt, completion, cached prompt): public list prices on DEFAULT_PRICES_DATE,
+#: standard tier (cached: OpenAI's and Gemini's cached input, Anthropic's cache read; Gemini 2.5 Pro
+#: at prompts up to 200K tokens).
 DEFAULT_PRICES: dict[str, PriceRow] = {
     "gpt-4o": (2.50, 10.00, 1.25),
     "gpt-4o-mini": (0.15, 0.60, 0.075),
@@ -56,8 +59,9 @@ DEFAULT_PRICES: dict[str, PriceRow] = {
 
 @dataclass(frozen=True)
 class Price(TokenPrice):
-    """USD per 1M prompt, completion and cached prompt tokens of one model (a :class:`~graphs.pricing.TokenPrice`,
-    whose ``cost`` the budgets and ``Workspace.compare`` use too), and where the price came from.
+    """USD per 1M prompt, completion and cached prompt tokens of one model (a
+    :class:`~graphs.pricing.TokenPrice`, whose ``cost`` the budgets and ``Workspace.compare`` use
+    too), and where the price came from.
 
     Attributes:
         source: ``"user"`` (the ``--prices`` file), ``"default"`` (the built-in estimate) or
@@ -78,13 +82,16 @@ class PriceTableError(DataError):
     """A ``--prices`` file that cannot be read as a price table (the message says why)."""
 
 
-#: The names an entry of a price table may use (``input``/``output``/``cached_input``: the same rates by other names).
+#: The names an entry of a price table may use (``input``/``output``/``cached_input``: the
+#: same rates by other names).
 PRICE_KEYS = ("prompt", "completion", "cached", "input", "output", "cached_input")
 
 
 def load_prices(path: str | Path) -> dict[str, PriceRow]:
-    """A user's price table from a JSON file: ``{model_id: {"prompt": USD, "completion": USD, "cached": USD}}``
-    per 1M tokens (``input``/``output``/``cached_input`` are accepted as the key names too; ``cached`` is optional)."""
+    """A user's price table from a JSON file:
+    ``{model_id: {"prompt": USD, "completion": USD, "cached": USD}}`` per 1M tokens
+    (``input``/``output``/``cached_input`` are accepted as the key names too; ``cached``
+    is optional)."""
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -100,7 +107,8 @@ def load_prices(path: str | Path) -> dict[str, PriceRow]:
 def _usd(value: Any, model: Any, name: str, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
         raise PriceTableError(
-            f"{where}: {model!r} needs a non-negative number for {name!r} (USD per 1M tokens), got {value!r}"
+            f"{where}: {model!r} needs a non-negative number for {name!r} (USD per 1M tokens), "
+            f"got {value!r}"
         )
     return float(value)
 
@@ -109,13 +117,15 @@ def parse_prices(data: Any, *, where: str = "price table") -> dict[str, PriceRow
     """Validate a price table given as a mapping (see :func:`load_prices`)."""
     if not isinstance(data, Mapping):
         raise PriceTableError(
-            f'{where}: expected an object of model ids, e.g. {{"gpt-4o": {{"prompt": 2.5, "completion": 10}}}}'
+            f'{where}: expected an object of model ids, e.g. {{"gpt-4o": {{"prompt": 2.5, '
+            '"completion": 10}}'
         )
     table: dict[str, PriceRow] = {}
     for model, entry in data.items():
         if not isinstance(entry, Mapping):
             raise PriceTableError(
-                f"{where}: {model!r} needs an object with 'prompt' and 'completion' USD per 1M tokens"
+                f"{where}: {model!r} needs an object with 'prompt' and 'completion' USD per "
+                "1M tokens"
             )
         unknown = sorted(str(k) for k in entry if k not in PRICE_KEYS)
         if (
@@ -160,8 +170,8 @@ def is_local(model: str) -> bool:
 
 
 def _lookup(name: str, table: Mapping[str, PriceRow]) -> str | None:
-    """The table key for a model name: exact, without a provider prefix, or the longest key
-    the name starts with followed by ``-`` (dated snapshots: ``gpt-4o-2024-08-06`` -> ``gpt-4o``)."""
+    """The table key for a model name: exact, without a provider prefix, or the longest key the name
+    starts with followed by ``-`` (dated snapshots: ``gpt-4o-2024-08-06`` -> ``gpt-4o``)."""
     candidates = [name, name.split(":", 1)[-1], name.rsplit("/", 1)[-1]]
     for candidate in candidates:
         if candidate in table:
@@ -205,9 +215,10 @@ def row_cost(
     tokens at the cached rate, or every prompt token at the prompt rate when ``cached`` is false
     (what the row would have cost without a prompt cache).
 
-    A row whose answer called a rerank server adds its ``rerank_tokens`` at the reranker's prompt
-    price (:func:`rerank_model`; from ``prices``, the user's table, as any model's; free when local);
-    an unpriced hosted reranker makes the row's cost unknown, as an unpriced chat model does.
+    A row whose answer called a rerank server adds its ``rerank_tokens`` at the reranker's
+    prompt price (:func:`rerank_model`; from ``prices``, the user's table, as any model's;
+    free when local); an unpriced hosted reranker makes the row's cost unknown, as an unpriced
+    chat model does.
     """
     usage = row.get("usage")
     if price is None or row.get("status") != "ok" or not usage:
@@ -224,8 +235,9 @@ def row_cost(
 def row_rerank_cost(
     row: Mapping[str, Any], prices: Mapping[str, PriceRow] | None = None
 ) -> float | None:
-    """USD of one result row's rerank tokens at its reranker's prompt price (:func:`rerank_model`; 0 without a
-    reranker or for a local one); ``None`` for a failed row or a hosted reranker the table does not price."""
+    """USD of one result row's rerank tokens at its reranker's prompt price (:func:`rerank_model`; 0
+    without a reranker or for a local one); ``None`` for a failed row or a hosted reranker the table
+    does not price."""
     usage = row.get("usage")
     if row.get("status") != "ok" or not usage:
         return None
@@ -237,9 +249,9 @@ def row_rerank_cost(
 
 
 def rerank_model(row: Mapping[str, Any]) -> str | None:
-    """The reranker a row's answer called, as a model id: ``"NAME @ URL"`` for a rerank server (priced
-    like a chat model), ``"embedded cross-encoder"`` for an in-process cross-encoder (local: free);
-    None when the row's config names no reranker."""
+    """The reranker a row's answer called, as a model id: ``"NAME @ URL"`` for a rerank server
+    (priced like a chat model), ``"embedded cross-encoder"`` for an in-process cross-encoder (local:
+    free); None when the row's config names no reranker."""
     config = row.get("config") or {}
     kind = config.get("rerank") if isinstance(config, Mapping) else None
     if not kind:
@@ -253,8 +265,8 @@ def rerank_model(row: Mapping[str, Any]) -> str | None:
 def rerank_price(
     configs: Iterable[Mapping[str, Any]], user: Mapping[str, PriceRow] | None = None
 ) -> Price | None:
-    """The price a budget counts rerank tokens at (its prompt price): the dearest of the rerankers ``configs``
-    (strategy options) name; ``None`` when they name none or only local ones (free).
+    """The price a budget counts rerank tokens at (its prompt price): the dearest of the rerankers
+    ``configs`` (strategy options) name; ``None`` when they name none or only local ones (free).
 
     Raises:
         ValueError: A hosted reranker the price table does not list (its cost could not be counted).
@@ -266,8 +278,12 @@ def rerank_price(
             continue
         price = price_for(model, user)
         if price is None:
-            raise ValueError(f"--max-cost needs the price of the reranker {model.split(' @ ')[0]!r}, which the price table "
-                             "(experiments/prices.py) does not list: give it with --prices FILE, or use --max-calls / --max-tokens")  # fmt: skip
+            raise ValueError(
+                f"--max-cost needs the price of the reranker {model.split(' @ ')[0]!r}, which "
+                "the price table "
+                "(experiments/prices.py) does not list: give it with --prices FILE, or use "
+                "--max-calls / --max-tokens"
+            )
         found.append(price)
     priced = [p for p in found if p.prompt > 0]
     return max(priced, key=lambda p: p.prompt) if priced else None

@@ -90,7 +90,8 @@ def _unit_task(
     cache: str | None,
     retry: bool = False,
 ) -> list[dict]:
-    """One work unit on a Ray worker: its own chat client for the unit's endpoint, then the local code."""
+    """One work unit on a Ray worker: its own chat client for the unit's endpoint, then
+    the local code."""
     chat = make_chat_model(llm, base_url=base_url) if base_url else make_chat_model(llm)
     if (
         cache and chat.cache is None and Path(cache).parent.is_dir()
@@ -115,11 +116,12 @@ def run_experiment_ray(
     Args:
         config: What to run; ``config.concurrency`` bounds the units in flight per endpoint.
         out: Result folder on the driver (created); rerunning into it resumes.
-        address: Ray cluster address (``auto``, ``HOST:6379``, ``ray://HOST:10001``); none: ``$RAY_ADDRESS``
-            or a new local instance.
-        endpoints: OpenAI-compatible base URLs for an ``openai:MODEL`` spec; default ``$OPENAI_BASE_URL``
-            as the driver sees it.
-        llm: A (picklable) chat model object instead of ``config.llm``; endpoints are then not allowed.
+        address: Ray cluster address (``auto``, ``HOST:6379``, ``ray://HOST:10001``); none:
+            ``$RAY_ADDRESS`` or a new local instance.
+        endpoints: OpenAI-compatible base URLs for an ``openai:MODEL`` spec; default
+            ``$OPENAI_BASE_URL`` as the driver sees it.
+        llm: A (picklable) chat model object instead of ``config.llm``; endpoints are then
+            not allowed.
         samples: Preloaded samples, overriding the benchmark loader.
         show_progress: A progress bar over (sample, strategy) pairs.
         task_cpus: CPUs Ray reserves per work unit.
@@ -171,10 +173,12 @@ def run_experiment_ray(
 
 
 def _rows_of(ray: Any, ref: Any, strategy: str, samples: list[Any]) -> list[dict[str, Any]]:
-    """A finished task's rows; a task Ray lost (worker died, unpicklable result) fails each of its pairs."""
+    """A finished task's rows; a task Ray lost (worker died, unpicklable result) fails each
+    of its pairs."""
     try:
         return ray.get(ref)
-    except Exception as exc:  # noqa: BLE001 - RayError and friends: recorded as failed rows, retried on rerun
+    except Exception as exc:  # noqa: BLE001
+        # RayError and friends: recorded as failed rows, retried on rerun
         error = f"{type(exc).__name__}: {str(exc)[:2000]}"
         trace = traceback.format_exc(limit=8)[-4000:]
         return [

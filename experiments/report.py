@@ -1,27 +1,25 @@
 """Reports of a run folder: official scores, accuracy by context length, cost, and plots.
 
-``longctx report DIR`` writes into ``DIR/report/``: ``summary.md`` / ``summary.csv``
-(one row per strategy: official headline score with its 95% bootstrap interval, standard
-error and n, failures, mean calls, tokens and seconds per answer, and whether it sits on the
-cost-accuracy frontier; for LongBench v2 and CorpusQA also ``score_official_denominator``,
-the headline with failed calls left out of the denominator as their official scripts do;
-see ``longctx.experiments.report_summary``),
+``longctx report DIR`` writes into ``DIR/report/``: ``summary.md`` / ``summary.csv`` (one row per
+strategy: official headline score with its 95% bootstrap interval, standard error and n, failures,
+mean calls, tokens and seconds per answer, and whether it sits on the cost-accuracy frontier; for
+LongBench v2 and CorpusQA also ``score_official_denominator``, the headline with failed calls left
+out of the denominator as their official scripts do; see ``longctx.experiments.report_summary``),
 ``pairwise.csv`` (every pair of strategies: paired difference, interval, Holm-adjusted p) and
-``significance.md`` (the winner per metric where the paired tests support one, else why none
-is named; see ``longctx.experiments.comparison`` and docs/statistics.md), ``by_length.md`` /
+``significance.md`` (the winner per metric where the paired tests support one, else why none is
+named; see ``longctx.experiments.comparison`` and docs/statistics.md), ``by_length.md`` /
 ``by_length.csv`` (mean per-sample score by corpus-length bucket), ``by_task_length.md`` (BABILong:
-accuracy x 100 per task x length, the official tables' layout), ``scores.json`` (every strategy's full official aggregation),
-``ceilings.md`` / ``ceilings.json`` and a ``ceiling`` summary column when the samples name
-their evidence (upper bounds, see ``longctx.experiments.ceilings``), ``amortized_cost.md`` / ``.csv``
-(a question's cost as the questions over one corpus accumulate, index cost shared out, and
-where each pair of strategies breaks even, see ``longctx.experiments.amortized_costs``), ``per_context.md`` /
-``.csv`` (cost per context and per question when some context was asked several questions, a legend
-line per column), ``report.html`` (everything in
-one self-contained page, with winners, estimated cost and a per-question drill-down, see
-``longctx.experiments.html_report``), and
-the PNG plots: accuracy vs context length (when the run spans two length buckets or more),
-accuracy vs tokens spent, accuracy vs estimated USD per answer (when some model has a price), and
-cost per question vs questions asked over one corpus.
+accuracy x 100 per task x length, the official tables' layout), ``scores.json`` (every strategy's
+full official aggregation), ``ceilings.md`` / ``ceilings.json`` and a ``ceiling`` summary column
+when the samples name their evidence (upper bounds, see ``longctx.experiments.ceilings``),
+``amortized_cost.md`` / ``.csv`` (a question's cost as the questions over one corpus accumulate,
+index cost shared out, and where each pair of strategies breaks even, see
+``longctx.experiments.amortized_costs``), ``per_context.md`` / ``.csv`` (cost per context and per
+question when some context was asked several questions, a legend line per column), ``report.html``
+(everything in one self-contained page, with winners, estimated cost and a per-question drill-down,
+see ``longctx.experiments.html_report``), and the PNG plots: accuracy vs context length (when the
+run spans two length buckets or more), accuracy vs tokens spent, accuracy vs estimated USD per
+answer (when some model has a price), and cost per question vs questions asked over one corpus.
 """
 
 from __future__ import annotations
@@ -71,8 +69,13 @@ from longctx.experiments.task_length_table import task_length_markdown
 from longctx.retrieval.redaction import redact_value
 
 #: Corpus-length buckets (tokens) for accuracy-vs-length; CorpusQA's tiers fall one per bucket.
-LENGTH_BUCKETS = ((0, 32_000, "<32K"), (32_000, 160_000, "32K-160K"), (160_000, 1_500_000, "160K-1.5M"),
-                  (1_500_000, 6_000_000, "1.5M-6M"), (6_000_000, 10**12, "6M+"))  # fmt: skip
+LENGTH_BUCKETS = (
+    (0, 32_000, "<32K"),
+    (32_000, 160_000, "32K-160K"),
+    (160_000, 1_500_000, "160K-1.5M"),
+    (1_500_000, 6_000_000, "1.5M-6M"),
+    (6_000_000, 10**12, "6M+"),
+)
 
 
 def length_bucket(tokens: int) -> str:
@@ -100,8 +103,9 @@ def build_report(
         html: Write ``report.html`` (``longctx.experiments.html_report``): tables, plots, winners,
             estimated cost and a per-question drill-down in one self-contained file.
         prices: USD per 1M prompt/completion tokens per model id for the cost estimate: a JSON
-            file or a mapping (``longctx.experiments.prices``); otherwise the table the run was given
-            (``longctx.experiments.run_prices``), else built-in estimates. ``result["prices"]`` says which.
+            file or a mapping (``longctx.experiments.prices``); otherwise the table the run was
+            given (``longctx.experiments.run_prices``), else built-in estimates.
+            ``result["prices"]`` says which.
     """
     out = Path(out)
     if not out.is_dir():
@@ -177,20 +181,43 @@ def build_report(
             amortized, report / "cost_per_question.png", title=benchmark
         ):
             (report / "cost_per_question.png").unlink(missing_ok=True)
-    result = {"benchmark": benchmark, "summary": summary, "by_length": by_length, "folder": str(report), "pairwise": pairs, "winners": winners,
-              "missing": missing, "per_context": per_context, "amortized": amortized, "prices": price_source}  # fmt: skip
+    result = {
+        "benchmark": benchmark,
+        "summary": summary,
+        "by_length": by_length,
+        "folder": str(report),
+        "pairwise": pairs,
+        "winners": winners,
+        "missing": missing,
+        "per_context": per_context,
+        "amortized": amortized,
+        "prices": price_source,
+    }
     if html:
-        result["html"] = str(write_html_report(report, benchmark=benchmark, manifest=manifest, summary=summary, by_length=by_length,
-                                               per_strategy=per_strategy, samples=by_id, prices=price_table, winners=winners,
-                                               pairwise=pairs, missing=missing, costs=costs))  # fmt: skip
+        result["html"] = str(
+            write_html_report(
+                report,
+                benchmark=benchmark,
+                manifest=manifest,
+                summary=summary,
+                by_length=by_length,
+                per_strategy=per_strategy,
+                samples=by_id,
+                prices=price_table,
+                winners=winners,
+                pairwise=pairs,
+                missing=missing,
+                costs=costs,
+            )
+        )
     return result
 
 
 def score_run(
     out: str | Path, *, samples: Sequence[Any] | None = None, judge: Any = None
 ) -> tuple[dict[str, Any], list[Any], dict[str, dict[str, Any]]]:
-    """(manifest, samples, per strategy ``{"official", "rows", "per_sample": [(row, score)]}``) of a run folder,
-    each prediction scored (and judged) once by the benchmark's scorer."""
+    """(manifest, samples, per strategy ``{"official", "rows", "per_sample": [(row, score)]}``) of a
+    run folder, each prediction scored (and judged) once by the benchmark's scorer."""
     out = Path(out)
     if not out.is_dir():
         raise RunFolderError(f"{out} is not a folder: give a folder written by 'longctx run'")
@@ -216,15 +243,21 @@ def score_run(
         rules = (
             official.get("match_rule") or {}
         )  # which rule credited each answer, where the scorer says (own corpus)
-        per_sample = [({**r, "match_rule": rules[r["sample_id"]]} if r["sample_id"] in rules else r,
-                       official["per_sample"].get(r["sample_id"])) for r in mine]  # fmt: skip
+        per_sample = [
+            (
+                {**r, "match_rule": rules[r["sample_id"]]} if r["sample_id"] in rules else r,
+                official["per_sample"].get(r["sample_id"]),
+            )
+            for r in mine
+        ]
         per_strategy[name] = {"official": official, "rows": mine, "per_sample": per_sample}
     return manifest, samples, per_strategy
 
 
 @dataclass(frozen=True)
 class RunComparison:
-    """What ``longctx compare`` shows: the paired rows, and per pair of runs the questions left unpaired and why."""
+    """What ``longctx compare`` shows: the paired rows, and per pair of runs the questions left
+    unpaired and why."""
 
     pairs: list[dict[str, Any]]
     dropped: list[str]
@@ -233,11 +266,11 @@ class RunComparison:
 def compare_runs(folders: Sequence[str | Path], *, judge: Any = None) -> RunComparison:
     """Paired comparison of the same strategies across run folders (two models, two configs).
 
-    Strategies named in several runs are compared run against run (``rag @ runA`` vs ``rag @ runB``);
-    when the runs share no strategy name, every strategy of one run meets every strategy of the
-    others. A question is paired only when its id, text and corpus fingerprint match in both runs
-    (``longctx.experiments.pairing``; ``dropped`` says how many were not, and why); p-values are
-    Holm-adjusted across all the pairs shown.
+    Strategies named in several runs are compared run against run (``rag @ runA`` vs
+    ``rag @ runB``); when the runs share no strategy name, every strategy of one run meets every
+    strategy of the others. A question is paired only when its id, text and corpus fingerprint match
+    in both runs (``longctx.experiments.pairing``; ``dropped`` says how many were not, and why);
+    p-values are Holm-adjusted across all the pairs shown.
 
     Raises:
         ValueError: Fewer than two folders, or runs of different benchmarks.
@@ -261,8 +294,11 @@ def compare_runs(folders: Sequence[str | Path], *, judge: Any = None) -> RunComp
     labels = [name for name, _, _, _ in runs]
     if len(set(labels)) < len(labels):
         labels = [str(Path(f)) for f in folders]
-    scores = {f"{s} @ {label}": {pairing.key(r["sample_id"], ids): v for r, v in d["per_sample"]}
-              for label, (_, _, per, ids) in zip(labels, runs) for s, d in per.items()}  # fmt: skip
+    scores = {
+        f"{s} @ {label}": {pairing.key(r["sample_id"], ids): v for r, v in d["per_sample"]}
+        for label, (_, _, per, ids) in zip(labels, runs)
+        for s, d in per.items()
+    }
     names = [set(per) for _, _, per, _ in runs]
     shared = set.intersection(*names) if names else set()
 
@@ -273,15 +309,20 @@ def compare_runs(folders: Sequence[str | Path], *, judge: Any = None) -> RunComp
     pairs = [r for r in comparison.pairwise(scores) if wanted(r["strategy_a"], r["strategy_b"])]
     for row, p in zip(pairs, stats.holm([r["p_value"] for r in pairs])):
         row["p_adjusted"] = p  # the family is the pairs shown
-    dropped = [line for i, (la, ra) in enumerate(zip(labels, runs)) for lb, rb in zip(labels[i + 1 :], runs[i + 1 :])
-               if (line := pairing.dropped_line(la, lb, ra[3], rb[3]))]  # fmt: skip
+    dropped = [
+        line
+        for i, (la, ra) in enumerate(zip(labels, runs))
+        for lb, rb in zip(labels[i + 1 :], runs[i + 1 :])
+        if (line := pairing.dropped_line(la, lb, ra[3], rb[3]))
+    ]
     return RunComparison(pairs, dropped)
 
 
 def _add_ceilings(
     cfg: dict[str, Any], samples: list[Any], summary: list[dict[str, Any]], report: Path
 ) -> None:
-    """Evidence ceilings beside accuracy when the samples name their evidence (``longctx.experiments.ceilings``)."""
+    """Evidence ceilings beside accuracy when the samples name their evidence
+    (``longctx.experiments.ceilings``)."""
     try:
         report_ceilings(cfg, samples, summary, report)
     except (
@@ -310,7 +351,8 @@ def _by_length(per_strategy: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _write_table(stem: Path, rows: list[dict[str, Any]], legend: Sequence[str] = ()) -> None:
-    """``stem.csv`` and ``stem.md`` with the same rows (``legend``: lines after the Markdown table)."""
+    """``stem.csv`` and ``stem.md`` with the same rows (``legend``: lines after the
+    Markdown table)."""
     if not rows:
         stem.with_suffix(".md").write_text("(no rows)\n")
         return

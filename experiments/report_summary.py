@@ -37,18 +37,23 @@ def headline(benchmark: str, scores: dict[str, Any]) -> float | None:
 
 
 def headline_official_denominator(benchmark: str, scores: dict[str, Any]) -> float | None:
-    """The headline with failed calls left out of the denominator, as the official script
-    computes it, or ``None`` where the official denominator is ours (see :data:`OFFICIAL_DENOMINATOR`)."""
+    """The headline with failed calls left out of the denominator, as the official script computes
+    it, or ``None`` where the official denominator is ours (see :data:`OFFICIAL_DENOMINATOR`)."""
     key = OFFICIAL_DENOMINATOR.get(benchmark)
     return headline(benchmark, scores.get(key) or {}) if key else None
 
 
-def per_question_values(per_strategy: dict[str, dict[str, Any]], by_id: dict[str, Any], manifest: dict[str, Any],
-                  costs: dict[str, dict[str, Any]]) -> dict[str, dict[str, dict[str, float | None]]]:  # fmt: skip
+def per_question_values(
+    per_strategy: dict[str, dict[str, Any]],
+    by_id: dict[str, Any],
+    manifest: dict[str, Any],
+    costs: dict[str, dict[str, Any]],
+) -> dict[str, dict[str, dict[str, float | None]]]:
     """metric -> strategy -> question id -> value: the paired data behind every interval and winner.
 
     Scores are the scorer's (failed rows count as its rule says, unscored questions are None);
-    tokens, seconds, cost and evidence recall exist for answered rows only (``costs``: :func:`strategy_costs`'s)."""
+    tokens, seconds, cost and evidence recall exist for answered rows only (``costs``:
+    :func:`strategy_costs`'s)."""
     out: dict[str, dict[str, dict[str, float | None]]] = {
         m: {} for m in ("score", "tokens", "seconds", "cost_usd", "evidence_recall")
     }
@@ -122,19 +127,27 @@ def add_uncached_costs(
     summary: list[dict[str, Any]], table: list[dict[str, Any]], costs: dict[str, dict[str, Any]]
 ) -> None:
     """Where the server reported cached prompt tokens: USD per answer with the prompt cache
-    (``cost_usd``) and without it (``cost_usd_uncached``: every prompt token at the prompt rate), and
-    the cost frontier without it (``frontier_cost_uncached``), so the table shows the frontier that changes.
-    Also the tokens the model computed per answer (``computed_tokens``: prompt tokens it did not read from
-    its cache, plus completion tokens) and the frontier by them (``frontier_computed_tokens``, beside
-    ``frontier_tokens`` by every token): the cost a cache changes on a free local model (its prefill)."""
+    (``cost_usd``) and without it (``cost_usd_uncached``: every prompt token at the prompt rate),
+    and the cost frontier without it (``frontier_cost_uncached``), so the table shows the frontier
+    that changes. Also the tokens the model computed per answer (``computed_tokens``: prompt tokens
+    it did not read from its cache, plus completion tokens) and the frontier by them
+    (``frontier_computed_tokens``, beside ``frontier_tokens`` by every token): the cost a cache
+    changes on a free local model (its prefill)."""
     if not any(row.get("cached_prompt_tokens") for row in summary):
         return
     uncached = [
         {**row, "cost_usd": costs.get(row["strategy"], {}).get("usd_per_answer_uncached")}
         for row in table
     ]
-    computed = [{**row, "computed_tokens": None if row.get("tokens") is None else row["tokens"] - (row.get("cached_prompt_tokens") or 0)}
-                for row in table]  # fmt: skip
+    computed = [
+        {
+            **row,
+            "computed_tokens": None
+            if row.get("tokens") is None
+            else row["tokens"] - (row.get("cached_prompt_tokens") or 0),
+        }
+        for row in table
+    ]
     fronts = {
         "frontier_cost_uncached": (uncached, "cost_usd"),
         "frontier_computed_tokens": (computed, "computed_tokens"),
@@ -170,7 +183,8 @@ def rounded_mean(values: Sequence[float]) -> float | None:
 def summary_row(
     benchmark: str, name: str, data: dict[str, Any], by_id: dict[str, Any]
 ) -> dict[str, Any]:
-    """Strategy ``name``'s summary row: its headline score, answers, failures, and the mean spend per answered question."""
+    """Strategy ``name``'s summary row: its headline score, answers, failures, and the mean spend
+    per answered question."""
     ok = [r for r in data["rows"] if r["status"] == "ok"]
     usage = [r["usage"] for r in ok]
     row = {
@@ -193,7 +207,8 @@ def summary_row(
         "prompt_tokens": rounded_mean([u["prompt_tokens"] for u in usage]),
         "cached_prompt_tokens": rounded_mean([u.get("cached_prompt_tokens", 0) for u in usage]),
         "completion_tokens": rounded_mean([u["completion_tokens"] for u in usage]),
-        # the part of the calls and tokens above spent building what later questions reuse (paid by the first answer)
+        # the part of the calls and tokens above spent building what later questions reuse
+        # (paid by the first answer)
         "index_llm_calls": rounded_mean([u.get("index_llm_calls", 0) for u in usage]),
         "index_prompt_tokens": rounded_mean([u.get("index_prompt_tokens", 0) for u in usage]),
         "index_completion_tokens": rounded_mean(
@@ -201,7 +216,8 @@ def summary_row(
         ),
         "seconds": rounded_mean([r["seconds"] for r in ok]),
         "cached_calls": sum(u.get("cached_calls", 0) for u in usage),
-        # answers whose steps say they ran degraded (a fallback plan, malformed extractions, a lost task)
+        # answers whose steps say they ran degraded (a fallback plan, malformed
+        # extractions, a lost task)
         "degraded": sum(
             1
             for r in ok
@@ -224,8 +240,9 @@ def summary_row(
 
 
 def add_rerank_costs(summary: list[dict[str, Any]], costs: dict[str, dict[str, Any]]) -> None:
-    """``rerank_usd`` (USD per answer of its rerank calls, part of ``cost_usd``) beside the rerank columns of a
-    strategy whose reranker has a price in the table (a local one is free: no column)."""
+    """``rerank_usd`` (USD per answer of its rerank calls, part of ``cost_usd``) beside the
+    rerank columns of a strategy whose reranker has a price in the table (a local one is
+    free: no column)."""
     for row in summary:
         cost = costs.get(row["strategy"], {})
         if "rerank_calls" in row and cost.get("rerank_priced"):

@@ -1,12 +1,12 @@
 """What a result row must hold to be read back: the fields the runner, the report, the
 comparison and the export rely on, with their types and sane ranges.
 
-Why: a row is read long after it was written, by code that sums, averages and ranks its
-numbers and scores its text. A hand edit, an old writer or a plugin strategy can leave a row
-that is strict JSON yet unusable (``"prompt_tokens": 1e308`` overflows every sum to ``inf``;
-``"llm_calls": "many"`` fails a mean; a prediction that is a mapping cannot be scored). Such a
-row is refused where it is read (:func:`longctx.experiments.runner.read_rows` names its file and line
-and skips it, so a rerun answers that pair again) instead of failing a report far from it.
+Why: a row is read long after it was written, by code that sums, averages and ranks its numbers and
+scores its text. A hand edit, an old writer or a plugin strategy can leave a row that is strict JSON
+yet unusable (``"prompt_tokens": 1e308`` overflows every sum to ``inf``; ``"llm_calls": "many"``
+fails a mean; a prediction that is a mapping cannot be scored). Such a row is refused where it is
+read (:func:`longctx.experiments.runner.read_rows` names its file and line and skips it, so a rerun
+answers that pair again) instead of failing a report far from it.
 """
 
 from __future__ import annotations
@@ -19,17 +19,28 @@ from longctx.retrieval.reported_usage import MAX_COUNT
 
 # Counts (tokens, calls) are whole numbers below ``MAX_COUNT`` (10**12): a trillion tokens is more
 # than any answer spends, and sums of thousands of such counts stay exact. It is the bound a
-# server's usage is checked against as its reply arrives (:mod:`longctx.retrieval.reported_usage`), so a
-# paid answer's row is never one refused here.
+# server's usage is checked against as its reply arrives (:mod:`longctx.retrieval.reported_usage`),
+# so a paid answer's row is never one refused here.
 
 #: Seconds are below this (about 31 years): more is a corrupt value, and sums stay finite.
 MAX_SECONDS = 1e9
-#: Seconds this far below zero are clock rounding (an answer's time less its time queued), not corruption.
+#: Seconds this far below zero are clock rounding (an answer's time less its
+#: time queued), not corruption.
 ROUNDING_SECONDS = 1e-3
 #: Usage counts every ok row has, and those it may have.
 REQUIRED_COUNTS = ("llm_calls", "prompt_tokens", "completion_tokens")
-OPTIONAL_COUNTS = ("failed_calls", "cached_calls", "cached_prompt_tokens", "total_tokens", "index_llm_calls", "index_prompt_tokens",
-                   "index_completion_tokens", "rerank_calls", "rerank_failed_calls", "rerank_tokens")  # fmt: skip
+OPTIONAL_COUNTS = (
+    "failed_calls",
+    "cached_calls",
+    "cached_prompt_tokens",
+    "total_tokens",
+    "index_llm_calls",
+    "index_prompt_tokens",
+    "index_completion_tokens",
+    "rerank_calls",
+    "rerank_failed_calls",
+    "rerank_tokens",
+)
 #: Durations an ok row may have (``seconds`` itself is required).
 OPTIONAL_SECONDS = ("index_seconds", "queued_seconds")
 
@@ -64,7 +75,8 @@ def row_problem(row: Any) -> str | None:
 
 
 def ok_row_problem(row: Mapping[str, Any]) -> str | None:
-    """What makes an ok row unusable: its text, its seconds and its usage (see :func:`row_problem`)."""
+    """What makes an ok row unusable: its text, its seconds and its usage (see
+    :func:`row_problem`)."""
     problem = _text_problem(row, "prediction", required=True) or _text_problem(
         row, "answer", required=False
     )
@@ -95,7 +107,8 @@ def count_problem(name: str, value: Any) -> str | None:
 
 
 def seconds_problem(name: str, value: Any) -> str | None:
-    """Why ``value`` is not a duration (a finite number of seconds in ``[0, MAX_SECONDS)``), or ``None``."""
+    """Why ``value`` is not a duration (a finite number of seconds in ``[0, MAX_SECONDS)``),
+    or ``None``."""
     if (
         isinstance(value, (int, float))
         and not isinstance(value, bool)

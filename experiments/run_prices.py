@@ -1,4 +1,5 @@
-"""The price table a run was given (``longctx run --prices FILE``), kept in its folder for its report.
+"""The price table a run was given (``longctx run --prices FILE``), kept in its folder
+for its report.
 
 ``run`` writes the validated table to ``prices.json`` beside ``manifest.json``; ``report`` of that
 folder prices at it when no ``--prices`` is given (an explicit one wins), so a report made later,
@@ -21,8 +22,9 @@ RUN_PRICES_FILE = "prices.json"
 
 
 def save_run_prices(out: str | Path, table: dict[str, PriceRow]) -> Path:
-    """Write ``table`` (as :func:`~experiments.prices.load_prices` gave it) to ``out/prices.json``,
-    in the price file's own format, atomically; a model id's credentials are redacted as in the manifest."""
+    """Write ``table`` (as :func:`~experiments.prices.load_prices` gave it) to
+    ``out/prices.json``, in the price file's own format, atomically; a model id's credentials are
+    redacted as in the manifest."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     data = {

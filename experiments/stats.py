@@ -50,7 +50,8 @@ _BATCH_VALUES = 2_000_000
 
 @functools.cache
 def _scipy_stats() -> Any:
-    """``scipy.stats``, imported on first use: it costs ~0.4 s, and the CLI imports this module to start."""
+    """``scipy.stats``, imported on first use: it costs ~0.4 s, and the CLI imports this
+    module to start."""
     from scipy import stats
 
     return stats
@@ -58,7 +59,8 @@ def _scipy_stats() -> Any:
 
 @dataclass(frozen=True)
 class Interval:
-    """A mean over questions with its 95% interval and standard error (``None`` where the data cannot give one)."""
+    """A mean over questions with its 95% interval and standard error (``None`` where the data
+    cannot give one)."""
 
     mean: float | None
     low: float | None
@@ -76,7 +78,8 @@ class PairedResult:
     ci_low: float | None
     ci_high: float | None
     p_value: float | None
-    test: str  # "mcnemar-exact", "sign-flip-exact", "sign-flip-monte-carlo", "none" (fewer than two questions)
+    # "mcnemar-exact", "sign-flip-exact", "sign-flip-monte-carlo", "none" (fewer than two questions)
+    test: str
     sd_diff: float | None
     discordant: int | None = None  # McNemar: questions one strategy got right and the other wrong
     scale: float | None = None  # McNemar: the score of a right answer (1 or 100)
@@ -89,16 +92,22 @@ def _clean(values: Sequence[float | None]) -> np.ndarray:
 
 
 def _binary_scale(values: np.ndarray) -> float | None:
-    """100 or 1 when every value is 0 or that score (all zeros: 100, the points of a report), else ``None``."""
+    """100 or 1 when every value is 0 or that score (all zeros: 100, the points of a report),
+    else ``None``."""
     seen = set(np.unique(values).tolist())
     if (seen <= {0.0, 100.0} and 100.0 in seen) or seen == {0.0}:
         return 100.0
     return 1.0 if seen <= {0.0, 1.0} else None
 
 
-def interval(values: Sequence[float | None], strata: Sequence[Hashable] | None = None,
-             weights: Mapping[Hashable, float] | None = None, *, seed: int = SEED,
-             n_resamples: int = N_RESAMPLES) -> Interval:  # fmt: skip
+def interval(
+    values: Sequence[float | None],
+    strata: Sequence[Hashable] | None = None,
+    weights: Mapping[Hashable, float] | None = None,
+    *,
+    seed: int = SEED,
+    n_resamples: int = N_RESAMPLES,
+) -> Interval:
     """The mean of ``values`` with its 95% bootstrap interval (BCa, percentile where BCa is
     undefined) and standard error; ``None`` values (unscored questions) take no part.
 
@@ -144,16 +153,21 @@ def interval(values: Sequence[float | None], strata: Sequence[Hashable] | None =
 
 
 def _resample_means(arr: np.ndarray, rng: np.random.Generator, n_resamples: int) -> np.ndarray:
-    """Means of ``n_resamples`` resamples of ``arr``, drawn in row batches of ~2M values (the same draws as one
-    ``(n_resamples, size)`` call, without its memory on 10,000 questions)."""
+    """Means of ``n_resamples`` resamples of ``arr``, drawn in row batches of ~2M values (the same
+    draws as one ``(n_resamples, size)`` call, without its memory on 10,000 questions)."""
     rows = max(1, _BATCH_VALUES // arr.size)
-    return np.concatenate([arr[rng.integers(0, arr.size, size=(min(rows, n_resamples - i), arr.size))].mean(axis=1)
-                           for i in range(0, n_resamples, rows)])  # fmt: skip
+    return np.concatenate(
+        [
+            arr[rng.integers(0, arr.size, size=(min(rows, n_resamples - i), arr.size))].mean(axis=1)
+            for i in range(0, n_resamples, rows)
+        ]
+    )
 
 
 def _bca_limits(boot: np.ndarray, estimate: float, influence: np.ndarray) -> tuple[float, float]:
-    """BCa limits of a bootstrap distribution (Efron 1987; the bias from the share of resamples below the
-    estimate, the acceleration from the questions' empirical influence), percentile limits where undefined."""
+    """BCa limits of a bootstrap distribution (Efron 1987; the bias from the share of resamples
+    below the estimate, the acceleration from the questions' empirical influence), percentile limits
+    where undefined."""
     norm = _scipy_stats().norm
     tail = (1 - CONFIDENCE) / 2
     below = (np.count_nonzero(boot < estimate) + np.count_nonzero(boot <= estimate)) / (
@@ -173,7 +187,8 @@ def _bca_limits(boot: np.ndarray, estimate: float, influence: np.ndarray) -> tup
 
 
 def _degenerate_interval(mean: float, values: np.ndarray) -> Interval:
-    """The interval where the bootstrap cannot vary: exact binomial for 0/1 scores, none otherwise."""
+    """The interval where the bootstrap cannot vary: exact binomial for 0/1 scores,
+    none otherwise."""
     scale = _binary_scale(values)
     if scale is None:
         return Interval(mean, None, None, None, int(values.size))
@@ -196,13 +211,13 @@ def paired_test(
 ) -> PairedResult:
     """Strategy a against strategy b on the same questions (``a[i]`` and ``b[i]`` score question i).
 
-    McNemar's exact test when every score is 0/1 (or 0/100) and ``binary`` (false for costs, tokens and
-    seconds: a cost of 0 or 1 is no right or wrong answer): the two-sided binomial test of the
+    McNemar's exact test when every score is 0/1 (or 0/100) and ``binary`` (false for costs, tokens
+    and seconds: a cost of 0 or 1 is no right or wrong answer): the two-sided binomial test of the
     discordant pairs. The interval is the percentile bootstrap of the differences, ``None`` where
-    every question differs by the same amount (3 of 3 questions moved by 100: no interval, not
-    [100, 100]). Otherwise a paired sign-flip permutation test of the mean difference over
-    the questions whose difference is not zero (flipping a zero changes nothing, so the p-value
-    is the same as over all questions): exact up to :data:`EXACT_SIGN_FLIPS` of them.
+    every question differs by the same amount (3 of 3 questions moved by 100: no interval, not [100,
+    100]). Otherwise a paired sign-flip permutation test of the mean difference over the questions
+    whose difference is not zero (flipping a zero changes nothing, so the p-value is the same as
+    over all questions): exact up to :data:`EXACT_SIGN_FLIPS` of them.
     """
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.shape != y.shape:
@@ -219,11 +234,18 @@ def paired_test(
         return PairedResult(n, mean, None, None, 1.0, "none", None)
     low: float | None = None
     high: float | None = None
-    if not np.all(
-        d == d[0]
-    ):  # equal differences: resampling cannot vary, and a zero-width interval would read as certainty
-        res = _scipy_stats().bootstrap((d,), np.mean, confidence_level=CONFIDENCE, n_resamples=n_resamples, method="percentile",
-                            batch=max(1, _BATCH_VALUES // n), random_state=np.random.default_rng(seed))  # fmt: skip
+    if not np.all(d == d[0]):
+        # equal differences: resampling cannot vary, and a zero-width
+        # interval would read as certainty
+        res = _scipy_stats().bootstrap(
+            (d,),
+            np.mean,
+            confidence_level=CONFIDENCE,
+            n_resamples=n_resamples,
+            method="percentile",
+            batch=max(1, _BATCH_VALUES // n),
+            random_state=np.random.default_rng(seed),
+        )
         low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
     scale = _binary_scale(np.concatenate([x, y])) if binary else None
     if scale is not None:
@@ -239,9 +261,16 @@ def paired_test(
     if nonzero < 2:  # one moved question flipped is as far from zero as before: p = 1
         return PairedResult(n, mean, low, high, 1.0, "sign-flip-exact", sd)
     exact = nonzero <= EXACT_SIGN_FLIPS
-    res = _scipy_stats().permutation_test((x[moved], y[moved]), lambda u, v, axis: np.mean(u - v, axis=axis), permutation_type="samples",
-                               vectorized=True, n_resamples=np.inf if exact else n_resamples, alternative="two-sided",
-                               batch=max(1, _BATCH_VALUES // nonzero), random_state=np.random.default_rng(seed))  # fmt: skip
+    res = _scipy_stats().permutation_test(
+        (x[moved], y[moved]),
+        lambda u, v, axis: np.mean(u - v, axis=axis),
+        permutation_type="samples",
+        vectorized=True,
+        n_resamples=np.inf if exact else n_resamples,
+        alternative="two-sided",
+        batch=max(1, _BATCH_VALUES // nonzero),
+        random_state=np.random.default_rng(seed),
+    )
     return PairedResult(
         n,
         mean,
@@ -254,8 +283,8 @@ def paired_test(
 
 
 def holm(p_values: Sequence[float | None]) -> list[float | None]:
-    """Holm's step-down adjustment of a family of p-values (``None`` stays ``None``), on the values as
-    given: round only for display (:func:`format_p`), or a p near 0.05 can cross it."""
+    """Holm's step-down adjustment of a family of p-values (``None`` stays ``None``), on the values
+    as given: round only for display (:func:`format_p`), or a p near 0.05 can cross it."""
     present = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
     m = len(present)
     adjusted: list[float | None] = [None] * len(p_values)
@@ -278,10 +307,12 @@ def format_p(p: float | None) -> str:
 
 
 def smallest_p(n: int, test: str, *, n_resamples: int = N_RESAMPLES) -> float:
-    """The smallest p-value ``test`` (a :class:`PairedResult` test name) can return on ``n`` questions.
+    """The smallest p-value ``test`` (a :class:`PairedResult` test name) can return on
+    ``n`` questions.
 
     Both exact tests reach ``2 / 2**n`` at best (every question moved the same way: 0.25 on 3
-    questions, 0.125 on 4); the Monte-Carlo sign-flip test also cannot go below ``2 / (n_resamples + 1)``.
+    questions, 0.125 on 4); the Monte-Carlo sign-flip test also cannot go below
+    ``2 / (n_resamples + 1)``.
     """
     if n < 2 or test == "none":
         return 1.0
@@ -323,8 +354,9 @@ def detectable_difference(
 
 
 def _mcnemar_power(n: int, discordance: float, diff: float, alpha: float) -> float:
-    """Power of the exact two-sided McNemar test on ``n`` questions when a share ``discordance`` of them
-    are discordant (at least ``diff``) and a wins ``diff`` more of them than b (shares of n)."""
+    """Power of the exact two-sided McNemar test on ``n`` questions when a share ``discordance``
+    of them are discordant (at least ``diff``) and a wins ``diff`` more of them than b
+    (shares of n)."""
     st = _scipy_stats()
     share = max(discordance, diff)
     if share <= 0:
@@ -338,7 +370,8 @@ def _mcnemar_power(n: int, discordance: float, diff: float, alpha: float) -> flo
 
 @functools.lru_cache(maxsize=64)
 def _mcnemar_critical(n: int, alpha: float) -> np.ndarray:
-    """Per discordant count m = 0..n, the larger side's count from which the exact two-sided test rejects (above m: never)."""
+    """Per discordant count m = 0..n, the larger side's count from which the exact two-sided test
+    rejects (above m: never)."""
     st = _scipy_stats()
     m = np.arange(n + 1)
     k = st.binom.ppf(1 - alpha / 2, m, 0.5) + 1
@@ -346,7 +379,8 @@ def _mcnemar_critical(n: int, alpha: float) -> np.ndarray:
 
 
 def _mcnemar_detectable(n: int, discordance: float, alpha: float, power: float) -> float:
-    """The smallest difference (a share of n) with exact McNemar power of at least ``power`` (bisection; power grows with it)."""
+    """The smallest difference (a share of n) with exact McNemar power of at least ``power``
+    (bisection; power grows with it)."""
     low, high = 0.0, 1.0
     for _ in range(30):
         mid = (low + high) / 2
@@ -359,8 +393,9 @@ def _mcnemar_detectable(n: int, discordance: float, alpha: float, power: float) 
 def questions_needed(
     difference: float, sd_diff: float, *, alpha: float = ALPHA, power: float = POWER
 ) -> int | None:
-    """How many paired questions a true mean difference of ``difference`` needs to be detected
-    (normal approximation: a planning figure; :func:`detectable_difference` sizes a given n exactly)."""
+    """How many paired questions a true mean difference of ``difference`` needs to be
+    detected (normal approximation: a planning figure; :func:`detectable_difference` sizes a
+    given n exactly)."""
     if difference == 0 or sd_diff <= 0:
         return None
     return math.ceil(

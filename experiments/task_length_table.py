@@ -1,4 +1,5 @@
-"""The official BABILong table: accuracy x 100 per task (rows ``qa1`` ... ``qa20``) and length (columns).
+"""The official BABILong table: accuracy x 100 per task (rows ``qa1`` ... ``qa20``) and
+length (columns).
 
 ``longctx report`` writes it to ``report/by_task_length.md``, one table per strategy, from the
 ``tasks`` aggregation a benchmark's score holds (``{task: {length: accuracy x 100}}``, BABILong's),
@@ -28,8 +29,9 @@ def _cell(value: Any) -> str:
 def task_length_grid(
     scores: Mapping[str, Any],
 ) -> tuple[list[str], list[tuple[str, list[Any]]]] | None:
-    """One strategy's table as data: the lengths (columns) and a ``(task, values)`` row per task, then
-    the ``avg (qa1-qa5)`` row where the score has it; ``None`` without a task x length aggregation."""
+    """One strategy's table as data: the lengths (columns) and a ``(task, values)`` row per task,
+    then the ``avg (qa1-qa5)`` row where the score has it; ``None`` without a task x length
+    aggregation."""
     tasks = scores.get("tasks")
     if (
         not isinstance(tasks, Mapping)
@@ -46,7 +48,8 @@ def task_length_grid(
 
 
 def task_length_table(scores: Mapping[str, Any]) -> list[str] | None:
-    """One strategy's table as Markdown lines, or ``None`` when its score has no task x length aggregation."""
+    """One strategy's table as Markdown lines, or ``None`` when its score has no task x length
+    aggregation."""
     grid = task_length_grid(scores)
     if grid is None:
         return None
@@ -56,7 +59,8 @@ def task_length_table(scores: Mapping[str, Any]) -> list[str] | None:
 
 
 def task_length_markdown(benchmark: str, official: Mapping[str, Mapping[str, Any]]) -> str | None:
-    """Every strategy's task x length table (``official``: strategy -> its score), or ``None`` when none has one."""
+    """Every strategy's task x length table (``official``: strategy -> its score), or ``None`` when
+    none has one."""
     parts: list[str] = []
     for strategy, scores in official.items():
         table = task_length_table(scores)

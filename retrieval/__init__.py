@@ -1,10 +1,10 @@
 """Corpora, token counting, chunking, retrievers and the on-disk index cache.
 
-Nothing in this package calls a chat model. The answer contract every package shares
-(``Corpus``, ``Question``, ``Answer``, ``Usage``, ``Step``, ``Registry``...) lives in
-:mod:`longctx.retrieval.contract` (gathered from ``registry``, ``document``, ``corpus``, ``question`` and ``answer``),
-the bottom of the import graph. The names below load their module on first use, so importing
-the contract does not load the retrievers.
+Nothing in this package calls a chat model. The answer contract every package shares (``Corpus``,
+``Question``, ``Answer``, ``Usage``, ``Step``, ``Registry``...) lives in
+:mod:`longctx.retrieval.contract` (gathered from ``registry``, ``document``, ``corpus``,
+``question`` and ``answer``), the bottom of the import graph. The names below load their module on
+first use, so importing the contract does not load the retrievers.
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ from typing import Any
 
 from longctx.retrieval.question import Question
 
-#: The counts a resumed run's usage splits into this call's and the earlier calls' (:meth:`Usage.since`).
+#: The counts a resumed run's usage splits into this call's and the earlier
+#: calls' (:meth:`Usage.since`).
 SPLIT_FIELDS = (
     "llm_calls",
     "cached_calls",
@@ -55,7 +56,8 @@ class Usage:
         earlier_cached_prompt_tokens: The part of those the server read from its prompt cache.
         earlier_completion_tokens: Their output tokens.
         rerank_calls: Rerank requests (or local cross-encoder calls) that returned.
-        rerank_failed_calls: Rerank attempts that failed (each retry of a timeout or 5xx counts one).
+        rerank_failed_calls: Rerank attempts that failed (each retry of a timeout or 5xx
+            counts one).
         rerank_tokens: Tokens the rerank server reported (or the cross-encoder's tokenizer counted).
         index_llm_calls: Part of ``llm_calls`` spent building something reused across questions
             (RAPTOR's tree summaries, structured's per-document extraction): non-zero only on the
@@ -107,8 +109,9 @@ class Usage:
         return self.completion_tokens + self.earlier_completion_tokens
 
     def since(self, earlier: Usage) -> Usage:
-        """This usage, a running total of a checkpointed run, split at ``earlier`` (the total when this call began):
-        the counts become what was spent since, and ``earlier``'s counts the ``earlier_*`` fields."""
+        """This usage, a running total of a checkpointed run, split at ``earlier`` (the total when
+        this call began): the counts become what was spent since, and ``earlier``'s counts the
+        ``earlier_*`` fields."""
         return replace(
             self,
             **{name: getattr(self, name) - getattr(earlier, name) for name in SPLIT_FIELDS},
@@ -127,9 +130,15 @@ class Usage:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form, with ``total_tokens`` (this call's) and ``run_llm_calls`` / ``run_prompt_tokens`` / ``run_completion_tokens``."""
-        return {**asdict(self), "total_tokens": self.total_tokens, "run_llm_calls": self.run_llm_calls,
-                "run_prompt_tokens": self.run_prompt_tokens, "run_completion_tokens": self.run_completion_tokens}  # fmt: skip
+        """JSON-ready form, with ``total_tokens`` (this call's) and ``run_llm_calls`` /
+        ``run_prompt_tokens`` / ``run_completion_tokens``."""
+        return {
+            **asdict(self),
+            "total_tokens": self.total_tokens,
+            "run_llm_calls": self.run_llm_calls,
+            "run_prompt_tokens": self.run_prompt_tokens,
+            "run_completion_tokens": self.run_completion_tokens,
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> Usage:
@@ -164,7 +173,8 @@ class Step(dict[str, Any]):
 
     @classmethod
     def coerce(cls, data: Mapping[str, Any]) -> Step:
-        """A :class:`Step` from a mapping with a ``node`` key (checkpoints give plain dicts back)."""
+        """A :class:`Step` from a mapping with a ``node`` key (checkpoints give plain
+        dicts back)."""
         return data if isinstance(data, Step) else cls(data)
 
 
@@ -172,8 +182,9 @@ class Step(dict[str, Any]):
 class Evidence:
     """A piece of the corpus the answer was based on.
 
-    ``components``: where retrieval fused or reranked, each stage's view of this chunk, name ->
-    ``{"rank", "score"}`` (``bm25``, ``dense``, ``rerank``...; ``None`` where a stage did not return it).
+    ``components``: where retrieval fused or reranked, each stage's view of this chunk, name
+    -> ``{"rank", "score"}`` (``bm25``, ``dense``, ``rerank``...; ``None`` where a stage did
+    not return it).
     """
 
     doc_id: str

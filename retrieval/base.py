@@ -16,7 +16,8 @@ class Hit:
     """A retrieved chunk with its score and its rank (0 = best).
 
     ``components``: for a fused (hybrid) or reranked hit, each stage's view of it, name ->
-    ``{"rank", "score"}`` (``None`` where that stage did not return it); ``None`` for a plain retriever.
+    ``{"rank", "score"}`` (``None`` where that stage did not return it); ``None`` for a
+    plain retriever.
     """
 
     chunk: Chunk
@@ -70,7 +71,8 @@ class Retriever(Protocol):
 
 
 class SegmentedRetriever(Retriever, Protocol):
-    """A retriever with the optional methods of :class:`Retriever` (ours): its index grows and changes without a rebuild."""
+    """A retriever with the optional methods of :class:`Retriever` (ours): its index grows and
+    changes without a rebuild."""
 
     def extensible(self) -> bool:
         """Whether the loaded index can take new chunks as a segment."""
@@ -100,5 +102,6 @@ class SegmentedRetriever(Retriever, Protocol):
 
 
 def grows(retriever: Retriever) -> TypeGuard[SegmentedRetriever]:
-    """Whether ``retriever`` has the optional methods of an index that grows (its ``extend`` tells)."""
+    """Whether ``retriever`` has the optional methods of an index that grows (its
+    ``extend`` tells)."""
     return callable(getattr(retriever, "extend", None))

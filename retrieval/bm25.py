@@ -44,8 +44,8 @@ SCORES_FILE = "data.csc.index.npy"
 
 
 def _bm25s() -> Any:
-    """The ``bm25s`` module, loaded on first use (it brings scipy). Its import sets its own logger to
-    DEBUG, which would print a line for every index build, so the level is set after it loads.
+    """The ``bm25s`` module, loaded on first use (it brings scipy). Its import sets its own logger
+    to DEBUG, which would print a line for every index build, so the level is set after it loads.
 
     bm25s imports numba when it is installed (the ``raptor`` extra brings it), for a backend we
     never select (scores come from its numpy path and from :func:`bm25_scores`): ~120 MiB of
@@ -72,7 +72,8 @@ class _NoNumba(importlib.abc.MetaPathFinder):
         self.thread = threading.get_ident()
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
-        """Refuse numba and its submodules in this thread; leave every other import to the next finder."""
+        """Refuse numba and its submodules in this thread; leave every other import to the
+        next finder."""
         if threading.get_ident() == self.thread and name.split(".")[0] == "numba":
             raise ModuleNotFoundError(f"numba is left out while bm25s loads ({name})", name=name)
         return None
@@ -103,7 +104,8 @@ def tokenize(text: str) -> list[str]:
 
 
 def top_k(scores: np.ndarray, k: int) -> list[tuple[int, float]]:
-    """The ``min(k, len(scores))`` best ``(index, score)`` pairs, zero scores included; ties by lower index.
+    """The ``min(k, len(scores))`` best ``(index, score)`` pairs, zero scores included; ties by
+    lower index.
 
     As ``rank_bm25``'s ``get_top_n`` (LongBench v1) and FlashRAG's retrievers, every chunk is
     ranked: a chunk sharing no word with the query still fills one of the ``k`` places.
@@ -177,21 +179,23 @@ class BM25Retriever:
     ) -> None:
         """Tokenize every chunk and build the engine's index.
 
-        Engine bm25s: each chunk's tokens are counted and dropped (:mod:`longctx.retrieval.term_counting`,
-        blocks of counts spilled into ``work_dir``) and the model is made from the counts
-        (:func:`bm25s_model`, scores bit-identical to ``bm25s.BM25.index`` over the token
-        lists), so no chunk's tokens outlive it. Engine rank_bm25 keeps every token list: it
-        is the reference, for small corpora.
+        Engine bm25s: each chunk's tokens are counted and dropped
+        (:mod:`longctx.retrieval.term_counting`, blocks of counts spilled into ``work_dir``) and the
+        model is made from the counts (:func:`bm25s_model`, scores bit-identical to
+        ``bm25s.BM25.index`` over the token lists), so no chunk's tokens outlive it. Engine
+        rank_bm25 keeps every token list: it is the reference, for small corpora.
         """
         if self.engine == "bm25s":
             counts = count_terms(self._token_lists(chunks, show_progress), spill_dir=work_dir)
-            # the score values go to an unnamed file in work_dir, memory-mapped (copied into place by save)
+            # the score values go to an unnamed file in work_dir, memory-mapped
+            # (copied into place by save)
             spill = None if work_dir is None else tempfile.TemporaryFile(dir=work_dir)
             self._model = bm25s_model(counts, k1=self.k1, b=self.b, out=spill)
             self._scores = None if spill is None else (spill, self._model.scores["data"])
             self._counts, self._counts_folder, self._dead = [counts], None, Tombstones(0)
             return
-        # interned: a word repeated across chunks is one string object (a 20 MB corpus: 300 against 520 MB peak)
+        # interned: a word repeated across chunks is one string object (a 20 MB
+        # corpus: 300 against 520 MB peak)
         self._tokens = [
             list(map(sys.intern, tokens)) for tokens in self._token_lists(chunks, show_progress)
         ]
@@ -209,7 +213,8 @@ class BM25Retriever:
             yield tokenize(chunk.text)
 
     def _fit(self, tokens: list[list[str]]) -> None:
-        """The reference engine over ``tokens`` (rank_bm25 divides by zero on an all-empty corpus; a placeholder token avoids it)."""
+        """The reference engine over ``tokens`` (rank_bm25 divides by zero on an all-empty corpus; a
+        placeholder token avoids it)."""
         self._model = LuceneOkapi([t or [""] for t in tokens], k1=self.k1, b=self.b)
 
     def scores(self, query: str) -> np.ndarray:
@@ -235,7 +240,8 @@ class BM25Retriever:
         return top_k(self.scores(query), k)
 
     def save(self, folder: Path, checksums: Checksums | None = None) -> None:
-        """bm25s writes its sparse matrix as .npy and vocabulary as JSON; rank_bm25 keeps tokens as JSON.
+        """bm25s writes its sparse matrix as .npy and vocabulary as JSON; rank_bm25 keeps
+        tokens as JSON.
 
         rank_bm25's tokens are hashed into ``checksums`` as they are written; bm25s opens
         its own files, so the index hashes them once they are written (page cache, ~ms).
@@ -294,7 +300,8 @@ class BM25Retriever:
         return None if stored is None else stored - len(self._dead.dead)
 
     def delete(self, chunk_ids: Sequence[int] | np.ndarray) -> None:
-        """Mark the stored chunks ``chunk_ids`` deleted: no longer scored, and out of ``N``, ``df`` and the average length.
+        """Mark the stored chunks ``chunk_ids`` deleted: no longer scored, and out of ``N``, ``df``
+        and the average length.
 
         Scores then come from the raw counts (:func:`longctx.retrieval.term_counts.bm25_scores` with
         the live chunks), bit-identical to a bm25s index built over the live chunks alone;
@@ -302,7 +309,8 @@ class BM25Retriever:
         """
         if not self.extensible():
             raise RuntimeError(
-                "This BM25 index cannot delete chunks (rank_bm25 engine, or built before segments existed)"
+                "This BM25 index cannot delete chunks (rank_bm25 engine, or built before "
+                "segments existed)"
             )
         self._dead = self._dead.grown(self.stored_chunks or 0).plus(
             np.asarray(chunk_ids, dtype=np.int64)
@@ -310,7 +318,8 @@ class BM25Retriever:
         self._model = None
 
     def extensible(self) -> bool:
-        """Whether :meth:`extend` can add chunks: engine bm25s with the raw counts of every segment saved."""
+        """Whether :meth:`extend` can add chunks: engine bm25s with the raw counts of every
+        segment saved."""
         if self.engine != "bm25s":
             return False
         if (
@@ -345,16 +354,18 @@ class BM25Retriever:
         self._counts[-1].save(folder, checksums)
 
     def compact(self) -> None:
-        """Fold the segments into one, scored by a bm25s model again (a build's speed), made from the raw counts.
+        """Fold the segments into one, scored by a bm25s model again (a build's speed), made from
+        the raw counts.
 
         Nothing is tokenized again: the merged counts are those a build over all the live chunks
-        makes (deleted chunks are dropped here), and the model's matrix is computed from them in bm25s's arithmetic
-        (:func:`longctx.retrieval.term_counts.lucene_matrix`), so scores equal a fresh build's bit for bit.
-        :meth:`save` then writes the index of one segment.
+        makes (deleted chunks are dropped here), and the model's matrix is computed from them in
+        bm25s's arithmetic (:func:`longctx.retrieval.term_counts.lucene_matrix`), so scores equal a
+        fresh build's bit for bit. :meth:`save` then writes the index of one segment.
         """
         if not self.extensible():
             raise RuntimeError(
-                "This BM25 index has no raw counts to compact (rank_bm25 engine, or built before segments existed)"
+                "This BM25 index has no raw counts to compact (rank_bm25 engine, or built before "
+                "segments existed)"
             )
         merged = TermCounts.concat(self._counts or [])
         if self._dead:  # tombstones folded: the counts of the live chunks only
@@ -374,7 +385,8 @@ class BM25Retriever:
 
 
 def bm25s_model(counts: TermCounts, *, k1: float, b: float, out: IO[bytes] | None = None) -> Any:
-    """A bm25s ``BM25`` (method ``lucene``) over the chunks of ``counts``, as ``BM25.index`` would set it up from their tokens.
+    """A bm25s ``BM25`` (method ``lucene``) over the chunks of ``counts``, as ``BM25.index`` would
+    set it up from their tokens.
 
     Its vocabulary is the counts' term order, with bm25s's empty token ``""`` appended as
     ``index`` does (bm25s's own order is a set's, so only the column order differs). With ``out``,

@@ -1,5 +1,6 @@
 """Small JSON files in the cache folder (the calibration, the remembered tokenize probes): read
-leniently, replaced whole, so a reader never sees half a file and a torn one costs a re-measurement."""
+leniently, replaced whole, so a reader never sees half a file and a torn one costs a
+re-measurement."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ def read_json_object(path: Path) -> dict[str, Any]:
 
 
 def write_json_object(path: Path, data: dict[str, Any], *, indent: int = 1) -> None:
-    """Replace ``path`` with ``data`` whole: written to a temporary file of this process and thread, then renamed."""
+    """Replace ``path`` with ``data`` whole: written to a temporary file of this process and thread,
+    then renamed."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     tmp.write_text(json.dumps(data, indent=indent))

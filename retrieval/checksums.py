@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 #: The digest recorded in ``meta.json``; a different name there means "written by another version".
 ALGORITHM = "xxh3_128"
 _BLOCK = 1 << 20
-#: Map every page at once where the OS can (Linux): 10-15% faster to hash than faulting them in one by one.
+#: Map every page at once where the OS can (Linux): 10-15% faster to hash than
+#: faulting them in one by one.
 _MAP_FLAGS = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
 #: Bytes of a file mapped at once while it is hashed (a multiple of the mapping granularity): a
 #: whole mapped 70 MB BM25 matrix was resident on top of the index being built.
@@ -77,8 +78,8 @@ def digest_bytes(data: bytes) -> str:
 
 
 def digest_texts(texts: Iterable[str]) -> str:
-    """The digest of a sequence of strings (each UTF-8, length-prefixed, so boundaries count): what a
-    file was computed from, recorded beside it so that it is not reused for other inputs."""
+    """The digest of a sequence of strings (each UTF-8, length-prefixed, so boundaries count): what
+    a file was computed from, recorded beside it so that it is not reused for other inputs."""
     h = xxhash.xxh3_128()
     for text in texts:
         data = text.encode("utf-8", "surrogatepass")
@@ -88,8 +89,9 @@ def digest_texts(texts: Iterable[str]) -> str:
 
 
 def digest_file(path: Path) -> tuple[int, str]:
-    """``(size, digest)`` of a file on disk, hashed straight from its memory map (no copy out of the page cache),
-    :data:`_WINDOW` bytes mapped at a time, so that hashing a large file adds at most that to the resident set."""
+    """``(size, digest)`` of a file on disk, hashed straight from its memory map (no copy out of the
+    page cache), :data:`_WINDOW` bytes mapped at a time, so that hashing a large file adds at most
+    that to the resident set."""
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         h = xxhash.xxh3_128()
@@ -106,7 +108,8 @@ def digest_file(path: Path) -> tuple[int, str]:
 
 
 class Checksums:
-    """The size and digest of each file written into ``folder``, by its path relative to it (``/``-separated)."""
+    """The size and digest of each file written into ``folder``, by its path relative to it
+    (``/``-separated)."""
 
     def __init__(self, folder: Path):
         self.folder = Path(folder)
@@ -157,8 +160,8 @@ class Checksums:
 
 
 def expected(recorded: Any, name: str, *, where: str = "meta.json") -> tuple[int, str]:
-    """The recorded ``(size, digest)`` of ``name``; :class:`ChecksumMismatch` when ``where`` (the file
-    holding the records, for the message) records none."""
+    """The recorded ``(size, digest)`` of ``name``; :class:`ChecksumMismatch` when ``where`` (the
+    file holding the records, for the message) records none."""
     entry = recorded.get(name) if isinstance(recorded, dict) else None
     if (
         not isinstance(entry, dict)
@@ -170,7 +173,8 @@ def expected(recorded: Any, name: str, *, where: str = "meta.json") -> tuple[int
 
 
 def check(name: str, recorded: Any, size: int, digest: str, *, where: str = "meta.json") -> None:
-    """Raise :class:`ChecksumMismatch` naming ``name`` unless ``size`` and ``digest`` are the recorded ones."""
+    """Raise :class:`ChecksumMismatch` naming ``name`` unless ``size`` and ``digest`` are the
+    recorded ones."""
     want_size, want_digest = expected(recorded, name, where=where)
     if size != want_size:
         raise ChecksumMismatch(f"{name} holds {size} bytes, {where} records {want_size}")
@@ -192,7 +196,8 @@ def verify_file(folder: Path, name: str, recorded: Any, *, where: str = "meta.js
 
 
 def verify_folder(folder: Path, recorded: Any) -> None:
-    """Check every file recorded for ``folder``; :class:`ChecksumMismatch` names the first that differs."""
+    """Check every file recorded for ``folder``; :class:`ChecksumMismatch` names the first
+    that differs."""
     if not isinstance(recorded, dict) or not recorded:
         raise ChecksumMismatch("meta.json records no file checksums (written before they existed)")
     for name in sorted(recorded):

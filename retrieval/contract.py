@@ -10,13 +10,15 @@ helpers a corpus uses, file readers and the tokenizer, load where they are neede
 
 - :mod:`longctx.retrieval.registry`: ``Registry``, the plug-in registry of every kind;
 - :mod:`longctx.retrieval.document`: ``Document``, ``CorpusError``;
-- :mod:`longctx.retrieval.errors`: ``LongctxError``, the base of every error raised to users, and its kinds;
+- :mod:`longctx.retrieval.errors`: ``LongctxError``, the base of every error raised to users,
+  and its kinds;
 - :mod:`longctx.retrieval.corpus`: ``Corpus``;
 - :mod:`longctx.retrieval.question`: ``Question``, ``Protocol``, ``as_question``;
 - :mod:`longctx.retrieval.answer`: ``Answer``, ``Evidence``, ``Usage``, ``Step``.
 
 This module gathers them under one name, which is how the library and plug-ins import them
-(``from longctx.retrieval.contract import Corpus, Question``); ``import longctx.retrieval.contract`` stays cheap.
+(``from longctx.retrieval.contract import Corpus, Question``); ``import longctx.retrieval.contract``
+stays cheap.
 """
 
 from __future__ import annotations

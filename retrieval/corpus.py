@@ -97,9 +97,19 @@ class Corpus:
         docs = read_path(Path(path), show_progress=show_progress)
         return cls(without_duplicates(docs, duplicates, where=str(path)))
 
-    def as_retriever(self, retriever: str = "bm25", *, k: int = 7, chunk_size: int = 200, chunk_unit: str = "words",
-                     cache_dir: str | Path | None = None, show_progress: bool = False, **retriever_options: Any) -> Any:  # fmt: skip
-        """This corpus as a LangChain ``BaseRetriever`` over its cached index: the top ``k`` chunks per query.
+    def as_retriever(
+        self,
+        retriever: str = "bm25",
+        *,
+        k: int = 7,
+        chunk_size: int = 200,
+        chunk_unit: str = "words",
+        cache_dir: str | Path | None = None,
+        show_progress: bool = False,
+        **retriever_options: Any,
+    ) -> Any:
+        """This corpus as a LangChain ``BaseRetriever`` over its cached index: the top ``k``
+        chunks per query.
 
         Defaults are LongBench v1's RAG setting (200-word chunks, top-7, BM25); ``retriever`` is any
         registered retriever (``dense``, ``contriever``, ``openai``) with its options. The index is
@@ -108,8 +118,14 @@ class Corpus:
         from longctx.retrieval.chunking import ChunkingConfig
         from longctx.retrieval.index import build_index  # heavy: the retrievers and their engines
 
-        index = build_index(self, retriever, chunking=ChunkingConfig(unit=chunk_unit, size=chunk_size),  # type: ignore[arg-type]
-                            cache_dir=cache_dir, show_progress=show_progress, **retriever_options)  # fmt: skip
+        index = build_index(
+            self,
+            retriever,
+            chunking=ChunkingConfig(unit=chunk_unit, size=chunk_size),  # type: ignore[arg-type]
+            cache_dir=cache_dir,
+            show_progress=show_progress,
+            **retriever_options,
+        )
         return index.as_retriever(k=k)
 
     def __len__(self) -> int:
@@ -166,8 +182,9 @@ class Corpus:
 
     @cached_property
     def document_digests(self) -> tuple[str, ...]:
-        """A digest of each document (id, title and text): what an index records of the documents it holds,
-        so that the index of an edited corpus (:meth:`update`, :meth:`remove`) starts from it."""
+        """A digest of each document (id, title and text): what an index records of the
+        documents it holds, so that the index of an edited corpus (:meth:`update`,
+        :meth:`remove`) starts from it."""
         digests = []
         for d in self.documents:
             h = hashlib.sha256()
@@ -182,15 +199,17 @@ class Corpus:
         return fingerprint
 
     def extends(self, other: Corpus) -> bool:
-        """Whether ``other``'s documents are this corpus's first documents, in order (``other`` may equal it)."""
+        """Whether ``other``'s documents are this corpus's first documents, in order (``other``
+        may equal it)."""
         return len(other) <= len(self) and self.prefix_fingerprint(len(other)) == other.fingerprint
 
     def add(self, documents: Iterable[Any]) -> Corpus:
-        """A new corpus: these documents, then ``documents`` (a corpus is immutable, so its fingerprint stays valid).
+        """A new corpus: these documents, then ``documents`` (a corpus is immutable, so its
+        fingerprint stays valid).
 
         ``documents`` are taken as :meth:`from_documents` takes them (plain strings get the ids
-        ``len(self)``, ``len(self) + 1``, ..., skipping ids in use). Indexes of the grown corpus reuse this corpus's
-        cached index and add a segment holding only the new documents' chunks.
+        ``len(self)``, ``len(self) + 1``, ..., skipping ids in use). Indexes of the grown corpus
+        reuse this corpus's cached index and add a segment holding only the new documents' chunks.
         """
         taken = {d.doc_id for d in self.documents}
         free = (
@@ -205,7 +224,8 @@ class Corpus:
         """A new corpus without the documents ``doc_ids`` (the others keep their order).
 
         Its indexes start from this corpus's cached ones: the removed documents' chunks are
-        tombstones, filtered out at search time and dropped at compaction (:mod:`longctx.retrieval.index`).
+        tombstones, filtered out at search time and dropped at compaction
+        (:mod:`longctx.retrieval.index`).
         """
         gone = set(doc_ids)
         unknown = sorted(gone - {d.doc_id for d in self.documents})
@@ -248,7 +268,8 @@ class Corpus:
     def rescan(
         self, path: str | Path, *, show_progress: bool = False, duplicates: str = "drop"
     ) -> Corpus:
-        """The folder ``path`` read again against this corpus: new files appended, edited ones updated, deleted ones removed.
+        """The folder ``path`` read again against this corpus: new files appended, edited ones
+        updated, deleted ones removed.
 
         Unchanged documents keep their order; edited files (other title or text) then new
         ones follow in the folder's sorted path order, as :meth:`update` and :meth:`add` place

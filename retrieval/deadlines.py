@@ -33,7 +33,8 @@ WRITE_SLICE = 65536
 
 
 class Remaining(float):
-    """A timeout (its float value) that also carries its request's deadline (``at``, monotonic seconds)."""
+    """A timeout (its float value) that also carries its request's deadline (``at``,
+    monotonic seconds)."""
 
     at: float
 
@@ -229,7 +230,8 @@ def deadline_client(httpx: Any, **options: Any) -> Any:
 
 
 def _flavour(client_class: type) -> Any:
-    """The httpx module (``httpx``, or the openai SDK's ``httpx2``) ``client_class`` derives from."""
+    """The httpx module (``httpx``, or the openai SDK's ``httpx2``) ``client_class``
+    derives from."""
     for cls in client_class.__mro__:
         name = cls.__module__.split(".")[0]
         if name in ("httpx", "httpx2"):

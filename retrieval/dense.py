@@ -60,7 +60,8 @@ class DenseRetriever:
         self._dead = Tombstones(0)  # deleted chunks (stored ids), filtered out of every search
 
     def chunk_limit(self) -> TokenLimit | None:
-        """What one chunk may hold so that the embedder reads all of it (None: chunks are indexed as chunked).
+        """What one chunk may hold so that the embedder reads all of it (None: chunks are indexed
+        as chunked).
 
         With ``fit_chunks`` (the default) and an embedder that tells its limit, the index
         splits longer chunks (:mod:`longctx.retrieval.fit`); otherwise a build warns which are cut.
@@ -70,20 +71,22 @@ class DenseRetriever:
 
     @property
     def limits_chunks(self) -> bool:
-        """Whether :meth:`chunk_limit` has a limit (``fit_chunks`` and an embedder that tells it), told without loading the model."""
+        """Whether :meth:`chunk_limit` has a limit (``fit_chunks`` and an embedder that tells it),
+        told without loading the model."""
         return self.fit_chunks and callable(getattr(self.embedder, "token_limit", None))
 
     def chunk_limit_params(self) -> dict[str, Any]:
-        """What decides :meth:`chunk_limit` (the key of chunks fitted to it): :meth:`cache_params` but the backend."""
+        """What decides :meth:`chunk_limit` (the key of chunks fitted to it): :meth:`cache_params`
+        but the backend."""
         return {k: v for k, v in self.cache_params().items() if k != "backend"}
 
     def cache_params(self) -> dict[str, Any]:
         """Retriever name, embedding model id and, when not torch, the embedding backend.
 
         ``fit_chunks`` is recorded (the chunks differ), with an OpenAI-compatible embedder's
-        ``max_input_tokens`` (a setting, where a local model's limit is its own).
-        ``torch`` is left out of the key so that indexes built before backends existed
-        (all torch) stay valid; ``torch-bf16`` / ``onnx`` / ``onnx-int8`` vectors differ slightly, so they get
+        ``max_input_tokens`` (a setting, where a local model's limit is its own). ``torch`` is
+        left out of the key so that indexes built before backends existed (all torch) stay
+        valid; ``torch-bf16`` / ``onnx`` / ``onnx-int8`` vectors differ slightly, so they get
         their own index.
         """
         params: dict[str, Any] = {"retriever": self.name, "model": self.embedder.model_id}
@@ -103,7 +106,8 @@ class DenseRetriever:
     def build(
         self, chunks: Sequence[Chunk], *, work_dir: Path, show_progress: bool = False
     ) -> None:
-        """Embed all chunks shard by shard (reusing shards already in ``work_dir/shards``) and index them."""
+        """Embed all chunks shard by shard (reusing shards already in ``work_dir/shards``)
+        and index them."""
         require("faiss", extra="dense", feature="a dense index")  # before any embedding is paid for
         texts = [c.text for c in chunks]
         if (
@@ -154,7 +158,8 @@ class DenseRetriever:
             )
 
     def search(self, query: str, k: int) -> list[tuple[int, float]]:
-        """Top ``k`` live chunks by inner product with the query embedding (deleted ones skipped, live ids renumbered)."""
+        """Top ``k`` live chunks by inner product with the query embedding (deleted ones skipped,
+        live ids renumbered)."""
         if self._index is None:
             raise RuntimeError("Dense index is not built; call build() or load() first")
         vector = np.asarray(self.embedder.embed_query(query))
@@ -193,13 +198,15 @@ class DenseRetriever:
         return len(self._index) - len(self._dead.dead) if self._index is not None else None
 
     def delete(self, chunk_ids: Sequence[int] | np.ndarray) -> None:
-        """Mark the stored chunks ``chunk_ids`` deleted: searches skip them (their vectors stay until :meth:`compact`)."""
+        """Mark the stored chunks ``chunk_ids`` deleted: searches skip them (their vectors stay
+        until :meth:`compact`)."""
         if self._index is None:
             raise RuntimeError("Dense index is not built; call build() or load() first")
         self._dead = self._dead.grown(len(self._index)).plus(np.asarray(chunk_ids, dtype=np.int64))
 
     def compact(self) -> None:
-        """Drop the deleted chunks' vectors: one flat index of the live ones, in order (nothing embedded again)."""
+        """Drop the deleted chunks' vectors: one flat index of the live ones, in order (nothing
+        embedded again)."""
         if self._index is None or not self._dead:
             return
         live = self._index.vectors(0, len(self._index))[self._dead.live]
@@ -263,8 +270,8 @@ def shard_record_path(path: Path) -> Path:
 
 
 def shard_source(texts: Sequence[str], params: dict[str, Any]) -> dict[str, Any]:
-    """What a shard's vectors are computed from: the embedder (the retriever's :meth:`~DenseRetriever.cache_params`)
-    and the texts, by count and digest.
+    """What a shard's vectors are computed from: the embedder (the retriever's
+    :meth:`~DenseRetriever.cache_params`) and the texts, by count and digest.
 
     The work dir of a cached build is keyed by corpus, chunking and embedder already, but
     not by shard size: shard ``n`` of a build with another ``shard_size`` covers other chunks,
@@ -332,7 +339,8 @@ def read_shard(path: Path, source: dict[str, Any]) -> np.ndarray | None:
             or not np.isfinite(vecs).all()
         ):
             raise ValueError(
-                f"not a finite float matrix of {source['rows']} rows (shape {vecs.shape}, dtype {vecs.dtype})"
+                f"not a finite float matrix of {source['rows']} rows (shape {vecs.shape}, dtype "
+                f"{vecs.dtype})"
             )
     except (
         OSError,

@@ -1,4 +1,5 @@
-"""A corpus's documents, and what the modules below :class:`~retrieval.corpus.Corpus` read of a corpus.
+"""A corpus's documents, and what the modules below :class:`~retrieval.corpus.Corpus` read
+of a corpus.
 
 Part of the answer contract (:mod:`longctx.retrieval.contract`): standard library only. ``Document``
 and ``CorpusError`` live here, under the corpus, because the modules that make documents
@@ -39,7 +40,8 @@ class Document:
 
 
 class IndexableCorpus(Protocol):
-    """What chunking and the index cache read of a corpus (:class:`~retrieval.corpus.Corpus` is one).
+    """What chunking and the index cache read of a corpus
+    (:class:`~retrieval.corpus.Corpus` is one).
 
     The documents in order, and the digests that key an index and find the cached index an
     edited or grown corpus starts from (:mod:`longctx.retrieval.lineage`).
@@ -73,7 +75,8 @@ class IndexableCorpus(Protocol):
         ...
 
 
-#: Characters encoded at a time when a text is hashed (a whole copy of a 200 MB text was 1x its size).
+#: Characters encoded at a time when a text is hashed (a whole copy of a 200
+#: MB text was 1x its size).
 HASH_SLICE_CHARS = 1 << 20
 
 

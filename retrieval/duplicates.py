@@ -35,7 +35,8 @@ def checked_duplicates(duplicates: str) -> Duplicates:
 
 
 def text_digest(text: str) -> str:
-    """SHA-256 of a document's text: equal digests, equal texts (the title and id are not compared)."""
+    """SHA-256 of a document's text: equal digests, equal texts (the title and id are
+    not compared)."""
     h = hashlib.sha256()
     hash_text(h, text)  # a slice at a time: no whole copy of a huge text
     return h.hexdigest()
@@ -44,8 +45,8 @@ def text_digest(text: str) -> str:
 def without_duplicates(
     documents: Sequence[Document], duplicates: str = "drop", *, where: str = "the corpus"
 ) -> list[Document]:
-    """``documents`` less each one whose text equals an earlier one's (kept in order; blank texts are
-    left alone), with a warning naming them; all of them when ``duplicates`` is ``"keep"``."""
+    """``documents`` less each one whose text equals an earlier one's (kept in order; blank texts
+    are left alone), with a warning naming them; all of them when ``duplicates`` is ``"keep"``."""
     if checked_duplicates(duplicates) == "keep":
         return list(documents)
     first: dict[str, str] = {}

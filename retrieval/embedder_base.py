@@ -1,4 +1,5 @@
-"""The embedder contract: what an embedder is, the error it raises, and the warning when it cuts inputs.
+"""The embedder contract: what an embedder is, the error it raises, and the warning when it
+cuts inputs.
 
 The embedders themselves (sentence-transformers, Contriever, OpenAI-compatible) are in
 :mod:`longctx.retrieval.embedders`; the dense retriever (:mod:`longctx.retrieval.dense`) takes any
@@ -19,8 +20,8 @@ from longctx.retrieval.redaction import redact
 
 
 class EmbedderError(ModelError):
-    """An embedding model cannot be loaded or an embedding endpoint does not answer (message redacted:
-    a server's error body may echo the request's credentials)."""
+    """An embedding model cannot be loaded or an embedding endpoint does not answer (message
+    redacted: a server's error body may echo the request's credentials)."""
 
     def __init__(self, message: str):
         super().__init__(redact(message))
@@ -56,14 +57,15 @@ def source_of(embedder: object) -> str:
 def checked_vectors(
     vectors: np.ndarray, texts: int, source: str, dim: int | None = None
 ) -> np.ndarray:
-    """``vectors`` if they are one finite, non-zero row per text (of ``dim`` columns when given), else an
-    :class:`EmbedderError` naming ``source``: a NaN, infinite or zero vector indexed would rank
-    every search wrongly and stay in the cache after the server recovers."""
+    """``vectors`` if they are one finite, non-zero row per text (of ``dim`` columns when given),
+    else an :class:`EmbedderError` naming ``source``: a NaN, infinite or zero vector indexed would
+    rank every search wrongly and stay in the cache after the server recovers."""
     if texts == 0 and len(vectors) == 0:
         return vectors
     if vectors.ndim != 2 or len(vectors) != texts:
         raise EmbedderError(
-            f"{source} returned {len(vectors)} vectors of shape {vectors.shape[1:]} for {texts} texts"
+            f"{source} returned {len(vectors)} vectors of shape {vectors.shape[1:]} for "
+            f"{texts} texts"
         )
     if dim is not None and vectors.shape[1] != dim:
         raise dimension_error(source, vectors.shape[1], dim)
@@ -95,7 +97,8 @@ def hub_error(model: str, exc: Exception) -> EmbedderError:
 
 
 def warn_if_truncated(embedder: Embedder, texts: Sequence[str]) -> None:
-    """Warn, before embedding, which chunks the embedder will cut and by how much (all-MiniLM-L6-v2 reads 256 word pieces).
+    """Warn, before embedding, which chunks the embedder will cut and by how much (all-MiniLM-L6-v2
+    reads 256 word pieces).
 
     Only chunks not fitted to the embedder (``fit_chunks=False``) can be over its limit.
     """
@@ -107,8 +110,10 @@ def warn_if_truncated(embedder: Embedder, texts: Sequence[str]) -> None:
     over = [n for n in cut if n]
     if over:
         warnings.warn(
-            f"{len(over)} of {len(texts)} chunks exceed the {limit.max_tokens} {limit.what} that {embedder.model_id} reads and are "
-            f"cut when embedded ({sum(over):,} tokens dropped in all, {max(over):,} from the longest; first: chunk {cut.index(over[0])}); "
+            f"{len(over)} of {len(texts)} chunks exceed the {limit.max_tokens} {limit.what} that "
+            f"{embedder.model_id} reads and are "
+            f"cut when embedded ({sum(over):,} tokens dropped in all, {max(over):,} from the "
+            f"longest; first: chunk {cut.index(over[0])}); "
             "fit_chunks=True (the default) splits such chunks so that all text is embedded.",
             stacklevel=3,
         )

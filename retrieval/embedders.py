@@ -1,8 +1,8 @@
 """Text embedders for the dense retrievers: sentence-transformers, Contriever, OpenAI-compatible.
 
-What an embedder is and its errors: :mod:`longctx.retrieval.embedder_base`; the sentence-transformers
-backends: :mod:`longctx.retrieval.embedding_backends` (which one) and :mod:`longctx.retrieval.onnx_export`
-(the ONNX models).
+What an embedder is and its errors: :mod:`longctx.retrieval.embedder_base`; the
+sentence-transformers backends: :mod:`longctx.retrieval.embedding_backends` (which one) and
+:mod:`longctx.retrieval.onnx_export` (the ONNX models).
 """
 
 from __future__ import annotations
@@ -32,8 +32,9 @@ DEFAULT_CONTRIEVER = "facebook/contriever-msmarco"
 DEFAULT_OPENAI_EMBEDDING = "text-embedding-3-small"
 #: Input limit of OpenAI's embedding models (text-embedding-3-*, ada-002), in cl100k tokens.
 OPENAI_EMBEDDING_MAX_TOKENS = 8191
-#: (location, device, backend) -> the loaded ``SentenceTransformer``, shared by the process's embedders
-#: (inference leaves it unchanged): an index build used to load MiniLM again for every embedder it made.
+#: (location, device, backend) -> the loaded ``SentenceTransformer``, shared by the
+#: process's embedders (inference leaves it unchanged): an index build used to load MiniLM
+#: again for every embedder it made.
 _LOADED_MODELS: dict[tuple[str, str, str], Any] = {}
 _LOADED_LOCK = threading.Lock()
 
@@ -105,15 +106,16 @@ class SentenceTransformerEmbedder:
         self._model: Any = None  # the SentenceTransformer, loaded on first use
 
     def unloaded(self) -> SentenceTransformerEmbedder:
-        """A copy that loads its model where it runs (another process or node finds its own path)."""
+        """A copy that loads its model where it runs (another process or node finds
+        its own path)."""
         return SentenceTransformerEmbedder(
             self.model_id, batch_size=self.batch_size, device=self.device, backend=self.backend
         )
 
     @property
     def model(self) -> Any:
-        """The loaded ``SentenceTransformer`` (loaded, and for ONNX exported, on first use), once per
-        process for each model, device and backend."""
+        """The loaded ``SentenceTransformer`` (loaded, and for ONNX exported, on first use), once
+        per process for each model, device and backend."""
         if self._model is None:
             key = (self._location, self.device, self.backend)
             with _LOADED_LOCK:
@@ -160,7 +162,8 @@ class SentenceTransformerEmbedder:
         return sum(n > 0 for n in over_limit(texts, self.token_limit()))
 
     def token_limit(self) -> TokenLimit:
-        """What one input holds: :attr:`max_input_tokens` of the model's own word pieces (the model loads)."""
+        """What one input holds: :attr:`max_input_tokens` of the model's own word pieces (the
+        model loads)."""
         return hf_token_limit(
             self.model.tokenizer, self.max_input_tokens, f"{self.model_id} word pieces"
         )
@@ -232,7 +235,8 @@ class ContrieverEmbedder:
         return self._loaded
 
     def token_limit(self) -> TokenLimit:
-        """What one input holds: ``max_length`` of the checkpoint's own tokens (the tokenizer loads)."""
+        """What one input holds: ``max_length`` of the checkpoint's own tokens (the
+        tokenizer loads)."""
         return hf_token_limit(self._load()[0], self.max_length, f"{self.model_id} tokens")
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
@@ -271,7 +275,8 @@ class OpenAIEmbedder:
     """Embeddings from any OpenAI-compatible ``/v1/embeddings`` endpoint (normalized to unit length;
     as returned by :meth:`embed_raw`)."""
 
-    #: What computes the vectors, as the indexing progress bar names it: the server, no local engine.
+    #: What computes the vectors, as the indexing progress bar names it:
+    #: the server, no local engine.
     backend = "OpenAI-compatible server"
 
     def __init__(
@@ -313,7 +318,8 @@ class OpenAIEmbedder:
         return copy.copy(self)
 
     def token_limit(self) -> TokenLimit:
-        """What one input holds: ``max_input_tokens`` cl100k tokens (OpenAI's models: 8,191; a local server's is its context)."""
+        """What one input holds: ``max_input_tokens`` cl100k tokens (OpenAI's models: 8,191; a local
+        server's is its context)."""
         return cl100k_token_limit(self.max_input_tokens, f"{self.model_id} cl100k tokens")
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
@@ -346,7 +352,8 @@ class OpenAIEmbedder:
                 ) from exc
             except openai.APIStatusError as exc:
                 raise EmbedderError(
-                    f"The embeddings server at {self.base_url} failed with HTTP {exc.status_code}: {exc.message}"
+                    f"The embeddings server at {self.base_url} failed with HTTP "
+                    f"{exc.status_code}: {exc.message}"
                 ) from exc
             except (TypeError, ValueError) as exc:  # the client's reading of the reply (no data)
                 raise EmbedderError(

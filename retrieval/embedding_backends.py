@@ -1,4 +1,5 @@
-"""Which inference backend the sentence-transformers embedder runs: torch, torch-bf16, onnx or onnx-int8.
+"""Which inference backend the sentence-transformers embedder runs: torch, torch-bf16, onnx
+or onnx-int8.
 
 The CPU default is chosen from the CPU's feature flags (``/proc/cpuinfo``): ``torch-bf16``
 where bfloat16 is native, else ``torch`` (:func:`default_cpu_backend` says why).
@@ -9,10 +10,10 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-#: Inference backends of :class:`~retrieval.embedders.SentenceTransformerEmbedder`: ``torch`` (sentence-transformers'
-#: default, float32), ``torch-bf16`` (the same model loaded in bfloat16 through
-#: sentence-transformers' ``model_kwargs``, for CPUs with native bfloat16), ``onnx`` (the same
-#: weights exported to ONNX, run by ONNX Runtime) and ``onnx-int8`` (that ONNX model with int8
+#: Inference backends of :class:`~retrieval.embedders.SentenceTransformerEmbedder`: ``torch``
+#: (sentence-transformers' default, float32), ``torch-bf16`` (the same model loaded in bfloat16
+#: through sentence-transformers' ``model_kwargs``, for CPUs with native bfloat16), ``onnx`` (the
+#: same weights exported to ONNX, run by ONNX Runtime) and ``onnx-int8`` (that ONNX model with int8
 #: dynamic quantisation of its weights).
 EMBEDDING_BACKENDS = ("torch", "torch-bf16", "onnx", "onnx-int8")
 #: CPU flags (``/proc/cpuinfo``) of native bfloat16 arithmetic: AMX tiles or AVX-512 BF16.
@@ -21,7 +22,8 @@ NATIVE_BF16_FLAGS = ("amx_bf16", "avx512_bf16")
 
 @functools.cache
 def _cpu_flags() -> frozenset[str]:
-    """The x86 feature flags of this CPU from ``/proc/cpuinfo`` (read once); empty where there is none (not Linux)."""
+    """The x86 feature flags of this CPU from ``/proc/cpuinfo`` (read once); empty where there is
+    none (not Linux)."""
     try:
         return parse_cpu_flags(Path("/proc/cpuinfo").read_text(errors="replace"))
     except OSError:
@@ -29,7 +31,8 @@ def _cpu_flags() -> frozenset[str]:
 
 
 def parse_cpu_flags(cpuinfo: str) -> frozenset[str]:
-    """The ``flags`` of the first processor in a ``/proc/cpuinfo`` text (x86; ARM's are ``Features``, not read)."""
+    """The ``flags`` of the first processor in a ``/proc/cpuinfo`` text (x86; ARM's are
+    ``Features``, not read)."""
     for line in cpuinfo.splitlines():
         key, _, value = line.partition(":")
         if key.strip() == "flags":
@@ -38,12 +41,14 @@ def parse_cpu_flags(cpuinfo: str) -> frozenset[str]:
 
 
 def native_bf16_cpu() -> bool:
-    """Whether this CPU computes in bfloat16 natively (``amx_bf16`` or ``avx512_bf16`` in its flags)."""
+    """Whether this CPU computes in bfloat16 natively (``amx_bf16`` or ``avx512_bf16``
+    in its flags)."""
     return any(flag in _cpu_flags() for flag in NATIVE_BF16_FLAGS)
 
 
 def default_cpu_backend() -> str:
-    """What ``backend=None`` means on a CPU: ``torch-bf16`` where the CPU has native bfloat16, else ``torch``.
+    """What ``backend=None`` means on a CPU: ``torch-bf16`` where the CPU has native bfloat16,
+    else ``torch``.
 
     Why bf16 and not the ``onnx-int8`` that issue #17 named: the bar for the CPU default is
     measured, not a format (>= 2.0x the throughput of a bare torch float32 encode, top-10
@@ -74,16 +79,19 @@ def resolve_backend(backend: str | None, device: str = "cpu") -> str:
         return default_cpu_backend() if device == "cpu" else "torch"
     if backend not in EMBEDDING_BACKENDS:
         raise ValueError(
-            f"Unknown embedding backend={backend!r}; valid values of the backend option: {', '.join(EMBEDDING_BACKENDS)}"
+            f"Unknown embedding backend={backend!r}; valid values of the backend option: "
+            f"{', '.join(EMBEDDING_BACKENDS)}"
         )
     if backend != "torch" and device != "cpu":
         raise ValueError(
-            f"The embedding backend={backend!r} runs on the CPU only; use backend='torch' with device={device!r}"
+            f"The embedding backend={backend!r} runs on the CPU only; use backend='torch' with "
+            f"device={device!r}"
         )
     if backend == "torch-bf16" and not native_bf16_cpu():
         raise ValueError(
             "The embedding backend='torch-bf16' needs a CPU with native bfloat16 (one of "
-            f"{', '.join(NATIVE_BF16_FLAGS)} among the flags of /proc/cpuinfo, Linux); none found here, and "
+            f"{', '.join(NATIVE_BF16_FLAGS)} among the flags of /proc/cpuinfo, Linux); none "
+            "found here, and "
             "bfloat16 computed in software brings no speed-up: use backend='torch'"
         )
     return backend

@@ -1,4 +1,5 @@
-"""The errors the library raises for its users: one base, :class:`LongctxError`, and a class per kind.
+"""The errors the library raises for its users: one base, :class:`LongctxError`, and a
+class per kind.
 
     from longctx import LongctxError, answer
     try:
@@ -6,13 +7,13 @@
     except LongctxError as exc:  # a budget, an option, a missing extra, a model server, the data
         print(exc)                 # one line that says what to change
 
-The kinds: :class:`ConfigError` (an option or argument; :class:`OptionError` an unknown or
-mistyped one, :class:`UnknownName` a strategy, retriever, preset or dataset no entry has),
-``BudgetExceeded`` (:mod:`longctx.graphs.budget`), ``MissingExtraError`` (:mod:`longctx.retrieval.extras`),
+The kinds: :class:`ConfigError` (an option or argument; :class:`OptionError` an unknown or mistyped
+one, :class:`UnknownName` a strategy, retriever, preset or dataset no entry has), ``BudgetExceeded``
+(:mod:`longctx.graphs.budget`), ``MissingExtraError`` (:mod:`longctx.retrieval.extras`),
 :class:`ModelError` (a chat, embedding or rerank model or its server: ``ChatModelError``,
 ``EmbedderError``, ``RerankError``, ``TokenizerError``) and :class:`DataError` (a corpus, benchmark
-file, cache or price file: ``CorpusError``, ``BenchmarkDataError``...). Each keeps the built-in class
-it was raised as before (``ConfigError`` is a ``ValueError``, an unknown name a ``KeyError``,
+file, cache or price file: ``CorpusError``, ``BenchmarkDataError``...). Each keeps the built-in
+class it was raised as before (``ConfigError`` is a ``ValueError``, an unknown name a ``KeyError``,
 ``MissingExtraError`` an ``ImportError``...), so an existing ``except`` still catches it.
 
 Home: a contract module (standard library only) at the bottom of the import graph, so that every
@@ -23,7 +24,8 @@ from __future__ import annotations
 
 
 class LongctxError(Exception):
-    """Base of every error the library raises for a user to act on; its message says what to change."""
+    """Base of every error the library raises for a user to act on; its message says
+    what to change."""
 
 
 class ConfigError(LongctxError, ValueError):
@@ -31,7 +33,8 @@ class ConfigError(LongctxError, ValueError):
 
 
 class OptionError(ConfigError, TypeError):
-    """An option or argument the call does not take: an unknown name, or a value of the wrong type."""
+    """An option or argument the call does not take: an unknown name, or a value of
+    the wrong type."""
 
 
 class UnknownName(ConfigError, KeyError):

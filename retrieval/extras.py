@@ -24,17 +24,20 @@ DISTRIBUTION = "longctx-lab"
 
 
 class MissingExtraError(LongctxError, ImportError):
-    """A feature needs a package that the core install leaves out; the message names the extra that installs it."""
+    """A feature needs a package that the core install leaves out; the message names the extra that
+    installs it."""
 
 
 def install_hint(extra: str) -> str:
-    """The command that installs ``extra``, one of ``pyproject.toml``'s (``pip install 'longctx-lab[dense]'``)."""
+    """The command that installs ``extra``, one of ``pyproject.toml``'s
+    (``pip install 'longctx-lab[dense]'``)."""
     return f"pip install '{DISTRIBUTION}[{extra}]'"
 
 
 @dataclass(frozen=True)
 class Need:
-    """A package that a feature needs and the extra that installs it (``Need("igraph", "hipporag", "HippoRAG's PageRank")``)."""
+    """A package that a feature needs and the extra that installs it
+    (``Need("igraph", "hipporag", "HippoRAG's PageRank")``)."""
 
     module: str
     extra: str
@@ -56,7 +59,8 @@ def require_all(needs: Iterable[Need], *, who: str) -> None:
     model calls, then at a third, is what this prevents).
 
     Raises:
-        MissingExtraError: One or more are not installed; the message gives one install command for all.
+        MissingExtraError: One or more are not installed; the message gives one install
+            command for all.
     """
     missing = [n for n in dict.fromkeys(needs) if not installed(n.module)]
     if missing:
@@ -78,5 +82,6 @@ def require(module: str, *, extra: str, feature: str | None = None) -> ModuleTyp
         return importlib.import_module(module)
     except ModuleNotFoundError as exc:
         raise MissingExtraError(
-            f"{feature or module} needs {exc.name or module!r}, which the core install leaves out: {install_hint(extra)}"
+            f"{feature or module} needs {exc.name or module!r}, which the core install leaves "
+            f"out: {install_hint(extra)}"
         ) from exc

@@ -57,9 +57,9 @@ class VectorIndex:
         return vectors
 
     def search(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
-        """Top ``k`` ``(id, inner product)`` pairs for one query vector, best first, ties by lower id (as
-        BM25's); FAISS leaves ties in its heap's order (last id first), so while a tie runs past the
-        ``k``-th pair, more are fetched to find every id it holds."""
+        """Top ``k`` ``(id, inner product)`` pairs for one query vector, best first, ties by lower
+        id (as BM25's); FAISS leaves ties in its heap's order (last id first), so while a tie runs
+        past the ``k``-th pair, more are fetched to find every id it holds."""
         n, want = len(self), min(k, len(self))
         if want <= 0:
             return []
@@ -76,7 +76,8 @@ class VectorIndex:
         return [(int(i[o]), float(s[o])) for o in order]
 
     def save(self, folder: Path, checksums: Checksums | None = None) -> None:
-        """Write the index to ``folder/vectors.faiss``, hashed into ``checksums`` as FAISS writes it."""
+        """Write the index to ``folder/vectors.faiss``, hashed into ``checksums`` as
+        FAISS writes it."""
         import faiss
 
         path = folder / self.FILENAME
@@ -84,7 +85,8 @@ class VectorIndex:
             faiss.write_index(self.index, str(path))
             return
         with checksums.open(path) as f:
-            writer = faiss.PyCallbackIOWriter(f.write)  # type: ignore[attr-defined]  # in faiss's SWIG module, not its stubs
+            # in faiss's SWIG module, not its stubs
+            writer = faiss.PyCallbackIOWriter(f.write)  # type: ignore[attr-defined]
             faiss.write_index(self.index, writer)
             del writer  # FAISS flushes through the callback when its writer is freed
 

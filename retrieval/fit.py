@@ -31,7 +31,8 @@ class TokenLimit:
         max_tokens: The input limit, special tokens included (the model's max sequence length).
         special_tokens: Tokens the embedder adds to every input ([CLS], [SEP]).
         count: Tokens of each text, special tokens excluded.
-        spans: ``(start, end)`` character offsets of each token of one text, special tokens excluded.
+        spans: ``(start, end)`` character offsets of each token of one text, special
+            tokens excluded.
     """
 
     what: str
@@ -47,7 +48,8 @@ class TokenLimit:
 
 
 def hf_token_limit(tokenizer: Any, max_tokens: int, what: str) -> TokenLimit:
-    """The :class:`TokenLimit` of a Hugging Face fast tokenizer that truncates at ``max_tokens`` (special tokens included)."""
+    """The :class:`TokenLimit` of a Hugging Face fast tokenizer that truncates at ``max_tokens``
+    (special tokens included)."""
 
     def count(texts: list[str]) -> list[int]:
         return [
@@ -73,7 +75,8 @@ def hf_token_limit(tokenizer: Any, max_tokens: int, what: str) -> TokenLimit:
 
 
 def cl100k_token_limit(max_tokens: int, what: str) -> TokenLimit:
-    """A :class:`TokenLimit` counted in cl100k tokens (OpenAI's embedding models read 8,191 of them)."""
+    """A :class:`TokenLimit` counted in cl100k tokens (OpenAI's embedding models read
+    8,191 of them)."""
 
     def spans(text: str) -> list[tuple[int, int]]:
         enc = get_encoding()
@@ -90,7 +93,8 @@ def over_limit(texts: Sequence[str], limit: TokenLimit) -> list[int]:
 
 
 def split_to_fit(text: str, limit: TokenLimit) -> list[str]:
-    """``text`` as consecutive pieces of at most ``limit.budget`` tokens each, concatenating to ``text``.
+    """``text`` as consecutive pieces of at most ``limit.budget`` tokens each, concatenating
+    to ``text``.
 
     A text of ``n`` tokens becomes ``ceil(n / budget)`` pieces of about equal length (300
     tokens against 254: two of 150, not 254 and 46). A piece ends before the first token of the
@@ -130,9 +134,11 @@ def split_to_fit(text: str, limit: TokenLimit) -> list[str]:
 def fit_chunks(
     chunks: Sequence[Chunk], limit: TokenLimit, *, first_chunk_id: int = 0
 ) -> list[Chunk]:
-    """``chunks`` (in document order) with every chunk over ``limit`` split into pieces that fit, renumbered from ``first_chunk_id``.
+    """``chunks`` (in document order) with every chunk over ``limit`` split into pieces that fit,
+    renumbered from ``first_chunk_id``.
 
-    Positions restart at 0 for each document, as :func:`longctx.retrieval.chunking.chunk_corpus` numbers them.
+    Positions restart at 0 for each document, as :func:`longctx.retrieval.chunking.chunk_corpus`
+    numbers them.
     """
     cut = over_limit([c.text for c in chunks], limit)
     out: list[Chunk] = []
@@ -158,9 +164,17 @@ def fit_chunks(
     return out
 
 
-def chunks_for(corpus: IndexableCorpus, chunking: ChunkingConfig | None, retriever: Retriever, *, show_progress: bool = False, start: int = 0,
-               first_chunk_id: int = 0) -> list[Chunk]:  # fmt: skip
-    """The chunks ``retriever`` indexes of ``corpus`` (from document ``start`` on, numbered from ``first_chunk_id``).
+def chunks_for(
+    corpus: IndexableCorpus,
+    chunking: ChunkingConfig | None,
+    retriever: Retriever,
+    *,
+    show_progress: bool = False,
+    start: int = 0,
+    first_chunk_id: int = 0,
+) -> list[Chunk]:
+    """The chunks ``retriever`` indexes of ``corpus`` (from document ``start`` on, numbered from
+    ``first_chunk_id``).
 
     :func:`~retrieval.chunking.chunk_corpus`'s chunks, fitted (:func:`fit_chunks`) to the
     retriever's :class:`TokenLimit` when it has one (a dense retriever with ``fit_chunks``).

@@ -1,4 +1,5 @@
-"""A retriever that indexes chunks fitted to other retrievers' limits (a hybrid's components share one chunking).
+"""A retriever that indexes chunks fitted to other retrievers' limits (a hybrid's components share
+one chunking).
 
 A dense retriever splits a chunk longer than its embedder reads (:mod:`longctx.retrieval.fit`); BM25
 has no limit and indexes the chunks as chunked. Fused by a hybrid, both must index the same
@@ -26,7 +27,8 @@ def limits_chunks(retriever: Retriever) -> bool:
 
 
 def strictest_limit(retrievers: Sequence[Retriever]) -> TokenLimit | None:
-    """The smallest :class:`~retrieval.fit.TokenLimit` (fewest tokens of text) of ``retrievers``' ``chunk_limit()``, None when none has one."""
+    """The smallest :class:`~retrieval.fit.TokenLimit` (fewest tokens of text) of ``retrievers``'
+    ``chunk_limit()``, None when none has one."""
     limits = []
     for r in retrievers:
         limit_of = getattr(r, "chunk_limit", None)
@@ -37,14 +39,16 @@ def strictest_limit(retrievers: Sequence[Retriever]) -> TokenLimit | None:
 
 
 def _limit_params(retriever: Retriever) -> dict[str, Any]:
-    """What decides ``retriever``'s chunk limit, for a cache key (a dense retriever's backend does not)."""
+    """What decides ``retriever``'s chunk limit, for a cache key (a dense retriever's
+    backend does not)."""
     params_of = getattr(retriever, "chunk_limit_params", None)
     params = params_of() if callable(params_of) else retriever.cache_params()
     return dict(params)
 
 
 class FittedRetriever:
-    """``retriever`` indexing the chunks fitted to the strictest limit of ``sources`` (every other method its own).
+    """``retriever`` indexing the chunks fitted to the strictest limit of ``sources`` (every other
+    method its own).
 
     Args:
         retriever: The retriever that indexes the chunks (BM25 in a hybrid).
@@ -57,7 +61,8 @@ class FittedRetriever:
         self.name = retriever.name
 
     def chunk_limit(self) -> TokenLimit | None:
-        """The strictest of the sources' limits (their models load): what :func:`longctx.retrieval.fit.chunks_for` fits to."""
+        """The strictest of the sources' limits (their models load): what
+        :func:`longctx.retrieval.fit.chunks_for` fits to."""
         return strictest_limit(list(self.sources.values()))
 
     def cache_params(self) -> dict[str, Any]:
@@ -71,7 +76,8 @@ class FittedRetriever:
     def build(
         self, chunks: Sequence[Chunk], *, work_dir: Path, show_progress: bool = False
     ) -> None:
-        """Index ``chunks`` (already fitted by the caller, :func:`longctx.retrieval.fit.chunks_for`)."""
+        """Index ``chunks`` (already fitted by the caller,
+        :func:`longctx.retrieval.fit.chunks_for`)."""
         self.retriever.build(chunks, work_dir=work_dir, show_progress=show_progress)
 
     def search(self, query: str, k: int) -> list[tuple[int, float]]:
@@ -84,7 +90,8 @@ class FittedRetriever:
             checksums is not None
             and "checksums" in inspect.signature(self.retriever.save).parameters
         ):
-            self.retriever.save(folder, checksums=checksums)  # type: ignore[call-arg]  # checked above
+            # checked above
+            self.retriever.save(folder, checksums=checksums)  # type: ignore[call-arg]
         else:
             self.retriever.save(folder)
 
@@ -93,7 +100,8 @@ class FittedRetriever:
         self.retriever.load(folder)
 
     def __getattr__(self, attr: str) -> Any:
-        """The optional parts of the contract (``extend``, ``delete``, ``num_chunks``...) are the retriever's own."""
+        """The optional parts of the contract (``extend``, ``delete``, ``num_chunks``...) are the
+        retriever's own."""
         if attr.startswith("__") or "retriever" not in self.__dict__:  # copies and pickles
             raise AttributeError(attr)
         return getattr(self.__dict__["retriever"], attr)

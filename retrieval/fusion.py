@@ -1,4 +1,5 @@
-"""Rank fusion: several rankings of the same chunks made into one, each component's rank and score kept.
+"""Rank fusion: several rankings of the same chunks made into one, each component's rank
+and score kept.
 
 Two rules, both pure functions of the component rankings (``name -> [(chunk_id, score), ...]``,
 best first):
@@ -26,7 +27,8 @@ RRF_K = 60
 
 @dataclass(frozen=True)
 class ComponentScore:
-    """One component retriever's view of a fused chunk: its 0-based rank and raw score, or None where absent."""
+    """One component retriever's view of a fused chunk: its 0-based rank and raw score, or None
+    where absent."""
 
     rank: int | None
     score: float | None
@@ -65,7 +67,8 @@ def reciprocal_rank_fusion(rankings: Rankings, k: int = RRF_K) -> list[Fused]:
 
 
 def score_fusion(rankings: Rankings, weights: Mapping[str, float]) -> list[Fused]:
-    """All chunks of ``rankings`` by the ``weights``-weighted sum of min-max normalised scores, best first.
+    """All chunks of ``rankings`` by the ``weights``-weighted sum of min-max normalised
+    scores, best first.
 
     Each component's scores are scaled to [0, 1] over its own list (all equal: 1 each, so a
     component that cannot tell its chunks apart still counts them as found); a chunk a

@@ -34,9 +34,11 @@ class HybridRetriever:
 
     Args:
         components: Name -> retriever, lexical first (``{"bm25": ..., "dense": ...}``).
-        fusion: ``"rrf"`` (reciprocal rank fusion) or ``"score"`` (weighted min-max normalised scores).
+        fusion: ``"rrf"`` (reciprocal rank fusion) or ``"score"`` (weighted min-max
+            normalised scores).
         rrf_k: RRF's constant (Cormack et al. 2009: 60).
-        weight: Score fusion only: the weight of the last (dense) component; the first gets ``1 - weight``.
+        weight: Score fusion only: the weight of the last (dense) component; the first gets
+            ``1 - weight``.
         candidates: Chunks each component retrieves before fusion (at least the ``k`` asked for).
         name: Registry name, recorded in the cache key.
     """
@@ -72,15 +74,18 @@ class HybridRetriever:
 
     @property
     def limits_chunks(self) -> bool:
-        """Whether a component fits its chunks to a limit (then every component indexes chunks fitted to it)."""
+        """Whether a component fits its chunks to a limit (then every component indexes chunks
+        fitted to it)."""
         return any(limits_chunks(r) for r in self.components.values())
 
     def chunk_limit(self) -> TokenLimit | None:
-        """The strictest limit of the components' (their models load): every component indexes chunks fitted to it."""
+        """The strictest limit of the components' (their models load): every component indexes
+        chunks fitted to it."""
         return strictest_limit(list(self.components.values()))
 
     def cache_params(self) -> dict[str, Any]:
-        """Each component's parameters and the fusion settings (they change what a search returns)."""
+        """Each component's parameters and the fusion settings (they change what a
+        search returns)."""
         return {
             "retriever": self.name,
             "components": {name: r.cache_params() for name, r in self.components.items()},
@@ -90,7 +95,8 @@ class HybridRetriever:
         }
 
     def weights(self) -> dict[str, float]:
-        """Score fusion's weight per component: ``1 - weight`` for the first, ``weight`` for the second."""
+        """Score fusion's weight per component: ``1 - weight`` for the first, ``weight``
+        for the second."""
         first, second = self.components
         return {first: 1.0 - self.weight, second: self.weight}
 
@@ -116,7 +122,8 @@ class HybridRetriever:
     def search_components(
         self, query: str, k: int
     ) -> list[tuple[int, float, dict[str, dict[str, Any]]]]:
-        """As :meth:`search`, each pair with its components' ``{"rank", "score"}`` (``None`` where a component missed it)."""
+        """As :meth:`search`, each pair with its components' ``{"rank", "score"}`` (``None`` where a
+        component missed it)."""
         return [
             (f.chunk_id, f.score, {name: c.as_dict() for name, c in f.components.items()})
             for f in self.fuse(query, k)
@@ -147,7 +154,8 @@ class HybridRetriever:
         return count if isinstance(count, int) else None
 
     def with_components(self, components: Mapping[str, Retriever]) -> HybridRetriever:
-        """This hybrid's fusion over other (built or loaded) component retrievers of the same names."""
+        """This hybrid's fusion over other (built or loaded) component retrievers of
+        the same names."""
         if list(components) != list(self.components):
             raise ValueError(
                 f"components {list(components)} are not this hybrid's {list(self.components)}"
@@ -163,7 +171,8 @@ class HybridRetriever:
 
 
 def fitted_components(components: Mapping[str, Retriever]) -> dict[str, Retriever]:
-    """``components``, each indexing the chunks fitted to the strictest limit among them (:mod:`longctx.retrieval.fitted`).
+    """``components``, each indexing the chunks fitted to the strictest limit among them
+    (:mod:`longctx.retrieval.fitted`).
 
     The components fuse chunk ids, so they must index the same chunks: one without a limit
     (BM25) is wrapped to index the chunks fitted to the one with a limit (dense), which keeps

@@ -24,15 +24,24 @@ from longctx.retrieval.extras import require
 def hit_metadata(hit: Hit) -> dict[str, Any]:
     """Where a retrieved chunk came from, as document metadata."""
     c = hit.chunk
-    return {"doc_id": c.doc_id, "title": c.title, "chunk_id": c.chunk_id, "position": c.position, "score": float(hit.score),
-            "rank": hit.rank, "num_tokens": c.num_tokens}  # fmt: skip
+    return {
+        "doc_id": c.doc_id,
+        "title": c.title,
+        "chunk_id": c.chunk_id,
+        "position": c.position,
+        "score": float(hit.score),
+        "rank": hit.rank,
+        "num_tokens": c.num_tokens,
+    }
 
 
 class IndexRetriever(BaseRetriever):
-    """The top ``k`` chunks of a longctx :class:`~retrieval.index.Index` for a query, as LangChain documents.
+    """The top ``k`` chunks of a longctx :class:`~retrieval.index.Index` for a query, as
+    LangChain documents.
 
-    Runs inside LCEL chains (``{"context": retriever | format, "question": RunnablePassthrough()} | prompt | model``)
-    and as an agent's retrieval tool; searches are traced as LangChain retriever runs.
+    Runs inside LCEL chains
+    (``{"context": retriever | format, "question": RunnablePassthrough()} | prompt | model``) and as
+    an agent's retrieval tool; searches are traced as LangChain retriever runs.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -57,14 +66,16 @@ class IndexRetriever(BaseRetriever):
 
 
 def llama_index_retriever(index: Any, k: int = 7) -> Any:
-    """The same search as a LlamaIndex ``BaseRetriever`` (``NodeWithScore`` results), for query engines."""
+    """The same search as a LlamaIndex ``BaseRetriever`` (``NodeWithScore`` results), for
+    query engines."""
     require("llama_index.core", extra="llamaindex", feature="the LlamaIndex retriever")
     from llama_index.core.retrievers import (
         BaseRetriever as LlamaRetriever,
     )  # LlamaIndex's core is heavy: only when asked
     from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-    class _IndexLlamaRetriever(LlamaRetriever):  # type: ignore[misc]  # LlamaIndex is not analysed (follow_imports = skip): Any
+    # LlamaIndex is not analysed (follow_imports = skip): Any
+    class _IndexLlamaRetriever(LlamaRetriever):  # type: ignore[misc]
         def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
             return [
                 NodeWithScore(

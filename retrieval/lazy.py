@@ -11,8 +11,9 @@ from typing import Any
 def lazy_attributes(
     package: str, exports: Mapping[str, str], namespace: MutableMapping[str, Any]
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """The ``__getattr__`` and ``__dir__`` of ``package``, whose ``exports`` map a name to the module
-    defining it; a loaded name is stored in ``namespace`` (the package's globals), so it loads once."""
+    """The ``__getattr__`` and ``__dir__`` of ``package``, whose ``exports`` map a name to the
+    module defining it; a loaded name is stored in ``namespace`` (the package's globals), so
+    it loads once."""
 
     def __getattr__(name: str) -> Any:
         if name not in exports:

@@ -44,13 +44,15 @@ class Base:
 
 
 def write_documents(folder: Path, digests: Sequence[str], checksums: Checksums) -> None:
-    """Record the digests of a segment's documents in ``folder`` (hashed into ``checksums`` as written)."""
+    """Record the digests of a segment's documents in ``folder`` (hashed into ``checksums``
+    as written)."""
     with checksums.open(folder / DOCUMENTS_FILE, text=True) as f:
         json.dump(list(digests), f)
 
 
 def read_documents(folder: Path, segment_paths: Sequence[str]) -> list[str] | None:
-    """The digests of every document slot of the index at ``folder`` (its segments in order); None when one segment records none."""
+    """The digests of every document slot of the index at ``folder`` (its segments in order); None
+    when one segment records none."""
     digests: list[str] = []
     for path in segment_paths:
         try:
@@ -67,7 +69,8 @@ def read_documents(folder: Path, segment_paths: Sequence[str]) -> list[str] | No
 def match(
     corpus_digests: Sequence[str], slots: Sequence[str], deleted: set[int]
 ) -> tuple[int, list[int]]:
-    """How many first documents of a corpus are live slots of an index in its order, and which live slots the corpus drops.
+    """How many first documents of a corpus are live slots of an index in its order, and which live
+    slots the corpus drops.
 
     Document ids are unique within a corpus, and a digest holds the id, so each digest names
     at most one slot. Matching stops at the first document that is not a later live slot.
@@ -86,7 +89,8 @@ def match(
 def find_base(
     corpus: IndexableCorpus, candidates: Sequence[tuple[Path, dict[str, Any], list[str]]]
 ) -> Base | None:
-    """The candidate index (``(folder, meta, segment paths)``, same chunking and retriever) the corpus best starts from.
+    """The candidate index (``(folder, meta, segment paths)``, same chunking and retriever) the
+    corpus best starts from.
 
     Best: most documents kept, then fewest deleted. None when no candidate shares a first
     document with the corpus, or when one is the corpus itself (nothing to derive).

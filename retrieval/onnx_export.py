@@ -1,4 +1,5 @@
-"""The ONNX models of the ``onnx`` and ``onnx-int8`` embedding backends: exported once, cached, and run by ONNX Runtime.
+"""The ONNX models of the ``onnx`` and ``onnx-int8`` embedding backends: exported once, cached, and
+run by ONNX Runtime.
 
 sentence-transformers does the export (through Optimum); this module caches the export under
 the cache dir (``onnx/``), writes it atomically, and sets up ONNX Runtime for a shared machine.
@@ -46,7 +47,8 @@ def onnx_model_dir(location: str, cache_dir: Path | None = None) -> Path:
 def export_onnx_model(
     location: str, backend: str, cache_dir: Path | None = None
 ) -> tuple[Path, str]:
-    """Export (once) the model at ``location`` for ``backend``; returns (model folder, ONNX file name).
+    """Export (once) the model at ``location`` for ``backend``; returns (model folder,
+    ONNX file name).
 
     sentence-transformers does the work: ``SentenceTransformer(..., backend="onnx")`` exports
     the weights through Optimum, and ``export_dynamic_quantized_onnx_model`` writes the int8
@@ -129,5 +131,6 @@ def require_onnx_runtime(backend: str) -> None:
         found = None
     if not found:
         raise EmbedderError(
-            f"The {backend!r} embedding backend needs ONNX Runtime and Optimum: {install_hint('dense')}"
+            f"The {backend!r} embedding backend needs ONNX Runtime and Optimum: "
+            f"{install_hint('dense')}"
         )

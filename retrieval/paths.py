@@ -1,4 +1,5 @@
-"""Where the library keeps what it builds, and the one rule for paths that must stay inside a folder."""
+"""Where the library keeps what it builds, and the one rule for paths that must stay
+inside a folder."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ def default_cache_dir() -> Path:
 
 
 def resolve_inside(root: str | os.PathLike[str], relative: str | os.PathLike[str]) -> Path:
-    """``root / relative`` resolved (symlinks followed), or :class:`OutsideRoot` if it leaves ``root``.
+    """``root / relative`` resolved (symlinks followed), or :class:`OutsideRoot` if it
+    leaves ``root``.
 
     Every path read on behalf of a data file or a corpus folder goes through here, so a
     crafted file name or a symlink cannot send e.g. ``/etc/hostname`` or ``~/.ssh`` to a model.

@@ -30,18 +30,19 @@ class Protocol:
         window_reserve: Tokens the official loop keeps free of the model window for the
             answer (LongBench v1 / LV-Eval ``model2maxlen`` = window - 500).
         temperature: The official sampling temperature of the final call (``None``: the strategy's).
-        chat_template: ``False`` where the official loop sends a raw completion (LongBench v1
-            trec, triviaqa, samsum, lsht, lcc, repobench-p); chat endpoints still get one user message.
+        chat_template: ``False`` where the official loop sends a raw completion (LongBench v1 trec,
+            triviaqa, samsum, lsht, lcc, repobench-p); chat endpoints still get one user message.
         stop: Stop sequences of the official final call (LongBench v1 samsum: ``"\n"``, its
             ``eos_token_id`` list); ``None``: none.
         prompt: ``prompt(context=None) -> str``, the official prompt around ``context``
             (``None``: the item's own full context).
         rag_prompt: ``rag_prompt(chunks) -> str``, the official RAG prompt around retrieved chunks.
-        reasoning_max_new_tokens: Budget of the official prompt's call when ``answer_prompt`` follows
-            it (LongBench v2 CoT: 1,024); ``max_new_tokens`` is then the answer call's.
-        answer_prompt: ``answer_prompt(reasoning) -> str``, the official second call around the first
-            reply (LongBench v2 CoT ``0shot_cot_ans.txt``), whose reply is scored. Strategies that send
-            the benchmark's own prompt (full context, RAG's ``benchmark`` assembly, Self-Route) make it.
+        reasoning_max_new_tokens: Budget of the official prompt's call when ``answer_prompt``
+            follows it (LongBench v2 CoT: 1,024); ``max_new_tokens`` is then the answer call's.
+        answer_prompt: ``answer_prompt(reasoning) -> str``, the official second call around the
+            first reply (LongBench v2 CoT ``0shot_cot_ans.txt``), whose reply is scored. Strategies
+            that send the benchmark's own prompt (full context, RAG's ``benchmark`` assembly,
+            Self-Route) make it.
         rag_order: The chunk order of the official RAG prompt, which RAG's ``benchmark`` assembly
             follows: ``"document"`` (LongBench v2 ``pred.py --rag`` sorts by ``c_idx``); ``None``:
             the strategy's own ``order``.

@@ -119,10 +119,12 @@ def build_index_ray(
 
     Args:
         corpus: The corpus to index.
-        retriever: A dense registry name (``dense``, ``contriever``, ``openai``) or a :class:`DenseRetriever`.
+        retriever: A dense registry name (``dense``, ``contriever``, ``openai``) or a
+            :class:`DenseRetriever`.
         chunking: How to chunk; default as in ``build_index``.
         cache_dir: Root of the on-disk cache (default :func:`~retrieval.index.default_cache_dir`).
-        address: Ray cluster address (``auto``, ``HOST:6379``, ``ray://HOST:10001``); none: a local instance.
+        address: Ray cluster address (``auto``, ``HOST:6379``, ``ray://HOST:10001``); none: a
+            local instance.
         workers: Embedding actors.
         batch_size: Chunks per actor call.
         show_progress: Progress bars of the local steps.

@@ -13,7 +13,10 @@ from longctx.retrieval.extras import MissingExtraError
 
 log = logging.getLogger(__name__)
 
-INSTALL_HINT = "Ray is not installed; install the extra with: pip install 'longctx-lab[ray]' (or pip install 'ray[data]')"
+INSTALL_HINT = (
+    "Ray is not installed; install the extra with: pip install 'longctx-lab[ray]' (or pip "
+    "install 'ray[data]')"
+)
 
 
 class RayNotInstalledError(MissingExtraError):
@@ -31,8 +34,9 @@ def require_ray() -> ModuleType:
 
 
 def ensure_ray(address: str | None = None) -> ModuleType:
-    """Ray, connected: reuses a running session, else joins ``address`` (``auto``, ``ray://HOST:10001``,
-    ``HOST:6379``) or, with no address, ``$RAY_ADDRESS`` or a new local instance."""
+    """Ray, connected: reuses a running session, else joins ``address`` (``auto``,
+    ``ray://HOST:10001``, ``HOST:6379``) or, with no address, ``$RAY_ADDRESS`` or a new
+    local instance."""
     ray = require_ray()
     if not ray.is_initialized():
         log.info("Connecting to Ray at %s", address or "a new local instance")

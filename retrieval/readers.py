@@ -1,4 +1,5 @@
-"""Reading documents from files: plain text (with reStructuredText) and JSON natively, PDF and HTML through LlamaIndex."""
+"""Reading documents from files: plain text (with reStructuredText) and JSON natively, PDF and HTML
+through LlamaIndex."""
 
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ def read_path(path: Path, *, show_progress: bool = False) -> list[Document]:
     if path.is_file():
         if path.suffix.lower() not in SUPPORTED_SUFFIXES:
             raise CorpusError(
-                f"Unsupported file type {path.suffix!r} for {path}; supported: {sorted(SUPPORTED_SUFFIXES)}"
+                f"Unsupported file type {path.suffix!r} for {path}; supported: "
+                f"{sorted(SUPPORTED_SUFFIXES)}"
             )
         files, root = [path], path.parent
     else:

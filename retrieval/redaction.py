@@ -33,11 +33,15 @@ from typing import Any
 REDACTED = "***"
 #: Names (option keys, environment variables, query parameters) whose values are secrets.
 SECRET_NAME = re.compile(
-    r"(api[_-]?key|secret|password|passwd|authorization|bearer|access[_-]?token|auth[_-]?token|(^|_)key$)",
+    r"(api[_-]?key|secret|password|passwd|authorization|bearer|access[_-]?token|auth[_-]?token"
+    r"|(^|_)key$)",
     re.I,
 )
 #: Query parameters whose values are credentials (besides those :data:`SECRET_NAME` matches).
-_QUERY_SECRET = r"(?:[a-z0-9_.-]*(?:key|token|secret|password|passwd|sig|signature|auth|credential)[a-z0-9_.-]*|code)"
+_QUERY_SECRET = (
+    r"(?:[a-z0-9_.-]*(?:key|token|secret|password|passwd|sig|signature|auth|credential)"
+    r"[a-z0-9_.-]*|code)"
+)
 #: Shorter values are not treated as secrets (a one-letter key would blank every such letter).
 MIN_SECRET_LENGTH = 6
 #: Placeholders the library itself sends to servers that need no key.
@@ -52,7 +56,8 @@ _PATTERNS = (
         re.compile(rf"(?i)([?&;]{_QUERY_SECRET}=)[^&#\s\"'<>]*"),
         rf"\1{REDACTED}",
     ),  # credential query parameters
-    # an Authorization header's value as a server echoes it ("Authorization: Basic ...", {"authorization": "..."})
+    # an Authorization header's value as a server echoes it ("Authorization: Basic ...",
+    # {"authorization": "..."})
     (
         re.compile(
             r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token)\s+)?)[^\s\"',;}]+"
@@ -114,7 +119,8 @@ def register_url(url: Any) -> None:
 
 
 def register_options(options: Any) -> None:
-    """Register the values of secret-named keys of a (nested) mapping, and credentials of its URLs."""
+    """Register the values of secret-named keys of a (nested) mapping, and credentials
+    of its URLs."""
     if isinstance(options, Mapping):
         for key, value in options.items():
             if isinstance(key, str) and SECRET_NAME.search(key) and isinstance(value, str):
@@ -158,7 +164,8 @@ def _literal_pattern() -> re.Pattern[str] | None:
 
 
 def redact(text: Any) -> Any:
-    """``text`` with every known secret and credential shape replaced by ``***`` (non-strings unchanged)."""
+    """``text`` with every known secret and credential shape replaced by ``***``
+    (non-strings unchanged)."""
     return _redact(text, _literal_pattern())
 
 
@@ -173,9 +180,10 @@ def _redact(text: Any, pattern: re.Pattern[str] | None) -> Any:
 
 
 def redact_value(value: Any, *, by_name: bool = False) -> Any:
-    """``value`` with :func:`redact` applied to every string (keys too) of nested mappings, lists and
-    tuples; with ``by_name`` (configs), the value of every secret-named key is replaced by ``***`` too.
-    A long string held many times over (one SQL cell in every step) is redacted once."""
+    """``value`` with :func:`redact` applied to every string (keys too) of nested mappings,
+    lists and tuples; with ``by_name`` (configs), the value of every secret-named key is
+    replaced by ``***`` too. A long string held many times over (one SQL cell in every step)
+    is redacted once."""
     return _Walk(_literal_pattern(), by_name).walk(value)
 
 

@@ -1,4 +1,5 @@
-"""The plug-in registry: one ``Registry`` per kind of plug-in, entries declared by name and loaded on first use.
+"""The plug-in registry: one ``Registry`` per kind of plug-in, entries declared by name and loaded
+on first use.
 
 Part of the answer contract (:mod:`longctx.retrieval.contract`): standard library only, so every
 package may import it.
@@ -46,10 +47,12 @@ DECLARATIONS_FILE = "plugin.toml"
 
 @dataclass(frozen=True)
 class Declaration:
-    """An entry known by name and target only: its module is imported on the first lookup of the name.
+    """An entry known by name and target only: its module is imported on the first lookup
+    of the name.
 
     Attributes:
-        target: ``"module:attr"``, or ``"module"`` when importing the module registers the name itself.
+        target: ``"module:attr"``, or ``"module"`` when importing the module registers the
+            name itself.
         attrs: Attributes declared with the name, readable without importing anything (a strategy's
             ``uses_index``); the loaded entry must have the same values.
         source: Where it was declared (a ``plugin.toml`` path, an entry point), for messages.
@@ -75,9 +78,9 @@ class Registry(Generic[T]):
     Args:
         kind: What the entries are, for messages (``"strategy"``).
         group: Entry-point group scanned for third-party plug-ins (``"longctx.strategies"``).
-        make_entry: Builds the stored entry when the decorator is given attributes,
-            e.g. ``Strategy`` for ``@STRATEGIES.register("rag", config_cls=...)``; a
-            ``"module:attr"`` string is imported when first needed (the registry itself stays light).
+        make_entry: Builds the stored entry when the decorator is given attributes, e.g.
+            ``Strategy`` for ``@STRATEGIES.register("rag", config_cls=...)``; a ``"module:attr"``
+            string is imported when first needed (the registry itself stays light).
         packages: Packages whose folder and sub-package folders may hold a ``plugin.toml`` declaring
             built-in entries in the section named after :attr:`group` (``[strategies.rag]``).
     """
@@ -112,7 +115,8 @@ class Registry(Generic[T]):
     def register(
         self, name: str, obj: Any = None, *, target: str | None = None, **attrs: Any
     ) -> Any:
-        """Register ``obj`` under ``name``; without ``obj``, return a decorator; with ``target``, declare it lazily.
+        """Register ``obj`` under ``name``; without ``obj``, return a decorator; with ``target``,
+        declare it lazily.
 
         ``@REGISTRY.register("name")`` registers the decorated class or function itself;
         with attributes (``@STRATEGIES.register("rag", config_cls=RagConfig, ...)``) the
@@ -157,18 +161,21 @@ class Registry(Generic[T]):
             raise self._unknown(name)
 
     def declared(self, name: str) -> Mapping[str, Any]:
-        """The attributes declared with ``name``'s lazy target (empty when it was registered directly)."""
+        """The attributes declared with ``name``'s lazy target (empty when it was
+        registered directly)."""
         self._read_declarations()
         found = self._declared.get(name)
         return found.attrs if found is not None else {}
 
     def names(self) -> list[str]:
-        """Registered and declared names, sorted (third-party plug-ins included); nothing is imported."""
+        """Registered and declared names, sorted (third-party plug-ins included); nothing
+        is imported."""
         self._read_declarations()
         return sorted({*self._entries, *self._declared})
 
     def available(self) -> list[str]:
-        """The names whose entries load, sorted, each imported now: what listings over every entry use.
+        """The names whose entries load, sorted, each imported now: what listings over
+        every entry use.
 
         A third-party plug-in that fails to import is logged (its package and the error) and left
         out, so one broken install does not break every listing (ceilings, the demo, ``index``);
@@ -195,7 +202,8 @@ class Registry(Generic[T]):
         return loaded
 
     def freeze(self) -> None:
-        """Refuse new names from now on (a declared name may still load): the set of plug-ins is fixed."""
+        """Refuse new names from now on (a declared name may still load): the set of
+        plug-ins is fixed."""
         self._read_declarations()
         self._frozen = True
 
@@ -230,7 +238,8 @@ class Registry(Generic[T]):
         return len(self.names())
 
     def _make_entry(self) -> Callable[..., T]:
-        """:attr:`make_entry`, imported the first time when it was given as a ``"module:attr"`` target."""
+        """:attr:`make_entry`, imported the first time when it was given as a
+        ``"module:attr"`` target."""
         make = self.make_entry
         if isinstance(make, str):
             make = self.make_entry = _import_target(make)
@@ -258,14 +267,17 @@ class Registry(Generic[T]):
         existing = self._entries.get(name)
         if isinstance(existing, Declaration) and existing.target != declaration.target:
             raise ValueError(
-                f"{self.kind} {name!r} is already declared with target {existing.target!r} ({existing.source})"
+                f"{self.kind} {name!r} is already declared with target {existing.target!r} "
+                f"({existing.source})"
             )
         if existing is None and self._frozen:
             raise RuntimeError(f"The {self.kind} registry is frozen: cannot declare {name!r}")
         self._declared[name] = declaration
         if existing is None or isinstance(existing, Declaration):
             self._entries[name] = declaration
-        else:  # registered before its declaration was read (its module imported first): they must agree
+        else:
+            # registered before its declaration was read (its module
+            # imported first): they must agree
             self._check_declared(name, declaration, existing)
             self._loaded[declaration.target] = existing
 
@@ -273,11 +285,13 @@ class Registry(Generic[T]):
         for key, value in declaration.attrs.items():
             if getattr(entry, key, value) != value:
                 raise ValueError(
-                    f"{self.kind} {name!r}: {declaration.source} declares {key}={value!r}, its entry has {getattr(entry, key)!r}"
+                    f"{self.kind} {name!r}: {declaration.source} declares {key}={value!r}, its "
+                    f"entry has {getattr(entry, key)!r}"
                 )
 
     def _load(self, name: str, declaration: Declaration) -> T:
-        """Import the target of ``name``'s declaration; the entry is what the import registered, else the attribute."""
+        """Import the target of ``name``'s declaration; the entry is what the import registered,
+        else the attribute."""
         if declaration.target in self._loaded:
             entry = self._loaded[declaration.target]
         else:
@@ -288,7 +302,8 @@ class Registry(Generic[T]):
                 return now
             if not attr:
                 raise UnknownName(
-                    f"{self.kind} {name!r}: importing {module!r} ({declaration.source}) registered no {self.kind} of that name"
+                    f"{self.kind} {name!r}: importing {module!r} ({declaration.source}) "
+                    f"registered no {self.kind} of that name"
                 )
             entry = _attribute(imported, attr)
             self._check_declared(name, declaration, entry)
@@ -303,7 +318,8 @@ class Registry(Generic[T]):
         return UnknownName(f"Unknown {self.kind} {name!r}.{hint} Available: {', '.join(names)}")
 
     def _read_declarations(self) -> None:
-        """Declare, once, the entries of the ``plugin.toml`` files of :attr:`packages` and the entry points of :attr:`group`.
+        """Declare, once, the entries of the ``plugin.toml`` files of :attr:`packages` and the entry
+        points of :attr:`group`.
 
         Under a lock, checked again inside it: a lookup while another thread reads waits for it.
         :meth:`_load` imports without our lock (Python's import lock runs a module once; ours held
@@ -339,8 +355,9 @@ class Registry(Generic[T]):
 
 
 def declaration_files(packages: tuple[str, ...]) -> list[Path]:
-    """The ``plugin.toml`` files in the folders of ``packages`` and of their direct sub-packages,
-    found without importing any of them (an imported package's ``__path__`` is read as it is now)."""
+    """The ``plugin.toml`` files in the folders of ``packages`` and of their direct
+    sub-packages, found without importing any of them (an imported package's ``__path__`` is
+    read as it is now)."""
     found = []
     for package in packages:
         module = sys.modules.get(package)
@@ -376,8 +393,9 @@ def read_declarations(path: Path, section: str) -> dict[str, Declaration]:
 
 
 def import_submodules(package: str) -> list[ModuleType]:
-    """Import every module of ``package`` (not its sub-packages' modules), in name order: a kind
-    whose plug-ins register on import (benchmarks, metrics) is then complete without a list of them."""
+    """Import every module of ``package`` (not its sub-packages' modules), in name order: a
+    kind whose plug-ins register on import (benchmarks, metrics) is then complete without a
+    list of them."""
     folders = importlib.import_module(package).__path__
     return [
         importlib.import_module(f"{package}.{info.name}")

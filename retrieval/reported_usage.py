@@ -5,11 +5,11 @@ Why: a server's ``usage`` is untrusted input. A negative ``prompt_tokens`` let a
 trillion or fractional made an ok result row that the reader skips, so every rerun paid for it
 again; a count that is not a number (``"many"``, ``[1, 2]``) failed a call that had succeeded.
 
-Every path that reads a server's usage goes through here: chat replies, whole, streamed and
-posted by the lean transport (:mod:`longctx.agents.openai_chat`, :func:`checked_chat_usage`), rerank
-replies (:mod:`longctx.retrieval.rerank`, :func:`checked_rerank_tokens`), and, for any chat model, the
-counters of a reply's ``usage_metadata`` (:func:`metadata_counts`: ``longctx.graphs.llm.reply_usage``,
-the budget guard). Embedding replies' usage is not read.
+Every path that reads a server's usage goes through here: chat replies, whole, streamed and posted
+by the lean transport (:mod:`longctx.agents.openai_chat`, :func:`checked_chat_usage`), rerank
+replies (:mod:`longctx.retrieval.rerank`, :func:`checked_rerank_tokens`), and, for any chat model,
+the counters of a reply's ``usage_metadata`` (:func:`metadata_counts`:
+``longctx.graphs.llm.reply_usage``, the budget guard). Embedding replies' usage is not read.
 
 The rule: a count is a whole number in ``[0, MAX_COUNT)`` (``12.0`` reads as 12). When the
 prompt or completion count is not one, the reply's usage is dropped and the call is counted as
@@ -120,8 +120,8 @@ def _checked_details(value: Any, server: str, name: str) -> dict[str, Any] | Non
 
 
 def checked_rerank_tokens(usage: Any, server: str) -> int:
-    """The tokens a rerank reply's ``usage`` reports (``total_tokens``, else ``prompt_tokens``), or 0
-    when it reports none or an unusable count (a warning names ``server`` and the field): 0 leaves
+    """The tokens a rerank reply's ``usage`` reports (``total_tokens``, else ``prompt_tokens``), or
+    0 when it reports none or an unusable count (a warning names ``server`` and the field): 0 leaves
     the budget's reservation (the query-document tokens counted before the call) standing."""
     if not isinstance(usage, Mapping):
         if usage:
@@ -141,9 +141,10 @@ def checked_rerank_tokens(usage: Any, server: str) -> int:
 
 
 def metadata_counts(meta: Mapping[str, Any] | None) -> tuple[int, int, int] | None:
-    """``(prompt, cached prompt, completion)`` tokens of a LangChain ``usage_metadata``, the cached
-    ones bounded by the prompt's; ``None`` when it has none or its prompt or completion count is
-    unusable (a chat model other than ours may report anything): the caller counts the call itself."""
+    """``(prompt, cached prompt, completion)`` tokens of a LangChain ``usage_metadata``, the
+    cached ones bounded by the prompt's; ``None`` when it has none or its prompt or completion
+    count is unusable (a chat model other than ours may report anything): the caller counts the
+    call itself."""
     if not meta:
         return None
     prompt, completion = as_count(meta.get("input_tokens")), as_count(meta.get("output_tokens"))

@@ -36,12 +36,14 @@ from longctx.retrieval.registry import Registry
 from longctx.retrieval.reported_usage import checked_rerank_tokens
 from longctx.retrieval.rerank_reply import MalformedReply, json_kind, reply_scores, strict_json
 
-#: HTTP statuses retried, as the openai SDK retries a chat call's (besides timeouts and connection errors).
+#: HTTP statuses retried, as the openai SDK retries a chat call's (besides
+#: timeouts and connection errors).
 RETRIED_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
 
 
 class RerankError(ModelError):
-    """A rerank request that failed for good (after its retries), naming the server and what it said.
+    """A rerank request that failed for good (after its retries), naming the server and
+    what it said.
 
     Attributes:
         url: The endpoint called.
@@ -92,7 +94,8 @@ def order_by_score(scores: Mapping[int, float], top_n: int) -> list[tuple[int, f
 
 
 class CrossEncoderReranker:
-    """A sentence-transformers ``CrossEncoder`` (any local checkpoint), scoring ``(query, document)`` pairs.
+    """A sentence-transformers ``CrossEncoder`` (any local checkpoint), scoring
+    ``(query, document)`` pairs.
 
     Args:
         model: Path (or hub id, when online) of the cross-encoder checkpoint.
@@ -155,7 +158,8 @@ class CrossEncoderReranker:
 
 
 def retry_delay(retry: int, base: float) -> float:
-    """Seconds before retry ``retry`` (1-based): ``base`` doubling to 16 times it, jittered (the openai SDK's schedule at 0.5 s)."""
+    """Seconds before retry ``retry`` (1-based): ``base`` doubling to 16 times it, jittered (the
+    openai SDK's schedule at 0.5 s)."""
     return min(base * 2.0 ** (retry - 1), base * 16) * (1 - 0.25 * random.random())
 
 
@@ -190,7 +194,8 @@ class ServerReranker:
     ):
         if not base_url:
             raise ValueError(
-                "the server reranker needs rerank_options={'base_url': 'http://HOST:PORT/v1', 'model': NAME}"
+                "the server reranker needs rerank_options={'base_url': 'http://HOST:PORT/v1', "
+                "'model': NAME}"
             )
         self.url = f"{base_url.rstrip('/')}/{route.strip('/')}"
         self.model_id = model
@@ -217,7 +222,8 @@ class ServerReranker:
             return self._client
 
     def rerank(self, query: str, documents: Sequence[str], top_n: int) -> RerankResult:
-        """One request (retried as a chat call is); raises :class:`RerankError` when it fails for good."""
+        """One request (retried as a chat call is); raises :class:`RerankError` when it
+        fails for good."""
         if not documents:
             return RerankResult([])
         body = {
@@ -245,7 +251,10 @@ class ServerReranker:
                     if status is None
                     else (f"HTTP {status}", "that it speaks the rerank API")
                 )
-                message = f"The rerank server at {self.url} failed after {self.max_retries} retries ({what}: {error}). Check {check}."
+                message = (
+                    f"The rerank server at {self.url} failed after {self.max_retries} retries "
+                    f"({what}: {error}). Check {check}."
+                )
                 raise RerankError(message, url=self.url, status=status, retries=self.max_retries)
             time.sleep(retry_delay(failed, self.backoff))
 
@@ -269,9 +278,10 @@ class ServerReranker:
 
 
 def parse_reply(reply: Any, n_documents: int, top_n: int, server: str = "?") -> RerankResult:
-    """A rerank API reply as a :class:`RerankResult` (``results`` or ``data``; ``usage.total_tokens``
-    or ``prompt_tokens``, checked by :func:`~retrieval.reported_usage.checked_rerank_tokens`, a
-    warning naming ``server`` where unusable; Cohere's ``meta.billed_units`` counts search units, not tokens: 0).
+    """A rerank API reply as a :class:`RerankResult` (``results`` or ``data``;
+    ``usage.total_tokens`` or ``prompt_tokens``, checked by
+    :func:`~retrieval.reported_usage.checked_rerank_tokens`, a warning naming ``server`` where
+    unusable; Cohere's ``meta.billed_units`` counts search units, not tokens: 0).
 
     Raises:
         MalformedReply: Anything but an object whose results rank distinct documents sent, at
@@ -294,7 +304,8 @@ _LOADED_LOCK = threading.Lock()
 
 
 def get_reranker(name: str, options: Mapping[str, Any] | None = None) -> Reranker:
-    """The reranker ``name`` with ``options``, made once per process (a cross-encoder loads its weights once)."""
+    """The reranker ``name`` with ``options``, made once per process (a cross-encoder loads its
+    weights once)."""
     key = json.dumps([name, dict(options or {})], sort_keys=True, default=str)
     with _LOADED_LOCK:
         if key not in _LOADED:

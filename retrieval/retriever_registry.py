@@ -1,8 +1,9 @@
 """The retriever registry object, importable without the retrieval engines: names and lazy targets.
 
-The built-in retrievers are declared in ``retrieval/plugin.toml`` (``bm25 = "longctx.retrieval.retrievers:bm25"``)
-and registered where they are defined (``@RETRIEVERS.register("bm25")`` in :mod:`longctx.retrieval.retrievers`),
-so ``longctx --retriever`` offers them without importing numpy or an engine; third parties add to the
+The built-in retrievers are declared in ``retrieval/plugin.toml``
+(``bm25 = "longctx.retrieval.retrievers:bm25"``) and registered where they are defined
+(``@RETRIEVERS.register("bm25")`` in :mod:`longctx.retrieval.retrievers`), so
+``longctx --retriever`` offers them without importing numpy or an engine; third parties add to the
 ``longctx.retrievers`` entry-point group.
 """
 

@@ -42,13 +42,14 @@ def dense(
     """Any sentence-transformers model; default the offline all-MiniLM-L6-v2.
 
     ``fit_chunks``: split a chunk longer than the model reads (its max sequence length, in its own
-    word pieces: 256 for MiniLM) into pieces that fit, so no text goes unembedded (:mod:`longctx.retrieval.fit`);
-    ``False`` indexes the chunks as chunked and warns which are cut and by how much.
+    word pieces: 256 for MiniLM) into pieces that fit, so no text goes unembedded
+    (:mod:`longctx.retrieval.fit`); ``False`` indexes the chunks as chunked and warns which are cut
+    and by how much.
 
     ``backend``: ``torch``, ``torch-bf16`` (bfloat16 weights and activations), ``onnx`` or
     ``onnx-int8`` (ONNX Runtime, int8-quantised weights); default
-    :func:`longctx.retrieval.embedding_backends.default_cpu_backend`: ``torch-bf16`` on a CPU with native
-    bfloat16 (AMX or AVX-512 BF16), else ``torch``.
+    :func:`longctx.retrieval.embedding_backends.default_cpu_backend`: ``torch-bf16`` on a CPU with
+    native bfloat16 (AMX or AVX-512 BF16), else ``torch``.
     """
     return DenseRetriever(
         SentenceTransformerEmbedder(model, batch_size=batch_size, backend=backend),
@@ -61,7 +62,8 @@ def dense(
 def contriever(
     *, model: str | None = None, batch_size: int = 32, fit_chunks: bool = True
 ) -> Retriever:
-    """Contriever (mean pooling); default facebook/contriever-msmarco, any local checkpoint (``fit_chunks``: as ``dense``, 512 tokens)."""
+    """Contriever (mean pooling); default facebook/contriever-msmarco, any local checkpoint
+    (``fit_chunks``: as ``dense``, 512 tokens)."""
     return DenseRetriever(
         ContrieverEmbedder(model, batch_size=batch_size), name="contriever", fit_chunks=fit_chunks
     )
@@ -123,7 +125,8 @@ def hybrid(
 
 
 def make_retriever(name: str, **options: Any) -> Retriever:
-    """Instantiate the retriever ``name``; unknown options raise a ``TypeError`` listing the valid ones."""
+    """Instantiate the retriever ``name``; unknown options raise a ``TypeError`` listing
+    the valid ones."""
     factory = RETRIEVERS.get(name)
     params = inspect.signature(factory).parameters
     unknown = sorted(set(options) - set(params))

@@ -1,4 +1,5 @@
-"""Counting the terms of chunks one chunk at a time, into :class:`~retrieval.term_counts.TermCounts`, in bounded memory.
+"""Counting the terms of chunks one chunk at a time, into
+:class:`~retrieval.term_counts.TermCounts`, in bounded memory.
 
 A BM25 build used to keep every chunk's token list (a 200 MB file: ~30M tokens, several GB
 as Python lists) and then three Python lists of (chunk, term, count) triples. Here each
@@ -31,12 +32,14 @@ BLOCK_ENTRIES = 1 << 17
 
 
 class TermCountsBuilder:
-    """Term counts of chunks added one at a time with :meth:`add`; :meth:`finish` returns the :class:`TermCounts`.
+    """Term counts of chunks added one at a time with :meth:`add`; :meth:`finish` returns the
+    :class:`TermCounts`.
 
     Args:
         spill_dir: Where the temporary file of full blocks is made (default: the system's
             temporary folder); it has no name and is gone when closed, even after a crash.
-        block_entries: Entries per block (what bounds the memory besides the result; default :data:`BLOCK_ENTRIES`).
+        block_entries: Entries per block (what bounds the memory besides the result; default
+            :data:`BLOCK_ENTRIES`).
     """
 
     def __init__(self, *, spill_dir: Path | None = None, block_entries: int | None = None):
@@ -108,16 +111,21 @@ class TermCountsBuilder:
     def _blocks(
         self, last: tuple[np.ndarray, np.ndarray, np.ndarray]
     ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        """Every block in chunk order: those of the spill file, read back one at a time, then ``last``."""
+        """Every block in chunk order: those of the spill file, read back one at a time,
+        then ``last``."""
         if self._spill is not None:
             self._spill.seek(0)
             for n in self._spilled:
-                yield (np.fromfile(self._spill, dtype=np.int32, count=n), np.fromfile(self._spill, dtype=np.int32, count=n),
-                       np.fromfile(self._spill, dtype=np.uint32, count=n))  # fmt: skip
+                yield (
+                    np.fromfile(self._spill, dtype=np.int32, count=n),
+                    np.fromfile(self._spill, dtype=np.int32, count=n),
+                    np.fromfile(self._spill, dtype=np.uint32, count=n),
+                )
         yield last
 
     def finish(self) -> TermCounts:
-        """The counts of every chunk added, term-major (the builder is spent: the spill file is closed)."""
+        """The counts of every chunk added, term-major (the builder is spent: the spill
+        file is closed)."""
         last = self._buffered()
         self._count_df(last[1])
         num_terms = len(self.vocab)
@@ -150,7 +158,8 @@ def _place(
     rows: np.ndarray,
     counts: np.ndarray,
 ) -> None:
-    """Put one block's entries (in chunk order) at the next free places of their terms' columns, and advance those."""
+    """Put one block's entries (in chunk order) at the next free places of their terms' columns, and
+    advance those."""
     if not len(block_cols):
         return
     order = np.argsort(block_cols, kind="stable")  # chunk order kept within a term
@@ -170,7 +179,8 @@ def count_terms(
     spill_dir: Path | None = None,
     block_entries: int | None = None,
 ) -> TermCounts:
-    """:class:`TermCounts` of the chunks whose tokens ``token_lists`` yields, one list in memory at a time."""
+    """:class:`TermCounts` of the chunks whose tokens ``token_lists`` yields, one list in
+    memory at a time."""
     builder = TermCountsBuilder(spill_dir=spill_dir, block_entries=block_entries)
     for tokens in token_lists:
         builder.add(tokens)

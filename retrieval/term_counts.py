@@ -1,4 +1,5 @@
-"""Raw term counts of one index segment, and BM25 scored over several segments with corpus-wide statistics.
+"""Raw term counts of one index segment, and BM25 scored over several segments with
+corpus-wide statistics.
 
 bm25s stores ``idf * tf-component`` per (chunk, term): both factors depend on the whole
 corpus (the number of chunks, each term's document frequency, the average chunk length), so
@@ -41,7 +42,8 @@ SAVED_COUNTS_DTYPE = np.dtype("<f4")
 
 
 def counts_dtype(max_count: int) -> np.dtype:
-    """The smallest type holding every count up to ``max_count``: uint8, uint16, else float32 (bm25s's; whole numbers exact to 2**24)."""
+    """The smallest type holding every count up to ``max_count``: uint8, uint16, else float32
+    (bm25s's; whole numbers exact to 2**24)."""
     for dtype in (np.uint8, np.uint16):
         if max_count <= np.iinfo(dtype).max:
             return np.dtype(dtype)
@@ -75,7 +77,8 @@ class TermCounts:
             or int(indptr[-1]) != len(rows)
         ):
             raise ValueError(
-                f"inconsistent term counts: {len(terms)} terms, {len(indptr)} pointers, {len(rows)} rows, {len(counts)} counts"
+                f"inconsistent term counts: {len(terms)} terms, {len(indptr)} pointers, "
+                f"{len(rows)} rows, {len(counts)} counts"
             )
         self.terms = terms
         self.indptr = indptr
@@ -90,11 +93,13 @@ class TermCounts:
 
     @classmethod
     def concat(cls, segments: Sequence[TermCounts]) -> TermCounts:
-        """One segment of the chunks of ``segments`` in order, equal array for array to :func:`longctx.retrieval.term_counting.count_terms` over them all.
+        """One segment of the chunks of ``segments`` in order, equal array for array to
+        :func:`longctx.retrieval.term_counting.count_terms` over them all.
 
-        The vocabulary is the union in order of first appearance (segment by segment, which is
-        the order over all chunks); a stable sort by term keeps each column's chunks ascending;
-        the counts are held in the type :func:`longctx.retrieval.term_counting.count_terms` holds them in (:func:`counts_dtype`).
+        The vocabulary is the union in order of first appearance (segment by segment, which is the
+        order over all chunks); a stable sort by term keeps each column's chunks ascending; the
+        counts are held in the type :func:`longctx.retrieval.term_counting.count_terms` holds them
+        in (:func:`counts_dtype`).
         """
         if not segments:
             raise ValueError("Nothing to concatenate: no segments")
@@ -130,7 +135,8 @@ class TermCounts:
         )
 
     def select(self, keep: np.ndarray) -> TermCounts:
-        """The counts of the chunks whose rows ``keep`` (ascending) names, renumbered 0.., without terms none of them holds.
+        """The counts of the chunks whose rows ``keep`` (ascending) names, renumbered 0.., without
+        terms none of them holds.
 
         What compaction makes of a segment with tombstones: the counts a build over the kept
         chunks makes, up to the order of the vocabulary (a term first seen in a dropped chunk
@@ -165,7 +171,8 @@ class TermCounts:
         return self.rows[start:end], self.counts[start:end]
 
     def save(self, folder: Path, checksums: Checksums | None = None) -> None:
-        """Write the counts into ``folder`` (JSON vocabulary, ``.npy`` arrays; hashed into ``checksums`` as written)."""
+        """Write the counts into ``folder`` (JSON vocabulary, ``.npy`` arrays; hashed into
+        ``checksums`` as written)."""
         folder.mkdir(parents=True, exist_ok=True)
         with _open(folder / TERMS_FILE, checksums, text=True) as f:
             json.dump(self.terms, f, ensure_ascii=False)
@@ -198,11 +205,13 @@ def _open(
 ) -> AbstractContextManager[Any]:
     if checksums is not None:
         return checksums.open(path, text=text)
-    return open(path, "w", encoding="utf-8") if text else open(path, "wb")  # noqa: SIM115 - the caller's with closes it
+    # the caller's with closes it
+    return open(path, "w", encoding="utf-8") if text else open(path, "wb")  # noqa: SIM115
 
 
 def save_as(f: IO[bytes], array: np.ndarray, dtype: np.dtype, *, block: int = 1 << 20) -> None:
-    """Write the one-dimensional ``array`` as ``np.save(f, array.astype(dtype))`` does, converted a block at a time (no whole copy)."""
+    """Write the one-dimensional ``array`` as ``np.save(f, array.astype(dtype))`` does, converted a
+    block at a time (no whole copy)."""
     np.lib.format.write_array_header_1_0(
         f,
         {
@@ -223,7 +232,8 @@ def bm25_scores(
     b: float,
     live: np.ndarray | None = None,
 ) -> np.ndarray:
-    """BM25 (Lucene idf) of every chunk of the concatenated ``segments`` for ``query_tokens``, float32.
+    """BM25 (Lucene idf) of every chunk of the concatenated ``segments`` for
+    ``query_tokens``, float32.
 
     Bit-identical to bm25s ``method="lucene"`` over all the chunks: the idf
     ``log(1 + (N - df + 0.5) / (df + 0.5))`` rounded to float32, the term component
@@ -273,7 +283,8 @@ MATRIX_BLOCK = 1 << 16
 def lucene_matrix(
     counts: TermCounts, *, k1: float, b: float, out: IO[bytes] | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """bm25s's score matrix (method ``lucene``) of the chunks of ``counts``: ``(data, indices, indptr)``, term-major.
+    """bm25s's score matrix (method ``lucene``) of the chunks of ``counts``:
+    ``(data, indices, indptr)``, term-major.
 
     Each entry is ``idf * tf-component`` in the arithmetic of :func:`bm25_scores` and of
     bm25s's own build (idf by ``math.log`` rounded to float32, term component in float64,

@@ -31,7 +31,8 @@ from longctx.retrieval.extras import install_hint
 _OFFLINE_SUFFIX = "_offline"
 #: Label of the last resort: cl100k counts for a model whose own tokenizer is unknown.
 FALLBACK_ID = "fallback:cl100k_base"
-#: Tokenize-route dialects a ``server:<dialect>`` spec may name (served by :mod:`longctx.graphs.server_tokenizer`).
+#: Tokenize-route dialects a ``server:<dialect>`` spec may name (served by
+#: :mod:`longctx.graphs.server_tokenizer`).
 SERVER_DIALECTS = ("llama-cpp-python", "vllm", "llama.cpp")
 
 
@@ -108,7 +109,8 @@ def clean_cut(
     max_back: int = 8,
     look: int = 8,
 ) -> int:
-    """The last cut at or before ``end`` (at most ``max_back`` tokens back) that splits no character.
+    """The last cut at or before ``end`` (at most ``max_back`` tokens back) that splits
+    no character.
 
     Byte-level vocabularies spell one CJK character with several tokens; a cut between
     them would lose or garble the character on both sides. A cut ``b`` is clean when
@@ -124,7 +126,8 @@ def clean_cut(
         try:
             if decode(ids[lo:b]) + decode(ids[b:hi]) == decode(ids[lo:hi]):
                 return b
-        except Exception:  # noqa: BLE001 - a strict decoder (HTTP 500, UnicodeDecodeError): leave it to decode_prefix
+        except Exception:  # noqa: BLE001
+            # a strict decoder (HTTP 500, UnicodeDecodeError): leave it to decode_prefix
             return end
     return end
 
@@ -137,14 +140,16 @@ def decode_prefix(
     *,
     max_back: int = 8,
 ) -> tuple[str, int]:
-    """``(text, cut)``: ``ids[start:cut]`` decoded, with ``cut <= end`` moved back to a character boundary."""
+    """``(text, cut)``: ``ids[start:cut]`` decoded, with ``cut <= end`` moved back to a
+    character boundary."""
     ids = as_list(ids)
     cut = clean_cut(ids, end, decode, max_back=max_back) if end < len(ids) else end
     error: Exception | None = None
     for b in range(cut, max(cut - max_back, start), -1):
         try:
             return decode(ids[start:b]), b
-        except Exception as exc:  # noqa: BLE001 - a strict decoder refuses a cut character: one token back
+        except Exception as exc:  # noqa: BLE001
+            # a strict decoder refuses a cut character: one token back
             error = exc
     raise TokenizerError(f"tokens {start}:{cut} cannot be decoded: {error}")
 
@@ -187,8 +192,10 @@ def slice_ids(text: str, size: int, tokenizer: Tokenizer) -> list[tuple[str, int
             texts.append(tokenizer.decode(ids[start : start + size]))
         except Exception as exc:  # noqa: BLE001 - any decoder's refusal, named with the way out
             raise TokenizerError(
-                f"{tokenizer.id} cannot decode tokens {start}:{start + size} as they are ({exc}); cut windows at characters "
-                "(window_cut='character') or pick a tokenizer that decodes partial characters (hf:PATH)"
+                f"{tokenizer.id} cannot decode tokens {start}:{start + size} as they are "
+                f"({exc}); cut windows at characters "
+                "(window_cut='character') or pick a tokenizer that decodes partial characters "
+                "(hf:PATH)"
             ) from exc
     return list(zip(texts, tokenizer.count_batch(texts)))
 
@@ -219,7 +226,8 @@ def tiktoken_encoding(name: str) -> tiktoken.Encoding:
     def no_network(blobpath: str) -> bytes:
         if "://" in blobpath:
             raise TokenizerError(
-                f"tiktoken encoding {base!r} is not available offline (its file is not in tiktoken's cache; "
+                f"tiktoken encoding {base!r} is not available offline (its file is not in "
+                "tiktoken's cache; "
                 "set TIKTOKEN_CACHE_DIR to a folder holding it, or pick another tokenizer)."
             )
         return real_read(blobpath)
@@ -296,7 +304,8 @@ def hf_tokenizer(path: str) -> Tokenizer:
         tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
     except (OSError, ValueError, KeyError) as exc:
         raise TokenizerError(
-            f"No Hugging Face tokenizer can be loaded offline from {path!r}: {type(exc).__name__}: {exc}"
+            f"No Hugging Face tokenizer can be loaded offline from {path!r}: "
+            f"{type(exc).__name__}: {exc}"
         ) from exc
 
     def encode(text: str) -> list[int]:
@@ -320,7 +329,8 @@ def hf_tokenizer(path: str) -> Tokenizer:
 
 
 def local_hf_candidate(model: str) -> bool:
-    """Whether ``model`` may name a local HF tokenizer: a folder with tokenizer files, or a hub id cached locally."""
+    """Whether ``model`` may name a local HF tokenizer: a folder with tokenizer files, or a hub id
+    cached locally."""
     if not model:
         return False
     p = Path(model).expanduser()
@@ -342,7 +352,8 @@ def local_hf_candidate(model: str) -> bool:
 
 
 def parse_spec(spec: str | None) -> tuple[str, str]:
-    """``(kind, arg)`` of a tokenizer spec; raises :class:`TokenizerError` with the accepted forms."""
+    """``(kind, arg)`` of a tokenizer spec; raises :class:`TokenizerError` with the
+    accepted forms."""
     spec = (spec or "auto").strip()
     kind, _, arg = spec.partition(":")
     kind = kind.lower()
@@ -353,15 +364,18 @@ def parse_spec(spec: str | None) -> tuple[str, str]:
     )
     if not ok:
         raise TokenizerError(
-            f"Invalid tokenizer {spec!r}: use 'auto' (default), 'model' (the embedded model's own), 'hf:PATH' "
-            f"(a local Hugging Face tokenizer), 'server' or 'server:{{{','.join(SERVER_DIALECTS)}}}' (the server's tokenize "
+            f"Invalid tokenizer {spec!r}: use 'auto' (default), 'model' (the embedded model's "
+            "own), 'hf:PATH' "
+            "(a local Hugging Face tokenizer), 'server' or "
+            f"'server:{{{','.join(SERVER_DIALECTS)}}}' (the server's tokenize "
             "endpoint), 'tiktoken:ENCODING' (e.g. 'tiktoken:o200k_base') or 'cl100k'."
         )
     return kind, arg
 
 
 def validate_spec(spec: str | None) -> str:
-    """Check a spec now (syntax; an ``hf:`` or ``tiktoken:`` tokenizer must load offline); returns it normalised."""
+    """Check a spec now (syntax; an ``hf:`` or ``tiktoken:`` tokenizer must load offline); returns
+    it normalised."""
     kind, arg = parse_spec(spec)
     if kind == "hf":
         hf_tokenizer(arg)

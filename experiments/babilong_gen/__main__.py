@@ -1,4 +1,5 @@
-"""``python -m longctx.experiments.babilong_gen``: BABILong-style haystacks from bAbI task files (see the package docstring)."""
+"""``python -m longctx.experiments.babilong_gen``: BABILong-style haystacks from bAbI task files
+(see the package docstring)."""
 
 from __future__ import annotations
 
@@ -23,17 +24,20 @@ def build_parser() -> argparse.ArgumentParser:
     """The command line, each argument with its help (``--help`` documents them all)."""
     p = argparse.ArgumentParser(
         prog="python -m longctx.experiments.babilong_gen",
-        description="BABILong-style haystacks: each bAbI sample's statements hidden in background "
-        "text "
-        "at every length, seeded; writes {out}/{length}/{task}.jsonl (input, question, target, "
-        "supporting_facts, supporting_spans), the layout the babilong loader reads "
-        "(docs/benchmarks.md lists where it differs from the official generator).",
+        description=(
+            "BABILong-style haystacks: each bAbI sample's statements hidden in background text at "
+            "every length, seeded; writes {out}/{length}/{task}.jsonl (input, question, target, "
+            "supporting_facts, supporting_spans), the layout the babilong loader reads "
+            "(docs/benchmarks.md lists where it differs from the official generator)."
+        ),
     )
     p.add_argument(
         "--tasks-dir",
         required=True,
-        help="folder of bAbI task files in the tasks_1-20_v1-2/en-10k layout "
-        "(qa1_single-supporting-fact_train.txt ...)",
+        help=(
+            "folder of bAbI task files in the tasks_1-20_v1-2/en-10k layout "
+            "(qa1_single-supporting-fact_train.txt ...)"
+        ),
     )
     p.add_argument(
         "--out", required=True, help="output folder: {length}/{task}.jsonl are written under it"
@@ -48,15 +52,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--lengths",
         nargs="+",
         default=["0k", "1k", "2k", "4k", "8k", "16k", "32k"],
-        help="haystack lengths in tokens of --tokenizer, as <N>k or <N>M, e.g. 128k 1M 10M "
-        "(default: %(default)s)",
+        help=(
+            "haystack lengths in tokens of --tokenizer, as <N>k or <N>M, e.g. 128k 1M 10M "
+            "(default: %(default)s)"
+        ),
     )
     p.add_argument(
         "--samples",
         type=int,
         default=SAMPLES,
-        help="samples per task and length, fewer when the task file has fewer "
-        "(default: %(default)s)",
+        help=(
+            "samples per task and length, fewer when the task file has fewer (default: %(default)s)"
+        ),
     )
     p.add_argument(
         "--background",
@@ -65,22 +72,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--tokenizer",
         default="cl100k",
-        help="what counts a length's tokens: cl100k, tiktoken:NAME or hf:PATH; the official code "
-        "counts GPT-2 tokens: hf:gpt2 (default: %(default)s)",
+        help=(
+            "what counts a length's tokens: cl100k, tiktoken:NAME or hf:PATH; the official code "
+            "counts GPT-2 tokens: hf:gpt2 (default: %(default)s)"
+        ),
     )
     p.add_argument(
         "--seed",
         type=int,
         default=0,
-        help="seeds every draw (samples, background sentences, statement positions): the same "
-        "seed writes the same files (default: %(default)s)",
+        help=(
+            "seeds every draw (samples, background sentences, statement positions): the same "
+            "seed writes the same files (default: %(default)s)"
+        ),
     )
     p.add_argument(
         "--split",
         default="train",
         choices=["train", "test"],
-        help="which bAbI file of each task the samples come from (default: %(default)s, as the "
-        "official create_tasks.py)",
+        help=(
+            "which bAbI file of each task the samples come from (default: %(default)s, as the "
+            "official create_tasks.py)"
+        ),
     )
     return p
 
@@ -91,8 +104,18 @@ def main(argv: list[str] | None = None) -> int:
     try:
         kind, _, arg = args.tokenizer.partition(":")
         tokenizer = hf_tokenizer(arg) if kind == "hf" else tiktoken_tokenizer(arg or "cl100k_base")
-        generate(args.tasks_dir, args.out, tasks=args.tasks, lengths=args.lengths, samples=args.samples, background=_background(args.background),
-                 tokenizer=tokenizer, seed=args.seed, split=args.split, progress=lambda line: sys.stdout.write(line + "\n"))  # fmt: skip
+        generate(
+            args.tasks_dir,
+            args.out,
+            tasks=args.tasks,
+            lengths=args.lengths,
+            samples=args.samples,
+            background=_background(args.background),
+            tokenizer=tokenizer,
+            seed=args.seed,
+            split=args.split,
+            progress=lambda line: sys.stdout.write(line + "\n"),
+        )
     except (OSError, ValueError, TokenizerError) as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 2

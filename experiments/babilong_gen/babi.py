@@ -1,4 +1,5 @@
-"""bAbI task files (``tasks_1-20_v1-2`` layout) as one-question samples, as the official ``get_dataset_df`` cuts them.
+"""bAbI task files (``tasks_1-20_v1-2`` layout) as one-question samples, as the official
+``get_dataset_df`` cuts them.
 
 A file is stories of numbered lines (numbering restarts at 1 for each story); a question line
 is ``N question<TAB>answer<TAB>supporting line numbers``. Every question becomes one sample:
@@ -20,7 +21,8 @@ class BabiFormatError(DataError):
 
 @dataclass(frozen=True)
 class BabiSample:
-    """One question with the statements before it in its story; ``supporting_at``: the supporting ones' places in ``facts``."""
+    """One question with the statements before it in its story; ``supporting_at``: the supporting
+    ones' places in ``facts``."""
 
     facts: tuple[str, ...]
     question: str
@@ -38,7 +40,8 @@ def _line(raw: str, path: Path, number: int) -> tuple[int, str, str | None, tupl
     parts = rest.split("\t")
     if len(parts) < 2 or not parts[1]:
         raise BabiFormatError(
-            f"{path}:{number}: a question line needs 'question<TAB>answer<TAB>ids', got {raw[:60]!r}"
+            f"{path}:{number}: a question line needs 'question<TAB>answer<TAB>ids', got "
+            f"{raw[:60]!r}"
         )
     ids = parts[2].split() if len(parts) > 2 else []
     if not all(i.isdigit() for i in ids):
@@ -49,7 +52,8 @@ def _line(raw: str, path: Path, number: int) -> tuple[int, str, str | None, tupl
 
 
 def read_babi(path: str | Path, *, max_n_facts: int | None = None) -> list[BabiSample]:
-    """The file's samples in order; with ``max_n_facts``, those whose statements plus question exceed it are dropped (official)."""
+    """The file's samples in order; with ``max_n_facts``, those whose statements plus question
+    exceed it are dropped (official)."""
     path = Path(path)
     samples: list[BabiSample] = []
     story: list[tuple[int, str]] = []
@@ -78,7 +82,8 @@ def read_babi(path: str | Path, *, max_n_facts: int | None = None) -> list[BabiS
 
 
 def task_file(tasks_dir: str | Path, task: str, split: str = "train") -> Path:
-    """``{tasks_dir}/{task}_*_{split}.txt`` (``qa1`` finds ``qa1_single-supporting-fact_train.txt``), or ``FileNotFoundError``."""
+    """``{tasks_dir}/{task}_*_{split}.txt`` (``qa1`` finds
+    ``qa1_single-supporting-fact_train.txt``), or ``FileNotFoundError``."""
     folder = Path(tasks_dir)
     found = sorted(folder.glob(f"{task}_*_{split}.txt"))
     if not found:

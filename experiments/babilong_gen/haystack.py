@@ -1,4 +1,5 @@
-"""BABILong haystacks: a bAbI sample's statements dropped between background sentences, as ``NoiseInjectionDataset`` does.
+"""BABILong haystacks: a bAbI sample's statements dropped between background sentences, as
+``NoiseInjectionDataset`` does.
 
 For a length of ``L`` tokens (``4M``, ``10M``: any ``<N>k`` / ``<N>M``), as ``create_tasks.py``: the
 message is ``L - 300`` tokens (room for the prompt); samples with more than a message // 8
@@ -23,7 +24,8 @@ from longctx.experiments.babilong_gen.sentences import SentenceSampler, synth_ba
 from longctx.experiments.benchmarks.babilong_data import length_tokens
 from longctx.retrieval.tokenizers import Tokenizer, tiktoken_tokenizer
 
-#: ``create_tasks.py``: ``message_lengths = [ml - 300 ...]`` and ``max_n_facts = message_length // 8``.
+#: ``create_tasks.py``: ``message_lengths = [ml - 300 ...]`` and
+#: ``max_n_facts = message_length // 8``.
 PROMPT_ALLOWANCE = 300
 TOKENS_PER_FACT = 8
 #: ``create_tasks.py``'s ``number_of_samples``.
@@ -33,7 +35,8 @@ SAMPLES = 100
 def placed(
     facts: Sequence[list[int]], background: Sequence[list[int]], rng: np.random.Generator
 ) -> list[list[int]]:
-    """Statements and background sentences in text order: each statement before the sentence at its drawn position."""
+    """Statements and background sentences in text order: each statement before the sentence at its
+    drawn position."""
     positions = (
         np.sort(rng.choice(len(background) + 1, size=len(facts)))
         if facts
@@ -50,10 +53,16 @@ def placed(
     return out
 
 
-def haystack(sample: BabiSample, message: int, sampler: SentenceSampler, tokenizer: Tokenizer,
-             rng: np.random.Generator) -> tuple[str, list[list[int] | None]]:  # fmt: skip
-    """The sample's statements hidden in ``message`` tokens of background (statements included), decoded and stripped,
-    and each statement's ``[start, end]`` characters in that text (``None`` where the tokenizer's decoding changed it)."""
+def haystack(
+    sample: BabiSample,
+    message: int,
+    sampler: SentenceSampler,
+    tokenizer: Tokenizer,
+    rng: np.random.Generator,
+) -> tuple[str, list[list[int] | None]]:
+    """The sample's statements hidden in ``message`` tokens of background (statements included),
+    decoded and stripped, and each statement's ``[start, end]`` characters in that text (``None``
+    where the tokenizer's decoding changed it)."""
     facts = tokenizer.encode_batch([" " + f for f in sample.facts])
     background = sampler.sample(message - sum(len(f) for f in facts))
     which = {id(f): k for k, f in enumerate(facts)}  # placed() keeps the statements' own lists
@@ -83,13 +92,25 @@ class GenerateResult:
     samples: dict[str, int] = field(default_factory=dict)
 
 
-def generate(tasks_dir: str | Path, out: str | Path, *, tasks: Sequence[str], lengths: Sequence[str], samples: int = SAMPLES,
-             background: Sequence[str] | None = None, tokenizer: Tokenizer | None = None, seed: int = 0, split: str = "train",
-             progress: Callable[[str], object] | None = None) -> GenerateResult:  # fmt: skip
-    """Write ``{out}/{length}/{task}.jsonl`` (``input, question, target, supporting_facts, supporting_spans``) for every task and length.
+def generate(
+    tasks_dir: str | Path,
+    out: str | Path,
+    *,
+    tasks: Sequence[str],
+    lengths: Sequence[str],
+    samples: int = SAMPLES,
+    background: Sequence[str] | None = None,
+    tokenizer: Tokenizer | None = None,
+    seed: int = 0,
+    split: str = "train",
+    progress: Callable[[str], object] | None = None,
+) -> GenerateResult:
+    """Write ``{out}/{length}/{task}.jsonl``
+    (``input, question, target, supporting_facts, supporting_spans``) for every task and length.
 
     Args:
-        tasks_dir: bAbI files in the ``tasks_1-20_v1-2/en-10k`` layout (``qa1_single-supporting-fact_train.txt``...).
+        tasks_dir: bAbI files in the ``tasks_1-20_v1-2/en-10k`` layout
+            (``qa1_single-supporting-fact_train.txt``...).
         out: Output folder (the ``babilong`` loader's plain layout).
         tasks: ``qa1`` ... ``qa20``.
         lengths: Length names (``0k``, ``16k``, ``4M``, ``10M``...).

@@ -1,4 +1,5 @@
-"""Background sentences, sampled as the official ``SentenceSampler`` (``shuffle=True``) samples PG-19.
+"""Background sentences, sampled as the official ``SentenceSampler`` (``shuffle=True``)
+samples PG-19.
 
 A random document, from a random character on, cut to ten characters per wanted token,
 split into sentences by an untrained Punkt tokenizer (first and last, likely cut, dropped);
@@ -24,12 +25,20 @@ MIN_SENTENCE_LEN = 10
 
 
 class SentenceSampler:
-    """Token-counted background sentences from ``documents`` (a list of texts, or ``pick(rng) -> text``)."""
+    """Token-counted background sentences from ``documents`` (a list of texts, or
+    ``pick(rng) -> text``)."""
 
-    def __init__(self, documents: Sequence[str] | Callable[[np.random.Generator], str], tokenizer: Tokenizer, *,
-                 rng: np.random.Generator, min_sentence_len: int = MIN_SENTENCE_LEN) -> None:  # fmt: skip
+    def __init__(
+        self,
+        documents: Sequence[str] | Callable[[np.random.Generator], str],
+        tokenizer: Tokenizer,
+        *,
+        rng: np.random.Generator,
+        min_sentence_len: int = MIN_SENTENCE_LEN,
+    ) -> None:
         require("nltk", extra="babilong", feature="the BABILong generator's sentence splitter")
-        import nltk  # type: ignore[import-untyped]  # imported here so loading the package stays light
+        # imported here so loading the package stays light
+        import nltk  # type: ignore[import-untyped]
 
         if not callable(documents) and not any(d.strip() for d in documents):
             raise ValueError("The background has no text.")
@@ -46,7 +55,8 @@ class SentenceSampler:
         return self.documents[int(self.rng.choice(len(self.documents)))]
 
     def _refill(self, size: int) -> None:
-        """``sample_sentences_``: sentences of one random stretch of one random document (retried while none)."""
+        """``sample_sentences_``: sentences of one random stretch of one random document (retried
+        while none)."""
         sentences: list[str] = []
         while not sentences:
             text = self._document()
@@ -58,7 +68,8 @@ class SentenceSampler:
         self.pending.extend(t for t in tokenized if len(t) >= self.min_sentence_len)
 
     def sample(self, size: int) -> list[list[int]]:
-        """Sentences (token ids) totalling exactly ``size`` tokens, the last one cut; ``[]`` for ``size <= 0``."""
+        """Sentences (token ids) totalling exactly ``size`` tokens, the last one cut; ``[]`` for
+        ``size <= 0``."""
         if size <= 0:
             return []
         out: list[list[int]] = []
@@ -78,7 +89,8 @@ SYNTH_PARAGRAPHS = 400
 
 
 def synth_background(domain: str = "education") -> Callable[[np.random.Generator], str]:
-    """Documents of our digit-free synthetic prose (:mod:`longctx.experiments.synth.filler`), one per draw, from the sampler's generator."""
+    """Documents of our digit-free synthetic prose (:mod:`longctx.experiments.synth.filler`), one
+    per draw, from the sampler's generator."""
 
     def pick(rng: np.random.Generator) -> str:
         local = random.Random(int(rng.integers(2**63)))

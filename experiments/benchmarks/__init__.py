@@ -10,9 +10,10 @@ Every module of this package is imported here (:func:`~retrieval.registry.import
 registers its benchmark where it is defined, so a new benchmark is one new module and nothing else;
 third-party benchmarks join through the ``longctx.benchmarks`` entry-point group.
 
-Registered: ``longbench`` (v1, 21 datasets), ``longbench_e``, ``longbench_v2``,
-``lveval``, ``loong``, ``corpusqa``, ``ruler_hqa`` (MemAgent's RULER-HotpotQA), ``memoryagentbench`` (one context,
-many questions), ``babilong`` (0 to 10M tokens) and ``synth`` (a folder from ``longctx synth``).
+Registered: ``longbench`` (v1, 21 datasets), ``longbench_e``, ``longbench_v2``, ``lveval``,
+``loong``, ``corpusqa``, ``ruler_hqa`` (MemAgent's RULER-HotpotQA), ``memoryagentbench`` (one
+context, many questions), ``babilong`` (0 to 10M tokens) and ``synth`` (a folder from
+``longctx synth``).
 """
 
 from __future__ import annotations

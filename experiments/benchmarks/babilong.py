@@ -46,7 +46,8 @@ AVG_TASKS = TASKS[:5]
 #: ``--dataset_name`` choices: 100 samples per task and length, or 1,000 (up to 32k).
 HUB_REPOS = {"100": "RMT-team/babilong", "1k": "RMT-team/babilong-1k-samples"}
 
-#: ``prompts.py``: ``TASK_TEMPLATE``, ``USER_TEMPLATE`` and ``DEFAULT_TEMPLATE``, and ``DEFAULT_PROMPTS`` per task.
+#: ``prompts.py``: ``TASK_TEMPLATE``, ``USER_TEMPLATE`` and ``DEFAULT_TEMPLATE``, and
+#: ``DEFAULT_PROMPTS`` per task.
 TASK_TEMPLATE = "{instruction}\n\n{examples}\n\n{post_prompt}"
 USER_TEMPLATE = "<context>\n{context}\n</context>\n\nQuestion: {question}"
 DEFAULT_TEMPLATE = f"{TASK_TEMPLATE}\n\n{USER_TEMPLATE}"
@@ -61,15 +62,25 @@ SWITCHES = ("instruction", "examples", "post_prompt")
 #: through an API). Every run sends the 20 (docs/protocols.md).
 MAX_NEW_TOKENS = 20
 TEMPERATURE = 0.0
-#: The ``generate_kwargs`` the run script saves beside its CSV (temperature as its API path sends it; no tokenizer, so no pad id).
-GENERATE_KWARGS = {"max_new_tokens": MAX_NEW_TOKENS, "max_length": None, "num_beams": 1, "do_sample": False, "temperature": TEMPERATURE,
-                   "top_p": None, "top_k": None, "pad_token_id": None}  # fmt: skip
+#: The ``generate_kwargs`` the run script saves beside its CSV (temperature as its API path sends
+#: it; no tokenizer, so no pad id).
+GENERATE_KWARGS = {
+    "max_new_tokens": MAX_NEW_TOKENS,
+    "max_length": None,
+    "num_beams": 1,
+    "do_sample": False,
+    "temperature": TEMPERATURE,
+    "top_p": None,
+    "top_k": None,
+    "pad_token_id": None,
+}
 
 
 def formatted_input(
     context: str, question: str, *, instruction: str, examples: str, post_prompt: str
 ) -> str:
-    """``get_formatted_input`` with ``DEFAULT_TEMPLATE``: the parts filled in, the context stripped, the whole stripped."""
+    """``get_formatted_input`` with ``DEFAULT_TEMPLATE``: the parts filled in, the context stripped,
+    the whole stripped."""
     text = DEFAULT_TEMPLATE.format(
         instruction=instruction,
         examples=examples,
@@ -81,7 +92,8 @@ def formatted_input(
 
 
 def prompt_name(switches: dict[str, bool], chat_template: bool) -> str:
-    """The run script's ``prompt_name`` (file-name suffix): ``instruction_yes_examples_yes_post_prompt_yes_chat_template_yes_system_prompt_no``."""
+    """The run script's ``prompt_name`` (file-name suffix):
+    ``instruction_yes_examples_yes_post_prompt_yes_chat_template_yes_system_prompt_no``."""
     flags = [
         *(switches[k] for k in SWITCHES),
         chat_template,
@@ -137,18 +149,29 @@ def _sample(
     )
 
 
-def load(path: str | Path | None = None, *, datasets: Sequence[str] | None = None, lengths: Sequence[str] | None = None,
-         instruction: bool = True, examples: bool = True, post_prompt: bool = True, chat_template: bool = True,
-         samples: str = "100") -> list[Sample]:  # fmt: skip
-    """BABILong samples from ``<path or $LONGCTX_DATA_DIR/babilong>`` (layouts in the module docstring).
+def load(
+    path: str | Path | None = None,
+    *,
+    datasets: Sequence[str] | None = None,
+    lengths: Sequence[str] | None = None,
+    instruction: bool = True,
+    examples: bool = True,
+    post_prompt: bool = True,
+    chat_template: bool = True,
+    samples: str = "100",
+) -> list[Sample]:
+    """BABILong samples from ``<path or $LONGCTX_DATA_DIR/babilong>`` (layouts in the
+    module docstring).
 
     Args:
         path: Data folder.
         datasets: Tasks (``qa1`` ... ``qa20``); default every task found on disk.
-        lengths: Lengths (``0k`` ... ``10M``); default every length found on disk. Where both are named,
-            a task x length not on disk is loaded from the hub (``samples``).
-        instruction, examples, post_prompt: The run script's prompt switches (all on in the leaderboard's main setup).
-        chat_template: The prompt goes as a chat user message (``--use_chat_template``); off: a raw completion.
+        lengths: Lengths (``0k`` ... ``10M``); default every length found on disk. Where both are
+            named, a task x length not on disk is loaded from the hub (``samples``).
+        instruction, examples, post_prompt: The run script's prompt switches (all on in the
+            leaderboard's main setup).
+        chat_template: The prompt goes as a chat user message (``--use_chat_template``); off: a
+            raw completion.
         samples: ``"100"`` or ``"1k"``: the hub dataset tried for a file that is not on disk.
     """
     if samples not in HUB_REPOS:
@@ -162,7 +185,8 @@ def load(path: str | Path | None = None, *, datasets: Sequence[str] | None = Non
     pairs = [(t, n) for t in tasks for n in wanted if explicit or task_files(folder, t, n)]
     if not pairs:
         raise BenchmarkDataError(
-            f"BABILong: no {{length}}/{{task}}.jsonl (or hub parquet files) in {folder}; see docs/benchmarks-data.md."
+            f"BABILong: no {{length}}/{{task}}.jsonl (or hub parquet files) in {folder}; see "
+            "docs/benchmarks-data.md."
         )
     switches = {"instruction": instruction, "examples": examples, "post_prompt": post_prompt}
     out: list[Sample] = []
@@ -173,7 +197,8 @@ def load(path: str | Path | None = None, *, datasets: Sequence[str] | None = Non
 
 
 def prompt(sample: Sample, context: str | None = None) -> str:
-    """The official prompt around ``context`` (default: the item's own), with the sample's switches."""
+    """The official prompt around ``context`` (default: the item's own), with the
+    sample's switches."""
     parts = {k: v for k, v in prompt_settings(sample).items() if k in SWITCHES}
     return formatted_input(
         sample.corpus[0].text if context is None else context, sample.question.text, **parts
@@ -181,7 +206,8 @@ def prompt(sample: Sample, context: str | None = None) -> str:
 
 
 def prompt_settings(sample: Sample) -> dict[str, Any]:
-    """The run script's ``prompt_cfg`` for the sample's task and switches, as its JSON file records it."""
+    """The run script's ``prompt_cfg`` for the sample's task and switches, as its JSON
+    file records it."""
     parts = {
         k: DEFAULT_PROMPTS[sample.dataset][k] if sample.metadata["switches"][k] else ""
         for k in SWITCHES
@@ -194,7 +220,8 @@ def prompt_settings(sample: Sample) -> dict[str, Any]:
 
 
 def protocol(sample: Sample) -> dict[str, Any]:
-    """20 new tokens, greedy, chat template or raw completion as loaded; no input cut (the official loop sends it all)."""
+    """20 new tokens, greedy, chat template or raw completion as loaded; no input cut (the official
+    loop sends it all)."""
     return {
         "max_new_tokens": MAX_NEW_TOKENS,
         "temperature": TEMPERATURE,
@@ -209,7 +236,8 @@ def _percent(values: Sequence[float]) -> float | None:
 def _official_avg(
     table: dict[str, dict[str, float | None]], lengths: Sequence[str]
 ) -> dict[str, float | None]:
-    """``get_col_mean`` over the first five tasks per length: ``None`` (the official -1) unless all five have a score."""
+    """``get_col_mean`` over the first five tasks per length: ``None`` (the official -1) unless all
+    five have a score."""
     out: dict[str, float | None] = {}
     for length in lengths:
         col = [table.get(t, {}).get(length) for t in AVG_TASKS]
@@ -223,11 +251,13 @@ def _official_avg(
 
 @BENCHMARKS.register("babilong", version=VERSION, load=load, prompt=prompt, protocol=protocol)
 def score(pairs: Sequence[tuple[Sample, Any]], **_: Any) -> dict:
-    """Accuracy x 100 by ``compare_answers``: overall, per task x length (the official table), per-task means, the ``avg`` row.
+    """Accuracy x 100 by ``compare_answers``: overall, per task x length (the official table),
+    per-task means, the ``avg`` row.
 
-    Each reply is scored as the official table reads it back from its CSV (:func:`~experiments.metrics.babilong.as_read_back`:
-    a reply pandas reads as missing, e.g. ``None``, scores as ""); ``overall_as_replied`` scores the replies
-    as given and ``n_read_as_missing`` counts where the two differ in input. A failed call scores 0.
+    Each reply is scored as the official table reads it back from its CSV
+    (:func:`~experiments.metrics.babilong.as_read_back`: a reply pandas reads as missing, e.g.
+    ``None``, scores as ""); ``overall_as_replied`` scores the replies as given and
+    ``n_read_as_missing`` counts where the two differ in input. A failed call scores 0.
     """
     cells: dict[str, dict[str, list[float]]] = {}
     per_sample: dict[str, float] = {}

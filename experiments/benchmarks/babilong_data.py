@@ -1,10 +1,12 @@
-"""BABILong's files: the length names, the layouts a task x length is found in, and the records read and checked.
+"""BABILong's files: the length names, the layouts a task x length is found in, and the records read
+and checked.
 
 Files are found, for a task and a length, in any of these layouts under the data folder:
 
 - ``{length}/{task}.jsonl`` (or ``.json`` / ``.parquet``): the plain layout, what
   ``longctx.experiments.babilong_gen`` writes;
-- ``{length}/{task}-00000-of-0000N.parquet``: the hub's per-length files (1k-samples, later 100-sample);
+- ``{length}/{task}-00000-of-0000N.parquet``: the hub's per-length files (1k-samples, later
+  100-sample);
 - ``{task}/{length}-00000-of-00001.parquet``: the 100-sample set's earlier per-task files;
 - ``{task}/{length}.json``: what the official ``data/create_tasks.py`` writes.
 
@@ -50,7 +52,8 @@ FIELDS = ("input", "question", "target")
 
 
 def length_tokens(name: str) -> int:
-    """Tokens of a length name: ``0k`` -> 0, ``16k`` -> 16,000, ``10M`` -> 10,000,000 (any ``<N>k`` / ``<N>M``, e.g. a generated ``4M``)."""
+    """Tokens of a length name: ``0k`` -> 0, ``16k`` -> 16,000, ``10M`` -> 10,000,000 (any ``<N>k``
+    / ``<N>M``, e.g. a generated ``4M``)."""
     match = _LENGTH.fullmatch(name)
     if match is None:
         raise ValueError(f"Length {name!r}: use <N>k or <N>M, e.g. 16k, 1M, 10M.")
@@ -58,7 +61,8 @@ def length_tokens(name: str) -> int:
 
 
 def lengths_in(folder: Path, requested: Sequence[str] | None) -> list[str]:
-    """The requested lengths (checked), else the official ones and any other ``<N>k`` / ``<N>M`` folder on disk, shortest first."""
+    """The requested lengths (checked), else the official ones and any other ``<N>k`` / ``<N>M``
+    folder on disk, shortest first."""
     if requested is not None:
         bad = [n for n in requested if not _LENGTH.fullmatch(n)]
         if bad:
@@ -75,7 +79,8 @@ def lengths_in(folder: Path, requested: Sequence[str] | None) -> list[str]:
 
 
 def task_files(folder: Path, task: str, length: str) -> list[Path]:
-    """The files holding ``task`` at ``length`` in the first layout that has them (module docstring)."""
+    """The files holding ``task`` at ``length`` in the first layout that has them
+    (module docstring)."""
     plain = find_file(folder / length, task)
     if plain is not None:
         return [plain]
@@ -91,11 +96,13 @@ def task_files(folder: Path, task: str, length: str) -> list[Path]:
 
 
 def _checked(record: Any, where: str) -> dict[str, Any]:
-    """A record's three fields (and a generated record's ``supporting_facts`` / ``supporting_spans``), or a one-line
-    :class:`BenchmarkDataError` naming the file, record and field."""
+    """A record's three fields (and a generated record's ``supporting_facts`` /
+    ``supporting_spans``), or a one-line :class:`BenchmarkDataError` naming the file,
+    record and field."""
     if not isinstance(record, dict):
         raise BenchmarkDataError(
-            f"BABILong {where}: expected an object with fields {', '.join(FIELDS)}, got {type(record).__name__}."
+            f"BABILong {where}: expected an object with fields {', '.join(FIELDS)}, got "
+            f"{type(record).__name__}."
         )
     for name in FIELDS:
         value = record.get(name)
@@ -121,8 +128,9 @@ def _checked(record: Any, where: str) -> dict[str, Any]:
 
 
 def _spans(record: dict[str, Any], support: list[str], where: str) -> list[tuple[int, int]] | None:
-    """Where each supporting fact is in ``input``: the record's ``supporting_spans`` (checked), else each fact's only
-    occurrence; ``None`` when a fact occurs more than once (which one supports the answer is not known)."""
+    """Where each supporting fact is in ``input``: the record's ``supporting_spans`` (checked), else
+    each fact's only occurrence; ``None`` when a fact occurs more than once (which one supports the
+    answer is not known)."""
     text, given = record["input"], record.get("supporting_spans")
     if given is None:
         starts = [text.find(f) for f in support]
@@ -143,14 +151,16 @@ def _spans(record: dict[str, Any], support: list[str], where: str) -> list[tuple
     )
     if not ok:
         raise BenchmarkDataError(
-            f"BABILong {where}: field 'supporting_spans' is not one [start, end] of 'input' per supporting fact "
+            f"BABILong {where}: field 'supporting_spans' is not one [start, end] of 'input' per "
+            "supporting fact "
             f"(0 <= start <= end <= {len(text)}, the fact's text between them)."
         )
     return [(g[0], g[1]) for g in given]
 
 
 def read_task(folder: Path, task: str, length: str, hub_repo: str | None) -> list[dict[str, Any]]:
-    """The checked records of ``task`` at ``length``: from the files on disk, else from ``hub_repo`` (``None``: no hub)."""
+    """The checked records of ``task`` at ``length``: from the files on disk, else from ``hub_repo``
+    (``None``: no hub)."""
     files = task_files(folder, task, length)
     if not files:
         expected = folder / length / f"{task}.{{jsonl,json,parquet}}"
@@ -170,7 +180,8 @@ def read_task(folder: Path, task: str, length: str, hub_repo: str | None) -> lis
             rows = read_records(path)
         except (ValueError, OSError) as exc:
             raise BenchmarkDataError(
-                f"BABILong {path}: unreadable ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})."
+                f"BABILong {path}: unreadable ({type(exc).__name__}: "
+                f"{str(exc).splitlines()[0] if str(exc) else ''})."
             ) from None
         out += [_checked(r, f"{path} record {i}") for i, r in enumerate(rows)]
     if not out:

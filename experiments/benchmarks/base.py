@@ -73,13 +73,15 @@ class BenchmarkSpec:
             settings (answer budget, input budget, temperature, chat-template flag).
         rag_prompt: ``rag_prompt(sample, chunks) -> str``, the official RAG prompt, where the
             benchmark's code has one (LongBench v2 ``0shot_rag``).
-        strata: ``strata(samples) -> (sample id -> stratum, stratum -> weight)`` where the
-            headline averages sub-sets (LongBench's macro over datasets and categories): the
-            report's bootstrap resamples within each stratum and weighs them so (``longctx.experiments.stats``).
-            ``None``: the headline is the plain mean over questions.
+        strata: ``strata(samples) -> (sample id -> stratum, stratum -> weight)`` where
+            the headline averages sub-sets (LongBench's macro over datasets and
+            categories): the report's bootstrap resamples within each stratum and weighs
+            them so (``longctx.experiments.stats``). ``None``: the headline is the plain
+            mean over questions.
         shared_first: Its prompts are ours, not an official protocol's (own corpora): strategies
             put the text every question shares first (their ``PromptSharing.options``, see
-            :mod:`longctx.graphs.prompt_sharing`), so a provider's prompt cache serves it to later questions.
+            :mod:`longctx.graphs.prompt_sharing`), so a provider's prompt cache serves it to
+            later questions.
     """
 
     name: str
@@ -93,7 +95,8 @@ class BenchmarkSpec:
     shared_first: bool = False
 
     def with_protocol(self, sample: Sample) -> Sample:
-        """``sample`` whose question carries this benchmark's :class:`~retrieval.contract.Protocol`."""
+        """``sample`` whose question carries this benchmark's
+        :class:`~retrieval.contract.Protocol`."""
         protocol = Protocol(
             benchmark=self.name,
             prompt=functools.partial(self.prompt, sample),
@@ -108,7 +111,8 @@ class BenchmarkSpec:
 def macro_strata(
     key: Callable[[Sample], Any],
 ) -> Callable[[Sequence[Sample]], tuple[dict[str, Any], dict[Any, float]]]:
-    """A ``strata`` rule for a headline that is the plain mean of the sub-set means (equal weights)."""
+    """A ``strata`` rule for a headline that is the plain mean of the sub-set means
+    (equal weights)."""
 
     def strata(samples: Sequence[Sample]) -> tuple[dict[str, Any], dict[Any, float]]:
         keys = {s.sample_id: key(s) for s in samples}
@@ -133,7 +137,8 @@ BENCHMARKS: Registry[BenchmarkSpec] = Registry(
 
 
 def data_root(benchmark_dir: str, path: str | os.PathLike | None = None) -> Path:
-    """The folder holding a benchmark's files: ``path`` if given, else ``$LONGCTX_DATA_DIR/<dir>``."""
+    """The folder holding a benchmark's files: ``path`` if given, else
+    ``$LONGCTX_DATA_DIR/<dir>``."""
     if path is not None:
         return Path(path).expanduser()
     base = os.environ.get("LONGCTX_DATA_DIR")
@@ -141,7 +146,8 @@ def data_root(benchmark_dir: str, path: str | os.PathLike | None = None) -> Path
 
 
 def resolve_inside(root: str | os.PathLike, relative: str | os.PathLike, *, what: str) -> Path:
-    """``root / relative`` resolved (symlinks followed), or :class:`BenchmarkDataError` if it leaves ``root``.
+    """``root / relative`` resolved (symlinks followed), or :class:`BenchmarkDataError` if it
+    leaves ``root``.
 
     Every path a loader takes from a data file goes through here (the rule of
     :func:`longctx.retrieval.paths.resolve_inside`, shared with corpus folders): an absolute path, a
@@ -152,7 +158,8 @@ def resolve_inside(root: str | os.PathLike, relative: str | os.PathLike, *, what
         return paths.resolve_inside(root, relative)
     except paths.OutsideRoot as exc:
         raise BenchmarkDataError(
-            f"{what}: path {str(relative)!r} from the data file resolves to {exc.target}, outside the data root {exc.root}."
+            f"{what}: path {str(relative)!r} from the data file resolves to {exc.target}, "
+            f"outside the data root {exc.root}."
         ) from None
 
 
@@ -160,7 +167,8 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     """Records of a ``.jsonl``, ``.json`` (a list, or ``{"data": [...]}``) or ``.parquet`` file.
 
     Raises:
-        BenchmarkDataError: A file that is not UTF-8 JSON (Lines) or not Parquet, naming it (and the line).
+        BenchmarkDataError: A file that is not UTF-8 JSON (Lines) or not Parquet, naming it
+            (and the line).
         ValueError: Another file type, or JSON that is not a list of records.
     """
     suffix = path.suffix.lower()
@@ -241,7 +249,8 @@ def load_records(
 def load_from_hub(
     repo_id: str, config: str | None, split: str, *, what: str, expected: Path
 ) -> list[dict[str, Any]]:
-    """Records from the Hugging Face hub through ``datasets``; fails fast with a clear error offline."""
+    """Records from the Hugging Face hub through ``datasets``; fails fast with a clear
+    error offline."""
     hint = (
         f"Put the official file at {expected} (from the hub dataset {repo_id}), or go online with "
         f"the 'hub' extra installed ({install_hint('hub')})."
@@ -257,7 +266,8 @@ def load_from_hub(
         return list(load_dataset(repo_id, config, split=split))
     except Exception as exc:  # network, auth or missing-config errors all mean: not available here
         raise BenchmarkDataError(
-            f"{what}: not found locally and loading {repo_id!r} ({config or 'default'}) from the hub failed "
+            f"{what}: not found locally and loading {repo_id!r} ({config or 'default'}) from the "
+            "hub failed "
             f"({type(exc).__name__}: {exc}). {hint}"
         ) from exc
 

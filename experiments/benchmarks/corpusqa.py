@@ -28,7 +28,8 @@ from longctx.experiments.metrics.equivalence import equivalent
 from longctx.retrieval import Corpus, Document
 from longctx.retrieval.contract import Question
 
-VERSION = 2  # 2: generation at temperature 0.0, official denominators reported, judge at temperature 0.0 and n=1
+# 2: generation at temperature 0.0, official denominators reported, judge at temperature 0.0 and n=1
+VERSION = 2
 #: ``src/infer.py`` sends ``temperature=0.0`` to every model but ``o3*``.
 TEMPERATURE = 0.0
 
@@ -102,9 +103,16 @@ def _sample(record: dict[str, Any], dataset: str, set_level: int | None) -> Samp
             metadata={"sample_id": sample_id},
         ),
         answers=(record["answer"] if isinstance(record["answer"], str) else str(record["answer"]),),
-        metadata={"set": set_level, "file": dataset, "question": record["question"], "prompt_head": head,
-                  "prompt_tail": tail, "difficulty": record.get("difficulty"), "answer_raw": record["answer"]},
-    )  # fmt: skip
+        metadata={
+            "set": set_level,
+            "file": dataset,
+            "question": record["question"],
+            "prompt_head": head,
+            "prompt_tail": tail,
+            "difficulty": record.get("difficulty"),
+            "answer_raw": record["answer"],
+        },
+    )
 
 
 def load(path: str | Path | None = None, *, datasets: Sequence[str] | None = None) -> list[Sample]:
@@ -124,8 +132,10 @@ def load(path: str | Path | None = None, *, datasets: Sequence[str] | None = Non
         files = [f for f in files if f.stem in datasets]
     if not files:
         raise BenchmarkDataError(
-            f"CorpusQA: no data files in {root} (expected e.g. {root / 'financial_en_set1.jsonl'}); "
-            "get the .jsonl files of the hub dataset Tongyi-Zhiwen/CorpusQA (its README: git clone it) as docs/benchmarks-data.md explains."
+            f"CorpusQA: no data files in {root} (expected e.g. "
+            f"{root / 'financial_en_set1.jsonl'}); "
+            "get the .jsonl files of the hub dataset Tongyi-Zhiwen/CorpusQA (its README: git "
+            "clone it) as docs/benchmarks-data.md explains."
         )
     samples = []
     for f in files:
@@ -137,7 +147,8 @@ def load(path: str | Path | None = None, *, datasets: Sequence[str] | None = Non
 
 
 def prompt(sample: Sample, context: str | None = None) -> str:
-    """The original user message, rebuilt from the documents (or ``context``) and the stored head and tail."""
+    """The original user message, rebuilt from the documents (or ``context``) and the stored
+    head and tail."""
     docs = (
         "".join(f"# Document {i + 1}:\n{d.text}\n\n" for i, d in enumerate(sample.corpus))
         if context is None
@@ -147,7 +158,8 @@ def prompt(sample: Sample, context: str | None = None) -> str:
 
 
 def protocol(sample: Sample) -> dict[str, Any]:
-    """``src/infer.py``: temperature 0.0 (omitted there for ``o3`` models only); no answer or input budget."""
+    """``src/infer.py``: temperature 0.0 (omitted there for ``o3`` models only); no answer or
+    input budget."""
     return {"temperature": TEMPERATURE}
 
 
@@ -196,7 +208,8 @@ def _accuracy(outcomes: Sequence[tuple[str, str, bool]]) -> dict[str, Any]:
     strata=macro_strata(lambda s: s.dataset),
 )  # the headline is the macro mean over domains
 def score(pairs: Sequence[tuple[Sample, Any]], *, judge: Any = None, **_: Any) -> dict:
-    """Accuracy per domain, macro over domains (paper) and micro, x 100: ours and the official denominator.
+    """Accuracy per domain, macro over domains (paper) and micro, x 100: ours and the official
+    denominator.
 
     Quirk and fix: ``src/infer.py`` writes no line for an inference that failed, so
     ``src/eval.py`` divides by the answered questions only. Ours counts a failed call as

@@ -66,9 +66,20 @@ CATEGORIES = {
 }
 DATASETS = tuple(d for names in CATEGORIES.values() for d in names)
 LONGBENCH_E_DATASETS = (
-    "qasper", "multifieldqa_en", "hotpotqa", "2wikimqa", "gov_report", "multi_news",
-    "trec", "triviaqa", "samsum", "passage_count", "passage_retrieval_en", "lcc", "repobench-p",
-)  # fmt: skip
+    "qasper",
+    "multifieldqa_en",
+    "hotpotqa",
+    "2wikimqa",
+    "gov_report",
+    "multi_news",
+    "trec",
+    "triviaqa",
+    "samsum",
+    "passage_count",
+    "passage_retrieval_en",
+    "lcc",
+    "repobench-p",
+)
 
 #: Stop sequences of the official generation: ``pred.py`` (and ``retrieval/pred.py``) add the
 #: newline token to ``eos_token_id`` for samsum only ("prevent illegal output on samsum").
@@ -80,21 +91,33 @@ NO_CHAT_TEMPLATE = frozenset({"trec", "triviaqa", "samsum", "lsht", "lcc", "repo
 _ONLY = "Only give me the answer and do not output any other words."
 #: Output-format instruction for non-full-context strategies, worded from each template.
 INSTRUCTIONS = {
-    "narrativeqa": "Answer the question as concisely as you can, using a single phrase if possible. Do not provide any explanation.",
+    "narrativeqa": (
+        "Answer the question as concisely as you can, using a single phrase if possible. Do not "
+        "provide any explanation."
+    ),
     "qasper": PROMPTS["qasper"].split("\n\n")[0].split("a question. ", 1)[1],
     "multifieldqa_en": _ONLY,
     "multifieldqa_zh": "只告诉我答案，不要输出任何其他字词。",
-    "hotpotqa": _ONLY, "2wikimqa": _ONLY, "musique": _ONLY, "triviaqa": _ONLY,
+    "hotpotqa": _ONLY,
+    "2wikimqa": _ONLY,
+    "musique": _ONLY,
+    "triviaqa": _ONLY,
     "dureader": "请基于上述文章回答问题。",
-    "gov_report": "Write a one-page summary.", "multi_news": "Write a one-page summary of all the news.",
-    "qmsum": "Answer the query in one or more sentences.", "vcsum": "写一段总结，总结会议的内容。",
-    "trec": "Answer with the question type only, as in the examples.", "lsht": "只回答新闻的类别，格式同例子。",
+    "gov_report": "Write a one-page summary.",
+    "multi_news": "Write a one-page summary of all the news.",
+    "qmsum": "Answer the query in one or more sentences.",
+    "vcsum": "写一段总结，总结会议的内容。",
+    "trec": "Answer with the question type only, as in the examples.",
+    "lsht": "只回答新闻的类别，格式同例子。",
     "samsum": "Summarize the dialogue into a few short sentences.",
-    "passage_count": "The output format should only contain the number, such as 1, 2, 3, and so on.",
+    "passage_count": (
+        "The output format should only contain the number, such as 1, 2, 3, and so on."
+    ),
     "passage_retrieval_en": 'The answer format must be like "Paragraph 1", "Paragraph 2", etc.',
     "passage_retrieval_zh": '答案格式必须是"段落1"，"段落2"等格式',
-    "lcc": "Output only the next line of code.", "repobench-p": "Output only the next line of code.",
-}  # fmt: skip
+    "lcc": "Output only the next line of code.",
+    "repobench-p": "Output only the next line of code.",
+}
 
 #: Question text for datasets whose ``input`` is empty or is not itself a question.
 _TASKS = {
@@ -194,7 +217,8 @@ WINDOW_RESERVE = 500
 
 
 def protocol(sample: Sample) -> dict[str, Any]:
-    """``dataset2maxlen`` answer budget, window - 500 input budget, greedy, chat template and stop per dataset."""
+    """``dataset2maxlen`` answer budget, window - 500 input budget, greedy, chat template and stop
+    per dataset."""
     return {
         "max_new_tokens": MAX_NEW_TOKENS[sample.dataset],
         "window_reserve": WINDOW_RESERVE,
@@ -205,7 +229,8 @@ def protocol(sample: Sample) -> dict[str, Any]:
 
 
 def headline_strata(samples: Sequence[Sample]) -> tuple[dict[str, Any], dict[Any, float]]:
-    """Datasets weighed as the overall macro-averages them: categories equally, datasets equally within one."""
+    """Datasets weighed as the overall macro-averages them: categories equally, datasets
+    equally within one."""
     keys = {s.sample_id: s.dataset for s in samples}
     present = {c: [d for d in names if d in set(keys.values())] for c, names in CATEGORIES.items()}
     present = {c: names for c, names in present.items() if names}

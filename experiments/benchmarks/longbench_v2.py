@@ -29,8 +29,8 @@ INSTRUCTION = 'Format your response as follows: "The correct answer is (insert a
 #: Official ``prompts/0shot.txt`` (placeholders ``$DOC$ $Q$ $C_A$ .. $C_D$``).
 PROMPT_0SHOT = (
     "Please read the following text and answer the question below.\n\n<text>\n$DOC$\n</text>\n\n"
-    "What is the correct answer to this question: $Q$\nChoices:\n(A) $C_A$\n(B) $C_B$\n(C) $C_C$\n(D) $C_D$\n\n"
-    + INSTRUCTION
+    "What is the correct answer to this question: $Q$\nChoices:\n(A) $C_A$\n(B) $C_B$\n"
+    "(C) $C_C$\n(D) $C_D$\n\n" + INSTRUCTION
 )
 
 #: Official ``prompts/0shot_rag.txt``; ``$DOC$`` holds ``Retrieved chunk {k}: {content}`` blocks.
@@ -38,19 +38,23 @@ PROMPT_RAG = PROMPT_0SHOT.replace(
     "Please read the following text and", "Please read the following retrieved text chunks and", 1
 )
 
-#: Official ``prompts/0shot_cot.txt``: the reasoning call (note "questions" and the curly apostrophe, as official).
+#: Official ``prompts/0shot_cot.txt``: the reasoning call (note "questions" and the curly
+#: apostrophe, as official).
 PROMPT_COT = (
     "Please read the following text and answer the questions below.\n\n<text>\n$DOC$\n</text>\n\n"
-    "What is the correct answer to this question: $Q$\nChoices:\n(A) $C_A$\n(B) $C_B$\n(C) $C_C$\n(D) $C_D$\n\n"
+    "What is the correct answer to this question: $Q$\nChoices:\n(A) $C_A$\n(B) $C_B$\n"
+    "(C) $C_C$\n(D) $C_D$\n\n"
     "Let\u2019s think step by step:"
 )
 
 #: Official ``prompts/0shot_cot_ans.txt``: the answer call; ``$COT$`` is the first reply, stripped.
 PROMPT_COT_ANS = (
-    "Please read the following text and answer the questions below.\n\nThe text is too long and omitted here.\n\n"
-    "What is the correct answer to this question: $Q$\nChoices:\n(A) $C_A$\n(B) $C_B$\n(C) $C_C$\n(D) $C_D$\n\n"
-    "Let\u2019s think step by step: $COT$\n\nBased on the above, what is the single, most likely answer choice? "
-    + INSTRUCTION
+    "Please read the following text and answer the questions below.\n\n"
+    "The text is too long and omitted here.\n\n"
+    "What is the correct answer to this question: $Q$\nChoices:\n(A) $C_A$\n(B) $C_B$\n"
+    "(C) $C_C$\n(D) $C_D$\n\n"
+    "Let\u2019s think step by step: $COT$\n\n"
+    "Based on the above, what is the single, most likely answer choice? " + INSTRUCTION
 )
 
 #: The published settings of ``pred.py``: ``0shot`` (default) and ``cot`` (``--cot``).
@@ -140,7 +144,8 @@ def cot_answer_prompt(sample: Sample, reasoning: str) -> str:
 
 
 def rag_prompt(sample: Sample, chunks: Sequence[str]) -> str:
-    """The official ``--rag`` prompt: chunks (already in ``c_idx`` order) as ``Retrieved chunk {k}: ...``."""
+    """The official ``--rag`` prompt: chunks (already in ``c_idx`` order) as
+    ``Retrieved chunk {k}: ...``."""
     return _fill(
         PROMPT_RAG,
         sample,

@@ -30,7 +30,9 @@ from longctx.experiments.metrics import loong as m
 from longctx.retrieval import Corpus, Document
 from longctx.retrieval.contract import Question
 
-VERSION = 2  # 2: 128,000-token input budget (run.sh at HEAD), generation at temperature 0.0, failed generations judged as ""
+# 2: 128,000-token input budget (run.sh at HEAD), generation at temperature 0.0,
+# failed generations judged as ""
+VERSION = 2
 #: ``src/run.sh`` at HEAD (7ad6cc8): ``MAX_LENGTH="128000"`` tokens per prompt (the first
 #: release said 120000, then 300000); ``step1_load_data.py`` packs documents under it.
 MAX_LENGTH = 128_000
@@ -54,7 +56,8 @@ def _financial(folder: Path, name: str, level: int, fix_titles: bool) -> tuple[s
             f"Loong: financial document name {name!r} is a path, outside the data root {folder}."
         )
     pattern = f"*2024-{name}*.txt" if str(level).strip() != "4" else f"*{name}*.txt"
-    # The official code takes glob(...)[0] in filesystem order; we sort so the choice is reproducible.
+    # The official code takes glob(...)[0] in filesystem order; we sort so
+    # the choice is reproducible.
     matches = [
         resolve_inside(folder, p.relative_to(folder), what="Loong")
         for p in sorted(folder.glob(pattern))
@@ -119,16 +122,26 @@ def _sample(
         benchmark="loong",
         dataset=item["type"],
         corpus=Corpus(documents),
-        question=Question(text=item["question"], instruction=item["instruction"], metadata={"sample_id": sample_id}),
+        question=Question(
+            text=item["question"],
+            instruction=item["instruction"],
+            metadata={"sample_id": sample_id},
+        ),
         answers=(item["answer"] if isinstance(item["answer"], str) else str(item["answer"]),),
         metadata={
-            "type": item["type"], "level": item["level"], "set": item["set"],
-            "task": LEVELS.get(item["level"]), "prompt_template": item["prompt_template"],
-            "instruction": item["instruction"], "doc_names": list(item["doc"]),
+            "type": item["type"],
+            "level": item["level"],
+            "set": item["set"],
+            "task": LEVELS.get(item["level"]),
+            "prompt_template": item["prompt_template"],
+            "instruction": item["instruction"],
+            "doc_names": list(item["doc"]),
             "titles": "fixed (document names)" if fix_titles else "official",
-            "answer_raw": item["answer"],  # the JSON answer as given (dict/list/str), for the official export
+            "answer_raw": item[
+                "answer"
+            ],  # the JSON answer as given (dict/list/str), for the official export
         },
-    )  # fmt: skip
+    )
 
 
 def load(
@@ -148,7 +161,8 @@ def load(
         seed: Seed of the document-order RNG (official 1000000007).
         shuffle: Shuffle document order (items with ``shuffle_doc: false`` never are).
         fix_titles: Title 2024 financial reports by company name instead of the official
-            ``《j》``/``《n》`` that the file-name parsing yields (labelled in ``metadata["titles"]``).
+            ``《j》``/``《n》`` that the file-name parsing yields (labelled in
+            ``metadata["titles"]``).
     """
     root = data_root("loong", path)
     items = load_records(root, "loong", hub=None, what="Loong")
@@ -168,7 +182,8 @@ def load(
 
 
 def docs_string(sample: Sample) -> str:
-    """The official ``{docs}`` string: each document as header + text + blank line, in corpus order."""
+    """The official ``{docs}`` string: each document as header + text + blank line, in
+    corpus order."""
     return "".join(f"{d.metadata['header']}{d.text}\n\n" for d in sample.corpus)
 
 
@@ -189,7 +204,8 @@ def prompt(sample: Sample, context: str | None = None) -> str:
 
 
 def protocol(sample: Sample) -> dict[str, Any]:
-    """``run.sh``: ``--max_length 128000`` of input, temperature 0.0; no answer budget is set (the model's default)."""
+    """``run.sh``: ``--max_length 128000`` of input, temperature 0.0; no answer budget is set (the
+    model's default)."""
     return {"max_input_tokens": MAX_LENGTH, "temperature": TEMPERATURE}
 
 
@@ -243,8 +259,13 @@ def score(pairs: Sequence[tuple[Sample, Any]], *, judge: Any = None, **_: Any) -
         errors += reply.error is not None
         rating = m.parse_rating(reply.text)
         per_sample[sample.sample_id] = rating
-        for key in ("overall", f"set{md_get(sample, 'set')}_level{md_get(sample, 'level')}", f"set{md_get(sample, 'set')}",
-                    f"level{md_get(sample, 'level')}", sample.dataset):  # fmt: skip
+        for key in (
+            "overall",
+            f"set{md_get(sample, 'set')}_level{md_get(sample, 'level')}",
+            f"set{md_get(sample, 'set')}",
+            f"level{md_get(sample, 'level')}",
+            sample.dataset,
+        ):
             groups.setdefault(key, []).append(rating)
     stats = _bucket_stats(groups, len(pairs))
     overall = stats.pop("overall")

@@ -39,22 +39,60 @@ CHINESE = frozenset(
 #: Official ``DATASET_MAXGEN``.
 MAX_NEW_TOKENS = {d: (16 if d.startswith("factrecall") else 64) for d in DATASETS}
 
-_EN_ONE = "Questions and answers are only relevant to one passage. Only give me the answer and do not output any other explanation and evidence."
+_EN_ONE = (
+    "Questions and answers are only relevant to one passage. Only give me the answer and do not "
+    "output any other explanation and evidence."
+)
 _EN_SOME = _EN_ONE.replace("one passage", "some passages")
-_EN = "Please answer the following question based on the given passages. {r}\n\nArticle: {{context}}\n\nPlease answer the following question based on the above passages. {r}\n\nQuestion: {{input}}\nAnswer:"  # noqa: E501
-_ZH_MIX = "请根据下面给定的文章回答问题，问题和答案只与其中一篇文章有关。\n\n文章：{{context}}\n\n{now}基于上述文章回答下面的问题，问题和答案只与其中一篇文章有关。\n\n问题：{{input}}\n回答："  # noqa: E501
+_EN = (
+    "Please answer the following question based on the given passages. {r}\n\n"
+    "Article: {{context}}\n\n"
+    "Please answer the following question based on the above passages. {r}\n\n"
+    "Question: {{input}}\nAnswer:"
+)
+_ZH_MIX = (
+    "请根据下面给定的文章回答问题，问题和答案只与其中一篇文章有关。\n\n"
+    "文章：{{context}}\n\n"
+    "{now}基于上述文章回答下面的问题，问题和答案只与其中一篇文章有关。\n\n"
+    "问题：{{input}}\n回答："
+)
 
 #: Official ``DATASET_PROMPT`` templates.
 PROMPTS = {
-    "hotpotwikiqa_mixup": "Answer the question based on the given passages. {r}\n\nArticle: {{context}}\n\nPlease answer the following question based on the above passages. {r}\n\nQuestion: {{input}}\nAnswer:".format(r=_EN_SOME),  # noqa: E501
-    **{d: _EN.format(r=_EN_ONE) for d in ("loogle_SD_mixup", "loogle_CR_mixup", "loogle_MIR_mixup", "multifieldqa_en_mixup")},
-    "multifieldqa_zh_mixup": "请阅读以下文章并用中文回答问题，问题和答案只与其中一篇文章有关。只需要直接给出问题的答案，不要输出其他任何解释和证据。\n\n文章：{context}\n\n请基于上面的文章回答下面的问题，问题和答案只与其中一篇文章有关。只需要直接给出问题的答案，不要输出其他任何解释和证据。\n\n问题：{input}\n回答：",  # noqa: E501
-    "factrecall_en": "Please answer the following questions based on the given article.\n\nArticle: {context}\n\nPlease answer the following questions based on the above article.\n\nQuestion: {input}\nAnswer:",  # noqa: E501
-    "factrecall_zh": "请基于给定的文章回答下述问题。\n\n文章：{context}\n\n现在请基于上述文章回答下面的问题。\n\n问题：{input}\n回答：",
+    "hotpotwikiqa_mixup": (
+        "Answer the question based on the given passages. {r}\n\n"
+        "Article: {{context}}\n\n"
+        "Please answer the following question based on the above passages. {r}\n\n"
+        "Question: {{input}}\nAnswer:"
+    ).format(r=_EN_SOME),
+    **{
+        d: _EN.format(r=_EN_ONE)
+        for d in ("loogle_SD_mixup", "loogle_CR_mixup", "loogle_MIR_mixup", "multifieldqa_en_mixup")
+    },
+    "multifieldqa_zh_mixup": (
+        "请阅读以下文章并用中文回答问题，问题和答案只与其中一篇文章有关。"
+        "只需要直接给出问题的答案，不要输出其他任何解释和证据。\n\n"
+        "文章：{context}\n\n"
+        "请基于上面的文章回答下面的问题，问题和答案只与其中一篇文章有关。"
+        "只需要直接给出问题的答案，不要输出其他任何解释和证据。\n\n"
+        "问题：{input}\n回答："
+    ),
+    "factrecall_en": (
+        "Please answer the following questions based on the given article.\n\n"
+        "Article: {context}\n\n"
+        "Please answer the following questions based on the above article.\n\n"
+        "Question: {input}\nAnswer:"
+    ),
+    "factrecall_zh": (
+        "请基于给定的文章回答下述问题。\n\n"
+        "文章：{context}\n\n"
+        "现在请基于上述文章回答下面的问题。\n\n"
+        "问题：{input}\n回答："
+    ),
     "cmrc_mixup": _ZH_MIX.format(now="现在请"),
     "lic_mixup": _ZH_MIX.format(now="请现在"),
     "dureader_mixup": _ZH_MIX.format(now="现在请"),
-}  # fmt: skip
+}
 
 INSTRUCTION_EN = "Only give me the answer and do not output any other explanation and evidence."
 INSTRUCTION_ZH = "只需要直接给出问题的答案，不要输出其他任何解释和证据。"
@@ -113,7 +151,8 @@ def load(
 
 
 def prompt(sample: Sample, context: str | None = None) -> str:
-    """The official prompt of the sample's dataset around ``context`` (default: its whole context)."""
+    """The official prompt of the sample's dataset around ``context`` (default: its
+    whole context)."""
     return PROMPTS[sample.dataset].format(
         context=sample.corpus[0].text if context is None else context, input=sample.question.text
     )

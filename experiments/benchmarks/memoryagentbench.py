@@ -44,21 +44,26 @@ from longctx.retrieval import Corpus, Document
 from longctx.retrieval.contract import Question
 
 VERSION = 1
-#: ``temperature`` of the official agent configs (``Long_context_agent_gpt-4o-mini.yaml``, ``Simple_rag_gpt-4o-mini-bm25.yaml``).
+#: ``temperature`` of the official agent configs (``Long_context_agent_gpt-4o-mini.yaml``,
+#: ``Simple_rag_gpt-4o-mini-bm25.yaml``).
 TEMPERATURE = 0.7
-#: The BM25 RAG agent's ``retrieve_num`` (``Simple_rag_gpt-4o-mini-bm25.yaml``); run ``rag`` with ``top_k=10, chunk_size=4096``.
+#: The BM25 RAG agent's ``retrieve_num`` (``Simple_rag_gpt-4o-mini-bm25.yaml``); run ``rag`` with
+#: ``top_k=10, chunk_size=4096``.
 RAG_TOP_K = 10
-#: The reference long-context agent (gpt-4o-mini): ``input_length_limit`` 128,000, ``buffer_length`` 4,000. It cuts its
-#: memory to the last ``context_max_length`` tokens only where ``input_length_limit - buffer - answer <= context_max_length + 50,000``.
+#: The reference long-context agent (gpt-4o-mini): ``input_length_limit`` 128,000, ``buffer_length``
+#: 4,000. It cuts its memory to the last ``context_max_length`` tokens only where
+#: ``input_length_limit - buffer - answer <= context_max_length + 50,000``.
 REFERENCE_INPUT_LIMIT = 128_000 - 4_000
 TRUNCATION_SLACK = 50_000
-#: Where ReDial's movie names are: ``entity2id.json`` (the official ``processed_data/Recsys_Redial/``) beside the split files.
+#: Where ReDial's movie names are: ``entity2id.json`` (the official
+#: ``processed_data/Recsys_Redial/``) beside the split files.
 ENTITY_FILE = "entity2id.json"
 
 
 @dataclass(frozen=True)
 class Config:
-    """One official data config: its split, ``context_max_length``, ``generation_max_length``, ``max_test_samples``, headline metric."""
+    """One official data config: its split, ``context_max_length``, ``generation_max_length``,
+    ``max_test_samples``, headline metric."""
 
     split: str
     context_max_length: int
@@ -103,7 +108,8 @@ DATASETS = tuple(CONFIGS)
 
 
 def memory_budget(source: str) -> int | None:
-    """The tokens the reference long-context agent keeps of its memory for ``source`` (``None``: all of it)."""
+    """The tokens the reference long-context agent keeps of its memory for ``source``
+    (``None``: all of it)."""
     cfg = CONFIGS[source]
     return (
         cfg.context_max_length
@@ -127,14 +133,28 @@ def _samples(item: Item, position: int, entity_file: str | None) -> list[Sample]
     for qa in item.qas:
         sample_id = f"{item.source}-{position}-{qa.index}"
         text = p.query(item.source, qa.question)
-        samples.append(Sample(
-            sample_id=sample_id, benchmark="memoryagentbench", dataset=item.source, corpus=corpus,
-            question=Question(text=text, metadata={"sample_id": sample_id}),
-            answers=tuple(str(a) for a in m.gold_list(qa.answer)),
-            metadata={"split": cfg.split, "context_index": position, "question_index": qa.index, "question": qa.question,
-                      "gold": qa.answer, "question_id": qa.question_id, "question_type": qa.question_type, "qa_pair_id": qa.qa_pair_id,
-                      "keypoints": list(item.metadata.get("keypoints") or []), "entity_file": entity_file},
-        ))  # fmt: skip
+        samples.append(
+            Sample(
+                sample_id=sample_id,
+                benchmark="memoryagentbench",
+                dataset=item.source,
+                corpus=corpus,
+                question=Question(text=text, metadata={"sample_id": sample_id}),
+                answers=tuple(str(a) for a in m.gold_list(qa.answer)),
+                metadata={
+                    "split": cfg.split,
+                    "context_index": position,
+                    "question_index": qa.index,
+                    "question": qa.question,
+                    "gold": qa.answer,
+                    "question_id": qa.question_id,
+                    "question_type": qa.question_type,
+                    "qa_pair_id": qa.qa_pair_id,
+                    "keypoints": list(item.metadata.get("keypoints") or []),
+                    "entity_file": entity_file,
+                },
+            )
+        )
     return samples
 
 
@@ -145,12 +165,16 @@ def load(
     all_contexts: bool = False,
     hub: bool = True,
 ) -> list[Sample]:
-    """MemoryAgentBench samples, one per question, from ``<path or $LONGCTX_DATA_DIR/memoryagentbench>``.
+    """MemoryAgentBench samples, one per question, from
+    ``<path or $LONGCTX_DATA_DIR/memoryagentbench>``.
 
     Args:
-        path: Folder with the split files (``Accurate_Retrieval.parquet``, ... or the hub's ``data/`` folder).
-        datasets: Sub-datasets to load (default every one of :data:`CONFIGS` found in the files read).
-        all_contexts: Every context of a sub-dataset; by default its first ``max_test_samples`` (official).
+        path: Folder with the split files (``Accurate_Retrieval.parquet``, ... or the hub's
+            ``data/`` folder).
+        datasets: Sub-datasets to load (default every one of :data:`CONFIGS` found in the
+            files read).
+        all_contexts: Every context of a sub-dataset; by default its first
+            ``max_test_samples`` (official).
         hub: Try the hub for a split that is not on disk.
     """
     root = data_root("memoryagentbench", path)
@@ -173,7 +197,8 @@ def load(
                 continue
             if CONFIGS[item.source].split != split:
                 raise BenchmarkDataError(
-                    f"MemoryAgentBench {where}: field 'metadata.source' {item.source!r} belongs to split {CONFIGS[item.source].split}"
+                    f"MemoryAgentBench {where}: field 'metadata.source' {item.source!r} belongs "
+                    f"to split {CONFIGS[item.source].split}"
                 )
             position = counts.get(item.source, 0)
             counts[item.source] = position + 1
@@ -183,7 +208,8 @@ def load(
             samples += _samples(item, position, entity)
     if not samples:
         raise BenchmarkDataError(
-            f"MemoryAgentBench: no records of {', '.join(wanted)} in {root}; see docs/benchmarks-data.md."
+            f"MemoryAgentBench: no records of {', '.join(wanted)} in {root}; see "
+            "docs/benchmarks-data.md."
         )
     return samples
 
@@ -192,14 +218,16 @@ def _entity_file(root: Path, item: Item) -> str:
     path = root / ENTITY_FILE
     if not path.is_file():
         raise BenchmarkDataError(
-            f"MemoryAgentBench {item.where}: {item.source} is scored against movie names: put ReDial's {ENTITY_FILE} in {root}."
+            f"MemoryAgentBench {item.where}: {item.source} is scored against movie names: put "
+            f"ReDial's {ENTITY_FILE} in {root}."
         )
     return str(path)
 
 
 @functools.lru_cache(maxsize=2)
 def movie_names(entity_file: str) -> dict[int, str]:
-    """ReDial's movie id -> cleaned name (``extract_movie_name`` of each key of ``entity2id.json``)."""
+    """ReDial's movie id -> cleaned name (``extract_movie_name`` of each key of
+    ``entity2id.json``)."""
     data = json.loads(Path(entity_file).read_text(encoding="utf-8"))
     return {int(entity_id): m.movie_name(name) for name, entity_id in data.items()}
 
@@ -210,7 +238,8 @@ def _memory(source: str, context: str) -> str:
 
 
 def prompt(sample: Sample, context: str | None = None) -> str:
-    """The long-context agent's user turn: the memorized context (or ``context``), a newline, the query."""
+    """The long-context agent's user turn: the memorized context (or ``context``), a
+    newline, the query."""
     return p.long_context_message(
         _memory(sample.dataset, sample.corpus[0].text if context is None else context),
         sample.question.text,
@@ -223,7 +252,8 @@ def rag_prompt(sample: Sample, chunks: Sequence[str]) -> str:
 
 
 def protocol(sample: Sample) -> dict[str, Any]:
-    """``generation_max_length`` of the sub-dataset's config at the agents' temperature 0.7, their system turn; RAG chunks in rank order."""
+    """``generation_max_length`` of the sub-dataset's config at the agents' temperature 0.7, their
+    system turn; RAG chunks in rank order."""
     return {
         "max_new_tokens": CONFIGS[sample.dataset].max_new_tokens,
         "temperature": TEMPERATURE,
@@ -233,7 +263,8 @@ def protocol(sample: Sample) -> dict[str, Any]:
 
 
 def _judged(sample: Sample, text: str, judge: Any) -> tuple[float | None, bool]:
-    """(score 0-1 or ``None`` when the official script would drop the item, judge error) of a judged dataset."""
+    """(score 0-1 or ``None`` when the official script would drop the item, judge error) of a
+    judged dataset."""
     meta = sample.metadata
     if "longmemeval" in sample.dataset:
         abstention = "_abs" in str(meta.get("question_id") or "")
@@ -260,7 +291,8 @@ def _judged(sample: Sample, text: str, judge: Any) -> tuple[float | None, bool]:
 def item_metrics(
     sample: Sample, text: str, judge: Any = None
 ) -> tuple[dict[str, float], float | None, bool]:
-    """(official metrics, headline 0-1 or ``None`` if the official script drops it, judge error) of one reply."""
+    """(official metrics, headline 0-1 or ``None`` if the official script drops it, judge error)
+    of one reply."""
     names = (
         movie_names(sample.metadata["entity_file"]) if sample.metadata.get("entity_file") else None
     )
@@ -290,7 +322,8 @@ def _mean(values: Sequence[float]) -> float | None:
     strata=macro_strata(lambda s: s.dataset),
 )  # the headline is the macro mean over sub-datasets
 def score(pairs: Sequence[tuple[Sample, Any]], *, judge: Any = None, **_: Any) -> dict:
-    """Each sub-dataset's official headline x 100 (README metric table), every metric's mean, per competency and overall.
+    """Each sub-dataset's official headline x 100 (README metric table), every metric's mean, per
+    competency and overall.
 
     Ours counts a failed call as 0; each sub-dataset's ``official`` is the mean ``main.py``
     prints, which leaves failed calls out (and the summarization script leaves out a summary

@@ -1,12 +1,12 @@
 """MemoryAgentBench's released records, read and checked: one context with its many questions.
 
 The hub dataset ``ai-hyz/MemoryAgentBench`` has four splits (``Accurate_Retrieval``,
-``Test_Time_Learning``, ``Long_Range_Understanding``, ``Conflict_Resolution``); each record
-is ``{context, questions, answers, metadata: {source, question_ids, question_types,
-qa_pair_ids, keypoints, ...}}`` and ``metadata.source`` names its sub-dataset (the
-``sub_dataset`` of the official configs). Files are read from ``<root>/<Split>.{jsonl,json,parquet}``
-or the hub's own layout ``<root>/data/<Split>-*.parquet``; a malformed record is refused
-with one line naming the file, the record and the field.
+``Test_Time_Learning``, ``Long_Range_Understanding``, ``Conflict_Resolution``); each record is
+``{context, questions, answers, metadata: {source, question_ids, question_types, qa_pair_ids,
+keypoints, ...}}`` and ``metadata.source`` names its sub-dataset (the ``sub_dataset`` of the
+official configs). Files are read from ``<root>/<Split>.{jsonl,json,parquet}`` or the hub's own
+layout ``<root>/data/<Split>-*.parquet``; a malformed record is refused with one line naming the
+file, the record and the field.
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ SPLITS = (
 
 @dataclass(frozen=True)
 class QA:
-    """One question of a context: the question text, its gold answer(s) as stored, and its per-question metadata."""
+    """One question of a context: the question text, its gold answer(s) as stored, and its
+    per-question metadata."""
 
     question: str
     answer: Any
@@ -58,7 +59,8 @@ class Item:
 
 def split_files(root: Path, split: str) -> list[Path]:
     """The local files of ``split``: ``<root>/<split>.*``, else the hub's shards
-    ``<root>/data/<split>-*.parquet``, or ``<root>/<split>-*.parquet`` when ``root`` is that ``data/``."""
+    ``<root>/data/<split>-*.parquet``, or ``<root>/<split>-*.parquet`` when ``root`` is
+    that ``data/``."""
     single = find_file(root, split)
     if single is not None:
         return [single]
@@ -77,9 +79,12 @@ def read_split(root: Path, split: str, *, hub: bool) -> list[tuple[str, dict[str
     expected = root / f"{split}.{{jsonl,json,parquet}}"
     if not hub:
         raise BenchmarkDataError(
-            f"MemoryAgentBench {split}: no local file {expected} (or {split}-*.parquet in {root} or "
-            f"{root / 'data'}): download the hub dataset {HUB_REPO} (its data/ folder will do), or let "
-            f"the loader fetch it with the 'hub' extra ({install_hint('hub')}); see docs/benchmarks-data.md."
+            f"MemoryAgentBench {split}: no local file {expected} (or {split}-*.parquet in "
+            f"{root} or "
+            f"{root / 'data'}): download the hub dataset {HUB_REPO} (its data/ folder will "
+            "do), or let "
+            f"the loader fetch it with the 'hub' extra ({install_hint('hub')}); see "
+            "docs/benchmarks-data.md."
         )
     records = load_from_hub(
         HUB_REPO, None, split, what=f"MemoryAgentBench {split}", expected=expected
@@ -88,7 +93,8 @@ def read_split(root: Path, split: str, *, hub: bool) -> list[tuple[str, dict[str
 
 
 def _as_list(value: Any) -> list[Any]:
-    """``_ensure_field_is_list``: a list as is, a non-empty value wrapped, an empty one as ``[]``."""
+    """``_ensure_field_is_list``: a list as is, a non-empty value wrapped, an empty
+    one as ``[]``."""
     if isinstance(value, list):
         return value
     return [value] if value else []
@@ -112,7 +118,8 @@ def _answer_ok(answer: Any) -> bool:
 
 
 def parse_item(record: Any, where: str) -> Item:
-    """One record checked and split into its questions, paired as ``ConversationCreator`` pairs them.
+    """One record checked and split into its questions, paired as
+    ``ConversationCreator`` pairs them.
 
     Several questions and several answers: pair by position (``zip``, as official); otherwise
     one question (the first, or empty) with the whole answer list as its gold.

@@ -1,4 +1,5 @@
-"""MemoryAgentBench's requests: its 4,096-token chunks, the memorize and query templates, both agents' messages.
+"""MemoryAgentBench's requests: its 4,096-token chunks, the memorize and query templates, both
+agents' messages.
 
 The official runner (HUST-AI-HYZ/MemoryAgentBench @ 455306d, ``conversation_creator.py``,
 ``agent.py``) cuts a context into sentence-aligned chunks of at most ``chunk_size`` tokens,
@@ -19,8 +20,9 @@ from longctx.retrieval.tokens import count_tokens, decode, encode
 
 #: ``chunk_size`` of every data config.
 CHUNK_SIZE = 4096
-#: The official memorize templates stamp each chunk with the wall-clock time when it is memorized
-#: (``time.strftime("%Y-%m-%d %H:%M:%S")``); a fixed stamp keeps our requests reproducible and cacheable.
+#: The official memorize templates stamp each chunk with the wall-clock time when it is
+#: memorized (``time.strftime("%Y-%m-%d %H:%M:%S")``); a fixed stamp keeps our requests
+#: reproducible and cacheable.
 TIME_STAMP = "2025-01-01 00:00:00"
 #: ``get_template``'s ``DATASET_MAPPING``: every pattern in the sub-dataset name -> template family.
 FAMILIES = (
@@ -52,17 +54,20 @@ def system_message() -> str:
 
 
 def template(source: str, kind: str) -> str:
-    """The official ``memorize``, ``long_context_agent`` or ``rag_agent`` template of a sub-dataset."""
+    """The official ``memorize``, ``long_context_agent`` or ``rag_agent`` template of a
+    sub-dataset."""
     return str(official_prompts()["templates"][family(source)][kind])
 
 
 def sentences(text: str) -> list[str]:
-    """The text's sentences (stripped, empty ones dropped), the stand-in for ``nltk.sent_tokenize``."""
+    """The text's sentences (stripped, empty ones dropped), the stand-in for
+    ``nltk.sent_tokenize``."""
     return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
 
 
 def chunk_context(text: str, chunk_size: int = CHUNK_SIZE) -> list[str]:
-    """``chunk_text_into_sentences``: sentences packed greedily into chunks of at most ``chunk_size`` tokens, joined by spaces.
+    """``chunk_text_into_sentences``: sentences packed greedily into chunks of at most
+    ``chunk_size`` tokens, joined by spaces.
 
     As official, a sentence longer than a chunk makes a chunk of its own, and one at the very
     start leaves an empty first chunk.
@@ -92,14 +97,16 @@ def memorize(source: str, chunk: str, time_stamp: str = TIME_STAMP) -> str:
 
 
 def query(source: str, question: str, agent: str = "long_context_agent") -> str:
-    """The question in the sub-dataset's query template of ``agent`` (``long_context_agent`` or ``rag_agent``)."""
+    """The question in the sub-dataset's query template of ``agent`` (``long_context_agent`` or
+    ``rag_agent``)."""
     return template(source, agent).format(question=question)
 
 
 def memorized_context(
     source: str, context: str, max_tokens: int | None, chunk_size: int = CHUNK_SIZE
 ) -> str:
-    """The long-context agent's memory: memorized chunks joined by newlines, cut to its last ``max_tokens`` tokens."""
+    """The long-context agent's memory: memorized chunks joined by newlines, cut to its last
+    ``max_tokens`` tokens."""
     text = "\n".join(memorize(source, c) for c in chunk_context(context, chunk_size)).strip()
     if max_tokens is not None:
         ids = encode(text)
@@ -114,7 +121,8 @@ def long_context_message(memory: str, query_text: str) -> str:
 
 
 def rag_message(source: str, chunks: Sequence[str], question: str) -> str:
-    """The BM25 RAG agent's user turn: each retrieved chunk memorized, as ``Memory i:`` blocks, then its query.
+    """The BM25 RAG agent's user turn: each retrieved chunk memorized, as ``Memory i:`` blocks,
+    then its query.
 
     A chunk's sentences are joined by single spaces first, as the official chunker joins them
     (a chunk it made already is unchanged by this).

@@ -1,6 +1,7 @@
 """Your corpus, your questions: compare strategies on your own documents.
 
-    longctx run --corpus reports/ --questions questions.csv --strategies rag,memagent,pai --out runs/mine
+    longctx run --corpus reports/ --questions questions.csv --strategies rag,memagent,pai \\
+        --out runs/mine
 
 The questions file is JSONL or CSV with a ``question`` column and optional ``answer``,
 ``answer_type`` (``number``, ``list``, ``date``, ``text``) and ``id``. Every question is
@@ -25,7 +26,8 @@ from longctx.experiments.metrics.answer_match import Match, match_answer
 from longctx.retrieval import Corpus
 from longctx.retrieval.contract import Question
 
-VERSION = 1  # the prompts' version; the scoring rule has its own (experiments.metrics.answer_match.VERSION)
+# the prompts' version; the scoring rule has its own (experiments.metrics.answer_match.VERSION)
+VERSION = 1
 ANSWER_TYPES = ("number", "list", "date", "text")
 
 #: The output rule every strategy is given (LongBench v1's QA wording: small models follow it;
@@ -166,8 +168,9 @@ def extract(reply: str) -> str:
 
 
 def correct(sample: Sample, prediction: str, judge: Any = None) -> tuple[Match, bool]:
-    """(verdict with its rule, judge_error): an LLM judge when given, else the deterministic rule of
-    ``longctx.experiments.metrics.answer_match`` (exact, typed, or the gold phrase as whole tokens)."""
+    """(verdict with its rule, judge_error): an LLM judge when given, else the deterministic
+    rule of ``longctx.experiments.metrics.answer_match`` (exact, typed, or the gold phrase as
+    whole tokens)."""
     gold, answer = sample.answers[0], extract(prediction)
     if judge is not None:
         reply = judge_mod.call_judge(

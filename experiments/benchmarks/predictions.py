@@ -81,7 +81,8 @@ def _as_prediction(item: Any) -> tuple[Sample | None, Prediction]:
         sample_id = key.sample_id if isinstance(key, Sample) else str(key)
         if text is not None and not isinstance(text, str):
             raise OptionError(
-                f"Prediction for {sample_id!r} is a {type(text).__name__}; expected str or None (failed)."
+                f"Prediction for {sample_id!r} is a {type(text).__name__}; expected str or None "
+                "(failed)."
             )
         return sample, Prediction(sample_id, text, error)
     raise OptionError(

@@ -35,17 +35,28 @@ VERSION = 1
 
 #: Documents per item -> approximate tokens (``run.py``: "50~7K tokens, 100~14K tokens and so on";
 #: ``RULER_HQA_TESTS`` 50..6400, ``RULER_HQA_TESTS_OVER_1M`` 12800 and 25600; paper: 7K to 3.5M).
-LENGTHS = {50: "7K", 100: "14K", 200: "28K", 400: "56K", 800: "112K", 1600: "224K", 3200: "448K", 6400: "896K",
-           12800: "1.75M", 25600: "3.5M"}  # fmt: skip
+LENGTHS = {
+    50: "7K",
+    100: "14K",
+    200: "28K",
+    400: "56K",
+    800: "112K",
+    1600: "224K",
+    3200: "448K",
+    6400: "896K",
+    12800: "1.75M",
+    25600: "3.5M",
+}
 DATASETS = tuple(f"eval_{n}" for n in LENGTHS)
 #: Paragraph pool of the over-1M files (HotpotQA dev, distractor setting).
 HOTPOTQA_DEV = "hotpotqa_dev.json"
 
 INSTRUCTION = 'Format your response as follows: "Therefore, the answer is (insert answer here)".'
-#: ``utils/openai_api.py`` ``template_0shot`` (placeholders ``$DOC$`` and ``$Q$``), the full-context baselines' prompt.
+#: ``utils/openai_api.py`` ``template_0shot`` (placeholders ``$DOC$`` and ``$Q$``), the
+#: full-context baselines' prompt.
 PROMPT = (
-    "Please read the following text and answer the question below.\n\n<text>\n$DOC$\n</text>\n\n$Q$\n\n"
-    + INSTRUCTION
+    "Please read the following text and answer the question below.\n\n<text>\n$DOC$\n</text>\n"
+    "\n$Q$\n\n" + INSTRUCTION
 )
 #: ``utils/envs.py``: ``MAX_INPUT_LEN`` 120000 (middle-truncated), ``MAX_OUTPUT_LEN`` 10000.
 MAX_INPUT_TOKENS = 120_000
@@ -55,7 +66,8 @@ TEMPERATURE = 0.7
 
 
 def hotpotqa_paragraphs(path: Path) -> list[str]:
-    """``read_hotpotqa``'s document pool: every ``"title\\ntext"`` paragraph of the file, unique and sorted."""
+    """``read_hotpotqa``'s document pool: every ``"title\\ntext"`` paragraph of the file,
+    unique and sorted."""
     data = json.loads(path.read_text(encoding="utf-8"))
     return sorted(
         {f"{title}\n{''.join(sentences)}" for item in data for title, sentences in item["context"]}
@@ -72,7 +84,8 @@ def _context(record: dict[str, Any], pool: list[str] | None, what: str) -> str:
     )
     if bad is not None:
         raise BenchmarkDataError(
-            f"{what}: document index {bad!r} is not among the {len(pool)} paragraphs of {HOTPOTQA_DEV}; is it HotpotQA's distractor dev set?"
+            f"{what}: document index {bad!r} is not among the {len(pool)} paragraphs of "
+            f"{HOTPOTQA_DEV}; is it HotpotQA's distractor dev set?"
         )
     return "\n\n".join(f"Document {i + 1}:\n{pool[idx]}" for i, idx in enumerate(context))
 
@@ -84,12 +97,26 @@ def _sample(record: dict[str, Any], stem: str, position: int, pool: list[str] | 
         sample_id=sample_id,
         benchmark="ruler_hqa",
         dataset=stem,
-        corpus=Corpus([Document(doc_id=f"{sample_id}-context", text=_context(record, pool, f"RULER-HotpotQA {sample_id}"), title="ruler_hqa")]),
-        question=Question(text=record["input"], instruction=INSTRUCTION, metadata={"sample_id": sample_id}),
+        corpus=Corpus(
+            [
+                Document(
+                    doc_id=f"{sample_id}-context",
+                    text=_context(record, pool, f"RULER-HotpotQA {sample_id}"),
+                    title="ruler_hqa",
+                )
+            ]
+        ),
+        question=Question(
+            text=record["input"], instruction=INSTRUCTION, metadata={"sample_id": sample_id}
+        ),
         answers=tuple(str(a) for a in record["answers"]),
-        metadata={"num_docs": record.get("num_docs", docs), "index": record.get("index"), "position": position,
-                  "length_bucket": LENGTHS[docs]},
-    )  # fmt: skip
+        metadata={
+            "num_docs": record.get("num_docs", docs),
+            "index": record.get("index"),
+            "position": position,
+            "length_bucket": LENGTHS[docs],
+        },
+    )
 
 
 def load(path: str | Path | None = None, *, datasets: Sequence[str] | None = None) -> list[Sample]:
@@ -108,7 +135,8 @@ def load(path: str | Path | None = None, *, datasets: Sequence[str] | None = Non
     )
     if not stems:
         raise BenchmarkDataError(
-            f"RULER-HotpotQA: no eval_{{N}}.json in {folder} (N in {', '.join(map(str, LENGTHS))}); see docs/benchmarks-data.md."
+            f"RULER-HotpotQA: no eval_{{N}}.json in {folder} (N in "
+            f"{', '.join(map(str, LENGTHS))}); see docs/benchmarks-data.md."
         )
     pool: list[str] | None = None
     samples: list[Sample] = []
@@ -117,7 +145,8 @@ def load(path: str | Path | None = None, *, datasets: Sequence[str] | None = Non
         if pool is None and any(not isinstance(r["context"], str) for r in records):
             if not (folder / HOTPOTQA_DEV).is_file():
                 raise BenchmarkDataError(
-                    f"RULER-HotpotQA {stem!r} lists document indices: put HotpotQA's {HOTPOTQA_DEV} in {folder}."
+                    f"RULER-HotpotQA {stem!r} lists document indices: put HotpotQA's "
+                    f"{HOTPOTQA_DEV} in {folder}."
                 )
             pool = hotpotqa_paragraphs(folder / HOTPOTQA_DEV)
         samples += [_sample(r, stem, i, pool) for i, r in enumerate(records)]
@@ -125,7 +154,8 @@ def load(path: str | Path | None = None, *, datasets: Sequence[str] | None = Non
 
 
 def prompt(sample: Sample, context: str | None = None) -> str:
-    """``template_0shot`` around ``context`` (default: the item's context), placeholders replaced in the official order."""
+    """``template_0shot`` around ``context`` (default: the item's context), placeholders replaced in
+    the official order."""
     text = sample.corpus[0].text if context is None else context
     return PROMPT.replace("$DOC$", text.strip()).replace("$Q$", sample.question.text.strip())
 
@@ -146,7 +176,8 @@ EXTRACTED_MAX_WORDS = 10
 
 
 def as_given(reply: str) -> str | None:
-    """``reply`` when it reads as an extracted answer (one line, at most :data:`EXTRACTED_MAX_WORDS` words), else ``None``."""
+    """``reply`` when it reads as an extracted answer (one line, at most :data:`EXTRACTED_MAX_WORDS`
+    words), else ``None``."""
     text = reply.strip()
     return text if text and "\n" not in text and len(text.split()) <= EXTRACTED_MAX_WORDS else None
 

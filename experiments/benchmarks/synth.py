@@ -1,4 +1,5 @@
-"""The synthetic CorpusQA-style benchmark: a folder written by ``longctx synth``, scored as CorpusQA.
+"""The synthetic CorpusQA-style benchmark: a folder written by ``longctx synth``, scored
+as CorpusQA.
 
 Answers are exact by construction (SQL over the generated fact table) and every sample
 carries its evidence documents, so retrieval recall is measurable without an LLM.
@@ -31,11 +32,13 @@ def load(path: str | Path | None = None, **_: Any) -> list[Sample]:
     """Samples of a generated corpus folder (``longctx synth --out DIR``)."""
     if path is None:
         raise BenchmarkDataError(
-            "The synthetic benchmark needs its folder: generate one with 'longctx synth --out DIR' and pass DIR."
+            "The synthetic benchmark needs its folder: generate one with 'longctx synth --out "
+            "DIR' and pass DIR."
         )
     if not (Path(path) / "questions.jsonl").exists():
         raise BenchmarkDataError(
-            f"{path} holds no generated corpus (questions.jsonl is missing); run 'longctx synth --out {path}'."
+            f"{path} holds no generated corpus (questions.jsonl is missing); run 'longctx synth "
+            f"--out {path}'."
         )
     samples = []
     for s in load_samples(path):
@@ -64,7 +67,8 @@ def load(path: str | Path | None = None, **_: Any) -> list[Sample]:
 
 
 def prompt(sample: Sample, context: str | None = None) -> str:
-    """A CorpusQA-style full-context prompt: numbered documents (or ``context``), the question, the output rules."""
+    """A CorpusQA-style full-context prompt: numbered documents (or ``context``), the question, the
+    output rules."""
     docs = (
         "\n\n".join(
             DOCUMENT_TEMPLATE.format(i=i, title=d.title, text=d.text)

@@ -1,15 +1,15 @@
 """``report/report.html``: one self-contained page that compares the strategies of a run and
 shows why each one answered as it did.
 
-The page has the summary table, the plots (embedded PNG), the winner per metric (best
-value; the cheaper strategy wins a tie), an estimated money cost per strategy
-(:mod:`longctx.experiments.prices`), a question's cost as the questions over one corpus accumulate with
-the break-even points (:mod:`longctx.experiments.amortized_costs`), BABILong's accuracy per task x length and
-the cost per context with a legend per column (:mod:`~experiments.html_report.contexts`), and a
-collapsible drill-down per question: the question, the
-gold answers, and for each strategy its answer, score, cost, evidence and steps: each step as
-its strategy's registry entry shows it (``presentation.step_views`` and ``run_views``, declared
-in the strategy's package), every other step as its facts.
+The page has the summary table, the plots (embedded PNG), the winner per metric (best value; the
+cheaper strategy wins a tie), an estimated money cost per strategy
+(:mod:`longctx.experiments.prices`), a question's cost as the questions over one corpus accumulate
+with the break-even points (:mod:`longctx.experiments.amortized_costs`), BABILong's accuracy per
+task x length and the cost per context with a legend per column
+(:mod:`~experiments.html_report.contexts`), and a collapsible drill-down per question: the question,
+the gold answers, and for each strategy its answer, score, cost, evidence and steps: each step as
+its strategy's registry entry shows it (``presentation.step_views`` and ``run_views``, declared in
+the strategy's package), every other step as its facts.
 
 Self-contained: inline CSS and a little inline JavaScript, images as ``data:`` URIs, no
 request at view time. Every string that comes from the data is HTML-escaped. Per-sample
@@ -17,10 +17,11 @@ scores are the benchmark scorer's (``official["per_sample"]``), never recomputed
 Opening ``report.html#q-<sample id>`` opens that question's drill-down.
 
 One module per idea: the data the page shows (:mod:`~experiments.html_report.costs`,
-:mod:`~experiments.html_report.winners`), values as HTML text (:mod:`~experiments.html_report.cells`),
-the sections (:mod:`~experiments.html_report.sections`, :mod:`~experiments.html_report.tables`, :mod:`~experiments.html_report.amortized`,
-:mod:`~experiments.html_report.drilldown`, :mod:`~experiments.html_report.steps`), the inline
-assets (:mod:`~experiments.html_report.assets`) and the page (:mod:`~experiments.html_report.page`).
+:mod:`~experiments.html_report.winners`), values as HTML text
+(:mod:`~experiments.html_report.cells`), the sections (:mod:`~experiments.html_report.sections`,
+:mod:`~experiments.html_report.tables`, :mod:`~experiments.html_report.amortized`,
+:mod:`~experiments.html_report.drilldown`, :mod:`~experiments.html_report.steps`), the inline assets
+(:mod:`~experiments.html_report.assets`) and the page (:mod:`~experiments.html_report.page`).
 """
 
 from __future__ import annotations

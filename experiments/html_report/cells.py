@@ -38,12 +38,14 @@ def number(value: Any, digits: int = 2) -> str:
 
 
 def usd(value: float | None) -> str:
-    """An estimated cost in USD (4 decimals below a dollar), or a marked "n/a" where a price is missing."""
+    """An estimated cost in USD (4 decimals below a dollar), or a marked "n/a" where a
+    price is missing."""
     if value is None:
         return '<span class="na" title="no price for this model: give one with --prices">n/a</span>'
     return f"${value:,.4f}" if value < 1 else f"${value:,.2f}"
 
 
 def usd_exact(value: float | None) -> str:
-    """USD to the millionth (a cached prompt's saving per answer is often below a cent); blank when unknown."""
+    """USD to the millionth (a cached prompt's saving per answer is often below a cent); blank
+    when unknown."""
     return "" if value is None else f"${value:,.6f}"

@@ -1,6 +1,6 @@
 """The page's sections that the Markdown report has as files of their own: BABILong's accuracy per
-task x length (``by_task_length.md``) and the cost per context and per question (``per_context.md``),
-each column of the latter with its one-line legend."""
+task x length (``by_task_length.md``) and the cost per context and per question
+(``per_context.md``), each column of the latter with its one-line legend."""
 
 from __future__ import annotations
 
@@ -42,8 +42,9 @@ def task_length_section(official: Mapping[str, Mapping[str, Any]]) -> str:
 
 
 def per_context_section(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The cost per context and per question (:func:`longctx.experiments.context_costs.per_context_table`'s
-    rows) with a legend line per column; nothing when no context was asked two questions or more."""
+    """The cost per context and per question
+    (:func:`longctx.experiments.context_costs.per_context_table`'s rows) with a legend line per
+    column; nothing when no context was asked two questions or more."""
     if not rows:
         return ""
     columns = list(dict.fromkeys(k for row in rows for k in row))

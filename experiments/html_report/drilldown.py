@@ -18,9 +18,14 @@ from longctx.graphs.presentation import text as cut
 Answers = Mapping[str, tuple[dict[str, Any], Any]]
 
 
-def drilldown_section(per_strategy: Mapping[str, Mapping[str, Any]], samples: Mapping[str, Any], costs: Mapping[str, Any],
-                      manifest: Mapping[str, Any]) -> str:  # fmt: skip
-    """Every question of the run (the samples' order, then any answered question not among them), collapsed."""
+def drilldown_section(
+    per_strategy: Mapping[str, Mapping[str, Any]],
+    samples: Mapping[str, Any],
+    costs: Mapping[str, Any],
+    manifest: Mapping[str, Any],
+) -> str:
+    """Every question of the run (the samples' order, then any answered question not among
+    them), collapsed."""
     answers: dict[str, dict[str, tuple[dict[str, Any], Any]]] = {}
     for name, data in per_strategy.items():
         for row, value in data["per_sample"]:
@@ -35,15 +40,24 @@ def drilldown_section(per_strategy: Mapping[str, Mapping[str, Any]], samples: Ma
         for sid in order
     ]
     return (
-        '<section id="questions"><h2>Questions</h2><p class="note">Click a question to see each strategy\'s answer, evidence and steps.</p>'
-        '<div class="tools"><input id="filter" type="search" placeholder="filter questions" aria-label="filter questions">'
-        '<button type="button" id="expand">expand all</button><button type="button" id="collapse">collapse all</button></div>'
+        '<section id="questions"><h2>Questions</h2><p class="note">Click a question to see each '
+        "strategy's answer, evidence and steps.</p>"
+        '<div class="tools"><input id="filter" type="search" placeholder="filter questions" '
+        'aria-label="filter questions">'
+        '<button type="button" id="expand">expand all</button><button type="button" '
+        'id="collapse">collapse all</button></div>'
         f"{''.join(blocks)}</section>"
     )
 
 
-def question_details(sample_id: str, sample: Any, answers: Answers, costs: Mapping[str, Any], manifest: Mapping[str, Any],
-                     strategies: Sequence[str] = ()) -> str:  # fmt: skip
+def question_details(
+    sample_id: str,
+    sample: Any,
+    answers: Answers,
+    costs: Mapping[str, Any],
+    manifest: Mapping[str, Any],
+    strategies: Sequence[str] = (),
+) -> str:
     """One question's drill-down: its score badges, text, gold answers, and each strategy's answer
     (a strategy of ``strategies`` without a row says it has not answered)."""
     question = getattr(sample, "question", None)
@@ -53,24 +67,31 @@ def question_details(sample_id: str, sample: Any, answers: Answers, costs: Mappi
     blocks = "".join(
         answer_details(n, row, v, costs[n], manifest) for n, (row, v) in answers.items()
     ) + "".join(
-        f'<details class="answer missing" data-strategy="{e(n)}"><summary>{swatch(n)} <span class="na">not answered yet</span></summary>'
-        '<p class="na">This strategy has no row for this question: the run was interrupted or is still going.</p></details>'
+        f'<details class="answer missing" data-strategy="{e(n)}"><summary>{swatch(n)} <span '
+        'class="na">not answered yet</span></summary>'
+        '<p class="na">This strategy has no row for this question: the run was interrupted or is '
+        "still going.</p></details>"
         for n in missing
     )
+    facts = _question_facts(sample_id, sample, question, text)
     return (
-        f'<details class="question" id="{e(anchor(sample_id))}" data-sample="{e(sample_id)}"><summary><span class="qtext">{cut(text, 300)}</span>'
-        f'<span class="badges">{_badges(answers, missing)}</span></summary>{_question_facts(sample_id, sample, question, text)}'
+        f'<details class="question" id="{e(anchor(sample_id))}" '
+        f'data-sample="{e(sample_id)}"><summary><span class="qtext">{cut(text, 300)}</span>'
+        f'<span class="badges">{_badges(answers, missing)}</span></summary>{facts}'
         f'<div class="answers">{blocks}</div></details>'
     )
 
 
 def _badges(answers: Answers, missing: Sequence[str]) -> str:
-    """Each strategy's score on the question's summary line, and a badge per strategy that has not answered."""
+    """Each strategy's score on the question's summary line, and a badge per strategy that has
+    not answered."""
     return "".join(
-        f'<span class="badge" style="border-color:{e(strategy_color(n))}" title="{e(n)}">{e(n)}: {_score(v, row)}</span>'
+        f'<span class="badge" style="border-color:{e(strategy_color(n))}" title="{e(n)}">{e(n)}: '
+        f"{_score(v, row)}</span>"
         for n, (row, v) in answers.items()
     ) + "".join(
-        f'<span class="badge missing" title="{e(n)}">{e(n)}: <span class="na">not answered</span></span>'
+        f'<span class="badge missing" title="{e(n)}">{e(n)}: <span class="na">not '
+        "answered</span></span>"
         for n in missing
     )
 
@@ -84,7 +105,8 @@ def _question_facts(sample_id: str, sample: Any, question: Any, text: str) -> st
     if choice_html:
         info.append(f'<ul class="choices">{choice_html}</ul>')
     info.append(
-        f'<p class="gold"><b>Gold answer</b> {" | ".join(f"<span>{cut(g, 1000)}</span>" for g in gold)}</p>'
+        '<p class="gold"><b>Gold answer</b> '
+        f"{' | '.join(f'<span>{cut(g, 1000)}</span>' for g in gold)}</p>"
         if gold
         else '<p class="gold"><b>Gold answer</b> <span class="na">none: unscored</span></p>'
     )
@@ -99,7 +121,8 @@ def _sample_meta(sample: Any) -> str:
     corpus = getattr(sample, "corpus", None)
     if corpus is not None:
         bits.append(
-            f"corpus {getattr(corpus, 'num_tokens', '?'):,} tokens in {len(getattr(corpus, 'documents', ()) or ())} documents"
+            f"corpus {getattr(corpus, 'num_tokens', '?'):,} tokens in "
+            f"{len(getattr(corpus, 'documents', ()) or ())} documents"
         )
     return "".join(f" · {e(b)}" for b in bits)
 
@@ -119,33 +142,49 @@ def answer_details(
     cost: Mapping[str, Any],
     manifest: Mapping[str, Any],
 ) -> str:
-    """One strategy's answer to a question (a failed one's error and traceback), collapsed under its score and cost."""
+    """One strategy's answer to a question (a failed one's error and traceback), collapsed under its
+    score and cost."""
     model = row_model(row, manifest) or "unknown"
     price = row_cost(row, cost["prices"].get(model), cost.get("table"))
     head = (
-        f'<summary>{swatch(name)} <span class="sc">score {_score(value, row)}</span>{_rule(row, value)} '
+        f'<summary>{swatch(name)} <span class="sc">score '
+        f"{_score(value, row)}</span>{_rule(row, value)} "
         f'<span class="cost">{usd(price) if row.get("status") == "ok" else ""}</span></summary>'
     )
     if row.get("status") != "ok":
-        body = (f'<p class="fail"><b>Failed</b>: {cut(row.get("error"))}</p>'
-                f'<details class="tb"><summary>traceback</summary><pre>{cut(row.get("traceback"))}</pre></details>')  # fmt: skip
+        body = (
+            f'<p class="fail"><b>Failed</b>: {cut(row.get("error"))}</p>'
+            '<details class="tb"><summary>traceback</summary>'
+            f"<pre>{cut(row.get('traceback'))}</pre></details>"
+        )
         return f'<details class="answer" data-strategy="{e(name)}">{head}{body}</details>'
-    return f'<details class="answer" data-strategy="{e(name)}">{head}{_answer_body(name, row, model)}</details>'
+    return (
+        '<details class="answer" '
+        f'data-strategy="{e(name)}">{head}{_answer_body(name, row, model)}</details>'
+    )
 
 
 def _answer_body(name: str, row: Mapping[str, Any], model: str) -> str:
-    """An answered row: the answer (and the scored reply where it differs), usage, context cut, prompt, evidence and steps."""
+    """An answered row: the answer (and the scored reply where it differs), usage, context cut,
+    prompt, evidence and steps."""
     usage = row.get("usage") or {}
-    facts = (f'{e(number(usage.get("llm_calls")))} calls · {e(number(usage.get("prompt_tokens")))} prompt + '
-             f'{e(number(usage.get("completion_tokens")))} completion tokens{" (estimated)" if usage.get("estimated") else ""} · '
-             f'{e(number(row.get("seconds")))} s · model {e(model)}')  # fmt: skip
+    facts = (
+        f"{e(number(usage.get('llm_calls')))} calls · {e(number(usage.get('prompt_tokens')))} "
+        "prompt + "
+        f"{e(number(usage.get('completion_tokens')))} completion "
+        f"tokens{' (estimated)' if usage.get('estimated') else ''} · "
+        f"{e(number(row.get('seconds')))} s · model {e(model)}"
+    )
     if usage.get("rerank_calls") or usage.get("rerank_failed_calls"):
         failed = (
             f" ({e(number(usage.get('rerank_failed_calls')))} failed)"
             if usage.get("rerank_failed_calls")
             else ""
         )
-        facts += f" · {e(number(usage.get('rerank_calls')))} rerank calls{failed}, {e(number(usage.get('rerank_tokens')))} tokens"
+        facts += (
+            f" · {e(number(usage.get('rerank_calls')))} rerank calls{failed}, "
+            f"{e(number(usage.get('rerank_tokens')))} tokens"
+        )
     prediction = row.get("prediction")
     parts = [
         f'<div class="reply"><b>Answer</b><pre class="ans">{cut(row.get("answer"))}</pre></div>'
@@ -162,21 +201,29 @@ def _answer_body(name: str, row: Mapping[str, Any], model: str) -> str:
 
 
 def _context_cut(row: Mapping[str, Any]) -> str:
-    """How much of the corpus a full-context prompt kept: the prompt tokens sent against the corpus."""
+    """How much of the corpus a full-context prompt kept: the prompt tokens sent
+    against the corpus."""
     built = next((st for st in row.get("steps") or [] if "truncated" in st), None)
     if built is None:
         return ""
     sent = (row.get("usage") or {}).get("prompt_tokens")
     corpus = row.get("corpus_tokens")
     if not built.get("truncated"):
-        return f'<p class="cut">Context: the whole corpus ({e(number(corpus))} tokens) fitted in the prompt.</p>'
+        return (
+            f'<p class="cut">Context: the whole corpus ({e(number(corpus))} tokens) fitted in '
+            "the prompt.</p>"
+        )
     cut = (
         f" (about {number(max(0, corpus - sent))} cut from the middle)"
         if isinstance(corpus, int) and isinstance(sent, int)
         else ""
     )
-    return (f'<p class="cut"><b>Context cut</b>: {e(number(sent))} prompt tokens sent of a {e(number(corpus))}-token corpus{e(cut)}; '
-            f'input budget {e(number(built.get("max_input_tokens")))} tokens of a {e(number(built.get("context_window")))}-token window.</p>')  # fmt: skip
+    return (
+        f'<p class="cut"><b>Context cut</b>: {e(number(sent))} prompt tokens sent of a '
+        f"{e(number(corpus))}-token corpus{e(cut)}; "
+        f"input budget {e(number(built.get('max_input_tokens')))} tokens of a "
+        f"{e(number(built.get('context_window')))}-token window.</p>"
+    )
 
 
 def _messages(messages: Sequence[Mapping[str, Any]]) -> str:
@@ -189,7 +236,10 @@ def _messages(messages: Sequence[Mapping[str, Any]]) -> str:
         for m in messages
     )
     size = sum(len(str(m.get("content") or "")) for m in messages)
-    return f'<details class="messages"><summary>Messages sent (last model call, {len(messages)} message(s), {size:,} characters)</summary>{body}</details>'
+    return (
+        f'<details class="messages"><summary>Messages sent (last model call, {len(messages)} '
+        f"message(s), {size:,} characters)</summary>{body}</details>"
+    )
 
 
 def _content(message: Mapping[str, Any]) -> str:
@@ -212,7 +262,8 @@ def _tool_calls(message: Mapping[str, Any]) -> str:
     calls = message.get("tool_calls") or []
     items = "".join(
         f'<li class="tool-call" data-call="{e(c.get("id"))}"><b>{e(c.get("name"))}</b> '
-        f'<span class="meta">[{e(c.get("id"))}]</span> <code>{cut(dumps(c.get("args")), 2000)}</code></li>'
+        f'<span class="meta">[{e(c.get("id"))}]</span> '
+        f"<code>{cut(dumps(c.get('args')), 2000)}</code></li>"
         for c in calls
     )
     return f'<ul class="tool-calls">{items}</ul>' if items else ""
@@ -224,20 +275,30 @@ def _rule(row: Mapping[str, Any], value: Any) -> str:
         return ""
     rule = row["match_rule"]
     label = f"matched: {rule}" if rule else "no rule matched"
-    return f' <span class="rule" data-rule="{e(rule or "none")}" title="the scoring rule that decided this answer">{e(label)}</span>'
+    return (
+        f' <span class="rule" data-rule="{e(rule or "none")}" title="the scoring rule that '
+        f'decided this answer">{e(label)}</span>'
+    )
 
 
 def _evidence(evidence: Sequence[Mapping[str, Any]]) -> str:
     if not evidence:
         return (
             '<div class="evidence"><b>Evidence</b> '
-            '<span class="na">none recorded (no chunks cited: the strategy read the corpus or its context whole)</span></div>'
+            '<span class="na">none recorded (no chunks cited: the strategy read the corpus or '
+            "its context whole)</span></div>"
         )
-    items = "".join(
-        f'<li><span class="title">{e(ev.get("title") or ev.get("doc_id"))}</span> <span class="meta">doc {e(ev.get("doc_id"))}'
-        f"{' · chunk ' + e(ev.get('chunk_id')) if ev.get('chunk_id') is not None else ''}"
-        f"{' · score ' + e(number(ev.get('score'), 3)) if isinstance(ev.get('score'), (int, float)) else ''}</span>"
-        f'<blockquote class="snippet">{cut(ev.get("snippet"), 1000)}</blockquote></li>'
-        for ev in evidence
-    )
+    items = "".join(_evidence_item(ev) for ev in evidence)
     return f'<div class="evidence"><b>Evidence</b> ({len(evidence)})<ol>{items}</ol></div>'
+
+
+def _evidence_item(ev: Mapping[str, Any]) -> str:
+    score = ev.get("score")
+    scored = " · score " + e(number(score, 3)) if isinstance(score, (int, float)) else ""
+    return (
+        f'<li><span class="title">{e(ev.get("title") or ev.get("doc_id"))}</span> <span '
+        f'class="meta">doc {e(ev.get("doc_id"))}'
+        f"{' · chunk ' + e(ev.get('chunk_id')) if ev.get('chunk_id') is not None else ''}"
+        f"{scored}</span>"
+        f'<blockquote class="snippet">{cut(ev.get("snippet"), 1000)}</blockquote></li>'
+    )

@@ -49,7 +49,8 @@ def write_html_report(
     missing: Mapping[str, int] | None = None,
     costs: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Path:
-    """Write ``folder/report.html`` (see :mod:`longctx.experiments.html_report`) and return its path.
+    """Write ``folder/report.html`` (see :mod:`longctx.experiments.html_report`) and
+    return its path.
 
     Args:
         folder: The report folder (plots already written there are embedded).
@@ -61,7 +62,8 @@ def write_html_report(
         samples: Sample id -> sample (question and gold answers).
         prices: The user's price table (:func:`longctx.experiments.prices.load_prices`).
         winners: :func:`pick_winners` with per-question values (the report's); none named without.
-        pairwise: The score's pairwise table (``longctx.experiments.comparison.pairwise``), shown as a matrix.
+        pairwise: The score's pairwise table (``longctx.experiments.comparison.pairwise``), shown
+            as a matrix.
         missing: Strategy -> questions it has not answered: an incomplete run says so at the top
             and names no winner.
         costs: :func:`strategy_costs` of these rows and prices, when the caller has them already.
@@ -98,6 +100,7 @@ def _head(benchmark: str) -> str:
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'\">"
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; img-src '
+        "data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'\">"
         f"<title>longctx report: {e(benchmark)}</title><style>{CSS}</style></head><body>"
     )

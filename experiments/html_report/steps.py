@@ -1,6 +1,6 @@
-"""An answer's steps in order, each as its strategy's registry entry shows it (``presentation.step_views``
-and ``run_views``, declared in the strategy's package; a nested run's step as that run's strategy
-does), every other step as its facts."""
+"""An answer's steps in order, each as its strategy's registry entry shows it
+(``presentation.step_views`` and ``run_views``, declared in the strategy's package; a nested run's
+step as that run's strategy does), every other step as its facts."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from longctx.graphs.registry import STRATEGIES
 def steps_details(
     strategy: str, steps: Sequence[Mapping[str, Any]], evidence: Sequence[Mapping[str, Any]]
 ) -> str:
-    """The steps in order, each as its strategy shows it (a nested run's step as that run's strategy does)."""
+    """The steps in order, each as its strategy shows it (a nested run's step as that run's
+    strategy does)."""
     if not steps:
         return '<div class="steps"><b>Steps</b> <span class="na">none recorded</span></div>'
     by_chunk = {ev.get("chunk_id"): ev for ev in evidence if ev.get("chunk_id") is not None}
@@ -35,11 +36,15 @@ def steps_details(
             continue
         blocks.append(_one_step(node, looks, steps[i], by_chunk))
         i += 1
-    return f'<details class="steps" open><summary><b>Steps</b> ({len(steps)})</summary>{"".join(blocks)}</details>'
+    return (
+        '<details class="steps" open><summary><b>Steps</b> '
+        f"({len(steps)})</summary>{''.join(blocks)}</details>"
+    )
 
 
 def _run_end(steps: Sequence[Mapping[str, Any]], i: int, node: str) -> int:
-    """The index after the steps of ``node`` (and of ``steps[i]``'s nested run) that follow one another from ``i``."""
+    """The index after the steps of ``node`` (and of ``steps[i]``'s nested run) that follow one
+    another from ``i``."""
     leg = steps[i].get(LEG_KEY)
     j = i
     while j < len(steps) and steps[j].get("node") == node and steps[j].get(LEG_KEY) == leg:
@@ -53,7 +58,8 @@ def _one_step(
     step: Mapping[str, Any],
     by_chunk: Mapping[Any, Mapping[str, Any]],
 ) -> str:
-    """A step as its strategy's step view shows it, with the facts the view did not show; its facts alone without one."""
+    """A step as its strategy's step view shows it, with the facts the view did not show; its facts
+    alone without one."""
     view = looks.step_views.get(node)
     if view is None:
         return _step_box(node, _facts(step))
@@ -62,7 +68,8 @@ def _one_step(
 
 
 def _presentation(strategy: Any) -> StrategyPresentation:
-    """How ``strategy`` is shown: its registry entry's, or the default for a name this process has not registered."""
+    """How ``strategy`` is shown: its registry entry's, or the default for a name this process has
+    not registered."""
     return (
         STRATEGIES.get(strategy).presentation
         if isinstance(strategy, str) and strategy in STRATEGIES
@@ -71,7 +78,10 @@ def _presentation(strategy: Any) -> StrategyPresentation:
 
 
 def _step_box(node: str, body: str, extra: str = "") -> str:
-    return f'<div class="step" data-node="{e(node)}"><div class="node">{e(node)}</div>{body}{extra}</div>'
+    return (
+        f'<div class="step" data-node="{e(node)}"><div '
+        f'class="node">{e(node)}</div>{body}{extra}</div>'
+    )
 
 
 def _facts(step: Mapping[str, Any], skip: Iterable[str] = ()) -> str:

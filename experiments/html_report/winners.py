@@ -35,10 +35,10 @@ def pick_winners(
     cost metrics the better-scoring one) and whether the data makes it the winner.
 
     A winner is named (``strategies``) only when the leader beats every other strategy on the
-    questions they share with a Holm-adjusted paired p below 0.05 (``longctx.experiments.comparison``);
-    otherwise ``strategies`` is empty and ``note`` says so, with n and the smallest difference
-    these questions could detect. Without ``per_question`` (metric -> strategy -> question id ->
-    value) nothing can be tested and no winner is named.
+    questions they share with a Holm-adjusted paired p below 0.05
+    (``longctx.experiments.comparison``); otherwise ``strategies`` is empty and ``note`` says so,
+    with n and the smallest difference these questions could detect. Without ``per_question``
+    (metric -> strategy -> question id -> value) nothing can be tested and no winner is named.
 
     ``rows`` are summary rows with ``strategy``, ``score``, ``cost_usd``, ``tokens`` and
     ``seconds`` (missing or ``None`` values take no part).
@@ -53,8 +53,13 @@ def pick_winners(
     return winners
 
 
-def _metric_winner(key: str, label: str, higher: bool, candidates: list[Mapping[str, Any]],
-                   values: Mapping[str, Mapping[str, Any]] | None) -> dict[str, Any]:  # fmt: skip
+def _metric_winner(
+    key: str,
+    label: str,
+    higher: bool,
+    candidates: list[Mapping[str, Any]],
+    values: Mapping[str, Mapping[str, Any]] | None,
+) -> dict[str, Any]:
     """One metric's entry of :func:`pick_winners` among ``candidates`` (the rows with a value)."""
     best = max(r[key] for r in candidates) if higher else min(r[key] for r in candidates)
     tied = [r for r in candidates if abs(r[key] - best) <= 1e-9]
@@ -62,14 +67,30 @@ def _metric_winner(key: str, label: str, higher: bool, candidates: list[Mapping[
     leader = top[0]["strategy"]
     others = [r["strategy"] for r in candidates if r["strategy"] != leader]
     verdict, note = _verdict(key, label, higher, leader, others, candidates, values)
-    return {"metric": key, "label": label, "strategies": [leader] if verdict["significant"] else [], "leader": leader,
-            "value": best, "significant": verdict["significant"], "n": verdict["n"], "detectable": verdict["detectable"],
-            "note": note}  # fmt: skip
+    return {
+        "metric": key,
+        "label": label,
+        "strategies": [leader] if verdict["significant"] else [],
+        "leader": leader,
+        "value": best,
+        "significant": verdict["significant"],
+        "n": verdict["n"],
+        "detectable": verdict["detectable"],
+        "note": note,
+    }
 
 
-def _verdict(key: str, label: str, higher: bool, leader: str, others: list[str], candidates: list[Mapping[str, Any]],
-             values: Mapping[str, Mapping[str, Any]] | None) -> tuple[dict[str, Any], str]:  # fmt: skip
-    """Whether ``leader`` beats ``others`` on the per-question ``values``, and the sentence that says so."""
+def _verdict(
+    key: str,
+    label: str,
+    higher: bool,
+    leader: str,
+    others: list[str],
+    candidates: list[Mapping[str, Any]],
+    values: Mapping[str, Mapping[str, Any]] | None,
+) -> tuple[dict[str, Any], str]:
+    """Whether ``leader`` beats ``others`` on the per-question ``values``, and the sentence
+    that says so."""
     if not others:
         return _untested(), f"{label}: only {leader} has a value; nothing to compare."
     if values is None:
@@ -78,8 +99,10 @@ def _verdict(key: str, label: str, higher: bool, leader: str, others: list[str],
     seen = {v for per in by_strategy.values() for v in per.values() if v is not None}
     if len(seen) == 1:  # no spread to test: say so, not a detectable difference sized on nothing
         n = max(len(per) for per in by_strategy.values())
-        return _untested(), (f"{label}: every strategy has the same value ({seen.pop():g} {UNITS.get(key, 'points')}) on "
-                             f"every one of the {n} questions; nothing to test.")  # fmt: skip
+        return _untested(), (
+            f"{label}: every strategy has the same value ({seen.pop():g} "
+            f"{UNITS.get(key, 'points')}) on every one of the {n} questions; nothing to test."
+        )
     pairs = comparison.pairwise(by_strategy, metric=key)
     verdict = comparison.significant_winner(leader, others, pairs, higher=higher)
     return verdict, comparison.verdict_line(label, leader, verdict, UNITS.get(key, "points"))
@@ -110,8 +133,11 @@ def _better_scoring(rows: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 def incomplete_line(missing: Mapping[str, int], questions: int) -> str:
     """What an unfinished run lacks, and how to finish it."""
     parts = ", ".join(f"{name} {n} of {questions}" for name, n in missing.items())
-    return (f"Incomplete run: answers missing ({parts}). No winner is named until every strategy has answered every "
-            "question: rerun the same 'longctx run' command (same --out) to finish it.")  # fmt: skip
+    return (
+        f"Incomplete run: answers missing ({parts}). No winner is named until every strategy has "
+        "answered every "
+        "question: rerun the same 'longctx run' command (same --out) to finish it."
+    )
 
 
 def significance_text(
@@ -120,7 +146,8 @@ def significance_text(
     missing: Mapping[str, int] | None = None,
     questions: int = 0,
 ) -> str:
-    """The verdict of every metric, one line each (the terminal's and ``significance.md``'s text)."""
+    """The verdict of every metric, one line each (the terminal's and
+    ``significance.md``'s text)."""
     if missing:
         return incomplete_line(missing, questions) + "\n"
     head = "Winners (paired tests on the shared questions, Holm-adjusted, 5%)"

@@ -13,8 +13,9 @@ from __future__ import annotations
 from longctx.experiments.metrics.registry import METRICS
 from longctx.retrieval.registry import import_submodules
 
-#: Metric-module versions (each module's ``VERSION``), recorded with every score; every module of this
-#: package is imported here and registers its metrics, so a new metric module needs no line elsewhere.
+#: Metric-module versions (each module's ``VERSION``), recorded with every score; every
+#: module of this package is imported here and registers its metrics, so a new metric
+#: module needs no line elsewhere.
 VERSIONS: dict[str, int] = {
     module.__name__.rpartition(".")[2]: module.VERSION
     for module in import_submodules(__name__)

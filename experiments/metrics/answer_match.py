@@ -5,8 +5,8 @@ A gold answer is credited by the first rule that matches, and the rule is kept w
 * ``exact``: the answer and the gold are the same token sequence after QA normalisation
   (case, punctuation, the articles a/an/the, whitespace; numbers by value: ``1,200`` = ``1200``;
   CJK text by character).
-* ``typed``: the answer states the same number, list or date as the gold, the whole answer
-  read as that type (``longctx.experiments.metrics.equivalence``; dates in ISO, ``5 January 2023`` or
+* ``typed``: the answer states the same number, list or date as the gold, the whole answer read as
+  that type (``longctx.experiments.metrics.equivalence``; dates in ISO, ``5 January 2023`` or
   ``January 5, 2023`` form compare by calendar day; a list answer also in prose: ``adm and root``).
 * ``phrase`` (text answers only): the gold's token sequence occurs in the answer as whole
   tokens, never inside a word (``adm`` is not in ``README`` or ``administrator``, ``12`` not in
@@ -40,11 +40,13 @@ RULES = ("exact", "typed", "phrase", "judge")
 
 _ARTICLES = frozenset({"a", "an", "the"})
 # Words (after apostrophes are dropped) that deny the phrase that follows them within two tokens.
-_NEGATIONS = frozenset({
-    "not", "no", "never", "neither", "nor", "none", "without", "except", "excluding", "unlike",
-    "isnt", "arent", "wasnt", "werent", "dont", "doesnt", "didnt", "cannot", "cant", "wont", "nobody",
-    "不", "没", "没有", "非", "无", "不是",
-})  # fmt: skip
+_NEGATIONS = frozenset(
+    (
+        "not no never neither nor none without except excluding unlike "
+        "isnt arent wasnt werent dont doesnt didnt cannot cant wont nobody "
+        "不 没 没有 非 无 不是"
+    ).split()
+)
 # Tokens that join alternatives: "adm or sudo", "adm/sudo", "adm, sudo and root", "adm 或 sudo".
 _ALTERNATION = frozenset(
     {"or", "nor", "/", "versus", "vs", "and", "或", "或者", "和", "与", "及", "、"}
@@ -63,7 +65,8 @@ _CJK_CHAR = re.compile(f"[{_CJK}]")
 _SPELLED = {"percent": "%", "per cent": "%", "pct": "%"}
 _LIST_QUESTION = re.compile(
     r"\b(list|all|both|each|every|which ones|name (?:the|all|every))\b"
-    r"|\b(?:what|which) (?!(?:was|does|has|is|this|its|us)\b)\w*[^su\W]s\b|哪些|列出",  # "which groups", not "which process"
+    # "which groups", not "which process"
+    r"|\b(?:what|which) (?!(?:was|does|has|is|this|its|us)\b)\w*[^su\W]s\b|哪些|列出",
     re.IGNORECASE,
 )
 _MONTHS = (
@@ -134,7 +137,8 @@ def _same_sequence(a: list[str], b: list[str]) -> bool:
 
 
 def parse_date(text: str) -> dt.date | None:
-    """The calendar day a whole answer names (ISO, day-month-year, month-day-year, 年月日), or None."""
+    """The calendar day a whole answer names (ISO, day-month-year, month-day-year, 年月日),
+    or None."""
     t = " ".join(text.strip().strip(" .\"'").lower().split())
     for i, pattern in enumerate(_DATE_PATTERNS):
         m = pattern.match(t)
@@ -181,7 +185,8 @@ def _negated(toks: list[_Token], start: int) -> bool:
 
 
 def _item_length(toks: list[_Token], start: int, step: int) -> int:
-    """Tokens of the list item beginning at ``start`` going in direction ``step`` (to a separator or clause end)."""
+    """Tokens of the list item beginning at ``start`` going in direction ``step`` (to a separator or
+    clause end)."""
     n, i = 0, start
     while (
         0 <= i < len(toks)
@@ -193,7 +198,8 @@ def _item_length(toks: list[_Token], start: int, step: int) -> int:
 
 
 def _alternative(toks: list[_Token], start: int, stop: int) -> bool:
-    """Whether the span [start, stop) is one item of a list of alternatives (``adm, sudo or root``)."""
+    """Whether the span [start, stop) is one item of a list of alternatives
+    (``adm, sudo or root``)."""
     after = toks[stop].text if stop < len(toks) else None
     before = toks[start - 1].text if start > 0 else None
     if after in _ALTERNATION and 0 < _item_length(toks, stop + 1, 1) <= _MAX_ITEM_TOKENS:
@@ -246,7 +252,8 @@ def _phrase(answer: str, gold: str, *, allow_lists: bool) -> bool:
 
 
 def asks_for_list(question: str | None) -> bool:
-    """Whether a question asks for several items (``Which groups are ...``, ``List ...``, ``哪些``)."""
+    """Whether a question asks for several items (``Which groups are ...``,
+    ``List ...``, ``哪些``)."""
     return bool(question) and bool(_LIST_QUESTION.search(question or ""))
 
 
@@ -263,7 +270,8 @@ def match_answer(
     """
     if not isinstance(answer, str) or not isinstance(gold, str):
         raise TypeError(
-            f"match_answer() takes two strings, got {type(answer).__name__} and {type(gold).__name__}"
+            f"match_answer() takes two strings, got {type(answer).__name__} and "
+            f"{type(gold).__name__}"
         )
     answer_words, gold_words = _words(tokens(answer)), _words(tokens(gold))
     if (
@@ -283,7 +291,8 @@ def match_answer(
 
 @METRICS.register("answer_match")
 def answer_match_score(prediction: str, ground_truth: str, **kwargs: str | None) -> float:
-    """1.0 when :func:`match_answer` credits the prediction (``answer_type``, ``question`` as keywords)."""
+    """1.0 when :func:`match_answer` credits the prediction (``answer_type``, ``question``
+    as keywords)."""
     return float(
         match_answer(
             prediction,

@@ -1,4 +1,5 @@
-"""BABILong's answer check: ``compare_answers`` with ``TASK_LABELS`` (booydar/babilong ``babilong/metrics.py``).
+"""BABILong's answer check: ``compare_answers`` with ``TASK_LABELS`` (booydar/babilong
+``babilong/metrics.py``).
 
 A reply is right when, in its first sentence, the only task labels it mentions (labels
 named in the question left aside) are the target: one label for most tasks, every
@@ -25,26 +26,58 @@ VERSION = 1
 _ROOMS = ("bathroom", "bedroom", "garden", "hallway", "kitchen", "office")
 _YES_NO = ("no", "yes")
 TASK_LABELS: dict[str, tuple[str, ...]] = {
-    "qa1": _ROOMS, "qa2": _ROOMS, "qa3": _ROOMS, "qa4": _ROOMS,
+    "qa1": _ROOMS,
+    "qa2": _ROOMS,
+    "qa3": _ROOMS,
+    "qa4": _ROOMS,
     "qa5": ("Bill", "Fred", "Jeff", "Mary", "apple", "football", "milk"),
-    "qa6": _YES_NO, "qa7": ("none", "one", "three", "two"), "qa8": ("apple", "football", "milk", "nothing"),
-    "qa9": _YES_NO, "qa10": ("maybe", "no", "yes"), "qa11": _ROOMS, "qa12": _ROOMS, "qa13": _ROOMS,
+    "qa6": _YES_NO,
+    "qa7": ("none", "one", "three", "two"),
+    "qa8": ("apple", "football", "milk", "nothing"),
+    "qa9": _YES_NO,
+    "qa10": ("maybe", "no", "yes"),
+    "qa11": _ROOMS,
+    "qa12": _ROOMS,
+    "qa13": _ROOMS,
     "qa14": ("bedroom", "cinema", "kitchen", "office", "park", "school"),
-    "qa15": ("cat", "mouse", "sheep", "wolf"), "qa16": ("gray", "green", "white", "yellow"),
-    "qa17": _YES_NO, "qa18": _YES_NO,
+    "qa15": ("cat", "mouse", "sheep", "wolf"),
+    "qa16": ("gray", "green", "white", "yellow"),
+    "qa17": _YES_NO,
+    "qa18": _YES_NO,
     "qa19": ("e,e", "e,n", "e,s", "n,e", "n,n", "n,w", "s,e", "s,s", "s,w", "w,n", "w,s", "w,w"),
     "qa20": ("bedroom", "bored", "garden", "hungry", "kitchen", "thirsty", "tired"),
-}  # fmt: skip
+}
 
-#: Strings ``pandas.read_csv`` reads as missing by default (its ``STR_NA_VALUES``); the official table then scores "".
+#: Strings ``pandas.read_csv`` reads as missing by default (its ``STR_NA_VALUES``); the
+#: official table then scores "".
 PANDAS_MISSING = frozenset(
-    {"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN",
-     "None", "n/a", "nan", "null"}
-)  # fmt: skip
+    {
+        "",
+        "#N/A",
+        "#N/A N/A",
+        "#NA",
+        "-1.#IND",
+        "-1.#QNAN",
+        "-NaN",
+        "-nan",
+        "1.#IND",
+        "1.#QNAN",
+        "<NA>",
+        "N/A",
+        "NA",
+        "NULL",
+        "NaN",
+        "None",
+        "n/a",
+        "nan",
+        "null",
+    }
+)
 
 
 def first_sentence(output: str) -> str:
-    """``preprocess_output``: lower case, up to the first ``.``, before any ``<context>`` / ``<example>``."""
+    """``preprocess_output``: lower case, up to the first ``.``, before any ``<context>`` /
+    ``<example>``."""
     text = output.lower().split(".")[0]
     text = text.split("<context>")[0].split("<example>")[0]
     return text.split("Question")[
@@ -58,7 +91,8 @@ def labels_in(text: str, labels: Iterable[str]) -> set[str]:
 
 
 def compare_answers(target: str, output: str, question: str, task_labels: Iterable[str]) -> bool:
-    """The official verdict: the reply names the target, and only it, among the labels the question does not name."""
+    """The official verdict: the reply names the target, and only it, among the labels the question
+    does not name."""
     said = first_sentence(output)
     target = target.lower()
     labels = {label.lower() for label in task_labels}
@@ -72,7 +106,8 @@ def compare_answers(target: str, output: str, question: str, task_labels: Iterab
 
 
 def as_read_back(output: str) -> str:
-    """The reply as the official table reads it from its CSV: stripped (as the run script stores it), "" where pandas reads it as missing."""
+    """The reply as the official table reads it from its CSV: stripped (as the run script stores
+    it), "" where pandas reads it as missing."""
     text = output.strip()
     return "" if text in PANDAS_MISSING else text
 

@@ -24,7 +24,7 @@ Compare the answers to verify they represent identical values or meaning, even w
 Your output must follow the following format:
 1) Provide an explanation for why the answers are equivalent or not.
 2) Then provide your final answer in the form of: [[YES]] or [[NO]]
-"""
+"""  # noqa: E501
 
 JUDGE_USER_TEMPLATE = """
 Problem: {problem}

@@ -30,7 +30,8 @@ _STRIP = " \t\n\"'“”‘’`.。,，;；"
 
 
 def parse_list(text: str) -> list | None:
-    """The list an answer writes (JSON, a Python literal or ``[a, b]``), or ``None`` when it is no list."""
+    """The list an answer writes (JSON, a Python literal or ``[a, b]``), or ``None`` when
+    it is no list."""
     text = text.strip()
     if not (text.startswith("[") and text.endswith("]")):
         return None
@@ -62,7 +63,8 @@ def parse_number(text: str) -> tuple[float, int, bool] | None:
 
 
 def numbers_equal(a: tuple[float, int, bool], b: tuple[float, int, bool]) -> bool:
-    """Whether two :func:`parse_number` values state the same number within rounding (percent vs fraction too)."""
+    """Whether two :func:`parse_number` values state the same number within rounding (percent vs
+    fraction too)."""
     (va, da, pa), (vb, db, pb) = a, b
     candidates = [(va, vb)]
     if pa != pb:  # one side a percentage, the other a fraction
@@ -98,7 +100,8 @@ def equivalent(predicted: str, gold: str) -> bool:
     """Whether ``predicted`` and ``gold`` state the same answer under the rules above."""
     if not isinstance(predicted, str) or not isinstance(gold, str):
         raise TypeError(
-            f"equivalent() takes two strings, got {type(predicted).__name__} and {type(gold).__name__}"
+            f"equivalent() takes two strings, got {type(predicted).__name__} and "
+            f"{type(gold).__name__}"
         )
     lp, lg = parse_list(predicted), parse_list(gold)
     if lp is not None or lg is not None:

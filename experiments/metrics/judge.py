@@ -14,7 +14,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-VERSION = 3  # 2: the official judge parameters are sent with every call; 3: max_tokens, top_p and seed among them
+# 2: the official judge parameters are sent with every call; 3: max_tokens,
+# top_p and seed among them
+VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -37,10 +39,12 @@ class JudgeParams:
 LOONG_JUDGE = JudgeParams(temperature=0.0)
 #: CorpusQA ``src/eval.py``: ``client.chat.completions.create(..., temperature=0.0, n=1)``.
 CORPUSQA_JUDGE = JudgeParams(temperature=0.0, n=1)
-#: MemoryAgentBench ``llm_based_eval/longmem_qa_evaluate.py``: gpt-4o with ``n=1, temperature=0, max_tokens=10``.
+#: MemoryAgentBench ``llm_based_eval/longmem_qa_evaluate.py``: gpt-4o with
+#: ``n=1, temperature=0, max_tokens=10``.
 LONGMEMEVAL_JUDGE = JudgeParams(temperature=0.0, n=1, max_tokens=10)
-#: MemoryAgentBench ``llm_based_eval/summarization_evaluate.py``: ``OpenAIModel("gpt-4o-2024-05-13", temperature=0.1,
-#: generation_max_length=4096)``, whose ``generate`` sends ``top_p=0.9`` and ``seed=42`` too.
+#: MemoryAgentBench ``llm_based_eval/summarization_evaluate.py``:
+#: ``OpenAIModel("gpt-4o-2024-05-13", temperature=0.1, generation_max_length=4096)``, whose
+#: ``generate`` sends ``top_p=0.9`` and ``seed=42`` too.
 INFBENCH_SUM_JUDGE = JudgeParams(temperature=0.1, max_tokens=4096, top_p=0.9, seed=42)
 
 
@@ -72,7 +76,8 @@ def call_judge(
     messages = ([SystemMessage(system)] if system else []) + [HumanMessage(prompt)]
     try:
         reply = judge.invoke(messages, **params.kwargs())
-    except Exception as exc:  # noqa: BLE001 - any provider error is an outcome to record, not to crash a 1,600-item run on
+    except Exception as exc:  # noqa: BLE001
+        # any provider error is an outcome to record, not to crash a 1,600-item run on
         return JudgeResult(text=None, error=f"{type(exc).__name__}: {exc}")
     content = reply.content if isinstance(reply.content, str) else str(reply.content)
     return JudgeResult(text=content)

@@ -54,7 +54,8 @@ _SINGLE = re.compile(r"\[([0-9]*\.?[0-9]+)\]")
 
 
 def judge_prompt(question: str, gold: str, prediction: str) -> str:
-    """The official judge prompt filled (``str.format`` positional order: question, gold, prediction)."""
+    """The official judge prompt filled (``str.format`` positional order: question, gold,
+    prediction)."""
     return JUDGE_PROMPT.format(question=question, gold=gold, prediction=prediction)
 
 

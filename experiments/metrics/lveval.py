@@ -39,12 +39,12 @@ ABANDON_WORDS_EN = frozenset([
     "were", "about", "being", "this", "who", "but", "have", "has", "when", "which", "does",
 ])
 ABANDON_WORDS_ZH = frozenset([
-    "的", "和", "是", "等", "在", "年", "可以", "为", "与", "‰", "了", "或", "一种", "月", "c", "至", "日",
-    "有", "进行", "于", "不", "中", "×", "根据", "小", "由", "亩", "也", "要", "指", "法", "会", "元", "主要",
-    "以及", "通过", "首先", "对", "然后", "号", "以", "所", "后", "丁", "包括", "无", "将", "用", "能", "形",
-    "方面", "因素", "位于", "而", "从", "到", "一定", "用于", "但", "使用", "让", "具有", "并", "亿元", "万元",
-    "上", "类", "基于", "才", "来", "地", "片", "其他", "个", "或者", "变得", "时", "给", "你", "使", "条",
-    "受", "已经", "带", "度",
+    "的", "和", "是", "等", "在", "年", "可以", "为", "与", "‰", "了", "或", "一种", "月", "c",
+    "至", "日", "有", "进行", "于", "不", "中", "×", "根据", "小", "由", "亩", "也", "要", "指",
+    "法", "会", "元", "主要", "以及", "通过", "首先", "对", "然后", "号", "以", "所", "后", "丁",
+    "包括", "无", "将", "用", "能", "形", "方面", "因素", "位于", "而", "从", "到", "一定", "用于",
+    "但", "使用", "让", "具有", "并", "亿元", "万元", "上", "类", "基于", "才", "来", "地", "片",
+    "其他", "个", "或者", "变得", "时", "给", "你", "使", "条", "受", "已经", "带", "度",
 ])
 # fmt: on
 
@@ -52,7 +52,8 @@ ABANDON_WORDS_ZH = frozenset([
 def keyword_recall(
     prediction_tokens: list[str], keyword_tokens: list[str], blacklist: frozenset[str]
 ) -> float:
-    """Multiset overlap of prediction and keyword tokens, blacklist removed, over all keyword tokens."""
+    """Multiset overlap of prediction and keyword tokens, blacklist removed, over all
+    keyword tokens."""
     common = Counter(prediction_tokens) & Counter(keyword_tokens)
     same = sum(n for tok, n in common.items() if tok not in blacklist)
     return same / len(keyword_tokens)
@@ -66,7 +67,8 @@ def qa_f1_gated(
     pred = normalize_answer(prediction).split()
     if keywords:
         kw = normalize_answer(keywords).split()
-        # An all-punctuation keyword string would divide by zero officially; treat it as no keywords.
+        # An all-punctuation keyword string would divide by zero
+        # officially; treat it as no keywords.
         if kw and keyword_recall(pred, kw, ABANDON_WORDS_EN) < GATE_EN:
             return 0.0
     return token_f1(pred, normalize_answer(ground_truth).split())
@@ -89,7 +91,8 @@ def qa_f1_zh_gated(
 
 @METRICS.register("lveval_rouge_zh_blacklist")
 def rouge_zh_blacklist(prediction: str, ground_truth: str, **_: object) -> float:
-    """``rouge_zh_score_blacklist``: jieba twice (as official), normalise, drop blacklist, ROUGE-L F."""
+    """``rouge_zh_score_blacklist``: jieba twice (as official), normalise, drop
+    blacklist, ROUGE-L F."""
 
     def prepare(text: str) -> str:
         tokens = jieba_tokens(" ".join(jieba_tokens(text)))
@@ -100,7 +103,8 @@ def rouge_zh_blacklist(prediction: str, ground_truth: str, **_: object) -> float
     return rouge_l(prepare(prediction), prepare(ground_truth))
 
 
-#: Official ``DATASET_METRIC`` map as registered metric names (keys are dataset names without the length suffix).
+#: Official ``DATASET_METRIC`` map as registered metric names (keys are dataset names
+#: without the length suffix).
 DATASET_METRIC = {
     "hotpotwikiqa_mixup": "lveval_qa_f1_gated",
     "loogle_SD_mixup": "lveval_qa_f1_gated",

@@ -37,7 +37,8 @@ def substring_exact_match(prediction: str, ground_truth: str, **_: object) -> fl
 
 
 def gold_list(ground_truths: Any) -> list[str]:
-    """The gold answers as a flat list: a string alone, a list of lists flattened (official rule)."""
+    """The gold answers as a flat list: a string alone, a list of lists flattened
+    (official rule)."""
     if isinstance(ground_truths, str):
         return [ground_truths]
     if ground_truths and isinstance(ground_truths[0], list):
@@ -51,7 +52,8 @@ def best_over(metric: Callable[[str, str], float], prediction: str, ground_truth
 
 
 def parse_output(text: str) -> str:
-    """``parse_output``: what follows ``Answer:`` on its line, else the first line; stripped, a repeated prefix removed."""
+    """``parse_output``: what follows ``Answer:`` on its line, else the first line; stripped, a
+    repeated prefix removed."""
     for pattern in (_AFTER_PREFIX, _FIRST_LINE):
         match = pattern.search(text)
         if match:
@@ -69,7 +71,8 @@ def base_metrics(prediction: str, ground_truths: Any) -> dict[str, float]:
 
 
 def best_of_raw_and_parsed(prediction: str, ground_truths: Any) -> dict[str, float]:
-    """``default_post_process``: each metric's better value over the raw reply and its parsed line."""
+    """``default_post_process``: each metric's better value over the raw reply and its
+    parsed line."""
     raw, parsed = (
         base_metrics(prediction, ground_truths),
         base_metrics(parse_output(prediction), ground_truths),
@@ -78,7 +81,8 @@ def best_of_raw_and_parsed(prediction: str, ground_truths: Any) -> dict[str, flo
 
 
 def eventqa_metrics(prediction: str, ground_truths: Any) -> dict[str, float]:
-    """``_process_eventqa_dataset``: the parsed line's metrics and ``eventqa_recall`` (1 iff every gold element is in the raw reply)."""
+    """``_process_eventqa_dataset``: the parsed line's metrics and ``eventqa_recall`` (1 iff every
+    gold element is in the raw reply)."""
     found = sum(element.lower() in prediction.lower() for element in ground_truths) / len(
         ground_truths
     )
@@ -94,7 +98,8 @@ def post_process(
     *,
     movie_names: Mapping[int, str] | None = None,
 ) -> dict[str, float]:
-    """The official per-dataset metrics of one reply, routed by the sub-dataset name as ``post_process`` routes it."""
+    """The official per-dataset metrics of one reply, routed by the sub-dataset name as
+    ``post_process`` routes it."""
     if "icl" in source:
         return base_metrics(parse_output(prediction), ground_truths)
     if "eventqa" in source:
@@ -102,7 +107,8 @@ def post_process(
     if "recsys" in source:
         if movie_names is None:
             raise ValueError(
-                f"{source}: recall needs the movie names of entity2id.json (load() reads it beside the data)."
+                f"{source}: recall needs the movie names of entity2id.json (load() reads it "
+                "beside the data)."
             )
         return recsys_recall(prediction, ground_truths, movie_names)
     return best_of_raw_and_parsed(prediction, ground_truths)
@@ -116,7 +122,8 @@ _SPACES = re.compile(r"\s+")
 
 
 def movie_name(entity: str) -> str:
-    """``extract_movie_name``: the last path part, ``_ - >`` as spaces, parentheses dropped, spaces collapsed."""
+    """``extract_movie_name``: the last path part, ``_ - >`` as spaces, parentheses dropped,
+    spaces collapsed."""
     name = entity.split("/")[-1].replace("_", " ").replace("-", " ").replace(">", " ")
     return _SPACES.sub(" ", _PARENTHESES.sub("", name)).strip()
 
@@ -127,14 +134,16 @@ def clean_item(text: str) -> str:
 
 
 def recommended_items(text: str) -> list[str]:
-    """``extract_recommendation_list``: the lines after the first ``1.`` (else comma-separated items), cleaned."""
+    """``extract_recommendation_list``: the lines after the first ``1.`` (else comma-separated
+    items), cleaned."""
     head, sep, tail = text.partition("1.")
     body = tail if sep else text.replace(",", "\n")
     return [clean_item(item.strip()) for item in body.split("\n")]
 
 
 def nearest_movie(name: str, candidates: Sequence[str], folded: Sequence[str] | None = None) -> str:
-    """The candidate at the least edit distance from ``name`` (case-folded); ties go to the first of ``candidates``.
+    """The candidate at the least edit distance from ``name`` (case-folded); ties go to the first of
+    ``candidates``.
 
     ``candidates`` should be sorted and unique (``folded``: the same, lower-cased, to save
     folding them again). The official ``find_nearest_movie`` breaks ties by the order of
@@ -153,7 +162,8 @@ def nearest_movie(name: str, candidates: Sequence[str], folded: Sequence[str] | 
 def recsys_recall(
     prediction: str, ground_truths: Sequence[Any], movie_names: Mapping[int, str]
 ) -> dict[str, float]:
-    """``_process_recsys_dataset``: recall@1, @5, @10 of the gold movie ids among the nearest-matched recommendations."""
+    """``_process_recsys_dataset``: recall@1, @5, @10 of the gold movie ids among the
+    nearest-matched recommendations."""
     candidates = sorted(set(movie_names.values()))
     folded = [c.lower() for c in candidates]
     predicted = [nearest_movie(item, candidates, folded) for item in recommended_items(prediction)]

@@ -37,7 +37,8 @@ def official_prompts() -> dict[str, Any]:
 def longmemeval_prompt(
     question_type: str, question: str, answer: Any, response: str, *, abstention: bool
 ) -> str:
-    """``get_anscheck_prompt``: the judge prompt for one question type (``abstention``: question id has ``_abs``)."""
+    """``get_anscheck_prompt``: the judge prompt for one question type (``abstention``: question id
+    has ``_abs``)."""
     prompts = official_prompts()["longmemeval_judge"]
     if abstention:
         key = "abstention"
@@ -46,8 +47,11 @@ def longmemeval_prompt(
     elif question_type in prompts:
         key = question_type
     else:
-        raise ValueError(f"LongMemEval: unknown question type {question_type!r}; known: {', '.join(_PLAIN_TYPES)}, "
-                         "temporal-reasoning, knowledge-update, single-session-preference")  # fmt: skip
+        raise ValueError(
+            f"LongMemEval: unknown question type {question_type!r}; known: "
+            f"{', '.join(_PLAIN_TYPES)}, "
+            "temporal-reasoning, knowledge-update, single-session-preference"
+        )
     return prompts[key].format(question, answer, response)
 
 
@@ -79,7 +83,8 @@ def summary_prompts(
 
 
 def parse_json(text: str) -> dict[str, Any] | None:
-    """``parse_json``: the last ``{...}`` of the reply as JSON, else the last fenced json block, else ``None``."""
+    """``parse_json``: the last ``{...}`` of the reply as JSON, else the last fenced json block,
+    else ``None``."""
     matches = re.findall(r"\{.*?\}", text, re.DOTALL)
     if not matches:
         return None
@@ -94,7 +99,8 @@ def parse_json(text: str) -> dict[str, Any] | None:
 
 @dataclass(frozen=True)
 class SummaryScore:
-    """InfBench-Sum's judged scores of one summary (``f1`` is ``None`` when a judge reply did not parse)."""
+    """InfBench-Sum's judged scores of one summary (``f1`` is ``None`` when a judge reply
+    did not parse)."""
 
     f1: float | None
     recall: float | None = None

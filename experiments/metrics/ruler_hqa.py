@@ -18,18 +18,21 @@ from longctx.experiments.metrics.text import normalize_answer
 
 VERSION = 1
 
-#: The phrase the prompts ask for ("Therefore, the answer is ..."); matched case-sensitively, as official.
+#: The phrase the prompts ask for ("Therefore, the answer is ..."); matched
+#: case-sensitively, as official.
 ANSWER_PHRASE = "the answer is"
 _END_TOKENS = ("<｜Assistant｜>", "<｜end▁of▁sentence｜>")
 
 
 def strip_thinking(response: str) -> str:
-    """``extract_solution``: the text after the last ``</think>``, or the whole reply when there is none."""
+    """``extract_solution``: the text after the last ``</think>``, or the whole reply when
+    there is none."""
     return response.split("</think>")[-1].strip() if "</think>" in response else response
 
 
 def extract_answer(response: str) -> str | None:
-    """``extract_answer``: what follows the last ``the answer is``, or ``None`` without the phrase."""
+    """``extract_answer``: what follows the last ``the answer is``, or ``None``
+    without the phrase."""
     text = response.replace("*", "")
     if ANSWER_PHRASE not in text:
         return None
@@ -40,7 +43,8 @@ def extract_answer(response: str) -> str | None:
 
 
 def official_prediction(response: str) -> str | None:
-    """The ``pred`` field ``ruler_hqa.py`` writes for a stripped reply (``None``: no answer phrase)."""
+    """The ``pred`` field ``ruler_hqa.py`` writes for a stripped reply (``None``: no
+    answer phrase)."""
     solution = strip_thinking(response)
     return extract_answer(solution) if solution else extract_answer(response)
 
@@ -73,7 +77,8 @@ def hotpotqa_f1(prediction: str, ground_truth: str, **_: object) -> float:
 
 
 def item_scores(prediction: str, ground_truth: str) -> dict[str, float]:
-    """``judge_f1``, ``judge_em``, ``judge_sub_em`` of one item as ``calc_metrics`` gives them (rounded to 2 places)."""
+    """``judge_f1``, ``judge_em``, ``judge_sub_em`` of one item as ``calc_metrics`` gives them
+    (rounded to 2 places)."""
     return {
         "f1": round(hotpotqa_f1(prediction, ground_truth), 2),
         "em": round(exact_match(prediction, ground_truth), 2),

@@ -17,7 +17,10 @@ from longctx.experiments.metrics.registry import METRICS
 VERSION = 1
 
 #: Chinese punctuation stripped by the official ``normalize_zh_answer`` (plus ASCII punctuation).
-CN_PUNCTUATION = "！？｡。＂＃＄％＆＇（）＊＋，－／：；＜＝＞＠［＼］＾＿｀｛｜｝～｟｠｢｣､、〃》「」『』【】〔〕〖〗〘〙〚〛〜〝〞〟〰〾〿–—‘’‛“”„‟…‧﹏."
+CN_PUNCTUATION = (
+    "！？｡。＂＃＄％＆＇（）＊＋，－／：；＜＝＞＠［＼］＾＿｀｛｜｝～｟｠｢｣､、〃》「」"
+    "『』【】〔〕〖〗〘〙〚〛〜〝〞〟〰〾〿–—‘’‛“”„‟…‧﹏."
+)
 _EN_PUNCT = frozenset(string.punctuation)
 _ALL_PUNCT = frozenset(string.punctuation + CN_PUNCTUATION)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -30,7 +33,8 @@ def normalize_answer(text: str) -> str:
 
 
 def normalize_zh_answer(text: str) -> str:
-    """Chinese normalisation: lowercase, drop ASCII and Chinese punctuation, remove all whitespace."""
+    """Chinese normalisation: lowercase, drop ASCII and Chinese punctuation, remove
+    all whitespace."""
     return "".join("".join(ch for ch in text.lower() if ch not in _ALL_PUNCT).split())
 
 

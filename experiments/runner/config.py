@@ -26,22 +26,26 @@ class RunConfig:
         benchmark: Registry name (``longbench_v2``, ``lveval``, ``synthetic``, ...).
         strategies: Strategy registry names, compared on the same samples, or variants
             (``rag@hybrid``: a strategy, ``@``, a label), each its own column with its own options.
-        llm: Chat model spec (``embedded``, ``openai:MODEL``); ignored when a model object is passed.
+        llm: Chat model spec (``embedded``, ``openai:MODEL``); ignored when a model
+            object is passed.
         data_path: Where the benchmark's files are (default ``$LONGCTX_DATA_DIR/<benchmark>``).
         datasets: Subsets of the benchmark (e.g. LongBench dataset names); all when empty.
         limit: First N samples only.
         concurrency: (sample, strategy) pairs in flight at once.
-        strategy_options: Per-strategy config overrides, e.g. ``{"rag": {"top_k": 5}}``, or per variant
-            (``{"rag@hybrid": {"retriever": "hybrid"}}``); a strategy's own apply to each of its
-            variants too, under the variant's (:func:`longctx.experiments.runner.variants.variant_options`). For own corpora
+        strategy_options: Per-strategy config overrides, e.g. ``{"rag": {"top_k": 5}}``, or per
+            variant (``{"rag@hybrid": {"retriever": "hybrid"}}``); a strategy's own apply to each of
+            its variants too, under the variant's
+            (:func:`longctx.experiments.runner.variants.variant_options`). For own corpora
             (``BenchmarkSpec.shared_first``) each strategy's shared-first options go under them
-            (:func:`longctx.graphs.prompt_sharing.shared_first_options`; PAI's ``judge_order="chunk_first"``).
+            (:func:`longctx.graphs.prompt_sharing.shared_first_options`; PAI's
+            ``judge_order="chunk_first"``).
         llm_cache: Replay temperature-0 calls from ``<out>/llm_cache.sqlite``.
         loader_options: Options of the benchmark's loader, e.g. ``{"lengths": ["16k"]}`` for
             LV-Eval or ``{"seed": 1}`` for Loong.
         budget: Limits of each work unit (a sample x strategy, or a batched strategy's group of
-            questions over one corpus): a plan over it fails its rows before any call; a unit that
-            reaches it keeps rows marked ``stopped``, which a rerun answers again (MemAgent resumes).
+            questions over one corpus): a plan over it fails its rows before any call; a unit
+            that reaches it keeps rows marked ``stopped``, which a rerun answers again
+            (MemAgent resumes).
         inject_once: "Inject once, ask many": every strategy answers all questions over one corpus
             in one work unit, so its index (or tree, or extraction) is built or loaded once per
             context and shared; MemAgent still reads the stream once per question. Off: a unit per
@@ -118,7 +122,8 @@ def select_samples(config: RunConfig, samples: Sequence[Any] | None) -> list[Any
 
 
 def run_samples(config: Mapping[str, Any]) -> list[Any]:
-    """The samples a run's config (a :class:`RunConfig` as a dict, e.g. from its manifest) selects."""
+    """The samples a run's config (a :class:`RunConfig` as a dict, e.g. from its
+    manifest) selects."""
     options = dict(config.get("loader_options") or {})
     if config.get("datasets"):
         options["datasets"] = list(config["datasets"])

@@ -34,7 +34,8 @@ def run_lock(out: str | Path) -> Iterator[Path]:
         if isinstance(exc, RunFolderLocked) or exc.path != (out / RUN_LOCK_FILE).absolute():
             raise
         raise RunFolderLocked(
-            f"{out} is in use by another run ({describe_holder(exc.holder)}); wait for it to finish, "
+            f"{out} is in use by another run ({describe_holder(exc.holder)}); wait for it to "
+            "finish, "
             "or give another --out",
             path=exc.path,
             holder=exc.holder,
@@ -66,7 +67,8 @@ def make_out_folder(out: Path) -> None:
     """Create the result folder ``out`` (and its parents).
 
     Raises:
-        RunFolderError: It cannot be created (a file in the way, no permission, a full disk), naming it.
+        RunFolderError: It cannot be created (a file in the way, no permission, a full
+            disk), naming it.
     """
     check_out_folder(out)
     try:

@@ -34,8 +34,15 @@ class RunInterrupted(Exception):
         self.in_flight = in_flight
 
 
-def interrupt_run(out: Path, invocation: int, counts: dict[str, int], futures: set, pool: ThreadPoolExecutor, stop: threading.Event,
-                  sink: Any) -> RunInterrupted:  # fmt: skip
+def interrupt_run(
+    out: Path,
+    invocation: int,
+    counts: dict[str, int],
+    futures: set,
+    pool: ThreadPoolExecutor,
+    stop: threading.Event,
+    sink: Any,
+) -> RunInterrupted:
     """Stop a run on Ctrl-C: no new units or model calls, the rows of units that finish within
     :data:`INTERRUPT_GRACE_SECONDS` written (a unit stopped mid-way writes none; its checkpoint
     stays), the invocation closed in the manifest. A second Ctrl-C meanwhile exits at once."""
@@ -43,7 +50,8 @@ def interrupt_run(out: Path, invocation: int, counts: dict[str, int], futures: s
     stop.set()
     pool.shutdown(wait=False, cancel_futures=True)
     tqdm.write(
-        f"\nStopping: no new calls; waiting up to {INTERRUPT_GRACE_SECONDS:.0f} s for the answers in flight (Ctrl-C again quits now)",
+        f"\nStopping: no new calls; waiting up to {INTERRUPT_GRACE_SECONDS:.0f} s for the "
+        "answers in flight (Ctrl-C again quits now)",
         file=sys.stderr,
     )
     finished, running = wait(futures, timeout=INTERRUPT_GRACE_SECONDS)

@@ -163,7 +163,8 @@ def manifest_config(out: str | Path, manifest: dict[str, Any] | None = None) -> 
         or not isinstance(config.get("strategies"), list)
     ):
         raise RunFolderError(
-            f"{path} records no run config (benchmark and strategies); rerun the same 'longctx run' command into {out} to write it"
+            f"{path} records no run config (benchmark and strategies); rerun the same 'longctx "
+            f"run' command into {out} to write it"
         )
     return config
 

@@ -1,9 +1,9 @@
 """``results.jsonl``: every finished (sample, strategy) pair, one JSON row a line, appended durably
 and read back whatever a kill or an editor left.
 
-Rows are strict JSON whatever a strategy returns (:mod:`longctx.agents.jsonsafe`); one that cannot be
-kept is a failed row saying why. Reading tolerates torn tails, bad lines and a BOM: an
-unreadable line's pair counts as not answered, so a rerun answers it again.
+Rows are strict JSON whatever a strategy returns (:mod:`longctx.agents.jsonsafe`); one that cannot
+be kept is a failed row saying why. Reading tolerates torn tails, bad lines and a BOM: an unreadable
+line's pair counts as not answered, so a rerun answers it again.
 """
 
 from __future__ import annotations
@@ -60,7 +60,8 @@ def read_rows(out: Path) -> list[dict[str, Any]]:
             problems.append(f"line {len(lines) + 1}: {problem}")
         else:
             log.warning(
-                "%s: line %d is torn (%d bytes, left by a killed run); ignored, the next run cuts it off",
+                "%s: line %d is torn (%d bytes, left by a killed run); ignored, the next run "
+                "cuts it off",
                 path,
                 len(lines) + 1,
                 len(tail),
@@ -89,7 +90,8 @@ def parse_row(line: bytes) -> tuple[dict[str, Any] | None, str | None]:
 
 
 def is_whole_json(line: bytes) -> bool:
-    """Whether ``line`` is one complete JSON value (a row cut by a kill never is: its ``}`` comes last)."""
+    """Whether ``line`` is one complete JSON value (a row cut by a kill never is: its ``}``
+    comes last)."""
     try:
         json.loads(line.removeprefix(BOM).decode("utf-8"))
     except (ValueError, RecursionError):
@@ -131,7 +133,8 @@ def row_line(row: dict[str, Any]) -> tuple[str, str]:
             return dumps(redact_value(json_safe(row, max_chars=None, max_total=None))) + "\n", row[
                 "status"
             ]
-    except Exception as exc:  # noqa: BLE001 - whatever it is, the row is recorded as failed, never the run lost
+    except Exception as exc:  # noqa: BLE001
+        # whatever it is, the row is recorded as failed, never the run lost
         problem = redact_value(f"{type(exc).__name__}: {exc}")
     keep = {
         k: row.get(k)
@@ -164,9 +167,15 @@ def _unkeepable_answer(row: dict[str, Any]) -> str | None:
     for key in ("prediction", "answer"):
         value = row.get(key)
         if not isinstance(value, str):
-            return f"its {key} is {'None' if value is None else 'a ' + type(value).__name__}, not text (a strategy's answer must be a string)"
+            return (
+                f"its {key} is {'None' if value is None else 'a ' + type(value).__name__}, not "
+                "text (a strategy's answer must be a string)"
+            )
         if len(value) > MAX_CHARS:
-            return f"its {key} holds {len(value):,} characters, more than the {MAX_CHARS:,} a row keeps"
+            return (
+                f"its {key} holds {len(value):,} characters, more than the {MAX_CHARS:,} a "
+                "row keeps"
+            )
     return None
 
 

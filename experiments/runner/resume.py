@@ -18,8 +18,14 @@ from longctx.experiments.runner.results_file import latest_rows, read_rows
 log = logging.getLogger(__name__)
 
 
-def plan_run(out: Path, config: RunConfig, chat: BaseChatModel, samples: list[Any], *,
-             same_models: Collection[str] = ()) -> tuple[list, dict[str, int], int, set]:  # fmt: skip
+def plan_run(
+    out: Path,
+    config: RunConfig,
+    chat: BaseChatModel,
+    samples: list[Any],
+    *,
+    same_models: Collection[str] = (),
+) -> tuple[list, dict[str, int], int, set]:
     """Pairs still to answer (not ok in ``out`` yet), this invocation's counters, its manifest
     entry, and the pairs among them that failed before (retries)."""
     latest = latest_rows(read_rows(out))
@@ -31,17 +37,29 @@ def plan_run(out: Path, config: RunConfig, chat: BaseChatModel, samples: list[An
     if changed:
         warn_changed(out, changed)
     invocation = start_manifest(out, config, chat, len(samples), len(todo))
-    counts = {"samples": len(samples), "pairs": len(samples) * len(config.strategies), "skipped": len(done), "changed": len(changed), "ok": 0,
-              "failed": 0}  # fmt: skip
+    counts = {
+        "samples": len(samples),
+        "pairs": len(samples) * len(config.strategies),
+        "skipped": len(done),
+        "changed": len(changed),
+        "ok": 0,
+        "failed": 0,
+    }
     return todo, counts, invocation, retries
 
 
-def answered_pairs(latest: Mapping[tuple[str, str], dict[str, Any]], config: RunConfig, chat: BaseChatModel, *,
-                   same_models: Collection[str] = ()) -> tuple[set[tuple[str, str]], dict[tuple[str, str], list[str]]]:  # fmt: skip
-    """The pairs of ``latest`` (a folder's latest row per pair) that a run of ``config`` on ``chat`` skips:
-    answered (not stopped by a budget, which is redone) with the settings this run would use
+def answered_pairs(
+    latest: Mapping[tuple[str, str], dict[str, Any]],
+    config: RunConfig,
+    chat: BaseChatModel,
+    *,
+    same_models: Collection[str] = (),
+) -> tuple[set[tuple[str, str]], dict[tuple[str, str], list[str]]]:
+    """The pairs of ``latest`` (a folder's latest row per pair) that a run of ``config`` on ``chat``
+    skips: answered (not stopped by a budget, which is redone) with the settings this run would use
     (``same_models``: the ``llm`` of its other endpoints count as its own). The others answered ok
-    come back with the fields that differ (:mod:`longctx.experiments.changed_settings`): they are answered again."""
+    come back with the fields that differ (:mod:`longctx.experiments.changed_settings`): they are
+    answered again."""
     expected = {
         name: expected_config(name, config.strategy_options.get(name, {}), chat)
         for name in config.strategies
@@ -64,14 +82,16 @@ def answered_pairs(latest: Mapping[tuple[str, str], dict[str, Any]], config: Run
 
 
 def warn_changed(out: Path, changed: Mapping[tuple[str, str], list[str]]) -> None:
-    """One warning per strategy: how many of its answers in ``out`` were made with other settings, and which."""
+    """One warning per strategy: how many of its answers in ``out`` were made with other
+    settings, and which."""
     by_strategy: dict[str, list[list[str]]] = {}
     for (_, strategy), diff in changed.items():
         by_strategy.setdefault(strategy, []).append(diff)
     for strategy, diffs in by_strategy.items():
         fields = sorted({d for diff in diffs for d in diff})
         log.warning(
-            "%s: %d %s answer(s) were made with other settings (%s); they are answered again (use another --out to keep both)",
+            "%s: %d %s answer(s) were made with other settings (%s); they are answered again "
+            "(use another --out to keep both)",
             out,
             len(diffs),
             strategy,

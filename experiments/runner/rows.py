@@ -15,7 +15,8 @@ def base_row(sample: Any, strategy: str) -> dict[str, Any]:
         "dataset": sample.dataset,
         "strategy": strategy,
         "corpus_tokens": sample.corpus.num_tokens,
-        "corpus": sample.corpus.fingerprint,  # which questions share a context (cost per context in the report)
+        # which questions share a context (cost per context in the report)
+        "corpus": sample.corpus.fingerprint,
         "metadata": {
             k: v
             for k, v in dict(sample.metadata).items()

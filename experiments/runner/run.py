@@ -72,8 +72,18 @@ def _run_locked(
         bar,
         _attached(chat, CancelGuard(stop), RunActivity(bar)),
     ):
-        pending = {pool.submit(run_unit, group, name, chat, config, retry=is_retry(group, name, retries), run_id=out.name)
-                   for name, group in work_units(todo, inject_once=config.inject_once)}  # fmt: skip
+        pending = {
+            pool.submit(
+                run_unit,
+                group,
+                name,
+                chat,
+                config,
+                retry=is_retry(group, name, retries),
+                run_id=out.name,
+            )
+            for name, group in work_units(todo, inject_once=config.inject_once)
+        }
         try:
             for future in as_completed(
                 list(pending)

@@ -46,8 +46,15 @@ def work_units(
     )  # stable: question order within a group
 
 
-def run_unit(samples: list[Any], strategy: str, chat: BaseChatModel, config: RunConfig, *, retry: bool = False,
-             run_id: str | None = None) -> list[dict[str, Any]]:  # fmt: skip
+def run_unit(
+    samples: list[Any],
+    strategy: str,
+    chat: BaseChatModel,
+    config: RunConfig,
+    *,
+    retry: bool = False,
+    run_id: str | None = None,
+) -> list[dict[str, Any]]:
     """Rows of one work unit, through the one run path (``answer_many``).
 
     A failure is recorded in the row of every sample of the unit, with its error; a
@@ -61,22 +68,36 @@ def run_unit(samples: list[Any], strategy: str, chat: BaseChatModel, config: Run
     try:
         options = dict(config.strategy_options.get(strategy, {}))  # a variant's, under its name
         base = base_strategy(strategy)  # what a variant runs: its options are in ``options``
-        results = answer_many(samples[0].corpus, [_traced(s, run_id) for s in samples], strategy=base, llm=chat, show_progress=False,
-                              budget=config.budget, **options)  # fmt: skip
-    except Exception as exc:  # noqa: BLE001 - recorded as failed rows; the rerun retries (and resumes) them
+        results = answer_many(
+            samples[0].corpus,
+            [_traced(s, run_id) for s in samples],
+            strategy=base,
+            llm=chat,
+            show_progress=False,
+            budget=config.budget,
+            **options,
+        )
+    except Exception as exc:  # noqa: BLE001
+        # recorded as failed rows; the rerun retries (and resumes) them
         seconds = (time.perf_counter() - started) / len(samples)
         return [failed_row(s, strategy, exc, seconds) for s in samples]
     rows = []
     for sample, result in zip(samples, results):
         try:
             rows.append(ok_row(base_row(sample, strategy), result))
-        except Exception as exc:  # noqa: BLE001 - an answer whose fields cannot make a row fails its row only
+        except Exception as exc:  # noqa: BLE001
+            # an answer whose fields cannot make a row fails its row only
             rows.append(failed_row(sample, strategy, exc, 0.0, what="ResultNotWritable: "))
     return rows
 
 
 def _traced(sample: Any, run_id: str | None = None) -> Any:
-    """The sample's question, with benchmark, sample id and run (the run folder's name) for tracing tags."""
-    traced = {**dict(sample.question.metadata), "benchmark": sample.benchmark, "sample_id": sample.sample_id,
-              **({"run_id": run_id} if run_id else {})}  # fmt: skip
+    """The sample's question, with benchmark, sample id and run (the run folder's name) for
+    tracing tags."""
+    traced = {
+        **dict(sample.question.metadata),
+        "benchmark": sample.benchmark,
+        "sample_id": sample.sample_id,
+        **({"run_id": run_id} if run_id else {}),
+    }
     return dataclasses.replace(sample.question, metadata=traced)

@@ -27,7 +27,8 @@ def write_database(base: FactBase, path: Path) -> None:
             """
             CREATE TABLE documents(doc_id TEXT PRIMARY KEY, ord INTEGER, published TEXT, kind TEXT,
                                    entity TEXT, report_year INTEGER, tokens INTEGER);
-            CREATE TABLE statements(doc_id TEXT, entity TEXT, fiscal_year INTEGER, field TEXT, value REAL, text TEXT);
+            CREATE TABLE statements(doc_id TEXT, entity TEXT, fiscal_year INTEGER, field TEXT,
+                                    value REAL, text TEXT);
             """
         )
         conn.executemany(
@@ -52,14 +53,17 @@ def _build_resolved(conn: sqlite3.Connection, base: FactBase) -> None:
         """
         CREATE TABLE resolved AS
         SELECT entity, fiscal_year, field, value, text, doc_id FROM (
-            SELECT s.*, ROW_NUMBER() OVER (PARTITION BY s.entity, s.fiscal_year, s.field ORDER BY d.ord DESC) AS rn
+            SELECT s.*, ROW_NUMBER() OVER (
+                PARTITION BY s.entity, s.fiscal_year, s.field ORDER BY d.ord DESC
+            ) AS rn
             FROM statements s JOIN documents d ON d.doc_id = s.doc_id)
         WHERE rn = 1;
         CREATE INDEX resolved_cell ON resolved(field, fiscal_year, entity);
         """
     )
     cats = ", ".join(
-        f"(SELECT text FROM resolved c WHERE c.entity = r.entity AND c.fiscal_year = {STATIC} AND c.field = '{c.name}') AS {c.name}"
+        f"(SELECT text FROM resolved c WHERE c.entity = r.entity AND c.fiscal_year = {STATIC} "
+        f"AND c.field = '{c.name}') AS {c.name}"
         for c in base.domain.categoricals
     )
     nums = ", ".join(
@@ -67,8 +71,10 @@ def _build_resolved(conn: sqlite3.Connection, base: FactBase) -> None:
         for f in base.domain.fields
     )
     conn.execute(
-        f"CREATE TABLE facts AS SELECT r.entity AS entity, r.fiscal_year AS fiscal_year, {cats}, {nums} "
-        f"FROM resolved r WHERE r.fiscal_year != {STATIC} GROUP BY r.entity, r.fiscal_year ORDER BY r.entity, r.fiscal_year"
+        "CREATE TABLE facts AS SELECT r.entity AS entity, r.fiscal_year AS fiscal_year, "
+        f"{cats}, {nums} "
+        f"FROM resolved r WHERE r.fiscal_year != {STATIC} GROUP BY r.entity, r.fiscal_year ORDER "
+        "BY r.entity, r.fiscal_year"
     )
 
 

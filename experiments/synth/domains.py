@@ -221,9 +221,10 @@ FINANCE = Domain(
         ),
         Metric(
             "risk_score",
-            "risk score (1.2 x net cash from operating activities / total assets + 1.4 x net income "
-            "attributable to shareholders / total assets + 3.3 x revenue / total assets)",
-            "1.2 * operating_cash_flow / total_assets + 1.4 * net_income / total_assets + 3.3 * revenue / total_assets",
+            "risk score (1.2 x net cash from operating activities / total assets + 1.4 x net "
+            "income attributable to shareholders / total assets + 3.3 x revenue / total assets)",
+            "1.2 * operating_cash_flow / total_assets + 1.4 * net_income / total_assets + 3.3 * "
+            "revenue / total_assets",
             lambda r: (
                 1.2 * r["operating_cash_flow"] / r["total_assets"]
                 + 1.4 * r["net_income"] / r["total_assets"]
@@ -357,8 +358,8 @@ EDUCATION = Domain(
         ),
         Metric(
             "research_per_faculty",
-            "research expenditure per full-time faculty member, in USD thousands "
-            "(research expenditure in USD millions times 1000 divided by full-time faculty members)",
+            "research expenditure per full-time faculty member, in USD thousands (research "
+            "expenditure in USD millions times 1000 divided by full-time faculty members)",
             "research_expenditure * 1000.0 / full_time_faculty",
             lambda r: r["research_expenditure"] * 1000.0 / r["full_time_faculty"],
             "number",
@@ -370,7 +371,8 @@ EDUCATION = Domain(
     year_values=_university_year,
 )
 
-#: name -> :class:`Domain`; third-party domains join through the ``longctx.synth_domains`` entry points.
+#: name -> :class:`Domain`; third-party domains join through the
+#: ``longctx.synth_domains`` entry points.
 DOMAINS: Registry[Domain] = Registry("synth domain", group="longctx.synth_domains")
 DOMAINS.register("finance", FINANCE)
 DOMAINS.register("education", EDUCATION)

@@ -24,7 +24,10 @@ def top_k(c: DrawContext) -> Query | None:
     k = c.rng.choice([k for k in (3, 5, 10) if k <= max(3, len(vals) // 2)])
     if vals[k - 1] == vals[k]:
         return None
-    text = f"List the top {k} {c.domain.plural} with the highest {f.label} in {c.p(y)}, from highest to lowest."
+    text = (
+        f"List the top {k} {c.domain.plural} with the highest {f.label} in {c.p(y)}, from "
+        "highest to lowest."
+    )
     sql = f"SELECT entity FROM facts WHERE fiscal_year = {y} ORDER BY {f.name} DESC LIMIT {k}"
     py = lambda t: [r["entity"] for r in sorted(rows_in(t, y), key=lambda r: -r[f.name])[:k]]
     return Query("top_k", "easy", text, "list", sql, (f.name,), (y,), python=py)
@@ -38,8 +41,8 @@ def filter_gt(c: DrawContext) -> Query | None:
     if thr is None:
         return None
     text = (
-        f"Which {c.domain.plural} reported {f.label} above {written_value(thr, f.kind)} in {c.p(y)}?"
-        + ALPHABETICAL
+        f"Which {c.domain.plural} reported {f.label} above {written_value(thr, f.kind)} in "
+        f"{c.p(y)}?" + ALPHABETICAL
     )
     sql = f"SELECT entity FROM facts WHERE fiscal_year = {y} AND {f.name} > {thr!r} ORDER BY entity"
     py = lambda t: sorted(r["entity"] for r in rows_in(t, y) if r[f.name] > thr)
@@ -56,7 +59,10 @@ def extreme(c: DrawContext) -> Query | None:
         return None
     word = "highest" if high else "lowest"
     text = f"Which {c.domain.singular} had the {word} {f.label} in {c.p(y)}?"
-    sql = f"SELECT entity FROM facts WHERE fiscal_year = {y} ORDER BY {f.name} {'DESC' if high else 'ASC'} LIMIT 1"
+    sql = (
+        f"SELECT entity FROM facts WHERE fiscal_year = {y} ORDER BY {f.name} "
+        f"{'DESC' if high else 'ASC'} LIMIT 1"
+    )
     py = lambda t: (max if high else min)(rows_in(t, y), key=lambda r: r[f.name])["entity"]
     return Query("extreme", "easy", text, "string", sql, (f.name,), (y,), python=py)
 
@@ -68,7 +74,10 @@ def count_lt(c: DrawContext) -> Query | None:
     thr = draw_threshold(c.rng, c.vals(f.name, y).values())
     if thr is None:
         return None
-    text = f"How many {c.domain.plural} reported {f.label} below {written_value(thr, f.kind)} in {c.p(y)}?"
+    text = (
+        f"How many {c.domain.plural} reported {f.label} below {written_value(thr, f.kind)} in "
+        f"{c.p(y)}?"
+    )
     sql = f"SELECT COUNT(*) FROM facts WHERE fiscal_year = {y} AND {f.name} < {thr!r}"
     py = lambda t: sum(1 for r in rows_in(t, y) if r[f.name] < thr)
     return Query("count_lt", "easy", text, "number", sql, (f.name,), (y,), python=py)

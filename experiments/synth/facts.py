@@ -92,7 +92,8 @@ def corpus_shape(cfg: SynthConfig) -> tuple[int, int]:
     if cfg.target_tokens / total < MIN_DOC_BUDGET:
         raise ValueError(
             f"target_tokens={cfg.target_tokens:,} is too small for {total} documents of at least "
-            f"{MIN_DOC_BUDGET} tokens; use at least {MIN_DOC_BUDGET * (MIN_ENTITIES * years + 1):,} tokens"
+            f"{MIN_DOC_BUDGET} tokens; use at least "
+            f"{MIN_DOC_BUDGET * (MIN_ENTITIES * years + 1):,} tokens"
         )
     return n_entities, n_noise
 

@@ -11,48 +11,89 @@ import random
 
 _VOCAB = {
     "finance": {
-        "topic": "capital allocation|supply chain resilience|pricing discipline|digital transformation|customer retention|"
-        "working capital management|cost efficiency|regulatory compliance|product innovation|brand investment|"
-        "cybersecurity|talent development|climate risk|channel partnerships|after-sales service",
-        "actor": "the board|management|the audit committee|our leadership team|the finance function|our regional teams|"
-        "the risk committee|independent directors",
-        "stake": "shareholders|customers|employees|suppliers|regulators|local communities|creditors|partners",
-        "verb": "strengthened|reviewed|expanded|simplified|prioritised|reassessed|accelerated|monitored|refined|consolidated",
-        "adj": "disciplined|prudent|sustainable|balanced|resilient|measured|long-term|transparent|focused|steady",
-        "risk": "currency movements|interest rate changes|commodity prices|geopolitical tension|supplier concentration|"
-        "litigation|data breaches|changes in tax law|labour shortages|extreme weather",
+        "topic": (
+            "capital allocation|supply chain resilience|pricing discipline|digital transformation|"
+            "customer retention|working capital management|cost efficiency|regulatory compliance|"
+            "product innovation|brand investment|cybersecurity|talent development|climate risk|"
+            "channel partnerships|after-sales service"
+        ),
+        "actor": (
+            "the board|management|the audit committee|our leadership team|the finance function|"
+            "our regional teams|the risk committee|independent directors"
+        ),
+        "stake": (
+            "shareholders|customers|employees|suppliers|regulators|local communities|creditors|"
+            "partners"
+        ),
+        "verb": (
+            "strengthened|reviewed|expanded|simplified|prioritised|reassessed|accelerated|"
+            "monitored|refined|consolidated"
+        ),
+        "adj": (
+            "disciplined|prudent|sustainable|balanced|resilient|measured|long-term|transparent|"
+            "focused|steady"
+        ),
+        "risk": (
+            "currency movements|interest rate changes|commodity prices|geopolitical tension|"
+            "supplier concentration|litigation|data breaches|changes in tax law|labour shortages|"
+            "extreme weather"
+        ),
     },
     "education": {
-        "topic": "student advising|curriculum renewal|community engagement|research infrastructure|campus housing|"
-        "financial aid|online learning|library services|faculty development|student wellbeing|accreditation|"
-        "international partnerships|laboratory safety|career services|alumni relations",
-        "actor": "the board of trustees|the provost|the faculty senate|academic departments|the student government|"
-        "the president's cabinet|the office of institutional research|college deans",
+        "topic": (
+            "student advising|curriculum renewal|community engagement|research infrastructure|"
+            "campus housing|financial aid|online learning|library services|faculty development|"
+            "student wellbeing|accreditation|international partnerships|laboratory safety|"
+            "career services|alumni relations"
+        ),
+        "actor": (
+            "the board of trustees|the provost|the faculty senate|academic departments|"
+            "the student government|the president's cabinet|the office of institutional research|"
+            "college deans"
+        ),
         "stake": "students|faculty|staff|alumni|families|employers|neighbouring schools|donors",
-        "verb": "strengthened|reviewed|expanded|simplified|prioritised|reassessed|accelerated|monitored|refined|renewed",
-        "adj": "inclusive|rigorous|sustainable|balanced|student-centred|collaborative|long-term|transparent|focused|steady",
-        "risk": "demographic change|state funding pressure|rising operating costs|cybersecurity threats|"
-        "competition for faculty|deferred maintenance|changes in federal policy|enrollment volatility|extreme weather",
+        "verb": (
+            "strengthened|reviewed|expanded|simplified|prioritised|reassessed|accelerated|"
+            "monitored|refined|renewed"
+        ),
+        "adj": (
+            "inclusive|rigorous|sustainable|balanced|student-centred|collaborative|long-term|"
+            "transparent|focused|steady"
+        ),
+        "risk": (
+            "demographic change|state funding pressure|rising operating costs|"
+            "cybersecurity threats|competition for faculty|deferred maintenance|"
+            "changes in federal policy|enrollment volatility|extreme weather"
+        ),
     },
 }
 _TEMPLATES = (
-    "During the year, {actor} {verb} its approach to {topic}, with particular attention to {topic2}.",
+    "During the year, {actor} {verb} its approach to {topic}, with particular attention to "
+    "{topic2}.",
     "{Actor} believed that a {adj} approach to {topic} serves {stake} best over time.",
-    "We continued to engage with {stake} and {stake2} on {topic}, and their feedback shaped our priorities.",
+    "We continued to engage with {stake} and {stake2} on {topic}, and their feedback shaped our "
+    "priorities.",
     "Exposure to {risk} remained a concern, and {actor} {verb} the related controls accordingly.",
     "Progress on {topic} was uneven across units, but the overall direction remained {adj}.",
-    "Looking ahead, {actor} expected {topic} and {topic2} to remain central to the strategy of {name}.",
-    "{Actor} regularly discussed {risk} and {risk2}, which could have affected {stake} if left unaddressed.",
+    "Looking ahead, {actor} expected {topic} and {topic2} to remain central to the strategy "
+    "of {name}.",
+    "{Actor} regularly discussed {risk} and {risk2}, which could have affected {stake} if left "
+    "unaddressed.",
     "A {adj} culture of accountability underpins how {name} approaches {topic}.",
     "Initiatives in {topic} were {verb} after consultation with {stake}.",
-    "Feedback from {stake} on {topic} was broadly positive, while views on {topic2} were more mixed.",
-    "{Actor} commissioned an independent review of {topic}, and its recommendations are being put in place.",
-    "Where {risk} threatened continuity, {actor} relied on contingency plans prepared in earlier periods.",
+    "Feedback from {stake} on {topic} was broadly positive, while views on {topic2} were "
+    "more mixed.",
+    "{Actor} commissioned an independent review of {topic}, and its recommendations are being "
+    "put in place.",
+    "Where {risk} threatened continuity, {actor} relied on contingency plans prepared in earlier "
+    "periods.",
     "The approach of {name} to {topic} is intended to be {adj} rather than reactive.",
-    "Several long-standing practices in {topic} were retired, and the resources were redirected to {topic2}.",
+    "Several long-standing practices in {topic} were retired, and the resources were redirected "
+    "to {topic2}.",
     "{Actor} reported regularly to {stake} on {topic}, in line with commitments made previously.",
     "In conversations with {stake}, {actor} stressed that {topic} depends on a {adj} culture.",
-    "The review of {topic} concluded that existing practices were sound, although several processes were {verb}.",
+    "The review of {topic} concluded that existing practices were sound, although several "
+    "processes were {verb}.",
     "{Actor} also {verb} the reporting lines for {topic2} to make decisions faster and clearer.",
     "No single factor explains the results; {topic}, {topic2} and {risk} all played a part.",
 )

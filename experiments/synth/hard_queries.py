@@ -23,7 +23,8 @@ from longctx.experiments.synth.query_drawing import (
 
 
 def multi_step(c: DrawContext) -> Query | None:
-    """Hard, multi-step (CorpusQA appendix B): filter, average a field, list members above it by a margin."""
+    """Hard, multi-step (CorpusQA appendix B): filter, average a field, list members above it
+    by a margin."""
     y = c.year()
     f1, f2 = c.rng.sample(list(c.domain.fields), 2)
     t1 = draw_threshold(c.rng, c.vals(f1.name, y).values(), 0.0)
@@ -32,12 +33,14 @@ def multi_step(c: DrawContext) -> Query | None:
     spread = sorted(c.vals(f2.name, y).values())
     margin = nice_number(abs(spread[len(spread) // 2]) * c.rng.choice((0.1, 0.2, 0.3)) or 1.0)
     text = (
-        f"For all {c.domain.plural} with {f1.label} below {written_value(t1, f1.kind)} in {c.p(y)}, calculate the average "
+        f"For all {c.domain.plural} with {f1.label} below {written_value(t1, f1.kind)} in "
+        f"{c.p(y)}, calculate the average "
         f"{f2.label}. Then list the {c.domain.plural} in this group whose {f2.label} is more than "
         f"{written_margin(margin, f2.kind)} above that average." + ALPHABETICAL
     )
     sql = (
-        f"WITH g AS (SELECT entity, {f2.name} AS v FROM facts WHERE fiscal_year = {y} AND {f1.name} < {t1!r}) "
+        f"WITH g AS (SELECT entity, {f2.name} AS v FROM facts WHERE fiscal_year = {y} AND "
+        f"{f1.name} < {t1!r}) "
         f"SELECT entity FROM g WHERE v > (SELECT AVG(v) FROM g) + {margin!r} ORDER BY entity"
     )
 
@@ -63,10 +66,13 @@ def metric_filter(c: DrawContext) -> Query | None:
         return None
     shown = f"{thr:g}%" if m.answer_type == "percentage" else f"{thr:g}"
     text = (
-        f"Among {c.domain.plural} whose {cat.label} is {group}, identify those whose {m.description} exceeded "
-        f"{shown} in {c.p(y)}." + ALPHABETICAL
+        f"Among {c.domain.plural} whose {cat.label} is {group}, identify those whose "
+        f"{m.description} exceeded {shown} in {c.p(y)}." + ALPHABETICAL
     )
-    sql = f"SELECT entity FROM facts WHERE fiscal_year = {y} AND {cat.name} = '{group}' AND {m.sql} > {thr!r} ORDER BY entity"
+    sql = (
+        f"SELECT entity FROM facts WHERE fiscal_year = {y} AND {cat.name} = '{group}' AND "
+        f"{m.sql} > {thr!r} ORDER BY entity"
+    )
     py = lambda t: sorted(
         r["entity"] for r in rows_in(t, y) if r[cat.name] == group and m.fn(r) > thr
     )
@@ -91,12 +97,14 @@ def metric_change(c: DrawContext) -> Query | None:
     d = c.rng.choice((0.5, 1, 2)) if m.answer_type == "percentage" else c.rng.choice((0, 0.5, 1))
     unit = " percentage points" if m.answer_type == "percentage" else ""
     text = (
-        f"Which {c.domain.plural} increased their {m.description} by more than {d:g}{unit} from {c.p(y - 1)} "
-        f"to {c.p(y)}?" + ALPHABETICAL
+        f"Which {c.domain.plural} increased their {m.description} by more than {d:g}{unit} from "
+        f"{c.p(y - 1)} to {c.p(y)}?" + ALPHABETICAL
     )
     sql = (
-        f"SELECT a.entity FROM facts a JOIN facts b ON a.entity = b.entity AND b.fiscal_year = {y - 1} "
-        f"WHERE a.fiscal_year = {y} AND ({_qualify(m, 'a')}) - ({_qualify(m, 'b')}) > {d!r} ORDER BY a.entity"
+        "SELECT a.entity FROM facts a JOIN facts b ON a.entity = b.entity AND b.fiscal_year = "
+        f"{y - 1} "
+        f"WHERE a.fiscal_year = {y} AND ({_qualify(m, 'a')}) - ({_qualify(m, 'b')}) > {d!r} "
+        "ORDER BY a.entity"
     )
 
     def py(t):
@@ -116,15 +124,15 @@ def group_metric_extreme(c: DrawContext) -> Query | None:
     if thr is None:
         return None
     sql = (
-        f"SELECT {cat.name}, AVG({m.sql}) AS s FROM facts WHERE fiscal_year = {y} AND {f.name} > {thr!r} "
-        f"GROUP BY {cat.name} ORDER BY s DESC"
+        f"SELECT {cat.name}, AVG({m.sql}) AS s FROM facts WHERE fiscal_year = {y} AND {f.name} > "
+        f"{thr!r} GROUP BY {cat.name} ORDER BY s DESC"
     )
     scores = [s for _, s in c.conn.execute(sql)]
     if len(scores) < 2 or scores[0] == scores[1]:
         return None
     text = (
-        f"Considering only {c.domain.plural} with {f.label} above {written_value(thr, f.kind)} in {c.p(y)}, which {cat.label} "
-        f"had the highest average {m.description}?"
+        f"Considering only {c.domain.plural} with {f.label} above {written_value(thr, f.kind)} in "
+        f"{c.p(y)}, which {cat.label} had the highest average {m.description}?"
     )
 
     def py(t):

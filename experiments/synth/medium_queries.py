@@ -35,10 +35,13 @@ def multi_filter(c: DrawContext) -> Query | None:
     if t1 is None or t2 is None:
         return None
     text = (
-        f"Which {c.domain.plural} had {f1.label} above {written_value(t1, f1.kind)} and {f2.label} below "
-        f"{written_value(t2, f2.kind)} in {c.p(y)}?" + ALPHABETICAL
+        f"Which {c.domain.plural} had {f1.label} above {written_value(t1, f1.kind)} and "
+        f"{f2.label} below {written_value(t2, f2.kind)} in {c.p(y)}?" + ALPHABETICAL
     )
-    sql = f"SELECT entity FROM facts WHERE fiscal_year = {y} AND {f1.name} > {t1!r} AND {f2.name} < {t2!r} ORDER BY entity"
+    sql = (
+        f"SELECT entity FROM facts WHERE fiscal_year = {y} AND {f1.name} > {t1!r} AND {f2.name} "
+        f"< {t2!r} ORDER BY entity"
+    )
     py = lambda t: sorted(r["entity"] for r in rows_in(t, y) if r[f1.name] > t1 and r[f2.name] < t2)
     return Query("multi_filter", "medium", text, "list", sql, (f1.name, f2.name), (y,), python=py)
 
@@ -92,7 +95,8 @@ def group_difference(c: DrawContext) -> Query | None:
     a, b = c.rng.sample(present, 2)
     ans_type = "percentage" if f.kind == "percent" else "number"
     text = (
-        f"Compare the average {f.label} of {c.domain.plural} whose {cat.label} is {a} with those whose {cat.label} "
+        f"Compare the average {f.label} of {c.domain.plural} whose {cat.label} is {a} with those "
+        f"whose {cat.label} "
         f"is {b} in {c.p(y)}: what is the first average minus the second?" + unit_clause(f.kind)
     )
     avg = lambda g: (
@@ -122,8 +126,10 @@ def growth_filter(c: DrawContext) -> Query | None:
         + ALPHABETICAL
     )
     sql = (
-        f"SELECT a.entity FROM facts a JOIN facts b ON a.entity = b.entity AND b.fiscal_year = {y - 1} "
-        f"WHERE a.fiscal_year = {y} AND (a.{f.name} - b.{f.name}) * 100.0 / b.{f.name} > {pct} ORDER BY a.entity"
+        "SELECT a.entity FROM facts a JOIN facts b ON a.entity = b.entity AND b.fiscal_year = "
+        f"{y - 1} "
+        f"WHERE a.fiscal_year = {y} AND (a.{f.name} - b.{f.name}) * 100.0 / b.{f.name} > {pct} "
+        "ORDER BY a.entity"
     )
 
     def py(t):

@@ -5,10 +5,14 @@ from __future__ import annotations
 import random
 
 _STARTS = (
-    "Ash Bel Bran Cal Dun El Fair Glen Har Kings Lin Mar North Oak Pem Red Ros Sal Stan Thorn Wes Whit Wil Wood "
-    "Ard Bram Carr Dal Esk Fen Gran Hol Ken Lang Mil Nor Pen Ral Sher Tal Brook Clay Cold Elm Hart Lock Mor Stone"
+    "Ash Bel Bran Cal Dun El Fair Glen Har Kings Lin Mar North Oak Pem Red Ros Sal Stan Thorn Wes "
+    "Whit Wil Wood Ard Bram Carr Dal Esk Fen Gran Hol Ken Lang Mil Nor Pen Ral Sher Tal Brook "
+    "Clay Cold Elm Hart Lock Mor Stone"
 ).split()
-_ENDS = "ford field wick ton dale mere brook bury haven ridge stead moor port view wood worth ley gate crest well".split()
+_ENDS = (
+    "ford field wick ton dale mere brook bury haven ridge stead moor port view wood worth ley "
+    "gate crest well"
+).split()
 
 #: Company name words by sector, so a name hints at its industry as real names do.
 SECTOR_WORDS: dict[str, tuple[str, ...]] = {

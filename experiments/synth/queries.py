@@ -5,8 +5,9 @@ Easy (:mod:`~experiments.synth.easy_queries`): top-k, single-condition filters, 
 Medium (:mod:`~experiments.synth.medium_queries`): ratios, multi-condition filters, field
 comparisons, growth, grouped comparisons. Hard (:mod:`~experiments.synth.hard_queries`):
 multi-step calculations and custom metrics (CorpusQA's "operating safety margin" and Z-score-like
-criteria). What they draw from: :mod:`~experiments.synth.query_drawing`. Every maker returns ``None`` when the draw would be ambiguous (ties at a cut-off, a
-threshold equal to a value), and the caller draws again.
+criteria). What they draw from: :mod:`~experiments.synth.query_drawing`. Every maker returns
+``None`` when the draw would be ambiguous (ties at a cut-off, a threshold equal to a value), and
+the caller draws again.
 """
 
 from __future__ import annotations

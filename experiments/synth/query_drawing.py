@@ -1,5 +1,6 @@
-"""What every query maker draws from: the :class:`Query` it returns, the draw context (domain, years,
-seeded RNG, SQL fact table), round thresholds, and numbers written as a question writes them."""
+"""What every query maker draws from: the :class:`Query` it returns, the draw context (domain,
+years, seeded RNG, SQL fact table), round thresholds, and numbers written as a question
+writes them."""
 
 from __future__ import annotations
 
@@ -101,7 +102,8 @@ def written_margin(x: float, kind: str) -> str:
 
 
 def unit_clause(kind: str) -> str:
-    """The sentence naming the unit an answer of this ``kind`` is given in ("" where none is needed)."""
+    """The sentence naming the unit an answer of this ``kind`` is given in ("" where
+    none is needed)."""
     return {
         "usd_m": " Give the answer in USD millions.",
         "usd2": " Give the answer in USD.",

@@ -1,4 +1,5 @@
-"""The records (cells) each generated question needs: entity, field, year, value, and their document.
+"""The records (cells) each generated question needs: entity, field, year, value, and
+their document.
 
 Evidence documents say *where* an answer's facts are; records say *what* they are. The
 evidence ceilings (:mod:`longctx.experiments.ceilings`) need both: MemAgent's ceiling asks whether
@@ -26,12 +27,15 @@ from longctx.experiments.synth.queries import build_queries
 from longctx.experiments.synth.query_drawing import Query
 from longctx.experiments.synth.samples import MANIFEST_FILE, read_questions
 from longctx.experiments.synth.truth import cells_clause
-from longctx.graphs.ceiling import render_records  # noqa: F401 - re-exported: its home before the ceiling rules moved into graphs
+
+# re-exported: its home before the ceiling rules moved into graphs
+from longctx.graphs.ceiling import render_records  # noqa: F401
 
 
 @dataclass(frozen=True)
 class Record:
-    """One cell a question reads, as the latest document states it (``year`` 0: a static attribute)."""
+    """One cell a question reads, as the latest document states it (``year`` 0: a
+    static attribute)."""
 
     entity: str
     field: str
@@ -56,11 +60,13 @@ def _value_text(value: float | None, text: str | None) -> str:
 
 
 def needed_cells(conn: sqlite3.Connection, query: Query) -> list[Record]:
-    """The resolved cells ``query`` reads (fields x years in scope, plus its categoricals), in corpus order."""
+    """The resolved cells ``query`` reads (fields x years in scope, plus its categoricals), in
+    corpus order."""
     where, params = cells_clause(query)
     sql = (
         "SELECT r.entity, r.field, r.fiscal_year, r.value, r.text, r.doc_id FROM resolved r "
-        f"JOIN documents d ON d.doc_id = r.doc_id WHERE {where} ORDER BY d.ord, r.entity, r.fiscal_year, r.field"
+        f"JOIN documents d ON d.doc_id = r.doc_id WHERE {where} ORDER BY d.ord, r.entity, "
+        "r.fiscal_year, r.field"
     )
     return [Record(e, f, y, _value_text(v, t), d) for e, f, y, v, t, d in conn.execute(sql, params)]
 
@@ -99,7 +105,8 @@ def load_records(path: str | Path) -> dict[str, QuestionRecords]:
 
     Raises:
         FileNotFoundError: ``path`` is not a generated corpus.
-        ValueError: the redrawn queries do not match ``questions.jsonl`` (another generator version).
+        ValueError: the redrawn queries do not match ``questions.jsonl`` (another
+            generator version).
     """
     root = Path(path)
     manifest = json.loads((root / MANIFEST_FILE).read_text(encoding="utf-8"))
@@ -121,7 +128,8 @@ def load_records(path: str | Path) -> dict[str, QuestionRecords]:
             query = queries.get(rec["question"])
             if query is None:
                 raise ValueError(
-                    f"{root}: question {rec['id']} is not among the queries its config draws (generator version changed?)"
+                    f"{root}: question {rec['id']} is not among the queries its config draws "
+                    "(generator version changed?)"
                 )
             cells = needed_cells(conn, query)
             out[rec["id"]] = QuestionRecords(tuple(cells), tuple(gold_sub_questions(domain, cells)))

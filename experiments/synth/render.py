@@ -66,7 +66,8 @@ def _fact_section(
             spec = domain.field(fname)
             rows.append(
                 f"| {_cap(spec.label)} ({values.unit_label(spec.kind)}) | "
-                f"{values.table_cell(cur[fname], spec.kind)} | {values.table_cell(prev[fname], spec.kind)} |"
+                f"{values.table_cell(cur[fname], spec.kind)} | "
+                f"{values.table_cell(prev[fname], spec.kind)} |"
             )
         blocks.append("\n".join(rows))
     sentences = []
@@ -139,7 +140,8 @@ def noise_sections(
 def fill_to_budget(
     rng: random.Random, domain: Domain, sections: list[_Section], budget: int, name: str
 ) -> None:
-    """Count the blocks, then append filler sentences to filler sections until ``budget`` is reached."""
+    """Count the blocks, then append filler sentences to filler sections until
+    ``budget`` is reached."""
     for s in sections:
         s.tokens = count_tokens_batch(s.blocks)
     used = sum(sum(s.tokens) + len(s.tokens) for s in sections)

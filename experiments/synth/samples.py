@@ -73,7 +73,8 @@ def read_questions(path: str | Path) -> list[dict]:
 
 
 def load_samples(path: str | Path) -> list[SynthSample]:
-    """Samples of a corpus written by ``longctx synth`` (or :func:`longctx.experiments.synth.generate`).
+    """Samples of a corpus written by ``longctx synth`` (or
+    :func:`longctx.experiments.synth.generate`).
 
     The corpus is read once and shared by every sample.
     """

@@ -62,15 +62,19 @@ def python_answer(table: Mapping[int, list[dict]], query) -> str:
 
 
 def cells_clause(query) -> tuple[str, list]:
-    """The ``WHERE`` clause (over ``resolved r``) selecting the cells ``query`` reads, and its parameters:
-    its numeric fields in its fiscal years (for the entities in its scope) and its categorical attributes."""
+    """The ``WHERE`` clause (over ``resolved r``) selecting the cells ``query`` reads, and its
+    parameters: its numeric fields in its fiscal years (for the entities in its scope) and its
+    categorical attributes."""
     params: list = []
     clauses = []
     if query.fields:
         scope = ""
         if query.scope:
             cat, value = query.scope
-            scope = f" AND r.entity IN (SELECT entity FROM resolved WHERE field = ? AND fiscal_year = {STATIC} AND text = ?)"
+            scope = (
+                " AND r.entity IN (SELECT entity FROM resolved WHERE field = ? AND fiscal_year "
+                f"= {STATIC} AND text = ?)"
+            )
             params += [cat, value]
         marks_f = ",".join("?" * len(query.fields))
         marks_y = ",".join("?" * len(query.years))
@@ -88,5 +92,8 @@ def evidence_doc_ids(conn: sqlite3.Connection, query) -> list[str]:
     """Documents whose statements the answer depends on, in corpus order: the latest documents
     stating each cell the query reads (:func:`cells_clause`)."""
     where, params = cells_clause(query)
-    sql = f"SELECT DISTINCT r.doc_id FROM resolved r JOIN documents d ON d.doc_id = r.doc_id WHERE {where} ORDER BY d.ord"
+    sql = (
+        "SELECT DISTINCT r.doc_id FROM resolved r JOIN documents d ON d.doc_id = r.doc_id WHERE "
+        f"{where} ORDER BY d.ord"
+    )
     return [r[0] for r in conn.execute(sql, params)]

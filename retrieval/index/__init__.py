@@ -12,35 +12,35 @@ version). Layout under ``<cache>/indexes/``:
 * ``<key>.build-<pid>-<id>/``: the holder's private output folder, renamed to ``<key>/``
   when complete, so nothing ever sees half an index.
 
-A grown corpus (:meth:`Corpus.add <retrieval.contract.Corpus.add>`, :meth:`~retrieval.contract.Corpus.rescan`)
-gets its index by segments: when the cache holds the index of a prefix of the corpus (same
-chunking and retriever), its files are hard-linked into the new index and one segment,
-``segments/NNN/``, holds only the new documents' chunks (their ids follow the old ones);
-``meta.json`` lists the segments (the first is the folder itself). Queries merge them:
-dense searches one flat index of all vectors in chunk order, BM25 scores the segments' raw
+A grown corpus (:meth:`Corpus.add <retrieval.contract.Corpus.add>`,
+:meth:`~retrieval.contract.Corpus.rescan`) gets its index by segments: when the cache holds the
+index of a prefix of the corpus (same chunking and retriever), its files are hard-linked into the
+new index and one segment, ``segments/NNN/``, holds only the new documents' chunks (their ids follow
+the old ones); ``meta.json`` lists the segments (the first is the folder itself). Queries merge
+them: dense searches one flat index of all vectors in chunk order, BM25 scores the segments' raw
 term counts with corpus-wide statistics, so rankings equal a rebuild's.
 
-An edited corpus (:meth:`~retrieval.contract.Corpus.remove`, :meth:`~retrieval.contract.Corpus.update`
-(delete + add), ``rescan``) starts from the cached index that holds the most of its first
-documents, live and in order (:mod:`longctx.retrieval.lineage`: every segment records its documents'
-digests in ``documents.json``). That index's files are linked as for growth, its documents
-the corpus dropped or replaced are listed in ``meta.json`` as ``deleted_documents``
-(tombstones, by stored position), and one segment holds the documents after them. A load
-reads the stored chunks and keeps the live ones, numbered as a fresh build numbers them
-(:func:`~retrieval.index.types.live_chunks`); the retriever is told which stored chunks are deleted: BM25 scores
-the live chunks' raw counts with the live chunks' statistics (bit-identical to a rebuild),
-dense searches past the deleted vectors (:mod:`longctx.retrieval.tombstones`).
+An edited corpus (:meth:`~retrieval.contract.Corpus.remove`,
+:meth:`~retrieval.contract.Corpus.update` (delete + add), ``rescan``) starts from the cached index
+that holds the most of its first documents, live and in order (:mod:`longctx.retrieval.lineage`:
+every segment records its documents' digests in ``documents.json``). That index's files are linked
+as for growth, its documents the corpus dropped or replaced are listed in ``meta.json`` as
+``deleted_documents`` (tombstones, by stored position), and one segment holds the documents after
+them. A load reads the stored chunks and keeps the live ones, numbered as a fresh build numbers them
+(:func:`~retrieval.index.types.live_chunks`); the retriever is told which stored chunks are deleted:
+BM25 scores the live chunks' raw counts with the live chunks' statistics (bit-identical to a
+rebuild), dense searches past the deleted vectors (:mod:`longctx.retrieval.tombstones`).
 
 Segments are compacted as in a log-structured merge: a growth that would leave more than
-:attr:`~retrieval.index.growth.CompactionPolicy.max_segments` (10) segments writes the new index as one segment
-instead, the layout of a fresh build, made from what the segments hold (BM25's raw counts
-merged and turned into a bm25s matrix, dense's vectors; nothing is tokenized or embedded
-again). A full merge rather than tiers: BM25's statistics are corpus-wide, so only a single
-segment is scored by a precomputed bm25s matrix (a build's query speed); several, however
-few, are scored from raw counts. The new index is written beside the prefix's, like any
-growth, and renamed into place: a kill leaves the prefix's segments as they were. Deletions
-past :attr:`~retrieval.index.growth.CompactionPolicy.max_deleted` (20% of the stored chunks) compact too, and a
-compacted index holds the live chunks only (tombstones folded).
+:attr:`~retrieval.index.growth.CompactionPolicy.max_segments` (10) segments writes the new index as
+one segment instead, the layout of a fresh build, made from what the segments hold (BM25's raw
+counts merged and turned into a bm25s matrix, dense's vectors; nothing is tokenized or embedded
+again). A full merge rather than tiers: BM25's statistics are corpus-wide, so only a single segment
+is scored by a precomputed bm25s matrix (a build's query speed); several, however few, are scored
+from raw counts. The new index is written beside the prefix's, like any growth, and renamed into
+place: a kill leaves the prefix's segments as they were. Deletions past
+:attr:`~retrieval.index.growth.CompactionPolicy.max_deleted` (20% of the stored chunks) compact too,
+and a compacted index holds the live chunks only (tombstones folded).
 
 ``meta.json`` records the size and XXH3-128 digest of every other file, computed while
 the file is written (:mod:`longctx.retrieval.checksums`). Every load is validated (files present,

@@ -1,4 +1,5 @@
-"""``build_index``: the index of a corpus, from this process's memory, the disk cache, a cached index it grows from, or built.
+"""``build_index``: the index of a corpus, from this process's memory, the disk cache, a cached
+index it grows from, or built.
 
 One builder per index key (:func:`~retrieval.index.build_lock`): concurrent calls, in threads
 or processes, wait for it and load what it built. A fresh build chunks the corpus, builds the
@@ -69,12 +70,14 @@ def build_index(
 
     Args:
         corpus: The corpus to index.
-        retriever: A registry name (``bm25``, ``dense``, ``contriever``, ``openai``, ``hybrid``) or an instance.
+        retriever: A registry name (``bm25``, ``dense``, ``contriever``, ``openai``, ``hybrid``) or
+            an instance.
         chunking: How to chunk; default 512-token chunks.
         cache_dir: Root of the on-disk cache (default :func:`~retrieval.paths.default_cache_dir`).
         use_cache: Read and write the on-disk cache; ``False`` builds in memory only.
         show_progress: Progress bars while chunking and embedding.
-        compaction: When an index grown by segments is compacted into one (default :class:`CompactionPolicy`).
+        compaction: When an index grown by segments is compacted into one (default
+            :class:`CompactionPolicy`).
         **retriever_options: Options of the named retriever (e.g. ``model=...``, ``engine=...``).
     """
     chunking = chunking or ChunkingConfig()
@@ -153,7 +156,8 @@ def _hybrid_index(
     for name, part in parts.items():
         if [c.chunk_id for c in part.chunks] != [c.chunk_id for c in first.chunks]:
             raise ValueError(
-                f"hybrid component {name!r} indexes {len(part.chunks)} chunks, the first {len(first.chunks)}: they must index the same chunks"
+                f"hybrid component {name!r} indexes {len(part.chunks)} chunks, the first "
+                f"{len(first.chunks)}: they must index the same chunks"
             )
     bound = hybrid.with_components({name: part.retriever for name, part in parts.items()})
     return Index(first.chunks, bound, chunking, index_key(corpus, chunking, hybrid), first.path)
@@ -167,8 +171,8 @@ def _build(
     folder: Path | None,
     show_progress: bool,
 ) -> Index:
-    """The index of ``corpus`` built from scratch: in memory when ``folder`` is None, else published at ``folder``
-    (the caller holds its build lock)."""
+    """The index of ``corpus`` built from scratch: in memory when ``folder`` is None, else published
+    at ``folder`` (the caller holds its build lock)."""
     started = time.perf_counter()
     chunks = chunks_for(corpus, chunking, retriever, show_progress=show_progress)
     if folder is None:
@@ -193,8 +197,16 @@ def _build(
                 retriever.name,
                 ", ".join(hashed_after),
             )
-        meta = index_meta(corpus, chunking, retriever, key, num_chunks=len(chunks), started=started,
-                          segments=[{"path": ".", "documents": [0, len(corpus)], "chunks": [0, len(chunks)]}], files=checksums.as_dict())  # fmt: skip
+        meta = index_meta(
+            corpus,
+            chunking,
+            retriever,
+            key,
+            num_chunks=len(chunks),
+            started=started,
+            segments=[{"path": ".", "documents": [0, len(corpus)], "chunks": [0, len(chunks)]}],
+            files=checksums.as_dict(),
+        )
         publish(tmp, folder, meta)
     except BaseException:
         shutil.rmtree(

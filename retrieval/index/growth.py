@@ -77,7 +77,8 @@ class CompactionPolicy:
             raise ValueError(f"max_deleted must be a share in [0, 1], got {self.max_deleted!r}")
 
     def compacts(self, segments: int, *, deleted_chunks: int = 0, stored_chunks: int = 0) -> bool:
-        """Whether an index of ``segments`` segments, ``deleted_chunks`` of its ``stored_chunks`` deleted, is to be compacted into one."""
+        """Whether an index of ``segments`` segments, ``deleted_chunks`` of its ``stored_chunks``
+        deleted, is to be compacted into one."""
         return segments > self.max_segments or (
             deleted_chunks > 0 and deleted_chunks > self.max_deleted * stored_chunks
         )
@@ -92,9 +93,10 @@ def _same_json(a: Any, b: Any) -> bool:
 def cached_base(
     corpus: IndexableCorpus, chunking: ChunkingConfig, retriever: Retriever, root: Path
 ) -> Base | None:
-    """The finished index under ``root`` (``<cache>/indexes``), of the same chunking and retriever, that ``corpus``
-    starts from: the most of its first documents live in that index, in order (a prefix, or the index of the
-    corpus before documents were removed or updated; :mod:`longctx.retrieval.lineage`); None when there is none."""
+    """The finished index under ``root`` (``<cache>/indexes``), of the same chunking and retriever,
+    that ``corpus`` starts from: the most of its first documents live in that index, in order (a
+    prefix, or the index of the corpus before documents were removed or updated;
+    :mod:`longctx.retrieval.lineage`); None when there is none."""
     chunk_spec, params = chunking.as_dict(), retriever.cache_params()
     candidates = []
     for meta_path in root.glob("*/meta.json"):
@@ -102,8 +104,12 @@ def cached_base(
             continue
         try:
             meta = json.loads(meta_path.read_text())
-            if (meta.get("format") == INDEX_FORMAT_VERSION and isinstance(meta.get("files"), dict)
-                    and _same_json(meta.get("chunking"), chunk_spec) and _same_json(meta.get("retriever"), params)):  # fmt: skip
+            if (
+                meta.get("format") == INDEX_FORMAT_VERSION
+                and isinstance(meta.get("files"), dict)
+                and _same_json(meta.get("chunking"), chunk_spec)
+                and _same_json(meta.get("retriever"), params)
+            ):
                 candidates.append((meta_path.parent, meta, segment_paths(meta)))
         except (OSError, ValueError):
             continue
@@ -111,7 +117,8 @@ def cached_base(
 
 
 def _link(src: Path, dst: Path) -> None:
-    """``dst`` as a hard link to ``src`` (no copy, its own lifetime); a copy where links are not possible."""
+    """``dst`` as a hard link to ``src`` (no copy, its own lifetime); a copy where links are
+    not possible."""
     dst.parent.mkdir(parents=True, exist_ok=True)
     try:
         os.link(src, dst)
@@ -121,7 +128,8 @@ def _link(src: Path, dst: Path) -> None:
 
 @dataclass(frozen=True)
 class _Growth:
-    """What a growth makes of the cached index it starts from (the retriever already extended and told the deletions)."""
+    """What a growth makes of the cached index it starts from (the retriever already extended and
+    told the deletions)."""
 
     base: Base  # the cached index, and what of it the corpus keeps
     stored_documents: int  # its document slots (a new document's slot comes after them)
@@ -139,16 +147,24 @@ class _Growth:
         return len(self.old_segments) + bool(self.appended)
 
 
-def grow_index(corpus: IndexableCorpus, chunking: ChunkingConfig, retriever: Retriever, key: str, folder: Path, show_progress: bool,
-               compaction: CompactionPolicy) -> Index | None:  # fmt: skip
-    """The index of ``corpus`` made from a cached index it starts from (:func:`cached_base`): that index's files
-    linked, its documents the corpus dropped or replaced deleted (tombstones), and one segment of the
-    documents after them (only they are chunked, tokenized, embedded). None when no such index is cached
-    or the retriever cannot grow or delete (then the caller builds from scratch). The caller holds the build lock.
+def grow_index(
+    corpus: IndexableCorpus,
+    chunking: ChunkingConfig,
+    retriever: Retriever,
+    key: str,
+    folder: Path,
+    show_progress: bool,
+    compaction: CompactionPolicy,
+) -> Index | None:
+    """The index of ``corpus`` made from a cached index it starts from (:func:`cached_base`): that
+    index's files linked, its documents the corpus dropped or replaced deleted (tombstones), and one
+    segment of the documents after them (only they are chunked, tokenized, embedded). None when no
+    such index is cached or the retriever cannot grow or delete (then the caller builds from
+    scratch). The caller holds the build lock.
 
-    When that would make more segments, or more deleted chunks, than ``compaction`` allows, the new index
-    is written as one segment of the live chunks instead (:func:`write_compacted`); the cached index
-    is left as it was."""
+    When that would make more segments, or more deleted chunks, than ``compaction`` allows, the new
+    index is written as one segment of the live chunks instead (:func:`write_compacted`); the cached
+    index is left as it was."""
     if not grows(retriever):
         return None
     found = cached_base(corpus, chunking, retriever, folder.parent)
@@ -181,10 +197,19 @@ def grow_index(corpus: IndexableCorpus, chunking: ChunkingConfig, retriever: Ret
             "stored_documents": growth.stored_documents + growth.appended,
             "deleted_documents": sorted(growth.deleted),
         }
-        meta = index_meta(corpus, chunking, retriever, key, num_chunks=len(growth.live), started=started, grown_from=found.meta["key"],
-                          **({"compacted_segments": growth.segments} if growth.compacting else {}),
-                          **(tombstones if growth.deleted and not growth.compacting else {}),
-                          segments=segments, files=checksums.as_dict())  # fmt: skip
+        meta = index_meta(
+            corpus,
+            chunking,
+            retriever,
+            key,
+            num_chunks=len(growth.live),
+            started=started,
+            grown_from=found.meta["key"],
+            **({"compacted_segments": growth.segments} if growth.compacting else {}),
+            **(tombstones if growth.deleted and not growth.compacting else {}),
+            segments=segments,
+            files=checksums.as_dict(),
+        )
         publish(
             tmp, folder, meta
         )  # atomic: the base's index (its segments) untouched, the new one whole or absent
@@ -193,27 +218,52 @@ def grow_index(corpus: IndexableCorpus, chunking: ChunkingConfig, retriever: Ret
         raise
     shutil.rmtree(partial, ignore_errors=True)
     edits = f", deleted {len(found.deleted)} documents" if found.deleted else ""
-    log.info("Grew %s index by %d documents (%d chunks)%s in %.1fs at %s (from %s)%s", retriever.name, growth.appended, len(growth.new_chunks),
-             edits, meta["build_seconds"], folder, found.folder.name,
-             f"; compacted {growth.segments} segments into one" if growth.compacting else "")  # fmt: skip
+    log.info(
+        "Grew %s index by %d documents (%d chunks)%s in %.1fs at %s (from %s)%s",
+        retriever.name,
+        growth.appended,
+        len(growth.new_chunks),
+        edits,
+        meta["build_seconds"],
+        folder,
+        found.folder.name,
+        f"; compacted {growth.segments} segments into one" if growth.compacting else "",
+    )
     if growth.compacting:
         return Index(growth.live, retriever, chunking, key, folder)
     return Index(growth.live, retriever, chunking, key, folder, stored=growth.stored)
 
 
-def _extend(corpus: IndexableCorpus, chunking: ChunkingConfig, retriever: SegmentedRetriever, found: Base, base_stored: list[Chunk],
-            partial: Path, show_progress: bool, compaction: CompactionPolicy) -> _Growth:  # fmt: skip
-    """Extend the loaded base index in ``retriever`` by the corpus's documents after the kept ones (chunked,
-    tokenized, embedded in the resumable ``partial`` folder) and delete the documents the corpus dropped;
-    what the new index holds."""
+def _extend(
+    corpus: IndexableCorpus,
+    chunking: ChunkingConfig,
+    retriever: SegmentedRetriever,
+    found: Base,
+    base_stored: list[Chunk],
+    partial: Path,
+    show_progress: bool,
+    compaction: CompactionPolicy,
+) -> _Growth:
+    """Extend the loaded base index in ``retriever`` by the corpus's documents after the kept ones
+    (chunked, tokenized, embedded in the resumable ``partial`` folder) and delete the documents the
+    corpus dropped; what the new index holds."""
     stored_docs, first = (
         found.meta.get("stored_documents", found.meta["num_documents"]),
         len(base_stored),
     )
     appended = len(corpus) - found.kept
     shift = stored_docs - found.kept  # a new document's slot: after every stored one
-    new_chunks = [replace(c, doc_index=c.doc_index + shift)
-                  for c in chunks_for(corpus, chunking, retriever, show_progress=show_progress, start=found.kept, first_chunk_id=first)]  # fmt: skip
+    new_chunks = [
+        replace(c, doc_index=c.doc_index + shift)
+        for c in chunks_for(
+            corpus,
+            chunking,
+            retriever,
+            show_progress=show_progress,
+            start=found.kept,
+            first_chunk_id=first,
+        )
+    ]
     partial.mkdir(parents=True, exist_ok=True)
     if appended:
         retriever.extend(new_chunks, work_dir=partial, show_progress=show_progress)
@@ -243,8 +293,9 @@ def _write_grown(
     growth: _Growth,
     checksums: Checksums,
 ) -> list[dict[str, Any]] | None:
-    """Write the grown index's files into ``tmp``: compacted into one segment, or the base's files linked and one segment
-    of the new documents; its segment list, or None (``tmp`` deleted) when the base's files are gone."""
+    """Write the grown index's files into ``tmp``: compacted into one segment, or the base's files
+    linked and one segment of the new documents; its segment list, or None (``tmp`` deleted) when
+    the base's files are gone."""
     if growth.compacting:
         return write_compacted(tmp, retriever, growth.live, corpus, checksums)
     base_folder = growth.base.folder
@@ -278,10 +329,15 @@ def _write_grown(
     return segments
 
 
-def write_compacted(tmp: Path, retriever: SegmentedRetriever, chunks: list[Chunk], corpus: IndexableCorpus,
-                    checksums: Checksums) -> list[dict[str, Any]]:  # fmt: skip
-    """Write the grown ``retriever`` into ``tmp`` as an index of one segment of the live ``chunks``, the layout of a fresh build;
-    its segment list.
+def write_compacted(
+    tmp: Path,
+    retriever: SegmentedRetriever,
+    chunks: list[Chunk],
+    corpus: IndexableCorpus,
+    checksums: Checksums,
+) -> list[dict[str, Any]]:
+    """Write the grown ``retriever`` into ``tmp`` as an index of one segment of the live ``chunks``,
+    the layout of a fresh build; its segment list.
 
     BM25 merges its segments' raw counts without the deleted chunks' and makes its bm25s
     model from them (:meth:`~retrieval.bm25.BM25Retriever.compact`: nothing re-tokenized);

@@ -1,7 +1,7 @@
 """Where an index lives in the cache, what keys it, and the folders and lock around it.
 
-Layout under ``<cache>/indexes/`` (see :mod:`longctx.retrieval.index`): ``<key>/`` the finished index,
-``<key>.lock`` its builder's lock, ``<key>.partial/`` an unfinished build's resumable work,
+Layout under ``<cache>/indexes/`` (see :mod:`longctx.retrieval.index`): ``<key>/`` the finished
+index, ``<key>.lock`` its builder's lock, ``<key>.partial/`` an unfinished build's resumable work,
 ``<key>.build-<pid>-<id>/`` a builder's private output; ``meta.json`` lists the segments.
 """
 
@@ -50,7 +50,8 @@ def partial_folder(folder: Path) -> Path:
 
 
 def shards_folder(folder: Path) -> Path:
-    """The embedding shards of an unfinished dense build of ``folder`` (see :mod:`longctx.retrieval.dense`)."""
+    """The embedding shards of an unfinished dense build of ``folder`` (see
+    :mod:`longctx.retrieval.dense`)."""
     return partial_folder(folder) / "shards"
 
 

@@ -1,4 +1,5 @@
-"""The indexes kept in this process: the last few looked up, one object per key, shared by threads."""
+"""The indexes kept in this process: the last few looked up, one object per key,
+shared by threads."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ _MEMORY_LOCK = threading.Lock()
 
 
 def clear_memory_cache() -> None:
-    """Forget the indexes kept in this process (the next lookup loads from disk); for tests and long-lived services."""
+    """Forget the indexes kept in this process (the next lookup loads from disk); for tests and
+    long-lived services."""
     _MEMORY_CACHE.clear()
 
 
@@ -27,7 +29,8 @@ def remembered(key: str) -> Index | None:
 
 
 def remember(key: str, index: Index) -> Index:
-    """Keep ``index`` for ``key``, forgetting the least recently used beyond the cache's size; the object kept."""
+    """Keep ``index`` for ``key``, forgetting the least recently used beyond the cache's size; the
+    object kept."""
     with _MEMORY_LOCK:
         index = _MEMORY_CACHE.setdefault(
             key, index

@@ -1,11 +1,12 @@
-"""An index's folder on disk: written with a checksum of every file, published whole, loaded only when sound.
+"""An index's folder on disk: written with a checksum of every file, published whole, loaded
+only when sound.
 
-A builder writes into its own ``<key>.build-<pid>-<id>/`` folder, hashing each file as it is
-written (:mod:`longctx.retrieval.checksums`), writes ``meta.json`` last, flushes everything and renames
-the folder into place (:func:`publish`): readers see no index or a whole one. A load
-(:func:`load_index`) verifies every file against ``meta.json`` before anything is parsed;
-a damaged index is moved aside (:func:`move_aside`) and rebuilt. Nothing is pickled: chunks
-are JSON lines, vectors FAISS's format, BM25 matrices ``.npy`` loaded with pickles off.
+A builder writes into its own ``<key>.build-<pid>-<id>/`` folder, hashing each file as it is written
+(:mod:`longctx.retrieval.checksums`), writes ``meta.json`` last, flushes everything and renames the
+folder into place (:func:`publish`): readers see no index or a whole one. A load
+(:func:`load_index`) verifies every file against ``meta.json`` before anything is parsed; a damaged
+index is moved aside (:func:`move_aside`) and rebuilt. Nothing is pickled: chunks are JSON lines,
+vectors FAISS's format, BM25 matrices ``.npy`` loaded with pickles off.
 """
 
 from __future__ import annotations
@@ -46,14 +47,15 @@ log = logging.getLogger(
 def write_shards(
     folder: Path, retriever: DenseRetriever, texts: Sequence[str], vectors: np.ndarray
 ) -> None:
-    """``vectors`` of the chunk ``texts`` as the finished shards (checksummed, with their source) that
-    a dense build of ``folder`` with ``retriever`` resumes from (hold :func:`~retrieval.index.build_lock`)."""
+    """``vectors`` of the chunk ``texts`` as the finished shards (checksummed, with their source)
+    that a dense build of ``folder`` with ``retriever`` resumes from (hold
+    :func:`~retrieval.index.build_lock`)."""
     retriever.write_shards(texts, vectors, work_dir=partial_folder(folder))
 
 
 def private_build_folder(folder: Path) -> Path:
-    """A new, empty ``<key>.build-<pid>-<id>/`` beside ``folder``, this builder's own, after deleting the ones
-    killed builders left (the caller holds the build lock)."""
+    """A new, empty ``<key>.build-<pid>-<id>/`` beside ``folder``, this builder's own, after
+    deleting the ones killed builders left (the caller holds the build lock)."""
     for stale in folder.parent.glob(f"{folder.name}.build-*"):
         shutil.rmtree(stale, ignore_errors=True)
     tmp = folder.with_name(f"{folder.name}.build-{os.getpid()}-{uuid.uuid4().hex[:8]}")
@@ -62,7 +64,8 @@ def private_build_folder(folder: Path) -> Path:
 
 
 def write_chunks(path: Path, chunks: Sequence[Chunk], checksums: Checksums) -> None:
-    """``chunks`` as ``chunks.jsonl`` at ``path``, one JSON object a line (hashed into ``checksums`` as written)."""
+    """``chunks`` as ``chunks.jsonl`` at ``path``, one JSON object a line (hashed into ``checksums``
+    as written)."""
     with checksums.open(path, text=True) as f:
         f.writelines(json.dumps(asdict(c), ensure_ascii=False) + "\n" for c in chunks)
 
@@ -78,15 +81,24 @@ def save_retriever(retriever: Retriever, folder: Path, checksums: Checksums) -> 
     so that its files are hashed as they are written; the files of any other retriever are
     hashed from disk afterwards."""
     if "checksums" in inspect.signature(retriever.save).parameters:
-        retriever.save(folder, checksums=checksums)  # type: ignore[call-arg]  # the base signature lacks it; checked above
+        # the base signature lacks it; checked above
+        retriever.save(folder, checksums=checksums)  # type: ignore[call-arg]
     else:
         retriever.save(folder)
 
 
-def index_meta(corpus: IndexableCorpus, chunking: ChunkingConfig, retriever: Retriever, key: str, *, num_chunks: int, started: float,
-               **details: Any) -> dict[str, Any]:  # fmt: skip
-    """The ``meta.json`` of a new index: what keys and describes it (``started``: its build's ``perf_counter``), then ``details``
-    (segments, file checksums, what it grew from)."""
+def index_meta(
+    corpus: IndexableCorpus,
+    chunking: ChunkingConfig,
+    retriever: Retriever,
+    key: str,
+    *,
+    num_chunks: int,
+    started: float,
+    **details: Any,
+) -> dict[str, Any]:
+    """The ``meta.json`` of a new index: what keys and describes it (``started``: its build's
+    ``perf_counter``), then ``details`` (segments, file checksums, what it grew from)."""
     return {
         "format": INDEX_FORMAT_VERSION,
         "key": key,
@@ -102,15 +114,16 @@ def index_meta(corpus: IndexableCorpus, chunking: ChunkingConfig, retriever: Ret
 
 
 def publish(tmp: Path, folder: Path, meta: dict[str, Any]) -> None:
-    """Write ``meta.json`` into the finished ``tmp`` (last: its presence means complete), flush it all
-    to disk and rename it to ``folder`` (atomic: readers see no index or a whole one)."""
+    """Write ``meta.json`` into the finished ``tmp`` (last: its presence means complete), flush it
+    all to disk and rename it to ``folder`` (atomic: readers see no index or a whole one)."""
     (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
     fsync_tree(tmp)
     tmp.rename(folder)
 
 
 def fsync_tree(folder: Path) -> None:
-    """Flush a finished index to disk before it is renamed into place (a power cut leaves no torn index)."""
+    """Flush a finished index to disk before it is renamed into place (a power cut leaves no
+    torn index)."""
     for path in folder.rglob("*"):
         if path.is_file():
             with open(path, "rb") as f:
@@ -206,18 +219,22 @@ def load_index(
         chunks = live_chunks(stored, deleted)
         if len(chunks) != meta.get("num_chunks"):
             raise ValueError(
-                f"chunks.jsonl holds {len(chunks)} live chunks, meta.json says {meta.get('num_chunks')}"
+                f"chunks.jsonl holds {len(chunks)} live chunks, meta.json says "
+                f"{meta.get('num_chunks')}"
             )
         if len(segments) == 1:
             retriever.load(folder)
         elif callable(getattr(retriever, "load_segments", None)):
-            retriever.load_segments(segments)  # type: ignore[attr-defined]  # optional part of the contract
+            # optional part of the contract
+            retriever.load_segments(segments)  # type: ignore[attr-defined]
         else:
             raise ValueError(
                 f"the {retriever.name} retriever cannot read an index of {len(segments)} segments"
             )
         if deleted:
-            retriever.delete([c.chunk_id for c in stored if c.doc_index in deleted])  # type: ignore[attr-defined]  # only indexes of retrievers that delete have any
+            # only indexes of retrievers that delete have any
+            gone = [c.chunk_id for c in stored if c.doc_index in deleted]
+            retriever.delete(gone)  # type: ignore[attr-defined]
         size = retriever_size(retriever)
         if size is not None and size != len(chunks):
             raise ValueError(

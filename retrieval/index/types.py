@@ -1,4 +1,5 @@
-"""What a built index is: a corpus's live chunks plus a retriever over them, and the chunks it stores."""
+"""What a built index is: a corpus's live chunks plus a retriever over them, and the
+chunks it stores."""
 
 from __future__ import annotations
 
@@ -14,8 +15,16 @@ from longctx.retrieval.chunking import Chunk, ChunkingConfig
 class Index:
     """A corpus's chunks plus a built retriever over them."""
 
-    def __init__(self, chunks: list[Chunk], retriever: Retriever, chunking: ChunkingConfig, key: str, path: Path | None,
-                 *, stored: list[Chunk] | None = None):  # fmt: skip
+    def __init__(
+        self,
+        chunks: list[Chunk],
+        retriever: Retriever,
+        chunking: ChunkingConfig,
+        key: str,
+        path: Path | None,
+        *,
+        stored: list[Chunk] | None = None,
+    ):
         self.chunks = chunks
         self.retriever = retriever
         self.chunking = chunking
@@ -49,7 +58,8 @@ class Index:
         ]
 
     def as_retriever(self, k: int = 7) -> Any:
-        """This index as a LangChain ``BaseRetriever`` returning the top ``k`` chunks as documents."""
+        """This index as a LangChain ``BaseRetriever`` returning the top ``k`` chunks
+        as documents."""
         from longctx.retrieval.langchain_retriever import (
             IndexRetriever,
         )  # langchain_core's retriever stack costs ~1 s to import
@@ -64,8 +74,9 @@ class Index:
 
 
 def live_chunks(stored: list[Chunk], deleted: set[int]) -> list[Chunk]:
-    """The chunks of the documents not ``deleted`` (slots), numbered as a fresh build of the edited corpus numbers them:
-    chunk ids by place among the live chunks, document indexes by place among the live documents."""
+    """The chunks of the documents not ``deleted`` (slots), numbered as a fresh build of the edited
+    corpus numbers them: chunk ids by place among the live chunks, document indexes by place among
+    the live documents."""
     if not deleted:
         return stored
     gone = sorted(deleted)
