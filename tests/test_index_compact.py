@@ -1,4 +1,5 @@
-"""A grown index compacts its segments into one (log-structured merge) and then scores as a fresh build, bit for bit."""
+"""A grown index compacts its segments into one (log-structured merge) and then scores as a fresh
+build, bit for bit."""
 
 import json
 import os
@@ -29,7 +30,8 @@ def segment_paths(index) -> list[str]:
 
 
 def grow_in_steps(first: int, steps: int, per_step: int, **options):
-    """Index ``TEXTS[:first]``, then grow it ``steps`` times by ``per_step`` documents (a new process each time); every index."""
+    """Index ``TEXTS[:first]``, then grow it ``steps`` times by ``per_step`` documents (a new
+    process each time); every index."""
     indexes = [build_index(Corpus.from_texts(TEXTS[:first]), "bm25", chunking=CHUNKING, **options)]
     for step in range(1, steps + 1):
         fresh_process()

@@ -112,7 +112,8 @@ def test_a_finished_run_keeps_only_its_final_checkpoint(isolated_cache):
     assert checkpoint_rows(db) == 1
     size = db.stat().st_size + sum(p.stat().st_size for p in run.glob(CHECKPOINTS_FILE + "-*"))
     print(
-        f"\ncheckpoint storage after a finished 32-question x {math.ceil(stream_tokens(corpus) / 5000)}-chunk run: {size} bytes"
+        "\ncheckpoint storage after a finished 32-question x "
+        f"{math.ceil(stream_tokens(corpus) / 5000)}-chunk run: {size} bytes"
     )
     assert size < 1_000_000
     again = echo_model()

@@ -1,7 +1,8 @@
-"""Issue #47's first proof: a tool-loop strategy added in its own folder (``tests/fixtures/search_agent``:
-``search`` and ``get_document`` over the corpus's BM25 index) as a third party adds one, the engine through
-``longctx.graphs.api`` only, registered by an entry point: ``answer()`` runs it against the recording stub with
-scripted tool calls, and its estimate has no most until a budget caps it."""
+"""Issue #47's first proof: a tool-loop strategy added in its own folder
+(``tests/fixtures/search_agent``: ``search`` and ``get_document`` over the corpus's BM25 index) as a
+third party adds one, the engine through ``longctx.graphs.api`` only, registered by an entry point:
+``answer()`` runs it against the recording stub with scripted tool calls, and its estimate has no
+most until a budget caps it."""
 
 from __future__ import annotations
 
@@ -62,7 +63,8 @@ RUN = """
 
 
 def _third_party(tmp_path: Path) -> Path:
-    """The fixture as an installed distribution: its entry point in a ``.dist-info`` folder of a site folder."""
+    """The fixture as an installed distribution: its entry point in a ``.dist-info`` folder of a
+    site folder."""
     dist = tmp_path / "search_agent-0.1.dist-info"
     dist.mkdir(parents=True)
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: search-agent\nVersion: 0.1\n")
@@ -78,9 +80,19 @@ def test_the_search_agent_folder_imports_only_the_plugin_surface():
 
 def test_a_tool_loop_strategy_in_its_own_folder_answers_and_is_capped_by_its_budget(tmp_path):
     site = _third_party(tmp_path / "site")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(FOLDER.parent), str(ROOT)]),
-           "LONGCTX_CACHE_DIR": str(tmp_path / "cache")}  # fmt: skip
-    run = subprocess.run([sys.executable, "-c", textwrap.dedent(RUN)], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)  # fmt: skip
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(site), str(FOLDER.parent), str(ROOT)]),
+        "LONGCTX_CACHE_DIR": str(tmp_path / "cache"),
+    }
+    run = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(RUN)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     out = json.loads(run.stdout.strip().splitlines()[-1])
     assert out["third_party"] == "search_agent.graph" and out["tools_sent"] == [

@@ -49,7 +49,10 @@ class EchoServer(LoopbackServer):
                 )  # a base URL with a query makes it /v1/?api_key=...embeddings
                 status = outer.embeddings_status if embeddings else outer.chat_status
                 if status != 200:
-                    echo = f"bad request {self.requestline}; headers: {json.dumps(headers)}; Authorization: {headers.get('Authorization')}"
+                    echo = (
+                        f"bad request {self.requestline}; headers: {json.dumps(headers)}; "
+                        f"Authorization: {headers.get('Authorization')}"
+                    )
                     reply = {
                         "error": {
                             "message": echo,

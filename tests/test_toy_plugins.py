@@ -1,9 +1,10 @@
-"""The toy plug-ins of issue #36: a ``first_chunk`` strategy and a ``toy_qa`` benchmark, written in a
-folder of their own as a third party writes them (their code and their entry points, no line of the
-library edited), are offered by ``longctx --help`` without importing anything of theirs, answer through
-``answer()``, run in the runner of ``longctx run``, are scored in the report, get a ceiling row that
-says they have no rule, and are priced by the run plan. A strategy package dropped under ``graphs/``
-with its ``plugin.toml`` works in the CLI and ``answer()`` with no import line anywhere."""
+"""The toy plug-ins of issue #36: a ``first_chunk`` strategy and a ``toy_qa`` benchmark, written in
+a folder of their own as a third party writes them (their code and their entry points, no line of
+the library edited), are offered by ``longctx --help`` without importing anything of theirs, answer
+through ``answer()``, run in the runner of ``longctx run``, are scored in the report, get a ceiling
+row that says they have no rule, and are priced by the run plan. A strategy package dropped under
+``graphs/`` with its ``plugin.toml`` works in the CLI and ``answer()`` with no import
+line anywhere."""
 
 from __future__ import annotations
 
@@ -90,15 +91,29 @@ def score(pairs, **options):
 '''
 
 QUESTIONS = [
-    {"id": "q0", "question": "What is the vault code?", "answer": "7421", "evidence": ["0"],
-     "documents": ["The vault code is 7421.", "The harbour has a lighthouse and a long pier."]},
-    {"id": "q1", "question": "What does the harbour have?", "answer": "a lighthouse", "evidence": ["1"],
-     "documents": ["The vault is closed on Sundays and on holidays.", "The harbour has a lighthouse."]},
-]  # fmt: skip
+    {
+        "id": "q0",
+        "question": "What is the vault code?",
+        "answer": "7421",
+        "evidence": ["0"],
+        "documents": ["The vault code is 7421.", "The harbour has a lighthouse and a long pier."],
+    },
+    {
+        "id": "q1",
+        "question": "What does the harbour have?",
+        "answer": "a lighthouse",
+        "evidence": ["1"],
+        "documents": [
+            "The vault is closed on Sundays and on holidays.",
+            "The harbour has a lighthouse.",
+        ],
+    },
+]
 
 
 def _write_strategy(folder: Path, module: str) -> None:
-    """The ``first_chunk`` package in ``folder``, importable as ``module`` (its ``plugin.toml`` names that target)."""
+    """The ``first_chunk`` package in ``folder``, importable as ``module`` (its ``plugin.toml``
+    names that target)."""
     (folder / "first_chunk").mkdir(parents=True)
     (folder / "first_chunk" / "__init__.py").write_text('"""A toy strategy plug-in."""\n')
     (folder / "first_chunk" / "graph.py").write_text(FIRST_CHUNK_GRAPH)
@@ -108,7 +123,8 @@ def _write_strategy(folder: Path, module: str) -> None:
 
 
 def _third_party(tmp_path: Path) -> Path:
-    """The two plug-ins as an installed third-party distribution: packages and entry points in one folder."""
+    """The two plug-ins as an installed third-party distribution: packages and entry points in
+    one folder."""
     site = tmp_path / "site"
     _write_strategy(site, "first_chunk")
     (site / "toy_qa").mkdir()
@@ -116,8 +132,10 @@ def _third_party(tmp_path: Path) -> Path:
     dist = site / "toy_plugins-0.1.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-plugins\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[longctx.strategies]\nfirst_chunk = first_chunk.graph:build_graph\n\n"
-                                           "[longctx.benchmarks]\ntoy_qa = toy_qa:score\n")  # fmt: skip
+    (dist / "entry_points.txt").write_text(
+        "[longctx.strategies]\nfirst_chunk = first_chunk.graph:build_graph\n\n"
+        "[longctx.benchmarks]\ntoy_qa = toy_qa:score\n"
+    )
     return site
 
 
@@ -148,8 +166,12 @@ HELP = """
 
 def _loaded_ours(modules: list[str]) -> list[str]:
     """What of LangGraph, the strategy packages and the plug-ins a process has imported."""
-    return [m for m in modules if m.split(".")[0] in ("langgraph", "langchain_core", "first_chunk", "toy_qa")
-            or (m.startswith("longctx.graphs.") and m != "longctx.graphs.strategy_registry")]  # fmt: skip
+    return [
+        m
+        for m in modules
+        if m.split(".")[0] in ("langgraph", "langchain_core", "first_chunk", "toy_qa")
+        or (m.startswith("longctx.graphs.") and m != "longctx.graphs.strategy_registry")
+    ]
 
 
 def test_the_toy_plugins_are_offered_by_help_without_importing_them(tmp_path):
@@ -166,7 +188,8 @@ def test_the_toy_plugins_are_offered_by_help_without_importing_them(tmp_path):
         "{first_chunk,full_context,hipporag,memagent,pai,pai_minus,rag,raptor,self_ask,self_route,structured}"
         in shown["answer"]["help"]
     )
-    # `longctx index`: the built-ins declared to build an index, and the plug-in (checked once loaded)
+    # `longctx index`: the built-ins declared to build an index, and the plug-in (checked
+    # once loaded)
     assert "{first_chunk,pai,pai_minus,rag,self_ask,self_route}" in shown["index"]["help"]
 
 
@@ -243,8 +266,8 @@ DROPPED = """
 
 
 def test_a_strategy_package_under_graphs_needs_no_import_line(tmp_path):
-    """Its ``plugin.toml`` is all that makes it known (with the old hand list in ``graphs/__init__.py``:
-    offered by the CLI, a KeyError in ``answer()``)."""
+    """Its ``plugin.toml`` is all that makes it known (with the old hand list in
+    ``graphs/__init__.py``: offered by the CLI, a KeyError in ``answer()``)."""
     _write_strategy(tmp_path / "extra", "longctx.graphs.first_chunk")
     got = json.loads(
         _python(DROPPED, str(tmp_path / "extra"), pythonpath=str(ROOT), cache=tmp_path / "cache")

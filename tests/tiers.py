@@ -15,15 +15,21 @@ from collections import Counter
 
 #: The markers this table applies, and what a test under each does (registered in pyproject.toml).
 MARKERS = {
-    "subprocess": "starts a process: the CLI in a fresh interpreter, the stub server, a run killed on purpose",
+    "subprocess": (
+        "starts a process: the CLI in a fresh interpreter, the stub server, a run killed on purpose"
+    ),
     "durability": "interrupts, corrupts or resumes on purpose and checks what survives",
     "concurrency": "threads, tasks or processes racing: fan-out limits, shared work, cancellation",
     "integration": "a whole strategy, command or benchmark run: loopback server, CLI, real files, large input",
-    "model": "loads a real model or its tokenizer: MiniLM or a BERT checkpoint through torch, ONNX, jieba's dictionary",
+    "model": (
+        "loads a real model or its tokenizer: MiniLM or a BERT checkpoint through torch, ONNX, "
+        "jieba's dictionary"
+    ),
     "e2e": "the embedded model or a real local OpenAI-compatible server",
 }
 
-#: Markers that keep a test out of the unit tier (``slow`` and ``ray`` are not in the default suite either).
+#: Markers that keep a test out of the unit tier (``slow`` and ``ray`` are not in the default
+#: suite either).
 NOT_UNIT = ("slow", "ray", *MARKERS)
 
 #: The default suite's longest files, longest first (their tests' seconds summed from a
