@@ -4,7 +4,8 @@ JSON: the oracle ``tests/test_hipporag_requests.py`` compares ours with
 (``tests/fixtures/hipporag/official_requests.json``).
 
     python -m tests.hipporag_official PATH/TO/HippoRAG-checkout OUT.json
-    python -m tests.hipporag_official --graph PATH/TO/HippoRAG-checkout OUT.json   # the graph and PPR rankings of GRAPH_PASSAGES
+    # the graph and PPR rankings of GRAPH_PASSAGES:
+    python -m tests.hipporag_official --graph PATH/TO/HippoRAG-checkout OUT.json
 
 Recorded: the NER and triple-extraction messages of ``OpenIE.ner`` / ``triple_extraction`` for
 :data:`PASSAGES` (the triple call given the entities the NER reply yields), the entities and
@@ -94,7 +95,9 @@ QA_REPLIES = ["Radio City started in 2001.\nAnswer: 3 July 2001", "No answer mar
 STANDINS = {
     "__init__.py": "",
     "llm/__init__.py": "BaseLLM = object\n_get_llm_class = None\n",
-    "embedding_model/__init__.py": "BaseEmbeddingModel = object\n_get_embedding_model_class = None\n",
+    "embedding_model/__init__.py": (
+        "BaseEmbeddingModel = object\n_get_embedding_model_class = None\n"
+    ),
 }
 
 

@@ -1,10 +1,11 @@
 """Runs the official RAPTOR clustering (``raptor/cluster_utils.py`` of parthsarthi03/raptor,
 unchanged) on the fixed embeddings of :func:`fixture_nodes` and writes its clusters as JSON: the
-oracle ``tests/test_raptor_clustering.py`` compares ours
-with (``tests/fixtures/raptor/official_clusters.json``).
+oracle ``tests/test_raptor_clustering.py`` compares ours with
+(``tests/fixtures/raptor/official_clusters.json``).
 
     python -m tests.raptor_official PATH/TO/raptor-checkout OUT.json
-    python -m tests.raptor_official --split PATH/TO/raptor-checkout OUT.json   # utils.split_text on split_fixture_texts()
+    # utils.split_text on split_fixture_texts():
+    python -m tests.raptor_official --split PATH/TO/raptor-checkout OUT.json
 
 Only what the official module needs at import is stood in for: an inert package ``__init__`` (the
 official one imports the OpenAI and torch models the clustering never uses), ``cl100k_base``

@@ -119,7 +119,8 @@ def test_prompts_are_the_official_ones_for_every_task_and_switch_combination():
                 for k, on in zip(bl.SWITCHES, (ins, ex, post), strict=True)
             },
         )
-        key = f"{task}_instruction_{'yes' if ins else 'no'}_examples_{'yes' if ex else 'no'}_post_prompt_{'yes' if post else 'no'}"
+        yes = ["yes" if on else "no" for on in (ins, ex, post)]
+        key = f"{task}_instruction_{yes[0]}_examples_{yes[1]}_post_prompt_{yes[2]}"
         assert hashlib.sha256(text.encode()).hexdigest() == golden["sha256"][key], key
         seen += 1
     assert seen == len(golden["sha256"]) == 160

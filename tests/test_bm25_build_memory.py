@@ -228,10 +228,12 @@ from longctx.retrieval.tokens import get_encoding
 def high_water():
     with open("/proc/self/status") as f:
         return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
-get_encoding(), _bm25s(), stopwords()  # the BPE ranks, bm25s and scipy are loaded before the baseline
+# the BPE ranks, bm25s and scipy are loaded before the baseline
+get_encoding(), _bm25s(), stopwords()
 before = high_water()
 with tempfile.TemporaryDirectory() as cache:
-    index = build_index(Corpus.from_path(sys.argv[1]), "bm25", chunking=ChunkingConfig(unit="words", size=200), cache_dir=cache)
+    chunking = ChunkingConfig(unit="words", size=200)
+    index = build_index(Corpus.from_path(sys.argv[1]), "bm25", chunking=chunking, cache_dir=cache)
     print(json.dumps({"peak_bytes": high_water() - before, "chunks": len(index)}))
 """
 

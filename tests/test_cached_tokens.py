@@ -82,7 +82,7 @@ def own_run(tmp_path_factory):
     return {"out": out, "server": server, "samples": samples}
 
 
-def test_a_20_question_full_context_run_reads_the_corpus_from_the_cache_after_the_first_call(
+def test_a_20_question_full_context_run_reads_the_corpus_from_cache_after_the_first_call(
     own_run,
 ):
     server = own_run["server"]
@@ -102,7 +102,7 @@ def test_a_20_question_full_context_run_reads_the_corpus_from_the_cache_after_th
     assert sum(r["usage"]["cached_prompt_tokens"] for r in rows) == sum(expected) > 0
 
 
-def test_the_report_prices_cached_tokens_at_the_cached_rate_and_shows_the_cost_without_cache(
+def test_the_report_prices_cached_tokens_at_their_rate_and_shows_the_cost_without_cache(
     own_run,
 ):
     out = own_run["out"]

@@ -83,7 +83,9 @@ WITHOUT_EXTRAS = textwrap.dedent("""
                 return None
             return super().find_spec(name, path, target)
 
-    sys.meta_path[:] = [InstalledPackagesExcept if f is importlib.machinery.PathFinder else f for f in sys.meta_path]
+    sys.meta_path[:] = [
+        InstalledPackagesExcept if f is importlib.machinery.PathFinder else f for f in sys.meta_path
+    ]
     exec(sys.argv[2])
 """)
 
@@ -117,8 +119,10 @@ def test_the_core_imports_and_answers_with_bm25_without_any_extra(tmp_path):
     code = textwrap.dedent(f"""
         import longctx, longctx.graphs, longctx.retrieval, longctx.experiments.cli
         from longctx.experiments.cli import main
-        status = main(["answer", "--corpus", {str(corpus)!r}, "--question", "What is the code of the museum vault?",
-                       "--llm", "openai:stub-model", "--retriever", "bm25", "--top-k", "1", "--yes", "--json"])
+        status = main(["answer", "--corpus", {str(corpus)!r},
+                       "--question", "What is the code of the museum vault?",
+                       "--llm", "openai:stub-model", "--retriever", "bm25", "--top-k", "1",
+                       "--yes", "--json"])
         print("EXIT", status)
     """)
     with RecordingServer(lambda request: "The code is 7421.") as server:
@@ -141,10 +145,12 @@ def test_a_feature_that_needs_an_extra_names_the_extra(tmp_path):
     code = textwrap.dedent(f"""
         from longctx.experiments.cli import main
         base = ["answer", "--question", "What is the code?", "--yes"]
-        for extra, argv in [("dense", ["--corpus", {str(corpus)!r}, "--llm", "openai:stub-model", "--retriever", "dense"]),
-                            ("dense", ["--corpus", {str(corpus)!r}, "--llm", "openai:stub-model", "--retriever", "openai"]),
+        stub = ["--corpus", {str(corpus)!r}, "--llm", "openai:stub-model"]
+        html = ["--corpus", {str(pages)!r}, "--llm", "openai:stub-model"]
+        for extra, argv in [("dense", stub + ["--retriever", "dense"]),
+                            ("dense", stub + ["--retriever", "openai"]),
                             ("embedded", ["--corpus", {str(corpus)!r}, "--llm", "embedded"]),
-                            ("readers", ["--corpus", {str(pages)!r}, "--llm", "openai:stub-model"])]:
+                            ("readers", html)]:
             print("EXIT", extra, main(base + argv), file=sys.stderr, flush=True)
     """)
     with RecordingServer() as server:

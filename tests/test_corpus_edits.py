@@ -324,7 +324,8 @@ _KILLED_CHILD = """
 import json, os, sys
 from longctx.retrieval import ChunkingConfig, Corpus, Document, build_index
 from longctx.retrieval.index import store
-store.fsync_tree = lambda folder: os._exit(9)  # killed with the edited index written, before its rename
+# killed with the edited index written, before its rename
+store.fsync_tree = lambda folder: os._exit(9)
 old = Corpus.from_texts(json.loads(open(sys.argv[1]).read()))
 new = old.remove("3").update(Document(doc_id="7", text="edited text", title="Doc 8"))
 build_index(new, "bm25", chunking=ChunkingConfig(unit="words", size=40))

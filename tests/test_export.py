@@ -67,7 +67,9 @@ CASES = {
         "ruler_hqa",
         {},
         {
-            "Document 1:\nCats\nCats purr when content.\n\nDocument 2:\nAda": "<think>the answer is London</think>Therefore, the answer is **Paris**",
+            "Document 1:\nCats\nCats purr when content.\n\nDocument 2:\nAda": (
+                "<think>the answer is London</think>Therefore, the answer is **Paris**"
+            ),
             "Document 1:\nBob Marley": "Therefore, the answer is London.",
             "Is Bob Marley a cat?": None,
         },

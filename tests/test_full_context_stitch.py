@@ -358,7 +358,7 @@ def test_a_tokenizer_that_does_not_restart_cleanly_never_stitches():
 # -- what a question costs once the corpus is prepared -------------------------------------------
 
 
-def test_questions_after_the_first_tokenize_only_a_short_stretch_and_prepare_once_when_concurrent(
+def test_later_questions_tokenize_only_a_short_stretch_and_prepare_once_when_concurrent(
     tokenizers,
 ):
     tok = tokenizers["cl100k"]

@@ -311,7 +311,7 @@ def test_config_defaults_are_the_official_ones_and_bad_values_are_refused():
             HippoRAGConfig(**bad)
 
 
-def test_report_shows_filtered_triples_linked_phrases_and_top_passages_and_the_ceiling_needs_the_index_llm():
+def test_the_report_shows_filtered_triples_linked_phrases_top_passages_and_the_index_llm_ceiling():
     from longctx.graphs import STRATEGIES
     from longctx.graphs.ceiling import CeilingEnv, CeilingItem, SkipCeiling
 

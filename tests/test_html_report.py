@@ -490,7 +490,8 @@ def test_report_opens_in_headless_chromium_with_a_drill_down(run, tmp_path):
 #: box, written into the DOM.
 MEASURE = """<script>
 var box = document.querySelector("#summary .wide").getBoundingClientRect();
-var cells = Array.prototype.filter.call(document.querySelectorAll("#summary th, #summary td"), function (c) {
+var allCells = document.querySelectorAll("#summary th, #summary td");
+var cells = Array.prototype.filter.call(allCells, function (c) {
   var i = Array.prototype.indexOf.call(c.parentNode.children, c);
   var head = document.querySelectorAll("#summary thead th")[i].textContent;
   return /interval|score_ci/.test(head);

@@ -36,8 +36,11 @@ before = high_water()
 corpus = Corpus.from_path(sys.argv[1])
 chunks = chunk_corpus(corpus, ChunkingConfig(unit=unit, size=512 if unit == "tokens" else 200))
 tokens = corpus.num_tokens
-print(json.dumps({"peak_bytes": high_water() - before, "chunks": len(chunks), "chunk_tokens": sum(c.num_tokens for c in chunks),
-                  "tokens": tokens, "rejoined": "".join(c.text for c in chunks) == corpus[0].text if unit == "tokens" else None}))
+peak = high_water() - before
+rejoined = "".join(c.text for c in chunks) == corpus[0].text if unit == "tokens" else None
+print(json.dumps({"peak_bytes": peak, "chunks": len(chunks),
+                  "chunk_tokens": sum(c.num_tokens for c in chunks), "tokens": tokens,
+                  "rejoined": rejoined}))
 """
 
 

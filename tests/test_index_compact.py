@@ -182,7 +182,7 @@ def _fail(*args, **kwargs):
 
 
 @pytest.mark.parametrize("where", ["merging counts", "writing the index"])
-def test_a_kill_during_compaction_leaves_the_old_segments_loadable_and_the_next_growth_compacts(
+def test_a_kill_in_compaction_leaves_the_old_segments_loadable_and_the_next_growth_compacts(
     monkeypatch, where
 ):
     policy = CompactionPolicy(max_segments=2)
@@ -219,13 +219,15 @@ _KILLED_CHILD = """
 import json, os, sys
 from longctx.retrieval import ChunkingConfig, Corpus, build_index
 from longctx.retrieval.index import CompactionPolicy, store
-store.fsync_tree = lambda folder: os._exit(9)  # killed with the compacted index written, before its rename
+# killed with the compacted index written, before its rename
+store.fsync_tree = lambda folder: os._exit(9)
 texts = json.loads(open(sys.argv[1]).read())
-build_index(Corpus.from_texts(texts), "bm25", chunking=ChunkingConfig(unit="words", size=40), compaction=CompactionPolicy(max_segments=2))
+chunking, compaction = ChunkingConfig(unit="words", size=40), CompactionPolicy(max_segments=2)
+build_index(Corpus.from_texts(texts), "bm25", chunking=chunking, compaction=compaction)
 """
 
 
-def test_a_process_killed_during_compaction_leaves_the_old_segments_and_its_leftovers_are_cleared(
+def test_a_killed_compaction_leaves_the_old_segments_and_its_leftovers_are_cleared(
     isolated_cache, tmp_path
 ):
     policy = CompactionPolicy(max_segments=2)

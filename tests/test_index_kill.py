@@ -189,7 +189,8 @@ if job["kill"] == "clustering":  # layer 2's clustering: say so, then wait for t
             time.sleep(600)
         return real_cluster(*args, **kwargs)
     tree.cluster_nodes = cluster_nodes
-if job["kill"] == "writing":  # half of the first write to the named file reaches the disk, then SIGKILL
+# half of the first write to the named file reaches the disk, then SIGKILL
+if job["kill"] == "writing":
     from longctx.retrieval.checksums import Checksums
     real_open = Checksums.open
     class Torn:
@@ -210,7 +211,8 @@ from longctx import answer, make_chat_model
 from longctx.retrieval import Corpus
 llm = make_chat_model("openai:gpt-3.5-turbo", base_url=job["url"], max_retries=0)
 corpus = Corpus.from_texts(job["texts"], titles=job["titles"])
-answer(corpus, job["question"], strategy=job["strategy"], llm=llm, cache_dir=job["cache"], **job["options"])
+answer(corpus, job["question"], strategy=job["strategy"], llm=llm, cache_dir=job["cache"],
+       **job["options"])
 """
 
 
@@ -355,7 +357,7 @@ def killed_in_the_map(
 # -- kills -----------------------------------------------------------------------------------------
 # four builds, three in child processes each compiling UMAP (numba): 273 s at load 11 on 2 cores
 @pytest.mark.slow
-def test_a_raptor_build_killed_in_the_map_in_clustering_and_in_writing_resumes_asking_no_answered_call(
+def test_a_raptor_build_killed_in_the_map_clustering_and_writing_resumes_asking_no_answered_call(
     server, tmp_path
 ):
     stub, texts = server.stub, raptor_texts()
@@ -423,7 +425,7 @@ def test_a_raptor_build_killed_in_the_map_in_clustering_and_in_writing_resumes_a
     assert from_disk.usage.index_seconds == from_memory.usage.index_seconds == 0
 
 
-def test_a_hipporag_build_killed_in_the_openie_map_and_in_writing_resumes_asking_no_answered_call(
+def test_a_hipporag_build_killed_in_openie_and_in_writing_resumes_asking_no_answered_call(
     server, tmp_path
 ):
     stub, texts = server.stub, hipporag_texts()
@@ -508,7 +510,7 @@ def corrupted_and_rebuilt(
 
 
 @pytest.mark.slow  # five RAPTOR builds (UMAP) in this process: 66 s at load 11 on 2 cores
-def test_each_raptor_file_corrupted_is_named_and_rebuilt_and_a_torn_summary_log_asks_only_its_torn_line(
+def test_corrupt_raptor_files_are_named_and_rebuilt_a_torn_summary_log_asks_its_torn_line(
     server, tmp_path, caplog
 ):
     caplog.set_level(logging.WARNING)
@@ -544,7 +546,7 @@ def test_each_raptor_file_corrupted_is_named_and_rebuilt_and_a_torn_summary_log_
     assert step(after, "retrieve")["nodes"] == step(first, "retrieve")["nodes"]
 
 
-def test_each_hipporag_file_corrupted_is_named_and_rebuilt_and_a_torn_openie_log_asks_only_its_torn_line(
+def test_corrupt_hipporag_files_are_named_and_rebuilt_a_torn_openie_log_asks_its_torn_line(
     server, tmp_path, caplog
 ):
     caplog.set_level(logging.WARNING)

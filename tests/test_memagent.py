@@ -162,7 +162,9 @@ def test_benchmark_instruction_replaces_the_default_final_format():
     q = Question(
         text="Pick one",
         choices={"A": "x", "B": "y"},
-        instruction='Format your response as follows: "The correct answer is (insert answer here)".',
+        instruction=(
+            'Format your response as follows: "The correct answer is (insert answer here)".'
+        ),
     )
     result = answer(corpus_of([100]), q, strategy="memagent", llm=llm, resume=False)
     final = llm.calls[-1]["prompt"]
@@ -247,8 +249,11 @@ def test_resume_after_the_process_is_killed(tmp_path):
                 f.write(json.dumps(calls[-1][:30]) + "\\n")
             if len(calls) == kill_at:
                 os.kill(os.getpid(), signal.SIGKILL)
-            return "Therefore, the answer is 42." if calls[-1] == "FINAL" else "mem " + calls[-1][:10]
-        r = answer(corpus_of([26000]), "q", strategy="memagent", llm=ScriptedChatModel(reply_fn=reply), show_progress=False)
+            if calls[-1] == "FINAL":
+                return "Therefore, the answer is 42."
+            return "mem " + calls[-1][:10]
+        llm = ScriptedChatModel(reply_fn=reply)
+        r = answer(corpus_of([26000]), "q", strategy="memagent", llm=llm, show_progress=False)
         print(r.usage.run_llm_calls, r.usage.llm_calls, r.answer)
         """
     )

@@ -54,7 +54,7 @@ def _ruler_reply(request: dict) -> str:
     )
 
 
-def test_paper_preset_on_ruler_hqa_exports_and_reports_the_official_score_of_the_whole_reply(
+def test_paper_preset_on_ruler_hqa_exports_and_reports_the_official_score_of_whole_replies(
     tmp_path, monkeypatch
 ):
     """``ruler_hqa.py`` extracts after "the answer is" itself: the export's ``response`` is the

@@ -25,7 +25,9 @@ RELIED_ON = {
     # overridden; super() gets both positionally
     "_create_chat_result": "(self, response, generation_info=None)",
     # overridden: a streamed reply's usage
-    "_convert_chunk_to_generation_chunk": "(self, chunk, default_chunk_class, base_generation_info)",
+    "_convert_chunk_to_generation_chunk": (
+        "(self, chunk, default_chunk_class, base_generation_info)"
+    ),
     # overridden; called with stop= and the call's kwargs
     "_get_request_payload": "(self, input_, *, stop=None, **kwargs)",
     # overridden (BaseChatModel's); LangChain's cache key

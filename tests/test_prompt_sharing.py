@@ -140,7 +140,7 @@ def pai_world(request: dict) -> str:
 
 
 @pytest.mark.parametrize("order", ["query_first", "chunk_first"])
-def test_pai_chunk_first_judge_prompts_let_a_cache_serve_each_chunk_to_the_other_sub_questions(
+def test_pai_chunk_first_judge_prompts_let_a_cache_serve_each_chunk_to_other_sub_questions(
     order,
 ):
     """One question naming two subjects, two one-chunk documents: each chunk is judged for both
@@ -195,7 +195,7 @@ def test_own_corpora_get_the_shared_first_options_and_benchmarks_do_not():
     assert RunConfig(benchmark="loong", strategies=("pai", "pai_minus")).strategy_options == {}
 
 
-def test_a_run_of_several_strategies_runs_one_strategys_questions_over_a_corpus_back_to_back(
+def test_a_run_of_several_strategies_runs_a_strategys_questions_over_a_corpus_back_to_back(
     tmp_path,
 ):
     """On a server that keeps only the previous prompt (the embedded model, llama.cpp), full

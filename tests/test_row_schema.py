@@ -62,7 +62,7 @@ def odd_strategy(monkeypatch):
 
 
 @pytest.mark.timeout(120)
-def test_self_referencing_and_shared_values_are_written_small_and_a_mapping_answer_fails_its_row(
+def test_self_referencing_and_shared_values_write_small_and_a_mapping_answer_fails_its_row(
     tmp_path, odd_strategy
 ):
     counts = run_experiment(odd_strategy, tmp_path, llm=ScriptedChatModel(), show_progress=False)

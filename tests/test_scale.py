@@ -139,7 +139,7 @@ def _texts() -> dict[str, str]:
     return {"words": words, "mixed": mixed, "dense": dense}
 
 
-def test_truncating_a_huge_prompt_tokenizes_a_little_more_than_it_keeps_and_equals_truncating_everything():
+def test_truncating_a_huge_prompt_tokenizes_a_bit_more_than_it_keeps_and_equals_cutting_all():
     from longctx.graphs.full_context import truncate_prompt, truncation_cut
     from longctx.graphs.full_context.graph import CHARS_PER_TOKEN_BOUND
     from longctx.retrieval import middle_truncate

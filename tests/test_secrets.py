@@ -120,7 +120,8 @@ def planted(tmp_path, monkeypatch):
 def base_url(port: int, userinfo: bool = True) -> str:
     """The stub's URL with a key in its query and (``userinfo``) user credentials, which the
     client then sends as Basic auth instead of the Bearer key."""
-    return f"http://{f'user:{URL_USER_KEY}@' if userinfo else ''}127.0.0.1:{port}/v1?api_key={URL_QUERY_KEY}"
+    user = f"user:{URL_USER_KEY}@" if userinfo else ""
+    return f"http://{user}127.0.0.1:{port}/v1?api_key={URL_QUERY_KEY}"
 
 
 def leaks(folders, *outputs: str) -> list[str]:

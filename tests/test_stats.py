@@ -180,7 +180,7 @@ def test_the_issues_200_questions_with_10_non_zero_differences():
     )  # 0.00195: every moved question one way
 
 
-def test_sign_flip_on_one_question_and_on_10000_mostly_tied_questions_beyond_the_exact_limit():
+def test_sign_flip_on_one_question_and_on_10000_mostly_tied_questions_past_the_exact_limit():
     assert stats.paired_test([42.0], [7.0]).test == "none"
     a = np.zeros(10_000)
     a[:3000] = 50.0

@@ -193,12 +193,16 @@ from longctx.memory.records.table import normalise_records, reduce_cells
 
 schema = parse_schema({"entity": "company", "attributes": [{"name": "revenue", "type": "number"}]})
 records = [(0, "a", "A", [{"entity": "Acme", "values": {"revenue": {"value": "1", "quote": "1"}}}])]
-conn = build_database(reduce_cells(schema, normalise_records(schema, records)[0]))  # the default limit: 256 MB
+# the default limit: 256 MB
+conn = build_database(reduce_cells(schema, normalise_records(schema, records)[0]))
 assert run_query(conn, "SELECT count(*) FROM facts").rows == [[1]]
 other = sqlite3.connect(":memory:")  # a checkpoint or cache connection of the same process
 other.execute("PRAGMA temp_store = MEMORY")
-print(other.execute("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 300) "
-                    "SELECT count(*) FROM (SELECT DISTINCT randomblob(1000000) FROM n)").fetchone()[0])
+DISTINCT_BLOBS = (
+    "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 300) "
+    "SELECT count(*) FROM (SELECT DISTINCT randomblob(1000000) FROM n)"
+)
+print(other.execute(DISTINCT_BLOBS).fetchone()[0])
 """
 
 

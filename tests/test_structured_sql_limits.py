@@ -496,11 +496,17 @@ attacks = {
     "printf": "SELECT printf('%.*c', 9e8, 'x')",
     "printf_max": "SELECT printf('%.*c', 2147483647, 'x'), printf('%.*c', 2147483647, 'y')",
     "randomblob": "SELECT randomblob(9e8)",
-    "rows_of_20mb": ROWS.format(n=200) + f"SELECT i, replace({MB}, 'b', printf('%.*c', 20, 'c')) FROM n",
-    "replace_chain": "SELECT " + "replace(" * 20 + "printf('%.*c', 1000, 'b')" + ", 'b', 'bb')" * 20,
-    "sort_of_1mb_values": ROWS.format(n=2000) + f"SELECT i, replace({MB}, 'b', 'c') || i AS v FROM n ORDER BY v DESC",
+    "rows_of_20mb": ROWS.format(n=200)
+    + f"SELECT i, replace({MB}, 'b', printf('%.*c', 20, 'c')) FROM n",
+    "replace_chain": "SELECT "
+    + "replace(" * 20
+    + "printf('%.*c', 1000, 'b')"
+    + ", 'b', 'bb')" * 20,
+    "sort_of_1mb_values": ROWS.format(n=2000)
+    + f"SELECT i, replace({MB}, 'b', 'c') || i AS v FROM n ORDER BY v DESC",
     "endless": ROWS.format(n=10**12) + f"SELECT max(length(replace({MB}, 'b', 'c'))) FROM n",
-    "like_1kb_pattern_over_1mb": f"SELECT {MB} LIKE '%' || replace(printf('%.*c', 990, 'x'), 'x', 'b') || 'c'",
+    "like_1kb_pattern_over_1mb": f"SELECT {MB} LIKE '%' || "
+    "replace(printf('%.*c', 990, 'x'), 'x', 'b') || 'c'",
 }
 out = {}
 for name, sql in attacks.items():
@@ -512,7 +518,8 @@ for name, sql in attacks.items():
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"
     growth_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
-    out[name] = {"seconds": time.perf_counter() - started, "rss_growth_mb": growth_mb, "error": error}
+    seconds = time.perf_counter() - started
+    out[name] = {"seconds": seconds, "rss_growth_mb": growth_mb, "error": error}
 print(json.dumps(out))
 """
 

@@ -50,7 +50,8 @@ def char_vocab_tokenizer(path) -> str:
     chars = sorted(
         set(
             ZH_SENTENCE
-            + "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,:;?!\n<>/'\"()-_，。"
+            + "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+            + " .,:;?!\n<>/'\"()-_，。"
         )
     )
     vocab = {"[UNK]": 0, **{c: i + 1 for i, c in enumerate(chars)}}

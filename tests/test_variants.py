@@ -23,9 +23,15 @@ DOCS = {
         "The harbour authority of Velmora repainted the lighthouse in 2019. Its keeper is Ansel "
         "Dray."
     ),
-    "orchard.txt": "The Brannock orchard harvested 412 tonnes of apples in 2021, a record for the valley.",
-    "theatre.txt": "The Quillon theatre reopened in 2022 with a new symphony by composer Ilse Varga.",
-    "road.txt": "Engineers resurfaced the Tarn mountain road in 2020 and added guard rails on its bends.",
+    "orchard.txt": (
+        "The Brannock orchard harvested 412 tonnes of apples in 2021, a record for the valley."
+    ),
+    "theatre.txt": (
+        "The Quillon theatre reopened in 2022 with a new symphony by composer Ilse Varga."
+    ),
+    "road.txt": (
+        "Engineers resurfaced the Tarn mountain road in 2020 and added guard rails on its bends."
+    ),
 }
 QUESTIONS = """id,question,answer,answer_type
 keeper,Who is the keeper of the Velmora lighthouse?,Ansel Dray,text
