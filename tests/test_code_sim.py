@@ -72,36 +72,9 @@ def _code_pairs(n: int, seed: int = 7) -> list[tuple[str, str]]:
     autojunk limit."""
     rng = random.Random(seed)
     vocab = [
-        "self",
-        ".",
-        "x",
-        "y",
-        "=",
-        "==",
-        "(",
-        ")",
-        "[",
-        "]",
-        ",",
+        *"self . x y = == ( ) [ ] ,".split(),
         " ",
-        "return",
-        "if",
-        "for",
-        "in",
-        "range",
-        "len",
-        "0",
-        "1",
-        "+",
-        "-",
-        "_cache",
-        "key",
-        "value",
-        ":",
-        "'a'",
-        "None",
-        "not",
-        "and",
+        *"return if for in range len 0 1 + - _cache key value : 'a' None not and".split(),
     ]
     pairs = []
     for i in range(n):

@@ -49,18 +49,7 @@ WORDS = (
     "signal copper forest lamp garden".split()
 )
 TOPICS = ["ships", "bread", "rockets", "violins", "glaciers", "coffee"]
-PLACES = [
-    "Arden",
-    "Belmont",
-    "Corvin",
-    "Dunmore",
-    "Elston",
-    "Farrow",
-    "Glenby",
-    "Harlow",
-    "Ingram",
-    "Jessop",
-]
+PLACES = "Arden Belmont Corvin Dunmore Elston Farrow Glenby Harlow Ingram Jessop".split()
 
 
 def raptor_texts(n: int = 16) -> list[str]:
