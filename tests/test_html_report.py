@@ -131,11 +131,8 @@ def test_report_html_is_written_beside_the_tables_and_is_self_contained(run):
         r"""(src|href)\s*=\s*["']?(https?:)?//""", page
     )  # nothing fetched at view time
     assert "url(" not in page and "@import" not in page
-    assert (
-        page.count('src="data:image/png;base64,') == 3
-        # accuracy vs tokens and vs USD (priced), cost per question; one length bucket: no
-        # length plot
-    )
+    # accuracy vs tokens and vs USD (priced), cost per question; one length bucket: no length plot
+    assert page.count('src="data:image/png;base64,') == 3
     assert 'id="summary"' in page and all(f'<tr data-strategy="{s}">' in page for s in STRATEGIES)
 
 

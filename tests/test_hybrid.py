@@ -102,12 +102,10 @@ def test_hybrid_index_keeps_both_components_ranks_and_reuses_the_dense_index(tmp
         index.retriever.components["dense"] is dense.retriever
     )  # the dense index reused: nothing embedded twice
     bm25_fitted = build_index(corpus(), index.retriever.components["bm25"], cache_dir=tmp_path)
-    assert (
-        sorted(p.name for p in (tmp_path / "indexes").iterdir() if "." not in p.name)
-        == sorted([dense.path.name, lexical.path.name, bm25_fitted.path.name])
-        # no second dense index; BM25 over the chunks fitted to MiniLM has its own (here: the
-        # same chunks)
-    )
+    # no second dense index; BM25 over the chunks fitted to MiniLM has its own (here: the same
+    # chunks)
+    built = sorted(p.name for p in (tmp_path / "indexes").iterdir() if "." not in p.name)
+    assert built == sorted([dense.path.name, lexical.path.name, bm25_fitted.path.name])
     assert [c.text for c in bm25_fitted.chunks] == [c.text for c in lexical.chunks]
     query = "automobile earnings INV-20931"  # dense finds the cars; BM25 the invoice number
     hits = index.search(query, 4)

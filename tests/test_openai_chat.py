@@ -32,12 +32,18 @@ RELIED_ON = {
     "_get_request_payload": "(self, input_, *, stop=None, **kwargs)",
     # overridden (BaseChatModel's); LangChain's cache key
     "_get_llm_string": "(self, stop=None, **kwargs)",
-    "_generate": "(self, messages, stop=None, run_manager=None, **kwargs)",  # overridden
-    "_agenerate": "(self, messages, stop=None, run_manager=None, **kwargs)",  # overridden
-    "_stream": "(self, *args, **kwargs)",  # overridden: a streamed reply's errors mapped
-    "_astream": "(self, *args, **kwargs)",  # overridden: the same, async
-    "_use_responses_api": "(self, payload)",  # called: whether the Responses API takes the payload
-    "_ensure_sync_client_available": "(self)",  # called before the lean sync post
+    # overridden
+    "_generate": "(self, messages, stop=None, run_manager=None, **kwargs)",
+    # overridden
+    "_agenerate": "(self, messages, stop=None, run_manager=None, **kwargs)",
+    # overridden: a streamed reply's errors mapped
+    "_stream": "(self, *args, **kwargs)",
+    # overridden: the same, async
+    "_astream": "(self, *args, **kwargs)",
+    # called: whether the Responses API takes the payload
+    "_use_responses_api": "(self, payload)",
+    # called before the lean sync post
+    "_ensure_sync_client_available": "(self)",
 }
 #: Public fields the class reads.
 FIELDS_READ = (

@@ -536,11 +536,9 @@ def test_longctx_run_structured_on_ray_and_answer_with_ray(tmp_path, capsys):
             first_failures = [
                 r.get("error") for r in read_rows(tmp_path / "nested") if r["status"] != "ok"
             ]
-            if (
-                nested != 0
-                # seen once in a clean CI run, not reproduced since: the rerun retries the failed
-                # unit only (the runner's contract)
-            ):
+            # seen once in a clean CI run, not reproduced since: the rerun retries the failed unit
+            # only (the runner's contract)
+            if nested != 0:
                 print(f"nested run failed rows, retried: {first_failures}", file=sys.stderr)
                 nested = main(nested_args)
             capsys.readouterr()
@@ -594,11 +592,8 @@ def test_longctx_run_structured_on_ray_and_answer_with_ray(tmp_path, capsys):
                 out == "nested"
             ):  # inside a work unit, whose task holds a CPU: the extraction tasks reserve none
                 assert next(s for s in r["steps"] if s["node"] == "extract_ray")["task_cpus"] == 0
-        if (
-            out == "nested"
-            # a new model: nothing cached, each document extracted once by the two questions'
-            # Ray tasks
-        ):
+        # a new model: nothing cached, each document extracted once by the two questions' Ray tasks
+        if out == "nested":
             extracted = sum(
                 next(s for s in r["steps"] if s["node"] == "reduce")["extraction"]["extracted"]
                 for r in rows
