@@ -2,8 +2,8 @@
 ``llm_query`` would: ``python -m tests.budget_child URL CALLS [die]``.
 
 Each call is a real HTTP request to the Chat Completions server at ``URL`` (the recording stub),
-reserved with :class:`longctx.graphs.budget_client.BudgetClient` before it is sent and settled with the
-usage the server returned. Prints one JSON line: the calls sent and the refusal, if any. With
+reserved with :class:`longctx.graphs.budget_client.BudgetClient` before it is sent and settled with
+the usage the server returned. Prints one JSON line: the calls sent and the refusal, if any. With
 ``die``, it takes a grant and kills itself before sending anything.
 """
 

@@ -28,9 +28,18 @@ from tests.tiers import NOT_UNIT, file_order, stale_entries, tier_of  # noqa: E4
 TESTS = Path(__file__).resolve().parent
 
 FILLER_TOPICS = [
-    "The harbour authority repainted the lighthouse and inspected the breakwater after the winter storms.",
-    "Local farmers reported an early apple harvest and a shortage of seasonal pickers in the valley.",
-    "The city orchestra rehearsed a new symphony and sold out its spring concerts in the old theatre.",
+    (
+        "The harbour authority repainted the lighthouse and inspected the breakwater after the "
+        "winter storms."
+    ),
+    (
+        "Local farmers reported an early apple harvest and a shortage of seasonal pickers in the "
+        "valley."
+    ),
+    (
+        "The city orchestra rehearsed a new symphony and sold out its spring concerts in the old "
+        "theatre."
+    ),
     "Engineers resurfaced the mountain road and added guard rails on the steep northern bends.",
     "The public library extended its opening hours and catalogued a donation of maritime charts.",
     "A cycling club organised a charity ride along the river and raised funds for the hospital.",
@@ -67,9 +76,9 @@ def pytest_terminal_summary(
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark each test with its tier (tests/tiers.py): its listed marker, or ``unit`` when nothing keeps
-    it out of the unit tier; an entry naming no test of a collected file stops the run. The files
-    are then put in :func:`tests.tiers.file_order`, each file's tests in their own order."""
+    """Mark each test with its tier (tests/tiers.py): its listed marker, or ``unit`` when nothing
+    keeps it out of the unit tier; an entry naming no test of a collected file stops the run. The
+    files are then put in :func:`tests.tiers.file_order`, each file's tests in their own order."""
     modules: dict[str, object] = {}
     for item in items:
         if TESTS not in item.path.parents:
@@ -89,7 +98,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     ]
     if stale:
         raise pytest.UsageError(
-            f"tests/tiers.py lists tests that do not exist (renamed or removed?): {', '.join(stale)}"
+            "tests/tiers.py lists tests that do not exist (renamed or removed?): "
+            f"{', '.join(stale)}"
         )
     paths = [
         item.path.relative_to(TESTS).as_posix() if TESTS in item.path.parents else str(item.path)

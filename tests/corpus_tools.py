@@ -1,6 +1,6 @@
-"""Two deterministic tools over a two-document corpus, for the tool-loop tests: ``search`` (the ids of
-the documents holding a word of the query) and ``get_document`` (a document's text; an unknown id raises
-``KeyError``, which the loop returns to the model as a tool error)."""
+"""Two deterministic tools over a two-document corpus, for the tool-loop tests: ``search`` (the ids
+of the documents holding a word of the query) and ``get_document`` (a document's text; an unknown id
+raises ``KeyError``, which the loop returns to the model as a tool error)."""
 
 from __future__ import annotations
 

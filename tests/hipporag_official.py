@@ -4,7 +4,8 @@ JSON: the oracle ``tests/test_hipporag_requests.py`` compares ours with
 (``tests/fixtures/hipporag/official_requests.json``).
 
     python -m tests.hipporag_official PATH/TO/HippoRAG-checkout OUT.json
-    python -m tests.hipporag_official --graph PATH/TO/HippoRAG-checkout OUT.json   # the graph and PPR rankings of GRAPH_PASSAGES
+    # the graph and PPR rankings of GRAPH_PASSAGES:
+    python -m tests.hipporag_official --graph PATH/TO/HippoRAG-checkout OUT.json
 
 Recorded: the NER and triple-extraction messages of ``OpenIE.ner`` / ``triple_extraction`` for
 :data:`PASSAGES` (the triple call given the entities the NER reply yields), the entities and
@@ -29,7 +30,10 @@ from types import SimpleNamespace
 from typing import Any
 
 PASSAGES = [
-    "Radio City\nRadio City is India's first private FM radio station and was started on 3 July 2001.",
+    (
+        "Radio City\nRadio City is India's first private FM radio station and was started on 3 "
+        "July 2001."
+    ),
     "Café Zürich\nThe café in Zürich costs $5 {per cup}; its owner, José, opened it in 1999.",
     "Untitled passage with no entities at all.",
 ]
@@ -44,11 +48,17 @@ NER_REPLIES = [
 #: (reply, finish_reason): read by the official triple parser.
 TRIPLE_REPLIES = [
     (
-        '{"triples": [["Radio City", "located in", "India"], ["Radio City", "is"], ["Radio City", "located in", "India"], ["A", 2, "B"]]}',
+        (
+            '{"triples": [["Radio City", "located in", "India"], ["Radio City", "is"], ["Radio '
+            'City", "located in", "India"], ["A", 2, "B"]]}'
+        ),
         "stop",
     ),
     (
-        '{"triples": [["Café Zürich", "owned by", "José"], ["José", "opened", "Café Zürich"], ["x", "y"',
+        (
+            '{"triples": [["Café Zürich", "owned by", "José"], ["José", "opened", "Café Zürich"], '
+            '["x", "y"'
+        ),
         "length",
     ),
     ('{"triples": []}', "stop"),
@@ -62,9 +72,18 @@ CANDIDATES = [
 ]
 #: Filter replies: JSON, a Python literal, near-miss facts matched by difflib, none, unreadable.
 FILTER_REPLIES = [
-    '[[ ## fact_after_filter ## ]]\n{"fact": [["radio city", "started on", "3 july 2001"]]}\n\n[[ ## completed ## ]]',
-    "[[ ## fact_after_filter ## ]]\n{'fact': [('radio city', 'located in', 'india'), ('radio city', 'started on', '3 july 2001')]}\n\n[[ ## completed ## ]]",
-    '[[ ## fact_after_filter ## ]]\n{"fact": [["radio citi", "started in", "july 2001"], ["cafe", "owned", "jose"], ["radio city", "located in", "india"]]}',
+    (
+        '[[ ## fact_after_filter ## ]]\n{"fact": [["radio city", "started on", "3 july 2001"]]}\n\n'
+        "[[ ## completed ## ]]"
+    ),
+    (
+        "[[ ## fact_after_filter ## ]]\n{'fact': [('radio city', 'located in', 'india'), ('radio "
+        "city', 'started on', '3 july 2001')]}\n\n[[ ## completed ## ]]"
+    ),
+    (
+        '[[ ## fact_after_filter ## ]]\n{"fact": [["radio citi", "started in", "july 2001"], '
+        '["cafe", "owned", "jose"], ["radio city", "located in", "india"]]}'
+    ),
     '[[ ## fact_after_filter ## ]]\n{"fact": []}\n\n[[ ## completed ## ]]',
     "I think the first one.",
 ]
@@ -76,13 +95,16 @@ QA_REPLIES = ["Radio City started in 2001.\nAnswer: 3 July 2001", "No answer mar
 STANDINS = {
     "__init__.py": "",
     "llm/__init__.py": "BaseLLM = object\n_get_llm_class = None\n",
-    "embedding_model/__init__.py": "BaseEmbeddingModel = object\n_get_embedding_model_class = None\n",
+    "embedding_model/__init__.py": (
+        "BaseEmbeddingModel = object\n_get_embedding_model_class = None\n"
+    ),
 }
 
 
 @contextlib.contextmanager
 def official_package(checkout: Path) -> Iterator[None]:
-    """``src/hipporag`` importable as ``hipporag`` from a scratch copy whose :data:`STANDINS` files are inert."""
+    """``src/hipporag`` importable as ``hipporag`` from a scratch copy whose :data:`STANDINS` files
+    are inert."""
     with tempfile.TemporaryDirectory() as scratch:
         package = Path(scratch) / "hipporag"
         shutil.copytree(checkout / "src" / "hipporag", package)
@@ -191,11 +213,15 @@ def run_official(checkout: Path) -> dict[str, Any]:
     return out
 
 
-#: The graph oracle: passages, each one's OpenIE replies, and questions with the facts the filter keeps.
+#: The graph oracle: passages, each one's OpenIE replies, and questions with the facts the
+#: filter keeps.
 GRAPH_PASSAGES = {
     "Alice Stone\nAlice Stone was born in New York City and studied physics.": (
         '{"named_entities": ["Alice Stone", "New York City"]}',
-        '{"triples": [["Alice Stone", "born in", "New York City"], ["Alice Stone", "studied", "physics"]]}',
+        (
+            '{"triples": [["Alice Stone", "born in", "New York City"], ["Alice Stone", "studied", '
+            '"physics"]]}'
+        ),
     ),
     "Bob Reed\nBob Reed moved to New York and taught chemistry.": (
         '{"named_entities": ["Bob Reed", "New York"]}',
@@ -203,7 +229,10 @@ GRAPH_PASSAGES = {
     ),
     "Physics Prize\nThe physics prize was won by Carol Hart in Paris.": (
         '{"named_entities": ["Carol Hart", "Paris"]}',
-        '{"triples": [["Carol Hart", "won", "physics prize"], ["physics prize", "awarded in", "Paris"]]}',
+        (
+            '{"triples": [["Carol Hart", "won", "physics prize"], ["physics prize", "awarded in", '
+            '"Paris"]]}'
+        ),
     ),
     "Paris\nParis is the capital of France.": (
         '{"named_entities": ["Paris", "France"]}',
@@ -211,14 +240,22 @@ GRAPH_PASSAGES = {
     ),
     "Chemistry Lab\nThe chemistry lab of Bob Reed is in Boston.": (
         '{"named_entities": ["Bob Reed", "Boston"]}',
-        '{"triples": [["chemistry lab", "of", "Bob Reed"], ["chemistry lab", "located in", "Boston"]]}',
+        (
+            '{"triples": [["chemistry lab", "of", "Bob Reed"], ["chemistry lab", "located in", '
+            '"Boston"]]}'
+        ),
     ),
     "Weather\nIt rained all week.": ('{"named_entities": []}', '{"triples": []}'),
 }
 GRAPH_QUESTIONS = {
     "Where was Alice Stone born?": '{"fact": [["alice stone", "born in", "new york city"]]}',
-    "Who won the physics prize?": '{"fact": [["carol hart", "won", "physics prize"], ["physics prize", "awarded in", "paris"]]}',
-    "Where is the chemistry lab of Bob Reed?": '{"fact": [["chemistry lab", "of", "bob reed"], ["chemistry lab", "located in", "boston"]]}',
+    "Who won the physics prize?": (
+        '{"fact": [["carol hart", "won", "physics prize"], ["physics prize", "awarded in", '
+        '"paris"]]}'
+    ),
+    "Where is the chemistry lab of Bob Reed?": (
+        '{"fact": [["chemistry lab", "of", "bob reed"], ["chemistry lab", "located in", "boston"]]}'
+    ),
     "What is the capital of France?": '{"fact": [["paris", "capital of", "france"]]}',
     "Did it rain?": '{"fact": []}',
 }
@@ -236,7 +273,8 @@ def graph_replies(messages: list[dict[str, str]]) -> str:
 
 
 def word_vectors(texts: Any) -> Any:
-    """Deterministic unit vectors over the hashed lowercase words (letters and digits) of each text: texts sharing words are similar."""
+    """Deterministic unit vectors over the hashed lowercase words (letters and digits) of each text:
+    texts sharing words are similar."""
     import hashlib
     import re
 
@@ -270,7 +308,8 @@ class GraphLLM:
 
 
 def run_official_graph(checkout: Path) -> dict[str, Any]:
-    """The official graph (every edge with its weight, by node text) and ``retrieve``'s ranking of every passage for each question."""
+    """The official graph (every edge with its weight, by node text) and ``retrieve``'s ranking of
+    every passage for each question."""
     with official_package(checkout), tempfile.TemporaryDirectory() as save_dir:
         hippo_mod = importlib.import_module("hipporag.HippoRAG")
         config_mod = importlib.import_module("hipporag.utils.config_utils")

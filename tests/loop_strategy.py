@@ -1,6 +1,6 @@
-"""A tool-loop strategy for tests (never registered outside them): ``ToolLoop`` over two deterministic
-tools, as a plug-in author would write it, and the stub's scripted replies that walk it through
-:data:`TURNS` turns (each but the last calls a tool; the last answers).
+"""A tool-loop strategy for tests (never registered outside them): ``ToolLoop`` over two
+deterministic tools, as a plug-in author would write it, and the stub's scripted replies that walk
+it through :data:`TURNS` turns (each but the last calls a tool; the last answers).
 
 Run as a script (``python -m tests.loop_strategy JOB.json``) it answers one question through
 ``answer(..., checkpoint=True)`` (or ``aanswer``) against the stub at the job's ``url``,
@@ -60,7 +60,8 @@ class LoopConfig(StrategyConfig):
 
 
 def build_graph(config: LoopConfig | None = None) -> Any:
-    """``ask -> loop -> answer``: the question as the first user turn, the shared tool loop, its last reply."""
+    """``ask -> loop -> answer``: the question as the first user turn, the shared tool loop, its
+    last reply."""
     cfg = config or LoopConfig()
 
     def ask(state: LoopState) -> dict[str, Any]:
@@ -95,7 +96,8 @@ def register() -> None:
 
 def scripted_reply(request: dict[str, Any]) -> str | dict[str, Any]:
     """The stub's reply at the request's turn (its assistant turns so far, plus one): a tool call
-    that reads the last tool result, so each turn depends on the one before; the answer at the last."""
+    that reads the last tool result, so each turn depends on the one before; the answer at
+    the last."""
     messages = request.get("messages", [])
     turn = sum(1 for m in messages if m.get("role") == "assistant") + 1
     results = [str(m.get("content")) for m in messages if m.get("role") == "tool"]

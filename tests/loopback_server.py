@@ -1,4 +1,5 @@
-"""The common part of the tests' HTTP servers: serve a handler on ``127.0.0.1`` in a background thread."""
+"""The common part of the tests' HTTP servers: serve a handler on ``127.0.0.1`` in a
+background thread."""
 
 from __future__ import annotations
 

@@ -45,7 +45,8 @@ PROMPT_MODULES = {
 
 
 def templates(module_name: str) -> dict[str, Any]:
-    """The module's prompt templates: upper-case constants that are strings, or dicts/tuples of strings."""
+    """The module's prompt templates: upper-case constants that are strings, or dicts/tuples
+    of strings."""
     module = importlib.import_module(module_name)
     found: dict[str, Any] = {}
     for name, value in vars(module).items():

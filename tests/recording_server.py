@@ -7,18 +7,18 @@ It answers ``/v1/chat/completions`` with ``reply(request)`` after ``latency`` se
 arguments in pieces, as OpenAI streams them). Its usage counts the words of every message's
 text, of the assistant turns' tool-call arguments and of the ``tools`` schemas sent
 (:func:`counted_words`), as a server counts what it reads;
-``/v1/embeddings`` with deterministic bag-of-words vectors (or ``embed(text)``'s), and records every request
-body (``requests``, ``embedding_requests``), the headers of each, and the most requests
-in flight at once (``max_in_flight``). Other routes (a tokenizer's probe of
-``/tokenize``) get 404; their paths are recorded in ``other_paths``.
+``/v1/embeddings`` with deterministic bag-of-words vectors (or ``embed(text)``'s), and records every
+request body (``requests``, ``embedding_requests``), the headers of each, and the most requests in
+flight at once (``max_in_flight``). Other routes (a tokenizer's probe of ``/tokenize``) get 404;
+their paths are recorded in ``other_paths``.
 
 With ``prompt_cache`` set it reports cached prompt tokens as a provider with a prompt cache
 does: the words a request's prompt shares at its start with the previous chat request's (its
 token unit is the word; with ``cache_size=N``, the longest start shared with one of the last N
-requests', as a provider's cache holding N prompts), under the name that provider uses (``"openai"``:
-``usage.prompt_tokens_details.cached_tokens``; ``"deepseek"``: ``usage.prompt_cache_hit_tokens``;
-``"moonshot"``: ``usage.cached_tokens``; ``"llama.cpp"``: ``timings.cache_n``, in the last chunk of a streamed reply as
-``llama-server`` sends it).
+requests', as a provider's cache holding N prompts), under the name that provider uses
+(``"openai"``: ``usage.prompt_tokens_details.cached_tokens``; ``"deepseek"``:
+``usage.prompt_cache_hit_tokens``; ``"moonshot"``: ``usage.cached_tokens``; ``"llama.cpp"``:
+``timings.cache_n``, in the last chunk of a streamed reply as ``llama-server`` sends it).
 """
 
 from __future__ import annotations
@@ -65,7 +65,8 @@ def tool_call(
 
 def tool_reply(*calls: dict[str, Any], content: str = "") -> dict[str, Any]:
     """What ``reply(request)`` returns for an assistant turn that calls tools: ``calls`` made with
-    :func:`tool_call`, ``content`` the text sent beside them (empty: ``null``, as OpenAI sends it)."""
+    :func:`tool_call`, ``content`` the text sent beside them (empty: ``null``, as OpenAI
+    sends it)."""
     return {"content": content, "tool_calls": list(calls)}
 
 
@@ -88,8 +89,8 @@ def openai_tool_calls(calls: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def counted_text(request: dict[str, Any]) -> str:
     """What a chat request's prompt usage counts, as the budget guard counts it
-    (:func:`longctx.graphs.prompt_text.counted_prompt`): every message's text (:func:`prompt_of`), the name
-    and arguments of each assistant tool call, and the ``tools`` schemas (as JSON)."""
+    (:func:`longctx.graphs.prompt_text.counted_prompt`): every message's text (:func:`prompt_of`),
+    the name and arguments of each assistant tool call, and the ``tools`` schemas (as JSON)."""
     parts = [prompt_of(request)]
     for m in request.get("messages", []):
         for c in m.get("tool_calls") or []:
@@ -105,7 +106,8 @@ def counted_words(request: dict[str, Any]) -> list[str]:
 
 
 def shared_words(a: Sequence[str], b: Sequence[str]) -> int:
-    """How many words two prompts (as word lists) share at their start: the caching stub's cached tokens."""
+    """How many words two prompts (as word lists) share at their start: the caching stub's
+    cached tokens."""
     n = 0
     for x, y in zip(a, b):
         if x != y:
@@ -116,7 +118,8 @@ def shared_words(a: Sequence[str], b: Sequence[str]) -> int:
 
 def tool_call_deltas(calls: list[dict[str, Any]], piece: int = 8) -> list[dict[str, Any]]:
     """Streamed ``tool_calls`` deltas of a message's ``calls``, as OpenAI sends them: for each call
-    its index, id, type and name with empty arguments, then its arguments ``piece`` characters at a time."""
+    its index, id, type and name with empty arguments, then its arguments ``piece`` characters at
+    a time."""
     deltas: list[dict[str, Any]] = []
     for i, c in enumerate(calls):
         head = {"index": i, "id": c["id"], "type": "function"}
@@ -151,13 +154,15 @@ class RecordingServer(LoopbackServer):
         self.embed = embed or bag_of_words_vector
         #: What becomes of an embeddings reply's ``data`` list before it is sent (a hostile server).
         self.embedding_data = embedding_data or (lambda data: data)
-        #: ``False``: a server that does not stream, answering a ``stream`` request with one JSON body.
+        #: ``False``: a server that does not stream, answering a ``stream`` request with one
+        #: JSON body.
         self.streams = streams
         self.latency = latency
         self.prompt_cache = prompt_cache
         self.cache_size = cache_size
         self._recent: list[list[str]] = []
-        #: Cached prompt tokens reported for each chat request, in the order received (with ``prompt_cache``).
+        #: Cached prompt tokens reported for each chat request, in the order received
+        #: (with ``prompt_cache``).
         self.cached_tokens: list[int] = []
         self.requests: list[dict[str, Any]] = []
         self.embedding_requests: list[dict[str, Any]] = []
@@ -210,7 +215,8 @@ class RecordingServer(LoopbackServer):
         return body
 
     def _report_cached(self, body: dict[str, Any], words: list[str]) -> None:
-        """Put the words this prompt shares at its start with the previous prompt into ``body``, as ``prompt_cache`` names them."""
+        """Put the words this prompt shares at its start with the previous prompt into ``body``, as
+        ``prompt_cache`` names them."""
         with self._lock:
             shared = max((shared_words(seen, words) for seen in self._recent), default=0)
             self._recent = [*self._recent, words][-self.cache_size :]
@@ -295,7 +301,8 @@ class RecordingServer(LoopbackServer):
                 self._send(server._chat(request))
 
             def _stream(self, reply: dict[str, Any], *, include_usage: bool) -> None:
-                """The reply as server-sent chunks, one per word (the usage in a last chunk when asked), then ``[DONE]``."""
+                """The reply as server-sent chunks, one per word (the usage in a last chunk when
+                asked), then ``[DONE]``."""
                 message = reply["choices"][0]["message"]
                 words = [] if message["content"] is None else message["content"].split(" ")
                 head = {k: reply[k] for k in ("id", "created", "model")} | {

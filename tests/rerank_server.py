@@ -1,4 +1,5 @@
-"""A recording rerank server on loopback speaking the common rerank API (vLLM, llama.cpp, Jina, Cohere style).
+"""A recording rerank server on loopback speaking the common rerank API (vLLM, llama.cpp, Jina,
+Cohere style).
 
 ``POST /v1/rerank`` and ``/rerank`` take ``{"model", "query", "documents", "top_n"}`` and answer
 ``{"results": [{"index", "relevance_score"}], "usage": {"total_tokens"}}``, scores from
@@ -25,7 +26,8 @@ def words(text: str) -> set[str]:
 
 
 def word_overlap(query: str, document: str) -> float:
-    """The server's relevance: query words found in the document, per document word (ties are possible)."""
+    """The server's relevance: query words found in the document, per document word (ties
+    are possible)."""
     doc = words(document)
     return len(words(query) & doc) / max(len(doc), 1)
 

@@ -4,8 +4,9 @@
 the arguments of a call of the model's ``tool_name`` (``"Query"``, PAI's, by default), a
 named call (:func:`named_call`: ``{"name", "args"}``) or a call in OpenAI's format
 (``{"id", "type": "function", "function": {"name", "arguments": "<json>"}}``). Streamed
-(``.stream`` on a model made with ``disable_streaming=False``), the reply comes as chunks: its text word by word, then each tool call as
-``tool_call_chunks`` (name and id, then the arguments in pieces), as a streamed OpenAI reply does.
+(``.stream`` on a model made with ``disable_streaming=False``), the reply comes as chunks: its text
+word by word, then each tool call as ``tool_call_chunks`` (name and id, then the arguments in
+pieces), as a streamed OpenAI reply does.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import PrivateAttr
 
-#: What ``reply_fn`` may return: text, a list of tool calls (see the module's doc), or a ready AIMessage.
+#: What ``reply_fn`` may return: text, a list of tool calls (see the module's doc), or a
+#: ready AIMessage.
 Reply = str | list[dict[str, Any]] | AIMessage
 
 
@@ -34,7 +36,8 @@ def named_call(name: str, **args: Any) -> dict[str, Any]:
 
 
 def as_tool_call(item: dict[str, Any], index: int, default_name: str) -> dict[str, Any]:
-    """One item of a scripted list as a LangChain tool call (id ``call_<index>`` unless it has one)."""
+    """One item of a scripted list as a LangChain tool call (id ``call_<index>`` unless it
+    has one)."""
     if "function" in item:  # OpenAI's format
         parsed = parse_tool_call(item, return_id=True)
         assert parsed is not None, f"not a tool call: {item!r}"
@@ -56,7 +59,8 @@ class ToolScriptedChatModel(BaseChatModel):
     supports_tools: bool = True
     #: The tool a list of bare argument dicts calls (PAI's by default).
     tool_name: str = "Query"
-    #: ``False``: replies carry no ``usage_metadata`` (a server that reports none: the tracker estimates).
+    #: ``False``: replies carry no ``usage_metadata`` (a server that reports none: the
+    #: tracker estimates).
     report_usage: bool = True
     #: LangChain's switch, on by default here: graphs streamed in ``messages`` mode get whole
     #: replies, as before the model could stream; ``disable_streaming=False`` streams its chunks.
@@ -70,7 +74,8 @@ class ToolScriptedChatModel(BaseChatModel):
 
     @property
     def calls(self) -> list[dict[str, Any]]:
-        """One dict per call: ``prompt``, ``messages``, ``tools``, ``tool_choice`` and the other keyword arguments."""
+        """One dict per call: ``prompt``, ``messages``, ``tools``, ``tool_choice`` and the other
+        keyword arguments."""
         return self._calls
 
     def bind_tools(self, tools: list[Any], *, tool_choice: Any = None, **kwargs: Any):

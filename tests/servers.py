@@ -40,7 +40,8 @@ class QuietHandler(BaseHTTPRequestHandler):
 
 
 class LoopbackServer:
-    """A threaded HTTP server on 127.0.0.1 serving ``handler`` in the background: ``url`` and ``close``."""
+    """A threaded HTTP server on 127.0.0.1 serving ``handler`` in the background: ``url``
+    and ``close``."""
 
     def __init__(self, handler: type[BaseHTTPRequestHandler]):
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)

@@ -1,5 +1,6 @@
 """The test doubles play an agent: the recording stub and the scripted tool model answer with tool
-calls in OpenAI's format, whole and streamed, and the real clients parse them (issue #47, item 5)."""
+calls in OpenAI's format, whole and streamed, and the real clients parse them (issue #47,
+item 5)."""
 
 from __future__ import annotations
 

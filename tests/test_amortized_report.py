@@ -1,6 +1,7 @@
-"""The report's cost per question over one corpus: from a real run of structured (whose extraction is
-index time) beside full context on a scripted model, ``amortized_cost.md``, ``report.html`` and the plot
-give each strategy's line and the question count from which structured is the cheaper one."""
+"""The report's cost per question over one corpus: from a real run of structured (whose extraction
+is index time) beside full context on a scripted model, ``amortized_cost.md``, ``report.html`` and
+the plot give each strategy's line and the question count from which structured is the
+cheaper one."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from longctx.experiments.runner import RunConfig, read_rows, run_experiment
 from longctx.retrieval import Corpus
 from tests.test_structured import DOCS, SCHEMA, scripted
 
-#: Enough text beside each report's facts that reading the corpus again per question costs more than structured's SQL and answer.
+#: Enough text beside each report's facts that reading the corpus again per question costs more than
+#: structured's SQL and answer.
 FILLER = " The board met and discussed the weather, the harbour and the canteen." * 60
 
 
@@ -22,10 +24,25 @@ def test_the_report_says_from_how_many_questions_structured_is_cheaper_than_full
 ):
     monkeypatch.setenv("LONGCTX_CACHE_DIR", str(tmp_path / "cache"))
     corpus = Corpus.from_texts([text + FILLER for text in DOCS.values()], titles=list(DOCS))
-    samples = [Sample(sample_id=f"s{i}", benchmark="synth", dataset="finance", corpus=corpus, question=Question(text=f"Revenue of each company ({i})?"),
-                      answers=("1250",), metadata={"question": f"Revenue of each company ({i})?", "difficulty": "easy"}) for i in range(3)]  # fmt: skip
-    cfg = RunConfig(benchmark="synth", strategies=("structured", "full_context"), llm_cache=False, concurrency=1,
-                    strategy_options={"structured": {"schema": SCHEMA}})  # fmt: skip
+    samples = [
+        Sample(
+            sample_id=f"s{i}",
+            benchmark="synth",
+            dataset="finance",
+            corpus=corpus,
+            question=Question(text=f"Revenue of each company ({i})?"),
+            answers=("1250",),
+            metadata={"question": f"Revenue of each company ({i})?", "difficulty": "easy"},
+        )
+        for i in range(3)
+    ]
+    cfg = RunConfig(
+        benchmark="synth",
+        strategies=("structured", "full_context"),
+        llm_cache=False,
+        concurrency=1,
+        strategy_options={"structured": {"schema": SCHEMA}},
+    )
     run_experiment(
         cfg,
         tmp_path / "run",
@@ -46,7 +63,8 @@ def test_the_report_says_from_how_many_questions_structured_is_cheaper_than_full
         r["usage"]["index_prompt_tokens"] + r["usage"]["index_completion_tokens"] for r in built
     )
     assert lines["structured"].index == index > 0 and lines["full_context"].index == 0
-    # the first whole number of questions at which structured costs less per question, by the rows themselves
+    # the first whole number of questions at which structured costs less per question, by the
+    # rows themselves
     first = next(
         n for n in range(1, 10_000) if lines["structured"].at(n) < lines["full_context"].at(n)
     )
@@ -74,8 +92,17 @@ def test_the_report_says_from_how_many_questions_structured_is_cheaper_than_full
 
 def test_priced_rows_give_usd_lines_and_an_index_is_shared_over_the_corpora_that_built_one():
     def row(corpus: str, prompt: int, index: int) -> dict:
-        return {"status": "ok", "sample_id": f"{corpus}{prompt}{index}", "corpus": corpus,
-                "usage": {"prompt_tokens": prompt, "completion_tokens": 0, "index_llm_calls": int(index > 0), "index_prompt_tokens": index}}  # fmt: skip
+        return {
+            "status": "ok",
+            "sample_id": f"{corpus}{prompt}{index}",
+            "corpus": corpus,
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": 0,
+                "index_llm_calls": int(index > 0),
+                "index_prompt_tokens": index,
+            },
+        }
 
     rows = [
         row("a", 1_100, 1_000),

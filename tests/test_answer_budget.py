@@ -4,7 +4,8 @@ LangChain's ``ChatOpenAI`` sends every budget as ``max_completion_tokens``, whic
 llama-cpp-python's server (0.3.x) ignores: a budget of 8 generated hundreds of tokens. Our
 OpenAI model sends ``max_tokens`` except to OpenAI's reasoning models, which only take
 ``max_completion_tokens`` (``longctx.agents.chat_models.budget_field``). A ``ChatOpenAI`` the user
-built and passed as ``llm=`` gets the same rule per call (``longctx.graphs.budget_field.budget_kwargs``).
+built and passed as ``llm=`` gets the same rule per call
+(``longctx.graphs.budget_field.budget_kwargs``).
 
 The fast tests check the request bodies against the recording stub; the ones marked ``slow``
 run ``rag``, ``full_context``, ``memagent`` (with our model and with a user's ``ChatOpenAI``)
@@ -29,12 +30,19 @@ from tests.recording_server import RecordingServer
 
 BUDGET = 8
 DOCS = {
-    "River": "The Long River is the longest river of the region. It runs for six thousand kilometres through "
-    "eleven provinces, past three old capitals and many harbours, and flows into the eastern sea.",
-    "Museum": "The city museum keeps its treasures in a vault under the main hall. The vault code is 7421; "
-    "only the director knows it, and it changes every spring after the annual inventory.",
-    "Orchestra": "The city orchestra rehearsed a new symphony for its spring season. All concerts in the old "
-    "theatre sold out within a week, and a second series was added in the summer.",
+    "River": (
+        "The Long River is the longest river of the region. It runs for six thousand kilometres "
+        "through eleven provinces, past three old capitals and many harbours, and flows into the "
+        "eastern sea."
+    ),
+    "Museum": (
+        "The city museum keeps its treasures in a vault under the main hall. The vault code is "
+        "7421; only the director knows it, and it changes every spring after the annual inventory."
+    ),
+    "Orchestra": (
+        "The city orchestra rehearsed a new symphony for its spring season. All concerts in the "
+        "old theatre sold out within a week, and a second series was added in the summer."
+    ),
 }
 #: Asks for a long reply, so that a budget the server ignores shows in the completion tokens.
 QUESTION = "Describe in detail, at length and in several paragraphs, everything the documents say."
@@ -100,7 +108,8 @@ def test_a_reasoning_model_gets_max_completion_tokens():
 
 def test_replies_cached_under_the_old_field_are_not_replayed(tmp_path):
     """The cache key says which field carried the budget: a reply cached while it went out as
-    ``max_completion_tokens`` (which a server may have ignored) is not replayed for ``max_tokens``."""
+    ``max_completion_tokens`` (which a server may have ignored) is not replayed
+    for ``max_tokens``."""
     from langchain_core.load import dumps
     from langchain_core.messages import AIMessage, HumanMessage
     from langchain_core.outputs import ChatGeneration
@@ -133,12 +142,13 @@ def test_replies_cached_under_the_old_field_are_not_replayed(tmp_path):
     )  # its body is unchanged
 
 
-# -- a ChatOpenAI the user built (answer(..., llm=ChatOpenAI(...))) gets the same rule ----------------
+# -- a ChatOpenAI the user built (answer(..., llm=ChatOpenAI(...))) gets the same rule -------------
 USER_KWARGS = {"model_kwargs": {"user": "analyst"}, "extra_body": {"repeat_penalty": 1.1}}
 
 
 def user_chat_openai(url: str, model: str = "smollm2", **options) -> ChatOpenAI:
-    """What an analyst builds: LangChain's own class, with their own top-level and extra-body parameters."""
+    """What an analyst builds: LangChain's own class, with their own top-level and
+    extra-body parameters."""
     return ChatOpenAI(
         model=model, base_url=url, api_key="not-needed", max_retries=0, **{**USER_KWARGS, **options}
     )
@@ -180,7 +190,8 @@ def test_a_user_built_reasoning_model_gets_max_completion_tokens():
 
 
 def test_a_budget_set_on_the_user_model_is_overridden_by_the_call():
-    """``ChatOpenAI(max_tokens=512)`` goes out as ``max_completion_tokens``; the call's budget wins, as it would in LangChain."""
+    """``ChatOpenAI(max_tokens=512)`` goes out as ``max_completion_tokens``; the call's budget wins,
+    as it would in LangChain."""
     with RecordingServer() as server:
         llm = user_chat_openai(server.url, max_tokens=512)
         answer(corpus(), QUESTION, strategy="rag", llm=llm, max_new_tokens=BUDGET, top_k=3)
@@ -222,8 +233,9 @@ def test_structured_calls_and_calibration_send_max_tokens_to_a_user_model():
 
 
 def test_user_model_replies_cached_under_the_old_field_are_not_replayed():
-    """Before the fix a user's ``ChatOpenAI`` was called with ``max_tokens=`` (sent as ``max_completion_tokens``):
-    a reply cached under that key may be unbounded and is not replayed."""
+    """Before the fix a user's ``ChatOpenAI`` was called with ``max_tokens=`` (sent as
+    ``max_completion_tokens``): a reply cached under that key may be unbounded and is
+    not replayed."""
     from langchain_core.caches import InMemoryCache
     from langchain_core.load import dumps
     from langchain_core.messages import AIMessage, HumanMessage

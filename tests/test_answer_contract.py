@@ -1,6 +1,7 @@
-"""The typed contracts between the strategies and the run path: every single-question strategy's state extends
-``AnswerState`` (the keys the run path reads, with the same types and the ``steps`` reducer); ``Send`` payloads
-are the typed tasks their nodes declare; the cost APIs take their many numbers by keyword only."""
+"""The typed contracts between the strategies and the run path: every single-question strategy's
+state extends ``AnswerState`` (the keys the run path reads, with the same types and the ``steps``
+reducer); ``Send`` payloads are the typed tasks their nodes declare; the cost APIs take their many
+numbers by keyword only."""
 
 from __future__ import annotations
 

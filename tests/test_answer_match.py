@@ -1,4 +1,5 @@
-"""The own-corpus answer rule: whole tokens, typed values, no credit inside words, negations or lists."""
+"""The own-corpus answer rule: whole tokens, typed values, no credit inside words, negations
+or lists."""
 
 from __future__ import annotations
 
@@ -85,11 +86,20 @@ def test_the_table_is_large():
     assert len(CASES) >= 30
 
 
-@pytest.mark.parametrize(("question", "expected"), [
-    ("Which group can read /var/log?", False), ("Which groups are allowed to read /var/log?", True),
-    ("List the groups.", True), ("Name all owners.", True), ("Who founded it?", False), ("哪些城市?", True),
-    ("Which groups can read it?", True), ("Which process writes it?", False), ("What was the revenue?", False),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("Which group can read /var/log?", False),
+        ("Which groups are allowed to read /var/log?", True),
+        ("List the groups.", True),
+        ("Name all owners.", True),
+        ("Who founded it?", False),
+        ("哪些城市?", True),
+        ("Which groups can read it?", True),
+        ("Which process writes it?", False),
+        ("What was the revenue?", False),
+    ],
+)
 def test_asks_for_list(question, expected):
     assert asks_for_list(question) is expected
 

@@ -1,4 +1,5 @@
-"""The async run path: PAI's judges through ``ainvoke``, ``aanswer`` / ``aanswer_many``, cancellation."""
+"""The async run path: PAI's judges through ``ainvoke``, ``aanswer`` /
+``aanswer_many``, cancellation."""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ def judge_step(result) -> dict:
 
 
 def flaky_world(prompt: str, tools):
-    """``world``, but every verdict for Beta's sub-question is malformed (retried, then recorded)."""
+    """``world``, but every verdict for Beta's sub-question is malformed (retried,
+    then recorded)."""
     if prompt.startswith("Query: ") and "Beta Ltd" in prompt.split("\n", 1)[0]:
         return "no JSON here"
     return world(prompt, tools)
@@ -79,7 +81,8 @@ def test_async_judges_await_the_model_under_the_concurrency_bound():
 
 
 def server_world(request: dict) -> str:
-    """``world`` over HTTP: the recording server replies with text, so structured replies are JSON."""
+    """``world`` over HTTP: the recording server replies with text, so structured replies
+    are JSON."""
     reply = world(prompt_of(request), request.get("tools"))
     return (
         reply
@@ -109,7 +112,8 @@ def test_the_async_fan_out_never_exceeds_concurrency_against_a_real_server(monke
 
 
 def test_aanswer_under_asyncio_run_again_and_answer_inside_a_running_loop(monkeypatch, tmp_path):
-    """Two ``asyncio.run`` calls reuse no connection of a closed loop; the sync API works inside a loop."""
+    """Two ``asyncio.run`` calls reuse no connection of a closed loop; the sync API works inside
+    a loop."""
     with RecordingServer(server_world) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)
         kw = {"strategy": "pai", "chunk_size": CHUNK, "cache_dir": tmp_path}
@@ -183,7 +187,8 @@ def test_cancelling_aanswer_stops_issuing_calls():
 def held_echo_model(
     held_call: int, started: threading.Event, go: threading.Event
 ) -> ScriptedChatModel:
-    """MemAgent's echo model whose call number ``held_call`` sets ``started`` and waits for ``go``."""
+    """MemAgent's echo model whose call number ``held_call`` sets ``started`` and waits
+    for ``go``."""
     inner = echo_model()
     calls = [0]
 

@@ -1,4 +1,5 @@
-"""BABILong: official prompts, official answer check, loader layouts and errors, the table, the request, the export.
+"""BABILong: official prompts, official answer check, loader layouts and errors, the table, the
+request, the export.
 
 The goldens in ``tests/golden/babilong/`` were written by booydar/babilong @ 7a6efee's own code, run
 unchanged outside this repository (see that folder's README): ``prompts.json`` holds the SHA-256 of
@@ -118,7 +119,8 @@ def test_prompts_are_the_official_ones_for_every_task_and_switch_combination():
                 for k, on in zip(bl.SWITCHES, (ins, ex, post), strict=True)
             },
         )
-        key = f"{task}_instruction_{'yes' if ins else 'no'}_examples_{'yes' if ex else 'no'}_post_prompt_{'yes' if post else 'no'}"
+        yes = ["yes" if on else "no" for on in (ins, ex, post)]
+        key = f"{task}_instruction_{yes[0]}_examples_{yes[1]}_post_prompt_{yes[2]}"
         assert hashlib.sha256(text.encode()).hexdigest() == golden["sha256"][key], key
         seen += 1
     assert seen == len(golden["sha256"]) == 160
@@ -311,18 +313,33 @@ def test_full_context_sends_the_official_prompt_budget_and_temperature(tmp_path)
 
 
 def test_export_writes_the_csv_the_official_collect_results_reads(tmp_path):
-    """The CSV, read back with pandas as ``collect_results.get_model_results`` reads it, scores what ``score`` says."""
+    """The CSV, read back with pandas as ``collect_results.get_model_results`` reads it, scores what
+    ``score`` says."""
     import pandas as pd
 
-    replies = {"Where is Mary?": "The most recent location of Mary is bathroom.", "Where is Daniel?": "None",
-               "How many objects is Sandra carrying?": " two ", "How many objects is Mary carrying?": "nothing, none",
-               "What is Daniel carrying?": "apple,milk", "What is Sandra carrying?": "nothing"}  # fmt: skip
+    replies = {
+        "Where is Mary?": "The most recent location of Mary is bathroom.",
+        "Where is Daniel?": "None",
+        "How many objects is Sandra carrying?": " two ",
+        "How many objects is Mary carrying?": "nothing, none",
+        "What is Daniel carrying?": "apple,milk",
+        "What is Sandra carrying?": "nothing",
+    }
     with RecordingServer(
         lambda request: replies[request["messages"][0]["content"].rsplit("Question: ", 1)[1]]
     ) as server:
         llm = make_chat_model("openai:rec", base_url=server.url, max_retries=0)
-        run_experiment(RunConfig(benchmark="babilong", strategies=("full_context",), data_path=str(DATA), llm_cache=False), tmp_path / "run",
-                       llm=llm, show_progress=False)  # fmt: skip
+        run_experiment(
+            RunConfig(
+                benchmark="babilong",
+                strategies=("full_context",),
+                data_path=str(DATA),
+                llm_cache=False,
+            ),
+            tmp_path / "run",
+            llm=llm,
+            show_progress=False,
+        )
     from longctx.experiments.export import export_official
 
     written = export_official(tmp_path / "run", tmp_path / "official")["full_context"]
@@ -333,8 +350,11 @@ def test_export_writes_the_csv_the_official_collect_results_reads(tmp_path):
     )
     assert sum(f.lines for f in written) == 6
     with (folder / f"qa7_2k_{suffix}.csv").open(newline="") as f:
-        assert list(csv.reader(f)) == [["", "target", "output", "question"], ["0", "two", "two", "How many objects is Sandra carrying?"],
-                                       ["1", "none", "nothing, none", "How many objects is Mary carrying?"]]  # fmt: skip
+        assert list(csv.reader(f)) == [
+            ["", "target", "output", "question"],
+            ["0", "two", "two", "How many objects is Sandra carrying?"],
+            ["1", "none", "nothing, none", "How many objects is Mary carrying?"],
+        ]
     settings = json.loads((folder / f"qa1_1k_{suffix}.json").read_text())
     assert (
         settings["prompt"]["template"] == bl.DEFAULT_TEMPLATE
@@ -364,14 +384,30 @@ def test_export_writes_the_csv_the_official_collect_results_reads(tmp_path):
 def test_the_documented_cli_chain_with_loader_options_runs_reports_and_exports(
     tmp_path, monkeypatch
 ):
-    """``longctx run --benchmark babilong --loader-option examples=false ...``, then ``report`` and ``export``."""
+    """``longctx run --benchmark babilong --loader-option examples=false ...``, then ``report``
+    and ``export``."""
     from longctx.experiments.cli import main
 
     run = tmp_path / "run"
     with RecordingServer(lambda request: "bathroom") as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)
-        argv = ["run", "--benchmark", "babilong", "--data", str(DATA), "--strategies", "full_context", "--llm", "openai:rec", "--out", str(run),
-                "--loader-option", "examples=false", "--loader-option", 'lengths=["1k"]']  # fmt: skip
+        argv = [
+            "run",
+            "--benchmark",
+            "babilong",
+            "--data",
+            str(DATA),
+            "--strategies",
+            "full_context",
+            "--llm",
+            "openai:rec",
+            "--out",
+            str(run),
+            "--loader-option",
+            "examples=false",
+            "--loader-option",
+            'lengths=["1k"]',
+        ]
         assert main(argv) == 0
     sent = server.requests[0]["messages"][0]["content"]
     assert "<example>" not in sent and sent.startswith(

@@ -1,9 +1,10 @@
-"""BABILong's evidence ceilings: per strategy, whether every supporting fact of a generated sample is inside what
-the strategy reads, per task x length; and the report's official task x length table.
+"""BABILong's evidence ceilings: per strategy, whether every supporting fact of a generated sample
+is inside what the strategy reads, per task x length; and the report's official task x length table.
 
-The samples are generated from our own bAbI-format fixtures (``tests/fixtures/babi``). Each rule is checked
-against an oracle that does not use its code: the prompt the strategy really sends (a scripted model records
-it) holds every supporting fact, or the retriever's top-k chunks' texts do, or the facts' tokens fit the memory.
+The samples are generated from our own bAbI-format fixtures (``tests/fixtures/babi``). Each rule is
+checked against an oracle that does not use its code: the prompt the strategy really sends (a
+scripted model records it) holds every supporting fact, or the retriever's top-k chunks' texts do,
+or the facts' tokens fit the memory.
 """
 
 from __future__ import annotations
@@ -26,13 +27,18 @@ from tests.scripted import ScriptedChatModel
 
 BABI = Path(__file__).parent / "fixtures" / "babi"
 BACKGROUND = [(BABI / "background.txt").read_text(encoding="utf-8")]
-OPTIONS = {"rag": {"top_k": 2, "chunk_size": 30}, "self_ask": {"top_k": 1, "chunk_size": 40}, "full_context": {"context_window": 900},
-           "memagent": {"max_new_tokens": 9}}  # fmt: skip
+OPTIONS = {
+    "rag": {"top_k": 2, "chunk_size": 30},
+    "self_ask": {"top_k": 1, "chunk_size": 40},
+    "full_context": {"context_window": 900},
+    "memagent": {"max_new_tokens": 9},
+}
 
 
 @pytest.fixture(scope="module")
 def babilong(tmp_path_factory):
-    """Generated qa1 / qa2 samples at 0k, 1k and 2k tokens (3 + 2 per length), and an index cache."""
+    """Generated qa1 / qa2 samples at 0k, 1k and 2k tokens (3 + 2 per length), and an
+    index cache."""
     root = tmp_path_factory.mktemp("babilong")
     generate(
         BABI,
@@ -75,7 +81,8 @@ def _sent_prompt(sample, strategy: str, cache: Path) -> str:
 
 def test_generated_records_point_at_the_supporting_occurrence_of_a_repeated_statement(tmp_path):
     (tmp_path / "qa1_single-supporting-fact_train.txt").write_text(
-        "1 Mary went to the kitchen.\n2 Mary went to the garden.\n3 Mary went to the kitchen.\n4 Where is Mary?\tkitchen\t3\n"
+        "1 Mary went to the kitchen.\n2 Mary went to the garden.\n3 Mary went to the kitchen.\n"
+        "4 Where is Mary?\tkitchen\t3\n"
     )
     generate(
         tmp_path,
@@ -179,13 +186,18 @@ def test_the_report_shows_accuracy_per_task_x_length_as_the_official_tables(babi
             prompt.split("<context>\n", 1)[-1].split("\n</context>", 1)[0], "nowhere"
         )
     )
-    run_experiment(RunConfig(benchmark="babilong", strategies=("full_context",), llm_cache=False), tmp_path, llm=llm, samples=samples,
-                   show_progress=False)  # fmt: skip
+    run_experiment(
+        RunConfig(benchmark="babilong", strategies=("full_context",), llm_cache=False),
+        tmp_path,
+        llm=llm,
+        samples=samples,
+        show_progress=False,
+    )
     build_report(tmp_path, samples=samples, plots=False, html=False)
     text = (tmp_path / "report" / "by_task_length.md").read_text()
     assert (
-        "## full_context\n\n| task | 0k | 1k | 2k |\n|---|---|---|---|\n| qa1 | 100 | 100 | 100 |\n| qa2 | 0 | 0 | 0 |\n"
-        in text
+        "## full_context\n\n| task | 0k | 1k | 2k |\n|---|---|---|---|\n"
+        "| qa1 | 100 | 100 | 100 |\n| qa2 | 0 | 0 | 0 |\n" in text
     )
     assert "| avg (qa1-qa5) | - | - | - |" in text  # the official avg needs all five tasks
     assert (

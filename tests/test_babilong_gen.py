@@ -1,5 +1,6 @@
-"""The BABILong-style generator: bAbI files read as the official ``get_dataset_df`` cuts them, statements hidden in
-background at any length, seeded, and read back by the ``babilong`` loader. Fixtures in ``tests/fixtures/babi`` are ours."""
+"""The BABILong-style generator: bAbI files read as the official ``get_dataset_df`` cuts them,
+statements hidden in background at any length, seeded, and read back by the ``babilong`` loader.
+Fixtures in ``tests/fixtures/babi`` are ours."""
 
 from __future__ import annotations
 
@@ -22,8 +23,12 @@ BACKGROUND = [(BABI / "background.txt").read_text(encoding="utf-8")]
 
 def test_babi_file_gives_one_sample_per_question_without_earlier_questions():
     samples = read_babi(task_file(BABI, "qa1"))
-    assert [(s.question, s.answer) for s in samples] == [("Where is Mary?", "bathroom"), ("Where is Daniel?", "hallway"),
-                                                         ("Where is John?", "office"), ("Where is John?", "garden")]  # fmt: skip
+    assert [(s.question, s.answer) for s in samples] == [
+        ("Where is Mary?", "bathroom"),
+        ("Where is Daniel?", "hallway"),
+        ("Where is John?", "office"),
+        ("Where is John?", "garden"),
+    ]
     second = samples[1]
     assert second.facts == (
         "Mary moved to the bathroom.",

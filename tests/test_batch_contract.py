@@ -1,5 +1,6 @@
 """The batch runner's contract: MemAgent's run keys are pinned (existing checkpoints must
-still resume), and a second, toy batched strategy with its own names runs through ``answer_many``."""
+still resume), and a second, toy batched strategy with its own names runs
+through ``answer_many``."""
 
 import asyncio
 import sys
@@ -40,8 +41,8 @@ def _run_dirs(folder: Path) -> list[str]:
     "options,key_prefix,key",
     [
         # changed twice: issue 35 (the key gained the model's request settings and tokenizer and the
-        # window_cut option) and issue 50 (memory.checkpoints.CHECKPOINT_FORMAT 2: checkpoints of the
-        # longctx namespace, whose state types are named longctx.retrieval...)
+        # window_cut option) and issue 50 (memory.checkpoints.CHECKPOINT_FORMAT 2: checkpoints of
+        # the longctx namespace, whose state types are named longctx.retrieval...)
         ({}, None, "fb2efbac15014a174d82a549d33ecf6a"),
         (
             {
@@ -61,7 +62,8 @@ def _run_dirs(folder: Path) -> list[str]:
     ],
 )
 def test_memagent_run_keys_are_pinned(tmp_path, options, key_prefix, key):
-    """The key of a fixed input never changes: a checkpoint written before a refactor still resumes."""
+    """The key of a fixed input never changes: a checkpoint written before a refactor
+    still resumes."""
     spec = STRATEGIES.get("memagent")
     questions = [
         Question(text="What is the vault code?"),
@@ -210,8 +212,16 @@ def tally_plan(
     calls = len(questions) * -(
         -sum(len(d.text.split()) for d in corpus.documents) // cfg.window_words
     )
-    return CostPlan(strategy="tally", questions=len(questions), calls=calls, max_calls=calls, prompt_tokens=10 * calls, max_prompt_tokens=10 * calls,
-                    completion_tokens=calls * cfg.reply_tokens, formula="one call per window and question")  # fmt: skip
+    return CostPlan(
+        strategy="tally",
+        questions=len(questions),
+        calls=calls,
+        max_calls=calls,
+        prompt_tokens=10 * calls,
+        max_prompt_tokens=10 * calls,
+        completion_tokens=calls * cfg.reply_tokens,
+        formula="one call per window and question",
+    )
 
 
 TALLY_CORPUS = Corpus.from_texts(
@@ -231,7 +241,8 @@ def tally_registered():
 
 
 def counting_model(crash_at: int | None = None, done: list | None = None) -> ScriptedChatModel:
-    """Counts the word in the window honestly; raises at call ``crash_at``; ``done`` collects (word, window) of each reply."""
+    """Counts the word in the window honestly; raises at call ``crash_at``; ``done`` collects (word,
+    window) of each reply."""
     calls = [0]
     lock = threading.Lock()
 
@@ -328,8 +339,9 @@ def test_the_toy_strategy_resumes_after_a_crash_and_replays_without_calls(
 
 
 def test_the_toy_runs_checkpoint_covers_what_a_budget_cannot(tally_registered, tmp_path):
-    """Its plan (10 calls) does not fit 4: refused before any call, though resumable (its own resume option); after a crash
-    its checkpoint holds 5 calls, so a budget of the other 5 finishes it and one of 4 is still refused."""
+    """Its plan (10 calls) does not fit 4: refused before any call, though resumable (its own resume
+    option); after a crash its checkpoint holds 5 calls, so a budget of the other 5 finishes it and
+    one of 4 is still refused."""
     refused = counting_model()
     with pytest.raises(BudgetExceeded, match="tally plans 10 calls"):
         answer_many(
@@ -389,7 +401,8 @@ def test_without_its_resume_option_the_toy_run_stays_in_memory(tally_registered,
 
 
 def test_a_batched_runs_nodes_see_what_its_budget_has_left(tally_registered, tmp_path, monkeypatch):
-    """The budget handle reaches a batched strategy's context too, whatever its ``prepare_context`` copied."""
+    """The budget handle reaches a batched strategy's context too, whatever its
+    ``prepare_context`` copied."""
     seen: list[int | None] = []
     counted = tally
 
@@ -398,6 +411,13 @@ def test_a_batched_runs_nodes_see_what_its_budget_has_left(tally_registered, tmp
         return counted(task, runtime)
 
     monkeypatch.setattr(sys.modules[__name__], "tally", recording)
-    answer_many(TALLY_CORPUS, WORDS, strategy="tally", llm=counting_model(), cache_dir=tmp_path, in_flight=1,
-                budget=Budget(max_llm_calls=12))  # fmt: skip
+    answer_many(
+        TALLY_CORPUS,
+        WORDS,
+        strategy="tally",
+        llm=counting_model(),
+        cache_dir=tmp_path,
+        in_flight=1,
+        budget=Budget(max_llm_calls=12),
+    )
     assert len(seen) == len(WORDS) * N_WINDOWS and seen[0] == 12 and min(seen) == 12 - len(seen) + 1

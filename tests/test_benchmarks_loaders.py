@@ -22,8 +22,19 @@ FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"
 
 
 def test_registry_lists_all_benchmarks():
-    assert BENCHMARKS.names() == ["babilong", "corpusqa", "longbench", "longbench_e", "longbench_v2", "loong", "lveval", "memoryagentbench", "own",
-                                  "ruler_hqa", "synth"]  # fmt: skip
+    assert BENCHMARKS.names() == [
+        "babilong",
+        "corpusqa",
+        "longbench",
+        "longbench_e",
+        "longbench_v2",
+        "loong",
+        "lveval",
+        "memoryagentbench",
+        "own",
+        "ruler_hqa",
+        "synth",
+    ]
 
 
 @pytest.mark.parametrize(

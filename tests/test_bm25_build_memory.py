@@ -1,4 +1,5 @@
-"""A BM25 build counts each chunk's terms and drops its tokens, in bounded memory, with scores bit-identical to bm25s's (issue 35, item 19).
+"""A BM25 build counts each chunk's terms and drops its tokens, in bounded memory, with scores
+bit-identical to bm25s's (issue 35, item 19).
 
 A 209.7 MB single-line file peaked at 3.30 GB while indexing with BM25: every chunk's token
 list was kept, bm25s turned them into lists of Python ints, and the raw counts were three
@@ -34,7 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def single_line_text(num_bytes: int, seed: int = 0) -> str:
-    """Words of a 5,000-word random vocabulary, sentence and clause ends between them, no newline."""
+    """Words of a 5,000-word random vocabulary, sentence and clause ends between them,
+    no newline."""
     rng = random.Random(seed)
     words = [
         "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 9)))
@@ -141,8 +143,9 @@ def test_a_build_scores_bit_identically_to_bm25s_indexing_the_token_lists(
 
 # -- memory ------------------------------------------------------------------------------
 def test_a_build_holds_its_arrays_and_one_block_not_the_tokens(monkeypatch):
-    """tracemalloc peak of building over ~2 MB of chunks: it was 10x their text; now the arrays returned
-    (rows int32 + counts uint8 + the bm25s matrix's float32, ~1 entry per word) and one small block."""
+    """tracemalloc peak of building over ~2 MB of chunks: it was 10x their text; now the arrays
+    returned (rows int32 + counts uint8 + the bm25s matrix's float32, ~1 entry per word) and one
+    small block."""
     monkeypatch.setattr(
         term_counting, "BLOCK_ENTRIES", 1024
     )  # small blocks: what is left grows with the corpus
@@ -197,12 +200,14 @@ def test_a_build_with_a_work_folder_keeps_the_score_matrix_on_disk(monkeypatch, 
 
 
 def test_bm25s_is_loaded_without_numba():
-    """bm25s imports numba when it is installed (~120 MiB resident for a backend never used: half the
-    fixed peak of ``longctx index``); it is loaded without it, and numba still imports afterwards."""
+    """bm25s imports numba when it is installed (~120 MiB resident for a backend never used: half
+    the fixed peak of ``longctx index``); it is loaded without it, and numba still
+    imports afterwards."""
     pytest.importorskip("numba")
     code = (
-        "import sys; from longctx.retrieval.bm25 import _bm25s, tokenize; tokenize('a b'); bm25s = _bm25s(); "
-        "print('numba' in sys.modules, bm25s.NUMBA_AVAILABLE); import numba; print('ok')"
+        "import sys; from longctx.retrieval.bm25 import _bm25s, tokenize; tokenize('a b'); bm25s "
+        "= _bm25s(); print('numba' in sys.modules, bm25s.NUMBA_AVAILABLE); import numba; "
+        "print('ok')"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = subprocess.run(
@@ -223,10 +228,12 @@ from longctx.retrieval.tokens import get_encoding
 def high_water():
     with open("/proc/self/status") as f:
         return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
-get_encoding(), _bm25s(), stopwords()  # the BPE ranks, bm25s and scipy are loaded before the baseline
+# the BPE ranks, bm25s and scipy are loaded before the baseline
+get_encoding(), _bm25s(), stopwords()
 before = high_water()
 with tempfile.TemporaryDirectory() as cache:
-    index = build_index(Corpus.from_path(sys.argv[1]), "bm25", chunking=ChunkingConfig(unit="words", size=200), cache_dir=cache)
+    chunking = ChunkingConfig(unit="words", size=200)
+    index = build_index(Corpus.from_path(sys.argv[1]), "bm25", chunking=chunking, cache_dir=cache)
     print(json.dumps({"peak_bytes": high_water() - before, "chunks": len(index)}))
 """
 

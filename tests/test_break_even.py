@@ -1,5 +1,5 @@
-"""Break-even points of amortized cost per question: a table of lines that cross at a whole question,
-between two, never, or are one line; and the sentences the report prints."""
+"""Break-even points of amortized cost per question: a table of lines that cross at a whole
+question, between two, never, or are one line; and the sentences the report prints."""
 
 from __future__ import annotations
 
@@ -11,10 +11,12 @@ from longctx.experiments.break_even import BreakEven, CostLine, break_even, brea
 @pytest.mark.parametrize(
     "a, b, kind, questions",
     [
-        # an index of 1.30 and 0.01 a question against 0.105 a question: they cross at 13.7, so from 14 on
+        # an index of 1.30 and 0.01 a question against 0.105 a question: they cross at 13.7, so from
+        # 14 on
         ((1.30, 0.01), (0.0, 0.105), "from", 14),
         ((0.0, 0.105), (1.30, 0.01), "until", 13),
-        # crossing exactly on a whole number (1.3 / 0.1 = 13): equal at 13, cheaper from 14 on, the other up to 12
+        # crossing exactly on a whole number (1.3 / 0.1 = 13): equal at 13, cheaper from 14 on, the
+        # other up to 12
         ((1.3, 0.1), (0.0, 0.2), "from", 14),
         ((0.0, 0.2), (1.3, 0.1), "until", 12),
         # zero index cost on both sides: the cheaper question wins at any number, the other never
@@ -29,10 +31,12 @@ from longctx.experiments.break_even import BreakEven, CostLine, break_even, brea
         # crossing between 1 and 2 questions: the flatter from 2 on, the steeper at 1 question only
         ((1.5, 0.0), (0.0, 1.0), "from", 2),
         ((0.0, 1.0), (1.5, 0.0), "until", 1),
-        # crossing at exactly 1 question: equal at 1, so the flatter is cheaper from 2 on and the steeper never
+        # crossing at exactly 1 question: equal at 1, so the flatter is cheaper from 2 on and the
+        # steeper never
         ((1.0, 0.0), (0.0, 1.0), "from", 2),
         ((0.0, 1.0), (1.0, 0.0), "never", None),
-        # tokens, not USD: the same rule (a 30,000-token tree saving 2,500 tokens a question: equal at 12, cheaper from 13 on)
+        # tokens, not USD: the same rule (a 30,000-token tree saving 2,500 tokens a question: equal
+        # at 12, cheaper from 13 on)
         ((30_000, 500), (0, 3_000), "from", 13),
     ],
 )

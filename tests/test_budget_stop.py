@@ -125,7 +125,7 @@ def test_a_tool_loop_stopped_at_turn_3_keeps_turns_1_and_2_and_finishes_with_the
     assert result.usage.llm_calls == 3
 
 
-def test_a_final_node_that_calls_the_model_sends_nothing_and_a_strategy_without_one_keeps_its_steps():
+def test_a_final_node_calling_the_model_sends_nothing_and_a_strategy_without_one_keeps_its_steps():
     def greedy(state: dict[str, Any]) -> dict[str, Any]:
         return {"answer": complete(llm, "one more call, please", max_tokens=8)}
 

@@ -1,5 +1,6 @@
-"""Budgets as the server sees them (issue 35, items 10-13): one plan for estimate and refusal, no request after a stop,
-usage of this call apart from the whole resumed run, and a resumable run refused up front unless its checkpoint covers the rest."""
+"""Budgets as the server sees them (issue 35, items 10-13): one plan for estimate and refusal, no
+request after a stop, usage of this call apart from the whole resumed run, and a resumable run
+refused up front unless its checkpoint covers the rest."""
 
 from __future__ import annotations
 
@@ -22,12 +23,13 @@ from tests.test_pai import CHUNK, company_corpus
 QUESTION = "Which company had the highest revenue?"
 
 
-# -- 13. estimate and the refusal are the same plan ---------------------------------------------------------
+# -- 13. estimate and the refusal are the same plan ------------------------------------------------
 @pytest.mark.parametrize("strategy", ["pai", "memagent"])
 def test_estimate_without_a_model_is_the_plan_the_refusal_gives(
     strategy, isolated_cache, monkeypatch
 ):
-    """Neither names a model: both plan for the one answer() would use (its tokenizer counts the templates and cuts MemAgent's chunks)."""
+    """Neither names a model: both plan for the one answer() would use (its tokenizer counts the
+    templates and cuts MemAgent's chunks)."""
     monkeypatch.delenv("LONGCTX_LLM", raising=False)
     options = {"chunk_size": CHUNK} if strategy == "pai" else {"chunk_tokens": 200, "resume": False}
     plan = estimate(company_corpus(), QUESTION, strategy=strategy, **options)
@@ -47,13 +49,21 @@ def test_estimate_without_a_model_is_the_plan_the_refusal_gives(
     )
 
 
-# -- 11. a stop means no request after it, and usage counts every request sent ------------------------------
+# -- 11. a stop means no request after it, and usage counts every request sent ---------------------
 def _served_pai(server: RecordingServer, budget: Budget, use_async: bool) -> tuple[Answer, int]:
-    """PAI's answer under ``budget`` against ``server``, and the requests the server had when the answer returned."""
+    """PAI's answer under ``budget`` against ``server``, and the requests the server had when the
+    answer returned."""
     spec = STRATEGIES.get("pai")
     llm = make_chat_model("openai:rec", base_url=server.url, api_key="not-needed", max_retries=0)
-    (result,) = run_strategy(spec, spec.make_config(None, chunk_size=CHUNK, concurrency=4), [as_question(QUESTION)], llm=llm, corpus=company_corpus(),
-                             budget=budget, use_async=use_async)  # fmt: skip
+    (result,) = run_strategy(
+        spec,
+        spec.make_config(None, chunk_size=CHUNK, concurrency=4),
+        [as_question(QUESTION)],
+        llm=llm,
+        corpus=company_corpus(),
+        budget=budget,
+        use_async=use_async,
+    )
     return result, len(server.requests)
 
 
@@ -65,8 +75,9 @@ def _served_pai(server: RecordingServer, budget: Budget, use_async: bool) -> tup
 def test_pai_stopped_by_its_budget_sends_nothing_after_and_counts_all_it_sent(
     use_async, latency, calls, isolated_cache
 ):
-    """The budget stops PAI among its judges (1 decomposition, then 4 judges in flight at once): the calls already sent finish and are
-    counted; none is sent after the stop, nor after answer() returned (the server is read again a moment later)."""
+    """The budget stops PAI among its judges (1 decomposition, then 4 judges in flight at once): the
+    calls already sent finish and are counted; none is sent after the stop, nor after answer()
+    returned (the server is read again a moment later)."""
     with (
         RecordingServer(server_world, latency=latency) as server,
         warnings.catch_warnings(record=True) as caught,
@@ -77,7 +88,8 @@ def test_pai_stopped_by_its_budget_sends_nothing_after_and_counts_all_it_sent(
         later = len(server.requests)
         gc.collect()  # an abandoned coroutine warns when it is collected
     assert result.stopped == "budget"
-    # LangChain's events for the refused calls' other handlers are dropped, not reported as never awaited
+    # LangChain's events for the refused calls' other handlers are dropped, not reported as
+    # never awaited
     assert not [w for w in caught if "never awaited" in str(w.message)], [
         str(w.message) for w in caught
     ]
@@ -89,7 +101,7 @@ def test_pai_stopped_by_its_budget_sends_nothing_after_and_counts_all_it_sent(
     )  # every request sent is in the usage, each as a call that returned
 
 
-# -- 12. usage of a resumed answer: this call's, and the whole run's apart -----------------------------------
+# -- 12. usage of a resumed answer: this call's, and the whole run's apart -------------------------
 def _memory_reply(request: dict) -> str:
     return (
         "Therefore, the answer is Gamma Inc."
@@ -106,8 +118,9 @@ def _served(server: RecordingServer):
 
 
 def _stopping_budget(llm) -> Budget:
-    """A prompt-token budget the plan's least fits (not refused up front) but a real run passes: the memory each update
-    carries is not in the least, so the run stops part-way, with its checkpoint kept."""
+    """A prompt-token budget the plan's least fits (not refused up front) but a real run passes: the
+    memory each update carries is not in the least, so the run stops part-way, with its
+    checkpoint kept."""
     plan = estimate(company_corpus(), QUESTION, strategy="memagent", llm=llm, **MEMAGENT)
     return Budget(max_prompt_tokens=plan.prompt_tokens + 20)
 
@@ -175,7 +188,8 @@ def test_a_resumed_answer_counts_the_calls_it_sent_and_keeps_the_runs_total_apar
 def test_result_rows_of_a_stopped_then_resumed_unit_add_up_to_the_requests_sent(
     tmp_path, isolated_cache
 ):
-    """The stopped row and the row that finished the run each carry their own calls: summed, as a report's cost sums them, nothing twice."""
+    """The stopped row and the row that finished the run each carry their own calls: summed, as a
+    report's cost sums them, nothing twice."""
     from longctx.experiments.report import score_run
     from longctx.experiments.runner import RunConfig, read_rows, run_experiment
 
@@ -220,9 +234,10 @@ def test_result_rows_of_a_stopped_then_resumed_unit_add_up_to_the_requests_sent(
     )
 
 
-# -- 10. a resumable run is refused up front unless its checkpoint covers the difference --------------------
+# -- 10. a resumable run is refused up front unless its checkpoint covers the difference -----------
 def test_memagent_is_refused_before_any_call_by_a_budget_its_plan_cannot_fit(isolated_cache):
-    """As every other strategy: a budget the whole run cannot fit sends nothing (it made 9 calls and returned an empty answer)."""
+    """As every other strategy: a budget the whole run cannot fit sends nothing (it made 9 calls and
+    returned an empty answer)."""
     with RecordingServer(_memory_reply) as server:
         llm = _served(server)
         plan = estimate(company_corpus(), QUESTION, strategy="memagent", llm=llm, **MEMAGENT)
@@ -259,8 +274,8 @@ def test_memagent_is_refused_before_any_call_by_a_budget_its_plan_cannot_fit(iso
 
 
 def test_a_checkpoint_that_covers_the_difference_lets_the_rest_run(isolated_cache):
-    """A run that failed at its 6th request keeps 5 calls: a budget of the rest resumes it, one call less is refused;
-    a finished run replays under any budget."""
+    """A run that failed at its 6th request keeps 5 calls: a budget of the rest resumes it, one call
+    less is refused; a finished run replays under any budget."""
     seen = [0]
 
     def failing_once(request: dict) -> str:
@@ -285,7 +300,10 @@ def test_a_checkpoint_that_covers_the_difference_lets_the_rest_run(isolated_cach
         rest = plan.calls - (first - 1)  # the failed request left nothing in the checkpoint
         with pytest.raises(
             BudgetExceeded,
-            match=rf"less the {first - 1} calls its checkpoint holds\); over the budget: {rest:,} calls > {rest - 1}",
+            match=(
+                rf"less the {first - 1} calls its checkpoint holds\); over the budget: {rest:,} "
+                rf"calls > {rest - 1}"
+            ),
         ):
             answer(
                 company_corpus(),
@@ -341,8 +359,17 @@ def test_a_plan_after_a_checkpoint_counts_only_the_steps_left(calls, step, left)
         (3, 100, 10),
         (3, 10, 1),
     )  # three questions: two chunk steps, then their final calls
-    plan = CostPlan(strategy="memagent", questions=3, calls=9, max_calls=9, prompt_tokens=210, max_prompt_tokens=5_000, completion_tokens=21,
-                    formula="f", steps=steps)  # fmt: skip
+    plan = CostPlan(
+        strategy="memagent",
+        questions=3,
+        calls=9,
+        max_calls=9,
+        prompt_tokens=210,
+        max_prompt_tokens=5_000,
+        completion_tokens=21,
+        formula="f",
+        steps=steps,
+    )
     after = plan.after(calls, step)
     assert (after.calls, after.prompt_tokens, after.completion_tokens) == left
     assert (
@@ -381,7 +408,15 @@ def test_a_pairs_rows_add_up_to_its_spend_each_row_once():
     ]
     latest = latest_with_spend(rows)
     assert latest[("a", "memagent")] == rows[0]  # one row: as it is
-    assert {k: latest[("b", "memagent")]["usage"][k] for k in ("llm_calls", "prompt_tokens", "total_tokens", "usage_rows", "run_llm_calls")} == {
-        "llm_calls": 5, "prompt_tokens": 50, "total_tokens": 55, "usage_rows": 2, "run_llm_calls": 99}  # fmt: skip
+    assert {
+        k: latest[("b", "memagent")]["usage"][k]
+        for k in ("llm_calls", "prompt_tokens", "total_tokens", "usage_rows", "run_llm_calls")
+    } == {
+        "llm_calls": 5,
+        "prompt_tokens": 50,
+        "total_tokens": 55,
+        "usage_rows": 2,
+        "run_llm_calls": 99,
+    }
     assert "usage" not in latest[("c", "memagent")] and latest_with_spend([]) == {}
     assert len(latest_with_spend([row(str(i % 100), "ok", 1) for i in range(10_000)])) == 100

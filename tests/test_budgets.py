@@ -1,4 +1,5 @@
-"""Budgets (issue 29): cost plans before any call, up-front refusal, a clean stop mid-run, resume."""
+"""Budgets (issue 29): cost plans before any call, up-front refusal, a clean stop
+mid-run, resume."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ def twenty_chunks() -> Corpus:
 
 
 def stopping_budget(corpus: Corpus, questions: str | list[str], llm) -> Budget:
-    """Prompt tokens the plan's least fits (not refused up front) but the run passes: the memory each update carries is not in the least."""
+    """Prompt tokens the plan's least fits (not refused up front) but the run passes: the memory
+    each update carries is not in the least."""
     return Budget(
         max_prompt_tokens=estimate(
             corpus, questions, strategy="memagent", llm=llm, chunk_tokens=CHUNK
@@ -125,8 +127,16 @@ def test_the_budget_bounds_all_questions_together(isolated_cache):
             budget=Budget(max_llm_calls=41),
             show_progress=False,
         )
-    results = answer_many(corpus, ["q1", "q2"], strategy="memagent", llm=model, chunk_tokens=CHUNK, concurrency=1,
-                          budget=stopping_budget(corpus, ["q1", "q2"], model), show_progress=False)  # fmt: skip
+    results = answer_many(
+        corpus,
+        ["q1", "q2"],
+        strategy="memagent",
+        llm=model,
+        chunk_tokens=CHUNK,
+        concurrency=1,
+        budget=stopping_budget(corpus, ["q1", "q2"], model),
+        show_progress=False,
+    )
     assert 0 < len(model.calls) < 42 and [r.stopped for r in results] == ["budget", "budget"]
 
 
@@ -212,7 +222,8 @@ def test_a_plan_over_the_budget_is_refused_before_any_call(isolated_cache):
 
 
 def test_a_single_run_reaching_its_budget_returns_what_was_done(isolated_cache):
-    """self_ask's plan may fit (1 call at least) but its follow-ups pass the budget: it stops cleanly."""
+    """self_ask's plan may fit (1 call at least) but its follow-ups pass the budget: it
+    stops cleanly."""
     model = ScriptedChatModel(reply_fn=lambda prompt: "Follow up: What is the code?")
     result = answer(
         DOCS,
@@ -313,8 +324,24 @@ def test_cli_stops_memagent_at_max_tokens_and_says_so(
             docs_folder.parent / "prices.json"
         )  # a local server is free: --max-cost needs its price
         prices.write_text(json.dumps({"smollm2": {"prompt": 0.001, "completion": 0.001}}))
-        argv = ["answer", "--corpus", str(docs_folder), "--question", "code of site 3?", "--llm", "openai:smollm2", "--strategy", "memagent",
-                "--option", "chunk_tokens=300", "--max-cost", "1", "--prices", str(prices), "--json"]  # fmt: skip
+        argv = [
+            "answer",
+            "--corpus",
+            str(docs_folder),
+            "--question",
+            "code of site 3?",
+            "--llm",
+            "openai:smollm2",
+            "--strategy",
+            "memagent",
+            "--option",
+            "chunk_tokens=300",
+            "--max-cost",
+            "1",
+            "--prices",
+            str(prices),
+            "--json",
+        ]
         refused = main([*argv, "--max-calls", str(plan.calls - 1)])
         assert (
             refused == 2
@@ -348,8 +375,22 @@ def test_cli_budget_errors_are_one_line(docs_folder, tmp_path, capsys, monkeypat
     )  # never reached: the error comes first
     questions = tmp_path / "q.jsonl"
     questions.write_text(json.dumps({"question": "code of site 3?", "answer": "1003"}) + "\n")
-    code = main(["run", "--corpus", str(docs_folder), "--questions", str(questions), "--strategies", "rag", "--llm", "openai:mystery-model",
-                 "--out", str(tmp_path / "out"), *argv])  # fmt: skip
+    code = main(
+        [
+            "run",
+            "--corpus",
+            str(docs_folder),
+            "--questions",
+            str(questions),
+            "--strategies",
+            "rag",
+            "--llm",
+            "openai:mystery-model",
+            "--out",
+            str(tmp_path / "out"),
+            *argv,
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and message in err and err.count("\n") == 1
 
@@ -407,8 +448,17 @@ def test_async_single_run_stops_at_its_budget(isolated_cache):
 
 
 def test_self_route_stops_when_its_fallback_reaches_the_budget(isolated_cache):
-    """RAG declines (1 call), the memagent fallback reads 1 chunk and reaches the budget: the whole answer is stopped."""
+    """RAG declines (1 call), the memagent fallback reads 1 chunk and reaches the budget: the whole
+    answer is stopped."""
     model = ScriptedChatModel(reply_fn=lambda prompt: "unanswerable")
-    result = answer(DOCS, "q", strategy="self_route", llm=model, fallback="memagent", fallback_options={"chunk_tokens": 300}, context_window=600,
-                    budget=Budget(max_llm_calls=2))  # fmt: skip
+    result = answer(
+        DOCS,
+        "q",
+        strategy="self_route",
+        llm=model,
+        fallback="memagent",
+        fallback_options={"chunk_tokens": 300},
+        context_window=600,
+        budget=Budget(max_llm_calls=2),
+    )
     assert len(model.calls) == 2 and result.stopped == "budget"

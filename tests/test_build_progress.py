@@ -49,8 +49,17 @@ def test_hipporag_reports_each_passages_openie_and_the_embedding_before_its_firs
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)
         monkeypatch.setenv("OPENAI_API_KEY", "k")
         llm = make_chat_model("openai:gpt-4o-mini", base_url=server.url, max_retries=0)
-        events = list(stream_answer(Corpus.from_texts(passages), "Where is city 3?", strategy="hipporag", llm=llm,
-                                    cache_dir=tmp_path, concurrency=1, embedder="openai"))  # fmt: skip
+        events = list(
+            stream_answer(
+                Corpus.from_texts(passages),
+                "Where is city 3?",
+                strategy="hipporag",
+                llm=llm,
+                cache_dir=tmp_path,
+                concurrency=1,
+                embedder="openai",
+            )
+        )
     stages = _progress_before_the_first_step(events)
     assert stages["openie"] == [(k, 5) for k in range(6)]  # 0 of 5, then one per passage
     embedded = stages["embed"]
@@ -77,8 +86,17 @@ def test_raptor_reports_each_layers_summaries_and_the_embedding_before_its_first
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)
         monkeypatch.setenv("OPENAI_API_KEY", "k")
         llm = make_chat_model("openai:gpt-3.5-turbo", base_url=server.url, max_retries=0)
-        events = list(stream_answer(Corpus.from_texts(docs), "What did report 2 say?", strategy="raptor", llm=llm,
-                                    cache_dir=tmp_path, concurrency=1, embedder="openai"))  # fmt: skip
+        events = list(
+            stream_answer(
+                Corpus.from_texts(docs),
+                "What did report 2 say?",
+                strategy="raptor",
+                llm=llm,
+                cache_dir=tmp_path,
+                concurrency=1,
+                embedder="openai",
+            )
+        )
     raptor_graph._TREES.clear()
     stages = _progress_before_the_first_step(events)
     asked = events[-1].answer.usage.index_llm_calls

@@ -38,8 +38,9 @@ DOCUMENT = " ".join(
 
 
 def shared_prefix(a: str, b: str) -> int:
-    """Words two prompts share at their start (the stub's token unit), counted here apart from the stub's own
-    :func:`tests.recording_server.shared_words`, so the test checks the stub's figure too."""
+    """Words two prompts share at their start (the stub's token unit), counted here apart from the
+    stub's own :func:`tests.recording_server.shared_words`, so the test checks the stub's
+    figure too."""
     n = 0
     for x, y in zip(a.split(), b.split()):
         if x != y:
@@ -50,14 +51,26 @@ def shared_prefix(a: str, b: str) -> int:
 
 @pytest.fixture(scope="module")
 def own_run(tmp_path_factory):
-    """20 questions over one document, full context, one call at a time against the OpenAI-style caching stub."""
+    """20 questions over one document, full context, one call at a time against the OpenAI-style
+    caching stub."""
     tmp_path = tmp_path_factory.mktemp("cached")
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "depot.md").write_text(DOCUMENT + "\n")
     questions = tmp_path / "q.jsonl"
-    questions.write_text("".join(json.dumps({"id": f"q{i:02d}", "question": f"How many crates are stored at gate {i}?", "answer": str(i * 7)}) + "\n"
-                                 for i in range(20)))  # fmt: skip
+    questions.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": f"q{i:02d}",
+                    "question": f"How many crates are stored at gate {i}?",
+                    "answer": str(i * 7),
+                }
+            )
+            + "\n"
+            for i in range(20)
+        )
+    )
     samples = load_benchmark("own", questions, corpus=docs)
     out = tmp_path / "run"
     with RecordingServer(lambda request: "The answer is: 7", prompt_cache="openai") as server:
@@ -69,7 +82,7 @@ def own_run(tmp_path_factory):
     return {"out": out, "server": server, "samples": samples}
 
 
-def test_a_20_question_full_context_run_reads_the_corpus_from_the_cache_after_the_first_call(
+def test_a_20_question_full_context_run_reads_the_corpus_from_cache_after_the_first_call(
     own_run,
 ):
     server = own_run["server"]
@@ -89,7 +102,7 @@ def test_a_20_question_full_context_run_reads_the_corpus_from_the_cache_after_th
     assert sum(r["usage"]["cached_prompt_tokens"] for r in rows) == sum(expected) > 0
 
 
-def test_the_report_prices_cached_tokens_at_the_cached_rate_and_shows_the_cost_without_cache(
+def test_the_report_prices_cached_tokens_at_their_rate_and_shows_the_cost_without_cache(
     own_run,
 ):
     out = own_run["out"]
@@ -114,16 +127,26 @@ def test_each_vendors_name_for_cached_tokens_reaches_the_answers_usage(style):
     corpus = Corpus.from_texts([DOCUMENT])
     with RecordingServer(lambda request: "The answer is: 7", prompt_cache=style) as server:
         llm = make_chat_model("openai:m", base_url=server.url, max_retries=0)
-        answers = answer_many(corpus, ["How many crates at gate 1?", "How many crates at gate 2?", "How many crates at gate 3?"],
-                              strategy="full_context", llm=llm, concurrency=1)  # fmt: skip
+        answers = answer_many(
+            corpus,
+            [
+                "How many crates at gate 1?",
+                "How many crates at gate 2?",
+                "How many crates at gate 3?",
+            ],
+            strategy="full_context",
+            llm=llm,
+            concurrency=1,
+        )
     assert [a.usage.cached_prompt_tokens for a in answers] == server.cached_tokens
     assert server.cached_tokens[0] == 0 and min(server.cached_tokens[1:]) > len(DOCUMENT.split())
 
 
 @pytest.mark.parametrize("style", ["openai", "deepseek", "moonshot", "llama.cpp"])
 def test_a_streamed_answer_reports_the_cached_tokens_a_whole_reply_does(style):
-    """A streamed reply's usage comes in its last chunk (``stream_usage``): the cached tokens in it, under
-    each vendor's name (llama.cpp's ``timings`` with that chunk), reach the answer as a whole reply's do."""
+    """A streamed reply's usage comes in its last chunk (``stream_usage``): the cached tokens in it,
+    under each vendor's name (llama.cpp's ``timings`` with that chunk), reach the answer as a whole
+    reply's do."""
     corpus = Corpus.from_texts([DOCUMENT])
     with RecordingServer(lambda request: "The answer is: 7", prompt_cache=style) as server:
         llm = streaming_model(make_chat_model("openai:m", base_url=server.url, max_retries=0), True)
@@ -231,19 +254,27 @@ def test_the_embedded_model_reports_the_prefix_it_kept():
     llama.cpp's context (the prefix it kept), and says so."""
     llm = make_chat_model("embedded")
     corpus = Corpus.from_texts(["The red fox lives in the northern forest near the lake. " * 12])
-    first, second = answer_many(corpus, ["Where does the fox live?", "What colour is the fox?"], strategy="full_context",
-                                llm=llm, concurrency=1, max_new_tokens=4)  # fmt: skip
+    first, second = answer_many(
+        corpus,
+        ["Where does the fox live?", "What colour is the fox?"],
+        strategy="full_context",
+        llm=llm,
+        concurrency=1,
+        max_new_tokens=4,
+    )
     assert (
         second.usage.cached_prompt_tokens > 100
         and second.usage.cached_prompt_tokens < second.usage.prompt_tokens
     )
 
 
-@pytest.mark.slow  # a real llama_cpp.server and two 400-token prompts: tens of seconds on 2 loaded cores
+# a real llama_cpp.server and two 400-token prompts: tens of seconds on 2 loaded cores
+@pytest.mark.slow
 def test_llama_cpp_python_server_reuses_the_prefix_but_reports_no_cached_tokens():
     """What ``python -m llama_cpp.server`` sends back for a prompt whose first 388 of 400 tokens it
     kept from the previous request (its log says "388 prefix-match hit"): prompt, completion and
-    total tokens only, so an answer over it records no cached tokens (the README's "Prompt caching" says so)."""
+    total tokens only, so an answer over it records no cached tokens (the README's "Prompt caching"
+    says so)."""
     text = "The red fox lives in the northern forest near the lake. " * 30
     with llama_server() as url:
         replies = []
@@ -261,8 +292,14 @@ def test_llama_cpp_python_server_reuses_the_prefix_but_reports_no_cached_tokens(
             with urllib.request.urlopen(request, timeout=300) as response:
                 replies.append(json.loads(response.read()))
         llm = make_chat_model("openai:smollm2", base_url=url, max_retries=0)
-        answers = answer_many(Corpus.from_texts([text]), ["Where does the fox live?", "Is there a lake?"], strategy="full_context",
-                              llm=llm, concurrency=1, max_new_tokens=4)  # fmt: skip
+        answers = answer_many(
+            Corpus.from_texts([text]),
+            ["Where does the fox live?", "Is there a lake?"],
+            strategy="full_context",
+            llm=llm,
+            concurrency=1,
+            max_new_tokens=4,
+        )
     for reply in replies:
         assert (
             set(reply["usage"]) == {"prompt_tokens", "completion_tokens", "total_tokens"}
@@ -276,7 +313,8 @@ def test_llama_cpp_python_server_reuses_the_prefix_but_reports_no_cached_tokens(
 
 @pytest.mark.parametrize("style", ["openai", "deepseek", "llama.cpp"])
 def test_the_async_lean_path_reads_cached_tokens_too(style):
-    """A run's async calls post through its own aiohttp session (``run_client``) and parse the reply as a dict."""
+    """A run's async calls post through its own aiohttp session (``run_client``) and parse the reply
+    as a dict."""
     import asyncio
 
     from langchain_core.messages import HumanMessage
@@ -299,7 +337,7 @@ def test_the_async_lean_path_reads_cached_tokens_too(style):
     )
 
 
-# -- one price everywhere: Workspace.compare and the budgets charge what the report charges ------------------
+# -- one price everywhere: Workspace.compare and the budgets charge what the report charges --------
 
 RATES = (
     1_000.0,
@@ -321,8 +359,12 @@ def test_workspace_compare_prices_cached_tokens_as_the_report_does(tmp_path):
     from longctx import Workspace
 
     with RecordingServer(lambda request: "The answer is: 7", prompt_cache="openai") as server:
-        ws = Workspace(Corpus.from_texts([DOCUMENT]), llm=make_chat_model("openai:m", base_url=server.url, max_retries=0), cache_dir=tmp_path,
-                       price=RATED)  # fmt: skip
+        ws = Workspace(
+            Corpus.from_texts([DOCUMENT]),
+            llm=make_chat_model("openai:m", base_url=server.url, max_retries=0),
+            cache_dir=tmp_path,
+            price=RATED,
+        )
         ws.answer(GATES[0], strategy="full_context")  # the corpus into the server's cache
         table = ws.compare(GATES[1], strategies=["full_context"])
     usage = table["full_context"].usage
@@ -340,9 +382,9 @@ def test_workspace_compare_prices_cached_tokens_as_the_report_does(tmp_path):
 
 
 def test_the_budget_guard_spends_what_the_report_charges():
-    """Calls made under a :class:`BudgetGuard`: once they end, its USD is the report's for their usage
-    (the server's prompt tokens, the cached ones at the cached rate), not the prompt counted before each
-    call at the prompt rate."""
+    """Calls made under a :class:`BudgetGuard`: once they end, its USD is the report's for their
+    usage (the server's prompt tokens, the cached ones at the cached rate), not the prompt counted
+    before each call at the prompt rate."""
     from langchain_core.messages import HumanMessage
 
     from longctx.graphs.budget import Budget
@@ -356,8 +398,12 @@ def test_the_budget_guard_spends_what_the_report_charges():
         replies = [
             llm.invoke([HumanMessage(content=p)], config={"callbacks": [guard]}) for p in prompts
         ]
-    usage = Usage.from_dict({k: sum(reply_usage(r, p, str(r.content))[k] for r, p in zip(replies, prompts))
-                             for k in ("prompt_tokens", "cached_prompt_tokens", "completion_tokens")})  # fmt: skip
+    usage = Usage.from_dict(
+        {
+            k: sum(reply_usage(r, p, str(r.content))[k] for r, p in zip(replies, prompts))
+            for k in ("prompt_tokens", "cached_prompt_tokens", "completion_tokens")
+        }
+    )
     assert usage.cached_prompt_tokens == sum(server.cached_tokens) > 0
     assert (
         guard.spent_usd == pytest.approx(report_usd(usage))
@@ -365,19 +411,21 @@ def test_the_budget_guard_spends_what_the_report_charges():
     )
 
 
-# -- the report: cost per answer with and without the cache, and the frontier that changes -------------------
+# -- the report: cost per answer with and without the cache, and the frontier that changes ---------
 
 
 def right_answer(request: dict) -> str:
-    """The gold answer of the question a prompt asks (every strategy scores alike: the frontier is decided by cost)."""
+    """The gold answer of the question a prompt asks (every strategy scores alike: the frontier is
+    decided by cost)."""
     gate = re.findall(r"crates are stored at gate (\d+)\?", prompt_of(request))
     return f"The answer is: {int(gate[-1]) * 7}" if gate else "The answer is: 0"
 
 
 def test_the_report_names_the_strategies_the_prompt_cache_moves_onto_or_off_the_frontier(tmp_path):
-    """RAG (one chunk) and full context, six questions over one document: without a cache RAG costs less per
-    answer at the same score; with it full context reads the document from the cache after the first question
-    and takes RAG's place on the cost frontier and on the frontier of tokens the model computed."""
+    """RAG (one chunk) and full context, six questions over one document: without a cache RAG costs
+    less per answer at the same score; with it full context reads the document from the cache after
+    the first question and takes RAG's place on the cost frontier and on the frontier of tokens the
+    model computed."""
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "depot.md").write_text(DOCUMENT + "\n")
@@ -390,8 +438,19 @@ def test_the_report_names_the_strategies_the_prompt_cache_moves_onto_or_off_the_
         25,
         45,
     ]  # one after the other, RAG's questions retrieve different parts of the document
-    questions.write_text("".join(json.dumps({"id": f"q{n}", "question": f"How many crates are stored at gate {i}?", "answer": str(i * 7)}) + "\n"
-                                 for n, i in enumerate(gates)))  # fmt: skip
+    questions.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": f"q{n}",
+                    "question": f"How many crates are stored at gate {i}?",
+                    "answer": str(i * 7),
+                }
+            )
+            + "\n"
+            for n, i in enumerate(gates)
+        )
+    )
     samples = load_benchmark("own", questions, corpus=docs)
     with RecordingServer(right_answer, prompt_cache="openai") as server:
         llm = make_chat_model("openai:m", base_url=server.url, max_retries=0)
@@ -436,10 +495,10 @@ def test_the_report_names_the_strategies_the_prompt_cache_moves_onto_or_off_the_
     page = (tmp_path / "run" / "report" / "report.html").read_text(encoding="utf-8")
     section = page[page.index('<section id="prompt-cache">') :]
     assert (
-        "On the frontier of score against USD per answer, with the prompt cache full_context joins it and rag leaves it."
-        in section
+        "On the frontier of score against USD per answer, with the prompt cache full_context "
+        "joins it and rag leaves it." in section
     )
     assert (
-        "On the frontier of score against tokens the model computed per answer, with the prompt cache full_context joins it"
-        in section
+        "On the frontier of score against tokens the model computed per answer, with the prompt "
+        "cache full_context joins it" in section
     )

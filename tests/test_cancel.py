@@ -1,4 +1,5 @@
-"""A cancelled run's refused calls are a planned stop: no LangChain callback warning for them (#35 item 20)."""
+"""A cancelled run's refused calls are a planned stop: no LangChain callback warning for them (#35
+item 20)."""
 
 from __future__ import annotations
 

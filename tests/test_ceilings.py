@@ -260,7 +260,8 @@ def test_records_cover_exactly_the_evidence_documents(synth_dir):
 
 
 def test_rag_ceiling_agrees_with_the_synth_reports_evidence_recall(synth_dir, tmp_path):
-    """Same settings, same numbers: the runner + report's evidence recall, and bench_synth's recall per question."""
+    """Same settings, same numbers: the runner + report's evidence recall, and bench_synth's recall
+    per question."""
     from longctx.experiments.benchmarks import load_benchmark
     from longctx.experiments.report import build_report
     from longctx.experiments.runner import RunConfig, run_experiment

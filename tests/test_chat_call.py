@@ -1,5 +1,6 @@
-"""``longctx.graphs.llm.chat``: an agent's turn sent with its tools and the answer budget, and the tool
-schemas and tool-call arguments counted as prompt by the guard and the tracker (issue #47, item 1)."""
+"""``longctx.graphs.llm.chat``: an agent's turn sent with its tools and the answer budget, and the
+tool schemas and tool-call arguments counted as prompt by the guard and the tracker (issue #47,
+item 1)."""
 
 from __future__ import annotations
 

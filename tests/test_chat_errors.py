@@ -94,8 +94,8 @@ def test_unrelated_errors_pass_through():
     "fault,status", [("500", 500), ("429", 429), ("empty_choices", 200), ("malformed", 200)]
 )
 def test_async_runs_map_failures_the_same_through_their_own_pool(fault, status):
-    """The async path (a run's own aiohttp-backed pool, ``longctx.graphs.llm.run_client``) retries and
-    maps every failure like the sync one."""
+    """The async path (a run's own aiohttp-backed pool, ``longctx.graphs.llm.run_client``) retries
+    and maps every failure like the sync one."""
     import asyncio
 
     from longctx.graphs.llm import run_client

@@ -123,8 +123,22 @@ def test_duplicate_strategies_on_the_command_line_run_once(tmp_path, capsys, mon
 
     with stub_server(latency=0.0) as url:
         monkeypatch.setenv("OPENAI_BASE_URL", url)
-        argv = ["run", "--benchmark", "longbench_v2", "--data", V2, "--strategies", "full_context,full_context", "--llm", "openai:stub",
-                "--limit", "1", "--no-llm-cache", "--out", str(tmp_path)]  # fmt: skip
+        argv = [
+            "run",
+            "--benchmark",
+            "longbench_v2",
+            "--data",
+            V2,
+            "--strategies",
+            "full_context,full_context",
+            "--llm",
+            "openai:stub",
+            "--limit",
+            "1",
+            "--no-llm-cache",
+            "--out",
+            str(tmp_path),
+        ]
         assert main(argv) == 0
     assert (
         "1 answers in" in capsys.readouterr().out
@@ -151,7 +165,8 @@ def _own_run_argv(tmp_path, questions, out):
 
 @pytest.mark.parametrize("inside", [False, True], ids=["the-file", "a-folder-under-it"])
 def test_run_out_on_an_existing_file(tmp_path, capsys, inside):
-    """Issue #35, 18: ``--out EXISTING_FILE`` printed a 23-line traceback (after calibrating the model)."""
+    """Issue #35, 18: ``--out EXISTING_FILE`` printed a 23-line traceback (after calibrating
+    the model)."""
     questions = tmp_path / "q.csv"
     questions.write_text("question\nWhat did Alpha report?\n")
     taken = tmp_path / "taken"

@@ -1,4 +1,5 @@
-"""The command line's small frictions (#31 item 7): errors before work, clean messages, no stray folders."""
+"""The command line's small frictions (#31 item 7): errors before work, clean messages, no
+stray folders."""
 
 from __future__ import annotations
 
@@ -120,7 +121,8 @@ def test_report_without_plots_does_not_promise_plots(tmp_path, monkeypatch, caps
     out = capsys.readouterr().out
     assert "Tables and scores.json in" in out and "plots in" not in out
     assert not list((tmp_path / "run" / "report").glob("*.png"))
-    # the core install (no plotting library): the tables and the HTML report all the same, and which extra draws plots
+    # the core install (no plotting library): the tables and the HTML report all the same, and which
+    # extra draws plots
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     assert main(["report", str(tmp_path / "run")]) == 0
     captured = capsys.readouterr()

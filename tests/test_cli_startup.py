@@ -16,8 +16,8 @@ from longctx.experiments import cli_parser
 from longctx.experiments.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
-#: What a start must not wait for: LangGraph, LangChain, its OpenAI client, torch, sentence-transformers, faiss, bm25s,
-#: llama.cpp, scipy, matplotlib.
+#: What a start must not wait for: LangGraph, LangChain, its OpenAI client, torch,
+#: sentence-transformers, faiss, bm25s, llama.cpp, scipy, matplotlib.
 HEAVY = (
     "langgraph",
     "langchain_core",
@@ -30,12 +30,13 @@ HEAVY = (
     "scipy",
     "matplotlib",
 )
-#: The retrieval engines: loaded by the first index a run builds or reads, never by importing the library.
+#: The retrieval engines: loaded by the first index a run builds or reads, never by importing
+#: the library.
 ENGINES = ("torch", "sentence_transformers", "faiss", "bm25s", "scipy")
-#: The modules a start may have loaded (a bare ``python -c pass`` has 68): ``longctx --help`` had 156 and
-#: ``import longctx`` 76 when these were set, and LangGraph alone brings ~1,000 (``--help`` took 57 bare
-#: interpreter starts before the parser was split from the commands, 3 after). A count, not a time, is
-#: checked, so a loaded machine cannot fail it.
+#: The modules a start may have loaded (a bare ``python -c pass`` has 68): ``longctx --help`` had
+#: 156 and ``import longctx`` 76 when these were set, and LangGraph alone brings ~1,000 (``--help``
+#: took 57 bare interpreter starts before the parser was split from the commands, 3 after). A count,
+#: not a time, is checked, so a loaded machine cannot fail it.
 MAX_MODULES = {"longctx --help": 250, "import longctx": 120}
 
 
@@ -47,7 +48,8 @@ def _python(*args: str, pythonpath: str = str(ROOT)) -> subprocess.CompletedProc
 
 
 def _loaded_after(code: str, pythonpath: str = str(ROOT)) -> tuple[list[str], str]:
-    """The heavy top-level packages loaded once ``code`` has run (a ``SystemExit`` is caught), and stderr."""
+    """The heavy top-level packages loaded once ``code`` has run (a ``SystemExit`` is caught),
+    and stderr."""
     probe = textwrap.dedent("""
         import json, sys
         try:
@@ -100,23 +102,29 @@ def test_import_agents_loads_no_engine_until_a_name_is_used():
 
 
 def test_the_answer_function_loads_the_retrieval_engines_on_first_use(tmp_path):
-    """``from longctx import answer`` loads LangGraph but no engine (it loaded FAISS, bm25s and scipy,
-    ~0.1 s, through the strategies' imports); a BM25 run then loads bm25s, and still not FAISS."""
+    """``from longctx import answer`` loads LangGraph but no engine (it loaded FAISS, bm25s and
+    scipy, ~0.1 s, through the strategies' imports); a BM25 run then loads bm25s, and still
+    not FAISS."""
     heavy, _ = _loaded_after("from longctx import answer")
     assert "langgraph" in heavy and [m for m in heavy if m in ENGINES + ("langchain_openai",)] == []
     run = (
         f"import os; os.environ['LONGCTX_CACHE_DIR'] = {str(tmp_path)!r}\n"
         "from longctx import Corpus, answer\nfrom tests.scripted import ScriptedChatModel\n"
-        "result = answer(Corpus.from_texts(['alpha beta', 'gamma delta']), 'Which follows gamma?', strategy='rag',"
-        " llm=ScriptedChatModel(replies=['delta']))\nassert result.answer == 'delta', result.answer"
+        "result = answer(Corpus.from_texts(['alpha beta', 'gamma delta']), 'Which follows "
+        "gamma?', strategy='rag', llm=ScriptedChatModel(replies=['delta']))\n"
+        "assert result.answer == 'delta', result.answer"
     )
     heavy, _ = _loaded_after(run)
     assert "bm25s" in heavy and "faiss" not in heavy and "torch" not in heavy
 
 
 def _modules_after(code: str) -> int:
-    """How many modules a fresh interpreter holds once ``code`` has run (a ``SystemExit`` is caught)."""
-    probe = "import sys\ntry:\n    exec(sys.argv[1])\nexcept SystemExit:\n    pass\nprint(len(sys.modules), file=sys.stderr)"
+    """How many modules a fresh interpreter holds once ``code`` has run (a ``SystemExit``
+    is caught)."""
+    probe = (
+        "import sys\ntry:\n    exec(sys.argv[1])\nexcept SystemExit:\n    pass\n"
+        "print(len(sys.modules), file=sys.stderr)"
+    )
     out = _python("-c", probe, code)
     assert out.returncode == 0, out.stderr[-2000:]
     return int(out.stderr.strip().splitlines()[-1])
@@ -156,8 +164,9 @@ def test_a_mistyped_strategy_in_a_list_is_named_with_suggestions(capsys):
 
 
 def test_the_parser_offers_the_registries_themselves():
-    """The parser's choices are the registries ``answer()`` looks names up in (no copy of their names):
-    ``longctx index`` offers those whose ``plugin.toml`` does not declare ``uses_index = false``."""
+    """The parser's choices are the registries ``answer()`` looks names up in (no copy of their
+    names): ``longctx index`` offers those whose ``plugin.toml`` does not declare ``uses_index
+    = false``."""
     from longctx.agents.run_plan import CONFIRM_MINUTES
     from longctx.experiments.export import FORMATS
     from longctx.graphs import STRATEGIES
@@ -210,7 +219,8 @@ def test_a_plugin_strategy_is_offered_by_its_entry_point_name_without_loading_it
     )
     heavy, err = _loaded_after(code, pythonpath=path)
     assert heavy == [] and err == ""
-    # `longctx index` learns that the plug-in builds no index once it is loaded: a one-line error, before the corpus is read
+    # `longctx index` learns that the plug-in builds no index once it is loaded: a one-line error,
+    # before the corpus is read
     out = _python(
         "-m",
         "longctx.experiments.cli",

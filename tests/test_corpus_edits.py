@@ -1,4 +1,5 @@
-"""A corpus that changes: remove / update / rescan keep the cached index (tombstones) and rank exactly as a rebuild."""
+"""A corpus that changes: remove / update / rescan keep the cached index (tombstones) and rank
+exactly as a rebuild."""
 
 import json
 import os
@@ -39,7 +40,8 @@ def meta_of(index) -> dict:
 def assert_same_as_a_rebuild(
     index, corpus: Corpus, questions, *, retriever="bm25", k: int = 10, **options
 ) -> None:
-    """Chunks, and every question's top-k (chunks, scores) equal a fresh build's; BM25's scores of every chunk bit for bit."""
+    """Chunks, and every question's top-k (chunks, scores) equal a fresh build's; BM25's scores of
+    every chunk bit for bit."""
     fresh = build_index(corpus, retriever, chunking=index.chunking, use_cache=False, **options)
     assert index.chunks == fresh.chunks
     for question in questions:
@@ -54,7 +56,8 @@ def assert_same_as_a_rebuild(
 
 
 def edited(corpus: Corpus, share: float, seed: int) -> tuple[Corpus, list[str], list[str]]:
-    """``corpus`` with ``share`` of its documents edited (a sentence appended: update) and as many others removed."""
+    """``corpus`` with ``share`` of its documents edited (a sentence appended: update) and as many
+    others removed."""
     rng = random.Random(seed)
     n = max(1, round(share * len(corpus)))
     picked = rng.sample([d.doc_id for d in corpus], 2 * n)
@@ -227,7 +230,9 @@ def test_after_one_percent_edits_and_deletions_every_synthetic_question_ranks_as
 
 
 # -- dense -------------------------------------------------------------------------------------
-@pytest.mark.slow  # MiniLM embeds the corpus twice (~30-50 s on 2 busy cores); the FAISS path runs by default over the server's embeddings above
+# MiniLM embeds the corpus twice (~30-50 s on 2 busy cores); the FAISS path runs by default over the
+# server's embeddings above
+@pytest.mark.slow
 def test_dense_index_of_an_edited_corpus_embeds_only_the_update_and_skips_deleted_chunks():
     old = Corpus.from_texts(TEXTS[:20])
     build_index(old, DenseRetriever(CountingEmbedder()), chunking=CHUNKING)
@@ -250,8 +255,9 @@ def test_dense_index_of_an_edited_corpus_embeds_only_the_update_and_skips_delete
         assert [(h.chunk, h.score) for h in hits] == [
             (h.chunk, h.score) for h in reloaded.search(question, 10)
         ], question
-        # the kept chunks keep the vectors they were embedded with; a rebuild embeds them in other batches (other
-        # padding), which moves bfloat16 scores by ~1e-4 and can swap near-ties: each hit is checked by its score there
+        # the kept chunks keep the vectors they were embedded with; a rebuild embeds them in other
+        # batches (other padding), which moves bfloat16 scores by ~1e-4 and can swap near-ties: each
+        # hit is checked by its score there
         rebuilt_score = {h.chunk: h.score for h in rebuilt.search(question, len(rebuilt))}
         np.testing.assert_allclose(
             [h.score for h in hits], [rebuilt_score[h.chunk] for h in hits], atol=2e-3
@@ -318,7 +324,8 @@ _KILLED_CHILD = """
 import json, os, sys
 from longctx.retrieval import ChunkingConfig, Corpus, Document, build_index
 from longctx.retrieval.index import store
-store.fsync_tree = lambda folder: os._exit(9)  # killed with the edited index written, before its rename
+# killed with the edited index written, before its rename
+store.fsync_tree = lambda folder: os._exit(9)
 old = Corpus.from_texts(json.loads(open(sys.argv[1]).read()))
 new = old.remove("3").update(Document(doc_id="7", text="edited text", title="Doc 8"))
 build_index(new, "bm25", chunking=ChunkingConfig(unit="words", size=40))
@@ -357,7 +364,7 @@ def test_a_killed_update_leaves_the_previous_index_usable(isolated_cache, tmp_pa
     assert_same_as_a_rebuild(index, new, QUESTIONS)
 
 
-# -- what reaches a prompt --------------------------------------------------------------------------
+# -- what reaches a prompt -------------------------------------------------------------------------
 MARKED = [
     "The harbour log records the ferry schedule for the spring season and the cargo manifests.",
     "The vault marker is DELETEDMARKER and the vault code was kept in the museum archive.",
@@ -401,8 +408,13 @@ def test_deleted_and_replaced_text_never_reaches_a_prompt(tmp_path, retriever):
     assert "DELETEDMARKER" in before and "OLDMARKER" in before  # the old corpus's prompt held them
     assert "NEWMARKER" in after
     assert not re.search("DELETEDMARKER|OLDMARKER", after)
-    index = build_index(new, retriever, chunking=ChunkingConfig(unit="words", size=200), cache_dir=tmp_path,
-                        **(options.get("retriever_options") or {}))  # fmt: skip
+    index = build_index(
+        new,
+        retriever,
+        chunking=ChunkingConfig(unit="words", size=200),
+        cache_dir=tmp_path,
+        **(options.get("retriever_options") or {}),
+    )
     assert meta_of(index)["deleted_documents"] == [
         1,
         2,

@@ -1,7 +1,8 @@
-"""The cost plan's bounds hold for real runs: every built-in strategy, run on a small corpus with a scripted
-model, makes at least the plan's least calls and prompt tokens and at most its most, prompt tokens counted as
-the budget guard counts them (the model's tokenizer over each call's messages); and a budget of exactly what
-a run sends is not refused up front (the least is a true lower bound) and lets the run finish."""
+"""The cost plan's bounds hold for real runs: every built-in strategy, run on a small corpus with a
+scripted model, makes at least the plan's least calls and prompt tokens and at most its most, prompt
+tokens counted as the budget guard counts them (the model's tokenizer over each call's messages);
+and a budget of exactly what a run sends is not refused up front (the least is a true lower bound)
+and lets the run finish."""
 
 from __future__ import annotations
 
@@ -67,7 +68,8 @@ def model(strategy: str) -> ScriptedChatModel | ToolScriptedChatModel:
 def run(
     strategy: str, corpus: Corpus, cache: Path, budget: Budget | None = None
 ) -> tuple[CostPlan, int, int, Any]:
-    """The plan, then a real run: ``(plan, calls, prompt tokens as the guard counts them, answer)``."""
+    """The plan, then a real run: ``(plan, calls, prompt tokens as the guard counts
+    them, answer)``."""
     llm = model(strategy)
     plan = estimate(corpus, QUESTION, strategy=strategy, llm=llm)
     options = {"cache_dir": cache} if strategy == "structured" else {}
@@ -82,7 +84,8 @@ def run(
 
 @pytest.fixture
 def fresh(tmp_path, monkeypatch):
-    """A new cache folder per run (no checkpoint or record cache carried from one run to the next)."""
+    """A new cache folder per run (no checkpoint or record cache carried from one run to
+    the next)."""
     made = iter(range(100))
 
     def folder() -> Path:
@@ -115,7 +118,8 @@ def test_a_budget_of_exactly_what_a_run_sends_is_not_refused(strategy, fresh):
 
 
 def test_rag_and_full_context_plan_within_a_few_tokens_of_what_they_send(fresh):
-    """Their templates are counted from the real prompts: the bounds bracket the sent tokens closely."""
+    """Their templates are counted from the real prompts: the bounds bracket the sent
+    tokens closely."""
     for strategy in ("rag", "full_context"):
         plan, _, tokens, _ = run(strategy, examples(), fresh())
         assert plan.prompt_tokens <= tokens <= plan.max_prompt_tokens
@@ -135,7 +139,8 @@ def test_pai_without_kept_chunks_makes_no_sub_answer_call(fresh):
 
 @pytest.mark.parametrize("window", [400, 900])
 def test_a_truncated_full_context_prompt_lies_within_the_bounds(window, fresh):
-    """Cut to the window's input budget: the bounds hold around the cut prompt, re-encoded as the guard counts it."""
+    """Cut to the window's input budget: the bounds hold around the cut prompt, re-encoded as the
+    guard counts it."""
     fresh()
     llm = ScriptedChatModel(reply_fn=reply, report_usage=False)
     plan = estimate(examples(), QUESTION, strategy="full_context", llm=llm, context_window=window)

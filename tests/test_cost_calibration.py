@@ -1,4 +1,5 @@
-"""The run plan's typical cost calibrated from earlier answers with the same settings (issue #47 item 4)."""
+"""The run plan's typical cost calibrated from earlier answers with the same settings (issue #47
+item 4)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,14 @@ from tests.test_runner import V2, v2_samples
 
 
 def _config(**options) -> RunConfig:
-    return RunConfig(benchmark="longbench_v2", strategies=("rag",), data_path=V2, llm_cache=False, concurrency=1,
-                     strategy_options={"rag": {"top_k": 2, **options}})  # fmt: skip
+    return RunConfig(
+        benchmark="longbench_v2",
+        strategies=("rag",),
+        data_path=V2,
+        llm_cache=False,
+        concurrency=1,
+        strategy_options={"rag": {"top_k": 2, **options}},
+    )
 
 
 def test_the_plan_of_the_questions_left_is_calibrated_from_the_answers_made(tmp_path):
@@ -33,8 +40,13 @@ def test_the_plan_of_the_questions_left_is_calibrated_from_the_answers_made(tmp_
         cfg, corpus_tokens=left.corpus.num_tokens, documents=len(left.corpus)
     )
     used = sum(r["usage"]["prompt_tokens"] for r in rows)
-    predicted = sum(STRATEGIES.get("rag").costs.typical(cfg, corpus_tokens=s.corpus.num_tokens, documents=len(s.corpus)).per_question.prompt_tokens
-                    for s in samples if s.sample_id != left.sample_id)  # fmt: skip
+    predicted = sum(
+        STRATEGIES.get("rag")
+        .costs.typical(cfg, corpus_tokens=s.corpus.num_tokens, documents=len(s.corpus))
+        .per_question.prompt_tokens
+        for s in samples
+        if s.sample_id != left.sample_id
+    )
     assert (plan.questions, plan.calibrated_from, modelled.calibrated_from) == (1, 2, 0)
     assert (
         plan.prompt_tokens

@@ -1,7 +1,8 @@
-"""The contract of a strategy's cost model: the typical cost the run plan prints (``longctx.agents.run_plan``)
-lies within the bounds the budget check uses (``longctx.agents.estimate``), per question and for a whole run, its index-time part too,
-for every built-in strategy, its presets and default config, over corpora of few and many documents,
-small and large, and several context windows; and the run plan prints what the model's typical half says."""
+"""The contract of a strategy's cost model: the typical cost the run plan prints
+(``longctx.agents.run_plan``) lies within the bounds the budget check uses
+(``longctx.agents.estimate``), per question and for a whole run, its index-time part too, for every
+built-in strategy, its presets and default config, over corpora of few and many documents, small and
+large, and several context windows; and the run plan prints what the model's typical half says."""
 
 from __future__ import annotations
 
@@ -30,12 +31,14 @@ BUILT_IN = [
     "raptor",
     "hipporag",
 ]
-#: (documents, tokens of each): one short document, a few pages, many mid-sized reports, a few long ones.
+#: (documents, tokens of each): one short document, a few pages, many mid-sized reports, a few
+#: long ones.
 SHAPES = [(1, 300), (6, 500), (40, 1_500), (4, 50_000)]
 #: The model's context window (``None``: not known, the config's default).
 WINDOWS = [None, 8_192, 128_000]
 QUESTION = Question(text="What is the vault code of site 3?")
-#: A longer multiple-choice question with its own output instruction (the bounds take the least and most over the questions).
+#: A longer multiple-choice question with its own output instruction (the bounds take the least and
+#: most over the questions).
 CHOICE = Question(
     text="Which site keeps the vault whose code is the largest of the six reports?",
     choices={"A": "site 1", "B": "site 3", "C": "site 5"},
@@ -63,9 +66,9 @@ def cases() -> list[tuple[str, str | None]]:
 
 
 def violations(name: str, preset: str | None) -> list[str]:
-    """Every (shape, window, questions) where the typical calls or prompt tokens leave the bounds, both
-    from one call of the strategy's model on the same corpus and questions (the real documents, and the
-    even split of their size the run plan assumes)."""
+    """Every (shape, window, questions) where the typical calls or prompt tokens leave the bounds,
+    both from one call of the strategy's model on the same corpus and questions (the real documents,
+    and the even split of their size the run plan assumes)."""
     spec = STRATEGIES.get(name)
     assert spec.costs is not None and spec.costs.model is not None, (
         f"{name} registers no cost model"
@@ -90,13 +93,22 @@ def violations(name: str, preset: str | None) -> list[str]:
                         max_prompt_tokens=0,
                         completion_tokens=0,
                     )
-                    for what, least, value, most in (("calls", b.calls, calls, b.max_calls), ("prompt tokens", b.prompt_tokens, prompt, b.max_prompt_tokens),
-                                                     ("index calls", i.calls, t.index.calls, i.max_calls),
-                                                     ("index prompt tokens", i.prompt_tokens, t.index.prompt_tokens, i.max_prompt_tokens)):  # fmt: skip
+                    for what, least, value, most in (
+                        ("calls", b.calls, calls, b.max_calls),
+                        ("prompt tokens", b.prompt_tokens, prompt, b.max_prompt_tokens),
+                        ("index calls", i.calls, t.index.calls, i.max_calls),
+                        (
+                            "index prompt tokens",
+                            i.prompt_tokens,
+                            t.index.prompt_tokens,
+                            i.max_prompt_tokens,
+                        ),
+                    ):
                         if not least <= value <= most:
                             found.append(
-                                f"{documents} docs x {each:,} tokens, window {window}, {k} question(s), {'real' if shape.corpus else 'even'}: "
-                                f"{what} {value:,.0f} not in [{least:,}, {most:,}]"
+                                f"{documents} docs x {each:,} tokens, window {window}, {k} "
+                                f"question(s), {'real' if shape.corpus else 'even'}: {what} "
+                                f"{value:,.0f} not in [{least:,}, {most:,}]"
                             )
     return found
 
@@ -111,7 +123,8 @@ def test_the_typical_cost_lies_within_the_plans_bounds(name, preset):
 
 @pytest.mark.parametrize("name", BUILT_IN)
 def test_the_run_plan_and_the_budget_read_the_same_model(name):
-    """``longctx.agents.estimate`` gives the model's bounds; the run plan its typical half (a placeholder question, an even split)."""
+    """``longctx.agents.estimate`` gives the model's bounds; the run plan its typical half (a
+    placeholder question, an even split)."""
     spec = STRATEGIES.get(name)
     cfg = spec.make_config()
     c = corpus(6, 500)

@@ -67,8 +67,21 @@ def test_a_price_table_entry_with_an_unknown_key_is_refused_naming_the_known_key
 def test_cli_refuses_an_unknown_price_key_on_one_line(docs_folder, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("OPENAI_BASE_URL", "http://models.example.invalid/v1")  # never reached
     prices = _prices(tmp_path, {"gpt-4o-mini": {"prompt": 0.15, "complettion": 0.6}})
-    code = main(["answer", "--corpus", str(docs_folder), "--question", "code of site 1?", "--llm", "openai:gpt-4o-mini",
-                 "--prices", prices, "--max-calls", "3"])  # fmt: skip
+    code = main(
+        [
+            "answer",
+            "--corpus",
+            str(docs_folder),
+            "--question",
+            "code of site 1?",
+            "--llm",
+            "openai:gpt-4o-mini",
+            "--prices",
+            prices,
+            "--max-calls",
+            "3",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and "'complettion'" in err and "known keys" in err and err.count("\n") == 1
 
@@ -86,8 +99,17 @@ def test_max_cost_on_a_free_local_server_is_refused_not_ignored(
     where = (
         ["--corpus", str(docs_folder), "--question", "code of site 1?"]
         if command == "answer"
-        else ["--corpus", str(docs_folder), "--questions", str(questions), "--strategies", "rag", "--out", str(tmp_path / "out")]
-    )  # fmt: skip
+        else [
+            "--corpus",
+            str(docs_folder),
+            "--questions",
+            str(questions),
+            "--strategies",
+            "rag",
+            "--out",
+            str(tmp_path / "out"),
+        ]
+    )
     code = main([command, *where, "--llm", "openai:smollm2", "--max-cost", "0.01"])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1
@@ -115,16 +137,43 @@ def test_prices_give_max_cost_the_price_of_a_model_the_table_lacks(tmp_path, mon
 def test_answer_stops_at_max_cost_priced_by_prices_on_a_loopback_server(
     docs_folder, tmp_path, capsys, monkeypatch, isolated_cache
 ):
-    # memagent over 3 documents at 300-token chunks sends a call per chunk and a final one; a price of
-    # 1 USD per prompt token puts a 1-USD limit below the first call's prompt: refused before any call
+    # memagent over 3 documents at 300-token chunks sends a call per chunk and a final one; a price
+    # of 1 USD per prompt token puts a 1-USD limit below the first call's prompt: refused before
+    # any call
     prices = _prices(tmp_path, {"smollm2": {"prompt": 1e6, "completion": 0.0}})
     with RecordingServer(lambda request: "1001") as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)
-        code = main(["answer", "--corpus", str(docs_folder), "--question", "code of site 1?", "--llm", "openai:smollm2",
-                     "--max-cost", "1", "--prices", prices])  # fmt: skip
+        code = main(
+            [
+                "answer",
+                "--corpus",
+                str(docs_folder),
+                "--question",
+                "code of site 1?",
+                "--llm",
+                "openai:smollm2",
+                "--max-cost",
+                "1",
+                "--prices",
+                prices,
+            ]
+        )
         refused, sent = capsys.readouterr().err, len(server.requests)
-        paid = main(["answer", "--corpus", str(docs_folder), "--question", "code of site 1?", "--llm", "openai:smollm2",
-                     "--max-cost", "1e9", "--prices", prices])  # fmt: skip
+        paid = main(
+            [
+                "answer",
+                "--corpus",
+                str(docs_folder),
+                "--question",
+                "code of site 1?",
+                "--llm",
+                "openai:smollm2",
+                "--max-cost",
+                "1e9",
+                "--prices",
+                prices,
+            ]
+        )
     assert code == 2 and sent == 0 and "Budget exceeded before any call" in refused
     out = capsys.readouterr().out
     assert paid == 0 and len(server.requests) == 1
@@ -170,8 +219,9 @@ def test_a_cost_of_zero_or_one_is_no_right_or_wrong_answer():
 
 
 def test_the_tables_own_figures_reproduce_every_break_even_point():
-    # two per-question costs a few millionths of a dollar apart: at 6 decimals their gap is 0.000009, not
-    # 0.00000889, and the table's own figures would put the crossing at 356 questions instead of 360
+    # two per-question costs a few millionths of a dollar apart: at 6 decimals their gap is
+    # 0.000009, not 0.00000889, and the table's own figures would put the crossing at 356 questions
+    # instead of 360
     lines = [CostLine("raptor", 0.0032, 0.00001249), CostLine("memagent", 0.0, 0.00002138)]
     a = Amortization("USD", lines, break_evens(lines))
     (crossing,) = a.crossings()
@@ -187,13 +237,23 @@ def test_the_tables_own_figures_reproduce_every_break_even_point():
 
 
 def test_a_small_gap_over_few_answers_is_given_with_the_range_of_its_crossing():
-    # 8 questions over one corpus each: structured builds once (1,000 tokens), then about 97 tokens a
-    # question against full_context's 100: a 3% gap, well inside the answers' spread
+    # 8 questions over one corpus each: structured builds once (1,000 tokens), then about 97 tokens
+    # a question against full_context's 100: a 3% gap, well inside the answers' spread
     def rows(tokens: list[int], index: int) -> list[dict]:
-        return [{"status": "ok", "sample_id": f"q{i}", "corpus": "c", "usage": {
-            "prompt_tokens": t + (index if i == 0 else 0), "completion_tokens": 0,
-            "index_llm_calls": int(i == 0 and index > 0), "index_prompt_tokens": index if i == 0 else 0}}
-            for i, t in enumerate(tokens)]  # fmt: skip
+        return [
+            {
+                "status": "ok",
+                "sample_id": f"q{i}",
+                "corpus": "c",
+                "usage": {
+                    "prompt_tokens": t + (index if i == 0 else 0),
+                    "completion_tokens": 0,
+                    "index_llm_calls": int(i == 0 and index > 0),
+                    "index_prompt_tokens": index if i == 0 else 0,
+                },
+            }
+            for i, t in enumerate(tokens)
+        ]
 
     per_strategy = {
         "structured": {"rows": rows([87, 107, 92, 102, 97, 97, 82, 112], 1_000)},
@@ -234,8 +294,27 @@ def test_a_runs_price_table_is_kept_in_its_folder_for_its_report(
     out = tmp_path / "out"
     with RecordingServer(lambda request: "1001") as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)
-        assert main(["run", "--corpus", str(docs_folder), "--questions", str(questions), "--strategies", "rag",
-                     "--llm", "openai:smollm2", "--out", str(out), "--prices", str(given), "--yes"]) == 0  # fmt: skip
+        assert (
+            main(
+                [
+                    "run",
+                    "--corpus",
+                    str(docs_folder),
+                    "--questions",
+                    str(questions),
+                    "--strategies",
+                    "rag",
+                    "--llm",
+                    "openai:smollm2",
+                    "--out",
+                    str(out),
+                    "--prices",
+                    str(given),
+                    "--yes",
+                ]
+            )
+            == 0
+        )
     given.unlink()  # the report reads the run's own copy
     assert json.loads((out / "prices.json").read_text()) == {
         "smollm2": {"prompt": 1e6, "completion": 0.0}

@@ -1,4 +1,5 @@
-"""The demo's wiring: the shipped corpus and questions through every demo strategy, with a plan first."""
+"""The demo's wiring: the shipped corpus and questions through every demo strategy, with a
+plan first."""
 
 from __future__ import annotations
 
@@ -53,8 +54,14 @@ def run_demo_of(tmp_path, strategies: dict) -> dict:
             "So the final answer is: Bergen" if "follow up" in prompt else "Bergen"
         )
     )
-    report = run_demo(tmp_path / "demo", llm=llm, questions=1, strategies=strategies,
-                      show_progress=False, say=lambda m: None)  # fmt: skip
+    report = run_demo(
+        tmp_path / "demo",
+        llm=llm,
+        questions=1,
+        strategies=strategies,
+        show_progress=False,
+        say=lambda m: None,
+    )
     assert report is not None
     return report
 
@@ -113,8 +120,21 @@ def test_the_demo_report_names_no_winner_on_its_few_scored_questions_and_says_wh
         in (folder / "significance.md").read_text()
     )
     header = (folder / "pairwise.csv").read_text().splitlines()[0].split(",")
-    assert header[:1] + header[1:] == ["metric", "strategy_a", "strategy_b", "n", "mean_a", "mean_b", "mean_diff", "ci_low", "ci_high",
-                                       "p_value", "p_adjusted", "test", "detectable_difference"]  # fmt: skip
+    assert header[:1] + header[1:] == [
+        "metric",
+        "strategy_a",
+        "strategy_b",
+        "n",
+        "mean_a",
+        "mean_b",
+        "mean_diff",
+        "ci_low",
+        "ci_high",
+        "p_value",
+        "p_adjusted",
+        "test",
+        "detectable_difference",
+    ]
     summary = (folder / "summary.csv").read_text().splitlines()[0].split(",")
     assert {"n_scored", "score_ci_low", "score_ci_high", "score_se", "frontier_tokens"} <= set(
         summary

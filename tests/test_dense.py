@@ -27,7 +27,8 @@ def test_faiss_round_trip(tmp_path):
 
 @pytest.mark.parametrize("k", [1, 2, 3, 5, 7, 9])
 def test_exactly_tied_chunks_come_lowest_id_first_and_the_cut_takes_the_lowest(k):
-    """Identical vectors (a chunk and its copies) tie exactly; FAISS's heap leaves them last id first."""
+    """Identical vectors (a chunk and its copies) tie exactly; FAISS's heap leaves them last
+    id first."""
     rng = np.random.default_rng(0)
     vectors = rng.normal(size=(40, 8)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -87,7 +88,10 @@ def test_overlong_chunks_warn_about_the_256_word_piece_limit():
     emb = SentenceTransformerEmbedder()
     with pytest.warns(
         UserWarning,
-        match=r"^1 of 2 chunks exceed the 256 all-MiniLM-L6-v2 word pieces .* \(146 tokens dropped in all",
+        match=(
+            r"^1 of 2 chunks exceed the 256 all-MiniLM-L6-v2 word pieces .* \(146 tokens dropped "
+            r"in all"
+        ),
     ):
         warn_if_truncated(emb, ["word " * 400, "short"])
 

@@ -16,8 +16,10 @@ from longctx.retrieval.document import Document
 from tests.scripted import ScriptedChatModel
 
 REPORT = "Kestrel Aviation is based in Tampere. Its chief executive is Aino Virtanen."
-OTHERS = [f"Report {i}: the {w} cooperative sold {i * 13} tonnes of grain in Tampere." for i, w in
-          enumerate(["north", "south", "east", "west", "river", "hill"])]  # fmt: skip
+OTHERS = [
+    f"Report {i}: the {w} cooperative sold {i * 13} tonnes of grain in Tampere."
+    for i, w in enumerate(["north", "south", "east", "west", "river", "hill"])
+]
 
 
 @pytest.fixture

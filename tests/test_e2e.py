@@ -1,4 +1,5 @@
-"""End to end on real parts: the embedded GGUF in-process, and the same GGUF behind llama_cpp.server."""
+"""End to end on real parts: the embedded GGUF in-process, and the same GGUF
+behind llama_cpp.server."""
 
 import pytest
 
@@ -99,7 +100,8 @@ def test_missing_api_key_for_openai_is_explained(monkeypatch):
 
 @pytest.mark.slow  # minutes on 2 cores: run by make test-all
 def test_memagent_on_the_embedded_model_reads_a_20k_token_corpus(planted_corpus, capsys):
-    """The run completes with ceil(T/chunk)+1 calls; whether the fact survived is reported, not asserted."""
+    """The run completes with ceil(T/chunk)+1 calls; whether the fact survived is reported,
+    not asserted."""
     import math
 
     from longctx import make_chat_model
@@ -136,6 +138,6 @@ def test_memagent_on_the_embedded_model_reads_a_20k_token_corpus(planted_corpus,
     survived = any("7421" in s["memory"] for s in snaps[3:])
     with capsys.disabled():
         print(
-            f"\n[memagent e2e] {corpus.num_tokens} tokens, {n} chunks, fact in memory after chunk 4+: {survived}, "
-            f"answer: {result.answer[:80]!r}, {result.usage.seconds:.0f}s"
+            f"\n[memagent e2e] {corpus.num_tokens} tokens, {n} chunks, fact in memory after chunk "
+            f"4+: {survived}, answer: {result.answer[:80]!r}, {result.usage.seconds:.0f}s"
         )

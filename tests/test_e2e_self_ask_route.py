@@ -1,4 +1,5 @@
-"""Self-Ask and Self-Route end to end on the embedded model (SmolLM2-135M, in-process), kept short."""
+"""Self-Ask and Self-Route end to end on the embedded model (SmolLM2-135M, in-process),
+kept short."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ def embedded():
 
 
 class DecliningRag(BaseChatModel):
-    """The embedded model, except that it declines every RAG prompt (SmolLM2-135M never declines on its own)."""
+    """The embedded model, except that it declines every RAG prompt (SmolLM2-135M never declines on
+    its own)."""
 
     inner: Any
 
@@ -64,7 +66,8 @@ def test_self_route_answers_from_rag_on_the_embedded_model(planted_corpus, embed
 
 @pytest.mark.slow  # minutes on 2 cores: run by make test-all
 def test_self_route_memagent_leg_on_the_embedded_model(planted_corpus, embedded):
-    """Declined (scripted) and larger than a 2,000-token window: memagent reads the corpus on the real model."""
+    """Declined (scripted) and larger than a 2,000-token window: memagent reads the corpus on the
+    real model."""
     llm = DecliningRag(inner=embedded)
     options = {"chunk_tokens": 1500, "max_new_tokens": 48, "temperature": 0.0}
     result = answer(
@@ -107,6 +110,7 @@ def test_self_ask_runs_its_loop_on_the_embedded_model(planted_corpus, embedded, 
     assert result.raw == result.answer and (not result.raw or finish["final_answer_found"])
     with capsys.disabled():
         print(
-            f"\n[self_ask e2e] follow-ups: {[s['query'] for s in result.steps if s['node'] == 'retrieve_follow_up']}, "
-            f"exit: {finish['exit']}, answer: {result.answer[:80]!r}, {result.usage.llm_calls} calls"
+            "\n[self_ask e2e] follow-ups: "
+            f"{[s['query'] for s in result.steps if s['node'] == 'retrieve_follow_up']}, exit: "
+            f"{finish['exit']}, answer: {result.answer[:80]!r}, {result.usage.llm_calls} calls"
         )

@@ -1,5 +1,5 @@
-"""The embedded model's llama.cpp settings (#40 item 3): measured defaults reach llama.cpp, and a setting
-that can change a reply is part of the model's identity in caches."""
+"""The embedded model's llama.cpp settings (#40 item 3): measured defaults reach llama.cpp, and a
+setting that can change a reply is part of the model's identity in caches."""
 
 from __future__ import annotations
 
@@ -52,8 +52,9 @@ def test_flash_attention_and_batches_are_part_of_the_model_identity_threads_are_
 
 @pytest.mark.e2e
 def test_loaded_models_are_freed_at_exit_while_their_library_can_still_be_called(monkeypatch):
-    """``close_loaded``, registered with atexit at the first load, frees each llama.cpp model (left to
-    the interpreter's shutdown, ``Llama.__del__`` can run after llama-cpp-python's globals are gone)."""
+    """``close_loaded``, registered with atexit at the first load, frees each llama.cpp model (left
+    to the interpreter's shutdown, ``Llama.__del__`` can run after llama-cpp-python's globals
+    are gone)."""
     from longctx.agents import embedded_chat
 
     registered: list[object] = []

@@ -1,4 +1,5 @@
-"""The dense retriever's embedding backends: torch, torch-bf16, onnx and onnx-int8 (ONNX Runtime)."""
+"""The dense retriever's embedding backends: torch, torch-bf16, onnx and onnx-int8
+(ONNX Runtime)."""
 
 import numpy as np
 import pytest
@@ -75,7 +76,10 @@ def test_the_cpu_default_is_torch_bf16_only_with_native_bfloat16_flags(cpu_flags
 
 
 def test_the_cpu_flags_are_read_from_proc_cpuinfo():
-    cpuinfo = "processor\t: 0\nmodel name\t: Some CPU\nflags\t\t: fpu avx2 avx512_bf16 amx_tile\n\nprocessor\t: 1\n"
+    cpuinfo = (
+        "processor\t: 0\nmodel name\t: Some CPU\nflags\t\t: fpu avx2 avx512_bf16 amx_tile\n\n"
+        "processor\t: 1\n"
+    )
     assert embedding_backends.parse_cpu_flags(cpuinfo) == {"fpu", "avx2", "avx512_bf16", "amx_tile"}
     assert (
         embedding_backends.parse_cpu_flags("processor\t: 0\nFeatures\t: fp asimd bf16\n")
@@ -93,7 +97,8 @@ def test_the_backend_is_part_of_the_index_cache_key(cpu_flags):
     }
     assert len(set(keys.values())) == 4
     assert make_retriever("dense", backend="torch-bf16").cache_params()["backend"] == "torch-bf16"
-    # torch indexes built before backends (and fitted chunks) existed keep their key; fitted chunks are other chunks
+    # torch indexes built before backends (and fitted chunks) existed keep their key; fitted chunks
+    # are other chunks
     assert make_retriever("dense", backend="torch", fit_chunks=False).cache_params() == {
         "retriever": "dense",
         "model": "all-MiniLM-L6-v2",

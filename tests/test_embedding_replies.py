@@ -24,7 +24,10 @@ from longctx.retrieval.embedder_base import EmbedderError
 from longctx.retrieval.embedders import OpenAIEmbedder
 from tests.recording_server import RecordingServer, bag_of_words_vector
 
-DOCS = [f"Report {i} about {w} lamps near the river and the market." for i, w in enumerate("red blue green amber violet".split())]  # fmt: skip
+DOCS = [
+    f"Report {i} about {w} lamps near the river and the market."
+    for i, w in enumerate("red blue green amber violet".split())
+]
 POISON = {"nan": math.nan, "inf": math.inf, "zero": 0.0}
 
 
@@ -41,7 +44,9 @@ def poisoned(kind: str, marker: str = "green"):
 
 
 def _service(server: RecordingServer, cache) -> RetrievalService:
-    settings = RetrievalSettings(retriever="openai", retriever_options={"base_url": server.url, "api_key": "test"})  # fmt: skip
+    settings = RetrievalSettings(
+        retriever="openai", retriever_options={"base_url": server.url, "api_key": "test"}
+    )
     return RetrievalService(settings=settings, cache_dir=cache)
 
 
@@ -51,7 +56,9 @@ def _top(service: RetrievalService, corpus: Corpus, question: str) -> list[str]:
 
 
 @pytest.mark.parametrize("kind", sorted(POISON))
-def test_a_poisoned_document_vector_is_refused_naming_the_server_and_nothing_is_cached(tmp_path, kind):  # fmt: skip
+def test_a_poisoned_document_vector_is_refused_naming_the_server_and_nothing_is_cached(
+    tmp_path, kind
+):
     corpus = Corpus.from_texts(DOCS)
     with RecordingServer(embed=poisoned(kind)) as server:
         with pytest.raises(EmbedderError) as caught:
@@ -125,7 +132,8 @@ def test_a_reply_without_one_vector_per_text_is_refused_naming_the_server(hostil
 
 
 def test_a_store_segment_holding_a_nan_vector_is_embedded_again(tmp_path):
-    """A store poisoned before replies were checked heals: its segment is dropped and re-embedded."""
+    """A store poisoned before replies were checked heals: its segment is dropped
+    and re-embedded."""
     with RecordingServer() as server:
         good = OpenAIEmbedder("stub", base_url=server.url, api_key="test")
         folder = tmp_path / "passage"
@@ -137,7 +145,8 @@ def test_a_store_segment_holding_a_nan_vector_is_embedded_again(tmp_path):
 
 
 def test_local_embedders_vectors_go_through_the_same_check():
-    """The check the sentence-transformers and Contriever embedders apply to what their model emits."""
+    """The check the sentence-transformers and Contriever embedders apply to what their
+    model emits."""
     from longctx.retrieval.embedder_base import checked_vectors
 
     good = np.eye(3, dtype=np.float32)
@@ -145,14 +154,17 @@ def test_local_embedders_vectors_go_through_the_same_check():
     for bad in (np.nan, np.inf):
         rows = good.copy()
         rows[1, 2] = bad
-        with pytest.raises(EmbedderError, match="model 'm' returned a NaN or infinite vector for text 1"):  # fmt: skip
+        with pytest.raises(
+            EmbedderError, match="model 'm' returned a NaN or infinite vector for text 1"
+        ):
             checked_vectors(rows, 3, "embedding model 'm'")
     with pytest.raises(EmbedderError, match="all-zero vector for text 0"):
         checked_vectors(np.zeros((2, 3)), 2, "embedding model 'm'")
 
 
 def off_unit(text: str) -> list[float]:
-    """A float64 vector of norm 0.8, with digits float32 cannot hold: what clustering must see as sent."""
+    """A float64 vector of norm 0.8, with digits float32 cannot hold: what clustering must see
+    as sent."""
     vec = np.asarray(bag_of_words_vector(text), dtype=np.float64) * 0.8
     vec += (np.arange(len(vec)) + 1) * 1e-12
     return vec.tolist()
@@ -182,8 +194,15 @@ def test_raptor_clusters_the_servers_vectors_as_returned(tmp_path, monkeypatch, 
     with RecordingServer(reply, embed=off_unit) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)
         llm = make_chat_model("openai:gpt-3.5-turbo", base_url=server.url, max_retries=0)
-        answer(corpus(12), "What did the team in city 2 measure?", strategy="raptor", llm=llm,
-               embedder="openai", embedder_model="stub-embed", cache_dir=tmp_path)  # fmt: skip
+        answer(
+            corpus(12),
+            "What did the team in city 2 measure?",
+            strategy="raptor",
+            llm=llm,
+            embedder="openai",
+            embedder_model="stub-embed",
+            cache_dir=tmp_path,
+        )
     leaves = server.embedding_requests[0]["input"]
     assert len(leaves) == 12 and seen
     assert seen[0].dtype == np.float64
@@ -199,7 +218,9 @@ def fresh_hipporag():
     hippo_build._LOADED._embedders.clear()
 
 
-def test_hipporag_sends_passages_to_openai_as_the_official_path(tmp_path, monkeypatch, fresh_hipporag):  # fmt: skip
+def test_hipporag_sends_passages_to_openai_as_the_official_path(
+    tmp_path, monkeypatch, fresh_hipporag
+):
     from tests.test_hipporag_growth import DOCS as PASSAGES
     from tests.test_hipporag_growth import reply
 
@@ -207,8 +228,17 @@ def test_hipporag_sends_passages_to_openai_as_the_official_path(tmp_path, monkey
     with RecordingServer(reply) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)
         llm = make_chat_model("openai:gpt-4o-mini", base_url=server.url, max_retries=0)
-        answer(corpus, "Who met\nBirch?", strategy="hipporag", llm=llm, embedder="openai",
-               embedder_model="stub-embed", cache_dir=tmp_path)  # fmt: skip
+        answer(
+            corpus,
+            "Who met\nBirch?",
+            strategy="hipporag",
+            llm=llm,
+            embedder="openai",
+            embedder_model="stub-embed",
+            cache_dir=tmp_path,
+        )
     sent = [t for r in server.embedding_requests for t in r["input"]]
-    assert [f"t{i} {p}" for i, p in enumerate(PASSAGES[:3])] == [t for t in sent if t.startswith("t")]  # fmt: skip
+    assert [f"t{i} {p}" for i, p in enumerate(PASSAGES[:3])] == [
+        t for t in sent if t.startswith("t")
+    ]
     assert "Who met Birch?" in sent and not [t for t in sent if "\n" in t]

@@ -1,5 +1,6 @@
 """One exception hierarchy: what a user gets wrong, or a model server or the data does, is a
-:class:`longctx.agents.LongctxError` of one kind, and still the built-in class it was raised as before."""
+:class:`longctx.agents.LongctxError` of one kind, and still the built-in class it was raised
+as before."""
 
 from __future__ import annotations
 
@@ -30,11 +31,23 @@ from longctx.retrieval.tokenizers import TokenizerError
 from tests.scripted import ScriptedChatModel
 
 #: Each kind and the built-in class an ``except`` written before the hierarchy catches it by.
-KINDS = {ConfigError: ValueError, OptionError: TypeError, UnknownName: KeyError, BudgetExceeded: ValueError,
-         MissingExtraError: ImportError, RayNotInstalledError: ImportError, ModelError: RuntimeError,
-         ChatModelError: RuntimeError, EmbedderError: RuntimeError, RerankError: RuntimeError,
-         TokenizerError: ValueError, DataError: ValueError, CorpusError: ValueError,
-         BenchmarkDataError: FileNotFoundError, PriceTableError: ValueError}  # fmt: skip
+KINDS = {
+    ConfigError: ValueError,
+    OptionError: TypeError,
+    UnknownName: KeyError,
+    BudgetExceeded: ValueError,
+    MissingExtraError: ImportError,
+    RayNotInstalledError: ImportError,
+    ModelError: RuntimeError,
+    ChatModelError: RuntimeError,
+    EmbedderError: RuntimeError,
+    RerankError: RuntimeError,
+    TokenizerError: ValueError,
+    DataError: ValueError,
+    CorpusError: ValueError,
+    BenchmarkDataError: FileNotFoundError,
+    PriceTableError: ValueError,
+}
 
 
 @pytest.mark.parametrize("kind", list(KINDS), ids=lambda k: k.__name__)

@@ -1,4 +1,5 @@
-"""``longctx export --format official``: a run's answers in each benchmark's official prediction files.
+"""``longctx export --format official``: a run's answers in each benchmark's official
+prediction files.
 
 The expected files under ``tests/fixtures/export/<benchmark>/`` are written by hand in
 the shapes the official scripts write and read: LongBench ``pred.py`` / ``eval.py``
@@ -28,18 +29,52 @@ EXPECTED = FIXTURES / "export"
 
 #: benchmark -> (data folder, run options, {prompt substring: reply, or None for a failed call})
 CASES = {
-    "longbench": ("longbench", {"datasets": ("hotpotqa", "trec")},
-                  {"Where was Ada born?": "London", "Where was Bob born?": None, "capital of France": "Location"}),
-    "longbench_e": ("longbench", {"datasets": ("hotpotqa",)}, {"Where was Ada born?": "London", "Where was Bob born?": None}),
-    "longbench_v2": ("longbench_v2", {}, {"report 1?": "The correct answer is (A)", "report 2?": None, "report 3?": "I think B"}),
-    "lveval": ("lveval", {"datasets": ("hotpotwikiqa_mixup", "cmrc_mixup"), "loader_options": {"lengths": ["16k"]}},
-               {"Where was Ada born?": "London", "艾达出生在哪里": None}),
-    "loong": ("loong", {}, {"highest revenue": "GammaCo", "What is studied?": None, "谁是原告": "甲"}),
-    "corpusqa": ("corpusqa", {}, {"total revenue": "The answer is: 200.75", "above 500 million": None}),
-    "ruler_hqa": ("ruler_hqa", {}, {"Document 1:\nCats\nCats purr when content.\n\nDocument 2:\nAda":
-                                    "<think>the answer is London</think>Therefore, the answer is **Paris**",
-                                    "Document 1:\nBob Marley": "Therefore, the answer is London.", "Is Bob Marley a cat?": None}),
-}  # fmt: skip
+    "longbench": (
+        "longbench",
+        {"datasets": ("hotpotqa", "trec")},
+        {
+            "Where was Ada born?": "London",
+            "Where was Bob born?": None,
+            "capital of France": "Location",
+        },
+    ),
+    "longbench_e": (
+        "longbench",
+        {"datasets": ("hotpotqa",)},
+        {"Where was Ada born?": "London", "Where was Bob born?": None},
+    ),
+    "longbench_v2": (
+        "longbench_v2",
+        {},
+        {"report 1?": "The correct answer is (A)", "report 2?": None, "report 3?": "I think B"},
+    ),
+    "lveval": (
+        "lveval",
+        {"datasets": ("hotpotwikiqa_mixup", "cmrc_mixup"), "loader_options": {"lengths": ["16k"]}},
+        {"Where was Ada born?": "London", "艾达出生在哪里": None},
+    ),
+    "loong": (
+        "loong",
+        {},
+        {"highest revenue": "GammaCo", "What is studied?": None, "谁是原告": "甲"},
+    ),
+    "corpusqa": (
+        "corpusqa",
+        {},
+        {"total revenue": "The answer is: 200.75", "above 500 million": None},
+    ),
+    "ruler_hqa": (
+        "ruler_hqa",
+        {},
+        {
+            "Document 1:\nCats\nCats purr when content.\n\nDocument 2:\nAda": (
+                "<think>the answer is London</think>Therefore, the answer is **Paris**"
+            ),
+            "Document 1:\nBob Marley": "Therefore, the answer is London.",
+            "Is Bob Marley a cat?": None,
+        },
+    ),
+}
 
 
 def _replying(replies: dict[str, str | None]):
@@ -114,16 +149,23 @@ def test_export_refuses_what_has_no_official_format(tmp_path, capsys):
 
 
 def test_longbench_v2_cot_lines_carry_the_reasoning_reply_as_response_cot(tmp_path):
-    """``pred.py --cot`` writes ``response_cot`` (the first call's reply, stripped) before ``response``; a strategy
-    that answers in one call made no reasoning call, so its ``response_cot`` is ``null``."""
+    """``pred.py --cot`` writes ``response_cot`` (the first call's reply, stripped) before
+    ``response``; a strategy that answers in one call made no reasoning call, so its
+    ``response_cot`` is ``null``."""
 
     def reply(prompt: str) -> str:
         if prompt.endswith("Let\u2019s think step by step:"):
             return "  Report 1 names 2019, so A.  "
         return "notes" if prompt.endswith("Updated memory:\n") else "The correct answer is (A)"
 
-    cfg = RunConfig(benchmark="longbench_v2", strategies=("full_context", "memagent"), data_path=str(FIXTURES / "benchmarks" / "longbench_v2"),
-                    llm_cache=False, limit=1, loader_options={"setting": "cot"})  # fmt: skip
+    cfg = RunConfig(
+        benchmark="longbench_v2",
+        strategies=("full_context", "memagent"),
+        data_path=str(FIXTURES / "benchmarks" / "longbench_v2"),
+        llm_cache=False,
+        limit=1,
+        loader_options={"setting": "cot"},
+    )
     run_experiment(
         cfg, tmp_path / "run", llm=ScriptedChatModel(reply_fn=reply), show_progress=False
     )

@@ -1,4 +1,5 @@
-"""Chunks that fit the embedder: with the default settings no chunk is cut when embedded, for every built-in embedder."""
+"""Chunks that fit the embedder: with the default settings no chunk is cut when embedded, for every
+built-in embedder."""
 
 import random
 import warnings
@@ -18,13 +19,15 @@ from tests.test_index_cache import CountingEmbedder
 
 
 def pseudo_words(n: int, letters: int, seed: int) -> str:
-    """``n`` made-up words of ``letters`` letters: each is several word pieces (MiniLM, Contriever) or cl100k tokens."""
+    """``n`` made-up words of ``letters`` letters: each is several word pieces (MiniLM, Contriever)
+    or cl100k tokens."""
     rng = random.Random(seed)
     return " ".join("".join(rng.choices("bcdfghjklmnpqrstvwxz", k=letters)) for _ in range(n)) + "."
 
 
 #: Default chunks (200 words) of 6-12 word pieces a word (MiniLM and Contriever read 256 and 512),
-#: and of ~100 cl100k tokens a word (OpenAI's models read 8,191): every one is over its embedder's limit.
+#: and of ~100 cl100k tokens a word (OpenAI's models read 8,191): every one is over its
+#: embedder's limit.
 TEXTS = [
     pseudo_words(250, 14, seed=1),
     "A short document that fits.",
@@ -33,7 +36,8 @@ TEXTS = [
 
 
 def hf_lengths(tokenizer, texts: list[str]) -> list[int]:
-    """Tokens of each text as the embedder's tokenizer makes them, special tokens included (what it truncates)."""
+    """Tokens of each text as the embedder's tokenizer makes them, special tokens included (what
+    it truncates)."""
     return [
         len(ids)
         for ids in tokenizer(texts, add_special_tokens=True, truncation=False, verbose=False)[
@@ -43,7 +47,8 @@ def hf_lengths(tokenizer, texts: list[str]) -> list[int]:
 
 
 def assert_pieces_of_the_documents(index, corpus: Corpus) -> None:
-    """Every document's chunks, in order, are its text (up to the spaces between them), numbered as a chunking numbers them."""
+    """Every document's chunks, in order, are its text (up to the spaces between them), numbered as
+    a chunking numbers them."""
     assert [c.chunk_id for c in index.chunks] == list(range(len(index)))
     for d, doc in enumerate(corpus):
         chunks = [c for c in index.chunks if c.doc_index == d]
@@ -72,7 +77,8 @@ def test_default_dense_chunks_fit_minilm():
 
 
 def test_default_contriever_chunks_fit_its_512_tokens(tmp_path):
-    """A tiny BERT built from a config (no weights downloaded) with MiniLM's WordPiece tokenizer: Contriever's recipe, 512 tokens."""
+    """A tiny BERT built from a config (no weights downloaded) with MiniLM's WordPiece tokenizer:
+    Contriever's recipe, 512 tokens."""
     from transformers import AutoTokenizer, BertConfig, BertModel
 
     tokenizer = AutoTokenizer.from_pretrained(str(offline_minilm_path()))

@@ -257,7 +257,8 @@ def test_the_stitched_tokens_are_the_whole_prompts_tokens(tokenizers, name):
             assert prep.ids[: len(prep.ids) - prep.stretch] + fresh == tok.encode(context + suffix)
 
 
-#: Contexts ending in a long run of one kind of character, and suffixes that continue the run or not.
+#: Contexts ending in a long run of one kind of character, and suffixes that continue the run
+#: or not.
 RUNS = [
     "x" * 2000,
     " " * 2000,
@@ -357,7 +358,7 @@ def test_a_tokenizer_that_does_not_restart_cleanly_never_stitches():
 # -- what a question costs once the corpus is prepared -------------------------------------------
 
 
-def test_questions_after_the_first_tokenize_only_a_short_stretch_and_prepare_once_when_concurrent(
+def test_later_questions_tokenize_only_a_short_stretch_and_prepare_once_when_concurrent(
     tokenizers,
 ):
     tok = tokenizers["cl100k"]
@@ -411,10 +412,16 @@ def embedded_bpe():
     return llm.tokenize, llm.detokenize
 
 
-@pytest.mark.parametrize("text", [
-    "Revenue grew 12.5% in FY2024 at Acme Ltd.\n" * 3000,
-    "".join(["naïve café 鼹鼠饕餮 Zürich – 東京 🚀\n", "   \n\n", "1,234,567.89 USD\n"][i % 3] for i in range(6000)),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Revenue grew 12.5% in FY2024 at Acme Ltd.\n" * 3000,
+        "".join(
+            ["naïve café 鼹鼠饕餮 Zürich – 東京 🚀\n", "   \n\n", "1,234,567.89 USD\n"][i % 3]
+            for i in range(6000)
+        ),
+    ],
+)
 def test_the_stitched_cut_equals_the_exact_cut_with_the_embedded_models_bpe(text, embedded_bpe):
     from longctx.graphs.full_context import FULL_CONTEXT_TEMPLATE, truncate_prompt
     from longctx.graphs.full_context.prepared import clear_prepared, truncate_our_prompt

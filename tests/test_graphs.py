@@ -59,7 +59,9 @@ def test_question_choices_and_instruction_reach_the_prompt():
     question = Question(
         text="Which animal has stripes?",
         choices={"A": "lion", "B": "zebra"},
-        instruction='Format your response as follows: "The correct answer is (insert answer here)".',
+        instruction=(
+            'Format your response as follows: "The correct answer is (insert answer here)".'
+        ),
     )
     result = answer(numbered_corpus(), question, llm=llm, top_k=2)
     prompt = llm.calls[0]["prompt"]

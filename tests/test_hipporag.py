@@ -1,7 +1,8 @@
-"""HippoRAG 2 with scripted models: Personalized PageRank against a hand-computed graph, the graph built from
-fixed OpenIE replies (phrase and passage nodes, counted fact edges, synonymy edges at the threshold), a build
-killed in the middle of the OpenIE map resumed without asking a finished call again, and answers through
-``answer(corpus, q, strategy="hipporag")`` with index-time usage on the answer that built the graph only."""
+"""HippoRAG 2 with scripted models: Personalized PageRank against a hand-computed graph, the graph
+built from fixed OpenIE replies (phrase and passage nodes, counted fact edges, synonymy edges at the
+threshold), a build killed in the middle of the OpenIE map resumed without asking a finished call
+again, and answers through ``answer(corpus, q, strategy="hipporag")`` with index-time usage on the
+answer that built the graph only."""
 
 from __future__ import annotations
 
@@ -18,20 +19,34 @@ from longctx.graphs.hipporag.ppr import igraph_of, personalized_pagerank
 from longctx.retrieval import Corpus
 from tests.scripted import ScriptedChatModel
 
-DOCS = ["Radio City is India's first private FM radio station. It was started in Bangalore in 2001.",
-        "Bangalore is a city in India with many radio stations.",
-        "Oslo is the capital of Norway."]  # fmt: skip
-NER = {"Radio City is": '{"named_entities": ["Radio City", "India", "Bangalore"]}', "Bangalore is a": '{"named_entities": ["Bangalore", "India"]}',
-       "Oslo is the": '{"named_entities": ["Oslo", "Norway"]}'}  # fmt: skip
-TRIPLES = {"Radio City is": '{"triples": [["Radio City", "located in", "India"], ["Radio City", "started in", "Bangalore"]]}',
-           "Bangalore is a": '{"triples": [["Bangalore", "is a city in", "India"]]}',
-           "Oslo is the": '{"triples": [["Oslo", "capital of", "Norway"]]}'}  # fmt: skip
-KEPT = '[[ ## fact_after_filter ## ]]\n{"fact": [["radio city", "started in", "bangalore"]]}\n\n[[ ## completed ## ]]'
+DOCS = [
+    "Radio City is India's first private FM radio station. It was started in Bangalore in 2001.",
+    "Bangalore is a city in India with many radio stations.",
+    "Oslo is the capital of Norway.",
+]
+NER = {
+    "Radio City is": '{"named_entities": ["Radio City", "India", "Bangalore"]}',
+    "Bangalore is a": '{"named_entities": ["Bangalore", "India"]}',
+    "Oslo is the": '{"named_entities": ["Oslo", "Norway"]}',
+}
+TRIPLES = {
+    "Radio City is": (
+        '{"triples": [["Radio City", "located in", "India"], ["Radio City", "started in", '
+        '"Bangalore"]]}'
+    ),
+    "Bangalore is a": '{"triples": [["Bangalore", "is a city in", "India"]]}',
+    "Oslo is the": '{"triples": [["Oslo", "capital of", "Norway"]]}',
+}
+KEPT = (
+    '[[ ## fact_after_filter ## ]]\n{"fact": [["radio city", "started in", "bangalore"]]}\n\n'
+    "[[ ## completed ## ]]"
+)
 QUESTION = "Where was Radio City started?"
 
 
 def reply(prompt: str) -> str:
-    """Fixed OpenIE JSON per passage (read from the request's last turn), the filter keeping one fact, a QA reply."""
+    """Fixed OpenIE JSON per passage (read from the request's last turn), the filter keeping one
+    fact, a QA reply."""
     last = (
         prompt.rsplit("Paragraph:\n```\n", 1)[-1]
         if "RDF" in prompt
@@ -59,13 +74,15 @@ def _three_phrases(edges, weights) -> KnowledgeGraph:
 
 
 def test_personalized_pagerank_equals_the_hand_computed_one():
-    # a - b - c, teleport to a, damping 1/2: pa = 1/2 + 1/2 (pb/2), pb = 1/2 (pa + pc), pc = 1/2 (pb/2) -> 7/12, 4/12, 1/12
+    # a - b - c, teleport to a, damping 1/2: pa = 1/2 + 1/2 (pb/2), pb = 1/2 (pa + pc), pc = 1/2
+    # (pb/2) -> 7/12, 4/12, 1/12
     graph = igraph_of(_three_phrases([(0, 1), (1, 2)], [1.0, 1.0]))
     assert personalized_pagerank(graph, np.array([1.0, 0, 0]), 0.5) == pytest.approx(
         [7 / 12, 1 / 3, 1 / 12], abs=1e-9
     )
-    # a = b twice (both directions recorded, as the official graph has a counted fact edge) and b - c: b moves to a with 2/3;
-    # pa = 1/2 + 1/2 (2/3) pb, pb = 1/2 (pa + pc), pc = 1/2 (1/3) pb -> 11/18, 6/18, 1/18; the reset is normalised, NaN and negatives zeroed
+    # a = b twice (both directions recorded, as the official graph has a counted fact edge) and b -
+    # c: b moves to a with 2/3; pa = 1/2 + 1/2 (2/3) pb, pb = 1/2 (pa + pc), pc = 1/2 (1/3) pb ->
+    # 11/18, 6/18, 1/18; the reset is normalised, NaN and negatives zeroed
     graph = igraph_of(_three_phrases([(0, 1), (1, 0), (1, 2)], [1.0, 1.0, 1.0]))
     expected = [Fraction(11, 18), Fraction(1, 3), Fraction(1, 18)]
     assert personalized_pagerank(graph, np.array([3.0, np.nan, -2.0]), 0.5) == pytest.approx(
@@ -86,9 +103,15 @@ def test_graph_from_fixed_openie_replies_has_its_nodes_fact_edges_and_synonyms_a
     assert asked == len(llm.calls) == 6 and extractions[2] == Extraction(
         ["Oslo", "Norway"], [["Oslo", "capital of", "Norway"]]
     )
-    # fixed unit vectors: "radio city" ~ "bangalore" at exactly 0.8 (the threshold: kept), "india" ~ "norway" at 0.7999 (not kept)
-    vectors = {"bangalore": [1, 0, 0, 0], "india": [0, 1, 0, 0], "norway": [0, 0.7999, (1 - 0.7999**2) ** 0.5, 0], "oslo": [0, 0, 1, 0],
-               "radio city": [0.8, 0, 0, 0.6]}  # fmt: skip
+    # fixed unit vectors: "radio city" ~ "bangalore" at exactly 0.8 (the threshold: kept), "india" ~
+    # "norway" at 0.7999 (not kept)
+    vectors = {
+        "bangalore": [1, 0, 0, 0],
+        "india": [0, 1, 0, 0],
+        "norway": [0, 0.7999, (1 - 0.7999**2) ** 0.5, 0],
+        "oslo": [0, 0, 1, 0],
+        "radio city": [0.8, 0, 0, 0.6],
+    }
 
     def embed(texts):
         return np.array(
@@ -103,8 +126,12 @@ def test_graph_from_fixed_openie_replies_has_its_nodes_fact_edges_and_synonyms_a
         "oslo",
         "radio city",
     ]  # sorted, normalised
-    assert kg.facts == [("radio city", "located in", "india"), ("radio city", "started in", "bangalore"), ("bangalore", "is a city in", "india"),
-                        ("oslo", "capital of", "norway")]  # fmt: skip
+    assert kg.facts == [
+        ("radio city", "located in", "india"),
+        ("radio city", "started in", "bangalore"),
+        ("bangalore", "is a city in", "india"),
+        ("oslo", "capital of", "norway"),
+    ]
     assert kg.phrase_passages == [[0, 1], [0, 1], [2], [2], [0]]
     edges = dict(zip(kg.edges, kg.weights))
     assert (
@@ -284,7 +311,7 @@ def test_config_defaults_are_the_official_ones_and_bad_values_are_refused():
             HippoRAGConfig(**bad)
 
 
-def test_report_shows_filtered_triples_linked_phrases_and_top_passages_and_the_ceiling_needs_the_index_llm():
+def test_the_report_shows_filtered_triples_linked_phrases_top_passages_and_the_index_llm_ceiling():
     from longctx.graphs import STRATEGIES
     from longctx.graphs.ceiling import CeilingEnv, CeilingItem, SkipCeiling
 

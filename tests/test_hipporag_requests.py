@@ -1,7 +1,8 @@
-"""HippoRAG's requests and reply parsing against the official code's own (``tests/hipporag_official.py`` ran
-OSU-NLP-Group/HippoRAG @ c617143 unchanged against a recording stand-in and wrote the fixture): the NER,
-triple-extraction, recognition-filter and QA message lists, the filter's budget, and what each official
-parser reads from the same replies; then the OpenIE requests our strategy sends, at the recording stub."""
+"""HippoRAG's requests and reply parsing against the official code's own
+(``tests/hipporag_official.py`` ran OSU-NLP-Group/HippoRAG @ c617143 unchanged against a recording
+stand-in and wrote the fixture): the NER, triple-extraction, recognition-filter and QA message
+lists, the filter's budget, and what each official parser reads from the same replies; then the
+OpenIE requests our strategy sends, at the recording stub."""
 
 from __future__ import annotations
 
@@ -85,7 +86,8 @@ def test_qa_answers_are_read_as_the_official_code_reads_them():
 
 
 def test_the_strategy_sends_the_official_openie_requests(tmp_path):
-    """Through a real OpenAI client: each passage's NER request, then its triple request given the entities the NER reply names."""
+    """Through a real OpenAI client: each passage's NER request, then its triple request given the
+    entities the NER reply names."""
     from longctx import answer, make_chat_model
     from longctx.graphs.hipporag.build import forget_graphs
     from longctx.retrieval import Corpus
@@ -109,8 +111,14 @@ def test_the_strategy_sends_the_official_openie_requests(tmp_path):
     forget_graphs()
     with RecordingServer(reply) as server:
         llm = make_chat_model("openai:gpt-4o-mini", base_url=server.url, max_retries=0)
-        result = answer(Corpus.from_texts(list(texts), titles=list(titles)), official.QUESTION, strategy="hipporag", llm=llm, cache_dir=tmp_path,
-                        concurrency=1)  # fmt: skip
+        result = answer(
+            Corpus.from_texts(list(texts), titles=list(titles)),
+            official.QUESTION,
+            strategy="hipporag",
+            llm=llm,
+            cache_dir=tmp_path,
+            concurrency=1,
+        )
     by_passage = {x["passage"]: x for x in FIXTURE["openie"]}
     openie = server.requests[:-1]
     assert len(openie) == 2 * len(official.PASSAGES) and result.usage.index_llm_calls == len(openie)
@@ -160,8 +168,8 @@ def tie_groups(docs: list[str], scores: list[float]) -> list[set[str]]:
 
 
 def argsort_ties_reversed(a, axis=-1, kind=None, order=None):
-    """``np.argsort`` of a vector with its ties last index first: an order another CPU's vectorised sort
-    may leave them in (numpy's default sort is not stable)."""
+    """``np.argsort`` of a vector with its ties last index first: an order another CPU's vectorised
+    sort may leave them in (numpy's default sort is not stable)."""
     import numpy as np
 
     a = np.asarray(a)
@@ -170,11 +178,12 @@ def argsort_ties_reversed(a, axis=-1, kind=None, order=None):
 
 @pytest.mark.parametrize("ties", ["this machine's", "reversed"])
 def test_graph_and_ppr_rankings_equal_the_official_ones(ties, monkeypatch):
-    """``python -m tests.hipporag_official --graph`` ran the official ``HippoRAG.index`` and ``retrieve`` on six passages with
-    scripted OpenIE and filter replies and word-hash embeddings; ours, on the same replies and vectors, builds the same
-    weighted edges (synonyms included) and ranks every passage the same for five questions, with the same scores.
-    Passages of equal score come in the order ``np.argsort`` leaves them, as in the official code, which
-    differs between machines: the rankings are compared up to the order of their ties."""
+    """``python -m tests.hipporag_official --graph`` ran the official ``HippoRAG.index`` and
+    ``retrieve`` on six passages with scripted OpenIE and filter replies and word-hash embeddings;
+    ours, on the same replies and vectors, builds the same weighted edges (synonyms included) and
+    ranks every passage the same for five questions, with the same scores. Passages of equal score
+    come in the order ``np.argsort`` leaves them, as in the official code, which differs between
+    machines: the rankings are compared up to the order of their ties."""
     import numpy as np
 
     from longctx.graphs.hipporag.kg import build_graph
@@ -223,8 +232,16 @@ def test_graph_and_ppr_rankings_equal_the_official_ones(ties, monkeypatch):
             candidates,
             5,
         )
-        r = rank_passages(kg, graph, query, [candidates[k] for k in kept], [float(scores[picked[k]]) for k in kept], link_top_k=5,
-                          passage_node_weight=0.05, damping=0.5)  # fmt: skip
+        r = rank_passages(
+            kg,
+            graph,
+            query,
+            [candidates[k] for k in kept],
+            [float(scores[picked[k]]) for k in kept],
+            link_top_k=5,
+            passage_node_weight=0.05,
+            damping=0.5,
+        )
         ranked = [kg.passages[j] for j in r.order]
         assert tie_groups(ranked, list(r.scores)) == tie_groups(
             expected["docs"], expected["scores"]

@@ -122,7 +122,7 @@ def answer_block(block: str, strategy: str) -> str:
     return block[start : end if end > 0 else len(block)]
 
 
-# -- the page ---------------------------------------------------------------------------------------
+# -- the page --------------------------------------------------------------------------------------
 def test_report_html_is_written_beside_the_tables_and_is_self_contained(run):
     folder = run["out"] / "report"
     assert (folder / "report.html").is_file() and (folder / "summary.md").is_file()
@@ -131,9 +131,8 @@ def test_report_html_is_written_beside_the_tables_and_is_self_contained(run):
         r"""(src|href)\s*=\s*["']?(https?:)?//""", page
     )  # nothing fetched at view time
     assert "url(" not in page and "@import" not in page
-    assert (
-        page.count('src="data:image/png;base64,') == 3
-    )  # accuracy vs tokens and vs USD (priced), cost per question; one length bucket: no length plot
+    # accuracy vs tokens and vs USD (priced), cost per question; one length bucket: no length plot
+    assert page.count('src="data:image/png;base64,') == 3
     assert 'id="summary"' in page and all(f'<tr data-strategy="{s}">' in page for s in STRATEGIES)
 
 
@@ -173,8 +172,13 @@ def test_drill_down_shows_each_strategys_answer_score_cost_evidence_and_steps(ru
 
 def test_memagent_shows_the_memory_after_each_chunk(run):
     block = answer_block(question_block(run["html"], "q0"), "memagent")
-    steps = [s for s in next(r for r in run["rows"] if r["sample_id"] == "q0" and r["strategy"] == "memagent")["steps"]
-             if s["node"] == "update_memory"]  # fmt: skip
+    steps = [
+        s
+        for s in next(
+            r for r in run["rows"] if r["sample_id"] == "q0" and r["strategy"] == "memagent"
+        )["steps"]
+        if s["node"] == "update_memory"
+    ]
     assert len(steps) > 2 and 'data-node="update_memory"' in block
     assert f"Memory after each chunk ({len(steps)} chunks read)" in block
     assert "Memory: nothing yet &lt;i&gt;." in block and "Memory: the vault code is 7421." in block
@@ -268,7 +272,7 @@ def test_winner_per_metric_in_the_page(run):
     )
 
 
-# -- winners, prices, failures ----------------------------------------------------------------------
+# -- winners, prices, failures ---------------------------------------------------------------------
 def test_the_leader_of_a_tie_is_the_cheaper_strategy_but_no_winner_is_named_untested():
     rows = [
         {"strategy": "rag", "score": 80.0, "cost_usd": 0.02, "tokens": 2000, "seconds": 1.0},
@@ -414,7 +418,7 @@ def test_an_empty_reply_scores_zero_instead_of_breaking_the_report():
     assert equivalent("", "7421") is False and equivalent("-$5", "-5") is True
 
 
-# -- a real browser ---------------------------------------------------------------------------------
+# -- a real browser --------------------------------------------------------------------------------
 def _chromium() -> str | None:
     return next(
         (
@@ -427,12 +431,24 @@ def _chromium() -> str | None:
 
 
 def open_in_chromium(url: str, tmp_path: Path, *flags: str) -> tuple[str, list[str]]:
-    """The DOM after load (scripts run) and the page's console messages, from headless Chromium (``flags``: e.g. a window size)."""
+    """The DOM after load (scripts run) and the page's console messages, from headless Chromium
+    (``flags``: e.g. a window size)."""
     command = [
-        _chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0", *flags,
-        "--dump-dom", url,
-    ]  # fmt: skip
+        _chromium(),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--enable-logging=stderr",
+        "--v=0",
+        *flags,
+        "--dump-dom",
+        url,
+    ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     console = [
@@ -467,10 +483,12 @@ def test_report_opens_in_headless_chromium_with_a_drill_down(run, tmp_path):
     assert 'open=""' not in question_block(dom, "q1").split(">", 1)[0]
 
 
-#: Appended to a copy of the page: each interval header and cell's box against the summary's visible box, written into the DOM.
+#: Appended to a copy of the page: each interval header and cell's box against the summary's visible
+#: box, written into the DOM.
 MEASURE = """<script>
 var box = document.querySelector("#summary .wide").getBoundingClientRect();
-var cells = Array.prototype.filter.call(document.querySelectorAll("#summary th, #summary td"), function (c) {
+var allCells = document.querySelectorAll("#summary th, #summary td");
+var cells = Array.prototype.filter.call(allCells, function (c) {
   var i = Array.prototype.indexOf.call(c.parentNode.children, c);
   var head = document.querySelectorAll("#summary thead th")[i].textContent;
   return /interval|score_ci/.test(head);
@@ -487,7 +505,8 @@ document.body.setAttribute("data-interval-cells", cells.length + "/" + shown.len
     _chromium() is None, reason="no Chromium installed (apt-get install -y chromium)"
 )
 def test_the_score_intervals_are_in_view_at_1400_px_without_scrolling(run, tmp_path):
-    """Seven strategies' summary: the interval beside the score, not past the table's scroll edge."""
+    """Seven strategies' summary: the interval beside the score, not past the table's
+    scroll edge."""
     page = (run["out"] / "report" / "report.html").read_text(encoding="utf-8")
     measured = tmp_path / "measured.html"
     measured.write_text(page.replace("</body>", MEASURE + "</body>"), encoding="utf-8")
@@ -501,12 +520,18 @@ def test_the_score_intervals_are_in_view_at_1400_px_without_scrolling(run, tmp_p
 
 
 def test_no_minus_zero_and_no_zero_width_interval_beside_a_p_of_a_quarter(tmp_path):
-    """Three questions all right: the interval is the exact binomial one, never [100, 100]; a tie reads 0, never -0."""
+    """Three questions all right: the interval is the exact binomial one, never [100, 100]; a tie
+    reads 0, never -0."""
     from longctx.experiments.comparison import pairwise
     from longctx.experiments.html_report.tables import pairwise_section, summary_section
 
-    pairs = pairwise({"a": {"q1": 100.0, "q2": 100.0, "q3": 100.0}, "b": {"q1": 100.0, "q2": 100.0, "q3": 100.0},
-                      "c": {"q1": 0.0, "q2": 0.0, "q3": 0.0}})  # fmt: skip
+    pairs = pairwise(
+        {
+            "a": {"q1": 100.0, "q2": 100.0, "q3": 100.0},
+            "b": {"q1": 100.0, "q2": 100.0, "q3": 100.0},
+            "c": {"q1": 0.0, "q2": 0.0, "q3": 0.0},
+        }
+    )
     matrix = pairwise_section(pairs, ["a", "b", "c"])
     assert (
         ">-0<" not in matrix
@@ -548,11 +573,16 @@ def test_no_minus_zero_and_no_zero_width_interval_beside_a_p_of_a_quarter(tmp_pa
 
 
 def test_an_interrupted_run_lists_every_strategy_and_question_and_names_no_winner(tmp_path):
-    """Rows of one answer of three strategies x two questions: the report keeps all of them in view."""
+    """Rows of one answer of three strategies x two questions: the report keeps all of them
+    in view."""
     samples = make_samples()
     out = tmp_path / "run"
-    cfg = RunConfig(benchmark="synth", strategies=("rag", "full_context", "memagent"), llm_cache=False,
-                    strategy_options={"rag": {"top_k": 2}, "memagent": {"chunk_tokens": 64}})  # fmt: skip
+    cfg = RunConfig(
+        benchmark="synth",
+        strategies=("rag", "full_context", "memagent"),
+        llm_cache=False,
+        strategy_options={"rag": {"top_k": 2}, "memagent": {"chunk_tokens": 64}},
+    )
     run_experiment(
         cfg, out, llm=ToolScriptedChatModel(reply_fn=world), samples=samples, show_progress=False
     )
@@ -597,9 +627,18 @@ def test_the_drilldown_shows_the_messages_sent_and_how_much_full_context_cut(tmp
         + "The secret code of the museum vault is 7421."
     )
     corpus = Corpus.from_texts([long_doc], titles=["Vault"])
-    sample = Sample(sample_id="q0", benchmark="synth", dataset="finance", corpus=corpus,
-                    question=Question(text="What is the secret code of the museum vault?", instruction='Reply "The answer is: X".'),
-                    answers=("7421",), metadata={"question": "What is the secret code of the museum vault?"})  # fmt: skip
+    sample = Sample(
+        sample_id="q0",
+        benchmark="synth",
+        dataset="finance",
+        corpus=corpus,
+        question=Question(
+            text="What is the secret code of the museum vault?",
+            instruction='Reply "The answer is: X".',
+        ),
+        answers=("7421",),
+        metadata={"question": "What is the secret code of the museum vault?"},
+    )
     out = tmp_path / "run"
     cfg = RunConfig(
         benchmark="synth",

@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 FILE_BYTES = 20_000_000
 
 #: The peak is read from ``VmHWM`` (this process's own high-water mark): ``ru_maxrss`` starts at the
-#: parent's peak, carried across ``exec``, which under the pytest that generated the file can exceed it.
+#: parent's peak, carried across ``exec``, which under the pytest that generated the file can
+#: exceed it.
 MEASURE = """
 import json, sys
 from longctx.retrieval import ChunkingConfig, Corpus, chunk_corpus
@@ -35,8 +36,11 @@ before = high_water()
 corpus = Corpus.from_path(sys.argv[1])
 chunks = chunk_corpus(corpus, ChunkingConfig(unit=unit, size=512 if unit == "tokens" else 200))
 tokens = corpus.num_tokens
-print(json.dumps({"peak_bytes": high_water() - before, "chunks": len(chunks), "chunk_tokens": sum(c.num_tokens for c in chunks),
-                  "tokens": tokens, "rejoined": "".join(c.text for c in chunks) == corpus[0].text if unit == "tokens" else None}))
+peak = high_water() - before
+rejoined = "".join(c.text for c in chunks) == corpus[0].text if unit == "tokens" else None
+print(json.dumps({"peak_bytes": peak, "chunks": len(chunks),
+                  "chunk_tokens": sum(c.num_tokens for c in chunks), "tokens": tokens,
+                  "rejoined": rejoined}))
 """
 
 
@@ -111,9 +115,16 @@ print(json.dumps({"peak_bytes": high_water() - before, "size": len(text)}))
 )
 def test_hashing_a_huge_document_makes_no_copy_of_its_text():
     """The fingerprint, the index's document digests and the duplicate check hashed an encoded copy
-    of the whole text (a 200 MB document: 200 MB more at the index's peak); a slice at a time now."""
-    out = subprocess.run([sys.executable, "-c", HASHING], capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT, timeout=120)  # fmt: skip
+    of the whole text (a 200 MB document: 200 MB more at the index's peak); a slice at a
+    time now."""
+    out = subprocess.run(
+        [sys.executable, "-c", HASHING],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        cwd=ROOT,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["peak_bytes"] < 0.5 * result["size"], result

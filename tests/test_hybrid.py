@@ -22,7 +22,8 @@ DENSE = [(1, 0.9), (5, 0.8), (3, 0.7), (2, 0.1)]
 def test_rrf_equals_a_hand_computed_fusion_of_two_rankings():
     fused = reciprocal_rank_fusion({"bm25": LEXICAL, "dense": DENSE}, k=60)
     # by hand, 1 / (60 + rank), ranks 1-based:
-    # chunk 1: 1/62 + 1/61 = .032522; chunk 3: 1/61 + 1/63 = .032266; chunk 5: 1/62; chunk 7: 1/63; chunk 2: 1/64
+    # chunk 1: 1/62 + 1/61 = .032522; chunk 3: 1/61 + 1/63 = .032266; chunk 5: 1/62; chunk 7: 1/63;
+    # chunk 2: 1/64
     assert [f.chunk_id for f in fused] == [1, 3, 5, 7, 2]
     expected = [1 / 62 + 1 / 61, 1 / 61 + 1 / 63, 1 / 62, 1 / 63, 1 / 64]
     assert [f.score for f in fused] == pytest.approx(expected, rel=1e-12)
@@ -42,7 +43,8 @@ def test_rrf_equals_a_hand_computed_fusion_of_two_rankings():
 def test_score_fusion_equals_a_hand_computed_weighted_sum_of_min_max_scores():
     fused = score_fusion({"bm25": LEXICAL, "dense": DENSE}, {"bm25": 0.75, "dense": 0.25})
     # min-max: bm25 9,5,2 -> 1, 3/7, 0; dense .9,.8,.7,.1 -> 1, .875, .75, 0
-    # chunk 3: .75*1 + .25*.75; chunk 1: .75*3/7 + .25*1; chunk 5: .25*.875; chunks 7 and 2: 0 (tie: lower id first)
+    # chunk 3: .75*1 + .25*.75; chunk 1: .75*3/7 + .25*1; chunk 5: .25*.875; chunks 7 and 2: 0 (tie:
+    # lower id first)
     assert [f.chunk_id for f in fused] == [3, 1, 5, 2, 7]
     assert [f.score for f in fused] == pytest.approx(
         [0.9375, 0.75 * 3 / 7 + 0.25, 0.21875, 0.0, 0.0]
@@ -100,10 +102,10 @@ def test_hybrid_index_keeps_both_components_ranks_and_reuses_the_dense_index(tmp
         index.retriever.components["dense"] is dense.retriever
     )  # the dense index reused: nothing embedded twice
     bm25_fitted = build_index(corpus(), index.retriever.components["bm25"], cache_dir=tmp_path)
-    assert (
-        sorted(p.name for p in (tmp_path / "indexes").iterdir() if "." not in p.name)
-        == sorted([dense.path.name, lexical.path.name, bm25_fitted.path.name])
-    )  # no second dense index; BM25 over the chunks fitted to MiniLM has its own (here: the same chunks)
+    # no second dense index; BM25 over the chunks fitted to MiniLM has its own (here: the same
+    # chunks)
+    built = sorted(p.name for p in (tmp_path / "indexes").iterdir() if "." not in p.name)
+    assert built == sorted([dense.path.name, lexical.path.name, bm25_fitted.path.name])
     assert [c.text for c in bm25_fitted.chunks] == [c.text for c in lexical.chunks]
     query = "automobile earnings INV-20931"  # dense finds the cars; BM25 the invoice number
     hits = index.search(query, 4)
@@ -128,8 +130,16 @@ def test_hybrid_index_keeps_both_components_ranks_and_reuses_the_dense_index(tmp
 def test_strategies_take_hybrid_and_every_evidence_carries_its_components(strategy):
     llm = ScriptedChatModel(reply_fn=lambda prompt: "Harbour Trading Company")
     options = {"judge_mode": "prefilter"} if strategy == "pai" else {}
-    result = answer(corpus(), "Which company paid invoice INV-20931 late?", strategy=strategy, llm=llm,
-                    retriever="hybrid", retriever_options={"fusion": "score", "weight": 0.4}, top_k=3, **options)  # fmt: skip
+    result = answer(
+        corpus(),
+        "Which company paid invoice INV-20931 late?",
+        strategy=strategy,
+        llm=llm,
+        retriever="hybrid",
+        retriever_options={"fusion": "score", "weight": 0.4},
+        top_k=3,
+        **options,
+    )
     assert result.config["retriever"] == "hybrid"
     if strategy != "pai":  # PAI's evidence is what its judge kept
         assert result.evidence and all(

@@ -19,7 +19,8 @@ WORDS = ChunkingConfig(unit="words", size=200)  # the retrieving strategies' def
 
 
 def long_words_document(seed: int, words: int = 400) -> str:
-    """Numbers of 7-9 digits (several MiniLM word pieces each): a 200-word chunk is about 600 word pieces."""
+    """Numbers of 7-9 digits (several MiniLM word pieces each): a 200-word chunk is about 600
+    word pieces."""
     rng = random.Random(seed)
     return " ".join(
         f"ledger{seed}entry{j}" if j % 3 == 0 else str(rng.randrange(10**6, 10**9))
@@ -48,7 +49,8 @@ def meta(index: Index) -> dict:
 
 
 def assert_aligned(index: Index, parts: dict[str, Index]) -> None:
-    """Both components index the hybrid's chunks: same ids, same texts, each within MiniLM's 256 word pieces."""
+    """Both components index the hybrid's chunks: same ids, same texts, each within MiniLM's 256
+    word pieces."""
     expected = [(ch.chunk_id, ch.doc_id, ch.text) for ch in index.chunks]
     for name, part in parts.items():
         assert [(ch.chunk_id, ch.doc_id, ch.text) for ch in part.chunks] == expected, name
@@ -79,8 +81,14 @@ def test_hybrid_over_chunks_longer_than_the_embedder_reads_indexes_the_same_fitt
 def test_answer_with_hybrid_over_long_chunks_returns_the_fitted_chunks_as_evidence(tmp_path):
     c = corpus()
     llm = ScriptedChatModel(reply_fn=lambda prompt: "ledger1")
-    result = answer(c, "Which ledger holds ledger1entry300?", strategy="rag", llm=llm,
-                    retriever="hybrid", top_k=3)  # fmt: skip
+    result = answer(
+        c,
+        "Which ledger holds ledger1entry300?",
+        strategy="rag",
+        llm=llm,
+        retriever="hybrid",
+        top_k=3,
+    )
     fitted = build_index(c, "dense", chunking=WORDS)  # the same cache: the index answer() used
     texts = {ch.chunk_id: ch.text for ch in fitted.chunks}
     assert result.evidence and all(texts[e.chunk_id] == e.text for e in result.evidence)

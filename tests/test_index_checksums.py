@@ -268,7 +268,8 @@ def test_a_meta_with_a_malformed_checksum_list_is_not_taken_for_an_old_index(cap
 
 
 class PlainSaveBM25(BM25Retriever):
-    """A retriever whose ``save`` knows nothing of checksums (as a third-party one): its files are hashed after writing."""
+    """A retriever whose ``save`` knows nothing of checksums (as a third-party one): its files are
+    hashed after writing."""
 
     def save(self, folder: Path) -> None:
         super().save(folder)

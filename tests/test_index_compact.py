@@ -1,4 +1,5 @@
-"""A grown index compacts its segments into one (log-structured merge) and then scores as a fresh build, bit for bit."""
+"""A grown index compacts its segments into one (log-structured merge) and then scores as a fresh
+build, bit for bit."""
 
 import json
 import os
@@ -29,7 +30,8 @@ def segment_paths(index) -> list[str]:
 
 
 def grow_in_steps(first: int, steps: int, per_step: int, **options):
-    """Index ``TEXTS[:first]``, then grow it ``steps`` times by ``per_step`` documents (a new process each time); every index."""
+    """Index ``TEXTS[:first]``, then grow it ``steps`` times by ``per_step`` documents (a new
+    process each time); every index."""
     indexes = [build_index(Corpus.from_texts(TEXTS[:first]), "bm25", chunking=CHUNKING, **options)]
     for step in range(1, steps + 1):
         fresh_process()
@@ -180,7 +182,7 @@ def _fail(*args, **kwargs):
 
 
 @pytest.mark.parametrize("where", ["merging counts", "writing the index"])
-def test_a_kill_during_compaction_leaves_the_old_segments_loadable_and_the_next_growth_compacts(
+def test_a_kill_in_compaction_leaves_the_old_segments_loadable_and_the_next_growth_compacts(
     monkeypatch, where
 ):
     policy = CompactionPolicy(max_segments=2)
@@ -217,13 +219,15 @@ _KILLED_CHILD = """
 import json, os, sys
 from longctx.retrieval import ChunkingConfig, Corpus, build_index
 from longctx.retrieval.index import CompactionPolicy, store
-store.fsync_tree = lambda folder: os._exit(9)  # killed with the compacted index written, before its rename
+# killed with the compacted index written, before its rename
+store.fsync_tree = lambda folder: os._exit(9)
 texts = json.loads(open(sys.argv[1]).read())
-build_index(Corpus.from_texts(texts), "bm25", chunking=ChunkingConfig(unit="words", size=40), compaction=CompactionPolicy(max_segments=2))
+chunking, compaction = ChunkingConfig(unit="words", size=40), CompactionPolicy(max_segments=2)
+build_index(Corpus.from_texts(texts), "bm25", chunking=chunking, compaction=compaction)
 """
 
 
-def test_a_process_killed_during_compaction_leaves_the_old_segments_and_its_leftovers_are_cleared(
+def test_a_killed_compaction_leaves_the_old_segments_and_its_leftovers_are_cleared(
     isolated_cache, tmp_path
 ):
     policy = CompactionPolicy(max_segments=2)

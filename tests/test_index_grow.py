@@ -20,10 +20,11 @@ from longctx.retrieval.term_counts import bm25_scores
 from tests.test_index_cache import CountingEmbedder
 
 VOCABULARY = (
-    "harbour ferry cargo tide lighthouse orchard harvest barley cattle tractor orchestra violin symphony concert "
-    "theatre glacier summit avalanche trail bridge library archive manuscript chart donation hospital surgeon "
-    "vaccine clinic ward railway signal tunnel freight station market price wheat export tariff comet telescope "
-    "orbit eclipse observatory river flood levee rainfall drought vault code museum curator painting"
+    "harbour ferry cargo tide lighthouse orchard harvest barley cattle tractor orchestra violin "
+    "symphony concert theatre glacier summit avalanche trail bridge library archive manuscript "
+    "chart donation hospital surgeon vaccine clinic ward railway signal tunnel freight station "
+    "market price wheat export tariff comet telescope orbit eclipse observatory river flood levee "
+    "rainfall drought vault code museum curator painting"
 ).split()
 CHUNKING = ChunkingConfig(unit="words", size=40)
 QUESTIONS = [
@@ -38,7 +39,10 @@ QUESTIONS = [
     "How high did the river flood over the levee?",
     "What is the code of the museum vault?",
 ]
-NEW_DOCUMENT = "The curator of the museum changed the code of the vault to 5930 after the painting was moved to the glacier observatory."
+NEW_DOCUMENT = (
+    "The curator of the museum changed the code of the vault to 5930 after the painting was moved "
+    "to the glacier observatory."
+)
 
 
 def fresh_process():
@@ -46,7 +50,8 @@ def fresh_process():
 
 
 def make_texts(n: int, seed: int = 7) -> list[str]:
-    """``n`` short documents drawn from a small vocabulary, so that every question matches many chunks."""
+    """``n`` short documents drawn from a small vocabulary, so that every question matches
+    many chunks."""
     rng = random.Random(seed)
     return [" ".join(rng.choices(VOCABULARY, k=rng.randint(20, 70))) + "." for _ in range(n)]
 

@@ -39,26 +39,37 @@ from longctx.retrieval import Corpus
 from tests.recording_server import RecordingServer
 
 ROOT = Path(__file__).resolve().parents[1]
-#: The embedder both strategies use here: the stub's ``/v1/embeddings`` (bag-of-words vectors; no model to load).
+#: The embedder both strategies use here: the stub's ``/v1/embeddings`` (bag-of-words vectors; no
+#: model to load).
 EMBEDDER = {"embedder": "openai", "embedder_model": "kill-test-stub"}
 
 # -- the stub's replies ---------------------------------------------------------------------------
-WORDS = "harbour engine flour yeast orbit fuel string bow ice melt bean roast market river mountain signal copper forest lamp garden".split()
+WORDS = (
+    "harbour engine flour yeast orbit fuel string bow ice melt bean roast market river mountain "
+    "signal copper forest lamp garden".split()
+)
 TOPICS = ["ships", "bread", "rockets", "violins", "glaciers", "coffee"]
-PLACES = ["Arden", "Belmont", "Corvin", "Dunmore", "Elston", "Farrow", "Glenby", "Harlow", "Ingram", "Jessop"]  # fmt: skip
+PLACES = "Arden Belmont Corvin Dunmore Elston Farrow Glenby Harlow Ingram Jessop".split()
 
 
 def raptor_texts(n: int = 16) -> list[str]:
     """``n`` one-leaf documents of varied words."""
     rng = random.Random(3)
-    return [f"Report {i} about {TOPICS[i % 6]}. " + " ".join(rng.choice(WORDS) for _ in range(40)) + f". The team in city {i} measured value {i * 7}."
-            for i in range(n)]  # fmt: skip
+    return [
+        f"Report {i} about {TOPICS[i % 6]}. "
+        + " ".join(rng.choice(WORDS) for _ in range(40))
+        + f". The team in city {i} measured value {i * 7}."
+        for i in range(n)
+    ]
 
 
 def hipporag_texts(n: int = 10) -> list[str]:
     """``n`` passages, each naming three places (the stub's entities) with a measured value."""
-    return [f"{PLACES[i % 10]} trades with {PLACES[(i + 3) % 10]} and {PLACES[(i + 7) % 10]}. The market there measured value {i * 7}."
-            for i in range(n)]  # fmt: skip
+    return [
+        f"{PLACES[i % 10]} trades with {PLACES[(i + 3) % 10]} and {PLACES[(i + 7) % 10]}. The "
+        f"market there measured value {i * 7}."
+        for i in range(n)
+    ]
 
 
 def is_map_call(request: dict[str, Any]) -> bool:
@@ -128,7 +139,8 @@ class Stub:
 
 @pytest.fixture(scope="module")
 def server():
-    """One stub for the module (the embedder reads its address from the environment once per process)."""
+    """One stub for the module (the embedder reads its address from the environment once
+    per process)."""
     stub = Stub()
     saved = {k: os.environ.get(k) for k in ("OPENAI_BASE_URL", "OPENAI_API_KEY")}
     with RecordingServer(stub) as s:
@@ -151,7 +163,7 @@ def map_bodies(server: RecordingServer, since: int = 0) -> list[str]:
     return [body(r) for r in server.requests[since:] if is_map_call(r)]
 
 
-# -- the child process ------------------------------------------------------------------------------
+# -- the child process -----------------------------------------------------------------------------
 CHILD = r"""
 import contextlib, json, os, signal, sys, time
 from pathlib import Path
@@ -166,7 +178,8 @@ if job["kill"] == "clustering":  # layer 2's clustering: say so, then wait for t
             time.sleep(600)
         return real_cluster(*args, **kwargs)
     tree.cluster_nodes = cluster_nodes
-if job["kill"] == "writing":  # half of the first write to the named file reaches the disk, then SIGKILL
+# half of the first write to the named file reaches the disk, then SIGKILL
+if job["kill"] == "writing":
     from longctx.retrieval.checksums import Checksums
     real_open = Checksums.open
     class Torn:
@@ -187,7 +200,8 @@ from longctx import answer, make_chat_model
 from longctx.retrieval import Corpus
 llm = make_chat_model("openai:gpt-3.5-turbo", base_url=job["url"], max_retries=0)
 corpus = Corpus.from_texts(job["texts"], titles=job["titles"])
-answer(corpus, job["question"], strategy=job["strategy"], llm=llm, cache_dir=job["cache"], **job["options"])
+answer(corpus, job["question"], strategy=job["strategy"], llm=llm, cache_dir=job["cache"],
+       **job["options"])
 """
 
 
@@ -230,9 +244,25 @@ def lines(paths: list[Path]) -> int:
     return sum(p.read_bytes().count(b"\n") for p in paths if p.exists())
 
 
-def job(server: RecordingServer, strategy: str, texts: list[str], cache: Path, options: dict[str, Any], **kill: str) -> dict[str, Any]:  # fmt: skip
-    return {"url": server.url, "strategy": strategy, "texts": texts, "titles": [f"d{i}" for i in range(len(texts))],
-            "question": QUESTION, "cache": str(cache), "options": options, "kill": None, **kill}  # fmt: skip
+def job(
+    server: RecordingServer,
+    strategy: str,
+    texts: list[str],
+    cache: Path,
+    options: dict[str, Any],
+    **kill: str,
+) -> dict[str, Any]:
+    return {
+        "url": server.url,
+        "strategy": strategy,
+        "texts": texts,
+        "titles": [f"d{i}" for i in range(len(texts))],
+        "question": QUESTION,
+        "cache": str(cache),
+        "options": options,
+        "kill": None,
+        **kill,
+    }
 
 
 QUESTION = "What did the team in city 2 measure?"
@@ -240,7 +270,9 @@ RAPTOR_OPTIONS = {**EMBEDDER, "reduction_dimension": 2, "num_layers": 2, "concur
 HIPPORAG_OPTIONS = {**EMBEDDER, "concurrency": 2}
 
 
-def ask(server: RecordingServer, strategy: str, texts: list[str], cache: Path, options: dict[str, Any]) -> Any:  # fmt: skip
+def ask(
+    server: RecordingServer, strategy: str, texts: list[str], cache: Path, options: dict[str, Any]
+) -> Any:
     """One answer in this process (nothing held in memory: what is on disk decides)."""
     raptor_graph._TREES.clear()
     forget_graphs()
@@ -254,7 +286,8 @@ def step(a: Any, node: str) -> dict[str, Any]:
 
 
 def tree_files(cache: Path) -> tuple[dict[str, Any], np.ndarray]:
-    """The stored tree (but what its build paid: summaries asked or reused, texts embedded) and its embeddings."""
+    """The stored tree (but what its build paid: summaries asked or reused, texts embedded) and
+    its embeddings."""
     (folder,) = (
         f for f in cache.glob("raptor/*") if f.name != "summaries"
     )  # the tree's; the log is shared
@@ -267,7 +300,8 @@ def tree_files(cache: Path) -> tuple[dict[str, Any], np.ndarray]:
 
 
 def graph_files(cache: Path) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
-    """The stored graph (but what its build paid: OpenIE calls asked, texts embedded) and its two vector files."""
+    """The stored graph (but what its build paid: OpenIE calls asked, texts embedded) and its two
+    vector files."""
     (folder,) = cache.glob("hipporag/graphs/*")
     data = json.loads((folder / "graph.json").read_text())
     for paid in ("openie_calls_asked", "embedded", "embeddings_reused"):
@@ -276,16 +310,26 @@ def graph_files(cache: Path) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
 
 
 def resumed_without_repeats(server: RecordingServer, since: int, answered: list[str]) -> list[str]:
-    """The map requests sent since request ``since``, none of them one the stub had answered before."""
+    """The map requests sent since request ``since``, none of them one the stub had
+    answered before."""
     sent = map_bodies(server, since)
     assert not set(sent) & set(answered), "a finished call was asked again"
     return sent
 
 
-def killed_in_the_map(server, tmp_path: Path, strategy: str, texts: list[str], cache: Path, options: dict,
-                      logged: Callable[[], list[Path]], n: int, what: str) -> list[str]:  # fmt: skip
-    """A child process building ``strategy`` into ``cache``, killed with SIGKILL once ``n`` map calls
-    were answered and logged (in ``logged()``'s files) and the next ones held at the stub: the
+def killed_in_the_map(
+    server,
+    tmp_path: Path,
+    strategy: str,
+    texts: list[str],
+    cache: Path,
+    options: dict,
+    logged: Callable[[], list[Path]],
+    n: int,
+    what: str,
+) -> list[str]:
+    """A child process building ``strategy`` into ``cache``, killed with SIGKILL once ``n`` map
+    calls were answered and logged (in ``logged()``'s files) and the next ones held at the stub: the
     bodies answered, exactly ``n``."""
     stub = server.stub
     stub.answered.clear()
@@ -299,9 +343,12 @@ def killed_in_the_map(server, tmp_path: Path, strategy: str, texts: list[str], c
     return answered
 
 
-# -- kills ---------------------------------------------------------------------------------------------
-@pytest.mark.slow  # four builds, three in child processes each compiling UMAP (numba): 273 s at load 11 on 2 cores
-def test_a_raptor_build_killed_in_the_map_in_clustering_and_in_writing_resumes_asking_no_answered_call(server, tmp_path):  # fmt: skip
+# -- kills -----------------------------------------------------------------------------------------
+# four builds, three in child processes each compiling UMAP (numba): 273 s at load 11 on 2 cores
+@pytest.mark.slow
+def test_a_raptor_build_killed_in_the_map_clustering_and_writing_resumes_asking_no_answered_call(
+    server, tmp_path
+):
     stub, texts = server.stub, raptor_texts()
     stub.answered.clear()
     reference = ask(server, "raptor", texts, tmp_path / "reference", RAPTOR_OPTIONS)
@@ -313,11 +360,17 @@ def test_a_raptor_build_killed_in_the_map_in_clustering_and_in_writing_resumes_a
     cache = tmp_path / "killed"
     summaries = lambda: list(cache.glob("raptor/summaries/*.jsonl"))  # noqa: E731
     # (a) in the map: 5 summaries answered, the next ones held at the stub, then SIGKILL
-    answered = killed_in_the_map(server, tmp_path, "raptor", texts, cache, RAPTOR_OPTIONS, summaries, 5, "5 summaries")  # fmt: skip
+    answered = killed_in_the_map(
+        server, tmp_path, "raptor", texts, cache, RAPTOR_OPTIONS, summaries, 5, "5 summaries"
+    )
     assert not list(cache.glob("raptor/*/meta.json"))
     # (b) a fresh process resumes the map, then is killed while it clusters layer 2
     since, marker = len(server.requests), tmp_path / "clustering"
-    child = start_child(tmp_path, "clustering", job(server, "raptor", texts, cache, RAPTOR_OPTIONS, kill="clustering", marker=str(marker)))  # fmt: skip
+    child = start_child(
+        tmp_path,
+        "clustering",
+        job(server, "raptor", texts, cache, RAPTOR_OPTIONS, kill="clustering", marker=str(marker)),
+    )
     wait_for(marker.exists, child, tmp_path / "clustering.log", "layer 2's clustering")
     assert killed(child) == -signal.SIGKILL
     layer1 = resumed_without_repeats(server, since, answered)
@@ -326,14 +379,19 @@ def test_a_raptor_build_killed_in_the_map_in_clustering_and_in_writing_resumes_a
     assert lines(summaries()) == len(answered)
     # (c) a fresh process asks layer 2's summaries, then dies with tree.json half written
     since = len(server.requests)
-    child = start_child(tmp_path, "writing", job(server, "raptor", texts, cache, RAPTOR_OPTIONS, kill="writing", torn="tree.json"))  # fmt: skip
+    child = start_child(
+        tmp_path,
+        "writing",
+        job(server, "raptor", texts, cache, RAPTOR_OPTIONS, kill="writing", torn="tree.json"),
+    )
     assert child.wait(400) == -signal.SIGKILL, (tmp_path / "writing.log").read_text()[-3000:]
     layer2 = resumed_without_repeats(server, since, answered)
     assert len(layer2) == step(reference, "build_tree")["nodes_per_layer"][2]
     (torn,) = cache.glob("raptor/*/tree.json")
     # never trusted: no meta.json
     assert not list(cache.glob("raptor/*/meta.json")) and 0 < torn.stat().st_size
-    # the next answer builds from the log alone: no summary asked, the tree and the retrieval the reference's
+    # the next answer builds from the log alone: no summary asked, the tree and the retrieval
+    # the reference's
     since, answered = len(server.requests), list(stub.answered)
     final = ask(server, "raptor", texts, cache, RAPTOR_OPTIONS)
     assert not map_bodies(server, since) and final.usage.index_llm_calls == 0
@@ -356,7 +414,9 @@ def test_a_raptor_build_killed_in_the_map_in_clustering_and_in_writing_resumes_a
     assert from_disk.usage.index_seconds == from_memory.usage.index_seconds == 0
 
 
-def test_a_hipporag_build_killed_in_the_openie_map_and_in_writing_resumes_asking_no_answered_call(server, tmp_path):  # fmt: skip
+def test_a_hipporag_build_killed_in_openie_and_in_writing_resumes_asking_no_answered_call(
+    server, tmp_path
+):
     stub, texts = server.stub, hipporag_texts()
     stub.answered.clear()
     reference = ask(server, "hipporag", texts, tmp_path / "reference", HIPPORAG_OPTIONS)
@@ -365,17 +425,24 @@ def test_a_hipporag_build_killed_in_the_openie_map_and_in_writing_resumes_asking
     cache = tmp_path / "killed"
     logs = lambda: list(cache.glob("hipporag/openie/records/*/*/records.jsonl"))  # noqa: E731
     # (a) in the OpenIE map: 7 calls answered, the next ones held at the stub, then SIGKILL
-    answered = killed_in_the_map(server, tmp_path, "hipporag", texts, cache, HIPPORAG_OPTIONS, logs, 7, "7 OpenIE calls")  # fmt: skip
+    answered = killed_in_the_map(
+        server, tmp_path, "hipporag", texts, cache, HIPPORAG_OPTIONS, logs, 7, "7 OpenIE calls"
+    )
     assert not list(cache.glob("hipporag/graphs/*/meta.json"))
     # (b) a fresh process resumes the map, then dies with facts.npy half written
     since = len(server.requests)
-    child = start_child(tmp_path, "writing", job(server, "hipporag", texts, cache, HIPPORAG_OPTIONS, kill="writing", torn="facts.npy"))  # fmt: skip
+    child = start_child(
+        tmp_path,
+        "writing",
+        job(server, "hipporag", texts, cache, HIPPORAG_OPTIONS, kill="writing", torn="facts.npy"),
+    )
     assert child.wait(400) == -signal.SIGKILL, (tmp_path / "writing.log").read_text()[-3000:]
     assert len(resumed_without_repeats(server, since, answered)) == 2 * len(texts) - 7
     (folder,) = cache.glob("hipporag/graphs/*")
     assert (folder / "graph.json").exists() and (folder / "facts.npy").exists()
     assert not (folder / "meta.json").exists()  # the torn graph is never trusted
-    # the next answer builds from the logs alone: no OpenIE call, the graph and the ranking the reference's
+    # the next answer builds from the logs alone: no OpenIE call, the graph and the ranking
+    # the reference's
     since, answered = len(server.requests), list(stub.answered)
     final = ask(server, "hipporag", texts, cache, HIPPORAG_OPTIONS)
     assert not map_bodies(server, since) and final.usage.index_llm_calls == 0
@@ -432,14 +499,24 @@ def corrupted_and_rebuilt(
 
 
 @pytest.mark.slow  # five RAPTOR builds (UMAP) in this process: 66 s at load 11 on 2 cores
-def test_each_raptor_file_corrupted_is_named_and_rebuilt_and_a_torn_summary_log_asks_only_its_torn_line(server, tmp_path, caplog):  # fmt: skip
+def test_corrupt_raptor_files_are_named_and_rebuilt_a_torn_summary_log_asks_its_torn_line(
+    server, tmp_path, caplog
+):
     caplog.set_level(logging.WARNING)
     texts, cache = raptor_texts(), tmp_path
     first = ask(server, "raptor", texts, cache, RAPTOR_OPTIONS)
     (folder,) = (
         f for f in cache.glob("raptor/*") if f.name != "summaries"
     )  # the tree's; the log is shared
-    again = corrupted_and_rebuilt(server, "raptor", texts, cache, RAPTOR_OPTIONS, [folder / "tree.json", folder / "embeddings.npy"], caplog)  # fmt: skip
+    again = corrupted_and_rebuilt(
+        server,
+        "raptor",
+        texts,
+        cache,
+        RAPTOR_OPTIONS,
+        [folder / "tree.json", folder / "embeddings.npy"],
+        caplog,
+    )
     assert all(step(a, "retrieve")["nodes"] == step(first, "retrieve")["nodes"] for a in again)
     # the log cut mid-line: the torn summary is asked again, once; the ones before it never
     (log_path,) = cache.glob("raptor/summaries/*.jsonl")
@@ -458,7 +535,9 @@ def test_each_raptor_file_corrupted_is_named_and_rebuilt_and_a_torn_summary_log_
     assert step(after, "retrieve")["nodes"] == step(first, "retrieve")["nodes"]
 
 
-def test_each_hipporag_file_corrupted_is_named_and_rebuilt_and_a_torn_openie_log_asks_only_its_torn_line(server, tmp_path, caplog):  # fmt: skip
+def test_corrupt_hipporag_files_are_named_and_rebuilt_a_torn_openie_log_asks_its_torn_line(
+    server, tmp_path, caplog
+):
     caplog.set_level(logging.WARNING)
     texts, cache = hipporag_texts(), tmp_path
     first = ask(server, "hipporag", texts, cache, HIPPORAG_OPTIONS)

@@ -19,9 +19,11 @@ from longctx.graphs.structured.mapping import extraction_model
 from longctx.retrieval import Corpus
 from tests.recording_server import RecordingServer
 
-DOCS = ["Radio City is India's first private FM radio station, started in Bangalore.",
-        "Bangalore is a city in India with many radio stations.",
-        "Oslo is the capital of Norway."]  # fmt: skip
+DOCS = [
+    "Radio City is India's first private FM radio station, started in Bangalore.",
+    "Bangalore is a city in India with many radio stations.",
+    "Oslo is the capital of Norway.",
+]
 
 
 def _reply(request: dict) -> str:
@@ -68,9 +70,13 @@ def test_hipporag_on_another_port_asks_no_index_call_again(tmp_path):
             result = answer(corpus, question, strategy="hipporag", llm=llm, cache_dir=tmp_path)
             index_calls.append(result.usage.index_llm_calls)
             assert result.usage.llm_calls - result.usage.index_llm_calls == len(
-                [r for r in server.requests if "RDF" not in r["messages"][0]["content"]
-                 and "named entities" not in r["messages"][0]["content"]]
-            )  # fmt: skip
+                [
+                    r
+                    for r in server.requests
+                    if "RDF" not in r["messages"][0]["content"]
+                    and "named entities" not in r["messages"][0]["content"]
+                ]
+            )
     forget_graphs()
     assert index_calls == [2 * len(DOCS), 0, 0]
     assert len(b.requests) == len(c.requests) < len(a.requests)

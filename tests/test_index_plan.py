@@ -1,6 +1,7 @@
-"""The plan before a run gives index time apart from question time: ``longctx.agents.estimate`` (the bounds) and the
-run plan (the typical counts) show what a strategy builds once per corpus, as its cost model declares it,
-and the index calls they plan are the ones a run then counts in ``Usage.index_*``."""
+"""The plan before a run gives index time apart from question time: ``longctx.agents.estimate`` (the
+bounds) and the run plan (the typical counts) show what a strategy builds once per corpus, as its
+cost model declares it, and the index calls they plan are the ones a run then counts
+in ``Usage.index_*``."""
 
 from __future__ import annotations
 
@@ -69,8 +70,8 @@ def test_the_run_plan_prints_structureds_extraction_apart_from_its_questions():
     text = describe_plan([plan + plan], "m", None)  # two corpora: each builds its own
     assert "structured: 8 question(s), ~22 calls" in text
     assert (
-        "of which at index time, once per corpus and reused by later questions (nothing when cached): ~6 calls"
-        in text
+        "of which at index time, once per corpus and reused by later questions (nothing when "
+        "cached): ~6 calls" in text
     )
     assert "at question time ~16 calls" in text
 
@@ -112,8 +113,24 @@ def test_raptors_tree_is_index_time_and_a_strategy_that_builds_nothing_plans_non
 
 def test_an_index_part_larger_than_its_whole_is_refused():
     with pytest.raises(ValueError, match="index-time part"):
-        CostPlan(strategy="s", questions=1, calls=1, max_calls=1, prompt_tokens=10, max_prompt_tokens=10, completion_tokens=5, formula="f",
-                 index=IndexWork(what="w", calls=2, max_calls=2, prompt_tokens=0, max_prompt_tokens=0, completion_tokens=0))  # fmt: skip
+        CostPlan(
+            strategy="s",
+            questions=1,
+            calls=1,
+            max_calls=1,
+            prompt_tokens=10,
+            max_prompt_tokens=10,
+            completion_tokens=5,
+            formula="f",
+            index=IndexWork(
+                what="w",
+                calls=2,
+                max_calls=2,
+                prompt_tokens=0,
+                max_prompt_tokens=0,
+                completion_tokens=0,
+            ),
+        )
     with pytest.raises(ValueError, match="index-time part"):
         ExpectedCost(Calls(1, 10, 1), once=Calls(1, 10, 1), index=Calls(2, 10, 1))
 

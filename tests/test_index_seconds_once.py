@@ -25,8 +25,8 @@ QUESTIONS = ["Where is site 1?", "What is the code of site 2?"]
 
 
 class CountedClock:
-    """``time`` for the build-wait meter: the run path's virtual clock, counting its reads, so a build can
-    wait until another caller has read it to time its wait for the lock."""
+    """``time`` for the build-wait meter: the run path's virtual clock, counting its reads, so a
+    build can wait until another caller has read it to time its wait for the lock."""
 
     def __init__(self, clock: VirtualClock) -> None:
         self.clock = clock
@@ -60,9 +60,9 @@ def clocks(monkeypatch):
 def _slow_build(
     monkeypatch, run_clock: VirtualClock, wait_clock: CountedClock, *, waiter: bool
 ) -> None:
-    """The real BM25 build, taking BUILD_SECONDS of the virtual clock; with ``waiter``, it starts once
-    the other question has read the clock to time its wait for the lock (the builder read it twice:
-    before and after taking the lock)."""
+    """The real BM25 build, taking BUILD_SECONDS of the virtual clock; with ``waiter``, it starts
+    once the other question has read the clock to time its wait for the lock (the builder read it
+    twice: before and after taking the lock)."""
 
     def build(*args, **kwargs):
         if waiter:
@@ -96,7 +96,8 @@ def test_a_build_waited_for_is_counted_once_as_when_the_questions_are_asked_toge
 ):
     run_clock, wait_clock = clocks
     llm = ScriptedChatModel(reply_fn=lambda prompt: "town 1")
-    # default: a unit per question, both at once; one builds, the other waits at the lock and loads it
+    # default: a unit per question, both at once; one builds, the other waits at the lock and
+    # loads it
     _slow_build(monkeypatch, run_clock, wait_clock, waiter=True)
     corpus = _corpus()
     STRATEGIES.get(
@@ -117,7 +118,8 @@ def test_a_build_waited_for_is_counted_once_as_when_the_questions_are_asked_toge
     assert index == pytest.approx([0.0, BUILD_SECONDS]) and queued == pytest.approx(
         [0.0, BUILD_SECONDS]
     )
-    # --inject-once: both questions in one call over another corpus; the index built once, shared out
+    # --inject-once: both questions in one call over another corpus; the index built once,
+    # shared out
     run_clock.now = 0.0
     _slow_build(monkeypatch, run_clock, wait_clock, waiter=False)
     together = answer_many(_corpus(), QUESTIONS, strategy="rag", llm=llm, top_k=1)

@@ -87,7 +87,8 @@ def held_graphs() -> list[str]:
 def test_replies_that_ignore_max_tokens_are_cut_with_a_warning_and_the_build_says_so(
     tmp_path, caplog
 ):
-    # openie_max_tokens=64: a reply holds at most 64 * 16 = 1,024 characters and 64 // 4 = 16 triples
+    # openie_max_tokens=64: a reply holds at most 64 * 16 = 1,024 characters and 64 // 4 =
+    # 16 triples
     flood = json.dumps({"triples": [[f"alpha{i}", "links", f"beta{i}"] for i in range(20_000)]})
     thirty = json.dumps({"triples": [[f"a{i}", "r", f"b{i}"] for i in range(30)]})  # 601 characters
 

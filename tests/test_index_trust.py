@@ -1,4 +1,5 @@
-"""Index cache you can trust: one builder per key (threads and processes), corrupt indexes rebuilt."""
+"""Index cache you can trust: one builder per key (threads and processes), corrupt
+indexes rebuilt."""
 
 import logging
 import os

@@ -20,8 +20,15 @@ from tests.test_structured import SCHEMA, scripted, small_corpus
 
 def test_structured_extraction_is_index_time_on_the_first_answer_only(tmp_path):
     llm = scripted(["SELECT company, revenue FROM facts ORDER BY company"] * 2)
-    first, second = answer_many(small_corpus(), ["Revenue of each company?", "And again: revenue of each company?"],
-                                strategy="structured", llm=llm, cache_dir=tmp_path, schema=SCHEMA, concurrency=1)  # fmt: skip
+    first, second = answer_many(
+        small_corpus(),
+        ["Revenue of each company?", "And again: revenue of each company?"],
+        strategy="structured",
+        llm=llm,
+        cache_dir=tmp_path,
+        schema=SCHEMA,
+        concurrency=1,
+    )
     extractions = [c for c in llm.calls if c["prompt"].startswith("Extract rows")]
     assert len(extractions) == 3  # three documents, read once
     u = first.usage
@@ -40,8 +47,15 @@ def test_structured_extraction_is_index_time_on_the_first_answer_only(tmp_path):
 
 def test_index_usage_reaches_rows_summary_and_priced_report(tmp_path):
     llm = scripted(["SELECT company, revenue FROM facts ORDER BY company"] * 2)
-    answers = answer_many(small_corpus(), ["Revenue of each company?", "And again: revenue of each company?"],
-                          strategy="structured", llm=llm, cache_dir=tmp_path, schema=SCHEMA, concurrency=1)  # fmt: skip
+    answers = answer_many(
+        small_corpus(),
+        ["Revenue of each company?", "And again: revenue of each company?"],
+        strategy="structured",
+        llm=llm,
+        cache_dir=tmp_path,
+        schema=SCHEMA,
+        concurrency=1,
+    )
     base = {
         "sample_id": "s",
         "benchmark": "own",
@@ -82,8 +96,20 @@ def test_index_usage_reaches_rows_summary_and_priced_report(tmp_path):
 
 
 def test_a_row_with_a_corrupt_index_count_is_refused():
-    row = {"sample_id": "a", "strategy": "s", "status": "ok", "corpus_tokens": 1, "prediction": "x", "seconds": 0.1,
-           "usage": {"llm_calls": 1, "prompt_tokens": 1, "completion_tokens": 1, "index_llm_calls": -1}}  # fmt: skip
+    row = {
+        "sample_id": "a",
+        "strategy": "s",
+        "status": "ok",
+        "corpus_tokens": 1,
+        "prediction": "x",
+        "seconds": 0.1,
+        "usage": {
+            "llm_calls": 1,
+            "prompt_tokens": 1,
+            "completion_tokens": 1,
+            "index_llm_calls": -1,
+        },
+    }
     assert "index_llm_calls" in (row_problem(row) or "")
 
 

@@ -1,4 +1,5 @@
-"""Inject once, ask many: a run groups a context's questions per strategy, and the report splits cost per context and per question."""
+"""Inject once, ask many: a run groups a context's questions per strategy, and the report splits
+cost per context and per question."""
 
 from __future__ import annotations
 
@@ -51,8 +52,15 @@ def test_rag_builds_its_index_once_per_context_when_injected_once(
 
     monkeypatch.setattr(RunSetup, "build_index", counted)
     llm = ScriptedChatModel(reply_fn=lambda prompt: "Town-78")
-    cfg = RunConfig(benchmark="memoryagentbench", strategies=("rag",), data_path=str(DATA), datasets=SUBSETS, llm_cache=False,
-                    concurrency=1, inject_once=inject_once)  # fmt: skip
+    cfg = RunConfig(
+        benchmark="memoryagentbench",
+        strategies=("rag",),
+        data_path=str(DATA),
+        datasets=SUBSETS,
+        llm_cache=False,
+        concurrency=1,
+        inject_once=inject_once,
+    )
     run_experiment(cfg, tmp_path, llm=llm, show_progress=False)
     assert len(calls) == builds and len(set(calls)) == 2
     rows = read_rows(tmp_path)
@@ -65,8 +73,14 @@ def test_rag_builds_its_index_once_per_context_when_injected_once(
 
 def test_report_shows_cost_per_context_and_per_question(tmp_path):
     llm = ScriptedChatModel(reply_fn=lambda prompt: "Answer: Town-78")
-    cfg = RunConfig(benchmark="memoryagentbench", strategies=("rag", "full_context"), data_path=str(DATA), datasets=SUBSETS, llm_cache=False,
-                    inject_once=True)  # fmt: skip
+    cfg = RunConfig(
+        benchmark="memoryagentbench",
+        strategies=("rag", "full_context"),
+        data_path=str(DATA),
+        datasets=SUBSETS,
+        llm_cache=False,
+        inject_once=True,
+    )
     run_experiment(cfg, tmp_path, llm=llm, show_progress=False)
     result = build_report(tmp_path, plots=False, html=False)
     table = {r["strategy"]: r for r in result["per_context"]}
@@ -95,8 +109,13 @@ def test_cost_split_arithmetic_and_the_shapes_without_a_table():
     rows.append({"status": "failed", "corpus": "b", "seconds": 9.0})
     cost = context_costs("rag", rows)
     assert cost is not None
-    assert (cost["contexts"], cost["questions"], cost["index_seconds_per_context"], cost["seconds_per_question"], cost["seconds_per_question_all_in"]) == (
-        2, 3, 3.0, 1.0, 3.0)  # fmt: skip
+    assert (
+        cost["contexts"],
+        cost["questions"],
+        cost["index_seconds_per_context"],
+        cost["seconds_per_question"],
+        cost["seconds_per_question_all_in"],
+    ) == (2, 3, 3.0, 1.0, 3.0)
     assert context_costs("rag", []) is None
     one_each = {"rag": {"rows": [{"status": "ok", "corpus": c, "seconds": 1.0} for c in "abc"]}}
     assert per_context_table(one_each) == []  # a question per context: nothing shared, no table

@@ -1,5 +1,6 @@
 """longctx inside LangChain: a corpus as a retriever in an LCEL chain, ``answer`` as a Runnable
-and as a tool in a LangChain agent (``create_agent``), against a real local OpenAI-compatible server (recording)."""
+and as a tool in a LangChain agent (``create_agent``), against a real local OpenAI-compatible
+server (recording)."""
 
 from __future__ import annotations
 
@@ -139,7 +140,8 @@ def test_answer_as_a_runnable_in_a_chain_sync_and_async(corpus, tmp_path, monkey
 
 
 def readme_agent() -> Callable[..., Any]:
-    """The agent factory the README names for ``as_tool`` (the dotted path in that line's comment), imported."""
+    """The agent factory the README names for ``as_tool`` (the dotted path in that line's
+    comment), imported."""
     line = next(
         text for text in (ROOT / "README.md").read_text().splitlines() if "as_tool(corpus" in text
     )
@@ -159,8 +161,17 @@ def test_answer_as_a_tool_in_the_readmes_agent(corpus, tmp_path, monkeypatch):
     def agent_brain(prompt: str, tools):
         if "7421" in prompt:  # the tool's result is in the conversation: answer
             return AIMessage(content="The vault code is 7421.")
-        return AIMessage(content="", tool_calls=[{"name": "ask_reports", "args": {"question": "What is the secret code of the museum vault?"},
-                                                  "id": "call_1", "type": "tool_call"}])  # fmt: skip
+        return AIMessage(
+            content="",
+            tool_calls=[
+                {
+                    "name": "ask_reports",
+                    "args": {"question": "What is the secret code of the museum vault?"},
+                    "id": "call_1",
+                    "type": "tool_call",
+                }
+            ],
+        )
 
     with RecordingServer(vault_reply) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)

@@ -1,4 +1,5 @@
-"""Ctrl-C stops ``longctx run`` (#31 item 1): a real subprocess, a real SIGINT, a stub server mid-run."""
+"""Ctrl-C stops ``longctx run`` (#31 item 1): a real subprocess, a real SIGINT, a stub
+server mid-run."""
 
 from __future__ import annotations
 
@@ -167,7 +168,8 @@ def test_calls_in_flight_do_not_hold_the_exit_and_a_second_sigint_exits_at_once(
 @pytest.mark.slow
 def test_sigint_prints_no_callback_warning_for_the_calls_it_refuses(tmp_path):
     """MemAgent's next chunk starts calls after Ctrl-C: the guard refuses each, and LangChain's
-    "Error in CancelGuard.on_chat_model_start callback: RunCancelled" warning is not printed for them."""
+    "Error in CancelGuard.on_chat_model_start callback: RunCancelled" warning is not printed
+    for them."""
     with stub_server(latency=1.0, reply_tokens=5) as url:
         proc = _start(
             tmp_path,

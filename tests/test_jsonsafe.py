@@ -116,14 +116,16 @@ def test_a_value_nested_too_deep_is_cut_at_the_depth_limit():
 
 
 def _self_referencing():
-    """``c = []; c += [c, c]``: a list holding itself twice (issue #35, 14: it hung a run, memory growing)."""
+    """``c = []; c += [c, c]``: a list holding itself twice (issue #35, 14: it hung a run,
+    memory growing)."""
     loop: list = []
     loop += [loop, loop]
     return loop
 
 
 def _shared_22_levels():
-    """22 lists, each holding the one below twice: four million leaves (issue #35, 14: 44 s and 1.6 GB)."""
+    """22 lists, each holding the one below twice: four million leaves (issue #35, 14: 44 s and
+    1.6 GB)."""
     shared: Any = "leaf"
     for _ in range(22):
         shared = [shared, shared]

@@ -41,7 +41,8 @@ def pair(url: str, model: str = "rec", **options):
 
 
 def as_we_send(body: dict) -> dict:
-    """ChatOpenAI's body with its budget under ``max_tokens``, the one field ours sends differently."""
+    """ChatOpenAI's body with its budget under ``max_tokens``, the one field ours
+    sends differently."""
     body = dict(body)
     if "max_completion_tokens" in body:
         body["max_tokens"] = body.pop("max_completion_tokens")
@@ -128,7 +129,8 @@ def test_tool_calls_parse_the_same(function, choice):
 def test_streaming_keeps_chatopenai_path():
     with RecordingServer(lambda request: "streamed") as server:
         ours, _ = pair(server.url)
-        # the request goes out as a stream (ChatOpenAI's own path) and the server's events are read back
+        # the request goes out as a stream (ChatOpenAI's own path) and the server's events are
+        # read back
         streamed = "".join(str(chunk.content) for chunk in ours.stream("Hi"))
     assert server.requests and server.requests[0].get("stream") is True
     assert streamed == "streamed"

@@ -1,4 +1,5 @@
-"""MemAgent graph logic with a scripted chat model: overwrite, budget, call count, resume, batching."""
+"""MemAgent graph logic with a scripted chat model: overwrite, budget, call count,
+resume, batching."""
 
 import math
 import os
@@ -42,7 +43,8 @@ def section_in(prompt: str) -> str:
 
 
 def echo_model(**kw) -> ScriptedChatModel:
-    """Replies "mem after <first words of the section>" to updates and a fixed answer to the final call."""
+    """Replies "mem after <first words of the section>" to updates and a fixed answer to the
+    final call."""
 
     def reply(prompt: str) -> str:
         if prompt.endswith("Updated memory:\n"):
@@ -59,9 +61,10 @@ def test_templates_are_the_official_ones():
     )
     final = FINAL_TEMPLATE.format(instruction=DEFAULT_FINAL_INSTRUCTION, prompt="P", memory="M")
     assert final == (
-        "You are presented with a problem and a previous memory. Please answer the problem based on the previous "
-        'memory and format your response as follows "Therefore, the answer is (insert answer here)".\n\n'
-        "<problem> \nP\n</problem>\n\n<memory>\nM\n</memory>\n\nYour answer:\n"
+        "You are presented with a problem and a previous memory. Please answer the problem based "
+        'on the previous memory and format your response as follows "Therefore, the answer is '
+        '(insert answer here)".\n\n<problem> \nP\n</problem>\n\n<memory>\nM\n</memory>\n\n'
+        "Your answer:\n"
     )
 
 
@@ -159,13 +162,15 @@ def test_benchmark_instruction_replaces_the_default_final_format():
     q = Question(
         text="Pick one",
         choices={"A": "x", "B": "y"},
-        instruction='Format your response as follows: "The correct answer is (insert answer here)".',
+        instruction=(
+            'Format your response as follows: "The correct answer is (insert answer here)".'
+        ),
     )
     result = answer(corpus_of([100]), q, strategy="memagent", llm=llm, resume=False)
     final = llm.calls[-1]["prompt"]
     assert final.startswith(
-        "You are presented with a problem and a previous memory. Please answer the problem based on the previous memory. "
-        'Format your response as follows: "The correct answer is'
+        "You are presented with a problem and a previous memory. Please answer the problem based "
+        'on the previous memory. Format your response as follows: "The correct answer is'
     )
     assert "Pick one\nChoices:\n(A) x\n(B) y" in final
     assert (
@@ -244,8 +249,11 @@ def test_resume_after_the_process_is_killed(tmp_path):
                 f.write(json.dumps(calls[-1][:30]) + "\\n")
             if len(calls) == kill_at:
                 os.kill(os.getpid(), signal.SIGKILL)
-            return "Therefore, the answer is 42." if calls[-1] == "FINAL" else "mem " + calls[-1][:10]
-        r = answer(corpus_of([26000]), "q", strategy="memagent", llm=ScriptedChatModel(reply_fn=reply), show_progress=False)
+            if calls[-1] == "FINAL":
+                return "Therefore, the answer is 42."
+            return "mem " + calls[-1][:10]
+        llm = ScriptedChatModel(reply_fn=reply)
+        r = answer(corpus_of([26000]), "q", strategy="memagent", llm=llm, show_progress=False)
         print(r.usage.run_llm_calls, r.usage.llm_calls, r.answer)
         """
     )

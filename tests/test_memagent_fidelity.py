@@ -1,4 +1,5 @@
-"""MemAgent against its official evaluation, round 3: the exported reply, the run key, the windows and the sampling.
+"""MemAgent against its official evaluation, round 3: the exported reply, the run key, the windows
+and the sampling.
 
 The official side is written here from BytedTsinghua-SIA/MemAgent's ``taskutils/memory_eval``
 (``ruler_hqa.py`` ``get_pred``, ``utils/recurrent.py`` ``async_query_llm``) and THUDM/LongBench's
@@ -42,7 +43,7 @@ def _is_update(request: dict) -> bool:
     return prompt_of(request).endswith("Updated memory:\n")
 
 
-# -- item 6: RULER-HotpotQA with the paper preset: the official scorer reads the whole reply ---------------------
+# -- item 6: RULER-HotpotQA with the paper preset: the official scorer reads the whole reply -------
 def _ruler_reply(request: dict) -> str:
     if _is_update(request):
         return "notes"
@@ -53,11 +54,12 @@ def _ruler_reply(request: dict) -> str:
     )
 
 
-def test_paper_preset_on_ruler_hqa_exports_and_reports_the_official_score_of_the_whole_reply(
+def test_paper_preset_on_ruler_hqa_exports_and_reports_the_official_score_of_whole_replies(
     tmp_path, monkeypatch
 ):
-    """``ruler_hqa.py`` extracts after "the answer is" itself: the export's ``response`` is the whole reply
-    (66.67, as the official loop scores these replies), not the extraction ``Paris``-style that it scores 0."""
+    """``ruler_hqa.py`` extracts after "the answer is" itself: the export's ``response`` is the
+    whole reply (66.67, as the official loop scores these replies), not the extraction
+    ``Paris``-style that it scores 0."""
     monkeypatch.setenv("LONGCTX_CACHE_DIR", str(tmp_path / "cache"))
     run = tmp_path / "run"
     with RecordingServer(_ruler_reply) as server:
@@ -82,8 +84,10 @@ def test_paper_preset_on_ruler_hqa_exports_and_reports_the_official_score_of_the
     ]
     # official: response = output.strip(); pred = extract_answer(response); judge_sub_em over pred
     assert sorted((x["response"], x["pred"], x["judge_sub_em"]) for x in lines) == [
-        ("Therefore, the answer is London.", "London", 1.0), ("Therefore, the answer is London.", "London", 1.0),
-        ("Therefore, the answer is yes.", "yes", 0.0)]  # fmt: skip
+        ("Therefore, the answer is London.", "London", 1.0),
+        ("Therefore, the answer is London.", "London", 1.0),
+        ("Therefore, the answer is yes.", "yes", 0.0),
+    ]
     _, _, per_strategy = score_run(run)
     official = per_strategy["memagent"]["official"]
     assert (
@@ -93,12 +97,13 @@ def test_paper_preset_on_ruler_hqa_exports_and_reports_the_official_score_of_the
     assert official["overall"] == 66.67 and official["n_without_answer_phrase"] == 0
 
 
-# -- item 7: every setting that changes a request is in the run key ----------------------------------------------
+# -- item 7: every setting that changes a request is in the run key --------------------------------
 CORPUS = Corpus.from_texts(["The vault code is 7421. " * 40])
 
 
 def test_a_model_with_another_extra_body_makes_its_own_calls(tmp_path, monkeypatch):
-    """Same name and URL, another ``extra_body``: the second model must not replay the first one's run."""
+    """Same name and URL, another ``extra_body``: the second model must not replay the first
+    one's run."""
     from langchain_openai import ChatOpenAI
 
     monkeypatch.setenv("LONGCTX_CACHE_DIR", str(tmp_path / "cache"))
@@ -152,18 +157,33 @@ def _openai(**options):
 
 @pytest.mark.parametrize(
     "options",
-    [{"extra_body": {"top_k": 20}}, {"model_kwargs": {"min_p": 0.05}}, {"default_headers": {"X-Model-Variant": "int4"}},
-     {"temperature": 0.2}, {"top_p": 0.5}, {"seed": 7}, {"stop": ["\n"]}, {"default_query": {"api-version": "2024-06-01"}}],
-)  # fmt: skip
+    [
+        {"extra_body": {"top_k": 20}},
+        {"model_kwargs": {"min_p": 0.05}},
+        {"default_headers": {"X-Model-Variant": "int4"}},
+        {"temperature": 0.2},
+        {"top_p": 0.5},
+        {"seed": 7},
+        {"stop": ["\n"]},
+        {"default_query": {"api-version": "2024-06-01"}},
+    ],
+)
 def test_every_setting_that_changes_a_request_changes_the_key(options):
     assert _key(_openai(**options)) != _key(_openai())
 
 
 def test_what_changes_no_request_keeps_the_key():
-    """A rotated API key, a tracing header, retries and timeouts send the same request: the run resumes."""
+    """A rotated API key, a tracing header, retries and timeouts send the same request: the
+    run resumes."""
     base = _key(_openai())
-    same = make_chat_model("openai:rec", base_url="http://127.0.0.1:9/v1", api_key="sk-two", max_retries=5, timeout=3.0,
-                           default_headers={"Authorization": "Bearer other", "X-Request-Id": "abc"})  # fmt: skip
+    same = make_chat_model(
+        "openai:rec",
+        base_url="http://127.0.0.1:9/v1",
+        api_key="sk-two",
+        max_retries=5,
+        timeout=3.0,
+        default_headers={"Authorization": "Bearer other", "X-Request-Id": "abc"},
+    )
     assert _key(same) == base
 
 
@@ -204,7 +224,8 @@ def _section(prompt: str) -> str:
 
 
 def test_a_model_with_another_tokenizer_reads_its_own_windows(isolated_cache):
-    """The windows are cut in the model's tokenizer: another tokenizer is another run, not a replay of the first's windows."""
+    """The windows are cut in the model's tokenizer: another tokenizer is another run, not a replay
+    of the first's windows."""
     reply = lambda p: (
         "notes" if p.endswith("Updated memory:\n") else "Therefore, the answer is 7421."
     )  # noqa: E731
@@ -248,7 +269,7 @@ def test_the_protocols_final_sampling_is_in_the_key():
     assert len({_key(llm, q) for q in (sample, greedy, warm, stopped)}) == 4
 
 
-# -- item 8: the paper preset cuts the windows as the official loop --------------------------------------------------
+# -- item 8: the paper preset cuts the windows as the official loop --------------------------------
 MIXED = "".join(
     f"Section {i}: the ledger of 北京市第{i}号仓库 records 鸡蛋{i * 7}箱 and 苹果{i * 3}斤. "
     for i in range(1, 40)
@@ -256,7 +277,8 @@ MIXED = "".join(
 
 
 def official_windows(context: str, size: int, tokenizer) -> list[str]:
-    """``async_query_llm``: ``input_ids = tokenizer.encode(context)``, then ``tokenizer.decode(input_ids[i:i + size])``."""
+    """``async_query_llm``: ``input_ids = tokenizer.encode(context)``, then
+    ``tokenizer.decode(input_ids[i:i + size])``."""
     ids = tokenizer.encode(context.strip())
     return [tokenizer.decode(ids[i : i + size]) for i in range(0, len(ids), size)]
 
@@ -268,8 +290,17 @@ def _sections(preset: str | None) -> list[str]:
         )
     )
     options = {"preset": preset} if preset else {}
-    answer(Corpus.from_texts([MIXED]), "How many boxes of eggs?", strategy="memagent", llm=model, chunk_tokens=40, stream="plain",
-           resume=False, show_progress=False, **options)  # fmt: skip
+    answer(
+        Corpus.from_texts([MIXED]),
+        "How many boxes of eggs?",
+        strategy="memagent",
+        llm=model,
+        chunk_tokens=40,
+        stream="plain",
+        resume=False,
+        show_progress=False,
+        **options,
+    )
     return [_section(c["prompt"]) for c in model.calls[:-1]]
 
 
@@ -302,7 +333,7 @@ def test_by_default_a_moved_cut_shifts_every_later_window():
     assert all(a != b for a, b in zip(ours[first:], official[first:]))  # as docs/protocols.md says
 
 
-# -- item 9: MemAgent's final call on LongBench v2 follows the benchmark's sampling alone ----------------------------
+# -- item 9: MemAgent's final call on LongBench v2 follows the benchmark's sampling alone ----------
 def test_memagent_on_longbench_v2_sends_the_benchmarks_temperature_without_its_own_top_p(
     tmp_path, monkeypatch
 ):

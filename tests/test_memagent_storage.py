@@ -112,7 +112,8 @@ def test_a_finished_run_keeps_only_its_final_checkpoint(isolated_cache):
     assert checkpoint_rows(db) == 1
     size = db.stat().st_size + sum(p.stat().st_size for p in run.glob(CHECKPOINTS_FILE + "-*"))
     print(
-        f"\ncheckpoint storage after a finished 32-question x {math.ceil(stream_tokens(corpus) / 5000)}-chunk run: {size} bytes"
+        "\ncheckpoint storage after a finished 32-question x "
+        f"{math.ceil(stream_tokens(corpus) / 5000)}-chunk run: {size} bytes"
     )
     assert size < 1_000_000
     again = echo_model()
@@ -136,7 +137,8 @@ HOLDER = textwrap.dedent(
             print("started", flush=True)
             sys.stdin.readline()  # held until the test says go
         return "Therefore, the answer is 42." if prompt.endswith("Your answer:\\n") else "mem"
-    r = answer(corpus_of([12000]), "q", strategy="memagent", llm=ScriptedChatModel(reply_fn=reply), show_progress=False)
+    llm = ScriptedChatModel(reply_fn=reply)
+    r = answer(corpus_of([12000]), "q", strategy="memagent", llm=llm, show_progress=False)
     print(r.answer, r.usage.llm_calls, flush=True)
     """
 )
@@ -181,8 +183,11 @@ def test_a_killed_run_resumes_in_its_own_folder_and_is_pruned(tmp_path):
             calls.append(prompt)
             if len(calls) == kill_at:
                 os.kill(os.getpid(), signal.SIGKILL)
-            return "Therefore, the answer is 42." if prompt.endswith("Your answer:\\n") else "mem " + str(len(calls))
-        r = answer(corpus_of([26000]), "q", strategy="memagent", llm=ScriptedChatModel(reply_fn=reply), show_progress=False)
+            if prompt.endswith("Your answer:\\n"):
+                return "Therefore, the answer is 42."
+            return "mem " + str(len(calls))
+        llm = ScriptedChatModel(reply_fn=reply)
+        r = answer(corpus_of([26000]), "q", strategy="memagent", llm=llm, show_progress=False)
         print(r.usage.run_llm_calls, r.answer, len(calls), r.usage.llm_calls)
         """
     )

@@ -1,4 +1,5 @@
-"""MemoryAgentBench: loader, the official agents' requests, the official metrics and judges, a run over one context.
+"""MemoryAgentBench: loader, the official agents' requests, the official metrics and judges, a run
+over one context.
 
 ``official_requests.json`` was recorded by running MemoryAgentBench's own ``agent.py`` and
 ``conversation_creator.py`` (@ 455306d, unchanged) on these fixture items, with only the
@@ -61,7 +62,8 @@ def test_loader_gives_one_sample_per_question_sharing_one_corpus(samples):
         ("the harbour archive", "harbour"),
         ("entry number 3",),
     ]
-    # one question with the whole answer list as its gold (InfBench-Sum), its key points kept for the judge
+    # one question with the whole answer list as its gold (InfBench-Sum), its key points kept for
+    # the judge
     (summary,) = [s for s in samples if s.dataset == "infbench_sum_eng_shots2"]
     assert summary.metadata["gold"] == [
         "The saga describes an archive of entries filed on quiet afternoons."
@@ -141,7 +143,8 @@ def test_missing_data_names_the_hub_dataset_and_the_hub_extra(tmp_path, monkeypa
 
 
 def _ours(sample, request) -> str:
-    """Our user turn for one recorded official request (RAG: the chunks the official BM25 retriever chose, in its order)."""
+    """Our user turn for one recorded official request (RAG: the chunks the official BM25 retriever
+    chose, in its order)."""
     text, size = sample.corpus[0].text, request["chunk_size"]
     if request["agent"].startswith("Long_context"):
         return p.long_context_message(
@@ -254,7 +257,10 @@ def test_recsys_recall_matches_titles_by_edit_distance(samples):
     assert names[4] == "Alien" and names[0] == "Star Wars"
     reply = "The recommendations are: \n1.Alien (1979)\n2. Aliens\n3. Star War\n4. Toy Story"
     assert m.post_process(reply, ["4", "5"], "recsys_redial_full", movie_names=names) == {
-        "recsys_recall@1": 0.5, "recsys_recall@5": 1.0, "recsys_recall@10": 1.0}  # fmt: skip
+        "recsys_recall@1": 0.5,
+        "recsys_recall@5": 1.0,
+        "recsys_recall@10": 1.0,
+    }
     assert (
         m.recsys_recall("Jaws, Heat", ["7"], names)["recsys_recall@1"] == 1.0
     )  # no "1.": comma-separated
@@ -375,8 +381,16 @@ def test_full_context_run_sends_the_long_context_agents_message(tmp_path, sample
 def test_rag_run_sends_the_bm25_agents_message(tmp_path):
     with RecordingServer(lambda request: "Town-78") as server:
         llm = make_chat_model("openai:rec", base_url=server.url, max_retries=0)
-        cfg = RunConfig(benchmark="memoryagentbench", strategies=("rag",), data_path=str(DATA), datasets=("factconsolidation_sh_6k",), llm_cache=False,
-                        strategy_options={"rag": {"top_k": mab.RAG_TOP_K, "chunk_size": p.CHUNK_SIZE, "chunk_unit": "tokens"}})  # fmt: skip
+        cfg = RunConfig(
+            benchmark="memoryagentbench",
+            strategies=("rag",),
+            data_path=str(DATA),
+            datasets=("factconsolidation_sh_6k",),
+            llm_cache=False,
+            strategy_options={
+                "rag": {"top_k": mab.RAG_TOP_K, "chunk_size": p.CHUNK_SIZE, "chunk_unit": "tokens"}
+            },
+        )
         run_experiment(cfg, tmp_path, llm=llm, show_progress=False)
     official = [
         r
@@ -422,7 +436,8 @@ def test_a_record_without_questions_is_one_question_over_the_whole_answer_list(t
 
 
 def test_nearest_title_ties_break_the_same_way_every_run():
-    # "Alien" and "Aliens" are both one edit from "Aliena": the first in sorted order wins, whatever the hash seed
+    # "Alien" and "Aliens" are both one edit from "Aliena": the first in sorted order wins, whatever
+    # the hash seed
     assert m.nearest_movie("Aliena", ["Alien", "Aliens"]) == "Alien"
     assert (
         m.nearest_movie("Aliena", ["Aliens", "Alien"]) == "Aliens"

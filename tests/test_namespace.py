@@ -67,7 +67,8 @@ def test_the_wheel_holds_longctx_only_and_its_command_and_declarations(tmp_path)
 
 def test_longctx_imports_beside_another_top_level_agents_package(tmp_path):
     """A package owning the name ``agents`` (the Agents SDK's) stays the one ``import agents``
-    finds, and ``longctx`` imports beside it; run outside the checkout, as an installed user runs."""
+    finds, and ``longctx`` imports beside it; run outside the checkout, as an installed
+    user runs."""
     site = tmp_path / "site"
     (site / "agents").mkdir(parents=True)
     (site / "agents" / "__init__.py").write_text("OWNER = 'someone else'\n")

@@ -19,18 +19,31 @@ from longctx.agents.openai_chat import RetryingChatOpenAI
 ROOT = Path(__file__).resolve().parents[1]
 
 #: The private ``ChatOpenAI`` members ``agents/openai_chat.py`` overrides or calls, as it calls them
-#: (annotations aside): a new langchain-openai that renames, reorders or drops a parameter fails here.
+#: (annotations aside): a new langchain-openai that renames, reorders or drops a parameter
+#: fails here.
 RELIED_ON = {
-    "_create_chat_result": "(self, response, generation_info=None)",  # overridden; super() gets both positionally
-    "_convert_chunk_to_generation_chunk": "(self, chunk, default_chunk_class, base_generation_info)",  # overridden: a streamed reply's usage
-    "_get_request_payload": "(self, input_, *, stop=None, **kwargs)",  # overridden; called with stop= and the call's kwargs
-    "_get_llm_string": "(self, stop=None, **kwargs)",  # overridden (BaseChatModel's); LangChain's cache key
-    "_generate": "(self, messages, stop=None, run_manager=None, **kwargs)",  # overridden
-    "_agenerate": "(self, messages, stop=None, run_manager=None, **kwargs)",  # overridden
-    "_stream": "(self, *args, **kwargs)",  # overridden: a streamed reply's errors mapped
-    "_astream": "(self, *args, **kwargs)",  # overridden: the same, async
-    "_use_responses_api": "(self, payload)",  # called: whether the Responses API takes the payload
-    "_ensure_sync_client_available": "(self)",  # called before the lean sync post
+    # overridden; super() gets both positionally
+    "_create_chat_result": "(self, response, generation_info=None)",
+    # overridden: a streamed reply's usage
+    "_convert_chunk_to_generation_chunk": (
+        "(self, chunk, default_chunk_class, base_generation_info)"
+    ),
+    # overridden; called with stop= and the call's kwargs
+    "_get_request_payload": "(self, input_, *, stop=None, **kwargs)",
+    # overridden (BaseChatModel's); LangChain's cache key
+    "_get_llm_string": "(self, stop=None, **kwargs)",
+    # overridden
+    "_generate": "(self, messages, stop=None, run_manager=None, **kwargs)",
+    # overridden
+    "_agenerate": "(self, messages, stop=None, run_manager=None, **kwargs)",
+    # overridden: a streamed reply's errors mapped
+    "_stream": "(self, *args, **kwargs)",
+    # overridden: the same, async
+    "_astream": "(self, *args, **kwargs)",
+    # called: whether the Responses API takes the payload
+    "_use_responses_api": "(self, payload)",
+    # called before the lean sync post
+    "_ensure_sync_client_available": "(self)",
 }
 #: Public fields the class reads.
 FIELDS_READ = (
@@ -99,9 +112,10 @@ def test_importing_agents_loads_no_langchain_openai_until_an_openai_model_is_mad
     probe = (
         "import json, sys\n"
         "import longctx, longctx.agents.chat_models\n"
-        "before = sorted(m for m in ('langchain_openai', 'openai', 'longctx.agents.openai_chat') if m in sys.modules)\n"
-        "llm = longctx.make_chat_model('openai:m', base_url='http://127.0.0.1:9/v1')\n"
-        "print(json.dumps([before, 'langchain_openai' in sys.modules, type(llm).__module__]))\n"
+        "before = sorted(m for m in ('langchain_openai', 'openai', 'longctx.agents.openai_chat') "
+        "if m in sys.modules)\nllm = longctx.make_chat_model('openai:m', "
+        "base_url='http://127.0.0.1:9/v1')\nprint(json.dumps([before, 'langchain_openai' in "
+        "sys.modules, type(llm).__module__]))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = subprocess.run(

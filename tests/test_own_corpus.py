@@ -144,7 +144,8 @@ def test_extract_takes_the_last_answer_line():
     _chromium() is None, reason="no Chromium installed (apt-get install -y chromium)"
 )
 def test_own_corpus_report_opens_in_headless_chromium(own_data, tmp_path, monkeypatch):
-    """The Done-when of the own-corpus road: PDFs + a questions file -> one command -> a report a browser opens."""
+    """The Done-when of the own-corpus road: PDFs + a questions file -> one command -> a report a
+    browser opens."""
     docs, questions = own_data
     monkeypatch.setenv("LONGCTX_CACHE_DIR", str(tmp_path / "cache"))
     out = tmp_path / "run"
@@ -188,8 +189,8 @@ ADM_REPLIES = {
 
 
 def test_gold_phrase_inside_other_words_scores_wrong_and_the_drilldown_shows_the_rule(tmp_path):
-    """Issue #30's three answers to "Which group can read /var/log?" (gold adm): wrong, wrong, right,
-    through a real run and report; each answer's card says which rule decided it."""
+    """Issue #30's three answers to "Which group can read /var/log?" (gold adm): wrong, wrong,
+    right, through a real run and report; each answer's card says which rule decided it."""
     from longctx.experiments.report import build_report
     from longctx.experiments.runner import RunConfig, run_experiment
     from tests.scripted_tools import ToolScriptedChatModel
@@ -198,8 +199,15 @@ def test_gold_phrase_inside_other_words_scores_wrong_and_the_drilldown_shows_the
     docs.mkdir()
     (docs / "logs.md").write_text("Members of the adm group can read the files under /var/log.\n")
     questions = tmp_path / "q.jsonl"
-    questions.write_text("".join(json.dumps({"id": k, "question": f"Which group can read /var/log? ({k})", "answer": "adm"}) + "\n"
-                                 for k in ADM_REPLIES))  # fmt: skip
+    questions.write_text(
+        "".join(
+            json.dumps(
+                {"id": k, "question": f"Which group can read /var/log? ({k})", "answer": "adm"}
+            )
+            + "\n"
+            for k in ADM_REPLIES
+        )
+    )
     samples = load_benchmark("own", questions, corpus=docs)
 
     def reply(prompt, tools):
@@ -251,8 +259,15 @@ def test_compare_prints_the_paired_table_of_two_runs_of_the_same_questions(tmp_p
     docs.mkdir()
     (docs / "codes.md").write_text("".join(f"Item {i} has code C{i}.\n" for i in range(24)))
     questions = tmp_path / "q.jsonl"
-    questions.write_text("".join(json.dumps({"id": f"i{i}", "question": f"What is the code of item {i}?", "answer": f"C{i}"}) + "\n"
-                                 for i in range(24)))  # fmt: skip
+    questions.write_text(
+        "".join(
+            json.dumps(
+                {"id": f"i{i}", "question": f"What is the code of item {i}?", "answer": f"C{i}"}
+            )
+            + "\n"
+            for i in range(24)
+        )
+    )
 
     def model(right_until: int) -> ToolScriptedChatModel:
         def reply(prompt, tools):

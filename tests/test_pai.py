@@ -14,15 +14,16 @@ from longctx.retrieval import ChunkingConfig, Corpus, chunk_corpus
 from tests.scripted_tools import ToolScriptedChatModel, malformed_tool_call
 
 FILLER = (
-    "The annual report committee met on a rainy afternoon and discussed the parking rules at great length. "
-    * 6
+    "The annual report committee met on a rainy afternoon and discussed the parking rules at "
+    "great length. " * 6
 )
 COMPANIES = {"Alpha Corp": "120 million", "Beta Ltd": "75 million", "Gamma Inc": "310 million"}
 CHUNK = 64  # tokens per chunk in these tests (the default is the paper's 1,024)
 
 
 def company_corpus() -> Corpus:
-    """One report per company; the revenue sentence sits between filler, so each report spans several chunks."""
+    """One report per company; the revenue sentence sits between filler, so each report spans
+    several chunks."""
     texts = [
         f"{FILLER}In its annual report, {name} stated that its revenue was {value}. {FILLER}"
         for name, value in COMPANIES.items()
@@ -38,7 +39,8 @@ PROPERTIES = [{"metric": "revenue", "subject": f"{name} annual report"} for name
 
 
 def world(prompt: str, tools) -> object:
-    """A well-behaved model: properties, judge by content, sub-answers from the context, a conclusion."""
+    """A well-behaved model: properties, judge by content, sub-answers from the context,
+    a conclusion."""
     if prompt.startswith("Identify the key properties"):
         return PROPERTIES
     if prompt.startswith("Break the query"):
@@ -80,7 +82,8 @@ def test_function_schemas_are_the_papers_with_domain_examples():
     keep = P.KEEP_CONTEXT_FUNCTION["function"]
     assert keep["name"] == "Query" and keep["strict"] is True
     assert keep["parameters"]["properties"]["keep_context"]["description"] == (
-        "Does the provided context contain information needed to answer the query? Answer 'true' or 'false'"
+        "Does the provided context contain information needed to answer the query? Answer 'true' "
+        "or 'false'"
     )
     finance = P.fill_schema(P.PROPERTY_FUNCTION, "finance")["function"]["parameters"]["properties"]
     assert 'Examples include "profit", "revenue", and "debt".' in finance["metric"]["description"]
@@ -172,8 +175,8 @@ def test_output_is_the_papers_cot_and_the_instruction_shapes_the_conclusion():
     assert summary.rstrip().endswith('Answer with "The answer is: NAME".')
     assert "- In Beta Ltd annual report, the revenue is 75 million." in summary
     assert result.answer.startswith(
-        "This question demands further reasoning: <reasoning> This question focuses on the key properties as follows:\n"
-        "{'metric': 'revenue', 'subject': 'Alpha Corp annual report'}"
+        "This question demands further reasoning: <reasoning> This question focuses on the key "
+        "properties as follows:\n{'metric': 'revenue', 'subject': 'Alpha Corp annual report'}"
     )
     assert (
         "The reasoning steps have been completed. </reasoning> Conclusion: Gamma Inc"
@@ -344,8 +347,8 @@ def test_pai_minus_generates_sub_questions_directly():
     assert s["sub_questions"] == [f"What was the revenue of {n}?" for n in COMPANIES]
     assert len(calls_of(llm, "Query: ")) == 3 * n_chunks(company_corpus())
     assert result.answer.startswith(
-        "This question demands further reasoning: <reasoning> This question is decomposed into the sub-questions as follows:\n"
-        "What was the revenue of Alpha Corp?"
+        "This question demands further reasoning: <reasoning> This question is decomposed into "
+        "the sub-questions as follows:\nWhat was the revenue of Alpha Corp?"
     )
     assert len(result.evidence) == 3
 

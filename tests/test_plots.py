@@ -1,4 +1,5 @@
-"""Plots people read: one colour per strategy everywhere, labels that never overlap, no one-bucket trend."""
+"""Plots people read: one colour per strategy everywhere, labels that never overlap, no
+one-bucket trend."""
 
 from __future__ import annotations
 

@@ -55,7 +55,8 @@ class HeadCeiling(EvidenceCeiling):
 
 
 def head_expected(cfg: Any, corpus_tokens: int, documents: int, window: int | None) -> ExpectedCost:
-    """One call per question reading its documents (and 10 tokens of instructions); one setup call per corpus."""
+    """One call per question reading its documents (and 10 tokens of instructions); one setup call
+    per corpus."""
     read = corpus_tokens * min(cfg.documents_read, documents) / documents
     return ExpectedCost(per_question=Calls(1, read + 10, 5), once=Calls(1, 100, 7))
 
@@ -66,7 +67,8 @@ def build_graph(config: HeadReaderConfig | None = None) -> Any:
 
 @pytest.fixture
 def head_reader():
-    """``head_reader`` registered as a plug-in registers itself; undone after the test (with what the test registers)."""
+    """``head_reader`` registered as a plug-in registers itself; undone after the test (with what
+    the test registers)."""
     with STRATEGIES.scoped(
         "head_reader",
         build_graph,
@@ -87,8 +89,10 @@ class Sample:
 
 def test_a_plugin_strategy_gets_a_ceiling_row_after_the_built_in_ones(head_reader, tmp_path):
     corpus = Corpus.from_texts([f"Document {i} is about topic {i}. " * 20 for i in range(6)])
-    samples = [Sample("a", corpus, Question(text="topic 1?"), {"evidence_doc_ids": ["1"]}),
-               Sample("b", corpus, Question(text="topic 1 and 4?"), {"evidence_doc_ids": ["1", "4"]})]  # fmt: skip
+    samples = [
+        Sample("a", corpus, Question(text="topic 1?"), {"evidence_doc_ids": ["1"]}),
+        Sample("b", corpus, Question(text="topic 1 and 4?"), {"evidence_doc_ids": ["1", "4"]}),
+    ]
     assert default_strategies() == [*BUILT_IN_ORDER, head_reader]
     ceilings = compute_ceilings(samples, cache_dir=tmp_path)
     assert [c.strategy for c in ceilings] == default_strategies()
@@ -125,7 +129,8 @@ def test_a_plugin_strategy_is_planned_by_its_own_expected_cost(head_reader):
 
 
 def test_a_plugin_without_hooks_is_skipped_not_guessed(head_reader):
-    """No ceiling: a skipped row when asked for by name; no expected cost: left out of the plan, and estimate says why."""
+    """No ceiling: a skipped row when asked for by name; no expected cost: left out of the plan, and
+    estimate says why."""
     STRATEGIES.register("bare", build_graph, config_cls=HeadReaderConfig)
     corpus = Corpus.from_texts(["one", "two"])
     assert "bare" not in default_strategies()
@@ -143,8 +148,8 @@ def test_a_plugin_without_hooks_is_skipped_not_guessed(head_reader):
 
 
 def test_a_plugin_declaring_one_half_of_its_costs_gets_a_clear_error_for_the_other(head_reader):
-    """``costs=StrategyCosts(expected=...)`` (or the older ``expected_cost=``) is planned; asking for its
-    bounds names what it lacks; giving the old and the new keyword together is refused."""
+    """``costs=StrategyCosts(expected=...)`` (or the older ``expected_cost=``) is planned; asking
+    for its bounds names what it lacks; giving the old and the new keyword together is refused."""
     STRATEGIES.register(
         "typical_only",
         build_graph,
@@ -170,8 +175,9 @@ def test_a_plugin_declaring_one_half_of_its_costs_gets_a_clear_error_for_the_oth
 
 
 def test_self_route_falls_back_on_a_plugin_with_half_a_cost_model(head_reader):
-    """A fallback with a typical cost only is planned (its typical cost stands in for its bounds) but
-    refuses a budget check by name; one with bounds only is checked, and a run plan (no corpus to count) says why not."""
+    """A fallback with a typical cost only is planned (its typical cost stands in for its bounds)
+    but refuses a budget check by name; one with bounds only is checked, and a run plan (no corpus
+    to count) says why not."""
     corpus = Corpus.from_texts([f"Document {i} is about topic {i}. " * 20 for i in range(6)])
     cfg = STRATEGIES.get("self_route").make_config(fallback=head_reader)
     plan = estimate("self_route", cfg, corpus_tokens=600, documents=6, questions=2)
@@ -180,8 +186,16 @@ def test_self_route_falls_back_on_a_plugin_with_half_a_cost_model(head_reader):
         estimate_bounds(corpus, "?", strategy="self_route", fallback=head_reader)
 
     def head_plan(cfg: Any, corpus: Corpus, questions: Any, llm: Any) -> CostPlan:
-        return CostPlan(strategy="bounds_only", questions=len(questions), calls=1, max_calls=3, prompt_tokens=100, max_prompt_tokens=300,
-                        completion_tokens=5, formula="1 to 3 calls")  # fmt: skip
+        return CostPlan(
+            strategy="bounds_only",
+            questions=len(questions),
+            calls=1,
+            max_calls=3,
+            prompt_tokens=100,
+            max_prompt_tokens=300,
+            completion_tokens=5,
+            formula="1 to 3 calls",
+        )
 
     STRATEGIES.register(
         "bounds_only", build_graph, config_cls=HeadReaderConfig, cost_plan=head_plan

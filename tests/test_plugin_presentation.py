@@ -1,8 +1,8 @@
 """A strategy added from outside the tree, as a third-party plug-in adds one, gets everything the
 built-in strategies get from their registry entries without a line of the library edited: a run,
 its own step view in report.html's drill-down, its declared colour in the page and the plots, a
-row in the evidence-ceiling table and a place in ``longctx demo``. Also: the report shows a strategy it does not know (a run's rows
-outlive a plug-in) with the defaults."""
+row in the evidence-ceiling table and a place in ``longctx demo``. Also: the report shows a strategy
+it does not know (a run's rows outlive a plug-in) with the defaults."""
 
 from __future__ import annotations
 
@@ -67,7 +67,8 @@ def tally(state: TallyState, runtime) -> dict:
 
 
 def tally_view(step, _evidence) -> Shown:
-    """The plug-in's own rendering of its step: a headline and the note, escaped by the markup helpers."""
+    """The plug-in's own rendering of its step: a headline and the note, escaped by the
+    markup helpers."""
     return Shown(
         join(
             tag("p", f"Tallied {step['words']} words", cls="what"),
@@ -90,7 +91,8 @@ class TallyCeiling(EvidenceCeiling):
 
 @pytest.fixture
 def plugin():
-    """The plug-in registered as a third-party package registers it (its module's decorator), for this test only."""
+    """The plug-in registered as a third-party package registers it (its module's decorator), for
+    this test only."""
     presentation = StrategyPresentation(
         color=COLOR, demo_options={"max_new_tokens": 8}, step_views={"tally": tally_view}
     )
@@ -110,8 +112,18 @@ def _samples() -> list[Sample]:
         ["The vault code is 7421.", "The harbour has a lighthouse."], titles=["Vault", "Harbour"]
     )
     asked = [("What is the vault code?", "7421"), ("What is in the harbour?", "a lighthouse")]
-    return [Sample(sample_id=f"q{i}", benchmark="synth", dataset="finance", corpus=corpus, question=Question(text=q), answers=(a,),
-                   metadata={"question": q, "evidence_doc_ids": [str(i)]}) for i, (q, a) in enumerate(asked)]  # fmt: skip
+    return [
+        Sample(
+            sample_id=f"q{i}",
+            benchmark="synth",
+            dataset="finance",
+            corpus=corpus,
+            question=Question(text=q),
+            answers=(a,),
+            metadata={"question": q, "evidence_doc_ids": [str(i)]},
+        )
+        for i, (q, a) in enumerate(asked)
+    ]
 
 
 def test_a_plugin_strategy_gets_its_report_section_colour_and_demo_place(plugin, tmp_path):
@@ -136,8 +148,8 @@ def test_a_plugin_strategy_gets_its_report_section_colour_and_demo_place(plugin,
 
     block = answer_block(question_block(page, "q0"), NAME)  # its section of the drill-down
     assert (
-        '<div class="step" data-node="tally"><div class="node">tally</div><p class="what">Tallied 10 words</p>'
-        in block
+        '<div class="step" data-node="tally"><div class="node">tally</div><p class="what">Tallied '
+        "10 words</p>" in block
     )
     assert (
         '<pre class="tally">&lt;b&gt;counted&lt;/b&gt;</pre>' in block
@@ -182,9 +194,21 @@ def test_a_bad_colour_is_a_one_line_error():
 
 
 def test_a_nested_runs_steps_are_shown_with_that_strategys_views():
-    """Self-Route's fallback steps name the strategy that wrote them: MemAgent's memory is its table there too."""
-    steps = [{"node": "measure_context", "route": "memagent", "reason": "too long"},
-             *({"node": "update_memory", "leg": "memagent", "chunk": k, "memory": f"m{k // 2}", "tokens": 3} for k in range(4))]  # fmt: skip
+    """Self-Route's fallback steps name the strategy that wrote them: MemAgent's memory is its table
+    there too."""
+    steps = [
+        {"node": "measure_context", "route": "memagent", "reason": "too long"},
+        *(
+            {
+                "node": "update_memory",
+                "leg": "memagent",
+                "chunk": k,
+                "memory": f"m{k // 2}",
+                "tokens": 3,
+            }
+            for k in range(4)
+        ),
+    ]
     shown = steps_details("self_route", steps, [])
     assert 'Route: <b>memagent</b> · reason: <span class="reason">too long</span>' in shown
     assert (

@@ -1,5 +1,6 @@
-"""The plug-in import surface (issue #47): a strategy package imports the engine through ``longctx.graphs.api`` only
-(plus its own package, the contract ``longctx.retrieval.contract`` and third-party libraries)."""
+"""The plug-in import surface (issue #47): a strategy package imports the engine through
+``longctx.graphs.api`` only (plus its own package, the contract ``longctx.retrieval.contract`` and
+third-party libraries)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ from tests.test_import_graph import ROOT, imported_modules, module_files
 SURFACE = {"longctx.graphs.api", "longctx.retrieval.contract"}
 
 #: The built-in strategies' imports beside :data:`SURFACE` that remain (issue #47): package -> the
-#: library modules it imports. The others were migrated (a name imported from ``longctx.graphs.api``, added
-#: there when missing); an entry the package no longer needs fails the test, so the list cannot
-#: outlive it. A package not listed (a new one) gets no exception.
+#: library modules it imports. The others were migrated (a name imported from
+#: ``longctx.graphs.api``, added there when missing); an entry the package no longer needs fails the
+#: test, so the list cannot outlive it. A package not listed (a new one) gets no exception.
 KNOWN_EXCEPTIONS: dict[str, set[str]] = {
     # Self-Route composes two strategies (RAG's retrieval, Full-context's window and ceiling): a
     # composite imports its legs, which graphs.api cannot re-export without a cycle.
@@ -28,8 +29,9 @@ KNOWN_EXCEPTIONS: dict[str, set[str]] = {
 
 
 def library_imports(package_dir: Path, package: str) -> set[str]:
-    """The library modules (``retrieval``, ``memory``, ``graphs``, ``agents``, ``experiments``) that the modules of
-    ``package_dir`` (dotted name ``package``) import, outside their own package and :data:`SURFACE`."""
+    """The library modules (``retrieval``, ``memory``, ``graphs``, ``agents``, ``experiments``) that
+    the modules of ``package_dir`` (dotted name ``package``) import, outside their own package
+    and :data:`SURFACE`."""
     known = set(module_files())
     found: set[str] = set()
     for path in sorted(package_dir.rglob("*.py")):

@@ -25,7 +25,8 @@ def wait_for(condition) -> None:
 def run_in_turns(
     lock: PrefixAffinityLock, held: str | None, keys: list[str | None]
 ) -> list[str | None]:
-    """Hold ``lock`` with ``held``, queue ``keys`` in this order, release, and return the order they got it in."""
+    """Hold ``lock`` with ``held``, queue ``keys`` in this order, release, and return the order they
+    got it in."""
     order: list[str | None] = []
     lock.acquire(held)
     threads = []
@@ -113,7 +114,8 @@ def test_the_lock_is_handed_on_when_a_waiting_call_is_interrupted():
     lock.release()
 
 
-@pytest.mark.slow  # four calls on the embedded model: seconds quiet, over half a minute at load 10 on 2 cores
+# four calls on the embedded model: seconds quiet, over half a minute at load 10 on 2 cores
+@pytest.mark.slow
 def test_concurrent_calls_over_two_texts_on_the_embedded_model_read_each_text_once():
     """Four calls queued in the order text 1, text 2, text 1, text 2: the model runs both calls over
     one text back to back, so the second of each reads its text from the kept context."""
@@ -140,7 +142,8 @@ def test_concurrent_calls_over_two_texts_on_the_embedded_model_read_each_text_on
     for t in threads:
         t.join()
     text_tokens = [len(llm.tokenize(t)) for t in texts]
-    # one call of each text starts cold (the chat template's head aside); the other reads the whole text from the context
+    # one call of each text starts cold (the chat template's head aside); the other reads the whole
+    # text from the context
     for first, second, n in ((0, 2, text_tokens[0]), (1, 3, text_tokens[1])):
         assert (
             max(usages[first]["cached_prompt_tokens"], usages[second]["cached_prompt_tokens"]) >= n

@@ -165,7 +165,8 @@ def test_a_second_process_makes_no_probe(tmp_path):
     routes: the first probes the three dialects (four requests for one answer), the second none."""
     script = (
         "from longctx import Corpus, answer; "
-        "answer(Corpus.from_texts(['Paris is the capital of France.']), 'Capital?', strategy='full_context', llm='openai:rec')"
+        "answer(Corpus.from_texts(['Paris is the capital of France.']), 'Capital?', "
+        "strategy='full_context', llm='openai:rec')"
     )
     with RecordingServer() as server:
         env = {

@@ -1,4 +1,5 @@
-"""A prompt template never changes without its version being bumped (see ``tests/prompt_goldens.py``)."""
+"""A prompt template never changes without its version being bumped
+(see ``tests/prompt_goldens.py``)."""
 
 from __future__ import annotations
 
@@ -26,11 +27,13 @@ def test_templates_match_their_golden_copy_or_the_version_was_bumped(module_name
     )
     if current["version"] == golden["version"]:
         assert not changed, (
-            f"{module_name}: {changed} changed without a version bump; bump it, then run python -m tests.prompt_goldens --update"
+            f"{module_name}: {changed} changed without a version bump; bump it, then run python "
+            "-m tests.prompt_goldens --update"
         )
     else:
         pytest.fail(
-            f"{module_name}: version {golden['version']} -> {current['version']}: refresh the goldens (python -m tests.prompt_goldens --update)"
+            f"{module_name}: version {golden['version']} -> {current['version']}: refresh the "
+            "goldens (python -m tests.prompt_goldens --update)"
         )
 
 

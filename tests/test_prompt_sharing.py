@@ -1,5 +1,6 @@
-"""Which strategies' prompts start with text every question over one corpus shares (issue #40 item 2):
-declared on the registry entry, checked against the requests a real run sends, and said by the run plan."""
+"""Which strategies' prompts start with text every question over one corpus shares (issue #40 item
+2): declared on the registry entry, checked against the requests a real run sends, and said by the
+run plan."""
 
 from __future__ import annotations
 
@@ -29,9 +30,9 @@ DOCS = [
     ],
 )
 def test_the_declaration_matches_the_requests_two_questions_send(strategy, options):
-    """Questions about two different topics over one 8-document corpus: the longest start any call of
-    the second shares with any call of the first is the corpus for a strategy that declares it, and
-    a fraction of one document for those that do not."""
+    """Questions about two different topics over one 8-document corpus: the longest start any call
+    of the second shares with any call of the first is the corpus for a strategy that declares it,
+    and a fraction of one document for those that do not."""
     corpus = Corpus.from_texts(DOCS, titles=TOPICS)
     questions = [
         "How many river items does the river hold?",
@@ -120,7 +121,8 @@ def test_the_plan_says_which_strategies_can_profit_and_by_how_much():
 
 
 def pai_world(request: dict) -> str:
-    """PAI's calls in JSON mode: one property per topic the question names, every chunk kept, short answers."""
+    """PAI's calls in JSON mode: one property per topic the question names, every chunk kept,
+    short answers."""
     prompt = prompt_of(request)
     if prompt.startswith("Identify the key properties"):
         return (
@@ -138,7 +140,7 @@ def pai_world(request: dict) -> str:
 
 
 @pytest.mark.parametrize("order", ["query_first", "chunk_first"])
-def test_pai_chunk_first_judge_prompts_let_a_cache_serve_each_chunk_to_the_other_sub_questions(
+def test_pai_chunk_first_judge_prompts_let_a_cache_serve_each_chunk_to_other_sub_questions(
     order,
 ):
     """One question naming two subjects, two one-chunk documents: each chunk is judged for both
@@ -148,8 +150,17 @@ def test_pai_chunk_first_judge_prompts_let_a_cache_serve_each_chunk_to_the_other
     question = "Does the river hold more items than the museum does?"
     with RecordingServer(pai_world, prompt_cache="openai", cache_size=64) as server:
         llm = make_chat_model("openai:m", base_url=server.url, max_retries=0)
-        answer_many(corpus, [question], strategy="pai", llm=llm, concurrency=1, tool_mode="json", judge_mode="exhaustive",
-                    chunk_size=2_000, judge_order=order)  # fmt: skip
+        answer_many(
+            corpus,
+            [question],
+            strategy="pai",
+            llm=llm,
+            concurrency=1,
+            tool_mode="json",
+            judge_mode="exhaustive",
+            chunk_size=2_000,
+            judge_order=order,
+        )
     judges = [
         (prompt_of(r), cached)
         for r, cached in zip(server.requests, server.cached_tokens)
@@ -184,18 +195,29 @@ def test_own_corpora_get_the_shared_first_options_and_benchmarks_do_not():
     assert RunConfig(benchmark="loong", strategies=("pai", "pai_minus")).strategy_options == {}
 
 
-def test_a_run_of_several_strategies_runs_one_strategys_questions_over_a_corpus_back_to_back(
+def test_a_run_of_several_strategies_runs_a_strategys_questions_over_a_corpus_back_to_back(
     tmp_path,
 ):
-    """On a server that keeps only the previous prompt (the embedded model, llama.cpp), full context's
-    questions 2..N read the corpus from it only if no other strategy's call comes in between."""
+    """On a server that keeps only the previous prompt (the embedded model, llama.cpp), full
+    context's questions 2..N read the corpus from it only if no other strategy's call comes
+    in between."""
     from longctx import Question
     from longctx.experiments.benchmarks import Sample
     from longctx.experiments.runner import RunConfig, read_rows, run_experiment
 
     corpus = Corpus.from_texts(DOCS[:2], titles=TOPICS[:2])
-    samples = [Sample(sample_id=f"q{i}", benchmark="own", dataset="own", corpus=corpus, question=Question(text=f"How many river items, case {i}?"),
-                      answers=("3",), metadata={}) for i in range(3)]  # fmt: skip
+    samples = [
+        Sample(
+            sample_id=f"q{i}",
+            benchmark="own",
+            dataset="own",
+            corpus=corpus,
+            question=Question(text=f"How many river items, case {i}?"),
+            answers=("3",),
+            metadata={},
+        )
+        for i in range(3)
+    ]
     with RecordingServer(lambda request: "The answer is: 3", prompt_cache="openai") as server:
         llm = make_chat_model("openai:m", base_url=server.url, max_retries=0)
         cfg = RunConfig(
@@ -218,7 +240,8 @@ def test_a_run_of_several_strategies_runs_one_strategys_questions_over_a_corpus_
 
 
 def structured_world(request: dict) -> str:
-    """The structured strategy's calls in JSON mode: no row in any document, a count query, its result."""
+    """The structured strategy's calls in JSON mode: no row in any document, a count query,
+    its result."""
     prompt = prompt_of(request)
     if "Extract rows for the table below" in prompt:
         return '{"records": []}'
@@ -229,9 +252,10 @@ def structured_world(request: dict) -> str:
 def test_structured_document_first_lets_a_cache_serve_each_document_to_a_later_questions_new_table(
     order, tmp_path
 ):
-    """Two questions over two documents, each filling its own table (two schemas): every document is extracted
-    once per table. Document first, the second table's extraction of a document reads the whole document from
-    the cache; table first (the default), the shared start ends before the document."""
+    """Two questions over two documents, each filling its own table (two schemas): every document is
+    extracted once per table. Document first, the second table's extraction of a document reads the
+    whole document from the cache; table first (the default), the shared start ends before
+    the document."""
     corpus = Corpus.from_texts(DOCS[:2], titles=TOPICS[:2])
     tables = [
         {"entity": "topic", "attributes": [{"name": name, "type": "number", "unit": "count"}]}
@@ -240,8 +264,17 @@ def test_structured_document_first_lets_a_cache_serve_each_document_to_a_later_q
     with RecordingServer(structured_world, prompt_cache="openai", cache_size=16) as server:
         llm = make_chat_model("openai:m", base_url=server.url, max_retries=0)
         for i, table in enumerate(tables):
-            answer_many(corpus, [f"How many items in total, case {i}?"], strategy="structured", llm=llm, concurrency=1, tool_mode="json",
-                        schema=table, extract_order=order, cache_dir=tmp_path)  # fmt: skip
+            answer_many(
+                corpus,
+                [f"How many items in total, case {i}?"],
+                strategy="structured",
+                llm=llm,
+                concurrency=1,
+                tool_mode="json",
+                schema=table,
+                extract_order=order,
+                cache_dir=tmp_path,
+            )
     extractions = [
         (prompt_of(r), c)
         for r, c in zip(server.requests, server.cached_tokens)

@@ -22,18 +22,20 @@ from tests.scripted import ScriptedChatModel
 FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"
 
 HOTPOTQA = (
-    "Answer the question based on the given passages. Only give me the answer and do not output any other words.\n\n"
-    "The following are given passages.\n{context}\n\nAnswer the question based on the given passages. Only give me "
-    "the answer and do not output any other words.\n\nQuestion: {input}\nAnswer:"
+    "Answer the question based on the given passages. Only give me the answer and do not output "
+    "any other words.\n\nThe following are given passages.\n{context}\n\n"
+    "Answer the question based on the given passages. Only give me the answer and do not output "
+    "any other words.\n\nQuestion: {input}\nAnswer:"
 )
 V2_0SHOT = (
     "Please read the following text and answer the question below.\n\n<text>\n{doc}\n</text>\n\n"
-    "What is the correct answer to this question: {q}\nChoices:\n(A) {a}\n(B) {b}\n(C) {c}\n(D) {d}\n\n"
-    'Format your response as follows: "The correct answer is (insert answer here)".'
+    "What is the correct answer to this question: {q}\nChoices:\n(A) {a}\n(B) {b}\n(C) {c}\n"
+    '(D) {d}\n\nFormat your response as follows: "The correct answer is (insert answer here)".'
 )
 FACTRECALL_EN = (
     "Please answer the following questions based on the given article.\n\nArticle: {context}\n\n"
-    "Please answer the following questions based on the above article.\n\nQuestion: {input}\nAnswer:"
+    "Please answer the following questions based on the above article.\n\nQuestion: {input}\n"
+    "Answer:"
 )
 
 
@@ -168,7 +170,7 @@ def test_lveval_factrecall_sends_its_prompt_with_its_answer_budget(tmp_path):
     )
 
 
-# -- the scored field is the final answer, for every strategy on every benchmark ------------------------
+# -- the scored field is the final answer, for every strategy on every benchmark -------------------
 def _final_answer_model() -> ScriptedChatModel:
     def reply(prompt: str) -> str:
         if "Are follow up questions needed here" in prompt:
@@ -215,7 +217,7 @@ def test_every_strategy_stores_its_final_answer_as_the_prediction(
     assert row["prediction"] in ("GOLD", expected), (strategy, row["prediction"])
 
 
-# -- structured: each call's budget and tools, the benchmark's instruction on the final call ------------
+# -- structured: each call's budget and tools, the benchmark's instruction on the final call -------
 _FACTS = {
     "table": "facts",
     "entity": "company",

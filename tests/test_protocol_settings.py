@@ -22,13 +22,15 @@ FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"
 
 V2_COT = (
     "Please read the following text and answer the questions below.\n\n<text>\n{doc}\n</text>\n\n"
-    "What is the correct answer to this question: {q}\nChoices:\n(A) {a}\n(B) {b}\n(C) {c}\n(D) {d}\n\nLet\u2019s think step by step:"
+    "What is the correct answer to this question: {q}\nChoices:\n(A) {a}\n(B) {b}\n(C) {c}\n"
+    "(D) {d}\n\nLet\u2019s think step by step:"
 )
 V2_COT_ANS = (
-    "Please read the following text and answer the questions below.\n\nThe text is too long and omitted here.\n\n"
-    "What is the correct answer to this question: {q}\nChoices:\n(A) {a}\n(B) {b}\n(C) {c}\n(D) {d}\n\n"
-    "Let\u2019s think step by step: {cot}\n\nBased on the above, what is the single, most likely answer choice? "
-    'Format your response as follows: "The correct answer is (insert answer here)".'
+    "Please read the following text and answer the questions below.\n\n"
+    "The text is too long and omitted here.\n\nWhat is the correct answer to this question: {q}\n"
+    "Choices:\n(A) {a}\n(B) {b}\n(C) {c}\n(D) {d}\n\nLet\u2019s think step by step: {cot}\n\n"
+    "Based on the above, what is the single, most likely answer choice? Format your response as "
+    'follows: "The correct answer is (insert answer here)".'
 )
 
 
@@ -36,7 +38,7 @@ def _budget(request: dict) -> int | None:
     return request.get("max_tokens", request.get("max_completion_tokens"))
 
 
-# -- LongBench v2 RAG: chunks in document (c_idx) order under the default assembly ------------------------
+# -- LongBench v2 RAG: chunks in document (c_idx) order under the default assembly -----------------
 def test_longbench_v2_default_rag_puts_chunks_in_document_order(tmp_path, monkeypatch):
     """``pred.py --rag`` sorts the retrieved chunks by ``c_idx``; the default RAG (rank order,
     ``assembly="benchmark"``) must send them so, though retrieval ranks a late chunk first."""
@@ -80,7 +82,7 @@ def test_longbench_v2_default_rag_puts_chunks_in_document_order(tmp_path, monkey
     assert next(s for s in row["steps"] if s["node"] == "build_prompt")["order"] == "document"
 
 
-# -- LongBench v2 CoT: two calls, the official prompts, budgets and extraction ------------------------------
+# -- LongBench v2 CoT: two calls, the official prompts, budgets and extraction ---------------------
 def _cot_reply(request: dict) -> str:
     return (
         "  Report 2 names 2020, so B.  "
@@ -141,7 +143,7 @@ def test_longbench_v2_default_setting_is_one_call_and_bad_settings_fail_clearly(
         load_benchmark("longbench_v2", FIXTURES / "longbench_v2", setting="cots")
 
 
-# -- LongBench v1 samsum: the newline stop reaches the request ---------------------------------------------
+# -- LongBench v1 samsum: the newline stop reaches the request -------------------------------------
 def test_samsum_final_calls_stop_at_a_newline_and_other_datasets_send_no_stop(
     tmp_path, monkeypatch
 ):

@@ -29,7 +29,8 @@ QUESTIONS = [
 
 
 class ArrivalLock:
-    """A model's lock that counts the calls that asked for it, so a call can hold it until the others queue."""
+    """A model's lock that counts the calls that asked for it, so a call can hold it until the
+    others queue."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -60,8 +61,9 @@ def clock(monkeypatch) -> VirtualClock:
 
 
 def _one_at_a_time_model(clock: VirtualClock, callers: int) -> ScriptedChatModel:
-    """A model that serves one call at a time, as the embedded model does, behind the same lock helper;
-    its first call holds the model until ``callers`` calls have asked for it, then each takes CALL_SECONDS."""
+    """A model that serves one call at a time, as the embedded model does, behind the same lock
+    helper; its first call holds the model until ``callers`` calls have asked for it, then each
+    takes CALL_SECONDS."""
     lock = ArrivalLock()
 
     def reply(prompt: str) -> str:
@@ -74,8 +76,9 @@ def _one_at_a_time_model(clock: VirtualClock, callers: int) -> ScriptedChatModel
 
 
 def _check(answers, clock: VirtualClock) -> None:
-    """Served one by one while the rest waited, the answers queued 0, 1, 2 and 3 calls; each one's own
-    time holds its call and none of its queueing (an answer may read its end after later calls ran)."""
+    """Served one by one while the rest waited, the answers queued 0, 1, 2 and 3 calls; each one's
+    own time holds its call and none of its queueing (an answer may read its end after later
+    calls ran)."""
     queued = [a.usage.queued_seconds for a in answers]
     assert sorted(queued) == pytest.approx([CALL_SECONDS * k for k in range(len(QUESTIONS))])
     assert all(

@@ -26,15 +26,23 @@ from longctx.retrieval.tokens import count_tokens
 from tests.recording_server import RecordingServer, prompt_of
 
 TOPICS = ["ships", "bread", "rockets", "violins", "glaciers", "coffee"]
-WORDS = "harbour engine flour yeast orbit fuel string bow ice melt bean roast market river mountain signal copper forest lamp garden".split()
+WORDS = (
+    "harbour engine flour yeast orbit fuel string bow ice melt bean roast market river mountain "
+    "signal copper forest lamp garden".split()
+)
 QUESTIONS = ["What did the team in city 2 measure?", "Which value was measured for coffee?"]
 
 
 def corpus(n: int = 24) -> Corpus:
-    """``n`` one-leaf documents of varied words (near-duplicates would collapse UMAP's neighbourhoods)."""
+    """``n`` one-leaf documents of varied words (near-duplicates would collapse
+    UMAP's neighbourhoods)."""
     rng = random.Random(3)
-    docs = [f"Report {i} about {TOPICS[i % 6]}. " + " ".join(rng.choice(WORDS) for _ in range(60)) + f". The team in city {i} measured value {i * 7}."
-            for i in range(n)]  # fmt: skip
+    docs = [
+        f"Report {i} about {TOPICS[i % 6]}. "
+        + " ".join(rng.choice(WORDS) for _ in range(60))
+        + f". The team in city {i} measured value {i * 7}."
+        for i in range(n)
+    ]
     return Corpus.from_texts(docs, titles=[f"d{i}" for i in range(n)])
 
 
@@ -77,9 +85,18 @@ def test_requests_are_the_official_ones_and_index_usage_is_on_the_first_answer(t
     asked = summaries(server)
     assert len(asked) == len(layer1) > 1 and tree.num_layers == 1
     # one per cluster, with the children's text as get_text joins it
-    expected = [[{"role": "system", "content": SUMMARY_SYSTEM},
-                 {"role": "user", "content": SUMMARY_TEMPLATE.format(context=node_context([tree.nodes[c].text for c in node.children]))}]
-                for node in layer1]  # fmt: skip
+    expected = [
+        [
+            {"role": "system", "content": SUMMARY_SYSTEM},
+            {
+                "role": "user",
+                "content": SUMMARY_TEMPLATE.format(
+                    context=node_context([tree.nodes[c].text for c in node.children])
+                ),
+            },
+        ]
+        for node in layer1
+    ]
     assert sorted(json.dumps(r["messages"], sort_keys=True) for r in asked) == sorted(
         json.dumps(m, sort_keys=True) for m in expected
     )
@@ -96,7 +113,8 @@ def test_requests_are_the_official_ones_and_index_usage_is_on_the_first_answer(t
             "content": QA_TEMPLATE.format(context=context, question=question),
         }
         assert sent["temperature"] == 0
-    # the questions run side by side: whichever took the build lock first paid for the tree, the other reused it
+    # the questions run side by side: whichever took the build lock first paid for the tree, the
+    # other reused it
     builder, reuser = sorted((first, second), key=lambda a: -a.usage.index_llm_calls)
     assert (builder.usage.index_llm_calls, builder.usage.llm_calls) == (len(asked), len(asked) + 1)
     assert builder.usage.index_prompt_tokens == sum(len(prompt_of(r).split()) for r in asked)
@@ -221,7 +239,8 @@ def test_report_shows_each_node_layer_and_cluster_and_the_ceiling_needs_the_inde
 
 
 def _hand_tree():
-    """Leaves 0-3, summaries 4 (of 0, 1) and 5 (of 2, 3), root 6 (of 4, 5), on unit vectors in 3 dimensions."""
+    """Leaves 0-3, summaries 4 (of 0, 1) and 5 (of 2, 3), root 6 (of 4, 5), on unit vectors in
+    3 dimensions."""
     import numpy as np
 
     from longctx.graphs.raptor.tree import Tree, TreeNode
@@ -252,7 +271,8 @@ def test_collapsed_tree_ranks_every_layer_and_stops_at_the_first_node_over_the_b
     from longctx.graphs.raptor.retrieve import collapsed
 
     tree, query = _hand_tree(), np.array([1.0, 0.05, 0.0], dtype=np.float32)
-    # cosine distances: leaves 0 and 1 (0.001, 0.002), their summary 4 (0.011), the root 6 (0.27), then 5, 2, 3
+    # cosine distances: leaves 0 and 1 (0.001, 0.002), their summary 4 (0.011), the root 6 (0.27),
+    # then 5, 2, 3
     assert [n.index for n, _ in collapsed(tree, query, top_k=10, max_tokens=10_000)] == [
         0,
         1,
@@ -263,7 +283,8 @@ def test_collapsed_tree_ranks_every_layer_and_stops_at_the_first_node_over_the_b
         3,
     ]
     assert [n.index for n, _ in collapsed(tree, query, top_k=3, max_tokens=10_000)] == [0, 1, 4]
-    # leaves hold 34 tokens, summaries 64: 105 keeps 0 and 1 (68), stops at 4 (132); leaf 2 would fit (102) but is never tried
+    # leaves hold 34 tokens, summaries 64: 105 keeps 0 and 1 (68), stops at 4 (132); leaf 2 would
+    # fit (102) but is never tried
     assert [n.index for n, _ in collapsed(tree, query, top_k=10, max_tokens=105)] == [0, 1]
     assert collapsed(tree, query, top_k=10, max_tokens=10) == []
 
@@ -289,7 +310,8 @@ def test_tree_traversal_descends_from_the_root_through_the_best_children():
 
 
 def test_leaves_equal_the_official_split_text():
-    """``utils.split_text`` run unchanged on these texts (``python -m tests.raptor_official --split``) gave the fixture."""
+    """``utils.split_text`` run unchanged on these texts (``python -m tests.raptor_official
+    --split``) gave the fixture."""
     from tests.raptor_official import split_fixture_texts
 
     official = json.loads(

@@ -1,5 +1,6 @@
 """RAPTOR's clustering against the official functions (``raptor/cluster_utils.py`` @ 2e3e83e, run
-unchanged by ``tests/raptor_official.py`` with UMAP seeded as ours: the fixture holds what it returned)."""
+unchanged by ``tests/raptor_official.py`` with UMAP seeded as ours: the fixture holds what
+it returned)."""
 
 from __future__ import annotations
 
@@ -99,8 +100,16 @@ def test_duplicated_and_long_nodes_are_clustered_without_failing(method):
     rng = np.random.default_rng(0)
     for points in (np.repeat(rng.normal(size=(3, 16)), 4, axis=0), rng.normal(size=(120, 16))):
         n = len(points)
-        clusters = cluster_nodes(points, [2000] * n, dim=10, threshold=0.1, max_cluster_tokens=3500,
-                                 method=method, sample=50, patience=5)  # fmt: skip
+        clusters = cluster_nodes(
+            points,
+            [2000] * n,
+            dim=10,
+            threshold=0.1,
+            max_cluster_tokens=3500,
+            method=method,
+            sample=50,
+            patience=5,
+        )
         assert sorted({i for c in clusters for i in c}) == list(range(n))
 
 

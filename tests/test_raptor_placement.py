@@ -1,4 +1,5 @@
-"""``clustering="scalable"`` places the nodes its UMAP was not fitted on by their nearest sample nodes."""
+"""``clustering="scalable"`` places the nodes its UMAP was not fitted on by their nearest
+sample nodes."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ def test_a_node_is_placed_at_the_similarity_weighted_mean_of_its_nearest_sample_
     assert np.allclose(placed(node, 2), [0.8 * 10 / (0.8 + 0.6), 0.0])  # (40/7, 0)
     assert np.allclose(placed(node, 3), [40 / 7, 0.0])  # a negative cosine weighs nothing
     assert np.allclose(placed(node, 1), [10.0, 0.0])
-    # no positive cosine among its nearest: their plain mean (cosines 0, -1, 0; nearest: 1st and 3rd)
+    # no positive cosine among its nearest: their plain mean (cosines 0, -1, 0; nearest: 1st
+    # and 3rd)
     assert np.allclose(placed([0.0, -1.0], 2), [0.0, 5.0])
 
 

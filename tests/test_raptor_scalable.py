@@ -1,4 +1,5 @@
-"""RAPTOR's ``clustering="scalable"``: UMAP and mixtures fitted on seeded samples, every node placed and scored."""
+"""RAPTOR's ``clustering="scalable"``: UMAP and mixtures fitted on seeded samples, every node placed
+and scored."""
 
 from __future__ import annotations
 
@@ -34,7 +35,8 @@ from longctx.retrieval.contract import Corpus
 
 
 def blobs(n: int, centres: int = 6, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """``n`` unit vectors of 64 dimensions around ``centres`` well-apart centres, and each one's centre."""
+    """``n`` unit vectors of 64 dimensions around ``centres`` well-apart centres, and each
+    one's centre."""
     rng = np.random.default_rng(seed)
     truth = rng.integers(0, centres, n)
     points = 4 * rng.normal(size=(centres, 64))[truth] + rng.normal(size=(n, 64))
@@ -115,13 +117,22 @@ def test_long_clusters_are_clustered_again_and_the_recursion_ends(monkeypatch, r
     again = len(fits) - 2 * layer_fits  # the UMAP fits of the re-clustering alone
     assert again == 0 if recluster == "reuse" else again > 0
     # a cluster holding every node it was clustered from is kept, not clustered again forever
-    whole = cluster_nodes(points[:20] * 0 + points[0], [1000] * 20, dim=4, threshold=0.1,
-                          max_cluster_tokens=3500, method="scalable", sample=60, recluster=recluster)  # fmt: skip
+    whole = cluster_nodes(
+        points[:20] * 0 + points[0],
+        [1000] * 20,
+        dim=4,
+        threshold=0.1,
+        max_cluster_tokens=3500,
+        method="scalable",
+        sample=60,
+        recluster=recluster,
+    )
     assert sorted(i for c in whole for i in c) == list(range(20))
 
 
 def first_dims(points: np.ndarray, dim: int, neighbors: int, seed: int) -> np.ndarray:
-    """A stand-in for UMAP in the tests of where positions go: a point's first ``dim`` coordinates."""
+    """A stand-in for UMAP in the tests of where positions go: a point's first
+    ``dim`` coordinates."""
     return np.asarray(points)[:, :dim]
 
 
@@ -143,8 +154,15 @@ def test_reusing_the_positions_splits_an_over_long_cluster_with_no_new_reduction
 
     monkeypatch.setattr(clustering, "reduce", no_umap)
     positions = nested_blobs(200, 6, seed=5)
-    how = Splitting(dim=4, threshold=0.1, max_cluster_tokens=3500, method="scalable", sample=2000,
-                    patience=5, recluster="reuse")  # fmt: skip
+    how = Splitting(
+        dim=4,
+        threshold=0.1,
+        max_cluster_tokens=3500,
+        method="scalable",
+        sample=2000,
+        patience=5,
+        recluster="reuse",
+    )
     clusters = cluster_again(np.zeros((200, 2)), positions, [1000] * 200, how)
     assert {i for c in clusters for i in c} == set(range(200))
     assert len(clusters) > 18  # split below the three levels of structure
@@ -170,9 +188,15 @@ def test_reusing_the_positions_splits_an_over_long_cluster_with_no_new_reduction
 
 def test_the_clustering_options_name_another_tree():
     corpus = Corpus.from_texts(["one leaf", "another leaf"])
-    keys = {tree_key(corpus, cfg, None) for cfg in (RaptorConfig(), RaptorConfig(clustering="scalable"),
-                                                   RaptorConfig(clustering="scalable", cluster_sample=40),
-                                                   RaptorConfig(clustering="scalable", cluster_recluster="fresh"))}  # fmt: skip
+    keys = {
+        tree_key(corpus, cfg, None)
+        for cfg in (
+            RaptorConfig(),
+            RaptorConfig(clustering="scalable"),
+            RaptorConfig(clustering="scalable", cluster_sample=40),
+            RaptorConfig(clustering="scalable", cluster_recluster="fresh"),
+        )
+    }
     assert len(keys) == 4
     # the official clustering never reads it: its trees keep their keys
     assert tree_key(corpus, RaptorConfig(cluster_recluster="fresh"), None) == tree_key(
@@ -182,8 +206,9 @@ def test_the_clustering_options_name_another_tree():
 
 @pytest.mark.slow  # ~35 s in a fresh environment: UMAP's numba kernels compile on first use
 def test_the_tree_is_built_with_the_scalable_clustering_and_keyed_by_it(monkeypatch):
-    """120 leaves (two a text), a sample of 40: the global UMAP (sqrt(39) = 6 neighbours) is fitted on
-    40 of them and the other 80 placed by their 6 nearest sample leaves, never by UMAP's ``transform``."""
+    """120 leaves (two a text), a sample of 40: the global UMAP (sqrt(39) = 6 neighbours) is fitted
+    on 40 of them and the other 80 placed by their 6 nearest sample leaves, never by
+    UMAP's ``transform``."""
     umap = pytest.importorskip("umap")
 
     def no_transform(*args: object, **kwargs: object) -> None:
@@ -215,8 +240,16 @@ def test_the_tree_is_built_with_the_scalable_clustering_and_keyed_by_it(monkeypa
         corpus, cfg, lambda context: context[:50], EmbeddingStore(None, embed), SummaryLog(None)
     )
     leaves = np.asarray(embed([n.text for n in tree.layer(0)]))
-    expected = cluster_nodes(leaves, [len(n.text) // 4 for n in tree.layer(0)], dim=10, threshold=0.1,
-                             max_cluster_tokens=3500, method="scalable", sample=40, recluster="reuse")  # fmt: skip
+    expected = cluster_nodes(
+        leaves,
+        [len(n.text) // 4 for n in tree.layer(0)],
+        dim=10,
+        threshold=0.1,
+        max_cluster_tokens=3500,
+        method="scalable",
+        sample=40,
+        recluster="reuse",
+    )
     assert tree.num_layers == 1
     assert placed[0] == (len(leaves), 40, 6) and len(leaves) == 120
     assert len(tree.layer(1)) == len(expected)
@@ -263,8 +296,15 @@ def test_scalable_trees_are_keyed_by_the_scalable_method_and_official_keys_stay(
 
 
 def test_over_long_clusters_clustered_again_in_worker_processes_give_the_same_clusters():
-    how = Splitting(dim=4, threshold=0.1, max_cluster_tokens=3500, method="scalable", sample=2000,
-                    patience=5, recluster="reuse")  # fmt: skip
+    how = Splitting(
+        dim=4,
+        threshold=0.1,
+        max_cluster_tokens=3500,
+        method="scalable",
+        sample=2000,
+        patience=5,
+        recluster="reuse",
+    )
     jobs = []
     for seed in range(5):
         positions = nested_blobs(80 + 20 * seed, 6, seed=seed)
@@ -275,8 +315,8 @@ def test_over_long_clusters_clustered_again_in_worker_processes_give_the_same_cl
 
 
 def test_a_worker_process_keeps_its_pools_at_one_thread():
-    """The worker initializer's limit outlives the call (a dropped limit would restore the pools as it
-    is collected). Run here, from pools of two threads, and undone after."""
+    """The worker initializer's limit outlives the call (a dropped limit would restore the pools as
+    it is collected). Run here, from pools of two threads, and undone after."""
     import gc
 
     from threadpoolctl import threadpool_info, threadpool_limits  # type: ignore[import-untyped]

@@ -238,7 +238,8 @@ def structured_corpus() -> Corpus:
 
 
 def structured_reply(prompt: str) -> str:
-    """A true-record extractor in JSON mode, SQL that sums the revenue, and the result as the answer."""
+    """A true-record extractor in JSON mode, SQL that sums the revenue, and the result as
+    the answer."""
     if prompt.startswith("Extract rows"):
         title = re.search(r"^Document: (.+?)$", prompt, re.M).group(1)
         value = f"USD {10 * (int(title.split()[1]) + 1)} million"
@@ -260,7 +261,8 @@ def structured_reply(prompt: str) -> str:
 
 
 class ExtractionServer(RecordingServer):
-    """The recording server answering :func:`structured_reply`; ``fail``: titles whose next extraction breaks the connection."""
+    """The recording server answering :func:`structured_reply`; ``fail``: titles whose next
+    extraction breaks the connection."""
 
     def __init__(self):
         self.fail: set[str] = set()
@@ -431,7 +433,8 @@ def _rebuild_on_driver_only():
 
 
 class DriverOnlyModel(BaseChatModel):
-    """Answers the SQL and final calls on the driver; unpickling it on a worker fails, so its Ray tasks are lost."""
+    """Answers the SQL and final calls on the driver; unpickling it on a worker fails, so its Ray
+    tasks are lost."""
 
     @property
     def _llm_type(self) -> str:
@@ -533,9 +536,9 @@ def test_longctx_run_structured_on_ray_and_answer_with_ray(tmp_path, capsys):
             first_failures = [
                 r.get("error") for r in read_rows(tmp_path / "nested") if r["status"] != "ok"
             ]
-            if (
-                nested != 0
-            ):  # seen once in a clean CI run, not reproduced since: the rerun retries the failed unit only (the runner's contract)
+            # seen once in a clean CI run, not reproduced since: the rerun retries the failed unit
+            # only (the runner's contract)
+            if nested != 0:
                 print(f"nested run failed rows, retried: {first_failures}", file=sys.stderr)
                 nested = main(nested_args)
             capsys.readouterr()
@@ -577,7 +580,8 @@ def test_longctx_run_structured_on_ray_and_answer_with_ray(tmp_path, capsys):
         )
         for r in rows:
             extraction = next(s for s in r["steps"] if s["node"] == "reduce")["extraction"]
-            # a question whose unit starts after the other's extraction finished reads every document from the cache
+            # a question whose unit starts after the other's extraction finished reads every
+            # document from the cache
             assert (
                 extraction["degraded_documents"] == []
                 and extraction["extracted"] + extraction["shared"] + extraction["cached"]
@@ -588,9 +592,8 @@ def test_longctx_run_structured_on_ray_and_answer_with_ray(tmp_path, capsys):
                 out == "nested"
             ):  # inside a work unit, whose task holds a CPU: the extraction tasks reserve none
                 assert next(s for s in r["steps"] if s["node"] == "extract_ray")["task_cpus"] == 0
-        if (
-            out == "nested"
-        ):  # a new model: nothing cached, each document extracted once by the two questions' Ray tasks
+        # a new model: nothing cached, each document extracted once by the two questions' Ray tasks
+        if out == "nested":
             extracted = sum(
                 next(s for s in r["steps"] if s["node"] == "reduce")["extraction"]["extracted"]
                 for r in rows

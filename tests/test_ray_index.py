@@ -34,7 +34,8 @@ from tests.test_ray import DriverOnlyModel, local_ray  # noqa: E402, F401  # loc
 
 
 class FailingServer(RecordingServer):
-    """The recording server whose ``fail_at``-th request (counted from 1) matching ``which`` breaks its connection."""
+    """The recording server whose ``fail_at``-th request (counted from 1) matching ``which`` breaks
+    its connection."""
 
     def __init__(self, reply, which, fail_at: int = 0):
         self.which, self.fail_at, self.seen = which, fail_at, 0
@@ -51,7 +52,8 @@ class FailingServer(RecordingServer):
 
 
 def bodies(requests: list[dict]) -> list[str]:
-    """The request bodies (prompts, max_tokens, temperature, ...), sorted: the same set whatever the order."""
+    """The request bodies (prompts, max_tokens, temperature, ...), sorted: the same set whatever
+    the order."""
     return sorted(json.dumps(r, sort_keys=True) for r in requests)
 
 
@@ -60,7 +62,8 @@ def step(a, node: str) -> dict:
 
 
 def without_key(facts: dict) -> dict:
-    """A build step's facts less the artifact's key (it digests the model's base URL: each test server's own)."""
+    """A build step's facts less the artifact's key (it digests the model's base URL: each test
+    server's own)."""
     return {k: v for k, v in facts.items() if k != "key"}
 
 
@@ -71,7 +74,15 @@ def is_summary(request: dict) -> bool:
 
 def raptor_answer(url: str, cache, **options):
     llm = make_chat_model("openai:gpt-3.5-turbo", base_url=url, max_retries=0)
-    return answer(corpus(), QUESTIONS[0], strategy="raptor", preset="paper", llm=llm, cache_dir=cache, **options)  # fmt: skip
+    return answer(
+        corpus(),
+        QUESTIONS[0],
+        strategy="raptor",
+        preset="paper",
+        llm=llm,
+        cache_dir=cache,
+        **options,
+    )
 
 
 @pytest.mark.slow  # ~80 s on 2 shared cores: two trees (UMAP's numba compilation, MiniLM)
@@ -80,7 +91,13 @@ def test_raptor_summaries_on_ray_send_the_local_requests_and_build_the_same_tree
         local = raptor_answer(local_server.url, tmp_path / "local", concurrency=2)
         local_tree = next(iter(raptor_graph._TREES.values()))
         raptor_graph._TREES.clear()
-        remote = raptor_answer(ray_server.url, tmp_path / "ray", concurrency=2, map_executor="ray", ray_batch_clusters=2)  # fmt: skip
+        remote = raptor_answer(
+            ray_server.url,
+            tmp_path / "ray",
+            concurrency=2,
+            map_executor="ray",
+            ray_batch_clusters=2,
+        )
         remote_tree = next(iter(raptor_graph._TREES.values()))
     asked = [r for r in ray_server.requests if is_summary(r)]
     assert len(asked) > 2  # more than one task's batch
@@ -128,7 +145,9 @@ NAME = re.compile(r"Person \d+|City \d+|Topic \d+")
 FACT = re.compile(r'\["[^"]*", "[^"]*", "[^"]*"\]')
 
 
-PASSAGES = [f"Person {i} lives in City {i % 4} and works on Topic {i % 3}." for i in range(N_PASSAGES)]  # fmt: skip
+PASSAGES = [
+    f"Person {i} lives in City {i % 4} and works on Topic {i % 3}." for i in range(N_PASSAGES)
+]
 
 
 def passages() -> Corpus:
@@ -136,8 +155,8 @@ def passages() -> Corpus:
 
 
 def hipporag_reply(request: dict) -> str:
-    """NER: the passage's names; triples: where each person lives and works; the filter keeps the first
-    candidate fact; the answer names a city."""
+    """NER: the passage's names; triples: where each person lives and works; the filter keeps the
+    first candidate fact; the answer names a city."""
     system, last = request["messages"][0]["content"], request["messages"][-1]["content"]
     if system.startswith("Your task is to extract named entities"):
         return json.dumps({"named_entities": list(dict.fromkeys(NAME.findall(last)))})
@@ -146,7 +165,10 @@ def hipporag_reply(request: dict) -> str:
         return json.dumps({"triples": [[p, "lives in", c], [p, "works on", t]]})
     if "fact_before_filter" in last:
         facts = FACT.findall(last.rsplit("fact_before_filter", 1)[-1])
-        return f'[[ ## fact_after_filter ## ]]\n{{"fact": [{facts[0] if facts else ""}]}}\n\n[[ ## completed ## ]]'
+        return (
+            f'[[ ## fact_after_filter ## ]]\n{{"fact": [{facts[0] if facts else ""}]}}\n\n'
+            "[[ ## completed ## ]]"
+        )
     return "Answer: City 3"
 
 
@@ -161,22 +183,40 @@ def is_triples(request: dict) -> bool:
 
 def hipporag_answer(url: str, cache, **options):
     llm = make_chat_model("openai:gpt-4o-mini", base_url=url, max_retries=0)
-    return answer(passages(), "Where does Person 7 live?", strategy="hipporag", llm=llm, cache_dir=cache, **options)  # fmt: skip
+    return answer(
+        passages(),
+        "Where does Person 7 live?",
+        strategy="hipporag",
+        llm=llm,
+        cache_dir=cache,
+        **options,
+    )
 
 
 @pytest.mark.slow  # ~12 s: two graph builds with MiniLM
 def test_hipporag_openie_on_ray_sends_the_local_requests_and_builds_the_same_graph(tmp_path):
-    with RecordingServer(hipporag_reply) as local_server, RecordingServer(hipporag_reply) as ray_server:  # fmt: skip
+    with (
+        RecordingServer(hipporag_reply) as local_server,
+        RecordingServer(hipporag_reply) as ray_server,
+    ):
         local = hipporag_answer(local_server.url, tmp_path / "local", concurrency=2)
         forget_graphs()
-        remote = hipporag_answer(ray_server.url, tmp_path / "ray", concurrency=2, map_executor="ray", ray_batch_passages=5)  # fmt: skip
+        remote = hipporag_answer(
+            ray_server.url,
+            tmp_path / "ray",
+            concurrency=2,
+            map_executor="ray",
+            ray_batch_passages=5,
+        )
     openie = [r for r in ray_server.requests if is_openie(r)]
     assert len(openie) == 2 * N_PASSAGES
     assert bodies(ray_server.requests) == bodies(local_server.requests)
     for node in ("index", "ppr"):  # the graph's facts and the ranking (its key names the server)
         assert without_key(step(remote, node)) == without_key(step(local, node))
     assert step(local, "ppr")["mode"] == "ppr"  # a graph with facts, ranked by PageRank
-    assert [(e.doc_id, e.score) for e in remote.evidence] == [(e.doc_id, e.score) for e in local.evidence]  # fmt: skip
+    assert [(e.doc_id, e.score) for e in remote.evidence] == [
+        (e.doc_id, e.score) for e in local.evidence
+    ]
     assert remote.answer == local.answer
     u = remote.usage
     assert (u.llm_calls, u.index_llm_calls) == (len(ray_server.requests), len(openie))
@@ -187,7 +227,9 @@ def test_hipporag_openie_on_ray_sends_the_local_requests_and_builds_the_same_gra
     )
 
 
-def test_an_openie_call_failing_on_a_worker_keeps_its_passages_ner_and_the_rerun_asks_only_the_rest(tmp_path):  # fmt: skip
+def test_an_openie_call_failing_on_a_worker_keeps_its_passages_ner_and_the_rerun_asks_only_the_rest(
+    tmp_path,
+):
     options = dict(concurrency=1, map_executor="ray", ray_batch_passages=3, ray_max_in_flight=1)
     # passages one at a time, NER then triples: the 8th triple call is passage 7's, after its NER
     with FailingServer(hipporag_reply, is_triples, fail_at=8) as server:
@@ -199,7 +241,9 @@ def test_an_openie_call_failing_on_a_worker_keeps_its_passages_ner_and_the_rerun
     again = [json.dumps(r, sort_keys=True) for r in server.requests if is_openie(r)][len(first) :]
     assert len(finished) == 15  # passages 0-6 (two calls each) and passage 7's NER
     assert len(again) == 2 * N_PASSAGES - 15 and not set(again) & set(finished)
-    assert "Person 7" in json.loads(again[0])["messages"][-1]["content"] and is_triples(json.loads(again[0]))  # fmt: skip
+    assert "Person 7" in json.loads(again[0])["messages"][-1]["content"] and is_triples(
+        json.loads(again[0])
+    )
     assert a.usage.index_llm_calls == len(again)
 
 
@@ -207,7 +251,14 @@ def test_a_lost_ray_task_fails_the_build_naming_it(tmp_path):
     """A task Ray lost (here: a model that does not unpickle on a worker) fails the build: an index
     cannot be built without its calls (the structured Map stage degrades its documents instead)."""
     with pytest.raises(RuntimeError, match="HippoRAG OpenIE passages was lost"):
-        answer(passages(), "Where?", strategy="hipporag", llm=DriverOnlyModel(), cache_dir=tmp_path, map_executor="ray")  # fmt: skip
+        answer(
+            passages(),
+            "Where?",
+            strategy="hipporag",
+            llm=DriverOnlyModel(),
+            cache_dir=tmp_path,
+            map_executor="ray",
+        )
 
 
 # -- options, plan, --ray ----------------------------------------------------------------------
@@ -222,11 +273,16 @@ def test_the_ray_options_are_validated_and_leave_the_estimate_unchanged(cls):
     name = "raptor" if cls is RaptorConfig else "hipporag"
     docs, llm = passages(), make_chat_model("openai:gpt-4o-mini", base_url="http://127.0.0.1:9/v1")
     local = estimate(docs, "q?", strategy=name, llm=llm)
-    on_ray = estimate(docs, "q?", strategy=name, llm=llm, map_executor="ray", ray_max_in_flight=2)  # fmt: skip
+    on_ray = estimate(docs, "q?", strategy=name, llm=llm, map_executor="ray", ray_max_in_flight=2)
     assert on_ray == local
     # where the stage runs is not a changed setting: a resumed run does not answer its rows again
     recorded = {"map_executor": "local", "ray_max_in_flight": 4, "top_k": 5}
-    moved = {"map_executor": "ray", "ray_max_in_flight": 2, "ray_endpoints": ["http://a/v1"], "top_k": 5}  # fmt: skip
+    moved = {
+        "map_executor": "ray",
+        "ray_max_in_flight": 2,
+        "ray_endpoints": ["http://a/v1"],
+        "top_k": 5,
+    }
     assert changed_fields(recorded, moved, name) == []
     assert changed_fields(recorded, {**moved, "top_k": 6}, name) == ["top_k: 5 -> 6"]
     stage = STRATEGIES.get(name).ray_stage  # longctx answer --ray / run --ray --endpoints
@@ -234,4 +290,6 @@ def test_the_ray_options_are_validated_and_leave_the_estimate_unchanged(cls):
         "map_executor": "ray",
         "ray_address": "auto",
     }
-    assert stage.spread({"map_executor": "ray"}, ["http://a/v1", "http://b/v1"])["ray_endpoints"] == ["http://a/v1", "http://b/v1"]  # fmt: skip
+    assert stage.spread({"map_executor": "ray"}, ["http://a/v1", "http://b/v1"])[
+        "ray_endpoints"
+    ] == ["http://a/v1", "http://b/v1"]

@@ -69,7 +69,8 @@ def readme_env(outputs, monkeypatch, stub_url):
 
 @pytest.fixture(scope="module")
 def outputs(tmp_path_factory):
-    """One folder for the whole README, as a reader's working copy: later blocks use earlier outputs."""
+    """One folder for the whole README, as a reader's working copy: later blocks use
+    earlier outputs."""
     return tmp_path_factory.mktemp("readme")
 
 
@@ -104,7 +105,8 @@ def test_readme_block_runs(lang, body, readme_env, capsys):
 
 
 def test_call_counts_stated_in_the_readme_follow_from_the_defaults():
-    """The README's MemAgent call counts are what the default config gives (a fact checked, not typed)."""
+    """The README's MemAgent call counts are what the default config gives (a fact checked,
+    not typed)."""
     import math
 
     from longctx.graphs import STRATEGIES
@@ -119,8 +121,9 @@ def test_call_counts_stated_in_the_readme_follow_from_the_defaults():
 
 
 def test_test_counts_in_the_docs_say_when_they_were_measured():
-    """A count of tests goes stale with the next test added ("689 passed in 3m24s" stood beside 2,017
-    tests): where the README or docs/testing.md gives one, its paragraph or table row dates it."""
+    """A count of tests goes stale with the next test added ("689 passed in 3m24s" stood beside
+    2,017 tests): where the README or docs/testing.md gives one, its paragraph or table row
+    dates it."""
     count = re.compile(r"\b\d[\d,]* (?:tests|passed)\b")
     dated = re.compile(r"\b20\d\d-\d\d-\d\d\b")
     for doc in ("README.md", "docs/testing.md"):

@@ -43,7 +43,8 @@ def _imports(path: Path) -> set[str]:
 
 
 def test_the_structured_strategy_imports_nothing_of_pai():
-    """Its calls go through ``longctx.graphs.validated_call`` and its retry note is ``longctx.graphs.prompts``'s, not PAI's."""
+    """Its calls go through ``longctx.graphs.validated_call`` and its retry note is
+    ``longctx.graphs.prompts``'s, not PAI's."""
     found = {
         f"{p.name}: {m}"
         for p in sorted((ROOT / "graphs" / "structured").glob("*.py"))

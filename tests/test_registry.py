@@ -83,9 +83,15 @@ def test_a_lazy_target_is_imported_on_the_first_lookup_of_its_name(tmp_path, mon
 
 
 def test_a_declared_name_is_fulfilled_by_the_decorator_its_module_runs(tmp_path, monkeypatch):
-    """The target's module registers the entry itself (the decorator form); declared attributes must agree."""
-    _module(tmp_path, monkeypatch, "lazy_plugin", "from tests.test_registry import PLUGINS\n\n"
-                                                  "@PLUGINS.register('p', size=3)\ndef build():\n    return 'built'\n")  # fmt: skip
+    """The target's module registers the entry itself (the decorator form); declared attributes
+    must agree."""
+    _module(
+        tmp_path,
+        monkeypatch,
+        "lazy_plugin",
+        "from tests.test_registry import PLUGINS\n\n"
+        "@PLUGINS.register('p', size=3)\ndef build():\n    return 'built'\n",
+    )
     with PLUGINS.scoped("p", target="lazy_plugin:build", size=3):
         entry = PLUGINS.get("p")
         assert entry.obj() == "built" and entry.size == 3
@@ -156,7 +162,8 @@ def test_plugin_toml_files_declare_the_entries_of_a_package_and_its_subpackages(
 
 
 def test_every_builtin_strategy_and_retriever_is_declared_as_its_module_registers_it():
-    """Each ``plugin.toml`` names the target that registers the name, with the ``uses_index`` its entry has."""
+    """Each ``plugin.toml`` names the target that registers the name, with the ``uses_index`` its
+    entry has."""
     for name in STRATEGIES.names():
         spec = STRATEGIES.get(name)
         assert STRATEGIES.declared(name)["uses_index"] == spec.uses_index and spec.name == name

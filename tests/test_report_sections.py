@@ -93,8 +93,17 @@ def _one_corpus_samples() -> list[Sample]:
         ["The vault code is 7421. " + "Parking rules apply. " * 30, "The lighthouse is red. " * 20]
     )
     asked = [("What is the vault code?", "7421"), ("What colour is the lighthouse?", "red")]
-    return [Sample(sample_id=f"q{i}", benchmark="synth", dataset="finance", corpus=corpus,
-                   question=Question(text=q), answers=(a,)) for i, (q, a) in enumerate(asked)]  # fmt: skip
+    return [
+        Sample(
+            sample_id=f"q{i}",
+            benchmark="synth",
+            dataset="finance",
+            corpus=corpus,
+            question=Question(text=q),
+            answers=(a,),
+        )
+        for i, (q, a) in enumerate(asked)
+    ]
 
 
 def test_the_page_has_the_cost_per_context_with_a_legend_and_a_usd_plot_when_priced(tmp_path):

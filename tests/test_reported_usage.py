@@ -1,9 +1,10 @@
-"""Usage a server reports is untrusted (issue 46, items 3-5): a count that is negative, huge, fractional
-or not a number is checked once, as the reply arrives (:mod:`longctx.retrieval.reported_usage`), on every path
-that reads it (chat: whole, async through the lean transport, streamed, the SDK's parsed reply; rerank).
-The answer is kept, the call counted with our own tokenizer (or the field treated as absent), a warning
-names the server and the field, a budget stops where it stops for an honest server, and the rows are
-ones ``longctx report`` counts and a rerun does not pay for again."""
+"""Usage a server reports is untrusted (issue 46, items 3-5): a count that is negative, huge,
+fractional or not a number is checked once, as the reply arrives
+(:mod:`longctx.retrieval.reported_usage`), on every path that reads it (chat: whole, async through
+the lean transport, streamed, the SDK's parsed reply; rerank). The answer is kept, the call counted
+with our own tokenizer (or the field treated as absent), a warning names the server and the field, a
+budget stops where it stops for an honest server, and the rows are ones ``longctx report`` counts
+and a rerun does not pay for again."""
 
 from __future__ import annotations
 
@@ -43,7 +44,8 @@ PROMPT = "In which city is Halvorsen Maritime headquartered?"
 
 @pytest.fixture(autouse=True)
 def fresh_warnings(monkeypatch):
-    """Each test sees its own warnings (a process warns once per server and field; ports are reused)."""
+    """Each test sees its own warnings (a process warns once per server and field; ports
+    are reused)."""
     monkeypatch.setattr(reported_usage, "_warned", set())
 
 
@@ -76,7 +78,8 @@ class UsageRerankServer(RerankServer):
         return status, {**body, "usage": self.usage}
 
 
-# what each hostile usage becomes: "ours" (the call counted with our tokenizer) or the cached tokens kept
+# what each hostile usage becomes: "ours" (the call counted with our tokenizer) or the cached
+# tokens kept
 ABSURD_COUNTS = [
     ({"prompt_tokens": -1000}, "prompt_tokens", "ours"),
     ({"prompt_tokens": 1e13}, "prompt_tokens", "ours"),
@@ -96,7 +99,8 @@ UNPARSABLE = [
 
 def _call(llm: Any, path: str) -> Any:
     """One chat call through ``path``: the sync lean post, the async one (a run's aiohttp session),
-    a streamed reply (usage in its last chunk), or the SDK's parsed reply (``include_response_headers``)."""
+    a streamed reply (usage in its last chunk), or the SDK's parsed
+    reply (``include_response_headers``)."""
     messages = [HumanMessage(content=PROMPT)]
     if path == "async":
 
@@ -176,15 +180,23 @@ def test_a_usage_that_is_not_an_object_is_no_usage_and_an_empty_one_needs_no_war
     assert checked_chat_usage(honest, "S3") == {**honest, "completion_tokens": 2}
 
 
-# -- item 3: a budget stops where it stops for an honest server ----------------------------------------------
+# -- item 3: a budget stops where it stops for an honest server ------------------------------------
 def _pai_under_budget(server: RecordingServer, budget: Budget, use_async: bool) -> int:
-    """PAI's requests under ``budget`` (one call at a time, so the stop does not depend on timing)."""
+    """PAI's requests under ``budget`` (one call at a time, so the stop does not depend
+    on timing)."""
     from longctx import STRATEGIES
 
     spec = STRATEGIES.get("pai")
     llm = make_chat_model("openai:rec", base_url=server.url, api_key="not-needed", max_retries=0)
-    (result,) = run_strategy(spec, spec.make_config(None, chunk_size=CHUNK, concurrency=1), [as_question(RERANK_QUESTION)], llm=llm,
-                             corpus=company_corpus(), budget=budget, use_async=use_async)  # fmt: skip
+    (result,) = run_strategy(
+        spec,
+        spec.make_config(None, chunk_size=CHUNK, concurrency=1),
+        [as_question(RERANK_QUESTION)],
+        llm=llm,
+        corpus=company_corpus(),
+        budget=budget,
+        use_async=use_async,
+    )
     assert result.stopped == ("budget" if budget.max_cost_usd else None) and all(
         count_problem(k, getattr(result.usage, k)) is None
         for k in ("prompt_tokens", "completion_tokens", "cached_prompt_tokens")
@@ -217,7 +229,8 @@ COST_LIMIT = Budget(max_cost_usd=0.004, price=(1.0, 1.0))
 
 @pytest.fixture(scope="module")
 def honest_stop() -> dict[bool, int]:
-    """Requests PAI sends an honest server under :data:`COST_LIMIT`, threads and async (fewer than it needs)."""
+    """Requests PAI sends an honest server under :data:`COST_LIMIT`, threads and async (fewer than
+    it needs)."""
     with UsageServer(server_world, usage=_honest_counts) as server:
         everything = _pai_under_budget(server, Budget(max_llm_calls=1000), use_async=False)
     stops = {}
@@ -250,8 +263,9 @@ def test_a_cost_budget_stops_pai_at_the_same_call_for_a_server_that_reports_absu
 
 
 def test_the_guard_settles_an_absurd_usage_metadata_of_any_chat_model_at_its_own_count():
-    """A chat model other than ours (no reply check of ours in front of it) reports a negative count: the
-    guard settles the call at the prompt tokens it counted before it, never below zero."""
+    """A chat model other than ours (no reply check of ours in front of it) reports a negative
+    count: the guard settles the call at the prompt tokens it counted before it, never
+    below zero."""
     from langchain_core.messages import AIMessage
     from langchain_core.outputs import ChatGeneration, LLMResult
 
@@ -274,7 +288,7 @@ def test_the_guard_settles_an_absurd_usage_metadata_of_any_chat_model_at_its_own
     )
 
 
-# -- rerank replies ---------------------------------------------------------------------------------------------
+# -- rerank replies --------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "usage",
     [
@@ -287,8 +301,9 @@ def test_the_guard_settles_an_absurd_usage_metadata_of_any_chat_model_at_its_own
     ids=["negative", "huge", "text", "fraction", "a-list"],
 )
 def test_a_rerank_reply_with_an_absurd_usage_keeps_its_ranking_and_counts_no_tokens(usage, caplog):
-    """The ranking is used on the first request (a malformed-reply retry would pay again); its tokens count as
-    not reported: 0 in the usage, and the budget keeps the query-document tokens it reserved."""
+    """The ranking is used on the first request (a malformed-reply retry would pay again); its
+    tokens count as not reported: 0 in the usage, and the budget keeps the query-document tokens
+    it reserved."""
     llm = ScriptedChatModel(reply_fn=lambda prompt: "the keeper")
     count = lambda text: len(text.split())  # noqa: E731 - the guard's tokenizer
     with UsageRerankServer(usage) as server, caplog.at_level(logging.WARNING):
@@ -341,14 +356,26 @@ def test_rerank_tokens_read_the_first_usable_count():
     assert checked_rerank_tokens(None, "R") == checked_rerank_tokens({}, "R") == 0
 
 
-# -- the command line: the answer is printed, the rows are counted, a rerun pays nothing --------------------------
+# -- the command line: the answer is printed, the rows are counted, a rerun pays nothing -----------
 def test_longctx_answer_prints_the_answer_of_a_server_with_unparsable_usage(
     capsys, monkeypatch, isolated_cache
 ):
     with UsageServer(hostile={"prompt_tokens_details": [1, 2], "prompt_tokens": "many"}) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)
-        code = main(["answer", "--corpus", str(EXAMPLES / "corpus"), "--question", PROMPT, "--llm", "openai:m",
-                     "--strategy", "full_context", "--json"])  # fmt: skip
+        code = main(
+            [
+                "answer",
+                "--corpus",
+                str(EXAMPLES / "corpus"),
+                "--question",
+                PROMPT,
+                "--llm",
+                "openai:m",
+                "--strategy",
+                "full_context",
+                "--json",
+            ]
+        )
     captured = capsys.readouterr()
     assert code == 0 and "Traceback" not in captured.err, captured.err
     assert json.loads(captured.out)["answer"] == "Paris"
@@ -364,8 +391,21 @@ def test_rows_of_a_server_with_absurd_usage_are_counted_by_the_report_and_not_pa
         + "".join(f"q{i},Which city is number {i}?,Paris\n" for i in range(3))
     )
     out = tmp_path / "run"
-    argv = ["run", "--corpus", str(EXAMPLES / "corpus"), "--questions", str(questions), "--strategies", "rag",
-            "--llm", "openai:m", "--out", str(out), "--yes", "--no-llm-cache"]  # fmt: skip
+    argv = [
+        "run",
+        "--corpus",
+        str(EXAMPLES / "corpus"),
+        "--questions",
+        str(questions),
+        "--strategies",
+        "rag",
+        "--llm",
+        "openai:m",
+        "--out",
+        str(out),
+        "--yes",
+        "--no-llm-cache",
+    ]
     hostile = {"prompt_tokens": -1000, "completion_tokens": 12.7, "cached_tokens": -5}
     with UsageServer(hostile=hostile) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)

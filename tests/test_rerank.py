@@ -20,8 +20,9 @@ from tests.scripted import ScriptedChatModel
 
 DOCS = [
     (
-        "The harbour lighthouse keeper logged every ship entering the harbour during the storm season, storm after storm, "
-        "noting cargo, flags, crews, tonnage, weather, tides and arrival times in a leather ledger kept by the harbour lighthouse stairs."
+        "The harbour lighthouse keeper logged every ship entering the harbour during the storm "
+        "season, storm after storm, noting cargo, flags, crews, tonnage, weather, tides and "
+        "arrival times in a leather ledger kept by the harbour lighthouse stairs."
     ),
     "Ships entering the harbour pay a fee.",
     "The lighthouse was repainted red and white in spring.",
@@ -45,8 +46,16 @@ def test_rerank_requests_carry_query_candidates_and_top_n_and_keep_the_servers_b
     first_stage = build_index(corpus(), "bm25").search(query, 4)
     llm = ScriptedChatModel(reply_fn=lambda prompt: "the keeper")
     with RerankServer() as server:
-        result = answer(corpus(), QUESTION, strategy="rag", llm=llm, top_k=2, rerank="server",
-                        rerank_options=server_options(server), rerank_candidates=4)  # fmt: skip
+        result = answer(
+            corpus(),
+            QUESTION,
+            strategy="rag",
+            llm=llm,
+            top_k=2,
+            rerank="server",
+            rerank_options=server_options(server),
+            rerank_candidates=4,
+        )
     assert server.paths == ["/v1/rerank"] and len(server.requests) == 1
     sent = server.requests[0]
     assert sent["query"] == query and sent["top_n"] == 2 and sent["model"] == "bge-reranker-v2-m3"
@@ -130,8 +139,19 @@ def test_a_client_error_is_not_retried():
 def test_a_failed_rerank_fails_its_row_only_and_the_next_run_answers_it(tmp_path):
     data = tmp_path / "longbench"
     data.mkdir()
-    records = [{"input": q, "context": "\n".join(DOCS), "answers": ["the keeper"], "length": 80, "dataset": "hotpotqa", "language": "en",
-                "all_classes": None, "_id": f"q{i}"} for i, q in enumerate([QUESTION, "What does the bakery sell?"])]  # fmt: skip
+    records = [
+        {
+            "input": q,
+            "context": "\n".join(DOCS),
+            "answers": ["the keeper"],
+            "length": 80,
+            "dataset": "hotpotqa",
+            "language": "en",
+            "all_classes": None,
+            "_id": f"q{i}",
+        }
+        for i, q in enumerate([QUESTION, "What does the bakery sell?"])
+    ]
     (data / "hotpotqa.jsonl").write_text(
         "".join(json.dumps(r) + "\n" for r in records), encoding="utf-8"
     )
@@ -144,8 +164,14 @@ def test_a_failed_rerank_fails_its_row_only_and_the_next_run_answers_it(tmp_path
                 "top_k": 2,
             }
         }
-        cfg = RunConfig(benchmark="longbench", strategies=("rag",), data_path=str(data), datasets=("hotpotqa",), llm_cache=False,
-                        strategy_options=options)  # fmt: skip
+        cfg = RunConfig(
+            benchmark="longbench",
+            strategies=("rag",),
+            data_path=str(data),
+            datasets=("hotpotqa",),
+            llm_cache=False,
+            strategy_options=options,
+        )
         run_experiment(cfg, tmp_path / "run", llm=llm, show_progress=False)
         failed = read_rows(tmp_path / "run")
         assert [r["status"] for r in failed] == ["failed", "failed"]
@@ -183,8 +209,8 @@ def test_an_unknown_reranker_is_refused_before_any_work():
 
 
 def tiny_cross_encoder(folder) -> str:
-    """A 2-layer BERT sequence classifier (one label, random weights, seed 0) with a word-piece vocabulary
-    of the test's words, saved as a local checkpoint: no download."""
+    """A 2-layer BERT sequence classifier (one label, random weights, seed 0) with a word-piece
+    vocabulary of the test's words, saved as a local checkpoint: no download."""
     import torch
     from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
 
@@ -204,8 +230,15 @@ def tiny_cross_encoder(folder) -> str:
         folder
     )
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-                        max_position_embeddings=128, num_labels=1)  # fmt: skip
+    config = BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+        num_labels=1,
+    )
     BertForSequenceClassification(config).save_pretrained(folder)
     return str(folder)
 
@@ -221,7 +254,8 @@ def test_a_local_cross_encoder_reranks_by_its_own_scores(tmp_path):
         AutoTokenizer.from_pretrained(path),
         AutoModelForSequenceClassification.from_pretrained(path).eval(),
     )
-    with torch.no_grad():  # the model's relevance of each (query, chunk) pair, computed here without sentence-transformers
+    # the model's relevance of each (query, chunk) pair, computed here without sentence-transformers
+    with torch.no_grad():
         batch = tokenizer(
             [query] * 5,
             [h.chunk.text for h in first_stage],
@@ -232,8 +266,16 @@ def test_a_local_cross_encoder_reranks_by_its_own_scores(tmp_path):
         relevance = torch.sigmoid(model(**batch).logits[:, 0]).tolist()
     expected = sorted(zip(first_stage, relevance), key=lambda pair: (-pair[1], pair[0].rank))[:3]
     llm = ScriptedChatModel(reply_fn=lambda prompt: "the keeper")
-    result = answer(corpus(), QUESTION, strategy="rag", llm=llm, top_k=3, rerank="cross-encoder",
-                    rerank_options={"model": path}, rerank_candidates=5)  # fmt: skip
+    result = answer(
+        corpus(),
+        QUESTION,
+        strategy="rag",
+        llm=llm,
+        top_k=3,
+        rerank="cross-encoder",
+        rerank_options={"model": path},
+        rerank_candidates=5,
+    )
     assert [e.chunk_id for e in result.evidence] == [h.chunk.chunk_id for h, _ in expected]
     assert [e.score for e in result.evidence] == pytest.approx(
         [score for _, score in expected], abs=1e-5
@@ -273,8 +315,14 @@ def test_a_hosted_rerankers_tokens_are_priced_like_a_chat_models():
     chat = Price(1.0, 2.0, source="user", key="m")
 
     def row(kind: str, base_url: str = "https://rerank.example.com/v1") -> dict:
-        return {"status": "ok", "usage": {"prompt_tokens": 1_000, "completion_tokens": 500, "rerank_tokens": 2_000_000},
-                "config": {"rerank": kind, "rerank_options": {"model": "rerank-v3.5", "base_url": base_url}}}  # fmt: skip
+        return {
+            "status": "ok",
+            "usage": {"prompt_tokens": 1_000, "completion_tokens": 500, "rerank_tokens": 2_000_000},
+            "config": {
+                "rerank": kind,
+                "rerank_options": {"model": "rerank-v3.5", "base_url": base_url},
+            },
+        }
 
     assert row_cost(row("server"), chat, {"rerank-v3.5": (0.05, 0.0)}) == pytest.approx(0.002 + 0.1)
     assert (

@@ -1,5 +1,6 @@
-"""Rerank calls as a cost (issue 39): the plan and ``estimate`` count them, budgets count and stop them as model
-calls (checked at the local rerank server), and the report shows them beside the chat calls."""
+"""Rerank calls as a cost (issue 39): the plan and ``estimate`` count them, budgets count and stop
+them as model calls (checked at the local rerank server), and the report shows them beside the
+chat calls."""
 
 from __future__ import annotations
 
@@ -23,9 +24,16 @@ FOLLOW_UP = "Follow up: Who keeps the harbour lighthouse?\n"
 def test_a_budget_stops_a_rerank_call_before_its_request(interface):
     llm = ScriptedChatModel(replies=[FOLLOW_UP, "So the final answer is: the keeper\n"])
     with RerankServer() as server:
-        # self_ask: rerank the question's candidates (call 1), ask (call 2, a follow-up), rerank the follow-up's: call 3, refused
-        options = {"strategy": "self_ask", "llm": llm, "top_k": 2, "rerank": "server", "rerank_options": server_options(server),
-                   "budget": Budget(max_llm_calls=2)}  # fmt: skip
+        # self_ask: rerank the question's candidates (call 1), ask (call 2, a follow-up), rerank the
+        # follow-up's: call 3, refused
+        options = {
+            "strategy": "self_ask",
+            "llm": llm,
+            "top_k": 2,
+            "rerank": "server",
+            "rerank_options": server_options(server),
+            "budget": Budget(max_llm_calls=2),
+        }
         result = (
             answer(corpus(), QUESTION, **options)
             if interface == "sync"
@@ -55,7 +63,10 @@ def test_rerank_tokens_count_against_the_token_budget():
         # the chat call alone fits, not with the rerank call's tokens: refused before any request
         with pytest.raises(
             BudgetExceeded,
-            match=rf"~{plan.prompt_tokens + plan.rerank.tokens:,} prompt tokens > {plan.prompt_tokens:,}",
+            match=(
+                rf"~{plan.prompt_tokens + plan.rerank.tokens:,} prompt tokens > "
+                rf"{plan.prompt_tokens:,}"
+            ),
         ):
             answer(
                 corpus(), QUESTION, budget=Budget(max_prompt_tokens=plan.prompt_tokens), **options
@@ -94,8 +105,16 @@ def test_the_guard_reserves_a_rerank_calls_tokens_and_their_cost_at_the_reranker
 def test_the_plan_counts_rerank_calls_documents_and_tokens():
     llm = ScriptedChatModel(reply_fn=lambda prompt: "the keeper")
     plain = estimate(corpus(), QUESTION, strategy="rag", llm=llm, top_k=2)
-    plan = estimate(corpus(), QUESTION, strategy="rag", llm=llm, top_k=2, rerank="server", rerank_options={"base_url": "http://127.0.0.1:9/v1"},
-                    rerank_candidates=4)  # fmt: skip
+    plan = estimate(
+        corpus(),
+        QUESTION,
+        strategy="rag",
+        llm=llm,
+        top_k=2,
+        rerank="server",
+        rerank_options={"base_url": "http://127.0.0.1:9/v1"},
+        rerank_candidates=4,
+    )
     assert plain.rerank is None and (plan.calls, plan.prompt_tokens) == (
         plain.calls,
         plain.prompt_tokens,
@@ -106,8 +125,16 @@ def test_the_plan_counts_rerank_calls_documents_and_tokens():
     )  # rerank_candidates of the corpus's 6 chunks
     assert plan.rerank.tokens > 0 and "1 rerank call (4 documents" in plan.describe()
     with pytest.raises(BudgetExceeded, match=r"2 calls \(1 of them rerank calls\) > 1"):
-        answer(corpus(), QUESTION, strategy="rag", llm=llm, top_k=2, rerank="server", rerank_options={"base_url": "http://127.0.0.1:9/v1"},
-               budget=Budget(max_llm_calls=1))  # fmt: skip
+        answer(
+            corpus(),
+            QUESTION,
+            strategy="rag",
+            llm=llm,
+            top_k=2,
+            rerank="server",
+            rerank_options={"base_url": "http://127.0.0.1:9/v1"},
+            budget=Budget(max_llm_calls=1),
+        )
     assert llm.calls == []
 
 
@@ -170,15 +197,29 @@ def test_the_report_shows_rerank_calls_tokens_and_their_cost_beside_the_model_ca
 
     data = tmp_path / "longbench"
     data.mkdir()
-    record = {"input": QUESTION, "context": "\n".join(DOCS), "answers": ["the keeper"], "length": 80, "dataset": "hotpotqa", "language": "en",
-              "all_classes": None, "_id": "q0"}  # fmt: skip
+    record = {
+        "input": QUESTION,
+        "context": "\n".join(DOCS),
+        "answers": ["the keeper"],
+        "length": 80,
+        "dataset": "hotpotqa",
+        "language": "en",
+        "all_classes": None,
+        "_id": "q0",
+    }
     (data / "hotpotqa.jsonl").write_text(json.dumps(record) + "\n", encoding="utf-8")
     with RerankServer() as server:
         options = {
             "rag": {"rerank": "server", "rerank_options": server_options(server), "top_k": 2}
         }
-        cfg = RunConfig(benchmark="longbench", strategies=("rag", "full_context"), data_path=str(data), datasets=("hotpotqa",), llm_cache=False,
-                        strategy_options=options)  # fmt: skip
+        cfg = RunConfig(
+            benchmark="longbench",
+            strategies=("rag", "full_context"),
+            data_path=str(data),
+            datasets=("hotpotqa",),
+            llm_cache=False,
+            strategy_options=options,
+        )
         run_experiment(
             cfg,
             tmp_path / "run",
@@ -222,8 +263,14 @@ def test_the_rerank_calls_a_run_sends_lie_within_its_plan(strategy):
 
     llm = model(strategy)
     with RerankServer() as server:
-        options = {"strategy": strategy, "llm": llm, "rerank": "server", "rerank_options": server_options(server), "rerank_candidates": 5,
-                   **({"judge_mode": "prefilter"} if strategy == "pai" else {})}  # fmt: skip
+        options = {
+            "strategy": strategy,
+            "llm": llm,
+            "rerank": "server",
+            "rerank_options": server_options(server),
+            "rerank_candidates": 5,
+            **({"judge_mode": "prefilter"} if strategy == "pai" else {}),
+        }
         plan = estimate(examples(), ASKED, **options)
         result = answer(examples(), ASKED, show_progress=False, **options)
     assert (
@@ -276,8 +323,13 @@ def test_the_rerank_stage_ends_each_announced_call_with_the_tokens_its_server_re
 
     llm = ScriptedChatModel(reply_fn=lambda prompt: "the keeper")
     with RerankServer() as server:
-        options = {"strategy": "rag", "llm": llm, "top_k": 2, "rerank": "server",
-                   "rerank_options": server_options(server)}  # fmt: skip
+        options = {
+            "strategy": "rag",
+            "llm": llm,
+            "top_k": 2,
+            "rerank": "server",
+            "rerank_options": server_options(server),
+        }
         result = answer(corpus(), QUESTION, callbacks=[Events()], **options)
         (sent,) = server.requests
     reported = sum(token_count(sent["query"], d) for d in sent["documents"])  # the server's usage
@@ -291,8 +343,19 @@ def test_a_reranking_fallbacks_rerank_calls_lie_within_self_routes_plan():
     replies = iter(["unanswerable"])  # the route declines; the fallback (rag, reranking) answers
     llm = ScriptedChatModel(reply_fn=lambda prompt: next(replies, "the keeper"))
     with RerankServer() as server:
-        options = {"strategy": "self_route", "llm": llm, "top_k": 2, "context_window": 200, "max_new_tokens": 16, "fallback": "rag",
-                   "fallback_options": {"top_k": 2, "rerank": "server", "rerank_options": server_options(server)}}  # fmt: skip
+        options = {
+            "strategy": "self_route",
+            "llm": llm,
+            "top_k": 2,
+            "context_window": 200,
+            "max_new_tokens": 16,
+            "fallback": "rag",
+            "fallback_options": {
+                "top_k": 2,
+                "rerank": "server",
+                "rerank_options": server_options(server),
+            },
+        }
         plan = estimate(corpus(), QUESTION, **options)
         result = answer(corpus(), QUESTION, show_progress=False, **options)
     assert [s["strategy"] for s in result.steps if s["node"] == "fallback"] == [

@@ -37,7 +37,10 @@ MALFORMED = {
         "Infinity, which is not JSON",
     ),
     "NaN score": (
-        b'{"results": [{"index": 0, "relevance_score": NaN}, {"index": 1, "relevance_score": 0.5}]}',
+        (
+            b'{"results": [{"index": 0, "relevance_score": NaN}, {"index": 1, "relevance_score": '
+            b"0.5}]}"
+        ),
         "NaN, which is not JSON",
     ),
     "100,000-deep": (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
@@ -63,8 +66,15 @@ def test_a_malformed_reply_is_retried_then_fails_the_answer_before_any_model_cal
     llm = ScriptedChatModel(reply_fn=lambda prompt: "the keeper")
     server, server.raw, server.requests = one_server, raw, []
     with pytest.raises(RerankError) as caught:
-        answer(corpus(), QUESTION, strategy="rag", llm=llm, top_k=2, rerank="server",
-               rerank_options=server_options(server, max_retries=1))  # fmt: skip
+        answer(
+            corpus(),
+            QUESTION,
+            strategy="rag",
+            llm=llm,
+            top_k=2,
+            rerank="server",
+            rerank_options=server_options(server, max_retries=1),
+        )
     message = str(caught.value)
     assert len(server.requests) == 2  # the first attempt and its retry
     assert message.startswith(f"The rerank server at {server.url}/rerank failed after 1 retries")
@@ -74,12 +84,21 @@ def test_a_malformed_reply_is_retried_then_fails_the_answer_before_any_model_cal
 
 
 def test_more_results_than_asked_keep_the_best_top_n():
-    """A server that ignores ``top_n`` and ranks every document is fine: its best ``top_n`` are kept."""
+    """A server that ignores ``top_n`` and ranks every document is fine: its best ``top_n``
+    are kept."""
     llm = ScriptedChatModel(reply_fn=lambda prompt: "the keeper")
     every = results(*((i, i / 10) for i in range(4)))  # four candidates, the last best
     with RerankServer(raw=every) as server:
-        result = answer(corpus(), QUESTION, strategy="rag", llm=llm, top_k=2, rerank="server",
-                        rerank_options=server_options(server), rerank_candidates=4)  # fmt: skip
+        result = answer(
+            corpus(),
+            QUESTION,
+            strategy="rag",
+            llm=llm,
+            top_k=2,
+            rerank="server",
+            rerank_options=server_options(server),
+            rerank_candidates=4,
+        )
     assert [e.score for e in result.evidence] == [0.3, 0.2] and len(llm.calls) == 1
 
 
@@ -96,8 +115,19 @@ def test_the_command_line_names_the_server_on_one_line(tmp_path, capsys, monkeyp
     with RecordingServer(lambda request: "the keeper") as chat, RerankServer(raw=b"[]") as server:
         monkeypatch.setenv("OPENAI_BASE_URL", chat.url)
         options = json.dumps(server_options(server, max_retries=0))
-        argv = ["answer", "--corpus", str(tmp_path), "--question", QUESTION, "--llm", "openai:m",
-                "--option", 'rerank="server"', "--option", f"rerank_options={options}"]  # fmt: skip
+        argv = [
+            "answer",
+            "--corpus",
+            str(tmp_path),
+            "--question",
+            QUESTION,
+            "--llm",
+            "openai:m",
+            "--option",
+            'rerank="server"',
+            "--option",
+            f"rerank_options={options}",
+        ]
         assert main(argv) == 2
     err = capsys.readouterr().err
     line = err.rstrip("\n").split("\n")[-1]

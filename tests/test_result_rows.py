@@ -243,8 +243,15 @@ def test_unreadable_and_wrong_shape_lines_are_skipped_and_named(tmp_path, caplog
     cfg = _chinese_run(tmp_path)
     path = tmp_path / RESULTS_FILE
     good = path.read_bytes().splitlines(keepends=True)
-    bad = [b"[1,2]\n", b"{}\n", b'"text"\n', b'{"sample_id": "v2-1", "strategy": "x", "status": "maybe", "corpus_tokens": 1}\n',
-           b"\xff\xfe not utf-8\n", b"{not json\n", b"\n"]  # fmt: skip
+    bad = [
+        b"[1,2]\n",
+        b"{}\n",
+        b'"text"\n',
+        b'{"sample_id": "v2-1", "strategy": "x", "status": "maybe", "corpus_tokens": 1}\n',
+        b"\xff\xfe not utf-8\n",
+        b"{not json\n",
+        b"\n",
+    ]
     path.write_bytes(good[0] + b"".join(bad) + b"".join(good[1:]))
     with caplog.at_level(logging.WARNING):
         rows = read_rows(tmp_path)
@@ -359,7 +366,8 @@ def test_a_retry_over_a_served_model_asks_the_server_again(tmp_path, monkeypatch
 
 
 def test_a_ray_unit_retrying_a_pair_does_not_replay_the_cache(tmp_path):
-    """The Ray worker's unit (run here without Ray: it is a plain function) follows the same rule."""
+    """The Ray worker's unit (run here without Ray: it is a plain function) follows the
+    same rule."""
     from longctx.experiments.ray_runner import _unit_task
 
     cfg = config(strategies=("full_context",), strategy_options={}, llm_cache=True)

@@ -1,5 +1,6 @@
 """A resumed experiment skips only the answers it would have made itself: same model, same request
-settings, same strategy options and prompts; the others are answered again, counted at the server."""
+settings, same strategy options and prompts; the others are answered again, counted at
+the server."""
 
 import json
 import logging
@@ -13,8 +14,14 @@ from tests.test_runner import V2, v2_samples
 
 
 def _config(**options) -> RunConfig:
-    return RunConfig(benchmark="longbench_v2", strategies=("rag",), data_path=V2, llm_cache=False, concurrency=1,
-                     strategy_options={"rag": {"top_k": 2, **options}})  # fmt: skip
+    return RunConfig(
+        benchmark="longbench_v2",
+        strategies=("rag",),
+        data_path=V2,
+        llm_cache=False,
+        concurrency=1,
+        strategy_options={"rag": {"top_k": 2, **options}},
+    )
 
 
 def _openai(url: str, **settings):
@@ -24,7 +31,8 @@ def _openai(url: str, **settings):
 
 
 def test_a_model_with_other_request_settings_answers_again_at_the_server(tmp_path, caplog):
-    """Same name and server, another ``extra_body``: the old code skipped all three pairs (0 requests)."""
+    """Same name and server, another ``extra_body``: the old code skipped all three pairs
+    (0 requests)."""
     with RecordingServer(lambda r: "The correct answer is (A)") as server:
         first = run_experiment(_config(), tmp_path, llm=_openai(server.url), show_progress=False)
         sent = len(server.requests)
@@ -75,7 +83,8 @@ def test_a_changed_option_or_model_answers_again(tmp_path):
 
 
 def test_the_plan_counts_what_the_run_will_answer(tmp_path):
-    """The plan shown before a run and the run itself decide "done" in one place: a changed option is planned."""
+    """The plan shown before a run and the run itself decide "done" in one place: a changed option
+    is planned."""
     llm = ScriptedChatModel(reply_fn=lambda p: "The correct answer is (A)")
     run_experiment(_config(), tmp_path, llm=llm, show_progress=False)
     unchanged, _ = plan_experiment(_config(), v2_samples(), llm, tmp_path, calibrate=False)
@@ -101,7 +110,8 @@ def test_an_invalid_option_leaves_the_comparison_to_the_run():
 
 
 def test_how_a_run_executes_is_not_compared():
-    """Concurrency, resume and a batched strategy's runtime fields change no request: a resume keeps those answers."""
+    """Concurrency, resume and a batched strategy's runtime fields change no request: a resume keeps
+    those answers."""
     llm = ScriptedChatModel(reply_fn=lambda p: "x")
     wanted = expected_config("memagent", {}, llm)
     recorded = {
@@ -117,14 +127,24 @@ def test_how_a_run_executes_is_not_compared():
 
 
 def test_a_ray_worker_rebuilds_the_callers_request_settings():
-    """The structured map's Ray workers rebuild an OpenAI model from a recipe: it must ask as the caller's
-    model asks (the old recipe dropped extra_body, sampling, seed and stop)."""
+    """The structured map's Ray workers rebuild an OpenAI model from a recipe: it must ask as the
+    caller's model asks (the old recipe dropped extra_body, sampling, seed and stop)."""
     from longctx import make_chat_model
     from longctx.graphs.request_settings import request_settings
     from longctx.graphs.structured.ray_map import model_recipe
 
-    llm = make_chat_model("openai:m", base_url="http://127.0.0.1:9/v1", max_retries=1, extra_body={"top_k": 20}, temperature=0.3, top_p=0.9,
-                          seed=7, stop=["\n\n"], model_kwargs={"min_p": 0.05}, default_headers={"X-Variant": "int4"})  # fmt: skip
+    llm = make_chat_model(
+        "openai:m",
+        base_url="http://127.0.0.1:9/v1",
+        max_retries=1,
+        extra_body={"top_k": 20},
+        temperature=0.3,
+        top_p=0.9,
+        seed=7,
+        stop=["\n\n"],
+        model_kwargs={"min_p": 0.05},
+        default_headers={"X-Variant": "int4"},
+    )
     assert request_settings(model_recipe(llm).build()) == request_settings(llm)
 
 
@@ -141,7 +161,8 @@ def test_structured_records_are_kept_per_request_settings(tmp_path):
 
 
 def test_the_endpoints_of_one_run_count_as_one_model():
-    """A Ray run spreads units over endpoints serving one model: their answers resume; another server's do not."""
+    """A Ray run spreads units over endpoints serving one model: their answers resume; another
+    server's do not."""
     llm = ScriptedChatModel(reply_fn=lambda p: "x")
     wanted = {**expected_config("rag", {}, llm), "llm": "m @ http://a/v1"}
     other_endpoint = {**wanted, "llm": "m @ http://b/v1"}

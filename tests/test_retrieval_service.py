@@ -1,4 +1,5 @@
-"""The retrieval settings (a neutral module every retrieving config extends) and the service doing what they describe."""
+"""The retrieval settings (a neutral module every retrieving config extends) and the service doing
+what they describe."""
 
 from longctx.graphs.context import StrategyContext
 from longctx.graphs.pai import PaiConfig

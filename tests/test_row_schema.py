@@ -62,7 +62,7 @@ def odd_strategy(monkeypatch):
 
 
 @pytest.mark.timeout(120)
-def test_self_referencing_and_shared_values_are_written_small_and_a_mapping_answer_fails_its_row(
+def test_self_referencing_and_shared_values_write_small_and_a_mapping_answer_fails_its_row(
     tmp_path, odd_strategy
 ):
     counts = run_experiment(odd_strategy, tmp_path, llm=ScriptedChatModel(), show_progress=False)
@@ -93,7 +93,8 @@ def _run(tmp_path):
 
 
 def _edit(tmp_path, number: int, edit) -> None:
-    """Apply ``edit`` to the row on line ``number`` of the results file, as a hand edit or an old writer would leave it."""
+    """Apply ``edit`` to the row on line ``number`` of the results file, as a hand edit or an old
+    writer would leave it."""
     path = tmp_path / RESULTS_FILE
     lines = path.read_text(encoding="utf-8").splitlines()
     row = json.loads(lines[number - 1])
@@ -145,7 +146,8 @@ def test_absurd_usage_is_refused_naming_file_and_line_and_the_report_builds(
 
 
 def test_an_ok_row_whose_prediction_is_not_text_is_refused_and_answered_again(tmp_path, caplog):
-    """A row the old runner wrote (status ok, prediction ``{"a": 1}``) made every report fail and every rerun skip it."""
+    """A row the old runner wrote (status ok, prediction ``{"a": 1}``) made every report fail and
+    every rerun skip it."""
     cfg = _run(tmp_path)
     _edit(tmp_path, 3, lambda row: row.update(prediction={"a": 1}))
     with caplog.at_level(logging.WARNING):
@@ -174,8 +176,15 @@ def test_a_whole_last_line_that_is_not_a_usable_row_is_named_not_called_torn(tmp
 
 
 def _ok_row(**changes):
-    row = {"sample_id": "q1", "strategy": "rag", "status": "ok", "corpus_tokens": 10, "prediction": "A", "seconds": 0.5,
-           "usage": {"llm_calls": 1, "prompt_tokens": 10, "completion_tokens": 2, "seconds": 0.5}}  # fmt: skip
+    row = {
+        "sample_id": "q1",
+        "strategy": "rag",
+        "status": "ok",
+        "corpus_tokens": 10,
+        "prediction": "A",
+        "seconds": 0.5,
+        "usage": {"llm_calls": 1, "prompt_tokens": 10, "completion_tokens": 2, "seconds": 0.5},
+    }
     return {**row, **changes}
 
 

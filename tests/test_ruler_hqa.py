@@ -1,4 +1,5 @@
-"""RULER-HotpotQA (MemAgent's headline evaluation): metric, loader, scoring and the request it sends.
+"""RULER-HotpotQA (MemAgent's headline evaluation): metric, loader, scoring and the request
+it sends.
 
 Expected values are written here from MemAgent's ``taskutils/memory_eval`` code
 (``utils/__init__.py`` metrics and ``extract_answer``, ``utils/openai_api.py``
@@ -29,8 +30,8 @@ from tests.recording_server import RecordingServer
 DATA = Path(__file__).parent / "fixtures" / "benchmarks" / "ruler_hqa"
 
 TEMPLATE_0SHOT = (
-    "Please read the following text and answer the question below.\n\n<text>\n{doc}\n</text>\n\n{q}\n\n"
-    'Format your response as follows: "Therefore, the answer is (insert answer here)".'
+    "Please read the following text and answer the question below.\n\n<text>\n{doc}\n</text>\n\n"
+    '{q}\n\nFormat your response as follows: "Therefore, the answer is (insert answer here)".'
 )
 
 
@@ -107,8 +108,9 @@ def test_loader_reads_text_and_index_files():
     )
     # read_hotpotqa's pool is the sorted unique "title\ntext" paragraphs: Ada=0, Bob=1, Cats=2
     assert big.corpus[0].text == (
-        "Document 1:\nCats\nCats purr when content.\n\nDocument 2:\nAda Lovelace\nAda Lovelace was born in London.\n\n"
-        "Document 3:\nBob Marley\nBob Marley was born in Nine Mile, Jamaica."
+        "Document 1:\nCats\nCats purr when content.\n\nDocument 2:\nAda Lovelace\n"
+        "Ada Lovelace was born in London.\n\nDocument 3:\nBob Marley\n"
+        "Bob Marley was born in Nine Mile, Jamaica."
     )
     assert big.metadata["length_bucket"] == "1.75M"
     assert [s.sample_id for s in load_benchmark("ruler_hqa", DATA, datasets=["eval_50"])] == [
@@ -164,8 +166,9 @@ def test_score_ours_and_the_official_number():
         and result["n_failed"] == 1
         and result["n_without_answer_phrase"] == 1
     )
-    # an already-extracted answer (a strategy that returns MemAgent's extraction) is scored as given by us, 0 officially;
-    # a longer reply without the phrase is 0 for both, even where sub_em would match ("no" is in "not")
+    # an already-extracted answer (a strategy that returns MemAgent's extraction) is scored as given
+    # by us, 0 officially; a longer reply without the phrase is 0 for both, even where sub_em would
+    # match ("no" is in "not")
     long_reply = "I have read the memory carefully and I do not know who that is."
     extracted = score(
         "ruler_hqa",
@@ -180,10 +183,18 @@ def test_score_ours_and_the_official_number():
 
 @pytest.mark.parametrize(
     "reply, expected",
-    [("London", "London"), (" Nine Mile, Jamaica ", "Nine Mile, Jamaica"),
-     ("one two three four five six seven eight nine ten", "one two three four five six seven eight nine ten"),
-     ("one two three four five six seven eight nine ten eleven", None), ("London\nParis", None), ("", None)],
-)  # fmt: skip
+    [
+        ("London", "London"),
+        (" Nine Mile, Jamaica ", "Nine Mile, Jamaica"),
+        (
+            "one two three four five six seven eight nine ten",
+            "one two three four five six seven eight nine ten",
+        ),
+        ("one two three four five six seven eight nine ten eleven", None),
+        ("London\nParis", None),
+        ("", None),
+    ],
+)
 def test_a_reply_without_the_phrase_counts_only_when_it_reads_as_an_extracted_answer(
     reply, expected
 ):
@@ -212,7 +223,8 @@ def test_full_context_sends_memagents_prompt_budget_and_temperature(tmp_path):
     assert all(
         len(r["messages"]) == 1 and r["messages"][0]["role"] == "user" for r in server.requests
     )
-    # MAX_OUTPUT_LEN (the OpenAI client may name the field either way) and ruler_hqa.py's temperature
+    # MAX_OUTPUT_LEN (the OpenAI client may name the field either way) and
+    # ruler_hqa.py's temperature
     assert {r.get("max_tokens", r.get("max_completion_tokens")) for r in server.requests} == {10000}
     assert {r["temperature"] for r in server.requests} == {0.7}
     rows = read_rows(tmp_path)
@@ -220,7 +232,8 @@ def test_full_context_sends_memagents_prompt_budget_and_temperature(tmp_path):
 
 
 def test_the_documented_cli_chain_runs_reports_and_exports(tmp_path, monkeypatch, capsys):
-    """``longctx run --benchmark ruler_hqa --data PATH``, then ``report`` and ``export``, against a server."""
+    """``longctx run --benchmark ruler_hqa --data PATH``, then ``report`` and ``export``, against
+    a server."""
     from longctx.experiments.cli import main
 
     def reply(request: dict) -> str:
@@ -270,9 +283,10 @@ def test_the_documented_cli_chain_runs_reports_and_exports(tmp_path, monkeypatch
 
 
 RECURRENT_FINAL = (  # MemAgent utils/recurrent.py TEMPLATE_FINAL
-    "You are presented with a problem and a previous memory. Please answer the problem based on the previous memory and format "
-    'your response as follows "Therefore, the answer is (insert answer here)".\n\n<problem> \n{prompt}\n</problem>\n\n'
-    "<memory>\n{memory}\n</memory>\n\nYour answer:\n"
+    "You are presented with a problem and a previous memory. Please answer the problem based on "
+    'the previous memory and format your response as follows "Therefore, the answer is (insert '
+    'answer here)".\n\n<problem> \n{prompt}\n</problem>\n\n<memory>\n{memory}\n</memory>\n\n'
+    "Your answer:\n"
 )
 
 
@@ -287,8 +301,15 @@ def test_memagent_sends_the_recurrent_loops_problem_budgets_and_final_prompt(tmp
 
     with RecordingServer(reply) as server:
         llm = make_chat_model("openai:rec", base_url=server.url, max_retries=0)
-        cfg = RunConfig(benchmark="ruler_hqa", strategies=("memagent",), data_path=str(DATA), datasets=("eval_50",), limit=1,
-                        strategy_options={"memagent": {"final_instruction": "memagent"}}, llm_cache=False)  # fmt: skip
+        cfg = RunConfig(
+            benchmark="ruler_hqa",
+            strategies=("memagent",),
+            data_path=str(DATA),
+            datasets=("eval_50",),
+            limit=1,
+            strategy_options={"memagent": {"final_instruction": "memagent"}},
+            llm_cache=False,
+        )
         run_experiment(cfg, tmp_path, llm=llm, show_progress=False)
     *updates, final = server.requests
     assert updates and all(

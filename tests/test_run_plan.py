@@ -1,5 +1,5 @@
-"""Time estimates from measurement (#31 item 2): the embedded model's speed measured once per machine
-and cached, plans at that speed, and a confirmation asked only on a terminal."""
+"""Time estimates from measurement (#31 item 2): the embedded model's speed measured once per
+machine and cached, plans at that speed, and a confirmation asked only on a terminal."""
 
 from __future__ import annotations
 
@@ -204,7 +204,10 @@ def test_no_calibration_where_no_plan_could_be_slow():
 
 def _ask(stdin_is_tty: bool) -> tuple[str, str]:
     """Run ``confirm`` in a child whose stdin is a real terminal (a pty) or a pipe; answer 'y'."""
-    code = "from longctx.agents.run_plan import confirm; print('GO' if confirm('a long run', yes=False) else 'STOP')"
+    code = (
+        "from longctx.agents.run_plan import confirm; print('GO' if confirm('a long run', "
+        "yes=False) else 'STOP')"
+    )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     if not stdin_is_tty:
         out = subprocess.run(
@@ -280,8 +283,8 @@ def test_a_plan_over_the_threshold_warns_with_minutes_and_the_speed():
     assert announce_plan(slow, speed, "SmolLM2", yes=True, out=err)
     text = err.getvalue()
     assert (
-        "memagent: 4 question(s), ~400 calls, ~200,000 prompt + ~40,000 completion tokens, about 3.3 h"
-        in text
+        "memagent: 4 question(s), ~400 calls, ~200,000 prompt + ~40,000 completion tokens, about "
+        "3.3 h" in text
     )
     assert (
         "Warning: that is over 15 minutes" in text

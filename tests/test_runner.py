@@ -170,7 +170,8 @@ def _cli_args(out: Path) -> list[str]:
 
 
 def _run_cli_in_process(out: Path, url: str, monkeypatch, extra_env: dict | None = None) -> int:
-    """The same command as ``_run_cli``, in this process: the subprocess start (~3 s of imports) is not the point."""
+    """The same command as ``_run_cli``, in this process: the subprocess start (~3 s of imports) is
+    not the point."""
     from longctx.experiments.cli import main
 
     with monkeypatch.context() as m:
@@ -184,7 +185,8 @@ def _predictions(out: Path) -> dict:
 
 
 def test_killed_run_resumes_to_the_same_rows_as_an_uninterrupted_one(tmp_path, monkeypatch, capsys):
-    """Only the killed run is a process of its own (SIGKILL is the point); the others run in-process."""
+    """Only the killed run is a process of its own (SIGKILL is the point); the others
+    run in-process."""
     with stub_server(latency=0.4) as url:
         assert _run_cli_in_process(tmp_path / "whole", url, monkeypatch) == 0
         killed = _run_cli(tmp_path / "killed", url)
@@ -204,7 +206,8 @@ def test_killed_run_resumes_to_the_same_rows_as_an_uninterrupted_one(tmp_path, m
 
 
 def test_faults_are_survived_and_accounted_for(tmp_path, monkeypatch):
-    """500, 429 + Retry-After, timeouts and malformed JSON: every pair ends as a row; reruns finish."""
+    """500, 429 + Retry-After, timeouts and malformed JSON: every pair ends as a row;
+    reruns finish."""
     env = {"LONGCTX_MAX_RETRIES": "0", "LONGCTX_TIMEOUT": "1"}
     with stub_server(latency=0.0, fail_every=2, hang_seconds=3) as url:
         _run_cli_in_process(tmp_path, url, monkeypatch, env)

@@ -53,7 +53,8 @@ def _wait_for(predicate, proc, what: str) -> None:
     while not predicate():
         if proc.poll() is not None or time.monotonic() > deadline:
             raise AssertionError(
-                f"{what}: process ended with {proc.poll()}: {proc.stderr.read() if proc.stderr else ''}"
+                f"{what}: process ended with {proc.poll()}: "
+                f"{proc.stderr.read() if proc.stderr else ''}"
             )
         time.sleep(0.05)
 
@@ -130,8 +131,16 @@ for i in range(int(sys.argv[2])):
 
 
 def test_racing_manifest_updates_are_all_recorded(tmp_path):
-    procs = [subprocess.Popen([sys.executable, "-c", RACER, str(tmp_path), "12", str(w)], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-             for w in range(2)]  # fmt: skip
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", RACER, str(tmp_path), "12", str(w)],
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for w in range(2)
+    ]
     assert [p.stdout.readline().strip() for p in procs] == ["ready", "ready"]
     for p in procs:
         p.stdin.write("go\n")

@@ -1,4 +1,5 @@
-"""Fixes found by running every strategy over a 10M-token corpus (``benchmarks/bench_scale.py``, docs/scale.md)."""
+"""Fixes found by running every strategy over a 10M-token corpus
+(``benchmarks/bench_scale.py``, docs/scale.md)."""
 
 from __future__ import annotations
 
@@ -138,7 +139,7 @@ def _texts() -> dict[str, str]:
     return {"words": words, "mixed": mixed, "dense": dense}
 
 
-def test_truncating_a_huge_prompt_tokenizes_a_little_more_than_it_keeps_and_equals_truncating_everything():
+def test_truncating_a_huge_prompt_tokenizes_a_bit_more_than_it_keeps_and_equals_cutting_all():
     from longctx.graphs.full_context import truncate_prompt, truncation_cut
     from longctx.graphs.full_context.graph import CHARS_PER_TOKEN_BOUND
     from longctx.retrieval import middle_truncate
@@ -206,7 +207,8 @@ def test_questions_over_one_huge_corpus_share_its_tokenized_head_and_get_the_sam
         prompt = fill(FULL_CONTEXT_TEMPLATE, format_documents(corpus.documents), q)
         assert truncated and (text, True) == truncate_prompt(prompt, budget, tok.encode, tok.decode)
     # the first question prepares the corpus (its head, its end, a check of the stretch) and
-    # encodes the stretch with its suffix; the second encodes only that: ~500 characters and its own text
+    # encodes the stretch with its suffix; the second encodes only that: ~500 characters and its
+    # own text
     stretch = prepared_context(
         corpus, budget, tok.encode, tok.decode, "tiktoken:cl100k_base"
     ).stretch_text

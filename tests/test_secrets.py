@@ -49,7 +49,10 @@ class EchoServer(LoopbackServer):
                 )  # a base URL with a query makes it /v1/?api_key=...embeddings
                 status = outer.embeddings_status if embeddings else outer.chat_status
                 if status != 200:
-                    echo = f"bad request {self.requestline}; headers: {json.dumps(headers)}; Authorization: {headers.get('Authorization')}"
+                    echo = (
+                        f"bad request {self.requestline}; headers: {json.dumps(headers)}; "
+                        f"Authorization: {headers.get('Authorization')}"
+                    )
                     reply = {
                         "error": {
                             "message": echo,
@@ -117,7 +120,8 @@ def planted(tmp_path, monkeypatch):
 def base_url(port: int, userinfo: bool = True) -> str:
     """The stub's URL with a key in its query and (``userinfo``) user credentials, which the
     client then sends as Basic auth instead of the Bearer key."""
-    return f"http://{f'user:{URL_USER_KEY}@' if userinfo else ''}127.0.0.1:{port}/v1?api_key={URL_QUERY_KEY}"
+    user = f"user:{URL_USER_KEY}@" if userinfo else ""
+    return f"http://{user}127.0.0.1:{port}/v1?api_key={URL_QUERY_KEY}"
 
 
 def leaks(folders, *outputs: str) -> list[str]:

@@ -50,7 +50,8 @@ def kind(prompt: str) -> str:
 def script(
     asks: list[str], reader=lambda p: "The code is 7421.", force: str = "forced answer"
 ) -> ScriptedChatModel:
-    """Replies ``asks`` in turn to Self-Ask steps, ``reader(prompt)`` to follow-up reads, ``force`` to the forced cue."""
+    """Replies ``asks`` in turn to Self-Ask steps, ``reader(prompt)`` to follow-up reads, ``force``
+    to the forced cue."""
     state = {"ask": 0}
 
     def reply(prompt: str) -> str:
@@ -86,12 +87,16 @@ IA_STOPS = ["Context:", "#", "Intermediate answer:"]
 def flashrag_expected(
     contexts: list[str], transcript: str, *, question: str = QUESTION, single_hop: bool = False
 ) -> str:
-    """The prompt FlashRAG's run_item assembles, written out independently of the code under test."""
+    """The prompt FlashRAG's run_item assembles, written out independently of the code
+    under test."""
     exemplars = SINGLE_HOP_EXEMPLARS if single_hop else MULTI_HOP_EXEMPLARS
     instructions = FLASHRAG_HEADER + "\n#\n" + "\n#\n".join(exemplars) + "\n#"
     refs = "".join(f"Context{i}: {text}\n" for i, text in enumerate(contexts, 1))
     needed = "No." if single_hop else "Yes."
-    return f"{instructions}\n{refs}\nQuestion: {question}\nAre follow up questions needed here: {needed}\n{transcript}"
+    return (
+        f"{instructions}\n{refs}\nQuestion: {question}\nAre follow up questions needed here: "
+        f"{needed}\n{transcript}"
+    )
 
 
 def context_texts(result, node: str, nth: int = 0, key: str = "chunk_ids") -> list[str]:
@@ -280,7 +285,10 @@ def test_direct_final_answer_and_the_single_hop_prompt(planted_corpus, search_lo
 
 def test_text_past_a_stop_is_cut_for_servers_that_ignore_stops(planted_corpus, search_log):
     replies = [
-        "Follow up: What is the vault code?\nIntermediate answer: 1234\nSo the final answer is: 1234",
+        (
+            "Follow up: What is the vault code?\nIntermediate answer: 1234\n"
+            "So the final answer is: 1234"
+        ),
         "Intermediate answer: 7421\nFollow up: x?",
         "So the final answer is: 7421",
     ]
@@ -309,7 +317,8 @@ def test_benchmark_instruction_and_choices_reach_the_flashrag_prompt(planted_cor
     prompt = llm.calls[0]["prompt"]
     assert prompt.split("\n", 1)[0] == (
         FLASHRAG_HEADER
-        + ' Write the final answer after "So the final answer is:" and follow this format in it: Answer "The correct answer is (X)".'
+        + ' Write the final answer after "So the final answer is:" and follow this format in '
+        'it: Answer "The correct answer is (X)".'
     )
     assert search_log == [q.render()] and f"\nQuestion: {q.render()}\n{NEEDED} Yes.\n" in prompt
     assert result.raw == "The correct answer is (B)"
@@ -319,7 +328,10 @@ def test_benchmark_instruction_and_choices_reach_the_flashrag_prompt(planted_cor
     "transcript,expected",
     [
         (
-            "Follow up: a\nIntermediate answer: b\nSo the final answer is: Paris \nSo the final answer is: Rome",
+            (
+                "Follow up: a\nIntermediate answer: b\nSo the final answer is: Paris \n"
+                "So the final answer is: Rome"
+            ),
             "Paris",
         ),
         ("So the final answer is: **Paris.**", "**Paris.**"),
@@ -408,7 +420,8 @@ def test_follow_up_is_retrieved_for_and_answered_from_its_chunks(planted_corpus,
     )  # the vault chunk
     second = llm.calls[2]["prompt"]
     assert second.endswith(
-        f"Question: {QUESTION}\n{NEEDED} Yes.\n{FOLLOW_UP} What is the code of the museum vault?\n{INTERMEDIATE} The code is 7421.\n"
+        f"Question: {QUESTION}\n{NEEDED} Yes.\n{FOLLOW_UP} What is the code of the museum vault?\n"
+        f"{INTERMEDIATE} The code is 7421.\n"
     )
     assert result.answer == "7421" and result.evidence[0].title == "Vault"
     finish = result.steps[-1]
@@ -445,7 +458,10 @@ def test_every_follow_up_triggers_its_own_retrieval(planted_corpus, search_log):
 def test_stop_sequences_keep_the_model_from_writing_intermediate_answers(planted_corpus):
     # A server that ignores ``stop``: the invented answer and final answer are cut client-side.
     asks = [
-        "Yes.\nFollow up: What is the vault code?\nIntermediate answer: 1234\nSo the final answer is: 1234",
+        (
+            "Yes.\nFollow up: What is the vault code?\nIntermediate answer: 1234\n"
+            "So the final answer is: 1234"
+        ),
         "So the final answer is: 7421",
     ]
     llm = script(asks)
@@ -527,7 +543,8 @@ def test_direct_final_answer_needs_no_retrieval(planted_corpus, search_log):
 
 def test_follow_up_without_hits_is_not_read(planted_corpus):
     llm = script(["Follow up: zzzqqq xxyyzz?", "So the final answer is: unknown"])
-    # by default the top-5 are read whatever their scores; without zero-score chunks nothing is left to read
+    # by default the top-5 are read whatever their scores; without zero-score chunks nothing is left
+    # to read
     result = answer(
         planted_corpus, QUESTION, strategy="self_ask", llm=llm, drop_zero_scores=True, **READER
     )
@@ -548,8 +565,8 @@ def test_benchmark_instruction_reaches_the_prompt(planted_corpus):
         'follow this format in it: Answer "The correct answer is (X)".' in prompt.split("\n", 1)[0]
     )
     assert (
-        "Question: Which is the code?\nChoices:\n(A) 1234\n(B) 7421\nAre follow up questions needed here:"
-        in prompt
+        "Question: Which is the code?\nChoices:\n(A) 1234\n(B) 7421\n"
+        "Are follow up questions needed here:" in prompt
     )
     assert result.answer == "The correct answer is (B)"
 

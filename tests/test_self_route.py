@@ -1,4 +1,5 @@
-"""Self-Route graph logic with a scripted chat model: the three routes, decline detection, usage, checkpoints."""
+"""Self-Route graph logic with a scripted chat model: the three routes, decline detection,
+usage, checkpoints."""
 
 import asyncio
 import math
@@ -197,7 +198,8 @@ def test_full_context_fallback_truncates_like_li_et_al(planted_corpus):
 
 
 def test_the_fallback_is_a_subgraph_of_self_route(planted_corpus):
-    """The fallback strategy's own nodes are drawn, and streamed with subgraphs, under the ``fallback`` node."""
+    """The fallback strategy's own nodes are drawn, and streamed with subgraphs, under the
+    ``fallback`` node."""
     spec = STRATEGIES.get("self_route")
     cfg = spec.make_config(fallback="full_context")
     graph = spec.build_graph(cfg)

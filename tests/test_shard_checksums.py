@@ -28,7 +28,8 @@ _EMBEDDER: list[CountingEmbedder] = []
 
 
 def embedder(fail_after: int | None = None) -> CountingEmbedder:
-    """One real MiniLM embedder for the module (loading one per build takes seconds), counter reset."""
+    """One real MiniLM embedder for the module (loading one per build takes seconds),
+    counter reset."""
     if not _EMBEDDER:
         _EMBEDDER.append(CountingEmbedder())
     e = _EMBEDDER[0]
@@ -64,7 +65,8 @@ def interrupted_build_shards() -> Path:
 
 
 def flip_sign_of_one_float(path: Path) -> None:
-    """Flip one byte inside the float data (the sign of one value): same size, still a finite float matrix."""
+    """Flip one byte inside the float data (the sign of one value): same size, still a finite
+    float matrix."""
     before = np.load(path)
     data = bytearray(path.read_bytes())
     offset = (
@@ -106,7 +108,8 @@ def test_a_resumed_build_re_embeds_a_shard_without_a_sound_checksum(damage, capl
 
 
 def test_a_shard_of_another_shard_size_with_as_many_rows_is_not_reused(tmp_path, caplog):
-    """25 chunks in shards of 20 leave shard 1 with chunks 20-24; in shards of 5, shard 1 is chunks 5-9."""
+    """25 chunks in shards of 20 leave shard 1 with chunks 20-24; in shards of 5, shard 1 is
+    chunks 5-9."""
     chunks = chunk_corpus(corpus(), CHUNKING)[:25]
     DenseRetriever(embedder(), shard_size=20).build(chunks, work_dir=tmp_path)
     assert np.load(shard_path(tmp_path / "shards", 1)).shape[0] == 5

@@ -1,5 +1,6 @@
-"""Checkpointed single runs (issue #47, item 2): a tool loop killed with SIGKILL at turn 4 of 6 resumes
-at turn 5, sending no request the stub had already answered, and answers as an uninterrupted run.
+"""Checkpointed single runs (issue #47, item 2): a tool loop killed with SIGKILL at turn 4 of 6
+resumes at turn 5, sending no request the stub had already answered, and answers as an
+uninterrupted run.
 
 The loop is a plug-in strategy of the test fixtures (:mod:`tests.loop_strategy`: ``ToolLoop`` over
 two deterministic tools) run in a child process with ``checkpoint=True`` against the recording
@@ -157,8 +158,8 @@ def test_the_single_run_key_holds_the_question_config_and_every_request_setting(
 
 
 def test_a_run_stopped_by_its_budget_keeps_its_checkpoint_and_a_larger_budget_resumes_it(tmp_path):
-    """In process, with the scripted tool model: 3 calls allowed of 6, stopped; rerun without a budget,
-    3 more calls (turns 4-6), 3 earlier, the whole run's answer; then the folder is gone."""
+    """In process, with the scripted tool model: 3 calls allowed of 6, stopped; rerun without a
+    budget, 3 more calls (turns 4-6), 3 earlier, the whole run's answer; then the folder is gone."""
     spec = Strategy(name=NAME, build_graph=build_graph, config_cls=LoopConfig)
     calls: list[int] = []
 
@@ -193,8 +194,16 @@ def _six_calls(cfg: Any, corpus: Any, questions: Any, llm: Any) -> Any:
     """A plan of exactly :data:`TURNS` calls a question (the test loop's scripted run)."""
     from longctx.graphs.costs import per_question_plan
 
-    return per_question_plan(PLANNED, questions, calls=TURNS, max_calls=TURNS, prompt_tokens=0,
-                             max_prompt_tokens=None, completion_tokens=0, formula="6 turns")  # fmt: skip
+    return per_question_plan(
+        PLANNED,
+        questions,
+        calls=TURNS,
+        max_calls=TURNS,
+        prompt_tokens=0,
+        max_prompt_tokens=None,
+        completion_tokens=0,
+        formula="6 turns",
+    )
 
 
 #: The test loop registered with a cost plan, so a budget is checked against it up front.
@@ -202,8 +211,9 @@ PLANNED = "test_loop_planned"
 
 
 def test_a_budget_plan_counts_only_what_a_single_runs_checkpoint_has_not_paid(tmp_path):
-    """6 calls planned, 3 paid by a run its budget stopped: ``answer(checkpoint=True)`` with a 3-call
-    budget is not refused up front (the plan less the 3 its checkpoint holds) and finishes the run."""
+    """6 calls planned, 3 paid by a run its budget stopped: ``answer(checkpoint=True)`` with a
+    3-call budget is not refused up front (the plan less the 3 its checkpoint holds) and finishes
+    the run."""
     if PLANNED not in STRATEGIES:
         STRATEGIES.register(PLANNED, build_graph, config_cls=LoopConfig, cost_plan=_six_calls)
     spec = STRATEGIES.get(PLANNED)
@@ -226,8 +236,15 @@ def test_a_budget_plan_counts_only_what_a_single_runs_checkpoint_has_not_paid(tm
     llm = ToolScriptedChatModel(reply_fn=reply)
     corpus, question = Corpus.from_texts(["x"]), Question(text="Sum the cities.")
     with pytest.raises(BudgetExceeded, match="6 calls > 3"):  # nothing paid yet: refused up front
-        answer(corpus, question, strategy=PLANNED, llm=llm, cache_dir=tmp_path, checkpoint=True,
-               budget=Budget(max_llm_calls=3))  # fmt: skip
+        answer(
+            corpus,
+            question,
+            strategy=PLANNED,
+            llm=llm,
+            cache_dir=tmp_path,
+            checkpoint=True,
+            budget=Budget(max_llm_calls=3),
+        )
     assert calls == []
     cfg = spec.make_config(None)  # as answer() makes it: the checkpoint's key holds the config
     context = StrategyContext(llm=llm, config=cfg, corpus=corpus, cache_dir=tmp_path)
@@ -239,7 +256,14 @@ def test_a_budget_plan_counts_only_what_a_single_runs_checkpoint_has_not_paid(tm
         corpus, question, strategy=PLANNED, llm=llm, cache_dir=tmp_path, checkpoint=True
     )
     assert (plan.calls, plan.details["checkpointed_calls"]) == (TURNS - 3, 3)
-    done = answer(corpus, question, strategy=PLANNED, llm=llm, cache_dir=tmp_path, checkpoint=True,
-                  budget=Budget(max_llm_calls=3))  # fmt: skip
+    done = answer(
+        corpus,
+        question,
+        strategy=PLANNED,
+        llm=llm,
+        cache_dir=tmp_path,
+        checkpoint=True,
+        budget=Budget(max_llm_calls=3),
+    )
     assert done.stopped is None and len(calls) == TURNS
     assert (done.usage.llm_calls, done.usage.earlier_llm_calls) == (3, 3)

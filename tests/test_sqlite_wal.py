@@ -1,5 +1,5 @@
-"""SQLite's WAL switched on while another connection reads (CI: Ray workers opening one new reply cache
-together failed with "database is locked")."""
+"""SQLite's WAL switched on while another connection reads (CI: Ray workers opening one new reply
+cache together failed with "database is locked")."""
 
 from __future__ import annotations
 
@@ -34,7 +34,8 @@ def test_the_switch_waits_for_a_reader_instead_of_failing(tmp_path):
     refused = threading.Event()
     real_execute = conn.execute
 
-    class Watched:  # the connection as enable_wal sees it: releases the reader once a switch was refused
+    # the connection as enable_wal sees it: releases the reader once a switch was refused
+    class Watched:
         def execute(self, sql: str):
             try:
                 return real_execute(sql)

@@ -18,8 +18,14 @@ GRADED = [12.5, 40.0, 33.3, 90.0, 71.4, 0.0, 55.5, 62.0, 18.2, 100.0]
 
 def test_interval_is_scipys_bca_bootstrap_with_the_same_seed():
     ci = stats.interval(GRADED, seed=7, n_resamples=2000)
-    ref = sps.bootstrap((np.asarray(GRADED),), np.mean, confidence_level=0.95, n_resamples=2000, method="BCa",
-                        random_state=np.random.default_rng(7))  # fmt: skip
+    ref = sps.bootstrap(
+        (np.asarray(GRADED),),
+        np.mean,
+        confidence_level=0.95,
+        n_resamples=2000,
+        method="BCa",
+        random_state=np.random.default_rng(7),
+    )
     assert ci.mean == pytest.approx(np.mean(GRADED)) and ci.n == len(GRADED)
     assert (ci.low, ci.high, ci.se) == pytest.approx(
         (ref.confidence_interval.low, ref.confidence_interval.high, ref.standard_error)
@@ -40,7 +46,8 @@ def test_interval_skips_unscored_questions():
 def test_where_every_score_is_equal_a_0_1_score_gets_the_exact_binomial_interval_not_a_point(
     values, right
 ):
-    """3 right answers of 3 is not certainty: the bootstrap cannot vary there, Clopper-Pearson can."""
+    """3 right answers of 3 is not certainty: the bootstrap cannot vary there,
+    Clopper-Pearson can."""
     scale = 1.0 if 1.0 in values else 100.0
     ci = stats.interval(values)
     ref = sps.binomtest(right, len(values)).proportion_ci(confidence_level=0.95, method="exact")
@@ -56,9 +63,16 @@ def test_where_every_graded_score_is_equal_there_is_no_interval():
 
 
 def test_a_stratified_interval_is_bca_like_the_plain_one():
-    """One stratum (or others of weight 0 drawn after it) is scipy's BCa bootstrap with the same seed."""
-    ref = sps.bootstrap((np.asarray(GRADED),), np.mean, confidence_level=0.95, n_resamples=2000, method="BCa",
-                        random_state=np.random.default_rng(7))  # fmt: skip
+    """One stratum (or others of weight 0 drawn after it) is scipy's BCa bootstrap with the
+    same seed."""
+    ref = sps.bootstrap(
+        (np.asarray(GRADED),),
+        np.mean,
+        confidence_level=0.95,
+        n_resamples=2000,
+        method="BCa",
+        random_state=np.random.default_rng(7),
+    )
     expected = (ref.confidence_interval.low, ref.confidence_interval.high, ref.standard_error)
     one = stats.interval(GRADED, ["all"] * len(GRADED), seed=7, n_resamples=2000)
     weighted = stats.interval(
@@ -145,8 +159,8 @@ def _flip_p(d: np.ndarray) -> float:
     [(3, 2), (3, 1), (3, 0), (20, 16), (22, 10), (200, 10), (10_000, 10), (10_000, 16)],
 )
 def test_tied_graded_scores_enumerate_only_the_non_zero_differences(n, moved):
-    """F1 scores where both strategies often score 0: zero differences do not change the test, so the
-    exact path enumerates the questions that moved, however many questions there are."""
+    """F1 scores where both strategies often score 0: zero differences do not change the test, so
+    the exact path enumerates the questions that moved, however many questions there are."""
     rng = np.random.default_rng(n + moved)
     a, b = np.full(n, 0.0), np.full(n, 0.0)
     where = rng.choice(n - 1, moved, replace=False)
@@ -166,7 +180,7 @@ def test_the_issues_200_questions_with_10_non_zero_differences():
     )  # 0.00195: every moved question one way
 
 
-def test_sign_flip_on_one_question_and_on_10000_mostly_tied_questions_beyond_the_exact_limit():
+def test_sign_flip_on_one_question_and_on_10000_mostly_tied_questions_past_the_exact_limit():
     assert stats.paired_test([42.0], [7.0]).test == "none"
     a = np.zeros(10_000)
     a[:3000] = 50.0
@@ -256,7 +270,8 @@ def test_no_detectable_difference_is_claimed_where_no_difference_can_be_signific
 
 
 def _mcnemar_power_direct(n: int, p10: float, p01: float) -> float:
-    """Exact McNemar power by enumerating every (a-only, b-only) count of n questions (scipy's binomtest decides each)."""
+    """Exact McNemar power by enumerating every (a-only, b-only) count of n questions (scipy's
+    binomtest decides each)."""
     total = 0.0
     for only_a in range(n + 1):
         for only_b in range(n + 1 - only_a):
@@ -342,7 +357,8 @@ def test_pairwise_table_adjusts_across_pairs_and_keeps_shared_questions_only():
 
 
 def test_pairwise_keeps_full_precision_p_values_and_holm_sees_them():
-    """p = 1e-60 stays 1e-60 (rounding to 6 decimals wrote 0.0), and the adjustment sees every digit."""
+    """p = 1e-60 stays 1e-60 (rounding to 6 decimals wrote 0.0), and the adjustment sees
+    every digit."""
     a, b, c = [100.0] * 200, [0.0] * 200, [100.0] * 150 + [0.0] * 50
     rows = {
         (r["strategy_a"], r["strategy_b"]): r
@@ -386,7 +402,8 @@ def _verdict(scores: dict[str, list[float]], leader: str, others: list[str]) -> 
 def test_on_five_questions_or_fewer_no_difference_can_be_significant_and_none_is_claimed_detectable(
     n,
 ):
-    """All right against all wrong on 3 questions: p 0.25 at best, so no "differences of about 93 points"."""
+    """All right against all wrong on 3 questions: p 0.25 at best, so no "differences of about
+    93 points"."""
     verdict, line = _verdict({"a": [100.0] * n, "b": [0.0] * n}, "a", ["b"])
     assert (
         f"no difference can be significant on n={n} questions" in line
@@ -396,7 +413,8 @@ def test_on_five_questions_or_fewer_no_difference_can_be_significant_and_none_is
 
 
 def test_holm_across_the_pairs_counts_in_what_can_be_significant():
-    """Four strategies on 6 questions: 0.03125 at best, times 6 pairs: nothing can pass 0.05 after Holm."""
+    """Four strategies on 6 questions: 0.03125 at best, times 6 pairs: nothing can pass 0.05
+    after Holm."""
     scores = {"a": [100.0] * 6, "b": [0.0] * 6, "c": [0.0] * 6, "d": [0.0] * 6}
     _, line = _verdict(scores, "a", ["b", "c", "d"])
     assert (
@@ -408,7 +426,8 @@ def test_holm_across_the_pairs_counts_in_what_can_be_significant():
 
 
 def test_the_rival_named_beside_the_leader_is_the_tied_one_not_the_one_far_behind():
-    """The demo named a strategy scoring 0 as the rival the leader could not be told from, while another tied it."""
+    """The demo named a strategy scoring 0 as the rival the leader could not be told from, while
+    another tied it."""
     scores = {"lead": [100.0, 0.0, 0.0], "zero": [0.0, 0.0, 0.0], "tied": [100.0, 0.0, 0.0]}
     verdict, line = _verdict(scores, "lead", ["zero", "tied"])
     assert (

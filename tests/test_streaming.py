@@ -267,8 +267,17 @@ def test_stream_answer_gives_the_same_events_and_answer_in_sync_code(tmp_path):
 
 
 def test_pai_reports_judge_progress_up_to_every_pair(tmp_path):
-    events = list(stream_answer(company_corpus(), "Which company had the highest revenue?", strategy="pai", llm=pai_model(world),
-                                chunk_size=CHUNK, cache_dir=tmp_path, concurrency=3))  # fmt: skip
+    events = list(
+        stream_answer(
+            company_corpus(),
+            "Which company had the highest revenue?",
+            strategy="pai",
+            llm=pai_model(world),
+            chunk_size=CHUNK,
+            cache_dir=tmp_path,
+            concurrency=3,
+        )
+    )
     result = events[-1].answer
     pairs = next(s for s in result.steps if s["node"] == "plan_judging")["pairs"]
     progress = [(e.done, e.total) for e in events if isinstance(e, ProgressEvent)]
@@ -282,8 +291,16 @@ def test_pai_reports_judge_progress_up_to_every_pair(tmp_path):
 
 def test_structured_reports_documents_extracted(tmp_path):
     llm = scripted(["SELECT company, revenue FROM facts ORDER BY company"])
-    events = list(stream_answer(small_corpus(), "What was the revenue of each company?", strategy="structured", llm=llm,
-                                cache_dir=tmp_path, schema=SCHEMA))  # fmt: skip
+    events = list(
+        stream_answer(
+            small_corpus(),
+            "What was the revenue of each company?",
+            strategy="structured",
+            llm=llm,
+            cache_dir=tmp_path,
+            schema=SCHEMA,
+        )
+    )
     documents = len(small_corpus())
     assert [(e.stage, e.done, e.total) for e in events if isinstance(e, ProgressEvent)] == [
         ("extract", k, documents) for k in range(documents + 1)
@@ -436,14 +453,23 @@ def test_the_answers_tokens_stream_when_the_model_streams_with_the_same_usage(tm
         plain.usage.completion_tokens,
     )
     # a model that does not stream sends no token event
-    assert not [e for e in stream_answer(FACTS, "What is the capital of France?", strategy="rag", llm=StreamingScriptedChatModel(reply_fn=lambda p: reply),
-                                         cache_dir=tmp_path) if isinstance(e, TokenEvent)]  # fmt: skip
+    assert not [
+        e
+        for e in stream_answer(
+            FACTS,
+            "What is the capital of France?",
+            strategy="rag",
+            llm=StreamingScriptedChatModel(reply_fn=lambda p: reply),
+            cache_dir=tmp_path,
+        )
+        if isinstance(e, TokenEvent)
+    ]
 
 
 def test_streaming_true_turns_token_events_on_for_a_spec_string(tmp_path, monkeypatch):
-    """``stream_answer(..., llm="openai:MODEL", streaming=True)`` (#35 item 20: it failed with "Unknown
-    option(s) for strategy 'rag': 'streaming'"): the server gets streamed requests, the app token
-    events, and the usage is the server's, as without streaming."""
+    """``stream_answer(..., llm="openai:MODEL", streaming=True)`` (#35 item 20: it failed with
+    "Unknown option(s) for strategy 'rag': 'streaming'"): the server gets streamed requests, the app
+    token events, and the usage is the server's, as without streaming."""
     reply = "The capital of France is Paris."
     monkeypatch.setenv("LONGCTX_TOKENIZER", "cl100k")  # no tokenize probe of the stub
     with RecordingServer(reply=lambda request: reply) as server:
@@ -479,16 +505,20 @@ def test_streaming_true_turns_token_events_on_for_a_spec_string(tmp_path, monkey
     }
     assert not plain_request.get("stream") and not [e for e in plain if isinstance(e, TokenEvent)]
     usage, plain_usage = events[-1].answer.usage, plain[-1].answer.usage
-    assert not usage.estimated and (usage.llm_calls, usage.prompt_tokens, usage.completion_tokens) == (
-        plain_usage.llm_calls, plain_usage.prompt_tokens, plain_usage.completion_tokens)  # fmt: skip
+    assert not usage.estimated and (
+        usage.llm_calls,
+        usage.prompt_tokens,
+        usage.completion_tokens,
+    ) == (plain_usage.llm_calls, plain_usage.prompt_tokens, plain_usage.completion_tokens)
 
 
 def test_streaming_true_against_a_server_that_does_not_stream_is_a_model_error_naming_it(
     tmp_path, monkeypatch
 ):
-    """A server that answers ``stream: true`` with one JSON body (no server-sent events) left LangChain's
-    bare "No generations found in stream"; the error names the server and says what to do, and the
-    one request it answered is not sent again (a fallback would pay for the reply twice)."""
+    """A server that answers ``stream: true`` with one JSON body (no server-sent events) left
+    LangChain's bare "No generations found in stream"; the error names the server and says what to
+    do, and the one request it answered is not sent again (a fallback would pay for the
+    reply twice)."""
     from longctx import LongctxError, ModelError
 
     monkeypatch.setenv("LONGCTX_TOKENIZER", "cl100k")
@@ -496,16 +526,31 @@ def test_streaming_true_against_a_server_that_does_not_stream_is_a_model_error_n
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)
         monkeypatch.setenv("OPENAI_API_KEY", "x")
         with pytest.raises(ModelError) as caught:
-            list(stream_answer(FACTS, "What is the capital of France?", strategy="rag",
-                               llm="openai:rec", streaming=True, cache_dir=tmp_path))  # fmt: skip
+            list(
+                stream_answer(
+                    FACTS,
+                    "What is the capital of France?",
+                    strategy="rag",
+                    llm="openai:rec",
+                    streaming=True,
+                    cache_dir=tmp_path,
+                )
+            )
         assert len(server.requests) == 1 and server.requests[0]["stream"] is True
     assert isinstance(caught.value, LongctxError) and server.url in str(caught.value)
     assert "does not stream" in str(caught.value) and "streaming=False" in str(caught.value)
 
 
 def test_a_step_event_names_its_node_as_a_token_event_does(tmp_path):
-    events = list(stream_answer(FACTS, "What is the capital of France?", strategy="rag",
-                                llm=ScriptedChatModel(reply_fn=lambda p: "Paris"), cache_dir=tmp_path))  # fmt: skip
+    events = list(
+        stream_answer(
+            FACTS,
+            "What is the capital of France?",
+            strategy="rag",
+            llm=ScriptedChatModel(reply_fn=lambda p: "Paris"),
+            cache_dir=tmp_path,
+        )
+    )
     steps = [e for e in events if isinstance(e, StepEvent)]
     assert steps and all(e.node == e.step.node == e.step["node"] for e in steps)
     assert "retrieve" in {e.node for e in steps}

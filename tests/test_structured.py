@@ -41,7 +41,8 @@ UNITS = {
 
 
 def domain_schema(domain_name: str) -> dict:
-    """The table a perfect planner would define for a synthetic domain (the generator's ``facts``)."""
+    """The table a perfect planner would define for a synthetic domain (the
+    generator's ``facts``)."""
     domain = get_domain(domain_name)
     attrs = [
         {
@@ -264,7 +265,8 @@ def recording_extractions(
     extracted: list[str],
     sql: str = "SELECT company, fiscal_year, revenue FROM facts ORDER BY company",
 ):
-    """A :func:`scripted` model answering ``sql`` that appends the title of every document it is asked to extract to ``extracted``."""
+    """A :func:`scripted` model answering ``sql`` that appends the title of every document it is
+    asked to extract to ``extracted``."""
     llm = scripted([sql])
     inner = llm.reply_fn
 
@@ -280,7 +282,8 @@ def recording_extractions(
 def scripted(
     sqls: list[str], *, bad_docs: dict[str, int] | None = None, always_bad: set[str] = frozenset()
 ):
-    """Extraction replies from TRUE (``bad_docs[title]`` malformed replies first), SQL replies in order."""
+    """Extraction replies from TRUE (``bad_docs[title]`` malformed replies first), SQL replies
+    in order."""
     bad = dict(bad_docs or {})
     sql_replies = list(sqls)
 
@@ -502,7 +505,8 @@ def test_reading_a_file_in_the_graph_is_refused_and_reported(tmp_path):
 
 # -- plan ---------------------------------------------------------------------------------
 def planning_model(plan_reply, sql: str, final: str) -> ToolScriptedChatModel:
-    """Plans with ``plan_reply(prompt, tools)``, extracts the true records, writes ``sql``, answers ``final``."""
+    """Plans with ``plan_reply(prompt, tools)``, extracts the true records, writes ``sql``,
+    answers ``final``."""
 
     def reply(prompt, tools):
         if prompt.startswith("A question will be answered"):
@@ -555,8 +559,8 @@ def test_the_planner_sees_the_tables_already_filled_and_naming_one_again_reads_n
             return [SCHEMA]
         # the listed table, named again with only the column the question needs
         assert (
-            "- facts: one row per company and fiscal_year (year); columns: revenue (number, USD million), sector (text, static)"
-            in prompt
+            "- facts: one row per company and fiscal_year (year); columns: revenue (number, USD "
+            "million), sector (text, static)" in prompt
         )
         return [{**SCHEMA, "attributes": SCHEMA["attributes"][1:]}]
 
@@ -689,7 +693,8 @@ def test_extraction_calls_in_flight_stay_within_concurrency_on_a_real_server(tmp
 @pytest.mark.parametrize("rule", ["keep", "drop"])
 def test_a_value_whose_quote_is_not_in_the_text_is_marked_and_dropped_on_request(tmp_path, rule):
     """A made-up value (its quote is nowhere in the document) is counted and marked in the
-    evidence when kept (the default), and left out of the table with ``unverified_values="drop"``."""
+    evidence when kept (the default), and left out of the table
+    with ``unverified_values="drop"``."""
     corpus = Corpus.from_texts(
         ["Acme Corp had revenue of $5 million in FY2023.", "Birch Ltd is a retailer."],
         titles=["Acme", "Birch"],
@@ -1061,8 +1066,9 @@ def test_structured_on_the_embedded_model_over_examples(tmp_path):
         steps = {s["node"] for s in a.steps}
         assert {"plan", "map", "reduce", "query", "format_answer"} <= steps
         print(
-            f"\nstructured/embedded: {text!r} -> {a.answer!r} (expected to mention {expected!r}: {expected in a.answer.lower()}); "
-            f"calls {a.usage.llm_calls}, steps {[(s['node'], s.get('ok', s.get('rows'))) for s in a.steps]}"
+            f"\nstructured/embedded: {text!r} -> {a.answer!r} (expected to mention {expected!r}: "
+            f"{expected in a.answer.lower()}); calls {a.usage.llm_calls}, steps "
+            f"{[(s['node'], s.get('ok', s.get('rows'))) for s in a.steps]}"
         )
 
 

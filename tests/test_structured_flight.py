@@ -211,7 +211,8 @@ def test_threads_and_asyncio_tasks_share_one_flight(tmp_path):
 
 
 def test_a_malformed_leader_is_shared_as_degraded_unless_retry_degraded(tmp_path):
-    """By default a degraded extraction is final: every question sees it, marked, and nobody pays for it again."""
+    """By default a degraded extraction is final: every question sees it, marked, and nobody pays
+    for it again."""
     script = Script(fail={"Company 3": "malformed"})
     llm = ToolScriptedChatModel(reply_fn=script)
     answers = answer_many(

@@ -1,7 +1,7 @@
-"""SQLite's heap limits hold only while the structured strategy's SQL runs (memory/records/heap_limit.py):
-the limits of the process come back after a query, a hostile query still stops at the limit, overlapping
-queries in threads leave the limits restored after the last, and another connection of the process can
-use more than the limit after a structured query ran."""
+"""SQLite's heap limits hold only while the structured strategy's SQL runs
+(memory/records/heap_limit.py): the limits of the process come back after a query, a hostile query
+still stops at the limit, overlapping queries in threads leave the limits restored after the last,
+and another connection of the process can use more than the limit after a structured query ran."""
 
 from __future__ import annotations
 
@@ -27,14 +27,16 @@ MB = 2**20
 #: ~1 MB of text per row without large printf widths (tests/test_structured_sql_limits.py)
 MEGABYTE = "replace(printf('%.*c', 999, 'a'), 'a', printf('%.*c', 1000, 'b'))"
 ROWS = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT {n}) "
-#: a sort of 150 distinct values of 1 MB: past a 64 MB limit, within reach of the machine without one
+#: a sort of 150 distinct values of 1 MB: past a 64 MB limit, within reach of the machine
+#: without one
 SORT = (
     ROWS.format(n=150) + f"SELECT i, replace({MEGABYTE}, 'b', 'c') || i AS v FROM n ORDER BY v DESC"
 )
 
 
 def _library():
-    """The C limit functions of the ``sqlite3`` module's SQLite, reached independently of the code under test."""
+    """The C limit functions of the ``sqlite3`` module's SQLite, reached independently of the code
+    under test."""
     import _sqlite3
 
     lib = ctypes.CDLL(_sqlite3.__file__)
@@ -118,8 +120,9 @@ def test_a_hostile_sort_still_ends_at_the_heap_limit_and_the_limits_come_back(pr
 
 
 def test_overlapping_queries_in_threads_hold_the_limit_until_the_last_ends(process_limits):
-    """Two threads' queries in flight at once (a barrier inside each); the first ends while the second
-    still runs, which must still see the limit; both ended, the limits are the ones before."""
+    """Two threads' queries in flight at once (a barrier inside each); the first ends while the
+    second still runs, which must still see the limit; both ended, the limits are the
+    ones before."""
     both_in = threading.Barrier(2, timeout=10)
     first_done = threading.Event()
     seen: dict[str, str] = {}
@@ -177,7 +180,8 @@ def test_where_ctypes_reaches_no_library_the_pragmas_lower_the_limits_and_a_warn
 
 
 def test_where_the_test_reaches_the_library_so_does_the_guard(process_limits):
-    """The fixture reached the C functions through ``_sqlite3``'s file and saw them agree with the pragmas."""
+    """The fixture reached the C functions through ``_sqlite3``'s file and saw them agree with
+    the pragmas."""
     assert heap_limit.restorable()
 
 
@@ -189,12 +193,16 @@ from longctx.memory.records.table import normalise_records, reduce_cells
 
 schema = parse_schema({"entity": "company", "attributes": [{"name": "revenue", "type": "number"}]})
 records = [(0, "a", "A", [{"entity": "Acme", "values": {"revenue": {"value": "1", "quote": "1"}}}])]
-conn = build_database(reduce_cells(schema, normalise_records(schema, records)[0]))  # the default limit: 256 MB
+# the default limit: 256 MB
+conn = build_database(reduce_cells(schema, normalise_records(schema, records)[0]))
 assert run_query(conn, "SELECT count(*) FROM facts").rows == [[1]]
 other = sqlite3.connect(":memory:")  # a checkpoint or cache connection of the same process
 other.execute("PRAGMA temp_store = MEMORY")
-print(other.execute("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 300) "
-                    "SELECT count(*) FROM (SELECT DISTINCT randomblob(1000000) FROM n)").fetchone()[0])
+DISTINCT_BLOBS = (
+    "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 300) "
+    "SELECT count(*) FROM (SELECT DISTINCT randomblob(1000000) FROM n)"
+)
+print(other.execute(DISTINCT_BLOBS).fetchone()[0])
 """
 
 

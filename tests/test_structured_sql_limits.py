@@ -110,7 +110,10 @@ def test_clean_sql_strips_comments_outside_literals_only(reply, sql):
 
 def test_a_literal_holding_comment_marks_reaches_the_engine_whole():
     conn = database()
-    reply = "```sql\nSELECT company FROM facts WHERE company = 'C1--x' OR company = 'Birch /* Ltd */' ORDER BY 1 -- both\n```"
+    reply = (
+        "```sql\nSELECT company FROM facts WHERE company = 'C1--x' OR company = 'Birch /* Ltd */' "
+        "ORDER BY 1 -- both\n```"
+    )
     assert run_query(conn, clean_sql(reply)).rows == [["Birch /* Ltd */"], ["C1--x"]]
 
 
@@ -290,7 +293,10 @@ def test_a_result_with_a_blob_an_infinity_and_a_huge_string_is_json_safe():
     conn = database()
     r = run_query(
         conn,
-        f"SELECT company, CAST(company AS BLOB), 1e999, -1e999, {MEGABYTE} FROM facts ORDER BY company",
+        (
+            f"SELECT company, CAST(company AS BLOB), 1e999, -1e999, {MEGABYTE} FROM facts ORDER BY "
+            "company"
+        ),
         max_cell_chars=50,
     )
     json.dumps(r.rows, allow_nan=False)  # no bytes, no Infinity
@@ -361,7 +367,7 @@ def test_a_number_too_large_for_a_double_is_unreadable_not_infinity():
     assert cells == [] and "finite" in stats["unreadable"][0]["error"]
 
 
-# -- 2. hard limits ---------------------------------------------------------------------------------
+# -- 2. hard limits --------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "fmt, args, widths",
     [
@@ -428,7 +434,10 @@ def test_each_attack_stops_at_its_own_limit():
     with pytest.raises(QueryTooLarge, match=r"replace\(\) over 999,000 and 10,000 bytes"):
         run_query(
             conn,
-            f"SELECT length(replace({MEGABYTE}, replace(printf('%.*c', 100, 'b'), 'b', printf('%.*c', 100, 'b')), 'x'))",
+            (
+                f"SELECT length(replace({MEGABYTE}, replace(printf('%.*c', 100, 'b'), 'b', "
+                "printf('%.*c', 100, 'b')), 'x'))"
+            ),
         )
     with pytest.raises(QueryTooLarge, match=r"trim\(\)"):
         run_query(conn, f"SELECT trim({MEGABYTE}, printf('%.*c', 100, 'z') || 'b')")
@@ -437,7 +446,10 @@ def test_each_attack_stops_at_its_own_limit():
         with pytest.raises(QueryTooLarge, match=rf"{op.lower()}\(\) over"):
             run_query(
                 conn,
-                f"SELECT {MEGABYTE} {op} '{wild}' || replace(printf('%.*c', 990, 'x'), 'x', 'b') || 'c'",
+                (
+                    f"SELECT {MEGABYTE} {op} '{wild}' || replace(printf('%.*c', 990, 'x'), 'x', "
+                    "'b') || 'c'"
+                ),
             )
     # the max_rows limit
     r = run_query(conn, ROWS.format(n=500) + "SELECT i FROM n", max_rows=7)
@@ -445,8 +457,11 @@ def test_each_attack_stops_at_its_own_limit():
     # the connection still answers ordinary queries, through the guarded functions too
     ok = run_query(
         conn,
-        "SELECT printf('%.1f', revenue), replace(company, '-', '_'), instr(company, 'x'), trim('  a '), rtrim('a..', '.'), "
-        "company GLOB 'C*', company LIKE 'c1!-%' ESCAPE '!' FROM facts WHERE company LIKE 'c1%'",
+        (
+            "SELECT printf('%.1f', revenue), replace(company, '-', '_'), instr(company, 'x'), "
+            "trim('  a '), rtrim('a..', '.'), company GLOB 'C*', company LIKE 'c1!-%' ESCAPE '!' "
+            "FROM facts WHERE company LIKE 'c1%'"
+        ),
     )
     assert ok.rows == [["1200.0", "C1__x", 5, "a", "a", 1, 1]] and not ok.truncated
     with pytest.raises(
@@ -481,11 +496,17 @@ attacks = {
     "printf": "SELECT printf('%.*c', 9e8, 'x')",
     "printf_max": "SELECT printf('%.*c', 2147483647, 'x'), printf('%.*c', 2147483647, 'y')",
     "randomblob": "SELECT randomblob(9e8)",
-    "rows_of_20mb": ROWS.format(n=200) + f"SELECT i, replace({MB}, 'b', printf('%.*c', 20, 'c')) FROM n",
-    "replace_chain": "SELECT " + "replace(" * 20 + "printf('%.*c', 1000, 'b')" + ", 'b', 'bb')" * 20,
-    "sort_of_1mb_values": ROWS.format(n=2000) + f"SELECT i, replace({MB}, 'b', 'c') || i AS v FROM n ORDER BY v DESC",
+    "rows_of_20mb": ROWS.format(n=200)
+    + f"SELECT i, replace({MB}, 'b', printf('%.*c', 20, 'c')) FROM n",
+    "replace_chain": "SELECT "
+    + "replace(" * 20
+    + "printf('%.*c', 1000, 'b')"
+    + ", 'b', 'bb')" * 20,
+    "sort_of_1mb_values": ROWS.format(n=2000)
+    + f"SELECT i, replace({MB}, 'b', 'c') || i AS v FROM n ORDER BY v DESC",
     "endless": ROWS.format(n=10**12) + f"SELECT max(length(replace({MB}, 'b', 'c'))) FROM n",
-    "like_1kb_pattern_over_1mb": f"SELECT {MB} LIKE '%' || replace(printf('%.*c', 990, 'x'), 'x', 'b') || 'c'",
+    "like_1kb_pattern_over_1mb": f"SELECT {MB} LIKE '%' || "
+    "replace(printf('%.*c', 990, 'x'), 'x', 'b') || 'c'",
 }
 out = {}
 for name, sql in attacks.items():
@@ -497,7 +518,8 @@ for name, sql in attacks.items():
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"
     growth_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
-    out[name] = {"seconds": time.perf_counter() - started, "rss_growth_mb": growth_mb, "error": error}
+    seconds = time.perf_counter() - started
+    out[name] = {"seconds": seconds, "rss_growth_mb": growth_mb, "error": error}
 print(json.dumps(out))
 """
 
@@ -641,7 +663,7 @@ def test_cli_answer_with_the_structured_strategy_prints_its_evidence(tmp_path, m
     )
 
 
-# -- 1. a run over such SQL writes every row, and its rerun completes --------------------------------
+# -- 1. a run over such SQL writes every row, and its rerun completes ------------------------------
 def test_a_run_whose_sql_returns_a_blob_an_infinity_and_a_huge_string_writes_every_row(
     tmp_path, monkeypatch
 ):

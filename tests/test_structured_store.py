@@ -1,4 +1,5 @@
-"""The structured strategy's schema store under concurrent writers, a killed writer and a corrupt file.
+"""The structured strategy's schema store under concurrent writers, a killed writer and a
+corrupt file.
 
 A lost schema costs a corpus a second reading of every document (a later question no longer
 finds the table it could reuse), so none may be lost however the writers interleave.

@@ -1,5 +1,6 @@
-"""The stub's content replies (``stub_server --content``) read by our own parsers, and its embeddings route
-read by the ``openai`` embedder: what ``bench_index_build`` relies on for realistic index builds."""
+"""The stub's content replies (``stub_server --content``) read by our own parsers, and its
+embeddings route read by the ``openai`` embedder: what ``bench_index_build`` relies on for realistic
+index builds."""
 
 from __future__ import annotations
 
@@ -34,8 +35,14 @@ def test_requests_are_recognised_by_the_official_prompts_openings():
 def test_ner_and_triple_replies_parse_with_our_parsers_into_the_passages_names():
     entities = parse_entities(content_reply({"messages": ner_messages(PASSAGE)}) or "")
     assert entities == entities_of(PASSAGE)
-    assert {"Dalcrest Petroleum Corporation", "$459.0", "FY2022", "Latin America", "Kingswell Biosciences",
-            "2023-02-02"} <= set(entities)  # fmt: skip
+    assert {
+        "Dalcrest Petroleum Corporation",
+        "$459.0",
+        "FY2022",
+        "Latin America",
+        "Kingswell Biosciences",
+        "2023-02-02",
+    } <= set(entities)
     assert (
         "Exposure" not in entities and "Revenue" not in entities
     )  # a sentence's first word is no name

@@ -1,5 +1,5 @@
-"""HippoRAG's synonymy neighbours through FAISS (``synonymy_knn``) against the dense search the official
-code does (``embed_utils.retrieve_knn``; ``kg.synonym_pairs`` with ``knn="dense"``)."""
+"""HippoRAG's synonymy neighbours through FAISS (``synonymy_knn``) against the dense search the
+official code does (``embed_utils.retrieve_knn``; ``kg.synonym_pairs`` with ``knn="dense"``)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ pytest.importorskip("faiss")
 
 
 def tied_vectors() -> tuple[list[str], np.ndarray]:
-    """Phrases whose vectors repeat (exact ties) and nearly repeat, with short and empty phrases among them."""
+    """Phrases whose vectors repeat (exact ties) and nearly repeat, with short and empty phrases
+    among them."""
     rng = np.random.default_rng(0)
     base = rng.normal(size=(40, 16))
     vectors = np.concatenate(
@@ -47,8 +48,9 @@ def test_exact_faiss_gives_the_dense_searchs_pairs_in_its_order(threshold, top_k
 
 
 def twins_at_the_ends() -> tuple[list[str], np.ndarray, list[int]]:
-    """63 phrases, five of them one vector (exact ties), two at the start and three in the last columns
-    (63 = 4 x 15 + 3: OpenBLAS's single-query product rounds those in another kernel), and thirty near them."""
+    """63 phrases, five of them one vector (exact ties), two at the start and three in the last
+    columns (63 = 4 x 15 + 3: OpenBLAS's single-query product rounds those in another kernel), and
+    thirty near them."""
     rng = np.random.default_rng(0)
     vectors = rng.normal(size=(63, 16))
     twins = [1, 2, 60, 61, 62]
@@ -74,7 +76,8 @@ def test_ties_are_kept_in_phrase_order_and_cut_by_top_k_as_the_dense_search():
     phrases = [f"phrase {i}" for i in range(7)]
     for knn in ("dense", "faiss"):
         pairs = synonym_pairs(phrases, vectors, threshold=0.5, top_k=3, knn=knn)  # type: ignore[arg-type]
-        # each of the six equal phrases: the first three of the tie (itself among them, then dropped)
+        # each of the six equal phrases: the first three of the tie (itself among them,
+        # then dropped)
         assert [(a, b) for a, b, _ in pairs if a == 4] == [(4, 0), (4, 1), (4, 2)]
         assert [(a, b) for a, b, _ in pairs if a == 1] == [(1, 0), (1, 2)]
         assert not [p for p in pairs if 6 in p[:2]]
@@ -108,8 +111,11 @@ def test_ivf_searches_exactly_below_its_size_and_finds_most_neighbours_above_it(
 
 def test_a_graph_built_with_faiss_has_the_dense_graphs_edges():
     texts = ["Alpha Beta met Gamma", "Alpha Beta and Gamma Delta", "Gamma Delta saw Alpha"]
-    ex = [Extraction([], [["Alpha Beta", "met", "Gamma"]]), Extraction([], [["Alpha Beta", "and", "Gamma Delta"]]),
-          Extraction([], [["Gamma Delta", "saw", "Alpha"]])]  # fmt: skip
+    ex = [
+        Extraction([], [["Alpha Beta", "met", "Gamma"]]),
+        Extraction([], [["Alpha Beta", "and", "Gamma Delta"]]),
+        Extraction([], [["Gamma Delta", "saw", "Alpha"]]),
+    ]
 
     def embed(items):
         return np.array([[len(t) % 3 + 1.0, t.count("a") + 0.5, 1.0] for t in items])

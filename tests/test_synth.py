@@ -1,4 +1,5 @@
-"""Synthetic CorpusQA-style generator: answers, evidence, sizes, determinism, needle, loader, CLI."""
+"""Synthetic CorpusQA-style generator: answers, evidence, sizes, determinism, needle,
+loader, CLI."""
 
 from __future__ import annotations
 
@@ -171,8 +172,10 @@ def test_conflicting_values_resolve_to_the_latest_file(finance_128k):
     assert conflicts, "expected restated values"
     for entity, fy, fld in conflicts[:50]:
         latest = conn.execute(
-            "SELECT s.value FROM statements s JOIN documents d USING (doc_id) WHERE s.entity = ? AND s.fiscal_year = ? "
-            "AND s.field = ? ORDER BY d.published DESC LIMIT 1",
+            (
+                "SELECT s.value FROM statements s JOIN documents d USING (doc_id) WHERE s.entity "
+                "= ? AND s.fiscal_year = ? AND s.field = ? ORDER BY d.published DESC LIMIT 1"
+            ),
             (entity, fy, fld),
         ).fetchone()[0]
         fact = conn.execute(
@@ -213,7 +216,10 @@ def test_evidence_documents_contain_the_values_used(request, fixture):
         for year in q.years:
             for fld in q.fields:
                 rows = conn.execute(
-                    "SELECT entity, value, doc_id FROM resolved WHERE field = ? AND fiscal_year = ?",
+                    (
+                        "SELECT entity, value, doc_id FROM resolved WHERE field = ? AND "
+                        "fiscal_year = ?"
+                    ),
                     (fld, year),
                 )
                 for entity, value, doc_id in rows:

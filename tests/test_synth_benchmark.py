@@ -1,4 +1,5 @@
-"""The generated corpus as a registered benchmark, scored by the CorpusQA metric; and the demo wiring."""
+"""The generated corpus as a registered benchmark, scored by the CorpusQA metric; and the
+demo wiring."""
 
 import pytest
 

@@ -1,5 +1,6 @@
 """The test tiers (issue #36 item 5): the table in tests/tiers.py names real tests, its markers are
-applied at collection, and ``-m unit`` (make test-fast) keeps exactly the tests the table does not list."""
+applied at collection, and ``-m unit`` (make test-fast) keeps exactly the tests the table does
+not list."""
 
 from __future__ import annotations
 
@@ -64,12 +65,30 @@ def test_this_test_is_in_the_unit_tier(request):
 
 
 def test_the_unit_tier_of_a_file_is_what_the_table_does_not_list():
-    """``pytest -m unit`` on a file with listed and unlisted tests collects the unlisted ones only."""
+    """``pytest -m unit`` on a file with listed and unlisted tests collects the unlisted
+    ones only."""
     path = "test_memagent_storage.py"
     listed = set(TIERS[path])
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-m", "unit", f"tests/{path}"],
-                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-m",
+            "unit",
+            f"tests/{path}",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     collected = {
         line.split("::")[1].split("[")[0]
@@ -89,7 +108,16 @@ def test_the_makefile_keeps_every_tier_target(target):
 def test_the_longest_files_go_to_the_workers_first_then_the_files_with_most_tests():
     assert all((TESTS / path).is_file() for path in LONGEST_FILES)
     longest, second = LONGEST_FILES[:2]
-    paths = ["test_a.py", "test_b.py", "test_b.py", second, longest, "test_c.py", "test_b.py", "test_c.py"]  # fmt: skip
+    paths = [
+        "test_a.py",
+        "test_b.py",
+        "test_b.py",
+        second,
+        longest,
+        "test_c.py",
+        "test_b.py",
+        "test_c.py",
+    ]
     assert file_order(paths) == [longest, second, "test_b.py", "test_c.py", "test_a.py"]
 
 

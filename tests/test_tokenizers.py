@@ -1,4 +1,5 @@
-"""One tokenizer per model: the selection order, its label, server dialects, and MemAgent's memory bound."""
+"""One tokenizer per model: the selection order, its label, server dialects, and MemAgent's
+memory bound."""
 
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ from tests.recording_server import RecordingServer
 from tests.scripted import ScriptedChatModel
 from tests.servers import LoopbackServer, QuietHandler
 
-#: 1,000 Chinese characters: more than 1,024 cl100k tokens, 1,000 tokens of a character-level vocabulary.
+#: 1,000 Chinese characters: more than 1,024 cl100k tokens, 1,000 tokens of a
+#: character-level vocabulary.
 ZH_SENTENCE = "长上下文推理需要在很多文档中找到证据并且把记忆压缩到预算以内。"
 ZH_MEMORY = (ZH_SENTENCE * 40)[:1000]
 
@@ -48,7 +50,8 @@ def char_vocab_tokenizer(path) -> str:
     chars = sorted(
         set(
             ZH_SENTENCE
-            + "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,:;?!\n<>/'\"()-_，。"
+            + "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+            + " .,:;?!\n<>/'\"()-_，。"
         )
     )
     vocab = {"[UNK]": 0, **{c: i + 1 for i, c in enumerate(chars)}}
@@ -204,7 +207,8 @@ def test_order_3_the_servers_tokenize_endpoint(dialect):
 
 
 def test_every_dialect_a_spec_may_name_has_its_routes():
-    """``server:<dialect>`` specs are read in ``retrieval``, the routes served beside ``graphs/llm.py``: one list of names."""
+    """``server:<dialect>`` specs are read in ``retrieval``, the routes served beside
+    ``graphs/llm.py``: one list of names."""
     assert set(DIALECTS) == set(SERVER_DIALECTS)
     assert parse_spec("server:vllm") == ("server", "vllm")
 
@@ -241,7 +245,8 @@ def test_an_unreachable_server_falls_back_without_remembering_it():
 
 
 class HangingServer(LoopbackServer):
-    """Accepts each request, reads it, and never answers (until the client gives up); counts them."""
+    """Accepts each request, reads it, and never answers (until the client gives up);
+    counts them."""
 
     def __init__(self):
         self.requests = 0

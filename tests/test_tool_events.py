@@ -1,7 +1,8 @@
 """Tool events and records (issue #47, item 3): a tool-loop strategy built here streams a
 ``tool_call`` and a ``tool_result`` event per call, in order, through ``stream_answer`` and the SSE
 example; streamed tool-call chunks reach ``TokenEvent``; the drill-down shows the calls and the
-results; ``ToolNode``'s tool runs are traced as tool runs under the answer's run, with its metadata."""
+results; ``ToolNode``'s tool runs are traced as tool runs under the answer's run, with
+its metadata."""
 
 from __future__ import annotations
 
@@ -112,7 +113,8 @@ def agent_reply(prompt: str, tools: Any) -> Any:
 
 
 class StreamingToolModel(ToolScriptedChatModel):
-    """The scripted tool model with LangChain's ``streaming`` switch (``stream_answer(streaming=True)``)."""
+    """The scripted tool model with LangChain's ``streaming``
+    switch (``stream_answer(streaming=True)``)."""
 
     streaming: bool = False
     disable_streaming: bool = False

@@ -1,9 +1,10 @@
-"""The toy plug-ins of issue #36: a ``first_chunk`` strategy and a ``toy_qa`` benchmark, written in a
-folder of their own as a third party writes them (their code and their entry points, no line of the
-library edited), are offered by ``longctx --help`` without importing anything of theirs, answer through
-``answer()``, run in the runner of ``longctx run``, are scored in the report, get a ceiling row that
-says they have no rule, and are priced by the run plan. A strategy package dropped under ``graphs/``
-with its ``plugin.toml`` works in the CLI and ``answer()`` with no import line anywhere."""
+"""The toy plug-ins of issue #36: a ``first_chunk`` strategy and a ``toy_qa`` benchmark, written in
+a folder of their own as a third party writes them (their code and their entry points, no line of
+the library edited), are offered by ``longctx --help`` without importing anything of theirs, answer
+through ``answer()``, run in the runner of ``longctx run``, are scored in the report, get a ceiling
+row that says they have no rule, and are priced by the run plan. A strategy package dropped under
+``graphs/`` with its ``plugin.toml`` works in the CLI and ``answer()`` with no import
+line anywhere."""
 
 from __future__ import annotations
 
@@ -47,16 +48,23 @@ class FirstChunkState(TypedDict, total=False):
 def read_first_chunk(state, runtime):
     ctx = runtime.context
     words = " ".join(d.text for d in ctx.corpus.documents).split()[: ctx.config.chunk_words]
-    raw = complete(ctx.llm, " ".join(words) + "\\n\\n" + state["question"].render(), max_tokens=ctx.config.max_new_tokens)
-    return {"raw": raw, "answer": raw.strip(), "steps": [Step("read_first_chunk", words=len(words), calls=1)]}
+    prompt = " ".join(words) + "\\n\\n" + state["question"].render()
+    raw = complete(ctx.llm, prompt, max_tokens=ctx.config.max_new_tokens)
+    step = Step("read_first_chunk", words=len(words), calls=1)
+    return {"raw": raw, "answer": raw.strip(), "steps": [step]}
 
 
 def expected(cfg, corpus_tokens, documents, window):
-    return ExpectedCost(per_question=Calls(1, min(corpus_tokens, cfg.chunk_words) + 10, cfg.max_new_tokens))
+    prompt_tokens = min(corpus_tokens, cfg.chunk_words) + 10
+    return ExpectedCost(per_question=Calls(1, prompt_tokens, cfg.max_new_tokens))
 
 
-@STRATEGIES.register("first_chunk", config_cls=FirstChunkConfig, costs=StrategyCosts(expected=expected),
-                     description="answers from the first words of the corpus")
+@STRATEGIES.register(
+    "first_chunk",
+    config_cls=FirstChunkConfig,
+    costs=StrategyCosts(expected=expected),
+    description="answers from the first words of the corpus",
+)
 def build_graph(config=None):
     return linear_graph("first_chunk", FirstChunkState, ("read_first_chunk", read_first_chunk))
 '''
@@ -74,31 +82,58 @@ from longctx.retrieval.contract import Corpus, Question
 
 def load(path=None, **options):
     rows = [json.loads(line) for line in (Path(path) / "toy_qa.jsonl").read_text().splitlines()]
-    return [Sample(sample_id=r["id"], benchmark="toy_qa", dataset="toy", corpus=Corpus.from_texts(r["documents"]),
-                   question=Question(text=r["question"]), answers=(r["answer"],), metadata={"evidence_doc_ids": r["evidence"]})
-            for r in rows]
+    return [
+        Sample(
+            sample_id=r["id"],
+            benchmark="toy_qa",
+            dataset="toy",
+            corpus=Corpus.from_texts(r["documents"]),
+            question=Question(text=r["question"]),
+            answers=(r["answer"],),
+            metadata={"evidence_doc_ids": r["evidence"]},
+        )
+        for r in rows
+    ]
 
 
 def prompt(sample, context=None):
-    return (context if context is not None else "\\n".join(d.text for d in sample.corpus.documents)) + "\\n" + sample.question.text
+    if context is None:
+        context = "\\n".join(d.text for d in sample.corpus.documents)
+    return context + "\\n" + sample.question.text
 
 
 @BENCHMARKS.register("toy_qa", version=1, load=load, prompt=prompt)
 def score(pairs, **options):
-    per_sample = {s.sample_id: 100.0 * METRICS.get("exact_match")(p.text_or_empty, s.answers[0]) for s, p in pairs}
-    return {"overall": sum(per_sample.values()) / len(per_sample), "n": len(pairs), "per_sample": per_sample}
+    exact_match = METRICS.get("exact_match")
+    per_sample = {s.sample_id: 100.0 * exact_match(p.text_or_empty, s.answers[0]) for s, p in pairs}
+    overall = sum(per_sample.values()) / len(per_sample)
+    return {"overall": overall, "n": len(pairs), "per_sample": per_sample}
 '''
 
 QUESTIONS = [
-    {"id": "q0", "question": "What is the vault code?", "answer": "7421", "evidence": ["0"],
-     "documents": ["The vault code is 7421.", "The harbour has a lighthouse and a long pier."]},
-    {"id": "q1", "question": "What does the harbour have?", "answer": "a lighthouse", "evidence": ["1"],
-     "documents": ["The vault is closed on Sundays and on holidays.", "The harbour has a lighthouse."]},
-]  # fmt: skip
+    {
+        "id": "q0",
+        "question": "What is the vault code?",
+        "answer": "7421",
+        "evidence": ["0"],
+        "documents": ["The vault code is 7421.", "The harbour has a lighthouse and a long pier."],
+    },
+    {
+        "id": "q1",
+        "question": "What does the harbour have?",
+        "answer": "a lighthouse",
+        "evidence": ["1"],
+        "documents": [
+            "The vault is closed on Sundays and on holidays.",
+            "The harbour has a lighthouse.",
+        ],
+    },
+]
 
 
 def _write_strategy(folder: Path, module: str) -> None:
-    """The ``first_chunk`` package in ``folder``, importable as ``module`` (its ``plugin.toml`` names that target)."""
+    """The ``first_chunk`` package in ``folder``, importable as ``module`` (its ``plugin.toml``
+    names that target)."""
     (folder / "first_chunk").mkdir(parents=True)
     (folder / "first_chunk" / "__init__.py").write_text('"""A toy strategy plug-in."""\n')
     (folder / "first_chunk" / "graph.py").write_text(FIRST_CHUNK_GRAPH)
@@ -108,7 +143,8 @@ def _write_strategy(folder: Path, module: str) -> None:
 
 
 def _third_party(tmp_path: Path) -> Path:
-    """The two plug-ins as an installed third-party distribution: packages and entry points in one folder."""
+    """The two plug-ins as an installed third-party distribution: packages and entry points in
+    one folder."""
     site = tmp_path / "site"
     _write_strategy(site, "first_chunk")
     (site / "toy_qa").mkdir()
@@ -116,8 +152,10 @@ def _third_party(tmp_path: Path) -> Path:
     dist = site / "toy_plugins-0.1.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-plugins\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[longctx.strategies]\nfirst_chunk = first_chunk.graph:build_graph\n\n"
-                                           "[longctx.benchmarks]\ntoy_qa = toy_qa:score\n")  # fmt: skip
+    (dist / "entry_points.txt").write_text(
+        "[longctx.strategies]\nfirst_chunk = first_chunk.graph:build_graph\n\n"
+        "[longctx.benchmarks]\ntoy_qa = toy_qa:score\n"
+    )
     return site
 
 
@@ -148,8 +186,12 @@ HELP = """
 
 def _loaded_ours(modules: list[str]) -> list[str]:
     """What of LangGraph, the strategy packages and the plug-ins a process has imported."""
-    return [m for m in modules if m.split(".")[0] in ("langgraph", "langchain_core", "first_chunk", "toy_qa")
-            or (m.startswith("longctx.graphs.") and m != "longctx.graphs.strategy_registry")]  # fmt: skip
+    return [
+        m
+        for m in modules
+        if m.split(".")[0] in ("langgraph", "langchain_core", "first_chunk", "toy_qa")
+        or (m.startswith("longctx.graphs.") and m != "longctx.graphs.strategy_registry")
+    ]
 
 
 def test_the_toy_plugins_are_offered_by_help_without_importing_them(tmp_path):
@@ -166,7 +208,8 @@ def test_the_toy_plugins_are_offered_by_help_without_importing_them(tmp_path):
         "{first_chunk,full_context,hipporag,memagent,pai,pai_minus,rag,raptor,self_ask,self_route,structured}"
         in shown["answer"]["help"]
     )
-    # `longctx index`: the built-ins declared to build an index, and the plug-in (checked once loaded)
+    # `longctx index`: the built-ins declared to build an index, and the plug-in (checked
+    # once loaded)
     assert "{first_chunk,pai,pai_minus,rag,self_ask,self_route}" in shown["index"]["help"]
 
 
@@ -183,9 +226,14 @@ RUN = """
     from tests.scripted import ScriptedChatModel
 
     data, out = Path(sys.argv[1]), Path(sys.argv[2])
-    model = ScriptedChatModel(reply_fn=lambda prompt: "7421" if "7421" in prompt else "I do not know")
-    one = answer(Corpus.from_texts(["The vault code is 7421.", "Other things."]), "What is the vault code?", strategy="first_chunk", llm=model)
-    config = RunConfig(benchmark="toy_qa", strategies=("first_chunk",), data_path=str(data), llm_cache=False)
+    model = ScriptedChatModel(
+        reply_fn=lambda prompt: "7421" if "7421" in prompt else "I do not know"
+    )
+    vault = Corpus.from_texts(["The vault code is 7421.", "Other things."])
+    one = answer(vault, "What is the vault code?", strategy="first_chunk", llm=model)
+    config = RunConfig(
+        benchmark="toy_qa", strategies=("first_chunk",), data_path=str(data), llm_cache=False
+    )
     samples = load_benchmark("toy_qa", data)
     plans, _ = plan_experiment(config, samples, model, calibrate=False)
     run_experiment(config, out / "run", llm=model, show_progress=False)
@@ -194,7 +242,11 @@ RUN = """
     print(json.dumps({
         "answer": one.answer, "steps": [s.node for s in one.steps],
         "plan": describe_plan(plans, "scripted", None),
-        "rows": sorted((r["sample_id"], r["strategy"], r["answer"]) for r in read_rows(out / "run") if r["status"] == "ok"),
+        "rows": sorted(
+            (r["sample_id"], r["strategy"], r["answer"])
+            for r in read_rows(out / "run")
+            if r["status"] == "ok"
+        ),
         "html": Path(report["html"]).read_text(encoding="utf-8"),
         "ceiling": [ceiling.strategy, ceiling.skipped], "default_ceilings": default_strategies(),
     }))
@@ -237,14 +289,17 @@ DROPPED = """
     modules = sorted(sys.modules)
     from longctx import Corpus, answer
     from tests.scripted import ScriptedChatModel
-    result = answer(Corpus.from_texts(["alpha beta gamma"]), "First word?", strategy="first_chunk", llm=ScriptedChatModel(replies=["alpha"]))
+    llm = ScriptedChatModel(replies=["alpha"])
+    result = answer(
+        Corpus.from_texts(["alpha beta gamma"]), "First word?", strategy="first_chunk", llm=llm
+    )
     print(json.dumps({"help": text.getvalue(), "modules": modules, "answer": result.answer}))
 """
 
 
 def test_a_strategy_package_under_graphs_needs_no_import_line(tmp_path):
-    """Its ``plugin.toml`` is all that makes it known (with the old hand list in ``graphs/__init__.py``:
-    offered by the CLI, a KeyError in ``answer()``)."""
+    """Its ``plugin.toml`` is all that makes it known (with the old hand list in
+    ``graphs/__init__.py``: offered by the CLI, a KeyError in ``answer()``)."""
     _write_strategy(tmp_path / "extra", "longctx.graphs.first_chunk")
     got = json.loads(
         _python(DROPPED, str(tmp_path / "extra"), pythonpath=str(ROOT), cache=tmp_path / "cache")
@@ -276,7 +331,10 @@ def test_a_broken_third_party_plugin_is_left_out_of_listings_not_of_lookups(tmp_
             looked_up = "loaded"
         except ImportError as exc:
             looked_up = str(exc)
-        print(json.dumps({"names": STRATEGIES.names(), "available": listed, "demo": list(default_demo()), "lookup": looked_up}))
+        print(json.dumps({
+            "names": STRATEGIES.names(), "available": listed,
+            "demo": list(default_demo()), "lookup": looked_up,
+        }))
     """
     out = json.loads(
         _python(code, pythonpath=os.pathsep.join([str(site), str(ROOT)]), cache=tmp_path / "cache")

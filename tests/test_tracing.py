@@ -148,8 +148,8 @@ def test_no_tracing_without_the_environment(planted_corpus):
     script = (
         "from longctx import Corpus, answer; from tests.scripted import ScriptedChatModel;"
         "from langchain_core.tracers.langchain import wait_for_all_tracers;"
-        "answer(Corpus.from_texts(['the vault code is 7421']), 'code?', llm=ScriptedChatModel(replies=['7421']), top_k=1);"
-        "wait_for_all_tracers(); print('done')"
+        "answer(Corpus.from_texts(['the vault code is 7421']), 'code?', "
+        "llm=ScriptedChatModel(replies=['7421']), top_k=1);wait_for_all_tracers(); print('done')"
     )
     out = subprocess.run(
         [sys.executable, "-c", script],

@@ -1,4 +1,5 @@
-"""A run's lean transport (agents/lean_transport.py) sends what the OpenAI SDK sends and fails as it fails.
+"""A run's lean transport (agents/lean_transport.py) sends what the OpenAI SDK sends and fails as
+it fails.
 
 Every test drives the same chat model twice against one scripted loopback server: inside
 ``longctx.graphs.llm.run_client`` (the run's aiohttp session, our transport) and outside it (the
@@ -198,7 +199,8 @@ def test_failures_raise_what_the_sdk_raises(script, status, requests):
     (mine, lean_sent), (theirs, sdk_sent) = seen["lean"], seen["sdk"]
     assert isinstance(mine, ChatModelError) and isinstance(theirs, ChatModelError)
     assert mine.status == theirs.status == status and len(lean_sent) == len(sdk_sent) == requests
-    # the retries made: counted on the lean path, read from the SDK's rule and the response on its own
+    # the retries made: counted on the lean path, read from the SDK's rule and the response on
+    # its own
     assert mine.retries == theirs.retries == requests - 1 and (
         status == 401 or f"after {requests - 1} retries" in str(mine)
     )

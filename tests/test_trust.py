@@ -48,7 +48,8 @@ def _memory_reply(request: dict) -> str:
 # -- 2. MemAgent's concurrency is honoured on every batch path -------------------------------------
 @pytest.mark.parametrize("concurrency", [1, 3])
 def test_answer_many_memagent_runs_at_the_given_concurrency(corpus, tmp_path, concurrency):
-    # long enough for the calls of one step to overlap; at concurrency 1 nothing can overlap, whatever the latency
+    # long enough for the calls of one step to overlap; at concurrency 1 nothing can overlap,
+    # whatever the latency
     with RecordingServer(_memory_reply, latency=0.15 if concurrency > 1 else 0.03) as server:
         answer_many(
             corpus,
@@ -93,7 +94,7 @@ def test_runner_option_memagent_concurrency_is_honoured(corpus, tmp_path):
     assert counts["ok"] == 3 and server.max_in_flight == 1
 
 
-# -- 11. usage is per answer, exact; one schema ------------------------------------------------------
+# -- 11. usage is per answer, exact; one schema ----------------------------------------------------
 def test_batched_answers_carry_their_own_usage(corpus, tmp_path):
     llm = ScriptedChatModel(
         reply_fn=lambda prompt: (
@@ -357,8 +358,9 @@ def test_a_long_embedded_run_warns_up_front_with_an_estimate(monkeypatch):
     )
     message = warn_if_slow("memagent", big, 2, chat, speed=slow)
     assert message and "hours" in message and "50 prompt tokens/s measured" in message
-    # 2 x (the corpus + 801 calls (800 chunks, the answer) x 1,024 memory + the templates with the question counted from the prompts
-    # (800 updates x 90 + the answer's 57, cl100k) + a seam token per piece (1,601))
+    # 2 x (the corpus + 801 calls (800 chunks, the answer) x 1,024 memory + the templates with the
+    # question counted from the prompts (800 updates x 90 + the answer's 57, cl100k) + a seam token
+    # per piece (1,601))
     assert "9,787,764 tokens" in message
     fast = ModelSpeed(
         prompt_tokens_per_second=1e9, completion_tokens_per_second=1e9, measured="now", key="k"

@@ -1,9 +1,9 @@
 """Each sync/async twin runs the same scenario to the same outcome.
 
 The twins (PAI's ``call_structured``/``acall_structured``, the validated call's
-``call_validated``/``acall_validated``, structured's ``document_lock``/``adocument_lock``, the OpenAI
-model's ``_generate``/``_agenerate``) share one body (:mod:`longctx.graphs.twins`) and differ only in
-how they wait. Every scenario below runs through each twin and is held to one expectation,
+``call_validated``/``acall_validated``, structured's ``document_lock``/``adocument_lock``, the
+OpenAI model's ``_generate``/``_agenerate``) share one body (:mod:`longctx.graphs.twins`) and differ
+only in how they wait. Every scenario below runs through each twin and is held to one expectation,
 so a fix made to one twin and not the other fails here.
 """
 
@@ -43,7 +43,8 @@ PROMPT = "Is this chunk relevant to the revenue of Halvorsen Maritime?"
 def scripted(
     replies: list[Any], *, native_async: bool, supports_tools: bool = True
 ) -> ToolScriptedChatModel:
-    """A model answering its n-th call with ``replies[n]`` (the sync-only kind, or one with its own ``_agenerate``)."""
+    """A model answering its n-th call with ``replies[n]`` (the sync-only kind, or one with its
+    own ``_agenerate``)."""
     cls = AsyncToolScriptedChatModel if native_async else ToolScriptedChatModel
     llm = cls(
         reply_fn=lambda prompt, tools: replies[len(llm.calls) - 1], supports_tools=supports_tools
@@ -85,7 +86,10 @@ PAI_CASES = {
             items=[],
             attempts=2,
             errors=[
-                'invalid arguments {"keep": 1}: keep_context: Field required; keep: Extra inputs are not permitted',
+                (
+                    'invalid arguments {"keep": 1}: keep_context: Field required; keep: Extra '
+                    "inputs are not permitted"
+                ),
                 "no JSON object in the reply: 'no verdict'",
             ],
         ),

@@ -1,5 +1,5 @@
-"""Variable cost plans (issue #47): an unbounded most a budget must cap, a warning when the most may not
-fit, and the tool schemas PAI and the structured strategy send counted in their plans."""
+"""Variable cost plans (issue #47): an unbounded most a budget must cap, a warning when the most may
+not fit, and the tool schemas PAI and the structured strategy send counted in their plans."""
 
 from __future__ import annotations
 
@@ -20,8 +20,16 @@ from longctx.retrieval.tokens import count_tokens
 
 
 def _plan(least: int = 2, most: int | None = 10) -> CostPlan:
-    return CostPlan(strategy="loop", questions=1, calls=least, max_calls=most, prompt_tokens=100 * least,
-                    max_prompt_tokens=None if most is None else 100 * most, completion_tokens=10, formula="a loop")  # fmt: skip
+    return CostPlan(
+        strategy="loop",
+        questions=1,
+        calls=least,
+        max_calls=most,
+        prompt_tokens=100 * least,
+        max_prompt_tokens=None if most is None else 100 * most,
+        completion_tokens=10,
+        formula="a loop",
+    )
 
 
 def test_the_least_refuses_and_the_most_warns():
@@ -59,8 +67,9 @@ def _schema(function) -> int:
 
 
 def test_pai_and_structured_plans_count_their_tool_schemas():
-    """The schemas the guard counts (PAI's property 159 cl100k tokens, its judge 95, sub-question 102;
-    structured's schema function 491) are in the plans' most, so a budget at the most is not stopped early."""
+    """The schemas the guard counts (PAI's property 159 cl100k tokens, its judge 95, sub-question
+    102; structured's schema function 491) are in the plans' most, so a budget at the most is not
+    stopped early."""
     corpus = Corpus.from_texts(["alpha beta " * 400, "gamma delta " * 400], titles=["A", "B"])
     shape, q = CorpusShape.of(corpus), [Question(text="Which is larger?")]
     figures = {}
@@ -69,8 +78,10 @@ def test_pai_and_structured_plans_count_their_tool_schemas():
         plan = spec.costs.model(spec.make_config(), shape, q).bounds
         figures[name] = plan.details["tool_schema_tokens"]
         assert plan.max_prompt_tokens > sum(figures[name].values())
-    assert figures["pai"] == {"decompose": _schema(pai_prompts.PROPERTY_FUNCTION) + 1,
-                              "judge": _schema(pai_prompts.KEEP_CONTEXT_FUNCTION) + 1}  # fmt: skip
+    assert figures["pai"] == {
+        "decompose": _schema(pai_prompts.PROPERTY_FUNCTION) + 1,
+        "judge": _schema(pai_prompts.KEEP_CONTEXT_FUNCTION) + 1,
+    }
     assert figures["pai_minus"]["decompose"] == _schema(pai_prompts.SUB_QUESTION_FUNCTION) + 1
     assert figures["structured"] == {"plan": _schema(SCHEMA_FUNCTION) + 1}
     assert (
@@ -99,8 +110,22 @@ def test_the_cli_says_a_plan_warning_in_one_line(tmp_path, monkeypatch, capsys, 
             Corpus.from_path(folder), "code of site 2?", strategy="rag", llm="openai:rec"
         )
         assert plan.prompt_tokens < plan.max_prompt_tokens  # a budget between them may stop it
-        code = main(["answer", "--corpus", str(folder), "--question", "code of site 2?", "--llm", "openai:rec",
-                     "--strategy", "rag", "--max-tokens", str(plan.prompt_tokens), "--json"])  # fmt: skip
+        code = main(
+            [
+                "answer",
+                "--corpus",
+                str(folder),
+                "--question",
+                "code of site 2?",
+                "--llm",
+                "openai:rec",
+                "--strategy",
+                "rag",
+                "--max-tokens",
+                str(plan.prompt_tokens),
+                "--json",
+            ]
+        )
     err = capsys.readouterr().err.strip().splitlines()
     said = [line for line in err if "warning" in line.lower()]
     assert code == 0 and len(said) == 1, err
@@ -119,8 +144,17 @@ def test_a_plan_with_an_index_part_is_capped_with_it():
         max_prompt_tokens=4000,
         completion_tokens=0,
     )
-    plan = CostPlan(strategy="raptor", questions=1, calls=1, max_calls=41, prompt_tokens=100, max_prompt_tokens=4100,
-                    completion_tokens=10, formula="a tree and an answer", index=tree)  # fmt: skip
+    plan = CostPlan(
+        strategy="raptor",
+        questions=1,
+        calls=1,
+        max_calls=41,
+        prompt_tokens=100,
+        max_prompt_tokens=4100,
+        completion_tokens=10,
+        formula="a tree and an answer",
+        index=tree,
+    )
     held = capped(plan, Budget(max_llm_calls=5))
     assert (held.max_calls, held.index.max_calls, held.max_prompt_tokens) == (5, 5, 4100)
     with pytest.warns(BudgetMayStopWarning):
@@ -128,7 +162,8 @@ def test_a_plan_with_an_index_part_is_capped_with_it():
 
 
 def test_the_cli_says_each_strategys_plan_warning_once_not_once_per_unit(capsys):
-    """A run checks each unit's plan, each with its own figures: the command says it once per strategy."""
+    """A run checks each unit's plan, each with its own figures: the command says it once
+    per strategy."""
     from longctx.experiments.cli import _show_warning
 
     def unshown(*args: object, **kwargs: object) -> None:

@@ -1,5 +1,6 @@
 """One run, one strategy twice: variants (``rag@bm25``, ``rag@hybrid``) each with its own options,
-each its own column in the rows, the resume, the report, the paired table and the break-even table."""
+each its own column in the rows, the resume, the report, the paired table and the
+break-even table."""
 
 from __future__ import annotations
 
@@ -18,10 +19,19 @@ from longctx.retrieval import Corpus
 from tests.recording_server import RecordingServer, prompt_of
 
 DOCS = {
-    "harbour.txt": "The harbour authority of Velmora repainted the lighthouse in 2019. Its keeper is Ansel Dray.",
-    "orchard.txt": "The Brannock orchard harvested 412 tonnes of apples in 2021, a record for the valley.",
-    "theatre.txt": "The Quillon theatre reopened in 2022 with a new symphony by composer Ilse Varga.",
-    "road.txt": "Engineers resurfaced the Tarn mountain road in 2020 and added guard rails on its bends.",
+    "harbour.txt": (
+        "The harbour authority of Velmora repainted the lighthouse in 2019. Its keeper is Ansel "
+        "Dray."
+    ),
+    "orchard.txt": (
+        "The Brannock orchard harvested 412 tonnes of apples in 2021, a record for the valley."
+    ),
+    "theatre.txt": (
+        "The Quillon theatre reopened in 2022 with a new symphony by composer Ilse Varga."
+    ),
+    "road.txt": (
+        "Engineers resurfaced the Tarn mountain road in 2020 and added guard rails on its bends."
+    ),
 }
 QUESTIONS = """id,question,answer,answer_type
 keeper,Who is the keeper of the Velmora lighthouse?,Ansel Dray,text
@@ -44,9 +54,27 @@ def test_two_variants_of_rag_run_resume_and_report_as_two_columns(tmp_path, monk
     (tmp_path / "questions.csv").write_text(QUESTIONS)
     out = tmp_path / "run"
     monkeypatch.setenv("LONGCTX_CACHE_DIR", str(tmp_path / "cache"))
-    argv = ["run", "--corpus", str(docs), "--questions", str(tmp_path / "questions.csv"), "--llm", "openai:rec", "--out", str(out),
-            "--strategies", "rag@bm25,rag@hybrid", "--option", "rag.top_k=2", "--option", "rag@hybrid.retriever=hybrid",
-            "--option", 'rag@hybrid.retriever_options={"dense": "openai", "dense_options": {"model": "rec"}}', "--yes", "--no-llm-cache"]  # fmt: skip
+    argv = [
+        "run",
+        "--corpus",
+        str(docs),
+        "--questions",
+        str(tmp_path / "questions.csv"),
+        "--llm",
+        "openai:rec",
+        "--out",
+        str(out),
+        "--strategies",
+        "rag@bm25,rag@hybrid",
+        "--option",
+        "rag.top_k=2",
+        "--option",
+        "rag@hybrid.retriever=hybrid",
+        "--option",
+        'rag@hybrid.retriever_options={"dense": "openai", "dense_options": {"model": "rec"}}',
+        "--yes",
+        "--no-llm-cache",
+    ]
     with RecordingServer(reply) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)
         monkeypatch.setenv("OPENAI_API_KEY", "k")
@@ -124,8 +152,17 @@ def test_bad_variants_and_their_options_fail_before_any_work(strategies, options
 def test_the_command_line_names_a_bad_variant_on_one_line(tmp_path, capsys):
     (tmp_path / "d.txt").write_text("text")
     (tmp_path / "q.csv").write_text("question\nWhat?\n")
-    argv = ["run", "--corpus", str(tmp_path / "d.txt"), "--questions", str(tmp_path / "q.csv"), "--strategies", "rag@v1.2",
-            "--out", str(tmp_path / "run")]  # fmt: skip
+    argv = [
+        "run",
+        "--corpus",
+        str(tmp_path / "d.txt"),
+        "--questions",
+        str(tmp_path / "q.csv"),
+        "--strategies",
+        "rag@v1.2",
+        "--out",
+        str(tmp_path / "run"),
+    ]
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "must be STRATEGY@LABEL" in err and "Traceback" not in err
@@ -154,8 +191,17 @@ def test_one_answer_refuses_a_variant_before_any_call(tmp_path, monkeypatch):
 
 def test_longctx_answer_refuses_a_variant_on_one_line(tmp_path, capsys):
     (tmp_path / "d.txt").write_text("text")
-    argv = ["answer", "--corpus", str(tmp_path / "d.txt"), "--question", "What?", "--strategy", "rag@x",
-            "--llm", "openai:m"]  # fmt: skip
+    argv = [
+        "answer",
+        "--corpus",
+        str(tmp_path / "d.txt"),
+        "--question",
+        "What?",
+        "--strategy",
+        "rag@x",
+        "--llm",
+        "openai:m",
+    ]
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "'rag@x' is a variant" in err and "longctx run" in err and "Traceback" not in err

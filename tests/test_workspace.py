@@ -1,4 +1,5 @@
-"""``Workspace``: one corpus opened once, its indexes held, answers compared with their cost, documents added.
+"""``Workspace``: one corpus opened once, its indexes held, answers compared with their cost,
+documents added.
 
 Runs against the recording loopback server (tests/recording_server.py): its reply says the vault
 code only when the prompt holds it, so an answer shows whether retrieval found the document.
@@ -54,7 +55,8 @@ def filler() -> Corpus:
 @pytest.fixture
 def builds(monkeypatch):
     """Counts of index requests reaching the cache (``build_index``), of indexes actually built,
-    and of indexes grown from an earlier corpus's by a segment (``longctx.retrieval.index.growth.grow_index``)."""
+    and of indexes grown from an earlier corpus's by a segment
+    (``longctx.retrieval.index.growth.grow_index``)."""
     counts = {"requested": 0, "built": 0, "grown": 0}
     request, build, grow = (
         retrieval_service.build_index,
@@ -143,8 +145,11 @@ def test_compare_without_a_price_has_no_cost_column_and_shows_a_refused_plan(
     planted_corpus, llm, server, isolated_cache
 ):
     ws = Workspace(planted_corpus, llm=llm, cache_dir=isolated_cache)
-    result = ws.compare("What is the vault code?", strategies={"rag": {"top_k": 2}, "full_context": {}},
-                        budget=Budget(max_prompt_tokens=1_000))  # fmt: skip
+    result = ws.compare(
+        "What is the vault code?",
+        strategies={"rag": {"top_k": 2}, "full_context": {}},
+        budget=Budget(max_prompt_tokens=1_000),
+    )
     rows = {r["strategy"]: r for r in result.to_rows()}
     assert rows["rag"]["answer"] and rows["rag"]["cost_usd"] is None
     assert (
@@ -183,7 +188,8 @@ def test_compare_shows_a_replayed_answer_at_what_it_cost_when_paid(
 
 
 def test_the_workspace_price_prices_its_budgets(planted_corpus, llm, server, isolated_cache):
-    # 1 USD per prompt token: the least a rag answer sends is far over 1 USD, refused before any call
+    # 1 USD per prompt token: the least a rag answer sends is far over 1 USD, refused before
+    # any call
     ws = Workspace(planted_corpus, llm=llm, cache_dir=isolated_cache, price=(1e6, 0.0))
     with pytest.raises(BudgetExceeded, match=r"over the budget: ~\$[0-9,.]+ > \$1.00"):
         ws.answer("What is the vault code?", budget=Budget(max_cost_usd=1.0))
@@ -231,7 +237,8 @@ def test_add_takes_documents_and_rereads_a_changed_file(filler, llm, isolated_ca
 def test_an_edited_file_whose_id_was_its_path_is_replaced_not_refused(
     filler, llm, isolated_cache, tmp_path
 ):
-    """Issue #35, 17: ``b/r1.md`` clashed with ``a/r1.md`` and got its path as id; editing it and adding it again raised."""
+    """Issue #35, 17: ``b/r1.md`` clashed with ``a/r1.md`` and got its path as id; editing it and
+    adding it again raised."""
     for folder, text in (("a", "First quarter report."), ("b", "Second quarter report.")):
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "r1.md").write_text(text)
@@ -359,8 +366,15 @@ def test_estimate_is_agents_estimate_on_the_workspace(planted_corpus, llm, serve
 
 def test_comparison_table_shortens_long_answers_in_text_only():
     long = "word " * 40
-    a = Answer(answer=long.strip(), raw=long, evidence=[], usage=Usage(llm_calls=1, prompt_tokens=10, completion_tokens=2), steps=[],
-               strategy="rag", question=Question(text="q <b>"))  # fmt: skip
+    a = Answer(
+        answer=long.strip(),
+        raw=long,
+        evidence=[],
+        usage=Usage(llm_calls=1, prompt_tokens=10, completion_tokens=2),
+        steps=[],
+        strategy="rag",
+        question=Question(text="q <b>"),
+    )
     table = Comparison(question=Question(text="q <b>"), answers={"rag": a}, order=["rag"])
     assert long.strip()[: TEXT_WIDTH - 3] + "...  1" in str(table) and long.strip() not in str(
         table

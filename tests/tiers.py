@@ -15,15 +15,23 @@ from collections import Counter
 
 #: The markers this table applies, and what a test under each does (registered in pyproject.toml).
 MARKERS = {
-    "subprocess": "starts a process: the CLI in a fresh interpreter, the stub server, a run killed on purpose",
+    "subprocess": (
+        "starts a process: the CLI in a fresh interpreter, the stub server, a run killed on purpose"
+    ),
     "durability": "interrupts, corrupts or resumes on purpose and checks what survives",
     "concurrency": "threads, tasks or processes racing: fan-out limits, shared work, cancellation",
-    "integration": "a whole strategy, command or benchmark run: loopback server, CLI, real files, large input",
-    "model": "loads a real model or its tokenizer: MiniLM or a BERT checkpoint through torch, ONNX, jieba's dictionary",
+    "integration": (
+        "a whole strategy, command or benchmark run: loopback server, CLI, real files, large input"
+    ),
+    "model": (
+        "loads a real model or its tokenizer: MiniLM or a BERT checkpoint through torch, ONNX, "
+        "jieba's dictionary"
+    ),
     "e2e": "the embedded model or a real local OpenAI-compatible server",
 }
 
-#: Markers that keep a test out of the unit tier (``slow`` and ``ray`` are not in the default suite either).
+#: Markers that keep a test out of the unit tier (``slow`` and ``ray`` are not in the default
+#: suite either).
 NOT_UNIT = ("slow", "ray", *MARKERS)
 
 #: The default suite's longest files, longest first (their tests' seconds summed from a
@@ -68,7 +76,9 @@ TIERS: dict[str, dict[str, str]] = {
         "test_the_core_imports_and_answers_with_bm25_without_any_extra": "subprocess",
         "test_a_feature_that_needs_an_extra_names_the_extra": "subprocess",
         "test_a_cached_dense_index_survives_a_run_without_its_extra": "subprocess",
-        "test_the_core_dependencies_leave_every_extra_out_and_each_hint_names_a_real_extra": "integration",
+        "test_the_core_dependencies_leave_every_extra_out_and_each_hint_names_a_real_extra": (
+            "integration"
+        ),
     },
     "test_import_graph.py": {
         "test_the_module_import_graph_has_no_cycle": "integration",
@@ -84,7 +94,9 @@ TIERS: dict[str, dict[str, str]] = {
     },
     "test_toy_plugins.py": {"*": "subprocess"},
     "test_search_agent_plugin.py": {
-        "test_a_tool_loop_strategy_in_its_own_folder_answers_and_is_capped_by_its_budget": "subprocess",
+        "test_a_tool_loop_strategy_in_its_own_folder_answers_and_is_capped_by_its_budget": (
+            "subprocess"
+        ),
         "test_the_search_agent_folder_imports_only_the_plugin_surface": "integration",
     },
     "test_plugin_surface.py": {"*": "integration"},
@@ -92,11 +104,15 @@ TIERS: dict[str, dict[str, str]] = {
         "test_a_child_process_never_passes_a_call_budget": "subprocess",
         "test_children_running_together_share_one_call_budget": "concurrency",
         "test_a_child_process_never_passes_a_prompt_token_budget": "subprocess",
-        "test_a_cost_budget_reserves_the_answer_budget_and_settles_at_the_stubs_usage": "subprocess",
+        "test_a_cost_budget_reserves_the_answer_budget_and_settles_at_the_stubs_usage": (
+            "subprocess"
+        ),
         "test_a_child_that_dies_holding_a_grant_leaves_its_reservation_standing": "subprocess",
     },
     "test_single_checkpoint.py": {
-        "test_a_tool_loop_killed_at_turn_4_of_6_resumes_at_turn_5_sending_no_answered_request": "subprocess",
+        "test_a_tool_loop_killed_at_turn_4_of_6_resumes_at_turn_5_sending_no_answered_request": (
+            "subprocess"
+        ),
     },
     "test_sqlite_wal.py": {
         "test_processes_opening_one_new_reply_cache_together_all_succeed": "concurrency",
@@ -128,7 +144,9 @@ TIERS: dict[str, dict[str, str]] = {
         "test_the_async_fan_out_never_exceeds_concurrency_against_a_real_server": "e2e",
         "test_aanswer_under_asyncio_run_again_and_answer_inside_a_running_loop": "integration",
         "test_cancelling_aanswer_stops_issuing_calls": "concurrency",
-        "test_a_cancelled_memagent_run_keeps_its_checkpoint_and_the_next_call_resumes_it": "durability",
+        "test_a_cancelled_memagent_run_keeps_its_checkpoint_and_the_next_call_resumes_it": (
+            "durability"
+        ),
         "test_answer_drives_pai_async_when_the_model_has_an_async_client": "integration",
         "test_a_runs_connection_pool_is_its_own_and_closed_when_the_run_ends": "integration",
         "test_async_judges_give_the_sync_paths_answer_steps_and_usage": "integration",
@@ -172,10 +190,14 @@ TIERS: dict[str, dict[str, str]] = {
     "test_chat_call.py": {
         "test_chat_sends_tools_choice_and_budget_and_returns_the_tool_calls": "integration",
         "test_a_prompt_budget_only_the_schemas_pass_is_refused_before_sending": "integration",
-        "test_counted_prompt_tokens_are_what_the_stub_read_schemas_and_arguments_included": "integration",
+        "test_counted_prompt_tokens_are_what_the_stub_read_schemas_and_arguments_included": (
+            "integration"
+        ),
     },
     "test_tool_loop.py": {
-        "test_a_tool_loop_at_the_stub_never_passes_a_prompt_budget_and_counts_what_it_read": "integration",
+        "test_a_tool_loop_at_the_stub_never_passes_a_prompt_budget_and_counts_what_it_read": (
+            "integration"
+        ),
     },
     "test_tool_events.py": {
         "test_the_sse_app_streams_the_tool_events_in_order": "integration",
@@ -184,7 +206,9 @@ TIERS: dict[str, dict[str, str]] = {
     "test_budget_trust.py": {
         "test_estimate_without_a_model_is_the_plan_the_refusal_gives": "integration",
         "test_pai_stopped_by_its_budget_sends_nothing_after_and_counts_all_it_sent": "concurrency",
-        "test_a_resumed_answer_counts_the_calls_it_sent_and_keeps_the_runs_total_apart": "durability",
+        "test_a_resumed_answer_counts_the_calls_it_sent_and_keeps_the_runs_total_apart": (
+            "durability"
+        ),
         "test_result_rows_of_a_stopped_then_resumed_unit_add_up_to_the_requests_sent": "durability",
         "test_memagent_is_refused_before_any_call_by_a_budget_its_plan_cannot_fit": "integration",
         "test_a_checkpoint_that_covers_the_difference_lets_the_rest_run": "durability",
@@ -199,15 +223,21 @@ TIERS: dict[str, dict[str, str]] = {
         "test_the_budget_bounds_all_questions_together": "integration",
     },
     "test_cached_tokens.py": {
-        "test_a_20_question_full_context_run_reads_the_corpus_from_the_cache_after_the_first_call": "integration",
+        "test_a_20_question_full_context_run_reads_the_corpus_from_cache_after_the_first_call": (
+            "integration"
+        ),
         "test_each_vendors_name_for_cached_tokens_reaches_the_answers_usage": "concurrency",
         "test_the_embedded_model_reports_the_prefix_it_kept": "e2e",
         "test_the_async_lean_path_reads_cached_tokens_too": "integration",
-        "test_the_report_prices_cached_tokens_at_the_cached_rate_and_shows_the_cost_without_cache": "integration",
+        "test_the_report_prices_cached_tokens_at_their_rate_and_shows_the_cost_without_cache": (
+            "integration"
+        ),
         "test_a_streamed_answer_reports_the_cached_tokens_a_whole_reply_does": "integration",
         "test_workspace_compare_prices_cached_tokens_as_the_report_does": "integration",
         "test_the_budget_guard_spends_what_the_report_charges": "integration",
-        "test_the_report_names_the_strategies_the_prompt_cache_moves_onto_or_off_the_frontier": "integration",
+        "test_the_report_names_the_strategies_the_prompt_cache_moves_onto_or_off_the_frontier": (
+            "integration"
+        ),
     },
     "test_ceilings.py": {
         "test_cli_prints_every_strategy_with_the_upper_bound_note": "integration",
@@ -244,14 +274,18 @@ TIERS: dict[str, dict[str, str]] = {
         "test_import_agents_loads_no_engine_until_a_name_is_used": "subprocess",
         "test_the_answer_function_loads_the_retrieval_engines_on_first_use": "subprocess",
         "test_a_start_loads_a_few_modules": "subprocess",
-        "test_a_plugin_strategy_is_offered_by_its_entry_point_name_without_loading_it": "subprocess",
+        "test_a_plugin_strategy_is_offered_by_its_entry_point_name_without_loading_it": (
+            "subprocess"
+        ),
     },
     "test_code_sim.py": {
         "test_code_sim_equals_fuzzywuzzy_without_levenshtein_on_many_pairs": "integration",
     },
     "test_compare_pairing.py": {
         "test_a_question_id_reused_for_another_question_is_not_paired": "integration",
-        "test_identical_questions_pair_fully_and_questions_of_one_run_only_are_counted": "integration",
+        "test_identical_questions_pair_fully_and_questions_of_one_run_only_are_counted": (
+            "integration"
+        ),
         "test_the_same_questions_over_an_edited_corpus_are_not_paired": "integration",
     },
     "test_corpus.py": {
@@ -259,10 +293,18 @@ TIERS: dict[str, dict[str, str]] = {
         "test_from_documents_accepts_llama_index_and_langchain_documents": "integration",
     },
     "test_corpus_edits.py": {
-        "test_dense_index_of_an_edited_corpus_embeds_only_the_update_and_skips_deleted_chunks": "model",
-        "test_an_edited_corpus_tokenizes_only_the_updated_documents_and_ranks_as_a_rebuild": "integration",
-        "test_after_one_percent_edits_and_deletions_every_synthetic_question_ranks_as_a_rebuild": "integration",
-        "test_deletions_past_the_policy_are_folded_into_one_segment_that_scores_as_a_fresh_build": "integration",
+        "test_dense_index_of_an_edited_corpus_embeds_only_the_update_and_skips_deleted_chunks": (
+            "model"
+        ),
+        "test_an_edited_corpus_tokenizes_only_the_updated_documents_and_ranks_as_a_rebuild": (
+            "integration"
+        ),
+        "test_after_one_percent_edits_and_deletions_every_synthetic_question_ranks_as_a_rebuild": (
+            "integration"
+        ),
+        "test_deletions_past_the_policy_are_folded_into_one_segment_that_scores_as_a_fresh_build": (
+            "integration"
+        ),
         "test_ten_thousand_documents_with_ties_and_one_percent_removed": "integration",
         "test_a_killed_update_leaves_the_previous_index_usable": "subprocess",
         "test_deleted_and_replaced_text_never_reaches_a_prompt": "integration",
@@ -322,7 +364,9 @@ TIERS: dict[str, dict[str, str]] = {
         "test_the_stitched_cut_equals_cutting_the_whole_prompts_tokens": "integration",
         "test_the_stitched_tokens_are_the_whole_prompts_tokens": "integration",
         "test_contexts_ending_in_long_runs_stitch_exactly_or_take_the_exact_path": "integration",
-        "test_questions_after_the_first_tokenize_only_a_short_stretch_and_prepare_once_when_concurrent": "concurrency",
+        "test_later_questions_tokenize_only_a_short_stretch_and_prepare_once_when_concurrent": (
+            "concurrency"
+        ),
         "test_the_stitched_cut_equals_the_exact_cut_with_the_embedded_models_bpe": "e2e",
     },
     "test_grow_strategies.py": {
@@ -337,14 +381,20 @@ TIERS: dict[str, dict[str, str]] = {
         "test_the_decorator_covers_coroutines_and_errors": "integration",
     },
     "test_hipporag.py": {
-        "test_a_build_killed_in_the_openie_map_resumes_without_asking_a_finished_call": "durability",
+        "test_a_build_killed_in_the_openie_map_resumes_without_asking_a_finished_call": (
+            "durability"
+        ),
         "test_answers_through_answer_with_index_usage_on_the_first_only": "model",
         "test_personalized_pagerank_equals_the_hand_computed_one": "integration",
-        "test_the_plan_gives_the_openie_pass_as_index_time_and_a_run_counts_what_it_planned": "model",
+        "test_the_plan_gives_the_openie_pass_as_index_time_and_a_run_counts_what_it_planned": (
+            "model"
+        ),
     },
     "test_hipporag_growth.py": {
         "test_growth_embeds_and_extracts_only_new_passages_and_edits_leave_no_trace": "integration",
-        "test_a_rescanned_folder_extracts_only_the_edited_file_and_forgets_the_deleted_one": "integration",
+        "test_a_rescanned_folder_extracts_only_the_edited_file_and_forgets_the_deleted_one": (
+            "integration"
+        ),
     },
     "test_hipporag_requests.py": {
         "test_the_strategy_sends_the_official_openie_requests": "integration",
@@ -354,7 +404,9 @@ TIERS: dict[str, dict[str, str]] = {
         "test_report_html_is_written_beside_the_tables_and_is_self_contained": "integration",
         "test_report_opens_in_headless_chromium_with_a_drill_down": "subprocess",
         "test_the_score_intervals_are_in_view_at_1400_px_without_scrolling": "subprocess",
-        "test_an_interrupted_run_lists_every_strategy_and_question_and_names_no_winner": "durability",
+        "test_an_interrupted_run_lists_every_strategy_and_question_and_names_no_winner": (
+            "durability"
+        ),
         "test_cli_report_takes_prices_and_a_bad_file_is_a_one_line_error": "integration",
         "test_costs_use_the_user_price_table": "integration",
         "test_drill_down_shows_each_strategys_answer_score_cost_evidence_and_steps": "integration",
@@ -372,7 +424,9 @@ TIERS: dict[str, dict[str, str]] = {
         "test_strategies_take_hybrid_and_every_evidence_carries_its_components": "integration",
     },
     "test_hybrid_fit.py": {
-        "test_hybrid_over_chunks_longer_than_the_embedder_reads_indexes_the_same_fitted_chunks": "model",
+        "test_hybrid_over_chunks_longer_than_the_embedder_reads_indexes_the_same_fitted_chunks": (
+            "model"
+        ),
         "test_answer_with_hybrid_over_long_chunks_returns_the_fitted_chunks_as_evidence": "model",
         "test_a_grown_edited_and_compacted_hybrid_keeps_its_components_aligned": "model",
     },
@@ -380,9 +434,15 @@ TIERS: dict[str, dict[str, str]] = {
         "test_interrupted_dense_build_resumes_from_finished_shards": "durability",
     },
     "test_index_kill.py": {
-        "test_a_tree_built_carries_its_seconds_and_one_reused_from_disk_or_memory_none": "integration",
-        "test_a_hipporag_build_killed_in_the_openie_map_and_in_writing_resumes_asking_no_answered_call": "subprocess",
-        "test_each_hipporag_file_corrupted_is_named_and_rebuilt_and_a_torn_openie_log_asks_only_its_torn_line": "durability",
+        "test_a_tree_built_carries_its_seconds_and_one_reused_from_disk_or_memory_none": (
+            "integration"
+        ),
+        "test_a_hipporag_build_killed_in_openie_and_in_writing_resumes_asking_no_answered_call": (
+            "subprocess"
+        ),
+        "test_corrupt_hipporag_files_are_named_and_rebuilt_a_torn_openie_log_asks_its_torn_line": (
+            "durability"
+        ),
     },
     "test_duplicates.py": {
         "test_rag_spends_no_slot_on_a_copy": "integration",
@@ -400,16 +460,24 @@ TIERS: dict[str, dict[str, str]] = {
         "test_an_index_written_before_checksums_gets_them_without_a_rebuild": "durability",
     },
     "test_index_compact.py": {
-        "test_after_k_plus_one_growths_the_index_is_one_segment_that_scores_as_a_fresh_build": "durability",
+        "test_after_k_plus_one_growths_the_index_is_one_segment_that_scores_as_a_fresh_build": (
+            "durability"
+        ),
         "test_segments_never_exceed_the_policy_over_many_growths": "integration",
-        "test_a_kill_during_compaction_leaves_the_old_segments_loadable_and_the_next_growth_compacts": "durability",
-        "test_a_process_killed_during_compaction_leaves_the_old_segments_and_its_leftovers_are_cleared": "subprocess",
+        "test_a_kill_in_compaction_leaves_the_old_segments_loadable_and_the_next_growth_compacts": (
+            "durability"
+        ),
+        "test_a_killed_compaction_leaves_the_old_segments_and_its_leftovers_are_cleared": (
+            "subprocess"
+        ),
         "test_dense_segments_are_compacted_without_embedding_again": "integration",
         "test_compaction_is_not_repeated_on_loads": "integration",
     },
     "test_index_grow.py": {
         "test_bm25_index_of_a_grown_corpus_adds_one_segment_and_ranks_as_a_rebuild": "integration",
-        "test_dense_index_of_a_grown_corpus_embeds_only_the_new_document_and_ranks_as_a_rebuild": "integration",
+        "test_dense_index_of_a_grown_corpus_embeds_only_the_new_document_and_ranks_as_a_rebuild": (
+            "integration"
+        ),
         "test_a_damaged_segment_is_caught_by_its_checksum_and_rebuilt": "durability",
         "test_bm25_index_grows_again_from_a_grown_one": "integration",
     },
@@ -420,15 +488,21 @@ TIERS: dict[str, dict[str, str]] = {
         "test_a_runs_price_table_is_kept_in_its_folder_for_its_report": "integration",
     },
     "test_index_seconds_once.py": {
-        "test_a_build_waited_for_is_counted_once_as_when_the_questions_are_asked_together": "concurrency",
+        "test_a_build_waited_for_is_counted_once_as_when_the_questions_are_asked_together": (
+            "concurrency"
+        ),
     },
     "test_index_strategies_trust.py": {
         "test_a_flipped_byte_in_a_stored_triple_is_named_and_asked_again": "durability",
-        "test_replies_that_ignore_max_tokens_are_cut_with_a_warning_and_the_build_says_so": "integration",
+        "test_replies_that_ignore_max_tokens_are_cut_with_a_warning_and_the_build_says_so": (
+            "integration"
+        ),
         "test_unreadable_extraction_replies_mark_the_build_degraded_with_a_warning": "integration",
         "test_every_missing_extra_is_named_at_once_before_any_request": "integration",
         "test_a_budget_counts_the_graphs_openie_calls_until_it_is_cached": "model",
-        "test_raptors_plan_counts_its_first_summary_and_bounds_its_calls_by_the_real_leaves": "integration",
+        "test_raptors_plan_counts_its_first_summary_and_bounds_its_calls_by_the_real_leaves": (
+            "integration"
+        ),
     },
     "test_index_trust.py": {
         "test_concurrent_index_commands_build_once": "subprocess",
@@ -467,10 +541,14 @@ TIERS: dict[str, dict[str, str]] = {
         "test_resume_after_a_crash_reads_no_chunk_twice": "durability",
     },
     "test_memagent_fidelity.py": {
-        "test_paper_preset_on_ruler_hqa_exports_and_reports_the_official_score_of_the_whole_reply": "integration",
+        "test_paper_preset_on_ruler_hqa_exports_and_reports_the_official_score_of_whole_replies": (
+            "integration"
+        ),
         "test_a_model_with_another_extra_body_makes_its_own_calls": "integration",
         "test_every_setting_that_changes_a_request_changes_the_key": "integration",
-        "test_memagent_on_longbench_v2_sends_the_benchmarks_temperature_without_its_own_top_p": "integration",
+        "test_memagent_on_longbench_v2_sends_the_benchmarks_temperature_without_its_own_top_p": (
+            "integration"
+        ),
         "test_what_changes_no_request_keeps_the_key": "integration",
     },
     "test_memagent_official.py": {
@@ -488,7 +566,9 @@ TIERS: dict[str, dict[str, str]] = {
     "test_memoryagentbench.py": {
         "test_full_context_run_sends_the_long_context_agents_message": "integration",
         "test_rag_run_sends_the_bm25_agents_message": "integration",
-        "test_ten_thousand_questions_over_one_context_load_share_one_corpus_and_score": "integration",
+        "test_ten_thousand_questions_over_one_context_load_share_one_corpus_and_score": (
+            "integration"
+        ),
         "test_requests_are_the_official_agents_requests": "integration",
     },
     "test_metrics_official.py": {
@@ -498,20 +578,28 @@ TIERS: dict[str, dict[str, str]] = {
         "test_lveval_rouge_blacklist_drops_function_words": "model",
     },
     "test_openai_chat.py": {
-        "test_importing_agents_loads_no_langchain_openai_until_an_openai_model_is_made": "subprocess",
+        "test_importing_agents_loads_no_langchain_openai_until_an_openai_model_is_made": (
+            "subprocess"
+        ),
     },
     "test_own_corpus.py": {
-        "test_pdfs_and_a_questions_file_run_through_rag_memagent_and_pai_with_one_command": "subprocess",
+        "test_pdfs_and_a_questions_file_run_through_rag_memagent_and_pai_with_one_command": (
+            "subprocess"
+        ),
         "test_own_corpus_report_opens_in_headless_chromium": "subprocess",
         "test_compare_prints_the_paired_table_of_two_runs_of_the_same_questions": "integration",
         "test_the_corpus_is_shared_by_every_question": "integration",
     },
     "test_build_progress.py": {
-        "test_hipporag_reports_each_passages_openie_and_the_embedding_before_its_first_step": "integration",
+        "test_hipporag_reports_each_passages_openie_and_the_embedding_before_its_first_step": (
+            "integration"
+        ),
     },
     "test_report_sections.py": {
         "test_the_page_has_babilongs_task_by_length_tables_with_the_scorers_values": "integration",
-        "test_the_page_has_the_cost_per_context_with_a_legend_and_a_usd_plot_when_priced": "integration",
+        "test_the_page_has_the_cost_per_context_with_a_legend_and_a_usd_plot_when_priced": (
+            "integration"
+        ),
     },
     "test_variants.py": {
         "test_two_variants_of_rag_run_resume_and_report_as_two_columns": "integration",
@@ -535,44 +623,70 @@ TIERS: dict[str, dict[str, str]] = {
         "test_a_plugin_strategy_gets_its_report_section_colour_and_demo_place": "integration",
     },
     "test_probe_memory.py": {
-        "test_a_server_without_tokenize_routes_is_probed_once_until_the_answer_expires": "integration",
+        "test_a_server_without_tokenize_routes_is_probed_once_until_the_answer_expires": (
+            "integration"
+        ),
         "test_the_answer_is_kept_per_model_name_and_api_key_never_the_key_itself": "integration",
-        "test_an_explicit_server_tokenizer_probes_a_server_remembered_without_routes": "integration",
+        "test_an_explicit_server_tokenizer_probes_a_server_remembered_without_routes": (
+            "integration"
+        ),
         "test_a_transient_failure_is_not_remembered_as_no_route": "integration",
-        "test_a_remembered_route_costs_one_request_and_a_changed_server_is_probed_again": "integration",
+        "test_a_remembered_route_costs_one_request_and_a_changed_server_is_probed_again": (
+            "integration"
+        ),
         "test_an_entry_naming_a_dialect_this_version_lacks_is_probed_again": "integration",
     },
     "test_prompt_sharing.py": {
         "test_the_declaration_matches_the_requests_two_questions_send": "concurrency",
-        "test_pai_chunk_first_judge_prompts_let_a_cache_serve_each_chunk_to_the_other_sub_questions": "concurrency",
-        "test_a_run_of_several_strategies_runs_one_strategys_questions_over_a_corpus_back_to_back": "concurrency",
+        "test_pai_chunk_first_judge_prompts_let_a_cache_serve_each_chunk_to_other_sub_questions": (
+            "concurrency"
+        ),
+        "test_a_run_of_several_strategies_runs_a_strategys_questions_over_a_corpus_back_to_back": (
+            "concurrency"
+        ),
     },
     "test_protocol.py": {"*": "integration"},
     "test_protocol_settings.py": {
         "test_longbench_v2_default_rag_puts_chunks_in_document_order": "integration",
-        "test_longbench_v2_cot_setting_sends_both_official_calls_and_scores_the_second": "integration",
+        "test_longbench_v2_cot_setting_sends_both_official_calls_and_scores_the_second": (
+            "integration"
+        ),
         "test_samsum_final_calls_stop_at_a_newline_and_other_datasets_send_no_stop": "integration",
     },
     "test_queued_seconds.py": {"*": "concurrency"},
     "test_raptor.py": {
-        "test_a_small_corpus_stops_at_the_leaves_and_a_corrupted_tree_file_is_named_and_rebuilt": "durability",
+        "test_a_small_corpus_stops_at_the_leaves_and_a_corrupted_tree_file_is_named_and_rebuilt": (
+            "durability"
+        ),
         "test_leaves_equal_the_official_split_text": "integration",
     },
     "test_raptor_scalable.py": {
         "test_the_mixture_is_fitted_on_the_sample_and_scores_every_point": "integration",
-        "test_each_cluster_carries_its_members_positions_in_the_reduction_it_was_found_in": "integration",
-        "test_reusing_the_positions_splits_an_over_long_cluster_with_no_new_reduction": "integration",
-        "test_over_long_clusters_clustered_again_in_worker_processes_give_the_same_clusters": "concurrency",
+        "test_each_cluster_carries_its_members_positions_in_the_reduction_it_was_found_in": (
+            "integration"
+        ),
+        "test_reusing_the_positions_splits_an_over_long_cluster_with_no_new_reduction": (
+            "integration"
+        ),
+        "test_over_long_clusters_clustered_again_in_worker_processes_give_the_same_clusters": (
+            "concurrency"
+        ),
     },
     "test_stub_content.py": {
-        "test_the_stub_serves_embeddings_to_the_openai_embedder_and_content_replies_to_chat": "subprocess",
+        "test_the_stub_serves_embeddings_to_the_openai_embedder_and_content_replies_to_chat": (
+            "subprocess"
+        ),
     },
     "test_synonymy_knn.py": {
-        "test_ivf_searches_exactly_below_its_size_and_finds_most_neighbours_above_it": "integration",
+        "test_ivf_searches_exactly_below_its_size_and_finds_most_neighbours_above_it": (
+            "integration"
+        ),
     },
     "test_raptor_clustering.py": {
         "test_bic_search_range_of_one_and_two_points": "integration",
-        "test_a_mixture_of_collapsed_points_is_fitted_in_float64_where_float32_fails": "integration",
+        "test_a_mixture_of_collapsed_points_is_fitted_in_float64_where_float32_fails": (
+            "integration"
+        ),
         "test_a_count_no_mixture_fits_is_skipped_and_the_fit_falls_back_to_fewer": "integration",
     },
     "test_readme.py": {
@@ -583,30 +697,46 @@ TIERS: dict[str, dict[str, str]] = {
     },
     "test_rerank.py": {
         "test_a_local_cross_encoder_reranks_by_its_own_scores": "model",
-        "test_rerank_requests_carry_query_candidates_and_top_n_and_keep_the_servers_best": "integration",
+        "test_rerank_requests_carry_query_candidates_and_top_n_and_keep_the_servers_best": (
+            "integration"
+        ),
         "test_a_server_error_is_retried_and_counted": "integration",
-        "test_a_server_that_keeps_failing_fails_the_answer_clearly_after_its_retries": "integration",
+        "test_a_server_that_keeps_failing_fails_the_answer_clearly_after_its_retries": (
+            "integration"
+        ),
         "test_a_client_error_is_not_retried": "integration",
         "test_a_failed_rerank_fails_its_row_only_and_the_next_run_answers_it": "integration",
         "test_pais_prefilter_reranks_each_sub_questions_candidates": "integration",
     },
     "test_rerank_replies.py": {
-        "test_a_malformed_reply_is_retried_then_fails_the_answer_before_any_model_call": "integration",
+        "test_a_malformed_reply_is_retried_then_fails_the_answer_before_any_model_call": (
+            "integration"
+        ),
         "test_more_results_than_asked_keep_the_best_top_n": "integration",
         "test_the_command_line_names_the_server_on_one_line": "integration",
     },
     "test_rerank_costs.py": {
         "test_a_budget_stops_a_rerank_call_before_its_request": "integration",
         "test_rerank_tokens_count_against_the_token_budget": "integration",
-        "test_the_report_shows_rerank_calls_tokens_and_their_cost_beside_the_model_calls": "integration",
+        "test_the_report_shows_rerank_calls_tokens_and_their_cost_beside_the_model_calls": (
+            "integration"
+        ),
         "test_the_rerank_calls_a_run_sends_lie_within_its_plan": "integration",
     },
     "test_reported_usage.py": {
-        "test_a_hostile_usage_count_keeps_the_answer_and_is_counted_as_ours_with_a_warning": "integration",
-        "test_a_cost_budget_stops_pai_at_the_same_call_for_a_server_that_reports_absurd_usage": "integration",
-        "test_a_rerank_reply_with_an_absurd_usage_keeps_its_ranking_and_counts_no_tokens": "integration",
+        "test_a_hostile_usage_count_keeps_the_answer_and_is_counted_as_ours_with_a_warning": (
+            "integration"
+        ),
+        "test_a_cost_budget_stops_pai_at_the_same_call_for_a_server_that_reports_absurd_usage": (
+            "integration"
+        ),
+        "test_a_rerank_reply_with_an_absurd_usage_keeps_its_ranking_and_counts_no_tokens": (
+            "integration"
+        ),
         "test_longctx_answer_prints_the_answer_of_a_server_with_unparsable_usage": "integration",
-        "test_rows_of_a_server_with_absurd_usage_are_counted_by_the_report_and_not_paid_again": "integration",
+        "test_rows_of_a_server_with_absurd_usage_are_counted_by_the_report_and_not_paid_again": (
+            "integration"
+        ),
     },
     "test_result_rows.py": {
         "test_hostile_results_never_stop_a_run_and_the_rerun_finishes": "integration",
@@ -624,7 +754,9 @@ TIERS: dict[str, dict[str, str]] = {
         "test_a_hotpotqa_item_gets_7_chunks_for_rag_and_5_contexts_for_self_ask": "integration",
     },
     "test_row_schema.py": {
-        "test_self_referencing_and_shared_values_are_written_small_and_a_mapping_answer_fails_its_row": "integration",
+        "test_self_referencing_and_shared_values_write_small_and_a_mapping_answer_fails_its_row": (
+            "integration"
+        ),
         "test_absurd_usage_is_refused_naming_file_and_line_and_the_report_builds": "integration",
         "test_a_whole_last_line_that_is_not_a_usable_row_is_named_not_called_torn": "durability",
         "test_an_ok_row_whose_prediction_is_not_text_is_refused_and_answered_again": "integration",
@@ -655,7 +787,9 @@ TIERS: dict[str, dict[str, str]] = {
     "test_scale.py": {
         "test_a_long_memagent_run_keeps_few_checkpoints_while_it_runs": "integration",
         "test_a_run_pruned_while_running_resumes_where_it_stopped": "durability",
-        "test_truncating_a_huge_prompt_tokenizes_a_little_more_than_it_keeps_and_equals_truncating_everything": "integration",
+        "test_truncating_a_huge_prompt_tokenizes_a_bit_more_than_it_keeps_and_equals_cutting_all": (
+            "integration"
+        ),
     },
     "test_secrets.py": {
         "test_a_provider_error_echoing_the_headers_reaches_no_file_and_no_output": "integration",
@@ -679,15 +813,21 @@ TIERS: dict[str, dict[str, str]] = {
     "test_stats.py": {
         "test_interval_on_10000_questions_with_ties": "integration",
         "test_tied_graded_scores_enumerate_only_the_non_zero_differences": "integration",
-        "test_sign_flip_on_one_question_and_on_10000_mostly_tied_questions_beyond_the_exact_limit": "integration",
-        "test_mcnemar_detectable_difference_is_where_the_exact_test_reaches_80_percent_power": "integration",
+        "test_sign_flip_on_one_question_and_on_10000_mostly_tied_questions_past_the_exact_limit": (
+            "integration"
+        ),
+        "test_mcnemar_detectable_difference_is_where_the_exact_test_reaches_80_percent_power": (
+            "integration"
+        ),
     },
     "test_streaming.py": {
         "test_memagent_memory_per_chunk_arrives_over_sse_as_each_chunk_is_read": "concurrency",
         "test_a_client_that_disconnects_mid_stream_stops_the_model_calls": "concurrency",
         "test_leaving_a_sync_stream_early_stops_the_run": "integration",
         "test_streaming_true_turns_token_events_on_for_a_spec_string": "integration",
-        "test_streaming_true_against_a_server_that_does_not_stream_is_a_model_error_naming_it": "integration",
+        "test_streaming_true_against_a_server_that_does_not_stream_is_a_model_error_naming_it": (
+            "integration"
+        ),
         "test_closing_the_async_stream_early_stops_the_run": "integration",
         "test_rag_steps_arrive_over_sse_in_order_then_the_answer": "concurrency",
     },
@@ -695,10 +835,14 @@ TIERS: dict[str, dict[str, str]] = {
         "test_true_records_give_the_sql_truth_on_every_template_128k": "concurrency",
         "test_every_query_template_on_both_domains": "concurrency",
         "test_extraction_calls_in_flight_stay_within_concurrency_on_a_real_server": "e2e",
-        "test_a_failing_extraction_raises_the_chat_model_error_itself_on_the_async_path": "subprocess",
+        "test_a_failing_extraction_raises_the_chat_model_error_itself_on_the_async_path": (
+            "subprocess"
+        ),
         "test_concurrent_writers_never_leave_a_torn_line": "durability",
         "test_malformed_extraction_is_retried_then_recorded": "integration",
-        "test_the_planner_sees_the_tables_already_filled_and_naming_one_again_reads_nothing": "integration",
+        "test_the_planner_sees_the_tables_already_filled_and_naming_one_again_reads_nothing": (
+            "integration"
+        ),
         "test_unusable_log_line_is_skipped_and_extracted_again": "integration",
     },
     "test_structured_flight.py": {
@@ -712,9 +856,13 @@ TIERS: dict[str, dict[str, str]] = {
         "test_threads_and_asyncio_tasks_share_one_flight": "concurrency",
     },
     "test_structured_heap_limit.py": {
-        "test_after_a_structured_query_another_connection_may_use_more_than_the_limit": "subprocess",
+        "test_after_a_structured_query_another_connection_may_use_more_than_the_limit": (
+            "subprocess"
+        ),
         "test_a_hostile_sort_still_ends_at_the_heap_limit_and_the_limits_come_back": "integration",
-        "test_where_ctypes_reaches_no_library_the_pragmas_lower_the_limits_and_a_warning_says_so": "integration",
+        "test_where_ctypes_reaches_no_library_the_pragmas_lower_the_limits_and_a_warning_says_so": (
+            "integration"
+        ),
     },
     "test_structured_report.py": {
         "test_structured_answers_every_question_and_the_report_shows_ceilings": "integration",
@@ -723,7 +871,9 @@ TIERS: dict[str, dict[str, str]] = {
     "test_structured_sql_limits.py": {
         "test_a_long_query_is_stopped_by_the_watchdog_within_twice_the_limit": "integration",
         "test_cli_answer_with_the_structured_strategy_prints_its_evidence": "integration",
-        "test_a_run_whose_sql_returns_a_blob_an_infinity_and_a_huge_string_writes_every_row": "integration",
+        "test_a_run_whose_sql_returns_a_blob_an_infinity_and_a_huge_string_writes_every_row": (
+            "integration"
+        ),
     },
     "test_structured_store.py": {
         "test_concurrent_writers_in_threads_and_processes_lose_no_schema": "concurrency",
@@ -753,7 +903,9 @@ TIERS: dict[str, dict[str, str]] = {
         "test_a_1000_character_chinese_memory_within_1024_model_tokens_is_not_cut": "model",
         "test_order_3_the_servers_tokenize_endpoint": "integration",
         "test_order_4_tiktoken_for_openai_model_names_5_labelled_cl100k_last": "integration",
-        "test_a_hanging_server_fails_the_probe_within_longctx_timeout_and_its_retries": "integration",
+        "test_a_hanging_server_fails_the_probe_within_longctx_timeout_and_its_retries": (
+            "integration"
+        ),
         "test_explicit_choices_override_the_order": "integration",
     },
     "test_tracing.py": {"*": "subprocess"},

@@ -1,5 +1,5 @@
-"""A virtual ``time`` for tests that check durations: its ``perf_counter`` reads seconds that pass only
-when the test says so, so a figure a test asserts is exact however loaded the machine is."""
+"""A virtual ``time`` for tests that check durations: its ``perf_counter`` reads seconds that pass
+only when the test says so, so a figure a test asserts is exact however loaded the machine is."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ import pytest
 
 
 class VirtualClock:
-    """``time`` as a module under test sees it (patched in as that module's ``time``): ``perf_counter``
-    reads seconds that pass only by :meth:`advance`; every other name is the real module's."""
+    """``time`` as a module under test sees it (patched in as that module's ``time``):
+    ``perf_counter`` reads seconds that pass only by :meth:`advance`; every other name is the
+    real module's."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
