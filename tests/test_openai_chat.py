@@ -94,7 +94,7 @@ def test_the_fields_we_read_exist_and_the_class_serializes_as_chat_openai():
 
 
 def test_the_class_lives_at_module_level_and_pickles_by_reference():
-    from longctx import agents
+    from longctx.agents import chat_models
 
     assert (
         RetryingChatOpenAI.__module__ == "longctx.agents.openai_chat"
@@ -104,7 +104,7 @@ def test_the_class_lives_at_module_level_and_pickles_by_reference():
         pickle.loads(pickle.dumps(RetryingChatOpenAI)) is RetryingChatOpenAI
     )  # how a Ray task gets the class
     assert (
-        agents.chat_models.RetryingChatOpenAI is RetryingChatOpenAI
+        chat_models.RetryingChatOpenAI is RetryingChatOpenAI
     )  # the name it had before, still served
 
 

@@ -441,14 +441,12 @@ CHAT_TWINS = {
 @pytest.mark.parametrize("twin", list(CHAT_TWINS))
 @pytest.mark.parametrize("case", list(CHAT_CASES))
 def test_openai_model_generate_twins_agree(case, twin, chat_server, monkeypatch):
-    from longctx import agents
+    from longctx.agents import openai_chat
 
     max_retries, replies, expected, paused = CHAT_CASES[case]
     monkeypatch.setenv("LONGCTX_MAX_RETRIES", "1")
     pauses: list[int] = []
-    monkeypatch.setattr(
-        agents.openai_chat, "retry_delay", lambda retry: pauses.append(retry) or 0.0
-    )
+    monkeypatch.setattr(openai_chat, "retry_delay", lambda retry: pauses.append(retry) or 0.0)
     url, bodies = chat_server.script(replies)
     llm = make_chat_model("openai:m", base_url=url, max_retries=max_retries)
     try:
