@@ -24,7 +24,7 @@ DOCUMENT_TEMPLATE = """Document {number}: {title}
 #: the structured strategy's).
 RETRY_NOTE = """
 
-Your previous reply could not be used ({error}). Reply again, following the required format exactly."""  # noqa: E501
+Your previous reply could not be used ({error}). Reply again, following the required format exactly."""
 
 
 def format_chunks(chunks: Sequence[Chunk]) -> str:

@@ -113,8 +113,9 @@ def test_no_module_imports_a_folder_by_its_bare_name(folder):
 
 
 def test_a_cached_reply_is_keyed_by_no_module_path_of_ours():
-    """The reply cache keys a call by LangChain's ``llm_string``: it names ChatOpenAI's own path, not
-    the module of our subclass, so moving modules (as the namespace move did) re-pays no cached answer."""
+    """The reply cache keys a call by LangChain's ``llm_string``: it names ChatOpenAI's own path,
+    not the module of our subclass, so moving modules (as the namespace move did) re-pays no
+    cached answer."""
     from longctx import make_chat_model
 
     llm = make_chat_model("openai:m", base_url="http://127.0.0.1:9/v1", api_key="sk-test")
