@@ -78,7 +78,7 @@ _EXPORTS = {
     **dict.fromkeys(("as_runnable", "as_tool"), "longctx.agents.interop"),
     **dict.fromkeys(("astream_answer", "stream_answer"), "longctx.agents.streaming"),
     "Workspace": "longctx.agents.workspace",
-    **dict.fromkeys(("STRATEGIES", "ConfigError"), "graphs"),
+    **dict.fromkeys(("STRATEGIES", "ConfigError"), "longctx.graphs"),
     **dict.fromkeys(("Budget", "BudgetExceeded", "CostPlan"), "longctx.graphs.budget"),
     **dict.fromkeys(
         ("Answer", "Corpus", "CorpusError", "Document", "Evidence", "Question", "Step", "Usage"),

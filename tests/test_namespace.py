@@ -77,6 +77,8 @@ def test_longctx_imports_beside_another_top_level_agents_package(tmp_path):
         "from longctx import Corpus, answer\n"
         "import longctx.agents.api as api\n"
         "assert agents.OWNER == 'someone else' and api.answer is answer, agents.__file__\n"
+        "missing = [n for n in longctx.__all__ if getattr(longctx, n, None) is None]\n"
+        "assert missing == [], missing\n"
         "print('ok', longctx.__name__)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(site)}
