@@ -379,6 +379,12 @@ TIERS: dict[str, dict[str, str]] = {
         "test_a_hipporag_build_killed_in_the_openie_map_and_in_writing_resumes_asking_no_answered_call": "subprocess",
         "test_each_hipporag_file_corrupted_is_named_and_rebuilt_and_a_torn_openie_log_asks_only_its_torn_line": "durability",
     },
+    "test_doc_outputs.py": {
+        "test_a_quoted_output_is_what_the_command_prints": "model",
+    },
+    "test_docs_site.py": {
+        "test_the_site_builds_strict_offline": "subprocess",
+    },
     "test_duplicates.py": {
         "test_rag_spends_no_slot_on_a_copy": "integration",
         "test_the_cli_index_drops_copies_unless_told_to_keep_them": "integration",
