@@ -66,6 +66,7 @@ bench: install
 	$(BIN)/python -m pip install -q -e ".[bench]"
 	$(BIN)/python -m benchmarks.bench_retrieval
 
-# --strict: a broken link or anchor, a page missing from the nav, a docstring mkdocstrings cannot read fails the build.
+# --strict: a broken link or anchor, a page missing from the nav, a docstring mkdocstrings cannot read fails the build
+# (not with --quiet, which hides the warnings from --strict too).
 docs: install
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict

@@ -24,7 +24,7 @@ def test_the_site_builds_strict_offline(tmp_path):
     """The whole site, the API reference included, with every warning an error."""
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(tmp_path / "site")],
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
         cwd=ROOT,
         env=env,
         capture_output=True,
