@@ -45,6 +45,7 @@ LONGEST_FILES = (
     "test_workspace.py",
     "test_chat_errors.py",
     "test_demo.py",
+    "test_docs_site.py",
     "test_budget_trust.py",
     "test_hybrid_fit.py",
     "test_toy_plugins.py",
