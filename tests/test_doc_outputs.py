@@ -10,8 +10,8 @@ Three kinds of quote, three checks:
 - **Cited.** A figure measured by an expensive or timed run (the demo, a benchmark script) cannot be
   regenerated in a test; its block or table is preceded by ``<!-- measured: COMMAND, DATE, COMMIT -->``
   naming the command that printed it (a ``longctx`` subcommand or a ``python -m`` module that exists),
-  the day and the commit. A run's summary table (a header starting ``| strategy | score |``) must
-  carry one.
+  the day and the commit. A run's summary table (a header starting ``| strategy | score |``) and
+  every fenced block without a language (a program's output) must carry one or an output marker.
 - **Runnable.** Every ``longctx ...`` line of a bash block parses with the command line's own parser
   (no removed subcommand or option), and every ``python -m MODULE`` names a module that exists.
 """
@@ -36,8 +36,12 @@ MEASURED = re.compile(r"<!-- measured: (?P<cite>[^\n]*?) -->")
 PYTHON_BLOCK = re.compile(r"```python\n(?P<body>.*?)```", re.S)
 BASH_BLOCK = re.compile(r"```bash\n(?P<body>.*?)```", re.S)
 PYTHON_M = re.compile(r"python -m ([A-Za-z_][\w.]*)")
-DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
-COMMIT = re.compile(r"\b[0-9a-f]{7,40}\b")
+CITE = re.compile(r"(?P<command>.+?), (?P<date>20\d\d-\d\d-\d\d), (?P<commit>[0-9a-f]{7,40})\b")
+#: A fenced block: the two lines before it, its language (none: a program's output) and its text.
+FENCE = re.compile(
+    r"(?P<before>(?:[^\n]*\n){0,2})[ \t]*```(?P<lang>[\w-]*)\n(?P<body>.*?)```", re.S
+)
+OUTPUT_OR_MEASURED = re.compile(r"<!-- (?:output|measured): ")
 
 
 def pages() -> list[Path]:
@@ -111,18 +115,28 @@ def test_a_measured_figure_cites_its_command_its_day_and_its_commit():
     for path in pages():
         text = path.read_text()
         for m in MEASURED.finditer(text):
-            cite = m["cite"]
-            assert DATE.search(cite) and COMMIT.search(cite), (
-                f"{path.name}: {cite!r} needs a date and a commit"
-            )
-            _check_command(cite.split(",")[0].strip(), path.name)
+            cite = CITE.match(m["cite"])
+            assert cite, f"{path.name}: {m['cite']!r} is not COMMAND, YYYY-MM-DD, COMMIT"
+            _check_command(cite["command"], path.name)
             cites += 1
         for table in re.finditer(r"\n\| strategy \| score \|", text):
             before = text[: table.start()].rstrip().rsplit("\n\n", 1)[-1]
             assert MEASURED.search(text[max(0, table.start() - 2000) : table.start()]), (
                 f"{path.name}: a run's summary table without <!-- measured: ... --> before it: {before[:80]!r}"
             )
-    assert cites >= 2
+    assert cites >= 20
+
+
+def test_a_block_of_program_output_says_where_it_comes_from():
+    """A fenced block without a language is what a program printed: it says which program, by an
+    output marker (regenerated) or a measured one (cited). Code and diagrams name their language."""
+    for path in pages():
+        for m in FENCE.finditer(path.read_text()):
+            if m["lang"] == "":
+                assert OUTPUT_OR_MEASURED.search(m["before"]), (
+                    f"{path.name}: a block of output without <!-- output: ... --> or "
+                    f"<!-- measured: ... --> before it: {m['body'][:80]!r}"
+                )
 
 
 def _check_command(command: str, page: str) -> None:
