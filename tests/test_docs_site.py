@@ -80,3 +80,20 @@ def test_every_page_of_the_manual_is_linked_from_the_readme():
         for p in (ROOT / "docs").glob("*.md")  # the API reference's pages hang off api/index.md
     }
     assert pages <= linked, sorted(pages - linked)
+
+
+def _first_column(header: str) -> list[str]:
+    """The names (backquoted) in the first column of the README table under ``header``."""
+    text = (ROOT / "README.md").read_text()
+    rows = text[text.index(header) :].split("\n\n", 1)[0].splitlines()[2:]
+    return [name for row in rows for name in re.findall(r"`(\w+)`", row.split("|")[1])]
+
+
+def test_the_readmes_strategy_and_benchmark_tables_list_every_registered_name():
+    """The front door's tables are the registries' names, no more, no fewer (a plug-in registered
+    in the tree gets a row)."""
+    from longctx.experiments.benchmarks import BENCHMARKS
+    from longctx.graphs import STRATEGIES
+
+    assert sorted(_first_column("| strategy | what it does |")) == sorted(STRATEGIES.names())
+    assert sorted(_first_column("| name | benchmark |")) == sorted(BENCHMARKS.names())
