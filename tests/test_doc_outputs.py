@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OUTPUT = re.compile(
     r"<!-- output: (?P<command>[^\n]*?) -->\n```(?P<lang>\w*)\n(?P<body>.*?)```", re.S
 )
-MEASURED = re.compile(r"<!-- measured: (?P<cite>[^\n]*?) -->")
+MEASURED = re.compile(r"^[ \t]*<!-- measured: (?P<cite>[^\n]*?) -->", re.M)  # a line of its own
 PYTHON_BLOCK = re.compile(r"```python\n(?P<body>.*?)```", re.S)
 BASH_BLOCK = re.compile(r"```bash\n(?P<body>.*?)```", re.S)
 PYTHON_M = re.compile(r"python -m ([A-Za-z_][\w.]*)")
