@@ -197,7 +197,8 @@ def answer_many(
             questions answered at once (default 4). ``None`` keeps the strategy's option.
         index: A prebuilt index to use instead of the cached one.
         budget: Limits for all the questions together (see :func:`answer`).
-        Others: as :func:`answer`.
+
+    The other arguments are :func:`answer`'s.
     """
     return _answers(
         _prepare(

@@ -33,7 +33,8 @@ def option(
 
     Args:
         default: The paper's value.
-        min / max: Inclusive bounds, checked when the config is made.
+        min: Inclusive lower bound, checked when the config is made.
+        max: Inclusive upper bound, checked likewise.
         source: Where the default comes from (paper, table, file).
     """
     metadata = {

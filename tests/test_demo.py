@@ -140,10 +140,10 @@ def test_the_demo_report_names_no_winner_on_its_few_scored_questions_and_says_wh
         summary
     )
     assert 'id="pairwise"' in (folder / "report.html").read_text()
-    # the README shows the table `longctx demo` prints (summary.md, built here by the same code)
+    # docs/demo.md shows the table `longctx demo` prints (summary.md, built here by the same code)
     printed = [cells(line) for line in (folder / "summary.md").read_text().splitlines()]
-    shown = readme_demo_table()
-    assert shown[0] == printed[0], "README's demo table: other columns than `longctx demo` prints"
+    shown = documented_demo_table()
+    assert shown[0] == printed[0], "docs/demo.md's table: other columns than `longctx demo` prints"
     assert sorted(row[0] for row in shown[2:]) == sorted(row[0] for row in printed[2:])
 
 
@@ -152,9 +152,9 @@ def cells(line: str) -> list[str]:
     return [c.strip() for c in line.strip().strip("|").split("|")]
 
 
-def readme_demo_table() -> list[list[str]]:
-    """The table the README says `longctx demo` printed: the first one whose header starts
+def documented_demo_table() -> list[list[str]]:
+    """The table docs/demo.md says `longctx demo` printed: the first one whose header starts
     ``| strategy | score |``."""
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    text = (Path(__file__).resolve().parents[1] / "docs" / "demo.md").read_text()
     lines = text[text.index("\n| strategy | score |") + 1 :].splitlines()
     return [cells(line) for line in itertools.takewhile(lambda x: x.startswith("|"), lines)]

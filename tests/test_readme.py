@@ -1,4 +1,5 @@
-"""Every code block of the README runs as pasted, or says why it cannot (a key, a server, data).
+"""Every code block of the README, and of the pages of docs/ that hold what the README held before
+it became a front door, runs as pasted, or says why it cannot (a key, a server, data).
 
 Blocks are run against a real loopback OpenAI-compatible stub (`benchmarks.stub_server`,
 answering PAI's tool calls too) through ``LONGCTX_LLM=openai:stub``, so they finish in
@@ -23,11 +24,35 @@ BLOCK = re.compile(
 )
 
 
+#: The README and the pages its sections moved to (issue #50): their blocks run as the README's did.
+PAGES = (
+    "README.md",
+    *(
+        f"docs/{name}.md"
+        for name in (
+            "demo",
+            "own-documents",
+            "python",
+            "memagent",
+            "budgets",
+            "cli",
+            "servers",
+            "configuration",
+            "running",
+            "index-cache",
+            "design",
+            "layout",
+        )
+    ),
+)
+
+
 def blocks() -> list[tuple[str, str, str | None]]:
-    """(language, body, reason not run) of every fenced block of the README."""
+    """(language, body, reason not run) of every fenced block of the README and its pages."""
     return [
         (m["lang"], m["body"], m["reason"])
-        for m in BLOCK.finditer((ROOT / "README.md").read_text())
+        for page in PAGES
+        for m in BLOCK.finditer((ROOT / page).read_text())
     ]
 
 
@@ -51,7 +76,7 @@ def test_every_block_runs_or_says_why_not():
         if reason is not None:
             assert re.search(r"needs|set-up", reason), f"say what the block needs: {reason!r}"
         else:
-            assert lang in ("bash", "python", "toml", ""), lang
+            assert lang in ("bash", "python", "toml", "text", ""), lang
     assert len(RUNNABLE) >= 6
 
 

@@ -53,6 +53,7 @@ LONGEST_FILES = (
     "test_workspace.py",
     "test_chat_errors.py",
     "test_demo.py",
+    "test_docs_site.py",
     "test_budget_trust.py",
     "test_hybrid_fit.py",
     "test_toy_plugins.py",
@@ -443,6 +444,12 @@ TIERS: dict[str, dict[str, str]] = {
         "test_corrupt_hipporag_files_are_named_and_rebuilt_a_torn_openie_log_asks_its_torn_line": (
             "durability"
         ),
+    },
+    "test_doc_outputs.py": {
+        "test_a_quoted_output_is_what_the_command_prints": "model",
+    },
+    "test_docs_site.py": {
+        "test_the_site_builds_strict_offline": "subprocess",
     },
     "test_duplicates.py": {
         "test_rag_spends_no_slot_on_a_copy": "integration",
