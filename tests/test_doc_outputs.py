@@ -7,11 +7,12 @@ Three kinds of quote, three checks:
   at a terminal 100 columns wide) or ``the python block above`` (the page's previous Python block,
   run as a script). Only cheap, deterministic commands get such a block: help texts, plans.
   ``python tests/test_doc_outputs.py --write`` rewrites the blocks from what the commands print.
-- **Cited.** A figure measured by an expensive or timed run (the demo, a benchmark script) cannot be
-  regenerated in a test; its block or table is preceded by ``<!-- measured: COMMAND, DATE, COMMIT -->``
-  naming the command that printed it (a ``longctx`` subcommand or a ``python -m`` module that exists),
-  the day and the commit. A run's summary table (a header starting ``| strategy | score |``) and
-  every fenced block without a language (a program's output) must carry one or an output marker.
+- **Cited.** A figure measured by an expensive or timed run (the demo, a benchmark script) cannot
+  be regenerated in a test; its block or table is preceded by
+  ``<!-- measured: COMMAND, DATE, COMMIT -->`` naming the command that printed it (a ``longctx``
+  subcommand or a ``python -m`` module that exists), the day and the commit. A run's summary
+  table (a header starting ``| strategy | score |``) and every fenced block without a language (a
+  program's output) must carry one or an output marker.
 - **Runnable.** Every ``longctx ...`` line of a bash block parses with the command line's own parser
   (no removed subcommand or option), and every ``python -m MODULE`` names a module that exists.
 """
@@ -92,7 +93,8 @@ QUOTED = quoted_outputs()
 
 
 def test_the_docs_quote_help_texts_and_plans():
-    """The manual regenerates at least the help texts and the plans (a marker lost in an edit shows)."""
+    """The manual regenerates at least the help texts and the plans (a marker lost in an edit
+    shows)."""
     commands = {command for _, command, _, _ in QUOTED}
     assert {"longctx --help", "longctx answer --help", "the python block above"} <= commands
 
@@ -102,7 +104,8 @@ def test_a_quoted_output_is_what_the_command_prints(page, command, at, body, mon
     monkeypatch.chdir(ROOT)  # the commands' paths are relative to the repository root
     now = printed(command, (ROOT / page).read_text(), at)
     assert _lines(body) == _lines(now), (
-        f"{page}: the output of `{command}` changed; rerun `python tests/test_doc_outputs.py --write`"
+        f"{page}: the output of `{command}` changed; "
+        "rerun `python tests/test_doc_outputs.py --write`"
     )
 
 
@@ -122,7 +125,8 @@ def test_a_measured_figure_cites_its_command_its_day_and_its_commit():
         for table in re.finditer(r"\n\| strategy \| score \|", text):
             before = text[: table.start()].rstrip().rsplit("\n\n", 1)[-1]
             assert MEASURED.search(text[max(0, table.start() - 2000) : table.start()]), (
-                f"{path.name}: a run's summary table without <!-- measured: ... --> before it: {before[:80]!r}"
+                f"{path.name}: a run's summary table without <!-- measured: ... --> "
+                f"before it: {before[:80]!r}"
             )
     assert cites >= 20
 

@@ -1,7 +1,7 @@
 """The manual builds as a site with no warning, and the README's links into it hold.
 
-``mkdocs build --strict`` (what ``make docs`` runs) fails on a broken link or anchor between pages, a
-page left out of the nav, a nav entry without its page and a docstring mkdocstrings cannot read
+``mkdocs build --strict`` (what ``make docs`` runs) fails on a broken link or anchor between pages,
+a page left out of the nav, a nav entry without its page and a docstring mkdocstrings cannot read
 (``mkdocs.yml``'s ``validation`` turns each into a warning, ``--strict`` each warning into a
 failure). The README is not a page of the site (it is the repository's front page), so its links
 are checked here: each names a file of the repository, and an anchor into a page a heading of it.
