@@ -30,6 +30,8 @@ from longctx.experiments.runner import RunConfig, read_rows, run_experiment
 from longctx.retrieval import Corpus
 from tests.scripted_tools import ToolScriptedChatModel
 
+#: The strategies whose calls world() scripts: a subset on purpose (RAPTOR and HippoRAG embed the
+#: corpus, structured has its own report tests).
 STRATEGIES = ("rag", "full_context", "memagent", "pai", "pai_minus", "self_ask", "self_route")
 EVIL_TITLE = 'Vault <script>alert("x")</script> & "Co"'
 PRICES = {"ToolScriptedChatModel": {"prompt": 1.0, "completion": 2.0}}
