@@ -15,7 +15,7 @@ import json
 import queue
 import threading
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from typing import Any
 from uuid import UUID
 
@@ -142,7 +142,9 @@ class EventCollector(BaseCallbackHandler):
             )  # under the lock: counts arrive in order
 
 
-async def _live(run: asyncio.Future[Any], events: asyncio.Queue[Event]) -> AsyncIterator[Event]:
+async def _live(
+    run: asyncio.Future[Any], events: asyncio.Queue[Event]
+) -> AsyncGenerator[Event, None]:
     """The events of ``run`` as they arrive, until it is done and every event it handed over is out."""
     while not run.done():
         waiting = asyncio.ensure_future(events.get())

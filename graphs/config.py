@@ -111,7 +111,7 @@ def _matches(value: Any, hint: Any) -> bool:
     return isinstance(value, origin or hint) if isinstance(origin or hint, type) else True
 
 
-def _matches_items(value: tuple | list, args: tuple) -> bool:
+def _matches_items(value: tuple[Any, ...] | list[Any], args: tuple[Any, ...]) -> bool:
     """Whether the items of a sequence match the ``X`` of ``tuple[X, ...]`` (the items of a
     ``list[X]`` or a fixed-length tuple are not checked)."""
     return (

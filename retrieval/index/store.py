@@ -224,7 +224,7 @@ def load_index(
 def _checked_meta(folder: Path, key: str, *, verify: bool, upgrade: bool) -> dict[str, Any]:
     """The meta of the index at ``folder``, checked for ``key``, the format and (``verify``) every
     file's size and digest; one with no checksums is refused unless ``upgrade``."""
-    meta = json.loads((folder / "meta.json").read_text())
+    meta: dict[str, Any] = json.loads((folder / "meta.json").read_text())
     if meta.get("key") != key or meta.get("format") != INDEX_FORMAT_VERSION:
         raise ValueError(f"meta.json is for key {meta.get('key')!r}, format {meta.get('format')!r}")
     legacy = "files" not in meta
