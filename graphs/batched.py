@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -139,14 +139,19 @@ def run_batched_graph(
                 on_start(sizes, resumed_from or 0)
             if not snapshot.next:
                 payload = {**mode.initial_state(questions, ctx), **payload}
-            updates = graph.stream(
-                None if snapshot.next else payload,
-                run_config,
-                context=ctx,
-                stream_mode="updates",
-                durability="sync",
+            stopped = _follow(
+                graph.stream(
+                    None if snapshot.next else payload,
+                    run_config,
+                    context=ctx,
+                    stream_mode="updates",
+                    durability="sync",
+                ),
+                mode,
+                on_advance,
+                on_disk,
+                thread,
             )
-            stopped = _follow(updates, mode, on_advance, on_disk, thread)
         final = graph.get_state(run_config).values
         if not replayed and on_disk is not None and stopped is None:
             prune_checkpoints(on_disk, thread)  # finished: keep only the final state replay reads
@@ -171,7 +176,7 @@ def run_batched_graph(
 
 
 def _follow(
-    updates: Iterable[dict[str, Any]],
+    updates: Generator[dict[str, Any], None, None],
     mode: BatchRun,
     on_advance: Callable[[int], None] | None,
     on_disk: Any,
@@ -179,7 +184,11 @@ def _follow(
 ) -> str | None:
     """Run a graph's stream of ``updates`` to its end, reporting each step and pruning the
     checkpoints on disk every :data:`PRUNE_EVERY_CHUNKS` steps: ``"budget"`` when the budget
-    stopped it (the checkpoint holds every finished step: a larger budget resumes from it)."""
+    stopped it (the checkpoint holds every finished step: a larger budget resumes from it).
+
+    The stream is closed on the way out, whatever ends it: an error's traceback keeps this frame,
+    and a stream left open would not end its run (a cancelled run's callbacks never hear of it).
+    """
     try:
         for update in updates:
             if mode.advance_node in update:
@@ -190,6 +199,8 @@ def _follow(
                     prune_checkpoints(on_disk, thread, compact=False)
     except BudgetReached:
         return "budget"
+    finally:
+        updates.close()
     return None
 
 
