@@ -145,7 +145,8 @@ class EventCollector(BaseCallbackHandler):
 async def _live(
     run: asyncio.Future[Any], events: asyncio.Queue[Event]
 ) -> AsyncGenerator[Event, None]:
-    """The events of ``run`` as they arrive, until it is done and every event it handed over is out."""
+    """The events of ``run`` as they arrive, until it is done and every event it handed over
+    is out."""
     while not run.done():
         waiting = asyncio.ensure_future(events.get())
         await asyncio.wait({waiting, run}, return_when=asyncio.FIRST_COMPLETED)

@@ -548,7 +548,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _build_indexes(args: argparse.Namespace, root: Path, folder: Path) -> dict[str, dict[str, Any]]:
-    """Each indexed strategy's cold build (a worker each, or the figures of an earlier run's), printed."""
+    """Each indexed strategy's cold build (a worker each, or the figures of an earlier run's),
+    printed."""
     indexes: dict[str, dict[str, Any]] = {}
     for name in args.strategies:
         if STRATEGIES.get(name).uses_index:

@@ -200,7 +200,8 @@ def _handler_class(stub: _Stub) -> type[BaseHTTPRequestHandler]:
 
 
 class _Stub:
-    """What a stub server's handler shares across requests: its options, counters and recent prompts."""
+    """What a stub server's handler shares across requests: its options, counters and recent
+    prompts."""
 
     def __init__(
         self,
@@ -227,7 +228,8 @@ class _Stub:
         self.requests_seen = 0
         self.embedded = {"embedding_requests": 0, "embedded_texts": 0}
         self.recent: list[str] = []
-        if prompt_cache:  # imported only here: importing graphs costs the stub's start ~1 s, which every test using it paid
+        # imported only here: importing graphs costs the stub's start ~1 s, which every test using it paid
+        if prompt_cache:
             from longctx.graphs.prefix_lock import shared_start
 
             self.shared_start = shared_start
@@ -255,7 +257,8 @@ class _Stub:
         return seen, None
 
     def chat_reply(self, request: dict, seen: int) -> dict:
-        """The reply to the ``seen``-th chat request, after the latency (and the hold, past ``hold_after``)."""
+        """The reply to the ``seen``-th chat request, after the latency (and the hold, past
+        ``hold_after``)."""
         prompt = "\n".join(m.get("content", "") for m in request.get("messages", []))
         held = self.hang_seconds if self.hold_after and seen > self.hold_after else 0.0
         time.sleep(self.latency + held)

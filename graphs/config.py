@@ -84,7 +84,7 @@ def validate(config: Any) -> None:
                 raise ConfigError(f"Option {f.name!r} ({where}) must be <= {high}, got {value!r}")
 
 
-#: The scalar hints and the check each takes (a ``bool`` is neither an ``int`` nor a ``float`` here).
+#: The scalar hints and the check each takes (a ``bool`` is neither an ``int`` nor a ``float``).
 _SCALARS: dict[Any, Callable[[Any], bool]] = {
     type(None): lambda v: v is None,
     bool: lambda v: isinstance(v, bool),

@@ -300,7 +300,8 @@ class RecordingServer(LoopbackServer):
 
 
 def sse_body(reply: dict[str, Any], *, include_usage: bool) -> bytes:
-    """The reply as server-sent chunks, one per word (the usage in a last chunk when asked), then ``[DONE]``."""
+    """The reply as server-sent chunks, one per word (the usage in a last chunk when asked),
+    then ``[DONE]``."""
     message = reply["choices"][0]["message"]
     words = [] if message["content"] is None else message["content"].split(" ")
     head = {k: reply[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}

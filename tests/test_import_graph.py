@@ -25,9 +25,9 @@ KNOWN_CYCLE_EDGES: set[tuple[str, str]] = set()
 #: Known upward imports (a lower layer importing a higher one), likewise: ``(importer, imported)``.
 KNOWN_UPWARD_IMPORTS: set[tuple[str, str]] = set()
 
-#: The imports of our own modules inside a function, each ``(importer, imported)``: such an import is
-#: for a heavy or optional dependency (or a fast start), never to dodge a cycle (which the cycle
-#: test sees anyway). An entry that is no longer imported so fails the test.
+#: The imports of our own modules inside a function, each ``(importer, imported)``: such an
+#: import is for a heavy or optional dependency (or a fast start), never to dodge a cycle (which
+#: the cycle test sees anyway). An entry that is no longer imported so fails the test.
 FUNCTION_LEVEL_IMPORTS = {
     ("longctx.retrieval.corpus", "longctx.retrieval.readers"),
     ("longctx.retrieval.corpus", "longctx.retrieval.tokens"),
@@ -35,7 +35,8 @@ FUNCTION_LEVEL_IMPORTS = {
     ("longctx.experiments.commands", "longctx.experiments.ray_runner"),
     ("longctx.experiments.corpus_commands", "longctx.retrieval.ray_index"),
     ("longctx.experiments.report", "longctx.experiments.plots"),
-    # startup time: `longctx --help` and argument errors answer before the subcommands load the engines
+    # startup time: `longctx --help` and argument errors answer before the subcommands load
+    # the engines
     ("longctx.experiments.cli", "longctx.experiments.commands"),
     # langchain_core's retriever stack (~1 s) only for users who ask for a retriever:
     ("longctx.retrieval.index.types", "longctx.retrieval.langchain_retriever"),

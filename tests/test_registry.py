@@ -231,7 +231,8 @@ def test_a_lookup_while_another_thread_reads_the_declarations_waits_for_them(tmp
 
 
 def test_the_tests_built_in_names_leave_out_an_installed_plugin(monkeypatch):
-    """``tests.registries.built_in``, behind the tests of every strategy, lists the library's own."""
+    """``tests.registries.built_in``, behind the tests of every strategy, lists the library's
+    own names only."""
     from importlib import metadata
 
     from tests.registries import built_in

@@ -271,7 +271,8 @@ def _fetch(
     cur: sqlite3.Cursor, max_rows: int, max_result_bytes: int, max_cell_chars: int
 ) -> tuple[list[list[Any]], int, int, bool]:
     """The rows of ``cur`` within ``max_rows`` and ``max_result_bytes`` of JSON (the first row
-    always), each cell through :func:`result_cell`: ``(rows, their bytes, cells cut, truncated)``."""
+    always), each cell through :func:`result_cell`: ``(rows, their bytes, cells cut,
+    truncated)``."""
     rows: list[list[Any]] = []
     nbytes = cut = 0
     while (row := cur.fetchone()) is not None:

@@ -236,7 +236,8 @@ def _checked_meta(folder: Path, key: str, *, verify: bool, upgrade: bool) -> dic
 
 
 def _load_retriever(retriever: Retriever, folder: Path, segments: list[Path]) -> None:
-    """Load ``retriever``'s files: one segment's at ``folder``, several through ``load_segments``."""
+    """Load ``retriever``'s files: one segment's at ``folder``, several segments' through
+    ``load_segments``."""
     if len(segments) == 1:
         retriever.load(folder)
     elif callable(getattr(retriever, "load_segments", None)):
