@@ -10,11 +10,12 @@ no model call starts after it; calls in flight finish; MemAgent keeps its checkp
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import queue
 import threading
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from typing import Any
 from uuid import UUID
 
@@ -157,6 +158,25 @@ class EventCollector(BaseCallbackHandler):
             self.put(ProgressEvent(report["stage"], state[0], state[1]))
 
 
+async def _live(
+    run: asyncio.Future[Any], events: asyncio.Queue[Event]
+) -> AsyncGenerator[Event, None]:
+    """The events of ``run`` as they arrive, until it is done and every event it handed over
+    is out."""
+    while not run.done():
+        waiting = asyncio.ensure_future(events.get())
+        await asyncio.wait({waiting, run}, return_when=asyncio.FIRST_COMPLETED)
+        if waiting.done():
+            yield waiting.result()
+        else:
+            waiting.cancel()
+        while not events.empty():  # a burst (a wide fan-out's progress) without a wait per event
+            yield events.get_nowait()
+    await asyncio.sleep(0)  # events a worker thread handed over just before it finished
+    while not events.empty():
+        yield events.get_nowait()
+
+
 async def astream_answer(
     corpus: Corpus,
     question: str | Question,
@@ -204,19 +224,9 @@ async def astream_answer(
         return event
 
     try:
-        while not run.done():
-            waiting = asyncio.ensure_future(events.get())
-            await asyncio.wait({waiting, run}, return_when=asyncio.FIRST_COMPLETED)
-            if waiting.done():
-                yield tracked(waiting.result())
-            else:
-                waiting.cancel()
-            # a burst (a wide fan-out's progress) without a wait per event
-            while not events.empty():
-                yield tracked(events.get_nowait())
-        await asyncio.sleep(0)  # events a worker thread handed over just before it finished
-        while not events.empty():
-            yield tracked(events.get_nowait())
+        async with contextlib.aclosing(_live(run, events)) as live:
+            async for event in live:
+                yield tracked(event)
         result: Answer = run.result()  # the run's error, if it failed
         for step in result.steps:
             if sent[_key(step)] > 0:

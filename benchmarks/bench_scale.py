@@ -460,8 +460,37 @@ def dense_probe(args: argparse.Namespace, folder: Path) -> None:
 
 
 def main() -> None:
-    """Parse arguments; run as the parent (generate, then one subprocess per phase) or
-    as a worker."""
+    """Parse arguments; run as the parent (generate, then one subprocess per phase) or as a worker."""
+    p = _parser()
+    args = p.parse_args()
+
+    if args.worker:
+        result = (worker_index if args.worker == "index" else worker_run)(args)
+        Path(args.result).write_text(json.dumps(result))
+        return
+
+    unknown = [s for s in args.strategies if s not in STRATEGIES]
+    if unknown:
+        p.error(f"unknown strategies: {', '.join(unknown)}")
+    latencies = args.latency or [0.0]
+    root = Path(args.root)
+    root.mkdir(parents=True, exist_ok=True)
+    folder, gen_s = tier_folder(root, args.tokens, args.domain, args.seed)
+    print(
+        f"corpus: {folder} ({'generated in %.1f s' % gen_s if gen_s is not None else 'reused'}); "
+        f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
+    )
+    if args.dense_probe:
+        dense_probe(args, folder)
+
+    indexes = _build_indexes(args, root, folder)
+    if not args.strategies:
+        return
+    _run_strategies(args, root, folder, latencies, indexes)
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The arguments of the parent and (hidden) of its workers."""
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -521,27 +550,12 @@ def main() -> None:
     p.add_argument("--index-dir", help=argparse.SUPPRESS)
     p.add_argument("--run-dir", help=argparse.SUPPRESS)
     p.add_argument("--worker-latency", type=float, default=0.0, help=argparse.SUPPRESS)
-    args = p.parse_args()
+    return p
 
-    if args.worker:
-        result = (worker_index if args.worker == "index" else worker_run)(args)
-        Path(args.result).write_text(json.dumps(result))
-        return
 
-    unknown = [s for s in args.strategies if s not in STRATEGIES]
-    if unknown:
-        p.error(f"unknown strategies: {', '.join(unknown)}")
-    latencies = args.latency or [0.0]
-    root = Path(args.root)
-    root.mkdir(parents=True, exist_ok=True)
-    folder, gen_s = tier_folder(root, args.tokens, args.domain, args.seed)
-    print(
-        f"corpus: {folder} ({'generated in %.1f s' % gen_s if gen_s is not None else 'reused'}); "
-        f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
-    )
-    if args.dense_probe:
-        dense_probe(args, folder)
-
+def _build_indexes(args: argparse.Namespace, root: Path, folder: Path) -> dict[str, dict[str, Any]]:
+    """Each indexed strategy's cold build (a worker each, or the figures of an earlier run's),
+    printed."""
     indexes: dict[str, dict[str, Any]] = {}
     for name in args.strategies:
         if STRATEGIES.get(name).uses_index:
@@ -570,9 +584,17 @@ def main() -> None:
                 ),
                 flush=True,
             )
+    return indexes
 
-    if not args.strategies:
-        return
+
+def _run_strategies(
+    args: argparse.Namespace,
+    root: Path,
+    folder: Path,
+    latencies: list[float],
+    indexes: dict[str, dict[str, Any]],
+) -> None:
+    """Run each strategy at each stub latency (a worker each), then print the table and the bars."""
     results: dict[str, Any] = {"indexes": indexes, "runs": []}
     header = (
         "| strategy | latency ms | answered | calls | prompt tokens | load s | wall s | overhead "

@@ -140,19 +140,27 @@ def make_handler(
     """
     if usage not in ("cl100k", "approx"):
         raise ValueError(f"usage must be 'cl100k' or 'approx', got {usage!r}")
-    count = count_tokens if usage == "cl100k" else (lambda text: len(text.encode()) // 4)
     if fault is not None and fault not in FAULT_MODES:
         raise ValueError(f"fault must be one of {FAULT_MODES}, got {fault!r}")
-    reply = " ".join(f"note{i}" for i in range(reply_tokens))
-    counter = itertools.count(1)
-    lock = threading.Lock()
-    requests_seen = [0]
-    embedded = {"embedding_requests": 0, "embedded_texts": 0}
-    recent: list[str] = []
-    if prompt_cache:
-        # imported only here: importing graphs costs the stub's start ~1 s,
-        # which every test using it paid
-        from longctx.graphs.prefix_lock import shared_start
+    stub = _Stub(
+        latency=latency,
+        reply=" ".join(f"note{i}" for i in range(reply_tokens)),
+        tools=tools,
+        properties=properties,
+        fail_every=fail_every,
+        hang_seconds=hang_seconds,
+        fault=fault,
+        fault_first=fault_first,
+        count=count_tokens if usage == "cl100k" else (lambda text: len(text.encode()) // 4),
+        prompt_cache=prompt_cache,
+        hold_after=hold_after,
+        content=content,
+    )
+    return _handler_class(stub)
+
+
+def _handler_class(stub: _Stub) -> type[BaseHTTPRequestHandler]:
+    """The request handler class that answers from ``stub``."""
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -167,117 +175,161 @@ def make_handler(
             self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
         def _send(self, code: int, body: dict) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            _send_json(self, code, body)
 
         def do_GET(self) -> None:
             if self.path.rstrip("/").endswith("/stats"):
-                self._send(200, {"chat_requests": requests_seen[0], **embedded})
+                self._send(200, {"chat_requests": stub.requests_seen, **stub.embedded})
                 return
             self._send(200, {"object": "list", "data": [{"id": "stub", "object": "model"}]})
-
-        def _fail(self, mode: str) -> None:
-            if mode == "500":
-                self._send(
-                    500, {"error": {"message": "injected server error", "type": "server_error"}}
-                )
-            elif mode == "429":
-                self.send_response(429)
-                body = b'{"error": {"message": "injected rate limit", "type": "rate_limit"}}'
-                self.send_header("Retry-After", "0")
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-            elif mode == "empty_choices":
-                self._send(
-                    200,
-                    {
-                        "id": "stub",
-                        "object": "chat.completion",
-                        "created": 0,
-                        "model": "stub",
-                        "choices": [],
-                    },
-                )
-            elif mode == "timeout":
-                time.sleep(hang_seconds)
-                self._send(200, {})
-            else:
-                data = b'{"id": "stub", "choices": [{"message": '
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
 
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
             if self.path.endswith("/embeddings"):
-                body = embeddings_reply(json.loads(raw))
-                with lock:
-                    embedded["embedding_requests"] += 1
-                    embedded["embedded_texts"] += len(body["data"])
-                self._send(200, body)
+                self._send(200, stub.embeddings(json.loads(raw)))
                 return
             if not self.path.endswith("/chat/completions"):
                 self.send_error(404)  # no tokenize routes: a tokenizer probe falls back to cl100k
                 return
-            with lock:
-                requests_seen[0] += 1
-                seen = requests_seen[0]
-            if fault is not None and (fault_first == 0 or seen <= fault_first):
-                self._fail(fault)
+            seen, failure = stub.next_chat()
+            if failure is not None:
+                _send_failure(self, failure, stub.hang_seconds)
                 return
-            if fail_every:
-                with lock:
-                    n = next(counter)
-                if n % fail_every == 0:
-                    self._fail(FAILURE_MODES[(n // fail_every - 1) % len(FAILURE_MODES)])
-                    return
-            request = json.loads(raw)
-            prompt = "\n".join(m.get("content", "") for m in request.get("messages", []))
-            time.sleep(latency + (hang_seconds if hold_after and seen > hold_after else 0.0))
-            text = (
-                "Therefore, the answer is stub."
-                if prompt.rstrip().endswith("Your answer:")
-                else reply
-            )
-            if content:
-                text = content_reply(request) or text
-            message, finish = {"role": "assistant", "content": text}, "stop"
-            if tools and request.get("tools"):
-                (message, text), finish = tool_message(request, prompt, properties), "tool_calls"
-            usage: dict = {"prompt_tokens": count(prompt), "completion_tokens": count(text)}
-            usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
-            if prompt_cache:
-                with lock:
-                    shared = max(
-                        (shared_start(seen_prompt, prompt) for seen_prompt in recent), default=0
-                    )
-                    recent[:] = [*recent, prompt][-prompt_cache:]
-                usage["prompt_tokens_details"] = {
-                    "cached_tokens": min(count(prompt[:shared]), usage["prompt_tokens"])
-                    if shared
-                    else 0
-                }
-            self._send(
-                200,
-                {
-                    "id": "stub",
-                    "object": "chat.completion",
-                    "created": int(time.time()),
-                    "model": request.get("model", "stub"),
-                    "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                    "usage": usage,
-                },
-            )
+            self._send(200, stub.chat_reply(json.loads(raw), seen))
 
     return Handler
+
+
+class _Stub:
+    """What a stub server's handler shares across requests: its options, counters and recent
+    prompts."""
+
+    def __init__(
+        self,
+        *,
+        latency: float,
+        reply: str,
+        tools: bool,
+        properties: int,
+        fail_every: int,
+        hang_seconds: float,
+        fault: str | None,
+        fault_first: int,
+        count: Any,
+        prompt_cache: int,
+        hold_after: int,
+        content: bool,
+    ) -> None:
+        self.latency, self.reply, self.tools, self.properties = latency, reply, tools, properties
+        self.fail_every, self.hang_seconds = fail_every, hang_seconds
+        self.fault, self.fault_first, self.count = fault, fault_first, count
+        self.prompt_cache, self.hold_after, self.content = prompt_cache, hold_after, content
+        self.counter = itertools.count(1)
+        self.lock = threading.Lock()
+        self.requests_seen = 0
+        self.embedded = {"embedding_requests": 0, "embedded_texts": 0}
+        self.recent: list[str] = []
+        # imported only here: importing graphs costs the stub's start ~1 s, which every test using it paid
+        if prompt_cache:
+            from longctx.graphs.prefix_lock import shared_start
+
+            self.shared_start = shared_start
+
+    def embeddings(self, request: dict) -> dict:
+        """The reply to an ``/embeddings`` request, counted in :attr:`embedded`."""
+        body = embeddings_reply(request)
+        with self.lock:
+            self.embedded["embedding_requests"] += 1
+            self.embedded["embedded_texts"] += len(body["data"])
+        return body
+
+    def next_chat(self) -> tuple[int, str | None]:
+        """Count a chat request: its number, and the failure mode it gets (``None``: a reply)."""
+        with self.lock:
+            self.requests_seen += 1
+            seen = self.requests_seen
+        if self.fault is not None and (self.fault_first == 0 or seen <= self.fault_first):
+            return seen, self.fault
+        if self.fail_every:
+            with self.lock:
+                n = next(self.counter)
+            if n % self.fail_every == 0:
+                return seen, FAILURE_MODES[(n // self.fail_every - 1) % len(FAILURE_MODES)]
+        return seen, None
+
+    def chat_reply(self, request: dict, seen: int) -> dict:
+        """The reply to the ``seen``-th chat request, after the latency (and the hold, past
+        ``hold_after``)."""
+        prompt = "\n".join(m.get("content", "") for m in request.get("messages", []))
+        held = self.hang_seconds if self.hold_after and seen > self.hold_after else 0.0
+        time.sleep(self.latency + held)
+        text = (
+            "Therefore, the answer is stub."
+            if prompt.rstrip().endswith("Your answer:")
+            else self.reply
+        )
+        if self.content:
+            text = content_reply(request) or text
+        message, finish = {"role": "assistant", "content": text}, "stop"
+        if self.tools and request.get("tools"):
+            (message, text), finish = tool_message(request, prompt, self.properties), "tool_calls"
+        usage: dict = {"prompt_tokens": self.count(prompt), "completion_tokens": self.count(text)}
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        if self.prompt_cache:
+            usage["prompt_tokens_details"] = {"cached_tokens": self._cached_tokens(prompt, usage)}
+        return {
+            "id": "stub",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": request.get("model", "stub"),
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": usage,
+        }
+
+    def _cached_tokens(self, prompt: str, usage: dict) -> int:
+        """The tokens of the longest start ``prompt`` shares with one of the last prompts."""
+        with self.lock:
+            shared = max((self.shared_start(seen, prompt) for seen in self.recent), default=0)
+            self.recent[:] = [*self.recent, prompt][-self.prompt_cache :]
+        return min(self.count(prompt[:shared]), usage["prompt_tokens"]) if shared else 0
+
+
+def _send_json(handler: BaseHTTPRequestHandler, code: int, body: dict) -> None:
+    data = json.dumps(body).encode()
+    handler.send_response(code)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
+def _send_failure(handler: BaseHTTPRequestHandler, mode: str, hang_seconds: float) -> None:
+    """Answer with the failure ``mode`` (one of :data:`FAULT_MODES`)."""
+    if mode == "500":
+        _send_json(
+            handler, 500, {"error": {"message": "injected server error", "type": "server_error"}}
+        )
+    elif mode == "429":
+        handler.send_response(429)
+        body = b'{"error": {"message": "injected rate limit", "type": "rate_limit"}}'
+        handler.send_header("Retry-After", "0")
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+    elif mode == "empty_choices":
+        empty = {"id": "stub", "object": "chat.completion", "created": 0, "model": "stub"}
+        _send_json(handler, 200, {**empty, "choices": []})
+    elif mode == "timeout":
+        time.sleep(hang_seconds)
+        _send_json(handler, 200, {})
+    else:
+        data = b'{"id": "stub", "choices": [{"message": '
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)
 
 
 class _Server(ThreadingHTTPServer):

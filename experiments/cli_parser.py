@@ -149,6 +149,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
     sub = parser.add_subparsers(dest="command", required=True)
 
+    _add_answer(sub)
+    _add_index(sub)
+    _add_run(sub)
+    _add_report(sub)
+    _add_compare(sub)
+    _add_export(sub)
+    _add_ceilings(sub)
+    _add_demo(sub)
+    _add_synth(sub)
+    return parser
+
+
+def _add_answer(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The ``longctx answer`` subcommand's arguments."""
     p = sub.add_parser(
         "answer",
         help="answer a question over a corpus",
@@ -188,6 +202,9 @@ def build_parser() -> argparse.ArgumentParser:
         "and says so",
     )
 
+
+def _add_index(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The ``longctx index`` subcommand's arguments."""
     p = sub.add_parser(
         "index",
         help="prebuild and cache a corpus index",
@@ -200,6 +217,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_ray_arg(p, "embed the chunks")
     p.add_argument("--ray-workers", type=int, default=2, help="embedding actors on Ray (default 2)")
 
+
+def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The ``longctx run`` subcommand's arguments."""
     p = sub.add_parser(
         "run",
         help="compare strategies on a benchmark (resumable)",
@@ -282,6 +302,9 @@ def build_parser() -> argparse.ArgumentParser:
         p, "per work unit (a sample x strategy; a batched strategy's group of questions)"
     )
 
+
+def _add_report(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The ``longctx report`` subcommand's arguments."""
     p = sub.add_parser(
         "report",
         help="tables and plots of a run folder",
@@ -300,14 +323,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_prices_arg(p, "for the report's cost estimate", kept)
     p.add_argument("--no-html", action="store_true", help="do not write report.html")
 
-    p = sub.add_parser(
-        "compare",
-        help="paired comparison of the same strategies across run folders",
-        description=(
-            "Compare run folders of one benchmark on their shared questions (two models, two "
-            "configs): mean difference, 95%% paired-bootstrap interval, paired test, Holm-adjusted."
-        ),
-    )
+
+def _add_compare(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The ``longctx compare`` subcommand's arguments."""
+    p = sub.add_parser("compare", help="paired comparison of the same strategies across run folders",
+                       description="Compare run folders of one benchmark on their shared questions (two models, two configs): "
+                                   "mean difference, 95%% paired-bootstrap interval, paired test, Holm-adjusted.")  # fmt: skip
     p.add_argument(
         "dirs", nargs="+", metavar="RUN", help="two or more folders written by 'longctx run'"
     )
@@ -320,6 +341,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", metavar="CSV", help="also write the table to this CSV file")
 
+
+def _add_export(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The ``longctx export`` subcommand's arguments."""
     p = sub.add_parser(
         "export",
         help="write a run's answers as each benchmark's official prediction files",
@@ -337,6 +361,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", help="where to write (default DIR/official)")
 
+
+def _add_ceilings(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The ``longctx ceilings`` subcommand's arguments."""
     p = sub.add_parser(
         "ceilings",
         help="evidence ceilings per strategy, LLM-free (upper bounds, not accuracies)",
@@ -378,6 +405,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true", help="print JSON (with per-question reach)")
 
+
+def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The ``longctx demo`` subcommand's arguments."""
     p = sub.add_parser(
         "demo",
         help="compare the strategies on five short reports (examples/), offline",
@@ -401,6 +431,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_yes_arg(p)
 
+
+def _add_synth(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The ``longctx synth`` subcommand's arguments."""
     p = sub.add_parser(
         "synth",
         help="generate a synthetic CorpusQA-style corpus",
@@ -429,4 +462,3 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no-cfi", action="store_true", help="needle without confusing facts")
     p.add_argument("--no-kpr", action="store_true", help="needle without keyword replacement")
-    return parser

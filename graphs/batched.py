@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -121,12 +121,15 @@ def run_batched_graph(
             "configurable": {"thread_id": thread},
             "max_concurrency": settings.concurrency,
             "callbacks": callbacks,
+            **{
+                k: v
+                for k, v in (("run_name", run_name), ("tags", tags), ("metadata", metadata))
+                if v
+            },
         }
-        run_config.update(
-            {k: v for k, v in (("run_name", run_name), ("tags", tags), ("metadata", metadata)) if v}
-        )
-        # its values include the finished tasks of an interrupted step
-        snapshot = graph.get_state(run_config)
+        snapshot = graph.get_state(
+            run_config
+        )  # its values include the finished tasks of an interrupted step
         earlier = recorded_usage(mode, snapshot.values, len(questions))
         resumed_from = snapshot.values.get(mode.progress_key) if snapshot.next else None
         replayed = bool(snapshot.values) and not snapshot.next
@@ -142,23 +145,19 @@ def run_batched_graph(
                 on_start(sizes, resumed_from or 0)
             if not snapshot.next:
                 payload = {**mode.initial_state(questions, ctx), **payload}
-            try:
-                for update in graph.stream(
+            stopped = _follow(
+                graph.stream(
                     None if snapshot.next else payload,
                     run_config,
                     context=ctx,
                     stream_mode="updates",
                     durability="sync",
-                ):
-                    if mode.advance_node in update:
-                        k = update[mode.advance_node][mode.progress_key]
-                        if on_advance:
-                            on_advance(k)
-                        if on_disk is not None and k % PRUNE_EVERY_CHUNKS == 0:
-                            prune_checkpoints(on_disk, thread, compact=False)
-            except BudgetReached:
-                # The checkpoint holds every finished step: a larger budget resumes from it.
-                stopped = "budget"
+                ),
+                mode,
+                on_advance,
+                on_disk,
+                thread,
+            )
         final = graph.get_state(run_config).values
         if not replayed and on_disk is not None and stopped is None:
             prune_checkpoints(on_disk, thread)  # finished: keep only the final state replay reads
@@ -180,6 +179,35 @@ def run_batched_graph(
         n_steps=len(sizes),
         earlier=earlier,
     )
+
+
+def _follow(
+    updates: Generator[dict[str, Any], None, None],
+    mode: BatchRun,
+    on_advance: Callable[[int], None] | None,
+    on_disk: Any,
+    thread: str,
+) -> str | None:
+    """Run a graph's stream of ``updates`` to its end, reporting each step and pruning the
+    checkpoints on disk every :data:`PRUNE_EVERY_CHUNKS` steps: ``"budget"`` when the budget
+    stopped it (the checkpoint holds every finished step: a larger budget resumes from it).
+
+    The stream is closed on the way out, whatever ends it: an error's traceback keeps this frame,
+    and a stream left open would not end its run (a cancelled run's callbacks never hear of it).
+    """
+    try:
+        for update in updates:
+            if mode.advance_node in update:
+                k = update[mode.advance_node][mode.progress_key]
+                if on_advance:
+                    on_advance(k)
+                if on_disk is not None and k % PRUNE_EVERY_CHUNKS == 0:
+                    prune_checkpoints(on_disk, thread, compact=False)
+    except BudgetReached:
+        return "budget"
+    finally:
+        updates.close()
+    return None
 
 
 def recorded_usage(mode: BatchRun, values: Mapping[str, Any], questions: int) -> list[Usage]:

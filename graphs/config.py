@@ -13,7 +13,7 @@ import dataclasses
 import math
 import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, get_args, get_origin
 
@@ -86,6 +86,16 @@ def validate(config: Any) -> None:
                 raise ConfigError(f"Option {f.name!r} ({where}) must be <= {high}, got {value!r}")
 
 
+#: The scalar hints and the check each takes (a ``bool`` is neither an ``int`` nor a ``float``).
+_SCALARS: dict[Any, Callable[[Any], bool]] = {
+    type(None): lambda v: v is None,
+    bool: lambda v: isinstance(v, bool),
+    int: lambda v: isinstance(v, int) and not isinstance(v, bool),
+    float: lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    str: lambda v: isinstance(v, str),
+}
+
+
 def _matches(value: Any, hint: Any) -> bool:
     origin, args = get_origin(hint), get_args(hint)
     if hint is Any:
@@ -94,26 +104,24 @@ def _matches(value: Any, hint: Any) -> bool:
         return value in args
     if origin in (typing.Union, types.UnionType):
         return any(_matches(value, a) for a in args)
-    if hint is type(None):
-        return value is None
-    if hint is bool:
-        return isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if hint is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if hint is str:
-        return isinstance(value, str)
+    if hint in _SCALARS:
+        return _SCALARS[hint](value)
     if origin in (Mapping, dict, typing.Mapping) or hint in (Mapping, dict):
         return isinstance(value, Mapping)
     if origin in (tuple, Sequence, list):
-        return isinstance(value, (tuple, list)) and (
-            not args
-            or args[-1] is Ellipsis
-            and all(_matches(v, args[0]) for v in value)
-            or args[-1] is not Ellipsis
-        )
+        return isinstance(value, (tuple, list)) and _matches_items(value, args)
     return isinstance(value, origin or hint) if isinstance(origin or hint, type) else True
+
+
+def _matches_items(value: tuple[Any, ...] | list[Any], args: tuple[Any, ...]) -> bool:
+    """Whether the items of a sequence match the ``X`` of ``tuple[X, ...]`` (the items of a
+    ``list[X]`` or a fixed-length tuple are not checked)."""
+    return (
+        not args
+        or args[-1] is Ellipsis
+        and all(_matches(v, args[0]) for v in value)
+        or args[-1] is not Ellipsis
+    )
 
 
 def _describe(hint: Any) -> str:

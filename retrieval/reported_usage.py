@@ -89,20 +89,27 @@ def checked_chat_usage(usage: Any, server: str) -> dict[str, Any] | None:
             return None
         out[field] = count
     for field, value in usage.items():
-        if field in REQUIRED or value is None:
-            continue
-        if field in DETAILS:
-            out[field] = _checked_details(value, server, field)
-            if out[field] is None:
-                del out[field]
-        elif field.endswith("tokens"):
-            count = as_count(value)
-            if count is None:
-                warn_unusable(server, field, value, "treated as not reported")
-                del out[field]
-            else:
-                out[field] = count
+        if field not in REQUIRED and value is not None:
+            _check_optional(out, field, value, server)
     return out
+
+
+def _check_optional(out: dict[str, Any], field: str, value: Any, server: str) -> None:
+    """Keep in ``out`` an optional count (a details mapping or a ``*tokens`` field) checked, or
+    drop it with a warning when it is unusable; any other field stays as it came."""
+    if field in DETAILS:
+        details = _checked_details(value, server, field)
+        if details is None:
+            del out[field]
+        else:
+            out[field] = details
+    elif field.endswith("tokens"):
+        count = as_count(value)
+        if count is None:
+            warn_unusable(server, field, value, "treated as not reported")
+            del out[field]
+        else:
+            out[field] = count
 
 
 def _checked_details(value: Any, server: str, name: str) -> dict[str, Any] | None:

@@ -234,6 +234,21 @@ class RecordingServer(LoopbackServer):
         else:
             raise ValueError(f"unknown prompt_cache {self.prompt_cache!r}")
 
+    def _embeddings(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The reply to an ``/embeddings`` request (kept in :attr:`embedding_requests`)."""
+        self.embedding_requests.append(request)
+        inputs = request["input"] if isinstance(request["input"], list) else [request["input"]]
+        data = [
+            {"object": "embedding", "index": i, "embedding": self.embed(str(t))}
+            for i, t in enumerate(inputs)
+        ]
+        return {
+            "object": "list",
+            "data": self.embedding_data(data),
+            "model": request.get("model"),
+            "usage": {"prompt_tokens": 0, "total_tokens": 0},
+        }
+
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         server = self
 
@@ -265,28 +280,7 @@ class RecordingServer(LoopbackServer):
                 with server._lock:
                     server.headers.append(dict(self.headers))
                 if self.path.endswith("/embeddings"):
-                    server.embedding_requests.append(request)
-                    inputs = (
-                        request["input"]
-                        if isinstance(request["input"], list)
-                        else [request["input"]]
-                    )
-                    data = [
-                        {
-                            "object": "embedding",
-                            "index": i,
-                            "embedding": server.embed(str(t)),
-                        }
-                        for i, t in enumerate(inputs)
-                    ]
-                    self._send(
-                        {
-                            "object": "list",
-                            "data": server.embedding_data(data),
-                            "model": request.get("model"),
-                            "usage": {"prompt_tokens": 0, "total_tokens": 0},
-                        }
-                    )
+                    self._send(server._embeddings(request))
                     return
                 with server._lock:
                     server.requests.append(request)
@@ -301,33 +295,7 @@ class RecordingServer(LoopbackServer):
                 self._send(server._chat(request))
 
             def _stream(self, reply: dict[str, Any], *, include_usage: bool) -> None:
-                """The reply as server-sent chunks, one per word (the usage in a last chunk when
-                asked), then ``[DONE]``."""
-                message = reply["choices"][0]["message"]
-                words = [] if message["content"] is None else message["content"].split(" ")
-                head = {k: reply[k] for k in ("id", "created", "model")} | {
-                    "object": "chat.completion.chunk"
-                }
-                deltas = [{"role": "assistant", "content": ""}] + [
-                    {"content": w if i == 0 else " " + w} for i, w in enumerate(words)
-                ]
-                deltas += tool_call_deltas(message.get("tool_calls") or [])
-                chunks = [
-                    head | {"choices": [{"index": 0, "delta": d, "finish_reason": None}]}
-                    for d in deltas
-                ]
-                finish = reply["choices"][0]["finish_reason"]
-                chunks.append(
-                    head | {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
-                )
-                if include_usage:
-                    chunks.append(head | {"choices": [], "usage": reply["usage"]})
-                if "timings" in reply:  # llama.cpp's server sends its timings with the last chunk
-                    chunks[-1] = chunks[-1] | {"timings": reply["timings"]}
-                data = (
-                    "".join(f"data: {json.dumps(c)}\n\n" for c in chunks).encode()
-                    + b"data: [DONE]\n\n"
-                )
+                data = sse_body(reply, include_usage=include_usage)
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Content-Length", str(len(data)))
@@ -335,3 +303,23 @@ class RecordingServer(LoopbackServer):
                 self.wfile.write(data)
 
         return Handler
+
+
+def sse_body(reply: dict[str, Any], *, include_usage: bool) -> bytes:
+    """The reply as server-sent chunks, one per word (the usage in a last chunk when asked),
+    then ``[DONE]``."""
+    message = reply["choices"][0]["message"]
+    words = [] if message["content"] is None else message["content"].split(" ")
+    head = {k: reply[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+    deltas = [{"role": "assistant", "content": ""}] + [
+        {"content": w if i == 0 else " " + w} for i, w in enumerate(words)
+    ]
+    deltas += tool_call_deltas(message.get("tool_calls") or [])
+    chunks = [head | {"choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
+    finish = reply["choices"][0]["finish_reason"]
+    chunks.append(head | {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+    if include_usage:
+        chunks.append(head | {"choices": [], "usage": reply["usage"]})
+    if "timings" in reply:  # llama.cpp's server sends its timings with the last chunk
+        chunks[-1] = chunks[-1] | {"timings": reply["timings"]}
+    return "".join(f"data: {json.dumps(c)}\n\n" for c in chunks).encode() + b"data: [DONE]\n\n"

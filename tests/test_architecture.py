@@ -1,5 +1,7 @@
-"""The shape the architecture promises: no import cycles, a contract module at the bottom of the
-import graph, one registration idiom, and third-party plug-ins through entry points."""
+"""The shape the architecture promises: every module imports in a fresh interpreter, a contract
+module at the bottom of the import graph, one registration idiom, and third-party plug-ins through
+entry points. The import graph itself (no cycle, no upward import, the function-level imports) is
+read from the source in tests/test_import_graph.py."""
 
 from __future__ import annotations
 
@@ -9,32 +11,19 @@ import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("retrieval", "memory", "graphs", "agents", "experiments")
-
-
-def _package(module: str) -> str | None:
-    """The folder of ours that ``module`` (``longctx.graphs.rag``) lives in, else None."""
-    parts = module.split(".")
-    return parts[1] if parts[0] == "longctx" and len(parts) > 1 else None
+from tests.test_import_graph import LAYERS as PACKAGES
+from tests.test_import_graph import ROOT, module_files
 
 
 def _modules() -> list[str]:
-    """Every importable module of the library, in dependency order (bottom layer first)."""
-    names = []
-    for package in PACKAGES:
-        for path in sorted((ROOT / package).rglob("*.py")):
-            parts = path.relative_to(ROOT).with_suffix("").parts
-            if parts[-1] == "__init__":
-                parts = parts[:-1]
-            names.append(".".join(("longctx", *parts)))
+    """Every importable module of the library, in dependency order (bottom layer first), the Ray
+    modules aside (the ``[ray]`` extra)."""
     return [
         n
-        for n in names
+        for n in module_files()
         if not n.startswith(("longctx.retrieval.ray_index", "longctx.experiments.ray_runner"))
     ]
 
@@ -46,76 +35,6 @@ def _run(code: str) -> str:
     )
     assert out.returncode == 0, out.stderr[-3000:]
     return out.stdout
-
-
-def _module_level_imports(name: str) -> set[str]:
-    """First-party modules ``name`` imports at module level (function-level imports excluded)."""
-    relative = name.removeprefix("longctx.").replace(".", "/")
-    path = ROOT / (relative + ".py")
-    if not path.exists():
-        path = ROOT / relative / "__init__.py"
-    found = set()
-    for node in ast.parse(path.read_text()).body:
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module)
-            found.update(f"{node.module}.{a.name}" for a in node.names)
-        elif isinstance(node, ast.Import):
-            found.update(a.name for a in node.names)
-    return {m for m in found if _package(m) in PACKAGES}
-
-
-def test_the_module_import_graph_has_no_cycle():
-    modules = set(_modules())
-    graph = {m: {d for d in _module_level_imports(m) if d in modules and d != m} for m in modules}
-    # a package's __init__ importing its submodules, and a submodule importing a sibling
-    # through its package (``from longctx.graphs.pai import prompts``), are how packages are built
-    state: dict[str, int] = {}
-
-    def visit(m: str, path: list[str]) -> None:
-        state[m] = 1
-        for d in sorted(graph[m]):
-            if state.get(d) == 1 and not (m.startswith(d + ".") or d.startswith(m + ".")):
-                raise AssertionError("import cycle: " + " -> ".join([*path, m, d]))
-            if d not in state:
-                visit(d, [*path, m])
-        state[m] = 2
-
-    for m in sorted(graph):
-        if m not in state:
-            visit(m, [])
-
-
-def test_no_function_level_imports_of_our_own_modules():
-    """Function-level imports are for optional or heavy dependencies only, never to dodge a cycle."""
-    allowed = {
-        ("retrieval/corpus.py", "longctx.retrieval.readers"),
-        ("retrieval/corpus.py", "longctx.retrieval.tokens"),
-        ("experiments/commands.py", "longctx.experiments.report"),
-        ("experiments/commands.py", "longctx.experiments.ray_runner"),
-        ("experiments/corpus_commands.py", "longctx.retrieval.ray_index"),
-        ("experiments/report.py", "longctx.experiments.plots"),
-        # startup time: `longctx --help` and argument errors answer before the subcommands load the engines
-        ("experiments/cli.py", "longctx.experiments.commands"),
-        # langchain_core's retriever stack (~1 s) only for users who ask for a retriever:
-        ("retrieval/index/types.py", "longctx.retrieval.langchain_retriever"),
-        ("retrieval/corpus.py", "longctx.retrieval.index"),
-        ("retrieval/corpus.py", "longctx.retrieval.chunking"),
-        # langchain_openai and the openai SDK (~0.5 s) only for users of an openai: model:
-        ("agents/chat_models.py", "longctx.agents.openai_chat"),
-    }
-    found = set()
-    for package in PACKAGES:
-        for path in (ROOT / package).rglob("*.py"):
-            for node in ast.walk(ast.parse(path.read_text())):
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    for sub in ast.walk(node):
-                        if (
-                            isinstance(sub, ast.ImportFrom)
-                            and sub.module
-                            and _package(sub.module) in PACKAGES
-                        ):
-                            found.add((str(path.relative_to(ROOT)), sub.module))
-    assert found <= allowed, sorted(found - allowed)
 
 
 @pytest.mark.parametrize("order", ["forward", "reverse"])

@@ -13,27 +13,18 @@ from typing import Any
 import pytest
 
 from longctx import Budget, answer, estimate
+from longctx.graphs import STRATEGIES
 from longctx.graphs.budget import CostPlan
 from longctx.graphs.llm import tokenizer_for
 from longctx.graphs.prompt_text import counted_prompt
 from longctx.retrieval import Corpus
+from tests.registries import built_in
 from tests.scripted import ScriptedChatModel
 from tests.scripted_tools import ToolScriptedChatModel
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "corpus"
 QUESTION = "What was Kestrel Aviation's revenue in 2023?"
-BUILT_IN = [
-    "rag",
-    "full_context",
-    "memagent",
-    "self_ask",
-    "self_route",
-    "pai",
-    "pai_minus",
-    "structured",
-    "raptor",
-    "hipporag",
-]
+BUILT_IN = built_in(STRATEGIES)
 
 
 def examples() -> Corpus:

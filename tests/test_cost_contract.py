@@ -17,22 +17,11 @@ from longctx.graphs.budget import IndexWork
 from longctx.graphs.costs import CorpusShape, Costs
 from longctx.retrieval import Corpus
 from longctx.retrieval.contract import Question
+from tests.registries import built_in
 from tests.scripted import ScriptedChatModel
 
-BUILT_IN = [
-    "rag",
-    "self_route",
-    "self_ask",
-    "pai",
-    "pai_minus",
-    "memagent",
-    "full_context",
-    "structured",
-    "raptor",
-    "hipporag",
-]
-#: (documents, tokens of each): one short document, a few pages, many mid-sized reports, a few
-#: long ones.
+BUILT_IN = built_in(STRATEGIES)
+#: (documents, tokens of each): one short document, a few pages, many mid-sized reports, a few long ones.
 SHAPES = [(1, 300), (6, 500), (40, 1_500), (4, 50_000)]
 #: The model's context window (``None``: not known, the config's default).
 WINDOWS = [None, 8_192, 128_000]

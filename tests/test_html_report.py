@@ -4,6 +4,7 @@ checked as text here and in a real headless Chromium when one is installed."""
 
 from __future__ import annotations
 
+import copy
 import html
 import json
 import re
@@ -30,24 +31,30 @@ from longctx.experiments.runner import RunConfig, read_rows, run_experiment
 from longctx.retrieval import Corpus
 from tests.scripted_tools import ToolScriptedChatModel
 
+#: The strategies whose calls world() scripts: a subset on purpose (RAPTOR and HippoRAG embed the
+#: corpus, structured has its own report tests).
 STRATEGIES = ("rag", "full_context", "memagent", "pai", "pai_minus", "self_ask", "self_route")
 EVIL_TITLE = 'Vault <script>alert("x")</script> & "Co"'
 PRICES = {"ToolScriptedChatModel": {"prompt": 1.0, "completion": 2.0}}
 
 
+#: The replies of world() to the calls it knows by their prompt's opening.
+OPENINGS = {
+    "Identify the key properties": [{"metric": "secret code", "subject": "museum vault"}],
+    "Break the query": [{"sub_question": "What is the secret code of the museum vault?"}],
+    "Answer the sub-question": "The museum vault code is 7421.",
+    "Answer the question below": "Conclusion: 7421",
+}
+
+
 def world(prompt: str, tools) -> object:
     """One scripted model for every strategy: PAI's properties/judge/sub-answers, Self-Ask's
     follow-up loop, MemAgent's memory, Self-Route declining the lighthouse question."""
-    if prompt.startswith("Identify the key properties"):
-        return [{"metric": "secret code", "subject": "museum vault"}]
-    if prompt.startswith("Break the query"):
-        return [{"sub_question": "What is the secret code of the museum vault?"}]
+    for opening, reply in OPENINGS.items():
+        if prompt.startswith(opening):
+            return copy.deepcopy(reply)
     if prompt.startswith("Query: "):
         return [{"keep_context": "7421" in prompt}]
-    if prompt.startswith("Answer the sub-question"):
-        return "The museum vault code is 7421."
-    if prompt.startswith("Answer the question below"):
-        return "Conclusion: 7421"
     if "Are follow up questions needed here" in prompt:  # FlashRAG self-ask: stops before each cue
         if prompt.rstrip().endswith("Follow up: What is the vault code?"):
             return "Intermediate answer: The vault code is 7421.\nSo the final answer is: 7421"

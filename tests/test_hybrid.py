@@ -12,6 +12,7 @@ from longctx import answer
 from longctx.retrieval import Corpus, build_index, make_retriever
 from longctx.retrieval.fusion import reciprocal_rank_fusion, score_fusion
 from longctx.retrieval.hybrid import HybridRetriever
+from tests.registries import retrieving_strategies
 from tests.scripted import ScriptedChatModel
 
 # two rankings, best first: (chunk_id, score)
@@ -126,7 +127,7 @@ def test_hybrid_index_keeps_both_components_ranks_and_reuses_the_dense_index(tmp
     assert {hits[0].chunk.doc_id, hits[1].chunk.doc_id} == {corpus()[1].doc_id, corpus()[3].doc_id}
 
 
-@pytest.mark.parametrize("strategy", ["rag", "self_ask", "self_route", "pai"])
+@pytest.mark.parametrize("strategy", retrieving_strategies())
 def test_strategies_take_hybrid_and_every_evidence_carries_its_components(strategy):
     llm = ScriptedChatModel(reply_fn=lambda prompt: "Harbour Trading Company")
     options = {"judge_mode": "prefilter"} if strategy == "pai" else {}
@@ -141,7 +142,7 @@ def test_strategies_take_hybrid_and_every_evidence_carries_its_components(strate
         **options,
     )
     assert result.config["retriever"] == "hybrid"
-    if strategy != "pai":  # PAI's evidence is what its judge kept
+    if strategy not in ("pai", "pai_minus"):  # PAI's evidence is what its judge kept
         assert result.evidence and all(
             e.components and set(e.components) == {"bm25", "dense"} for e in result.evidence
         )

@@ -25,6 +25,27 @@ KNOWN_CYCLE_EDGES: set[tuple[str, str]] = set()
 #: Known upward imports (a lower layer importing a higher one), likewise: ``(importer, imported)``.
 KNOWN_UPWARD_IMPORTS: set[tuple[str, str]] = set()
 
+#: The imports of our own modules inside a function, each ``(importer, imported)``: such an
+#: import is for a heavy or optional dependency (or a fast start), never to dodge a cycle (which
+#: the cycle test sees anyway). An entry that is no longer imported so fails the test.
+FUNCTION_LEVEL_IMPORTS = {
+    ("longctx.retrieval.corpus", "longctx.retrieval.readers"),
+    ("longctx.retrieval.corpus", "longctx.retrieval.tokens"),
+    ("longctx.experiments.commands", "longctx.experiments.report"),
+    ("longctx.experiments.commands", "longctx.experiments.ray_runner"),
+    ("longctx.experiments.corpus_commands", "longctx.retrieval.ray_index"),
+    ("longctx.experiments.report", "longctx.experiments.plots"),
+    # startup time: `longctx --help` and argument errors answer before the subcommands load
+    # the engines
+    ("longctx.experiments.cli", "longctx.experiments.commands"),
+    # langchain_core's retriever stack (~1 s) only for users who ask for a retriever:
+    ("longctx.retrieval.index.types", "longctx.retrieval.langchain_retriever"),
+    ("longctx.retrieval.corpus", "longctx.retrieval.index"),
+    ("longctx.retrieval.corpus", "longctx.retrieval.chunking"),
+    # langchain_openai and the openai SDK (~0.5 s) only for users of an openai: model:
+    ("longctx.agents.chat_models", "longctx.agents.openai_chat"),
+}
+
 
 def module_files() -> dict[str, Path]:
     """Every module of the five packages, by dotted name (``longctx.graphs.rag``)."""
@@ -54,35 +75,23 @@ def _type_checking_imports(tree: ast.AST) -> set[int]:
     return found
 
 
-def imported_modules(
-    name: str, source: str, *, is_package: bool, known: set[str], type_checking: bool = True
-) -> set[str]:
-    """The modules of ``known`` that module ``name`` imports anywhere in ``source`` (``type_checking``: with those
-    under ``if TYPE_CHECKING:``).
+def _targets(node: ast.Import | ast.ImportFrom, package: str, known: set[str]) -> list[str]:
+    """The dotted names one import statement of a module of ``package`` names (not yet matched
+    to ``known``): ``from a.b import c`` names ``a.b.c`` when that is a module, else ``a.b``."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+    module = (
+        (f"{base}.{node.module}" if node.module else base) if node.level else (node.module or "")
+    )
+    return [
+        f"{module}.{alias.name}" if f"{module}.{alias.name}" in known else module
+        for alias in node.names
+    ]
 
-    ``from a.b import c`` names ``a.b.c`` when that is a module, else ``a.b``; ``import a.b.c``
-    names the longest known prefix; relative imports are resolved against ``name``.
-    """
-    package = name if is_package else name.rpartition(".")[0]
-    targets: list[str] = []
-    tree = ast.parse(source)
-    skipped = set() if type_checking else _type_checking_imports(tree)
-    for node in ast.walk(tree):
-        if id(node) in skipped:
-            continue
-        if isinstance(node, ast.Import):
-            targets += [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
-            module = (
-                (f"{base}.{node.module}" if node.module else base)
-                if node.level
-                else (node.module or "")
-            )
-            targets += [
-                f"{module}.{alias.name}" if f"{module}.{alias.name}" in known else module
-                for alias in node.names
-            ]
+
+def _known(targets: list[str], known: set[str], name: str) -> set[str]:
+    """The longest prefix of each target that is in ``known``, ``name`` itself left out."""
     found = set()
     for target in targets:
         while target and target not in known:
@@ -90,6 +99,44 @@ def imported_modules(
         if target and target != name:
             found.add(target)
     return found
+
+
+def imported_modules(
+    name: str, source: str, *, is_package: bool, known: set[str], type_checking: bool = True
+) -> set[str]:
+    """The modules of ``known`` that module ``name`` imports anywhere in ``source``
+    (``type_checking``: with those under ``if TYPE_CHECKING:``).
+
+    ``from a.b import c`` names ``a.b.c`` when that is a module, else ``a.b``; ``import a.b.c``
+    names the longest known prefix; relative imports are resolved against ``name``.
+    """
+    package = name if is_package else name.rpartition(".")[0]
+    tree = ast.parse(source)
+    skipped = set() if type_checking else _type_checking_imports(tree)
+    targets = [
+        target
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import | ast.ImportFrom) and id(node) not in skipped
+        for target in _targets(node, package, known)
+    ]
+    return _known(targets, known, name)
+
+
+def function_level_imports(
+    name: str, source: str, *, is_package: bool, known: set[str]
+) -> set[str]:
+    """The modules of ``known`` that module ``name`` imports inside a function of ``source``,
+    resolved as :func:`imported_modules` does (relative imports and ``import a.b`` too)."""
+    package = name if is_package else name.rpartition(".")[0]
+    targets = [
+        target
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        for sub in ast.walk(node)
+        if isinstance(sub, ast.Import | ast.ImportFrom)
+        for target in _targets(sub, package, known)
+    ]
+    return _known(targets, known, name)
 
 
 @functools.cache
@@ -102,49 +149,62 @@ def import_graph(*, type_checking: bool) -> dict[str, set[str]]:
             for name, path in files.items()}  # fmt: skip
 
 
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan), each sorted."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
+class _Tarjan:
+    """Tarjan's strongly connected components over ``graph``, iterative (the graph is deep enough
+    to matter for recursion)."""
 
-    def visit(start: str) -> None:  # iterative: the graph is deep enough to matter for recursion
-        work = [(start, iter(sorted(graph[start])))]
-        index[start] = low[start] = len(index)
-        stack.append(start)
-        on_stack.add(start)
+    def __init__(self, graph: dict[str, set[str]]) -> None:
+        self.graph = graph
+        self.index: dict[str, int] = {}
+        self.low: dict[str, int] = {}
+        self.stack: list[str] = []
+        self.on_stack: set[str] = set()
+        self.found: list[list[str]] = []
+
+    def _enter(self, node: str, work: list) -> None:
+        self.index[node] = self.low[node] = len(self.index)
+        self.stack.append(node)
+        self.on_stack.add(node)
+        work.append((node, iter(sorted(self.graph[node]))))
+
+    def _leave(self, node: str) -> None:
+        """Pop ``node``'s component off the stack when ``node`` is its root."""
+        if self.low[node] != self.index[node]:
+            return
+        component = []
+        while True:
+            member = self.stack.pop()
+            self.on_stack.discard(member)
+            component.append(member)
+            if member == node:
+                break
+        if len(component) > 1:
+            self.found.append(sorted(component))
+
+    def visit(self, start: str) -> None:
+        work: list = []
+        self._enter(start, work)
         while work:
             node, children = work[-1]
             child = next(children, None)
-            if child is not None:
-                if child not in index:
-                    index[child] = low[child] = len(index)
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(sorted(graph[child]))))
-                elif child in on_stack:
-                    low[node] = min(low[node], index[child])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                component = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.append(member)
-                    if member == node:
-                        break
-                if len(component) > 1:
-                    found.append(sorted(component))
+            if child is None:
+                work.pop()
+                if work:
+                    self.low[work[-1][0]] = min(self.low[work[-1][0]], self.low[node])
+                self._leave(node)
+            elif child not in self.index:
+                self._enter(child, work)
+            elif child in self.on_stack:
+                self.low[node] = min(self.low[node], self.index[child])
 
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    tarjan = _Tarjan(graph)
     for name in sorted(graph):
-        if name not in index:
-            visit(name)
-    return found
+        if name not in tarjan.index:
+            tarjan.visit(name)
+    return tarjan.found
 
 
 def layer(module: str) -> int:
@@ -176,6 +236,9 @@ def test_the_graph_sees_imports_inside_functions_and_relative_imports():
         "longctx.retrieval.index",
         "longctx.retrieval.chunking",
     }
+    assert function_level_imports(
+        "longctx.retrieval.pkg.mod", source, is_package=False, known=known
+    ) == {"longctx.retrieval.index", "longctx.retrieval.chunking"}
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
 
@@ -210,4 +273,25 @@ def test_no_module_imports_a_higher_layer():
     )
     assert KNOWN_UPWARD_IMPORTS <= set(upward), (
         f"allow-listed upward imports that are gone: {sorted(KNOWN_UPWARD_IMPORTS - set(upward))}"
+    )
+
+
+def test_function_level_imports_of_our_own_modules_are_the_listed_ones():
+    """Function-level imports are for optional or heavy dependencies only, never to dodge a cycle;
+    the list is exact, so an entry outlives no import."""
+    files = module_files()
+    known = set(files)
+    found = {
+        (name, target)
+        for name, path in files.items()
+        for target in function_level_imports(
+            name,
+            path.read_text(encoding="utf-8"),
+            is_package=path.name == "__init__.py",
+            known=known,
+        )
+    }
+    assert sorted(found - FUNCTION_LEVEL_IMPORTS) == [], "function-level imports not on the list"
+    assert sorted(FUNCTION_LEVEL_IMPORTS - found) == [], (
+        "listed function-level imports that are gone"
     )

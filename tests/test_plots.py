@@ -15,6 +15,7 @@ from longctx.experiments.plots import (
 )
 from longctx.graphs import STRATEGIES
 
+#: Seven labels to place on one chart (the names only label points: any seven would do).
 NAMES = ["rag", "full_context", "memagent", "pai", "pai_minus", "self_ask", "self_route"]
 
 

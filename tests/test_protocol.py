@@ -15,8 +15,10 @@ import pytest
 from longctx import make_chat_model
 from longctx.experiments.benchmarks import load_benchmark, score
 from longctx.experiments.runner import RunConfig, read_rows, run_experiment
+from longctx.graphs import STRATEGIES
 from longctx.retrieval.tokens import get_encoding
 from tests.recording_server import RecordingServer, prompt_of
+from tests.registries import built_in
 from tests.scripted import ScriptedChatModel
 
 FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"
@@ -191,7 +193,7 @@ def _final_answer_model() -> ScriptedChatModel:
         ("corpusqa", ()),
     ],
 )
-@pytest.mark.parametrize("strategy", ["rag", "full_context", "memagent", "self_ask", "self_route"])
+@pytest.mark.parametrize("strategy", built_in(STRATEGIES))
 def test_every_strategy_stores_its_final_answer_as_the_prediction(
     tmp_path, monkeypatch, benchmark, datasets, strategy
 ):

@@ -235,3 +235,19 @@ def test_a_lookup_while_another_thread_reads_the_declarations_waits_for_them(tmp
     first.join()
     second.join()
     assert results == {"first": "plain", "second": "plain"}
+
+
+def test_the_tests_built_in_names_leave_out_an_installed_plugin(monkeypatch):
+    """``tests.registries.built_in``, behind the tests of every strategy, lists the library's
+    own names only."""
+    from importlib import metadata
+
+    from tests.registries import built_in
+
+    plugin = metadata.EntryPoint("echo", "echo_strategy", "longctx.things")
+    monkeypatch.setattr(
+        metadata, "entry_points", lambda group=None: [plugin] if group == "longctx.things" else []
+    )
+    things: Registry = Registry("thing", group="longctx.things")
+    things.register("ours")(object())
+    assert things.names() == ["echo", "ours"] and built_in(things) == ["ours"]

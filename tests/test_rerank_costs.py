@@ -13,6 +13,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from longctx import Budget, BudgetExceeded, aanswer, answer, estimate
 from longctx.graphs.budget import BudgetReached
 from longctx.graphs.budget_guard import RERANK_END_EVENT, RERANK_EVENT, BudgetGuard
+from tests.registries import retrieving_strategies
 from tests.rerank_server import RerankServer, token_count
 from tests.scripted import ScriptedChatModel
 from tests.test_rerank import QUESTION, corpus, server_options
@@ -256,7 +257,7 @@ def test_the_report_shows_rerank_calls_tokens_and_their_cost_beside_the_model_ca
     )
 
 
-@pytest.mark.parametrize("strategy", ["rag", "self_ask", "self_route", "pai"])
+@pytest.mark.parametrize("strategy", retrieving_strategies())
 def test_the_rerank_calls_a_run_sends_lie_within_its_plan(strategy):
     from tests.test_cost_bounds_hold import QUESTION as ASKED
     from tests.test_cost_bounds_hold import examples, model

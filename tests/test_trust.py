@@ -197,6 +197,8 @@ def test_steps_are_named_after_graph_nodes(corpus, tmp_path):
     llm = ScriptedChatModel(
         reply_fn=lambda prompt: "Therefore, the answer is 101. So the final answer is: 101"
     )
+    # a subset on purpose: RAPTOR and HippoRAG embed the corpus (37 s of the test with them), and
+    # PAI's decompose node records its step under its call's name (extract_properties)
     for name in ("rag", "full_context", "memagent", "self_ask"):
         spec = STRATEGIES.get(name)
         result = answer(

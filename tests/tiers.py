@@ -84,14 +84,12 @@ TIERS: dict[str, dict[str, str]] = {
     "test_import_graph.py": {
         "test_the_module_import_graph_has_no_cycle": "integration",
         "test_no_module_imports_a_higher_layer": "integration",
+        "test_function_level_imports_of_our_own_modules_are_the_listed_ones": "integration",
     },
     "test_namespace.py": {
         "test_the_wheel_holds_longctx_only_and_its_command_and_declarations": "subprocess",
         "test_longctx_imports_beside_another_top_level_agents_package": "subprocess",
         "test_a_cached_reply_is_keyed_by_no_module_path_of_ours": "integration",
-    },
-    "test_module_shape.py": {
-        "test_no_import_inside_a_function_closes_a_cycle": "integration",
     },
     "test_toy_plugins.py": {"*": "subprocess"},
     "test_search_agent_plugin.py": {
@@ -131,8 +129,6 @@ TIERS: dict[str, dict[str, str]] = {
         "test_budget_kwargs_leave_other_models_alone": "integration",
     },
     "test_architecture.py": {
-        "test_the_module_import_graph_has_no_cycle": "integration",
-        "test_no_function_level_imports_of_our_own_modules": "integration",
         "test_every_module_imports_in_a_fresh_interpreter": "subprocess",
         "test_the_contract_modules_import_no_other_package": "subprocess",
         "test_third_party_strategy_through_an_entry_point": "subprocess",

@@ -74,6 +74,11 @@ def close_json(text: str) -> str:
     comma = text.rfind(",")
     if comma != -1:
         text = text[:comma]
+    return text + "".join({"{": "}", "[": "]"}[c] for c in reversed(_open_brackets(text)))
+
+
+def _open_brackets(text: str) -> list[str]:
+    """The brackets of ``text`` still open at its end, outside strings, innermost last."""
     opened: list[str] = []
     in_string = escaped = False
     for ch in text:
@@ -90,7 +95,7 @@ def close_json(text: str) -> str:
             opened.append(ch)
         elif ch in "}]" and opened and opened[-1] == {"}": "{", "]": "["}[ch]:
             opened.pop()
-    return text + "".join({"{": "}", "[": "]"}[c] for c in reversed(opened))
+    return opened
 
 
 def _first_object(pattern: re.Pattern[str], reply: str, key: str) -> Any:

@@ -237,9 +237,6 @@ def run_query(
     watchdog = threading.Timer(timeout_s, interrupt)
     watchdog.daemon = True
     conn.set_progress_handler(lambda: int(time.perf_counter() > deadline), 1_000)
-    rows: list[list[Any]] = []
-    nbytes = cut = 0
-    truncated = False
     cur: sqlite3.Cursor | None = None
     limit = getattr(conn, "heap_limit_bytes", None)
     heap = contextlib.ExitStack()
@@ -248,18 +245,7 @@ def run_query(
         if limit:
             heap.enter_context(held_heap_limit(limit))
         cur = conn.execute(sql)
-        while (row := cur.fetchone()) is not None:
-            if len(rows) >= max_rows:
-                truncated = True
-                break
-            cells = [result_cell(v, max_cell_chars) for v in row]
-            cut += sum(a is not b for a, b in zip(cells, row))
-            size = len(json.dumps(cells, ensure_ascii=False, default=str).encode())
-            if rows and nbytes + size > max_result_bytes:
-                truncated = True
-                break
-            rows.append(cells)
-            nbytes += size
+        rows, nbytes, cut, truncated = _fetch(cur, max_rows, max_result_bytes, max_cell_chars)
         columns = [d[0] for d in cur.description or []]
     except MemoryError:
         raise QueryTooLarge(
@@ -267,28 +253,13 @@ def run_query(
             "aggregate"
         ) from None
     except sqlite3.DatabaseError as exc:
-        message = str(exc).lower()
-        reason = (
-            guards.reason if guards is not None and "user-defined function" in message else None
+        _raise_for(
+            exc,
+            conn,
+            guards,
+            timed_out=fired.is_set() or time.perf_counter() > deadline,
+            timeout_s=timeout_s,
         )
-        if (
-            "interrupt" in message and (fired.is_set() or time.perf_counter() > deadline)
-        ) or reason == "timeout":
-            raise QueryTimeout(f"the query ran longer than {timeout_s:g} s") from None
-        if reason and reason != TOO_BIG:
-            raise QueryTooLarge(f"{reason}: the query may not build large strings") from None
-        if guards is not None and guards.error and "user-defined function" in message:
-            raise sqlite3.OperationalError(guards.error) from None
-        if "too big" in message or reason == TOO_BIG:
-            limit = conn.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
-            raise QueryTooLarge(
-                f"a value longer than {limit:,} bytes was made (string or blob too big): the "
-                "query may not build large strings or blobs"
-            ) from None
-        if "not authorized" in message:
-            raise QueryRefused(
-                f"refused by the database: {exc} (only SELECT over the table is allowed)"
-            ) from exc
         raise
     finally:
         watchdog.cancel()
@@ -299,6 +270,56 @@ def run_query(
             cur.close()
         heap.close()  # after the cursor: its sorter's memory is freed under the limit
     return QueryResult(columns, rows, truncated, time.perf_counter() - started, nbytes, cut)
+
+
+def _fetch(
+    cur: sqlite3.Cursor, max_rows: int, max_result_bytes: int, max_cell_chars: int
+) -> tuple[list[list[Any]], int, int, bool]:
+    """The rows of ``cur`` within ``max_rows`` and ``max_result_bytes`` of JSON (the first row
+    always), each cell through :func:`result_cell`: ``(rows, their bytes, cells cut,
+    truncated)``."""
+    rows: list[list[Any]] = []
+    nbytes = cut = 0
+    while (row := cur.fetchone()) is not None:
+        if len(rows) >= max_rows:
+            return rows, nbytes, cut, True
+        cells = [result_cell(v, max_cell_chars) for v in row]
+        cut += sum(a is not b for a, b in zip(cells, row))
+        size = len(json.dumps(cells, ensure_ascii=False, default=str).encode())
+        if rows and nbytes + size > max_result_bytes:
+            return rows, nbytes, cut, True
+        rows.append(cells)
+        nbytes += size
+    return rows, nbytes, cut, False
+
+
+def _raise_for(
+    exc: sqlite3.DatabaseError,
+    conn: sqlite3.Connection,
+    guards: Any,
+    *,
+    timed_out: bool,
+    timeout_s: float,
+) -> None:
+    """Raise the error a query's ``exc`` stands for (a timeout, a value or string too large, a
+    refusal, a guard's own error); return when it is an ordinary SQL error, re-raised as it is."""
+    message = str(exc).lower()
+    reason = guards.reason if guards is not None and "user-defined function" in message else None
+    if ("interrupt" in message and timed_out) or reason == "timeout":
+        raise QueryTimeout(f"the query ran longer than {timeout_s:g} s") from None
+    if reason and reason != TOO_BIG:
+        raise QueryTooLarge(f"{reason}: the query may not build large strings") from None
+    if guards is not None and guards.error and "user-defined function" in message:
+        raise sqlite3.OperationalError(guards.error) from None
+    if "too big" in message or reason == TOO_BIG:
+        limit = conn.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
+        raise QueryTooLarge(
+            f"a value longer than {limit:,} bytes was made (string or blob too big): the query may not build large strings or blobs"
+        ) from None
+    if "not authorized" in message:
+        raise QueryRefused(
+            f"refused by the database: {exc} (only SELECT over the table is allowed)"
+        ) from exc
 
 
 __all__ = [

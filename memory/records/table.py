@@ -127,9 +127,25 @@ def normalise_records(
 def reduce_cells(
     schema: TableSchema, cells: Sequence[Cell], conflict_rule: str = "latest_document"
 ) -> Table:
-    """One row per entity (and period): each cell's value from the latest (or first) document
-    stating it."""
-    latest = conflict_rule == "latest_document"
+    """One row per entity (and period): each cell's value from the latest (or first) document stating it."""
+    winners, names, superseded, conflicting = _winners(cells, conflict_rule == "latest_document")
+    rows = _rows(schema, winners, names)
+    stats = {
+        "rows": len(rows),
+        "entities": len(names),
+        "cells": len(winners),
+        "superseded": superseded,
+        "conflicting_restatements": conflicting,
+        "conflict_rule": conflict_rule,
+    }
+    return Table(schema, rows, winners, names, stats)
+
+
+def _winners(
+    cells: Sequence[Cell], latest: bool
+) -> tuple[dict[tuple[str, Any, str], Cell], dict[str, str], int, int]:
+    """The cell that wins each (entity, period, attribute), the name each entity is shown by, and
+    the counts of cells superseded and of restatements that conflict."""
     winners: dict[tuple[str, Any, str], Cell] = {}
     superseded = conflicting = 0
     display: dict[str, tuple[int, str]] = {}
@@ -146,7 +162,14 @@ def reduce_cells(
         ek = key[0]
         if latest or ek not in display:
             display[ek] = (c.doc_index, c.entity)
-    names = {k: v[1] for k, v in display.items()}
+    return winners, {k: v[1] for k, v in display.items()}, superseded, conflicting
+
+
+def _rows(
+    schema: TableSchema, winners: dict[tuple[str, Any, str], Cell], names: dict[str, str]
+) -> list[dict[str, Any]]:
+    """The table's rows, sorted by entity and period: an entity's static attributes on each of its
+    rows, an entity with none but static ones on one row of no period."""
     static = {a.name for a in schema.attributes if a.static}
     row_keys: dict[tuple[str, Any], dict[str, Any]] = {}
     for (ek, period, attr), c in winners.items():
@@ -168,19 +191,10 @@ def reduce_cells(
             winner = winners.get((ek, None, attr))
             if winner is not None:
                 row[attr] = winner.value
-    rows = [
+    return [
         {col: row.get(col) for col in schema.columns}
         for _, row in sorted(row_keys.items(), key=lambda kv: (kv[1][schema.entity], str(kv[0][1])))
     ]
-    stats = {
-        "rows": len(rows),
-        "entities": len(names),
-        "cells": len(winners),
-        "superseded": superseded,
-        "conflicting_restatements": conflicting,
-        "conflict_rule": conflict_rule,
-    }
-    return Table(schema, rows, winners, names, stats)
 
 
 __all__ = ["Cell", "Table", "normalise_records", "reduce_cells"]

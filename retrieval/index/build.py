@@ -110,34 +110,54 @@ def build_index(
         else None
     )
     if index is None:
-        with waited_for(
-            build_lock(folder)
-        ):  # one builder; the others wait here (not their build), then find its index
-            cached = remembered(key)
-            if cached is not None:
-                return cached
-            index = (
-                load_index(folder, key, chunking, retriever, upgrade=True)
-                if folder.exists()
-                else None
-            )
-            if index is None:
-                if folder.exists():
-                    move_aside(folder)
-                index = grow_index(
-                    corpus,
-                    chunking,
-                    retriever,
-                    key,
-                    folder,
-                    show_progress,
-                    compaction or CompactionPolicy(),
-                )
-            if index is None:
-                index = _build(corpus, chunking, retriever, key, folder, show_progress)
-            remember(key, index)
-            return index
+        return _build_or_wait(
+            corpus,
+            chunking,
+            retriever,
+            key,
+            folder,
+            show_progress,
+            compaction or CompactionPolicy(),
+        )
     return remember(key, index)
+
+
+def _build_or_wait(
+    corpus: IndexableCorpus,
+    chunking: ChunkingConfig,
+    retriever: Retriever,
+    key: str,
+    folder: Path,
+    show_progress: bool,
+    compaction: CompactionPolicy,
+) -> Index:
+    """The index at ``folder`` under its build lock: the one another builder made while this
+    call waited, else loaded (upgraded), grown from an older index, or built."""
+    with waited_for(
+        build_lock(folder)
+    ):  # one builder; the others wait here (not their build), then find its index
+        cached = remembered(key)
+        if cached is not None:
+            return cached
+        index = (
+            load_index(folder, key, chunking, retriever, upgrade=True) if folder.exists() else None
+        )
+        if index is None:
+            if folder.exists():
+                move_aside(folder)
+            index = grow_index(
+                corpus,
+                chunking,
+                retriever,
+                key,
+                folder,
+                show_progress,
+                compaction,
+            )
+        if index is None:
+            index = _build(corpus, chunking, retriever, key, folder, show_progress)
+        remember(key, index)
+        return index
 
 
 def _hybrid_index(

@@ -198,19 +198,8 @@ def load_index(
     is not redone for want of them.
     """
     try:
-        meta = json.loads((folder / "meta.json").read_text())
-        if meta.get("key") != key or meta.get("format") != INDEX_FORMAT_VERSION:
-            raise ValueError(
-                f"meta.json is for key {meta.get('key')!r}, format {meta.get('format')!r}"
-            )
-        files = meta.get("files")
+        meta = _checked_meta(folder, key, verify=verify, upgrade=upgrade)
         legacy = "files" not in meta
-        if legacy and not upgrade:
-            raise ChecksumMismatch(
-                "meta.json records no file checksums (written before they existed)"
-            )
-        if verify and not legacy:
-            verify_folder(folder, files)  # before anything is parsed or loaded
         segments = [folder / path for path in segment_paths(meta)]
         stored = [c for segment in segments for c in read_chunks(segment / CHUNKS_FILE)]
         if any(c.chunk_id != i for i, c in enumerate(stored)):
@@ -222,15 +211,7 @@ def load_index(
                 f"chunks.jsonl holds {len(chunks)} live chunks, meta.json says "
                 f"{meta.get('num_chunks')}"
             )
-        if len(segments) == 1:
-            retriever.load(folder)
-        elif callable(getattr(retriever, "load_segments", None)):
-            # optional part of the contract
-            retriever.load_segments(segments)  # type: ignore[attr-defined]
-        else:
-            raise ValueError(
-                f"the {retriever.name} retriever cannot read an index of {len(segments)} segments"
-            )
+        _load_retriever(retriever, folder, segments)
         if deleted:
             # only indexes of retrievers that delete have any
             gone = [c.chunk_id for c in stored if c.doc_index in deleted]
@@ -254,3 +235,30 @@ def load_index(
             )
         return None
     return Index(chunks, retriever, chunking, key, folder, stored=stored)
+
+
+def _checked_meta(folder: Path, key: str, *, verify: bool, upgrade: bool) -> dict[str, Any]:
+    """The meta of the index at ``folder``, checked for ``key``, the format and (``verify``) every
+    file's size and digest; one with no checksums is refused unless ``upgrade``."""
+    meta: dict[str, Any] = json.loads((folder / "meta.json").read_text())
+    if meta.get("key") != key or meta.get("format") != INDEX_FORMAT_VERSION:
+        raise ValueError(f"meta.json is for key {meta.get('key')!r}, format {meta.get('format')!r}")
+    legacy = "files" not in meta
+    if legacy and not upgrade:
+        raise ChecksumMismatch("meta.json records no file checksums (written before they existed)")
+    if verify and not legacy:
+        verify_folder(folder, meta.get("files"))  # before anything is parsed or loaded
+    return meta
+
+
+def _load_retriever(retriever: Retriever, folder: Path, segments: list[Path]) -> None:
+    """Load ``retriever``'s files: one segment's at ``folder``, several segments' through
+    ``load_segments``."""
+    if len(segments) == 1:
+        retriever.load(folder)
+    elif callable(getattr(retriever, "load_segments", None)):
+        retriever.load_segments(segments)  # type: ignore[attr-defined]  # optional part of the contract
+    else:
+        raise ValueError(
+            f"the {retriever.name} retriever cannot read an index of {len(segments)} segments"
+        )
