@@ -460,7 +460,8 @@ def dense_probe(args: argparse.Namespace, folder: Path) -> None:
 
 
 def main() -> None:
-    """Parse arguments; run as the parent (generate, then one subprocess per phase) or as a worker."""
+    """Parse arguments; run as the parent (generate, then one subprocess per phase) or as
+    a worker."""
     p = _parser()
     args = p.parse_args()
 

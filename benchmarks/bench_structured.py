@@ -274,8 +274,9 @@ def _parser() -> argparse.ArgumentParser:
         "--stub-usage",
         choices=("approx", "cl100k"),
         default="approx",
-        help="how the stub counts usage tokens: UTF-8 bytes / 4 (default; exact cl100k counting costs the stub "
-        "~1 ms of CPU per 4K-token request, beyond what 32 x 50 ms leaves it on 2 cores) or exact cl100k",
+        help="how the stub counts usage tokens: UTF-8 bytes / 4 (default; exact cl100k counting "
+        "costs the stub ~1 ms of CPU per 4K-token request, beyond what 32 x 50 ms leaves it on "
+        "2 cores) or exact cl100k",
     )
     p.add_argument(
         "--compare",
@@ -334,27 +335,31 @@ def _makespans(
 def _print_spans(spans: dict[str, list[float]], ideal: float) -> None:
     """The table of makespans against the ideal."""
     print(
-        "| question 1 extraction | makespan min | median | ideal (docs / c x latency) | ratio min / median |"
+        "| question 1 extraction | makespan min | median | ideal (docs / c x latency) "
+        "| ratio min / median |"
     )
     print("|---|---|---|---|---|")
     for path, values in spans.items():
         lo, mid = min(values), statistics.median(values)
         print(
-            f"| {path} | {lo:.3f} s | {mid:.3f} s | {ideal:.3f} s | {lo / ideal:.2f}x / {mid / ideal:.2f}x |"
+            f"| {path} | {lo:.3f} s | {mid:.3f} s | {ideal:.3f} s "
+            f"| {lo / ideal:.2f}x / {mid / ideal:.2f}x |"
         )
 
 
 def _print_runs(runs: tuple[tuple[Any, ...], ...], n_tokens: int) -> None:
     """The table of what questions 1 and 2 extracted and sent."""
     print(
-        "\n| run | documents extracted / shared / cached | extraction calls | extraction prompt tokens (per corpus token) | whole answer |"
+        "\n| run | documents extracted / shared / cached | extraction calls "
+        "| extraction prompt tokens (per corpus token) | whole answer |"
     )
     print("|---|---|---|---|---|")
     for name, a, calls, toks, total in runs:
         e = next(s for s in a.steps if s["node"] == "reduce")["extraction"]
         per = f"{toks:,} ({toks / n_tokens:.2f})" if calls else "0"
         print(
-            f"| {name} | {e['extracted']} / {e['shared']} / {e['cached']} | {calls} | {per} | {total:.2f} s, {a.usage.llm_calls} calls |"
+            f"| {name} | {e['extracted']} / {e['shared']} / {e['cached']} | {calls} | {per} "
+            f"| {total:.2f} s, {a.usage.llm_calls} calls |"
         )
 
 

@@ -229,7 +229,8 @@ class _Stub:
         self.requests_seen = 0
         self.embedded = {"embedding_requests": 0, "embedded_texts": 0}
         self.recent: list[str] = []
-        # imported only here: importing graphs costs the stub's start ~1 s, which every test using it paid
+        # imported only here: importing graphs costs the stub's start ~1 s, which every test using
+        # it paid
         if prompt_cache:
             from longctx.graphs.prefix_lock import shared_start
 

@@ -326,9 +326,13 @@ def _add_report(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
 def _add_compare(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The ``longctx compare`` subcommand's arguments."""
-    p = sub.add_parser("compare", help="paired comparison of the same strategies across run folders",
-                       description="Compare run folders of one benchmark on their shared questions (two models, two configs): "
-                                   "mean difference, 95%% paired-bootstrap interval, paired test, Holm-adjusted.")  # fmt: skip
+    p = sub.add_parser(
+        "compare",
+        help="paired comparison of the same strategies across run folders",
+        description="Compare run folders of one benchmark on their shared questions (two "
+        "models, two configs): mean difference, 95%% paired-bootstrap interval, paired test, "
+        "Holm-adjusted.",
+    )
     p.add_argument(
         "dirs", nargs="+", metavar="RUN", help="two or more folders written by 'longctx run'"
     )

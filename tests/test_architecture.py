@@ -59,8 +59,12 @@ CONTRACT_HELPERS = ("longctx.retrieval.duplicates",)
 
 @pytest.mark.parametrize("module", CONTRACT_MODULES)
 def test_the_contract_modules_import_no_other_package(module):
-    """Each contract module, imported alone, loads only contract modules and the standard library."""
-    code = f"import json, sys; before = set(sys.modules); import {module}; print(json.dumps(sorted(set(sys.modules) - before)))"
+    """Each contract module, imported alone, loads only contract modules and the
+    standard library."""
+    code = (
+        f"import json, sys; before = set(sys.modules); import {module}; "
+        "print(json.dumps(sorted(set(sys.modules) - before)))"
+    )
     loaded = json.loads(_run(code))
     ours = {m for m in loaded if m.split(".")[0] == "longctx"}
     assert ours <= {
@@ -94,7 +98,8 @@ def test_the_contract_module_gathers_every_contract_module():
 
 
 def test_the_retrieval_package_talks_to_no_chat_server():
-    """``retrieval`` never calls a chat model: the routes of a chat server are named beside ``graphs/llm.py`` only."""
+    """``retrieval`` never calls a chat model: the routes of a chat server are named beside
+    ``graphs/llm.py`` only."""
     routes = ("/tokenize", "/detokenize", "/chat/completions", "/completions")
     found = []
     for path in sorted((ROOT / "retrieval").rglob("*.py")):
@@ -183,7 +188,9 @@ def test_third_party_strategy_through_an_entry_point(tmp_path):
         from longctx import answer, Corpus, STRATEGIES
         from tests.scripted import ScriptedChatModel
         assert "echo" in STRATEGIES.names()
-        result = answer(Corpus.from_texts(["x"], titles=["Alpha"]), "Which title?", strategy="echo", llm=ScriptedChatModel(replies=[]), repeat=2)
+        corpus = Corpus.from_texts(["x"], titles=["Alpha"])
+        llm = ScriptedChatModel(replies=[])
+        result = answer(corpus, "Which title?", strategy="echo", llm=llm, repeat=2)
         print(result.answer, result.config["repeat"])
     """)
     assert _run(code).strip() == "Alpha Alpha 2"
@@ -238,9 +245,10 @@ def _documented_defaults(tree: ast.AST) -> set[int]:
 
 
 def test_no_module_outside_a_strategy_package_names_a_strategy():
-    """What the library knows of a strategy is on its registry entry, declared in ``graphs/<name>/``:
-    no other module names one (docstrings and documented defaults aside), so a strategy is added,
-    in the tree or as a plug-in, without editing the report, the plots, the demo or the CLI."""
+    """What the library knows of a strategy is on its registry entry, declared in
+    ``graphs/<name>/``: no other module names one (docstrings and documented defaults aside), so a
+    strategy is added, in the tree or as a plug-in, without editing the report, the plots, the demo
+    or the CLI."""
     from longctx.graphs import STRATEGIES
 
     names = {
@@ -256,8 +264,11 @@ def test_no_module_outside_a_strategy_package_names_a_strategy():
         where = str(path.relative_to(ROOT))
         tree = ast.parse(path.read_text(encoding="utf-8"))
         allowed = _docstrings(tree) | _documented_defaults(tree)
-        found += [f"{where}:{node.lineno}: {node.value!r}" for node in ast.walk(tree)
-                  if isinstance(node, ast.Constant) and node.value in names and id(node) not in allowed]  # fmt: skip
+        found += [
+            f"{where}:{node.lineno}: {node.value!r}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and node.value in names and id(node) not in allowed
+        ]
     assert len(names) >= 8 and found == [], "\n".join(found)
 
 
@@ -272,19 +283,26 @@ def _budget_bypasses(tree: ast.AST, where: str) -> list[str]:
         if not isinstance(node, ast.Call) or not any(k.arg == "max_tokens" for k in node.keywords):
             continue
         func = node.func
-        target = node.args[0] if isinstance(func, (ast.Name, ast.Attribute)) and getattr(func, "attr", getattr(func, "id", "")) == "partial" \
-            and node.args else func  # fmt: skip
+        target = (
+            node.args[0]
+            if isinstance(func, (ast.Name, ast.Attribute))
+            and getattr(func, "attr", getattr(func, "id", "")) == "partial"
+            and node.args
+            else func
+        )
         if isinstance(target, ast.Attribute) and target.attr in _MODEL_CALLS:
             found.append(f"{where}:{node.lineno}")
     return found
 
 
 def test_every_answer_budget_goes_through_budget_kwargs():
-    """A budget handed to a chat model as ``max_tokens=`` goes out as ``max_completion_tokens`` from a
-    ``ChatOpenAI`` the user built, which llama.cpp servers ignore; :func:`longctx.graphs.budget_field.budget_kwargs`
-    sends the field the model honours, so no library call passes ``max_tokens=`` to a model itself."""
+    """A budget handed to a chat model as ``max_tokens=`` goes out as ``max_completion_tokens``
+    from a ``ChatOpenAI`` the user built, which llama.cpp servers ignore;
+    :func:`longctx.graphs.budget_field.budget_kwargs` sends the field the model honours, so no
+    library call passes ``max_tokens=`` to a model itself."""
     bad = ast.parse(
-        "functools.partial(model.invoke, max_tokens=8)\nllm.ainvoke(messages, max_tokens=8)\nllm.invoke(m, **budget_kwargs(llm, 8))"
+        "functools.partial(model.invoke, max_tokens=8)\nllm.ainvoke(messages, max_tokens=8)\n"
+        "llm.invoke(m, **budget_kwargs(llm, 8))"
     )
     assert _budget_bypasses(bad, "example") == [
         "example:1",

@@ -21,7 +21,8 @@ from tests.registries import built_in
 from tests.scripted import ScriptedChatModel
 
 BUILT_IN = built_in(STRATEGIES)
-#: (documents, tokens of each): one short document, a few pages, many mid-sized reports, a few long ones.
+#: (documents, tokens of each): one short document, a few pages, many mid-sized reports, a few long
+#: ones.
 SHAPES = [(1, 300), (6, 500), (40, 1_500), (4, 50_000)]
 #: The model's context window (``None``: not known, the config's default).
 WINDOWS = [None, 8_192, 128_000]

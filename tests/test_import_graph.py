@@ -19,7 +19,8 @@ LAYERS = ("retrieval", "memory", "graphs", "agents", "experiments")
 
 #: Cycles known and not fixed yet, each as the ``(importer, imported)`` of an import that closes it,
 #: commented with its owner: none since the merge of issue #36 (agents.chat_models <-> openai_chat
-#: was the last). An entry that no longer closes a cycle fails the test, so the list cannot outlive it.
+#: was the last). An entry that no longer closes a cycle fails the test, so the list cannot outlive
+#: it.
 KNOWN_CYCLE_EDGES: set[tuple[str, str]] = set()
 
 #: Known upward imports (a lower layer importing a higher one), likewise: ``(importer, imported)``.
@@ -58,7 +59,8 @@ def module_files() -> dict[str, Path]:
 
 
 def _type_checking_imports(tree: ast.AST) -> set[int]:
-    """``id``s of the import statements under ``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``)."""
+    """``id``s of the import statements under ``if TYPE_CHECKING:``
+    (or ``typing.TYPE_CHECKING``)."""
     found = set()
     for node in ast.walk(tree):
         test = node.test if isinstance(node, ast.If) else None
@@ -141,12 +143,20 @@ def function_level_imports(
 
 @functools.cache
 def import_graph(*, type_checking: bool) -> dict[str, set[str]]:
-    """Module -> the modules it imports, over the five packages (read once per session; not to be mutated)."""
+    """Module -> the modules it imports, over the five packages (read once per session; not to be
+    mutated)."""
     files = module_files()
     known = set(files)
-    return {name: imported_modules(name, path.read_text(encoding="utf-8"), is_package=path.name == "__init__.py", known=known,
-                                   type_checking=type_checking)
-            for name, path in files.items()}  # fmt: skip
+    return {
+        name: imported_modules(
+            name,
+            path.read_text(encoding="utf-8"),
+            is_package=path.name == "__init__.py",
+            known=known,
+            type_checking=type_checking,
+        )
+        for name, path in files.items()
+    }
 
 
 class _Tarjan:
@@ -225,8 +235,15 @@ def test_the_graph_sees_imports_inside_functions_and_relative_imports():
         "longctx.retrieval.pkg.mod",
     }
     assert imported_modules("longctx.retrieval.pkg.mod", source, is_package=False, known=known) == {
-        "longctx.retrieval.tokens", "longctx.retrieval.index", "longctx.retrieval.pkg.sibling", "longctx.retrieval.chunking"}  # fmt: skip
-    guarded = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from longctx.retrieval.index import Index\nimport longctx.retrieval.chunking\n"
+        "longctx.retrieval.tokens",
+        "longctx.retrieval.index",
+        "longctx.retrieval.pkg.sibling",
+        "longctx.retrieval.chunking",
+    }
+    guarded = (
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+        "    from longctx.retrieval.index import Index\nimport longctx.retrieval.chunking\n"
+    )
     assert imported_modules(
         "longctx.retrieval.pkg.mod", guarded, is_package=False, known=known, type_checking=False
     ) == {"longctx.retrieval.chunking"}

@@ -43,8 +43,8 @@ class StructuredConfig(RayMapOptions):
             process's, so they are set when a query starts and restored when it ends
             (``memory/records/heap_limit.py``; where ctypes cannot reach SQLite, the hard
             one stays lowered, with a warning).
-        sample_rows / distinct_values: Rows and per-column distinct text values shown to the SQL
-        writer.
+        sample_rows / distinct_values: Rows and per-column distinct text values shown to the
+            SQL writer.
         max_result_rows: Result rows kept (and shown to the final call).
         max_result_bytes: JSON bytes of result rows kept (the first row always is).
         max_cell_chars: A longer text cell of the result is cut, with a marker.

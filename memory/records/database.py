@@ -314,7 +314,8 @@ def _raise_for(
     if "too big" in message or reason == TOO_BIG:
         limit = conn.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
         raise QueryTooLarge(
-            f"a value longer than {limit:,} bytes was made (string or blob too big): the query may not build large strings or blobs"
+            f"a value longer than {limit:,} bytes was made (string or blob too big): "
+            "the query may not build large strings or blobs"
         ) from None
     if "not authorized" in message:
         raise QueryRefused(

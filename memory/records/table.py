@@ -127,7 +127,8 @@ def normalise_records(
 def reduce_cells(
     schema: TableSchema, cells: Sequence[Cell], conflict_rule: str = "latest_document"
 ) -> Table:
-    """One row per entity (and period): each cell's value from the latest (or first) document stating it."""
+    """One row per entity (and period): each cell's value from the latest (or first) document
+    stating it."""
     winners, names, superseded, conflicting = _winners(cells, conflict_rule == "latest_document")
     rows = _rows(schema, winners, names)
     stats = {
