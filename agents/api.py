@@ -3,8 +3,8 @@ uses.
 
 ``aanswer`` / ``aanswer_many`` are the same for async code (run on the caller's event loop).
 All are thin: validate the inputs, make the chat model, and hand over to the one run
-path (:func:`longctx.graphs.run.run_strategy`), which runs any registered strategy over one or
-many questions the way its registry entry declares.
+path (:func:`longctx.graphs.runtime.run.run_strategy`), which runs any registered strategy over one
+or many questions the way its registry entry declares.
 """
 
 from __future__ import annotations
@@ -29,16 +29,16 @@ from longctx.agents.jsonsafe import is_plain, json_safe
 from longctx.agents.run_plan import plan_for, too_slow
 from longctx.agents.strategy_plan import remaining_plan, strategy_plan, with_index_calls
 from longctx.graphs import STRATEGIES
-from longctx.graphs.budget import Budget, CostPlan
-from longctx.graphs.config import StrategyConfig
-from longctx.graphs.plan_check import capped, check_plan
-from longctx.graphs.registry import Strategy
-from longctx.graphs.retrieval_service import RetrievalService
-from longctx.graphs.run import RunOptions, arun_strategy, run_strategy
-from longctx.graphs.strategy_registry import one_answer_strategy
+from longctx.graphs.index.retrieval_service import RetrievalService
+from longctx.graphs.metering.budget import Budget, CostPlan
+from longctx.graphs.metering.plan_check import capped, check_plan
+from longctx.graphs.plugin.config import StrategyConfig
+from longctx.graphs.plugin.registry import Strategy
+from longctx.graphs.plugin.strategy_registry import one_answer_strategy
+from longctx.graphs.runtime.run import RunOptions, arun_strategy, run_strategy
 from longctx.retrieval import Index
 from longctx.retrieval.contract import Answer, Corpus, Question, Step, as_question
-from longctx.retrieval.errors import OptionError
+from longctx.retrieval.contract.errors import OptionError
 
 #: Questions in flight at once in ``answer_many`` for single-question strategies.
 DEFAULT_CONCURRENCY = 4
@@ -136,12 +136,13 @@ def answer(
             terminal).
         callbacks: LangChain callback handlers (or a parent run's callback manager): they see
             the strategy's graph run, its nodes and every model call, nested under the caller's run.
-        budget: At most this many calls / prompt tokens / USD (:class:`~graphs.budget.Budget`):
-            a plan that cannot fit is refused before any call; a run that reaches it stops
-            issuing calls and returns what it did, marked ``stopped="budget"``.
+        budget: At most this many calls / prompt tokens / USD
+            (:class:`~graphs.metering.budget.Budget`): a plan that cannot fit is refused before any
+            call; a run that reaches it stops issuing calls and returns what it did, marked
+            ``stopped="budget"``.
         checkpoint: Checkpoint a single-question run under ``cache_dir``: killed, it resumes at its
-            last finished step (``longctx.graphs.run_checkpoint``); off by default. MemAgent's
-            option is ``resume``.
+            last finished step (``longctx.graphs.runtime.run_checkpoint``); off by default.
+            MemAgent's option is ``resume``.
         **config: Fields of the strategy's config (e.g. ``top_k=5``, ``retriever="dense"``);
             unknown names raise ``TypeError``, invalid values ``ConfigError``.
 
@@ -302,10 +303,10 @@ def estimate(
 ) -> CostPlan:
     """What ``answer`` (or ``answer_many``, given a list) would spend, before any model call.
 
-    The bounds of the strategy's cost model (:attr:`longctx.graphs.registry.Strategy.costs`): model
-    calls at least and at most, prompt tokens (estimated), and the formula they follow. ``llm``
-    (never called) gives the tokenizer the budget guard counts with, MemAgent's chunks and full
-    context's window; as in
+    The bounds of the strategy's cost model (:attr:`longctx.graphs.plugin.registry.Strategy.costs`):
+    model calls at least and at most, prompt tokens (estimated), and the formula they follow.
+    ``llm`` (never called) gives the tokenizer the budget guard counts with, MemAgent's chunks and
+    full context's window; as in
     :func:`answer`, ``None`` is ``$LONGCTX_LLM`` or the embedded default, so this is the plan a
     budget of ``answer`` with the same arguments is checked against (the same numbers as its
     refusal). ``plan.cost_usd(price)`` turns it into USD at a price. An index-time strategy's least

@@ -22,8 +22,8 @@ from pathlib import Path
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 
-from longctx.graphs.budget_field import budget_kwargs
-from longctx.graphs.usage import metering_queue
+from longctx.graphs.metering.budget_field import budget_kwargs
+from longctx.graphs.metering.usage import metering_queue
 from longctx.retrieval.cache_files import read_json_object, write_json_object
 from longctx.retrieval.paths import default_cache_dir
 

@@ -17,7 +17,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from longctx.agents.lean_transport import should_retry
-from longctx.retrieval.errors import ModelError
+from longctx.retrieval.contract.errors import ModelError
 from longctx.retrieval.redaction import redact
 
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"

@@ -16,13 +16,13 @@
   from :mod:`longctx.agents.chat_errors`).
   The answer budget goes out as ``max_tokens``, the field every OpenAI-compatible server
   honours, and as ``max_completion_tokens`` only for OpenAI's reasoning models, which
-  refuse the older name (:func:`budget_field`, from :mod:`longctx.graphs.budget_field`). A
+  refuse the older name (:func:`budget_field`, from :mod:`longctx.graphs.metering.budget_field`). A
   ``ChatOpenAI`` the user built and passed as a model gets the same rule per call
-  (:func:`longctx.graphs.budget_field.budget_kwargs`).
+  (:func:`longctx.graphs.metering.budget_field.budget_kwargs`).
 
 Every spec takes ``tokenizer=`` (or ``$LONGCTX_TOKENIZER``): which tokenizer counts for
 the model (``"auto"``, ``"model"``, ``"hf:PATH"``, ``"server"``, ``"tiktoken:o200k_base"``,
-``"cl100k"``; see :func:`longctx.graphs.llm.set_tokenizer`).
+``"cl100k"``; see :func:`longctx.graphs.calls.llm.set_tokenizer`).
 """
 
 from __future__ import annotations
@@ -42,12 +42,12 @@ from longctx.agents.embedded_chat import EmbeddedChatModel
 
 # re-exported: the documented path (README)
 from longctx.agents.embedded_chat import embedded_model_path as embedded_model_path
+from longctx.graphs.calls.llm import model_id, set_tokenizer
 
 # re-exported: the rule lives in graphs, its callers
-from longctx.graphs.budget_field import BUDGET_FIELDS as BUDGET_FIELDS
-from longctx.graphs.budget_field import budget_field as budget_field
-from longctx.graphs.budget_field import with_budget_field as with_budget_field
-from longctx.graphs.llm import model_id, set_tokenizer
+from longctx.graphs.metering.budget_field import BUDGET_FIELDS as BUDGET_FIELDS
+from longctx.graphs.metering.budget_field import budget_field as budget_field
+from longctx.graphs.metering.budget_field import with_budget_field as with_budget_field
 from longctx.retrieval.contract import Registry
 from longctx.retrieval.deadlines import openai_http_client, with_async_deadline
 from longctx.retrieval.redaction import register_secret, register_url
@@ -71,7 +71,7 @@ def make_chat_model(spec: str | BaseChatModel | None = None, **options: Any) -> 
         **options: Passed to the model constructor (e.g. ``n_ctx=4096``, ``timeout=60``), except
             ``tokenizer`` (default ``$LONGCTX_TOKENIZER`` or ``"auto"``): the tokenizer every
             count for this model uses, validated here (see
-            :func:`longctx.graphs.llm.set_tokenizer`).
+            :func:`longctx.graphs.calls.llm.set_tokenizer`).
     """
     tokenizer = options.pop("tokenizer", None) or os.environ.get("LONGCTX_TOKENIZER")
     if isinstance(spec, BaseChatModel):

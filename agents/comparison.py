@@ -3,9 +3,9 @@
 :meth:`longctx.agents.workspace.Workspace.compare` returns a :class:`Comparison`: ``to_rows()``
 gives plain dicts (for pandas or a CSV), ``str()`` a plain-text table, and in a notebook it shows as
 an HTML table (``_repr_html_``). USD is filled when the workspace was given a price, at the report's
-rule (:mod:`longctx.graphs.pricing`: cached prompt tokens at the cached rate). An answer replayed
-from its checkpoint (a MemAgent run asked again) shows what it cost when its calls were paid, and
-how many of them were replayed now, never a free answer.
+rule (:mod:`longctx.graphs.metering.pricing`: cached prompt tokens at the cached rate). An answer
+replayed from its checkpoint (a MemAgent run asked again) shows what it cost when its calls were
+paid, and how many of them were replayed now, never a free answer.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from longctx.graphs.pricing import TokenPrice
+from longctx.graphs.metering.pricing import TokenPrice
 from longctx.retrieval.contract import Answer, Question
 
 #: Columns of a row, in order. ``calls``, the tokens and ``cost_usd`` are what the answer cost when

@@ -21,9 +21,9 @@ from pydantic import ConfigDict, PrivateAttr
 from longctx.agents.cached_usage import reused_prefix
 from longctx.agents.chat_errors import ChatModelError
 from longctx.agents.embedded_settings import EmbeddedSettings
-from longctx.graphs.prefix_lock import PrefixAffinityLock
-from longctx.graphs.request_settings import file_fingerprint
-from longctx.graphs.usage import shared_model_lock
+from longctx.graphs.calls.prefix_lock import PrefixAffinityLock
+from longctx.graphs.calls.request_settings import file_fingerprint
+from longctx.graphs.metering.usage import shared_model_lock
 from longctx.retrieval.extras import install_hint, require
 
 _ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
@@ -64,7 +64,7 @@ def close_loaded() -> None:
 def _load_llama(path: str, n_ctx: int, settings: EmbeddedSettings, seed: int):
     """One llama.cpp instance per (file, window, settings), shared and serialized by a lock that
     runs calls sharing a prompt start back to back
-    (:class:`~graphs.prefix_lock.PrefixAffinityLock`)."""
+    (:class:`~graphs.calls.prefix_lock.PrefixAffinityLock`)."""
     key = (path, n_ctx, settings, seed)
     with _LOAD_LOCK:
         if key not in _LOADED:
@@ -134,8 +134,8 @@ class EmbeddedChatModel(BaseChatModel):
     @property
     def served_model_fingerprint(self) -> str:
         """The GGUF's content fingerprint
-        (:func:`longctx.graphs.request_settings.file_fingerprint`): MemAgent's run key tells other
-        weights under the same file name apart."""
+        (:func:`longctx.graphs.calls.request_settings.file_fingerprint`): MemAgent's run key tells
+        other weights under the same file name apart."""
         return file_fingerprint(self._resolved)
 
     @property

@@ -116,8 +116,8 @@ class TokenEvent:
 
 @dataclass(frozen=True)
 class ToolCallEvent:
-    """A model turn asked for a tool call (:class:`longctx.graphs.tool_loop.ToolLoop`), sent before
-    it runs.
+    """A model turn asked for a tool call (:class:`longctx.graphs.calls.tool_loop.ToolLoop`), sent
+    before it runs.
 
     Attributes:
         name: The tool called (``None`` for a call that could not be read).
@@ -151,8 +151,8 @@ class ToolResultEvent:
         call_id: The id of the :class:`ToolCallEvent` it answers.
         name: The tool that ran.
         result: The text the model reads, cut in the middle beyond
-            :data:`longctx.graphs.tool_events.EVENT_RESULT_CHARS` characters (a marker says how
-            many).
+            :data:`longctx.graphs.calls.tool_events.EVENT_RESULT_CHARS` characters (a marker says
+            how many).
         status: ``"ok"``, or ``"error"`` (the tool raised, is unknown, got invalid arguments...).
         chars: The length of the whole result the model reads.
         node: The graph node that ran the tool (``tools`` in a tool loop).
@@ -197,7 +197,7 @@ Event = StepEvent | ProgressEvent | TokenEvent | ToolCallEvent | ToolResultEvent
 
 def tool_event(payload: dict[str, Any]) -> ToolCallEvent | ToolResultEvent:
     """The event of a tool loop's report (``to_dict()``'s form,
-    :mod:`longctx.graphs.tool_events`)."""
+    :mod:`longctx.graphs.calls.tool_events`)."""
     fields = {k: v for k, v in payload.items() if k != "kind"}
     return ToolCallEvent(**fields) if payload["kind"] == "tool_call" else ToolResultEvent(**fields)
 

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 
 from longctx.agents.api import aanswer, answer
 from longctx.graphs import STRATEGIES
-from longctx.graphs.strategy_registry import one_answer_strategy
+from longctx.graphs.plugin.strategy_registry import one_answer_strategy
 from longctx.retrieval.contract import Answer, Corpus, Question
 
 #: What a Runnable returns: the answer text (for chains), or the whole Answer (evidence, usage,

@@ -36,8 +36,8 @@ from longctx.agents.chat_errors import (
     max_retries_setting,
 )
 from longctx.agents.lean_transport import LeanTransport, retry_delay
-from longctx.graphs.budget_field import budget_field, with_budget_field
-from longctx.graphs.twins import blocking, run_blocking
+from longctx.graphs.metering.budget_field import budget_field, with_budget_field
+from longctx.graphs.runtime.twins import blocking, run_blocking
 from longctx.retrieval.reported_usage import checked_chat_usage
 
 #: A request for :meth:`RetryingChatOpenAI._complete`'s ``send``: ``post`` arguments of the lean
@@ -51,8 +51,8 @@ class RetryingChatOpenAI(ChatOpenAI):
     ``ChatOpenAI``."""
 
     _transport: Any = PrivateAttr(default=None)
-    #: Its payload goes through ``with_budget_field``: ``longctx.graphs.budget_field.budget_kwargs``
-    #: sends it a plain ``max_tokens``.
+    #: Its payload goes through ``with_budget_field``:
+    #: ``longctx.graphs.metering.budget_field.budget_kwargs`` sends it a plain ``max_tokens``.
     applies_budget_field: ClassVar[bool] = True
 
     @classmethod
@@ -61,7 +61,7 @@ class RetryingChatOpenAI(ChatOpenAI):
 
     def use_http_session(self, session: Any) -> bool:
         """Post async Chat Completions calls through ``session`` (an aiohttp session owned by
-        one run, see :func:`longctx.graphs.llm.run_client`) when :class:`LeanTransport` can
+        one run, see :func:`longctx.graphs.calls.llm.run_client`) when :class:`LeanTransport` can
         reproduce this model's requests; whether it will."""
         if not LeanTransport.serves(self.root_async_client):
             return False
@@ -125,8 +125,8 @@ class RetryingChatOpenAI(ChatOpenAI):
         self, input_: Any, *, stop: list[str] | None = None, **kwargs: Any
     ) -> dict:
         """ChatOpenAI's payload with the answer budget under the field the model honours
-        (:func:`~graphs.budget_field.budget_field`); both request paths, lean and SDK, build their
-        body here."""
+        (:func:`~graphs.metering.budget_field.budget_field`); both request paths, lean and SDK,
+        build their body here."""
         payload = super()._get_request_payload(input_, stop=stop, **kwargs)
         if "messages" not in payload:  # the Responses API names its budget max_output_tokens
             return payload
@@ -186,7 +186,7 @@ class RetryingChatOpenAI(ChatOpenAI):
         pause: Callable[[float], Awaitable[Any]],
     ) -> ChatResult:
         """One completion under the policy :meth:`_generate` and :meth:`_agenerate` share
-        (:mod:`longctx.graphs.twins`).
+        (:mod:`longctx.graphs.runtime.twins`).
 
         ``send(request)`` posts a lean request and returns the reply's bytes, or, for ``None``,
         runs ChatOpenAI's own path and returns its result. A malformed reply is retried after

@@ -1,10 +1,10 @@
 """The up-front plan of a run: model calls, tokens and minutes per strategy, before any call.
 
 Calls and tokens follow from each strategy's config and the corpus size, by the expected-cost
-cost model the strategy registers (``costs=``, :mod:`longctx.graphs.costs`: its typical counts,
-which lie within the bounds its budget is checked against; a model may stop early or write to its
-budget), the part spent at index time (built once per corpus, reused by later questions) printed
-apart; minutes come from the model's speed as measured on this machine
+cost model the strategy registers (``costs=``, :mod:`longctx.graphs.metering.costs`: its typical
+counts, which lie within the bounds its budget is checked against; a model may stop early or write
+to its budget), the part spent at index time (built once per corpus, reused by later questions)
+printed apart; minutes come from the model's speed as measured on this machine
 (:mod:`longctx.agents.calibration`), so the estimate holds for a busy 2-core laptop as well as a
 quiet server. ``longctx run``, ``demo`` and ``answer`` print the plan, and on a terminal ask before
 a run estimated above :data:`CONFIRM_MINUTES`.
@@ -23,10 +23,10 @@ from langchain_core.language_models import BaseChatModel
 
 from longctx.agents.calibration import ModelSpeed, model_speed
 from longctx.agents.chat_models import EmbeddedChatModel
-from longctx.graphs.config import StrategyConfig
-from longctx.graphs.costs import StrategyCosts
-from longctx.graphs.prompt_sharing import shared_prompt_tokens
-from longctx.graphs.registry import STRATEGIES
+from longctx.graphs.calls.prompt_sharing import shared_prompt_tokens
+from longctx.graphs.metering.costs import StrategyCosts
+from longctx.graphs.plugin.config import StrategyConfig
+from longctx.graphs.plugin.registry import STRATEGIES
 
 #: A run estimated longer than this asks for confirmation on a terminal (and warns elsewhere).
 CONFIRM_MINUTES = 15.0
@@ -48,7 +48,8 @@ class StrategyPlan:
         seconds: At the measured speed; ``None`` when the model's speed is not known.
         shared_prompt_tokens: Part of ``prompt_tokens`` a prompt cache can serve (a provider's, or
             the embedded model's kept context): the text its prompts start with for every question
-            over a corpus (:mod:`longctx.graphs.prompt_sharing`), read again by questions 2..N.
+            over a corpus (:mod:`longctx.graphs.calls.prompt_sharing`), read again by questions
+            2..N.
         index_calls: Part of ``calls`` made at index time, once per corpus (what the cost model
             declares as built once and reused: RAPTOR's tree, structured's extraction; nothing when
             cached); the rest is question time.
@@ -58,8 +59,8 @@ class StrategyPlan:
             strategy whose ``rerank`` names a reranker: one per retrieval), the candidate documents
             and the tokens they send.
         calibrated_from: Earlier answers with the same settings its question-time counts are
-            calibrated from (:mod:`longctx.experiments.cost_calibration`); 0: the cost model's
-            typical counts as they are.
+            calibrated from (:mod:`longctx.experiments.planning.cost_calibration`); 0: the cost
+            model's typical counts as they are.
     """
 
     strategy: str

@@ -7,13 +7,13 @@ from pathlib import Path
 
 from langchain_core.language_models import BaseChatModel
 
-from longctx.graphs.budget import CostPlan
-from longctx.graphs.config import ConfigT
-from longctx.graphs.registry import Strategy
-from longctx.graphs.run_batched import checkpoint_held
-from longctx.graphs.run_checkpoint import single_held
+from longctx.graphs.metering.budget import CostPlan
+from longctx.graphs.plugin.config import ConfigT
+from longctx.graphs.plugin.registry import Strategy
+from longctx.graphs.runtime.run_batched import checkpoint_held
+from longctx.graphs.runtime.run_checkpoint import single_held
 from longctx.retrieval.contract import Corpus, Question
-from longctx.retrieval.errors import ConfigError
+from longctx.retrieval.contract.errors import ConfigError
 
 
 def strategy_plan(

@@ -2,8 +2,8 @@
 
 The run is :func:`longctx.agents.aanswer`'s own (same arguments, same ``Answer``, same usage): the
 events come from a callback handler added to ``callbacks`` (each graph node's ``steps`` as the
-node finishes) and from what nodes report through :mod:`longctx.graphs.events` (MemAgent's memory
-per chunk, fan-out progress). Closing the iterator (a client that went away) cancels the run:
+node finishes) and from what nodes report through :mod:`longctx.graphs.runtime.events` (MemAgent's
+memory per chunk, fan-out progress). Closing the iterator (a client that went away) cancels the run:
 no model call starts after it; calls in flight finish; MemAgent keeps its checkpoint.
 """
 
@@ -32,15 +32,15 @@ from longctx.agents.events import (
     plain_step,
     tool_event,
 )
-from longctx.graphs.event_loop import private_loop
-from longctx.graphs.events import Report, reporting_to
-from longctx.graphs.run_config import with_handler
+from longctx.graphs.runtime.event_loop import private_loop
+from longctx.graphs.runtime.events import Report, reporting_to
+from longctx.graphs.runtime.run_config import with_handler
 from longctx.retrieval.contract import Answer, Corpus, Question
 
 
 class EventCollector(BaseCallbackHandler):
-    """Turns a run's node outputs (callbacks) and its nodes' reports (:mod:`longctx.graphs.events`)
-    into events.
+    """Turns a run's node outputs (callbacks) and its nodes' reports
+    (:mod:`longctx.graphs.runtime.events`) into events.
 
     A node of the run's graph is a chain run whose parent is the graph's own run and whose
     ``langgraph_node`` is its name; nested graphs (a strategy run inside a node) are left out.
@@ -194,7 +194,7 @@ async def astream_answer(
     HippoRAG's passages while the index builds, and what they embed), :class:`TokenEvent` for each
     piece of a reply when the model streams (its text and its pieces of tool calls), a tool loop's
     :class:`ToolCallEvent` per call asked and :class:`ToolResultEvent` per result (in the order
-    they happen, :mod:`longctx.graphs.tool_events`), then the answer's steps not seen live
+    they happen, :mod:`longctx.graphs.calls.tool_events`), then the answer's steps not seen live
     (``live=False``) and the :class:`AnswerEvent`. ``streaming=True`` makes the model stream
     (also one named by a spec string, ``llm="openai:MODEL"``; see
     :func:`longctx.agents.chat_models.streaming_model`), ``False`` makes it not, ``None`` leaves it

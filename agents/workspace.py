@@ -35,15 +35,15 @@ from longctx.agents.corpus_merge import merged
 from longctx.agents.events import Event
 from longctx.agents.streaming import astream_answer, stream_answer
 from longctx.graphs import STRATEGIES
-from longctx.graphs.budget import Budget, BudgetExceeded, CostPlan
-from longctx.graphs.llm import model_id
-from longctx.graphs.retrieval_service import RetrievalService
-from longctx.graphs.retrieval_settings import RetrievalSettings
-from longctx.graphs.strategy_registry import one_answer_strategy
+from longctx.graphs.calls.llm import model_id
+from longctx.graphs.index.retrieval_service import RetrievalService
+from longctx.graphs.index.retrieval_settings import RetrievalSettings
+from longctx.graphs.metering.budget import Budget, BudgetExceeded, CostPlan
+from longctx.graphs.plugin.strategy_registry import one_answer_strategy
 from longctx.retrieval import Index, default_cache_dir
 from longctx.retrieval.contract import Answer, Corpus, CorpusError, Document, Question, as_question
+from longctx.retrieval.contract.errors import ConfigError, OptionError
 from longctx.retrieval.duplicates import checked_duplicates
-from longctx.retrieval.errors import ConfigError, OptionError
 from longctx.retrieval.index.waits import counting_waits, waited_for
 from longctx.retrieval.readers import read_path
 
@@ -62,7 +62,7 @@ class Workspace:
         cache_dir: Root of the index cache and checkpoints (default ``$LONGCTX_CACHE_DIR`` or
             ``~/.cache/longctx``, resolved once, here).
         price: ``(prompt, completion)`` or ``(prompt, completion, cached)`` USD per 1M tokens of the
-            model (or an ``longctx.experiments.prices.Price``), for the USD column of
+            model (or an ``longctx.experiments.planning.prices.Price``), for the USD column of
             :meth:`compare` (priced as the report prices) and for a budget's ``max_cost_usd``
             (``Budget(max_cost_usd=0.05)`` needs no price of its own here).
         show_progress: Progress bars while indexing and reading (default: when stderr is a
@@ -91,7 +91,8 @@ class Workspace:
             raise OptionError(f"corpus must be a Corpus or a path, got {type(corpus).__name__}")
         STRATEGIES.get(one_answer_strategy(strategy))  # unknown names fail here, with suggestions
         self.strategy = strategy
-        self.price = Budget(price=price).price  # validated: a graphs.pricing.TokenPrice or None
+        # validated: a graphs.metering.pricing.TokenPrice or None
+        self.price = Budget(price=price).price
         self.cache_dir = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
         self.show_progress = show_progress
         self.llm = make_chat_model(llm)

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from longctx.experiments.ceilings import (
+from longctx.experiments.ceilings.measure import (
     UPPER_BOUND_NOTE,
     ceilings_json,
     compute_ceilings,

@@ -33,8 +33,8 @@ from longctx.experiments.synth import (
     parse_tokens,
     retrieval_recall,
 )
-from longctx.graphs.retrieval_service import RetrievalService
-from longctx.graphs.retrieval_settings import RetrievalSettings
+from longctx.graphs.index.retrieval_service import RetrievalService
+from longctx.graphs.index.retrieval_settings import RetrievalSettings
 
 DIFFICULTIES = ("easy", "medium", "hard", "needle")
 

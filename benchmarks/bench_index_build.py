@@ -148,7 +148,7 @@ class Phases:
         writing too)."""
         import importlib
 
-        import longctx.graphs.index_artifact as artifact
+        import longctx.graphs.index.index_artifact as artifact
         from longctx.retrieval.embedders import OpenAIEmbedder
 
         saved: list[tuple[Any, str, Any]] = []

@@ -30,7 +30,7 @@ from longctx import answer, make_chat_model
 from longctx.graphs.hipporag import build as hipporag_build
 from longctx.graphs.raptor import graph as raptor_graph
 from longctx.retrieval import Corpus
-from longctx.retrieval.document import Document
+from longctx.retrieval.contract.document import Document
 
 STEP = {"raptor": "build_tree", "hipporag": "index"}
 

@@ -23,8 +23,8 @@ from pathlib import Path
 
 from benchmarks.stub_server import stub_server
 from longctx import make_chat_model
-from longctx.experiments.context_costs import per_context_table
-from longctx.experiments.report import score_run
+from longctx.experiments.planning.context_costs import per_context_table
+from longctx.experiments.reports.report import score_run
 from longctx.experiments.runner import RunConfig, run_experiment
 
 SOURCE = "factconsolidation_sh_262k"

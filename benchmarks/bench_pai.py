@@ -33,10 +33,10 @@ from benchmarks.stub_server import stub_server
 from benchmarks.synthetic_text import generate_corpus
 from benchmarks.timing import NodeTimer
 from longctx import STRATEGIES, make_chat_model
-from longctx.graphs.event_loop import run_sync
-from longctx.graphs.llm import run_client
+from longctx.graphs.calls.llm import run_client
 from longctx.graphs.pai import prompts as P
-from longctx.graphs.run import run_strategy
+from longctx.graphs.runtime.event_loop import run_sync
+from longctx.graphs.runtime.run import run_strategy
 from longctx.retrieval import ChunkingConfig, Corpus, chunk_corpus
 from longctx.retrieval.contract import as_question
 

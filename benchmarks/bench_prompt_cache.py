@@ -30,9 +30,9 @@ from benchmarks.stub_server import stub_server
 from benchmarks.synthetic_text import generate_corpus, sample_queries
 from longctx import make_chat_model
 from longctx.experiments.benchmarks import load_benchmark
-from longctx.experiments.html_report.prompt_cache import frontier_changes
-from longctx.experiments.prices import DEFAULT_PRICES
-from longctx.experiments.report import build_report
+from longctx.experiments.planning.prices import DEFAULT_PRICES
+from longctx.experiments.reports.html_report.prompt_cache import frontier_changes
+from longctx.experiments.reports.report import build_report
 from longctx.experiments.runner import RunConfig, run_experiment
 
 MODEL = "gpt-4o-mini"

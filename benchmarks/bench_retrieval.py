@@ -229,7 +229,7 @@ def bench_backend_quality(
     tier: str, backends: list[str], k: int = 10, recall_ks: tuple[int, ...] = (10, 50)
 ) -> None:
     """Top-k overlap with the torch index and evidence recall per backend on a synthetic tier."""
-    from longctx.experiments.cli import main as cli_main
+    from longctx.experiments.cli.app import main as cli_main
     from longctx.experiments.synth import load_samples, retrieval_recall
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -60,9 +60,9 @@ from longctx import answer_many, make_chat_model
 from longctx.experiments.synth import load_samples
 from longctx.experiments.synth.samples import DOCS_DIR
 from longctx.graphs import STRATEGIES
-from longctx.graphs.llm import tokenizer_for
+from longctx.graphs.calls.llm import tokenizer_for
+from longctx.graphs.index.retrieval_service import RetrievalService
 from longctx.graphs.rag.config import RagConfig
-from longctx.graphs.retrieval_service import RetrievalService
 from longctx.retrieval import chunk_corpus
 from longctx.retrieval.contract import Corpus
 from longctx.retrieval.embedders import SentenceTransformerEmbedder

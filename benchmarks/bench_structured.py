@@ -52,8 +52,8 @@ from longctx import answer, answer_many, make_chat_model
 from longctx.experiments.synth import SynthConfig, generate, load_samples, parse_tokens
 from longctx.experiments.synth.domains import get_domain
 from longctx.graphs import STRATEGIES
-from longctx.graphs.llm import run_client
-from longctx.graphs.run import run_strategy
+from longctx.graphs.calls.llm import run_client
+from longctx.graphs.runtime.run import run_strategy
 from longctx.graphs.structured.mapping import extractor
 from longctx.retrieval.tokens import count_tokens
 

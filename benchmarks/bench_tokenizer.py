@@ -24,8 +24,8 @@ from collections.abc import Iterator
 
 from benchmarks.synthetic_text import generate_corpus
 from longctx.agents.embedded_chat import EmbeddedChatModel, embedded_model_path
-from longctx.graphs.server_tokenizer import probe_server
-from longctx.graphs.tokenize_routes import ServerTokenizer, server_root
+from longctx.graphs.tokenizers.server_tokenizer import probe_server
+from longctx.graphs.tokenizers.tokenize_routes import ServerTokenizer, server_root
 from longctx.retrieval.tokenizers import tiktoken_tokenizer
 
 

@@ -232,7 +232,7 @@ class _Stub:
         # imported only here: importing graphs costs the stub's start ~1 s, which every test using
         # it paid
         if prompt_cache:
-            from longctx.graphs.prefix_lock import shared_start
+            from longctx.graphs.calls.prefix_lock import shared_start
 
             self.shared_start = shared_start
 

@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING
 from longctx.retrieval.lazy import lazy_attributes
 
 if TYPE_CHECKING:  # the lazy names below, for type checkers (nothing is imported at run time)
-    from longctx.graphs.config import ConfigError, StrategyConfig
-    from longctx.graphs.context import StrategyContext
     from longctx.graphs.full_context import FullContextConfig
+    from longctx.graphs.index.retrieval_settings import RetrievalSettings
     from longctx.graphs.memagent import MemAgentConfig
     from longctx.graphs.pai import PaiConfig
-    from longctx.graphs.presentation import StrategyPresentation
-    from longctx.graphs.rag import RagConfig
-    from longctx.graphs.registry import (
+    from longctx.graphs.plugin.config import ConfigError, StrategyConfig
+    from longctx.graphs.plugin.context import StrategyContext
+    from longctx.graphs.plugin.presentation import StrategyPresentation
+    from longctx.graphs.plugin.registry import (
         BatchRun,
         BatchSettings,
         Continuation,
@@ -35,25 +35,25 @@ if TYPE_CHECKING:  # the lazy names below, for type checkers (nothing is importe
         SingleRun,
         Strategy,
     )
-    from longctx.graphs.retrieval_settings import RetrievalSettings
+    from longctx.graphs.plugin.strategy_registry import STRATEGIES
+    from longctx.graphs.rag import RagConfig
     from longctx.graphs.self_ask import SelfAskConfig
     from longctx.graphs.self_route import SelfRouteConfig
-    from longctx.graphs.strategy_registry import STRATEGIES
 
 _EXPORTS = {
-    "STRATEGIES": "longctx.graphs.strategy_registry",
-    "ConfigError": "longctx.graphs.config",
-    "StrategyConfig": "longctx.graphs.config",
-    "StrategyContext": "longctx.graphs.context",
+    "STRATEGIES": "longctx.graphs.plugin.strategy_registry",
+    "ConfigError": "longctx.graphs.plugin.config",
+    "StrategyConfig": "longctx.graphs.plugin.config",
+    "StrategyContext": "longctx.graphs.plugin.context",
     "FullContextConfig": "longctx.graphs.full_context",
     "MemAgentConfig": "longctx.graphs.memagent",
     "PaiConfig": "longctx.graphs.pai",
-    "StrategyPresentation": "longctx.graphs.presentation",
+    "StrategyPresentation": "longctx.graphs.plugin.presentation",
     "RagConfig": "longctx.graphs.rag",
-    "RetrievalSettings": "longctx.graphs.retrieval_settings",
+    "RetrievalSettings": "longctx.graphs.index.retrieval_settings",
     **dict.fromkeys(
         ("BatchRun", "BatchSettings", "Continuation", "RayStage", "SingleRun", "Strategy"),
-        "longctx.graphs.registry",
+        "longctx.graphs.plugin.registry",
     ),
     "SelfAskConfig": "longctx.graphs.self_ask",
     "SelfRouteConfig": "longctx.graphs.self_route",

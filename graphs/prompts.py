@@ -20,8 +20,8 @@ DOCUMENT_TEMPLATE = """Document {number}: {title}
 {text}"""
 
 #: Appended to the prompt of a call retried after a malformed reply
-#: (:mod:`longctx.graphs.validated_call`; written for PAI's structured calls, and shared since with
-#: the structured strategy's).
+#: (:mod:`longctx.graphs.calls.validated_call`; written for PAI's structured calls, and shared since
+#: with the structured strategy's).
 RETRY_NOTE = """
 
 Your previous reply could not be used ({error}). Reply again, following the required format exactly."""

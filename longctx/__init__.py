@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # the lazy names below, for type checkers (nothing is importe
     from longctx.agents.streaming import astream_answer, stream_answer
     from longctx.agents.workspace import Workspace
     from longctx.graphs import STRATEGIES, ConfigError
-    from longctx.graphs.budget import Budget, BudgetExceeded, CostPlan
+    from longctx.graphs.metering.budget import Budget, BudgetExceeded, CostPlan
     from longctx.retrieval.contract import (
         Answer,
         Corpus,
@@ -52,7 +52,7 @@ if TYPE_CHECKING:  # the lazy names below, for type checkers (nothing is importe
         Step,
         Usage,
     )
-    from longctx.retrieval.errors import DataError, LongctxError, ModelError
+    from longctx.retrieval.contract.errors import DataError, LongctxError, ModelError
     from longctx.retrieval.extras import MissingExtraError
 
 #: Exported name -> the module that defines it.
@@ -79,12 +79,14 @@ _EXPORTS = {
     **dict.fromkeys(("astream_answer", "stream_answer"), "longctx.agents.streaming"),
     "Workspace": "longctx.agents.workspace",
     **dict.fromkeys(("STRATEGIES", "ConfigError"), "longctx.graphs"),
-    **dict.fromkeys(("Budget", "BudgetExceeded", "CostPlan"), "longctx.graphs.budget"),
+    **dict.fromkeys(("Budget", "BudgetExceeded", "CostPlan"), "longctx.graphs.metering.budget"),
     **dict.fromkeys(
         ("Answer", "Corpus", "CorpusError", "Document", "Evidence", "Question", "Step", "Usage"),
         "longctx.retrieval.contract",
     ),
-    **dict.fromkeys(("DataError", "LongctxError", "ModelError"), "longctx.retrieval.errors"),
+    **dict.fromkeys(
+        ("DataError", "LongctxError", "ModelError"), "longctx.retrieval.contract.errors"
+    ),
     "MissingExtraError": "longctx.retrieval.extras",
 }
 

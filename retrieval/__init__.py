@@ -16,12 +16,12 @@ from longctx.retrieval.lazy import lazy_attributes
 if TYPE_CHECKING:  # the lazy names below, for type checkers (nothing is imported at run time)
     from longctx.retrieval.base import Hit, Retriever
     from longctx.retrieval.chunking import Chunk, ChunkingConfig, chunk_corpus
-    from longctx.retrieval.corpus import Corpus
-    from longctx.retrieval.document import CorpusError, Document
+    from longctx.retrieval.contract.corpus import Corpus
+    from longctx.retrieval.contract.document import CorpusError, Document
+    from longctx.retrieval.contract.registry import Registry
     from longctx.retrieval.embedders import EMBEDDERS
     from longctx.retrieval.index import Index, build_index
     from longctx.retrieval.paths import default_cache_dir
-    from longctx.retrieval.registry import Registry
     from longctx.retrieval.retrievers import RETRIEVERS, make_retriever
     from longctx.retrieval.tokens import count_tokens, middle_truncate
 
@@ -31,10 +31,10 @@ _EXPORTS = {
     "Chunk": "longctx.retrieval.chunking",
     "ChunkingConfig": "longctx.retrieval.chunking",
     "chunk_corpus": "longctx.retrieval.chunking",
-    "Corpus": "longctx.retrieval.corpus",
-    "CorpusError": "longctx.retrieval.document",
-    "Document": "longctx.retrieval.document",
-    "Registry": "longctx.retrieval.registry",
+    "Corpus": "longctx.retrieval.contract.corpus",
+    "CorpusError": "longctx.retrieval.contract.document",
+    "Document": "longctx.retrieval.contract.document",
+    "Registry": "longctx.retrieval.contract.registry",
     "EMBEDDERS": "longctx.retrieval.embedders",
     "Index": "longctx.retrieval.index",
     "build_index": "longctx.retrieval.index",

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import xxhash
 
-from longctx.retrieval.errors import DataError
+from longctx.retrieval.contract.errors import DataError
 
 if TYPE_CHECKING:
     from _typeshed import (

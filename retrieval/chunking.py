@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from tqdm.auto import tqdm
 
-from longctx.retrieval.document import Document, IndexableCorpus
+from longctx.retrieval.contract.document import Document, IndexableCorpus
 from longctx.retrieval.tokens import (
     SEGMENT_CHARS,
     count_tokens_batch,

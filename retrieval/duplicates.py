@@ -16,8 +16,8 @@ import logging
 from collections.abc import Sequence
 from typing import Literal
 
-from longctx.retrieval.document import Document, hash_text
-from longctx.retrieval.errors import ConfigError
+from longctx.retrieval.contract.document import Document, hash_text
+from longctx.retrieval.contract.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

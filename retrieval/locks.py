@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from longctx.retrieval.errors import LongctxError
+from longctx.retrieval.contract.errors import LongctxError
 
 
 class LockHeld(LongctxError, RuntimeError):

@@ -21,9 +21,9 @@ import numpy as np
 from longctx.retrieval.base import Retriever
 from longctx.retrieval.chunking import ChunkingConfig
 from longctx.retrieval.contract import Corpus
+from longctx.retrieval.contract.errors import OptionError
 from longctx.retrieval.dense import DenseRetriever
 from longctx.retrieval.embedder_base import Embedder
-from longctx.retrieval.errors import OptionError
 from longctx.retrieval.fit import chunks_for
 from longctx.retrieval.index import (
     Index,

@@ -11,7 +11,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from longctx.retrieval.document import CorpusError, Document
+from longctx.retrieval.contract.document import CorpusError, Document
 from longctx.retrieval.extras import require
 from longctx.retrieval.paths import OutsideRoot, resolve_inside
 

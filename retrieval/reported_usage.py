@@ -9,7 +9,7 @@ Every path that reads a server's usage goes through here: chat replies, whole, s
 by the lean transport (:mod:`longctx.agents.openai_chat`, :func:`checked_chat_usage`), rerank
 replies (:mod:`longctx.retrieval.rerank`, :func:`checked_rerank_tokens`), and, for any chat model,
 the counters of a reply's ``usage_metadata`` (:func:`metadata_counts`:
-``longctx.graphs.llm.reply_usage``, the budget guard). Embedding replies' usage is not read.
+``longctx.graphs.calls.llm.reply_usage``, the budget guard). Embedding replies' usage is not read.
 
 The rule: a count is a whole number in ``[0, MAX_COUNT)`` (``12.0`` reads as 12). When the
 prompt or completion count is not one, the reply's usage is dropped and the call is counted as
@@ -29,7 +29,7 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 #: Counts are whole numbers below this: a trillion tokens is more than any call reads, and the
-#: result rows refuse more (``longctx.experiments.row_schema``).
+#: result rows refuse more (``longctx.experiments.runner.row_schema``).
 MAX_COUNT = 10**12
 #: Counts a chat reply's usage must hold to be used; without them the call is counted by us.
 REQUIRED = ("prompt_tokens", "completion_tokens")

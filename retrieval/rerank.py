@@ -29,10 +29,10 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from longctx.retrieval.base import Hit
+from longctx.retrieval.contract.errors import ModelError
+from longctx.retrieval.contract.registry import Registry
 from longctx.retrieval.deadlines import deadline_client
-from longctx.retrieval.errors import ModelError
 from longctx.retrieval.extras import require
-from longctx.retrieval.registry import Registry
 from longctx.retrieval.reported_usage import checked_rerank_tokens
 from longctx.retrieval.rerank_reply import MalformedReply, json_kind, reply_scores, strict_json
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from longctx.retrieval.registry import Registry
+from longctx.retrieval.contract.registry import Registry
 
 if TYPE_CHECKING:
     from longctx.retrieval.base import Retriever

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from longctx.retrieval.base import Retriever
 from longctx.retrieval.bm25 import BM25Retriever
+from longctx.retrieval.contract.errors import OptionError
 from longctx.retrieval.dense import DenseRetriever
 from longctx.retrieval.embedders import (
     OPENAI_EMBEDDING_MAX_TOKENS,
@@ -15,7 +16,6 @@ from longctx.retrieval.embedders import (
     OpenAIEmbedder,
     SentenceTransformerEmbedder,
 )
-from longctx.retrieval.errors import OptionError
 from longctx.retrieval.fusion import RRF_K
 from longctx.retrieval.hybrid import Fusion, HybridRetriever
 from longctx.retrieval.retriever_registry import (

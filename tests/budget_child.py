@@ -2,9 +2,9 @@
 ``llm_query`` would: ``python -m tests.budget_child URL CALLS [die]``.
 
 Each call is a real HTTP request to the Chat Completions server at ``URL`` (the recording stub),
-reserved with :class:`longctx.graphs.budget_client.BudgetClient` before it is sent and settled with
-the usage the server returned. Prints one JSON line: the calls sent and the refusal, if any. With
-``die``, it takes a grant and kills itself before sending anything.
+reserved with :class:`longctx.graphs.metering.budget_client.BudgetClient` before it is sent and
+settled with the usage the server returned. Prints one JSON line: the calls sent and the refusal, if
+any. With ``die``, it takes a grant and kills itself before sending anything.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import signal
 import sys
 import urllib.request
 
-from longctx.graphs.budget import BudgetReached
-from longctx.graphs.budget_client import BudgetClient
+from longctx.graphs.metering.budget import BudgetReached
+from longctx.graphs.metering.budget_client import BudgetClient
 
 MAX_TOKENS = 8
 

@@ -19,10 +19,10 @@ from langchain_core.messages import AnyMessage, HumanMessage
 from langchain_core.tools import tool
 from langgraph.graph import END, START, StateGraph, add_messages
 
-from longctx.graphs.answer_state import AnswerState
-from longctx.graphs.config import StrategyConfig
-from longctx.graphs.context import StrategyContext
-from longctx.graphs.tool_loop import ToolLoop, final_text
+from longctx.graphs.calls.tool_loop import ToolLoop, final_text
+from longctx.graphs.plugin.answer_state import AnswerState
+from longctx.graphs.plugin.config import StrategyConfig
+from longctx.graphs.plugin.context import StrategyContext
 from longctx.retrieval.contract import Step
 from tests.recording_server import tool_call, tool_reply
 

@@ -89,8 +89,9 @@ def openai_tool_calls(calls: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def counted_text(request: dict[str, Any]) -> str:
     """What a chat request's prompt usage counts, as the budget guard counts it
-    (:func:`longctx.graphs.prompt_text.counted_prompt`): every message's text (:func:`prompt_of`),
-    the name and arguments of each assistant tool call, and the ``tools`` schemas (as JSON)."""
+    (:func:`longctx.graphs.calls.prompt_text.counted_prompt`): every message's text
+    (:func:`prompt_of`), the name and arguments of each assistant tool call, and the ``tools``
+    schemas (as JSON)."""
     parts = [prompt_of(request)]
     for m in request.get("messages", []):
         for c in m.get("tool_calls") or []:

@@ -6,10 +6,10 @@ cheaper one."""
 from __future__ import annotations
 
 from longctx import Question
-from longctx.experiments.amortized_costs import amortization
 from longctx.experiments.benchmarks import Sample
-from longctx.experiments.break_even import CostLine
-from longctx.experiments.report import build_report
+from longctx.experiments.planning.amortized_costs import amortization
+from longctx.experiments.planning.break_even import CostLine
+from longctx.experiments.reports.report import build_report
 from longctx.experiments.runner import RunConfig, read_rows, run_experiment
 from longctx.retrieval import Corpus
 from tests.test_structured import DOCS, SCHEMA, scripted

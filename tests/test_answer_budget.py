@@ -5,7 +5,7 @@ llama-cpp-python's server (0.3.x) ignores: a budget of 8 generated hundreds of t
 OpenAI model sends ``max_tokens`` except to OpenAI's reasoning models, which only take
 ``max_completion_tokens`` (``longctx.agents.chat_models.budget_field``). A ``ChatOpenAI`` the user
 built and passed as ``llm=`` gets the same rule per call
-(``longctx.graphs.budget_field.budget_kwargs``).
+(``longctx.graphs.metering.budget_field.budget_kwargs``).
 
 The fast tests check the request bodies against the recording stub; the ones marked ``slow``
 run ``rag``, ``full_context``, ``memagent`` (with our model and with a user's ``ChatOpenAI``)
@@ -23,7 +23,7 @@ from langchain_openai import ChatOpenAI
 
 from longctx import answer
 from longctx.agents.chat_models import budget_field, make_chat_model
-from longctx.experiments.cli import main
+from longctx.experiments.cli.app import main
 from longctx.graphs.pai.calls import KeepContextArgs
 from longctx.retrieval import Corpus
 from tests.recording_server import RecordingServer
@@ -202,9 +202,9 @@ def test_a_budget_set_on_the_user_model_is_overridden_by_the_call():
 
 def test_structured_calls_and_calibration_send_max_tokens_to_a_user_model():
     from longctx.agents.calibration import _timed
+    from longctx.graphs.calls.validated_call import call_validated
     from longctx.graphs.pai.calls import acall_structured, call_structured
     from longctx.graphs.pai.prompts import KEEP_CONTEXT_FUNCTION
-    from longctx.graphs.validated_call import call_validated
 
     with RecordingServer(lambda request: '{"keep_context": true}') as server:
         llm = user_chat_openai(server.url)
@@ -241,7 +241,7 @@ def test_user_model_replies_cached_under_the_old_field_are_not_replayed():
     from langchain_core.messages import AIMessage, HumanMessage
     from langchain_core.outputs import ChatGeneration
 
-    from longctx.graphs.llm import complete
+    from longctx.graphs.calls.llm import complete
 
     with RecordingServer(lambda request: "short") as server:
         cache = InMemoryCache()
@@ -262,7 +262,7 @@ def test_budget_kwargs_leave_other_models_alone():
     from langchain_core.language_models.fake_chat_models import FakeListChatModel
     from langchain_openai import AzureChatOpenAI
 
-    from longctx.graphs.budget_field import budget_kwargs
+    from longctx.graphs.metering.budget_field import budget_kwargs
 
     url = "http://127.0.0.1:9/v1"
     plain = {"max_tokens": BUDGET}

@@ -10,19 +10,19 @@ import typing
 import pytest
 
 from longctx.graphs import STRATEGIES
-from longctx.graphs.answer_state import AnswerState, BatchAnswer
-from longctx.graphs.budget import CostPlan
-from longctx.graphs.costs import (
+from longctx.graphs.memagent.graph import collect, fan_out, final_answer, update_memory
+from longctx.graphs.memagent.state import MemoryTask
+from longctx.graphs.metering.budget import CostPlan
+from longctx.graphs.metering.costs import (
     PLACEHOLDER_QUESTION,
     CorpusShape,
     per_question_plan,
     retrieved_prompt,
 )
-from longctx.graphs.memagent.graph import collect, fan_out, final_answer, update_memory
-from longctx.graphs.memagent.state import MemoryTask
 from longctx.graphs.pai.graph import route_sub_answers, sub_answer
 from longctx.graphs.pai.judging import judge, route_judges
 from longctx.graphs.pai.state import JudgeTask, SubAnswerTask
+from longctx.graphs.plugin.answer_state import AnswerState, BatchAnswer
 from longctx.retrieval import Chunk, Hit
 
 SINGLE = sorted(name for name in STRATEGIES if not STRATEGIES.get(name).batched)

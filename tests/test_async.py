@@ -12,11 +12,11 @@ import threading
 import pytest
 
 from longctx import STRATEGIES, Corpus, aanswer, aanswer_many, answer, answer_many, graphs
-from longctx.graphs.cancel import CancelGuard
 from longctx.graphs.pai import graph as pai_graph
 from longctx.graphs.pai.judging import route_judges
 from longctx.graphs.prompts import format_documents
-from longctx.graphs.run import arun_strategy, run_strategy
+from longctx.graphs.runtime.cancel import CancelGuard
+from longctx.graphs.runtime.run import arun_strategy, run_strategy
 from longctx.retrieval import Chunk, Hit
 from longctx.retrieval.contract import as_question
 from tests.recording_server import RecordingServer, prompt_of
@@ -223,7 +223,7 @@ def test_a_cancelled_memagent_run_keeps_its_checkpoint_and_the_next_call_resumes
         k + 1, started, go
     )  # chunks 0..k-1 done, chunk k's call in flight when the run is cancelled
     monkeypatch.setattr(RecordedCancelGuard, "made", [])
-    monkeypatch.setattr(graphs.run_batched, "CancelGuard", RecordedCancelGuard)
+    monkeypatch.setattr(graphs.runtime.run_batched, "CancelGuard", RecordedCancelGuard)
 
     async def cancel_after_k_chunks():
         task = asyncio.create_task(
@@ -325,7 +325,7 @@ def test_judge_tasks_are_one_per_chunk_with_every_pair():
 
 def test_a_runs_connection_pool_is_its_own_and_closed_when_the_run_ends(monkeypatch):
     from longctx.agents.chat_models import make_chat_model
-    from longctx.graphs.llm import run_client
+    from longctx.graphs.calls.llm import run_client
 
     with RecordingServer() as server:
         llm = make_chat_model("openai:rec", base_url=server.url)

@@ -340,7 +340,7 @@ def test_export_writes_the_csv_the_official_collect_results_reads(tmp_path):
             llm=llm,
             show_progress=False,
         )
-    from longctx.experiments.export import export_official
+    from longctx.experiments.reports.export import export_official
 
     written = export_official(tmp_path / "run", tmp_path / "official")["full_context"]
     folder = tmp_path / "official" / "babilong_evals" / "longctx" / "full_context"
@@ -386,7 +386,7 @@ def test_the_documented_cli_chain_with_loader_options_runs_reports_and_exports(
 ):
     """``longctx run --benchmark babilong --loader-option examples=false ...``, then ``report``
     and ``export``."""
-    from longctx.experiments.cli import main
+    from longctx.experiments.cli.app import main
 
     run = tmp_path / "run"
     with RecordingServer(lambda request: "bathroom") as server:

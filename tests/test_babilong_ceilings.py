@@ -17,11 +17,11 @@ import pytest
 from longctx import answer
 from longctx.experiments.babilong_gen import generate
 from longctx.experiments.benchmarks import load_benchmark
-from longctx.experiments.ceilings import compute_ceilings, format_table
-from longctx.experiments.report import build_report
+from longctx.experiments.ceilings.measure import compute_ceilings, format_table
+from longctx.experiments.reports.report import build_report
 from longctx.experiments.runner import RunConfig, run_experiment
-from longctx.graphs.registry import STRATEGIES
-from longctx.graphs.retrieval_service import RetrievalService
+from longctx.graphs.index.retrieval_service import RetrievalService
+from longctx.graphs.plugin.registry import STRATEGIES
 from longctx.retrieval import tokens
 from tests.scripted import ScriptedChatModel
 

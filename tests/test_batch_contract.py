@@ -17,12 +17,12 @@ from langgraph.types import Send
 
 from longctx import Budget, BudgetExceeded, Question, aanswer_many, answer_many
 from longctx.graphs import STRATEGIES
-from longctx.graphs.budget import CostPlan
-from longctx.graphs.config import StrategyConfig, option
-from longctx.graphs.context import StrategyContext
-from longctx.graphs.llm import add_usage, complete_with_usage
-from longctx.graphs.registry import BatchRun, BatchSettings
-from longctx.graphs.run import run_strategy
+from longctx.graphs.calls.llm import add_usage, complete_with_usage
+from longctx.graphs.metering.budget import CostPlan
+from longctx.graphs.plugin.config import StrategyConfig, option
+from longctx.graphs.plugin.context import StrategyContext
+from longctx.graphs.plugin.registry import BatchRun, BatchSettings
+from longctx.graphs.runtime.run import run_strategy
 from longctx.memory import MemoryTrace
 from longctx.retrieval import Corpus
 from tests.scripted import ScriptedChatModel

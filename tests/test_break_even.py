@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from longctx.experiments.break_even import BreakEven, CostLine, break_even, break_evens
+from longctx.experiments.planning.break_even import BreakEven, CostLine, break_even, break_evens
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,7 @@
 """Model calls made in another process are reserved with the parent's budget guard before they
-are sent (graphs.budget_channel / graphs.budget_client): a real child process making real HTTP
-calls to the recording stub never passes a budget of calls, prompt tokens or dollars, and what
-the guard and the channel count equals what the stub received."""
+are sent (graphs.metering.budget_channel / graphs.metering.budget_client): a real child process
+making real HTTP calls to the recording stub never passes a budget of calls, prompt tokens or
+dollars, and what the guard and the channel count equals what the stub received."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from langchain_core.runnables import RunnableLambda
 
-from longctx.graphs.budget import Budget, BudgetReached
-from longctx.graphs.budget_channel import BudgetChannel, guard_of
-from longctx.graphs.budget_client import TICKET_ENV, BudgetChannelError, BudgetClient
-from longctx.graphs.budget_guard import BudgetGuard
-from longctx.graphs.usage import UsageTracker
+from longctx.graphs.metering.budget import Budget, BudgetReached
+from longctx.graphs.metering.budget_channel import BudgetChannel, guard_of
+from longctx.graphs.metering.budget_client import TICKET_ENV, BudgetChannelError, BudgetClient
+from longctx.graphs.metering.budget_guard import BudgetGuard
+from longctx.graphs.metering.usage import UsageTracker
 from tests.budget_child import MAX_TOKENS
 from tests.recording_server import RecordingServer, counted_words
 

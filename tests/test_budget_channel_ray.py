@@ -1,7 +1,7 @@
 """The calls a Ray worker makes for a map stage are reserved with the caller's budget guard
-before they are sent (graphs.ray_map through graphs.budget_channel): at the recording stub, a
-budget of N calls or T prompt tokens is never passed by the workers, and the guard's counts equal
-what the stub received."""
+before they are sent (graphs.runtime.ray_map through graphs.metering.budget_channel): at the
+recording stub, a budget of N calls or T prompt tokens is never passed by the workers, and the
+guard's counts equal what the stub received."""
 
 from __future__ import annotations
 
@@ -22,10 +22,10 @@ pytestmark = pytest.mark.ray
 from langchain_core.runnables import RunnableLambda  # noqa: E402
 
 from longctx import make_chat_model  # noqa: E402
-from longctx.graphs.budget import Budget, BudgetReached  # noqa: E402
-from longctx.graphs.budget_guard import BudgetGuard  # noqa: E402
-from longctx.graphs.ray_map import ModelRecipe, counted_model, map_or_raise, run_batch  # noqa: E402
-from longctx.graphs.usage import UsageTracker  # noqa: E402
+from longctx.graphs.metering.budget import Budget, BudgetReached  # noqa: E402
+from longctx.graphs.metering.budget_guard import BudgetGuard  # noqa: E402
+from longctx.graphs.metering.usage import UsageTracker  # noqa: E402
+from longctx.graphs.runtime.ray_map import ModelRecipe, counted_model, map_or_raise, run_batch  # noqa: E402
 from tests.recording_server import RecordingServer, counted_words  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

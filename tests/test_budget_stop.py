@@ -13,13 +13,13 @@ from langgraph.graph import END, START, StateGraph, add_messages
 from langgraph.runtime import Runtime
 
 from longctx import Budget, answer, make_chat_model
-from longctx.graphs.answer_state import AnswerState
-from longctx.graphs.config import StrategyConfig
-from longctx.graphs.context import StrategyContext
-from longctx.graphs.llm import complete
-from longctx.graphs.registry import SingleRun, Strategy
-from longctx.graphs.run import arun_strategy, run_strategy
-from longctx.graphs.tool_loop import ToolLoop, answer_so_far, final_text
+from longctx.graphs.calls.llm import complete
+from longctx.graphs.calls.tool_loop import ToolLoop, answer_so_far, final_text
+from longctx.graphs.plugin.answer_state import AnswerState
+from longctx.graphs.plugin.config import StrategyConfig
+from longctx.graphs.plugin.context import StrategyContext
+from longctx.graphs.plugin.registry import SingleRun, Strategy
+from longctx.graphs.runtime.run import arun_strategy, run_strategy
 from longctx.retrieval import Corpus
 from longctx.retrieval.contract import Question, Step
 from tests.corpus_tools import DOCS, get_document, search

@@ -13,7 +13,7 @@ import warnings
 import pytest
 
 from longctx import STRATEGIES, Budget, BudgetExceeded, answer, estimate, make_chat_model
-from longctx.graphs.run import run_strategy
+from longctx.graphs.runtime.run import run_strategy
 from longctx.retrieval import Corpus
 from longctx.retrieval.contract import Answer, as_question
 from tests.recording_server import RecordingServer, prompt_of
@@ -190,7 +190,7 @@ def test_result_rows_of_a_stopped_then_resumed_unit_add_up_to_the_requests_sent(
 ):
     """The stopped row and the row that finished the run each carry their own calls: summed, as a
     report's cost sums them, nothing twice."""
-    from longctx.experiments.report import score_run
+    from longctx.experiments.reports.report import score_run
     from longctx.experiments.runner import RunConfig, read_rows, run_experiment
 
     questions = tmp_path / "q.jsonl"
@@ -352,7 +352,7 @@ def test_a_checkpoint_that_covers_the_difference_lets_the_rest_run(isolated_cach
     ],
 )
 def test_a_plan_after_a_checkpoint_counts_only_the_steps_left(calls, step, left):
-    from longctx.graphs.budget import CostPlan
+    from longctx.graphs.metering.budget import CostPlan
 
     steps = (
         (3, 100, 10),
@@ -379,7 +379,7 @@ def test_a_plan_after_a_checkpoint_counts_only_the_steps_left(calls, step, left)
 
 
 def test_a_pairs_rows_add_up_to_its_spend_each_row_once():
-    from longctx.experiments.spend import latest_with_spend
+    from longctx.experiments.planning.spend import latest_with_spend
 
     def row(sample: str, status: str, calls: int | None) -> dict:
         usage = (

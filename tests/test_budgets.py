@@ -9,9 +9,9 @@ import json
 import pytest
 
 from longctx import Budget, BudgetExceeded, aanswer, answer, answer_many, estimate
-from longctx.experiments.cli import main
-from longctx.graphs.budget import BudgetReached, CostPlan
-from longctx.graphs.budget_guard import BudgetGuard
+from longctx.experiments.cli.app import main
+from longctx.graphs.metering.budget import BudgetReached, CostPlan
+from longctx.graphs.metering.budget_guard import BudgetGuard
 from longctx.retrieval import Corpus
 from tests.recording_server import RecordingServer
 from tests.scripted import ScriptedChatModel

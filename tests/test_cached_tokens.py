@@ -16,7 +16,7 @@ from longctx import answer_many
 from longctx.agents.cached_usage import reported_cached_tokens, reused_prefix
 from longctx.agents.chat_models import make_chat_model, streaming_model
 from longctx.experiments.benchmarks import load_benchmark
-from longctx.experiments.prices import (
+from longctx.experiments.planning.prices import (
     DEFAULT_PRICES,
     Price,
     PriceTableError,
@@ -24,7 +24,7 @@ from longctx.experiments.prices import (
     price_for,
     row_cost,
 )
-from longctx.experiments.report import build_report
+from longctx.experiments.reports.report import build_report
 from longctx.experiments.runner import RunConfig, read_rows, run_experiment
 from longctx.retrieval import Corpus
 from longctx.retrieval.contract import Usage
@@ -319,7 +319,7 @@ def test_the_async_lean_path_reads_cached_tokens_too(style):
 
     from langchain_core.messages import HumanMessage
 
-    from longctx.graphs.llm import reply_usage, run_client
+    from longctx.graphs.calls.llm import reply_usage, run_client
 
     prompt = DOCUMENT + "\nQuestion: how many crates at gate 1?"
 
@@ -346,7 +346,7 @@ RATES = (
 )  # USD per 1M prompt, completion, cached prompt tokens: a cached token a tenth of a prompt token
 RATED = Price.of(
     RATES, source="user", key="m"
-)  # as experiments.prices.price_for gives it (longctx --max-cost's)
+)  # as experiments.planning.prices.price_for gives it (longctx --max-cost's)
 GATES = ["How many crates at gate 1?", "How many crates at gate 2?", "How many crates at gate 3?"]
 
 
@@ -387,9 +387,9 @@ def test_the_budget_guard_spends_what_the_report_charges():
     before each call at the prompt rate."""
     from langchain_core.messages import HumanMessage
 
-    from longctx.graphs.budget import Budget
-    from longctx.graphs.budget_guard import BudgetGuard
-    from longctx.graphs.llm import reply_usage, tokenizer_for
+    from longctx.graphs.calls.llm import reply_usage, tokenizer_for
+    from longctx.graphs.metering.budget import Budget
+    from longctx.graphs.metering.budget_guard import BudgetGuard
 
     with RecordingServer(lambda request: "The answer is: 7", prompt_cache="openai") as server:
         llm = make_chat_model("openai:m", base_url=server.url, max_retries=0)

@@ -9,7 +9,7 @@ import threading
 import pytest
 from langchain_core.callbacks import BaseCallbackHandler
 
-from longctx.graphs.cancel import CALLBACK_LOGGER, CancelGuard, RunCancelled
+from longctx.graphs.runtime.cancel import CALLBACK_LOGGER, CancelGuard, RunCancelled
 from tests.scripted import ScriptedChatModel
 
 

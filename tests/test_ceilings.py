@@ -7,11 +7,17 @@ import json
 
 import pytest
 
-from longctx.experiments.ceilings import UPPER_BOUND_NOTE, Env, Item, compute_ceilings, format_table
+from longctx.experiments.ceilings.measure import (
+    UPPER_BOUND_NOTE,
+    Env,
+    Item,
+    compute_ceilings,
+    format_table,
+)
 from longctx.experiments.synth.records import Record
-from longctx.graphs.ceiling import render_records
-from longctx.graphs.registry import STRATEGIES
-from longctx.graphs.retrieval_service import RetrievalService
+from longctx.graphs.index.retrieval_service import RetrievalService
+from longctx.graphs.plugin.ceiling import render_records
+from longctx.graphs.plugin.registry import STRATEGIES
 from longctx.retrieval import Corpus, tokens
 from longctx.retrieval.contract import Question
 
@@ -263,7 +269,7 @@ def test_rag_ceiling_agrees_with_the_synth_reports_evidence_recall(synth_dir, tm
     """Same settings, same numbers: the runner + report's evidence recall, and bench_synth's recall
     per question."""
     from longctx.experiments.benchmarks import load_benchmark
-    from longctx.experiments.report import build_report
+    from longctx.experiments.reports.report import build_report
     from longctx.experiments.runner import RunConfig, run_experiment
     from longctx.experiments.synth import load_samples, retrieval_recall
     from tests.scripted import ScriptedChatModel
@@ -304,7 +310,7 @@ def test_rag_ceiling_agrees_with_the_synth_reports_evidence_recall(synth_dir, tm
 
 
 def test_cli_prints_every_strategy_with_the_upper_bound_note(synth_dir, capsys):
-    from longctx.experiments.cli import main
+    from longctx.experiments.cli.app import main
 
     assert (
         main(
@@ -351,7 +357,7 @@ def test_cli_prints_every_strategy_with_the_upper_bound_note(synth_dir, capsys):
 
 
 def test_format_table_marks_skipped_strategies():
-    from longctx.experiments.ceilings import Ceiling
+    from longctx.experiments.ceilings.measure import Ceiling
 
     text = format_table(
         [Ceiling("structured", {}, "reads every document", skipped="not registered")]
@@ -360,7 +366,7 @@ def test_format_table_marks_skipped_strategies():
 
 
 def test_load_tokenizer_uses_the_librarys_offline_tokenizers(tmp_path):
-    from longctx.experiments.ceilings import load_tokenizer
+    from longctx.experiments.ceilings.measure import load_tokenizer
     from longctx.retrieval.tokenizers import Tokenizer, TokenizerError
 
     assert load_tokenizer(None) is None and load_tokenizer("cl100k") is None

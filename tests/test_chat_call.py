@@ -1,5 +1,5 @@
-"""``longctx.graphs.llm.chat``: an agent's turn sent with its tools and the answer budget, and the
-tool schemas and tool-call arguments counted as prompt by the guard and the tracker (issue #47,
+"""``longctx.graphs.calls.llm.chat``: an agent's turn sent with its tools and the answer budget, and
+the tool schemas and tool-call arguments counted as prompt by the guard and the tracker (issue #47,
 item 1)."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_core.runnables import RunnableConfig
 
 from longctx import make_chat_model
-from longctx.graphs.budget import Budget, BudgetReached
-from longctx.graphs.budget_guard import BudgetGuard
-from longctx.graphs.llm import chat
-from longctx.graphs.usage import UsageTracker
+from longctx.graphs.calls.llm import chat
+from longctx.graphs.metering.budget import Budget, BudgetReached
+from longctx.graphs.metering.budget_guard import BudgetGuard
+from longctx.graphs.metering.usage import UsageTracker
 from tests.recording_server import RecordingServer, tool_call, tool_reply
 from tests.scripted_tools import ToolScriptedChatModel
 

@@ -94,11 +94,11 @@ def test_unrelated_errors_pass_through():
     "fault,status", [("500", 500), ("429", 429), ("empty_choices", 200), ("malformed", 200)]
 )
 def test_async_runs_map_failures_the_same_through_their_own_pool(fault, status):
-    """The async path (a run's own aiohttp-backed pool, ``longctx.graphs.llm.run_client``) retries
-    and maps every failure like the sync one."""
+    """The async path (a run's own aiohttp-backed pool, ``longctx.graphs.calls.llm.run_client``)
+    retries and maps every failure like the sync one."""
     import asyncio
 
-    from longctx.graphs.llm import run_client
+    from longctx.graphs.calls.llm import run_client
 
     async def call(url):
         async with run_client(make_chat_model("openai:stub", base_url=url)) as llm:
@@ -114,7 +114,7 @@ def test_async_runs_map_failures_the_same_through_their_own_pool(fault, status):
 def test_async_timeout_is_a_chat_model_error_naming_no_status():
     import asyncio
 
-    from longctx.graphs.llm import run_client
+    from longctx.graphs.calls.llm import run_client
 
     async def call(url):
         async with run_client(

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from longctx.experiments.cli import main
+from longctx.experiments.cli.app import main
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "corpus"
 

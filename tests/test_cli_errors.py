@@ -2,7 +2,7 @@
 
 import pytest
 
-from longctx.experiments.cli import main
+from longctx.experiments.cli.app import main
 from tests.test_runner import V2
 
 QUESTIONS = {

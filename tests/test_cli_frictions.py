@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from benchmarks.stub_server import stub_server
-from longctx.experiments.cli import main
+from longctx.experiments.cli.app import main
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

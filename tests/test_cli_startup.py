@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from longctx.experiments import cli_parser
-from longctx.experiments.cli import main
+from longctx.experiments.cli import parser as cli_parser
+from longctx.experiments.cli.app import main
 
 ROOT = Path(__file__).resolve().parents[1]
 #: What a start must not wait for: LangGraph, LangChain, its OpenAI client, torch,
@@ -88,7 +88,7 @@ def _loaded_after(code: str, pythonpath: str = str(ROOT)) -> tuple[list[str], st
     ],
 )
 def test_help_and_argument_errors_load_no_engine(argv):
-    heavy, err = _loaded_after(f"from longctx.experiments.cli import main; main({argv!r})")
+    heavy, err = _loaded_after(f"from longctx.experiments.cli.app import main; main({argv!r})")
     assert heavy == [], f"longctx {' '.join(argv)} loaded {heavy}"
     if "--help" not in argv:
         assert "error:" in err
@@ -133,7 +133,7 @@ def _modules_after(code: str) -> int:
 @pytest.mark.parametrize(
     "start,code",
     [
-        ("longctx --help", "from longctx.experiments.cli import main; main(['--help'])"),
+        ("longctx --help", "from longctx.experiments.cli.app import main; main(['--help'])"),
         ("import longctx", "import longctx"),
     ],
 )
@@ -168,7 +168,7 @@ def test_the_parser_offers_the_registries_themselves():
     names): ``longctx index`` offers those whose ``plugin.toml`` does not declare ``uses_index
     = false``."""
     from longctx.agents.run_plan import CONFIRM_MINUTES
-    from longctx.experiments.export import FORMATS
+    from longctx.experiments.reports.export import FORMATS
     from longctx.graphs import STRATEGIES
     from longctx.retrieval import RETRIEVERS
     from longctx.retrieval.embedding_backends import EMBEDDING_BACKENDS
@@ -214,7 +214,7 @@ def test_a_plugin_strategy_is_offered_by_its_entry_point_name_without_loading_it
     help_text = _python("-m", "longctx.experiments.cli", "answer", "--help", pythonpath=path).stdout
     assert "echo" in help_text and "structured" in help_text
     code = (
-        "from longctx.experiments.cli_parser import build_parser; build_parser().parse_args("
+        "from longctx.experiments.cli.parser import build_parser; build_parser().parse_args("
         "['answer', '--corpus', 'c', '--question', 'q', '--strategy', 'echo'])"
     )
     heavy, err = _loaded_after(code, pythonpath=path)

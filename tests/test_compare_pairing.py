@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from longctx.experiments.cli import main as cli_main
-from longctx.experiments.report import compare_runs
+from longctx.experiments.cli.app import main as cli_main
+from longctx.experiments.reports.report import compare_runs
 from longctx.experiments.runner import RunConfig, run_experiment
 from tests.scripted_tools import ToolScriptedChatModel
 

@@ -3,9 +3,9 @@
 import pytest
 
 from longctx.graphs import STRATEGIES
-from longctx.graphs.context import MissingIndex, StrategyContext
+from longctx.graphs.index.retrieval_service import RetrievalService
+from longctx.graphs.plugin.context import MissingIndex, StrategyContext
 from longctx.graphs.rag.graph import retrieve
-from longctx.graphs.retrieval_service import RetrievalService
 from longctx.retrieval import Corpus
 from longctx.retrieval.contract import Question
 from tests.scripted import ScriptedChatModel

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from longctx.experiments.cli import main
+from longctx.experiments.cli.app import main
 from longctx.retrieval.extras import MissingExtraError, install_hint, require
 from tests.recording_server import RecordingServer
 
@@ -117,8 +117,8 @@ def _corpus(folder: Path) -> Path:
 def test_the_core_imports_and_answers_with_bm25_without_any_extra(tmp_path):
     corpus = _corpus(tmp_path / "corpus")
     code = textwrap.dedent(f"""
-        import longctx, longctx.graphs, longctx.retrieval, longctx.experiments.cli
-        from longctx.experiments.cli import main
+        import longctx, longctx.graphs, longctx.retrieval, longctx.experiments.cli.app
+        from longctx.experiments.cli.app import main
         status = main(["answer", "--corpus", {str(corpus)!r},
                        "--question", "What is the code of the museum vault?",
                        "--llm", "openai:stub-model", "--retriever", "bm25", "--top-k", "1",
@@ -143,7 +143,7 @@ def test_a_feature_that_needs_an_extra_names_the_extra(tmp_path):
     pages.mkdir()
     (pages / "report.html").write_text("<html><body><p>The vault code is 7421.</p></body></html>")
     code = textwrap.dedent(f"""
-        from longctx.experiments.cli import main
+        from longctx.experiments.cli.app import main
         base = ["answer", "--question", "What is the code?", "--yes"]
         stub = ["--corpus", {str(corpus)!r}, "--llm", "openai:stub-model"]
         html = ["--corpus", {str(pages)!r}, "--llm", "openai:stub-model"]
@@ -194,7 +194,7 @@ def test_a_cached_dense_index_survives_a_run_without_its_extra(
         cached = sorted(p.relative_to(isolated_cache) for p in isolated_cache.rglob("*"))
         assert any(p.name == "vectors.faiss" for p in cached)
         out = _without_extras(
-            f"from longctx.experiments.cli import main; print('EXIT', main({argv!r}))", {}
+            f"from longctx.experiments.cli.app import main; print('EXIT', main({argv!r}))", {}
         )
     assert "pip install 'longctx-lab[dense]'" in out.stderr and out.stdout.rstrip().endswith(
         "EXIT 2"

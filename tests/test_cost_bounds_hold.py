@@ -14,9 +14,9 @@ import pytest
 
 from longctx import Budget, answer, estimate
 from longctx.graphs import STRATEGIES
-from longctx.graphs.budget import CostPlan
-from longctx.graphs.llm import tokenizer_for
-from longctx.graphs.prompt_text import counted_prompt
+from longctx.graphs.calls.llm import tokenizer_for
+from longctx.graphs.calls.prompt_text import counted_prompt
+from longctx.graphs.metering.budget import CostPlan
 from longctx.retrieval import Corpus
 from tests.registries import built_in
 from tests.scripted import ScriptedChatModel

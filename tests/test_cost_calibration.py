@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from longctx.experiments.cost_calibration import calibrate
-from longctx.experiments.planning import plan_experiment
+from longctx.experiments.planning.cost_calibration import calibrate
+from longctx.experiments.planning.plan import plan_experiment
 from longctx.experiments.runner import RunConfig, latest_rows, read_rows, run_experiment
 from longctx.graphs import STRATEGIES
 from tests.scripted import ScriptedChatModel

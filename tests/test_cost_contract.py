@@ -13,8 +13,8 @@ import pytest
 from longctx.agents.api import estimate as bounds_of
 from longctx.agents.run_plan import estimate as typical
 from longctx.graphs import STRATEGIES
-from longctx.graphs.budget import IndexWork
-from longctx.graphs.costs import CorpusShape, Costs
+from longctx.graphs.metering.budget import IndexWork
+from longctx.graphs.metering.costs import CorpusShape, Costs
 from longctx.retrieval import Corpus
 from longctx.retrieval.contract import Question
 from tests.registries import built_in

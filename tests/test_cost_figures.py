@@ -10,8 +10,10 @@ import math
 
 import pytest
 
-from longctx.experiments import comparison
-from longctx.experiments.amortized_costs import (
+from longctx.experiments.cli.app import main
+from longctx.experiments.cli.options import budget_from_args
+from longctx.experiments.cli.parser import build_parser
+from longctx.experiments.planning.amortized_costs import (
     Amortization,
     amortization,
     amortized_rows,
@@ -19,13 +21,11 @@ from longctx.experiments.amortized_costs import (
     markdown_lines,
     shown_digits,
 )
-from longctx.experiments.break_even import CostLine, break_evens, crossing_interval
-from longctx.experiments.cli import main
-from longctx.experiments.cli_parser import build_parser
-from longctx.experiments.command_options import budget_from_args
-from longctx.experiments.html_report.amortized import amortized_section
-from longctx.experiments.html_report.winners import pick_winners
-from longctx.experiments.prices import PRICE_KEYS, PriceTableError, parse_prices
+from longctx.experiments.planning.break_even import CostLine, break_evens, crossing_interval
+from longctx.experiments.planning.prices import PRICE_KEYS, PriceTableError, parse_prices
+from longctx.experiments.reports import comparison
+from longctx.experiments.reports.html_report.amortized import amortized_section
+from longctx.experiments.reports.html_report.winners import pick_winners
 from tests.recording_server import RecordingServer
 
 DOCS = {

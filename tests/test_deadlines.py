@@ -13,8 +13,8 @@ import pytest
 
 from longctx import make_chat_model
 from longctx.agents.chat_errors import ChatModelError
-from longctx.graphs.llm import run_client
-from longctx.graphs.tokenize_routes import ServerTokenizer, server_root
+from longctx.graphs.calls.llm import run_client
+from longctx.graphs.tokenizers.tokenize_routes import ServerTokenizer, server_root
 from longctx.retrieval.deadlines import DeadlineTransport
 from longctx.retrieval.embedder_base import EmbedderError
 from longctx.retrieval.embedders import OpenAIEmbedder

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic import PrivateAttr
 
-from longctx.experiments.demo import default_demo, demo_strategies, run_demo
+from longctx.experiments.cli.demo import default_demo, demo_strategies, run_demo
 from longctx.graphs import STRATEGIES
 from tests.recording_server import shared_words
 from tests.scripted import ScriptedChatModel

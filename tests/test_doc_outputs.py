@@ -67,7 +67,7 @@ def printed(command: str, text: str, at: int) -> str:
     assert argv[0] == "longctx", (
         f"an output block names a longctx command or the python block above: {command}"
     )
-    from longctx.experiments.cli import main
+    from longctx.experiments.cli.app import main
 
     with contextlib.redirect_stdout(out), pytest.MonkeyPatch.context() as mp:
         mp.setenv("COLUMNS", "100")
@@ -154,7 +154,7 @@ def _check_command(command: str, page: str) -> None:
 
 
 def _parses(command: str, page: str) -> None:
-    from longctx.experiments.cli_parser import build_parser
+    from longctx.experiments.cli.parser import build_parser
 
     argv = shlex.split(command.replace(".venv/bin/longctx", "longctx"))[1:]
     parser = build_parser()

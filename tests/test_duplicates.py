@@ -12,7 +12,7 @@ import pytest
 from longctx import Workspace
 from longctx.agents.corpus_merge import merged
 from longctx.retrieval import Corpus
-from longctx.retrieval.document import Document
+from longctx.retrieval.contract.document import Document
 from tests.scripted import ScriptedChatModel
 
 REPORT = "Kestrel Aviation is based in Tampere. Its chief executive is Aino Virtanen."
@@ -96,7 +96,7 @@ def test_merged_skips_a_copy_within_the_batch_too():
 
 
 def test_the_cli_index_drops_copies_unless_told_to_keep_them(folder, tmp_path_factory, capsys):
-    from longctx.experiments.cli import main
+    from longctx.experiments.cli.app import main
 
     cache = tmp_path_factory.mktemp("cache")
     for flags, documents in (([], 1 + len(OTHERS)), (["--keep-duplicates"], 3 + len(OTHERS))):

@@ -151,8 +151,8 @@ def test_torch_bf16_vectors_are_float32_unit_length_and_agree_with_torch():
 
 
 def test_the_cli_passes_the_embedding_backend_to_the_dense_retriever():
-    from longctx.experiments.cli import build_parser
-    from longctx.experiments.command_options import retrieval_overrides
+    from longctx.experiments.cli.app import build_parser
+    from longctx.experiments.cli.options import retrieval_overrides
 
     args = build_parser().parse_args(
         ["index", "docs/", "--retriever", "dense", "--embedding-backend", "onnx-int8"]

@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 from longctx import answer, make_chat_model
-from longctx.graphs.embedding_store import EmbeddingStore, open_store
 from longctx.graphs.hipporag import build as hippo_build
+from longctx.graphs.index.embedding_store import EmbeddingStore, open_store
+from longctx.graphs.index.retrieval_service import RetrievalService
+from longctx.graphs.index.retrieval_settings import RetrievalSettings
 from longctx.graphs.raptor import graph as raptor_graph
 from longctx.graphs.raptor import tree as raptor_tree
-from longctx.graphs.retrieval_service import RetrievalService
-from longctx.graphs.retrieval_settings import RetrievalSettings
 from longctx.retrieval import Corpus
 from longctx.retrieval.embedder_base import EmbedderError
 from longctx.retrieval.embedders import OpenAIEmbedder

@@ -21,9 +21,9 @@ from longctx import (
     make_chat_model,
 )
 from longctx.experiments.benchmarks.base import BenchmarkDataError
-from longctx.experiments.prices import PriceTableError
+from longctx.experiments.planning.prices import PriceTableError
+from longctx.retrieval.contract.errors import OptionError, UnknownName
 from longctx.retrieval.embedder_base import EmbedderError
-from longctx.retrieval.errors import OptionError, UnknownName
 from longctx.retrieval.extras import require
 from longctx.retrieval.ray_support import RayNotInstalledError
 from longctx.retrieval.rerank import RerankError

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from longctx.experiments.cli import main
-from longctx.experiments.export import export_official
+from longctx.experiments.cli.app import main
+from longctx.experiments.reports.export import export_official
 from longctx.experiments.runner import RunConfig, run_experiment
 from tests.scripted import ScriptedChatModel
 

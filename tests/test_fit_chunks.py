@@ -6,8 +6,8 @@ import warnings
 
 import pytest
 
-from longctx.graphs.retrieval_service import RetrievalService
-from longctx.graphs.retrieval_settings import RetrievalSettings
+from longctx.graphs.index.retrieval_service import RetrievalService
+from longctx.graphs.index.retrieval_settings import RetrievalSettings
 from longctx.retrieval import Corpus, build_index
 from longctx.retrieval.chunking import Chunk
 from longctx.retrieval.dense import DenseRetriever

@@ -8,8 +8,8 @@ import logging
 
 import numpy as np
 
-from longctx.graphs import embedding_store
-from longctx.graphs.embedding_store import EmbeddingStore, open_store
+from longctx.graphs.index import embedding_store
+from longctx.graphs.index.embedding_store import EmbeddingStore, open_store
 
 
 class CountingEmbedder:

@@ -1,5 +1,5 @@
 """Runs keep the collector off the heap that existed before them, and give it back after
-(graphs/heap.py): frozen while any run is active, unfrozen when the last ends, a process's
+(graphs/runtime/heap.py): frozen while any run is active, unfrozen when the last ends, a process's
 own freeze left alone, cyclic garbage from before the run collected once it ends."""
 
 import gc
@@ -9,7 +9,7 @@ import weakref
 import pytest
 
 from longctx import answer
-from longctx.graphs.heap import during_runs, frozen_heap
+from longctx.graphs.runtime.heap import during_runs, frozen_heap
 from longctx.retrieval import Corpus
 from tests.scripted import ScriptedChatModel
 

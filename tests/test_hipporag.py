@@ -92,10 +92,10 @@ def test_personalized_pagerank_equals_the_hand_computed_one():
 
 
 def test_graph_from_fixed_openie_replies_has_its_nodes_fact_edges_and_synonyms_at_the_threshold():
-    from longctx.graphs.context import StrategyContext
     from longctx.graphs.hipporag.build import asker
     from longctx.graphs.hipporag.config import HippoRAGConfig
     from longctx.graphs.hipporag.openie import OpenIELog, extract_all
+    from longctx.graphs.plugin.context import StrategyContext
 
     llm = ScriptedChatModel(reply_fn=reply)
     ctx = StrategyContext(llm=llm, config=HippoRAGConfig(), corpus=Corpus.from_texts(DOCS))
@@ -313,7 +313,7 @@ def test_config_defaults_are_the_official_ones_and_bad_values_are_refused():
 
 def test_the_report_shows_filtered_triples_linked_phrases_top_passages_and_the_index_llm_ceiling():
     from longctx.graphs import STRATEGIES
-    from longctx.graphs.ceiling import CeilingEnv, CeilingItem, SkipCeiling
+    from longctx.graphs.plugin.ceiling import CeilingEnv, CeilingItem, SkipCeiling
 
     spec = STRATEGIES.get("hipporag")
     facts = spec.presentation.step_views["recognize"](

@@ -18,7 +18,7 @@ from longctx.graphs.hipporag.config import HippoRAGConfig
 from longctx.graphs.hipporag.retrieve import fact_scores, rank_passages
 from longctx.graphs.hipporag.store import graph_key
 from longctx.retrieval import Corpus
-from longctx.retrieval.document import Document
+from longctx.retrieval.contract.document import Document
 from tests.recording_server import RecordingServer, bag_of_words_vector, prompt_of
 
 NAMES = "Alder Birch Cedar Dahlia Elm Fern Gorse Hazel Iris Juniper Kale Laurel".split()

@@ -16,17 +16,17 @@ import pytest
 
 from longctx import Question
 from longctx.experiments.benchmarks import Sample
-from longctx.experiments.html_report import pick_winners
-from longctx.experiments.html_report.drilldown import answer_details
 from longctx.experiments.metrics.equivalence import equivalent
-from longctx.experiments.prices import (
+from longctx.experiments.planning.prices import (
     DEFAULT_PRICES_DATE,
     PriceTableError,
     is_local,
     load_prices,
     price_for,
 )
-from longctx.experiments.report import build_report
+from longctx.experiments.reports.html_report import pick_winners
+from longctx.experiments.reports.html_report.drilldown import answer_details
+from longctx.experiments.reports.report import build_report
 from longctx.experiments.runner import RunConfig, read_rows, run_experiment
 from longctx.retrieval import Corpus
 from tests.scripted_tools import ToolScriptedChatModel
@@ -392,9 +392,11 @@ def test_price_file_is_validated(tmp_path):
 def test_cli_report_takes_prices_and_a_bad_file_is_a_one_line_error(
     run, tmp_path, monkeypatch, capsys
 ):
-    from longctx.experiments import cli
+    from longctx.experiments.cli import app as cli
 
-    monkeypatch.setattr("longctx.experiments.report.run_samples", lambda cfg: run["samples"])
+    monkeypatch.setattr(
+        "longctx.experiments.reports.report.run_samples", lambda cfg: run["samples"]
+    )
     prices = tmp_path / "prices.json"
     prices.write_text(json.dumps(PRICES))
     assert cli.main(["report", str(run["out"]), "--prices", str(prices), "--no-plots"]) == 0
@@ -529,8 +531,8 @@ def test_the_score_intervals_are_in_view_at_1400_px_without_scrolling(run, tmp_p
 def test_no_minus_zero_and_no_zero_width_interval_beside_a_p_of_a_quarter(tmp_path):
     """Three questions all right: the interval is the exact binomial one, never [100, 100]; a tie
     reads 0, never -0."""
-    from longctx.experiments.comparison import pairwise
-    from longctx.experiments.html_report.tables import pairwise_section, summary_section
+    from longctx.experiments.reports.comparison import pairwise
+    from longctx.experiments.reports.html_report.tables import pairwise_section, summary_section
 
     pairs = pairwise(
         {
@@ -677,7 +679,7 @@ def test_the_drilldown_shows_the_messages_sent_and_how_much_full_context_cut(tmp
 def test_a_huge_message_is_kept_by_its_head_and_tail_with_a_marker():
     from langchain_core.messages import HumanMessage
 
-    from longctx.graphs.usage import sent_messages
+    from longctx.graphs.metering.usage import sent_messages
 
     (kept,) = sent_messages([HumanMessage(content="A" * 100 + "B" * 1000 + "C" * 100)], limit=200)
     assert (

@@ -10,7 +10,7 @@ import random
 from longctx import answer
 from longctx.retrieval import Corpus, build_index, make_retriever
 from longctx.retrieval.chunking import ChunkingConfig, chunk_corpus
-from longctx.retrieval.document import Document
+from longctx.retrieval.contract.document import Document
 from longctx.retrieval.fit import chunks_for, over_limit
 from longctx.retrieval.index import CompactionPolicy, Index, index_key
 from tests.scripted import ScriptedChatModel

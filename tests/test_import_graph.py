@@ -30,19 +30,19 @@ KNOWN_UPWARD_IMPORTS: set[tuple[str, str]] = set()
 #: import is for a heavy or optional dependency (or a fast start), never to dodge a cycle (which
 #: the cycle test sees anyway). An entry that is no longer imported so fails the test.
 FUNCTION_LEVEL_IMPORTS = {
-    ("longctx.retrieval.corpus", "longctx.retrieval.readers"),
-    ("longctx.retrieval.corpus", "longctx.retrieval.tokens"),
-    ("longctx.experiments.commands", "longctx.experiments.report"),
-    ("longctx.experiments.commands", "longctx.experiments.ray_runner"),
-    ("longctx.experiments.corpus_commands", "longctx.retrieval.ray_index"),
-    ("longctx.experiments.report", "longctx.experiments.plots"),
+    ("longctx.retrieval.contract.corpus", "longctx.retrieval.readers"),
+    ("longctx.retrieval.contract.corpus", "longctx.retrieval.tokens"),
+    ("longctx.experiments.cli.commands", "longctx.experiments.reports.report"),
+    ("longctx.experiments.cli.commands", "longctx.experiments.runner.ray_runner"),
+    ("longctx.experiments.cli.corpus_commands", "longctx.retrieval.ray_index"),
+    ("longctx.experiments.reports.report", "longctx.experiments.reports.plots"),
     # startup time: `longctx --help` and argument errors answer before the subcommands load
     # the engines
-    ("longctx.experiments.cli", "longctx.experiments.commands"),
+    ("longctx.experiments.cli", "longctx.experiments.cli.commands"),
     # langchain_core's retriever stack (~1 s) only for users who ask for a retriever:
     ("longctx.retrieval.index.types", "longctx.retrieval.langchain_retriever"),
-    ("longctx.retrieval.corpus", "longctx.retrieval.index"),
-    ("longctx.retrieval.corpus", "longctx.retrieval.chunking"),
+    ("longctx.retrieval.contract.corpus", "longctx.retrieval.index"),
+    ("longctx.retrieval.contract.corpus", "longctx.retrieval.chunking"),
     # langchain_openai and the openai SDK (~0.5 s) only for users of an openai: model:
     ("longctx.agents.chat_models", "longctx.agents.openai_chat"),
 }

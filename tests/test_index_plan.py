@@ -11,8 +11,8 @@ from longctx import answer_many, estimate
 from longctx.agents.run_plan import describe_plan
 from longctx.agents.run_plan import estimate as run_plan
 from longctx.graphs import STRATEGIES
-from longctx.graphs.budget import CostPlan, IndexWork
-from longctx.graphs.costs import Calls, ExpectedCost
+from longctx.graphs.metering.budget import CostPlan, IndexWork
+from longctx.graphs.metering.costs import Calls, ExpectedCost
 from longctx.retrieval import Corpus
 from tests.scripted import ScriptedChatModel
 from tests.test_structured import SCHEMA, scripted, small_corpus

@@ -14,7 +14,7 @@ import uuid
 import pytest
 
 from longctx import STRATEGIES, Corpus, answer, answer_many, graphs, retrieval
-from longctx.experiments.context_costs import context_costs
+from longctx.experiments.planning.context_costs import context_costs
 from longctx.retrieval.contract import Document
 from tests.scripted import ScriptedChatModel
 from tests.virtual_clock import VirtualClock
@@ -50,7 +50,7 @@ class CountedClock:
 def clocks(monkeypatch):
     """The run path's clock, and the build-wait meter's (counted) reading the same time."""
     run_clock = VirtualClock()
-    for module in (graphs.run_setup, graphs.run_single, graphs.usage):
+    for module in (graphs.runtime.run_setup, graphs.runtime.run_single, graphs.metering.usage):
         monkeypatch.setattr(module, "time", run_clock)
     wait_clock = CountedClock(run_clock)
     monkeypatch.setattr(retrieval.index.waits, "time", wait_clock)

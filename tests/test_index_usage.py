@@ -7,12 +7,12 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from longctx import answer_many
-from longctx.experiments.html_report import strategy_costs, summary_table
-from longctx.experiments.prices import Price, row_index_cost
-from longctx.experiments.report_summary import summary_row
-from longctx.experiments.row_schema import row_problem
+from longctx.experiments.planning.prices import Price, row_index_cost
+from longctx.experiments.reports.html_report import strategy_costs, summary_table
+from longctx.experiments.reports.summary import summary_row
+from longctx.experiments.runner.row_schema import row_problem
 from longctx.experiments.runner.rows import ok_row
-from longctx.graphs.usage import UsageTracker, index_time
+from longctx.graphs.metering.usage import UsageTracker, index_time
 from longctx.retrieval.contract import Usage
 from tests.scripted import ScriptedChatModel
 from tests.test_structured import SCHEMA, scripted, small_corpus

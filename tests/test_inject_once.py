@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from longctx.experiments.benchmarks import load_benchmark
-from longctx.experiments.context_costs import context_costs, per_context_table
-from longctx.experiments.report import build_report
+from longctx.experiments.planning.context_costs import context_costs, per_context_table
+from longctx.experiments.reports.report import build_report
 from longctx.experiments.runner import RunConfig, read_rows, run_experiment
 from longctx.experiments.runner.units import work_units
-from longctx.graphs.run_setup import RunSetup
+from longctx.graphs.runtime.run_setup import RunSetup
 from tests.scripted import ScriptedChatModel
 
 DATA = Path(__file__).parent / "fixtures" / "benchmarks" / "memoryagentbench"

@@ -10,7 +10,7 @@ from pathlib import Path
 from longctx import experiments
 from longctx.agents.chat_models import make_chat_model
 from longctx.experiments.benchmarks import load_benchmark
-from longctx.experiments.cli import main
+from longctx.experiments.cli.app import main
 from longctx.experiments.runner import RunConfig, run_experiment
 from tests.recording_server import RecordingServer, prompt_of
 from tests.scripted import ScriptedChatModel

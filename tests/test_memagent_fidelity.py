@@ -16,16 +16,16 @@ import pytest
 
 from longctx import answer, make_chat_model
 from longctx.agents.chat_models import EmbeddedChatModel
-from longctx.experiments.export import export_official
-from longctx.experiments.report import score_run
+from longctx.experiments.reports.export import export_official
+from longctx.experiments.reports.report import score_run
 from longctx.experiments.runner import RunConfig, read_rows, run_experiment
 from longctx.graphs import STRATEGIES
-from longctx.graphs.batched import run_key
-from longctx.graphs.llm import set_tokenizer
-from longctx.graphs.request_settings import BLOCK_BYTES, SAMPLED_BLOCKS, file_fingerprint
+from longctx.graphs.calls.llm import set_tokenizer
+from longctx.graphs.calls.request_settings import BLOCK_BYTES, SAMPLED_BLOCKS, file_fingerprint
+from longctx.graphs.runtime.batched import run_key
 from longctx.retrieval import Corpus
 from longctx.retrieval.contract import Question
-from longctx.retrieval.question import Protocol
+from longctx.retrieval.contract.question import Protocol
 from longctx.retrieval.tokenizers import (
     Tokenizer,
     TokenizerError,

@@ -16,7 +16,7 @@ import pytest
 from longctx import make_chat_model
 from longctx.experiments.benchmarks import load_benchmark, score
 from longctx.experiments.runner import RunConfig, read_rows, run_experiment
-from longctx.graphs.llm import tokenizer_for
+from longctx.graphs.calls.llm import tokenizer_for
 from longctx.graphs.memagent.answer_extraction import official_prediction
 from tests.recording_server import RecordingServer, prompt_of
 

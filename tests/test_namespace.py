@@ -62,7 +62,7 @@ def test_the_wheel_holds_longctx_only_and_its_command_and_declarations(tmp_path)
     assert {f"longctx/graphs/{d}/plugin.toml" for d in declared} <= set(names)
     assert not [n for n in names if n.startswith(("longctx/benchmarks", "benchmarks/", "tests/"))]
     entry_points = zipfile.ZipFile(wheel).read(f"{dist_info}/entry_points.txt").decode()
-    assert "longctx = longctx.experiments.cli:main" in entry_points
+    assert "longctx = longctx.experiments.cli.app:main" in entry_points
 
 
 def test_longctx_imports_beside_another_top_level_agents_package(tmp_path):

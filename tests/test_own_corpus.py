@@ -9,7 +9,7 @@ import pytest
 from benchmarks.stub_server import stub_server
 from longctx.experiments.benchmarks import BenchmarkDataError, load_benchmark, score
 from longctx.experiments.benchmarks.own import extract, read_questions
-from longctx.experiments.cli import main as cli_main
+from longctx.experiments.cli.app import main as cli_main
 from longctx.experiments.runner import read_rows
 from tests.test_corpus import minimal_pdf
 from tests.test_html_report import _chromium, answer_block, open_in_chromium, question_block
@@ -191,7 +191,7 @@ ADM_REPLIES = {
 def test_gold_phrase_inside_other_words_scores_wrong_and_the_drilldown_shows_the_rule(tmp_path):
     """Issue #30's three answers to "Which group can read /var/log?" (gold adm): wrong, wrong,
     right, through a real run and report; each answer's card says which rule decided it."""
-    from longctx.experiments.report import build_report
+    from longctx.experiments.reports.report import build_report
     from longctx.experiments.runner import RunConfig, run_experiment
     from tests.scripted_tools import ToolScriptedChatModel
 

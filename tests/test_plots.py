@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from longctx.experiments.plots import (
+from longctx.experiments.reports.plots import (
     place_labels,
     plot_accuracy_vs_length,
     plot_accuracy_vs_tokens,

@@ -10,12 +10,12 @@ import pytest
 
 from longctx.agents.api import estimate as estimate_bounds
 from longctx.agents.run_plan import describe_plan, estimate, plan_for
-from longctx.experiments.ceilings import compute_ceilings, default_strategies, format_table
+from longctx.experiments.ceilings.measure import compute_ceilings, default_strategies, format_table
 from longctx.graphs import STRATEGIES, StrategyConfig
-from longctx.graphs.budget import CostPlan
-from longctx.graphs.ceiling import CeilingEnv, CeilingItem, EvidenceCeiling, Reach, reach_of
-from longctx.graphs.config import option
-from longctx.graphs.costs import Calls, ExpectedCost, StrategyCosts
+from longctx.graphs.metering.budget import CostPlan
+from longctx.graphs.metering.costs import Calls, ExpectedCost, StrategyCosts
+from longctx.graphs.plugin.ceiling import CeilingEnv, CeilingItem, EvidenceCeiling, Reach, reach_of
+from longctx.graphs.plugin.config import option
 from longctx.retrieval import Corpus
 from longctx.retrieval.contract import Question
 from tests.scripted import ScriptedChatModel

@@ -16,18 +16,18 @@ import pytest
 
 from longctx import Question
 from longctx.experiments.benchmarks import Sample
-from longctx.experiments.ceilings import compute_ceilings, format_table
-from longctx.experiments.demo import demo_strategies
-from longctx.experiments.html_report.steps import steps_details
-from longctx.experiments.plots import strategy_color
-from longctx.experiments.report import build_report
+from longctx.experiments.ceilings.measure import compute_ceilings, format_table
+from longctx.experiments.cli.demo import demo_strategies
+from longctx.experiments.reports.html_report.steps import steps_details
+from longctx.experiments.reports.plots import strategy_color
+from longctx.experiments.reports.report import build_report
 from longctx.experiments.runner import RunConfig, read_rows, run_experiment
 from longctx.graphs import STRATEGIES, StrategyConfig, StrategyPresentation
-from longctx.graphs.ceiling import EvidenceCeiling, reach_of
-from longctx.graphs.config import option
-from longctx.graphs.llm import complete
-from longctx.graphs.nodes import linear_graph
-from longctx.graphs.presentation import PALETTE, Shown, join, tag, text
+from longctx.graphs.calls.llm import complete
+from longctx.graphs.plugin.ceiling import EvidenceCeiling, reach_of
+from longctx.graphs.plugin.config import option
+from longctx.graphs.plugin.nodes import linear_graph
+from longctx.graphs.plugin.presentation import PALETTE, Shown, join, tag, text
 from longctx.retrieval import Corpus
 from longctx.retrieval.contract import Step
 from tests.scripted import ScriptedChatModel

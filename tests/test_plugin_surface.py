@@ -1,6 +1,6 @@
 """The plug-in import surface (issue #47): a strategy package imports the engine through
-``longctx.graphs.api`` only (plus its own package, the contract ``longctx.retrieval.contract`` and
-third-party libraries)."""
+``longctx.graphs.plugin.api`` only (plus its own package, the contract
+``longctx.retrieval.contract`` and third-party libraries)."""
 
 from __future__ import annotations
 
@@ -9,15 +9,16 @@ from pathlib import Path
 from tests.test_import_graph import ROOT, imported_modules, module_files
 
 #: What a strategy package may import of the library besides its own package.
-SURFACE = {"longctx.graphs.api", "longctx.retrieval.contract"}
+SURFACE = {"longctx.graphs.plugin.api", "longctx.retrieval.contract"}
 
 #: The built-in strategies' imports beside :data:`SURFACE` that remain (issue #47): package -> the
 #: library modules it imports. The others were migrated (a name imported from
-#: ``longctx.graphs.api``, added there when missing); an entry the package no longer needs fails the
-#: test, so the list cannot outlive it. A package not listed (a new one) gets no exception.
+#: ``longctx.graphs.plugin.api``, added there when missing); an entry the package no longer needs
+#: fails the test, so the list cannot outlive it. A package not listed (a new one) gets no
+#: exception.
 KNOWN_EXCEPTIONS: dict[str, set[str]] = {
     # Self-Route composes two strategies (RAG's retrieval, Full-context's window and ceiling): a
-    # composite imports its legs, which graphs.api cannot re-export without a cycle.
+    # composite imports its legs, which graphs.plugin.api cannot re-export without a cycle.
     "longctx.graphs.self_route": {
         "longctx.graphs.full_context",
         "longctx.graphs.full_context.ceiling",
@@ -49,11 +50,11 @@ def library_imports(package_dir: Path, package: str) -> set[str]:
 
 
 def strategy_packages() -> dict[str, Path]:
-    """The strategy packages under ``graphs/`` (a folder with an ``__init__.py``)."""
+    """The strategy packages under ``graphs/`` (a folder with a ``plugin.toml``)."""
     return {
         f"longctx.graphs.{d.name}": d
         for d in sorted((ROOT / "graphs").iterdir())
-        if (d / "__init__.py").is_file()
+        if (d / "plugin.toml").is_file()
     }
 
 

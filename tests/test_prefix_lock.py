@@ -12,8 +12,8 @@ from langchain_core.messages import HumanMessage
 
 from longctx.agents.chat_models import make_chat_model
 from longctx.agents.embedded_chat import _load_llama
-from longctx.graphs.llm import reply_usage
-from longctx.graphs.prefix_lock import MAX_PASSED, PrefixAffinityLock, shared_start
+from longctx.graphs.calls.llm import reply_usage
+from longctx.graphs.calls.prefix_lock import MAX_PASSED, PrefixAffinityLock, shared_start
 
 
 def wait_for(condition) -> None:
@@ -156,7 +156,7 @@ def test_concurrent_calls_over_two_texts_on_the_embedded_model_read_each_text_on
 
 @pytest.mark.parametrize("n", [1, 3])
 def test_a_plain_lock_still_works_with_shared_model_lock(n):
-    from longctx.graphs.usage import shared_model_lock
+    from longctx.graphs.metering.usage import shared_model_lock
 
     plain = threading.Lock()
     for _ in range(n):

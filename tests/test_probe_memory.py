@@ -1,7 +1,7 @@
 """A server's tokenize probe is made once and remembered in the cache folder (#35 item 20).
 
 Each ``select_tokenizer`` call below is what a fresh process does (the in-process choice of
-``longctx.graphs.llm.tokenizer_for`` is not involved); the last test runs two real processes.
+``longctx.graphs.calls.llm.tokenizer_for`` is not involved); the last test runs two real processes.
 """
 
 from __future__ import annotations
@@ -15,15 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from longctx.graphs.probe_memory import (
+from longctx.graphs.tokenizers.probe_memory import (
     NO_ROUTE_SECONDS,
     ProbeResult,
     probe_file,
     probe_key,
     remember,
 )
-from longctx.graphs.tokenize_routes import server_root
-from longctx.graphs.tokenizer_choice import ModelFacts, select_tokenizer
+from longctx.graphs.tokenizers.tokenize_routes import server_root
+from longctx.graphs.tokenizers.tokenizer_choice import ModelFacts, select_tokenizer
 from longctx.retrieval.tokenizers import FALLBACK_ID, SERVER_DIALECTS, TokenizerError
 from tests.recording_server import RecordingServer
 from tests.servers import LoopbackServer, QuietHandler

@@ -9,8 +9,8 @@ import pytest
 from longctx import answer_many
 from longctx.agents.chat_models import make_chat_model
 from longctx.agents.run_plan import describe_plan, estimate
-from longctx.graphs.prompt_sharing import PromptSharing, shared_prompt_tokens
-from longctx.graphs.registry import STRATEGIES
+from longctx.graphs.calls.prompt_sharing import PromptSharing, shared_prompt_tokens
+from longctx.graphs.plugin.registry import STRATEGIES
 from longctx.retrieval import Corpus
 from tests.recording_server import RecordingServer, prompt_of, shared_words
 

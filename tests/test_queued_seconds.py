@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from longctx import Corpus, aanswer_many, answer_many, graphs
-from longctx.graphs.usage import QueueMeter, metering_queue, shared_model_lock
+from longctx.graphs.metering.usage import QueueMeter, metering_queue, shared_model_lock
 from tests.scripted import ScriptedChatModel
 from tests.virtual_clock import VirtualClock, virtual_clock
 
@@ -56,7 +56,11 @@ class ArrivalLock:
 @pytest.fixture
 def clock(monkeypatch) -> VirtualClock:
     return virtual_clock(
-        monkeypatch, graphs.run_single, graphs.run_batched, graphs.run_setup, graphs.usage
+        monkeypatch,
+        graphs.runtime.run_single,
+        graphs.runtime.run_batched,
+        graphs.runtime.run_setup,
+        graphs.metering.usage,
     )  # the answer's own time and the queue meter
 
 

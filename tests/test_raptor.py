@@ -217,7 +217,7 @@ def test_a_small_corpus_stops_at_the_leaves_and_a_corrupted_tree_file_is_named_a
 
 def test_report_shows_each_node_layer_and_cluster_and_the_ceiling_needs_the_index_llm():
     from longctx.graphs import STRATEGIES
-    from longctx.graphs.ceiling import CeilingEnv, CeilingItem, SkipCeiling
+    from longctx.graphs.plugin.ceiling import CeilingEnv, CeilingItem, SkipCeiling
 
     spec = STRATEGIES.get("raptor")
     step = {

@@ -15,7 +15,7 @@ from longctx.graphs.raptor.prompts import SUMMARY_SYSTEM, SUMMARY_TEMPLATE, node
 from longctx.graphs.raptor.store import tree_key
 from longctx.graphs.raptor.tree import Tree
 from longctx.retrieval import Corpus
-from longctx.retrieval.document import Document
+from longctx.retrieval.contract.document import Document
 from tests.recording_server import RecordingServer, prompt_of
 from tests.test_raptor import QUESTIONS, corpus, reply
 

@@ -9,8 +9,8 @@ from sklearn.metrics import adjusted_rand_score
 from sklearn.mixture import GaussianMixture
 
 import longctx.graphs.raptor.clustering as clustering
-from longctx.graphs.config import ConfigError
-from longctx.graphs.embedding_store import EmbeddingStore
+from longctx.graphs.index.embedding_store import EmbeddingStore
+from longctx.graphs.plugin.config import ConfigError
 from longctx.graphs.raptor.clustering import (
     FIT_SEED,
     Splitting,

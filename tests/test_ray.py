@@ -23,8 +23,8 @@ from langchain_core.outputs import ChatGeneration, ChatResult  # noqa: E402
 
 from benchmarks.stub_server import stub_server  # noqa: E402
 from longctx import ChatModelError, answer, make_chat_model  # noqa: E402
-from longctx.experiments.ray_runner import EndpointPool, run_experiment_ray  # noqa: E402
 from longctx.experiments.runner import RunConfig, latest_rows, read_rows, run_experiment  # noqa: E402
+from longctx.experiments.runner.ray_runner import EndpointPool, run_experiment_ray  # noqa: E402
 from longctx.retrieval import ChunkingConfig, Corpus, build_index  # noqa: E402
 from longctx.retrieval import index as index_module  # noqa: E402
 from longctx.retrieval.dense import DenseRetriever  # noqa: E402
@@ -178,7 +178,7 @@ def test_ray_index_equals_local_index_and_loads_locally(tmp_path):
 
 
 def test_without_ray_the_cli_says_how_to_install_it(monkeypatch, capsys, tmp_path):
-    from longctx.experiments.cli import main
+    from longctx.experiments.cli.app import main
 
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray now fails as if not installed
     (tmp_path / "a.txt").write_text("alpha beta gamma")
@@ -372,7 +372,7 @@ def test_structured_map_on_ray_spreads_its_tasks_over_the_endpoints(tmp_path):
 
 
 def test_ray_runner_gives_its_endpoints_to_the_structured_map_stage():
-    from longctx.experiments.ray_runner import with_map_endpoints
+    from longctx.experiments.runner.ray_runner import with_map_endpoints
 
     base = {"benchmark": "synth", "strategies": ("structured",), "llm": "openai:m"}
     config = RunConfig(**base, strategy_options={"structured": {"map_executor": "ray"}})
@@ -480,7 +480,7 @@ def test_longctx_run_structured_on_ray_and_answer_with_ray(tmp_path, capsys):
     that cause is checked directly (``task_cpus`` of the nested tasks is 0), not by a wall-clock
     cap: on 2 loaded cores, starting the workers alone can take minutes, and a hang still ends
     at the suite's ``--timeout``."""
-    from longctx.experiments.cli import main
+    from longctx.experiments.cli.app import main
     from longctx.experiments.synth import SynthConfig, generate, parse_tokens
 
     data = tmp_path / "synth"

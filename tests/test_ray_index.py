@@ -18,14 +18,14 @@ else:
 pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("no_held_index_artifacts")]
 
 from longctx import ChatModelError, answer, estimate, make_chat_model  # noqa: E402
-from longctx.experiments.changed_settings import changed_fields  # noqa: E402
-from longctx.graphs.config import ConfigError  # noqa: E402
+from longctx.experiments.runner.changed_settings import changed_fields  # noqa: E402
 from longctx.graphs.hipporag.build import forget_graphs  # noqa: E402
 from longctx.graphs.hipporag.config import HippoRAGConfig  # noqa: E402
+from longctx.graphs.plugin.config import ConfigError  # noqa: E402
+from longctx.graphs.plugin.registry import STRATEGIES  # noqa: E402
 from longctx.graphs.raptor import graph as raptor_graph  # noqa: E402
 from longctx.graphs.raptor.config import RaptorConfig  # noqa: E402
 from longctx.graphs.raptor.prompts import SUMMARY_SYSTEM  # noqa: E402
-from longctx.graphs.registry import STRATEGIES  # noqa: E402
 from longctx.retrieval import Corpus  # noqa: E402
 from tests.recording_server import RecordingServer, prompt_of  # noqa: E402
 from tests.test_raptor import QUESTIONS, corpus  # noqa: E402

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.stub_server import stub_server
-from longctx.experiments.cli import main as cli_main
+from longctx.experiments.cli.app import main as cli_main
 
 ROOT = Path(__file__).resolve().parents[1]
 BLOCK = re.compile(

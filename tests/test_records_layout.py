@@ -43,7 +43,7 @@ def _imports(path: Path) -> set[str]:
 
 
 def test_the_structured_strategy_imports_nothing_of_pai():
-    """Its calls go through ``longctx.graphs.validated_call`` and its retry note is
+    """Its calls go through ``longctx.graphs.calls.validated_call`` and its retry note is
     ``longctx.graphs.prompts``'s, not PAI's."""
     found = {
         f"{p.name}: {m}"

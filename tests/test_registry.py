@@ -7,7 +7,7 @@ import pytest
 
 from longctx.graphs import STRATEGIES
 from longctx.retrieval import RETRIEVERS, Registry, make_retriever
-from longctx.retrieval import registry as registry_module
+from longctx.retrieval.contract import registry as registry_module
 
 
 def test_register_and_get():

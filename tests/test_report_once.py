@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from longctx import Question
 from longctx.experiments.benchmarks import Sample
-from longctx.experiments.report import build_report
+from longctx.experiments.reports.report import build_report
 from longctx.experiments.runner import RunConfig, run_experiment
 from longctx.retrieval import Corpus
 from tests.scripted import ScriptedChatModel

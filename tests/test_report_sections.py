@@ -11,8 +11,8 @@ from pathlib import Path
 
 from longctx import Question
 from longctx.experiments.benchmarks import Sample, load_benchmark
-from longctx.experiments.context_costs import COLUMNS
-from longctx.experiments.report import build_report
+from longctx.experiments.planning.context_costs import COLUMNS
+from longctx.experiments.reports.report import build_report
 from longctx.experiments.runner import RunConfig, run_experiment
 from longctx.retrieval import Corpus
 from tests.scripted import ScriptedChatModel

@@ -20,11 +20,11 @@ from langchain_core.messages import HumanMessage
 
 from longctx import Budget, answer, make_chat_model
 from longctx.agents.chat_models import streaming_model
-from longctx.experiments.cli import main
-from longctx.experiments.row_schema import count_problem
-from longctx.graphs.budget_guard import BudgetGuard
-from longctx.graphs.llm import reply_usage, run_client, tokenizer_for
-from longctx.graphs.run import run_strategy
+from longctx.experiments.cli.app import main
+from longctx.experiments.runner.row_schema import count_problem
+from longctx.graphs.calls.llm import reply_usage, run_client, tokenizer_for
+from longctx.graphs.metering.budget_guard import BudgetGuard
+from longctx.graphs.runtime.run import run_strategy
 from longctx.retrieval import reported_usage
 from longctx.retrieval.contract import as_question
 from longctx.retrieval.reported_usage import as_count, checked_chat_usage, checked_rerank_tokens
@@ -335,7 +335,7 @@ def test_the_guard_keeps_a_rerank_reservation_when_a_plug_in_reports_no_token_co
     """A rerank plug-in (no server reply to check) ends its call with a figure that is no count."""
     from uuid import uuid4
 
-    from longctx.graphs.budget_guard import RERANK_END_EVENT, RERANK_EVENT
+    from longctx.graphs.metering.budget_guard import RERANK_END_EVENT, RERANK_EVENT
 
     guard = BudgetGuard(
         Budget(max_cost_usd=1e4, price=(0.0, 0.0), rerank_price=(1e6, 0.0)),

@@ -10,7 +10,7 @@ import pytest
 
 from longctx import answer, make_chat_model
 from longctx.experiments.runner import RunConfig, read_rows, run_experiment
-from longctx.graphs.config import ConfigError
+from longctx.graphs.plugin.config import ConfigError
 from longctx.retrieval import Corpus, build_index
 from longctx.retrieval.contract import as_question
 from longctx.retrieval.rerank import RerankError
@@ -310,7 +310,7 @@ def test_pais_prefilter_reranks_each_sub_questions_candidates():
 
 
 def test_a_hosted_rerankers_tokens_are_priced_like_a_chat_models():
-    from longctx.experiments.prices import Price, row_cost
+    from longctx.experiments.planning.prices import Price, row_cost
 
     chat = Price(1.0, 2.0, source="user", key="m")
 

@@ -11,8 +11,8 @@ import pytest
 from langchain_core.callbacks import BaseCallbackHandler
 
 from longctx import Budget, BudgetExceeded, aanswer, answer, estimate
-from longctx.graphs.budget import BudgetReached
-from longctx.graphs.budget_guard import RERANK_END_EVENT, RERANK_EVENT, BudgetGuard
+from longctx.graphs.metering.budget import BudgetReached
+from longctx.graphs.metering.budget_guard import RERANK_END_EVENT, RERANK_EVENT, BudgetGuard
 from tests.registries import retrieving_strategies
 from tests.rerank_server import RerankServer, token_count
 from tests.scripted import ScriptedChatModel
@@ -168,7 +168,7 @@ def test_the_run_plan_prints_rerank_calls_beside_the_model_calls():
 
 
 def test_max_cost_prices_the_reranker_from_the_table_and_refuses_an_unpriced_hosted_one():
-    from longctx.experiments.prices import rerank_price
+    from longctx.experiments.planning.prices import rerank_price
 
     hosted = {
         "rerank": "server",
@@ -192,7 +192,7 @@ def test_max_cost_prices_the_reranker_from_the_table_and_refuses_an_unpriced_hos
 def test_the_report_shows_rerank_calls_tokens_and_their_cost_beside_the_model_calls(tmp_path):
     import json
 
-    from longctx.experiments.report import build_report
+    from longctx.experiments.reports.report import build_report
     from longctx.experiments.runner import RunConfig, read_rows, run_experiment
     from tests.test_rerank import DOCS
 

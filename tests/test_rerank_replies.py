@@ -9,7 +9,7 @@ import math
 import pytest
 
 from longctx import answer
-from longctx.experiments.cli import main
+from longctx.experiments.cli.app import main
 from longctx.retrieval.rerank import RerankError, order_by_score
 from tests.recording_server import RecordingServer
 from tests.rerank_server import RerankServer

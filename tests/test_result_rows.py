@@ -12,7 +12,7 @@ import pytest
 
 from longctx.agents.jsonsafe import MAX_CHARS
 from longctx.agents.llm_cache import SQLiteLLMCache
-from longctx.experiments.report import build_report
+from longctx.experiments.reports.report import build_report
 from longctx.experiments.runner import (
     MANIFEST_FILE,
     RESULTS_FILE,
@@ -24,8 +24,8 @@ from longctx.experiments.runner import (
     run_experiment,
 )
 from longctx.graphs import STRATEGIES, StrategyConfig
-from longctx.graphs.nodes import linear_graph
-from longctx.graphs.registry import Strategy
+from longctx.graphs.plugin.nodes import linear_graph
+from longctx.graphs.plugin.registry import Strategy
 from longctx.retrieval.contract import Evidence
 from tests.scripted import ScriptedChatModel
 from tests.test_runner import V2, config, v2_samples
@@ -132,7 +132,7 @@ def test_answer_json_is_strict_json_whatever_the_strategy_returns(
     tmp_path, hostile_strategy, capsys, monkeypatch
 ):
     from benchmarks.stub_server import stub_server
-    from longctx.experiments.cli import main
+    from longctx.experiments.cli.app import main
 
     monkeypatch.setattr(
         sys.modules[__name__], "HUGE", 2 * MAX_CHARS
@@ -368,7 +368,7 @@ def test_a_retry_over_a_served_model_asks_the_server_again(tmp_path, monkeypatch
 def test_a_ray_unit_retrying_a_pair_does_not_replay_the_cache(tmp_path):
     """The Ray worker's unit (run here without Ray: it is a plain function) follows the
     same rule."""
-    from longctx.experiments.ray_runner import _unit_task
+    from longctx.experiments.runner.ray_runner import _unit_task
 
     cfg = config(strategies=("full_context",), strategy_options={}, llm_cache=True)
     sample = v2_samples()[:1]

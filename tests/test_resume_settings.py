@@ -5,9 +5,9 @@ the server."""
 import json
 import logging
 
-from longctx.experiments.changed_settings import changed_fields, expected_config
-from longctx.experiments.planning import plan_experiment
+from longctx.experiments.planning.plan import plan_experiment
 from longctx.experiments.runner import RunConfig, latest_rows, read_rows, run_experiment
+from longctx.experiments.runner.changed_settings import changed_fields, expected_config
 from tests.recording_server import RecordingServer
 from tests.scripted import ScriptedChatModel
 from tests.test_runner import V2, v2_samples
@@ -130,7 +130,7 @@ def test_a_ray_worker_rebuilds_the_callers_request_settings():
     """The structured map's Ray workers rebuild an OpenAI model from a recipe: it must ask as the
     caller's model asks (the old recipe dropped extra_body, sampling, seed and stop)."""
     from longctx import make_chat_model
-    from longctx.graphs.request_settings import request_settings
+    from longctx.graphs.calls.request_settings import request_settings
     from longctx.graphs.structured.ray_map import model_recipe
 
     llm = make_chat_model(

@@ -1,11 +1,11 @@
 """The retrieval settings (a neutral module every retrieving config extends) and the service doing
 what they describe."""
 
-from longctx.graphs.context import StrategyContext
+from longctx.graphs.index.retrieval_service import RetrievalService
+from longctx.graphs.index.retrieval_settings import RetrievalSettings
 from longctx.graphs.pai import PaiConfig
+from longctx.graphs.plugin.context import StrategyContext
 from longctx.graphs.rag import RagConfig
-from longctx.graphs.retrieval_service import RetrievalService
-from longctx.graphs.retrieval_settings import RetrievalSettings
 from longctx.graphs.self_ask import SelfAskConfig
 from longctx.graphs.self_route import SelfRouteConfig
 from longctx.retrieval import Corpus, build_index
@@ -19,7 +19,7 @@ TEXTS = [
 
 
 def test_every_retrieving_config_extends_the_neutral_settings():
-    assert RetrievalSettings.__module__ == "longctx.graphs.retrieval_settings"
+    assert RetrievalSettings.__module__ == "longctx.graphs.index.retrieval_settings"
     assert all(
         issubclass(c, RetrievalSettings)
         for c in (RagConfig, SelfRouteConfig, SelfAskConfig, PaiConfig)

@@ -15,7 +15,7 @@ import pytest
 
 from longctx import answer, make_chat_model
 from longctx.experiments.runner import RunConfig, read_rows, run_experiment
-from longctx.graphs.config import ConfigError
+from longctx.graphs.plugin.config import ConfigError
 from longctx.graphs.rag.config import RagConfig
 from longctx.retrieval import Corpus, build_index
 from tests.recording_server import RecordingServer, prompt_of

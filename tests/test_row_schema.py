@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 
 from longctx.agents.jsonsafe import CYCLE, MAX_VALUES
-from longctx.experiments.report import build_report
-from longctx.experiments.row_schema import MAX_COUNT, row_problem
+from longctx.experiments.reports.report import build_report
 from longctx.experiments.runner import (
     RESULTS_FILE,
     RunConfig,
@@ -20,9 +19,10 @@ from longctx.experiments.runner import (
     read_rows,
     run_experiment,
 )
+from longctx.experiments.runner.row_schema import MAX_COUNT, row_problem
 from longctx.graphs import STRATEGIES, StrategyConfig
-from longctx.graphs.nodes import linear_graph
-from longctx.graphs.registry import Strategy
+from longctx.graphs.plugin.nodes import linear_graph
+from longctx.graphs.plugin.registry import Strategy
 from tests.scripted import ScriptedChatModel
 from tests.test_runner import V2, config
 

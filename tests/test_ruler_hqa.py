@@ -234,7 +234,7 @@ def test_full_context_sends_memagents_prompt_budget_and_temperature(tmp_path):
 def test_the_documented_cli_chain_runs_reports_and_exports(tmp_path, monkeypatch, capsys):
     """``longctx run --benchmark ruler_hqa --data PATH``, then ``report`` and ``export``, against
     a server."""
-    from longctx.experiments.cli import main
+    from longctx.experiments.cli.app import main
 
     def reply(request: dict) -> str:
         return (

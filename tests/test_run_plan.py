@@ -24,7 +24,7 @@ from longctx.agents.calibration import (
 )
 from longctx.agents.chat_models import EmbeddedChatModel
 from longctx.agents.run_plan import estimate, plan_for, too_slow
-from longctx.experiments.cli import main
+from longctx.experiments.cli.app import main
 from longctx.graphs import STRATEGIES
 from tests.scripted import ScriptedChatModel
 from tests.virtual_clock import VirtualClock, virtual_clock

@@ -12,7 +12,7 @@ import pytest
 
 from benchmarks.stub_server import stub_server
 from longctx.experiments.benchmarks import load_benchmark
-from longctx.experiments.report import build_report, length_bucket
+from longctx.experiments.reports.report import build_report, length_bucket
 from longctx.experiments.runner import RunConfig, latest_rows, read_rows, run_experiment
 from tests.scripted import ScriptedChatModel
 
@@ -172,7 +172,7 @@ def _cli_args(out: Path) -> list[str]:
 def _run_cli_in_process(out: Path, url: str, monkeypatch, extra_env: dict | None = None) -> int:
     """The same command as ``_run_cli``, in this process: the subprocess start (~3 s of imports) is
     not the point."""
-    from longctx.experiments.cli import main
+    from longctx.experiments.cli.app import main
 
     with monkeypatch.context() as m:
         for k, v in {"OPENAI_BASE_URL": url, **(extra_env or {})}.items():

@@ -51,7 +51,7 @@ def _checkpoint_rows_now(cache) -> int:
 
 def test_a_long_memagent_run_keeps_few_checkpoints_while_it_runs(isolated_cache):
     from longctx import answer
-    from longctx.graphs.batched import PRUNE_EVERY_CHUNKS
+    from longctx.graphs.runtime.batched import PRUNE_EVERY_CHUNKS
     from tests.scripted import ScriptedChatModel
     from tests.test_memagent import corpus_of, echo_model
 
@@ -82,7 +82,7 @@ def test_a_long_memagent_run_keeps_few_checkpoints_while_it_runs(isolated_cache)
 
 def test_a_run_pruned_while_running_resumes_where_it_stopped(isolated_cache):
     from longctx import answer
-    from longctx.graphs.batched import PRUNE_EVERY_CHUNKS
+    from longctx.graphs.runtime.batched import PRUNE_EVERY_CHUNKS
     from tests.test_memagent import (
         Crash,
         corpus_of,

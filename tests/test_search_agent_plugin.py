@@ -1,8 +1,8 @@
 """Issue #47's first proof: a tool-loop strategy added in its own folder
 (``tests/fixtures/search_agent``: ``search`` and ``get_document`` over the corpus's BM25 index) as a
-third party adds one, the engine through ``longctx.graphs.api`` only, registered by an entry point:
-``answer()`` runs it against the recording stub with scripted tool calls, and its estimate has no
-most until a budget caps it."""
+third party adds one, the engine through ``longctx.graphs.plugin.api`` only, registered by an entry
+point: ``answer()`` runs it against the recording stub with scripted tool calls, and its estimate
+has no most until a budget caps it."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ FOLDER = ROOT / "tests" / "fixtures" / "search_agent"
 RUN = """
     import json, warnings
     from longctx import Budget, Corpus, STRATEGIES, answer, estimate, make_chat_model
-    from longctx.graphs.plan_check import UnboundedCostWarning
+    from longctx.graphs.metering.plan_check import UnboundedCostWarning
     from tests.recording_server import RecordingServer, tool_call, tool_reply
 
     texts = [

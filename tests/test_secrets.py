@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from longctx.experiments.cli import main
+from longctx.experiments.cli.app import main
 from longctx.retrieval import redaction
 from longctx.retrieval.redaction import redact, redact_value, register_options
 from tests.recording_server import bag_of_words_vector

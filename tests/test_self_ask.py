@@ -11,7 +11,7 @@ import pytest
 from longctx import Question, answer
 from longctx.agents.chat_models import make_chat_model
 from longctx.graphs import STRATEGIES
-from longctx.graphs.config import ConfigError
+from longctx.graphs.plugin.config import ConfigError
 from longctx.graphs.self_ask import (
     NOT_FOUND,
     SelfAskConfig,
@@ -622,7 +622,7 @@ def test_exemplars_use_the_canonical_cues_and_our_own_examples():
 
 @pytest.mark.parametrize("name", ["self_ask", "self_route"])
 def test_reachable_from_registry_and_cli(name):
-    from longctx.experiments.cli import build_parser
+    from longctx.experiments.cli.app import build_parser
 
     spec = STRATEGIES.get(name)
     assert spec.uses_index and not spec.batched and spec.description

@@ -23,12 +23,12 @@ import pytest
 from langchain_openai import ChatOpenAI
 
 from longctx.graphs import STRATEGIES
-from longctx.graphs.budget import Budget
-from longctx.graphs.context import StrategyContext
-from longctx.graphs.registry import Strategy
-from longctx.graphs.run_checkpoint import single_folder
-from longctx.graphs.run_config import with_budget
-from longctx.graphs.run_single import run_single
+from longctx.graphs.metering.budget import Budget
+from longctx.graphs.plugin.context import StrategyContext
+from longctx.graphs.plugin.registry import Strategy
+from longctx.graphs.runtime.run_checkpoint import single_folder
+from longctx.graphs.runtime.run_config import with_budget
+from longctx.graphs.runtime.run_single import run_single
 from longctx.retrieval import Corpus
 from longctx.retrieval.contract import Question
 from tests.loop_strategy import NAME, TURNS, LoopConfig, build_graph, scripted_reply
@@ -192,7 +192,7 @@ def test_a_run_stopped_by_its_budget_keeps_its_checkpoint_and_a_larger_budget_re
 
 def _six_calls(cfg: Any, corpus: Any, questions: Any, llm: Any) -> Any:
     """A plan of exactly :data:`TURNS` calls a question (the test loop's scripted run)."""
-    from longctx.graphs.costs import per_question_plan
+    from longctx.graphs.metering.costs import per_question_plan
 
     return per_question_plan(
         PLANNED,
@@ -231,7 +231,7 @@ def test_a_budget_plan_counts_only_what_a_single_runs_checkpoint_has_not_paid(tm
         )
 
     from longctx import answer, estimate
-    from longctx.graphs.budget import BudgetExceeded
+    from longctx.graphs.metering.budget import BudgetExceeded
 
     llm = ToolScriptedChatModel(reply_fn=reply)
     corpus, question = Corpus.from_texts(["x"]), Question(text="Sum the cities.")

@@ -1,4 +1,4 @@
-"""longctx.experiments.stats checked against scipy and direct computation on fixed data."""
+"""longctx.experiments.reports.stats checked against scipy and direct computation on fixed data."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from longctx.experiments import stats
-from longctx.experiments.comparison import pairwise, significant_winner, verdict_line
+from longctx.experiments.reports import stats
+from longctx.experiments.reports.comparison import pairwise, significant_winner, verdict_line
 
 DATA = [0.0, 100.0, 100.0, 0.0, 100.0, 100.0, 100.0, 0.0, 100.0, 0.0, 100.0, 100.0]
 GRADED = [12.5, 40.0, 33.3, 90.0, 71.4, 0.0, 55.5, 62.0, 18.2, 100.0]

@@ -1014,9 +1014,9 @@ def test_ray_workers_rebuild_an_openai_model_and_its_usage_reaches_the_answer():
     from langchain_core.callbacks import CallbackManager
 
     from longctx import make_chat_model
-    from longctx.graphs.llm import model_id, tokenizer_spec
+    from longctx.graphs.calls.llm import model_id, tokenizer_spec
+    from longctx.graphs.metering.usage import USAGE_EVENT, UsageTracker
     from longctx.graphs.structured.ray_map import model_recipe
-    from longctx.graphs.usage import USAGE_EVENT, UsageTracker
 
     llm = make_chat_model(
         "openai:m", base_url="http://127.0.0.1:9/v1", timeout=7, max_retries=1, tokenizer="cl100k"

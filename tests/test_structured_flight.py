@@ -19,7 +19,7 @@ import pytest
 from benchmarks.stub_server import stub_server
 from longctx import aanswer_many, answer, answer_many, make_chat_model
 from longctx.graphs import STRATEGIES
-from longctx.graphs.run import run_strategy
+from longctx.graphs.runtime.run import run_strategy
 from longctx.graphs.structured.flight import FLIGHTS, Flights, await_flight
 from longctx.retrieval import Corpus
 from longctx.retrieval.contract import as_question

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from longctx.experiments.benchmarks import load_benchmark
-from longctx.experiments.report import build_report
+from longctx.experiments.reports.report import build_report
 from longctx.experiments.runner import RunConfig, run_experiment
 from longctx.experiments.synth import SynthConfig, generate, parse_tokens
 from tests.scripted_tools import ToolScriptedChatModel
@@ -85,7 +85,7 @@ def test_longctx_run_structured_offline_against_a_stub_server(benchmark, tmp_pat
     import json
 
     from benchmarks.stub_server import stub_server
-    from longctx.experiments.cli import main
+    from longctx.experiments.cli.app import main
 
     data = Path(__file__).parent / "fixtures" / "benchmarks" / benchmark
     if benchmark == "synth":
@@ -133,7 +133,7 @@ def test_longctx_run_structured_offline_against_a_stub_server(benchmark, tmp_pat
 
 
 def test_the_summary_counts_answers_that_ran_degraded(tmp_path):
-    from longctx.experiments.report_summary import summary_row
+    from longctx.experiments.reports.summary import summary_row
 
     ok = {
         "status": "ok",

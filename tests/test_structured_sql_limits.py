@@ -615,7 +615,7 @@ def test_the_final_prompt_holds_at_most_the_result_budget(tmp_path):
 
 # -- 6. `longctx answer --strategy structured` prints evidence without a score ---------------------
 def test_cli_answer_with_the_structured_strategy_prints_its_evidence(tmp_path, monkeypatch, capsys):
-    from longctx.experiments.cli import main
+    from longctx.experiments.cli.app import main
 
     folder = tmp_path / "docs"
     folder.mkdir()

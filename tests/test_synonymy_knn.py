@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from longctx.graphs.config import ConfigError
 from longctx.graphs.hipporag.config import HippoRAGConfig
 from longctx.graphs.hipporag.kg import build_graph, synonym_pairs, unit_rows
 from longctx.graphs.hipporag.openie import Extraction
 from longctx.graphs.hipporag.synonymy_knn import neighbours_above
+from longctx.graphs.plugin.config import ConfigError
 
 pytest.importorskip("faiss")
 

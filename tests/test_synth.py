@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from longctx.experiments.cli import main
+from longctx.experiments.cli.app import main
 from longctx.experiments.synth import (
     NeedleConfig,
     SynthConfig,

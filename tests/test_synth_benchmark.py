@@ -62,7 +62,7 @@ def test_missing_folder_is_explained(tmp_path):
 
 def test_runner_and_report_on_the_synthetic_benchmark(synth_dir, tmp_path):
     """Evidence recall appears in the report for retrieval strategies on generated corpora."""
-    from longctx.experiments.report import build_report
+    from longctx.experiments.reports.report import build_report
     from longctx.experiments.runner import RunConfig, run_experiment
     from tests.scripted import ScriptedChatModel
 

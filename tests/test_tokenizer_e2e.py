@@ -12,9 +12,9 @@ import pytest
 
 from longctx import answer
 from longctx.agents.chat_models import make_chat_model
-from longctx.graphs.context import StrategyContext
-from longctx.graphs.llm import tokenizer_for, tokenizer_id
+from longctx.graphs.calls.llm import tokenizer_for, tokenizer_id
 from longctx.graphs.memagent import MemAgentConfig, prepare_context
+from longctx.graphs.plugin.context import StrategyContext
 from longctx.memory import MemoryTrace
 from longctx.retrieval import Corpus
 from longctx.retrieval.tokens import count_tokens

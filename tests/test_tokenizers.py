@@ -9,16 +9,16 @@ import pytest
 
 from longctx import answer
 from longctx.agents.chat_models import ChatModelError, make_chat_model
-from longctx.graphs import tokenize_routes
-from longctx.graphs.llm import (
+from longctx.graphs.calls.llm import (
     prompt_codec,
     set_tokenizer,
     tokenizer_for,
     tokenizer_id,
     tokenizer_manifest,
 )
-from longctx.graphs.tokenize_routes import DIALECTS, split_pieces
-from longctx.graphs.tokenizer_choice import ModelFacts, select_tokenizer
+from longctx.graphs.tokenizers import tokenize_routes
+from longctx.graphs.tokenizers.tokenize_routes import DIALECTS, split_pieces
+from longctx.graphs.tokenizers.tokenizer_choice import ModelFacts, select_tokenizer
 from longctx.memory import bound_memory
 from longctx.retrieval import Corpus
 from longctx.retrieval.tokenizers import (
@@ -208,7 +208,7 @@ def test_order_3_the_servers_tokenize_endpoint(dialect):
 
 def test_every_dialect_a_spec_may_name_has_its_routes():
     """``server:<dialect>`` specs are read in ``retrieval``, the routes served beside
-    ``graphs/llm.py``: one list of names."""
+    ``graphs/calls/llm.py``: one list of names."""
     assert set(DIALECTS) == set(SERVER_DIALECTS)
     assert parse_spec("server:vllm") == ("server", "vllm")
 

@@ -29,13 +29,13 @@ from longctx import (
     stream_answer,
 )
 from longctx.experiments.benchmarks.base import Sample
-from longctx.experiments.html_report.drilldown import answer_details
+from longctx.experiments.reports.html_report.drilldown import answer_details
 from longctx.experiments.runner.rows import base_row, ok_row
 from longctx.graphs import STRATEGIES, StrategyConfig
-from longctx.graphs.context import StrategyContext
-from longctx.graphs.registry import Strategy
-from longctx.graphs.tool_events import EVENT_RESULT_CHARS
-from longctx.graphs.tool_loop import ToolLoop, final_text
+from longctx.graphs.calls.tool_events import EVENT_RESULT_CHARS
+from longctx.graphs.calls.tool_loop import ToolLoop, final_text
+from longctx.graphs.plugin.context import StrategyContext
+from longctx.graphs.plugin.registry import Strategy
 from longctx.retrieval.contract import Corpus, Question, Step
 from tests.scripted_tools import ToolScriptedChatModel, named_call
 

@@ -12,12 +12,12 @@ from langchain_core.tools import tool
 from langgraph.graph import END, START, StateGraph, add_messages
 
 from longctx import make_chat_model
-from longctx.graphs.budget import Budget, BudgetReached
-from longctx.graphs.budget_guard import BudgetGuard
-from longctx.graphs.context import StrategyContext
-from longctx.graphs.tool_json import parse_json_calls, tools_prompt
-from longctx.graphs.tool_loop import FINAL_TURN_PROMPT, ToolLoop, final_text
-from longctx.graphs.usage import UsageTracker
+from longctx.graphs.calls.tool_json import parse_json_calls, tools_prompt
+from longctx.graphs.calls.tool_loop import FINAL_TURN_PROMPT, ToolLoop, final_text
+from longctx.graphs.metering.budget import Budget, BudgetReached
+from longctx.graphs.metering.budget_guard import BudgetGuard
+from longctx.graphs.metering.usage import UsageTracker
+from longctx.graphs.plugin.context import StrategyContext
 from tests.corpus_tools import get_document, search
 from tests.recording_server import RecordingServer, counted_words, tool_call, tool_reply
 from tests.scripted_tools import ToolScriptedChatModel, named_call

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from typing import Annotated, TypedDict
 
 from longctx.graphs import STRATEGIES, StrategyConfig
-from longctx.graphs.config import option
-from longctx.graphs.costs import Calls, ExpectedCost, StrategyCosts
-from longctx.graphs.llm import complete
-from longctx.graphs.nodes import linear_graph
+from longctx.graphs.plugin.config import option
+from longctx.graphs.metering.costs import Calls, ExpectedCost, StrategyCosts
+from longctx.graphs.calls.llm import complete
+from longctx.graphs.plugin.nodes import linear_graph
 from longctx.retrieval.contract import Question, Step
 
 
@@ -176,7 +176,7 @@ def _python(code: str, *args: str, pythonpath: str, cache: Path) -> str:
 
 HELP = """
     import contextlib, io, json, sys
-    from longctx.experiments.cli_parser import build_parser
+    from longctx.experiments.cli.parser import build_parser
     text = io.StringIO()
     with contextlib.redirect_stdout(text), contextlib.suppress(SystemExit):
         build_parser().parse_args([sys.argv[1], "--help"])
@@ -190,7 +190,10 @@ def _loaded_ours(modules: list[str]) -> list[str]:
         m
         for m in modules
         if m.split(".")[0] in ("langgraph", "langchain_core", "first_chunk", "toy_qa")
-        or (m.startswith("longctx.graphs.") and m != "longctx.graphs.strategy_registry")
+        or (
+            m.startswith("longctx.graphs.")
+            and m not in ("longctx.graphs.plugin", "longctx.graphs.plugin.strategy_registry")
+        )
     ]
 
 
@@ -219,9 +222,9 @@ RUN = """
     from longctx import Corpus, answer
     from longctx.agents.run_plan import describe_plan
     from longctx.experiments.benchmarks import load_benchmark
-    from longctx.experiments.ceilings import compute_ceilings, default_strategies
-    from longctx.experiments.planning import plan_experiment
-    from longctx.experiments.report import build_report
+    from longctx.experiments.ceilings.measure import compute_ceilings, default_strategies
+    from longctx.experiments.planning.plan import plan_experiment
+    from longctx.experiments.reports.report import build_report
     from longctx.experiments.runner import RunConfig, read_rows, run_experiment
     from tests.scripted import ScriptedChatModel
 
@@ -282,7 +285,7 @@ DROPPED = """
     import contextlib, io, json, sys
     from longctx import graphs
     graphs.__path__.append(sys.argv[1])  # as if first_chunk/ had been copied into graphs/
-    from longctx.experiments.cli_parser import build_parser
+    from longctx.experiments.cli.parser import build_parser
     text = io.StringIO()
     with contextlib.redirect_stdout(text), contextlib.suppress(SystemExit):
         build_parser().parse_args(["answer", "--help"])
@@ -323,7 +326,7 @@ def test_a_broken_third_party_plugin_is_left_out_of_listings_not_of_lookups(tmp_
     code = """
         import json, logging
         from longctx.graphs import STRATEGIES
-        from longctx.experiments.demo import default_demo
+        from longctx.experiments.cli.demo import default_demo
         logging.basicConfig(level=logging.WARNING)
         listed = STRATEGIES.available()
         try:

@@ -2,8 +2,8 @@
 it fails.
 
 Every test drives the same chat model twice against one scripted loopback server: inside
-``longctx.graphs.llm.run_client`` (the run's aiohttp session, our transport) and outside it (the
-SDK's own ``post``). The server records each request's headers and raw body bytes and
+``longctx.graphs.calls.llm.run_client`` (the run's aiohttp session, our transport) and outside it
+(the SDK's own ``post``). The server records each request's headers and raw body bytes and
 answers from a script of (status, headers, body), so retries, server-requested waits,
 ``x-should-retry``, timeouts and the errors after the retries are compared request by
 request with the SDK, not with our reading of it.
@@ -23,7 +23,7 @@ import pytest
 
 import longctx.agents.lean_transport as lean
 from longctx.agents.chat_models import ChatModelError, make_chat_model
-from longctx.graphs.llm import run_client
+from longctx.graphs.calls.llm import run_client
 
 OK = (
     200,

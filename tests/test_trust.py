@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from longctx import Question, answer, answer_many, make_chat_model
-from longctx.experiments.cli import main as cli_main
+from longctx.experiments.cli.app import main as cli_main
 from longctx.experiments.runner import RunConfig, read_rows, run_experiment
 from longctx.graphs import STRATEGIES, ConfigError
 from longctx.retrieval import Corpus

@@ -2,9 +2,9 @@
 
 The twins (PAI's ``call_structured``/``acall_structured``, the validated call's
 ``call_validated``/``acall_validated``, structured's ``document_lock``/``adocument_lock``, the
-OpenAI model's ``_generate``/``_agenerate``) share one body (:mod:`longctx.graphs.twins`) and differ
-only in how they wait. Every scenario below runs through each twin and is held to one expectation,
-so a fix made to one twin and not the other fails here.
+OpenAI model's ``_generate``/``_agenerate``) share one body (:mod:`longctx.graphs.runtime.twins`)
+and differ only in how they wait. Every scenario below runs through each twin and is held to one
+expectation, so a fix made to one twin and not the other fails here.
 """
 
 from __future__ import annotations
@@ -23,13 +23,13 @@ from pydantic import BaseModel, ConfigDict
 
 import longctx.graphs.structured.flight as flight
 from longctx import ChatModelError, make_chat_model
-from longctx.graphs.llm import run_client
+from longctx.graphs.calls.llm import run_client
+from longctx.graphs.calls.validated_call import acall_validated, bind_function, call_validated
 from longctx.graphs.pai import prompts as P
 from longctx.graphs.pai.calls import KeepContextArgs, acall_structured, call_structured
 from longctx.graphs.prompts import RETRY_NOTE
+from longctx.graphs.runtime.twins import blocking, run_blocking
 from longctx.graphs.structured.flight import adocument_lock, document_lock
-from longctx.graphs.twins import blocking, run_blocking
-from longctx.graphs.validated_call import acall_validated, bind_function, call_validated
 from tests.scripted_tools import (
     AsyncToolScriptedChatModel,
     ToolScriptedChatModel,
@@ -56,7 +56,7 @@ def retried(error: str) -> str:
     return PROMPT + RETRY_NOTE.format(error=error)
 
 
-# -- graphs.twins ------------------------------------------------------------------------------
+# -- graphs.runtime.twins --------------------------------------------------------------------------
 def test_run_blocking_refuses_a_coroutine_that_suspends():
     assert run_blocking(blocking(len)("abc")) == 3
     with pytest.raises(RuntimeError, match="suspended"):

@@ -7,7 +7,7 @@ from dataclasses import fields
 
 from langchain_core.callbacks import CallbackManager
 
-from longctx.graphs.usage import USAGE_EVENT, UsageTracker
+from longctx.graphs.metering.usage import USAGE_EVENT, UsageTracker
 from longctx.retrieval.contract import Usage
 
 #: What an event must not add: the answer measures its own times, and ``earlier_*`` are a resumed

@@ -9,10 +9,15 @@ import warnings
 import pytest
 
 from longctx.graphs import STRATEGIES
-from longctx.graphs.budget import UNBOUNDED, Budget, BudgetExceeded, CostPlan
-from longctx.graphs.costs import CorpusShape
+from longctx.graphs.metering.budget import UNBOUNDED, Budget, BudgetExceeded, CostPlan
+from longctx.graphs.metering.costs import CorpusShape
+from longctx.graphs.metering.plan_check import (
+    BudgetMayStopWarning,
+    UnboundedCostWarning,
+    capped,
+    check_plan,
+)
 from longctx.graphs.pai import prompts as pai_prompts
-from longctx.graphs.plan_check import BudgetMayStopWarning, UnboundedCostWarning, capped, check_plan
 from longctx.graphs.structured.functions import SCHEMA_FUNCTION
 from longctx.retrieval import Corpus
 from longctx.retrieval.contract import Question
@@ -97,7 +102,7 @@ def test_pai_and_structured_plans_count_their_tool_schemas():
 
 def test_the_cli_says_a_plan_warning_in_one_line(tmp_path, monkeypatch, capsys, isolated_cache):
     from longctx import estimate
-    from longctx.experiments.cli import main
+    from longctx.experiments.cli.app import main
     from tests.recording_server import RecordingServer
 
     folder = tmp_path / "docs"
@@ -134,7 +139,7 @@ def test_the_cli_says_a_plan_warning_in_one_line(tmp_path, monkeypatch, capsys, 
 
 
 def test_a_plan_with_an_index_part_is_capped_with_it():
-    from longctx.graphs.budget import IndexWork
+    from longctx.graphs.metering.budget import IndexWork
 
     tree = IndexWork(
         what="a tree",
@@ -164,7 +169,7 @@ def test_a_plan_with_an_index_part_is_capped_with_it():
 def test_the_cli_says_each_strategys_plan_warning_once_not_once_per_unit(capsys):
     """A run checks each unit's plan, each with its own figures: the command says it once
     per strategy."""
-    from longctx.experiments.cli import _show_warning
+    from longctx.experiments.cli.app import _show_warning
 
     def unshown(*args: object, **kwargs: object) -> None:
         raise AssertionError("a plan warning went to Python's own printer")

@@ -11,10 +11,10 @@ import pytest
 
 from longctx import Workspace, answer, answer_many, estimate, make_chat_model
 from longctx.agents.interop import as_runnable
-from longctx.experiments.cli import main
+from longctx.experiments.cli.app import main
 from longctx.experiments.runner import RunConfig, read_rows
 from longctx.experiments.runner.variants import variant_options
-from longctx.graphs.strategy_registry import STRATEGIES, base_strategy
+from longctx.graphs.plugin.strategy_registry import STRATEGIES, base_strategy
 from longctx.retrieval import Corpus
 from tests.recording_server import RecordingServer, prompt_of
 

@@ -17,7 +17,7 @@ from longctx import Budget, BudgetExceeded, CorpusError, Workspace, estimate
 from longctx.agents.chat_models import make_chat_model
 from longctx.agents.comparison import TEXT_WIDTH, Comparison
 from longctx.agents.workspace import merged
-from longctx.graphs import retrieval_service
+from longctx.graphs.index import retrieval_service
 from longctx.retrieval import Corpus
 from longctx.retrieval.contract import Answer, Document, Question, Usage
 from longctx.retrieval.index import build as build_module

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from longctx.retrieval.errors import DataError
+from longctx.retrieval.contract.errors import DataError
 
 
 class BabiFormatError(DataError):

@@ -154,7 +154,9 @@ def generate(
                     }
                     if all(
                         support
-                    ):  # where each supporting statement is: exact ceilings (experiments.ceilings)
+                        # where each supporting statement is: exact ceilings
+                        # (experiments.ceilings.measure)
+                    ):
                         record["supporting_spans"] = support
                     f.write(json.dumps(record, ensure_ascii=False) + "\n")
             result.files.append(target)

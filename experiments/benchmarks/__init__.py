@@ -6,9 +6,10 @@
     preds = {s.sample_id: my_model(s) for s in samples}  # None marks a failed call
     score("longbench_v2", preds, samples=samples)
 
-Every module of this package is imported here (:func:`~retrieval.registry.import_submodules`), and
-registers its benchmark where it is defined, so a new benchmark is one new module and nothing else;
-third-party benchmarks join through the ``longctx.benchmarks`` entry-point group.
+Every module of this package is imported here
+(:func:`~retrieval.contract.registry.import_submodules`), and registers its benchmark where it is
+defined, so a new benchmark is one new module and nothing else; third-party benchmarks join through
+the ``longctx.benchmarks`` entry-point group.
 
 Registered: ``longbench`` (v1, 21 datasets), ``longbench_e``, ``longbench_v2``, ``lveval``,
 ``loong``, ``corpusqa``, ``ruler_hqa`` (MemAgent's RULER-HotpotQA), ``memoryagentbench`` (one
@@ -29,7 +30,7 @@ from longctx.experiments.benchmarks.base import (
 )
 from longctx.experiments.benchmarks.predictions import Prediction, pair_predictions
 from longctx.experiments.metrics import VERSIONS
-from longctx.retrieval.registry import import_submodules
+from longctx.retrieval.contract.registry import import_submodules
 
 import_submodules(__name__)  # each benchmark module registers itself
 

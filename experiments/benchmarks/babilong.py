@@ -36,7 +36,7 @@ from longctx.experiments.benchmarks.base import (
 from longctx.experiments.metrics import babilong as m
 from longctx.retrieval import Corpus, Document
 from longctx.retrieval.contract import Question
-from longctx.retrieval.errors import UnknownName
+from longctx.retrieval.contract.errors import UnknownName
 
 VERSION = 1
 

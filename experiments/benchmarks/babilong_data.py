@@ -28,7 +28,7 @@ from longctx.experiments.benchmarks.base import (
     load_from_hub,
     read_records,
 )
-from longctx.retrieval.errors import UnknownName
+from longctx.retrieval.contract.errors import UnknownName
 
 #: ``collect_results.py`` ``LENGTHS``: the column order of the official tables.
 LENGTHS = (

@@ -20,7 +20,7 @@ from typing import Any
 
 from longctx.retrieval import Corpus, paths
 from longctx.retrieval.contract import Protocol, Question, Registry
-from longctx.retrieval.errors import DataError, UnknownName
+from longctx.retrieval.contract.errors import DataError, UnknownName
 from longctx.retrieval.extras import install_hint, require
 
 #: Where benchmark files live unless a path is given: ``$LONGCTX_DATA_DIR`` or this default.
@@ -76,11 +76,11 @@ class BenchmarkSpec:
         strata: ``strata(samples) -> (sample id -> stratum, stratum -> weight)`` where
             the headline averages sub-sets (LongBench's macro over datasets and
             categories): the report's bootstrap resamples within each stratum and weighs
-            them so (``longctx.experiments.stats``). ``None``: the headline is the plain
+            them so (``longctx.experiments.reports.stats``). ``None``: the headline is the plain
             mean over questions.
         shared_first: Its prompts are ours, not an official protocol's (own corpora): strategies
             put the text every question shares first (their ``PromptSharing.options``, see
-            :mod:`longctx.graphs.prompt_sharing`), so a provider's prompt cache serves it to
+            :mod:`longctx.graphs.calls.prompt_sharing`), so a provider's prompt cache serves it to
             later questions.
     """
 

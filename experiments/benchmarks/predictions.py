@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from longctx.experiments.benchmarks.base import Sample
-from longctx.retrieval.errors import OptionError, UnknownName
+from longctx.retrieval.contract.errors import OptionError, UnknownName
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ results record together with :data:`VERSIONS`::
 from __future__ import annotations
 
 from longctx.experiments.metrics.registry import METRICS
-from longctx.retrieval.registry import import_submodules
+from longctx.retrieval.contract.registry import import_submodules
 
 #: Metric-module versions (each module's ``VERSION``), recorded with every score; every
 #: module of this package is imported here and registers its metrics, so a new metric

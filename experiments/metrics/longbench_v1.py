@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 
 from longctx.experiments.metrics import text  # noqa: F401  (registers the text metrics)
 from longctx.experiments.metrics.registry import METRICS
-from longctx.retrieval.errors import UnknownName
+from longctx.retrieval.contract.errors import UnknownName
 
 VERSION = 2  # 2: code_sim is difflib's ratio, as the official requirements install fuzzywuzzy
 

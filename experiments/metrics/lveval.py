@@ -25,7 +25,7 @@ from longctx.experiments.metrics.text import (
     token_f1,
     zh_tokens,
 )
-from longctx.retrieval.errors import UnknownName
+from longctx.retrieval.contract.errors import UnknownName
 
 VERSION = 1
 

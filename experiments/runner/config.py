@@ -13,7 +13,7 @@ from typing import Any
 from longctx import STRATEGIES, Budget
 from longctx.experiments.benchmarks import BENCHMARKS, load_benchmark
 from longctx.experiments.runner.variants import variant_options
-from longctx.graphs.prompt_sharing import shared_first_options
+from longctx.graphs.calls.prompt_sharing import shared_first_options
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ class RunConfig:
             its variants too, under the variant's
             (:func:`longctx.experiments.runner.variants.variant_options`). For own corpora
             (``BenchmarkSpec.shared_first``) each strategy's shared-first options go under them
-            (:func:`longctx.graphs.prompt_sharing.shared_first_options`; PAI's
+            (:func:`longctx.graphs.calls.prompt_sharing.shared_first_options`; PAI's
             ``judge_order="chunk_first"``).
         llm_cache: Replay temperature-0 calls from ``<out>/llm_cache.sqlite``.
         loader_options: Options of the benchmark's loader, e.g. ``{"lengths": ["16k"]}`` for

@@ -7,7 +7,7 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from longctx.retrieval.errors import DataError
+from longctx.retrieval.contract.errors import DataError
 from longctx.retrieval.locks import LockHeld, describe_holder, exclusive_lock
 
 #: Held by the run using a result folder (released by the kernel if that process dies).

@@ -23,8 +23,8 @@ from longctx.experiments.benchmarks import BENCHMARKS
 from longctx.experiments.runner.config import RunConfig
 from longctx.experiments.runner.folder import RunFolderError
 from longctx.experiments.runner.results_file import BOM, latest_rows, read_rows
-from longctx.graphs.config import redact_secrets
-from longctx.graphs.llm import tokenizer_manifest
+from longctx.graphs.calls.llm import tokenizer_manifest
+from longctx.graphs.plugin.config import redact_secrets
 from longctx.retrieval.extras import DISTRIBUTION
 from longctx.retrieval.locks import exclusive_lock
 from longctx.retrieval.redaction import redact_value

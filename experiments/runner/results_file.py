@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from longctx.agents.jsonsafe import MAX_CHARS, dumps, json_safe
-from longctx.experiments.row_schema import row_problem
+from longctx.experiments.runner.row_schema import row_problem
 from longctx.retrieval.redaction import redact_value
 
 log = logging.getLogger(__name__)
@@ -35,8 +35,9 @@ def read_rows(out: Path) -> list[dict[str, Any]]:
     writer, cut anywhere, inside a multi-byte character too) is dropped alone; the next
     append cuts it off. A line that is not UTF-8, not JSON, or JSON that is not a usable row
     (``[1,2]``, ``{}``, a count of ``1e308``, a prediction that is not text: see
-    :mod:`longctx.experiments.row_schema`) is skipped with a warning naming the file, the line and
-    what is wrong; its pair counts as not answered, so a rerun answers it again. A BOM is ignored.
+    :mod:`longctx.experiments.runner.row_schema`) is skipped with a warning naming the file, the
+    line and what is wrong; its pair counts as not answered, so a rerun answers it again. A BOM is
+    ignored.
     """
     path = Path(out) / RESULTS_FILE
     if not path.exists():

@@ -10,7 +10,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from longctx.experiments.changed_settings import changed_fields, expected_config
+from longctx.experiments.runner.changed_settings import changed_fields, expected_config
 from longctx.experiments.runner.config import RunConfig
 from longctx.experiments.runner.manifest import start_manifest
 from longctx.experiments.runner.results_file import latest_rows, read_rows
@@ -58,8 +58,8 @@ def answered_pairs(
     """The pairs of ``latest`` (a folder's latest row per pair) that a run of ``config`` on ``chat``
     skips: answered (not stopped by a budget, which is redone) with the settings this run would use
     (``same_models``: the ``llm`` of its other endpoints count as its own). The others answered ok
-    come back with the fields that differ (:mod:`longctx.experiments.changed_settings`): they are
-    answered again."""
+    come back with the fields that differ (:mod:`longctx.experiments.runner.changed_settings`): they
+    are answered again."""
     expected = {
         name: expected_config(name, config.strategy_options.get(name, {}), chat)
         for name in config.strategies

@@ -15,7 +15,7 @@ from tqdm.auto import tqdm
 
 from longctx import make_chat_model
 from longctx.agents.llm_cache import SQLiteLLMCache
-from longctx.experiments.activity import RunActivity
+from longctx.experiments.runner.activity import RunActivity
 from longctx.experiments.runner.config import RunConfig, select_samples
 from longctx.experiments.runner.folder import check_out_folder, make_out_folder, run_lock
 from longctx.experiments.runner.interrupts import interrupt_run
@@ -23,7 +23,7 @@ from longctx.experiments.runner.manifest import finish_manifest
 from longctx.experiments.runner.results_file import RESULTS_FILE, append_row
 from longctx.experiments.runner.resume import is_retry, plan_run
 from longctx.experiments.runner.units import run_unit, work_units
-from longctx.graphs.cancel import CancelGuard
+from longctx.graphs.runtime.cancel import CancelGuard
 
 
 def run_experiment(

@@ -13,7 +13,7 @@ from longctx import STRATEGIES, answer_many
 from longctx.agents.llm_cache import SQLiteLLMCache
 from longctx.experiments.runner.config import RunConfig
 from longctx.experiments.runner.rows import base_row, failed_row, ok_row
-from longctx.graphs.strategy_registry import base_strategy
+from longctx.graphs.plugin.strategy_registry import base_strategy
 
 
 def work_units(

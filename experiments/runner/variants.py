@@ -1,9 +1,9 @@
 """Variants: one strategy run twice or more in one experiment, each with its own options.
 
 A variant name is a strategy's name, ``@`` and a label (``rag@bm25``, ``rag@hybrid``); the
-strategy registry looks it up as its strategy (:mod:`longctx.graphs.strategy_registry`), and the run
-keeps the whole name as the row's ``strategy``: its resume key, its report column, its side of
-every paired test and break-even point. Options are given per variant (``--option
+strategy registry looks it up as its strategy (:mod:`longctx.graphs.plugin.strategy_registry`), and
+the run keeps the whole name as the row's ``strategy``: its resume key, its report column, its side
+of every paired test and break-even point. Options are given per variant (``--option
 rag@hybrid.retriever=hybrid``); options given under the strategy's own name apply to each of
 its variants too, below the variant's own.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from longctx.graphs.strategy_registry import base_strategy
+from longctx.graphs.plugin.strategy_registry import base_strategy
 
 
 def variant_options(

@@ -2,8 +2,8 @@
 their document.
 
 Evidence documents say *where* an answer's facts are; records say *what* they are. The
-evidence ceilings (:mod:`longctx.experiments.ceilings`) need both: MemAgent's ceiling asks whether
-the minimal rendering of the needed records fits its memory, and the gold sub-questions
+evidence ceilings (:mod:`longctx.experiments.ceilings.measure`) need both: MemAgent's ceiling asks
+whether the minimal rendering of the needed records fits its memory, and the gold sub-questions
 of PAI and Self-Ask name the entities and fields the records cover.
 
 The queries are drawn again from the fact table with the manifest's config (the draw is
@@ -29,7 +29,7 @@ from longctx.experiments.synth.samples import MANIFEST_FILE, read_questions
 from longctx.experiments.synth.truth import cells_clause
 
 # re-exported: its home before the ceiling rules moved into graphs
-from longctx.graphs.ceiling import render_records  # noqa: F401
+from longctx.graphs.plugin.ceiling import render_records  # noqa: F401
 
 
 @dataclass(frozen=True)

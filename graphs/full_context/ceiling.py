@@ -7,8 +7,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from longctx.graphs.api import CeilingEnv, CeilingItem, EvidenceCeiling, Reach, covered, reach_of
 from longctx.graphs.full_context.truncation import truncation_cut
+from longctx.graphs.plugin.api import (
+    CeilingEnv,
+    CeilingItem,
+    EvidenceCeiling,
+    Reach,
+    covered,
+    reach_of,
+)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,22 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
 
-from longctx.graphs.api import (
+from longctx.graphs.full_context.ceiling import TruncatedWindowCeiling
+from longctx.graphs.full_context.config import FullContextConfig
+from longctx.graphs.full_context.prepared import prepared_context, truncate_our_prompt
+from longctx.graphs.full_context.presentation import PRESENTATION
+from longctx.graphs.full_context.prompts import FULL_CONTEXT_TEMPLATE, PROMPTS_VERSION
+
+# Re-exported (F401): this module was the truncation rule's home before it moved.
+from longctx.graphs.full_context.truncation import (  # noqa: F401
+    CHARS_PER_TOKEN_BOUND,
+    END_MARGIN_TOKENS,
+    FIRST_CHARS_PER_TOKEN,
+    end_ids,
+    truncate_prompt,
+    truncation_cut,
+)
+from longctx.graphs.plugin.api import (
     DOCUMENT_TEMPLATE,
     PLACEHOLDER_QUESTION,
     SEAM_TOKENS,
@@ -41,21 +56,6 @@ from longctx.graphs.api import (
     prompt_tokens,
     reply_tokens,
     tokenizer_id,
-)
-from longctx.graphs.full_context.ceiling import TruncatedWindowCeiling
-from longctx.graphs.full_context.config import FullContextConfig
-from longctx.graphs.full_context.prepared import prepared_context, truncate_our_prompt
-from longctx.graphs.full_context.presentation import PRESENTATION
-from longctx.graphs.full_context.prompts import FULL_CONTEXT_TEMPLATE, PROMPTS_VERSION
-
-# Re-exported (F401): this module was the truncation rule's home before it moved.
-from longctx.graphs.full_context.truncation import (  # noqa: F401
-    CHARS_PER_TOKEN_BOUND,
-    END_MARGIN_TOKENS,
-    FIRST_CHARS_PER_TOKEN,
-    end_ids,
-    truncate_prompt,
-    truncation_cut,
 )
 from longctx.retrieval.contract import Corpus, Question, Step
 

@@ -36,9 +36,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from longctx.graphs.api import DEFAULT_INSTRUCTION, format_documents
 from longctx.graphs.full_context.prompts import FULL_CONTEXT_TEMPLATE
 from longctx.graphs.full_context.truncation import CHARS_PER_TOKEN_BOUND, end_ids, truncate_prompt
+from longctx.graphs.plugin.api import DEFAULT_INSTRUCTION, format_documents
 from longctx.retrieval.contract import Corpus, Question
 
 #: Characters at the context's end re-tokenized with each question (at least; a token boundary).

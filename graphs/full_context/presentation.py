@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from longctx.graphs.api import StrategyPresentation
+from longctx.graphs.plugin.api import StrategyPresentation
 
 PRESENTATION = StrategyPresentation(
     color="#ff7f0e", demo_options={"max_new_tokens": 32}, demo_default=True

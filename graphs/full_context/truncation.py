@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from longctx.graphs.api import middle_truncate
+from longctx.graphs.plugin.api import middle_truncate
 
 #: Characters kept per side before tokenizing a huge prompt; no tokenizer packs 16 chars per token.
 CHARS_PER_TOKEN_BOUND = 16

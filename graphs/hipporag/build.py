@@ -12,21 +12,6 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from longctx.graphs.api import (
-    Chunk,
-    ChunkingConfig,
-    GrowingStage,
-    LoadedArtifacts,
-    Source,
-    StrategyContext,
-    budget_kwargs,
-    cache_root,
-    chunk_corpus,
-    index_time,
-    open_store,
-    root_of,
-    text_of,
-)
 from longctx.graphs.hipporag.config import HippoRAGConfig
 from longctx.graphs.hipporag.kg import KnowledgeGraph, build_graph
 from longctx.graphs.hipporag.openie import Ask, OpenIELog, calls_left, extract_all
@@ -40,6 +25,21 @@ from longctx.graphs.hipporag.store import (
     model_key,
     openie_key,
     openie_root,
+)
+from longctx.graphs.plugin.api import (
+    Chunk,
+    ChunkingConfig,
+    GrowingStage,
+    LoadedArtifacts,
+    Source,
+    StrategyContext,
+    budget_kwargs,
+    cache_root,
+    chunk_corpus,
+    index_time,
+    open_store,
+    root_of,
+    text_of,
 )
 from longctx.retrieval.contract import Corpus
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from longctx.graphs.api import ConfigError, RayMapOptions, option
+from longctx.graphs.plugin.api import ConfigError, RayMapOptions, option
 
 
 @dataclass(frozen=True, kw_only=True)

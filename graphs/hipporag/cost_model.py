@@ -10,7 +10,15 @@ from collections.abc import Sequence
 
 from langchain_core.language_models import BaseChatModel
 
-from longctx.graphs.api import (
+from longctx.graphs.hipporag.config import HippoRAGConfig
+from longctx.graphs.hipporag.requests import (
+    Messages,
+    filter_messages,
+    ner_messages,
+    qa_messages,
+    triple_messages,
+)
+from longctx.graphs.plugin.api import (
     PLACEHOLDER_QUESTION,
     RAG_TEMPLATE,
     SEAM_TOKENS,
@@ -23,14 +31,6 @@ from longctx.graphs.api import (
     fill,
     prompt_tokens,
     reply_tokens,
-)
-from longctx.graphs.hipporag.config import HippoRAGConfig
-from longctx.graphs.hipporag.requests import (
-    Messages,
-    filter_messages,
-    ner_messages,
-    qa_messages,
-    triple_messages,
 )
 from longctx.retrieval.contract import Question
 

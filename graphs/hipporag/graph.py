@@ -19,28 +19,6 @@ from typing import Any, cast
 import numpy as np
 from langgraph.runtime import Runtime
 
-from longctx.graphs.api import (
-    MAP_ON_RAY,
-    RAG_TEMPLATE,
-    STRATEGIES,
-    CompiledGraph,
-    Hit,
-    Need,
-    PromptState,
-    StrategyContext,
-    StrategyCosts,
-    budget_kwargs,
-    dimension_error,
-    embedder_needs,
-    fill,
-    format_chunks,
-    generate,
-    linear_graph,
-    query_vector,
-    report_index_seconds,
-    source_of,
-    text_of,
-)
 from longctx.graphs.hipporag import prompts as P
 from longctx.graphs.hipporag.build import (
     build_facts,
@@ -67,6 +45,28 @@ from longctx.graphs.hipporag.retrieve import (
     kept_facts,
     parse_filter,
     rank_passages,
+)
+from longctx.graphs.plugin.api import (
+    MAP_ON_RAY,
+    RAG_TEMPLATE,
+    STRATEGIES,
+    CompiledGraph,
+    Hit,
+    Need,
+    PromptState,
+    StrategyContext,
+    StrategyCosts,
+    budget_kwargs,
+    dimension_error,
+    embedder_needs,
+    fill,
+    format_chunks,
+    generate,
+    linear_graph,
+    query_vector,
+    report_index_seconds,
+    source_of,
+    text_of,
 )
 from longctx.retrieval.contract import Step
 

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from longctx.graphs.api import ALGORITHM, RecordCache, digest_bytes, report_progress
 from longctx.graphs.hipporag.requests import Messages, entities_json, ner_messages, triple_messages
+from longctx.graphs.plugin.api import ALGORITHM, RecordCache, digest_bytes, report_progress
 
 _logger = logging.getLogger(__name__)
 

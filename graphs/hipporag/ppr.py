@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from longctx.graphs.api import require
 from longctx.graphs.hipporag.kg import KnowledgeGraph
+from longctx.graphs.plugin.api import require
 
 
 def igraph_of(kg: KnowledgeGraph) -> Any:

@@ -1,5 +1,5 @@
 """HippoRAG's OpenIE as Ray tasks (``map_executor="ray"``), through the shared map
-(:mod:`longctx.graphs.ray_map`).
+(:mod:`longctx.graphs.runtime.ray_map`).
 
 The caller first reads each passage's calls from its :class:`~graphs.hipporag.openie.OpenIELog`;
 the passages that still need one (NER, or triples after a NER already logged) go out in batches
@@ -22,7 +22,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from longctx.graphs.api import (
+from longctx.graphs.hipporag.config import HippoRAGConfig
+from longctx.graphs.hipporag.openie import Ask, Extraction, OpenIELog, extract_passage
+from longctx.graphs.hipporag.requests import Messages
+from longctx.graphs.plugin.api import (
     ModelRecipe,
     StrategyContext,
     counted_model,
@@ -30,9 +33,6 @@ from longctx.graphs.api import (
     report_progress,
     run_batch,
 )
-from longctx.graphs.hipporag.config import HippoRAGConfig
-from longctx.graphs.hipporag.openie import Ask, Extraction, OpenIELog, extract_passage
-from longctx.graphs.hipporag.requests import Messages
 
 #: ``ask`` made from a run context (:func:`longctx.graphs.hipporag.build.asker`).
 MakeAsk = Callable[[StrategyContext[HippoRAGConfig]], Ask]

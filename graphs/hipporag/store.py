@@ -11,7 +11,10 @@ from pathlib import Path
 import numpy as np
 from langchain_core.language_models import BaseChatModel
 
-from longctx.graphs.api import (
+from longctx.graphs.hipporag.config import HippoRAGConfig
+from longctx.graphs.hipporag.kg import KnowledgeGraph
+from longctx.graphs.hipporag.prompts import PROMPTS_VERSION
+from longctx.graphs.plugin.api import (
     ArtifactStore,
     Checksums,
     digest_of,
@@ -19,9 +22,6 @@ from longctx.graphs.api import (
     read_checked,
     write_checked,
 )
-from longctx.graphs.hipporag.config import HippoRAGConfig
-from longctx.graphs.hipporag.kg import KnowledgeGraph
-from longctx.graphs.hipporag.prompts import PROMPTS_VERSION
 from longctx.retrieval.contract import Corpus
 
 #: The config fields that change the OpenIE requests (and so their stored replies).
@@ -37,7 +37,7 @@ GRAPH_FIELDS = (
     *OPENIE_FIELDS,
 )
 #: The embedding stores' namespaces (the official ``chunk``, ``entity`` and ``fact`` stores;
-#: :mod:`longctx.graphs.embedding_store`).
+#: :mod:`longctx.graphs.index.embedding_store`).
 NAMESPACES = ("passage", "entity", "fact")
 #: Bump when the folder's layout or the build changes.
 STORE_VERSION = 1
@@ -58,7 +58,7 @@ def openie_key(cfg: HippoRAGConfig) -> str:
 
 def model_key(llm: BaseChatModel) -> str:
     """The extracting model, with every setting its requests carry, not its server's address
-    (:func:`longctx.graphs.request_settings.model_identity`)."""
+    (:func:`longctx.graphs.calls.request_settings.model_identity`)."""
     return model_identity(llm)
 
 
@@ -134,7 +134,8 @@ def save_graph(folder: Path, kg: KnowledgeGraph) -> None:
     write_checked(folder, write, version=STORE_VERSION)
 
 
-#: The graph's place in the cache, for :meth:`longctx.graphs.index_artifact.LoadedArtifacts.obtain`.
+#: The graph's place in the cache, for
+#: :meth:`longctx.graphs.index.index_artifact.LoadedArtifacts.obtain`.
 GRAPH_STORE = ArtifactStore(
     what="a HippoRAG graph build", folder=graph_folder, load=load_graph, save=save_graph
 )

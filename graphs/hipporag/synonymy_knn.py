@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from longctx.graphs.api import require
+from longctx.graphs.plugin.api import require
 
 #: How the synonymy neighbours are found (``HippoRAGConfig.synonymy_knn``).
 Knn = Literal["dense", "faiss", "faiss-ivf"]

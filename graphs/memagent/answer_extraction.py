@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from longctx.graphs.api import strip_think
+from longctx.graphs.plugin.api import strip_think
 
 #: Special tokens the official ``extract_answer`` removes from the extracted answer (DeepSeek-R1's).
 _ANSWER_NOISE = ("<\uff5cAssistant\uff5c>", "<\uff5cend\u2581of\u2581sentence\uff5c>")

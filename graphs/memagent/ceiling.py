@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from longctx.graphs.api import (
+from longctx.graphs.plugin.api import (
     CeilingEnv,
     CeilingItem,
     EvidenceCeiling,

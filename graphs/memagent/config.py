@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from longctx.graphs.api import StrategyConfig, option
+from longctx.graphs.plugin.api import StrategyConfig, option
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -15,7 +15,7 @@ class MemAgentConfig(StrategyConfig):
     Attributes:
         chunk_tokens: Tokens of corpus per step, in the model's tokenizer (as the official
             loop): its own, a local HF one, the server's tokenize endpoint, tiktoken's for
-            OpenAI models, cl100k last (see ``longctx.graphs.llm.tokenizer_for``; recorded as
+            OpenAI models, cl100k last (see ``longctx.graphs.calls.llm.tokenizer_for``; recorded as
             ``config["tokenizer"]``).
         max_new_tokens: Budget of every generated memory and of the final answer.
         temperature / top_p: The official evaluation's sampling.

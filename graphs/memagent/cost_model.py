@@ -8,7 +8,10 @@ from collections.abc import Sequence
 
 from langchain_core.language_models import BaseChatModel
 
-from longctx.graphs.api import (
+from longctx.graphs.memagent.config import MemAgentConfig
+from longctx.graphs.memagent.prompts import FINAL_TEMPLATE, MEMORY_TEMPLATE, final_instruction
+from longctx.graphs.memagent.stream import memagent_chunks
+from longctx.graphs.plugin.api import (
     ANSWER_TOKENS,
     PLACEHOLDER_QUESTION,
     SEAM_TOKENS,
@@ -19,9 +22,6 @@ from longctx.graphs.api import (
     ExpectedCost,
     prompt_tokens,
 )
-from longctx.graphs.memagent.config import MemAgentConfig
-from longctx.graphs.memagent.prompts import FINAL_TEMPLATE, MEMORY_TEMPLATE, final_instruction
-from longctx.graphs.memagent.stream import memagent_chunks
 from longctx.retrieval.contract import Question
 
 

@@ -23,7 +23,20 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from longctx.graphs.api import (
+from longctx.graphs.memagent.answer_extraction import official_prediction
+from longctx.graphs.memagent.ceiling import MEMAGENT_CEILING
+from longctx.graphs.memagent.config import MemAgentConfig
+from longctx.graphs.memagent.cost_model import memagent_costs
+from longctx.graphs.memagent.presentation import PRESENTATION
+from longctx.graphs.memagent.prompts import (
+    FINAL_TEMPLATE,
+    MEMORY_TEMPLATE,
+    PROMPTS_VERSION,
+    final_instruction,
+)
+from longctx.graphs.memagent.state import MemAgentContext, MemAgentState, MemoryTask
+from longctx.graphs.memagent.stream import cut_windows, stream_text
+from longctx.graphs.plugin.api import (
     NO_MEMORY,
     STRATEGIES,
     BatchAnswer,
@@ -42,19 +55,6 @@ from longctx.graphs.api import (
     tokenizer_for,
     trace_steps,
 )
-from longctx.graphs.memagent.answer_extraction import official_prediction
-from longctx.graphs.memagent.ceiling import MEMAGENT_CEILING
-from longctx.graphs.memagent.config import MemAgentConfig
-from longctx.graphs.memagent.cost_model import memagent_costs
-from longctx.graphs.memagent.presentation import PRESENTATION
-from longctx.graphs.memagent.prompts import (
-    FINAL_TEMPLATE,
-    MEMORY_TEMPLATE,
-    PROMPTS_VERSION,
-    final_instruction,
-)
-from longctx.graphs.memagent.state import MemAgentContext, MemAgentState, MemoryTask
-from longctx.graphs.memagent.stream import cut_windows, stream_text
 from longctx.retrieval.contract import Question
 
 
@@ -69,8 +69,8 @@ def prepare_context(
     """Cut the corpus stream (:func:`stream_text`) into ``chunk_tokens`` windows of the model's
     tokens.
 
-    The tokenizer is the model's (:func:`longctx.graphs.llm.tokenizer_for`: its own, a local HF
-    tokenizer, the server's tokenize endpoint, tiktoken's for OpenAI models, cl100k last),
+    The tokenizer is the model's (:func:`longctx.graphs.calls.llm.tokenizer_for`: its own, a local
+    HF tokenizer, the server's tokenize endpoint, tiktoken's for OpenAI models, cl100k last),
     as the official loop cuts with the served model's HF tokenizer: ``encode`` the whole
     stream, windows of ``chunk_tokens`` ids, each decoded (moved back to a character
     boundary where a window would split one, unless ``window_cut="token"``: :func:`cut_windows`).

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from longctx.graphs.api import Markup, StrategyPresentation, join, tag, text
+from longctx.graphs.plugin.api import Markup, StrategyPresentation, join, tag, text
 
 #: Memory rows shown per answer (the first and last halves when there are more).
 MAX_MEMORY_ROWS = 200

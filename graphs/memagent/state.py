@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any, Required, TypedDict
 
-from longctx.graphs.api import MemoryTrace, StrategyContext, add_usage
 from longctx.graphs.memagent.config import MemAgentConfig
+from longctx.graphs.plugin.api import MemoryTrace, StrategyContext, add_usage
 
 
 @dataclass(frozen=True)
@@ -64,9 +64,9 @@ class MemoryTask(TypedDict):
 
 class MemAgentState(TypedDict, total=False):
     """Checkpointed state: small and fixed-size per question (snapshots live in the trace). Not an
-    :class:`~graphs.answer_state.AnswerState`: it answers many questions at once, and the run path
-    reads each question's answer through :func:`collect` (a
-    :class:`~graphs.answer_state.BatchAnswer`)."""
+    :class:`~graphs.plugin.answer_state.AnswerState`: it answers many questions at once, and the run
+    path reads each question's answer through :func:`collect` (a
+    :class:`~graphs.plugin.answer_state.BatchAnswer`)."""
 
     questions: list[SettledQuestion]
     n_chunks: int

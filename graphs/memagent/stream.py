@@ -11,7 +11,8 @@ from collections.abc import Callable, Sequence
 
 from langchain_core.language_models import BaseChatModel
 
-from longctx.graphs.api import (
+from longctx.graphs.memagent.config import MemAgentConfig
+from longctx.graphs.plugin.api import (
     Tokenizer,
     format_documents,
     slice_ids,
@@ -19,7 +20,6 @@ from longctx.graphs.api import (
     tiktoken_tokenizer,
     tokenizer_for,
 )
-from longctx.graphs.memagent.config import MemAgentConfig
 from longctx.retrieval.contract import Corpus, Question
 
 

@@ -2,8 +2,8 @@
 
 Every reply is validated against a pydantic model of the function's arguments. A reply
 that fails (no call, arguments that do not parse or validate, no JSON object, no item) is
-retried with the error appended to the prompt (:mod:`longctx.graphs.validated_call`, the loop the
-structured strategy's calls share); after the last retry the caller receives a failed
+retried with the error appended to the prompt (:mod:`longctx.graphs.calls.validated_call`, the loop
+the structured strategy's calls share); after the last retry the caller receives a failed
 :class:`CallOutcome` carrying every error, and records it: nothing is dropped silently.
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from longctx.graphs.api import (
+from longctx.graphs.plugin.api import (
     MalformedOutput,
     Outcome,
     ToolMode,
@@ -123,7 +123,7 @@ async def acall_structured(
 ) -> CallOutcome:
     """:func:`call_structured` through the model's async interface (``ainvoke``): the same
     prompts, validation and retries, without holding a thread per call in flight (a sync-only
-    model runs in :data:`longctx.graphs.validated_call.SYNC_MODEL_POOL`)."""
+    model runs in :data:`longctx.graphs.calls.validated_call.SYNC_MODEL_POOL`)."""
     model = bind_function(llm, mode, function, tool_choice)
     out = await acall_validated(
         llm,

@@ -1,5 +1,5 @@
-"""PAI's cost model (its calls and tokens before any call; :mod:`longctx.graphs.costs`), from its
-own prompts."""
+"""PAI's cost model (its calls and tokens before any call; :mod:`longctx.graphs.metering.costs`),
+from its own prompts."""
 
 from __future__ import annotations
 
@@ -9,7 +9,10 @@ from collections.abc import Sequence
 
 from langchain_core.language_models import BaseChatModel
 
-from longctx.graphs.api import (
+from longctx.graphs.pai import prompts as P
+from longctx.graphs.pai.config import PaiConfig
+from longctx.graphs.pai.judging import JUDGE_TEMPLATES, choose_mode
+from longctx.graphs.plugin.api import (
     ANSWER_TOKENS,
     PLACEHOLDER_QUESTION,
     SEAM_TOKENS,
@@ -27,9 +30,6 @@ from longctx.graphs.api import (
     tool_schema_tokens,
     with_rerank,
 )
-from longctx.graphs.pai import prompts as P
-from longctx.graphs.pai.config import PaiConfig
-from longctx.graphs.pai.judging import JUDGE_TEMPLATES, choose_mode
 from longctx.retrieval.contract import Question
 
 #: Typical properties of a PAI question (its judge calls multiply by this; expected cost only).

@@ -17,10 +17,10 @@ from typing import Any
 from langgraph.runtime import Runtime
 from pydantic import BaseModel
 
-from longctx.graphs.api import StrategyContext, resolve_tool_mode
 from longctx.graphs.pai import prompts as P
 from longctx.graphs.pai.calls import CallOutcome, PropertyArgs, SubQuestionArgs, call_structured
 from longctx.graphs.pai.config import PaiConfig
+from longctx.graphs.plugin.api import StrategyContext, resolve_tool_mode
 from longctx.retrieval.contract import Question, Step
 
 

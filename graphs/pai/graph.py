@@ -25,18 +25,6 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from longctx.graphs.api import (
-    STRATEGIES,
-    BudgetReached,
-    Chunk,
-    CompiledGraph,
-    PromptSharing,
-    SingleRun,
-    StrategyContext,
-    StrategyCosts,
-    complete,
-    format_chunks,
-)
 from longctx.graphs.pai import prompts as P
 from longctx.graphs.pai.ceiling import JudgedChunksCeiling
 from longctx.graphs.pai.config import PaiConfig
@@ -53,6 +41,18 @@ from longctx.graphs.pai.judging import (
 )
 from longctx.graphs.pai.presentation import MINUS_PRESENTATION, PRESENTATION
 from longctx.graphs.pai.state import PaiState, SubAnswerTask, SubQuestion
+from longctx.graphs.plugin.api import (
+    STRATEGIES,
+    BudgetReached,
+    Chunk,
+    CompiledGraph,
+    PromptSharing,
+    SingleRun,
+    StrategyContext,
+    StrategyCosts,
+    complete,
+    format_chunks,
+)
 from longctx.retrieval.contract import Step
 
 

@@ -10,7 +10,11 @@ from typing import Any, Literal
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from longctx.graphs.api import (
+from longctx.graphs.pai import prompts as P
+from longctx.graphs.pai.calls import CallOutcome, KeepContextArgs, acall_structured, call_structured
+from longctx.graphs.pai.config import PaiConfig
+from longctx.graphs.pai.state import JudgedPair, JudgeTask, PaiState
+from longctx.graphs.plugin.api import (
     BudgetReached,
     Chunk,
     Hit,
@@ -20,10 +24,6 @@ from longctx.graphs.api import (
     gather_or_cancel,
     report_progress,
 )
-from longctx.graphs.pai import prompts as P
-from longctx.graphs.pai.calls import CallOutcome, KeepContextArgs, acall_structured, call_structured
-from longctx.graphs.pai.config import PaiConfig
-from longctx.graphs.pai.state import JudgedPair, JudgeTask, PaiState
 from longctx.retrieval.contract import Step
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from longctx.graphs.api import Shown, StrategyPresentation, bullets, join, tag, text
+from longctx.graphs.plugin.api import Shown, StrategyPresentation, bullets, join, tag, text
 
 
 def decomposition_view(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any, TypedDict
 
-from longctx.graphs.api import AnswerState, Chunk, Hit
+from longctx.graphs.plugin.api import AnswerState, Chunk, Hit
 
 
 class SubQuestion(TypedDict):

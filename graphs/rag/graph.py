@@ -17,7 +17,7 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
-from longctx.graphs.api import (
+from longctx.graphs.plugin.api import (
     STRATEGIES,
     Calls,
     Chunk,

@@ -3,7 +3,7 @@ share."""
 
 from __future__ import annotations
 
-from longctx.graphs.api import StrategyPresentation, retrieval_view
+from longctx.graphs.plugin.api import StrategyPresentation, retrieval_view
 
 PRESENTATION = StrategyPresentation(
     color="#1f77b4",

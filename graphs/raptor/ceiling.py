@@ -4,7 +4,7 @@ LLM-free rule bounds it; the rule says so instead of guessing."""
 
 from __future__ import annotations
 
-from longctx.graphs.api import NeedsIndexLLM
+from longctx.graphs.plugin.api import NeedsIndexLLM
 
 #: Why the rule does not apply.
 NEEDS_INDEX_LLM = (

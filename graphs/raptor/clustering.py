@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from longctx.graphs.api import require
+from longctx.graphs.plugin.api import require
 from longctx.graphs.raptor.placement import place_by_neighbours
 
 #: cluster_utils.RANDOM_SEED: the BIC search's mixtures (and here UMAP's) are seeded with it.

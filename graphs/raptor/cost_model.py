@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from langchain_core.language_models import BaseChatModel
 
-from longctx.graphs.api import (
+from longctx.graphs.plugin.api import (
     PLACEHOLDER_QUESTION,
     RAG_TEMPLATE,
     SEAM_TOKENS,

@@ -17,7 +17,7 @@ from typing import Any, cast
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
-from longctx.graphs.api import (
+from longctx.graphs.plugin.api import (
     MAP_ON_RAY,
     RAG_TEMPLATE,
     STRATEGIES,

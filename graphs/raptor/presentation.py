@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from longctx.graphs.api import Shown, StrategyPresentation, tag
+from longctx.graphs.plugin.api import Shown, StrategyPresentation, tag
 
 
 def nodes_view(step: Mapping[str, Any], _evidence: Mapping[Any, Mapping[str, Any]]) -> Shown:

@@ -1,5 +1,5 @@
 """RAPTOR's summaries of a layer as Ray tasks (``map_executor="ray"``), through the shared map
-(:mod:`longctx.graphs.ray_map`).
+(:mod:`longctx.graphs.runtime.ray_map`).
 
 The clusters whose summary the log lacks go out in batches of ``ray_batch_clusters``, at most
 ``ray_max_in_flight`` tasks at once; a task asks its batch's summaries on ``concurrency``
@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from longctx.graphs.api import (
+from longctx.graphs.plugin.api import (
     ModelRecipe,
     StrategyContext,
     counted_model,

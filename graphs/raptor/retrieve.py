@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from longctx.graphs.api import count_tokens
+from longctx.graphs.plugin.api import count_tokens
 from longctx.graphs.raptor.tree import Tree, TreeNode
 
 

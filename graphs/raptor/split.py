@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from longctx.graphs.api import count_tokens_batch
+from longctx.graphs.plugin.api import count_tokens_batch
 
 _SENTENCE = re.compile(r"[.!?\n]")
 _CLAUSE = re.compile(r"[,;:]")

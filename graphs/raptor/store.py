@@ -3,7 +3,8 @@ chat model and every setting its requests carry), the finished tree checksummed 
 and, shared by every corpus, the log of finished summaries per (summary settings, prompts, model):
 ``<cache>/raptor/summaries/<key>.jsonl``, from which a killed build resumes and a grown or edited
 corpus reuses every summary whose cluster's text is unchanged. The nodes' embeddings are in the
-shared embedding store (:mod:`longctx.graphs.embedding_store`, namespace :data:`NODE_NAMESPACE`)."""
+shared embedding store (:mod:`longctx.graphs.index.embedding_store`, namespace
+:data:`NODE_NAMESPACE`)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from longctx.graphs.api import (
+from longctx.graphs.plugin.api import (
     ArtifactStore,
     Checksums,
     digest_of,
@@ -110,7 +111,8 @@ def save_tree(folder: Path, tree: Tree) -> None:
     write_checked(folder, write, version=STORE_VERSION)
 
 
-#: The tree's place in the cache, for :meth:`longctx.graphs.index_artifact.LoadedArtifacts.obtain`.
+#: The tree's place in the cache, for
+#: :meth:`longctx.graphs.index.index_artifact.LoadedArtifacts.obtain`.
 TREE_STORE = ArtifactStore(
     what="a RAPTOR tree build", folder=tree_folder, load=load_tree, save=save_tree
 )

@@ -11,8 +11,8 @@ summaries it had not received.
 A grown or edited corpus (``Corpus.add`` / ``update`` / ``remove``) is built the same way, and
 reuses what did not change: the leaves are split per document (the same documents give the same
 leaves), every node's embedding comes from the embedding store keyed by its text
-(:mod:`longctx.graphs.embedding_store`), and the summary log is shared by every corpus under the
-same summary settings and model, so only the summaries of clusters whose text is new are asked.
+(:mod:`longctx.graphs.index.embedding_store`), and the summary log is shared by every corpus under
+the same summary settings and model, so only the summaries of clusters whose text is new are asked.
 Every upper layer is clustered again over the new leaf set (same seed: the clusters of a fresh
 build).
 """
@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from longctx.graphs.api import (
+from longctx.graphs.plugin.api import (
     EmbeddingStore,
     GrowingStage,
     count_tokens_batch,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from longctx.graphs.api import RetrievalSettings, option
+from longctx.graphs.plugin.api import RetrievalSettings, option
 
 
 @dataclass(frozen=True, kw_only=True)

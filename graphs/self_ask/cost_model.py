@@ -1,5 +1,5 @@
-"""Self-Ask's cost model (its calls and tokens before any call; :mod:`longctx.graphs.costs`), from
-its own prompts."""
+"""Self-Ask's cost model (its calls and tokens before any call;
+:mod:`longctx.graphs.metering.costs`), from its own prompts."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from langchain_core.language_models import BaseChatModel
 
-from longctx.graphs.api import (
+from longctx.graphs.plugin.api import (
     PLACEHOLDER_QUESTION,
     Calls,
     CorpusShape,

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from langgraph.runtime import Runtime
 
-from longctx.graphs.api import Hit, StrategyContext, complete
+from longctx.graphs.plugin.api import Hit, StrategyContext, complete
 from longctx.graphs.self_ask.config import SelfAskConfig
 from longctx.graphs.self_ask.prompts import (
     CONTEXT_STOP,

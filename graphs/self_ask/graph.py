@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from langgraph.graph import END, START, StateGraph
 
-from longctx.graphs.api import STRATEGIES, CompiledGraph, StrategyContext, StrategyCosts
+from longctx.graphs.plugin.api import STRATEGIES, CompiledGraph, StrategyContext, StrategyCosts
 from longctx.graphs.self_ask.ceiling import FollowUpCeiling
 from longctx.graphs.self_ask.config import SelfAskConfig
 from longctx.graphs.self_ask.cost_model import self_ask_costs

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from longctx.graphs.api import Shown, StrategyPresentation, join, retrieval_view, tag, text
+from longctx.graphs.plugin.api import Shown, StrategyPresentation, join, retrieval_view, tag, text
 
 
 def _follow_up(question: Any) -> Any:

@@ -9,7 +9,7 @@ from typing import Any, Literal, NamedTuple
 
 from langgraph.runtime import Runtime
 
-from longctx.graphs.api import (
+from longctx.graphs.plugin.api import (
     RAG_TEMPLATE,
     StrategyContext,
     complete,

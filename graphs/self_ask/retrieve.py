@@ -6,7 +6,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from longctx.graphs.api import Hit, RetrievalService, StrategyContext
+from longctx.graphs.plugin.api import Hit, RetrievalService, StrategyContext
 from longctx.graphs.self_ask.config import SelfAskConfig
 from longctx.graphs.self_ask.state import SelfAskState
 from longctx.retrieval.contract import Step

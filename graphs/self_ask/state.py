@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from longctx.graphs.api import AnswerState, Hit
+from longctx.graphs.plugin.api import AnswerState, Hit
 from longctx.graphs.self_ask.prompts import INTERMEDIATE
 
 #: reader: stop before the model writes an intermediate answer or starts a new exemplar.

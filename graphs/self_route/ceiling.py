@@ -7,9 +7,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from longctx.graphs.api import STRATEGIES, CeilingEnv, CeilingItem, Reach, SkipCeiling, order_hits
 from longctx.graphs.full_context import input_budget, untruncated_prompt
 from longctx.graphs.full_context.ceiling import TruncatedWindowCeiling
+from longctx.graphs.plugin.api import (
+    STRATEGIES,
+    CeilingEnv,
+    CeilingItem,
+    Reach,
+    SkipCeiling,
+    order_hits,
+)
 from longctx.graphs.rag import retrieve
 from longctx.graphs.rag.ceiling import RetrievedChunksCeiling
 

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from longctx.graphs.api import STRATEGIES, ConfigError, RetrievalSettings, option
 from longctx.graphs.full_context.config import FullContextConfig
+from longctx.graphs.plugin.api import STRATEGIES, ConfigError, RetrievalSettings, option
 
 
 @dataclass(frozen=True, kw_only=True)

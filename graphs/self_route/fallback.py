@@ -9,9 +9,10 @@ under ``fallback`` (LangSmith traces show them there, ``get_graph(xray=True)`` d
 calls reach this run's callbacks once (usage, budget guard), and cancelling an async run
 cancels it where it waits.
 
-A batched fallback (memagent) keeps the one run path (:func:`longctx.graphs.run.run_strategy`): its
-run is checkpointed on disk under a thread key of its own (``self_route>memagent``), so a
-crash in a 2,000-call leg resumes, and a repeated question replays it without calls.
+A batched fallback (memagent) keeps the one run path
+(:func:`longctx.graphs.runtime.run.run_strategy`): its run is checkpointed on disk under a thread
+key of its own (``self_route>memagent``), so a crash in a 2,000-call leg resumes, and a repeated
+question replays it without calls.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph._internal._runnable import RunnableCallable
 from langgraph.runtime import Runtime
 
-from longctx.graphs.api import (
+from longctx.graphs.plugin.api import (
     STRATEGIES,
     BudgetReached,
     Index,

@@ -36,7 +36,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
-from longctx.graphs.api import (
+from longctx.graphs.full_context import full_context_prompt
+from longctx.graphs.plugin.api import (
     DEFAULT_INSTRUCTION,
     PLACEHOLDER_QUESTION,
     RAG_TEMPLATE,
@@ -62,7 +63,6 @@ from longctx.graphs.api import (
     with_rerank,
     with_sometimes,
 )
-from longctx.graphs.full_context import full_context_prompt
 from longctx.graphs.rag import retrieve
 from longctx.graphs.self_route.ceiling import SELF_ROUTE_CEILING
 from longctx.graphs.self_route.config import SelfRouteConfig

@@ -9,7 +9,7 @@ value normalisation, the record cache, the reduced table and the SQL engine with
 are :mod:`longctx.memory.records`.
 """
 
-from longctx.graphs.api import Attribute, TableSchema, TimeDimension
+from longctx.graphs.plugin.api import Attribute, TableSchema, TimeDimension
 from longctx.graphs.structured.config import StructuredConfig
 from longctx.graphs.structured.graph import build_graph
 from longctx.graphs.structured.prompts import PROMPTS_VERSION

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from longctx.graphs.api import CeilingEnv, CeilingItem, EvidenceCeiling, Reach
+from longctx.graphs.plugin.api import CeilingEnv, CeilingItem, EvidenceCeiling, Reach
 
 
 @dataclass(frozen=True, kw_only=True)

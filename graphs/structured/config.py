@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from longctx.graphs.api import ConfigError, RayMapOptions, option, parse_schema
+from longctx.graphs.plugin.api import ConfigError, RayMapOptions, option, parse_schema
 
 #: Tokens kept free of the model window for a prompt's own text (the extraction and answer prompts).
 PROMPT_OVERHEAD = 1_024
@@ -31,7 +31,7 @@ class StructuredConfig(RayMapOptions):
             ``"document_first"`` (the document, then the instructions and the table: the extractions
             of one document for several tables start alike, so a provider's prompt cache serves the
             document to a later question's new table; own-corpus runs use it,
-            :mod:`longctx.graphs.prompt_sharing`).
+            :mod:`longctx.graphs.calls.prompt_sharing`).
         tool_mode: ``"tools"``, ``"json"`` or ``"auto"`` (tools when the model binds them).
         retries: Extra calls after a malformed plan or extraction (the error is shown).
         sql_retries: Extra SQL calls after an error (the message goes back to the model).
@@ -64,7 +64,7 @@ class StructuredConfig(RayMapOptions):
         max_evidence: Cells returned as evidence.
         map_executor / ray_address / ray_max_in_flight / ray_endpoints: Where the Map stage
             extracts the documents missing from the record cache: this process (``Send`` fan-out)
-            or Ray tasks (:class:`~graphs.ray_options.RayMapOptions`,
+            or Ray tasks (:class:`~graphs.runtime.ray_options.RayMapOptions`,
             :mod:`longctx.graphs.structured.ray_map`).
         ray_batch_documents: Documents per Ray task.
     """

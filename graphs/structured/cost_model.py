@@ -9,7 +9,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from longctx.graphs.api import (
+from longctx.graphs.plugin.api import (
     PLACEHOLDER_QUESTION,
     SEAM_TOKENS,
     TEMPLATE_TOKENS,

@@ -1,8 +1,8 @@
 """The structured strategy's Plan and Map replies: the record parser, document windows, quote
 checks.
 
-The calls themselves go through :mod:`longctx.graphs.validated_call` (the loop PAI's calls share);
-what is the structured strategy's own is what a valid reply is: a document may state no
+The calls themselves go through :mod:`longctx.graphs.calls.validated_call` (the loop PAI's calls
+share); what is the structured strategy's own is what a valid reply is: a document may state no
 row, so an empty ``records`` list is valid here, where PAI's calls treat "no item" as
 malformed, and every value must read as a number in its unit.
 """
@@ -16,7 +16,12 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel
 
-from longctx.graphs.api import TableSchema, ValueNotUnderstood, bind_function, normalize_value
+from longctx.graphs.plugin.api import (
+    TableSchema,
+    ValueNotUnderstood,
+    bind_function,
+    normalize_value,
+)
 
 
 def bound_model(llm: BaseChatModel, mode: str, function: Mapping[str, Any] | None) -> Any:

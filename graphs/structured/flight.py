@@ -31,7 +31,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from longctx.graphs.api import blocking, run_blocking
+from longctx.graphs.plugin.api import blocking, run_blocking
 
 #: Seconds between two tries of a document lock held by another process (doubling up to the cap).
 POLL_START_S, POLL_MAX_S = 0.005, 0.1

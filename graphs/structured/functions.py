@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from longctx.graphs.api import SQL_TYPES, TableSchema
+from longctx.graphs.plugin.api import SQL_TYPES, TableSchema
 
 # -- the Plan function --------------------------------------------------------------------
 _ATTRIBUTE_JSON = {

@@ -41,7 +41,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from longctx.graphs.api import (
+from longctx.graphs.plugin.api import (
     STRATEGIES,
     PromptSharing,
     SingleRun,

@@ -19,7 +19,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from longctx.graphs.api import (
+from longctx.graphs.plugin.api import (
     Outcome,
     RecordCache,
     StrategyContext,
@@ -118,9 +118,9 @@ def extractor(
 
 def extraction_model(llm: BaseChatModel) -> str:
     """Whose records a cache entry holds: the model's name and a digest of every setting its
-    requests carry (:func:`longctx.graphs.request_settings.model_identity`), so a model that asks
-    differently (another ``extra_body``, sampling, headers) reads every document anew instead of
-    reusing another's records, while the same model behind another address reuses them."""
+    requests carry (:func:`longctx.graphs.calls.request_settings.model_identity`), so a model that
+    asks differently (another ``extra_body``, sampling, headers) reads every document anew instead
+    of reusing another's records, while the same model behind another address reuses them."""
     return model_identity(llm)
 
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from longctx.graphs.api import MAP_ON_RAY, StrategyPresentation
+from longctx.graphs.plugin.api import MAP_ON_RAY, StrategyPresentation
 
 PRESENTATION = StrategyPresentation(
     color="#17becf",

@@ -10,7 +10,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from longctx.graphs.api import (
+from longctx.graphs.plugin.api import (
     QueryRefused,
     QueryResult,
     QueryTimeout,

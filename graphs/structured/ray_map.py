@@ -1,7 +1,7 @@
 """The Map stage on Ray (``map_executor="ray"``): the documents missing from the record cache
 are extracted by Ray tasks, a batch of documents per task, at most ``ray_max_in_flight``
-tasks at once per answer, through the shared map (:mod:`longctx.graphs.ray_map`: the model's recipe,
-bounded submission over the endpoints, the workers' usage).
+tasks at once per answer, through the shared map (:mod:`longctx.graphs.runtime.ray_map`: the model's
+recipe, bounded submission over the endpoints, the workers' usage).
 
 A task runs on a worker what the local ``extract`` node runs
 (:func:`~graphs.structured.mapping.extract_document`, its batch on ``concurrency`` threads): the
@@ -28,7 +28,7 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
-from longctx.graphs.api import (
+from longctx.graphs.plugin.api import (
     ModelRecipe,
     RecordCache,
     StrategyContext,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any
 
-from longctx.graphs.api import AnswerState, Table
+from longctx.graphs.plugin.api import AnswerState, Table
 
 
 class StructuredState(AnswerState, total=False):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from longctx.graphs.api import RecordCache, SchemaStore, StrategyContext, default_cache_dir
+from longctx.graphs.plugin.api import RecordCache, SchemaStore, StrategyContext, default_cache_dir
 from longctx.graphs.structured.config import StructuredConfig
 from longctx.graphs.structured.mapping import extraction_model
 

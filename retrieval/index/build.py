@@ -19,8 +19,8 @@ from typing import Any
 from longctx.retrieval.base import Retriever
 from longctx.retrieval.checksums import Checksums
 from longctx.retrieval.chunking import ChunkingConfig
-from longctx.retrieval.document import IndexableCorpus
-from longctx.retrieval.errors import OptionError
+from longctx.retrieval.contract.document import IndexableCorpus
+from longctx.retrieval.contract.errors import OptionError
 from longctx.retrieval.fit import chunks_for
 from longctx.retrieval.hybrid import HybridRetriever
 from longctx.retrieval.index.growth import CompactionPolicy, grow_index

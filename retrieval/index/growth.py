@@ -22,7 +22,7 @@ from typing import Any
 from longctx.retrieval.base import Retriever, SegmentedRetriever, grows
 from longctx.retrieval.checksums import Checksums
 from longctx.retrieval.chunking import Chunk, ChunkingConfig
-from longctx.retrieval.document import IndexableCorpus
+from longctx.retrieval.contract.document import IndexableCorpus
 from longctx.retrieval.fit import chunks_for
 from longctx.retrieval.index.layout import (
     CHUNKS_FILE,

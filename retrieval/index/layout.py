@@ -15,7 +15,7 @@ from typing import Any
 
 from longctx.retrieval.base import Retriever
 from longctx.retrieval.chunking import ChunkingConfig
-from longctx.retrieval.document import IndexableCorpus
+from longctx.retrieval.contract.document import IndexableCorpus
 from longctx.retrieval.locks import exclusive_lock
 from longctx.retrieval.paths import default_cache_dir
 

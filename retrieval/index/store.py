@@ -28,8 +28,8 @@ import numpy as np
 from longctx.retrieval.base import Retriever
 from longctx.retrieval.checksums import ChecksumMismatch, Checksums, verify_folder
 from longctx.retrieval.chunking import Chunk, ChunkingConfig
+from longctx.retrieval.contract.document import IndexableCorpus
 from longctx.retrieval.dense import DenseRetriever
-from longctx.retrieval.document import IndexableCorpus
 from longctx.retrieval.extras import MissingExtraError
 from longctx.retrieval.index.layout import (
     CHUNKS_FILE,

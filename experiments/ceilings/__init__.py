@@ -1,0 +1,1 @@
+"""Evidence ceilings: what each strategy can possibly answer, measured without a model."""

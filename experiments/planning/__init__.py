@@ -1,0 +1,1 @@
+"""An experiment's plan and costs: prices, spend, break-even points, amortized costs."""

@@ -1,0 +1,1 @@
+"""Reports of a run folder: scores, statistics, comparisons, plots, the HTML page, exports."""

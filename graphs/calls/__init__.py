@@ -1,0 +1,1 @@
+"""Model calls from a node: the chat call, tool loop, validated replies, request settings."""

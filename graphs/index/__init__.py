@@ -1,0 +1,1 @@
+"""Index artefacts and retrieval for strategies: cached artefacts, embeddings, reranking."""

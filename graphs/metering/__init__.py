@@ -1,0 +1,1 @@
+"""Metering and budgets: limits and their guard, usage, prices, cost models, plan checks."""

@@ -1,0 +1,159 @@
+"""A single run stopped by its budget keeps what it gathered: the steps, hits and evidence of
+every node that finished, and of the subgraph in flight (a tool loop's turns), then lets the
+strategy finish with what it has (:attr:`longctx.graphs.plugin.registry.SingleRun.on_stop`).
+
+How the partial state is kept: the graph is driven with LangGraph's ``stream(stream_mode="values",
+subgraphs=True)``, which yields the whole state after every superstep of the graph and of each
+subgraph; the last state of each namespace still running when the stop is raised is the partial
+state. ``invoke`` is that same stream's last value, so a run that is not stopped gets the
+same final state. Only a graph with subgraphs streams them (``subgraphs=True`` runs every
+node in a worker thread: 2-3 ms more per run of a four-node graph, and holds one slot of the
+run's ``max_concurrency`` for its waiter, given back here); a graph without them streams its
+values at no cost over ``invoke``. (An in-memory checkpointer and ``graph.get_state(config,
+subgraphs=True)`` would also give the partial state, at the price of serialising it at every
+superstep of every run: as slow as streaming subgraphs, for every graph.)
+Lost either way: the work inside the node that was stopped (a node that made two calls before
+its third was refused) and the writes of the tasks that finished in the superstep that was stopped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, cast
+
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+
+from longctx.graphs.metering.budget import BudgetReached
+from longctx.graphs.plugin.answer_state import AnswerState
+from longctx.graphs.plugin.context import StrategyContext
+from longctx.graphs.plugin.nodes import CompiledGraph
+from longctx.graphs.plugin.registry import Strategy
+from longctx.retrieval.contract import Step
+
+#: The keys of a partial state an answer stopped by its budget keeps (besides ``steps``).
+KEPT = ("hits", "evidence")
+
+
+class PartialState:
+    """The last state of each namespace of a streamed run (the graph, ``()``, and its subgraphs)."""
+
+    def __init__(self) -> None:
+        self.last: dict[tuple[str, ...], Mapping[str, Any]] = {}
+
+    def see(self, namespace: tuple[str, ...], values: Mapping[str, Any]) -> None:
+        """Record ``values``; the subgraphs of ``namespace`` seen before have finished (their
+        output is in ``values``) and are dropped."""
+        n = len(namespace)
+        for done in [k for k in self.last if len(k) > n and k[:n] == namespace]:
+            del self.last[done]
+        self.last[namespace] = values
+
+    def state(self) -> dict[str, Any]:
+        """The graph's last state with each subgraph in flight laid over it: its keys replace the
+        graph's, its steps are added after the graph's (those it was given on entry left out)."""
+        merged = dict(self.last.get((), {}))
+        steps = list(merged.get("steps", []))
+        for namespace in sorted((k for k in self.last if k), key=len):
+            sub = self.last[namespace]
+            given = list(self.last.get(namespace[:-1], {}).get("steps", []))
+            own = list(sub.get("steps", []))
+            steps += own[len(given) :] if own[: len(given)] == given else own
+            merged.update({k: v for k, v in sub.items() if k != "steps"})
+        merged["steps"] = steps
+        return merged
+
+    def values(self, chunks: Iterable[tuple[tuple[str, ...], Any]]) -> AnswerState:
+        """Consume a values stream of ``(namespace, state)`` chunks; the graph's final state."""
+        for namespace, values in chunks:
+            self.see(namespace, values)
+        return cast(AnswerState, dict(self.last.get((), {})))
+
+
+def invoke_keeping(
+    spec: Strategy[Any],
+    graph: CompiledGraph,
+    state: AnswerState | None,
+    context: StrategyContext[Any],
+    config: RunnableConfig,
+    **options: Any,
+) -> AnswerState:
+    """``graph.invoke``'s final state, or, when the budget stops it, :func:`stopped_state`;
+    ``state`` ``None`` continues the graph's checkpoint, ``options`` go to ``stream``
+    (``durability``)."""
+    partial, nested = PartialState(), _nested(graph)
+    config = _with_waiter_slot(graph, config) if nested else config
+    try:
+        chunks: Iterable[Any] = graph.stream(
+            state, config, context=context, stream_mode="values", subgraphs=nested, **options
+        )
+        return partial.values(chunks if nested else (((), values) for values in chunks))
+    except BudgetReached as exc:
+        stop = _on_stop(spec)
+        done = stop.invoke(partial.state(), config) if stop is not None else None
+        return stopped_state(partial.state(), exc, done)
+
+
+async def ainvoke_keeping(
+    spec: Strategy[Any],
+    graph: CompiledGraph,
+    state: AnswerState,
+    context: StrategyContext[Any],
+    config: RunnableConfig,
+) -> AnswerState:
+    """:func:`invoke_keeping` with the graph's ``astream``."""
+    partial, nested = PartialState(), _nested(graph)
+    config = _with_waiter_slot(graph, config) if nested else config
+    try:
+        async for chunk in graph.astream(
+            state, config, context=context, stream_mode="values", subgraphs=nested
+        ):
+            partial.see(*(chunk if nested else ((), chunk)))
+        return cast(AnswerState, dict(partial.last.get((), {})))
+    except BudgetReached as exc:
+        stop = _on_stop(spec)
+        done = await stop.ainvoke(partial.state(), config) if stop is not None else None
+        return stopped_state(partial.state(), exc, done)
+
+
+def _nested(graph: CompiledGraph) -> bool:
+    """Whether ``graph`` has a subgraph node (a tool loop), whose progress is streamed too."""
+    return next(iter(graph.get_subgraphs()), None) is not None
+
+
+def _with_waiter_slot(graph: CompiledGraph, config: RunnableConfig) -> RunnableConfig:
+    """``config`` with one more slot than the graph's ``max_concurrency``: streaming subgraphs,
+    LangGraph holds one slot of the run's executor for its stream's waiter, so a graph limited
+    to one task at a time would wait forever for the slot its only task needs."""
+    limit = config.get("max_concurrency") or (graph.config or {}).get("max_concurrency")
+    return RunnableConfig(**{**config, "max_concurrency": limit + 1}) if limit else config
+
+
+def _on_stop(spec: Strategy[Any]) -> RunnableLambda[Any, Any] | None:
+    """The strategy's final node as a runnable of the run's callbacks: a model call in it goes
+    through the run's guard, which refuses it (the budget is reached), so it is never sent."""
+    fn = getattr(spec.run_mode, "on_stop", None)
+    if fn is None:
+        return None
+
+    def guarded(state: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        try:
+            return cast(Mapping[str, Any], fn(state))
+        except BudgetReached:  # it tried to call the model: finish as if it had not been declared
+            return None
+
+    return RunnableLambda(guarded, name="on_budget_stop")
+
+
+def stopped_state(
+    partial: Mapping[str, Any], exc: BudgetReached, done: Mapping[str, Any] | None = None
+) -> AnswerState:
+    """The final fields of a single run stopped by its budget: the steps, hits and evidence gathered
+    so far, the answer its final node made of them (``done``; none: no answer), a step saying why,
+    ``stopped="budget"``."""
+    done = done or {}
+    steps = [*partial.get("steps", []), *done.get("steps", []), Step("stopped", reason=str(exc))]
+    final = AnswerState(answer="", raw="", steps=steps, stopped="budget")
+    final.update({k: partial[k] for k in KEPT if k in partial})  # type: ignore[typeddict-item]
+    ended = {k: done[k] for k in ("answer", "raw", *KEPT) if k in done}
+    final.update(ended)  # type: ignore[typeddict-item]
+    return final

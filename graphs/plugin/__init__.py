@@ -1,0 +1,1 @@
+"""The plug-in contract: a strategy's registry entry, config, run context and shared nodes."""

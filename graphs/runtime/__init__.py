@@ -1,0 +1,1 @@
+"""The run path of every strategy: single, batched, checkpointed; events, event loop, Ray."""
