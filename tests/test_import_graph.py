@@ -38,7 +38,7 @@ FUNCTION_LEVEL_IMPORTS = {
     ("longctx.experiments.reports.report", "longctx.experiments.reports.plots"),
     # startup time: `longctx --help` and argument errors answer before the subcommands load
     # the engines
-    ("longctx.experiments.cli", "longctx.experiments.cli.commands"),
+    ("longctx.experiments.cli.app", "longctx.experiments.cli.commands"),
     # langchain_core's retriever stack (~1 s) only for users who ask for a retriever:
     ("longctx.retrieval.index.types", "longctx.retrieval.langchain_retriever"),
     ("longctx.retrieval.contract.corpus", "longctx.retrieval.index"),

@@ -28,7 +28,7 @@ from longctx.graphs.plugin.registry import STRATEGIES
 from longctx.retrieval import Corpus
 
 #: The corpus and questions shipped with the repository.
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 DEMO_CORPUS = EXAMPLES / "corpus"
 DEMO_QUESTIONS = EXAMPLES / "questions.csv"
 
