@@ -85,9 +85,17 @@ def test_the_contract_modules_import_no_other_package(module):
 
 
 def test_the_contract_module_gathers_every_contract_module():
-    loaded = json.loads(
-        _run("import json, sys, longctx.retrieval.contract; print(json.dumps(sorted(sys.modules)))")
+    """Its names load their modules on first use: the bare import loads none of them (``longctx
+    --help`` needs only the registry), reading every name loads exactly the contract modules."""
+    code = (
+        "import json, sys, longctx.retrieval.contract as c; bare = sorted(sys.modules); "
+        "[getattr(c, n) for n in c.__all__]; print(json.dumps([bare, sorted(sys.modules)]))"
     )
+    bare, loaded = json.loads(_run(code))
+    ours = sorted(
+        ["longctx", "longctx.retrieval", "longctx.retrieval.lazy", "longctx.retrieval.contract"]
+    )
+    assert [m for m in bare if m.split(".")[0] == "longctx"] == ours
     assert [m for m in loaded if m.split(".")[0] == "longctx"] == sorted(
         [
             "longctx",
