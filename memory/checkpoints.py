@@ -8,6 +8,11 @@ step of every run ever made.
 
 * A database that is not SQLite or fails SQLite's ``quick_check`` is named in a warning
   and moved aside as ``<name>.corrupt-<timestamp>``; that run restarts from scratch.
+* What a checkpoint may rebuild is named (:func:`checkpoint_serde`): the classes our states hold,
+  :data:`CHECKPOINT_TYPES`, and those a plug-in's state declares (:func:`declared_types`); LangGraph
+  reads any other class back as its fields, with a ``msgpack_blocked`` event, so a resume logs no
+  "Deserializing unregistered type" warning and runs as it did under
+  ``LANGGRAPH_STRICT_MSGPACK=true``.
 * A run key is locked (``flock`` on ``run.lock``) by the process using it: a second
   identical run at the same time is refused with :class:`RunInUse`, naming the holder
   (pid, host, start time), instead of racing the first on the same checkpoints. The
@@ -17,16 +22,22 @@ step of every run ever made.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import enum
 import hashlib
 import json
 import logging
 import sqlite3
 import time
-from collections.abc import Iterator
+import typing
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
+from pydantic import BaseModel
 
 from longctx.memory.sqlite_wal import enable_wal
 from longctx.retrieval.locks import LockHeld, describe_holder, exclusive_lock
@@ -40,6 +51,26 @@ RUN_LOCK_FILE = "run.lock"
 #: their state's types under the old top-level module names (``retrieval.contract.Question``), so
 #: they are not resumed; such a run starts afresh and its old folder is left as it was.
 CHECKPOINT_FORMAT = 2
+
+#: The classes our strategies' states (and their ``Send`` tasks) put in a checkpoint, as (module,
+#: name): what a resume may rebuild beyond LangGraph's own safe types (messages, datetimes, ...).
+#: ``tests/test_checkpoint_serde.py`` resumes each checkpointing run path and fails on a class that
+#: reaches a checkpoint unlisted, and checks every type a built-in state declares is here.
+CHECKPOINT_TYPES: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("longctx.retrieval.contract.question", "Question"),
+        ("longctx.retrieval.contract.question", "Protocol"),
+        ("longctx.retrieval.contract.answer", "Evidence"),
+        ("longctx.retrieval.base", "Hit"),
+        ("longctx.retrieval.chunking", "Chunk"),
+        # structured's table of records (its state's ``table``)
+        ("longctx.memory.records.table", "Table"),
+        ("longctx.memory.records.table", "Cell"),
+        ("longctx.memory.records.schema", "TableSchema"),
+        ("longctx.memory.records.schema", "Attribute"),
+        ("longctx.memory.records.schema", "TimeDimension"),
+    }
+)
 
 
 class RunInUse(LockHeld):
@@ -128,12 +159,61 @@ def open_database(path: str | Path) -> sqlite3.Connection:
     return conn
 
 
-def open_checkpointer(path: str | Path) -> SqliteSaver:
-    """A SQLite checkpointer at ``path`` (created with its folder), usable from worker threads.
+def checkpoint_serde(extra: Iterable[tuple[str, str]] = ()) -> JsonPlusSerializer:
+    """LangGraph's serializer reading back only :data:`CHECKPOINT_TYPES`, ``extra`` and LangGraph's
+    safe types: any other class stays its fields (a ``msgpack_blocked`` event), in every mode."""
+    return JsonPlusSerializer(allowed_msgpack_modules=CHECKPOINT_TYPES | set(extra))
+
+
+def declared_types(graph: Any) -> set[tuple[str, str]]:
+    """The classes (dataclasses, pydantic models, enums) a compiled graph's state and its nodes'
+    inputs (``Send`` tasks) declare, as (module, name): a plug-in's own state classes resume."""
+    builder = graph.builder
+    schemas = [builder.state_schema, *(node.input_schema for node in builder.nodes.values())]
+    found: set[tuple[str, str]] = set()
+    seen: set[int] = set()
+    for schema in schemas:
+        _collect(schema, found, seen)
+    return found
+
+
+def with_state_types(saver: SqliteSaver, graph: Any) -> BaseCheckpointSaver[str]:
+    """``saver`` (the same connection) also reading back the classes ``graph``'s state declares."""
+    return saver.with_allowlist(declared_types(graph))
+
+
+def _collect(typ: Any, found: set[tuple[str, str]], seen: set[int]) -> None:
+    """Add the classes ``typ`` names (itself, its arguments, its fields) to ``found``."""
+    if id(typ) in seen:
+        return
+    seen.add(id(typ))
+    for arg in typing.get_args(typ):  # list[X], X | None, Annotated[X, ...], dict[str, X]
+        _collect(arg, found, seen)
+    if not isinstance(typ, type):
+        return
+    named = dataclasses.is_dataclass(typ) or issubclass(typ, (BaseModel, enum.Enum))
+    if named:
+        found.add((typ.__module__, typ.__name__))
+    if named or typing.is_typeddict(typ):
+        for field in _hints(typ).values():
+            _collect(field, found, seen)
+
+
+def _hints(typ: type) -> dict[str, Any]:
+    """``typ``'s resolved field annotations (none when a name cannot be resolved)."""
+    try:
+        return typing.get_type_hints(typ, include_extras=True)
+    except (NameError, TypeError):  # a forward reference its module does not define
+        return {}
+
+
+def open_checkpointer(path: str | Path, extra: Iterable[tuple[str, str]] = ()) -> SqliteSaver:
+    """A SQLite checkpointer at ``path`` (created with its folder), usable from worker threads,
+    reading back the types :func:`checkpoint_serde` names (``extra``: a plug-in state's own).
 
     A corrupt database is named in a warning and moved aside; the run then starts afresh.
     """
-    saver = SqliteSaver(open_database(path))
+    saver = SqliteSaver(open_database(path), serde=checkpoint_serde(extra))
     saver.setup()
     return saver
 

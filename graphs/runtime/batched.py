@@ -40,6 +40,7 @@ from longctx.memory import (
     run_folder,
     thread_key,
 )
+from longctx.memory.checkpoints import with_state_types
 from longctx.retrieval.contract import Corpus, Question, Step, Usage
 
 #: A running run drops its superseded checkpoints every this many chunks. Resuming reads only
@@ -117,6 +118,8 @@ def run_batched_graph(
     try:
         ctx, sizes = prepare()
         graph = spec.build_graph(cfg, checkpointer=saver)
+        if on_disk is not None:  # a plug-in state's own classes are read back too
+            graph = graph.copy(update={"checkpointer": with_state_types(on_disk, graph)})
         run_config: dict[str, Any] = {
             "configurable": {"thread_id": thread},
             "max_concurrency": settings.concurrency,
@@ -374,7 +377,8 @@ def _stored_state(spec: Strategy[Any], cfg: StrategyConfig, path: Path) -> Any:
         return None
     saver = open_checkpointer(path)
     try:
-        return spec.build_graph(cfg, checkpointer=saver).get_state(
+        graph = spec.build_graph(cfg, checkpointer=saver)
+        return graph.copy(update={"checkpointer": with_state_types(saver, graph)}).get_state(
             {"configurable": {"thread_id": path.parent.name}}
         )
     finally:

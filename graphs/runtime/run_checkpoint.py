@@ -42,7 +42,7 @@ from longctx.graphs.plugin.nodes import CompiledGraph
 from longctx.graphs.plugin.registry import Strategy
 from longctx.graphs.runtime.batched import model_key
 from longctx.memory import CHECKPOINTS_FILE, lock_run, thread_key
-from longctx.memory.checkpoints import open_database
+from longctx.memory.checkpoints import checkpoint_serde, declared_types, open_database
 from longctx.retrieval import default_cache_dir
 from longctx.retrieval.contract import Answer, Question, Usage
 from longctx.retrieval.contract.answer import SPLIT_FIELDS
@@ -55,8 +55,8 @@ class PaidSaver(SqliteSaver):
     """LangGraph's SQLite checkpointer that records the run's usage so far before every checkpoint
     and every finished task's writes (what a resumed run reads back as its earlier usage)."""
 
-    def __init__(self, conn: Any, tracker: UsageTracker, earlier: Usage) -> None:
-        super().__init__(conn)
+    def __init__(self, conn: Any, tracker: UsageTracker, earlier: Usage, serde: Any = None) -> None:
+        super().__init__(conn, serde=serde)
         self.tracker, self.earlier = tracker, earlier
 
     def setup(self) -> None:
@@ -181,7 +181,11 @@ def checkpointed_single(
         return
     folder = single_folder(spec, context, question)
     with lock_run(folder):
-        saver = PaidSaver(open_database(folder / CHECKPOINTS_FILE), tracker, Usage())
+        conn, serde = (
+            open_database(folder / CHECKPOINTS_FILE),
+            checkpoint_serde(declared_types(graph)),
+        )
+        saver = PaidSaver(conn, tracker, Usage(), serde)
         try:
             saver.setup()
             thread = folder.name
