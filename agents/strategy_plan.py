@@ -11,7 +11,7 @@ from longctx.graphs.metering.budget import CostPlan
 from longctx.graphs.plugin.config import ConfigT
 from longctx.graphs.plugin.registry import Strategy
 from longctx.graphs.runtime.run_batched import checkpoint_held
-from longctx.graphs.runtime.run_checkpoint import single_held
+from longctx.graphs.runtime.run_checkpoint import distinct_runs, single_held
 from longctx.retrieval.contract import Corpus, Question
 from longctx.retrieval.contract.errors import ConfigError
 
@@ -50,7 +50,9 @@ def remaining_plan(
     resumable run (MemAgent) or, with ``checkpoint``, the checkpoints of single runs already hold,
     which it will not spend again. Without a checkpoint that covers the difference, a budget the
     whole plan cannot fit is refused up front as for every other strategy, not spent on a run that
-    cannot finish."""
+    cannot finish. With ``checkpoint``, a question asked twice is one run, planned once."""
+    if checkpoint and spec.batch is None:
+        qs = distinct_runs(spec, cfg, qs, llm=chat, corpus=corpus)
     held = checkpoint_held(spec, cfg, qs, llm=chat, corpus=corpus, cache_dir=cache_dir)
     plan = with_index_calls(
         spec, cfg, corpus, chat, cache_dir, strategy_plan(spec, cfg, corpus, qs, chat)

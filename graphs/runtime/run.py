@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Unpack
+from typing import Any, Unpack
 
 from longctx.graphs.calls.llm import run_client
 from longctx.graphs.plugin.config import ConfigT
@@ -26,6 +26,7 @@ from longctx.graphs.plugin.registry import Strategy
 from longctx.graphs.runtime.event_loop import gather_or_cancel, run_sync
 from longctx.graphs.runtime.heap import during_runs
 from longctx.graphs.runtime.run_batched import arun_batch, run_batch
+from longctx.graphs.runtime.run_checkpoint import repeats, spread
 from longctx.graphs.runtime.run_setup import RunOptions, RunSetup
 from longctx.graphs.runtime.run_single import arun_single, run_single
 from longctx.retrieval.contract import Answer, Question
@@ -65,18 +66,26 @@ def run_strategy(
         answers = run_batch(run, run.batch)
     else:
         graph, context = spec.build_graph(cfg), run.context(run.llm)
-        with ThreadPoolExecutor(
-            max_workers=max(1, min(run.concurrency, len(run.questions)))
-        ) as pool:
+        runs, where = _runs(run, context)
+        with ThreadPoolExecutor(max_workers=max(1, min(run.concurrency, len(runs)))) as pool:
             answers = list(
                 pool.map(
                     lambda q: run_single(
                         spec, graph, context, q, run.callbacks, run.effective, run.checkpoint
                     ),
-                    run.questions,
+                    runs,
                 )
             )
+        answers = spread(answers, where, run.questions)
     return run.finish(answers)
+
+
+def _runs(run: RunSetup[ConfigT], context: Any) -> tuple[list[Question], list[int]]:
+    """The single runs to make and each position's run: checkpointed, a question asked twice is one
+    run (:func:`~graphs.runtime.run_checkpoint.repeats`); otherwise each position is its own."""
+    if run.checkpoint:
+        return repeats(run.spec, context, run.questions)
+    return list(run.questions), list(range(len(run.questions)))
 
 
 @during_runs
@@ -122,7 +131,8 @@ async def _arun(run: RunSetup[ConfigT]) -> list[Answer]:
                         run.checkpoint,
                     )
 
-            answers = await gather_or_cancel([one(q) for q in run.questions])
+            runs, where = _runs(run, context)
+            answers = spread(await gather_or_cancel([one(q) for q in runs]), where, run.questions)
     return run.finish(answers)
 
 

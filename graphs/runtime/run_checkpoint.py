@@ -118,6 +118,47 @@ def single_key(spec: Strategy[Any], context: StrategyContext[Any], question: Que
     )
 
 
+def repeats(
+    spec: Strategy[Any], context: StrategyContext[Any], questions: Sequence[Question]
+) -> tuple[list[Question], list[int]]:
+    """The questions to run, each run key once, and for each position of ``questions`` the index of
+    its run: a question asked twice in one checkpointed batch is one run (one key, one lock, one
+    checkpoint), answered once, never paid twice (:func:`spread` gives it back at both)."""
+    runs: list[Question] = []
+    first: dict[str, int] = {}
+    where: list[int] = []
+    for question in questions:
+        key = single_key(spec, context, question)
+        if key not in first:
+            first[key] = len(runs)
+            runs.append(question)
+        where.append(first[key])
+    return runs, where
+
+
+def distinct_runs(
+    spec: Strategy[Any], cfg: Any, questions: Sequence[Question], *, llm: Any, corpus: Any
+) -> list[Question]:
+    """The checkpointed single runs ``questions`` make (:func:`repeats`): what a plan counts."""
+    return repeats(spec, StrategyContext(llm=llm, config=cfg, corpus=corpus), questions)[0]
+
+
+def spread(
+    answers: Sequence[Answer], where: Sequence[int], questions: Sequence[Question]
+) -> list[Answer]:
+    """One answer per position (:func:`repeats`): a repeat gets its run's answer with its own
+    question and no usage (the run's calls are counted once, at its first position)."""
+    given: set[int] = set()
+    out: list[Answer] = []
+    for question, i in zip(questions, where, strict=True):
+        answer = answers[i]
+        if i in given:
+            answer = dataclasses.replace(answer, question=question, usage=Usage())
+        given.add(i)
+        out.append(answer)
+    return out
+
+
 def single_folder(spec: Strategy[Any], context: StrategyContext[Any], question: Question) -> Path:
     """Where the checkpoint of one single run lives: ``<cache>/<strategy>/single-<key>/``."""
     root = Path(context.cache_dir) if context.cache_dir else default_cache_dir()
