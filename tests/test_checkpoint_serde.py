@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 from langgraph._internal import _serde as graph_serde
 from langgraph.checkpoint.serde import _msgpack
 from langgraph.checkpoint.serde.event_hooks import register_serde_event_listener
+from langgraph.graph import END, START, StateGraph
 
 from longctx import answer
 from longctx.graphs import STRATEGIES
@@ -26,7 +27,13 @@ from longctx.graphs.plugin.context import StrategyContext
 from longctx.graphs.plugin.registry import Strategy
 from longctx.graphs.runtime.run_config import with_budget
 from longctx.graphs.runtime.run_single import run_single
-from longctx.memory.checkpoints import CHECKPOINT_TYPES, checkpoint_serde, declared_types
+from longctx.memory.checkpoints import (
+    CHECKPOINT_TYPES,
+    checkpoint_serde,
+    declared_types,
+    open_checkpointer,
+    with_state_types,
+)
 from longctx.retrieval import Corpus
 from longctx.retrieval.contract import Question
 from tests.loop_strategy import NAME, TURNS, LoopConfig, build_graph
@@ -132,3 +139,39 @@ def test_a_type_no_state_declares_is_blocked_even_outside_strict_mode():
         unregister()
     assert back == {"value": 3} and listed == Question(text="q")
     assert [(e["kind"], e["name"]) for e in events] == [("msgpack_blocked", "Unlisted")]
+
+
+@dataclasses.dataclass
+class PluginFact:
+    """A class a plug-in's state declares."""
+
+    text: str
+
+
+class PluginState(TypedDict, total=False):
+    """A plug-in's state holding its own class."""
+
+    facts: list[PluginFact]
+
+
+def test_a_class_a_plugin_state_declares_is_read_back(tmp_path):
+    """Not in :data:`CHECKPOINT_TYPES`, yet declared by the graph's state: read back as itself."""
+    graph_builder = StateGraph(PluginState)
+    graph_builder.add_node("find", lambda state: {"facts": [PluginFact("x")]})
+    graph_builder.add_edge(START, "find")
+    graph_builder.add_edge("find", END)
+    config: Any = {"configurable": {"thread_id": "t"}}
+    saver = open_checkpointer(tmp_path / "c.sqlite")
+    graph_builder.compile(checkpointer=saver).invoke({"facts": []}, config)
+    saver.conn.close()
+    events: list[dict[str, Any]] = []
+    unregister = register_serde_event_listener(events.append)
+    try:
+        saver = open_checkpointer(tmp_path / "c.sqlite")
+        graph = graph_builder.compile(checkpointer=saver)
+        read = graph.copy(update={"checkpointer": with_state_types(saver, graph)}).get_state(config)
+        saver.conn.close()
+    finally:
+        unregister()
+    assert ("tests.test_checkpoint_serde", "PluginFact") in declared_types(graph)
+    assert read.values["facts"] == [PluginFact("x")] and events == []

@@ -112,6 +112,11 @@ TIERS: dict[str, dict[str, str]] = {
         ),
         "test_a_child_that_dies_holding_a_grant_leaves_its_reservation_standing": "subprocess",
     },
+    "test_checkpoint_serde.py": {
+        "test_a_single_runs_checkpoint_resumes_reading_only_allowed_types": "durability",
+        "test_pai_resumed_after_a_budget_stop_reads_only_allowed_types": "durability",
+        "test_memagents_batched_run_resumes_reading_only_allowed_types": "durability",
+    },
     "test_single_checkpoint.py": {
         "test_a_tool_loop_killed_at_turn_4_of_6_resumes_at_turn_5_sending_no_answered_request": (
             "subprocess"
