@@ -69,9 +69,22 @@ def with_index_calls(
     cache_dir: str | Path | None,
     plan: CostPlan,
 ) -> CostPlan:
-    """``plan`` with the index-time calls still to make counted in its least (an index-time strategy
-    whose tree or graph is not cached under ``cache_dir``: a budget that cannot pay for the build is
-    refused up front)."""
+    """``plan`` with the index-time calls still to make, and the prompt tokens they send, counted in
+    its least (an index-time strategy whose tree or graph is not cached under ``cache_dir``: a
+    budget that cannot pay for the build is refused up front)."""
+    return plan.with_index_calls(*index_left(spec, cfg, corpus, chat, cache_dir))
+
+
+def index_left(
+    spec: Strategy[ConfigT],
+    cfg: ConfigT,
+    corpus: Corpus,
+    chat: BaseChatModel | None,
+    cache_dir: str | Path | None,
+) -> tuple[int, int]:
+    """``(calls, prompt tokens)`` the strategy's index build still needs at least (its
+    ``index_calls`` hook; a hook that gives calls alone claims no tokens; none without a hook)."""
     if spec.index_calls is None:
-        return plan
-    return plan.with_index_calls(spec.index_calls(cfg, corpus, chat, cache_dir))
+        return 0, 0
+    left = spec.index_calls(cfg, corpus, chat, cache_dir)
+    return left if isinstance(left, tuple) else (left, 0)

@@ -329,20 +329,33 @@ class CostPlan:
             problems.append(f"~${cost:,.4f} > ${budget.max_cost_usd:,.2f}")
         return problems
 
-    def with_index_calls(self, calls: int) -> CostPlan:
-        """This plan when its index is known to need ``calls`` model calls at least (its cost model
-        assumes a cached index: none); the most stays the most, raised only where ``calls`` passes
-        it."""
+    def with_index_calls(self, calls: int, prompt_tokens: int = 0) -> CostPlan:
+        """This plan when its index is known to need ``calls`` model calls and ``prompt_tokens``
+        prompt tokens at least (its cost model assumes a cached index: none), so a budget the build
+        alone passes is refused before any call; the most stays the most, raised only where the
+        least passes it."""
         i = self.index
-        if i is None or calls <= i.calls:
+        if i is None:
             return self
-        more = calls - i.calls
+        more, tokens = max(0, calls - i.calls), max(0, prompt_tokens - i.prompt_tokens)
+        if not more and not tokens:
+            return self
+        least_calls, least_tokens = self.calls + more, self.prompt_tokens + tokens
+        most_tokens = self.max_prompt_tokens
         return dataclasses.replace(
             self,
-            calls=self.calls + more,
-            max_calls=None if self.max_calls is None else max(self.max_calls, self.calls + more),
-            details={**self.details, "index_calls_left": calls},
-            index=dataclasses.replace(i, calls=calls, max_calls=max(i.max_calls, calls)),
+            calls=least_calls,
+            max_calls=None if self.max_calls is None else max(self.max_calls, least_calls),
+            prompt_tokens=least_tokens,
+            max_prompt_tokens=None if most_tokens is None else max(most_tokens, least_tokens),
+            details={**self.details, "index_calls_left": calls, "index_tokens_left": prompt_tokens},
+            index=dataclasses.replace(
+                i,
+                calls=i.calls + more,
+                max_calls=max(i.max_calls, i.calls + more),
+                prompt_tokens=i.prompt_tokens + tokens,
+                max_prompt_tokens=max(i.max_prompt_tokens, i.prompt_tokens + tokens),
+            ),
         )
 
     def after(self, calls: int, step: int | None = None) -> CostPlan:
