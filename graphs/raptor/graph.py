@@ -255,7 +255,7 @@ def index_calls_left(
 
 @STRATEGIES.register(
     "raptor",
-    costs=StrategyCosts(raptor_costs),
+    costs=StrategyCosts(raptor_costs, always_bounded=True),
     ceiling=RAPTOR_CEILING,
     config_cls=RaptorConfig,
     prompts_version=P.PROMPTS_VERSION,
