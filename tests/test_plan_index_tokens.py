@@ -1,6 +1,7 @@
 """An index build's prompt tokens count in the least run while the index is not cached: a budget
 above the question-time least but below least + build is refused before any request reaches the
-server, and admitted once the graph is cached (issue #47 item 4)."""
+server, and admitted once the graph is cached, whose plan then counts none of the build, at least
+or at most (issue #47 item 4)."""
 
 from __future__ import annotations
 
@@ -52,6 +53,9 @@ def test_a_token_budget_the_openie_build_passes_is_refused_until_the_graph_is_ca
     assert plan.calls == cached.calls + 6 and plan.index.calls == 6
     assert plan.prompt_tokens - cached.prompt_tokens == plan.index.prompt_tokens > 6 * 100
     assert plan.max_prompt_tokens >= plan.prompt_tokens
+    # cached, nothing of the build is left in the most either: the filter and the answer
+    assert (cached.max_calls, cached.index.max_calls, cached.index.max_prompt_tokens) == (2, 0, 0)
+    assert cached.max_prompt_tokens == plan.max_prompt_tokens - plan.index.max_prompt_tokens
 
 
 def test_raptors_first_summary_counts_its_prompt_in_the_least(tmp_path):

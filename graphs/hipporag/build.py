@@ -175,13 +175,13 @@ def graph_for(ctx: StrategyContext[HippoRAGConfig]) -> tuple[str, LoadedGraph, S
 
 def index_calls_left(
     cfg: HippoRAGConfig, corpus: Corpus, llm: Any, cache_dir: str | Path | None
-) -> tuple[int, int]:
+) -> tuple[int, int] | None:
     """The OpenIE calls an answer over ``corpus`` would still make, and the prompt tokens they send
-    at least: none when its graph is held or on disk; else two per passage, less those the OpenIE
-    log holds (a budget's up-front check counts them)."""
+    at least: two per passage, less those the OpenIE log holds (a budget's up-front check counts
+    them); ``None`` when its graph is held or on disk (nothing to build)."""
     key, root = graph_key(corpus, cfg, llm), root_of(cache_dir, cfg.cache)
     if _LOADED.held(key, root, GRAPH_STORE):
-        return 0, 0
+        return None
     texts = passages_of(corpus, cfg)[0]
     if root is None:
         left = [(text, 2) for text in texts]

@@ -358,6 +358,29 @@ class CostPlan:
             ),
         )
 
+    def index_cached(self) -> CostPlan:
+        """This plan when its index is cached: nothing of the build is sent, so its part leaves the
+        least and the most (a most that would otherwise warn that the budget may stop the run)."""
+        i = self.index
+        if i is None or i.max_calls == 0:
+            return self
+
+        def less(total: int | None, part: int) -> int | None:
+            return None if total is None else total - part
+
+        return dataclasses.replace(
+            self,
+            calls=self.calls - i.calls,
+            max_calls=less(self.max_calls, i.max_calls),
+            prompt_tokens=self.prompt_tokens - i.prompt_tokens,
+            max_prompt_tokens=less(self.max_prompt_tokens, i.max_prompt_tokens),
+            completion_tokens=self.completion_tokens - i.completion_tokens,
+            details={**self.details, "index_cached": True},
+            index=dataclasses.replace(
+                i, calls=0, max_calls=0, prompt_tokens=0, max_prompt_tokens=0, completion_tokens=0
+            ),
+        )
+
     def after(self, calls: int, step: int | None = None) -> CostPlan:
         """What is left of this plan when a checkpoint already holds ``calls`` calls (a resumed run
         does not make them again), the first ``step`` of its :attr:`steps` finished (``None``: not

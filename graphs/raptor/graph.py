@@ -235,18 +235,18 @@ def needs(cfg: RaptorConfig) -> tuple[Need, ...]:
 
 def index_calls_left(
     cfg: RaptorConfig, corpus: Corpus, llm: Any, cache_dir: str | Path | None
-) -> tuple[int, int]:
-    """The summary calls an answer over ``corpus`` makes at least, and their prompt tokens: none
-    when its tree is held or on disk, or its leaves stop the tree at layer 0; else one (a layer
-    holds at least one cluster) with the summary prompt's own tokens (the texts it reads not
+) -> tuple[int, int] | None:
+    """The summary calls an answer over ``corpus`` makes at least, and their prompt tokens: one (a
+    layer holds at least one cluster) with the summary prompt's own tokens (the texts it reads not
     claimed: a node may be in no cluster), none when the summary log holds summaries already (they
-    may be all the tree needs)."""
+    may be all the tree needs); ``None`` when its tree is held or on disk, or its leaves stop the
+    tree at layer 0 (nothing to summarise)."""
     key, root = tree_key(corpus, cfg, llm), root_of(cache_dir, cfg.cache)
     if (
         _LOADED.held(key, root, TREE_STORE)
         or leaf_count(corpus, cfg.chunk_tokens) <= cfg.reduction_dimension + 1
     ):
-        return 0, 0
+        return None
     logged = summary_log_path(root, summary_key(cfg, llm)) if root is not None else None
     if logged is not None and logged.exists() and logged.stat().st_size > 0:
         return 0, 0
