@@ -373,12 +373,7 @@ def _prepare(
     if not qs:
         return None
     chat = make_chat_model(llm)
-    if spec.costs is not None and spec.costs.has_bounds:  # refused, or warned: may stop, unbounded
-        limited = budget is not None and budget.limited
-        plan = (
-            remaining_plan(spec, cfg, corpus, qs, chat, cache_dir, checkpoint) if limited else None
-        )
-        check_plan(plan or strategy_plan(spec, cfg, corpus, qs, chat), budget)
+    _check_budget(spec, cfg, corpus, qs, chat, cache_dir, budget, checkpoint)
     warn_if_slow(strategy, corpus, len(qs), chat, cfg)
     progress = sys.stderr.isatty() if show_progress is None else show_progress
     options = RunOptions(
@@ -394,6 +389,31 @@ def _prepare(
         checkpoint=checkpoint,
     )
     return _Call(spec, cfg, qs, options)
+
+
+def _check_budget(
+    spec: Strategy[Any],
+    cfg: StrategyConfig,
+    corpus: Corpus,
+    qs: list[Question],
+    chat: BaseChatModel,
+    cache_dir: str | Path | None,
+    budget: Budget | None,
+    checkpoint: bool,
+) -> None:
+    """Refuse a plan that cannot fit ``budget``, or warn (may stop, unbounded), before any call.
+    The plan is computed only where something reads it: a budget with limits (against the plan
+    left after the index still to build and what checkpoints hold), or a plan that may have no
+    most (its :class:`~graphs.metering.plan_check.UnboundedCostWarning`); a budget-less run of a
+    strategy declared ``always_bounded`` computes none (MemAgent's: a tokenization pass over the
+    corpus)."""
+    costs = spec.costs
+    if costs is None or not costs.has_bounds:
+        return
+    if budget is not None and budget.limited:
+        check_plan(remaining_plan(spec, cfg, corpus, qs, chat, cache_dir, checkpoint), budget)
+    elif not costs.always_bounded:
+        check_plan(strategy_plan(spec, cfg, corpus, qs, chat), budget)
 
 
 @contextlib.contextmanager

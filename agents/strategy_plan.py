@@ -67,13 +67,29 @@ def with_index_calls(
     spec: Strategy[ConfigT],
     cfg: ConfigT,
     corpus: Corpus,
-    chat: BaseChatModel,
+    chat: BaseChatModel | None,
     cache_dir: str | Path | None,
     plan: CostPlan,
 ) -> CostPlan:
-    """``plan`` with the index-time calls still to make counted in its least (an index-time strategy
-    whose tree or graph is not cached under ``cache_dir``: a budget that cannot pay for the build is
-    refused up front)."""
+    """``plan`` with the index-time calls still to make, and the prompt tokens they send, counted in
+    its least (an index-time strategy whose tree or graph is not cached under ``cache_dir``: a
+    budget that cannot pay for the build is refused up front); with none of the build, at least or
+    at most, where the index is cached."""
+    left = index_left(spec, cfg, corpus, chat, cache_dir)
+    return plan.index_cached() if left is None else plan.with_index_calls(*left)
+
+
+def index_left(
+    spec: Strategy[ConfigT],
+    cfg: ConfigT,
+    corpus: Corpus,
+    chat: BaseChatModel | None,
+    cache_dir: str | Path | None,
+) -> tuple[int, int] | None:
+    """``(calls, prompt tokens)`` the strategy's index build still needs at least (its
+    ``index_calls`` hook; a hook that gives calls alone claims no tokens; none without a hook), or
+    ``None`` where the hook says the index is cached (nothing of it to build)."""
     if spec.index_calls is None:
-        return plan
-    return plan.with_index_calls(spec.index_calls(cfg, corpus, chat, cache_dir))
+        return 0, 0
+    left = spec.index_calls(cfg, corpus, chat, cache_dir)
+    return left if left is None or isinstance(left, tuple) else (left, 0)

@@ -12,6 +12,7 @@ import pytest
 
 from longctx.agents.api import estimate as bounds_of
 from longctx.agents.run_plan import estimate as typical
+from longctx.agents.strategy_plan import with_index_calls
 from longctx.graphs import STRATEGIES
 from longctx.graphs.metering.budget import IndexWork
 from longctx.graphs.metering.costs import CorpusShape, Costs
@@ -121,7 +122,7 @@ def test_the_run_plan_and_the_budget_read_the_same_model(name):
     llm = ScriptedChatModel(reply_fn=lambda prompt: "x")  # never called: its tokenizer counts both
     bounds = spec.costs.model(cfg, CorpusShape.of(c), [QUESTION, QUESTION], llm=llm).bounds
     if spec.index_calls is not None:  # the index calls a fresh cache still needs count in the least
-        bounds = bounds.with_index_calls(spec.index_calls(cfg, c, llm, None))
+        bounds = with_index_calls(spec, cfg, c, llm, None, bounds)
     assert bounds_of(c, [QUESTION, QUESTION], strategy=name, llm=llm) == bounds
     t = spec.costs.typical(cfg, corpus_tokens=c.num_tokens, documents=len(c), window=8_192)
     plan = typical(name, cfg, c.num_tokens, len(c), 3, 8_192)

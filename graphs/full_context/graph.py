@@ -250,7 +250,7 @@ def full_context_costs(
 
 @STRATEGIES.register(
     "full_context",
-    costs=StrategyCosts(full_context_costs),
+    costs=StrategyCosts(full_context_costs, always_bounded=True),
     ceiling=TruncatedWindowCeiling(
         rank=70, input_budget=input_budget, untruncated_prompt=untruncated_prompt
     ),

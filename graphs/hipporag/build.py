@@ -13,6 +13,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from longctx.graphs.hipporag.config import HippoRAGConfig
+from longctx.graphs.hipporag.cost_model import openie_tokens_left
 from longctx.graphs.hipporag.kg import KnowledgeGraph, build_graph
 from longctx.graphs.hipporag.openie import Ask, OpenIELog, calls_left, extract_all
 from longctx.graphs.hipporag.ppr import igraph_of
@@ -174,18 +175,20 @@ def graph_for(ctx: StrategyContext[HippoRAGConfig]) -> tuple[str, LoadedGraph, S
 
 def index_calls_left(
     cfg: HippoRAGConfig, corpus: Corpus, llm: Any, cache_dir: str | Path | None
-) -> int:
-    """The OpenIE calls an answer over ``corpus`` would still make: none when its graph is held or
-    on disk; else two per passage, less those the OpenIE log holds (a budget's up-front check counts
-    them)."""
+) -> tuple[int, int] | None:
+    """The OpenIE calls an answer over ``corpus`` would still make, and the prompt tokens they send
+    at least: two per passage, less those the OpenIE log holds (a budget's up-front check counts
+    them); ``None`` when its graph is held or on disk (nothing to build)."""
     key, root = graph_key(corpus, cfg, llm), root_of(cache_dir, cfg.cache)
     if _LOADED.held(key, root, GRAPH_STORE):
-        return 0
+        return None
     texts = passages_of(corpus, cfg)[0]
     if root is None:
-        return 2 * len(texts)
-    log = OpenIELog(openie_root(root), openie_key(cfg), model_key(llm))
-    return sum(calls_left(text, log, cfg.openie_max_tokens) for text in texts)
+        left = [(text, 2) for text in texts]
+    else:
+        log = OpenIELog(openie_root(root), openie_key(cfg), model_key(llm))
+        left = [(text, calls_left(text, log, cfg.openie_max_tokens)) for text in texts]
+    return sum(n for _, n in left), openie_tokens_left(left, llm)
 
 
 def build_facts(kg: KnowledgeGraph, source: Source, asked: int) -> dict[str, Any]:

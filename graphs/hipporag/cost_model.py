@@ -18,6 +18,7 @@ from longctx.graphs.hipporag.requests import (
     qa_messages,
     triple_messages,
 )
+from longctx.graphs.metering.costs import counter
 from longctx.graphs.plugin.api import (
     PLACEHOLDER_QUESTION,
     RAG_TEMPLATE,
@@ -51,6 +52,19 @@ def passage_count(cfg: HippoRAGConfig, shape: CorpusShape) -> int:
     if cfg.passage_tokens is None:
         return len(shape.token_counts)
     return sum(max(1, math.ceil(n / cfg.passage_tokens)) for n in shape.token_counts)
+
+
+def openie_tokens_left(left: Sequence[tuple[str, int]], llm: BaseChatModel | None) -> int:
+    """Prompt tokens the OpenIE calls still to make send at least: per ``(passage, calls left)``,
+    the passage read by each call left with its template (the triple call's, and the NER call's
+    when both are left), less their seams; what the entity list adds is not claimed."""
+    if not any(n for _, n in left):
+        return 0
+    _, count = counter(llm)
+    ner = prompt_tokens("hipporag", "ner", lambda: _joined(ner_messages("")), llm)
+    triple = prompt_tokens("hipporag", "triples", lambda: _joined(triple_messages("", [])), llm)
+    seams = 2 * SEAM_TOKENS
+    return sum(n * (count(text) - seams) + triple + (ner if n == 2 else 0) for text, n in left if n)
 
 
 def hipporag_costs(

@@ -212,7 +212,7 @@ def needs(cfg: HippoRAGConfig) -> tuple[Need, ...]:
 
 @STRATEGIES.register(
     "hipporag",
-    costs=StrategyCosts(hipporag_costs),
+    costs=StrategyCosts(hipporag_costs, always_bounded=True),
     ceiling=HIPPORAG_CEILING,
     config_cls=HippoRAGConfig,
     prompts_version=P.PROMPTS_VERSION,

@@ -264,7 +264,7 @@ MEMAGENT_RUN = BatchRun(
 
 @STRATEGIES.register(
     "memagent",
-    costs=StrategyCosts(memagent_costs),
+    costs=StrategyCosts(memagent_costs, always_bounded=True),
     ceiling=MEMAGENT_CEILING,
     config_cls=MemAgentConfig,
     prompts_version=PROMPTS_VERSION,

@@ -329,20 +329,56 @@ class CostPlan:
             problems.append(f"~${cost:,.4f} > ${budget.max_cost_usd:,.2f}")
         return problems
 
-    def with_index_calls(self, calls: int) -> CostPlan:
-        """This plan when its index is known to need ``calls`` model calls at least (its cost model
-        assumes a cached index: none); the most stays the most, raised only where ``calls`` passes
-        it."""
+    def with_index_calls(self, calls: int, prompt_tokens: int = 0) -> CostPlan:
+        """This plan when its index is known to need ``calls`` model calls and ``prompt_tokens``
+        prompt tokens at least (its cost model assumes a cached index: none), so a budget the build
+        alone passes is refused before any call; the most stays the most, raised only where the
+        least passes it."""
         i = self.index
-        if i is None or calls <= i.calls:
+        if i is None:
             return self
-        more = calls - i.calls
+        more, tokens = max(0, calls - i.calls), max(0, prompt_tokens - i.prompt_tokens)
+        if not more and not tokens:
+            return self
+        least_calls, least_tokens = self.calls + more, self.prompt_tokens + tokens
+        most_tokens = self.max_prompt_tokens
         return dataclasses.replace(
             self,
-            calls=self.calls + more,
-            max_calls=None if self.max_calls is None else max(self.max_calls, self.calls + more),
-            details={**self.details, "index_calls_left": calls},
-            index=dataclasses.replace(i, calls=calls, max_calls=max(i.max_calls, calls)),
+            calls=least_calls,
+            max_calls=None if self.max_calls is None else max(self.max_calls, least_calls),
+            prompt_tokens=least_tokens,
+            max_prompt_tokens=None if most_tokens is None else max(most_tokens, least_tokens),
+            details={**self.details, "index_calls_left": calls, "index_tokens_left": prompt_tokens},
+            index=dataclasses.replace(
+                i,
+                calls=i.calls + more,
+                max_calls=max(i.max_calls, i.calls + more),
+                prompt_tokens=i.prompt_tokens + tokens,
+                max_prompt_tokens=max(i.max_prompt_tokens, i.prompt_tokens + tokens),
+            ),
+        )
+
+    def index_cached(self) -> CostPlan:
+        """This plan when its index is cached: nothing of the build is sent, so its part leaves the
+        least and the most (a most that would otherwise warn that the budget may stop the run)."""
+        i = self.index
+        if i is None or i.max_calls == 0:
+            return self
+
+        def less(total: int | None, part: int) -> int | None:
+            return None if total is None else total - part
+
+        return dataclasses.replace(
+            self,
+            calls=self.calls - i.calls,
+            max_calls=less(self.max_calls, i.max_calls),
+            prompt_tokens=self.prompt_tokens - i.prompt_tokens,
+            max_prompt_tokens=less(self.max_prompt_tokens, i.max_prompt_tokens),
+            completion_tokens=self.completion_tokens - i.completion_tokens,
+            details={**self.details, "index_cached": True},
+            index=dataclasses.replace(
+                i, calls=0, max_calls=0, prompt_tokens=0, max_prompt_tokens=0, completion_tokens=0
+            ),
         )
 
     def after(self, calls: int, step: int | None = None) -> CostPlan:

@@ -356,11 +356,16 @@ class StrategyCosts(Generic[ConfigT]):
             ``model``.
         expected: A plug-in's typical cost alone
             (``(config, corpus_tokens, documents, window) -> ExpectedCost``); not with ``model``.
+        always_bounded: Every plan it gives has a most (calls and prompt tokens), whatever the
+            config and corpus: a budget-less answer then skips the plan, which nothing would read
+            (no :class:`~graphs.metering.plan_check.UnboundedCostWarning` can be due). ``False``
+            (the default, and an agent that may loop until done): the plan is computed to know.
     """
 
     model: CostModel[ConfigT] | None = None
     plan: CostPlanFn[ConfigT] | None = None
     expected: ExpectedCostFn[ConfigT] | None = None
+    always_bounded: bool = False
 
     def __post_init__(self) -> None:
         if self.model is not None and (self.plan is not None or self.expected is not None):

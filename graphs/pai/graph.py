@@ -238,7 +238,7 @@ JUDGE_SHARING = PromptSharing(
 
 @STRATEGIES.register(
     "pai",
-    costs=StrategyCosts(pai_costs),
+    costs=StrategyCosts(pai_costs, always_bounded=True),
     ceiling=PAI_CEILING,
     config_cls=PaiConfig,
     presets={"paper": PaiConfig(judge_mode="exhaustive")},
@@ -261,7 +261,7 @@ def build_graph(config: PaiConfig | None = None) -> CompiledGraph:
 
 @STRATEGIES.register(
     "pai_minus",
-    costs=StrategyCosts(pai_minus_costs),
+    costs=StrategyCosts(pai_minus_costs, always_bounded=True),
     ceiling=dataclasses.replace(PAI_CEILING, rank=50),
     config_cls=PaiConfig,
     presets={"paper": PaiConfig(judge_mode="exhaustive")},

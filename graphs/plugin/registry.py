@@ -203,9 +203,10 @@ class Strategy(Generic[ConfigT]):
             serves to questions 2..N; ``None``: its prompts start with what differs per question.
         needs: ``config -> packages`` (:class:`~retrieval.extras.Need`) the run will import, checked
             all together before its first model call (``None``: the core install runs it).
-        index_calls: ``(config, corpus, llm, cache_dir) -> calls``: the index-time calls still to
-            make (0 when the index is cached), which a budget's up-front check adds to the plan's
-            least.
+        index_calls: ``(config, corpus, llm, cache_dir) -> calls`` or ``(calls, prompt tokens)``:
+            the index-time calls still to make and the prompt tokens they send at least, which a
+            budget's up-front check adds to the plan's least; ``None`` when the index is cached
+            (the plan then counts none of the build, at least or at most).
     """
 
     name: str
@@ -222,7 +223,7 @@ class Strategy(Generic[ConfigT]):
     ray_stage: RayStage | None = None
     prompt_sharing: PromptSharing | None = None
     needs: Callable[[ConfigT], Sequence[Need]] | None = None
-    index_calls: Callable[[ConfigT, Any, Any, Any], int] | None = None
+    index_calls: Callable[[ConfigT, Any, Any, Any], int | tuple[int, int] | None] | None = None
 
     @property
     def batch(self) -> BatchRun | None:

@@ -181,7 +181,7 @@ def build_graph(config: RagConfig | None = None) -> RagGraph:
 STRATEGIES.register(
     "rag",
     build_graph,
-    costs=StrategyCosts(rag_costs),
+    costs=StrategyCosts(rag_costs, always_bounded=True),
     ceiling=RetrievedChunksCeiling(rank=10, retrieve=retrieve, order_hits=order_hits),
     config_cls=RagConfig,
     prompts_version=PROMPTS_VERSION,

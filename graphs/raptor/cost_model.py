@@ -52,6 +52,17 @@ def typical_layers(leaves: int, cfg: RaptorConfig) -> list[int]:
     return out
 
 
+def summary_prompt_tokens(llm: BaseChatModel | None) -> int:
+    """Tokens of one summary call's prompt without the texts it summarises (counted as the budget
+    guard counts: ``llm``'s tokenizer)."""
+    return prompt_tokens(
+        "raptor",
+        "summary",
+        lambda: P.SUMMARY_SYSTEM + "\n" + P.SUMMARY_TEMPLATE.format(context=""),
+        llm,
+    )
+
+
 def raptor_costs(
     cfg: RaptorConfig,
     shape: CorpusShape,
@@ -67,12 +78,7 @@ def raptor_costs(
         prompt_tokens("raptor", "answer", functools.partial(_answer_prompt, cfg, x), llm, x)
         for x in questions or [PLACEHOLDER_QUESTION]
     ]
-    summary = prompt_tokens(
-        "raptor",
-        "summary",
-        lambda: P.SUMMARY_SYSTEM + "\n" + P.SUMMARY_TEMPLATE.format(context=""),
-        llm,
-    )
+    summary = summary_prompt_tokens(llm)
     # the nodes and their blank-line separators
     context = min(cfg.context_tokens, shape.tokens) + 2 * cfg.top_k
     # the leaves the corpus makes where it is known (a budget's plan), else chunks of chunk_tokens

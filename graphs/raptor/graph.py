@@ -20,6 +20,7 @@ from langgraph.runtime import Runtime
 from longctx.graphs.plugin.api import (
     MAP_ON_RAY,
     RAG_TEMPLATE,
+    SEAM_TOKENS,
     STRATEGIES,
     CompiledGraph,
     LoadedArtifacts,
@@ -47,7 +48,7 @@ from longctx.graphs.plugin.api import (
 from longctx.graphs.raptor import prompts as P
 from longctx.graphs.raptor.ceiling import RAPTOR_CEILING
 from longctx.graphs.raptor.config import RaptorConfig
-from longctx.graphs.raptor.cost_model import raptor_costs
+from longctx.graphs.raptor.cost_model import raptor_costs, summary_prompt_tokens
 from longctx.graphs.raptor.presentation import PRESENTATION
 from longctx.graphs.raptor.ray_summaries import summaries_on_ray
 from longctx.graphs.raptor.retrieve import collapsed, traversal
@@ -234,23 +235,27 @@ def needs(cfg: RaptorConfig) -> tuple[Need, ...]:
 
 def index_calls_left(
     cfg: RaptorConfig, corpus: Corpus, llm: Any, cache_dir: str | Path | None
-) -> int:
-    """The summary calls an answer over ``corpus`` makes at least: none when its tree is held or on
-    disk, or its leaves stop the tree at layer 0; else one (a layer holds at least one cluster),
-    none when the summary log holds summaries already (they may be all the tree needs)."""
+) -> tuple[int, int] | None:
+    """The summary calls an answer over ``corpus`` makes at least, and their prompt tokens: one (a
+    layer holds at least one cluster) with the summary prompt's own tokens (the texts it reads not
+    claimed: a node may be in no cluster), none when the summary log holds summaries already (they
+    may be all the tree needs); ``None`` when its tree is held or on disk, or its leaves stop the
+    tree at layer 0 (nothing to summarise)."""
     key, root = tree_key(corpus, cfg, llm), root_of(cache_dir, cfg.cache)
     if (
         _LOADED.held(key, root, TREE_STORE)
         or leaf_count(corpus, cfg.chunk_tokens) <= cfg.reduction_dimension + 1
     ):
-        return 0
+        return None
     logged = summary_log_path(root, summary_key(cfg, llm)) if root is not None else None
-    return 0 if logged is not None and logged.exists() and logged.stat().st_size > 0 else 1
+    if logged is not None and logged.exists() and logged.stat().st_size > 0:
+        return 0, 0
+    return 1, max(0, summary_prompt_tokens(llm) - 2 * SEAM_TOKENS)
 
 
 @STRATEGIES.register(
     "raptor",
-    costs=StrategyCosts(raptor_costs),
+    costs=StrategyCosts(raptor_costs, always_bounded=True),
     ceiling=RAPTOR_CEILING,
     config_cls=RaptorConfig,
     prompts_version=P.PROMPTS_VERSION,

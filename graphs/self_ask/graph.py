@@ -56,7 +56,7 @@ from longctx.graphs.self_ask.state import SelfAskState
 
 @STRATEGIES.register(
     "self_ask",
-    costs=StrategyCosts(self_ask_costs),
+    costs=StrategyCosts(self_ask_costs, always_bounded=True),
     ceiling=FollowUpCeiling(rank=30, retrieve_follow_up=retrieve_follow_up),
     config_cls=SelfAskConfig,
     prompts_version=PROMPTS_VERSION,

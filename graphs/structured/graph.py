@@ -342,7 +342,7 @@ EXTRACT_SHARING = PromptSharing(
 
 @STRATEGIES.register(
     "structured",
-    costs=StrategyCosts(structured_costs),
+    costs=StrategyCosts(structured_costs, always_bounded=True),
     ceiling=STRUCTURED_CEILING,
     config_cls=StructuredConfig,
     prompts_version=P.PROMPTS_VERSION,
