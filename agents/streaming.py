@@ -20,6 +20,7 @@ from typing import Any
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import AIMessageChunk
 
 from longctx.agents.api import aanswer
 from longctx.agents.chat_models import streaming_model
@@ -29,6 +30,7 @@ from longctx.agents.events import (
     ProgressEvent,
     StepEvent,
     TokenEvent,
+    custom_event,
     plain_step,
     tool_event,
 )
@@ -56,6 +58,11 @@ class EventCollector(BaseCallbackHandler):
         self._nodes: set[UUID] = set()
         self._progress: dict[str, list[Any]] = {}  # stage -> [done, total]
         self._calls: dict[UUID, str | None] = {}  # model calls in flight -> their graph node
+        # the run streams its graph (a single run): its tool events and steps come from the
+        # stream's chunks, and its tokens too when it streams "messages" (its model streams); the
+        # callbacks below, the batched runs' path, stand aside for them
+        self.streamed = False
+        self.streamed_tokens = False
 
     def on_chain_start(
         self,
@@ -68,6 +75,8 @@ class EventCollector(BaseCallbackHandler):
         **kwargs: Any,
     ) -> None:
         """Remember the graph's run and its node runs."""
+        if self.streamed:
+            return
         node = (metadata or {}).get("langgraph_node")
         with self._lock:
             if self._root is None and node is None:
@@ -81,6 +90,8 @@ class EventCollector(BaseCallbackHandler):
 
     def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
         """A node finished: one event per step it wrote."""
+        if self.streamed:
+            return
         with self._lock:
             if run_id not in self._nodes:
                 return
@@ -104,6 +115,8 @@ class EventCollector(BaseCallbackHandler):
         **kwargs: Any,
     ) -> None:
         """Remember which node makes the call, for its streamed tokens."""
+        if self.streamed_tokens:
+            return
         with self._lock:
             self._calls[run_id] = (metadata or {}).get("langgraph_node")
 
@@ -140,13 +153,21 @@ class EventCollector(BaseCallbackHandler):
     def report(self, report: Report) -> None:
         """A node's report: a step of the (first) question, a tool call or result, or a stage's
         progress added up."""
+        if report["type"] == "graph":
+            self._graph(report["namespace"], report["mode"], report["data"])
+            return
         if report["type"] == "tool":
-            self.put(tool_event(report["event"]))
+            if not self.streamed:  # streamed, the loop's events come from the custom stream
+                self.put(tool_event(report["event"]))
             return
         if report["type"] == "step":
             if report["question"] == 0:
                 self.put(StepEvent(plain_step(report["step"])))
             return
+        self._progress_of(report)
+
+    def _progress_of(self, report: Report) -> None:
+        """A stage's progress, added up: its count so far."""
         with self._lock:
             state = self._progress.setdefault(report["stage"], [0, None])
             if report["done"] is not None:
@@ -156,6 +177,42 @@ class EventCollector(BaseCallbackHandler):
             state[0] += report["advance"]
             # under the lock: counts arrive in order
             self.put(ProgressEvent(report["stage"], state[0], state[1]))
+
+    def _graph(self, namespace: tuple[str, ...], mode: str, data: Any) -> None:
+        """A chunk of the run's LangGraph stream: ``messages``: a piece of a streamed reply (a
+        whole reply, a node's output message, is not a token); ``custom``: what a node wrote, when
+        it has an event's form; ``updates`` of the graph itself (not of a subgraph, whose steps
+        reach the graph's state as its node finishes): one event per step a node wrote."""
+        if mode == "start":
+            self.streamed, self.streamed_tokens = True, "messages" in data
+        elif mode == "messages":
+            message, metadata = data
+            if isinstance(message, AIMessageChunk):
+                self._token(message, metadata.get("langgraph_node"))
+        elif mode == "custom":
+            event = custom_event(data)
+            if isinstance(event, ProgressEvent):
+                advance = {"stage": event.stage, "advance": 0}
+                self._progress_of({**advance, "done": event.done, "total": event.total})
+            elif event is not None:
+                self.put(event)
+        elif mode == "updates" and not namespace and isinstance(data, dict):
+            for update in data.values():
+                for step in _written_steps(update):
+                    self.put(StepEvent(plain_step(step)))
+
+    def _token(self, message: AIMessageChunk, node: str | None) -> None:
+        """A streamed piece of a reply: its text and its pieces of tool calls."""
+        text = message.content if isinstance(message.content, str) else ""
+        pieces = tuple(dict(c) for c in message.tool_call_chunks or ())
+        if text or pieces:
+            self.put(TokenEvent(text, node, pieces))
+
+
+def _written_steps(update: Any) -> list[Any]:
+    """The steps of a node's update (a dict, or a list of them: a node's several writes)."""
+    writes = update if isinstance(update, (list, tuple)) else [update]
+    return [step for w in writes if isinstance(w, dict) for step in w.get("steps") or []]
 
 
 async def _live(
