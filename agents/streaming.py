@@ -1,10 +1,15 @@
 """``astream_answer`` / ``stream_answer``: one answer, with events as the strategy's graph runs.
 
-The run is :func:`longctx.agents.aanswer`'s own (same arguments, same ``Answer``, same usage): the
-events come from a callback handler added to ``callbacks`` (each graph node's ``steps`` as the
-node finishes) and from what nodes report through :mod:`longctx.graphs.runtime.events` (MemAgent's
-memory per chunk, fan-out progress). Closing the iterator (a client that went away) cancels the run:
-no model call starts after it; calls in flight finish; MemAgent keeps its checkpoint.
+The run is :func:`longctx.agents.aanswer`'s own (same arguments, same ``Answer``, same usage). A
+single-question run streams its graph with LangGraph's own stream modes
+(:mod:`longctx.graphs.metering.budget_stop`), and the events are its chunks, in the order the
+graph produced them: ``updates`` of the graph's nodes give the steps, ``custom`` what a node wrote
+in an event's form (a tool loop's calls and results), ``messages`` the tokens and tool-call chunks
+when the run's model streams. A batched run (MemAgent) and what happens outside a graph (an index
+being built) still come from a callback handler added to ``callbacks`` and from what nodes report
+through :mod:`longctx.graphs.runtime.events` (MemAgent's memory per chunk, fan-out progress).
+Closing the iterator (a client that went away) cancels the run: no model call starts after it;
+calls in flight finish; MemAgent keeps its checkpoint.
 """
 
 from __future__ import annotations
@@ -41,12 +46,15 @@ from longctx.retrieval.contract import Answer, Corpus, Question
 
 
 class EventCollector(BaseCallbackHandler):
-    """Turns a run's node outputs (callbacks) and its nodes' reports
-    (:mod:`longctx.graphs.runtime.events`) into events.
+    """Turns a single run's graph stream, or a batched run's node outputs (callbacks), and its
+    nodes' reports (:mod:`longctx.graphs.runtime.events`) into events.
 
-    A node of the run's graph is a chain run whose parent is the graph's own run and whose
-    ``langgraph_node`` is its name; nested graphs (a strategy run inside a node) are left out.
-    ``put`` is called from whichever thread the node ran on.
+    The graph stream's chunks arrive as ``graph`` reports, after a ``start`` one that turns the
+    callbacks' steps, tokens (when the stream has ``messages``) and the sink's tool events off, so
+    that none comes twice. Through the callbacks, a node of the run's graph is a chain run whose
+    parent is the graph's own run and whose ``langgraph_node`` is its name; nested graphs (a
+    strategy run inside a node) are left out. ``put`` is called from whichever thread the node ran
+    on.
     """
 
     run_inline = True
@@ -111,11 +119,13 @@ class EventCollector(BaseCallbackHandler):
         messages: Any,
         *,
         run_id: UUID,
+        tags: list[str] | None = None,
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        """Remember which node makes the call, for its streamed tokens."""
-        if self.streamed_tokens:
+        """Remember which node makes the call, for its streamed tokens (not a call tagged
+        ``nostream``, as LangGraph's messages stream leaves it out)."""
+        if self.streamed_tokens or (tags and "nostream" in tags):
             return
         with self._lock:
             self._calls[run_id] = (metadata or {}).get("langgraph_node")
@@ -251,9 +261,12 @@ async def astream_answer(
     HippoRAG's passages while the index builds, and what they embed), :class:`TokenEvent` for each
     piece of a reply when the model streams (its text and its pieces of tool calls), a tool loop's
     :class:`ToolCallEvent` per call asked and :class:`ToolResultEvent` per result (in the order
-    they happen, :mod:`longctx.graphs.calls.tool_events`), then the answer's steps not seen live
-    (``live=False``) and the :class:`AnswerEvent`. ``streaming=True`` makes the model stream
-    (also one named by a spec string, ``llm="openai:MODEL"``; see
+    they happen, :mod:`longctx.graphs.calls.tool_events`), the events a node writes to LangGraph's
+    custom stream in an event's ``to_dict()`` form (:func:`longctx.agents.events.custom_event`),
+    then the answer's steps not seen live (``live=False``) and the :class:`AnswerEvent`. A model
+    call tagged ``nostream`` (LangGraph's mark of an internal call) sends no token.
+    ``streaming=True`` makes the model stream (also one named by a spec string,
+    ``llm="openai:MODEL"``; see
     :func:`longctx.agents.chat_models.streaming_model`), ``False`` makes it not, ``None`` leaves it
     as it is. ``options`` are :func:`longctx.agents.aanswer`'s (``strategy``, ``llm``, ``budget``,
     config fields...), passed as they are; ``callbacks`` still see the whole run. A failed run

@@ -211,3 +211,70 @@ def test_per_event_overhead_of_the_graph_stream(monkeypatch, capsys):
         for label, (seconds, count) in best.items():
             print(f"\n{label}: {count} events, {seconds * 1e6 / count:.0f} us an event")
     assert best["sync"][1] == best["async"][1] == 202
+
+
+@pytest.mark.parametrize("checkpoint", [False, True], ids=["astream", "stream"])
+def test_a_tool_loop_streams_the_same_events_sync_and_async_in_the_graphs_order(
+    monkeypatch, tmp_path, checkpoint
+):
+    """``checkpoint=True`` runs the graph's sync ``stream`` in a worker thread, the other its
+    ``astream``: the same events, a reply's tokens before its calls, its calls before their
+    results, the loop's steps as its node finishes."""
+    from tests.test_tool_events import AgentConfig, StreamingToolModel, agent_reply, build_agent
+
+    monkeypatch.setitem(
+        STRATEGIES._entries,
+        "tool_agent",
+        Strategy(name="tool_agent", build_graph=build_agent, config_cls=AgentConfig),
+    )
+    llm = StreamingToolModel(reply_fn=agent_reply, streaming=True)
+    events = list(
+        stream_answer(
+            CORPUS,
+            QUESTION,
+            strategy="tool_agent",
+            llm=llm,
+            checkpoint=checkpoint,
+            cache_dir=tmp_path,
+        )
+    )
+    collapsed: list[str] = []
+    for e in events:  # runs of tokens as one "token"
+        if not (e.kind == "token" and collapsed and collapsed[-1] == "token"):
+            collapsed.append(e.kind)
+    assert collapsed == [
+        *["token", "tool_call", "tool_result"],
+        *["token", "tool_call", "tool_call", "tool_result", "tool_result"],
+        *["token", *["step"] * 7, "answer"],
+    ]
+    assert all(e.live for e in events if isinstance(e, StepEvent))
+    assert events[-1].answer.answer == "The capital is Paris."
+
+
+def test_a_streamed_run_stopped_by_its_budget_keeps_its_steps_and_sends_them_before_the_answer(
+    monkeypatch,
+):
+    from longctx import Budget
+    from tests.scripted_tools import ToolScriptedChatModel
+    from tests.test_tool_events import AgentConfig, agent_reply, build_agent
+
+    monkeypatch.setitem(
+        STRATEGIES._entries,
+        "tool_agent",
+        Strategy(name="tool_agent", build_graph=build_agent, config_cls=AgentConfig),
+    )
+    llm = ToolScriptedChatModel(reply_fn=agent_reply)
+    events = list(
+        stream_answer(
+            CORPUS, QUESTION, strategy="tool_agent", llm=llm, budget=Budget(max_llm_calls=2)
+        )
+    )
+    result = events[-1].answer
+    assert result.stopped == "budget"
+    assert [e.kind for e in events if e.kind.startswith("tool")] == [
+        *["tool_call", "tool_result", "tool_call", "tool_call", "tool_result", "tool_result"]
+    ]
+    steps = [e for e in events if isinstance(e, StepEvent)]
+    assert [e.step for e in steps] == result.steps  # the loop's, kept, then "stopped"
+    assert [e.step["node"] for e in steps][:4] == ["agent", "tools", "agent", "tools"]
+    assert not any(e.live for e in steps)  # the loop's node never finished

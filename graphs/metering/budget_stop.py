@@ -12,6 +12,10 @@ run's ``max_concurrency`` for its waiter, given back here); a graph without them
 values at no cost over ``invoke``. (An in-memory checkpointer and ``graph.get_state(config,
 subgraphs=True)`` would also give the partial state, at the price of serialising it at every
 superstep of every run: as slow as streaming subgraphs, for every graph.)
+When :func:`longctx.agents.astream_answer` listens (a report sink is installed), the same stream
+also carries ``updates``, ``custom`` and, when the run's model streams, ``messages``, of every
+graph run inside the graph (``subgraphs=True``), each chunk handed to the sink as it comes: the
+run's events (:mod:`longctx.agents.streaming`).
 Lost either way: the work inside the node that was stopped (a node that made two calls before
 its third was refused) and the writes of the tasks that finished in the superstep that was stopped.
 """
@@ -62,12 +66,6 @@ class PartialState:
             merged.update({k: v for k, v in sub.items() if k != "steps"})
         merged["steps"] = steps
         return merged
-
-    def values(self, chunks: Iterable[tuple[tuple[str, ...], Any]]) -> AnswerState:
-        """Consume a values stream of ``(namespace, state)`` chunks; the graph's final state."""
-        for namespace, values in chunks:
-            self.see(namespace, values)
-        return cast(AnswerState, dict(self.last.get((), {})))
 
 
 def invoke_keeping(
