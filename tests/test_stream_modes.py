@@ -6,9 +6,7 @@ model call tagged with that graph's node, in the order the graph produced them."
 
 from __future__ import annotations
 
-import asyncio
 import operator
-import time
 from dataclasses import dataclass
 from typing import Annotated, Any, TypedDict
 
@@ -24,7 +22,6 @@ from longctx import (
     TokenEvent,
     ToolCallEvent,
     ToolResultEvent,
-    astream_answer,
     stream_answer,
 )
 from longctx.graphs import STRATEGIES, StrategyConfig
@@ -184,33 +181,6 @@ def test_a_call_tagged_nostream_sends_no_tokens_the_answers_call_does(monkeypatc
     ]
     assert "".join(e.text for e in events if isinstance(e, TokenEvent)) == "It is Paris."
     assert events[0].step["verdict"] == "Relevant, keep it."
-
-
-def test_per_event_overhead_of_the_graph_stream(monkeypatch, capsys):
-    """A benchmark print, not an assertion on time: events per second of a run that streams 200
-    tokens, synchronous and async."""
-    name = _register(monkeypatch, "nested_tokens", build_nested)
-    reply = " ".join(["word"] * 200)
-    llm = StreamingScriptedChatModel(reply_fn=lambda p: reply, streaming=True)
-
-    async def run_async() -> int:
-        return len([e async for e in astream_answer(CORPUS, QUESTION, strategy=name, llm=llm)])
-
-    best = {}
-    for label, run in (
-        ("sync", lambda: len(list(stream_answer(CORPUS, QUESTION, strategy=name, llm=llm)))),
-        ("async", lambda: asyncio.run(run_async())),
-    ):
-        times = []
-        for _ in range(3):
-            started = time.perf_counter()
-            count = run()
-            times.append(time.perf_counter() - started)
-        best[label] = (min(times), count)
-    with capsys.disabled():
-        for label, (seconds, count) in best.items():
-            print(f"\n{label}: {count} events, {seconds * 1e6 / count:.0f} us an event")
-    assert best["sync"][1] == best["async"][1] == 202
 
 
 @pytest.mark.parametrize("checkpoint", [False, True], ids=["astream", "stream"])
