@@ -2,10 +2,12 @@
 
 A node calls :func:`report_step`, :func:`report_progress` or :func:`report_tool_event`; the reports
 go to the sink the caller installed with :func:`reporting_to` (``longctx.agents.astream_answer``
-turns them into events) and are dropped when there is none. The sink lives in a context variable,
-which follows the run into its tasks, worker threads and LangGraph's executor, so a report costs a
-lookup when nobody listens (PAI reports once per judge call; LangChain's ``dispatch_custom_event``
-would build a callback manager for each).
+turns them into events) and are dropped when there is none. A single run's graph stream comes the
+same way (:func:`report_graph`, from :mod:`longctx.graphs.metering.budget_stop`): a sink that is
+installed makes the run stream LangGraph's ``updates``, ``custom`` and ``messages`` modes too.
+The sink lives in a context variable, which follows the run into its tasks, worker threads and
+LangGraph's executor, so a report costs a lookup when nobody listens (PAI reports once per judge
+call; LangChain's ``dispatch_custom_event`` would build a callback manager for each).
 
 Progress is per ``stage`` (``read``: MemAgent's chunks, ``judge``: PAI's judge calls,
 ``extract``: the structured strategy's documents; while an index builds, ``summarize``: RAPTOR's
