@@ -202,6 +202,30 @@ def tool_event(payload: dict[str, Any]) -> ToolCallEvent | ToolResultEvent:
     return ToolCallEvent(**fields) if payload["kind"] == "tool_call" else ToolResultEvent(**fields)
 
 
+_CUSTOM: dict[str, type[Any]] = {
+    "tool_call": ToolCallEvent,
+    "tool_result": ToolResultEvent,
+    "progress": ProgressEvent,
+}
+
+
+def custom_event(payload: Any) -> Event | None:
+    """The event a node wrote to LangGraph's custom stream (``get_stream_writer()(payload)``) in an
+    event's ``to_dict()`` form: ``tool_call``, ``tool_result``, ``progress`` (its absolute ``done``
+    and ``total``) or ``step`` (``{"kind": "step", "step": {...}}``); ``None`` for any other
+    payload, or one whose fields do not fit (a node's own use of the custom stream)."""
+    if not isinstance(payload, dict):
+        return None
+    kind = payload.get("kind")
+    try:
+        if kind == "step":
+            return StepEvent(plain_step(payload["step"]))
+        cls = _CUSTOM.get(kind) if isinstance(kind, str) else None
+        return None if cls is None else cls(**{k: v for k, v in payload.items() if k != "kind"})
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 __all__ = [
     "AnswerEvent",
     "Event",
@@ -210,6 +234,7 @@ __all__ = [
     "TokenEvent",
     "ToolCallEvent",
     "ToolResultEvent",
+    "custom_event",
     "plain_step",
     "tool_event",
 ]

@@ -1,10 +1,15 @@
 """``astream_answer`` / ``stream_answer``: one answer, with events as the strategy's graph runs.
 
-The run is :func:`longctx.agents.aanswer`'s own (same arguments, same ``Answer``, same usage): the
-events come from a callback handler added to ``callbacks`` (each graph node's ``steps`` as the
-node finishes) and from what nodes report through :mod:`longctx.graphs.runtime.events` (MemAgent's
-memory per chunk, fan-out progress). Closing the iterator (a client that went away) cancels the run:
-no model call starts after it; calls in flight finish; MemAgent keeps its checkpoint.
+The run is :func:`longctx.agents.aanswer`'s own (same arguments, same ``Answer``, same usage). A
+single-question run streams its graph with LangGraph's own stream modes
+(:mod:`longctx.graphs.metering.budget_stop`), and the events are its chunks, in the order the
+graph produced them: ``updates`` of the graph's nodes give the steps, ``custom`` what a node wrote
+in an event's form (a tool loop's calls and results), ``messages`` the tokens and tool-call chunks
+when the run's model streams. A batched run (MemAgent) and what happens outside a graph (an index
+being built) still come from a callback handler added to ``callbacks`` and from what nodes report
+through :mod:`longctx.graphs.runtime.events` (MemAgent's memory per chunk, fan-out progress).
+Closing the iterator (a client that went away) cancels the run: no model call starts after it;
+calls in flight finish; MemAgent keeps its checkpoint.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Any
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import AIMessageChunk
 
 from longctx.agents.api import aanswer
 from longctx.agents.chat_models import streaming_model
@@ -29,6 +35,7 @@ from longctx.agents.events import (
     ProgressEvent,
     StepEvent,
     TokenEvent,
+    custom_event,
     plain_step,
     tool_event,
 )
@@ -39,12 +46,15 @@ from longctx.retrieval.contract import Answer, Corpus, Question
 
 
 class EventCollector(BaseCallbackHandler):
-    """Turns a run's node outputs (callbacks) and its nodes' reports
-    (:mod:`longctx.graphs.runtime.events`) into events.
+    """Turns a single run's graph stream, or a batched run's node outputs (callbacks), and its
+    nodes' reports (:mod:`longctx.graphs.runtime.events`) into events.
 
-    A node of the run's graph is a chain run whose parent is the graph's own run and whose
-    ``langgraph_node`` is its name; nested graphs (a strategy run inside a node) are left out.
-    ``put`` is called from whichever thread the node ran on.
+    The graph stream's chunks arrive as ``graph`` reports, after a ``start`` one that turns the
+    callbacks' steps, tokens (when the stream has ``messages``) and the sink's tool events off, so
+    that none comes twice. Through the callbacks, a node of the run's graph is a chain run whose
+    parent is the graph's own run and whose ``langgraph_node`` is its name; nested graphs (a
+    strategy run inside a node) are left out. ``put`` is called from whichever thread the node ran
+    on.
     """
 
     run_inline = True
@@ -56,6 +66,11 @@ class EventCollector(BaseCallbackHandler):
         self._nodes: set[UUID] = set()
         self._progress: dict[str, list[Any]] = {}  # stage -> [done, total]
         self._calls: dict[UUID, str | None] = {}  # model calls in flight -> their graph node
+        # the run streams its graph (a single run): its tool events and steps come from the
+        # stream's chunks, and its tokens too when it streams "messages" (its model streams); the
+        # callbacks below, the batched runs' path, stand aside for them
+        self.streamed = False
+        self.streamed_tokens = False
 
     def on_chain_start(
         self,
@@ -68,6 +83,8 @@ class EventCollector(BaseCallbackHandler):
         **kwargs: Any,
     ) -> None:
         """Remember the graph's run and its node runs."""
+        if self.streamed:
+            return
         node = (metadata or {}).get("langgraph_node")
         with self._lock:
             if self._root is None and node is None:
@@ -81,6 +98,8 @@ class EventCollector(BaseCallbackHandler):
 
     def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
         """A node finished: one event per step it wrote."""
+        if self.streamed:
+            return
         with self._lock:
             if run_id not in self._nodes:
                 return
@@ -100,10 +119,14 @@ class EventCollector(BaseCallbackHandler):
         messages: Any,
         *,
         run_id: UUID,
+        tags: list[str] | None = None,
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        """Remember which node makes the call, for its streamed tokens."""
+        """Remember which node makes the call, for its streamed tokens (not a call tagged
+        ``nostream``, as LangGraph's messages stream leaves it out)."""
+        if self.streamed_tokens or (tags and "nostream" in tags):
+            return
         with self._lock:
             self._calls[run_id] = (metadata or {}).get("langgraph_node")
 
@@ -140,13 +163,21 @@ class EventCollector(BaseCallbackHandler):
     def report(self, report: Report) -> None:
         """A node's report: a step of the (first) question, a tool call or result, or a stage's
         progress added up."""
+        if report["type"] == "graph":
+            self._graph(report["namespace"], report["mode"], report["data"])
+            return
         if report["type"] == "tool":
-            self.put(tool_event(report["event"]))
+            if not self.streamed:  # streamed, the loop's events come from the custom stream
+                self.put(tool_event(report["event"]))
             return
         if report["type"] == "step":
             if report["question"] == 0:
                 self.put(StepEvent(plain_step(report["step"])))
             return
+        self._progress_of(report)
+
+    def _progress_of(self, report: Report) -> None:
+        """A stage's progress, added up: its count so far."""
         with self._lock:
             state = self._progress.setdefault(report["stage"], [0, None])
             if report["done"] is not None:
@@ -156,6 +187,42 @@ class EventCollector(BaseCallbackHandler):
             state[0] += report["advance"]
             # under the lock: counts arrive in order
             self.put(ProgressEvent(report["stage"], state[0], state[1]))
+
+    def _graph(self, namespace: tuple[str, ...], mode: str, data: Any) -> None:
+        """A chunk of the run's LangGraph stream: ``messages``: a piece of a streamed reply (a
+        whole reply, a node's output message, is not a token); ``custom``: what a node wrote, when
+        it has an event's form; ``updates`` of the graph itself (not of a subgraph, whose steps
+        reach the graph's state as its node finishes): one event per step a node wrote."""
+        if mode == "start":
+            self.streamed, self.streamed_tokens = True, "messages" in data
+        elif mode == "messages":
+            message, metadata = data
+            if isinstance(message, AIMessageChunk):
+                self._token(message, metadata.get("langgraph_node"))
+        elif mode == "custom":
+            event = custom_event(data)
+            if isinstance(event, ProgressEvent):
+                advance = {"stage": event.stage, "advance": 0}
+                self._progress_of({**advance, "done": event.done, "total": event.total})
+            elif event is not None:
+                self.put(event)
+        elif mode == "updates" and not namespace and isinstance(data, dict):
+            for update in data.values():
+                for step in _written_steps(update):
+                    self.put(StepEvent(plain_step(step)))
+
+    def _token(self, message: AIMessageChunk, node: str | None) -> None:
+        """A streamed piece of a reply: its text and its pieces of tool calls."""
+        text = message.content if isinstance(message.content, str) else ""
+        pieces = tuple(dict(c) for c in message.tool_call_chunks or ())
+        if text or pieces:
+            self.put(TokenEvent(text, node, pieces))
+
+
+def _written_steps(update: Any) -> list[Any]:
+    """The steps of a node's update (a dict, or a list of them: a node's several writes)."""
+    writes = update if isinstance(update, (list, tuple)) else [update]
+    return [step for w in writes if isinstance(w, dict) for step in w.get("steps") or []]
 
 
 async def _live(
@@ -194,9 +261,12 @@ async def astream_answer(
     HippoRAG's passages while the index builds, and what they embed), :class:`TokenEvent` for each
     piece of a reply when the model streams (its text and its pieces of tool calls), a tool loop's
     :class:`ToolCallEvent` per call asked and :class:`ToolResultEvent` per result (in the order
-    they happen, :mod:`longctx.graphs.calls.tool_events`), then the answer's steps not seen live
-    (``live=False``) and the :class:`AnswerEvent`. ``streaming=True`` makes the model stream
-    (also one named by a spec string, ``llm="openai:MODEL"``; see
+    they happen, :mod:`longctx.graphs.calls.tool_events`), the events a node writes to LangGraph's
+    custom stream in an event's ``to_dict()`` form (:func:`longctx.agents.events.custom_event`),
+    then the answer's steps not seen live (``live=False``) and the :class:`AnswerEvent`. A model
+    call tagged ``nostream`` (LangGraph's mark of an internal call) sends no token.
+    ``streaming=True`` makes the model stream (also one named by a spec string,
+    ``llm="openai:MODEL"``; see
     :func:`longctx.agents.chat_models.streaming_model`), ``False`` makes it not, ``None`` leaves it
     as it is. ``options`` are :func:`longctx.agents.aanswer`'s (``strategy``, ``llm``, ``budget``,
     config fields...), passed as they are; ``callbacks`` still see the whole run. A failed run

@@ -2,12 +2,12 @@
 
 Each event is a dict (``{"kind": "tool_call", ...}`` / ``{"kind": "tool_result", ...}``, the
 ``to_dict()`` form of :class:`longctx.agents.events.ToolCallEvent` / ``ToolResultEvent``) written
-twice at the same point: to LangGraph's custom stream (``graph.stream(..., stream_mode="custom")``
-yields it, for a loop compiled and streamed by hand) and to the run's report sink
-(:mod:`longctx.graphs.runtime.events`, which :func:`longctx.agents.astream_answer` listens to). The
-sink is called in the node's own thread, as the callbacks that make token and step events are, so a
-call's event follows the tokens of the reply that asked for it and its result precedes the next
-turn's tokens.
+at the point it happens to LangGraph's custom stream (``graph.stream(..., stream_mode="custom")``
+yields it): a single run streamed by :func:`longctx.agents.astream_answer` takes its events from
+there, in the order of the graph's other chunks, so a call's event follows the tokens of the reply
+that asked for it and its result precedes the next turn's tokens. It is also written to the run's
+report sink (:mod:`longctx.graphs.runtime.events`), for a loop run where the graph is not streamed
+(inside a batched run); ``astream_answer`` ignores that copy once the graph streams.
 """
 
 from __future__ import annotations

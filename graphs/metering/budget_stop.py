@@ -12,6 +12,10 @@ run's ``max_concurrency`` for its waiter, given back here); a graph without them
 values at no cost over ``invoke``. (An in-memory checkpointer and ``graph.get_state(config,
 subgraphs=True)`` would also give the partial state, at the price of serialising it at every
 superstep of every run: as slow as streaming subgraphs, for every graph.)
+When :func:`longctx.agents.astream_answer` listens (a report sink is installed), the same stream
+also carries ``updates``, ``custom`` and, when the run's model streams, ``messages``, of every
+graph run inside the graph (``subgraphs=True``), each chunk handed to the sink as it comes: the
+run's events (:mod:`longctx.agents.streaming`).
 Lost either way: the work inside the node that was stopped (a node that made two calls before
 its third was refused) and the writes of the tasks that finished in the superstep that was stopped.
 """
@@ -28,6 +32,7 @@ from longctx.graphs.plugin.answer_state import AnswerState
 from longctx.graphs.plugin.context import StrategyContext
 from longctx.graphs.plugin.nodes import CompiledGraph
 from longctx.graphs.plugin.registry import Strategy
+from longctx.graphs.runtime.events import listening, report_graph
 from longctx.retrieval.contract import Step
 
 #: The keys of a partial state an answer stopped by its budget keeps (besides ``steps``).
@@ -62,12 +67,6 @@ class PartialState:
         merged["steps"] = steps
         return merged
 
-    def values(self, chunks: Iterable[tuple[tuple[str, ...], Any]]) -> AnswerState:
-        """Consume a values stream of ``(namespace, state)`` chunks; the graph's final state."""
-        for namespace, values in chunks:
-            self.see(namespace, values)
-        return cast(AnswerState, dict(self.last.get((), {})))
-
 
 def invoke_keeping(
     spec: Strategy[Any],
@@ -80,13 +79,14 @@ def invoke_keeping(
     """``graph.invoke``'s final state, or, when the budget stops it, :func:`stopped_state`;
     ``state`` ``None`` continues the graph's checkpoint, ``options`` go to ``stream``
     (``durability``)."""
-    partial, nested = PartialState(), _nested(graph)
-    config = _with_waiter_slot(graph, config) if nested else config
+    partial, nested, listened = PartialState(), _nested(graph), listening()
+    config = _with_waiter_slot(graph, config) if nested or listened else config
+    modes = _modes(nested, listened, context.llm)
     try:
-        chunks: Iterable[Any] = graph.stream(
-            state, config, context=context, stream_mode="values", subgraphs=nested, **options
-        )
-        return partial.values(chunks if nested else (((), values) for values in chunks))
+        chunks: Iterable[Any] = graph.stream(state, config, context=context, **modes, **options)
+        for chunk in chunks:
+            _take(partial, chunk, nested, listened)
+        return cast(AnswerState, dict(partial.last.get((), {})))
     except BudgetReached as exc:
         stop = _on_stop(spec)
         done = stop.invoke(partial.state(), config) if stop is not None else None
@@ -101,18 +101,53 @@ async def ainvoke_keeping(
     config: RunnableConfig,
 ) -> AnswerState:
     """:func:`invoke_keeping` with the graph's ``astream``."""
-    partial, nested = PartialState(), _nested(graph)
-    config = _with_waiter_slot(graph, config) if nested else config
+    partial, nested, listened = PartialState(), _nested(graph), listening()
+    config = _with_waiter_slot(graph, config) if nested or listened else config
+    modes = _modes(nested, listened, context.llm)
     try:
-        async for chunk in graph.astream(
-            state, config, context=context, stream_mode="values", subgraphs=nested
-        ):
-            partial.see(*(chunk if nested else ((), chunk)))
+        async for chunk in graph.astream(state, config, context=context, **modes):
+            _take(partial, chunk, nested, listened)
         return cast(AnswerState, dict(partial.last.get((), {})))
     except BudgetReached as exc:
         stop = _on_stop(spec)
         done = await stop.ainvoke(partial.state(), config) if stop is not None else None
         return stopped_state(partial.state(), exc, done)
+
+
+#: The stream modes of a run whose events are listened to (``astream_answer``): ``custom`` gives
+#: what a node writes (a tool loop's calls and results), ``updates`` the steps as each node
+#: finishes, ``values`` the partial state; ``messages`` (the tokens and tool-call chunks) is added
+#: when the run's model streams (:func:`_modes`).
+LISTENED_MODES = ["values", "updates", "custom"]
+
+
+def _modes(nested: bool, listened: bool, llm: Any) -> dict[str, Any]:
+    """``stream``'s mode options: the values alone (of the subgraphs too when ``nested``), or,
+    when a sink listens, :data:`LISTENED_MODES` of the graph and every graph run inside it, and
+    ``messages`` when ``llm`` streams (``streaming=True``). Not otherwise: LangGraph's messages
+    handler makes every model of the run that can stream do so, which would change the requests
+    a model that does not stream sends (``stream: true``) and the usage it reports."""
+    if not listened:
+        return {"stream_mode": "values", "subgraphs": nested}
+    modes = (
+        [*LISTENED_MODES, "messages"] if getattr(llm, "streaming", None) is True else LISTENED_MODES
+    )
+    report_graph((), "start", modes)  # from here, events come from the stream
+    return {"stream_mode": modes, "subgraphs": True}
+
+
+def _take(partial: PartialState, chunk: Any, nested: bool, listened: bool) -> None:
+    """One chunk of the stream :func:`_modes` asked for: a state to ``partial`` (a subgraph's only
+    when ``nested``: a graph run inside a function node is not part of the partial state), any
+    other mode to the report sink."""
+    if not listened:
+        partial.see(*(chunk if nested else ((), chunk)))
+        return
+    namespace, mode, data = chunk
+    if mode != "values":
+        report_graph(namespace, mode, data)
+    elif nested or not namespace:
+        partial.see(namespace, data)
 
 
 def _nested(graph: CompiledGraph) -> bool:

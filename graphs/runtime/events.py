@@ -2,10 +2,12 @@
 
 A node calls :func:`report_step`, :func:`report_progress` or :func:`report_tool_event`; the reports
 go to the sink the caller installed with :func:`reporting_to` (``longctx.agents.astream_answer``
-turns them into events) and are dropped when there is none. The sink lives in a context variable,
-which follows the run into its tasks, worker threads and LangGraph's executor, so a report costs a
-lookup when nobody listens (PAI reports once per judge call; LangChain's ``dispatch_custom_event``
-would build a callback manager for each).
+turns them into events) and are dropped when there is none. A single run's graph stream comes the
+same way (:func:`report_graph`, from :mod:`longctx.graphs.metering.budget_stop`): a sink that is
+installed makes the run stream LangGraph's ``updates``, ``custom`` and ``messages`` modes too.
+The sink lives in a context variable, which follows the run into its tasks, worker threads and
+LangGraph's executor, so a report costs a lookup when nobody listens (PAI reports once per judge
+call; LangChain's ``dispatch_custom_event`` would build a callback manager for each).
 
 Progress is per ``stage`` (``read``: MemAgent's chunks, ``judge``: PAI's judge calls,
 ``extract``: the structured strategy's documents; while an index builds, ``summarize``: RAPTOR's
@@ -23,8 +25,9 @@ from contextvars import ContextVar
 from typing import Any, TypeVar
 
 #: A report: ``{"type": "step", "step": Step, "question": int}``,
-#: ``{"type": "progress", "stage": str, "advance": int, "done": int | None, "total": int | None}``
-#: or ``{"type": "tool", "event": {"kind": "tool_call" | "tool_result", ...}}`` (a tool loop's).
+#: ``{"type": "progress", "stage": str, "advance": int, "done": int | None, "total": int | None}``,
+#: ``{"type": "tool", "event": {"kind": "tool_call" | "tool_result", ...}}`` (a tool loop's) or
+#: ``{"type": "graph", "namespace": tuple, "mode": str, "data": Any}`` (a LangGraph stream chunk).
 Report = dict[str, Any]
 Sink = Callable[[Report], None]
 R = TypeVar("R")
@@ -64,6 +67,16 @@ def report_tool_event(event: dict[str, Any]) -> None:
     sink = _SINK.get()
     if sink is not None:
         sink({"type": "tool", "event": event})
+
+
+def report_graph(namespace: tuple[str, ...], mode: str, data: Any) -> None:
+    """A chunk of a single run's LangGraph stream (:mod:`longctx.graphs.metering.budget_stop`
+    streams ``messages``, ``custom`` and ``updates`` when a sink listens): ``mode`` is the stream
+    mode, or ``"start"`` (``data`` ``None``) before the first chunk, from then on the run's
+    tokens, tool events and steps come from the stream rather than from callbacks."""
+    sink = _SINK.get()
+    if sink is not None:
+        sink({"type": "graph", "namespace": namespace, "mode": mode, "data": data})
 
 
 def report_progress(
@@ -110,6 +123,7 @@ __all__ = [
     "Report",
     "Sink",
     "listening",
+    "report_graph",
     "report_progress",
     "report_step",
     "report_tool_event",
