@@ -20,12 +20,15 @@ NAMES = ["rag", "full_context", "memagent", "pai", "pai_minus", "self_ask", "sel
 
 
 def test_each_strategy_has_one_fixed_colour_and_unknown_names_are_stable():
-    assert [strategy_color(n) for n in STRATEGIES.names()] == [
-        STRATEGIES.get(n).presentation.color for n in STRATEGIES.names()
+    # the strategies declared in a package's plugin.toml (a test's own registration, left in the
+    # process by a file that ran before on this worker, declares no colour)
+    names = [n for n in STRATEGIES.names() if STRATEGIES.declared(n)]
+    assert len(names) >= 10
+    assert [strategy_color(n) for n in names] == [
+        STRATEGIES.get(n).presentation.color for n in names
     ]
-    assert len({strategy_color(n) for n in STRATEGIES.names()}) == len(
-        STRATEGIES.names()
-    )  # each its own, declared in its package
+    # each its own, declared in its package
+    assert len({strategy_color(n) for n in names}) == len(names)
     assert strategy_color("my_plugin") == strategy_color("my_plugin") and strategy_color(
         "my_plugin"
     ).startswith("#")

@@ -18,7 +18,6 @@ from longctx.graphs.hipporag.requests import (
     qa_messages,
     triple_messages,
 )
-from longctx.graphs.metering.costs import counter
 from longctx.graphs.plugin.api import (
     PLACEHOLDER_QUESTION,
     RAG_TEMPLATE,
@@ -29,6 +28,7 @@ from longctx.graphs.plugin.api import (
     Costs,
     ExpectedCost,
     IndexWork,
+    counter,
     fill,
     prompt_tokens,
     reply_tokens,
