@@ -26,12 +26,14 @@ from langgraph.runtime import Runtime
 
 from longctx.graphs.plugin.api import (
     STRATEGIES,
-    BudgetReached,
+    AnswerState,
     Index,
     RetrievalService,
     RetrievalSettings,
     Strategy,
     StrategyContext,
+    ainvoke_keeping,
+    invoke_keeping,
     run_strategy,
 )
 from longctx.graphs.self_route.config import SelfRouteConfig
@@ -61,7 +63,7 @@ def _subgraph_leg(
 
     def leg_context(
         state: SelfRouteState, runtime: RouteRuntime
-    ) -> tuple[dict[str, Any], StrategyContext[Any]]:
+    ) -> tuple[AnswerState, StrategyContext[Any]]:
         ctx = runtime.context
         context = StrategyContext(
             llm=ctx.llm,
@@ -71,34 +73,24 @@ def _subgraph_leg(
             cache_dir=ctx.cache_dir,
             budget=ctx.budget,  # the run's guard: the leg sees what the whole run has left
         )
-        return {"question": state["question"], "steps": []}, context
+        return AnswerState(question=state["question"], steps=[]), context
 
     def fallback(
         state: SelfRouteState, runtime: RouteRuntime, config: RunnableConfig
     ) -> dict[str, Any]:
         """Answer with the fallback strategy's graph, nested in this run."""
         leg_input, context = leg_context(state, runtime)
-        try:
-            final = leg.invoke(leg_input, context=context, config=config)
-        except BudgetReached as exc:
-            # the caller's budget ran out in the leg: stop the whole answer
-            raise BudgetReached(f"budget reached in the {spec.name} fallback: {exc}") from exc
-        return leg_update(
-            spec.name, final.get("raw", ""), final.get("answer", ""), final.get("steps", [])
-        )
+        # a budget stop in the leg keeps its partial state (and its final node's answer)
+        final = invoke_keeping(spec, leg, leg_input, context, config)
+        return subgraph_update(spec.name, final)
 
     async def afallback(
         state: SelfRouteState, runtime: RouteRuntime, config: RunnableConfig
     ) -> dict[str, Any]:
         """:func:`fallback` through the leg graph's ``ainvoke``."""
         leg_input, context = leg_context(state, runtime)
-        try:
-            final = await leg.ainvoke(leg_input, context=context, config=config)
-        except BudgetReached as exc:
-            raise BudgetReached(f"budget reached in the {spec.name} fallback: {exc}") from exc
-        return leg_update(
-            spec.name, final.get("raw", ""), final.get("answer", ""), final.get("steps", [])
-        )
+        final = await ainvoke_keeping(spec, leg, leg_input, context, config)
+        return subgraph_update(spec.name, final)
 
     return fallback, afallback
 
@@ -124,22 +116,40 @@ def _checkpointed_leg(spec: Strategy[Any], leg_cfg: Any) -> Callable[..., dict[s
             callbacks=config.get("callbacks"),
             key_prefix=f"self_route>{spec.name}",
         )[0]
-        # The caller's budget (its guard is in the callbacks) ran out in the leg: stop the whole
-        # answer.
-        if leg.stopped == "budget":
-            raise BudgetReached(
-                f"budget reached in the {spec.name} fallback after {leg.usage.llm_calls} call(s)"
-            )
-        return leg_update(spec.name, leg.raw, leg.answer, leg.steps)
+        # the caller's budget (its guard is in the callbacks) ran out in the leg: the answer
+        # keeps the leg's steps and is stopped
+        return leg_update(
+            spec.name,
+            leg.raw,
+            leg.answer,
+            leg.steps,
+            stopped=leg.stopped,
+            reason=f"after {leg.usage.llm_calls} call(s)",
+        )
 
     return fallback
 
 
 def leg_update(
-    name: str, raw: str, answer: str, steps: Sequence[Mapping[str, Any]]
+    name: str,
+    raw: str,
+    answer: str,
+    steps: Sequence[Mapping[str, Any]],
+    *,
+    stopped: str | None = None,
+    reason: str = "",
 ) -> dict[str, Any]:
     """The state update of a finished leg: its reply, and its steps after a ``fallback`` head, each
-    marked with the leg's name."""
+    marked with the leg's name. A leg ``stopped`` by the budget keeps the steps it made before the
+    stop; a ``stopped`` step saying ``reason`` ends the answer, which is marked stopped too."""
+    if stopped is not None:
+        update = leg_update(name, raw, answer, steps)
+        why = f"budget reached in the {name} fallback: {reason}"
+        return {
+            **update,
+            "steps": [*update["steps"], Step("stopped", reason=why)],
+            "stopped": stopped,
+        }
     last = steps[-1] if steps else {}
     head = Step(
         "fallback",
@@ -153,6 +163,21 @@ def leg_update(
         "answer": answer,
         "steps": [Step({**s, "leg": name}) for s in [head, *steps]],
     }
+
+
+def subgraph_update(name: str, final: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`leg_update` of a single-run leg's final state; a stopped one ends with the engine's
+    ``stopped`` step, whose reason the answer's own ``stopped`` step repeats."""
+    steps = list(final.get("steps", []))
+    stop = steps.pop() if final.get("stopped") else {}
+    return leg_update(
+        name,
+        final.get("raw", ""),
+        final.get("answer", ""),
+        steps,
+        stopped=final.get("stopped"),
+        reason=str(stop.get("reason", "")).removeprefix("budget reached: "),
+    )
 
 
 def _leg_index(
@@ -176,4 +201,4 @@ def _same_index(a: RetrievalSettings, b: RetrievalSettings) -> bool:
     )
 
 
-__all__ = ["fallback_node", "leg_update"]
+__all__ = ["fallback_node", "leg_update", "subgraph_update"]
