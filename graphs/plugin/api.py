@@ -49,7 +49,7 @@ from longctx.graphs.index.index_artifact import (
 )
 from longctx.graphs.index.retrieval_service import RetrievalService
 from longctx.graphs.index.retrieval_settings import RetrievalSettings
-from longctx.graphs.index.retrieved import RAG_TEMPLATE, order_hits, retrieval_view
+from longctx.graphs.index.retrieved import RAG_TEMPLATE, order_hits, retrieval_view, retrieve
 from longctx.graphs.metering.budget import UNBOUNDED, Budget, BudgetReached, CostPlan, IndexWork
 from longctx.graphs.metering.budget_field import budget_kwargs
 from longctx.graphs.metering.budget_stop import ainvoke_keeping, invoke_keeping
@@ -297,6 +297,7 @@ __all__ = [
     "middle_truncate",
     "order_hits",
     "retrieval_view",
+    "retrieve",
     # Memory for streaming strategies (MemAgent's kind) and token ids.
     "MemoryTrace",
     "NO_MEMORY",

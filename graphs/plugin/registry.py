@@ -206,6 +206,10 @@ class Strategy(Generic[ConfigT]):
         index_calls: ``(config, corpus, llm, cache_dir) -> calls``: the index-time calls still to
             make (0 when the index is cached), which a budget's up-front check adds to the plan's
             least.
+        parts: Functions it lends to a strategy that composes it, by name (Full context's
+            ``"prompt"``, its window-fitted prompt, for Self-Route's leg): a composite reaches them
+            through the registry, ``STRATEGIES.get(name).parts[...]``, rather than importing
+            another strategy's package.
     """
 
     name: str
@@ -223,6 +227,7 @@ class Strategy(Generic[ConfigT]):
     prompt_sharing: PromptSharing | None = None
     needs: Callable[[ConfigT], Sequence[Need]] | None = None
     index_calls: Callable[[ConfigT, Any, Any, Any], int] | None = None
+    parts: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
 
     @property
     def batch(self) -> BatchRun | None:
