@@ -6,12 +6,27 @@ from __future__ import annotations
 
 import asyncio
 import warnings
+from typing import Any
 
 import pytest
 
-from longctx import Budget, aanswer, answer
+from longctx import Budget, aanswer, answer, make_chat_model
 from longctx.graphs.metering.plan_check import BudgetMayStopWarning
+from longctx.graphs.plugin.api import (
+    STRATEGIES,
+    Calls,
+    CostPlan,
+    Costs,
+    ExpectedCost,
+    SingleRun,
+    StrategyConfig,
+    StrategyCosts,
+)
+from longctx.retrieval import Corpus
+from tests.corpus_tools import DOCS
+from tests.recording_server import RecordingServer
 from tests.scripted import ScriptedChatModel
+from tests.test_budget_stop import KEPT, _stub_agent, build_graph, last_tool_result
 from tests.test_self_route import QUESTION, memagent_model
 
 #: Self-Route's own steps up to a declined question's fallback.
@@ -66,3 +81,73 @@ def test_a_stop_in_the_full_context_leg_keeps_its_prompt_step(planted_corpus, us
     assert next(s for s in result.steps if s["node"] == "build_prompt")["truncated"]
     assert "full_context fallback" in result.steps[-1]["reason"]
     assert result.usage.llm_calls == 1
+
+
+def _agent_costs(cfg: Any, shape: Any, questions: Any, *, llm: Any = None, window: Any = None):
+    """The test agent's plan: one planning call and up to four tool turns a question."""
+    n = max(1, len(questions))
+    bounds = CostPlan(
+        strategy="agent_leg",
+        questions=n,
+        calls=n,
+        max_calls=5 * n,
+        prompt_tokens=10 * n,
+        max_prompt_tokens=10_000 * n,
+        completion_tokens=32 * n,
+        formula="a planning call + up to 4 tool turns",
+    )
+    return Costs(bounds, ExpectedCost(Calls(4, 400, 64)))
+
+
+def _declining_agent(request: dict) -> Any:
+    """RAG's leg declines; the agent leg plans, searches, reads d1 and answers."""
+    first = request["messages"][0]["content"]
+    if isinstance(first, str) and first.startswith("Please read the following retrieved text"):
+        return "unanswerable"
+    return _stub_agent(request)
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["sync", "async"])
+def test_a_stop_in_a_tool_loop_leg_keeps_its_turns_and_finishes_with_its_final_node(use_async):
+    """A tool-loop strategy as the fallback (:mod:`tests.test_budget_stop`'s agent, with its final
+    node): at 4 calls (RAG's, the plan's, turns 1 and 2) turn 3 is refused; the answer keeps the
+    leg's turns and is the leg's final node's (turn 2's tool result); the stub got 4 requests."""
+    corpus = Corpus.from_texts(list(DOCS.values()))
+    spec = {"run_mode": SingleRun(on_stop=last_tool_result), "costs": StrategyCosts(_agent_costs)}
+    with (
+        STRATEGIES.scoped("agent_leg", build_graph, config_cls=StrategyConfig, **spec),
+        RecordingServer(_declining_agent) as server,
+    ):
+        llm = make_chat_model("openai:rec", base_url=server.url, api_key="x", max_retries=0)
+        options = {"fallback": "agent_leg", "context_window": 100, "max_new_tokens": 16}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the plan's most passes the budget
+            ask = aanswer if use_async else answer
+            question = "What is the capital of France?"
+            reply = ask(
+                corpus,
+                question,
+                strategy="self_route",
+                llm=llm,
+                **options,
+                budget=Budget(max_llm_calls=4),
+            )
+            result = asyncio.run(reply) if use_async else reply
+        assert len(server.requests) == 4  # nothing after the stop
+    assert result.stopped == "budget" and result.answer == DOCS["d1"]
+    leg = [(node, "agent_leg") for node, _ in KEPT]
+    assert _nodes(result) == [
+        *ROUTED,
+        ("fallback", "agent_leg"),
+        *leg,
+        ("on_stop", "agent_leg"),
+        ("stopped", None),
+    ]
+    assert [s.get("tool") for s in result.steps if s["node"] == "tools"] == [
+        "search",
+        "get_document",
+    ]
+    assert result.steps[-1]["reason"].startswith(
+        "budget reached in the agent_leg fallback: 4 calls"
+    )
+    assert result.usage.llm_calls == 4
