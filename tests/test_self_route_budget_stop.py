@@ -5,7 +5,9 @@ the answer is marked stopped and ends with what it has, as a single-graph strate
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -107,32 +109,57 @@ def _declining_agent(request: dict) -> Any:
     return _stub_agent(request)
 
 
-@pytest.mark.parametrize("use_async", [False, True], ids=["sync", "async"])
-def test_a_stop_in_a_tool_loop_leg_keeps_its_turns_and_finishes_with_its_final_node(use_async):
-    """A tool-loop strategy as the fallback (:mod:`tests.test_budget_stop`'s agent, with its final
-    node): at 4 calls (RAG's, the plan's, turns 1 and 2) turn 3 is refused; the answer keeps the
-    leg's turns and is the leg's final node's (turn 2's tool result); the stub got 4 requests."""
-    corpus = Corpus.from_texts(list(DOCS.values()))
+@contextlib.contextmanager
+def _agent_leg() -> Iterator[RecordingServer]:
+    """The tool-loop agent of :mod:`tests.test_budget_stop` (with its final node) registered as
+    ``agent_leg`` for the block, and a stub where RAG's leg declines."""
     spec = {"run_mode": SingleRun(on_stop=last_tool_result), "costs": StrategyCosts(_agent_costs)}
     with (
         STRATEGIES.scoped("agent_leg", build_graph, config_cls=StrategyConfig, **spec),
         RecordingServer(_declining_agent) as server,
     ):
-        llm = make_chat_model("openai:rec", base_url=server.url, api_key="x", max_retries=0)
-        options = {"fallback": "agent_leg", "context_window": 100, "max_new_tokens": 16}
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the plan's most passes the budget
-            ask = aanswer if use_async else answer
-            question = "What is the capital of France?"
-            reply = ask(
-                corpus,
-                question,
-                strategy="self_route",
-                llm=llm,
-                **options,
-                budget=Budget(max_llm_calls=4),
-            )
-            result = asyncio.run(reply) if use_async else reply
+        yield server
+
+
+def _ask_agent_leg(server: RecordingServer, budget: Budget, *, use_async: bool = False, **run):
+    """Self-Route over :data:`DOCS` with the agent as the fallback (the corpus exceeds the
+    100-token window)."""
+    llm = make_chat_model("openai:rec", base_url=server.url, api_key="x", max_retries=0)
+    options = {"fallback": "agent_leg", "context_window": 100, "max_new_tokens": 16, **run}
+    corpus, question = Corpus.from_texts(list(DOCS.values())), "What is the capital of France?"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the plan's most passes the budget
+        ask = aanswer if use_async else answer
+        reply = ask(corpus, question, strategy="self_route", llm=llm, budget=budget, **options)
+        return asyncio.run(reply) if use_async else reply
+
+
+def test_a_checkpointed_run_stopped_in_its_leg_resumes_inside_the_leg(isolated_cache):
+    """Rerun with a larger budget, the stopped run resumes at the leg's refused turn: RAG's call
+    and turns 1-2 are not sent again (on the first version of the kept stop, the leg's graph
+    finished its run: the rerun sent 5 requests and answered nothing)."""
+    with _agent_leg() as server:
+        first = _ask_agent_leg(server, Budget(max_llm_calls=4), checkpoint=True)
+        assert first.stopped == "budget" and len(server.requests) == 4
+        server.requests.clear()
+        again = _ask_agent_leg(server, Budget(max_llm_calls=10), checkpoint=True)
+        assert len(server.requests) == 1  # turn 3 only
+    assert again.stopped is None and again.answer == "Paris"
+    assert (again.usage.llm_calls, again.usage.earlier_llm_calls) == (1, 4)
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["sync", "async"])
+def test_a_stop_in_a_tool_loop_leg_keeps_its_turns_and_finishes_with_its_final_node(use_async):
+    """A tool-loop strategy as the fallback (:mod:`tests.test_budget_stop`'s agent, with its final
+    node): at 4 calls (RAG's, the plan's, turns 1 and 2) turn 3 is refused; the answer keeps the
+    leg's turns and is the leg's final node's (turn 2's tool result); the stub got 4 requests."""
+    with _agent_leg() as server:
+        whole = _ask_agent_leg(server, Budget(max_llm_calls=10), use_async=use_async)
+        assert len(server.requests) == 5 and whole.stopped is None and whole.answer == "Paris"
+        leg = [(node, "agent_leg") for node, _ in [*KEPT, ("agent", None)]]
+        assert _nodes(whole) == [*ROUTED, ("fallback", "agent_leg"), *leg]
+        server.requests.clear()
+        result = _ask_agent_leg(server, Budget(max_llm_calls=4), use_async=use_async)
         assert len(server.requests) == 4  # nothing after the stop
     assert result.stopped == "budget" and result.answer == DOCS["d1"]
     leg = [(node, "agent_leg") for node, _ in KEPT]

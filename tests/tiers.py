@@ -812,6 +812,7 @@ TIERS: dict[str, dict[str, str]] = {
         "test_memagent_fallback_is_checkpointed_and_replays": "integration",
     },
     "test_self_route_budget_stop.py": {
+        "test_a_checkpointed_run_stopped_in_its_leg_resumes_inside_the_leg": "durability",
         "test_a_stop_in_the_memagent_leg_keeps_the_chunks_it_read": "integration",
         "test_a_stop_in_a_tool_loop_leg_keeps_its_turns_and_finishes_with_its_final_node": (
             "integration"

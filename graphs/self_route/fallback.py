@@ -35,6 +35,7 @@ from longctx.graphs.plugin.api import (
     ainvoke_keeping,
     invoke_keeping,
     run_strategy,
+    stop_after_sub_run,
 )
 from longctx.graphs.self_route.config import SelfRouteConfig
 from longctx.graphs.self_route.state import SelfRouteState
@@ -82,7 +83,7 @@ def _subgraph_leg(
         leg_input, context = leg_context(state, runtime)
         # a budget stop in the leg keeps its partial state (and its final node's answer)
         final = invoke_keeping(spec, leg, leg_input, context, config)
-        return subgraph_update(spec.name, final)
+        return subgraph_update(spec.name, final, config)
 
     async def afallback(
         state: SelfRouteState, runtime: RouteRuntime, config: RunnableConfig
@@ -90,7 +91,7 @@ def _subgraph_leg(
         """:func:`fallback` through the leg graph's ``ainvoke``."""
         leg_input, context = leg_context(state, runtime)
         final = await ainvoke_keeping(spec, leg, leg_input, context, config)
-        return subgraph_update(spec.name, final)
+        return subgraph_update(spec.name, final, config)
 
     return fallback, afallback
 
@@ -116,40 +117,23 @@ def _checkpointed_leg(spec: Strategy[Any], leg_cfg: Any) -> Callable[..., dict[s
             callbacks=config.get("callbacks"),
             key_prefix=f"self_route>{spec.name}",
         )[0]
-        # the caller's budget (its guard is in the callbacks) ran out in the leg: the answer
-        # keeps the leg's steps and is stopped
-        return leg_update(
-            spec.name,
-            leg.raw,
-            leg.answer,
-            leg.steps,
-            stopped=leg.stopped,
-            reason=f"after {leg.usage.llm_calls} call(s)",
-        )
+        update = leg_update(spec.name, leg.raw, leg.answer, leg.steps)
+        if leg.stopped == "budget":
+            # the caller's budget (its guard is in the callbacks) ran out in the leg: stop the
+            # answer, keeping the leg's steps (its own checkpoint resumes it)
+            calls = leg.usage.llm_calls
+            message = f"budget reached in the {spec.name} fallback after {calls} call(s)"
+            raise stop_after_sub_run(message, update, config)
+        return update
 
     return fallback
 
 
 def leg_update(
-    name: str,
-    raw: str,
-    answer: str,
-    steps: Sequence[Mapping[str, Any]],
-    *,
-    stopped: str | None = None,
-    reason: str = "",
+    name: str, raw: str, answer: str, steps: Sequence[Mapping[str, Any]]
 ) -> dict[str, Any]:
     """The state update of a finished leg: its reply, and its steps after a ``fallback`` head, each
-    marked with the leg's name. A leg ``stopped`` by the budget keeps the steps it made before the
-    stop; a ``stopped`` step saying ``reason`` ends the answer, which is marked stopped too."""
-    if stopped is not None:
-        update = leg_update(name, raw, answer, steps)
-        why = f"budget reached in the {name} fallback: {reason}"
-        return {
-            **update,
-            "steps": [*update["steps"], Step("stopped", reason=why)],
-            "stopped": stopped,
-        }
+    marked with the leg's name."""
     last = steps[-1] if steps else {}
     head = Step(
         "fallback",
@@ -165,19 +149,17 @@ def leg_update(
     }
 
 
-def subgraph_update(name: str, final: Mapping[str, Any]) -> dict[str, Any]:
-    """:func:`leg_update` of a single-run leg's final state; a stopped one ends with the engine's
-    ``stopped`` step, whose reason the answer's own ``stopped`` step repeats."""
+def subgraph_update(name: str, final: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
+    """:func:`leg_update` of a single-run leg's final state. A leg stopped by the budget (its final
+    state ends with the engine's ``stopped`` step) stops the answer: the stop raised keeps the
+    steps the leg made before it and its final node's answer."""
     steps = list(final.get("steps", []))
-    stop = steps.pop() if final.get("stopped") else {}
-    return leg_update(
-        name,
-        final.get("raw", ""),
-        final.get("answer", ""),
-        steps,
-        stopped=final.get("stopped"),
-        reason=str(stop.get("reason", "")).removeprefix("budget reached: "),
-    )
+    raw, answer = final.get("raw", ""), final.get("answer", "")
+    if not final.get("stopped"):
+        return leg_update(name, raw, answer, steps)
+    reason = str(steps.pop().get("reason", "")).removeprefix("budget reached: ")
+    message = f"budget reached in the {name} fallback: {reason}"
+    raise stop_after_sub_run(message, leg_update(name, raw, answer, steps), config)
 
 
 def _leg_index(
