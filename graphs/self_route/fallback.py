@@ -7,7 +7,10 @@ node invokes it with this run's config and the leg's own run context, so its nod
 under ``fallback`` (LangSmith traces show them there, ``get_graph(xray=True)`` draws them as
 ``fallback:<node>``, ``stream(..., subgraphs=True)`` streams them under that namespace), its
 calls reach this run's callbacks once (usage, budget guard), and cancelling an async run
-cancels it where it waits.
+cancels it where it waits. It is driven by the run path's ``invoke_keeping``: a budget stop in the
+leg raises :func:`~longctx.graphs.plugin.api.stop_after_sub_run` with the steps the leg made and
+its final node's answer, which the answer keeps (marked ``stopped``); the run stays unfinished at
+``fallback``, so a checkpointed run resumes inside the leg.
 
 A batched fallback (memagent) keeps the one run path
 (:func:`longctx.graphs.runtime.run.run_strategy`): its run is checkpointed on disk under a thread
