@@ -1,6 +1,6 @@
 """A budget stop inside one of Self-Route's legs keeps the steps the leg made before it (issue #47):
 the answer is marked stopped and ends with what it has, as a single-graph strategy's does
-(:mod:`longctx.graphs.metering.budget_stop`), at the scripted model."""
+(:mod:`longctx.graphs.metering.budget_stop`), at the scripted model and the recording stub."""
 
 from __future__ import annotations
 
