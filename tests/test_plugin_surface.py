@@ -12,21 +12,12 @@ from tests.test_import_graph import ROOT, imported_modules, module_files
 SURFACE = {"longctx.graphs.plugin.api", "longctx.retrieval.contract"}
 
 #: The built-in strategies' imports beside :data:`SURFACE` that remain (issue #47): package -> the
-#: library modules it imports. The others were migrated (a name imported from
+#: library modules it imports; none is left (Self-Route, the last, reaches its legs through the
+#: registry). The others were migrated (a name imported from
 #: ``longctx.graphs.plugin.api``, added there when missing); an entry the package no longer needs
 #: fails the test, so the list cannot outlive it. A package not listed (a new one) gets no
 #: exception.
-KNOWN_EXCEPTIONS: dict[str, set[str]] = {
-    # Self-Route composes two strategies (RAG's retrieval, Full-context's window and ceiling): a
-    # composite imports its legs, which graphs.plugin.api cannot re-export without a cycle.
-    "longctx.graphs.self_route": {
-        "longctx.graphs.full_context",
-        "longctx.graphs.full_context.ceiling",
-        "longctx.graphs.full_context.config",
-        "longctx.graphs.rag",
-        "longctx.graphs.rag.ceiling",
-    },
-}
+KNOWN_EXCEPTIONS: dict[str, set[str]] = {}
 
 
 def library_imports(package_dir: Path, package: str) -> set[str]:

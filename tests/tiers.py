@@ -816,6 +816,13 @@ TIERS: dict[str, dict[str, str]] = {
     "test_self_route.py": {
         "test_memagent_fallback_is_checkpointed_and_replays": "integration",
     },
+    "test_self_route_budget_stop.py": {
+        "test_a_checkpointed_run_stopped_in_its_leg_resumes_inside_the_leg": "durability",
+        "test_a_stop_in_the_memagent_leg_keeps_the_chunks_it_read": "integration",
+        "test_a_stop_in_a_tool_loop_leg_keeps_its_turns_and_finishes_with_its_final_node": (
+            "integration"
+        ),
+    },
     "test_shard_checksums.py": {
         "test_shards_written_from_vectors_embedded_elsewhere_are_resumed_from": "model",
         "test_shard_records_name_what_is_wrong": "model",

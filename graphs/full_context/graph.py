@@ -260,6 +260,7 @@ def full_context_costs(
     presentation=PRESENTATION,
     prompt_sharing=PromptSharing("the corpus text (cut to the window), before the question"),
     description="The whole corpus in one prompt, middle-truncated to the model window.",
+    parts={"prompt": full_context_prompt},  # Self-Route's full-context leg
 )
 def build_graph(config: FullContextConfig | None = None) -> CompiledGraph:
     """START -> build_prompt -> generate -> END."""

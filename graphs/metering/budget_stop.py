@@ -16,6 +16,11 @@ When :func:`longctx.agents.astream_answer` listens (a report sink is installed),
 also carries ``updates``, ``custom`` and, when the run's model streams, ``messages``, of every
 graph run inside the graph (``subgraphs=True``), each chunk handed to the sink as it comes: the
 run's events (:mod:`longctx.agents.streaming`).
+A node that runs another strategy's graph as a sub-run (a composite's leg) runs it with
+:func:`invoke_keeping` too, and raises :func:`stop_after_sub_run` with the state update it made of
+the sub-run's partial state: the answer keeps that update (the leg's steps, marked, and its final
+node's answer) in place of what the stream saw of the sub-run, and the run stays unfinished at
+that node, so a checkpointed run resumes there (the sub-run inside itself).
 Lost either way: the work inside the node that was stopped (a node that made two calls before
 its third was refused) and the writes of the tasks that finished in the superstep that was stopped.
 """
@@ -38,20 +43,79 @@ from longctx.retrieval.contract import Step
 #: The keys of a partial state an answer stopped by its budget keeps (besides ``steps``).
 KEPT = ("hits", "evidence")
 
+#: The answer fields a stopped sub-run's update gives the answer (its final node's answer).
+ENDED = ("answer", "raw", *KEPT)
+
+
+class StoppedInSubRun(BudgetReached):
+    """The budget stop a node raises after a sub-run it made was stopped
+    (:func:`stop_after_sub_run`).
+
+    Attributes:
+        update: The node's state update made of the sub-run's partial state (steps, answer fields).
+        namespace: The node's namespace in the run's stream, under which the sub-run streamed.
+    """
+
+    def __init__(
+        self, message: str, update: Mapping[str, Any], namespace: tuple[str, ...] = ()
+    ) -> None:
+        super().__init__(message)
+        self.update, self.namespace = dict(update), namespace
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self), self.update, self.namespace))
+
+
+def stop_after_sub_run(
+    message: str, update: Mapping[str, Any], config: RunnableConfig
+) -> StoppedInSubRun:
+    """The stop to raise from a node (``config``: its own) whose sub-run was stopped by the budget:
+    the answer keeps ``update`` (its ``steps`` after the run's, its answer fields as a final node's)
+    and ends with a ``stopped`` step saying ``message``."""
+    return StoppedInSubRun(message, update, namespace_of(config))
+
+
+def namespace_of(config: RunnableConfig) -> tuple[str, ...]:
+    """The namespace a node's ``config`` runs under in its run's stream (``()`` outside a node)."""
+    ns = str((config.get("configurable") or {}).get("checkpoint_ns") or "")
+    return tuple(ns.split("|")) if ns else ()
+
 
 class PartialState:
     """The last state of each namespace of a streamed run (the graph, ``()``, and its subgraphs)."""
 
-    def __init__(self) -> None:
+    def __init__(self, root: tuple[str, ...] = ()) -> None:
         self.last: dict[tuple[str, ...], Mapping[str, Any]] = {}
+        self.root = root
 
     def see(self, namespace: tuple[str, ...], values: Mapping[str, Any]) -> None:
         """Record ``values``; the subgraphs of ``namespace`` seen before have finished (their
-        output is in ``values``) and are dropped."""
+        output is in ``values``) and are dropped. A graph streamed inside another's node (a
+        sub-run) streams under that node's namespace, its :attr:`root`, taken off here."""
+        namespace = self.relative(namespace)
         n = len(namespace)
         for done in [k for k in self.last if len(k) > n and k[:n] == namespace]:
             del self.last[done]
         self.last[namespace] = values
+
+    def relative(self, namespace: tuple[str, ...]) -> tuple[str, ...]:
+        """``namespace`` without the :attr:`root` it was streamed under (a sub-run's node)."""
+        r = len(self.root)
+        return namespace[r:] if r and namespace[:r] == self.root else namespace
+
+    def kept(self, exc: BudgetReached) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The partial state of a run stopped by ``exc``, and the answer fields a stopped sub-run
+        gave it (none for a plain stop): a sub-run's update replaces what was streamed under its
+        node."""
+        if not isinstance(exc, StoppedInSubRun):
+            return self.state(), {}
+        node = self.relative(exc.namespace)
+        n = len(node)
+        for under in [k for k in self.last if n and k[:n] == node]:
+            del self.last[under]
+        merged = self.state()
+        merged["steps"] = [*merged["steps"], *exc.update.get("steps", [])]
+        return merged, {k: exc.update[k] for k in ENDED if k in exc.update}
 
     def state(self) -> dict[str, Any]:
         """The graph's last state with each subgraph in flight laid over it: its keys replace the
@@ -79,7 +143,7 @@ def invoke_keeping(
     """``graph.invoke``'s final state, or, when the budget stops it, :func:`stopped_state`;
     ``state`` ``None`` continues the graph's checkpoint, ``options`` go to ``stream``
     (``durability``)."""
-    partial, nested, listened = PartialState(), _nested(graph), listening()
+    partial, nested, listened = PartialState(namespace_of(config)), _nested(graph), listening()
     config = _with_waiter_slot(graph, config) if nested or listened else config
     modes = _modes(nested, listened, context.llm)
     try:
@@ -88,9 +152,10 @@ def invoke_keeping(
             _take(partial, chunk, nested, listened)
         return cast(AnswerState, dict(partial.last.get((), {})))
     except BudgetReached as exc:
+        kept, ended = partial.kept(exc)
         stop = _on_stop(spec)
-        done = stop.invoke(partial.state(), config) if stop is not None else None
-        return stopped_state(partial.state(), exc, done)
+        done = stop.invoke(kept, config) if stop is not None else None
+        return stopped_state(kept, exc, {**ended, **(done or {})})
 
 
 async def ainvoke_keeping(
@@ -101,7 +166,7 @@ async def ainvoke_keeping(
     config: RunnableConfig,
 ) -> AnswerState:
     """:func:`invoke_keeping` with the graph's ``astream``."""
-    partial, nested, listened = PartialState(), _nested(graph), listening()
+    partial, nested, listened = PartialState(namespace_of(config)), _nested(graph), listening()
     config = _with_waiter_slot(graph, config) if nested or listened else config
     modes = _modes(nested, listened, context.llm)
     try:
@@ -109,9 +174,10 @@ async def ainvoke_keeping(
             _take(partial, chunk, nested, listened)
         return cast(AnswerState, dict(partial.last.get((), {})))
     except BudgetReached as exc:
+        kept, ended = partial.kept(exc)
         stop = _on_stop(spec)
-        done = await stop.ainvoke(partial.state(), config) if stop is not None else None
-        return stopped_state(partial.state(), exc, done)
+        done = await stop.ainvoke(kept, config) if stop is not None else None
+        return stopped_state(kept, exc, {**ended, **(done or {})})
 
 
 #: The stream modes of a run whose events are listened to (``astream_answer``): ``custom`` gives
@@ -146,7 +212,7 @@ def _take(partial: PartialState, chunk: Any, nested: bool, listened: bool) -> No
     namespace, mode, data = chunk
     if mode != "values":
         report_graph(namespace, mode, data)
-    elif nested or not namespace:
+    elif nested or not partial.relative(namespace):
         partial.see(namespace, data)
 
 

@@ -49,9 +49,10 @@ from longctx.graphs.index.index_artifact import (
 )
 from longctx.graphs.index.retrieval_service import RetrievalService
 from longctx.graphs.index.retrieval_settings import RetrievalSettings
-from longctx.graphs.index.retrieved import RAG_TEMPLATE, order_hits, retrieval_view
+from longctx.graphs.index.retrieved import RAG_TEMPLATE, order_hits, retrieval_view, retrieve
 from longctx.graphs.metering.budget import UNBOUNDED, Budget, BudgetReached, CostPlan, IndexWork
 from longctx.graphs.metering.budget_field import budget_kwargs
+from longctx.graphs.metering.budget_stop import ainvoke_keeping, invoke_keeping, stop_after_sub_run
 from longctx.graphs.metering.costs import (
     ANSWER_TOKENS,
     PLACEHOLDER_QUESTION,
@@ -187,7 +188,10 @@ __all__ = [
     "StrategyConfig",
     "StrategyContext",
     "option",
+    "ainvoke_keeping",
+    "invoke_keeping",
     "run_strategy",
+    "stop_after_sub_run",
     "trace_steps",
     # Calls: the call helpers, the validated (structured-output) call, the shared tool loop, events.
     "FINAL_TURN_PROMPT",
@@ -294,6 +298,7 @@ __all__ = [
     "middle_truncate",
     "order_hits",
     "retrieval_view",
+    "retrieve",
     # Memory for streaming strategies (MemAgent's kind) and token ids.
     "MemoryTrace",
     "NO_MEMORY",

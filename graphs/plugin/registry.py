@@ -207,6 +207,10 @@ class Strategy(Generic[ConfigT]):
             the index-time calls still to make and the prompt tokens they send at least, which a
             budget's up-front check adds to the plan's least; ``None`` when the index is cached
             (the plan then counts none of the build, at least or at most).
+        parts: Functions it lends to a strategy that composes it, by name (Full context's
+            ``"prompt"``, its window-fitted prompt, for Self-Route's leg): a composite reaches them
+            through the registry, ``STRATEGIES.get(name).parts[...]``, rather than importing
+            another strategy's package.
     """
 
     name: str
@@ -224,6 +228,7 @@ class Strategy(Generic[ConfigT]):
     prompt_sharing: PromptSharing | None = None
     needs: Callable[[ConfigT], Sequence[Need]] | None = None
     index_calls: Callable[[ConfigT, Any, Any, Any], int | tuple[int, int] | None] | None = None
+    parts: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
 
     @property
     def batch(self) -> BatchRun | None:

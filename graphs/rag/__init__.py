@@ -1,8 +1,8 @@
 """Chunked top-N RAG (LongBench v1 200x7 / 500x3): retrieve, order the chunks, generate."""
 
-from longctx.graphs.plugin.api import order_hits
+from longctx.graphs.plugin.api import order_hits, retrieve
 from longctx.graphs.rag.config import RagConfig
-from longctx.graphs.rag.graph import RagState, build_graph, retrieve
+from longctx.graphs.rag.graph import RagState, build_graph
 from longctx.graphs.rag.prompts import PROMPTS_VERSION, RAG_TEMPLATE
 
 __all__ = [

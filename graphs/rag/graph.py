@@ -26,7 +26,6 @@ from longctx.graphs.plugin.api import (
     ExpectedCost,
     PromptState,
     Retrievals,
-    RetrievalService,
     StrategyContext,
     StrategyCosts,
     fill,
@@ -36,6 +35,7 @@ from longctx.graphs.plugin.api import (
     order_hits,
     per_question_plan,
     reply_tokens,
+    retrieve,
     retrieved_prompt,
     tokens_of,
     with_rerank,
@@ -53,23 +53,6 @@ class RagState(PromptState, total=False):
 
 #: RAG's compiled graph.
 RagGraph = CompiledStateGraph[RagState, StrategyContext[Any], RagState, RagState]
-
-
-def retrieve(state: RagState, runtime: Runtime[StrategyContext[RagConfig]]) -> dict[str, Any]:
-    """Top-k chunks for the question and its choices (LongBench v2: query = question + choices)."""
-    ctx = runtime.context
-    query = state["question"].render()
-    index = ctx.require_index()
-    hits = RetrievalService.of(ctx).retrieve(index, query)
-    step = Step(
-        "retrieve",
-        retriever=index.retriever.name,
-        top_k=ctx.config.top_k,
-        chunk_ids=[h.chunk.chunk_id for h in hits],
-        scores=[round(h.score, 6) for h in hits],
-        distinct_documents=len({h.chunk.doc_id for h in hits}),
-    )
-    return {"hits": hits, "steps": [step]}
 
 
 def rag_prompt(question: Question, chunks: list[Chunk], assembly: str) -> tuple[str, str]:

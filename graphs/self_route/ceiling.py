@@ -1,5 +1,6 @@
 """Self-Route's evidence ceiling: its RAG leg, and (as a detail) perfect routing of declined
-questions (LLM-free)."""
+questions (LLM-free). The legs' rules are the registered ones of ``rag`` and ``full_context``,
+reached through the registry."""
 
 from __future__ import annotations
 
@@ -7,26 +8,26 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from longctx.graphs.full_context import input_budget, untruncated_prompt
-from longctx.graphs.full_context.ceiling import TruncatedWindowCeiling
 from longctx.graphs.plugin.api import (
     STRATEGIES,
     CeilingEnv,
     CeilingItem,
+    EvidenceCeiling,
     Reach,
     SkipCeiling,
-    order_hits,
 )
-from longctx.graphs.rag import retrieve
-from longctx.graphs.rag.ceiling import RetrievedChunksCeiling
 
-_FULL_CONTEXT_LEG = TruncatedWindowCeiling(
-    input_budget=input_budget, untruncated_prompt=untruncated_prompt
-)
+
+def _leg_rule(name: str) -> Any:
+    """The registered ceiling rule of the strategy ``name`` (RAG's retrieved chunks, Full
+    context's truncated window)."""
+    rule = STRATEGIES.get(name).ceiling
+    assert rule is not None, f"{name} registers a ceiling rule"
+    return rule
 
 
 @dataclass(frozen=True, kw_only=True)
-class RoutedCeiling(RetrievedChunksCeiling):
+class RoutedCeiling(EvidenceCeiling):
     """Its RAG leg: RAG's rule with Self-Route's own retrieval settings (300 words x 5). The detail
     ``routed_complete_share`` adds perfect routing: a question whose RAG leg lacks evidence is
     declined and answered by the full-context leg (corpus fits the window) or the fallback
@@ -34,12 +35,20 @@ class RoutedCeiling(RetrievedChunksCeiling):
 
     leg: str = "RAG leg: "
 
+    def reach(self, cfg: Any, item: CeilingItem, env: CeilingEnv) -> Reach:
+        """RAG's reach under Self-Route's retrieval settings."""
+        return _leg_rule("rag").reach(cfg, item, env)  # type: ignore[no-any-return]
+
+    def describe(self, cfg: Any, env: CeilingEnv, corpus_tokens: int | None = None) -> str:
+        """RAG's rule, prefixed with the leg."""
+        return f"{self.leg}{_leg_rule('rag').describe(cfg, env, corpus_tokens)}"
+
     def fallback(self, cfg: Any, item: CeilingItem, env: CeilingEnv) -> tuple[str, Reach | None]:
         """The leg a declined question takes under perfect routing, and its reach (``None``: no rule
         applies)."""
-        fc = cfg.full_context()
-        if not _FULL_CONTEXT_LEG.spans(fc, item, env).truncated:
-            return "full_context", _FULL_CONTEXT_LEG.reach(fc, item, env)
+        fc, window = cfg.full_context(), _leg_rule("full_context")
+        if not window.spans(fc, item, env).truncated:
+            return "full_context", window.reach(fc, item, env)
         spec = STRATEGIES.get(cfg.fallback)  # truncated: the fallback strategy answers
         if spec.ceiling is None:
             return cfg.fallback, None
@@ -67,4 +76,4 @@ class RoutedCeiling(RetrievedChunksCeiling):
 
 
 #: Self-Route's ceiling rule, on its registration.
-SELF_ROUTE_CEILING = RoutedCeiling(rank=20, retrieve=retrieve, order_hits=order_hits)
+SELF_ROUTE_CEILING = RoutedCeiling(rank=20)

@@ -6,7 +6,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from longctx.graphs.full_context.config import FullContextConfig
 from longctx.graphs.plugin.api import STRATEGIES, ConfigError, RetrievalSettings, option
 
 
@@ -62,9 +61,10 @@ class SelfRouteConfig(RetrievalSettings):
         except (KeyError, TypeError, ConfigError) as exc:
             raise ConfigError(f"Option 'fallback'/'fallback_options': {exc}") from None
 
-    def full_context(self) -> FullContextConfig:
-        """The config of the full-context leg (same window, answer budget and sampling)."""
-        return FullContextConfig(
+    def full_context(self) -> Any:
+        """The config of the full-context leg (same window, answer budget and sampling), made by
+        the registered ``full_context`` strategy."""
+        return STRATEGIES.get("full_context").make_config(
             context_window=self.context_window,
             default_context_window=self.default_context_window,
             max_new_tokens=self.max_new_tokens,

@@ -7,7 +7,10 @@ node invokes it with this run's config and the leg's own run context, so its nod
 under ``fallback`` (LangSmith traces show them there, ``get_graph(xray=True)`` draws them as
 ``fallback:<node>``, ``stream(..., subgraphs=True)`` streams them under that namespace), its
 calls reach this run's callbacks once (usage, budget guard), and cancelling an async run
-cancels it where it waits.
+cancels it where it waits. It is driven by the run path's ``invoke_keeping``: a budget stop in the
+leg raises :func:`~longctx.graphs.plugin.api.stop_after_sub_run` with the steps the leg made and
+its final node's answer, which the answer keeps (marked ``stopped``); the run stays unfinished at
+``fallback``, so a checkpointed run resumes inside the leg.
 
 A batched fallback (memagent) keeps the one run path
 (:func:`longctx.graphs.runtime.run.run_strategy`): its run is checkpointed on disk under a thread
@@ -26,13 +29,16 @@ from langgraph.runtime import Runtime
 
 from longctx.graphs.plugin.api import (
     STRATEGIES,
-    BudgetReached,
+    AnswerState,
     Index,
     RetrievalService,
     RetrievalSettings,
     Strategy,
     StrategyContext,
+    ainvoke_keeping,
+    invoke_keeping,
     run_strategy,
+    stop_after_sub_run,
 )
 from longctx.graphs.self_route.config import SelfRouteConfig
 from longctx.graphs.self_route.state import SelfRouteState
@@ -61,7 +67,7 @@ def _subgraph_leg(
 
     def leg_context(
         state: SelfRouteState, runtime: RouteRuntime
-    ) -> tuple[dict[str, Any], StrategyContext[Any]]:
+    ) -> tuple[AnswerState, StrategyContext[Any]]:
         ctx = runtime.context
         context = StrategyContext(
             llm=ctx.llm,
@@ -71,34 +77,24 @@ def _subgraph_leg(
             cache_dir=ctx.cache_dir,
             budget=ctx.budget,  # the run's guard: the leg sees what the whole run has left
         )
-        return {"question": state["question"], "steps": []}, context
+        return AnswerState(question=state["question"], steps=[]), context
 
     def fallback(
         state: SelfRouteState, runtime: RouteRuntime, config: RunnableConfig
     ) -> dict[str, Any]:
         """Answer with the fallback strategy's graph, nested in this run."""
         leg_input, context = leg_context(state, runtime)
-        try:
-            final = leg.invoke(leg_input, context=context, config=config)
-        except BudgetReached as exc:
-            # the caller's budget ran out in the leg: stop the whole answer
-            raise BudgetReached(f"budget reached in the {spec.name} fallback: {exc}") from exc
-        return leg_update(
-            spec.name, final.get("raw", ""), final.get("answer", ""), final.get("steps", [])
-        )
+        # a budget stop in the leg keeps its partial state (and its final node's answer)
+        final = invoke_keeping(spec, leg, leg_input, context, config)
+        return subgraph_update(spec.name, final, config)
 
     async def afallback(
         state: SelfRouteState, runtime: RouteRuntime, config: RunnableConfig
     ) -> dict[str, Any]:
         """:func:`fallback` through the leg graph's ``ainvoke``."""
         leg_input, context = leg_context(state, runtime)
-        try:
-            final = await leg.ainvoke(leg_input, context=context, config=config)
-        except BudgetReached as exc:
-            raise BudgetReached(f"budget reached in the {spec.name} fallback: {exc}") from exc
-        return leg_update(
-            spec.name, final.get("raw", ""), final.get("answer", ""), final.get("steps", [])
-        )
+        final = await ainvoke_keeping(spec, leg, leg_input, context, config)
+        return subgraph_update(spec.name, final, config)
 
     return fallback, afallback
 
@@ -124,13 +120,14 @@ def _checkpointed_leg(spec: Strategy[Any], leg_cfg: Any) -> Callable[..., dict[s
             callbacks=config.get("callbacks"),
             key_prefix=f"self_route>{spec.name}",
         )[0]
-        # The caller's budget (its guard is in the callbacks) ran out in the leg: stop the whole
-        # answer.
+        update = leg_update(spec.name, leg.raw, leg.answer, leg.steps)
         if leg.stopped == "budget":
-            raise BudgetReached(
-                f"budget reached in the {spec.name} fallback after {leg.usage.llm_calls} call(s)"
-            )
-        return leg_update(spec.name, leg.raw, leg.answer, leg.steps)
+            # the caller's budget (its guard is in the callbacks) ran out in the leg: stop the
+            # answer, keeping the leg's steps (its own checkpoint resumes it)
+            calls = leg.usage.llm_calls
+            message = f"budget reached in the {spec.name} fallback after {calls} call(s)"
+            raise stop_after_sub_run(message, update, config)
+        return update
 
     return fallback
 
@@ -155,6 +152,19 @@ def leg_update(
     }
 
 
+def subgraph_update(name: str, final: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
+    """:func:`leg_update` of a single-run leg's final state. A leg stopped by the budget (its final
+    state ends with the engine's ``stopped`` step) stops the answer: the stop raised keeps the
+    steps the leg made before it and its final node's answer."""
+    steps = list(final.get("steps", []))
+    raw, answer = final.get("raw", ""), final.get("answer", "")
+    if not final.get("stopped"):
+        return leg_update(name, raw, answer, steps)
+    reason = str(steps.pop().get("reason", "")).removeprefix("budget reached: ")
+    message = f"budget reached in the {name} fallback: {reason}"
+    raise stop_after_sub_run(message, leg_update(name, raw, answer, steps), config)
+
+
 def _leg_index(
     spec: Strategy[Any], leg_cfg: Any, ctx: StrategyContext[SelfRouteConfig]
 ) -> Index | None:
@@ -176,4 +186,4 @@ def _same_index(a: RetrievalSettings, b: RetrievalSettings) -> bool:
     )
 
 
-__all__ = ["fallback_node", "leg_update"]
+__all__ = ["fallback_node", "leg_update", "subgraph_update"]

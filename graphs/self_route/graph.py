@@ -16,8 +16,9 @@ Graph::
         measure_context --fits--> full_context -> END
         measure_context --too big--> fallback -> END
 
-The legs reuse the other strategies' code: ``full_context_prompt`` (its template and
-middle truncation) for the full-context leg, and the fallback strategy's own compiled
+The legs reuse the other strategies' code, reached through the registry: full context's
+``parts["prompt"]`` (its template and middle truncation) for the full-context leg, RAG's
+``retrieve`` node (on the plug-in surface), and the fallback strategy's own compiled
 graph, composed as a subgraph (:mod:`longctx.graphs.self_route.fallback`). A batched fallback
 (memagent) is checkpointed on disk like a direct memagent run, under its own thread key,
 so a crash in a 2,000-call fallback resumes and a repeated question replays it without calls.
@@ -36,7 +37,6 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
-from longctx.graphs.full_context import full_context_prompt
 from longctx.graphs.plugin.api import (
     DEFAULT_INSTRUCTION,
     PLACEHOLDER_QUESTION,
@@ -58,12 +58,12 @@ from longctx.graphs.plugin.api import (
     per_question_plan,
     prompt_codec,
     reply_tokens,
+    retrieve,
     retrieved_prompt,
     tokens_of,
     with_rerank,
     with_sometimes,
 )
-from longctx.graphs.rag import retrieve
 from longctx.graphs.self_route.ceiling import SELF_ROUTE_CEILING
 from longctx.graphs.self_route.config import SelfRouteConfig
 from longctx.graphs.self_route.fallback import fallback_node
@@ -143,6 +143,8 @@ def measure_context(
     cut."""
     ctx = runtime.context
     cfg: SelfRouteConfig = ctx.config
+    # full_context's own prompt, lent through the registry
+    full_context_prompt = STRATEGIES.get("full_context").parts["prompt"]
     leg = full_context_prompt(ctx.corpus, state["question"], ctx.llm, cfg.full_context())
     window = {"context_window": leg.context_window, "max_input_tokens": leg.max_input_tokens}
     if not leg.truncated:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from longctx.graphs.rag import RagState
+from longctx.graphs.plugin.api import PromptState
 
 
-class SelfRouteState(RagState, total=False):
-    """RAG's state (its leg runs RAG's nodes) and what routing adds.
+class SelfRouteState(PromptState, total=False):
+    """RAG's state (its leg runs RAG's nodes: the prompt state) and what routing adds.
 
     Attributes:
         declined: The RAG reply declined (:func:`longctx.graphs.self_route.graph.find_decline`).
