@@ -10,6 +10,7 @@ from langchain_core.language_models import BaseChatModel
 from longctx.graphs.metering.budget import CostPlan
 from longctx.graphs.plugin.config import ConfigT
 from longctx.graphs.plugin.registry import Strategy
+from longctx.graphs.runtime.batched import distinct_questions
 from longctx.graphs.runtime.run_batched import checkpoint_held
 from longctx.graphs.runtime.run_checkpoint import distinct_runs, single_held
 from longctx.retrieval.contract import Corpus, Question
@@ -24,7 +25,8 @@ def strategy_plan(
     chat: BaseChatModel | None,
 ) -> CostPlan:
     """The plan ``spec`` registers for the questions ``qs`` over ``corpus`` (its least and most
-    calls and tokens).
+    calls and tokens): a question repeated in a checkpointed batched run (MemAgent's ``resume``)
+    is read once, so planned once.
 
     Raises:
         ConfigError: The strategy declares no cost plan.
@@ -34,6 +36,8 @@ def strategy_plan(
             f"Strategy {spec.name!r} declares no cost plan (costs= or cost_plan= on its "
             "registration), so it cannot be estimated"
         )
+    if spec.batch is not None:
+        qs = distinct_questions(spec.batch, cfg, qs)[0]
     return spec.costs.bounds(cfg, corpus=corpus, questions=qs, llm=chat)
 
 
@@ -50,7 +54,8 @@ def remaining_plan(
     resumable run (MemAgent) or, with ``checkpoint``, the checkpoints of single runs already hold,
     which it will not spend again. Without a checkpoint that covers the difference, a budget the
     whole plan cannot fit is refused up front as for every other strategy, not spent on a run that
-    cannot finish. With ``checkpoint``, a question asked twice is one run, planned once."""
+    cannot finish. With ``checkpoint`` (a batched run: ``resume``), a question asked twice is one
+    run, planned once."""
     if checkpoint and spec.batch is None:
         qs = distinct_runs(spec, cfg, qs, llm=chat, corpus=corpus)
     held = checkpoint_held(spec, cfg, qs, llm=chat, corpus=corpus, cache_dir=cache_dir)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -279,6 +280,30 @@ def run_key(
     )
 
 
+def distinct_questions(
+    mode: BatchRun, cfg: StrategyConfig, questions: Sequence[Question]
+) -> tuple[list[Question], list[int]]:
+    """The questions a batched run reads, each :func:`question_key` once, and for each position of
+    ``questions`` the index of its question there: in a checkpointed run (``resume``) a question
+    asked twice is read once (its answer given back at both by
+    :func:`~graphs.runtime.run_checkpoint.spread`), as a checkpointed single run's repeat is; a run
+    in memory reads every position (to sample a question twice). A batch without repeats is
+    unchanged, and so is its run key."""
+    settings = mode.settings(cfg)
+    if not settings.resume:
+        return list(questions), list(range(len(questions)))
+    runs: list[Question] = []
+    first: dict[str, int] = {}
+    where: list[int] = []
+    for question in questions:
+        key = json.dumps(question_key(question, settings.answer_budget), default=str)
+        if key not in first:
+            first[key] = len(runs)
+            runs.append(question)
+        where.append(first[key])
+    return runs, where
+
+
 def model_key(llm: BaseChatModel) -> dict[str, Any]:
     """The model's part of a run key: name and server, every setting its requests carry
     (:func:`longctx.graphs.calls.request_settings.request_settings`) and the tokenizer that cuts the
@@ -422,6 +447,7 @@ def checkpointed(
     settings = mode.settings(cfg)
     if not settings.resume:
         return Checkpointed(Usage())
+    questions = distinct_questions(mode, cfg, questions)[0]  # the questions the run reads
     thread = run_key(spec, mode, cfg, questions, llm, corpus.fingerprint, key_prefix)
     state = _stored_state(spec, cfg, run_folder(folder, thread) / CHECKPOINTS_FILE)
     if state is not None and state.values:

@@ -21,8 +21,15 @@ from longctx.graphs.calls.llm import tokenizer_for
 from longctx.graphs.metering.usage import UsageTracker, metering_queue
 from longctx.graphs.plugin.config import ConfigT
 from longctx.graphs.plugin.registry import BatchRun, Strategy
-from longctx.graphs.runtime.batched import BatchedRun, Checkpointed, checkpointed, run_batched_graph
+from longctx.graphs.runtime.batched import (
+    BatchedRun,
+    Checkpointed,
+    checkpointed,
+    distinct_questions,
+    run_batched_graph,
+)
 from longctx.graphs.runtime.cancel import CancelGuard, RunCancelled, cancel_point
+from longctx.graphs.runtime.run_checkpoint import spread
 from longctx.graphs.runtime.run_config import model_name, trace_tags, with_handler
 from longctx.graphs.runtime.run_setup import RunSetup
 from longctx.retrieval import default_cache_dir
@@ -35,7 +42,9 @@ def run_batch(
     """The batched run of ``run``'s questions, as ``mode`` declares; ``cancel``: stop before the
     next model call or step once set."""
     started = time.perf_counter()
-    spec, questions, llm, corpus = run.spec, run.questions, run.llm, run.corpus
+    spec, llm, corpus = run.spec, run.llm, run.corpus
+    # a question repeated in a checkpointed run is read once, its answer given at every position
+    questions, where = distinct_questions(mode, run.cfg, run.questions)
     # failure accounting; per-answer usage comes from the state
     tracker = UsageTracker(count=tokenizer_for(llm).count)
     progress = ChunkProgress(run.show_progress, f"{spec.name}: reading the corpus")
@@ -48,7 +57,7 @@ def run_batch(
         if cancel is not None:
             cancel_point(cancel)
 
-    tags = trace_tags(spec.name, questions[0] if len(questions) == 1 else None, llm)
+    tags = trace_tags(spec.name, run.questions[0] if len(run.questions) == 1 else None, llm)
     with metering_queue() as queue:
         try:
             batched = run_batched_graph(
@@ -81,10 +90,11 @@ def run_batch(
             progress.close()
     queued = queue.seconds / len(questions)
     share = (time.perf_counter() - started) / len(questions) - queued
-    return [
+    answers = [
         _batch_answer(spec, mode, batched, i, q, share, queued, run.effective)
         for i, q in enumerate(questions)
     ]
+    return spread(answers, where, run.questions)
 
 
 def batch_folder(spec: Strategy[Any], cache_dir: str | Path | None) -> Path:
