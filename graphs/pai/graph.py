@@ -36,6 +36,7 @@ from longctx.graphs.pai.judging import (
     gather,
     judge,
     plan_judging,
+    reask_refused,
     route_judges,
     stop_if_refused,
 )
@@ -57,8 +58,9 @@ from longctx.retrieval.contract import Step
 
 
 def route_sub_answers(state: PaiState) -> list[Send]:
-    """One ``sub_answer`` task per sub-question, with its kept chunks (document order)."""
-    return [
+    """One ``sub_answer`` task per sub-question, with its kept chunks (document order); first, in a
+    resumed run, the judges an earlier call's budget refused (:func:`reask_refused`)."""
+    return reask_refused(state) or [
         Send("sub_answer", SubAnswerTask(sq=i, sub_question=sq, chunks=state["kept"][i]))
         for i, sq in enumerate(state["sub_questions"])
     ]
@@ -208,7 +210,7 @@ def _graph(name: str, decompose: Callable[..., dict[str, Any]]) -> CompiledGraph
     graph.add_edge("decompose", "plan_judging")
     graph.add_conditional_edges("plan_judging", route_judges, ["judge", "gather"])
     graph.add_edge("judge", "gather")
-    graph.add_conditional_edges("gather", route_sub_answers, ["sub_answer"])
+    graph.add_conditional_edges("gather", route_sub_answers, ["sub_answer", "judge"])
     graph.add_edge("sub_answer", "summarize")
     graph.add_edge("summarize", END)
     return graph.compile(name=name)
