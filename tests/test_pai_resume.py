@@ -51,3 +51,21 @@ def test_a_resume_its_budget_stops_again_among_the_judges_stops_and_a_third_call
     done = run(llm, checkpoint=True)
     assert done.stopped is None and done.answer == whole.answer and done.steps == whole.steps
     assert Counter(c["prompt"] for c in llm.calls) == Counter(c["prompt"] for c in whole_llm.calls)
+
+
+def test_a_resume_after_a_budget_stop_among_the_sub_answers_asks_only_the_refused_ones(
+    isolated_cache,
+):
+    """38 calls paid (the extraction, 36 judges, 1 of 3 sub-answers): the resumed call sends the 2
+    refused sub-answers and the conclusion, and gives an uninterrupted run's answer."""
+    whole_llm = model()
+    whole = run(whole_llm)
+    llm = model()
+    assert run(llm, checkpoint=True, budget=Budget(max_llm_calls=38)).stopped == "budget"
+    assert len(calls_of(llm, "Answer the sub-question")) == 1 and len(llm.calls) == 38
+    resumed = run(llm, checkpoint=True)
+    sent = [c["prompt"] for c in llm.calls[38:]]
+    assert len(sent) == 3 and len(whole_llm.calls) == 41
+    assert Counter(c["prompt"] for c in llm.calls) == Counter(c["prompt"] for c in whole_llm.calls)
+    assert resumed.stopped is None and resumed.answer == whole.answer
+    assert resumed.steps == whole.steps and resumed.usage.earlier_llm_calls == 38
