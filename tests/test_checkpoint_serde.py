@@ -97,8 +97,9 @@ def test_pai_resumed_after_a_budget_stop_reads_only_allowed_types(isolated_cache
     assert first.stopped == "budget"
     done = answer(corpus, "What is the code?", strategy="pai", llm=model, checkpoint=True)
     assert serde_events == []
-    # the checkpoint was read (PAI's refused judgments then stop it again: a separate issue)
-    assert done.usage.earlier_llm_calls == 8 and len(model.calls) == 8
+    # the checkpoint was read: its 8 calls are not sent again, the refused judges are
+    assert done.usage.earlier_llm_calls == 8 and done.stopped is None
+    assert len(model.calls) == 8 + done.usage.llm_calls
 
 
 def test_memagents_batched_run_resumes_reading_only_allowed_types(isolated_cache, serde_events):

@@ -36,6 +36,7 @@ from longctx.graphs.pai.judging import (
     gather,
     judge,
     plan_judging,
+    reask_refused,
     route_judges,
     stop_if_refused,
 )
@@ -57,8 +58,9 @@ from longctx.retrieval.contract import Step
 
 
 def route_sub_answers(state: PaiState) -> list[Send]:
-    """One ``sub_answer`` task per sub-question, with its kept chunks (document order)."""
-    return [
+    """One ``sub_answer`` task per sub-question, with its kept chunks (document order); first, in a
+    resumed run, the judges an earlier call's budget refused (:func:`reask_refused`)."""
+    return reask_refused(state) or [
         Send("sub_answer", SubAnswerTask(sq=i, sub_question=sq, chunks=state["kept"][i]))
         for i, sq in enumerate(state["sub_questions"])
     ]
@@ -127,11 +129,42 @@ def sub_answer(task: SubAnswerTask, runtime: Runtime[StrategyContext[PaiConfig]]
     }
 
 
+def latest_sub_answers(state: PaiState) -> dict[int, dict[str, Any]]:
+    """Each sub-question's last sub-answer: one re-asked after a refusal has its answer recorded
+    after the refusal."""
+    return {a["sq"]: a for a in state.get("sub_answers", [])}
+
+
+def reask_sub_answers(state: PaiState) -> list[Send] | str:
+    """The ``sub_answer`` tasks an earlier call's budget refused (a checkpointed run resumed), then
+    :func:`summarize` again; the end once the conclusion is written."""
+    refused = [i for i, a in latest_sub_answers(state).items() if "stopped" in a]
+    sub_questions = state["sub_questions"]
+    sends = [
+        Send(
+            "sub_answer",
+            SubAnswerTask(sq=i, sub_question=sub_questions[i], chunks=state["kept"][i]),
+        )
+        for i in sorted(refused)
+    ]
+    return sends or END
+
+
 def summarize(state: PaiState, runtime: Runtime[StrategyContext[PaiConfig]]) -> dict[str, Any]:
-    """Question + sub-answers -> conclusion (benchmark format), then the CoT output."""
+    """Question + sub-answers -> conclusion (benchmark format), then the CoT output.
+
+    A sub-answer the budget refused stops the run when this call's budget refused it; one refused
+    by an earlier call (a checkpointed run resumed) is re-asked first (:func:`reask_sub_answers`).
+
+    Raises:
+        BudgetReached: This call's budget refused a sub-answer's call.
+    """
     ctx, cfg, question = runtime.context, runtime.context.config, state["question"]
-    stop_if_refused(state.get("sub_answers", []))
-    answers = sorted(state.get("sub_answers", []), key=lambda a: a["sq"])
+    answers = sorted(latest_sub_answers(state).values(), key=lambda a: a["sq"])
+    if any("stopped" in a for a in answers):
+        if ctx.budget.reached is not None:  # this call's budget refused it: the run stops
+            stop_if_refused(answers)
+        return {}  # refused by an earlier call: re-asked first (reask_sub_answers)
     findings = "\n".join(f"- {a['text']}" for a in answers)
     prompt = P.SUMMARY_PROMPT.format(
         question=question.render(),
@@ -208,9 +241,9 @@ def _graph(name: str, decompose: Callable[..., dict[str, Any]]) -> CompiledGraph
     graph.add_edge("decompose", "plan_judging")
     graph.add_conditional_edges("plan_judging", route_judges, ["judge", "gather"])
     graph.add_edge("judge", "gather")
-    graph.add_conditional_edges("gather", route_sub_answers, ["sub_answer"])
+    graph.add_conditional_edges("gather", route_sub_answers, ["sub_answer", "judge"])
     graph.add_edge("sub_answer", "summarize")
-    graph.add_edge("summarize", END)
+    graph.add_conditional_edges("summarize", reask_sub_answers, ["sub_answer", END])
     return graph.compile(name=name)
 
 

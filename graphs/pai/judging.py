@@ -199,12 +199,43 @@ def _verdict(pair: JudgedPair, task: JudgeTask, cfg: PaiConfig, out: CallOutcome
     return verdict
 
 
-def gather(state: PaiState) -> dict[str, Any]:
-    """Kept chunks per sub-question in document order (the evidence), and the verdict counts."""
-    stop_if_refused(state.get("judgments", []))
-    verdicts: dict[tuple[int, int], dict[str, Any]] = {
-        (v["sq"], v["chunk_id"]): v for v in state.get("judgments", [])
-    }
+def latest_verdicts(state: PaiState) -> dict[tuple[int, int], dict[str, Any]]:
+    """Each (sub-question, chunk) pair's last verdict: a pair re-asked after a refusal
+    (:func:`reask_refused`) has its answer recorded after the refusal."""
+    return {(v["sq"], v["chunk_id"]): v for v in state.get("judgments", [])}
+
+
+def reask_refused(state: PaiState) -> list[Send]:
+    """A ``judge`` task per chunk with the pairs whose last verdict is a budget refusal (nothing
+    when none is): what a resumed run asks before it gathers, and only that (no answered pair is
+    paid twice)."""
+    refused = [v for v in latest_verdicts(state).values() if "stopped" in v]
+    by_chunk: dict[int, JudgeTask] = {}
+    for verdict in sorted(refused, key=lambda v: v["sq"]):
+        i = verdict["sq"]
+        hit = next(h for h in state["candidates"][i] if h.chunk.chunk_id == verdict["chunk_id"])
+        task = by_chunk.setdefault(
+            hit.chunk.chunk_id, JudgeTask(hit=hit, pairs=[], tool_mode=state["tool_mode"])
+        )
+        task["pairs"].append(JudgedPair(sq=i, sub_question=state["sub_questions"][i]["text"]))
+    return [Send("judge", task) for task in by_chunk.values()]
+
+
+def gather(state: PaiState, runtime: Runtime[StrategyContext[PaiConfig]]) -> dict[str, Any]:
+    """Kept chunks per sub-question in document order (the evidence), and the verdict counts.
+
+    A pair the budget refused stops the run when this call's budget refused it; one refused by an
+    earlier call (a checkpointed run resumed, :mod:`longctx.graphs.runtime.run_checkpoint`) is
+    left to :func:`reask_refused`, and the gathering waits for its verdict.
+
+    Raises:
+        BudgetReached: This call's budget refused a judge's call.
+    """
+    verdicts = latest_verdicts(state)
+    if any("stopped" in v for v in verdicts.values()):
+        if runtime.context.budget.reached is not None:
+            stop_if_refused(list(verdicts.values()))
+        return {}
     hits: list[Hit] = []
     per_sq, malformed, kept_chunks = [], [], []
     for i, sq in enumerate(state["sub_questions"]):
