@@ -10,7 +10,8 @@ import urllib.request
 import pytest
 
 from benchmarks.stub_server import stub_server
-from longctx import ChatModelError, agents, answer
+from longctx import ChatModelError, answer
+from longctx.agents import lean_transport, openai_chat
 from longctx.agents.chat_errors import as_chat_model_error
 from longctx.agents.chat_models import make_chat_model
 from longctx.retrieval import Corpus
@@ -26,8 +27,8 @@ def two_retries(monkeypatch):
     """Two retries, without the backoff's pauses (0.5 s, 1 s: 1.5 s a test; the schedule itself is
     tested in test_transport_parity and test_twins)."""
     monkeypatch.setenv("LONGCTX_MAX_RETRIES", "2")
-    monkeypatch.setattr(agents.lean_transport, "retry_delay", lambda retry: 0.0)
-    monkeypatch.setattr(agents.openai_chat, "retry_delay", lambda retry: 0.0)
+    monkeypatch.setattr(lean_transport, "retry_delay", lambda retry: 0.0)
+    monkeypatch.setattr(openai_chat, "retry_delay", lambda retry: 0.0)
 
 
 @pytest.mark.parametrize(
