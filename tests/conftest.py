@@ -139,6 +139,24 @@ def shared_calibration(tmp_path_factory):
     os.environ.pop("LONGCTX_CALIBRATION", None)
 
 
+@pytest.fixture(autouse=True, scope="module")
+def strategies_as_the_file_found_them():
+    """A strategy a test file registers (a scripted tool loop, a toy plug-in) is gone when the file
+    ends, so no file's result depends on which files ran before it on the same worker (a leftover
+    registration made "every strategy" tests see a strategy without a colour)."""
+    import sys
+
+    module = sys.modules.get("longctx.graphs.plugin.strategy_registry")
+    if module is None:
+        yield
+        return
+    registry = module.STRATEGIES
+    entries = dict(registry._entries)
+    yield
+    for name in [n for n in registry._entries if n not in entries]:
+        del registry._entries[name]
+
+
 @pytest.fixture(autouse=True)
 def isolated_cache(tmp_path, monkeypatch):
     """Every test gets its own index cache directory."""
