@@ -11,10 +11,11 @@ import threading
 
 import pytest
 
-from longctx import STRATEGIES, Corpus, aanswer, aanswer_many, answer, answer_many, graphs
+from longctx import STRATEGIES, Corpus, aanswer, aanswer_many, answer, answer_many
 from longctx.graphs.pai import graph as pai_graph
 from longctx.graphs.pai.judging import route_judges
 from longctx.graphs.prompts import format_documents
+from longctx.graphs.runtime import run_batched
 from longctx.graphs.runtime.cancel import CancelGuard
 from longctx.graphs.runtime.run import arun_strategy, run_strategy
 from longctx.retrieval import Chunk, Hit
@@ -223,7 +224,7 @@ def test_a_cancelled_memagent_run_keeps_its_checkpoint_and_the_next_call_resumes
         k + 1, started, go
     )  # chunks 0..k-1 done, chunk k's call in flight when the run is cancelled
     monkeypatch.setattr(RecordedCancelGuard, "made", [])
-    monkeypatch.setattr(graphs.runtime.run_batched, "CancelGuard", RecordedCancelGuard)
+    monkeypatch.setattr(run_batched, "CancelGuard", RecordedCancelGuard)
 
     async def cancel_after_k_chunks():
         task = asyncio.create_task(

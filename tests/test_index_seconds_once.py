@@ -13,14 +13,18 @@ import uuid
 
 import pytest
 
-from longctx import STRATEGIES, Corpus, answer, answer_many, graphs, retrieval
+from longctx import STRATEGIES, Corpus, answer, answer_many
 from longctx.experiments.planning.context_costs import context_costs
+from longctx.graphs.metering import usage
+from longctx.graphs.runtime import run_setup, run_single
 from longctx.retrieval.contract import Document
+from longctx.retrieval.index import build as index_build
+from longctx.retrieval.index import waits
 from tests.scripted import ScriptedChatModel
 from tests.virtual_clock import VirtualClock
 
 BUILD_SECONDS = 0.5
-REAL_BUILD = retrieval.index.build._build
+REAL_BUILD = index_build._build
 QUESTIONS = ["Where is site 1?", "What is the code of site 2?"]
 
 
@@ -50,10 +54,10 @@ class CountedClock:
 def clocks(monkeypatch):
     """The run path's clock, and the build-wait meter's (counted) reading the same time."""
     run_clock = VirtualClock()
-    for module in (graphs.runtime.run_setup, graphs.runtime.run_single, graphs.metering.usage):
+    for module in (run_setup, run_single, usage):
         monkeypatch.setattr(module, "time", run_clock)
     wait_clock = CountedClock(run_clock)
-    monkeypatch.setattr(retrieval.index.waits, "time", wait_clock)
+    monkeypatch.setattr(waits, "time", wait_clock)
     return run_clock, wait_clock
 
 
@@ -70,7 +74,7 @@ def _slow_build(
         run_clock.advance(BUILD_SECONDS)
         return REAL_BUILD(*args, **kwargs)
 
-    monkeypatch.setattr(retrieval.index.build, "_build", build)
+    monkeypatch.setattr(index_build, "_build", build)
 
 
 def _corpus() -> Corpus:

@@ -5,6 +5,7 @@ SDK installs a top-level ``agents``), and no module of ours imports a folder by 
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import shutil
 import subprocess
@@ -155,3 +156,36 @@ def test_the_wheel_installs_beside_the_openai_agents_sdk_in_a_fresh_environment(
         [str(env_dir / "bin" / "longctx"), "--help"], capture_output=True, text=True, timeout=300
     )
     assert help_text.returncode == 0 and "usage: longctx" in help_text.stdout, help_text.stderr
+
+
+@functools.cache
+def _submodules(folder: str) -> frozenset[str]:
+    """The modules and sub-packages directly in ``folder`` (``graphs`` -> ``runtime``, ...)."""
+    found = {p.stem for p in (ROOT / folder).glob("*.py") if p.stem != "__init__"}
+    return frozenset(found | {p.parent.name for p in (ROOT / folder).glob("*/__init__.py")})
+
+
+@pytest.mark.parametrize("folder", ["tests", "benchmarks", "examples"])
+def test_no_submodule_is_reached_as_an_attribute_of_a_package_imported_bare(folder):
+    """``from longctx import graphs`` then ``graphs.runtime.run_batched`` works only when some other
+    import has loaded ``run_batched``: a file passes in the suite and fails alone (two files did
+    after the namespace move). A module is imported by its own name instead."""
+    found = []
+    for path in sorted((ROOT / folder).rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        bound = {
+            (a.asname or a.name): a.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module == "longctx"
+            for a in node.names
+            if a.name in FOLDERS
+        }
+        found += [
+            f"{path.relative_to(ROOT)}:{node.lineno} {node.value.id}.{node.attr}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in bound
+            and node.attr in _submodules(bound[node.value.id])
+        ]
+    assert found == [], "\n".join(found)

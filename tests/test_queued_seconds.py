@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from longctx import Corpus, aanswer_many, answer_many, graphs
+from longctx import Corpus, aanswer_many, answer_many
+from longctx.graphs.metering import usage
 from longctx.graphs.metering.usage import QueueMeter, metering_queue, shared_model_lock
+from longctx.graphs.runtime import run_batched, run_setup, run_single
 from tests.scripted import ScriptedChatModel
 from tests.virtual_clock import VirtualClock, virtual_clock
 
@@ -57,10 +59,10 @@ class ArrivalLock:
 def clock(monkeypatch) -> VirtualClock:
     return virtual_clock(
         monkeypatch,
-        graphs.runtime.run_single,
-        graphs.runtime.run_batched,
-        graphs.runtime.run_setup,
-        graphs.metering.usage,
+        run_single,
+        run_batched,
+        run_setup,
+        usage,
     )  # the answer's own time and the queue meter
 
 

@@ -31,10 +31,10 @@ from longctx import (
     aanswer,
     answer,
     astream_answer,
-    graphs,
     stream_answer,
 )
 from longctx.agents.chat_models import ChatModelError
+from longctx.graphs.runtime import run_batched
 from longctx.retrieval.contract import Corpus
 from tests.recording_server import RecordingServer
 from tests.scripted import ScriptedChatModel
@@ -219,7 +219,7 @@ def test_a_client_that_disconnects_mid_stream_stops_the_model_calls(tmp_path, mo
         return inner.reply_fn(prompt)
 
     monkeypatch.setattr(RecordedCancelGuard, "made", [])
-    monkeypatch.setattr(graphs.runtime.run_batched, "CancelGuard", RecordedCancelGuard)
+    monkeypatch.setattr(run_batched, "CancelGuard", RecordedCancelGuard)
     llm, run_end, disconnected = ScriptedChatModel(reply_fn=held), RunEnd(), threading.Event()
     app = make_app(corpus, llm=llm, cache_dir=tmp_path, show_progress=False, callbacks=[run_end])
     with serving(app, disconnected) as base, httpx.Client(base_url=base, timeout=30) as client:
@@ -360,7 +360,7 @@ def held_echo_model(monkeypatch) -> ScriptedChatModel:
     """MemAgent's echo model whose calls after the first return only once the run is cancelled
     (its own cancel guard, recorded): a run that was not stopped would wait on its second call."""
     monkeypatch.setattr(RecordedCancelGuard, "made", [])
-    monkeypatch.setattr(graphs.runtime.run_batched, "CancelGuard", RecordedCancelGuard)
+    monkeypatch.setattr(run_batched, "CancelGuard", RecordedCancelGuard)
     inner, calls = echo_model(), [0]
 
     def held(prompt: str) -> str:

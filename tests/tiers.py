@@ -94,6 +94,8 @@ TIERS: dict[str, dict[str, str]] = {
         "test_the_wheel_holds_longctx_only_and_its_command_and_declarations": "subprocess",
         "test_longctx_imports_beside_another_top_level_agents_package": "subprocess",
         "test_a_cached_reply_is_keyed_by_no_module_path_of_ours": "integration",
+        "test_no_module_imports_a_folder_by_its_bare_name": "integration",
+        "test_no_submodule_is_reached_as_an_attribute_of_a_package_imported_bare": "integration",
     },
     "test_toy_plugins.py": {"*": "subprocess"},
     "test_search_agent_plugin.py": {
