@@ -292,15 +292,25 @@ def distinct_questions(
     settings = mode.settings(cfg)
     if not settings.resume:
         return list(questions), list(range(len(questions)))
+    return once_each(
+        questions, lambda q: json.dumps(question_key(q, settings.answer_budget), default=str)
+    )
+
+
+def once_each(
+    questions: Sequence[Question], key: Callable[[Question], str]
+) -> tuple[list[Question], list[int]]:
+    """``questions`` with each ``key`` kept once (its first position), and for each position the
+    index of its question there: how a checkpointed run, batched or single, reads a repeat once."""
     runs: list[Question] = []
     first: dict[str, int] = {}
     where: list[int] = []
     for question in questions:
-        key = json.dumps(question_key(question, settings.answer_budget), default=str)
-        if key not in first:
-            first[key] = len(runs)
+        k = key(question)
+        if k not in first:
+            first[k] = len(runs)
             runs.append(question)
-        where.append(first[key])
+        where.append(first[k])
     return runs, where
 
 

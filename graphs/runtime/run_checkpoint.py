@@ -40,7 +40,7 @@ from longctx.graphs.metering.usage import UsageTracker
 from longctx.graphs.plugin.context import StrategyContext
 from longctx.graphs.plugin.nodes import CompiledGraph
 from longctx.graphs.plugin.registry import Strategy
-from longctx.graphs.runtime.batched import model_key
+from longctx.graphs.runtime.batched import model_key, once_each
 from longctx.memory import CHECKPOINTS_FILE, lock_run, thread_key
 from longctx.memory.checkpoints import checkpoint_serde, declared_types, open_database
 from longctx.retrieval import default_cache_dir
@@ -124,16 +124,7 @@ def repeats(
     """The questions to run, each run key once, and for each position of ``questions`` the index of
     its run: a question asked twice in one checkpointed batch is one run (one key, one lock, one
     checkpoint), answered once, never paid twice (:func:`spread` gives it back at both)."""
-    runs: list[Question] = []
-    first: dict[str, int] = {}
-    where: list[int] = []
-    for question in questions:
-        key = single_key(spec, context, question)
-        if key not in first:
-            first[key] = len(runs)
-            runs.append(question)
-        where.append(first[key])
-    return runs, where
+    return once_each(questions, lambda q: single_key(spec, context, q))
 
 
 def distinct_runs(
