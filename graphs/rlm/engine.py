@@ -1,0 +1,396 @@
+"""The RLM loop over our model call path: one :class:`Session` per RLM (the root, and each child an
+``rlm_query`` opens), all sharing one :class:`Runner` (the models, the settings, the run's config,
+the record of every sub-call, the budget stop).
+
+Written for this project after alexzhang13/rlm @ 72d6940 ``rlm/core/rlm.py`` (``completion``,
+``_completion_turn``, ``_default_answer``, ``_subcall``), ``rlm/core/lm_handler.py`` (which model
+a sub-call goes to) and ``rlm/environments/local_repl.py`` (the host side of ``llm_query``,
+``llm_query_batched``, ``rlm_query``, ``rlm_query_batched``); the ``paper`` protocol after
+@ a30805b.
+Every model request goes through :func:`longctx.graphs.calls.llm.chat` with the run's config, so
+the budget guard, usage, the reply cache, tracing and cancellation see each one at every depth.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+
+from longctx.graphs.calls.llm import chat
+from longctx.graphs.metering.budget import BudgetReached
+from longctx.graphs.rlm import prompts as p
+from longctx.graphs.rlm import scaffold
+from longctx.graphs.rlm.protocol import (
+    BlockResult,
+    Message,
+    Protocol,
+    code_blocks,
+    feedback,
+    final_marker,
+    first_messages,
+    turn_prompt,
+)
+from longctx.graphs.runtime.events import report_step
+from longctx.graphs.sandbox.protocol import Repl, ReplFactory, SandboxLimits
+
+#: A search tool the REPL exposes: ``(query, k) -> JSON-able hits``.
+SearchFn = Callable[[str, int], Any]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the loop needs of the config (see ``RlmConfig`` for each one's source)."""
+
+    protocol: Protocol = "answer_dict"
+    max_iterations: int = 30
+    max_depth: int = 1
+    max_concurrent_subcalls: int = 4
+    batch_concurrency: int = 16
+    orchestrator: bool = True
+    sub_calls: bool = True
+    max_new_tokens: int = 8192
+    sub_max_new_tokens: int = 8192
+    temperature: float = 0.0
+    limits: SandboxLimits = field(default_factory=SandboxLimits)
+
+
+@dataclass
+class SubCall:
+    """One sub-call a REPL made, for the report and resume: where, what kind, prompt, reply."""
+
+    depth: int
+    turn: int
+    kind: str
+    model: str
+    prompt_chars: int
+    reply: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """As a step fact."""
+        return dict(self.__dict__)
+
+
+def _lc(messages: Sequence[Message]) -> list[BaseMessage]:
+    kinds = {"system": SystemMessage, "user": HumanMessage, "assistant": AIMessage}
+    return [kinds[m["role"]](content=m["content"]) for m in messages]
+
+
+def _text(message: AIMessage) -> str:
+    content = message.content
+    if isinstance(content, str):
+        return content
+    return "".join(c.get("text", "") if isinstance(c, dict) else str(c) for c in content)
+
+
+class Runner:
+    """What every RLM of one answer shares."""
+
+    def __init__(
+        self,
+        llm: BaseChatModel,
+        settings: Settings,
+        repl_factory: ReplFactory,
+        *,
+        sub_llm: BaseChatModel | None = None,
+        search: SearchFn | None = None,
+        search_description: str = "",
+        config: RunnableConfig | None = None,
+    ) -> None:
+        self.llm = llm
+        self.sub_llm = sub_llm
+        self.settings = settings
+        self.repl_factory = repl_factory
+        self.search = search
+        self.search_description = search_description
+        self.config: RunnableConfig = config or {}
+        self.stopped: BaseException | None = None
+        self.sub_calls: list[SubCall] = []
+        self._lock = threading.Lock()
+
+    # -- model requests -------------------------------------------------------------------------
+
+    def complete(
+        self, llm: BaseChatModel, messages: Sequence[Message], *, name: str, sub: bool = False
+    ) -> str:
+        """One request through the call path; a budget stop is kept so nothing more is sent."""
+        if self.stopped is not None:
+            raise self.stopped
+        config: RunnableConfig = {**self.config, "run_name": name}
+        budget = self.settings.sub_max_new_tokens if sub else self.settings.max_new_tokens
+        try:
+            reply = chat(
+                llm,
+                _lc(messages),
+                max_tokens=budget,
+                temperature=self.settings.temperature,
+                config=config,
+            )
+        except BudgetReached as stop:
+            self.stopped = stop
+            raise
+        return _text(reply)
+
+    def record(self, call: SubCall) -> None:
+        """Keep a sub-call (thread-safe) and report it to a listener."""
+        with self._lock:
+            self.sub_calls.append(call)
+        report_step({"node": "sub_call", **call.to_dict()})
+
+    def map(self, fn: Callable[[Any], Any], items: Sequence[Any], workers: int) -> list[Any]:
+        """``fn`` over ``items`` with at most ``workers`` at once, results in order; each task
+        runs in a copy of this context (the run's report sink)."""
+        if len(items) <= 1 or workers <= 1:
+            return [fn(x) for x in items]
+        with ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:
+            futures = [pool.submit(contextvars.copy_context().run, fn, x) for x in items]
+            return [f.result() for f in futures]
+
+
+class Session:
+    """One RLM: its REPL, its message history and its turns."""
+
+    def __init__(
+        self,
+        runner: Runner,
+        context: str | list[Any],
+        root_prompt: str | None,
+        *,
+        depth: int = 0,
+        model: BaseChatModel | None = None,
+    ) -> None:
+        self.runner = runner
+        self.depth = depth
+        self.model = model or runner.llm
+        self.root_prompt = root_prompt
+        self.turn = 0
+        self.final: str | None = None
+        s = runner.settings
+        tools = {"search": runner.search_description} if runner.search is not None else {}
+        self.messages: list[Message] = first_messages(
+            s.protocol, context, root_prompt, tools=tools, orchestrator=s.orchestrator
+        )
+        self.repl: Repl = runner.repl_factory(
+            bindings={"_rlm_context_0": context},
+            functions=self._functions(),
+            limits=s.limits,
+        )
+        self.repl.run_silently(scaffold.scaffold_source(s.protocol))
+        if runner.search is not None:
+            self.repl.run_silently(scaffold.tools_source(["search"]))
+        self.repl.run_silently(scaffold.load_source("_rlm_context_0"))
+
+    # -- host functions -------------------------------------------------------------------------
+
+    def _functions(self) -> dict[str, Callable[..., Any]]:
+        fns: dict[str, Callable[..., Any]] = {
+            "_rlm_host_llm_query": self.llm_query,
+            "_rlm_host_llm_query_batched": self.llm_query_batched,
+            "_rlm_host_rlm_query": self.rlm_query,
+            "_rlm_host_rlm_query_batched": self.rlm_query_batched,
+        }
+        if self.runner.search is not None:
+            fns["_rlm_host_search"] = self._search
+        return fns
+
+    def _search(self, query: str, k: int = 5) -> Any:
+        search = self.runner.search
+        assert search is not None
+        return search(query, k)
+
+    def _sub_model(self, model: str | None, env_depth: int) -> BaseChatModel:
+        """The client a plain sub-call goes to (``LMHandler.get_client``): a model named ``model``
+        when it is the root's or the sub-model's, else the sub-model at REPL depth 1, else the
+        session's own model."""
+        r = self.runner
+        named = {getattr(m, "model_name", None): m for m in (r.llm, r.sub_llm) if m is not None}
+        if model is not None and model in named:
+            return named[model]
+        if r.settings.protocol == "final":
+            return r.sub_llm or self.model
+        if env_depth == 1 and r.sub_llm is not None:
+            return r.sub_llm
+        return self.model
+
+    def _plain(self, prompt: str, model: str | None, kind: str) -> str:
+        if not self.runner.settings.sub_calls:
+            return "Error: sub-calls are disabled"
+        llm = self._sub_model(model, self.depth + 1)
+        name = f"rlm {kind} depth={self.depth + 1} turn={self.turn + 1}"
+        try:
+            reply = self.runner.complete(
+                llm, [{"role": "user", "content": prompt}], name=name, sub=True
+            )
+        except BudgetReached:
+            return "Error: budget reached"
+        except Exception as e:  # noqa: BLE001 - the official handler returns the error as text
+            return f"Error: {e}"
+        self.runner.record(
+            SubCall(self.depth + 1, self.turn + 1, kind, _name(llm), len(prompt), reply)
+        )
+        return reply
+
+    def llm_query(self, prompt: str, model: str | None = None) -> str:
+        """One plain sub-call."""
+        return self._plain(str(prompt), model, "llm_query")
+
+    def llm_query_batched(self, prompts: list[str], model: str | None = None) -> list[str]:
+        """Plain sub-calls, at most ``batch_concurrency`` at once, replies in order."""
+        return self.runner.map(
+            lambda q: self._plain(str(q), model, "llm_query_batched"),
+            list(prompts),
+            self.runner.settings.batch_concurrency,
+        )
+
+    def rlm_query(self, prompt: str, model: str | None = None) -> str:
+        """A child RLM over ``prompt`` (its context), or a plain call at ``max_depth``
+        (``RLM._subcall``); without recursion (``max_depth`` 1) a plain ``llm_query``."""
+        s = self.runner.settings
+        if s.max_depth <= 1:
+            return self._plain(str(prompt), model, "llm_query")
+        if not s.sub_calls:
+            return "Error: sub-calls are disabled"
+        next_depth = self.depth + 1
+        if next_depth >= s.max_depth:
+            llm = self.runner.sub_llm or self._sub_model(model, -1)
+            name = f"rlm rlm_query depth={next_depth} turn={self.turn + 1}"
+            try:
+                reply = self.runner.complete(
+                    llm, [{"role": "user", "content": str(prompt)}], name=name, sub=True
+                )
+            except BudgetReached:
+                return "Error: budget reached"
+            except Exception as e:  # noqa: BLE001 - the official text
+                return f"Error: LM query failed at max depth - {e}"
+            self.runner.record(
+                SubCall(next_depth, self.turn + 1, "rlm_query", _name(llm), len(prompt), reply)
+            )
+            return reply
+        return self._child(str(prompt), model)
+
+    def _child(self, prompt: str, model: str | None) -> str:
+        r = self.runner
+        named = {getattr(r.llm, "model_name", None): r.llm}
+        child_model = named.get(model, self.model) if model is not None else self.model
+        try:
+            child = Session(r, prompt, None, depth=self.depth + 1, model=child_model)
+            try:
+                reply = child.run()
+            finally:
+                child.close()
+        except BudgetReached:
+            return "Error: budget reached"
+        except Exception as e:  # noqa: BLE001 - the official text
+            return f"Error: Child RLM completion failed - {e}"
+        r.record(
+            SubCall(
+                self.depth + 1, self.turn + 1, "rlm_query", _name(child_model), len(prompt), reply
+            )
+        )
+        return reply
+
+    def rlm_query_batched(self, prompts: list[str], model: str | None = None) -> list[str]:
+        """Children over ``prompts``, at most ``max_concurrent_subcalls`` at once (without
+        recursion: ``llm_query_batched``)."""
+        s = self.runner.settings
+        if s.max_depth <= 1:
+            return self.llm_query_batched(prompts, model)
+        return self.runner.map(
+            lambda q: self.rlm_query(str(q), model), list(prompts), s.max_concurrent_subcalls
+        )
+
+    # -- the loop -------------------------------------------------------------------------------
+
+    def step(self) -> dict[str, Any]:
+        """One turn: the model's reply, each ```repl``` block run in order, the final answer
+        checked; returns the turn's facts (code, outputs, the answer when there is one)."""
+        s = self.runner.settings
+        i = self.turn
+        prompt = turn_prompt(s.protocol, i, self.root_prompt, s.max_iterations)
+        if s.protocol == "final":
+            request = [*self.messages, prompt]
+        else:
+            self.messages.append(prompt)
+            request = self.messages
+        first_sub = len(self.runner.sub_calls)
+        reply = self.runner.complete(
+            self.model, request, name=f"rlm turn depth={self.depth} turn={i + 1}"
+        )
+        blocks: list[BlockResult] = []
+        final: str | None = None
+        for code in code_blocks(reply):
+            block, block_final = self._execute(code)
+            blocks.append(block)
+            if final is None:
+                final = block_final
+            if self.runner.stopped is not None:
+                raise self.runner.stopped
+        if s.protocol == "final":
+            final = self._paper_final(reply)
+        self.turn += 1
+        self.final = final
+        if final is None:
+            self.messages.extend(feedback(s.protocol, reply, blocks))
+        return {
+            "depth": self.depth,
+            "turn": i + 1,
+            "reply": reply,
+            "code": [b.code for b in blocks],
+            "stdout": [b.stdout for b in blocks],
+            "stderr": [b.stderr for b in blocks],
+            "sub_calls": [c.to_dict() for c in self.runner.sub_calls[first_sub:]],
+            "final": final,
+        }
+
+    def _execute(self, code: str) -> tuple[BlockResult, str | None]:
+        result = self.repl.execute(scaffold.cell(code))
+        report = json.loads(self.repl.value(scaffold.REPORT) or "{}")
+        stderr = result.stderr
+        if result.violation is not None and not result.stderr:
+            stderr = f"\n{result.violation}"
+        block = BlockResult(code, result.stdout, stderr, tuple(report.get("variables", ())))
+        return block, report.get("final")
+
+    def _paper_final(self, reply: str) -> str | None:
+        marker = final_marker(reply)
+        if marker is None:
+            return None
+        kind, content = marker
+        if kind == "FINAL":
+            return content
+        result = self.repl.execute(scaffold.cell(f"print(FINAL_VAR({content!r}))"))
+        self.repl.value(scaffold.REPORT)
+        return result.stdout.strip() or result.stderr.strip() or ""
+
+    def default_answer(self) -> str:
+        """The answer asked for when the turns run out (``RLM._default_answer``)."""
+        request = [*self.messages, {"role": "assistant", "content": p.DEFAULT_ANSWER_PROMPT}]
+        return self.runner.complete(
+            self.model, request, name=f"rlm default_answer depth={self.depth}"
+        )
+
+    def run(self) -> str:
+        """Turns until an answer or ``max_iterations``, then the default answer."""
+        while self.turn < self.runner.settings.max_iterations:
+            self.step()
+            if self.final is not None:
+                return self.final
+        return self.default_answer()
+
+    def close(self) -> None:
+        """Free the REPL."""
+        self.repl.close()
+
+
+def _name(llm: BaseChatModel) -> str:
+    return str(
+        getattr(llm, "model_name", None) or getattr(llm, "model", None) or type(llm).__name__
+    )

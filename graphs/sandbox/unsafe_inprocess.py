@@ -1,0 +1,136 @@
+"""An in-process ``exec`` REPL: UNSAFE, for tests and trusted code only.
+
+The model's code runs in this process with its privileges: it can read and write the user's
+files, reach the network, read the environment (API keys) and call the model around the budget.
+It exists because it is fast and has no dependencies; the default REPL is the jailed worker
+(``graphs/sandbox/kinds.py``, ``repl="sandbox"``). It keeps to :mod:`.protocol` so a strategy
+runs the same in both: bindings loaded once, host functions bound as they are (they already run
+in the host), stdout and stderr captured per thread (several REPLs may run at once, RLM's
+``rlm_query_batched`` children), output cut at ``limits.output_chars``. CPU, memory and wall
+limits are not enforced here.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Mapping
+from typing import Any, TextIO
+
+from longctx.graphs.sandbox.protocol import ExecutionResult, HostFunction, SandboxLimits
+
+#: Value types whose names are listed as the REPL's variables (``ExecutionResult.variables``).
+LISTED_TYPES = (str, int, float, bool, list, dict, tuple)
+
+
+class _ThreadStream(io.TextIOBase):
+    """``sys.stdout`` / ``sys.stderr`` while a REPL runs: each thread writes to its own buffer
+    when it has one (a REPL's turn), else to the stream it replaced."""
+
+    def __init__(self, name: str, original: TextIO) -> None:
+        self.name = name
+        self.original = original
+        self.local = threading.local()
+
+    def write(self, s: str) -> int:
+        stack = getattr(self.local, "stack", None)
+        if stack:
+            return stack[-1].write(s)
+        return self.original.write(s)
+
+    def flush(self) -> None:
+        stack = getattr(self.local, "stack", None)
+        if not stack:
+            self.original.flush()
+
+
+_INSTALL = threading.Lock()
+
+
+def _streams() -> tuple[_ThreadStream, _ThreadStream]:
+    """The per-thread stdout and stderr, installed once (re-installed if someone replaced them)."""
+    with _INSTALL:
+        if not isinstance(sys.stdout, _ThreadStream):
+            sys.stdout = _ThreadStream("stdout", sys.stdout)
+        if not isinstance(sys.stderr, _ThreadStream):
+            sys.stderr = _ThreadStream("stderr", sys.stderr)
+        return sys.stdout, sys.stderr  # type: ignore[return-value]
+
+
+class UnsafeInProcessRepl:
+    """One persistent namespace run with ``exec`` in this process (see the module's warning)."""
+
+    def __init__(
+        self,
+        *,
+        bindings: Mapping[str, Any],
+        functions: Mapping[str, HostFunction],
+        limits: SandboxLimits,
+    ) -> None:
+        self.limits = limits
+        self.namespace: dict[str, Any] | None = {"__name__": "__main__"}
+        self.namespace.update(bindings)
+        self.namespace.update(functions)
+
+    def _space(self) -> dict[str, Any]:
+        if self.namespace is None:
+            raise RuntimeError("this REPL is closed")
+        return self.namespace
+
+    def execute(self, code: str) -> ExecutionResult:
+        """Run ``code`` in the namespace, capturing stdout and stderr (a raised exception's
+        traceback goes to stderr)."""
+        space = self._space()
+        out, err = _streams()
+        buffers = io.StringIO(), io.StringIO()
+        for stream, buffer in zip((out, err), buffers, strict=True):
+            stream.local.__dict__.setdefault("stack", []).append(buffer)
+        start = time.perf_counter()
+        try:
+            exec(compile(code, "<repl>", "exec"), space)  # noqa: S102 - the unsafe REPL
+        except Exception:  # noqa: BLE001 - any error of the code goes to its stderr
+            buffers[1].write(traceback.format_exc())
+        finally:
+            for stream in (out, err):
+                stream.local.stack.pop()
+        seconds = time.perf_counter() - start
+        stdout, stderr = buffers[0].getvalue(), buffers[1].getvalue()
+        limit = self.limits.output_chars
+        violation = "output" if len(stdout) + len(stderr) > limit else None
+        return ExecutionResult(
+            stdout=stdout[:limit],
+            stderr=stderr[: max(0, limit - len(stdout[:limit]))],
+            variables=tuple(
+                k for k, v in space.items() if not k.startswith("_") and isinstance(v, LISTED_TYPES)
+            ),
+            seconds=seconds,
+            violation=violation,
+        )
+
+    def run_silently(self, code: str) -> None:
+        """Run scaffold code in the namespace, uncaptured; its exceptions reach the caller."""
+        exec(compile(code, "<scaffold>", "exec"), self._space())  # noqa: S102
+
+    def value(self, expression: str) -> str | None:
+        """``str()`` of ``expression`` in the namespace, ``None`` if it raises."""
+        try:
+            return str(eval(expression, self._space()))  # noqa: S307
+        except Exception:  # noqa: BLE001 - the protocol: None when it raises
+            return None
+
+    def close(self) -> None:
+        """Drop the namespace; later calls raise."""
+        self.namespace = None
+
+
+def open_unsafe_inprocess_repl(
+    *,
+    bindings: Mapping[str, Any],
+    functions: Mapping[str, HostFunction],
+    limits: SandboxLimits,
+) -> UnsafeInProcessRepl:
+    """A :class:`~.protocol.ReplFactory` for the in-process REPL (UNSAFE: no isolation)."""
+    return UnsafeInProcessRepl(bindings=bindings, functions=functions, limits=limits)

@@ -1,0 +1,67 @@
+"""RLM's requests against the official code's own (``tests/rlm_official.py`` ran
+alexzhang13/rlm @ 72d6940 and, for the ``paper`` preset, @ a30805b, unchanged, against the
+recording stub with a scripted root model and wrote the fixture): every request body's model and
+messages identical, in the same order (one ``llm_query_batched``'s requests as a set), the same
+final answer and the same number of root turns."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_openai import ChatOpenAI
+
+from longctx.graphs.rlm.engine import Runner, Session, Settings
+from longctx.graphs.sandbox.unsafe_inprocess import open_unsafe_inprocess_repl
+from tests import rlm_official as official
+from tests.recording_server import RecordingServer
+
+FIXTURE = json.loads(
+    (Path(__file__).parent / "fixtures" / "rlm" / "official_requests.json").read_text(
+        encoding="utf-8"
+    )
+)
+
+SETTINGS = {
+    "default": Settings(max_iterations=official.MAX_ITERATIONS, max_depth=official.MAX_DEPTH),
+    "paper": Settings(protocol="final", max_iterations=official.MAX_ITERATIONS),
+}
+
+
+def _model(url: str, name: str) -> ChatOpenAI:
+    return ChatOpenAI(model=name, base_url=url, api_key="x", max_retries=0)  # type: ignore[arg-type]
+
+
+def run_ours(name: str) -> dict[str, Any]:
+    """Our engine on the official script, at the recording stub."""
+    with RecordingServer(official.reply, streams=False) as server:
+        sub = _model(server.url, official.SUB_MODEL) if name == "default" else None
+        runner = Runner(
+            _model(server.url, official.ROOT_MODEL),
+            SETTINGS[name],
+            open_unsafe_inprocess_repl,
+            sub_llm=sub,
+        )
+        session = Session(runner, list(official.CONTEXT), official.QUESTION)
+        try:
+            answer = session.run()
+        finally:
+            session.close()
+        requests = list(server.requests)
+    return {
+        "requests": official.canonical(requests),
+        "answer": answer,
+        "turns": sum(1 for r in requests if official.is_root_turn(r)),
+    }
+
+
+@pytest.mark.parametrize("name", ["default", "paper"])
+def test_requests_answer_and_turns_equal_the_official_ones(name):
+    ours, theirs = run_ours(name), FIXTURE[name]
+    assert len(ours["requests"]) == len(theirs["requests"])
+    for i, (a, b) in enumerate(zip(ours["requests"], theirs["requests"], strict=True)):
+        assert a == b, f"request {i} differs"
+    assert ours["answer"] == theirs["answer"]
+    assert ours["turns"] == theirs["turns"]
