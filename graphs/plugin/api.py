@@ -134,6 +134,14 @@ from longctx.graphs.runtime.ray_map import (
 from longctx.graphs.runtime.ray_options import MAP_ON_RAY, RayMapOptions
 from longctx.graphs.runtime.run import run_strategy
 from longctx.graphs.runtime.twins import blocking, run_blocking
+from longctx.graphs.sandbox.kinds import ReplKind, repl_factory
+from longctx.graphs.sandbox.protocol import (
+    ExecutionResult,
+    HostFunction,
+    Repl,
+    ReplFactory,
+    SandboxLimits,
+)
 from longctx.memory import NO_MEMORY, MemoryTrace, bound_memory, strip_think
 from longctx.memory.records.cache import RecordCache, SchemaStore, document_fingerprint
 from longctx.memory.records.database import (
@@ -346,6 +354,14 @@ __all__ = [
     "run_batch",
     "source_of",
     "write_checked",
+    # Model-written code (RLM's kind): the REPL contract and the REPL a config names.
+    "ExecutionResult",
+    "HostFunction",
+    "Repl",
+    "ReplFactory",
+    "ReplKind",
+    "SandboxLimits",
+    "repl_factory",
     # Records (Structured's kind): schema, normalised values, the table and its SQL database.
     "Attribute",
     "QueryRefused",

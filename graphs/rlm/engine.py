@@ -25,8 +25,14 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
-from longctx.graphs.calls.llm import chat
-from longctx.graphs.metering.budget import BudgetReached
+from longctx.graphs.plugin.api import (
+    BudgetReached,
+    Repl,
+    ReplFactory,
+    SandboxLimits,
+    chat,
+    report_step,
+)
 from longctx.graphs.rlm import prompts as p
 from longctx.graphs.rlm import scaffold
 from longctx.graphs.rlm.protocol import (
@@ -39,8 +45,6 @@ from longctx.graphs.rlm.protocol import (
     first_messages,
     turn_prompt,
 )
-from longctx.graphs.runtime.events import report_step
-from longctx.graphs.sandbox.protocol import Repl, ReplFactory, SandboxLimits
 
 #: A search tool the REPL exposes: ``(query, k) -> JSON-able hits``.
 SearchFn = Callable[[str, int], Any]
@@ -57,6 +61,7 @@ class Settings:
     batch_concurrency: int = 16
     orchestrator: bool = True
     sub_calls: bool = True
+    max_sub_calls_per_turn: int | None = None
     max_new_tokens: int = 8192
     sub_max_new_tokens: int = 8192
     temperature: float = 0.0
@@ -173,6 +178,8 @@ class Session:
         self.root_prompt = root_prompt
         self.turn = 0
         self.final: str | None = None
+        self._turn_calls = 0
+        self._count_lock = threading.Lock()
         s = runner.settings
         tools = {"search": runner.search_description} if runner.search is not None else {}
         self.messages: list[Message] = first_messages(
@@ -220,9 +227,25 @@ class Session:
             return r.sub_llm
         return self.model
 
-    def _plain(self, prompt: str, model: str | None, kind: str) -> str:
-        if not self.runner.settings.sub_calls:
+    def _refused(self) -> str | None:
+        """Why the next sub-call is not made (disabled, or this turn's limit reached), else
+        ``None``; counts the call."""
+        s = self.runner.settings
+        if not s.sub_calls:
             return "Error: sub-calls are disabled"
+        with self._count_lock:
+            if (
+                s.max_sub_calls_per_turn is not None
+                and self._turn_calls >= s.max_sub_calls_per_turn
+            ):
+                return f"Error: sub-call limit reached ({s.max_sub_calls_per_turn} per turn)"
+            self._turn_calls += 1
+        return None
+
+    def _plain(self, prompt: str, model: str | None, kind: str) -> str:
+        refused = self._refused()
+        if refused is not None:
+            return refused
         llm = self._sub_model(model, self.depth + 1)
         name = f"rlm {kind} depth={self.depth + 1} turn={self.turn + 1}"
         try:
@@ -256,8 +279,9 @@ class Session:
         s = self.runner.settings
         if s.max_depth <= 1:
             return self._plain(str(prompt), model, "llm_query")
-        if not s.sub_calls:
-            return "Error: sub-calls are disabled"
+        refused = self._refused()
+        if refused is not None:
+            return refused
         next_depth = self.depth + 1
         if next_depth >= s.max_depth:
             llm = self.runner.sub_llm or self._sub_model(model, -1)
@@ -314,6 +338,7 @@ class Session:
         checked; returns the turn's facts (code, outputs, the answer when there is one)."""
         s = self.runner.settings
         i = self.turn
+        self._turn_calls = 0
         prompt = turn_prompt(s.protocol, i, self.root_prompt, s.max_iterations)
         if s.protocol == "final":
             request = [*self.messages, prompt]

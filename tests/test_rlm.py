@@ -1,0 +1,200 @@
+"""RLM through ``answer()`` with a scripted model (the unsafe in-process REPL): the turns as graph
+nodes, the answer protocols, sub-calls and their depth, the cost model's bounds, the budget stop
+at any depth, usage, the report view and live events."""
+
+from __future__ import annotations
+
+import pytest
+
+from longctx import Budget, answer, estimate
+from longctx.graphs.rlm.config import RlmConfig
+from longctx.graphs.rlm.graph import most_calls
+from longctx.graphs.rlm.presentation import turn_view
+from longctx.graphs.sandbox.kinds import repl_factory
+from longctx.graphs.sandbox.protocol import SandboxLimits
+from longctx.graphs.sandbox.unsafe_inprocess import open_unsafe_inprocess_repl
+from longctx.retrieval import Corpus
+from longctx.retrieval.contract import Document
+from tests.scripted import ScriptedChatModel
+
+CORPUS = Corpus(
+    [
+        Document("a", "The harbour was quiet.", title="A"),
+        Document("b", "The clerk wrote the number 42 in red ink.", title="B"),
+    ]
+)
+UNSAFE = {"repl": "unsafe_inprocess"}
+
+
+def scripted(turns: list[str], sub: str = "sub-reply") -> ScriptedChatModel:
+    """Root turns in order (a prompt with the system prompt); every other call answers ``sub``."""
+    seen = {"root": 0}
+
+    def reply(prompt: str) -> str:
+        if "Recursive Language Model" in prompt or "You are tasked with answering" in prompt:
+            i = seen["root"]
+            seen["root"] += 1
+            return turns[i] if i < len(turns) else "no code"
+        return sub
+
+    return ScriptedChatModel(reply_fn=reply)
+
+
+def block(code: str) -> str:
+    return f"Thinking.\n```repl\n{code}\n```"
+
+
+def test_an_answer_in_the_third_turn_ends_the_run_with_each_turn_a_node():
+    llm = scripted(
+        [
+            block("print(len(context), context[1][:5])"),
+            block("x = llm_query('find the number: ' + context[1])\nprint(x)"),
+            block("answer['content'] = 'forty-two'\nanswer['ready'] = True"),
+        ]
+    )
+    result = answer(CORPUS, "What number?", strategy="rlm", llm=llm, **UNSAFE)
+    assert result.answer == "forty-two"
+    nodes = [s["node"] for s in result.steps]
+    assert nodes == ["start", "turn", "turn", "turn", "finish"]
+    turns = [s for s in result.steps if s["node"] == "turn"]
+    assert turns[0]["stdout"] == ["2 B\nThe\n"]
+    assert turns[1]["sub_calls"][0]["kind"] == "llm_query"
+    assert turns[1]["sub_calls"][0]["depth"] == 1
+    assert len(llm.calls) == 4  # three turns and one sub-call
+
+
+def test_the_paper_preset_answers_with_final_var():
+    llm = scripted([block("note = 'It is 42'"), "Done.\nFINAL_VAR(note)"])
+    result = answer(CORPUS, "What number?", strategy="rlm", llm=llm, preset="paper", **UNSAFE)
+    assert result.answer == "It is 42"
+
+
+def test_out_of_turns_asks_once_more_for_the_answer():
+    llm = scripted([block("print(1)")] * 2, sub="unused")
+    llm.reply_fn = (lambda f: lambda p: "the default" if p.endswith("provided.") else f(p))(
+        llm.reply_fn
+    )
+    result = answer(CORPUS, "Q?", strategy="rlm", llm=llm, max_iterations=2, **UNSAFE)
+    assert [s["node"] for s in result.steps][-2:] == ["default_answer", "finish"]
+    assert result.answer == "the default"
+    assert len(llm.calls) == 3
+
+
+def test_a_child_rlm_runs_its_own_turns_at_depth_one():
+    child_turns = iter(
+        [
+            block("print(context)"),
+            block("answer['content'] = 'child says 42'\nanswer['ready'] = True"),
+        ]
+    )
+    root_turns = iter(
+        [
+            block("r = rlm_query('sub task: 42')\nprint(r)"),
+            block("answer['content'] = r\nanswer['ready'] = True"),
+        ]
+    )
+
+    def reply(prompt: str) -> str:
+        if "Answer the following:" in prompt:
+            return next(root_turns)
+        if "Recursive Language Model" in prompt:
+            return next(child_turns)
+        return "plain"
+
+    llm = ScriptedChatModel(reply_fn=reply)
+    result = answer(CORPUS, "Q?", strategy="rlm", llm=llm, max_depth=2, **UNSAFE)
+    assert result.answer == "child says 42"
+    first = [s for s in result.steps if s["node"] == "turn"][0]
+    assert [(c["kind"], c["depth"]) for c in first["sub_calls"]] == [("rlm_query", 1)]
+    assert len(llm.calls) == 4
+
+
+def test_sub_calls_past_the_turn_limit_are_refused_without_a_request():
+    llm = scripted(
+        [
+            block("rs = [llm_query(str(i)) for i in range(5)]\nprint(rs)"),
+            block("answer['content'] = 'ok'\nanswer['ready'] = True"),
+        ]
+    )
+    result = answer(CORPUS, "Q?", strategy="rlm", llm=llm, max_sub_calls_per_turn=3, **UNSAFE)
+    first = [s for s in result.steps if s["node"] == "turn"][0]
+    assert "sub-call limit reached (3 per turn)" in first["stdout"][0]
+    assert len(llm.calls) == 2 + 3
+
+
+def test_the_plan_bounds_calls_by_turns_and_sub_call_limits():
+    cfg = RlmConfig(max_iterations=3, max_sub_calls_per_turn=2)
+    assert most_calls(cfg) == 3 * (1 + 2) + 1
+    deep = RlmConfig(max_iterations=3, max_sub_calls_per_turn=2, max_depth=2)
+    assert most_calls(deep) == 3 * (1 + 2 * (3 * 3 + 1)) + 1
+    plan = estimate(
+        CORPUS, "Q?", strategy="rlm", llm=scripted([]), max_iterations=3, max_sub_calls_per_turn=2
+    )
+    assert (plan.calls, plan.max_calls) == (1, 10)
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_budget_stop_at_any_depth_sends_no_further_request(depth):
+    """A budget of 3 calls: the third is a sub-call (depth 1 plain, or a child's turn); nothing
+    after it is asked, and usage counts exactly what the model received."""
+    child = iter([block("y = llm_query('deeper')\nprint(y)")] * 5)
+
+    def reply(prompt: str) -> str:
+        if "Answer the following:" in prompt:
+            return block("a = rlm_query('t1')\nb = rlm_query('t2')\nprint(a, b)")
+        if "Recursive Language Model" in prompt:
+            return next(child)
+        return "plain"
+
+    llm = ScriptedChatModel(reply_fn=reply)
+    result = answer(
+        CORPUS,
+        "Q?",
+        strategy="rlm",
+        llm=llm,
+        max_depth=depth,
+        budget=Budget(max_llm_calls=3),
+        **UNSAFE,
+    )
+    assert result.stopped == "budget"
+    assert len(llm.calls) == 3
+    assert result.usage.llm_calls == 3
+    assert result.usage.prompt_tokens == sum(len(c["prompt"].split()) for c in llm.calls)
+
+
+def test_the_turn_view_shows_code_output_and_sub_calls():
+    step = {
+        "node": "turn",
+        "turn": 2,
+        "depth": 0,
+        "code": ["x = llm_query('<q>')"],
+        "stdout": ["out"],
+        "stderr": [""],
+        "sub_calls": [
+            {"kind": "llm_query", "depth": 1, "model": "m", "prompt_chars": 1234, "reply": "r"}
+        ],
+        "final": None,
+    }
+    html = str(turn_view(step, {}).html)
+    assert "x = llm_query(&#x27;&lt;q&gt;&#x27;)" in html or "&lt;q&gt;" in html
+    assert "1,234 prompt chars" in html and "depth 1" in html
+
+
+def test_the_unsafe_repl_keeps_bindings_and_runs_host_functions():
+    repl = open_unsafe_inprocess_repl(
+        bindings={"context": "abc"}, functions={"twice": lambda x: x * 2}, limits=SandboxLimits()
+    )
+    first = repl.execute("y = twice(context)\nprint(y)")
+    second = repl.execute("raise KeyError('k')")
+    assert first.stdout == "abcabc\n" and "y" in first.variables
+    assert "KeyError: 'k'" in second.stderr and repl.value("y") == "abcabc"
+    repl.close()
+    with pytest.raises(RuntimeError):
+        repl.execute("1")
+
+
+def test_the_repl_kinds_name_their_factories():
+    assert repl_factory("unsafe_inprocess") is open_unsafe_inprocess_repl
+    with pytest.raises(ValueError, match="unknown REPL kind"):
+        repl_factory("docker")
