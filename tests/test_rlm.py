@@ -198,3 +198,43 @@ def test_the_repl_kinds_name_their_factories():
     assert repl_factory("unsafe_inprocess") is open_unsafe_inprocess_repl
     with pytest.raises(ValueError, match="unknown REPL kind"):
         repl_factory("docker")
+
+
+def _resumable_model() -> ScriptedChatModel:
+    turns = {
+        1: block("x = llm_query('first')\nprint(x)"),
+        2: block("y = x + '!'\nprint(y)"),
+        3: block("z = llm_query('third: ' + y)\nanswer['content'] = z\nanswer['ready'] = True"),
+    }
+
+    def reply(prompt: str) -> str:
+        for i, text in turns.items():
+            if prompt.endswith(f"Turn {i}/30:"):
+                return text
+        return "sub(" + prompt.split("\n")[-1] + ")"
+
+    return ScriptedChatModel(reply_fn=reply)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_resume_replays_finished_turns_without_asking_their_sub_calls_again(isolated_cache):
+    """Stopped by its budget at turn 3: the resumed call rebuilds the REPL by replaying turns 1-2
+    (their code run again, ``llm_query('first')`` answered from the record) and asks only turn 3
+    and its sub-call, ending as an uninterrupted run."""
+    whole_llm = _resumable_model()
+    whole = answer(CORPUS, "Q?", strategy="rlm", llm=whole_llm, **UNSAFE)
+    llm = _resumable_model()
+    first = answer(
+        CORPUS,
+        "Q?",
+        strategy="rlm",
+        llm=llm,
+        checkpoint=True,
+        budget=Budget(max_llm_calls=3),
+        **UNSAFE,
+    )
+    assert first.stopped == "budget" and len(llm.calls) == 3
+    resumed = answer(CORPUS, "Q?", strategy="rlm", llm=llm, checkpoint=True, **UNSAFE)
+    assert resumed.answer == whole.answer == "sub(third: sub(first)!)"
+    assert [c["prompt"] for c in llm.calls] == [c["prompt"] for c in whole_llm.calls]
+    assert resumed.usage.llm_calls == 2

@@ -14,6 +14,7 @@ the budget guard, usage, the reply cache, tracing and cancellation see each one 
 from __future__ import annotations
 
 import contextvars
+import hashlib
 import json
 import threading
 from collections.abc import Callable, Sequence
@@ -78,10 +79,17 @@ class SubCall:
     model: str
     prompt_chars: int
     reply: str
+    #: What a resume matches the call by (:func:`call_key`).
+    key: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """As a step fact."""
         return dict(self.__dict__)
+
+
+def call_key(kind: str, prompt: str) -> str:
+    """A sub-call's identity for replay: its kind and a digest of its prompt."""
+    return hashlib.sha256(f"{kind}\0{prompt}".encode()).hexdigest()[:16]
 
 
 def _lc(messages: Sequence[Message]) -> list[BaseMessage]:
@@ -180,6 +188,8 @@ class Session:
         self.final: str | None = None
         self._turn_calls = 0
         self._count_lock = threading.Lock()
+        #: Recorded replies by :func:`call_key` while finished turns are replayed (resume).
+        self._replay: dict[str, list[str]] | None = None
         s = runner.settings
         tools = {"search": runner.search_description} if runner.search is not None else {}
         self.messages: list[Message] = first_messages(
@@ -242,10 +252,21 @@ class Session:
             self._turn_calls += 1
         return None
 
+    def _replayed(self, kind: str, prompt: str) -> str | None:
+        """The recorded reply of this call while a finished turn is replayed, else ``None``."""
+        if self._replay is None:
+            return None
+        with self._count_lock:
+            replies = self._replay.get(call_key(kind, prompt))
+            return replies.pop(0) if replies else None
+
     def _plain(self, prompt: str, model: str | None, kind: str) -> str:
         refused = self._refused()
         if refused is not None:
             return refused
+        replayed = self._replayed(kind, prompt)
+        if replayed is not None:
+            return replayed
         llm = self._sub_model(model, self.depth + 1)
         name = f"rlm {kind} depth={self.depth + 1} turn={self.turn + 1}"
         try:
@@ -257,7 +278,15 @@ class Session:
         except Exception as e:  # noqa: BLE001 - the official handler returns the error as text
             return f"Error: {e}"
         self.runner.record(
-            SubCall(self.depth + 1, self.turn + 1, kind, _name(llm), len(prompt), reply)
+            SubCall(
+                self.depth + 1,
+                self.turn + 1,
+                kind,
+                _name(llm),
+                len(prompt),
+                reply,
+                call_key(kind, prompt),
+            )
         )
         return reply
 
@@ -282,6 +311,9 @@ class Session:
         refused = self._refused()
         if refused is not None:
             return refused
+        replayed = self._replayed("rlm_query", str(prompt))
+        if replayed is not None:
+            return replayed
         next_depth = self.depth + 1
         if next_depth >= s.max_depth:
             llm = self.runner.sub_llm or self._sub_model(model, -1)
@@ -294,8 +326,9 @@ class Session:
                 return "Error: budget reached"
             except Exception as e:  # noqa: BLE001 - the official text
                 return f"Error: LM query failed at max depth - {e}"
+            key = call_key("rlm_query", str(prompt))
             self.runner.record(
-                SubCall(next_depth, self.turn + 1, "rlm_query", _name(llm), len(prompt), reply)
+                SubCall(next_depth, self.turn + 1, "rlm_query", _name(llm), len(prompt), reply, key)
             )
             return reply
         return self._child(str(prompt), model)
@@ -316,7 +349,13 @@ class Session:
             return f"Error: Child RLM completion failed - {e}"
         r.record(
             SubCall(
-                self.depth + 1, self.turn + 1, "rlm_query", _name(child_model), len(prompt), reply
+                self.depth + 1,
+                self.turn + 1,
+                "rlm_query",
+                _name(child_model),
+                len(prompt),
+                reply,
+                call_key("rlm_query", prompt),
             )
         )
         return reply
@@ -394,6 +433,29 @@ class Session:
         result = self.repl.execute(scaffold.cell(f"print(FINAL_VAR({content!r}))"))
         self.repl.value(scaffold.REPORT)
         return result.stdout.strip() or result.stderr.strip() or ""
+
+    def replay(self, turns: Sequence[dict[str, Any]]) -> None:
+        """Bring a fresh session to where ``turns`` (finished turns' facts, as :meth:`step`
+        returned them) left it, without a model call: each turn's prompt and recorded reply join
+        the history, its code runs again with every sub-call of this RLM answered from the record
+        (matched by kind and prompt; a call the record lacks is made), and its REPL output is
+        fed back as then."""
+        s = self.runner.settings
+        for facts in turns:
+            prompt = turn_prompt(s.protocol, self.turn, self.root_prompt, s.max_iterations)
+            if s.protocol != "final":
+                self.messages.append(prompt)
+            replies: dict[str, list[str]] = {}
+            for call in facts.get("sub_calls") or []:
+                if call.get("depth") == self.depth + 1 and call.get("key"):
+                    replies.setdefault(call["key"], []).append(call["reply"])
+            self._replay, self._turn_calls = replies, 0
+            try:
+                blocks = [self._execute(code)[0] for code in facts.get("code") or []]
+            finally:
+                self._replay = None
+            self.turn += 1
+            self.messages.extend(feedback(s.protocol, facts["reply"], blocks))
 
     def default_answer(self) -> str:
         """The answer asked for when the turns run out (``RLM._default_answer``)."""

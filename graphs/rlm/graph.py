@@ -131,8 +131,38 @@ def _search_of(ctx: StrategyContext[RlmConfig]) -> Any:
     return search
 
 
-def _session(state: RlmState, config: RunnableConfig) -> Session:
-    session = _SESSIONS[state["session"]]
+def _open(ctx: StrategyContext[RlmConfig], question: Question, config: RunnableConfig) -> Session:
+    """A new RLM over the run's corpus: its runner (models, settings, tools) and REPL."""
+    cfg = ctx.config
+    runner = Runner(
+        ctx.llm,
+        settings_of(cfg),
+        repl_factory(cfg.repl),
+        sub_llm=sub_model_of(ctx.llm, cfg.sub_model),
+        search=_search_of(ctx) if cfg.tools == "search" else None,
+        search_description=SEARCH_DESCRIPTION,
+        config=config,
+    )
+    return Session(runner, corpus_context(ctx.corpus, cfg.context_form), question.render())
+
+
+def _session(state: RlmState, runtime: Runtime[StrategyContext[RlmConfig]]) -> Session:
+    """The run's session; after a resume in a new process (or a stopped turn), a new one brought
+    to the last finished turn by replaying the finished turns (:meth:`Session.replay`)."""
+    config = get_config()
+    with _LOCK:
+        session = _SESSIONS.get(state["session"])
+    if session is None:
+        session = _open(runtime.context, state["question"], config)
+        try:
+            session.replay(
+                [s for s in state.get("steps", []) if s.get("node") == "turn" and not s["depth"]]
+            )
+        except BaseException:
+            session.close()
+            raise
+        with _LOCK:
+            _SESSIONS[state["session"]] = session
     session.runner.config = config
     return session
 
@@ -146,38 +176,27 @@ def _close(session_id: str) -> None:
 
 def start(state: RlmState, runtime: Runtime[StrategyContext[RlmConfig]]) -> dict[str, Any]:
     """Open the REPL with the corpus as ``context`` (loaded once) and the first messages."""
-    config = get_config()
-    ctx = runtime.context
-    cfg = ctx.config
-    runner = Runner(
-        ctx.llm,
-        settings_of(cfg),
-        repl_factory(cfg.repl),
-        sub_llm=sub_model_of(ctx.llm, cfg.sub_model),
-        search=_search_of(ctx) if cfg.tools == "search" else None,
-        search_description=SEARCH_DESCRIPTION,
-        config=config,
-    )
-    context = corpus_context(ctx.corpus, cfg.context_form)
-    session = Session(runner, context, state["question"].render())
+    cfg = runtime.context.config
+    session = _open(runtime.context, state["question"], get_config())
     session_id = uuid.uuid4().hex
     with _LOCK:
         _SESSIONS[session_id] = session
+    context = corpus_context(runtime.context.corpus, cfg.context_form)
     step = Step(
         "start",
         repl=cfg.repl,
         protocol=cfg.protocol,
         context_type="str" if isinstance(context, str) else "list",
         context_chars=sum(len(c) for c in context) if isinstance(context, list) else len(context),
-        documents=len(ctx.corpus.documents),
+        documents=len(runtime.context.corpus.documents),
     )
     return {"session": session_id, "final": None, "turns": 0, "steps": [step]}
 
 
-def turn(state: RlmState, config: RunnableConfig) -> dict[str, Any]:
+def turn(state: RlmState, runtime: Runtime[StrategyContext[RlmConfig]]) -> dict[str, Any]:
     """One root turn: the reply, its blocks run in order, the answer checked."""
     try:
-        facts = _session(state, config).step()
+        facts = _session(state, runtime).step()
     except BaseException:
         _close(state["session"])
         raise
@@ -186,10 +205,10 @@ def turn(state: RlmState, config: RunnableConfig) -> dict[str, Any]:
     return {"final": facts["final"], "turns": facts["turn"], "steps": [step]}
 
 
-def default_answer(state: RlmState, config: RunnableConfig) -> dict[str, Any]:
+def default_answer(state: RlmState, runtime: Runtime[StrategyContext[RlmConfig]]) -> dict[str, Any]:
     """The turns ran out: ask for the answer from the history (``RLM._default_answer``)."""
     try:
-        reply = _session(state, config).default_answer()
+        reply = _session(state, runtime).default_answer()
     except BaseException:
         _close(state["session"])
         raise
