@@ -238,3 +238,21 @@ def test_a_resume_replays_finished_turns_without_asking_their_sub_calls_again(is
     assert resumed.answer == whole.answer == "sub(third: sub(first)!)"
     assert [c["prompt"] for c in llm.calls] == [c["prompt"] for c in whole_llm.calls]
     assert resumed.usage.llm_calls == 2
+
+
+def test_each_turn_and_sub_call_is_an_event_as_it_happens():
+    from longctx.agents.streaming import StepEvent, stream_answer
+
+    llm = scripted(
+        [
+            block("bs = llm_query_batched(['a', 'b'])\nprint(bs)"),
+            block("answer['content'] = 'done'\nanswer['ready'] = True"),
+        ]
+    )
+    events = list(stream_answer(CORPUS, "Q?", strategy="rlm", llm=llm, **UNSAFE))
+    steps = [e.step for e in events if isinstance(e, StepEvent) and e.live]
+    nodes = [s["node"] for s in steps]
+    assert nodes == ["start", "sub_call", "sub_call", "turn", "turn", "finish"]
+    assert {(s["kind"], s["depth"], s["turn"]) for s in steps if s["node"] == "sub_call"} == {
+        ("llm_query_batched", 1, 1)
+    }

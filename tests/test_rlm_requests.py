@@ -13,10 +13,13 @@ from typing import Any
 import pytest
 from langchain_openai import ChatOpenAI
 
+from longctx import answer
 from longctx.graphs.rlm.engine import Runner, Session, Settings
 from longctx.graphs.sandbox.unsafe_inprocess import open_unsafe_inprocess_repl
+from longctx.retrieval import Corpus
+from longctx.retrieval.contract import Document
 from tests import rlm_official as official
-from tests.recording_server import RecordingServer
+from tests.recording_server import RecordingServer, counted_words
 
 FIXTURE = json.loads(
     (Path(__file__).parent / "fixtures" / "rlm" / "official_requests.json").read_text(
@@ -65,3 +68,34 @@ def test_requests_answer_and_turns_equal_the_official_ones(name):
         assert a == b, f"request {i} differs"
     assert ours["answer"] == theirs["answer"]
     assert ours["turns"] == theirs["turns"]
+
+
+@pytest.mark.parametrize("name", ["default", "paper"])
+def test_answer_sends_the_official_requests_and_counts_what_the_stub_received(name, isolated_cache):
+    """The whole strategy (graph, config, run path) on the same script: the same requests, answer
+    and turns; usage is exactly the requests the stub answered, sub-calls at every depth
+    included."""
+    options: dict[str, Any] = {
+        "repl": "unsafe_inprocess",
+        "max_iterations": official.MAX_ITERATIONS,
+    }
+    if name == "default":
+        options |= {"max_depth": official.MAX_DEPTH, "sub_model": official.SUB_MODEL}
+    corpus = Corpus([Document(str(i), text) for i, text in enumerate(official.CONTEXT)])
+    with RecordingServer(official.reply, streams=False) as server:
+        result = answer(
+            corpus,
+            official.QUESTION,
+            strategy="rlm",
+            llm=_model(server.url, official.ROOT_MODEL),
+            preset="paper" if name == "paper" else None,
+            show_progress=False,
+            **options,
+        )
+        requests = list(server.requests)
+    theirs = FIXTURE[name]
+    assert official.canonical(requests) == theirs["requests"]
+    assert result.answer == theirs["answer"]
+    assert sum(1 for r in requests if official.is_root_turn(r)) == theirs["turns"]
+    assert result.usage.llm_calls == len(requests)
+    assert result.usage.prompt_tokens == sum(len(counted_words(r)) for r in requests)

@@ -42,7 +42,6 @@ from longctx.graphs.plugin.api import (
     per_question_plan,
     prompt_tokens,
     repl_factory,
-    report_step,
 )
 from longctx.graphs.rlm.config import RlmConfig
 from longctx.graphs.rlm.engine import Runner, Session, Settings
@@ -200,8 +199,7 @@ def turn(state: RlmState, runtime: Runtime[StrategyContext[RlmConfig]]) -> dict[
     except BaseException:
         _close(state["session"])
         raise
-    step = Step("turn", **facts)
-    report_step(step)
+    step = Step("turn", **facts)  # streamed as the node's update (its sub-calls live, engine)
     return {"final": facts["final"], "turns": facts["turn"], "steps": [step]}
 
 
