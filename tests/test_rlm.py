@@ -256,3 +256,20 @@ def test_each_turn_and_sub_call_is_an_event_as_it_happens():
     assert {(s["kind"], s["depth"], s["turn"]) for s in steps if s["node"] == "sub_call"} == {
         ("llm_query_batched", 1, 1)
     }
+
+
+def test_the_codeact_bm25_preset_searches_in_the_repl_without_sub_calls(isolated_cache):
+    llm = scripted(
+        [
+            block(
+                "hits = search('clerk number red ink', 1)\nprint(hits[0]['doc_id'])\n"
+                "print(llm_query('x'))"
+            ),
+            block("answer['content'] = 'b'\nanswer['ready'] = True"),
+        ]
+    )
+    result = answer(CORPUS, "Q?", strategy="rlm", llm=llm, preset="codeact_bm25", **UNSAFE)
+    first = [s for s in result.steps if s["node"] == "turn"][0]
+    assert first["stdout"] == ["b\nError: sub-calls are disabled\n"]
+    assert "- `search`: search(query: str, k: int = 5)" in llm.calls[0]["prompt"]
+    assert len(llm.calls) == 2
