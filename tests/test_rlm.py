@@ -273,3 +273,12 @@ def test_the_codeact_bm25_preset_searches_in_the_repl_without_sub_calls(isolated
     assert first["stdout"] == ["b\nError: sub-calls are disabled\n"]
     assert "- `search`: search(query: str, k: int = 5)" in llm.calls[0]["prompt"]
     assert len(llm.calls) == 2
+
+
+def test_the_ceiling_reaches_every_evidence_document_in_the_corpus():
+    from longctx.graphs.plugin.ceiling import CeilingEnv, CeilingItem
+    from longctx.graphs.rlm.ceiling import RLM_CEILING
+
+    item = CeilingItem(sample_id="s", corpus=CORPUS, question="Q?", evidence=("b", "missing"))
+    reach = RLM_CEILING.reach(RlmConfig(), item, CeilingEnv())
+    assert (reach.reached, reach.total) == (1, 2)

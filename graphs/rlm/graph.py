@@ -43,6 +43,7 @@ from longctx.graphs.plugin.api import (
     prompt_tokens,
     repl_factory,
 )
+from longctx.graphs.rlm.ceiling import RLM_CEILING
 from longctx.graphs.rlm.config import RlmConfig
 from longctx.graphs.rlm.engine import Runner, Session, Settings
 from longctx.graphs.rlm.presentation import PRESENTATION
@@ -303,6 +304,7 @@ def rlm_costs(
 @STRATEGIES.register(
     "rlm",
     costs=StrategyCosts(rlm_costs),
+    ceiling=RLM_CEILING,
     config_cls=RlmConfig,
     prompts_version=PROMPTS_VERSION,
     uses_index=False,
