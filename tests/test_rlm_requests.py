@@ -6,7 +6,9 @@ final answer and the same number of root turns."""
 
 from __future__ import annotations
 
+import itertools
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -99,3 +101,33 @@ def test_answer_sends_the_official_requests_and_counts_what_the_stub_received(na
     assert sum(1 for r in requests if official.is_root_turn(r)) == theirs["turns"]
     assert result.usage.llm_calls == len(requests)
     assert result.usage.prompt_tokens == sum(len(counted_words(r)) for r in requests)
+
+
+def test_batched_sub_calls_are_bounded_by_their_concurrency():
+    """``llm_query_batched`` sends at most ``batch_concurrency`` requests at once (the first three
+    wait for each other, so three are in flight together; never a fourth), replies in prompt
+    order."""
+    together = threading.Barrier(3)
+    waited = itertools.count()
+
+    def reply(request: dict[str, Any]) -> str:
+        messages = request["messages"]
+        if messages[0]["role"] != "system":
+            if next(waited) < 3:
+                together.wait(timeout=30)
+            return "r:" + messages[-1]["content"]
+        if any(m["role"] == "assistant" for m in messages):
+            return "```repl\nanswer['content'] = 'x'\nanswer['ready'] = True\n```"
+        return "```repl\nprint(llm_query_batched([str(i) for i in range(8)]))\n```"
+
+    with RecordingServer(reply, streams=False) as server:
+        runner = Runner(
+            _model(server.url, "m"), Settings(batch_concurrency=3), open_unsafe_inprocess_repl
+        )
+        session = Session(runner, "ctx", "Q?")
+        try:
+            facts = session.step()
+        finally:
+            session.close()
+        assert server.max_in_flight == 3
+    assert facts["stdout"] == [str([f"r:{i}" for i in range(8)]) + "\n"]
