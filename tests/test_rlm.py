@@ -282,3 +282,22 @@ def test_the_ceiling_reaches_every_evidence_document_in_the_corpus():
     item = CeilingItem(sample_id="s", corpus=CORPUS, question="Q?", evidence=("b", "missing"))
     reach = RLM_CEILING.reach(RlmConfig(), item, CeilingEnv())
     assert (reach.reached, reach.total) == (1, 2)
+
+
+def test_a_cancelled_sub_call_sends_nothing_more_and_ends_the_turn():
+    """The cancel guard refuses a sub-call: the rest of the cell's sub-calls send nothing and the
+    turn raises the cancellation (as the run path expects from any node)."""
+    from longctx.graphs.rlm.engine import Runner, Session, Settings
+    from longctx.graphs.runtime.cancel import RunCancelled
+
+    def reply(prompt: str) -> str:
+        if prompt == "a":
+            raise RunCancelled("cancelled")
+        return block("x = [llm_query(p) for p in 'abc']")
+
+    llm = ScriptedChatModel(reply_fn=reply)
+    session = Session(Runner(llm, Settings(), open_unsafe_inprocess_repl), "ctx", "Q?")
+    with pytest.raises(RunCancelled):
+        session.step()
+    session.close()
+    assert [c["prompt"] for c in llm.calls][1:] == ["a"]

@@ -120,6 +120,7 @@ from longctx.graphs.prompts import (
     format_documents,
 )
 from longctx.graphs.runtime.batched import trace_steps
+from longctx.graphs.runtime.cancel import RunCancelled
 from longctx.graphs.runtime.event_loop import gather_or_cancel
 from longctx.graphs.runtime.events import GrowingStage, listening, report_progress, report_step
 from longctx.graphs.runtime.ray_map import (
@@ -354,7 +355,9 @@ __all__ = [
     "run_batch",
     "source_of",
     "write_checked",
-    # Model-written code (RLM's kind): the REPL contract and the REPL a config names.
+    # Model-written code (RLM's kind): the REPL contract and the REPL a config names; the stop a
+    # cancelled run's next model call raises (a host function keeps it like a budget stop).
+    "RunCancelled",
     "ExecutionResult",
     "HostFunction",
     "Repl",

@@ -30,6 +30,7 @@ from longctx.graphs.plugin.api import (
     BudgetReached,
     Repl,
     ReplFactory,
+    RunCancelled,
     SandboxLimits,
     chat,
     report_step,
@@ -147,7 +148,7 @@ class Runner:
                 temperature=self.settings.temperature,
                 config=config,
             )
-        except BudgetReached as stop:
+        except (BudgetReached, RunCancelled) as stop:  # nothing more is sent, at any depth
             self.stopped = stop
             raise
         return _text(reply)
