@@ -31,6 +31,7 @@ PROMPT_MODULES = {
     "longctx.graphs.structured.prompts": "PROMPTS_VERSION",
     "longctx.graphs.raptor.prompts": "PROMPTS_VERSION",
     "longctx.graphs.hipporag.prompts": "PROMPTS_VERSION",
+    "longctx.graphs.rlm.prompts": "PROMPTS_VERSION",
     "longctx.experiments.benchmarks.longbench_v1": "VERSION",
     "longctx.experiments.benchmarks.longbench_v2": "VERSION",
     "longctx.experiments.benchmarks.lveval": "VERSION",
