@@ -301,3 +301,18 @@ def test_a_cancelled_sub_call_sends_nothing_more_and_ends_the_turn():
         session.step()
     session.close()
     assert [c["prompt"] for c in llm.calls][1:] == ["a"]
+
+
+def test_a_child_rlm_gets_the_orchestrator_addendum_whatever_the_roots_setting():
+    """As the official ``_subcall`` builds a child with ``RLM``'s default ``orchestrator=True``."""
+    from longctx.graphs.rlm.prompts import ORCHESTRATOR_ADDENDUM
+
+    def reply(prompt: str) -> str:
+        if "Answer the following:" in prompt:
+            return block("print(rlm_query('sub'))")
+        return block("answer['content'] = 'c'\nanswer['ready'] = True")
+
+    llm = ScriptedChatModel(reply_fn=reply)
+    answer(CORPUS, "Q?", strategy="rlm", llm=llm, max_depth=2, orchestrator=False, **UNSAFE)
+    root, child = llm.calls[0]["prompt"], llm.calls[1]["prompt"]
+    assert ORCHESTRATOR_ADDENDUM not in root and ORCHESTRATOR_ADDENDUM in child

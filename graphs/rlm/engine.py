@@ -193,8 +193,9 @@ class Session:
         self._replay: dict[str, list[str]] | None = None
         s = runner.settings
         tools = {"search": runner.search_description} if runner.search is not None else {}
+        # a child RLM is built with the official default (orchestrator=True), whatever the root's
         self.messages: list[Message] = first_messages(
-            s.protocol, context, root_prompt, tools=tools, orchestrator=s.orchestrator
+            s.protocol, context, root_prompt, tools=tools, orchestrator=s.orchestrator or depth > 0
         )
         self.repl: Repl = runner.repl_factory(
             bindings={"_rlm_context_0": context},
