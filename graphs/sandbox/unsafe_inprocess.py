@@ -36,7 +36,7 @@ class _ThreadStream(io.TextIOBase):
         self.local = threading.local()
 
     def write(self, s: str) -> int:
-        stack = getattr(self.local, "stack", None)
+        stack: list[io.StringIO] | None = getattr(self.local, "stack", None)
         if stack:
             return stack[-1].write(s)
         return self.original.write(s)
@@ -53,11 +53,12 @@ _INSTALL = threading.Lock()
 def _streams() -> tuple[_ThreadStream, _ThreadStream]:
     """The per-thread stdout and stderr, installed once (re-installed if someone replaced them)."""
     with _INSTALL:
-        if not isinstance(sys.stdout, _ThreadStream):
-            sys.stdout = _ThreadStream("stdout", sys.stdout)
-        if not isinstance(sys.stderr, _ThreadStream):
-            sys.stderr = _ThreadStream("stderr", sys.stderr)
-        return sys.stdout, sys.stderr  # type: ignore[return-value]
+        out, err = sys.stdout, sys.stderr
+        if not isinstance(out, _ThreadStream):
+            out = sys.stdout = _ThreadStream("stdout", out)
+        if not isinstance(err, _ThreadStream):
+            err = sys.stderr = _ThreadStream("stderr", err)
+        return out, err
 
 
 class UnsafeInProcessRepl:
