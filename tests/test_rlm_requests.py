@@ -6,6 +6,7 @@ final answer and the same number of root turns."""
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import json
 import threading
@@ -72,15 +73,24 @@ def test_requests_answer_and_turns_equal_the_official_ones(name):
     assert ours["turns"] == theirs["turns"]
 
 
+#: The jailed REPL (``graphs/sandbox/jail.py``) where this tree has it: the scaffold must behave
+#: the same in it (the same feedback, so the same requests).
+HAS_JAIL = importlib.util.find_spec("longctx.graphs.sandbox.jail") is not None
+KINDS = [
+    "unsafe_inprocess",
+    pytest.param("sandbox", marks=pytest.mark.skipif(not HAS_JAIL, reason="no jailed REPL here")),
+]
+
+
+@pytest.mark.parametrize("repl", KINDS)
 @pytest.mark.parametrize("name", ["default", "paper"])
-def test_answer_sends_the_official_requests_and_counts_what_the_stub_received(name, isolated_cache):
-    """The whole strategy (graph, config, run path) on the same script: the same requests, answer
-    and turns; usage is exactly the requests the stub answered, sub-calls at every depth
-    included."""
-    options: dict[str, Any] = {
-        "repl": "unsafe_inprocess",
-        "max_iterations": official.MAX_ITERATIONS,
-    }
+def test_answer_sends_the_official_requests_and_counts_what_the_stub_received(
+    name, repl, isolated_cache
+):
+    """The whole strategy (graph, config, run path) on the same script, in each REPL kind: the
+    same requests, answer and turns; usage is exactly the requests the stub answered, sub-calls at
+    every depth included."""
+    options: dict[str, Any] = {"repl": repl, "max_iterations": official.MAX_ITERATIONS}
     if name == "default":
         options |= {"max_depth": official.MAX_DEPTH, "sub_model": official.SUB_MODEL}
     corpus = Corpus([Document(str(i), text) for i, text in enumerate(official.CONTEXT)])
