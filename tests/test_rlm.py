@@ -4,6 +4,8 @@ at any depth, usage, the report view and live events."""
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 
 from longctx import Budget, answer, estimate
@@ -316,3 +318,45 @@ def test_a_child_rlm_gets_the_orchestrator_addendum_whatever_the_roots_setting()
     answer(CORPUS, "Q?", strategy="rlm", llm=llm, max_depth=2, orchestrator=False, **UNSAFE)
     root, child = llm.calls[0]["prompt"], llm.calls[1]["prompt"]
     assert ORCHESTRATOR_ADDENDUM not in root and ORCHESTRATOR_ADDENDUM in child
+
+
+REPL_KINDS = [
+    "unsafe_inprocess",
+    pytest.param(
+        "sandbox",
+        marks=pytest.mark.skipif(
+            importlib.util.find_spec("longctx.graphs.sandbox.jail") is None,
+            reason="no jailed REPL here",
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize("kind", REPL_KINDS)
+def test_a_cell_keeps_the_official_semantics_in_each_repl_kind(kind):
+    """Multi-line strings survive the cell's wrapping; code that does not compile gets the
+    official SyntaxError text and runs nothing; a raised exception follows what the cell printed
+    and keeps none of its names; classes may be defined."""
+    from longctx.graphs.rlm.engine import Runner, Session, Settings
+
+    replies = iter(
+        [
+            block('s = """a\n  b"""\nprint(repr(s))')
+            + "\n"
+            + block("x = (")
+            + "\n"
+            + block("kept = 1\nprint('before')\nlost = 2\nraise KeyError('k')")
+            + "\n"
+            + block("class C:\n    v = 3\nprint(C.v, 'lost' in SHOW_VARS())"),
+        ]
+    )
+    llm = ScriptedChatModel(reply_fn=lambda _: next(replies))
+    session = Session(Runner(llm, Settings(), repl_factory(kind)), "ctx", "Q?")
+    try:
+        facts = session.step()
+    finally:
+        session.close()
+    assert facts["stdout"] == ["'a\\n  b'\n", "", "before\n", "3 False\n"]
+    assert facts["stderr"][1] == "\nSyntaxError: '(' was never closed (<string>, line 1)"
+    assert facts["stderr"][2] == "\nKeyError: 'k'"
+    assert facts["stderr"][3] == ""

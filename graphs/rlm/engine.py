@@ -417,10 +417,14 @@ class Session:
         }
 
     def _execute(self, code: str) -> tuple[BlockResult, str | None]:
+        syntax = scaffold.syntax_error(code)
+        if syntax is not None:  # exec would raise before running anything
+            report = json.loads(self.repl.value(scaffold.REPORT) or "{}")
+            return BlockResult(code, "", syntax, tuple(report.get("variables", ()))), None
         result = self.repl.execute(scaffold.cell(code))
         report = json.loads(self.repl.value(scaffold.REPORT) or "{}")
-        stderr = result.stderr
-        if result.violation is not None and not result.stderr:
+        stderr = result.stderr + (report.get("error") or "")
+        if result.violation is not None and not stderr:
             stderr = f"\n{result.violation}"
         block = BlockResult(code, result.stdout, stderr, tuple(report.get("variables", ())))
         return block, report.get("final")
@@ -432,9 +436,8 @@ class Session:
         kind, content = marker
         if kind == "FINAL":
             return content
-        result = self.repl.execute(scaffold.cell(f"print(FINAL_VAR({content!r}))"))
-        self.repl.value(scaffold.REPORT)
-        return result.stdout.strip() or result.stderr.strip() or ""
+        block, _ = self._execute(f"print(FINAL_VAR({content!r}))")
+        return block.stdout.strip() or block.stderr.strip() or ""
 
     def replay(self, turns: Sequence[dict[str, Any]]) -> None:
         """Bring a fresh session to where ``turns`` (finished turns' facts, as :meth:`step`
