@@ -360,3 +360,9 @@ def test_a_cell_keeps_the_official_semantics_in_each_repl_kind(kind):
     assert facts["stderr"][1] == "\nSyntaxError: '(' was never closed (<string>, line 1)"
     assert facts["stderr"][2] == "\nKeyError: 'k'"
     assert facts["stderr"][3] == ""
+
+
+def test_the_paper_preset_answers_with_final_text_at_a_line_start():
+    llm = scripted([block("x = 1"), "I am sure.\nFINAL(forty two)\n"])
+    result = answer(CORPUS, "What number?", strategy="rlm", llm=llm, preset="paper", **UNSAFE)
+    assert result.answer == "forty two" and len(llm.calls) == 2
