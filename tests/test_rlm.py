@@ -366,3 +366,15 @@ def test_the_paper_preset_answers_with_final_text_at_a_line_start():
     llm = scripted([block("x = 1"), "I am sure.\nFINAL(forty two)\n"])
     result = answer(CORPUS, "What number?", strategy="rlm", llm=llm, preset="paper", **UNSAFE)
     assert result.answer == "forty two" and len(llm.calls) == 2
+
+
+def test_the_root_prompt_carries_the_benchmarks_format_instruction():
+    from longctx.retrieval.contract import Question
+
+    llm = scripted([block("answer['content'] = 'B'\nanswer['ready'] = True")])
+    q = Question(text="Which?", choices={"A": "x", "B": "y"}, instruction="Answer with a letter.")
+    answer(CORPUS, q, strategy="rlm", llm=llm, **UNSAFE)
+    assert (
+        "Answer the following: Which?\nChoices:\n(A) x\n(B) y\n\nAnswer with a letter.\n\n"
+        in (llm.calls[0]["prompt"])
+    )

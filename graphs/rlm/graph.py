@@ -105,6 +105,13 @@ def corpus_context(corpus: Corpus, form: str) -> str | list[str]:
     return docs if form == "documents" else "\n\n".join(docs)
 
 
+def root_prompt(question: Question) -> str:
+    """What the root model is asked (the official ``root_prompt``): the question with its lettered
+    choices, then the benchmark's output-format instruction when it sets one."""
+    text = question.render()
+    return f"{text}\n\n{question.instruction}" if question.instruction else text
+
+
 def sub_model_of(llm: BaseChatModel, name: str | None) -> BaseChatModel | None:
     """The root model with another model name (the same server), or ``None`` for the root."""
     if name is None:
@@ -143,7 +150,7 @@ def _open(ctx: StrategyContext[RlmConfig], question: Question, config: RunnableC
         search_description=SEARCH_DESCRIPTION,
         config=config,
     )
-    return Session(runner, corpus_context(ctx.corpus, cfg.context_form), question.render())
+    return Session(runner, corpus_context(ctx.corpus, cfg.context_form), root_prompt(question))
 
 
 def _session(state: RlmState, runtime: Runtime[StrategyContext[RlmConfig]]) -> Session:
@@ -244,9 +251,9 @@ def _first_prompt(cfg: RlmConfig, question: Question, documents: int, chars: int
     context: Any = [""] * max(documents, 1) if cfg.context_form == "documents" else ""
     tools = {"search": SEARCH_DESCRIPTION} if cfg.tools == "search" else {}
     messages = first_messages(
-        cfg.protocol, context, question.render(), tools=tools, orchestrator=cfg.orchestrator
+        cfg.protocol, context, root_prompt(question), tools=tools, orchestrator=cfg.orchestrator
     )
-    messages.append(turn_prompt(cfg.protocol, 0, question.render(), cfg.max_iterations))
+    messages.append(turn_prompt(cfg.protocol, 0, root_prompt(question), cfg.max_iterations))
     return "\n".join(m["content"] for m in messages) + str(chars)
 
 
