@@ -31,6 +31,7 @@ def test_registry_lists_all_benchmarks():
         "loong",
         "lveval",
         "memoryagentbench",
+        "oolong",
         "own",
         "ruler_hqa",
         "synth",
