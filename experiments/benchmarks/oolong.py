@@ -105,26 +105,34 @@ def _load_variant(
     hub: bool,
     bounds: tuple[int, int | None],
 ) -> list[Sample]:
-    corpora: dict[Any, tuple[Corpus, int]] = {}
+    corpora: dict[Any, tuple[Corpus | None, int]] = {}
     out: list[Sample] = []
-    text_field = "context_window_text_with_labels" if labels else "context_window_text"
+    field = "context_window_text_with_labels" if labels and variant == "synth" else None
     found = rows(
         root, variant, split, config=config if variant == "real" else None, hub=hub, lengths=bounds
     )
     for where, raw in found:
-        row = checked(raw, variant, where, labels=labels and variant == "synth")
-        window = row["context_window_id"]
+        window = raw.get("context_window_id") if isinstance(raw, dict) else None
+        row = checked(raw, variant, where, labels=field is not None, window_seen=window in corpora)
         if window not in corpora:
-            text = row[text_field] if variant == "synth" else row["context_window_text"]
-            length = row.get("context_len")
-            length = int(length) if length is not None else count_tokens(text)
-            doc = Document(doc_id=f"oolong-{variant}-{window}", text=text, title=f"oolong {window}")
-            corpora[window] = (Corpus([doc]), length)
+            corpora[window] = _window(row, variant, field or "context_window_text", bounds)
         corpus, length = corpora[window]
-        if not bounds[0] < length <= (bounds[1] if bounds[1] is not None else length):
-            continue
-        out.append(_sample(row, variant, split, corpus, length, labels and variant == "synth"))
+        if corpus is not None:
+            out.append(_sample(row, variant, split, corpus, length, field is not None))
     return out
+
+
+def _window(
+    row: dict[str, Any], variant: str, field: str, bounds: tuple[int, int | None]
+) -> tuple[Corpus | None, int]:
+    """A window's corpus and length (``context_len``, else counted), or ``None`` for a window
+    outside ``min < length <= max`` (its text is not kept)."""
+    window, text = row["context_window_id"], row[field]
+    length = int(row["context_len"]) if row.get("context_len") is not None else count_tokens(text)
+    if not bounds[0] < length <= (bounds[1] if bounds[1] is not None else length):
+        return None, length
+    doc = Document(doc_id=f"oolong-{variant}-{window}", text=text, title=f"oolong {window}")
+    return Corpus([doc]), length
 
 
 def load(

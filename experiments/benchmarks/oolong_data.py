@@ -149,15 +149,23 @@ def rows(
         yield from ((f"{path} row {i}", r) for i, r in enumerate(read))
 
 
-def checked(row: Any, variant: str, where: str, *, labels: bool) -> dict[str, Any]:
-    """``row`` if it has the fields the benchmark reads, else a one-line error naming the field."""
+def checked(
+    row: Any, variant: str, where: str, *, labels: bool, window_seen: bool = False
+) -> dict[str, Any]:
+    """``row`` if it has the fields the benchmark reads, else a one-line error naming the field.
+
+    With ``window_seen`` (a row of a window read before) the window's text may be left out, as
+    ``longctx.experiments.oolong_gen`` writes it after a window's first question."""
     if not isinstance(row, dict):
         raise BenchmarkDataError(f"OOLONG-{variant} {where}: not an object.")
     need = FIELDS[variant] + (("context_window_text_with_labels",) if labels else ())
+    if window_seen:
+        need = tuple(n for n in need if not n.startswith("context_window_text"))
     for name in need:
         if row.get(name) is None:
             raise BenchmarkDataError(f"OOLONG-{variant} {where}: field {name!r} is missing.")
-    if not isinstance(row["context_window_text"], str) or not isinstance(row["question"], str):
+    text = row.get("context_window_text", "") if window_seen else row["context_window_text"]
+    if not isinstance(text, str | None) or not isinstance(row["question"], str):
         raise BenchmarkDataError(
             f"OOLONG-{variant} {where}: 'context_window_text' and 'question' must be strings."
         )
