@@ -20,6 +20,7 @@ in the official order over the count).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,7 @@ def _sample(
     corpus: Corpus,
     context_len: int,
     labels: bool,
+    spans: tuple = (),
 ) -> Sample:
     sample_id = f"{variant}-{split}-{row['id']}"
     metadata: dict[str, Any] = {
@@ -71,6 +73,7 @@ def _sample(
         "length": _length_name(context_len),
         "answer": row["answer"],
         "labels": labels,
+        "evidence_spans": spans,
     }
     if variant == "synth":
         for key in ("task_group", "task", "answer_type", "input_subset", "num_labels"):
@@ -105,7 +108,7 @@ def _load_variant(
     hub: bool,
     bounds: tuple[int, int | None],
 ) -> list[Sample]:
-    corpora: dict[Any, tuple[Corpus | None, int]] = {}
+    corpora: dict[Any, tuple[Corpus | None, int, tuple]] = {}
     out: list[Sample] = []
     field = "context_window_text_with_labels" if labels and variant == "synth" else None
     found = rows(
@@ -116,23 +119,48 @@ def _load_variant(
         row = checked(raw, variant, where, labels=field is not None, window_seen=window in corpora)
         if window not in corpora:
             corpora[window] = _window(row, variant, field or "context_window_text", bounds)
-        corpus, length = corpora[window]
+        corpus, length, spans = corpora[window]
         if corpus is not None:
-            out.append(_sample(row, variant, split, corpus, length, field is not None))
+            out.append(_sample(row, variant, split, corpus, length, field is not None, spans))
     return out
 
 
 def _window(
     row: dict[str, Any], variant: str, field: str, bounds: tuple[int, int | None]
-) -> tuple[Corpus | None, int]:
-    """A window's corpus and length (``context_len``, else counted), or ``None`` for a window
-    outside ``min < length <= max`` (its text is not kept)."""
+) -> tuple[Corpus | None, int, tuple]:
+    """A window's corpus, length (``context_len``, else counted) and record spans, or ``None``
+    for a window outside ``min < length <= max`` (its text is not kept)."""
     window, text = row["context_window_id"], row[field]
     length = int(row["context_len"]) if row.get("context_len") is not None else count_tokens(text)
     if not bounds[0] < length <= (bounds[1] if bounds[1] is not None else length):
-        return None, length
-    doc = Document(doc_id=f"oolong-{variant}-{window}", text=text, title=f"oolong {window}")
-    return Corpus([doc]), length
+        return None, length, ()
+    doc_id = f"oolong-{variant}-{window}"
+    doc = Document(doc_id=doc_id, text=text, title=f"oolong {window}")
+    return Corpus([doc]), length, record_spans(doc_id, text, variant)
+
+
+#: A record line of a synth window (``Date: ... || User: ... || Instance: ...``) and an utterance
+#: of a DnD transcript (``NAME: text``).
+_RECORD = {"synth": re.compile(r"User: ?\d"), "real": re.compile(r"^[A-Z][\w '&.-]{0,40}:")}
+
+
+def record_spans(doc_id: str, text: str, variant: str) -> tuple[tuple[str, int, int], ...]:
+    """``(doc_id, start, end)`` of every record a question may aggregate: each record line of a
+    synth window, each utterance of a DnD transcript (every non-empty line when none matches).
+
+    Every question needs them all: the labels are not in the text (OOLONG-real's statistics are
+    not marked either), so which records a question counts is known only by reading each one;
+    a strategy's evidence ceiling is whether it can see every record."""
+    spans: list[tuple[str, int, int]] = []
+    rule, start, any_line = _RECORD[variant], 0, []
+    for line in text.split("\n"):
+        end = start + len(line)
+        if line.strip():
+            any_line.append((doc_id, start, end))
+            if rule.search(line):
+                spans.append((doc_id, start, end))
+        start = end + 1
+    return tuple(spans or any_line)
 
 
 def load(
