@@ -335,3 +335,29 @@ def reply_key(context: str, question: str) -> str:
     """The key of a canned reply: the window's text and the question (a question recurs across
     windows)."""
     return digest([context, question])
+
+
+def export_lines() -> list[dict[str, Any]]:
+    """``longctx export``'s ``full_output.jsonl`` lines (strategy ``full_context``) for the synth
+    rows answered with :func:`replies_for`, the first row's call failed."""
+    import tempfile
+    from pathlib import Path
+
+    from longctx.experiments.benchmarks import load_benchmark
+    from longctx.experiments.reports.export import Answered, _write_oolong
+
+    rows = synth_rows()
+    replies = replies_for(rows, dnd=False)
+    with tempfile.TemporaryDirectory() as scratch:
+        path = Path(scratch) / "synth" / "test.jsonl"
+        path.parent.mkdir()
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        samples = load_benchmark("oolong", scratch, datasets=["synth"])
+        texts = {r["id"]: replies[reply_key(r["context_window_text"], r["question"])] for r in rows}
+        pairs = [
+            (s, Answered(None if i == 0 else texts[s.metadata["id"]]))
+            for i, s in enumerate(samples)
+        ]
+        _write_oolong(pairs, Path(scratch) / "out", "full_context")
+        out = Path(scratch) / "out" / "results" / "synth" / "full_context" / "full_output.jsonl"
+        return [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]

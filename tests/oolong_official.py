@@ -14,7 +14,10 @@ imported from there. Recorded:
 - ``prompts.json``: ``eval_script_batched.launch`` run on the rows for synth (batch size 1, and
   ``--batch_by_context_window``, and ``--labels``) and real: per request, its kind
   (``completion`` / ``batch_completion``), the sha256 of its messages and its other arguments;
-  and each run's ``overall.txt`` line, for the official overall's rounding.
+  and each run's ``overall.txt`` line, for the official overall's rounding. ``export_resume``:
+  ``launch`` resumed from ``longctx export``'s ``full_output.jsonl`` of the synth rows
+  (``oolong_cases.export_lines``, written by our exporter): the requests it still sends and the
+  ``overall.txt`` it writes.
 
 Stood in for (modules the official files import that these paths never use, or use only as the
 transport): ``litellm`` (a recorder that answers each request with the canned reply of
@@ -318,6 +321,25 @@ def prompt_fixture(git_dir: Path) -> dict[str, Any]:
     return {"commit": COMMIT, "model": MODEL, "runs": runs}
 
 
+def export_fixture(git_dir: Path) -> dict[str, Any]:
+    """The official ``launch`` resumed from our export of the synth rows (``export_rows``): the
+    requests it still sends (none) and its ``overall.txt`` line."""
+    rows = {"synth": cases.synth_rows(), "real": []}
+    with official(git_dir, {}, rows) as o:
+        folder = o.scratch / "results" / "synth" / "full_context"
+        folder.mkdir(parents=True)
+        lines = cases.export_lines()
+        (folder / "full_output.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+        cwd = os.getcwd()
+        os.chdir(o.scratch)
+        try:
+            o.script.launch("full_context", "synth", "", False, False, 1, 131072, 1024, "", None)
+        finally:
+            os.chdir(cwd)
+        overall = (folder / "overall.txt").read_text(encoding="utf-8")
+        return {"requests": len(o.recorder.requests), "overall": overall}
+
+
 def main(argv: list[str] | None = None) -> None:
     """Write ``scores.json`` and ``prompts.json`` from the official code."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -329,6 +351,7 @@ def main(argv: list[str] | None = None) -> None:
         scores = score_fixture(o.helpers)
     (args.out / "scores.json").write_text(json.dumps(scores, indent=1) + "\n", encoding="utf-8")
     prompts = prompt_fixture(args.git_dir)
+    prompts["export_resume"] = export_fixture(args.git_dir)
     (args.out / "prompts.json").write_text(json.dumps(prompts, indent=1) + "\n", encoding="utf-8")
     print(
         f"{len(scores['synth'])} synth pairs ({scores['dropped_today_dependent']} dropped), "

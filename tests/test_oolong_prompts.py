@@ -133,3 +133,18 @@ def test_our_prompt_is_the_cards_input(data: Path) -> None:
 def test_absent_data_says_how_to_get_it(tmp_path: Path) -> None:
     with pytest.raises(BenchmarkDataError, match="oolongbench/oolong-synth.*hub=True"):
         load_benchmark("oolong", tmp_path, datasets=["synth"])
+
+
+def test_the_official_script_resumes_from_our_export_and_writes_our_overall() -> None:
+    from longctx.experiments.metrics import oolong as m
+
+    lines = cases.export_lines()
+    assert lines[0]["attempted_parse"] == "ERROR" and lines[0]["score"] == 0  # the failed call
+    official = FIXTURE["export_resume"]
+    assert official["requests"] == 0  # every item already answered: nothing asked again
+    assert m.official_summary("full_context", [x["score"] for x in lines]) == official["overall"]
+
+
+def test_hub_needs_the_extra_and_says_so(tmp_path: Path) -> None:
+    with pytest.raises(BenchmarkDataError, match="oolongbench/oolong-real"):
+        load_benchmark("oolong", tmp_path, datasets=["real"], hub=True)
