@@ -41,7 +41,9 @@ def test_run_report_and_export(tmp_path: Path, samples: list) -> None:
         benchmark="oolong", strategies=("full_context",), llm_cache=False, inject_once=True
     )
     run_experiment(config, tmp_path, llm=llm, samples=samples, show_progress=False)
-    build_report(tmp_path, samples=samples, plots=False, html=False)
+    result = build_report(tmp_path, samples=samples, plots=False)
+    page = Path(result["html"]).read_text(encoding="utf-8")
+    assert "<h2>Score per task x length</h2>" in page and "qa1-qa5" not in page
     scores = json.loads((tmp_path / "report" / "scores.json").read_text())["full_context"]
     assert set(scores["tasks"]) == {"counting", "user", "timeline"}
     assert scores["lengths"] == ["2K", "8K"]
