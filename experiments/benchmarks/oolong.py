@@ -112,7 +112,13 @@ def _load_variant(
     out: list[Sample] = []
     field = "context_window_text_with_labels" if labels and variant == "synth" else None
     found = rows(
-        root, variant, split, config=config if variant == "real" else None, hub=hub, lengths=bounds
+        root,
+        variant,
+        split,
+        config=config if variant == "real" else None,
+        hub=hub,
+        lengths=bounds,
+        skip="context_window_text" if field else "context_window_text_with_labels",
     )
     for where, raw in found:
         window = raw.get("context_window_id") if isinstance(raw, dict) else None

@@ -85,18 +85,21 @@ def missing(root: Path, variant: str, split: str, config: str | None) -> Benchma
     )
 
 
-def _parquet_rows(path: Path, lengths: tuple[int, int | None] | None) -> Iterator[dict[str, Any]]:
+def _parquet_rows(
+    path: Path, lengths: tuple[int, int | None] | None, skip: str | None
+) -> Iterator[dict[str, Any]]:
     require("pyarrow", extra="parquet", feature=f"reading {path}")
     import pyarrow.dataset as ds
 
     try:
         data = ds.dataset(path, format="parquet")
+        columns = [n for n in data.schema.names if n != skip]
         where = None
         if lengths is not None and "context_len" in data.schema.names:
             where = ds.field("context_len") > lengths[0]
             if lengths[1] is not None:
                 where = where & (ds.field("context_len") <= lengths[1])
-        for batch in data.to_batches(filter=where, batch_size=_BATCH_ROWS):
+        for batch in data.to_batches(columns=columns, filter=where, batch_size=_BATCH_ROWS):
             yield from batch.to_pylist()
     except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
         raise BenchmarkDataError(
@@ -131,9 +134,11 @@ def rows(
     config: str | None = None,
     hub: bool = False,
     lengths: tuple[int, int | None] | None = None,
+    skip: str | None = None,
 ) -> Iterator[tuple[str, dict[str, Any]]]:
     """``(where, row)`` of one variant's split in file order; ``lengths`` ``(min, max)`` keeps
-    ``min < context_len <= max`` where the file has the field (Parquet filters while reading)."""
+    ``min < context_len <= max`` where the file has the field (Parquet filters while reading);
+    ``skip`` names a column Parquet need not read (the window text not asked for)."""
     files = variant_files(root, variant, split, config)
     if not files:
         if not hub:
@@ -145,7 +150,7 @@ def rows(
         yield from ((f"{HUB_REPOS[variant]} {split} row {i}", r) for i, r in enumerate(found))
         return
     for path in files:
-        read = _parquet_rows(path, lengths) if path.suffix == ".parquet" else _json_rows(path)
+        read = _parquet_rows(path, lengths, skip) if path.suffix == ".parquet" else _json_rows(path)
         yield from ((f"{path} row {i}", r) for i, r in enumerate(read))
 
 
@@ -158,15 +163,17 @@ def checked(
     ``longctx.experiments.oolong_gen`` writes it after a window's first question."""
     if not isinstance(row, dict):
         raise BenchmarkDataError(f"OOLONG-{variant} {where}: not an object.")
-    need = FIELDS[variant] + (("context_window_text_with_labels",) if labels else ())
+    need = FIELDS[variant]
+    if labels:  # the labelled text instead of the plain one
+        need = (*(n for n in need if n != "context_window_text"), "context_window_text_with_labels")
     if window_seen:
         need = tuple(n for n in need if not n.startswith("context_window_text"))
     for name in need:
         if row.get(name) is None:
             raise BenchmarkDataError(f"OOLONG-{variant} {where}: field {name!r} is missing.")
-    text = row.get("context_window_text", "") if window_seen else row["context_window_text"]
+    text = row.get("context_window_text_with_labels" if labels else "context_window_text")
     if not isinstance(text, str | None) or not isinstance(row["question"], str):
         raise BenchmarkDataError(
-            f"OOLONG-{variant} {where}: 'context_window_text' and 'question' must be strings."
+            f"OOLONG-{variant} {where}: the window's text and 'question' must be strings."
         )
     return row
