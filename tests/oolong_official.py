@@ -1,5 +1,6 @@
-"""Runs OOLONG's official evaluation code (abertsch72/oolong @ adbf1cb, ``src/eval``, unchanged) on
-the pairs and rows of ``tests/oolong_cases.py`` and writes what it scores and what it sends as JSON
+"""Runs OOLONG's official evaluation code (abertsch72/oolong @
+adbf1cb56a0b0c7885649ac12589f7d6e215c841, ``src/eval``, unchanged) on the pairs and rows of
+``tests/oolong_cases.py`` and writes what it scores and what it sends as JSON
 under ``tests/fixtures/oolong/``: the oracle ``tests/test_oolong_scoring.py`` and
 ``tests/test_oolong_prompts.py`` compare ours with. Outside CI:
 
