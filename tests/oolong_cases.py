@@ -135,6 +135,25 @@ def _dates() -> list[tuple[str, str, str]]:
     return cases
 
 
+def _edges() -> list[tuple[str, str, str]]:
+    """Corners of ``int()``, the colon split and the gold literal."""
+    numeric = "ANSWER_TYPE.NUMERIC"
+    return [
+        ("[12]", numeric, "Answer: \u0661\u0662"),  # Arabic-Indic digits: int() reads 12
+        ("[0]", numeric, "Answer: -0"),
+        ("[1000]", numeric, "Answer: 1e3"),
+        ("[12]", numeric, "User: 3 Answer: 12"),
+        ("['12']", numeric, "Answer: 11"),  # a string gold in a numeric item
+        ("[12]", numeric, "Answer: 12\n\nThat is all."),
+        ('["won\'t"]', "ANSWER_TYPE.LABEL", "Label: won't"),
+        ("['spam']", "ANSWER_TYPE.LABEL", "Label: spam :"),
+        ("['spam']", "ANSWER_TYPE.LABEL", ":spam"),
+        ("['spam']", "ANSWER_TYPE.LABEL", "x" * 25),
+        ("['more common than']", "ANSWER_TYPE.COMPARISON", "Answer: **More common** than"),
+        ("['same frequency as']", "ANSWER_TYPE.COMPARISON", "same frequency"),
+    ]
+
+
 def _others() -> list[tuple[str, str, str]]:
     """Answer types the scorer has no branch for: only an exact string or a comparison scores."""
     cases = []
@@ -148,7 +167,15 @@ def synth_cases() -> list[dict[str, Any]]:
     """Reply x gold pairs for OOLONG-synth's scorer: numbers near and far, labels, comparisons,
     users, dates in many formats, types without a branch."""
     rng = random.Random(SEED)
-    rows = _numeric(rng) + _labels(rng) + _comparisons() + _users(rng) + _dates() + _others()
+    rows = (
+        _numeric(rng)
+        + _labels(rng)
+        + _comparisons()
+        + _users(rng)
+        + _dates()
+        + _others()
+        + _edges()
+    )
     return [
         {"id": i, "answer": a, "answer_type": t, "reply": r} for i, (a, t, r) in enumerate(rows)
     ]
