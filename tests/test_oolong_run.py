@@ -9,12 +9,15 @@ from pathlib import Path
 
 import pytest
 
+from longctx import answer
+from longctx.agents.chat_models import make_chat_model
 from longctx.experiments.benchmarks import load_benchmark
 from longctx.experiments.reports.export import export_official
 from longctx.experiments.reports.report import build_report
 from longctx.experiments.runner import RunConfig, run_experiment
 from longctx.experiments.runner.units import work_units
 from tests import oolong_cases as cases
+from tests.recording_server import RecordingServer
 from tests.scripted import ScriptedChatModel
 
 
@@ -62,3 +65,15 @@ def test_run_report_and_export(tmp_path: Path, samples: list) -> None:
     assert (folder / "overall.txt").read_text() == (
         "Overall score for full_context on 20 examples: 4/20 = 0.2"
     )
+
+
+def test_full_context_sends_the_official_system_text_and_one_user_turn(samples: list) -> None:
+    sample = samples[0]
+    with RecordingServer(lambda request: "Label: spam") as server:
+        llm = make_chat_model("openai:smollm2", base_url=server.url, max_retries=0)
+        answer(sample.corpus, sample.question, strategy="full_context", llm=llm)
+    (request,) = server.requests
+    assert request["messages"] == [
+        {"role": "system", "content": "You are a helpful assistant."},
+        {"role": "user", "content": sample.corpus[0].text + "\n" + sample.question.text},
+    ]
