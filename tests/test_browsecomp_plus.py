@@ -200,3 +200,60 @@ def test_the_scorer_counts_unfinished_answers_wrong_and_reports_recall_and_searc
     assert result["avg_tool_stats"] == {"search": 1.0} and result["search_calls"] == 1.0
     assert [r["correct"] for r in result["per_query"]] == [True, None, None]
     assert result["judge"] == "none" and set(result["datasets"]) == {"n10"}
+
+
+def test_the_cli_runs_reports_and_exports_both_settings(tmp_path, monkeypatch):
+    """``longctx run --benchmark browsecomp_plus`` (RAG over each question's 10 documents, then the
+    full corpus with ``--inject-once``), ``report`` (its figures per setting) and ``export``
+    (the official run directory, what RAG's chunks read)."""
+    from longctx.experiments.cli.app import main
+    from tests.recording_server import RecordingServer
+
+    monkeypatch.setenv("LONGCTX_CACHE_DIR", str(tmp_path / "cache"))
+    reply = "Explanation: read it [1000].\nExact Answer: Port Velm\nConfidence: 70%"
+    runs = {}
+    with RecordingServer(lambda request: reply) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        for setting, extra in (("n10", []), ("full", ["--inject-once"])):
+            runs[setting] = tmp_path / setting
+            argv = [
+                "run",
+                "--benchmark",
+                "browsecomp_plus",
+                "--data",
+                str(DATA),
+                "--subset",
+                setting,
+                "--strategies",
+                "rag",
+                "--llm",
+                "openai:rec",
+                "--option",
+                "rag.top_k=2",
+                "--out",
+                str(runs[setting]),
+                "--yes",
+                *extra,
+            ]
+            assert main(argv) == 0
+    sent = server.requests[0]["messages"][-1]["content"]
+    assert "Exact Answer: {your succinct, final answer}" in sent
+    assert {r.get("max_tokens", r.get("max_completion_tokens")) for r in server.requests} == {
+        bp.MAX_NEW_TOKENS
+    }
+    for setting, run in runs.items():
+        assert main(["report", str(run), "--no-plots", "--no-html"]) == 0
+        scores = json.loads((run / "report" / "scores.json").read_text())["rag"]
+        assert scores["overall"] == round(100 / 3, 2)  # 101's answer; the fallback judge
+        assert scores["tasks"]["search calls / question"] == {setting: 1.0}
+        table = (run / "report" / "by_task_length.md").read_text()
+        assert "the official figures per corpus setting" in table
+        assert main(["export", str(run), "--format", "official"]) == 0
+        files = sorted((run / "official" / "runs" / "rag").glob("*.json"))
+        exported = [json.loads(f.read_text()) for f in files]
+        assert [e["query_id"] for e in exported] == ["101", "102", "103"]
+        assert all(
+            e["status"] == "completed" and e["result"][0]["output"] == reply for e in exported
+        )
+        assert all(e["tool_call_counts"] == {"search": 1} for e in exported)
+        assert all(1 <= len(e["retrieved_docids"]) <= 2 for e in exported)  # top-2 chunks' docs

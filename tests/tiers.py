@@ -107,6 +107,9 @@ TIERS: dict[str, dict[str, str]] = {
     },
     "test_plugin_surface.py": {"*": "integration"},
     "test_browsecomp_plus_official.py": {"*": "integration"},
+    "test_browsecomp_plus.py": {
+        "test_the_cli_runs_reports_and_exports_both_settings": "integration",
+    },
     "test_budget_channel.py": {
         "test_a_child_process_never_passes_a_call_budget": "subprocess",
         "test_children_running_together_share_one_call_budget": "concurrency",

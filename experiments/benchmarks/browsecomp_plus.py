@@ -250,10 +250,12 @@ def score(pairs: Sequence[tuple[Sample, Any]], *, judge: Any = None, **_: Any) -
             }
         )
     overall = _figures(rows)
+    datasets = {d: _figures([r for r in rows if r["dataset"] == d]) for d in _order(rows)}
     return {
         "overall": overall["Accuracy (%)"],
         **overall,
-        "datasets": {d: _figures([r for r in rows if r["dataset"] == d]) for d in _order(rows)},
+        "datasets": datasets,
+        **_table(datasets),
         "n": len(rows),
         "n_failed": sum(1 for _, p in pairs if p.failed),
         "n_judge_errors": errors,
@@ -262,6 +264,31 @@ def score(pairs: Sequence[tuple[Sample, Any]], *, judge: Any = None, **_: Any) -
         "per_sample": {
             s.sample_id: 100.0 if r["correct"] else 0.0 for (s, _), r in zip(pairs, rows)
         },
+    }
+
+
+#: The report's table rows (``report/by_task_length.md``): figure -> its key in the summary.
+TABLE_ROWS = {
+    "accuracy (%)": "Accuracy (%)",
+    "evidence recall (%)": "Recall (%)",
+    "calibration error (%)": "Calibration Error (%)",
+    "search calls / question": "search_calls",
+}
+
+
+def _table(datasets: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The report's table: the official figures (rows) per corpus setting (columns)."""
+    return {
+        "tasks": {
+            row: {d: figures[key] for d, figures in datasets.items()}
+            for row, key in TABLE_ROWS.items()
+        },
+        "lengths": list(datasets),
+        "table_title": "the official figures per corpus setting",
+        "table_note": (
+            "Rows: evaluate_run.py's figures (search calls: its avg_tool_stats 'search'); columns: "
+            "the corpus setting (n<N>: N documents per question; full: the whole corpus)."
+        ),
     }
 
 

@@ -60,13 +60,17 @@ def task_length_table(scores: Mapping[str, Any]) -> list[str] | None:
 
 def task_length_markdown(benchmark: str, official: Mapping[str, Mapping[str, Any]]) -> str | None:
     """Every strategy's task x length table (``official``: strategy -> its score), or ``None`` when
-    none has one."""
+    none has one. A score's ``table_title`` and ``table_note`` replace the BABILong ones (its
+    rows are then what its ``tasks`` name, e.g. BrowseComp-Plus's metrics per corpus setting)."""
     parts: list[str] = []
+    title, note = "accuracy x 100 per task x length", NOTE
     for strategy, scores in official.items():
         table = task_length_table(scores)
         if table is not None:
             parts += [f"## {strategy}", "", *table, ""]
+            title = str(scores.get("table_title") or title)
+            note = str(scores.get("table_note") or note)
     if not parts:
         return None
-    head = [f"# {benchmark}: accuracy x 100 per task x length", "", NOTE, ""]
+    head = [f"# {benchmark}: {title}", "", note, ""]
     return "\n".join(head + parts)
