@@ -257,3 +257,24 @@ def test_the_cli_runs_reports_and_exports_both_settings(tmp_path, monkeypatch):
         )
         assert all(e["tool_call_counts"] == {"search": 1} for e in exported)
         assert all(1 <= len(e["retrieved_docids"]) <= 2 for e in exported)  # top-2 chunks' docs
+
+
+def test_ceilings_say_whether_each_strategys_reading_covers_the_evidence(
+    tmp_path, monkeypatch, capsys
+):
+    """``longctx ceilings DATA --benchmark browsecomp_plus --loader-option docs_per_query=N``: the
+    LLM-free rules over each question's evidence documents (full context holds all 12 small
+    documents; RAG's top 3 chunks cannot hold 4 evidence documents)."""
+    from longctx.experiments.cli.app import main
+
+    monkeypatch.setenv("LONGCTX_CACHE_DIR", str(tmp_path / "cache"))
+    argv = ["ceilings", str(DATA), "--benchmark", "browsecomp_plus", "--json"]
+    argv += ["--loader-option", "docs_per_query=12", "--strategies", "rag,full_context"]
+    argv += ["--option", "rag.top_k=3", "--cache-dir", str(tmp_path / "cache")]
+    assert main(argv) == 0
+    rows = {c["strategy"]: c for c in json.loads(capsys.readouterr().out)["ceilings"]}
+    assert rows["full_context"]["complete_share"] == 1.0
+    reach = {q["sample_id"]: q for q in rows["rag"]["per_question"]}
+    assert reach["103"]["total"] == 4 and reach["103"]["reached"] < 4  # 3 chunks, 4 documents
+    assert main(["ceilings", str(DATA), "--subset", "full"]) != 0
+    assert "need --benchmark" in capsys.readouterr().err
