@@ -278,3 +278,12 @@ def test_ceilings_say_whether_each_strategys_reading_covers_the_evidence(
     assert reach["103"]["total"] == 4 and reach["103"]["reached"] < 4  # 3 chunks, 4 documents
     assert main(["ceilings", str(DATA), "--subset", "full"]) != 0
     assert "need --benchmark" in capsys.readouterr().err
+
+
+def test_hard_negatives_put_the_releases_own_negatives_in_first(tmp_path):
+    (hard,) = _load(tmp_path, docs_per_query=8, negatives="hard", query_ids=["101"])
+    (plain,) = _load(tmp_path, docs_per_query=8, query_ids=["101"])
+    listed = bd.read_queries(DATA)[0].negatives
+    assert set(listed) <= {d.doc_id for d in hard.corpus}
+    assert not set(listed) <= {d.doc_id for d in plain.corpus}
+    assert hard.metadata["negatives"] == "hard"

@@ -110,6 +110,7 @@ TIERS: dict[str, dict[str, str]] = {
     "test_browsecomp_plus.py": {
         "test_the_cli_runs_reports_and_exports_both_settings": "integration",
         "test_ceilings_say_whether_each_strategys_reading_covers_the_evidence": "integration",
+        "test_parquet_shards_give_the_same_samples_as_json_lines": "integration",
     },
     "test_budget_channel.py": {
         "test_a_child_process_never_passes_a_call_budget": "subprocess",
