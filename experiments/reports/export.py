@@ -19,6 +19,8 @@ official evaluation scripts read, one "model" per strategy (the strategy name):
   scored by the official functions' rules, in the official run order) and ``overall.txt``: the
   official ``eval_script_batched.py`` run with ``--model <strategy>`` over that folder resumes
   from the file, finds nothing left to ask, and prints the overall from its scores.
+- browsecomp_plus: ``runs/<strategy>/<query_id>.json`` (``query_id, tool_call_counts, status,
+  retrieved_docids, result``), the run directory BrowseComp-Plus's ``evaluate_run.py`` reads.
 
 Each line carries the keys the official script reads, with the values the official
 prediction script would have written. Failed calls follow the official prediction
@@ -45,6 +47,7 @@ from longctx.experiments.benchmarks.predictions import final_reply
 from longctx.experiments.metrics import longbench_v2 as v2
 from longctx.experiments.metrics import oolong as m_oolong
 from longctx.experiments.metrics import ruler_hqa as rq
+from longctx.experiments.metrics.reading import Reading, reading_of
 from longctx.experiments.runner import (
     MANIFEST_FILE,
     latest_rows,
@@ -73,6 +76,7 @@ class Answered:
 
     text: str | None
     reasoning: str | None = None
+    reading: Reading | None = None
 
 
 #: A sample and what its row answered.
@@ -355,6 +359,43 @@ def _write_oolong(pairs: Sequence[Pair], out: Path, label: str) -> list[Exported
     return files
 
 
+def browsecomp_plus_line(sample: Sample, answered: Answered) -> dict[str, Any]:
+    """One query's file of a BrowseComp-Plus run directory (the README's fields): ``status``
+    ``completed`` for a finished answer (``incomplete``: stopped by a budget; ``failed``),
+    ``retrieved_docids`` the documents it read (:mod:`longctx.experiments.metrics.reading`),
+    ``tool_call_counts`` its searches, ``result`` its reply as one ``output_text``."""
+    reading = answered.reading or Reading(completed=answered.text is not None)
+    if answered.text is None:
+        status = "failed"
+    else:
+        status = "completed" if reading.completed else "incomplete"
+    read = reading.documents(d.doc_id for d in sample.corpus)
+    return {
+        "query_id": sample.metadata["query_id"],
+        "tool_call_counts": dict(reading.tool_calls),
+        "status": status,
+        "retrieved_docids": sorted(read),
+        "result": (
+            [{"type": "output_text", "output": answered.text}] if answered.text is not None else []
+        ),
+    }
+
+
+def _write_browsecomp_plus(pairs: Sequence[Pair], out: Path, label: str) -> list[ExportedFile]:
+    """One JSON file per query under ``runs/<strategy>/``, failed answers too (the official
+    evaluator counts them wrong)."""
+    files = []
+    for sample, answered in pairs:
+        path = out / "runs" / label / f"{sample.metadata['query_id']}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        line = browsecomp_plus_line(sample, answered)
+        tmp.write_text(json.dumps(line, indent=2, ensure_ascii=False), encoding="utf-8")
+        tmp.replace(path)
+        files.append(ExportedFile(path, 1))
+    return files
+
+
 #: benchmark -> writer(pairs, out, label) of its official prediction files.
 WRITERS: dict[str, Callable[[Sequence[Pair], Path, str], list[ExportedFile]]] = {
     "longbench": lambda pairs, out, label: _write_longbench(pairs, out, label, "pred"),
@@ -366,6 +407,7 @@ WRITERS: dict[str, Callable[[Sequence[Pair], Path, str], list[ExportedFile]]] = 
     "ruler_hqa": _write_ruler_hqa,
     "babilong": _write_babilong,
     "oolong": _write_oolong,
+    "browsecomp_plus": _write_browsecomp_plus,
 }
 
 
@@ -430,7 +472,7 @@ def _answered(row: dict[str, Any], whole_reply: bool) -> Answered:
     steps keep)."""
     text = row.get("prediction")
     if row.get("status") != "ok" or not isinstance(text, str) or row.get("error"):
-        return Answered(None)
+        return Answered(None, reading=reading_of(row))
     reply = final_reply(row) if whole_reply else None
     reasoning = next(
         (
@@ -440,7 +482,7 @@ def _answered(row: dict[str, Any], whole_reply: bool) -> Answered:
         ),
         None,
     )
-    return Answered(reply if reply is not None else text, reasoning)
+    return Answered(reply if reply is not None else text, reasoning, reading_of(row))
 
 
 #: How the official code scores an export (``{dir}``: the export folder, ``{model}``: a strategy,
@@ -465,6 +507,11 @@ OFFICIAL_COMMANDS = {
     "oolong": (
         "cd {dir} && python <oolong>/src/eval/eval_script_batched.py --model {model} --dataset "
         "synth  # or --dataset real: resumes from results/<dataset>/{model}/full_output.jsonl"
+    ),
+    "browsecomp_plus": (
+        "cd <BrowseComp-Plus> && python scripts_evaluation/evaluate_run.py --input_dir "
+        "{dir}/runs/{model} --ground_truth <data>/browsecomp_plus_decrypted.jsonl "
+        "--qrel_evidence <data>/qrel_evidence.txt"
     ),
 }
 

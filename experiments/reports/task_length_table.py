@@ -88,16 +88,23 @@ def breakdown_tables(scores: Mapping[str, Any]) -> list[str]:
 
 def task_length_markdown(benchmark: str, official: Mapping[str, Mapping[str, Any]]) -> str | None:
     """Every strategy's task x length table (``official``: strategy -> its score) with its
-    breakdowns (:func:`breakdown_tables`), or ``None`` when none has one."""
+    breakdowns (:func:`breakdown_tables`), or ``None`` when none has one. A score's
+    ``table_title`` and ``table_note`` replace the default ones (its rows are then what its
+    ``tasks`` name, e.g. BrowseComp-Plus's metrics per corpus setting)."""
     parts: list[str] = []
     babilong = False
+    title = note = None
     for strategy, scores in official.items():
         table = task_length_table(scores)
         if table is not None:
             babilong |= isinstance(scores.get("avg_qa1_qa5"), Mapping)
             parts += [f"## {strategy}", "", *table, "", *breakdown_tables(scores)]
+            title = scores.get("table_title") or title
+            note = scores.get("table_note") or note
     if not parts:
         return None
     what = "accuracy x 100" if babilong else "score x 100"
-    head = [f"# {benchmark}: {what} per task x length", "", NOTE if babilong else PLAIN_NOTE, ""]
+    title = str(title or f"{what} per task x length")
+    note = str(note or (NOTE if babilong else PLAIN_NOTE))
+    head = [f"# {benchmark}: {title}", "", note, ""]
     return "\n".join(head + parts)
