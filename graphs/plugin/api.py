@@ -27,6 +27,8 @@ from longctx.graphs.calls.llm import (
 from longctx.graphs.calls.prompt_sharing import PromptSharing
 from longctx.graphs.calls.replies import MalformedOutput, text_of
 from longctx.graphs.calls.request_settings import model_identity
+from longctx.graphs.calls.tool_events import emit_calls, emit_results
+from longctx.graphs.calls.tool_json import as_text_history, with_json_calls
 from longctx.graphs.calls.tool_loop import FINAL_TURN_PROMPT, ToolLoop, ToolLoopState, final_text
 from longctx.graphs.calls.validated_call import (
     Outcome,
@@ -203,6 +205,7 @@ __all__ = [
     "ToolMode",
     "acall_validated",
     "add_usage",
+    "as_text_history",
     "bind_function",
     "blocking",
     "budget_kwargs",
@@ -210,6 +213,8 @@ __all__ = [
     "chat",
     "complete",
     "complete_with_usage",
+    "emit_calls",
+    "emit_results",
     "context_window",
     "final_text",
     "gather_or_cancel",
@@ -224,6 +229,7 @@ __all__ = [
     "text_of",
     "tokenizer_for",
     "tokenizer_id",
+    "with_json_calls",
     # Graph nodes, prompts and prompt sharing.
     "AnswerSettings",
     "CompiledGraph",
