@@ -103,7 +103,7 @@ def agent(state: SearchAgentState, runtime: Context) -> dict[str, Any]:
     cap = cfg.max_tokens - state.get("output_tokens", 0)
     tools = tools_of(ctx).definitions()
     reply, mode = call_model(ctx.llm, list(state.get("messages", [])), tools, cfg, turn, cap)
-    used = int((reply.usage_metadata or {}).get("output_tokens", 0))
+    used = reply.usage_metadata["output_tokens"] if reply.usage_metadata else 0
     calls = len(reply.tool_calls) + len(reply.invalid_tool_calls)
     emit_calls(reply)
     step = Step(
@@ -128,11 +128,11 @@ def call_model(
     """One request with ``cap`` output tokens: native tool calls (``tool_choice="auto"``, as the
     official request), or the tools in the text for a model without them."""
     mode = resolve_tool_mode(llm, cfg.tool_mode)
-    extra: dict[str, Any] = {} if cfg.temperature is None else {"temperature": cfg.temperature}
+    t = cfg.temperature
     if mode == "tools":
-        reply = chat(llm, history, tools=tools, tool_choice="auto", max_tokens=cap, **extra)
+        reply = chat(llm, history, tools=tools, tool_choice="auto", max_tokens=cap, temperature=t)
         return reply, mode
-    reply = chat(llm, as_text_history(history, tools), max_tokens=cap, **extra)
+    reply = chat(llm, as_text_history(history, tools), max_tokens=cap, temperature=t)
     return with_json_calls(reply, turn), mode
 
 
@@ -152,6 +152,8 @@ def run_tools(state: SearchAgentState, runtime: Context) -> dict[str, Any]:
     messages: list[ToolMessage] = []
     steps: list[Step] = []
     found: dict[str, list[str]] = {"searched": [], "retrieved": [], "opened": []}
+    # LangChain keeps unreadable calls apart from the readable ones and sends them after them
+    # (docs/protocols.md), so they are answered in that order too
     for call in [*last.tool_calls, *last.invalid_tool_calls]:
         name = str(call.get("name") or "")
         result, ok = tools.run(name, _raw_arguments(call))
