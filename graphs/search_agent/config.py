@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from longctx.graphs.plugin.api import ConfigError, RetrievalSettings, option
+from longctx.graphs.plugin.api import RetrievalSettings, option
 
 #: The official template names (``--query-template``).
 QueryTemplate = Literal[
@@ -35,7 +35,8 @@ class SearchAgentConfig(RetrievalSettings):
         temperature: ``None``: not sent (the official default).
         tool_mode: ``"tools"`` (native tool calls), ``"json"`` (tools described in the text, for a
             model without them) or ``"auto"`` (native when the model has them).
-        top_k: Chunks one search reads before they are grouped into ``k`` documents.
+        top_k: Chunks one search reads before they are grouped into ``k`` documents (fewer than
+            ``k``: at most ``top_k`` documents).
         chunk_unit, chunk_size: Our index's chunks (the official index holds whole documents).
     """
 
@@ -56,8 +57,3 @@ class SearchAgentConfig(RetrievalSettings):
     chunk_unit: Literal["words", "tokens"] = option("tokens", source="ours: document search")
     chunk_size: int = option(512, min=1, source="ours: the official dense index reads 512 tokens")
     top_k: int = option(50, min=1, source="ours: chunks read to find k documents")
-
-    def check(self) -> None:
-        super().check()
-        if self.top_k < self.k:
-            raise ConfigError(f"top_k ({self.top_k}) must be at least k ({self.k})")

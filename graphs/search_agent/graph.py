@@ -33,6 +33,7 @@ from longctx.graphs.plugin.api import (
     SingleRun,
     Step,
     StrategyContext,
+    StrategyCosts,
     as_text_history,
     chat,
     emit_calls,
@@ -40,7 +41,10 @@ from longctx.graphs.plugin.api import (
     resolve_tool_mode,
     with_json_calls,
 )
+from longctx.graphs.search_agent.ceiling import SearchedDocumentsCeiling
 from longctx.graphs.search_agent.config import SearchAgentConfig
+from longctx.graphs.search_agent.cost_model import search_agent_costs
+from longctx.graphs.search_agent.presentation import PRESENTATION
 from longctx.graphs.search_agent.prompts import PROMPTS_VERSION, format_query
 from longctx.graphs.search_agent.tools import (
     CorpusSearcher,
@@ -286,6 +290,9 @@ def build_graph(config: SearchAgentConfig | None = None) -> CompiledGraph:
 STRATEGIES.register(
     "search_agent",
     build_graph,
+    costs=StrategyCosts(search_agent_costs),
+    ceiling=SearchedDocumentsCeiling(),
+    presentation=PRESENTATION,
     config_cls=SearchAgentConfig,
     prompts_version=PROMPTS_VERSION,
     uses_index=True,
