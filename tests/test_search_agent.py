@@ -191,3 +191,23 @@ def _q() -> Any:
     from longctx.retrieval.contract import Question
 
     return Question(text=QUESTION)
+
+
+def test_a_model_without_tool_calling_searches_through_json_blocks(tmp_path: Path) -> None:
+    """The embedded model's path (no ``bind_tools``): the tools described in the text, a
+    ```json``` block read back as a call, its result sent as a user turn."""
+    from tests.scripted import ScriptedChatModel
+
+    replies = iter(
+        [
+            '```json\n{"tool": "search", "arguments": {"query": "Harald Hardrada"}}\n```',
+            ANSWER,
+        ]
+    )
+    llm = ScriptedChatModel(reply_fn=lambda prompt: next(replies))
+    result = answer(
+        corpus(), QUESTION, strategy="search_agent", llm=llm, cache_dir=tmp_path, **OPTIONS
+    )
+    assert result.answer == "Oslo" and result.steps[1]["mode"] == "json"
+    assert result.steps[-1]["searched"] == ["Harald Hardrada"]
+    assert '"docid": "d2"' in llm.calls[-1]["prompt"]
