@@ -211,3 +211,32 @@ def test_a_model_without_tool_calling_searches_through_json_blocks(tmp_path: Pat
     assert result.answer == "Oslo" and result.steps[1]["mode"] == "json"
     assert result.steps[-1]["searched"] == ["Harald Hardrada"]
     assert '"docid": "d2"' in llm.calls[-1]["prompt"]
+
+
+class _WholeEncode:
+    """cl100k encoding the whole text, as the official rule does."""
+
+    def encode(self, text: str) -> list[int]:
+        return Cl100k().encode(text)
+
+    def decode(self, ids: Any) -> str:
+        return Cl100k().decode(ids)
+
+
+@pytest.mark.parametrize("limit", [1, 7, 64, 512])
+def test_a_snippet_cut_from_the_documents_start_equals_the_official_rule(limit: int) -> None:
+    """Encoding only the start of a document (``Cl100k.encode_prefix``) cuts the same snippet as
+    encoding it whole, at every boundary: exactly ``limit`` tokens, one more, none to cut."""
+    words = " ".join(f"word{i}, 12345 ünïcode ☕" for i in range(400))
+    texts = [
+        words,
+        "x" * 9_000,  # no place to cut
+        "北京是中国的首都。" * 500,
+        "line\n\n\n   spaced\t\ttabs " * 300,
+        "short",
+        "",
+    ]
+    tokenizer = Cl100k()
+    texts += [tokenizer.decode(tokenizer.encode(words)[:n]) for n in (limit, limit + 1)]
+    for text in texts:
+        assert snippet(text, limit, tokenizer) == snippet(text, limit, _WholeEncode())

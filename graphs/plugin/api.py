@@ -165,7 +165,13 @@ from longctx.retrieval.embedders import embedder_needs
 from longctx.retrieval.extras import Need, require
 from longctx.retrieval.paths import default_cache_dir
 from longctx.retrieval.tokenizers import Tokenizer, slice_ids, split_ids, tiktoken_tokenizer
-from longctx.retrieval.tokens import count_tokens, count_tokens_batch, decode, encode
+from longctx.retrieval.tokens import (
+    count_tokens,
+    count_tokens_batch,
+    decode,
+    encode,
+    encode_segments,
+)
 
 __all__ = [
     # The contract's types.
@@ -314,6 +320,7 @@ __all__ = [
     "count_tokens_batch",
     "decode",
     "encode",
+    "encode_segments",
     "slice_ids",
     "split_ids",
     "strip_think",

@@ -35,6 +35,7 @@ from longctx.graphs.plugin.api import (
     RetrievalService,
     decode,
     encode,
+    encode_segments,
 )
 from longctx.graphs.search_agent.prompts import (
     DOCID_PARAMETER_DESCRIPTION,
@@ -66,6 +67,18 @@ class Cl100k:
     def decode(self, ids: Sequence[int]) -> str:
         return decode(ids)
 
+    def encode_prefix(self, text: str, n: int) -> list[int]:
+        """The first ``n + 1`` token ids of ``text`` (all, when it has fewer), the same as
+        ``encode(text)[: n + 1]``, encoding only the start of a long text (pieces cut where the
+        tokens do not change): a 512-token snippet of a 20,000-character document encodes
+        ~2,000 characters, not the document."""
+        ids: list[int] = []
+        for piece in encode_segments(text, 4 * (n + 1)):
+            ids += piece
+            if len(ids) > n:
+                break
+        return ids[: n + 1]
+
 
 @dataclass(frozen=True)
 class HFTokenizer:
@@ -96,7 +109,8 @@ def snippet(text: str, max_tokens: int | None, tokenizer: SnippetTokenizer | Non
     ``max_tokens`` is unset or 0), the official snippet rule."""
     if not max_tokens or max_tokens <= 0 or tokenizer is None:
         return text
-    ids = tokenizer.encode(text)
+    prefix = getattr(tokenizer, "encode_prefix", None)  # only the start's tokens, where it can
+    ids = prefix(text, max_tokens) if prefix is not None else tokenizer.encode(text)
     return tokenizer.decode(ids[:max_tokens]) if len(ids) > max_tokens else text
 
 
