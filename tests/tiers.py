@@ -112,6 +112,8 @@ TIERS: dict[str, dict[str, str]] = {
         "test_ceilings_say_whether_each_strategys_reading_covers_the_evidence": "integration",
         "test_parquet_shards_give_the_same_samples_as_json_lines": "integration",
     },
+    "test_search_agent_parity.py": {"*": "integration"},
+    "test_search_agent.py": {"*": "integration"},
     "test_budget_channel.py": {
         "test_a_child_process_never_passes_a_call_budget": "subprocess",
         "test_children_running_together_share_one_call_budget": "concurrency",
