@@ -86,6 +86,9 @@ class JailedRepl:
         #: Which layers the worker reported active (netns, uid, landlock, seccomp).
         self.layers: dict[str, Any] = {}
         self.dead_reason: str | None = None
+        #: Bytes written to the worker: the bindings once at start, then only requests and replies.
+        self.bytes_sent = 0
+        self._closed = False
         self._buffer = bytearray()
         self._max_reply = 4 * limits.output_chars + 1024**2
         self._finalizer = weakref.finalize(self, _kill, proc)
@@ -101,6 +104,7 @@ class JailedRepl:
             self._proc.stdin.write(_HEADER.pack(len(raw)))
             self._proc.stdin.write(raw)
             self._proc.stdin.flush()
+            self.bytes_sent += _HEADER.size + len(raw)
         except (BrokenPipeError, OSError) as exc:
             raise _Stop("crashed", "sandbox: the REPL's worker process is gone") from exc
 
@@ -202,6 +206,8 @@ class JailedRepl:
     def execute(self, code: str) -> ExecutionResult:
         """Run ``code`` in the worker's namespace; a broken limit is reported, never raised."""
         started = time.perf_counter()
+        if self._closed:
+            raise SandboxError("sandbox: the REPL was closed")
         if self.dead_reason is not None:
             stderr = f"sandbox: the REPL is no longer running: {self.dead_reason}"
             return ExecutionResult("", stderr, (), 0.0, violation="dead", alive=False)
@@ -240,6 +246,7 @@ class JailedRepl:
 
     def close(self) -> None:
         """End the worker; later calls raise ``SandboxError``."""
+        self._closed = True
         if self.dead_reason is None:
             try:
                 self._write({"op": "close"})
