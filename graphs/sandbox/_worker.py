@@ -447,6 +447,17 @@ def _serve(
             os._exit(0)
 
 
+def _decode_text(data: bytearray, lengths: list[int] | None) -> str | list[str]:
+    """A str binding, or a list of str from one frame and the documents' UTF-8 lengths."""
+    if lengths is None:
+        return data.decode("utf-8", "surrogatepass")
+    view, docs, at = memoryview(data), [], 0
+    for n in lengths:
+        docs.append(str(view[at : at + n], "utf-8", "surrogatepass"))
+        at += n
+    return docs
+
+
 def main() -> None:
     global _IN_FD, _OUT_FD
     _IN_FD, _OUT_FD = os.dup(0), os.dup(1)
@@ -459,8 +470,8 @@ def main() -> None:
     _preload()
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": _safe_builtins()}
     namespace.update(start["bindings"])
-    for name in start["texts"]:
-        namespace[name] = _recv_bytes().decode("utf-8", "surrogatepass")
+    for name, lengths in start["texts"]:
+        namespace[name] = _decode_text(_recv_bytes(), lengths)
     stubs = {name: _make_stub(name) for name in start["functions"]}
     namespace.update(stubs)
     del start

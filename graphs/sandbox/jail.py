@@ -23,7 +23,7 @@ import sys
 import time
 import weakref
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -95,16 +95,19 @@ class JailedRepl:
 
     # -------------------------------------------------------------------- the channel
 
-    def _write(self, message: dict[str, Any], raw: bytes | None = None) -> None:
-        """One frame of JSON, or of ``raw`` bytes (a str binding, sent as UTF-8 once)."""
-        if raw is None:
-            raw = json.dumps(message, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    def _write(self, message: dict[str, Any]) -> None:
+        data = json.dumps(message, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        self._write_raw([data], len(data))
+
+    def _write_raw(self, parts: Iterable[bytes], total: int) -> None:
+        """One frame of ``total`` bytes written part by part (a corpus is never joined here)."""
         assert self._proc.stdin is not None
         try:
-            self._proc.stdin.write(_HEADER.pack(len(raw)))
-            self._proc.stdin.write(raw)
+            self._proc.stdin.write(_HEADER.pack(total))
+            for part in parts:
+                self._proc.stdin.write(part)
             self._proc.stdin.flush()
-            self.bytes_sent += _HEADER.size + len(raw)
+            self.bytes_sent += _HEADER.size + total
         except (BrokenPipeError, OSError) as exc:
             raise _Stop("crashed", "sandbox: the REPL's worker process is gone") from exc
 
@@ -263,6 +266,33 @@ class JailedRepl:
         self.close()
 
 
+def _is_text(value: object) -> bool:
+    """A str, or a list of str: sent as raw UTF-8 rather than JSON (the corpus's two shapes)."""
+    if isinstance(value, str):
+        return True
+    return isinstance(value, list) and bool(value) and all(isinstance(v, str) for v in value)
+
+
+_PART_CHARS = 1 << 20  # a str goes out in 1M-character parts: the host never holds a 2nd copy
+
+
+def _utf8_len(text: str) -> int:
+    if text.isascii():
+        return len(text)
+    return sum(len(part) for part in _utf8_parts(text))
+
+
+def _text_lengths(value: str | list[str]) -> list[int] | None:
+    """None for a str; the UTF-8 length of each document for a list."""
+    return None if isinstance(value, str) else [_utf8_len(doc) for doc in value]
+
+
+def _utf8_parts(value: str | list[str]) -> Iterator[bytes]:
+    for doc in [value] if isinstance(value, str) else value:
+        for at in range(0, len(doc), _PART_CHARS):
+            yield doc[at : at + _PART_CHARS].encode("utf-8", "surrogatepass")
+
+
 def _spawn() -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-I", "-S", "-B", str(_WORKER)],
@@ -291,10 +321,10 @@ def open_jailed_repl(
         raise SandboxUnavailable("the jailed REPL needs Linux (seccomp); this is " + sys.platform)
     proc = _spawn()
     repl = JailedRepl(proc, functions, limits)
-    texts = [name for name, value in bindings.items() if isinstance(value, str)]
+    texts = {name: _text_lengths(value) for name, value in bindings.items() if _is_text(value)}
     start = {
         "op": "start",
-        "texts": texts,
+        "texts": list(texts.items()),
         "limits": {
             "memory_bytes": limits.memory_bytes,
             "output_chars": limits.output_chars,
@@ -305,8 +335,9 @@ def open_jailed_repl(
     }
     try:
         repl._write(start)
-        for name in texts:  # the corpus: one frame of UTF-8, no JSON escaping on either side
-            repl._write({}, raw=bindings[name].encode("utf-8", "surrogatepass"))
+        for name, lengths in texts.items():  # the corpus: one frame of UTF-8, no JSON escaping
+            total = sum(lengths) if lengths is not None else _utf8_len(bindings[name])
+            repl._write_raw(_utf8_parts(bindings[name]), total)
         ready = repl._read(time.monotonic() + _START_SECONDS, math.inf, 1024**2)
     except _Stop as stop:
         detail = proc.stderr.read().decode(errors="replace")[-2000:] if proc.stderr else ""
