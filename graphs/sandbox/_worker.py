@@ -172,6 +172,8 @@ def _safe_builtins() -> dict[str, Any]:
     safe = dict(builtins.__dict__)
     for name in ("breakpoint", "help", "exit", "quit", "copyright", "credits", "license"):
         safe.pop(name, None)
+    for name in ("eval", "exec", "compile", "globals", "locals"):
+        safe[name] = None  # as the official LocalREPL's _SAFE_BUILTINS (rlm @ 72d6940)
     safe["__import__"] = _guarded_import
     safe["open"] = _no_open
     safe["input"] = _no_input
