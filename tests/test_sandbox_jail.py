@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from longctx.graphs.sandbox import jail
+from longctx.graphs.sandbox import _worker, jail
 from longctx.graphs.sandbox.jail import SandboxError, SandboxUnavailable, open_jailed_repl
 from longctx.graphs.sandbox.protocol import Repl, SandboxLimits
 
@@ -175,3 +175,20 @@ def test_the_worker_path_holds_the_standard_library_only(repl) -> None:
     repo = str(Path(__file__).resolve().parents[1])
     assert "site-packages" not in res.stdout and repo not in res.stdout, res.stdout
     assert "python3" in res.stdout  # the standard library is there
+
+
+def test_an_interrupt_in_a_host_function_ends_the_repl_and_reaches_the_host() -> None:
+    def interrupted(prompt: str) -> str:
+        raise KeyboardInterrupt
+
+    with open_jailed_repl(bindings={}, functions={"ask": interrupted}, limits=LIMITS) as r:
+        with pytest.raises(KeyboardInterrupt):
+            r.execute("ask('x')")
+        res = r.execute("print(1)")
+    assert res.violation == "dead" and "stopped this turn" in res.stderr
+
+
+def test_the_seccomp_program_jumps_stay_in_range() -> None:
+    program = _worker._bpf_program()
+    assert program[-1] == (0x06, 0, 0, 0x00050001)  # the last instruction refuses with EPERM
+    assert all(0 <= jt <= 255 and 0 <= jf <= 255 for _, jt, jf, _ in program)

@@ -199,15 +199,19 @@ _SYSCALL = _LIBC.syscall
 _SYSCALL.restype = ctypes.c_long
 
 #: x86_64 syscalls the code may never make: every call taking a path, making a process, a socket
-#: or a signal to another process, changing ids, limits or namespaces, and kernel side doors.
+#: or a signal to another process, touching another process (priority, affinity, pidfd, kcmp) or
+#: SysV / POSIX IPC, changing ids, limits, namespaces or the clock, and kernel side doors.
 _DENIED_X86_64 = tuple(
     int(nr)
     for nr in (
-        "2 4 6 21 41 42 43 44 49 50 53 56 57 58 59 62 76 78 80 81 82 83 84 85 86 87 88 89 90 92 "
-        "94 101 105 106 109 112 113 114 116 117 119 122 123 129 133 135 155 160 161 165 166 167 "
-        "169 170 171 175 176 179 200 217 234 246 248 249 250 254 257 258 259 260 261 263 264 265 "
-        "266 267 268 269 272 280 288 297 298 300 302 303 304 308 310 311 313 316 319 320 321 322 "
-        "323 425 426 427 428 429 430 431 432 433 434 435 437 438 439 440 442 443 447 452"
+        "2 4 6 21 29 30 31 41 42 43 44 49 50 53 56 57 58 59 62 64 65 66 67 68 69 70 71 76 78 80 "
+        "81 82 83 84 85 86 87 88 89 90 92 94 101 103 105 106 109 112 113 114 116 117 119 122 123 "
+        "129 132 133 134 135 136 137 139 141 142 144 153 154 155 156 159 160 161 162 163 164 165 "
+        "166 167 168 169 170 171 172 173 175 176 179 188 189 191 192 194 195 197 198 200 203 212 "
+        "217 220 227 234 235 240 241 242 243 244 245 246 248 249 250 251 254 256 257 258 259 260 "
+        "261 263 264 265 266 267 268 269 272 274 279 280 288 297 298 300 302 303 304 305 306 308 "
+        "310 311 312 313 316 319 320 321 322 323 424 425 426 427 428 429 430 431 432 433 434 435 "
+        "437 438 439 440 442 443 447 452"
     ).split()
 )
 _NEWFSTATAT, _STATX, _AT_EMPTY_PATH = 262, 332, 0x1000
@@ -246,7 +250,10 @@ def _bpf_program() -> list[tuple[int, int, int, int]]:
             return int(label[1:])
         return labels[label] - at - 1
 
-    return [(code, offset(i, jt), offset(i, jf), k) for i, (code, jt, jf, k) in enumerate(ops)]
+    program = [(code, offset(i, jt), offset(i, jf), k) for i, (code, jt, jf, k) in enumerate(ops)]
+    if any(not 0 <= jump <= 255 for _, jt, jf, _ in program for jump in (jt, jf)):
+        raise ValueError("seccomp filter: a jump is out of range")  # fail closed, never wrap
+    return program
 
 
 def _install_seccomp() -> bool:
@@ -288,13 +295,13 @@ def _install_landlock() -> bool:
 def _isolate_network_and_user() -> dict[str, Any]:
     layers: dict[str, Any] = {"netns": False, "uid": os.geteuid()}
     if os.geteuid() == 0:
-        layers["netns"] = _LIBC.unshare(0x40000000) == 0  # CLONE_NEWNET
+        layers["netns"] = _LIBC.unshare(0x40000000 | 0x08000000) == 0  # NEWNET | NEWIPC
         os.setgroups([])
         os.setgid(65534)
         os.setuid(65534)
         layers["uid"] = os.geteuid()
     else:
-        layers["netns"] = _LIBC.unshare(0x10000000 | 0x40000000) == 0  # NEWUSER | NEWNET
+        layers["netns"] = _LIBC.unshare(0x10000000 | 0x40000000 | 0x08000000) == 0  # +NEWUSER
     return layers
 
 
