@@ -52,7 +52,7 @@ class InProcessExec:
 class ChildExec:
     """``exec`` in a fresh interpreter with the host's environment (API keys included)."""
 
-    def __init__(self, timeout: float = 2.0) -> None:
+    def __init__(self, timeout: float = 1.5) -> None:
         self.timeout = timeout
 
     def execute(self, code: str) -> ExecutionResult:

@@ -7,6 +7,8 @@ where the jail cannot be built. One worker serves the file where a test leaves i
 
 from __future__ import annotations
 
+import platform
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,10 @@ from longctx.graphs.sandbox import _worker, jail
 from longctx.graphs.sandbox.jail import SandboxError, SandboxUnavailable, open_jailed_repl
 from longctx.graphs.sandbox.protocol import Repl, SandboxLimits
 
+pytestmark = pytest.mark.skipif(
+    not (sys.platform.startswith("linux") and platform.machine() == "x86_64"),
+    reason="the jail needs Linux x86_64 (seccomp); elsewhere it refuses to open (fails closed)",
+)
 LIMITS = SandboxLimits(cpu_seconds=5.0, wall_seconds=30.0, memory_bytes=1024**3, output_chars=5000)
 SEEN: list[object] = []
 
