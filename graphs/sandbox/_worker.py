@@ -444,14 +444,21 @@ def _serve(
         op = request.get("op")
         if op == "exec":
             turn += 1
-            result = _exec_turn(request["code"], namespace, limits, turn)
+            try:
+                result = _exec_turn(request["code"], namespace, limits, turn)
+            except LimitExceeded as exc:  # the CPU timer fired just as the turn ended
+                result = {"op": "result", "stdout": "", "stderr": f"LimitExceeded: {exc}\n"}
+                result.update(variables=_variables(namespace), violation=exc.kind)
             namespace.update(stubs)  # reserved names, as the official REPL restores its scaffold
             if request.get("silent"):
                 failed = result["stderr"] or result["violation"]
                 result = {"op": "silent", "error": failed and result["stderr"][-2000:]}
             _send(result)
         elif op == "value":
-            _send(_eval_value(request["expression"], namespace, limits))
+            try:
+                _send(_eval_value(request["expression"], namespace, limits))
+            except LimitExceeded:
+                _send({"op": "value", "value": None})
         else:
             os._exit(0)
 
