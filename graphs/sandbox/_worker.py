@@ -11,7 +11,6 @@ that send a ``call`` message and wait for the host's reply.
 Frames: 8 bytes big-endian length, then UTF-8 JSON.
 """
 
-# ruff: noqa: D103
 from __future__ import annotations
 
 import builtins
@@ -475,6 +474,7 @@ def _decode_text(data: bytearray, lengths: list[int] | None) -> str | list[str]:
 
 
 def main() -> None:
+    """Load the bindings, lock the process down, report the layers, then serve the host."""
     global _IN_FD, _OUT_FD
     _IN_FD, _OUT_FD = os.dup(0), os.dup(1)
     null = os.open(os.devnull, os.O_RDWR)
