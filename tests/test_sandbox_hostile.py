@@ -475,3 +475,16 @@ def test_the_worker_reports_its_kernel_layers() -> None:
 def test_case_ids_are_unique() -> None:
     names = [c.name for c in CASES]
     assert len(names) == len(set(names))
+
+
+def test_a_forged_call_whose_reply_the_worker_never_reads_cannot_hang_the_host() -> None:
+    limits = SandboxLimits(cpu_seconds=1.0, wall_seconds=1.0, memory_bytes=1024**3)
+    functions = {"big": lambda: "x" * 10**6, "SHOW": lambda: "ok"}
+    with open_jailed_repl(bindings={}, functions=functions, limits=limits) as repl:
+        res = repl.execute(
+            "import json, time\ng = SHOW.__globals__\n"
+            "msg = json.dumps({'op': 'call', 'name': 'big', 'args': [], 'kwargs': {}}).encode()\n"
+            "g['os'].write(g['_OUT_FD'], g['_HEADER'].pack(len(msg)) + msg)\n"
+            "while True:\n    time.sleep(1)"
+        )
+    assert res.violation == "wall" and res.alive is False

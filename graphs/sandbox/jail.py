@@ -90,6 +90,9 @@ class JailedRepl:
         self.bytes_sent = 0
         self._closed = False
         self._buffer = bytearray()
+        self._deadline = time.monotonic() + _START_SECONDS  # of the request (or start) under way
+        assert proc.stdin is not None
+        os.set_blocking(proc.stdin.fileno(), False)
         self._max_reply = 4 * limits.output_chars + 1024**2
         self._finalizer = weakref.finalize(self, _kill, proc)
 
@@ -100,16 +103,27 @@ class JailedRepl:
         self._write_raw([data], len(data))
 
     def _write_raw(self, parts: Iterable[bytes], total: int) -> None:
-        """One frame of ``total`` bytes written part by part (a corpus is never joined here)."""
+        """One frame of ``total`` bytes written part by part (a corpus is never joined here).
+
+        The pipe is non-blocking and every wait has the turn's deadline: a worker that stops
+        reading (a forged call whose reply it never takes) cannot hang the host.
+        """
         assert self._proc.stdin is not None
-        try:
-            self._proc.stdin.write(_HEADER.pack(total))
-            for part in parts:
-                self._proc.stdin.write(part)
-            self._proc.stdin.flush()
-            self.bytes_sent += _HEADER.size + total
-        except (BrokenPipeError, OSError) as exc:
-            raise _Stop("crashed", "sandbox: the REPL's worker process is gone") from exc
+        fd = self._proc.stdin.fileno()
+        for part in _chain(total, parts):
+            view = memoryview(part)
+            while view:
+                now = time.monotonic()
+                if now >= self._deadline:
+                    raise _Stop("wall", "sandbox: the worker stopped reading the host's messages")
+                select.select([], [fd], [], min(_POLL_SECONDS, self._deadline - now))
+                try:
+                    view = view[os.write(fd, view) :]
+                except BlockingIOError:
+                    continue
+                except OSError as exc:
+                    raise _Stop("crashed", "sandbox: the REPL's worker process is gone") from exc
+        self.bytes_sent += _HEADER.size + total
 
     def _fill(self, n: int, deadline: float, cpu_cap: float) -> None:
         assert self._proc.stdout is not None
@@ -159,8 +173,8 @@ class JailedRepl:
         cap, a grace later, is the floor for code that swallows that or runs long in C.
         """
         used = _worker_cpu_seconds(self._proc.pid)
-        deadline = time.monotonic() + self.limits.wall_seconds
-        return deadline, used + self.limits.cpu_seconds + _CPU_GRACE_SECONDS
+        self._deadline = time.monotonic() + self.limits.wall_seconds
+        return self._deadline, used + self.limits.cpu_seconds + _CPU_GRACE_SECONDS
 
     def _serve_call(self, message: dict[str, Any]) -> None:
         name = message.get("name")
@@ -255,6 +269,7 @@ class JailedRepl:
         self._closed = True
         if self.dead_reason is None:
             try:
+                self._deadline = time.monotonic() + 1.0
                 self._write({"op": "close"})
                 self._proc.wait(timeout=1.0)
             except (_Stop, subprocess.TimeoutExpired):
@@ -267,6 +282,11 @@ class JailedRepl:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _chain(total: int, parts: Iterable[bytes]) -> Iterator[bytes]:
+    yield _HEADER.pack(total)
+    yield from parts
 
 
 def _is_text(value: object) -> bool:
