@@ -488,3 +488,13 @@ def test_a_forged_call_whose_reply_the_worker_never_reads_cannot_hang_the_host()
             "while True:\n    time.sleep(1)"
         )
     assert res.violation == "wall" and res.alive is False
+
+
+def test_a_worker_that_closes_its_channel_and_spins_is_killed() -> None:
+    with open_jailed_repl(bindings={}, functions={"SHOW": lambda: "ok"}, limits=LIMITS) as repl:
+        res = repl.execute(
+            "import collections\nsig = collections._sys.modules['signal']\n"
+            "sig.setitimer(sig.ITIMER_PROF, 0)\nsig.signal(sig.SIGPROF, sig.SIG_IGN)\n"
+            "g = SHOW.__globals__\ng['os'].close(g['_OUT_FD'])\nwhile True:\n    pass"
+        )
+    assert res.violation == "protocol" and res.alive is False

@@ -158,7 +158,12 @@ class JailedRepl:
         return message
 
     def _death(self) -> tuple[str, str]:
-        code = self._proc.wait()
+        """Why the worker's channel closed; a worker that closed it and lives on is killed."""
+        try:
+            code = self._proc.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            _kill(self._proc)
+            return "protocol", "sandbox: the REPL's worker closed its channel to the host"
         if code < 0:
             name = signal.Signals(-code).name
             return "crashed", f"sandbox: the REPL's worker died of {name} (a crash it caused)"
