@@ -99,6 +99,8 @@ TIERS: dict[str, dict[str, str]] = {
         "test_no_submodule_is_reached_as_an_attribute_of_a_package_imported_bare": "integration",
     },
     "test_toy_plugins.py": {"*": "subprocess"},
+    "test_sandbox_hostile.py": {"*": "subprocess"},
+    "test_sandbox_jail.py": {"*": "subprocess"},
     "test_search_agent_plugin.py": {
         "test_a_tool_loop_strategy_in_its_own_folder_answers_and_is_capped_by_its_budget": (
             "subprocess"
