@@ -41,6 +41,8 @@ _LOADED_LOCK = threading.Lock()
 
 #: name -> embedder class (``texts -> vectors``); third parties add to ``longctx.embedders``.
 EMBEDDERS: Registry[type] = Registry("embedder", group="longctx.embedders")
+#: model2vec's static embeddings (retrieval/static_embedder.py), imported on first use.
+EMBEDDERS.register("static", target="longctx.retrieval.static_embedder:StaticEmbedder")
 #: What each built-in embedder imports from an extra (a class may declare its own ``needs``).
 _NEEDS = {
     "sentence-transformers": ("sentence_transformers", "torch"),

@@ -58,6 +58,27 @@ def dense(
     )
 
 
+@RETRIEVERS.register("static")
+def static(
+    *,
+    model: str | None = None,
+    pca_dims: int = 256,
+    batch_size: int = 1024,
+    fit_chunks: bool = True,
+) -> Retriever:
+    """Static (model2vec) embeddings: distilled once from the packaged all-MiniLM-L6-v2 (or the
+    local sentence-transformers folder ``model``; a model2vec folder loads as is) and cached;
+    ~1,000x MiniLM's CPU throughput (docs/scale.md; ``fit_chunks``: as ``dense``, 512 tokens).
+    ``pca_dims``: dimensions the distillation keeps (model2vec's default, 256)."""
+    from longctx.retrieval.static_embedder import StaticEmbedder
+
+    return DenseRetriever(
+        StaticEmbedder(model, pca_dims=pca_dims, batch_size=batch_size),
+        name="static",
+        fit_chunks=fit_chunks,
+    )
+
+
 @RETRIEVERS.register("contriever")
 def contriever(
     *, model: str | None = None, batch_size: int = 32, fit_chunks: bool = True
