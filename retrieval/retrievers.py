@@ -21,6 +21,7 @@ from longctx.retrieval.hybrid import Fusion, HybridRetriever
 from longctx.retrieval.retriever_registry import (
     RETRIEVERS as RETRIEVERS,
 )  # declared in retrieval/plugin.toml, registered here
+from longctx.retrieval.static_embedder import StaticEmbedder
 
 
 @RETRIEVERS.register("bm25")
@@ -70,8 +71,6 @@ def static(
     local sentence-transformers folder ``model``; a model2vec folder loads as is) and cached;
     ~1,000x MiniLM's CPU throughput (docs/scale.md; ``fit_chunks``: as ``dense``, 512 tokens).
     ``pca_dims``: dimensions the distillation keeps (model2vec's default, 256)."""
-    from longctx.retrieval.static_embedder import StaticEmbedder
-
     return DenseRetriever(
         StaticEmbedder(model, pca_dims=pca_dims, batch_size=batch_size),
         name="static",
