@@ -164,6 +164,7 @@ from longctx.retrieval.embedder_base import dimension_error, source_of
 from longctx.retrieval.embedders import embedder_needs
 from longctx.retrieval.extras import Need, require
 from longctx.retrieval.paths import default_cache_dir
+from longctx.retrieval.threads import apply_thread_policy
 from longctx.retrieval.tokenizers import Tokenizer, slice_ids, split_ids, tiktoken_tokenizer
 from longctx.retrieval.tokens import (
     count_tokens,
@@ -347,6 +348,7 @@ __all__ = [
     "dimension_error",
     "document_fingerprint",
     "embedder_needs",
+    "apply_thread_policy",
     "map_on_ray",
     "map_or_raise",
     "model_recipe",
