@@ -26,17 +26,12 @@ between threads and changes no sum, so it is not.
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from longctx.retrieval.threads import policy_threads, usable_cores
 
-def usable_cores() -> int:
-    """Cores this process may run on (its CPU affinity, which containers restrict), at least 1."""
-    try:
-        return max(len(os.sched_getaffinity(0)), 1)
-    except (AttributeError, OSError):  # not on Linux
-        return max(os.cpu_count() or 1, 1)
+__all__ = ["EmbeddedSettings", "usable_cores"]
 
 
 @dataclass(frozen=True)
@@ -44,9 +39,10 @@ class EmbeddedSettings:
     """How llama.cpp runs the embedded model (see the module docstring for the measurements).
 
     Attributes:
-        n_threads: Threads generating tokens (``None``: one less than :func:`usable_cores`, at least
+        n_threads: Threads generating tokens (``None``: one less than the thread policy's
+            (:func:`~longctx.retrieval.threads.policy_threads`: every usable core), at least
             1).
-        n_threads_batch: Threads reading the prompt (``None``: :func:`usable_cores`).
+        n_threads_batch: Threads reading the prompt (``None``: the thread policy's).
         n_batch: Logical batch of prompt tokens per decode call.
         n_ubatch: Physical micro-batch.
         flash_attn: llama.cpp's flash-attention kernels.
@@ -60,7 +56,7 @@ class EmbeddedSettings:
 
     def llama_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of ``llama_cpp.Llama`` for these settings, threads resolved."""
-        cores = usable_cores()
+        cores = policy_threads()  # every usable core, unless the thread policy gives fewer
         return {
             "n_threads": self.n_threads or max(cores - 1, 1),
             "n_threads_batch": self.n_threads_batch or cores,

@@ -187,11 +187,11 @@ def corpus_dir(root: Path, tokens: str) -> Path:
 def options_of(args: argparse.Namespace) -> dict[str, Any]:
     """The strategy's options: the stub's embeddings, the concurrency, the chosen
     scaling options."""
-    opts: dict[str, Any] = {
-        "embedder": "openai",
-        "embedder_model": "stub-embedding",
-        "concurrency": args.concurrency,
-    }
+    opts: dict[str, Any] = {"concurrency": args.concurrency}
+    if args.embedder == "static":  # model2vec distilled from MiniLM: real embeddings, on the CPU
+        opts |= {"embedder": "static"}
+    else:  # the stub's hashed bag-of-words vectors: HTTP and hashing, not a model
+        opts |= {"embedder": "openai", "embedder_model": "stub-embedding"}
     if args.strategy == "raptor":
         opts |= {
             "clustering": args.clustering,
@@ -412,6 +412,12 @@ def main() -> None:
     )
     p.add_argument("--cluster-workers", type=int, default=1, help="RAPTOR's cluster_workers")
     p.add_argument("--knn", choices=("dense", "faiss", "faiss-ivf"), default="dense")
+    p.add_argument(
+        "--embedder",
+        choices=("stub", "static"),
+        default="stub",
+        help="the stub's embeddings (default) or the static embedder (real, model2vec)",
+    )
     p.add_argument(
         "--passage-tokens",
         type=int,

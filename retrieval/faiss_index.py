@@ -13,6 +13,7 @@ import numpy as np
 
 from longctx.retrieval.checksums import Checksums
 from longctx.retrieval.extras import require
+from longctx.retrieval.threads import ensure_thread_policy
 
 if TYPE_CHECKING:
     import faiss
@@ -32,6 +33,7 @@ class VectorIndex:
         require("faiss", extra="dense", feature="a dense index")
         import faiss  # the engine, on first use (see the module docstring)
 
+        ensure_thread_policy()
         self.index: faiss.Index = faiss.IndexFlatIP(dim)
 
     @property

@@ -20,6 +20,7 @@ from longctx.retrieval.embedder_base import EmbedderError
 from longctx.retrieval.embedding_backends import quantization_target
 from longctx.retrieval.extras import install_hint, require
 from longctx.retrieval.paths import default_cache_dir
+from longctx.retrieval.threads import ensure_thread_policy
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +119,7 @@ def session_options() -> Any:
 
     options = ort.SessionOptions()
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.intra_op_num_threads = ensure_thread_policy()  # the process's share, as every pool
     return options
 
 

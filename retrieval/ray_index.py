@@ -35,6 +35,7 @@ from longctx.retrieval.index import (
 )
 from longctx.retrieval.ray_support import ensure_ray, require_ray
 from longctx.retrieval.retrievers import make_retriever
+from longctx.retrieval.threads import apply_thread_policy
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +43,8 @@ log = logging.getLogger(__name__)
 class _EmbedActor:
     """A Ray Data actor: loads the embedder once, embeds one batch of chunk texts per call."""
 
-    def __init__(self, embedder: Embedder):
+    def __init__(self, embedder: Embedder, cpus: float = 1.0):
+        apply_thread_policy(max(1, int(cpus)))  # the CPUs Ray reserved for it, in every pool
         self.embedder = _portable(embedder)
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -81,7 +83,7 @@ def embed_on_ray(
     )
     ds = ds.map_batches(
         _EmbedActor,
-        fn_constructor_args=(_portable(embedder),),
+        fn_constructor_args=(_portable(embedder), cpus_per_worker),
         batch_size=batch_size,
         batch_format="numpy",
         compute=ray.data.ActorPoolStrategy(size=workers),

@@ -21,6 +21,7 @@ from longctx.retrieval.hybrid import Fusion, HybridRetriever
 from longctx.retrieval.retriever_registry import (
     RETRIEVERS as RETRIEVERS,
 )  # declared in retrieval/plugin.toml, registered here
+from longctx.retrieval.static_embedder import StaticEmbedder
 
 
 @RETRIEVERS.register("bm25")
@@ -54,6 +55,25 @@ def dense(
     return DenseRetriever(
         SentenceTransformerEmbedder(model, batch_size=batch_size, backend=backend),
         name="dense",
+        fit_chunks=fit_chunks,
+    )
+
+
+@RETRIEVERS.register("static")
+def static(
+    *,
+    model: str | None = None,
+    pca_dims: int = 256,
+    batch_size: int = 1024,
+    fit_chunks: bool = True,
+) -> Retriever:
+    """Static (model2vec) embeddings: distilled once from the packaged all-MiniLM-L6-v2 (or the
+    local sentence-transformers folder ``model``; a model2vec folder loads as is) and cached;
+    ~1,000x MiniLM's CPU throughput (docs/scale.md; ``fit_chunks``: as ``dense``, 512 tokens).
+    ``pca_dims``: dimensions the distillation keeps (model2vec's default, 256)."""
+    return DenseRetriever(
+        StaticEmbedder(model, pca_dims=pca_dims, batch_size=batch_size),
+        name="static",
         fit_chunks=fit_chunks,
     )
 

@@ -7,10 +7,14 @@ It answers ``/v1/chat/completions`` with ``reply(request)`` after ``latency`` se
 arguments in pieces, as OpenAI streams them). Its usage counts the words of every message's
 text, of the assistant turns' tool-call arguments and of the ``tools`` schemas sent
 (:func:`counted_words`), as a server counts what it reads;
-``/v1/embeddings`` with deterministic bag-of-words vectors (or ``embed(text)``'s), and records every
-request body (``requests``, ``embedding_requests``), the headers of each, and the most requests in
-flight at once (``max_in_flight``). Other routes (a tokenizer's probe of ``/tokenize``) get 404;
-their paths are recorded in ``other_paths``.
+``/v1/responses`` (OpenAI's Responses API, which BrowseComp-Plus's official agent calls) with the
+same ``reply(request)``: text as a ``message`` output item, a :func:`tool_reply` as
+``function_call`` items (ids ``fc_<index>``, call ids ``call_<index>`` unless given), its usage
+counted as the chat route counts (:func:`responses_words`; output: the reply's words and the
+calls' arguments); ``/v1/embeddings`` with deterministic bag-of-words vectors (or
+``embed(text)``'s), and records every request body (``requests``, ``embedding_requests``), the
+headers of each, and the most requests in flight at once (``max_in_flight``). Other routes (a
+tokenizer's probe of ``/tokenize``) get 404; their paths are recorded in ``other_paths``.
 
 With ``prompt_cache`` set it reports cached prompt tokens as a provider with a prompt cache
 does: the words a request's prompt shares at its start with the previous chat request's (its
@@ -104,6 +108,55 @@ def counted_text(request: dict[str, Any]) -> str:
 def counted_words(request: dict[str, Any]) -> list[str]:
     """The words of :func:`counted_text`: the stub's prompt tokens (a word a token)."""
     return counted_text(request).split()
+
+
+def responses_words(request: dict[str, Any]) -> list[str]:
+    """A Responses request's prompt words: each input item's text (a message's content, a
+    function call's name and arguments, a function call output), then the ``tools`` as JSON."""
+    parts = []
+    for item in request.get("input", []):
+        content = item.get("content")
+        if isinstance(content, list):
+            content = " ".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
+        if content:
+            parts.append(str(content))
+        if item.get("type") == "function_call":
+            parts.append(f"{item.get('name')} {item.get('arguments')}")
+        if item.get("type") == "function_call_output":
+            parts.append(str(item.get("output")))
+    if request.get("tools"):
+        parts.append(json.dumps(request["tools"]))
+    return "\n".join(parts).split()
+
+
+def responses_output(reply: str | dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
+    """``reply`` as a Responses body's ``output`` items, and the text its usage counts."""
+    if isinstance(reply, str):
+        message = {
+            "type": "message",
+            "id": "msg_0",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": reply, "annotations": []}],
+        }
+        return [message], reply
+    calls = openai_tool_calls(reply["tool_calls"])
+    items: list[dict[str, Any]] = []
+    if reply["content"]:
+        items += responses_output(reply["content"])[0]
+    items += [
+        {
+            "type": "function_call",
+            "id": f"fc_{i}",
+            "call_id": c["id"],
+            "name": c["function"]["name"],
+            "arguments": c["function"]["arguments"],
+            "status": "completed",
+        }
+        for i, c in enumerate(calls)
+    ]
+    text = " ".join([reply["content"], *(c["function"]["arguments"] for c in calls)])
+    return items, text
 
 
 def shared_words(a: Sequence[str], b: Sequence[str]) -> int:
@@ -215,6 +268,30 @@ class RecordingServer(LoopbackServer):
             self._report_cached(body, words)
         return body
 
+    def _responses(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The reply to a ``/responses`` request, as OpenAI's Responses API shapes it."""
+        time.sleep(self.latency)
+        output, text = responses_output(self.reply(request))
+        prompt_tokens, completion = len(responses_words(request)), len(text.split())
+        return {
+            "id": "resp_rec",
+            "object": "response",
+            "created_at": int(time.time()),
+            "status": "completed",
+            "model": request.get("model", "rec"),
+            "output": output,
+            "parallel_tool_calls": True,
+            "tool_choice": request.get("tool_choice", "auto"),
+            "tools": request.get("tools", []),
+            "usage": {
+                "input_tokens": prompt_tokens,
+                "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens": completion,
+                "output_tokens_details": {"reasoning_tokens": 0},
+                "total_tokens": prompt_tokens + completion,
+            },
+        }
+
     def _report_cached(self, body: dict[str, Any], words: list[str]) -> None:
         """Put the words this prompt shares at its start with the previous prompt into ``body``, as
         ``prompt_cache`` names them."""
@@ -272,7 +349,7 @@ class RecordingServer(LoopbackServer):
 
             def do_POST(self) -> None:
                 request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-                if not self.path.endswith(("/chat/completions", "/embeddings")):
+                if not self.path.endswith(("/chat/completions", "/embeddings", "/responses")):
                     # like the OpenAI API: no tokenize routes (a tokenizer probe falls back)
                     with server._lock:
                         server.other_paths.append(self.path)
@@ -285,6 +362,9 @@ class RecordingServer(LoopbackServer):
                     return
                 with server._lock:
                     server.requests.append(request)
+                if self.path.endswith("/responses"):
+                    self._send(server._responses(request))
+                    return
                 if request.get("stream") and server.streams:
                     self._stream(
                         server._chat(request),

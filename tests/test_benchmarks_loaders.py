@@ -24,6 +24,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"
 def test_registry_lists_all_benchmarks():
     assert BENCHMARKS.names() == [
         "babilong",
+        "browsecomp_plus",
         "corpusqa",
         "longbench",
         "longbench_e",
@@ -31,6 +32,7 @@ def test_registry_lists_all_benchmarks():
         "loong",
         "lveval",
         "memoryagentbench",
+        "oolong",
         "own",
         "ruler_hqa",
         "synth",

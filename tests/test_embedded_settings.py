@@ -9,9 +9,14 @@ import pytest
 
 from longctx.agents.embedded_chat import EmbeddedChatModel
 from longctx.agents.embedded_settings import EmbeddedSettings, usable_cores
+from longctx.retrieval.threads import policy_threads
 
 
-def test_threads_default_to_every_usable_core_for_prefill_and_one_less_for_generation():
+def test_threads_default_to_every_usable_core_for_prefill_and_one_less_for_generation(
+    monkeypatch,
+):
+    monkeypatch.delenv("LONGCTX_THREADS", raising=False)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)  # the test workers' share
     kwargs = EmbeddedSettings().llama_kwargs()
     cores = len(os.sched_getaffinity(0))
     assert kwargs["n_threads_batch"] == cores == usable_cores()
@@ -21,6 +26,8 @@ def test_threads_default_to_every_usable_core_for_prefill_and_one_less_for_gener
     assert kwargs["flash_attn"] is True and (kwargs["n_batch"], kwargs["n_ubatch"]) == (512, 512)
     assert EmbeddedSettings(n_threads=1, n_threads_batch=3).llama_kwargs()["n_threads"] == 1
     assert EmbeddedSettings(n_threads=1, n_threads_batch=3).llama_kwargs()["n_threads_batch"] == 3
+    monkeypatch.setenv("LONGCTX_THREADS", "1")  # the thread policy's share, as every pool
+    assert EmbeddedSettings().llama_kwargs()["n_threads_batch"] == 1
 
 
 @pytest.mark.e2e
@@ -32,7 +39,7 @@ def test_the_settings_reach_llama_cpp():
     default, _ = EmbeddedChatModel()._llama()
     assert default is not llama  # one instance per settings
     assert (
-        default.n_threads == max(usable_cores() - 1, 1)
+        default.n_threads == max(policy_threads() - 1, 1)
         and default.context_params.flash_attn_type == 1
     )  # enabled
 

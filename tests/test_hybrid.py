@@ -142,7 +142,8 @@ def test_strategies_take_hybrid_and_every_evidence_carries_its_components(strate
         **options,
     )
     assert result.config["retriever"] == "hybrid"
-    if strategy not in ("pai", "pai_minus"):  # PAI's evidence is what its judge kept
+    # PAI's evidence is what its judge kept; the search agent's what it cites (none: no search)
+    if strategy not in ("pai", "pai_minus", "search_agent"):
         assert result.evidence and all(
             e.components and set(e.components) == {"bm25", "dense"} for e in result.evidence
         )

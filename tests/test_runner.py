@@ -58,6 +58,7 @@ def test_rows_and_manifest(tmp_path):
     assert manifest["library_version"] and manifest["benchmark_version"] == 2
     inv = manifest["invocations"][0]
     assert inv["started"] <= inv["finished"] and inv["ok"] == 6 and "git_revision" in inv
+    assert inv["threads"]["policy"] >= 1 and inv["threads"]["cores"] >= 1  # the thread policy
 
 
 def test_failures_are_rows_and_a_rerun_retries_only_them(tmp_path):

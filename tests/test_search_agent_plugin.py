@@ -39,13 +39,13 @@ RUN = """
             return tool_reply(tool_call("get_document", {"number": 1}))
         return "Oslo"
 
-    out = {"third_party": type(STRATEGIES.get("search_agent").make_config()).__module__}
+    out = {"third_party": type(STRATEGIES.get("toy_search_agent").make_config()).__module__}
     with RecordingServer(agent) as server:
         llm = make_chat_model("openai:rec", base_url=server.url, api_key="x", max_retries=0)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             question = "Which city has the largest harbour?"
-            result = answer(corpus, question, strategy="search_agent", llm=llm)
+            result = answer(corpus, question, strategy="toy_search_agent", llm=llm)
         out["warned"] = [
             type(w.message).__name__ for w in caught if issubclass(w.category, UnboundedCostWarning)
         ]
@@ -63,14 +63,14 @@ RUN = """
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             stopped = answer(
-                corpus, "Which harbour?", strategy="search_agent", llm=llm, budget=budget
+                corpus, "Which harbour?", strategy="toy_search_agent", llm=llm, budget=budget
             )
         out["budget_warned"] = [
             type(w.message).__name__ for w in caught if issubclass(w.category, UserWarning)
         ]
         out["budget_requests"], out["budget_stopped"] = len(server.requests), stopped.stopped
-    plan = estimate(corpus, "Which harbour?", strategy="search_agent", llm=llm)
-    held = estimate(corpus, "Which harbour?", strategy="search_agent", llm=llm, budget=budget)
+    plan = estimate(corpus, "Which harbour?", strategy="toy_search_agent", llm=llm)
+    held = estimate(corpus, "Which harbour?", strategy="toy_search_agent", llm=llm, budget=budget)
     unbounded = "unbounded" in plan.describe()
     out["plan"] = [plan.calls, plan.max_calls, plan.max_prompt_tokens, unbounded]
     out["capped"] = [held.max_calls, held.details.get("capped_by")]
@@ -85,7 +85,7 @@ def _third_party(tmp_path: Path) -> Path:
     dist.mkdir(parents=True)
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: search-agent\nVersion: 0.1\n")
     (dist / "entry_points.txt").write_text(
-        "[longctx.strategies]\nsearch_agent = search_agent.graph:build_graph\n"
+        "[longctx.strategies]\ntoy_search_agent = search_agent.graph:build_graph\n"
     )
     return tmp_path
 

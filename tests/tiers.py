@@ -55,6 +55,7 @@ LONGEST_FILES = (
     "test_raptor_scalable.py",
     "test_structured.py",
     "test_docs_site.py",
+    "test_browsecomp_plus_official.py",
     "test_namespace.py",
     "test_embedding_replies.py",
     "test_index_trust.py",
@@ -98,6 +99,8 @@ TIERS: dict[str, dict[str, str]] = {
         "test_no_submodule_is_reached_as_an_attribute_of_a_package_imported_bare": "integration",
     },
     "test_toy_plugins.py": {"*": "subprocess"},
+    "test_sandbox_hostile.py": {"*": "subprocess"},
+    "test_sandbox_jail.py": {"*": "subprocess"},
     "test_search_agent_plugin.py": {
         "test_a_tool_loop_strategy_in_its_own_folder_answers_and_is_capped_by_its_budget": (
             "subprocess"
@@ -105,6 +108,14 @@ TIERS: dict[str, dict[str, str]] = {
         "test_the_search_agent_folder_imports_only_the_plugin_surface": "integration",
     },
     "test_plugin_surface.py": {"*": "integration"},
+    "test_browsecomp_plus_official.py": {"*": "integration"},
+    "test_browsecomp_plus.py": {
+        "test_the_cli_runs_reports_and_exports_both_settings": "integration",
+        "test_ceilings_say_whether_each_strategys_reading_covers_the_evidence": "integration",
+        "test_parquet_shards_give_the_same_samples_as_json_lines": "integration",
+    },
+    "test_search_agent_parity.py": {"*": "integration"},
+    "test_search_agent.py": {"*": "integration"},
     "test_budget_channel.py": {
         "test_a_child_process_never_passes_a_call_budget": "subprocess",
         "test_children_running_together_share_one_call_budget": "concurrency",

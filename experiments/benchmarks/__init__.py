@@ -13,7 +13,8 @@ the ``longctx.benchmarks`` entry-point group.
 
 Registered: ``longbench`` (v1, 21 datasets), ``longbench_e``, ``longbench_v2``, ``lveval``,
 ``loong``, ``corpusqa``, ``ruler_hqa`` (MemAgent's RULER-HotpotQA), ``memoryagentbench`` (one
-context, many questions), ``babilong`` (0 to 10M tokens) and ``synth`` (a folder from
+context, many questions), ``babilong`` (0 to 10M tokens), ``oolong``
+(OOLONG-synth and OOLONG-real: aggregation over many records) and ``synth`` (a folder from
 ``longctx synth``).
 """
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from longctx.experiments.benchmarks.base import Sample
+from longctx.experiments.metrics.reading import Reading, reading_of
 from longctx.retrieval.contract.errors import OptionError, UnknownName
 
 
@@ -27,12 +28,16 @@ class Prediction:
         reply: The model's whole final reply where ``text`` was extracted from it (MemAgent's
             preset ``paper`` scores its ``extract_answer``), else ``None``: what an official
             scorer that extracts the answer itself reads (RULER-HotpotQA's ``official``).
+        reading: What the answer read and searched (``reading_of`` its row,
+            :mod:`longctx.experiments.metrics.reading`), for scorers of evidence recall and search
+            calls (BrowseComp-Plus); ``None``: not known.
     """
 
     sample_id: str
     text: str | None
     error: str | None = None
     reply: str | None = None
+    reading: Reading | None = None
 
     @property
     def failed(self) -> bool:
@@ -67,7 +72,11 @@ def final_reply(row: Mapping[str, Any]) -> str | None:
 def row_prediction(row: Mapping[str, Any]) -> Prediction:
     """A result row (``results.jsonl``) as the :class:`Prediction` its benchmark scores."""
     return Prediction(
-        str(row["sample_id"]), row.get("prediction"), row.get("error"), final_reply(row)
+        str(row["sample_id"]),
+        row.get("prediction"),
+        row.get("error"),
+        final_reply(row),
+        reading_of(row),
     )
 
 

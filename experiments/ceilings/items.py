@@ -26,9 +26,10 @@ NO_EVIDENCE = {
 
 def _spans_item(s: Any, meta: dict[str, Any]) -> CeilingItem:
     """A question whose evidence is sentences (``metadata["evidence_spans"]``: BABILong's supporting
-    facts), per task x length."""
+    facts, OOLONG's records), per task (OOLONG: task group) x length."""
     spans = tuple(EvidenceSpan(d, a, b) for d, a, b in meta["evidence_spans"])
-    cell = (str(s.dataset), str(meta["length"])) if "length" in meta else None
+    task = meta.get("task_group") or s.dataset
+    cell = (str(task), str(meta["length"])) if "length" in meta else None
     return CeilingItem(
         s.sample_id,
         s.corpus,

@@ -267,8 +267,15 @@ def cmd_synth(args: argparse.Namespace) -> int:
 
 def cmd_ceilings(args: argparse.Namespace) -> int:
     """Compute and print the evidence ceilings of a data folder."""
+    loader = dict(parse_value(item) for item in args.loader_option)
+    if args.subset:
+        loader["datasets"] = list(args.subset)
+    if loader and not args.benchmark:
+        raise ValueError("--subset and --loader-option need --benchmark")
     samples = (
-        load_benchmark(args.benchmark, args.data) if args.benchmark else load_samples(args.data)
+        load_benchmark(args.benchmark, args.data, **loader)
+        if args.benchmark
+        else load_samples(args.data)
     )
     samples = samples[: args.limit] if args.limit else samples
     strategies = (

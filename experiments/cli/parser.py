@@ -383,6 +383,16 @@ def _add_ceilings(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--benchmark", help="benchmark whose samples name evidence_doc_ids (default: synth)"
     )
     p.add_argument(
+        "--subset", nargs="+", default=[], metavar="DATASET", help="only these datasets of it"
+    )
+    p.add_argument(
+        "--loader-option",
+        action="append",
+        default=[],
+        metavar="KEY=JSON",
+        help="benchmark loader option, as for 'longctx run' (e.g. docs_per_query=1000)",
+    )
+    p.add_argument(
         "--strategies", help="comma-separated strategy names (default: every one with a rule)"
     )
     p.add_argument(

@@ -11,7 +11,8 @@ Loong: not a parseable rating).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from typing import Any
 
 # 2: the official judge parameters are sent with every call; 3: max_tokens,
@@ -21,17 +22,23 @@ VERSION = 3
 
 @dataclass(frozen=True)
 class JudgeParams:
-    """Sampling parameters sent with every judge call (``None``: not sent)."""
+    """Sampling parameters sent with every judge call (``None``: not sent); ``extra_body``: fields
+    an OpenAI-compatible server reads beside the standard ones (a vLLM server's ``top_k``,
+    ``chat_template_kwargs``), merged into the request body."""
 
     temperature: float | None = 0.0
     n: int | None = None
     max_tokens: int | None = None
     top_p: float | None = None
     seed: int | None = None
+    extra_body: Mapping[str, Any] | None = None
 
     def kwargs(self) -> dict[str, Any]:
         """The parameters to send, as chat-model call keyword arguments."""
-        return {k: v for k, v in asdict(self).items() if v is not None}
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        if values["extra_body"] is not None:
+            values["extra_body"] = dict(values["extra_body"])
+        return {k: v for k, v in values.items() if v is not None}
 
 
 #: Loong ``config/models/gpt4.yaml`` (the ``--eval_model`` of ``src/run.sh``): ``run_args:

@@ -14,7 +14,13 @@ official evaluation scripts read, one "model" per strategy (the strategy name):
 - ruler_hqa: ``results/ruler_hqa_<docs>/<strategy>.jsonl``, read by MemAgent's ``visualize.py``;
 - babilong: ``babilong_evals/longctx/<strategy>/<task>_<length>_<prompt switches>.csv``
   (``target, output, question``) and its ``.json`` settings, read by BABILong's
-  ``collect_results.py --model_name longctx/<strategy>``.
+  ``collect_results.py --model_name longctx/<strategy>``;
+- oolong: ``results/<synth|real>/<strategy>/full_output.jsonl`` (the official per-item records,
+  scored by the official functions' rules, in the official run order) and ``overall.txt``: the
+  official ``eval_script_batched.py`` run with ``--model <strategy>`` over that folder resumes
+  from the file, finds nothing left to ask, and prints the overall from its scores.
+- browsecomp_plus: ``runs/<strategy>/<query_id>.json`` (``query_id, tool_call_counts, status,
+  retrieved_docids, result``), the run directory BrowseComp-Plus's ``evaluate_run.py`` reads.
 
 Each line carries the keys the official script reads, with the values the official
 prediction script would have written. Failed calls follow the official prediction
@@ -35,10 +41,13 @@ from pathlib import Path
 from typing import Any
 
 from longctx.experiments.benchmarks import babilong as bl
+from longctx.experiments.benchmarks import oolong as ol
 from longctx.experiments.benchmarks.base import Sample
 from longctx.experiments.benchmarks.predictions import final_reply
 from longctx.experiments.metrics import longbench_v2 as v2
+from longctx.experiments.metrics import oolong as m_oolong
 from longctx.experiments.metrics import ruler_hqa as rq
+from longctx.experiments.metrics.reading import Reading, reading_of
 from longctx.experiments.runner import (
     MANIFEST_FILE,
     latest_rows,
@@ -67,6 +76,7 @@ class Answered:
 
     text: str | None
     reasoning: str | None = None
+    reading: Reading | None = None
 
 
 #: A sample and what its row answered.
@@ -302,6 +312,90 @@ def _write_babilong(pairs: Sequence[Pair], out: Path, label: str) -> list[Export
     return files
 
 
+def oolong_line(sample: Sample, text: str | None, model: str) -> dict[str, Any]:
+    """The official record of one item (``synth_process_response`` / ``dnd_process_response``'s
+    ``this_output``); a failed call gets the record of a ``BadRequestError`` (score 0)."""
+    md = sample.metadata
+    head = {"id": md["id"], "context_window_id": md["context_window_id"]}
+    if sample.dataset == "synth" or text is None:
+        head["dataset"] = md["source"]
+    if text is None:
+        gold = str(md["answer"]).strip("[").strip("]")
+        return head | {
+            "model": model,
+            "attempted_parse": "ERROR",
+            "parse_confidence": "ERROR",
+            "full_answer": "ERROR",
+            "score": 0,
+            "context_len": md["context_len"],
+            "task_group": md.get("task_group"),
+            "task": md.get("task"),
+            "answer_type": md.get("answer_type"),
+            "answer": gold,
+        }
+    scored = ol.item_score(sample, text)
+    return head | {
+        "model": model,
+        "attempted_parse": scored.attempted_parse,
+        "parse_confidence": scored.parse_confidence,
+        "full_answer": text,
+        "score": scored.score,
+        "answer": scored.answer,
+    }
+
+
+def _write_oolong(pairs: Sequence[Pair], out: Path, label: str) -> list[ExportedFile]:
+    """``results/<variant>/<label>/full_output.jsonl`` in the official run order (sorted by
+    window) and ``overall.txt``."""
+    files = []
+    for variant, group in _grouped(pairs, lambda s: s.dataset).items():
+        ordered = sorted(group, key=lambda p: p[0].metadata["context_window_id"])
+        lines = [oolong_line(s, a.text, label) for s, a in ordered]
+        folder = out / "results" / variant / label
+        n = _jsonl(folder / "full_output.jsonl", lines)
+        scores = [line["score"] for line in lines]
+        (folder / "overall.txt").write_text(m_oolong.official_summary(label, scores))
+        files.append(ExportedFile(folder / "full_output.jsonl", n))
+    return files
+
+
+def browsecomp_plus_line(sample: Sample, answered: Answered) -> dict[str, Any]:
+    """One query's file of a BrowseComp-Plus run directory (the README's fields): ``status``
+    ``completed`` for a finished answer (``incomplete``: stopped by a budget; ``failed``),
+    ``retrieved_docids`` the documents it read (:mod:`longctx.experiments.metrics.reading`),
+    ``tool_call_counts`` its searches, ``result`` its reply as one ``output_text``."""
+    reading = answered.reading or Reading(completed=answered.text is not None)
+    if answered.text is None:
+        status = "failed"
+    else:
+        status = "completed" if reading.completed else "incomplete"
+    read = reading.documents(d.doc_id for d in sample.corpus)
+    return {
+        "query_id": sample.metadata["query_id"],
+        "tool_call_counts": dict(reading.tool_calls),
+        "status": status,
+        "retrieved_docids": sorted(read),
+        "result": (
+            [{"type": "output_text", "output": answered.text}] if answered.text is not None else []
+        ),
+    }
+
+
+def _write_browsecomp_plus(pairs: Sequence[Pair], out: Path, label: str) -> list[ExportedFile]:
+    """One JSON file per query under ``runs/<strategy>/``, failed answers too (the official
+    evaluator counts them wrong)."""
+    files = []
+    for sample, answered in pairs:
+        path = out / "runs" / label / f"{sample.metadata['query_id']}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        line = browsecomp_plus_line(sample, answered)
+        tmp.write_text(json.dumps(line, indent=2, ensure_ascii=False), encoding="utf-8")
+        tmp.replace(path)
+        files.append(ExportedFile(path, 1))
+    return files
+
+
 #: benchmark -> writer(pairs, out, label) of its official prediction files.
 WRITERS: dict[str, Callable[[Sequence[Pair], Path, str], list[ExportedFile]]] = {
     "longbench": lambda pairs, out, label: _write_longbench(pairs, out, label, "pred"),
@@ -312,6 +406,8 @@ WRITERS: dict[str, Callable[[Sequence[Pair], Path, str], list[ExportedFile]]] = 
     "corpusqa": _write_corpusqa,
     "ruler_hqa": _write_ruler_hqa,
     "babilong": _write_babilong,
+    "oolong": _write_oolong,
+    "browsecomp_plus": _write_browsecomp_plus,
 }
 
 
@@ -376,7 +472,7 @@ def _answered(row: dict[str, Any], whole_reply: bool) -> Answered:
     steps keep)."""
     text = row.get("prediction")
     if row.get("status") != "ok" or not isinstance(text, str) or row.get("error"):
-        return Answered(None)
+        return Answered(None, reading=reading_of(row))
     reply = final_reply(row) if whole_reply else None
     reasoning = next(
         (
@@ -386,7 +482,7 @@ def _answered(row: dict[str, Any], whole_reply: bool) -> Answered:
         ),
         None,
     )
-    return Answered(reply if reply is not None else text, reasoning)
+    return Answered(reply if reply is not None else text, reasoning, reading_of(row))
 
 
 #: How the official code scores an export (``{dir}``: the export folder, ``{model}``: a strategy,
@@ -407,6 +503,15 @@ OFFICIAL_COMMANDS = {
     "babilong": (
         "cd <babilong> && python -m babilong.collect_results --evals_path {dir}/babilong_evals "
         "--model_name longctx/{model}"
+    ),
+    "oolong": (
+        "cd {dir} && python <oolong>/src/eval/eval_script_batched.py --model {model} --dataset "
+        "synth  # or --dataset real: resumes from results/<dataset>/{model}/full_output.jsonl"
+    ),
+    "browsecomp_plus": (
+        "cd <BrowseComp-Plus> && python scripts_evaluation/evaluate_run.py --input_dir "
+        "{dir}/runs/{model} --ground_truth <data>/browsecomp_plus_decrypted.jsonl "
+        "--qrel_evidence <data>/qrel_evidence.txt"
     ),
 }
 

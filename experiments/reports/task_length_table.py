@@ -58,15 +58,53 @@ def task_length_table(scores: Mapping[str, Any]) -> list[str] | None:
     return lines + [f"| {t} | " + " | ".join(_cell(v) for v in values) + " |" for t, values in rows]
 
 
+#: The note of a benchmark without BABILong's avg row (OOLONG: task groups x context lengths).
+PLAIN_NOTE = "Rows: tasks (task groups); columns: context lengths; score x 100."
+
+
+def breakdown_tables(scores: Mapping[str, Any]) -> list[str]:
+    """The one-column tables of a score's ``breakdowns`` (``{title: {row: value}}``, OOLONG's by
+    task group, answer type, source dataset and length) and each variant's official overall
+    (``variants.<name>.official``: the figures of the official ``overall.txt``)."""
+    lines: list[str] = []
+    variants = scores.get("variants")
+    if isinstance(variants, Mapping):
+        for name, v in variants.items():
+            official = v.get("official") if isinstance(v, Mapping) else None
+            if isinstance(official, Mapping) and official.get("n"):
+                lines += [
+                    f"Official overall ({name}, `overall.txt`): {official['correct']}/"
+                    f"{official['n']} = {official['overall']}",
+                    "",
+                ]
+    breakdowns = scores.get("breakdowns")
+    if isinstance(breakdowns, Mapping):
+        for title, rows in breakdowns.items():
+            if isinstance(rows, Mapping) and rows:
+                lines += [f"| {title} | score |", "|---|---|"]
+                lines += [f"| {k} | {_cell(v)} |" for k, v in rows.items()] + [""]
+    return lines
+
+
 def task_length_markdown(benchmark: str, official: Mapping[str, Mapping[str, Any]]) -> str | None:
-    """Every strategy's task x length table (``official``: strategy -> its score), or ``None`` when
-    none has one."""
+    """Every strategy's task x length table (``official``: strategy -> its score) with its
+    breakdowns (:func:`breakdown_tables`), or ``None`` when none has one. A score's
+    ``table_title`` and ``table_note`` replace the default ones (its rows are then what its
+    ``tasks`` name, e.g. BrowseComp-Plus's metrics per corpus setting)."""
     parts: list[str] = []
+    babilong = False
+    title = note = None
     for strategy, scores in official.items():
         table = task_length_table(scores)
         if table is not None:
-            parts += [f"## {strategy}", "", *table, ""]
+            babilong |= isinstance(scores.get("avg_qa1_qa5"), Mapping)
+            parts += [f"## {strategy}", "", *table, "", *breakdown_tables(scores)]
+            title = scores.get("table_title") or title
+            note = scores.get("table_note") or note
     if not parts:
         return None
-    head = [f"# {benchmark}: accuracy x 100 per task x length", "", NOTE, ""]
+    what = "accuracy x 100" if babilong else "score x 100"
+    title = str(title or f"{what} per task x length")
+    note = str(note or (NOTE if babilong else PLAIN_NOTE))
+    head = [f"# {benchmark}: {title}", "", note, ""]
     return "\n".join(head + parts)

@@ -28,6 +28,7 @@ from longctx.graphs.plugin.config import redact_secrets
 from longctx.retrieval.extras import DISTRIBUTION
 from longctx.retrieval.locks import exclusive_lock
 from longctx.retrieval.redaction import redact_value
+from longctx.retrieval.threads import thread_report
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +99,8 @@ def _start_manifest_locked(
             "git_revision": revision,
             "samples": n_samples,
             "todo": n_todo,
+            # threads per compute pool (the thread policy) this invocation started with
+            "threads": thread_report(),
         }
     )
     _write_json(path, manifest)

@@ -93,7 +93,7 @@ def chat(
     max_tokens: int,
     tools: Sequence[Any] | None = None,
     tool_choice: Any = None,
-    temperature: float = 0.0,
+    temperature: float | None = 0.0,
     stop: Sequence[str] | None = None,
     config: RunnableConfig | None = None,
     **kwargs: Any,
@@ -116,7 +116,7 @@ def chat(
         list(messages),
         config,
         **budget_kwargs(llm, max_tokens),
-        temperature=temperature,
+        **({} if temperature is None else {"temperature": temperature}),
         stop=None if stop is None else list(stop),
         **kwargs,
     )

@@ -27,6 +27,8 @@ from longctx.graphs.calls.llm import (
 from longctx.graphs.calls.prompt_sharing import PromptSharing
 from longctx.graphs.calls.replies import MalformedOutput, text_of
 from longctx.graphs.calls.request_settings import model_identity
+from longctx.graphs.calls.tool_events import emit_calls, emit_results
+from longctx.graphs.calls.tool_json import as_text_history, with_json_calls
 from longctx.graphs.calls.tool_loop import FINAL_TURN_PROMPT, ToolLoop, ToolLoopState, final_text
 from longctx.graphs.calls.validated_call import (
     Outcome,
@@ -171,8 +173,15 @@ from longctx.retrieval.embedder_base import dimension_error, source_of
 from longctx.retrieval.embedders import embedder_needs
 from longctx.retrieval.extras import Need, require
 from longctx.retrieval.paths import default_cache_dir
+from longctx.retrieval.threads import apply_thread_policy
 from longctx.retrieval.tokenizers import Tokenizer, slice_ids, split_ids, tiktoken_tokenizer
-from longctx.retrieval.tokens import count_tokens, count_tokens_batch, decode, encode
+from longctx.retrieval.tokens import (
+    count_tokens,
+    count_tokens_batch,
+    decode,
+    encode,
+    encode_segments,
+)
 
 __all__ = [
     # The contract's types.
@@ -212,6 +221,7 @@ __all__ = [
     "ToolMode",
     "acall_validated",
     "add_usage",
+    "as_text_history",
     "bind_function",
     "blocking",
     "budget_kwargs",
@@ -219,6 +229,8 @@ __all__ = [
     "chat",
     "complete",
     "complete_with_usage",
+    "emit_calls",
+    "emit_results",
     "context_window",
     "final_text",
     "gather_or_cancel",
@@ -233,6 +245,7 @@ __all__ = [
     "text_of",
     "tokenizer_for",
     "tokenizer_id",
+    "with_json_calls",
     # Graph nodes, prompts and prompt sharing.
     "AnswerSettings",
     "CompiledGraph",
@@ -317,6 +330,7 @@ __all__ = [
     "count_tokens_batch",
     "decode",
     "encode",
+    "encode_segments",
     "slice_ids",
     "split_ids",
     "strip_think",
@@ -343,6 +357,7 @@ __all__ = [
     "dimension_error",
     "document_fingerprint",
     "embedder_needs",
+    "apply_thread_policy",
     "map_on_ray",
     "map_or_raise",
     "model_recipe",

@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from longctx.graphs.plugin.api import require
+from longctx.graphs.plugin.api import apply_thread_policy, require
 from longctx.graphs.raptor.placement import place_by_neighbours
 
 #: cluster_utils.RANDOM_SEED: the BIC search's mixtures (and here UMAP's) are seeded with it.
@@ -414,6 +414,7 @@ def _one_thread() -> None:
     """A re-clustering process's BLAS and OpenMP pools: one thread (``workers`` processes share the
     cores)."""
     global _WORKER_LIMIT
+    apply_thread_policy(1)  # torch and faiss too, if a job loads them
     # held for the process's life: a dropped one would restore the pools as it is collected
     _WORKER_LIMIT = one_thread_pools()
     _WORKER_LIMIT.__enter__()

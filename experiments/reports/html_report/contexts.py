@@ -9,7 +9,7 @@ from typing import Any
 
 from longctx.experiments.planning.context_costs import COLUMNS
 from longctx.experiments.reports.html_report.cells import e, number, swatch
-from longctx.experiments.reports.task_length_table import NOTE, task_length_grid
+from longctx.experiments.reports.task_length_table import NOTE, PLAIN_NOTE, task_length_grid
 
 
 def task_length_section(official: Mapping[str, Mapping[str, Any]]) -> str:
@@ -34,9 +34,11 @@ def task_length_section(official: Mapping[str, Mapping[str, Any]]) -> str:
         )
     if not tables:
         return ""
+    babilong = any(isinstance(s.get("avg_qa1_qa5"), Mapping) for s in official.values())
+    what, note = ("Accuracy", NOTE) if babilong else ("Score", PLAIN_NOTE)  # OOLONG: score x 100
     return (
-        '<section id="by-task-length"><h2>Accuracy per task x length</h2><p class="note">Accuracy '
-        f"&times; 100. {e(NOTE)} Also in <code>by_task_length.md</code>.</p>{''.join(tables)}"
+        f'<section id="by-task-length"><h2>{what} per task x length</h2><p class="note">{what} '
+        f"&times; 100. {e(note)} Also in <code>by_task_length.md</code>.</p>{''.join(tables)}"
         "</section>"
     )
 
