@@ -208,12 +208,14 @@ def test_the_toy_plugins_are_offered_by_help_without_importing_them(tmp_path):
             f"longctx {command} --help loaded {_loaded_ours(shown[command]['modules'])}"
         )
     assert (
-        "{first_chunk,full_context,hipporag,memagent,pai,pai_minus,rag,raptor,rlm,self_ask,self_route,structured}"
+        "{first_chunk,full_context,hipporag,memagent,pai,pai_minus,rag,raptor,rlm,search_agent,self_ask,self_route,structured}"
         in shown["answer"]["help"]
     )
     # `longctx index`: the built-ins declared to build an index, and the plug-in (checked
     # once loaded)
-    assert "{first_chunk,pai,pai_minus,rag,self_ask,self_route}" in shown["index"]["help"]
+    assert (
+        "{first_chunk,pai,pai_minus,rag,search_agent,self_ask,self_route}" in shown["index"]["help"]
+    )
 
 
 RUN = """
