@@ -24,11 +24,13 @@ BUILT_IN_ORDER = [
     "rag",
     "self_route",
     "self_ask",
+    "search_agent",
     "pai",
     "pai_minus",
     "memagent",
     "full_context",
     "structured",
+    "rlm",
     "raptor",
     "hipporag",
 ]

@@ -310,7 +310,7 @@ def rlm_costs(
 
 @STRATEGIES.register(
     "rlm",
-    costs=StrategyCosts(rlm_costs),
+    costs=StrategyCosts(rlm_costs, always_bounded=True),
     ceiling=RLM_CEILING,
     config_cls=RlmConfig,
     prompts_version=PROMPTS_VERSION,

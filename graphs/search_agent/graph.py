@@ -290,7 +290,7 @@ def build_graph(config: SearchAgentConfig | None = None) -> CompiledGraph:
 STRATEGIES.register(
     "search_agent",
     build_graph,
-    costs=StrategyCosts(search_agent_costs),
+    costs=StrategyCosts(search_agent_costs, always_bounded=True),
     ceiling=SearchedDocumentsCeiling(),
     presentation=PRESENTATION,
     config_cls=SearchAgentConfig,
