@@ -165,6 +165,7 @@ def run_tools(state: SearchAgentState, runtime: Context) -> dict[str, Any]:
         messages.append(
             ToolMessage(content=result, tool_call_id=str(call["id"]), name=name, status=status)
         )
+        noted = _note(name, call.get("args"), result, found) if ok else {}
         steps.append(
             Step(
                 "tools",
@@ -174,22 +175,27 @@ def run_tools(state: SearchAgentState, runtime: Context) -> dict[str, Any]:
                 args=call.get("args"),
                 status=status,
                 chars=len(result),
+                **noted,
             )
         )
-        if ok:
-            _note(name, call.get("args"), result, found)
     emit_results(messages)
     return {"messages": messages, "steps": steps, **found}
 
 
-def _note(name: str, args: Any, result: str, found: dict[str, list[str]]) -> None:
-    """What a call did: the query searched and the documents it returned, or the one opened."""
+def _note(name: str, args: Any, result: str, found: dict[str, list[str]]) -> dict[str, Any]:
+    """What a call did: the query searched and the documents it returned (the step's
+    ``doc_ids``, what the official client records as ``retrieved_docids``), or the one opened
+    (the step's ``opened``: the official records no id of a ``get_document``)."""
     args = args if isinstance(args, Mapping) else {}
     if name == "search":
+        ids = [str(r["docid"]) for r in json.loads(result)]
         found["searched"].append(str(args.get("query", "")))
-        found["retrieved"] += [str(r["docid"]) for r in json.loads(result)]
-    elif name == "get_document" and "error" not in json.loads(result):
+        found["retrieved"] += ids
+        return {"doc_ids": ids}
+    if name == "get_document" and "error" not in json.loads(result):
         found["opened"].append(str(args.get("docid", "")))
+        return {"opened": str(args.get("docid", ""))}
+    return {}
 
 
 def after_agent(state: SearchAgentState) -> str:
@@ -256,6 +262,7 @@ def finish(state: SearchAgentState, runtime: Context) -> dict[str, Any]:
         searched=list(state.get("searched", [])),
         opened=list(state.get("opened", [])),
         cited=cited,
+        evidence_read=False,  # the evidence is what it cites; what it read is the tools' doc_ids
     )
     return {"answer": exact_answer(text), "raw": text, "evidence": evidence, "steps": [step]}
 
