@@ -36,6 +36,7 @@ from longctx.graphs.calls.validated_call import (
     acall_validated,
     bind_function,
     call_validated,
+    native_tools_model,
     resolve_tool_mode,
 )
 from longctx.graphs.index.embedding_store import EmbeddingStore, open_store, query_vector
@@ -231,6 +232,7 @@ __all__ = [
     "prompt_codec",
     "report_progress",
     "report_step",
+    "native_tools_model",
     "resolve_tool_mode",
     "run_blocking",
     "text_of",

@@ -6,8 +6,9 @@ the answer is the reply's "Exact Answer:" line, the documents cited in brackets 
 
 ``START -> ask -> agent -> (tools -> agent)* -> finish -> END``: each model call is an ``agent``
 node and each tool round a ``tools`` node, so a checkpointed run resumes at its last finished
-round. Requests go through the chat model's tool calling (``bind_tools``; the JSON-in-text adapter
-for a model without it, as the embedded one); docs/protocols.md maps them onto the official
+round. Requests go through the chat model's tool calling (``bind_tools``; the embedded model's
+through llama.cpp's function-calling chat format; the JSON-in-text adapter for a model without
+any); docs/protocols.md maps them onto the official
 Responses requests.
 """
 
@@ -38,6 +39,7 @@ from longctx.graphs.plugin.api import (
     chat,
     emit_calls,
     emit_results,
+    native_tools_model,
     resolve_tool_mode,
     with_json_calls,
 )
@@ -130,11 +132,14 @@ def call_model(
     cap: int,
 ) -> tuple[AIMessage, str]:
     """One request with ``cap`` output tokens: native tool calls (``tool_choice="auto"``, as the
-    official request), or the tools in the text for a model without them."""
-    mode = resolve_tool_mode(llm, cfg.tool_mode)
+    official request; the embedded model's through llama.cpp's function-calling chat format), or
+    the tools in the text for a model without them."""
     t = cfg.temperature
-    if mode == "tools":
-        reply = chat(llm, history, tools=tools, tool_choice="auto", max_tokens=cap, temperature=t)
+    native = native_tools_model(llm) if cfg.tool_mode != "json" else None
+    mode = "tools" if native is not None else resolve_tool_mode(llm, cfg.tool_mode)
+    if mode == "tools":  # forced on a model without tool calling: its error says so
+        model = native or llm
+        reply = chat(model, history, tools=tools, tool_choice="auto", max_tokens=cap, temperature=t)
         return reply, mode
     reply = chat(llm, as_text_history(history, tools), max_tokens=cap, temperature=t)
     return with_json_calls(reply, turn), mode
