@@ -7,16 +7,18 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from longctx import answer_many, make_chat_model
+from longctx import Budget, answer, answer_many, make_chat_model
 from longctx.experiments.cli.app import main
 from longctx.experiments.runner import latest_rows, read_rows
-from longctx.retrieval import Corpus
-from tests.recording_server import RecordingServer
+from longctx.graphs.metering.plan_check import BudgetMayStopWarning
+from longctx.retrieval import Corpus, Document
+from tests.recording_server import RecordingServer, tool_call, tool_reply
 from tests.search_agent_script import DOCS, QUESTIONS, question_of, searching_agent, write_data
 
 #: The document each question's search finds first, and the answer read from its snippet.
@@ -113,3 +115,42 @@ def test_an_own_corpus_run_with_the_search_agent_reports_it(
     check_searched_its_own_question(rows)
     assert main(["report", str(tmp_path / "run"), "--no-plots", "--no-html"]) == 0
     assert "search_agent" in json.loads((tmp_path / "run" / "report" / "scores.json").read_text())
+
+
+BIG = "The harbour ledger lists every ship and every cargo of the year. " * 400  # ~5,200 tokens
+
+
+def opening_then_document(request: dict[str, Any]) -> Any:
+    """Open the big document, then answer."""
+    if not any(m["role"] == "tool" for m in request["messages"]):
+        return tool_reply(tool_call("get_document", {"docid": "ledger"}, "call_open"))
+    return "Explanation: it is there [ledger].\nExact Answer: ships\nConfidence: 50%"
+
+
+def test_a_document_that_would_pass_the_prompt_budget_is_refused_before_the_request(
+    tmp_path: Path,
+) -> None:
+    """``get_document`` returns a whole document (~5,200 tokens); the next request would pass
+    ``max_prompt_tokens``: the budget guard refuses it before it is sent (the stub receives the
+    first request only), and the answer is stopped by the budget with the tool round kept."""
+    corpus = Corpus(
+        [Document(doc_id="ledger", text=BIG), Document(doc_id="note", text="A short note.")]
+    )
+    with RecordingServer(opening_then_document) as server:
+        llm = make_chat_model("openai:rec", base_url=server.url, api_key="x", max_retries=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", BudgetMayStopWarning)
+            result = answer(
+                corpus,
+                "What does the ledger list?",
+                strategy="search_agent",
+                preset="get-document",
+                llm=llm,
+                cache_dir=tmp_path,
+                budget=Budget(max_prompt_tokens=3_000),
+            )
+    assert len(server.requests) == 1
+    assert result.stopped == "budget"
+    (opened,) = [s for s in result.steps if s.node == "tools"]
+    assert opened["tool"] == "get_document" and opened["chars"] > len(BIG)
+    assert result.usage.llm_calls == 1
