@@ -215,3 +215,25 @@ def test_the_embedded_gguf_receives_the_tool_schemas_natively(
     assert agent["mode"] == "tools"
     assert "functions.search:\n" in prompts[0] and "Search query string" in prompts[0]
     assert result.usage.completion_tokens <= 48
+
+
+def test_the_embedded_models_window_refuses_a_request_a_document_would_overflow(
+    scripted: Any, tmp_path: Path
+) -> None:
+    """The embedded model reports its window (``n_ctx``): the request after a ``get_document``
+    of a document longer than it is refused before llama.cpp is asked (it would raise
+    "Requested tokens exceed context window")."""
+    llama = scripted(["functions.get_document", '{"docid": "ledger"}', "<|im_end|>"])
+    corpus = Corpus(
+        [Document(doc_id="ledger", text="ship " * 2_000), Document(doc_id="n", text="A note.")]
+    )
+    result = answer(
+        corpus,
+        "What does the ledger list?",
+        strategy="search_agent",
+        preset="get-document",
+        llm=EmbeddedChatModel(n_ctx=1_024),
+        cache_dir=tmp_path,
+    )
+    assert len(llama.requests) == 3  # the first reply's choice, arguments and follow-up only
+    assert result.stopped == "budget" and "window of 1,024 tokens" in result.steps[-1]["reason"]

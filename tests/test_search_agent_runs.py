@@ -154,3 +154,32 @@ def test_a_document_that_would_pass_the_prompt_budget_is_refused_before_the_requ
     (opened,) = [s for s in result.steps if s.node == "tools"]
     assert opened["tool"] == "get_document" and opened["chars"] > len(BIG)
     assert result.usage.llm_calls == 1
+
+
+def test_a_document_that_would_fill_the_models_window_is_refused_before_the_request(
+    tmp_path: Path,
+) -> None:
+    """A model with a 3,000-token window (``context_window``, where it reports none): each
+    request's output cap is cut to the room its prompt leaves, and the request the document
+    would push past the window is refused before it is sent, as a budget stop with the reason."""
+    corpus = Corpus(
+        [Document(doc_id="ledger", text=BIG), Document(doc_id="note", text="A short note.")]
+    )
+    with RecordingServer(opening_then_document) as server:
+        llm = make_chat_model("openai:rec", base_url=server.url, api_key="x", max_retries=0)
+        result = answer(
+            corpus,
+            "What does the ledger list?",
+            strategy="search_agent",
+            preset="get-document",
+            llm=llm,
+            cache_dir=tmp_path,
+            context_window=3_000,
+        )
+    (sent,) = server.requests
+    first = next(s for s in result.steps if s.node == "agent")
+    assert sent.get("max_completion_tokens", sent.get("max_tokens")) == first["max_tokens"]
+    assert 2_000 < first["max_tokens"] < 3_000  # the window less the opening prompt
+    assert result.stopped == "budget"
+    assert [s.node for s in result.steps] == ["ask", "agent", "tools", "stopped"]
+    assert "the model's window of 3,000 tokens" in result.steps[-1]["reason"]

@@ -25,6 +25,7 @@ from longctx.graphs.calls.llm import (
     tokenizer_id,
 )
 from longctx.graphs.calls.prompt_sharing import PromptSharing
+from longctx.graphs.calls.prompt_text import counted_prompt
 from longctx.graphs.calls.replies import MalformedOutput, text_of
 from longctx.graphs.calls.request_settings import model_identity
 from longctx.graphs.calls.tool_events import emit_calls, emit_results
@@ -224,6 +225,7 @@ __all__ = [
     "emit_calls",
     "emit_results",
     "context_window",
+    "counted_prompt",
     "final_text",
     "gather_or_cancel",
     "listening",

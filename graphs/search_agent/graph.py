@@ -28,6 +28,7 @@ from langgraph.runtime import Runtime
 from longctx.graphs.plugin.api import (
     STRATEGIES,
     AnswerState,
+    BudgetReached,
     CompiledGraph,
     Evidence,
     RetrievalService,
@@ -37,10 +38,13 @@ from longctx.graphs.plugin.api import (
     StrategyCosts,
     as_text_history,
     chat,
+    context_window,
+    counted_prompt,
     emit_calls,
     emit_results,
     native_tools_model,
     resolve_tool_mode,
+    tokenizer_for,
     with_json_calls,
 )
 from longctx.graphs.search_agent.ceiling import SearchedDocumentsCeiling
@@ -108,7 +112,7 @@ def agent(state: SearchAgentState, runtime: Context) -> dict[str, Any]:
     turn = state.get("turns", 0) + 1
     cap = cfg.max_tokens - state.get("output_tokens", 0)
     tools = tools_of(ctx).definitions()
-    reply, mode = call_model(ctx.llm, list(state.get("messages", [])), tools, cfg, turn, cap)
+    reply, mode, cap = call_model(ctx.llm, list(state.get("messages", [])), tools, cfg, turn, cap)
     used = reply.usage_metadata["output_tokens"] if reply.usage_metadata else 0
     calls = len(reply.tool_calls) + len(reply.invalid_tool_calls)
     emit_calls(reply)
@@ -130,19 +134,56 @@ def call_model(
     cfg: SearchAgentConfig,
     turn: int,
     cap: int,
-) -> tuple[AIMessage, str]:
-    """One request with ``cap`` output tokens: native tool calls (``tool_choice="auto"``, as the
-    official request; the embedded model's through llama.cpp's function-calling chat format), or
-    the tools in the text for a model without them."""
-    t = cfg.temperature
+) -> tuple[AIMessage, str, int]:
+    """One request with ``cap`` output tokens (less where the model's window has less room):
+    native tool calls (``tool_choice="auto"``, as the official request; the embedded model's
+    through llama.cpp's function-calling chat format), or the tools in the text for a model
+    without them. Returns the reply, the mode and the cap sent."""
     native = native_tools_model(llm) if cfg.tool_mode != "json" else None
     mode = "tools" if native is not None else resolve_tool_mode(llm, cfg.tool_mode)
-    if mode == "tools":  # forced on a model without tool calling: its error says so
-        model = native or llm
-        reply = chat(model, history, tools=tools, tool_choice="auto", max_tokens=cap, temperature=t)
-        return reply, mode
-    reply = chat(llm, as_text_history(history, tools), max_tokens=cap, temperature=t)
-    return with_json_calls(reply, turn), mode
+    model = native or llm
+    # forced "tools" on a model without tool calling: its error says so
+    sent, schemas = (history, tools) if mode == "tools" else (as_text_history(history, tools), [])
+    cap = within_window(model, sent, schemas, cap, cfg.context_window)
+    reply = chat(
+        model,
+        sent,
+        tools=schemas or None,
+        tool_choice="auto" if schemas else None,
+        max_tokens=cap,
+        temperature=cfg.temperature,
+    )
+    return (reply if mode == "tools" else with_json_calls(reply, turn)), mode, cap
+
+
+#: Tokens a chat template adds around each message (role markers), and once (llama.cpp's
+#: function-calling preamble, ~110 tokens), beyond what the budget guard counts.
+MESSAGE_TOKENS = 8
+TEMPLATE_TOKENS = 128
+
+
+def within_window(
+    llm: BaseChatModel,
+    messages: list[BaseMessage],
+    tools: list[dict[str, Any]],
+    cap: int,
+    configured: int | None,
+) -> int:
+    """The output cap the next request may have inside the model's window (``configured``, else
+    the one the model reports; none known: ``cap`` unchecked); a request whose prompt alone
+    leaves no room (the whole documents ``get_document`` returned) is refused here, before it is
+    sent, as a budget stop (:class:`BudgetReached`), not by the server."""
+    window = configured or context_window(llm, 0)
+    if not window:
+        return cap
+    text = counted_prompt(messages, {"tools": tools} if tools else None)
+    prompt = tokenizer_for(llm).count(text) + MESSAGE_TOKENS * len(messages) + TEMPLATE_TOKENS
+    if prompt >= window:
+        raise BudgetReached(
+            f"budget reached: the model's window of {window:,} tokens (the next request's prompt "
+            f"has about {prompt:,})"
+        )
+    return min(cap, window - prompt)
 
 
 def _raw_arguments(call: Mapping[str, Any]) -> str:
