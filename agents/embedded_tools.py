@@ -11,7 +11,9 @@ What we do around it, here:
 - the request (:func:`function_calling_messages`): its template shows the tools only inside a
   system turn and renders no ``tool`` role, so a conversation without a system turn gets an empty
   one, and a tool result is sent as a user turn naming the call (as the JSON-in-text adapter
-  does); an assistant turn keeps its calls (``functions.<name>:`` and the arguments);
+  does); an assistant turn keeps its calls (``functions.<name>:`` and the arguments); texts go
+  unescaped (the template escapes HTML: a JSON result's quotes reached the model as ``&#34;``,
+  and SmolLM2 wrote them back into its arguments);
 - ``tool_choice`` (:func:`handler_tool_choice`): ``"auto"``/``None`` as auto; a tool's name (or
   ``"any"``/``"required"`` with one tool) forces that tool; ``"none"`` sends no tools;
 - the output cap (:class:`CappedLlama`): the handler writes a call's arguments and a text reply
@@ -84,33 +86,39 @@ def handler_tool_choice(choice: Any, tools: Sequence[Mapping[str, Any]]) -> Any:
 
 
 def _calls(message: AIMessage) -> list[dict[str, Any]]:
-    calls = [
-        {"type": "function", "function": {"name": c["name"], "arguments": json.dumps(c["args"])}}
-        for c in message.tool_calls
-    ]
-    return calls + [
-        {"type": "function", "function": {"name": c["name"] or "", "arguments": c["args"] or ""}}
-        for c in message.invalid_tool_calls
+    calls = [(c["name"], json.dumps(c["args"])) for c in message.tool_calls]
+    calls += [(c["name"] or "", c["args"] or "") for c in message.invalid_tool_calls]
+    return [
+        {"type": "function", "function": {"name": name, "arguments": _verbatim(args)}}
+        for name, args in calls
     ]
 
 
 def function_calling_messages(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
     """The conversation as the handler's template renders it: a system turn first (empty when
     there is none: the tools are shown in it), tool results as user turns naming the call, an
-    assistant turn's calls under ``tool_calls``."""
+    assistant turn's calls under ``tool_calls``. Texts are marked safe: the handler's template
+    escapes HTML (a JSON result's quotes would reach the model as ``&#34;``)."""
     out: list[dict[str, Any]] = []
     if not messages or messages[0].type != "system":
-        out.append({"role": "system", "content": ""})
+        out.append({"role": "system", "content": _verbatim("")})
     for m in messages:
         if isinstance(m, ToolMessage):
             content = f"Result of tool {m.name} ({m.tool_call_id}):\n{m.text}"
-            out.append({"role": "user", "content": content})
+            out.append({"role": "user", "content": _verbatim(content)})
             continue
-        entry: dict[str, Any] = {"role": _ROLES.get(m.type, "user"), "content": m.text}
+        entry: dict[str, Any] = {"role": _ROLES.get(m.type, "user"), "content": _verbatim(m.text)}
         if isinstance(m, AIMessage) and (m.tool_calls or m.invalid_tool_calls):
             entry["tool_calls"] = _calls(m)
         out.append(entry)
     return out
+
+
+def _verbatim(text: str) -> str:
+    """``text`` as a string the template does not escape (``markupsafe.Markup``, a ``str``)."""
+    from markupsafe import Markup  # jinja2's, which the handler renders with
+
+    return Markup(text)
 
 
 class CappedLlama:

@@ -237,3 +237,21 @@ def test_the_embedded_models_window_refuses_a_request_a_document_would_overflow(
     )
     assert len(llama.requests) == 3  # the first reply's choice, arguments and follow-up only
     assert result.stopped == "budget" and "window of 1,024 tokens" in result.steps[-1]["reason"]
+
+
+def test_tool_results_reach_the_model_unescaped(scripted: Any) -> None:
+    """The handler's template escapes HTML: a JSON result's quotes must reach the prompt as
+    quotes, not ``&#34;``."""
+    llama = scripted(["message", "Done."])
+    model = EmbeddedChatModel().with_function_calling()
+    assert model is not None
+    history = [
+        HumanMessage('Find "Oslo" & more'),
+        AIMessage("", tool_calls=[{"name": "search", "args": {"query": "a<b"}, "id": "c1"}]),
+        ToolMessage('[{"docid": "7", "snippet": "<b>x</b>"}]', tool_call_id="c1", name="search"),
+    ]
+    reply = chat(model, history, tools=SEARCH, tool_choice="auto", max_tokens=20)
+    prompt = llama.requests[0]["prompt"]
+    assert 'Find "Oslo" & more' in prompt and '{"query": "a<b"}' in prompt
+    assert '[{"docid": "7", "snippet": "<b>x</b>"}]' in prompt and "&#34;" not in prompt
+    assert reply.text == "Done." and reply.tool_calls == []
