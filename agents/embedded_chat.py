@@ -117,6 +117,7 @@ class EmbeddedChatModel(BaseChatModel):
     function_calling: bool = False
     model_config = ConfigDict(arbitrary_types_allowed=True)
     _resolved: str = PrivateAttr(default="")
+    _function_calling: Any = PrivateAttr(default=None)  # the copy with_function_calling made
 
     def model_post_init(self, __context: Any) -> None:
         """Resolve the model file now so a bad path fails at construction."""
@@ -189,6 +190,13 @@ class EmbeddedChatModel(BaseChatModel):
         template is not ChatML (loads the model to read it)."""
         if self.function_calling:
             return self
+        if self._function_calling is not None:  # one copy per model, not one per call
+            return self._function_calling if self._function_calling is not False else None
+        native = self._function_calling_copy()
+        self._function_calling = native if native is not None else False
+        return native
+
+    def _function_calling_copy(self) -> EmbeddedChatModel | None:
         if fc.function_calling_handler() is None:
             return None
         llama, _ = self._llama()
