@@ -9,15 +9,18 @@ from __future__ import annotations
 import atexit
 import importlib.util
 import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable
 from pydantic import ConfigDict, PrivateAttr
 
+from longctx.agents import embedded_tools as fc
 from longctx.agents.cached_usage import reused_prefix
 from longctx.agents.chat_errors import ChatModelError
 from longctx.agents.embedded_settings import EmbeddedSettings
@@ -94,7 +97,10 @@ class EmbeddedChatModel(BaseChatModel):
     """A local GGUF chat model run in-process by llama.cpp (default: SmolLM2-135M-Instruct).
 
     Reports token usage and exposes its own tokenizer and window, so truncation and
-    cost accounting are exact for it.
+    cost accounting are exact for it. With ``function_calling`` (a copy from
+    :meth:`with_function_calling`) it binds tools natively, through llama.cpp's function-calling
+    chat format (:mod:`longctx.agents.embedded_tools`); without, ``bind_tools`` raises
+    ``NotImplementedError`` and callers use the JSON-in-text adapter.
     """
 
     model_path: str | None = None
@@ -107,8 +113,11 @@ class EmbeddedChatModel(BaseChatModel):
     n_ubatch: int = 512
     flash_attn: bool = True
     seed: int = 0
+    #: Native tool calls through ``chatml-function-calling`` (see :meth:`with_function_calling`).
+    function_calling: bool = False
     model_config = ConfigDict(arbitrary_types_allowed=True)
     _resolved: str = PrivateAttr(default="")
+    _function_calling: Any = PrivateAttr(default=None)  # the copy with_function_calling made
 
     def model_post_init(self, __context: Any) -> None:
         """Resolve the model file now so a bad path fails at construction."""
@@ -129,6 +138,7 @@ class EmbeddedChatModel(BaseChatModel):
             "n_ctx": self.n_ctx,
             "seed": self.seed,
             **self.settings.identity(),
+            **({"function_calling": fc.FORMAT} if self.function_calling else {}),
         }
 
     @property
@@ -174,6 +184,41 @@ class EmbeddedChatModel(BaseChatModel):
         """Tokens of ``text`` in the model's vocabulary."""
         return len(self.tokenize(text))
 
+    def with_function_calling(self) -> EmbeddedChatModel | None:
+        """This model with native tool calling (llama.cpp's ``chatml-function-calling``), or
+        ``None`` where the installed llama-cpp-python has no such handler or the GGUF's chat
+        template is not ChatML (loads the model to read it)."""
+        if self.function_calling:
+            return self
+        if self._function_calling is not None:  # one copy per model, not one per call
+            return self._function_calling if self._function_calling is not False else None
+        native = self._function_calling_copy()
+        self._function_calling = native if native is not None else False
+        return native
+
+    def _function_calling_copy(self) -> EmbeddedChatModel | None:
+        if fc.function_calling_handler() is None:
+            return None
+        llama, _ = self._llama()
+        template = (getattr(llama, "metadata", None) or {}).get("tokenizer.chat_template")
+        if not fc.is_chatml(template):
+            return None
+        return self.model_copy(update={"function_calling": True})
+
+    def bind_tools(
+        self,
+        tools: Sequence[dict[str, Any] | type | Callable | Any],
+        *,
+        tool_choice: Any = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        """The model with ``tools`` sent natively on every call (``function_calling`` on; else
+        ``NotImplementedError``, as a model without tool calling)."""
+        if not self.function_calling:
+            raise NotImplementedError("the embedded model binds tools with function_calling=True")
+        schemas = fc.openai_tools(tools)
+        return self.bind(tools=schemas, tool_choice=fc.handler_tool_choice(tool_choice, schemas))
+
     def _generate(
         self,
         messages: list[BaseMessage],
@@ -181,6 +226,8 @@ class EmbeddedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
+        if kwargs.get("tools") and kwargs.get("tool_choice") != "none":
+            return self._generate_with_tools(messages, stop, **kwargs)
         llama, lock = self._llama()
         payload = [{"role": _ROLES.get(m.type, "user"), "content": m.content} for m in messages]
         # calls sharing a prompt start run back to back
@@ -209,6 +256,48 @@ class EmbeddedChatModel(BaseChatModel):
             response_metadata={
                 "finish_reason": choice.get("finish_reason"),
                 "model_name": self.model_name,
+            },
+        )
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def _generate_with_tools(
+        self, messages: list[BaseMessage], stop: list[str] | None, **kwargs: Any
+    ) -> ChatResult:
+        """One call with the bound tools through ``chatml-function-calling``, every completion
+        it makes within the request's ``max_tokens``."""
+        llama, lock = self._llama()
+        payload = fc.function_calling_messages(messages)
+        handler = fc.function_calling_handler()
+        with shared_model_lock(lock, "\n".join(str(m["content"]) for m in payload)):
+            kept = _context_tokens(llama)
+            capped = fc.CappedLlama(llama, kwargs.get("max_tokens") or 256)
+            out = handler(
+                llama=capped,
+                messages=payload,
+                tools=kwargs["tools"],
+                tool_choice=kwargs.get("tool_choice") or "auto",
+                temperature=kwargs.get("temperature", 0.0),
+                top_p=kwargs.get("top_p", 1.0),
+                stop=stop or [],
+                max_tokens=capped.cap,
+            )
+            prompt_tokens = capped.prompt_tokens[0] if capped.prompt_tokens else 0
+            reused = reused_prefix(kept, _context_tokens(llama)[:prompt_tokens])
+        text, calls, invalid = fc.reply_message(out)
+        message = AIMessage(
+            content=text,
+            tool_calls=calls,
+            invalid_tool_calls=invalid,
+            usage_metadata={
+                "input_tokens": prompt_tokens,
+                "output_tokens": capped.output_tokens,
+                "total_tokens": prompt_tokens + capped.output_tokens,
+                "input_token_details": {"cache_read": reused},
+            },
+            response_metadata={
+                "finish_reason": out["choices"][0].get("finish_reason"),
+                "model_name": self.model_name,
+                "chat_format": fc.FORMAT,
             },
         )
         return ChatResult(generations=[ChatGeneration(message=message)])

@@ -10,7 +10,9 @@ sent as JSON: the oracle ``tests/test_search_agent_parity.py`` compares ours wit
 For each scenario of :data:`SCENARIOS` it calls the official ``build_request`` and
 ``run_conversation_with_tools`` (``SearchToolHandler`` with ``k=5``, the scenario's
 ``snippet_max_tokens`` and ``--get-document``) and records every request body the stub received,
-the final response's text and the number of model calls. Stood in for, and only these:
+the final response's text and the number of model calls, and the query's file as the official
+``_persist_response`` writes it (``tool_call_counts``, ``status``, ``retrieved_docids``,
+``result``: what ``evaluate_run.py`` reads). Stood in for, and only these:
 
 - ``transformers.AutoTokenizer``: ``from_pretrained("Qwen/Qwen3-0.6B")`` returns cl100k (our
   declared snippet tokenizer, docs/protocols.md) with the official call's signature, since the
@@ -43,6 +45,7 @@ from tests.recording_server import RecordingServer, tool_call, tool_reply
 COMMIT = "97c637c"
 MIRROR = Path("/work/.mirror/texttron+BrowseComp-Plus/repo")
 QUESTION = "Which harbour town, founded in 1048, lies at the head of a fjord?"
+QUERY_ID = "7001"
 
 #: What the fixed searcher returns for each query (``{"docid", "score", "text"}``), and documents.
 RESULTS: dict[str, list[dict[str, Any]]] = {
@@ -71,7 +74,9 @@ RESULTS: dict[str, list[dict[str, Any]]] = {
         }
     ],
 }
-DOCUMENTS = {r["docid"]: r["text"] for rs in RESULTS.values() for r in rs}
+#: A document no search returns (the model opens it by id).
+UNLISTED = {"106": "Christiania was the name of Oslo from 1624 to 1924."}
+DOCUMENTS = {r["docid"]: r["text"] for rs in RESULTS.values() for r in rs} | UNLISTED
 
 ANSWER = (
     "Explanation: Oslo lies at the head of the Oslofjord and was founded around 1048 [101]. "
@@ -109,6 +114,18 @@ SCENARIOS: dict[str, dict[str, Any]] = {
             tool_reply(_search("harbour town fjord 1048", "call_c1")),
             tool_reply(_search("Harald Hardrada founded", "call_c2")),
             ANSWER,
+        ],
+    },
+    "opened_unlisted": {
+        "settings": {"max_tokens": 10_000, "max_iterations": 100, "snippet_max_tokens": 0},
+        "turns": [
+            tool_reply(_search("Harald Hardrada founded", "call_e1")),
+            tool_reply(
+                tool_call("get_document", {"docid": "106"}, "call_e2"),
+                tool_call("search", {"query": "nothing matches this"}, "call_e3"),
+            ),
+            "Explanation: Christiania [106], founded by Harald [105].\nExact Answer: Oslo\n"
+            "Confidence: 80%",
         ],
     },
     "token_cap": {
@@ -239,16 +256,40 @@ def run_scenario(client_module: Any, searcher: Any, scenario: dict[str, Any]) ->
             query_template="QUERY_TEMPLATE",
         )
         with contextlib.redirect_stdout(io.StringIO()):
-            response, _, usage, _ = client_module.run_conversation_with_tools(
+            response, output, usage, tool_outputs = client_module.run_conversation_with_tools(
                 client, body, handler, s["max_iterations"]
             )
+            persisted = persist(client_module, body, response, output, usage, tool_outputs)
         requests = json.loads(json.dumps(server.requests))
     return {
         "requests": requests,
         "final_text": response.output_text,
         "model_calls": len(requests),
         "output_tokens": usage["output_tokens"],
+        "persisted": persisted,
     }
+
+
+def persist(
+    client_module: Any,
+    body: dict[str, Any],
+    response: Any,
+    output: list[Any],
+    usage: dict[str, Any],
+    tool_outputs: dict[str, Any],
+) -> dict[str, Any]:
+    """The query's file as the official ``_persist_response`` writes it (its fields but
+    ``metadata``, which names the temporary folder; ``retrieved_docids`` sorted: the official
+    list comes from a set, in no fixed order)."""
+    with tempfile.TemporaryDirectory() as out:
+        client_module._persist_response(
+            out, body, response, output, usage, tool_outputs, query_id=QUERY_ID
+        )
+        (path,) = Path(out).glob("run_*.json")
+        written = json.loads(path.read_text(encoding="utf-8"))
+    written.pop("metadata")
+    written["retrieved_docids"] = sorted(written["retrieved_docids"])
+    return dict(written)
 
 
 def run_official(mirror: Path = MIRROR) -> dict[str, Any]:
@@ -261,6 +302,7 @@ def run_official(mirror: Path = MIRROR) -> dict[str, Any]:
     return {
         "source": f"texttron/BrowseComp-Plus@{COMMIT} search_agent/openai_client.py",
         "question": QUESTION,
+        "query_id": QUERY_ID,
         "results": RESULTS,
         "documents": DOCUMENTS,
         "scenarios": {name: {**SCENARIOS[name], "official": runs[name]} for name in SCENARIOS},

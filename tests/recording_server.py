@@ -147,13 +147,14 @@ def responses_output(reply: str | dict[str, Any]) -> tuple[list[dict[str, Any]],
     items += [
         {
             "type": "function_call",
-            "id": f"fc_{i}",
+            # unique per item, as OpenAI's (the official client keys each call's output by it)
+            "id": f"fc_{c['id']}",
             "call_id": c["id"],
             "name": c["function"]["name"],
             "arguments": c["function"]["arguments"],
             "status": "completed",
         }
-        for i, c in enumerate(calls)
+        for c in calls
     ]
     text = " ".join([reply["content"], *(c["function"]["arguments"] for c in calls)])
     return items, text

@@ -603,3 +603,33 @@ def test_longctx_run_structured_on_ray_and_answer_with_ray(tmp_path, capsys):
     steps = {s["node"]: s for s in json.loads(capsys.readouterr().out)["steps"]}
     assert steps["extract_ray"]["documents"] == 3 and steps["extract_ray"]["failed_tasks"] == 0
     assert steps["reduce"]["extraction"]["extracted"] == 3
+
+
+def test_the_search_agent_fans_out_on_ray_as_it_runs_locally(tmp_path, monkeypatch):
+    """An own-corpus ``longctx run --strategies search_agent --ray`` at the stub scripted to call
+    ``search``: each question a Ray task whose conversation searches its own question, the rows
+    the local run's (answers, searches, the documents each search returned)."""
+    from longctx.experiments.runner import ray_runner
+    from tests.test_search_agent_runs import check_searched_its_own_question, own_corpus_run
+
+    local, _ = own_corpus_run(tmp_path / "local")
+    fanned_out = []
+    real = ray_runner.run_experiment_ray
+
+    def spy(config, *args, **kwargs):
+        fanned_out.append(config.strategies)
+        return real(config, *args, **kwargs)
+
+    monkeypatch.setattr(ray_runner, "run_experiment_ray", spy)
+    distributed, requests = own_corpus_run(tmp_path / "ray", "--ray")
+    assert fanned_out == [("search_agent",)]
+    check_searched_its_own_question(distributed)
+    assert len(requests) == 6
+
+    def same(rows):
+        return {
+            k: (r["prediction"], [(s.get("args"), s.get("doc_ids")) for s in r["steps"]])
+            for k, r in rows.items()
+        }
+
+    assert same(distributed) == same(local)

@@ -194,7 +194,7 @@ def _q() -> Any:
 
 
 def test_a_model_without_tool_calling_searches_through_json_blocks(tmp_path: Path) -> None:
-    """The embedded model's path (no ``bind_tools``): the tools described in the text, a
+    """A model without tool calling (no ``bind_tools``): the tools described in the text, a
     ```json``` block read back as a call, its result sent as a user turn."""
     from tests.scripted import ScriptedChatModel
 

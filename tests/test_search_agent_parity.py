@@ -18,9 +18,12 @@ import pytest
 
 import longctx.graphs.search_agent.graph as search_agent_graph
 from longctx import answer, make_chat_model
+from longctx.experiments.benchmarks.base import Sample
+from longctx.experiments.reports.export import _answered, browsecomp_plus_line
+from longctx.experiments.runner.rows import base_row, ok_row
 from longctx.graphs.search_agent.prompts import QUERY_TEMPLATES
 from longctx.graphs.search_agent.tools import responses_tool_definitions, tool_definitions
-from longctx.retrieval.contract import Corpus, Document
+from longctx.retrieval.contract import Corpus, Document, Question
 from tests.recording_server import RecordingServer
 
 FIXTURE = Path(__file__).parent / "fixtures" / "browsecomp_agent" / "official_requests.json"
@@ -51,12 +54,15 @@ def _replies(turns: list[Any]) -> Any:
     return reply
 
 
+CORPUS = Corpus([Document(doc_id=d, text=t) for d, t in OFFICIAL["documents"].items()])
+
+
 def run_ours(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, list[Any]]:
     """Our run of scenario ``name`` at the stub: the answer and the requests received."""
     scenario = OFFICIAL["scenarios"][name]
     s = scenario["settings"]
     monkeypatch.setattr(search_agent_graph, "CorpusSearcher", FixedSearcher)
-    corpus = Corpus([Document(doc_id=d, text=t) for d, t in OFFICIAL["documents"].items()])
+    corpus = CORPUS
     with RecordingServer(_replies(scenario["turns"])) as server:
         llm = make_chat_model("openai:rec", base_url=server.url, api_key="x", max_retries=0)
         result = answer(
@@ -159,3 +165,38 @@ def test_the_prompts_and_schemas_are_the_official_ones() -> None:
     assert [{"type": "function", **t["function"]} for t in tool_definitions(5, True)] == (
         request["tools"]
     )
+
+
+def response_of(persisted: dict[str, Any]) -> str:
+    """The reply ``evaluate_run.py`` judges: the last ``result`` item's text when it is one."""
+    result = persisted["result"]
+    return result[-1]["output"] if result and result[-1]["type"] == "output_text" else ""
+
+
+@pytest.mark.parametrize("name", sorted(OFFICIAL["scenarios"]))
+def test_the_export_records_what_the_official_client_persists(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Our run exported (``longctx export --format official``'s writer, from the row the runner
+    writes) carries what the official ``_persist_response`` wrote for the same conversation:
+    the searches' documents as ``retrieved_docids`` (not a document opened by id, not the
+    citations), every call counted by name (failed ones too), the status and the judged reply."""
+    official = OFFICIAL["scenarios"][name]["official"]["persisted"]
+    result, _ = run_ours(name, tmp_path, monkeypatch)
+    qid = OFFICIAL["query_id"]
+    sample = Sample(
+        sample_id=qid,
+        benchmark="browsecomp_plus",
+        dataset="n6",
+        corpus=CORPUS,
+        question=Question(text=OFFICIAL["question"]),
+        answers=("Oslo",),
+        metadata={"query_id": qid},
+    )
+    row = json.loads(json.dumps(ok_row(base_row(sample, "search_agent"), result)))
+    ours = browsecomp_plus_line(sample, _answered(row, False))
+    assert ours["query_id"] == official["query_id"]
+    assert ours["tool_call_counts"] == official["tool_call_counts"]
+    assert ours["retrieved_docids"] == official["retrieved_docids"]
+    assert ours["status"] == official["status"]
+    assert response_of(ours) == response_of(official)

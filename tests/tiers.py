@@ -116,6 +116,7 @@ TIERS: dict[str, dict[str, str]] = {
     },
     "test_search_agent_parity.py": {"*": "integration"},
     "test_search_agent.py": {"*": "integration"},
+    "test_search_agent_runs.py": {"*": "integration"},
     "test_budget_channel.py": {
         "test_a_child_process_never_passes_a_call_budget": "subprocess",
         "test_children_running_together_share_one_call_budget": "concurrency",

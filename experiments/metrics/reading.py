@@ -8,6 +8,9 @@ Documents read, the union of:
 - every step's ``doc_ids`` (also spelt ``docids`` / ``retrieved_docids``): the convention for a
   strategy that reads documents outside its evidence (a search agent's retrieved ids, the
   documents a recursive sub-call saw);
+- not the evidence where a step says ``evidence_read: false``: a strategy whose evidence is what
+  its answer cites, not what it read (the search agent cites documents; what it read is the
+  ``doc_ids`` of its searches, as BrowseComp-Plus's client records ``retrieved_docids``);
 - the whole corpus where a step says the strategy read all of it: a batched stream that ran to
   its end (MemAgent's ``final_answer`` step, not stopped by a budget) or a full-context prompt that
   was not truncated (``build_prompt`` with ``truncated: false``). A truncated prompt or a stream
@@ -78,12 +81,12 @@ def reading_of(item: Any) -> Reading:
     if isinstance(item, Mapping) and item.get("status", "ok") != "ok":
         return Reading(completed=False)
     stopped = _get(item, "stopped")
-    ids = _evidence_ids(item)
+    steps = [s for s in _get(item, "steps") or [] if isinstance(s, Mapping)]
+    cites_only = any(s.get("evidence_read") is False for s in steps)
+    ids: set[str] = set() if cites_only else _evidence_ids(item)
     whole = False
     calls: dict[str, int] = {}
-    for step in _get(item, "steps") or []:
-        if not isinstance(step, Mapping):
-            continue
+    for step in steps:
         for key in DOC_ID_KEYS:
             if isinstance(step.get(key), list):
                 ids |= {str(d) for d in step[key]}

@@ -63,6 +63,20 @@ def resolve_tool_mode(llm: BaseChatModel, requested: Literal["auto", "tools", "j
     return "tools"
 
 
+def native_tools_model(llm: BaseChatModel) -> BaseChatModel | None:
+    """``llm`` when it binds tools, else its native-tool-calling variant where it offers one
+    (``with_function_calling()``: the embedded model through llama.cpp's function-calling chat
+    format), else ``None`` (the JSON-in-text adapter is for it)."""
+    try:
+        llm.bind_tools([dict(PROBE_FUNCTION)])
+        return llm
+    except NotImplementedError:
+        pass
+    upgrade = getattr(llm, "with_function_calling", None)
+    native = upgrade() if callable(upgrade) else None
+    return native if isinstance(native, BaseChatModel) else None
+
+
 def bind_function(
     llm: BaseChatModel, mode: str, function: Mapping[str, Any] | None, tool_choice: str | None
 ) -> Any:

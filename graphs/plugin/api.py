@@ -25,6 +25,7 @@ from longctx.graphs.calls.llm import (
     tokenizer_id,
 )
 from longctx.graphs.calls.prompt_sharing import PromptSharing
+from longctx.graphs.calls.prompt_text import counted_prompt
 from longctx.graphs.calls.replies import MalformedOutput, text_of
 from longctx.graphs.calls.request_settings import model_identity
 from longctx.graphs.calls.tool_events import emit_calls, emit_results
@@ -36,6 +37,7 @@ from longctx.graphs.calls.validated_call import (
     acall_validated,
     bind_function,
     call_validated,
+    native_tools_model,
     resolve_tool_mode,
 )
 from longctx.graphs.index.embedding_store import EmbeddingStore, open_store, query_vector
@@ -232,6 +234,7 @@ __all__ = [
     "emit_calls",
     "emit_results",
     "context_window",
+    "counted_prompt",
     "final_text",
     "gather_or_cancel",
     "listening",
@@ -240,6 +243,7 @@ __all__ = [
     "prompt_codec",
     "report_progress",
     "report_step",
+    "native_tools_model",
     "resolve_tool_mode",
     "run_blocking",
     "text_of",

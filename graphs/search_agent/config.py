@@ -35,6 +35,10 @@ class SearchAgentConfig(RetrievalSettings):
         temperature: ``None``: not sent (the official default).
         tool_mode: ``"tools"`` (native tool calls), ``"json"`` (tools described in the text, for a
             model without them) or ``"auto"`` (native when the model has them).
+        context_window: The model's window in tokens where it reports none (an OpenAI-compatible
+            server's): a request whose prompt fills it is refused before it is sent, and each
+            request's cap is cut to the room left; ``None``: the model's own (the embedded
+            model's ``n_ctx``), else unchecked.
         top_k: Chunks one search reads before they are grouped into ``k`` documents (fewer than
             ``k``: at most ``top_k`` documents).
         chunk_unit, chunk_size: Our index's chunks (the official index holds whole documents).
@@ -54,6 +58,7 @@ class SearchAgentConfig(RetrievalSettings):
     max_tokens: int = option(10_000, min=1, source=f"{OFFICIAL} --max_tokens 10000")
     temperature: float | None = option(None, source=f"{OFFICIAL} --temperature: model default")
     tool_mode: Literal["auto", "tools", "json"] = option("auto")
+    context_window: int | None = option(None, min=1, source="ours: the official has no check")
     chunk_unit: Literal["words", "tokens"] = option("tokens", source="ours: document search")
     chunk_size: int = option(512, min=1, source="ours: the official dense index reads 512 tokens")
     top_k: int = option(50, min=1, source="ours: chunks read to find k documents")

@@ -6,8 +6,9 @@ the answer is the reply's "Exact Answer:" line, the documents cited in brackets 
 
 ``START -> ask -> agent -> (tools -> agent)* -> finish -> END``: each model call is an ``agent``
 node and each tool round a ``tools`` node, so a checkpointed run resumes at its last finished
-round. Requests go through the chat model's tool calling (``bind_tools``; the JSON-in-text adapter
-for a model without it, as the embedded one); docs/protocols.md maps them onto the official
+round. Requests go through the chat model's tool calling (``bind_tools``; the embedded model's
+through llama.cpp's function-calling chat format; the JSON-in-text adapter for a model without
+any); docs/protocols.md maps them onto the official
 Responses requests.
 """
 
@@ -27,6 +28,7 @@ from langgraph.runtime import Runtime
 from longctx.graphs.plugin.api import (
     STRATEGIES,
     AnswerState,
+    BudgetReached,
     CompiledGraph,
     Evidence,
     RetrievalService,
@@ -36,9 +38,13 @@ from longctx.graphs.plugin.api import (
     StrategyCosts,
     as_text_history,
     chat,
+    context_window,
+    counted_prompt,
     emit_calls,
     emit_results,
+    native_tools_model,
     resolve_tool_mode,
+    tokenizer_for,
     with_json_calls,
 )
 from longctx.graphs.search_agent.ceiling import SearchedDocumentsCeiling
@@ -106,7 +112,7 @@ def agent(state: SearchAgentState, runtime: Context) -> dict[str, Any]:
     turn = state.get("turns", 0) + 1
     cap = cfg.max_tokens - state.get("output_tokens", 0)
     tools = tools_of(ctx).definitions()
-    reply, mode = call_model(ctx.llm, list(state.get("messages", [])), tools, cfg, turn, cap)
+    reply, mode, cap = call_model(ctx.llm, list(state.get("messages", [])), tools, cfg, turn, cap)
     used = reply.usage_metadata["output_tokens"] if reply.usage_metadata else 0
     calls = len(reply.tool_calls) + len(reply.invalid_tool_calls)
     emit_calls(reply)
@@ -128,16 +134,56 @@ def call_model(
     cfg: SearchAgentConfig,
     turn: int,
     cap: int,
-) -> tuple[AIMessage, str]:
-    """One request with ``cap`` output tokens: native tool calls (``tool_choice="auto"``, as the
-    official request), or the tools in the text for a model without them."""
-    mode = resolve_tool_mode(llm, cfg.tool_mode)
-    t = cfg.temperature
-    if mode == "tools":
-        reply = chat(llm, history, tools=tools, tool_choice="auto", max_tokens=cap, temperature=t)
-        return reply, mode
-    reply = chat(llm, as_text_history(history, tools), max_tokens=cap, temperature=t)
-    return with_json_calls(reply, turn), mode
+) -> tuple[AIMessage, str, int]:
+    """One request with ``cap`` output tokens (less where the model's window has less room):
+    native tool calls (``tool_choice="auto"``, as the official request; the embedded model's
+    through llama.cpp's function-calling chat format), or the tools in the text for a model
+    without them. Returns the reply, the mode and the cap sent."""
+    native = native_tools_model(llm) if cfg.tool_mode != "json" else None
+    mode = "tools" if native is not None else resolve_tool_mode(llm, cfg.tool_mode)
+    model = native or llm
+    # forced "tools" on a model without tool calling: its error says so
+    sent, schemas = (history, tools) if mode == "tools" else (as_text_history(history, tools), [])
+    cap = within_window(model, sent, schemas, cap, cfg.context_window)
+    reply = chat(
+        model,
+        sent,
+        tools=schemas or None,
+        tool_choice="auto" if schemas else None,
+        max_tokens=cap,
+        temperature=cfg.temperature,
+    )
+    return (reply if mode == "tools" else with_json_calls(reply, turn)), mode, cap
+
+
+#: Tokens a chat template adds around each message (role markers), and once (llama.cpp's
+#: function-calling preamble, ~110 tokens), beyond what the budget guard counts.
+MESSAGE_TOKENS = 8
+TEMPLATE_TOKENS = 128
+
+
+def within_window(
+    llm: BaseChatModel,
+    messages: list[BaseMessage],
+    tools: list[dict[str, Any]],
+    cap: int,
+    configured: int | None,
+) -> int:
+    """The output cap the next request may have inside the model's window (``configured``, else
+    the one the model reports; none known: ``cap`` unchecked); a request whose prompt alone
+    leaves no room (the whole documents ``get_document`` returned) is refused here, before it is
+    sent, as a budget stop (:class:`BudgetReached`), not by the server."""
+    window = configured or context_window(llm, 0)
+    if not window:
+        return cap
+    text = counted_prompt(messages, {"tools": tools} if tools else None)
+    prompt = tokenizer_for(llm).count(text) + MESSAGE_TOKENS * len(messages) + TEMPLATE_TOKENS
+    if prompt >= window:
+        raise BudgetReached(
+            f"budget reached: the model's window of {window:,} tokens (the next request's prompt "
+            f"has about {prompt:,})"
+        )
+    return min(cap, window - prompt)
 
 
 def _raw_arguments(call: Mapping[str, Any]) -> str:
@@ -165,6 +211,7 @@ def run_tools(state: SearchAgentState, runtime: Context) -> dict[str, Any]:
         messages.append(
             ToolMessage(content=result, tool_call_id=str(call["id"]), name=name, status=status)
         )
+        noted = _note(name, call.get("args"), result, found) if ok else {}
         steps.append(
             Step(
                 "tools",
@@ -174,22 +221,27 @@ def run_tools(state: SearchAgentState, runtime: Context) -> dict[str, Any]:
                 args=call.get("args"),
                 status=status,
                 chars=len(result),
+                **noted,
             )
         )
-        if ok:
-            _note(name, call.get("args"), result, found)
     emit_results(messages)
     return {"messages": messages, "steps": steps, **found}
 
 
-def _note(name: str, args: Any, result: str, found: dict[str, list[str]]) -> None:
-    """What a call did: the query searched and the documents it returned, or the one opened."""
+def _note(name: str, args: Any, result: str, found: dict[str, list[str]]) -> dict[str, Any]:
+    """What a call did: the query searched and the documents it returned (the step's
+    ``doc_ids``, what the official client records as ``retrieved_docids``), or the one opened
+    (the step's ``opened``: the official records no id of a ``get_document``)."""
     args = args if isinstance(args, Mapping) else {}
     if name == "search":
+        ids = [str(r["docid"]) for r in json.loads(result)]
         found["searched"].append(str(args.get("query", "")))
-        found["retrieved"] += [str(r["docid"]) for r in json.loads(result)]
-    elif name == "get_document" and "error" not in json.loads(result):
+        found["retrieved"] += ids
+        return {"doc_ids": ids}
+    if name == "get_document" and "error" not in json.loads(result):
         found["opened"].append(str(args.get("docid", "")))
+        return {"opened": str(args.get("docid", ""))}
+    return {}
 
 
 def after_agent(state: SearchAgentState) -> str:
@@ -256,6 +308,7 @@ def finish(state: SearchAgentState, runtime: Context) -> dict[str, Any]:
         searched=list(state.get("searched", [])),
         opened=list(state.get("opened", [])),
         cited=cited,
+        evidence_read=False,  # the evidence is what it cites; what it read is the tools' doc_ids
     )
     return {"answer": exact_answer(text), "raw": text, "evidence": evidence, "steps": [step]}
 
