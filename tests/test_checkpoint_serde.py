@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from typing import Any, TypedDict
 
 import pytest
-from langgraph.checkpoint.serde._msgpack import SAFE_MSGPACK_TYPES
 from langgraph._internal import _serde as graph_serde
 from langgraph.checkpoint.serde import _msgpack
 from langgraph.checkpoint.serde.event_hooks import register_serde_event_listener
@@ -119,7 +118,7 @@ def test_every_type_a_built_in_state_declares_is_listed(name):
     safe types, e.g. the messages of a tool loop's state, are read back anyway)."""
     spec = STRATEGIES.get(name)
     graph = spec.build_graph(spec.make_config(None))
-    assert declared_types(graph) <= CHECKPOINT_TYPES | SAFE_MSGPACK_TYPES
+    assert declared_types(graph) <= CHECKPOINT_TYPES | _msgpack.SAFE_MSGPACK_TYPES
 
 
 @dataclasses.dataclass
