@@ -64,9 +64,10 @@ class Settings:
     orchestrator: bool = True
     sub_calls: bool = True
     max_sub_calls_per_turn: int | None = None
-    max_new_tokens: int = 8192
-    sub_max_new_tokens: int = 8192
-    temperature: float = 0.0
+    #: ``None``: not sent (the official client sends only ``model`` and ``messages``).
+    max_new_tokens: int | None = None
+    sub_max_new_tokens: int | None = None
+    temperature: float | None = None
     limits: SandboxLimits = field(default_factory=SandboxLimits)
 
 
@@ -91,6 +92,20 @@ class SubCall:
 def call_key(kind: str, prompt: str) -> str:
     """A sub-call's identity for replay: its kind and a digest of its prompt."""
     return hashlib.sha256(f"{kind}\0{prompt}".encode()).hexdigest()[:16]
+
+
+def official_fields(llm: BaseChatModel) -> dict[str, Any]:
+    """Call arguments that make ``llm``'s request body the official client's
+    (``chat.completions.create(model=..., messages=...)``, nothing else): LangChain's OpenAI
+    models add ``"stream": false`` to every body, which the openai SDK leaves out when it is
+    ``NOT_GIVEN`` (a model the user made streaming keeps its own fields)."""
+    if getattr(llm, "streaming", True) or not any(
+        c.__name__ == "BaseChatOpenAI" for c in type(llm).__mro__
+    ):
+        return {}
+    from openai import NOT_GIVEN
+
+    return {"stream": NOT_GIVEN}
 
 
 def _lc(messages: Sequence[Message]) -> list[BaseMessage]:
@@ -147,6 +162,7 @@ class Runner:
                 max_tokens=budget,
                 temperature=self.settings.temperature,
                 config=config,
+                **official_fields(llm),
             )
         except (BudgetReached, RunCancelled) as stop:  # nothing more is sent, at any depth
             self.stopped = stop
