@@ -37,6 +37,7 @@ from longctx.graphs.plugin.api import (
 )
 from longctx.graphs.rlm import prompts as p
 from longctx.graphs.rlm import scaffold
+from longctx.graphs.rlm.journal import ReplyJournal, request_key
 from longctx.graphs.rlm.protocol import (
     BlockResult,
     Message,
@@ -144,6 +145,18 @@ class Runner:
         self.stopped: BaseException | None = None
         self.sub_calls: list[SubCall] = []
         self._lock = threading.Lock()
+        #: The root turn every request now belongs to (the journal's scope).
+        self.scope = ""
+        self._journal: tuple[str, ReplyJournal | None] | None = None
+
+    def journal(self) -> ReplyJournal | None:
+        """The run's reply journal (:mod:`longctx.graphs.rlm.journal`), ``None`` unless the run is
+        checkpointed."""
+        conf = self.config.get("configurable") or {}
+        ident = f"{conf.get('thread_id')}|{id(conf.get('__pregel_checkpointer'))}"
+        if self._journal is None or self._journal[0] != ident:
+            self._journal = (ident, ReplyJournal.of(self.config))
+        return self._journal[1]
 
     # -- model requests -------------------------------------------------------------------------
 
@@ -155,6 +168,13 @@ class Runner:
             raise self.stopped
         config: RunnableConfig = {**self.config, "run_name": name}
         budget = self.settings.sub_max_new_tokens if sub else self.settings.max_new_tokens
+        fields = {"max_tokens": budget, "temperature": self.settings.temperature}
+        journal, scope = self.journal(), self.scope
+        key = request_key(_name(llm), list(messages), fields)
+        if journal is not None:
+            paid = journal.take(scope, key)
+            if paid is not None:  # answered before the run was stopped: not asked again
+                return paid
         try:
             reply = chat(
                 llm,
@@ -167,7 +187,10 @@ class Runner:
         except (BudgetReached, RunCancelled) as stop:  # nothing more is sent, at any depth
             self.stopped = stop
             raise
-        return _text(reply)
+        text = _text(reply)
+        if journal is not None:
+            journal.put(scope, key, text)
+        return text
 
     def record(self, call: SubCall) -> None:
         """Keep a sub-call (thread-safe) and report it to a listener."""
@@ -396,6 +419,8 @@ class Session:
         s = self.runner.settings
         i = self.turn
         self._turn_calls = 0
+        if self.depth == 0:
+            self.runner.scope = f"turn {i + 1}"
         prompt = turn_prompt(s.protocol, i, self.root_prompt, s.max_iterations)
         if s.protocol == "final":
             request = [*self.messages, prompt]
@@ -463,6 +488,8 @@ class Session:
         fed back as then."""
         s = self.runner.settings
         for facts in turns:
+            if self.depth == 0:
+                self.runner.scope = f"turn {self.turn + 1}"
             prompt = turn_prompt(s.protocol, self.turn, self.root_prompt, s.max_iterations)
             if s.protocol != "final":
                 self.messages.append(prompt)
@@ -481,6 +508,8 @@ class Session:
     def default_answer(self) -> str:
         """The answer asked for when the turns run out (``RLM._default_answer``)."""
         request = [*self.messages, {"role": "assistant", "content": p.DEFAULT_ANSWER_PROMPT}]
+        if self.depth == 0:
+            self.runner.scope = "default answer"
         return self.runner.complete(
             self.model, request, name=f"rlm default_answer depth={self.depth}"
         )
